@@ -1,0 +1,38 @@
+# tcc: one entry point for set-up, build, tests and the main job.
+#
+#   make deps   install the toolchain (LLVM/MLIR 22, OpenCL, lit) — idempotent
+#   make build  build every crate
+#   make test   deps + build + every test (unit, lit, end-to-end)
+#   make run    deps + build + the main job (the bundled example model)
+#
+# The build environment (LLVM prefixes, PATH) comes from this file and
+# .cargo/config.toml, never from the user's shell.
+
+SHELL := /bin/bash
+LLVM_PREFIX := /usr/lib/llvm-22
+export PATH := $(LLVM_PREFIX)/bin:$(HOME)/.cargo/bin:$(PATH)
+export MLIR_SYS_220_PREFIX := $(LLVM_PREFIX)
+export TABLEGEN_220_PREFIX := $(LLVM_PREFIX)
+export LLVM_SYS_221_PREFIX := $(LLVM_PREFIX)
+CARGO ?= cargo
+
+.PHONY: deps build test run lit clean
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	$(CARGO) build --workspace --bins --locked
+
+test: build
+	$(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
+	  bash scripts/summarize-tests.sh target/test.log; exit $$status
+
+lit: build
+	$(LLVM_PREFIX)/bin/lit -sv --param=tcc_bin_dir=$(CURDIR)/target/debug lit
+
+run: build
+	bash scripts/main-job.sh
+
+clean:
+	$(CARGO) clean

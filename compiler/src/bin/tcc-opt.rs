@@ -1,0 +1,7 @@
+//! tcc-opt: the mlir-opt-compatible pass driver with every upstream dialect
+//! and pass plus tcc's dialect, passes and phase pipelines.
+
+fn main() {
+    tcc_compiler::passes::register_all();
+    std::process::exit(tcc_dialects::opt_main(std::env::args()));
+}

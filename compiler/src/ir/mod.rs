@@ -1,0 +1,4 @@
+//! Helpers for building and inspecting IR from Rust passes.
+
+pub mod tosa_builder;
+pub mod types;

@@ -1,0 +1,84 @@
+//! Reading static tensor shapes off MLIR types.
+
+use melior::ir::r#type::RankedTensorType;
+use melior::ir::{ShapedTypeLike, Type, TypeLike};
+
+/// A statically shaped ranked tensor type: its dimensions and element type.
+#[derive(Debug, Clone)]
+pub struct StaticTensor<'c> {
+    pub shape: Vec<i64>,
+    pub element: Type<'c>,
+}
+
+impl<'c> StaticTensor<'c> {
+    /// `None` unless `ty` is a ranked tensor with a static shape.
+    pub fn of(ty: Type<'c>) -> Option<Self> {
+        if !ty.is_ranked_tensor() {
+            return None;
+        }
+        let tensor = RankedTensorType::try_from(ty).ok()?;
+        if !tensor.has_static_shape() {
+            return None;
+        }
+        let shape = (0..tensor.rank())
+            .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(tensor.to_raw(), i as isize) })
+            .collect();
+        Some(Self { shape, element: tensor.element() })
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    pub fn num_elements(&self) -> i64 {
+        self.shape.iter().product()
+    }
+
+    pub fn to_type(&self) -> Type<'c> {
+        let dims: Vec<u64> = self.shape.iter().map(|&d| d as u64).collect();
+        RankedTensorType::new(&dims, self.element, None).into()
+    }
+}
+
+/// Resolves a possibly negative axis against `rank`.
+pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
+    let rank = rank as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    (0..rank).contains(&axis).then_some(axis as usize)
+}
+
+/// NumPy-style broadcast of two equal-rank shapes (TOSA requires equal rank).
+pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
+    if a.len() != b.len() {
+        return None;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| match (x, y) {
+            _ if x == y => Some(x),
+            (1, y) => Some(y),
+            (x, 1) => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_resolve_from_either_end() {
+        assert_eq!(normalize_axis(-1, 3), Some(2));
+        assert_eq!(normalize_axis(0, 3), Some(0));
+        assert_eq!(normalize_axis(3, 3), None);
+        assert_eq!(normalize_axis(-4, 3), None);
+    }
+
+    #[test]
+    fn shapes_broadcast_over_ones() {
+        assert_eq!(broadcast_shapes(&[2, 1, 4], &[1, 3, 4]), Some(vec![2, 3, 4]));
+        assert_eq!(broadcast_shapes(&[2, 3], &[3, 3]), None);
+        assert_eq!(broadcast_shapes(&[2], &[2, 1]), None);
+    }
+}

@@ -1,0 +1,3 @@
+//! Rewrite patterns, kept apart from the passes that apply them.
+
+pub mod decompose_composites;

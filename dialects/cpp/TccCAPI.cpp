@@ -1,0 +1,208 @@
+//===- TccCAPI.cpp - registration and the mlir-opt driver ----------------===//
+//
+// Bridges the parts of MLIR that the C API does not expose to tcc's Rust
+// code: full dialect/pass registration, passes written in Rust registered by
+// name (with option strings checked by Rust), named pipelines, and
+// MlirOptMain for tcc-opt.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TccCAPI.h"
+#include "TccDialect.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/CAPI/Support.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+#include <deque>
+#include <mutex>
+#include <string>
+
+using namespace mlir;
+
+namespace {
+
+/// A registered Rust pass: owned copies of its strings plus the callbacks.
+struct RustPassInfo {
+  std::string argument;
+  std::string summary;
+  std::optional<std::string> anchor;
+  std::vector<std::string> dependentDialects;
+  const void *pass;
+  TccRustPassCheckOptions checkOptions;
+  TccRustPassRun run;
+};
+
+/// Adds the dialect called `name` to `registry`. Covers the dialects tcc's
+/// passes create ops of; an unknown name is a programming error on the
+/// Rust side and is reported at registration.
+bool insertDialectByName(DialectRegistry &registry, StringRef name) {
+  if (name == "tosa") registry.insert<tosa::TosaDialect>();
+  else if (name == "arith") registry.insert<arith::ArithDialect>();
+  else if (name == "math") registry.insert<math::MathDialect>();
+  else if (name == "tensor") registry.insert<tensor::TensorDialect>();
+  else if (name == "linalg") registry.insert<linalg::LinalgDialect>();
+  else if (name == "scf") registry.insert<scf::SCFDialect>();
+  else if (name == "memref") registry.insert<memref::MemRefDialect>();
+  else if (name == "affine") registry.insert<affine::AffineDialect>();
+  else if (name == "func") registry.insert<func::FuncDialect>();
+  else if (name == "gpu") registry.insert<gpu::GPUDialect>();
+  else if (name == "vector") registry.insert<vector::VectorDialect>();
+  else if (name == "bufferization") registry.insert<bufferization::BufferizationDialect>();
+  else if (name == "llvm") registry.insert<LLVM::LLVMDialect>();
+  else if (name == "spirv") registry.insert<spirv::SPIRVDialect>();
+  else if (name == "tcc") registry.insert<tcc::TccDialect>();
+  else return false;
+  return true;
+}
+
+/// Stable storage: TypeIDs are the addresses of these entries.
+std::deque<RustPassInfo> &rustPasses() {
+  static std::deque<RustPassInfo> passes;
+  return passes;
+}
+
+std::deque<std::string> &pipelineStrings() {
+  static std::deque<std::string> strings;
+  return strings;
+}
+
+/// The MLIR pass that runs a Rust pass. The option string is checked by the
+/// Rust side when the pipeline is parsed and handed to each run.
+class RustPass : public Pass {
+public:
+  explicit RustPass(const RustPassInfo &info)
+      : Pass(TypeID::getFromOpaquePointer(&info),
+             info.anchor ? std::optional<StringRef>(*info.anchor)
+                         : std::nullopt),
+        info(info) {}
+  RustPass(const RustPass &other)
+      : Pass(other), info(other.info), options(other.options) {}
+
+  StringRef getName() const override { return info.argument; }
+  StringRef getArgument() const override { return info.argument; }
+  StringRef getDescription() const override { return info.summary; }
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    for (const std::string &name : info.dependentDialects)
+      insertDialectByName(registry, name);
+  }
+
+  bool canScheduleOn(RegisteredOperationName opName) const override {
+    return true;
+  }
+
+  std::unique_ptr<Pass> clonePass() const override {
+    return std::make_unique<RustPass>(*this);
+  }
+
+  LogicalResult initializeOptions(
+      StringRef optionString,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    std::string message;
+    auto collect = [](MlirStringRef part, void *userData) {
+      static_cast<std::string *>(userData)->append(part.data, part.length);
+    };
+    if (mlirLogicalResultIsFailure(info.checkOptions(
+            info.pass, wrap(optionString), collect, &message)))
+      return errorHandler(message);
+    options = optionString.str();
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (mlirLogicalResultIsFailure(
+            info.run(info.pass, wrap(StringRef(options)),
+                     wrap(getOperation()))))
+      signalPassFailure();
+  }
+
+private:
+  const RustPassInfo &info;
+  std::string options;
+};
+
+} // namespace
+
+extern "C" void tccRegisterAllDialects(MlirDialectRegistry cRegistry) {
+  DialectRegistry &registry = *unwrap(cRegistry);
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registry.insert<tcc::TccDialect>();
+}
+
+extern "C" void tccRegisterAllPasses(void) {
+  static std::once_flag once;
+  std::call_once(once, [] { registerAllPasses(); });
+}
+
+extern "C" bool tccRegisterRustPass(const TccRustPassInfo *cInfo) {
+  std::vector<std::string> dialects;
+  SmallVector<StringRef> names;
+  StringRef(cInfo->dependentDialects ? cInfo->dependentDialects : "")
+      .split(names, ',', -1, /*KeepEmpty=*/false);
+  DialectRegistry probe;
+  for (StringRef name : names) {
+    if (!insertDialectByName(probe, name.trim()))
+      return false;
+    dialects.push_back(name.trim().str());
+  }
+  RustPassInfo &info = rustPasses().emplace_back(RustPassInfo{
+      cInfo->argument, cInfo->summary,
+      cInfo->anchor ? std::optional<std::string>(cInfo->anchor)
+                    : std::nullopt,
+      std::move(dialects), cInfo->pass, cInfo->checkOptions, cInfo->run});
+  registerPass([&info]() -> std::unique_ptr<Pass> {
+    return std::make_unique<RustPass>(info);
+  });
+  return true;
+}
+
+extern "C" void tccRegisterPassPipeline(const char *argument,
+                                        const char *summary,
+                                        const char *pipeline) {
+  auto &strings = pipelineStrings();
+  StringRef arg = strings.emplace_back(argument);
+  StringRef desc = strings.emplace_back(summary);
+  StringRef text = strings.emplace_back(pipeline);
+  registerPassPipeline(
+      arg, desc,
+      [text](OpPassManager &pm, StringRef options,
+             function_ref<LogicalResult(const Twine &)> errorHandler) {
+        if (!options.empty())
+          return errorHandler("pipeline takes no options");
+        return parsePassPipeline(text, pm, llvm::errs());
+      },
+      [](function_ref<void(const detail::PassOptions &)>) {});
+}
+
+extern "C" int tccOptMain(int argc, char **argv) {
+  DialectRegistry registry;
+  tccRegisterAllDialects(wrap(&registry));
+  tccRegisterAllPasses();
+  return asMainReturnCode(
+      MlirOptMain(argc, argv, "tcc-opt: the tcc pass driver\n", registry));
+}

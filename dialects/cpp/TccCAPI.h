@@ -1,0 +1,59 @@
+/*===- TccCAPI.h - C interface between tcc's Rust code and MLIR's C++ -----===*
+ *
+ * What the MLIR C API lacks and tcc needs: registering the tcc dialect and
+ * every upstream dialect/extension/pass, registering passes written in Rust
+ * under a name in the pass registry (so textual pipelines and --tcc-* flags
+ * reach them), and the mlir-opt driver.
+ *===----------------------------------------------------------------------===*/
+#ifndef TCC_CAPI_H
+#define TCC_CAPI_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Checks a pass option string; on failure calls `error` with a message. */
+typedef MlirLogicalResult (*TccRustPassCheckOptions)(
+    const void *pass, MlirStringRef options, MlirStringCallback error,
+    void *errorUserData);
+/* Runs the pass on `op` with its option string. */
+typedef MlirLogicalResult (*TccRustPassRun)(const void *pass,
+                                            MlirStringRef options,
+                                            MlirOperation op);
+
+typedef struct {
+  const char *argument; /* e.g. "tcc-decompose-composites" */
+  const char *summary;  /* one line */
+  const char *anchor;   /* op name the pass runs on, or NULL for any op */
+  const char *dependentDialects; /* comma-separated dialects it creates ops of */
+  const void *pass;     /* opaque, 'static on the Rust side */
+  TccRustPassCheckOptions checkOptions;
+  TccRustPassRun run;
+} TccRustPassInfo;
+
+/* Adds every upstream dialect and extension, the LLVM IR translations and
+ * the tcc dialect to `registry`. */
+void tccRegisterAllDialects(MlirDialectRegistry registry);
+/* Registers every upstream pass once per process (idempotent). */
+void tccRegisterAllPasses(void);
+/* Registers a pass implemented in Rust; the strings are copied. Returns
+ * false if a dependent dialect name is unknown. */
+bool tccRegisterRustPass(const TccRustPassInfo *info);
+/* Registers a named pass pipeline (tcc-opt --NAME, and NAME in textual
+ * pipelines) that expands to `pipeline` (textual, nested under the op the
+ * pipeline is anchored on). */
+void tccRegisterPassPipeline(const char *argument, const char *summary,
+                             const char *pipeline);
+/* Runs the mlir-opt driver with every dialect and every registered pass.
+ * Returns the process exit code. */
+int tccOptMain(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,16 @@
+//===- TccDialect.h - the tcc dialect (C++ side) ---------------------------===//
+#ifndef TCC_DIALECT_H
+#define TCC_DIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "TccOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "TccOps.h.inc"
+
+#endif

@@ -1,0 +1,142 @@
+//! The tcc dialect and the registration of every dialect and pass.
+//!
+//! The dialect is defined in ODS (`td/TccOps.td`) with hand-written C++
+//! verifiers (`cpp/TccDialect.cpp`); `cpp/TccCAPI.cpp` adds the C entry
+//! points that MLIR's C API lacks. This crate wraps them for Rust:
+//! [`register_all_dialects`], [`register_all_passes`],
+//! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`].
+
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::sync::Mutex;
+
+pub use mlir_sys::{MlirLogicalResult, MlirOperation, MlirStringCallback, MlirStringRef};
+use mlir_sys::MlirDialectRegistry;
+
+/// Checks a pass option string; on failure reports through the callback.
+pub type CheckOptionsFn = unsafe extern "C" fn(
+    pass: *const c_void,
+    options: MlirStringRef,
+    error: MlirStringCallback,
+    error_user_data: *mut c_void,
+) -> MlirLogicalResult;
+
+/// Runs a pass on an operation with its option string.
+pub type RunFn = unsafe extern "C" fn(
+    pass: *const c_void,
+    options: MlirStringRef,
+    op: MlirOperation,
+) -> MlirLogicalResult;
+
+#[repr(C)]
+struct TccRustPassInfo {
+    argument: *const c_char,
+    summary: *const c_char,
+    anchor: *const c_char,
+    dependent_dialects: *const c_char,
+    pass: *const c_void,
+    check_options: CheckOptionsFn,
+    run: RunFn,
+}
+
+unsafe extern "C" {
+    fn tccRegisterAllDialects(registry: MlirDialectRegistry);
+    fn tccRegisterAllPasses();
+    fn tccRegisterRustPass(info: *const TccRustPassInfo) -> bool;
+    fn tccRegisterPassPipeline(argument: *const c_char, summary: *const c_char, pipeline: *const c_char);
+    fn tccOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
+}
+
+/// The ops of the tcc dialect (kept in step with `td/TccOps.td`).
+pub const TCC_OPS: &[&str] = &["tcc.gelu", "tcc.layer_norm", "tcc.log_softmax", "tcc.silu", "tcc.softmax"];
+
+/// Adds every upstream dialect and extension, the LLVM IR translations and the
+/// tcc dialect to `registry`.
+pub fn register_all_dialects(registry: &melior::dialect::DialectRegistry) {
+    unsafe { tccRegisterAllDialects(registry.to_raw()) }
+}
+
+/// Registers every upstream pass. Idempotent (MLIR's own registration
+/// double-frees when called twice; this guards it).
+pub fn register_all_passes() {
+    unsafe { tccRegisterAllPasses() }
+}
+
+/// A pass implemented in Rust, registered under `argument` in MLIR's pass
+/// registry so that textual pipelines and `tcc-opt --ARGUMENT` reach it.
+pub struct RustPassRegistration {
+    pub argument: &'static str,
+    pub summary: &'static str,
+    /// Operation the pass is anchored on (`None`: any operation).
+    pub anchor: Option<&'static str>,
+    /// Dialects whose ops the pass creates (loaded before it runs).
+    pub dependent_dialects: &'static [&'static str],
+    /// Opaque `'static` pointer handed back to the callbacks.
+    pub pass: *const c_void,
+    pub check_options: CheckOptionsFn,
+    pub run: RunFn,
+}
+
+static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn c_string(text: &str) -> CString {
+    CString::new(text).expect("registration strings contain no NUL")
+}
+
+/// Registers a Rust pass. Registering the same argument twice is a no-op, so
+/// that tools and tests may call their registration functions freely.
+pub fn register_rust_pass(registration: &RustPassRegistration) {
+    let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    if registered.iter().any(|a| a == registration.argument) {
+        return;
+    }
+    let argument = c_string(registration.argument);
+    let summary = c_string(registration.summary);
+    let anchor = registration.anchor.map(c_string);
+    let dialects = c_string(&registration.dependent_dialects.join(","));
+    let info = TccRustPassInfo {
+        argument: argument.as_ptr(),
+        summary: summary.as_ptr(),
+        anchor: anchor.as_ref().map_or(std::ptr::null(), |a| a.as_ptr()),
+        dependent_dialects: dialects.as_ptr(),
+        pass: registration.pass,
+        check_options: registration.check_options,
+        run: registration.run,
+    };
+    // The C++ side copies the strings.
+    let known = unsafe { tccRegisterRustPass(&info) };
+    assert!(known, "pass {} names an unknown dependent dialect", registration.argument);
+    registered.push(registration.argument.to_string());
+}
+
+/// Registers a named pipeline: `NAME` in textual pipelines and `--NAME` in
+/// tcc-opt expand to `pipeline`. Registering a name twice is a no-op.
+pub fn register_pass_pipeline(argument: &str, summary: &str, pipeline: &str) {
+    let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    if registered.iter().any(|a| a == argument) {
+        return;
+    }
+    let (a, s, p) = (c_string(argument), c_string(summary), c_string(pipeline));
+    unsafe { tccRegisterPassPipeline(a.as_ptr(), s.as_ptr(), p.as_ptr()) };
+    registered.push(argument.to_string());
+}
+
+/// Runs the mlir-opt driver over `args` (including the program name) with
+/// every dialect and every registered pass; returns the exit code.
+pub fn opt_main(args: impl IntoIterator<Item = String>) -> i32 {
+    let owned: Vec<CString> = args
+        .into_iter()
+        .map(|a| CString::new(a).unwrap_or_else(|_| c_string("<argument with NUL>")))
+        .collect();
+    let mut argv: Vec<*mut c_char> = owned.iter().map(|a| a.as_ptr() as *mut c_char).collect();
+    argv.push(std::ptr::null_mut());
+    unsafe { tccOptMain(owned.len() as c_int, argv.as_mut_ptr()) }
+}
+
+/// A melior context with every dialect registered and loaded lazily.
+pub fn new_context() -> melior::Context {
+    let registry = melior::dialect::DialectRegistry::new();
+    register_all_dialects(&registry);
+    let context = melior::Context::new();
+    context.append_dialect_registry(&registry);
+    context
+}

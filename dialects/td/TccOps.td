@@ -1,0 +1,125 @@
+//===- TccOps.td - the tcc dialect --------------------------*- tablegen -*-===//
+//
+// Composite model ops that TOSA lacks. Later phases either decompose them into
+// TOSA (tcc-decompose-composites) or hand them to library kernels. Every op
+// verifies its operands, attributes and result types.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_OPS_TD
+#define TCC_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tcc_Dialect : Dialect {
+  let name = "tcc";
+  let cppNamespace = "::tcc";
+  let summary = "Composite tensor ops of the tcc compiler";
+  let description = [{
+    Ops for model-level computations that TOSA expresses only as chains of
+    primitive ops (softmax, layer normalization, GELU, ...). Keeping them
+    whole through the graph phase lets tcc fuse them into few kernels or map
+    them to hand-tuned library kernels; `tcc-decompose-composites` lowers
+    them to TOSA for everything else.
+  }];
+}
+
+class Tcc_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tcc_Dialect, mnemonic, traits>;
+
+def Tcc_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+def Tcc_SoftmaxOp : Tcc_Op<"softmax",
+    [Pure, AllTypesMatch<["input", "output"]>]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    `output = exp(x - max(x)) / sum(exp(x - max(x)))` along `axis`.
+    A negative axis counts from the last dimension.
+
+    ```mlir
+    %y = tcc.softmax %x axis = -1 : tensor<2x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$output);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax",
+    [Pure, AllTypesMatch<["input", "output"]>]> {
+  let summary = "logarithm of softmax along one axis";
+  let description = [{
+    `output = x - max(x) - log(sum(exp(x - max(x))))` along `axis`.
+
+    ```mlir
+    %y = tcc.log_softmax %x axis = 1 : tensor<2x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$output);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Tcc_LayerNormOp : Tcc_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "output"]>,
+     AllTypesMatch<["scale", "bias"]>]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes `input` over the dimensions `axis..rank-1` to zero mean and
+    unit variance (`epsilon` added to the variance), then scales and shifts:
+    `output = (x - mean) / sqrt(var + epsilon) * scale + bias`.
+    `scale` and `bias` have the shape of the normalized dimensions.
+
+    ```mlir
+    %y = tcc.layer_norm %x, %gamma, %beta axis = -1 epsilon = 1.0e-05
+        : tensor<2x8x16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$scale,
+                       Tcc_FloatTensor:$bias, I64Attr:$axis, F32Attr:$epsilon);
+  let results = (outs Tcc_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `axis` `=` $axis `epsilon` `=` $epsilon
+    attr-dict `:` type($output) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_GeluOp : Tcc_Op<"gelu",
+    [Pure, AllTypesMatch<["input", "output"]>]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `approximate = "none"`: `0.5 * x * (1 + erf(x / sqrt(2)))`;
+    `approximate = "tanh"`: `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`.
+
+    ```mlir
+    %y = tcc.gelu %x approximate = "tanh" : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Tcc_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input (`approximate` `=` $approximate^)? attr-dict `:` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_SiluOp : Tcc_Op<"silu",
+    [Pure, AllTypesMatch<["input", "output"]>]> {
+  let summary = "sigmoid linear unit, x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %y = tcc.silu %x : tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input);
+  let results = (outs Tcc_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+#endif // TCC_OPS_TD

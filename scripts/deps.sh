@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what tcc needs from Debian's archive, skipping what is present.
+# A second run finds everything installed and returns in a second or two.
+set -euo pipefail
+
+packages=(
+  # LLVM/MLIR 22 (static libraries, tablegen, lit/FileCheck, clang for the C++ shim, lld)
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libpolly-22-dev
+  clang-22 libclang-22-dev lld-22
+  # libraries LLVM links against
+  zlib1g-dev libzstd-dev libffi-dev libxml2-dev libedit-dev libcurl4-openssl-dev
+  # OpenCL: ICD loader, headers, PoCL (CPU device), clinfo; SPIR-V validator
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo spirv-tools
+  # python3 runs LLVM's lit
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "deps: all ${#packages[@]} packages present"
+fi
+
+command -v cargo >/dev/null || { echo "deps: cargo not found; install Rust (rustup) first" >&2; exit 1; }
+[ -x /usr/lib/llvm-22/bin/lit ] || { echo "deps: LLVM lit missing from llvm-22-tools" >&2; exit 1; }
