@@ -38,14 +38,14 @@ LogicalResult SoftmaxOp::verify() {
   auto type = cast<RankedTensorType>(getInput().getType());
   if (type.getRank() == 0)
     return emitOpError("expects an input of rank >= 1");
-  return verifyAxis(*this, getAxis(), type.getRank());
+  return verifyAxis(*this, static_cast<int64_t>(getAxis()), type.getRank());
 }
 
 LogicalResult LogSoftmaxOp::verify() {
   auto type = cast<RankedTensorType>(getInput().getType());
   if (type.getRank() == 0)
     return emitOpError("expects an input of rank >= 1");
-  return verifyAxis(*this, getAxis(), type.getRank());
+  return verifyAxis(*this, static_cast<int64_t>(getAxis()), type.getRank());
 }
 
 LogicalResult LayerNormOp::verify() {
@@ -54,13 +54,16 @@ LogicalResult LayerNormOp::verify() {
   int64_t rank = type.getRank();
   if (rank == 0)
     return emitOpError("expects an input of rank >= 1");
-  if (failed(verifyAxis(*this, getAxis(), rank)))
+  // I64Attr accessors return uint64_t: read the axis back as signed.
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (failed(verifyAxis(*this, axis, rank)))
     return failure();
   if (scaleType.getElementType() != type.getElementType())
     return emitOpError() << "scale element type " << scaleType.getElementType()
                          << " does not match input element type "
                          << type.getElementType();
-  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  if (axis < 0)
+    axis += rank;
   ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
   if (scaleType.getShape() != normalized) {
     std::string expected;

@@ -1,0 +1,96 @@
+// Invalid tcc ops are rejected by their verifiers with a located error.
+// RUN: tcc-opt %s --split-input-file --verify-diagnostics
+
+func.func @softmax_axis_out_of_range(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  // expected-error @+1 {{'tcc.softmax' op axis 2 is out of range for a tensor of rank 2 (expected -2 <= axis < 2)}}
+  %0 = tcc.softmax %x axis = 2 : tensor<2x10xf32>
+  return %0 : tensor<2x10xf32>
+}
+
+// -----
+
+func.func @softmax_rank0(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{expects an input of rank >= 1}}
+  %0 = tcc.softmax %x axis = 0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @softmax_integer(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  %0 = "tcc.softmax"(%x) {axis = 0 : i64} : (tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @softmax_type_mismatch(%x: tensor<4xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{all of {input, output} have same type}}
+  %0 = "tcc.softmax"(%x) {axis = 0 : i64} : (tensor<4xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+func.func @log_softmax_axis(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{axis -3 is out of range}}
+  %0 = tcc.log_softmax %x axis = -3 : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @layer_norm_scale_shape(%x: tensor<2x8x16xf32>, %g: tensor<16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+1 {{scale and bias must have the shape of the normalized dimensions [8x16], got 'tensor<16xf32>'}}
+  %0 = tcc.layer_norm %x, %g, %g axis = 1 epsilon = 1.0e-05 : tensor<2x8x16xf32>, tensor<16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @layer_norm_bias_type(%x: tensor<2x16xf32>, %g: tensor<16xf32>, %b: tensor<8xf32>) -> tensor<2x16xf32> {
+  // expected-error @+1 {{all of {scale, bias} have same type}}
+  %0 = "tcc.layer_norm"(%x, %g, %b) {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16xf32>, tensor<16xf32>, tensor<8xf32>) -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%x: tensor<2x16xf32>, %g: tensor<16xf32>) -> tensor<2x16xf32> {
+  // expected-error @+1 {{epsilon must be positive, got 0}}
+  %0 = tcc.layer_norm %x, %g, %g axis = -1 epsilon = 0.0 : tensor<2x16xf32>, tensor<16xf32>
+  return %0 : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @layer_norm_element_type(%x: tensor<2x16xf32>, %g: tensor<16xf16>) -> tensor<2x16xf32> {
+  // expected-error @+1 {{scale element type 'f16' does not match input element type 'f32'}}
+  %0 = tcc.layer_norm %x, %g, %g axis = -1 epsilon = 1.0e-05 : tensor<2x16xf32>, tensor<16xf16>
+  return %0 : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @gelu_mode(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{approximate must be "none" or "tanh", got "fast"}}
+  %0 = tcc.gelu %x approximate = "fast" : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @silu_unranked(%x: tensor<*xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  %0 = "tcc.silu"(%x) : (tensor<*xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @missing_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{requires attribute 'axis'}}
+  %0 = "tcc.softmax"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

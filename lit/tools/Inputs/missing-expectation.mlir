@@ -1,0 +1,4 @@
+func.func @f(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  %0 = tcc.softmax %x axis = 5 : tensor<2x10xf32>
+  return %0 : tensor<2x10xf32>
+}
