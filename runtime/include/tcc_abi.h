@@ -1,0 +1,130 @@
+/*===- tcc_abi.h - the contract between a tcc artifact and the runtime ----===*
+ *
+ * A compiled model (`model.so`) is host code + kernels + weights. It never
+ * touches device memory: it calls back into the runtime through the
+ * function table below, and describes itself through `tcc_artifact_v1()`.
+ * Every struct is plain C with fixed-width fields; all pointers in the
+ * artifact's tables point into the artifact's own read-only data.
+ *
+ * ABI version 1. The runtime refuses an artifact whose `abi_version`
+ * differs from the one it was built for.
+ *===----------------------------------------------------------------------===*/
+#ifndef TCC_ABI_H
+#define TCC_ABI_H
+
+#include <stdint.h>
+
+#define TCC_ABI_VERSION 1u
+
+/* Element types of tensors crossing the ABI. */
+enum tcc_dtype {
+  TCC_DTYPE_F32 = 0,
+  TCC_DTYPE_F16 = 1,
+  TCC_DTYPE_I32 = 2,
+  TCC_DTYPE_I64 = 3,
+  TCC_DTYPE_I8 = 4,
+  TCC_DTYPE_BOOL = 5, /* one byte per element, 0 or 1 */
+};
+
+/* Kernel source formats. */
+enum tcc_source_kind {
+  TCC_SOURCE_OPENCL_C = 0,
+  TCC_SOURCE_SPIRV = 1,
+  TCC_SOURCE_PTX = 2,
+};
+
+/* Runtime-owned device buffer; opaque to the artifact. */
+typedef struct tcc_buffer tcc_buffer;
+
+/* One kernel argument. */
+enum tcc_arg_kind {
+  TCC_ARG_BUFFER = 0,
+  TCC_ARG_I32 = 1,
+  TCC_ARG_I64 = 2,
+  TCC_ARG_F32 = 3,
+};
+typedef struct {
+  uint32_t kind; /* enum tcc_arg_kind */
+  uint32_t reserved;
+  union {
+    tcc_buffer *buffer;
+    int32_t i32;
+    int64_t i64;
+    float f32;
+  } value;
+} tcc_arg; /* 16 bytes */
+
+/* What the runtime offers the artifact's host code. Every call that can fail
+ * returns 0 on success; on failure the runtime records the error in `ctx`
+ * and the host code returns the non-zero status to its caller. */
+typedef struct {
+  uint32_t abi_version; /* TCC_ABI_VERSION */
+  uint32_t reserved;
+  void *ctx;
+  /* A device buffer of at least `bytes` bytes (from the buffer pool). */
+  int32_t (*alloc)(void *ctx, uint64_t bytes, tcc_buffer **out);
+  /* Returns a buffer to the pool once the kernels queued so far are done. */
+  void (*release)(void *ctx, tcc_buffer *buffer);
+  /* The device copy of constant `index` (uploaded on first use, cached). */
+  int32_t (*constant)(void *ctx, uint32_t index, tcc_buffer **out);
+  /* Enqueues kernel `kernel` (index into tcc_artifact.kernel_names) over an
+   * NDRange of `global` work-items in work-groups of `local`, without
+   * waiting for it. `dims` is 1, 2 or 3. */
+  int32_t (*launch)(void *ctx, uint32_t kernel, uint32_t dims,
+                    const uint64_t *global, const uint64_t *local,
+                    uint32_t num_args, const tcc_arg *args);
+  /* Device-to-device copy, enqueued in order. */
+  int32_t (*copy)(void *ctx, tcc_buffer *dst, uint64_t dst_offset,
+                  tcc_buffer *src, uint64_t src_offset, uint64_t bytes);
+} tcc_runtime_api;
+
+typedef struct {
+  const char *name;     /* ONNX/argument name, or "" */
+  uint32_t dtype;       /* enum tcc_dtype */
+  uint32_t rank;
+  const int64_t *shape; /* rank entries, all static */
+} tcc_tensor_desc;
+
+/* int32_t entry(const tcc_runtime_api *rt, tcc_buffer *const *inputs,
+ *               tcc_buffer *const *outputs)
+ * Inputs and outputs are device buffers of the described sizes, allocated
+ * by the caller; the entry enqueues the whole computation and returns 0, or
+ * the first non-zero status a runtime call returned. */
+typedef int32_t (*tcc_entry_fn)(const tcc_runtime_api *rt,
+                                tcc_buffer *const *inputs,
+                                tcc_buffer *const *outputs);
+
+typedef struct {
+  const char *name; /* the MLIR function's name */
+  tcc_entry_fn entry;
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  const tcc_tensor_desc *inputs;
+  const tcc_tensor_desc *outputs;
+} tcc_function_desc;
+
+typedef struct {
+  const void *data;
+  uint64_t bytes;
+} tcc_constant_desc;
+
+typedef struct {
+  uint32_t abi_version; /* TCC_ABI_VERSION */
+  uint32_t source_kind; /* enum tcc_source_kind */
+  const char *source;   /* kernel program (text for OpenCL C/PTX) */
+  uint64_t source_bytes;
+  const char *build_options; /* for clBuildProgram */
+  uint32_t num_kernels;
+  uint32_t num_functions;
+  const char *const *kernel_names;
+  const tcc_function_desc *functions;
+  uint32_t num_constants;
+  uint32_t reserved;
+  const tcc_constant_desc *constants;
+  const char *producer; /* "tcc <version>" */
+} tcc_artifact;
+
+/* Every artifact exports this symbol. */
+const tcc_artifact *tcc_artifact_v1(void);
+
+#endif /* TCC_ABI_H */

@@ -1,0 +1,1 @@
+//! tcc-runtime (being written).
