@@ -1,7 +1,16 @@
 //! tcc-compiler: lowers TOSA/linalg models to OpenCL kernels and a host
-//! program. `passes` holds tcc's own passes (registered in MLIR's pass
-//! registry so `tcc-opt` and textual pipelines reach them).
+//! program.
+//!
+//! - [`phases`]: the pipeline as ordered phases (`--compile-to=` stops);
+//! - [`passes`]: tcc's own passes, registered in MLIR's pass registry;
+//! - [`patterns`]: rewrites the passes apply;
+//! - [`config`]: per-target kernel configuration (strategy);
+//! - [`driver`]: the `tcc` command line.
 
+pub mod config;
+pub mod diagnostics;
+pub mod driver;
 pub mod ir;
 pub mod passes;
 pub mod patterns;
+pub mod phases;

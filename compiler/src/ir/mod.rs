@@ -2,3 +2,4 @@
 
 pub mod tosa_builder;
 pub mod types;
+pub mod util;

@@ -1,18 +1,42 @@
 //! tcc's own passes, one per file, each registered in MLIR's pass registry
 //! under its `tcc-*` argument by [`register_all`].
 
+mod check_supported;
+mod configure_kernels;
 mod decompose_composites;
+mod form_dispatches;
+mod map_loops_to_work_items;
+mod outline_kernels;
 mod pass;
 
+pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
+pub use configure_kernels::{CONFIG_ATTR, ConfigureKernels, TARGET_ATTR};
 pub use decompose_composites::DecomposeComposites;
+pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
+pub use map_loops_to_work_items::MapLoopsToWorkItems;
+pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
 pub use pass::{NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options};
 
-/// Every tcc pass: (argument, summary), in registration order. Kept in step
+/// Every tcc pass: (argument, summary), in pipeline order. Kept in step
 /// with docs/passes.md by a test.
-pub const ALL: &[(&str, &str)] = &[(DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY)];
+pub const ALL: &[(&str, &str)] = &[
+    (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
+    (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
+    (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
+    (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
+    (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
+];
 
-/// Registers every upstream pass and every tcc pass. Idempotent.
+/// Registers every upstream pass, every tcc pass and the phase pipelines.
+/// Idempotent.
 pub fn register_all() {
     tcc_dialects::register_all_passes();
+    pass::register(&CheckSupported);
     pass::register(&DecomposeComposites);
+    pass::register(&FormDispatches);
+    pass::register(&ConfigureKernels);
+    pass::register(&OutlineKernels);
+    pass::register(&MapLoopsToWorkItems);
+    crate::phases::register_phase_pipelines();
 }

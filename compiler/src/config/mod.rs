@@ -1,0 +1,132 @@
+//! Per-target kernel configuration, kept apart from the lowering mechanism.
+//!
+//! The tile phase (`tcc-configure-kernels`) asks the target's configuration
+//! for each kernel and records the answer as a `tcc.config` attribute on the
+//! kernel's ops; the gpu phase reads only that attribute. Changing how a
+//! target is tuned means changing `generic.rs`, `nvidia.rs` or
+//! `pocl_cpu.rs`, never the passes.
+
+pub mod generic;
+pub mod nvidia;
+pub mod pocl_cpu;
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A device family tcc tunes for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// Any OpenCL 1.2 device.
+    #[default]
+    Generic,
+    /// NVIDIA GPUs through NVIDIA's OpenCL.
+    Nvidia,
+    /// CPUs through PoCL.
+    PoclCpu,
+}
+
+/// What kind of computation a kernel does, as far as tuning is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelKind {
+    /// One work-item per output element, no reduction.
+    Elementwise,
+    /// One work-item per output element, each reducing over some dims.
+    Reduction,
+    /// Matrix multiplication (plain or batched), possibly with an epilogue.
+    Matmul,
+    /// Convolution or pooling (a windowed reduction).
+    Convolution,
+}
+
+impl KernelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelKind::Elementwise => "elementwise",
+            KernelKind::Reduction => "reduction",
+            KernelKind::Matmul => "matmul",
+            KernelKind::Convolution => "convolution",
+        }
+    }
+}
+
+/// The configuration of one kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelConfig {
+    /// Work-items per work-group (the mapping uses a 1-D NDRange).
+    pub workgroup_size: i64,
+}
+
+impl Target {
+    pub const ALL: [Target; 3] = [Target::Generic, Target::Nvidia, Target::PoclCpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Generic => "generic",
+            Target::Nvidia => "nvidia",
+            Target::PoclCpu => "pocl-cpu",
+        }
+    }
+
+    /// The configuration for a kernel of `kind` over `work_items` points.
+    pub fn kernel_config(self, kind: KernelKind, work_items: i64) -> KernelConfig {
+        let preferred = match self {
+            Target::Generic => generic::workgroup_size(kind),
+            Target::Nvidia => nvidia::workgroup_size(kind),
+            Target::PoclCpu => pocl_cpu::workgroup_size(kind),
+        };
+        KernelConfig { workgroup_size: clamp_workgroup(preferred, work_items) }
+    }
+}
+
+/// Never launch more work-items per group than the iteration space has
+/// (rounded up to a multiple of 32), and never fewer than 64 where it has
+/// that many points.
+pub fn clamp_workgroup(preferred: i64, work_items: i64) -> i64 {
+    let work_items = work_items.max(1);
+    if work_items <= 64 {
+        return work_items;
+    }
+    let rounded = (work_items + 31) / 32 * 32;
+    preferred.min(rounded).max(64)
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Target::ALL.into_iter().find(|t| t.name() == text).ok_or_else(|| {
+            let names: Vec<_> = Target::ALL.iter().map(|t| t.name()).collect();
+            format!("unknown target '{text}' (targets: {})", names.join(", "))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workgroups_fit_the_iteration_space() {
+        assert_eq!(clamp_workgroup(256, 10), 10);
+        assert_eq!(clamp_workgroup(256, 64), 64);
+        assert_eq!(clamp_workgroup(256, 65), 96);
+        assert_eq!(clamp_workgroup(256, 1 << 20), 256);
+        assert_eq!(clamp_workgroup(32, 1000), 64);
+    }
+
+    #[test]
+    fn every_target_gives_at_least_64_work_items_on_large_spaces() {
+        for target in Target::ALL {
+            for kind in [KernelKind::Elementwise, KernelKind::Reduction, KernelKind::Matmul, KernelKind::Convolution] {
+                let config = target.kernel_config(kind, 1 << 16);
+                assert!(config.workgroup_size >= 64, "{target} {kind:?}: {config:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Diagnostics: emitting errors from passes, and printing MLIR diagnostics
+//! the way compilers do (`file:line:col: error: message`, the source line
+//! and a caret) in the `tcc` driver.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use melior::Context;
+use melior::diagnostic::{Diagnostic, DiagnosticSeverity};
+use melior::ir::Location;
+use mlir_sys::MlirLocation;
+
+/// Emits an error diagnostic at `location` (or an unknown location).
+pub fn emit_error(location: Option<Location>, message: &str) {
+    let Some(location) = location else {
+        eprintln!("error: {message}");
+        return;
+    };
+    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    unsafe { mlir_sys::mlirEmitError(location.to_raw(), text.as_ptr()) };
+}
+
+fn string_ref(value: mlir_sys::MlirStringRef) -> String {
+    if value.data.is_null() {
+        return String::new();
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(value.data as *const u8, value.length) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// File, line and column of a location, looking through name, call-site
+/// and fused locations for the first file location.
+pub fn file_line_col(location: MlirLocation) -> Option<(String, u32, u32)> {
+    unsafe {
+        if mlir_sys::mlirLocationIsAFileLineColRange(location) {
+            let file = string_ref(mlir_sys::mlirIdentifierStr(mlir_sys::mlirLocationFileLineColRangeGetFilename(location)));
+            let line = mlir_sys::mlirLocationFileLineColRangeGetStartLine(location);
+            let col = mlir_sys::mlirLocationFileLineColRangeGetStartColumn(location);
+            return Some((file, line.max(0) as u32, col.max(0) as u32));
+        }
+        if mlir_sys::mlirLocationIsAName(location) {
+            return file_line_col(mlir_sys::mlirLocationNameGetChildLoc(location));
+        }
+        if mlir_sys::mlirLocationIsACallSite(location) {
+            return file_line_col(mlir_sys::mlirLocationCallSiteGetCaller(location));
+        }
+        if mlir_sys::mlirLocationIsAFused(location) {
+            let count = mlir_sys::mlirLocationFusedGetNumLocations(location) as usize;
+            let mut locations = vec![mlir_sys::MlirLocation { ptr: std::ptr::null() }; count];
+            mlir_sys::mlirLocationFusedGetLocations(location, locations.as_mut_ptr());
+            return locations.into_iter().find_map(file_line_col);
+        }
+    }
+    None
+}
+
+/// `file:line:col` of a location, if it has one.
+pub fn location_string(location: MlirLocation) -> Option<String> {
+    file_line_col(location).map(|(file, line, col)| format!("{file}:{line}:{col}"))
+}
+
+/// Collects the context's diagnostics, formatted with the source line they
+/// point at, for the driver to print (or for tests to inspect).
+#[derive(Clone, Default)]
+pub struct DiagnosticSink {
+    messages: Arc<Mutex<Vec<String>>>,
+    sources: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl DiagnosticSink {
+    /// Attaches a handler to `context` that records every diagnostic.
+    pub fn attach(context: &Context) -> Self {
+        let sink = Self::default();
+        let handler_sink = sink.clone();
+        context.attach_diagnostic_handler(move |diagnostic| {
+            handler_sink.record(&diagnostic);
+            true
+        });
+        sink
+    }
+
+    /// Remembers a file's text so that diagnostics can quote its lines.
+    pub fn add_source(&self, name: &str, text: &str) {
+        self.sources.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), text.to_string());
+    }
+
+    fn record(&self, diagnostic: &Diagnostic) {
+        let severity = match diagnostic.severity() {
+            DiagnosticSeverity::Error => "error",
+            DiagnosticSeverity::Warning => "warning",
+            DiagnosticSeverity::Note => "note",
+            DiagnosticSeverity::Remark => "remark",
+        };
+        let message = diagnostic.to_string();
+        let location = file_line_col(diagnostic.location().to_raw());
+        let mut text = match &location {
+            Some((file, line, col)) => format!("{file}:{line}:{col}: {severity}: {message}"),
+            None => format!("{severity}: {message}"),
+        };
+        if let Some((file, line, col)) = location
+            && let Some(source) = self.sources.lock().unwrap_or_else(|e| e.into_inner()).get(&file)
+            && let Some(source_line) = source.lines().nth(line.saturating_sub(1) as usize)
+        {
+            text.push('\n');
+            text.push_str(source_line);
+            text.push('\n');
+            text.push_str(&" ".repeat(col.saturating_sub(1) as usize));
+            text.push('^');
+        }
+        self.messages.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+        for index in 0..diagnostic.note_count() {
+            if let Ok(note) = diagnostic.note(index) {
+                self.record(&note);
+            }
+        }
+    }
+
+    /// Takes the recorded messages.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}

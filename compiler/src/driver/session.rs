@@ -1,0 +1,100 @@
+//! A compilation session: an MLIR context with every dialect and pass
+//! registered, a diagnostic sink, and the parsed module.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use melior::Context;
+use melior::ir::Module;
+use melior::ir::operation::OperationLike;
+use melior::pass::PassManager;
+
+use crate::diagnostics::DiagnosticSink;
+
+pub struct Session {
+    pub context: Context,
+    pub diagnostics: DiagnosticSink,
+}
+
+impl Session {
+    pub fn new() -> Self {
+        crate::passes::register_all();
+        let context = tcc_dialects::new_context();
+        let diagnostics = DiagnosticSink::attach(&context);
+        Self { context, diagnostics }
+    }
+
+    /// Turns the recorded diagnostics into an error (or a generic message).
+    pub fn failure(&self, what: &str) -> anyhow::Error {
+        let messages = self.diagnostics.take();
+        if messages.is_empty() { anyhow!("{what}") } else { anyhow!("{}", messages.join("\n")) }
+    }
+
+    /// Parses MLIR text (named `name` in diagnostics) and verifies it.
+    pub fn parse<'c>(&'c self, name: &str, text: &str) -> Result<Module<'c>> {
+        self.diagnostics.add_source(name, text);
+        let raw = unsafe {
+            mlir_sys::mlirOperationCreateParse(
+                self.context.to_raw(),
+                mlir_sys::MlirStringRef { data: text.as_ptr() as *const _, length: text.len() },
+                mlir_sys::MlirStringRef { data: name.as_ptr() as *const _, length: name.len() },
+            )
+        };
+        if raw.ptr.is_null() {
+            return Err(self.failure(&format!("{name}: cannot parse")));
+        }
+        let operation = unsafe { melior::ir::operation::Operation::from_raw(raw) };
+        // A file holding a single non-module op (e.g. one func.func) gets an
+        // implicit module, as mlir-opt gives it.
+        let module = if operation.name().as_string_ref().as_str() == Ok("builtin.module") {
+            Module::from_operation(operation).ok_or_else(|| anyhow!("{name}: malformed builtin.module"))?
+        } else {
+            let module = Module::new(melior::ir::Location::new(&self.context, name, 1, 1));
+            melior::ir::BlockLike::append_operation(&module.body(), operation);
+            module
+        };
+        if !module.as_operation().verify() {
+            return Err(self.failure(&format!("{name}: verification failed")));
+        }
+        Ok(module)
+    }
+
+    /// Reads and parses a file.
+    pub fn parse_file<'c>(&'c self, path: &Path) -> Result<Module<'c>> {
+        let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| anyhow!("{}: not UTF-8 text (byte {}): is this an MLIR file?", path.display(), e.utf8_error().valid_up_to()))?;
+        self.parse(&path.display().to_string(), &text)
+    }
+
+    /// Runs a textual pipeline over the module.
+    pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<()> {
+        let manager = PassManager::new(&self.context);
+        let mut error = String::new();
+        unsafe extern "C" fn collect(part: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
+            let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
+            unsafe { &mut *(user_data as *mut String) }.push_str(&String::from_utf8_lossy(text));
+        }
+        let parsed = unsafe {
+            mlir_sys::mlirParsePassPipeline(
+                manager.as_operation_pass_manager().to_raw(),
+                mlir_sys::MlirStringRef { data: pipeline.as_ptr() as *const _, length: pipeline.len() },
+                Some(collect),
+                &mut error as *mut String as *mut std::ffi::c_void,
+            )
+        };
+        if parsed.value == 0 {
+            bail!("invalid pass pipeline {pipeline}: {error}");
+        }
+        if manager.run(module).is_err() {
+            bail!("{}", self.failure("compilation failed"));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self::new()
+    }
+}

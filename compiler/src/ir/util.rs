@@ -1,0 +1,89 @@
+//! Small helpers over melior/mlir-sys used by several passes.
+
+use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
+use melior::ir::{Attribute, RegionLike, Value, ValueLike};
+
+/// The op's name as a Rust string (`"tosa.add"`).
+pub fn op_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
+    let name = op.name();
+    name.as_string_ref().as_str().unwrap_or_default().to_string()
+}
+
+/// The dialect prefix of an op name (`"tosa"` for `"tosa.add"`).
+pub fn dialect_of(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// Every op nested in `root` (root included), pre-order, as `'c`-lived refs.
+pub fn collect_ops<'c>(root: OperationRef<'c, 'c>) -> Vec<OperationRef<'c, 'c>> {
+    let mut ops = Vec::new();
+    root.walk(WalkOrder::PreOrder, |op| {
+        ops.push(unsafe { OperationRef::from_raw(op.to_raw()) });
+        WalkResult::Advance
+    });
+    ops
+}
+
+/// The ops directly inside the first block of the first region of `op`.
+pub fn body_ops<'c>(op: OperationRef<'c, 'c>) -> Vec<OperationRef<'c, 'c>> {
+    let mut ops = Vec::new();
+    let Ok(region) = op.region(0) else { return ops };
+    let Some(block) = region.first_block() else { return ops };
+    let mut next = melior::ir::BlockLike::first_operation(&block);
+    while let Some(current) = next {
+        next = current.next_in_block();
+        ops.push(unsafe { OperationRef::from_raw(current.to_raw()) });
+    }
+    ops
+}
+
+/// The op defining `value`, if it is an op result.
+pub fn defining_op<'c>(value: Value<'c, 'c>) -> Option<OperationRef<'c, 'c>> {
+    if !value.is_operation_result() {
+        return None;
+    }
+    let raw = unsafe { mlir_sys::mlirOpResultGetOwner(value.to_raw()) };
+    Some(unsafe { OperationRef::from_raw(raw) })
+}
+
+/// Number of uses of a value.
+pub fn use_count(value: Value) -> usize {
+    let mut count = 0;
+    let mut use_ = unsafe { mlir_sys::mlirValueGetFirstUse(value.to_raw()) };
+    while !use_.ptr.is_null() {
+        count += 1;
+        use_ = unsafe { mlir_sys::mlirOpOperandGetNextUse(use_) };
+    }
+    count
+}
+
+/// The ops using a value (one entry per use).
+pub fn users<'c>(value: Value<'c, 'c>) -> Vec<OperationRef<'c, 'c>> {
+    let mut result = Vec::new();
+    let mut use_ = unsafe { mlir_sys::mlirValueGetFirstUse(value.to_raw()) };
+    while !use_.ptr.is_null() {
+        result.push(unsafe { OperationRef::from_raw(mlir_sys::mlirOpOperandGetOwner(use_)) });
+        use_ = unsafe { mlir_sys::mlirOpOperandGetNextUse(use_) };
+    }
+    result
+}
+
+/// A string attribute's value, if `attribute` is one.
+pub fn string_value(attribute: Attribute) -> Option<String> {
+    melior::ir::attribute::StringAttribute::try_from(attribute).ok().map(|s| s.value().to_string())
+}
+
+/// An integer attribute's value, if `attribute` is one.
+pub fn integer_value(attribute: Attribute) -> Option<i64> {
+    melior::ir::attribute::IntegerAttribute::try_from(attribute).ok().map(|i| i.value())
+}
+
+/// Same op (by identity).
+pub fn same_op<'c: 'a, 'a>(a: &impl OperationLike<'c, 'a>, b: &impl OperationLike<'c, 'a>) -> bool {
+    a.to_raw().ptr == b.to_raw().ptr
+}
+
+/// Prints an op's location as `file:line:col` when it has one.
+pub fn location_text<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
+    crate::diagnostics::location_string(op.location().to_raw()).unwrap_or_else(|| "<unknown location>".into())
+}

@@ -1,0 +1,76 @@
+//! `tcc-check-supported`: the input phase's gate. Rejects, with the op's
+//! location, every op outside tcc's coverage list and every dynamically
+//! shaped tensor, so that later phases only meet what they can compile.
+
+use melior::ir::operation::{OperationLike, OperationRefMut};
+use melior::ir::{TypeLike, ValueLike};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{collect_ops, dialect_of, op_name};
+
+pub struct CheckSupported;
+
+/// TOSA ops tcc compiles (f32 models; integer tensors for indices and masks).
+pub const SUPPORTED_TOSA_OPS: &[&str] = &[
+    "abs", "add", "argmax", "avg_pool2d", "cast", "clamp", "concat", "const", "const_shape", "conv2d",
+    "depthwise_conv2d", "equal", "erf", "exp", "fully_connected", "gather", "greater", "greater_equal",
+    "identity", "log", "logical_and", "logical_not", "logical_or", "matmul", "max_pool2d", "maximum", "minimum",
+    "mul", "negate", "pad", "pow", "reciprocal", "reduce_max", "reduce_min", "reduce_prod", "reduce_sum",
+    "reshape", "rsqrt", "select", "sigmoid", "slice", "sub", "tanh", "tile", "transpose", "transpose_conv2d",
+];
+
+/// Whole dialects accepted at the input (linalg-level models, scalar code
+/// in bodies, and tcc's own composites).
+const SUPPORTED_DIALECTS: &[&str] = &["arith", "math", "linalg", "tensor", "tcc", "bufferization"];
+
+const SUPPORTED_STRUCTURE: &[&str] = &["builtin.module", "func.func", "func.return", "func.call"];
+
+impl TccPass for CheckSupported {
+    const ARGUMENT: &'static str = "tcc-check-supported";
+    const SUMMARY: &'static str = "Reject ops outside tcc's coverage and dynamically shaped tensors";
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        _context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let root = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
+        let mut errors = Vec::new();
+        for op in collect_ops(root) {
+            let name = op_name(&op);
+            let dialect = dialect_of(&name);
+            let supported = SUPPORTED_STRUCTURE.contains(&name.as_str())
+                || SUPPORTED_DIALECTS.contains(&dialect)
+                || (dialect == "tosa" && SUPPORTED_TOSA_OPS.contains(&&name["tosa.".len()..]));
+            if !supported {
+                errors.push(PassError::at(op.location(), format!("unsupported op '{name}': tcc cannot compile it")));
+                continue;
+            }
+            if name == "func.func" {
+                continue;
+            }
+            for value in op.results().map(melior::ir::Value::from).chain(op.operands()) {
+                let ty = value.r#type();
+                if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
+                    errors.push(PassError::at(
+                        op.location(),
+                        format!("'{name}' uses the dynamically shaped type {ty}: tcc needs static shapes"),
+                    ));
+                    break;
+                }
+            }
+        }
+        // Report all but the last here; the last becomes the pass failure.
+        let last = errors.pop();
+        for error in errors {
+            crate::diagnostics::emit_error(error.location, &error.message);
+        }
+        last.map_or(Ok(()), Err)
+    }
+}
+
+fn is_static_tensor(ty: melior::ir::Type) -> bool {
+    crate::ir::types::StaticTensor::of(ty).is_some()
+}

@@ -1,0 +1,178 @@
+//! `tcc-form-dispatches`: groups the linalg ops of each function into
+//! kernels (one kernel per group) and names them after what they fuse.
+//!
+//! Runs on tensors after elementwise fusion, so a chain of elementwise ops
+//! is already one `linalg.generic`. On top of that it groups:
+//! - a `linalg.fill` whose only use is the init of a reduction (matmul,
+//!   convolution, pooling, reduce) with that reduction, so the kernel starts
+//!   its accumulator from the fill value instead of a separate launch;
+//! - an elementwise `linalg.generic` that is the only user of a matmul or
+//!   convolution result, with the same iteration space, as that kernel's
+//!   epilogue (bias-add, activation).
+//!
+//! Every member gets `tcc.kernel = "<name>"`; the group's root (the
+//! matmul/conv/reduction, or the op itself) also gets `tcc.kind`.
+
+use melior::ir::attribute::StringAttribute;
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::{Value, ValueLike};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::config::KernelKind;
+use crate::ir::util::{body_ops, collect_ops, dialect_of, op_name, same_op, use_count, users};
+use crate::patterns::kernel_naming::{is_reduction, kernel_name, op_parts};
+
+pub struct FormDispatches;
+
+/// The attribute naming a kernel on each of its ops.
+pub const KERNEL_ATTR: &str = "tcc.kernel";
+/// The attribute giving a kernel's kind on its root op.
+pub const KIND_ATTR: &str = "tcc.kind";
+
+fn is_contraction_or_conv(name: &str) -> bool {
+    let short = name.strip_prefix("linalg.").unwrap_or(name);
+    matches!(short, "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat")
+        || short.starts_with("conv_")
+        || short.starts_with("depthwise_conv")
+        || short.starts_with("pooling_")
+}
+
+/// The kind of kernel an op roots.
+pub fn kind_of(op: OperationRef) -> KernelKind {
+    let name = op_name(&op);
+    let short = name.strip_prefix("linalg.").unwrap_or(&name);
+    if matches!(short, "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat") {
+        KernelKind::Matmul
+    } else if is_contraction_or_conv(&name) {
+        KernelKind::Convolution
+    } else if short == "reduce" || is_reduction(op) {
+        KernelKind::Reduction
+    } else {
+        KernelKind::Elementwise
+    }
+}
+
+fn is_all_parallel_generic(op: OperationRef) -> bool {
+    op_name(&op) == "linalg.generic" && !is_reduction(op)
+}
+
+/// The DPS init operands of a linalg op (its `outs`).
+pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
+    let Ok(sizes) = op.attribute("operandSegmentSizes") else { return Vec::new() };
+    let text = sizes.to_string();
+    // array<i32: ins, outs>
+    let counts: Vec<usize> = text
+        .trim_start_matches("array<i32:")
+        .trim_end_matches('>')
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let (Some(&ins), Some(&outs)) = (counts.first(), counts.get(1)) else { return Vec::new() };
+    (ins..ins + outs).filter_map(|i| op.operand(i).ok()).collect()
+}
+
+fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
+    let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+    op.set_discardable_attribute(KERNEL_ATTR, StringAttribute::new(context, name).into());
+}
+
+impl TccPass for FormDispatches {
+    const ARGUMENT: &'static str = "tcc-form-dispatches";
+    const SUMMARY: &'static str = "Group linalg ops into kernels (fill+reduction, matmul/conv+epilogue) and name them";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        let mut index = 0;
+        for function in collect_ops(module).into_iter().filter(|op| op_name(op) == "func.func") {
+            let ops: Vec<_> = body_ops(function).into_iter().filter(|op| dialect_of(&op_name(op)) == "linalg").collect();
+            let mut grouped: Vec<OperationRef> = Vec::new();
+            for &op in &ops {
+                if grouped.iter().any(|g| same_op(g, &op)) {
+                    continue;
+                }
+                let name = op_name(&op);
+                // A fill feeding exactly one reduction joins that reduction.
+                if name == "linalg.fill" {
+                    let result: Value = match op.result(0) {
+                        Ok(r) => r.into(),
+                        Err(_) => continue,
+                    };
+                    if use_count(result) == 1
+                        && let Some(user) = users(result).into_iter().next()
+                        && dialect_of(&op_name(&user)) == "linalg"
+                        && kind_of(user) != KernelKind::Elementwise
+                        && init_operands(user).iter().any(|v| *v == result)
+                    {
+                        continue; // handled with its user
+                    }
+                }
+                let mut members = Vec::new();
+                // The fills initialising this op's outputs.
+                for init in init_operands(op) {
+                    if let Some(fill) = crate::ir::util::defining_op(init)
+                        && op_name(&fill) == "linalg.fill"
+                        && use_count(init) == 1
+                        && kind_of(op) != KernelKind::Elementwise
+                    {
+                        members.push(fill);
+                    }
+                }
+                members.push(op);
+                let mut parts = op_parts(op);
+                // An elementwise epilogue of a matmul or convolution.
+                if is_contraction_or_conv(&name) && op.result_count() == 1 {
+                    let result: Value = op.result(0).map_err(|e| PassError::at(op.location(), e.to_string()))?.into();
+                    if use_count(result) == 1
+                        && let Some(user) = users(result).into_iter().next()
+                        && is_all_parallel_generic(user)
+                        && user.result_count() == 1
+                        && user.result(0).is_ok_and(|r| r.r#type() == result.r#type())
+                        && is_identity_input(user, result)
+                    {
+                        members.push(user);
+                        parts.extend(op_parts(user));
+                    }
+                }
+                let kernel = kernel_name(&parts, index);
+                index += 1;
+                for member in &members {
+                    set_kernel(context, *member, &kernel);
+                    grouped.push(*member);
+                }
+                let mut root_op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+                root_op.set_discardable_attribute(KIND_ATTR, StringAttribute::new(context, kind_of(op).name()).into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `generic` reads `value` through an identity indexing map (so
+/// the epilogue reads the element its own work-item produced).
+fn is_identity_input(generic: OperationRef, value: Value) -> bool {
+    let Ok(maps) = generic.attribute("indexing_maps") else { return false };
+    let Ok(array) = melior::ir::attribute::ArrayAttribute::try_from(maps) else { return false };
+    for index in 0..generic.operand_count() {
+        if generic.operand(index).is_ok_and(|operand| operand == value) {
+            let Ok(map) = array.element(index) else { return false };
+            let text = map.to_string();
+            // affine_map<(d0, d1) -> (d0, d1)>
+            let Some((dims, results)) = text
+                .trim_start_matches("affine_map<")
+                .trim_end_matches('>')
+                .split_once(" -> ")
+            else {
+                return false;
+            };
+            return dims == results;
+        }
+    }
+    false
+}

@@ -1,0 +1,367 @@
+//! `tcc-outline-kernels`: the gpu phase's first step. Moves each kernel
+//! group (the ops sharing a `tcc.kernel` name, or a lone linalg op the
+//! dispatch phase did not see, such as copies made by bufferization) into a
+//! `gpu.func` of a `gpu.module @tcc_kernels`, and leaves a `gpu.launch_func`
+//! in the host function.
+//!
+//! Kernel arguments are whole buffers (function arguments, allocations,
+//! constants); views of them (expand/collapse_shape, subview, ...) are
+//! rebuilt inside the kernel, so the runtime only ever passes `cl_mem`
+//! handles. Scalar constants are cloned in. The launch covers the kernel's
+//! parallel points in work-groups of the configured size; the mapping pass
+//! (`tcc-map-loops-to-work-items`) makes the body cover any iteration space
+//! with that launch.
+
+use std::collections::HashMap;
+
+use melior::ir::attribute::{
+    Attribute, DenseI32ArrayAttribute, IntegerAttribute, StringAttribute, TypeAttribute,
+};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut, WalkOrder, WalkResult};
+use melior::ir::r#type::{FunctionType, IntegerType};
+use melior::ir::{Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike};
+use melior::Context;
+
+use super::configure_kernels::{CONFIG_ATTR, TARGET_ATTR};
+use super::form_dispatches::{KERNEL_ATTR, KIND_ATTR, kind_of};
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::config::Target;
+
+use crate::ir::util::{body_ops, collect_ops, dialect_of, integer_value, op_name, string_value};
+use crate::patterns::kernel_naming::{kernel_name, op_parts};
+
+pub struct OutlineKernels;
+
+/// The gpu.module holding every kernel.
+pub const KERNEL_MODULE: &str = "tcc_kernels";
+
+/// View ops rebuilt inside kernels (their operand 0 is the viewed buffer).
+const VIEW_OPS: &[&str] = &[
+    "memref.expand_shape",
+    "memref.collapse_shape",
+    "memref.subview",
+    "memref.reinterpret_cast",
+    "memref.cast",
+    "memref.transpose",
+];
+
+/// Whether the op runs on the device (as, or as part of, a kernel).
+fn is_kernel_op(op: OperationRef) -> bool {
+    let name = op_name(&op);
+    dialect_of(&name) == "linalg" || name == "memref.copy"
+}
+
+/// Whether a memref type has the identity layout (a whole, dense buffer).
+fn is_identity_memref(ty: Type) -> bool {
+    !ty.to_string().contains("strided<") && !ty.to_string().contains("affine_map")
+}
+
+/// A whole-buffer copy stays on the host (the runtime's buffer copy).
+fn is_host_copy(op: OperationRef) -> bool {
+    op_name(&op) == "memref.copy"
+        && op.operands().all(|v| is_identity_memref(v.r#type()) && crate::ir::util::defining_op(v).is_none_or(|d| !VIEW_OPS.contains(&op_name(&d).as_str())))
+}
+
+struct Group<'c> {
+    name: String,
+    members: Vec<OperationRef<'c, 'c>>,
+}
+
+/// The kernel groups of a function body, in the order their last member
+/// appears.
+fn kernel_groups<'c>(function: OperationRef<'c, 'c>, next_index: &mut usize) -> Vec<Group<'c>> {
+    let mut groups: Vec<Group<'c>> = Vec::new();
+    for op in body_ops(function) {
+        if !is_kernel_op(op) || is_host_copy(op) {
+            continue;
+        }
+        if let Some(name) = op.attribute(KERNEL_ATTR).ok().and_then(string_value) {
+            if let Some(group) = groups.iter_mut().find(|g| g.name == name) {
+                group.members.push(op);
+                continue;
+            }
+            groups.push(Group { name, members: vec![op] });
+            continue;
+        }
+        let name = kernel_name(&op_parts(op), *next_index);
+        *next_index += 1;
+        groups.push(Group { name, members: vec![op] });
+    }
+    groups
+}
+
+/// Follows view ops back to the buffer they view. Returns the root and the
+/// view ops from the root outwards.
+fn view_chain<'c>(value: Value<'c, 'c>) -> (Value<'c, 'c>, Vec<OperationRef<'c, 'c>>) {
+    let mut chain = Vec::new();
+    let mut current = value;
+    while let Some(op) = crate::ir::util::defining_op(current)
+        && VIEW_OPS.contains(&op_name(&op).as_str())
+    {
+        chain.push(op);
+        match op.operand(0) {
+            Ok(source) => current = source,
+            Err(_) => break,
+        }
+    }
+    chain.reverse();
+    (current, chain)
+}
+
+fn raw_key(value: Value) -> usize {
+    value.to_raw().ptr as usize
+}
+
+/// Clones `op` before the end of `block`, rewriting operands through `map`,
+/// and records the clone's results in `map`.
+fn clone_into<'c>(block: &Block<'c>, op: OperationRef<'c, 'c>, map: &mut HashMap<usize, mlir_sys::MlirValue>) {
+    let raw_clone = unsafe { mlir_sys::mlirOperationClone(op.to_raw()) };
+    let clone = unsafe { melior::ir::operation::Operation::from_raw(raw_clone) };
+    let clone = block.append_operation(clone);
+    clone.walk(WalkOrder::PreOrder, |nested| {
+        let raw = nested.to_raw();
+        let count = unsafe { mlir_sys::mlirOperationGetNumOperands(raw) };
+        for index in 0..count {
+            let operand = unsafe { mlir_sys::mlirOperationGetOperand(raw, index) };
+            if let Some(replacement) = map.get(&(operand.ptr as usize)) {
+                unsafe { mlir_sys::mlirOperationSetOperand(raw, index, *replacement) };
+            }
+        }
+        WalkResult::Advance
+    });
+    for index in 0..op.result_count() {
+        if let (Ok(old), Ok(new)) = (op.result(index), clone.result(index)) {
+            map.insert(raw_key(old.into()), Value::from(new).to_raw());
+        }
+    }
+}
+
+/// Values used by the group's ops (nested ops included) that are defined
+/// outside the group, in first-use order.
+fn captured_values<'c>(members: &[OperationRef<'c, 'c>]) -> Vec<Value<'c, 'c>> {
+    let mut inside: Vec<usize> = Vec::new();
+    for member in members {
+        for op in collect_ops(*member) {
+            for index in 0..op.result_count() {
+                if let Ok(result) = op.result(index) {
+                    inside.push(raw_key(result.into()));
+                }
+            }
+            for region in op.regions() {
+                let mut block = region.first_block();
+                while let Some(b) = block {
+                    for index in 0..b.argument_count() {
+                        if let Ok(argument) = b.argument(index) {
+                            inside.push(raw_key(argument.into()));
+                        }
+                    }
+                    block = b.next_in_region();
+                }
+            }
+        }
+    }
+    let mut captured: Vec<Value> = Vec::new();
+    for member in members {
+        for op in collect_ops(*member) {
+            for operand in op.operands() {
+                let key = raw_key(operand);
+                if !inside.contains(&key) && !captured.iter().any(|c| raw_key(*c) == key) {
+                    captured.push(operand);
+                }
+            }
+        }
+    }
+    captured
+}
+
+/// Parallel points of a kernel: the elements of the largest buffer it writes.
+fn work_items(members: &[OperationRef]) -> i64 {
+    let mut points = 1;
+    for member in members {
+        let name = op_name(member);
+        let written: Vec<Value> = if name == "memref.copy" {
+            member.operand(1).into_iter().collect()
+        } else {
+            crate::passes::form_dispatches::init_operands(*member)
+        };
+        for value in written {
+            let shape = value.r#type().to_string();
+            if let Some(count) = memref_elements(&shape) {
+                points = points.max(count);
+            }
+        }
+    }
+    points
+}
+
+/// Element count of a static `memref<AxBxf32, ...>` type's text.
+fn memref_elements(text: &str) -> Option<i64> {
+    let inner = text.strip_prefix("memref<")?;
+    let dims: Vec<&str> = inner.split('x').collect();
+    let mut count = 1i64;
+    for dim in &dims[..dims.len().saturating_sub(1)] {
+        count = count.checked_mul(dim.trim().parse::<i64>().ok()?)?;
+    }
+    Some(count)
+}
+
+fn index_constant<'c>(context: &'c Context, block: &BlockRef<'c, 'c>, before: OperationRef<'c, 'c>, value: i64, location: Location<'c>) -> Value<'c, 'c> {
+    let op = melior::dialect::arith::constant(context, IntegerAttribute::new(Type::index(context), value).into(), location);
+    block.insert_operation_before(before, op).result(0).expect("constant has a result").into()
+}
+
+use melior::ir::BlockRef;
+
+impl TccPass for OutlineKernels {
+    const ARGUMENT: &'static str = "tcc-outline-kernels";
+    const SUMMARY: &'static str = "Outline each kernel group into a gpu.func and launch it from the host function";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["gpu", "arith"];
+    type Options = NoOptions;
+
+    fn run<'c>(&self, context: &'c Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        let location = module.location();
+        let target: Target = module
+            .attribute(TARGET_ATTR)
+            .ok()
+            .and_then(string_value)
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_default();
+        let functions: Vec<_> = body_ops(module).into_iter().filter(|op| op_name(op) == "func.func").collect();
+        let mut next_index = collect_ops(module)
+            .iter()
+            .filter(|op| op.attribute(KIND_ATTR).is_ok())
+            .count();
+
+        // The kernel module, created on first use.
+        let module_body = module.region(0).map_err(|e| PassError::at(location, e.to_string()))?.first_block().ok_or_else(|| PassError::at(location, "empty module"))?;
+        let mut kernel_block: Option<BlockRef<'c, 'c>> = None;
+
+        for function in functions {
+            for group in kernel_groups(function, &mut next_index) {
+                let last = *group.members.last().expect("groups are non-empty");
+                let group_location = last.location();
+                let block = match kernel_block {
+                    Some(b) => b,
+                    None => {
+                        let region = Region::new();
+                        region.append_block(Block::new(&[]));
+                        let gpu_module = OperationBuilder::new("gpu.module", location)
+                            .add_attributes(&[(Identifier::new(context, "sym_name"), StringAttribute::new(context, KERNEL_MODULE).into())])
+                            .add_regions([region])
+                            .build()
+                            .map_err(|e| PassError::at(location, format!("cannot build gpu.module: {e}")))?;
+                        let gpu_module = module_body.append_operation(gpu_module);
+                        let b = gpu_module.region(0).expect("gpu.module has a region").first_block().expect("with a block");
+                        let b = unsafe { BlockRef::from_raw(b.to_raw()) };
+                        kernel_block = Some(b);
+                        b
+                    }
+                };
+
+                // Arguments: the root buffers of every captured memref.
+                let mut roots: Vec<Value> = Vec::new();
+                let mut views: Vec<OperationRef> = Vec::new();
+                let mut constants: Vec<OperationRef> = Vec::new();
+                for value in captured_values(&group.members) {
+                    if value.r#type().is_mem_ref() {
+                        let (root_value, chain) = view_chain(value);
+                        if !roots.iter().any(|r| raw_key(*r) == raw_key(root_value)) {
+                            roots.push(root_value);
+                        }
+                        for view in chain {
+                            if !views.iter().any(|v| v.to_raw().ptr == view.to_raw().ptr) {
+                                views.push(view);
+                            }
+                        }
+                    } else if let Some(definition) = crate::ir::util::defining_op(value)
+                        && op_name(&definition) == "arith.constant"
+                    {
+                        constants.push(definition);
+                    } else {
+                        return Err(PassError::at(
+                            group_location,
+                            format!("kernel {} uses a value that is neither a buffer nor a constant: {value}", group.name),
+                        ));
+                    }
+                }
+                // View ops must be rebuilt in program order.
+                views.sort_by(|a, b| if a.is_before_in_block(*b) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater });
+
+                let argument_types: Vec<Type> = roots.iter().map(|r| r.r#type()).collect();
+                let config_size = group
+                    .members
+                    .iter()
+                    .find_map(|m| m.attribute(CONFIG_ATTR).ok())
+                    .and_then(|a| melior::ir::attribute::DictionaryAttribute::try_from(a).ok())
+                    .and_then(|d| d.element_by_name("workgroup_size"))
+                    .and_then(integer_value);
+                let points = work_items(&group.members);
+                let root_op = group.members.iter().find(|m| m.attribute(KIND_ATTR).is_ok()).unwrap_or(&last);
+                let kind = kind_of(*root_op);
+                let workgroup = config_size.unwrap_or_else(|| target.kernel_config(kind, points).workgroup_size);
+                let groups = (points + workgroup - 1) / workgroup;
+
+                // The kernel.
+                let body = Block::new(&argument_types.iter().map(|t| (*t, group_location)).collect::<Vec<_>>());
+                let mut map: HashMap<usize, mlir_sys::MlirValue> = HashMap::new();
+                for (index, root_value) in roots.iter().enumerate() {
+                    let argument: Value = body.argument(index).expect("argument exists").into();
+                    map.insert(raw_key(*root_value), argument.to_raw());
+                }
+                for op in constants.iter().chain(views.iter()).chain(group.members.iter()) {
+                    clone_into(&body, *op, &mut map);
+                }
+                body.append_operation(OperationBuilder::new("gpu.return", group_location).build().map_err(|e| PassError::at(group_location, e.to_string()))?);
+                let region = Region::new();
+                region.append_block(body);
+                let function_type = FunctionType::new(context, &argument_types, &[]);
+                let i64_type = IntegerType::new(context, 64).into();
+                let kernel = OperationBuilder::new("gpu.func", group_location)
+                    .add_attributes(&[
+                        (Identifier::new(context, "sym_name"), StringAttribute::new(context, &group.name).into()),
+                        (Identifier::new(context, "function_type"), TypeAttribute::new(function_type.into()).into()),
+                        (Identifier::new(context, "gpu.kernel"), Attribute::unit(context)),
+                        (Identifier::new(context, "known_block_size"), DenseI32ArrayAttribute::new(context, &[workgroup as i32, 1, 1]).into()),
+                        (Identifier::new(context, "workgroup_attributions"), IntegerAttribute::new(i64_type, 0).into()),
+                        (Identifier::new(context, KIND_ATTR), StringAttribute::new(context, kind.name()).into()),
+                    ])
+                    .add_regions([region])
+                    .build()
+                    .map_err(|e| PassError::at(group_location, format!("cannot build gpu.func: {e}")))?;
+                block.append_operation(kernel);
+
+                // The launch, where the group's last op was.
+                let host_block = last.block().ok_or_else(|| PassError::at(group_location, "kernel op outside a block"))?;
+                let host_block = unsafe { BlockRef::from_raw(host_block.to_raw()) };
+                let grid = index_constant(context, &host_block, last, groups, group_location);
+                let threads = index_constant(context, &host_block, last, workgroup, group_location);
+                let one = index_constant(context, &host_block, last, 1, group_location);
+                let mut operands = vec![grid, one, one, threads, one, one];
+                operands.extend(roots.iter().copied());
+                let kernel_symbol = Attribute::parse(context, &format!("@{KERNEL_MODULE}::@{}", group.name))
+                    .ok_or_else(|| PassError::at(group_location, "cannot build kernel symbol"))?;
+                let segments = DenseI32ArrayAttribute::new(context, &[0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, roots.len() as i32, 0]);
+                let launch = OperationBuilder::new("gpu.launch_func", group_location)
+                    .add_operands(&operands)
+                    .add_attributes(&[
+                        (Identifier::new(context, "kernel"), kernel_symbol),
+                        (Identifier::new(context, "operandSegmentSizes"), segments.into()),
+                    ])
+                    .build()
+                    .map_err(|e| PassError::at(group_location, format!("cannot build gpu.launch_func: {e}")))?;
+                host_block.insert_operation_before(last, launch);
+                for member in group.members.iter().rev() {
+                    let mut member = unsafe { OperationRefMut::from_raw(member.to_raw()) };
+                    member.remove_from_parent();
+                    unsafe { mlir_sys::mlirOperationDestroy(member.to_raw()) };
+                }
+            }
+        }
+        if kernel_block.is_some() {
+            root.set_discardable_attribute("gpu.container_module", Attribute::unit(context));
+        }
+        Ok(())
+    }
+}

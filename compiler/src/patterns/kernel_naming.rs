@@ -1,0 +1,106 @@
+//! Kernel names derived from the ops a kernel fuses
+//! (`matmul_add_max_0`, `reduce_max_3`, `exp_sub_div_5`), so that profiles
+//! and emitted OpenCL C say what each kernel computes.
+
+use melior::ir::operation::{OperationLike, OperationRef};
+
+use crate::ir::util::{collect_ops, op_name};
+
+/// Short name of a scalar op inside a linalg body, or `None` for ops that
+/// say nothing about the computation (yields, constants, index ops).
+fn scalar_op_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "arith.addf" | "arith.addi" => "add",
+        "arith.subf" | "arith.subi" => "sub",
+        "arith.mulf" | "arith.muli" => "mul",
+        "arith.divf" | "arith.divsi" | "arith.divui" => "div",
+        "arith.maximumf" | "arith.maxnumf" | "arith.maxsi" | "arith.maxui" => "max",
+        "arith.minimumf" | "arith.minnumf" | "arith.minsi" | "arith.minui" => "min",
+        "arith.negf" => "neg",
+        "arith.cmpf" | "arith.cmpi" => "cmp",
+        "arith.select" => "select",
+        "arith.sitofp" | "arith.uitofp" | "arith.fptosi" | "arith.fptoui" | "arith.extf" | "arith.truncf"
+        | "arith.extsi" | "arith.extui" | "arith.trunci" | "arith.index_cast" | "arith.bitcast" => "cast",
+        "math.exp" => "exp",
+        "math.log" => "log",
+        "math.tanh" => "tanh",
+        "math.erf" => "erf",
+        "math.sqrt" => "sqrt",
+        "math.rsqrt" => "rsqrt",
+        "math.powf" | "math.fpowi" | "math.ipowi" => "pow",
+        "math.absf" | "math.absi" => "abs",
+        "math.floor" => "floor",
+        "math.ceil" => "ceil",
+        "math.fma" => "fma",
+        _ => return None,
+    })
+}
+
+/// The name parts an op contributes: its kind for named ops, the scalar
+/// ops of its body for generic ones.
+pub fn op_parts(op: OperationRef) -> Vec<String> {
+    let name = op_name(&op);
+    let short = name.strip_prefix("linalg.").unwrap_or(&name);
+    let named = match short {
+        "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat" => Some(short.to_string()),
+        "fill" => Some("fill".into()),
+        "transpose" => Some("transpose".into()),
+        "broadcast" => Some("broadcast".into()),
+        "copy" | "memref.copy" => Some("copy".into()),
+        s if s.starts_with("conv_") => Some("conv".into()),
+        s if s.starts_with("depthwise_conv") => Some("depthwise_conv".into()),
+        s if s.starts_with("pooling_") && s.contains("max") => Some("max_pool".into()),
+        s if s.starts_with("pooling_") && s.contains("min") => Some("min_pool".into()),
+        s if s.starts_with("pooling_") => Some("sum_pool".into()),
+        _ => None,
+    };
+    if let Some(named) = named {
+        return vec![named];
+    }
+    let mut parts = Vec::new();
+    if short == "reduce" || is_reduction(op) {
+        parts.push("reduce".to_string());
+    }
+    for inner in collect_ops(op).into_iter().skip(1) {
+        if let Some(part) = scalar_op_name(&op_name(&inner))
+            && parts.last().map(String::as_str) != Some(part)
+        {
+            parts.push(part.to_string());
+        }
+    }
+    if parts.is_empty() {
+        parts.push(if short == "generic" { "copy".into() } else { short.replace('.', "_") });
+    }
+    parts
+}
+
+/// Whether a linalg op has reduction iterators.
+pub fn is_reduction(op: OperationRef) -> bool {
+    op.attribute("iterator_types").is_ok_and(|types| types.to_string().contains("reduction"))
+}
+
+/// Joins the parts of a kernel's ops into its name, at most six parts,
+/// with the kernel's index in the module as suffix.
+pub fn kernel_name(parts: &[String], index: usize) -> String {
+    let mut unique: Vec<&str> = Vec::new();
+    for part in parts {
+        if unique.last() != Some(&part.as_str()) {
+            unique.push(part);
+        }
+    }
+    unique.truncate(6);
+    format!("{}_{index}", unique.join("_"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_name;
+
+    #[test]
+    fn names_join_parts_without_repeats() {
+        let parts: Vec<String> = ["matmul", "add", "add", "max"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(kernel_name(&parts, 0), "matmul_add_max_0");
+        let many: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
+        assert_eq!(kernel_name(&many, 3), "p0_p1_p2_p3_p4_p5_3");
+    }
+}

@@ -1,0 +1,184 @@
+//! The compilation pipeline as phases, IREE-style: each phase is a builder
+//! that appends its passes to a textual pipeline, a named tcc-opt pipeline
+//! (`--tcc-phase-<name>` runs that phase alone) and a `tcc compile
+//! --compile-to=<phase>` stop.
+//!
+//! Phases run in order; `pipeline_to(phase, target)` is the concatenation of
+//! every phase up to and including `phase`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::config::Target;
+
+/// The phases of `tcc compile`, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Verify the input and reject unsupported ops.
+    Input,
+    /// Graph clean-up: canonicalize, CSE, constant folding, DCE, transpose
+    /// and reshape chain cancellation.
+    Graph,
+    /// TOSA → linalg on tensors, composite expansion, elementwise fusion.
+    Linalg,
+    /// Group ops into kernels (one per fusion group) and name them.
+    Dispatch,
+    /// Attach each kernel's work-group configuration from the target config.
+    Tile,
+    /// Bufferize; outputs become caller-provided buffers.
+    Buffer,
+    /// Outline kernels into a gpu.module, map loops onto work-items, leave
+    /// the host function launching them.
+    Gpu,
+    /// Kernels → OpenCL C; host → LLVM IR → object → shared library.
+    Codegen,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 8] = [
+        Phase::Input,
+        Phase::Graph,
+        Phase::Linalg,
+        Phase::Dispatch,
+        Phase::Tile,
+        Phase::Buffer,
+        Phase::Gpu,
+        Phase::Codegen,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Input => "input",
+            Phase::Graph => "graph",
+            Phase::Linalg => "linalg",
+            Phase::Dispatch => "dispatch",
+            Phase::Tile => "tile",
+            Phase::Buffer => "buffer",
+            Phase::Gpu => "gpu",
+            Phase::Codegen => "codegen",
+        }
+    }
+
+    pub fn summary(self) -> &'static str {
+        match self {
+            Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
+            Phase::Graph => "tcc phase 2: canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE",
+            Phase::Linalg => "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops",
+            Phase::Dispatch => "tcc phase 4: group ops into kernels and name them",
+            Phase::Tile => "tcc phase 5: attach per-target work-group configuration to each kernel",
+            Phase::Buffer => "tcc phase 6: bufferize; results become caller-provided output buffers",
+            Phase::Gpu => "tcc phase 7: outline kernels into gpu.module and map loops onto work-items",
+            Phase::Codegen => "tcc phase 8: emit kernels (OpenCL C) and the host program",
+        }
+    }
+
+    /// The passes of this phase alone, as textual pipeline elements anchored
+    /// on `builtin.module`. Codegen has no MLIR passes of its own (it is the
+    /// back ends), so its pipeline is empty.
+    pub fn passes(self, target: Target) -> String {
+        match self {
+            Phase::Input => "tcc-check-supported".into(),
+            Phase::Graph => [
+                "canonicalize",
+                "cse",
+                "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
+                "canonicalize",
+                "symbol-dce",
+            ]
+            .join(","),
+            Phase::Linalg => [
+                "tcc-decompose-composites",
+                "canonicalize",
+                "func.func(tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
+                "canonicalize",
+                "cse",
+                "linalg-fuse-elementwise-ops",
+                "canonicalize",
+                "cse",
+            ]
+            .join(","),
+            Phase::Dispatch => "tcc-form-dispatches".into(),
+            Phase::Tile => format!("tcc-configure-kernels{{target={}}}", target.name()),
+            Phase::Buffer => [
+                "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+                "canonicalize",
+                "buffer-results-to-out-params{hoist-static-allocs modify-public-functions}",
+                "canonicalize",
+                "cse",
+            ]
+            .join(","),
+            Phase::Gpu => [
+                "tcc-outline-kernels",
+                "gpu.module(gpu.func(convert-linalg-to-parallel-loops))",
+                "tcc-map-loops-to-work-items",
+                "lower-affine",
+                "canonicalize",
+                "cse",
+            ]
+            .join(","),
+            Phase::Codegen => String::new(),
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Phase {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Phase::ALL.into_iter().find(|p| p.name() == text).ok_or_else(|| {
+            let names: Vec<_> = Phase::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown phase '{text}' (phases: {})", names.join(", "))
+        })
+    }
+}
+
+/// The whole pipeline from the input up to and including `last`, as a
+/// `builtin.module(...)` textual pipeline.
+pub fn pipeline_to(last: Phase, target: Target) -> String {
+    let elements: Vec<String> = Phase::ALL
+        .into_iter()
+        .take_while(|p| *p <= last)
+        .map(|p| p.passes(target))
+        .filter(|p| !p.is_empty())
+        .collect();
+    format!("builtin.module({})", elements.join(","))
+}
+
+/// Registers `tcc-phase-<name>` pipelines (for the default target) so that
+/// tcc-opt can run one phase at a time.
+pub fn register_phase_pipelines() {
+    for phase in Phase::ALL {
+        let passes = phase.passes(Target::default());
+        if passes.is_empty() {
+            continue;
+        }
+        tcc_dialects::register_pass_pipeline(&format!("tcc-phase-{}", phase.name()), phase.summary(), &passes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_parse_by_name_and_reject_unknown() {
+        for phase in Phase::ALL {
+            assert_eq!(phase.name().parse::<Phase>().unwrap(), phase);
+        }
+        let error = "tiles".parse::<Phase>().unwrap_err();
+        assert!(error.contains("unknown phase 'tiles'"), "{error}");
+    }
+
+    #[test]
+    fn pipeline_to_graph_stops_before_linalg() {
+        let text = pipeline_to(Phase::Graph, Target::default());
+        assert!(text.starts_with("builtin.module(tcc-check-supported,canonicalize"), "{text}");
+        assert!(!text.contains("tosa-to-linalg"), "{text}");
+    }
+}

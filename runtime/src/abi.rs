@@ -1,0 +1,189 @@
+//! `#[repr(C)]` mirror of `runtime/include/tcc_abi.h`, the fixed contract
+//! between a compiled model artifact (`model.so`) and this runtime.
+//!
+//! Every type here has the exact layout of its C counterpart (checked at
+//! compile time below for 64-bit targets, and against the C compiler's own
+//! `offsetof` by the `abi_layout` integration test). Nothing in this module
+//! is safe to dereference on its own: `artifact.rs` validates the artifact's
+//! tables and `session.rs` implements the callback table.
+
+use std::ffi::{c_char, c_void};
+
+/// `TCC_ABI_VERSION`: the only ABI version this runtime accepts.
+pub const TCC_ABI_VERSION: u32 = 1;
+
+/// `enum tcc_dtype`.
+pub const TCC_DTYPE_F32: u32 = 0;
+pub const TCC_DTYPE_F16: u32 = 1;
+pub const TCC_DTYPE_I32: u32 = 2;
+pub const TCC_DTYPE_I64: u32 = 3;
+pub const TCC_DTYPE_I8: u32 = 4;
+pub const TCC_DTYPE_BOOL: u32 = 5;
+
+/// `enum tcc_source_kind`.
+pub const TCC_SOURCE_OPENCL_C: u32 = 0;
+pub const TCC_SOURCE_SPIRV: u32 = 1;
+pub const TCC_SOURCE_PTX: u32 = 2;
+
+/// `enum tcc_arg_kind`.
+pub const TCC_ARG_BUFFER: u32 = 0;
+pub const TCC_ARG_I32: u32 = 1;
+pub const TCC_ARG_I64: u32 = 2;
+pub const TCC_ARG_F32: u32 = 3;
+
+/// `tcc_buffer`: opaque to the artifact. The runtime hands out the OpenCL
+/// `cl_mem` handle itself as the `tcc_buffer *` and checks every pointer it
+/// gets back against the buffers it handed out.
+#[repr(C)]
+pub struct TccBuffer {
+    _opaque: [u8; 0],
+}
+
+/// The anonymous union inside `tcc_arg`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union TccArgValue {
+    pub buffer: *mut TccBuffer,
+    pub i32: i32,
+    pub i64: i64,
+    pub f32: f32,
+}
+
+/// `tcc_arg`: one kernel argument (16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TccArg {
+    pub kind: u32,
+    pub reserved: u32,
+    pub value: TccArgValue,
+}
+
+pub type AllocFn = unsafe extern "C" fn(ctx: *mut c_void, bytes: u64, out: *mut *mut TccBuffer) -> i32;
+pub type ReleaseFn = unsafe extern "C" fn(ctx: *mut c_void, buffer: *mut TccBuffer);
+pub type ConstantFn =
+    unsafe extern "C" fn(ctx: *mut c_void, index: u32, out: *mut *mut TccBuffer) -> i32;
+pub type LaunchFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    kernel: u32,
+    dims: u32,
+    global: *const u64,
+    local: *const u64,
+    num_args: u32,
+    args: *const TccArg,
+) -> i32;
+pub type CopyFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    dst: *mut TccBuffer,
+    dst_offset: u64,
+    src: *mut TccBuffer,
+    src_offset: u64,
+    bytes: u64,
+) -> i32;
+
+/// `tcc_runtime_api`: what the runtime offers the artifact's host code.
+#[repr(C)]
+pub struct TccRuntimeApi {
+    pub abi_version: u32,
+    pub reserved: u32,
+    pub ctx: *mut c_void,
+    pub alloc: Option<AllocFn>,
+    pub release: Option<ReleaseFn>,
+    pub constant: Option<ConstantFn>,
+    pub launch: Option<LaunchFn>,
+    pub copy: Option<CopyFn>,
+}
+
+/// `tcc_tensor_desc`.
+#[repr(C)]
+pub struct TccTensorDesc {
+    pub name: *const c_char,
+    pub dtype: u32,
+    pub rank: u32,
+    pub shape: *const i64,
+}
+
+/// `tcc_entry_fn`.
+pub type TccEntryFn = unsafe extern "C" fn(
+    rt: *const TccRuntimeApi,
+    inputs: *const *mut TccBuffer,
+    outputs: *const *mut TccBuffer,
+) -> i32;
+
+/// `tcc_function_desc`.
+#[repr(C)]
+pub struct TccFunctionDesc {
+    pub name: *const c_char,
+    pub entry: Option<TccEntryFn>,
+    pub num_inputs: u32,
+    pub num_outputs: u32,
+    pub inputs: *const TccTensorDesc,
+    pub outputs: *const TccTensorDesc,
+}
+
+/// `tcc_constant_desc`.
+#[repr(C)]
+pub struct TccConstantDesc {
+    pub data: *const c_void,
+    pub bytes: u64,
+}
+
+/// `tcc_artifact`.
+#[repr(C)]
+pub struct TccArtifact {
+    pub abi_version: u32,
+    pub source_kind: u32,
+    pub source: *const c_char,
+    pub source_bytes: u64,
+    pub build_options: *const c_char,
+    pub num_kernels: u32,
+    pub num_functions: u32,
+    pub kernel_names: *const *const c_char,
+    pub functions: *const TccFunctionDesc,
+    pub num_constants: u32,
+    pub reserved: u32,
+    pub constants: *const TccConstantDesc,
+    pub producer: *const c_char,
+}
+
+/// `const tcc_artifact *tcc_artifact_v1(void)`.
+pub type TccArtifactV1Fn = unsafe extern "C" fn() -> *const TccArtifact;
+
+/// Name of the symbol every artifact exports.
+pub const ARTIFACT_SYMBOL: &[u8] = b"tcc_artifact_v1";
+
+/// `(type name, field name, offset)` for every field, plus `(type, "sizeof",
+/// size)`, in a fixed order; the `abi_layout` test compares this list with
+/// the same list computed by a C compiler from the header.
+pub fn layout_table() -> Vec<(&'static str, &'static str, usize)> {
+    use std::mem::{offset_of, size_of};
+    macro_rules! fields {
+        ($t:ty, $c:literal; $($f:ident),*) => {
+            vec![$(($c, stringify!($f), offset_of!($t, $f)),)* ($c, "sizeof", size_of::<$t>())]
+        };
+    }
+    [
+        fields!(TccArg, "tcc_arg"; kind, reserved, value),
+        fields!(TccRuntimeApi, "tcc_runtime_api"; abi_version, reserved, ctx, alloc, release, constant, launch, copy),
+        fields!(TccTensorDesc, "tcc_tensor_desc"; name, dtype, rank, shape),
+        fields!(TccFunctionDesc, "tcc_function_desc"; name, entry, num_inputs, num_outputs, inputs, outputs),
+        fields!(TccConstantDesc, "tcc_constant_desc"; data, bytes),
+        fields!(TccArtifact, "tcc_artifact"; abi_version, source_kind, source, source_bytes, build_options, num_kernels, num_functions, kernel_names, functions, num_constants, reserved, constants, producer),
+    ]
+    .concat()
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<TccArg>() == 16 && align_of::<TccArg>() == 8);
+    assert!(offset_of!(TccArg, value) == 8);
+    assert!(size_of::<TccRuntimeApi>() == 56);
+    assert!(offset_of!(TccRuntimeApi, ctx) == 8);
+    assert!(offset_of!(TccRuntimeApi, copy) == 48);
+    assert!(size_of::<TccTensorDesc>() == 24);
+    assert!(size_of::<TccFunctionDesc>() == 40);
+    assert!(size_of::<TccConstantDesc>() == 16);
+    assert!(size_of::<TccArtifact>() == 80);
+    assert!(offset_of!(TccArtifact, num_constants) == 56);
+    assert!(offset_of!(TccArtifact, producer) == 72);
+};

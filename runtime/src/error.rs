@@ -1,0 +1,101 @@
+//! The runtime's error type. Every failure a user can cause (bad device
+//! selector, wrong input, malformed artifact, kernel build failure, missing
+//! OpenCL driver) is a variant with a message that says what went wrong and,
+//! where there is one, what to do about it.
+
+use std::path::PathBuf;
+
+use opencl3::error_codes::ClError;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No OpenCL platform (ICD) is installed or loadable.
+    #[error(
+        "no OpenCL platform found ({0}); install an OpenCL driver, e.g. the CPU driver PoCL: \
+         `apt-get install pocl-opencl-icd ocl-icd-libopencl1`"
+    )]
+    NoPlatform(String),
+
+    /// The device selector matches no device.
+    #[error("no OpenCL device matches {selector}; available devices:\n{available}")]
+    NoSuchDevice { selector: String, available: String },
+
+    /// An OpenCL call failed.
+    #[error("{what} failed: {code} ({})", code.0)]
+    OpenCl { what: String, code: ClError },
+
+    /// The device could not provide memory.
+    #[error("out of device memory: {0}")]
+    OutOfDeviceMemory(String),
+
+    /// `model.so` could not be opened or does not export `tcc_artifact_v1`.
+    #[error("cannot load artifact {}: {reason}", path.display())]
+    ArtifactLoad { path: PathBuf, reason: String },
+
+    /// The artifact was built for another ABI version.
+    #[error(
+        "artifact {} uses tcc ABI version {found}, this runtime supports version {expected}; \
+         rebuild the model with a matching tcc",
+        path.display()
+    )]
+    AbiVersion { path: PathBuf, found: u32, expected: u32 },
+
+    /// The artifact's self-description is inconsistent.
+    #[error("malformed artifact {}: {reason}", path.display())]
+    MalformedArtifact { path: PathBuf, reason: String },
+
+    /// The driver rejected the kernel program; `log` is its build log.
+    #[error("kernel program failed to build for {device}: {code}\nbuild log:\n{log}")]
+    Build { device: String, code: String, log: String },
+
+    /// The artifact's kernel format cannot run on the selected device.
+    #[error("{0}")]
+    Unsupported(String),
+
+    /// No function of that name in the model.
+    #[error("no function @{name} in {model}; available functions: {available}")]
+    NoSuchFunction { name: String, model: String, available: String },
+
+    /// Inputs do not match the function's signature, or a tensor literal or
+    /// type string is malformed.
+    #[error("{0}")]
+    InvalidInput(String),
+
+    /// The artifact's host code reported a failure, or a runtime call it
+    /// made failed.
+    #[error("@{function} failed: {message}")]
+    Execution { function: String, message: String },
+
+    /// Reading or writing a `.npy` file failed.
+    #[error("{}: {reason}", path.display())]
+    Npy { path: PathBuf, reason: String },
+
+    /// Any other I/O failure, with the path involved.
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+impl Error {
+    /// An OpenCL failure in `what` (e.g. "clCreateBuffer").
+    pub fn cl(what: impl Into<String>, code: ClError) -> Self {
+        Error::OpenCl { what: what.into(), code }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+}
+
+/// `result.cl("clFinish")?` attaches the failing call's name to an OpenCL error.
+pub(crate) trait ClResultExt<T> {
+    fn cl(self, what: &str) -> Result<T>;
+}
+
+impl<T> ClResultExt<T> for std::result::Result<T, ClError> {
+    fn cl(self, what: &str) -> Result<T> {
+        self.map_err(|code| Error::cl(what, code))
+    }
+}
