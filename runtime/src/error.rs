@@ -55,6 +55,11 @@ pub enum Error {
     #[error("{0}")]
     Unsupported(String),
 
+    /// A runtime call made by the artifact's host code was wrong or failed,
+    /// or the entry reported failure on its own.
+    #[error("{0}")]
+    ArtifactCall(String),
+
     /// No function of that name in the model.
     #[error("no function @{name} in {model}; available functions: {available}")]
     NoSuchFunction { name: String, model: String, available: String },
@@ -72,20 +77,23 @@ pub enum Error {
     /// Reading or writing a `.npy` file failed.
     #[error("{}: {reason}", path.display())]
     Npy { path: PathBuf, reason: String },
-
-    /// Any other I/O failure, with the path involved.
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
 }
 
 impl Error {
     /// An OpenCL failure in `what` (e.g. "clCreateBuffer").
+    /// Allocation and resource failures become `OutOfDeviceMemory`.
     pub fn cl(what: impl Into<String>, code: ClError) -> Self {
-        Error::OpenCl { what: what.into(), code }
-    }
-
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        use opencl3::error_codes::{CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES};
+        let what = what.into();
+        match code.0 {
+            CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY => {
+                Error::OutOfDeviceMemory(format!(
+                    "{what} failed with {code} ({}): the device ran out of memory or other resources",
+                    code.0
+                ))
+            }
+            _ => Error::OpenCl { what, code },
+        }
     }
 }
 

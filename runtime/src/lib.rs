@@ -1,1 +1,228 @@
-//! tcc-runtime (being written).
+//! tcc-runtime: runs models compiled by tcc on OpenCL devices.
+//!
+//! A compiled model (`model.so`) holds host code, kernel source and
+//! constants, and describes itself through the C ABI in
+//! `runtime/include/tcc_abi.h`. This crate loads it, builds its kernels
+//! (with an in-memory and an on-disk program cache), and runs its
+//! functions: the artifact's host code enqueues work through callbacks
+//! into a `Session`, which serves buffers from a pool on a single in-order
+//! queue.
+//!
+//! ```no_run
+//! use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
+//! let rt = Runtime::new(DeviceSelector::Default)?;
+//! let model = Model::load("model.so")?;
+//! let mut session = rt.session(&model)?;
+//! let x = HostTensor::from_f32(vec![2, 3], &[1., 2., 3., 4., 5., 6.])?;
+//! let outputs = session.run("main", &[x])?;
+//! println!("{}", outputs[0].format(1024));
+//! # Ok::<(), tcc_runtime::Error>(())
+//! ```
+
+pub mod abi;
+pub mod artifact;
+pub mod buffer_pool;
+pub mod cli;
+pub mod device;
+pub mod error;
+pub mod npy;
+pub mod program_cache;
+pub mod session;
+pub mod tensor;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
+use opencl3::context::Context;
+
+pub use artifact::{FunctionInfo, TensorDesc};
+pub use buffer_pool::PoolStats;
+pub use device::{DeviceInfo, DeviceKind, DeviceSelector, list_devices};
+pub use error::{Error, Result};
+pub use program_cache::{CacheStats, ProgramOrigin, SourceKind};
+pub use session::{DeviceTensor, KernelProfile, Session};
+pub use tensor::{DType, HostTensor};
+
+use artifact::Artifact;
+use buffer_pool::BufferPool;
+use error::ClResultExt;
+use program_cache::ProgramCache;
+
+/// How to set up a `Runtime`.
+#[derive(Clone, Debug)]
+pub struct RuntimeOptions {
+    /// Create the queue with `CL_QUEUE_PROFILING_ENABLE` and record every
+    /// kernel launch's device time (see `Session::kernel_profile`).
+    pub profiling: bool,
+    /// Cache directory; `None` means `TCC_CACHE_DIR`, else the user's cache
+    /// directory + `/tcc`.
+    pub cache_dir: Option<PathBuf>,
+    /// Whether to use the on-disk program cache at all.
+    pub disk_cache: bool,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions { profiling: false, cache_dir: None, disk_cache: true }
+    }
+}
+
+/// One OpenCL device with its context, in-order queue, buffer pool and
+/// program cache. Cheap to clone (shared); sessions of several models can
+/// share one runtime, and then share its pool and queue.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+pub(crate) struct RuntimeInner {
+    pub(crate) device: DeviceInfo,
+    pub(crate) queue: CommandQueue,
+    pool: Mutex<BufferPool>,
+    programs: Mutex<ProgramCache>,
+    pub(crate) context: Context,
+    pub(crate) profiling: bool,
+}
+
+impl RuntimeInner {
+    pub(crate) fn pool(&self) -> MutexGuard<'_, BufferPool> {
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn programs(&self) -> MutexGuard<'_, ProgramCache> {
+        self.programs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        let _ = self.queue.finish();
+    }
+}
+
+impl Runtime {
+    /// A runtime on the selected device with default options.
+    pub fn new(selector: DeviceSelector) -> Result<Self> {
+        Self::with_options(selector, RuntimeOptions::default())
+    }
+
+    pub fn with_options(selector: DeviceSelector, options: RuntimeOptions) -> Result<Self> {
+        let device = selector.select(&list_devices()?)?;
+        let context = Context::from_device(&device.device).cl("clCreateContext")?;
+        let props = if options.profiling { CL_QUEUE_PROFILING_ENABLE } else { 0 };
+        let queue = match CommandQueue::create_default_with_properties(&context, props, 0) {
+            Ok(q) => q,
+            // OpenCL 1.x platforms lack clCreateCommandQueueWithProperties.
+            #[allow(deprecated)]
+            Err(_) => CommandQueue::create_default(&context, props).cl("clCreateCommandQueue")?,
+        };
+        let cache_dir = if options.disk_cache {
+            options.cache_dir.or_else(program_cache::default_cache_dir)
+        } else {
+            None
+        };
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                pool: Mutex::new(BufferPool::new(device.max_alloc_bytes)),
+                programs: Mutex::new(ProgramCache::new(cache_dir)),
+                device,
+                queue,
+                context,
+                profiling: options.profiling,
+            }),
+        })
+    }
+
+    pub fn device(&self) -> &DeviceInfo {
+        &self.inner.device
+    }
+
+    /// Prepares `model` to run here: builds (or fetches from the cache) its
+    /// kernel program and creates its kernels.
+    pub fn session(&self, model: &Model) -> Result<Session> {
+        Session::new(self, model)
+    }
+
+    pub fn profiling(&self) -> bool {
+        self.inner.profiling
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        self.inner.pool().stats()
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        self.inner.programs().stats()
+    }
+
+    /// Directory of the on-disk program cache entries, if enabled.
+    pub fn cache_entries_dir(&self) -> Option<PathBuf> {
+        self.inner.programs().entries_dir().map(Path::to_path_buf)
+    }
+
+    /// Frees the pool's idle buffers.
+    pub fn trim_pool(&self) {
+        self.inner.pool().trim();
+    }
+
+    /// Waits until everything queued has finished.
+    pub fn finish(&self) -> Result<()> {
+        self.inner.queue.finish().cl("clFinish")
+    }
+}
+
+/// A loaded model artifact. Cheap to clone (shared).
+#[derive(Clone, Debug)]
+pub struct Model {
+    inner: Arc<Artifact>,
+}
+
+impl Model {
+    /// Loads `model.so` and validates its description (ABI version, tables).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        Ok(Model { inner: Arc::new(Artifact::load(path.as_ref())?) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The `producer` string, e.g. "tcc 0.1.0".
+    pub fn producer(&self) -> &str {
+        &self.inner.producer
+    }
+
+    pub fn functions(&self) -> &[FunctionInfo] {
+        &self.inner.functions
+    }
+
+    /// The function called `name`; the error lists the available ones.
+    pub fn function(&self, name: &str) -> Result<&FunctionInfo> {
+        let name = name.strip_prefix('@').unwrap_or(name);
+        self.inner.functions.iter().find(|f| f.name == name).ok_or_else(|| {
+            let names: Vec<String> = self.inner.functions.iter().map(|f| format!("@{}", f.name)).collect();
+            Error::NoSuchFunction {
+                name: name.to_string(),
+                model: self.inner.path.display().to_string(),
+                available: if names.is_empty() { "(none)".into() } else { names.join(", ") },
+            }
+        })
+    }
+
+    pub fn kernel_names(&self) -> &[String] {
+        &self.inner.kernel_names
+    }
+
+    pub fn source_kind(&self) -> SourceKind {
+        self.inner.source_kind
+    }
+
+    pub fn num_constants(&self) -> usize {
+        self.inner.constants.len()
+    }
+
+    pub(crate) fn artifact(&self) -> &Artifact {
+        &self.inner
+    }
+}

@@ -1,1 +1,169 @@
-fn main(){}
+//! tcc-benchmark: times a function of a tcc-compiled model end to end and
+//! per kernel (OpenCL profiling events), and reports buffer-pool and
+//! program-cache statistics (a second run shows the disk cache hit).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::bail;
+use clap::Parser;
+use serde_json::json;
+use tcc_runtime::cli::{self, format_bytes};
+use tcc_runtime::{DeviceSelector, Model, Runtime, RuntimeOptions};
+
+const EXAMPLES: &str = "Examples:
+  tcc-benchmark model.so --function=mlp --input=@x.npy --iterations=100
+  tcc-benchmark model.so --input=1x8x128xf32=0.5 --flops=262144 --json
+
+Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
+
+/// Benchmark a function of a tcc-compiled model (model.so) on an OpenCL device.
+#[derive(Parser)]
+#[command(name = "tcc-benchmark", version, after_help = EXAMPLES)]
+struct Args {
+    /// The compiled model (model.so).
+    model: PathBuf,
+    /// Function to run (default: the model's only function).
+    #[arg(long)]
+    function: Option<String>,
+    /// An input, in order: @FILE.npy or a literal such as 2x3xf32=1,2,3,4,5,6.
+    #[arg(long = "input", value_name = "INPUT", allow_hyphen_values = true)]
+    inputs: Vec<String>,
+    /// Device: global index or name substring (default: $TCC_DEVICE, else
+    /// the first GPU, else the first CPU).
+    #[arg(long)]
+    device: Option<String>,
+    /// Untimed runs before measuring.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Timed runs.
+    #[arg(long, default_value_t = 10)]
+    iterations: usize,
+    /// Floating-point operations of one call; enables GFLOP/s.
+    #[arg(long)]
+    flops: Option<f64>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    match cli::parse_args::<Args>() {
+        Ok(args) => cli::report("tcc-benchmark", run(args)),
+        Err(code) => code,
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    if args.iterations == 0 {
+        bail!("--iterations must be at least 1");
+    }
+    if let Some(f) = args.flops
+        && !(f.is_finite() && f > 0.0)
+    {
+        bail!("--flops must be a positive number of floating-point operations per call");
+    }
+    let model = Model::load(&args.model)?;
+    let function = cli::resolve_function(&model, args.function.as_deref())?;
+    let (tensors, sources): (Vec<_>, Vec<_>) = args
+        .inputs
+        .iter()
+        .map(|s| cli::parse_input(s).map(|a| (a.tensor, a.source)))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    model.function(&function)?.check_inputs(&tensors, &sources)?;
+
+    let options = RuntimeOptions { profiling: true, ..Default::default() };
+    let rt = Runtime::with_options(DeviceSelector::from_flag_or_env(args.device.as_deref()), options)?;
+    let mut session = rt.session(&model)?;
+    for _ in 0..args.warmup {
+        session.run_with_sources(&function, &tensors, &sources)?;
+    }
+    session.reset_profile()?;
+    let mut latencies_ms = Vec::with_capacity(args.iterations);
+    for _ in 0..args.iterations {
+        let start = Instant::now();
+        session.run_with_sources(&function, &tensors, &sources)?;
+        latencies_ms.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let kernels = session.kernel_profile()?;
+    let mut sorted = latencies_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let (min, median, p90) = (sorted[0], percentile(&sorted, 50.0), percentile(&sorted, 90.0));
+    let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
+    let device_ms_per_call = kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / args.iterations as f64;
+    let gflops = args.flops.map(|f| {
+        let per = |ms: f64| if ms > 0.0 { Some(f / (ms * 1e-3) / 1e9) } else { None };
+        (per(median), per(device_ms_per_call))
+    });
+    let pool = rt.pool_stats();
+    let cache = rt.cache_stats();
+    let dev = rt.device();
+
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let report = json!({
+            "model": model.path().display().to_string(),
+            "function": function,
+            "device": dev.name,
+            "platform": dev.platform_name,
+            "warmup": args.warmup,
+            "iterations": args.iterations,
+            "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean },
+            "device_ms_per_call": device_ms_per_call,
+            "flops": args.flops,
+            "gflops": gflops.map(|(e2e, d)| json!({ "end_to_end": e2e, "device": d })),
+            "kernels": kernels.iter().map(|k| json!({
+                "name": k.name, "calls": k.calls,
+                "total_ms": k.total_ns as f64 / 1e6, "mean_us": k.mean_ns() / 1e3,
+            })).collect::<Vec<_>>(),
+            "program_origin": session.program_origin(),
+            "program_cache": cache,
+            "buffer_pool": pool,
+        });
+        writeln!(out, "{report}")?;
+        return Ok(());
+    }
+    writeln!(out, "@{function} on {} [{}] ({})", dev.name, dev.kind, dev.platform_name)?;
+    writeln!(out, "iterations: {} (after {} warm-up)", args.iterations, args.warmup)?;
+    writeln!(out, "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms")?;
+    writeln!(out, "device time per call (kernels): {device_ms_per_call:.3} ms")?;
+    if let Some((e2e, d)) = gflops {
+        let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+        writeln!(out, "GFLOP/s: {} end-to-end (median), {} device", show(e2e), show(d))?;
+    }
+    writeln!(out, "kernels (device time from profiling events):")?;
+    writeln!(out, "  {:<32} {:>8} {:>12} {:>12}", "name", "calls", "total ms", "mean us")?;
+    for k in &kernels {
+        writeln!(out, "  {:<32} {:>8} {:>12.3} {:>12.2}", k.name, k.calls, k.total_ns as f64 / 1e6, k.mean_ns() / 1e3)?;
+    }
+    let origin = session.program_origin().map_or("none (no kernels)".to_string(), |o| format!("{o:?}"));
+    writeln!(
+        out,
+        "program cache: {origin}; source builds {}, disk hits {}, memory hits {}, disk writes {}, rejected entries {}",
+        cache.source_builds, cache.disk_hits, cache.memory_hits, cache.disk_writes, cache.disk_rejects
+    )?;
+    if let Some(p) = &cache.last_disk_problem {
+        writeln!(out, "program cache note: {p}")?;
+    }
+    writeln!(
+        out,
+        "buffer pool: {} allocations, {} reuse hits, {} held (peak {}), peak in use {}",
+        pool.allocations,
+        pool.reuse_hits,
+        format_bytes(pool.current_bytes),
+        format_bytes(pool.peak_bytes),
+        format_bytes(pool.peak_in_use_bytes)
+    )?;
+    Ok(())
+}

@@ -1,1 +1,90 @@
-fn main(){}
+//! tcc-run: runs one function of a tcc-compiled model on an OpenCL device,
+//! with iree-run-module's conventions for inputs and outputs.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use tcc_runtime::cli::{self, OutputArg};
+use tcc_runtime::{DeviceSelector, Model, Runtime, list_devices, npy};
+
+const EXAMPLES: &str = "Examples:
+  tcc-run model.so --function=mlp --input=@x.npy --output=@y.npy
+  tcc-run model.so --function=add --input=2x3xf32=1,2,3,4,5,6 --input=2x3xf32=1
+  tcc-run --list-devices
+
+Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
+
+/// Run a function of a tcc-compiled model (model.so) on an OpenCL device.
+#[derive(Parser)]
+#[command(name = "tcc-run", version, after_help = EXAMPLES)]
+struct Args {
+    /// The compiled model (model.so).
+    model: Option<PathBuf>,
+    /// Function to run (default: the model's only function).
+    #[arg(long)]
+    function: Option<String>,
+    /// An input, in order: @FILE.npy, or a literal such as 2x3xf32=1,2,3,4,5,6
+    /// (a single value splats).
+    #[arg(long = "input", value_name = "INPUT", allow_hyphen_values = true)]
+    inputs: Vec<String>,
+    /// Where output N goes, in order: @FILE.npy (written atomically) or - to
+    /// print. Outputs without an --output are printed.
+    #[arg(long = "output", value_name = "OUTPUT")]
+    outputs: Vec<String>,
+    /// Device: global index or name substring, as listed by --list-devices
+    /// (default: $TCC_DEVICE, else the first GPU, else the first CPU).
+    #[arg(long)]
+    device: Option<String>,
+    /// List OpenCL platforms and devices, then exit.
+    #[arg(long)]
+    list_devices: bool,
+    /// Elements printed per output before the rest is elided as "...".
+    #[arg(long, default_value_t = 1024)]
+    print_max_elements: usize,
+}
+
+fn main() -> ExitCode {
+    match cli::parse_args::<Args>() {
+        Ok(args) => cli::report("tcc-run", run(args)),
+        Err(code) => code,
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if args.list_devices {
+        write!(stdout, "{}", cli::format_device_list(&list_devices()?))?;
+        return Ok(());
+    }
+    let model_path = args
+        .model
+        .context("missing the model: tcc-run model.so --function=NAME --input=... (see --help)")?;
+    let model = Model::load(&model_path)?;
+    let function = cli::resolve_function(&model, args.function.as_deref())?;
+    let signature = model.function(&function)?;
+    let outputs = args.outputs.iter().map(|s| cli::parse_output(s)).collect::<Result<Vec<_>, _>>()?;
+    if outputs.len() > signature.outputs.len() {
+        bail!("@{function} has {} output(s) but {} --output flags were given", signature.outputs.len(), outputs.len());
+    }
+    let (tensors, sources): (Vec<_>, Vec<_>) =
+        args.inputs.iter().map(|s| cli::parse_input(s).map(|a| (a.tensor, a.source))).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    // Check inputs before the (possibly slow) kernel build.
+    signature.check_inputs(&tensors, &sources)?;
+
+    let rt = Runtime::new(DeviceSelector::from_flag_or_env(args.device.as_deref()))?;
+    let mut session = rt.session(&model)?;
+    let results = session.run_with_sources(&function, &tensors, &sources)?;
+    writeln!(stdout, "EXEC @{function}")?;
+    for (i, r) in results.iter().enumerate() {
+        match outputs.get(i).unwrap_or(&OutputArg::Print) {
+            OutputArg::Npy(path) => npy::write_npy(path, r)?,
+            OutputArg::Print => writeln!(stdout, "result[{i}]: {}", r.format(args.print_max_elements))?,
+        }
+    }
+    stdout.flush()?;
+    Ok(())
+}

@@ -1,0 +1,396 @@
+//! Loads a compiled model (`model.so`) and turns its self-description
+//! (`tcc_artifact_v1()`) into owned, validated Rust values.
+//!
+//! The artifact is foreign code: every count is bounded, every pointer that
+//! must be non-null is checked, every string is copied and must be UTF-8,
+//! and every dtype and shape is checked, so a malformed table produces an
+//! error naming the bad field instead of a crash. (A pointer that is
+//! non-null but dangling cannot be detected; that is a compiler bug.)
+
+use std::ffi::{CStr, c_char};
+use std::path::{Path, PathBuf};
+
+use libloading::Library;
+use serde::Serialize;
+
+use crate::abi::{self, TccArtifact, TccArtifactV1Fn, TccEntryFn, TccTensorDesc};
+use crate::error::{Error, Result};
+use crate::program_cache::SourceKind;
+use crate::tensor::{DType, HostTensor, byte_size, type_string};
+
+/// Sanity bounds that reject garbage tables before they are walked.
+const MAX_COUNT: u32 = 1 << 20;
+const MAX_RANK: u32 = 64;
+const MAX_SOURCE_BYTES: u64 = 1 << 30;
+
+/// One input or output of a function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TensorDesc {
+    /// ONNX/argument name, possibly empty.
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl TensorDesc {
+    /// `1x8x128xf32`.
+    pub fn type_string(&self) -> String {
+        type_string(&self.shape, self.dtype)
+    }
+
+    /// Bytes of one tensor of this description (checked at load time not
+    /// to overflow).
+    pub fn byte_size(&self) -> usize {
+        byte_size(&self.shape, self.dtype).unwrap_or(usize::MAX)
+    }
+}
+
+/// One entry point of the model.
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionInfo {
+    pub name: String,
+    pub inputs: Vec<TensorDesc>,
+    pub outputs: Vec<TensorDesc>,
+    #[serde(skip)]
+    pub(crate) entry: TccEntryFn,
+}
+
+impl FunctionInfo {
+    /// `@mlp(x: 1x8x128xf32) -> (1x8x64xf32)`.
+    pub fn signature(&self) -> String {
+        let list = |ts: &[TensorDesc]| {
+            ts.iter()
+                .map(|t| if t.name.is_empty() { t.type_string() } else { format!("{}: {}", t.name, t.type_string()) })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!("@{}({}) -> ({})", self.name, list(&self.inputs), list(&self.outputs))
+    }
+
+    /// Checks host tensors against the signature; `sources[i]` says where
+    /// input `i` came from ("x.npy", "the command line"), default "the
+    /// caller". Errors read like
+    /// `input 0 of @mlp expects 1x8x128xf32, got 1x8x64xf32 from x.npy`.
+    pub fn check_inputs(&self, inputs: &[HostTensor], sources: &[&str]) -> Result<()> {
+        self.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), sources)
+    }
+
+    pub(crate) fn check_input_types<'t>(
+        &self,
+        inputs: impl ExactSizeIterator<Item = (DType, &'t [usize])>,
+        sources: &[&str],
+    ) -> Result<()> {
+        if inputs.len() != self.inputs.len() {
+            let expected: Vec<String> = self.inputs.iter().map(|d| d.type_string()).collect();
+            return Err(Error::InvalidInput(format!(
+                "@{} expects {} input{} ({}), got {}",
+                self.name,
+                self.inputs.len(),
+                if self.inputs.len() == 1 { "" } else { "s" },
+                expected.join(", "),
+                inputs.len()
+            )));
+        }
+        for (i, ((dtype, shape), d)) in inputs.zip(&self.inputs).enumerate() {
+            if dtype != d.dtype || shape != d.shape.as_slice() {
+                let source = sources.get(i).copied().unwrap_or("the caller");
+                return Err(Error::InvalidInput(format!(
+                    "input {i} of @{} expects {}, got {} from {source}",
+                    self.name,
+                    d.type_string(),
+                    type_string(shape, dtype)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A constant's bytes, inside the loaded library's read-only data.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConstantRef {
+    pub ptr: *const u8,
+    pub bytes: u64,
+}
+
+/// A loaded artifact. The library stays loaded as long as this value lives,
+/// which keeps entry points and constant pointers valid.
+pub struct Artifact {
+    pub path: PathBuf,
+    pub producer: String,
+    pub source_kind: SourceKind,
+    pub source: Vec<u8>,
+    pub build_options: String,
+    pub kernel_names: Vec<String>,
+    pub functions: Vec<FunctionInfo>,
+    pub(crate) constants: Vec<ConstantRef>,
+    // Dropped last (fields drop in declaration order).
+    _library: Library,
+}
+
+// SAFETY: the raw pointers in `constants` and the entry functions point into
+// the library's immutable data and code, which live as long as `_library`;
+// the artifact's host code keeps no state of its own (it works only through
+// the runtime context it is handed on each call).
+unsafe impl Send for Artifact {}
+unsafe impl Sync for Artifact {}
+
+impl std::fmt::Debug for Artifact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Artifact")
+            .field("path", &self.path)
+            .field("producer", &self.producer)
+            .field("source_kind", &self.source_kind)
+            .field("kernel_names", &self.kernel_names)
+            .field("functions", &self.functions)
+            .field("constants", &self.constants.len())
+            .finish()
+    }
+}
+
+impl Artifact {
+    /// Opens `path`, calls `tcc_artifact_v1` and validates what it returns.
+    pub fn load(path: &Path) -> Result<Self> {
+        let load_err = |reason: String| Error::ArtifactLoad { path: path.to_path_buf(), reason };
+        // An absolute path keeps dlopen from searching the library path for
+        // a bare file name like "model.so".
+        let abs = std::fs::canonicalize(path).map_err(|e| load_err(e.to_string()))?;
+        if !abs.is_file() {
+            return Err(load_err("not a file".into()));
+        }
+        // SAFETY: loading runs the library's initialisers; a tcc artifact
+        // has none beyond what the C toolchain adds. This is inherent to
+        // running a compiled model.
+        let library = unsafe { Library::new(&abs) }.map_err(|e| load_err(e.to_string()))?;
+        // SAFETY: the symbol's type is fixed by tcc_abi.h.
+        let describe: TccArtifactV1Fn = unsafe { library.get::<TccArtifactV1Fn>(abi::ARTIFACT_SYMBOL) }
+            .map(|s| *s)
+            .map_err(|e| load_err(format!("no `tcc_artifact_v1` symbol, not a tcc artifact ({e})")))?;
+        // SAFETY: calling the artifact's own description function.
+        let raw = unsafe { describe() };
+        if raw.is_null() {
+            return Err(load_err("tcc_artifact_v1() returned NULL".into()));
+        }
+        // SAFETY: non-null, points at the artifact's static table.
+        let table = unsafe { &*raw };
+        if table.abi_version != abi::TCC_ABI_VERSION {
+            return Err(Error::AbiVersion {
+                path: path.to_path_buf(),
+                found: table.abi_version,
+                expected: abi::TCC_ABI_VERSION,
+            });
+        }
+        let mut r = Reader { path };
+        // SAFETY: the table was produced against tcc_abi.h; `Reader` checks
+        // every count and pointer before it is followed.
+        let parts = unsafe { r.read(table) }?;
+        Ok(Artifact {
+            path: path.to_path_buf(),
+            producer: parts.producer,
+            source_kind: parts.source_kind,
+            source: parts.source,
+            build_options: parts.build_options,
+            kernel_names: parts.kernel_names,
+            functions: parts.functions,
+            constants: parts.constants,
+            _library: library,
+        })
+    }
+}
+
+/// The validated table, before it is joined with the library handle.
+struct Parts {
+    producer: String,
+    source_kind: SourceKind,
+    source: Vec<u8>,
+    build_options: String,
+    kernel_names: Vec<String>,
+    functions: Vec<FunctionInfo>,
+    constants: Vec<ConstantRef>,
+}
+
+struct Reader<'a> {
+    path: &'a Path,
+}
+
+impl Reader<'_> {
+    fn bad(&self, reason: impl Into<String>) -> Error {
+        Error::MalformedArtifact { path: self.path.to_path_buf(), reason: reason.into() }
+    }
+
+    /// A copied, UTF-8 string; `NULL` is an error unless `allow_null`.
+    unsafe fn string(&self, p: *const c_char, what: &str, allow_null: bool) -> Result<String> {
+        if p.is_null() {
+            return if allow_null { Ok(String::new()) } else { Err(self.bad(format!("{what} is NULL"))) };
+        }
+        // SAFETY: non-null; the artifact promises a NUL-terminated string.
+        let s = unsafe { CStr::from_ptr(p) };
+        s.to_str().map(str::to_owned).map_err(|_| self.bad(format!("{what} is not UTF-8")))
+    }
+
+    /// The `count` elements at `p`; `p` may be NULL only when `count` is 0.
+    unsafe fn slice<'t, T>(&self, p: *const T, count: u32, what: &str) -> Result<&'t [T]> {
+        if count == 0 {
+            return Ok(&[]);
+        }
+        if count > MAX_COUNT {
+            return Err(self.bad(format!("{what}: implausible count {count}")));
+        }
+        if p.is_null() {
+            return Err(self.bad(format!("{what}: {count} entries but the pointer is NULL")));
+        }
+        // SAFETY: non-null and, per the ABI, pointing at `count` elements.
+        Ok(unsafe { std::slice::from_raw_parts(p, count as usize) })
+    }
+
+    unsafe fn tensor(&self, d: &TccTensorDesc, what: &str) -> Result<TensorDesc> {
+        // SAFETY: forwarded contract of `read`.
+        let name = unsafe { self.string(d.name, &format!("{what} name"), true) }?;
+        let dtype = DType::from_abi(d.dtype).ok_or_else(|| self.bad(format!("{what}: unknown dtype code {}", d.dtype)))?;
+        if d.rank > MAX_RANK {
+            return Err(self.bad(format!("{what}: implausible rank {}", d.rank)));
+        }
+        // SAFETY: as above.
+        let dims = unsafe { self.slice(d.shape, d.rank, &format!("{what} shape")) }?;
+        let shape = dims
+            .iter()
+            .map(|&x| usize::try_from(x).map_err(|_| self.bad(format!("{what}: dimension {x} is not a static size"))))
+            .collect::<Result<Vec<_>>>()?;
+        if byte_size(&shape, dtype).is_none() {
+            return Err(self.bad(format!("{what}: {} is too large", type_string(&shape, dtype))));
+        }
+        Ok(TensorDesc { name, dtype, shape })
+    }
+
+    unsafe fn read(&mut self, a: &TccArtifact) -> Result<Parts> {
+        // SAFETY (whole function): every pointer is checked by `string` /
+        // `slice` before use; their validity beyond non-null is the ABI's
+        // contract.
+        unsafe {
+            let producer = self.string(a.producer, "producer", true)?;
+            let source_kind = match a.source_kind {
+                abi::TCC_SOURCE_OPENCL_C => SourceKind::OpenClC,
+                abi::TCC_SOURCE_SPIRV => SourceKind::SpirV,
+                abi::TCC_SOURCE_PTX => SourceKind::Ptx,
+                k => return Err(self.bad(format!("unknown source kind {k}"))),
+            };
+            if a.source_bytes > MAX_SOURCE_BYTES {
+                return Err(self.bad(format!("implausible source size {}", a.source_bytes)));
+            }
+            let mut source = if a.source_bytes == 0 {
+                Vec::new()
+            } else if a.source.is_null() {
+                return Err(self.bad(format!("source is NULL but source_bytes is {}", a.source_bytes)));
+            } else {
+                std::slice::from_raw_parts(a.source as *const u8, a.source_bytes as usize).to_vec()
+            };
+            if source_kind != SourceKind::SpirV {
+                // Text formats: a trailing NUL counted in source_bytes is not source.
+                while source.last() == Some(&0) {
+                    source.pop();
+                }
+            }
+            if a.num_kernels > 0 && source.is_empty() {
+                return Err(self.bad(format!("{} kernels but no kernel source", a.num_kernels)));
+            }
+            let build_options = self.string(a.build_options, "build_options", true)?;
+
+            let kernel_names = self
+                .slice(a.kernel_names, a.num_kernels, "kernel_names")?
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| self.string(p, &format!("kernel_names[{i}]"), false))
+                .collect::<Result<Vec<_>>>()?;
+
+            let mut functions: Vec<FunctionInfo> = Vec::new();
+            for (i, f) in self.slice(a.functions, a.num_functions, "functions")?.iter().enumerate() {
+                let name = self.string(f.name, &format!("functions[{i}].name"), false)?;
+                let entry = f.entry.ok_or_else(|| self.bad(format!("function @{name}: entry is NULL")))?;
+                let tensors = |p, n, kind: &str| -> Result<Vec<TensorDesc>> {
+                    self.slice(p, n, &format!("@{name} {kind}s"))?
+                        .iter()
+                        .enumerate()
+                        .map(|(j, d)| self.tensor(d, &format!("@{name} {kind} {j}")))
+                        .collect()
+                };
+                let inputs = tensors(f.inputs, f.num_inputs, "input")?;
+                let outputs = tensors(f.outputs, f.num_outputs, "output")?;
+                if functions.iter().any(|g| g.name == name) {
+                    return Err(self.bad(format!("function @{name} is defined twice")));
+                }
+                functions.push(FunctionInfo { name, inputs, outputs, entry });
+            }
+
+            let constants = self
+                .slice(a.constants, a.num_constants, "constants")?
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if c.data.is_null() && c.bytes > 0 {
+                        Err(self.bad(format!("constants[{i}]: {} bytes but data is NULL", c.bytes)))
+                    } else {
+                        Ok(ConstantRef { ptr: c.data as *const u8, bytes: c.bytes })
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+
+            Ok(Parts { producer, source_kind, source, build_options, kernel_names, functions, constants })
+        }
+    }
+}
+
+impl ConstantRef {
+    /// The constant's bytes.
+    ///
+    /// # Safety
+    /// The library the constant came from must still be loaded.
+    pub(crate) unsafe fn as_slice<'a>(&self) -> &'a [u8] {
+        if self.bytes == 0 {
+            &[]
+        } else {
+            // SAFETY: checked non-null at load time; valid while loaded.
+            unsafe { std::slice::from_raw_parts(self.ptr, self.bytes as usize) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{TccBuffer, TccRuntimeApi};
+
+    unsafe extern "C" fn never(_: *const TccRuntimeApi, _: *const *mut TccBuffer, _: *const *mut TccBuffer) -> i32 {
+        1
+    }
+
+    fn mlp() -> FunctionInfo {
+        FunctionInfo {
+            name: "mlp".into(),
+            inputs: vec![
+                TensorDesc { name: "x".into(), dtype: DType::F32, shape: vec![1, 8, 128] },
+                TensorDesc { name: String::new(), dtype: DType::Bool, shape: vec![] },
+            ],
+            outputs: vec![TensorDesc { name: "y".into(), dtype: DType::F32, shape: vec![1, 8, 64] }],
+            entry: never,
+        }
+    }
+
+    #[test]
+    fn input_messages() {
+        let f = mlp();
+        let x = HostTensor::zeros(DType::F32, vec![1, 8, 64]).unwrap();
+        let flag = HostTensor::zeros(DType::Bool, vec![]).unwrap();
+        let e = f.check_inputs(&[x.clone(), flag.clone()], &["x.npy"]).unwrap_err();
+        assert_eq!(e.to_string(), "input 0 of @mlp expects 1x8x128xf32, got 1x8x64xf32 from x.npy");
+        let good = HostTensor::zeros(DType::F32, vec![1, 8, 128]).unwrap();
+        let wrong_dtype = HostTensor::zeros(DType::I8, vec![]).unwrap();
+        let e = f.check_inputs(&[good.clone(), wrong_dtype], &["x.npy", "the command line"]).unwrap_err();
+        assert_eq!(e.to_string(), "input 1 of @mlp expects i1, got i8 from the command line");
+        let e = f.check_inputs(&[good.clone()], &[]).unwrap_err();
+        assert_eq!(e.to_string(), "@mlp expects 2 inputs (1x8x128xf32, i1), got 1");
+        let e = f.check_inputs(&[x, flag.clone()], &[]).unwrap_err();
+        assert!(e.to_string().ends_with("from the caller"));
+        f.check_inputs(&[good, flag], &[]).unwrap();
+        assert_eq!(f.signature(), "@mlp(x: 1x8x128xf32, i1) -> (y: 1x8x64xf32)");
+    }
+}

@@ -1,0 +1,177 @@
+//! Pieces shared by the `tcc-run` and `tcc-benchmark` binaries: parsing
+//! `--input` / `--output` values in iree-run-module's style, choosing the
+//! function, printing the device list, and turning errors into "message on
+//! stderr, exit code 1".
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::device::{DeviceInfo, DeviceSelector};
+use crate::error::{Error, Result};
+use crate::tensor::HostTensor;
+use crate::{Model, npy};
+
+/// An `--input` value: the tensor and where it came from (for messages).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputArg {
+    pub tensor: HostTensor,
+    /// The `.npy` path as given, or "the command line".
+    pub source: String,
+}
+
+/// Parses `--input`: `@path.npy` reads a file, anything else is a tensor
+/// literal (`2x3xf32=1,2,3,4,5,6`, splat `2x3xf32=0`).
+pub fn parse_input(spec: &str) -> Result<InputArg> {
+    if let Some(path) = spec.strip_prefix('@') {
+        let tensor = npy::read_npy(path.as_ref())?;
+        Ok(InputArg { tensor, source: path.to_string() })
+    } else {
+        let tensor = HostTensor::parse_literal(spec)
+            .map_err(|e| Error::InvalidInput(format!("--input={spec}: {e} (a file needs a leading @, e.g. @x.npy)")))?;
+        Ok(InputArg { tensor, source: "the command line".into() })
+    }
+}
+
+/// Where an output goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutputArg {
+    /// `@path.npy`: written as .npy, atomically.
+    Npy(PathBuf),
+    /// `-` or empty: printed to stdout.
+    Print,
+}
+
+pub fn parse_output(spec: &str) -> Result<OutputArg> {
+    match spec {
+        "" | "-" => Ok(OutputArg::Print),
+        s => match s.strip_prefix('@') {
+            Some(p) if !p.is_empty() => Ok(OutputArg::Npy(PathBuf::from(p))),
+            _ => Err(Error::InvalidInput(format!(
+                "--output={spec}: expected @FILE.npy (or - to print), e.g. --output=@y.npy"
+            ))),
+        },
+    }
+}
+
+/// The function to run: `--function` if given, else the model's only one.
+pub fn resolve_function(model: &Model, flag: Option<&str>) -> Result<String> {
+    if let Some(name) = flag {
+        return Ok(model.function(name)?.name.clone());
+    }
+    match model.functions() {
+        [only] => Ok(only.name.clone()),
+        fs => Err(Error::InvalidInput(format!(
+            "{} has {} functions; choose one with --function ({})",
+            model.path().display(),
+            fs.len(),
+            fs.iter().map(|f| format!("@{}", f.name)).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// Human-readable byte count: `512 B`, `4.0 KiB`, `1.5 GiB`.
+pub fn format_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}
+
+/// The `--list-devices` report: each platform, then each of its devices.
+pub fn format_device_list(devices: &[DeviceInfo]) -> String {
+    let default = DeviceSelector::Default.select(devices).ok().map(|d| d.index);
+    let mut out = String::new();
+    let mut platform: Option<(&str, &str)> = None;
+    let mut platform_index = 0;
+    for d in devices {
+        let this = (d.platform_name.as_str(), d.platform_version.as_str());
+        if platform != Some(this) {
+            if platform.is_some() {
+                platform_index += 1;
+            }
+            platform = Some(this);
+            let _ = writeln!(out, "platform {platform_index}: {} ({})", d.platform_name, d.platform_version);
+        }
+        let mark = if Some(d.index) == default { " (default)" } else { "" };
+        let _ = writeln!(out, "  device {}: {} [{}]{mark}", d.index, d.name, d.kind);
+        let rows = [
+            ("driver version", d.driver_version.clone()),
+            ("OpenCL C", d.opencl_c_version.clone()),
+            ("IL (SPIR-V)", d.il_version.clone().unwrap_or_else(|| "none".into())),
+            ("fp16", if d.fp16 { "yes" } else { "no" }.into()),
+            ("compute units", d.compute_units.to_string()),
+            ("global memory", format_bytes(d.global_mem_bytes)),
+            ("local memory", format_bytes(d.local_mem_bytes)),
+            ("max allocation", format_bytes(d.max_alloc_bytes)),
+            ("max work-group", d.max_work_group_size.to_string()),
+        ];
+        for (k, v) in rows {
+            let _ = writeln!(out, "    {:<16} {v}", format!("{k}:"));
+        }
+    }
+    out
+}
+
+/// Parses the command line; `--help`/`--version` print and exit 0, a usage
+/// error prints to stderr and exits 1.
+pub fn parse_args<T: clap::Parser>() -> std::result::Result<T, ExitCode> {
+    T::try_parse().map_err(|e| {
+        let _ = e.print();
+        if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    })
+}
+
+/// Prints `prog: error: …` (with the error chain) and returns exit code 1.
+pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{prog}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs() {
+        let a = parse_input("2x2xf32=1,2,3,4").unwrap();
+        assert_eq!(a.source, "the command line");
+        assert_eq!(a.tensor.to_f32().unwrap(), vec![1., 2., 3., 4.]);
+        let e = parse_input("x.npy").unwrap_err().to_string();
+        assert!(e.contains("a file needs a leading @"), "{e}");
+        let e = parse_input("@/nonexistent/x.npy").unwrap_err().to_string();
+        assert!(e.starts_with("/nonexistent/x.npy: cannot open"), "{e}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.npy");
+        let t = HostTensor::from_i32(vec![3], &[1, 2, 3]).unwrap();
+        npy::write_npy(&p, &t).unwrap();
+        let a = parse_input(&format!("@{}", p.display())).unwrap();
+        assert_eq!(a.tensor, t);
+        assert_eq!(a.source, p.display().to_string());
+    }
+
+    #[test]
+    fn outputs() {
+        assert_eq!(parse_output("@y.npy").unwrap(), OutputArg::Npy("y.npy".into()));
+        assert_eq!(parse_output("-").unwrap(), OutputArg::Print);
+        assert!(parse_output("y.npy").is_err());
+        assert!(parse_output("@").is_err());
+    }
+
+    #[test]
+    fn bytes() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(4096), "4.0 KiB");
+        assert_eq!(format_bytes(3 << 30), "3.0 GiB");
+    }
+}

@@ -1,0 +1,256 @@
+//! OpenCL device discovery and selection.
+//!
+//! Devices are numbered globally across platforms in the order the ICD
+//! loader lists them; `--device=N` / `TCC_DEVICE=N` pick by that index, any
+//! other text picks the first device whose name, platform name or platform
+//! version contains it (case-insensitive), and the default is the first GPU,
+//! else the first CPU device (PoCL on machines without a GPU driver).
+
+use std::fmt;
+
+use opencl3::device::{
+    CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device,
+};
+use opencl3::error_codes::{CL_DEVICE_NOT_FOUND, CL_PLATFORM_NOT_FOUND_KHR, DLOPEN_RUNTIME_LOAD_FAILED};
+use opencl3::platform::get_platforms;
+use serde::Serialize;
+
+use crate::error::{ClResultExt, Error, Result};
+
+/// Environment variable consulted when no `--device` is given.
+pub const DEVICE_ENV: &str = "TCC_DEVICE";
+
+/// Kind of device, from `CL_DEVICE_TYPE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum DeviceKind {
+    Gpu,
+    Cpu,
+    Accelerator,
+    Other,
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DeviceKind::Gpu => "GPU",
+            DeviceKind::Cpu => "CPU",
+            DeviceKind::Accelerator => "accelerator",
+            DeviceKind::Other => "other",
+        })
+    }
+}
+
+/// What the runtime knows about one device.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceInfo {
+    /// Global index across platforms, as used by `--device=N`.
+    pub index: usize,
+    pub platform_name: String,
+    pub platform_version: String,
+    pub name: String,
+    pub kind: DeviceKind,
+    /// `CL_DEVICE_OPENCL_C_VERSION`, e.g. "OpenCL C 1.2 PoCL".
+    pub opencl_c_version: String,
+    /// `CL_DEVICE_IL_VERSION` (e.g. "SPIR-V_1.2"); `None` when the device
+    /// takes no intermediate language (no SPIR-V).
+    pub il_version: Option<String>,
+    /// `cl_khr_fp16` is among the device's extensions.
+    pub fp16: bool,
+    pub compute_units: u32,
+    pub global_mem_bytes: u64,
+    pub local_mem_bytes: u64,
+    pub max_alloc_bytes: u64,
+    pub max_work_group_size: usize,
+    pub driver_version: String,
+    #[serde(skip)]
+    pub(crate) device: Device,
+}
+
+impl DeviceInfo {
+    fn query(index: usize, platform_name: &str, platform_version: &str, device: Device) -> Result<Self> {
+        let q = "clGetDeviceInfo";
+        let kind_bits = device.dev_type().cl(q)?;
+        let kind = if kind_bits & CL_DEVICE_TYPE_GPU != 0 {
+            DeviceKind::Gpu
+        } else if kind_bits & CL_DEVICE_TYPE_CPU != 0 {
+            DeviceKind::Cpu
+        } else if kind_bits & CL_DEVICE_TYPE_ACCELERATOR != 0 {
+            DeviceKind::Accelerator
+        } else {
+            DeviceKind::Other
+        };
+        let il_version = device.il_version().ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let extensions = device.extensions().unwrap_or_default();
+        Ok(DeviceInfo {
+            index,
+            platform_name: platform_name.to_string(),
+            platform_version: platform_version.to_string(),
+            name: device.name().cl(q)?.trim().to_string(),
+            kind,
+            opencl_c_version: device.opencl_c_version().unwrap_or_default().trim().to_string(),
+            il_version,
+            fp16: extensions.split_whitespace().any(|e| e == "cl_khr_fp16"),
+            compute_units: device.max_compute_units().cl(q)?,
+            global_mem_bytes: device.global_mem_size().cl(q)?,
+            local_mem_bytes: device.local_mem_size().cl(q)?,
+            max_alloc_bytes: device.max_mem_alloc_size().cl(q)?,
+            max_work_group_size: device.max_work_group_size().cl(q)?,
+            driver_version: device.driver_version().unwrap_or_default().trim().to_string(),
+            device,
+        })
+    }
+
+    /// One line: `0: <name> [CPU] on <platform>`.
+    pub fn summary(&self) -> String {
+        format!("{}: {} [{}] on {}", self.index, self.name, self.kind, self.platform_name)
+    }
+
+    fn matches(&self, needle: &str) -> bool {
+        let needle = needle.to_lowercase();
+        [&self.name, &self.platform_name, &self.platform_version]
+            .iter()
+            .any(|s| s.to_lowercase().contains(&needle))
+    }
+}
+
+/// Lists every device of every platform, in global index order.
+pub fn list_devices() -> Result<Vec<DeviceInfo>> {
+    let platforms = match get_platforms() {
+        Ok(p) => p,
+        Err(e) if e.0 == DLOPEN_RUNTIME_LOAD_FAILED => {
+            return Err(Error::NoPlatform("the OpenCL ICD loader libOpenCL.so could not be loaded".into()));
+        }
+        Err(e) if e.0 == CL_PLATFORM_NOT_FOUND_KHR => {
+            return Err(Error::NoPlatform("the OpenCL ICD loader lists no platform".into()));
+        }
+        Err(e) => return Err(Error::cl("clGetPlatformIDs", e)),
+    };
+    if platforms.is_empty() {
+        return Err(Error::NoPlatform("the OpenCL ICD loader lists no platform".into()));
+    }
+    let mut devices = Vec::new();
+    for platform in platforms {
+        let name = platform.name().cl("clGetPlatformInfo")?.trim().to_string();
+        let version = platform.version().unwrap_or_default().trim().to_string();
+        let ids = match platform.get_devices(CL_DEVICE_TYPE_ALL) {
+            Ok(ids) => ids,
+            Err(e) if e.0 == CL_DEVICE_NOT_FOUND => Vec::new(),
+            Err(e) => return Err(Error::cl(format!("clGetDeviceIDs on platform {name}"), e)),
+        };
+        for id in ids {
+            devices.push(DeviceInfo::query(devices.len(), &name, &version, Device::new(id))?);
+        }
+    }
+    if devices.is_empty() {
+        return Err(Error::NoPlatform("OpenCL platforms are installed but they expose no device".into()));
+    }
+    Ok(devices)
+}
+
+/// How to choose a device.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum DeviceSelector {
+    /// The first GPU, else the first CPU device, else the first device.
+    #[default]
+    Default,
+    /// Global index in `list_devices()` order.
+    Index(usize),
+    /// Case-insensitive substring of the device name, platform name or
+    /// platform version.
+    Name(String),
+}
+
+impl DeviceSelector {
+    /// `"2"` → `Index(2)`, `""` → `Default`, anything else → `Name`.
+    pub fn parse(s: &str) -> Self {
+        let s = s.trim();
+        if s.is_empty() {
+            DeviceSelector::Default
+        } else if let Ok(i) = s.parse::<usize>() {
+            DeviceSelector::Index(i)
+        } else {
+            DeviceSelector::Name(s.to_string())
+        }
+    }
+
+    /// The `--device` flag if given, else `TCC_DEVICE`, else `Default`.
+    pub fn from_flag_or_env(flag: Option<&str>) -> Self {
+        match flag {
+            Some(f) => Self::parse(f),
+            None => std::env::var(DEVICE_ENV).map(|v| Self::parse(&v)).unwrap_or_default(),
+        }
+    }
+
+    /// Picks a device from `devices` (as returned by `list_devices`).
+    pub fn select(&self, devices: &[DeviceInfo]) -> Result<DeviceInfo> {
+        let found = match self {
+            DeviceSelector::Default => devices
+                .iter()
+                .find(|d| d.kind == DeviceKind::Gpu)
+                .or_else(|| devices.iter().find(|d| d.kind == DeviceKind::Cpu))
+                .or_else(|| devices.first()),
+            DeviceSelector::Index(i) => devices.get(*i),
+            DeviceSelector::Name(n) => devices.iter().find(|d| d.matches(n)),
+        };
+        found.cloned().ok_or_else(|| Error::NoSuchDevice {
+            selector: self.to_string(),
+            available: devices.iter().map(|d| format!("  {}", d.summary())).collect::<Vec<_>>().join("\n"),
+        })
+    }
+}
+
+impl fmt::Display for DeviceSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSelector::Default => f.write_str("the default (first GPU, else first CPU)"),
+            DeviceSelector::Index(i) => write!(f, "index {i}"),
+            DeviceSelector::Name(n) => write!(f, "\"{n}\""),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(index: usize, name: &str, kind: DeviceKind) -> DeviceInfo {
+        DeviceInfo {
+            index,
+            platform_name: "Portable Computing Language".into(),
+            platform_version: "OpenCL 3.0 PoCL 3.1".into(),
+            name: name.into(),
+            kind,
+            opencl_c_version: "OpenCL C 1.2".into(),
+            il_version: None,
+            fp16: false,
+            compute_units: 1,
+            global_mem_bytes: 1,
+            local_mem_bytes: 1,
+            max_alloc_bytes: 1,
+            max_work_group_size: 1,
+            driver_version: "1".into(),
+            device: Device::new(std::ptr::null_mut()),
+        }
+    }
+
+    #[test]
+    fn parse_selectors() {
+        assert_eq!(DeviceSelector::parse("1"), DeviceSelector::Index(1));
+        assert_eq!(DeviceSelector::parse(" "), DeviceSelector::Default);
+        assert_eq!(DeviceSelector::parse("NVIDIA"), DeviceSelector::Name("NVIDIA".into()));
+        assert_eq!(DeviceSelector::from_flag_or_env(Some("0")), DeviceSelector::Index(0));
+    }
+
+    #[test]
+    fn selection_rules() {
+        let devs = vec![fake(0, "cpu-a", DeviceKind::Cpu), fake(1, "Big GPU", DeviceKind::Gpu)];
+        assert_eq!(DeviceSelector::Default.select(&devs).unwrap().index, 1);
+        assert_eq!(DeviceSelector::Default.select(&devs[..1]).unwrap().index, 0);
+        assert_eq!(DeviceSelector::Index(0).select(&devs).unwrap().index, 0);
+        assert_eq!(DeviceSelector::Name("big gpu".into()).select(&devs).unwrap().index, 1);
+        assert_eq!(DeviceSelector::Name("pocl".into()).select(&devs).unwrap().index, 0);
+        let e = DeviceSelector::Index(5).select(&devs).unwrap_err().to_string();
+        assert!(e.contains("index 5") && e.contains("1: Big GPU [GPU]"), "{e}");
+        assert!(DeviceSelector::Name("tpu".into()).select(&devs).is_err());
+    }
+}

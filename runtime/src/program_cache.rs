@@ -1,0 +1,401 @@
+//! Builds an artifact's kernel program, with two cache levels so a model is
+//! compiled by the driver once per machine rather than once per run.
+//!
+//! * In memory (per `Runtime`): the built `cl_program`, keyed by the cache
+//!   key below; a second session of the same model reuses it.
+//! * On disk, under `TCC_CACHE_DIR` (default: the user's cache directory +
+//!   `/tcc`), in `opencl-programs/<key>.bin`: the driver's binary
+//!   (`CL_PROGRAM_BINARIES`). The key is a SHA-256 over platform name and
+//!   version, device name, driver version, source kind, build options and a
+//!   hash of the source, so a driver upgrade or a different device misses.
+//!
+//! An entry file is a fixed header (magic, format version, key, payload
+//! length, payload SHA-256) followed by the payload. A file that is short,
+//! has another magic or version, was written for another key, or whose
+//! payload length or hash does not match, is removed and rebuilt from
+//! source, never handed to the driver. So is a binary the driver refuses.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use opencl3::context::Context;
+use opencl3::program::Program;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
+
+/// Environment variable naming the cache directory.
+pub const CACHE_DIR_ENV: &str = "TCC_CACHE_DIR";
+/// Subdirectory of the cache directory holding program binaries.
+pub const PROGRAMS_SUBDIR: &str = "opencl-programs";
+
+const MAGIC: &[u8; 8] = b"TCCPROG\0";
+const FORMAT_VERSION: u32 = 1;
+/// magic + version + reserved + key + payload length + payload hash.
+pub const HEADER_LEN: usize = 8 + 4 + 4 + 32 + 8 + 32;
+
+pub type Key = [u8; 32];
+
+/// Kernel program format (`enum tcc_source_kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum SourceKind {
+    OpenClC,
+    SpirV,
+    Ptx,
+}
+
+impl SourceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceKind::OpenClC => "OpenCL C",
+            SourceKind::SpirV => "SPIR-V",
+            SourceKind::Ptx => "PTX",
+        }
+    }
+}
+
+/// What to build.
+#[derive(Clone, Copy, Debug)]
+pub struct ProgramSource<'a> {
+    pub kind: SourceKind,
+    pub bytes: &'a [u8],
+    pub options: &'a str,
+}
+
+/// Where a session's program came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ProgramOrigin {
+    /// Compiled by the driver from source.
+    SourceBuild,
+    /// Loaded from a binary in the on-disk cache.
+    DiskHit,
+    /// Reused from this runtime's memory.
+    MemoryHit,
+}
+
+/// Cache counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Driver compiles from source.
+    pub source_builds: u64,
+    /// Programs created from a cached binary.
+    pub disk_hits: u64,
+    /// Programs reused from memory.
+    pub memory_hits: u64,
+    /// Entries written to disk.
+    pub disk_writes: u64,
+    /// Entries found corrupt, truncated, foreign or refused by the driver,
+    /// removed and rebuilt.
+    pub disk_rejects: u64,
+    /// Cache directory or file operations that failed (the build still
+    /// succeeds; the entry is just not cached).
+    pub disk_errors: u64,
+    /// What the last reject or disk error was.
+    pub last_disk_problem: Option<String>,
+}
+
+/// Why an entry file was not trusted.
+#[derive(Debug, PartialEq, Eq)]
+pub enum EntryProblem {
+    Truncated { len: usize },
+    BadMagic,
+    Version(u32),
+    ForeignKey,
+    LengthMismatch { declared: u64, actual: u64 },
+    HashMismatch,
+}
+
+impl std::fmt::Display for EntryProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EntryProblem::Truncated { len } => write!(f, "truncated ({len} bytes, header alone is {HEADER_LEN})"),
+            EntryProblem::BadMagic => write!(f, "not a tcc program cache entry (bad magic)"),
+            EntryProblem::Version(v) => write!(f, "entry format version {v}, expected {FORMAT_VERSION}"),
+            EntryProblem::ForeignKey => write!(f, "entry was written for another key"),
+            EntryProblem::LengthMismatch { declared, actual } => {
+                write!(f, "payload is {actual} bytes, header says {declared}")
+            }
+            EntryProblem::HashMismatch => write!(f, "payload hash mismatch (corrupt)"),
+        }
+    }
+}
+
+/// Serialises an entry: header + payload.
+pub fn encode_entry(key: &Key, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&Sha256::digest(payload));
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Checks an entry against `key` and returns its payload.
+pub fn decode_entry<'a>(bytes: &'a [u8], key: &Key) -> std::result::Result<&'a [u8], EntryProblem> {
+    if bytes.len() < HEADER_LEN {
+        return Err(EntryProblem::Truncated { len: bytes.len() });
+    }
+    let (header, payload) = bytes.split_at(HEADER_LEN);
+    if &header[0..8] != MAGIC {
+        return Err(EntryProblem::BadMagic);
+    }
+    let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+    if version != FORMAT_VERSION {
+        return Err(EntryProblem::Version(version));
+    }
+    if &header[16..48] != key {
+        return Err(EntryProblem::ForeignKey);
+    }
+    let mut len = [0u8; 8];
+    len.copy_from_slice(&header[48..56]);
+    let declared = u64::from_le_bytes(len);
+    if declared != payload.len() as u64 {
+        return Err(EntryProblem::LengthMismatch { declared, actual: payload.len() as u64 });
+    }
+    if Sha256::digest(payload).as_slice() != &header[56..88] {
+        return Err(EntryProblem::HashMismatch);
+    }
+    Ok(payload)
+}
+
+/// The cache key of `source` on `device`.
+pub fn cache_key(device: &DeviceInfo, source: &ProgramSource) -> Key {
+    let mut h = Sha256::new();
+    for field in [
+        "tcc program cache v1",
+        &device.platform_name,
+        &device.platform_version,
+        &device.name,
+        &device.driver_version,
+        source.kind.name(),
+        source.options,
+    ] {
+        h.update((field.len() as u64).to_le_bytes());
+        h.update(field.as_bytes());
+    }
+    h.update(Sha256::digest(source.bytes));
+    h.finalize().into()
+}
+
+fn hex(key: &Key) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The cache directory: `TCC_CACHE_DIR` if set and non-empty, else the
+/// user's cache directory + `/tcc`; `None` if neither exists.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    match std::env::var_os(CACHE_DIR_ENV) {
+        Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
+        _ => dirs::cache_dir().map(|d| d.join("tcc")),
+    }
+}
+
+/// Programs built for one device, in memory and on disk.
+pub struct ProgramCache {
+    memory: HashMap<Key, Arc<Program>>,
+    dir: Option<PathBuf>,
+    stats: CacheStats,
+}
+
+impl ProgramCache {
+    /// `cache_dir`: the cache directory (entries go in its
+    /// `opencl-programs/`), or `None` for no disk cache.
+    pub fn new(cache_dir: Option<PathBuf>) -> Self {
+        ProgramCache { memory: HashMap::new(), dir: cache_dir.map(|d| d.join(PROGRAMS_SUBDIR)), stats: CacheStats::default() }
+    }
+
+    /// The directory holding entry files, if the disk cache is on.
+    pub fn entries_dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        self.stats.clone()
+    }
+
+    /// The built program for `source`, from memory, disk or the driver.
+    pub fn get_or_build(
+        &mut self,
+        context: &Context,
+        device: &DeviceInfo,
+        source: &ProgramSource,
+    ) -> Result<(Arc<Program>, ProgramOrigin)> {
+        let key = cache_key(device, source);
+        if let Some(p) = self.memory.get(&key) {
+            self.stats.memory_hits += 1;
+            return Ok((p.clone(), ProgramOrigin::MemoryHit));
+        }
+        let path = self.dir.as_ref().map(|d| d.join(format!("{}.bin", hex(&key))));
+        if let Some(path) = &path {
+            if let Some(program) = self.load_entry(context, device, source, &key, path) {
+                self.stats.disk_hits += 1;
+                let program = Arc::new(program);
+                self.memory.insert(key, program.clone());
+                return Ok((program, ProgramOrigin::DiskHit));
+            }
+        }
+        let program = build_from_source(context, device, source)?;
+        self.stats.source_builds += 1;
+        if let Some(path) = &path {
+            self.store_entry(device, &program, &key, path);
+        }
+        let program = Arc::new(program);
+        self.memory.insert(key, program.clone());
+        Ok((program, ProgramOrigin::SourceBuild))
+    }
+
+    fn disk_problem(&mut self, reject: bool, what: String) {
+        if reject {
+            self.stats.disk_rejects += 1;
+        } else {
+            self.stats.disk_errors += 1;
+        }
+        self.stats.last_disk_problem = Some(what);
+    }
+
+    /// A program from the entry at `path`, or `None` (entry missing, or
+    /// rejected and removed).
+    fn load_entry(
+        &mut self,
+        context: &Context,
+        device: &DeviceInfo,
+        source: &ProgramSource,
+        key: &Key,
+        path: &Path,
+    ) -> Option<Program> {
+        let bytes = match fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                self.disk_problem(false, format!("cannot read {}: {e}", path.display()));
+                return None;
+            }
+        };
+        let problem = match decode_entry(&bytes, key) {
+            Ok(payload) => match program_from_binary(context, device, payload, source.options) {
+                Ok(p) => return Some(p),
+                Err(e) => format!("the driver refused the cached binary: {e}"),
+            },
+            Err(p) => p.to_string(),
+        };
+        self.disk_problem(true, format!("{}: {problem}; rebuilt from source", path.display()));
+        if let Err(e) = fs::remove_file(path) {
+            self.disk_problem(false, format!("cannot remove {}: {e}", path.display()));
+        }
+        None
+    }
+
+    fn store_entry(&mut self, device: &DeviceInfo, program: &Program, key: &Key, path: &Path) {
+        let binary = match program.get_binaries() {
+            Ok(mut bins) if bins.len() == 1 && !bins[0].is_empty() => bins.remove(0),
+            Ok(_) => {
+                let why = format!("{} returned no program binary; not cached", device.name);
+                return self.disk_problem(false, why);
+            }
+            Err(e) => return self.disk_problem(false, format!("clGetProgramInfo(CL_PROGRAM_BINARIES): {e}")),
+        };
+        let entry = encode_entry(key, &binary);
+        let written = (|| -> std::io::Result<()> {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            fs::create_dir_all(dir)?;
+            let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+            tmp.write_all(&entry)?;
+            tmp.as_file().sync_all()?;
+            tmp.persist(path).map_err(|e| e.error)?;
+            Ok(())
+        })();
+        match written {
+            Ok(()) => self.stats.disk_writes += 1,
+            Err(e) => self.disk_problem(false, format!("cannot write {}: {e}", path.display())),
+        }
+    }
+}
+
+/// Builds `source` with the driver, returning the build log on failure.
+fn build_from_source(context: &Context, device: &DeviceInfo, source: &ProgramSource) -> Result<Program> {
+    let mut program = match source.kind {
+        SourceKind::OpenClC => {
+            let text = std::str::from_utf8(source.bytes)
+                .map_err(|e| Error::Unsupported(format!("the artifact's OpenCL C source is not UTF-8: {e}")))?;
+            Program::create_from_source(context, text).map_err(|e| Error::cl("clCreateProgramWithSource", e))?
+        }
+        SourceKind::SpirV => {
+            if device.il_version.is_none() {
+                return Err(Error::Unsupported(format!(
+                    "the artifact's kernels are SPIR-V but {} accepts no intermediate language \
+                     (CL_DEVICE_IL_VERSION is empty); compile the model to OpenCL C instead",
+                    device.name
+                )));
+            }
+            Program::create_from_il(context, source.bytes).map_err(|e| Error::cl("clCreateProgramWithIL", e))?
+        }
+        SourceKind::Ptx => {
+            return Err(Error::Unsupported(
+                "the artifact's kernels are PTX (CUDA); this runtime runs OpenCL only — \
+                 compile the model for OpenCL C or SPIR-V"
+                    .into(),
+            ));
+        }
+    };
+    build(&mut program, device, source.options)?;
+    Ok(program)
+}
+
+fn program_from_binary(context: &Context, device: &DeviceInfo, binary: &[u8], options: &str) -> Result<Program> {
+    // SAFETY: the device belongs to the context (both come from the runtime).
+    let mut program = unsafe { Program::create_from_binary(context, &[device.device.id()], &[binary]) }
+        .map_err(|e| Error::cl("clCreateProgramWithBinary", e))?;
+    build(&mut program, device, options)?;
+    Ok(program)
+}
+
+fn build(program: &mut Program, device: &DeviceInfo, options: &str) -> Result<()> {
+    let id = device.device.id();
+    program.build(&[id], options).map_err(|e| Error::Build {
+        device: device.name.clone(),
+        code: e.to_string(),
+        log: program.get_build_log(id).unwrap_or_else(|e| format!("(no build log: {e})")).trim().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_round_trip_and_validation() {
+        let key = [7u8; 32];
+        let payload = b"driver binary bytes".to_vec();
+        let entry = encode_entry(&key, &payload);
+        assert_eq!(entry.len(), HEADER_LEN + payload.len());
+        assert_eq!(decode_entry(&entry, &key).unwrap(), &payload[..]);
+
+        assert_eq!(decode_entry(&entry[..10], &key), Err(EntryProblem::Truncated { len: 10 }));
+        assert_eq!(
+            decode_entry(&entry[..entry.len() - 1], &key),
+            Err(EntryProblem::LengthMismatch { declared: payload.len() as u64, actual: payload.len() as u64 - 1 })
+        );
+        assert_eq!(decode_entry(&entry, &[8u8; 32]), Err(EntryProblem::ForeignKey));
+
+        let mut bad = entry.clone();
+        bad[0] = b'X';
+        assert_eq!(decode_entry(&bad, &key), Err(EntryProblem::BadMagic));
+        let mut bad = entry.clone();
+        bad[8] = 9;
+        assert_eq!(decode_entry(&bad, &key), Err(EntryProblem::Version(9)));
+        let mut bad = entry.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(decode_entry(&bad, &key), Err(EntryProblem::HashMismatch));
+        let mut bad = entry.clone();
+        bad.push(0);
+        assert!(matches!(decode_entry(&bad, &key), Err(EntryProblem::LengthMismatch { .. })));
+    }
+}

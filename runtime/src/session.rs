@@ -1,0 +1,713 @@
+//! A session runs one model's functions on one runtime: it owns the model's
+//! kernels and its uploaded constants, and implements the
+//! `tcc_runtime_api` callbacks the artifact's host code calls.
+//!
+//! A call works like this: inputs are uploaded (non-blocking), output
+//! buffers are taken from the pool, the artifact's entry enqueues its
+//! kernels through the callbacks, the outputs are read back
+//! (non-blocking), and only then does the host wait for the queue. Every
+//! `tcc_buffer *` the artifact gets is a `cl_mem` the runtime handed out
+//! in this call, and every one it passes back is checked against that set.
+//! A failing callback records its error in the call context and returns a
+//! non-zero status; panics are caught so nothing unwinds into C.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr;
+use std::sync::Arc;
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::event::Event;
+use opencl3::kernel::Kernel;
+use opencl3::program::Program;
+use opencl3::types::{CL_FALSE, CL_TRUE, cl_mem};
+use serde::Serialize;
+
+use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
+use crate::artifact::{Artifact, FunctionInfo};
+use crate::buffer_pool::PoolBuffer;
+use crate::error::{ClResultExt, Error, Result};
+use crate::program_cache::{ProgramOrigin, ProgramSource};
+use crate::tensor::{DType, HostTensor, type_string};
+use crate::{Model, Runtime, RuntimeInner};
+
+/// Device time spent in one kernel, summed over its launches.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KernelProfile {
+    pub name: String,
+    pub calls: u64,
+    pub total_ns: u64,
+}
+
+impl KernelProfile {
+    pub fn mean_ns(&self) -> f64 {
+        if self.calls == 0 { 0.0 } else { self.total_ns as f64 / self.calls as f64 }
+    }
+}
+
+/// A tensor in device memory, from the runtime's buffer pool; its buffer
+/// goes back to the pool when it is dropped.
+pub struct DeviceTensor {
+    dtype: DType,
+    shape: Vec<usize>,
+    buffer: Option<PoolBuffer>,
+    rt: Arc<RuntimeInner>,
+}
+
+impl DeviceTensor {
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// `2x3xf32`.
+    pub fn type_string(&self) -> String {
+        type_string(&self.shape, self.dtype)
+    }
+
+    pub fn byte_size(&self) -> usize {
+        crate::tensor::byte_size(&self.shape, self.dtype).unwrap_or(0)
+    }
+
+    fn mem(&self) -> cl_mem {
+        self.buffer.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem)
+    }
+}
+
+impl Drop for DeviceTensor {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            self.rt.pool().release(b);
+        }
+    }
+}
+
+impl std::fmt::Debug for DeviceTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceTensor({})", self.type_string())
+    }
+}
+
+struct KernelSlot {
+    kernel: Kernel,
+    name: String,
+    num_args: u32,
+}
+
+/// One model loaded on one runtime. Create with `Runtime::session`.
+pub struct Session {
+    rt: Runtime,
+    model: Model,
+    origin: Option<ProgramOrigin>,
+    kernels: Vec<KernelSlot>,
+    constants: Vec<Option<PoolBuffer>>,
+    /// Launch events not yet read (profiling only), with the kernel index.
+    pending: Vec<(usize, Event)>,
+    profile: Vec<KernelProfile>,
+    // Kept alive while kernels exist (kernels also retain it).
+    _program: Option<Arc<Program>>,
+}
+
+impl Session {
+    pub(crate) fn new(rt: &Runtime, model: &Model) -> Result<Self> {
+        let art = model.artifact();
+        let (program, origin) = if art.kernel_names.is_empty() {
+            (None, None)
+        } else {
+            let source = ProgramSource { kind: art.source_kind, bytes: &art.source, options: &art.build_options };
+            let inner = &rt.inner;
+            let (p, o) = inner.programs().get_or_build(&inner.context, &inner.device, &source)?;
+            (Some(p), Some(o))
+        };
+        let mut kernels = Vec::with_capacity(art.kernel_names.len());
+        if let Some(program) = &program {
+            for name in &art.kernel_names {
+                let kernel = Kernel::create(program, name).map_err(|e| Error::MalformedArtifact {
+                    path: art.path.clone(),
+                    reason: format!(
+                        "kernel `{name}` is not in the kernel program ({e}); the program defines: {}",
+                        program.get_kernel_names().unwrap_or_default()
+                    ),
+                })?;
+                let num_args = kernel.num_args().cl("clGetKernelInfo(CL_KERNEL_NUM_ARGS)")?;
+                kernels.push(KernelSlot { kernel, name: name.clone(), num_args });
+            }
+        }
+        let profile = art.kernel_names.iter().map(|n| KernelProfile { name: n.clone(), ..Default::default() }).collect();
+        Ok(Session {
+            rt: rt.clone(),
+            model: model.clone(),
+            origin,
+            kernels,
+            constants: art.constants.iter().map(|_| None).collect(),
+            pending: Vec::new(),
+            profile,
+            _program: program,
+        })
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
+    /// Where the kernel program came from (`None`: the model has no kernels).
+    pub fn program_origin(&self) -> Option<ProgramOrigin> {
+        self.origin
+    }
+
+    /// Runs `function` on host tensors and returns its outputs. Errors about
+    /// inputs describe where they came from as "the caller".
+    pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        self.run_with_sources(function, inputs, &[])
+    }
+
+    /// Like `run`; `sources[i]` says where input `i` came from (e.g.
+    /// "x.npy" or "the command line") for error messages.
+    pub fn run_with_sources(&mut self, function: &str, inputs: &[HostTensor], sources: &[&str]) -> Result<Vec<HostTensor>> {
+        let model = self.model.clone();
+        let f = model.function(function)?;
+        f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), sources)?;
+
+        let rt = self.rt.inner.clone();
+        let mut leases = Leases { rt: &rt, bufs: Vec::new() };
+        for t in inputs {
+            leases.acquire(t.bytes.len())?;
+        }
+        for d in &f.outputs {
+            leases.acquire(d.byte_size())?;
+        }
+        let (in_bufs, out_bufs) = leases.bufs.split_at(inputs.len());
+        let in_io: Vec<(cl_mem, u64)> = in_bufs.iter().zip(inputs).map(|(b, t)| (b.mem(), t.bytes.len() as u64)).collect();
+        let out_io: Vec<(cl_mem, u64)> = out_bufs.iter().zip(&f.outputs).map(|(b, d)| (b.mem(), d.byte_size() as u64)).collect();
+        let mut results: Vec<Vec<u8>> = f.outputs.iter().map(|d| vec![0u8; d.byte_size()]).collect();
+
+        let enqueued = (|| -> Result<()> {
+            for (t, &(mem, _)) in inputs.iter().zip(&in_io) {
+                // SAFETY: `t.bytes` outlives the wait below.
+                unsafe { write_buffer(&rt.queue, mem, &t.bytes) }?;
+            }
+            self.execute(f, &in_io, &out_io)?;
+            for (r, &(mem, _)) in results.iter_mut().zip(&out_io) {
+                // SAFETY: `results` outlives the wait below.
+                unsafe { read_buffer(&rt.queue, mem, r) }?;
+            }
+            Ok(())
+        })();
+        // Always wait, even after an error: the queue may still read the
+        // caller's input slices or write into `results`.
+        let waited = rt.queue.finish().map_err(|e| exec_error(f, Error::cl("waiting for the queue (clFinish)", e)));
+        enqueued?;
+        waited?;
+        self.collect_profile()?;
+        drop(leases);
+        f.outputs
+            .iter()
+            .zip(results)
+            .map(|(d, bytes)| HostTensor::new(d.dtype, d.shape.clone(), bytes))
+            .collect()
+    }
+
+    /// Runs `function` on device tensors without any host transfer or wait;
+    /// the outputs are new device tensors.
+    pub fn run_device(&mut self, function: &str, inputs: &[&DeviceTensor]) -> Result<Vec<DeviceTensor>> {
+        let model = self.model.clone();
+        let f = model.function(function)?;
+        if let Some(t) = inputs.iter().find(|t| !Arc::ptr_eq(&t.rt, &self.rt.inner)) {
+            return Err(Error::InvalidInput(format!("device tensor {} belongs to another runtime", t.type_string())));
+        }
+        f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
+        let outputs = f.outputs.iter().map(|d| self.alloc(d.dtype, d.shape.clone())).collect::<Result<Vec<_>>>()?;
+        let in_io: Vec<(cl_mem, u64)> = inputs.iter().map(|t| (t.mem(), t.byte_size() as u64)).collect();
+        let out_io: Vec<(cl_mem, u64)> = outputs.iter().map(|t| (t.mem(), t.byte_size() as u64)).collect();
+        self.execute(f, &in_io, &out_io)?;
+        Ok(outputs)
+    }
+
+    /// An uninitialised device tensor from the pool.
+    pub fn alloc(&self, dtype: DType, shape: Vec<usize>) -> Result<DeviceTensor> {
+        let bytes = crate::tensor::byte_size(&shape, dtype)
+            .ok_or_else(|| Error::InvalidInput(format!("tensor {} is too large", type_string(&shape, dtype))))?;
+        let buffer = self.rt.inner.pool().acquire(&self.rt.inner.context, bytes as u64)?;
+        Ok(DeviceTensor { dtype, shape, buffer: Some(buffer), rt: self.rt.inner.clone() })
+    }
+
+    /// Copies a host tensor to the device (waits for the copy).
+    pub fn upload(&self, tensor: &HostTensor) -> Result<DeviceTensor> {
+        let t = self.alloc(tensor.dtype, tensor.shape.clone())?;
+        // SAFETY: the write is blocking.
+        unsafe { blocking_write(&self.rt.inner.queue, t.mem(), &tensor.bytes) }?;
+        Ok(t)
+    }
+
+    /// Copies a device tensor to the host, after everything queued before.
+    pub fn download(&self, tensor: &DeviceTensor) -> Result<HostTensor> {
+        let mut bytes = vec![0u8; tensor.byte_size()];
+        // SAFETY: `bytes` outlives the wait.
+        unsafe { read_buffer(&self.rt.inner.queue, tensor.mem(), &mut bytes) }?;
+        self.rt.inner.queue.finish().cl("clFinish")?;
+        HostTensor::new(tensor.dtype, tensor.shape.clone(), bytes)
+    }
+
+    /// Per-kernel device time since the session started or the last
+    /// `reset_profile` (waits for the queue). Empty unless the runtime was
+    /// created with profiling on.
+    pub fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+        self.rt.inner.queue.finish().cl("clFinish")?;
+        self.collect_profile()?;
+        Ok(self.profile.iter().filter(|p| p.calls > 0).cloned().collect())
+    }
+
+    pub fn reset_profile(&mut self) -> Result<()> {
+        self.kernel_profile()?;
+        for p in &mut self.profile {
+            p.calls = 0;
+            p.total_ns = 0;
+        }
+        Ok(())
+    }
+
+    /// Folds finished launch events into `profile`; the queue must be idle.
+    fn collect_profile(&mut self) -> Result<()> {
+        for (k, ev) in self.pending.drain(..) {
+            let start = ev.profiling_command_start().cl("clGetEventProfilingInfo")?;
+            let end = ev.profiling_command_end().cl("clGetEventProfilingInfo")?;
+            let p = &mut self.profile[k];
+            p.calls += 1;
+            p.total_ns += end.saturating_sub(start);
+        }
+        Ok(())
+    }
+
+    /// Calls the artifact's entry for `f` on the given (buffer, bytes) pairs.
+    fn execute(&mut self, f: &FunctionInfo, inputs: &[(cl_mem, u64)], outputs: &[(cl_mem, u64)]) -> Result<()> {
+        let model = self.model.clone();
+        let rt = self.rt.inner.clone();
+        let mut cx = CallContext {
+            rt: &rt,
+            artifact: model.artifact(),
+            kernels: &self.kernels,
+            constants: &mut self.constants,
+            pending: &mut self.pending,
+            live: HashMap::new(),
+            error: None,
+        };
+        for (i, &(mem, bytes)) in inputs.iter().enumerate() {
+            cx.live.insert(mem as usize, Live { bytes, owner: Owner::Io(format!("input {i}")) });
+        }
+        for (i, &(mem, bytes)) in outputs.iter().enumerate() {
+            cx.live.insert(mem as usize, Live { bytes, owner: Owner::Io(format!("output {i}")) });
+        }
+        let in_ptrs: Vec<*mut TccBuffer> = inputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
+        let out_ptrs: Vec<*mut TccBuffer> = outputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
+        let api = TccRuntimeApi {
+            abi_version: abi::TCC_ABI_VERSION,
+            reserved: 0,
+            ctx: &mut cx as *mut CallContext as *mut c_void,
+            alloc: Some(cb_alloc),
+            release: Some(cb_release),
+            constant: Some(cb_constant),
+            launch: Some(cb_launch),
+            copy: Some(cb_copy),
+        };
+        // SAFETY: the entry point comes from the validated artifact; the
+        // buffer arrays have the lengths its descriptor declares; `cx`
+        // outlives the call.
+        let status = unsafe { (f.entry)(&api, in_ptrs.as_ptr(), out_ptrs.as_ptr()) };
+        let CallContext { live, error, .. } = cx;
+        // Temporaries the artifact did not release go back to the pool: the
+        // call is over, nothing can use them any more.
+        let mut pool = rt.pool();
+        for (_, l) in live {
+            if let Owner::Pool(b) = l.owner {
+                pool.release(b);
+            }
+        }
+        drop(pool);
+        match (status, error) {
+            (0, None) => Ok(()),
+            (_, Some(e)) => Err(exec_error(f, e)),
+            (s, None) => Err(exec_error(
+                f,
+                Error::ArtifactCall(format!("the entry returned status {s} without a failing runtime call")),
+            )),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Pending constant uploads read the artifact's memory: wait for them.
+        let _ = self.rt.inner.queue.finish();
+        let mut pool = self.rt.inner.pool();
+        for c in self.constants.drain(..).flatten() {
+            pool.release(c);
+        }
+    }
+}
+
+fn exec_error(f: &FunctionInfo, e: Error) -> Error {
+    Error::Execution { function: f.name.clone(), message: e.to_string() }
+}
+
+/// Pool buffers held for one call, returned to the pool on drop.
+struct Leases<'a> {
+    rt: &'a RuntimeInner,
+    bufs: Vec<PoolBuffer>,
+}
+
+impl Leases<'_> {
+    fn acquire(&mut self, bytes: usize) -> Result<()> {
+        let b = self.rt.pool().acquire(&self.rt.context, bytes as u64)?;
+        self.bufs.push(b);
+        Ok(())
+    }
+}
+
+impl Drop for Leases<'_> {
+    fn drop(&mut self) {
+        let mut pool = self.rt.pool();
+        for b in self.bufs.drain(..) {
+            pool.release(b);
+        }
+    }
+}
+
+fn to_usize(v: u64, what: &str) -> Result<usize> {
+    usize::try_from(v).map_err(|_| Error::InvalidInput(format!("{what} {v} does not fit in size_t")))
+}
+
+/// Non-blocking host-to-device write.
+///
+/// # Safety
+/// `data` must stay alive and unchanged until the queue has executed it.
+unsafe fn write_buffer(queue: &CommandQueue, mem: cl_mem, data: &[u8]) -> Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: forwarded to the caller.
+    let ev = unsafe {
+        opencl3::command_queue::enqueue_write_buffer(queue.get(), mem, CL_FALSE, 0, data.len(), data.as_ptr().cast(), 0, ptr::null())
+    }
+    .map_err(|e| Error::cl("clEnqueueWriteBuffer", e.into()))?;
+    drop(Event::new(ev));
+    Ok(())
+}
+
+/// Blocking host-to-device write.
+unsafe fn blocking_write(queue: &CommandQueue, mem: cl_mem, data: &[u8]) -> Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: blocking, so `data` is no longer used when this returns.
+    let ev = unsafe {
+        opencl3::command_queue::enqueue_write_buffer(queue.get(), mem, CL_TRUE, 0, data.len(), data.as_ptr().cast(), 0, ptr::null())
+    }
+    .map_err(|e| Error::cl("clEnqueueWriteBuffer", e.into()))?;
+    drop(Event::new(ev));
+    Ok(())
+}
+
+/// Non-blocking device-to-host read.
+///
+/// # Safety
+/// `data` must stay alive and untouched until the queue has executed it.
+unsafe fn read_buffer(queue: &CommandQueue, mem: cl_mem, data: &mut [u8]) -> Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: forwarded to the caller.
+    let ev = unsafe {
+        opencl3::command_queue::enqueue_read_buffer(queue.get(), mem, CL_FALSE, 0, data.len(), data.as_mut_ptr().cast(), 0, ptr::null())
+    }
+    .map_err(|e| Error::cl("clEnqueueReadBuffer", e.into()))?;
+    drop(Event::new(ev));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The tcc_runtime_api callbacks.
+
+enum Owner {
+    /// A temporary from `alloc`.
+    Pool(PoolBuffer),
+    /// Constant `index`, owned by the session.
+    Constant(u32),
+    /// An input or output of the call, owned by the caller.
+    Io(String),
+}
+
+struct Live {
+    /// Bytes the artifact may use (what it asked for, or the tensor size).
+    bytes: u64,
+    owner: Owner,
+}
+
+/// State of one entry call; `tcc_runtime_api.ctx` points at it.
+struct CallContext<'a> {
+    rt: &'a RuntimeInner,
+    artifact: &'a Artifact,
+    kernels: &'a [KernelSlot],
+    constants: &'a mut [Option<PoolBuffer>],
+    pending: &'a mut Vec<(usize, Event)>,
+    live: HashMap<usize, Live>,
+    /// The first failure of a runtime call.
+    error: Option<Error>,
+}
+
+impl CallContext<'_> {
+    fn lookup(&self, b: *mut TccBuffer, what: &str) -> Result<(cl_mem, u64)> {
+        if b.is_null() {
+            return Err(Error::InvalidInput(format!("{what} is NULL")));
+        }
+        self.live
+            .get(&(b as usize))
+            .map(|l| (b as cl_mem, l.bytes))
+            .ok_or_else(|| Error::InvalidInput(format!("{what} ({b:p}) is not a buffer the runtime handed out in this call")))
+    }
+
+    fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::InvalidInput("output pointer is NULL".into()));
+        }
+        let b = self.rt.pool().acquire(&self.rt.context, bytes)?;
+        let mem = b.mem();
+        self.live.insert(mem as usize, Live { bytes, owner: Owner::Pool(b) });
+        // SAFETY: checked non-null; the artifact passes a pointer to its slot.
+        unsafe { *out = mem as *mut TccBuffer };
+        Ok(())
+    }
+
+    fn release(&mut self, b: *mut TccBuffer) -> Result<()> {
+        if b.is_null() {
+            return Ok(());
+        }
+        match self.live.remove(&(b as usize)) {
+            Some(Live { owner: Owner::Pool(buf), .. }) => {
+                self.rt.pool().release(buf);
+                Ok(())
+            }
+            Some(l) => {
+                let what = match &l.owner {
+                    Owner::Constant(i) => format!("constant {i}"),
+                    Owner::Io(s) => s.clone(),
+                    Owner::Pool(_) => unreachable!("matched above"),
+                };
+                self.live.insert(b as usize, l);
+                Err(Error::InvalidInput(format!("buffer {b:p} is {what}; only buffers from alloc() may be released")))
+            }
+            None => Err(Error::InvalidInput(format!("buffer {b:p} was not handed out by alloc() in this call"))),
+        }
+    }
+
+    fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::InvalidInput("output pointer is NULL".into()));
+        }
+        let c = *self.artifact.constants.get(index as usize).ok_or_else(|| {
+            Error::InvalidInput(format!("constant index {index} out of range (the artifact has {})", self.constants.len()))
+        })?;
+        let slot = &mut self.constants[index as usize];
+        if slot.is_none() {
+            let b = self.rt.pool().acquire(&self.rt.context, c.bytes)?;
+            // SAFETY: the artifact (and so the constant's memory) outlives
+            // the session, and the session waits for the queue on drop.
+            unsafe { write_buffer(&self.rt.queue, b.mem(), c.as_slice()) }?;
+            *slot = Some(b);
+        }
+        let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
+        self.live.entry(mem as usize).or_insert(Live { bytes: c.bytes, owner: Owner::Constant(index) });
+        // SAFETY: checked non-null.
+        unsafe { *out = mem as *mut TccBuffer };
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        kernel: u32,
+        dims: u32,
+        global: *const u64,
+        local: *const u64,
+        num_args: u32,
+        args: *const TccArg,
+    ) -> Result<()> {
+        let slot = self.kernels.get(kernel as usize).ok_or_else(|| {
+            Error::InvalidInput(format!("kernel index {kernel} out of range (the artifact has {} kernels)", self.kernels.len()))
+        })?;
+        let name = &slot.name;
+        if !(1..=3).contains(&dims) {
+            return Err(Error::InvalidInput(format!("kernel `{name}`: dims must be 1, 2 or 3, got {dims}")));
+        }
+        if global.is_null() {
+            return Err(Error::InvalidInput(format!("kernel `{name}`: global size is NULL")));
+        }
+        if num_args != slot.num_args {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}` takes {} arguments, launch passed {num_args}",
+                slot.num_args
+            )));
+        }
+        if num_args > 0 && args.is_null() {
+            return Err(Error::InvalidInput(format!("kernel `{name}`: args is NULL")));
+        }
+        // SAFETY: non-null, `dims` entries per the ABI.
+        let global: Vec<usize> = unsafe { std::slice::from_raw_parts(global, dims as usize) }
+            .iter()
+            .map(|&g| to_usize(g, "global size"))
+            .collect::<Result<_>>()?;
+        let local: Option<Vec<usize>> = if local.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            let l: Vec<usize> = unsafe { std::slice::from_raw_parts(local, dims as usize) }
+                .iter()
+                .map(|&g| to_usize(g, "local size"))
+                .collect::<Result<_>>()?;
+            (l.iter().any(|&x| x != 0)).then_some(l)
+        };
+        // SAFETY: non-null (or empty), `num_args` entries per the ABI.
+        let args: &[TccArg] = if num_args == 0 { &[] } else { unsafe { std::slice::from_raw_parts(args, num_args as usize) } };
+        for (i, a) in args.iter().enumerate() {
+            let i = i as u32;
+            // SAFETY: the union member read is the one `kind` names; every
+            // value is passed by value to clSetKernelArg.
+            let set = unsafe {
+                match a.kind {
+                    abi::TCC_ARG_BUFFER => {
+                        let (mem, _) = self.lookup(a.value.buffer, &format!("kernel `{name}` argument {i}"))?;
+                        slot.kernel.set_arg(i, &mem)
+                    }
+                    abi::TCC_ARG_I32 => slot.kernel.set_arg(i, &a.value.i32),
+                    abi::TCC_ARG_I64 => slot.kernel.set_arg(i, &a.value.i64),
+                    abi::TCC_ARG_F32 => slot.kernel.set_arg(i, &a.value.f32),
+                    k => return Err(Error::InvalidInput(format!("kernel `{name}` argument {i}: unknown arg kind {k}"))),
+                }
+            };
+            set.map_err(|e| Error::cl(format!("clSetKernelArg(kernel `{name}`, argument {i}, kind {})", a.kind), e))?;
+        }
+        if global.contains(&0) {
+            return Ok(()); // An empty NDRange does nothing.
+        }
+        // SAFETY: all arguments are set; the size arrays have `dims` entries.
+        let event = unsafe {
+            self.rt.queue.enqueue_nd_range_kernel(
+                slot.kernel.get(),
+                dims,
+                ptr::null(),
+                global.as_ptr(),
+                local.as_ref().map_or(ptr::null(), |l| l.as_ptr()),
+                &[],
+            )
+        }
+        .map_err(|e| {
+            Error::cl(format!("clEnqueueNDRangeKernel(kernel `{name}`, global {global:?}, local {local:?})"), e)
+        })?;
+        if self.rt.profiling {
+            self.pending.push((kernel as usize, event));
+        }
+        Ok(())
+    }
+
+    fn copy(&mut self, dst: *mut TccBuffer, dst_offset: u64, src: *mut TccBuffer, src_offset: u64, bytes: u64) -> Result<()> {
+        let (dst_mem, dst_len) = self.lookup(dst, "copy destination")?;
+        let (src_mem, src_len) = self.lookup(src, "copy source")?;
+        for (what, off, len) in [("destination", dst_offset, dst_len), ("source", src_offset, src_len)] {
+            if off.checked_add(bytes).is_none_or(|end| end > len) {
+                return Err(Error::InvalidInput(format!(
+                    "copy of {bytes} bytes at {what} offset {off} overruns the {len}-byte {what} buffer"
+                )));
+            }
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: both buffers are live and the ranges are checked.
+        let ev = unsafe {
+            opencl3::command_queue::enqueue_copy_buffer(
+                self.rt.queue.get(),
+                src_mem,
+                dst_mem,
+                to_usize(src_offset, "offset")?,
+                to_usize(dst_offset, "offset")?,
+                to_usize(bytes, "size")?,
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| Error::cl("clEnqueueCopyBuffer", e.into()))?;
+        drop(Event::new(ev));
+        Ok(())
+    }
+}
+
+const STATUS_ERROR: i32 = 1;
+
+/// Runs `op` on the call context behind `ctx`, turning errors and panics
+/// into a recorded error and a non-zero status.
+fn guarded(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> Result<()>) -> i32 {
+    if ctx.is_null() {
+        return STATUS_ERROR;
+    }
+    // SAFETY: `ctx` is the pointer `execute` put in the table, valid for the
+    // duration of the entry call; callbacks are not re-entered.
+    let cx = unsafe { &mut *(ctx as *mut CallContext) };
+    let outcome = catch_unwind(AssertUnwindSafe(|| op(&mut *cx)));
+    let err = match outcome {
+        Ok(Ok(())) => return 0,
+        Ok(Err(e)) => e.to_string(),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            format!("internal error (panic): {msg}")
+        }
+    };
+    if cx.error.is_none() {
+        cx.error = Some(Error::ArtifactCall(format!("runtime call {name}() failed: {err}")));
+    }
+    STATUS_ERROR
+}
+
+unsafe extern "C" fn cb_alloc(ctx: *mut c_void, bytes: u64, out: *mut *mut TccBuffer) -> i32 {
+    guarded(ctx, "alloc", |cx| cx.alloc(bytes, out))
+}
+
+unsafe extern "C" fn cb_release(ctx: *mut c_void, buffer: *mut TccBuffer) {
+    guarded(ctx, "release", |cx| cx.release(buffer));
+}
+
+unsafe extern "C" fn cb_constant(ctx: *mut c_void, index: u32, out: *mut *mut TccBuffer) -> i32 {
+    guarded(ctx, "constant", |cx| cx.constant(index, out))
+}
+
+unsafe extern "C" fn cb_launch(
+    ctx: *mut c_void,
+    kernel: u32,
+    dims: u32,
+    global: *const u64,
+    local: *const u64,
+    num_args: u32,
+    args: *const TccArg,
+) -> i32 {
+    guarded(ctx, "launch", |cx| cx.launch(kernel, dims, global, local, num_args, args))
+}
+
+unsafe extern "C" fn cb_copy(
+    ctx: *mut c_void,
+    dst: *mut TccBuffer,
+    dst_offset: u64,
+    src: *mut TccBuffer,
+    src_offset: u64,
+    bytes: u64,
+) -> i32 {
+    guarded(ctx, "copy", |cx| cx.copy(dst, dst_offset, src, src_offset, bytes))
+}
