@@ -7,6 +7,7 @@
 //! - [`config`]: per-target kernel configuration (strategy);
 //! - [`driver`]: the `tcc` command line.
 
+pub mod back;
 pub mod config;
 pub mod diagnostics;
 pub mod driver;

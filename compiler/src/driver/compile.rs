@@ -1,26 +1,48 @@
 //! `tcc compile`: runs the phases over a model and writes the IR at a
 //! `--compile-to` stop, an intermediate (`--emit`), or the artifact.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
-use clap::Args;
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, ValueEnum};
+use melior::ir::Module;
 
 use super::session::Session;
 use super::write_atomically;
+use crate::back::{host_llvm, opencl_c};
 use crate::config::Target;
 use crate::phases::{Phase, pipeline_to};
+
+/// What `--emit` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// The artifact: a shared library with host code, kernels and weights (default).
+    Artifact,
+    /// The MLIR after the gpu phase (kernels and host function).
+    Mlir,
+    /// The host program as LLVM IR.
+    LlvmIr,
+    /// The host program as a native object file.
+    Obj,
+    /// The kernels as OpenCL C: one .cl file per kernel into the -o directory, or the whole program to stdout.
+    OpenclC,
+    /// The kernels as SPIR-V.
+    Spirv,
+}
 
 #[derive(Args, Debug)]
 pub struct CompileArgs {
     /// The model: MLIR (TOSA/linalg level) text.
     pub input: PathBuf,
-    /// Where to write the result (default: stdout for text, required for binaries).
+    /// Where to write the result (stdout for text when omitted).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// Stop after this phase and print the IR (input, graph, linalg, dispatch, tile, buffer, gpu, codegen).
     #[arg(long = "compile-to", value_parser = parse_phase)]
     pub compile_to: Option<Phase>,
+    /// Which intermediate to write instead of the artifact.
+    #[arg(long, value_enum, default_value = "artifact")]
+    pub emit: Emit,
     /// The device family to tune kernels for (generic, nvidia, pocl-cpu).
     #[arg(long, default_value = "generic", value_parser = parse_target)]
     pub target: Target,
@@ -37,23 +59,77 @@ fn parse_target(text: &str) -> Result<Target, String> {
     text.parse()
 }
 
+fn write_text(output: Option<&Path>, text: &str) -> Result<()> {
+    match output {
+        Some(path) => write_atomically(path, text.as_bytes()),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// A compiled model in every form the driver can write.
+pub struct Compiled<'c> {
+    pub module: Module<'c>,
+    pub program: opencl_c::Program,
+}
+
+/// Runs every phase up to the gpu phase and translates the kernels.
+pub fn compile_to_kernels<'c>(session: &'c Session, input: &Path, target: Target) -> Result<Compiled<'c>> {
+    let mut module = session.parse_file(input)?;
+    session.run_pipeline(&mut module, &pipeline_to(Phase::Gpu, target))?;
+    let program = opencl_c::write_program(&module)?;
+    Ok(Compiled { module, program })
+}
+
 pub fn run(args: &CompileArgs) -> Result<()> {
     let session = Session::new();
-    let mut module = session.parse_file(&args.input)?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
-    session.run_pipeline(&mut module, &pipeline_to(stop.min(Phase::Gpu), args.target))?;
+    if stop < Phase::Codegen {
+        if args.emit != Emit::Artifact {
+            bail!("--emit={:?} needs the whole pipeline; drop --compile-to={stop}", args.emit);
+        }
+        let mut module = session.parse_file(&args.input)?;
+        session.run_pipeline(&mut module, &pipeline_to(stop, args.target))?;
+        if args.stats {
+            eprint!("{}", crate::driver::stats::collect(&module).render());
+        }
+        return write_text(args.output.as_deref(), &format!("{}\n", module.as_operation()));
+    }
+
+    let compiled = compile_to_kernels(&session, &args.input, args.target)?;
     if args.stats {
-        eprint!("{}", crate::driver::stats::collect(&module).render());
+        eprint!("{}", crate::driver::stats::collect(&compiled.module).render());
     }
-    if stop <= Phase::Gpu {
-        let text = format!("{}\n", module.as_operation());
-        return match &args.output {
-            Some(path) => write_atomically(path, text.as_bytes()),
-            None => {
-                print!("{text}");
-                Ok(())
+    let output = args.output.as_deref();
+    let module_name = args.input.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    match (args.emit, args.compile_to) {
+        (Emit::Mlir, _) => write_text(output, &format!("{}\n", compiled.module.as_operation())),
+        (Emit::OpenclC, _) | (Emit::Artifact, Some(Phase::Codegen)) if output.is_none() => write_text(None, &compiled.program.source),
+        (Emit::OpenclC, _) => {
+            let directory = output.expect("checked above");
+            std::fs::create_dir_all(directory).with_context(|| format!("cannot create {}", directory.display()))?;
+            for (name, source) in &compiled.program.kernel_sources {
+                write_atomically(&directory.join(format!("{name}.cl")), source.as_bytes())?;
             }
-        };
+            Ok(())
+        }
+        (Emit::Spirv, _) => bail!("--emit=spirv is not supported by this build of tcc: no SPIR-V back end yet (use --emit=opencl-c)"),
+        (Emit::LlvmIr, _) => {
+            let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+            write_text(output, &host.llvm_ir)
+        }
+        (Emit::Obj, _) => {
+            let Some(path) = output else { bail!("--emit=obj writes a binary file: give -o FILE") };
+            let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+            write_atomically(path, &host.object)
+        }
+        (Emit::Artifact, _) => {
+            let Some(path) = output else { bail!("the artifact is a shared library: give -o model.so (or --emit=mlir|llvm-ir|opencl-c to print text)") };
+            let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+            host_llvm::link_shared(&host.object, path)?;
+            Ok(())
+        }
     }
-    bail!("--compile-to=codegen needs the code generators, which are not built into this tcc yet")
 }

@@ -18,6 +18,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut temp = tempfile::NamedTempFile::new_in(directory)
         .with_context(|| format!("cannot create a temporary file in {}", directory.display()))?;
     std::io::Write::write_all(&mut temp, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    // Outputs are ordinary files (tempfile creates them private).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = if bytes.starts_with(b"\x7fELF") { 0o755 } else { 0o644 };
+        temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode)).with_context(|| format!("cannot set permissions of {}", path.display()))?;
+    }
     temp.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Small helpers over melior/mlir-sys used by several passes.
 
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
+use melior::ir::attribute::AttributeLike;
 use melior::ir::{Attribute, RegionLike, Value, ValueLike};
 
 /// The op's name as a Rust string (`"tosa.add"`).
@@ -70,7 +71,17 @@ pub fn users<'c>(value: Value<'c, 'c>) -> Vec<OperationRef<'c, 'c>> {
 
 /// A string attribute's value, if `attribute` is one.
 pub fn string_value(attribute: Attribute) -> Option<String> {
-    melior::ir::attribute::StringAttribute::try_from(attribute).ok().map(|s| s.value().to_string())
+    if !unsafe { mlir_sys::mlirAttributeIsAString(attribute.to_raw()) } {
+        return None;
+    }
+    // Read through mlir-sys: an empty string attribute has a null data
+    // pointer, which melior's accessor does not allow.
+    let value = unsafe { mlir_sys::mlirStringAttrGetValue(attribute.to_raw()) };
+    if value.data.is_null() || value.length == 0 {
+        return Some(String::new());
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(value.data as *const u8, value.length) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// An integer attribute's value, if `attribute` is one.

@@ -8,6 +8,7 @@ mod form_dispatches;
 mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
+mod record_interface;
 
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use configure_kernels::{CONFIG_ATTR, ConfigureKernels, TARGET_ATTR};
@@ -15,12 +16,14 @@ pub use decompose_composites::DecomposeComposites;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
+pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use pass::{NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options};
 
 /// Every tcc pass: (argument, summary), in pipeline order. Kept in step
 /// with docs/passes.md by a test.
 pub const ALL: &[(&str, &str)] = &[
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
+    (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
@@ -33,6 +36,7 @@ pub const ALL: &[(&str, &str)] = &[
 pub fn register_all() {
     tcc_dialects::register_all_passes();
     pass::register(&CheckSupported);
+    pass::register(&RecordInterface);
     pass::register(&DecomposeComposites);
     pass::register(&FormDispatches);
     pass::register(&ConfigureKernels);

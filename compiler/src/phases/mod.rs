@@ -77,7 +77,7 @@ impl Phase {
     /// back ends), so its pipeline is empty.
     pub fn passes(self, target: Target) -> String {
         match self {
-            Phase::Input => "tcc-check-supported".into(),
+            Phase::Input => "tcc-check-supported,tcc-record-interface".into(),
             Phase::Graph => [
                 "canonicalize",
                 "cse",
@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn pipeline_to_graph_stops_before_linalg() {
         let text = pipeline_to(Phase::Graph, Target::default());
-        assert!(text.starts_with("builtin.module(tcc-check-supported,canonicalize"), "{text}");
+        assert!(text.starts_with("builtin.module(tcc-check-supported,tcc-record-interface,canonicalize"), "{text}");
         assert!(!text.contains("tosa-to-linalg"), "{text}");
     }
 }

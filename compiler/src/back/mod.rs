@@ -1,0 +1,40 @@
+//! Code generation back ends, naga-style: one folder per output format with
+//! `mod.rs` (options and API) and `writer.rs` (the translation).
+//!
+//! - [`opencl_c`]: kernels (`gpu.func`) → OpenCL C 1.2 source;
+//! - [`host_llvm`]: the host function → LLVM IR → native object, plus the
+//!   artifact's self-description (`tcc_artifact_v1`).
+
+pub mod host_llvm;
+pub mod opencl_c;
+
+use std::fmt;
+
+/// A code generation failure: what could not be translated, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodegenError {
+    /// `file:line:col` of the offending op, when known.
+    pub location: Option<String>,
+    pub message: String,
+}
+
+impl CodegenError {
+    pub fn at<'c: 'a, 'a>(op: &impl melior::ir::operation::OperationLike<'c, 'a>, message: impl Into<String>) -> Self {
+        Self { location: crate::diagnostics::location_string(op.location().to_raw()), message: message.into() }
+    }
+
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { location: None, message: message.into() }
+    }
+}
+
+impl fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(location) => write!(f, "{location}: error: {}", self.message),
+            None => write!(f, "error: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for CodegenError {}

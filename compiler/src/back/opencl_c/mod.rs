@@ -1,0 +1,7 @@
+//! OpenCL C back end: translates the kernels of the gpu phase (`gpu.func`
+//! bodies of arith, math, memref, scf and gpu ops) to readable OpenCL C 1.2,
+//! one `__kernel` per dispatch, named after the dispatch.
+
+mod writer;
+
+pub use writer::{ElementType, KernelArg, KernelInfo, Program, write_program};

@@ -1,0 +1,73 @@
+//! `tcc-record-interface`: remembers each public function's interface —
+//! how many results it has and the names of its arguments and results —
+//! as attributes, before bufferization turns results into output
+//! arguments. The host code generator reads them to tell inputs from
+//! outputs; names come from `tcc.name` argument/result attributes (set by
+//! importers, e.g. ONNX graph input names) and default to "".
+
+use melior::ir::attribute::{ArrayAttribute, IntegerAttribute, StringAttribute};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::r#type::IntegerType;
+use melior::ir::{Attribute, TypeLike};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{body_ops, op_name, string_value};
+
+pub struct RecordInterface;
+
+/// Number of results a function had before bufferization.
+pub const NUM_OUTPUTS_ATTR: &str = "tcc.num_outputs";
+/// Names of the inputs then the outputs, as an array of strings.
+pub const NAMES_ATTR: &str = "tcc.io_names";
+
+/// `tcc.name` entries of an `arg_attrs`/`res_attrs` array, "" where absent.
+fn names_of(attribute: Option<Attribute>, count: usize) -> Vec<String> {
+    let mut names = vec![String::new(); count];
+    if let Some(array) = attribute.and_then(|a| ArrayAttribute::try_from(a).ok()) {
+        for (index, name) in names.iter_mut().enumerate() {
+            if let Ok(dictionary) = array.element(index)
+                && let Ok(dictionary) = melior::ir::attribute::DictionaryAttribute::try_from(dictionary)
+                && let Some(value) = dictionary.element_by_name("tcc.name").and_then(string_value)
+            {
+                *name = value;
+            }
+        }
+    }
+    names
+}
+
+impl TccPass for RecordInterface {
+    const ARGUMENT: &'static str = "tcc-record-interface";
+    const SUMMARY: &'static str = "Record each function's result count and argument/result names for the host ABI";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    type Options = NoOptions;
+
+    fn run<'c>(&self, context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        for function in body_ops(module).into_iter().filter(|op| op_name(op) == "func.func") {
+            if function.attribute(NUM_OUTPUTS_ATTR).is_ok() {
+                continue;
+            }
+            let function_type = function
+                .attribute("function_type")
+                .ok()
+                .and_then(|a| melior::ir::attribute::TypeAttribute::try_from(a).ok())
+                .map(|t| t.value())
+                .ok_or_else(|| PassError::at(function.location(), "function without a type"))?;
+            if !function_type.is_function() {
+                return Err(PassError::at(function.location(), "function_type is not a function type"));
+            }
+            let function_type = melior::ir::r#type::FunctionType::try_from(function_type)
+                .map_err(|_| PassError::at(function.location(), "malformed function type"))?;
+            let (inputs, outputs) = (function_type.input_count(), function_type.result_count());
+            let mut names = names_of(function.attribute("arg_attrs").ok(), inputs);
+            names.extend(names_of(function.attribute("res_attrs").ok(), outputs));
+            let names: Vec<Attribute> = names.iter().map(|n| StringAttribute::new(context, n).into()).collect();
+            let mut function = unsafe { OperationRefMut::from_raw(function.to_raw()) };
+            let i64_type = IntegerType::new(context, 64).into();
+            function.set_discardable_attribute(NUM_OUTPUTS_ATTR, IntegerAttribute::new(i64_type, outputs as i64).into());
+            function.set_discardable_attribute(NAMES_ATTR, ArrayAttribute::new(context, &names).into());
+        }
+        Ok(())
+    }
+}
