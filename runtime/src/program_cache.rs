@@ -78,6 +78,16 @@ pub enum ProgramOrigin {
     MemoryHit,
 }
 
+impl std::fmt::Display for ProgramOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProgramOrigin::SourceBuild => "built from source",
+            ProgramOrigin::DiskHit => "loaded from the disk cache",
+            ProgramOrigin::MemoryHit => "reused from memory",
+        })
+    }
+}
+
 /// Cache counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CacheStats {

@@ -147,7 +147,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     for k in &kernels {
         writeln!(out, "  {:<32} {:>8} {:>12.3} {:>12.2}", k.name, k.calls, k.total_ns as f64 / 1e6, k.mean_ns() / 1e3)?;
     }
-    let origin = session.program_origin().map_or("none (no kernels)".to_string(), |o| format!("{o:?}"));
+    let origin = session.program_origin().map_or("none (no kernels)".to_string(), |o| o.to_string());
     writeln!(
         out,
         "program cache: {origin}; source builds {}, disk hits {}, memory hits {}, disk writes {}, rejected entries {}",

@@ -1,0 +1,58 @@
+//! Helpers shared by the integration tests: compiling the C fixtures into
+//! shared libraries and creating runtimes on the test machine's OpenCL
+//! device (PoCL in CI). A missing device fails the tests, it does not skip
+//! them.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tcc_runtime::{DeviceSelector, Runtime, RuntimeOptions};
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// Compiles `tests/fixtures/<source>` with `cc -shared -fPIC` into
+/// `<dir>/<out>`, with extra `-D` defines.
+pub fn compile_c(source: &str, dir: &Path, out: &str, defines: &[&str]) -> PathBuf {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let output = dir.join(out);
+    let mut cmd = Command::new(&cc);
+    cmd.args(["-shared", "-fPIC", "-O1", "-std=c11", "-Wall", "-Werror"])
+        .arg("-I")
+        .arg(&include)
+        .args(defines.iter().map(|d| format!("-D{d}")))
+        .arg(fixture(source))
+        .arg("-o")
+        .arg(&output);
+    let res = cmd.output().unwrap_or_else(|e| panic!("cannot run C compiler `{cc}`: {e}"));
+    assert!(res.status.success(), "compiling {source} failed:\n{}", String::from_utf8_lossy(&res.stderr));
+    output
+}
+
+/// The test model, built into a fresh temporary directory.
+pub fn test_model(defines: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let so = compile_c("test_model.c", dir.path(), "model.so", defines);
+    (dir, so)
+}
+
+/// A runtime on the default device with the given cache directory.
+pub fn runtime(cache_dir: &Path, profiling: bool) -> Runtime {
+    let options = RuntimeOptions { profiling, cache_dir: Some(cache_dir.to_path_buf()), disk_cache: true };
+    Runtime::with_options(DeviceSelector::Default, options).unwrap_or_else(|e| {
+        panic!("these tests need an OpenCL device (apt-get install pocl-opencl-icd ocl-icd-libopencl1): {e}")
+    })
+}
+
+/// Expected output of @axpb for input x.
+pub fn axpb_expected(x: &[f32]) -> Vec<f32> {
+    x.iter().enumerate().map(|(i, v)| 2.0 * v + 0.5 * i as f32).collect()
+}
+
+pub fn ramp(n: usize) -> Vec<f32> {
+    (0..n).map(|i| (i as f32) * 0.25 - 3.0).collect()
+}
