@@ -63,17 +63,22 @@ typedef struct {
   void *ctx;
   /* A device buffer of at least `bytes` bytes (from the buffer pool). */
   int32_t (*alloc)(void *ctx, uint64_t bytes, tcc_buffer **out);
-  /* Returns a buffer to the pool once the kernels queued so far are done. */
+  /* Returns a buffer from `alloc` to the pool once the kernels queued so far
+   * are done. NULL is ignored; constants, inputs and outputs are not
+   * released (the runtime reports that as an error). */
   void (*release)(void *ctx, tcc_buffer *buffer);
   /* The device copy of constant `index` (uploaded on first use, cached). */
   int32_t (*constant)(void *ctx, uint32_t index, tcc_buffer **out);
   /* Enqueues kernel `kernel` (index into tcc_artifact.kernel_names) over an
    * NDRange of `global` work-items in work-groups of `local`, without
-   * waiting for it. `dims` is 1, 2 or 3. */
+   * waiting for it. `dims` is 1, 2 or 3. `local` may be NULL (or all zero)
+   * to let the driver choose. `num_args` must equal the kernel's parameter
+   * count. */
   int32_t (*launch)(void *ctx, uint32_t kernel, uint32_t dims,
                     const uint64_t *global, const uint64_t *local,
                     uint32_t num_args, const tcc_arg *args);
-  /* Device-to-device copy, enqueued in order. */
+  /* Device-to-device copy, enqueued in order; ranges are checked against
+   * the sizes the buffers were requested with. */
   int32_t (*copy)(void *ctx, tcc_buffer *dst, uint64_t dst_offset,
                   tcc_buffer *src, uint64_t src_offset, uint64_t bytes);
 } tcc_runtime_api;

@@ -58,7 +58,8 @@ pub struct TccArg {
     pub value: TccArgValue,
 }
 
-pub type AllocFn = unsafe extern "C" fn(ctx: *mut c_void, bytes: u64, out: *mut *mut TccBuffer) -> i32;
+pub type AllocFn =
+    unsafe extern "C" fn(ctx: *mut c_void, bytes: u64, out: *mut *mut TccBuffer) -> i32;
 pub type ReleaseFn = unsafe extern "C" fn(ctx: *mut c_void, buffer: *mut TccBuffer);
 pub type ConstantFn =
     unsafe extern "C" fn(ctx: *mut c_void, index: u32, out: *mut *mut TccBuffer) -> i32;

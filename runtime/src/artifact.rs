@@ -60,11 +60,22 @@ impl FunctionInfo {
     pub fn signature(&self) -> String {
         let list = |ts: &[TensorDesc]| {
             ts.iter()
-                .map(|t| if t.name.is_empty() { t.type_string() } else { format!("{}: {}", t.name, t.type_string()) })
+                .map(|t| {
+                    if t.name.is_empty() {
+                        t.type_string()
+                    } else {
+                        format!("{}: {}", t.name, t.type_string())
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        format!("@{}({}) -> ({})", self.name, list(&self.inputs), list(&self.outputs))
+        format!(
+            "@{}({}) -> ({})",
+            self.name,
+            list(&self.inputs),
+            list(&self.outputs)
+        )
     }
 
     /// Checks host tensors against the signature; `sources[i]` says where
@@ -72,7 +83,10 @@ impl FunctionInfo {
     /// caller". Errors read like
     /// `input 0 of @mlp expects 1x8x128xf32, got 1x8x64xf32 from x.npy`.
     pub fn check_inputs(&self, inputs: &[HostTensor], sources: &[&str]) -> Result<()> {
-        self.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), sources)
+        self.check_input_types(
+            inputs.iter().map(|t| (t.dtype, t.shape.as_slice())),
+            sources,
+        )
     }
 
     pub(crate) fn check_input_types<'t>(
@@ -151,7 +165,10 @@ impl std::fmt::Debug for Artifact {
 impl Artifact {
     /// Opens `path`, calls `tcc_artifact_v1` and validates what it returns.
     pub fn load(path: &Path) -> Result<Self> {
-        let load_err = |reason: String| Error::ArtifactLoad { path: path.to_path_buf(), reason };
+        let load_err = |reason: String| Error::ArtifactLoad {
+            path: path.to_path_buf(),
+            reason,
+        };
         // An absolute path keeps dlopen from searching the library path for
         // a bare file name like "model.so".
         let abs = std::fs::canonicalize(path).map_err(|e| load_err(e.to_string()))?;
@@ -163,9 +180,14 @@ impl Artifact {
         // running a compiled model.
         let library = unsafe { Library::new(&abs) }.map_err(|e| load_err(e.to_string()))?;
         // SAFETY: the symbol's type is fixed by tcc_abi.h.
-        let describe: TccArtifactV1Fn = unsafe { library.get::<TccArtifactV1Fn>(abi::ARTIFACT_SYMBOL) }
-            .map(|s| *s)
-            .map_err(|e| load_err(format!("no `tcc_artifact_v1` symbol, not a tcc artifact ({e})")))?;
+        let describe: TccArtifactV1Fn =
+            unsafe { library.get::<TccArtifactV1Fn>(abi::ARTIFACT_SYMBOL) }
+                .map(|s| *s)
+                .map_err(|e| {
+                    load_err(format!(
+                        "no `tcc_artifact_v1` symbol, not a tcc artifact ({e})"
+                    ))
+                })?;
         // SAFETY: calling the artifact's own description function.
         let raw = unsafe { describe() };
         if raw.is_null() {
@@ -215,17 +237,26 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn bad(&self, reason: impl Into<String>) -> Error {
-        Error::MalformedArtifact { path: self.path.to_path_buf(), reason: reason.into() }
+        Error::MalformedArtifact {
+            path: self.path.to_path_buf(),
+            reason: reason.into(),
+        }
     }
 
     /// A copied, UTF-8 string; `NULL` is an error unless `allow_null`.
     unsafe fn string(&self, p: *const c_char, what: &str, allow_null: bool) -> Result<String> {
         if p.is_null() {
-            return if allow_null { Ok(String::new()) } else { Err(self.bad(format!("{what} is NULL"))) };
+            return if allow_null {
+                Ok(String::new())
+            } else {
+                Err(self.bad(format!("{what} is NULL")))
+            };
         }
         // SAFETY: non-null; the artifact promises a NUL-terminated string.
         let s = unsafe { CStr::from_ptr(p) };
-        s.to_str().map(str::to_owned).map_err(|_| self.bad(format!("{what} is not UTF-8")))
+        s.to_str()
+            .map(str::to_owned)
+            .map_err(|_| self.bad(format!("{what} is not UTF-8")))
     }
 
     /// The `count` elements at `p`; `p` may be NULL only when `count` is 0.
@@ -246,7 +277,8 @@ impl Reader<'_> {
     unsafe fn tensor(&self, d: &TccTensorDesc, what: &str) -> Result<TensorDesc> {
         // SAFETY: forwarded contract of `read`.
         let name = unsafe { self.string(d.name, &format!("{what} name"), true) }?;
-        let dtype = DType::from_abi(d.dtype).ok_or_else(|| self.bad(format!("{what}: unknown dtype code {}", d.dtype)))?;
+        let dtype = DType::from_abi(d.dtype)
+            .ok_or_else(|| self.bad(format!("{what}: unknown dtype code {}", d.dtype)))?;
         if d.rank > MAX_RANK {
             return Err(self.bad(format!("{what}: implausible rank {}", d.rank)));
         }
@@ -254,10 +286,16 @@ impl Reader<'_> {
         let dims = unsafe { self.slice(d.shape, d.rank, &format!("{what} shape")) }?;
         let shape = dims
             .iter()
-            .map(|&x| usize::try_from(x).map_err(|_| self.bad(format!("{what}: dimension {x} is not a static size"))))
+            .map(|&x| {
+                usize::try_from(x)
+                    .map_err(|_| self.bad(format!("{what}: dimension {x} is not a static size")))
+            })
             .collect::<Result<Vec<_>>>()?;
         if byte_size(&shape, dtype).is_none() {
-            return Err(self.bad(format!("{what}: {} is too large", type_string(&shape, dtype))));
+            return Err(self.bad(format!(
+                "{what}: {} is too large",
+                type_string(&shape, dtype)
+            )));
         }
         Ok(TensorDesc { name, dtype, shape })
     }
@@ -280,7 +318,10 @@ impl Reader<'_> {
             let mut source = if a.source_bytes == 0 {
                 Vec::new()
             } else if a.source.is_null() {
-                return Err(self.bad(format!("source is NULL but source_bytes is {}", a.source_bytes)));
+                return Err(self.bad(format!(
+                    "source is NULL but source_bytes is {}",
+                    a.source_bytes
+                )));
             } else {
                 std::slice::from_raw_parts(a.source as *const u8, a.source_bytes as usize).to_vec()
             };
@@ -303,9 +344,15 @@ impl Reader<'_> {
                 .collect::<Result<Vec<_>>>()?;
 
             let mut functions: Vec<FunctionInfo> = Vec::new();
-            for (i, f) in self.slice(a.functions, a.num_functions, "functions")?.iter().enumerate() {
+            for (i, f) in self
+                .slice(a.functions, a.num_functions, "functions")?
+                .iter()
+                .enumerate()
+            {
                 let name = self.string(f.name, &format!("functions[{i}].name"), false)?;
-                let entry = f.entry.ok_or_else(|| self.bad(format!("function @{name}: entry is NULL")))?;
+                let entry = f
+                    .entry
+                    .ok_or_else(|| self.bad(format!("function @{name}: entry is NULL")))?;
                 let tensors = |p, n, kind: &str| -> Result<Vec<TensorDesc>> {
                     self.slice(p, n, &format!("@{name} {kind}s"))?
                         .iter()
@@ -318,7 +365,12 @@ impl Reader<'_> {
                 if functions.iter().any(|g| g.name == name) {
                     return Err(self.bad(format!("function @{name} is defined twice")));
                 }
-                functions.push(FunctionInfo { name, inputs, outputs, entry });
+                functions.push(FunctionInfo {
+                    name,
+                    inputs,
+                    outputs,
+                    entry,
+                });
             }
 
             let constants = self
@@ -327,14 +379,28 @@ impl Reader<'_> {
                 .enumerate()
                 .map(|(i, c)| {
                     if c.data.is_null() && c.bytes > 0 {
-                        Err(self.bad(format!("constants[{i}]: {} bytes but data is NULL", c.bytes)))
+                        Err(self.bad(format!(
+                            "constants[{i}]: {} bytes but data is NULL",
+                            c.bytes
+                        )))
                     } else {
-                        Ok(ConstantRef { ptr: c.data as *const u8, bytes: c.bytes })
+                        Ok(ConstantRef {
+                            ptr: c.data as *const u8,
+                            bytes: c.bytes,
+                        })
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
 
-            Ok(Parts { producer, source_kind, source, build_options, kernel_names, functions, constants })
+            Ok(Parts {
+                producer,
+                source_kind,
+                source,
+                build_options,
+                kernel_names,
+                functions,
+                constants,
+            })
         }
     }
 }
@@ -359,7 +425,11 @@ mod tests {
     use super::*;
     use crate::abi::{TccBuffer, TccRuntimeApi};
 
-    unsafe extern "C" fn never(_: *const TccRuntimeApi, _: *const *mut TccBuffer, _: *const *mut TccBuffer) -> i32 {
+    unsafe extern "C" fn never(
+        _: *const TccRuntimeApi,
+        _: *const *mut TccBuffer,
+        _: *const *mut TccBuffer,
+    ) -> i32 {
         1
     }
 
@@ -367,10 +437,22 @@ mod tests {
         FunctionInfo {
             name: "mlp".into(),
             inputs: vec![
-                TensorDesc { name: "x".into(), dtype: DType::F32, shape: vec![1, 8, 128] },
-                TensorDesc { name: String::new(), dtype: DType::Bool, shape: vec![] },
+                TensorDesc {
+                    name: "x".into(),
+                    dtype: DType::F32,
+                    shape: vec![1, 8, 128],
+                },
+                TensorDesc {
+                    name: String::new(),
+                    dtype: DType::Bool,
+                    shape: vec![],
+                },
             ],
-            outputs: vec![TensorDesc { name: "y".into(), dtype: DType::F32, shape: vec![1, 8, 64] }],
+            outputs: vec![TensorDesc {
+                name: "y".into(),
+                dtype: DType::F32,
+                shape: vec![1, 8, 64],
+            }],
             entry: never,
         }
     }
@@ -380,14 +462,29 @@ mod tests {
         let f = mlp();
         let x = HostTensor::zeros(DType::F32, vec![1, 8, 64]).unwrap();
         let flag = HostTensor::zeros(DType::Bool, vec![]).unwrap();
-        let e = f.check_inputs(&[x.clone(), flag.clone()], &["x.npy"]).unwrap_err();
-        assert_eq!(e.to_string(), "input 0 of @mlp expects 1x8x128xf32, got 1x8x64xf32 from x.npy");
+        let e = f
+            .check_inputs(&[x.clone(), flag.clone()], &["x.npy"])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "input 0 of @mlp expects 1x8x128xf32, got 1x8x64xf32 from x.npy"
+        );
         let good = HostTensor::zeros(DType::F32, vec![1, 8, 128]).unwrap();
         let wrong_dtype = HostTensor::zeros(DType::I8, vec![]).unwrap();
-        let e = f.check_inputs(&[good.clone(), wrong_dtype], &["x.npy", "the command line"]).unwrap_err();
-        assert_eq!(e.to_string(), "input 1 of @mlp expects i1, got i8 from the command line");
-        let e = f.check_inputs(&[good.clone()], &[]).unwrap_err();
-        assert_eq!(e.to_string(), "@mlp expects 2 inputs (1x8x128xf32, i1), got 1");
+        let e = f
+            .check_inputs(&[good.clone(), wrong_dtype], &["x.npy", "the command line"])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "input 1 of @mlp expects i1, got i8 from the command line"
+        );
+        let e = f
+            .check_inputs(std::slice::from_ref(&good), &[])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "@mlp expects 2 inputs (1x8x128xf32, i1), got 1"
+        );
         let e = f.check_inputs(&[x, flag.clone()], &[]).unwrap_err();
         assert!(e.to_string().ends_with("from the caller"));
         f.check_inputs(&[good, flag], &[]).unwrap();

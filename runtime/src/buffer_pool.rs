@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use opencl3::context::Context;
 use opencl3::error_codes::{
-    CL_INVALID_BUFFER_SIZE, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES,
+    CL_INVALID_BUFFER_SIZE, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY,
+    CL_OUT_OF_RESOURCES,
 };
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::types::cl_mem;
@@ -76,7 +77,11 @@ pub struct BufferPool {
 impl BufferPool {
     /// `max_alloc` is the device's `CL_DEVICE_MAX_MEM_ALLOC_SIZE`.
     pub fn new(max_alloc: u64) -> Self {
-        BufferPool { free: BTreeMap::new(), max_alloc, stats: PoolStats::default() }
+        BufferPool {
+            free: BTreeMap::new(),
+            max_alloc,
+            stats: PoolStats::default(),
+        }
     }
 
     /// The size class used for a request of `bytes` on this device.
@@ -107,7 +112,12 @@ impl BufferPool {
                 self.trim();
                 Self::create(context, class).map_err(|code| self.oom_error(bytes, class, code))?
             }
-            Err(code) => return Err(Error::cl(format!("clCreateBuffer({class} bytes)"), code.into())),
+            Err(code) => {
+                return Err(Error::cl(
+                    format!("clCreateBuffer({class} bytes)"),
+                    code.into(),
+                ));
+            }
         };
         self.stats.allocations += 1;
         self.stats.current_bytes += class;
@@ -119,12 +129,19 @@ impl BufferPool {
     /// Returns a buffer to its free list.
     pub fn release(&mut self, buffer: PoolBuffer) {
         self.account_in_use(-(buffer.class as i128));
-        self.free.entry(buffer.class).or_default().push(buffer.buffer);
+        self.free
+            .entry(buffer.class)
+            .or_default()
+            .push(buffer.buffer);
     }
 
     /// Frees every buffer waiting in a free list.
     pub fn trim(&mut self) {
-        let freed: u64 = self.free.iter().map(|(class, v)| class * v.len() as u64).sum();
+        let freed: u64 = self
+            .free
+            .iter()
+            .map(|(class, v)| class * v.len() as u64)
+            .sum();
         self.free.clear();
         self.stats.current_bytes -= freed;
     }
@@ -141,7 +158,8 @@ impl BufferPool {
     fn create(context: &Context, class: u64) -> std::result::Result<Buffer<u8>, i32> {
         let size = usize::try_from(class).map_err(|_| CL_INVALID_BUFFER_SIZE)?;
         // SAFETY: no host pointer is passed, so the driver owns the memory.
-        unsafe { Buffer::<u8>::create(context, CL_MEM_READ_WRITE, size, std::ptr::null_mut()) }.map_err(|e| e.0)
+        unsafe { Buffer::<u8>::create(context, CL_MEM_READ_WRITE, size, std::ptr::null_mut()) }
+            .map_err(|e| e.0)
     }
 
     fn oom_error(&self, bytes: u64, class: u64, code: i32) -> Error {
@@ -159,7 +177,10 @@ impl BufferPool {
 pub fn is_out_of_memory(code: i32) -> bool {
     matches!(
         code,
-        CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY | CL_INVALID_BUFFER_SIZE
+        CL_MEM_OBJECT_ALLOCATION_FAILURE
+            | CL_OUT_OF_RESOURCES
+            | CL_OUT_OF_HOST_MEMORY
+            | CL_INVALID_BUFFER_SIZE
     )
 }
 
@@ -185,6 +206,9 @@ mod tests {
         assert_eq!(pool.class_for(100).unwrap(), 256);
         assert_eq!(pool.class_for(2100).unwrap(), 3000);
         let e = pool.class_for(3001).unwrap_err().to_string();
-        assert!(e.contains("out of device memory") && e.contains("3001 bytes"), "{e}");
+        assert!(
+            e.contains("out of device memory") && e.contains("3001 bytes"),
+            "{e}"
+        );
     }
 }

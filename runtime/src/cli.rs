@@ -25,11 +25,20 @@ pub struct InputArg {
 pub fn parse_input(spec: &str) -> Result<InputArg> {
     if let Some(path) = spec.strip_prefix('@') {
         let tensor = npy::read_npy(path.as_ref())?;
-        Ok(InputArg { tensor, source: path.to_string() })
+        Ok(InputArg {
+            tensor,
+            source: path.to_string(),
+        })
     } else {
-        let tensor = HostTensor::parse_literal(spec)
-            .map_err(|e| Error::InvalidInput(format!("--input={spec}: {e} (a file needs a leading @, e.g. @x.npy)")))?;
-        Ok(InputArg { tensor, source: "the command line".into() })
+        let tensor = HostTensor::parse_literal(spec).map_err(|e| {
+            Error::InvalidInput(format!(
+                "--input={spec}: {e} (a file needs a leading @, e.g. @x.npy)"
+            ))
+        })?;
+        Ok(InputArg {
+            tensor,
+            source: "the command line".into(),
+        })
     }
 }
 
@@ -65,7 +74,10 @@ pub fn resolve_function(model: &Model, flag: Option<&str>) -> Result<String> {
             "{} has {} functions; choose one with --function ({})",
             model.path().display(),
             fs.len(),
-            fs.iter().map(|f| format!("@{}", f.name)).collect::<Vec<_>>().join(", ")
+            fs.iter()
+                .map(|f| format!("@{}", f.name))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -79,12 +91,19 @@ pub fn format_bytes(b: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 /// The `--list-devices` report: each platform, then each of its devices.
 pub fn format_device_list(devices: &[DeviceInfo]) -> String {
-    let default = DeviceSelector::Default.select(devices).ok().map(|d| d.index);
+    let default = DeviceSelector::Default
+        .select(devices)
+        .ok()
+        .map(|d| d.index);
     let mut out = String::new();
     let mut platform: Option<(&str, &str)> = None;
     let mut platform_index = 0;
@@ -95,14 +114,25 @@ pub fn format_device_list(devices: &[DeviceInfo]) -> String {
                 platform_index += 1;
             }
             platform = Some(this);
-            let _ = writeln!(out, "platform {platform_index}: {} ({})", d.platform_name, d.platform_version);
+            let _ = writeln!(
+                out,
+                "platform {platform_index}: {} ({})",
+                d.platform_name, d.platform_version
+            );
         }
-        let mark = if Some(d.index) == default { " (default)" } else { "" };
+        let mark = if Some(d.index) == default {
+            " (default)"
+        } else {
+            ""
+        };
         let _ = writeln!(out, "  device {}: {} [{}]{mark}", d.index, d.name, d.kind);
         let rows = [
             ("driver version", d.driver_version.clone()),
             ("OpenCL C", d.opencl_c_version.clone()),
-            ("IL (SPIR-V)", d.il_version.clone().unwrap_or_else(|| "none".into())),
+            (
+                "IL (SPIR-V)",
+                d.il_version.clone().unwrap_or_else(|| "none".into()),
+            ),
             ("fp16", if d.fp16 { "yes" } else { "no" }.into()),
             ("compute units", d.compute_units.to_string()),
             ("global memory", format_bytes(d.global_mem_bytes)),
@@ -122,7 +152,11 @@ pub fn format_device_list(devices: &[DeviceInfo]) -> String {
 pub fn parse_args<T: clap::Parser>() -> std::result::Result<T, ExitCode> {
     T::try_parse().map_err(|e| {
         let _ = e.print();
-        if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+        if e.use_stderr() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
     })
 }
 
@@ -162,7 +196,10 @@ mod tests {
 
     #[test]
     fn outputs() {
-        assert_eq!(parse_output("@y.npy").unwrap(), OutputArg::Npy("y.npy".into()));
+        assert_eq!(
+            parse_output("@y.npy").unwrap(),
+            OutputArg::Npy("y.npy".into())
+        );
         assert_eq!(parse_output("-").unwrap(), OutputArg::Print);
         assert!(parse_output("y.npy").is_err());
         assert!(parse_output("@").is_err());

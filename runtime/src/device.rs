@@ -11,7 +11,9 @@ use std::fmt;
 use opencl3::device::{
     CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device,
 };
-use opencl3::error_codes::{CL_DEVICE_NOT_FOUND, CL_PLATFORM_NOT_FOUND_KHR, DLOPEN_RUNTIME_LOAD_FAILED};
+use opencl3::error_codes::{
+    CL_DEVICE_NOT_FOUND, CL_PLATFORM_NOT_FOUND_KHR, DLOPEN_RUNTIME_LOAD_FAILED,
+};
 use opencl3::platform::get_platforms;
 use serde::Serialize;
 
@@ -67,7 +69,12 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
-    fn query(index: usize, platform_name: &str, platform_version: &str, device: Device) -> Result<Self> {
+    fn query(
+        index: usize,
+        platform_name: &str,
+        platform_version: &str,
+        device: Device,
+    ) -> Result<Self> {
         let q = "clGetDeviceInfo";
         let kind_bits = device.dev_type().cl(q)?;
         let kind = if kind_bits & CL_DEVICE_TYPE_GPU != 0 {
@@ -79,7 +86,11 @@ impl DeviceInfo {
         } else {
             DeviceKind::Other
         };
-        let il_version = device.il_version().ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let il_version = device
+            .il_version()
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty());
         let extensions = device.extensions().unwrap_or_default();
         Ok(DeviceInfo {
             index,
@@ -87,7 +98,11 @@ impl DeviceInfo {
             platform_version: platform_version.to_string(),
             name: device.name().cl(q)?.trim().to_string(),
             kind,
-            opencl_c_version: device.opencl_c_version().unwrap_or_default().trim().to_string(),
+            opencl_c_version: device
+                .opencl_c_version()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
             il_version,
             fp16: extensions.split_whitespace().any(|e| e == "cl_khr_fp16"),
             compute_units: device.max_compute_units().cl(q)?,
@@ -95,14 +110,21 @@ impl DeviceInfo {
             local_mem_bytes: device.local_mem_size().cl(q)?,
             max_alloc_bytes: device.max_mem_alloc_size().cl(q)?,
             max_work_group_size: device.max_work_group_size().cl(q)?,
-            driver_version: device.driver_version().unwrap_or_default().trim().to_string(),
+            driver_version: device
+                .driver_version()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
             device,
         })
     }
 
     /// One line: `0: <name> [CPU] on <platform>`.
     pub fn summary(&self) -> String {
-        format!("{}: {} [{}] on {}", self.index, self.name, self.kind, self.platform_name)
+        format!(
+            "{}: {} [{}] on {}",
+            self.index, self.name, self.kind, self.platform_name
+        )
     }
 
     fn matches(&self, needle: &str) -> bool {
@@ -118,15 +140,21 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
     let platforms = match get_platforms() {
         Ok(p) => p,
         Err(e) if e.0 == DLOPEN_RUNTIME_LOAD_FAILED => {
-            return Err(Error::NoPlatform("the OpenCL ICD loader libOpenCL.so could not be loaded".into()));
+            return Err(Error::NoPlatform(
+                "the OpenCL ICD loader libOpenCL.so could not be loaded".into(),
+            ));
         }
         Err(e) if e.0 == CL_PLATFORM_NOT_FOUND_KHR => {
-            return Err(Error::NoPlatform("the OpenCL ICD loader lists no platform".into()));
+            return Err(Error::NoPlatform(
+                "the OpenCL ICD loader lists no platform".into(),
+            ));
         }
         Err(e) => return Err(Error::cl("clGetPlatformIDs", e)),
     };
     if platforms.is_empty() {
-        return Err(Error::NoPlatform("the OpenCL ICD loader lists no platform".into()));
+        return Err(Error::NoPlatform(
+            "the OpenCL ICD loader lists no platform".into(),
+        ));
     }
     let mut devices = Vec::new();
     for platform in platforms {
@@ -138,11 +166,18 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
             Err(e) => return Err(Error::cl(format!("clGetDeviceIDs on platform {name}"), e)),
         };
         for id in ids {
-            devices.push(DeviceInfo::query(devices.len(), &name, &version, Device::new(id))?);
+            devices.push(DeviceInfo::query(
+                devices.len(),
+                &name,
+                &version,
+                Device::new(id),
+            )?);
         }
     }
     if devices.is_empty() {
-        return Err(Error::NoPlatform("OpenCL platforms are installed but they expose no device".into()));
+        return Err(Error::NoPlatform(
+            "OpenCL platforms are installed but they expose no device".into(),
+        ));
     }
     Ok(devices)
 }
@@ -177,7 +212,9 @@ impl DeviceSelector {
     pub fn from_flag_or_env(flag: Option<&str>) -> Self {
         match flag {
             Some(f) => Self::parse(f),
-            None => std::env::var(DEVICE_ENV).map(|v| Self::parse(&v)).unwrap_or_default(),
+            None => std::env::var(DEVICE_ENV)
+                .map(|v| Self::parse(&v))
+                .unwrap_or_default(),
         }
     }
 
@@ -194,7 +231,11 @@ impl DeviceSelector {
         };
         found.cloned().ok_or_else(|| Error::NoSuchDevice {
             selector: self.to_string(),
-            available: devices.iter().map(|d| format!("  {}", d.summary())).collect::<Vec<_>>().join("\n"),
+            available: devices
+                .iter()
+                .map(|d| format!("  {}", d.summary()))
+                .collect::<Vec<_>>()
+                .join("\n"),
         })
     }
 }
@@ -237,20 +278,47 @@ mod tests {
     fn parse_selectors() {
         assert_eq!(DeviceSelector::parse("1"), DeviceSelector::Index(1));
         assert_eq!(DeviceSelector::parse(" "), DeviceSelector::Default);
-        assert_eq!(DeviceSelector::parse("NVIDIA"), DeviceSelector::Name("NVIDIA".into()));
-        assert_eq!(DeviceSelector::from_flag_or_env(Some("0")), DeviceSelector::Index(0));
+        assert_eq!(
+            DeviceSelector::parse("NVIDIA"),
+            DeviceSelector::Name("NVIDIA".into())
+        );
+        assert_eq!(
+            DeviceSelector::from_flag_or_env(Some("0")),
+            DeviceSelector::Index(0)
+        );
     }
 
     #[test]
     fn selection_rules() {
-        let devs = vec![fake(0, "cpu-a", DeviceKind::Cpu), fake(1, "Big GPU", DeviceKind::Gpu)];
+        let devs = vec![
+            fake(0, "cpu-a", DeviceKind::Cpu),
+            fake(1, "Big GPU", DeviceKind::Gpu),
+        ];
         assert_eq!(DeviceSelector::Default.select(&devs).unwrap().index, 1);
         assert_eq!(DeviceSelector::Default.select(&devs[..1]).unwrap().index, 0);
         assert_eq!(DeviceSelector::Index(0).select(&devs).unwrap().index, 0);
-        assert_eq!(DeviceSelector::Name("big gpu".into()).select(&devs).unwrap().index, 1);
-        assert_eq!(DeviceSelector::Name("pocl".into()).select(&devs).unwrap().index, 0);
-        let e = DeviceSelector::Index(5).select(&devs).unwrap_err().to_string();
-        assert!(e.contains("index 5") && e.contains("1: Big GPU [GPU]"), "{e}");
+        assert_eq!(
+            DeviceSelector::Name("big gpu".into())
+                .select(&devs)
+                .unwrap()
+                .index,
+            1
+        );
+        assert_eq!(
+            DeviceSelector::Name("pocl".into())
+                .select(&devs)
+                .unwrap()
+                .index,
+            0
+        );
+        let e = DeviceSelector::Index(5)
+            .select(&devs)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("index 5") && e.contains("1: Big GPU [GPU]"),
+            "{e}"
+        );
         assert!(DeviceSelector::Name("tpu".into()).select(&devs).is_err());
     }
 }

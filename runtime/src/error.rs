@@ -41,7 +41,11 @@ pub enum Error {
          rebuild the model with a matching tcc",
         path.display()
     )]
-    AbiVersion { path: PathBuf, found: u32, expected: u32 },
+    AbiVersion {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
 
     /// The artifact's self-description is inconsistent.
     #[error("malformed artifact {}: {reason}", path.display())]
@@ -49,7 +53,11 @@ pub enum Error {
 
     /// The driver rejected the kernel program; `log` is its build log.
     #[error("kernel program failed to build for {device}: {code}\nbuild log:\n{log}")]
-    Build { device: String, code: String, log: String },
+    Build {
+        device: String,
+        code: String,
+        log: String,
+    },
 
     /// The artifact's kernel format cannot run on the selected device.
     #[error("{0}")]
@@ -62,7 +70,11 @@ pub enum Error {
 
     /// No function of that name in the model.
     #[error("no function @{name} in {model}; available functions: {available}")]
-    NoSuchFunction { name: String, model: String, available: String },
+    NoSuchFunction {
+        name: String,
+        model: String,
+        available: String,
+    },
 
     /// Inputs do not match the function's signature, or a tensor literal or
     /// type string is malformed.
@@ -83,7 +95,9 @@ impl Error {
     /// An OpenCL failure in `what` (e.g. "clCreateBuffer").
     /// Allocation and resource failures become `OutOfDeviceMemory`.
     pub fn cl(what: impl Into<String>, code: ClError) -> Self {
-        use opencl3::error_codes::{CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES};
+        use opencl3::error_codes::{
+            CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES,
+        };
         let what = what.into();
         match code.0 {
             CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY => {

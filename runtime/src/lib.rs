@@ -64,7 +64,11 @@ pub struct RuntimeOptions {
 
 impl Default for RuntimeOptions {
     fn default() -> Self {
-        RuntimeOptions { profiling: false, cache_dir: None, disk_cache: true }
+        RuntimeOptions {
+            profiling: false,
+            cache_dir: None,
+            disk_cache: true,
+        }
     }
 }
 
@@ -110,7 +114,11 @@ impl Runtime {
     pub fn with_options(selector: DeviceSelector, options: RuntimeOptions) -> Result<Self> {
         let device = selector.select(&list_devices()?)?;
         let context = Context::from_device(&device.device).cl("clCreateContext")?;
-        let props = if options.profiling { CL_QUEUE_PROFILING_ENABLE } else { 0 };
+        let props = if options.profiling {
+            CL_QUEUE_PROFILING_ENABLE
+        } else {
+            0
+        };
         let queue = match CommandQueue::create_default_with_properties(&context, props, 0) {
             Ok(q) => q,
             // OpenCL 1.x platforms lack clCreateCommandQueueWithProperties.
@@ -181,7 +189,9 @@ pub struct Model {
 impl Model {
     /// Loads `model.so` and validates its description (ABI version, tables).
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
-        Ok(Model { inner: Arc::new(Artifact::load(path.as_ref())?) })
+        Ok(Model {
+            inner: Arc::new(Artifact::load(path.as_ref())?),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -200,14 +210,27 @@ impl Model {
     /// The function called `name`; the error lists the available ones.
     pub fn function(&self, name: &str) -> Result<&FunctionInfo> {
         let name = name.strip_prefix('@').unwrap_or(name);
-        self.inner.functions.iter().find(|f| f.name == name).ok_or_else(|| {
-            let names: Vec<String> = self.inner.functions.iter().map(|f| format!("@{}", f.name)).collect();
-            Error::NoSuchFunction {
-                name: name.to_string(),
-                model: self.inner.path.display().to_string(),
-                available: if names.is_empty() { "(none)".into() } else { names.join(", ") },
-            }
-        })
+        self.inner
+            .functions
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| {
+                let names: Vec<String> = self
+                    .inner
+                    .functions
+                    .iter()
+                    .map(|f| format!("@{}", f.name))
+                    .collect();
+                Error::NoSuchFunction {
+                    name: name.to_string(),
+                    model: self.inner.path.display().to_string(),
+                    available: if names.is_empty() {
+                        "(none)".into()
+                    } else {
+                        names.join(", ")
+                    },
+                }
+            })
     }
 
     pub fn kernel_names(&self) -> &[String] {
@@ -226,3 +249,14 @@ impl Model {
         &self.inner
     }
 }
+
+// Runtimes and models can be shared across threads; a session can move to
+// another thread (it is used from one at a time).
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    const fn movable<T: Send>() {}
+    shared::<Runtime>();
+    shared::<Model>();
+    movable::<Session>();
+    movable::<DeviceTensor>();
+};

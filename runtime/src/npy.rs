@@ -27,7 +27,10 @@ fn descr(dtype: DType) -> &'static str {
 }
 
 fn npy_error(path: &Path, reason: impl Into<String>) -> Error {
-    Error::Npy { path: path.to_path_buf(), reason: reason.into() }
+    Error::Npy {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
 }
 
 /// Reads a `.npy` file into a tensor of the same dtype and shape.
@@ -37,7 +40,12 @@ pub fn read_npy(path: &Path) -> Result<HostTensor> {
         .map_err(|e| npy_error(path, format!("not a readable .npy file: {e}")))?;
     let type_str = match npy.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
-        other => return Err(npy_error(path, format!("structured dtype {:?} is not supported", other.descr()))),
+        other => {
+            return Err(npy_error(
+                path,
+                format!("structured dtype {:?} is not supported", other.descr()),
+            ));
+        }
     };
     let dtype = DType::ALL.into_iter().find(|d| descr(*d) == type_str).ok_or_else(|| {
         npy_error(
@@ -49,7 +57,10 @@ pub fn read_npy(path: &Path) -> Result<HostTensor> {
         )
     })?;
     if npy.order() == Order::Fortran && npy.shape().len() > 1 {
-        return Err(npy_error(path, "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)"));
+        return Err(npy_error(
+            path,
+            "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)",
+        ));
     }
     let shape = npy
         .shape()
@@ -58,12 +69,42 @@ pub fn read_npy(path: &Path) -> Result<HostTensor> {
         .collect::<Result<Vec<_>>>()?;
     let read_err = |e: std::io::Error| npy_error(path, format!("bad data: {e}"));
     let bytes: Vec<u8> = match dtype {
-        DType::F32 => npy.into_vec::<f32>().map_err(read_err)?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::F16 => npy.into_vec::<f16>().map_err(read_err)?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::I32 => npy.into_vec::<i32>().map_err(read_err)?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::I64 => npy.into_vec::<i64>().map_err(read_err)?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::I8 => npy.into_vec::<i8>().map_err(read_err)?.iter().map(|&v| v as u8).collect(),
-        DType::Bool => npy.into_vec::<bool>().map_err(read_err)?.iter().map(|&v| v as u8).collect(),
+        DType::F32 => npy
+            .into_vec::<f32>()
+            .map_err(read_err)?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::F16 => npy
+            .into_vec::<f16>()
+            .map_err(read_err)?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I32 => npy
+            .into_vec::<i32>()
+            .map_err(read_err)?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I64 => npy
+            .into_vec::<i64>()
+            .map_err(read_err)?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I8 => npy
+            .into_vec::<i8>()
+            .map_err(read_err)?
+            .iter()
+            .map(|&v| v as u8)
+            .collect(),
+        DType::Bool => npy
+            .into_vec::<bool>()
+            .map_err(read_err)?
+            .iter()
+            .map(|&v| v as u8)
+            .collect(),
     };
     HostTensor::new(dtype, shape, bytes).map_err(|e| npy_error(path, e.to_string()))
 }
@@ -93,7 +134,11 @@ fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
     let dtype = npyz::DType::Plain(type_str);
     macro_rules! write_as {
         ($t:ty, $conv:expr) => {{
-            let mut w = npyz::WriteOptions::<$t>::new().dtype(dtype).shape(&shape).writer(out).begin_nd()?;
+            let mut w = npyz::WriteOptions::<$t>::new()
+                .dtype(dtype)
+                .shape(&shape)
+                .writer(out)
+                .begin_nd()?;
             w.extend(t.bytes.chunks_exact(t.dtype.size()).map($conv))?;
             w.finish()
         }};
@@ -102,7 +147,9 @@ fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
         DType::F32 => write_as!(f32, |c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
         DType::F16 => write_as!(f16, |c| f16::from_le_bytes([c[0], c[1]])),
         DType::I32 => write_as!(i32, |c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        DType::I64 => write_as!(i64, |c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+        DType::I64 => write_as!(i64, |c| i64::from_le_bytes([
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+        ])),
         DType::I8 => write_as!(i8, |c| c[0] as i8),
         DType::Bool => write_as!(bool, |c| c[0] != 0),
     }
@@ -115,9 +162,17 @@ mod tests {
     #[test]
     fn round_trip_every_dtype() {
         let dir = tempfile::tempdir().unwrap();
-        for (i, lit) in ["2x3xf32=1,2,3,4,5,6", "2xf16=0.5,-1", "3xi32=-1,0,7", "i64=9", "2x2xi8=-128,0,1,127", "3xi1=1,0,1", "0x4xf32="]
-            .iter()
-            .enumerate()
+        for (i, lit) in [
+            "2x3xf32=1,2,3,4,5,6",
+            "2xf16=0.5,-1",
+            "3xi32=-1,0,7",
+            "i64=9",
+            "2x2xi8=-128,0,1,127",
+            "3xi1=1,0,1",
+            "0x4xf32=",
+        ]
+        .iter()
+        .enumerate()
         {
             let t = HostTensor::parse_literal(lit).unwrap();
             let p = dir.path().join(format!("t{i}.npy"));
@@ -132,10 +187,18 @@ mod tests {
         let garbage = dir.path().join("garbage.npy");
         std::fs::write(&garbage, b"definitely not numpy").unwrap();
         let e = read_npy(&garbage).unwrap_err().to_string();
-        assert!(e.contains("garbage.npy") && e.contains("not a readable .npy file"), "{e}");
+        assert!(
+            e.contains("garbage.npy") && e.contains("not a readable .npy file"),
+            "{e}"
+        );
 
         let missing = dir.path().join("missing.npy");
-        assert!(read_npy(&missing).unwrap_err().to_string().contains("cannot open"));
+        assert!(
+            read_npy(&missing)
+                .unwrap_err()
+                .to_string()
+                .contains("cannot open")
+        );
 
         // float64 data is refused, not converted.
         let f64_path = dir.path().join("f64.npy");

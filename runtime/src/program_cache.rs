@@ -123,9 +123,13 @@ pub enum EntryProblem {
 impl std::fmt::Display for EntryProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            EntryProblem::Truncated { len } => write!(f, "truncated ({len} bytes, header alone is {HEADER_LEN})"),
+            EntryProblem::Truncated { len } => {
+                write!(f, "truncated ({len} bytes, header alone is {HEADER_LEN})")
+            }
             EntryProblem::BadMagic => write!(f, "not a tcc program cache entry (bad magic)"),
-            EntryProblem::Version(v) => write!(f, "entry format version {v}, expected {FORMAT_VERSION}"),
+            EntryProblem::Version(v) => {
+                write!(f, "entry format version {v}, expected {FORMAT_VERSION}")
+            }
             EntryProblem::ForeignKey => write!(f, "entry was written for another key"),
             EntryProblem::LengthMismatch { declared, actual } => {
                 write!(f, "payload is {actual} bytes, header says {declared}")
@@ -168,7 +172,10 @@ pub fn decode_entry<'a>(bytes: &'a [u8], key: &Key) -> std::result::Result<&'a [
     len.copy_from_slice(&header[48..56]);
     let declared = u64::from_le_bytes(len);
     if declared != payload.len() as u64 {
-        return Err(EntryProblem::LengthMismatch { declared, actual: payload.len() as u64 });
+        return Err(EntryProblem::LengthMismatch {
+            declared,
+            actual: payload.len() as u64,
+        });
     }
     if Sha256::digest(payload).as_slice() != &header[56..88] {
         return Err(EntryProblem::HashMismatch);
@@ -219,7 +226,11 @@ impl ProgramCache {
     /// `cache_dir`: the cache directory (entries go in its
     /// `opencl-programs/`), or `None` for no disk cache.
     pub fn new(cache_dir: Option<PathBuf>) -> Self {
-        ProgramCache { memory: HashMap::new(), dir: cache_dir.map(|d| d.join(PROGRAMS_SUBDIR)), stats: CacheStats::default() }
+        ProgramCache {
+            memory: HashMap::new(),
+            dir: cache_dir.map(|d| d.join(PROGRAMS_SUBDIR)),
+            stats: CacheStats::default(),
+        }
     }
 
     /// The directory holding entry files, if the disk cache is on.
@@ -243,14 +254,17 @@ impl ProgramCache {
             self.stats.memory_hits += 1;
             return Ok((p.clone(), ProgramOrigin::MemoryHit));
         }
-        let path = self.dir.as_ref().map(|d| d.join(format!("{}.bin", hex(&key))));
-        if let Some(path) = &path {
-            if let Some(program) = self.load_entry(context, device, source, &key, path) {
-                self.stats.disk_hits += 1;
-                let program = Arc::new(program);
-                self.memory.insert(key, program.clone());
-                return Ok((program, ProgramOrigin::DiskHit));
-            }
+        let path = self
+            .dir
+            .as_ref()
+            .map(|d| d.join(format!("{}.bin", hex(&key))));
+        if let Some(path) = &path
+            && let Some(program) = self.load_entry(context, device, source, &key, path)
+        {
+            self.stats.disk_hits += 1;
+            let program = Arc::new(program);
+            self.memory.insert(key, program.clone());
+            return Ok((program, ProgramOrigin::DiskHit));
         }
         let program = build_from_source(context, device, source)?;
         self.stats.source_builds += 1;
@@ -296,7 +310,10 @@ impl ProgramCache {
             },
             Err(p) => p.to_string(),
         };
-        self.disk_problem(true, format!("{}: {problem}; rebuilt from source", path.display()));
+        self.disk_problem(
+            true,
+            format!("{}: {problem}; rebuilt from source", path.display()),
+        );
         if let Err(e) = fs::remove_file(path) {
             self.disk_problem(false, format!("cannot remove {}: {e}", path.display()));
         }
@@ -310,7 +327,10 @@ impl ProgramCache {
                 let why = format!("{} returned no program binary; not cached", device.name);
                 return self.disk_problem(false, why);
             }
-            Err(e) => return self.disk_problem(false, format!("clGetProgramInfo(CL_PROGRAM_BINARIES): {e}")),
+            Err(e) => {
+                return self
+                    .disk_problem(false, format!("clGetProgramInfo(CL_PROGRAM_BINARIES): {e}"));
+            }
         };
         let entry = encode_entry(key, &binary);
         let written = (|| -> std::io::Result<()> {
@@ -330,12 +350,18 @@ impl ProgramCache {
 }
 
 /// Builds `source` with the driver, returning the build log on failure.
-fn build_from_source(context: &Context, device: &DeviceInfo, source: &ProgramSource) -> Result<Program> {
+fn build_from_source(
+    context: &Context,
+    device: &DeviceInfo,
+    source: &ProgramSource,
+) -> Result<Program> {
     let mut program = match source.kind {
         SourceKind::OpenClC => {
-            let text = std::str::from_utf8(source.bytes)
-                .map_err(|e| Error::Unsupported(format!("the artifact's OpenCL C source is not UTF-8: {e}")))?;
-            Program::create_from_source(context, text).map_err(|e| Error::cl("clCreateProgramWithSource", e))?
+            let text = std::str::from_utf8(source.bytes).map_err(|e| {
+                Error::Unsupported(format!("the artifact's OpenCL C source is not UTF-8: {e}"))
+            })?;
+            Program::create_from_source(context, text)
+                .map_err(|e| Error::cl("clCreateProgramWithSource", e))?
         }
         SourceKind::SpirV => {
             if device.il_version.is_none() {
@@ -345,7 +371,8 @@ fn build_from_source(context: &Context, device: &DeviceInfo, source: &ProgramSou
                     device.name
                 )));
             }
-            Program::create_from_il(context, source.bytes).map_err(|e| Error::cl("clCreateProgramWithIL", e))?
+            Program::create_from_il(context, source.bytes)
+                .map_err(|e| Error::cl("clCreateProgramWithIL", e))?
         }
         SourceKind::Ptx => {
             return Err(Error::Unsupported(
@@ -359,10 +386,16 @@ fn build_from_source(context: &Context, device: &DeviceInfo, source: &ProgramSou
     Ok(program)
 }
 
-fn program_from_binary(context: &Context, device: &DeviceInfo, binary: &[u8], options: &str) -> Result<Program> {
+fn program_from_binary(
+    context: &Context,
+    device: &DeviceInfo,
+    binary: &[u8],
+    options: &str,
+) -> Result<Program> {
     // SAFETY: the device belongs to the context (both come from the runtime).
-    let mut program = unsafe { Program::create_from_binary(context, &[device.device.id()], &[binary]) }
-        .map_err(|e| Error::cl("clCreateProgramWithBinary", e))?;
+    let mut program =
+        unsafe { Program::create_from_binary(context, &[device.device.id()], &[binary]) }
+            .map_err(|e| Error::cl("clCreateProgramWithBinary", e))?;
     build(&mut program, device, options)?;
     Ok(program)
 }
@@ -372,13 +405,53 @@ fn build(program: &mut Program, device: &DeviceInfo, options: &str) -> Result<()
     program.build(&[id], options).map_err(|e| Error::Build {
         device: device.name.clone(),
         code: e.to_string(),
-        log: program.get_build_log(id).unwrap_or_else(|e| format!("(no build log: {e})")).trim().to_string(),
+        log: program
+            .get_build_log(id)
+            .unwrap_or_else(|e| format!("(no build log: {e})"))
+            .trim()
+            .to_string(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_cover_device_driver_source_and_options() {
+        let dev = |name: &str, driver: &str| DeviceInfo {
+            index: 0,
+            platform_name: "P".into(),
+            platform_version: "OpenCL 3.0".into(),
+            name: name.into(),
+            kind: crate::device::DeviceKind::Cpu,
+            opencl_c_version: String::new(),
+            il_version: None,
+            fp16: false,
+            compute_units: 1,
+            global_mem_bytes: 1,
+            local_mem_bytes: 1,
+            max_alloc_bytes: 1,
+            max_work_group_size: 1,
+            driver_version: driver.into(),
+            device: opencl3::device::Device::new(std::ptr::null_mut()),
+        };
+        let src = |bytes: &'static [u8], options: &'static str| ProgramSource {
+            kind: SourceKind::OpenClC,
+            bytes,
+            options,
+        };
+        let base = cache_key(&dev("a", "1"), &src(b"k", ""));
+        assert_eq!(base, cache_key(&dev("a", "1"), &src(b"k", "")));
+        for other in [
+            cache_key(&dev("b", "1"), &src(b"k", "")),
+            cache_key(&dev("a", "2"), &src(b"k", "")),
+            cache_key(&dev("a", "1"), &src(b"k2", "")),
+            cache_key(&dev("a", "1"), &src(b"k", "-O2")),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
 
     #[test]
     fn entry_round_trip_and_validation() {
@@ -388,12 +461,21 @@ mod tests {
         assert_eq!(entry.len(), HEADER_LEN + payload.len());
         assert_eq!(decode_entry(&entry, &key).unwrap(), &payload[..]);
 
-        assert_eq!(decode_entry(&entry[..10], &key), Err(EntryProblem::Truncated { len: 10 }));
+        assert_eq!(
+            decode_entry(&entry[..10], &key),
+            Err(EntryProblem::Truncated { len: 10 })
+        );
         assert_eq!(
             decode_entry(&entry[..entry.len() - 1], &key),
-            Err(EntryProblem::LengthMismatch { declared: payload.len() as u64, actual: payload.len() as u64 - 1 })
+            Err(EntryProblem::LengthMismatch {
+                declared: payload.len() as u64,
+                actual: payload.len() as u64 - 1
+            })
         );
-        assert_eq!(decode_entry(&entry, &[8u8; 32]), Err(EntryProblem::ForeignKey));
+        assert_eq!(
+            decode_entry(&entry, &[8u8; 32]),
+            Err(EntryProblem::ForeignKey)
+        );
 
         let mut bad = entry.clone();
         bad[0] = b'X';
@@ -406,6 +488,9 @@ mod tests {
         assert_eq!(decode_entry(&bad, &key), Err(EntryProblem::HashMismatch));
         let mut bad = entry.clone();
         bad.push(0);
-        assert!(matches!(decode_entry(&bad, &key), Err(EntryProblem::LengthMismatch { .. })));
+        assert!(matches!(
+            decode_entry(&bad, &key),
+            Err(EntryProblem::LengthMismatch { .. })
+        ));
     }
 }

@@ -42,7 +42,11 @@ pub struct KernelProfile {
 
 impl KernelProfile {
     pub fn mean_ns(&self) -> f64 {
-        if self.calls == 0 { 0.0 } else { self.total_ns as f64 / self.calls as f64 }
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.total_ns as f64 / self.calls as f64
+        }
     }
 }
 
@@ -74,7 +78,9 @@ impl DeviceTensor {
     }
 
     fn mem(&self) -> cl_mem {
-        self.buffer.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem)
+        self.buffer
+            .as_ref()
+            .map_or(ptr::null_mut(), PoolBuffer::mem)
     }
 }
 
@@ -118,9 +124,15 @@ impl Session {
         let (program, origin) = if art.kernel_names.is_empty() {
             (None, None)
         } else {
-            let source = ProgramSource { kind: art.source_kind, bytes: &art.source, options: &art.build_options };
+            let source = ProgramSource {
+                kind: art.source_kind,
+                bytes: &art.source,
+                options: &art.build_options,
+            };
             let inner = &rt.inner;
-            let (p, o) = inner.programs().get_or_build(&inner.context, &inner.device, &source)?;
+            let (p, o) = inner
+                .programs()
+                .get_or_build(&inner.context, &inner.device, &source)?;
             (Some(p), Some(o))
         };
         let mut kernels = Vec::with_capacity(art.kernel_names.len());
@@ -133,11 +145,24 @@ impl Session {
                         program.get_kernel_names().unwrap_or_default()
                     ),
                 })?;
-                let num_args = kernel.num_args().cl("clGetKernelInfo(CL_KERNEL_NUM_ARGS)")?;
-                kernels.push(KernelSlot { kernel, name: name.clone(), num_args });
+                let num_args = kernel
+                    .num_args()
+                    .cl("clGetKernelInfo(CL_KERNEL_NUM_ARGS)")?;
+                kernels.push(KernelSlot {
+                    kernel,
+                    name: name.clone(),
+                    num_args,
+                });
             }
         }
-        let profile = art.kernel_names.iter().map(|n| KernelProfile { name: n.clone(), ..Default::default() }).collect();
+        let profile = art
+            .kernel_names
+            .iter()
+            .map(|n| KernelProfile {
+                name: n.clone(),
+                ..Default::default()
+            })
+            .collect();
         Ok(Session {
             rt: rt.clone(),
             model: model.clone(),
@@ -171,13 +196,24 @@ impl Session {
 
     /// Like `run`; `sources[i]` says where input `i` came from (e.g.
     /// "x.npy" or "the command line") for error messages.
-    pub fn run_with_sources(&mut self, function: &str, inputs: &[HostTensor], sources: &[&str]) -> Result<Vec<HostTensor>> {
+    pub fn run_with_sources(
+        &mut self,
+        function: &str,
+        inputs: &[HostTensor],
+        sources: &[&str],
+    ) -> Result<Vec<HostTensor>> {
         let model = self.model.clone();
         let f = model.function(function)?;
-        f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), sources)?;
+        f.check_input_types(
+            inputs.iter().map(|t| (t.dtype, t.shape.as_slice())),
+            sources,
+        )?;
 
         let rt = self.rt.inner.clone();
-        let mut leases = Leases { rt: &rt, bufs: Vec::new() };
+        let mut leases = Leases {
+            rt: &rt,
+            bufs: Vec::new(),
+        };
         for t in inputs {
             leases.acquire(t.bytes.len())?;
         }
@@ -185,9 +221,18 @@ impl Session {
             leases.acquire(d.byte_size())?;
         }
         let (in_bufs, out_bufs) = leases.bufs.split_at(inputs.len());
-        let in_io: Vec<(cl_mem, u64)> = in_bufs.iter().zip(inputs).map(|(b, t)| (b.mem(), t.bytes.len() as u64)).collect();
-        let out_io: Vec<(cl_mem, u64)> = out_bufs.iter().zip(&f.outputs).map(|(b, d)| (b.mem(), d.byte_size() as u64)).collect();
-        let mut results: Vec<Vec<u8>> = f.outputs.iter().map(|d| vec![0u8; d.byte_size()]).collect();
+        let in_io: Vec<(cl_mem, u64)> = in_bufs
+            .iter()
+            .zip(inputs)
+            .map(|(b, t)| (b.mem(), t.bytes.len() as u64))
+            .collect();
+        let out_io: Vec<(cl_mem, u64)> = out_bufs
+            .iter()
+            .zip(&f.outputs)
+            .map(|(b, d)| (b.mem(), d.byte_size() as u64))
+            .collect();
+        let mut results: Vec<Vec<u8>> =
+            f.outputs.iter().map(|d| vec![0u8; d.byte_size()]).collect();
 
         let enqueued = (|| -> Result<()> {
             for (t, &(mem, _)) in inputs.iter().zip(&in_io) {
@@ -203,7 +248,10 @@ impl Session {
         })();
         // Always wait, even after an error: the queue may still read the
         // caller's input slices or write into `results`.
-        let waited = rt.queue.finish().map_err(|e| exec_error(f, Error::cl("waiting for the queue (clFinish)", e)));
+        let waited = rt
+            .queue
+            .finish()
+            .map_err(|e| exec_error(f, Error::cl("waiting for the queue (clFinish)", e)));
         enqueued?;
         waited?;
         self.collect_profile()?;
@@ -217,26 +265,56 @@ impl Session {
 
     /// Runs `function` on device tensors without any host transfer or wait;
     /// the outputs are new device tensors.
-    pub fn run_device(&mut self, function: &str, inputs: &[&DeviceTensor]) -> Result<Vec<DeviceTensor>> {
+    pub fn run_device(
+        &mut self,
+        function: &str,
+        inputs: &[&DeviceTensor],
+    ) -> Result<Vec<DeviceTensor>> {
         let model = self.model.clone();
         let f = model.function(function)?;
         if let Some(t) = inputs.iter().find(|t| !Arc::ptr_eq(&t.rt, &self.rt.inner)) {
-            return Err(Error::InvalidInput(format!("device tensor {} belongs to another runtime", t.type_string())));
+            return Err(Error::InvalidInput(format!(
+                "device tensor {} belongs to another runtime",
+                t.type_string()
+            )));
         }
         f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
-        let outputs = f.outputs.iter().map(|d| self.alloc(d.dtype, d.shape.clone())).collect::<Result<Vec<_>>>()?;
-        let in_io: Vec<(cl_mem, u64)> = inputs.iter().map(|t| (t.mem(), t.byte_size() as u64)).collect();
-        let out_io: Vec<(cl_mem, u64)> = outputs.iter().map(|t| (t.mem(), t.byte_size() as u64)).collect();
+        let outputs = f
+            .outputs
+            .iter()
+            .map(|d| self.alloc(d.dtype, d.shape.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let in_io: Vec<(cl_mem, u64)> = inputs
+            .iter()
+            .map(|t| (t.mem(), t.byte_size() as u64))
+            .collect();
+        let out_io: Vec<(cl_mem, u64)> = outputs
+            .iter()
+            .map(|t| (t.mem(), t.byte_size() as u64))
+            .collect();
         self.execute(f, &in_io, &out_io)?;
         Ok(outputs)
     }
 
     /// An uninitialised device tensor from the pool.
     pub fn alloc(&self, dtype: DType, shape: Vec<usize>) -> Result<DeviceTensor> {
-        let bytes = crate::tensor::byte_size(&shape, dtype)
-            .ok_or_else(|| Error::InvalidInput(format!("tensor {} is too large", type_string(&shape, dtype))))?;
-        let buffer = self.rt.inner.pool().acquire(&self.rt.inner.context, bytes as u64)?;
-        Ok(DeviceTensor { dtype, shape, buffer: Some(buffer), rt: self.rt.inner.clone() })
+        let bytes = crate::tensor::byte_size(&shape, dtype).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "tensor {} is too large",
+                type_string(&shape, dtype)
+            ))
+        })?;
+        let buffer = self
+            .rt
+            .inner
+            .pool()
+            .acquire(&self.rt.inner.context, bytes as u64)?;
+        Ok(DeviceTensor {
+            dtype,
+            shape,
+            buffer: Some(buffer),
+            rt: self.rt.inner.clone(),
+        })
     }
 
     /// Copies a host tensor to the device (waits for the copy).
@@ -262,7 +340,12 @@ impl Session {
     pub fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
         self.rt.inner.queue.finish().cl("clFinish")?;
         self.collect_profile()?;
-        Ok(self.profile.iter().filter(|p| p.calls > 0).cloned().collect())
+        Ok(self
+            .profile
+            .iter()
+            .filter(|p| p.calls > 0)
+            .cloned()
+            .collect())
     }
 
     pub fn reset_profile(&mut self) -> Result<()> {
@@ -287,7 +370,12 @@ impl Session {
     }
 
     /// Calls the artifact's entry for `f` on the given (buffer, bytes) pairs.
-    fn execute(&mut self, f: &FunctionInfo, inputs: &[(cl_mem, u64)], outputs: &[(cl_mem, u64)]) -> Result<()> {
+    fn execute(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(cl_mem, u64)],
+        outputs: &[(cl_mem, u64)],
+    ) -> Result<()> {
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
         let mut cx = CallContext {
@@ -300,13 +388,27 @@ impl Session {
             error: None,
         };
         for (i, &(mem, bytes)) in inputs.iter().enumerate() {
-            cx.live.insert(mem as usize, Live { bytes, owner: Owner::Io(format!("input {i}")) });
+            cx.live.insert(
+                mem as usize,
+                Live {
+                    bytes,
+                    owner: Owner::Io(format!("input {i}")),
+                },
+            );
         }
         for (i, &(mem, bytes)) in outputs.iter().enumerate() {
-            cx.live.insert(mem as usize, Live { bytes, owner: Owner::Io(format!("output {i}")) });
+            cx.live.insert(
+                mem as usize,
+                Live {
+                    bytes,
+                    owner: Owner::Io(format!("output {i}")),
+                },
+            );
         }
-        let in_ptrs: Vec<*mut TccBuffer> = inputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
-        let out_ptrs: Vec<*mut TccBuffer> = outputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
+        let in_ptrs: Vec<*mut TccBuffer> =
+            inputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
+        let out_ptrs: Vec<*mut TccBuffer> =
+            outputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
         let api = TccRuntimeApi {
             abi_version: abi::TCC_ABI_VERSION,
             reserved: 0,
@@ -336,7 +438,9 @@ impl Session {
             (_, Some(e)) => Err(exec_error(f, e)),
             (s, None) => Err(exec_error(
                 f,
-                Error::ArtifactCall(format!("the entry returned status {s} without a failing runtime call")),
+                Error::ArtifactCall(format!(
+                    "the entry returned status {s} without a failing runtime call"
+                )),
             )),
         }
     }
@@ -354,7 +458,10 @@ impl Drop for Session {
 }
 
 fn exec_error(f: &FunctionInfo, e: Error) -> Error {
-    Error::Execution { function: f.name.clone(), message: e.to_string() }
+    Error::Execution {
+        function: f.name.clone(),
+        message: e.to_string(),
+    }
 }
 
 /// Pool buffers held for one call, returned to the pool on drop.
@@ -381,7 +488,8 @@ impl Drop for Leases<'_> {
 }
 
 fn to_usize(v: u64, what: &str) -> Result<usize> {
-    usize::try_from(v).map_err(|_| Error::InvalidInput(format!("{what} {v} does not fit in size_t")))
+    usize::try_from(v)
+        .map_err(|_| Error::InvalidInput(format!("{what} {v} does not fit in size_t")))
 }
 
 /// Non-blocking host-to-device write.
@@ -394,7 +502,16 @@ unsafe fn write_buffer(queue: &CommandQueue, mem: cl_mem, data: &[u8]) -> Result
     }
     // SAFETY: forwarded to the caller.
     let ev = unsafe {
-        opencl3::command_queue::enqueue_write_buffer(queue.get(), mem, CL_FALSE, 0, data.len(), data.as_ptr().cast(), 0, ptr::null())
+        opencl3::command_queue::enqueue_write_buffer(
+            queue.get(),
+            mem,
+            CL_FALSE,
+            0,
+            data.len(),
+            data.as_ptr().cast(),
+            0,
+            ptr::null(),
+        )
     }
     .map_err(|e| Error::cl("clEnqueueWriteBuffer", e.into()))?;
     drop(Event::new(ev));
@@ -408,7 +525,16 @@ unsafe fn blocking_write(queue: &CommandQueue, mem: cl_mem, data: &[u8]) -> Resu
     }
     // SAFETY: blocking, so `data` is no longer used when this returns.
     let ev = unsafe {
-        opencl3::command_queue::enqueue_write_buffer(queue.get(), mem, CL_TRUE, 0, data.len(), data.as_ptr().cast(), 0, ptr::null())
+        opencl3::command_queue::enqueue_write_buffer(
+            queue.get(),
+            mem,
+            CL_TRUE,
+            0,
+            data.len(),
+            data.as_ptr().cast(),
+            0,
+            ptr::null(),
+        )
     }
     .map_err(|e| Error::cl("clEnqueueWriteBuffer", e.into()))?;
     drop(Event::new(ev));
@@ -425,7 +551,16 @@ unsafe fn read_buffer(queue: &CommandQueue, mem: cl_mem, data: &mut [u8]) -> Res
     }
     // SAFETY: forwarded to the caller.
     let ev = unsafe {
-        opencl3::command_queue::enqueue_read_buffer(queue.get(), mem, CL_FALSE, 0, data.len(), data.as_mut_ptr().cast(), 0, ptr::null())
+        opencl3::command_queue::enqueue_read_buffer(
+            queue.get(),
+            mem,
+            CL_FALSE,
+            0,
+            data.len(),
+            data.as_mut_ptr().cast(),
+            0,
+            ptr::null(),
+        )
     }
     .map_err(|e| Error::cl("clEnqueueReadBuffer", e.into()))?;
     drop(Event::new(ev));
@@ -470,7 +605,11 @@ impl CallContext<'_> {
         self.live
             .get(&(b as usize))
             .map(|l| (b as cl_mem, l.bytes))
-            .ok_or_else(|| Error::InvalidInput(format!("{what} ({b:p}) is not a buffer the runtime handed out in this call")))
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "{what} ({b:p}) is not a buffer the runtime handed out in this call"
+                ))
+            })
     }
 
     fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
@@ -479,7 +618,13 @@ impl CallContext<'_> {
         }
         let b = self.rt.pool().acquire(&self.rt.context, bytes)?;
         let mem = b.mem();
-        self.live.insert(mem as usize, Live { bytes, owner: Owner::Pool(b) });
+        self.live.insert(
+            mem as usize,
+            Live {
+                bytes,
+                owner: Owner::Pool(b),
+            },
+        );
         // SAFETY: checked non-null; the artifact passes a pointer to its slot.
         unsafe { *out = mem as *mut TccBuffer };
         Ok(())
@@ -489,21 +634,28 @@ impl CallContext<'_> {
         if b.is_null() {
             return Ok(());
         }
-        match self.live.remove(&(b as usize)) {
-            Some(Live { owner: Owner::Pool(buf), .. }) => {
-                self.rt.pool().release(buf);
+        let key = b as usize;
+        let refuse = |what: String| {
+            Err(Error::InvalidInput(format!(
+                "buffer {b:p} is {what}; only buffers from alloc() may be released"
+            )))
+        };
+        match self.live.get(&key).map(|l| &l.owner) {
+            None => Err(Error::InvalidInput(format!(
+                "buffer {b:p} was not handed out by alloc() in this call"
+            ))),
+            Some(Owner::Constant(i)) => refuse(format!("constant {i}")),
+            Some(Owner::Io(what)) => refuse(what.clone()),
+            Some(Owner::Pool(_)) => {
+                if let Some(Live {
+                    owner: Owner::Pool(buf),
+                    ..
+                }) = self.live.remove(&key)
+                {
+                    self.rt.pool().release(buf);
+                }
                 Ok(())
             }
-            Some(l) => {
-                let what = match &l.owner {
-                    Owner::Constant(i) => format!("constant {i}"),
-                    Owner::Io(s) => s.clone(),
-                    Owner::Pool(_) => unreachable!("matched above"),
-                };
-                self.live.insert(b as usize, l);
-                Err(Error::InvalidInput(format!("buffer {b:p} is {what}; only buffers from alloc() may be released")))
-            }
-            None => Err(Error::InvalidInput(format!("buffer {b:p} was not handed out by alloc() in this call"))),
         }
     }
 
@@ -512,7 +664,10 @@ impl CallContext<'_> {
             return Err(Error::InvalidInput("output pointer is NULL".into()));
         }
         let c = *self.artifact.constants.get(index as usize).ok_or_else(|| {
-            Error::InvalidInput(format!("constant index {index} out of range (the artifact has {})", self.constants.len()))
+            Error::InvalidInput(format!(
+                "constant index {index} out of range (the artifact has {})",
+                self.constants.len()
+            ))
         })?;
         let slot = &mut self.constants[index as usize];
         if slot.is_none() {
@@ -523,7 +678,10 @@ impl CallContext<'_> {
             *slot = Some(b);
         }
         let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
-        self.live.entry(mem as usize).or_insert(Live { bytes: c.bytes, owner: Owner::Constant(index) });
+        self.live.entry(mem as usize).or_insert(Live {
+            bytes: c.bytes,
+            owner: Owner::Constant(index),
+        });
         // SAFETY: checked non-null.
         unsafe { *out = mem as *mut TccBuffer };
         Ok(())
@@ -539,14 +697,21 @@ impl CallContext<'_> {
         args: *const TccArg,
     ) -> Result<()> {
         let slot = self.kernels.get(kernel as usize).ok_or_else(|| {
-            Error::InvalidInput(format!("kernel index {kernel} out of range (the artifact has {} kernels)", self.kernels.len()))
+            Error::InvalidInput(format!(
+                "kernel index {kernel} out of range (the artifact has {} kernels)",
+                self.kernels.len()
+            ))
         })?;
         let name = &slot.name;
         if !(1..=3).contains(&dims) {
-            return Err(Error::InvalidInput(format!("kernel `{name}`: dims must be 1, 2 or 3, got {dims}")));
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: dims must be 1, 2 or 3, got {dims}"
+            )));
         }
         if global.is_null() {
-            return Err(Error::InvalidInput(format!("kernel `{name}`: global size is NULL")));
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: global size is NULL"
+            )));
         }
         if num_args != slot.num_args {
             return Err(Error::InvalidInput(format!(
@@ -555,7 +720,9 @@ impl CallContext<'_> {
             )));
         }
         if num_args > 0 && args.is_null() {
-            return Err(Error::InvalidInput(format!("kernel `{name}`: args is NULL")));
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: args is NULL"
+            )));
         }
         // SAFETY: non-null, `dims` entries per the ABI.
         let global: Vec<usize> = unsafe { std::slice::from_raw_parts(global, dims as usize) }
@@ -573,7 +740,11 @@ impl CallContext<'_> {
             (l.iter().any(|&x| x != 0)).then_some(l)
         };
         // SAFETY: non-null (or empty), `num_args` entries per the ABI.
-        let args: &[TccArg] = if num_args == 0 { &[] } else { unsafe { std::slice::from_raw_parts(args, num_args as usize) } };
+        let args: &[TccArg] = if num_args == 0 {
+            &[]
+        } else {
+            unsafe { std::slice::from_raw_parts(args, num_args as usize) }
+        };
         for (i, a) in args.iter().enumerate() {
             let i = i as u32;
             // SAFETY: the union member read is the one `kind` names; every
@@ -581,16 +752,29 @@ impl CallContext<'_> {
             let set = unsafe {
                 match a.kind {
                     abi::TCC_ARG_BUFFER => {
-                        let (mem, _) = self.lookup(a.value.buffer, &format!("kernel `{name}` argument {i}"))?;
+                        let (mem, _) =
+                            self.lookup(a.value.buffer, &format!("kernel `{name}` argument {i}"))?;
                         slot.kernel.set_arg(i, &mem)
                     }
                     abi::TCC_ARG_I32 => slot.kernel.set_arg(i, &a.value.i32),
                     abi::TCC_ARG_I64 => slot.kernel.set_arg(i, &a.value.i64),
                     abi::TCC_ARG_F32 => slot.kernel.set_arg(i, &a.value.f32),
-                    k => return Err(Error::InvalidInput(format!("kernel `{name}` argument {i}: unknown arg kind {k}"))),
+                    k => {
+                        return Err(Error::InvalidInput(format!(
+                            "kernel `{name}` argument {i}: unknown arg kind {k}"
+                        )));
+                    }
                 }
             };
-            set.map_err(|e| Error::cl(format!("clSetKernelArg(kernel `{name}`, argument {i}, kind {})", a.kind), e))?;
+            set.map_err(|e| {
+                Error::cl(
+                    format!(
+                        "clSetKernelArg(kernel `{name}`, argument {i}, kind {})",
+                        a.kind
+                    ),
+                    e,
+                )
+            })?;
         }
         if global.contains(&0) {
             return Ok(()); // An empty NDRange does nothing.
@@ -607,7 +791,12 @@ impl CallContext<'_> {
             )
         }
         .map_err(|e| {
-            Error::cl(format!("clEnqueueNDRangeKernel(kernel `{name}`, global {global:?}, local {local:?})"), e)
+            Error::cl(
+                format!(
+                    "clEnqueueNDRangeKernel(kernel `{name}`, global {global:?}, local {local:?})"
+                ),
+                e,
+            )
         })?;
         if self.rt.profiling {
             self.pending.push((kernel as usize, event));
@@ -615,10 +804,20 @@ impl CallContext<'_> {
         Ok(())
     }
 
-    fn copy(&mut self, dst: *mut TccBuffer, dst_offset: u64, src: *mut TccBuffer, src_offset: u64, bytes: u64) -> Result<()> {
+    fn copy(
+        &mut self,
+        dst: *mut TccBuffer,
+        dst_offset: u64,
+        src: *mut TccBuffer,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         let (dst_mem, dst_len) = self.lookup(dst, "copy destination")?;
         let (src_mem, src_len) = self.lookup(src, "copy source")?;
-        for (what, off, len) in [("destination", dst_offset, dst_len), ("source", src_offset, src_len)] {
+        for (what, off, len) in [
+            ("destination", dst_offset, dst_len),
+            ("source", src_offset, src_len),
+        ] {
             if off.checked_add(bytes).is_none_or(|end| end > len) {
                 return Err(Error::InvalidInput(format!(
                     "copy of {bytes} bytes at {what} offset {off} overruns the {len}-byte {what} buffer"
@@ -672,7 +871,9 @@ fn guarded(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> Re
         }
     };
     if cx.error.is_none() {
-        cx.error = Some(Error::ArtifactCall(format!("runtime call {name}() failed: {err}")));
+        cx.error = Some(Error::ArtifactCall(format!(
+            "runtime call {name}() failed: {err}"
+        )));
     }
     STATUS_ERROR
 }
@@ -698,7 +899,9 @@ unsafe extern "C" fn cb_launch(
     num_args: u32,
     args: *const TccArg,
 ) -> i32 {
-    guarded(ctx, "launch", |cx| cx.launch(kernel, dims, global, local, num_args, args))
+    guarded(ctx, "launch", |cx| {
+        cx.launch(kernel, dims, global, local, num_args, args)
+    })
 }
 
 unsafe extern "C" fn cb_copy(
@@ -709,5 +912,7 @@ unsafe extern "C" fn cb_copy(
     src_offset: u64,
     bytes: u64,
 ) -> i32 {
-    guarded(ctx, "copy", |cx| cx.copy(dst, dst_offset, src, src_offset, bytes))
+    guarded(ctx, "copy", |cx| {
+        cx.copy(dst, dst_offset, src, src_offset, bytes)
+    })
 }

@@ -28,7 +28,14 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 6] = [DType::F32, DType::F16, DType::I32, DType::I64, DType::I8, DType::Bool];
+    pub const ALL: [DType; 6] = [
+        DType::F32,
+        DType::F16,
+        DType::I32,
+        DType::I64,
+        DType::I8,
+        DType::Bool,
+    ];
 
     /// The `enum tcc_dtype` value, or `None` for an unknown code.
     pub fn from_abi(code: u32) -> Option<Self> {
@@ -89,7 +96,11 @@ impl FromStr for DType {
         DType::ALL
             .into_iter()
             .find(|d| d.name() == s)
-            .ok_or_else(|| Error::InvalidInput(format!("unknown element type `{s}` (expected one of f32, f16, i32, i64, i8, i1)")))
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "unknown element type `{s}` (expected one of f32, f16, i32, i64, i8, i1)"
+                ))
+            })
     }
 }
 
@@ -107,13 +118,22 @@ pub fn type_string(shape: &[usize], dtype: DType) -> String {
 /// Parses `2x3xf32` (or `f32` for a scalar) into shape and dtype.
 pub fn parse_type(s: &str) -> Result<(Vec<usize>, DType)> {
     let s = s.trim();
-    let bad = |why: &str| Error::InvalidInput(format!("bad tensor type `{s}`: {why} (expected e.g. 2x3xf32)"));
+    let bad = |why: &str| {
+        Error::InvalidInput(format!(
+            "bad tensor type `{s}`: {why} (expected e.g. 2x3xf32)"
+        ))
+    };
     let mut parts: Vec<&str> = s.split('x').collect();
     let dtype_str = parts.pop().unwrap_or_default();
-    let dtype: DType = dtype_str.parse().map_err(|_| bad(&format!("unknown element type `{dtype_str}`")))?;
+    let dtype: DType = dtype_str
+        .parse()
+        .map_err(|_| bad(&format!("unknown element type `{dtype_str}`")))?;
     let shape = parts
         .iter()
-        .map(|p| p.parse::<usize>().map_err(|_| bad(&format!("`{p}` is not a dimension"))))
+        .map(|p| {
+            p.parse::<usize>()
+                .map_err(|_| bad(&format!("`{p}` is not a dimension")))
+        })
         .collect::<Result<Vec<_>>>()?;
     element_count(&shape).ok_or_else(|| bad("too many elements"))?;
     Ok((shape, dtype))
@@ -141,8 +161,12 @@ pub struct HostTensor {
 impl HostTensor {
     /// Checks that `bytes` holds exactly the elements of `shape`.
     pub fn new(dtype: DType, shape: Vec<usize>, bytes: Vec<u8>) -> Result<Self> {
-        let want = byte_size(&shape, dtype)
-            .ok_or_else(|| Error::InvalidInput(format!("tensor {} is too large", type_string(&shape, dtype))))?;
+        let want = byte_size(&shape, dtype).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "tensor {} is too large",
+                type_string(&shape, dtype)
+            ))
+        })?;
         if bytes.len() != want {
             return Err(Error::InvalidInput(format!(
                 "tensor {} needs {want} bytes, got {}",
@@ -150,40 +174,71 @@ impl HostTensor {
                 bytes.len()
             )));
         }
-        Ok(HostTensor { dtype, shape, bytes })
+        Ok(HostTensor {
+            dtype,
+            shape,
+            bytes,
+        })
     }
 
     pub fn zeros(dtype: DType, shape: Vec<usize>) -> Result<Self> {
-        let n = byte_size(&shape, dtype)
-            .ok_or_else(|| Error::InvalidInput(format!("tensor {} is too large", type_string(&shape, dtype))))?;
-        Ok(HostTensor { dtype, shape, bytes: vec![0; n] })
+        let n = byte_size(&shape, dtype).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "tensor {} is too large",
+                type_string(&shape, dtype)
+            ))
+        })?;
+        Ok(HostTensor {
+            dtype,
+            shape,
+            bytes: vec![0; n],
+        })
     }
 
     pub fn from_f32(shape: Vec<usize>, values: &[f32]) -> Result<Self> {
-        Self::new(DType::F32, shape, values.iter().flat_map(|v| v.to_le_bytes()).collect())
+        Self::new(
+            DType::F32,
+            shape,
+            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        )
     }
 
     pub fn from_i32(shape: Vec<usize>, values: &[i32]) -> Result<Self> {
-        Self::new(DType::I32, shape, values.iter().flat_map(|v| v.to_le_bytes()).collect())
+        Self::new(
+            DType::I32,
+            shape,
+            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        )
     }
 
     /// The elements as `f32`; an error unless the tensor is `f32`.
     pub fn to_f32(&self) -> Result<Vec<f32>> {
         self.expect_dtype(DType::F32)?;
-        Ok(self.bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(self
+            .bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 
     /// The elements as `i32`; an error unless the tensor is `i32`.
     pub fn to_i32(&self) -> Result<Vec<i32>> {
         self.expect_dtype(DType::I32)?;
-        Ok(self.bytes.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(self
+            .bytes
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 
     fn expect_dtype(&self, want: DType) -> Result<()> {
         if self.dtype == want {
             Ok(())
         } else {
-            Err(Error::InvalidInput(format!("tensor is {}, not {want}", self.type_string())))
+            Err(Error::InvalidInput(format!(
+                "tensor is {}, not {want}",
+                self.type_string()
+            )))
         }
     }
 
@@ -201,7 +256,9 @@ impl HostTensor {
     /// brackets; booleans accept 0/1/true/false.
     pub fn parse_literal(spec: &str) -> Result<Self> {
         let (ty, values) = spec.split_once('=').ok_or_else(|| {
-            Error::InvalidInput(format!("bad tensor literal `{spec}`: expected TYPE=VALUES, e.g. 2x3xf32=1,2,3,4,5,6"))
+            Error::InvalidInput(format!(
+                "bad tensor literal `{spec}`: expected TYPE=VALUES, e.g. 2x3xf32=1,2,3,4,5,6"
+            ))
         })?;
         let (shape, dtype) = parse_type(ty)?;
         let tokens: Vec<&str> = values
@@ -218,10 +275,17 @@ impl HostTensor {
         }
         let mut one = Vec::with_capacity(tokens.len() * dtype.size());
         for t in &tokens {
-            encode_value(dtype, t, &mut one)
-                .map_err(|why| Error::InvalidInput(format!("bad {dtype} value `{t}` in tensor literal {ty}: {why}")))?;
+            encode_value(dtype, t, &mut one).map_err(|why| {
+                Error::InvalidInput(format!(
+                    "bad {dtype} value `{t}` in tensor literal {ty}: {why}"
+                ))
+            })?;
         }
-        let bytes = if tokens.len() == n { one } else { one.repeat(n) };
+        let bytes = if tokens.len() == n {
+            one
+        } else {
+            one.repeat(n)
+        };
         HostTensor::new(dtype, shape, bytes)
     }
 
@@ -233,9 +297,11 @@ impl HostTensor {
             DType::F32 => format_float(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64, false),
             DType::F16 => format_float(f16::from_le_bytes([b[0], b[1]]).to_f64(), true),
             DType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
-            DType::I64 => i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).to_string(),
+            DType::I64 => {
+                i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).to_string()
+            }
             DType::I8 => (b[0] as i8).to_string(),
-            DType::Bool => (b[0] != 0).then_some("1").unwrap_or("0").to_string(),
+            DType::Bool => if b[0] != 0 { "1" } else { "0" }.to_string(),
         }
     }
 
@@ -244,7 +310,11 @@ impl HostTensor {
     pub fn format(&self, max_elements: usize) -> String {
         let mut out = self.type_string();
         out.push('=');
-        let mut state = FormatState { next: 0, max: max_elements, elided: false };
+        let mut state = FormatState {
+            next: 0,
+            max: max_elements,
+            elided: false,
+        };
         self.format_dims(&self.shape, &mut state, &mut out);
         out
     }
@@ -283,7 +353,11 @@ struct FormatState {
 fn format_float(v: f64, is_half: bool) -> String {
     let a = v.abs();
     if v == 0.0 || !v.is_finite() || (1e-4..1e7).contains(&a) {
-        if is_half { format!("{}", v) } else { format!("{}", v as f32) }
+        if is_half {
+            format!("{}", v)
+        } else {
+            format!("{}", v as f32)
+        }
     } else if is_half {
         format!("{:e}", v)
     } else {
@@ -301,8 +375,14 @@ fn encode_value(dtype: DType, token: &str, out: &mut Vec<u8>) -> std::result::Re
         Ok(v)
     };
     match dtype {
-        DType::F32 => out.extend(token.parse::<f32>().map_err(|e| e.to_string())?.to_le_bytes()),
-        DType::F16 => out.extend(f16::from_f32(token.parse::<f32>().map_err(|e| e.to_string())?).to_le_bytes()),
+        DType::F32 => out.extend(
+            token
+                .parse::<f32>()
+                .map_err(|e| e.to_string())?
+                .to_le_bytes(),
+        ),
+        DType::F16 => out
+            .extend(f16::from_f32(token.parse::<f32>().map_err(|e| e.to_string())?).to_le_bytes()),
         DType::I32 => out.extend((int(i32::MIN as i64, i32::MAX as i64)? as i32).to_le_bytes()),
         DType::I64 => out.extend(int(i64::MIN, i64::MAX)?.to_le_bytes()),
         DType::I8 => out.push(int(i8::MIN as i64, i8::MAX as i64)? as i8 as u8),
@@ -337,7 +417,15 @@ mod tests {
         assert_eq!(parse_type("0x4xi8").unwrap(), (vec![0, 4], DType::I8));
         assert_eq!(type_string(&[1, 8, 128], DType::F32), "1x8x128xf32");
         assert_eq!(type_string(&[], DType::I64), "i64");
-        for bad in ["2x3", "2x3xf64", "ax3xf32", "2xx3xf32", "", "-1xf32", "99999999999x99999999999x9999999999xf32"] {
+        for bad in [
+            "2x3",
+            "2x3xf64",
+            "ax3xf32",
+            "2xx3xf32",
+            "",
+            "-1xf32",
+            "99999999999x99999999999x9999999999xf32",
+        ] {
             assert!(parse_type(bad).is_err(), "{bad} should not parse");
         }
         let e = parse_type("2x3xf64").unwrap_err().to_string();
@@ -355,16 +443,33 @@ mod tests {
         let t = HostTensor::parse_literal("3xi1=1,false,true").unwrap();
         assert_eq!(t.bytes, vec![1, 0, 1]);
         let t = HostTensor::parse_literal("2xf16=1.5,-2").unwrap();
-        assert_eq!(t.bytes, [f16::from_f32(1.5).to_le_bytes(), f16::from_f32(-2.0).to_le_bytes()].concat());
+        assert_eq!(
+            t.bytes,
+            [
+                f16::from_f32(1.5).to_le_bytes(),
+                f16::from_f32(-2.0).to_le_bytes()
+            ]
+            .concat()
+        );
         let t = HostTensor::parse_literal("i64=-5").unwrap();
         assert_eq!(t.bytes, (-5i64).to_le_bytes());
         let t = HostTensor::parse_literal("0x3xf32=").unwrap();
         assert!(t.bytes.is_empty());
 
-        let e = HostTensor::parse_literal("2x3xf32=1,2,3,4").unwrap_err().to_string();
-        assert_eq!(e, "tensor literal 2x3xf32 needs 6 values (or 1 to splat), got 4");
-        let e = HostTensor::parse_literal("2xi8=1,300").unwrap_err().to_string();
-        assert!(e.contains("bad i8 value `300`") && e.contains("out of range"), "{e}");
+        let e = HostTensor::parse_literal("2x3xf32=1,2,3,4")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "tensor literal 2x3xf32 needs 6 values (or 1 to splat), got 4"
+        );
+        let e = HostTensor::parse_literal("2xi8=1,300")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bad i8 value `300`") && e.contains("out of range"),
+            "{e}"
+        );
         assert!(HostTensor::parse_literal("2xf32").is_err());
         assert!(HostTensor::parse_literal("2xf32=a,b").is_err());
         assert!(HostTensor::parse_literal("2xi1=2,0").is_err());

@@ -35,7 +35,10 @@ fn stderr(o: &Output) -> String {
 fn assert_fails_with(o: &Output, message: &str) {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert!(err.contains(message), "expected `{message}` in stderr:\n{err}");
+    assert!(
+        err.contains(message),
+        "expected `{message}` in stderr:\n{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -50,13 +53,25 @@ fn npy_in_npy_out() {
     let o = tool(
         "tcc-run",
         cache.path(),
-        &[so.to_str().unwrap(), "--function=axpb", &format!("--input=@{}", xp.display()), &format!("--output=@{}", yp.display())],
+        &[
+            so.to_str().unwrap(),
+            "--function=axpb",
+            &format!("--input=@{}", xp.display()),
+            &format!("--output=@{}", yp.display()),
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "EXEC @axpb\n");
     assert_eq!(read_npy(&yp).unwrap().to_f32().unwrap(), axpb_expected(&x));
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(leftovers.len(), 3, "no temporary files left behind: {leftovers:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        3,
+        "no temporary files left behind: {leftovers:?}"
+    );
 }
 
 #[test]
@@ -64,18 +79,41 @@ fn literals_splats_and_printing() {
     let (dir, so) = test_model(&[]);
     let cache = tempfile::tempdir().unwrap();
     let so = so.to_str().unwrap();
-    let o = tool("tcc-run", cache.path(), &[so, "--function=dup", "--input=2x3xf32=1,2,3,4,5,6"]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=dup", "--input=2x3xf32=1,2,3,4,5,6"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "EXEC @dup\nresult[0]: 2x3xf32=[[1 2 3][4 5 6]]\nresult[1]: 2x3xf32=[[1 2 3][4 5 6]]\n");
+    assert_eq!(
+        stdout(&o),
+        "EXEC @dup\nresult[0]: 2x3xf32=[[1 2 3][4 5 6]]\nresult[1]: 2x3xf32=[[1 2 3][4 5 6]]\n"
+    );
 
     // Splat input; first output to a file, second printed.
     let ap = dir.path().join("a.npy");
-    let o = tool("tcc-run", cache.path(), &[so, "--function=dup", "--input=2x3xf32=-1.5", &format!("--output=@{}", ap.display())]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            so,
+            "--function=dup",
+            "--input=2x3xf32=-1.5",
+            &format!("--output=@{}", ap.display()),
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "EXEC @dup\nresult[1]: 2x3xf32=[[-1.5 -1.5 -1.5][-1.5 -1.5 -1.5]]\n");
+    assert_eq!(
+        stdout(&o),
+        "EXEC @dup\nresult[1]: 2x3xf32=[[-1.5 -1.5 -1.5][-1.5 -1.5 -1.5]]\n"
+    );
     assert_eq!(read_npy(&ap).unwrap().to_f32().unwrap(), vec![-1.5; 6]);
 
-    let o = tool("tcc-run", cache.path(), &[so, "--function=addk", "--input=4xi32=[1 2][3 4]"]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=addk", "--input=4xi32=[1 2][3 4]"],
+    );
     assert_eq!(stdout(&o), "EXEC @addk\nresult[0]: 4xi32=[11 12 13 14]\n");
 }
 
@@ -86,21 +124,53 @@ fn input_mismatches_name_their_source() {
     let so = so.to_str().unwrap();
     let xp = dir.path().join("x.npy");
     write_npy(&xp, &HostTensor::zeros(DType::F32, vec![10, 100]).unwrap()).unwrap();
-    let o = tool("tcc-run", cache.path(), &[so, "--function=axpb", &format!("--input=@{}", xp.display())]);
-    assert_fails_with(&o, &format!("tcc-run: error: input 0 of @axpb expects 1000xf32, got 10x100xf32 from {}\n", xp.display()));
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=axpb", &format!("--input=@{}", xp.display())],
+    );
+    assert_fails_with(
+        &o,
+        &format!(
+            "tcc-run: error: input 0 of @axpb expects 1000xf32, got 10x100xf32 from {}\n",
+            xp.display()
+        ),
+    );
 
     write_npy(&xp, &HostTensor::zeros(DType::I64, vec![1000]).unwrap()).unwrap();
-    let o = tool("tcc-run", cache.path(), &[so, "--function=axpb", &format!("--input=@{}", xp.display())]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=axpb", &format!("--input=@{}", xp.display())],
+    );
     assert_fails_with(&o, "input 0 of @axpb expects 1000xf32, got 1000xi64 from ");
 
-    let o = tool("tcc-run", cache.path(), &[so, "--function=addk", "--input=4xf32=1"]);
-    assert_fails_with(&o, "input 0 of @addk expects 4xi32, got 4xf32 from the command line");
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=addk", "--input=4xf32=1"],
+    );
+    assert_fails_with(
+        &o,
+        "input 0 of @addk expects 4xi32, got 4xf32 from the command line",
+    );
 
-    let o = tool("tcc-run", cache.path(), &[so, "--function=addk", "--input=4xi32=1", "--input=4xi32=1"]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=addk", "--input=4xi32=1", "--input=4xi32=1"],
+    );
     assert_fails_with(&o, "@addk expects 1 input (4xi32), got 2");
 
-    let o = tool("tcc-run", cache.path(), &[so, "--function=addk", "--input=4xi32=1,2"]);
-    assert_fails_with(&o, "tensor literal 4xi32 needs 4 values (or 1 to splat), got 2");
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=addk", "--input=4xi32=1,2"],
+    );
+    assert_fails_with(
+        &o,
+        "tensor literal 4xi32 needs 4 values (or 1 to splat), got 2",
+    );
 }
 
 #[test]
@@ -110,37 +180,83 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
     let so = so.to_str().unwrap();
     let bad = dir.path().join("bad.npy");
     std::fs::write(&bad, b"\x93NUMPY garbage").unwrap();
-    let o = tool("tcc-run", cache.path(), &[so, "--function=axpb", &format!("--input=@{}", bad.display())]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            so,
+            "--function=axpb",
+            &format!("--input=@{}", bad.display()),
+        ],
+    );
     assert_fails_with(&o, &format!("{}: not a readable .npy file", bad.display()));
 
-    let o = tool("tcc-run", cache.path(), &[so, "--function=axpb", "--input=@/nonexistent/x.npy"]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=axpb", "--input=@/nonexistent/x.npy"],
+    );
     assert_fails_with(&o, "/nonexistent/x.npy: cannot open");
 
     let o = tool("tcc-run", cache.path(), &[so, "--function=mlp"]);
     assert_fails_with(&o, "no function @mlp in ");
-    assert_fails_with(&o, "available functions: @axpb, @dup, @addk, @bad_kernel_index, @bad_release");
+    assert_fails_with(
+        &o,
+        "available functions: @axpb, @dup, @addk, @bad_kernel_index, @bad_release",
+    );
 
     let o = tool("tcc-run", cache.path(), &[so]);
     assert_fails_with(&o, "has 5 functions; choose one with --function");
 
-    let o = tool("tcc-run", cache.path(), &[so, "--function=addk", "--input=4xi32=1", "--output=y.npy"]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=addk", "--input=4xi32=1", "--output=y.npy"],
+    );
     assert_fails_with(&o, "--output=y.npy: expected @FILE.npy");
 
     let o = tool("tcc-run", cache.path(), &[so, "--no-such-flag"]);
     assert_fails_with(&o, "--no-such-flag");
 
-    let o = tool("tcc-run", cache.path(), &[so, "--function=addk", "--input=4xi32=1", "--device=no-such-device"]);
-    assert_fails_with(&o, "no OpenCL device matches \"no-such-device\"; available devices:");
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            so,
+            "--function=addk",
+            "--input=4xi32=1",
+            "--device=no-such-device",
+        ],
+    );
+    assert_fails_with(
+        &o,
+        "no OpenCL device matches \"no-such-device\"; available devices:",
+    );
 
     let o = tool("tcc-run", cache.path(), &["/nonexistent/model.so"]);
     assert_fails_with(&o, "cannot load artifact /nonexistent/model.so");
 
     let (_d2, v2) = test_model(&["TCC_TEST_ABI_VERSION=2"]);
-    let o = tool("tcc-run", cache.path(), &[v2.to_str().unwrap(), "--function=addk", "--input=4xi32=1"]);
-    assert_fails_with(&o, "uses tcc ABI version 2, this runtime supports version 1");
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[v2.to_str().unwrap(), "--function=addk", "--input=4xi32=1"],
+    );
+    assert_fails_with(
+        &o,
+        "uses tcc ABI version 2, this runtime supports version 1",
+    );
 
     let (_d3, broken) = test_model(&["TCC_TEST_BAD_KERNEL"]);
-    let o = tool("tcc-run", cache.path(), &[broken.to_str().unwrap(), "--function=addk", "--input=4xi32=1"]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            broken.to_str().unwrap(),
+            "--function=addk",
+            "--input=4xi32=1",
+        ],
+    );
     assert_fails_with(&o, "kernel program failed to build");
     assert_fails_with(&o, "undefined_symbol_in_kernel");
 }
@@ -149,10 +265,23 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
 fn list_devices_shows_capabilities() {
     let cache = tempfile::tempdir().unwrap();
     let o = tool("tcc-run", cache.path(), &["--list-devices"]);
-    assert!(o.status.success(), "an OpenCL device is required: {}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "an OpenCL device is required: {}",
+        stderr(&o)
+    );
     let out = stdout(&o);
     assert!(out.starts_with("platform 0: "), "{out}");
-    for field in ["device 0: ", "(default)", "OpenCL C:", "IL (SPIR-V):", "fp16:", "compute units:", "local memory:", "max work-group:"] {
+    for field in [
+        "device 0: ",
+        "(default)",
+        "OpenCL C:",
+        "IL (SPIR-V):",
+        "fp16:",
+        "compute units:",
+        "local memory:",
+        "max work-group:",
+    ] {
         assert!(out.contains(field), "missing {field}:\n{out}");
     }
 }
@@ -162,7 +291,15 @@ fn benchmark_reports_and_shows_the_cache_hit_on_a_second_run() {
     let (_dir, so) = test_model(&["TCC_TEST_SALT=21"]);
     let cache = tempfile::tempdir().unwrap();
     let so = so.to_str().unwrap();
-    let args = [so, "--function=axpb", "--input=1000xf32=1", "--warmup=1", "--iterations=5", "--flops=2000", "--json"];
+    let args = [
+        so,
+        "--function=axpb",
+        "--input=1000xf32=1",
+        "--warmup=1",
+        "--iterations=5",
+        "--flops=2000",
+        "--json",
+    ];
 
     let first = tool("tcc-benchmark", cache.path(), &args);
     assert!(first.status.success(), "{}", stderr(&first));
@@ -174,7 +311,10 @@ fn benchmark_reports_and_shows_the_cache_hit_on_a_second_run() {
     assert!(lat["min"].as_f64().unwrap() <= lat["median"].as_f64().unwrap());
     assert!(lat["median"].as_f64().unwrap() <= lat["p90"].as_f64().unwrap());
     let kernels = j["kernels"].as_array().unwrap();
-    let names: Vec<&str> = kernels.iter().map(|k| k["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = kernels
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["scale", "add"]);
     assert!(kernels.iter().all(|k| k["calls"] == 5));
     assert!(j["gflops"]["end_to_end"].as_f64().unwrap() > 0.0);
@@ -182,17 +322,35 @@ fn benchmark_reports_and_shows_the_cache_hit_on_a_second_run() {
 
     let second = tool("tcc-benchmark", cache.path(), &args);
     let j: serde_json::Value = serde_json::from_str(&stdout(&second)).expect("one JSON object");
-    assert_eq!(j["program_cache"]["source_builds"], 0, "no driver compile on the second run");
+    assert_eq!(
+        j["program_cache"]["source_builds"], 0,
+        "no driver compile on the second run"
+    );
     assert_eq!(j["program_cache"]["disk_hits"], 1);
     assert_eq!(j["program_origin"], "DiskHit");
 
     let human = tool("tcc-benchmark", cache.path(), &args[..args.len() - 1]);
     assert!(human.status.success(), "{}", stderr(&human));
     let out = stdout(&human);
-    for line in ["latency end-to-end: min ", "GFLOP/s: ", "kernels (device time", "program cache: loaded from the disk cache", "buffer pool: "] {
+    for line in [
+        "latency end-to-end: min ",
+        "GFLOP/s: ",
+        "kernels (device time",
+        "program cache: loaded from the disk cache",
+        "buffer pool: ",
+    ] {
         assert!(out.contains(line), "missing {line}:\n{out}");
     }
 
-    let o = tool("tcc-benchmark", cache.path(), &[so, "--function=axpb", "--input=1000xf32=1", "--iterations=0"]);
+    let o = tool(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--iterations=0",
+        ],
+    );
     assert_fails_with(&o, "--iterations must be at least 1");
 }

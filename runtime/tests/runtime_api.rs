@@ -16,12 +16,17 @@ fn abi_layout_matches_the_c_header() {
     // SAFETY: the probe exports exactly this function.
     let c: Vec<u64> = unsafe {
         let lib = libloading::Library::new(&so).unwrap();
-        let probe: libloading::Symbol<unsafe extern "C" fn(*mut u32) -> *const u64> = lib.get(b"tcc_layout_probe").unwrap();
+        let probe: libloading::Symbol<unsafe extern "C" fn(*mut u32) -> *const u64> =
+            lib.get(b"tcc_layout_probe").unwrap();
         let mut n = 0u32;
         let p = probe(&mut n);
         std::slice::from_raw_parts(p, n as usize).to_vec()
     };
-    assert_eq!(c.len(), rust.len(), "field count differs between C and Rust");
+    assert_eq!(
+        c.len(),
+        rust.len(),
+        "field count differs between C and Rust"
+    );
     for ((ty, field, off), c_off) in rust.iter().zip(&c) {
         assert_eq!(*off as u64, *c_off, "{ty}.{field}: Rust {off}, C {c_off}");
     }
@@ -40,7 +45,9 @@ fn axpb_computes_and_the_pool_reuses_buffers() {
 
     let mut session = rt.session(&model).unwrap();
     let x = ramp(1000);
-    let out = session.run("axpb", &[HostTensor::from_f32(vec![1000], &x).unwrap()]).unwrap();
+    let out = session
+        .run("axpb", &[HostTensor::from_f32(vec![1000], &x).unwrap()])
+        .unwrap();
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].shape, vec![1000]);
     assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
@@ -48,17 +55,29 @@ fn axpb_computes_and_the_pool_reuses_buffers() {
     // input + output + temporary + constant, all 4000 B → the 4096 B class.
     let first = rt.pool_stats();
     assert_eq!(first.allocations, 4, "{first:?}");
-    assert_eq!(first.in_use_bytes, 4096, "only the constant stays in use: {first:?}");
+    assert_eq!(
+        first.in_use_bytes, 4096,
+        "only the constant stays in use: {first:?}"
+    );
     for _ in 0..3 {
-        let out = session.run("axpb", &[HostTensor::from_f32(vec![1000], &x).unwrap()]).unwrap();
+        let out = session
+            .run("axpb", &[HostTensor::from_f32(vec![1000], &x).unwrap()])
+            .unwrap();
         assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
     }
     let later = rt.pool_stats();
-    assert_eq!(later.allocations, 4, "no new driver allocations on later calls: {later:?}");
+    assert_eq!(
+        later.allocations, 4,
+        "no new driver allocations on later calls: {later:?}"
+    );
     assert_eq!(later.reuse_hits, first.reuse_hits + 9, "{later:?}");
     assert_eq!(later.peak_in_use_bytes, 4 * 4096);
     drop(session);
-    assert_eq!(rt.pool_stats().in_use_bytes, 0, "the session returns its constant");
+    assert_eq!(
+        rt.pool_stats().in_use_bytes,
+        0,
+        "the session returns its constant"
+    );
 }
 
 #[test]
@@ -86,7 +105,9 @@ fn device_tensors_run_without_host_round_trips() {
     let model = Model::load(&so).unwrap();
     let mut session = rt.session(&model).unwrap();
     let x = ramp(1000);
-    let dx = session.upload(&HostTensor::from_f32(vec![1000], &x).unwrap()).unwrap();
+    let dx = session
+        .upload(&HostTensor::from_f32(vec![1000], &x).unwrap())
+        .unwrap();
     assert_eq!(dx.type_string(), "1000xf32");
     let y = session.run_device("axpb", &[&dx]).unwrap();
     // Chain: feed the device output back in without touching the host.
@@ -95,8 +116,14 @@ fn device_tensors_run_without_host_round_trips() {
     assert_eq!(z, axpb_expected(&axpb_expected(&x)));
 
     let wrong = session.alloc(DType::F32, vec![10]).unwrap();
-    let e = session.run_device("axpb", &[&wrong]).unwrap_err().to_string();
-    assert_eq!(e, "input 0 of @axpb expects 1000xf32, got 10xf32 from the caller");
+    let e = session
+        .run_device("axpb", &[&wrong])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "input 0 of @axpb expects 1000xf32, got 10xf32 from the caller"
+    );
 }
 
 #[test]
@@ -113,8 +140,19 @@ fn program_cache_hits_in_memory_then_on_disk() {
     let s2 = rt1.session(&model).unwrap();
     assert_eq!(s2.program_origin(), Some(ProgramOrigin::MemoryHit));
     let st = rt1.cache_stats();
-    assert_eq!((st.source_builds, st.memory_hits, st.disk_hits, st.disk_writes), (1, 1, 0, 1), "{st:?}");
-    let entries: Vec<_> = fs::read_dir(rt1.cache_entries_dir().unwrap()).unwrap().collect();
+    assert_eq!(
+        (
+            st.source_builds,
+            st.memory_hits,
+            st.disk_hits,
+            st.disk_writes
+        ),
+        (1, 1, 0, 1),
+        "{st:?}"
+    );
+    let entries: Vec<_> = fs::read_dir(rt1.cache_entries_dir().unwrap())
+        .unwrap()
+        .collect();
     assert_eq!(entries.len(), 1);
 
     // A new runtime (a new process, as far as the cache can tell).
@@ -122,7 +160,11 @@ fn program_cache_hits_in_memory_then_on_disk() {
     let mut s = rt2.session(&model).unwrap();
     assert_eq!(s.program_origin(), Some(ProgramOrigin::DiskHit));
     let st = rt2.cache_stats();
-    assert_eq!((st.source_builds, st.disk_hits), (0, 1), "no driver compile on a disk hit: {st:?}");
+    assert_eq!(
+        (st.source_builds, st.disk_hits),
+        (0, 1),
+        "no driver compile on a disk hit: {st:?}"
+    );
     let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
     assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)));
 }
@@ -144,7 +186,11 @@ fn corrupt_truncated_and_foreign_cache_entries_are_rebuilt() {
     // An entry written for another program, under this program's name.
     let rt_other = runtime(cache.path(), false);
     drop(rt_other.session(&Model::load(&other_so).unwrap()).unwrap());
-    let foreign_path = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| *p != entry).unwrap();
+    let foreign_path = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| *p != entry)
+        .unwrap();
     let foreign = fs::read(&foreign_path).unwrap();
 
     let mut flipped = good.clone();
@@ -161,15 +207,27 @@ fn corrupt_truncated_and_foreign_cache_entries_are_rebuilt() {
         let rt = runtime(cache.path(), false);
         let mut s = rt.session(&model).unwrap();
         let st = rt.cache_stats();
-        assert_eq!(s.program_origin(), Some(ProgramOrigin::SourceBuild), "{what}");
-        assert_eq!((st.disk_rejects, st.source_builds, st.disk_hits), (1, 1, 0), "{what}: {st:?}");
+        assert_eq!(
+            s.program_origin(),
+            Some(ProgramOrigin::SourceBuild),
+            "{what}"
+        );
+        assert_eq!(
+            (st.disk_rejects, st.source_builds, st.disk_hits),
+            (1, 1, 0),
+            "{what}: {st:?}"
+        );
         let problem = st.last_disk_problem.unwrap();
         assert!(problem.contains(reason), "{what}: {problem}");
         let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
         assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)), "{what}");
         // The rebuilt entry was written back and is trusted next time.
         let rt = runtime(cache.path(), false);
-        assert_eq!(rt.session(&model).unwrap().program_origin(), Some(ProgramOrigin::DiskHit), "{what}");
+        assert_eq!(
+            rt.session(&model).unwrap().program_origin(),
+            Some(ProgramOrigin::DiskHit),
+            "{what}"
+        );
     }
 }
 
@@ -182,20 +240,31 @@ fn input_errors_are_precise() {
     let mut s = rt.session(&model).unwrap();
 
     let short = HostTensor::from_f32(vec![500], &[0.0; 500]).unwrap();
-    let e = s.run_with_sources("axpb", &[short], &["x.npy"]).unwrap_err();
+    let e = s
+        .run_with_sources("axpb", &[short], &["x.npy"])
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)));
-    assert_eq!(e.to_string(), "input 0 of @axpb expects 1000xf32, got 500xf32 from x.npy");
+    assert_eq!(
+        e.to_string(),
+        "input 0 of @axpb expects 1000xf32, got 500xf32 from x.npy"
+    );
 
     let ints = HostTensor::zeros(DType::I32, vec![1000]).unwrap();
     let e = s.run("axpb", &[ints]).unwrap_err().to_string();
-    assert_eq!(e, "input 0 of @axpb expects 1000xf32, got 1000xi32 from the caller");
+    assert_eq!(
+        e,
+        "input 0 of @axpb expects 1000xf32, got 1000xi32 from the caller"
+    );
 
     let e = s.run("axpb", &[]).unwrap_err().to_string();
     assert_eq!(e, "@axpb expects 1 input (1000xf32), got 0");
 
     let e = s.run("mlp", &[]).unwrap_err().to_string();
     assert!(e.starts_with("no function @mlp in "), "{e}");
-    assert!(e.ends_with("available functions: @axpb, @dup, @addk, @bad_kernel_index, @bad_release"), "{e}");
+    assert!(
+        e.ends_with("available functions: @axpb, @dup, @addk, @bad_kernel_index, @bad_release"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -207,18 +276,34 @@ fn misbehaving_host_code_is_reported_and_the_session_survives() {
     let mut s = rt.session(&model).unwrap();
     let k = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
 
-    let e = s.run("bad_kernel_index", std::slice::from_ref(&k)).unwrap_err().to_string();
+    let e = s
+        .run("bad_kernel_index", std::slice::from_ref(&k))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "@bad_kernel_index failed: runtime call launch() failed: kernel index 42 out of range (the artifact has 3 kernels)"
     );
-    let e = s.run("bad_release", std::slice::from_ref(&k)).unwrap_err().to_string();
-    assert!(e.starts_with("@bad_release failed: runtime call release() failed: buffer 0x"), "{e}");
-    assert!(e.ends_with("is input 0; only buffers from alloc() may be released"), "{e}");
+    let e = s
+        .run("bad_release", std::slice::from_ref(&k))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("@bad_release failed: runtime call release() failed: buffer 0x"),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("is input 0; only buffers from alloc() may be released"),
+        "{e}"
+    );
 
     let out = s.run("addk", &[k]).unwrap();
     assert_eq!(out[0].to_i32().unwrap(), vec![11, 12, 13, 14]);
-    assert_eq!(rt.pool_stats().in_use_bytes, 0, "failed calls give their buffers back");
+    assert_eq!(
+        rt.pool_stats().in_use_bytes,
+        0,
+        "failed calls give their buffers back"
+    );
 }
 
 #[test]
@@ -242,19 +327,40 @@ fn profiling_records_every_kernel_launch() {
 
 #[test]
 fn artifacts_that_cannot_load_say_why() {
-    let e = Model::load("/nonexistent/model.so").unwrap_err().to_string();
-    assert!(e.starts_with("cannot load artifact /nonexistent/model.so: "), "{e}");
+    let e = Model::load("/nonexistent/model.so")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("cannot load artifact /nonexistent/model.so: "),
+        "{e}"
+    );
 
     let (_dir, v2) = test_model(&["TCC_TEST_ABI_VERSION=2"]);
     let e = Model::load(&v2).unwrap_err();
-    assert!(matches!(e, Error::AbiVersion { found: 2, expected: 1, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::AbiVersion {
+                found: 2,
+                expected: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     let msg = e.to_string();
-    assert!(msg.contains("uses tcc ABI version 2, this runtime supports version 1"), "{msg}");
+    assert!(
+        msg.contains("uses tcc ABI version 2, this runtime supports version 1"),
+        "{msg}"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let not_tcc = compile_c("layout_probe.c", dir.path(), "probe.so", &[]);
     let e = Model::load(&not_tcc).unwrap_err().to_string();
-    assert!(e.contains("no `tcc_artifact_v1` symbol, not a tcc artifact"), "{e}");
+    assert!(
+        e.contains("no `tcc_artifact_v1` symbol, not a tcc artifact"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -266,7 +372,17 @@ fn a_kernel_build_failure_carries_the_build_log() {
     let e = rt.session(&model).err().expect("the build must fail");
     assert!(matches!(e, Error::Build { .. }), "{e:?}");
     let msg = e.to_string();
-    assert!(msg.starts_with("kernel program failed to build for "), "{msg}");
-    assert!(msg.contains("build log:") && msg.contains("undefined_symbol_in_kernel"), "{msg}");
-    assert_eq!(rt.cache_stats().disk_writes, 0, "failed builds are not cached");
+    assert!(
+        msg.starts_with("kernel program failed to build for "),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("build log:") && msg.contains("undefined_symbol_in_kernel"),
+        "{msg}"
+    );
+    assert_eq!(
+        rt.cache_stats().disk_writes,
+        0,
+        "failed builds are not cached"
+    );
 }

@@ -81,10 +81,18 @@ fn run(args: Args) -> anyhow::Result<()> {
         .into_iter()
         .unzip();
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
-    model.function(&function)?.check_inputs(&tensors, &sources)?;
+    model
+        .function(&function)?
+        .check_inputs(&tensors, &sources)?;
 
-    let options = RuntimeOptions { profiling: true, ..Default::default() };
-    let rt = Runtime::with_options(DeviceSelector::from_flag_or_env(args.device.as_deref()), options)?;
+    let options = RuntimeOptions {
+        profiling: true,
+        ..Default::default()
+    };
+    let rt = Runtime::with_options(
+        DeviceSelector::from_flag_or_env(args.device.as_deref()),
+        options,
+    )?;
     let mut session = rt.session(&model)?;
     for _ in 0..args.warmup {
         session.run_with_sources(&function, &tensors, &sources)?;
@@ -99,11 +107,22 @@ fn run(args: Args) -> anyhow::Result<()> {
     let kernels = session.kernel_profile()?;
     let mut sorted = latencies_ms.clone();
     sorted.sort_by(f64::total_cmp);
-    let (min, median, p90) = (sorted[0], percentile(&sorted, 50.0), percentile(&sorted, 90.0));
+    let (min, median, p90) = (
+        sorted[0],
+        percentile(&sorted, 50.0),
+        percentile(&sorted, 90.0),
+    );
     let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
-    let device_ms_per_call = kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / args.iterations as f64;
+    let device_ms_per_call =
+        kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / args.iterations as f64;
     let gflops = args.flops.map(|f| {
-        let per = |ms: f64| if ms > 0.0 { Some(f / (ms * 1e-3) / 1e9) } else { None };
+        let per = |ms: f64| {
+            if ms > 0.0 {
+                Some(f / (ms * 1e-3) / 1e9)
+            } else {
+                None
+            }
+        };
         (per(median), per(device_ms_per_call))
     });
     let pool = rt.pool_stats();
@@ -134,24 +153,60 @@ fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out, "{report}")?;
         return Ok(());
     }
-    writeln!(out, "@{function} on {} [{}] ({})", dev.name, dev.kind, dev.platform_name)?;
-    writeln!(out, "iterations: {} (after {} warm-up)", args.iterations, args.warmup)?;
-    writeln!(out, "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms")?;
-    writeln!(out, "device time per call (kernels): {device_ms_per_call:.3} ms")?;
+    writeln!(
+        out,
+        "@{function} on {} [{}] ({})",
+        dev.name, dev.kind, dev.platform_name
+    )?;
+    writeln!(
+        out,
+        "iterations: {} (after {} warm-up)",
+        args.iterations, args.warmup
+    )?;
+    writeln!(
+        out,
+        "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
+    )?;
+    writeln!(
+        out,
+        "device time per call (kernels): {device_ms_per_call:.3} ms"
+    )?;
     if let Some((e2e, d)) = gflops {
         let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
-        writeln!(out, "GFLOP/s: {} end-to-end (median), {} device", show(e2e), show(d))?;
+        writeln!(
+            out,
+            "GFLOP/s: {} end-to-end (median), {} device",
+            show(e2e),
+            show(d)
+        )?;
     }
     writeln!(out, "kernels (device time from profiling events):")?;
-    writeln!(out, "  {:<32} {:>8} {:>12} {:>12}", "name", "calls", "total ms", "mean us")?;
+    writeln!(
+        out,
+        "  {:<32} {:>8} {:>12} {:>12}",
+        "name", "calls", "total ms", "mean us"
+    )?;
     for k in &kernels {
-        writeln!(out, "  {:<32} {:>8} {:>12.3} {:>12.2}", k.name, k.calls, k.total_ns as f64 / 1e6, k.mean_ns() / 1e3)?;
+        writeln!(
+            out,
+            "  {:<32} {:>8} {:>12.3} {:>12.2}",
+            k.name,
+            k.calls,
+            k.total_ns as f64 / 1e6,
+            k.mean_ns() / 1e3
+        )?;
     }
-    let origin = session.program_origin().map_or("none (no kernels)".to_string(), |o| o.to_string());
+    let origin = session
+        .program_origin()
+        .map_or("none (no kernels)".to_string(), |o| o.to_string());
     writeln!(
         out,
         "program cache: {origin}; source builds {}, disk hits {}, memory hits {}, disk writes {}, rejected entries {}",
-        cache.source_builds, cache.disk_hits, cache.memory_hits, cache.disk_writes, cache.disk_rejects
+        cache.source_builds,
+        cache.disk_hits,
+        cache.memory_hits,
+        cache.disk_writes,
+        cache.disk_rejects
     )?;
     if let Some(p) = &cache.last_disk_problem {
         writeln!(out, "program cache note: {p}")?;

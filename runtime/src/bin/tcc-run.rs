@@ -65,12 +65,25 @@ fn run(args: Args) -> anyhow::Result<()> {
     let model = Model::load(&model_path)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
     let signature = model.function(&function)?;
-    let outputs = args.outputs.iter().map(|s| cli::parse_output(s)).collect::<Result<Vec<_>, _>>()?;
+    let outputs = args
+        .outputs
+        .iter()
+        .map(|s| cli::parse_output(s))
+        .collect::<Result<Vec<_>, _>>()?;
     if outputs.len() > signature.outputs.len() {
-        bail!("@{function} has {} output(s) but {} --output flags were given", signature.outputs.len(), outputs.len());
+        bail!(
+            "@{function} has {} output(s) but {} --output flags were given",
+            signature.outputs.len(),
+            outputs.len()
+        );
     }
-    let (tensors, sources): (Vec<_>, Vec<_>) =
-        args.inputs.iter().map(|s| cli::parse_input(s).map(|a| (a.tensor, a.source))).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
+    let (tensors, sources): (Vec<_>, Vec<_>) = args
+        .inputs
+        .iter()
+        .map(|s| cli::parse_input(s).map(|a| (a.tensor, a.source)))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
     // Check inputs before the (possibly slow) kernel build.
     signature.check_inputs(&tensors, &sources)?;
@@ -82,7 +95,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     for (i, r) in results.iter().enumerate() {
         match outputs.get(i).unwrap_or(&OutputArg::Print) {
             OutputArg::Npy(path) => npy::write_npy(path, r)?,
-            OutputArg::Print => writeln!(stdout, "result[{i}]: {}", r.format(args.print_max_elements))?,
+            OutputArg::Print => {
+                writeln!(stdout, "result[{i}]: {}", r.format(args.print_max_elements))?
+            }
         }
     }
     stdout.flush()?;

@@ -11,7 +11,9 @@ use std::process::Command;
 use tcc_runtime::{DeviceSelector, Runtime, RuntimeOptions};
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// Compiles `tests/fixtures/<source>` with `cc -shared -fPIC` into
@@ -28,8 +30,14 @@ pub fn compile_c(source: &str, dir: &Path, out: &str, defines: &[&str]) -> PathB
         .arg(fixture(source))
         .arg("-o")
         .arg(&output);
-    let res = cmd.output().unwrap_or_else(|e| panic!("cannot run C compiler `{cc}`: {e}"));
-    assert!(res.status.success(), "compiling {source} failed:\n{}", String::from_utf8_lossy(&res.stderr));
+    let res = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run C compiler `{cc}`: {e}"));
+    assert!(
+        res.status.success(),
+        "compiling {source} failed:\n{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
     output
 }
 
@@ -42,7 +50,11 @@ pub fn test_model(defines: &[&str]) -> (tempfile::TempDir, PathBuf) {
 
 /// A runtime on the default device with the given cache directory.
 pub fn runtime(cache_dir: &Path, profiling: bool) -> Runtime {
-    let options = RuntimeOptions { profiling, cache_dir: Some(cache_dir.to_path_buf()), disk_cache: true };
+    let options = RuntimeOptions {
+        profiling,
+        cache_dir: Some(cache_dir.to_path_buf()),
+        disk_cache: true,
+    };
     Runtime::with_options(DeviceSelector::Default, options).unwrap_or_else(|e| {
         panic!("these tests need an OpenCL device (apt-get install pocl-opencl-icd ocl-icd-libopencl1): {e}")
     })
@@ -50,7 +62,10 @@ pub fn runtime(cache_dir: &Path, profiling: bool) -> Runtime {
 
 /// Expected output of @axpb for input x.
 pub fn axpb_expected(x: &[f32]) -> Vec<f32> {
-    x.iter().enumerate().map(|(i, v)| 2.0 * v + 0.5 * i as f32).collect()
+    x.iter()
+        .enumerate()
+        .map(|(i, v)| 2.0 * v + 0.5 * i as f32)
+        .collect()
 }
 
 pub fn ramp(n: usize) -> Vec<f32> {
