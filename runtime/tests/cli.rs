@@ -262,6 +262,20 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
 }
 
 #[test]
+fn no_platform_says_how_to_install_pocl() {
+    let cache = tempfile::tempdir().unwrap();
+    let empty_vendors = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc-run"))
+        .arg("--list-devices")
+        .env("TCC_CACHE_DIR", cache.path())
+        .env("OCL_ICD_VENDORS", empty_vendors.path())
+        .output()
+        .unwrap();
+    assert_fails_with(&o, "no OpenCL platform found");
+    assert_fails_with(&o, "apt-get install pocl-opencl-icd ocl-icd-libopencl1");
+}
+
+#[test]
 fn list_devices_shows_capabilities() {
     let cache = tempfile::tempdir().unwrap();
     let o = tool("tcc-run", cache.path(), &["--list-devices"]);

@@ -127,6 +127,23 @@ fn device_tensors_run_without_host_round_trips() {
 }
 
 #[test]
+fn oversized_allocations_are_a_clear_error() {
+    let (_dir, so) = test_model(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    let session = rt.session(&Model::load(&so).unwrap()).unwrap();
+    let too_big = rt.device().max_alloc_bytes as usize / 4 + 1;
+    let e = session.alloc(DType::F32, vec![too_big]).unwrap_err();
+    assert!(matches!(e, Error::OutOfDeviceMemory(_)), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains("exceeds the device's largest allocation"),
+        "{e}"
+    );
+    assert_eq!(rt.pool_stats().allocations, 0);
+}
+
+#[test]
 fn program_cache_hits_in_memory_then_on_disk() {
     let (_dir, so) = test_model(&["TCC_TEST_SALT=11"]);
     let cache = tempfile::tempdir().unwrap();
