@@ -15,3 +15,4 @@ pub mod ir;
 pub mod passes;
 pub mod patterns;
 pub mod phases;
+pub mod reference;

@@ -14,12 +14,15 @@ struct Cli {
 enum Command {
     /// Compile a model to a `--compile-to` stop, an intermediate or an artifact.
     Compile(driver::compile::CompileArgs),
+    /// Compile in-process and run on an OpenCL device (or the reference CPU lowering).
+    Run(driver::run::RunArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Compile(args) => driver::compile::run(args),
+        Command::Run(args) => driver::run::run(args),
     };
     if let Err(error) = result {
         eprintln!("{error:#}");

@@ -83,6 +83,17 @@ pub fn compile_to_kernels<'c>(session: &'c Session, input: &Path, target: Target
     Ok(Compiled { module, program })
 }
 
+/// Compiles the model at `input` into the artifact `output` (a shared
+/// library) for `target`: the library entry point behind `tcc compile -o`.
+pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
+    let session = Session::new();
+    let compiled = compile_to_kernels(&session, input, target)?;
+    let module_name = input.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+    host_llvm::link_shared(&host.object, output)?;
+    Ok(())
+}
+
 pub fn run(args: &CompileArgs) -> Result<()> {
     let session = Session::new();
     let stop = args.compile_to.unwrap_or(Phase::Codegen);

@@ -168,7 +168,9 @@ impl TccPass for MapLoopsToWorkItems {
 
     fn run<'c>(&self, context: &'c Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
-        for kernel in collect_ops(module).into_iter().filter(|op| op_name(op) == "gpu.func") {
+        // Collect first: mapping destroys ops that a lazy walk would visit.
+        let kernels: Vec<_> = collect_ops(module).into_iter().filter(|op| op_name(op) == "gpu.func").collect();
+        for kernel in kernels {
             let nests: Vec<_> = body_ops(kernel).into_iter().filter(|op| op_name(op) == "scf.parallel").collect();
             // Nests that exchange data through memory must share a mapping.
             if let Some(first) = nests.first() {

@@ -1,0 +1,120 @@
+//! `tcc run model.mlir ...`: compile in-process and run, with tcc-run's
+//! flags (`--function`, `--input=@x.npy`, `--input=2x3xf32=1,2,3,4,5,6`,
+//! `--output=@y.npy`, `--device`), plus `--target=reference` to run the
+//! upstream-MLIR reference lowering on the CPU instead.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+use tcc_runtime::cli::{self, OutputArg};
+use tcc_runtime::{DeviceKind, DeviceSelector, HostTensor, Model, Runtime, npy};
+
+use super::compile::compile_to_kernels;
+use super::session::Session;
+use crate::back::host_llvm;
+use crate::config::Target;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The model (MLIR).
+    pub input: PathBuf,
+    /// The function to run (default: the model's only function).
+    #[arg(long)]
+    pub function: Option<String>,
+    /// An input: @file.npy or a literal like 2x3xf32=1,2,3,4,5,6 (repeat in order).
+    #[arg(long = "input")]
+    pub inputs: Vec<String>,
+    /// Where to put each result: @file.npy, or - to print (default: print all).
+    #[arg(long = "output")]
+    pub outputs: Vec<String>,
+    /// OpenCL device: index from `tcc-run --list-devices` or a name substring (default: TCC_DEVICE, else first GPU, else first CPU).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) or `auto` (from the device) runs on OpenCL.
+    #[arg(long, default_value = "auto")]
+    pub target: String,
+    /// Print at most this many elements per result.
+    #[arg(long, default_value_t = 1024)]
+    pub print_max_elements: usize,
+}
+
+/// The tuning target that suits a device.
+pub fn target_for(device: &tcc_runtime::DeviceInfo) -> Target {
+    if device.name.to_lowercase().contains("nvidia") || device.platform_name.to_lowercase().contains("nvidia") {
+        Target::Nvidia
+    } else if device.kind == DeviceKind::Cpu {
+        Target::PoclCpu
+    } else {
+        Target::Generic
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<()> {
+    let mut tensors = Vec::new();
+    let mut sources = Vec::new();
+    for spec in &args.inputs {
+        let input = cli::parse_input(spec)?;
+        tensors.push(input.tensor);
+        sources.push(input.source);
+    }
+    let outputs: Vec<OutputArg> = args.outputs.iter().map(|s| cli::parse_output(s)).collect::<Result<_, _>>()?;
+
+    let (function, results) = if args.target == "reference" {
+        let function = match &args.function {
+            Some(f) => f.clone(),
+            None => single_function(&args.input)?,
+        };
+        let results = crate::reference::run(&args.input, &function, &tensors)?;
+        (function, results)
+    } else {
+        run_opencl(args, &tensors, &sources)?
+    };
+
+    if outputs.len() > results.len() {
+        bail!("@{function} has {} output(s) but {} --output flags were given", results.len(), outputs.len());
+    }
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "EXEC @{function}")?;
+    for (index, result) in results.iter().enumerate() {
+        match outputs.get(index).unwrap_or(&OutputArg::Print) {
+            OutputArg::Npy(path) => npy::write_npy(path, result)?,
+            OutputArg::Print => writeln!(stdout, "result[{index}]: {}", result.format(args.print_max_elements))?,
+        }
+    }
+    Ok(())
+}
+
+fn single_function(input: &std::path::Path) -> Result<String> {
+    let session = Session::new();
+    let module = session.parse_file(input)?;
+    let names: Vec<String> = crate::ir::util::body_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| crate::ir::util::op_name(op) == "func.func")
+        .filter_map(|op| melior::ir::operation::OperationLike::attribute(&op, "sym_name").ok().and_then(crate::ir::util::string_value))
+        .collect();
+    match names.as_slice() {
+        [only] => Ok(only.clone()),
+        _ => bail!("{} has {} functions; choose one with --function ({})", input.display(), names.len(), names.join(", ")),
+    }
+}
+
+fn run_opencl(args: &RunArgs, tensors: &[HostTensor], sources: &[String]) -> Result<(String, Vec<HostTensor>)> {
+    let runtime = Runtime::new(DeviceSelector::from_flag_or_env(args.device.as_deref()))?;
+    let target = if args.target == "auto" { target_for(runtime.device()) } else { args.target.parse().map_err(anyhow::Error::msg)? };
+    let session = Session::new();
+    let compiled = compile_to_kernels(&session, &args.input, target)?;
+    let module_name = args.input.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+    let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let library = directory.path().join(format!("{module_name}.so"));
+    host_llvm::link_shared(&host.object, &library)?;
+    let model = Model::load(&library)?;
+    let function = cli::resolve_function(&model, args.function.as_deref())?;
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    model.function(&function)?.check_inputs(tensors, &sources)?;
+    let mut run_session = runtime.session(&model)?;
+    let results = run_session.run_with_sources(&function, tensors, &sources)?;
+    Ok((function, results))
+}
