@@ -20,7 +20,7 @@ if not bin_dir:
     lit_config.fatal("set --param tcc_bin_dir=DIR (the directory holding tcc-opt)")
 llvm_bin = lit_config.params.get("llvm_bin_dir", "/usr/lib/llvm-22/bin")
 
-for tool, directory in [("tcc-opt", bin_dir), ("FileCheck", llvm_bin), ("not", llvm_bin)]:
+for tool, directory in [("tcc-opt", bin_dir), ("tcc", bin_dir), ("FileCheck", llvm_bin), ("not", llvm_bin)]:
     path = os.path.join(directory, tool)
     if not os.access(path, os.X_OK):
         lit_config.fatal(f"required tool {tool} not found at {path} (run `make deps` / `make build`)")

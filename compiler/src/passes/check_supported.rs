@@ -48,15 +48,29 @@ impl TccPass for CheckSupported {
                 errors.push(PassError::at(op.location(), format!("unsupported op '{name}': tcc cannot compile it")));
                 continue;
             }
+            // Each dynamic type is reported once, where its value is defined:
+            // function arguments at the function, op results at the op.
             if name == "func.func" {
+                if let Some(block) = op.region(0).ok().and_then(|r| melior::ir::RegionLike::first_block(&r)) {
+                    for index in 0..melior::ir::BlockLike::argument_count(&block) {
+                        let Ok(argument) = melior::ir::BlockLike::argument(&block, index) else { continue };
+                        let ty = argument.r#type();
+                        if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
+                            errors.push(PassError::at(
+                                op.location(),
+                                format!("argument {index} has the dynamically shaped type '{ty}': tcc needs static shapes"),
+                            ));
+                        }
+                    }
+                }
                 continue;
             }
-            for value in op.results().map(melior::ir::Value::from).chain(op.operands()) {
+            for value in op.results() {
                 let ty = value.r#type();
                 if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
                     errors.push(PassError::at(
                         op.location(),
-                        format!("'{name}' uses the dynamically shaped type {ty}: tcc needs static shapes"),
+                        format!("'{name}' uses the dynamically shaped type '{ty}': tcc needs static shapes"),
                     ));
                     break;
                 }

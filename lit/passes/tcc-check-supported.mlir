@@ -1,0 +1,48 @@
+// tcc-check-supported accepts tcc's coverage and rejects, with a location,
+// ops outside it and dynamically shaped tensors.
+// RUN: tcc-opt %s --split-input-file --tcc-check-supported --verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @supported
+// CHECK: tosa.matmul
+// CHECK: tcc.softmax
+// CHECK: linalg.generic
+func.func @supported(%a: tensor<1x4x8xf32>, %b: tensor<1x8x4xf32>) -> tensor<1x4x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x4x8xf32>, tensor<1x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4xf32>
+  %1 = tcc.softmax %0 axis = -1 : tensor<1x4x4xf32>
+  %e = tensor.empty() : tensor<1x4x4xf32>
+  %2 = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (i, j, k)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%1 : tensor<1x4x4xf32>) outs(%e : tensor<1x4x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %n = arith.negf %x : f32
+    linalg.yield %n : f32
+  } -> tensor<1x4x4xf32>
+  return %2 : tensor<1x4x4xf32>
+}
+
+// -----
+
+func.func @unsupported_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unsupported op 'tosa.sin': tcc cannot compile it}}
+  %0 = tosa.sin %x : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 has the dynamically shaped type 'tensor<?x4xf32>': tcc needs static shapes}}
+func.func @dynamic_shape(%x: tensor<?x4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tosa.exp' uses the dynamically shaped type 'tensor<?x4xf32>': tcc needs static shapes}}
+  %0 = tosa.exp %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Every unsupported op is reported, not only the first.
+func.func @several(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unsupported op 'tosa.sin'}}
+  %0 = tosa.sin %x : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{unsupported op 'tosa.cos'}}
+  %1 = tosa.cos %0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

@@ -1,0 +1,48 @@
+// tcc-form-dispatches groups linalg ops into kernels and names them:
+// a fill joins the reduction it initialises, an elementwise epilogue joins
+// its matmul, an (already fused) elementwise chain is one kernel.
+// RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches | FileCheck %s
+
+// CHECK-LABEL: func.func @matmul_bias_relu
+// CHECK: %[[FILL:.*]] = linalg.fill {tcc.kernel = "[[K:batch_matmul_add_min_max_[0-9]+]]"}
+// CHECK: %[[MM:.*]] = linalg.batch_matmul {tcc.kernel = "[[K]]", tcc.kind = "matmul"} {{.*}} outs(%[[FILL]]
+// CHECK: linalg.generic {{.*}} ins(%[[MM]], {{.*}} attrs = {tcc.kernel = "[[K]]"}
+// CHECK-NOT: tcc.kernel
+// CHECK: return
+func.func @matmul_bias_relu(%x: tensor<1x4x8xf32>, %w: tensor<1x8x16xf32>, %b: tensor<1x1x16xf32>) -> tensor<1x4x16xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %mm = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4x8xf32>, tensor<1x8x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x16xf32>
+  %add = tosa.add %mm, %b : (tensor<1x4x16xf32>, tensor<1x1x16xf32>) -> tensor<1x4x16xf32>
+  %relu = tosa.clamp %add {min_val = 0.0 : f32, max_val = 3.4028235e+38 : f32} : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  return %relu : tensor<1x4x16xf32>
+}
+
+// CHECK-LABEL: func.func @chain
+// CHECK: linalg.generic {{.*}} attrs = {tcc.kernel = "sub_exp_tanh_{{[0-9]+}}", tcc.kind = "elementwise"}
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @chain(%x: tensor<4x16xf32>, %y: tensor<1x16xf32>) -> tensor<4x16xf32> {
+  %0 = tosa.sub %x, %y : (tensor<4x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  %1 = tosa.exp %0 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %2 = tosa.tanh %1 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %2 : tensor<4x16xf32>
+}
+
+// CHECK-LABEL: func.func @reduce
+// CHECK: %[[INIT:.*]] = linalg.fill {tcc.kernel = "[[R:reduce_max_[0-9]+]]"}
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%[[INIT]] {{.*}} attrs = {tcc.kernel = "[[R]]", tcc.kind = "reduction"}
+func.func @reduce(%x: tensor<4x16xf32>) -> tensor<4x1xf32> {
+  %0 = tosa.reduce_max %x {axis = 1 : i32} : (tensor<4x16xf32>) -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// A matmul whose result has two users keeps no epilogue.
+// CHECK-LABEL: func.func @two_users
+// CHECK: linalg.batch_matmul {tcc.kernel = "batch_matmul_{{[0-9]+}}", tcc.kind = "matmul"}
+// CHECK: linalg.generic {{.*}} attrs = {tcc.kernel = "add_{{[0-9]+}}", tcc.kind = "elementwise"}
+func.func @two_users(%x: tensor<1x4x8xf32>, %w: tensor<1x8x16xf32>, %b: tensor<1x1x16xf32>) -> (tensor<1x4x16xf32>, tensor<1x4x16xf32>) {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %mm = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4x8xf32>, tensor<1x8x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x16xf32>
+  %add = tosa.add %mm, %b : (tensor<1x4x16xf32>, tensor<1x1x16xf32>) -> tensor<1x4x16xf32>
+  return %mm, %add : tensor<1x4x16xf32>, tensor<1x4x16xf32>
+}
