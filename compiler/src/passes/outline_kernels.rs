@@ -205,6 +205,51 @@ fn memref_elements(text: &str) -> Option<i64> {
     Some(count)
 }
 
+/// Rebuilds a `memref.copy` inside a kernel as the equivalent elementwise
+/// `linalg.generic`, so that it lowers to a parallel loop nest like every
+/// other kernel op.
+fn copy_as_generic<'c>(
+    context: &'c Context,
+    block: &Block<'c>,
+    copy: OperationRef<'c, 'c>,
+    map: &HashMap<usize, mlir_sys::MlirValue>,
+) -> Result<(), PassError<'c>> {
+    let location = copy.location();
+    let operand = |index: usize| -> Result<Value<'c, 'c>, PassError<'c>> {
+        let value = copy.operand(index).map_err(|e| PassError::at(location, e.to_string()))?;
+        let mapped = map.get(&raw_key(value)).ok_or_else(|| PassError::at(location, "copy of a buffer outside the kernel"))?;
+        Ok(unsafe { Value::from_raw(*mapped) })
+    };
+    let (source, target) = (operand(0)?, operand(1)?);
+    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(source.r#type().to_raw()) } as usize;
+    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
+    let identity = format!("affine_map<({}) -> ({})>", dims.join(", "), dims.join(", "));
+    let iterators = vec!["#linalg.iterator_type<parallel>"; rank].join(", ");
+    let parse = |text: &str| Attribute::parse(context, text).ok_or_else(|| PassError::at(location, format!("cannot build {text}")));
+    let element = unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(source.r#type().to_raw())) };
+    let region = Region::new();
+    let inner = region.append_block(Block::new(&[(element, location), (element, location)]));
+    let input: Value = inner.argument(0).map_err(|e| PassError::at(location, e.to_string()))?.into();
+    inner.append_operation(
+        OperationBuilder::new("linalg.yield", location)
+            .add_operands(&[input])
+            .build()
+            .map_err(|e| PassError::at(location, e.to_string()))?,
+    );
+    let generic = OperationBuilder::new("linalg.generic", location)
+        .add_operands(&[source, target])
+        .add_attributes(&[
+            (Identifier::new(context, "indexing_maps"), parse(&format!("[{identity}, {identity}]"))?),
+            (Identifier::new(context, "iterator_types"), parse(&format!("[{iterators}]"))?),
+            (Identifier::new(context, "operandSegmentSizes"), DenseI32ArrayAttribute::new(context, &[1, 1]).into()),
+        ])
+        .add_regions([region])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build the copy kernel: {e}")))?;
+    block.append_operation(generic);
+    Ok(())
+}
+
 fn index_constant<'c>(context: &'c Context, block: &BlockRef<'c, 'c>, before: OperationRef<'c, 'c>, value: i64, location: Location<'c>) -> Value<'c, 'c> {
     let op = melior::dialect::arith::constant(context, IntegerAttribute::new(Type::index(context), value).into(), location);
     block.insert_operation_before(before, op).result(0).expect("constant has a result").into()
@@ -310,8 +355,15 @@ impl TccPass for OutlineKernels {
                     let argument: Value = body.argument(index).expect("argument exists").into();
                     map.insert(raw_key(*root_value), argument.to_raw());
                 }
-                for op in constants.iter().chain(views.iter()).chain(group.members.iter()) {
+                for op in constants.iter().chain(views.iter()) {
                     clone_into(&body, *op, &mut map);
+                }
+                for op in &group.members {
+                    if op_name(op) == "memref.copy" {
+                        copy_as_generic(context, &body, *op, &map)?;
+                    } else {
+                        clone_into(&body, *op, &mut map);
+                    }
                 }
                 body.append_operation(OperationBuilder::new("gpu.return", group_location).build().map_err(|e| PassError::at(group_location, e.to_string()))?);
                 let region = Region::new();

@@ -1,0 +1,43 @@
+// tcc-configure-kernels asks the target's configuration for each kernel's
+// work-group size: at least 64 work-items where the iteration space has
+// that many points, never more than it has.
+// RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
+// RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=POCL
+// RUN: not tcc-opt %s --tcc-configure-kernels=target=amd 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: tcc-configure-kernels: unknown target 'amd' (targets: generic, nvidia, pocl-cpu)
+
+// GENERIC: module attributes {tcc.target = "generic"}
+// NVIDIA: module attributes {tcc.target = "nvidia"}
+// POCL: module attributes {tcc.target = "pocl-cpu"}
+
+// GENERIC-LABEL: func.func @big
+// GENERIC: tcc.config = {workgroup_size = 128 : i64}
+// NVIDIA-LABEL: func.func @big
+// NVIDIA: tcc.config = {workgroup_size = 256 : i64}
+// POCL-LABEL: func.func @big
+// POCL: tcc.config = {workgroup_size = 256 : i64}
+func.func @big(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %0 = tosa.exp %x : (tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  return %0 : tensor<64x1024xf32>
+}
+
+// Two outputs: a work-group of two work-items.
+// GENERIC-LABEL: func.func @small
+// GENERIC: tcc.config = {workgroup_size = 2 : i64}, tcc.kernel = "reduce_add_{{[0-9]+}}", tcc.kind = "reduction"
+// NVIDIA-LABEL: func.func @small
+// NVIDIA: tcc.config = {workgroup_size = 2 : i64}
+func.func @small(%x: tensor<2x5xf32>) -> tensor<2x1xf32> {
+  %0 = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// 100 points: rounded up to a multiple of 32 below the preferred size.
+// GENERIC-LABEL: func.func @hundred
+// GENERIC: tcc.config = {workgroup_size = 128 : i64}
+// POCL-LABEL: func.func @hundred
+// POCL: tcc.config = {workgroup_size = 128 : i64}
+func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
+  %0 = tosa.abs %x : (tensor<100xf32>) -> tensor<100xf32>
+  return %0 : tensor<100xf32>
+}
