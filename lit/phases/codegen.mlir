@@ -1,0 +1,19 @@
+// Phase 8 (codegen): readable OpenCL C, one __kernel per dispatch, named
+// after the fused ops, with the configured work-group size.
+// RUN: tcc compile %S/Inputs/mlp.mlir --emit=opencl-c | FileCheck %s
+// RUN: tcc compile %S/Inputs/mlp.mlir --emit=llvm-ir | FileCheck %s --check-prefix=HOST
+// RUN: tcc compile %S/Inputs/mlp.mlir -o %t.so && test -s %t.so
+
+// CHECK: inline float tcc_maximumf(float a, float b)
+// CHECK: __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+// CHECK-NEXT: void batch_matmul_add_min_max_0(__global float* restrict a0,
+// CHECK-NEXT: __global const float* restrict a1,
+// CHECK-NEXT: __global const float* restrict a2) {
+// CHECK: for (long [[L:v[0-9]+]] = {{v[0-9]+}}; [[L]] < 64L; [[L]] += {{v[0-9]+}}) {
+// CHECK: tcc_maximumf(
+// CHECK-COUNT-4: __kernel
+// CHECK-NOT: __kernel
+
+// HOST: @tcc.artifact = private constant
+// HOST: define internal i32 @tcc_entry_mlp(ptr
+// HOST: define {{.*}}ptr @tcc_artifact_v1()

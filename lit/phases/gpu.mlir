@@ -1,0 +1,18 @@
+// Phase 7 (gpu): a host function of launches and one gpu.func per kernel
+// whose loops are mapped onto work-items.
+// RUN: tcc compile %S/Inputs/mlp.mlir --compile-to=gpu | FileCheck %s
+
+// CHECK: module attributes {gpu.container_module
+// CHECK-LABEL: func.func @mlp
+// CHECK-COUNT-5: gpu.launch_func @tcc_kernels::
+// CHECK-NOT: linalg.
+// CHECK: return
+// CHECK: gpu.module @tcc_kernels
+// CHECK: gpu.func @batch_matmul_add_min_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, tcc.kind = "matmul"}
+// CHECK: gpu.global_id x
+// CHECK: scf.for
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.func @reduce_max_1
+// CHECK: gpu.func @sub_exp_2
+// CHECK: gpu.func @reduce_add_3
+// CHECK: gpu.func @div_mul_4

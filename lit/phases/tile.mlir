@@ -1,0 +1,9 @@
+// Phase 5 (tile): work-group sizes per target, visible in the IR.
+// RUN: tcc compile %S/Inputs/mlp.mlir --compile-to=tile --target=nvidia | FileCheck %s
+// RUN: tcc compile %S/Inputs/mlp.mlir --compile-to=tile --target=nvidia --stats 2>&1 >/dev/null | FileCheck %s --check-prefix=STATS
+
+// CHECK: module attributes {tcc.target = "nvidia"}
+// CHECK: linalg.batch_matmul {tcc.config = {workgroup_size = 64 : i64}
+// STATS: batch_matmul_add_min_max_0  kind=matmul  workgroup_size=64
+// STATS: reduce_max_1  kind=reduction  workgroup_size=4
+// STATS: sub_exp_2  kind=elementwise  workgroup_size=64
