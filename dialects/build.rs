@@ -57,6 +57,7 @@ fn main() {
         .debug(false)
         .file("cpp/TccDialect.cpp")
         .file("cpp/TccCAPI.cpp")
+        .file("cpp/TccLinalg.cpp")
         .compile("tcc_dialects_cpp");
 
     println!("cargo:rerun-if-changed=td");

@@ -48,6 +48,14 @@ bool tccRegisterRustPass(const TccRustPassInfo *info);
  * pipeline is anchored on). */
 void tccRegisterPassPipeline(const char *argument, const char *summary,
                              const char *pipeline);
+/* Moves a linalg op's parallel iteration dimensions before its reduction
+ * dimensions (generalizing a named op when needed). Returns 1 if it
+ * changed the op, 0 if they already were, -1 if it is not possible. */
+int tccLinalgHoistParallelDims(MlirOperation op);
+/* Replaces a linalg op on buffers by its scf.parallel/scf.for loop nest.
+ * Returns false (and leaves the op) if that is not possible. */
+bool tccLinalgLowerToParallelLoops(MlirOperation op);
+
 /* Runs the mlir-opt driver with every dialect and every registered pass.
  * Returns the process exit code. */
 int tccOptMain(int argc, char **argv);

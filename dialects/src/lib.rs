@@ -44,6 +44,40 @@ unsafe extern "C" {
     fn tccRegisterRustPass(info: *const TccRustPassInfo) -> bool;
     fn tccRegisterPassPipeline(argument: *const c_char, summary: *const c_char, pipeline: *const c_char);
     fn tccOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
+    fn tccLinalgHoistParallelDims(op: MlirOperation) -> c_int;
+    fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
+}
+
+/// What [`hoist_parallel_dims`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hoisted {
+    Changed,
+    AlreadyOuter,
+    NotPossible,
+}
+
+/// Moves a linalg op's parallel iteration dimensions before its reduction
+/// dimensions (upstream `generalizeNamedOp` + `interchangeGenericOp`), so
+/// that its loop nest is one parallel nest over every output dimension.
+///
+/// # Safety
+/// `op` must be a live operation that no one else is mutating.
+pub unsafe fn hoist_parallel_dims(op: MlirOperation) -> Hoisted {
+    match unsafe { tccLinalgHoistParallelDims(op) } {
+        1 => Hoisted::Changed,
+        0 => Hoisted::AlreadyOuter,
+        _ => Hoisted::NotPossible,
+    }
+}
+
+/// Replaces a linalg op on buffers by its loop nest (upstream
+/// `linalgOpToParallelLoops`); false if not possible.
+///
+/// # Safety
+/// `op` must be a live operation that no one else is mutating; it is
+/// destroyed on success.
+pub unsafe fn lower_to_parallel_loops(op: MlirOperation) -> bool {
+    unsafe { tccLinalgLowerToParallelLoops(op) }
 }
 
 /// The ops of the tcc dialect (kept in step with `td/TccOps.td`).

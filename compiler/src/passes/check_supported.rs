@@ -15,7 +15,7 @@ pub const SUPPORTED_TOSA_OPS: &[&str] = &[
     "abs", "add", "argmax", "avg_pool2d", "cast", "clamp", "concat", "const", "const_shape", "conv2d",
     "depthwise_conv2d", "equal", "erf", "exp", "fully_connected", "gather", "greater", "greater_equal",
     "identity", "log", "logical_and", "logical_not", "logical_or", "matmul", "max_pool2d", "maximum", "minimum",
-    "mul", "negate", "pad", "pow", "reciprocal", "reduce_max", "reduce_min", "reduce_prod", "reduce_sum",
+    "mul", "negate", "pad", "pow", "reciprocal", "reduce_max", "reduce_min", "reduce_product", "reduce_sum",
     "reshape", "rsqrt", "select", "sigmoid", "slice", "sub", "tanh", "tile", "transpose", "transpose_conv2d",
 ];
 

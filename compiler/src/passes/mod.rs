@@ -5,6 +5,8 @@ mod check_supported;
 mod configure_kernels;
 mod decompose_composites;
 mod form_dispatches;
+mod hoist_parallel_dims;
+mod lower_kernel_loops;
 mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
@@ -14,6 +16,8 @@ pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use configure_kernels::{CONFIG_ATTR, ConfigureKernels, TARGET_ATTR};
 pub use decompose_composites::DecomposeComposites;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
+pub use hoist_parallel_dims::HoistParallelDims;
+pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
@@ -26,8 +30,10 @@ pub const ALL: &[(&str, &str)] = &[
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
+    (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
+    (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
 ];
 
@@ -39,8 +45,10 @@ pub fn register_all() {
     pass::register(&RecordInterface);
     pass::register(&DecomposeComposites);
     pass::register(&FormDispatches);
+    pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);
     pass::register(&OutlineKernels);
+    pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
     crate::phases::register_phase_pipelines();
 }

@@ -65,7 +65,7 @@ impl Phase {
             Phase::Graph => "tcc phase 2: canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE",
             Phase::Linalg => "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops",
             Phase::Dispatch => "tcc phase 4: group ops into kernels and name them",
-            Phase::Tile => "tcc phase 5: attach per-target work-group configuration to each kernel",
+            Phase::Tile => "tcc phase 5: put parallel dimensions outermost and attach per-target work-group configuration",
             Phase::Buffer => "tcc phase 6: bufferize; results become caller-provided output buffers",
             Phase::Gpu => "tcc phase 7: outline kernels into gpu.module and map loops onto work-items",
             Phase::Codegen => "tcc phase 8: emit kernels (OpenCL C) and the host program",
@@ -89,7 +89,7 @@ impl Phase {
             Phase::Linalg => [
                 "tcc-decompose-composites",
                 "canonicalize",
-                "func.func(tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
+                "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
                 "canonicalize",
                 "cse",
                 "linalg-fuse-elementwise-ops",
@@ -98,7 +98,7 @@ impl Phase {
             ]
             .join(","),
             Phase::Dispatch => "tcc-form-dispatches".into(),
-            Phase::Tile => format!("tcc-configure-kernels{{target={}}}", target.name()),
+            Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={}}}", target.name()),
             Phase::Buffer => [
                 "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
                 "canonicalize",
@@ -109,7 +109,7 @@ impl Phase {
             .join(","),
             Phase::Gpu => [
                 "tcc-outline-kernels",
-                "gpu.module(gpu.func(convert-linalg-to-parallel-loops))",
+                "tcc-lower-kernel-loops",
                 "tcc-map-loops-to-work-items",
                 "lower-affine",
                 "canonicalize",

@@ -1,0 +1,35 @@
+//! `tcc-lower-kernel-loops`: lowers the linalg ops inside each kernel
+//! (`gpu.func`) to `scf.parallel`/`scf.for` loop nests with upstream's
+//! `linalgOpToParallelLoops`, op by op, so that kernels which a target
+//! hands to a library template could be skipped. The mapping pass then
+//! places the parallel nests onto work-items.
+
+use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{collect_ops, dialect_of, op_name};
+
+pub struct LowerKernelLoops;
+
+impl TccPass for LowerKernelLoops {
+    const ARGUMENT: &'static str = "tcc-lower-kernel-loops";
+    const SUMMARY: &'static str = "Lower the linalg ops inside kernels to parallel loop nests";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["scf", "arith", "memref", "affine"];
+    type Options = NoOptions;
+
+    fn run<'c>(&self, _context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        let kernels: Vec<_> = collect_ops(module).into_iter().filter(|op| op_name(op) == "gpu.func").collect();
+        for kernel in kernels {
+            let ops: Vec<_> = collect_ops(kernel).into_iter().skip(1).filter(|op| dialect_of(&op_name(op)) == "linalg" && op.parent_operation().is_some_and(|p| p.to_raw().ptr == kernel.to_raw().ptr)).collect();
+            for op in ops {
+                let (location, name) = (op.location(), op_name(&op));
+                if !unsafe { tcc_dialects::lower_to_parallel_loops(op.to_raw()) } {
+                    return Err(PassError::at(location, format!("cannot lower '{name}' to loops inside a kernel")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
