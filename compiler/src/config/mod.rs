@@ -56,7 +56,21 @@ pub struct KernelConfig {
     pub workgroup_size: i64,
 }
 
+pub use tcc_kernels::GemmConfig;
+
 impl Target {
+    /// The tiled-GEMM configuration for an `m x n x k` product, or `None`
+    /// to compile it like any other kernel (one output per work-item).
+    pub fn gemm_config(self, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+        let config = match self {
+            Target::Generic => generic::gemm(m, n, k),
+            Target::Nvidia => nvidia::gemm(m, n, k),
+            Target::PoclCpu => pocl_cpu::gemm(m, n, k),
+        }?;
+        config.validate().ok()?;
+        Some(config)
+    }
+
     pub const ALL: [Target; 3] = [Target::Generic, Target::Nvidia, Target::PoclCpu];
 
     pub fn name(self) -> &'static str {
@@ -118,6 +132,20 @@ mod tests {
         assert_eq!(clamp_workgroup(256, 65), 96);
         assert_eq!(clamp_workgroup(256, 1 << 20), 256);
         assert_eq!(clamp_workgroup(32, 1000), 64);
+    }
+
+    #[test]
+    fn gemm_tiles_are_valid_and_at_least_64_work_items() {
+        for target in Target::ALL {
+            for (m, n, k) in [(64, 64, 64), (512, 512, 512), (4096, 4096, 4096), (128, 3072, 768)] {
+                if let Some(config) = target.gemm_config(m, n, k) {
+                    assert!(config.validate().is_ok(), "{target}: {config:?}");
+                    assert!(config.workgroup_size() >= 64, "{target}: {config:?}");
+                }
+            }
+            // Tiny products are not worth a tiled kernel.
+            assert!(target.gemm_config(4, 10, 32).is_none(), "{target}");
+        }
     }
 
     #[test]

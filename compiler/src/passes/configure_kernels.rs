@@ -4,7 +4,7 @@
 //! the target as `tcc.target` on the module, where the gpu phase's mapping
 //! reads them. The mechanism never consults the target itself.
 
-use melior::ir::attribute::{DictionaryAttribute, IntegerAttribute, StringAttribute};
+use melior::ir::attribute::{DenseI64ArrayAttribute, DictionaryAttribute, IntegerAttribute, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Identifier, ValueLike};
@@ -50,6 +50,36 @@ fn kind_from_name(name: &str) -> KernelKind {
     }
 }
 
+/// The key of the tiled-GEMM tile sizes in `tcc.config`:
+/// `[tile_m, tile_n, tile_k, work_m, work_n]`.
+pub const GEMM_KEY: &str = "gemm";
+
+/// (M, N, K) of a plain or batched matmul with static shapes.
+fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
+    let name = crate::ir::util::op_name(&op);
+    if name != "linalg.matmul" && name != "linalg.batch_matmul" {
+        return None;
+    }
+    // Only the default (row-major, untransposed) indexing.
+    if let Ok(maps) = op.attribute("indexing_maps") {
+        let default = if name == "linalg.matmul" {
+            "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]"
+        } else {
+            "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]"
+        };
+        if maps.to_string() != default {
+            return None;
+        }
+    }
+    let a = StaticTensor::of(op.operand(0).ok()?.r#type())?;
+    let b = StaticTensor::of(op.operand(1).ok()?.r#type())?;
+    let (ra, rb) = (a.rank(), b.rank());
+    if ra < 2 || rb < 2 {
+        return None;
+    }
+    Some((a.shape[ra - 2], b.shape[rb - 1], a.shape[ra - 1]))
+}
+
 /// Parallel points of a kernel: the elements of its largest result.
 fn work_items(op: OperationRef) -> i64 {
     op.results()
@@ -75,13 +105,18 @@ impl TccPass for ConfigureKernels {
         for op in collect_ops(module) {
             let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else { continue };
             let config = options.target.kernel_config(kind_from_name(&kind), work_items(op));
-            let dictionary = DictionaryAttribute::new(
-                context,
-                &[(
-                    Identifier::new(context, "workgroup_size"),
-                    IntegerAttribute::new(i64_type, config.workgroup_size).into(),
-                )],
-            );
+            let mut entries = vec![(
+                Identifier::new(context, "workgroup_size"),
+                IntegerAttribute::new(i64_type, config.workgroup_size).into(),
+            )];
+            if let Some((m, n, k)) = gemm_shape(op)
+                && let Some(gemm) = options.target.gemm_config(m, n, k)
+            {
+                entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();
+                let tiles = [gemm.tile_m, gemm.tile_n, gemm.tile_k, gemm.work_m, gemm.work_n].map(i64::from);
+                entries.push((Identifier::new(context, GEMM_KEY), DenseI64ArrayAttribute::new(context, &tiles).into()));
+            }
+            let dictionary = DictionaryAttribute::new(context, &entries);
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
             op.set_discardable_attribute(CONFIG_ATTR, dictionary.into());
         }

@@ -20,7 +20,11 @@ impl TccPass for LowerKernelLoops {
 
     fn run<'c>(&self, _context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
-        let kernels: Vec<_> = collect_ops(module).into_iter().filter(|op| op_name(op) == "gpu.func").collect();
+        // Kernels instantiated from a template keep their linalg ops.
+        let kernels: Vec<_> = collect_ops(module)
+            .into_iter()
+            .filter(|op| op_name(op) == "gpu.func" && !op.has_attribute(super::outline_kernels::GEMM_ATTR))
+            .collect();
         for kernel in kernels {
             let ops: Vec<_> = collect_ops(kernel).into_iter().skip(1).filter(|op| dialect_of(&op_name(op)) == "linalg" && op.parent_operation().is_some_and(|p| p.to_raw().ptr == kernel.to_raw().ptr)).collect();
             for op in ops {

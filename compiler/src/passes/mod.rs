@@ -13,13 +13,13 @@ mod pass;
 mod record_interface;
 
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
-pub use configure_kernels::{CONFIG_ATTR, ConfigureKernels, TARGET_ATTR};
+pub use configure_kernels::{CONFIG_ATTR, ConfigureKernels, GEMM_KEY, TARGET_ATTR};
 pub use decompose_composites::DecomposeComposites;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
-pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
+pub use outline_kernels::{GEMM_ATTR, KERNEL_MODULE, OutlineKernels};
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use pass::{NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options};
 

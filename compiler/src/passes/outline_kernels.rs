@@ -15,14 +15,14 @@
 use std::collections::HashMap;
 
 use melior::ir::attribute::{
-    Attribute, DenseI32ArrayAttribute, IntegerAttribute, StringAttribute, TypeAttribute,
+    Attribute, DenseI32ArrayAttribute, DenseI64ArrayAttribute, IntegerAttribute, StringAttribute, TypeAttribute,
 };
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut, WalkOrder, WalkResult};
 use melior::ir::r#type::{FunctionType, IntegerType};
 use melior::ir::{Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike};
 use melior::Context;
 
-use super::configure_kernels::{CONFIG_ATTR, TARGET_ATTR};
+use super::configure_kernels::{CONFIG_ATTR, GEMM_KEY, TARGET_ATTR};
 use super::form_dispatches::{KERNEL_ATTR, KIND_ATTR, kind_of};
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::Target;
@@ -172,6 +172,32 @@ fn captured_values<'c>(members: &[OperationRef<'c, 'c>]) -> Vec<Value<'c, 'c>> {
         }
     }
     captured
+}
+
+/// The gpu.func attribute asking the OpenCL C writer for the tiled GEMM
+/// template: `[tile_m, tile_n, tile_k, work_m, work_n]`.
+pub const GEMM_ATTR: &str = "tcc.gemm";
+
+fn dense_i64s(attribute: Attribute) -> Option<Vec<i64>> {
+    let text = attribute.to_string();
+    let inner = text.strip_prefix("array<i64:")?.strip_suffix('>')?;
+    inner.split(',').map(|v| v.trim().parse().ok()).collect()
+}
+
+/// (batch, M, N) of a plain or batched matmul on buffers.
+fn matmul_dims(op: OperationRef) -> Option<(i64, i64, i64)> {
+    let name = op_name(&op);
+    if name != "linalg.matmul" && name != "linalg.batch_matmul" {
+        return None;
+    }
+    let output = op.operand(2).ok()?.r#type();
+    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(output.to_raw()) } as usize;
+    let dim = |i: usize| unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), i as isize) };
+    match rank {
+        2 => Some((1, dim(0), dim(1))),
+        3 => Some((dim(0), dim(1), dim(2))),
+        _ => None,
+    }
 }
 
 /// Parallel points of a kernel: the elements of the largest buffer it writes.
@@ -335,18 +361,28 @@ impl TccPass for OutlineKernels {
                 views.sort_by(|a, b| if a.is_before_in_block(*b) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater });
 
                 let argument_types: Vec<Type> = roots.iter().map(|r| r.r#type()).collect();
-                let config_size = group
+                let config = group
                     .members
                     .iter()
                     .find_map(|m| m.attribute(CONFIG_ATTR).ok())
-                    .and_then(|a| melior::ir::attribute::DictionaryAttribute::try_from(a).ok())
-                    .and_then(|d| d.element_by_name("workgroup_size"))
-                    .and_then(integer_value);
-                let points = work_items(&group.members);
+                    .and_then(|a| melior::ir::attribute::DictionaryAttribute::try_from(a).ok());
+                let config_size = config.and_then(|d| d.element_by_name("workgroup_size")).and_then(integer_value);
+                let gemm = config.and_then(|d| d.element_by_name(GEMM_KEY)).and_then(|a| dense_i64s(a));
                 let root_op = group.members.iter().find(|m| m.attribute(KIND_ATTR).is_ok()).unwrap_or(&last);
                 let kind = kind_of(*root_op);
-                let workgroup = config_size.unwrap_or_else(|| target.kernel_config(kind, points).workgroup_size);
-                let groups = (points + workgroup - 1) / workgroup;
+                // (grid, work-group) per axis.
+                let (grid, local): ([i64; 3], [i64; 3]) = match (&gemm, matmul_dims(*root_op)) {
+                    (Some(tiles), Some((batch, m, n))) if tiles.len() == 5 => {
+                        let (tile_m, tile_n, work_m, work_n) = (tiles[0], tiles[1], tiles[3], tiles[4]);
+                        ([(n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m, batch], [tile_n / work_n, tile_m / work_m, 1])
+                    }
+                    _ => {
+                        let points = work_items(&group.members);
+                        let workgroup = config_size.unwrap_or_else(|| target.kernel_config(kind, points).workgroup_size);
+                        ([(points + workgroup - 1) / workgroup, 1, 1], [workgroup, 1, 1])
+                    }
+                };
+                let gemm = gemm.filter(|_| matmul_dims(*root_op).is_some());
 
                 // The kernel.
                 let body = Block::new(&argument_types.iter().map(|t| (*t, group_location)).collect::<Vec<_>>());
@@ -375,22 +411,27 @@ impl TccPass for OutlineKernels {
                         (Identifier::new(context, "sym_name"), StringAttribute::new(context, &group.name).into()),
                         (Identifier::new(context, "function_type"), TypeAttribute::new(function_type.into()).into()),
                         (Identifier::new(context, "gpu.kernel"), Attribute::unit(context)),
-                        (Identifier::new(context, "known_block_size"), DenseI32ArrayAttribute::new(context, &[workgroup as i32, 1, 1]).into()),
+                        (Identifier::new(context, "known_block_size"), DenseI32ArrayAttribute::new(context, &local.map(|v| v as i32)).into()),
                         (Identifier::new(context, "workgroup_attributions"), IntegerAttribute::new(i64_type, 0).into()),
                         (Identifier::new(context, KIND_ATTR), StringAttribute::new(context, kind.name()).into()),
                     ])
                     .add_regions([region])
                     .build()
                     .map_err(|e| PassError::at(group_location, format!("cannot build gpu.func: {e}")))?;
-                block.append_operation(kernel);
+                let kernel = block.append_operation(kernel);
+                if let Some(tiles) = &gemm {
+                    let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
+                    kernel.set_discardable_attribute(GEMM_ATTR, DenseI64ArrayAttribute::new(context, tiles).into());
+                }
 
                 // The launch, where the group's last op was.
                 let host_block = last.block().ok_or_else(|| PassError::at(group_location, "kernel op outside a block"))?;
                 let host_block = unsafe { BlockRef::from_raw(host_block.to_raw()) };
-                let grid = index_constant(context, &host_block, last, groups, group_location);
-                let threads = index_constant(context, &host_block, last, workgroup, group_location);
-                let one = index_constant(context, &host_block, last, 1, group_location);
-                let mut operands = vec![grid, one, one, threads, one, one];
+                let mut operands: Vec<Value> = grid
+                    .iter()
+                    .chain(local.iter())
+                    .map(|size| index_constant(context, &host_block, last, *size, group_location))
+                    .collect();
                 operands.extend(roots.iter().copied());
                 let kernel_symbol = Attribute::parse(context, &format!("@{KERNEL_MODULE}::@{}", group.name))
                     .ok_or_else(|| PassError::at(group_location, "cannot build kernel symbol"))?;

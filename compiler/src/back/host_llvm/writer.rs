@@ -341,7 +341,7 @@ impl<'l> HostWriter<'l> {
                     let call_args = [
                         ctx,
                         t.i32.const_int(index as u64, false).into(),
-                        t.i32.const_int(1, false).into(),
+                        t.i32.const_int(3, false).into(), // dims: always 3 (unused axes are 1)
                         global.into(),
                         local.into(),
                         t.i32.const_int(buffers.len() as u64, false).into(),

@@ -141,30 +141,62 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     Ok(program)
 }
 
+/// The kernel's parameter list: one restrict pointer per buffer, const
+/// where the kernel never stores through it.
+fn parameter_list(args: &[KernelArg]) -> String {
+    let mut text = String::new();
+    for (index, arg) in args.iter().enumerate() {
+        if index > 0 {
+            text.push_str(",\n    ");
+        }
+        let constness = if arg.written { "" } else { "const " };
+        let _ = write!(text, "__global {constness}{}* restrict a{index}", arg.element.storage_type());
+    }
+    text
+}
+
 /// Where a memref value's elements live.
 #[derive(Clone, Debug)]
-struct MemrefView {
+pub(super) struct MemrefView {
     /// The kernel argument's C name.
-    base: String,
-    element: ElementType,
-    offset: i64,
-    strides: Vec<i64>,
+    pub(super) base: String,
+    pub(super) element: ElementType,
+    pub(super) offset: i64,
+    pub(super) strides: Vec<i64>,
+}
+
+impl MemrefView {
+    /// The element offset of the given C index expressions.
+    pub(super) fn address(&self, indices: &[String]) -> String {
+        let mut terms: Vec<String> = Vec::new();
+        if self.offset != 0 {
+            terms.push(self.offset.to_string());
+        }
+        for (index, stride) in indices.iter().zip(&self.strides) {
+            match stride {
+                0 => {}
+                1 => terms.push(index.clone()),
+                s => terms.push(format!("{index} * {s}")),
+            }
+        }
+        if terms.is_empty() { "0".to_string() } else { terms.join(" + ") }
+    }
 }
 
 #[derive(Default)]
-struct KernelWriter {
+pub(super) struct KernelWriter {
     /// C expression (usually a variable name) of each scalar value.
-    names: HashMap<usize, String>,
-    views: HashMap<usize, MemrefView>,
+    pub(super) names: HashMap<usize, String>,
+    pub(super) views: HashMap<usize, MemrefView>,
     next: usize,
-    out: String,
-    indent: usize,
+    pub(super) out: String,
+    pub(super) indent: usize,
     written_args: Vec<bool>,
     /// C types of the mutable locals (loop-carried values, scf.if results).
     declared_types: HashMap<String, &'static str>,
 }
 
-fn key(value: Value) -> usize {
+pub(super) fn key(value: Value) -> usize {
     value.to_raw().ptr as usize
 }
 
@@ -184,7 +216,7 @@ fn strides_and_offset(ty: Type) -> Option<(Vec<i64>, i64)> {
     Some((strides, offset))
 }
 
-fn memref_shape(ty: Type) -> Vec<i64> {
+pub(super) fn memref_shape(ty: Type) -> Vec<i64> {
     let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
     (0..rank).map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) }).collect()
 }
@@ -212,13 +244,13 @@ fn float_literal(value: f64, element: ElementType) -> String {
 }
 
 impl KernelWriter {
-    fn fresh(&mut self) -> String {
+    pub(super) fn fresh(&mut self) -> String {
         let name = format!("v{}", self.next);
         self.next += 1;
         name
     }
 
-    fn line(&mut self, text: &str) {
+    pub(super) fn line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.out.push_str("  ");
         }
@@ -233,7 +265,7 @@ impl KernelWriter {
             .ok_or_else(|| CodegenError::at(&op, format!("'{}' uses a value the OpenCL C writer has not seen", op_name(&op))))
     }
 
-    fn operand(&self, op: OperationRef, index: usize) -> Result<String, CodegenError> {
+    pub(super) fn operand(&self, op: OperationRef, index: usize) -> Result<String, CodegenError> {
         let value = op.operand(index).map_err(|e| CodegenError::at(&op, e.to_string()))?;
         self.name(op, value)
     }
@@ -290,6 +322,21 @@ impl KernelWriter {
         }
         self.written_args = vec![false; args.len()];
 
+        let location = crate::diagnostics::location_string(kernel.location().to_raw()).unwrap_or_default();
+        if let Some(tiles) = kernel.attribute(crate::passes::GEMM_ATTR).ok().and_then(|a| {
+            let text = a.to_string();
+            text.strip_prefix("array<i64:")?.strip_suffix('>')?.split(',').map(|v| v.trim().parse().ok()).collect::<Option<Vec<i64>>>()
+        }) {
+            // The parameters' constness is known only after the body.
+            let comment = format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
+            let text = self.write_gemm(kernel, block, &tiles, &name, "@PARAMETERS@".into(), comment)?;
+            for (arg, written) in args.iter_mut().zip(&self.written_args) {
+                arg.written = *written;
+            }
+            let text = text.replace("@PARAMETERS@", &parameter_list(&args));
+            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args }, text));
+        }
+
         self.indent = 1;
         self.block(block)?;
         let body = std::mem::take(&mut self.out);
@@ -298,20 +345,13 @@ impl KernelWriter {
             arg.written = *written;
         }
         let mut text = String::new();
-        let location = crate::diagnostics::location_string(kernel.location().to_raw()).unwrap_or_default();
         let _ = writeln!(text, "/* {name}: {kind} kernel, {} work-items per group; from {location} */", workgroup[0]);
         let _ = write!(
             text,
             "__kernel __attribute__((reqd_work_group_size({}, {}, {})))\nvoid {name}(",
             workgroup[0], workgroup[1], workgroup[2]
         );
-        for (index, arg) in args.iter().enumerate() {
-            if index > 0 {
-                text.push_str(",\n    ");
-            }
-            let constness = if arg.written { "" } else { "const " };
-            let _ = write!(text, "__global {constness}{}* restrict a{index}", arg.element.storage_type());
-        }
+        text.push_str(&parameter_list(&args));
         text.push_str(") {\n");
         text.push_str(&body);
         text.push_str("}\n");
@@ -352,7 +392,7 @@ impl KernelWriter {
         Ok((view, address))
     }
 
-    fn mark_written(&mut self, base: &str) {
+    pub(super) fn mark_written(&mut self, base: &str) {
         if let Some(index) = base.strip_prefix('a').and_then(|i| i.parse::<usize>().ok())
             && let Some(flag) = self.written_args.get_mut(index)
         {
@@ -360,7 +400,7 @@ impl KernelWriter {
         }
     }
 
-    fn op(&mut self, op: OperationRef) -> Result<(), CodegenError> {
+    pub(super) fn op(&mut self, op: OperationRef) -> Result<(), CodegenError> {
         let name = op_name(&op);
         match name.as_str() {
             "arith.constant" => self.constant(op),

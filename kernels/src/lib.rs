@@ -1,0 +1,12 @@
+//! tcc-kernels: tunable OpenCL C kernel templates.
+//!
+//! The compiler decides *what* a kernel computes (operands, their layouts,
+//! the fused epilogue as C code generated from the IR) and *how it is tuned*
+//! (a configuration from its per-target tables); a template here decides
+//! *how the work is laid out* on a device: work-group tiles staged through
+//! local memory, several outputs per work-item in registers. Templates know
+//! nothing of MLIR.
+
+pub mod gemm;
+
+pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};

@@ -1,0 +1,45 @@
+// Matmuls large enough for the tiled GEMM: the tile phase records the
+// target's tiles, the gpu phase launches a 2-D grid of 2-D work-groups,
+// codegen instantiates the local-memory template with the fused epilogue.
+// RUN: tcc compile %s --compile-to=tile --target=nvidia | FileCheck %s --check-prefix=TILE
+// RUN: tcc compile %s --compile-to=gpu --target=nvidia | FileCheck %s --check-prefix=GPU
+// RUN: tcc compile %s --emit=opencl-c --target=nvidia | FileCheck %s --check-prefix=CL
+// RUN: tcc compile %s --compile-to=tile --target=pocl-cpu | FileCheck %s --check-prefix=POCL
+
+// TILE: linalg.matmul {tcc.config = {gemm = array<i64: 64, 64, 16, 4, 4>, workgroup_size = 256 : i64}
+// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 32, 32, 16, 4, 4>, workgroup_size = 64 : i64}
+
+// 200 / 64 -> 4 tiles along M, 96 / 64 -> 2 along N.
+// GPU-DAG: %[[C2:.*]] = arith.constant 2 : index
+// GPU-DAG: %[[C4:.*]] = arith.constant 4 : index
+// GPU-DAG: %[[C16:.*]] = arith.constant 16 : index
+// GPU: gpu.launch_func @tcc_kernels::@matmul_add_max_0 blocks in (%[[C2]], %[[C4]], %{{.*}}) threads in (%[[C16]], %[[C16]], %{{.*}})
+// GPU: gpu.func @matmul_add_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 16, 16, 1>, tcc.gemm = array<i64: 64, 64, 16, 4, 4>, tcc.kind = "matmul"}
+// GPU: linalg.matmul
+
+// CL: __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+// CL-NEXT: void matmul_add_max_0(__global float* restrict a0,
+// CL: /* tile 64x64x16, 4x4 outputs per work-item; M=200 N=96 K=128 batch=1 */
+// CL: __local float tile_a[16][64];
+// CL: __local float tile_b[16][64];
+// CL: barrier(CLK_LOCAL_MEM_FENCE);
+// CL: acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);
+// CL: if (i < 200L && j < 96L) {
+// CL: const float acc_value = acc_init + acc[wm][wn];
+// CL: = (acc_value + [[BIAS:v[0-9]+]]);
+// CL: tcc_maximumf(
+// CL: a0[i * 96 + j] =
+
+func.func @dense_relu(%x: tensor<200x128xf32>, %w: tensor<128x96xf32>, %b: tensor<96xf32>) -> tensor<200x96xf32> {
+  %e = tensor.empty() : tensor<200x96xf32>
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<200x96xf32>) -> tensor<200x96xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<200x128xf32>, tensor<128x96xf32>) outs(%f : tensor<200x96xf32>) -> tensor<200x96xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm, %b : tensor<200x96xf32>, tensor<96xf32>) outs(%e : tensor<200x96xf32>) {
+  ^bb0(%acc: f32, %bias: f32, %out: f32):
+    %s = arith.addf %acc, %bias : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<200x96xf32>
+  return %y : tensor<200x96xf32>
+}
