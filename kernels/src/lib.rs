@@ -4,9 +4,12 @@
 //! the fused epilogue as C code generated from the IR) and *how it is tuned*
 //! (a configuration from its per-target tables); a template here decides
 //! *how the work is laid out* on a device: work-group tiles staged through
-//! local memory, several outputs per work-item in registers. Templates know
+//! local memory, several outputs per work-item in registers, cooperative
+//! row reductions. Templates know
 //! nothing of MLIR.
 
 pub mod gemm;
+pub mod softmax;
 
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
+pub use softmax::{SoftmaxSpec, softmax_kernel};

@@ -34,6 +34,8 @@ pub enum KernelKind {
     Reduction,
     /// Matrix multiplication (plain or batched), possibly with an epilogue.
     Matmul,
+    /// Softmax over the last axis: one work-group per row.
+    Softmax,
     /// Convolution or pooling (a windowed reduction).
     Convolution,
 }
@@ -44,6 +46,7 @@ impl KernelKind {
             KernelKind::Elementwise => "elementwise",
             KernelKind::Reduction => "reduction",
             KernelKind::Matmul => "matmul",
+            KernelKind::Softmax => "softmax",
             KernelKind::Convolution => "convolution",
         }
     }
@@ -79,6 +82,18 @@ impl Target {
             Target::Nvidia => "nvidia",
             Target::PoclCpu => "pocl-cpu",
         }
+    }
+
+    /// Work-items per row of a row softmax over `columns` elements: the
+    /// target's preferred power of two, no more than the row needs.
+    pub fn softmax_workgroup(self, columns: i64) -> i64 {
+        let preferred = match self {
+            Target::Generic => 128,
+            Target::Nvidia => 256,
+            Target::PoclCpu => 64,
+        };
+        let needed = (columns.max(1) as u64).next_power_of_two() as i64;
+        preferred.min(needed.max(32))
     }
 
     /// The configuration for a kernel of `kind` over `work_items` points.

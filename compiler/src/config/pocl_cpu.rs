@@ -7,7 +7,7 @@ use super::KernelKind;
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,
-        KernelKind::Reduction | KernelKind::Matmul | KernelKind::Convolution => 64,
+        KernelKind::Reduction | KernelKind::Matmul | KernelKind::Convolution | KernelKind::Softmax => 64,
     }
 }
 

@@ -46,6 +46,7 @@ fn kind_from_name(name: &str) -> KernelKind {
         "matmul" => KernelKind::Matmul,
         "convolution" => KernelKind::Convolution,
         "reduction" => KernelKind::Reduction,
+        "softmax" => KernelKind::Softmax,
         _ => KernelKind::Elementwise,
     }
 }
@@ -115,6 +116,11 @@ impl TccPass for ConfigureKernels {
                 entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();
                 let tiles = [gemm.tile_m, gemm.tile_n, gemm.tile_k, gemm.work_m, gemm.work_n].map(i64::from);
                 entries.push((Identifier::new(context, GEMM_KEY), DenseI64ArrayAttribute::new(context, &tiles).into()));
+            }
+            if kind == "softmax"
+                && let Some(columns) = op.result(0).ok().and_then(|r| StaticTensor::of(r.r#type())).and_then(|t| t.shape.last().copied())
+            {
+                entries[0].1 = IntegerAttribute::new(i64_type, options.target.softmax_workgroup(columns)).into();
             }
             let dictionary = DictionaryAttribute::new(context, &entries);
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };

@@ -41,7 +41,9 @@ fn is_contraction_or_conv(name: &str) -> bool {
 pub fn kind_of(op: OperationRef) -> KernelKind {
     let name = op_name(&op);
     let short = name.strip_prefix("linalg.").unwrap_or(&name);
-    if matches!(short, "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat") {
+    if short == "softmax" {
+        KernelKind::Softmax
+    } else if matches!(short, "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat") {
         KernelKind::Matmul
     } else if is_contraction_or_conv(&name) {
         KernelKind::Convolution

@@ -23,7 +23,11 @@ impl TccPass for LowerKernelLoops {
         // Kernels instantiated from a template keep their linalg ops.
         let kernels: Vec<_> = collect_ops(module)
             .into_iter()
-            .filter(|op| op_name(op) == "gpu.func" && !op.has_attribute(super::outline_kernels::GEMM_ATTR))
+            .filter(|op| {
+                op_name(op) == "gpu.func"
+                    && !op.has_attribute(super::outline_kernels::GEMM_ATTR)
+                    && op.attribute("tcc.kind").ok().and_then(crate::ir::util::string_value).as_deref() != Some("softmax")
+            })
             .collect();
         for kernel in kernels {
             let ops: Vec<_> = collect_ops(kernel).into_iter().skip(1).filter(|op| dialect_of(&op_name(op)) == "linalg" && op.parent_operation().is_some_and(|p| p.to_raw().ptr == kernel.to_raw().ptr)).collect();

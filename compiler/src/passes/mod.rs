@@ -3,6 +3,7 @@
 
 mod check_supported;
 mod configure_kernels;
+mod convert_softmax_to_linalg;
 mod decompose_composites;
 mod form_dispatches;
 mod hoist_parallel_dims;
@@ -14,6 +15,7 @@ mod record_interface;
 
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use configure_kernels::{CONFIG_ATTR, ConfigureKernels, GEMM_KEY, TARGET_ATTR};
+pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
 pub use hoist_parallel_dims::HoistParallelDims;
@@ -28,6 +30,7 @@ pub use pass::{NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_opt
 pub const ALL: &[(&str, &str)] = &[
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
+    (ConvertSoftmaxToLinalg::ARGUMENT, ConvertSoftmaxToLinalg::SUMMARY),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
@@ -43,6 +46,7 @@ pub fn register_all() {
     tcc_dialects::register_all_passes();
     pass::register(&CheckSupported);
     pass::register(&RecordInterface);
+    pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&DecomposeComposites);
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);

@@ -376,6 +376,16 @@ impl TccPass for OutlineKernels {
                         let (tile_m, tile_n, work_m, work_n) = (tiles[0], tiles[1], tiles[3], tiles[4]);
                         ([(n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m, batch], [tile_n / work_n, tile_m / work_m, 1])
                     }
+                    _ if kind == crate::config::KernelKind::Softmax => {
+                        // One work-group per row.
+                        let output = root_op.operand(1).map_err(|e| PassError::at(group_location, e.to_string()))?.r#type();
+                        let rows = memref_elements(&output.to_string()).unwrap_or(1)
+                            / unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), (mlir_sys::mlirShapedTypeGetRank(output.to_raw()) - 1) as isize) }.max(1);
+                        // Bufferization drops linalg.softmax's attributes: configure here.
+                        let columns = unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), (mlir_sys::mlirShapedTypeGetRank(output.to_raw()) - 1) as isize) };
+                        let workgroup = config_size.unwrap_or_else(|| target.softmax_workgroup(columns));
+                        ([rows, 1, 1], [workgroup, 1, 1])
+                    }
                     _ => {
                         let points = work_items(&group.members);
                         let workgroup = config_size.unwrap_or_else(|| target.kernel_config(kind, points).workgroup_size);

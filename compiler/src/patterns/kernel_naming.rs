@@ -44,6 +44,7 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
     let named = match short {
         "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat" => Some(short.to_string()),
         "fill" => Some("fill".into()),
+        "softmax" => Some("softmax".into()),
         "transpose" => Some("transpose".into()),
         "broadcast" => Some("broadcast".into()),
         "copy" | "memref.copy" => Some("copy".into()),

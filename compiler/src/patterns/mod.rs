@@ -2,3 +2,4 @@
 
 pub mod decompose_composites;
 pub mod kernel_naming;
+pub mod softmax_to_linalg;

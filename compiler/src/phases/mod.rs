@@ -87,6 +87,7 @@ impl Phase {
             ]
             .join(","),
             Phase::Linalg => [
+                "tcc-convert-softmax-to-linalg",
                 "tcc-decompose-composites",
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",

@@ -3,6 +3,7 @@
 //! one `__kernel` per dispatch, named after the dispatch.
 
 mod gemm;
+mod softmax;
 mod writer;
 
 pub use writer::{ElementType, KernelArg, KernelInfo, Program, write_program};

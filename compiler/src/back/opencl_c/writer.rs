@@ -337,6 +337,16 @@ impl KernelWriter {
             return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args }, text));
         }
 
+        if kind == "softmax" {
+            let comment = format!("/* {name}: row softmax kernel, one work-group of {} per row; from {location} */", workgroup[0]);
+            let text = self.write_softmax(kernel, block, workgroup[0], &name, "@PARAMETERS@".into(), comment)?;
+            for (arg, written) in args.iter_mut().zip(&self.written_args) {
+                arg.written = *written;
+            }
+            let text = text.replace("@PARAMETERS@", &parameter_list(&args));
+            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args }, text));
+        }
+
         self.indent = 1;
         self.block(block)?;
         let body = std::mem::take(&mut self.out);
