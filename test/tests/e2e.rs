@@ -1,0 +1,320 @@
+//! End-to-end tests: one #[test] per test/models/*.mlir (listed by
+//! build.rs). Each compiles the model with tcc for the selected OpenCL
+//! device, runs every function on deterministic inputs, runs the same
+//! inputs through the upstream-MLIR reference on the CPU, and compares
+//! every output within the model's `// TOLERANCE:`.
+//!
+//! Each model runs in a child process (this test binary, re-executed with
+//! a filter for that one test) so that a crash or a hang in the compiler,
+//! the runtime or an OpenCL driver fails that model only, and can be listed
+//! in test/expected-failures.txt. TCC_E2E_IN_PROCESS=1 runs models in this
+//! process instead (for a debugger); TCC_E2E_TIMEOUT (seconds, default 300)
+//! bounds a child.
+//!
+//! There is no skipping: without an OpenCL device every model test fails.
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow};
+use tcc_compiler::config::Target;
+use tcc_e2e::{ModelSpec, compare, expected_failures, list_models};
+use tcc_runtime::{DeviceInfo, DeviceKind, DeviceSelector, Model, Runtime, RuntimeOptions};
+
+/// Set in a child to the model it must run in-process.
+const CHILD_ENV: &str = "TCC_E2E_CHILD";
+/// Printed by a child whose failure is the environment's (no OpenCL
+/// device), not the model's: never an expected failure.
+const ENVIRONMENT_MARKER: &str = "TCC-E2E-ENVIRONMENT-ERROR";
+
+macro_rules! model_test {
+    ($test:ident, $model:expr) => {
+        #[test]
+        fn $test() {
+            check_model(stringify!($test), $model);
+        }
+    };
+}
+
+include!(concat!(env!("OUT_DIR"), "/models.rs"));
+
+/// The tuning target for the device: pocl-cpu for CPU devices, nvidia for
+/// NVIDIA's, generic otherwise; TCC_E2E_TARGET=generic|nvidia|pocl-cpu
+/// overrides it (to run another target's kernels on this device).
+fn target_for(device: &DeviceInfo) -> Target {
+    if let Ok(name) = std::env::var("TCC_E2E_TARGET") {
+        return name
+            .parse()
+            .unwrap_or_else(|e| panic!("TCC_E2E_TARGET={name}: {e}"));
+    }
+    let nvidia = |s: &str| s.to_lowercase().contains("nvidia");
+    if nvidia(&device.name) || nvidia(&device.platform_name) {
+        Target::Nvidia
+    } else if device.kind == DeviceKind::Cpu {
+        Target::PoclCpu
+    } else {
+        Target::Generic
+    }
+}
+
+fn runtime() -> Result<Runtime> {
+    // No on-disk program cache: every run builds the kernels, so that a
+    // kernel the device compiler rejects cannot hide behind a cached binary.
+    let options = RuntimeOptions {
+        disk_cache: false,
+        ..RuntimeOptions::default()
+    };
+    Runtime::with_options(DeviceSelector::from_flag_or_env(None), options)
+        .context("no usable OpenCL device")
+}
+
+/// Compiles, runs and compares one model in this process. `Err` is the
+/// model's failure report.
+fn run_model(name: &str, runtime: &Runtime) -> Result<()> {
+    let spec = ModelSpec::by_name(name)?;
+    let target = target_for(runtime.device());
+    let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let library = directory.path().join(format!("{name}.so"));
+    tcc_compiler::driver::compile::compile_file(&spec.path, target, &library).map_err(|e| {
+        anyhow!(
+            "tcc failed to compile {} for target {target:?}:\n{e:#}",
+            spec.path.display()
+        )
+    })?;
+    let model =
+        Model::load(&library).map_err(|e| anyhow!("cannot load the compiled model: {e}"))?;
+    let mut session = runtime.session(&model).map_err(|e| {
+        anyhow!(
+            "cannot build the model's kernels on {}: {e}",
+            runtime.device().name
+        )
+    })?;
+    let functions = model.functions().to_vec();
+    if functions.is_empty() {
+        return Err(anyhow!("the compiled model has no functions"));
+    }
+    let mut failures = Vec::new();
+    for function in &functions {
+        let fname = &function.name;
+        let inputs = spec.inputs(fname, &function.inputs)?;
+        let got = session
+            .run(fname, &inputs)
+            .map_err(|e| anyhow!("running @{fname} on {} failed: {e}", runtime.device().name))?;
+        let want = tcc_compiler::reference::run(&spec.path, fname, &inputs)
+            .map_err(|e| anyhow!("the reference run of @{fname} failed: {e:#}"))?;
+        if got.len() != want.len() {
+            failures.push(format!(
+                "@{fname}: {} outputs, the reference has {}",
+                got.len(),
+                want.len()
+            ));
+            continue;
+        }
+        for (index, (g, w)) in got.iter().zip(&want).enumerate() {
+            if let Err(message) = compare(g, w, spec.tolerance) {
+                failures.push(format!(
+                    "@{fname} output {index} ({}): {message}",
+                    w.type_string()
+                ));
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "{name}: wrong results on {} (target {target:?}):\n  {}",
+            runtime.device().name,
+            failures.join("\n  ")
+        ))
+    }
+}
+
+/// What the child run of a model ended with.
+enum Outcome {
+    Pass,
+    /// The model failed (an error, a mismatch, a crash or a timeout).
+    Fail(String),
+    /// The environment failed (no OpenCL device): never expected.
+    Environment(String),
+}
+
+fn in_child(name: &str) {
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(e) => panic!("{ENVIRONMENT_MARKER}: {e:#}"),
+    };
+    if let Err(e) = run_model(name, &runtime) {
+        panic!("{e:#}");
+    }
+}
+
+fn run_child(test: &str, name: &str) -> Outcome {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let log_dir = tempfile::tempdir().expect("a temporary directory");
+    let log_path = log_dir.path().join("child.log");
+    let log = std::fs::File::create(&log_path).expect("a log file");
+    let mut child = match Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, name)
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log handle"))
+        .stderr(log)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return Outcome::Environment(format!("cannot start the child test process: {e}")),
+    };
+    let limit = Duration::from_secs(
+        std::env::var("TCC_E2E_TIMEOUT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(300),
+    );
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                return Outcome::Environment(format!("cannot wait for the child test process: {e}"));
+            }
+        }
+    };
+    let mut output = String::new();
+    let _ = std::fs::File::open(&log_path).and_then(|mut f| f.read_to_string(&mut output));
+    let ran_one = output.contains("test result: ok. 1 passed");
+    let output = tidy_child_output(&output);
+    match status {
+        None => Outcome::Fail(format!(
+            "{name}: timed out after {} s\n{output}",
+            limit.as_secs()
+        )),
+        Some(status) if status.success() => {
+            // A filter that matched nothing also exits 0: make sure it ran.
+            if ran_one {
+                Outcome::Pass
+            } else {
+                Outcome::Environment(format!("the child ran no test:\n{output}"))
+            }
+        }
+        Some(_) if output.contains(ENVIRONMENT_MARKER) => Outcome::Environment(output),
+        Some(status) => {
+            use std::os::unix::process::ExitStatusExt as _;
+            match status.signal() {
+                Some(signal) => Outcome::Fail(format!(
+                    "{name}: the test process was killed by signal {signal} (a crash)\n{output}"
+                )),
+                None => Outcome::Fail(output),
+            }
+        }
+    }
+}
+
+/// Drops libtest's chatter from a child's output.
+fn tidy_child_output(output: &str) -> String {
+    output
+        .lines()
+        .filter(|l| {
+            let l = l.trim();
+            !(l.is_empty()
+                || l.starts_with("running ")
+                || l.starts_with("test result:")
+                || l.starts_with("failures:")
+                || l.starts_with("note: run with `RUST_BACKTRACE")
+                || l.starts_with("---- ")
+                || l.starts_with("test model_")
+                || l.starts_with("model_")
+                || l == "FAILED"
+                || (l.starts_with("thread '") && l.contains("panicked at"))
+                || l.starts_with("error: test failed"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check_model(test: &str, name: &str) {
+    if std::env::var(CHILD_ENV).as_deref() == Ok(name) {
+        return in_child(name);
+    }
+    let outcome = if std::env::var_os("TCC_E2E_IN_PROCESS").is_some() {
+        match runtime() {
+            Err(e) => Outcome::Environment(format!("{e:#}")),
+            Ok(runtime) => match run_model(name, &runtime) {
+                Ok(()) => Outcome::Pass,
+                Err(e) => Outcome::Fail(format!("{e:#}")),
+            },
+        }
+    } else {
+        run_child(test, name)
+    };
+    let expected = expected_failures().expect("test/expected-failures.txt parses");
+    match (outcome, expected.get(name)) {
+        (Outcome::Environment(message), _) => {
+            panic!("{name}: cannot run the end-to-end test: {message}")
+        }
+        (Outcome::Pass, None) => {}
+        (Outcome::Pass, Some(reason)) => panic!(
+            "{name} now passes but is listed in test/expected-failures.txt ({reason}): remove it from the list"
+        ),
+        (Outcome::Fail(message), None) => panic!("{message}"),
+        (Outcome::Fail(message), Some(reason)) => {
+            eprintln!("{name}: expected failure ({reason}):\n{message}");
+        }
+    }
+}
+
+#[test]
+fn at_least_twenty_models() {
+    let models = list_models().unwrap();
+    assert!(
+        models.len() >= 20,
+        "test/models holds {} models; the suite needs at least 20",
+        models.len()
+    );
+}
+
+#[test]
+fn expected_failures_name_existing_models() {
+    let models: Vec<String> = list_models()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.file_stem()?.to_str().map(str::to_string))
+        .collect();
+    for name in expected_failures().unwrap().keys() {
+        assert!(
+            models.contains(name),
+            "test/expected-failures.txt lists {name}, which is not in test/models"
+        );
+    }
+}
+
+#[test]
+fn every_model_declares_a_tolerance() {
+    for path in list_models().unwrap() {
+        ModelSpec::load(&path).unwrap_or_else(|e| panic!("{e:#}"));
+    }
+}
+
+/// Without an OpenCL device the suite fails instead of passing vacuously.
+#[test]
+fn opencl_device_is_available() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let runtime = runtime().unwrap_or_else(|e| {
+        panic!("{e:#}: the end-to-end suite needs an OpenCL device (PoCL on CPUs)")
+    });
+    eprintln!(
+        "device: {} (target {:?})",
+        runtime.device().summary(),
+        target_for(runtime.device())
+    );
+}
