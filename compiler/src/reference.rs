@@ -22,7 +22,7 @@ use crate::passes::NUM_OUTPUTS_ATTR;
 /// Upstream-only lowering to the LLVM dialect, with C interfaces.
 const LOWER_TO_LLVM: &str = "builtin.module(\
 tcc-decompose-composites,\
-func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor),canonicalize,\
+func.func(tosa-optional-decompositions,tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor),canonicalize,\
 one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},\
 buffer-results-to-out-params{modify-public-functions},\
 func.func(convert-linalg-to-loops),lower-affine,expand-strided-metadata,convert-scf-to-cf,\

@@ -22,18 +22,31 @@ pub const CONFIG_ATTR: &str = "tcc.config";
 /// The module attribute naming the target the kernels are configured for.
 pub const TARGET_ATTR: &str = "tcc.target";
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ConfigureOptions {
     pub target: Target,
+    /// Allow kernel templates (tiled GEMM); off for back ends that translate
+    /// loop nests only.
+    pub templates: bool,
+}
+
+impl Default for ConfigureOptions {
+    fn default() -> Self {
+        Self { target: Target::default(), templates: true }
+    }
 }
 
 impl PassOptions for ConfigureOptions {
-    const NAMES: &'static [&'static str] = &["target"];
+    const NAMES: &'static [&'static str] = &["target", "templates"];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "target" => {
                 self.target = value.parse()?;
+                Ok(())
+            }
+            "templates" => {
+                self.templates = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
             _ => Err(format!("unknown option '{key}'")),
@@ -110,7 +123,8 @@ impl TccPass for ConfigureKernels {
                 Identifier::new(context, "workgroup_size"),
                 IntegerAttribute::new(i64_type, config.workgroup_size).into(),
             )];
-            if let Some((m, n, k)) = gemm_shape(op)
+            if options.templates
+                && let Some((m, n, k)) = gemm_shape(op)
                 && let Some(gemm) = options.target.gemm_config(m, n, k)
             {
                 entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();

@@ -12,6 +12,7 @@ mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
 mod record_interface;
+mod unique_results;
 
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use configure_kernels::{CONFIG_ATTR, ConfigureKernels, GEMM_KEY, TARGET_ATTR};
@@ -22,6 +23,7 @@ pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use outline_kernels::{GEMM_ATTR, KERNEL_MODULE, OutlineKernels};
+pub use unique_results::UniqueResults;
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use pass::{NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options};
 
@@ -35,6 +37,7 @@ pub const ALL: &[(&str, &str)] = &[
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
+    (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
@@ -51,6 +54,7 @@ pub fn register_all() {
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);
+    pass::register(&UniqueResults);
     pass::register(&OutlineKernels);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);

@@ -246,32 +246,7 @@ fn copy_as_generic<'c>(
         let mapped = map.get(&raw_key(value)).ok_or_else(|| PassError::at(location, "copy of a buffer outside the kernel"))?;
         Ok(unsafe { Value::from_raw(*mapped) })
     };
-    let (source, target) = (operand(0)?, operand(1)?);
-    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(source.r#type().to_raw()) } as usize;
-    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
-    let identity = format!("affine_map<({}) -> ({})>", dims.join(", "), dims.join(", "));
-    let iterators = vec!["#linalg.iterator_type<parallel>"; rank].join(", ");
-    let parse = |text: &str| Attribute::parse(context, text).ok_or_else(|| PassError::at(location, format!("cannot build {text}")));
-    let element = unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(source.r#type().to_raw())) };
-    let region = Region::new();
-    let inner = region.append_block(Block::new(&[(element, location), (element, location)]));
-    let input: Value = inner.argument(0).map_err(|e| PassError::at(location, e.to_string()))?.into();
-    inner.append_operation(
-        OperationBuilder::new("linalg.yield", location)
-            .add_operands(&[input])
-            .build()
-            .map_err(|e| PassError::at(location, e.to_string()))?,
-    );
-    let generic = OperationBuilder::new("linalg.generic", location)
-        .add_operands(&[source, target])
-        .add_attributes(&[
-            (Identifier::new(context, "indexing_maps"), parse(&format!("[{identity}, {identity}]"))?),
-            (Identifier::new(context, "iterator_types"), parse(&format!("[{iterators}]"))?),
-            (Identifier::new(context, "operandSegmentSizes"), DenseI32ArrayAttribute::new(context, &[1, 1]).into()),
-        ])
-        .add_regions([region])
-        .build()
-        .map_err(|e| PassError::at(location, format!("cannot build the copy kernel: {e}")))?;
+    let generic = crate::patterns::copy::elementwise_copy(context, location, operand(0)?, operand(1)?, None)?;
     block.append_operation(generic);
     Ok(())
 }

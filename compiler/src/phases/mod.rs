@@ -76,6 +76,13 @@ impl Phase {
     /// on `builtin.module`. Codegen has no MLIR passes of its own (it is the
     /// back ends), so its pipeline is empty.
     pub fn passes(self, target: Target) -> String {
+        self.passes_with(target, true)
+    }
+
+    /// As [`Phase::passes`]; `templates = false` compiles every kernel as a
+    /// loop nest (no tiled-GEMM or row-softmax templates), which is what
+    /// back ends other than OpenCL C (SPIR-V) can translate.
+    pub fn passes_with(self, target: Target, templates: bool) -> String {
         match self {
             Phase::Input => "tcc-check-supported,tcc-record-interface".into(),
             Phase::Graph => [
@@ -87,7 +94,7 @@ impl Phase {
             ]
             .join(","),
             Phase::Linalg => [
-                "tcc-convert-softmax-to-linalg",
+                if templates { "tcc-convert-softmax-to-linalg" } else { "" },
                 "tcc-decompose-composites",
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
@@ -97,10 +104,14 @@ impl Phase {
                 "canonicalize",
                 "cse",
             ]
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
             .join(","),
             Phase::Dispatch => "tcc-form-dispatches".into(),
-            Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={}}}", target.name()),
+            Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}}}", target.name()),
             Phase::Buffer => [
+                "tcc-unique-results",
                 "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
                 "canonicalize",
                 "buffer-results-to-out-params{hoist-static-allocs modify-public-functions}",
@@ -142,10 +153,15 @@ impl FromStr for Phase {
 /// The whole pipeline from the input up to and including `last`, as a
 /// `builtin.module(...)` textual pipeline.
 pub fn pipeline_to(last: Phase, target: Target) -> String {
+    pipeline_to_with(last, target, true)
+}
+
+/// As [`pipeline_to`], with or without kernel templates.
+pub fn pipeline_to_with(last: Phase, target: Target, templates: bool) -> String {
     let elements: Vec<String> = Phase::ALL
         .into_iter()
         .take_while(|p| *p <= last)
-        .map(|p| p.passes(target))
+        .map(|p| p.passes_with(target, templates))
         .filter(|p| !p.is_empty())
         .collect();
     format!("builtin.module({})", elements.join(","))
