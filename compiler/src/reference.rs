@@ -30,6 +30,11 @@ convert-math-to-llvm,convert-math-to-libm,\
 finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,\
 reconcile-unrealized-casts)";
 
+/// Where LLVM/MLIR 22 is installed.
+fn llvm_prefix() -> String {
+    std::env::var("MLIR_SYS_220_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into())
+}
+
 fn dtype_of(element: Type) -> Result<DType> {
     Ok(match element.to_string().as_str() {
         "f32" => DType::F32,
@@ -78,8 +83,13 @@ pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<Ho
     }
     session.run_pipeline(&mut module, LOWER_TO_LLVM).context("lowering for the reference runner")?;
 
-    // The engine resolves libm (erff, ...) from this process.
-    let engine = ExecutionEngine::new(&module, 2, &[], false, false);
+    // libm (erff, ...) resolves from this process; memref copies need
+    // MLIR's C runner utilities (memrefCopy).
+    let runner_utils = format!("{}/lib/libmlir_c_runner_utils.so", llvm_prefix());
+    if !Path::new(&runner_utils).exists() {
+        bail!("the reference runner needs {runner_utils} (libmlir-22-dev): run `make deps`");
+    }
+    let engine = ExecutionEngine::new(&module, 2, &[runner_utils.as_str()], false, false);
     let mut input_bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.clone()).collect();
     let mut outputs: Vec<HostTensor> =
         signature.outputs.iter().map(|(dtype, shape)| HostTensor::zeros(*dtype, shape.clone())).collect::<Result<_, _>>()?;

@@ -34,6 +34,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include <deque>
@@ -205,4 +206,12 @@ extern "C" int tccOptMain(int argc, char **argv) {
   tccRegisterAllPasses();
   return asMainReturnCode(
       MlirOptMain(argc, argv, "tcc-opt: the tcc pass driver\n", registry));
+}
+
+extern "C" MlirModule tccParseModule(MlirContext context, MlirStringRef source,
+                                     MlirStringRef name) {
+  ParserConfig config(unwrap(context));
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      unwrap(source), config, unwrap(name));
+  return wrap(module.release());
 }

@@ -56,6 +56,12 @@ int tccLinalgHoistParallelDims(MlirOperation op);
  * Returns false (and leaves the op) if that is not possible. */
 bool tccLinalgLowerToParallelLoops(MlirOperation op);
 
+/* Parses `source` (named `name` in locations) into a module, wrapping
+ * top-level ops that are not a module in an implicit one, as mlir-opt does.
+ * Returns a null module (after emitting diagnostics) on failure. */
+MlirModule tccParseModule(MlirContext context, MlirStringRef source,
+                          MlirStringRef name);
+
 /* Runs the mlir-opt driver with every dialect and every registered pass.
  * Returns the process exit code. */
 int tccOptMain(int argc, char **argv);

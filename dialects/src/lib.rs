@@ -45,6 +45,7 @@ unsafe extern "C" {
     fn tccRegisterPassPipeline(argument: *const c_char, summary: *const c_char, pipeline: *const c_char);
     fn tccOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
     fn tccLinalgHoistParallelDims(op: MlirOperation) -> c_int;
+    fn tccParseModule(context: mlir_sys::MlirContext, source: MlirStringRef, name: MlirStringRef) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
 }
 
@@ -164,6 +165,16 @@ pub fn opt_main(args: impl IntoIterator<Item = String>) -> i32 {
     let mut argv: Vec<*mut c_char> = owned.iter().map(|a| a.as_ptr() as *mut c_char).collect();
     argv.push(std::ptr::null_mut());
     unsafe { tccOptMain(owned.len() as c_int, argv.as_mut_ptr()) }
+}
+
+/// Parses MLIR text into a module, with `name` as the file name in
+/// locations; top-level ops other than a module are wrapped in an implicit
+/// module (as mlir-opt does). `None` after emitting diagnostics on failure.
+pub fn parse_module<'c>(context: &'c melior::Context, source: &str, name: &str) -> Option<melior::ir::Module<'c>> {
+    let source_ref = MlirStringRef { data: source.as_ptr() as *const c_char, length: source.len() };
+    let name_ref = MlirStringRef { data: name.as_ptr() as *const c_char, length: name.len() };
+    let raw = unsafe { tccParseModule(context.to_raw(), source_ref, name_ref) };
+    if raw.ptr.is_null() { None } else { Some(unsafe { melior::ir::Module::from_raw(raw) }) }
 }
 
 /// A melior context with every dialect registered and loaded lazily.

@@ -92,6 +92,7 @@ fn single_function(input: &std::path::Path) -> Result<String> {
     let names: Vec<String> = crate::ir::util::body_ops(module.as_operation())
         .into_iter()
         .filter(|op| crate::ir::util::op_name(op) == "func.func")
+        .filter(|op| melior::ir::operation::OperationLike::attribute(op, "sym_visibility").ok().and_then(crate::ir::util::string_value).as_deref() != Some("private"))
         .filter_map(|op| melior::ir::operation::OperationLike::attribute(&op, "sym_name").ok().and_then(crate::ir::util::string_value))
         .collect();
     match names.as_slice() {

@@ -33,26 +33,7 @@ impl Session {
     /// Parses MLIR text (named `name` in diagnostics) and verifies it.
     pub fn parse<'c>(&'c self, name: &str, text: &str) -> Result<Module<'c>> {
         self.diagnostics.add_source(name, text);
-        let raw = unsafe {
-            mlir_sys::mlirOperationCreateParse(
-                self.context.to_raw(),
-                mlir_sys::MlirStringRef { data: text.as_ptr() as *const _, length: text.len() },
-                mlir_sys::MlirStringRef { data: name.as_ptr() as *const _, length: name.len() },
-            )
-        };
-        if raw.ptr.is_null() {
-            return Err(self.failure(&format!("{name}: cannot parse")));
-        }
-        let operation = unsafe { melior::ir::operation::Operation::from_raw(raw) };
-        // A file holding a single non-module op (e.g. one func.func) gets an
-        // implicit module, as mlir-opt gives it.
-        let module = if operation.name().as_string_ref().as_str() == Ok("builtin.module") {
-            Module::from_operation(operation).ok_or_else(|| anyhow!("{name}: malformed builtin.module"))?
-        } else {
-            let module = Module::new(melior::ir::Location::new(&self.context, name, 1, 1));
-            melior::ir::BlockLike::append_operation(&module.body(), operation);
-            module
-        };
+        let module = tcc_dialects::parse_module(&self.context, text, name).ok_or_else(|| self.failure(&format!("{name}: cannot parse")))?;
         if !module.as_operation().verify() {
             return Err(self.failure(&format!("{name}: verification failed")));
         }

@@ -13,7 +13,7 @@ pub struct CheckSupported;
 /// TOSA ops tcc compiles (f32 models; integer tensors for indices and masks).
 pub const SUPPORTED_TOSA_OPS: &[&str] = &[
     "abs", "add", "argmax", "avg_pool2d", "cast", "clamp", "concat", "const", "const_shape", "conv2d",
-    "depthwise_conv2d", "equal", "erf", "exp", "fully_connected", "gather", "greater", "greater_equal",
+    "depthwise_conv2d", "equal", "erf", "exp", "gather", "greater", "greater_equal",
     "identity", "log", "logical_and", "logical_not", "logical_or", "matmul", "max_pool2d", "maximum", "minimum",
     "mul", "negate", "pad", "pow", "reciprocal", "reduce_max", "reduce_min", "reduce_product", "reduce_sum",
     "reshape", "rsqrt", "select", "sigmoid", "slice", "sub", "tanh", "tile", "transpose", "transpose_conv2d",

@@ -15,7 +15,7 @@
 
 use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::{Value, ValueLike};
+use melior::ir::{BlockLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::KernelKind;
@@ -92,7 +92,11 @@ impl TccPass for FormDispatches {
     ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let mut index = 0;
-        for function in collect_ops(module).into_iter().filter(|op| op_name(op) == "func.func") {
+        let functions: Vec<_> = collect_ops(module).into_iter().filter(|op| op_name(op) == "func.func").collect();
+        for function in &functions {
+            unshare_fills(*function);
+        }
+        for function in functions {
             let ops: Vec<_> = body_ops(function).into_iter().filter(|op| dialect_of(&op_name(op)) == "linalg").collect();
             let mut grouped: Vec<OperationRef> = Vec::new();
             for &op in &ops {
@@ -153,6 +157,31 @@ impl TccPass for FormDispatches {
             }
         }
         Ok(())
+    }
+}
+
+/// Gives each reduction its own copy of a `linalg.fill` that CSE merged
+/// between several reductions, so that every reduction kernel can start its
+/// accumulator itself instead of copying from a shared filled buffer.
+fn unshare_fills(function: OperationRef) {
+    let fills: Vec<_> = body_ops(function).into_iter().filter(|op| op_name(op) == "linalg.fill").collect();
+    for fill in fills {
+        let Ok(result) = fill.result(0) else { continue };
+        let result: Value = result.into();
+        let consumers = users(result);
+        if consumers.len() < 2
+            || !consumers.iter().all(|u| kind_of(*u) != KernelKind::Elementwise && init_operands(*u).iter().any(|v| *v == result))
+        {
+            continue;
+        }
+        for consumer in consumers.iter().skip(1) {
+            let clone = unsafe { mlir_sys::mlirOperationClone(fill.to_raw()) };
+            let Some(block) = consumer.block() else { continue };
+            let clone = block.insert_operation_before(*consumer, unsafe { melior::ir::operation::Operation::from_raw(clone) });
+            let Ok(copy) = clone.result(0) else { continue };
+            let mut consumer = unsafe { OperationRefMut::from_raw(consumer.to_raw()) };
+            consumer.replace_uses_of_with(result, copy.into());
+        }
     }
 }
 

@@ -90,6 +90,44 @@ fn kernel_groups<'c>(function: OperationRef<'c, 'c>, next_index: &mut usize) -> 
     groups
 }
 
+/// Buffers (roots) a kernel op writes and reads.
+fn written_and_read<'c>(op: OperationRef<'c, 'c>) -> (Vec<usize>, Vec<usize>) {
+    let root = |v: Value<'c, 'c>| raw_key(view_chain(v).0);
+    if op_name(&op) == "memref.copy" {
+        let read = op.operand(0).map(|v| vec![root(v)]).unwrap_or_default();
+        let written = op.operand(1).map(|v| vec![root(v)]).unwrap_or_default();
+        return (written, read);
+    }
+    let inits: Vec<usize> = crate::passes::form_dispatches::init_operands(op).into_iter().map(root).collect();
+    let reads: Vec<usize> = op.operands().filter(|v| v.r#type().is_mem_ref()).map(root).filter(|r| !inits.contains(r)).collect();
+    (inits, reads)
+}
+
+/// Splits a fused group whose later op overwrites a buffer an earlier op
+/// of the group reads (write after read). Bufferization may reuse a dead
+/// input's buffer for a later op's output — correct op by op, but a race
+/// once both run in one kernel, where other work-items may still be
+/// reading. Such groups run as one kernel per op instead.
+fn split_hazardous<'c>(groups: Vec<Group<'c>>, next_index: &mut usize) -> Vec<Group<'c>> {
+    let mut result = Vec::new();
+    for group in groups {
+        let accesses: Vec<_> = group.members.iter().map(|m| written_and_read(*m)).collect();
+        let hazard = (0..accesses.len()).any(|later| {
+            (0..later).any(|earlier| accesses[later].0.iter().any(|w| accesses[earlier].1.contains(w)))
+        });
+        if !hazard || group.members.len() == 1 {
+            result.push(group);
+            continue;
+        }
+        for member in group.members {
+            let name = kernel_name(&op_parts(member), *next_index);
+            *next_index += 1;
+            result.push(Group { name, members: vec![member] });
+        }
+    }
+    result
+}
+
 /// Follows view ops back to the buffer they view. Returns the root and the
 /// view ops from the root outwards.
 fn view_chain<'c>(value: Value<'c, 'c>) -> (Value<'c, 'c>, Vec<OperationRef<'c, 'c>>) {
@@ -285,7 +323,8 @@ impl TccPass for OutlineKernels {
         let mut kernel_block: Option<BlockRef<'c, 'c>> = None;
 
         for function in functions {
-            for group in kernel_groups(function, &mut next_index) {
+            let groups = kernel_groups(function, &mut next_index);
+            for group in split_hazardous(groups, &mut next_index) {
                 let last = *group.members.last().expect("groups are non-empty");
                 let group_location = last.location();
                 let block = match kernel_block {

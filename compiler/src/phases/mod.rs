@@ -62,7 +62,7 @@ impl Phase {
     pub fn summary(self) -> &'static str {
         match self {
             Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
-            Phase::Graph => "tcc phase 2: canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE",
+            Phase::Graph => "tcc phase 2: inline calls, canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE",
             Phase::Linalg => "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops",
             Phase::Dispatch => "tcc phase 4: group ops into kernels and name them",
             Phase::Tile => "tcc phase 5: put parallel dimensions outermost and attach per-target work-group configuration",
@@ -86,6 +86,7 @@ impl Phase {
         match self {
             Phase::Input => "tcc-check-supported,tcc-record-interface".into(),
             Phase::Graph => [
+                "inline",
                 "canonicalize",
                 "cse",
                 "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",

@@ -1,0 +1,43 @@
+//! Snapshots of emitted code for a few small models: the OpenCL C program
+//! and the host LLVM IR. A change in code generation shows up as a snapshot
+//! diff to review (`cargo insta review`), never silently.
+
+use std::path::Path;
+use std::process::Command;
+
+fn emit(model: &str, kind: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/models").join(model);
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .args(["compile", "--target=generic", &format!("--emit={kind}")])
+        .arg(&path)
+        .output()
+        .expect("run tcc");
+    assert!(output.status.success(), "tcc compile {model} --emit={kind}: {}", String::from_utf8_lossy(&output.stderr));
+    // Locations carry the absolute path of the checkout: make them relative.
+    String::from_utf8(output.stdout).expect("utf-8").replace(&format!("{}/", path.parent().unwrap().display()), "")
+}
+
+#[test]
+fn opencl_c_mlp_head() {
+    insta::assert_snapshot!(emit("mlp_head.mlir", "opencl-c"));
+}
+
+#[test]
+fn opencl_c_dense_gemm() {
+    insta::assert_snapshot!(emit("dense_gemm.mlir", "opencl-c"));
+}
+
+#[test]
+fn opencl_c_elementwise_reduce() {
+    insta::assert_snapshot!(emit("elementwise_reduce.mlir", "opencl-c"));
+}
+
+#[test]
+fn host_llvm_ir_mlp_head() {
+    insta::assert_snapshot!(emit("mlp_head.mlir", "llvm-ir"));
+}
+
+#[test]
+fn host_llvm_ir_elementwise_reduce() {
+    insta::assert_snapshot!(emit("elementwise_reduce.mlir", "llvm-ir"));
+}
