@@ -191,6 +191,7 @@ fn run_child(test: &str, name: &str) -> Outcome {
     let mut output = String::new();
     let _ = std::fs::File::open(&log_path).and_then(|mut f| f.read_to_string(&mut output));
     let ran_one = output.contains("test result: ok. 1 passed");
+    let raw_output = output.clone();
     let output = tidy_child_output(&output);
     match status {
         None => Outcome::Fail(format!(
@@ -202,7 +203,7 @@ fn run_child(test: &str, name: &str) -> Outcome {
             if ran_one {
                 Outcome::Pass
             } else {
-                Outcome::Environment(format!("the child ran no test:\n{output}"))
+                Outcome::Environment(format!("the child ran no test (exit 0); its whole output:\n{raw_output}"))
             }
         }
         Some(_) if output.contains(ENVIRONMENT_MARKER) => Outcome::Environment(output),

@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn pipeline_to_graph_stops_before_linalg() {
         let text = pipeline_to(Phase::Graph, Target::default());
-        assert!(text.starts_with("builtin.module(tcc-check-supported,tcc-record-interface,canonicalize"), "{text}");
+        assert!(text.starts_with("builtin.module(tcc-check-supported,tcc-record-interface,inline,canonicalize"), "{text}");
         assert!(!text.contains("tosa-to-linalg"), "{text}");
     }
 }
