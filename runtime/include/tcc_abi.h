@@ -132,4 +132,9 @@ typedef struct {
 /* Every artifact exports this symbol. */
 const tcc_artifact *tcc_artifact_v1(void);
 
+/* Optional: floating-point operations per launch of each kernel
+ * (num_kernels entries, in kernel_names order; 0 where not counted). The
+ * runtime reports GFLOP/s per kernel when an artifact exports it. */
+const uint64_t *tcc_kernel_flops_v1(void);
+
 #endif /* TCC_ABI_H */

@@ -152,6 +152,12 @@ pub type TccArtifactV1Fn = unsafe extern "C" fn() -> *const TccArtifact;
 /// Name of the symbol every artifact exports.
 pub const ARTIFACT_SYMBOL: &[u8] = b"tcc_artifact_v1";
 
+/// `const uint64_t *tcc_kernel_flops_v1(void)`: optional, one entry per kernel.
+pub type TccKernelFlopsV1Fn = unsafe extern "C" fn() -> *const u64;
+
+/// The optional per-kernel flop counts' symbol.
+pub const KERNEL_FLOPS_SYMBOL: &[u8] = b"tcc_kernel_flops_v1";
+
 /// `(type name, field name, offset)` for every field, plus `(type, "sizeof",
 /// size)`, in a fixed order; the `abi_layout` test compares this list with
 /// the same list computed by a C compiler from the header.

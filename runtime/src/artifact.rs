@@ -136,6 +136,9 @@ pub struct Artifact {
     pub source: Vec<u8>,
     pub build_options: String,
     pub kernel_names: Vec<String>,
+    /// Floating-point operations per launch of each kernel (0: not
+    /// counted), from the optional `tcc_kernel_flops_v1`.
+    pub kernel_flops: Vec<u64>,
     pub functions: Vec<FunctionInfo>,
     pub(crate) constants: Vec<ConstantRef>,
     // Dropped last (fields drop in declaration order).
@@ -206,8 +209,24 @@ impl Artifact {
         // SAFETY: the table was produced against tcc_abi.h; `Reader` checks
         // every count and pointer before it is followed.
         let parts = unsafe { r.read(table) }?;
+        // Optional: per-kernel flop counts.
+        let kernel_flops = match unsafe { library.get::<abi::TccKernelFlopsV1Fn>(abi::KERNEL_FLOPS_SYMBOL) } {
+            Ok(symbol) => {
+                // SAFETY: the symbol's type is fixed by tcc_abi.h; it returns
+                // num_kernels entries or NULL.
+                let pointer = unsafe { (*symbol)() };
+                if pointer.is_null() {
+                    vec![0; parts.kernel_names.len()]
+                } else {
+                    // SAFETY: non-null, num_kernels entries of static data.
+                    unsafe { std::slice::from_raw_parts(pointer, parts.kernel_names.len()) }.to_vec()
+                }
+            }
+            Err(_) => vec![0; parts.kernel_names.len()],
+        };
         Ok(Artifact {
             path: path.to_path_buf(),
+            kernel_flops,
             producer: parts.producer,
             source_kind: parts.source_kind,
             source: parts.source,

@@ -237,6 +237,12 @@ impl Model {
         &self.inner.kernel_names
     }
 
+    /// Floating-point operations per launch of each kernel, in
+    /// `kernel_names` order (0 where the artifact does not count them).
+    pub fn kernel_flops(&self) -> &[u64] {
+        &self.inner.kernel_flops
+    }
+
     pub fn source_kind(&self) -> SourceKind {
         self.inner.source_kind
     }

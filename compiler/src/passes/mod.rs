@@ -22,7 +22,7 @@ pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
-pub use outline_kernels::{GEMM_ATTR, KERNEL_MODULE, OutlineKernels};
+pub use outline_kernels::{FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels};
 pub use unique_results::UniqueResults;
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use pass::{NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options};

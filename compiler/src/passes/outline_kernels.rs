@@ -238,6 +238,46 @@ fn matmul_dims(op: OperationRef) -> Option<(i64, i64, i64)> {
     }
 }
 
+/// The gpu.func attribute giving a kernel's floating-point operations per
+/// launch (matmul and convolution kernels), for profiling reports.
+pub const FLOPS_ATTR: &str = "tcc.flops";
+
+/// Multiply-adds of the matmuls and convolutions among `members`, times 2.
+fn kernel_flops(members: &[OperationRef]) -> i64 {
+    let mut flops = 0i64;
+    for member in members {
+        let name = op_name(member);
+        let short = name.strip_prefix("linalg.").unwrap_or(&name);
+        let shape = |index: usize| -> Vec<i64> {
+            member.operand(index).ok().map(|v| {
+                let ty = v.r#type();
+                let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) };
+                (0..rank.max(0)).map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) }).collect()
+            }).unwrap_or_default()
+        };
+        let elements = |dims: &[i64]| dims.iter().product::<i64>();
+        let reduction: i64 = match short {
+            "matmul" | "batch_matmul" => shape(0).last().copied().unwrap_or(0),
+            // HWCF filter: reduce over KH * KW * C.
+            s if s.starts_with("conv_2d_nhwc_hwcf") => {
+                let filter = shape(1);
+                filter.iter().take(3).product()
+            }
+            s if s.starts_with("conv_") => {
+                let filter = shape(1);
+                filter.iter().product::<i64>() / filter.last().copied().unwrap_or(1).max(1)
+            }
+            // HWC(M) filter: reduce over KH * KW.
+            s if s.starts_with("depthwise_conv") => shape(1).iter().take(2).product(),
+            _ => 0,
+        };
+        if reduction > 0 {
+            flops += 2 * elements(&shape(2)) * reduction;
+        }
+    }
+    flops
+}
+
 /// Parallel points of a kernel: the elements of the largest buffer it writes.
 fn work_items(members: &[OperationRef]) -> i64 {
     let mut points = 1;
@@ -443,6 +483,11 @@ impl TccPass for OutlineKernels {
                     .build()
                     .map_err(|e| PassError::at(group_location, format!("cannot build gpu.func: {e}")))?;
                 let kernel = block.append_operation(kernel);
+                let flops = kernel_flops(&group.members);
+                if flops > 0 {
+                    let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
+                    kernel.set_discardable_attribute(FLOPS_ATTR, IntegerAttribute::new(i64_type, flops).into());
+                }
                 if let Some(tiles) = &gemm {
                     let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
                     kernel.set_discardable_attribute(GEMM_ATTR, DenseI64ArrayAttribute::new(context, tiles).into());

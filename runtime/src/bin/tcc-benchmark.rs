@@ -16,6 +16,8 @@ use tcc_runtime::{DeviceSelector, Model, Runtime, RuntimeOptions};
 const EXAMPLES: &str = "Examples:
   tcc-benchmark model.so --function=mlp --input=@x.npy --iterations=100
   tcc-benchmark model.so --input=1x8x128xf32=0.5 --flops=262144 --json
+(GFLOP/s are also reported per kernel, and per call without --flops, for the
+matmul and convolution kernels whose flops the artifact counts.)
 
 Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
 
@@ -115,7 +117,26 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
     let device_ms_per_call =
         kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / args.iterations as f64;
-    let gflops = args.flops.map(|f| {
+    // Flops per call: --flops, else what the artifact counts per kernel.
+    let counted: f64 = kernels
+        .iter()
+        .map(|k| {
+            let per_launch = model
+                .kernel_names()
+                .iter()
+                .position(|n| *n == k.name)
+                .and_then(|i| model.kernel_flops().get(i).copied())
+                .unwrap_or(0);
+            per_launch as f64 * k.calls as f64 / args.iterations as f64
+        })
+        .sum();
+    let flops_per_call = args.flops.or((counted > 0.0).then_some(counted));
+    let kernel_gflops = |k: &tcc_runtime::KernelProfile| -> Option<f64> {
+        let index = model.kernel_names().iter().position(|n| *n == k.name)?;
+        let flops = *model.kernel_flops().get(index)?;
+        (flops > 0 && k.mean_ns() > 0.0).then(|| flops as f64 / k.mean_ns())
+    };
+    let gflops = flops_per_call.map(|f| {
         let per = |ms: f64| {
             if ms > 0.0 {
                 Some(f / (ms * 1e-3) / 1e9)
@@ -140,11 +161,12 @@ fn run(args: Args) -> anyhow::Result<()> {
             "iterations": args.iterations,
             "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean },
             "device_ms_per_call": device_ms_per_call,
-            "flops": args.flops,
+            "flops": flops_per_call,
             "gflops": gflops.map(|(e2e, d)| json!({ "end_to_end": e2e, "device": d })),
             "kernels": kernels.iter().map(|k| json!({
                 "name": k.name, "calls": k.calls,
                 "total_ms": k.total_ns as f64 / 1e6, "mean_us": k.mean_ns() / 1e3,
+                "gflops": kernel_gflops(k),
             })).collect::<Vec<_>>(),
             "program_origin": session.program_origin(),
             "program_cache": cache,
@@ -183,17 +205,18 @@ fn run(args: Args) -> anyhow::Result<()> {
     writeln!(out, "kernels (device time from profiling events):")?;
     writeln!(
         out,
-        "  {:<32} {:>8} {:>12} {:>12}",
-        "name", "calls", "total ms", "mean us"
+        "  {:<32} {:>8} {:>12} {:>12} {:>10}",
+        "name", "calls", "total ms", "mean us", "GFLOP/s"
     )?;
     for k in &kernels {
         writeln!(
             out,
-            "  {:<32} {:>8} {:>12.3} {:>12.2}",
+            "  {:<32} {:>8} {:>12.3} {:>12.2} {:>10}",
             k.name,
             k.calls,
             k.total_ns as f64 / 1e6,
-            k.mean_ns() / 1e3
+            k.mean_ns() / 1e3,
+            kernel_gflops(k).map_or("-".to_string(), |g| format!("{g:.1}"))
         )?;
     }
     let origin = session

@@ -510,6 +510,15 @@ impl<'l> HostWriter<'l> {
             constants_global.as_pointer_value().into(),
             producer.into(),
         ]);
+        // Optional (ABI v1): floating-point operations per launch of each kernel.
+        let flops: Vec<IntValue> = program.kernels.iter().map(|k| t.i64.const_int(k.flops, false)).collect();
+        let flops_array = t.i64.const_array(&flops);
+        let flops_global = self.private_global(flops_array.get_type(), "tcc.kernel_flops", &flops_array);
+        let t = self.types;
+        let flops_getter = self.module.add_function("tcc_kernel_flops_v1", t.ptr.fn_type(&[], false), Some(Linkage::External));
+        let block = self.context.append_basic_block(flops_getter, "entry");
+        self.builder.position_at_end(block);
+        self.builder.build_return(Some(&flops_global.as_pointer_value())).map_err(llvm_error)?;
         let artifact_type = t.artifact;
         let ptr = t.ptr;
         let artifact_global = self.private_global(artifact_type, "tcc.artifact", &artifact);

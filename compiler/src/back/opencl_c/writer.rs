@@ -109,6 +109,8 @@ pub struct KernelInfo {
     pub kind: String,
     pub workgroup_size: [i64; 3],
     pub args: Vec<KernelArg>,
+    /// Floating-point operations per launch (0: not counted).
+    pub flops: u64,
 }
 
 /// The translated kernels: one OpenCL C program, kernels in module order.
@@ -323,6 +325,7 @@ impl KernelWriter {
         self.written_args = vec![false; args.len()];
 
         let location = crate::diagnostics::location_string(kernel.location().to_raw()).unwrap_or_default();
+        let flops = kernel.attribute(crate::passes::FLOPS_ATTR).ok().and_then(crate::ir::util::integer_value).unwrap_or(0).max(0) as u64;
         if let Some(tiles) = kernel.attribute(crate::passes::GEMM_ATTR).ok().and_then(|a| {
             let text = a.to_string();
             text.strip_prefix("array<i64:")?.strip_suffix('>')?.split(',').map(|v| v.trim().parse().ok()).collect::<Option<Vec<i64>>>()
@@ -334,7 +337,7 @@ impl KernelWriter {
                 arg.written = *written;
             }
             let text = text.replace("@PARAMETERS@", &parameter_list(&args));
-            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args }, text));
+            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args, flops }, text));
         }
 
         if kind == "softmax" {
@@ -344,7 +347,7 @@ impl KernelWriter {
                 arg.written = *written;
             }
             let text = text.replace("@PARAMETERS@", &parameter_list(&args));
-            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args }, text));
+            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args, flops }, text));
         }
 
         self.indent = 1;
@@ -365,7 +368,7 @@ impl KernelWriter {
         text.push_str(") {\n");
         text.push_str(&body);
         text.push_str("}\n");
-        Ok((KernelInfo { name, kind, workgroup_size: workgroup, args }, text))
+        Ok((KernelInfo { name, kind, workgroup_size: workgroup, args, flops }, text))
     }
 
     fn block(&mut self, block: BlockRef) -> Result<(), CodegenError> {
