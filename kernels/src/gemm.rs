@@ -98,7 +98,16 @@ pub struct GemmSpec {
     pub config: GemmConfig,
     pub shape: GemmShape,
     pub a: GemmOperand,
+    /// A C expression for the element offset of `A[b, i, k]` (with `b`, `i`,
+    /// `k` in scope) replacing `a`'s strided address: an implicit-GEMM
+    /// convolution reads its input windows this way.
+    pub a_offset: Option<String>,
     pub b: GemmOperand,
+    /// As `a_offset`, for `B[b, k, j]`.
+    pub b_offset: Option<String>,
+    /// C statements run per output element before `init` is evaluated
+    /// (`b`, `i`, `j` in scope), e.g. loads of a bias the init broadcasts.
+    pub init_statements: String,
     /// The initial accumulator, a C expression that may use `b`, `i`, `j`
     /// (e.g. `0.0f`, or a load of C to accumulate into it).
     pub init: String,
@@ -143,7 +152,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         s.m,
         s.k,
         spec.a.pointer,
-        spec.a.address("b", "i", "k")
+        spec.a_offset.clone().unwrap_or_else(|| spec.a.address("b", "i", "k"))
     );
     let _ = writeln!(out, "    }}");
     let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_k * c.tile_n);
@@ -155,7 +164,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         s.k,
         s.n,
         spec.b.pointer,
-        spec.b.address("b", "k", "j")
+        spec.b_offset.clone().unwrap_or_else(|| spec.b.address("b", "k", "j"))
     );
     let _ = writeln!(out, "    }}");
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
@@ -172,6 +181,9 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let _ = writeln!(out, "    for (int wn = 0; wn < {}; ++wn) {{", c.work_n);
     let _ = writeln!(out, "      const long j = col0 + tx + wn * {threads_n};");
     let _ = writeln!(out, "      if (i < {}L && j < {}L) {{", s.m, s.n);
+    for line in spec.init_statements.lines() {
+        let _ = writeln!(out, "        {line}");
+    }
     let _ = writeln!(out, "        const float acc_init = {};", spec.init);
     let _ = writeln!(out, "        const float acc_value = acc_init + acc[wm][wn];");
     for line in spec.store.lines() {
@@ -194,7 +206,10 @@ mod tests {
             config,
             shape: GemmShape { batch: 1, m: 100, n: 50, k: 30 },
             a: operand("a1", 30),
+            a_offset: None,
             b: operand("a2", 50),
+            b_offset: None,
+            init_statements: String::new(),
             init: "0.0f".into(),
             store: "a0[i * 50 + j] = acc_value;".into(),
         }
@@ -207,6 +222,14 @@ mod tests {
         assert!(text.contains("__local float tile_a[8][32];"), "{text}");
         assert!(text.contains("(i < 100L && k < 30L) ? a1[i * 30 + k] : 0.0f"), "{text}");
         assert!(text.contains("a0[i * 50 + j] = acc_value;"), "{text}");
+    }
+
+    #[test]
+    fn custom_a_offsets_replace_the_strided_address() {
+        let mut spec = spec(GemmConfig { tile_m: 32, tile_n: 32, tile_k: 8, work_m: 2, work_n: 2 });
+        spec.a_offset = Some("conv_offset(i, k)".into());
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(text.contains("? a1[conv_offset(i, k)] : 0.0f"), "{text}");
     }
 
     #[test]

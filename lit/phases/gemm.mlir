@@ -14,7 +14,7 @@
 // GPU-DAG: %[[C4:.*]] = arith.constant 4 : index
 // GPU-DAG: %[[C16:.*]] = arith.constant 16 : index
 // GPU: gpu.launch_func @tcc_kernels::@matmul_add_max_0 blocks in (%[[C2]], %[[C4]], %{{.*}}) threads in (%[[C16]], %[[C16]], %{{.*}})
-// GPU: gpu.func @matmul_add_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 16, 16, 1>, tcc.gemm = array<i64: 64, 64, 16, 4, 4>, tcc.kind = "matmul"}
+// GPU: gpu.func @matmul_add_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 16, 16, 1>, tcc.flops = 4915200 : i64, tcc.gemm = array<i64: 64, 64, 16, 4, 4>, tcc.kind = "matmul"}
 // GPU: linalg.matmul
 
 // CL: __kernel __attribute__((reqd_work_group_size(16, 16, 1)))

@@ -8,10 +8,11 @@
 // CHECK-NOT: linalg.
 // CHECK: return
 // CHECK: gpu.module @tcc_kernels
-// CHECK: gpu.func @batch_matmul_add_min_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, tcc.kind = "matmul"}
+// CHECK: gpu.func @batch_matmul_add_min_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, tcc.flops = 1024 : i64, tcc.kind = "matmul"}
 // CHECK: gpu.global_id x
 // CHECK: scf.for
 // CHECK-NOT: scf.parallel
+// 2 * 4 * 16 * 8 flops for the matmul (tcc.flops, reported by tcc-benchmark).
 // The softmax kernel keeps linalg.softmax for the row template.
 // CHECK: gpu.func @softmax_1({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>, tcc.kind = "softmax"}
 // CHECK: linalg.softmax

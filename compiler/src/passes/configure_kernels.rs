@@ -71,6 +71,13 @@ pub const GEMM_KEY: &str = "gemm";
 /// (M, N, K) of a plain or batched matmul with static shapes.
 fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
     let name = crate::ir::util::op_name(&op);
+    if name == "linalg.conv_2d_nhwc_hwcf" {
+        // Implicit GEMM: M = N*OH*OW, N = F, K = KH*KW*C.
+        let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
+        let filter = StaticTensor::of(op.operand(1).ok()?.r#type())?;
+        let m = output.shape[0] * output.shape[1] * output.shape[2];
+        return Some((m, output.shape[3], filter.shape[0] * filter.shape[1] * filter.shape[2]));
+    }
     if name != "linalg.matmul" && name != "linalg.batch_matmul" {
         return None;
     }

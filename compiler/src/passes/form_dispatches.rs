@@ -60,7 +60,14 @@ fn is_all_parallel_generic(op: OperationRef) -> bool {
 
 /// The DPS init operands of a linalg op (its `outs`).
 pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
-    let Ok(sizes) = op.attribute("operandSegmentSizes") else { return Vec::new() };
+    let Ok(sizes) = op.attribute("operandSegmentSizes") else {
+        // Linalg ops with a single init and no operand segments
+        // (linalg.map, transpose, broadcast, softmax): the init is last.
+        if dialect_of(&op_name(&op)) == "linalg" && op.operand_count() > 0 {
+            return op.operand(op.operand_count() - 1).into_iter().collect();
+        }
+        return Vec::new();
+    };
     let text = sizes.to_string();
     // array<i32: ins, outs>
     let counts: Vec<usize> = text
@@ -104,8 +111,10 @@ impl TccPass for FormDispatches {
                     continue;
                 }
                 let name = op_name(&op);
-                // A fill feeding exactly one reduction joins that reduction.
-                if name == "linalg.fill" {
+                // A fill (or an all-parallel generic such as a bias
+                // broadcast) feeding exactly one reduction as its init joins
+                // that reduction.
+                if name == "linalg.fill" || is_all_parallel_generic(op) {
                     let result: Value = match op.result(0) {
                         Ok(r) => r.into(),
                         Err(_) => continue,
@@ -123,7 +132,7 @@ impl TccPass for FormDispatches {
                 // The fills initialising this op's outputs.
                 for init in init_operands(op) {
                     if let Some(fill) = crate::ir::util::defining_op(init)
-                        && op_name(&fill) == "linalg.fill"
+                        && (op_name(&fill) == "linalg.fill" || is_all_parallel_generic(fill))
                         && use_count(init) == 1
                         && kind_of(op) != KernelKind::Elementwise
                     {

@@ -225,6 +225,11 @@ fn dense_i64s(attribute: Attribute) -> Option<Vec<i64>> {
 /// (batch, M, N) of a plain or batched matmul on buffers.
 fn matmul_dims(op: OperationRef) -> Option<(i64, i64, i64)> {
     let name = op_name(&op);
+    if name == "linalg.conv_2d_nhwc_hwcf" {
+        let output = op.operand(2).ok()?.r#type();
+        let dim = |i: usize| unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), i as isize) };
+        return Some((1, dim(0) * dim(1) * dim(2), dim(3)));
+    }
     if name != "linalg.matmul" && name != "linalg.batch_matmul" {
         return None;
     }

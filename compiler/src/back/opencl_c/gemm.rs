@@ -6,7 +6,7 @@
 
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::attribute::AttributeLike;
-use melior::ir::{Attribute, BlockLike, BlockRef, RegionLike, Value, ValueLike};
+use melior::ir::{Attribute, BlockLike, BlockRef, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
 
 use super::writer::{KernelWriter, MemrefView, key};
@@ -59,7 +59,90 @@ fn operand_of(view: &MemrefView, rank: usize) -> GemmOperand {
     GemmOperand { pointer: view.base.clone(), offset: view.offset, batch_stride, row_stride, col_stride }
 }
 
+/// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
+/// or the splat `dense<1> : tensor<2xi64>`.
+fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
+    let text = op.attribute(name).map(|a| a.to_string()).unwrap_or_else(|_| "dense<1>".into());
+    let inner = text.strip_prefix("dense<").and_then(|t| t.split('>').next()).unwrap_or("1");
+    let values: Vec<i64> = inner.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|v| v.trim().parse().ok()).collect();
+    match values.as_slice() {
+        [v] => Ok([*v, *v]),
+        [a, b] => Ok([*a, *b]),
+        _ => Err(CodegenError::at(&op, format!("cannot read {name} = {text}"))),
+    }
+}
+
+/// The contraction a GEMM kernel computes, with C index expressions for
+/// the output's dimensions in terms of `b`, `i`, `j`.
+struct Contraction {
+    shape: GemmShape,
+    a: GemmOperand,
+    a_offset: Option<String>,
+    b: GemmOperand,
+    b_offset: Option<String>,
+    c: MemrefView,
+    c_value_key: usize,
+    dims: Vec<String>,
+}
+
 impl KernelWriter {
+    fn view_of(&self, op: OperationRef, index: usize) -> Result<(Value<'static, 'static>, MemrefView), CodegenError> {
+        let value = op.operand(index).map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let view = self.views.get(&key(value)).cloned().ok_or_else(|| CodegenError::at(&op, "contraction operand is not a kernel buffer"))?;
+        Ok((unsafe { Value::from_raw(value.to_raw()) }, view))
+    }
+
+    fn contraction(&self, op: OperationRef) -> Result<Contraction, CodegenError> {
+        let ((a_value, a), (_, b), (c_value, c)) = (self.view_of(op, 0)?, self.view_of(op, 1)?, self.view_of(op, 2)?);
+        let shape_of = |value: Value| super::writer::memref_shape(value.r#type());
+        if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
+            let (input, output) = (shape_of(a_value), shape_of(c_value));
+            let filter = shape_of(unsafe { Value::from_raw(op.operand(1).map_err(|e| CodegenError::at(&op, e.to_string()))?.to_raw()) });
+            let [sh, sw] = pair(op, "strides")?;
+            let [dh, dw] = pair(op, "dilations")?;
+            let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
+            let _ = input;
+            let n = format!("(i / {})", oh * ow);
+            let y = format!("((i / {ow}) % {oh})");
+            let x = format!("(i % {ow})");
+            let ky = format!("(k / {})", kw * channels);
+            let kx = format!("((k / {channels}) % {kw})");
+            let ch = format!("(k % {channels})");
+            let a_offset = a.address(&[n.clone(), format!("({y} * {sh} + {ky} * {dh})"), format!("({x} * {sw} + {kx} * {dw})"), ch.clone()]);
+            let b_offset = b.address(&[ky, kx, ch, "j".to_string()]);
+            let unused = GemmOperand { pointer: a.base.clone(), offset: 0, batch_stride: 0, row_stride: 0, col_stride: 0 };
+            return Ok(Contraction {
+                shape: GemmShape { batch: 1, m: output[0] * oh * ow, n: output[3], k: filter[0] * filter[1] * filter[2] },
+                a: unused.clone(),
+                a_offset: Some(a_offset),
+                b: GemmOperand { pointer: b.base.clone(), ..unused },
+                b_offset: Some(b_offset),
+                c,
+                c_value_key: key(c_value),
+                dims: vec![n, y, x, "j".to_string()],
+            });
+        }
+        let rank = c.strides.len();
+        let a_shape = shape_of(a_value);
+        let c_shape = shape_of(c_value);
+        let dims: Vec<String> = if rank == 3 { vec!["b".into(), "i".into(), "j".into()] } else { vec!["i".into(), "j".into()] };
+        Ok(Contraction {
+            shape: GemmShape {
+                batch: if rank == 3 { c_shape[0] } else { 1 },
+                m: c_shape[rank - 2],
+                n: c_shape[rank - 1],
+                k: a_shape[a_shape.len() - 1],
+            },
+            a: operand_of(&a, rank),
+            a_offset: None,
+            b: operand_of(&b, rank),
+            b_offset: None,
+            c,
+            c_value_key: key(c_value),
+            dims,
+        })
+    }
+
     /// Writes a `tcc.gemm` kernel from the template; returns the whole
     /// kernel text.
     pub(super) fn write_gemm(
@@ -81,8 +164,9 @@ impl KernelWriter {
             work_m: *work_m as u32,
             work_n: *work_n as u32,
         };
-        let mut matmul: Option<OperationRef> = None;
+        let mut contraction_op: Option<OperationRef> = None;
         let mut fill: Option<(usize, String)> = None;
+        let mut init_generic: Option<OperationRef> = None;
         let mut epilogue: Option<OperationRef> = None;
         let mut next = block.first_operation();
         while let Some(op) = next {
@@ -94,8 +178,9 @@ impl KernelWriter {
                     let target: Value = op.operand(1).map_err(|e| CodegenError::at(&op, e.to_string()))?;
                     fill = Some((key(target), value));
                 }
-                "linalg.matmul" | "linalg.batch_matmul" => matmul = Some(op),
-                "linalg.generic" if matmul.is_some() && epilogue.is_none() => epilogue = Some(op),
+                "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => contraction_op = Some(op),
+                "linalg.generic" if contraction_op.is_none() && init_generic.is_none() => init_generic = Some(op),
+                "linalg.generic" if contraction_op.is_some() && epilogue.is_none() => epilogue = Some(op),
                 "gpu.return" => {}
                 "arith.constant" | "memref.expand_shape" | "memref.collapse_shape" | "memref.subview" | "memref.reinterpret_cast" | "memref.cast" => {
                     self.op(op)?;
@@ -103,59 +188,64 @@ impl KernelWriter {
                 other => return Err(CodegenError::at(&op, format!("'{other}' cannot be part of a tiled GEMM kernel"))),
             }
         }
-        let matmul = matmul.ok_or_else(|| CodegenError::at(&kernel, "tcc.gemm kernel without a matmul"))?;
-        let view = |index: usize| -> Result<(Value, MemrefView), CodegenError> {
-            let value = matmul.operand(index).map_err(|e| CodegenError::at(&matmul, e.to_string()))?;
-            let view = self.views.get(&key(value)).cloned().ok_or_else(|| CodegenError::at(&matmul, "matmul operand is not a kernel buffer"))?;
-            Ok((value, view))
+        let contraction_op = contraction_op.ok_or_else(|| CodegenError::at(&kernel, "tcc.gemm kernel without a matmul or convolution"))?;
+        let contraction = self.contraction(contraction_op)?;
+        let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
+        let c_address = contraction.c.address(&contraction.dims);
+        let (init_statements, init) = match (&fill, init_generic) {
+            (Some((target, value)), _) if *target == contraction.c_value_key => (String::new(), value.clone()),
+            (_, Some(generic)) => {
+                let (statements, value, _) = self.translate_generic(generic, None, &dims)?;
+                (statements, value)
+            }
+            _ => (String::new(), format!("{}[{c_address}]", contraction.c.base)),
         };
-        let ((_, a), (_, b), (c_value, c)) = (view(0)?, view(1)?, view(2)?);
-        let rank = c.strides.len();
-        let shape_of = |value: Value| super::writer::memref_shape(value.r#type());
-        let a_shape = shape_of(matmul.operand(0).map_err(|e| CodegenError::at(&matmul, e.to_string()))?);
-        let c_shape = shape_of(c_value);
-        let shape = GemmShape {
-            batch: if rank == 3 { c_shape[0] } else { 1 },
-            m: c_shape[rank - 2],
-            n: c_shape[rank - 1],
-            k: a_shape[a_shape.len() - 1],
-        };
-        let dims: Vec<&str> = if rank == 3 { vec!["b", "i", "j"] } else { vec!["i", "j"] };
-        let c_address = c.address(&dims.iter().map(|d| d.to_string()).collect::<Vec<_>>());
-        let init = match &fill {
-            Some((target, value)) if *target == key(c_value) => value.clone(),
-            _ => format!("{}[{c_address}]", c.base),
-        };
-
         let store = match epilogue {
             None => {
-                self.mark_written(&c.base.clone());
-                format!("{}[{c_address}] = acc_value;", c.base)
+                self.mark_written(&contraction.c.base.clone());
+                format!("{}[{c_address}] = acc_value;", contraction.c.base)
             }
-            Some(generic) => self.epilogue(generic, c_value, &dims)?,
+            Some(generic) => {
+                let c_value = contraction_op.operand(2).map_err(|e| CodegenError::at(&contraction_op, e.to_string()))?;
+                let (mut statements, value, output) = self.translate_generic(generic, Some(c_value), &dims)?;
+                let (view, indices) = output;
+                statements.push_str(&format!("{}[{}] = {value};\n", view.base, view.address(&indices)));
+                self.mark_written(&view.base.clone());
+                statements
+            }
         };
         let spec = GemmSpec {
             name: name.to_string(),
             parameters,
             comment,
             config,
-            shape,
-            a: operand_of(&a, rank),
-            b: operand_of(&b, rank),
+            shape: contraction.shape,
+            a: contraction.a,
+            a_offset: contraction.a_offset,
+            b: contraction.b,
+            b_offset: contraction.b_offset,
+            init_statements,
             init,
             store,
         };
         gemm_kernel(&spec).map_err(|e| CodegenError::at(&kernel, e))
     }
 
-    /// The epilogue's body as C statements: operands loaded through their
-    /// indexing maps (the matmul result is `acc_value`), the body's ops, and
-    /// the store of the yielded value.
-    fn epilogue(&mut self, generic: OperationRef, matmul_output: Value, dims: &[&str]) -> Result<String, CodegenError> {
+    /// Translates an elementwise `linalg.generic` at the output element
+    /// whose dimensions are `dims`: its inputs are loaded through their
+    /// indexing maps (the contraction's result, if given, is `acc_value`)
+    /// and its body's ops become statements. Returns the statements, the
+    /// yielded value and the output's view with its indices.
+    fn translate_generic(
+        &mut self,
+        generic: OperationRef,
+        accumulator: Option<Value>,
+        dims: &[&str],
+    ) -> Result<(String, String, (MemrefView, Vec<String>)), CodegenError> {
         let maps = generic.attribute("indexing_maps").map_err(|e| CodegenError::at(&generic, e.to_string()))?;
         let maps = melior::ir::attribute::ArrayAttribute::try_from(maps).map_err(|_| CodegenError::at(&generic, "malformed indexing_maps"))?;
         let region = generic.region(0).map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-        let body = region.first_block().ok_or_else(|| CodegenError::at(&generic, "epilogue without a body"))?;
+        let body = region.first_block().ok_or_else(|| CodegenError::at(&generic, "generic without a body"))?;
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         let count = generic.operand_count();
@@ -164,16 +254,21 @@ impl KernelWriter {
             let operand = generic.operand(index).map_err(|e| CodegenError::at(&generic, e.to_string()))?;
             let argument: Value = body.argument(index).map_err(|e| CodegenError::at(&generic, e.to_string()))?.into();
             let map = maps.element(index).map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-            let view = self.views.get(&key(operand)).cloned().ok_or_else(|| CodegenError::at(&generic, "epilogue operand is not a kernel buffer"))?;
-            let indices = affine_indices(generic, map, dims)?;
             let is_output = index == count - 1;
-            if operand == matmul_output && !is_output {
+            let indices = affine_indices(generic, map, dims)?;
+            if !operand.r#type().is_mem_ref() {
+                // A scalar input (e.g. a constant broadcast).
+                let value = self.name(generic, operand)?;
+                self.names.insert(key(argument), value);
+                continue;
+            }
+            let view = self.views.get(&key(operand)).cloned().ok_or_else(|| CodegenError::at(&generic, "generic operand is not a kernel buffer"))?;
+            if accumulator.is_some_and(|acc| acc == operand) && !is_output {
                 self.names.insert(key(argument), "acc_value".to_string());
             } else if !is_output || crate::ir::util::use_count(argument) > 0 {
                 let name = self.fresh();
-                let element = view.element;
                 let address = view.address(&indices);
-                self.line(&format!("const {} {name} = {}[{address}];", element.c_type(), view.base));
+                self.line(&format!("const {} {name} = {}[{address}];", view.element.c_type(), view.base));
                 self.names.insert(key(argument), name);
             }
             if is_output {
@@ -191,13 +286,10 @@ impl KernelWriter {
                 self.op(op)?;
             }
         }
-        let (view, indices) = output.ok_or_else(|| CodegenError::at(&generic, "epilogue without an output"))?;
-        let result = result.ok_or_else(|| CodegenError::at(&generic, "epilogue without linalg.yield"))?;
-        let address = view.address(&indices);
-        self.line(&format!("{}[{address}] = {result};", view.base));
-        self.mark_written(&view.base.clone());
+        let output = output.ok_or_else(|| CodegenError::at(&generic, "generic without an output"))?;
+        let result = result.ok_or_else(|| CodegenError::at(&generic, "generic without linalg.yield"))?;
         let text = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
-        Ok(text)
+        Ok((text, result, output))
     }
 }

@@ -260,7 +260,7 @@ impl KernelWriter {
         self.out.push('\n');
     }
 
-    fn name(&self, op: OperationRef, value: Value) -> Result<String, CodegenError> {
+    pub(super) fn name(&self, op: OperationRef, value: Value) -> Result<String, CodegenError> {
         self.names
             .get(&key(value))
             .cloned()
