@@ -71,6 +71,14 @@ pub struct GemmOperand {
 }
 
 impl GemmOperand {
+    /// Whether 4 consecutive columns can be loaded as one `float4`: unit
+    /// column stride, and rows, batches and the offset keep 4-element
+    /// alignment (and the row length is a multiple of 4, so a vector never
+    /// straddles the edge).
+    fn vectorizable(&self, columns: i64) -> bool {
+        self.col_stride == 1 && columns % 4 == 0 && self.row_stride % 4 == 0 && self.batch_stride % 4 == 0 && self.offset % 4 == 0
+    }
+
     fn address(&self, batch: &str, row: &str, col: &str) -> String {
         let mut terms = Vec::new();
         if self.offset != 0 {
@@ -131,7 +139,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         "  /* tile {}x{}x{}, {}x{} outputs per work-item; M={} N={} K={} batch={} */",
         c.tile_m, c.tile_n, c.tile_k, c.work_m, c.work_n, s.m, s.n, s.k, s.batch
     );
-    let _ = writeln!(out, "  __local float tile_a[{}][{}];", c.tile_k, c.tile_m);
+    let _ = writeln!(out, "  __local float tile_a[{}][{}];", c.tile_k, c.tile_m + 1);
     let _ = writeln!(out, "  __local float tile_b[{}][{}];", c.tile_k, c.tile_n);
     out.push_str(&format!(
         "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const long b = (long)get_group_id(2);\n  const long row0 = (long)get_group_id(1) * {tm};\n  const long col0 = (long)get_group_id(0) * {tn};\n",
@@ -142,37 +150,72 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let _ = writeln!(out, "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn)\n      acc[wm][wn] = 0.0f;", c.work_m, c.work_n);
     let threads = c.workgroup_size();
     let _ = writeln!(out, "  for (long k0 = 0; k0 < {}L; k0 += {}) {{", s.k, c.tile_k);
-    // Stage A (transposed into tile_a[k][m]) and B.
-    let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_m * c.tile_k);
-    let _ = writeln!(out, "      const int mm = l / {tk}, kk = l % {tk};", tk = c.tile_k);
-    let _ = writeln!(out, "      const long i = row0 + mm, k = k0 + kk;");
-    let _ = writeln!(
-        out,
-        "      tile_a[kk][mm] = (i < {}L && k < {}L) ? {}[{}] : 0.0f;",
-        s.m,
-        s.k,
-        spec.a.pointer,
-        spec.a_offset.clone().unwrap_or_else(|| spec.a.address("b", "i", "k"))
-    );
-    let _ = writeln!(out, "    }}");
-    let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_k * c.tile_n);
-    let _ = writeln!(out, "      const int kk = l / {tn}, nn = l % {tn};", tn = c.tile_n);
-    let _ = writeln!(out, "      const long k = k0 + kk, j = col0 + nn;");
-    let _ = writeln!(
-        out,
-        "      tile_b[kk][nn] = (k < {}L && j < {}L) ? {}[{}] : 0.0f;",
-        s.k,
-        s.n,
-        spec.b.pointer,
-        spec.b_offset.clone().unwrap_or_else(|| spec.b.address("b", "k", "j"))
-    );
-    let _ = writeln!(out, "    }}");
+    // Stage A (transposed into tile_a[k][m]) and B. Rows of tile_a are
+    // padded by one word so that the transposing stores of a warp, which
+    // walk k, fall in different local-memory banks.
+    let a_vector = spec.a_offset.is_none() && spec.a.vectorizable(s.k) && c.tile_k % 4 == 0;
+    let b_vector = spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n % 4 == 0;
+    if a_vector {
+        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_m * c.tile_k / 4);
+        let _ = writeln!(out, "      const int mm = l / {q}, kk = (l % {q}) * 4;", q = c.tile_k / 4);
+        let _ = writeln!(out, "      const long i = row0 + mm, k = k0 + kk;");
+        let _ = writeln!(
+            out,
+            "      const float4 v = (i < {}L && k < {}L) ? vload4(0, {} + {}) : (float4)(0.0f);",
+            s.m,
+            s.k,
+            spec.a.pointer,
+            spec.a.address("b", "i", "k")
+        );
+        let _ = writeln!(out, "      tile_a[kk][mm] = v.x; tile_a[kk + 1][mm] = v.y; tile_a[kk + 2][mm] = v.z; tile_a[kk + 3][mm] = v.w;");
+        let _ = writeln!(out, "    }}");
+    } else {
+        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_m * c.tile_k);
+        let _ = writeln!(out, "      const int mm = l / {tk}, kk = l % {tk};", tk = c.tile_k);
+        let _ = writeln!(out, "      const long i = row0 + mm, k = k0 + kk;");
+        let _ = writeln!(
+            out,
+            "      tile_a[kk][mm] = (i < {}L && k < {}L) ? {}[{}] : 0.0f;",
+            s.m,
+            s.k,
+            spec.a.pointer,
+            spec.a_offset.clone().unwrap_or_else(|| spec.a.address("b", "i", "k"))
+        );
+        let _ = writeln!(out, "    }}");
+    }
+    if b_vector {
+        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_k * c.tile_n / 4);
+        let _ = writeln!(out, "      const int kk = l / {q}, nn = (l % {q}) * 4;", q = c.tile_n / 4);
+        let _ = writeln!(out, "      const long k = k0 + kk, j = col0 + nn;");
+        let _ = writeln!(
+            out,
+            "      vstore4((k < {}L && j < {}L) ? vload4(0, {} + {}) : (float4)(0.0f), 0, &tile_b[kk][nn]);",
+            s.k,
+            s.n,
+            spec.b.pointer,
+            spec.b.address("b", "k", "j")
+        );
+        let _ = writeln!(out, "    }}");
+    } else {
+        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_k * c.tile_n);
+        let _ = writeln!(out, "      const int kk = l / {tn}, nn = l % {tn};", tn = c.tile_n);
+        let _ = writeln!(out, "      const long k = k0 + kk, j = col0 + nn;");
+        let _ = writeln!(
+            out,
+            "      tile_b[kk][nn] = (k < {}L && j < {}L) ? {}[{}] : 0.0f;",
+            s.k,
+            s.n,
+            spec.b.pointer,
+            spec.b_offset.clone().unwrap_or_else(|| spec.b.address("b", "k", "j"))
+        );
+        let _ = writeln!(out, "    }}");
+    }
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(out, "    for (int kk = 0; kk < {}; ++kk) {{", c.tile_k);
+    let _ = writeln!(out, "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{", c.tile_k);
     let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
-    let _ = writeln!(out, "      for (int wm = 0; wm < {}; ++wm) ra[wm] = tile_a[kk][ty + wm * {threads_m}];", c.work_m);
-    let _ = writeln!(out, "      for (int wn = 0; wn < {}; ++wn) rb[wn] = tile_b[kk][tx + wn * {threads_n}];", c.work_n);
-    let _ = writeln!(out, "      for (int wm = 0; wm < {}; ++wm)\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);", c.work_m, c.work_n);
+    let _ = writeln!(out, "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm) ra[wm] = tile_a[kk][ty + wm * {threads_m}];", c.work_m);
+    let _ = writeln!(out, "      #pragma unroll\n      for (int wn = 0; wn < {}; ++wn) rb[wn] = tile_b[kk][tx + wn * {threads_n}];", c.work_n);
+    let _ = writeln!(out, "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);", c.work_m, c.work_n);
     let _ = writeln!(out, "    }}");
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     let _ = writeln!(out, "  }}");
@@ -219,7 +262,7 @@ mod tests {
     fn instantiates_with_guards_and_local_tiles() {
         let text = gemm_kernel(&spec(GemmConfig { tile_m: 32, tile_n: 32, tile_k: 8, work_m: 2, work_n: 2 })).unwrap();
         assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
-        assert!(text.contains("__local float tile_a[8][32];"), "{text}");
+        assert!(text.contains("__local float tile_a[8][33];"), "{text}");
         assert!(text.contains("(i < 100L && k < 30L) ? a1[i * 30 + k] : 0.0f"), "{text}");
         assert!(text.contains("a0[i * 50 + j] = acc_value;"), "{text}");
     }
@@ -230,6 +273,17 @@ mod tests {
         spec.a_offset = Some("conv_offset(i, k)".into());
         let text = gemm_kernel(&spec).unwrap();
         assert!(text.contains("? a1[conv_offset(i, k)] : 0.0f"), "{text}");
+    }
+
+    #[test]
+    fn aligned_operands_are_loaded_as_float4() {
+        let mut spec = spec(GemmConfig { tile_m: 32, tile_n: 32, tile_k: 8, work_m: 2, work_n: 2 });
+        spec.shape = GemmShape { batch: 1, m: 64, n: 64, k: 32 };
+        spec.a.row_stride = 32;
+        spec.b.row_stride = 64;
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(text.contains("vload4(0, a1 + i * 32 + k)"), "{text}");
+        assert!(text.contains("vstore4((k < 32L && j < 64L) ? vload4(0, a2 + k * 64 + j)"), "{text}");
     }
 
     #[test]

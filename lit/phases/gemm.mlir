@@ -20,8 +20,11 @@
 // CL: __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 // CL-NEXT: void matmul_add_max_0(__global float* restrict a0,
 // CL: /* tile 64x64x16, 4x4 outputs per work-item; M=200 N=96 K=128 batch=1 */
-// CL: __local float tile_a[16][64];
+// CL: __local float tile_a[16][65];
 // CL: __local float tile_b[16][64];
+// The 128-wide rows of A and 96-wide rows of B load as float4.
+// CL: vload4(0, a1 + i * 128 + k)
+// CL: vstore4((k < 128L && j < 96L) ? vload4(0, a2 + k * 96 + j)
 // CL: barrier(CLK_LOCAL_MEM_FENCE);
 // CL: acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);
 // CL: if (i < 200L && j < 96L) {
