@@ -12,9 +12,9 @@
 // CHECK-NEXT: __global float* restrict a3) {
 // CHECK: for (long [[L:v[0-9]+]] = {{v[0-9]+}}; [[L]] < 64L; [[L]] += {{v[0-9]+}}) {
 // CHECK: tcc_maximumf(
-// CHECK: __kernel __attribute__((reqd_work_group_size(32, 1, 1)))
+// CHECK: __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
 // CHECK-NEXT: void softmax_1(
-// CHECK: __local float scratch[32];
+// CHECK: __local float scratch[64];
 // CHECK-NOT: __kernel
 
 // HOST: @tcc.artifact = private constant

@@ -14,5 +14,5 @@
 // CHECK-NOT: scf.parallel
 // 2 * 4 * 16 * 8 flops for the matmul (tcc.flops, reported by tcc-benchmark).
 // The softmax kernel keeps linalg.softmax for the row template.
-// CHECK: gpu.func @softmax_1({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>, tcc.kind = "softmax"}
+// CHECK: gpu.func @softmax_1({{.*}}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, tcc.kind = "softmax"}
 // CHECK: linalg.softmax

@@ -5,5 +5,5 @@
 // CHECK: module attributes {tcc.target = "nvidia"}
 // CHECK: linalg.batch_matmul {tcc.config = {workgroup_size = 64 : i64}
 // STATS: batch_matmul_add_min_max_0  kind=matmul  workgroup_size=64
-// A 16-wide row gets 32 work-items (the smallest group the target uses).
-// STATS: softmax_1  kind=softmax  workgroup_size=32
+// A 16-wide row gets 64 work-items (the smallest group tcc launches).
+// STATS: softmax_1  kind=softmax  workgroup_size=64

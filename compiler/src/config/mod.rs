@@ -93,7 +93,7 @@ impl Target {
             Target::PoclCpu => 64,
         };
         let needed = (columns.max(1) as u64).next_power_of_two() as i64;
-        preferred.min(needed.max(32))
+        preferred.min(needed.max(64))
     }
 
     /// The configuration for a kernel of `kind` over `work_items` points.
