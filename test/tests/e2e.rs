@@ -13,7 +13,6 @@
 //!
 //! There is no skipping: without an OpenCL device every model test fails.
 
-use std::io::Read as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -188,8 +187,9 @@ fn run_child(test: &str, name: &str) -> Outcome {
             }
         }
     };
-    let mut output = String::new();
-    let _ = std::fs::File::open(&log_path).and_then(|mut f| f.read_to_string(&mut output));
+    // Lossy: a driver may print bytes that are not UTF-8 (a failed
+    // read_to_string would leave the output empty).
+    let output = String::from_utf8_lossy(&std::fs::read(&log_path).unwrap_or_default()).into_owned();
     let ran_one = output.contains("test result: ok. 1 passed");
     let raw_output = output.clone();
     let output = tidy_child_output(&output);

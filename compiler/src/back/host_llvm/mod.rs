@@ -1,9 +1,11 @@
-//! Host back end: the host functions of the gpu phase → LLVM IR (with the
-//! artifact's self-description) → optimized native object → shared library.
+//! Host back end: the host functions of the gpu phase → LLVM dialect →
+//! LLVM IR (with the artifact's self-description) → optimized native object
+//! → shared library.
 //!
 //! The shared library is self-contained: host code, the kernels' OpenCL C
 //! source and the weights. The runtime loads it without LLVM.
 
+mod lower;
 mod writer;
 
 use std::path::Path;
