@@ -21,7 +21,10 @@ fn tblgen(generator: &str, input: &str, output: &PathBuf, include: &PathBuf) {
         .arg(output)
         .status()
         .unwrap_or_else(|e| panic!("cannot run {}: {e} (run `make deps`)", tool.display()));
-    assert!(status.success(), "mlir-tblgen {generator} failed on {input}");
+    assert!(
+        status.success(),
+        "mlir-tblgen {generator} failed on {input}"
+    );
 }
 
 fn main() {

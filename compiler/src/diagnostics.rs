@@ -34,7 +34,9 @@ fn string_ref(value: mlir_sys::MlirStringRef) -> String {
 pub fn file_line_col(location: MlirLocation) -> Option<(String, u32, u32)> {
     unsafe {
         if mlir_sys::mlirLocationIsAFileLineColRange(location) {
-            let file = string_ref(mlir_sys::mlirIdentifierStr(mlir_sys::mlirLocationFileLineColRangeGetFilename(location)));
+            let file = string_ref(mlir_sys::mlirIdentifierStr(
+                mlir_sys::mlirLocationFileLineColRangeGetFilename(location),
+            ));
             let line = mlir_sys::mlirLocationFileLineColRangeGetStartLine(location);
             let col = mlir_sys::mlirLocationFileLineColRangeGetStartColumn(location);
             return Some((file, line.max(0) as u32, col.max(0) as u32));
@@ -47,7 +49,12 @@ pub fn file_line_col(location: MlirLocation) -> Option<(String, u32, u32)> {
         }
         if mlir_sys::mlirLocationIsAFused(location) {
             let count = mlir_sys::mlirLocationFusedGetNumLocations(location) as usize;
-            let mut locations = vec![mlir_sys::MlirLocation { ptr: std::ptr::null() }; count];
+            let mut locations = vec![
+                mlir_sys::MlirLocation {
+                    ptr: std::ptr::null()
+                };
+                count
+            ];
             mlir_sys::mlirLocationFusedGetLocations(location, locations.as_mut_ptr());
             return locations.into_iter().find_map(file_line_col);
         }
@@ -82,7 +89,10 @@ impl DiagnosticSink {
 
     /// Remembers a file's text so that diagnostics can quote its lines.
     pub fn add_source(&self, name: &str, text: &str) {
-        self.sources.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), text.to_string());
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), text.to_string());
     }
 
     fn record(&self, diagnostic: &Diagnostic) {
@@ -99,7 +109,11 @@ impl DiagnosticSink {
             None => format!("{severity}: {message}"),
         };
         if let Some((file, line, col)) = location
-            && let Some(source) = self.sources.lock().unwrap_or_else(|e| e.into_inner()).get(&file)
+            && let Some(source) = self
+                .sources
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&file)
             && let Some(source_line) = source.lines().nth(line.saturating_sub(1) as usize)
         {
             text.push('\n');
@@ -108,7 +122,10 @@ impl DiagnosticSink {
             text.push_str(&" ".repeat(col.saturating_sub(1) as usize));
             text.push('^');
         }
-        self.messages.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+        self.messages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
         for index in 0..diagnostic.note_count() {
             if let Ok(note) = diagnostic.note(index) {
                 self.record(&note);

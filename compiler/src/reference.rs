@@ -72,16 +72,24 @@ fn descriptor(data: *mut u8, shape: &[usize]) -> Vec<i64> {
 pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
     let session = Session::new();
     let mut module = session.parse_file(input)?;
-    session.run_pipeline(&mut module, "builtin.module(tcc-check-supported,tcc-record-interface)")?;
+    session.run_pipeline(
+        &mut module,
+        "builtin.module(tcc-check-supported,tcc-record-interface)",
+    )?;
     let signature = signature_of(&module, input, function)?;
     check_inputs(function, &signature, inputs)?;
     for op in body_ops(module.as_operation()) {
         if op_name(&op) == "func.func" {
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-            op.set_discardable_attribute("llvm.emit_c_interface", Attribute::unit(&session.context));
+            op.set_discardable_attribute(
+                "llvm.emit_c_interface",
+                Attribute::unit(&session.context),
+            );
         }
     }
-    session.run_pipeline(&mut module, LOWER_TO_LLVM).context("lowering for the reference runner")?;
+    session
+        .run_pipeline(&mut module, LOWER_TO_LLVM)
+        .context("lowering for the reference runner")?;
 
     // libm (erff, ...) resolves from this process; memref copies need
     // MLIR's C runner utilities (memrefCopy).
@@ -91,8 +99,11 @@ pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<Ho
     }
     let engine = ExecutionEngine::new(&module, 2, &[runner_utils.as_str()], false, false);
     let mut input_bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.clone()).collect();
-    let mut outputs: Vec<HostTensor> =
-        signature.outputs.iter().map(|(dtype, shape)| HostTensor::zeros(*dtype, shape.clone())).collect::<Result<_, _>>()?;
+    let mut outputs: Vec<HostTensor> = signature
+        .outputs
+        .iter()
+        .map(|(dtype, shape)| HostTensor::zeros(*dtype, shape.clone()))
+        .collect::<Result<_, _>>()?;
     let mut descriptors: Vec<Vec<i64>> = Vec::new();
     for (bytes, (_, shape)) in input_bytes.iter_mut().zip(&signature.inputs) {
         descriptors.push(descriptor(bytes.as_mut_ptr(), shape));
@@ -102,7 +113,10 @@ pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<Ho
         descriptors.push(descriptor(output.bytes.as_mut_ptr(), &shape));
     }
     let mut pointers: Vec<*mut i64> = descriptors.iter_mut().map(|d| d.as_mut_ptr()).collect();
-    let mut arguments: Vec<*mut ()> = pointers.iter_mut().map(|p| p as *mut *mut i64 as *mut ()).collect();
+    let mut arguments: Vec<*mut ()> = pointers
+        .iter_mut()
+        .map(|p| p as *mut *mut i64 as *mut ())
+        .collect();
     // The C API calls the packed wrapper of `_mlir_ciface_<function>`.
     unsafe { engine.invoke_packed(function, &mut arguments) }
         .map_err(|e| anyhow!("the reference run of @{function} failed: {e}"))?;
@@ -111,7 +125,11 @@ pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<Ho
 
 fn check_inputs(function: &str, signature: &Signature, inputs: &[HostTensor]) -> Result<()> {
     if inputs.len() != signature.inputs.len() {
-        bail!("@{function} takes {} inputs, got {}", signature.inputs.len(), inputs.len());
+        bail!(
+            "@{function} takes {} inputs, got {}",
+            signature.inputs.len(),
+            inputs.len()
+        );
     }
     for (index, (tensor, (dtype, shape))) in inputs.iter().zip(&signature.inputs).enumerate() {
         if tensor.dtype != *dtype || &tensor.shape != shape {
@@ -129,10 +147,25 @@ fn check_inputs(function: &str, signature: &Signature, inputs: &[HostTensor]) ->
 fn signature_of(module: &melior::ir::Module, input: &Path, function: &str) -> Result<Signature> {
     let op = body_ops(module.as_operation())
         .into_iter()
-        .find(|op| op_name(op) == "func.func" && op.attribute("sym_name").ok().and_then(string_value).as_deref() == Some(function))
+        .find(|op| {
+            op_name(op) == "func.func"
+                && op
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(string_value)
+                    .as_deref()
+                    == Some(function)
+        })
         .ok_or_else(|| anyhow!("{}: no function @{function}", input.display()))?;
-    let num_outputs = op.attribute(NUM_OUTPUTS_ATTR).ok().and_then(integer_value).unwrap_or(0) as usize;
-    let block = op.region(0)?.first_block().ok_or_else(|| anyhow!("@{function} has no body"))?;
+    let num_outputs = op
+        .attribute(NUM_OUTPUTS_ATTR)
+        .ok()
+        .and_then(integer_value)
+        .unwrap_or(0) as usize;
+    let block = op
+        .region(0)?
+        .first_block()
+        .ok_or_else(|| anyhow!("@{function} has no body"))?;
     let mut inputs = Vec::new();
     for index in 0..block.argument_count() {
         inputs.push(tensor_type(block.argument(index)?.r#type())?);
@@ -151,6 +184,10 @@ fn signature_of(module: &melior::ir::Module, input: &Path, function: &str) -> Re
 }
 
 fn tensor_type(ty: Type) -> Result<(DType, Vec<usize>)> {
-    let tensor = crate::ir::types::StaticTensor::of(ty).ok_or_else(|| anyhow!("{ty} is not a statically shaped tensor"))?;
-    Ok((dtype_of(tensor.element)?, tensor.shape.iter().map(|&d| d as usize).collect()))
+    let tensor = crate::ir::types::StaticTensor::of(ty)
+        .ok_or_else(|| anyhow!("{ty} is not a statically shaped tensor"))?;
+    Ok((
+        dtype_of(tensor.element)?,
+        tensor.shape.iter().map(|&d| d as usize).collect(),
+    ))
 }

@@ -6,18 +6,23 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 fn documented() -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/passes.md")).expect("docs/passes.md");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/passes.md"))
+        .expect("docs/passes.md");
     text.lines()
         .filter_map(|line| {
             let cells: Vec<&str> = line.split('|').map(str::trim).collect();
             let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
-            name.starts_with("tcc-").then(|| (name.to_string(), cells.get(2).unwrap_or(&"").to_string()))
+            name.starts_with("tcc-")
+                .then(|| (name.to_string(), cells.get(2).unwrap_or(&"").to_string()))
         })
         .collect()
 }
 
 fn registered(flag: &str) -> BTreeMap<String, String> {
-    let output = Command::new(env!("CARGO_BIN_EXE_tcc-opt")).arg(flag).output().expect("run tcc-opt");
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc-opt"))
+        .arg(flag)
+        .output()
+        .expect("run tcc-opt");
     assert!(output.status.success());
     String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -33,9 +38,21 @@ fn registered(flag: &str) -> BTreeMap<String, String> {
 #[test]
 fn passes_md_matches_the_registry() {
     let (docs, registry) = (documented(), registered("--help"));
-    assert!(registry.len() >= 14, "expected tcc passes and pipelines in --help, got {registry:?}");
-    assert_eq!(docs, registry, "docs/passes.md and `tcc-opt --help` disagree");
+    assert!(
+        registry.len() >= 14,
+        "expected tcc passes and pipelines in --help, got {registry:?}"
+    );
+    assert_eq!(
+        docs, registry,
+        "docs/passes.md and `tcc-opt --help` disagree"
+    );
     let passes = registered("--list-passes");
-    let documented_passes: BTreeMap<_, _> = docs.into_iter().filter(|(name, _)| !name.starts_with("tcc-phase-")).collect();
-    assert_eq!(documented_passes, passes, "docs/passes.md and `tcc-opt --list-passes` disagree");
+    let documented_passes: BTreeMap<_, _> = docs
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with("tcc-phase-"))
+        .collect();
+    assert_eq!(
+        documented_passes, passes,
+        "docs/passes.md and `tcc-opt --list-passes` disagree"
+    );
 }

@@ -13,8 +13,16 @@ fn lit_suite() {
     let tcc_opt = PathBuf::from(env!("CARGO_BIN_EXE_tcc-opt"));
     let bin_dir = tcc_opt.parent().unwrap();
     let lit = llvm_bin().join("lit");
-    assert!(lit.exists(), "LLVM lit not found at {} — run `make deps`", lit.display());
-    assert!(llvm_bin().join("FileCheck").exists(), "FileCheck not found in {} — run `make deps`", llvm_bin().display());
+    assert!(
+        lit.exists(),
+        "LLVM lit not found at {} — run `make deps`",
+        lit.display()
+    );
+    assert!(
+        llvm_bin().join("FileCheck").exists(),
+        "FileCheck not found in {} — run `make deps`",
+        llvm_bin().display()
+    );
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lit");
     let status = Command::new(&lit)
         .arg("-sv")

@@ -42,7 +42,11 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
             // Change one number (a shape, an axis, a constant).
             let index = rng.below(n);
             let line = &lines[index];
-            let digits: Vec<usize> = line.char_indices().filter(|(_, c)| c.is_ascii_digit()).map(|(i, _)| i).collect();
+            let digits: Vec<usize> = line
+                .char_indices()
+                .filter(|(_, c)| c.is_ascii_digit())
+                .map(|(i, _)| i)
+                .collect();
             if !digits.is_empty() {
                 let at = digits[rng.below(digits.len())];
                 let replacement = char::from(b'0' + rng.below(10) as u8);
@@ -54,7 +58,10 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         _ => {
             let joined = lines.join("\n");
             let cut = rng.below(joined.len());
-            let cut = (0..=cut).rev().find(|i| joined.is_char_boundary(*i)).unwrap_or(0);
+            let cut = (0..=cut)
+                .rev()
+                .find(|i| joined.is_char_boundary(*i))
+                .unwrap_or(0);
             return joined[..cut].to_string();
         }
     }
@@ -69,11 +76,24 @@ fn mutated_models_never_crash_the_compiler() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("mlir"))
         // Keep the mutants quick to compile: skip the models with big weights.
-        .filter(|p| std::fs::metadata(p).map(|m| m.len() < 20_000).unwrap_or(false))
-        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).expect("model text")))
+        .filter(|p| {
+            std::fs::metadata(p)
+                .map(|m| m.len() < 20_000)
+                .unwrap_or(false)
+        })
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read_to_string(&p).expect("model text"),
+            )
+        })
         .collect();
     sources.sort();
-    assert!(sources.len() >= 10, "expected the end-to-end models, found {}", sources.len());
+    assert!(
+        sources.len() >= 10,
+        "expected the end-to-end models, found {}",
+        sources.len()
+    );
     let directory = tempfile::tempdir().expect("temp dir");
     let mut rng = Rng(0x7cc0_ffee_1234_5678);
     let (mut accepted, mut rejected) = (0, 0);
@@ -91,8 +111,14 @@ fn mutated_models_never_crash_the_compiler() {
             Some(0) => accepted += 1,
             Some(1) => {
                 let stderr = String::from_utf8_lossy(&output.stderr);
-                assert!(!stderr.trim().is_empty(), "mutant {round} of {name} was rejected without a message:\n{mutant}");
-                assert!(!stderr.contains("panicked"), "mutant {round} of {name} panicked:\n{stderr}\n{mutant}");
+                assert!(
+                    !stderr.trim().is_empty(),
+                    "mutant {round} of {name} was rejected without a message:\n{mutant}"
+                );
+                assert!(
+                    !stderr.contains("panicked"),
+                    "mutant {round} of {name} panicked:\n{stderr}\n{mutant}"
+                );
                 rejected += 1;
             }
             other => panic!(

@@ -12,10 +12,19 @@ fn emit(model: &str, kind: &str) -> String {
     let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/models");
     let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .current_dir(&directory)
-        .args(["compile", "--target=generic", &format!("--emit={kind}"), model])
+        .args([
+            "compile",
+            "--target=generic",
+            &format!("--emit={kind}"),
+            model,
+        ])
         .output()
         .expect("run tcc");
-    assert!(output.status.success(), "tcc compile {model} --emit={kind}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "tcc compile {model} --emit={kind}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).expect("utf-8")
 }
 

@@ -9,7 +9,10 @@ use std::process::Command;
 #[test]
 fn every_model_gives_valid_opencl_spirv() {
     let validator = Command::new("spirv-val").arg("--version").output();
-    assert!(validator.is_ok_and(|o| o.status.success()), "spirv-val not found: run `make deps` (spirv-tools)");
+    assert!(
+        validator.is_ok_and(|o| o.status.success()),
+        "spirv-val not found: run `make deps` (spirv-tools)"
+    );
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/models");
     let mut kernels = 0;
     let mut models_checked = 0;
@@ -28,7 +31,8 @@ fn every_model_gives_valid_opencl_spirv() {
         let stderr = String::from_utf8_lossy(&result.stderr);
         if !result.status.success() {
             assert!(
-                stderr.contains("boolean buffers") && stderr.contains("not supported by the SPIR-V back end"),
+                stderr.contains("boolean buffers")
+                    && stderr.contains("not supported by the SPIR-V back end"),
                 "{}: --emit=spirv failed:\n{stderr}",
                 path.display()
             );
@@ -37,10 +41,23 @@ fn every_model_gives_valid_opencl_spirv() {
         models_checked += 1;
         for spv in std::fs::read_dir(out.path()).expect("output dir") {
             let spv = spv.expect("entry").path();
-            let check = Command::new("spirv-val").args(["--target-env", "opencl1.2"]).arg(&spv).output().expect("run spirv-val");
-            assert!(check.status.success(), "{} ({}): {}", spv.display(), path.display(), String::from_utf8_lossy(&check.stderr));
+            let check = Command::new("spirv-val")
+                .args(["--target-env", "opencl1.2"])
+                .arg(&spv)
+                .output()
+                .expect("run spirv-val");
+            assert!(
+                check.status.success(),
+                "{} ({}): {}",
+                spv.display(),
+                path.display(),
+                String::from_utf8_lossy(&check.stderr)
+            );
             kernels += 1;
         }
     }
-    assert!(models_checked >= 10 && kernels >= 20, "checked {models_checked} models, {kernels} kernels");
+    assert!(
+        models_checked >= 10 && kernels >= 20,
+        "checked {models_checked} models, {kernels} kernels"
+    );
 }

@@ -9,8 +9,8 @@
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::Mutex;
 
-pub use mlir_sys::{MlirLogicalResult, MlirOperation, MlirStringCallback, MlirStringRef};
 use mlir_sys::MlirDialectRegistry;
+pub use mlir_sys::{MlirLogicalResult, MlirOperation, MlirStringCallback, MlirStringRef};
 
 /// Checks a pass option string; on failure reports through the callback.
 pub type CheckOptionsFn = unsafe extern "C" fn(
@@ -42,10 +42,18 @@ unsafe extern "C" {
     fn tccRegisterAllDialects(registry: MlirDialectRegistry);
     fn tccRegisterAllPasses();
     fn tccRegisterRustPass(info: *const TccRustPassInfo) -> bool;
-    fn tccRegisterPassPipeline(argument: *const c_char, summary: *const c_char, pipeline: *const c_char);
+    fn tccRegisterPassPipeline(
+        argument: *const c_char,
+        summary: *const c_char,
+        pipeline: *const c_char,
+    );
     fn tccOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
     fn tccLinalgHoistParallelDims(op: MlirOperation) -> c_int;
-    fn tccParseModule(context: mlir_sys::MlirContext, source: MlirStringRef, name: MlirStringRef) -> mlir_sys::MlirModule;
+    fn tccParseModule(
+        context: mlir_sys::MlirContext,
+        source: MlirStringRef,
+        name: MlirStringRef,
+    ) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
 }
 
@@ -82,7 +90,13 @@ pub unsafe fn lower_to_parallel_loops(op: MlirOperation) -> bool {
 }
 
 /// The ops of the tcc dialect (kept in step with `td/TccOps.td`).
-pub const TCC_OPS: &[&str] = &["tcc.gelu", "tcc.layer_norm", "tcc.log_softmax", "tcc.silu", "tcc.softmax"];
+pub const TCC_OPS: &[&str] = &[
+    "tcc.gelu",
+    "tcc.layer_norm",
+    "tcc.log_softmax",
+    "tcc.silu",
+    "tcc.softmax",
+];
 
 /// Adds every upstream dialect and extension, the LLVM IR translations and the
 /// tcc dialect to `registry`.
@@ -139,7 +153,11 @@ pub fn register_rust_pass(registration: &RustPassRegistration) {
     };
     // The C++ side copies the strings.
     let known = unsafe { tccRegisterRustPass(&info) };
-    assert!(known, "pass {} names an unknown dependent dialect", registration.argument);
+    assert!(
+        known,
+        "pass {} names an unknown dependent dialect",
+        registration.argument
+    );
     registered.push(registration.argument.to_string());
 }
 
@@ -170,11 +188,25 @@ pub fn opt_main(args: impl IntoIterator<Item = String>) -> i32 {
 /// Parses MLIR text into a module, with `name` as the file name in
 /// locations; top-level ops other than a module are wrapped in an implicit
 /// module (as mlir-opt does). `None` after emitting diagnostics on failure.
-pub fn parse_module<'c>(context: &'c melior::Context, source: &str, name: &str) -> Option<melior::ir::Module<'c>> {
-    let source_ref = MlirStringRef { data: source.as_ptr() as *const c_char, length: source.len() };
-    let name_ref = MlirStringRef { data: name.as_ptr() as *const c_char, length: name.len() };
+pub fn parse_module<'c>(
+    context: &'c melior::Context,
+    source: &str,
+    name: &str,
+) -> Option<melior::ir::Module<'c>> {
+    let source_ref = MlirStringRef {
+        data: source.as_ptr() as *const c_char,
+        length: source.len(),
+    };
+    let name_ref = MlirStringRef {
+        data: name.as_ptr() as *const c_char,
+        length: name.len(),
+    };
     let raw = unsafe { tccParseModule(context.to_raw(), source_ref, name_ref) };
-    if raw.ptr.is_null() { None } else { Some(unsafe { melior::ir::Module::from_raw(raw) }) }
+    if raw.ptr.is_null() {
+        None
+    } else {
+        Some(unsafe { melior::ir::Module::from_raw(raw) })
+    }
 }
 
 /// A melior context with every dialect registered and loaded lazily.

@@ -76,7 +76,11 @@ impl GemmOperand {
     /// alignment (and the row length is a multiple of 4, so a vector never
     /// straddles the edge).
     fn vectorizable(&self, columns: i64) -> bool {
-        self.col_stride == 1 && columns % 4 == 0 && self.row_stride % 4 == 0 && self.batch_stride % 4 == 0 && self.offset % 4 == 0
+        self.col_stride == 1
+            && columns % 4 == 0
+            && self.row_stride % 4 == 0
+            && self.batch_stride % 4 == 0
+            && self.offset % 4 == 0
     }
 
     fn address(&self, batch: &str, row: &str, col: &str) -> String {
@@ -84,14 +88,22 @@ impl GemmOperand {
         if self.offset != 0 {
             terms.push(self.offset.to_string());
         }
-        for (stride, index) in [(self.batch_stride, batch), (self.row_stride, row), (self.col_stride, col)] {
+        for (stride, index) in [
+            (self.batch_stride, batch),
+            (self.row_stride, row),
+            (self.col_stride, col),
+        ] {
             match stride {
                 0 => {}
                 1 => terms.push(index.to_string()),
                 s => terms.push(format!("{index} * {s}")),
             }
         }
-        if terms.is_empty() { "0".into() } else { terms.join(" + ") }
+        if terms.is_empty() {
+            "0".into()
+        } else {
+            terms.join(" + ")
+        }
     }
 }
 
@@ -132,14 +144,22 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let s = spec.shape;
     let mut out = String::new();
     let _ = writeln!(out, "{}", spec.comment);
-    let _ = writeln!(out, "__kernel __attribute__((reqd_work_group_size({threads_n}, {threads_m}, 1)))");
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size({threads_n}, {threads_m}, 1)))"
+    );
     let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
     let _ = writeln!(
         out,
         "  /* tile {}x{}x{}, {}x{} outputs per work-item; M={} N={} K={} batch={} */",
         c.tile_m, c.tile_n, c.tile_k, c.work_m, c.work_n, s.m, s.n, s.k, s.batch
     );
-    let _ = writeln!(out, "  __local float tile_a[{}][{}];", c.tile_k, c.tile_m + 1);
+    let _ = writeln!(
+        out,
+        "  __local float tile_a[{}][{}];",
+        c.tile_k,
+        c.tile_m + 1
+    );
     let _ = writeln!(out, "  __local float tile_b[{}][{}];", c.tile_k, c.tile_n);
     out.push_str(&format!(
         "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const long b = (long)get_group_id(2);\n  const long row0 = (long)get_group_id(1) * {tm};\n  const long col0 = (long)get_group_id(0) * {tn};\n",
@@ -147,17 +167,33 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         tn = c.tile_n
     ));
     let _ = writeln!(out, "  float acc[{}][{}];", c.work_m, c.work_n);
-    let _ = writeln!(out, "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn)\n      acc[wm][wn] = 0.0f;", c.work_m, c.work_n);
+    let _ = writeln!(
+        out,
+        "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn)\n      acc[wm][wn] = 0.0f;",
+        c.work_m, c.work_n
+    );
     let threads = c.workgroup_size();
-    let _ = writeln!(out, "  for (long k0 = 0; k0 < {}L; k0 += {}) {{", s.k, c.tile_k);
+    let _ = writeln!(
+        out,
+        "  for (long k0 = 0; k0 < {}L; k0 += {}) {{",
+        s.k, c.tile_k
+    );
     // Stage A (transposed into tile_a[k][m]) and B. Rows of tile_a are
     // padded by one word so that the transposing stores of a warp, which
     // walk k, fall in different local-memory banks.
     let a_vector = spec.a_offset.is_none() && spec.a.vectorizable(s.k) && c.tile_k % 4 == 0;
     let b_vector = spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n % 4 == 0;
     if a_vector {
-        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_m * c.tile_k / 4);
-        let _ = writeln!(out, "      const int mm = l / {q}, kk = (l % {q}) * 4;", q = c.tile_k / 4);
+        let _ = writeln!(
+            out,
+            "    for (int l = tid; l < {}; l += {threads}) {{",
+            c.tile_m * c.tile_k / 4
+        );
+        let _ = writeln!(
+            out,
+            "      const int mm = l / {q}, kk = (l % {q}) * 4;",
+            q = c.tile_k / 4
+        );
         let _ = writeln!(out, "      const long i = row0 + mm, k = k0 + kk;");
         let _ = writeln!(
             out,
@@ -167,11 +203,22 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             spec.a.pointer,
             spec.a.address("b", "i", "k")
         );
-        let _ = writeln!(out, "      tile_a[kk][mm] = v.x; tile_a[kk + 1][mm] = v.y; tile_a[kk + 2][mm] = v.z; tile_a[kk + 3][mm] = v.w;");
+        let _ = writeln!(
+            out,
+            "      tile_a[kk][mm] = v.x; tile_a[kk + 1][mm] = v.y; tile_a[kk + 2][mm] = v.z; tile_a[kk + 3][mm] = v.w;"
+        );
         let _ = writeln!(out, "    }}");
     } else {
-        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_m * c.tile_k);
-        let _ = writeln!(out, "      const int mm = l / {tk}, kk = l % {tk};", tk = c.tile_k);
+        let _ = writeln!(
+            out,
+            "    for (int l = tid; l < {}; l += {threads}) {{",
+            c.tile_m * c.tile_k
+        );
+        let _ = writeln!(
+            out,
+            "      const int mm = l / {tk}, kk = l % {tk};",
+            tk = c.tile_k
+        );
         let _ = writeln!(out, "      const long i = row0 + mm, k = k0 + kk;");
         let _ = writeln!(
             out,
@@ -179,13 +226,23 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             s.m,
             s.k,
             spec.a.pointer,
-            spec.a_offset.clone().unwrap_or_else(|| spec.a.address("b", "i", "k"))
+            spec.a_offset
+                .clone()
+                .unwrap_or_else(|| spec.a.address("b", "i", "k"))
         );
         let _ = writeln!(out, "    }}");
     }
     if b_vector {
-        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_k * c.tile_n / 4);
-        let _ = writeln!(out, "      const int kk = l / {q}, nn = (l % {q}) * 4;", q = c.tile_n / 4);
+        let _ = writeln!(
+            out,
+            "    for (int l = tid; l < {}; l += {threads}) {{",
+            c.tile_k * c.tile_n / 4
+        );
+        let _ = writeln!(
+            out,
+            "      const int kk = l / {q}, nn = (l % {q}) * 4;",
+            q = c.tile_n / 4
+        );
         let _ = writeln!(out, "      const long k = k0 + kk, j = col0 + nn;");
         let _ = writeln!(
             out,
@@ -197,8 +254,16 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         );
         let _ = writeln!(out, "    }}");
     } else {
-        let _ = writeln!(out, "    for (int l = tid; l < {}; l += {threads}) {{", c.tile_k * c.tile_n);
-        let _ = writeln!(out, "      const int kk = l / {tn}, nn = l % {tn};", tn = c.tile_n);
+        let _ = writeln!(
+            out,
+            "    for (int l = tid; l < {}; l += {threads}) {{",
+            c.tile_k * c.tile_n
+        );
+        let _ = writeln!(
+            out,
+            "      const int kk = l / {tn}, nn = l % {tn};",
+            tn = c.tile_n
+        );
         let _ = writeln!(out, "      const long k = k0 + kk, j = col0 + nn;");
         let _ = writeln!(
             out,
@@ -206,16 +271,34 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             s.k,
             s.n,
             spec.b.pointer,
-            spec.b_offset.clone().unwrap_or_else(|| spec.b.address("b", "k", "j"))
+            spec.b_offset
+                .clone()
+                .unwrap_or_else(|| spec.b.address("b", "k", "j"))
         );
         let _ = writeln!(out, "    }}");
     }
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(out, "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{", c.tile_k);
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
+        c.tile_k
+    );
     let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
-    let _ = writeln!(out, "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm) ra[wm] = tile_a[kk][ty + wm * {threads_m}];", c.work_m);
-    let _ = writeln!(out, "      #pragma unroll\n      for (int wn = 0; wn < {}; ++wn) rb[wn] = tile_b[kk][tx + wn * {threads_n}];", c.work_n);
-    let _ = writeln!(out, "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);", c.work_m, c.work_n);
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm) ra[wm] = tile_a[kk][ty + wm * {threads_m}];",
+        c.work_m
+    );
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int wn = 0; wn < {}; ++wn) rb[wn] = tile_b[kk][tx + wn * {threads_n}];",
+        c.work_n
+    );
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
+        c.work_m, c.work_n
+    );
     let _ = writeln!(out, "    }}");
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     let _ = writeln!(out, "  }}");
@@ -228,7 +311,10 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         let _ = writeln!(out, "        {line}");
     }
     let _ = writeln!(out, "        const float acc_init = {};", spec.init);
-    let _ = writeln!(out, "        const float acc_value = acc_init + acc[wm][wn];");
+    let _ = writeln!(
+        out,
+        "        const float acc_value = acc_init + acc[wm][wn];"
+    );
     for line in spec.store.lines() {
         let _ = writeln!(out, "        {line}");
     }
@@ -241,13 +327,24 @@ mod tests {
     use super::*;
 
     fn spec(config: GemmConfig) -> GemmSpec {
-        let operand = |p: &str, rs: i64| GemmOperand { pointer: p.into(), offset: 0, batch_stride: 0, row_stride: rs, col_stride: 1 };
+        let operand = |p: &str, rs: i64| GemmOperand {
+            pointer: p.into(),
+            offset: 0,
+            batch_stride: 0,
+            row_stride: rs,
+            col_stride: 1,
+        };
         GemmSpec {
             name: "matmul_0".into(),
             parameters: "__global float* restrict a0".into(),
             comment: "/* test */".into(),
             config,
-            shape: GemmShape { batch: 1, m: 100, n: 50, k: 30 },
+            shape: GemmShape {
+                batch: 1,
+                m: 100,
+                n: 50,
+                k: 30,
+            },
             a: operand("a1", 30),
             a_offset: None,
             b: operand("a2", 50),
@@ -260,16 +357,32 @@ mod tests {
 
     #[test]
     fn instantiates_with_guards_and_local_tiles() {
-        let text = gemm_kernel(&spec(GemmConfig { tile_m: 32, tile_n: 32, tile_k: 8, work_m: 2, work_n: 2 })).unwrap();
+        let text = gemm_kernel(&spec(GemmConfig {
+            tile_m: 32,
+            tile_n: 32,
+            tile_k: 8,
+            work_m: 2,
+            work_n: 2,
+        }))
+        .unwrap();
         assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
         assert!(text.contains("__local float tile_a[8][33];"), "{text}");
-        assert!(text.contains("(i < 100L && k < 30L) ? a1[i * 30 + k] : 0.0f"), "{text}");
+        assert!(
+            text.contains("(i < 100L && k < 30L) ? a1[i * 30 + k] : 0.0f"),
+            "{text}"
+        );
         assert!(text.contains("a0[i * 50 + j] = acc_value;"), "{text}");
     }
 
     #[test]
     fn custom_a_offsets_replace_the_strided_address() {
-        let mut spec = spec(GemmConfig { tile_m: 32, tile_n: 32, tile_k: 8, work_m: 2, work_n: 2 });
+        let mut spec = spec(GemmConfig {
+            tile_m: 32,
+            tile_n: 32,
+            tile_k: 8,
+            work_m: 2,
+            work_n: 2,
+        });
         spec.a_offset = Some("conv_offset(i, k)".into());
         let text = gemm_kernel(&spec).unwrap();
         assert!(text.contains("? a1[conv_offset(i, k)] : 0.0f"), "{text}");
@@ -277,23 +390,52 @@ mod tests {
 
     #[test]
     fn aligned_operands_are_loaded_as_float4() {
-        let mut spec = spec(GemmConfig { tile_m: 32, tile_n: 32, tile_k: 8, work_m: 2, work_n: 2 });
-        spec.shape = GemmShape { batch: 1, m: 64, n: 64, k: 32 };
+        let mut spec = spec(GemmConfig {
+            tile_m: 32,
+            tile_n: 32,
+            tile_k: 8,
+            work_m: 2,
+            work_n: 2,
+        });
+        spec.shape = GemmShape {
+            batch: 1,
+            m: 64,
+            n: 64,
+            k: 32,
+        };
         spec.a.row_stride = 32;
         spec.b.row_stride = 64;
         let text = gemm_kernel(&spec).unwrap();
         assert!(text.contains("vload4(0, a1 + i * 32 + k)"), "{text}");
-        assert!(text.contains("vstore4((k < 32L && j < 64L) ? vload4(0, a2 + k * 64 + j)"), "{text}");
+        assert!(
+            text.contains("vstore4((k < 32L && j < 64L) ? vload4(0, a2 + k * 64 + j)"),
+            "{text}"
+        );
     }
 
     #[test]
     fn rejects_tiles_that_do_not_divide() {
-        assert!(gemm_kernel(&spec(GemmConfig { tile_m: 30, tile_n: 32, tile_k: 8, work_m: 4, work_n: 2 })).is_err());
+        assert!(
+            gemm_kernel(&spec(GemmConfig {
+                tile_m: 30,
+                tile_n: 32,
+                tile_k: 8,
+                work_m: 4,
+                work_n: 2
+            }))
+            .is_err()
+        );
     }
 
     #[test]
     fn operand_addresses_skip_zero_and_unit_strides() {
-        let op = GemmOperand { pointer: "p".into(), offset: 7, batch_stride: 0, row_stride: 1, col_stride: 12 };
+        let op = GemmOperand {
+            pointer: "p".into(),
+            offset: 7,
+            batch_stride: 0,
+            row_stride: 1,
+            col_stride: 12,
+        };
         assert_eq!(op.address("b", "i", "k"), "7 + i + k * 12");
     }
 }

@@ -31,12 +31,21 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         return Err(format!("softmax work-group size {w} is not a power of two"));
     }
     let (x, y) = (&spec.input, &spec.output);
-    let at = |base: &str, stride: i64, row: &str| if stride == 1 { format!("{base}[{row} + c]") } else { format!("{base}[{row} + c * {stride}]") };
+    let at = |base: &str, stride: i64, row: &str| {
+        if stride == 1 {
+            format!("{base}[{row} + c]")
+        } else {
+            format!("{base}[{row} + c * {stride}]")
+        }
+    };
     let load = at(x, spec.input_stride, "in_row");
     let store = at(y, spec.output_stride, "out_row");
     let mut out = String::new();
     let _ = writeln!(out, "{}", spec.comment);
-    let _ = writeln!(out, "__kernel __attribute__((reqd_work_group_size({w}, 1, 1)))");
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size({w}, 1, 1)))"
+    );
     let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
     let _ = writeln!(out, "  __local float scratch[{w}];");
     let _ = writeln!(out, "  const long row = (long)get_group_id(0);");
@@ -45,20 +54,38 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         let _ = writeln!(out, "  {line}");
     }
     let reduce = |out: &mut String, op: &str| {
-        let _ = writeln!(out, "  scratch[lid] = part;\n  barrier(CLK_LOCAL_MEM_FENCE);");
+        let _ = writeln!(
+            out,
+            "  scratch[lid] = part;\n  barrier(CLK_LOCAL_MEM_FENCE);"
+        );
         let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
         let _ = writeln!(out, "    if (lid < step) scratch[lid] = {op};");
         let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
     };
     let _ = writeln!(out, "  float part = -INFINITY;");
-    let _ = writeln!(out, "  for (long c = lid; c < {}L; c += {w}) part = tcc_maximumf(part, {load});", spec.columns);
+    let _ = writeln!(
+        out,
+        "  for (long c = lid; c < {}L; c += {w}) part = tcc_maximumf(part, {load});",
+        spec.columns
+    );
     reduce(&mut out, "tcc_maximumf(scratch[lid], scratch[lid + step])");
-    let _ = writeln!(out, "  const float row_max = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(
+        out,
+        "  const float row_max = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
+    );
     let _ = writeln!(out, "  part = 0.0f;");
-    let _ = writeln!(out, "  for (long c = lid; c < {}L; c += {w}) part += exp({load} - row_max);", spec.columns);
+    let _ = writeln!(
+        out,
+        "  for (long c = lid; c < {}L; c += {w}) part += exp({load} - row_max);",
+        spec.columns
+    );
     reduce(&mut out, "scratch[lid] + scratch[lid + step]");
     let _ = writeln!(out, "  const float inverse = 1.0f / scratch[0];");
-    let _ = writeln!(out, "  for (long c = lid; c < {}L; c += {w}) {store} = exp({load} - row_max) * inverse;", spec.columns);
+    let _ = writeln!(
+        out,
+        "  for (long c = lid; c < {}L; c += {w}) {store} = exp({load} - row_max) * inverse;",
+        spec.columns
+    );
     let _ = writeln!(out, "}}");
     Ok(out)
 }
@@ -83,8 +110,20 @@ mod tests {
         };
         let text = softmax_kernel(&spec).unwrap();
         assert!(text.contains("reqd_work_group_size(64, 1, 1)"), "{text}");
-        assert!(text.contains("for (int step = 32; step > 0; step >>= 1)"), "{text}");
-        assert!(text.contains("a1[out_row + c] = exp(a0[in_row + c] - row_max) * inverse;"), "{text}");
-        assert!(softmax_kernel(&SoftmaxSpec { workgroup_size: 48, ..spec }).is_err());
+        assert!(
+            text.contains("for (int step = 32; step > 0; step >>= 1)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("a1[out_row + c] = exp(a0[in_row + c] - row_max) * inverse;"),
+            "{text}"
+        );
+        assert!(
+            softmax_kernel(&SoftmaxSpec {
+                workgroup_size: 48,
+                ..spec
+            })
+            .is_err()
+        );
     }
 }

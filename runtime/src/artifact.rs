@@ -210,20 +210,22 @@ impl Artifact {
         // every count and pointer before it is followed.
         let parts = unsafe { r.read(table) }?;
         // Optional: per-kernel flop counts.
-        let kernel_flops = match unsafe { library.get::<abi::TccKernelFlopsV1Fn>(abi::KERNEL_FLOPS_SYMBOL) } {
-            Ok(symbol) => {
-                // SAFETY: the symbol's type is fixed by tcc_abi.h; it returns
-                // num_kernels entries or NULL.
-                let pointer = unsafe { (*symbol)() };
-                if pointer.is_null() {
-                    vec![0; parts.kernel_names.len()]
-                } else {
-                    // SAFETY: non-null, num_kernels entries of static data.
-                    unsafe { std::slice::from_raw_parts(pointer, parts.kernel_names.len()) }.to_vec()
+        let kernel_flops =
+            match unsafe { library.get::<abi::TccKernelFlopsV1Fn>(abi::KERNEL_FLOPS_SYMBOL) } {
+                Ok(symbol) => {
+                    // SAFETY: the symbol's type is fixed by tcc_abi.h; it returns
+                    // num_kernels entries or NULL.
+                    let pointer = unsafe { (*symbol)() };
+                    if pointer.is_null() {
+                        vec![0; parts.kernel_names.len()]
+                    } else {
+                        // SAFETY: non-null, num_kernels entries of static data.
+                        unsafe { std::slice::from_raw_parts(pointer, parts.kernel_names.len()) }
+                            .to_vec()
+                    }
                 }
-            }
-            Err(_) => vec![0; parts.kernel_names.len()],
-        };
+                Err(_) => vec![0; parts.kernel_names.len()],
+            };
         Ok(Artifact {
             path: path.to_path_buf(),
             kernel_flops,

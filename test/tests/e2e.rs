@@ -183,13 +183,16 @@ fn run_child(test: &str, name: &str) -> Outcome {
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => {
-                return Outcome::Environment(format!("cannot wait for the child test process: {e}"));
+                return Outcome::Environment(format!(
+                    "cannot wait for the child test process: {e}"
+                ));
             }
         }
     };
     // Lossy: a driver may print bytes that are not UTF-8 (a failed
     // read_to_string would leave the output empty).
-    let output = String::from_utf8_lossy(&std::fs::read(&log_path).unwrap_or_default()).into_owned();
+    let output =
+        String::from_utf8_lossy(&std::fs::read(&log_path).unwrap_or_default()).into_owned();
     let ran_one = output.contains("test result: ok. 1 passed");
     let raw_output = output.clone();
     let output = tidy_child_output(&output);
@@ -203,7 +206,9 @@ fn run_child(test: &str, name: &str) -> Outcome {
             if ran_one {
                 Outcome::Pass
             } else {
-                Outcome::Environment(format!("the child ran no test (exit 0); its whole output:\n{raw_output}"))
+                Outcome::Environment(format!(
+                    "the child ran no test (exit 0); its whole output:\n{raw_output}"
+                ))
             }
         }
         Some(_) if output.contains(ENVIRONMENT_MARKER) => Outcome::Environment(output),

@@ -21,12 +21,21 @@ pub struct CodegenError {
 }
 
 impl CodegenError {
-    pub fn at<'c: 'a, 'a>(op: &impl melior::ir::operation::OperationLike<'c, 'a>, message: impl Into<String>) -> Self {
-        Self { location: crate::diagnostics::location_string(op.location().to_raw()), message: message.into() }
+    pub fn at<'c: 'a, 'a>(
+        op: &impl melior::ir::operation::OperationLike<'c, 'a>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            location: crate::diagnostics::location_string(op.location().to_raw()),
+            message: message.into(),
+        }
     }
 
     pub fn new(message: impl Into<String>) -> Self {
-        Self { location: None, message: message.into() }
+        Self {
+            location: None,
+            message: message.into(),
+        }
     }
 }
 

@@ -4,7 +4,11 @@ use clap::{Parser, Subcommand};
 use tcc_compiler::driver;
 
 #[derive(Parser)]
-#[command(name = "tcc", version, about = "tcc: an MLIR tensor compiler for OpenCL devices")]
+#[command(
+    name = "tcc",
+    version,
+    about = "tcc: an MLIR tensor compiler for OpenCL devices"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

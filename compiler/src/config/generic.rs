@@ -14,5 +14,11 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
 /// Tiled GEMM for products with at least 32x32 outputs: 32x32 tiles, 2x2
 /// outputs per work-item (256 work-items, 4 KiB of local memory).
 pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
-    (m >= 32 && n >= 32).then_some(super::GemmConfig { tile_m: 32, tile_n: 32, tile_k: 16, work_m: 2, work_n: 2 })
+    (m >= 32 && n >= 32).then_some(super::GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 16,
+        work_m: 2,
+        work_n: 2,
+    })
 }

@@ -103,7 +103,9 @@ impl Target {
             Target::Nvidia => nvidia::workgroup_size(kind),
             Target::PoclCpu => pocl_cpu::workgroup_size(kind),
         };
-        KernelConfig { workgroup_size: clamp_workgroup(preferred, work_items) }
+        KernelConfig {
+            workgroup_size: clamp_workgroup(preferred, work_items),
+        }
     }
 }
 
@@ -129,10 +131,13 @@ impl FromStr for Target {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        Target::ALL.into_iter().find(|t| t.name() == text).ok_or_else(|| {
-            let names: Vec<_> = Target::ALL.iter().map(|t| t.name()).collect();
-            format!("unknown target '{text}' (targets: {})", names.join(", "))
-        })
+        Target::ALL
+            .into_iter()
+            .find(|t| t.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<_> = Target::ALL.iter().map(|t| t.name()).collect();
+                format!("unknown target '{text}' (targets: {})", names.join(", "))
+            })
     }
 }
 
@@ -152,7 +157,12 @@ mod tests {
     #[test]
     fn gemm_tiles_are_valid_and_at_least_64_work_items() {
         for target in Target::ALL {
-            for (m, n, k) in [(64, 64, 64), (512, 512, 512), (4096, 4096, 4096), (128, 3072, 768)] {
+            for (m, n, k) in [
+                (64, 64, 64),
+                (512, 512, 512),
+                (4096, 4096, 4096),
+                (128, 3072, 768),
+            ] {
                 if let Some(config) = target.gemm_config(m, n, k) {
                     assert!(config.validate().is_ok(), "{target}: {config:?}");
                     assert!(config.workgroup_size() >= 64, "{target}: {config:?}");
@@ -166,7 +176,12 @@ mod tests {
     #[test]
     fn every_target_gives_at_least_64_work_items_on_large_spaces() {
         for target in Target::ALL {
-            for kind in [KernelKind::Elementwise, KernelKind::Reduction, KernelKind::Matmul, KernelKind::Convolution] {
+            for kind in [
+                KernelKind::Elementwise,
+                KernelKind::Reduction,
+                KernelKind::Matmul,
+                KernelKind::Convolution,
+            ] {
                 let config = target.kernel_config(kind, 1 << 16);
                 assert!(config.workgroup_size >= 64, "{target} {kind:?}: {config:?}");
             }

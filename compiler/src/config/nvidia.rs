@@ -23,8 +23,20 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         return None;
     }
     if m * n >= 2048 * 2048 {
-        Some(super::GemmConfig { tile_m: 128, tile_n: 128, tile_k: 16, work_m: 8, work_n: 8 })
+        Some(super::GemmConfig {
+            tile_m: 128,
+            tile_n: 128,
+            tile_k: 16,
+            work_m: 8,
+            work_n: 8,
+        })
     } else {
-        Some(super::GemmConfig { tile_m: 64, tile_n: 64, tile_k: 16, work_m: 4, work_n: 4 })
+        Some(super::GemmConfig {
+            tile_m: 64,
+            tile_n: 64,
+            tile_k: 16,
+            work_m: 4,
+            work_n: 4,
+        })
     }
 }

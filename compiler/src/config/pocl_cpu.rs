@@ -7,7 +7,10 @@ use super::KernelKind;
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,
-        KernelKind::Reduction | KernelKind::Matmul | KernelKind::Convolution | KernelKind::Softmax => 64,
+        KernelKind::Reduction
+        | KernelKind::Matmul
+        | KernelKind::Convolution
+        | KernelKind::Softmax => 64,
     }
 }
 
@@ -15,5 +18,11 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
 /// so 64 work-items with 4x4 outputs each (32x32 tiles) keep the tiles in
 /// cache without too many barrier phases.
 pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
-    (m >= 32 && n >= 32).then_some(super::GemmConfig { tile_m: 32, tile_n: 32, tile_k: 16, work_m: 4, work_n: 4 })
+    (m >= 32 && n >= 32).then_some(super::GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 16,
+        work_m: 4,
+        work_n: 4,
+    })
 }

@@ -76,7 +76,11 @@ pub struct Compiled<'c> {
 }
 
 /// Runs every phase up to the gpu phase and translates the kernels.
-pub fn compile_to_kernels<'c>(session: &'c Session, input: &Path, target: Target) -> Result<Compiled<'c>> {
+pub fn compile_to_kernels<'c>(
+    session: &'c Session,
+    input: &Path,
+    target: Target,
+) -> Result<Compiled<'c>> {
     let mut module = session.parse_file(input)?;
     session.run_pipeline(&mut module, &pipeline_to(Phase::Gpu, target))?;
     let program = opencl_c::write_program(&module)?;
@@ -88,7 +92,10 @@ pub fn compile_to_kernels<'c>(session: &'c Session, input: &Path, target: Target
 pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
     let session = Session::new();
     let compiled = compile_to_kernels(&session, input, target)?;
-    let module_name = input.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let module_name = input
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("model");
     let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
     host_llvm::link_shared(&host.object, output)?;
     Ok(())
@@ -99,39 +106,64 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
     if stop < Phase::Codegen {
         if args.emit != Emit::Artifact {
-            bail!("--emit={:?} needs the whole pipeline; drop --compile-to={stop}", args.emit);
+            bail!(
+                "--emit={:?} needs the whole pipeline; drop --compile-to={stop}",
+                args.emit
+            );
         }
         let mut module = session.parse_file(&args.input)?;
         session.run_pipeline(&mut module, &pipeline_to(stop, args.target))?;
         if args.stats {
             eprint!("{}", crate::driver::stats::collect(&module).render());
         }
-        return write_text(args.output.as_deref(), &format!("{}\n", module.as_operation()));
+        return write_text(
+            args.output.as_deref(),
+            &format!("{}\n", module.as_operation()),
+        );
     }
 
     if args.emit == Emit::Spirv {
-        let Some(directory) = args.output.as_deref() else { bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY") };
+        let Some(directory) = args.output.as_deref() else {
+            bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
+        };
         let mut module = session.parse_file(&args.input)?;
-        session.run_pipeline(&mut module, &crate::phases::pipeline_to_with(Phase::Gpu, args.target, false))?;
+        session.run_pipeline(
+            &mut module,
+            &crate::phases::pipeline_to_with(Phase::Gpu, args.target, false),
+        )?;
         let kernels = crate::back::spirv::write_kernels(&session, &module)?;
-        std::fs::create_dir_all(directory).with_context(|| format!("cannot create {}", directory.display()))?;
+        std::fs::create_dir_all(directory)
+            .with_context(|| format!("cannot create {}", directory.display()))?;
         for kernel in kernels {
-            write_atomically(&directory.join(format!("{}.spv", kernel.name)), &kernel.binary)?;
+            write_atomically(
+                &directory.join(format!("{}.spv", kernel.name)),
+                &kernel.binary,
+            )?;
         }
         return Ok(());
     }
     let compiled = compile_to_kernels(&session, &args.input, args.target)?;
     if args.stats {
-        eprint!("{}", crate::driver::stats::collect(&compiled.module).render());
+        eprint!(
+            "{}",
+            crate::driver::stats::collect(&compiled.module).render()
+        );
     }
     let output = args.output.as_deref();
-    let module_name = args.input.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let module_name = args
+        .input
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("model");
     match (args.emit, args.compile_to) {
         (Emit::Mlir, _) => write_text(output, &format!("{}\n", compiled.module.as_operation())),
-        (Emit::OpenclC, _) | (Emit::Artifact, Some(Phase::Codegen)) if output.is_none() => write_text(None, &compiled.program.source),
+        (Emit::OpenclC, _) | (Emit::Artifact, Some(Phase::Codegen)) if output.is_none() => {
+            write_text(None, &compiled.program.source)
+        }
         (Emit::OpenclC, _) => {
             let directory = output.expect("checked above");
-            std::fs::create_dir_all(directory).with_context(|| format!("cannot create {}", directory.display()))?;
+            std::fs::create_dir_all(directory)
+                .with_context(|| format!("cannot create {}", directory.display()))?;
             for (name, source) in &compiled.program.kernel_sources {
                 write_atomically(&directory.join(format!("{name}.cl")), source.as_bytes())?;
             }
@@ -143,12 +175,18 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             write_text(output, &host.llvm_ir)
         }
         (Emit::Obj, _) => {
-            let Some(path) = output else { bail!("--emit=obj writes a binary file: give -o FILE") };
+            let Some(path) = output else {
+                bail!("--emit=obj writes a binary file: give -o FILE")
+            };
             let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
             write_atomically(path, &host.object)
         }
         (Emit::Artifact, _) => {
-            let Some(path) = output else { bail!("the artifact is a shared library: give -o model.so (or --emit=mlir|llvm-ir|opencl-c to print text)") };
+            let Some(path) = output else {
+                bail!(
+                    "the artifact is a shared library: give -o model.so (or --emit=mlir|llvm-ir|opencl-c to print text)"
+                )
+            };
             let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
             host_llvm::link_shared(&host.object, path)?;
             Ok(())

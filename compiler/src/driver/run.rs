@@ -42,7 +42,9 @@ pub struct RunArgs {
 
 /// The tuning target that suits a device.
 pub fn target_for(device: &tcc_runtime::DeviceInfo) -> Target {
-    if device.name.to_lowercase().contains("nvidia") || device.platform_name.to_lowercase().contains("nvidia") {
+    if device.name.to_lowercase().contains("nvidia")
+        || device.platform_name.to_lowercase().contains("nvidia")
+    {
         Target::Nvidia
     } else if device.kind == DeviceKind::Cpu {
         Target::PoclCpu
@@ -59,7 +61,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
         tensors.push(input.tensor);
         sources.push(input.source);
     }
-    let outputs: Vec<OutputArg> = args.outputs.iter().map(|s| cli::parse_output(s)).collect::<Result<_, _>>()?;
+    let outputs: Vec<OutputArg> = args
+        .outputs
+        .iter()
+        .map(|s| cli::parse_output(s))
+        .collect::<Result<_, _>>()?;
 
     let (function, results) = if args.target == "reference" {
         let function = match &args.function {
@@ -73,14 +79,22 @@ pub fn run(args: &RunArgs) -> Result<()> {
     };
 
     if outputs.len() > results.len() {
-        bail!("@{function} has {} output(s) but {} --output flags were given", results.len(), outputs.len());
+        bail!(
+            "@{function} has {} output(s) but {} --output flags were given",
+            results.len(),
+            outputs.len()
+        );
     }
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "EXEC @{function}")?;
     for (index, result) in results.iter().enumerate() {
         match outputs.get(index).unwrap_or(&OutputArg::Print) {
             OutputArg::Npy(path) => npy::write_npy(path, result)?,
-            OutputArg::Print => writeln!(stdout, "result[{index}]: {}", result.format(args.print_max_elements))?,
+            OutputArg::Print => writeln!(
+                stdout,
+                "result[{index}]: {}",
+                result.format(args.print_max_elements)
+            )?,
         }
     }
     Ok(())
@@ -92,21 +106,48 @@ fn single_function(input: &std::path::Path) -> Result<String> {
     let names: Vec<String> = crate::ir::util::body_ops(module.as_operation())
         .into_iter()
         .filter(|op| crate::ir::util::op_name(op) == "func.func")
-        .filter(|op| melior::ir::operation::OperationLike::attribute(op, "sym_visibility").ok().and_then(crate::ir::util::string_value).as_deref() != Some("private"))
-        .filter_map(|op| melior::ir::operation::OperationLike::attribute(&op, "sym_name").ok().and_then(crate::ir::util::string_value))
+        .filter(|op| {
+            melior::ir::operation::OperationLike::attribute(op, "sym_visibility")
+                .ok()
+                .and_then(crate::ir::util::string_value)
+                .as_deref()
+                != Some("private")
+        })
+        .filter_map(|op| {
+            melior::ir::operation::OperationLike::attribute(&op, "sym_name")
+                .ok()
+                .and_then(crate::ir::util::string_value)
+        })
         .collect();
     match names.as_slice() {
         [only] => Ok(only.clone()),
-        _ => bail!("{} has {} functions; choose one with --function ({})", input.display(), names.len(), names.join(", ")),
+        _ => bail!(
+            "{} has {} functions; choose one with --function ({})",
+            input.display(),
+            names.len(),
+            names.join(", ")
+        ),
     }
 }
 
-fn run_opencl(args: &RunArgs, tensors: &[HostTensor], sources: &[String]) -> Result<(String, Vec<HostTensor>)> {
+fn run_opencl(
+    args: &RunArgs,
+    tensors: &[HostTensor],
+    sources: &[String],
+) -> Result<(String, Vec<HostTensor>)> {
     let runtime = Runtime::new(DeviceSelector::from_flag_or_env(args.device.as_deref()))?;
-    let target = if args.target == "auto" { target_for(runtime.device()) } else { args.target.parse().map_err(anyhow::Error::msg)? };
+    let target = if args.target == "auto" {
+        target_for(runtime.device())
+    } else {
+        args.target.parse().map_err(anyhow::Error::msg)?
+    };
     let session = Session::new();
     let compiled = compile_to_kernels(&session, &args.input, target)?;
-    let module_name = args.input.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let module_name = args
+        .input
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("model");
     let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let library = directory.path().join(format!("{module_name}.so"));

@@ -21,19 +21,27 @@ impl Session {
         crate::passes::register_all();
         let context = tcc_dialects::new_context();
         let diagnostics = DiagnosticSink::attach(&context);
-        Self { context, diagnostics }
+        Self {
+            context,
+            diagnostics,
+        }
     }
 
     /// Turns the recorded diagnostics into an error (or a generic message).
     pub fn failure(&self, what: &str) -> anyhow::Error {
         let messages = self.diagnostics.take();
-        if messages.is_empty() { anyhow!("{what}") } else { anyhow!("{}", messages.join("\n")) }
+        if messages.is_empty() {
+            anyhow!("{what}")
+        } else {
+            anyhow!("{}", messages.join("\n"))
+        }
     }
 
     /// Parses MLIR text (named `name` in diagnostics) and verifies it.
     pub fn parse<'c>(&'c self, name: &str, text: &str) -> Result<Module<'c>> {
         self.diagnostics.add_source(name, text);
-        let module = tcc_dialects::parse_module(&self.context, text, name).ok_or_else(|| self.failure(&format!("{name}: cannot parse")))?;
+        let module = tcc_dialects::parse_module(&self.context, text, name)
+            .ok_or_else(|| self.failure(&format!("{name}: cannot parse")))?;
         if !module.as_operation().verify() {
             return Err(self.failure(&format!("{name}: verification failed")));
         }
@@ -42,9 +50,15 @@ impl Session {
 
     /// Reads and parses a file.
     pub fn parse_file<'c>(&'c self, path: &Path) -> Result<Module<'c>> {
-        let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|e| anyhow!("{}: not UTF-8 text (byte {}): is this an MLIR file?", path.display(), e.utf8_error().valid_up_to()))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow!(
+                "{}: not UTF-8 text (byte {}): is this an MLIR file?",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })?;
         self.parse(&path.display().to_string(), &text)
     }
 
@@ -52,14 +66,20 @@ impl Session {
     pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<()> {
         let manager = PassManager::new(&self.context);
         let mut error = String::new();
-        unsafe extern "C" fn collect(part: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
+        unsafe extern "C" fn collect(
+            part: mlir_sys::MlirStringRef,
+            user_data: *mut std::ffi::c_void,
+        ) {
             let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
             unsafe { &mut *(user_data as *mut String) }.push_str(&String::from_utf8_lossy(text));
         }
         let parsed = unsafe {
             mlir_sys::mlirParsePassPipeline(
                 manager.as_operation_pass_manager().to_raw(),
-                mlir_sys::MlirStringRef { data: pipeline.as_ptr() as *const _, length: pipeline.len() },
+                mlir_sys::MlirStringRef {
+                    data: pipeline.as_ptr() as *const _,
+                    length: pipeline.len(),
+                },
                 Some(collect),
                 &mut error as *mut String as *mut std::ffi::c_void,
             )

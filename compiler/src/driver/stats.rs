@@ -23,15 +23,33 @@ pub fn collect(module: &Module) -> Stats {
     let outlined: Vec<_> = ops.iter().filter(|op| op_name(*op) == "gpu.func").collect();
     if !outlined.is_empty() {
         for op in outlined {
-            let name = op.attribute("sym_name").ok().and_then(string_value).unwrap_or_default();
-            let kind = op.attribute(KIND_ATTR).ok().and_then(string_value).unwrap_or_default();
+            let name = op
+                .attribute("sym_name")
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default();
+            let kind = op
+                .attribute(KIND_ATTR)
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default();
             let size = op.attribute("known_block_size").ok().and_then(|a| {
                 let text = a.to_string();
-                let sizes: Vec<i64> = text.split(':').nth(1)?.trim_end_matches('>').split(',').filter_map(|s| s.trim().parse().ok()).collect();
+                let sizes: Vec<i64> = text
+                    .split(':')
+                    .nth(1)?
+                    .trim_end_matches('>')
+                    .split(',')
+                    .filter_map(|s| s.trim().parse().ok())
+                    .collect();
                 Some(if sizes[1..].iter().all(|&s| s == 1) {
                     sizes[0].to_string()
                 } else {
-                    sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("x")
+                    sizes
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .join("x")
                 })
             });
             stats.kernels.push((name, kind, size));
@@ -39,8 +57,14 @@ pub fn collect(module: &Module) -> Stats {
         return stats;
     }
     for op in ops {
-        let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else { continue };
-        let name = op.attribute(KERNEL_ATTR).ok().and_then(string_value).unwrap_or_default();
+        let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else {
+            continue;
+        };
+        let name = op
+            .attribute(KERNEL_ATTR)
+            .ok()
+            .and_then(string_value)
+            .unwrap_or_default();
         let size = op
             .attribute(CONFIG_ATTR)
             .ok()

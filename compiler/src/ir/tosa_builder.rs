@@ -5,7 +5,9 @@ use melior::Context;
 use melior::ir::attribute::{DenseElementsAttribute, IntegerAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::{IntegerType, RankedTensorType};
-use melior::ir::{Attribute, BlockLike, BlockRef, Identifier, Location, Type, TypeLike, Value, ValueLike};
+use melior::ir::{
+    Attribute, BlockLike, BlockRef, Identifier, Location, Type, TypeLike, Value, ValueLike,
+};
 
 use super::types::{StaticTensor, broadcast_shapes};
 use crate::passes::PassError;
@@ -19,10 +21,20 @@ pub struct TosaBuilder<'c> {
 
 impl<'c> TosaBuilder<'c> {
     /// A builder that inserts right before `anchor`, at its location.
-    pub fn before(context: &'c Context, anchor: OperationRef<'c, 'c>) -> Result<Self, PassError<'c>> {
+    pub fn before(
+        context: &'c Context,
+        anchor: OperationRef<'c, 'c>,
+    ) -> Result<Self, PassError<'c>> {
         let location = anchor.location();
-        let block = anchor.block().ok_or_else(|| PassError::at(location, "op is not in a block"))?;
-        Ok(Self { context, block, anchor, location })
+        let block = anchor
+            .block()
+            .ok_or_else(|| PassError::at(location, "op is not in a block"))?;
+        Ok(Self {
+            context,
+            block,
+            anchor,
+            location,
+        })
     }
 
     pub fn context(&self) -> &'c Context {
@@ -39,7 +51,8 @@ impl<'c> TosaBuilder<'c> {
 
     /// Static tensor type of a value, or an error naming what is wrong.
     pub fn tensor(&self, value: Value<'c, 'c>) -> Result<StaticTensor<'c>, PassError<'c>> {
-        StaticTensor::of(value.r#type()).ok_or_else(|| self.error("expected a statically shaped ranked tensor"))
+        StaticTensor::of(value.r#type())
+            .ok_or_else(|| self.error("expected a statically shaped ranked tensor"))
     }
 
     fn insert(
@@ -49,8 +62,10 @@ impl<'c> TosaBuilder<'c> {
         result: Type<'c>,
         attributes: &[(&str, Attribute<'c>)],
     ) -> Result<Value<'c, 'c>, PassError<'c>> {
-        let attributes: Vec<_> =
-            attributes.iter().map(|(n, a)| (Identifier::new(self.context, n), *a)).collect();
+        let attributes: Vec<_> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
         let op = OperationBuilder::new(name, self.location)
             .add_operands(operands)
             .add_results(&[result])
@@ -67,16 +82,33 @@ impl<'c> TosaBuilder<'c> {
     }
 
     /// A broadcasting elementwise op of two equal-rank operands.
-    pub fn binary(&self, name: &str, a: Value<'c, 'c>, b: Value<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+    pub fn binary(
+        &self,
+        name: &str,
+        a: Value<'c, 'c>,
+        b: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
         let result = self.broadcast_type(a, b)?;
         self.insert(name, &[a, b], result, &[])
     }
 
-    fn broadcast_type(&self, a: Value<'c, 'c>, b: Value<'c, 'c>) -> Result<Type<'c>, PassError<'c>> {
+    fn broadcast_type(
+        &self,
+        a: Value<'c, 'c>,
+        b: Value<'c, 'c>,
+    ) -> Result<Type<'c>, PassError<'c>> {
         let (ta, tb) = (self.tensor(a)?, self.tensor(b)?);
-        let shape = broadcast_shapes(&ta.shape, &tb.shape)
-            .ok_or_else(|| self.error(format!("shapes {:?} and {:?} do not broadcast", ta.shape, tb.shape)))?;
-        Ok(StaticTensor { shape, element: ta.element }.to_type())
+        let shape = broadcast_shapes(&ta.shape, &tb.shape).ok_or_else(|| {
+            self.error(format!(
+                "shapes {:?} and {:?} do not broadcast",
+                ta.shape, tb.shape
+            ))
+        })?;
+        Ok(StaticTensor {
+            shape,
+            element: ta.element,
+        }
+        .to_type())
     }
 
     /// `tosa.mul` with a zero shift.
@@ -84,12 +116,20 @@ impl<'c> TosaBuilder<'c> {
         let result = self.broadcast_type(a, b)?;
         let i8 = IntegerType::new(self.context, 8).into();
         let shift_type = RankedTensorType::new(&[1], i8, None).into();
-        let shift = self.constant(DenseElementsAttribute::i8_splat(shift_type, 0).into(), shift_type)?;
+        let shift = self.constant(
+            DenseElementsAttribute::i8_splat(shift_type, 0).into(),
+            shift_type,
+        )?;
         self.insert("tosa.mul", &[a, b, shift], result, &[])
     }
 
     /// A TOSA reduction along `axis`, keeping the reduced dimension as 1.
-    pub fn reduce(&self, name: &str, x: Value<'c, 'c>, axis: usize) -> Result<Value<'c, 'c>, PassError<'c>> {
+    pub fn reduce(
+        &self,
+        name: &str,
+        x: Value<'c, 'c>,
+        axis: usize,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
         let mut tensor = self.tensor(x)?;
         tensor.shape[axis] = 1;
         let i32 = IntegerType::new(self.context, 32).into();
@@ -98,20 +138,34 @@ impl<'c> TosaBuilder<'c> {
     }
 
     /// A `tosa.const` of the given attribute and type.
-    pub fn constant(&self, value: Attribute<'c>, ty: Type<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+    pub fn constant(
+        &self,
+        value: Attribute<'c>,
+        ty: Type<'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
         self.insert("tosa.const", &[], ty, &[("values", value)])
     }
 
     /// A `tosa.const` scalar broadcastable against tensors of `rank`
     /// (shape 1x...x1) with element type `element`.
-    pub fn scalar(&self, value: f64, rank: usize, element: Type<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
-        let ty = StaticTensor { shape: vec![1; rank], element }.to_type();
+    pub fn scalar(
+        &self,
+        value: f64,
+        rank: usize,
+        element: Type<'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let ty = StaticTensor {
+            shape: vec![1; rank],
+            element,
+        }
+        .to_type();
         let attr = if element.is_f64() {
             DenseElementsAttribute::f64_splat(ty, value)
         } else if element.is_f32() {
             DenseElementsAttribute::f32_splat(ty, value as f32)
         } else {
-            let element_attr = melior::ir::attribute::FloatAttribute::new(self.context, element, value);
+            let element_attr =
+                melior::ir::attribute::FloatAttribute::new(self.context, element, value);
             DenseElementsAttribute::splat(ty, element_attr.into())
         };
         self.constant(attr.into(), ty)
@@ -122,13 +176,25 @@ impl<'c> TosaBuilder<'c> {
         let tensor = self.tensor(x)?;
         let index = Type::index(self.context);
         let shape_type = RankedTensorType::new(&[shape.len() as u64], index, None).into();
-        let values: Vec<Attribute> =
-            shape.iter().map(|&d| IntegerAttribute::new(index, d).into()).collect();
-        let dense = DenseElementsAttribute::new(shape_type, &values).map_err(|e| self.error(e.to_string()))?;
+        let values: Vec<Attribute> = shape
+            .iter()
+            .map(|&d| IntegerAttribute::new(index, d).into())
+            .collect();
+        let dense = DenseElementsAttribute::new(shape_type, &values)
+            .map_err(|e| self.error(e.to_string()))?;
         let shape_value_type = Type::parse(self.context, &format!("!tosa.shape<{}>", shape.len()))
             .ok_or_else(|| self.error("cannot build !tosa.shape type"))?;
-        let shape_value = self.insert("tosa.const_shape", &[], shape_value_type, &[("values", dense.into())])?;
-        let result = StaticTensor { shape: shape.to_vec(), element: tensor.element }.to_type();
+        let shape_value = self.insert(
+            "tosa.const_shape",
+            &[],
+            shape_value_type,
+            &[("values", dense.into())],
+        )?;
+        let result = StaticTensor {
+            shape: shape.to_vec(),
+            element: tensor.element,
+        }
+        .to_type();
         self.insert("tosa.reshape", &[x, shape_value], result, &[])
     }
 }

@@ -23,7 +23,10 @@ impl<'c> StaticTensor<'c> {
         let shape = (0..tensor.rank())
             .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(tensor.to_raw(), i as isize) })
             .collect();
-        Some(Self { shape, element: tensor.element() })
+        Some(Self {
+            shape,
+            element: tensor.element(),
+        })
     }
 
     pub fn rank(&self) -> usize {
@@ -77,7 +80,10 @@ mod tests {
 
     #[test]
     fn shapes_broadcast_over_ones() {
-        assert_eq!(broadcast_shapes(&[2, 1, 4], &[1, 3, 4]), Some(vec![2, 3, 4]));
+        assert_eq!(
+            broadcast_shapes(&[2, 1, 4], &[1, 3, 4]),
+            Some(vec![2, 3, 4])
+        );
         assert_eq!(broadcast_shapes(&[2, 3], &[3, 3]), None);
         assert_eq!(broadcast_shapes(&[2], &[2, 1]), None);
     }

@@ -1,13 +1,16 @@
 //! Small helpers over melior/mlir-sys used by several passes.
 
-use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::attribute::AttributeLike;
+use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::{Attribute, RegionLike, Value, ValueLike};
 
 /// The op's name as a Rust string (`"tosa.add"`).
 pub fn op_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
     let name = op.name();
-    name.as_string_ref().as_str().unwrap_or_default().to_string()
+    name.as_string_ref()
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The dialect prefix of an op name (`"tosa"` for `"tosa.add"`).
@@ -29,7 +32,9 @@ pub fn collect_ops<'c>(root: OperationRef<'c, 'c>) -> Vec<OperationRef<'c, 'c>> 
 pub fn body_ops<'c>(op: OperationRef<'c, 'c>) -> Vec<OperationRef<'c, 'c>> {
     let mut ops = Vec::new();
     let Ok(region) = op.region(0) else { return ops };
-    let Some(block) = region.first_block() else { return ops };
+    let Some(block) = region.first_block() else {
+        return ops;
+    };
     let mut next = melior::ir::BlockLike::first_operation(&block);
     while let Some(current) = next {
         next = current.next_in_block();
@@ -86,7 +91,9 @@ pub fn string_value(attribute: Attribute) -> Option<String> {
 
 /// An integer attribute's value, if `attribute` is one.
 pub fn integer_value(attribute: Attribute) -> Option<i64> {
-    melior::ir::attribute::IntegerAttribute::try_from(attribute).ok().map(|i| i.value())
+    melior::ir::attribute::IntegerAttribute::try_from(attribute)
+        .ok()
+        .map(|i| i.value())
 }
 
 /// Same op (by identity).
@@ -96,5 +103,6 @@ pub fn same_op<'c: 'a, 'a>(a: &impl OperationLike<'c, 'a>, b: &impl OperationLik
 
 /// Prints an op's location as `file:line:col` when it has one.
 pub fn location_text<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
-    crate::diagnostics::location_string(op.location().to_raw()).unwrap_or_else(|| "<unknown location>".into())
+    crate::diagnostics::location_string(op.location().to_raw())
+        .unwrap_or_else(|| "<unknown location>".into())
 }

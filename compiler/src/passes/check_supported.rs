@@ -12,11 +12,51 @@ pub struct CheckSupported;
 
 /// TOSA ops tcc compiles (f32 models; integer tensors for indices and masks).
 pub const SUPPORTED_TOSA_OPS: &[&str] = &[
-    "abs", "add", "argmax", "avg_pool2d", "cast", "clamp", "concat", "const", "const_shape", "conv2d",
-    "depthwise_conv2d", "equal", "erf", "exp", "gather", "greater", "greater_equal",
-    "identity", "log", "logical_and", "logical_not", "logical_or", "matmul", "max_pool2d", "maximum", "minimum",
-    "mul", "negate", "pad", "pow", "reciprocal", "reduce_max", "reduce_min", "reduce_product", "reduce_sum",
-    "reshape", "rsqrt", "select", "sigmoid", "slice", "sub", "tanh", "tile", "transpose", "transpose_conv2d",
+    "abs",
+    "add",
+    "argmax",
+    "avg_pool2d",
+    "cast",
+    "clamp",
+    "concat",
+    "const",
+    "const_shape",
+    "conv2d",
+    "depthwise_conv2d",
+    "equal",
+    "erf",
+    "exp",
+    "gather",
+    "greater",
+    "greater_equal",
+    "identity",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "matmul",
+    "max_pool2d",
+    "maximum",
+    "minimum",
+    "mul",
+    "negate",
+    "pad",
+    "pow",
+    "reciprocal",
+    "reduce_max",
+    "reduce_min",
+    "reduce_product",
+    "reduce_sum",
+    "reshape",
+    "rsqrt",
+    "select",
+    "sigmoid",
+    "slice",
+    "sub",
+    "tanh",
+    "tile",
+    "transpose",
+    "transpose_conv2d",
 ];
 
 /// Whole dialects accepted at the input (linalg-level models, scalar code
@@ -27,7 +67,8 @@ const SUPPORTED_STRUCTURE: &[&str] = &["builtin.module", "func.func", "func.retu
 
 impl TccPass for CheckSupported {
     const ARGUMENT: &'static str = "tcc-check-supported";
-    const SUMMARY: &'static str = "Reject ops outside tcc's coverage and dynamically shaped tensors";
+    const SUMMARY: &'static str =
+        "Reject ops outside tcc's coverage and dynamically shaped tensors";
     type Options = NoOptions;
 
     fn run<'c>(
@@ -45,15 +86,24 @@ impl TccPass for CheckSupported {
                 || SUPPORTED_DIALECTS.contains(&dialect)
                 || (dialect == "tosa" && SUPPORTED_TOSA_OPS.contains(&&name["tosa.".len()..]));
             if !supported {
-                errors.push(PassError::at(op.location(), format!("unsupported op '{name}': tcc cannot compile it")));
+                errors.push(PassError::at(
+                    op.location(),
+                    format!("unsupported op '{name}': tcc cannot compile it"),
+                ));
                 continue;
             }
             // Each dynamic type is reported once, where its value is defined:
             // function arguments at the function, op results at the op.
             if name == "func.func" {
-                if let Some(block) = op.region(0).ok().and_then(|r| melior::ir::RegionLike::first_block(&r)) {
+                if let Some(block) = op
+                    .region(0)
+                    .ok()
+                    .and_then(|r| melior::ir::RegionLike::first_block(&r))
+                {
                     for index in 0..melior::ir::BlockLike::argument_count(&block) {
-                        let Ok(argument) = melior::ir::BlockLike::argument(&block, index) else { continue };
+                        let Ok(argument) = melior::ir::BlockLike::argument(&block, index) else {
+                            continue;
+                        };
                         let ty = argument.r#type();
                         if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
                             errors.push(PassError::at(

@@ -4,7 +4,9 @@
 //! the target as `tcc.target` on the module, where the gpu phase's mapping
 //! reads them. The mechanism never consults the target itself.
 
-use melior::ir::attribute::{DenseI64ArrayAttribute, DictionaryAttribute, IntegerAttribute, StringAttribute};
+use melior::ir::attribute::{
+    DenseI64ArrayAttribute, DictionaryAttribute, IntegerAttribute, StringAttribute,
+};
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Identifier, ValueLike};
@@ -32,7 +34,10 @@ pub struct ConfigureOptions {
 
 impl Default for ConfigureOptions {
     fn default() -> Self {
-        Self { target: Target::default(), templates: true }
+        Self {
+            target: Target::default(),
+            templates: true,
+        }
     }
 }
 
@@ -76,7 +81,11 @@ fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
         let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
         let filter = StaticTensor::of(op.operand(1).ok()?.r#type())?;
         let m = output.shape[0] * output.shape[1] * output.shape[2];
-        return Some((m, output.shape[3], filter.shape[0] * filter.shape[1] * filter.shape[2]));
+        return Some((
+            m,
+            output.shape[3],
+            filter.shape[0] * filter.shape[1] * filter.shape[2],
+        ));
     }
     if name != "linalg.matmul" && name != "linalg.batch_matmul" {
         return None;
@@ -111,7 +120,8 @@ fn work_items(op: OperationRef) -> i64 {
 
 impl TccPass for ConfigureKernels {
     const ARGUMENT: &'static str = "tcc-configure-kernels";
-    const SUMMARY: &'static str = "Attach each kernel's work-group configuration from the target's tuning tables";
+    const SUMMARY: &'static str =
+        "Attach each kernel's work-group configuration from the target's tuning tables";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = ConfigureOptions;
 
@@ -124,8 +134,12 @@ impl TccPass for ConfigureKernels {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let i64_type = IntegerType::new(context, 64).into();
         for op in collect_ops(module) {
-            let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else { continue };
-            let config = options.target.kernel_config(kind_from_name(&kind), work_items(op));
+            let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else {
+                continue;
+            };
+            let config = options
+                .target
+                .kernel_config(kind_from_name(&kind), work_items(op));
             let mut entries = vec![(
                 Identifier::new(context, "workgroup_size"),
                 IntegerAttribute::new(i64_type, config.workgroup_size).into(),
@@ -135,19 +149,38 @@ impl TccPass for ConfigureKernels {
                 && let Some(gemm) = options.target.gemm_config(m, n, k)
             {
                 entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();
-                let tiles = [gemm.tile_m, gemm.tile_n, gemm.tile_k, gemm.work_m, gemm.work_n].map(i64::from);
-                entries.push((Identifier::new(context, GEMM_KEY), DenseI64ArrayAttribute::new(context, &tiles).into()));
+                let tiles = [
+                    gemm.tile_m,
+                    gemm.tile_n,
+                    gemm.tile_k,
+                    gemm.work_m,
+                    gemm.work_n,
+                ]
+                .map(i64::from);
+                entries.push((
+                    Identifier::new(context, GEMM_KEY),
+                    DenseI64ArrayAttribute::new(context, &tiles).into(),
+                ));
             }
             if kind == "softmax"
-                && let Some(columns) = op.result(0).ok().and_then(|r| StaticTensor::of(r.r#type())).and_then(|t| t.shape.last().copied())
+                && let Some(columns) = op
+                    .result(0)
+                    .ok()
+                    .and_then(|r| StaticTensor::of(r.r#type()))
+                    .and_then(|t| t.shape.last().copied())
             {
-                entries[0].1 = IntegerAttribute::new(i64_type, options.target.softmax_workgroup(columns)).into();
+                entries[0].1 =
+                    IntegerAttribute::new(i64_type, options.target.softmax_workgroup(columns))
+                        .into();
             }
             let dictionary = DictionaryAttribute::new(context, &entries);
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
             op.set_discardable_attribute(CONFIG_ATTR, dictionary.into());
         }
-        root.set_discardable_attribute(TARGET_ATTR, StringAttribute::new(context, options.target.name()).into());
+        root.set_discardable_attribute(
+            TARGET_ATTR,
+            StringAttribute::new(context, options.target.name()).into(),
+        );
         Ok(())
     }
 }

@@ -15,16 +15,28 @@ pub struct ConvertSoftmaxToLinalg;
 
 impl TccPass for ConvertSoftmaxToLinalg {
     const ARGUMENT: &'static str = "tcc-convert-softmax-to-linalg";
-    const SUMMARY: &'static str = "Turn last-axis tcc.softmax into linalg.softmax (one row-parallel kernel)";
+    const SUMMARY: &'static str =
+        "Turn last-axis tcc.softmax into linalg.softmax (one row-parallel kernel)";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor"];
     type Options = NoOptions;
 
-    fn run<'c>(&self, context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
         let root = unsafe { OperationRef::from_raw(root.to_raw()) };
-        let targets: Vec<_> = collect_ops(root).into_iter().filter(|op| op_name(op) == "tcc.softmax" && is_last_axis_softmax(*op)).collect();
+        let targets: Vec<_> = collect_ops(root)
+            .into_iter()
+            .filter(|op| op_name(op) == "tcc.softmax" && is_last_axis_softmax(*op))
+            .collect();
         for op in targets {
             let replacement = rewrite(context, op)?;
-            let old: Value = op.result(0).map_err(|e| PassError::at(op.location(), e.to_string()))?.into();
+            let old: Value = op
+                .result(0)
+                .map_err(|e| PassError::at(op.location(), e.to_string()))?
+                .into();
             unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), replacement.to_raw()) };
             let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
             doomed.remove_from_parent();

@@ -15,7 +15,8 @@ use crate::patterns::decompose_composites as expand;
 
 pub struct DecomposeComposites;
 
-type Expansion = for<'c> fn(&TosaBuilder<'c>, OperationRef<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c>>;
+type Expansion =
+    for<'c> fn(&TosaBuilder<'c>, OperationRef<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c>>;
 
 /// The composite ops and their expansions.
 const EXPANSIONS: &[(&str, Expansion)] = &[
@@ -43,7 +44,10 @@ impl PassOptions for DecomposeOptions {
                     let name = name.trim_start_matches("tcc.");
                     if !EXPANSIONS.iter().any(|(op, _)| *op == name) {
                         let known: Vec<_> = EXPANSIONS.iter().map(|(op, _)| *op).collect();
-                        return Err(format!("unknown composite op '{name}' (known: {})", known.join(", ")));
+                        return Err(format!(
+                            "unknown composite op '{name}' (known: {})",
+                            known.join(", ")
+                        ));
                     }
                     self.ops.push(name.to_string());
                 }
@@ -56,7 +60,8 @@ impl PassOptions for DecomposeOptions {
 
 impl TccPass for DecomposeComposites {
     const ARGUMENT: &'static str = "tcc-decompose-composites";
-    const SUMMARY: &'static str = "Expand tcc composite ops (softmax, layer_norm, gelu, ...) into TOSA";
+    const SUMMARY: &'static str =
+        "Expand tcc composite ops (softmax, layer_norm, gelu, ...) into TOSA";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa"];
     type Options = DecomposeOptions;
 
@@ -81,7 +86,10 @@ impl TccPass for DecomposeComposites {
         for (op, expansion) in targets {
             let builder = TosaBuilder::before(context, op)?;
             let replacement = expansion(&builder, op)?;
-            let old: Value = op.result(0).map_err(|e| builder.error(e.to_string()))?.into();
+            let old: Value = op
+                .result(0)
+                .map_err(|e| builder.error(e.to_string()))?
+                .into();
             unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), replacement.to_raw()) };
             let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
             doomed.remove_from_parent();

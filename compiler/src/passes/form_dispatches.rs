@@ -31,8 +31,10 @@ pub const KIND_ATTR: &str = "tcc.kind";
 
 fn is_contraction_or_conv(name: &str) -> bool {
     let short = name.strip_prefix("linalg.").unwrap_or(name);
-    matches!(short, "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat")
-        || short.starts_with("conv_")
+    matches!(
+        short,
+        "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
+    ) || short.starts_with("conv_")
         || short.starts_with("depthwise_conv")
         || short.starts_with("pooling_")
 }
@@ -43,7 +45,10 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
     let short = name.strip_prefix("linalg.").unwrap_or(&name);
     if short == "softmax" {
         KernelKind::Softmax
-    } else if matches!(short, "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat") {
+    } else if matches!(
+        short,
+        "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
+    ) {
         KernelKind::Matmul
     } else if is_contraction_or_conv(&name) {
         KernelKind::Convolution
@@ -76,8 +81,12 @@ pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let (Some(&ins), Some(&outs)) = (counts.first(), counts.get(1)) else { return Vec::new() };
-    (ins..ins + outs).filter_map(|i| op.operand(i).ok()).collect()
+    let (Some(&ins), Some(&outs)) = (counts.first(), counts.get(1)) else {
+        return Vec::new();
+    };
+    (ins..ins + outs)
+        .filter_map(|i| op.operand(i).ok())
+        .collect()
 }
 
 fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
@@ -87,7 +96,8 @@ fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
 
 impl TccPass for FormDispatches {
     const ARGUMENT: &'static str = "tcc-form-dispatches";
-    const SUMMARY: &'static str = "Group linalg ops into kernels (fill+reduction, matmul/conv+epilogue) and name them";
+    const SUMMARY: &'static str =
+        "Group linalg ops into kernels (fill+reduction, matmul/conv+epilogue) and name them";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
@@ -99,12 +109,18 @@ impl TccPass for FormDispatches {
     ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let mut index = 0;
-        let functions: Vec<_> = collect_ops(module).into_iter().filter(|op| op_name(op) == "func.func").collect();
+        let functions: Vec<_> = collect_ops(module)
+            .into_iter()
+            .filter(|op| op_name(op) == "func.func")
+            .collect();
         for function in &functions {
             unshare_fills(*function);
         }
         for function in functions {
-            let ops: Vec<_> = body_ops(function).into_iter().filter(|op| dialect_of(&op_name(op)) == "linalg").collect();
+            let ops: Vec<_> = body_ops(function)
+                .into_iter()
+                .filter(|op| dialect_of(&op_name(op)) == "linalg")
+                .collect();
             let mut grouped: Vec<OperationRef> = Vec::new();
             for &op in &ops {
                 if grouped.iter().any(|g| same_op(g, &op)) {
@@ -143,7 +159,10 @@ impl TccPass for FormDispatches {
                 let mut parts = op_parts(op);
                 // An elementwise epilogue of a matmul or convolution.
                 if is_contraction_or_conv(&name) && op.result_count() == 1 {
-                    let result: Value = op.result(0).map_err(|e| PassError::at(op.location(), e.to_string()))?.into();
+                    let result: Value = op
+                        .result(0)
+                        .map_err(|e| PassError::at(op.location(), e.to_string()))?
+                        .into();
                     if use_count(result) == 1
                         && let Some(user) = users(result).into_iter().next()
                         && is_all_parallel_generic(user)
@@ -162,7 +181,10 @@ impl TccPass for FormDispatches {
                     grouped.push(*member);
                 }
                 let mut root_op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-                root_op.set_discardable_attribute(KIND_ATTR, StringAttribute::new(context, kind_of(op).name()).into());
+                root_op.set_discardable_attribute(
+                    KIND_ATTR,
+                    StringAttribute::new(context, kind_of(op).name()).into(),
+                );
             }
         }
         Ok(())
@@ -173,20 +195,30 @@ impl TccPass for FormDispatches {
 /// between several reductions, so that every reduction kernel can start its
 /// accumulator itself instead of copying from a shared filled buffer.
 fn unshare_fills(function: OperationRef) {
-    let fills: Vec<_> = body_ops(function).into_iter().filter(|op| op_name(op) == "linalg.fill").collect();
+    let fills: Vec<_> = body_ops(function)
+        .into_iter()
+        .filter(|op| op_name(op) == "linalg.fill")
+        .collect();
     for fill in fills {
         let Ok(result) = fill.result(0) else { continue };
         let result: Value = result.into();
         let consumers = users(result);
         if consumers.len() < 2
-            || !consumers.iter().all(|u| kind_of(*u) != KernelKind::Elementwise && init_operands(*u).iter().any(|v| *v == result))
+            || !consumers.iter().all(|u| {
+                kind_of(*u) != KernelKind::Elementwise
+                    && init_operands(*u).iter().any(|v| *v == result)
+            })
         {
             continue;
         }
         for consumer in consumers.iter().skip(1) {
             let clone = unsafe { mlir_sys::mlirOperationClone(fill.to_raw()) };
-            let Some(block) = consumer.block() else { continue };
-            let clone = block.insert_operation_before(*consumer, unsafe { melior::ir::operation::Operation::from_raw(clone) });
+            let Some(block) = consumer.block() else {
+                continue;
+            };
+            let clone = block.insert_operation_before(*consumer, unsafe {
+                melior::ir::operation::Operation::from_raw(clone)
+            });
             let Ok(copy) = clone.result(0) else { continue };
             let mut consumer = unsafe { OperationRefMut::from_raw(consumer.to_raw()) };
             consumer.replace_uses_of_with(result, copy.into());
@@ -197,11 +229,17 @@ fn unshare_fills(function: OperationRef) {
 /// Whether `generic` reads `value` through an identity indexing map (so
 /// the epilogue reads the element its own work-item produced).
 fn is_identity_input(generic: OperationRef, value: Value) -> bool {
-    let Ok(maps) = generic.attribute("indexing_maps") else { return false };
-    let Ok(array) = melior::ir::attribute::ArrayAttribute::try_from(maps) else { return false };
+    let Ok(maps) = generic.attribute("indexing_maps") else {
+        return false;
+    };
+    let Ok(array) = melior::ir::attribute::ArrayAttribute::try_from(maps) else {
+        return false;
+    };
     for index in 0..generic.operand_count() {
         if generic.operand(index).is_ok_and(|operand| operand == value) {
-            let Ok(map) = array.element(index) else { return false };
+            let Ok(map) = array.element(index) else {
+                return false;
+            };
             let text = map.to_string();
             // affine_map<(d0, d1) -> (d0, d1)>
             let Some((dims, results)) = text

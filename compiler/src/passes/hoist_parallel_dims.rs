@@ -18,21 +18,38 @@ pub struct HoistParallelDims;
 
 impl TccPass for HoistParallelDims {
     const ARGUMENT: &'static str = "tcc-hoist-parallel-dims";
-    const SUMMARY: &'static str = "Move the parallel iteration dimensions of linalg ops before their reductions";
+    const SUMMARY: &'static str =
+        "Move the parallel iteration dimensions of linalg ops before their reductions";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(&self, _context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+    fn run<'c>(
+        &self,
+        _context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
         let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Collect first: generalizing replaces ops.
         let ops: Vec<_> = collect_ops(root)
             .into_iter()
-            .filter(|op| dialect_of(&op_name(op)) == "linalg" && op.attribute("iterator_types").is_ok() || is_named_reduction(op))
+            .filter(|op| {
+                dialect_of(&op_name(op)) == "linalg" && op.attribute("iterator_types").is_ok()
+                    || is_named_reduction(op)
+            })
             .collect();
         for op in ops {
             let location = op.location();
-            if let tcc_dialects::Hoisted::NotPossible = unsafe { tcc_dialects::hoist_parallel_dims(op.to_raw()) } {
-                return Err(PassError::at(location, format!("cannot move the parallel dimensions of '{}' outermost", op_name(&op))));
+            if let tcc_dialects::Hoisted::NotPossible =
+                unsafe { tcc_dialects::hoist_parallel_dims(op.to_raw()) }
+            {
+                return Err(PassError::at(
+                    location,
+                    format!(
+                        "cannot move the parallel dimensions of '{}' outermost",
+                        op_name(&op)
+                    ),
+                ));
             }
         }
         Ok(())

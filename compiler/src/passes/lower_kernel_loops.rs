@@ -18,7 +18,12 @@ impl TccPass for LowerKernelLoops {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["scf", "arith", "memref", "affine"];
     type Options = NoOptions;
 
-    fn run<'c>(&self, _context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+    fn run<'c>(
+        &self,
+        _context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Kernels instantiated from a template keep their linalg ops.
         let kernels: Vec<_> = collect_ops(module)
@@ -26,15 +31,32 @@ impl TccPass for LowerKernelLoops {
             .filter(|op| {
                 op_name(op) == "gpu.func"
                     && !op.has_attribute(super::outline_kernels::GEMM_ATTR)
-                    && op.attribute("tcc.kind").ok().and_then(crate::ir::util::string_value).as_deref() != Some("softmax")
+                    && op
+                        .attribute("tcc.kind")
+                        .ok()
+                        .and_then(crate::ir::util::string_value)
+                        .as_deref()
+                        != Some("softmax")
             })
             .collect();
         for kernel in kernels {
-            let ops: Vec<_> = collect_ops(kernel).into_iter().skip(1).filter(|op| dialect_of(&op_name(op)) == "linalg" && op.parent_operation().is_some_and(|p| p.to_raw().ptr == kernel.to_raw().ptr)).collect();
+            let ops: Vec<_> = collect_ops(kernel)
+                .into_iter()
+                .skip(1)
+                .filter(|op| {
+                    dialect_of(&op_name(op)) == "linalg"
+                        && op
+                            .parent_operation()
+                            .is_some_and(|p| p.to_raw().ptr == kernel.to_raw().ptr)
+                })
+                .collect();
             for op in ops {
                 let (location, name) = (op.location(), op_name(&op));
                 if !unsafe { tcc_dialects::lower_to_parallel_loops(op.to_raw()) } {
-                    return Err(PassError::at(location, format!("cannot lower '{name}' to loops inside a kernel")));
+                    return Err(PassError::at(
+                        location,
+                        format!("cannot lower '{name}' to loops inside a kernel"),
+                    ));
                 }
             }
         }

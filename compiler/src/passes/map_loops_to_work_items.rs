@@ -14,8 +14,13 @@
 
 use melior::Context;
 use melior::ir::attribute::IntegerAttribute;
-use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::{Attribute, Block, BlockLike, BlockRef, Identifier, Location, Region, RegionLike, Type, Value, ValueLike};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
+};
+use melior::ir::{
+    Attribute, Block, BlockLike, BlockRef, Identifier, Location, Region, RegionLike, Type, Value,
+    ValueLike,
+};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{body_ops, collect_ops, defining_op, integer_value, op_name};
@@ -31,7 +36,11 @@ struct Inserter<'c> {
 
 impl<'c> Inserter<'c> {
     fn insert(&self, op: melior::ir::operation::Operation<'c>) -> Value<'c, 'c> {
-        self.block.insert_operation_before(self.before, op).result(0).expect("op has a result").into()
+        self.block
+            .insert_operation_before(self.before, op)
+            .result(0)
+            .expect("op has a result")
+            .into()
     }
 
     fn index(&self, value: i64) -> Value<'c, 'c> {
@@ -67,7 +76,9 @@ impl<'c> Inserter<'c> {
 /// A constant index operand's value.
 fn constant_index(value: Value) -> Option<i64> {
     let op = defining_op(unsafe { Value::from_raw(value.to_raw()) })?;
-    (op_name(&op) == "arith.constant").then(|| op.attribute("value").ok().and_then(integer_value)).flatten()
+    (op_name(&op) == "arith.constant")
+        .then(|| op.attribute("value").ok().and_then(integer_value))
+        .flatten()
 }
 
 /// Static (lower, upper, step) of each dimension of an scf.parallel.
@@ -78,7 +89,10 @@ fn loop_bounds<'c>(op: OperationRef<'c, 'c>) -> Result<Vec<(i64, i64, i64)>, Pas
             let get = |i: usize| op.operand(i).ok().and_then(constant_index);
             match (get(d), get(dims + d), get(2 * dims + d)) {
                 (Some(lower), Some(upper), Some(step)) if step > 0 => Ok((lower, upper, step)),
-                _ => Err(PassError::at(op.location(), "parallel loop with non-constant bounds: tcc needs static shapes")),
+                _ => Err(PassError::at(
+                    op.location(),
+                    "parallel loop with non-constant bounds: tcc needs static shapes",
+                )),
             }
         })
         .collect()
@@ -87,14 +101,27 @@ fn loop_bounds<'c>(op: OperationRef<'c, 'c>) -> Result<Vec<(i64, i64, i64)>, Pas
 fn map_nest<'c>(context: &'c Context, nest: OperationRef<'c, 'c>) -> Result<(), PassError<'c>> {
     let location = nest.location();
     if nest.result_count() != 0 {
-        return Err(PassError::at(location, "scf.parallel with reductions is not supported in kernels"));
+        return Err(PassError::at(
+            location,
+            "scf.parallel with reductions is not supported in kernels",
+        ));
     }
     let bounds = loop_bounds(nest)?;
-    let trips: Vec<i64> = bounds.iter().map(|(l, u, s)| ((u - l) + s - 1) / s).collect();
+    let trips: Vec<i64> = bounds
+        .iter()
+        .map(|(l, u, s)| ((u - l) + s - 1) / s)
+        .collect();
     let points: i64 = trips.iter().product();
-    let block = nest.block().ok_or_else(|| PassError::at(location, "loop outside a block"))?;
+    let block = nest
+        .block()
+        .ok_or_else(|| PassError::at(location, "loop outside a block"))?;
     let block = unsafe { BlockRef::from_raw(block.to_raw()) };
-    let at = Inserter { context, block, before: nest, location };
+    let at = Inserter {
+        context,
+        block,
+        before: nest,
+        location,
+    };
 
     // for (linear = global_id; linear < points; linear += global_size)
     let local_size = at.gpu_id("gpu.block_dim");
@@ -106,7 +133,11 @@ fn map_nest<'c>(context: &'c Context, nest: OperationRef<'c, 'c>) -> Result<(), 
     let linear: Value = body.argument(0).expect("induction variable").into();
     let region = Region::new();
     let body_ref = region.append_block(body);
-    let yield_op = body_ref.append_operation(OperationBuilder::new("scf.yield", location).build().expect("valid yield"));
+    let yield_op = body_ref.append_operation(
+        OperationBuilder::new("scf.yield", location)
+            .build()
+            .expect("valid yield"),
+    );
     let for_op = OperationBuilder::new("scf.for", location)
         .add_operands(&[start, end, global_size])
         .add_regions([region])
@@ -117,8 +148,17 @@ fn map_nest<'c>(context: &'c Context, nest: OperationRef<'c, 'c>) -> Result<(), 
 
     // Delinearize (row-major, last dimension fastest) into the nest's
     // induction variables: iv_d = lower_d + step_d * ((linear / stride_d) % trip_d).
-    let inner = Inserter { context, block: unsafe { BlockRef::from_raw(body_ref.to_raw()) }, before: yield_op, location };
-    let nest_body = nest.region(0).map_err(|e| PassError::at(location, e.to_string()))?.first_block().ok_or_else(|| PassError::at(location, "empty loop"))?;
+    let inner = Inserter {
+        context,
+        block: unsafe { BlockRef::from_raw(body_ref.to_raw()) },
+        before: yield_op,
+        location,
+    };
+    let nest_body = nest
+        .region(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .first_block()
+        .ok_or_else(|| PassError::at(location, "empty loop"))?;
     let mut stride = 1i64;
     let mut ivs = vec![None; trips.len()];
     for d in (0..trips.len()).rev() {
@@ -140,8 +180,16 @@ fn map_nest<'c>(context: &'c Context, nest: OperationRef<'c, 'c>) -> Result<(), 
         stride *= trips[d];
     }
     for (d, iv) in ivs.into_iter().enumerate() {
-        let old: Value = nest_body.argument(d).map_err(|e| PassError::at(location, e.to_string()))?.into();
-        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), iv.expect("every dimension mapped").to_raw()) };
+        let old: Value = nest_body
+            .argument(d)
+            .map_err(|e| PassError::at(location, e.to_string()))?
+            .into();
+        unsafe {
+            mlir_sys::mlirValueReplaceAllUsesOfWith(
+                old.to_raw(),
+                iv.expect("every dimension mapped").to_raw(),
+            )
+        };
     }
     // Move the nest's body (all but its scf.reduce terminator) into the loop.
     let mut next = nest_body.first_operation();
@@ -161,26 +209,46 @@ fn map_nest<'c>(context: &'c Context, nest: OperationRef<'c, 'c>) -> Result<(), 
 
 impl TccPass for MapLoopsToWorkItems {
     const ARGUMENT: &'static str = "tcc-map-loops-to-work-items";
-    const SUMMARY: &'static str = "Map each kernel's parallel loop nests onto work-items as grid-stride loops";
+    const SUMMARY: &'static str =
+        "Map each kernel's parallel loop nests onto work-items as grid-stride loops";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["gpu", "arith", "scf"];
     type Options = NoOptions;
 
-    fn run<'c>(&self, context: &'c Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+    fn run<'c>(
+        &self,
+        context: &'c Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Collect first: mapping destroys ops that a lazy walk would visit.
-        let kernels: Vec<_> = collect_ops(module).into_iter().filter(|op| op_name(op) == "gpu.func").collect();
+        let kernels: Vec<_> = collect_ops(module)
+            .into_iter()
+            .filter(|op| op_name(op) == "gpu.func")
+            .collect();
         for kernel in kernels {
-            let nests: Vec<_> = body_ops(kernel).into_iter().filter(|op| op_name(op) == "scf.parallel").collect();
+            let nests: Vec<_> = body_ops(kernel)
+                .into_iter()
+                .filter(|op| op_name(op) == "scf.parallel")
+                .collect();
             // Nests that exchange data through memory must share a mapping.
             if let Some(first) = nests.first() {
-                let reference: i64 = loop_bounds(*first)?.iter().map(|(l, u, s)| (u - l + s - 1) / s).product();
+                let reference: i64 = loop_bounds(*first)?
+                    .iter()
+                    .map(|(l, u, s)| (u - l + s - 1) / s)
+                    .product();
                 for nest in &nests[1..] {
-                    let points: i64 = loop_bounds(*nest)?.iter().map(|(l, u, s)| (u - l + s - 1) / s).product();
+                    let points: i64 = loop_bounds(*nest)?
+                        .iter()
+                        .map(|(l, u, s)| (u - l + s - 1) / s)
+                        .product();
                     if points != reference {
                         return Err(PassError::at(
                             nest.location(),
-                            format!("fused loop nests cover {reference} and {points} points: cannot share one mapping"),
+                            format!(
+                                "fused loop nests cover {reference} and {points} points: cannot share one mapping"
+                            ),
                         ));
                     }
                 }
@@ -188,8 +256,14 @@ impl TccPass for MapLoopsToWorkItems {
             for nest in nests {
                 map_nest(context, nest)?;
             }
-            if body_ops(kernel).iter().any(|op| op_name(op) == "scf.parallel") {
-                return Err(PassError::at(kernel.location(), "kernel keeps an unmapped parallel loop"));
+            if body_ops(kernel)
+                .iter()
+                .any(|op| op_name(op) == "scf.parallel")
+            {
+                return Err(PassError::at(
+                    kernel.location(),
+                    "kernel keeps an unmapped parallel loop",
+                ));
             }
         }
         Ok(())

@@ -23,16 +23,21 @@ pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use outline_kernels::{FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels};
-pub use unique_results::UniqueResults;
+pub use pass::{
+    NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
+};
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
-pub use pass::{NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options};
+pub use unique_results::UniqueResults;
 
 /// Every tcc pass: (argument, summary), in pipeline order. Kept in step
 /// with docs/passes.md by a test.
 pub const ALL: &[(&str, &str)] = &[
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
-    (ConvertSoftmaxToLinalg::ARGUMENT, ConvertSoftmaxToLinalg::SUMMARY),
+    (
+        ConvertSoftmaxToLinalg::ARGUMENT,
+        ConvertSoftmaxToLinalg::SUMMARY,
+    ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),

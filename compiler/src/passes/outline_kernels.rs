@@ -14,13 +14,19 @@
 
 use std::collections::HashMap;
 
-use melior::ir::attribute::{
-    Attribute, DenseI32ArrayAttribute, DenseI64ArrayAttribute, IntegerAttribute, StringAttribute, TypeAttribute,
-};
-use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut, WalkOrder, WalkResult};
-use melior::ir::r#type::{FunctionType, IntegerType};
-use melior::ir::{Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike};
 use melior::Context;
+use melior::ir::attribute::{
+    Attribute, DenseI32ArrayAttribute, DenseI64ArrayAttribute, IntegerAttribute, StringAttribute,
+    TypeAttribute,
+};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut, WalkOrder,
+    WalkResult,
+};
+use melior::ir::r#type::{FunctionType, IntegerType};
+use melior::ir::{
+    Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike,
+};
 
 use super::configure_kernels::{CONFIG_ATTR, GEMM_KEY, TARGET_ATTR};
 use super::form_dispatches::{KERNEL_ATTR, KIND_ATTR, kind_of};
@@ -59,7 +65,11 @@ fn is_identity_memref(ty: Type) -> bool {
 /// A whole-buffer copy stays on the host (the runtime's buffer copy).
 fn is_host_copy(op: OperationRef) -> bool {
     op_name(&op) == "memref.copy"
-        && op.operands().all(|v| is_identity_memref(v.r#type()) && crate::ir::util::defining_op(v).is_none_or(|d| !VIEW_OPS.contains(&op_name(&d).as_str())))
+        && op.operands().all(|v| {
+            is_identity_memref(v.r#type())
+                && crate::ir::util::defining_op(v)
+                    .is_none_or(|d| !VIEW_OPS.contains(&op_name(&d).as_str()))
+        })
 }
 
 struct Group<'c> {
@@ -80,12 +90,18 @@ fn kernel_groups<'c>(function: OperationRef<'c, 'c>, next_index: &mut usize) -> 
                 group.members.push(op);
                 continue;
             }
-            groups.push(Group { name, members: vec![op] });
+            groups.push(Group {
+                name,
+                members: vec![op],
+            });
             continue;
         }
         let name = kernel_name(&op_parts(op), *next_index);
         *next_index += 1;
-        groups.push(Group { name, members: vec![op] });
+        groups.push(Group {
+            name,
+            members: vec![op],
+        });
     }
     groups
 }
@@ -98,8 +114,16 @@ fn written_and_read<'c>(op: OperationRef<'c, 'c>) -> (Vec<usize>, Vec<usize>) {
         let written = op.operand(1).map(|v| vec![root(v)]).unwrap_or_default();
         return (written, read);
     }
-    let inits: Vec<usize> = crate::passes::form_dispatches::init_operands(op).into_iter().map(root).collect();
-    let reads: Vec<usize> = op.operands().filter(|v| v.r#type().is_mem_ref()).map(root).filter(|r| !inits.contains(r)).collect();
+    let inits: Vec<usize> = crate::passes::form_dispatches::init_operands(op)
+        .into_iter()
+        .map(root)
+        .collect();
+    let reads: Vec<usize> = op
+        .operands()
+        .filter(|v| v.r#type().is_mem_ref())
+        .map(root)
+        .filter(|r| !inits.contains(r))
+        .collect();
     (inits, reads)
 }
 
@@ -113,7 +137,12 @@ fn split_hazardous<'c>(groups: Vec<Group<'c>>, next_index: &mut usize) -> Vec<Gr
     for group in groups {
         let accesses: Vec<_> = group.members.iter().map(|m| written_and_read(*m)).collect();
         let hazard = (0..accesses.len()).any(|later| {
-            (0..later).any(|earlier| accesses[later].0.iter().any(|w| accesses[earlier].1.contains(w)))
+            (0..later).any(|earlier| {
+                accesses[later]
+                    .0
+                    .iter()
+                    .any(|w| accesses[earlier].1.contains(w))
+            })
         });
         if !hazard || group.members.len() == 1 {
             result.push(group);
@@ -122,7 +151,10 @@ fn split_hazardous<'c>(groups: Vec<Group<'c>>, next_index: &mut usize) -> Vec<Gr
         for member in group.members {
             let name = kernel_name(&op_parts(member), *next_index);
             *next_index += 1;
-            result.push(Group { name, members: vec![member] });
+            result.push(Group {
+                name,
+                members: vec![member],
+            });
         }
     }
     result
@@ -152,7 +184,11 @@ fn raw_key(value: Value) -> usize {
 
 /// Clones `op` before the end of `block`, rewriting operands through `map`,
 /// and records the clone's results in `map`.
-fn clone_into<'c>(block: &Block<'c>, op: OperationRef<'c, 'c>, map: &mut HashMap<usize, mlir_sys::MlirValue>) {
+fn clone_into<'c>(
+    block: &Block<'c>,
+    op: OperationRef<'c, 'c>,
+    map: &mut HashMap<usize, mlir_sys::MlirValue>,
+) {
     let raw_clone = unsafe { mlir_sys::mlirOperationClone(op.to_raw()) };
     let clone = unsafe { melior::ir::operation::Operation::from_raw(raw_clone) };
     let clone = block.append_operation(clone);
@@ -227,7 +263,8 @@ fn matmul_dims(op: OperationRef) -> Option<(i64, i64, i64)> {
     let name = op_name(&op);
     if name == "linalg.conv_2d_nhwc_hwcf" {
         let output = op.operand(2).ok()?.r#type();
-        let dim = |i: usize| unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), i as isize) };
+        let dim =
+            |i: usize| unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), i as isize) };
         return Some((1, dim(0) * dim(1) * dim(2), dim(3)));
     }
     if name != "linalg.matmul" && name != "linalg.batch_matmul" {
@@ -254,11 +291,19 @@ fn kernel_flops(members: &[OperationRef]) -> i64 {
         let name = op_name(member);
         let short = name.strip_prefix("linalg.").unwrap_or(&name);
         let shape = |index: usize| -> Vec<i64> {
-            member.operand(index).ok().map(|v| {
-                let ty = v.r#type();
-                let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) };
-                (0..rank.max(0)).map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) }).collect()
-            }).unwrap_or_default()
+            member
+                .operand(index)
+                .ok()
+                .map(|v| {
+                    let ty = v.r#type();
+                    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) };
+                    (0..rank.max(0))
+                        .map(|i| unsafe {
+                            mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
         };
         let elements = |dims: &[i64]| dims.iter().product::<i64>();
         let reduction: i64 = match short {
@@ -325,30 +370,55 @@ fn copy_as_generic<'c>(
 ) -> Result<(), PassError<'c>> {
     let location = copy.location();
     let operand = |index: usize| -> Result<Value<'c, 'c>, PassError<'c>> {
-        let value = copy.operand(index).map_err(|e| PassError::at(location, e.to_string()))?;
-        let mapped = map.get(&raw_key(value)).ok_or_else(|| PassError::at(location, "copy of a buffer outside the kernel"))?;
+        let value = copy
+            .operand(index)
+            .map_err(|e| PassError::at(location, e.to_string()))?;
+        let mapped = map
+            .get(&raw_key(value))
+            .ok_or_else(|| PassError::at(location, "copy of a buffer outside the kernel"))?;
         Ok(unsafe { Value::from_raw(*mapped) })
     };
-    let generic = crate::patterns::copy::elementwise_copy(context, location, operand(0)?, operand(1)?, None)?;
+    let generic =
+        crate::patterns::copy::elementwise_copy(context, location, operand(0)?, operand(1)?, None)?;
     block.append_operation(generic);
     Ok(())
 }
 
-fn index_constant<'c>(context: &'c Context, block: &BlockRef<'c, 'c>, before: OperationRef<'c, 'c>, value: i64, location: Location<'c>) -> Value<'c, 'c> {
-    let op = melior::dialect::arith::constant(context, IntegerAttribute::new(Type::index(context), value).into(), location);
-    block.insert_operation_before(before, op).result(0).expect("constant has a result").into()
+fn index_constant<'c>(
+    context: &'c Context,
+    block: &BlockRef<'c, 'c>,
+    before: OperationRef<'c, 'c>,
+    value: i64,
+    location: Location<'c>,
+) -> Value<'c, 'c> {
+    let op = melior::dialect::arith::constant(
+        context,
+        IntegerAttribute::new(Type::index(context), value).into(),
+        location,
+    );
+    block
+        .insert_operation_before(before, op)
+        .result(0)
+        .expect("constant has a result")
+        .into()
 }
 
 use melior::ir::BlockRef;
 
 impl TccPass for OutlineKernels {
     const ARGUMENT: &'static str = "tcc-outline-kernels";
-    const SUMMARY: &'static str = "Outline each kernel group into a gpu.func and launch it from the host function";
+    const SUMMARY: &'static str =
+        "Outline each kernel group into a gpu.func and launch it from the host function";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["gpu", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(&self, context: &'c Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+    fn run<'c>(
+        &self,
+        context: &'c Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let location = module.location();
         let target: Target = module
@@ -357,14 +427,21 @@ impl TccPass for OutlineKernels {
             .and_then(string_value)
             .and_then(|t| t.parse().ok())
             .unwrap_or_default();
-        let functions: Vec<_> = body_ops(module).into_iter().filter(|op| op_name(op) == "func.func").collect();
+        let functions: Vec<_> = body_ops(module)
+            .into_iter()
+            .filter(|op| op_name(op) == "func.func")
+            .collect();
         let mut next_index = collect_ops(module)
             .iter()
             .filter(|op| op.attribute(KIND_ATTR).is_ok())
             .count();
 
         // The kernel module, created on first use.
-        let module_body = module.region(0).map_err(|e| PassError::at(location, e.to_string()))?.first_block().ok_or_else(|| PassError::at(location, "empty module"))?;
+        let module_body = module
+            .region(0)
+            .map_err(|e| PassError::at(location, e.to_string()))?
+            .first_block()
+            .ok_or_else(|| PassError::at(location, "empty module"))?;
         let mut kernel_block: Option<BlockRef<'c, 'c>> = None;
 
         for function in functions {
@@ -378,12 +455,21 @@ impl TccPass for OutlineKernels {
                         let region = Region::new();
                         region.append_block(Block::new(&[]));
                         let gpu_module = OperationBuilder::new("gpu.module", location)
-                            .add_attributes(&[(Identifier::new(context, "sym_name"), StringAttribute::new(context, KERNEL_MODULE).into())])
+                            .add_attributes(&[(
+                                Identifier::new(context, "sym_name"),
+                                StringAttribute::new(context, KERNEL_MODULE).into(),
+                            )])
                             .add_regions([region])
                             .build()
-                            .map_err(|e| PassError::at(location, format!("cannot build gpu.module: {e}")))?;
+                            .map_err(|e| {
+                                PassError::at(location, format!("cannot build gpu.module: {e}"))
+                            })?;
                         let gpu_module = module_body.append_operation(gpu_module);
-                        let b = gpu_module.region(0).expect("gpu.module has a region").first_block().expect("with a block");
+                        let b = gpu_module
+                            .region(0)
+                            .expect("gpu.module has a region")
+                            .first_block()
+                            .expect("with a block");
                         let b = unsafe { BlockRef::from_raw(b.to_raw()) };
                         kernel_block = Some(b);
                         b
@@ -412,12 +498,21 @@ impl TccPass for OutlineKernels {
                     } else {
                         return Err(PassError::at(
                             group_location,
-                            format!("kernel {} uses a value that is neither a buffer nor a constant: {value}", group.name),
+                            format!(
+                                "kernel {} uses a value that is neither a buffer nor a constant: {value}",
+                                group.name
+                            ),
                         ));
                     }
                 }
                 // View ops must be rebuilt in program order.
-                views.sort_by(|a, b| if a.is_before_in_block(*b) { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater });
+                views.sort_by(|a, b| {
+                    if a.is_before_in_block(*b) {
+                        std::cmp::Ordering::Less
+                    } else {
+                        std::cmp::Ordering::Greater
+                    }
+                });
 
                 let argument_types: Vec<Type> = roots.iter().map(|r| r.r#type()).collect();
                 let config = group
@@ -425,36 +520,72 @@ impl TccPass for OutlineKernels {
                     .iter()
                     .find_map(|m| m.attribute(CONFIG_ATTR).ok())
                     .and_then(|a| melior::ir::attribute::DictionaryAttribute::try_from(a).ok());
-                let config_size = config.and_then(|d| d.element_by_name("workgroup_size")).and_then(integer_value);
-                let gemm = config.and_then(|d| d.element_by_name(GEMM_KEY)).and_then(|a| dense_i64s(a));
-                let root_op = group.members.iter().find(|m| m.attribute(KIND_ATTR).is_ok()).unwrap_or(&last);
+                let config_size = config
+                    .and_then(|d| d.element_by_name("workgroup_size"))
+                    .and_then(integer_value);
+                let gemm = config
+                    .and_then(|d| d.element_by_name(GEMM_KEY))
+                    .and_then(|a| dense_i64s(a));
+                let root_op = group
+                    .members
+                    .iter()
+                    .find(|m| m.attribute(KIND_ATTR).is_ok())
+                    .unwrap_or(&last);
                 let kind = kind_of(*root_op);
                 // (grid, work-group) per axis.
                 let (grid, local): ([i64; 3], [i64; 3]) = match (&gemm, matmul_dims(*root_op)) {
                     (Some(tiles), Some((batch, m, n))) if tiles.len() == 5 => {
-                        let (tile_m, tile_n, work_m, work_n) = (tiles[0], tiles[1], tiles[3], tiles[4]);
-                        ([(n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m, batch], [tile_n / work_n, tile_m / work_m, 1])
+                        let (tile_m, tile_n, work_m, work_n) =
+                            (tiles[0], tiles[1], tiles[3], tiles[4]);
+                        (
+                            [(n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m, batch],
+                            [tile_n / work_n, tile_m / work_m, 1],
+                        )
                     }
                     _ if kind == crate::config::KernelKind::Softmax => {
                         // One work-group per row.
-                        let output = root_op.operand(1).map_err(|e| PassError::at(group_location, e.to_string()))?.r#type();
+                        let output = root_op
+                            .operand(1)
+                            .map_err(|e| PassError::at(group_location, e.to_string()))?
+                            .r#type();
                         let rows = memref_elements(&output.to_string()).unwrap_or(1)
-                            / unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), (mlir_sys::mlirShapedTypeGetRank(output.to_raw()) - 1) as isize) }.max(1);
+                            / unsafe {
+                                mlir_sys::mlirShapedTypeGetDimSize(
+                                    output.to_raw(),
+                                    (mlir_sys::mlirShapedTypeGetRank(output.to_raw()) - 1) as isize,
+                                )
+                            }
+                            .max(1);
                         // Bufferization drops linalg.softmax's attributes: configure here.
-                        let columns = unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), (mlir_sys::mlirShapedTypeGetRank(output.to_raw()) - 1) as isize) };
-                        let workgroup = config_size.unwrap_or_else(|| target.softmax_workgroup(columns));
+                        let columns = unsafe {
+                            mlir_sys::mlirShapedTypeGetDimSize(
+                                output.to_raw(),
+                                (mlir_sys::mlirShapedTypeGetRank(output.to_raw()) - 1) as isize,
+                            )
+                        };
+                        let workgroup =
+                            config_size.unwrap_or_else(|| target.softmax_workgroup(columns));
                         ([rows, 1, 1], [workgroup, 1, 1])
                     }
                     _ => {
                         let points = work_items(&group.members);
-                        let workgroup = config_size.unwrap_or_else(|| target.kernel_config(kind, points).workgroup_size);
-                        ([(points + workgroup - 1) / workgroup, 1, 1], [workgroup, 1, 1])
+                        let workgroup = config_size
+                            .unwrap_or_else(|| target.kernel_config(kind, points).workgroup_size);
+                        (
+                            [(points + workgroup - 1) / workgroup, 1, 1],
+                            [workgroup, 1, 1],
+                        )
                     }
                 };
                 let gemm = gemm.filter(|_| matmul_dims(*root_op).is_some());
 
                 // The kernel.
-                let body = Block::new(&argument_types.iter().map(|t| (*t, group_location)).collect::<Vec<_>>());
+                let body = Block::new(
+                    &argument_types
+                        .iter()
+                        .map(|t| (*t, group_location))
+                        .collect::<Vec<_>>(),
+                );
                 let mut map: HashMap<usize, mlir_sys::MlirValue> = HashMap::new();
                 for (index, root_value) in roots.iter().enumerate() {
                     let argument: Value = body.argument(index).expect("argument exists").into();
@@ -470,36 +601,68 @@ impl TccPass for OutlineKernels {
                         clone_into(&body, *op, &mut map);
                     }
                 }
-                body.append_operation(OperationBuilder::new("gpu.return", group_location).build().map_err(|e| PassError::at(group_location, e.to_string()))?);
+                body.append_operation(
+                    OperationBuilder::new("gpu.return", group_location)
+                        .build()
+                        .map_err(|e| PassError::at(group_location, e.to_string()))?,
+                );
                 let region = Region::new();
                 region.append_block(body);
                 let function_type = FunctionType::new(context, &argument_types, &[]);
                 let i64_type = IntegerType::new(context, 64).into();
                 let kernel = OperationBuilder::new("gpu.func", group_location)
                     .add_attributes(&[
-                        (Identifier::new(context, "sym_name"), StringAttribute::new(context, &group.name).into()),
-                        (Identifier::new(context, "function_type"), TypeAttribute::new(function_type.into()).into()),
-                        (Identifier::new(context, "gpu.kernel"), Attribute::unit(context)),
-                        (Identifier::new(context, "known_block_size"), DenseI32ArrayAttribute::new(context, &local.map(|v| v as i32)).into()),
-                        (Identifier::new(context, "workgroup_attributions"), IntegerAttribute::new(i64_type, 0).into()),
-                        (Identifier::new(context, KIND_ATTR), StringAttribute::new(context, kind.name()).into()),
+                        (
+                            Identifier::new(context, "sym_name"),
+                            StringAttribute::new(context, &group.name).into(),
+                        ),
+                        (
+                            Identifier::new(context, "function_type"),
+                            TypeAttribute::new(function_type.into()).into(),
+                        ),
+                        (
+                            Identifier::new(context, "gpu.kernel"),
+                            Attribute::unit(context),
+                        ),
+                        (
+                            Identifier::new(context, "known_block_size"),
+                            DenseI32ArrayAttribute::new(context, &local.map(|v| v as i32)).into(),
+                        ),
+                        (
+                            Identifier::new(context, "workgroup_attributions"),
+                            IntegerAttribute::new(i64_type, 0).into(),
+                        ),
+                        (
+                            Identifier::new(context, KIND_ATTR),
+                            StringAttribute::new(context, kind.name()).into(),
+                        ),
                     ])
                     .add_regions([region])
                     .build()
-                    .map_err(|e| PassError::at(group_location, format!("cannot build gpu.func: {e}")))?;
+                    .map_err(|e| {
+                        PassError::at(group_location, format!("cannot build gpu.func: {e}"))
+                    })?;
                 let kernel = block.append_operation(kernel);
                 let flops = kernel_flops(&group.members);
                 if flops > 0 {
                     let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
-                    kernel.set_discardable_attribute(FLOPS_ATTR, IntegerAttribute::new(i64_type, flops).into());
+                    kernel.set_discardable_attribute(
+                        FLOPS_ATTR,
+                        IntegerAttribute::new(i64_type, flops).into(),
+                    );
                 }
                 if let Some(tiles) = &gemm {
                     let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
-                    kernel.set_discardable_attribute(GEMM_ATTR, DenseI64ArrayAttribute::new(context, tiles).into());
+                    kernel.set_discardable_attribute(
+                        GEMM_ATTR,
+                        DenseI64ArrayAttribute::new(context, tiles).into(),
+                    );
                 }
 
                 // The launch, where the group's last op was.
-                let host_block = last.block().ok_or_else(|| PassError::at(group_location, "kernel op outside a block"))?;
+                let host_block = last
+                    .block()
+                    .ok_or_else(|| PassError::at(group_location, "kernel op outside a block"))?;
                 let host_block = unsafe { BlockRef::from_raw(host_block.to_raw()) };
                 let mut operands: Vec<Value> = grid
                     .iter()
@@ -507,17 +670,28 @@ impl TccPass for OutlineKernels {
                     .map(|size| index_constant(context, &host_block, last, *size, group_location))
                     .collect();
                 operands.extend(roots.iter().copied());
-                let kernel_symbol = Attribute::parse(context, &format!("@{KERNEL_MODULE}::@{}", group.name))
-                    .ok_or_else(|| PassError::at(group_location, "cannot build kernel symbol"))?;
-                let segments = DenseI32ArrayAttribute::new(context, &[0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, roots.len() as i32, 0]);
+                let kernel_symbol =
+                    Attribute::parse(context, &format!("@{KERNEL_MODULE}::@{}", group.name))
+                        .ok_or_else(|| {
+                            PassError::at(group_location, "cannot build kernel symbol")
+                        })?;
+                let segments = DenseI32ArrayAttribute::new(
+                    context,
+                    &[0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, roots.len() as i32, 0],
+                );
                 let launch = OperationBuilder::new("gpu.launch_func", group_location)
                     .add_operands(&operands)
                     .add_attributes(&[
                         (Identifier::new(context, "kernel"), kernel_symbol),
-                        (Identifier::new(context, "operandSegmentSizes"), segments.into()),
+                        (
+                            Identifier::new(context, "operandSegmentSizes"),
+                            segments.into(),
+                        ),
                     ])
                     .build()
-                    .map_err(|e| PassError::at(group_location, format!("cannot build gpu.launch_func: {e}")))?;
+                    .map_err(|e| {
+                        PassError::at(group_location, format!("cannot build gpu.launch_func: {e}"))
+                    })?;
                 host_block.insert_operation_before(last, launch);
                 for member in group.members.iter().rev() {
                     let mut member = unsafe { OperationRefMut::from_raw(member.to_raw()) };

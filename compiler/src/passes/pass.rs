@@ -10,8 +10,8 @@
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use melior::ir::operation::{OperationLike, OperationRefMut};
 use melior::ir::Location;
+use melior::ir::operation::{OperationLike, OperationRefMut};
 use melior::{Context, ContextRef};
 use mlir_sys::{
     MlirLogicalResult, MlirOperation, MlirStringCallback, MlirStringRef, mlirEmitError,
@@ -27,7 +27,10 @@ pub struct PassError<'c> {
 
 impl<'c> PassError<'c> {
     pub fn at(location: Location<'c>, message: impl Into<String>) -> Self {
-        Self { location: Some(location), message: message.into() }
+        Self {
+            location: Some(location),
+            message: message.into(),
+        }
     }
 }
 
@@ -105,7 +108,9 @@ pub fn split_options(text: &str) -> Result<Vec<(String, String)>, String> {
                 (None, '"' | '\'') => quote = Some(c),
                 (None, '{' | '[' | '(') => depth += 1,
                 (None, '}' | ']' | ')') => {
-                    depth = depth.checked_sub(1).ok_or_else(|| format!("unbalanced '{c}' in option '{key}'"))?
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| format!("unbalanced '{c}' in option '{key}'"))?
                 }
                 (None, c) if c.is_whitespace() && depth == 0 => break,
                 _ => {}
@@ -146,7 +151,9 @@ pub fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
     match value {
         "true" | "1" => Ok(true),
         "false" | "0" => Ok(false),
-        _ => Err(format!("option '{key}' expects true or false, got '{value}'")),
+        _ => Err(format!(
+            "option '{key}' expects true or false, got '{value}'"
+        )),
     }
 }
 
@@ -185,7 +192,10 @@ unsafe extern "C" fn check_options_trampoline<P: TccPass>(
         Err(message) => {
             let message = format!("{}: {message}", P::ARGUMENT);
             if let Some(callback) = error {
-                let text = MlirStringRef { data: message.as_ptr() as *const _, length: message.len() };
+                let text = MlirStringRef {
+                    data: message.as_ptr() as *const _,
+                    length: message.len(),
+                };
                 unsafe { callback(text, user_data) };
             }
             FAILURE
@@ -206,14 +216,19 @@ unsafe extern "C" fn run_trampoline<P: TccPass>(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let options = parse_options::<P::Options>(&string_of(options))
             .map_err(|message| (None, format!("{}: {message}", P::ARGUMENT)))?;
-        pass.run(context, &mut op, &options).map_err(|e| (e.location.map(|l| l.to_raw()), e.message))
+        pass.run(context, &mut op, &options)
+            .map_err(|e| (e.location.map(|l| l.to_raw()), e.message))
     }));
     let failure = match outcome {
         Ok(Ok(())) => return SUCCESS,
         Ok(Err((location, message))) => (location.unwrap_or(op_location), message),
         Err(payload) => (
             op_location,
-            format!("internal error in pass {}: {}", P::ARGUMENT, panic_message(payload.as_ref())),
+            format!(
+                "internal error in pass {}: {}",
+                P::ARGUMENT,
+                panic_message(payload.as_ref())
+            ),
         ),
     };
     emit_error(failure.0, &failure.1);

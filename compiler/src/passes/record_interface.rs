@@ -26,8 +26,11 @@ fn names_of(attribute: Option<Attribute>, count: usize) -> Vec<String> {
     if let Some(array) = attribute.and_then(|a| ArrayAttribute::try_from(a).ok()) {
         for (index, name) in names.iter_mut().enumerate() {
             if let Ok(dictionary) = array.element(index)
-                && let Ok(dictionary) = melior::ir::attribute::DictionaryAttribute::try_from(dictionary)
-                && let Some(value) = dictionary.element_by_name("tcc.name").and_then(string_value)
+                && let Ok(dictionary) =
+                    melior::ir::attribute::DictionaryAttribute::try_from(dictionary)
+                && let Some(value) = dictionary
+                    .element_by_name("tcc.name")
+                    .and_then(string_value)
             {
                 *name = value;
             }
@@ -38,13 +41,22 @@ fn names_of(attribute: Option<Attribute>, count: usize) -> Vec<String> {
 
 impl TccPass for RecordInterface {
     const ARGUMENT: &'static str = "tcc-record-interface";
-    const SUMMARY: &'static str = "Record each function's result count and argument/result names for the host ABI";
+    const SUMMARY: &'static str =
+        "Record each function's result count and argument/result names for the host ABI";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
-    fn run<'c>(&self, context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
-        for function in body_ops(module).into_iter().filter(|op| op_name(op) == "func.func") {
+        for function in body_ops(module)
+            .into_iter()
+            .filter(|op| op_name(op) == "func.func")
+        {
             if function.attribute(NUM_OUTPUTS_ATTR).is_ok() {
                 continue;
             }
@@ -55,18 +67,28 @@ impl TccPass for RecordInterface {
                 .map(|t| t.value())
                 .ok_or_else(|| PassError::at(function.location(), "function without a type"))?;
             if !function_type.is_function() {
-                return Err(PassError::at(function.location(), "function_type is not a function type"));
+                return Err(PassError::at(
+                    function.location(),
+                    "function_type is not a function type",
+                ));
             }
             let function_type = melior::ir::r#type::FunctionType::try_from(function_type)
                 .map_err(|_| PassError::at(function.location(), "malformed function type"))?;
             let (inputs, outputs) = (function_type.input_count(), function_type.result_count());
             let mut names = names_of(function.attribute("arg_attrs").ok(), inputs);
             names.extend(names_of(function.attribute("res_attrs").ok(), outputs));
-            let names: Vec<Attribute> = names.iter().map(|n| StringAttribute::new(context, n).into()).collect();
+            let names: Vec<Attribute> = names
+                .iter()
+                .map(|n| StringAttribute::new(context, n).into())
+                .collect();
             let mut function = unsafe { OperationRefMut::from_raw(function.to_raw()) };
             let i64_type = IntegerType::new(context, 64).into();
-            function.set_discardable_attribute(NUM_OUTPUTS_ATTR, IntegerAttribute::new(i64_type, outputs as i64).into());
-            function.set_discardable_attribute(NAMES_ATTR, ArrayAttribute::new(context, &names).into());
+            function.set_discardable_attribute(
+                NUM_OUTPUTS_ATTR,
+                IntegerAttribute::new(i64_type, outputs as i64).into(),
+            );
+            function
+                .set_discardable_attribute(NAMES_ATTR, ArrayAttribute::new(context, &names).into());
         }
         Ok(())
     }

@@ -4,7 +4,9 @@
 //! `tensor.empty`) for each repeat. Runs before bufferization: upstream's
 //! `buffer-results-to-out-params` cannot handle a value returned twice.
 
-use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
+};
 use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
@@ -14,19 +16,32 @@ pub struct UniqueResults;
 
 impl TccPass for UniqueResults {
     const ARGUMENT: &'static str = "tcc-unique-results";
-    const SUMMARY: &'static str = "Copy function results that return the same value twice, so each output has its own buffer";
+    const SUMMARY: &'static str =
+        "Copy function results that return the same value twice, so each output has its own buffer";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor"];
     type Options = NoOptions;
 
-    fn run<'c>(&self, context: &'c melior::Context, root: &mut OperationRefMut<'c, 'c>, _options: &NoOptions) -> Result<(), PassError<'c>> {
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
         let root = unsafe { OperationRef::from_raw(root.to_raw()) };
-        let returns: Vec<_> = collect_ops(root).into_iter().filter(|op| op_name(op) == "func.return").collect();
+        let returns: Vec<_> = collect_ops(root)
+            .into_iter()
+            .filter(|op| op_name(op) == "func.return")
+            .collect();
         for ret in returns {
             let location = ret.location();
-            let block = ret.block().ok_or_else(|| PassError::at(location, "return outside a block"))?;
+            let block = ret
+                .block()
+                .ok_or_else(|| PassError::at(location, "return outside a block"))?;
             let mut seen: Vec<usize> = Vec::new();
             for index in 0..ret.operand_count() {
-                let value = ret.operand(index).map_err(|e| PassError::at(location, e.to_string()))?;
+                let value = ret
+                    .operand(index)
+                    .map_err(|e| PassError::at(location, e.to_string()))?;
                 let key = value.to_raw().ptr as usize;
                 if !seen.contains(&key) {
                     seen.push(key);
@@ -38,12 +53,26 @@ impl TccPass for UniqueResults {
                 let empty = OperationBuilder::new("tensor.empty", location)
                     .add_results(&[value.r#type()])
                     .build()
-                    .map_err(|e| PassError::at(location, format!("cannot build tensor.empty: {e}")))?;
+                    .map_err(|e| {
+                        PassError::at(location, format!("cannot build tensor.empty: {e}"))
+                    })?;
                 let empty = block.insert_operation_before(ret, empty);
-                let init: Value = empty.result(0).map_err(|e| PassError::at(location, e.to_string()))?.into();
-                let copy = crate::patterns::copy::elementwise_copy(context, location, value, init, Some(value.r#type()))?;
+                let init: Value = empty
+                    .result(0)
+                    .map_err(|e| PassError::at(location, e.to_string()))?
+                    .into();
+                let copy = crate::patterns::copy::elementwise_copy(
+                    context,
+                    location,
+                    value,
+                    init,
+                    Some(value.r#type()),
+                )?;
                 let copy = block.insert_operation_before(ret, copy);
-                let copied: Value = copy.result(0).map_err(|e| PassError::at(location, e.to_string()))?.into();
+                let copied: Value = copy
+                    .result(0)
+                    .map_err(|e| PassError::at(location, e.to_string()))?
+                    .into();
                 let mut ret = unsafe { OperationRefMut::from_raw(ret.to_raw()) };
                 ret.set_operand(index, copied);
             }

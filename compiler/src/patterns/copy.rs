@@ -4,7 +4,9 @@
 use melior::Context;
 use melior::ir::attribute::{Attribute, DenseI32ArrayAttribute};
 use melior::ir::operation::{Operation, OperationBuilder};
-use melior::ir::{Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike};
+use melior::ir::{
+    Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike,
+};
 
 use crate::passes::PassError;
 
@@ -21,11 +23,21 @@ pub fn elementwise_copy<'c>(
     let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
     let identity = format!("affine_map<({}) -> ({})>", dims.join(", "), dims.join(", "));
     let iterators = vec!["#linalg.iterator_type<parallel>"; rank].join(", ");
-    let parse = |text: &str| Attribute::parse(context, text).ok_or_else(|| PassError::at(location, format!("cannot build {text}")));
-    let element = unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(source.r#type().to_raw())) };
+    let parse = |text: &str| {
+        Attribute::parse(context, text)
+            .ok_or_else(|| PassError::at(location, format!("cannot build {text}")))
+    };
+    let element = unsafe {
+        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
+            source.r#type().to_raw(),
+        ))
+    };
     let region = Region::new();
     let inner = region.append_block(Block::new(&[(element, location), (element, location)]));
-    let input: Value = inner.argument(0).map_err(|e| PassError::at(location, e.to_string()))?.into();
+    let input: Value = inner
+        .argument(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into();
     inner.append_operation(
         OperationBuilder::new("linalg.yield", location)
             .add_operands(&[input])
@@ -35,13 +47,24 @@ pub fn elementwise_copy<'c>(
     let mut builder = OperationBuilder::new("linalg.generic", location)
         .add_operands(&[source, target])
         .add_attributes(&[
-            (Identifier::new(context, "indexing_maps"), parse(&format!("[{identity}, {identity}]"))?),
-            (Identifier::new(context, "iterator_types"), parse(&format!("[{iterators}]"))?),
-            (Identifier::new(context, "operandSegmentSizes"), DenseI32ArrayAttribute::new(context, &[1, 1]).into()),
+            (
+                Identifier::new(context, "indexing_maps"),
+                parse(&format!("[{identity}, {identity}]"))?,
+            ),
+            (
+                Identifier::new(context, "iterator_types"),
+                parse(&format!("[{iterators}]"))?,
+            ),
+            (
+                Identifier::new(context, "operandSegmentSizes"),
+                DenseI32ArrayAttribute::new(context, &[1, 1]).into(),
+            ),
         ])
         .add_regions([region]);
     if let Some(result) = result {
         builder = builder.add_results(&[result]);
     }
-    builder.build().map_err(|e| PassError::at(location, format!("cannot build a copy: {e}")))
+    builder
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build a copy: {e}")))
 }

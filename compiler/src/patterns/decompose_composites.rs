@@ -16,7 +16,8 @@ use crate::passes::PassError;
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 
 fn operand<'c>(op: OperationRef<'c, 'c>, index: usize) -> Result<'c, Value<'c, 'c>> {
-    op.operand(index).map_err(|e| PassError::at(op.location(), e.to_string()))
+    op.operand(index)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))
 }
 
 fn int_attr<'c>(op: OperationRef<'c, 'c>, name: &str) -> Result<'c, i64> {
@@ -29,8 +30,12 @@ fn int_attr<'c>(op: OperationRef<'c, 'c>, name: &str) -> Result<'c, i64> {
 
 fn axis_of<'c>(op: OperationRef<'c, 'c>, tensor: &StaticTensor<'c>) -> Result<'c, usize> {
     let axis = int_attr(op, "axis")?;
-    normalize_axis(axis, tensor.rank())
-        .ok_or_else(|| PassError::at(op.location(), format!("axis {axis} out of range for rank {}", tensor.rank())))
+    normalize_axis(axis, tensor.rank()).ok_or_else(|| {
+        PassError::at(
+            op.location(),
+            format!("axis {axis} out of range for rank {}", tensor.rank()),
+        )
+    })
 }
 
 /// The pieces softmax and log-softmax share: `x - max(x)`, `exp` of it and
@@ -86,7 +91,10 @@ pub fn gelu<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, Val
             let cubic = b.mul(cube, b.scalar(0.044715, rank, element)?)?;
             let sum = b.binary("tosa.add", x, cubic)?;
             let sqrt_2_over_pi = (2.0 / std::f64::consts::PI).sqrt();
-            b.unary("tosa.tanh", b.mul(sum, b.scalar(sqrt_2_over_pi, rank, element)?)?)?
+            b.unary(
+                "tosa.tanh",
+                b.mul(sum, b.scalar(sqrt_2_over_pi, rank, element)?)?,
+            )?
         }
         other => return Err(b.error(format!("unknown gelu approximation '{other}'"))),
     };
@@ -123,7 +131,10 @@ pub fn layer_norm<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'
     let mean = b.mul(sum_trailing(x)?, inverse_count)?;
     let centred = b.binary("tosa.sub", x, mean)?;
     let variance = b.mul(sum_trailing(b.mul(centred, centred)?)?, inverse_count)?;
-    let inv_std = b.unary("tosa.rsqrt", b.binary("tosa.add", variance, b.scalar(epsilon, rank, element)?)?)?;
+    let inv_std = b.unary(
+        "tosa.rsqrt",
+        b.binary("tosa.add", variance, b.scalar(epsilon, rank, element)?)?,
+    )?;
     let normalized = b.mul(centred, inv_std)?;
 
     // scale and bias have the normalized shape; give them x's rank.
@@ -132,7 +143,10 @@ pub fn layer_norm<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'
     let (scale, bias) = if axis == 0 {
         (scale, bias)
     } else {
-        (b.reshape(scale, &full_shape)?, b.reshape(bias, &full_shape)?)
+        (
+            b.reshape(scale, &full_shape)?,
+            b.reshape(bias, &full_shape)?,
+        )
     };
     let scaled = b.mul(normalized, scale)?;
     let result = b.binary("tosa.add", scaled, bias)?;

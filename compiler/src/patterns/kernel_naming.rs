@@ -19,8 +19,9 @@ fn scalar_op_name(name: &str) -> Option<&'static str> {
         "arith.negf" => "neg",
         "arith.cmpf" | "arith.cmpi" => "cmp",
         "arith.select" => "select",
-        "arith.sitofp" | "arith.uitofp" | "arith.fptosi" | "arith.fptoui" | "arith.extf" | "arith.truncf"
-        | "arith.extsi" | "arith.extui" | "arith.trunci" | "arith.index_cast" | "arith.bitcast" => "cast",
+        "arith.sitofp" | "arith.uitofp" | "arith.fptosi" | "arith.fptoui" | "arith.extf"
+        | "arith.truncf" | "arith.extsi" | "arith.extui" | "arith.trunci" | "arith.index_cast"
+        | "arith.bitcast" => "cast",
         "math.exp" => "exp",
         "math.log" => "log",
         "math.tanh" => "tanh",
@@ -70,14 +71,19 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
         }
     }
     if parts.is_empty() {
-        parts.push(if short == "generic" { "copy".into() } else { short.replace('.', "_") });
+        parts.push(if short == "generic" {
+            "copy".into()
+        } else {
+            short.replace('.', "_")
+        });
     }
     parts
 }
 
 /// Whether a linalg op has reduction iterators.
 pub fn is_reduction(op: OperationRef) -> bool {
-    op.attribute("iterator_types").is_ok_and(|types| types.to_string().contains("reduction"))
+    op.attribute("iterator_types")
+        .is_ok_and(|types| types.to_string().contains("reduction"))
 }
 
 /// Joins the parts of a kernel's ops into its name, at most six parts,
@@ -99,7 +105,10 @@ mod tests {
 
     #[test]
     fn names_join_parts_without_repeats() {
-        let parts: Vec<String> = ["matmul", "add", "add", "max"].iter().map(|s| s.to_string()).collect();
+        let parts: Vec<String> = ["matmul", "add", "add", "max"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         assert_eq!(kernel_name(&parts, 0), "matmul_add_max_0");
         let many: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
         assert_eq!(kernel_name(&many, 3), "p0_p1_p2_p3_p4_p5_3");

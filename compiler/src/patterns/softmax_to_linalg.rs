@@ -13,24 +13,50 @@ use crate::passes::PassError;
 
 /// Whether `op` (a `tcc.softmax`) normalizes the last axis of an f32 tensor.
 pub fn is_last_axis_softmax(op: OperationRef) -> bool {
-    let Some(input) = op.operand(0).ok().and_then(|v| StaticTensor::of(v.r#type())) else { return false };
-    let Some(axis) = op.attribute("axis").ok().and_then(crate::ir::util::integer_value) else { return false };
+    let Some(input) = op
+        .operand(0)
+        .ok()
+        .and_then(|v| StaticTensor::of(v.r#type()))
+    else {
+        return false;
+    };
+    let Some(axis) = op
+        .attribute("axis")
+        .ok()
+        .and_then(crate::ir::util::integer_value)
+    else {
+        return false;
+    };
     input.element.is_f32() && normalize_axis(axis, input.rank()) == Some(input.rank() - 1)
 }
 
 /// Builds `linalg.softmax` in front of `op` and returns its result.
-pub fn rewrite<'c>(context: &'c Context, op: OperationRef<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+pub fn rewrite<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
     let location = op.location();
-    let block = op.block().ok_or_else(|| PassError::at(location, "op outside a block"))?;
-    let input = op.operand(0).map_err(|e| PassError::at(location, e.to_string()))?;
-    let tensor = StaticTensor::of(input.r#type()).ok_or_else(|| PassError::at(location, "softmax of a dynamically shaped tensor"))?;
+    let block = op
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+    let input = op
+        .operand(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let tensor = StaticTensor::of(input.r#type())
+        .ok_or_else(|| PassError::at(location, "softmax of a dynamically shaped tensor"))?;
     let empty = OperationBuilder::new("tensor.empty", location)
         .add_results(&[input.r#type()])
         .build()
         .map_err(|e| PassError::at(location, format!("cannot build tensor.empty: {e}")))?;
     let empty = block.insert_operation_before(op, empty);
-    let init: Value = empty.result(0).map_err(|e| PassError::at(location, e.to_string()))?.into();
-    let dimension = IntegerAttribute::new(IntegerType::new(context, 64).into(), tensor.rank() as i64 - 1);
+    let init: Value = empty
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into();
+    let dimension = IntegerAttribute::new(
+        IntegerType::new(context, 64).into(),
+        tensor.rank() as i64 - 1,
+    );
     let softmax = OperationBuilder::new("linalg.softmax", location)
         .add_operands(&[input, init])
         .add_results(&[input.r#type()])
@@ -38,5 +64,8 @@ pub fn rewrite<'c>(context: &'c Context, op: OperationRef<'c, 'c>) -> Result<Val
         .build()
         .map_err(|e| PassError::at(location, format!("cannot build linalg.softmax: {e}")))?;
     let softmax = block.insert_operation_before(op, softmax);
-    Ok(softmax.result(0).map_err(|e| PassError::at(location, e.to_string()))?.into())
+    Ok(softmax
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into())
 }

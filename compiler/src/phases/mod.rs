@@ -62,12 +62,22 @@ impl Phase {
     pub fn summary(self) -> &'static str {
         match self {
             Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
-            Phase::Graph => "tcc phase 2: inline calls, canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE",
-            Phase::Linalg => "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops",
+            Phase::Graph => {
+                "tcc phase 2: inline calls, canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE"
+            }
+            Phase::Linalg => {
+                "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
+            }
             Phase::Dispatch => "tcc phase 4: group ops into kernels and name them",
-            Phase::Tile => "tcc phase 5: put parallel dimensions outermost and attach per-target work-group configuration",
-            Phase::Buffer => "tcc phase 6: bufferize; results become caller-provided output buffers",
-            Phase::Gpu => "tcc phase 7: outline kernels into gpu.module and map loops onto work-items",
+            Phase::Tile => {
+                "tcc phase 5: put parallel dimensions outermost and attach per-target work-group configuration"
+            }
+            Phase::Buffer => {
+                "tcc phase 6: bufferize; results become caller-provided output buffers"
+            }
+            Phase::Gpu => {
+                "tcc phase 7: outline kernels into gpu.module and map loops onto work-items"
+            }
             Phase::Codegen => "tcc phase 8: emit kernels (OpenCL C) and the host program",
         }
     }
@@ -144,10 +154,13 @@ impl FromStr for Phase {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Phase::ALL.into_iter().find(|p| p.name() == text).ok_or_else(|| {
-            let names: Vec<_> = Phase::ALL.iter().map(|p| p.name()).collect();
-            format!("unknown phase '{text}' (phases: {})", names.join(", "))
-        })
+        Phase::ALL
+            .into_iter()
+            .find(|p| p.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<_> = Phase::ALL.iter().map(|p| p.name()).collect();
+                format!("unknown phase '{text}' (phases: {})", names.join(", "))
+            })
     }
 }
 
@@ -176,7 +189,11 @@ pub fn register_phase_pipelines() {
         if passes.is_empty() {
             continue;
         }
-        tcc_dialects::register_pass_pipeline(&format!("tcc-phase-{}", phase.name()), phase.summary(), &passes);
+        tcc_dialects::register_pass_pipeline(
+            &format!("tcc-phase-{}", phase.name()),
+            phase.summary(),
+            &passes,
+        );
     }
 }
 
@@ -196,7 +213,12 @@ mod tests {
     #[test]
     fn pipeline_to_graph_stops_before_linalg() {
         let text = pipeline_to(Phase::Graph, Target::default());
-        assert!(text.starts_with("builtin.module(tcc-check-supported,tcc-record-interface,inline,canonicalize"), "{text}");
+        assert!(
+            text.starts_with(
+                "builtin.module(tcc-check-supported,tcc-record-interface,inline,canonicalize"
+            ),
+            "{text}"
+        );
         assert!(!text.contains("tosa-to-linalg"), "{text}");
     }
 }

@@ -35,11 +35,19 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
     if !ty.is_mem_ref() {
         return Err(format!("{ty} is not a buffer"));
     }
-    let element = ElementType::of_type(unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw())) })
-        .ok_or_else(|| format!("unsupported element type in {ty}"))?;
+    let element = ElementType::of_type(unsafe {
+        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
+    })
+    .ok_or_else(|| format!("unsupported element type in {ty}"))?;
     let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
-    let shape = (0..rank).map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) }).collect();
-    Ok(TensorDesc { name, element, shape })
+    let shape = (0..rank)
+        .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) })
+        .collect();
+    Ok(TensorDesc {
+        name,
+        element,
+        shape,
+    })
 }
 
 fn key(value: Value) -> usize {
@@ -65,7 +73,9 @@ impl Entry {
 
     fn constant(&mut self, value: i64, ty: &str) -> String {
         let name = self.fresh();
-        self.line(&format!("{name} = llvm.mlir.constant({value} : {ty}) : {ty}"));
+        self.line(&format!(
+            "{name} = llvm.mlir.constant({value} : {ty}) : {ty}"
+        ));
         name
     }
 
@@ -74,7 +84,9 @@ impl Entry {
         let address = self.fresh();
         self.line(&format!("{address} = llvm.getelementptr inbounds %rt[0, {field}] : (!llvm.ptr) -> !llvm.ptr, {API}"));
         let value = self.fresh();
-        self.line(&format!("{value} = llvm.load {address} : !llvm.ptr -> !llvm.ptr"));
+        self.line(&format!(
+            "{value} = llvm.load {address} : !llvm.ptr -> !llvm.ptr"
+        ));
         value
     }
 
@@ -85,28 +97,42 @@ impl Entry {
         let status = self.fresh();
         let values: Vec<&str> = args.iter().map(|(v, _)| v.as_str()).collect();
         let types: Vec<&str> = args.iter().map(|(_, t)| *t).collect();
-        self.line(&format!("{status} = llvm.call {function}({}) : !llvm.ptr, ({}) -> i32", values.join(", "), types.join(", ")));
+        self.line(&format!(
+            "{status} = llvm.call {function}({}) : !llvm.ptr, ({}) -> i32",
+            values.join(", "),
+            types.join(", ")
+        ));
         let failed = self.fresh();
-        self.line(&format!("{failed} = llvm.icmp \"ne\" {status}, %zero : i32"));
+        self.line(&format!(
+            "{failed} = llvm.icmp \"ne\" {status}, %zero : i32"
+        ));
         self.blocks += 1;
         let block = format!("^ok{}", self.blocks);
-        self.line(&format!("llvm.cond_br {failed}, ^fail({status} : i32), {block}"));
+        self.line(&format!(
+            "llvm.cond_br {failed}, ^fail({status} : i32), {block}"
+        ));
         let _ = writeln!(self.text, "{block}:");
     }
 
     fn release(&mut self, buffer: &str) {
         let function = self.api_field(RELEASE);
-        self.line(&format!("llvm.call {function}(%ctx, {buffer}) : !llvm.ptr, (!llvm.ptr, !llvm.ptr) -> ()"));
+        self.line(&format!(
+            "llvm.call {function}(%ctx, {buffer}) : !llvm.ptr, (!llvm.ptr, !llvm.ptr) -> ()"
+        ));
     }
 
     /// Calls a table entry that returns a buffer through an out-pointer.
     fn call_for_buffer(&mut self, field: u32, mut args: Vec<(String, &str)>) -> String {
         let slot = self.fresh();
-        self.line(&format!("{slot} = llvm.alloca %one x !llvm.ptr : (i32) -> !llvm.ptr"));
+        self.line(&format!(
+            "{slot} = llvm.alloca %one x !llvm.ptr : (i32) -> !llvm.ptr"
+        ));
         args.push((slot.clone(), "!llvm.ptr"));
         self.call_checked(field, &args);
         let buffer = self.fresh();
-        self.line(&format!("{buffer} = llvm.load {slot} : !llvm.ptr -> !llvm.ptr"));
+        self.line(&format!(
+            "{buffer} = llvm.load {slot} : !llvm.ptr -> !llvm.ptr"
+        ));
         buffer
     }
 }
@@ -118,10 +144,18 @@ pub fn lower_host(
     constant_index: &HashMap<String, u32>,
     program: &Program,
 ) -> Result<(String, Vec<FunctionDesc>), CodegenError> {
-    let kernel_index: HashMap<&str, u32> = program.kernels.iter().enumerate().map(|(i, k)| (k.name.as_str(), i as u32)).collect();
+    let kernel_index: HashMap<&str, u32> = program
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.name.as_str(), i as u32))
+        .collect();
     let mut text = String::from("module {\n");
     let mut functions = Vec::new();
-    for function in body_ops(mlir.as_operation()).into_iter().filter(|op| op_name(op) == "func.func") {
+    for function in body_ops(mlir.as_operation())
+        .into_iter()
+        .filter(|op| op_name(op) == "func.func")
+    {
         let (entry, desc) = lower_function(function, constant_index, &kernel_index, program)?;
         text.push_str(&entry);
         functions.push(desc);
@@ -136,45 +170,92 @@ fn lower_function(
     kernel_index: &HashMap<&str, u32>,
     program: &Program,
 ) -> Result<(String, FunctionDesc), CodegenError> {
-    let name = function.attribute("sym_name").ok().and_then(string_value).ok_or_else(|| CodegenError::at(&function, "function without a name"))?;
+    let name = function
+        .attribute("sym_name")
+        .ok()
+        .and_then(string_value)
+        .ok_or_else(|| CodegenError::at(&function, "function without a name"))?;
     let num_outputs = function
         .attribute(NUM_OUTPUTS_ATTR)
         .ok()
         .and_then(integer_value)
-        .ok_or_else(|| CodegenError::at(&function, format!("@{name} lacks {NUM_OUTPUTS_ATTR}: run the input phase first")))? as usize;
+        .ok_or_else(|| {
+            CodegenError::at(
+                &function,
+                format!("@{name} lacks {NUM_OUTPUTS_ATTR}: run the input phase first"),
+            )
+        })? as usize;
     let names: Vec<String> = function
         .attribute(NAMES_ATTR)
         .ok()
         .and_then(|a| ArrayAttribute::try_from(a).ok())
-        .map(|array| (0..array.len()).filter_map(|i| array.element(i).ok().and_then(string_value)).collect())
+        .map(|array| {
+            (0..array.len())
+                .filter_map(|i| array.element(i).ok().and_then(string_value))
+                .collect()
+        })
         .unwrap_or_default();
-    let region = function.region(0).map_err(|e| CodegenError::at(&function, e.to_string()))?;
-    let block = region.first_block().ok_or_else(|| CodegenError::at(&function, format!("@{name} has no body")))?;
+    let region = function
+        .region(0)
+        .map_err(|e| CodegenError::at(&function, e.to_string()))?;
+    let block = region
+        .first_block()
+        .ok_or_else(|| CodegenError::at(&function, format!("@{name} has no body")))?;
     let argument_count = block.argument_count();
     if argument_count < num_outputs {
-        return Err(CodegenError::at(&function, format!("@{name}: {argument_count} arguments but {num_outputs} outputs")));
+        return Err(CodegenError::at(
+            &function,
+            format!("@{name}: {argument_count} arguments but {num_outputs} outputs"),
+        ));
     }
     let num_inputs = argument_count - num_outputs;
-    let mut desc = FunctionDesc { name: name.clone(), inputs: Vec::new(), outputs: Vec::new() };
-    let mut entry = Entry { text: String::new(), next: 0, blocks: 0 };
-    let _ = writeln!(entry.text, "llvm.func internal @tcc_entry_{name}(%rt: !llvm.ptr, %inputs: !llvm.ptr, %outputs: !llvm.ptr) -> i32 {{");
+    let mut desc = FunctionDesc {
+        name: name.clone(),
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+    };
+    let mut entry = Entry {
+        text: String::new(),
+        next: 0,
+        blocks: 0,
+    };
+    let _ = writeln!(
+        entry.text,
+        "llvm.func internal @tcc_entry_{name}(%rt: !llvm.ptr, %inputs: !llvm.ptr, %outputs: !llvm.ptr) -> i32 {{"
+    );
     entry.line("%zero = llvm.mlir.constant(0 : i32) : i32");
     entry.line("%one = llvm.mlir.constant(1 : i32) : i32");
-    entry.line(&format!("%ctx_addr = llvm.getelementptr inbounds %rt[0, {CTX}] : (!llvm.ptr) -> !llvm.ptr, {API}"));
+    entry.line(&format!(
+        "%ctx_addr = llvm.getelementptr inbounds %rt[0, {CTX}] : (!llvm.ptr) -> !llvm.ptr, {API}"
+    ));
     entry.line("%ctx = llvm.load %ctx_addr : !llvm.ptr -> !llvm.ptr");
 
     // SSA name of each host value: buffers (!llvm.ptr) and index constants (i64).
     let mut values: HashMap<usize, String> = HashMap::new();
     for index in 0..argument_count {
-        let argument: Value = block.argument(index).map_err(|e| CodegenError::at(&function, e.to_string()))?.into();
-        let (table, slot, list) = if index < num_inputs { ("%inputs", index, &mut desc.inputs) } else { ("%outputs", index - num_inputs, &mut desc.outputs) };
-        let tensor = memref_desc(argument.r#type(), names.get(index).cloned().unwrap_or_default())
-            .map_err(|e| CodegenError::at(&function, format!("@{name} argument {index}: {e}")))?;
+        let argument: Value = block
+            .argument(index)
+            .map_err(|e| CodegenError::at(&function, e.to_string()))?
+            .into();
+        let (table, slot, list) = if index < num_inputs {
+            ("%inputs", index, &mut desc.inputs)
+        } else {
+            ("%outputs", index - num_inputs, &mut desc.outputs)
+        };
+        let tensor = memref_desc(
+            argument.r#type(),
+            names.get(index).cloned().unwrap_or_default(),
+        )
+        .map_err(|e| CodegenError::at(&function, format!("@{name} argument {index}: {e}")))?;
         list.push(tensor);
         let address = entry.fresh();
-        entry.line(&format!("{address} = llvm.getelementptr {table}[{slot}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr"));
+        entry.line(&format!(
+            "{address} = llvm.getelementptr {table}[{slot}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr"
+        ));
         let buffer = entry.fresh();
-        entry.line(&format!("{buffer} = llvm.load {address} : !llvm.ptr -> !llvm.ptr"));
+        entry.line(&format!(
+            "{buffer} = llvm.load {address} : !llvm.ptr -> !llvm.ptr"
+        ));
         values.insert(key(argument), buffer);
     }
 
@@ -187,55 +268,113 @@ fn lower_function(
         }
     }
     let mut allocations: Vec<(usize, String)> = Vec::new();
-    let operand_name = |values: &HashMap<usize, String>, op: OperationRef, index: usize, what: &str| -> Result<String, CodegenError> {
-        let operand = op.operand(index).map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        values.get(&key(operand)).cloned().ok_or_else(|| CodegenError::at(&op, format!("{what} is not a known host value")))
+    let operand_name = |values: &HashMap<usize, String>,
+                        op: OperationRef,
+                        index: usize,
+                        what: &str|
+     -> Result<String, CodegenError> {
+        let operand = op
+            .operand(index)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        values
+            .get(&key(operand))
+            .cloned()
+            .ok_or_else(|| CodegenError::at(&op, format!("{what} is not a known host value")))
     };
 
     for (position, op) in ops.iter().enumerate() {
         let op = *op;
         match op_name(&op).as_str() {
             "arith.constant" => {
-                let value = op.attribute("value").ok().and_then(integer_value).ok_or_else(|| CodegenError::at(&op, "host constants must be integers"))?;
-                let result: Value = op.result(0).map_err(|e| CodegenError::at(&op, e.to_string()))?.into();
+                let value = op
+                    .attribute("value")
+                    .ok()
+                    .and_then(integer_value)
+                    .ok_or_else(|| CodegenError::at(&op, "host constants must be integers"))?;
+                let result: Value = op
+                    .result(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                    .into();
                 let name = entry.constant(value, "i64");
                 values.insert(key(result), name);
             }
             "memref.alloc" => {
-                let result: Value = op.result(0).map_err(|e| CodegenError::at(&op, e.to_string()))?.into();
-                let tensor = memref_desc(result.r#type(), String::new()).map_err(|e| CodegenError::at(&op, e))?;
+                let result: Value = op
+                    .result(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                    .into();
+                let tensor = memref_desc(result.r#type(), String::new())
+                    .map_err(|e| CodegenError::at(&op, e))?;
                 let bytes = entry.constant(byte_size(&tensor).max(1) as i64, "i64");
-                let buffer = entry.call_for_buffer(ALLOC, vec![("%ctx".into(), "!llvm.ptr"), (bytes, "i64")]);
+                let buffer = entry
+                    .call_for_buffer(ALLOC, vec![("%ctx".into(), "!llvm.ptr"), (bytes, "i64")]);
                 values.insert(key(result), buffer.clone());
                 allocations.push((key(result), buffer));
             }
             "memref.get_global" => {
-                let global = op.attribute("name").map(|a| a.to_string().trim_start_matches('@').to_string()).unwrap_or_default();
-                let index = *constant_index.get(&global).ok_or_else(|| CodegenError::at(&op, format!("unknown global @{global}")))?;
-                let result: Value = op.result(0).map_err(|e| CodegenError::at(&op, e.to_string()))?.into();
+                let global = op
+                    .attribute("name")
+                    .map(|a| a.to_string().trim_start_matches('@').to_string())
+                    .unwrap_or_default();
+                let index = *constant_index
+                    .get(&global)
+                    .ok_or_else(|| CodegenError::at(&op, format!("unknown global @{global}")))?;
+                let result: Value = op
+                    .result(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                    .into();
                 let index = entry.constant(index as i64, "i32");
-                let buffer = entry.call_for_buffer(CONSTANT, vec![("%ctx".into(), "!llvm.ptr"), (index, "i32")]);
+                let buffer = entry
+                    .call_for_buffer(CONSTANT, vec![("%ctx".into(), "!llvm.ptr"), (index, "i32")]);
                 values.insert(key(result), buffer);
             }
             "gpu.launch_func" => {
-                let kernel = op.attribute("kernel").map(|a| a.to_string()).unwrap_or_default();
-                let kernel = kernel.rsplit("::@").next().unwrap_or(&kernel).trim_start_matches('@').to_string();
-                let index = *kernel_index.get(kernel.as_str()).ok_or_else(|| CodegenError::at(&op, format!("launch of unknown kernel {kernel}")))?;
+                let kernel = op
+                    .attribute("kernel")
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
+                let kernel = kernel
+                    .rsplit("::@")
+                    .next()
+                    .unwrap_or(&kernel)
+                    .trim_start_matches('@')
+                    .to_string();
+                let index = *kernel_index.get(kernel.as_str()).ok_or_else(|| {
+                    CodegenError::at(&op, format!("launch of unknown kernel {kernel}"))
+                })?;
                 let info = &program.kernels[index as usize];
                 // Operands: grid xyz, block xyz, then the kernel's buffers.
-                let sizes: Vec<String> = (0..6).map(|i| operand_name(&values, op, i, "a launch size")).collect::<Result<_, _>>()?;
-                let buffers: Vec<String> =
-                    (6..op.operand_count()).map(|i| operand_name(&values, op, i, "a kernel argument")).collect::<Result<_, _>>()?;
+                let sizes: Vec<String> = (0..6)
+                    .map(|i| operand_name(&values, op, i, "a launch size"))
+                    .collect::<Result<_, _>>()?;
+                let buffers: Vec<String> = (6..op.operand_count())
+                    .map(|i| operand_name(&values, op, i, "a kernel argument"))
+                    .collect::<Result<_, _>>()?;
                 if buffers.len() != info.args.len() {
-                    return Err(CodegenError::at(&op, format!("launch passes {} buffers, kernel {kernel} takes {}", buffers.len(), info.args.len())));
+                    return Err(CodegenError::at(
+                        &op,
+                        format!(
+                            "launch passes {} buffers, kernel {kernel} takes {}",
+                            buffers.len(),
+                            info.args.len()
+                        ),
+                    ));
                 }
                 let global = entry.fresh();
-                entry.line(&format!("{global} = llvm.alloca %one x !llvm.array<3 x i64> : (i32) -> !llvm.ptr"));
+                entry.line(&format!(
+                    "{global} = llvm.alloca %one x !llvm.array<3 x i64> : (i32) -> !llvm.ptr"
+                ));
                 let local = entry.fresh();
-                entry.line(&format!("{local} = llvm.alloca %one x !llvm.array<3 x i64> : (i32) -> !llvm.ptr"));
+                entry.line(&format!(
+                    "{local} = llvm.alloca %one x !llvm.array<3 x i64> : (i32) -> !llvm.ptr"
+                ));
                 for axis in 0..3 {
                     let work_items = entry.fresh();
-                    entry.line(&format!("{work_items} = llvm.mul {}, {} : i64", sizes[axis], sizes[axis + 3]));
+                    entry.line(&format!(
+                        "{work_items} = llvm.mul {}, {} : i64",
+                        sizes[axis],
+                        sizes[axis + 3]
+                    ));
                     for (array, value) in [(&global, &work_items), (&local, &sizes[axis + 3])] {
                         let address = entry.fresh();
                         entry.line(&format!("{address} = llvm.getelementptr {array}[0, {axis}] : (!llvm.ptr) -> !llvm.ptr, !llvm.array<3 x i64>"));
@@ -246,9 +385,15 @@ fn lower_function(
                 let count = buffers.len().max(1);
                 let args_type = format!("!llvm.array<{count} x struct<(i32, i32, i64)>>");
                 let args = entry.fresh();
-                entry.line(&format!("{args} = llvm.alloca %one x {args_type} : (i32) -> !llvm.ptr"));
+                entry.line(&format!(
+                    "{args} = llvm.alloca %one x {args_type} : (i32) -> !llvm.ptr"
+                ));
                 for (slot, buffer) in buffers.iter().enumerate() {
-                    for (field, value, ty) in [(0, "%zero", "i32"), (1, "%zero", "i32"), (2, buffer.as_str(), "!llvm.ptr")] {
+                    for (field, value, ty) in [
+                        (0, "%zero", "i32"),
+                        (1, "%zero", "i32"),
+                        (2, buffer.as_str(), "!llvm.ptr"),
+                    ] {
                         let address = entry.fresh();
                         entry.line(&format!("{address} = llvm.getelementptr {args}[0, {slot}, {field}] : (!llvm.ptr) -> !llvm.ptr, {args_type}"));
                         entry.line(&format!("llvm.store {value}, {address} : {ty}, !llvm.ptr"));
@@ -271,9 +416,15 @@ fn lower_function(
                 );
             }
             "memref.copy" => {
-                let source = op.operand(0).map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                let tensor = memref_desc(source.r#type(), String::new()).map_err(|e| CodegenError::at(&op, e))?;
-                let (src, dst) = (operand_name(&values, op, 0, "the copy's source")?, operand_name(&values, op, 1, "the copy's target")?);
+                let source = op
+                    .operand(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let tensor = memref_desc(source.r#type(), String::new())
+                    .map_err(|e| CodegenError::at(&op, e))?;
+                let (src, dst) = (
+                    operand_name(&values, op, 0, "the copy's source")?,
+                    operand_name(&values, op, 1, "the copy's target")?,
+                );
                 let zero = entry.constant(0, "i64");
                 let bytes = entry.constant(byte_size(&tensor) as i64, "i64");
                 entry.call_checked(
@@ -296,15 +447,25 @@ fn lower_function(
                 entry.line("llvm.return %zero : i32");
                 continue;
             }
-            other => return Err(CodegenError::at(&op, format!("the host code generator cannot translate '{other}'"))),
+            other => {
+                return Err(CodegenError::at(
+                    &op,
+                    format!("the host code generator cannot translate '{other}'"),
+                ));
+            }
         }
         // Release allocations whose last use this op was.
-        let (done, keep): (Vec<_>, Vec<_>) = allocations.into_iter().partition(|(k, _)| last_use.get(k) == Some(&position));
+        let (done, keep): (Vec<_>, Vec<_>) = allocations
+            .into_iter()
+            .partition(|(k, _)| last_use.get(k) == Some(&position));
         allocations = keep;
         for (_, buffer) in done {
             entry.release(&buffer);
         }
     }
-    let _ = writeln!(entry.text, "^fail(%status: i32):\n  llvm.return %status : i32\n}}");
+    let _ = writeln!(
+        entry.text,
+        "^fail(%status: i32):\n  llvm.return %status : i32\n}}"
+    );
     Ok((entry.text, desc))
 }

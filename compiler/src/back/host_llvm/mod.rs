@@ -14,7 +14,9 @@ use std::process::Command;
 use inkwell::OptimizationLevel;
 use inkwell::context::Context as LlvmContext;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine,
+};
 use melior::ir::Module;
 
 pub use writer::{ABI_VERSION, FunctionDesc, TensorDesc};
@@ -32,9 +34,17 @@ pub struct HostOutput {
 fn target_machine() -> Result<TargetMachine, CodegenError> {
     Target::initialize_native(&InitializationConfig::default()).map_err(CodegenError::new)?;
     let triple = TargetMachine::get_default_triple();
-    let target = Target::from_triple(&triple).map_err(|e| CodegenError::new(format!("no LLVM target for {triple}: {e}")))?;
+    let target = Target::from_triple(&triple)
+        .map_err(|e| CodegenError::new(format!("no LLVM target for {triple}: {e}")))?;
     target
-        .create_target_machine(&triple, "generic", "", OptimizationLevel::Default, RelocMode::PIC, CodeModel::Default)
+        .create_target_machine(
+            &triple,
+            "generic",
+            "",
+            OptimizationLevel::Default,
+            RelocMode::PIC,
+            CodeModel::Default,
+        )
         .ok_or_else(|| CodegenError::new(format!("cannot create a target machine for {triple}")))
 }
 
@@ -45,7 +55,9 @@ pub fn emit(mlir: &Module, program: &Program, name: &str) -> Result<HostOutput, 
     let mut writer = writer::HostWriter::new(&context, name);
     let functions = writer.write(mlir, program)?;
     let module = writer.module;
-    module.verify().map_err(|e| CodegenError::new(format!("invalid host LLVM IR: {}", e.to_string())))?;
+    module
+        .verify()
+        .map_err(|e| CodegenError::new(format!("invalid host LLVM IR: {}", e.to_string())))?;
     let machine = target_machine()?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
@@ -58,16 +70,22 @@ pub fn emit(mlir: &Module, program: &Program, name: &str) -> Result<HostOutput, 
         .map_err(|e| CodegenError::new(format!("object emission failed: {}", e.to_string())))?
         .as_slice()
         .to_vec();
-    Ok(HostOutput { functions, llvm_ir, object })
+    Ok(HostOutput {
+        functions,
+        llvm_ir,
+        object,
+    })
 }
 
 /// Links an object into a shared library with the system C compiler driver
 /// (`$CC`, else `cc`).
 pub fn link_shared(object: &[u8], output: &Path) -> Result<(), CodegenError> {
-    let directory = tempfile::tempdir().map_err(|e| CodegenError::new(format!("cannot create a temporary directory: {e}")))?;
+    let directory = tempfile::tempdir()
+        .map_err(|e| CodegenError::new(format!("cannot create a temporary directory: {e}")))?;
     let object_path = directory.path().join("model.o");
     let library_path = directory.path().join("model.so");
-    std::fs::write(&object_path, object).map_err(|e| CodegenError::new(format!("cannot write {}: {e}", object_path.display())))?;
+    std::fs::write(&object_path, object)
+        .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", object_path.display())))?;
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let result = Command::new(&compiler)
         .arg("-shared")
@@ -76,7 +94,11 @@ pub fn link_shared(object: &[u8], output: &Path) -> Result<(), CodegenError> {
         .arg(&library_path)
         .arg(&object_path)
         .output()
-        .map_err(|e| CodegenError::new(format!("cannot run the linker driver '{compiler}': {e} (install gcc or clang, or set CC)")))?;
+        .map_err(|e| {
+            CodegenError::new(format!(
+                "cannot run the linker driver '{compiler}': {e} (install gcc or clang, or set CC)"
+            ))
+        })?;
     if !result.status.success() {
         return Err(CodegenError::new(format!(
             "linking {} failed:\n{}",
@@ -84,6 +106,7 @@ pub fn link_shared(object: &[u8], output: &Path) -> Result<(), CodegenError> {
             String::from_utf8_lossy(&result.stderr)
         )));
     }
-    let bytes = std::fs::read(&library_path).map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
+    let bytes = std::fs::read(&library_path)
+        .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
     crate::driver::write_atomically(output, &bytes).map_err(|e| CodegenError::new(format!("{e:#}")))
 }

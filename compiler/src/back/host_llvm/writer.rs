@@ -14,9 +14,9 @@ use inkwell::context::Context as LlvmContext;
 use inkwell::module::{Linkage, Module as LlvmModule};
 use inkwell::types::{BasicType, StructType};
 use inkwell::values::{FunctionValue, GlobalValue, IntValue, PointerValue};
+use melior::ir::attribute::AttributeLike;
 use melior::ir::attribute::DenseElementsAttribute;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::attribute::AttributeLike;
 use melior::ir::{Module, Type, TypeLike};
 
 use crate::back::CodegenError;
@@ -61,25 +61,35 @@ pub(super) fn byte_size(desc: &TensorDesc) -> u64 {
 
 /// The raw little-endian bytes of a dense constant (splats expanded,
 /// booleans one byte each).
-fn constant_bytes(op: OperationRef, attribute: melior::ir::Attribute) -> Result<Vec<u8>, CodegenError> {
+fn constant_bytes(
+    op: OperationRef,
+    attribute: melior::ir::Attribute,
+) -> Result<Vec<u8>, CodegenError> {
     let dense = DenseElementsAttribute::try_from(attribute)
         .map_err(|_| CodegenError::at(&op, "constant is not a dense elements attribute (dense_resource blobs are not supported yet)"))?;
     let ty = attribute.r#type();
-    let element = ElementType::of_type(unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw())) })
-        .ok_or_else(|| CodegenError::at(&op, format!("unsupported constant type {ty}")))?;
+    let element = ElementType::of_type(unsafe {
+        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
+    })
+    .ok_or_else(|| CodegenError::at(&op, format!("unsupported constant type {ty}")))?;
     let count = dense.len();
     let raw = attribute.to_raw();
     if element == ElementType::I1 {
-        return Ok((0..count).map(|i| unsafe { mlir_sys::mlirDenseElementsAttrGetBoolValue(raw, i as isize) } as u8).collect());
+        return Ok((0..count)
+            .map(|i| unsafe { mlir_sys::mlirDenseElementsAttrGetBoolValue(raw, i as isize) } as u8)
+            .collect());
     }
     let size = element.size_bytes();
     let data = dense.raw_data() as *const u8;
     let splat = unsafe { mlir_sys::mlirDenseElementsAttrIsSplat(raw) };
     let stored = if splat { size } else { size * count };
     let bytes = unsafe { std::slice::from_raw_parts(data, stored) };
-    Ok(if splat { bytes.repeat(count) } else { bytes.to_vec() })
+    Ok(if splat {
+        bytes.repeat(count)
+    } else {
+        bytes.to_vec()
+    })
 }
-
 
 #[derive(Clone, Copy)]
 struct Types<'l> {
@@ -94,18 +104,52 @@ struct Types<'l> {
 
 impl<'l> Types<'l> {
     fn new(context: &'l LlvmContext) -> Self {
-        let (i32, i64, ptr) = (context.i32_type(), context.i64_type(), context.ptr_type(AddressSpace::default()));
-        let tensor_desc = context.struct_type(&[ptr.into(), i32.into(), i32.into(), ptr.into()], false);
-        let function_desc = context.struct_type(&[ptr.into(), ptr.into(), i32.into(), i32.into(), ptr.into(), ptr.into()], false);
-        let constant_desc = context.struct_type(&[ptr.into(), i64.into()], false);
-        let artifact = context.struct_type(
+        let (i32, i64, ptr) = (
+            context.i32_type(),
+            context.i64_type(),
+            context.ptr_type(AddressSpace::default()),
+        );
+        let tensor_desc =
+            context.struct_type(&[ptr.into(), i32.into(), i32.into(), ptr.into()], false);
+        let function_desc = context.struct_type(
             &[
-                i32.into(), i32.into(), ptr.into(), i64.into(), ptr.into(), i32.into(), i32.into(),
-                ptr.into(), ptr.into(), i32.into(), i32.into(), ptr.into(), ptr.into(),
+                ptr.into(),
+                ptr.into(),
+                i32.into(),
+                i32.into(),
+                ptr.into(),
+                ptr.into(),
             ],
             false,
         );
-        Self { i32, i64, ptr, tensor_desc, function_desc, constant_desc, artifact }
+        let constant_desc = context.struct_type(&[ptr.into(), i64.into()], false);
+        let artifact = context.struct_type(
+            &[
+                i32.into(),
+                i32.into(),
+                ptr.into(),
+                i64.into(),
+                ptr.into(),
+                i32.into(),
+                i32.into(),
+                ptr.into(),
+                ptr.into(),
+                i32.into(),
+                i32.into(),
+                ptr.into(),
+                ptr.into(),
+            ],
+            false,
+        );
+        Self {
+            i32,
+            i64,
+            ptr,
+            tensor_desc,
+            function_desc,
+            constant_desc,
+            artifact,
+        }
     }
 }
 
@@ -124,13 +168,21 @@ fn llvm_error(error: impl std::fmt::Display) -> CodegenError {
 
 impl<'l> HostWriter<'l> {
     pub fn new(context: &'l LlvmContext, name: &str) -> Self {
-        Self { context, module: context.create_module(name), builder: context.create_builder(), types: Types::new(context), strings: 0 }
+        Self {
+            context,
+            module: context.create_module(name),
+            builder: context.create_builder(),
+            types: Types::new(context),
+            strings: 0,
+        }
     }
 
     /// A private constant C string; returns its address.
     fn c_string(&mut self, text: &str) -> PointerValue<'l> {
         let value = self.context.const_string(text.as_bytes(), true);
-        let global = self.module.add_global(value.get_type(), None, &format!(".str.{}", self.strings));
+        let global =
+            self.module
+                .add_global(value.get_type(), None, &format!(".str.{}", self.strings));
         self.strings += 1;
         global.set_initializer(&value);
         global.set_constant(true);
@@ -138,7 +190,12 @@ impl<'l> HostWriter<'l> {
         global.as_pointer_value()
     }
 
-    fn private_global<T: BasicType<'l>>(&mut self, ty: T, name: &str, init: &dyn inkwell::values::BasicValue<'l>) -> GlobalValue<'l> {
+    fn private_global<T: BasicType<'l>>(
+        &mut self,
+        ty: T,
+        name: &str,
+        init: &dyn inkwell::values::BasicValue<'l>,
+    ) -> GlobalValue<'l> {
         let global = self.module.add_global(ty, None, name);
         global.set_initializer(init);
         global.set_constant(true);
@@ -148,30 +205,57 @@ impl<'l> HostWriter<'l> {
 
     /// Writes the whole artifact: one entry per host function, the kernel
     /// program and the constants. Returns the functions it describes.
-    pub fn write(&mut self, mlir: &Module, program: &Program) -> Result<Vec<FunctionDesc>, CodegenError> {
+    pub fn write(
+        &mut self,
+        mlir: &Module,
+        program: &Program,
+    ) -> Result<Vec<FunctionDesc>, CodegenError> {
         let module_op = mlir.as_operation();
         let top = body_ops(module_op);
         // Constants: every memref.global, in module order.
         let mut constant_index: HashMap<String, u32> = HashMap::new();
         let mut constants: Vec<Vec<u8>> = Vec::new();
         for op in top.iter().filter(|op| op_name(*op) == "memref.global") {
-            let name = op.attribute("sym_name").ok().and_then(string_value).unwrap_or_default();
-            let value = op.attribute("initial_value").map_err(|_| CodegenError::at(op, format!("global {name} has no initial value")))?;
+            let name = op
+                .attribute("sym_name")
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default();
+            let value = op
+                .attribute("initial_value")
+                .map_err(|_| CodegenError::at(op, format!("global {name} has no initial value")))?;
             constant_index.insert(name, constants.len() as u32);
             constants.push(constant_bytes(*op, value)?);
         }
         // Host functions: LLVM dialect (lower.rs), translated to LLVM IR by
         // MLIR straight into this writer's LLVM context.
         let (text, functions) = super::lower::lower_host(mlir, &constant_index, program)?;
-        let source = mlir_sys::MlirStringRef { data: text.as_ptr() as *const _, length: text.len() };
-        let host = unsafe { mlir_sys::mlirModuleCreateParse(mlir_sys::mlirOperationGetContext(mlir.as_operation().to_raw()), source) };
+        let source = mlir_sys::MlirStringRef {
+            data: text.as_ptr() as *const _,
+            length: text.len(),
+        };
+        let host = unsafe {
+            mlir_sys::mlirModuleCreateParse(
+                mlir_sys::mlirOperationGetContext(mlir.as_operation().to_raw()),
+                source,
+            )
+        };
         if host.ptr.is_null() {
-            return Err(CodegenError::new(format!("internal error: the host's LLVM dialect does not parse:\n{text}")));
+            return Err(CodegenError::new(format!(
+                "internal error: the host's LLVM dialect does not parse:\n{text}"
+            )));
         }
         let host = unsafe { Module::from_raw(host) };
-        let translated = unsafe { mlir_sys::mlirTranslateModuleToLLVMIR(host.as_operation().to_raw(), self.context.raw() as *mut _) };
+        let translated = unsafe {
+            mlir_sys::mlirTranslateModuleToLLVMIR(
+                host.as_operation().to_raw(),
+                self.context.raw() as *mut _,
+            )
+        };
         if translated.is_null() {
-            return Err(CodegenError::new("internal error: translating the host's LLVM dialect to LLVM IR failed"));
+            return Err(CodegenError::new(
+                "internal error: translating the host's LLVM dialect to LLVM IR failed",
+            ));
         }
         let name = self.module.get_name().to_string_lossy().into_owned();
         self.module = unsafe { LlvmModule::new(translated as *mut _) };
@@ -182,20 +266,37 @@ impl<'l> HostWriter<'l> {
             let entry = self
                 .module
                 .get_function(&format!("tcc_entry_{}", function.name))
-                .ok_or_else(|| CodegenError::new(format!("internal error: no translated entry for @{}", function.name)))?;
+                .ok_or_else(|| {
+                    CodegenError::new(format!(
+                        "internal error: no translated entry for @{}",
+                        function.name
+                    ))
+                })?;
             entries.push(entry);
         }
         self.artifact(program, &functions, &entries, &constants)?;
         Ok(functions)
     }
 
-    fn tensor_descs(&mut self, tensors: &[TensorDesc], name: &str) -> Result<PointerValue<'l>, CodegenError> {
+    fn tensor_descs(
+        &mut self,
+        tensors: &[TensorDesc],
+        name: &str,
+    ) -> Result<PointerValue<'l>, CodegenError> {
         let t = self.types;
         let mut entries = Vec::new();
         for (index, tensor) in tensors.iter().enumerate() {
-            let shape_values: Vec<IntValue> = tensor.shape.iter().map(|d| t.i64.const_int(*d as u64, true)).collect();
+            let shape_values: Vec<IntValue> = tensor
+                .shape
+                .iter()
+                .map(|d| t.i64.const_int(*d as u64, true))
+                .collect();
             let shape_array = t.i64.const_array(&shape_values);
-            let shape = self.private_global(shape_array.get_type(), &format!("{name}.shape.{index}"), &shape_array);
+            let shape = self.private_global(
+                shape_array.get_type(),
+                &format!("{name}.shape.{index}"),
+                &shape_array,
+            );
             let tensor_name = self.c_string(&tensor.name);
             let dtype = dtype_code(tensor.element).map_err(CodegenError::new)?;
             let t = self.types;
@@ -207,10 +308,18 @@ impl<'l> HostWriter<'l> {
             ]));
         }
         let array = self.types.tensor_desc.const_array(&entries);
-        Ok(self.private_global(array.get_type(), name, &array).as_pointer_value())
+        Ok(self
+            .private_global(array.get_type(), name, &array)
+            .as_pointer_value())
     }
 
-    fn artifact(&mut self, program: &Program, functions: &[FunctionDesc], entries: &[FunctionValue<'l>], constants: &[Vec<u8>]) -> Result<(), CodegenError> {
+    fn artifact(
+        &mut self,
+        program: &Program,
+        functions: &[FunctionDesc],
+        entries: &[FunctionValue<'l>],
+        constants: &[Vec<u8>],
+    ) -> Result<(), CodegenError> {
         // Kernel program and names.
         let source = self.c_string(&program.source);
         let options = self.c_string("-cl-std=CL1.2");
@@ -220,13 +329,16 @@ impl<'l> HostWriter<'l> {
             names.push(self.c_string(&kernel.name));
         }
         let names_array = self.types.ptr.const_array(&names);
-        let kernel_names = self.private_global(names_array.get_type(), "tcc.kernel_names", &names_array);
+        let kernel_names =
+            self.private_global(names_array.get_type(), "tcc.kernel_names", &names_array);
 
         // Functions.
         let mut function_entries = Vec::new();
         for (function, entry) in functions.iter().zip(entries) {
-            let inputs = self.tensor_descs(&function.inputs, &format!("tcc.{}.inputs", function.name))?;
-            let outputs = self.tensor_descs(&function.outputs, &format!("tcc.{}.outputs", function.name))?;
+            let inputs =
+                self.tensor_descs(&function.inputs, &format!("tcc.{}.inputs", function.name))?;
+            let outputs =
+                self.tensor_descs(&function.outputs, &format!("tcc.{}.outputs", function.name))?;
             let name = self.c_string(&function.name);
             let t = self.types;
             function_entries.push(t.function_desc.const_named_struct(&[
@@ -239,19 +351,31 @@ impl<'l> HostWriter<'l> {
             ]));
         }
         let functions_array = self.types.function_desc.const_array(&function_entries);
-        let functions_global = self.private_global(functions_array.get_type(), "tcc.functions", &functions_array);
+        let functions_global = self.private_global(
+            functions_array.get_type(),
+            "tcc.functions",
+            &functions_array,
+        );
 
         // Constants (weights), 64-byte aligned.
         let mut constant_entries = Vec::new();
         for (index, bytes) in constants.iter().enumerate() {
             let data = self.context.const_string(bytes, false);
-            let global = self.private_global(data.get_type(), &format!("tcc.constant.{index}"), &data);
+            let global =
+                self.private_global(data.get_type(), &format!("tcc.constant.{index}"), &data);
             global.set_alignment(64);
             let t = self.types;
-            constant_entries.push(t.constant_desc.const_named_struct(&[global.as_pointer_value().into(), t.i64.const_int(bytes.len() as u64, false).into()]));
+            constant_entries.push(t.constant_desc.const_named_struct(&[
+                global.as_pointer_value().into(),
+                t.i64.const_int(bytes.len() as u64, false).into(),
+            ]));
         }
         let constants_array = self.types.constant_desc.const_array(&constant_entries);
-        let constants_global = self.private_global(constants_array.get_type(), "tcc.constants", &constants_array);
+        let constants_global = self.private_global(
+            constants_array.get_type(),
+            "tcc.constants",
+            &constants_array,
+        );
 
         let t = self.types;
         let artifact = t.artifact.const_named_struct(&[
@@ -270,21 +394,38 @@ impl<'l> HostWriter<'l> {
             producer.into(),
         ]);
         // Optional (ABI v1): floating-point operations per launch of each kernel.
-        let flops: Vec<IntValue> = program.kernels.iter().map(|k| t.i64.const_int(k.flops, false)).collect();
+        let flops: Vec<IntValue> = program
+            .kernels
+            .iter()
+            .map(|k| t.i64.const_int(k.flops, false))
+            .collect();
         let flops_array = t.i64.const_array(&flops);
-        let flops_global = self.private_global(flops_array.get_type(), "tcc.kernel_flops", &flops_array);
+        let flops_global =
+            self.private_global(flops_array.get_type(), "tcc.kernel_flops", &flops_array);
         let t = self.types;
-        let flops_getter = self.module.add_function("tcc_kernel_flops_v1", t.ptr.fn_type(&[], false), Some(Linkage::External));
+        let flops_getter = self.module.add_function(
+            "tcc_kernel_flops_v1",
+            t.ptr.fn_type(&[], false),
+            Some(Linkage::External),
+        );
         let block = self.context.append_basic_block(flops_getter, "entry");
         self.builder.position_at_end(block);
-        self.builder.build_return(Some(&flops_global.as_pointer_value())).map_err(llvm_error)?;
+        self.builder
+            .build_return(Some(&flops_global.as_pointer_value()))
+            .map_err(llvm_error)?;
         let artifact_type = t.artifact;
         let ptr = t.ptr;
         let artifact_global = self.private_global(artifact_type, "tcc.artifact", &artifact);
-        let getter = self.module.add_function("tcc_artifact_v1", ptr.fn_type(&[], false), Some(Linkage::External));
+        let getter = self.module.add_function(
+            "tcc_artifact_v1",
+            ptr.fn_type(&[], false),
+            Some(Linkage::External),
+        );
         let block = self.context.append_basic_block(getter, "entry");
         self.builder.position_at_end(block);
-        self.builder.build_return(Some(&artifact_global.as_pointer_value())).map_err(llvm_error)?;
+        self.builder
+            .build_return(Some(&artifact_global.as_pointer_value()))
+            .map_err(llvm_error)?;
         Ok(())
     }
 }

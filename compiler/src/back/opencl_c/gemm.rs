@@ -4,8 +4,8 @@
 //! layouts off the kernel IR and turns the epilogue's `linalg.generic` body
 //! into the C statements the template runs per output element.
 
-use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::attribute::AttributeLike;
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Attribute, BlockLike, BlockRef, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
 
@@ -15,28 +15,50 @@ use crate::ir::util::op_name;
 
 /// A C index expression for each result of an affine map, given the C
 /// names of its dimensions.
-pub(super) fn affine_indices(op: OperationRef, map: Attribute, dims: &[&str]) -> Result<Vec<String>, CodegenError> {
+pub(super) fn affine_indices(
+    op: OperationRef,
+    map: Attribute,
+    dims: &[&str],
+) -> Result<Vec<String>, CodegenError> {
     if !unsafe { mlir_sys::mlirAttributeIsAAffineMap(map.to_raw()) } {
-        return Err(CodegenError::at(&op, format!("indexing map {map} is not an affine map")));
+        return Err(CodegenError::at(
+            &op,
+            format!("indexing map {map} is not an affine map"),
+        ));
     }
     let map = unsafe { mlir_sys::mlirAffineMapAttrGetValue(map.to_raw()) };
     let count = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) } as usize;
     (0..count)
-        .map(|index| expression(op, unsafe { mlir_sys::mlirAffineMapGetResult(map, index as isize) }, dims))
+        .map(|index| {
+            expression(
+                op,
+                unsafe { mlir_sys::mlirAffineMapGetResult(map, index as isize) },
+                dims,
+            )
+        })
         .collect()
 }
 
-fn expression(op: OperationRef, expr: mlir_sys::MlirAffineExpr, dims: &[&str]) -> Result<String, CodegenError> {
+fn expression(
+    op: OperationRef,
+    expr: mlir_sys::MlirAffineExpr,
+    dims: &[&str],
+) -> Result<String, CodegenError> {
     unsafe {
         if mlir_sys::mlirAffineExprIsADim(expr) {
             let position = mlir_sys::mlirAffineDimExprGetPosition(expr) as usize;
-            return dims
-                .get(position)
-                .map(|d| d.to_string())
-                .ok_or_else(|| CodegenError::at(&op, format!("indexing map uses d{position} beyond the iteration space")));
+            return dims.get(position).map(|d| d.to_string()).ok_or_else(|| {
+                CodegenError::at(
+                    &op,
+                    format!("indexing map uses d{position} beyond the iteration space"),
+                )
+            });
         }
         if mlir_sys::mlirAffineExprIsAConstant(expr) {
-            return Ok(format!("{}L", mlir_sys::mlirAffineConstantExprGetValue(expr)));
+            return Ok(format!(
+                "{}L",
+                mlir_sys::mlirAffineConstantExprGetValue(expr)
+            ));
         }
         let binary = |symbol: &str| -> Result<String, CodegenError> {
             let lhs = expression(op, mlir_sys::mlirAffineBinaryOpExprGetLHS(expr), dims)?;
@@ -50,25 +72,51 @@ fn expression(op: OperationRef, expr: mlir_sys::MlirAffineExpr, dims: &[&str]) -
             return binary("*");
         }
     }
-    Err(CodegenError::at(&op, "indexing map with div/mod/symbols is not supported in GEMM epilogues"))
+    Err(CodegenError::at(
+        &op,
+        "indexing map with div/mod/symbols is not supported in GEMM epilogues",
+    ))
 }
 
 fn operand_of(view: &MemrefView, rank: usize) -> GemmOperand {
     let strides = &view.strides;
-    let (batch_stride, row_stride, col_stride) = if rank == 3 { (strides[0], strides[1], strides[2]) } else { (0, strides[0], strides[1]) };
-    GemmOperand { pointer: view.base.clone(), offset: view.offset, batch_stride, row_stride, col_stride }
+    let (batch_stride, row_stride, col_stride) = if rank == 3 {
+        (strides[0], strides[1], strides[2])
+    } else {
+        (0, strides[0], strides[1])
+    };
+    GemmOperand {
+        pointer: view.base.clone(),
+        offset: view.offset,
+        batch_stride,
+        row_stride,
+        col_stride,
+    }
 }
 
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
 /// or the splat `dense<1> : tensor<2xi64>`.
 fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
-    let text = op.attribute(name).map(|a| a.to_string()).unwrap_or_else(|_| "dense<1>".into());
-    let inner = text.strip_prefix("dense<").and_then(|t| t.split('>').next()).unwrap_or("1");
-    let values: Vec<i64> = inner.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|v| v.trim().parse().ok()).collect();
+    let text = op
+        .attribute(name)
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "dense<1>".into());
+    let inner = text
+        .strip_prefix("dense<")
+        .and_then(|t| t.split('>').next())
+        .unwrap_or("1");
+    let values: Vec<i64> = inner
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
     match values.as_slice() {
         [v] => Ok([*v, *v]),
         [a, b] => Ok([*a, *b]),
-        _ => Err(CodegenError::at(&op, format!("cannot read {name} = {text}"))),
+        _ => Err(CodegenError::at(
+            &op,
+            format!("cannot read {name} = {text}"),
+        )),
     }
 }
 
@@ -86,18 +134,37 @@ struct Contraction {
 }
 
 impl KernelWriter {
-    fn view_of(&self, op: OperationRef, index: usize) -> Result<(Value<'static, 'static>, MemrefView), CodegenError> {
-        let value = op.operand(index).map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        let view = self.views.get(&key(value)).cloned().ok_or_else(|| CodegenError::at(&op, "contraction operand is not a kernel buffer"))?;
+    fn view_of(
+        &self,
+        op: OperationRef,
+        index: usize,
+    ) -> Result<(Value<'static, 'static>, MemrefView), CodegenError> {
+        let value = op
+            .operand(index)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let view =
+            self.views.get(&key(value)).cloned().ok_or_else(|| {
+                CodegenError::at(&op, "contraction operand is not a kernel buffer")
+            })?;
         Ok((unsafe { Value::from_raw(value.to_raw()) }, view))
     }
 
     fn contraction(&self, op: OperationRef) -> Result<Contraction, CodegenError> {
-        let ((a_value, a), (_, b), (c_value, c)) = (self.view_of(op, 0)?, self.view_of(op, 1)?, self.view_of(op, 2)?);
+        let ((a_value, a), (_, b), (c_value, c)) = (
+            self.view_of(op, 0)?,
+            self.view_of(op, 1)?,
+            self.view_of(op, 2)?,
+        );
         let shape_of = |value: Value| super::writer::memref_shape(value.r#type());
         if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
             let (input, output) = (shape_of(a_value), shape_of(c_value));
-            let filter = shape_of(unsafe { Value::from_raw(op.operand(1).map_err(|e| CodegenError::at(&op, e.to_string()))?.to_raw()) });
+            let filter = shape_of(unsafe {
+                Value::from_raw(
+                    op.operand(1)
+                        .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                        .to_raw(),
+                )
+            });
             let [sh, sw] = pair(op, "strides")?;
             let [dh, dw] = pair(op, "dilations")?;
             let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
@@ -108,14 +175,33 @@ impl KernelWriter {
             let ky = format!("(k / {})", kw * channels);
             let kx = format!("((k / {channels}) % {kw})");
             let ch = format!("(k % {channels})");
-            let a_offset = a.address(&[n.clone(), format!("({y} * {sh} + {ky} * {dh})"), format!("({x} * {sw} + {kx} * {dw})"), ch.clone()]);
+            let a_offset = a.address(&[
+                n.clone(),
+                format!("({y} * {sh} + {ky} * {dh})"),
+                format!("({x} * {sw} + {kx} * {dw})"),
+                ch.clone(),
+            ]);
             let b_offset = b.address(&[ky, kx, ch, "j".to_string()]);
-            let unused = GemmOperand { pointer: a.base.clone(), offset: 0, batch_stride: 0, row_stride: 0, col_stride: 0 };
+            let unused = GemmOperand {
+                pointer: a.base.clone(),
+                offset: 0,
+                batch_stride: 0,
+                row_stride: 0,
+                col_stride: 0,
+            };
             return Ok(Contraction {
-                shape: GemmShape { batch: 1, m: output[0] * oh * ow, n: output[3], k: filter[0] * filter[1] * filter[2] },
+                shape: GemmShape {
+                    batch: 1,
+                    m: output[0] * oh * ow,
+                    n: output[3],
+                    k: filter[0] * filter[1] * filter[2],
+                },
                 a: unused.clone(),
                 a_offset: Some(a_offset),
-                b: GemmOperand { pointer: b.base.clone(), ..unused },
+                b: GemmOperand {
+                    pointer: b.base.clone(),
+                    ..unused
+                },
                 b_offset: Some(b_offset),
                 c,
                 c_value_key: key(c_value),
@@ -125,7 +211,11 @@ impl KernelWriter {
         let rank = c.strides.len();
         let a_shape = shape_of(a_value);
         let c_shape = shape_of(c_value);
-        let dims: Vec<String> = if rank == 3 { vec!["b".into(), "i".into(), "j".into()] } else { vec!["i".into(), "j".into()] };
+        let dims: Vec<String> = if rank == 3 {
+            vec!["b".into(), "i".into(), "j".into()]
+        } else {
+            vec!["i".into(), "j".into()]
+        };
         Ok(Contraction {
             shape: GemmShape {
                 batch: if rank == 3 { c_shape[0] } else { 1 },
@@ -175,30 +265,55 @@ impl KernelWriter {
             match op_name(&op).as_str() {
                 "linalg.fill" => {
                     let value = self.operand(op, 0)?;
-                    let target: Value = op.operand(1).map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                    let target: Value = op
+                        .operand(1)
+                        .map_err(|e| CodegenError::at(&op, e.to_string()))?;
                     fill = Some((key(target), value));
                 }
-                "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => contraction_op = Some(op),
-                "linalg.generic" if contraction_op.is_none() && init_generic.is_none() => init_generic = Some(op),
-                "linalg.generic" if contraction_op.is_some() && epilogue.is_none() => epilogue = Some(op),
+                "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => {
+                    contraction_op = Some(op)
+                }
+                "linalg.generic" if contraction_op.is_none() && init_generic.is_none() => {
+                    init_generic = Some(op)
+                }
+                "linalg.generic" if contraction_op.is_some() && epilogue.is_none() => {
+                    epilogue = Some(op)
+                }
                 "gpu.return" => {}
-                "arith.constant" | "memref.expand_shape" | "memref.collapse_shape" | "memref.subview" | "memref.reinterpret_cast" | "memref.cast" => {
+                "arith.constant"
+                | "memref.expand_shape"
+                | "memref.collapse_shape"
+                | "memref.subview"
+                | "memref.reinterpret_cast"
+                | "memref.cast" => {
                     self.op(op)?;
                 }
-                other => return Err(CodegenError::at(&op, format!("'{other}' cannot be part of a tiled GEMM kernel"))),
+                other => {
+                    return Err(CodegenError::at(
+                        &op,
+                        format!("'{other}' cannot be part of a tiled GEMM kernel"),
+                    ));
+                }
             }
         }
-        let contraction_op = contraction_op.ok_or_else(|| CodegenError::at(&kernel, "tcc.gemm kernel without a matmul or convolution"))?;
+        let contraction_op = contraction_op.ok_or_else(|| {
+            CodegenError::at(&kernel, "tcc.gemm kernel without a matmul or convolution")
+        })?;
         let contraction = self.contraction(contraction_op)?;
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let c_address = contraction.c.address(&contraction.dims);
         let (init_statements, init) = match (&fill, init_generic) {
-            (Some((target, value)), _) if *target == contraction.c_value_key => (String::new(), value.clone()),
+            (Some((target, value)), _) if *target == contraction.c_value_key => {
+                (String::new(), value.clone())
+            }
             (_, Some(generic)) => {
                 let (statements, value, _) = self.translate_generic(generic, None, &dims)?;
                 (statements, value)
             }
-            _ => (String::new(), format!("{}[{c_address}]", contraction.c.base)),
+            _ => (
+                String::new(),
+                format!("{}[{c_address}]", contraction.c.base),
+            ),
         };
         let store = match epilogue {
             None => {
@@ -206,10 +321,17 @@ impl KernelWriter {
                 format!("{}[{c_address}] = acc_value;", contraction.c.base)
             }
             Some(generic) => {
-                let c_value = contraction_op.operand(2).map_err(|e| CodegenError::at(&contraction_op, e.to_string()))?;
-                let (mut statements, value, output) = self.translate_generic(generic, Some(c_value), &dims)?;
+                let c_value = contraction_op
+                    .operand(2)
+                    .map_err(|e| CodegenError::at(&contraction_op, e.to_string()))?;
+                let (mut statements, value, output) =
+                    self.translate_generic(generic, Some(c_value), &dims)?;
                 let (view, indices) = output;
-                statements.push_str(&format!("{}[{}] = {value};\n", view.base, view.address(&indices)));
+                statements.push_str(&format!(
+                    "{}[{}] = {value};\n",
+                    view.base,
+                    view.address(&indices)
+                ));
                 self.mark_written(&view.base.clone());
                 statements
             }
@@ -242,18 +364,32 @@ impl KernelWriter {
         accumulator: Option<Value>,
         dims: &[&str],
     ) -> Result<(String, String, (MemrefView, Vec<String>)), CodegenError> {
-        let maps = generic.attribute("indexing_maps").map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-        let maps = melior::ir::attribute::ArrayAttribute::try_from(maps).map_err(|_| CodegenError::at(&generic, "malformed indexing_maps"))?;
-        let region = generic.region(0).map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-        let body = region.first_block().ok_or_else(|| CodegenError::at(&generic, "generic without a body"))?;
+        let maps = generic
+            .attribute("indexing_maps")
+            .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
+        let maps = melior::ir::attribute::ArrayAttribute::try_from(maps)
+            .map_err(|_| CodegenError::at(&generic, "malformed indexing_maps"))?;
+        let region = generic
+            .region(0)
+            .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
+        let body = region
+            .first_block()
+            .ok_or_else(|| CodegenError::at(&generic, "generic without a body"))?;
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         let count = generic.operand_count();
         let mut output: Option<(MemrefView, Vec<String>)> = None;
         for index in 0..count {
-            let operand = generic.operand(index).map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-            let argument: Value = body.argument(index).map_err(|e| CodegenError::at(&generic, e.to_string()))?.into();
-            let map = maps.element(index).map_err(|e| CodegenError::at(&generic, e.to_string()))?;
+            let operand = generic
+                .operand(index)
+                .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
+            let argument: Value = body
+                .argument(index)
+                .map_err(|e| CodegenError::at(&generic, e.to_string()))?
+                .into();
+            let map = maps
+                .element(index)
+                .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
             let is_output = index == count - 1;
             let indices = affine_indices(generic, map, dims)?;
             if !operand.r#type().is_mem_ref() {
@@ -262,13 +398,19 @@ impl KernelWriter {
                 self.names.insert(key(argument), value);
                 continue;
             }
-            let view = self.views.get(&key(operand)).cloned().ok_or_else(|| CodegenError::at(&generic, "generic operand is not a kernel buffer"))?;
+            let view = self.views.get(&key(operand)).cloned().ok_or_else(|| {
+                CodegenError::at(&generic, "generic operand is not a kernel buffer")
+            })?;
             if accumulator.is_some_and(|acc| acc == operand) && !is_output {
                 self.names.insert(key(argument), "acc_value".to_string());
             } else if !is_output || crate::ir::util::use_count(argument) > 0 {
                 let name = self.fresh();
                 let address = view.address(&indices);
-                self.line(&format!("const {} {name} = {}[{address}];", view.element.c_type(), view.base));
+                self.line(&format!(
+                    "const {} {name} = {}[{address}];",
+                    view.element.c_type(),
+                    view.base
+                ));
                 self.names.insert(key(argument), name);
             }
             if is_output {
@@ -286,8 +428,10 @@ impl KernelWriter {
                 self.op(op)?;
             }
         }
-        let output = output.ok_or_else(|| CodegenError::at(&generic, "generic without an output"))?;
-        let result = result.ok_or_else(|| CodegenError::at(&generic, "generic without linalg.yield"))?;
+        let output =
+            output.ok_or_else(|| CodegenError::at(&generic, "generic without an output"))?;
+        let result =
+            result.ok_or_else(|| CodegenError::at(&generic, "generic without linalg.yield"))?;
         let text = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
         Ok((text, result, output))

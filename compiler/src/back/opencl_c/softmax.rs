@@ -17,8 +17,16 @@ fn row_offset(name: &str, view: &MemrefView, shape: &[i64]) -> String {
     let mut terms = vec![view.offset.to_string()];
     let mut divisor = 1i64;
     for dim in (0..rank.saturating_sub(1)).rev() {
-        let index = if divisor == 1 { "row".to_string() } else { format!("(row / {divisor})") };
-        let index = if dim == 0 { index } else { format!("({index} % {})", shape[dim]) };
+        let index = if divisor == 1 {
+            "row".to_string()
+        } else {
+            format!("(row / {divisor})")
+        };
+        let index = if dim == 0 {
+            index
+        } else {
+            format!("({index} % {})", shape[dim])
+        };
         if view.strides[dim] != 0 {
             terms.push(format!("{index} * {}", view.strides[dim]));
         }
@@ -45,22 +53,43 @@ impl KernelWriter {
             match op_name(&op).as_str() {
                 "linalg.softmax" => softmax = Some(op),
                 "gpu.return" => {}
-                "arith.constant" | "memref.expand_shape" | "memref.collapse_shape" | "memref.subview" | "memref.reinterpret_cast" | "memref.cast" => self.op(op)?,
-                other => return Err(CodegenError::at(&op, format!("'{other}' cannot be part of a softmax kernel"))),
+                "arith.constant"
+                | "memref.expand_shape"
+                | "memref.collapse_shape"
+                | "memref.subview"
+                | "memref.reinterpret_cast"
+                | "memref.cast" => self.op(op)?,
+                other => {
+                    return Err(CodegenError::at(
+                        &op,
+                        format!("'{other}' cannot be part of a softmax kernel"),
+                    ));
+                }
             }
         }
-        let softmax = softmax.ok_or_else(|| CodegenError::at(&kernel, "softmax kernel without linalg.softmax"))?;
+        let softmax = softmax
+            .ok_or_else(|| CodegenError::at(&kernel, "softmax kernel without linalg.softmax"))?;
         let view = |index: usize| -> Result<(Value, MemrefView), CodegenError> {
-            let value = softmax.operand(index).map_err(|e| CodegenError::at(&softmax, e.to_string()))?;
-            let view = self.views.get(&key(value)).cloned().ok_or_else(|| CodegenError::at(&softmax, "softmax operand is not a kernel buffer"))?;
+            let value = softmax
+                .operand(index)
+                .map_err(|e| CodegenError::at(&softmax, e.to_string()))?;
+            let view = self.views.get(&key(value)).cloned().ok_or_else(|| {
+                CodegenError::at(&softmax, "softmax operand is not a kernel buffer")
+            })?;
             Ok((value, view))
         };
         let ((input_value, input), (_, output)) = (view(0)?, view(1)?);
         let shape = memref_shape(input_value.r#type());
         let rank = shape.len();
-        let dimension = softmax.attribute("dimension").ok().and_then(crate::ir::util::integer_value);
+        let dimension = softmax
+            .attribute("dimension")
+            .ok()
+            .and_then(crate::ir::util::integer_value);
         if rank == 0 || dimension != Some(rank as i64 - 1) {
-            return Err(CodegenError::at(&softmax, "the softmax kernel normalizes the last dimension only"));
+            return Err(CodegenError::at(
+                &softmax,
+                "the softmax kernel normalizes the last dimension only",
+            ));
         }
         self.mark_written(&output.base.clone());
         let spec = SoftmaxSpec {
@@ -69,7 +98,11 @@ impl KernelWriter {
             comment,
             workgroup_size: workgroup_size as u32,
             columns: shape[rank - 1],
-            row_offsets: format!("{}\n{}", row_offset("in_row", &input, &shape), row_offset("out_row", &output, &shape)),
+            row_offsets: format!(
+                "{}\n{}",
+                row_offset("in_row", &input, &shape),
+                row_offset("out_row", &output, &shape)
+            ),
             input: input.base.clone(),
             input_stride: input.strides[rank - 1],
             output: output.base.clone(),

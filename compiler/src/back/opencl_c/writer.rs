@@ -12,7 +12,9 @@ use std::fmt::Write as _;
 
 use melior::ir::attribute::{FloatAttribute, IntegerAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Attribute, BlockLike, BlockRef, Module, RegionLike, Type, TypeLike, Value, ValueLike};
+use melior::ir::{
+    Attribute, BlockLike, BlockRef, Module, RegionLike, Type, TypeLike, Value, ValueLike,
+};
 
 use crate::back::CodegenError;
 use crate::ir::util::{collect_ops, op_name, string_value};
@@ -132,12 +134,20 @@ inline float tcc_minimumf(float a, float b) { return (isnan(a) || isnan(b)) ? NA
 
 /// Translates every `gpu.func` of the module's kernel module.
 pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
-    let mut program = Program { source: PRELUDE.to_string(), ..Program::default() };
-    for kernel in collect_ops(module.as_operation()).into_iter().filter(|op| op_name(op) == "gpu.func") {
+    let mut program = Program {
+        source: PRELUDE.to_string(),
+        ..Program::default()
+    };
+    for kernel in collect_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| op_name(op) == "gpu.func")
+    {
         let (info, text) = KernelWriter::default().write(kernel)?;
         program.source.push('\n');
         program.source.push_str(&text);
-        program.kernel_sources.push((info.name.clone(), format!("{PRELUDE}\n{text}")));
+        program
+            .kernel_sources
+            .push((info.name.clone(), format!("{PRELUDE}\n{text}")));
         program.kernels.push(info);
     }
     Ok(program)
@@ -152,7 +162,11 @@ fn parameter_list(args: &[KernelArg]) -> String {
             text.push_str(",\n    ");
         }
         let constness = if arg.written { "" } else { "const " };
-        let _ = write!(text, "__global {constness}{}* restrict a{index}", arg.element.storage_type());
+        let _ = write!(
+            text,
+            "__global {constness}{}* restrict a{index}",
+            arg.element.storage_type()
+        );
     }
     text
 }
@@ -181,7 +195,11 @@ impl MemrefView {
                 s => terms.push(format!("{index} * {s}")),
             }
         }
-        if terms.is_empty() { "0".to_string() } else { terms.join(" + ") }
+        if terms.is_empty() {
+            "0".to_string()
+        } else {
+            terms.join(" + ")
+        }
     }
 }
 
@@ -207,7 +225,9 @@ fn strides_and_offset(ty: Type) -> Option<(Vec<i64>, i64)> {
     let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
     let mut strides = vec![0i64; rank];
     let mut offset = 0i64;
-    let result = unsafe { mlir_sys::mlirMemRefTypeGetStridesAndOffset(ty.to_raw(), strides.as_mut_ptr(), &mut offset) };
+    let result = unsafe {
+        mlir_sys::mlirMemRefTypeGetStridesAndOffset(ty.to_raw(), strides.as_mut_ptr(), &mut offset)
+    };
     if result.value == 0 {
         return None;
     }
@@ -220,11 +240,15 @@ fn strides_and_offset(ty: Type) -> Option<(Vec<i64>, i64)> {
 
 pub(super) fn memref_shape(ty: Type) -> Vec<i64> {
     let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
-    (0..rank).map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) }).collect()
+    (0..rank)
+        .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) })
+        .collect()
 }
 
 fn memref_element(ty: Type) -> Option<ElementType> {
-    ElementType::of_type(unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw())) })
+    ElementType::of_type(unsafe {
+        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
+    })
 }
 
 /// A float literal that reads back exactly.
@@ -233,14 +257,22 @@ fn float_literal(value: f64, element: ElementType) -> String {
         return "NAN".into();
     }
     if value.is_infinite() {
-        return if value > 0.0 { "INFINITY".into() } else { "(-INFINITY)".into() };
+        return if value > 0.0 {
+            "INFINITY".into()
+        } else {
+            "(-INFINITY)".into()
+        };
     }
     match element {
         ElementType::F64 => format!("{value:e}"),
         ElementType::F16 => format!("(half){:e}f", value as f32),
         _ => {
             let text = format!("{:e}", value as f32);
-            if value < 0.0 { format!("({text}f)") } else { format!("{text}f") }
+            if value < 0.0 {
+                format!("({text}f)")
+            } else {
+                format!("{text}f")
+            }
         }
     }
 }
@@ -261,27 +293,54 @@ impl KernelWriter {
     }
 
     pub(super) fn name(&self, op: OperationRef, value: Value) -> Result<String, CodegenError> {
-        self.names
-            .get(&key(value))
-            .cloned()
-            .ok_or_else(|| CodegenError::at(&op, format!("'{}' uses a value the OpenCL C writer has not seen", op_name(&op))))
+        self.names.get(&key(value)).cloned().ok_or_else(|| {
+            CodegenError::at(
+                &op,
+                format!(
+                    "'{}' uses a value the OpenCL C writer has not seen",
+                    op_name(&op)
+                ),
+            )
+        })
     }
 
     pub(super) fn operand(&self, op: OperationRef, index: usize) -> Result<String, CodegenError> {
-        let value = op.operand(index).map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let value = op
+            .operand(index)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
         self.name(op, value)
     }
 
     fn result_type(op: OperationRef) -> Result<ElementType, CodegenError> {
-        let result = op.result(0).map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        ElementType::of_type(result.r#type())
-            .ok_or_else(|| CodegenError::at(&op, format!("'{}' produces {} which OpenCL C kernels do not support", op_name(&op), result.r#type())))
+        let result = op
+            .result(0)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        ElementType::of_type(result.r#type()).ok_or_else(|| {
+            CodegenError::at(
+                &op,
+                format!(
+                    "'{}' produces {} which OpenCL C kernels do not support",
+                    op_name(&op),
+                    result.r#type()
+                ),
+            )
+        })
     }
 
     fn operand_type(op: OperationRef, index: usize) -> Result<ElementType, CodegenError> {
-        let value = op.operand(index).map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        ElementType::of_type(value.r#type())
-            .ok_or_else(|| CodegenError::at(&op, format!("'{}' takes {} which OpenCL C kernels do not support", op_name(&op), value.r#type())))
+        let value = op
+            .operand(index)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        ElementType::of_type(value.r#type()).ok_or_else(|| {
+            CodegenError::at(
+                &op,
+                format!(
+                    "'{}' takes {} which OpenCL C kernels do not support",
+                    op_name(&op),
+                    value.r#type()
+                ),
+            )
+        })
     }
 
     /// Declares `const T vN = expr;` for the op's single result.
@@ -289,65 +348,158 @@ impl KernelWriter {
         let ty = Self::result_type(op)?;
         let name = self.fresh();
         self.line(&format!("const {} {name} = {expr};", ty.c_type()));
-        let result = op.result(0).map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let result = op
+            .result(0)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
         self.names.insert(key(result.into()), name);
         Ok(())
     }
 
     fn write(mut self, kernel: OperationRef) -> Result<(KernelInfo, String), CodegenError> {
-        let name = kernel.attribute("sym_name").ok().and_then(string_value).ok_or_else(|| CodegenError::at(&kernel, "kernel without a name"))?;
-        let kind = kernel.attribute("tcc.kind").ok().and_then(string_value).unwrap_or_default();
+        let name = kernel
+            .attribute("sym_name")
+            .ok()
+            .and_then(string_value)
+            .ok_or_else(|| CodegenError::at(&kernel, "kernel without a name"))?;
+        let kind = kernel
+            .attribute("tcc.kind")
+            .ok()
+            .and_then(string_value)
+            .unwrap_or_default();
         let workgroup = kernel
             .attribute("known_block_size")
             .ok()
             .map(|a| a.to_string())
             .and_then(|text| {
-                let numbers: Vec<i64> = text.split(':').nth(1)?.trim_end_matches('>').split(',').filter_map(|s| s.trim().parse().ok()).collect();
+                let numbers: Vec<i64> = text
+                    .split(':')
+                    .nth(1)?
+                    .trim_end_matches('>')
+                    .split(',')
+                    .filter_map(|s| s.trim().parse().ok())
+                    .collect();
                 (numbers.len() == 3).then(|| [numbers[0], numbers[1], numbers[2]])
             })
-            .ok_or_else(|| CodegenError::at(&kernel, format!("kernel {name} has no known_block_size: run the gpu phase first")))?;
-        let region = kernel.region(0).map_err(|e| CodegenError::at(&kernel, e.to_string()))?;
-        let block = region.first_block().ok_or_else(|| CodegenError::at(&kernel, "kernel without a body"))?;
+            .ok_or_else(|| {
+                CodegenError::at(
+                    &kernel,
+                    format!("kernel {name} has no known_block_size: run the gpu phase first"),
+                )
+            })?;
+        let region = kernel
+            .region(0)
+            .map_err(|e| CodegenError::at(&kernel, e.to_string()))?;
+        let block = region
+            .first_block()
+            .ok_or_else(|| CodegenError::at(&kernel, "kernel without a body"))?;
 
         let mut args = Vec::new();
         for index in 0..block.argument_count() {
-            let argument: Value = block.argument(index).map_err(|e| CodegenError::at(&kernel, e.to_string()))?.into();
+            let argument: Value = block
+                .argument(index)
+                .map_err(|e| CodegenError::at(&kernel, e.to_string()))?
+                .into();
             let ty = argument.r#type();
             if !ty.is_mem_ref() {
-                return Err(CodegenError::at(&kernel, format!("kernel argument {index} is {ty}, not a buffer")));
+                return Err(CodegenError::at(
+                    &kernel,
+                    format!("kernel argument {index} is {ty}, not a buffer"),
+                ));
             }
-            let element = memref_element(ty).ok_or_else(|| CodegenError::at(&kernel, format!("unsupported element type in {ty}")))?;
-            let (strides, offset) = strides_and_offset(ty).ok_or_else(|| CodegenError::at(&kernel, format!("kernel argument {index} has a dynamic layout: {ty}")))?;
+            let element = memref_element(ty).ok_or_else(|| {
+                CodegenError::at(&kernel, format!("unsupported element type in {ty}"))
+            })?;
+            let (strides, offset) = strides_and_offset(ty).ok_or_else(|| {
+                CodegenError::at(
+                    &kernel,
+                    format!("kernel argument {index} has a dynamic layout: {ty}"),
+                )
+            })?;
             let base = format!("a{index}");
-            self.views.insert(key(argument), MemrefView { base, element, offset, strides });
-            args.push(KernelArg { element, shape: memref_shape(ty), written: false });
+            self.views.insert(
+                key(argument),
+                MemrefView {
+                    base,
+                    element,
+                    offset,
+                    strides,
+                },
+            );
+            args.push(KernelArg {
+                element,
+                shape: memref_shape(ty),
+                written: false,
+            });
         }
         self.written_args = vec![false; args.len()];
 
-        let location = crate::diagnostics::location_string(kernel.location().to_raw()).unwrap_or_default();
-        let flops = kernel.attribute(crate::passes::FLOPS_ATTR).ok().and_then(crate::ir::util::integer_value).unwrap_or(0).max(0) as u64;
-        if let Some(tiles) = kernel.attribute(crate::passes::GEMM_ATTR).ok().and_then(|a| {
-            let text = a.to_string();
-            text.strip_prefix("array<i64:")?.strip_suffix('>')?.split(',').map(|v| v.trim().parse().ok()).collect::<Option<Vec<i64>>>()
-        }) {
+        let location =
+            crate::diagnostics::location_string(kernel.location().to_raw()).unwrap_or_default();
+        let flops = kernel
+            .attribute(crate::passes::FLOPS_ATTR)
+            .ok()
+            .and_then(crate::ir::util::integer_value)
+            .unwrap_or(0)
+            .max(0) as u64;
+        if let Some(tiles) = kernel
+            .attribute(crate::passes::GEMM_ATTR)
+            .ok()
+            .and_then(|a| {
+                let text = a.to_string();
+                text.strip_prefix("array<i64:")?
+                    .strip_suffix('>')?
+                    .split(',')
+                    .map(|v| v.trim().parse().ok())
+                    .collect::<Option<Vec<i64>>>()
+            })
+        {
             // The parameters' constness is known only after the body.
             let comment = format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
-            let text = self.write_gemm(kernel, block, &tiles, &name, "@PARAMETERS@".into(), comment)?;
+            let text =
+                self.write_gemm(kernel, block, &tiles, &name, "@PARAMETERS@".into(), comment)?;
             for (arg, written) in args.iter_mut().zip(&self.written_args) {
                 arg.written = *written;
             }
             let text = text.replace("@PARAMETERS@", &parameter_list(&args));
-            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args, flops }, text));
+            return Ok((
+                KernelInfo {
+                    name,
+                    kind,
+                    workgroup_size: workgroup,
+                    args,
+                    flops,
+                },
+                text,
+            ));
         }
 
         if kind == "softmax" {
-            let comment = format!("/* {name}: row softmax kernel, one work-group of {} per row; from {location} */", workgroup[0]);
-            let text = self.write_softmax(kernel, block, workgroup[0], &name, "@PARAMETERS@".into(), comment)?;
+            let comment = format!(
+                "/* {name}: row softmax kernel, one work-group of {} per row; from {location} */",
+                workgroup[0]
+            );
+            let text = self.write_softmax(
+                kernel,
+                block,
+                workgroup[0],
+                &name,
+                "@PARAMETERS@".into(),
+                comment,
+            )?;
             for (arg, written) in args.iter_mut().zip(&self.written_args) {
                 arg.written = *written;
             }
             let text = text.replace("@PARAMETERS@", &parameter_list(&args));
-            return Ok((KernelInfo { name, kind, workgroup_size: workgroup, args, flops }, text));
+            return Ok((
+                KernelInfo {
+                    name,
+                    kind,
+                    workgroup_size: workgroup,
+                    args,
+                    flops,
+                },
+                text,
+            ));
         }
 
         self.indent = 1;
@@ -358,7 +510,11 @@ impl KernelWriter {
             arg.written = *written;
         }
         let mut text = String::new();
-        let _ = writeln!(text, "/* {name}: {kind} kernel, {} work-items per group; from {location} */", workgroup[0]);
+        let _ = writeln!(
+            text,
+            "/* {name}: {kind} kernel, {} work-items per group; from {location} */",
+            workgroup[0]
+        );
         let _ = write!(
             text,
             "__kernel __attribute__((reqd_work_group_size({}, {}, {})))\nvoid {name}(",
@@ -368,7 +524,16 @@ impl KernelWriter {
         text.push_str(") {\n");
         text.push_str(&body);
         text.push_str("}\n");
-        Ok((KernelInfo { name, kind, workgroup_size: workgroup, args, flops }, text))
+        Ok((
+            KernelInfo {
+                name,
+                kind,
+                workgroup_size: workgroup,
+                args,
+                flops,
+            },
+            text,
+        ))
     }
 
     fn block(&mut self, block: BlockRef) -> Result<(), CodegenError> {
@@ -383,12 +548,18 @@ impl KernelWriter {
 
     /// The C expression indexing a memref at the op's index operands
     /// `first..first + rank`.
-    fn element_address(&self, op: OperationRef, memref: Value, first: usize) -> Result<(MemrefView, String), CodegenError> {
-        let view = self
-            .views
-            .get(&key(memref))
-            .cloned()
-            .ok_or_else(|| CodegenError::at(&op, "access to a buffer that is not a kernel argument or a view of one"))?;
+    fn element_address(
+        &self,
+        op: OperationRef,
+        memref: Value,
+        first: usize,
+    ) -> Result<(MemrefView, String), CodegenError> {
+        let view = self.views.get(&key(memref)).cloned().ok_or_else(|| {
+            CodegenError::at(
+                &op,
+                "access to a buffer that is not a kernel argument or a view of one",
+            )
+        })?;
         let mut terms: Vec<String> = Vec::new();
         if view.offset != 0 {
             terms.push(view.offset.to_string());
@@ -401,7 +572,11 @@ impl KernelWriter {
                 s => terms.push(format!("{index} * {s}")),
             }
         }
-        let address = if terms.is_empty() { "0".to_string() } else { terms.join(" + ") };
+        let address = if terms.is_empty() {
+            "0".to_string()
+        } else {
+            terms.join(" + ")
+        };
         Ok((view, address))
     }
 
@@ -418,7 +593,9 @@ impl KernelWriter {
         match name.as_str() {
             "arith.constant" => self.constant(op),
             "memref.load" => {
-                let memref = op.operand(0).map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let memref = op
+                    .operand(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
                 let (view, address) = self.element_address(op, memref, 1)?;
                 let expr = if view.element == ElementType::I1 {
                     format!("({}[{address}] != 0)", view.base)
@@ -429,24 +606,60 @@ impl KernelWriter {
             }
             "memref.store" => {
                 let value = self.operand(op, 0)?;
-                let memref = op.operand(1).map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let memref = op
+                    .operand(1)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
                 let (view, address) = self.element_address(op, memref, 2)?;
-                let value = if view.element == ElementType::I1 { format!("(uchar)({value} ? 1 : 0)") } else { value };
+                let value = if view.element == ElementType::I1 {
+                    format!("(uchar)({value} ? 1 : 0)")
+                } else {
+                    value
+                };
                 self.line(&format!("{}[{address}] = {value};", view.base));
                 self.mark_written(&view.base.clone());
                 Ok(())
             }
-            "memref.expand_shape" | "memref.collapse_shape" | "memref.subview" | "memref.reinterpret_cast" | "memref.cast" | "memref.transpose" => {
-                let source = op.operand(0).map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                let base = self.views.get(&key(source)).cloned().ok_or_else(|| CodegenError::at(&op, "view of an unknown buffer"))?;
-                let result: Value = op.result(0).map_err(|e| CodegenError::at(&op, e.to_string()))?.into();
-                let (strides, offset) = strides_and_offset(result.r#type())
-                    .ok_or_else(|| CodegenError::at(&op, format!("'{name}' gives a dynamic layout {}", result.r#type())))?;
-                self.views.insert(key(result), MemrefView { base: base.base, element: base.element, offset, strides });
+            "memref.expand_shape"
+            | "memref.collapse_shape"
+            | "memref.subview"
+            | "memref.reinterpret_cast"
+            | "memref.cast"
+            | "memref.transpose" => {
+                let source = op
+                    .operand(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let base = self
+                    .views
+                    .get(&key(source))
+                    .cloned()
+                    .ok_or_else(|| CodegenError::at(&op, "view of an unknown buffer"))?;
+                let result: Value = op
+                    .result(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                    .into();
+                let (strides, offset) = strides_and_offset(result.r#type()).ok_or_else(|| {
+                    CodegenError::at(
+                        &op,
+                        format!("'{name}' gives a dynamic layout {}", result.r#type()),
+                    )
+                })?;
+                self.views.insert(
+                    key(result),
+                    MemrefView {
+                        base: base.base,
+                        element: base.element,
+                        offset,
+                        strides,
+                    },
+                );
                 Ok(())
             }
-            "gpu.global_id" | "gpu.thread_id" | "gpu.block_id" | "gpu.block_dim" | "gpu.grid_dim" => {
-                let dimension = op.attribute("dimension").map(|a| a.to_string()).unwrap_or_default();
+            "gpu.global_id" | "gpu.thread_id" | "gpu.block_id" | "gpu.block_dim"
+            | "gpu.grid_dim" => {
+                let dimension = op
+                    .attribute("dimension")
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
                 let axis = if dimension.contains('x') {
                     0
                 } else if dimension.contains('y') {
@@ -454,7 +667,10 @@ impl KernelWriter {
                 } else if dimension.contains('z') {
                     2
                 } else {
-                    return Err(CodegenError::at(&op, format!("unknown dimension {dimension}")));
+                    return Err(CodegenError::at(
+                        &op,
+                        format!("unknown dimension {dimension}"),
+                    ));
                 };
                 let function = match name.as_str() {
                     "gpu.global_id" => "get_global_id",
@@ -476,7 +692,12 @@ impl KernelWriter {
             "scf.for" => self.for_loop(op),
             "scf.if" => self.if_op(op),
             "arith.select" => {
-                let expr = format!("({} ? {} : {})", self.operand(op, 0)?, self.operand(op, 1)?, self.operand(op, 2)?);
+                let expr = format!(
+                    "({} ? {} : {})",
+                    self.operand(op, 0)?,
+                    self.operand(op, 1)?,
+                    self.operand(op, 2)?
+                );
                 self.define(op, expr)
             }
             "arith.cmpf" => self.cmpf(op),
@@ -485,30 +706,47 @@ impl KernelWriter {
                 if let Some(expr) = self.expression(op, &name)? {
                     self.define(op, expr)
                 } else {
-                    Err(CodegenError::at(&op, format!("cannot translate '{name}' to OpenCL C")))
+                    Err(CodegenError::at(
+                        &op,
+                        format!("cannot translate '{name}' to OpenCL C"),
+                    ))
                 }
             }
         }
     }
 
     fn constant(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let value: Attribute = op.attribute("value").map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let value: Attribute = op
+            .attribute("value")
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
         let ty = Self::result_type(op)?;
         let expr = if ty.is_float() {
-            let number = FloatAttribute::try_from(value).map_err(|_| CodegenError::at(&op, "float constant expected"))?.value();
+            let number = FloatAttribute::try_from(value)
+                .map_err(|_| CodegenError::at(&op, "float constant expected"))?
+                .value();
             float_literal(number, ty)
         } else if ty == ElementType::I1 {
-            let number = IntegerAttribute::try_from(value).map_err(|_| CodegenError::at(&op, "integer constant expected"))?.value();
-            if number != 0 { "true".into() } else { "false".into() }
+            let number = IntegerAttribute::try_from(value)
+                .map_err(|_| CodegenError::at(&op, "integer constant expected"))?
+                .value();
+            if number != 0 {
+                "true".into()
+            } else {
+                "false".into()
+            }
         } else {
-            let number = IntegerAttribute::try_from(value).map_err(|_| CodegenError::at(&op, "integer constant expected"))?.value();
+            let number = IntegerAttribute::try_from(value)
+                .map_err(|_| CodegenError::at(&op, "integer constant expected"))?
+                .value();
             match ty {
                 ElementType::I64 | ElementType::Index => format!("{number}L"),
                 _ => format!("({}){number}", ty.c_type()),
             }
         };
         // Constants are inlined at their uses.
-        let result = op.result(0).map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let result = op
+            .result(0)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
         self.names.insert(key(result.into()), expr);
         Ok(())
     }
@@ -516,10 +754,16 @@ impl KernelWriter {
     /// Expressions of arithmetic, math and cast ops; `None` if unknown.
     fn expression(&self, op: OperationRef, name: &str) -> Result<Option<String>, CodegenError> {
         let binary = |symbol: &str| -> Result<String, CodegenError> {
-            Ok(format!("({} {symbol} {})", self.operand(op, 0)?, self.operand(op, 1)?))
+            Ok(format!(
+                "({} {symbol} {})",
+                self.operand(op, 0)?,
+                self.operand(op, 1)?
+            ))
         };
         let call = |function: &str| -> Result<String, CodegenError> {
-            let args: Vec<String> = (0..op.operand_count()).map(|i| self.operand(op, i)).collect::<Result<_, _>>()?;
+            let args: Vec<String> = (0..op.operand_count())
+                .map(|i| self.operand(op, i))
+                .collect::<Result<_, _>>()?;
             Ok(format!("{function}({})", args.join(", ")))
         };
         let result = || Self::result_type(op);
@@ -543,7 +787,12 @@ impl KernelWriter {
                     "arith.remui" => "%",
                     _ => ">>",
                 };
-                format!("({})(({unsigned}){} {symbol} ({unsigned}){})", result()?.c_type(), self.operand(op, 0)?, self.operand(op, 1)?)
+                format!(
+                    "({})(({unsigned}){} {symbol} ({unsigned}){})",
+                    result()?.c_type(),
+                    self.operand(op, 0)?,
+                    self.operand(op, 1)?
+                )
             }
             "arith.negf" => format!("(-{})", self.operand(op, 0)?),
             "arith.maximumf" if result()? == ElementType::F32 => call("tcc_maximumf")?,
@@ -555,9 +804,15 @@ impl KernelWriter {
             "arith.maxui" | "arith.minui" => {
                 let unsigned = result()?.unsigned_type();
                 let function = if name == "arith.maxui" { "max" } else { "min" };
-                format!("({})({function}(({unsigned}){}, ({unsigned}){}))", result()?.c_type(), self.operand(op, 0)?, self.operand(op, 1)?)
+                format!(
+                    "({})({function}(({unsigned}){}, ({unsigned}){}))",
+                    result()?.c_type(),
+                    self.operand(op, 0)?,
+                    self.operand(op, 1)?
+                )
             }
-            "arith.sitofp" | "arith.fptosi" | "arith.extf" | "arith.truncf" | "arith.extsi" | "arith.trunci" | "arith.index_cast" => {
+            "arith.sitofp" | "arith.fptosi" | "arith.extf" | "arith.truncf" | "arith.extsi"
+            | "arith.trunci" | "arith.index_cast" => {
                 let value = self.operand(op, 0)?;
                 if source()? == ElementType::I1 {
                     // i1 sign-extends to -1.
@@ -572,9 +827,17 @@ impl KernelWriter {
                 if source()? == ElementType::I1 {
                     format!("({})({value} ? 1 : 0)", result()?.c_type())
                 } else if source()?.is_float() {
-                    format!("({})(({})({value}))", result()?.c_type(), result()?.unsigned_type())
+                    format!(
+                        "({})(({})({value}))",
+                        result()?.c_type(),
+                        result()?.unsigned_type()
+                    )
                 } else {
-                    format!("({})(({})({value}))", result()?.c_type(), source()?.unsigned_type())
+                    format!(
+                        "({})(({})({value}))",
+                        result()?.c_type(),
+                        source()?.unsigned_type()
+                    )
                 }
             }
             "arith.bitcast" => {
@@ -584,7 +847,12 @@ impl KernelWriter {
                     ElementType::I32 => "as_int",
                     ElementType::F64 => "as_double",
                     ElementType::I64 => "as_long",
-                    _ => return Err(CodegenError::at(&op, format!("bitcast to {target:?} is not supported"))),
+                    _ => {
+                        return Err(CodegenError::at(
+                            &op,
+                            format!("bitcast to {target:?} is not supported"),
+                        ));
+                    }
                 };
                 format!("{function}({})", self.operand(op, 0)?)
             }
@@ -649,7 +917,12 @@ impl KernelWriter {
             13 => format!("({a} != {b})"),
             14 => nan,
             15 => "true".to_string(),
-            other => return Err(CodegenError::at(&op, format!("unknown cmpf predicate {other}"))),
+            other => {
+                return Err(CodegenError::at(
+                    &op,
+                    format!("unknown cmpf predicate {other}"),
+                ));
+            }
         };
         self.define(op, expr)
     }
@@ -670,7 +943,12 @@ impl KernelWriter {
             7 => format!("({ua} <= {ub})"),
             8 => format!("({ua} > {ub})"),
             9 => format!("({ua} >= {ub})"),
-            other => return Err(CodegenError::at(&op, format!("unknown cmpi predicate {other}"))),
+            other => {
+                return Err(CodegenError::at(
+                    &op,
+                    format!("unknown cmpi predicate {other}"),
+                ));
+            }
         };
         self.define(op, expr)
     }
@@ -678,7 +956,8 @@ impl KernelWriter {
     /// The values an `scf.yield` ending `block` yields.
     fn yielded<'c>(block: BlockRef<'c, '_>) -> Option<OperationRef<'c, 'c>> {
         let terminator = block.terminator()?;
-        (op_name(&terminator) == "scf.yield").then(|| unsafe { OperationRef::from_raw(terminator.to_raw()) })
+        (op_name(&terminator) == "scf.yield")
+            .then(|| unsafe { OperationRef::from_raw(terminator.to_raw()) })
     }
 
     /// Writes a block whose `scf.yield` assigns into `targets`.
@@ -689,9 +968,14 @@ impl KernelWriter {
             let op = unsafe { OperationRef::from_raw(op.to_raw()) };
             if op_name(&op) == "scf.yield" {
                 // Through temporaries: yielded values may read the targets.
-                let values: Vec<String> = (0..op.operand_count()).map(|i| self.operand(op, i)).collect::<Result<_, _>>()?;
+                let values: Vec<String> = (0..op.operand_count())
+                    .map(|i| self.operand(op, i))
+                    .collect::<Result<_, _>>()?;
                 if values.len() != targets.len() {
-                    return Err(CodegenError::at(&op, "scf.yield arity differs from its parent's results"));
+                    return Err(CodegenError::at(
+                        &op,
+                        "scf.yield arity differs from its parent's results",
+                    ));
                 }
                 let temps: Vec<String> = values.iter().map(|_| self.fresh()).collect();
                 for ((temp, value), target) in temps.iter().zip(&values).zip(targets) {
@@ -709,9 +993,17 @@ impl KernelWriter {
     }
 
     fn for_loop(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let (lower, upper, step) = (self.operand(op, 0)?, self.operand(op, 1)?, self.operand(op, 2)?);
-        let region = op.region(0).map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        let body = region.first_block().ok_or_else(|| CodegenError::at(&op, "empty loop"))?;
+        let (lower, upper, step) = (
+            self.operand(op, 0)?,
+            self.operand(op, 1)?,
+            self.operand(op, 2)?,
+        );
+        let region = op
+            .region(0)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let body = region
+            .first_block()
+            .ok_or_else(|| CodegenError::at(&op, "empty loop"))?;
         // Loop-carried values.
         let mut carried = Vec::new();
         for index in 3..op.operand_count() {
@@ -723,16 +1015,24 @@ impl KernelWriter {
             carried.push(name);
         }
         let induction = self.fresh();
-        let iv: Value = body.argument(0).map_err(|e| CodegenError::at(&op, e.to_string()))?.into();
+        let iv: Value = body
+            .argument(0)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?
+            .into();
         self.names.insert(key(iv), induction.clone());
         for (index, name) in carried.iter().enumerate() {
-            let argument: Value = body.argument(index + 1).map_err(|e| CodegenError::at(&op, e.to_string()))?.into();
+            let argument: Value = body
+                .argument(index + 1)
+                .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                .into();
             self.names.insert(key(argument), name.clone());
             if let Ok(result) = op.result(index) {
                 self.names.insert(key(result.into()), name.clone());
             }
         }
-        self.line(&format!("for (long {induction} = {lower}; {induction} < {upper}; {induction} += {step}) {{"));
+        self.line(&format!(
+            "for (long {induction} = {lower}; {induction} < {upper}; {induction} += {step}) {{"
+        ));
         self.indent += 1;
         if carried.is_empty() && Self::yielded(body).is_some_and(|y| y.operand_count() == 0) {
             self.block_yielding(body, &[])?;
@@ -748,9 +1048,20 @@ impl KernelWriter {
         let condition = self.operand(op, 0)?;
         let mut results = Vec::new();
         for index in 0..op.result_count() {
-            let result: Value = op.result(index).map_err(|e| CodegenError::at(&op, e.to_string()))?.into();
+            let result: Value = op
+                .result(index)
+                .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                .into();
             let ty = ElementType::of_type(result.r#type())
-                .ok_or_else(|| CodegenError::at(&op, format!("scf.if yields {} which kernels do not support", result.r#type())))?
+                .ok_or_else(|| {
+                    CodegenError::at(
+                        &op,
+                        format!(
+                            "scf.if yields {} which kernels do not support",
+                            result.r#type()
+                        ),
+                    )
+                })?
                 .c_type();
             let name = self.fresh();
             self.declared_types.insert(name.clone(), ty);
@@ -760,7 +1071,11 @@ impl KernelWriter {
         }
         self.line(&format!("if ({condition}) {{"));
         self.indent += 1;
-        let then_block = op.region(0).ok().and_then(|r| r.first_block()).ok_or_else(|| CodegenError::at(&op, "scf.if without a then block"))?;
+        let then_block = op
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .ok_or_else(|| CodegenError::at(&op, "scf.if without a then block"))?;
         self.block_yielding(then_block, &results)?;
         self.indent -= 1;
         if let Some(else_block) = op.region(1).ok().and_then(|r| r.first_block()) {
@@ -781,7 +1096,10 @@ mod tests {
     #[test]
     fn float_literals_read_back() {
         assert_eq!(float_literal(0.5, ElementType::F32), "5e-1f");
-        assert_eq!(float_literal(-3.4028234663852886e38, ElementType::F32), "(-3.4028235e38f)");
+        assert_eq!(
+            float_literal(-3.4028234663852886e38, ElementType::F32),
+            "(-3.4028235e38f)"
+        );
         assert_eq!(float_literal(f64::INFINITY, ElementType::F32), "INFINITY");
         assert_eq!(float_literal(f64::NAN, ElementType::F32), "NAN");
     }

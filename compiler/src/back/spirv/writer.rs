@@ -4,7 +4,9 @@
 //! binaries back.
 
 use melior::ir::attribute::{Attribute, AttributeLike, StringAttribute};
-use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
+};
 use melior::ir::{Block, BlockLike, Identifier, Location, Module, Region, RegionLike};
 
 use crate::back::CodegenError;
@@ -17,7 +19,8 @@ pub struct SpirvKernel {
     pub binary: Vec<u8>,
 }
 
-const TARGET_ENV: &str = "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Kernel], []>, #spirv.resource_limits<>>";
+const TARGET_ENV: &str =
+    "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Kernel], []>, #spirv.resource_limits<>>";
 
 const PIPELINE: &str = "builtin.module(\
 spirv-attach-target{caps=Addresses,Int64,Kernel ver=v1.0},\
@@ -31,42 +34,89 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
     let context = &session.context;
     let location = Location::unknown(context);
     let mut spirv = Module::new(location);
-    let kernels: Vec<OperationRef> = collect_ops(module.as_operation()).into_iter().filter(|op| op_name(op) == "gpu.func").collect();
+    let kernels: Vec<OperationRef> = collect_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| op_name(op) == "gpu.func")
+        .collect();
     if kernels.is_empty() {
         return Ok(Vec::new());
     }
     for kernel in &kernels {
-        let name = kernel.attribute("sym_name").ok().and_then(string_value).unwrap_or_default();
+        let name = kernel
+            .attribute("sym_name")
+            .ok()
+            .and_then(string_value)
+            .unwrap_or_default();
         if kernel.has_attribute(crate::passes::GEMM_ATTR)
-            || kernel.attribute("tcc.kind").ok().and_then(string_value).as_deref() == Some("softmax")
+            || kernel
+                .attribute("tcc.kind")
+                .ok()
+                .and_then(string_value)
+                .as_deref()
+                == Some("softmax")
         {
-            return Err(CodegenError::at(kernel, format!("kernel {name} is an OpenCL C template; SPIR-V needs the portable pipeline")));
+            return Err(CodegenError::at(
+                kernel,
+                format!(
+                    "kernel {name} is an OpenCL C template; SPIR-V needs the portable pipeline"
+                ),
+            ));
         }
         // Upstream's SPIR-V conversion cannot store booleans in buffers.
         let block = kernel.region(0).ok().and_then(|r| r.first_block());
         if let Some(block) = block {
             for index in 0..block.argument_count() {
                 if let Ok(argument) = block.argument(index)
-                    && melior::ir::ValueLike::r#type(&argument).to_string().ends_with("xi1>")
+                    && melior::ir::ValueLike::r#type(&argument)
+                        .to_string()
+                        .ends_with("xi1>")
                 {
-                    return Err(CodegenError::at(kernel, format!("kernel {name}: boolean buffers (argument {index}) are not supported by the SPIR-V back end; use --emit=opencl-c")));
+                    return Err(CodegenError::at(
+                        kernel,
+                        format!(
+                            "kernel {name}: boolean buffers (argument {index}) are not supported by the SPIR-V back end; use --emit=opencl-c"
+                        ),
+                    ));
                 }
             }
         }
-        let sizes = kernel.attribute("known_block_size").map(|a| a.to_string()).unwrap_or_default();
-        let sizes = sizes.trim_start_matches("array<i32:").trim_end_matches('>').trim().to_string();
-        let abi = Attribute::parse(context, &format!("#spirv.entry_point_abi<workgroup_size = [{sizes}]>"))
-            .ok_or_else(|| CodegenError::at(kernel, format!("kernel {name}: cannot build its entry point ABI")))?;
-        let target = Attribute::parse(context, TARGET_ENV).ok_or_else(|| CodegenError::new("cannot build the SPIR-V target environment"))?;
+        let sizes = kernel
+            .attribute("known_block_size")
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let sizes = sizes
+            .trim_start_matches("array<i32:")
+            .trim_end_matches('>')
+            .trim()
+            .to_string();
+        let abi = Attribute::parse(
+            context,
+            &format!("#spirv.entry_point_abi<workgroup_size = [{sizes}]>"),
+        )
+        .ok_or_else(|| {
+            CodegenError::at(
+                kernel,
+                format!("kernel {name}: cannot build its entry point ABI"),
+            )
+        })?;
+        let target = Attribute::parse(context, TARGET_ENV)
+            .ok_or_else(|| CodegenError::new("cannot build the SPIR-V target environment"))?;
         let region = Region::new();
         let block = region.append_block(Block::new(&[]));
-        let clone = unsafe { melior::ir::operation::Operation::from_raw(mlir_sys::mlirOperationClone(kernel.to_raw())) };
+        let clone = unsafe {
+            melior::ir::operation::Operation::from_raw(mlir_sys::mlirOperationClone(
+                kernel.to_raw(),
+            ))
+        };
         let clone = block.append_operation(clone);
         let mut clone = unsafe { OperationRefMut::from_raw(clone.to_raw()) };
         clone.set_discardable_attribute("spirv.entry_point_abi", abi);
         let gpu_module = OperationBuilder::new("gpu.module", kernel.location())
             .add_attributes(&[
-                (Identifier::new(context, "sym_name"), StringAttribute::new(context, &name).into()),
+                (
+                    Identifier::new(context, "sym_name"),
+                    StringAttribute::new(context, &name).into(),
+                ),
                 (Identifier::new(context, "spirv.target_env"), target),
             ])
             .add_regions([region])
@@ -74,19 +124,34 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
             .map_err(|e| CodegenError::at(kernel, format!("cannot build a gpu.module: {e}")))?;
         spirv.body().append_operation(gpu_module);
     }
-    spirv.as_operation_mut().set_discardable_attribute("gpu.container_module", Attribute::unit(context));
+    spirv
+        .as_operation_mut()
+        .set_discardable_attribute("gpu.container_module", Attribute::unit(context));
     session
         .run_pipeline(&mut spirv, PIPELINE)
         .map_err(|e| CodegenError::new(format!("SPIR-V conversion failed:\n{e:#}")))?;
 
     let mut result = Vec::new();
-    for binary in body_ops(spirv.as_operation()).into_iter().filter(|op| op_name(op) == "gpu.binary") {
-        let name = binary.attribute("sym_name").ok().and_then(string_value).unwrap_or_default();
-        let objects = binary.attribute("objects").map_err(|_| CodegenError::at(&binary, "gpu.binary without objects"))?;
+    for binary in body_ops(spirv.as_operation())
+        .into_iter()
+        .filter(|op| op_name(op) == "gpu.binary")
+    {
+        let name = binary
+            .attribute("sym_name")
+            .ok()
+            .and_then(string_value)
+            .unwrap_or_default();
+        let objects = binary
+            .attribute("objects")
+            .map_err(|_| CodegenError::at(&binary, "gpu.binary without objects"))?;
         let object = unsafe { mlir_sys::mlirArrayAttrGetElement(objects.to_raw(), 0) };
         let bytes = unsafe { mlir_sys::mlirGPUObjectAttrGetObject(object) };
-        let bytes = unsafe { std::slice::from_raw_parts(bytes.data as *const u8, bytes.length) }.to_vec();
-        result.push(SpirvKernel { name, binary: bytes });
+        let bytes =
+            unsafe { std::slice::from_raw_parts(bytes.data as *const u8, bytes.length) }.to_vec();
+        result.push(SpirvKernel {
+            name,
+            binary: bytes,
+        });
     }
     Ok(result)
 }
