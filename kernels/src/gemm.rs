@@ -43,7 +43,7 @@ impl GemmConfig {
         if self.work_m == 0 || self.work_n == 0 || self.tile_k == 0 {
             return Err(format!("{self:?}: zero tile size"));
         }
-        if self.tile_m % self.work_m != 0 || self.tile_n % self.work_n != 0 {
+        if !self.tile_m.is_multiple_of(self.work_m) || !self.tile_n.is_multiple_of(self.work_n) {
             return Err(format!("{self:?}: work per item must divide the tile"));
         }
         Ok(())
@@ -181,8 +181,10 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     // Stage A (transposed into tile_a[k][m]) and B. Rows of tile_a are
     // padded by one word so that the transposing stores of a warp, which
     // walk k, fall in different local-memory banks.
-    let a_vector = spec.a_offset.is_none() && spec.a.vectorizable(s.k) && c.tile_k % 4 == 0;
-    let b_vector = spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n % 4 == 0;
+    let a_vector =
+        spec.a_offset.is_none() && spec.a.vectorizable(s.k) && c.tile_k.is_multiple_of(4);
+    let b_vector =
+        spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n.is_multiple_of(4);
     if a_vector {
         let _ = writeln!(
             out,

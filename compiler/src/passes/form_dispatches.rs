@@ -139,7 +139,7 @@ impl TccPass for FormDispatches {
                         && let Some(user) = users(result).into_iter().next()
                         && dialect_of(&op_name(&user)) == "linalg"
                         && kind_of(user) != KernelKind::Elementwise
-                        && init_operands(user).iter().any(|v| *v == result)
+                        && init_operands(user).contains(&result)
                     {
                         continue; // handled with its user
                     }
@@ -205,8 +205,7 @@ fn unshare_fills(function: OperationRef) {
         let consumers = users(result);
         if consumers.len() < 2
             || !consumers.iter().all(|u| {
-                kind_of(*u) != KernelKind::Elementwise
-                    && init_operands(*u).iter().any(|v| *v == result)
+                kind_of(*u) != KernelKind::Elementwise && init_operands(*u).contains(&result)
             })
         {
             continue;

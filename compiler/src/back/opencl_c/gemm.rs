@@ -120,6 +120,10 @@ fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
     }
 }
 
+/// A translated elementwise generic: its statements, the C expression of
+/// its yielded value, and its output's view with the output indices.
+type TranslatedGeneric = (String, String, (MemrefView, Vec<String>));
+
 /// The contraction a GEMM kernel computes, with C index expressions for
 /// the output's dimensions in terms of `b`, `i`, `j`.
 struct Contraction {
@@ -363,7 +367,7 @@ impl KernelWriter {
         generic: OperationRef,
         accumulator: Option<Value>,
         dims: &[&str],
-    ) -> Result<(String, String, (MemrefView, Vec<String>)), CodegenError> {
+    ) -> Result<TranslatedGeneric, CodegenError> {
         let maps = generic
             .attribute("indexing_maps")
             .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
