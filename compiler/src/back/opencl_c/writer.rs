@@ -153,6 +153,9 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     Ok(program)
 }
 
+/// Placeholder for a template kernel's parameter list.
+const PARAMETERS: &str = "@PARAMETERS@";
+
 /// The kernel's parameter list: one restrict pointer per buffer, const
 /// where the kernel never stores through it.
 fn parameter_list(args: &[KernelArg]) -> String {
@@ -441,7 +444,9 @@ impl KernelWriter {
             .and_then(crate::ir::util::integer_value)
             .unwrap_or(0)
             .max(0) as u64;
-        if let Some(tiles) = kernel
+        // Template kernels: the parameters' constness is known only after
+        // the body, so the template gets a placeholder for them.
+        let tiles = kernel
             .attribute(crate::passes::GEMM_ATTR)
             .ok()
             .and_then(|a| {
@@ -451,55 +456,39 @@ impl KernelWriter {
                     .split(',')
                     .map(|v| v.trim().parse().ok())
                     .collect::<Option<Vec<i64>>>()
-            })
-        {
-            // The parameters' constness is known only after the body.
+            });
+        let template = if let Some(tiles) = tiles {
             let comment = format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
-            let text =
-                self.write_gemm(kernel, block, &tiles, &name, "@PARAMETERS@".into(), comment)?;
-            for (arg, written) in args.iter_mut().zip(&self.written_args) {
-                arg.written = *written;
-            }
-            let text = text.replace("@PARAMETERS@", &parameter_list(&args));
-            return Ok((
-                KernelInfo {
-                    name,
-                    kind,
-                    workgroup_size: workgroup,
-                    args,
-                    flops,
-                },
-                text,
-            ));
-        }
-
-        if kind == "softmax" {
+            Some(self.write_gemm(kernel, block, &tiles, &name, PARAMETERS.into(), comment)?)
+        } else if kind == "softmax" {
             let comment = format!(
                 "/* {name}: row softmax kernel, one work-group of {} per row; from {location} */",
                 workgroup[0]
             );
-            let text = self.write_softmax(
+            Some(self.write_softmax(
                 kernel,
                 block,
                 workgroup[0],
                 &name,
-                "@PARAMETERS@".into(),
+                PARAMETERS.into(),
                 comment,
-            )?;
+            )?)
+        } else {
+            None
+        };
+        if let Some(text) = template {
             for (arg, written) in args.iter_mut().zip(&self.written_args) {
                 arg.written = *written;
             }
-            let text = text.replace("@PARAMETERS@", &parameter_list(&args));
-            return Ok((
-                KernelInfo {
-                    name,
-                    kind,
-                    workgroup_size: workgroup,
-                    args,
-                    flops,
-                },
-                text,
-            ));
+            let text = text.replace(PARAMETERS, &parameter_list(&args));
+            let info = KernelInfo {
+                name,
+                kind,
+                workgroup_size: workgroup,
+                args,
+                flops,
+            };
+            return Ok((info, text));
         }
 
         self.indent = 1;
