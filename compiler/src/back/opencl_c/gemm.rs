@@ -161,7 +161,7 @@ impl KernelWriter {
         );
         let shape_of = |value: Value| super::writer::memref_shape(value.r#type());
         if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
-            let (input, output) = (shape_of(a_value), shape_of(c_value));
+            let output = shape_of(c_value);
             let filter = shape_of(unsafe {
                 Value::from_raw(
                     op.operand(1)
@@ -172,7 +172,6 @@ impl KernelWriter {
             let [sh, sw] = pair(op, "strides")?;
             let [dh, dw] = pair(op, "dilations")?;
             let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
-            let _ = input;
             let n = format!("(i / {})", oh * ow);
             let y = format!("((i / {ow}) % {oh})");
             let x = format!("(i % {ow})");
