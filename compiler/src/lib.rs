@@ -11,7 +11,6 @@ pub mod back;
 pub mod config;
 pub mod diagnostics;
 pub mod driver;
-pub mod front;
 pub mod ir;
 pub mod passes;
 pub mod patterns;
