@@ -11,6 +11,7 @@ pub mod back;
 pub mod config;
 pub mod diagnostics;
 pub mod driver;
+pub mod front;
 pub mod ir;
 pub mod passes;
 pub mod patterns;

@@ -20,6 +20,10 @@ enum Command {
     Compile(driver::compile::CompileArgs),
     /// Compile in-process and run on an OpenCL device (or the reference CPU lowering).
     Run(driver::run::RunArgs),
+    /// Import an ONNX model as TOSA-level MLIR.
+    Import(driver::import::ImportArgs),
+    /// Run the ONNX backend test cases (model.onnx + test_data_set_*) and report passes and failures.
+    OnnxTest(tcc_compiler::front::scoreboard::ScoreboardArgs),
 }
 
 fn main() {
@@ -27,6 +31,8 @@ fn main() {
     let result = match &cli.command {
         Command::Compile(args) => driver::compile::run(args),
         Command::Run(args) => driver::run::run(args),
+        Command::Import(args) => driver::import::run(args),
+        Command::OnnxTest(args) => tcc_compiler::front::scoreboard::run(args),
     };
     if let Err(error) = result {
         eprintln!("{error:#}");

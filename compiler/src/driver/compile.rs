@@ -32,7 +32,7 @@ pub enum Emit {
 
 #[derive(Args, Debug)]
 pub struct CompileArgs {
-    /// The model: MLIR (TOSA/linalg level) text.
+    /// The model: MLIR (TOSA/linalg level) text, or an ONNX model (.onnx), imported first.
     pub input: PathBuf,
     /// Where to write the result (stdout for text when omitted).
     #[arg(short = 'o', long = "output")]
@@ -81,7 +81,7 @@ pub fn compile_to_kernels<'c>(
     input: &Path,
     target: Target,
 ) -> Result<Compiled<'c>> {
-    let mut module = session.parse_file(input)?;
+    let mut module = super::import::parse_model(session, input)?;
     session.run_pipeline(&mut module, &pipeline_to(Phase::Gpu, target))?;
     let program = opencl_c::write_program(&module)?;
     Ok(Compiled { module, program })
@@ -111,7 +111,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 args.emit
             );
         }
-        let mut module = session.parse_file(&args.input)?;
+        let mut module = super::import::parse_model(&session, &args.input)?;
         session.run_pipeline(&mut module, &pipeline_to(stop, args.target))?;
         if args.stats {
             eprint!("{}", crate::driver::stats::collect(&module).render());
@@ -126,7 +126,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         let Some(directory) = args.output.as_deref() else {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
         };
-        let mut module = session.parse_file(&args.input)?;
+        let mut module = super::import::parse_model(&session, &args.input)?;
         session.run_pipeline(
             &mut module,
             &crate::phases::pipeline_to_with(Phase::Gpu, args.target, false),

@@ -4,6 +4,7 @@
 //! are written atomically.
 
 pub mod compile;
+pub mod import;
 pub mod run;
 pub mod session;
 pub mod stats;

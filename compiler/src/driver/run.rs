@@ -18,7 +18,7 @@ use crate::config::Target;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The model (MLIR).
+    /// The model (MLIR, or ONNX: .onnx).
     pub input: PathBuf,
     /// The function to run (default: the model's only function).
     #[arg(long)]
@@ -72,7 +72,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             Some(f) => f.clone(),
             None => single_function(&args.input)?,
         };
-        let results = crate::reference::run(&args.input, &function, &tensors)?;
+        let (_imported, input) = super::import::mlir_path(&args.input)?;
+        let results = crate::reference::run(&input, &function, &tensors)?;
         (function, results)
     } else {
         run_opencl(args, &tensors, &sources)?
@@ -102,7 +103,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
 fn single_function(input: &std::path::Path) -> Result<String> {
     let session = Session::new();
-    let module = session.parse_file(input)?;
+    let module = super::import::parse_model(&session, input)?;
     let names: Vec<String> = crate::ir::util::body_ops(module.as_operation())
         .into_iter()
         .filter(|op| crate::ir::util::op_name(op) == "func.func")

@@ -1,0 +1,15 @@
+//! Generates the ONNX protobuf types (`onnx.rs` in OUT_DIR) from the
+//! official schema in `proto/onnx.proto` with prost, compiling the schema
+//! with protox (a pure-Rust protobuf compiler: no system `protoc`).
+
+fn main() {
+    println!("cargo:rerun-if-changed=proto/onnx.proto");
+    println!("cargo:rerun-if-changed=build.rs");
+    let descriptors = match protox::compile(["onnx.proto"], ["proto"]) {
+        Ok(descriptors) => descriptors,
+        Err(error) => panic!("cannot compile proto/onnx.proto: {error}"),
+    };
+    if let Err(error) = prost_build::Config::new().compile_fds(descriptors) {
+        panic!("cannot generate Rust code for proto/onnx.proto: {error}");
+    }
+}

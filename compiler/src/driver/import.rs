@@ -1,0 +1,160 @@
+//! `tcc import model.onnx -o model.mlir`, and the model loading shared by
+//! `tcc compile` and `tcc run`: `.onnx` files are imported first, anything
+//! else is parsed as MLIR.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+use melior::ir::Module;
+
+use super::session::Session;
+use super::write_atomically;
+use crate::front::onnx::{self, ConstStyle, ImportOptions};
+
+/// How `tcc import` writes large constants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Constants {
+    /// `dense<"0x...">` hex literals (what tcc's back ends read).
+    Hex,
+    /// `dense_resource<...>` blobs in the file's resource section.
+    Resource,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The ONNX model (.onnx).
+    pub input: PathBuf,
+    /// Where to write the MLIR (stdout when omitted).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// A static shape for a graph input with dynamic dimensions: NAME=1x3x224x224 (repeat).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+    pub input_shapes: Vec<String>,
+    /// Import float64 tensors as float32 (tcc has no float64).
+    #[arg(long)]
+    pub demote_f64: bool,
+    /// How to write constants with more than 64 elements.
+    #[arg(long, value_enum, default_value = "hex")]
+    pub constants: Constants,
+    /// Write the importer's text as is (generic op syntax, not re-printed by MLIR).
+    #[arg(long)]
+    pub raw: bool,
+}
+
+/// Parses `NAME=2x3x4`.
+pub fn parse_input_shape(spec: &str) -> Result<(String, Vec<i64>)> {
+    let (name, dims) = spec
+        .rsplit_once('=')
+        .ok_or_else(|| anyhow!("--input-shape {spec}: expected NAME=DIMS, e.g. x=1x3x224x224"))?;
+    let dims = if dims.is_empty() {
+        Vec::new()
+    } else {
+        dims.split('x')
+            .map(|d| {
+                d.parse::<i64>()
+                    .ok()
+                    .filter(|&d| d >= 0)
+                    .ok_or_else(|| anyhow!("--input-shape {spec}: '{d}' is not a dimension"))
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    Ok((name.to_string(), dims))
+}
+
+pub fn is_onnx(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+/// Imports an ONNX file to MLIR text.
+pub fn import_text(path: &Path, options: &ImportOptions) -> Result<String> {
+    Ok(onnx::import_file(path, options)
+        .map_err(|e| anyhow!("{e}"))?
+        .mlir)
+}
+
+/// Loads a model: `.onnx` files through the importer, others as MLIR.
+pub fn parse_model<'c>(session: &'c Session, path: &Path) -> Result<Module<'c>> {
+    if is_onnx(path) {
+        let text = import_text(path, &ImportOptions::default())?;
+        session.parse(&path.display().to_string(), &text)
+    } else {
+        session.parse_file(path)
+    }
+}
+
+/// A path the MLIR-only consumers (the reference runner) can read: an
+/// `.onnx` model is imported into a temporary `.mlir` file.
+pub fn mlir_path(path: &Path) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
+    if !is_onnx(path) {
+        return Ok((None, path.to_path_buf()));
+    }
+    let text = import_text(path, &ImportOptions::default())?;
+    let directory = tempfile::tempdir()?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let mlir = directory.path().join(format!("{stem}.mlir"));
+    std::fs::write(&mlir, text)?;
+    Ok((Some(directory), mlir))
+}
+
+/// Prints a module with locations (the ONNX node names).
+fn print_with_locations(module: &Module) -> String {
+    unsafe extern "C" fn collect(part: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
+        let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
+        unsafe { &mut *(user_data as *mut String) }.push_str(&String::from_utf8_lossy(text));
+    }
+    let mut text = String::new();
+    unsafe {
+        let flags = mlir_sys::mlirOpPrintingFlagsCreate();
+        mlir_sys::mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
+        mlir_sys::mlirOperationPrintWithFlags(
+            module.as_operation().to_raw(),
+            flags,
+            Some(collect),
+            &mut text as *mut String as *mut std::ffi::c_void,
+        );
+        mlir_sys::mlirOpPrintingFlagsDestroy(flags);
+    }
+    text.push('\n');
+    text
+}
+
+pub fn run(args: &ImportArgs) -> Result<()> {
+    if !is_onnx(&args.input) && args.input.extension().is_some() {
+        bail!(
+            "{}: tcc import reads ONNX models (.onnx)",
+            args.input.display()
+        );
+    }
+    let options = ImportOptions {
+        const_style: match args.constants {
+            Constants::Hex => ConstStyle::Hex,
+            Constants::Resource => ConstStyle::Resource,
+        },
+        demote_f64: args.demote_f64,
+        input_shapes: args
+            .input_shapes
+            .iter()
+            .map(|s| parse_input_shape(s))
+            .collect::<Result<_>>()?,
+        ..ImportOptions::default()
+    };
+    let imported = onnx::import_file(&args.input, &options).map_err(|e| anyhow!("{e}"))?;
+    // Verify before writing anything.
+    let session = Session::new();
+    let module = session.parse(&args.input.display().to_string(), &imported.mlir)?;
+    let text = if args.raw {
+        imported.mlir
+    } else {
+        print_with_locations(&module)
+    };
+    match &args.output {
+        Some(path) => write_atomically(path, text.as_bytes()),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}

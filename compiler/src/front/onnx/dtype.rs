@@ -1,0 +1,310 @@
+//! ONNX element types and their MLIR spelling.
+
+use std::fmt;
+
+/// An ONNX tensor element type (`TensorProto.DataType`) the importer can
+/// at least read. Only [`DType::in_graph`] types may appear in the MLIR it
+/// writes; the others can be folded away at import time (shape
+/// computations) but never reach tcc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    F32,
+    F16,
+    BF16,
+    F64,
+    I64,
+    I32,
+    I16,
+    I8,
+    U8,
+    U16,
+    U32,
+    U64,
+    Bool,
+}
+
+impl DType {
+    /// The type of an ONNX `TensorProto.DataType` code.
+    pub fn from_onnx(code: i32) -> Option<DType> {
+        Some(match code {
+            1 => DType::F32,
+            2 => DType::U8,
+            3 => DType::I8,
+            4 => DType::U16,
+            5 => DType::I16,
+            6 => DType::I32,
+            7 => DType::I64,
+            9 => DType::Bool,
+            10 => DType::F16,
+            11 => DType::F64,
+            12 => DType::U32,
+            13 => DType::U64,
+            16 => DType::BF16,
+            _ => return None,
+        })
+    }
+
+    /// The ONNX name of a `TensorProto.DataType` code (also for codes the
+    /// importer cannot read), for error messages.
+    pub fn onnx_code_name(code: i32) -> String {
+        match code {
+            0 => "undefined".into(),
+            8 => "string".into(),
+            14 => "complex64".into(),
+            15 => "complex128".into(),
+            17 => "float8e4m3fn".into(),
+            18 => "float8e4m3fnuz".into(),
+            19 => "float8e5m2".into(),
+            20 => "float8e5m2fnuz".into(),
+            21 => "uint4".into(),
+            22 => "int4".into(),
+            23 => "float4e2m1".into(),
+            _ => match DType::from_onnx(code) {
+                Some(dtype) => dtype.to_string(),
+                None => format!("data type {code}"),
+            },
+        }
+    }
+
+    /// The ONNX `TensorProto.DataType` code.
+    pub fn onnx_code(self) -> i32 {
+        match self {
+            DType::F32 => 1,
+            DType::U8 => 2,
+            DType::I8 => 3,
+            DType::U16 => 4,
+            DType::I16 => 5,
+            DType::I32 => 6,
+            DType::I64 => 7,
+            DType::Bool => 9,
+            DType::F16 => 10,
+            DType::F64 => 11,
+            DType::U32 => 12,
+            DType::U64 => 13,
+            DType::BF16 => 16,
+        }
+    }
+
+    /// Bytes per element in ONNX's raw (little-endian) layout.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::Bool
+    }
+
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// Whether tcc compiles tensors of this type (the runtime ABI's types).
+    pub fn in_graph(self) -> bool {
+        matches!(
+            self,
+            DType::F32 | DType::F16 | DType::I64 | DType::I32 | DType::I8 | DType::Bool
+        )
+    }
+
+    /// The MLIR element type.
+    pub fn mlir(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F64 => "f64",
+            DType::I64 | DType::U64 => "i64",
+            DType::I32 | DType::U32 => "i32",
+            DType::I16 | DType::U16 => "i16",
+            DType::I8 | DType::U8 => "i8",
+            DType::Bool => "i1",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DType::F32 => "float",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F64 => "double",
+            DType::I64 => "int64",
+            DType::I32 => "int32",
+            DType::I16 => "int16",
+            DType::I8 => "int8",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::Bool => "bool",
+        })
+    }
+}
+
+/// A statically shaped tensor type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TType {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+}
+
+impl TType {
+    pub fn new(dtype: DType, shape: Vec<i64>) -> Self {
+        Self { dtype, shape }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements (the shape's dimensions are validated to be
+    /// non-negative and their product to fit when a type is created from
+    /// untrusted input, see [`checked_numel`]).
+    pub fn numel(&self) -> i64 {
+        self.shape.iter().product()
+    }
+
+    pub fn with_shape(&self, shape: Vec<i64>) -> Self {
+        Self {
+            dtype: self.dtype,
+            shape,
+        }
+    }
+
+    pub fn with_dtype(&self, dtype: DType) -> Self {
+        Self {
+            dtype,
+            shape: self.shape.clone(),
+        }
+    }
+
+    /// `tensor<2x3xf32>` (`tensor<f32>` for rank 0).
+    pub fn mlir(&self) -> String {
+        let mut text = String::from("tensor<");
+        for d in &self.shape {
+            text.push_str(&d.to_string());
+            text.push('x');
+        }
+        text.push_str(self.dtype.mlir());
+        text.push('>');
+        text
+    }
+}
+
+impl fmt::Display for TType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}[{}]",
+            self.dtype,
+            self.shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// The largest tensor the importer accepts (elements).
+pub const MAX_ELEMENTS: i64 = 1 << 32;
+
+/// The element count of a shape from untrusted input: every dimension
+/// non-negative and the product at most [`MAX_ELEMENTS`].
+pub fn checked_numel(shape: &[i64]) -> Option<i64> {
+    let mut count: i64 = 1;
+    for &d in shape {
+        if d < 0 {
+            return None;
+        }
+        count = count.checked_mul(d)?;
+    }
+    (count <= MAX_ELEMENTS).then_some(count)
+}
+
+/// IEEE half-precision bits to f32.
+pub fn f16_to_f32(bits: u16) -> f32 {
+    let sign = ((bits >> 15) & 1) as u32;
+    let exponent = ((bits >> 10) & 0x1f) as u32;
+    let mantissa = (bits & 0x3ff) as u32;
+    let value = if exponent == 0 {
+        // Zero or subnormal: mantissa * 2^-24.
+        (mantissa as f32) * f32::from_bits(0x3380_0000)
+    } else if exponent == 31 {
+        if mantissa == 0 {
+            f32::INFINITY
+        } else {
+            f32::NAN
+        }
+    } else {
+        f32::from_bits(((exponent + 127 - 15) << 23) | (mantissa << 13))
+    };
+    if sign == 1 { -value } else { value }
+}
+
+/// f32 to IEEE half-precision bits, rounding to nearest even.
+pub fn f32_to_f16(value: f32) -> u16 {
+    let bits = value.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    if value.is_nan() {
+        return sign | 0x7e00;
+    }
+    let magnitude = value.abs();
+    if magnitude >= 65520.0 {
+        return sign | 0x7c00;
+    }
+    if magnitude < f32::from_bits(0x3880_0000) {
+        // Below the smallest normal half (2^-14): subnormal, in units of 2^-24.
+        let units = (magnitude * 16_777_216.0).round_ties_even() as u16;
+        return sign | units;
+    }
+    let exponent = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+    let mantissa = bits & 0x7f_ffff;
+    let mut half = ((exponent as u32) << 10) | (mantissa >> 13);
+    let rest = mantissa & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && half & 1 == 1) {
+        half += 1;
+    }
+    sign | half as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_round_trips() {
+        for value in [
+            0.0f32,
+            1.0,
+            -2.5,
+            65504.0,
+            6.1035156e-5,
+            5.9604645e-8,
+            0.33325195,
+        ] {
+            assert_eq!(f16_to_f32(f32_to_f16(value)), value, "{value}");
+        }
+        assert_eq!(f32_to_f16(1e6), 0x7c00);
+        assert!(f16_to_f32(0x7e00).is_nan());
+    }
+
+    #[test]
+    fn types_print_as_mlir() {
+        assert_eq!(TType::new(DType::F32, vec![2, 3]).mlir(), "tensor<2x3xf32>");
+        assert_eq!(TType::new(DType::Bool, vec![]).mlir(), "tensor<i1>");
+        assert_eq!(checked_numel(&[-1, 2]), None);
+        assert_eq!(checked_numel(&[i64::MAX, 2]), None);
+        assert_eq!(checked_numel(&[]), Some(1));
+    }
+}

@@ -1,0 +1,506 @@
+//! The graph walk: model → one `func.func` whose arguments are the graph
+//! inputs (initializers are constants, also when listed as inputs) and
+//! whose results are the graph outputs, both named with `tcc.name`.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::rc::Rc;
+
+use super::dtype::{DType, TType, checked_numel};
+use super::emit::{ConstStyle, Emitter, Val, string_literal};
+use super::error::{ImportError, Result, bail};
+use super::node::{Node, Value};
+use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto, type_proto};
+use super::tensor::{self, Const};
+use super::{ImportOptions, Imported, IoInfo, ops};
+
+/// The default-domain opsets the importer implements.
+pub const MIN_OPSET: i64 = 6;
+pub const MAX_OPSET: i64 = 21;
+
+pub struct Importer {
+    pub e: Emitter,
+    cache: HashMap<usize, (Rc<Const>, Val)>,
+    pub demote_f64: bool,
+}
+
+impl Importer {
+    pub fn new(style: ConstStyle, demote_f64: bool) -> Self {
+        Self {
+            e: Emitter::new(style),
+            cache: HashMap::new(),
+            demote_f64,
+        }
+    }
+
+    /// The SSA value of a graph value (writing a `tosa.const` the first
+    /// time a constant is used as a tensor).
+    pub fn val(&mut self, value: &Value) -> Result<Val> {
+        match value {
+            Value::Tensor(v) => Ok(v.clone()),
+            Value::Const(c) => {
+                let key = Rc::as_ptr(c) as usize;
+                if let Some((_, v)) = self.cache.get(&key) {
+                    return Ok(v.clone());
+                }
+                let v = self.e.constant(c, "cst")?;
+                self.cache.insert(key, (c.clone(), v.clone()));
+                Ok(v)
+            }
+        }
+    }
+
+    /// The element type a model's type becomes in the imported function.
+    pub fn graph_dtype(&self, dtype: DType) -> DType {
+        if dtype == DType::F64 && self.demote_f64 {
+            DType::F32
+        } else {
+            dtype
+        }
+    }
+
+    /// A constant as the importer keeps it (float64 demoted when asked).
+    pub fn adopt(&self, c: Const) -> Const {
+        if c.dtype == DType::F64 && self.demote_f64 {
+            c.cast(DType::F32)
+        } else {
+            c
+        }
+    }
+}
+
+/// The model's default-domain opset.
+fn default_opset(model: &ModelProto) -> Result<i64> {
+    let mut opset = None;
+    for import in &model.opset_import {
+        if import.domain.is_empty() || import.domain == "ai.onnx" {
+            opset = Some(import.version);
+        }
+    }
+    match opset {
+        Some(v) if (MIN_OPSET..=MAX_OPSET).contains(&v) => Ok(v),
+        Some(v) => bail!(
+            "the model imports opset {v} of the default ONNX domain; the importer supports opsets {MIN_OPSET} to {MAX_OPSET}"
+        ),
+        None if model.opset_import.is_empty() => {
+            bail!(
+                "the model imports no opset (IR version {}): models before opset {MIN_OPSET} are not supported",
+                model.ir_version
+            )
+        }
+        None => bail!("the model does not import the default ONNX domain"),
+    }
+}
+
+/// The static type of a graph input/output's `ValueInfoProto`.
+fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i64>>, Vec<String>)> {
+    let Some(ty) = info.r#type.as_ref() else {
+        bail!("'{}' has no type", info.name)
+    };
+    let Some(type_proto::Value::TensorType(tensor)) = &ty.value else {
+        bail!(
+            "'{}' is not a tensor (sequences, maps and optionals are not supported)",
+            info.name
+        )
+    };
+    let Some(shape) = &tensor.shape else {
+        bail!("'{}' has no shape: tcc needs static shapes", info.name)
+    };
+    let mut dims = Vec::new();
+    let mut params = Vec::new();
+    for dim in &shape.dim {
+        use super::proto::tensor_shape_proto::dimension::Value as D;
+        match &dim.value {
+            Some(D::DimValue(v)) if *v >= 0 => {
+                dims.push(Some(*v));
+                params.push(String::new());
+            }
+            Some(D::DimParam(p)) => {
+                dims.push(None);
+                params.push(p.clone());
+            }
+            _ => {
+                dims.push(None);
+                params.push("?".into());
+            }
+        }
+    }
+    Ok((tensor.elem_type, dims, params))
+}
+
+/// Nodes that some graph output depends on, in a topological order (the
+/// model's own order when it is one).
+fn live_nodes<'g>(
+    graph: &'g GraphProto,
+    known: &HashSet<&str>,
+) -> Result<Vec<(usize, &'g NodeProto)>> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (index, node) in graph.node.iter().enumerate() {
+        for output in node.output.iter().filter(|o| !o.is_empty()) {
+            if producer.insert(output, index).is_some() {
+                bail!(
+                    "value '{output}' is produced twice (node {index}, '{}')",
+                    node.name
+                );
+            }
+        }
+    }
+    let mut live = vec![false; graph.node.len()];
+    let mut stack: Vec<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
+    let mut seen: HashSet<&str> = HashSet::new();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        if let Some(&index) = producer.get(name) {
+            if !live[index] {
+                live[index] = true;
+                stack.extend(
+                    graph.node[index]
+                        .input
+                        .iter()
+                        .filter(|i| !i.is_empty())
+                        .map(String::as_str),
+                );
+            }
+        } else if !known.contains(name) {
+            bail!(
+                "value '{name}' is used but neither a graph input, an initializer nor a node output"
+            );
+        }
+    }
+    // Kahn's order, preferring the model's order.
+    let mut available: HashSet<&str> = known.clone();
+    let mut pending: Vec<usize> = (0..graph.node.len()).filter(|&i| live[i]).collect();
+    let mut order = Vec::new();
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|&index| {
+            let node = &graph.node[index];
+            if node
+                .input
+                .iter()
+                .all(|i| i.is_empty() || available.contains(i.as_str()))
+            {
+                available.extend(node.output.iter().map(String::as_str));
+                order.push((index, node));
+                false
+            } else {
+                true
+            }
+        });
+        if pending.len() == before {
+            let node = &graph.node[pending[0]];
+            bail!(
+                "the graph has a cycle through node {} ('{}', {})",
+                pending[0],
+                node.name,
+                node.op_type
+            );
+        }
+    }
+    Ok(order)
+}
+
+pub fn import_model(
+    model: &ModelProto,
+    base_dir: Option<&Path>,
+    options: &ImportOptions,
+) -> Result<Imported> {
+    let Some(graph) = model.graph.as_ref() else {
+        bail!("not an ONNX model: it has no graph")
+    };
+    if model.ir_version <= 0 {
+        bail!("not an ONNX model: no IR version");
+    }
+    let opset = default_opset(model)?;
+    if graph.output.is_empty() {
+        bail!("the graph has no outputs");
+    }
+    if !graph.sparse_initializer.is_empty() {
+        bail!("sparse initializers are not supported");
+    }
+    let mut imp = Importer::new(options.const_style, options.demote_f64);
+    let mut values: HashMap<String, Value> = HashMap::new();
+
+    for (index, init) in graph.initializer.iter().enumerate() {
+        let what = format!("initializer '{}'", init.name);
+        let c = tensor::decode(init, base_dir, &what)?;
+        let name = if init.name.is_empty() {
+            format!("#{index}")
+        } else {
+            init.name.clone()
+        };
+        values.insert(name, Value::constant(imp.adopt(c)));
+    }
+
+    // Graph inputs that are not initializers become arguments.
+    let mut arguments = Vec::new();
+    let mut inputs = Vec::new();
+    let overrides: HashMap<&str, &Vec<i64>> = options
+        .input_shapes
+        .iter()
+        .map(|(n, s)| (n.as_str(), s))
+        .collect();
+    for info in &graph.input {
+        if values.contains_key(&info.name) {
+            continue;
+        }
+        let (code, dims, params) = declared_type(info).map_err(|e| e.context("graph input"))?;
+        let Some(dtype) = DType::from_onnx(code) else {
+            bail!(
+                "graph input '{}' has element type {}, which tcc does not support",
+                info.name,
+                DType::onnx_code_name(code)
+            );
+        };
+        let dtype = imp.graph_dtype(dtype);
+        if !dtype.in_graph() {
+            let hint = if dtype == DType::F64 {
+                " (import with --demote-f64 to compute in float32)"
+            } else {
+                ""
+            };
+            bail!(
+                "graph input '{}' has element type {dtype}, which tcc does not support{hint}",
+                info.name
+            );
+        }
+        let shape: Vec<i64> = if let Some(shape) = overrides.get(info.name.as_str()) {
+            if shape.len() != dims.len()
+                || dims
+                    .iter()
+                    .zip(shape.iter())
+                    .any(|(d, s)| d.is_some_and(|d| d != *s))
+            {
+                bail!(
+                    "--input-shape for '{}' is {:?} but the model declares rank {} {:?}",
+                    info.name,
+                    shape,
+                    dims.len(),
+                    dims
+                );
+            }
+            (*shape).clone()
+        } else {
+            let mut shape = Vec::new();
+            for (d, p) in dims.iter().zip(&params) {
+                match d {
+                    Some(d) => shape.push(*d),
+                    None => bail!(
+                        "graph input '{}' has the dynamic dimension '{p}' (shape {}): tcc needs static shapes; give one with --input-shape {}=DIMS",
+                        info.name,
+                        dims.iter()
+                            .zip(&params)
+                            .map(|(d, p)| d.map_or(p.clone(), |d| d.to_string()))
+                            .collect::<Vec<_>>()
+                            .join("x"),
+                        info.name
+                    ),
+                }
+            }
+            shape
+        };
+        if checked_numel(&shape).is_none() {
+            bail!(
+                "graph input '{}' has an invalid or too large shape {shape:?}",
+                info.name
+            );
+        }
+        let ty = TType::new(dtype, shape);
+        let ssa = format!("%arg{}", arguments.len());
+        arguments.push(format!(
+            "{ssa}: {} {{tcc.name = {}}} loc({})",
+            ty.mlir(),
+            string_literal(&info.name),
+            string_literal(&info.name)
+        ));
+        inputs.push(IoInfo {
+            name: info.name.clone(),
+            ty: ty.clone(),
+        });
+        values.insert(info.name.clone(), Value::Tensor(Val { ssa, ty }));
+    }
+    for (name, _) in &options.input_shapes {
+        if !inputs.iter().any(|i| &i.name == name) {
+            bail!("--input-shape names '{name}', which is not a graph input");
+        }
+    }
+
+    let known: HashSet<&str> = values.keys().map(String::as_str).collect();
+    let order = live_nodes(graph, &known)?;
+    let used: HashSet<&str> = order
+        .iter()
+        .flat_map(|(_, n)| n.input.iter().map(String::as_str))
+        .chain(graph.output.iter().map(|o| o.name.as_str()))
+        .collect();
+    let total = order.len();
+    for (position, (index, proto)) in order.iter().enumerate() {
+        let where_ = || {
+            let name = if proto.name.is_empty() {
+                String::new()
+            } else {
+                format!("'{}' ", proto.name)
+            };
+            let domain = if proto.domain.is_empty() {
+                String::new()
+            } else {
+                format!("domain {}, ", proto.domain)
+            };
+            format!(
+                "node {name}({}, {domain}opset {opset}; node {} of {total}, #{index} in the graph)",
+                proto.op_type,
+                position + 1
+            )
+        };
+        let location = if proto.name.is_empty() {
+            format!("{}_{index}", proto.op_type)
+        } else {
+            proto.name.clone()
+        };
+        imp.e.set_location(&location);
+        let mut node_inputs = Vec::new();
+        for name in &proto.input {
+            if name.is_empty() {
+                node_inputs.push(None);
+            } else {
+                match values.get(name) {
+                    Some(v) => node_inputs.push(Some(v.clone())),
+                    None => bail!("{}: input '{name}' is not defined", where_()),
+                }
+            }
+        }
+        let node = Node {
+            proto,
+            opset,
+            inputs: node_inputs,
+        };
+        let outputs =
+            ops::import_node(&mut imp, &node, base_dir).map_err(|e| e.context(where_()))?;
+        for (i, name) in proto.output.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            match outputs.get(i) {
+                Some(Value::Const(c)) if c.dtype == DType::F64 && imp.demote_f64 => {
+                    values.insert(name.clone(), Value::constant(c.cast(DType::F32)));
+                }
+                Some(value) => {
+                    values.insert(name.clone(), value.clone());
+                }
+                None if used.contains(name.as_str()) => {
+                    bail!(
+                        "{}: output #{i} ('{name}') is used but the importer does not produce it",
+                        where_()
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+
+    // Results.
+    imp.e.set_location("graph outputs");
+    let mut results = Vec::new();
+    let mut outputs = Vec::new();
+    for info in &graph.output {
+        let Some(value) = values.get(&info.name).cloned() else {
+            bail!("graph output '{}' is not defined", info.name)
+        };
+        let ty = value.ty();
+        if !ty.dtype.in_graph() {
+            bail!(
+                "graph output '{}' has element type {}, which tcc does not support",
+                info.name,
+                ty.dtype
+            );
+        }
+        if let Ok((code, dims, _)) = declared_type(info) {
+            if let Some(declared) = DType::from_onnx(code).map(|d| imp.graph_dtype(d))
+                && declared != ty.dtype
+            {
+                bail!(
+                    "graph output '{}': the importer inferred {ty} but the model declares element type {declared}",
+                    info.name
+                );
+            }
+            let mismatch = dims.len() != ty.rank()
+                || dims
+                    .iter()
+                    .zip(&ty.shape)
+                    .any(|(d, s)| d.is_some_and(|d| d != *s));
+            if mismatch {
+                let declared: Vec<String> = dims
+                    .iter()
+                    .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
+                    .collect();
+                bail!(
+                    "graph output '{}': the importer inferred {ty} but the model declares shape [{}]",
+                    info.name,
+                    declared.join(", ")
+                );
+            }
+        }
+        let mut v = imp.val(&value)?;
+        if v.ssa.starts_with("%arg") {
+            v = imp.e.unary("tosa.identity", &v);
+        }
+        outputs.push(IoInfo {
+            name: info.name.clone(),
+            ty: ty.clone(),
+        });
+        results.push(v);
+    }
+
+    let function = options.function_name.clone();
+    let result_types: Vec<String> = results
+        .iter()
+        .zip(&outputs)
+        .map(|(v, o)| format!("{} {{tcc.name = {}}}", v.ty.mlir(), string_literal(&o.name)))
+        .collect();
+    let mut text = String::new();
+    let producer = if model.producer_name.is_empty() {
+        String::new()
+    } else {
+        format!(" from {} {}", model.producer_name, model.producer_version)
+    };
+    let _ = writeln!(
+        text,
+        "// Imported by tcc from ONNX (IR version {}, opset {opset}){producer}.",
+        model.ir_version
+    );
+    let graph_loc = format!(
+        "loc({})",
+        string_literal(if graph.name.is_empty() {
+            "graph"
+        } else {
+            &graph.name
+        })
+    );
+    let _ = writeln!(text, "module {{");
+    let _ = writeln!(
+        text,
+        "  func.func @{function}({}) -> ({}) {{",
+        arguments.join(", "),
+        result_types.join(", ")
+    );
+    text.push_str(imp.e.body());
+    let names: Vec<&str> = results.iter().map(|v| v.ssa.as_str()).collect();
+    let types: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
+    let _ = writeln!(
+        text,
+        "    func.return {} : {} loc(\"graph outputs\")",
+        names.join(", "),
+        types.join(", ")
+    );
+    let _ = writeln!(text, "  }} {graph_loc}\n}} {graph_loc}");
+    text.push_str(&imp.e.resource_section());
+    Ok(Imported {
+        mlir: text,
+        function,
+        inputs,
+        outputs,
+        opset,
+    })
+}

@@ -1,0 +1,494 @@
+//! Elementwise ops: math, activations, arithmetic with numpy (and, before
+//! opset 7, legacy axis) broadcasting, comparisons, logic, casts.
+
+use super::super::dtype::{DType, TType};
+use super::super::emit::{Val, broadcast_shapes};
+use super::super::error::{ImportError, Result, bail};
+use super::super::importer::Importer;
+use super::super::node::{Node, Value, require_float};
+use super::one;
+
+fn tensor(v: Val) -> Result<Vec<Value>> {
+    one(Value::Tensor(v))
+}
+
+/// The first input, materialized, required to be a float tensor.
+fn float_input(imp: &mut Importer, node: &Node) -> Result<Val> {
+    let x = node.input(0)?;
+    require_float(x, &format!("{}'s input", node.op()))?;
+    imp.val(x)
+}
+
+pub fn float_unary(imp: &mut Importer, node: &Node, name: &str) -> Result<Vec<Value>> {
+    let x = float_input(imp, node)?;
+    tensor(imp.e.unary(name, &x))
+}
+
+pub fn abs(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    if x.dtype() == DType::Bool {
+        bail!("Abs of a bool tensor");
+    }
+    tensor(imp.e.unary("tosa.abs", &x))
+}
+
+pub fn neg(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    if x.dtype() == DType::Bool {
+        bail!("Neg of a bool tensor");
+    }
+    tensor(imp.e.negate(&x))
+}
+
+/// Ops TOSA lacks, as a `linalg.generic` over `math` ops.
+pub fn math_unary(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = float_input(imp, node)?;
+    let op = match node.op() {
+        "Sqrt" => "math.sqrt",
+        "Floor" => "math.floor",
+        "Ceil" => "math.ceil",
+        "Round" => "math.roundeven",
+        "Sin" => "math.sin",
+        "Cos" => "math.cos",
+        other => bail!("no math op for {other}"),
+    };
+    let t = x.dtype().mlir();
+    tensor(imp.e.map(&[&x], x.ty.clone(), &|a| {
+        format!("%r = {op} {} : {t}", a[0])
+    }))
+}
+
+pub fn sign(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    let d = x.dtype();
+    let zero = imp.e.scalar(d, x.rank(), 0.0);
+    let plus = imp.e.scalar(d, x.rank(), 1.0);
+    let minus = imp.e.scalar(d, x.rank(), -1.0);
+    let positive = imp.e.binary_to("tosa.greater", &x, &zero, DType::Bool)?;
+    let negative = imp.e.binary_to("tosa.greater", &zero, &x, DType::Bool)?;
+    let low = imp.e.select(&negative, &minus, &zero)?;
+    tensor(imp.e.select(&positive, &plus, &low)?)
+}
+
+pub fn relu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    if x.dtype() == DType::Bool {
+        bail!("Relu of a bool tensor");
+    }
+    tensor(imp.e.clamp(&x, 0.0, f64::INFINITY))
+}
+
+/// `alpha * (exp(x) - 1)`.
+fn exp_minus_one(imp: &mut Importer, x: &Val, alpha: f64) -> Result<Val> {
+    let e = imp.e.unary("tosa.exp", x);
+    let em1 = imp.e.offset(&e, -1.0)?;
+    imp.e.scale(&em1, alpha)
+}
+
+/// `log(1 + exp(x))` computed as `max(x, 0) + log(1 + exp(-|x|))`.
+fn softplus(imp: &mut Importer, x: &Val) -> Result<Val> {
+    let positive = imp.e.clamp(x, 0.0, f64::INFINITY);
+    let a = imp.e.unary("tosa.abs", x);
+    let na = imp.e.negate(&a);
+    let e = imp.e.unary("tosa.exp", &na);
+    let e1 = imp.e.offset(&e, 1.0)?;
+    let l = imp.e.unary("tosa.log", &e1);
+    imp.e.add(&positive, &l)
+}
+
+pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = float_input(imp, node)?;
+    let d = x.dtype();
+    let rank = x.rank();
+    let bool_ty = x.ty.with_dtype(DType::Bool);
+    let y = match node.op() {
+        "LeakyRelu" => {
+            let alpha = node.float("alpha", 0.01)? as f64;
+            let ax = imp.e.scale(&x, alpha)?;
+            if (0.0..=1.0).contains(&alpha) {
+                imp.e.binary("tosa.maximum", &x, &ax)?
+            } else {
+                let zero = imp.e.scalar(d, rank, 0.0);
+                let keep = imp.e.op("tosa.greater_equal", &[&x, &zero], "", bool_ty);
+                imp.e.select(&keep, &x, &ax)?
+            }
+        }
+        "Elu" | "Selu" => {
+            let (alpha, gamma) = if node.op() == "Elu" {
+                (node.float("alpha", 1.0)? as f64, 1.0)
+            } else {
+                (
+                    node.float("alpha", 1.673_263_2)? as f64,
+                    node.float("gamma", 1.050_701)? as f64,
+                )
+            };
+            let zero = imp.e.scalar(d, rank, 0.0);
+            let positive = imp.e.op("tosa.greater", &[&x, &zero], "", bool_ty);
+            let negative = exp_minus_one(imp, &x, alpha)?;
+            let y = imp.e.select(&positive, &x, &negative)?;
+            imp.e.scale(&y, gamma)?
+        }
+        "Celu" => {
+            let alpha = node.float("alpha", 1.0)? as f64;
+            let scaled = imp.e.scale(&x, 1.0 / alpha)?;
+            let negative = exp_minus_one(imp, &scaled, alpha)?;
+            let low = imp.e.clamp(&negative, f64::NEG_INFINITY, 0.0);
+            let high = imp.e.clamp(&x, 0.0, f64::INFINITY);
+            imp.e.add(&high, &low)?
+        }
+        "ThresholdedRelu" => {
+            let alpha = node.float("alpha", 1.0)? as f64;
+            let threshold = imp.e.scalar(d, rank, alpha);
+            let zero = imp.e.scalar(d, rank, 0.0);
+            let keep = imp.e.op("tosa.greater", &[&x, &threshold], "", bool_ty);
+            imp.e.select(&keep, &x, &zero)?
+        }
+        "HardSigmoid" => {
+            let alpha = node.float("alpha", 0.2)? as f64;
+            let beta = node.float("beta", 0.5)? as f64;
+            let ax = imp.e.scale(&x, alpha)?;
+            let axb = imp.e.offset(&ax, beta)?;
+            imp.e.clamp(&axb, 0.0, 1.0)
+        }
+        "HardSwish" => {
+            let ax = imp.e.scale(&x, 1.0 / 6.0)?;
+            let axb = imp.e.offset(&ax, 0.5)?;
+            let h = imp.e.clamp(&axb, 0.0, 1.0);
+            imp.e.mul(&x, &h)?
+        }
+        "Softplus" => softplus(imp, &x)?,
+        "Softsign" => {
+            let a = imp.e.unary("tosa.abs", &x);
+            let a1 = imp.e.offset(&a, 1.0)?;
+            imp.e.div(&x, &a1)?
+        }
+        "Mish" => {
+            let sp = softplus(imp, &x)?;
+            let t = imp.e.unary("tosa.tanh", &sp);
+            imp.e.mul(&x, &t)?
+        }
+        "Gelu" => {
+            let approximate = node.string("approximate", "none")?;
+            if approximate != "none" && approximate != "tanh" {
+                bail!("Gelu approximate='{approximate}' is not one of none, tanh");
+            }
+            let ty = x.ty.clone();
+            imp.e.op(
+                "tcc.gelu",
+                &[&x],
+                &format!("approximate = \"{approximate}\""),
+                ty,
+            )
+        }
+        other => bail!("no activation {other}"),
+    };
+    tensor(y)
+}
+
+pub fn prelu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = float_input(imp, node)?;
+    let slope_value = node.input(1)?;
+    let mut slope = imp.val(slope_value)?;
+    if broadcast_shapes(slope.shape(), x.shape()).as_deref() != Some(x.shape()) {
+        // Before opset 7 (and in models exported for it) a 1-D slope of C
+        // elements applies along the channel axis 1.
+        if slope.rank() == 1 && x.rank() >= 2 && slope.shape()[0] == x.shape()[1] {
+            let mut shape = vec![1; x.rank() - 1];
+            shape[0] = slope.shape()[0];
+            slope = imp.e.reshape(&slope, &shape);
+        } else {
+            bail!(
+                "PRelu slope {:?} does not broadcast to the input {:?}",
+                slope.shape(),
+                x.shape()
+            );
+        }
+    }
+    let zero = imp.e.scalar(x.dtype(), x.rank(), 0.0);
+    let keep = imp.e.op(
+        "tosa.greater_equal",
+        &[&x, &zero],
+        "",
+        x.ty.with_dtype(DType::Bool),
+    );
+    let scaled = imp.e.mul(&x, &slope)?;
+    tensor(imp.e.select(&keep, &x, &scaled)?)
+}
+
+pub fn clip(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    let (low, high) = if node.opset < 11 {
+        (
+            Some(node.float("min", f32::MIN)? as f64),
+            Some(node.float("max", f32::MAX)? as f64),
+        )
+    } else {
+        let bound = |i: usize| -> Result<Option<f64>> {
+            match node.opt(i) {
+                None => Ok(None),
+                Some(Value::Const(c)) if c.numel() == 1 => Ok(Some(c.f64_at(0))),
+                Some(Value::Const(_)) => bail!("Clip bound #{i} must be a scalar"),
+                Some(Value::Tensor(_)) => Err(ImportError::new("")),
+            }
+        };
+        match (bound(1), bound(2)) {
+            (Ok(lo), Ok(hi)) => (lo, hi),
+            _ => {
+                // Bounds computed at run time: maximum/minimum.
+                let mut y = x.clone();
+                if let Some(lo) = node.opt(1) {
+                    let lo = imp.val(lo)?;
+                    y = imp.e.binary("tosa.maximum", &y, &lo)?;
+                }
+                if let Some(hi) = node.opt(2) {
+                    let hi = imp.val(hi)?;
+                    y = imp.e.binary("tosa.minimum", &y, &hi)?;
+                }
+                return tensor(y);
+            }
+        }
+    };
+    let (low, high) = (
+        low.unwrap_or(f64::NEG_INFINITY),
+        high.unwrap_or(f64::INFINITY),
+    );
+    if low > high {
+        // ONNX: every element becomes max; clamp would reject min > max.
+        let c = imp.e.splat(x.dtype(), x.shape().to_vec(), high);
+        return tensor(c);
+    }
+    tensor(imp.e.clamp(&x, low, high))
+}
+
+/// Before opset 7, `broadcast=1` with `axis` aligns B's dims at `axis` of A.
+fn legacy_broadcast(imp: &mut Importer, node: &Node, a: &Val, b: Val) -> Result<Val> {
+    if node.opset >= 7 || node.int("broadcast", 0)? == 0 {
+        return Ok(b);
+    }
+    let Some(axis) = node.int_opt("axis")? else {
+        return Ok(b);
+    };
+    let axis = node.axis(axis, a.rank(), "axis")?;
+    if axis + b.rank() > a.rank() {
+        bail!(
+            "legacy broadcast of {:?} at axis {axis} of {:?}",
+            b.shape(),
+            a.shape()
+        );
+    }
+    let mut shape = vec![1; a.rank()];
+    shape[axis..axis + b.rank()].copy_from_slice(b.shape());
+    Ok(imp.e.reshape(&b, &shape))
+}
+
+fn pair(imp: &mut Importer, node: &Node) -> Result<(Val, Val)> {
+    let a = imp.val(node.input(0)?)?;
+    let b = imp.val(node.input(1)?)?;
+    let b = legacy_broadcast(imp, node, &a, b)?;
+    if a.dtype() != b.dtype() && node.op() != "Pow" {
+        bail!(
+            "{} of {} and {}: element types differ",
+            node.op(),
+            a.dtype(),
+            b.dtype()
+        );
+    }
+    Ok((a, b))
+}
+
+pub fn arithmetic(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    if node.op() == "Pow" {
+        return pow(imp, node);
+    }
+    let (a, b) = pair(imp, node)?;
+    if a.dtype() == DType::Bool {
+        bail!("{} of bool tensors", node.op());
+    }
+    let y = match node.op() {
+        "Add" => imp.e.add(&a, &b)?,
+        "Sub" => imp.e.sub(&a, &b)?,
+        "Mul" => imp.e.mul(&a, &b)?,
+        "Div" if a.dtype().is_float() => {
+            // Division by a constant multiplies by its reciprocal (folded).
+            if let Some(Value::Const(c)) = node.opt(1)
+                && node.opset >= 7
+            {
+                let reciprocal: Vec<f64> = c.f64s().iter().map(|v| 1.0 / v).collect();
+                let r =
+                    super::super::tensor::Const::from_f64(c.dtype, c.shape.clone(), &reciprocal);
+                let r = imp.e.constant(&r, "reciprocal")?;
+                imp.e.mul(&a, &r)?
+            } else {
+                imp.e.div(&a, &b)?
+            }
+        }
+        "Div" => {
+            // Integer division truncating toward zero.
+            let Some(shape) = broadcast_shapes(a.shape(), b.shape()) else {
+                bail!(
+                    "shapes {:?} and {:?} do not broadcast",
+                    a.shape(),
+                    b.shape()
+                );
+            };
+            let t = a.dtype().mlir();
+            let ty = TType::new(a.dtype(), shape);
+            imp.e.map(&[&a, &b], ty, &|x| {
+                format!("%r = arith.divsi {}, {} : {t}", x[0], x[1])
+            })
+        }
+        other => bail!("no arithmetic op {other}"),
+    };
+    tensor(y)
+}
+
+fn pow(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let base = node.input(0)?;
+    require_float(base, "Pow's base")?;
+    let x = imp.val(base)?;
+    if let Some(Value::Const(c)) = node.opt(1)
+        && c.uniform()
+        && c.numel() > 0
+        && broadcast_shapes(x.shape(), &c.shape).as_deref() == Some(x.shape())
+    {
+        match c.f64_at(0) {
+            1.0 => return tensor(x),
+            2.0 => return tensor(imp.e.mul(&x, &x)?),
+            0.5 => return math_unary_of(imp, &x, "math.sqrt"),
+            _ => {}
+        }
+    }
+    let y = imp.val(node.input(1)?)?;
+    let y = legacy_broadcast(imp, node, &x, y)?;
+    let y = imp.e.cast(&y, x.dtype());
+    tensor(imp.e.binary("tosa.pow", &x, &y)?)
+}
+
+fn math_unary_of(imp: &mut Importer, x: &Val, op: &str) -> Result<Vec<Value>> {
+    let t = x.dtype().mlir();
+    tensor(
+        imp.e
+            .map(&[x], x.ty.clone(), &|a| format!("%r = {op} {} : {t}", a[0])),
+    )
+}
+
+pub fn compare(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let (a, b) = pair(imp, node)?;
+    let (name, swap) = match node.op() {
+        "Equal" => ("tosa.equal", false),
+        "Greater" => ("tosa.greater", false),
+        "Less" => ("tosa.greater", true),
+        "GreaterOrEqual" => ("tosa.greater_equal", false),
+        "LessOrEqual" => ("tosa.greater_equal", true),
+        other => bail!("no comparison {other}"),
+    };
+    let (a, b) = if swap { (b, a) } else { (a, b) };
+    tensor(imp.e.binary_to(name, &a, &b, DType::Bool)?)
+}
+
+pub fn logical(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let (a, b) = pair(imp, node)?;
+    if a.dtype() != DType::Bool {
+        bail!("{} needs bool tensors, not {}", node.op(), a.dtype());
+    }
+    let y = match node.op() {
+        "And" => imp.e.binary("tosa.logical_and", &a, &b)?,
+        "Or" => imp.e.binary("tosa.logical_or", &a, &b)?,
+        _ => {
+            let either = imp.e.binary("tosa.logical_or", &a, &b)?;
+            let both = imp.e.binary("tosa.logical_and", &a, &b)?;
+            let not_both = imp.e.unary("tosa.logical_not", &both);
+            imp.e.binary("tosa.logical_and", &either, &not_both)?
+        }
+    };
+    tensor(y)
+}
+
+pub fn not(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    if x.dtype() != DType::Bool {
+        bail!("Not needs a bool tensor, not {}", x.dtype());
+    }
+    tensor(imp.e.unary("tosa.logical_not", &x))
+}
+
+pub fn variadic(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let count = node.inputs.iter().flatten().count();
+    if count == 0 {
+        bail!("{} needs at least one input", node.op());
+    }
+    let mut values = Vec::new();
+    for v in node.inputs.iter().flatten() {
+        values.push(imp.val(v)?);
+    }
+    if values.iter().any(|v| v.dtype() != values[0].dtype()) {
+        bail!("{}: inputs have different element types", node.op());
+    }
+    let name = match node.op() {
+        "Max" => "tosa.maximum",
+        "Min" => "tosa.minimum",
+        _ => "tosa.add",
+    };
+    let mut acc = values[0].clone();
+    for v in &values[1..] {
+        acc = imp.e.binary(name, &acc, v)?;
+    }
+    if node.op() == "Mean" {
+        if !acc.dtype().is_float() {
+            bail!("Mean of {} tensors", acc.dtype());
+        }
+        acc = imp.e.scale(&acc, 1.0 / values.len() as f64)?;
+    }
+    tensor(acc)
+}
+
+pub fn where_(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let cond = imp.val(node.input(0)?)?;
+    let a = imp.val(node.input(1)?)?;
+    let b = imp.val(node.input(2)?)?;
+    if cond.dtype() != DType::Bool {
+        bail!("Where's condition must be bool, not {}", cond.dtype());
+    }
+    if a.dtype() != b.dtype() {
+        bail!(
+            "Where of {} and {}: element types differ",
+            a.dtype(),
+            b.dtype()
+        );
+    }
+    tensor(imp.e.select(&cond, &a, &b)?)
+}
+
+pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    let target = if node.op() == "CastLike" {
+        node.input(1)?.dtype()
+    } else {
+        let to = node
+            .int_opt("to")?
+            .ok_or_else(|| ImportError::new("Cast needs the attribute 'to'"))?;
+        match DType::from_onnx(to as i32) {
+            Some(d) => imp.graph_dtype(d),
+            None => bail!(
+                "Cast to {} is not supported",
+                DType::onnx_code_name(to as i32)
+            ),
+        }
+    };
+    if !target.in_graph() {
+        bail!("Cast to {target} is not supported (tcc has no {target} tensors)");
+    }
+    let x = imp.val(input)?;
+    if x.dtype() == target {
+        return tensor(x);
+    }
+    if x.dtype().is_float() && target.is_int() {
+        // ONNX truncates toward zero (tosa.cast rounds to nearest).
+        let (from, to) = (x.dtype().mlir(), target.mlir());
+        let ty = x.ty.with_dtype(target);
+        return tensor(imp.e.map(&[&x], ty, &|a| {
+            format!("%r = arith.fptosi {} : {from} to {to}", a[0])
+        }));
+    }
+    tensor(imp.e.cast(&x, target))
+}

@@ -1,0 +1,460 @@
+//! Pooling, and the window arithmetic shared with convolutions.
+//!
+//! ONNX tensors are NCHW; TOSA's are NHWC, so 2-D pools are wrapped in
+//! transposes (the graph phase cancels adjacent pairs). 1-D pools run as
+//! 2-D pools of height 1. Dilated and 3-D pools, which TOSA lacks, are
+//! linalg pooling ops on an explicitly padded NDHWC input.
+
+use super::super::dtype::{DType, TType};
+use super::super::emit::{Val, array_i64};
+use super::super::error::{ImportError, Result, bail};
+use super::super::importer::Importer;
+use super::super::node::{Node, Value, require_float};
+use super::super::tensor::Const;
+use super::one;
+
+/// One spatial axis of a sliding window after ONNX's output-size rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Input length.
+    pub input: i64,
+    pub kernel: i64,
+    pub stride: i64,
+    pub dilation: i64,
+    /// Padding before and after, adjusted so that the last window ends
+    /// exactly at the padded input's end (TOSA requires it).
+    pub pad_begin: i64,
+    pub pad_end: i64,
+    /// The padding the model asked for (for average-pool divisors).
+    pub model_pad_end: i64,
+    /// Input elements actually used (the rest is cropped).
+    pub used: i64,
+    pub output: i64,
+}
+
+impl Window {
+    pub fn new(
+        input: i64,
+        kernel: i64,
+        stride: i64,
+        dilation: i64,
+        pad_begin: i64,
+        pad_end: i64,
+        ceil_mode: bool,
+    ) -> Result<Window> {
+        if kernel <= 0 || stride <= 0 || dilation <= 0 {
+            bail!("kernel {kernel}, stride {stride} and dilation {dilation} must be positive");
+        }
+        if pad_begin < 0 || pad_end < 0 {
+            bail!("negative padding {pad_begin}, {pad_end}");
+        }
+        let extent = (kernel - 1)
+            .checked_mul(dilation)
+            .and_then(|e| e.checked_add(1))
+            .ok_or_else(|| ImportError::new("window too large"))?;
+        let padded = input
+            .checked_add(pad_begin)
+            .and_then(|p| p.checked_add(pad_end))
+            .ok_or_else(|| ImportError::new("padding too large"))?;
+        if padded < extent {
+            bail!("the window ({extent}) is larger than the padded input ({padded})");
+        }
+        let mut output = (padded - extent) / stride + 1;
+        if ceil_mode {
+            let ceil = (padded - extent + stride - 1) / stride + 1;
+            // A last window that would start in the end padding is dropped.
+            output = if (ceil - 1) * stride >= input + pad_begin {
+                ceil - 1
+            } else {
+                ceil
+            };
+        }
+        let needed = (output - 1) * stride + extent;
+        let (mut pad_end_new, mut used) = (pad_end, input);
+        if needed > padded {
+            pad_end_new += needed - padded;
+        } else {
+            let mut excess = padded - needed;
+            let cut = excess.min(pad_end_new);
+            pad_end_new -= cut;
+            excess -= cut;
+            used -= excess;
+        }
+        if used <= 0 {
+            bail!("the windows use no input element");
+        }
+        Ok(Window {
+            input,
+            kernel,
+            stride,
+            dilation,
+            pad_begin,
+            pad_end: pad_end_new,
+            model_pad_end: pad_end,
+            used,
+            output,
+        })
+    }
+
+    /// Elements of window `o` inside `[lo, hi)` (input coordinates).
+    pub fn count_in(&self, o: i64, lo: i64, hi: i64) -> i64 {
+        let start = o * self.stride - self.pad_begin;
+        (0..self.kernel)
+            .filter(|k| (lo..hi).contains(&(start + k * self.dilation)))
+            .count() as i64
+    }
+}
+
+/// Per-axis padding from `pads`/`auto_pad` (ONNX's SAME_UPPER/SAME_LOWER
+/// padding keeps `ceil(input / stride)` outputs).
+pub fn padding(
+    node: &Node,
+    inputs: &[i64],
+    kernels: &[i64],
+    strides: &[i64],
+    dilations: &[i64],
+) -> Result<Vec<(i64, i64)>> {
+    let n = inputs.len();
+    let auto_pad = node.string("auto_pad", "NOTSET")?;
+    match auto_pad.as_str() {
+        "NOTSET" => {
+            let pads = node.ints("pads")?.unwrap_or_else(|| vec![0; 2 * n]);
+            if pads.len() != 2 * n {
+                bail!("{} pads for {n} spatial axes", pads.len());
+            }
+            Ok((0..n).map(|i| (pads[i], pads[i + n])).collect())
+        }
+        "VALID" => Ok(vec![(0, 0); n]),
+        "SAME_UPPER" | "SAME_LOWER" => {
+            let mut out = Vec::new();
+            for i in 0..n {
+                if strides[i] <= 0 {
+                    bail!("stride {}", strides[i]);
+                }
+                let output = (inputs[i] + strides[i] - 1) / strides[i];
+                let extent = (kernels[i] - 1) * dilations[i] + 1;
+                let total = ((output - 1) * strides[i] + extent - inputs[i]).max(0);
+                let small = total / 2;
+                out.push(if auto_pad == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                });
+            }
+            Ok(out)
+        }
+        other => bail!("auto_pad '{other}' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER"),
+    }
+}
+
+/// An integer-list attribute with one entry per spatial axis.
+pub fn per_axis(node: &Node, name: &str, n: usize, default: i64) -> Result<Vec<i64>> {
+    match node.ints(name)? {
+        Some(v) if v.len() == n => Ok(v),
+        Some(v) if v.is_empty() => Ok(vec![default; n]),
+        Some(v) => bail!("'{name}' has {} entries for {n} spatial axes", v.len()),
+        None => Ok(vec![default; n]),
+    }
+}
+
+/// NC... → N...C and back.
+pub fn to_channels_last(rank: usize) -> Vec<usize> {
+    let mut perm = vec![0];
+    perm.extend(2..rank);
+    perm.push(1);
+    perm
+}
+
+pub fn to_channels_first(rank: usize) -> Vec<usize> {
+    let mut perm = vec![0, rank - 1];
+    perm.extend(1..rank - 1);
+    perm
+}
+
+/// Crops the unused tail of each spatial axis of an NC... tensor.
+pub fn crop(imp: &mut Importer, x: &Val, windows: &[Window]) -> Val {
+    let mut size = x.shape().to_vec();
+    for (i, w) in windows.iter().enumerate() {
+        size[i + 2] = w.used;
+    }
+    imp.e.slice(x, &vec![0; x.rank()], &size)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Max,
+    Average,
+}
+
+pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let kind = if node.op() == "MaxPool" {
+        Kind::Max
+    } else {
+        Kind::Average
+    };
+    let input = node.input(0)?;
+    require_float(input, &format!("{}'s input", node.op()))?;
+    let x = imp.val(input)?;
+    let rank = x.rank();
+    if !(3..=5).contains(&rank) {
+        bail!(
+            "{} of a rank-{rank} tensor (1-D to 3-D pooling is supported)",
+            node.op()
+        );
+    }
+    let n = rank - 2;
+    let kernels = node
+        .ints("kernel_shape")?
+        .ok_or_else(|| ImportError::new("kernel_shape is required"))?;
+    if kernels.len() != n {
+        bail!(
+            "kernel_shape has {} entries for {n} spatial axes",
+            kernels.len()
+        );
+    }
+    let strides = per_axis(node, "strides", n, 1)?;
+    let dilations = per_axis(node, "dilations", n, 1)?;
+    let ceil_mode = node.int("ceil_mode", 0)? != 0;
+    let count_include_pad = node.int("count_include_pad", 0)? != 0;
+    if kind == Kind::Max && node.int("storage_order", 0)? != 0 && node.proto.output.len() > 1 {
+        bail!("MaxPool indices are not supported");
+    }
+    let inputs = &x.shape()[2..];
+    let pads = padding(node, inputs, &kernels, &strides, &dilations)?;
+    let mut windows = Vec::new();
+    for i in 0..n {
+        windows.push(Window::new(
+            inputs[i],
+            kernels[i],
+            strides[i],
+            dilations[i],
+            pads[i].0,
+            pads[i].1,
+            ceil_mode,
+        )?);
+    }
+    let y = if n <= 2
+        && dilations.iter().all(|&d| d == 1)
+        && windows
+            .iter()
+            .all(|w| w.pad_begin < w.kernel && w.pad_end < w.kernel)
+    {
+        tosa_pool(imp, &x, &windows, kind, count_include_pad)?
+    } else {
+        linalg_pool(imp, &x, &windows, kind, count_include_pad)?
+    };
+    one(Value::Tensor(y))
+}
+
+/// `value` for each output position of a pooled NC... tensor, as a
+/// constant broadcastable against its channels-last form [1, O..., 1].
+fn positional(windows: &[Window], dtype: DType, f: &dyn Fn(&[i64]) -> f64) -> Const {
+    let mut shape = vec![1];
+    shape.extend(windows.iter().map(|w| w.output));
+    shape.push(1);
+    let count: i64 = windows.iter().map(|w| w.output).product();
+    let mut values = Vec::with_capacity(count as usize);
+    let mut index = vec![0i64; windows.len()];
+    for _ in 0..count {
+        values.push(f(&index));
+        for a in (0..windows.len()).rev() {
+            index[a] += 1;
+            if index[a] < windows[a].output {
+                break;
+            }
+            index[a] = 0;
+        }
+    }
+    Const::from_f64(dtype, shape, &values)
+}
+
+/// The ONNX average-pool divisor of an output position.
+fn onnx_divisor(windows: &[Window], o: &[i64], count_include_pad: bool) -> i64 {
+    windows
+        .iter()
+        .zip(o)
+        .map(|(w, &o)| {
+            if count_include_pad {
+                w.count_in(o, -w.pad_begin, w.input + w.model_pad_end)
+            } else {
+                w.count_in(o, 0, w.input)
+            }
+        })
+        .product()
+}
+
+fn tosa_pool(
+    imp: &mut Importer,
+    x: &Val,
+    windows: &[Window],
+    kind: Kind,
+    count_include_pad: bool,
+) -> Result<Val> {
+    let rank = x.rank();
+    let x = crop(imp, x, windows);
+    // 1-D: height 1.
+    let (x4, w2): (Val, Vec<Window>) = if rank == 3 {
+        let s = x.shape().to_vec();
+        let unit = Window::new(1, 1, 1, 1, 0, 0, false)?;
+        (
+            imp.e.reshape(&x, &[s[0], s[1], 1, s[2]]),
+            vec![unit, windows[0]],
+        )
+    } else {
+        (x, windows.to_vec())
+    };
+    let nhwc = imp.e.transpose(&x4, &[0, 2, 3, 1]);
+    let s = nhwc.shape().to_vec();
+    let out_ty = nhwc
+        .ty
+        .with_shape(vec![s[0], w2[0].output, w2[1].output, s[3]]);
+    let attrs = format!(
+        "kernel = {}, pad = {}, stride = {}",
+        array_i64(&[w2[0].kernel, w2[1].kernel]),
+        array_i64(&[
+            w2[0].pad_begin,
+            w2[0].pad_end,
+            w2[1].pad_begin,
+            w2[1].pad_end
+        ]),
+        array_i64(&[w2[0].stride, w2[1].stride])
+    );
+    let mut y = match kind {
+        Kind::Max => imp.e.op("tosa.max_pool2d", &[&nhwc], &attrs, out_ty),
+        Kind::Average => {
+            let zp = imp.e.zero_point(nhwc.dtype());
+            let attrs = format!("acc_type = f32, {attrs}");
+            imp.e
+                .op("tosa.avg_pool2d", &[&nhwc, &zp, &zp], &attrs, out_ty)
+        }
+    };
+    if kind == Kind::Average {
+        // TOSA divides by the window's elements inside the (cropped) input.
+        let scale = positional(&w2, y.dtype(), &|o| {
+            let tosa: i64 = w2
+                .iter()
+                .zip(o)
+                .map(|(w, &o)| w.count_in(o, 0, w.used))
+                .product();
+            tosa as f64 / onnx_divisor(&w2, o, count_include_pad) as f64
+        });
+        if !scale.uniform() || scale.f64_at(0) != 1.0 {
+            let s = imp.e.constant(&scale, "pool_divisor")?;
+            y = imp.e.mul(&y, &s)?;
+        }
+    }
+    let y = imp.e.transpose(&y, &[0, 3, 1, 2]);
+    Ok(if rank == 3 {
+        let s = y.shape().to_vec();
+        imp.e.reshape(&y, &[s[0], s[1], s[3]])
+    } else {
+        y
+    })
+}
+
+fn linalg_pool(
+    imp: &mut Importer,
+    x: &Val,
+    windows: &[Window],
+    kind: Kind,
+    count_include_pad: bool,
+) -> Result<Val> {
+    let rank = x.rank();
+    let x = crop(imp, x, windows);
+    let mut pads = vec![(0, 0), (0, 0)];
+    pads.extend(windows.iter().map(|w| (w.pad_begin, w.pad_end)));
+    let fill = if kind == Kind::Max {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    let padded = imp.e.pad(&x, &pads, fill);
+    let cl = imp.e.transpose(&padded, &to_channels_last(rank));
+    let s = cl.shape().to_vec();
+    let mut out_shape = vec![s[0]];
+    out_shape.extend(windows.iter().map(|w| w.output));
+    out_shape.push(s[rank - 1]);
+    let out_ty = TType::new(x.dtype(), out_shape);
+    let init = imp.e.filled(&out_ty, fill);
+    let window = imp.e.empty(&TType::new(
+        x.dtype(),
+        windows.iter().map(|w| w.kernel).collect(),
+    ));
+    let name = match (kind, windows.len()) {
+        (Kind::Max, 1) => "linalg.pooling_nwc_max",
+        (Kind::Max, 2) => "linalg.pooling_nhwc_max",
+        (Kind::Max, _) => "linalg.pooling_ndhwc_max",
+        (Kind::Average, 1) => "linalg.pooling_nwc_sum",
+        (Kind::Average, 2) => "linalg.pooling_nhwc_sum",
+        (Kind::Average, _) => "linalg.pooling_ndhwc_sum",
+    };
+    let n = windows.len();
+    let attrs = format!(
+        "dilations = dense<[{}]> : tensor<{n}xi64>, strides = dense<[{}]> : tensor<{n}xi64>",
+        windows
+            .iter()
+            .map(|w| w.dilation.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        windows
+            .iter()
+            .map(|w| w.stride.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut y = imp.e.linalg_named(name, &attrs, &[&cl, &window], &init);
+    if kind == Kind::Average {
+        let scale = positional(windows, y.dtype(), &|o| {
+            1.0 / onnx_divisor(windows, o, count_include_pad) as f64
+        });
+        let s = imp.e.constant(&scale, "pool_divisor")?;
+        y = imp.e.mul(&y, &s)?;
+    }
+    Ok(imp.e.transpose(&y, &to_channels_first(rank)))
+}
+
+pub fn global_pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    require_float(input, &format!("{}'s input", node.op()))?;
+    let x = imp.val(input)?;
+    if x.rank() < 3 {
+        bail!("{} needs an N x C x spatial input", node.op());
+    }
+    let s = x.shape().to_vec();
+    let spatial: i64 = s[2..].iter().product();
+    let flat = imp.e.reshape(&x, &[s[0], s[1], spatial]);
+    let y = if node.op() == "GlobalMaxPool" {
+        imp.e.reduce("tosa.reduce_max", &flat, 2)
+    } else {
+        let sum = imp.e.reduce("tosa.reduce_sum", &flat, 2);
+        imp.e.scale(&sum, 1.0 / spatial as f64)?
+    };
+    let mut out = vec![s[0], s[1]];
+    out.extend(std::iter::repeat_n(1, s.len() - 2));
+    one(Value::Tensor(imp.e.reshape(&y, &out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_follow_onnx_output_sizes() {
+        // 1000 wide, kernel 80 dilated 10, pads 20/20, stride 10 -> 25.
+        let w = Window::new(1000, 80, 10, 10, 20, 20, false).unwrap();
+        assert_eq!(w.output, 25);
+        assert_eq!(
+            (w.output - 1) * w.stride + (w.kernel - 1) * w.dilation + 1,
+            w.used + w.pad_begin + w.pad_end
+        );
+        // Floor mode drops the partial window: 7, k 2, s 2 -> 3, last input cropped.
+        let w = Window::new(7, 2, 2, 1, 0, 0, false).unwrap();
+        assert_eq!((w.output, w.used, w.pad_end), (3, 6, 0));
+        // Ceil mode pads it: -> 4.
+        let w = Window::new(7, 2, 2, 1, 0, 0, true).unwrap();
+        assert_eq!((w.output, w.used, w.pad_end), (4, 7, 1));
+        assert_eq!(w.count_in(3, 0, 7), 1);
+        assert!(Window::new(3, 5, 1, 1, 0, 0, false).is_err());
+        assert!(Window::new(3, 1, 0, 1, 0, 0, false).is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! Reductions (TOSA reduces one axis at a time and keeps it) and
+//! ArgMax/ArgMin.
+
+use super::super::dtype::DType;
+use super::super::emit::Val;
+use super::super::error::{ImportError, Result, bail};
+use super::super::importer::Importer;
+use super::super::node::{Node, Value};
+use super::one;
+
+fn squeeze_axes(imp: &mut Importer, y: &Val, axes: &[usize], keepdims: bool) -> Val {
+    if keepdims {
+        return y.clone();
+    }
+    let shape: Vec<i64> = y
+        .shape()
+        .iter()
+        .enumerate()
+        .filter(|(a, _)| !axes.contains(a))
+        .map(|(_, &d)| d)
+        .collect();
+    imp.e.reshape(y, &shape)
+}
+
+pub fn reduce(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let op = node.op();
+    let input = node.input(0)?;
+    let rank = input.rank();
+    let axes_from_input = if op == "ReduceSum" {
+        node.opset >= 13
+    } else {
+        node.opset >= 18
+    };
+    let axes = if axes_from_input {
+        node.const_ints(1, "the axes")?
+    } else {
+        node.ints("axes")?
+    };
+    let keepdims = node.int("keepdims", 1)? != 0;
+    let axes: Vec<usize> = match axes {
+        Some(a) if !a.is_empty() => node.axes(&a, rank, "axis")?,
+        _ if node.int("noop_with_empty_axes", 0)? != 0 => return one(input.clone()),
+        _ => (0..rank).collect(),
+    };
+    let x = imp.val(input)?;
+    let d = x.dtype();
+    if d == DType::Bool
+        || (!d.is_float() && !matches!(op, "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"))
+    {
+        bail!("{op} of {d} tensors is not supported");
+    }
+    let count: i64 = axes.iter().map(|&a| x.shape()[a]).product();
+    let reduce_sum = |imp: &mut Importer, v: &Val| imp.e.reduce_axes("tosa.reduce_sum", v, &axes);
+    let y = match op {
+        "ReduceSum" => reduce_sum(imp, &x),
+        "ReduceMean" => {
+            let s = reduce_sum(imp, &x);
+            imp.e.scale(&s, 1.0 / count as f64)?
+        }
+        "ReduceMax" => imp.e.reduce_axes("tosa.reduce_max", &x, &axes),
+        "ReduceMin" => imp.e.reduce_axes("tosa.reduce_min", &x, &axes),
+        "ReduceProd" => imp.e.reduce_axes("tosa.reduce_product", &x, &axes),
+        "ReduceL1" => {
+            let a = imp.e.unary("tosa.abs", &x);
+            reduce_sum(imp, &a)
+        }
+        "ReduceL2" | "ReduceSumSquare" => {
+            let sq = imp.e.mul(&x, &x)?;
+            let s = reduce_sum(imp, &sq);
+            if op == "ReduceL2" {
+                let t = s.dtype().mlir();
+                imp.e.map(&[&s], s.ty.clone(), &|a| {
+                    format!("%r = math.sqrt {} : {t}", a[0])
+                })
+            } else {
+                s
+            }
+        }
+        "ReduceLogSumExp" => {
+            let m = imp.e.reduce_axes("tosa.reduce_max", &x, &axes);
+            let shifted = imp.e.sub(&x, &m)?;
+            let e = imp.e.unary("tosa.exp", &shifted);
+            let s = reduce_sum(imp, &e);
+            let l = imp.e.unary("tosa.log", &s);
+            imp.e.add(&l, &m)?
+        }
+        other => bail!("no reduction {other}"),
+    };
+    one(Value::Tensor(squeeze_axes(imp, &y, &axes, keepdims)))
+}
+
+pub fn arg(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    let rank = input.rank();
+    if rank == 0 {
+        bail!("{} of a scalar", node.op());
+    }
+    let axis = node.axis(node.int("axis", 0)?, rank, "axis")?;
+    let keepdims = node.int("keepdims", 1)? != 0;
+    if node.int("select_last_index", 0)? != 0 {
+        bail!("{} with select_last_index = 1 is not supported", node.op());
+    }
+    let x = imp.val(input)?;
+    if x.dtype() == DType::Bool {
+        bail!("{} of bool tensors", node.op());
+    }
+    let x = if node.op() == "ArgMin" {
+        imp.e.negate(&x)
+    } else {
+        x
+    };
+    let mut shape = x.shape().to_vec();
+    shape.remove(axis);
+    let ty = x.ty.with_shape(shape.clone()).with_dtype(DType::I32);
+    let i = imp
+        .e
+        .op("tosa.argmax", &[&x], &format!("axis = {axis} : i32"), ty);
+    let i = imp.e.cast(&i, DType::I64);
+    if keepdims {
+        shape.insert(axis, 1);
+    }
+    one(Value::Tensor(imp.e.reshape(&i, &shape)))
+}
