@@ -35,7 +35,7 @@ pub struct ImportArgs {
     #[arg(long)]
     pub demote_f64: bool,
     /// How to write constants with more than 64 elements.
-    #[arg(long, value_enum, default_value = "hex")]
+    #[arg(long, value_enum, default_value = "resource")]
     pub constants: Constants,
     /// Write the importer's text as is (generic op syntax, not re-printed by MLIR).
     #[arg(long)]

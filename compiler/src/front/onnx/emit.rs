@@ -306,15 +306,17 @@ impl Emitter {
             nested(&c.shape, &mut 0, &|i| element_literal(c, i), &mut text);
             return format!("dense<{text}> : {ty}");
         }
+        // Blobs of the element types tcc's host writer reads back.
+        let resource_type = matches!(c.dtype, DType::F32 | DType::I64 | DType::I32 | DType::I8);
         match self.style {
-            ConstStyle::Hex => format!("dense<\"0x{}\"> : {ty}", hex(&c.bytes)),
-            ConstStyle::Resource => {
+            ConstStyle::Resource if resource_type => {
                 let key = format!("{}_{}", sanitize(hint), self.resources.len());
                 let alignment = (c.dtype.size() as u32).max(1).to_le_bytes();
                 self.resources
                     .push((key.clone(), format!("{}{}", hex(&alignment), hex(&c.bytes))));
                 format!("dense_resource<{key}> : {ty}")
             }
+            _ => format!("dense<\"0x{}\"> : {ty}", hex(&c.bytes)),
         }
     }
 

@@ -22,6 +22,8 @@ pub const MAX_OPSET: i64 = 21;
 pub struct Importer {
     pub e: Emitter,
     cache: HashMap<usize, (Rc<Const>, Val)>,
+    /// ONNX names of constants (resource blob names).
+    names: HashMap<usize, String>,
     pub demote_f64: bool,
 }
 
@@ -30,6 +32,7 @@ impl Importer {
         Self {
             e: Emitter::new(style),
             cache: HashMap::new(),
+            names: HashMap::new(),
             demote_f64,
         }
     }
@@ -44,10 +47,18 @@ impl Importer {
                 if let Some((_, v)) = self.cache.get(&key) {
                     return Ok(v.clone());
                 }
-                let v = self.e.constant(c, "cst")?;
+                let hint = self.names.get(&key).map_or("cst", String::as_str);
+                let v = self.e.constant(c, hint)?;
                 self.cache.insert(key, (c.clone(), v.clone()));
                 Ok(v)
             }
+        }
+    }
+
+    /// Remembers the ONNX name of a constant value.
+    fn name(&mut self, value: &Value, name: &str) {
+        if let Value::Const(c) = value {
+            self.names.entry(Rc::as_ptr(c) as usize).or_insert_with(|| name.to_string());
         }
     }
 
@@ -232,7 +243,9 @@ pub fn import_model(
         } else {
             init.name.clone()
         };
-        values.insert(name, Value::constant(imp.adopt(c)));
+        let value = Value::constant(imp.adopt(c));
+        imp.name(&value, &name);
+        values.insert(name, value);
     }
 
     // Graph inputs that are not initializers become arguments.
@@ -384,9 +397,12 @@ pub fn import_model(
             }
             match outputs.get(i) {
                 Some(Value::Const(c)) if c.dtype == DType::F64 && imp.demote_f64 => {
-                    values.insert(name.clone(), Value::constant(c.cast(DType::F32)));
+                    let value = Value::constant(c.cast(DType::F32));
+                    imp.name(&value, name);
+                    values.insert(name.clone(), value);
                 }
                 Some(value) => {
+                    imp.name(value, name);
                     values.insert(name.clone(), value.clone());
                 }
                 None if used.contains(name.as_str()) => {

@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""Generates the hand-made ONNX test models of test/onnx.
+
+models/<case>/: a model.onnx and test_data_set_0/{input,output}_N.pb, the
+layout of the onnx package's backend test data, with outputs computed by
+onnx's reference evaluator (onnx.reference.ReferenceEvaluator). They cover
+what the pytorch-converted/pytorch-operator cases do not: shape
+computations folded at import time, runtime gathers, strided slices,
+newer opsets (LayerNormalization, Gelu, opset-18 reductions and pads),
+auto_pad/ceil_mode windows, external data, ...
+
+bad/<name>.onnx: models the importer must reject with a clear error.
+
+Run from the repository root: python3 test/onnx/gen.py (needs the onnx
+and numpy packages; the outputs are checked in).
+"""
+
+import os
+import shutil
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, "models")
+BAD = os.path.join(HERE, "bad")
+rng = np.random.default_rng(20240611)
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def init(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def const(name, array):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(array)))
+
+
+def randf(*shape, low=-1.0, high=1.0):
+    return rng.uniform(low, high, size=shape).astype(np.float32)
+
+
+def save_case(name, nodes, inputs, outputs, feeds, initializers=(), opset=17, external=False, expected=None):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="tcc test/onnx/gen.py")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    directory = os.path.join(MODELS, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(os.path.join(directory, "test_data_set_0"))
+    reference = ReferenceEvaluator(model)
+    results = reference.run(None, dict(zip([i.name for i in inputs], feeds)))
+    if expected is not None:
+        # Outputs where onnx's reference evaluator is wrong, computed here.
+        for index, value in expected(*feeds).items():
+            results[index] = value
+    if external:
+        onnx.save_model(model, os.path.join(directory, "model.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    else:
+        onnx.save_model(model, os.path.join(directory, "model.onnx"))
+    for i, value in enumerate(feeds):
+        tensor = numpy_helper.from_array(np.asarray(value), inputs[i].name)
+        with open(os.path.join(directory, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
+            f.write(tensor.SerializeToString())
+    for i, value in enumerate(results):
+        tensor = numpy_helper.from_array(np.asarray(value), outputs[i].name)
+        with open(os.path.join(directory, "test_data_set_0", f"output_{i}.pb"), "wb") as f:
+            f.write(tensor.SerializeToString())
+
+
+def softmax_coerced(x, axis, log=False):
+    """Softmax before opset 13: over the input flattened to 2-D at `axis`."""
+    flat = x.reshape(int(np.prod(x.shape[:axis])), -1)
+    e = np.exp(flat - flat.max(axis=1, keepdims=True))
+    y = e / e.sum(axis=1, keepdims=True)
+    return (np.log(y) if log else y).reshape(x.shape).astype(np.float32)
+
+
+def lrn(x, size, alpha, beta, bias):
+    """LRN over channels (onnx's reference loops over the batch instead)."""
+    square_sum = np.zeros_like(x)
+    for c in range(x.shape[1]):
+        begin = max(0, c - (size - 1) // 2)
+        end = min(x.shape[1], c + int(np.ceil((size - 1) / 2)) + 1)
+        square_sum[:, c] = np.sum(x[:, begin:end] ** 2, axis=1)
+    return (x / (bias + alpha / size * square_sum) ** beta).astype(np.float32)
+
+
+def cases():
+    # Shape computations exported graphs are full of, folded at import time.
+    save_case(
+        "shape_arithmetic",
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            const("i0", np.array(0, np.int64)),
+            helper.make_node("Gather", ["s", "i0"], ["n"]),
+            helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+            const("minus1", np.array([-1], np.int64)),
+            helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+            helper.make_node("Reshape", ["x", "target"], ["flat"]),
+            helper.make_node("Size", ["x"], ["size"]),
+            helper.make_node("Cast", ["size"], ["sizef"], to=F),
+            helper.make_node("Div", ["flat", "sizef"], ["y"]),
+            helper.make_node("Shape", ["y"], ["ys"]),
+            helper.make_node("ConstantOfShape", ["ys"], ["ones"], value=numpy_helper.from_array(np.array([2.0], np.float32))),
+            helper.make_node("Mul", ["y", "ones"], ["z"]),
+        ],
+        [vi("x", F, [2, 3, 4])],
+        [vi("z", F, [2, 12])],
+        [randf(2, 3, 4)],
+        [init("ax", np.array([0], np.int64))],
+        opset=13,
+    )
+    # Gathers with indices known only at run time (negative ones too) and
+    # with constant 2-D indices on axis 1.
+    save_case(
+        "gather_runtime",
+        [
+            helper.make_node("Gather", ["table", "idx"], ["rows"], axis=0),
+            helper.make_node("Gather", ["x", "cols"], ["picked"], axis=1),
+        ],
+        [vi("table", F, [5, 4]), vi("idx", I64, [3]), vi("x", F, [3, 6, 2])],
+        [vi("rows", F, [3, 4]), vi("picked", F, [3, 2, 2, 2])],
+        [randf(5, 4), np.array([4, -1, 0], np.int64), randf(3, 6, 2)],
+        [init("cols", np.array([[0, 5], [-2, 1]], np.int64))],
+        opset=13,
+    )
+    # Slices with steps (positive, negative) and clamped bounds.
+    save_case(
+        "slice_steps",
+        [
+            helper.make_node("Slice", ["x", "s1", "e1", "a1", "st1"], ["y1"]),
+            helper.make_node("Slice", ["x", "s2", "e2", "a2", "st2"], ["y2"]),
+            helper.make_node("Slice", ["x", "s3", "e3"], ["y3"]),
+        ],
+        [vi("x", F, [4, 10, 3])],
+        [vi("y1", F, [4, 3, 3]), vi("y2", F, [2, 10, 2]), vi("y3", F, [2, 10, 3])],
+        [randf(4, 10, 3)],
+        [
+            init("s1", np.array([1], np.int64)), init("e1", np.array([100], np.int64)),
+            init("a1", np.array([1], np.int64)), init("st1", np.array([3], np.int64)),
+            init("s2", np.array([-1, 2], np.int64)), init("e2", np.array([-100, 0], np.int64)),
+            init("a2", np.array([0, 2], np.int64)), init("st2", np.array([-2, -1], np.int64)),
+            init("s3", np.array([1], np.int64)), init("e3", np.array([-1], np.int64)),
+        ],
+        opset=13,
+    )
+    # LayerNormalization (opset 17) and Gelu (opset 20) as tcc composites.
+    save_case(
+        "layernorm_gelu",
+        [
+            helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], axis=-1, epsilon=1e-5),
+            helper.make_node("Gelu", ["ln"], ["y1"]),
+            helper.make_node("LayerNormalization", ["x", "g2"], ["ln2"], axis=1),
+            helper.make_node("Gelu", ["ln2"], ["y2"], approximate="tanh"),
+        ],
+        [vi("x", F, [2, 3, 8])],
+        [vi("y1", F, [2, 3, 8]), vi("y2", F, [2, 3, 8])],
+        [randf(2, 3, 8, low=-2, high=2)],
+        [init("g", randf(8, low=0.5, high=1.5)), init("b", randf(8)), init("g2", randf(3, 8, low=0.5, high=1.5))],
+        opset=20,
+    )
+    # Comparisons, logic and selects; bool outputs.
+    save_case(
+        "where_compare",
+        [
+            helper.make_node("Less", ["a", "b"], ["lt"]),
+            helper.make_node("Greater", ["a", "zero"], ["gt"]),
+            helper.make_node("And", ["lt", "gt"], ["both"]),
+            helper.make_node("Not", ["both"], ["neither"]),
+            helper.make_node("Xor", ["lt", "gt"], ["xor"]),
+            helper.make_node("Where", ["both", "a", "b"], ["w"]),
+            helper.make_node("Cast", ["xor"], ["xf"], to=F),
+            helper.make_node("Add", ["w", "xf"], ["y"]),
+            helper.make_node("LessOrEqual", ["a", "b"], ["le"]),
+            helper.make_node("Equal", ["le", "lt"], ["eq"]),
+        ],
+        [vi("a", F, [3, 5]), vi("b", F, [5])],
+        [vi("y", F, [3, 5]), vi("neither", TensorProto.BOOL, [3, 5]), vi("eq", TensorProto.BOOL, [3, 5])],
+        [randf(3, 5), randf(5)],
+        [init("zero", np.array(0.0, np.float32))],
+        opset=13,
+    )
+    # Reductions with axes as inputs (opset 18) and ArgMax/ArgMin.
+    save_case(
+        "reductions",
+        [
+            helper.make_node("ReduceMax", ["x", "ax1"], ["mx"], keepdims=0),
+            helper.make_node("ReduceMin", ["x", "ax02"], ["mn"]),
+            helper.make_node("ReduceMean", ["x"], ["mean"], keepdims=0),
+            helper.make_node("ReduceL2", ["x", "ax1"], ["l2"]),
+            helper.make_node("ReduceLogSumExp", ["x", "ax2"], ["lse"], keepdims=0),
+            helper.make_node("ReduceSumSquare", ["x", "ax02"], ["ss"], keepdims=0),
+            helper.make_node("ArgMax", ["x"], ["am"], axis=2, keepdims=0),
+            helper.make_node("ArgMin", ["x"], ["an"], axis=1),
+        ],
+        [vi("x", F, [2, 5, 6])],
+        [vi("mx", F, [2, 6]), vi("mn", F, [1, 5, 1]), vi("mean", F, []), vi("l2", F, [2, 1, 6]), vi("lse", F, [2, 5]),
+         vi("ss", F, [5]), vi("am", I64, [2, 5]), vi("an", I64, [2, 1, 6])],
+        [randf(2, 5, 6)],
+        [init("ax1", np.array([1], np.int64)), init("ax02", np.array([0, 2], np.int64)), init("ax2", np.array([-1], np.int64))],
+        opset=18,
+    )
+    # Expand, Tile, batched and broadcast MatMul, Gemm variants.
+    save_case(
+        "matmul_expand",
+        [
+            helper.make_node("Expand", ["v", "shape"], ["e"]),
+            helper.make_node("Tile", ["v", "reps"], ["t"]),
+            helper.make_node("MatMul", ["a", "b"], ["ab"]),
+            helper.make_node("MatMul", ["a", "w"], ["aw"]),
+            helper.make_node("MatMul", ["vec", "w"], ["vw"]),
+            helper.make_node("Gemm", ["m", "n", "c"], ["g"], alpha=0.5, beta=2.0, transA=1, transB=1),
+        ],
+        [vi("v", F, [3, 1]), vi("a", F, [2, 1, 3, 4]), vi("b", F, [5, 4, 2]), vi("vec", F, [4]), vi("m", F, [4, 3]), vi("n", F, [6, 4])],
+        [vi("e", F, [2, 3, 4]), vi("t", F, [6, 2]), vi("ab", F, [2, 5, 3, 2]), vi("aw", F, [2, 1, 3, 7]), vi("vw", F, [7]),
+         vi("g", F, [3, 6])],
+        [randf(3, 1), randf(2, 1, 3, 4), randf(5, 4, 2), randf(4), randf(4, 3), randf(6, 4)],
+        [init("shape", np.array([2, 1, 4], np.int64)), init("reps", np.array([2, 2], np.int64)), init("w", randf(4, 7)),
+         init("c", randf(6))],
+        opset=13,
+    )
+    # Windows: auto_pad, ceil_mode, count_include_pad, dilated conv.
+    save_case(
+        "windows",
+        [
+            helper.make_node("Conv", ["x", "w"], ["c1"], auto_pad="SAME_UPPER", strides=[2, 2]),
+            helper.make_node("Conv", ["x", "w", "bias"], ["c2"], auto_pad="SAME_LOWER", dilations=[2, 1]),
+            helper.make_node("MaxPool", ["x"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+            helper.make_node("AveragePool", ["x"], ["p2"], kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 1, 0],
+                             count_include_pad=1, ceil_mode=1),
+            helper.make_node("AveragePool", ["x"], ["p3"], kernel_shape=[2, 2], auto_pad="SAME_UPPER"),
+            helper.make_node("GlobalMaxPool", ["x"], ["p4"]),
+        ],
+        [vi("x", F, [1, 3, 7, 8])],
+        [vi("c1", F, [1, 4, 4, 4]), vi("c2", F, [1, 4, 7, 8]), vi("p1", F, [1, 3, 3, 4]), vi("p2", F, [1, 3, 4, 5]),
+         vi("p3", F, [1, 3, 7, 8]), vi("p4", F, [1, 3, 1, 1])],
+        [randf(1, 3, 7, 8)],
+        [init("w", randf(4, 3, 3, 3)), init("bias", randf(4))],
+        opset=13,
+    )
+    # ConvTranspose with groups, dilation and output_shape; 1-D ConvTranspose.
+    save_case(
+        "conv_transpose",
+        [
+            # (onnx's reference handles grouped ConvTranspose only with one
+            # channel per group and no bias.)
+            helper.make_node("ConvTranspose", ["x", "w"], ["y"], group=4, strides=[2, 3], pads=[1, 0, 0, 1]),
+            helper.make_node("ConvTranspose", ["x", "wd", "b"], ["yb"], strides=[2, 2]),
+            helper.make_node("ConvTranspose", ["x", "wd"], ["yd"], dilations=[2, 1], strides=[1, 2], pads=[1, 0, 2, 1]),
+            helper.make_node("ConvTranspose", ["x1", "w1"], ["y1"], strides=[2], pads=[1, 0], output_padding=[1]),
+        ],
+        [vi("x", F, [1, 4, 4, 5]), vi("x1", F, [2, 3, 6])],
+        [vi("y", F, [1, 4, 8, 13]), vi("yb", F, [1, 3, 9, 10]), vi("yd", F, [1, 3, 5, 9]), vi("y1", F, [2, 2, 13])],
+        [randf(1, 4, 4, 5), randf(2, 3, 6)],
+        [init("w", randf(4, 1, 3, 2)), init("b", randf(3)), init("wd", randf(4, 3, 3, 2)), init("w1", randf(3, 2, 3))],
+        opset=13,
+    )
+    # Activations and elementwise math without TOSA counterparts.
+    nodes = []
+    outs = []
+    for i, (op, attrs) in enumerate([
+        ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("HardSwish", {}), ("Elu", {"alpha": 0.7}), ("Celu", {"alpha": 1.3}),
+        ("Softplus", {}), ("Mish", {}), ("ThresholdedRelu", {"alpha": 0.2}), ("LeakyRelu", {"alpha": 1.5}),
+        ("Sign", {}), ("Floor", {}), ("Ceil", {}), ("Round", {}), ("Erf", {}), ("Reciprocal", {}), ("Relu", {}),
+        ("Sin", {}), ("Cos", {}), ("Selu", {}),
+    ]):
+        nodes.append(helper.make_node(op, ["x"], [f"y{i}"], **attrs))
+        outs.append(vi(f"y{i}", F, [4, 6]))
+    nodes.append(helper.make_node("Sqrt", ["xp"], ["sq"]))
+    outs.append(vi("sq", F, [4, 6]))
+    nodes.append(helper.make_node("Pow", ["xp", "half"], ["pw"]))
+    outs.append(vi("pw", F, [4, 6]))
+    x = randf(4, 6, low=-3, high=3)
+    x[0, :3] = [0.5, -1.5, 2.5]  # round-half-even cases
+    save_case("activations", nodes, [vi("x", F, [4, 6]), vi("xp", F, [4, 6])], outs, [x, randf(4, 6, low=0.1, high=4)],
+              [init("half", np.array(0.5, np.float32))], opset=18)
+    # Normalizations with parameters known only at run time.
+    save_case(
+        "norms",
+        [
+            helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn"], epsilon=1e-3),
+            helper.make_node("InstanceNormalization", ["x", "s", "b"], ["inorm"]),
+            helper.make_node("LRN", ["x"], ["lrn"], size=3, alpha=0.01, beta=0.6, bias=1.5),
+        ],
+        [vi("x", F, [2, 4, 3, 5]), vi("s", F, [4]), vi("b", F, [4]), vi("m", F, [4]), vi("v", F, [4])],
+        [vi("bn", F, [2, 4, 3, 5]), vi("inorm", F, [2, 4, 3, 5]), vi("lrn", F, [2, 4, 3, 5])],
+        [randf(2, 4, 3, 5), randf(4), randf(4), randf(4), randf(4, low=0.5, high=2)],
+        opset=15,
+        expected=lambda x, *_: {2: lrn(x, 3, 0.01, 0.6, 1.5)},
+    )
+    # Pad modes (opset 19: axes input, wrap), negative pads.
+    save_case(
+        "pad_modes",
+        [
+            helper.make_node("Pad", ["x", "p1", "v"], ["c"], mode="constant"),
+            helper.make_node("Pad", ["x", "p2", "", "axes"], ["r"], mode="reflect"),
+            helper.make_node("Pad", ["x", "p2", "", "axes"], ["e"], mode="edge"),
+            helper.make_node("Pad", ["x", "p2", "", "axes"], ["w"], mode="wrap"),
+        ],
+        [vi("x", F, [2, 4, 5])],
+        [vi("c", F, [3, 5, 8]), vi("r", F, [2, 7, 6]), vi("e", F, [2, 7, 6]), vi("w", F, [2, 7, 6])],
+        [randf(2, 4, 5)],
+        [init("p1", np.array([1, 0, 2, 0, 1, 1], np.int64)), init("v", np.array(0.25, np.float32)),
+         init("p2", np.array([2, 0, 1, 1], np.int64)), init("axes", np.array([1, -1], np.int64))],
+        opset=19,
+    )
+    # Split/Squeeze/Unsqueeze/Flatten/Transpose/DepthToSpace/SpaceToDepth.
+    save_case(
+        "data_movement",
+        [
+            helper.make_node("Split", ["x"], ["s0", "s1", "s2"], axis=1, num_outputs=3),
+            helper.make_node("Unsqueeze", ["s2", "uax"], ["u"]),
+            helper.make_node("Squeeze", ["u", "uax"], ["q"]),
+            helper.make_node("Flatten", ["s0"], ["f"], axis=0),
+            helper.make_node("Transpose", ["s1"], ["t"]),
+            helper.make_node("DepthToSpace", ["d"], ["dcr"], blocksize=2),
+            helper.make_node("DepthToSpace", ["d"], ["crd"], blocksize=2, mode="CRD"),
+            helper.make_node("SpaceToDepth", ["d"], ["std"], blocksize=3),
+            helper.make_node("Concat", ["q", "s0"], ["cat"], axis=1),
+        ],
+        [vi("x", F, [2, 7, 3]), vi("d", F, [1, 8, 3, 3])],
+        [vi("q", F, [2, 1, 3]), vi("f", F, [1, 18]), vi("t", F, [3, 3, 2]), vi("dcr", F, [1, 2, 6, 6]),
+         vi("crd", F, [1, 2, 6, 6]), vi("std", F, [1, 72, 1, 1]), vi("s1", F, [2, 3, 3]), vi("cat", F, [2, 4, 3])],
+        [randf(2, 7, 3), randf(1, 8, 3, 3)],
+        [init("uax", np.array([0, -1], np.int64))],
+        opset=18,
+    )
+    # Integer arithmetic, casts that truncate, Clip with run-time bounds.
+    save_case(
+        "int_cast_clip",
+        [
+            helper.make_node("Cast", ["x"], ["xi"], to=I64),
+            helper.make_node("Div", ["xi", "three"], ["q"]),
+            helper.make_node("Mul", ["q", "xi"], ["qm"]),
+            helper.make_node("Sub", ["qm", "n"], ["d"]),
+            helper.make_node("Clip", ["x", "lo", "hi"], ["c"]),
+            helper.make_node("Clip", ["x", "", "hi"], ["c2"]),
+            helper.make_node("Max", ["x", "lo", "hi"], ["mx"]),
+            helper.make_node("Mean", ["x", "hi"], ["me"]),
+        ],
+        [vi("x", F, [3, 4]), vi("n", I64, [4]), vi("lo", F, []), vi("hi", F, [])],
+        [vi("d", I64, [3, 4]), vi("c", F, [3, 4]), vi("c2", F, [3, 4]), vi("mx", F, [3, 4]), vi("me", F, [3, 4])],
+        [randf(3, 4, low=-20, high=20), np.array([5, -7, 0, 11], np.int64), np.array(-4.0, np.float32), np.array(6.5, np.float32)],
+        [init("three", np.array(3, np.int64))],
+        opset=13,
+    )
+    # Softmax semantics across opsets: opset 11 coerces to 2-D at the axis.
+    save_case(
+        "softmax_opset11",
+        [
+            helper.make_node("Softmax", ["x"], ["s"], axis=1),
+            helper.make_node("LogSoftmax", ["x"], ["l"], axis=0),
+        ],
+        [vi("x", F, [2, 3, 4])],
+        [vi("s", F, [2, 3, 4]), vi("l", F, [2, 3, 4])],
+        [randf(2, 3, 4, low=-3, high=3)],
+        opset=11,
+        expected=lambda x: {0: softmax_coerced(x, 1), 1: softmax_coerced(x, 0, log=True)},
+    )
+    save_case(
+        "softmax_opset13",
+        [helper.make_node("Softmax", ["x"], ["s"], axis=1), helper.make_node("LogSoftmax", ["x"], ["l"], axis=0)],
+        [vi("x", F, [2, 3, 4])],
+        [vi("s", F, [2, 3, 4]), vi("l", F, [2, 3, 4])],
+        [randf(2, 3, 4, low=-3, high=3)],
+        opset=13,
+    )
+    # Weights in an external data file (relative to the model).
+    save_case(
+        "external_data",
+        [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])],
+        [vi("x", F, [3, 16])],
+        [vi("y", F, [3, 8])],
+        [randf(3, 16)],
+        [init("w", randf(16, 8)), init("b", randf(8))],
+        opset=13,
+        external=True,
+    )
+
+
+def bad_models():
+    os.makedirs(BAD, exist_ok=True)
+
+    def save(name, nodes, inputs, outputs, initializers=(), opset=13, domains=()):
+        graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
+        opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+        model = helper.make_model(graph, opset_imports=opsets)
+        model.ir_version = 8
+        onnx.save_model(model, os.path.join(BAD, name + ".onnx"))
+        return model
+
+    save("unsupported_op", [helper.make_node("Relu", ["x"], ["r"], name="first"),
+                            helper.make_node("Det", ["r"], ["y"], name="the_det")],
+         [vi("x", F, [2, 3, 3])], [vi("y", F, [2])])
+    save("dynamic_shape", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, ["N", 3])], [vi("y", F, ["N", 3])])
+    save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.UINT16, [4])],
+         [vi("y", TensorProto.UINT16, [4])])
+    save("runtime_shape", [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_by_input")],
+         [vi("x", F, [2, 3]), vi("shape", I64, [2])], [vi("y", F, [3, 2])])
+    save("custom_domain", [helper.make_node("FusedMatMul", ["x", "x"], ["y"], domain="com.microsoft", name="fused")],
+         [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], domains=["com.microsoft"])
+    save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=23)
+    good = save("good", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])],
+                initializers=[init("unused", randf(100))])
+    data = good.SerializeToString()
+    with open(os.path.join(BAD, "truncated.onnx"), "wb") as f:
+        f.write(data[: len(data) // 2])
+    with open(os.path.join(BAD, "not_onnx.onnx"), "w") as f:
+        f.write("func.func @f() { return }\n")
+    os.remove(os.path.join(BAD, "good.onnx"))
+
+
+if __name__ == "__main__":
+    cases()
+    bad_models()

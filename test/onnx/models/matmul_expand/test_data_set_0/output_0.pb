@@ -1,0 +1,1 @@
+BeJ`oŠ¾oŠ¾oŠ¾oŠ¾fHX¿fHX¿fHX¿fHX¿Öq¿Öq¿Öq¿Öq¿oŠ¾oŠ¾oŠ¾oŠ¾fHX¿fHX¿fHX¿fHX¿Öq¿Öq¿Öq¿Öq¿

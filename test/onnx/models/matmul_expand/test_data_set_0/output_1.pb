@@ -1,0 +1,1 @@
+BtJ0oŠ¾oŠ¾fHX¿fHX¿Öq¿Öq¿oŠ¾oŠ¾fHX¿fHX¿Öq¿Öq¿
