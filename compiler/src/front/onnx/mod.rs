@@ -45,7 +45,7 @@ pub struct ImportOptions {
 impl Default for ImportOptions {
     fn default() -> Self {
         Self {
-            const_style: ConstStyle::Hex,
+            const_style: ConstStyle::Resource,
             demote_f64: false,
             input_shapes: Vec::new(),
             function_name: "main".into(),
