@@ -5,11 +5,13 @@
 //! (a configuration from its per-target tables); a template here decides
 //! *how the work is laid out* on a device: work-group tiles staged through
 //! local memory, several outputs per work-item in registers, cooperative
-//! row reductions. Templates know
+//! row reductions (softmax, sums and maxima of long rows). Templates know
 //! nothing of MLIR.
 
 pub mod gemm;
+pub mod reduce;
 pub mod softmax;
 
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
+pub use reduce::{RowReduceSpec, row_reduce_kernel};
 pub use softmax::{SoftmaxSpec, softmax_kernel};

@@ -157,6 +157,11 @@ fn run_child(test: &str, name: &str) -> Outcome {
     let mut child = match Command::new(exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, name)
+        // Each child gets its own program caches (tcc's and PoCL's): children
+        // run concurrently, and a model's result must not depend on another
+        // process writing the same cache entry at the same moment.
+        .env("TCC_CACHE_DIR", log_dir.path().join("tcc-cache"))
+        .env("POCL_CACHE_DIR", log_dir.path().join("pocl-cache"))
         .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("log handle"))

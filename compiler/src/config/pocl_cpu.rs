@@ -21,7 +21,13 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
     // Narrow outputs (8 to 31 columns: the channels of small convolutions)
     // with many rows: tall, narrow tiles.
     if (8..32).contains(&n) && m >= 256 {
-        return Some(super::GemmConfig { tile_m: 32, tile_n: 16, tile_k: 16, work_m: 4, work_n: 2 });
+        return Some(super::GemmConfig {
+            tile_m: 32,
+            tile_n: 16,
+            tile_k: 16,
+            work_m: 4,
+            work_n: 2,
+        });
     }
     (m >= 32 && n >= 32).then_some(super::GemmConfig {
         tile_m: 32,

@@ -4,12 +4,13 @@
 //! the target as `tcc.target` on the module, where the gpu phase's mapping
 //! reads them. The mechanism never consults the target itself.
 
+use melior::ir::attribute::AttributeLike;
 use melior::ir::attribute::{
     DenseI64ArrayAttribute, DictionaryAttribute, IntegerAttribute, StringAttribute,
 };
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::r#type::IntegerType;
-use melior::ir::{Identifier, ValueLike};
+use melior::ir::{Identifier, TypeLike, ValueLike};
 
 use super::form_dispatches::KIND_ATTR;
 use super::pass::{PassError, PassOptions, TccPass};
@@ -27,8 +28,8 @@ pub const TARGET_ATTR: &str = "tcc.target";
 #[derive(Debug)]
 pub struct ConfigureOptions {
     pub target: Target,
-    /// Allow kernel templates (tiled GEMM); off for back ends that translate
-    /// loop nests only.
+    /// Allow kernel templates (tiled GEMM, row reductions); off for back
+    /// ends that translate loop nests only.
     pub templates: bool,
 }
 
@@ -72,6 +73,86 @@ fn kind_from_name(name: &str) -> KernelKind {
 /// The key of the tiled-GEMM tile sizes in `tcc.config`:
 /// `[tile_m, tile_n, tile_k, work_m, work_n]`.
 pub const GEMM_KEY: &str = "gemm";
+
+/// The key of the row-reduction strategy in `tcc.config`: work-items per
+/// output element.
+pub const ROW_REDUCE_KEY: &str = "row_reduce";
+
+/// Combiners a row reduction can split into partials (associative and
+/// commutative on floats up to rounding).
+pub const ROW_COMBINERS: &[&str] = &[
+    "arith.addf",
+    "arith.mulf",
+    "arith.maximumf",
+    "arith.maxnumf",
+    "arith.minimumf",
+    "arith.minnumf",
+];
+
+/// The reduced length, if `op` is a reduction worth one work-group per
+/// output element: a single-output f32 `linalg.generic` whose only
+/// reduction dimension is the innermost, at least 128 long, initialised by
+/// a fill, with a body ending in `combiner(x, acc)` where `acc` (the
+/// output) is used only there.
+fn row_reduction_length(op: OperationRef) -> Option<i64> {
+    use melior::ir::{BlockLike, RegionLike};
+    if crate::ir::util::op_name(&op) != "linalg.generic" || op.result_count() != 1 {
+        return None;
+    }
+    let iterators = op.attribute("iterator_types").ok()?.to_string();
+    let reductions = iterators.matches("reduction").count();
+    let dims = iterators.matches("parallel").count() + reductions;
+    if reductions != 1
+        || !iterators
+            .trim_end_matches(']')
+            .trim_end()
+            .ends_with("reduction>")
+    {
+        return None;
+    }
+    let result = StaticTensor::of(op.result(0).ok()?.r#type())?;
+    if !result.element.is_f32() {
+        return None;
+    }
+    // The init must be a fill (the kernel starts from its value).
+    let init = op.operand(op.operand_count() - 1).ok()?;
+    if crate::ir::util::defining_op(init)
+        .is_none_or(|d| crate::ir::util::op_name(&d) != "linalg.fill")
+    {
+        return None;
+    }
+    // The reduced length: the dimension of an input indexed by the last dim.
+    let maps = melior::ir::attribute::ArrayAttribute::try_from(op.attribute("indexing_maps").ok()?)
+        .ok()?;
+    let mut length = None;
+    for index in 0..op.operand_count() - 1 {
+        let operand = StaticTensor::of(op.operand(index).ok()?.r#type())?;
+        let map =
+            unsafe { mlir_sys::mlirAffineMapAttrGetValue(maps.element(index).ok()?.to_raw()) };
+        for position in 0..unsafe { mlir_sys::mlirAffineMapGetNumResults(map) } {
+            let expr = unsafe { mlir_sys::mlirAffineMapGetResult(map, position) };
+            if unsafe {
+                mlir_sys::mlirAffineExprIsADim(expr)
+                    && mlir_sys::mlirAffineDimExprGetPosition(expr) as usize == dims - 1
+            } {
+                length = Some(operand.shape[position as usize]);
+            }
+        }
+    }
+    let length = length.filter(|l| *l >= 128)?;
+    // The body: yield combiner(x, acc) with acc used once.
+    let block = op.region(0).ok()?.first_block()?;
+    let acc = block.argument(block.argument_count() - 1).ok()?;
+    let terminator = block.terminator()?;
+    let combined = crate::ir::util::defining_op(terminator.operand(0).ok()?)?;
+    let uses_acc = combined
+        .operands()
+        .any(|v| v == melior::ir::Value::from(acc));
+    (ROW_COMBINERS.contains(&crate::ir::util::op_name(&combined).as_str())
+        && uses_acc
+        && crate::ir::util::use_count(acc.into()) == 1)
+        .then_some(length)
+}
 
 /// (M, N, K) of a plain or batched matmul with static shapes.
 fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
@@ -160,6 +241,16 @@ impl TccPass for ConfigureKernels {
                 entries.push((
                     Identifier::new(context, GEMM_KEY),
                     DenseI64ArrayAttribute::new(context, &tiles).into(),
+                ));
+            }
+            if options.templates
+                && let Some(length) = row_reduction_length(op)
+            {
+                let workgroup = options.target.softmax_workgroup(length);
+                entries[0].1 = IntegerAttribute::new(i64_type, workgroup).into();
+                entries.push((
+                    Identifier::new(context, ROW_REDUCE_KEY),
+                    IntegerAttribute::new(i64_type, workgroup).into(),
                 ));
             }
             if kind == "softmax"

@@ -31,6 +31,7 @@ impl TccPass for LowerKernelLoops {
             .filter(|op| {
                 op_name(op) == "gpu.func"
                     && !op.has_attribute(super::outline_kernels::GEMM_ATTR)
+                    && !op.has_attribute(super::outline_kernels::ROW_REDUCE_ATTR)
                     && op
                         .attribute("tcc.kind")
                         .ok()

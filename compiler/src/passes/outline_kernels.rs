@@ -28,7 +28,7 @@ use melior::ir::{
     Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike,
 };
 
-use super::configure_kernels::{CONFIG_ATTR, GEMM_KEY, TARGET_ATTR};
+use super::configure_kernels::{CONFIG_ATTR, GEMM_KEY, ROW_REDUCE_KEY, TARGET_ATTR};
 use super::form_dispatches::{KERNEL_ATTR, KIND_ATTR, kind_of};
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::Target;
@@ -280,6 +280,10 @@ fn matmul_dims(op: OperationRef) -> Option<(i64, i64, i64)> {
     }
 }
 
+/// The gpu.func attribute asking the OpenCL C writer for the row-reduction
+/// template: work-items per output element.
+pub const ROW_REDUCE_ATTR: &str = "tcc.row_reduce";
+
 /// The gpu.func attribute giving a kernel's floating-point operations per
 /// launch (matmul and convolution kernels), for profiling reports.
 pub const FLOPS_ATTR: &str = "tcc.flops";
@@ -525,7 +529,10 @@ impl TccPass for OutlineKernels {
                     .and_then(integer_value);
                 let gemm = config
                     .and_then(|d| d.element_by_name(GEMM_KEY))
-                    .and_then(|a| dense_i64s(a));
+                    .and_then(dense_i64s);
+                let row_reduce = config
+                    .and_then(|d| d.element_by_name(ROW_REDUCE_KEY))
+                    .and_then(integer_value);
                 let root_op = group
                     .members
                     .iter()
@@ -541,6 +548,11 @@ impl TccPass for OutlineKernels {
                             [(n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m, batch],
                             [tile_n / work_n, tile_m / work_m, 1],
                         )
+                    }
+                    // One work-group per output element.
+                    _ if row_reduce.is_some() => {
+                        let points = work_items(&group.members);
+                        ([points, 1, 1], [row_reduce.unwrap_or(64), 1, 1])
                     }
                     _ if kind == crate::config::KernelKind::Softmax => {
                         // One work-group per row.
@@ -649,6 +661,13 @@ impl TccPass for OutlineKernels {
                     kernel.set_discardable_attribute(
                         FLOPS_ATTR,
                         IntegerAttribute::new(i64_type, flops).into(),
+                    );
+                }
+                if let Some(workgroup) = row_reduce {
+                    let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
+                    kernel.set_discardable_attribute(
+                        ROW_REDUCE_ATTR,
+                        IntegerAttribute::new(i64_type, workgroup).into(),
                     );
                 }
                 if let Some(tiles) = &gemm {

@@ -68,8 +68,12 @@ fn constant_bytes(
     if unsafe { mlir_sys::mlirAttributeIsADenseResourceElements(attribute.to_raw()) } {
         return resource_bytes(op, attribute);
     }
-    let dense = DenseElementsAttribute::try_from(attribute)
-        .map_err(|_| CodegenError::at(&op, format!("constant {attribute} is neither dense nor dense_resource")))?;
+    let dense = DenseElementsAttribute::try_from(attribute).map_err(|_| {
+        CodegenError::at(
+            &op,
+            format!("constant {attribute} is neither dense nor dense_resource"),
+        )
+    })?;
     let ty = attribute.r#type();
     let element = ElementType::of_type(unsafe {
         Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
@@ -96,26 +100,50 @@ fn constant_bytes(
 
 /// The bytes of a `dense_resource` constant (an importer's blob), read
 /// element by element through the typed accessors, little-endian.
-fn resource_bytes(op: OperationRef, attribute: melior::ir::Attribute) -> Result<Vec<u8>, CodegenError> {
+fn resource_bytes(
+    op: OperationRef,
+    attribute: melior::ir::Attribute,
+) -> Result<Vec<u8>, CodegenError> {
     let ty = attribute.r#type();
     let raw = attribute.to_raw();
     let count: i64 = (0..unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) })
         .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) })
         .product();
-    let element = ElementType::of_type(unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw())) })
-        .ok_or_else(|| CodegenError::at(&op, format!("unsupported constant type {ty}")))?;
+    let element = ElementType::of_type(unsafe {
+        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
+    })
+    .ok_or_else(|| CodegenError::at(&op, format!("unsupported constant type {ty}")))?;
     let mut bytes = Vec::with_capacity(count.max(0) as usize * element.size_bytes());
     for i in 0..count.max(0) as isize {
         unsafe {
             match element {
-                ElementType::F32 => bytes.extend(mlir_sys::mlirDenseFloatResourceElementsAttrGetValue(raw, i).to_le_bytes()),
-                ElementType::F64 => bytes.extend(mlir_sys::mlirDenseDoubleResourceElementsAttrGetValue(raw, i).to_le_bytes()),
-                ElementType::I64 => bytes.extend(mlir_sys::mlirDenseInt64ResourceElementsAttrGetValue(raw, i).to_le_bytes()),
-                ElementType::I32 => bytes.extend(mlir_sys::mlirDenseInt32ResourceElementsAttrGetValue(raw, i).to_le_bytes()),
-                ElementType::I16 => bytes.extend(mlir_sys::mlirDenseInt16ResourceElementsAttrGetValue(raw, i).to_le_bytes()),
-                ElementType::I8 => bytes.push(mlir_sys::mlirDenseInt8ResourceElementsAttrGetValue(raw, i) as u8),
-                ElementType::I1 => bytes.push(mlir_sys::mlirDenseBoolResourceElementsAttrGetValue(raw, i) as u8),
-                other => return Err(CodegenError::at(&op, format!("dense_resource constants of {other:?} are not supported"))),
+                ElementType::F32 => bytes.extend(
+                    mlir_sys::mlirDenseFloatResourceElementsAttrGetValue(raw, i).to_le_bytes(),
+                ),
+                ElementType::F64 => bytes.extend(
+                    mlir_sys::mlirDenseDoubleResourceElementsAttrGetValue(raw, i).to_le_bytes(),
+                ),
+                ElementType::I64 => bytes.extend(
+                    mlir_sys::mlirDenseInt64ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
+                ),
+                ElementType::I32 => bytes.extend(
+                    mlir_sys::mlirDenseInt32ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
+                ),
+                ElementType::I16 => bytes.extend(
+                    mlir_sys::mlirDenseInt16ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
+                ),
+                ElementType::I8 => {
+                    bytes.push(mlir_sys::mlirDenseInt8ResourceElementsAttrGetValue(raw, i) as u8)
+                }
+                ElementType::I1 => {
+                    bytes.push(mlir_sys::mlirDenseBoolResourceElementsAttrGetValue(raw, i) as u8)
+                }
+                other => {
+                    return Err(CodegenError::at(
+                        &op,
+                        format!("dense_resource constants of {other:?} are not supported"),
+                    ));
+                }
             }
         }
     }

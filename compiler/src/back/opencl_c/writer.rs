@@ -460,6 +460,22 @@ impl KernelWriter {
         let template = if let Some(tiles) = tiles {
             let comment = format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
             Some(self.write_gemm(kernel, block, &tiles, &name, PARAMETERS.into(), comment)?)
+        } else if let Some(workgroup_size) = kernel
+            .attribute(crate::passes::ROW_REDUCE_ATTR)
+            .ok()
+            .and_then(crate::ir::util::integer_value)
+        {
+            let comment = format!(
+                "/* {name}: row reduction kernel, one work-group of {workgroup_size} per output element; from {location} */"
+            );
+            Some(self.write_row_reduce(
+                kernel,
+                block,
+                workgroup_size,
+                &name,
+                PARAMETERS.into(),
+                comment,
+            )?)
         } else if kind == "softmax" {
             let comment = format!(
                 "/* {name}: row softmax kernel, one work-group of {} per row; from {location} */",

@@ -48,6 +48,7 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
             .and_then(string_value)
             .unwrap_or_default();
         if kernel.has_attribute(crate::passes::GEMM_ATTR)
+            || kernel.has_attribute(crate::passes::ROW_REDUCE_ATTR)
             || kernel
                 .attribute("tcc.kind")
                 .ok()

@@ -1,0 +1,127 @@
+//! A reduction over the innermost dimension with one work-group per output
+//! element: the work-items stride over the reduced dimension, each keeping
+//! a partial result, then combine the partials in local memory. For
+//! reductions with few outputs and long rows (layer norm statistics, row
+//! sums) this keeps the whole device busy where one work-item per output
+//! would leave it idle.
+
+use std::fmt::Write as _;
+
+/// Everything one instantiation needs.
+#[derive(Clone, Debug)]
+pub struct RowReduceSpec {
+    pub name: String,
+    pub parameters: String,
+    pub comment: String,
+    /// Work-items per output element (a power of two).
+    pub workgroup_size: u32,
+    /// Length of the reduced dimension.
+    pub length: i64,
+    /// C statements computing the row's indices from `long row`.
+    pub row_setup: String,
+    /// C statements computing `float value` for reduction index `long r`.
+    pub element: String,
+    /// The combiner's identity, a C expression.
+    pub identity: String,
+    /// The combiner as a C expression of `{a}` and `{b}`.
+    pub combine: String,
+    /// C statements run by work-item 0 with `float total` in scope, storing
+    /// the result.
+    pub finish: String,
+}
+
+fn combine(spec: &RowReduceSpec, a: &str, b: &str) -> String {
+    spec.combine.replace("{a}", a).replace("{b}", b)
+}
+
+/// Instantiates the template.
+pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
+    let w = spec.workgroup_size;
+    if w == 0 || !w.is_power_of_two() {
+        return Err(format!(
+            "row reduction work-group size {w} is not a power of two"
+        ));
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", spec.comment);
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size({w}, 1, 1)))"
+    );
+    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
+    let _ = writeln!(out, "  __local float scratch[{w}];");
+    let _ = writeln!(out, "  const long row = (long)get_group_id(0);");
+    let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
+    for line in spec.row_setup.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(out, "  float partial = {};", spec.identity);
+    let _ = writeln!(
+        out,
+        "  for (long r = lid; r < {}L; r += {w}) {{",
+        spec.length
+    );
+    for line in spec.element.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    let _ = writeln!(out, "    partial = {};", combine(spec, "partial", "value"));
+    let _ = writeln!(out, "  }}");
+    let _ = writeln!(
+        out,
+        "  scratch[lid] = partial;\n  barrier(CLK_LOCAL_MEM_FENCE);"
+    );
+    let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
+    let _ = writeln!(
+        out,
+        "    if (lid < step) scratch[lid] = {};",
+        combine(spec, "scratch[lid]", "scratch[lid + step]")
+    );
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
+    let _ = writeln!(
+        out,
+        "  if (lid == 0) {{\n    const float total = scratch[0];"
+    );
+    for line in spec.finish.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    let _ = writeln!(out, "  }}\n}}");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_partials_then_a_tree() {
+        let spec = RowReduceSpec {
+            name: "reduce_add_0".into(),
+            parameters: "__global float* restrict a0, __global const float* restrict a1".into(),
+            comment: "/* test */".into(),
+            workgroup_size: 128,
+            length: 2048,
+            row_setup: "const long d0 = row;".into(),
+            element: "const float value = a1[d0 * 2048 + r];".into(),
+            identity: "0.0f".into(),
+            combine: "({a} + {b})".into(),
+            finish: "a0[d0] = (0.0f + total);".into(),
+        };
+        let text = row_reduce_kernel(&spec).unwrap();
+        assert!(
+            text.contains("for (long r = lid; r < 2048L; r += 128) {"),
+            "{text}"
+        );
+        assert!(text.contains("partial = (partial + value);"), "{text}");
+        assert!(
+            text.contains("if (lid < step) scratch[lid] = (scratch[lid] + scratch[lid + step]);"),
+            "{text}"
+        );
+        assert!(
+            row_reduce_kernel(&RowReduceSpec {
+                workgroup_size: 100,
+                ..spec
+            })
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,33 @@
+// A long row reduction (1024 elements per output) with a fused producer
+// runs one work-group per output element: the tile phase records the
+// strategy, the gpu phase launches one group per output, codegen strides
+// the row and reduces the partials in local memory.
+// RUN: tcc compile %s --compile-to=tile --target=nvidia | FileCheck %s --check-prefix=TILE
+// RUN: tcc compile %s --compile-to=gpu --target=nvidia | FileCheck %s --check-prefix=GPU
+// RUN: tcc compile %s --emit=opencl-c --target=nvidia | FileCheck %s --check-prefix=CL
+
+// TILE: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}}tcc.config = {row_reduce = 256 : i64, workgroup_size = 256 : i64}
+
+// 8 outputs: 8 work-groups of 256.
+// GPU-DAG: %[[C8:.*]] = arith.constant 8 : index
+// GPU-DAG: %[[C256:.*]] = arith.constant 256 : index
+// GPU: gpu.launch_func @tcc_kernels::@[[K:.*]] blocks in (%[[C8]], %{{.*}}, %{{.*}}) threads in (%[[C256]], %{{.*}}, %{{.*}})
+// GPU: gpu.func @[[K]]({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>, tcc.kind = "reduction", tcc.row_reduce = 256 : i64}
+
+// CL: __local float scratch[256];
+// CL: float partial = 0.0f;
+// CL: for (long r = lid; r < 1024L; r += 256) {
+// CL: exp(
+// CL: partial = (partial + value);
+// CL: if (lid < step) scratch[lid] = (scratch[lid] + scratch[lid + step]);
+// CL: if (lid == 0) {
+
+// A short reduction keeps one work-item per output.
+// TILE: tcc.config = {workgroup_size = {{[0-9]+}} : i64}, tcc.kernel = "reduce_max
+
+func.func @row_sum_exp(%x: tensor<8x1024xf32>, %y: tensor<64x16xf32>) -> (tensor<8x1xf32>, tensor<64x1xf32>) {
+  %e = tosa.exp %x : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<8x1024xf32>) -> tensor<8x1xf32>
+  %m = tosa.reduce_max %y {axis = 1 : i32} : (tensor<64x16xf32>) -> tensor<64x1xf32>
+  return %s, %m : tensor<8x1xf32>, tensor<64x1xf32>
+}
