@@ -1,0 +1,254 @@
+//! The ONNX importer on bad input: every malformed or unsupported model is
+//! a clear error (exit status 1, a message naming the problem), never a
+//! panic; and a bounded random-mutation fuzz of valid models.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tcc_compiler::front::onnx::{self, ImportOptions};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+}
+
+/// Runs `tcc import` on a file; returns (status code, stderr).
+fn import(path: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("import")
+        .arg(path)
+        .args(extra)
+        .output()
+        .expect("run tcc");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
+fn assert_rejects(name: &str, needles: &[&str]) {
+    let path = repo(&format!("test/onnx/bad/{name}.onnx"));
+    let (code, stderr) = import(&path, &[]);
+    assert_eq!(
+        code,
+        Some(1),
+        "{name}: exit status {code:?}, stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{name} panicked:\n{stderr}");
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "{name}: expected '{needle}' in:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn unsupported_op_names_op_node_opset_and_position() {
+    assert_rejects(
+        "unsupported_op",
+        &[
+            "unsupported op 'Det'",
+            "node 'the_det'",
+            "opset 13",
+            "node 2 of 2",
+        ],
+    );
+}
+
+#[test]
+fn dynamic_input_shape_is_rejected_with_a_hint() {
+    assert_rejects(
+        "dynamic_shape",
+        &[
+            "graph input 'x'",
+            "dynamic dimension 'N'",
+            "--input-shape x=",
+        ],
+    );
+    // ... and accepted with a shape.
+    let path = repo("test/onnx/bad/dynamic_shape.onnx");
+    let (code, stderr) = import(&path, &["--input-shape", "x=4x3"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = import(&path, &["--input-shape", "x=4x5"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("the model declares"), "{stderr}");
+}
+
+#[test]
+fn unsupported_dtype_is_rejected() {
+    assert_rejects(
+        "unsupported_dtype",
+        &["graph input 'x'", "uint16", "does not support"],
+    );
+}
+
+#[test]
+fn shapes_computed_at_run_time_are_rejected() {
+    assert_rejects(
+        "runtime_shape",
+        &[
+            "node 'reshape_by_input'",
+            "computed at run time",
+            "static shapes",
+        ],
+    );
+}
+
+#[test]
+fn other_domains_and_newer_opsets_are_rejected() {
+    assert_rejects("custom_domain", &["'FusedMatMul'", "com.microsoft"]);
+    assert_rejects("opset_too_new", &["opset 23", "6 to 21"]);
+}
+
+#[test]
+fn truncated_and_foreign_files_are_not_onnx_models() {
+    assert_rejects("truncated", &["not an ONNX model"]);
+    assert_rejects("not_onnx", &["not an ONNX model"]);
+    let empty = tempfile::Builder::new().suffix(".onnx").tempfile().unwrap();
+    let (code, stderr) = import(empty.path(), &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("the file is empty"), "{stderr}");
+    let (code, stderr) = import(Path::new("/nonexistent/model.onnx"), &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("cannot read"), "{stderr}");
+}
+
+#[test]
+fn compile_and_run_reject_bad_models_too() {
+    let path = repo("test/onnx/bad/unsupported_op.onnx");
+    for command in [vec!["compile", "-o", "/dev/null"], vec!["run"]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+            .args(&command)
+            .arg(&path)
+            .output()
+            .expect("run tcc");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("unsupported op 'Det'") && !stderr.contains("panicked"),
+            "{command:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn imported_functions_keep_graph_io_names() {
+    let imported = onnx::import_file(
+        &repo("test/onnx/models/where_compare/model.onnx"),
+        &ImportOptions::default(),
+    )
+    .expect("import");
+    let inputs: Vec<&str> = imported.inputs.iter().map(|i| i.name.as_str()).collect();
+    let outputs: Vec<&str> = imported.outputs.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(inputs, ["a", "b"]);
+    assert_eq!(outputs, ["y", "neither", "eq"]);
+    assert!(
+        imported
+            .mlir
+            .contains(r#"%arg0: tensor<3x5xf32> {tcc.name = "a"}"#),
+        "{}",
+        imported.mlir
+    );
+    assert!(
+        imported
+            .mlir
+            .contains(r#"tensor<3x5xi1> {tcc.name = "neither"}"#),
+        "{}",
+        imported.mlir
+    );
+}
+
+/// xorshift64*: a small deterministic generator for the mutation fuzz.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Mutates valid model bytes (bit flips, byte overwrites with interesting
+/// values, truncation, chunk duplication and deletion) and imports the
+/// result: errors are fine, panics are not. Bounded: a fixed number of
+/// iterations with a fixed seed (TCC_FUZZ_ITERATIONS overrides).
+#[test]
+fn mutated_models_never_panic() {
+    let mut seeds = Vec::new();
+    for entry in std::fs::read_dir(repo("test/onnx/models")).unwrap() {
+        let path = entry.unwrap().path().join("model.onnx");
+        if path.is_file() {
+            seeds.push(std::fs::read(path).unwrap());
+        }
+    }
+    seeds.sort();
+    assert!(!seeds.is_empty());
+    let iterations: usize = std::env::var("TCC_FUZZ_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let interesting: [u8; 8] = [0x00, 0x01, 0x7f, 0x80, 0xff, 0x08, 0x10, 0x3a];
+    let options = ImportOptions::default();
+    let session = tcc_compiler::driver::session::Session::new();
+    let mut accepted = 0;
+    for iteration in 0..iterations {
+        let mut bytes = seeds[rng.below(seeds.len())].clone();
+        for _ in 0..1 + rng.below(4) {
+            if bytes.is_empty() {
+                break;
+            }
+            let at = rng.below(bytes.len());
+            match rng.below(6) {
+                0 => bytes[at] ^= 1 << rng.below(8),
+                1 => bytes[at] = interesting[rng.below(interesting.len())],
+                2 => bytes.truncate(at),
+                3 => {
+                    let end = (at + 1 + rng.below(16)).min(bytes.len());
+                    let chunk = bytes[at..end].to_vec();
+                    let to = rng.below(bytes.len());
+                    bytes.splice(to..to, chunk);
+                }
+                4 => {
+                    let end = (at + 1 + rng.below(16)).min(bytes.len());
+                    bytes.drain(at..end);
+                }
+                _ => bytes[at] = rng.next() as u8,
+            }
+        }
+        let result = std::panic::catch_unwind(|| onnx::import_bytes(&bytes, None, &options));
+        match result {
+            Ok(Ok(imported)) => {
+                // What the importer accepts must be valid MLIR.
+                accepted += 1;
+                if let Err(error) = session.parse("mutated.onnx", &imported.mlir) {
+                    let path =
+                        std::env::temp_dir().join(format!("tcc-onnx-invalid-{iteration}.onnx"));
+                    std::fs::write(&path, &bytes).unwrap();
+                    panic!(
+                        "mutation {iteration} imported to invalid MLIR ({error:#}); input saved to {}",
+                        path.display()
+                    );
+                }
+            }
+            Ok(Err(error)) => assert!(!error.message.is_empty()),
+            Err(_) => {
+                let path = std::env::temp_dir().join(format!("tcc-onnx-crash-{iteration}.onnx"));
+                std::fs::write(&path, &bytes).unwrap();
+                panic!(
+                    "the importer panicked on mutation {iteration}; input saved to {}",
+                    path.display()
+                );
+            }
+        }
+    }
+    eprintln!(
+        "{iterations} mutated models: {accepted} imported, {} rejected with an error",
+        iterations - accepted
+    );
+}
