@@ -32,5 +32,13 @@ else
   echo "deps: all ${#packages[@]} packages present"
 fi
 
+# The onnx package (PyPI) carries the ONNX backend test data the ONNX
+# scoreboard runs (compiler/tests/onnx_scoreboard.rs).
+ONNX_VERSION=1.23.2
+if ! python3 -c "import onnx, sys; sys.exit(onnx.__version__ != '$ONNX_VERSION')" 2>/dev/null; then
+  echo "deps: installing onnx==$ONNX_VERSION from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check "onnx==$ONNX_VERSION"
+fi
+
 command -v cargo >/dev/null || { echo "deps: cargo not found; install Rust (rustup) first" >&2; exit 1; }
 [ -x /usr/lib/llvm-22/bin/lit ] || { echo "deps: LLVM lit missing from llvm-22-tools" >&2; exit 1; }
