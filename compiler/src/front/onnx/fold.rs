@@ -76,6 +76,9 @@ fn broadcast_indices(in_shape: &[i64], out_shape: &[i64]) -> Vec<usize> {
 }
 
 pub fn broadcast(c: &Const, shape: &[i64]) -> Const {
+    if c.splat {
+        return c.reshaped(shape.to_vec());
+    }
     pick(
         c,
         shape.to_vec(),
@@ -85,6 +88,9 @@ pub fn broadcast(c: &Const, shape: &[i64]) -> Const {
 
 pub fn transpose(c: &Const, perm: &[usize]) -> Const {
     let shape: Vec<i64> = perm.iter().map(|&p| c.shape[p]).collect();
+    if c.splat {
+        return c.reshaped(shape);
+    }
     let in_strides = strides(&c.shape);
     let count = c.numel();
     let mut index = vec![0i64; shape.len()];
@@ -109,6 +115,9 @@ pub fn transpose(c: &Const, perm: &[usize]) -> Const {
 
 /// Elements `starts[a] + k * steps[a]` for `k < sizes[a]` along every axis.
 pub fn strided_slice(c: &Const, starts: &[i64], steps: &[i64], sizes: &[i64]) -> Const {
+    if c.splat {
+        return c.reshaped(sizes.to_vec());
+    }
     let in_strides = strides(&c.shape);
     let count = sizes.iter().product::<i64>() as usize;
     let mut index = vec![0i64; sizes.len()];
@@ -156,6 +165,9 @@ pub fn gather(c: &Const, axis: usize, indices: &[i64], indices_shape: &[i64]) ->
     let mut shape = c.shape[..axis].to_vec();
     shape.extend_from_slice(indices_shape);
     shape.extend_from_slice(&c.shape[axis + 1..]);
+    if c.splat {
+        return c.reshaped(shape);
+    }
     let outer: i64 = c.shape[..axis].iter().product();
     let inner: i64 = c.shape[axis + 1..].iter().product();
     let k = c.shape[axis];
@@ -245,6 +257,9 @@ pub fn binary(op: &str, a: &Const, b: &Const) -> Result<Option<Const>> {
     let Some(shape) = broadcast_shapes(&a.shape, &b.shape) else {
         bail!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape);
     };
+    if checked_numel(&shape).is_none_or(|n| n > FOLD_LIMIT) {
+        return Ok(None);
+    }
     let ia = broadcast_indices(&a.shape, &shape);
     let ib = broadcast_indices(&b.shape, &shape);
     let is_compare = compare(op, None).is_some();
@@ -487,7 +502,12 @@ pub fn try_fold(imp: &Importer, node: &Node) -> Result<Option<Vec<Value>>> {
                     b.shape
                 )
             };
-            let Some(shape) = broadcast_shapes(&cond.shape, &ab) else {
+            let Some(shape) = broadcast_shapes(&cond.shape, &ab)
+                .filter(|s| checked_numel(s).is_some_and(|n| n <= FOLD_LIMIT))
+            else {
+                if broadcast_shapes(&cond.shape, &ab).is_some() {
+                    return Ok(None);
+                }
                 bail!("Where: condition shape {:?} does not broadcast", cond.shape)
             };
             if a.dtype != b.dtype {

@@ -58,7 +58,9 @@ impl Importer {
     /// Remembers the ONNX name of a constant value.
     fn name(&mut self, value: &Value, name: &str) {
         if let Value::Const(c) = value {
-            self.names.entry(Rc::as_ptr(c) as usize).or_insert_with(|| name.to_string());
+            self.names
+                .entry(Rc::as_ptr(c) as usize)
+                .or_insert_with(|| name.to_string());
         }
     }
 

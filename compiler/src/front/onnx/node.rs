@@ -110,7 +110,11 @@ impl<'a> Node<'a> {
 
     /// A constant integer-vector input (shapes, axes, pads).
     pub fn const_ints(&self, index: usize, what: &str) -> Result<Option<Vec<i64>>> {
-        Ok(self.const_input(index, what)?.map(|c| c.i64s()))
+        match self.const_input(index, what)? {
+            Some(c) if c.numel() > 1 << 16 => bail!("{what} has {} values", c.numel()),
+            Some(c) => Ok(Some(c.i64s())),
+            None => Ok(None),
+        }
     }
 
     fn find(&self, name: &str) -> Option<&'a AttributeProto> {

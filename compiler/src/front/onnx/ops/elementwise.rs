@@ -312,6 +312,7 @@ pub fn arithmetic(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             // Division by a constant multiplies by its reciprocal (folded).
             if let Some(Value::Const(c)) = node.opt(1)
                 && node.opset >= 7
+                && c.numel() as i64 <= super::super::fold::FOLD_LIMIT
             {
                 let reciprocal: Vec<f64> = c.f64s().iter().map(|v| 1.0 / v).collect();
                 let r =

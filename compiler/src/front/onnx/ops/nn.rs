@@ -12,6 +12,10 @@ use super::one;
 use super::pool::{Window, crop, padding, per_axis, to_channels_first, to_channels_last};
 use super::shape::{reshape_value, strided_slice_value, transpose_value};
 
+/// Grouped convolutions (other than depthwise) become one convolution per
+/// group; more groups than this are rejected.
+const MAX_GROUPS: i64 = 1024;
+
 fn tensor(v: Val) -> Result<Vec<Value>> {
     one(Value::Tensor(v))
 }
@@ -137,7 +141,7 @@ pub fn gemm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             );
         }
         let c = match c {
-            Value::Const(k) if beta != 1.0 => {
+            Value::Const(k) if beta != 1.0 && k.numel() as i64 <= fold::FOLD_LIMIT => {
                 let scaled: Vec<f64> = k.f64s().iter().map(|v| v * beta).collect();
                 imp.e.constant(
                     &Const::from_f64(k.dtype, k.shape.clone(), &scaled),
@@ -211,6 +215,12 @@ pub fn conv(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let (c, f) = (xs[1], ws[0]);
     if group <= 0 || c % group != 0 || f % group != 0 || ws[1] != c / group {
         bail!("Conv with {c} input channels, weights {ws:?} and group {group}");
+    }
+    let depthwise = rank <= 4 && group == c && ws[1] == 1;
+    if group > MAX_GROUPS && !depthwise {
+        bail!(
+            "Conv with {group} groups: tcc splits grouped convolutions per group, at most {MAX_GROUPS}"
+        );
     }
     let bias = node.opt(2).cloned();
     if let Some(b) = &bias
@@ -443,6 +453,11 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         bail!("ConvTranspose with {c} input channels, weights {ws:?} and group {group}");
     }
     let f = ws[1] * group;
+    if group > MAX_GROUPS {
+        bail!(
+            "ConvTranspose with {group} groups: tcc splits grouped convolutions per group, at most {MAX_GROUPS}"
+        );
+    }
     if let Some(k) = node.ints("kernel_shape")?
         && k != ws[2..]
     {
@@ -522,7 +537,15 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     };
     let w4 = if dilations2 != [1, 1] {
         match &w4 {
-            Value::Const(k) => Value::constant(dilate_kernel(k, &dilations2)),
+            Value::Const(k)
+                if k.numel() as i64 <= fold::FOLD_LIMIT && dilations2.iter().all(|&d| d <= 64) =>
+            {
+                Value::constant(dilate_kernel(k, &dilations2))
+            }
+            Value::Const(_) => bail!(
+                "ConvTranspose dilations {dilations2:?} of {:?} weights are too large",
+                w4.shape()
+            ),
             Value::Tensor(_) => {
                 bail!("dilated ConvTranspose with weights computed at run time is not supported")
             }
@@ -629,7 +652,8 @@ pub fn batch_norm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         params[1].as_const(),
         params[2].as_const(),
         params[3].as_const(),
-    ] {
+    ] && c <= fold::FOLD_LIMIT
+    {
         // y = x * a + b with a = scale / sqrt(var + eps), b = bias - mean * a.
         for (p, name) in [(scale, "scale"), (bias, "B"), (mean, "mean"), (var, "var")] {
             if p.shape != [c] {
@@ -754,8 +778,8 @@ pub fn lrn(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let size = node
         .int_opt("size")?
         .ok_or_else(|| ImportError::new("LRN needs 'size'"))?;
-    if size <= 0 {
-        bail!("LRN size {size}");
+    if size <= 0 || size > 1024 {
+        bail!("LRN size {size} (1 to 1024 supported)");
     }
     let alpha = node.float("alpha", 1e-4)? as f64;
     let beta = node.float("beta", 0.75)? as f64;

@@ -5,9 +5,10 @@
 //! 2-D pools of height 1. Dilated and 3-D pools, which TOSA lacks, are
 //! linalg pooling ops on an explicitly padded NDHWC input.
 
-use super::super::dtype::{DType, TType};
+use super::super::dtype::TType;
 use super::super::emit::{Val, array_i64};
 use super::super::error::{ImportError, Result, bail};
+use super::super::fold;
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
 use super::super::tensor::Const;
@@ -98,11 +99,27 @@ impl Window {
 
     /// Elements of window `o` inside `[lo, hi)` (input coordinates).
     pub fn count_in(&self, o: i64, lo: i64, hi: i64) -> i64 {
+        // Taps k in [0, kernel) with lo <= start + k * dilation < hi.
         let start = o * self.stride - self.pad_begin;
-        (0..self.kernel)
-            .filter(|k| (lo..hi).contains(&(start + k * self.dilation)))
-            .count() as i64
+        let first = div_ceil(lo - start, self.dilation).max(0);
+        let end = div_ceil(hi - start, self.dilation).min(self.kernel);
+        (end - first).max(0)
     }
+
+    /// The ONNX average-pool divisor of window `o`.
+    fn onnx_count(&self, o: i64, count_include_pad: bool) -> i64 {
+        let count = if count_include_pad {
+            self.count_in(o, -self.pad_begin, self.input + self.model_pad_end)
+        } else {
+            self.count_in(o, 0, self.input)
+        };
+        count.max(1)
+    }
+}
+
+/// `ceil(a / b)` for b > 0.
+fn div_ceil(a: i64, b: i64) -> i64 {
+    a.div_euclid(b) + (a.rem_euclid(b) != 0) as i64
 }
 
 /// Per-axis padding from `pads`/`auto_pad` (ONNX's SAME_UPPER/SAME_LOWER
@@ -246,41 +263,35 @@ pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     one(Value::Tensor(y))
 }
 
-/// `value` for each output position of a pooled NC... tensor, as a
-/// constant broadcastable against its channels-last form [1, O..., 1].
-fn positional(windows: &[Window], dtype: DType, f: &dyn Fn(&[i64]) -> f64) -> Const {
-    let mut shape = vec![1];
-    shape.extend(windows.iter().map(|w| w.output));
-    shape.push(1);
-    let count: i64 = windows.iter().map(|w| w.output).product();
-    let mut values = Vec::with_capacity(count as usize);
-    let mut index = vec![0i64; windows.len()];
-    for _ in 0..count {
-        values.push(f(&index));
-        for a in (0..windows.len()).rev() {
-            index[a] += 1;
-            if index[a] < windows[a].output {
-                break;
-            }
-            index[a] = 0;
+/// Multiplies a channels-last pooled tensor [N, O..., C] by
+/// `factor(window, o)` along each spatial axis (the windows are boxes, so
+/// divisors factor per axis).
+fn scale_per_axis(
+    imp: &mut Importer,
+    y: &Val,
+    windows: &[Window],
+    factor: &dyn Fn(&Window, i64) -> f64,
+) -> Result<Val> {
+    let mut y = y.clone();
+    for (a, w) in windows.iter().enumerate() {
+        if w.output > fold::FOLD_LIMIT {
+            bail!(
+                "average pooling with {} outputs along an axis is too large",
+                w.output
+            );
         }
+        let values: Vec<f64> = (0..w.output).map(|o| factor(w, o)).collect();
+        if values.iter().all(|&v| v == 1.0) {
+            continue;
+        }
+        let mut shape = vec![1; y.rank()];
+        shape[a + 1] = w.output;
+        let c = imp
+            .e
+            .constant(&Const::from_f64(y.dtype(), shape, &values), "pool_divisor")?;
+        y = imp.e.mul(&y, &c)?;
     }
-    Const::from_f64(dtype, shape, &values)
-}
-
-/// The ONNX average-pool divisor of an output position.
-fn onnx_divisor(windows: &[Window], o: &[i64], count_include_pad: bool) -> i64 {
-    windows
-        .iter()
-        .zip(o)
-        .map(|(w, &o)| {
-            if count_include_pad {
-                w.count_in(o, -w.pad_begin, w.input + w.model_pad_end)
-            } else {
-                w.count_in(o, 0, w.input)
-            }
-        })
-        .product()
+    Ok(y)
 }
 
 fn tosa_pool(
@@ -330,18 +341,9 @@ fn tosa_pool(
     };
     if kind == Kind::Average {
         // TOSA divides by the window's elements inside the (cropped) input.
-        let scale = positional(&w2, y.dtype(), &|o| {
-            let tosa: i64 = w2
-                .iter()
-                .zip(o)
-                .map(|(w, &o)| w.count_in(o, 0, w.used))
-                .product();
-            tosa as f64 / onnx_divisor(&w2, o, count_include_pad) as f64
-        });
-        if !scale.uniform() || scale.f64_at(0) != 1.0 {
-            let s = imp.e.constant(&scale, "pool_divisor")?;
-            y = imp.e.mul(&y, &s)?;
-        }
+        y = scale_per_axis(imp, &y, &w2, &|w, o| {
+            w.count_in(o, 0, w.used) as f64 / w.onnx_count(o, count_include_pad) as f64
+        })?;
     }
     let y = imp.e.transpose(&y, &[0, 3, 1, 2]);
     Ok(if rank == 3 {
@@ -404,11 +406,9 @@ fn linalg_pool(
     );
     let mut y = imp.e.linalg_named(name, &attrs, &[&cl, &window], &init);
     if kind == Kind::Average {
-        let scale = positional(windows, y.dtype(), &|o| {
-            1.0 / onnx_divisor(windows, o, count_include_pad) as f64
-        });
-        let s = imp.e.constant(&scale, "pool_divisor")?;
-        y = imp.e.mul(&y, &s)?;
+        y = scale_per_axis(imp, &y, windows, &|w, o| {
+            1.0 / w.onnx_count(o, count_include_pad) as f64
+        })?;
     }
     Ok(imp.e.transpose(&y, &to_channels_first(rank)))
 }

@@ -82,7 +82,7 @@ fn gather_tensor(imp: &mut Importer, data: &Val, axis: usize, indices: &Value) -
         bail!("Gather with no indices produces an empty tensor, which tcc does not support");
     }
     let idx = match indices {
-        Value::Const(c) => {
+        Value::Const(c) if c.numel() as i64 <= fold::FOLD_LIMIT => {
             let mut values = c.i64s();
             for v in values.iter_mut() {
                 if *v < -k || *v >= k {
@@ -97,6 +97,7 @@ fn gather_tensor(imp: &mut Importer, data: &Val, axis: usize, indices: &Value) -
                 "indices",
             )?
         }
+        Value::Const(_) => bail!("Gather with {count} constant indices is too large"),
         Value::Tensor(t) => {
             if !t.dtype().is_int() {
                 bail!("Gather indices must be integers, not {}", t.dtype());
@@ -410,7 +411,8 @@ pub fn concat_values(imp: &mut Importer, parts: &[&Value], axis: usize) -> Resul
             bail!("Concat of {first} and {t} along axis {axis}");
         }
     }
-    if parts.iter().all(|p| p.as_const().is_some()) {
+    let total: i64 = parts.iter().map(|p| p.ty().numel()).sum();
+    if parts.iter().all(|p| p.as_const().is_some()) && total <= fold::FOLD_LIMIT {
         let consts: Vec<&Const> = parts.iter().map(|p| p.as_const().unwrap()).collect();
         return Ok(Value::constant(fold::concat(&consts, axis)));
     }
@@ -560,7 +562,11 @@ pub fn gather_op(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let axis = node.axis(node.int("axis", 0)?, rank, "Gather axis")?;
     let k = data.shape()[axis];
-    if let (Value::Const(c), Value::Const(i)) = (data, indices) {
+    if let (Value::Const(c), Value::Const(i)) = (data, indices)
+        && (i.numel() as i64) <= fold::FOLD_LIMIT
+        && checked_numel(&c.shape)
+            .is_some_and(|n| n / c.shape[axis].max(1) * i.numel() as i64 <= fold::FOLD_LIMIT)
+    {
         let mut values = i.i64s();
         for v in values.iter_mut() {
             if *v < -k || *v >= k {

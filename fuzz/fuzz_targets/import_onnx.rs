@@ -1,0 +1,14 @@
+//! Feeds arbitrary bytes to the ONNX importer: it must return a model or
+//! an error, never panic, hang or allocate without bound.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[allow(dead_code, unused_imports, clippy::all)]
+#[path = "../../compiler/src/front/onnx/mod.rs"]
+mod onnx;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = onnx::import_bytes(data, None, &onnx::ImportOptions::default());
+});
