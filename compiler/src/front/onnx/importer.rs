@@ -24,6 +24,8 @@ pub struct Importer {
     cache: HashMap<usize, (Rc<Const>, Val)>,
     /// ONNX names of constants (resource blob names).
     names: HashMap<usize, String>,
+    /// The node being imported (names its unnamed constants).
+    node: String,
     pub demote_f64: bool,
 }
 
@@ -33,6 +35,7 @@ impl Importer {
             e: Emitter::new(style),
             cache: HashMap::new(),
             names: HashMap::new(),
+            node: String::new(),
             demote_f64,
         }
     }
@@ -47,7 +50,8 @@ impl Importer {
                 if let Some((_, v)) = self.cache.get(&key) {
                     return Ok(v.clone());
                 }
-                let hint = self.names.get(&key).map_or("cst", String::as_str);
+                let fallback = format!("{}_cst", self.node);
+                let hint = self.names.get(&key).map_or(fallback.as_str(), String::as_str);
                 let v = self.e.constant(c, hint)?;
                 self.cache.insert(key, (c.clone(), v.clone()));
                 Ok(v)
@@ -375,6 +379,7 @@ pub fn import_model(
             proto.name.clone()
         };
         imp.e.set_location(&location);
+        imp.node.clone_from(&location);
         let mut node_inputs = Vec::new();
         for name in &proto.input {
             if name.is_empty() {

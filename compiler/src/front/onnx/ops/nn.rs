@@ -472,11 +472,14 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if strides.iter().chain(&dilations).any(|&v| v <= 0) || output_padding.iter().any(|&v| v < 0) {
         bail!("invalid strides, dilations or output_padding");
     }
-    let full: Vec<i64> = (0..n)
-        .map(|i| {
-            (xs[i + 2] - 1) * strides[i] + (ws[i + 2] - 1) * dilations[i] + 1 + output_padding[i]
-        })
-        .collect();
+    let mut full = Vec::new();
+    for i in 0..n {
+        let length = (xs[i + 2] as i128 - 1) * strides[i] as i128 + (ws[i + 2] as i128 - 1) * dilations[i] as i128 + 1 + output_padding[i] as i128;
+        if length > super::super::dtype::MAX_ELEMENTS as i128 {
+            bail!("ConvTranspose output too large");
+        }
+        full.push(length as i64);
+    }
     let auto_pad = node.string("auto_pad", "NOTSET")?;
     let output_shape = node.ints("output_shape")?;
     let pads: Vec<(i64, i64)> = if output_shape.is_some() || auto_pad.starts_with("SAME") {

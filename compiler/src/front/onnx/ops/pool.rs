@@ -62,9 +62,9 @@ impl Window {
         }
         let mut output = (padded - extent) / stride + 1;
         if ceil_mode {
-            let ceil = (padded - extent + stride - 1) / stride + 1;
+            let ceil = (((padded - extent) as i128 + stride as i128 - 1) / stride as i128) as i64 + 1;
             // A last window that would start in the end padding is dropped.
-            output = if (ceil - 1) * stride >= input + pad_begin {
+            output = if (ceil as i128 - 1) * stride as i128 >= (input + pad_begin) as i128 {
                 ceil - 1
             } else {
                 ceil
@@ -148,9 +148,17 @@ pub fn padding(
                 if strides[i] <= 0 {
                     bail!("stride {}", strides[i]);
                 }
-                let output = (inputs[i] + strides[i] - 1) / strides[i];
-                let extent = (kernels[i] - 1) * dilations[i] + 1;
-                let total = ((output - 1) * strides[i] + extent - inputs[i]).max(0);
+                if kernels[i] <= 0 || dilations[i] <= 0 {
+                    bail!("kernel {} and dilation {} must be positive", kernels[i], dilations[i]);
+                }
+                let (input, stride) = (inputs[i] as i128, strides[i] as i128);
+                let output = (input + stride - 1) / stride;
+                let extent = (kernels[i] as i128 - 1) * dilations[i] as i128 + 1;
+                let total = ((output - 1) * stride + extent - input).max(0);
+                if total > i64::MAX as i128 / 2 {
+                    bail!("padding too large");
+                }
+                let total = total as i64;
                 let small = total / 2;
                 out.push(if auto_pad == "SAME_UPPER" {
                     (small, total - small)

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::super::dtype::{DType, checked_numel};
+use super::super::dtype::{DType, MAX_ELEMENTS, checked_numel};
 use super::super::emit::{Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
@@ -458,7 +458,7 @@ pub fn split(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             (0..n).map(|i| chunk.min(dim - i * chunk).max(0)).collect()
         }
     };
-    if sizes.len() != outputs || sizes.iter().any(|&s| s < 0) || sizes.iter().sum::<i64>() != dim {
+    if sizes.len() != outputs || sizes.iter().any(|&s| s < 0) || sizes.iter().try_fold(0i64, |a, &b| a.checked_add(b)) != Some(dim) {
         bail!("Split sizes {sizes:?} do not divide dimension {dim} into {outputs} outputs");
     }
     let mut out = Vec::new();
@@ -679,6 +679,9 @@ pub fn pad(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if pads.len() != 2 * axes.len() {
         bail!("Pad has {} pads for {} axes", pads.len(), axes.len());
     }
+    if pads.iter().any(|p| p.unsigned_abs() > MAX_ELEMENTS as u64) {
+        bail!("Pad with pads {pads:?} out of range");
+    }
     let mut per_axis = vec![(0i64, 0i64); rank];
     for (i, &a) in axes.iter().enumerate() {
         per_axis[a] = (pads[i], pads[i + axes.len()]);
@@ -787,8 +790,8 @@ pub fn depth_space(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let (n, c, h, w) = (shape[0], shape[1], shape[2], shape[3]);
     let y = if node.op() == "DepthToSpace" {
-        if c % (b * b) != 0 {
-            bail!("DepthToSpace: {c} channels are not a multiple of {}", b * b);
+        if b.checked_mul(b).is_none_or(|bb| c % bb != 0) {
+            bail!("DepthToSpace: {c} channels are not a multiple of {b} x {b}");
         }
         let cc = c / (b * b);
         let (split, perm): (Vec<i64>, [usize; 6]) = if node.string("mode", "DCR")? == "CRD" {
