@@ -57,13 +57,11 @@ fn hand_made_models_pass() {
 
 #[test]
 fn onnx_backend_test_data_has_no_regressions() {
-    let Some(data) = onnx_data() else {
-        // Not silently: the summary names the reason.
-        println!(
-            "skipped: the onnx Python package is not installed (pip install onnx), and TCC_ONNX_DATA is not set"
-        );
-        return;
-    };
+    // `make deps` installs the onnx package: its absence is a failure, not
+    // a skip.
+    let data = onnx_data().expect(
+        "the ONNX backend test data is missing: run `make deps` (installs the onnx PyPI package) or set TCC_ONNX_DATA",
+    );
     let cases = scoreboard::find_cases(&[
         data.join("pytorch-converted"),
         data.join("pytorch-operator"),
