@@ -51,7 +51,10 @@ impl Importer {
                     return Ok(v.clone());
                 }
                 let fallback = format!("{}_cst", self.node);
-                let hint = self.names.get(&key).map_or(fallback.as_str(), String::as_str);
+                let hint = self
+                    .names
+                    .get(&key)
+                    .map_or(fallback.as_str(), String::as_str);
                 let v = self.e.constant(c, hint)?;
                 self.cache.insert(key, (c.clone(), v.clone()));
                 Ok(v)

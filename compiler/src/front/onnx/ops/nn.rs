@@ -474,7 +474,10 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let mut full = Vec::new();
     for i in 0..n {
-        let length = (xs[i + 2] as i128 - 1) * strides[i] as i128 + (ws[i + 2] as i128 - 1) * dilations[i] as i128 + 1 + output_padding[i] as i128;
+        let length = (xs[i + 2] as i128 - 1) * strides[i] as i128
+            + (ws[i + 2] as i128 - 1) * dilations[i] as i128
+            + 1
+            + output_padding[i] as i128;
         if length > super::super::dtype::MAX_ELEMENTS as i128 {
             bail!("ConvTranspose output too large");
         }

@@ -62,7 +62,8 @@ impl Window {
         }
         let mut output = (padded - extent) / stride + 1;
         if ceil_mode {
-            let ceil = (((padded - extent) as i128 + stride as i128 - 1) / stride as i128) as i64 + 1;
+            let ceil =
+                (((padded - extent) as i128 + stride as i128 - 1) / stride as i128) as i64 + 1;
             // A last window that would start in the end padding is dropped.
             output = if (ceil as i128 - 1) * stride as i128 >= (input + pad_begin) as i128 {
                 ceil - 1
@@ -149,7 +150,11 @@ pub fn padding(
                     bail!("stride {}", strides[i]);
                 }
                 if kernels[i] <= 0 || dilations[i] <= 0 {
-                    bail!("kernel {} and dilation {} must be positive", kernels[i], dilations[i]);
+                    bail!(
+                        "kernel {} and dilation {} must be positive",
+                        kernels[i],
+                        dilations[i]
+                    );
                 }
                 let (input, stride) = (inputs[i] as i128, strides[i] as i128);
                 let output = (input + stride - 1) / stride;

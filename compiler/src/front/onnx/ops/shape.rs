@@ -458,7 +458,10 @@ pub fn split(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             (0..n).map(|i| chunk.min(dim - i * chunk).max(0)).collect()
         }
     };
-    if sizes.len() != outputs || sizes.iter().any(|&s| s < 0) || sizes.iter().try_fold(0i64, |a, &b| a.checked_add(b)) != Some(dim) {
+    if sizes.len() != outputs
+        || sizes.iter().any(|&s| s < 0)
+        || sizes.iter().try_fold(0i64, |a, &b| a.checked_add(b)) != Some(dim)
+    {
         bail!("Split sizes {sizes:?} do not divide dimension {dim} into {outputs} outputs");
     }
     let mut out = Vec::new();
