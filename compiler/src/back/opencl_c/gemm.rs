@@ -261,10 +261,7 @@ impl KernelWriter {
         let mut fill: Option<(usize, String)> = None;
         let mut init_generic: Option<OperationRef> = None;
         let mut epilogue: Option<OperationRef> = None;
-        let mut next = block.first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+        for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
                 "linalg.fill" => {
                     let value = self.operand(op, 0)?;
@@ -281,15 +278,6 @@ impl KernelWriter {
                 }
                 "linalg.generic" if contraction_op.is_some() && epilogue.is_none() => {
                     epilogue = Some(op)
-                }
-                "gpu.return" => {}
-                "arith.constant"
-                | "memref.expand_shape"
-                | "memref.collapse_shape"
-                | "memref.subview"
-                | "memref.reinterpret_cast"
-                | "memref.cast" => {
-                    self.op(op)?;
                 }
                 other => {
                     return Err(CodegenError::at(

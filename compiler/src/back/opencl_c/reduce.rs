@@ -81,10 +81,7 @@ impl KernelWriter {
     ) -> Result<String, CodegenError> {
         let mut fill: Option<(usize, String)> = None;
         let mut reduction: Option<OperationRef> = None;
-        let mut next = block.first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+        for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
                 "linalg.fill" => {
                     let value = self.operand(op, 0)?;
@@ -94,13 +91,6 @@ impl KernelWriter {
                     fill = Some((key(target), value));
                 }
                 "linalg.generic" if reduction.is_none() => reduction = Some(op),
-                "gpu.return" => {}
-                "arith.constant"
-                | "memref.expand_shape"
-                | "memref.collapse_shape"
-                | "memref.subview"
-                | "memref.reinterpret_cast"
-                | "memref.cast" => self.op(op)?,
                 other => {
                     return Err(CodegenError::at(
                         &op,

@@ -3,7 +3,7 @@
 //! operands' layouts read off the kernel IR.
 
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, BlockRef, Value, ValueLike};
+use melior::ir::{BlockRef, Value, ValueLike};
 use tcc_kernels::{SoftmaxSpec, softmax_kernel};
 
 use super::writer::{KernelWriter, MemrefView, key, memref_shape};
@@ -46,19 +46,9 @@ impl KernelWriter {
         comment: String,
     ) -> Result<String, CodegenError> {
         let mut softmax = None;
-        let mut next = block.first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+        for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
                 "linalg.softmax" => softmax = Some(op),
-                "gpu.return" => {}
-                "arith.constant"
-                | "memref.expand_shape"
-                | "memref.collapse_shape"
-                | "memref.subview"
-                | "memref.reinterpret_cast"
-                | "memref.cast" => self.op(op)?,
                 other => {
                     return Err(CodegenError::at(
                         &op,

@@ -541,6 +541,32 @@ impl KernelWriter {
         ))
     }
 
+    /// The ops of a template kernel's body other than its constants, views
+    /// and return, in order. Constants and views are translated on the way:
+    /// they give the names and layouts the template's operands use.
+    pub(super) fn template_ops<'c, 'a>(
+        &mut self,
+        block: BlockRef<'c, 'a>,
+    ) -> Result<Vec<OperationRef<'c, 'a>>, CodegenError> {
+        let mut ops = Vec::new();
+        let mut next = block.first_operation();
+        while let Some(op) = next {
+            next = op.next_in_block();
+            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+            match op_name(&op).as_str() {
+                "gpu.return" => {}
+                "arith.constant"
+                | "memref.expand_shape"
+                | "memref.collapse_shape"
+                | "memref.subview"
+                | "memref.reinterpret_cast"
+                | "memref.cast" => self.op(op)?,
+                _ => ops.push(op),
+            }
+        }
+        Ok(ops)
+    }
+
     fn block(&mut self, block: BlockRef) -> Result<(), CodegenError> {
         let mut next = block.first_operation();
         while let Some(op) = next {
