@@ -22,6 +22,7 @@ bench sgemm_4096 $((2*4096**3)) 1x4096x4096xf32=0.5 1x4096x4096xf32=0.25
 bench dense_512x1024x1024 $((2*512*1024*1024)) 1x512x1024xf32=0.5 1x1024x1024xf32=0.25 1x1x1024xf32=0.1
 bench dense_2048x1024x4096 $((2*2048*1024*4096)) 1x2048x1024xf32=0.5 1x1024x4096xf32=0.25 1x1x4096xf32=0.1
 "$dev/bin/tcc-benchmark" "$dev/bench/softmax_4096x1024.so" --input=4096x1024xf32=0.5 --warmup=3 --iterations=20 --json
+"$dev/bin/tcc-benchmark" "$dev/bench/rowsum_4096x1024.so" --input=4096x1024xf32=0.5 --warmup=3 --iterations=20 --json
 echo "== benchmarks (second run of sgemm_1024: program from the disk cache)"
 bench sgemm_1024 $((2*1024**3)) 1x1024x1024xf32=0.5 1x1024x1024xf32=0.25
 echo "== benchmarks (PyTorch / cuBLAS, fp32, no TF32)"

@@ -4,6 +4,7 @@
 sgemm_N: C = A @ B for N x N x N f32 (inputs A, B: 1xNxN), the matmul that
 cuBLAS SGEMM is compared with. mlp_bias_relu_N: a dense layer with bias and
 relu epilogue (fused into the GEMM kernel). softmax_R_C: a row softmax.
+rowsum_R_C: sum(exp(x)) over rows (row-reduction template).
 """
 import sys
 from pathlib import Path
@@ -32,6 +33,13 @@ func.func @dense(%x: tensor<1x{m}x{k}xf32>, %w: tensor<1x{k}x{n}xf32>, %b: tenso
 """)
 
 for r, c in ((4096, 1024),):
+    (out / f"rowsum_{r}x{c}.mlir").write_text(f"""// Row sums of exp over {r} rows of {c}: the row-reduction template.
+func.func @rowsum(%x: tensor<{r}x{c}xf32>) -> tensor<{r}x1xf32> {{
+  %e = tosa.exp %x : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
+  %s = tosa.reduce_sum %e {{axis = 1 : i32}} : (tensor<{r}x{c}xf32>) -> tensor<{r}x1xf32>
+  return %s : tensor<{r}x1xf32>
+}}
+""")
     (out / f"softmax_{r}x{c}.mlir").write_text(f"""// Row softmax over {r}x{c}.
 func.func @softmax(%x: tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32> {{
   %y = tcc.softmax %x axis = -1 : tensor<{r}x{c}xf32>
