@@ -237,7 +237,7 @@ impl Session {
         let enqueued = (|| -> Result<()> {
             for (t, &(mem, _)) in inputs.iter().zip(&in_io) {
                 // SAFETY: `t.bytes` outlives the wait below.
-                unsafe { write_buffer(&rt.queue, mem, &t.bytes) }?;
+                unsafe { write_buffer(&rt.queue, mem, &t.bytes, false) }?;
             }
             self.execute(f, &in_io, &out_io)?;
             for (r, &(mem, _)) in results.iter_mut().zip(&out_io) {
@@ -321,7 +321,7 @@ impl Session {
     pub fn upload(&self, tensor: &HostTensor) -> Result<DeviceTensor> {
         let t = self.alloc(tensor.dtype, tensor.shape.clone())?;
         // SAFETY: the write is blocking.
-        unsafe { blocking_write(&self.rt.inner.queue, t.mem(), &tensor.bytes) }?;
+        unsafe { write_buffer(&self.rt.inner.queue, t.mem(), &tensor.bytes, true) }?;
         Ok(t)
     }
 
@@ -492,43 +492,27 @@ fn to_usize(v: u64, what: &str) -> Result<usize> {
         .map_err(|_| Error::InvalidInput(format!("{what} {v} does not fit in size_t")))
 }
 
-/// Non-blocking host-to-device write.
+/// Host-to-device write; `blocking` waits for the copy to finish.
 ///
 /// # Safety
-/// `data` must stay alive and unchanged until the queue has executed it.
-unsafe fn write_buffer(queue: &CommandQueue, mem: cl_mem, data: &[u8]) -> Result<()> {
+/// When not `blocking`, `data` must stay alive and unchanged until the queue
+/// has executed the write.
+unsafe fn write_buffer(
+    queue: &CommandQueue,
+    mem: cl_mem,
+    data: &[u8],
+    blocking: bool,
+) -> Result<()> {
     if data.is_empty() {
         return Ok(());
     }
-    // SAFETY: forwarded to the caller.
+    // SAFETY: forwarded to the caller; a blocking write no longer reads
+    // `data` once it returns.
     let ev = unsafe {
         opencl3::command_queue::enqueue_write_buffer(
             queue.get(),
             mem,
-            CL_FALSE,
-            0,
-            data.len(),
-            data.as_ptr().cast(),
-            0,
-            ptr::null(),
-        )
-    }
-    .map_err(|e| Error::cl("clEnqueueWriteBuffer", e.into()))?;
-    drop(Event::new(ev));
-    Ok(())
-}
-
-/// Blocking host-to-device write.
-unsafe fn blocking_write(queue: &CommandQueue, mem: cl_mem, data: &[u8]) -> Result<()> {
-    if data.is_empty() {
-        return Ok(());
-    }
-    // SAFETY: blocking, so `data` is no longer used when this returns.
-    let ev = unsafe {
-        opencl3::command_queue::enqueue_write_buffer(
-            queue.get(),
-            mem,
-            CL_TRUE,
+            if blocking { CL_TRUE } else { CL_FALSE },
             0,
             data.len(),
             data.as_ptr().cast(),
@@ -674,7 +658,7 @@ impl CallContext<'_> {
             let b = self.rt.pool().acquire(&self.rt.context, c.bytes)?;
             // SAFETY: the artifact (and so the constant's memory) outlives
             // the session, and the session waits for the queue on drop.
-            unsafe { write_buffer(&self.rt.queue, b.mem(), c.as_slice()) }?;
+            unsafe { write_buffer(&self.rt.queue, b.mem(), c.as_slice(), false) }?;
             *slot = Some(b);
         }
         let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
