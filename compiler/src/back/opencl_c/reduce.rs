@@ -10,7 +10,7 @@ use melior::ir::{BlockLike, BlockRef, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{RowReduceSpec, row_reduce_kernel};
 
 use super::gemm::affine_indices;
-use super::writer::{KernelWriter, key};
+use super::writer::{KernelWriter, key, row_coordinates};
 use crate::back::CodegenError;
 use crate::ir::util::{defining_op, op_name};
 
@@ -134,20 +134,8 @@ impl KernelWriter {
             })
             .collect();
         let mut row_setup = String::new();
-        let mut divisor = 1i64;
-        for d in (0..dims - 1).rev() {
-            let index = if divisor == 1 {
-                "row".to_string()
-            } else {
-                format!("(row / {divisor})")
-            };
-            let index = if d == 0 {
-                index
-            } else {
-                format!("({index} % {})", ranges[d])
-            };
+        for (d, index) in row_coordinates(&ranges[..dims - 1]).iter().enumerate() {
             row_setup.push_str(&format!("const long d{d} = {index};\n"));
-            divisor *= ranges[d];
         }
         let dim_names: Vec<&str> = names.iter().map(String::as_str).collect();
 

@@ -6,31 +6,19 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockRef, Value, ValueLike};
 use tcc_kernels::{SoftmaxSpec, softmax_kernel};
 
-use super::writer::{KernelWriter, MemrefView, key, memref_shape};
+use super::writer::{KernelWriter, MemrefView, key, memref_shape, row_coordinates};
 use crate::back::CodegenError;
 use crate::ir::util::op_name;
 
 /// C statements computing `name` (the element offset of row `row`'s first
 /// element) for a view whose leading dimensions are `shape[..rank-1]`.
 fn row_offset(name: &str, view: &MemrefView, shape: &[i64]) -> String {
-    let rank = shape.len();
+    let leading = &shape[..shape.len().saturating_sub(1)];
     let mut terms = vec![view.offset.to_string()];
-    let mut divisor = 1i64;
-    for dim in (0..rank.saturating_sub(1)).rev() {
-        let index = if divisor == 1 {
-            "row".to_string()
-        } else {
-            format!("(row / {divisor})")
-        };
-        let index = if dim == 0 {
-            index
-        } else {
-            format!("({index} % {})", shape[dim])
-        };
+    for (dim, index) in row_coordinates(leading).into_iter().enumerate() {
         if view.strides[dim] != 0 {
             terms.push(format!("{index} * {}", view.strides[dim]));
         }
-        divisor *= shape[dim];
     }
     format!("const long {name} = {};", terms.join(" + "))
 }

@@ -241,6 +241,27 @@ fn strides_and_offset(ty: Type) -> Option<(Vec<i64>, i64)> {
     Some((strides, offset))
 }
 
+/// C expressions for the coordinates of row `row` (a flat index over the
+/// row-major dimensions `leading`, last fastest), one per dimension.
+pub(super) fn row_coordinates(leading: &[i64]) -> Vec<String> {
+    let mut coordinates = vec![String::new(); leading.len()];
+    let mut divisor = 1i64;
+    for dim in (0..leading.len()).rev() {
+        let index = if divisor == 1 {
+            "row".to_string()
+        } else {
+            format!("(row / {divisor})")
+        };
+        coordinates[dim] = if dim == 0 {
+            index
+        } else {
+            format!("({index} % {})", leading[dim])
+        };
+        divisor *= leading[dim];
+    }
+    coordinates
+}
+
 pub(super) fn memref_shape(ty: Type) -> Vec<i64> {
     let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
     (0..rank)
