@@ -136,6 +136,71 @@ pub struct GemmSpec {
     pub store: String,
 }
 
+/// One operand's copy of a `outer x inner` block into local memory, each
+/// work-item taking every `threads`-th element (or float4 along `inner`).
+struct TileStaging<'a> {
+    tile: &'a str,
+    /// (tile index, global index, global base, tile extent, global bound).
+    outer: (&'a str, &'a str, &'a str, u32, i64),
+    inner: (&'a str, &'a str, &'a str, u32, i64),
+    pointer: &'a str,
+    /// Element offset of (global outer, global inner) in `pointer`.
+    address: &'a str,
+    /// Stored as `tile[inner][outer]` rather than `tile[outer][inner]`.
+    transposed: bool,
+    vector: bool,
+}
+
+/// Emits the guarded staging loop for `t` (zero outside the operand).
+fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
+    let (ol, og, ob, oe, on) = t.outer;
+    let (il, ig, ib, ie, inn) = t.inner;
+    let width = if t.vector { 4 } else { 1 };
+    let _ = writeln!(
+        out,
+        "    for (int l = tid; l < {}; l += {threads}) {{",
+        oe * ie / width
+    );
+    let q = ie / width;
+    let inner_index = if t.vector {
+        format!("(l % {q}) * 4")
+    } else {
+        format!("l % {q}")
+    };
+    let _ = writeln!(out, "      const int {ol} = l / {q}, {il} = {inner_index};");
+    let _ = writeln!(
+        out,
+        "      const long {og} = {ob} + {ol}, {ig} = {ib} + {il};"
+    );
+    let guard = format!("({og} < {on}L && {ig} < {inn}L)");
+    let (row, col) = if t.transposed { (il, ol) } else { (ol, il) };
+    let tile = t.tile;
+    if !t.vector {
+        let _ = writeln!(
+            out,
+            "      {tile}[{row}][{col}] = {guard} ? {}[{}] : 0.0f;",
+            t.pointer, t.address
+        );
+    } else if t.transposed {
+        let _ = writeln!(
+            out,
+            "      const float4 v = {guard} ? vload4(0, {} + {}) : (float4)(0.0f);",
+            t.pointer, t.address
+        );
+        let _ = writeln!(
+            out,
+            "      {tile}[{row}][{col}] = v.x; {tile}[{row} + 1][{col}] = v.y; {tile}[{row} + 2][{col}] = v.z; {tile}[{row} + 3][{col}] = v.w;"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "      vstore4({guard} ? vload4(0, {} + {}) : (float4)(0.0f), 0, &{tile}[{row}][{col}]);",
+            t.pointer, t.address
+        );
+    }
+    let _ = writeln!(out, "    }}");
+}
+
 /// Instantiates the template.
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
@@ -185,100 +250,40 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         spec.a_offset.is_none() && spec.a.vectorizable(s.k) && c.tile_k.is_multiple_of(4);
     let b_vector =
         spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n.is_multiple_of(4);
-    if a_vector {
-        let _ = writeln!(
-            out,
-            "    for (int l = tid; l < {}; l += {threads}) {{",
-            c.tile_m * c.tile_k / 4
-        );
-        let _ = writeln!(
-            out,
-            "      const int mm = l / {q}, kk = (l % {q}) * 4;",
-            q = c.tile_k / 4
-        );
-        let _ = writeln!(out, "      const long i = row0 + mm, k = k0 + kk;");
-        let _ = writeln!(
-            out,
-            "      const float4 v = (i < {}L && k < {}L) ? vload4(0, {} + {}) : (float4)(0.0f);",
-            s.m,
-            s.k,
-            spec.a.pointer,
-            spec.a.address("b", "i", "k")
-        );
-        let _ = writeln!(
-            out,
-            "      tile_a[kk][mm] = v.x; tile_a[kk + 1][mm] = v.y; tile_a[kk + 2][mm] = v.z; tile_a[kk + 3][mm] = v.w;"
-        );
-        let _ = writeln!(out, "    }}");
-    } else {
-        let _ = writeln!(
-            out,
-            "    for (int l = tid; l < {}; l += {threads}) {{",
-            c.tile_m * c.tile_k
-        );
-        let _ = writeln!(
-            out,
-            "      const int mm = l / {tk}, kk = l % {tk};",
-            tk = c.tile_k
-        );
-        let _ = writeln!(out, "      const long i = row0 + mm, k = k0 + kk;");
-        let _ = writeln!(
-            out,
-            "      tile_a[kk][mm] = (i < {}L && k < {}L) ? {}[{}] : 0.0f;",
-            s.m,
-            s.k,
-            spec.a.pointer,
-            spec.a_offset
-                .clone()
-                .unwrap_or_else(|| spec.a.address("b", "i", "k"))
-        );
-        let _ = writeln!(out, "    }}");
-    }
-    if b_vector {
-        let _ = writeln!(
-            out,
-            "    for (int l = tid; l < {}; l += {threads}) {{",
-            c.tile_k * c.tile_n / 4
-        );
-        let _ = writeln!(
-            out,
-            "      const int kk = l / {q}, nn = (l % {q}) * 4;",
-            q = c.tile_n / 4
-        );
-        let _ = writeln!(out, "      const long k = k0 + kk, j = col0 + nn;");
-        let _ = writeln!(
-            out,
-            "      vstore4((k < {}L && j < {}L) ? vload4(0, {} + {}) : (float4)(0.0f), 0, &tile_b[kk][nn]);",
-            s.k,
-            s.n,
-            spec.b.pointer,
-            spec.b.address("b", "k", "j")
-        );
-        let _ = writeln!(out, "    }}");
-    } else {
-        let _ = writeln!(
-            out,
-            "    for (int l = tid; l < {}; l += {threads}) {{",
-            c.tile_k * c.tile_n
-        );
-        let _ = writeln!(
-            out,
-            "      const int kk = l / {tn}, nn = l % {tn};",
-            tn = c.tile_n
-        );
-        let _ = writeln!(out, "      const long k = k0 + kk, j = col0 + nn;");
-        let _ = writeln!(
-            out,
-            "      tile_b[kk][nn] = (k < {}L && j < {}L) ? {}[{}] : 0.0f;",
-            s.k,
-            s.n,
-            spec.b.pointer,
-            spec.b_offset
-                .clone()
-                .unwrap_or_else(|| spec.b.address("b", "k", "j"))
-        );
-        let _ = writeln!(out, "    }}");
-    }
+    let a_address = spec
+        .a_offset
+        .clone()
+        .unwrap_or_else(|| spec.a.address("b", "i", "k"));
+    let b_address = spec
+        .b_offset
+        .clone()
+        .unwrap_or_else(|| spec.b.address("b", "k", "j"));
+    stage_tile(
+        &mut out,
+        &TileStaging {
+            tile: "tile_a",
+            outer: ("mm", "i", "row0", c.tile_m, s.m),
+            inner: ("kk", "k", "k0", c.tile_k, s.k),
+            pointer: &spec.a.pointer,
+            address: &a_address,
+            transposed: true,
+            vector: a_vector,
+        },
+        threads,
+    );
+    stage_tile(
+        &mut out,
+        &TileStaging {
+            tile: "tile_b",
+            outer: ("kk", "k", "k0", c.tile_k, s.k),
+            inner: ("nn", "j", "col0", c.tile_n, s.n),
+            pointer: &spec.b.pointer,
+            address: &b_address,
+            transposed: false,
+            vector: b_vector,
+        },
+        threads,
+    );
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     let _ = writeln!(
         out,
