@@ -28,6 +28,22 @@ pub fn collect_ops<'c>(root: OperationRef<'c, 'c>) -> Vec<OperationRef<'c, 'c>> 
     ops
 }
 
+/// Every op named `name` nested in `root` (and `root` itself), in pre-order.
+pub fn ops_named<'c>(root: OperationRef<'c, 'c>, name: &str) -> Vec<OperationRef<'c, 'c>> {
+    collect_ops(root)
+        .into_iter()
+        .filter(|op| op_name(op) == name)
+        .collect()
+}
+
+/// The ops named `name` directly inside the first block of `op`'s first region.
+pub fn body_ops_named<'c>(op: OperationRef<'c, 'c>, name: &str) -> Vec<OperationRef<'c, 'c>> {
+    body_ops(op)
+        .into_iter()
+        .filter(|child| op_name(child) == name)
+        .collect()
+}
+
 /// The ops directly inside the first block of the first region of `op`.
 pub fn body_ops<'c>(op: OperationRef<'c, 'c>) -> Vec<OperationRef<'c, 'c>> {
     let mut ops = Vec::new();

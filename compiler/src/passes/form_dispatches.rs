@@ -19,7 +19,9 @@ use melior::ir::{BlockLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::KernelKind;
-use crate::ir::util::{body_ops, collect_ops, dialect_of, op_name, same_op, use_count, users};
+use crate::ir::util::{
+    body_ops, body_ops_named, dialect_of, op_name, ops_named, same_op, use_count, users,
+};
 use crate::patterns::kernel_naming::{is_reduction, kernel_name, op_parts};
 
 pub struct FormDispatches;
@@ -109,10 +111,7 @@ impl TccPass for FormDispatches {
     ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let mut index = 0;
-        let functions: Vec<_> = collect_ops(module)
-            .into_iter()
-            .filter(|op| op_name(op) == "func.func")
-            .collect();
+        let functions: Vec<_> = ops_named(module, "func.func");
         for function in &functions {
             unshare_fills(*function);
         }
@@ -195,10 +194,7 @@ impl TccPass for FormDispatches {
 /// between several reductions, so that every reduction kernel can start its
 /// accumulator itself instead of copying from a shared filled buffer.
 fn unshare_fills(function: OperationRef) {
-    let fills: Vec<_> = body_ops(function)
-        .into_iter()
-        .filter(|op| op_name(op) == "linalg.fill")
-        .collect();
+    let fills: Vec<_> = body_ops_named(function, "linalg.fill");
     for fill in fills {
         let Ok(result) = fill.result(0) else { continue };
         let result: Value = result.into();

@@ -23,7 +23,7 @@ use melior::ir::{
 };
 
 use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{body_ops, collect_ops, defining_op, integer_value, op_name};
+use crate::ir::util::{body_ops, body_ops_named, defining_op, integer_value, op_name, ops_named};
 
 pub struct MapLoopsToWorkItems;
 
@@ -223,15 +223,9 @@ impl TccPass for MapLoopsToWorkItems {
     ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Collect first: mapping destroys ops that a lazy walk would visit.
-        let kernels: Vec<_> = collect_ops(module)
-            .into_iter()
-            .filter(|op| op_name(op) == "gpu.func")
-            .collect();
+        let kernels: Vec<_> = ops_named(module, "gpu.func");
         for kernel in kernels {
-            let nests: Vec<_> = body_ops(kernel)
-                .into_iter()
-                .filter(|op| op_name(op) == "scf.parallel")
-                .collect();
+            let nests: Vec<_> = body_ops_named(kernel, "scf.parallel");
             // Nests that exchange data through memory must share a mapping.
             if let Some(first) = nests.first() {
                 let reference: i64 = loop_bounds(*first)?

@@ -33,7 +33,9 @@ use super::form_dispatches::{KERNEL_ATTR, KIND_ATTR, kind_of};
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::Target;
 
-use crate::ir::util::{body_ops, collect_ops, dialect_of, integer_value, op_name, string_value};
+use crate::ir::util::{
+    body_ops, body_ops_named, collect_ops, dialect_of, integer_value, op_name, string_value,
+};
 use crate::patterns::kernel_naming::{kernel_name, op_parts};
 
 pub struct OutlineKernels;
@@ -431,10 +433,7 @@ impl TccPass for OutlineKernels {
             .and_then(string_value)
             .and_then(|t| t.parse().ok())
             .unwrap_or_default();
-        let functions: Vec<_> = body_ops(module)
-            .into_iter()
-            .filter(|op| op_name(op) == "func.func")
-            .collect();
+        let functions: Vec<_> = body_ops_named(module, "func.func");
         let mut next_index = collect_ops(module)
             .iter()
             .filter(|op| op.attribute(KIND_ATTR).is_ok())

@@ -11,7 +11,7 @@ use melior::ir::r#type::IntegerType;
 use melior::ir::{Attribute, TypeLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{body_ops, op_name, string_value};
+use crate::ir::util::{body_ops_named, string_value};
 
 pub struct RecordInterface;
 
@@ -53,10 +53,7 @@ impl TccPass for RecordInterface {
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
-        for function in body_ops(module)
-            .into_iter()
-            .filter(|op| op_name(op) == "func.func")
-        {
+        for function in body_ops_named(module, "func.func") {
             if function.attribute(NUM_OUTPUTS_ATTR).is_ok() {
                 continue;
             }

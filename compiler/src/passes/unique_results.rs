@@ -10,7 +10,7 @@ use melior::ir::operation::{
 use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{collect_ops, op_name};
+use crate::ir::util::ops_named;
 
 pub struct UniqueResults;
 
@@ -28,10 +28,7 @@ impl TccPass for UniqueResults {
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         let root = unsafe { OperationRef::from_raw(root.to_raw()) };
-        let returns: Vec<_> = collect_ops(root)
-            .into_iter()
-            .filter(|op| op_name(op) == "func.return")
-            .collect();
+        let returns: Vec<_> = ops_named(root, "func.return");
         for ret in returns {
             let location = ret.location();
             let block = ret

@@ -19,7 +19,7 @@ use melior::ir::{BlockLike, Module, RegionLike, Type, TypeLike, Value, ValueLike
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
-use crate::ir::util::{body_ops, integer_value, op_name, string_value};
+use crate::ir::util::{body_ops, body_ops_named, integer_value, op_name, string_value};
 use crate::passes::{NAMES_ATTR, NUM_OUTPUTS_ATTR};
 
 /// `tcc_runtime_api` as an LLVM struct, and its fields.
@@ -152,10 +152,7 @@ pub fn lower_host(
         .collect();
     let mut text = String::from("module {\n");
     let mut functions = Vec::new();
-    for function in body_ops(mlir.as_operation())
-        .into_iter()
-        .filter(|op| op_name(op) == "func.func")
-    {
+    for function in body_ops_named(mlir.as_operation(), "func.func") {
         let (entry, desc) = lower_function(function, constant_index, &kernel_index, program)?;
         text.push_str(&entry);
         functions.push(desc);

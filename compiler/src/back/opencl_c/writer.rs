@@ -17,7 +17,7 @@ use melior::ir::{
 };
 
 use crate::back::CodegenError;
-use crate::ir::util::{collect_ops, op_name, string_value};
+use crate::ir::util::{op_name, ops_named, string_value};
 
 /// Scalar element types a kernel can touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,10 +138,7 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
         source: PRELUDE.to_string(),
         ..Program::default()
     };
-    for kernel in collect_ops(module.as_operation())
-        .into_iter()
-        .filter(|op| op_name(op) == "gpu.func")
-    {
+    for kernel in ops_named(module.as_operation(), "gpu.func") {
         let (info, text) = KernelWriter::default().write(kernel)?;
         program.source.push('\n');
         program.source.push_str(&text);

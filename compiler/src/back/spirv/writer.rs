@@ -11,7 +11,7 @@ use melior::ir::{Block, BlockLike, Identifier, Location, Module, Region, RegionL
 
 use crate::back::CodegenError;
 use crate::driver::session::Session;
-use crate::ir::util::{body_ops, collect_ops, op_name, string_value};
+use crate::ir::util::{body_ops_named, ops_named, string_value};
 
 /// One kernel as a SPIR-V binary.
 pub struct SpirvKernel {
@@ -34,10 +34,7 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
     let context = &session.context;
     let location = Location::unknown(context);
     let mut spirv = Module::new(location);
-    let kernels: Vec<OperationRef> = collect_ops(module.as_operation())
-        .into_iter()
-        .filter(|op| op_name(op) == "gpu.func")
-        .collect();
+    let kernels: Vec<OperationRef> = ops_named(module.as_operation(), "gpu.func");
     if kernels.is_empty() {
         return Ok(Vec::new());
     }
@@ -133,10 +130,7 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
         .map_err(|e| CodegenError::new(format!("SPIR-V conversion failed:\n{e:#}")))?;
 
     let mut result = Vec::new();
-    for binary in body_ops(spirv.as_operation())
-        .into_iter()
-        .filter(|op| op_name(op) == "gpu.binary")
-    {
+    for binary in body_ops_named(spirv.as_operation(), "gpu.binary") {
         let name = binary
             .attribute("sym_name")
             .ok()
