@@ -7,7 +7,7 @@
 // RUN: tcc compile %s --compile-to=tile --target=pocl-cpu | FileCheck %s --check-prefix=POCL
 
 // TILE: linalg.matmul {tcc.config = {gemm = array<i64: 64, 64, 16, 4, 4>, workgroup_size = 256 : i64}
-// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 32, 32, 16, 4, 4>, workgroup_size = 64 : i64}
+// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 32, 64, 32, 4, 8>, workgroup_size = 64 : i64}
 
 // 200 / 64 -> 4 tiles along M, 96 / 64 -> 2 along N.
 // GPU-DAG: %[[C2:.*]] = arith.constant 2 : index
