@@ -10,6 +10,7 @@
 
 pub mod gemm;
 pub mod reduce;
+mod row;
 pub mod softmax;
 
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};

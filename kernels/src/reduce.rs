@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 
+use crate::row::{row_kernel_prologue, tree_reduce};
+
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct RowReduceSpec {
@@ -43,18 +45,14 @@ pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
         ));
     }
     let mut out = String::new();
-    let _ = writeln!(out, "{}", spec.comment);
-    let _ = writeln!(
-        out,
-        "__kernel __attribute__((reqd_work_group_size({w}, 1, 1)))"
+    row_kernel_prologue(
+        &mut out,
+        &spec.comment,
+        &spec.name,
+        &spec.parameters,
+        w,
+        &spec.row_setup,
     );
-    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
-    let _ = writeln!(out, "  __local float scratch[{w}];");
-    let _ = writeln!(out, "  const long row = (long)get_group_id(0);");
-    let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
-    for line in spec.row_setup.lines() {
-        let _ = writeln!(out, "  {line}");
-    }
     let _ = writeln!(out, "  float partial = {};", spec.identity);
     let _ = writeln!(
         out,
@@ -66,17 +64,12 @@ pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
     }
     let _ = writeln!(out, "    partial = {};", combine(spec, "partial", "value"));
     let _ = writeln!(out, "  }}");
-    let _ = writeln!(
-        out,
-        "  scratch[lid] = partial;\n  barrier(CLK_LOCAL_MEM_FENCE);"
+    tree_reduce(
+        &mut out,
+        w,
+        "partial",
+        &combine(spec, "scratch[lid]", "scratch[lid + step]"),
     );
-    let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
-    let _ = writeln!(
-        out,
-        "    if (lid < step) scratch[lid] = {};",
-        combine(spec, "scratch[lid]", "scratch[lid + step]")
-    );
-    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
     let _ = writeln!(
         out,
         "  if (lid == 0) {{\n    const float total = scratch[0];"

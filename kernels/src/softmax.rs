@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::row::{row_kernel_prologue, tree_reduce};
+
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct SoftmaxSpec {
@@ -41,34 +43,26 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
     let load = at(x, spec.input_stride, "in_row");
     let store = at(y, spec.output_stride, "out_row");
     let mut out = String::new();
-    let _ = writeln!(out, "{}", spec.comment);
-    let _ = writeln!(
-        out,
-        "__kernel __attribute__((reqd_work_group_size({w}, 1, 1)))"
+    row_kernel_prologue(
+        &mut out,
+        &spec.comment,
+        &spec.name,
+        &spec.parameters,
+        w,
+        &spec.row_offsets,
     );
-    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
-    let _ = writeln!(out, "  __local float scratch[{w}];");
-    let _ = writeln!(out, "  const long row = (long)get_group_id(0);");
-    let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
-    for line in spec.row_offsets.lines() {
-        let _ = writeln!(out, "  {line}");
-    }
-    let reduce = |out: &mut String, op: &str| {
-        let _ = writeln!(
-            out,
-            "  scratch[lid] = part;\n  barrier(CLK_LOCAL_MEM_FENCE);"
-        );
-        let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
-        let _ = writeln!(out, "    if (lid < step) scratch[lid] = {op};");
-        let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
-    };
     let _ = writeln!(out, "  float part = -INFINITY;");
     let _ = writeln!(
         out,
         "  for (long c = lid; c < {}L; c += {w}) part = tcc_maximumf(part, {load});",
         spec.columns
     );
-    reduce(&mut out, "tcc_maximumf(scratch[lid], scratch[lid + step])");
+    tree_reduce(
+        &mut out,
+        w,
+        "part",
+        "tcc_maximumf(scratch[lid], scratch[lid + step])",
+    );
     let _ = writeln!(
         out,
         "  const float row_max = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
@@ -79,7 +73,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         "  for (long c = lid; c < {}L; c += {w}) part += exp({load} - row_max);",
         spec.columns
     );
-    reduce(&mut out, "scratch[lid] + scratch[lid + step]");
+    tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
     let _ = writeln!(out, "  const float inverse = 1.0f / scratch[0];");
     let _ = writeln!(
         out,
