@@ -55,7 +55,8 @@ impl<'c> TosaBuilder<'c> {
             .ok_or_else(|| self.error("expected a statically shaped ranked tensor"))
     }
 
-    fn insert(
+    /// Builds op `name` with one result of type `result` before the anchor.
+    pub fn insert(
         &self,
         name: &str,
         operands: &[Value<'c, 'c>],
@@ -171,30 +172,59 @@ impl<'c> TosaBuilder<'c> {
         self.constant(attr.into(), ty)
     }
 
-    /// `tosa.reshape` to a static shape of the same element count.
-    pub fn reshape(&self, x: Value<'c, 'c>, shape: &[i64]) -> Result<Value<'c, 'c>, PassError<'c>> {
-        let tensor = self.tensor(x)?;
+    /// A `tosa.const_shape` holding `values`.
+    pub fn const_shape(&self, values: &[i64]) -> Result<Value<'c, 'c>, PassError<'c>> {
         let index = Type::index(self.context);
-        let shape_type = RankedTensorType::new(&[shape.len() as u64], index, None).into();
-        let values: Vec<Attribute> = shape
+        let shape_type = RankedTensorType::new(&[values.len() as u64], index, None).into();
+        let elements: Vec<Attribute> = values
             .iter()
             .map(|&d| IntegerAttribute::new(index, d).into())
             .collect();
-        let dense = DenseElementsAttribute::new(shape_type, &values)
+        let dense = DenseElementsAttribute::new(shape_type, &elements)
             .map_err(|e| self.error(e.to_string()))?;
-        let shape_value_type = Type::parse(self.context, &format!("!tosa.shape<{}>", shape.len()))
+        let shape_value_type = Type::parse(self.context, &format!("!tosa.shape<{}>", values.len()))
             .ok_or_else(|| self.error("cannot build !tosa.shape type"))?;
-        let shape_value = self.insert(
+        self.insert(
             "tosa.const_shape",
             &[],
             shape_value_type,
             &[("values", dense.into())],
-        )?;
+        )
+    }
+
+    /// `tosa.reshape` to a static shape of the same element count.
+    pub fn reshape(&self, x: Value<'c, 'c>, shape: &[i64]) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let tensor = self.tensor(x)?;
+        let shape_value = self.const_shape(shape)?;
         let result = StaticTensor {
             shape: shape.to_vec(),
             element: tensor.element,
         }
         .to_type();
         self.insert("tosa.reshape", &[x, shape_value], result, &[])
+    }
+
+    /// `tosa.transpose` of `x` by `perm` (result dimension `i` is input
+    /// dimension `perm[i]`).
+    pub fn transpose(
+        &self,
+        x: Value<'c, 'c>,
+        perm: &[usize],
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let tensor = self.tensor(x)?;
+        if perm.len() != tensor.rank() || perm.iter().any(|&p| p >= tensor.rank()) {
+            return Err(self.error(format!(
+                "{perm:?} is not a permutation of rank {}",
+                tensor.rank()
+            )));
+        }
+        let result = StaticTensor {
+            shape: perm.iter().map(|&p| tensor.shape[p]).collect(),
+            element: tensor.element,
+        }
+        .to_type();
+        let perms: Vec<i32> = perm.iter().map(|&p| p as i32).collect();
+        let perms = melior::ir::attribute::DenseI32ArrayAttribute::new(self.context, &perms);
+        self.insert("tosa.transpose", &[x], result, &[("perms", perms.into())])
     }
 }

@@ -19,9 +19,7 @@ use melior::ir::{BlockLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::KernelKind;
-use crate::ir::util::{
-    body_ops, body_ops_named, dialect_of, op_name, ops_named, same_op, use_count, users,
-};
+use crate::ir::util::{body_ops, dialect_of, op_name, ops_named, same_op, use_count, users};
 use crate::patterns::kernel_naming::{is_reduction, kernel_name, op_parts};
 
 pub struct FormDispatches;
@@ -190,11 +188,35 @@ impl TccPass for FormDispatches {
     }
 }
 
-/// Gives each reduction its own copy of a `linalg.fill` that CSE merged
-/// between several reductions, so that every reduction kernel can start its
-/// accumulator itself instead of copying from a shared filled buffer.
+/// Whether `op` initialises an accumulator from constants only: a
+/// `linalg.fill`, or an all-parallel generic (a bias broadcast) whose
+/// inputs are all constants.
+fn is_constant_init(op: OperationRef) -> bool {
+    match op_name(&op).as_str() {
+        "linalg.fill" => true,
+        "linalg.generic" if is_all_parallel_generic(op) => {
+            let inits = init_operands(op);
+            (0..op.operand_count())
+                .filter_map(|i| op.operand(i).ok())
+                .filter(|operand| !inits.contains(operand))
+                .all(|operand| {
+                    crate::ir::util::defining_op(operand)
+                        .is_some_and(|p| op_name(&p) == "arith.constant")
+                })
+        }
+        _ => false,
+    }
+}
+
+/// Gives each reduction its own copy of a constant initialiser (a
+/// `linalg.fill` or a bias broadcast) that CSE merged between several
+/// reductions, so that every reduction kernel can start its accumulator
+/// itself instead of copying from a shared initialised buffer.
 fn unshare_fills(function: OperationRef) {
-    let fills: Vec<_> = body_ops_named(function, "linalg.fill");
+    let fills: Vec<_> = body_ops(function)
+        .into_iter()
+        .filter(|op| is_constant_init(*op))
+        .collect();
     for fill in fills {
         let Ok(result) = fill.result(0) else { continue };
         let result: Value = result.into();

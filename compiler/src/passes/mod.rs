@@ -5,12 +5,15 @@ mod check_supported;
 mod configure_kernels;
 mod convert_softmax_to_linalg;
 mod decompose_composites;
+mod fold_batch_norm;
+mod fold_constants;
 mod form_dispatches;
 mod hoist_parallel_dims;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
+mod propagate_layout;
 mod record_interface;
 mod unique_results;
 
@@ -20,6 +23,8 @@ pub use configure_kernels::{
 };
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
+pub use fold_batch_norm::FoldBatchNorm;
+pub use fold_constants::FoldConstants;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
@@ -28,6 +33,7 @@ pub use outline_kernels::{FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels, 
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
 };
+pub use propagate_layout::PropagateLayout;
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use unique_results::UniqueResults;
 
@@ -36,6 +42,9 @@ pub use unique_results::UniqueResults;
 pub const ALL: &[(&str, &str)] = &[
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
+    (PropagateLayout::ARGUMENT, PropagateLayout::SUMMARY),
+    (FoldConstants::ARGUMENT, FoldConstants::SUMMARY),
+    (FoldBatchNorm::ARGUMENT, FoldBatchNorm::SUMMARY),
     (
         ConvertSoftmaxToLinalg::ARGUMENT,
         ConvertSoftmaxToLinalg::SUMMARY,
@@ -56,6 +65,9 @@ pub fn register_all() {
     tcc_dialects::register_all_passes();
     pass::register(&CheckSupported);
     pass::register(&RecordInterface);
+    pass::register(&PropagateLayout);
+    pass::register(&FoldConstants);
+    pass::register(&FoldBatchNorm);
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&DecomposeComposites);
     pass::register(&FormDispatches);

@@ -1,6 +1,9 @@
 //! Rewrite patterns, kept apart from the passes that apply them.
 
+pub mod batch_norm;
+pub mod constant_fold;
 pub mod copy;
 pub mod decompose_composites;
 pub mod kernel_naming;
 pub mod softmax_to_linalg;
+pub mod transpose;

@@ -63,7 +63,7 @@ impl Phase {
         match self {
             Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
             Phase::Graph => {
-                "tcc phase 2: inline calls, canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE"
+                "tcc phase 2: inline calls, canonicalize, CSE, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
                 "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
@@ -101,6 +101,12 @@ impl Phase {
                 "cse",
                 "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
                 "canonicalize",
+                "tcc-propagate-layout",
+                "canonicalize",
+                "tcc-fold-constants",
+                "tcc-fold-batch-norm",
+                "canonicalize",
+                "cse",
                 "symbol-dce",
             ]
             .join(","),

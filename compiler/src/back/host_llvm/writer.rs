@@ -14,10 +14,8 @@ use inkwell::context::Context as LlvmContext;
 use inkwell::module::{Linkage, Module as LlvmModule};
 use inkwell::types::{BasicType, StructType};
 use inkwell::values::{FunctionValue, GlobalValue, IntValue, PointerValue};
-use melior::ir::attribute::AttributeLike;
-use melior::ir::attribute::DenseElementsAttribute;
+use melior::ir::Module;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Module, Type, TypeLike};
 
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
@@ -59,95 +57,15 @@ pub(super) fn byte_size(desc: &TensorDesc) -> u64 {
     desc.shape.iter().product::<i64>().max(0) as u64 * desc.element.size_bytes() as u64
 }
 
-/// The raw little-endian bytes of a dense constant (splats expanded,
-/// booleans one byte each).
+/// The raw little-endian bytes of a dense or dense_resource constant
+/// (splats expanded, booleans one byte each).
 fn constant_bytes(
     op: OperationRef,
     attribute: melior::ir::Attribute,
 ) -> Result<Vec<u8>, CodegenError> {
-    if unsafe { mlir_sys::mlirAttributeIsADenseResourceElements(attribute.to_raw()) } {
-        return resource_bytes(op, attribute);
-    }
-    let dense = DenseElementsAttribute::try_from(attribute).map_err(|_| {
-        CodegenError::at(
-            &op,
-            format!("constant {attribute} is neither dense nor dense_resource"),
-        )
-    })?;
-    let ty = attribute.r#type();
-    let element = ElementType::of_type(unsafe {
-        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
-    })
-    .ok_or_else(|| CodegenError::at(&op, format!("unsupported constant type {ty}")))?;
-    let count = dense.len();
-    let raw = attribute.to_raw();
-    if element == ElementType::I1 {
-        return Ok((0..count)
-            .map(|i| unsafe { mlir_sys::mlirDenseElementsAttrGetBoolValue(raw, i as isize) } as u8)
-            .collect());
-    }
-    let size = element.size_bytes();
-    let data = dense.raw_data() as *const u8;
-    let splat = unsafe { mlir_sys::mlirDenseElementsAttrIsSplat(raw) };
-    let stored = if splat { size } else { size * count };
-    let bytes = unsafe { std::slice::from_raw_parts(data, stored) };
-    Ok(if splat {
-        bytes.repeat(count)
-    } else {
-        bytes.to_vec()
-    })
-}
-
-/// The bytes of a `dense_resource` constant (an importer's blob), read
-/// element by element through the typed accessors, little-endian.
-fn resource_bytes(
-    op: OperationRef,
-    attribute: melior::ir::Attribute,
-) -> Result<Vec<u8>, CodegenError> {
-    let ty = attribute.r#type();
-    let raw = attribute.to_raw();
-    let count: i64 = (0..unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) })
-        .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) })
-        .product();
-    let element = ElementType::of_type(unsafe {
-        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
-    })
-    .ok_or_else(|| CodegenError::at(&op, format!("unsupported constant type {ty}")))?;
-    let mut bytes = Vec::with_capacity(count.max(0) as usize * element.size_bytes());
-    for i in 0..count.max(0) as isize {
-        unsafe {
-            match element {
-                ElementType::F32 => bytes.extend(
-                    mlir_sys::mlirDenseFloatResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::F64 => bytes.extend(
-                    mlir_sys::mlirDenseDoubleResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I64 => bytes.extend(
-                    mlir_sys::mlirDenseInt64ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I32 => bytes.extend(
-                    mlir_sys::mlirDenseInt32ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I16 => bytes.extend(
-                    mlir_sys::mlirDenseInt16ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I8 => {
-                    bytes.push(mlir_sys::mlirDenseInt8ResourceElementsAttrGetValue(raw, i) as u8)
-                }
-                ElementType::I1 => {
-                    bytes.push(mlir_sys::mlirDenseBoolResourceElementsAttrGetValue(raw, i) as u8)
-                }
-                other => {
-                    return Err(CodegenError::at(
-                        &op,
-                        format!("dense_resource constants of {other:?} are not supported"),
-                    ));
-                }
-            }
-        }
-    }
-    Ok(bytes)
+    crate::ir::constant::ConstTensor::from_attribute(attribute)
+        .map(|tensor| tensor.bytes)
+        .map_err(|message| CodegenError::at(&op, message))
 }
 
 #[derive(Clone, Copy)]

@@ -1,0 +1,44 @@
+//! `tcc-fold-batch-norm`: folds per-channel scales and shifts by constants
+//! (an inference BatchNormalization, or any `x * s + t` with `s`, `t`
+//! constant per output channel) into the weights and bias of the
+//! convolution or matmul that produces `x` (`patterns::batch_norm`), so the
+//! BatchNorm costs nothing at run time and the convolution's epilogue is
+//! only what really remains (activation, residual add).
+//!
+//! Runs after `tcc-propagate-layout`: the scale must lie along the last
+//! (channel) dimension of the convolution's channels-last result. A scale
+//! that is not constant, a producer with other users, or a shift before a
+//! matmul are left alone (and compile unfused).
+
+use melior::ir::operation::{OperationRef, OperationRefMut};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{body_ops, ops_named};
+use crate::patterns::batch_norm::fold_into_producer;
+
+pub struct FoldBatchNorm;
+
+impl TccPass for FoldBatchNorm {
+    const ARGUMENT: &'static str = "tcc-fold-batch-norm";
+    const SUMMARY: &'static str = "Fold constant per-channel scale/shift after a convolution or matmul into its weights and bias";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        for function in ops_named(module, "func.func") {
+            // In program order: after `mul` folds, the `add` behind it sees
+            // the convolution directly and folds too.
+            for op in body_ops(function) {
+                fold_into_producer(context, op)?;
+            }
+        }
+        Ok(())
+    }
+}

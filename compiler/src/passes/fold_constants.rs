@@ -1,0 +1,67 @@
+//! `tcc-fold-constants`: evaluates at compile time every TOSA op whose
+//! operands are all constants (`patterns::constant_fold`: transposes,
+//! reshapes, slices, concats, f32 arithmetic and activations), whatever
+//! the constants' attribute kind (`dense` or an importer's
+//! `dense_resource` blob, which upstream folders cannot read). No kernel
+//! then reads only constants: weight layout changes, BatchNorm parameter
+//! arithmetic and the constants other graph passes transpose all happen
+//! here. Results above `FOLD_ELEMENT_LIMIT` elements stay ops.
+
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::{Value, ValueLike};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::tosa_builder::TosaBuilder;
+use crate::ir::util::{body_ops, ops_named};
+use crate::patterns::constant_fold::evaluate;
+
+pub struct FoldConstants;
+
+impl TccPass for FoldConstants {
+    const ARGUMENT: &'static str = "tcc-fold-constants";
+    const SUMMARY: &'static str =
+        "Evaluate TOSA ops on constants (dense or dense_resource) at compile time";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        for function in ops_named(module, "func.func") {
+            // Program order: a folded op's constant is seen by its users.
+            for op in body_ops(function) {
+                let Some(value) = evaluate(op) else { continue };
+                replace_with_constant(context, op, &value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Replaces `op`'s single result by a `tosa.const` holding `value`.
+pub fn replace_with_constant<'c>(
+    context: &'c melior::Context,
+    op: OperationRef<'c, 'c>,
+    value: &crate::ir::constant::ConstTensor,
+) -> Result<(), PassError<'c>> {
+    let location = op.location();
+    let result: Value = op
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into();
+    let ty = result.r#type();
+    let attribute = value
+        .to_attribute(ty)
+        .map_err(|message| PassError::at(location, message))?;
+    let constant = TosaBuilder::before(context, op)?.constant(attribute, ty)?;
+    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), constant.to_raw()) };
+    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+    doomed.remove_from_parent();
+    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+    Ok(())
+}

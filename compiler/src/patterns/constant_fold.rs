@@ -1,0 +1,158 @@
+//! Evaluation of TOSA ops whose operands are all constants, used by
+//! `tcc-fold-constants`. Upstream's `tosa-layerwise-constant-fold` and the
+//! op folders only read `dense<...>` attributes; ONNX weights arrive as
+//! `dense_resource` blobs, so without this every weight transpose, reshape
+//! or scaling would run as a kernel on every call.
+
+use melior::ir::attribute::AttributeLike;
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{Value, ValueLike};
+
+use crate::ir::constant::{ConstTensor, FOLD_ELEMENT_LIMIT};
+use crate::ir::types::StaticTensor;
+use crate::ir::util::op_name;
+use crate::patterns::transpose::transpose_perm;
+
+fn operand_constant(op: OperationRef, index: usize) -> Option<ConstTensor> {
+    let value: Value = op.operand(index).ok()?;
+    ConstTensor::of_value(value)
+}
+
+/// The values of a `tosa.const_shape` operand.
+pub fn shape_operand(op: OperationRef, index: usize) -> Option<Vec<i64>> {
+    let value: Value = op.operand(index).ok()?;
+    let producer = crate::ir::util::defining_op(value)?;
+    if op_name(&producer) != "tosa.const_shape" {
+        return None;
+    }
+    let tensor = ConstTensor::from_attribute(producer.attribute("values").ok()?).ok()?;
+    Some(
+        tensor
+            .bytes
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect(),
+    )
+}
+
+fn float_attribute(op: OperationRef, name: &str) -> Option<f32> {
+    let attribute = op.attribute(name).ok()?;
+    let raw = attribute.to_raw();
+    unsafe { mlir_sys::mlirAttributeIsAFloat(raw) }
+        .then(|| unsafe { mlir_sys::mlirFloatAttrGetValueDouble(raw) } as f32)
+}
+
+fn binary(name: &str) -> Option<fn(f32, f32) -> f32> {
+    Some(match name {
+        "tosa.add" => |a, b| a + b,
+        "tosa.sub" => |a, b| a - b,
+        "tosa.mul" => |a, b| a * b,
+        "tosa.maximum" => |a: f32, b: f32| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.max(b)
+            }
+        },
+        "tosa.minimum" => |a: f32, b: f32| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.min(b)
+            }
+        },
+        "tosa.pow" => f32::powf,
+        _ => return None,
+    })
+}
+
+fn unary(name: &str) -> Option<fn(f32) -> f32> {
+    Some(match name {
+        "tosa.reciprocal" => |x| 1.0 / x,
+        "tosa.rsqrt" => |x: f32| 1.0 / x.sqrt(),
+        "tosa.exp" => f32::exp,
+        "tosa.log" => f32::ln,
+        "tosa.abs" => f32::abs,
+        "tosa.tanh" => f32::tanh,
+        "tosa.sigmoid" => |x: f32| 1.0 / (1.0 + (-x).exp()),
+        "tosa.floor" => f32::floor,
+        "tosa.ceil" => f32::ceil,
+        _ => return None,
+    })
+}
+
+/// The value of `op` when every operand it reads is a constant and the op
+/// is one tcc evaluates; `None` otherwise (the op stays).
+pub fn evaluate(op: OperationRef) -> Option<ConstTensor> {
+    if op.result_count() != 1 {
+        return None;
+    }
+    let result: Value = op.result(0).ok()?.into();
+    let shape = StaticTensor::of(result.r#type())?.shape;
+    if shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d))? > FOLD_ELEMENT_LIMIT {
+        return None;
+    }
+    let name = op_name(&op);
+    let folded = match name.as_str() {
+        "tosa.transpose" => operand_constant(op, 0)?
+            .transpose(&transpose_perm(op)?)
+            .ok()?,
+        "tosa.reshape" => operand_constant(op, 0)?.reshape(&shape).ok()?,
+        "tosa.slice" => {
+            let start = shape_operand(op, 1)?;
+            operand_constant(op, 0)?.slice(&start, &shape).ok()?
+        }
+        "tosa.concat" => {
+            let axis = op
+                .attribute("axis")
+                .ok()
+                .and_then(crate::ir::util::integer_value)?;
+            let parts: Option<Vec<_>> = (0..op.operand_count())
+                .map(|i| operand_constant(op, i))
+                .collect();
+            ConstTensor::concat(&parts?, usize::try_from(axis).ok()?).ok()?
+        }
+        "tosa.clamp" => {
+            let (low, high) = (
+                float_attribute(op, "min_val")?,
+                float_attribute(op, "max_val")?,
+            );
+            if !(low <= high) {
+                return None;
+            }
+            operand_constant(op, 0)?
+                .map_f32(|x| if x.is_nan() { x } else { x.clamp(low, high) })
+                .ok()?
+        }
+        "tosa.mul" => {
+            // A float multiply's shift operand is zero.
+            let (a, b) = (operand_constant(op, 0)?, operand_constant(op, 1)?);
+            if op.operand_count() > 2 {
+                let shift = operand_constant(op, 2)?;
+                if shift.bytes.iter().any(|&byte| byte != 0) {
+                    return None;
+                }
+            }
+            a.zip_f32(&b, &shape, |x, y| x * y).ok()?
+        }
+        other => {
+            if let Some(f) = binary(other) {
+                if op.operand_count() != 2 {
+                    return None;
+                }
+                let (a, b) = (operand_constant(op, 0)?, operand_constant(op, 1)?);
+                a.zip_f32(&b, &shape, f).ok()?
+            } else if let Some(f) = unary(other) {
+                if op.operand_count() != 1 {
+                    return None;
+                }
+                operand_constant(op, 0)?.map_f32(f).ok()?
+            } else {
+                return None;
+            }
+        }
+    };
+    // Booleans are stored one byte each here but bit-packed in attributes.
+    (folded.shape == shape && folded.element != crate::back::opencl_c::ElementType::I1)
+        .then_some(folded)
+}

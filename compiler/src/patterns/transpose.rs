@@ -1,0 +1,358 @@
+//! Rewrites that move `tosa.transpose` ops out of the way of everything
+//! that does not care about layout, used by `tcc-propagate-layout`.
+//!
+//! - **Sinking:** an elementwise op (or a concat or reduction) whose tensor
+//!   operands are all transposes by the same permutation `P`, or constants,
+//!   is computed on the untransposed values and followed by one transpose
+//!   by `P`: `add(T(a), T(b)) -> T(add(a, b))`. Constants are transposed
+//!   the other way at compile time (a `tosa.transpose` of a constant, which
+//!   `tcc-fold-constants` folds); axis attributes follow the permutation.
+//! - **Transposes that only move unit dimensions** keep the order of the
+//!   data, so they become `tosa.reshape`s (free views) instead of kernels.
+//!
+//! Transposes meeting after sinking (`T^-1(T(x))`) cancel by TOSA's own
+//! canonicalization.
+
+use melior::Context;
+use melior::ir::attribute::{AttributeLike, IntegerAttribute};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::{BlockLike, Type, TypeLike, Value, ValueLike};
+
+use crate::ir::constant::ConstTensor;
+use crate::ir::tosa_builder::TosaBuilder;
+use crate::ir::types::StaticTensor;
+use crate::ir::util::{defining_op, op_name, users};
+use crate::passes::PassError;
+
+/// Elementwise TOSA (and tcc) ops: the result's shape is the broadcast of
+/// the operands of the result's rank; lower-rank operands (`tosa.mul`'s
+/// shift, zero points) are not tensors of the data and pass unchanged.
+const ELEMENTWISE: &[&str] = &[
+    "tosa.add",
+    "tosa.sub",
+    "tosa.mul",
+    "tosa.maximum",
+    "tosa.minimum",
+    "tosa.pow",
+    "tosa.intdiv",
+    "tosa.equal",
+    "tosa.greater",
+    "tosa.greater_equal",
+    "tosa.logical_and",
+    "tosa.logical_or",
+    "tosa.logical_xor",
+    "tosa.logical_not",
+    "tosa.bitwise_and",
+    "tosa.bitwise_or",
+    "tosa.bitwise_xor",
+    "tosa.bitwise_not",
+    "tosa.abs",
+    "tosa.ceil",
+    "tosa.floor",
+    "tosa.clz",
+    "tosa.cos",
+    "tosa.sin",
+    "tosa.exp",
+    "tosa.log",
+    "tosa.negate",
+    "tosa.reciprocal",
+    "tosa.rsqrt",
+    "tosa.sigmoid",
+    "tosa.tanh",
+    "tosa.erf",
+    "tosa.cast",
+    "tosa.clamp",
+    "tosa.select",
+    "tcc.gelu",
+    "tcc.silu",
+];
+
+/// Ops with an `axis` attribute over a rank-preserving result.
+const AXIS_OPS: &[&str] = &[
+    "tosa.concat",
+    "tosa.reduce_sum",
+    "tosa.reduce_max",
+    "tosa.reduce_min",
+    "tosa.reduce_prod",
+    "tosa.reduce_all",
+    "tosa.reduce_any",
+];
+
+/// The permutation of a `tosa.transpose` (`None` for any other op).
+pub fn transpose_perm(op: OperationRef) -> Option<Vec<usize>> {
+    if op_name(&op) != "tosa.transpose" {
+        return None;
+    }
+    let perms = op.attribute("perms").ok()?;
+    let raw = perms.to_raw();
+    if !unsafe { mlir_sys::mlirAttributeIsADenseI32Array(raw) } {
+        return None;
+    }
+    let count = unsafe { mlir_sys::mlirDenseArrayGetNumElements(raw) };
+    (0..count)
+        .map(|i| usize::try_from(unsafe { mlir_sys::mlirDenseI32ArrayGetElement(raw, i) }).ok())
+        .collect()
+}
+
+fn inverse(perm: &[usize]) -> Vec<usize> {
+    let mut inverse = vec![0; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inverse[p] = i;
+    }
+    inverse
+}
+
+fn rank_of(value: Value) -> Option<usize> {
+    StaticTensor::of(value.r#type()).map(|t| t.rank())
+}
+
+fn result_of<'c>(op: OperationRef<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+    op.result(0)
+        .map(Into::into)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))
+}
+
+/// What sinking would do with each operand of an op.
+enum Operand {
+    /// Not a tensor of the data (shift, zero point): kept.
+    Keep,
+    /// A transpose's input, used instead of the transpose.
+    Untransposed,
+    /// A constant, transposed back at compile time.
+    Constant,
+}
+
+/// Moves the transposes feeding `op` below it when every data operand is
+/// a transpose by one permutation or a constant, and when this does not
+/// add a transpose: some transposed operand must die (`op` is its only
+/// user) or every user of `op` must be a transpose (which then cancels).
+/// Returns whether it rewrote.
+pub fn sink_transposes<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    let name = op_name(&op);
+    if matches!(name.as_str(), "tosa.slice" | "tosa.pad") {
+        return sink_through_window(context, op);
+    }
+    let axis_op = AXIS_OPS.contains(&name.as_str());
+    if !(ELEMENTWISE.contains(&name.as_str()) || axis_op) || op.result_count() != 1 {
+        return Ok(false);
+    }
+    let result = result_of(op)?;
+    let Some(rank) = rank_of(result).filter(|&r| r >= 2) else {
+        return Ok(false);
+    };
+    let mut perm: Option<Vec<usize>> = None;
+    let mut plan = Vec::new();
+    let mut frees_a_transpose = false;
+    for index in 0..op.operand_count() {
+        let operand = op
+            .operand(index)
+            .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+        if rank_of(operand) != Some(rank) {
+            plan.push(Operand::Keep);
+            continue;
+        }
+        if let Some(producer) = defining_op(operand)
+            && let Some(p) = transpose_perm(producer)
+        {
+            if perm.as_ref().is_some_and(|q| *q != p) {
+                return Ok(false);
+            }
+            perm = Some(p);
+            frees_a_transpose |= users(operand)
+                .iter()
+                .all(|u| u.to_raw().ptr == op.to_raw().ptr);
+            plan.push(Operand::Untransposed);
+        } else if ConstTensor::is_constant(operand) {
+            plan.push(Operand::Constant);
+        } else {
+            return Ok(false);
+        }
+    }
+    let Some(perm) = perm else { return Ok(false) };
+    let result_users = users(result);
+    let feeds_transposes =
+        !result_users.is_empty() && result_users.iter().all(|u| transpose_perm(*u).is_some());
+    if !(frees_a_transpose || feeds_transposes) {
+        return Ok(false);
+    }
+    let back = inverse(&perm);
+    let builder = TosaBuilder::before(context, op)?;
+    let mut operands = Vec::with_capacity(plan.len());
+    for (index, action) in plan.iter().enumerate() {
+        let operand: Value = op
+            .operand(index)
+            .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+        operands.push(match action {
+            Operand::Keep => operand,
+            Operand::Untransposed => {
+                let producer = defining_op(operand).expect("checked above");
+                producer
+                    .operand(0)
+                    .map_err(|e| PassError::at(op.location(), e.to_string()))?
+            }
+            Operand::Constant => builder.transpose(operand, &back)?,
+        });
+    }
+    // The same op on the untransposed values: a clone with new operands,
+    // result type and axis.
+    let clone = unsafe {
+        melior::ir::operation::Operation::from_raw(mlir_sys::mlirOperationClone(op.to_raw()))
+    };
+    let block = op
+        .block()
+        .ok_or_else(|| PassError::at(op.location(), "op outside a block"))?;
+    let clone = block.insert_operation_before(op, clone);
+    let mut clone_mut = unsafe { OperationRefMut::from_raw(clone.to_raw()) };
+    for (index, operand) in operands.into_iter().enumerate() {
+        clone_mut.set_operand(index, operand);
+    }
+    let tensor = StaticTensor::of(result.r#type()).expect("ranked result");
+    let untransposed = StaticTensor {
+        shape: back.iter().map(|&b| tensor.shape[b]).collect(),
+        element: tensor.element,
+    }
+    .to_type();
+    let new_result = result_of(clone)?;
+    unsafe { mlir_sys::mlirValueSetType(new_result.to_raw(), untransposed.to_raw()) };
+    if axis_op {
+        let axis = op
+            .attribute("axis")
+            .ok()
+            .and_then(crate::ir::util::integer_value)
+            .and_then(|a| usize::try_from(a).ok())
+            .filter(|&a| a < rank)
+            .ok_or_else(|| PassError::at(op.location(), format!("{name} without a valid axis")))?;
+        let i32_type: Type = melior::ir::r#type::IntegerType::new(context, 32).into();
+        clone_mut.set_attribute(
+            "axis",
+            IntegerAttribute::new(i32_type, perm[axis] as i64).into(),
+        );
+    }
+    let transposed = builder.transpose(new_result, &perm)?;
+    replace_and_erase(op, result, transposed);
+    Ok(true)
+}
+
+/// `tosa.slice` / `tosa.pad` of a transpose: the same window on the
+/// untransposed value, its start/size (or padding pairs) permuted, then
+/// the transpose. Applies under the same no-more-transposes rule as
+/// [`sink_transposes`].
+fn sink_through_window<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    let location = op.location();
+    let name = op_name(&op);
+    let operand: Value = op
+        .operand(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let Some(producer) = defining_op(operand) else {
+        return Ok(false);
+    };
+    let Some(perm) = transpose_perm(producer) else {
+        return Ok(false);
+    };
+    let result = result_of(op)?;
+    let result_users = users(result);
+    let frees = users(operand)
+        .iter()
+        .all(|u| u.to_raw().ptr == op.to_raw().ptr);
+    let feeds =
+        !result_users.is_empty() && result_users.iter().all(|u| transpose_perm(*u).is_some());
+    if !(frees || feeds) {
+        return Ok(false);
+    }
+    let rank = perm.len();
+    let builder = TosaBuilder::before(context, op)?;
+    let source: Value = producer
+        .operand(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let mut operands = vec![source];
+    if name == "tosa.slice" {
+        for index in [1, 2] {
+            let Some(values) = crate::patterns::constant_fold::shape_operand(op, index) else {
+                return Ok(false);
+            };
+            if values.len() != rank {
+                return Ok(false);
+            }
+            let mut moved = vec![0; rank];
+            for (i, &p) in perm.iter().enumerate() {
+                moved[p] = values[i];
+            }
+            operands.push(builder.const_shape(&moved)?);
+        }
+    } else {
+        let Some(values) = crate::patterns::constant_fold::shape_operand(op, 1) else {
+            return Ok(false);
+        };
+        if values.len() != 2 * rank {
+            return Ok(false);
+        }
+        let mut moved = vec![0; 2 * rank];
+        for (i, &p) in perm.iter().enumerate() {
+            moved[2 * p] = values[2 * i];
+            moved[2 * p + 1] = values[2 * i + 1];
+        }
+        operands.push(builder.const_shape(&moved)?);
+        for index in 2..op.operand_count() {
+            operands.push(
+                op.operand(index)
+                    .map_err(|e| PassError::at(location, e.to_string()))?,
+            );
+        }
+    }
+    let tensor = StaticTensor::of(result.r#type())
+        .ok_or_else(|| PassError::at(location, "unranked window"))?;
+    let back = inverse(&perm);
+    let untransposed = StaticTensor {
+        shape: back.iter().map(|&b| tensor.shape[b]).collect(),
+        element: tensor.element,
+    }
+    .to_type();
+    let window = builder.insert(&name, &operands, untransposed, &[])?;
+    let transposed = builder.transpose(window, &perm)?;
+    replace_and_erase(op, result, transposed);
+    Ok(true)
+}
+
+/// Replaces a transpose that only moves size-1 dimensions (the other
+/// dimensions keep their order, so the data's order is unchanged) by a
+/// reshape. Returns whether it rewrote.
+pub fn transpose_to_reshape<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    let Some(perm) = transpose_perm(op) else {
+        return Ok(false);
+    };
+    let input: Value = op
+        .operand(0)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    let Some(tensor) = StaticTensor::of(input.r#type()) else {
+        return Ok(false);
+    };
+    let moved: Vec<usize> = perm
+        .iter()
+        .copied()
+        .filter(|&p| tensor.shape[p] != 1)
+        .collect();
+    if moved.windows(2).any(|w| w[0] > w[1]) {
+        return Ok(false);
+    }
+    let shape: Vec<i64> = perm.iter().map(|&p| tensor.shape[p]).collect();
+    let result = result_of(op)?;
+    let reshaped = TosaBuilder::before(context, op)?.reshape(input, &shape)?;
+    replace_and_erase(op, result, reshaped);
+    Ok(true)
+}
+
+fn replace_and_erase<'c>(op: OperationRef<'c, 'c>, old: Value<'c, 'c>, new: Value<'c, 'c>) {
+    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+    doomed.remove_from_parent();
+    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+}

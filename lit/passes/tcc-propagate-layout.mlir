@@ -1,0 +1,106 @@
+// tcc-propagate-layout sinks transposes through layout-agnostic ops so that
+// the NCHW<->NHWC pairs an importer puts around each convolution cancel.
+// RUN: tcc-opt %s --split-input-file --tcc-propagate-layout --canonicalize | FileCheck %s
+
+// A convolution, a per-channel affine and a ReLU in NCHW between two NHWC
+// convolutions: the transposes meet and vanish, the [1,C,1,1] constants
+// become [1,1,1,C] (a transpose of the constant, which canonicalize folds
+// for dense constants and tcc-fold-constants for any).
+// CHECK-LABEL: func.func @conv_bn_relu_conv
+// CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>
+// CHECK: %[[S:.*]] = "tosa.const"() <{values = dense<{{\[\[\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]]]]> : tensor<1x1x1x4xf32>}>
+// CHECK: %[[C1:.*]] = tosa.conv2d %[[X]]
+// CHECK: %[[M:.*]] = tosa.mul %[[C1]], %[[S]], %{{.*}} : (tensor<1x8x8x4xf32>, tensor<1x1x1x4xf32>, tensor<1xi8>) -> tensor<1x8x8x4xf32>
+// CHECK: %[[R:.*]] = tosa.clamp %[[M]]
+// CHECK: %[[C2:.*]] = tosa.conv2d %[[R]]
+// CHECK: return %[[C2]]
+// CHECK-NOT: tosa.transpose
+func.func @conv_bn_relu_conv(%x: tensor<1x8x8x4xf32>, %w: tensor<4x1x1x4xf32>) -> tensor<1x8x8x4xf32> {
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s = "tosa.const"() <{values = dense<[[[[1.0]], [[2.0]], [[3.0]], [[4.0]]]]> : tensor<1x4x1x1xf32>}> : () -> tensor<1x4x1x1xf32>
+  %c1 = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<4x1x1x4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x4xf32>
+  %t1 = tosa.transpose %c1 {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x8x8x4xf32>) -> tensor<1x4x8x8xf32>
+  %m = tosa.mul %t1, %s, %shift : (tensor<1x4x8x8xf32>, tensor<1x4x1x1xf32>, tensor<1xi8>) -> tensor<1x4x8x8xf32>
+  %r = tosa.clamp %m {min_val = 0.0 : f32, max_val = 3.4028235e+38 : f32} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %t2 = tosa.transpose %r {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x8x8x4xf32>
+  %c2 = tosa.conv2d %t2, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<4x1x1x4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x4xf32>
+  return %c2 : tensor<1x8x8x4xf32>
+}
+
+// -----
+
+// A residual add of two transposed values, a concat along channels (axis 1
+// in NCHW becomes axis 3) and a reduction: one transpose is left, at the
+// function's output.
+// CHECK-LABEL: func.func @add_concat_reduce
+// CHECK-SAME: (%[[A:.*]]: tensor<1x4x4x2xf32>, %[[B:.*]]: tensor<1x4x4x2xf32>)
+// CHECK: %[[SUM:.*]] = tosa.add %[[A]], %[[B]] : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+// CHECK: %[[CAT:.*]] = tosa.concat %[[SUM]], %[[A]] {axis = 3 : i32} : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x4xf32>
+// CHECK: %[[RED:.*]] = tosa.reduce_max %[[CAT]] {axis = 2 : i32} : (tensor<1x4x4x4xf32>) -> tensor<1x4x1x4xf32>
+// CHECK: %[[OUT:.*]] = tosa.transpose %[[RED]] {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x1x4xf32>) -> tensor<1x4x4x1xf32>
+// CHECK: return %[[OUT]]
+func.func @add_concat_reduce(%a: tensor<1x4x4x2xf32>, %b: tensor<1x4x4x2xf32>) -> tensor<1x4x4x1xf32> {
+  %ta = tosa.transpose %a {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x4x2xf32>) -> tensor<1x2x4x4xf32>
+  %tb = tosa.transpose %b {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x4x2xf32>) -> tensor<1x2x4x4xf32>
+  %sum = tosa.add %ta, %tb : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %cat = tosa.concat %sum, %ta {axis = 1 : i32} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %red = tosa.reduce_max %cat {axis = 3 : i32} : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x1xf32>
+  return %red : tensor<1x4x4x1xf32>
+}
+
+// -----
+
+// A crop (slice) and a pad of a transposed value move below it with their
+// start/size and padding permuted.
+// CHECK-LABEL: func.func @slice_pad
+// CHECK-SAME: (%[[X:.*]]: tensor<1x6x6x3xf32>)
+// CHECK-DAG: %[[START:.*]] = tosa.const_shape {values = dense<0> : tensor<4xindex>}
+// CHECK-DAG: %[[SIZE:.*]] = tosa.const_shape {values = dense<[1, 5, 5, 3]> : tensor<4xindex>}
+// CHECK-DAG: %[[PADS:.*]] = tosa.const_shape {values = dense<[0, 0, 1, 1, 2, 2, 0, 0]> : tensor<8xindex>}
+// CHECK: %[[CROP:.*]] = tosa.slice %[[X]], %[[START]], %[[SIZE]] : (tensor<1x6x6x3xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x5x5x3xf32>
+// CHECK: %[[PAD:.*]] = tosa.pad %[[CROP]], %[[PADS]], %{{.*}} : (tensor<1x5x5x3xf32>, !tosa.shape<8>, tensor<1xf32>) -> tensor<1x7x9x3xf32>
+// CHECK: return %[[PAD]]
+func.func @slice_pad(%x: tensor<1x6x6x3xf32>) -> tensor<1x7x9x3xf32> {
+  %start = tosa.const_shape {values = dense<0> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %size = tosa.const_shape {values = dense<[1, 3, 5, 5]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %pads = tosa.const_shape {values = dense<[0, 0, 0, 0, 1, 1, 2, 2]> : tensor<8xindex>} : () -> !tosa.shape<8>
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x6x6x3xf32>) -> tensor<1x3x6x6xf32>
+  %crop = tosa.slice %t, %start, %size : (tensor<1x3x6x6xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x3x5x5xf32>
+  %pad = tosa.pad %crop, %pads, %zero : (tensor<1x3x5x5xf32>, !tosa.shape<8>, tensor<1xf32>) -> tensor<1x3x7x9xf32>
+  %back = tosa.transpose %pad {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x3x7x9xf32>) -> tensor<1x7x9x3xf32>
+  return %back : tensor<1x7x9x3xf32>
+}
+
+// -----
+
+// A transpose that only moves unit dimensions (global pooling output to
+// NCHW) keeps the data's order: it becomes a reshape.
+// CHECK-LABEL: func.func @unit_dims
+// CHECK: %[[R:.*]] = tosa.reshape %{{.*}}, %{{.*}} : (tensor<1x1x1x8xf32>, !tosa.shape<4>) -> tensor<1x8x1x1xf32>
+// CHECK: return %[[R]]
+// CHECK-NOT: tosa.transpose
+func.func @unit_dims(%x: tensor<1x1x1x8xf32>) -> tensor<1x8x1x1xf32> {
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x1x1x8xf32>) -> tensor<1x8x1x1xf32>
+  return %t : tensor<1x8x1x1xf32>
+}
+
+// -----
+
+// Near misses stay: operands transposed by different permutations, and an
+// operand that is neither a transpose nor a constant (moving the transpose
+// would add one).
+// CHECK-LABEL: func.func @near_misses
+// CHECK: tosa.transpose %{{.*}} {perms = array<i32: 0, 2, 3, 1>}
+// CHECK: tosa.transpose %{{.*}} {perms = array<i32: 0, 3, 1, 2>}
+// CHECK: tosa.add
+// CHECK: tosa.sub
+func.func @near_misses(%a: tensor<2x2x2x2xf32>, %b: tensor<2x2x2x2xf32>) -> (tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>) {
+  %ta = tosa.transpose %a {perms = array<i32: 0, 2, 3, 1>} : (tensor<2x2x2x2xf32>) -> tensor<2x2x2x2xf32>
+  %tb = tosa.transpose %b {perms = array<i32: 0, 3, 1, 2>} : (tensor<2x2x2x2xf32>) -> tensor<2x2x2x2xf32>
+  %sum = tosa.add %ta, %tb : (tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>) -> tensor<2x2x2x2xf32>
+  %diff = tosa.sub %ta, %b : (tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>) -> tensor<2x2x2x2xf32>
+  return %sum, %diff : tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>
+}
