@@ -5,7 +5,10 @@
 //! `dense_resource` blob, which upstream folders cannot read). No kernel
 //! then reads only constants: weight layout changes, BatchNorm parameter
 //! arithmetic and the constants other graph passes transpose all happen
-//! here. Results above `FOLD_ELEMENT_LIMIT` elements stay ops.
+//! here. Results above `FOLD_ELEMENT_LIMIT` elements stay ops. It runs in
+//! the graph phase on TOSA and again in the linalg phase after
+//! tosa-to-linalg-named, whose filter transposes it folds into
+//! `arith.constant`s.
 
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{Value, ValueLike};
@@ -22,7 +25,7 @@ impl TccPass for FoldConstants {
     const SUMMARY: &'static str =
         "Evaluate TOSA ops on constants (dense or dense_resource) at compile time";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
-    const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa"];
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa", "arith"];
     type Options = NoOptions;
 
     fn run<'c>(
@@ -58,7 +61,14 @@ pub fn replace_with_constant<'c>(
     let attribute = value
         .to_attribute(ty)
         .map_err(|message| PassError::at(location, message))?;
-    let constant = TosaBuilder::before(context, op)?.constant(attribute, ty)?;
+    let builder = TosaBuilder::before(context, op)?;
+    // TOSA ops fold into `tosa.const`; ops of the lowered phases (after
+    // tosa-to-arith) into `arith.constant`.
+    let constant = if crate::ir::util::dialect_of(&crate::ir::util::op_name(&op)) == "tosa" {
+        builder.constant(attribute, ty)?
+    } else {
+        builder.insert("arith.constant", &[], ty, &[("value", attribute)])?
+    };
     unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), constant.to_raw()) };
     let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
     doomed.remove_from_parent();

@@ -2,7 +2,9 @@
 //! `tcc-fold-constants`. Upstream's `tosa-layerwise-constant-fold` and the
 //! op folders only read `dense<...>` attributes; ONNX weights arrive as
 //! `dense_resource` blobs, so without this every weight transpose, reshape
-//! or scaling would run as a kernel on every call.
+//! or scaling would run as a kernel on every call. After TOSA is lowered,
+//! the one op left to fold is `linalg.transpose` of a weight (the HWCF
+//! filter layout tosa-to-linalg-named produces).
 
 use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -97,6 +99,21 @@ pub fn evaluate(op: OperationRef) -> Option<ConstTensor> {
         "tosa.transpose" => operand_constant(op, 0)?
             .transpose(&transpose_perm(op)?)
             .ok()?,
+        // A weight layout change tosa-to-linalg-named makes (OHWI -> HWCF).
+        "linalg.transpose" => {
+            let attribute = op.attribute("permutation").ok()?;
+            let raw = attribute.to_raw();
+            if !unsafe { mlir_sys::mlirAttributeIsADenseI64Array(raw) } {
+                return None;
+            }
+            let count = unsafe { mlir_sys::mlirDenseArrayGetNumElements(raw) };
+            let perm: Option<Vec<usize>> = (0..count)
+                .map(|i| {
+                    usize::try_from(unsafe { mlir_sys::mlirDenseI64ArrayGetElement(raw, i) }).ok()
+                })
+                .collect();
+            operand_constant(op, 0)?.transpose(&perm?).ok()?
+        }
         "tosa.reshape" => operand_constant(op, 0)?.reshape(&shape).ok()?,
         "tosa.slice" => {
             let start = shape_operand(op, 1)?;

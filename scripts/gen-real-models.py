@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Writes the real-model benchmark set: the onnx package's light CNNs
+(ResNet-50, DenseNet-121, SqueezeNet, Inception v1, ShuffleNet) with
+*random* weights instead of the packaged constants, so that BatchNorm
+folding, layout changes and fused epilogues are checked on values that
+differ per channel. Each weight is a deterministic random 4096-value block
+tiled over the tensor (BatchNorm variances made positive; the light models' ConstantOfShape
+weights become initializers first), which keeps the
+compiled artifacts compressible for the trip to the GPU machine. Dropout
+nodes are removed (identity at inference; onnx2torch cannot convert
+opset-7 Dropout), so tcc, onnxruntime and PyTorch run the same graph.
+
+Usage: scripts/gen-real-models.py OUT_DIR
+Writes OUT_DIR/NAME.onnx and OUT_DIR/NAME.input.npy (a [0, 1) image)."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+MODELS = ["resnet50", "densenet121", "squeezenet", "inception_v1", "shufflenet"]
+BLOCK = 4096
+
+
+def strip_dropout(graph):
+    rename = {}
+    kept = []
+    for node in graph.node:
+        if node.op_type == "Dropout":
+            rename[node.output[0]] = rename.get(node.input[0], node.input[0])
+            continue
+        kept.append(node)
+    for node in kept:
+        for i, name in enumerate(node.input):
+            if name in rename:
+                node.input[i] = rename[name]
+    for output in graph.output:
+        if output.name in rename:
+            # Keep the graph output's name: route it through an Identity.
+            kept.append(onnx.helper.make_node("Identity", [rename[output.name]], [output.name]))
+    del graph.node[:]
+    graph.node.extend(kept)
+
+
+def materialize_constants(graph):
+    """ConstantOfShape nodes with a constant shape (how the light models
+    store their weights) become initializers, so they can be randomized."""
+    inits = {i.name: i for i in graph.initializer}
+    kept = []
+    for node in graph.node:
+        if node.op_type == "ConstantOfShape" and node.input[0] in inits:
+            shape = numpy_helper.to_array(inits[node.input[0]]).astype(np.int64)
+            value = np.zeros(1, np.float32)
+            for a in node.attribute:
+                if a.name == "value":
+                    value = numpy_helper.to_array(a.t)
+            full = np.full(tuple(shape), value.reshape(-1)[0], dtype=value.dtype)
+            graph.initializer.append(numpy_helper.from_array(full, node.output[0]))
+            continue
+        kept.append(node)
+    del graph.node[:]
+    graph.node.extend(kept)
+    used = {name for node in graph.node for name in node.input}
+    unused = [i for i in graph.initializer if i.name not in used]
+    for init in unused:
+        graph.initializer.remove(init)
+
+
+def randomize(model, rng):
+    block = rng.standard_normal(BLOCK).astype(np.float32)
+    variances = set()
+    for node in model.graph.node:
+        if node.op_type == "BatchNormalization" and len(node.input) == 5:
+            variances.add(node.input[4])
+    for i, init in enumerate(model.graph.initializer):
+        value = numpy_helper.to_array(init)
+        if value.dtype != np.float32 or value.size < 2:
+            continue
+        offset = (i * 977) % BLOCK
+        tiled = np.resize(np.roll(block, offset), value.size).reshape(value.shape)
+        fan_in = int(np.prod(value.shape[1:])) if value.ndim > 1 else 1
+        if init.name in variances:
+            tiled = 0.5 + np.abs(tiled)
+        elif value.ndim > 1:
+            tiled = tiled * np.sqrt(2.0 / max(fan_in, 1))
+        else:
+            tiled = 0.1 * tiled
+        model.graph.initializer[i].CopyFrom(numpy_helper.from_array(tiled.astype(np.float32), init.name))
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    rng = np.random.default_rng(2026)
+    for name in MODELS:
+        model = onnx.load(os.path.join(light, f"light_{name}.onnx"))
+        strip_dropout(model.graph)
+        materialize_constants(model.graph)
+        # Initializers that are not graph inputs need IR version 4 or later.
+        model.ir_version = max(model.ir_version, 4)
+        randomize(model, rng)
+        onnx.checker.check_model(model)
+        onnx.save(model, os.path.join(out, f"{name}.onnx"))
+        inits = {i.name for i in model.graph.initializer}
+        x = [i for i in model.graph.input if i.name not in inits][0]
+        shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+        np.save(os.path.join(out, f"{name}.input.npy"), rng.random(shape, dtype=np.float32))
+        print(name, shape)
+
+
+if __name__ == "__main__":
+    main()
