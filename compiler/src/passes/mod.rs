@@ -11,6 +11,7 @@ mod lower_kernel_loops;
 mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
+mod raise_composites;
 mod record_interface;
 mod unique_results;
 
@@ -28,6 +29,7 @@ pub use outline_kernels::{FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels, 
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
 };
+pub use raise_composites::RaiseComposites;
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use unique_results::UniqueResults;
 
@@ -36,6 +38,7 @@ pub use unique_results::UniqueResults;
 pub const ALL: &[(&str, &str)] = &[
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
+    (RaiseComposites::ARGUMENT, RaiseComposites::SUMMARY),
     (
         ConvertSoftmaxToLinalg::ARGUMENT,
         ConvertSoftmaxToLinalg::SUMMARY,
@@ -56,6 +59,7 @@ pub fn register_all() {
     tcc_dialects::register_all_passes();
     pass::register(&CheckSupported);
     pass::register(&RecordInterface);
+    pass::register(&RaiseComposites);
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&DecomposeComposites);
     pass::register(&FormDispatches);

@@ -3,4 +3,5 @@
 pub mod copy;
 pub mod decompose_composites;
 pub mod kernel_naming;
+pub mod raise_composites;
 pub mod softmax_to_linalg;

@@ -17,7 +17,8 @@ pub enum Phase {
     /// Verify the input and reject unsupported ops.
     Input,
     /// Graph clean-up: canonicalize, CSE, constant folding, DCE, transpose
-    /// and reshape chain cancellation.
+    /// and reshape chain cancellation; softmax and layer norm spelled in
+    /// primitive ops raised to the tcc composites.
     Graph,
     /// TOSA → linalg on tensors, composite expansion, elementwise fusion.
     Linalg,
@@ -63,7 +64,7 @@ impl Phase {
         match self {
             Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
             Phase::Graph => {
-                "tcc phase 2: inline calls, canonicalize, CSE, fold constants, cancel transposes and reshapes, DCE"
+                "tcc phase 2: inline calls, canonicalize, CSE, fold constants, raise softmax/layer norm to composites, cancel transposes and reshapes, DCE"
             }
             Phase::Linalg => {
                 "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
@@ -100,6 +101,7 @@ impl Phase {
                 "canonicalize",
                 "cse",
                 "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
+                "func.func(tcc-raise-composites)",
                 "canonicalize",
                 "symbol-dce",
             ]
