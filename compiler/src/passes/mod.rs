@@ -3,6 +3,7 @@
 
 mod check_supported;
 mod configure_kernels;
+mod convert_layer_norm_to_rows;
 mod convert_softmax_to_linalg;
 mod decompose_composites;
 mod form_dispatches;
@@ -19,6 +20,7 @@ pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use configure_kernels::{
     CONFIG_ATTR, ConfigureKernels, GEMM_KEY, ROW_COMBINERS, ROW_REDUCE_KEY, TARGET_ATTR,
 };
+pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
@@ -43,6 +45,10 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertSoftmaxToLinalg::ARGUMENT,
         ConvertSoftmaxToLinalg::SUMMARY,
     ),
+    (
+        ConvertLayerNormToRows::ARGUMENT,
+        ConvertLayerNormToRows::SUMMARY,
+    ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
@@ -61,6 +67,7 @@ pub fn register_all() {
     pass::register(&RecordInterface);
     pass::register(&RaiseComposites);
     pass::register(&ConvertSoftmaxToLinalg);
+    pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);

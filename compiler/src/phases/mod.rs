@@ -108,6 +108,7 @@ impl Phase {
             .join(","),
             Phase::Linalg => [
                 if templates { "tcc-convert-softmax-to-linalg" } else { "" },
+                if templates { "tcc-convert-layer-norm-to-rows" } else { "" },
                 "tcc-decompose-composites",
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
