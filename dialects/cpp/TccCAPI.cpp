@@ -74,7 +74,10 @@ bool insertDialectByName(DialectRegistry &registry, StringRef name) {
   else if (name == "bufferization") registry.insert<bufferization::BufferizationDialect>();
   else if (name == "llvm") registry.insert<LLVM::LLVMDialect>();
   else if (name == "spirv") registry.insert<spirv::SPIRVDialect>();
-  else if (name == "tcc") registry.insert<tcc::TccDialect>();
+  else if (name == "tcc") {
+    registry.insert<tcc::TccDialect>();
+    tcc::registerBufferizationModels(registry);
+  }
   else return false;
   return true;
 }
@@ -153,6 +156,7 @@ extern "C" void tccRegisterAllDialects(MlirDialectRegistry cRegistry) {
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
   registry.insert<tcc::TccDialect>();
+  tcc::registerBufferizationModels(registry);
 }
 
 extern "C" void tccRegisterAllPasses(void) {

@@ -8,7 +8,11 @@
 
 #include "TccDialect.h"
 
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -85,6 +89,87 @@ LogicalResult GeluOp::verify() {
     return emitOpError() << "approximate must be \"none\" or \"tanh\", got \""
                          << mode << "\"";
   return success();
+}
+
+LogicalResult LayerNormRowsOp::verify() {
+  auto type = dyn_cast<ShapedType>(getInput().getType());
+  auto initType = dyn_cast<ShapedType>(getInit().getType());
+  auto scaleType = dyn_cast<ShapedType>(getScale().getType());
+  auto biasType = dyn_cast<ShapedType>(getBias().getType());
+  if (!type.hasRank() || !initType.hasRank() || !scaleType.hasRank() ||
+      !biasType.hasRank())
+    return emitOpError("expects ranked operands");
+  bool tensors = isa<RankedTensorType>(type);
+  for (Type other : {initType, scaleType, biasType})
+    if (isa<RankedTensorType>(other) != tensors)
+      return emitOpError("expects all tensors or all memrefs");
+  if (!type.getElementType().isF32() || initType.getElementType() !=
+      type.getElementType() || scaleType.getElementType() != type.getElementType()
+      || biasType.getElementType() != type.getElementType())
+    return emitOpError("expects f32 operands");
+  if (type.getRank() == 0 || !type.hasStaticShape())
+    return emitOpError("expects a statically shaped input of rank >= 1");
+  if (initType.getShape() != type.getShape())
+    return emitOpError("init must have the input's shape");
+  ArrayRef<int64_t> row = type.getShape().take_back();
+  if (scaleType.getShape() != row || biasType.getShape() != row)
+    return emitOpError() << "scale and bias must have the shape of a row ["
+                         << row.front() << "]";
+  if (tensors != (getNumResults() == 1) || (tensors && getResult()[0].getType() != initType))
+    return emitOpError("returns init's tensor type on tensors and nothing on memrefs");
+  if (!(getEpsilon().convertToFloat() > 0.0f))
+    return emitOpError() << "epsilon must be positive, got "
+                         << getEpsilon().convertToFloat();
+  return success();
+}
+
+void LayerNormRowsOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (&operand == &getInitMutable())
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+namespace {
+/// Bufferizes tcc.layer_norm_rows like a linalg op: the memref form writes
+/// the buffer of its init.
+struct LayerNormRowsBufferization
+    : public bufferization::DstBufferizableOpInterfaceExternalModel<
+          LayerNormRowsBufferization, LayerNormRowsOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto rows = cast<LayerNormRowsOp>(op);
+    SmallVector<Value> buffers;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
+    rewriter.setInsertionPoint(op);
+    auto bufferized = LayerNormRowsOp::create(
+        rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1],
+        buffers[2], buffers[3], rows.getEpsilonAttr());
+    bufferized->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, buffers[3]);
+    return success();
+  }
+};
+} // namespace
+
+void tcc::registerBufferizationModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, TccDialect *) {
+    LayerNormRowsOp::attachInterface<LayerNormRowsBufferization>(*context);
+  });
 }
 
 #define GET_OP_CLASSES

@@ -12,6 +12,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 
 def Tcc_Dialect : Dialect {
   let name = "tcc";
@@ -120,6 +121,39 @@ def Tcc_SiluOp : Tcc_Op<"silu",
   let arguments = (ins Tcc_FloatTensor:$input);
   let results = (outs Tcc_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+def Tcc_LayerNormRowsOp : Tcc_Op<"layer_norm_rows",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     DestinationStyleOpInterface]> {
+  let summary = "layer normalization of each row, destination-passing style";
+  let description = [{
+    `tcc.layer_norm` over the last axis of an f32 tensor, written into
+    `init` (destination-passing style, so that it bufferizes like a linalg
+    op): each row `x` of `input` (all dimensions but the last) becomes
+    `(x - mean(x)) * rsqrt(mean((x - mean(x))^2) + epsilon) * scale + bias`.
+    `scale` and `bias` have the shape of a row. On tensors it returns the
+    result; on memrefs (after bufferization) it writes `init` and returns
+    nothing. `tcc-convert-layer-norm-to-rows` creates it; the OpenCL C back
+    end compiles it as one kernel, one work-group per row.
+
+    ```mlir
+    %y = tcc.layer_norm_rows ins(%x, %g, %b : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>)
+        outs(%init : tensor<8x64xf32>) epsilon = 1.0e-05 -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$scale, AnyShaped:$bias,
+                       AnyShaped:$init, F32Attr:$epsilon);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $scale `,` $bias `:` type($input) `,` type($scale) `,`
+    type($bias) `)` `outs` `(` $init `:` type($init) `)` `epsilon` `=` $epsilon
+    attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TCC_OPS_TD

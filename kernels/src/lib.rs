@@ -5,14 +5,16 @@
 //! (a configuration from its per-target tables); a template here decides
 //! *how the work is laid out* on a device: work-group tiles staged through
 //! local memory, several outputs per work-item in registers, cooperative
-//! row reductions (softmax, sums and maxima of long rows). Templates know
+//! row reductions (softmax, layer norm, sums and maxima of long rows). Templates know
 //! nothing of MLIR.
 
 pub mod gemm;
+pub mod layer_norm;
 pub mod reduce;
 mod row;
 pub mod softmax;
 
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
+pub use layer_norm::{LayerNormSpec, RowOperand, layer_norm_kernel};
 pub use reduce::{RowReduceSpec, row_reduce_kernel};
 pub use softmax::{SoftmaxSpec, softmax_kernel};

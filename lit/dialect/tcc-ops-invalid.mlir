@@ -94,3 +94,43 @@ func.func @missing_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "tcc.softmax"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @layer_norm_rows_scale_shape(%x: tensor<8x64xf32>, %g: tensor<8xf32>, %i: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{scale and bias must have the shape of a row [64]}}
+  %0 = tcc.layer_norm_rows ins(%x, %g, %g : tensor<8x64xf32>, tensor<8xf32>, tensor<8xf32>) outs(%i : tensor<8x64xf32>) epsilon = 1.0e-05 -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @layer_norm_rows_mixed(%x: tensor<8x64xf32>, %g: tensor<64xf32>, %o: memref<8x64xf32>) {
+  // expected-error @+1 {{expects all tensors or all memrefs}}
+  tcc.layer_norm_rows ins(%x, %g, %g : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%o : memref<8x64xf32>) epsilon = 1.0e-05
+  return
+}
+
+// -----
+
+func.func @layer_norm_rows_no_result(%x: tensor<8x64xf32>, %g: tensor<64xf32>, %i: tensor<8x64xf32>) {
+  // expected-error @+1 {{returns init's tensor type on tensors and nothing on memrefs}}
+  tcc.layer_norm_rows ins(%x, %g, %g : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%i : tensor<8x64xf32>) epsilon = 1.0e-05
+  return
+}
+
+// -----
+
+func.func @layer_norm_rows_f16(%x: tensor<8x64xf16>, %g: tensor<64xf16>, %i: tensor<8x64xf16>) -> tensor<8x64xf16> {
+  // expected-error @+1 {{expects f32 operands}}
+  %0 = tcc.layer_norm_rows ins(%x, %g, %g : tensor<8x64xf16>, tensor<64xf16>, tensor<64xf16>) outs(%i : tensor<8x64xf16>) epsilon = 1.0e-05 -> tensor<8x64xf16>
+  return %0 : tensor<8x64xf16>
+}
+
+// -----
+
+func.func @layer_norm_rows_epsilon(%x: tensor<8x64xf32>, %g: tensor<64xf32>, %i: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{epsilon must be positive, got 0}}
+  %0 = tcc.layer_norm_rows ins(%x, %g, %g : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%i : tensor<8x64xf32>) epsilon = 0.0 -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}

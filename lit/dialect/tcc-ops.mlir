@@ -43,3 +43,20 @@ func.func @silu(%x: tensor<7xbf16>) -> tensor<7xbf16> {
   %0 = tcc.silu %x : tensor<7xbf16>
   return %0 : tensor<7xbf16>
 }
+
+// The destination-style row layer norm, on tensors and on memrefs.
+// CHECK-LABEL: func.func @layer_norm_rows
+// CHECK-SAME: (%[[X:.*]]: tensor<8x64xf32>, %[[G:.*]]: tensor<64xf32>, %[[B:.*]]: tensor<64xf32>, %[[I:.*]]: tensor<8x64xf32>)
+// CHECK: %[[Y:.*]] = tcc.layer_norm_rows ins(%[[X]], %[[G]], %[[B]] : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%[[I]] : tensor<8x64xf32>) epsilon = 9.99999974E-6 -> tensor<8x64xf32>
+// CHECK: return %[[Y]]
+func.func @layer_norm_rows(%x: tensor<8x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>, %i: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %0 = tcc.layer_norm_rows ins(%x, %g, %b : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%i : tensor<8x64xf32>) epsilon = 1.0e-05 -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// CHECK-LABEL: func.func @layer_norm_rows_buffers
+// CHECK: tcc.layer_norm_rows ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x3x16xf32>, memref<16xf32>, memref<16xf32>) outs(%{{.*}} : memref<2x3x16xf32>) epsilon = 1.000000e-03{{$}}
+func.func @layer_norm_rows_buffers(%x: memref<2x3x16xf32>, %g: memref<16xf32>, %o: memref<2x3x16xf32>) {
+  tcc.layer_norm_rows ins(%x, %g, %g : memref<2x3x16xf32>, memref<16xf32>, memref<16xf32>) outs(%o : memref<2x3x16xf32>) epsilon = 1.0e-03
+  return
+}

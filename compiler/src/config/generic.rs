@@ -7,7 +7,10 @@ use super::KernelKind;
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise | KernelKind::Reduction => 128,
-        KernelKind::Matmul | KernelKind::Convolution | KernelKind::Softmax => 128,
+        KernelKind::Matmul
+        | KernelKind::Convolution
+        | KernelKind::Softmax
+        | KernelKind::LayerNorm => 128,
     }
 }
 

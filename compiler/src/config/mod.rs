@@ -36,6 +36,8 @@ pub enum KernelKind {
     Matmul,
     /// Softmax over the last axis: one work-group per row.
     Softmax,
+    /// Layer norm over the last axis: one work-group per row.
+    LayerNorm,
     /// Convolution or pooling (a windowed reduction).
     Convolution,
 }
@@ -47,6 +49,7 @@ impl KernelKind {
             KernelKind::Reduction => "reduction",
             KernelKind::Matmul => "matmul",
             KernelKind::Softmax => "softmax",
+            KernelKind::LayerNorm => "layer_norm",
             KernelKind::Convolution => "convolution",
         }
     }

@@ -8,7 +8,10 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,
         KernelKind::Reduction => 256,
-        KernelKind::Matmul | KernelKind::Convolution | KernelKind::Softmax => 256,
+        KernelKind::Matmul
+        | KernelKind::Convolution
+        | KernelKind::Softmax
+        | KernelKind::LayerNorm => 256,
     }
 }
 

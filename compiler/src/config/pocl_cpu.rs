@@ -10,7 +10,8 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
         KernelKind::Reduction
         | KernelKind::Matmul
         | KernelKind::Convolution
-        | KernelKind::Softmax => 64,
+        | KernelKind::Softmax
+        | KernelKind::LayerNorm => 64,
     }
 }
 

@@ -66,6 +66,7 @@ fn kind_from_name(name: &str) -> KernelKind {
         "convolution" => KernelKind::Convolution,
         "reduction" => KernelKind::Reduction,
         "softmax" => KernelKind::Softmax,
+        "layer_norm" => KernelKind::LayerNorm,
         _ => KernelKind::Elementwise,
     }
 }
@@ -253,7 +254,7 @@ impl TccPass for ConfigureKernels {
                     IntegerAttribute::new(i64_type, workgroup).into(),
                 ));
             }
-            if kind == "softmax"
+            if (kind == "softmax" || kind == "layer_norm")
                 && let Some(columns) = op
                     .result(0)
                     .ok()

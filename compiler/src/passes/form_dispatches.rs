@@ -45,6 +45,8 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
     let short = name.strip_prefix("linalg.").unwrap_or(&name);
     if short == "softmax" {
         KernelKind::Softmax
+    } else if name == "tcc.layer_norm_rows" {
+        KernelKind::LayerNorm
     } else if matches!(
         short,
         "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
@@ -57,6 +59,13 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
     } else {
         KernelKind::Elementwise
     }
+}
+
+/// Ops that run on the device: linalg ops and tcc's destination-style
+/// row ops.
+fn is_dispatchable(op: &OperationRef) -> bool {
+    let name = op_name(op);
+    dialect_of(&name) == "linalg" || name == "tcc.layer_norm_rows"
 }
 
 fn is_all_parallel_generic(op: OperationRef) -> bool {
@@ -116,7 +125,7 @@ impl TccPass for FormDispatches {
         for function in functions {
             let ops: Vec<_> = body_ops(function)
                 .into_iter()
-                .filter(|op| dialect_of(&op_name(op)) == "linalg")
+                .filter(|op| is_dispatchable(op))
                 .collect();
             let mut grouped: Vec<OperationRef> = Vec::new();
             for &op in &ops {

@@ -32,12 +32,13 @@ impl TccPass for LowerKernelLoops {
                 op_name(op) == "gpu.func"
                     && !op.has_attribute(super::outline_kernels::GEMM_ATTR)
                     && !op.has_attribute(super::outline_kernels::ROW_REDUCE_ATTR)
-                    && op
-                        .attribute("tcc.kind")
-                        .ok()
-                        .and_then(crate::ir::util::string_value)
-                        .as_deref()
-                        != Some("softmax")
+                    && !matches!(
+                        op.attribute("tcc.kind")
+                            .ok()
+                            .and_then(crate::ir::util::string_value)
+                            .as_deref(),
+                        Some("softmax" | "layer_norm")
+                    )
             })
             .collect();
         for kernel in kernels {

@@ -3,6 +3,7 @@
 
 mod check_supported;
 mod configure_kernels;
+mod convert_layer_norm_to_rows;
 mod convert_softmax_to_linalg;
 mod decompose_composites;
 mod fold_batch_norm;
@@ -14,6 +15,7 @@ mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
 mod propagate_layout;
+mod raise_composites;
 mod record_interface;
 mod unique_results;
 
@@ -21,6 +23,7 @@ pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use configure_kernels::{
     CONFIG_ATTR, ConfigureKernels, GEMM_KEY, ROW_COMBINERS, ROW_REDUCE_KEY, TARGET_ATTR,
 };
+pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
 pub use fold_batch_norm::FoldBatchNorm;
@@ -34,6 +37,7 @@ pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
 };
 pub use propagate_layout::PropagateLayout;
+pub use raise_composites::RaiseComposites;
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use unique_results::UniqueResults;
 
@@ -42,12 +46,17 @@ pub use unique_results::UniqueResults;
 pub const ALL: &[(&str, &str)] = &[
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
+    (RaiseComposites::ARGUMENT, RaiseComposites::SUMMARY),
     (PropagateLayout::ARGUMENT, PropagateLayout::SUMMARY),
     (FoldConstants::ARGUMENT, FoldConstants::SUMMARY),
     (FoldBatchNorm::ARGUMENT, FoldBatchNorm::SUMMARY),
     (
         ConvertSoftmaxToLinalg::ARGUMENT,
         ConvertSoftmaxToLinalg::SUMMARY,
+    ),
+    (
+        ConvertLayerNormToRows::ARGUMENT,
+        ConvertLayerNormToRows::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
@@ -68,7 +77,9 @@ pub fn register_all() {
     pass::register(&PropagateLayout);
     pass::register(&FoldConstants);
     pass::register(&FoldBatchNorm);
+    pass::register(&RaiseComposites);
     pass::register(&ConvertSoftmaxToLinalg);
+    pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);

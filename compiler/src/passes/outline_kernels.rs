@@ -56,7 +56,7 @@ const VIEW_OPS: &[&str] = &[
 /// Whether the op runs on the device (as, or as part of, a kernel).
 fn is_kernel_op(op: OperationRef) -> bool {
     let name = op_name(&op);
-    dialect_of(&name) == "linalg" || name == "memref.copy"
+    dialect_of(&name) == "linalg" || name == "memref.copy" || name == "tcc.layer_norm_rows"
 }
 
 /// Whether a memref type has the identity layout (a whole, dense buffer).
@@ -553,10 +553,14 @@ impl TccPass for OutlineKernels {
                         let points = work_items(&group.members);
                         ([points, 1, 1], [row_reduce.unwrap_or(64), 1, 1])
                     }
-                    _ if kind == crate::config::KernelKind::Softmax => {
-                        // One work-group per row.
+                    _ if matches!(
+                        kind,
+                        crate::config::KernelKind::Softmax | crate::config::KernelKind::LayerNorm
+                    ) =>
+                    {
+                        // One work-group per row; the output is the last operand.
                         let output = root_op
-                            .operand(1)
+                            .operand(root_op.operand_count().saturating_sub(1))
                             .map_err(|e| PassError::at(group_location, e.to_string()))?
                             .r#type();
                         let rows = memref_elements(&output.to_string()).unwrap_or(1)

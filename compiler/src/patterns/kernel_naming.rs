@@ -46,6 +46,7 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
         "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat" => Some(short.to_string()),
         "fill" => Some("fill".into()),
         "softmax" => Some("softmax".into()),
+        "tcc.layer_norm_rows" => Some("layer_norm".into()),
         "transpose" => Some("transpose".into()),
         "broadcast" => Some("broadcast".into()),
         "copy" | "memref.copy" => Some("copy".into()),

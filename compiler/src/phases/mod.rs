@@ -17,7 +17,8 @@ pub enum Phase {
     /// Verify the input and reject unsupported ops.
     Input,
     /// Graph clean-up: canonicalize, CSE, constant folding, DCE, transpose
-    /// and reshape chain cancellation.
+    /// and reshape chain cancellation; softmax and layer norm spelled in
+    /// primitive ops raised to the tcc composites.
     Graph,
     /// TOSA → linalg on tensors, composite expansion, elementwise fusion.
     Linalg,
@@ -63,7 +64,7 @@ impl Phase {
         match self {
             Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
             Phase::Graph => {
-                "tcc phase 2: inline calls, canonicalize, CSE, one channels-last layout, fold constants and BatchNorms, DCE"
+                "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
                 "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
@@ -100,6 +101,7 @@ impl Phase {
                 "canonicalize",
                 "cse",
                 "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
+                "func.func(tcc-raise-composites)",
                 "canonicalize",
                 "tcc-propagate-layout",
                 "canonicalize",
@@ -112,6 +114,7 @@ impl Phase {
             .join(","),
             Phase::Linalg => [
                 if templates { "tcc-convert-softmax-to-linalg" } else { "" },
+                if templates { "tcc-convert-layer-norm-to-rows" } else { "" },
                 "tcc-decompose-composites",
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",

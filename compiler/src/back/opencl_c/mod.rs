@@ -3,6 +3,7 @@
 //! one `__kernel` per dispatch, named after the dispatch.
 
 mod gemm;
+mod layer_norm;
 mod reduce;
 mod softmax;
 mod writer;

@@ -12,7 +12,7 @@ use crate::ir::util::op_name;
 
 /// C statements computing `name` (the element offset of row `row`'s first
 /// element) for a view whose leading dimensions are `shape[..rank-1]`.
-fn row_offset(name: &str, view: &MemrefView, shape: &[i64]) -> String {
+pub(super) fn row_offset(name: &str, view: &MemrefView, shape: &[i64]) -> String {
     let leading = &shape[..shape.len().saturating_sub(1)];
     let mut terms = vec![view.offset.to_string()];
     for (dim, index) in row_coordinates(leading).into_iter().enumerate() {

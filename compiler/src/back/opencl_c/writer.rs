@@ -507,6 +507,19 @@ impl KernelWriter {
                 PARAMETERS.into(),
                 comment,
             )?)
+        } else if kind == "layer_norm" {
+            let comment = format!(
+                "/* {name}: row layer norm kernel, one work-group of {} per row; from {location} */",
+                workgroup[0]
+            );
+            Some(self.write_layer_norm(
+                kernel,
+                block,
+                workgroup[0],
+                &name,
+                PARAMETERS.into(),
+                comment,
+            )?)
         } else {
             None
         };

@@ -1,0 +1,73 @@
+//! `tcc.layer_norm` over the last axis → `tcc.layer_norm_rows`, the
+//! destination-style form that bufferizes and that the OpenCL C back end
+//! compiles as one row kernel instead of the four kernels (sum, centre,
+//! sum of squares, normalize) of its TOSA expansion.
+
+use melior::Context;
+use melior::ir::attribute::FloatAttribute;
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::{BlockLike, Identifier, TypeLike, Value, ValueLike};
+
+use crate::ir::types::{StaticTensor, normalize_axis};
+use crate::passes::PassError;
+
+/// Whether `op` (a `tcc.layer_norm`) normalizes only the last axis of an
+/// f32 tensor.
+pub fn is_last_axis_layer_norm(op: OperationRef) -> bool {
+    let Some(input) = op
+        .operand(0)
+        .ok()
+        .and_then(|v| StaticTensor::of(v.r#type()))
+    else {
+        return false;
+    };
+    let Some(axis) = op
+        .attribute("axis")
+        .ok()
+        .and_then(crate::ir::util::integer_value)
+    else {
+        return false;
+    };
+    input.element.is_f32() && normalize_axis(axis, input.rank()) == Some(input.rank() - 1)
+}
+
+/// Builds `tcc.layer_norm_rows` in front of `op` and returns its result.
+pub fn rewrite<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = op.location();
+    let block = op
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+    let operand = |index: usize| {
+        op.operand(index)
+            .map_err(|e| PassError::at(location, e.to_string()))
+    };
+    let (input, scale, bias) = (operand(0)?, operand(1)?, operand(2)?);
+    let epsilon = op
+        .attribute("epsilon")
+        .ok()
+        .and_then(|a| FloatAttribute::try_from(a).ok())
+        .ok_or_else(|| PassError::at(location, "layer norm without a float epsilon"))?;
+    let empty = OperationBuilder::new("tensor.empty", location)
+        .add_results(&[input.r#type()])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build tensor.empty: {e}")))?;
+    let empty = block.insert_operation_before(op, empty);
+    let init: Value = empty
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into();
+    let rows = OperationBuilder::new("tcc.layer_norm_rows", location)
+        .add_operands(&[input, scale, bias, init])
+        .add_results(&[input.r#type()])
+        .add_attributes(&[(Identifier::new(context, "epsilon"), epsilon.into())])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build tcc.layer_norm_rows: {e}")))?;
+    let rows = block.insert_operation_before(op, rows);
+    Ok(rows
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into())
+}
