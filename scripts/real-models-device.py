@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Runs on the GPU machine (no Rust, no LLVM): the real-model set of
+scripts/gen-real-models.py, compiled here with `tcc compile --target=nvidia`,
+side by side with the same ONNX graphs in PyTorch eager (onnx2torch, fp32,
+TF32 off) in one run.
+
+For each model in DIR (NAME.onnx, NAME.input.npy, NAME.so):
+  1. correctness: onnxruntime (CPU) on the input is the reference; tcc-run's
+     output must match it (max |diff| <= 1e-3 * max(1, max |ref|));
+  2. tcc: tcc-benchmark --json (device time from profiling events, and
+     end-to-end latency including upload and download);
+  3. PyTorch eager: the converted model on CUDA, median of CUDA-event
+     timings, for a GPU-resident input (compute only) and end to end
+     (host input copied in, output copied back).
+Prints one JSON line per model and a table.
+
+Usage: real-models-device.py DIR BIN_DIR [WHEEL_DIR]"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+directory, bin_dir = sys.argv[1], sys.argv[2]
+if len(sys.argv) > 3:
+    for wheel in glob.glob(os.path.join(sys.argv[3], "*.whl")):
+        sys.path.insert(0, wheel)
+import torch  # noqa: E402
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+try:
+    import onnx2torch  # noqa: E402
+except ImportError as error:
+    onnx2torch = None
+    print(f"onnx2torch unavailable: {error}", file=sys.stderr)
+
+
+def cuda_median(fn, warmup=10, iterations=50):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iterations):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def torch_times(model_path, x):
+    if onnx2torch is None:
+        return None
+    try:
+        net = onnx2torch.convert(onnx.load(model_path)).cuda().eval()
+    except Exception as error:  # a converter gap is reported, not fatal
+        return {"error": str(error)[:200]}
+    host = torch.from_numpy(x)
+    device_x = host.cuda()
+    with torch.no_grad():
+        compute = cuda_median(lambda: net(device_x))
+        end_to_end = cuda_median(lambda: net(host.cuda()).cpu())
+        y = net(device_x).cpu().numpy()
+    return {"compute_ms": compute, "end_to_end_ms": end_to_end, "output": y}
+
+
+rows = []
+for model_path in sorted(glob.glob(os.path.join(directory, "*.onnx"))):
+    name = os.path.basename(model_path)[: -len(".onnx")]
+    artifact = os.path.join(directory, f"{name}.so")
+    input_path = os.path.join(directory, f"{name}.input.npy")
+    if not os.path.exists(artifact):
+        continue
+    x = np.load(input_path)
+    session = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    reference = session.run(None, {session.get_inputs()[0].name: x})[0]
+    row = {"model": name, "batch": int(x.shape[0])}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.npy")
+        run = subprocess.run(
+            [os.path.join(bin_dir, "tcc-run"), artifact, f"--input=@{input_path}", f"--output=@{out}"],
+            capture_output=True, text=True)
+        if run.returncode != 0:
+            row["error"] = run.stderr.strip()[-400:]
+        else:
+            got = np.load(out).reshape(reference.shape)
+            diff = float(np.max(np.abs(got - reference)))
+            row["max_abs_diff"] = diff
+            row["correct"] = diff <= 1e-3 * max(1.0, float(np.max(np.abs(reference))))
+    bench = subprocess.run(
+        [os.path.join(bin_dir, "tcc-benchmark"), artifact, f"--input=@{input_path}",
+         "--warmup=10", "--iterations=50", "--json"], capture_output=True, text=True)
+    if bench.returncode == 0:
+        report = json.loads(bench.stdout)
+        row["tcc_kernels"] = len(report["kernels"])
+        row["tcc_device_ms"] = report["device_ms_per_call"]
+        row["tcc_end_to_end_ms"] = report["latency_ms"]["median"]
+        row["tcc_top_kernels"] = sorted(
+            ((k["total_ms"] / report["iterations"], k["name"]) for k in report["kernels"]), reverse=True)[:5]
+    else:
+        row["bench_error"] = bench.stderr.strip()[-400:]
+    eager = torch_times(model_path, x)
+    if eager and "output" in eager:
+        row["torch_compute_ms"] = eager["compute_ms"]
+        row["torch_end_to_end_ms"] = eager["end_to_end_ms"]
+        row["torch_max_abs_diff_vs_ort"] = float(np.max(np.abs(eager["output"].reshape(reference.shape) - reference)))
+    elif eager:
+        row["torch_error"] = eager["error"]
+    print(json.dumps(row), flush=True)
+    rows.append(row)
+
+print()
+print("| model | batch | correct | tcc kernels | tcc device ms | tcc e2e ms | eager compute ms | eager e2e ms | device / eager compute | e2e / eager e2e |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    def f(key):
+        value = r.get(key)
+        return f"{value:.3f}" if isinstance(value, float) else "-"
+    ratio = lambda a, b: f"{r[a] / r[b]:.2f}" if a in r and b in r else "-"
+    print(f"| {r['model']} | {r['batch']} | {r.get('correct', r.get('error', '-'))} | {r.get('tcc_kernels', '-')} | "
+          f"{f('tcc_device_ms')} | {f('tcc_end_to_end_ms')} | {f('torch_compute_ms')} | {f('torch_end_to_end_ms')} | "
+          f"{ratio('tcc_device_ms', 'torch_compute_ms')} | {ratio('tcc_end_to_end_ms', 'torch_end_to_end_ms')} |")
