@@ -5,6 +5,7 @@ mod check_supported;
 mod configure_kernels;
 mod convert_softmax_to_linalg;
 mod decompose_composites;
+mod fold_conv_inputs;
 mod form_dispatches;
 mod hoist_parallel_dims;
 mod lower_kernel_loops;
@@ -20,7 +21,8 @@ pub use configure_kernels::{
 };
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
-pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
+pub use fold_conv_inputs::FoldConvInputs;
+pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, kind_of};
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
@@ -41,6 +43,7 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertSoftmaxToLinalg::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
@@ -58,6 +61,7 @@ pub fn register_all() {
     pass::register(&RecordInterface);
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&DecomposeComposites);
+    pass::register(&FoldConvInputs);
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);

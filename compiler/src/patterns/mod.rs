@@ -1,5 +1,6 @@
 //! Rewrite patterns, kept apart from the passes that apply them.
 
+pub mod conv_inputs;
 pub mod copy;
 pub mod decompose_composites;
 pub mod kernel_naming;
