@@ -123,6 +123,12 @@ pub struct GemmSpec {
     /// convolution reads its input windows this way.
     pub a_offset: Option<String>,
     pub b: GemmOperand,
+    /// C statements and a value computing `A[i, k]` itself (with `i`, `k`
+    /// in scope, only for `i < M`, `k < K`), replacing the load of `a`: a
+    /// convolution whose input padding and elementwise producer were folded
+    /// into its loads (bounds checks and the pad value are in the
+    /// statements).
+    pub a_element: Option<(String, String)>,
     /// As `a_offset`, for `B[b, k, j]`.
     pub b_offset: Option<String>,
     /// C statements run per output element before `init` is evaluated
@@ -146,6 +152,8 @@ struct TileStaging<'a> {
     pointer: &'a str,
     /// Element offset of (global outer, global inner) in `pointer`.
     address: &'a str,
+    /// Statements and value computing the element instead of a load.
+    element: Option<&'a (String, String)>,
     /// Stored as `tile[inner][outer]` rather than `tile[outer][inner]`.
     transposed: bool,
     vector: bool,
@@ -175,7 +183,16 @@ fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
     let guard = format!("({og} < {on}L && {ig} < {inn}L)");
     let (row, col) = if t.transposed { (il, ol) } else { (ol, il) };
     let tile = t.tile;
-    if !t.vector {
+    if let Some((statements, value)) = t.element {
+        let _ = writeln!(out, "      float element = 0.0f;");
+        let _ = writeln!(out, "      if {guard} {{");
+        for line in statements.lines() {
+            let _ = writeln!(out, "        {line}");
+        }
+        let _ = writeln!(out, "        element = {value};");
+        let _ = writeln!(out, "      }}");
+        let _ = writeln!(out, "      {tile}[{row}][{col}] = element;");
+    } else if !t.vector {
         let _ = writeln!(
             out,
             "      {tile}[{row}][{col}] = {guard} ? {}[{}] : 0.0f;",
@@ -246,8 +263,10 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     // Stage A (transposed into tile_a[k][m]) and B. Rows of tile_a are
     // padded by one word so that the transposing stores of a warp, which
     // walk k, fall in different local-memory banks.
-    let a_vector =
-        spec.a_offset.is_none() && spec.a.vectorizable(s.k) && c.tile_k.is_multiple_of(4);
+    let a_vector = spec.a_offset.is_none()
+        && spec.a_element.is_none()
+        && spec.a.vectorizable(s.k)
+        && c.tile_k.is_multiple_of(4);
     let b_vector =
         spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n.is_multiple_of(4);
     let a_address = spec
@@ -266,6 +285,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             inner: ("kk", "k", "k0", c.tile_k, s.k),
             pointer: &spec.a.pointer,
             address: &a_address,
+            element: spec.a_element.as_ref(),
             transposed: true,
             vector: a_vector,
         },
@@ -279,6 +299,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             inner: ("nn", "j", "col0", c.tile_n, s.n),
             pointer: &spec.b.pointer,
             address: &b_address,
+            element: None,
             transposed: false,
             vector: b_vector,
         },
@@ -354,6 +375,7 @@ mod tests {
             },
             a: operand("a1", 30),
             a_offset: None,
+            a_element: None,
             b: operand("a2", 50),
             b_offset: None,
             init_statements: String::new(),
@@ -393,6 +415,29 @@ mod tests {
         spec.a_offset = Some("conv_offset(i, k)".into());
         let text = gemm_kernel(&spec).unwrap();
         assert!(text.contains("? a1[conv_offset(i, k)] : 0.0f"), "{text}");
+    }
+
+    #[test]
+    fn computed_a_elements_replace_the_load_inside_the_guard() {
+        let mut spec = spec(GemmConfig {
+            tile_m: 32,
+            tile_n: 32,
+            tile_k: 8,
+            work_m: 2,
+            work_n: 2,
+        });
+        spec.a_element = Some((
+            "const long y = i - 1;\nconst float v = a1[y < 0 ? 0 : y];".into(),
+            "(y >= 0 ? v : 0.5f)".into(),
+        ));
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(
+            text.contains(
+                "      float element = 0.0f;\n      if (i < 100L && k < 30L) {\n        const long y = i - 1;\n        const float v = a1[y < 0 ? 0 : y];\n        element = (y >= 0 ? v : 0.5f);\n      }\n      tile_a[kk][mm] = element;"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("vload4(0, a1"), "{text}");
     }
 
     #[test]

@@ -158,10 +158,13 @@ fn row_reduction_length(op: OperationRef) -> Option<i64> {
 /// (M, N, K) of a plain or batched matmul with static shapes.
 fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
     let name = crate::ir::util::op_name(&op);
-    if name == "linalg.conv_2d_nhwc_hwcf" {
-        // Implicit GEMM: M = N*OH*OW, N = F, K = KH*KW*C.
+    let (window, filter_index, _) = crate::patterns::conv_inputs::window_layout(op);
+    if window == "conv_2d_nhwc_hwcf" {
+        // Implicit GEMM: M = N*OH*OW, N = F, K = KH*KW*C (also for the
+        // generic of `tcc-fold-conv-inputs`, whose A loads the writer
+        // translates from its body).
         let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
-        let filter = StaticTensor::of(op.operand(1).ok()?.r#type())?;
+        let filter = StaticTensor::of(op.operand(filter_index).ok()?.r#type())?;
         let m = output.shape[0] * output.shape[1] * output.shape[2];
         return Some((
             m,

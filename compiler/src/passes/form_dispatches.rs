@@ -7,7 +7,8 @@
 //!   convolution, pooling, reduce) with that reduction, so the kernel starts
 //!   its accumulator from the fill value instead of a separate launch;
 //! - an elementwise `linalg.generic` that is the only user of a matmul or
-//!   convolution result, with the same iteration space, as that kernel's
+//!   convolution result (named, or a `tcc.conv` generic from
+//!   `tcc-fold-conv-inputs`), with the same iteration space, as that kernel's
 //!   epilogue (bias-add, activation).
 //!
 //! Every member gets `tcc.kernel = "<name>"`; the group's root (the
@@ -20,6 +21,7 @@ use melior::ir::{BlockLike, Value, ValueLike};
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::KernelKind;
 use crate::ir::util::{body_ops, dialect_of, op_name, ops_named, same_op, use_count, users};
+use crate::patterns::conv_inputs::CONV_ATTR;
 use crate::patterns::kernel_naming::{is_reduction, kernel_name, op_parts};
 
 pub struct FormDispatches;
@@ -41,6 +43,9 @@ fn is_contraction_or_conv(name: &str) -> bool {
 
 /// The kind of kernel an op roots.
 pub fn kind_of(op: OperationRef) -> KernelKind {
+    if is_window_generic(op) {
+        return KernelKind::Convolution;
+    }
     let name = op_name(&op);
     let short = name.strip_prefix("linalg.").unwrap_or(&name);
     if short == "softmax" {
@@ -66,6 +71,12 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
 fn is_dispatchable(op: &OperationRef) -> bool {
     let name = op_name(op);
     dialect_of(&name) == "linalg" || name == "tcc.layer_norm_rows"
+}
+
+/// Whether `op` is a convolution or pooling rewritten into a
+/// `linalg.generic` by `tcc-fold-conv-inputs`.
+pub fn is_window_generic(op: OperationRef) -> bool {
+    op_name(&op) == "linalg.generic" && op.attribute(CONV_ATTR).is_ok()
 }
 
 fn is_all_parallel_generic(op: OperationRef) -> bool {
@@ -164,7 +175,9 @@ impl TccPass for FormDispatches {
                 members.push(op);
                 let mut parts = op_parts(op);
                 // An elementwise epilogue of a matmul or convolution.
-                if is_contraction_or_conv(&name) && op.result_count() == 1 {
+                if (is_contraction_or_conv(&name) || is_window_generic(op))
+                    && op.result_count() == 1
+                {
                     let result: Value = op
                         .result(0)
                         .map_err(|e| PassError::at(op.location(), e.to_string()))?

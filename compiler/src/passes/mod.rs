@@ -8,6 +8,7 @@ mod convert_softmax_to_linalg;
 mod decompose_composites;
 mod fold_batch_norm;
 mod fold_constants;
+mod fold_conv_inputs;
 mod form_dispatches;
 mod hoist_parallel_dims;
 mod lower_kernel_loops;
@@ -28,7 +29,8 @@ pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
 pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
-pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR};
+pub use fold_conv_inputs::FoldConvInputs;
+pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, kind_of};
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
@@ -59,6 +61,7 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertLayerNormToRows::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
@@ -81,6 +84,7 @@ pub fn register_all() {
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
+    pass::register(&FoldConvInputs);
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);

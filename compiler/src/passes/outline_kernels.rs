@@ -263,8 +263,9 @@ fn dense_i64s(attribute: Attribute) -> Option<Vec<i64>> {
 /// (batch, M, N) of a plain or batched matmul on buffers.
 fn matmul_dims(op: OperationRef) -> Option<(i64, i64, i64)> {
     let name = op_name(&op);
-    if name == "linalg.conv_2d_nhwc_hwcf" {
-        let output = op.operand(2).ok()?.r#type();
+    let (window, _, output_index) = crate::patterns::conv_inputs::window_layout(op);
+    if window == "conv_2d_nhwc_hwcf" {
+        let output = op.operand(output_index).ok()?.r#type();
         let dim =
             |i: usize| unsafe { mlir_sys::mlirShapedTypeGetDimSize(output.to_raw(), i as isize) };
         return Some((1, dim(0) * dim(1) * dim(2), dim(3)));
@@ -294,8 +295,8 @@ pub const FLOPS_ATTR: &str = "tcc.flops";
 fn kernel_flops(members: &[OperationRef]) -> i64 {
     let mut flops = 0i64;
     for member in members {
-        let name = op_name(member);
-        let short = name.strip_prefix("linalg.").unwrap_or(&name);
+        let (short, filter, output) = crate::patterns::conv_inputs::window_layout(*member);
+        let short = short.as_str();
         let shape = |index: usize| -> Vec<i64> {
             member
                 .operand(index)
@@ -316,19 +317,19 @@ fn kernel_flops(members: &[OperationRef]) -> i64 {
             "matmul" | "batch_matmul" => shape(0).last().copied().unwrap_or(0),
             // HWCF filter: reduce over KH * KW * C.
             s if s.starts_with("conv_2d_nhwc_hwcf") => {
-                let filter = shape(1);
+                let filter = shape(filter);
                 filter.iter().take(3).product()
             }
             s if s.starts_with("conv_") => {
-                let filter = shape(1);
+                let filter = shape(filter);
                 filter.iter().product::<i64>() / filter.last().copied().unwrap_or(1).max(1)
             }
             // HWC(M) filter: reduce over KH * KW.
-            s if s.starts_with("depthwise_conv") => shape(1).iter().take(2).product(),
+            s if s.starts_with("depthwise_conv") => shape(filter).iter().take(2).product(),
             _ => 0,
         };
         if reduction > 0 {
-            flops += 2 * elements(&shape(2)) * reduction;
+            flops += 2 * elements(&shape(output)) * reduction;
         }
     }
     flops

@@ -41,7 +41,16 @@ fn scalar_op_name(name: &str) -> Option<&'static str> {
 /// ops of its body for generic ones.
 pub fn op_parts(op: OperationRef) -> Vec<String> {
     let name = op_name(&op);
-    let short = name.strip_prefix("linalg.").unwrap_or(&name);
+    // A window op rewritten by `tcc-fold-conv-inputs` is named after the
+    // op it computes.
+    let conv = op
+        .attribute(crate::patterns::conv_inputs::CONV_ATTR)
+        .ok()
+        .and_then(crate::ir::util::string_value);
+    let short = match &conv {
+        Some(conv) => conv.as_str(),
+        None => name.strip_prefix("linalg.").unwrap_or(&name),
+    };
     let named = match short {
         "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat" => Some(short.to_string()),
         "fill" => Some("fill".into()),

@@ -2,6 +2,7 @@
 
 pub mod batch_norm;
 pub mod constant_fold;
+pub mod conv_inputs;
 pub mod copy;
 pub mod decompose_composites;
 pub mod kernel_naming;

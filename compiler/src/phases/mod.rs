@@ -129,7 +129,7 @@ impl Phase {
             .filter(|p| !p.is_empty())
             .collect::<Vec<_>>()
             .join(","),
-            Phase::Dispatch => "tcc-form-dispatches".into(),
+            Phase::Dispatch => "tcc-fold-conv-inputs,tcc-form-dispatches".into(),
             Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}}}", target.name()),
             Phase::Buffer => [
                 "tcc-unique-results",

@@ -130,6 +130,7 @@ struct Contraction {
     shape: GemmShape,
     a: GemmOperand,
     a_offset: Option<String>,
+    a_element: Option<(String, String)>,
     b: GemmOperand,
     b_offset: Option<String>,
     c: MemrefView,
@@ -137,7 +138,136 @@ struct Contraction {
     dims: Vec<String>,
 }
 
+/// Whether `op` is a 2-D NHWC/HWCF convolution rewritten into a generic by
+/// `tcc-fold-conv-inputs` (input padding and producer in its body).
+fn is_conv_generic(op: OperationRef) -> bool {
+    op_name(&op) == "linalg.generic"
+        && crate::patterns::conv_inputs::window_layout(op).0 == "conv_2d_nhwc_hwcf"
+}
+
 impl KernelWriter {
+    /// The implicit GEMM of a `tcc.conv` generic: B is its filter (HWCF),
+    /// and A's elements are computed by translating its body up to the
+    /// final `acc + a * w`: the coordinates, bounds checks, loads, producer
+    /// ops and pad-value select, with `linalg.index` bound to the window
+    /// position of GEMM row `i` and column `k`.
+    fn conv_generic(&mut self, op: OperationRef) -> Result<Contraction, CodegenError> {
+        let err = |e: melior::Error| CodegenError::at(&op, e.to_string());
+        let ((_, b), (c_value, c)) = (self.view_of(op, 0)?, self.view_of(op, 1)?);
+        let output = super::writer::memref_shape(c_value.r#type());
+        let filter = super::writer::memref_shape(op.operand(0).map_err(err)?.r#type());
+        let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
+        let n = format!("(i / {})", oh * ow);
+        let y = format!("((i / {ow}) % {oh})");
+        let x = format!("(i % {ow})");
+        let ky = format!("(k / {})", kw * channels);
+        let kx = format!("((k / {channels}) % {kw})");
+        let ch = format!("(k % {channels})");
+        // (n, oh, ow, f, kh, kw, c); f must not take part in A.
+        let dims = [
+            Some(n.clone()),
+            Some(y.clone()),
+            Some(x.clone()),
+            None,
+            Some(ky.clone()),
+            Some(kx.clone()),
+            Some(ch.clone()),
+        ];
+        let body = op
+            .region(0)
+            .map_err(err)?
+            .first_block()
+            .ok_or_else(|| CodegenError::at(&op, "convolution without a body"))?;
+        let weight: Value = body.argument(0).map_err(err)?.into();
+        let acc: Value = body.argument(1).map_err(err)?.into();
+        let mut ops = Vec::new();
+        let mut next = body.first_operation();
+        while let Some(inner) = next {
+            next = inner.next_in_block();
+            ops.push(unsafe { OperationRef::from_raw(inner.to_raw()) });
+        }
+        // The tail: addf(acc, mulf(a, w)); yield.
+        let malformed = || CodegenError::at(&op, "convolution body is not `acc + a * w`");
+        let [.., multiply, add, terminator] = ops.as_slice() else {
+            return Err(malformed());
+        };
+        fn operands<'c>(o: &OperationRef<'c, '_>) -> Vec<Value<'c, 'c>> {
+            o.operands()
+                .map(|v| unsafe { Value::from_raw(v.to_raw()) })
+                .collect()
+        }
+        let product: Value = multiply.result(0).map_err(err)?.into();
+        let sum: Value = add.result(0).map_err(err)?.into();
+        if op_name(multiply) != "arith.mulf"
+            || op_name(add) != "arith.addf"
+            || op_name(terminator) != "linalg.yield"
+            || operands(terminator) != [sum]
+            || !(operands(add) == [acc, product] || operands(add) == [product, acc])
+        {
+            return Err(malformed());
+        }
+        let factors = operands(multiply);
+        let a_value = match factors.as_slice() {
+            [a, w] if *w == weight && *a != weight => *a,
+            [w, a] if *w == weight && *a != weight => *a,
+            _ => return Err(malformed()),
+        };
+        let saved = (std::mem::take(&mut self.out), self.indent);
+        self.indent = 0;
+        for inner in &ops[..ops.len() - 3] {
+            if inner.operands().any(|v| v == weight || v == acc) {
+                return Err(CodegenError::at(
+                    inner,
+                    "the input computation of a convolution reads its filter or accumulator",
+                ));
+            }
+            if op_name(inner) == "linalg.index" {
+                let dim = inner
+                    .attribute("dim")
+                    .ok()
+                    .and_then(crate::ir::util::integer_value)
+                    .and_then(|d| dims.get(d as usize).cloned().flatten())
+                    .ok_or_else(|| {
+                        CodegenError::at(
+                            inner,
+                            "the input of a convolution depends on its output channel",
+                        )
+                    })?;
+                let result: Value = inner.result(0).map_err(err)?.into();
+                self.names.insert(key(result), dim);
+            } else {
+                self.op(*inner)?;
+            }
+        }
+        let value = self.name(op, a_value)?;
+        let statements = std::mem::replace(&mut self.out, saved.0);
+        self.indent = saved.1;
+        let b_offset = b.address(&[ky, kx, ch, "j".to_string()]);
+        let unused = GemmOperand {
+            pointer: b.base.clone(),
+            offset: 0,
+            batch_stride: 0,
+            row_stride: 0,
+            col_stride: 0,
+        };
+        Ok(Contraction {
+            shape: GemmShape {
+                batch: 1,
+                m: output[0] * oh * ow,
+                n: output[3],
+                k: filter[0] * filter[1] * filter[2],
+            },
+            a: unused.clone(),
+            a_offset: None,
+            a_element: Some((statements, value)),
+            b: unused,
+            b_offset: Some(b_offset),
+            c,
+            c_value_key: key(c_value),
+            dims: vec![n, y, x, "j".to_string()],
+        })
+    }
+
     fn view_of(
         &self,
         op: OperationRef,
@@ -201,6 +331,7 @@ impl KernelWriter {
                 },
                 a: unused.clone(),
                 a_offset: Some(a_offset),
+                a_element: None,
                 b: GemmOperand {
                     pointer: b.base.clone(),
                     ..unused
@@ -228,6 +359,7 @@ impl KernelWriter {
             },
             a: operand_of(&a, rank),
             a_offset: None,
+            a_element: None,
             b: operand_of(&b, rank),
             b_offset: None,
             c,
@@ -273,6 +405,9 @@ impl KernelWriter {
                 "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => {
                     contraction_op = Some(op)
                 }
+                "linalg.generic" if contraction_op.is_none() && is_conv_generic(op) => {
+                    contraction_op = Some(op)
+                }
                 "linalg.generic" if contraction_op.is_none() && init_generic.is_none() => {
                     init_generic = Some(op)
                 }
@@ -290,7 +425,11 @@ impl KernelWriter {
         let contraction_op = contraction_op.ok_or_else(|| {
             CodegenError::at(&kernel, "tcc.gemm kernel without a matmul or convolution")
         })?;
-        let contraction = self.contraction(contraction_op)?;
+        let contraction = if is_conv_generic(contraction_op) {
+            self.conv_generic(contraction_op)?
+        } else {
+            self.contraction(contraction_op)?
+        };
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let c_address = contraction.c.address(&contraction.dims);
         let (init_statements, init) = match (&fill, init_generic) {
@@ -313,7 +452,7 @@ impl KernelWriter {
             }
             Some(generic) => {
                 let c_value = contraction_op
-                    .operand(2)
+                    .operand(contraction_op.operand_count() - 1)
                     .map_err(|e| CodegenError::at(&contraction_op, e.to_string()))?;
                 let (mut statements, value, output) =
                     self.translate_generic(generic, Some(c_value), &dims)?;
@@ -335,6 +474,7 @@ impl KernelWriter {
             shape: contraction.shape,
             a: contraction.a,
             a_offset: contraction.a_offset,
+            a_element: contraction.a_element,
             b: contraction.b,
             b_offset: contraction.b_offset,
             init_statements,

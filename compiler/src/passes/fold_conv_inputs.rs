@@ -1,0 +1,80 @@
+//! `tcc-fold-conv-inputs`: folds the padding and a cheap elementwise
+//! producer of each convolution's or pooling's input into its loads, so
+//! neither becomes a kernel (a padded input was a fill and a copy kernel
+//! at run time, a BatchNorm+ReLU before a convolution its own kernel).
+//!
+//! Runs in the dispatch phase before `tcc-form-dispatches`. Each
+//! `linalg.conv_2d_nhwc_hwcf`, `depthwise_conv_2d_nhwc_hwc[m]` and
+//! `pooling_nhwc_{max,sum}` whose input is
+//! - a `tensor.pad` of H and W with a constant pad value, and/or
+//! - an all-parallel `linalg.generic` of at most
+//!   [`MAX_PRODUCER_OPS`](crate::patterns::conv_inputs::MAX_PRODUCER_OPS)
+//!   arith ops with broadcast-only indexing, used by nothing else (nor is
+//!   the pad between them),
+//!
+//! becomes a `linalg.generic` over the same iteration space, marked
+//! `tcc.conv = "<op>"`, that reads the unpadded source with clamped
+//! coordinates, recomputes the producer per load and selects the pad value
+//! outside the source (see `patterns/conv_inputs.rs`). Pads with a
+//! non-constant value, pads of N or C, and producers with other users are
+//! left alone. The pad and producer are erased once unused.
+
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::{Value, ValueLike};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{collect_ops, use_count};
+use crate::patterns::conv_inputs::{plan, rewrite};
+
+pub struct FoldConvInputs;
+
+fn erase(op: OperationRef) {
+    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+    doomed.remove_from_parent();
+    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+}
+
+fn unused(op: OperationRef) -> bool {
+    op.results().all(|r| use_count(r.into()) == 0)
+}
+
+impl TccPass for FoldConvInputs {
+    const ARGUMENT: &'static str = "tcc-fold-conv-inputs";
+    const SUMMARY: &'static str =
+        "Fold constant padding and cheap elementwise producers into convolution and pooling loads";
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
+        // One rewrite at a time: a rewrite erases ops another plan may
+        // refer to (a pooling whose producer was a convolution's output).
+        // Rewritten ops are generics, which `plan` never takes again.
+        while let Some(plan) = collect_ops(root).into_iter().find_map(plan) {
+            let replacement = rewrite(context, &plan)?;
+            let old: Value = plan
+                .op
+                .result(0)
+                .map_err(|e| PassError::at(plan.op.location(), e.to_string()))?
+                .into();
+            unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), replacement.to_raw()) };
+            erase(plan.op);
+            if let Some(pad) = plan.pad_op()
+                && unused(pad)
+            {
+                erase(pad);
+            }
+            if let Some(producer) = plan.producer_op()
+                && unused(producer)
+            {
+                erase(producer);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,775 @@
+//! Folding a convolution's or pooling's input preparation into its loads.
+//!
+//! `tensor.pad` in front of a window op materializes a padded copy (a fill
+//! kernel and a copy kernel at run time); an elementwise producer of the
+//! input (BatchNorm + ReLU before a convolution) is a kernel of its own.
+//! [`rewrite`] replaces the window op by a `linalg.generic` over the same
+//! iteration space whose input is not an operand: the body computes the
+//! input coordinates from `linalg.index`, reads the *unpadded* source with
+//! `tensor.extract` at coordinates clamped into bounds (so no back end ever
+//! reads out of bounds), applies the producer's body to the element, and
+//! selects the pad value where the coordinates fall in the padding (the pad
+//! is of the producer's output, so padded positions get the pad value, not
+//! the producer of it). The generic verifies and bufferizes like any other
+//! (upstream's gather lowering has the same shape), and every back end that
+//! translates loop nests runs it correctly; the OpenCL C writer also
+//! recognizes the 2-D convolution form (`tcc.conv` attribute) for the
+//! implicit-GEMM template.
+//!
+//! The body of a rewritten op is always
+//! `(coordinates, bounds check, loads, producer ops, select) ; combine(acc,
+//! a[, w]) ; yield`, with the filter (or pooling window) as the only input.
+
+use melior::Context;
+use melior::ir::attribute::AttributeLike;
+use melior::ir::attribute::{
+    ArrayAttribute, DenseI32ArrayAttribute, DenseI64ArrayAttribute, IntegerAttribute,
+    StringAttribute,
+};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::r#type::{IntegerType, Type};
+use melior::ir::{
+    Attribute, Block, BlockLike, BlockRef, Identifier, Location, Region, RegionLike, TypeLike,
+    Value, ValueLike,
+};
+
+use crate::ir::types::StaticTensor;
+use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
+use crate::passes::PassError;
+
+/// The attribute naming the window op a rewritten generic computes
+/// (`"conv_2d_nhwc_hwcf"`, `"depthwise_conv_2d_nhwc_hwc"`, ...).
+pub const CONV_ATTR: &str = "tcc.conv";
+
+/// The most producer body ops (arith only) recomputed per input load: a
+/// 3x3 stride-1 window reads each input element about 9 times, so a cheap
+/// producer (a per-channel affine + ReLU is 3-4 ops) costs less than the
+/// kernel launch and the round trip of its output through memory.
+pub const MAX_PRODUCER_OPS: usize = 8;
+
+/// How the combiner folds an input element into the accumulator.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Combine {
+    /// `acc + a * w` (convolutions).
+    MulAdd,
+    /// `acc + a` (sum pooling).
+    Add,
+    /// `max(acc, a)` (max pooling).
+    Max,
+}
+
+/// The window ops this rewrite knows, by their dimension layout.
+struct Window {
+    name: &'static str,
+    /// Iteration dims; parallel ones first.
+    parallel: usize,
+    reduction: usize,
+    /// Positions of n, oh, ow, c, kh, kw in the iteration space.
+    n: usize,
+    oh: usize,
+    ow: usize,
+    c: usize,
+    kh: usize,
+    kw: usize,
+    /// The filter/window operand's map results (dim positions).
+    filter: &'static [usize],
+    combine: Combine,
+}
+
+const WINDOWS: &[Window] = &[
+    // (n, oh, ow, f, kh, kw, c)
+    Window {
+        name: "conv_2d_nhwc_hwcf",
+        parallel: 4,
+        reduction: 3,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 6,
+        kh: 4,
+        kw: 5,
+        filter: &[4, 5, 6, 3],
+        combine: Combine::MulAdd,
+    },
+    // (n, oh, ow, c, m, kh, kw)
+    Window {
+        name: "depthwise_conv_2d_nhwc_hwcm",
+        parallel: 5,
+        reduction: 2,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 3,
+        kh: 5,
+        kw: 6,
+        filter: &[5, 6, 3, 4],
+        combine: Combine::MulAdd,
+    },
+    // (n, oh, ow, c, kh, kw)
+    Window {
+        name: "depthwise_conv_2d_nhwc_hwc",
+        parallel: 4,
+        reduction: 2,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 3,
+        kh: 4,
+        kw: 5,
+        filter: &[4, 5, 3],
+        combine: Combine::MulAdd,
+    },
+    Window {
+        name: "pooling_nhwc_max",
+        parallel: 4,
+        reduction: 2,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 3,
+        kh: 4,
+        kw: 5,
+        filter: &[4, 5],
+        combine: Combine::Max,
+    },
+    Window {
+        name: "pooling_nhwc_sum",
+        parallel: 4,
+        reduction: 2,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 3,
+        kh: 4,
+        kw: 5,
+        filter: &[4, 5],
+        combine: Combine::Add,
+    },
+];
+
+/// The constant padding of a `tensor.pad` on the two spatial dims of an
+/// NHWC tensor: `[top, left]`, `[bottom, right]` and the pad value.
+struct Padding<'c> {
+    low: [i64; 2],
+    high: [i64; 2],
+    value: Value<'c, 'c>,
+}
+
+/// A fusible elementwise producer of the (unpadded) input.
+struct Producer<'c> {
+    op: OperationRef<'c, 'c>,
+}
+
+/// What [`plan`] found in front of a window op.
+pub struct Plan<'c> {
+    window: &'static Window,
+    /// The window op rewritten.
+    pub op: OperationRef<'c, 'c>,
+    pad: Option<(OperationRef<'c, 'c>, Padding<'c>)>,
+    producer: Option<Producer<'c>>,
+    /// The unpadded tensor the loads read (the producer's inputs are read
+    /// instead where there is a producer).
+    source: Value<'c, 'c>,
+}
+
+impl<'c> Plan<'c> {
+    /// The `tensor.pad` folded away, if any (erased once unused).
+    pub fn pad_op(&self) -> Option<OperationRef<'c, 'c>> {
+        self.pad.as_ref().map(|(op, _)| *op)
+    }
+
+    /// The producer folded away, if any (erased once unused).
+    pub fn producer_op(&self) -> Option<OperationRef<'c, 'c>> {
+        self.producer.as_ref().map(|p| p.op)
+    }
+}
+
+fn short_name(op: &OperationRef) -> String {
+    let name = op_name(op);
+    name.strip_prefix("linalg.").unwrap_or(&name).to_string()
+}
+
+/// Reads a named window op's `strides`/`dilations` (`dense<2>` or
+/// `dense<[2, 1]>`, tensor or vector typed); absent means 1.
+fn pair(op: OperationRef, name: &str) -> Option<[i64; 2]> {
+    let Ok(attribute) = op.attribute(name) else {
+        return Some([1, 1]);
+    };
+    let text = attribute.to_string();
+    let inner = text.strip_prefix("dense<")?.split('>').next()?;
+    let values: Vec<i64> = inner
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .map(|v| v.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    match values.as_slice() {
+        [v] => Some([*v, *v]),
+        [a, b] => Some([*a, *b]),
+        _ => None,
+    }
+}
+
+fn dense_i64(op: OperationRef, name: &str) -> Option<Vec<i64>> {
+    let attribute = DenseI64ArrayAttribute::try_from(op.attribute(name).ok()?).ok()?;
+    Some(
+        (0..attribute.len())
+            .filter_map(|i| attribute.element(i).ok())
+            .collect(),
+    )
+}
+
+/// The padding of `pad` if it is static, only on H and W of a rank-4
+/// tensor, with a pad value that is a float constant defined outside it.
+fn padding<'c>(pad: OperationRef<'c, 'c>) -> Option<Padding<'c>> {
+    if op_name(&pad) != "tensor.pad" || pad.operand_count() != 1 {
+        return None; // dynamic low/high operands
+    }
+    let low = dense_i64(pad, "static_low")?;
+    let high = dense_i64(pad, "static_high")?;
+    if low.len() != 4
+        || high.len() != 4
+        || low[0] != 0
+        || low[3] != 0
+        || high[0] != 0
+        || high[3] != 0
+    {
+        return None;
+    }
+    if low.iter().chain(high.iter()).any(|p| *p < 0) {
+        return None;
+    }
+    let block = pad.region(0).ok()?.first_block()?;
+    let terminator = block.terminator()?;
+    let value = terminator.operand(0).ok()?;
+    let constant = defining_op(value)?;
+    if op_name(&constant) != "arith.constant"
+        || constant.block().is_some_and(|b| b == block)
+        || !value.r#type().is_f32()
+    {
+        return None;
+    }
+    Some(Padding {
+        low: [low[1], low[2]],
+        high: [high[1], high[2]],
+        value,
+    })
+}
+
+/// Whether `op` is an elementwise generic cheap enough to recompute in the
+/// window op's loads: all-parallel, one identity-mapped f32 output whose
+/// value is used once, inputs indexed by dims or broadcast (constant 0),
+/// at most [`MAX_PRODUCER_OPS`] arith ops and no `linalg.index`, and not
+/// the epilogue of a matmul, convolution or reduction.
+fn fusible_producer(op: OperationRef) -> bool {
+    if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
+        return false;
+    }
+    let Ok(iterators) = op.attribute("iterator_types") else {
+        return false;
+    };
+    if iterators.to_string().contains("reduction") {
+        return false;
+    }
+    let Some(result) = op.result(0).ok() else {
+        return false;
+    };
+    let Some(tensor) = StaticTensor::of(result.r#type()) else {
+        return false;
+    };
+    if !tensor.element.is_f32() || tensor.rank() != 4 || use_count(result.into()) != 1 {
+        return false;
+    }
+    let Some(maps) = op
+        .attribute("indexing_maps")
+        .ok()
+        .and_then(|a| ArrayAttribute::try_from(a).ok())
+    else {
+        return false;
+    };
+    let count = op.operand_count();
+    for index in 0..count {
+        let Ok(map) = maps.element(index) else {
+            return false;
+        };
+        let Some(results) = map_results(map) else {
+            return false;
+        };
+        if index == count - 1 {
+            if results != [Some(0), Some(1), Some(2), Some(3)] {
+                return false;
+            }
+        } else if !op
+            .operand(index)
+            .is_ok_and(|v| StaticTensor::of(v.r#type()).is_some())
+        {
+            return false;
+        }
+    }
+    let Some(block) = op.region(0).ok().and_then(|r| r.first_block()) else {
+        return false;
+    };
+    // The output's block argument must not be read.
+    if block
+        .argument(count - 1)
+        .is_ok_and(|a| use_count(a.into()) > 0)
+    {
+        return false;
+    }
+    // A producer of a matmul's, convolution's or reduction's result is that
+    // kernel's epilogue (computed once per element there): leave it.
+    for index in 0..count - 1 {
+        if let Ok(operand) = op.operand(index)
+            && let Some(definer) = defining_op(operand)
+            && dialect_of(&op_name(&definer)) == "linalg"
+            && crate::passes::kind_of(definer) != crate::config::KernelKind::Elementwise
+        {
+            return false;
+        }
+    }
+    let mut ops = 0;
+    let mut next = block.first_operation();
+    while let Some(inner) = next {
+        next = inner.next_in_block();
+        let name = op_name(&inner);
+        if name == "linalg.yield" {
+            continue;
+        }
+        if dialect_of(&name) != "arith" || inner.region_count() > 0 {
+            return false;
+        }
+        ops += 1;
+    }
+    ops <= MAX_PRODUCER_OPS
+}
+
+/// The results of an affine map attribute that are dims (`Some(position)`)
+/// or the constant 0 (`None`); `None` overall for anything else.
+fn map_results(map: Attribute) -> Option<Vec<Option<usize>>> {
+    if !unsafe { mlir_sys::mlirAttributeIsAAffineMap(map.to_raw()) } {
+        return None;
+    }
+    let map = unsafe { mlir_sys::mlirAffineMapAttrGetValue(map.to_raw()) };
+    let count = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) };
+    (0..count)
+        .map(|i| unsafe {
+            let expr = mlir_sys::mlirAffineMapGetResult(map, i);
+            if mlir_sys::mlirAffineExprIsADim(expr) {
+                Some(Some(mlir_sys::mlirAffineDimExprGetPosition(expr) as usize))
+            } else if mlir_sys::mlirAffineExprIsAConstant(expr)
+                && mlir_sys::mlirAffineConstantExprGetValue(expr) == 0
+            {
+                Some(None)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// What can be folded into `op`'s loads, if anything: a constant pad of
+/// its input and/or a cheap elementwise producer used only by it (through
+/// the pad, when the pad too has no other user).
+pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
+    let name = short_name(&op);
+    let window = WINDOWS.iter().find(|w| w.name == name)?;
+    if op_name(&op).as_str() != format!("linalg.{name}") || op.result_count() != 1 {
+        return None;
+    }
+    let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
+    if !output.element.is_f32() {
+        return None;
+    }
+    pair(op, "strides")?;
+    pair(op, "dilations")?;
+    let input = op.operand(0).ok()?;
+    let mut source = input;
+    let mut pad = None;
+    if let Some(pad_op) = defining_op(input)
+        && let Some(padding) = padding(pad_op)
+    {
+        source = pad_op.operand(0).ok()?;
+        pad = Some((pad_op, padding));
+    }
+    let only_user = match &pad {
+        Some((pad_op, _)) => use_count(pad_op.result(0).ok()?.into()) == 1,
+        None => use_count(input) == 1,
+    };
+    let mut producer = None;
+    if only_user
+        && let Some(candidate) = defining_op(source)
+        && fusible_producer(candidate)
+    {
+        producer = Some(Producer { op: candidate });
+    }
+    if pad.is_none() && producer.is_none() {
+        return None;
+    }
+    let source_type = StaticTensor::of(source.r#type())?;
+    if !source_type.element.is_f32() || source_type.rank() != 4 {
+        return None;
+    }
+    Some(Plan {
+        window,
+        op,
+        pad,
+        producer,
+        source,
+    })
+}
+
+/// Builds ops at the end of one block.
+struct Builder<'c> {
+    context: &'c Context,
+    location: Location<'c>,
+    block: BlockRef<'c, 'c>,
+}
+
+impl<'c> Builder<'c> {
+    fn push(
+        &self,
+        builder: OperationBuilder<'c>,
+        what: &str,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let op = builder
+            .build()
+            .map_err(|e| PassError::at(self.location, format!("cannot build {what}: {e}")))?;
+        let op = self.block.append_operation(op);
+        let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+        Ok(op
+            .result(0)
+            .map_err(|e| PassError::at(self.location, e.to_string()))?
+            .into())
+    }
+
+    fn index_type(&self) -> Type<'c> {
+        Type::index(self.context)
+    }
+
+    fn constant(&self, value: i64) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let attribute = IntegerAttribute::new(self.index_type(), value);
+        self.push(
+            OperationBuilder::new("arith.constant", self.location)
+                .add_attributes(&[(Identifier::new(self.context, "value"), attribute.into())])
+                .add_results(&[self.index_type()]),
+            "arith.constant",
+        )
+    }
+
+    fn index(&self, dim: usize) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let attribute =
+            IntegerAttribute::new(IntegerType::new(self.context, 64).into(), dim as i64);
+        self.push(
+            OperationBuilder::new("linalg.index", self.location)
+                .add_attributes(&[(Identifier::new(self.context, "dim"), attribute.into())])
+                .add_results(&[self.index_type()]),
+            "linalg.index",
+        )
+    }
+
+    fn binary(
+        &self,
+        name: &str,
+        lhs: Value<'c, 'c>,
+        rhs: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        self.push(
+            OperationBuilder::new(name, self.location)
+                .add_operands(&[lhs, rhs])
+                .add_results(&[lhs.r#type()]),
+            name,
+        )
+    }
+
+    /// `arith.cmpi` with a predicate number (2 = slt, 5 = sge).
+    fn cmpi(
+        &self,
+        predicate: i64,
+        lhs: Value<'c, 'c>,
+        rhs: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let attribute = IntegerAttribute::new(IntegerType::new(self.context, 64).into(), predicate);
+        self.push(
+            OperationBuilder::new("arith.cmpi", self.location)
+                .add_operands(&[lhs, rhs])
+                .add_attributes(&[(Identifier::new(self.context, "predicate"), attribute.into())])
+                .add_results(&[IntegerType::new(self.context, 1).into()]),
+            "arith.cmpi",
+        )
+    }
+
+    /// `base * scale + offset`, folding the trivial parts.
+    fn affine(
+        &self,
+        base: Value<'c, 'c>,
+        scale: i64,
+        offset: Value<'c, 'c>,
+        offset_scale: i64,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let scaled = |value: Value<'c, 'c>, s: i64| -> Result<Value<'c, 'c>, PassError<'c>> {
+            if s == 1 {
+                Ok(value)
+            } else {
+                let s = self.constant(s)?;
+                self.binary("arith.muli", value, s)
+            }
+        };
+        let a = scaled(base, scale)?;
+        let b = scaled(offset, offset_scale)?;
+        self.binary("arith.addi", a, b)
+    }
+}
+
+/// Builds the replacement generic in front of `plan.op` and returns its
+/// result.
+pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let op = plan.op;
+    let location = op.location();
+    let window = plan.window;
+    let err = |e: melior::Error| PassError::at(location, e.to_string());
+    let parent = op
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+    let [sh, sw] = pair(op, "strides").ok_or_else(|| PassError::at(location, "bad strides"))?;
+    let [dh, dw] = pair(op, "dilations").ok_or_else(|| PassError::at(location, "bad dilations"))?;
+    let filter = op.operand(1).map_err(err)?;
+    let init = op.operand(2).map_err(err)?;
+    let result_type = op.result(0).map_err(err)?.r#type();
+    let source = StaticTensor::of(plan.source.r#type())
+        .ok_or_else(|| PassError::at(location, "dynamically shaped input"))?;
+    let (height, width) = (source.shape[1], source.shape[2]);
+
+    let f32_type = Type::float32(context);
+    let region = Region::new();
+    let block = region.append_block(Block::new(&[(f32_type, location), (f32_type, location)]));
+    let block = unsafe { BlockRef::from_raw(block.to_raw()) };
+    let b = Builder {
+        context,
+        location,
+        block,
+    };
+    // Coordinates of the input element in the unpadded source.
+    let n = b.index(window.n)?;
+    let c = b.index(window.c)?;
+    let (low, high) = match &plan.pad {
+        Some((_, p)) => (p.low, p.high),
+        None => ([0, 0], [0, 0]),
+    };
+    let mut in_bounds: Option<Value> = None;
+    let mut spatial = Vec::new();
+    for (axis, (out_dim, k_dim, stride, dilation, size)) in [
+        (window.oh, window.kh, sh, dh, height),
+        (window.ow, window.kw, sw, dw, width),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let o = b.index(out_dim)?;
+        let k = b.index(k_dim)?;
+        let mut coordinate = b.affine(o, stride, k, dilation)?;
+        if low[axis] != 0 {
+            let shift = b.constant(low[axis])?;
+            coordinate = b.binary("arith.subi", coordinate, shift)?;
+        }
+        if low[axis] != 0 || high[axis] != 0 {
+            let zero = b.constant(0)?;
+            let last = b.constant(size - 1)?;
+            let limit = b.constant(size)?;
+            let above = b.cmpi(5, coordinate, zero)?;
+            let below = b.cmpi(2, coordinate, limit)?;
+            let both = b.binary("arith.andi", above, below)?;
+            in_bounds = Some(match in_bounds {
+                Some(previous) => b.binary("arith.andi", previous, both)?,
+                None => both,
+            });
+            let clamped = b.binary("arith.maxsi", coordinate, zero)?;
+            coordinate = b.binary("arith.minsi", clamped, last)?;
+        }
+        spatial.push(coordinate);
+    }
+    let coordinates = [n, spatial[0], spatial[1], c];
+    let extract = |tensor: Value<'c, 'c>, indices: &[Value<'c, 'c>]| {
+        let element = unsafe {
+            Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
+                tensor.r#type().to_raw(),
+            ))
+        };
+        let mut operands = vec![tensor];
+        operands.extend_from_slice(indices);
+        b.push(
+            OperationBuilder::new("tensor.extract", location)
+                .add_operands(&operands)
+                .add_results(&[element]),
+            "tensor.extract",
+        )
+    };
+    let element = match &plan.producer {
+        None => extract(plan.source, &coordinates)?,
+        Some(producer) => inline_producer(&b, producer.op, &coordinates, &extract)?,
+    };
+    let a = match (&plan.pad, in_bounds) {
+        (Some((_, padding)), Some(condition)) => b.push(
+            OperationBuilder::new("arith.select", location)
+                .add_operands(&[condition, element, padding.value])
+                .add_results(&[f32_type]),
+            "arith.select",
+        )?,
+        _ => element,
+    };
+    let w: Value = block.argument(0).map_err(err)?.into();
+    let acc: Value = block.argument(1).map_err(err)?.into();
+    let combined = match window.combine {
+        Combine::MulAdd => {
+            let product = b.binary("arith.mulf", a, w)?;
+            b.binary("arith.addf", acc, product)?
+        }
+        Combine::Add => b.binary("arith.addf", acc, a)?,
+        Combine::Max => b.binary("arith.maximumf", acc, a)?,
+    };
+    block.append_operation(
+        OperationBuilder::new("linalg.yield", location)
+            .add_operands(&[combined])
+            .build()
+            .map_err(err)?,
+    );
+
+    // Indexing maps: the filter (or window) and the output.
+    let rank = window.parallel + window.reduction;
+    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
+    let map = |results: &[usize]| {
+        let results: Vec<&str> = results.iter().map(|r| dims[*r].as_str()).collect();
+        format!(
+            "affine_map<({}) -> ({})>",
+            dims.join(", "),
+            results.join(", ")
+        )
+    };
+    let output_dims: Vec<usize> = (0..window.parallel).collect();
+    let maps = format!("[{}, {}]", map(window.filter), map(&output_dims));
+    let iterators: Vec<&str> = (0..rank)
+        .map(|d| {
+            if d < window.parallel {
+                "#linalg.iterator_type<parallel>"
+            } else {
+                "#linalg.iterator_type<reduction>"
+            }
+        })
+        .collect();
+    let iterators = format!("[{}]", iterators.join(", "));
+    let parse = |text: &str| {
+        Attribute::parse(context, text)
+            .ok_or_else(|| PassError::at(location, format!("cannot parse {text}")))
+    };
+    let mut attributes = vec![
+        (Identifier::new(context, "indexing_maps"), parse(&maps)?),
+        (
+            Identifier::new(context, "iterator_types"),
+            parse(&iterators)?,
+        ),
+        (
+            Identifier::new(context, "operandSegmentSizes"),
+            DenseI32ArrayAttribute::new(context, &[1, 1]).into(),
+        ),
+        (
+            Identifier::new(context, CONV_ATTR),
+            StringAttribute::new(context, window.name).into(),
+        ),
+    ];
+    // Keep the discardable attributes (kernel names, if already formed).
+    for name in [crate::passes::KERNEL_ATTR, crate::passes::KIND_ATTR] {
+        if let Ok(value) = op.attribute(name) {
+            attributes.push((Identifier::new(context, name), value));
+        }
+    }
+    let generic = OperationBuilder::new("linalg.generic", location)
+        .add_operands(&[filter, init])
+        .add_results(&[result_type])
+        .add_attributes(&attributes)
+        .add_regions([region])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build linalg.generic: {e}")))?;
+    let generic = parent.insert_operation_before(op, generic);
+    Ok(generic.result(0).map_err(err)?.into())
+}
+
+/// Loads the producer's inputs at the input coordinates and clones its
+/// body after them; returns the value it yields.
+fn inline_producer<'c>(
+    b: &Builder<'c>,
+    producer: OperationRef<'c, 'c>,
+    coordinates: &[Value<'c, 'c>; 4],
+    extract: &dyn Fn(Value<'c, 'c>, &[Value<'c, 'c>]) -> Result<Value<'c, 'c>, PassError<'c>>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = b.location;
+    let err = |e: melior::Error| PassError::at(location, e.to_string());
+    let maps =
+        ArrayAttribute::try_from(producer.attribute("indexing_maps").map_err(err)?).map_err(err)?;
+    let body = producer
+        .region(0)
+        .map_err(err)?
+        .first_block()
+        .ok_or_else(|| PassError::at(location, "producer without a body"))?;
+    // (raw value, replacement) pairs.
+    let mut mapping: Vec<(mlir_sys::MlirValue, Value<'c, 'c>)> = Vec::new();
+    for index in 0..producer.operand_count() - 1 {
+        let operand = producer.operand(index).map_err(err)?;
+        let results = map_results(maps.element(index).map_err(err)?)
+            .ok_or_else(|| PassError::at(location, "producer map is not a broadcast"))?;
+        let mut indices = Vec::new();
+        for result in results {
+            indices.push(match result {
+                Some(dim) => coordinates[dim],
+                None => b.constant(0)?,
+            });
+        }
+        let value = extract(operand, &indices)?;
+        let argument: Value = body.argument(index).map_err(err)?.into();
+        mapping.push((argument.to_raw(), value));
+    }
+    let mut next = body.first_operation();
+    while let Some(inner) = next {
+        next = inner.next_in_block();
+        if op_name(&inner) == "linalg.yield" {
+            let yielded = inner.operand(0).map_err(err)?;
+            return mapping
+                .iter()
+                .find(|(raw, _)| raw.ptr == yielded.to_raw().ptr)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| PassError::at(location, "producer yields a value from outside"));
+        }
+        let clone = unsafe { mlir_sys::mlirOperationClone(inner.to_raw()) };
+        for position in 0..unsafe { mlir_sys::mlirOperationGetNumOperands(clone) } {
+            let operand = unsafe { mlir_sys::mlirOperationGetOperand(clone, position) };
+            if let Some((_, replacement)) = mapping.iter().find(|(raw, _)| raw.ptr == operand.ptr) {
+                unsafe { mlir_sys::mlirOperationSetOperand(clone, position, replacement.to_raw()) };
+            }
+        }
+        let clone = b
+            .block
+            .append_operation(unsafe { melior::ir::operation::Operation::from_raw(clone) });
+        for position in 0..inner.result_count() {
+            let old: Value = inner.result(position).map_err(err)?.into();
+            let new: Value = clone.result(position).map_err(err)?.into();
+            mapping.push((old.to_raw(), unsafe { Value::from_raw(new.to_raw()) }));
+        }
+    }
+    Err(PassError::at(
+        location,
+        "producer body without linalg.yield",
+    ))
+}
+
+/// For a window op, named or rewritten: the name of the op it computes
+/// (without `linalg.`) and the operand positions of its filter (or
+/// window) and output. Named ops take the input first; rewritten generics
+/// have no input operand.
+pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
+    if op_name(&op) == "linalg.generic"
+        && let Some(conv) = op
+            .attribute(CONV_ATTR)
+            .ok()
+            .and_then(crate::ir::util::string_value)
+    {
+        return (conv, 0, 1);
+    }
+    (short_name(&op), 1, 2)
+}
