@@ -10,13 +10,11 @@
 //! tosa-to-linalg-named, whose filter transposes it folds into
 //! `arith.constant`s.
 
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::{Value, ValueLike};
+use melior::ir::operation::{OperationRef, OperationRefMut};
 
 use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::util::{body_ops, ops_named};
-use crate::patterns::constant_fold::evaluate;
+use crate::patterns::constant_fold::{evaluate, replace_with_constant};
 
 pub struct FoldConstants;
 
@@ -44,34 +42,4 @@ impl TccPass for FoldConstants {
         }
         Ok(())
     }
-}
-
-/// Replaces `op`'s single result by a `tosa.const` holding `value`.
-pub fn replace_with_constant<'c>(
-    context: &'c melior::Context,
-    op: OperationRef<'c, 'c>,
-    value: &crate::ir::constant::ConstTensor,
-) -> Result<(), PassError<'c>> {
-    let location = op.location();
-    let result: Value = op
-        .result(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?
-        .into();
-    let ty = result.r#type();
-    let attribute = value
-        .to_attribute(ty)
-        .map_err(|message| PassError::at(location, message))?;
-    let builder = TosaBuilder::before(context, op)?;
-    // TOSA ops fold into `tosa.const`; ops of the lowered phases (after
-    // tosa-to-arith) into `arith.constant`.
-    let constant = if crate::ir::util::dialect_of(&crate::ir::util::op_name(&op)) == "tosa" {
-        builder.constant(attribute, ty)?
-    } else {
-        builder.insert("arith.constant", &[], ty, &[("value", attribute)])?
-    };
-    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), constant.to_raw()) };
-    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-    doomed.remove_from_parent();
-    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
-    Ok(())
 }

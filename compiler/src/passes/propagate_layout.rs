@@ -13,14 +13,17 @@
 //! layout-sensitive op without a channels-last form (a reshape that splits
 //! channels, say) needs one.
 //!
-//! Runs on each function until nothing changes; constant operands get a
-//! `tosa.transpose` that `tcc-fold-constants` folds.
+//! Runs on each function until nothing changes: each sweep sinks, then
+//! composes transposes of transposes and folds transposes of constants
+//! (so that operands meeting at an op agree again), then turns unit-dim
+//! transposes into reshapes.
 
-use melior::ir::operation::{OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationMutLike, OperationRef, OperationRefMut};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{body_ops, ops_named};
-use crate::patterns::transpose::{sink_transposes, transpose_to_reshape};
+use crate::patterns::constant_fold::{evaluate, replace_with_constant};
+use crate::patterns::transpose::{compose_transposes, sink_transposes, transpose_to_reshape};
 
 pub struct PropagateLayout;
 
@@ -46,17 +49,49 @@ impl TccPass for PropagateLayout {
         for function in ops_named(module, "func.func") {
             for _ in 0..MAX_SWEEPS {
                 let mut changed = false;
+                // Constant subexpressions (a reshape of a weight blob, say)
+                // first, so they count as constants below.
+                for op in body_ops(function) {
+                    if let Some(value) = evaluate(op) {
+                        replace_with_constant(context, op, &value)?;
+                        changed = true;
+                    }
+                }
                 for op in body_ops(function) {
                     changed |= sink_transposes(context, op)?;
                 }
                 for op in body_ops(function) {
+                    changed |= compose_transposes(context, op)?;
+                }
+                for op in body_ops(function) {
                     changed |= transpose_to_reshape(context, op)?;
                 }
+                erase_dead_views(function);
                 if !changed {
                     break;
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// Erases transposes, reshapes and constants left without users by the
+/// rewrites (they would count as users and block further sinking).
+fn erase_dead_views(function: OperationRef) {
+    for op in body_ops(function).into_iter().rev() {
+        let name = crate::ir::util::op_name(&op);
+        if !matches!(
+            name.as_str(),
+            "tosa.transpose" | "tosa.reshape" | "tosa.const" | "tosa.const_shape"
+        ) {
+            continue;
+        }
+        let Ok(result) = op.result(0) else { continue };
+        if crate::ir::util::use_count(result.into()) == 0 {
+            let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+            doomed.remove_from_parent();
+            unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+        }
     }
 }

@@ -7,12 +7,14 @@
 //! filter layout tosa-to-linalg-named produces).
 
 use melior::ir::attribute::AttributeLike;
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{Value, ValueLike};
 
 use crate::ir::constant::{ConstTensor, FOLD_ELEMENT_LIMIT};
+use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::op_name;
+use crate::passes::PassError;
 use crate::patterns::transpose::transpose_perm;
 
 fn operand_constant(op: OperationRef, index: usize) -> Option<ConstTensor> {
@@ -172,4 +174,34 @@ pub fn evaluate(op: OperationRef) -> Option<ConstTensor> {
     // Booleans are stored one byte each here but bit-packed in attributes.
     (folded.shape == shape && folded.element != crate::back::opencl_c::ElementType::I1)
         .then_some(folded)
+}
+
+/// Replaces `op`'s single result by a `tosa.const` holding `value`.
+pub fn replace_with_constant<'c>(
+    context: &'c melior::Context,
+    op: OperationRef<'c, 'c>,
+    value: &ConstTensor,
+) -> Result<(), PassError<'c>> {
+    let location = op.location();
+    let result: Value = op
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into();
+    let ty = result.r#type();
+    let attribute = value
+        .to_attribute(ty)
+        .map_err(|message| PassError::at(location, message))?;
+    let builder = TosaBuilder::before(context, op)?;
+    // TOSA ops fold into `tosa.const`; ops of the lowered phases (after
+    // tosa-to-arith) into `arith.constant`.
+    let constant = if crate::ir::util::dialect_of(&crate::ir::util::op_name(&op)) == "tosa" {
+        builder.constant(attribute, ty)?
+    } else {
+        builder.insert("arith.constant", &[], ty, &[("value", attribute)])?
+    };
+    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), constant.to_raw()) };
+    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+    doomed.remove_from_parent();
+    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+    Ok(())
 }

@@ -122,10 +122,53 @@ enum Operand {
     Constant,
 }
 
+/// The permutation `op` could be computed under: `Some(P)` when `op` is
+/// layout-agnostic and every data operand is a transpose by `P` or a
+/// constant (for slices and pads: the sliced or padded operand is a
+/// transpose by `P`). This is the structural half of the sinking rule.
+fn sink_perm(op: OperationRef) -> Option<Vec<usize>> {
+    let name = op_name(&op);
+    if op.result_count() != 1 {
+        return None;
+    }
+    if matches!(name.as_str(), "tosa.slice" | "tosa.pad") {
+        return transpose_perm(defining_op(op.operand(0).ok()?)?);
+    }
+    if !(ELEMENTWISE.contains(&name.as_str()) || AXIS_OPS.contains(&name.as_str())) {
+        return None;
+    }
+    let rank = rank_of(op.result(0).ok()?.into()).filter(|&r| r >= 2)?;
+    let mut perm: Option<Vec<usize>> = None;
+    for index in 0..op.operand_count() {
+        let operand = op.operand(index).ok()?;
+        if rank_of(operand) != Some(rank) {
+            continue;
+        }
+        if let Some(p) = defining_op(operand).and_then(transpose_perm) {
+            if perm.as_ref().is_some_and(|q| *q != p) {
+                return None;
+            }
+            perm = Some(p);
+        } else if !ConstTensor::is_constant(operand) {
+            return None;
+        }
+    }
+    perm
+}
+
+/// Whether the transpose producing `operand` dies once its users are
+/// rewritten: every user can be computed under the same permutation.
+fn transpose_dies(operand: Value, perm: &[usize]) -> bool {
+    users(operand)
+        .iter()
+        .all(|u| sink_perm(*u).is_some_and(|p| p == perm))
+}
+
 /// Moves the transposes feeding `op` below it when every data operand is
 /// a transpose by one permutation or a constant, and when this does not
-/// add a transpose: some transposed operand must die (`op` is its only
-/// user) or every user of `op` must be a transpose (which then cancels).
+/// add a transpose: some transposed operand must die (all its users can
+/// be computed under the same permutation, `op` among them) or every user
+/// of `op` must be a transpose (which then cancels).
 /// Returns whether it rewrote.
 pub fn sink_transposes<'c>(
     context: &'c Context,
@@ -160,10 +203,8 @@ pub fn sink_transposes<'c>(
             if perm.as_ref().is_some_and(|q| *q != p) {
                 return Ok(false);
             }
+            frees_a_transpose |= transpose_dies(operand, &p);
             perm = Some(p);
-            frees_a_transpose |= users(operand)
-                .iter()
-                .all(|u| u.to_raw().ptr == op.to_raw().ptr);
             plan.push(Operand::Untransposed);
         } else if ConstTensor::is_constant(operand) {
             plan.push(Operand::Constant);
@@ -257,9 +298,7 @@ fn sink_through_window<'c>(
     };
     let result = result_of(op)?;
     let result_users = users(result);
-    let frees = users(operand)
-        .iter()
-        .all(|u| u.to_raw().ptr == op.to_raw().ptr);
+    let frees = transpose_dies(operand, &perm);
     let feeds =
         !result_users.is_empty() && result_users.iter().all(|u| transpose_perm(*u).is_some());
     if !(frees || feeds) {
@@ -319,6 +358,44 @@ fn sink_through_window<'c>(
     Ok(true)
 }
 
+/// Composes `transpose(transpose(x, P1), P2)` into one transpose of `x`
+/// (or `x` itself when the composition is the identity), and folds a
+/// transpose of a constant, so that operands meeting at an op show one
+/// permutation or a constant and sinking goes on within the pass.
+pub fn compose_transposes<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    let Some(outer) = transpose_perm(op) else {
+        return Ok(false);
+    };
+    if let Some(value) = crate::patterns::constant_fold::evaluate(op) {
+        crate::patterns::constant_fold::replace_with_constant(context, op, &value)?;
+        return Ok(true);
+    }
+    let input: Value = op
+        .operand(0)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    let Some(producer) = defining_op(input) else {
+        return Ok(false);
+    };
+    let Some(inner) = transpose_perm(producer) else {
+        return Ok(false);
+    };
+    let source: Value = producer
+        .operand(0)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    let composed: Vec<usize> = outer.iter().map(|&o| inner[o]).collect();
+    let result = result_of(op)?;
+    let replacement = if composed.iter().enumerate().all(|(i, &p)| i == p) {
+        source
+    } else {
+        TosaBuilder::before(context, op)?.transpose(source, &composed)?
+    };
+    replace_and_erase(op, result, replacement);
+    Ok(true)
+}
+
 /// Replaces a transpose that only moves size-1 dimensions (the other
 /// dimensions keep their order, so the data's order is unchanged) by a
 /// reshape. Returns whether it rewrote.
@@ -332,6 +409,10 @@ pub fn transpose_to_reshape<'c>(
     let input: Value = op
         .operand(0)
         .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    // A transpose of a constant or of a transpose is composed instead.
+    if ConstTensor::is_constant(input) || defining_op(input).and_then(transpose_perm).is_some() {
+        return Ok(false);
+    }
     let Some(tensor) = StaticTensor::of(input.r#type()) else {
         return Ok(false);
     };
