@@ -11,6 +11,7 @@ mod lower_kernel_loops;
 mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
+mod plan_memory;
 mod record_interface;
 mod unique_results;
 
@@ -27,6 +28,9 @@ pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use outline_kernels::{FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels, ROW_REDUCE_ATTR};
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
+};
+pub use plan_memory::{
+    ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, LIVE_BOUND_ATTR, PlanMemory,
 };
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
 pub use unique_results::UniqueResults;
@@ -48,6 +52,7 @@ pub const ALL: &[(&str, &str)] = &[
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
+    (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
 ];
 
 /// Registers every upstream pass, every tcc pass and the phase pipelines.
@@ -65,5 +70,6 @@ pub fn register_all() {
     pass::register(&OutlineKernels);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
+    pass::register(&PlanMemory);
     crate::phases::register_phase_pipelines();
 }
