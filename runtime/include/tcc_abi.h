@@ -6,15 +6,20 @@
  * Every struct is plain C with fixed-width fields; all pointers in the
  * artifact's tables point into the artifact's own read-only data.
  *
- * ABI version 1. The runtime refuses an artifact whose `abi_version`
- * differs from the one it was built for.
+ * ABI version 2. Version 2 added the static memory plan: each function
+ * declares the size of its arena (`tcc_function_desc.arena_bytes`) and its
+ * host code takes planned buffers as views of that arena (`view`). The
+ * runtime also loads version 1 artifacts (function descriptors without the
+ * arena fields, `tcc_function_desc_v1`) and refuses any other version.
  *===----------------------------------------------------------------------===*/
 #ifndef TCC_ABI_H
 #define TCC_ABI_H
 
 #include <stdint.h>
 
-#define TCC_ABI_VERSION 1u
+#define TCC_ABI_VERSION 2u
+/* The oldest version the runtime still loads. */
+#define TCC_ABI_VERSION_MIN 1u
 
 /* Element types of tensors crossing the ABI. */
 enum tcc_dtype {
@@ -81,6 +86,13 @@ typedef struct {
    * the sizes the buffers were requested with. */
   int32_t (*copy)(void *ctx, tcc_buffer *dst, uint64_t dst_offset,
                   tcc_buffer *src, uint64_t src_offset, uint64_t bytes);
+  /* (ABI 2) Bytes [offset, offset + bytes) of the calling function's arena
+   * as a buffer. The arena belongs to the session: it is allocated once
+   * and reused by every call, so its contents do not survive a call. Views
+   * are not released. `offset` must be a multiple of the function's
+   * `arena_alignment` and the range must lie inside `arena_bytes`. */
+  int32_t (*view)(void *ctx, uint64_t offset, uint64_t bytes,
+                  tcc_buffer **out);
 } tcc_runtime_api;
 
 typedef struct {
@@ -106,7 +118,23 @@ typedef struct {
   uint32_t num_outputs;
   const tcc_tensor_desc *inputs;
   const tcc_tensor_desc *outputs;
+  /* (ABI 2) Size of the function's arena (its static memory plan); 0 when
+   * the function takes no views. */
+  uint64_t arena_bytes;
+  /* (ABI 2) Every view offset is a multiple of this (a power of two). */
+  uint64_t arena_alignment;
 } tcc_function_desc;
+
+/* A function descriptor of ABI version 1 (no arena), for reading old
+ * artifacts. */
+typedef struct {
+  const char *name;
+  tcc_entry_fn entry;
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  const tcc_tensor_desc *inputs;
+  const tcc_tensor_desc *outputs;
+} tcc_function_desc_v1;
 
 typedef struct {
   const void *data;

@@ -9,8 +9,11 @@
 
 use std::ffi::{c_char, c_void};
 
-/// `TCC_ABI_VERSION`: the only ABI version this runtime accepts.
-pub const TCC_ABI_VERSION: u32 = 1;
+/// `TCC_ABI_VERSION`: the ABI version this runtime implements.
+pub const TCC_ABI_VERSION: u32 = 2;
+/// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI this runtime still loads
+/// (version 1: no arena, function descriptors of `TccFunctionDescV1`).
+pub const TCC_ABI_VERSION_MIN: u32 = 1;
 
 /// `enum tcc_dtype`.
 pub const TCC_DTYPE_F32: u32 = 0;
@@ -81,6 +84,13 @@ pub type CopyFn = unsafe extern "C" fn(
     bytes: u64,
 ) -> i32;
 
+pub type ViewFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    offset: u64,
+    bytes: u64,
+    out: *mut *mut TccBuffer,
+) -> i32;
+
 /// `tcc_runtime_api`: what the runtime offers the artifact's host code.
 #[repr(C)]
 pub struct TccRuntimeApi {
@@ -92,6 +102,7 @@ pub struct TccRuntimeApi {
     pub constant: Option<ConstantFn>,
     pub launch: Option<LaunchFn>,
     pub copy: Option<CopyFn>,
+    pub view: Option<ViewFn>,
 }
 
 /// `tcc_tensor_desc`.
@@ -113,6 +124,19 @@ pub type TccEntryFn = unsafe extern "C" fn(
 /// `tcc_function_desc`.
 #[repr(C)]
 pub struct TccFunctionDesc {
+    pub name: *const c_char,
+    pub entry: Option<TccEntryFn>,
+    pub num_inputs: u32,
+    pub num_outputs: u32,
+    pub inputs: *const TccTensorDesc,
+    pub outputs: *const TccTensorDesc,
+    pub arena_bytes: u64,
+    pub arena_alignment: u64,
+}
+
+/// `tcc_function_desc_v1`: the function descriptor of ABI version 1.
+#[repr(C)]
+pub struct TccFunctionDescV1 {
     pub name: *const c_char,
     pub entry: Option<TccEntryFn>,
     pub num_inputs: u32,
@@ -170,9 +194,10 @@ pub fn layout_table() -> Vec<(&'static str, &'static str, usize)> {
     }
     [
         fields!(TccArg, "tcc_arg"; kind, reserved, value),
-        fields!(TccRuntimeApi, "tcc_runtime_api"; abi_version, reserved, ctx, alloc, release, constant, launch, copy),
+        fields!(TccRuntimeApi, "tcc_runtime_api"; abi_version, reserved, ctx, alloc, release, constant, launch, copy, view),
         fields!(TccTensorDesc, "tcc_tensor_desc"; name, dtype, rank, shape),
-        fields!(TccFunctionDesc, "tcc_function_desc"; name, entry, num_inputs, num_outputs, inputs, outputs),
+        fields!(TccFunctionDesc, "tcc_function_desc"; name, entry, num_inputs, num_outputs, inputs, outputs, arena_bytes, arena_alignment),
+        fields!(TccFunctionDescV1, "tcc_function_desc_v1"; name, entry, num_inputs, num_outputs, inputs, outputs),
         fields!(TccConstantDesc, "tcc_constant_desc"; data, bytes),
         fields!(TccArtifact, "tcc_artifact"; abi_version, source_kind, source, source_bytes, build_options, num_kernels, num_functions, kernel_names, functions, num_constants, reserved, constants, producer),
     ]
@@ -184,11 +209,13 @@ const _: () = {
     use std::mem::{align_of, offset_of, size_of};
     assert!(size_of::<TccArg>() == 16 && align_of::<TccArg>() == 8);
     assert!(offset_of!(TccArg, value) == 8);
-    assert!(size_of::<TccRuntimeApi>() == 56);
+    assert!(size_of::<TccRuntimeApi>() == 64);
+    assert!(offset_of!(TccRuntimeApi, view) == 56);
     assert!(offset_of!(TccRuntimeApi, ctx) == 8);
     assert!(offset_of!(TccRuntimeApi, copy) == 48);
     assert!(size_of::<TccTensorDesc>() == 24);
-    assert!(size_of::<TccFunctionDesc>() == 40);
+    assert!(size_of::<TccFunctionDesc>() == 56);
+    assert!(size_of::<TccFunctionDescV1>() == 40);
     assert!(size_of::<TccConstantDesc>() == 16);
     assert!(size_of::<TccArtifact>() == 80);
     assert!(offset_of!(TccArtifact, num_constants) == 56);

@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use libloading::Library;
 use serde::Serialize;
 
-use crate::abi::{self, TccArtifact, TccArtifactV1Fn, TccEntryFn, TccTensorDesc};
+use crate::abi::{
+    self, TccArtifact, TccArtifactV1Fn, TccEntryFn, TccFunctionDesc, TccFunctionDescV1,
+    TccTensorDesc,
+};
 use crate::error::{Error, Result};
 use crate::program_cache::SourceKind;
 use crate::tensor::{DType, HostTensor, byte_size, type_string};
@@ -51,6 +54,11 @@ pub struct FunctionInfo {
     pub name: String,
     pub inputs: Vec<TensorDesc>,
     pub outputs: Vec<TensorDesc>,
+    /// Bytes of the function's arena (its static memory plan); 0 without
+    /// one (and for ABI version 1 artifacts).
+    pub arena_bytes: u64,
+    /// Alignment of every view offset in the arena.
+    pub arena_alignment: u64,
     #[serde(skip)]
     pub(crate) entry: TccEntryFn,
 }
@@ -198,7 +206,7 @@ impl Artifact {
         }
         // SAFETY: non-null, points at the artifact's static table.
         let table = unsafe { &*raw };
-        if table.abi_version != abi::TCC_ABI_VERSION {
+        if !(abi::TCC_ABI_VERSION_MIN..=abi::TCC_ABI_VERSION).contains(&table.abi_version) {
             return Err(Error::AbiVersion {
                 path: path.to_path_buf(),
                 found: table.abi_version,
@@ -364,16 +372,44 @@ impl Reader<'_> {
                 .map(|(i, &p)| self.string(p, &format!("kernel_names[{i}]"), false))
                 .collect::<Result<Vec<_>>>()?;
 
-            let mut functions: Vec<FunctionInfo> = Vec::new();
-            for (i, f) in self
-                .slice(a.functions, a.num_functions, "functions")?
+            // Version 1 descriptors lack the arena fields (a shorter stride).
+            let descs: Vec<(&TccFunctionDescV1, u64, u64)> = if a.abi_version == 1 {
+                self.slice(
+                    a.functions as *const TccFunctionDescV1,
+                    a.num_functions,
+                    "functions",
+                )?
                 .iter()
-                .enumerate()
-            {
+                .map(|f| (f, 0, 1))
+                .collect()
+            } else {
+                self.slice(a.functions, a.num_functions, "functions")?
+                    .iter()
+                    .map(|f| {
+                        // SAFETY: TccFunctionDesc starts with the v1 fields
+                        // in the same layout (checked by the layout test).
+                        let head = &*(f as *const TccFunctionDesc as *const TccFunctionDescV1);
+                        (head, f.arena_bytes, f.arena_alignment)
+                    })
+                    .collect()
+            };
+            let mut functions: Vec<FunctionInfo> = Vec::new();
+            for (i, (f, arena_bytes, arena_alignment)) in descs.into_iter().enumerate() {
                 let name = self.string(f.name, &format!("functions[{i}].name"), false)?;
                 let entry = f
                     .entry
                     .ok_or_else(|| self.bad(format!("function @{name}: entry is NULL")))?;
+                // Without an arena the alignment does not matter (0 = unset).
+                let arena_alignment = if arena_bytes == 0 {
+                    arena_alignment.max(1)
+                } else {
+                    arena_alignment
+                };
+                if !arena_alignment.is_power_of_two() {
+                    return Err(self.bad(format!(
+                        "function @{name}: arena alignment {arena_alignment} is not a power of two"
+                    )));
+                }
                 let tensors = |p, n, kind: &str| -> Result<Vec<TensorDesc>> {
                     self.slice(p, n, &format!("@{name} {kind}s"))?
                         .iter()
@@ -390,6 +426,8 @@ impl Reader<'_> {
                     name,
                     inputs,
                     outputs,
+                    arena_bytes,
+                    arena_alignment,
                     entry,
                 });
             }
@@ -474,6 +512,8 @@ mod tests {
                 dtype: DType::F32,
                 shape: vec![1, 8, 64],
             }],
+            arena_bytes: 0,
+            arena_alignment: 1,
             entry: never,
         }
     }

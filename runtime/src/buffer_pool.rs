@@ -64,6 +64,22 @@ impl PoolBuffer {
     pub fn capacity(&self) -> u64 {
         self.class
     }
+
+    /// The bytes `[offset, offset + bytes)` as an OpenCL sub-buffer; the
+    /// error is the OpenCL status (`CL_MISALIGNED_SUB_BUFFER_OFFSET` when
+    /// `offset` is not a multiple of the device's base address alignment).
+    pub fn sub_buffer(&self, offset: u64, bytes: u64) -> std::result::Result<Buffer<u8>, i32> {
+        let (origin, count) = match (usize::try_from(offset), usize::try_from(bytes)) {
+            (Ok(o), Ok(c)) if offset.checked_add(bytes).is_some_and(|e| e <= self.class) => (o, c),
+            _ => return Err(CL_INVALID_BUFFER_SIZE),
+        };
+        // SAFETY: the region lies inside this buffer (checked above).
+        unsafe {
+            self.buffer
+                .create_sub_buffer(CL_MEM_READ_WRITE, origin, count)
+        }
+        .map_err(|e| e.0)
+    }
 }
 
 /// The pool. Not synchronised itself: the runtime keeps it in a mutex.
@@ -101,6 +117,19 @@ impl BufferPool {
     /// dropped and the allocation is tried once more.
     pub fn acquire(&mut self, context: &Context, bytes: u64) -> Result<PoolBuffer> {
         let class = self.class_for(bytes)?;
+        self.take_or_create(context, bytes, class)
+    }
+
+    /// A buffer of exactly `bytes` bytes (a session's arena), reused from
+    /// the free list of that size when there is one. Released like any
+    /// other buffer.
+    pub fn acquire_exact(&mut self, context: &Context, bytes: u64) -> Result<PoolBuffer> {
+        let class = bytes.max(1);
+        self.class_for(class)?;
+        self.take_or_create(context, bytes, class)
+    }
+
+    fn take_or_create(&mut self, context: &Context, bytes: u64, class: u64) -> Result<PoolBuffer> {
         if let Some(buffer) = self.free.get_mut(&class).and_then(Vec::pop) {
             self.stats.reuse_hits += 1;
             self.account_in_use(class as i128);

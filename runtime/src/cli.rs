@@ -138,6 +138,10 @@ pub fn format_device_list(devices: &[DeviceInfo]) -> String {
             ("global memory", format_bytes(d.global_mem_bytes)),
             ("local memory", format_bytes(d.local_mem_bytes)),
             ("max allocation", format_bytes(d.max_alloc_bytes)),
+            (
+                "base address alignment",
+                format!("{} B", d.base_align_bytes),
+            ),
             ("max work-group", d.max_work_group_size.to_string()),
         ];
         for (k, v) in rows {

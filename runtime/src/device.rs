@@ -62,6 +62,9 @@ pub struct DeviceInfo {
     pub global_mem_bytes: u64,
     pub local_mem_bytes: u64,
     pub max_alloc_bytes: u64,
+    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN` in bytes: sub-buffer offsets must be
+    /// multiples of it.
+    pub base_align_bytes: u64,
     pub max_work_group_size: usize,
     pub driver_version: String,
     #[serde(skip)]
@@ -109,6 +112,7 @@ impl DeviceInfo {
             global_mem_bytes: device.global_mem_size().cl(q)?,
             local_mem_bytes: device.local_mem_size().cl(q)?,
             max_alloc_bytes: device.max_mem_alloc_size().cl(q)?,
+            base_align_bytes: (u64::from(device.mem_base_addr_align().cl(q)?) / 8).max(1),
             max_work_group_size: device.max_work_group_size().cl(q)?,
             driver_version: device
                 .driver_version()
@@ -268,6 +272,7 @@ mod tests {
             global_mem_bytes: 1,
             local_mem_bytes: 1,
             max_alloc_bytes: 1,
+            base_align_bytes: 128,
             max_work_group_size: 1,
             driver_version: "1".into(),
             device: Device::new(std::ptr::null_mut()),

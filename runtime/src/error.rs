@@ -37,9 +37,10 @@ pub enum Error {
 
     /// The artifact was built for another ABI version.
     #[error(
-        "artifact {} uses tcc ABI version {found}, this runtime supports version {expected}; \
+        "artifact {} uses tcc ABI version {found}, this runtime supports versions {}..={expected}; \
          rebuild the model with a matching tcc",
-        path.display()
+        path.display(),
+        crate::abi::TCC_ABI_VERSION_MIN
     )]
     AbiVersion {
         path: PathBuf,

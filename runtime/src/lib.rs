@@ -41,7 +41,7 @@ pub use buffer_pool::PoolStats;
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, list_devices};
 pub use error::{Error, Result};
 pub use program_cache::{CacheStats, ProgramOrigin, SourceKind};
-pub use session::{DeviceTensor, KernelProfile, Session};
+pub use session::{ArenaStats, DeviceTensor, KernelProfile, Session};
 pub use tensor::{DType, HostTensor};
 
 use artifact::Artifact;

@@ -432,6 +432,7 @@ mod tests {
             global_mem_bytes: 1,
             local_mem_bytes: 1,
             max_alloc_bytes: 1,
+            base_align_bytes: 128,
             max_work_group_size: 1,
             driver_version: driver.into(),
             device: opencl3::device::Device::new(std::ptr::null_mut()),

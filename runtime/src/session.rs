@@ -2,6 +2,18 @@
 //! kernels and its uploaded constants, and implements the
 //! `tcc_runtime_api` callbacks the artifact's host code calls.
 //!
+//! The session also owns the arena of the model's static memory plan (ABI
+//! 2): one device buffer, as large as the largest `arena_bytes` of the
+//! model's functions, allocated when the session is created and reused by
+//! every call (the queue is in order, so a call's kernels run after the
+//! previous call's). A `view(offset, bytes)` of it is an OpenCL sub-buffer,
+//! created on first use and kept for the session. When the device needs
+//! more alignment for sub-buffers (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`) than a
+//! plan guarantees, or the arena exceeds the largest allocation, each
+//! distinct view gets its own pool buffer instead, kept for the session:
+//! two views alive at the same time never share an (offset, bytes) pair,
+//! so that is still correct, only larger.
+//!
 //! A call works like this: inputs are uploaded (non-blocking), output
 //! buffers are taken from the pool, the artifact's entry enqueues its
 //! kernels through the callbacks, the outputs are read back
@@ -20,6 +32,7 @@ use std::sync::Arc;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_FALSE, CL_TRUE, cl_mem};
 use serde::Serialize;
@@ -98,6 +111,47 @@ impl std::fmt::Debug for DeviceTensor {
     }
 }
 
+/// One view of the arena.
+enum ArenaView {
+    /// A sub-buffer of the arena.
+    Sub(Buffer<u8>),
+    /// A buffer of its own (the fallback).
+    Own(PoolBuffer),
+}
+
+impl ArenaView {
+    fn mem(&self) -> cl_mem {
+        match self {
+            ArenaView::Sub(b) => b.get(),
+            ArenaView::Own(b) => b.mem(),
+        }
+    }
+}
+
+/// The session's arena and the views handed out so far.
+struct Arena {
+    /// The arena buffer; `None` when the model has no plan or the session
+    /// uses the fallback.
+    base: Option<PoolBuffer>,
+    /// Bytes the model's largest plan needs.
+    bytes: u64,
+    views: HashMap<(u64, u64), ArenaView>,
+}
+
+/// What the session's arena looks like.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ArenaStats {
+    /// The largest `arena_bytes` of the model's functions.
+    pub plan_bytes: u64,
+    /// Device bytes of the arena buffer (0 when not used).
+    pub arena_bytes: u64,
+    /// Whether views are sub-buffers of the arena (`false`: the fallback,
+    /// one buffer per distinct view).
+    pub sub_buffers: bool,
+    /// Distinct views created so far.
+    pub views: usize,
+}
+
 struct KernelSlot {
     kernel: Kernel,
     name: String,
@@ -111,6 +165,7 @@ pub struct Session {
     origin: Option<ProgramOrigin>,
     kernels: Vec<KernelSlot>,
     constants: Vec<Option<PoolBuffer>>,
+    arena: Arena,
     /// Launch events not yet read (profiling only), with the kernel index.
     pending: Vec<(usize, Event)>,
     profile: Vec<KernelProfile>,
@@ -155,6 +210,29 @@ impl Session {
                 });
             }
         }
+        // The arena: sub-buffers need every plan's offsets to be multiples of
+        // the device's base address alignment.
+        let plan_bytes = art
+            .functions
+            .iter()
+            .map(|f| f.arena_bytes)
+            .max()
+            .unwrap_or(0);
+        let aligned = art
+            .functions
+            .iter()
+            .filter(|f| f.arena_bytes > 0)
+            .all(|f| f.arena_alignment % rt.inner.device.base_align_bytes == 0);
+        let fits = plan_bytes <= rt.inner.device.max_alloc_bytes;
+        let base = if plan_bytes > 0 && aligned && fits {
+            Some(
+                rt.inner
+                    .pool()
+                    .acquire_exact(&rt.inner.context, plan_bytes)?,
+            )
+        } else {
+            None
+        };
         let profile = art
             .kernel_names
             .iter()
@@ -169,6 +247,11 @@ impl Session {
             origin,
             kernels,
             constants: art.constants.iter().map(|_| None).collect(),
+            arena: Arena {
+                base,
+                bytes: plan_bytes,
+                views: HashMap::new(),
+            },
             pending: Vec::new(),
             profile,
             _program: program,
@@ -181,6 +264,16 @@ impl Session {
 
     pub fn runtime(&self) -> &Runtime {
         &self.rt
+    }
+
+    /// The arena of the model's static memory plan.
+    pub fn arena_stats(&self) -> ArenaStats {
+        ArenaStats {
+            plan_bytes: self.arena.bytes,
+            arena_bytes: self.arena.base.as_ref().map_or(0, PoolBuffer::capacity),
+            sub_buffers: self.arena.base.is_some(),
+            views: self.arena.views.len(),
+        }
     }
 
     /// Where the kernel program came from (`None`: the model has no kernels).
@@ -383,6 +476,8 @@ impl Session {
             artifact: model.artifact(),
             kernels: &self.kernels,
             constants: &mut self.constants,
+            arena: &mut self.arena,
+            function: f,
             pending: &mut self.pending,
             live: HashMap::new(),
             error: None,
@@ -418,6 +513,7 @@ impl Session {
             constant: Some(cb_constant),
             launch: Some(cb_launch),
             copy: Some(cb_copy),
+            view: Some(cb_view),
         };
         // SAFETY: the entry point comes from the validated artifact; the
         // buffer arrays have the lengths its descriptor declares; `cx`
@@ -453,6 +549,15 @@ impl Drop for Session {
         let mut pool = self.rt.inner.pool();
         for c in self.constants.drain(..).flatten() {
             pool.release(c);
+        }
+        // Sub-buffers go before the arena they belong to.
+        for (_, view) in self.arena.views.drain() {
+            if let ArenaView::Own(b) = view {
+                pool.release(b);
+            }
+        }
+        if let Some(base) = self.arena.base.take() {
+            pool.release(base);
         }
     }
 }
@@ -561,6 +666,8 @@ enum Owner {
     Constant(u32),
     /// An input or output of the call, owned by the caller.
     Io(String),
+    /// A view of the session's arena.
+    Arena,
 }
 
 struct Live {
@@ -575,6 +682,9 @@ struct CallContext<'a> {
     artifact: &'a Artifact,
     kernels: &'a [KernelSlot],
     constants: &'a mut [Option<PoolBuffer>],
+    arena: &'a mut Arena,
+    /// The function being called (its arena size and alignment).
+    function: &'a FunctionInfo,
     pending: &'a mut Vec<(usize, Event)>,
     live: HashMap<usize, Live>,
     /// The first failure of a runtime call.
@@ -630,6 +740,7 @@ impl CallContext<'_> {
             ))),
             Some(Owner::Constant(i)) => refuse(format!("constant {i}")),
             Some(Owner::Io(what)) => refuse(what.clone()),
+            Some(Owner::Arena) => refuse("a view of the arena".into()),
             Some(Owner::Pool(_)) => {
                 if let Some(Live {
                     owner: Owner::Pool(buf),
@@ -665,6 +776,54 @@ impl CallContext<'_> {
         self.live.entry(mem as usize).or_insert(Live {
             bytes: c.bytes,
             owner: Owner::Constant(index),
+        });
+        // SAFETY: checked non-null.
+        unsafe { *out = mem as *mut TccBuffer };
+        Ok(())
+    }
+
+    fn view(&mut self, offset: u64, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::InvalidInput("output pointer is NULL".into()));
+        }
+        let f = self.function;
+        if offset % f.arena_alignment != 0 {
+            return Err(Error::InvalidInput(format!(
+                "view offset {offset} is not a multiple of @{}'s arena alignment {}",
+                f.name, f.arena_alignment
+            )));
+        }
+        if bytes == 0
+            || offset
+                .checked_add(bytes)
+                .is_none_or(|end| end > f.arena_bytes)
+        {
+            return Err(Error::InvalidInput(format!(
+                "view of {bytes} bytes at offset {offset} is outside @{}'s {}-byte arena",
+                f.name, f.arena_bytes
+            )));
+        }
+        let mem = match self.arena.views.entry((offset, bytes)) {
+            std::collections::hash_map::Entry::Occupied(v) => v.get().mem(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let view = match &self.arena.base {
+                    Some(base) => match base.sub_buffer(offset, bytes) {
+                        Ok(sub) => ArenaView::Sub(sub),
+                        Err(code) => {
+                            return Err(Error::cl(
+                                format!("clCreateSubBuffer(offset {offset}, {bytes} bytes)"),
+                                code.into(),
+                            ));
+                        }
+                    },
+                    None => ArenaView::Own(self.rt.pool().acquire(&self.rt.context, bytes)?),
+                };
+                slot.insert(view).mem()
+            }
+        };
+        self.live.entry(mem as usize).or_insert(Live {
+            bytes,
+            owner: Owner::Arena,
         });
         // SAFETY: checked non-null.
         unsafe { *out = mem as *mut TccBuffer };
@@ -872,6 +1031,15 @@ unsafe extern "C" fn cb_release(ctx: *mut c_void, buffer: *mut TccBuffer) {
 
 unsafe extern "C" fn cb_constant(ctx: *mut c_void, index: u32, out: *mut *mut TccBuffer) -> i32 {
     guarded(ctx, "constant", |cx| cx.constant(index, out))
+}
+
+unsafe extern "C" fn cb_view(
+    ctx: *mut c_void,
+    offset: u64,
+    bytes: u64,
+    out: *mut *mut TccBuffer,
+) -> i32 {
+    guarded(ctx, "view", |cx| cx.view(offset, bytes, out))
 }
 
 unsafe extern "C" fn cb_launch(

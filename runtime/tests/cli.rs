@@ -236,15 +236,15 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
     let o = tool("tcc-run", cache.path(), &["/nonexistent/model.so"]);
     assert_fails_with(&o, "cannot load artifact /nonexistent/model.so");
 
-    let (_d2, v2) = test_model(&["TCC_TEST_ABI_VERSION=2"]);
+    let (_d2, v3) = test_model(&["TCC_TEST_ABI_VERSION=3"]);
     let o = tool(
         "tcc-run",
         cache.path(),
-        &[v2.to_str().unwrap(), "--function=addk", "--input=4xi32=1"],
+        &[v3.to_str().unwrap(), "--function=addk", "--input=4xi32=1"],
     );
     assert_fails_with(
         &o,
-        "uses tcc ABI version 2, this runtime supports version 1",
+        "uses tcc ABI version 3, this runtime supports versions 1..=2",
     );
 
     let (_d3, broken) = test_model(&["TCC_TEST_BAD_KERNEL"]);

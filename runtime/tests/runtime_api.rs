@@ -352,24 +352,21 @@ fn artifacts_that_cannot_load_say_why() {
         "{e}"
     );
 
-    let (_dir, v2) = test_model(&["TCC_TEST_ABI_VERSION=2"]);
-    let e = Model::load(&v2).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::AbiVersion {
-                found: 2,
-                expected: 1,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    let msg = e.to_string();
-    assert!(
-        msg.contains("uses tcc ABI version 2, this runtime supports version 1"),
-        "{msg}"
-    );
+    for version in [0, 3] {
+        let (_dir, so) = test_model(&[&format!("TCC_TEST_ABI_VERSION={version}")]);
+        let e = Model::load(&so).unwrap_err();
+        assert!(
+            matches!(e, Error::AbiVersion { found, expected: 2, .. } if found == version),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!(
+                "uses tcc ABI version {version}, this runtime supports versions 1..=2"
+            )),
+            "{msg}"
+        );
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let not_tcc = compile_c("layout_probe.c", dir.path(), "probe.so", &[]);
@@ -402,4 +399,105 @@ fn a_kernel_build_failure_carries_the_build_log() {
         0,
         "failed builds are not cached"
     );
+}
+
+#[test]
+fn the_arena_is_allocated_once_per_session_and_reused() {
+    let (_dir, so) = test_model(&["TCC_TEST_ARENA"]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    let model = Model::load(&so).unwrap();
+    assert_eq!(model.function("axpb_arena").unwrap().arena_bytes, 8192);
+    assert_eq!(model.function("axpb").unwrap().arena_bytes, 0);
+    let mut session = rt.session(&model).unwrap();
+    let stats = session.arena_stats();
+    assert_eq!(stats.plan_bytes, 8192);
+    assert_eq!(stats.arena_bytes, 8192, "an exact allocation: {stats:?}");
+    assert!(stats.sub_buffers, "4096-aligned views are sub-buffers");
+    let x = ramp(1000);
+    let input = HostTensor::from_f32(vec![1000], &x).unwrap();
+    let out = session
+        .run("axpb_arena", std::slice::from_ref(&input))
+        .unwrap();
+    assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+    let first = rt.pool_stats();
+    for _ in 0..3 {
+        let out = session
+            .run("axpb_arena", std::slice::from_ref(&input))
+            .unwrap();
+        assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+    }
+    let later = rt.pool_stats();
+    assert_eq!(later.allocations, first.allocations, "{later:?}");
+    assert_eq!(session.arena_stats().views, 1, "the view is kept");
+    // The plain pool path still works next to the arena.
+    let out = session.run("axpb", std::slice::from_ref(&input)).unwrap();
+    assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+
+    let k = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
+    let e = session
+        .run("bad_view", std::slice::from_ref(&k))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "@bad_view failed: runtime call view() failed: view of 8192 bytes at offset 4096 is outside @bad_view's 8192-byte arena"
+    );
+    let e = session
+        .run("release_view", std::slice::from_ref(&k))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("is a view of the arena; only buffers from alloc() may be released"),
+        "{e}"
+    );
+    let out = session.run("axpb_arena", &[input]).unwrap();
+    assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+    drop(session);
+    assert_eq!(
+        rt.pool_stats().in_use_bytes,
+        0,
+        "the session returns its arena"
+    );
+}
+
+#[test]
+fn views_fall_back_to_buffers_when_the_device_needs_more_alignment() {
+    // Offsets aligned to 1 byte only: no device takes those as sub-buffers.
+    let (_dir, so) = test_model(&["TCC_TEST_ARENA", "TCC_TEST_ARENA_ALIGN=1"]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    assert!(rt.device().base_align_bytes > 1);
+    let model = Model::load(&so).unwrap();
+    let mut session = rt.session(&model).unwrap();
+    assert!(!session.arena_stats().sub_buffers);
+    assert_eq!(session.arena_stats().arena_bytes, 0);
+    let x = ramp(1000);
+    let input = HostTensor::from_f32(vec![1000], &x).unwrap();
+    for _ in 0..2 {
+        let out = session
+            .run("axpb_arena", std::slice::from_ref(&input))
+            .unwrap();
+        assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+    }
+    assert_eq!(session.arena_stats().views, 1);
+}
+
+#[test]
+fn abi_version_1_artifacts_still_load_and_run() {
+    let (_dir, so) = test_model(&["TCC_TEST_ABI_V1"]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    let model = Model::load(&so).unwrap();
+    let f = model.function("axpb").unwrap();
+    assert_eq!((f.arena_bytes, f.arena_alignment), (0, 1));
+    let mut session = rt.session(&model).unwrap();
+    let x = ramp(1000);
+    let out = session
+        .run("axpb", &[HostTensor::from_f32(vec![1000], &x).unwrap()])
+        .unwrap();
+    assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+    let k = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
+    let out = session.run("addk", &[k]).unwrap();
+    assert_eq!(out[0].to_i32().unwrap(), vec![11, 12, 13, 14]);
 }

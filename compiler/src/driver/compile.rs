@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use melior::ir::Module;
 
 use super::session::Session;
+use super::stats::StatsFormat;
 use super::write_atomically;
 use crate::back::{host_llvm, opencl_c};
 use crate::config::Target;
@@ -46,9 +47,12 @@ pub struct CompileArgs {
     /// The device family to tune kernels for (generic, nvidia, pocl-cpu).
     #[arg(long, default_value = "generic", value_parser = parse_target)]
     pub target: Target,
-    /// Print statistics (kernel count, work-group sizes) to stderr.
-    #[arg(long)]
-    pub stats: bool,
+    /// Print statistics (kernels with kind and work-group size, arena size and liveness lower bound) to stderr: --stats or --stats=text for people, --stats=json for scripts.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "text", value_name = "FORMAT")]
+    pub stats: Option<StatsFormat>,
+    /// A shape for an ONNX graph input: fills its dynamic dimensions and may change its batch (first dimension), e.g. data=32x3x224x224 (repeat).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+    pub input_shapes: Vec<String>,
 }
 
 fn parse_phase(text: &str) -> Result<Phase, String> {
@@ -81,7 +85,17 @@ pub fn compile_to_kernels<'c>(
     input: &Path,
     target: Target,
 ) -> Result<Compiled<'c>> {
-    let mut module = super::import::parse_model(session, input)?;
+    compile_to_kernels_with(session, input, target, &[])
+}
+
+/// As [`compile_to_kernels`], with `--input-shape` overrides.
+pub fn compile_to_kernels_with<'c>(
+    session: &'c Session,
+    input: &Path,
+    target: Target,
+    input_shapes: &[(String, Vec<i64>)],
+) -> Result<Compiled<'c>> {
+    let mut module = super::import::parse_model_with(session, input, input_shapes)?;
     session.run_pipeline(&mut module, &pipeline_to(Phase::Gpu, target))?;
     let program = opencl_c::write_program(&module)?;
     Ok(Compiled { module, program })
@@ -103,6 +117,11 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
 
 pub fn run(args: &CompileArgs) -> Result<()> {
     let session = Session::new();
+    let input_shapes: Vec<(String, Vec<i64>)> = args
+        .input_shapes
+        .iter()
+        .map(|s| super::import::parse_input_shape(s))
+        .collect::<Result<_>>()?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
     if stop < Phase::Codegen {
         if args.emit != Emit::Artifact {
@@ -111,10 +130,13 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 args.emit
             );
         }
-        let mut module = super::import::parse_model(&session, &args.input)?;
+        let mut module = super::import::parse_model_with(&session, &args.input, &input_shapes)?;
         session.run_pipeline(&mut module, &pipeline_to(stop, args.target))?;
-        if args.stats {
-            eprint!("{}", crate::driver::stats::collect(&module).render());
+        if let Some(format) = args.stats {
+            eprint!(
+                "{}",
+                crate::driver::stats::collect(&module).render_as(format)
+            );
         }
         return write_text(
             args.output.as_deref(),
@@ -126,7 +148,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         let Some(directory) = args.output.as_deref() else {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
         };
-        let mut module = super::import::parse_model(&session, &args.input)?;
+        let mut module = super::import::parse_model_with(&session, &args.input, &input_shapes)?;
         session.run_pipeline(
             &mut module,
             &crate::phases::pipeline_to_with(Phase::Gpu, args.target, false),
@@ -142,11 +164,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let compiled = compile_to_kernels(&session, &args.input, args.target)?;
-    if args.stats {
+    let compiled = compile_to_kernels_with(&session, &args.input, args.target, &input_shapes)?;
+    if let Some(format) = args.stats {
         eprint!(
             "{}",
-            crate::driver::stats::collect(&compiled.module).render()
+            crate::driver::stats::collect(&compiled.module).render_as(format)
         );
     }
     let output = args.output.as_deref();

@@ -28,7 +28,7 @@ pub struct ImportArgs {
     /// Where to write the MLIR (stdout when omitted).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// A static shape for a graph input with dynamic dimensions: NAME=1x3x224x224 (repeat).
+    /// A shape for a graph input: fills its dynamic dimensions and may change its batch (first dimension): NAME=32x3x224x224 (repeat).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
     /// Import float64 tensors as float32 (tcc has no float64).
@@ -77,9 +77,27 @@ pub fn import_text(path: &Path, options: &ImportOptions) -> Result<String> {
 
 /// Loads a model: `.onnx` files through the importer, others as MLIR.
 pub fn parse_model<'c>(session: &'c Session, path: &Path) -> Result<Module<'c>> {
+    parse_model_with(session, path, &[])
+}
+
+/// As [`parse_model`], with `--input-shape` overrides (ONNX models only).
+pub fn parse_model_with<'c>(
+    session: &'c Session,
+    path: &Path,
+    input_shapes: &[(String, Vec<i64>)],
+) -> Result<Module<'c>> {
     if is_onnx(path) {
-        let text = import_text(path, &ImportOptions::default())?;
+        let options = ImportOptions {
+            input_shapes: input_shapes.to_vec(),
+            ..ImportOptions::default()
+        };
+        let text = import_text(path, &options)?;
         session.parse(&path.display().to_string(), &text)
+    } else if !input_shapes.is_empty() {
+        bail!(
+            "{}: --input-shape applies to ONNX models (.onnx); an MLIR model's shapes are its function types",
+            path.display()
+        )
     } else {
         session.parse_file(path)
     }

@@ -1,24 +1,87 @@
-//! `tcc compile --stats`: what the compiler made of a model — how many
-//! kernels, of which kinds, with which work-group sizes.
+//! `tcc compile --stats[=text|json]`: what the compiler made of a model —
+//! how many kernels, of which kinds, with which work-group sizes, and from
+//! the gpu phase on each function's memory plan: its arena size and the
+//! liveness lower bound (the most bytes of intermediate buffers alive at
+//! any op, which no plan can beat).
 
 use melior::ir::Module;
 use melior::ir::attribute::DictionaryAttribute;
 use melior::ir::operation::OperationLike;
 
 use crate::ir::util::{collect_ops, integer_value, op_name, string_value};
-use crate::passes::{CONFIG_ATTR, KERNEL_ATTR, KIND_ATTR};
+use crate::passes::{ARENA_BYTES_ATTR, CONFIG_ATTR, KERNEL_ATTR, KIND_ATTR, LIVE_BOUND_ATTR};
 
 #[derive(Debug, Default)]
 pub struct Stats {
     /// (kernel name, kind, work-group size) in program order; the size is
     /// `N` for 1-D work-groups and `XxYxZ` otherwise.
     pub kernels: Vec<(String, String, Option<String>)>,
+    /// Planned host functions, in module order.
+    pub plans: Vec<MemoryPlan>,
+}
+
+/// The memory plan of one host function (`tcc-plan-memory`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryPlan {
+    pub function: String,
+    pub arena_bytes: u64,
+    pub live_bytes_bound: u64,
+}
+
+impl MemoryPlan {
+    /// Arena size over the lower bound (1.0 when both are 0).
+    pub fn ratio(&self) -> f64 {
+        if self.live_bytes_bound == 0 {
+            1.0
+        } else {
+            self.arena_bytes as f64 / self.live_bytes_bound as f64
+        }
+    }
+}
+
+/// `text` as a JSON string literal.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Reads kernel facts off the module: from the gpu phase on, the outlined
 /// `gpu.func`s; before it, the `tcc.kernel` groups.
 pub fn collect(module: &Module) -> Stats {
     let mut stats = Stats::default();
+    for function in crate::ir::util::body_ops_named(module.as_operation(), "func.func") {
+        let size = |name: &str| {
+            function
+                .attribute(name)
+                .ok()
+                .and_then(integer_value)
+                .and_then(|v| u64::try_from(v).ok())
+        };
+        if let (Some(arena_bytes), Some(live_bytes_bound)) =
+            (size(ARENA_BYTES_ATTR), size(LIVE_BOUND_ATTR))
+        {
+            stats.plans.push(MemoryPlan {
+                function: function
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(string_value)
+                    .unwrap_or_default(),
+                arena_bytes,
+                live_bytes_bound,
+            });
+        }
+    }
     let ops = collect_ops(module.as_operation());
     let outlined: Vec<_> = ops.iter().filter(|op| op_name(*op) == "gpu.func").collect();
     if !outlined.is_empty() {
@@ -84,6 +147,127 @@ impl Stats {
             let size = size.clone().unwrap_or_else(|| "-".to_string());
             text.push_str(&format!("  {name}  kind={kind}  workgroup_size={size}\n"));
         }
+        for plan in &self.plans {
+            text.push_str(&format!(
+                "arena @{}: {} bytes (liveness lower bound {} bytes, {:.3}x)\n",
+                plan.function,
+                plan.arena_bytes,
+                plan.live_bytes_bound,
+                plan.ratio()
+            ));
+        }
         text
+    }
+
+    /// The session's arena: the largest of the functions' arenas.
+    pub fn arena_bytes(&self) -> u64 {
+        self.plans.iter().map(|p| p.arena_bytes).max().unwrap_or(0)
+    }
+
+    /// One JSON object: `kernels` (name, kind, workgroup_size: a number, a
+    /// `[x, y, z]` array or null), `functions` (name, arena_bytes,
+    /// live_bytes_bound), and the model's `arena_bytes` and
+    /// `live_bytes_bound` (the largest over its functions; null before the
+    /// gpu phase).
+    pub fn render_json(&self) -> String {
+        let kernels: Vec<String> = self
+            .kernels
+            .iter()
+            .map(|(name, kind, size)| {
+                let size = match size {
+                    None => "null".to_string(),
+                    Some(s) if s.contains('x') => format!("[{}]", s.replace('x', ", ")),
+                    Some(s) => s.clone(),
+                };
+                format!(
+                    "{{\"name\": {}, \"kind\": {}, \"workgroup_size\": {size}}}",
+                    json_string(name),
+                    json_string(kind)
+                )
+            })
+            .collect();
+        let functions: Vec<String> = self
+            .plans
+            .iter()
+            .map(|p| {
+                format!(
+                    "{{\"name\": {}, \"arena_bytes\": {}, \"live_bytes_bound\": {}}}",
+                    json_string(&p.function),
+                    p.arena_bytes,
+                    p.live_bytes_bound
+                )
+            })
+            .collect();
+        let (arena, bound) = if self.plans.is_empty() {
+            ("null".to_string(), "null".to_string())
+        } else {
+            (
+                self.arena_bytes().to_string(),
+                self.plans
+                    .iter()
+                    .map(|p| p.live_bytes_bound)
+                    .max()
+                    .unwrap_or(0)
+                    .to_string(),
+            )
+        };
+        format!(
+            "{{\"kernel_count\": {}, \"kernels\": [{}], \"functions\": [{}], \"arena_bytes\": {arena}, \"live_bytes_bound\": {bound}}}\n",
+            self.kernels.len(),
+            kernels.join(", "),
+            functions.join(", ")
+        )
+    }
+
+    /// The text or JSON rendering.
+    pub fn render_as(&self, format: StatsFormat) -> String {
+        match format {
+            StatsFormat::Text => self.render(),
+            StatsFormat::Json => self.render_json(),
+        }
+    }
+}
+
+/// How `--stats` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    /// Lines for people (the default of a bare `--stats`).
+    Text,
+    /// One JSON object for scripts.
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_escapes_and_shapes() {
+        assert_eq!(json_string("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\u0001""#);
+        let stats = Stats {
+            kernels: vec![
+                ("k0".into(), "matmul".into(), Some("128".into())),
+                ("k1".into(), "softmax".into(), Some("8x8x1".into())),
+                ("k2".into(), "elementwise".into(), None),
+            ],
+            plans: vec![MemoryPlan {
+                function: "main".into(),
+                arena_bytes: 8192,
+                live_bytes_bound: 8000,
+            }],
+        };
+        assert_eq!(
+            stats.render_json(),
+            "{\"kernel_count\": 3, \"kernels\": [{\"name\": \"k0\", \"kind\": \"matmul\", \"workgroup_size\": 128}, \
+             {\"name\": \"k1\", \"kind\": \"softmax\", \"workgroup_size\": [8, 8, 1]}, \
+             {\"name\": \"k2\", \"kind\": \"elementwise\", \"workgroup_size\": null}], \
+             \"functions\": [{\"name\": \"main\", \"arena_bytes\": 8192, \"live_bytes_bound\": 8000}], \
+             \"arena_bytes\": 8192, \"live_bytes_bound\": 8000}\n"
+        );
+        assert!(
+            stats
+                .render()
+                .ends_with("arena @main: 8192 bytes (liveness lower bound 8000 bytes, 1.024x)\n")
+        );
     }
 }

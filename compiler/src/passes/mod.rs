@@ -15,6 +15,7 @@ mod lower_kernel_loops;
 mod map_loops_to_work_items;
 mod outline_kernels;
 mod pass;
+mod plan_memory;
 mod propagate_layout;
 mod raise_composites;
 mod record_interface;
@@ -37,6 +38,9 @@ pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use outline_kernels::{FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels, ROW_REDUCE_ATTR};
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
+};
+pub use plan_memory::{
+    ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, LIVE_BOUND_ATTR, PlanMemory,
 };
 pub use propagate_layout::PropagateLayout;
 pub use raise_composites::RaiseComposites;
@@ -69,6 +73,7 @@ pub const ALL: &[(&str, &str)] = &[
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
+    (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
 ];
 
 /// Registers every upstream pass, every tcc pass and the phase pipelines.
@@ -92,5 +97,6 @@ pub fn register_all() {
     pass::register(&OutlineKernels);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
+    pass::register(&PlanMemory);
     crate::phases::register_phase_pipelines();
 }

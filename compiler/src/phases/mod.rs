@@ -77,7 +77,7 @@ impl Phase {
                 "tcc phase 6: bufferize; results become caller-provided output buffers"
             }
             Phase::Gpu => {
-                "tcc phase 7: outline kernels into gpu.module and map loops onto work-items"
+                "tcc phase 7: outline kernels into gpu.module, map loops onto work-items, plan intermediate memory"
             }
             Phase::Codegen => "tcc phase 8: emit kernels (OpenCL C) and the host program",
         }
@@ -147,6 +147,7 @@ impl Phase {
                 "lower-affine",
                 "canonicalize",
                 "cse",
+                "tcc-plan-memory",
             ]
             .join(","),
             Phase::Codegen => String::new(),

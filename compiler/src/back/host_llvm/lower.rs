@@ -5,8 +5,11 @@
 //! and every allocation, constant, launch and copy is an indirect
 //! `llvm.call` through the runtime's function table (`tcc_runtime_api`),
 //! followed by a status check that branches to the common failure exit.
-//! Intermediate buffers are released right after their last use (the
-//! runtime's in-order queue makes that safe). The result is LLVM-dialect
+//! Buffers planned by `tcc-plan-memory` are `memref.view`s of the
+//! function's arena and become `view(ctx, offset, bytes)` calls: the
+//! runtime owns the arena (one per session, reused by every call). Other
+//! intermediate buffers come from `alloc` and are released right after
+//! their last use (the runtime's in-order queue makes that safe). The result is LLVM-dialect
 //! text that is parsed back and translated to LLVM IR by MLIR.
 
 use std::collections::HashMap;
@@ -20,16 +23,19 @@ use super::writer::{FunctionDesc, TensorDesc, byte_size};
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
 use crate::ir::util::{body_ops, body_ops_named, integer_value, op_name, string_value};
-use crate::passes::{NAMES_ATTR, NUM_OUTPUTS_ATTR};
+use crate::passes::{
+    ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, NAMES_ATTR, NUM_OUTPUTS_ATTR,
+};
 
 /// `tcc_runtime_api` as an LLVM struct, and its fields.
-const API: &str = "!llvm.struct<(i32, i32, ptr, ptr, ptr, ptr, ptr, ptr)>";
+const API: &str = "!llvm.struct<(i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr)>";
 const CTX: u32 = 2;
 const ALLOC: u32 = 3;
 const RELEASE: u32 = 4;
 const CONSTANT: u32 = 5;
 const LAUNCH: u32 = 6;
 const COPY: u32 = 7;
+const VIEW: u32 = 8;
 
 pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> {
     if !ty.is_mem_ref() {
@@ -206,11 +212,25 @@ fn lower_function(
         ));
     }
     let num_inputs = argument_count - num_outputs;
+    let planned = |attribute: &str| -> Result<u64, CodegenError> {
+        match function.attribute(attribute) {
+            Err(_) => Ok(0),
+            Ok(value) => integer_value(value)
+                .and_then(|v| u64::try_from(v).ok())
+                .ok_or_else(|| {
+                    CodegenError::at(&function, format!("@{name}: {attribute} is not a size"))
+                }),
+        }
+    };
     let mut desc = FunctionDesc {
         name: name.clone(),
         inputs: Vec::new(),
         outputs: Vec::new(),
+        arena_bytes: planned(ARENA_BYTES_ATTR)?,
+        arena_alignment: planned(ARENA_ALIGNMENT_ATTR)?,
     };
+    // The arena allocation's result; only memref.view may use it.
+    let mut arena: Option<usize> = None;
     let mut entry = Entry {
         text: String::new(),
         next: 0,
@@ -294,6 +314,52 @@ fn lower_function(
                     .into();
                 let name = entry.constant(value, "i64");
                 values.insert(key(result), name);
+            }
+            "memref.alloc" if op.attribute(ARENA_ATTR).is_ok() => {
+                let result: Value = op
+                    .result(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                    .into();
+                let tensor = memref_desc(result.r#type(), String::new())
+                    .map_err(|e| CodegenError::at(&op, e))?;
+                if arena.is_some() || byte_size(&tensor) != desc.arena_bytes {
+                    return Err(CodegenError::at(
+                        &op,
+                        format!(
+                            "@{name}: the arena must be one allocation of {ARENA_BYTES_ATTR} = {} bytes",
+                            desc.arena_bytes
+                        ),
+                    ));
+                }
+                arena = Some(key(result));
+            }
+            "memref.view" => {
+                let source = op
+                    .operand(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                if Some(key(source)) != arena || op.operand_count() != 2 {
+                    return Err(CodegenError::at(
+                        &op,
+                        "host views must be static views of the function's arena (run tcc-plan-memory)",
+                    ));
+                }
+                let offset = operand_name(&values, op, 1, "the view's offset")?;
+                let result: Value = op
+                    .result(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                    .into();
+                let tensor = memref_desc(result.r#type(), String::new())
+                    .map_err(|e| CodegenError::at(&op, e))?;
+                let bytes = entry.constant(byte_size(&tensor).max(1) as i64, "i64");
+                let buffer = entry.call_for_buffer(
+                    VIEW,
+                    vec![
+                        ("%ctx".into(), "!llvm.ptr"),
+                        (offset, "i64"),
+                        (bytes, "i64"),
+                    ],
+                );
+                values.insert(key(result), buffer);
             }
             "memref.alloc" => {
                 let result: Value = op

@@ -22,7 +22,7 @@ use crate::back::opencl_c::{ElementType, Program};
 use crate::ir::util::{body_ops, op_name, string_value};
 
 /// The ABI version written into artifacts (TCC_ABI_VERSION).
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// `enum tcc_dtype` of tcc_abi.h.
 fn dtype_code(element: ElementType) -> Result<u32, String> {
@@ -51,6 +51,10 @@ pub struct FunctionDesc {
     pub name: String,
     pub inputs: Vec<TensorDesc>,
     pub outputs: Vec<TensorDesc>,
+    /// Bytes of the function's arena (`tcc-plan-memory`; 0 without a plan).
+    pub arena_bytes: u64,
+    /// Alignment of every offset in the arena.
+    pub arena_alignment: u64,
 }
 
 pub(super) fn byte_size(desc: &TensorDesc) -> u64 {
@@ -96,6 +100,8 @@ impl<'l> Types<'l> {
                 i32.into(),
                 ptr.into(),
                 ptr.into(),
+                i64.into(),
+                i64.into(),
             ],
             false,
         );
@@ -325,6 +331,8 @@ impl<'l> HostWriter<'l> {
                 t.i32.const_int(function.outputs.len() as u64, false).into(),
                 inputs.into(),
                 outputs.into(),
+                t.i64.const_int(function.arena_bytes, false).into(),
+                t.i64.const_int(function.arena_alignment, false).into(),
             ]));
         }
         let functions_array = self.types.function_desc.const_array(&function_entries);

@@ -27,6 +27,9 @@ pub struct Importer {
     /// The node being imported (names its unnamed constants).
     node: String,
     pub demote_f64: bool,
+    /// `(declared, new)` batch when `--input-shape` overrides the static
+    /// leading dimension of a graph input.
+    pub batch: Option<(i64, i64)>,
 }
 
 impl Importer {
@@ -37,7 +40,26 @@ impl Importer {
             names: HashMap::new(),
             node: String::new(),
             demote_f64,
+            batch: None,
         }
+    }
+
+    /// A Reshape target for `x` under a batch override: a target that
+    /// bakes in the declared batch as its leading dimension, applied to a
+    /// computed tensor (not a weight) that now carries the new batch,
+    /// keeps the new batch. Exporters write `[1, 2048]` or `[1, 4, 28, 56,
+    /// 56]` for batch-preserving reshapes; without this they would fold
+    /// the batch into the other dimensions or fail.
+    pub fn rebatched(&self, x: &Value, mut target: Vec<i64>) -> Vec<i64> {
+        if let Some((declared, new)) = self.batch
+            && declared != new
+            && matches!(x, Value::Tensor(_))
+            && target.first() == Some(&declared)
+            && x.shape().first() == Some(&new)
+        {
+            target[0] = new;
+        }
+        target
     }
 
     /// The SSA value of a graph value (writing a `tosa.const` the first
@@ -290,19 +312,42 @@ pub fn import_model(
             );
         }
         let shape: Vec<i64> = if let Some(shape) = overrides.get(info.name.as_str()) {
+            // Dynamic dimensions take any value; of the static ones only
+            // the batch (the first) may change.
             if shape.len() != dims.len()
                 || dims
                     .iter()
                     .zip(shape.iter())
+                    .skip(1)
                     .any(|(d, s)| d.is_some_and(|d| d != *s))
             {
+                let declared: Vec<String> = dims
+                    .iter()
+                    .zip(&params)
+                    .map(|(d, p)| d.map_or(p.clone(), |d| d.to_string()))
+                    .collect();
                 bail!(
-                    "--input-shape for '{}' is {:?} but the model declares rank {} {:?}",
+                    "--input-shape for '{}' is {} but the model declares {} (rank {}); only the batch (the first dimension) and dynamic dimensions can be overridden",
                     info.name,
-                    shape,
-                    dims.len(),
-                    dims
+                    shape
+                        .iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join("x"),
+                    declared.join("x"),
+                    dims.len()
                 );
+            }
+            if let (Some(Some(declared)), Some(&new)) = (dims.first(), shape.first())
+                && *declared != new
+            {
+                match imp.batch {
+                    Some((d, n)) if (d, n) != (*declared, new) => bail!(
+                        "--input-shape for '{}' changes the batch from {declared} to {new}, but another input changes it from {d} to {n}",
+                        info.name
+                    ),
+                    _ => imp.batch = Some((*declared, new)),
+                }
             }
             (*shape).clone()
         } else {
@@ -346,7 +391,11 @@ pub fn import_model(
     }
     for (name, _) in &options.input_shapes {
         if !inputs.iter().any(|i| &i.name == name) {
-            bail!("--input-shape names '{name}', which is not a graph input");
+            let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+            bail!(
+                "--input-shape names '{name}', which is not a graph input (the graph inputs are: {})",
+                names.join(", ")
+            );
         }
     }
 
@@ -451,11 +500,16 @@ pub fn import_model(
                     info.name
                 );
             }
+            // Under a batch override a declared leading batch follows it.
+            let rebatched = |axis: usize, d: i64, s: i64| {
+                axis == 0 && imp.batch.is_some_and(|(old, new)| d == old && s == new)
+            };
             let mismatch = dims.len() != ty.rank()
                 || dims
                     .iter()
                     .zip(&ty.shape)
-                    .any(|(d, s)| d.is_some_and(|d| d != *s));
+                    .enumerate()
+                    .any(|(axis, (d, s))| d.is_some_and(|d| d != *s && !rebatched(axis, d, *s)));
             if mismatch {
                 let declared: Vec<String> = dims
                     .iter()

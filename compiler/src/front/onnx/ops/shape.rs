@@ -305,6 +305,7 @@ pub fn reshape_op(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             .ok_or_else(|| ImportError::new("Reshape needs a shape"))?,
     };
     let allowzero = node.int("allowzero", 0)? != 0;
+    let target = imp.rebatched(x, target);
     let shape = resolve_shape(&x.shape(), &target, allowzero)?;
     one(reshape_value(imp, x, &shape)?)
 }

@@ -1,0 +1,588 @@
+//! `tcc-plan-memory`: the static memory plan. Every intermediate buffer of a
+//! host function (a `memref.alloc` with a static shape) gets a byte offset
+//! in one arena per function, so that the runtime allocates that arena once
+//! per session and reuses it on every call instead of drawing each
+//! temporary from a pool at run time.
+//!
+//! Runs on the host functions after the gpu phase, where a function is a
+//! straight-line sequence of allocations, constants, kernel launches and
+//! copies. The live range of a buffer runs from the first to the last
+//! top-level op that uses it (a use nested in a region counts at its
+//! top-level ancestor); two buffers may share bytes only when their ranges
+//! are disjoint. Offsets come from the greedy-by-size planner (TensorFlow
+//! Lite's `GreedyMemoryPlanner`, IREE's allocation packing): the largest
+//! buffer first, each into the smallest gap of the arena that no buffer
+//! alive at the same time occupies, else at the end. A first-fit pass in
+//! program order is tried as well and the smaller arena kept.
+//!
+//! In-place reuse is decided where the op semantics are known, by
+//! one-shot-bufferize on tensors: an elementwise op that writes into its
+//! dead operand's buffer reaches this pass as a single buffer with one live
+//! range. This pass never overlaps two distinct buffers that are alive at
+//! the same launch: kernel parameters are `restrict` pointers in the OpenCL
+//! C back end, so aliasing two arguments would be undefined behaviour.
+//!
+//! Each planned `memref.alloc` becomes `memref.view %arena[%offset][]` of
+//! one `memref.alloc() {tcc.arena} : memref<Nxi8>` at the top of the
+//! function; deallocations of planned buffers are erased. The function is
+//! annotated with the arena size (`tcc.arena_bytes`), the plan's offset
+//! alignment (`tcc.arena_alignment`) and the liveness lower bound
+//! (`tcc.live_bytes_bound`: the most bytes alive at any op), which
+//! `tcc compile --stats` prints. Buffers that escape (returned, or used by
+//! an op that yields a memref and so could alias them) are left alone, and
+//! so are dynamically shaped or non-identity-layout allocations.
+
+use std::collections::HashMap;
+
+use melior::ir::attribute::IntegerAttribute;
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
+};
+use melior::ir::r#type::{IntegerType, MemRefType};
+use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, TypeLike, Value, ValueLike};
+
+use super::pass::{PassError, PassOptions, TccPass};
+use crate::ir::util::{body_ops, body_ops_named, op_name, users};
+
+pub struct PlanMemory;
+
+/// Unit attribute on the one arena allocation of a planned function.
+pub const ARENA_ATTR: &str = "tcc.arena";
+/// Arena size in bytes, on the function.
+pub const ARENA_BYTES_ATTR: &str = "tcc.arena_bytes";
+/// Alignment of every offset in the arena, on the function.
+pub const ARENA_ALIGNMENT_ATTR: &str = "tcc.arena_alignment";
+/// The most bytes of planned buffers alive at any op, on the function.
+pub const LIVE_BOUND_ATTR: &str = "tcc.live_bytes_bound";
+
+/// Offsets are multiples of this by default: a page, and a multiple of
+/// every device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN` we know of (NVIDIA 512 B,
+/// PoCL 128 B), so that every planned buffer can be an OpenCL sub-buffer.
+pub const DEFAULT_ALIGNMENT: u64 = 4096;
+
+#[derive(Clone, Copy, Debug)]
+pub struct PlanOptions {
+    /// Byte alignment of every offset (a power of two).
+    pub alignment: u64,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self {
+            alignment: DEFAULT_ALIGNMENT,
+        }
+    }
+}
+
+impl PassOptions for PlanOptions {
+    const NAMES: &'static [&'static str] = &["alignment"];
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "alignment" => {
+                let alignment: u64 = value
+                    .parse()
+                    .ok()
+                    .filter(|a: &u64| a.is_power_of_two() && *a <= 1 << 20)
+                    .ok_or_else(|| {
+                        format!("alignment must be a power of two up to 1048576, got '{value}'")
+                    })?;
+                self.alignment = alignment;
+                Ok(())
+            }
+            _ => Err(format!("unknown option '{key}'")),
+        }
+    }
+}
+
+/// One buffer to place: `bytes` alive from op `first` to op `last`
+/// (inclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval {
+    pub bytes: u64,
+    pub first: usize,
+    pub last: usize,
+}
+
+impl Interval {
+    fn overlaps(&self, other: &Interval) -> bool {
+        self.first <= other.last && other.first <= self.last
+    }
+}
+
+/// Offsets for every interval, the arena size and the liveness bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub offsets: Vec<u64>,
+    pub arena_bytes: u64,
+    pub lower_bound: u64,
+}
+
+fn align_up(value: u64, alignment: u64) -> Option<u64> {
+    value
+        .checked_add(alignment - 1)
+        .map(|v| v / alignment * alignment)
+}
+
+/// The most bytes alive at any op.
+pub fn live_bound(buffers: &[Interval]) -> Option<u64> {
+    // Sweep over op positions: +bytes at `first`, -bytes after `last`.
+    let mut events: Vec<(usize, bool, u64)> = Vec::with_capacity(buffers.len() * 2);
+    for b in buffers {
+        events.push((b.first, true, b.bytes));
+        events.push((b.last.checked_add(1)?, false, b.bytes));
+    }
+    // At one position, ends (false) before starts (true).
+    events.sort_by_key(|&(position, start, _)| (position, start));
+    let (mut live, mut most) = (0u64, 0u64);
+    for (_, start, bytes) in events {
+        if start {
+            live = live.checked_add(bytes)?;
+            most = most.max(live);
+        } else {
+            live -= bytes;
+        }
+    }
+    Some(most)
+}
+
+/// Places the buffers in `order`, each at the smallest aligned gap left by
+/// the already placed buffers whose ranges overlap its own (best fit), or
+/// after all of them.
+fn place(buffers: &[Interval], order: &[usize], alignment: u64) -> Option<(Vec<u64>, u64)> {
+    let mut offsets: Vec<Option<u64>> = vec![None; buffers.len()];
+    let mut arena = 0u64;
+    for &index in order {
+        let buffer = buffers[index];
+        let mut taken: Vec<(u64, u64)> = order
+            .iter()
+            .filter_map(|&other| {
+                let offset = offsets[other]?;
+                buffers[other]
+                    .overlaps(&buffer)
+                    .then_some((offset, offset + buffers[other].bytes))
+            })
+            .collect();
+        taken.sort_unstable();
+        let mut best: Option<(u64, u64)> = None; // (gap size, offset)
+        let mut cursor = 0u64;
+        for (start, end) in taken {
+            if start >= cursor && start - cursor >= buffer.bytes {
+                let gap = start - cursor;
+                if best.is_none_or(|(size, _)| gap < size) {
+                    best = Some((gap, cursor));
+                }
+            }
+            cursor = cursor.max(align_up(end, alignment)?);
+        }
+        let offset = best.map_or(cursor, |(_, offset)| offset);
+        arena = arena.max(offset.checked_add(buffer.bytes)?);
+        offsets[index] = Some(offset);
+    }
+    Some((
+        offsets.into_iter().map(Option::unwrap_or_default).collect(),
+        align_up(arena, alignment)?,
+    ))
+}
+
+/// Plans `buffers` with offsets aligned to `alignment` (a power of two);
+/// `None` when the sizes overflow 64 bits.
+pub fn plan(buffers: &[Interval], alignment: u64) -> Option<Plan> {
+    let lower_bound = live_bound(buffers)?;
+    let mut by_size: Vec<usize> = (0..buffers.len()).collect();
+    by_size.sort_by_key(|&i| (std::cmp::Reverse(buffers[i].bytes), buffers[i].first, i));
+    let mut by_start: Vec<usize> = (0..buffers.len()).collect();
+    by_start.sort_by_key(|&i| (buffers[i].first, std::cmp::Reverse(buffers[i].bytes), i));
+    let mut best: Option<(Vec<u64>, u64)> = None;
+    for order in [by_size, by_start] {
+        let candidate = place(buffers, &order, alignment)?;
+        if best.as_ref().is_none_or(|(_, arena)| candidate.1 < *arena) {
+            best = Some(candidate);
+        }
+    }
+    let (offsets, arena_bytes) = best.unwrap_or_default();
+    Some(Plan {
+        offsets,
+        arena_bytes,
+        lower_bound,
+    })
+}
+
+/// Bytes of one element in device memory (`i1` takes a byte).
+fn element_bytes(ty: Type) -> Option<u64> {
+    let raw = ty.to_raw();
+    let bits = unsafe {
+        if mlir_sys::mlirTypeIsAInteger(raw) {
+            mlir_sys::mlirIntegerTypeGetWidth(raw)
+        } else if mlir_sys::mlirTypeIsAFloat(raw) {
+            mlir_sys::mlirFloatTypeGetWidth(raw)
+        } else if mlir_sys::mlirTypeIsAIndex(raw) {
+            64
+        } else {
+            return None;
+        }
+    };
+    Some(u64::from(bits).div_ceil(8).max(1))
+}
+
+/// Byte size of a statically shaped, identity-layout memref in the default
+/// memory space; `None` for anything else.
+fn plannable_bytes(ty: Type) -> Option<u64> {
+    if !ty.is_mem_ref() {
+        return None;
+    }
+    let raw = ty.to_raw();
+    unsafe {
+        if !mlir_sys::mlirShapedTypeHasStaticShape(raw)
+            || !mlir_sys::mlirMemRefTypeGetMemorySpace(raw).ptr.is_null()
+            || !mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(raw))
+        {
+            return None;
+        }
+        let rank = mlir_sys::mlirShapedTypeGetRank(raw);
+        let mut bytes = element_bytes(Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(raw)))?;
+        for i in 0..rank {
+            bytes = bytes.checked_mul(
+                u64::try_from(mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize)).ok()?,
+            )?;
+        }
+        Some(bytes)
+    }
+}
+
+fn key(raw: *const std::ffi::c_void) -> usize {
+    raw as usize
+}
+
+/// Whether a use by `user` keeps the buffer's bytes private to the ops
+/// that name it: the user yields no memref (no alias) and does not hand
+/// the buffer out of the function.
+fn contained_use(user: OperationRef) -> bool {
+    let name = op_name(&user);
+    if matches!(
+        name.as_str(),
+        "func.return" | "func.call" | "func.call_indirect"
+    ) {
+        return false;
+    }
+    (0..user.result_count()).all(|i| {
+        user.result(i)
+            .map(|r| !r.r#type().is_mem_ref())
+            .unwrap_or(false)
+    })
+}
+
+/// Plans one function; returns without change when it has no body.
+fn plan_function<'c>(
+    context: &'c melior::Context,
+    function: OperationRef<'c, 'c>,
+    alignment: u64,
+) -> Result<(), PassError<'c>> {
+    let location = function.location();
+    let Ok(region) = function.region(0) else {
+        return Ok(());
+    };
+    let Some(block) = region.first_block() else {
+        return Ok(());
+    };
+    let ops = body_ops(function);
+    let position: HashMap<usize, usize> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| (key(op.to_raw().ptr), i))
+        .collect();
+    // The top-level op of `function` that `op` is (or is nested in).
+    let top_level = |op: OperationRef| -> Option<usize> {
+        let mut current = op.to_raw();
+        loop {
+            if let Some(&p) = position.get(&key(current.ptr)) {
+                return Some(p);
+            }
+            current = unsafe { mlir_sys::mlirOperationGetParentOperation(current) };
+            if current.ptr.is_null() || current.ptr == function.to_raw().ptr {
+                return None;
+            }
+        }
+    };
+
+    let mut planned: Vec<(OperationRef<'c, 'c>, Interval)> = Vec::new();
+    let mut deallocs: Vec<OperationRef<'c, 'c>> = Vec::new();
+    let mut dead: Vec<OperationRef<'c, 'c>> = Vec::new();
+    for (index, op) in ops.iter().enumerate() {
+        if op_name(op) != "memref.alloc" || op.operand_count() != 0 || op.result_count() != 1 {
+            continue;
+        }
+        if op.attribute(ARENA_ATTR).is_ok() {
+            return Err(PassError::at(
+                op.location(),
+                "this function already has a memory plan",
+            ));
+        }
+        let result: Value = op
+            .result(0)
+            .map_err(|e| PassError::at(op.location(), e.to_string()))?
+            .into();
+        let Some(bytes) = plannable_bytes(result.r#type()) else {
+            continue;
+        };
+        let uses = users(result);
+        if uses.is_empty() {
+            dead.push(*op);
+            continue;
+        }
+        if !uses.iter().all(|u| contained_use(*u)) {
+            continue;
+        }
+        let mut interval = Interval {
+            bytes: bytes.max(1),
+            first: usize::MAX,
+            last: index,
+        };
+        let mut own_deallocs = Vec::new();
+        let mut outside = false;
+        for user in uses {
+            if op_name(&user) == "memref.dealloc" {
+                own_deallocs.push(user);
+                continue;
+            }
+            let Some(p) = top_level(user) else {
+                outside = true;
+                break;
+            };
+            interval.first = interval.first.min(p);
+            interval.last = interval.last.max(p);
+        }
+        if outside {
+            continue;
+        }
+        if interval.first == usize::MAX {
+            // Only deallocated: dead.
+            deallocs.extend(own_deallocs);
+            dead.push(*op);
+            continue;
+        }
+        deallocs.extend(own_deallocs);
+        planned.push((*op, interval));
+    }
+
+    let intervals: Vec<Interval> = planned.iter().map(|(_, i)| *i).collect();
+    let result = plan(&intervals, alignment)
+        .ok_or_else(|| PassError::at(location, "the memory plan's size overflows 64 bits"))?;
+
+    for op in deallocs.into_iter().chain(dead) {
+        let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+        doomed.remove_from_parent();
+        unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+    }
+
+    let i64_type: Type = IntegerType::new(context, 64).into();
+    let int_attr = |value: u64| -> Result<Attribute<'c>, PassError<'c>> {
+        let value = i64::try_from(value)
+            .map_err(|_| PassError::at(location, format!("{value} does not fit in i64")))?;
+        Ok(IntegerAttribute::new(i64_type, value).into())
+    };
+    let mut function_mut = unsafe { OperationRefMut::from_raw(function.to_raw()) };
+    function_mut.set_discardable_attribute(ARENA_BYTES_ATTR, int_attr(result.arena_bytes)?);
+    function_mut.set_discardable_attribute(ARENA_ALIGNMENT_ATTR, int_attr(alignment)?);
+    function_mut.set_discardable_attribute(LIVE_BOUND_ATTR, int_attr(result.lower_bound)?);
+    if planned.is_empty() {
+        return Ok(());
+    }
+
+    // The arena: one i8 buffer at the top of the function.
+    let arena_type: Type = MemRefType::new(
+        IntegerType::new(context, 8).into(),
+        &[i64::try_from(result.arena_bytes).map_err(|_| {
+            PassError::at(location, "the arena does not fit in a memref dimension")
+        })?],
+        None,
+        None,
+    )
+    .into();
+    let unit = Attribute::unit(context);
+    let arena = OperationBuilder::new("memref.alloc", location)
+        .add_attributes(&[
+            (Identifier::new(context, ARENA_ATTR), unit),
+            (Identifier::new(context, "alignment"), int_attr(alignment)?),
+            (
+                Identifier::new(context, "operandSegmentSizes"),
+                Attribute::parse(context, "array<i32: 0, 0>")
+                    .ok_or_else(|| PassError::at(location, "cannot build operandSegmentSizes"))?,
+            ),
+        ])
+        .add_results(&[arena_type])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build the arena: {e}")))?;
+    let arena = match block.first_operation() {
+        Some(first) => block.insert_operation_before(first, arena),
+        None => block.append_operation(arena),
+    };
+    let arena: Value = arena
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into();
+    let index_type = Type::index(context);
+
+    for ((alloc, _), offset) in planned.iter().zip(&result.offsets) {
+        let at = alloc.location();
+        let parent = alloc
+            .block()
+            .ok_or_else(|| PassError::at(at, "allocation outside a block"))?;
+        let offset = i64::try_from(*offset)
+            .map_err(|_| PassError::at(at, format!("offset {offset} does not fit in i64")))?;
+        let constant = OperationBuilder::new("arith.constant", at)
+            .add_attributes(&[(
+                Identifier::new(context, "value"),
+                IntegerAttribute::new(index_type, offset).into(),
+            )])
+            .add_results(&[index_type])
+            .build()
+            .map_err(|e| PassError::at(at, format!("cannot build arith.constant: {e}")))?;
+        let constant = parent.insert_operation_before(*alloc, constant);
+        let shift: Value = constant
+            .result(0)
+            .map_err(|e| PassError::at(at, e.to_string()))?
+            .into();
+        let old: Value = alloc
+            .result(0)
+            .map_err(|e| PassError::at(at, e.to_string()))?
+            .into();
+        let view = OperationBuilder::new("memref.view", at)
+            .add_operands(&[arena, shift])
+            .add_results(&[old.r#type()])
+            .build()
+            .map_err(|e| PassError::at(at, format!("cannot build memref.view: {e}")))?;
+        let view = parent.insert_operation_before(*alloc, view);
+        let new: Value = view
+            .result(0)
+            .map_err(|e| PassError::at(at, e.to_string()))?
+            .into();
+        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+        let mut doomed = unsafe { OperationRefMut::from_raw(alloc.to_raw()) };
+        doomed.remove_from_parent();
+        unsafe { mlir_sys::mlirOperationDestroy(alloc.to_raw()) };
+    }
+    Ok(())
+}
+
+impl TccPass for PlanMemory {
+    const ARGUMENT: &'static str = "tcc-plan-memory";
+    const SUMMARY: &'static str =
+        "Give every intermediate buffer of a host function an offset in one arena, by liveness";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref", "arith"];
+    type Options = PlanOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        options: &PlanOptions,
+    ) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        for function in body_ops_named(module, "func.func") {
+            plan_function(context, function, options.alignment)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(bytes: u64, first: usize, last: usize) -> Interval {
+        Interval { bytes, first, last }
+    }
+
+    /// No two buffers alive at the same op share a byte.
+    fn assert_disjoint(buffers: &[Interval], plan: &Plan) {
+        for (i, a) in buffers.iter().enumerate() {
+            for (j, b) in buffers.iter().enumerate().skip(i + 1) {
+                if a.overlaps(b) {
+                    let (oa, ob) = (plan.offsets[i], plan.offsets[j]);
+                    assert!(
+                        oa + a.bytes <= ob || ob + b.bytes <= oa,
+                        "buffers {i} and {j} overlap: {plan:?}"
+                    );
+                }
+            }
+            assert!(plan.offsets[i] + a.bytes <= plan.arena_bytes);
+        }
+    }
+
+    #[test]
+    fn a_chain_reuses_two_slots() {
+        // a -> b -> c -> d: each buffer lives across two ops.
+        let buffers = [
+            iv(1000, 0, 1),
+            iv(1000, 1, 2),
+            iv(1000, 2, 3),
+            iv(1000, 3, 4),
+        ];
+        let plan = plan(&buffers, 256).unwrap();
+        assert_eq!(plan.lower_bound, 2000);
+        assert_eq!(plan.arena_bytes, 2048);
+        assert_eq!(plan.offsets[0], plan.offsets[2]);
+        assert_disjoint(&buffers, &plan);
+    }
+
+    #[test]
+    fn best_fit_fills_the_smallest_gap() {
+        let buffers = [
+            iv(4096, 0, 9),
+            iv(1024, 0, 2),
+            iv(2048, 0, 2),
+            iv(1024, 3, 9),
+            iv(512, 5, 6),
+        ];
+        let plan = plan(&buffers, 256).unwrap();
+        assert_disjoint(&buffers, &plan);
+        assert_eq!(plan.lower_bound, 4096 + 1024 + 2048);
+        assert_eq!(plan.arena_bytes, 4096 + 1024 + 2048);
+    }
+
+    #[test]
+    fn offsets_are_aligned_and_sizes_checked() {
+        let buffers = [iv(10, 0, 3), iv(10, 1, 2), iv(10, 2, 3)];
+        let plan = plan(&buffers, 4096).unwrap();
+        assert!(plan.offsets.iter().all(|o| o % 4096 == 0));
+        assert_disjoint(&buffers, &plan);
+        assert_eq!(plan.lower_bound, 30);
+        assert_eq!(plan.arena_bytes, 3 * 4096);
+        assert!(super::plan(&[iv(u64::MAX, 0, 1), iv(u64::MAX, 0, 1)], 256).is_none());
+    }
+
+    #[test]
+    fn random_plans_are_sound() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..200 {
+            let count = 1 + next(40) as usize;
+            let buffers: Vec<Interval> = (0..count)
+                .map(|_| {
+                    let first = next(50) as usize;
+                    iv(1 + next(100_000), first, first + next(10) as usize)
+                })
+                .collect();
+            let plan = plan(&buffers, 256).unwrap();
+            assert_disjoint(&buffers, &plan);
+            assert!(plan.arena_bytes >= plan.lower_bound);
+        }
+    }
+
+    #[test]
+    fn alignment_option_is_checked() {
+        let mut options = PlanOptions::default();
+        assert!(options.set("alignment", "512").is_ok());
+        assert_eq!(options.alignment, 512);
+        assert!(options.set("alignment", "300").is_err());
+        assert!(options.set("alignment", "0").is_err());
+        assert!(options.set("size", "1").is_err());
+    }
+}

@@ -1,0 +1,102 @@
+//! The static memory plan (`tcc-plan-memory`) on real models: every light
+//! model of the onnx package (backend/test/data/light) compiles with an
+//! arena of at most 1.05x its liveness lower bound, and a batch override
+//! (`--input-shape`) scales ResNet-50's plan and its batch-preserving
+//! Reshape.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use tcc_compiler::config::Target;
+use tcc_compiler::driver::compile::compile_to_kernels_with;
+use tcc_compiler::driver::session::Session;
+use tcc_compiler::driver::stats::{self, MemoryPlan};
+
+/// The onnx package's light models: TCC_ONNX_DATA/light, else found
+/// through `python3 -c "import onnx"`. Their absence is a failure.
+fn light_models() -> PathBuf {
+    let data = std::env::var("TCC_ONNX_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            let output = Command::new("python3")
+                .args([
+                    "-c",
+                    "import onnx, os; print(os.path.dirname(onnx.__file__))",
+                ])
+                .output()
+                .expect("python3");
+            assert!(
+                output.status.success(),
+                "the onnx package is missing: run `make deps` or set TCC_ONNX_DATA"
+            );
+            PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("backend/test/data")
+        });
+    let light = data.join("light");
+    assert!(light.is_dir(), "{} is missing", light.display());
+    light
+}
+
+fn plan_of(model: &str, shapes: &[(String, Vec<i64>)]) -> MemoryPlan {
+    let session = Session::new();
+    let path = light_models().join(format!("light_{model}.onnx"));
+    let compiled = compile_to_kernels_with(&session, &path, Target::Nvidia, shapes)
+        .unwrap_or_else(|e| panic!("{model}: {e:#}"));
+    let stats = stats::collect(&compiled.module);
+    assert_eq!(stats.plans.len(), 1, "{model}: one host function");
+    stats.plans[0].clone()
+}
+
+#[test]
+fn light_model_arenas_are_within_five_percent_of_the_liveness_bound() {
+    let mut report = Vec::new();
+    for model in [
+        "bvlc_alexnet",
+        "densenet121",
+        "inception_v1",
+        "inception_v2",
+        "resnet50",
+        "shufflenet",
+        "squeezenet",
+        "vgg19",
+        "zfnet512",
+    ] {
+        let plan = plan_of(model, &[]);
+        report.push(format!(
+            "{model}: arena {} bytes, bound {} bytes, {:.4}x",
+            plan.arena_bytes,
+            plan.live_bytes_bound,
+            plan.ratio()
+        ));
+        // The bound is at least one 1x64x112x112 f32 activation.
+        assert!(
+            plan.live_bytes_bound >= 64 * 112 * 112 * 4,
+            "{model}: {plan:?}"
+        );
+        assert!(
+            plan.arena_bytes >= plan.live_bytes_bound,
+            "{model}: {plan:?}"
+        );
+        assert!(
+            plan.arena_bytes * 100 <= plan.live_bytes_bound * 105,
+            "{model}: the arena is {:.4}x the liveness bound: {plan:?}",
+            plan.ratio()
+        );
+    }
+    println!("{}", report.join("\n"));
+}
+
+#[test]
+fn a_batch_override_scales_resnet50() {
+    let one = plan_of("resnet50", &[]);
+    let two = plan_of("resnet50", &[("gpu_0/data_0".into(), vec![2, 3, 224, 224])]);
+    // Activations double; the bound counts only intermediate buffers.
+    assert_eq!(
+        two.live_bytes_bound,
+        2 * one.live_bytes_bound,
+        "{one:?} {two:?}"
+    );
+    assert!(
+        two.arena_bytes * 100 <= two.live_bytes_bound * 105,
+        "{two:?}"
+    );
+}
