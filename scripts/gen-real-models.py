@@ -74,6 +74,12 @@ def materialize_constants(graph):
     unused = [i for i in graph.initializer if i.name not in used]
     for init in unused:
         graph.initializer.remove(init)
+    # Graph inputs are only the real inputs: not initializers, and not the
+    # removed shape tensors (older exporters list both as inputs).
+    names = {i.name for i in graph.initializer}
+    real = [i for i in graph.input if i.name not in names and i.name in used]
+    del graph.input[:]
+    graph.input.extend(real)
 
 
 def randomize(model, rng, shared=False):

@@ -67,9 +67,10 @@ fn light_model_arenas_are_within_five_percent_of_the_liveness_bound() {
             plan.live_bytes_bound,
             plan.ratio()
         ));
-        // The bound is at least one 1x64x112x112 f32 activation.
+        // The bound is at least the first convolution's output, which is
+        // larger than the 1x3x224x224 f32 input on every light model.
         assert!(
-            plan.live_bytes_bound >= 64 * 112 * 112 * 4,
+            plan.live_bytes_bound > 3 * 224 * 224 * 4,
             "{model}: {plan:?}"
         );
         assert!(

@@ -224,7 +224,13 @@ impl Session {
             .filter(|f| f.arena_bytes > 0)
             .all(|f| f.arena_alignment % rt.inner.device.base_align_bytes == 0);
         let fits = plan_bytes <= rt.inner.device.max_alloc_bytes;
-        let base = if plan_bytes > 0 && aligned && fits {
+        // NVIDIA's OpenCL (driver 580, H100) crashes in clReleaseMemObject
+        // on some of a buffer's overlapping sub-buffers (a segfault when a
+        // session is dropped, measured with tcc-run on ResNet-50 and
+        // SqueezeNet); there every view gets its own buffer, created once
+        // per session and reused across calls like the arena.
+        let subs_release_safely = !rt.inner.device.platform_name.contains("NVIDIA");
+        let base = if plan_bytes > 0 && aligned && fits && subs_release_safely {
             Some(
                 rt.inner
                     .pool()
@@ -546,6 +552,11 @@ impl Drop for Session {
     fn drop(&mut self) {
         // Pending constant uploads read the artifact's memory: wait for them.
         let _ = self.rt.inner.queue.finish();
+        // Kernels go first: NVIDIA's OpenCL touches the memory objects last
+        // set as a kernel's arguments when the kernel is released, so a
+        // sub-buffer of the arena released before the kernels that used it
+        // crashed the process at exit (seen on the H100, driver 580).
+        self.kernels.clear();
         let mut pool = self.rt.inner.pool();
         for c in self.constants.drain(..).flatten() {
             pool.release(c);
