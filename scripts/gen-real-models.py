@@ -122,8 +122,9 @@ def main():
     wanted = [a for a in sys.argv[2:] if not a.startswith("--")] or MODELS
     os.makedirs(out, exist_ok=True)
     light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
-    rng = np.random.default_rng(2026)
     for name in wanted:
+        # One generator per model, so any subset regenerates the same files.
+        rng = np.random.default_rng([2026, MODELS.index(name)])
         model = onnx.load(os.path.join(light, f"light_{name}.onnx"))
         strip_dropout(model.graph)
         materialize_constants(model.graph)

@@ -229,7 +229,9 @@ impl Session {
         // session is dropped, measured with tcc-run on ResNet-50 and
         // SqueezeNet); there every view gets its own buffer, created once
         // per session and reused across calls like the arena.
-        let subs_release_safely = !rt.inner.device.platform_name.contains("NVIDIA");
+        // TCC_ARENA_SUB_BUFFERS=0 forces the fallback (to test it anywhere).
+        let subs_release_safely = !rt.inner.device.platform_name.contains("NVIDIA")
+            && std::env::var("TCC_ARENA_SUB_BUFFERS").map_or(true, |v| v != "0");
         let base = if plan_bytes > 0 && aligned && fits && subs_release_safely {
             Some(
                 rt.inner
