@@ -2,6 +2,7 @@
 //! under its `tcc-*` argument by [`register_all`].
 
 mod check_supported;
+mod concat_in_place;
 mod configure_kernels;
 mod convert_layer_norm_to_rows;
 mod convert_softmax_to_linalg;
@@ -22,6 +23,7 @@ mod record_interface;
 mod unique_results;
 
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
+pub use concat_in_place::ConcatInPlace;
 pub use configure_kernels::{
     CONFIG_ATTR, ConfigureKernels, GEMM_KEY, ROW_COMBINERS, ROW_REDUCE_KEY, TARGET_ATTR,
 };
@@ -31,7 +33,7 @@ pub use decompose_composites::DecomposeComposites;
 pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
-pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, kind_of};
+pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands, kind_of};
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
@@ -65,6 +67,7 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertLayerNormToRows::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (ConcatInPlace::ARGUMENT, ConcatInPlace::SUMMARY),
     (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
@@ -90,6 +93,7 @@ pub fn register_all() {
     pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
     pass::register(&FoldConvInputs);
+    pass::register(&ConcatInPlace);
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);

@@ -13,7 +13,8 @@
 //! Lite's `GreedyMemoryPlanner`, IREE's allocation packing): the largest
 //! buffer first, each into the smallest gap of the arena that no buffer
 //! alive at the same time occupies, else at the end. A first-fit pass in
-//! program order is tried as well and the smaller arena kept.
+//! program order, longest lifetime first and largest size x lifetime first
+//! are tried as well and the smallest arena kept.
 //!
 //! In-place reuse is decided where the op semantics are known, by
 //! one-shot-bufferize on tensors: an elementwise op that writes into its
@@ -193,8 +194,27 @@ pub fn plan(buffers: &[Interval], alignment: u64) -> Option<Plan> {
     by_size.sort_by_key(|&i| (std::cmp::Reverse(buffers[i].bytes), buffers[i].first, i));
     let mut by_start: Vec<usize> = (0..buffers.len()).collect();
     by_start.sort_by_key(|&i| (buffers[i].first, std::cmp::Reverse(buffers[i].bytes), i));
+    // Longest-lived first, and largest size x lifetime first: buffers that
+    // span much of the function (a concat's shared buffer) placed before
+    // the short ones pack around them.
+    let span = |i: usize| (buffers[i].last - buffers[i].first + 1) as u64;
+    let mut by_lifetime: Vec<usize> = (0..buffers.len()).collect();
+    by_lifetime.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(span(i)),
+            std::cmp::Reverse(buffers[i].bytes),
+            i,
+        )
+    });
+    let mut by_breadth: Vec<usize> = (0..buffers.len()).collect();
+    by_breadth.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(buffers[i].bytes.saturating_mul(span(i))),
+            i,
+        )
+    });
     let mut best: Option<(Vec<u64>, u64)> = None;
-    for order in [by_size, by_start] {
+    for order in [by_size, by_start, by_lifetime, by_breadth] {
         let candidate = place(buffers, &order, alignment)?;
         if best.as_ref().is_none_or(|(_, arena)| candidate.1 < *arena) {
             best = Some(candidate);

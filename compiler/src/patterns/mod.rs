@@ -1,6 +1,7 @@
 //! Rewrite patterns, kept apart from the passes that apply them.
 
 pub mod batch_norm;
+pub mod concat;
 pub mod constant_fold;
 pub mod conv_inputs;
 pub mod copy;

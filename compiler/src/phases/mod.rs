@@ -129,7 +129,7 @@ impl Phase {
             .filter(|p| !p.is_empty())
             .collect::<Vec<_>>()
             .join(","),
-            Phase::Dispatch => "tcc-fold-conv-inputs,tcc-form-dispatches".into(),
+            Phase::Dispatch => "tcc-concat-in-place,tcc-fold-conv-inputs,tcc-form-dispatches".into(),
             Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}}}", target.name()),
             Phase::Buffer => [
                 "tcc-unique-results",
@@ -138,6 +138,9 @@ impl Phase {
                 "buffer-results-to-out-params{hoist-static-allocs modify-public-functions}",
                 "canonicalize",
                 "cse",
+                // CSE makes an in-place concat's copies self-copies
+                // (`memref.copy %v, %v`), which canonicalize erases.
+                "canonicalize",
             ]
             .join(","),
             Phase::Gpu => [

@@ -1,0 +1,36 @@
+//! `tcc-concat-in-place`: concatenations without copy kernels
+//! (`patterns::concat`). Concats that repeat a larger concat's first parts
+//! (DenseNet's dense blocks) become views of one buffer that each part is
+//! inserted into once, and a part's producer writes straight into its slice
+//! of that buffer instead of a buffer of its own. Runs on tensors, before
+//! kernels are formed, so bufferization decides what stays in place and
+//! copies only where a later read needs the old value.
+
+use melior::ir::operation::{OperationRef, OperationRefMut};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::ops_named;
+use crate::patterns::concat::concat_in_place;
+
+pub struct ConcatInPlace;
+
+impl TccPass for ConcatInPlace {
+    const ARGUMENT: &'static str = "tcc-concat-in-place";
+    const SUMMARY: &'static str = "Concatenate without copies: shared buffers for prefix concats, producers writing into their slice";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["tensor"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        for function in ops_named(module, "func.func") {
+            concat_in_place(context, function)?;
+        }
+        Ok(())
+    }
+}
