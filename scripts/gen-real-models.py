@@ -19,7 +19,12 @@ kernels do the same work whatever the values; per-channel BatchNorm scales
 are exercised by the PoCL light-model tests, whose BatchNorm parameters are
 real.
 
-Usage: scripts/gen-real-models.py OUT_DIR [--shared-weights] [MODEL...]
+With --batch=N the graph input gets batch N and every Reshape whose
+constant target starts with the old batch 1 keeps the input's batch
+instead (ONNX's 0), so onnxruntime and PyTorch run the batch too (tcc
+compiles the batch-1 file with `--input-shape=NAME=Nx3x224x224`).
+
+Usage: scripts/gen-real-models.py OUT_DIR [--shared-weights] [--batch=N] [MODEL...]
 Writes OUT_DIR/NAME.onnx and OUT_DIR/NAME.input.npy (a [0, 1) image)."""
 import os
 import sys
@@ -116,9 +121,26 @@ def randomize(model, rng, shared=False):
         model.graph.initializer[i].CopyFrom(numpy_helper.from_array(tiled.astype(np.float32), init.name))
 
 
+def set_batch(model, x, batch):
+    x.type.tensor_type.shape.dim[0].dim_value = batch
+    for output in model.graph.output:
+        dims = output.type.tensor_type.shape.dim
+        if dims and dims[0].dim_value == 1:
+            dims[0].dim_value = batch
+    inits = {i.name: i for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Reshape" and node.input[1] in inits:
+            target = numpy_helper.to_array(inits[node.input[1]]).copy()
+            if target.size and target[0] == 1:
+                target[0] = 0
+                inits[node.input[1]].CopyFrom(numpy_helper.from_array(target, node.input[1]))
+    del model.graph.value_info[:]
+
+
 def main():
     out = sys.argv[1]
     shared = "--shared-weights" in sys.argv[2:]
+    batch = next((int(a.split("=", 1)[1]) for a in sys.argv[2:] if a.startswith("--batch=")), 1)
     wanted = [a for a in sys.argv[2:] if not a.startswith("--")] or MODELS
     os.makedirs(out, exist_ok=True)
     light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
@@ -131,10 +153,12 @@ def main():
         # Initializers that are not graph inputs need IR version 4 or later.
         model.ir_version = max(model.ir_version, 4)
         randomize(model, rng, shared)
-        onnx.checker.check_model(model)
-        onnx.save(model, os.path.join(out, f"{name}.onnx"))
         inits = {i.name for i in model.graph.initializer}
         x = [i for i in model.graph.input if i.name not in inits][0]
+        if batch != 1:
+            set_batch(model, x, batch)
+        onnx.checker.check_model(model)
+        onnx.save(model, os.path.join(out, f"{name}.onnx"))
         shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
         np.save(os.path.join(out, f"{name}.input.npy"), rng.random(shape, dtype=np.float32))
         print(name, shape)

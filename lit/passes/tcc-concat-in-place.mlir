@@ -52,3 +52,20 @@ func.func @near_misses(%b: tensor<2x3xf32>) -> (tensor<2x6xf32>, tensor<2x3xf32>
   %padded = tensor.insert_slice %a into %e5[0, 1] [2, 3] [1, 1] : tensor<2x3xf32> into tensor<2x5xf32>
   return %cat, %a, %padded : tensor<2x6xf32>, tensor<2x3xf32>, tensor<2x5xf32>
 }
+
+// -----
+
+// Nested concats (a concat that is a part of another, as edge and reflect
+// pads are built) stay as they are.
+// CHECK-LABEL: func.func @nested
+// CHECK-NOT: tensor.extract_slice
+// CHECK-COUNT-4: tensor.insert_slice
+func.func @nested(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x9xf32> {
+  %e6 = tensor.empty() : tensor<2x6xf32>
+  %i0 = tensor.insert_slice %a into %e6[0, 0] [2, 3] [1, 1] : tensor<2x3xf32> into tensor<2x6xf32>
+  %inner = tensor.insert_slice %b into %i0[0, 3] [2, 3] [1, 1] : tensor<2x3xf32> into tensor<2x6xf32>
+  %e9 = tensor.empty() : tensor<2x9xf32>
+  %j0 = tensor.insert_slice %inner into %e9[0, 0] [2, 6] [1, 1] : tensor<2x6xf32> into tensor<2x9xf32>
+  %outer = tensor.insert_slice %a into %j0[0, 6] [2, 3] [1, 1] : tensor<2x3xf32> into tensor<2x9xf32>
+  return %outer : tensor<2x9xf32>
+}

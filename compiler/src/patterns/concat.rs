@@ -239,9 +239,26 @@ pub fn concat_in_place<'c>(
     let block = first
         .block()
         .ok_or_else(|| PassError::at(first.location(), "op outside a block"))?;
+    // A concat that is a part of another concat (nested, as edge and
+    // reflect pads build them) is left alone, with everything it touches:
+    // rewriting one would leave the other's parts dangling.
+    let results: Vec<Value> = concats.iter().map(|c| c.result).collect();
+    let nested: Vec<bool> = concats
+        .iter()
+        .map(|c| c.parts.iter().any(|p| results.contains(&p.source)))
+        .collect();
+    let mut skipped_families: Vec<usize> = Vec::new();
+    for (i, c) in concats.iter().enumerate() {
+        let feeds_another = concats
+            .iter()
+            .any(|other| other.parts.iter().any(|p| p.source == c.result));
+        if nested[i] || feeds_another {
+            skipped_families.push(family_of[i]);
+        }
+    }
     let mut in_place = 0;
     for root_index in 0..concats.len() {
-        if family_of[root_index] != root_index {
+        if family_of[root_index] != root_index || skipped_families.contains(&root_index) {
             continue;
         }
         let root = &concats[root_index];
