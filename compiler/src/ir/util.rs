@@ -122,3 +122,18 @@ pub fn location_text<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
     crate::diagnostics::location_string(op.location().to_raw())
         .unwrap_or_else(|| "<unknown location>".into())
 }
+
+/// Detaches `op` from its block and destroys it (its results must have no
+/// uses left).
+pub fn erase_op(op: OperationRef) {
+    let mut doomed = unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) };
+    melior::ir::operation::OperationMutLike::remove_from_parent(&mut doomed);
+    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+}
+
+/// Replaces every use of `old` (a result of `op`) by `new`, then erases
+/// `op`.
+pub fn replace_and_erase<'c>(op: OperationRef<'c, 'c>, old: Value<'c, 'c>, new: Value<'c, 'c>) {
+    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+    erase_op(op);
+}

@@ -18,7 +18,7 @@
 //! (so that operands meeting at an op agree again), then turns unit-dim
 //! transposes into reshapes.
 
-use melior::ir::operation::{OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationRef, OperationRefMut};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{body_ops, ops_named};
@@ -89,9 +89,7 @@ fn erase_dead_views(function: OperationRef) {
         }
         let Ok(result) = op.result(0) else { continue };
         if crate::ir::util::use_count(result.into()) == 0 {
-            let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-            doomed.remove_from_parent();
-            unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+            crate::ir::util::erase_op(op);
         }
     }
 }

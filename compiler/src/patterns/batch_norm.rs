@@ -227,10 +227,7 @@ pub fn fold_into_producer<'c>(
             let w = new_constant(&builder, weights_value, &scaled)?;
             producer_mut.set_operand(1, w);
         }
-        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), produced.to_raw()) };
-        let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-        doomed.remove_from_parent();
-        unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+        crate::ir::util::replace_and_erase(op, result, produced);
         return Ok(true);
     }
     Ok(false)

@@ -173,12 +173,6 @@ fn build_extract<'c>(
         .map_err(|e| PassError::at(location, format!("cannot build tensor.extract_slice: {e}")))
 }
 
-fn erase(op: OperationRef) {
-    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-    doomed.remove_from_parent();
-    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
-}
-
 /// The `tensor.empty` a destination-style op's output starts from, through
 /// initialising ops (a fill, a bias broadcast) that each have one use, and
 /// the op that uses it.
@@ -381,7 +375,7 @@ pub fn concat_in_place<'c>(
         for &m in &members {
             let member = &concats[m];
             for part in member.parts.iter().rev() {
-                erase(part.op);
+                crate::ir::util::erase_op(part.op);
             }
         }
         // Empties CSE shared with concats of other families stay.
@@ -391,7 +385,7 @@ pub fn concat_in_place<'c>(
             let key = empty.to_raw().ptr as usize;
             if !erased.contains(&key) && empty.result(0).is_ok_and(|r| use_count(r.into()) == 0) {
                 erased.push(key);
-                erase(empty);
+                crate::ir::util::erase_op(empty);
             }
         }
     }

@@ -7,7 +7,7 @@
 //! filter layout tosa-to-linalg-named produces).
 
 use melior::ir::attribute::AttributeLike;
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
 use crate::ir::constant::{ConstTensor, FOLD_ELEMENT_LIMIT};
@@ -199,9 +199,6 @@ pub fn replace_with_constant<'c>(
     } else {
         builder.insert("arith.constant", &[], ty, &[("value", attribute)])?
     };
-    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), constant.to_raw()) };
-    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-    doomed.remove_from_parent();
-    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+    crate::ir::util::replace_and_erase(op, result, constant);
     Ok(())
 }

@@ -21,7 +21,7 @@ use melior::ir::{BlockLike, Type, TypeLike, Value, ValueLike};
 use crate::ir::constant::ConstTensor;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
-use crate::ir::util::{defining_op, op_name, users};
+use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
 use crate::passes::PassError;
 
 /// Elementwise TOSA (and tcc) ops: the result's shape is the broadcast of
@@ -429,11 +429,4 @@ pub fn transpose_to_reshape<'c>(
     let reshaped = TosaBuilder::before(context, op)?.reshape(input, &shape)?;
     replace_and_erase(op, result, reshaped);
     Ok(true)
-}
-
-fn replace_and_erase<'c>(op: OperationRef<'c, 'c>, old: Value<'c, 'c>, new: Value<'c, 'c>) {
-    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
-    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-    doomed.remove_from_parent();
-    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
 }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Real models on the CPU: tcc on PoCL (--target=pocl-cpu) next to
+# onnxruntime's CPU provider, the same ONNX graphs (the light CNNs with
+# random weights from scripts/gen-real-models.py) on the same machine in
+# one run. Prints the kernel count, tcc's first-call time (program build
+# included, fresh cache), its median end-to-end latency, onnxruntime's
+# median and the ratio, one table row per model.
+#
+#   bash scripts/bench-cpu-models.sh [OUT_DIR] [MODEL...]   (default target/bench-cpu-models)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-target/bench-cpu-models}
+shift || true
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(squeezenet shufflenet resnet50 inception_v1 densenet121)
+python3 -c "import onnxruntime" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check onnxruntime
+make -s build >&2
+bin=target/debug
+mkdir -p "$out"
+python3 scripts/gen-real-models.py "$out" "${models[@]}" >/dev/null
+export TCC_CACHE_DIR="$out/cache"
+rm -rf "$TCC_CACHE_DIR"
+echo "CPU: $(nproc) cores, $(python3 -c 'import onnxruntime; print("onnxruntime", onnxruntime.__version__)')"
+echo "| model | tcc kernels | tcc first call s | tcc ms | onnxruntime ms | tcc / onnxruntime |"
+echo "|---|---|---|---|---|---|"
+for model in "${models[@]}"; do
+  kernels=$("$bin/tcc" compile "$out/$model.onnx" --target=pocl-cpu --stats -o "$out/$model.so" 2>&1 | sed -n 's/^kernels: //p')
+  start=$(date +%s.%N)
+  "$bin/tcc-run" "$out/$model.so" --device=pthread --input=@"$out/$model.input.npy" >/dev/null
+  first=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+  tcc=$("$bin/tcc-benchmark" "$out/$model.so" --device=pthread --input=@"$out/$model.input.npy" \
+      --warmup=1 --iterations=5 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["latency_ms"]["median"])')
+  ort=$(python3 - "$out/$model.onnx" "$out/$model.input.npy" <<'PY'
+import sys, time
+import numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+x = {s.get_inputs()[0].name: np.load(sys.argv[2])}
+for _ in range(3):
+    s.run(None, x)
+times = []
+for _ in range(20):
+    t = time.perf_counter(); s.run(None, x); times.append(time.perf_counter() - t)
+print(sorted(times)[len(times) // 2] * 1e3)
+PY
+)
+  python3 -c "import sys; m,k,f,t,o=sys.argv[1:]; print(f'| {m} | {k} | {f} | {float(t):.1f} | {float(o):.1f} | {float(t)/float(o):.1f}x |')" "$model" "$kernels" "$first" "$tcc" "$ort"
+done
