@@ -18,9 +18,14 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
 /// Tiled GEMM: 128x128 tiles with 8x8 outputs per work-item (256
 /// work-items, 16 KiB of local memory) for large products — the shape that
 /// reached 25 TFLOP/s in plain OpenCL C on an H100 — once the output has at
-/// least 256 such tiles (two per SM of the 132); smaller outputs use 64x64
-/// tiles with 4x4 per work-item, so that 1024x1024 still fills the GPU
-/// (a measured 7.9 TFLOP/s with 64 tiles of 128x128).
+/// least 256 such tiles (two per SM of the 132); else 64x64 tiles with 4x4
+/// per work-item (1024x1024 fills the GPU with 256 of them: a measured 7.9
+/// TFLOP/s with 64 tiles of 128x128). Outputs too small for one 64x64 tile
+/// per SM (the late stages of a CNN at batch 1: M = 49 or 196 output
+/// positions) take 32x32 and then 16x16 tiles with 2x2 outputs per
+/// work-item, whichever first gives every SM a work-group, so that a 7x7
+/// stage's 3x3 convolution (M = 49, N = 512) runs 128 work-groups instead
+/// of 8.
 pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
     // Narrow outputs (8 to 31 columns: the channels of small convolutions)
     // with many rows: tall, narrow tiles.
@@ -37,20 +42,31 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         return None;
     }
     if m * n >= 2048 * 2048 {
-        Some(super::GemmConfig {
+        return Some(super::GemmConfig {
             tile_m: 128,
             tile_n: 128,
             tile_k: 16,
             work_m: 8,
             work_n: 8,
-        })
-    } else {
-        Some(super::GemmConfig {
-            tile_m: 64,
-            tile_n: 64,
-            tile_k: 16,
-            work_m: 4,
-            work_n: 4,
-        })
+        });
     }
+    let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
+    let (tile, work) = if tiles(64) >= SMS {
+        (64, 4)
+    } else if tiles(32) >= SMS {
+        (32, 2)
+    } else {
+        (16, 2)
+    };
+    Some(super::GemmConfig {
+        tile_m: tile,
+        tile_n: tile,
+        tile_k: 16,
+        work_m: work,
+        work_n: work,
+    })
 }
+
+/// Streaming multiprocessors of the H100 (PCIe/SXM) the tile choice aims
+/// to fill.
+const SMS: i64 = 132;
