@@ -104,3 +104,39 @@ func.func @near_misses(%a: tensor<2x2x2x2xf32>, %b: tensor<2x2x2x2xf32>) -> (ten
   %diff = tosa.sub %ta, %b : (tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>) -> tensor<2x2x2x2xf32>
   return %sum, %diff : tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>
 }
+
+// -----
+
+// A global pooling written in NCHW (transpose, reshape to [N, C, H*W],
+// reduce over H*W): the reshape merges H and W, which are adjacent in the
+// channels-last source, so the transpose moves below it and the reduction
+// runs on the channels-last data; what is left is a unit-dim move, a
+// reshape.
+// CHECK-LABEL: func.func @pool_through_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<1x3x3x8xf32>)
+// CHECK: %[[R:.*]] = tosa.reshape %[[X]], %{{.*}} : (tensor<1x3x3x8xf32>, !tosa.shape<3>) -> tensor<1x9x8xf32>
+// CHECK: %[[S:.*]] = tosa.reduce_sum %[[R]] {axis = 1 : i32} : (tensor<1x9x8xf32>) -> tensor<1x1x8xf32>
+// CHECK: %[[Y:.*]] = tosa.reshape %[[S]], %{{.*}} : (tensor<1x1x8xf32>, !tosa.shape<3>) -> tensor<1x8x1xf32>
+// CHECK: return %[[Y]]
+// CHECK-NOT: tosa.transpose
+func.func @pool_through_reshape(%x: tensor<1x3x3x8xf32>) -> tensor<1x8x1xf32> {
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x3x3x8xf32>) -> tensor<1x8x3x3xf32>
+  %shape = tosa.const_shape {values = dense<[1, 8, 9]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %r = tosa.reshape %t, %shape : (tensor<1x8x3x3xf32>, !tosa.shape<3>) -> tensor<1x8x9xf32>
+  %s = tosa.reduce_sum %r {axis = 2 : i32} : (tensor<1x8x9xf32>) -> tensor<1x8x1xf32>
+  return %s : tensor<1x8x1xf32>
+}
+
+// -----
+
+// A reshape that splits a dimension (ShuffleNet's channel shuffle) keeps
+// its transpose.
+// CHECK-LABEL: func.func @split_stays
+// CHECK: tosa.transpose
+// CHECK: tosa.reshape
+func.func @split_stays(%x: tensor<1x2x2x6xf32>) -> tensor<1x2x3x4xf32> {
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x2x2x6xf32>) -> tensor<1x6x2x2xf32>
+  %shape = tosa.const_shape {values = dense<[1, 2, 3, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %r = tosa.reshape %t, %shape : (tensor<1x6x2x2xf32>, !tosa.shape<4>) -> tensor<1x2x3x4xf32>
+  return %r : tensor<1x2x3x4xf32>
+}

@@ -178,6 +178,9 @@ pub fn sink_transposes<'c>(
     if matches!(name.as_str(), "tosa.slice" | "tosa.pad") {
         return sink_through_window(context, op);
     }
+    if name == "tosa.reshape" {
+        return sink_through_reshape(context, op);
+    }
     let axis_op = AXIS_OPS.contains(&name.as_str());
     if !(ELEMENTWISE.contains(&name.as_str()) || axis_op) || op.result_count() != 1 {
         return Ok(false);
@@ -355,6 +358,89 @@ fn sink_through_window<'c>(
     let window = builder.insert(&name, &operands, untransposed, &[])?;
     let transposed = builder.transpose(window, &perm)?;
     replace_and_erase(op, result, transposed);
+    Ok(true)
+}
+
+/// `reshape(transpose(x, P), R)` where the reshape only merges dimensions
+/// that lie next to each other, in order, in `x` (and adds or drops unit
+/// dimensions): the same merge on `x` first, then a transpose of the
+/// merged groups, then unit dimensions. A CNN's global pooling written as
+/// transpose-to-NCHW, reshape to `[N, C, H*W]`, reduce is the case: after
+/// this the reduction sees the channels-last data directly. Applies when
+/// the reshape is the transpose's only user. Returns whether it rewrote.
+fn sink_through_reshape<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    let location = op.location();
+    let operand: Value = op
+        .operand(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let Some(producer) = defining_op(operand) else {
+        return Ok(false);
+    };
+    let Some(perm) = transpose_perm(producer) else {
+        return Ok(false);
+    };
+    if users(operand).len() != 1 {
+        return Ok(false);
+    }
+    let source: Value = producer
+        .operand(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let (Some(x), Some(r)) = (
+        StaticTensor::of(source.r#type()),
+        StaticTensor::of(result_of(op)?.r#type()),
+    ) else {
+        return Ok(false);
+    };
+    // The transpose's non-unit dimensions, as source dimensions in output
+    // order, grouped into the reshape's non-unit dimensions.
+    let moved: Vec<usize> = perm.iter().copied().filter(|&p| x.shape[p] != 1).collect();
+    let targets: Vec<i64> = r.shape.iter().copied().filter(|&d| d != 1).collect();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut index = 0;
+    for &target in &targets {
+        let mut group = Vec::new();
+        let mut product = 1i64;
+        while product < target && index < moved.len() {
+            product *= x.shape[moved[index]];
+            group.push(moved[index]);
+            index += 1;
+        }
+        // Only merges of source dimensions adjacent and in order.
+        if product != target || group.windows(2).any(|w| w[1] != w[0] + 1) {
+            return Ok(false);
+        }
+        groups.push(group);
+    }
+    if index != moved.len() || groups.len() < 2 {
+        return Ok(false);
+    }
+    let mut in_source_order: Vec<usize> = (0..groups.len()).collect();
+    in_source_order.sort_by_key(|&g| groups[g][0]);
+    // Output group g is the position_of[g]-th group in source order.
+    let mut position_of = vec![0; groups.len()];
+    for (position, &g) in in_source_order.iter().enumerate() {
+        position_of[g] = position;
+    }
+    // The merge keeps the reshape's unit dimensions where they are; its
+    // other positions hold the groups in source order, which the transpose
+    // then puts in output order.
+    let slots: Vec<usize> = (0..r.shape.len()).filter(|&i| r.shape[i] != 1).collect();
+    let mut merged = r.shape.clone();
+    for (k, &g) in in_source_order.iter().enumerate() {
+        merged[slots[k]] = groups[g].iter().map(|&d| x.shape[d]).product();
+    }
+    let mut order: Vec<usize> = (0..r.shape.len()).collect();
+    for (g, &slot) in slots.iter().enumerate() {
+        order[slot] = slots[position_of[g]];
+    }
+    let builder = TosaBuilder::before(context, op)?;
+    let reshaped = builder.reshape(source, &merged)?;
+    let replacement = builder.transpose(reshaped, &order)?;
+    let result = result_of(op)?;
+    replace_and_erase(op, result, replacement);
     Ok(true)
 }
 
