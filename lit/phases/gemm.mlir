@@ -6,22 +6,24 @@
 // RUN: tcc compile %s --emit=opencl-c --target=nvidia | FileCheck %s --check-prefix=CL
 // RUN: tcc compile %s --compile-to=tile --target=pocl-cpu | FileCheck %s --check-prefix=POCL
 
-// TILE: linalg.matmul {tcc.config = {gemm = array<i64: 64, 64, 16, 4, 4>, workgroup_size = 256 : i64}
+// A 200x96 output has 8 64x64 tiles, fewer than the H100's 132 SMs: the
+// nvidia configuration takes 16x16 tiles (13 x 6 work-groups of 8x8).
+// TILE: linalg.matmul {tcc.config = {gemm = array<i64: 16, 16, 16, 2, 2>, workgroup_size = 64 : i64}
 // POCL: linalg.matmul {tcc.config = {gemm = array<i64: 32, 64, 32, 4, 8>, workgroup_size = 64 : i64}
 
-// 200 / 64 -> 4 tiles along M, 96 / 64 -> 2 along N.
-// GPU-DAG: %[[C2:.*]] = arith.constant 2 : index
-// GPU-DAG: %[[C4:.*]] = arith.constant 4 : index
-// GPU-DAG: %[[C16:.*]] = arith.constant 16 : index
-// GPU: gpu.launch_func @tcc_kernels::@matmul_add_max_0 blocks in (%[[C2]], %[[C4]], %{{.*}}) threads in (%[[C16]], %[[C16]], %{{.*}})
-// GPU: gpu.func @matmul_add_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 16, 16, 1>, tcc.flops = 4915200 : i64, tcc.gemm = array<i64: 64, 64, 16, 4, 4>, tcc.kind = "matmul"}
+// 200 / 16 -> 13 tiles along M, 96 / 16 -> 6 along N.
+// GPU-DAG: %[[C6:.*]] = arith.constant 6 : index
+// GPU-DAG: %[[C13:.*]] = arith.constant 13 : index
+// GPU-DAG: %[[C8:.*]] = arith.constant 8 : index
+// GPU: gpu.launch_func @tcc_kernels::@matmul_add_max_0 blocks in (%[[C6]], %[[C13]], %{{.*}}) threads in (%[[C8]], %[[C8]], %{{.*}})
+// GPU: gpu.func @matmul_add_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 8, 8, 1>, tcc.flops = 4915200 : i64, tcc.gemm = array<i64: 16, 16, 16, 2, 2>, tcc.kind = "matmul"}
 // GPU: linalg.matmul
 
-// CL: __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+// CL: __kernel __attribute__((reqd_work_group_size(8, 8, 1)))
 // CL-NEXT: void matmul_add_max_0(__global float* restrict a0,
-// CL: /* tile 64x64x16, 4x4 outputs per work-item; M=200 N=96 K=128 batch=1 */
-// CL: __local float tile_a[16][65];
-// CL: __local float tile_b[16][64];
+// CL: /* tile 16x16x16, 2x2 outputs per work-item; M=200 N=96 K=128 batch=1 */
+// CL: __local float tile_a[16][17];
+// CL: __local float tile_b[16][16];
 // The 128-wide rows of A and 96-wide rows of B load as float4.
 // CL: vload4(0, a1 + i * 128 + k)
 // CL: vstore4((k < 128L && j < 96L) ? vload4(0, a2 + k * 96 + j)
@@ -45,4 +47,15 @@ func.func @dense_relu(%x: tensor<200x128xf32>, %w: tensor<128x96xf32>, %b: tenso
     linalg.yield %r : f32
   } -> tensor<200x96xf32>
   return %y : tensor<200x96xf32>
+}
+
+// 1024x1024 has 256 64x64 tiles, enough for every SM: 64x64 tiles.
+// TILE-LABEL: func.func @square_1024
+// TILE: linalg.matmul {tcc.config = {gemm = array<i64: 64, 64, 16, 4, 4>, workgroup_size = 256 : i64}
+func.func @square_1024(%x: tensor<1024x64xf32>, %w: tensor<64x1024xf32>) -> tensor<1024x1024xf32> {
+  %e = tensor.empty() : tensor<1024x1024xf32>
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<1024x64xf32>, tensor<64x1024xf32>) outs(%f : tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  return %mm : tensor<1024x1024xf32>
 }
