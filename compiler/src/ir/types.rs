@@ -43,6 +43,23 @@ impl<'c> StaticTensor<'c> {
     }
 }
 
+/// The dimensions of any statically shaped type (tensor or memref).
+pub fn static_shape(ty: Type) -> Option<Vec<i64>> {
+    let raw = ty.to_raw();
+    if !unsafe { mlir_sys::mlirTypeIsAShaped(raw) }
+        || !unsafe { mlir_sys::mlirShapedTypeHasRank(raw) }
+        || !unsafe { mlir_sys::mlirShapedTypeHasStaticShape(raw) }
+    {
+        return None;
+    }
+    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(raw) };
+    Some(
+        (0..rank)
+            .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize) })
+            .collect(),
+    )
+}
+
 /// Resolves a possibly negative axis against `rank`.
 pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     let rank = rank as i64;

@@ -7,6 +7,7 @@ mod configure_kernels;
 mod convert_layer_norm_to_rows;
 mod convert_softmax_to_linalg;
 mod decompose_composites;
+mod elide_output_copies;
 mod fold_batch_norm;
 mod fold_constants;
 mod fold_conv_inputs;
@@ -30,6 +31,7 @@ pub use configure_kernels::{
 pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
+pub use elide_output_copies::ElideOutputCopies;
 pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
@@ -73,6 +75,7 @@ pub const ALL: &[(&str, &str)] = &[
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
+    (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
@@ -98,6 +101,7 @@ pub fn register_all() {
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);
     pass::register(&UniqueResults);
+    pass::register(&ElideOutputCopies);
     pass::register(&OutlineKernels);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);

@@ -141,6 +141,7 @@ impl Phase {
                 // CSE makes an in-place concat's copies self-copies
                 // (`memref.copy %v, %v`), which canonicalize erases.
                 "canonicalize",
+                "tcc-elide-output-copies",
             ]
             .join(","),
             Phase::Gpu => [

@@ -1,0 +1,37 @@
+//! `tcc-elide-output-copies`: the last pass of the buffer phase. A result
+//! that is a reshape of a buffer the function allocated reaches its output
+//! argument through a `memref.copy` (`buffer-results-to-out-params` only
+//! forwards plain allocations); that copy is a kernel of its own. This
+//! pass makes the allocation a view of the output argument instead
+//! (`patterns::output_copy`), so the producer writes the output in place.
+
+use melior::ir::operation::{OperationRef, OperationRefMut};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{body_ops, ops_named};
+use crate::patterns::output_copy::elide_output_copy;
+
+pub struct ElideOutputCopies;
+
+impl TccPass for ElideOutputCopies {
+    const ARGUMENT: &'static str = "tcc-elide-output-copies";
+    const SUMMARY: &'static str = "Write results that are reshapes of an allocation straight into the output argument (no copy kernel)";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        for function in ops_named(module, "func.func") {
+            for op in body_ops(function) {
+                elide_output_copy(context, op)?;
+            }
+        }
+        Ok(())
+    }
+}
