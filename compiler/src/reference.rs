@@ -92,12 +92,13 @@ pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<Ho
         .context("lowering for the reference runner")?;
 
     // libm (erff, ...) resolves from this process; memref copies need
-    // MLIR's C runner utilities (memrefCopy).
-    let runner_utils = format!("{}/lib/libmlir_c_runner_utils.so", llvm_prefix());
-    if !Path::new(&runner_utils).exists() {
-        bail!("the reference runner needs {runner_utils} (libmlir-22-dev): run `make deps`");
-    }
-    let engine = ExecutionEngine::new(&module, 2, &[runner_utils.as_str()], false, false);
+    // MLIR's C runner utilities (memrefCopy). The library is opened here
+    // and its symbol handed to the engine: when the engine opened the path
+    // itself, about one run in ten of the e2e suite failed with "Error: No
+    // such file or directory / Symbols not found: [ memrefCopy ]".
+    let memref_copy = runner_utils_memref_copy()?;
+    let engine = ExecutionEngine::new(&module, 2, &[], false, false);
+    unsafe { engine.register_symbol("memrefCopy", memref_copy) };
     let mut input_bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.clone()).collect();
     let mut outputs: Vec<HostTensor> = signature
         .outputs
@@ -190,4 +191,28 @@ fn tensor_type(ty: Type) -> Result<(DType, Vec<usize>)> {
         dtype_of(tensor.element)?,
         tensor.shape.iter().map(|&d| d as usize).collect(),
     ))
+}
+
+/// `memrefCopy` from MLIR's C runner utilities, opened once per process
+/// (the library stays loaded for the life of the process).
+fn runner_utils_memref_copy() -> Result<*mut ()> {
+    static LIBRARY: std::sync::OnceLock<std::result::Result<libloading::Library, String>> =
+        std::sync::OnceLock::new();
+    let path = format!("{}/lib/libmlir_c_runner_utils.so", llvm_prefix());
+    let library = LIBRARY
+        .get_or_init(|| {
+            if !Path::new(&path).exists() {
+                return Err(format!(
+                    "the reference runner needs {path} (libmlir-22-dev): run `make deps`"
+                ));
+            }
+            unsafe { libloading::Library::new(&path) }
+                .map_err(|e| format!("cannot open {path}: {e}"))
+        })
+        .as_ref()
+        .map_err(|message| anyhow!("{message}"))?;
+    let symbol: libloading::Symbol<'_, unsafe extern "C" fn()> =
+        unsafe { library.get(b"memrefCopy\0") }
+            .map_err(|e| anyhow!("{path} has no memrefCopy: {e}"))?;
+    Ok(*symbol as *mut ())
 }
