@@ -5,7 +5,6 @@
 //! `tcc-fold-batch-norm`) and the host writer share it, so that every
 //! constant, whatever its attribute kind, is read one way.
 
-use melior::Context;
 use melior::ir::attribute::{AttributeLike, DenseElementsAttribute};
 use melior::ir::operation::OperationLike;
 use melior::ir::{Attribute, Type, TypeLike, Value};
@@ -177,18 +176,6 @@ impl ConstTensor {
             return Err(format!("cannot build a dense attribute of type {ty}"));
         }
         Ok(unsafe { Attribute::from_raw(raw) })
-    }
-
-    /// The tensor type of this constant in `context`.
-    pub fn tensor_type<'c>(&self, context: &'c Context, like: Type<'c>) -> Type<'c> {
-        let _ = context;
-        StaticTensor {
-            shape: self.shape.clone(),
-            element: unsafe {
-                Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(like.to_raw()))
-            },
-        }
-        .to_type()
     }
 
     /// Row-major strides in elements.

@@ -5,10 +5,9 @@
 //! pass makes the allocation a view of the output argument instead
 //! (`patterns::output_copy`), so the producer writes the output in place.
 
-use melior::ir::operation::{OperationRef, OperationRefMut};
+use melior::ir::operation::OperationRefMut;
 
-use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{body_ops, ops_named};
+use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
 use crate::patterns::output_copy::elide_output_copy;
 
 pub struct ElideOutputCopies;
@@ -26,12 +25,6 @@ impl TccPass for ElideOutputCopies {
         root: &mut OperationRefMut<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
-        for function in ops_named(module, "func.func") {
-            for op in body_ops(function) {
-                elide_output_copy(context, op)?;
-            }
-        }
-        Ok(())
+        for_each_body_op(root, |op| elide_output_copy(context, op).map(|_| ()))
     }
 }

@@ -10,10 +10,9 @@
 //! that is not constant, a producer with other users, or a shift before a
 //! matmul are left alone (and compile unfused).
 
-use melior::ir::operation::{OperationRef, OperationRefMut};
+use melior::ir::operation::OperationRefMut;
 
-use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{body_ops, ops_named};
+use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
 use crate::patterns::batch_norm::fold_into_producer;
 
 pub struct FoldBatchNorm;
@@ -31,14 +30,8 @@ impl TccPass for FoldBatchNorm {
         root: &mut OperationRefMut<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
-        for function in ops_named(module, "func.func") {
-            // In program order: after `mul` folds, the `add` behind it sees
-            // the convolution directly and folds too.
-            for op in body_ops(function) {
-                fold_into_producer(context, op)?;
-            }
-        }
-        Ok(())
+        // In program order: after `mul` folds, the `add` behind it sees the
+        // convolution directly and folds too.
+        for_each_body_op(root, |op| fold_into_producer(context, op).map(|_| ()))
     }
 }

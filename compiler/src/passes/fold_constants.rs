@@ -10,10 +10,9 @@
 //! tosa-to-linalg-named, whose filter transposes it folds into
 //! `arith.constant`s.
 
-use melior::ir::operation::{OperationRef, OperationRefMut};
+use melior::ir::operation::OperationRefMut;
 
-use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{body_ops, ops_named};
+use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
 use crate::patterns::constant_fold::{evaluate, replace_with_constant};
 
 pub struct FoldConstants;
@@ -32,14 +31,10 @@ impl TccPass for FoldConstants {
         root: &mut OperationRefMut<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
-        for function in ops_named(module, "func.func") {
-            // Program order: a folded op's constant is seen by its users.
-            for op in body_ops(function) {
-                let Some(value) = evaluate(op) else { continue };
-                replace_with_constant(context, op, &value)?;
-            }
-        }
-        Ok(())
+        // Program order: a folded op's constant is seen by its users.
+        for_each_body_op(root, |op| match evaluate(op) {
+            Some(value) => replace_with_constant(context, op, &value),
+            None => Ok(()),
+        })
     }
 }

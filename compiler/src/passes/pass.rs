@@ -73,6 +73,50 @@ pub trait TccPass: Sync + 'static {
     ) -> Result<(), PassError<'c>>;
 }
 
+/// Calls `rewrite` on every op directly in the body of every `func.func`
+/// under `root`, in program order (what most tcc rewrite passes do: a
+/// rewrite may erase the op it is given and insert new ones, but not touch
+/// ops after it).
+pub fn for_each_body_op<'c>(
+    root: &OperationRefMut<'c, 'c>,
+    mut rewrite: impl FnMut(melior::ir::operation::OperationRef<'c, 'c>) -> Result<(), PassError<'c>>,
+) -> Result<(), PassError<'c>> {
+    let module = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
+    for function in crate::ir::util::ops_named(module, "func.func") {
+        for op in crate::ir::util::body_ops(function) {
+            rewrite(op)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces every op named `name` under `root` that `select` accepts by the
+/// value `build` creates in front of it (composite ops turned into their
+/// one-kernel forms).
+pub fn replace_each<'c>(
+    root: &OperationRefMut<'c, 'c>,
+    name: &str,
+    select: impl Fn(melior::ir::operation::OperationRef<'c, 'c>) -> bool,
+    mut build: impl FnMut(
+        melior::ir::operation::OperationRef<'c, 'c>,
+    ) -> Result<melior::ir::Value<'c, 'c>, PassError<'c>>,
+) -> Result<(), PassError<'c>> {
+    let root = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
+    let targets: Vec<_> = crate::ir::util::collect_ops(root)
+        .into_iter()
+        .filter(|op| crate::ir::util::op_name(op) == name && select(*op))
+        .collect();
+    for op in targets {
+        let replacement = build(op)?;
+        let old = op
+            .result(0)
+            .map_err(|e| PassError::at(op.location(), e.to_string()))?
+            .into();
+        crate::ir::util::replace_and_erase(op, old, replacement);
+    }
+    Ok(())
+}
+
 /// Splits an option string into `key=value` pairs. Values may be quoted or
 /// brace-enclosed (`a="x y" b={1,2}`); a bare key means `key=true`.
 pub fn split_options(text: &str) -> Result<Vec<(String, String)>, String> {

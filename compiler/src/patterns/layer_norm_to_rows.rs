@@ -6,30 +6,9 @@
 use melior::Context;
 use melior::ir::attribute::FloatAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
-use melior::ir::{BlockLike, Identifier, TypeLike, Value, ValueLike};
+use melior::ir::{BlockLike, Identifier, Value, ValueLike};
 
-use crate::ir::types::{StaticTensor, normalize_axis};
 use crate::passes::PassError;
-
-/// Whether `op` (a `tcc.layer_norm`) normalizes only the last axis of an
-/// f32 tensor.
-pub fn is_last_axis_layer_norm(op: OperationRef) -> bool {
-    let Some(input) = op
-        .operand(0)
-        .ok()
-        .and_then(|v| StaticTensor::of(v.r#type()))
-    else {
-        return false;
-    };
-    let Some(axis) = op
-        .attribute("axis")
-        .ok()
-        .and_then(crate::ir::util::integer_value)
-    else {
-        return false;
-    };
-    input.element.is_f32() && normalize_axis(axis, input.rank()) == Some(input.rank() - 1)
-}
 
 /// Builds `tcc.layer_norm_rows` in front of `op` and returns its result.
 pub fn rewrite<'c>(

@@ -6,29 +6,10 @@ use melior::Context;
 use melior::ir::attribute::IntegerAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::IntegerType;
-use melior::ir::{BlockLike, Identifier, TypeLike, Value, ValueLike};
+use melior::ir::{BlockLike, Identifier, Value, ValueLike};
 
-use crate::ir::types::{StaticTensor, normalize_axis};
+use crate::ir::types::StaticTensor;
 use crate::passes::PassError;
-
-/// Whether `op` (a `tcc.softmax`) normalizes the last axis of an f32 tensor.
-pub fn is_last_axis_softmax(op: OperationRef) -> bool {
-    let Some(input) = op
-        .operand(0)
-        .ok()
-        .and_then(|v| StaticTensor::of(v.r#type()))
-    else {
-        return false;
-    };
-    let Some(axis) = op
-        .attribute("axis")
-        .ok()
-        .and_then(crate::ir::util::integer_value)
-    else {
-        return false;
-    };
-    input.element.is_f32() && normalize_axis(axis, input.rank()) == Some(input.rank() - 1)
-}
 
 /// Builds `linalg.softmax` in front of `op` and returns its result.
 pub fn rewrite<'c>(
