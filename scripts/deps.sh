@@ -7,6 +7,8 @@ packages=(
   # LLVM/MLIR 22 (static libraries, tablegen, lit/FileCheck, clang for the C++ shim, lld)
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libpolly-22-dev
   clang-22 libclang-22-dev lld-22
+  # libclc: OpenCL built-ins as bitcode, linked into the PTX for NVIDIA
+  libclc-22
   # libraries LLVM links against
   zlib1g-dev libzstd-dev libffi-dev libxml2-dev libedit-dev libcurl4-openssl-dev
   # OpenCL: ICD loader, headers, PoCL (CPU device), clinfo; SPIR-V validator
@@ -42,3 +44,4 @@ fi
 
 command -v cargo >/dev/null || { echo "deps: cargo not found; install Rust (rustup) first" >&2; exit 1; }
 [ -x /usr/lib/llvm-22/bin/lit ] || { echo "deps: LLVM lit missing from llvm-22-tools" >&2; exit 1; }
+[ -f /usr/lib/clc/nvptx64--.bc ] || { echo "deps: libclc-22 has no /usr/lib/clc/nvptx64--.bc" >&2; exit 1; }

@@ -5,10 +5,13 @@ side by side with the same ONNX graphs in PyTorch eager (onnx2torch, fp32,
 TF32 off) in one run.
 
 For each model in DIR (NAME.onnx, NAME.input.npy, NAME.so):
-  1. correctness: onnxruntime (CPU) on the input is the reference; tcc-run's
-     output must match it (max |diff| <= 1e-3 * max(1, max |ref|));
-  2. tcc: tcc-benchmark --json (device time from profiling events, and
-     end-to-end latency including upload and download);
+  1. cold start and correctness, once per kernel form (PTX, OpenCL C):
+     tcc-run on an empty program cache with NVIDIA's own JIT cache off
+     (CUDA_CACHE_DISABLE=1), reporting the seconds spent getting the
+     kernel program; onnxruntime (CPU) on the input is the reference and
+     tcc-run's output must match it (max |diff| <= 1e-3 * max(1, max |ref|));
+  2. tcc: tcc-benchmark --json for each form (device time from profiling
+     events, and end-to-end latency including upload and download);
   3. PyTorch eager: the converted model on CUDA, median of CUDA-event
      timings, for a GPU-resident input (compute only) and end to end
      (host input copied in, output copied back).
@@ -18,6 +21,7 @@ Usage: real-models-device.py DIR BIN_DIR [WHEEL_DIR]"""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -84,30 +88,37 @@ for model_path in sorted(glob.glob(os.path.join(directory, "*.onnx"))):
     session = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
     reference = session.run(None, {session.get_inputs()[0].name: x})[0]
     row = {"model": name, "batch": int(x.shape[0])}
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.npy")
-        run = subprocess.run(
-            [os.path.join(bin_dir, "tcc-run"), artifact, f"--input=@{input_path}", f"--output=@{out}"],
-            capture_output=True, text=True)
-        if run.returncode != 0:
-            row["error"] = run.stderr.strip()[-400:]
-        else:
+    for form, suffix in (("ptx", ""), ("opencl-c", "_opencl_c")):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.npy")
+            env = dict(os.environ, TCC_CACHE_DIR=os.path.join(tmp, "cache"),
+                       CUDA_CACHE_DISABLE="1", TCC_KERNEL_FORMAT=form)
+            run = subprocess.run(
+                [os.path.join(bin_dir, "tcc-run"), artifact, f"--input=@{input_path}",
+                 f"--output=@{out}", "--verbose"], capture_output=True, text=True, env=env)
+            if run.returncode != 0:
+                row["error" + suffix] = run.stderr.strip()[-400:]
+                continue
+            built = re.search(r"built from source in ([0-9.]+) s", run.stderr)
+            if built:
+                row["cold_build_s" + suffix] = float(built.group(1))
             got = np.load(out).reshape(reference.shape)
             diff = float(np.max(np.abs(got - reference)))
-            row["max_abs_diff"] = diff
-            row["correct"] = diff <= 1e-3 * max(1.0, float(np.max(np.abs(reference))))
-    bench = subprocess.run(
-        [os.path.join(bin_dir, "tcc-benchmark"), artifact, f"--input=@{input_path}",
-         "--warmup=10", "--iterations=50", "--json"], capture_output=True, text=True)
-    if bench.returncode == 0:
-        report = json.loads(bench.stdout)
-        row["tcc_kernels"] = len(report["kernels"])
-        row["tcc_device_ms"] = report["device_ms_per_call"]
-        row["tcc_end_to_end_ms"] = report["latency_ms"]["median"]
-        row["tcc_top_kernels"] = sorted(
-            ((k["total_ms"] / report["iterations"], k["name"]) for k in report["kernels"]), reverse=True)[:5]
-    else:
-        row["bench_error"] = bench.stderr.strip()[-400:]
+            row["max_abs_diff" + suffix] = diff
+            row["correct" + suffix] = diff <= 1e-3 * max(1.0, float(np.max(np.abs(reference))))
+        bench = subprocess.run(
+            [os.path.join(bin_dir, "tcc-benchmark"), artifact, f"--input=@{input_path}",
+             "--warmup=10", "--iterations=50", "--json"], capture_output=True, text=True,
+            env=dict(os.environ, TCC_KERNEL_FORMAT=form))
+        if bench.returncode == 0:
+            report = json.loads(bench.stdout)
+            row["tcc_kernels"] = len(report["kernels"])
+            row["tcc_device_ms" + suffix] = report["device_ms_per_call"]
+            row["tcc_end_to_end_ms" + suffix] = report["latency_ms"]["median"]
+            row["tcc_top_kernels" + suffix] = sorted(
+                ((k["total_ms"] / report["iterations"], k["name"]) for k in report["kernels"]), reverse=True)[:5]
+        else:
+            row["bench_error" + suffix] = bench.stderr.strip()[-400:]
     eager = torch_times(model_path, x)
     if eager and "output" in eager:
         row["torch_compute_ms"] = eager["compute_ms"]
@@ -119,13 +130,14 @@ for model_path in sorted(glob.glob(os.path.join(directory, "*.onnx"))):
     rows.append(row)
 
 print()
-print("| model | batch | correct | tcc kernels | tcc device ms | tcc e2e ms | eager compute ms | eager e2e ms | device / eager compute | e2e / eager e2e |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| model | batch | correct (PTX / OpenCL C) | cold build s (PTX / OpenCL C) | tcc kernels | tcc device ms (PTX / OpenCL C) | tcc e2e ms | eager compute ms | eager e2e ms | device / eager compute | e2e / eager e2e |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     def f(key):
         value = r.get(key)
         return f"{value:.3f}" if isinstance(value, float) else "-"
     ratio = lambda a, b: f"{r[a] / r[b]:.2f}" if a in r and b in r else "-"
-    print(f"| {r['model']} | {r['batch']} | {r.get('correct', r.get('error', '-'))} | {r.get('tcc_kernels', '-')} | "
-          f"{f('tcc_device_ms')} | {f('tcc_end_to_end_ms')} | {f('torch_compute_ms')} | {f('torch_end_to_end_ms')} | "
+    print(f"| {r['model']} | {r['batch']} | {r.get('correct', r.get('error', '-'))} / {r.get('correct_opencl_c', r.get('error_opencl_c', '-'))} | "
+          f"{f('cold_build_s')} / {f('cold_build_s_opencl_c')} | {r.get('tcc_kernels', '-')} | "
+          f"{f('tcc_device_ms')} / {f('tcc_device_ms_opencl_c')} | {f('tcc_end_to_end_ms')} | {f('torch_compute_ms')} | {f('torch_end_to_end_ms')} | "
           f"{ratio('tcc_device_ms', 'torch_compute_ms')} | {ratio('tcc_end_to_end_ms', 'torch_end_to_end_ms')} |")

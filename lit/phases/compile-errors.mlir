@@ -1,7 +1,7 @@
 // tcc compile rejects bad requests with a clear message and exit code 1,
 // and writes nothing.
 // RUN: not tcc compile %s --compile-to=tiles 2>&1 | FileCheck %s --check-prefix=PHASE
-// RUN: not tcc compile %s --emit=ptx 2>&1 | FileCheck %s --check-prefix=EMIT
+// RUN: not tcc compile %s --emit=cubin 2>&1 | FileCheck %s --check-prefix=EMIT
 // RUN: not tcc compile %s --target=amd 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: not tcc compile %s 2>&1 | FileCheck %s --check-prefix=NO-OUTPUT
 // RUN: rm -f %t.so && not tcc compile %S/Inputs/truncated.mlir -o %t.so 2>&1 | FileCheck %s --check-prefix=TRUNCATED && not test -e %t.so
@@ -10,7 +10,7 @@
 // RUN: rm -rf %t.spv && tcc compile %s --emit=spirv -o %t.spv && spirv-val --target-env opencl1.2 %t.spv/exp_0.spv
 
 // PHASE: unknown phase 'tiles' (phases: input, graph, linalg, dispatch, tile, buffer, gpu, codegen)
-// EMIT: invalid value 'ptx' for '--emit <EMIT>'
+// EMIT: invalid value 'cubin' for '--emit <EMIT>'
 // TARGET: unknown target 'amd' (targets: generic, nvidia, pocl-cpu)
 // NO-OUTPUT: the artifact is a shared library: give -o model.so
 // TRUNCATED: truncated.mlir:2:{{[0-9]+}}: error:

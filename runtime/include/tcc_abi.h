@@ -165,4 +165,9 @@ const tcc_artifact *tcc_artifact_v1(void);
  * runtime reports GFLOP/s per kernel when an artifact exports it. */
 const uint64_t *tcc_kernel_flops_v1(void);
 
+/* Optional: the same kernels (same names) as NUL-terminated PTX text, for
+ * NVIDIA drivers, which load it with clCreateProgramWithBinary instead of
+ * compiling the OpenCL C. Artifacts compiled with --ptx=on export it. */
+const char *tcc_kernel_ptx_v1(void);
+
 #endif /* TCC_ABI_H */

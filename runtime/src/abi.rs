@@ -182,6 +182,14 @@ pub type TccKernelFlopsV1Fn = unsafe extern "C" fn() -> *const u64;
 /// The optional per-kernel flop counts' symbol.
 pub const KERNEL_FLOPS_SYMBOL: &[u8] = b"tcc_kernel_flops_v1";
 
+/// `const char *tcc_kernel_ptx_v1(void)`: optional, the kernels as
+/// NUL-terminated PTX text for NVIDIA drivers (the OpenCL C in the artifact
+/// table stays the portable form).
+pub type TccKernelPtxV1Fn = unsafe extern "C" fn() -> *const c_char;
+
+/// The optional PTX symbol.
+pub const KERNEL_PTX_SYMBOL: &[u8] = b"tcc_kernel_ptx_v1";
+
 /// `(type name, field name, offset)` for every field, plus `(type, "sizeof",
 /// size)`, in a fixed order; the `abi_layout` test compares this list with
 /// the same list computed by a C compiler from the header.

@@ -147,6 +147,9 @@ pub struct Artifact {
     /// Floating-point operations per launch of each kernel (0: not
     /// counted), from the optional `tcc_kernel_flops_v1`.
     pub kernel_flops: Vec<u64>,
+    /// The same kernels as PTX, from the optional `tcc_kernel_ptx_v1`
+    /// (`tcc compile --target=nvidia`).
+    pub ptx: Option<Vec<u8>>,
     pub functions: Vec<FunctionInfo>,
     pub(crate) constants: Vec<ConstantRef>,
     // Dropped last (fields drop in declaration order).
@@ -234,9 +237,32 @@ impl Artifact {
                 }
                 Err(_) => vec![0; parts.kernel_names.len()],
             };
+        // Optional: the kernels as PTX.
+        let ptx = match unsafe { library.get::<abi::TccKernelPtxV1Fn>(abi::KERNEL_PTX_SYMBOL) } {
+            Ok(symbol) => {
+                // SAFETY: the symbol's type is fixed by tcc_abi.h; it returns
+                // a NUL-terminated string or NULL.
+                let pointer = unsafe { (*symbol)() };
+                if pointer.is_null() {
+                    None
+                } else {
+                    // SAFETY: non-null, NUL-terminated static data.
+                    let text = unsafe { CStr::from_ptr(pointer) }.to_bytes();
+                    if text.len() as u64 > MAX_SOURCE_BYTES {
+                        return Err(Error::MalformedArtifact {
+                            path: path.to_path_buf(),
+                            reason: format!("implausible PTX size {}", text.len()),
+                        });
+                    }
+                    (!text.is_empty()).then(|| text.to_vec())
+                }
+            }
+            Err(_) => None,
+        };
         Ok(Artifact {
             path: path.to_path_buf(),
             kernel_flops,
+            ptx,
             producer: parts.producer,
             source_kind: parts.source_kind,
             source: parts.source,

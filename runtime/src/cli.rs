@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use crate::device::{DeviceInfo, DeviceSelector};
 use crate::error::{Error, Result};
 use crate::tensor::HostTensor;
-use crate::{Model, npy};
+use crate::{Model, Runtime, Session, npy};
 
 /// An `--input` value: the tensor and where it came from (for messages).
 #[derive(Clone, Debug, PartialEq)]
@@ -214,5 +214,66 @@ mod tests {
         assert_eq!(format_bytes(512), "512 B");
         assert_eq!(format_bytes(4096), "4.0 KiB");
         assert_eq!(format_bytes(3 << 30), "3.0 GiB");
+    }
+}
+
+/// Creates the session for `model` (the driver may build its kernels, which
+/// can take a while on a cold cache) and shows a progress line on stderr
+/// while that lasts more than a moment: a ticking spinner on a terminal,
+/// else one line when it starts and one when it ends. Notes about the
+/// kernel form (PTX refused, another vendor's device) are printed as one
+/// line each.
+pub fn open_session(tool: &str, rt: &Runtime, model: &Model) -> Result<Session> {
+    use std::io::IsTerminal;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    let kernels = model.kernel_names().len();
+    let device = rt.device().name.clone();
+    let (done, wait) = mpsc::channel::<()>();
+    let tool_name = tool.to_string();
+    let progress = std::thread::spawn(move || {
+        let started = Instant::now();
+        if wait.recv_timeout(Duration::from_millis(700)).is_ok() {
+            return;
+        }
+        let message = format!("building {kernels} kernels for {device}");
+        if std::io::stderr().is_terminal() {
+            let spinner = indicatif::ProgressBar::new_spinner();
+            spinner.set_style(
+                indicatif::ProgressStyle::with_template("{prefix}: {spinner} {msg} ({elapsed})")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            spinner.set_prefix(tool_name);
+            spinner.set_message(message);
+            spinner.enable_steady_tick(Duration::from_millis(120));
+            let _ = wait.recv();
+            spinner.finish_and_clear();
+        } else {
+            eprintln!(
+                "{tool_name}: {message} (once per model and driver; later runs use the cache)"
+            );
+            let _ = wait.recv();
+            eprintln!(
+                "{tool_name}: kernels ready after {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    });
+    let session = rt.session(model);
+    let _ = done.send(());
+    let _ = progress.join();
+    let session = session?;
+    if let Some(note) = session.program_note() {
+        eprintln!("{tool}: note: {note}");
+    }
+    Ok(session)
+}
+
+/// `--kernel-format`, else `TCC_KERNEL_FORMAT`, else automatic.
+pub fn kernel_format(flag: Option<&str>) -> Result<crate::KernelFormat> {
+    match flag {
+        Some(text) => text.parse(),
+        None => Ok(crate::KernelFormat::from_env()?.unwrap_or_default()),
     }
 }

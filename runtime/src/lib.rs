@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
+use serde::Serialize;
 
 pub use artifact::{FunctionInfo, TensorDesc};
 pub use buffer_pool::PoolStats;
@@ -60,6 +61,9 @@ pub struct RuntimeOptions {
     pub cache_dir: Option<PathBuf>,
     /// Whether to use the on-disk program cache at all.
     pub disk_cache: bool,
+    /// Which of an artifact's kernel forms to build (default:
+    /// `TCC_KERNEL_FORMAT`, else automatic).
+    pub kernel_format: KernelFormat,
 }
 
 impl Default for RuntimeOptions {
@@ -68,6 +72,52 @@ impl Default for RuntimeOptions {
             profiling: false,
             cache_dir: None,
             disk_cache: true,
+            kernel_format: KernelFormat::from_env().ok().flatten().unwrap_or_default(),
+        }
+    }
+}
+
+/// Environment variable choosing the kernel form (`auto`, `ptx`, `opencl-c`).
+pub const KERNEL_FORMAT_ENV: &str = "TCC_KERNEL_FORMAT";
+
+/// Which form of an artifact's kernels a session builds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum KernelFormat {
+    /// PTX on NVIDIA's OpenCL when the artifact carries it, falling back to
+    /// the OpenCL C (with a note) when the driver refuses it; the OpenCL C
+    /// everywhere else.
+    #[default]
+    Auto,
+    /// The PTX or an error (no fallback).
+    Ptx,
+    /// The OpenCL C even where PTX would do.
+    OpenClC,
+}
+
+impl std::str::FromStr for KernelFormat {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "auto" => Ok(KernelFormat::Auto),
+            "ptx" => Ok(KernelFormat::Ptx),
+            "opencl-c" => Ok(KernelFormat::OpenClC),
+            other => Err(Error::InvalidInput(format!(
+                "kernel format `{other}`: expected auto, ptx or opencl-c"
+            ))),
+        }
+    }
+}
+
+impl KernelFormat {
+    /// `TCC_KERNEL_FORMAT`, when set and non-empty (an unknown value is an
+    /// error here; `RuntimeOptions::default` then ignores it).
+    pub fn from_env() -> Result<Option<Self>> {
+        match std::env::var(KERNEL_FORMAT_ENV) {
+            Ok(v) if !v.is_empty() => v
+                .parse()
+                .map(Some)
+                .map_err(|e| Error::InvalidInput(format!("{KERNEL_FORMAT_ENV}: {e}"))),
+            _ => Ok(None),
         }
     }
 }
@@ -87,6 +137,7 @@ pub(crate) struct RuntimeInner {
     programs: Mutex<ProgramCache>,
     pub(crate) context: Context,
     pub(crate) profiling: bool,
+    pub(crate) kernel_format: KernelFormat,
 }
 
 impl RuntimeInner {
@@ -138,6 +189,7 @@ impl Runtime {
                 queue,
                 context,
                 profiling: options.profiling,
+                kernel_format: options.kernel_format,
             }),
         })
     }

@@ -374,12 +374,11 @@ fn build_from_source(
             Program::create_from_il(context, source.bytes)
                 .map_err(|e| Error::cl("clCreateProgramWithIL", e))?
         }
+        // NVIDIA's OpenCL takes PTX text as a program binary and JITs it.
         SourceKind::Ptx => {
-            return Err(Error::Unsupported(
-                "the artifact's kernels are PTX (CUDA); this runtime runs OpenCL only — \
-                 compile the model for OpenCL C or SPIR-V"
-                    .into(),
-            ));
+            // SAFETY: the device belongs to the context (both come from the runtime).
+            unsafe { Program::create_from_binary(context, &[device.device.id()], &[source.bytes]) }
+                .map_err(|e| Error::cl("clCreateProgramWithBinary (PTX)", e))?
         }
     };
     build(&mut program, device, source.options)?;

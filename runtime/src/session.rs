@@ -41,9 +41,9 @@ use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::buffer_pool::PoolBuffer;
 use crate::error::{ClResultExt, Error, Result};
-use crate::program_cache::{ProgramOrigin, ProgramSource};
+use crate::program_cache::{ProgramOrigin, ProgramSource, SourceKind};
 use crate::tensor::{DType, HostTensor, type_string};
-use crate::{Model, Runtime, RuntimeInner};
+use crate::{KERNEL_FORMAT_ENV, KernelFormat, Model, Runtime, RuntimeInner};
 
 /// Device time spent in one kernel, summed over its launches.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -163,6 +163,12 @@ pub struct Session {
     rt: Runtime,
     model: Model,
     origin: Option<ProgramOrigin>,
+    /// Which of the artifact's kernel forms was built.
+    format: Option<SourceKind>,
+    /// Why the PTX was not used, when the artifact had it.
+    program_note: Option<String>,
+    /// Wall time spent getting the program (driver build or cache load).
+    program_seconds: f64,
     kernels: Vec<KernelSlot>,
     constants: Vec<Option<PoolBuffer>>,
     arena: Arena,
@@ -176,19 +182,16 @@ pub struct Session {
 impl Session {
     pub(crate) fn new(rt: &Runtime, model: &Model) -> Result<Self> {
         let art = model.artifact();
-        let (program, origin) = if art.kernel_names.is_empty() {
-            (None, None)
+        let started = std::time::Instant::now();
+        let built = if art.kernel_names.is_empty() {
+            None
         } else {
-            let source = ProgramSource {
-                kind: art.source_kind,
-                bytes: &art.source,
-                options: &art.build_options,
-            };
-            let inner = &rt.inner;
-            let (p, o) = inner
-                .programs()
-                .get_or_build(&inner.context, &inner.device, &source)?;
-            (Some(p), Some(o))
+            Some(build_program(rt, art)?)
+        };
+        let program_seconds = started.elapsed().as_secs_f64();
+        let (program, origin) = match &built {
+            Some(b) => (Some(b.program.clone()), Some(b.origin)),
+            None => (None, None),
         };
         let mut kernels = Vec::with_capacity(art.kernel_names.len());
         if let Some(program) = &program {
@@ -253,6 +256,9 @@ impl Session {
             rt: rt.clone(),
             model: model.clone(),
             origin,
+            format: built.as_ref().map(|b| b.format),
+            program_seconds,
+            program_note: built.and_then(|b| b.note),
             kernels,
             constants: art.constants.iter().map(|_| None).collect(),
             arena: Arena {
@@ -287,6 +293,24 @@ impl Session {
     /// Where the kernel program came from (`None`: the model has no kernels).
     pub fn program_origin(&self) -> Option<ProgramOrigin> {
         self.origin
+    }
+
+    /// Which form of the kernels runs: PTX or OpenCL C (`None`: the model
+    /// has no kernels).
+    pub fn program_format(&self) -> Option<SourceKind> {
+        self.format
+    }
+
+    /// Seconds spent getting the kernel program when the session was
+    /// created: the driver's build on a cold cache, a load otherwise.
+    pub fn program_seconds(&self) -> f64 {
+        self.program_seconds
+    }
+
+    /// One line saying why the artifact's PTX was not used (another
+    /// vendor's device, or a driver that refused it), if it was not.
+    pub fn program_note(&self) -> Option<&str> {
+        self.program_note.as_deref()
     }
 
     /// Runs `function` on host tensors and returns its outputs. Errors about
@@ -1080,4 +1104,78 @@ unsafe extern "C" fn cb_copy(
     guarded(ctx, "copy", |cx| {
         cx.copy(dst, dst_offset, src, src_offset, bytes)
     })
+}
+
+/// A built kernel program and how it was chosen.
+struct BuiltProgram {
+    program: Arc<Program>,
+    origin: ProgramOrigin,
+    format: SourceKind,
+    note: Option<String>,
+}
+
+/// Builds the artifact's kernels in the form the runtime's
+/// [`KernelFormat`] asks for: PTX where the artifact has it and the device
+/// is NVIDIA's (falling back to the OpenCL C when the driver refuses it),
+/// else the OpenCL C.
+fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram> {
+    let inner = &rt.inner;
+    let device = &inner.device;
+    let portable = ProgramSource {
+        kind: art.source_kind,
+        bytes: &art.source,
+        options: &art.build_options,
+    };
+    let build = |source: &ProgramSource| {
+        inner
+            .programs()
+            .get_or_build(&inner.context, device, source)
+    };
+    let built = |(program, origin): (Arc<Program>, ProgramOrigin), format, note| BuiltProgram {
+        program,
+        origin,
+        format,
+        note,
+    };
+    let nvidia = device.platform_name.contains("NVIDIA");
+    match (inner.kernel_format, art.ptx.as_deref()) {
+        (KernelFormat::OpenClC, _) => Ok(built(build(&portable)?, portable.kind, None)),
+        (KernelFormat::Ptx, None) => Err(Error::Unsupported(format!(
+            "PTX kernels were asked for ({KERNEL_FORMAT_ENV}=ptx or --kernel-format=ptx) but {} carries none; compile it with --target=nvidia or --ptx=on",
+            art.path.display()
+        ))),
+        (KernelFormat::Ptx, Some(ptx)) => {
+            Ok(built(build(&ptx_source(ptx))?, SourceKind::Ptx, None))
+        }
+        (KernelFormat::Auto, Some(ptx)) if nvidia => match build(&ptx_source(ptx)) {
+            Ok(p) => Ok(built(p, SourceKind::Ptx, None)),
+            Err(e) => {
+                let first_line = e.to_string().lines().next().unwrap_or_default().to_string();
+                let note = format!(
+                    "{} did not take the artifact's PTX ({first_line}); built its {} instead",
+                    device.name,
+                    portable.kind.name()
+                );
+                Ok(built(build(&portable)?, portable.kind, Some(note)))
+            }
+        },
+        (KernelFormat::Auto, Some(_)) => {
+            let note = format!(
+                "the artifact's PTX is for NVIDIA's OpenCL; {} ({}) builds its {}",
+                device.name,
+                device.platform_name,
+                portable.kind.name()
+            );
+            Ok(built(build(&portable)?, portable.kind, Some(note)))
+        }
+        (KernelFormat::Auto, None) => Ok(built(build(&portable)?, portable.kind, None)),
+    }
+}
+
+fn ptx_source(ptx: &[u8]) -> ProgramSource<'_> {
+    ProgramSource {
+        kind: SourceKind::Ptx,
+        bytes: ptx,
+        options: "",
+    }
 }

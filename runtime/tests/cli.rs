@@ -368,3 +368,74 @@ fn benchmark_reports_and_shows_the_cache_hit_on_a_second_run() {
     );
     assert_fails_with(&o, "--iterations must be at least 1");
 }
+
+#[test]
+fn ptx_artifacts_fall_back_to_opencl_c_off_nvidia_and_say_so() {
+    let (dir, so) = test_model(&["TCC_TEST_PTX"]);
+    let cache = tempfile::tempdir().unwrap();
+    let so = so.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--verbose",
+            "--print-max-elements=4",
+        ];
+        args.extend_from_slice(extra);
+        tool("tcc-run", cache.path(), &args)
+    };
+    // Automatic: the test device is not NVIDIA's OpenCL, so the OpenCL C is
+    // built, with one note saying why the PTX was not.
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("result[0]: 1000xf32=[2 2.5 3 3.5 ...]"),
+        "{}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("tcc-run: note: the artifact's PTX is for NVIDIA's OpenCL")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("kernels: OpenCL C, "), "{err}");
+    // Forced OpenCL C: no note.
+    let o = run(&["--kernel-format=opencl-c"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("note:"), "{}", stderr(&o));
+    // Forced PTX on a device that does not take it: a clean error.
+    let o = run(&["--kernel-format=ptx"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    let o = run(&["--kernel-format=sass"]);
+    assert_fails_with(&o, "kernel format `sass`: expected auto, ptx or opencl-c");
+    // An artifact without PTX: asking for PTX names the fix.
+    let (_plain_dir, plain) = test_model(&[]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            plain.to_str().unwrap(),
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--kernel-format=ptx",
+        ],
+    );
+    assert_fails_with(
+        &o,
+        "carries none; compile it with --target=nvidia or --ptx=on",
+    );
+    // The environment variable does what the flag does.
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc-run"))
+        .args([so, "--function=axpb", "--input=1000xf32=1"])
+        .env("TCC_CACHE_DIR", cache.path())
+        .env("TCC_KERNEL_FORMAT", "bogus")
+        .env_remove("TCC_DEVICE")
+        .output()
+        .unwrap();
+    assert_fails_with(&o, "TCC_KERNEL_FORMAT: kernel format `bogus`");
+    drop(dir);
+}

@@ -4,10 +4,12 @@
 //! - [`opencl_c`]: kernels (`gpu.func`) → OpenCL C 1.2 source;
 //! - [`host_llvm`]: the host function → LLVM IR → native object, plus the
 //!   artifact's self-description (`tcc_artifact_v1`);
-//! - [`spirv`]: kernels → SPIR-V through MLIR's own conversion.
+//! - [`spirv`]: kernels → SPIR-V through MLIR's own conversion;
+//! - [`ptx`]: the OpenCL C program → PTX for NVIDIA (clang + NVPTX).
 
 pub mod host_llvm;
 pub mod opencl_c;
+pub mod ptx;
 pub mod spirv;
 
 use std::fmt;

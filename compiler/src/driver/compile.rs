@@ -10,7 +10,7 @@ use melior::ir::Module;
 use super::session::Session;
 use super::stats::StatsFormat;
 use super::write_atomically;
-use crate::back::{host_llvm, opencl_c};
+use crate::back::{host_llvm, opencl_c, ptx};
 use crate::config::Target;
 use crate::phases::{Phase, pipeline_to};
 
@@ -29,6 +29,17 @@ pub enum Emit {
     OpenclC,
     /// The kernels as SPIR-V (one .spv per kernel into the -o directory; portable loop-nest kernels).
     Spirv,
+    /// The kernels as PTX for NVIDIA (`--gpu-arch`), the form the artifact ships beside the OpenCL C.
+    Ptx,
+}
+
+/// `--ptx`: whether the artifact carries PTX beside the OpenCL C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PtxSwitch {
+    /// Compile the kernels to PTX too (needs clang 22 and libclc).
+    On,
+    /// OpenCL C only: NVIDIA's driver compiles it on the first run.
+    Off,
 }
 
 #[derive(Args, Debug)]
@@ -53,6 +64,32 @@ pub struct CompileArgs {
     /// A shape for an ONNX graph input: fills its dynamic dimensions and may change its batch (first dimension), e.g. data=32x3x224x224 (repeat).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
+    /// Ship the kernels as PTX for NVIDIA beside the OpenCL C (default: on for --target=nvidia, off otherwise); the runtime loads the PTX on NVIDIA drivers and falls back to the OpenCL C elsewhere.
+    #[arg(long, value_enum)]
+    pub ptx: Option<PtxSwitch>,
+    /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs).
+    #[arg(long = "gpu-arch", default_value = ptx::DEFAULT_ARCH, value_name = "SM")]
+    pub gpu_arch: String,
+}
+
+impl CompileArgs {
+    /// The PTX to generate, if any: `--ptx`, else on for `--target=nvidia`.
+    fn ptx_options(&self) -> Result<Option<ptx::PtxOptions>> {
+        let wanted = match self.ptx {
+            Some(PtxSwitch::On) => true,
+            Some(PtxSwitch::Off) => false,
+            None => self.target == Target::Nvidia || self.emit == Emit::Ptx,
+        };
+        if self.emit == Emit::Ptx && !wanted {
+            bail!("--emit=ptx contradicts --ptx=off");
+        }
+        if !wanted {
+            return Ok(None);
+        }
+        Ok(Some(
+            ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?,
+        ))
+    }
 }
 
 fn parse_phase(text: &str) -> Result<Phase, String> {
@@ -77,6 +114,17 @@ fn write_text(output: Option<&Path>, text: &str) -> Result<()> {
 pub struct Compiled<'c> {
     pub module: Module<'c>,
     pub program: opencl_c::Program,
+    /// The program as PTX, when asked for (see [`Compiled::add_ptx`]).
+    pub ptx: Option<String>,
+}
+
+impl Compiled<'_> {
+    /// Compiles the OpenCL C program to PTX for `options.arch`.
+    pub fn add_ptx(&mut self, options: &ptx::PtxOptions) -> Result<()> {
+        let toolchain = ptx::Toolchain::find()?;
+        self.ptx = Some(ptx::write_ptx(&self.program, options, &toolchain)?);
+        Ok(())
+    }
 }
 
 /// Runs every phase up to the gpu phase and translates the kernels.
@@ -98,19 +146,32 @@ pub fn compile_to_kernels_with<'c>(
     let mut module = super::import::parse_model_with(session, input, input_shapes)?;
     session.run_pipeline(&mut module, &pipeline_to(Phase::Gpu, target))?;
     let program = opencl_c::write_program(&module)?;
-    Ok(Compiled { module, program })
+    Ok(Compiled {
+        module,
+        program,
+        ptx: None,
+    })
 }
 
 /// Compiles the model at `input` into the artifact `output` (a shared
 /// library) for `target`: the library entry point behind `tcc compile -o`.
+/// For `--target=nvidia` the artifact carries PTX too, as with the command.
 pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
     let session = Session::new();
-    let compiled = compile_to_kernels(&session, input, target)?;
+    let mut compiled = compile_to_kernels(&session, input, target)?;
+    if target == Target::Nvidia {
+        compiled.add_ptx(&ptx::PtxOptions::default())?;
+    }
     let module_name = input
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
-    let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+    let host = host_llvm::emit(
+        &compiled.module,
+        &compiled.program,
+        compiled.ptx.as_deref(),
+        module_name,
+    )?;
     host_llvm::link_shared(&host.object, output)?;
     Ok(())
 }
@@ -164,7 +225,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let compiled = compile_to_kernels_with(&session, &args.input, args.target, &input_shapes)?;
+    let ptx_options = args.ptx_options()?;
+    let mut compiled = compile_to_kernels_with(&session, &args.input, args.target, &input_shapes)?;
+    if let Some(options) = &ptx_options {
+        compiled.add_ptx(options)?;
+    }
     if let Some(format) = args.stats {
         eprint!(
             "{}",
@@ -192,15 +257,26 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             Ok(())
         }
         (Emit::Spirv, _) => unreachable!("handled before the OpenCL C pipeline"),
+        (Emit::Ptx, _) => write_text(output, compiled.ptx.as_deref().unwrap_or_default()),
         (Emit::LlvmIr, _) => {
-            let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+            let host = host_llvm::emit(
+                &compiled.module,
+                &compiled.program,
+                compiled.ptx.as_deref(),
+                module_name,
+            )?;
             write_text(output, &host.llvm_ir)
         }
         (Emit::Obj, _) => {
             let Some(path) = output else {
                 bail!("--emit=obj writes a binary file: give -o FILE")
             };
-            let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+            let host = host_llvm::emit(
+                &compiled.module,
+                &compiled.program,
+                compiled.ptx.as_deref(),
+                module_name,
+            )?;
             write_atomically(path, &host.object)
         }
         (Emit::Artifact, _) => {
@@ -209,7 +285,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "the artifact is a shared library: give -o model.so (or --emit=mlir|llvm-ir|opencl-c to print text)"
                 )
             };
-            let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+            let host = host_llvm::emit(
+                &compiled.module,
+                &compiled.program,
+                compiled.ptx.as_deref(),
+                module_name,
+            )?;
             host_llvm::link_shared(&host.object, path)?;
             Ok(())
         }

@@ -149,7 +149,7 @@ fn run_opencl(
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
-    let host = host_llvm::emit(&compiled.module, &compiled.program, module_name)?;
+    let host = host_llvm::emit(&compiled.module, &compiled.program, None, module_name)?;
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let library = directory.path().join(format!("{module_name}.so"));
     host_llvm::link_shared(&host.object, &library)?;

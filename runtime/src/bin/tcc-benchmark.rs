@@ -37,6 +37,10 @@ struct Args {
     /// the first GPU, else the first CPU).
     #[arg(long)]
     device: Option<String>,
+    /// Which form of the kernels to build: auto, ptx or opencl-c (default:
+    /// $TCC_KERNEL_FORMAT, else auto).
+    #[arg(long, value_name = "FORMAT")]
+    kernel_format: Option<String>,
     /// Untimed runs before measuring.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
@@ -89,13 +93,14 @@ fn run(args: Args) -> anyhow::Result<()> {
 
     let options = RuntimeOptions {
         profiling: true,
+        kernel_format: cli::kernel_format(args.kernel_format.as_deref())?,
         ..Default::default()
     };
     let rt = Runtime::with_options(
         DeviceSelector::from_flag_or_env(args.device.as_deref()),
         options,
     )?;
-    let mut session = rt.session(&model)?;
+    let mut session = cli::open_session("tcc-benchmark", &rt, &model)?;
     for _ in 0..args.warmup {
         session.run_with_sources(&function, &tensors, &sources)?;
     }
@@ -169,6 +174,9 @@ fn run(args: Args) -> anyhow::Result<()> {
                 "gflops": kernel_gflops(k),
             })).collect::<Vec<_>>(),
             "program_origin": session.program_origin(),
+            "program_format": session.program_format().map(|f| f.name()),
+            "program_seconds": session.program_seconds(),
+            "program_note": session.program_note(),
             "program_cache": cache,
             "buffer_pool": pool,
         });
@@ -222,6 +230,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     let origin = session
         .program_origin()
         .map_or("none (no kernels)".to_string(), |o| o.to_string());
+    writeln!(
+        out,
+        "kernels: {}, {origin} in {:.2} s",
+        session.program_format().map_or("none", |f| f.name()),
+        session.program_seconds()
+    )?;
     writeln!(
         out,
         "program cache: {origin}; source builds {}, disk hits {}, memory hits {}, disk writes {}, rejected entries {}",

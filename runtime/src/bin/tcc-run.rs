@@ -8,14 +8,15 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Parser;
 use tcc_runtime::cli::{self, OutputArg};
-use tcc_runtime::{DeviceSelector, Model, Runtime, list_devices, npy};
+use tcc_runtime::{DeviceSelector, Model, Runtime, RuntimeOptions, list_devices, npy};
 
 const EXAMPLES: &str = "Examples:
   tcc-run model.so --function=mlp --input=@x.npy --output=@y.npy
   tcc-run model.so --function=add --input=2x3xf32=1,2,3,4,5,6 --input=2x3xf32=1
   tcc-run --list-devices
 
-Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
+Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache),
+TCC_KERNEL_FORMAT (auto, ptx or opencl-c).";
 
 /// Run a function of a tcc-compiled model (model.so) on an OpenCL device.
 #[derive(Parser)]
@@ -41,6 +42,14 @@ struct Args {
     /// List OpenCL platforms and devices, then exit.
     #[arg(long)]
     list_devices: bool,
+    /// Which form of the kernels to build: auto (PTX on NVIDIA when the
+    /// model carries it, else OpenCL C), ptx, or opencl-c
+    /// (default: $TCC_KERNEL_FORMAT, else auto).
+    #[arg(long, value_name = "FORMAT")]
+    kernel_format: Option<String>,
+    /// Print the device, the kernel form and where the program came from on stderr.
+    #[arg(long)]
+    verbose: bool,
     /// Elements printed per output before the rest is elided as "...".
     #[arg(long, default_value_t = 1024)]
     print_max_elements: usize,
@@ -88,8 +97,27 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Check inputs before the (possibly slow) kernel build.
     signature.check_inputs(&tensors, &sources)?;
 
-    let rt = Runtime::new(DeviceSelector::from_flag_or_env(args.device.as_deref()))?;
-    let mut session = rt.session(&model)?;
+    let options = RuntimeOptions {
+        kernel_format: cli::kernel_format(args.kernel_format.as_deref())?,
+        ..Default::default()
+    };
+    let rt = Runtime::with_options(
+        DeviceSelector::from_flag_or_env(args.device.as_deref()),
+        options,
+    )?;
+    let mut session = cli::open_session("tcc-run", &rt, &model)?;
+    if args.verbose {
+        eprintln!(
+            "tcc-run: {} ({}); kernels: {}, {} in {:.2} s",
+            rt.device().name,
+            rt.device().platform_name,
+            session.program_format().map_or("none", |f| f.name()),
+            session
+                .program_origin()
+                .map_or("nothing to build".to_string(), |o| o.to_string()),
+            session.program_seconds()
+        );
+    }
     let results = session.run_with_sources(&function, &tensors, &sources)?;
     writeln!(stdout, "EXEC @{function}")?;
     for (i, r) in results.iter().enumerate() {

@@ -54,6 +54,7 @@ pub fn runtime(cache_dir: &Path, profiling: bool) -> Runtime {
         profiling,
         cache_dir: Some(cache_dir.to_path_buf()),
         disk_cache: true,
+        ..Default::default()
     };
     Runtime::with_options(DeviceSelector::Default, options).unwrap_or_else(|e| {
         panic!("these tests need an OpenCL device (apt-get install pocl-opencl-icd ocl-icd-libopencl1): {e}")

@@ -3,7 +3,7 @@
 //! → shared library.
 //!
 //! The shared library is self-contained: host code, the kernels' OpenCL C
-//! source and the weights. The runtime loads it without LLVM.
+//! source (and PTX for NVIDIA, when compiled) and the weights. The runtime loads it without LLVM.
 
 mod lower;
 mod writer;
@@ -50,10 +50,16 @@ fn target_machine() -> Result<TargetMachine, CodegenError> {
 
 /// Translates the host functions, optimizes (`default<O2>`) and emits an
 /// object for the machine tcc runs on.
-pub fn emit(mlir: &Module, program: &Program, name: &str) -> Result<HostOutput, CodegenError> {
+/// `ptx`, when given, is stored beside the OpenCL C (`tcc_kernel_ptx_v1`).
+pub fn emit(
+    mlir: &Module,
+    program: &Program,
+    ptx: Option<&str>,
+    name: &str,
+) -> Result<HostOutput, CodegenError> {
     let context = LlvmContext::create();
     let mut writer = writer::HostWriter::new(&context, name);
-    let functions = writer.write(mlir, program)?;
+    let functions = writer.write(mlir, program, ptx)?;
     let module = writer.module;
     module
         .verify()

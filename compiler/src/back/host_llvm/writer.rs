@@ -192,6 +192,7 @@ impl<'l> HostWriter<'l> {
         &mut self,
         mlir: &Module,
         program: &Program,
+        ptx: Option<&str>,
     ) -> Result<Vec<FunctionDesc>, CodegenError> {
         let module_op = mlir.as_operation();
         let top = body_ops(module_op);
@@ -258,6 +259,9 @@ impl<'l> HostWriter<'l> {
             entries.push(entry);
         }
         self.artifact(program, &functions, &entries, &constants)?;
+        if let Some(ptx) = ptx {
+            self.ptx_getter(ptx)?;
+        }
         Ok(functions)
     }
 
@@ -294,6 +298,22 @@ impl<'l> HostWriter<'l> {
         Ok(self
             .private_global(array.get_type(), name, &array)
             .as_pointer_value())
+    }
+
+    /// Optional (ABI v2): `const char *tcc_kernel_ptx_v1(void)`, the kernels
+    /// as NUL-terminated PTX text, which NVIDIA drivers load instead of
+    /// compiling the OpenCL C.
+    fn ptx_getter(&mut self, ptx: &str) -> Result<(), CodegenError> {
+        let text = self.c_string(ptx);
+        let getter = self.module.add_function(
+            "tcc_kernel_ptx_v1",
+            self.types.ptr.fn_type(&[], false),
+            Some(Linkage::External),
+        );
+        let block = self.context.append_basic_block(getter, "entry");
+        self.builder.position_at_end(block);
+        self.builder.build_return(Some(&text)).map_err(llvm_error)?;
+        Ok(())
     }
 
     fn artifact(

@@ -1,0 +1,75 @@
+//! Finding the external pieces the PTX back end needs at compile time:
+//! clang 22 (the OpenCL C front end) and libclc's NVIDIA built-ins.
+
+use std::path::{Path, PathBuf};
+
+use crate::back::CodegenError;
+
+/// Environment variables that point at the tools explicitly.
+pub const CLANG_ENV: &str = "TCC_CLANG";
+pub const LIBCLC_ENV: &str = "TCC_LIBCLC";
+
+/// libclc's generic NVPTX bitcode: OpenCL's math built-ins in portable
+/// code. (Its `nvidiacl` flavour calls `__nv_logf` and friends from CUDA's
+/// libdevice, which NVIDIA's OpenCL driver does not provide: ptxas fails
+/// with "Unresolved extern function". The work-item functions this flavour
+/// leaves open come from the writer's shim.)
+const LIBCLC_FILE: &str = "nvptx64--.bc";
+
+/// The clang binary and libclc bitcode the PTX back end runs.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    pub clang: PathBuf,
+    pub libclc: PathBuf,
+}
+
+const INSTALL_HINT: &str = "install clang-22 and libclc-22 (scripts/deps.sh does), point TCC_CLANG / TCC_LIBCLC at them, or compile with --ptx=off to ship OpenCL C only";
+
+impl Toolchain {
+    /// `$TCC_CLANG` / `$TCC_LIBCLC` when set, else the LLVM 22 install.
+    pub fn find() -> Result<Self, CodegenError> {
+        let clang = match std::env::var_os(CLANG_ENV) {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => first_existing(&[
+                "/usr/lib/llvm-22/bin/clang",
+                "/usr/local/bin/clang-22",
+                "/usr/bin/clang-22",
+            ])
+            .ok_or_else(|| {
+                CodegenError::new(format!(
+                    "PTX needs clang 22's OpenCL C front end and none was found: {INSTALL_HINT}"
+                ))
+            })?,
+        };
+        let libclc = match std::env::var_os(LIBCLC_ENV) {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => first_existing(&[
+                &format!("/usr/lib/clc/{LIBCLC_FILE}"),
+                &format!("/usr/lib/llvm-22/lib/clc/{LIBCLC_FILE}"),
+                &format!("/usr/share/clc/{LIBCLC_FILE}"),
+            ])
+            .ok_or_else(|| {
+                CodegenError::new(format!(
+                    "PTX needs libclc's {LIBCLC_FILE} and none was found: {INSTALL_HINT}"
+                ))
+            })?,
+        };
+        for (what, path) in [("clang", &clang), ("libclc", &libclc)] {
+            if !path.is_file() {
+                return Err(CodegenError::new(format!(
+                    "{what} at {} does not exist: {INSTALL_HINT}",
+                    path.display()
+                )));
+            }
+        }
+        Ok(Toolchain { clang, libclc })
+    }
+}
+
+fn first_existing(candidates: &[&str]) -> Option<PathBuf> {
+    candidates
+        .iter()
+        .map(Path::new)
+        .find(|p| p.is_file())
+        .map(Path::to_path_buf)
+}

@@ -1,0 +1,39 @@
+// The PTX back end (`tcc compile --emit=ptx`): every kernel, the GEMM and
+// softmax templates included, becomes a PTX entry for the architecture
+// asked for, with `.reqntid` from the work-group size, its body inlined
+// (no calls) and nothing left for the driver to link (no `.extern`).
+// RUN: tcc compile %s --target=nvidia --emit=ptx | FileCheck %s
+// RUN: tcc compile %s --target=nvidia --emit=ptx --gpu-arch=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: not tcc compile %s --target=nvidia --emit=ptx --gpu-arch=compute_90 2>&1 | FileCheck %s --check-prefix=BAD-ARCH
+// RUN: not tcc compile %s --target=nvidia --emit=ptx --ptx=off 2>&1 | FileCheck %s --check-prefix=OFF
+// RUN: env TCC_CLANG=%t.no-such-clang not tcc compile %s --target=nvidia -o %t.so 2>&1 | FileCheck %s --check-prefix=NO-CLANG
+// RUN: env TCC_CLANG=%t.no-such-clang tcc compile %s --target=nvidia --ptx=off -o %t.so
+
+// CHECK: .version 8.0
+// CHECK: .target sm_90
+// CHECK-NOT: .extern
+// CHECK-NOT: call
+// CHECK: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
+// CHECK: .reqntid [[X:[0-9]+]], [[Y:[0-9]+]], 1
+// CHECK: ld.shared
+// CHECK: fma.rn.f32
+// CHECK: bar.sync 0
+// CHECK: .entry [[SOFTMAX:softmax[a-z_0-9]*]](
+// CHECK: .reqntid
+// CHECK: bar.sync 0
+
+// SM80: .version 7.1
+// SM80: .target sm_80
+
+// BAD-ARCH: --gpu-arch=compute_90: expected sm_XY, e.g. sm_90
+
+// OFF: --emit=ptx contradicts --ptx=off
+
+// NO-CLANG: clang at {{.*}}no-such-clang does not exist: install clang-22 and libclc-22
+
+func.func @mlp(%x: tensor<1x64x128xf32>, %w: tensor<1x128x96xf32>) -> tensor<1x64x96xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x96xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x96xf32>
+  %y = tcc.softmax %h axis = -1 : tensor<1x64x96xf32>
+  return %y : tensor<1x64x96xf32>
+}
