@@ -138,7 +138,7 @@ pub struct GemmSpec {
     /// (e.g. `0.0f`, or a load of C to accumulate into it).
     pub init: String,
     /// C statements run per output element with `acc` (float), `b`, `i`,
-    /// `j` (long) in scope; they must store the result themselves.
+    /// `j` (tcc_index) in scope; they must store the result themselves.
     pub store: String,
 }
 
@@ -178,9 +178,9 @@ fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
     let _ = writeln!(out, "      const int {ol} = l / {q}, {il} = {inner_index};");
     let _ = writeln!(
         out,
-        "      const long {og} = {ob} + {ol}, {ig} = {ib} + {il};"
+        "      const tcc_index {og} = {ob} + {ol}, {ig} = {ib} + {il};"
     );
-    let guard = format!("({og} < {on}L && {ig} < {inn}L)");
+    let guard = format!("({og} < {on} && {ig} < {inn})");
     let (row, col) = if t.transposed { (il, ol) } else { (ol, il) };
     let tile = t.tile;
     if let Some((statements, value)) = t.element {
@@ -244,7 +244,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     );
     let _ = writeln!(out, "  __local float tile_b[{}][{}];", c.tile_k, c.tile_n);
     out.push_str(&format!(
-        "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const long b = (long)get_group_id(2);\n  const long row0 = (long)get_group_id(1) * {tm};\n  const long col0 = (long)get_group_id(0) * {tn};\n",
+        "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index b = (tcc_index)get_group_id(2);\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
         tm = c.tile_m,
         tn = c.tile_n
     ));
@@ -257,7 +257,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let threads = c.workgroup_size();
     let _ = writeln!(
         out,
-        "  for (long k0 = 0; k0 < {}L; k0 += {}) {{",
+        "  for (tcc_index k0 = 0; k0 < {}; k0 += {}) {{",
         s.k, c.tile_k
     );
     // Stage A (transposed into tile_a[k][m]) and B. Rows of tile_a are
@@ -331,10 +331,10 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     let _ = writeln!(out, "  }}");
     let _ = writeln!(out, "  for (int wm = 0; wm < {}; ++wm) {{", c.work_m);
-    let _ = writeln!(out, "    const long i = row0 + ty + wm * {threads_m};");
+    let _ = writeln!(out, "    const tcc_index i = row0 + ty + wm * {threads_m};");
     let _ = writeln!(out, "    for (int wn = 0; wn < {}; ++wn) {{", c.work_n);
-    let _ = writeln!(out, "      const long j = col0 + tx + wn * {threads_n};");
-    let _ = writeln!(out, "      if (i < {}L && j < {}L) {{", s.m, s.n);
+    let _ = writeln!(out, "      const tcc_index j = col0 + tx + wn * {threads_n};");
+    let _ = writeln!(out, "      if (i < {} && j < {}) {{", s.m, s.n);
     for line in spec.init_statements.lines() {
         let _ = writeln!(out, "        {line}");
     }
@@ -397,7 +397,7 @@ mod tests {
         assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
         assert!(text.contains("__local float tile_a[8][33];"), "{text}");
         assert!(
-            text.contains("(i < 100L && k < 30L) ? a1[i * 30 + k] : 0.0f"),
+            text.contains("(i < 100 && k < 30) ? a1[i * 30 + k] : 0.0f"),
             "{text}"
         );
         assert!(text.contains("a0[i * 50 + j] = acc_value;"), "{text}");
@@ -427,13 +427,13 @@ mod tests {
             work_n: 2,
         });
         spec.a_element = Some((
-            "const long y = i - 1;\nconst float v = a1[y < 0 ? 0 : y];".into(),
+            "const tcc_index y = i - 1;\nconst float v = a1[y < 0 ? 0 : y];".into(),
             "(y >= 0 ? v : 0.5f)".into(),
         ));
         let text = gemm_kernel(&spec).unwrap();
         assert!(
             text.contains(
-                "      float element = 0.0f;\n      if (i < 100L && k < 30L) {\n        const long y = i - 1;\n        const float v = a1[y < 0 ? 0 : y];\n        element = (y >= 0 ? v : 0.5f);\n      }\n      tile_a[kk][mm] = element;"
+                "      float element = 0.0f;\n      if (i < 100 && k < 30) {\n        const tcc_index y = i - 1;\n        const float v = a1[y < 0 ? 0 : y];\n        element = (y >= 0 ? v : 0.5f);\n      }\n      tile_a[kk][mm] = element;"
             ),
             "{text}"
         );
@@ -460,7 +460,7 @@ mod tests {
         let text = gemm_kernel(&spec).unwrap();
         assert!(text.contains("vload4(0, a1 + i * 32 + k)"), "{text}");
         assert!(
-            text.contains("vstore4((k < 32L && j < 64L) ? vload4(0, a2 + k * 64 + j)"),
+            text.contains("vstore4((k < 32 && j < 64) ? vload4(0, a2 + k * 64 + j)"),
             "{text}"
         );
     }

@@ -27,8 +27,8 @@ pub struct LayerNormSpec {
     pub workgroup_size: u32,
     /// Length of a row.
     pub columns: i64,
-    /// C statements that set `long in_row, out_row` (element offsets of the
-    /// row's first element) from `long row`, and `long scale_at, bias_at`
+    /// C statements that set `tcc_index in_row, out_row` (element offsets of the
+    /// row's first element) from `tcc_index row`, and `tcc_index scale_at, bias_at`
     /// (the element offsets of the scale and bias vectors).
     pub row_offsets: String,
     /// Rows are read at `in_row + c * stride`.
@@ -92,7 +92,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     let _ = writeln!(out, "  float part = 0.0f;");
     let _ = writeln!(
         out,
-        "  for (long c = lid; c < {n}L; c += {w}) part += {load};"
+        "  for (tcc_index c = lid; c < {n}; c += {w}) part += {load};"
     );
     tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
     let _ = writeln!(
@@ -102,7 +102,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     let _ = writeln!(out, "  part = 0.0f;");
     let _ = writeln!(
         out,
-        "  for (long c = lid; c < {n}L; c += {w}) {{ const float d = {load} - mean; part += d * d; }}"
+        "  for (tcc_index c = lid; c < {n}; c += {w}) {{ const float d = {load} - mean; part += d * d; }}"
     );
     tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
     let _ = writeln!(
@@ -112,7 +112,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     );
     let _ = writeln!(
         out,
-        "  for (long c = lid; c < {n}L; c += {w}) {} = ({load} - mean) * inv_std * {} + {};",
+        "  for (tcc_index c = lid; c < {n}; c += {w}) {} = ({load} - mean) * inv_std * {} + {};",
         at(&spec.output, "out_row"),
         at(&spec.scale, "scale_at"),
         at(&spec.bias, "bias_at"),
@@ -137,7 +137,7 @@ mod tests {
             workgroup_size: 128,
             columns: 768,
             row_offsets:
-                "const long in_row = row * 768, out_row = row * 768, scale_at = 0, bias_at = 0;"
+                "const tcc_index in_row = row * 768, out_row = row * 768, scale_at = 0, bias_at = 0;"
                     .into(),
             input: operand("a0"),
             output: operand("a3"),

@@ -19,9 +19,9 @@ pub struct RowReduceSpec {
     pub workgroup_size: u32,
     /// Length of the reduced dimension.
     pub length: i64,
-    /// C statements computing the row's indices from `long row`.
+    /// C statements computing the row's indices from `tcc_index row`.
     pub row_setup: String,
-    /// C statements computing `float value` for reduction index `long r`.
+    /// C statements computing `float value` for reduction index `tcc_index r`.
     pub element: String,
     /// The combiner's identity, a C expression.
     pub identity: String,
@@ -56,7 +56,7 @@ pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
     let _ = writeln!(out, "  float partial = {};", spec.identity);
     let _ = writeln!(
         out,
-        "  for (long r = lid; r < {}L; r += {w}) {{",
+        "  for (tcc_index r = lid; r < {}; r += {w}) {{",
         spec.length
     );
     for line in spec.element.lines() {
@@ -93,7 +93,7 @@ mod tests {
             comment: "/* test */".into(),
             workgroup_size: 128,
             length: 2048,
-            row_setup: "const long d0 = row;".into(),
+            row_setup: "const tcc_index d0 = row;".into(),
             element: "const float value = a1[d0 * 2048 + r];".into(),
             identity: "0.0f".into(),
             combine: "({a} + {b})".into(),
@@ -101,7 +101,7 @@ mod tests {
         };
         let text = row_reduce_kernel(&spec).unwrap();
         assert!(
-            text.contains("for (long r = lid; r < 2048L; r += 128) {"),
+            text.contains("for (tcc_index r = lid; r < 2048; r += 128) {"),
             "{text}"
         );
         assert!(text.contains("partial = (partial + value);"), "{text}");

@@ -20,7 +20,7 @@ pub(crate) fn row_kernel_prologue(
     );
     let _ = writeln!(out, "void {name}({parameters}) {{");
     let _ = writeln!(out, "  __local float scratch[{w}];");
-    let _ = writeln!(out, "  const long row = (long)get_group_id(0);");
+    let _ = writeln!(out, "  const tcc_index row = (tcc_index)get_group_id(0);");
     let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
     for line in setup.lines() {
         let _ = writeln!(out, "  {line}");

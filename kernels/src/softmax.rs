@@ -17,8 +17,8 @@ pub struct SoftmaxSpec {
     pub workgroup_size: u32,
     /// Length of a row.
     pub columns: i64,
-    /// C statements that set `long in_row, out_row` (element offsets of the
-    /// row's first element) from `long row`.
+    /// C statements that set `tcc_index in_row, out_row` (element offsets of the
+    /// row's first element) from `tcc_index row`.
     pub row_offsets: String,
     pub input: String,
     pub input_stride: i64,
@@ -54,7 +54,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
     let _ = writeln!(out, "  float part = -INFINITY;");
     let _ = writeln!(
         out,
-        "  for (long c = lid; c < {}L; c += {w}) part = tcc_maximumf(part, {load});",
+        "  for (tcc_index c = lid; c < {}; c += {w}) part = tcc_maximumf(part, {load});",
         spec.columns
     );
     tree_reduce(
@@ -70,14 +70,14 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
     let _ = writeln!(out, "  part = 0.0f;");
     let _ = writeln!(
         out,
-        "  for (long c = lid; c < {}L; c += {w}) part += exp({load} - row_max);",
+        "  for (tcc_index c = lid; c < {}; c += {w}) part += exp({load} - row_max);",
         spec.columns
     );
     tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
     let _ = writeln!(out, "  const float inverse = 1.0f / scratch[0];");
     let _ = writeln!(
         out,
-        "  for (long c = lid; c < {}L; c += {w}) {store} = exp({load} - row_max) * inverse;",
+        "  for (tcc_index c = lid; c < {}; c += {w}) {store} = exp({load} - row_max) * inverse;",
         spec.columns
     );
     let _ = writeln!(out, "}}");
@@ -96,7 +96,7 @@ mod tests {
             comment: "/* test */".into(),
             workgroup_size: 64,
             columns: 1000,
-            row_offsets: "const long in_row = row * 1000, out_row = row * 1000;".into(),
+            row_offsets: "const tcc_index in_row = row * 1000, out_row = row * 1000;".into(),
             input: "a0".into(),
             input_stride: 1,
             output: "a1".into(),

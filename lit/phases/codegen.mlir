@@ -4,13 +4,14 @@
 // RUN: tcc compile %S/Inputs/mlp.mlir --emit=llvm-ir | FileCheck %s --check-prefix=HOST
 // RUN: tcc compile %S/Inputs/mlp.mlir -o %t.so && test -s %t.so
 
+// CHECK: typedef int tcc_index;
 // CHECK: inline float tcc_maximumf(float a, float b)
 // CHECK: __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
 // CHECK-NEXT: void batch_matmul_add_min_max_0(__global float* restrict a0,
 // CHECK-NEXT: __global const float* restrict a1,
 // CHECK-NEXT: __global const float* restrict a2,
 // CHECK-NEXT: __global float* restrict a3) {
-// CHECK: for (long [[L:v[0-9]+]] = {{v[0-9]+}}; [[L]] < 64L; [[L]] += {{v[0-9]+}}) {
+// CHECK: for (tcc_index [[L:v[0-9]+]] = {{v[0-9]+}}; [[L]] < 64; [[L]] += {{v[0-9]+}}) {
 // CHECK: tcc_maximumf(
 // CHECK: __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
 // CHECK-NEXT: void softmax_1(

@@ -26,10 +26,10 @@
 // CL: __local float tile_b[16][16];
 // The 128-wide rows of A and 96-wide rows of B load as float4.
 // CL: vload4(0, a1 + i * 128 + k)
-// CL: vstore4((k < 128L && j < 96L) ? vload4(0, a2 + k * 96 + j)
+// CL: vstore4((k < 128 && j < 96) ? vload4(0, a2 + k * 96 + j)
 // CL: barrier(CLK_LOCAL_MEM_FENCE);
 // CL: acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);
-// CL: if (i < 200L && j < 96L) {
+// CL: if (i < 200 && j < 96) {
 // CL: const float acc_value = acc_init + acc[wm][wn];
 // CL: = (acc_value + [[BIAS:v[0-9]+]]);
 // CL: tcc_maximumf(

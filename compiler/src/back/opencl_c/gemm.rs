@@ -56,7 +56,7 @@ fn expression(
         }
         if mlir_sys::mlirAffineExprIsAConstant(expr) {
             return Ok(format!(
-                "{}L",
+                "{}",
                 mlir_sys::mlirAffineConstantExprGetValue(expr)
             ));
         }

@@ -73,7 +73,7 @@ impl KernelWriter {
             workgroup_size: workgroup_size as u32,
             columns: shape[rank - 1],
             row_offsets: format!(
-                "{}\n{}\nconst long scale_at = {}, bias_at = {};",
+                "{}\n{}\nconst tcc_index scale_at = {}, bias_at = {};",
                 row_offset("in_row", &input, &shape),
                 row_offset("out_row", &output, &shape),
                 scale.offset,

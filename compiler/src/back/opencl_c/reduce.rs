@@ -135,7 +135,7 @@ impl KernelWriter {
             .collect();
         let mut row_setup = String::new();
         for (d, index) in row_coordinates(&ranges[..dims - 1]).iter().enumerate() {
-            row_setup.push_str(&format!("const long d{d} = {index};\n"));
+            row_setup.push_str(&format!("const tcc_index d{d} = {index};\n"));
         }
         let dim_names: Vec<&str> = names.iter().map(String::as_str).collect();
 

@@ -20,7 +20,7 @@ pub(super) fn row_offset(name: &str, view: &MemrefView, shape: &[i64]) -> String
             terms.push(format!("{index} * {}", view.strides[dim]));
         }
     }
-    format!("const long {name} = {};", terms.join(" + "))
+    format!("const tcc_index {name} = {};", terms.join(" + "))
 }
 
 impl KernelWriter {
