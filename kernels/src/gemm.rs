@@ -9,6 +9,14 @@
 //! work-items along each axis, so neighbouring work-items touch neighbouring
 //! columns (coalesced stores) and neighbouring local-memory words. Edges are
 //! guarded: any M, N, K works.
+//!
+//! Split-K (`split_k > 1`), for outputs with too few tiles to fill the GPU
+//! (a CNN's late stages at batch 1): `split_k` work-groups share each tile,
+//! each summing one contiguous slice of K. Each writes its partial tile to
+//! a workspace, and the last of them to arrive (an atomic counter per
+//! tile) adds the partials in slice order, so the result does not depend
+//! on arrival order, runs the epilogue and resets the counter to zero for
+//! the next launch. The counters must be zero before the first launch.
 
 use std::fmt::Write as _;
 
@@ -20,6 +28,9 @@ pub struct GemmConfig {
     pub tile_k: u32,
     pub work_m: u32,
     pub work_n: u32,
+    /// Work-groups sharing one output tile, each over a slice of K (1: no
+    /// split).
+    pub split_k: u32,
 }
 
 impl GemmConfig {
@@ -38,8 +49,37 @@ impl GemmConfig {
         4 * self.tile_k * (self.tile_m + self.tile_n)
     }
 
+    /// Output tiles along (n, m) and the batch: the launch grid is
+    /// `[tiles_n, tiles_m, batch * split_k]` work-groups.
+    pub fn tiles(&self, shape: &GemmShape) -> (i64, i64) {
+        (
+            (shape.n + self.tile_n as i64 - 1) / self.tile_n as i64,
+            (shape.m + self.tile_m as i64 - 1) / self.tile_m as i64,
+        )
+    }
+
+    /// K per split-K slice, a whole number of `tile_k` steps.
+    pub fn split_k_slice(&self, k: i64) -> i64 {
+        let steps = (k + self.tile_k as i64 - 1) / self.tile_k as i64;
+        let per_split = (steps + self.split_k as i64 - 1) / self.split_k as i64;
+        per_split * self.tile_k as i64
+    }
+
+    /// Split-K scratch: (workspace floats, counters) for a problem.
+    pub fn split_k_scratch(&self, shape: &GemmShape) -> (i64, i64) {
+        let (tiles_n, tiles_m) = self.tiles(shape);
+        let tiles = tiles_n * tiles_m * shape.batch;
+        (
+            tiles * self.split_k as i64 * (self.tile_m * self.tile_n) as i64,
+            tiles,
+        )
+    }
+
     /// Whether the tile sizes divide as the template needs.
     pub fn validate(&self) -> Result<(), String> {
+        if self.split_k == 0 {
+            return Err(format!("{self:?}: split_k must be at least 1"));
+        }
         if self.work_m == 0 || self.work_n == 0 || self.tile_k == 0 {
             return Err(format!("{self:?}: zero tile size"));
         }
@@ -140,6 +180,10 @@ pub struct GemmSpec {
     /// C statements run per output element with `acc` (float), `b`, `i`,
     /// `j` (tcc_index) in scope; they must store the result themselves.
     pub store: String,
+    /// With `split_k > 1`: the C names of the workspace (`float*`, at least
+    /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
+    /// counters (`uint*`, zero before the first launch).
+    pub split_k_scratch: Option<(String, String)>,
 }
 
 /// One operand's copy of a `outer x inner` block into local memory, each
@@ -222,6 +266,13 @@ fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
     c.validate()?;
+    let split = c.split_k > 1;
+    if split != spec.split_k_scratch.is_some() {
+        return Err(format!(
+            "{}: split_k = {} needs the workspace and counters exactly when it is above 1",
+            spec.name, c.split_k
+        ));
+    }
     let (threads_n, threads_m) = c.threads();
     let s = spec.shape;
     let mut out = String::new();
@@ -244,10 +295,24 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     );
     let _ = writeln!(out, "  __local float tile_b[{}][{}];", c.tile_k, c.tile_n);
     out.push_str(&format!(
-        "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index b = (tcc_index)get_group_id(2);\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
+        "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
         tm = c.tile_m,
         tn = c.tile_n
     ));
+    let (k_begin, k_end) = if split {
+        let slice = c.split_k_slice(s.k);
+        let _ = writeln!(
+            out,
+            "  const tcc_index b = (tcc_index)get_group_id(2) / {sk};\n  const int split = (int)(get_group_id(2) % {sk});\n  const tcc_index k_begin = split * {slice};\n  const tcc_index k_end = min(k_begin + {slice}, ({idx}){k});",
+            sk = c.split_k,
+            k = s.k,
+            idx = "tcc_index",
+        );
+        ("k_begin".to_string(), "k_end".to_string())
+    } else {
+        let _ = writeln!(out, "  const tcc_index b = (tcc_index)get_group_id(2);");
+        ("0".to_string(), s.k.to_string())
+    };
     let _ = writeln!(out, "  float acc[{}][{}];", c.work_m, c.work_n);
     let _ = writeln!(
         out,
@@ -257,8 +322,8 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let threads = c.workgroup_size();
     let _ = writeln!(
         out,
-        "  for (tcc_index k0 = 0; k0 < {}; k0 += {}) {{",
-        s.k, c.tile_k
+        "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
+        c.tile_k
     );
     // Stage A (transposed into tile_a[k][m]) and B. Rows of tile_a are
     // padded by one word so that the transposing stores of a warp, which
@@ -330,6 +395,9 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let _ = writeln!(out, "    }}");
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     let _ = writeln!(out, "  }}");
+    if let Some((workspace, counters)) = &spec.split_k_scratch {
+        split_k_fixup(&mut out, spec, workspace, counters);
+    }
     let _ = writeln!(out, "  for (int wm = 0; wm < {}; ++wm) {{", c.work_m);
     let _ = writeln!(out, "    const tcc_index i = row0 + ty + wm * {threads_m};");
     let _ = writeln!(out, "    for (int wn = 0; wn < {}; ++wn) {{", c.work_n);
@@ -348,6 +416,60 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     }
     let _ = writeln!(out, "      }}\n    }}\n  }}\n}}");
     Ok(out)
+}
+
+/// Split-K: publish this work-group's partial tile; the last of the
+/// tile's work-groups to arrive sums the partials (in slice order) into
+/// `acc` and goes on to the epilogue, the others return.
+fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &str) {
+    let c = spec.config;
+    let (threads_n, threads_m) = c.threads();
+    let (tiles_n, tiles_m) = c.tiles(&spec.shape);
+    let tile_elements = c.tile_m * c.tile_n;
+    let _ = writeln!(
+        out,
+        "  /* split-K: {} work-groups per tile */\n  const tcc_index tile = (b * {tiles_m} + (tcc_index)get_group_id(1)) * {tiles_n} + (tcc_index)get_group_id(0);",
+        c.split_k
+    );
+    let position = format!(
+        "(ty + wm * {threads_m}) * {} + tx + wn * {threads_n}",
+        c.tile_n
+    );
+    let _ = writeln!(
+        out,
+        "  __global float* partial = {workspace} + (tile * {} + split) * {tile_elements};",
+        c.split_k
+    );
+    let _ = writeln!(
+        out,
+        "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn)\n      partial[{position}] = acc[wm][wn];",
+        c.work_m, c.work_n
+    );
+    // Every work-item's partial is visible device-wide before the
+    // group's arrival is counted; the last group fences again before it
+    // reads the others' partials (which bypass the L1 through volatile).
+    let _ = writeln!(out, "  tcc_global_fence();");
+    let _ = writeln!(out, "  __local int last_to_arrive;");
+    let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+    let _ = writeln!(
+        out,
+        "  if (tid == 0) last_to_arrive = atomic_inc((volatile __global uint*)&{counters}[tile]) == {};",
+        c.split_k - 1
+    );
+    let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(out, "  if (!last_to_arrive) return;");
+    let _ = writeln!(out, "  tcc_global_fence();");
+    let _ = writeln!(
+        out,
+        "  volatile __global const float* partials = {workspace} + tile * {};",
+        c.split_k * tile_elements
+    );
+    let _ = writeln!(
+        out,
+        "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn) {{\n      float sum = 0.0f;\n      for (int s = 0; s < {}; ++s) sum += partials[s * {tile_elements} + {position}];\n      acc[wm][wn] = sum;\n    }}",
+        c.work_m, c.work_n, c.split_k
+    );
+    let _ = writeln!(out, "  if (tid == 0) {counters}[tile] = 0;");
 }
 
 #[cfg(test)]
@@ -381,6 +503,7 @@ mod tests {
             init_statements: String::new(),
             init: "0.0f".into(),
             store: "a0[i * 50 + j] = acc_value;".into(),
+            split_k_scratch: None,
         }
     }
 
@@ -392,6 +515,7 @@ mod tests {
             tile_k: 8,
             work_m: 2,
             work_n: 2,
+            split_k: 1,
         }))
         .unwrap();
         assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
@@ -411,6 +535,7 @@ mod tests {
             tile_k: 8,
             work_m: 2,
             work_n: 2,
+            split_k: 1,
         });
         spec.a_offset = Some("conv_offset(i, k)".into());
         let text = gemm_kernel(&spec).unwrap();
@@ -425,6 +550,7 @@ mod tests {
             tile_k: 8,
             work_m: 2,
             work_n: 2,
+            split_k: 1,
         });
         spec.a_element = Some((
             "const tcc_index y = i - 1;\nconst float v = a1[y < 0 ? 0 : y];".into(),
@@ -448,6 +574,7 @@ mod tests {
             tile_k: 8,
             work_m: 2,
             work_n: 2,
+            split_k: 1,
         });
         spec.shape = GemmShape {
             batch: 1,
@@ -473,10 +600,49 @@ mod tests {
                 tile_n: 32,
                 tile_k: 8,
                 work_m: 4,
-                work_n: 2
+                work_n: 2,
+                split_k: 1,
             }))
             .is_err()
         );
+    }
+
+    #[test]
+    fn split_k_publishes_partials_and_the_last_group_sums_them_in_order() {
+        let config = GemmConfig {
+            tile_m: 32,
+            tile_n: 32,
+            tile_k: 8,
+            work_m: 2,
+            work_n: 2,
+            split_k: 4,
+        };
+        let mut spec = spec(config);
+        // Without scratch buffers a split is refused, and the reverse.
+        assert!(gemm_kernel(&spec).is_err());
+        spec.split_k_scratch = Some(("a3".into(), "a4".into()));
+        let text = gemm_kernel(&spec).unwrap();
+        // K = 30 is 4 steps of 8: one step per slice.
+        assert_eq!(config.split_k_slice(30), 8);
+        // 100 x 50 is 4 x 2 tiles of 32 x 32: 8 tiles of 4 partials.
+        assert_eq!(config.split_k_scratch(&spec.shape), (8 * 4 * 1024, 8));
+        for expected in [
+            "const tcc_index b = (tcc_index)get_group_id(2) / 4;",
+            "const int split = (int)(get_group_id(2) % 4);",
+            "const tcc_index k_end = min(k_begin + 8, (tcc_index)30);",
+            "for (tcc_index k0 = k_begin; k0 < k_end; k0 += 8) {",
+            "const tcc_index tile = (b * 4 + (tcc_index)get_group_id(1)) * 2 + (tcc_index)get_group_id(0);",
+            "__global float* partial = a3 + (tile * 4 + split) * 1024;",
+            "last_to_arrive = atomic_inc((volatile __global uint*)&a4[tile]) == 3;",
+            "if (!last_to_arrive) return;",
+            "for (int s = 0; s < 4; ++s) sum += partials[s * 1024 + (ty + wm * 16) * 32 + tx + wn * 16];",
+            "if (tid == 0) a4[tile] = 0;",
+            "a0[i * 50 + j] = acc_value;",
+        ] {
+            assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+        }
+        spec.config.split_k = 1;
+        assert!(gemm_kernel(&spec).is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Shared pieces of tcc's end-to-end suite (see test/README.md):
 //!
 //! - reading a model's header directives (`// TOLERANCE: <abs> <rel>`,
-//!   `// INPUT-RANGE: <index> <lo> <hi>`),
+//!   `// INPUT-RANGE: <index> <lo> <hi>`, `// TARGET: <target>`),
 //! - deterministic pseudo-random inputs from a function's input descriptions,
 //! - comparing outputs with a tolerance and describing the worst element,
 //! - the expected-failures list (test/expected-failures.txt).
@@ -80,6 +80,10 @@ pub struct ModelSpec {
     pub tolerance: Tolerance,
     /// Input index → inclusive value range (`// INPUT-RANGE: 1 0 7`).
     pub input_ranges: BTreeMap<usize, (f64, f64)>,
+    /// `// TARGET: nvidia`: always compile for this kernel-tuning target,
+    /// whatever the device (to run one target's kernels, such as NVIDIA's
+    /// split-K GEMMs, on every test device).
+    pub target: Option<String>,
 }
 
 impl ModelSpec {
@@ -100,6 +104,7 @@ impl ModelSpec {
             .to_string();
         let mut tolerance = None;
         let mut input_ranges = BTreeMap::new();
+        let mut target = None;
         for (number, line) in text.lines().enumerate() {
             let Some(comment) = line.trim_start().strip_prefix("//") else {
                 continue;
@@ -134,6 +139,15 @@ impl ModelSpec {
                     at()
                 );
                 input_ranges.insert(values[0] as usize, (values[1], values[2]));
+            } else if let Some(rest) = comment.strip_prefix("TARGET:") {
+                let name = rest.trim();
+                ensure!(
+                    !name.is_empty() && !name.contains(char::is_whitespace),
+                    "{}: expected `// TARGET: <generic|nvidia|pocl-cpu>`",
+                    at()
+                );
+                ensure!(target.is_none(), "{}: a second TARGET line", at());
+                target = Some(name.to_string());
             }
         }
         let tolerance = tolerance.ok_or_else(|| {
@@ -147,6 +161,7 @@ impl ModelSpec {
             path: path.to_path_buf(),
             tolerance,
             input_ranges,
+            target,
         })
     }
 
@@ -484,6 +499,7 @@ mod tests {
             path: "m.mlir".into(),
             tolerance: Tolerance { abs: 0.0, rel: 0.0 },
             input_ranges: [(1, (0.0, 7.0))].into_iter().collect(),
+            target: None,
         };
         let descs = vec![
             TensorDesc {

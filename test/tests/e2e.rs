@@ -72,7 +72,12 @@ fn runtime() -> Result<Runtime> {
 /// model's failure report.
 fn run_model(name: &str, runtime: &Runtime) -> Result<()> {
     let spec = ModelSpec::by_name(name)?;
-    let target = target_for(runtime.device());
+    let target = match &spec.target {
+        Some(pinned) => pinned
+            .parse()
+            .map_err(|e| anyhow!("{}: TARGET: {e}", spec.path.display()))?,
+        None => target_for(runtime.device()),
+    };
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let library = directory.path().join(format!("{name}.so"));
     tcc_compiler::driver::compile::compile_file(&spec.path, target, &library).map_err(|e| {

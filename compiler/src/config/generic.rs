@@ -26,6 +26,7 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
             tile_k: 16,
             work_m: 4,
             work_n: 1,
+            split_k: 1,
         });
     }
     (m >= 32 && n >= 32).then_some(super::GemmConfig {
@@ -34,5 +35,6 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         tile_k: 16,
         work_m: 2,
         work_n: 2,
+            split_k: 1,
     })
 }

@@ -65,14 +65,19 @@ pub struct KernelConfig {
 pub use tcc_kernels::GemmConfig;
 
 impl Target {
-    /// The tiled-GEMM configuration for an `m x n x k` product, or `None`
-    /// to compile it like any other kernel (one output per work-item).
-    pub fn gemm_config(self, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
-        let config = match self {
+    /// The tiled-GEMM configuration for `batch` products of `m x n x k`,
+    /// or `None` to compile it like any other kernel (one output per
+    /// work-item). Batched products never split K: their batch already
+    /// multiplies the work-groups.
+    pub fn gemm_config(self, batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+        let mut config = match self {
             Target::Generic => generic::gemm(m, n, k),
             Target::Nvidia => nvidia::gemm(m, n, k),
             Target::PoclCpu => pocl_cpu::gemm(m, n, k),
         }?;
+        if batch > 1 {
+            config.split_k = 1;
+        }
         config.validate().ok()?;
         Some(config)
     }
@@ -166,14 +171,34 @@ mod tests {
                 (4096, 4096, 4096),
                 (128, 3072, 768),
             ] {
-                if let Some(config) = target.gemm_config(m, n, k) {
+                if let Some(config) = target.gemm_config(1, m, n, k) {
                     assert!(config.validate().is_ok(), "{target}: {config:?}");
                     assert!(config.workgroup_size() >= 64, "{target}: {config:?}");
                 }
             }
             // Tiny products are not worth a tiled kernel.
-            assert!(target.gemm_config(4, 10, 32).is_none(), "{target}");
+            assert!(target.gemm_config(1, 4, 10, 32).is_none(), "{target}");
         }
+    }
+
+    #[test]
+    fn nvidia_splits_long_k_of_small_outputs_only() {
+        // ResNet-50's 7x7-stage 3x3 convolution at batch 1: 32 tiles of
+        // 32x32, 16 slices of 288 (512 work-groups for 132 SMs).
+        let late = Target::Nvidia.gemm_config(1, 49, 512, 4608).unwrap();
+        assert_eq!((late.tile_m, late.split_k), (32, 16));
+        assert_eq!(late.split_k_slice(4608), 288);
+        // The 14x14 stage's (M = 196, N = 256, K = 2304): 56 tiles, 8 slices.
+        assert_eq!(Target::Nvidia.gemm_config(1, 196, 256, 2304).unwrap().split_k, 8);
+        // A 1x1 expansion (M = 49, N = 2048, K = 512): 128 tiles, 2 slices of 256.
+        assert_eq!(Target::Nvidia.gemm_config(1, 49, 2048, 512).unwrap().split_k, 2);
+        // 56x56 with 64 channels (M = 3136, N = 64): 196 tiles of 32x32 fill the GPU.
+        assert_eq!(Target::Nvidia.gemm_config(1, 3136, 64, 576).unwrap().split_k, 1);
+        // Short K, enough tiles, a batch, or another target: no split.
+        assert_eq!(Target::Nvidia.gemm_config(1, 49, 512, 256).unwrap().split_k, 1);
+        assert_eq!(Target::Nvidia.gemm_config(1, 3136, 256, 4608).unwrap().split_k, 1);
+        assert_eq!(Target::Nvidia.gemm_config(8, 49, 512, 4608).unwrap().split_k, 1);
+        assert_eq!(Target::Generic.gemm_config(1, 49, 512, 4608).unwrap().split_k, 1);
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
             tile_k: 16,
             work_m: 4,
             work_n: 2,
+            split_k: 1,
         });
     }
     if m >= 32 && n >= 64 {
@@ -39,6 +40,7 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
             tile_k: 32,
             work_m: 4,
             work_n: 8,
+            split_k: 1,
         });
     }
     (m >= 32 && n >= 32).then_some(super::GemmConfig {
@@ -47,5 +49,6 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         tile_k: 16,
         work_m: 4,
         work_n: 4,
+            split_k: 1,
     })
 }

@@ -72,12 +72,16 @@ fn kind_from_name(name: &str) -> KernelKind {
 }
 
 /// The key of the tiled-GEMM tile sizes in `tcc.config`:
-/// `[tile_m, tile_n, tile_k, work_m, work_n]`.
+/// `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
 pub const GEMM_KEY: &str = "gemm";
 
 /// The key of the row-reduction strategy in `tcc.config`: work-items per
 /// output element.
 pub const ROW_REDUCE_KEY: &str = "row_reduce";
+
+/// Config key of a split-K GEMM's scratch sizes, `array<i64: workspace
+/// floats, counters>` (see `tcc-attach-split-k-scratch`).
+pub const SPLIT_K_SCRATCH_KEY: &str = "split_k_scratch";
 
 /// Combiners a row reduction can split into partials (associative and
 /// commutative on floats up to rounding).
@@ -156,7 +160,8 @@ fn row_reduction_length(op: OperationRef) -> Option<i64> {
 }
 
 /// (M, N, K) of a plain or batched matmul with static shapes.
-fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
+/// `(batch, m, n, k)` of a contraction the GEMM template can run.
+fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64, i64)> {
     let name = crate::ir::util::op_name(&op);
     let (window, filter_index, _) = crate::patterns::conv_inputs::window_layout(op);
     if window == "conv_2d_nhwc_hwcf" {
@@ -167,6 +172,7 @@ fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
         let filter = StaticTensor::of(op.operand(filter_index).ok()?.r#type())?;
         let m = output.shape[0] * output.shape[1] * output.shape[2];
         return Some((
+            1,
             m,
             output.shape[3],
             filter.shape[0] * filter.shape[1] * filter.shape[2],
@@ -192,7 +198,8 @@ fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64)> {
     if ra < 2 || rb < 2 {
         return None;
     }
-    Some((a.shape[ra - 2], b.shape[rb - 1], a.shape[ra - 1]))
+    let batch = a.shape[..ra - 2].iter().product();
+    Some((batch, a.shape[ra - 2], b.shape[rb - 1], a.shape[ra - 1]))
 }
 
 /// Parallel points of a kernel: the elements of its largest result.
@@ -230,8 +237,8 @@ impl TccPass for ConfigureKernels {
                 IntegerAttribute::new(i64_type, config.workgroup_size).into(),
             )];
             if options.templates
-                && let Some((m, n, k)) = gemm_shape(op)
-                && let Some(gemm) = options.target.gemm_config(m, n, k)
+                && let Some((batch, m, n, k)) = gemm_shape(op)
+                && let Some(gemm) = options.target.gemm_config(batch, m, n, k)
             {
                 entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();
                 let tiles = [
@@ -240,12 +247,21 @@ impl TccPass for ConfigureKernels {
                     gemm.tile_k,
                     gemm.work_m,
                     gemm.work_n,
+                    gemm.split_k,
                 ]
                 .map(i64::from);
                 entries.push((
                     Identifier::new(context, GEMM_KEY),
                     DenseI64ArrayAttribute::new(context, &tiles).into(),
                 ));
+                if gemm.split_k > 1 {
+                    let shape = tcc_kernels::GemmShape { batch, m, n, k };
+                    let (workspace, counters) = gemm.split_k_scratch(&shape);
+                    entries.push((
+                        Identifier::new(context, SPLIT_K_SCRATCH_KEY),
+                        DenseI64ArrayAttribute::new(context, &[workspace, counters]).into(),
+                    ));
+                }
             }
             if options.templates
                 && let Some(length) = row_reduction_length(op)

@@ -1,6 +1,7 @@
 //! tcc's own passes, one per file, each registered in MLIR's pass registry
 //! under its `tcc-*` argument by [`register_all`].
 
+mod attach_split_k_scratch;
 mod check_supported;
 mod concat_in_place;
 mod configure_kernels;
@@ -23,6 +24,7 @@ mod raise_composites;
 mod record_interface;
 mod unique_results;
 
+pub use attach_split_k_scratch::AttachSplitKScratch;
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use concat_in_place::ConcatInPlace;
 pub use configure_kernels::{
@@ -39,7 +41,9 @@ pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands,
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
-pub use outline_kernels::{FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels, ROW_REDUCE_ATTR};
+pub use outline_kernels::{
+    FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels, ROW_REDUCE_ATTR, SPLIT_K_SCRATCH_ATTR,
+};
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
 };
@@ -77,6 +81,7 @@ pub const ALL: &[(&str, &str)] = &[
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
+    (AttachSplitKScratch::ARGUMENT, AttachSplitKScratch::SUMMARY),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
     (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
@@ -103,6 +108,7 @@ pub fn register_all() {
     pass::register(&UniqueResults);
     pass::register(&ElideOutputCopies);
     pass::register(&OutlineKernels);
+    pass::register(&AttachSplitKScratch);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
     pass::register(&PlanMemory);

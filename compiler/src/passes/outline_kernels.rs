@@ -28,7 +28,9 @@ use melior::ir::{
     Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike,
 };
 
-use super::configure_kernels::{CONFIG_ATTR, GEMM_KEY, ROW_REDUCE_KEY, TARGET_ATTR};
+use super::configure_kernels::{
+    CONFIG_ATTR, GEMM_KEY, ROW_REDUCE_KEY, SPLIT_K_SCRATCH_KEY, TARGET_ATTR,
+};
 use super::form_dispatches::{KERNEL_ATTR, KIND_ATTR, kind_of};
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::Target;
@@ -254,7 +256,7 @@ fn captured_values<'c>(members: &[OperationRef<'c, 'c>]) -> Vec<Value<'c, 'c>> {
 /// template: `[tile_m, tile_n, tile_k, work_m, work_n]`.
 pub const GEMM_ATTR: &str = "tcc.gemm";
 
-fn dense_i64s(attribute: Attribute) -> Option<Vec<i64>> {
+pub(super) fn dense_i64s(attribute: Attribute) -> Option<Vec<i64>> {
     let text = attribute.to_string();
     let inner = text.strip_prefix("array<i64:")?.strip_suffix('>')?;
     inner.split(',').map(|v| v.trim().parse().ok()).collect()
@@ -286,6 +288,10 @@ fn matmul_dims(op: OperationRef) -> Option<(i64, i64, i64)> {
 /// The gpu.func attribute asking the OpenCL C writer for the row-reduction
 /// template: work-items per output element.
 pub const ROW_REDUCE_ATTR: &str = "tcc.row_reduce";
+
+/// On a split-K `gpu.func`: `array<i64: workspace floats, counters>`, the
+/// scratch `tcc-attach-split-k-scratch` gives it.
+pub const SPLIT_K_SCRATCH_ATTR: &str = "tcc.split_k_scratch";
 
 /// The gpu.func attribute giving a kernel's floating-point operations per
 /// launch (matmul and convolution kernels), for profiling reports.
@@ -530,6 +536,9 @@ impl TccPass for OutlineKernels {
                 let gemm = config
                     .and_then(|d| d.element_by_name(GEMM_KEY))
                     .and_then(dense_i64s);
+                let split_k_scratch = config
+                    .and_then(|d| d.element_by_name(SPLIT_K_SCRATCH_KEY))
+                    .and_then(dense_i64s);
                 let row_reduce = config
                     .and_then(|d| d.element_by_name(ROW_REDUCE_KEY))
                     .and_then(integer_value);
@@ -541,11 +550,17 @@ impl TccPass for OutlineKernels {
                 let kind = kind_of(*root_op);
                 // (grid, work-group) per axis.
                 let (grid, local): ([i64; 3], [i64; 3]) = match (&gemm, matmul_dims(*root_op)) {
-                    (Some(tiles), Some((batch, m, n))) if tiles.len() == 5 => {
-                        let (tile_m, tile_n, work_m, work_n) =
-                            (tiles[0], tiles[1], tiles[3], tiles[4]);
+                    // Tiles along (n, m); the batch times the split-K
+                    // slices along z.
+                    (Some(tiles), Some((batch, m, n))) if tiles.len() == 6 => {
+                        let (tile_m, tile_n, work_m, work_n, split_k) =
+                            (tiles[0], tiles[1], tiles[3], tiles[4], tiles[5]);
                         (
-                            [(n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m, batch],
+                            [
+                                (n + tile_n - 1) / tile_n,
+                                (m + tile_m - 1) / tile_m,
+                                batch * split_k,
+                            ],
                             [tile_n / work_n, tile_m / work_m, 1],
                         )
                     }
@@ -680,6 +695,12 @@ impl TccPass for OutlineKernels {
                         GEMM_ATTR,
                         DenseI64ArrayAttribute::new(context, tiles).into(),
                     );
+                    if let Some(sizes) = &split_k_scratch {
+                        kernel.set_discardable_attribute(
+                            SPLIT_K_SCRATCH_ATTR,
+                            DenseI64ArrayAttribute::new(context, sizes).into(),
+                        );
+                    }
                 }
 
                 // The launch, where the group's last op was.

@@ -146,6 +146,7 @@ impl Phase {
             .join(","),
             Phase::Gpu => [
                 "tcc-outline-kernels",
+                "tcc-attach-split-k-scratch",
                 "tcc-lower-kernel-loops",
                 "tcc-map-loops-to-work-items",
                 "lower-affine",

@@ -379,8 +379,11 @@ impl KernelWriter {
         parameters: String,
         comment: String,
     ) -> Result<String, CodegenError> {
-        let [tile_m, tile_n, tile_k, work_m, work_n] = tiles else {
-            return Err(CodegenError::at(&kernel, "tcc.gemm needs five tile sizes"));
+        let [tile_m, tile_n, tile_k, work_m, work_n, split_k] = tiles else {
+            return Err(CodegenError::at(
+                &kernel,
+                "tcc.gemm needs six sizes (tiles m, n, k; work m, n; split-K)",
+            ));
         };
         let config = GemmConfig {
             tile_m: *tile_m as u32,
@@ -388,6 +391,24 @@ impl KernelWriter {
             tile_k: *tile_k as u32,
             work_m: *work_m as u32,
             work_n: *work_n as u32,
+            split_k: *split_k as u32,
+        };
+        // Split-K kernels end with the workspace and counters arguments
+        // (`tcc-attach-split-k-scratch`); the template writes both.
+        let split_k_scratch = if config.split_k > 1 {
+            let count = block.argument_count();
+            if count < 2 || !kernel.has_attribute(crate::passes::SPLIT_K_SCRATCH_ATTR) {
+                return Err(CodegenError::at(
+                    &kernel,
+                    "a split-K GEMM kernel needs its workspace and counters arguments (run tcc-attach-split-k-scratch)",
+                ));
+            }
+            let (workspace, counters) = (format!("a{}", count - 2), format!("a{}", count - 1));
+            self.mark_written(&workspace);
+            self.mark_written(&counters);
+            Some((workspace, counters))
+        } else {
+            None
         };
         let mut contraction_op: Option<OperationRef> = None;
         let mut fill: Option<(usize, String)> = None;
@@ -480,6 +501,7 @@ impl KernelWriter {
             init_statements,
             init,
             store,
+            split_k_scratch,
         };
         gemm_kernel(&spec).map_err(|e| CodegenError::at(&kernel, e))
     }

@@ -135,6 +135,14 @@ pub struct Program {
 const PRELUDE: &str = "\
 inline float tcc_maximumf(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : fmax(a, b); }
 inline float tcc_minimumf(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : fmin(a, b); }
+/* A fence that makes this work-item's global stores visible device-wide
+ * (split-K publishes partial tiles with it); the PTX back end defines
+ * TCC_PTX and gets NVIDIA's membar.gl directly. */
+#ifdef TCC_PTX
+inline void tcc_global_fence(void) { __nvvm_membar_gl(); }
+#else
+inline void tcc_global_fence(void) { mem_fence(CLK_GLOBAL_MEM_FENCE); }
+#endif
 ";
 
 /// The width of index arithmetic in a program's kernels: every `index`

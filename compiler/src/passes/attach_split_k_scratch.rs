@@ -1,0 +1,220 @@
+//! `tcc-attach-split-k-scratch`: gives every split-K GEMM kernel (a
+//! `gpu.func` with `tcc.split_k_scratch`, see `tcc-kernels`' GEMM
+//! template) the two buffers its work-groups meet in, as two more kernel
+//! arguments after its own:
+//!
+//! - a workspace for the partial tiles (`memref.alloc` before each launch,
+//!   which `tcc-plan-memory` then places in the arena like any other
+//!   intermediate: it is dead once the kernel has run);
+//! - per-tile arrival counters, which must be zero when the kernel starts
+//!   and which the kernel leaves at zero: one zero-initialised, writable
+//!   `memref.global @tcc_split_k_counters` shared by every split-K kernel
+//!   (they run one after the other on the in-order queue), sized for the
+//!   one with the most tiles and passed whole to each. The runtime uploads
+//!   it once per session like a constant.
+
+use melior::ir::attribute::{Attribute, DenseI32ArrayAttribute, StringAttribute, TypeAttribute};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
+};
+use melior::ir::r#type::{FunctionType, MemRefType};
+use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
+
+use super::outline_kernels::{KERNEL_MODULE, SPLIT_K_SCRATCH_ATTR, dense_i64s};
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{body_ops, op_name, string_value};
+
+pub struct AttachSplitKScratch;
+
+/// The shared counters' symbol.
+pub const COUNTERS_GLOBAL: &str = "tcc_split_k_counters";
+
+impl TccPass for AttachSplitKScratch {
+    const ARGUMENT: &'static str = "tcc-attach-split-k-scratch";
+    const SUMMARY: &'static str = "Give split-K GEMM kernels their partial-tile workspace and zeroed per-tile counters as extra arguments";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref", "gpu"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let module_op = unsafe { OperationRef::from_raw(root.to_raw()) };
+        // (kernel, name, workspace floats, counters).
+        let mut kernels = Vec::new();
+        for module in body_ops(module_op) {
+            if op_name(&module) != "gpu.module"
+                || module.attribute("sym_name").ok().and_then(string_value).as_deref()
+                    != Some(KERNEL_MODULE)
+            {
+                continue;
+            }
+            for kernel in body_ops(module) {
+                let Some(sizes) = kernel.attribute(SPLIT_K_SCRATCH_ATTR).ok().and_then(dense_i64s)
+                else {
+                    continue;
+                };
+                let location = kernel.location();
+                let [workspace, counters] = sizes[..] else {
+                    return Err(PassError::at(
+                        location,
+                        format!("{SPLIT_K_SCRATCH_ATTR} needs two sizes, got {sizes:?}"),
+                    ));
+                };
+                let name = kernel
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(string_value)
+                    .unwrap_or_default();
+                kernels.push((kernel, name, workspace, counters));
+            }
+        }
+        if kernels.is_empty() {
+            return Ok(());
+        }
+        let max_counters = kernels.iter().map(|k| k.3).max().unwrap_or(1);
+        let counters_type = buffer_type(context, max_counters, "i32");
+        let mut scratch: Vec<(String, i64)> = Vec::new();
+        for (kernel, name, workspace, _) in kernels {
+            let location = kernel.location();
+            let block = kernel
+                .region(0)
+                .ok()
+                .and_then(|r| r.first_block())
+                .ok_or_else(|| PassError::at(location, "split-K kernel without a body"))?;
+            let mut inputs: Vec<Type> = (0..block.argument_count())
+                .filter_map(|i| block.argument(i).ok())
+                .map(|a| Value::from(a).r#type())
+                .collect();
+            for ty in [buffer_type(context, workspace, "f32"), counters_type] {
+                block.add_argument(ty, location);
+                inputs.push(ty);
+            }
+            let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
+            kernel.set_attribute(
+                "function_type",
+                TypeAttribute::new(FunctionType::new(context, &inputs, &[]).into()).into(),
+            );
+            scratch.push((name, workspace));
+        }
+        let location = root.location();
+        let module_body = root
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .ok_or_else(|| PassError::at(location, "module without a body"))?;
+        let zeros = Attribute::parse(context, &format!("dense<0> : tensor<{max_counters}xi32>"))
+            .ok_or_else(|| PassError::at(location, "cannot build the counters' zeros"))?;
+        let global = OperationBuilder::new("memref.global", location)
+            .add_attributes(&[
+                (
+                    Identifier::new(context, "sym_name"),
+                    StringAttribute::new(context, COUNTERS_GLOBAL).into(),
+                ),
+                (
+                    Identifier::new(context, "sym_visibility"),
+                    StringAttribute::new(context, "private").into(),
+                ),
+                (
+                    Identifier::new(context, "type"),
+                    TypeAttribute::new(counters_type).into(),
+                ),
+                (Identifier::new(context, "initial_value"), zeros),
+            ])
+            .build()
+            .map_err(|e| PassError::at(location, format!("cannot build memref.global: {e}")))?;
+        match module_body.first_operation() {
+            Some(first) => module_body.insert_operation_before(first, global),
+            None => module_body.append_operation(global),
+        };
+
+        // Each launch of a split-K kernel passes a fresh workspace and the
+        // counters (a view of the shared global's first elements).
+        for function in body_ops(module_op) {
+            if op_name(&function) != "func.func" {
+                continue;
+            }
+            let Some(body) = function.region(0).ok().and_then(|r| r.first_block()) else {
+                continue;
+            };
+            let mut launches = Vec::new();
+            let mut op = body.first_operation();
+            while let Some(current) = op {
+                if op_name(&current) == "gpu.launch_func" {
+                    let kernel = current
+                        .attribute("kernel")
+                        .map(|a| a.to_string())
+                        .unwrap_or_default();
+                    if let Some(entry) = scratch
+                        .iter()
+                        .find(|(name, _)| kernel == format!("@{KERNEL_MODULE}::@{name}"))
+                    {
+                        launches.push((current, entry.1));
+                    }
+                }
+                op = current.next_in_block();
+            }
+            for (launch, workspace) in launches {
+                let location = launch.location();
+                let alloc = OperationBuilder::new("memref.alloc", location)
+                    .add_attributes(&[(
+                        Identifier::new(context, "operandSegmentSizes"),
+                        DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
+                    )])
+                    .add_results(&[buffer_type(context, workspace, "f32")])
+                    .build()
+                    .map_err(|e| PassError::at(location, format!("cannot build memref.alloc: {e}")))?;
+                let alloc = body.insert_operation_before(launch, alloc);
+                let get_global = OperationBuilder::new("memref.get_global", location)
+                    .add_attributes(&[(
+                        Identifier::new(context, "name"),
+                        Attribute::parse(context, &format!("@{COUNTERS_GLOBAL}"))
+                            .ok_or_else(|| PassError::at(location, "cannot build a symbol"))?,
+                    )])
+                    .add_results(&[counters_type])
+                    .build()
+                    .map_err(|e| {
+                        PassError::at(location, format!("cannot build memref.get_global: {e}"))
+                    })?;
+                let get_global = body.insert_operation_before(launch, get_global);
+                let counters_value: Value = get_global.result(0).expect("one result").into();
+                // Append the two buffers to the launch's kernel operands.
+                let raw = launch.to_raw();
+                let count = unsafe { mlir_sys::mlirOperationGetNumOperands(raw) };
+                let mut operands: Vec<mlir_sys::MlirValue> = (0..count)
+                    .map(|i| unsafe { mlir_sys::mlirOperationGetOperand(raw, i) })
+                    .collect();
+                operands.push(Value::from(alloc.result(0).expect("one result")).to_raw());
+                operands.push(counters_value.to_raw());
+                unsafe {
+                    mlir_sys::mlirOperationSetOperands(raw, operands.len() as isize, operands.as_ptr())
+                };
+                let segments = launch
+                    .attribute("operandSegmentSizes")
+                    .ok()
+                    .and_then(|a| DenseI32ArrayAttribute::try_from(a).ok())
+                    .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect::<Vec<i32>>())
+                    .ok_or_else(|| PassError::at(location, "gpu.launch_func without operand segments"))?;
+                // [async deps, grid x3, block x3, cluster x3, shared memory, kernel operands, async object]
+                let mut segments = segments;
+                let kernel_operands = segments.len() - 2;
+                segments[kernel_operands] += 2;
+                let mut launch = unsafe { OperationRefMut::from_raw(raw) };
+                launch.set_attribute(
+                    "operandSegmentSizes",
+                    DenseI32ArrayAttribute::new(context, &segments).into(),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `memref<Nx{element}>`.
+fn buffer_type<'c>(context: &'c melior::Context, elements: i64, element: &str) -> Type<'c> {
+    let element = Type::parse(context, element).expect("a builtin element type");
+    MemRefType::new(element, &[elements.max(1)], None, None).into()
+}
