@@ -316,7 +316,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let _ = writeln!(out, "  float acc[{}][{}];", c.work_m, c.work_n);
     let _ = writeln!(
         out,
-        "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn)\n      acc[wm][wn] = 0.0f;",
+        "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn)\n      acc[wm][wn] = 0.0f;",
         c.work_m, c.work_n
     );
     let threads = c.workgroup_size();
@@ -398,9 +398,12 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     if let Some((workspace, counters)) = &spec.split_k_scratch {
         split_k_fixup(&mut out, spec, workspace, counters);
     }
-    let _ = writeln!(out, "  for (int wm = 0; wm < {}; ++wm) {{", c.work_m);
+    // Every loop over a work-item's outputs is unrolled: `acc` indexed by
+    // a loop counter would live in (slow, local) stack memory, not in
+    // registers (LLVM's unroller gives up on the epilogue's body size).
+    let _ = writeln!(out, "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm) {{", c.work_m);
     let _ = writeln!(out, "    const tcc_index i = row0 + ty + wm * {threads_m};");
-    let _ = writeln!(out, "    for (int wn = 0; wn < {}; ++wn) {{", c.work_n);
+    let _ = writeln!(out, "    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn) {{", c.work_n);
     let _ = writeln!(out, "      const tcc_index j = col0 + tx + wn * {threads_n};");
     let _ = writeln!(out, "      if (i < {} && j < {}) {{", s.m, s.n);
     for line in spec.init_statements.lines() {
@@ -442,7 +445,7 @@ fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &
     );
     let _ = writeln!(
         out,
-        "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn)\n      partial[{position}] = acc[wm][wn];",
+        "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn)\n      partial[{position}] = acc[wm][wn];",
         c.work_m, c.work_n
     );
     // Every work-item's partial is visible device-wide before the
@@ -466,7 +469,7 @@ fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &
     );
     let _ = writeln!(
         out,
-        "  for (int wm = 0; wm < {}; ++wm)\n    for (int wn = 0; wn < {}; ++wn) {{\n      float sum = 0.0f;\n      for (int s = 0; s < {}; ++s) sum += partials[s * {tile_elements} + {position}];\n      acc[wm][wn] = sum;\n    }}",
+        "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn) {{\n      float sum = 0.0f;\n      for (int s = 0; s < {}; ++s) sum += partials[s * {tile_elements} + {position}];\n      acc[wm][wn] = sum;\n    }}",
         c.work_m, c.work_n, c.split_k
     );
     let _ = writeln!(out, "  if (tid == 0) {counters}[tile] = 0;");

@@ -1,8 +1,10 @@
 // The PTX back end (`tcc compile --emit=ptx`): every kernel, the GEMM and
 // softmax templates included, becomes a PTX entry for the architecture
 // asked for, with `.reqntid` from the work-group size, its body inlined
-// (no calls) and nothing left for the driver to link (no `.extern`).
-// RUN: tcc compile %s --target=nvidia --emit=ptx | FileCheck %s
+// (no calls), nothing left for the driver to link (no `.extern`) and no
+// stack frame (`__local_depot`: registers indexed by a loop counter that
+// was not unrolled spill to slow local memory).
+// RUN: tcc compile %s --target=nvidia --emit=ptx | FileCheck %s --implicit-check-not=.extern --implicit-check-not=__local_depot --implicit-check-not=call.uni
 // RUN: tcc compile %s --target=nvidia --emit=ptx --gpu-arch=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: not tcc compile %s --target=nvidia --emit=ptx --gpu-arch=compute_90 2>&1 | FileCheck %s --check-prefix=BAD-ARCH
 // RUN: not tcc compile %s --target=nvidia --emit=ptx --ptx=off 2>&1 | FileCheck %s --check-prefix=OFF
@@ -11,8 +13,6 @@
 
 // CHECK: .version 8.0
 // CHECK: .target sm_90
-// CHECK-NOT: .extern
-// CHECK-NOT: call
 // CHECK: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
 // CHECK: .reqntid [[X:[0-9]+]], [[Y:[0-9]+]], 1
 // CHECK: ld.shared
@@ -36,4 +36,14 @@ func.func @mlp(%x: tensor<1x64x128xf32>, %w: tensor<1x128x96xf32>) -> tensor<1x6
   %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x96xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x96xf32>
   %y = tcc.softmax %h axis = -1 : tensor<1x64x96xf32>
   return %y : tensor<1x64x96xf32>
+}
+
+// 128x128 tiles of 8x8 outputs per work-item with a bias and relu epilogue:
+// the case whose output loop, not unrolled, kept `acc` on the stack.
+func.func @wide(%x: tensor<1x2048x64xf32>, %w: tensor<1x64x2048xf32>, %b: tensor<1x1x2048xf32>) -> tensor<1x2048x2048xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x2048x64xf32>, tensor<1x64x2048xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x2048x2048xf32>
+  %hb = tosa.add %h, %b : (tensor<1x2048x2048xf32>, tensor<1x1x2048xf32>) -> tensor<1x2048x2048xf32>
+  %y = tosa.clamp %hb {min_val = 0.0 : f32, max_val = 3.4028235e+38 : f32} : (tensor<1x2048x2048xf32>) -> tensor<1x2048x2048xf32>
+  return %y : tensor<1x2048x2048xf32>
 }
