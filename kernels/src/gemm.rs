@@ -49,6 +49,14 @@ impl GemmConfig {
         4 * self.tile_k * (self.tile_m + self.tile_n)
     }
 
+    /// Outputs a work-item owns contiguously along m and n: 4 (read from
+    /// local memory as one `float4`) when its outputs come in fours, else
+    /// 1 (outputs strided by the work-items along that axis).
+    pub fn vector_widths(&self) -> (u32, u32) {
+        let width = |work: u32| if work.is_multiple_of(4) { 4 } else { 1 };
+        (width(self.work_m), width(self.work_n))
+    }
+
     /// Output tiles along (n, m) and the batch: the launch grid is
     /// `[tiles_n, tiles_m, batch * split_k]` work-groups.
     pub fn tiles(&self, shape: &GemmShape) -> (i64, i64) {
@@ -287,13 +295,23 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         "  /* tile {}x{}x{}, {}x{} outputs per work-item; M={} N={} K={} batch={} */",
         c.tile_m, c.tile_n, c.tile_k, c.work_m, c.work_n, s.m, s.n, s.k, s.batch
     );
+    // Rows of tile_a are padded so that the transposing stores of a warp,
+    // which walk k, spread over the local-memory banks: by one word, or by
+    // four where work-items read their outputs' operands as float4 (rows
+    // must stay 16-byte aligned).
+    let (vector_m, vector_n) = c.vector_widths();
+    let pad_a = if vector_m == 4 { 4 } else { 1 };
     let _ = writeln!(
         out,
-        "  __local float tile_a[{}][{}];",
+        "  __local float tile_a[{}][{}] __attribute__((aligned(16)));",
         c.tile_k,
-        c.tile_m + 1
+        c.tile_m + pad_a
     );
-    let _ = writeln!(out, "  __local float tile_b[{}][{}];", c.tile_k, c.tile_n);
+    let _ = writeln!(
+        out,
+        "  __local float tile_b[{}][{}] __attribute__((aligned(16)));",
+        c.tile_k, c.tile_n
+    );
     out.push_str(&format!(
         "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
         tm = c.tile_m,
@@ -325,9 +343,7 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
         c.tile_k
     );
-    // Stage A (transposed into tile_a[k][m]) and B. Rows of tile_a are
-    // padded by one word so that the transposing stores of a warp, which
-    // walk k, fall in different local-memory banks.
+    // Stage A (transposed into tile_a[k][m]) and B.
     let a_vector = spec.a_offset.is_none()
         && spec.a_element.is_none()
         && spec.a.vectorizable(s.k)
@@ -377,16 +393,8 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         c.tile_k
     );
     let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
-    let _ = writeln!(
-        out,
-        "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm) ra[wm] = tile_a[kk][ty + wm * {threads_m}];",
-        c.work_m
-    );
-    let _ = writeln!(
-        out,
-        "      #pragma unroll\n      for (int wn = 0; wn < {}; ++wn) rb[wn] = tile_b[kk][tx + wn * {threads_n}];",
-        c.work_n
-    );
+    operand_loads(&mut out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m);
+    operand_loads(&mut out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n);
     let _ = writeln!(
         out,
         "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
@@ -402,9 +410,17 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     // a loop counter would live in (slow, local) stack memory, not in
     // registers (LLVM's unroller gives up on the epilogue's body size).
     let _ = writeln!(out, "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm) {{", c.work_m);
-    let _ = writeln!(out, "    const tcc_index i = row0 + ty + wm * {threads_m};");
+    let _ = writeln!(
+        out,
+        "    const tcc_index i = row0 + {};",
+        output_offset("wm", "ty", threads_m, vector_m)
+    );
     let _ = writeln!(out, "    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn) {{", c.work_n);
-    let _ = writeln!(out, "      const tcc_index j = col0 + tx + wn * {threads_n};");
+    let _ = writeln!(
+        out,
+        "      const tcc_index j = col0 + {};",
+        output_offset("wn", "tx", threads_n, vector_n)
+    );
     let _ = writeln!(out, "      if (i < {} && j < {}) {{", s.m, s.n);
     for line in spec.init_statements.lines() {
         let _ = writeln!(out, "        {line}");
@@ -421,6 +437,48 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     Ok(out)
 }
 
+/// Where output `w` (a C loop counter) of work-item `id` lies in its tile
+/// along one axis with `threads` work-items: with `vector` 4, in runs of 4
+/// (work-item `id` owns `4 id .. 4 id + 3` of every `4 threads`); with 1,
+/// strided by `threads`.
+fn output_offset(w: &str, id: &str, threads: u32, vector: u32) -> String {
+    if vector == 1 {
+        format!("({id} + {w} * {threads})")
+    } else {
+        format!(
+            "(({w} / {vector}) * {} + {id} * {vector} + {w} % {vector})",
+            threads * vector
+        )
+    }
+}
+
+/// Loads a work-item's operands for one k step from a local tile into
+/// `registers`: `float4` loads of 4 contiguous outputs' operands, or one
+/// word per output.
+fn operand_loads(
+    out: &mut String,
+    registers: &str,
+    tile: &str,
+    id: &str,
+    work: u32,
+    threads: u32,
+    vector: u32,
+) {
+    if vector == 1 {
+        let _ = writeln!(
+            out,
+            "      #pragma unroll\n      for (int w = 0; w < {work}; ++w) {registers}[w] = {tile}[kk][{id} + w * {threads}];"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "      #pragma unroll\n      for (int g = 0; g < {}; ++g) {{\n        const float4 v = *(__local const float4*)&{tile}[kk][g * {} + {id} * 4];\n        {registers}[4 * g] = v.x; {registers}[4 * g + 1] = v.y; {registers}[4 * g + 2] = v.z; {registers}[4 * g + 3] = v.w;\n      }}",
+            work / 4,
+            threads * 4
+        );
+    }
+}
+
 /// Split-K: publish this work-group's partial tile; the last of the
 /// tile's work-groups to arrive sums the partials (in slice order) into
 /// `acc` and goes on to the epilogue, the others return.
@@ -434,9 +492,12 @@ fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &
         "  /* split-K: {} work-groups per tile */\n  const tcc_index tile = (b * {tiles_m} + (tcc_index)get_group_id(1)) * {tiles_n} + (tcc_index)get_group_id(0);",
         c.split_k
     );
+    let (vector_m, vector_n) = c.vector_widths();
     let position = format!(
-        "(ty + wm * {threads_m}) * {} + tx + wn * {threads_n}",
-        c.tile_n
+        "{} * {} + {}",
+        output_offset("wm", "ty", threads_m, vector_m),
+        c.tile_n,
+        output_offset("wn", "tx", threads_n, vector_n)
     );
     let _ = writeln!(
         out,
@@ -522,7 +583,10 @@ mod tests {
         }))
         .unwrap();
         assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
-        assert!(text.contains("__local float tile_a[8][33];"), "{text}");
+        assert!(
+            text.contains("__local float tile_a[8][33] __attribute__((aligned(16)));"),
+            "{text}"
+        );
         assert!(
             text.contains("(i < 100 && k < 30) ? a1[i * 30 + k] : 0.0f"),
             "{text}"
@@ -596,6 +660,30 @@ mod tests {
     }
 
     #[test]
+    fn fours_of_outputs_read_their_operands_as_float4() {
+        let text = gemm_kernel(&spec(GemmConfig {
+            tile_m: 128,
+            tile_n: 128,
+            tile_k: 16,
+            work_m: 8,
+            work_n: 8,
+            split_k: 1,
+        }))
+        .unwrap();
+        for expected in [
+            // Rows padded by 4 words keep float4 alignment.
+            "__local float tile_a[16][132] __attribute__((aligned(16)));",
+            "const float4 v = *(__local const float4*)&tile_a[kk][g * 64 + ty * 4];",
+            "const float4 v = *(__local const float4*)&tile_b[kk][g * 64 + tx * 4];",
+            // Work-item ty owns rows 4 ty .. 4 ty + 3 of each 64.
+            "const tcc_index i = row0 + ((wm / 4) * 64 + ty * 4 + wm % 4);",
+            "const tcc_index j = col0 + ((wn / 4) * 64 + tx * 4 + wn % 4);",
+        ] {
+            assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+        }
+    }
+
+    #[test]
     fn rejects_tiles_that_do_not_divide() {
         assert!(
             gemm_kernel(&spec(GemmConfig {
@@ -638,7 +726,7 @@ mod tests {
             "__global float* partial = a3 + (tile * 4 + split) * 1024;",
             "last_to_arrive = atomic_inc((volatile __global uint*)&a4[tile]) == 3;",
             "if (!last_to_arrive) return;",
-            "for (int s = 0; s < 4; ++s) sum += partials[s * 1024 + (ty + wm * 16) * 32 + tx + wn * 16];",
+            "for (int s = 0; s < 4; ++s) sum += partials[s * 1024 + (ty + wm * 16) * 32 + (tx + wn * 16)];",
             "if (tid == 0) a4[tile] = 0;",
             "a0[i * 50 + j] = acc_value;",
         ] {

@@ -22,8 +22,8 @@
 // CL: __kernel __attribute__((reqd_work_group_size(8, 8, 1)))
 // CL-NEXT: void matmul_add_max_0(__global float* restrict a0,
 // CL: /* tile 16x16x16, 2x2 outputs per work-item; M=200 N=96 K=128 batch=1 */
-// CL: __local float tile_a[16][17];
-// CL: __local float tile_b[16][16];
+// CL: __local float tile_a[16][17] __attribute__((aligned(16)));
+// CL: __local float tile_b[16][16] __attribute__((aligned(16)));
 // The 128-wide rows of A and 96-wide rows of B load as float4.
 // CL: vload4(0, a1 + i * 128 + k)
 // CL: vstore4((k < 128 && j < 96) ? vload4(0, a2 + k * 96 + j)
