@@ -216,11 +216,18 @@ fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
     let (ol, og, ob, oe, on) = t.outer;
     let (il, ig, ib, ie, inn) = t.inner;
     let width = if t.vector { 4 } else { 1 };
+    // A fixed number of rounds per work-item, unrolled, so that what
+    // depends only on a round's row (an implicit-GEMM row's image and
+    // pixel) is computed once, outside the k loop.
+    let count = oe * ie / width;
+    let rounds = count.div_ceil(threads);
     let _ = writeln!(
         out,
-        "    for (int l = tid; l < {}; l += {threads}) {{",
-        oe * ie / width
+        "    #pragma unroll\n    for (int r = 0; r < {rounds}; ++r) {{\n      const int l = tid + r * {threads};"
     );
+    if !count.is_multiple_of(threads) {
+        let _ = writeln!(out, "      if (l >= {count}) break;");
+    }
     let q = ie / width;
     let inner_index = if t.vector {
         format!("(l % {q}) * 4")
