@@ -84,13 +84,22 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
     } else {
         (16, 2)
     };
+    // 64x64 tiles that fill the SMs only once over a long K (ResNet-50's
+    // 7x7 stage at batch 32: M = 1568, N = 512, K = 4608, 200 tiles) also
+    // split K, in slices of at least 1024, up to two work-groups per SM.
+    let mut split_k = 1;
+    if tile == 64 {
+        while tiles(64) * split_k < 2 * SMS && k / (split_k * 2) >= MIN_LONG_SPLIT_K_SLICE {
+            split_k *= 2;
+        }
+    }
     Some(super::GemmConfig {
         tile_m: tile,
         tile_n: tile,
         tile_k: 16,
         work_m: work,
         work_n: work,
-        split_k: 1,
+        split_k: split_k as u32,
     })
 }
 
@@ -100,3 +109,7 @@ const SMS: i64 = 132;
 
 /// The shortest K slice split-K hands one work-group.
 const MIN_SPLIT_K_SLICE: i64 = 256;
+
+/// The shortest K slice when 64x64 tiles already give every SM one
+/// work-group: splitting only pays when each slice stays long.
+const MIN_LONG_SPLIT_K_SLICE: i64 = 1024;
