@@ -10,6 +10,8 @@
 #   .device/models/MANIFEST              NAME TAG FUNCTION NUM_INPUTS NUM_OUTPUTS ABS REL, a line
 #                                        per function (TAG: NAME, or NAME.FUNCTION for a model
 #                                        with several functions)
+#   .device/tf32/NAME.so                 (nvidia) the same models with --precision=tf32, checked
+#                                        on the device by scripts/check-tf32-device.py
 #   .device/SKIPPED                      models left out, with the reason
 #   .device/run-all.sh                   runs every model with tcc-run and checks it with tcc-compare
 #
@@ -39,7 +41,7 @@ echo "== building ($profile)"
 bin=target/$profile
 
 out=.device
-rm -rf "$out/models" "$out/bin" "$out/run-all.sh" "$out/SKIPPED"
+rm -rf "$out/models" "$out/bin" "$out/run-all.sh" "$out/SKIPPED" "$out/tf32"
 mkdir -p "$out/models" "$out/bin"
 cp "$bin/tcc-run" "$bin/tcc-benchmark" "$bin/tcc-compare" "$out/bin/"
 : > "$out/models/MANIFEST"
@@ -87,6 +89,13 @@ for model in test/models/*.mlir; do
   fi
   printf '%s\n' "${entries[@]}" >> "$out/models/MANIFEST"
   count=$((count + 1))
+  if [[ $target == nvidia ]]; then
+    mkdir -p "$out/tf32"
+    if ! "$bin/tcc" compile "$model" --target=nvidia --precision=tf32 -o "$out/tf32/$name.so" > "$log" 2>&1; then
+      echo "   SKIP $name (tf32): tcc compile --precision=tf32 failed"
+      { echo "$name (tf32): tcc compile --precision=tf32 failed"; sed 's/^/    /' "$log" | head -20; } >> "$out/SKIPPED"
+    fi
+  fi
 done
 
 cat > "$out/run-all.sh" <<'EOF'

@@ -192,6 +192,70 @@ pub struct GemmSpec {
     /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
     /// counters (`uint*`, zero before the first launch).
     pub split_k_scratch: Option<(String, String)>,
+    /// Multiply on tensor cores in TF32 (inputs rounded to 10-bit
+    /// mantissas, FP32 accumulation; `mma.sync.m16n8k8`), in the PTX form
+    /// only: the kernel text holds the tensor-core body under
+    /// `#ifdef TCC_PTX` and the exact FP32 body otherwise.
+    pub tf32: bool,
+}
+
+/// How a work-group's work-items share its tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Each work-item multiplies on the FP32 units, its outputs in runs of
+    /// `vector` along each axis (see `output_offset`).
+    Fma { vector_m: u32, vector_n: u32 },
+    /// Each warp computes a `16 mi x 8 ni` block of 16x8 `mma` tiles; the
+    /// warps form a `warps_m x warps_n` grid over the tile.
+    Mma { warps_m: u32, warps_n: u32, mi: u32, ni: u32 },
+}
+
+impl Layout {
+    /// The tensor-core layout for `c`, if its tile divides into warps of
+    /// 16x8 `mma` tiles (the squarest warp tiles win).
+    fn mma(c: &GemmConfig) -> Option<Self> {
+        let threads = c.workgroup_size();
+        if !threads.is_multiple_of(32) || !c.tile_k.is_multiple_of(8) {
+            return None;
+        }
+        let warps = threads / 32;
+        (1..=warps)
+            .filter(|w| warps.is_multiple_of(*w))
+            .filter_map(|warps_m| {
+                let warps_n = warps / warps_m;
+                let (rows, cols) = (c.tile_m / warps_m, c.tile_n / warps_n);
+                (c.tile_m.is_multiple_of(16 * warps_m) && c.tile_n.is_multiple_of(8 * warps_n))
+                    .then_some((rows.abs_diff(cols), warps_m, warps_n, rows / 16, cols / 8))
+            })
+            .min()
+            .map(|(_, warps_m, warps_n, mi, ni)| Layout::Mma { warps_m, warps_n, mi, ni })
+    }
+
+    /// The accumulator's dimensions per work-item.
+    fn acc(&self, c: &GemmConfig) -> (u32, u32) {
+        match self {
+            Layout::Fma { .. } => (c.work_m, c.work_n),
+            Layout::Mma { mi, ni, .. } => (2 * mi, 2 * ni),
+        }
+    }
+
+    /// C expressions for the tile row of accumulator row `wm` and the tile
+    /// column of accumulator column `wn`.
+    fn offsets(&self, c: &GemmConfig) -> (String, String) {
+        let (threads_n, threads_m) = c.threads();
+        match *self {
+            Layout::Fma { vector_m, vector_n } => (
+                output_offset("wm", "ty", threads_m, vector_m),
+                output_offset("wn", "tx", threads_n, vector_n),
+            ),
+            // c0, c1: row groupID, columns 2 tig and 2 tig + 1; c2, c3: row
+            // groupID + 8 (PTX ISA, mma.m16n8k8 accumulator fragments).
+            Layout::Mma { .. } => (
+                "(warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group)".to_string(),
+                "(warp_col + (wn / 2) * 8 + tig * 2 + wn % 2)".to_string(),
+            ),
+        }
+    }
 }
 
 /// One operand's copy of a `outer x inner` block into local memory, each
@@ -281,6 +345,19 @@ fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
     c.validate()?;
+    let (vector_m, vector_n) = c.vector_widths();
+    let fma = gemm_kernel_with(spec, Layout::Fma { vector_m, vector_n })?;
+    match Layout::mma(&c).filter(|_| spec.tf32) {
+        Some(mma) => Ok(format!(
+            "#ifdef TCC_PTX\n{}#else\n{fma}#endif\n",
+            gemm_kernel_with(spec, mma)?
+        )),
+        None => Ok(fma),
+    }
+}
+
+fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
+    let c = spec.config;
     let split = c.split_k > 1;
     if split != spec.split_k_scratch.is_some() {
         return Err(format!(
@@ -299,14 +376,31 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
     let _ = writeln!(
         out,
-        "  /* tile {}x{}x{}, {}x{} outputs per work-item; M={} N={} K={} batch={} */",
-        c.tile_m, c.tile_n, c.tile_k, c.work_m, c.work_n, s.m, s.n, s.k, s.batch
+        "  /* tile {}x{}x{}, {}x{} outputs per work-item{}; M={} N={} K={} batch={} */",
+        c.tile_m,
+        c.tile_n,
+        c.tile_k,
+        c.work_m,
+        c.work_n,
+        match layout {
+            Layout::Fma { .. } => String::new(),
+            Layout::Mma { warps_m, warps_n, mi, ni } => format!(
+                " on TF32 tensor cores ({warps_m}x{warps_n} warps of {mi}x{ni} mma tiles)"
+            ),
+        },
+        s.m,
+        s.n,
+        s.k,
+        s.batch
     );
     // Rows of tile_a are padded so that the transposing stores of a warp,
     // which walk k, spread over the local-memory banks: by one word, or by
     // four where work-items read their outputs' operands as float4 (rows
     // must stay 16-byte aligned).
-    let (vector_m, vector_n) = c.vector_widths();
+    let vector_m = match layout {
+        Layout::Fma { vector_m, .. } => vector_m,
+        Layout::Mma { .. } => 1,
+    };
     let pad_a = if vector_m == 4 { 4 } else { 1 };
     let _ = writeln!(
         out,
@@ -338,11 +432,19 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         let _ = writeln!(out, "  const tcc_index b = (tcc_index)get_group_id(2);");
         ("0".to_string(), s.k.to_string())
     };
-    let _ = writeln!(out, "  float acc[{}][{}];", c.work_m, c.work_n);
+    let (acc_m, acc_n) = layout.acc(&c);
+    if let Layout::Mma { warps_n, mi, ni, .. } = layout {
+        let _ = writeln!(
+            out,
+            "  const int warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;\n  const int warp_row = (warp / {warps_n}) * {}, warp_col = (warp % {warps_n}) * {};",
+            16 * mi,
+            8 * ni
+        );
+    }
+    let _ = writeln!(out, "  float acc[{acc_m}][{acc_n}];");
     let _ = writeln!(
         out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn)\n      acc[wm][wn] = 0.0f;",
-        c.work_m, c.work_n
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      acc[wm][wn] = 0.0f;"
     );
     let threads = c.workgroup_size();
     let _ = writeln!(
@@ -394,40 +496,38 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         threads,
     );
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(
-        out,
-        "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
-        c.tile_k
-    );
-    let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
-    operand_loads(&mut out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m);
-    operand_loads(&mut out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n);
-    let _ = writeln!(
-        out,
-        "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
-        c.work_m, c.work_n
-    );
-    let _ = writeln!(out, "    }}");
+    match layout {
+        Layout::Fma { vector_m, vector_n } => {
+        let _ = writeln!(
+            out,
+            "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
+            c.tile_k
+        );
+        let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
+        operand_loads(&mut out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m);
+        operand_loads(&mut out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n);
+        let _ = writeln!(
+            out,
+            "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
+            c.work_m, c.work_n
+        );
+        let _ = writeln!(out, "    }}");
+        }
+        Layout::Mma { mi, ni, .. } => mma_steps(&mut out, c.tile_k, mi, ni),
+    }
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     let _ = writeln!(out, "  }}");
+    let (row_offset, col_offset) = layout.offsets(&c);
     if let Some((workspace, counters)) = &spec.split_k_scratch {
-        split_k_fixup(&mut out, spec, workspace, counters);
+        split_k_fixup(&mut out, spec, workspace, counters, &layout);
     }
     // Every loop over a work-item's outputs is unrolled: `acc` indexed by
     // a loop counter would live in (slow, local) stack memory, not in
     // registers (LLVM's unroller gives up on the epilogue's body size).
-    let _ = writeln!(out, "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm) {{", c.work_m);
-    let _ = writeln!(
-        out,
-        "    const tcc_index i = row0 + {};",
-        output_offset("wm", "ty", threads_m, vector_m)
-    );
-    let _ = writeln!(out, "    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn) {{", c.work_n);
-    let _ = writeln!(
-        out,
-        "      const tcc_index j = col0 + {};",
-        output_offset("wn", "tx", threads_n, vector_n)
-    );
+    let _ = writeln!(out, "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm) {{");
+    let _ = writeln!(out, "    const tcc_index i = row0 + {row_offset};");
+    let _ = writeln!(out, "    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{");
+    let _ = writeln!(out, "      const tcc_index j = col0 + {col_offset};");
     let _ = writeln!(out, "      if (i < {} && j < {}) {{", s.m, s.n);
     for line in spec.init_statements.lines() {
         let _ = writeln!(out, "        {line}");
@@ -486,12 +586,42 @@ fn operand_loads(
     }
 }
 
+/// The tensor-core k steps over one staged tile: per 8 of k, each warp
+/// loads its A fragments (`mi` of 16x8) and B fragments (`ni` of 8x8) from
+/// local memory, rounded to TF32, and issues `mi * ni` `mma.sync`s
+/// (fragment layouts of the PTX ISA's m16n8k8 `.tf32`: A row-major, B
+/// column-major).
+fn mma_steps(out: &mut String, tile_k: u32, mi: u32, ni: u32) {
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int k8 = 0; k8 < {tile_k}; k8 += 8) {{\n      uint fa[{mi}][4], fb[{ni}][2];"
+    );
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m) {{\n        const int r = warp_row + m * 16 + group;\n        fa[m][0] = tcc_tf32(tile_a[k8 + tig][r]);\n        fa[m][1] = tcc_tf32(tile_a[k8 + tig][r + 8]);\n        fa[m][2] = tcc_tf32(tile_a[k8 + tig + 4][r]);\n        fa[m][3] = tcc_tf32(tile_a[k8 + tig + 4][r + 8]);\n      }}"
+    );
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = tcc_tf32(tile_b[k8 + tig][col]);\n        fb[n][1] = tcc_tf32(tile_b[k8 + tig + 4][col]);\n      }}"
+    );
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m)\n        #pragma unroll\n        for (int n = 0; n < {ni}; ++n)\n          TCC_MMA_TF32(acc[2 * m][2 * n], acc[2 * m][2 * n + 1], acc[2 * m + 1][2 * n], acc[2 * m + 1][2 * n + 1], fa[m][0], fa[m][1], fa[m][2], fa[m][3], fb[n][0], fb[n][1]);\n    }}"
+    );
+}
+
 /// Split-K: publish this work-group's partial tile; the last of the
 /// tile's work-groups to arrive sums the partials (in slice order) into
 /// `acc` and goes on to the epilogue, the others return.
-fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &str) {
+fn split_k_fixup(
+    out: &mut String,
+    spec: &GemmSpec,
+    workspace: &str,
+    counters: &str,
+    layout: &Layout,
+) {
     let c = spec.config;
-    let (threads_n, threads_m) = c.threads();
+    let (acc_m, acc_n) = layout.acc(&c);
     let (tiles_n, tiles_m) = c.tiles(&spec.shape);
     let tile_elements = c.tile_m * c.tile_n;
     let _ = writeln!(
@@ -499,13 +629,8 @@ fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &
         "  /* split-K: {} work-groups per tile */\n  const tcc_index tile = (b * {tiles_m} + (tcc_index)get_group_id(1)) * {tiles_n} + (tcc_index)get_group_id(0);",
         c.split_k
     );
-    let (vector_m, vector_n) = c.vector_widths();
-    let position = format!(
-        "{} * {} + {}",
-        output_offset("wm", "ty", threads_m, vector_m),
-        c.tile_n,
-        output_offset("wn", "tx", threads_n, vector_n)
-    );
+    let (row_offset, col_offset) = layout.offsets(&c);
+    let position = format!("{row_offset} * {} + {col_offset}", c.tile_n);
     let _ = writeln!(
         out,
         "  __global float* partial = {workspace} + (tile * {} + split) * {tile_elements};",
@@ -513,8 +638,7 @@ fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &
     );
     let _ = writeln!(
         out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn)\n      partial[{position}] = acc[wm][wn];",
-        c.work_m, c.work_n
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      partial[{position}] = acc[wm][wn];"
     );
     // Every work-item's partial is visible device-wide before the
     // group's arrival is counted; the last group fences again before it
@@ -537,8 +661,8 @@ fn split_k_fixup(out: &mut String, spec: &GemmSpec, workspace: &str, counters: &
     );
     let _ = writeln!(
         out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {}; ++wn) {{\n      float sum = 0.0f;\n      for (int s = 0; s < {}; ++s) sum += partials[s * {tile_elements} + {position}];\n      acc[wm][wn] = sum;\n    }}",
-        c.work_m, c.work_n, c.split_k
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{\n      float sum = 0.0f;\n      for (int s = 0; s < {}; ++s) sum += partials[s * {tile_elements} + {position}];\n      acc[wm][wn] = sum;\n    }}",
+        c.split_k
     );
     let _ = writeln!(out, "  if (tid == 0) {counters}[tile] = 0;");
 }
@@ -575,6 +699,7 @@ mod tests {
             init: "0.0f".into(),
             store: "a0[i * 50 + j] = acc_value;".into(),
             split_k_scratch: None,
+            tf32: false,
         }
     }
 
@@ -688,6 +813,58 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
         }
+    }
+
+    #[test]
+    fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
+        let config = GemmConfig {
+            tile_m: 64,
+            tile_n: 64,
+            tile_k: 16,
+            work_m: 4,
+            work_n: 4,
+            split_k: 1,
+        };
+        let mut spec = spec(config);
+        spec.tf32 = true;
+        let text = gemm_kernel(&spec).unwrap();
+        // 8 warps over 64x64: 2x4 warps of 32x16 (2x2 mma tiles of 16x8),
+        // the squarest warp tiles.
+        assert_eq!(
+            Layout::mma(&config),
+            Some(Layout::Mma { warps_m: 2, warps_n: 4, mi: 2, ni: 2 })
+        );
+        let (ptx, fp32) = text
+            .strip_prefix("#ifdef TCC_PTX\n")
+            .and_then(|t| t.strip_suffix("#endif\n"))
+            .and_then(|t| t.split_once("#else\n"))
+            .expect("two bodies");
+        for expected in [
+            "on TF32 tensor cores (2x4 warps of 2x2 mma tiles)",
+            "const int warp_row = (warp / 4) * 32, warp_col = (warp % 4) * 16;",
+            "float acc[4][4];",
+            "fa[m][1] = tcc_tf32(tile_a[k8 + tig][r + 8]);",
+            "fb[n][1] = tcc_tf32(tile_b[k8 + tig + 4][col]);",
+            "TCC_MMA_TF32(acc[2 * m][2 * n], acc[2 * m][2 * n + 1], acc[2 * m + 1][2 * n], acc[2 * m + 1][2 * n + 1]",
+            "const tcc_index i = row0 + (warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group);",
+            "const tcc_index j = col0 + (warp_col + (wn / 2) * 8 + tig * 2 + wn % 2);",
+            "a0[i * 50 + j] = acc_value;",
+        ] {
+            assert!(ptx.contains(expected), "missing `{expected}` in:\n{ptx}");
+        }
+        assert!(!fp32.contains("TCC_MMA_TF32"), "{fp32}");
+        assert!(fp32.contains("acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);"), "{fp32}");
+        // Both bodies define the same kernel with the same work-group.
+        assert_eq!(ptx.matches("void matmul_0(").count(), 1);
+        assert_eq!(fp32.matches("void matmul_0(").count(), 1);
+        // Without tf32, or with tiles no warp grid fits, one fp32 body.
+        spec.tf32 = false;
+        assert!(!gemm_kernel(&spec).unwrap().contains("TCC_PTX"));
+        assert_eq!(
+            Layout::mma(&GemmConfig { tile_m: 8, ..config }),
+            None,
+            "16 rows per warp tile at least"
+        );
     }
 
     #[test]

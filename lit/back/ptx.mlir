@@ -10,6 +10,11 @@
 // RUN: not tcc compile %s --target=nvidia --emit=ptx --ptx=off 2>&1 | FileCheck %s --check-prefix=OFF
 // RUN: env TCC_CLANG=%t.no-such-clang not tcc compile %s --target=nvidia -o %t.so 2>&1 | FileCheck %s --check-prefix=NO-CLANG
 // RUN: env TCC_CLANG=%t.no-such-clang tcc compile %s --target=nvidia --ptx=off -o %t.so
+// RUN: tcc compile %s --target=nvidia --precision=tf32 --emit=ptx | FileCheck %s --check-prefix=TF32 --implicit-check-not=__local_depot
+// RUN: tcc compile %s --target=nvidia --precision=tf32 --emit=opencl-c | FileCheck %s --check-prefix=TF32-CL
+// RUN: not tcc compile %s --target=generic --precision=tf32 -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-GENERIC
+// RUN: not tcc compile %s --target=nvidia --precision=tf32 --ptx=off -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-NO-PTX
+// RUN: not tcc compile %s --target=nvidia --precision=tf32 --gpu-arch=sm_75 -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-SM75
 
 // CHECK: .version 8.0
 // CHECK: .target sm_90
@@ -21,6 +26,21 @@
 // CHECK: .entry [[SOFTMAX:softmax[a-z_0-9]*]](
 // CHECK: .reqntid
 // CHECK: bar.sync 0
+
+// --precision=tf32: the GEMM templates multiply on tensor cores in the
+// PTX form; the OpenCL C keeps the fp32 body for other drivers.
+// TF32: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
+// TF32: cvt.rna.tf32.f32
+// TF32: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// TF32-CL: #ifdef TCC_PTX
+// TF32-CL: on TF32 tensor cores
+// TF32-CL: TCC_MMA_TF32(
+// TF32-CL: #else
+// TF32-CL: acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);
+// TF32-CL: #endif
+// TF32-GENERIC: --precision=tf32 runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target=generic)
+// TF32-NO-PTX: --precision=tf32 reaches tensor cores only through PTX: drop --ptx=off
+// TF32-SM75: --precision=tf32 needs TF32 tensor cores (sm_80 or newer), not --gpu-arch=sm_75
 
 // SM80: .version 7.1
 // SM80: .target sm_80

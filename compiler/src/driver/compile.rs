@@ -33,6 +33,15 @@ pub enum Emit {
     Ptx,
 }
 
+/// `--precision`: the arithmetic of GEMMs and convolutions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    /// IEEE fp32 (the default).
+    Fp32,
+    /// TF32 tensor cores with fp32 accumulation (PyTorch's allow_tf32): PTX for NVIDIA only.
+    Tf32,
+}
+
 /// `--ptx`: whether the artifact carries PTX beside the OpenCL C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PtxSwitch {
@@ -70,6 +79,9 @@ pub struct CompileArgs {
     /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs).
     #[arg(long = "gpu-arch", default_value = ptx::DEFAULT_ARCH, value_name = "SM")]
     pub gpu_arch: String,
+    /// Arithmetic of GEMMs and convolutions: fp32 (exact, default) or tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation; needs --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32).
+    #[arg(long, value_enum, default_value = "fp32")]
+    pub precision: PrecisionArg,
 }
 
 impl CompileArgs {
@@ -83,12 +95,28 @@ impl CompileArgs {
         if self.emit == Emit::Ptx && !wanted {
             bail!("--emit=ptx contradicts --ptx=off");
         }
+        if self.precision == PrecisionArg::Tf32 {
+            if self.target != Target::Nvidia {
+                bail!(
+                    "--precision=tf32 runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target={})",
+                    self.target.name()
+                );
+            }
+            if !wanted {
+                bail!("--precision=tf32 reaches tensor cores only through PTX: drop --ptx=off");
+            }
+        }
         if !wanted {
             return Ok(None);
         }
-        Ok(Some(
-            ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?,
-        ))
+        let options = ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?;
+        if self.precision == PrecisionArg::Tf32 && options.compute_capability() < 80 {
+            bail!(
+                "--precision=tf32 needs TF32 tensor cores (sm_80 or newer), not --gpu-arch={}",
+                self.gpu_arch
+            );
+        }
+        Ok(Some(options))
     }
 }
 
@@ -227,6 +255,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     }
     let ptx_options = args.ptx_options()?;
     let mut compiled = compile_to_kernels_with(&session, &args.input, args.target, &input_shapes)?;
+    if args.precision == PrecisionArg::Tf32 {
+        compiled.program =
+            opencl_c::write_program_with(&compiled.module, opencl_c::Precision::Tf32)?;
+    }
     if let Some(options) = &ptx_options {
         compiled.add_ptx(options)?;
     }

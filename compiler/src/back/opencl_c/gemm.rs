@@ -502,6 +502,7 @@ impl KernelWriter {
             init,
             store,
             split_k_scratch,
+            tf32: self.tf32,
         };
         gemm_kernel(&spec).map_err(|e| CodegenError::at(&kernel, e))
     }

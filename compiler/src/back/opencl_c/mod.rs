@@ -8,4 +8,6 @@ mod reduce;
 mod softmax;
 mod writer;
 
-pub use writer::{ElementType, KernelArg, KernelInfo, Program, write_program};
+pub use writer::{
+    ElementType, KernelArg, KernelInfo, Precision, Program, write_program, write_program_with,
+};

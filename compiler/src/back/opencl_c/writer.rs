@@ -143,6 +143,15 @@ inline void tcc_global_fence(void) { __nvvm_membar_gl(); }
 #else
 inline void tcc_global_fence(void) { mem_fence(CLK_GLOBAL_MEM_FENCE); }
 #endif
+#ifdef TCC_PTX
+/* TF32 tensor cores (--precision=tf32): round to TF32, and one
+ * mma.sync.m16n8k8 accumulating into four fp32 registers. */
+inline uint tcc_tf32(float x) { uint r; __asm__(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x)); return r; }
+#define TCC_MMA_TF32(c0, c1, c2, c3, a0, a1, a2, a3, b0, b1) \\
+  __asm__(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
+          : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
+          : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
+#endif
 ";
 
 /// The width of index arithmetic in a program's kernels: every `index`
@@ -192,11 +201,32 @@ pub(super) fn index_literal(number: i64) -> String {
     }
 }
 
+/// The arithmetic the kernels may use (`tcc compile --precision`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// IEEE fp32 everywhere (the default).
+    #[default]
+    Fp32,
+    /// GEMMs and convolutions multiply on tensor cores in TF32 (fp32
+    /// inputs rounded to 10 mantissa bits, fp32 accumulation) in the PTX
+    /// form; the OpenCL C form stays fp32.
+    Tf32,
+}
+
 /// Translates every `gpu.func` of the module's kernel module.
 pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
+    write_program_with(module, Precision::Fp32)
+}
+
+/// As [`write_program`], with the GEMMs' precision.
+pub fn write_program_with(module: &Module, precision: Precision) -> Result<Program, CodegenError> {
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
-        kernels.push(KernelWriter::default().write(kernel)?);
+        let writer = KernelWriter {
+            tf32: precision == Precision::Tf32,
+            ..KernelWriter::default()
+        };
+        kernels.push(writer.write(kernel)?);
     }
     let infos: Vec<KernelInfo> = kernels.iter().map(|(info, _)| info.clone()).collect();
     let prelude = format!(
@@ -282,6 +312,8 @@ pub(super) struct KernelWriter {
     written_args: Vec<bool>,
     /// C types of the mutable locals (loop-carried values, scf.if results).
     declared_types: HashMap<String, &'static str>,
+    /// GEMM kernels multiply in TF32 on tensor cores in their PTX form.
+    pub(super) tf32: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {
