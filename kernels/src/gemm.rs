@@ -396,12 +396,14 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
     // Rows of tile_a are padded so that the transposing stores of a warp,
     // which walk k, spread over the local-memory banks: by one word, or by
     // four where work-items read their outputs' operands as float4 (rows
-    // must stay 16-byte aligned).
-    let vector_m = match layout {
-        Layout::Fma { vector_m, .. } => vector_m,
-        Layout::Mma { .. } => 1,
+    // must stay 16-byte aligned). Tensor-core fragments read 4 k rows x 8
+    // columns per warp: rows 8 words apart mod 32 put those 32 reads in 32
+    // banks, for A and for B.
+    let (pad_a, pad_b) = match layout {
+        Layout::Fma { vector_m: 4, .. } => (4, 0),
+        Layout::Fma { .. } => (1, 0),
+        Layout::Mma { .. } => (8, 8),
     };
-    let pad_a = if vector_m == 4 { 4 } else { 1 };
     let _ = writeln!(
         out,
         "  __local float tile_a[{}][{}] __attribute__((aligned(16)));",
@@ -411,7 +413,8 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
     let _ = writeln!(
         out,
         "  __local float tile_b[{}][{}] __attribute__((aligned(16)));",
-        c.tile_k, c.tile_n
+        c.tile_k,
+        c.tile_n + pad_b
     );
     out.push_str(&format!(
         "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
@@ -841,6 +844,8 @@ mod tests {
             .expect("two bodies");
         for expected in [
             "on TF32 tensor cores (2x4 warps of 2x2 mma tiles)",
+            "__local float tile_a[16][72] __attribute__((aligned(16)));",
+            "__local float tile_b[16][72] __attribute__((aligned(16)));",
             "const int warp_row = (warp / 4) * 32, warp_col = (warp % 4) * 16;",
             "float acc[4][4];",
             "fa[m][1] = tcc_tf32(tile_a[k8 + tig][r + 8]);",

@@ -70,14 +70,14 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
     let _ = writeln!(out, "  part = 0.0f;");
     let _ = writeln!(
         out,
-        "  for (tcc_index c = lid; c < {}; c += {w}) part += exp({load} - row_max);",
+        "  for (tcc_index c = lid; c < {}; c += {w}) part += tcc_expf({load} - row_max);",
         spec.columns
     );
     tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
     let _ = writeln!(out, "  const float inverse = 1.0f / scratch[0];");
     let _ = writeln!(
         out,
-        "  for (tcc_index c = lid; c < {}; c += {w}) {store} = exp({load} - row_max) * inverse;",
+        "  for (tcc_index c = lid; c < {}; c += {w}) {store} = tcc_expf({load} - row_max) * inverse;",
         spec.columns
     );
     let _ = writeln!(out, "}}");
@@ -109,7 +109,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("a1[out_row + c] = exp(a0[in_row + c] - row_max) * inverse;"),
+            text.contains("a1[out_row + c] = tcc_expf(a0[in_row + c] - row_max) * inverse;"),
             "{text}"
         );
         assert!(

@@ -26,6 +26,9 @@
 // CHECK: .entry [[SOFTMAX:softmax[a-z_0-9]*]](
 // CHECK: .reqntid
 // CHECK: bar.sync 0
+// The row's exponentials come from the hardware's 2^x (tcc_expf), not
+// libclc's polynomial.
+// CHECK: ex2.approx.ftz.f32
 
 // --precision=tf32: the GEMM templates multiply on tensor cores in the
 // PTX form; the OpenCL C keeps the fp32 body for other drivers.

@@ -17,7 +17,7 @@
 // CL: __local float scratch[256];
 // CL: float partial = 0.0f;
 // CL: for (tcc_index r = lid; r < 1024; r += 256) {
-// CL: exp(
+// CL: tcc_expf(
 // CL: partial = (partial + value);
 // CL: if (lid < step) scratch[lid] = (scratch[lid] + scratch[lid + step]);
 // CL: if (lid == 0) {

@@ -152,6 +152,25 @@ inline uint tcc_tf32(float x) { uint r; __asm__(\"cvt.rna.tf32.f32 %0, %1;\" : \
           : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
           : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
 #endif
+/* exp of a float. The PTX form replaces libclc's portable polynomial
+ * (twice as slow as NVIDIA's own in a row softmax) with the hardware's
+ * 2^f: x log2(e) = j + f with |f| <= 1/2 (one fma, and the bits of log2(e)
+ * the float constant lacks), ex2.approx of f, then 2^j in two halves so
+ * that neither scale overflows before the product does. About 2 ulp;
+ * NaN stays NaN, the clamps give inf and 0. */
+#ifdef TCC_PTX
+inline float tcc_expf(float x) {
+  const float y = x > 88.8f ? 88.8f : (x < -104.0f ? -104.0f : x);
+  const float j = rint(y * 1.44269504f);
+  const float f = fma(y, 1.44269504f, -j) + y * 1.92596303e-8f;
+  float p;
+  __asm__(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(p) : \"f\"(f));
+  const int k = (int)j, k1 = k / 2, k2 = k - k1;
+  return p * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
+}
+#else
+inline float tcc_expf(float x) { return exp(x); }
+#endif
 ";
 
 /// The width of index arithmetic in a program's kernels: every `index`
@@ -1019,6 +1038,8 @@ impl KernelWriter {
                 };
                 format!("{function}({})", self.operand(op, 0)?)
             }
+            // f32 through the prelude's tcc_expf (fast in the PTX form).
+            "math.exp" if result()? == ElementType::F32 => call("tcc_expf")?,
             "math.exp" => call("exp")?,
             "math.exp2" => call("exp2")?,
             "math.expm1" => call("expm1")?,
