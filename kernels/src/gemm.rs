@@ -207,7 +207,12 @@ enum Layout {
     Fma { vector_m: u32, vector_n: u32 },
     /// Each warp computes a `16 mi x 8 ni` block of 16x8 `mma` tiles; the
     /// warps form a `warps_m x warps_n` grid over the tile.
-    Mma { warps_m: u32, warps_n: u32, mi: u32, ni: u32 },
+    Mma {
+        warps_m: u32,
+        warps_n: u32,
+        mi: u32,
+        ni: u32,
+    },
 }
 
 impl Layout {
@@ -228,7 +233,12 @@ impl Layout {
                     .then_some((rows.abs_diff(cols), warps_m, warps_n, rows / 16, cols / 8))
             })
             .min()
-            .map(|(_, warps_m, warps_n, mi, ni)| Layout::Mma { warps_m, warps_n, mi, ni })
+            .map(|(_, warps_m, warps_n, mi, ni)| Layout::Mma {
+                warps_m,
+                warps_n,
+                mi,
+                ni,
+            })
     }
 
     /// The accumulator's dimensions per work-item.
@@ -384,9 +394,13 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         c.work_n,
         match layout {
             Layout::Fma { .. } => String::new(),
-            Layout::Mma { warps_m, warps_n, mi, ni } => format!(
-                " on TF32 tensor cores ({warps_m}x{warps_n} warps of {mi}x{ni} mma tiles)"
-            ),
+            Layout::Mma {
+                warps_m,
+                warps_n,
+                mi,
+                ni,
+            } =>
+                format!(" on TF32 tensor cores ({warps_m}x{warps_n} warps of {mi}x{ni} mma tiles)"),
         },
         s.m,
         s.n,
@@ -425,10 +439,9 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         let slice = c.split_k_slice(s.k);
         let _ = writeln!(
             out,
-            "  const tcc_index b = (tcc_index)get_group_id(2) / {sk};\n  const int split = (int)(get_group_id(2) % {sk});\n  const tcc_index k_begin = split * {slice};\n  const tcc_index k_end = min(k_begin + {slice}, ({idx}){k});",
+            "  const tcc_index b = (tcc_index)get_group_id(2) / {sk};\n  const int split = (int)(get_group_id(2) % {sk});\n  const tcc_index k_begin = split * {slice};\n  const tcc_index k_end = min(k_begin + {slice}, (tcc_index){k});",
             sk = c.split_k,
             k = s.k,
-            idx = "tcc_index",
         );
         ("k_begin".to_string(), "k_end".to_string())
     } else {
@@ -436,7 +449,10 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         ("0".to_string(), s.k.to_string())
     };
     let (acc_m, acc_n) = layout.acc(&c);
-    if let Layout::Mma { warps_n, mi, ni, .. } = layout {
+    if let Layout::Mma {
+        warps_n, mi, ni, ..
+    } = layout
+    {
         let _ = writeln!(
             out,
             "  const int warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;\n  const int warp_row = (warp / {warps_n}) * {}, warp_col = (warp % {warps_n}) * {};",
@@ -501,20 +517,24 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     match layout {
         Layout::Fma { vector_m, vector_n } => {
-        let _ = writeln!(
-            out,
-            "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
-            c.tile_k
-        );
-        let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
-        operand_loads(&mut out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m);
-        operand_loads(&mut out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n);
-        let _ = writeln!(
-            out,
-            "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
-            c.work_m, c.work_n
-        );
-        let _ = writeln!(out, "    }}");
+            let _ = writeln!(
+                out,
+                "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
+                c.tile_k
+            );
+            let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
+            operand_loads(
+                &mut out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m,
+            );
+            operand_loads(
+                &mut out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n,
+            );
+            let _ = writeln!(
+                out,
+                "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
+                c.work_m, c.work_n
+            );
+            let _ = writeln!(out, "    }}");
         }
         Layout::Mma { mi, ni, .. } => mma_steps(&mut out, c.tile_k, mi, ni),
     }
@@ -527,9 +547,15 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
     // Every loop over a work-item's outputs is unrolled: `acc` indexed by
     // a loop counter would live in (slow, local) stack memory, not in
     // registers (LLVM's unroller gives up on the epilogue's body size).
-    let _ = writeln!(out, "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm) {{");
+    let _ = writeln!(
+        out,
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm) {{"
+    );
     let _ = writeln!(out, "    const tcc_index i = row0 + {row_offset};");
-    let _ = writeln!(out, "    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{");
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{"
+    );
     let _ = writeln!(out, "      const tcc_index j = col0 + {col_offset};");
     let _ = writeln!(out, "      if (i < {} && j < {}) {{", s.m, s.n);
     for line in spec.init_statements.lines() {
@@ -648,7 +674,10 @@ fn split_k_fixup(
     // reads the others' partials (which bypass the L1 through volatile).
     let _ = writeln!(out, "  tcc_global_fence();");
     let _ = writeln!(out, "  __local int last_to_arrive;");
-    let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+    let _ = writeln!(
+        out,
+        "  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+    );
     let _ = writeln!(
         out,
         "  if (tid == 0) last_to_arrive = atomic_inc((volatile __global uint*)&{counters}[tile]) == {};",
@@ -835,7 +864,12 @@ mod tests {
         // the squarest warp tiles.
         assert_eq!(
             Layout::mma(&config),
-            Some(Layout::Mma { warps_m: 2, warps_n: 4, mi: 2, ni: 2 })
+            Some(Layout::Mma {
+                warps_m: 2,
+                warps_n: 4,
+                mi: 2,
+                ni: 2
+            })
         );
         let (ptx, fp32) = text
             .strip_prefix("#ifdef TCC_PTX\n")
@@ -858,7 +892,10 @@ mod tests {
             assert!(ptx.contains(expected), "missing `{expected}` in:\n{ptx}");
         }
         assert!(!fp32.contains("TCC_MMA_TF32"), "{fp32}");
-        assert!(fp32.contains("acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);"), "{fp32}");
+        assert!(
+            fp32.contains("acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);"),
+            "{fp32}"
+        );
         // Both bodies define the same kernel with the same work-group.
         assert_eq!(ptx.matches("void matmul_0(").count(), 1);
         assert_eq!(fp32.matches("void matmul_0(").count(), 1);
@@ -866,7 +903,10 @@ mod tests {
         spec.tf32 = false;
         assert!(!gemm_kernel(&spec).unwrap().contains("TCC_PTX"));
         assert_eq!(
-            Layout::mma(&GemmConfig { tile_m: 8, ..config }),
+            Layout::mma(&GemmConfig {
+                tile_m: 8,
+                ..config
+            }),
             None,
             "16 rows per warp tile at least"
         );

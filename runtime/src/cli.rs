@@ -270,6 +270,20 @@ pub fn open_session(tool: &str, rt: &Runtime, model: &Model) -> Result<Session> 
     Ok(session)
 }
 
+/// The runtime for a tool's `--device` and `--kernel-format` flags.
+pub fn runtime(
+    device: Option<&str>,
+    kernel_format: Option<&str>,
+    profiling: bool,
+) -> Result<Runtime> {
+    let options = crate::RuntimeOptions {
+        profiling,
+        kernel_format: self::kernel_format(kernel_format)?,
+        ..Default::default()
+    };
+    Runtime::with_options(DeviceSelector::from_flag_or_env(device), options)
+}
+
 /// `--kernel-format`, else `TCC_KERNEL_FORMAT`, else automatic.
 pub fn kernel_format(flag: Option<&str>) -> Result<crate::KernelFormat> {
     match flag {

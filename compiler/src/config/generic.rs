@@ -35,6 +35,6 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         tile_k: 16,
         work_m: 2,
         work_n: 2,
-            split_k: 1,
+        split_k: 1,
     })
 }

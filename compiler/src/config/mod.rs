@@ -189,23 +189,74 @@ mod tests {
         assert_eq!((late.tile_m, late.split_k), (32, 16));
         assert_eq!(late.split_k_slice(4608), 288);
         // The 14x14 stage's (M = 196, N = 256, K = 2304): 56 tiles, 8 slices.
-        assert_eq!(Target::Nvidia.gemm_config(1, 196, 256, 2304).unwrap().split_k, 8);
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(1, 196, 256, 2304)
+                .unwrap()
+                .split_k,
+            8
+        );
         // A 1x1 expansion (M = 49, N = 2048, K = 512): 128 tiles, 2 slices of 256.
-        assert_eq!(Target::Nvidia.gemm_config(1, 49, 2048, 512).unwrap().split_k, 2);
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(1, 49, 2048, 512)
+                .unwrap()
+                .split_k,
+            2
+        );
         // The 7x7 stage's 3x3 convolution at batch 32 (M = 1568, N = 512):
         // 200 tiles of 64x64 fill the SMs once; K = 4608 splits in 2.
         let batch32 = Target::Nvidia.gemm_config(1, 1568, 512, 4608).unwrap();
         assert_eq!((batch32.tile_m, batch32.split_k), (64, 2));
         // ... but not K = 512 (the 1x1 expansion) nor 392 tiles (14x14 stage).
-        assert_eq!(Target::Nvidia.gemm_config(1, 1568, 512, 512).unwrap().split_k, 1);
-        assert_eq!(Target::Nvidia.gemm_config(1, 6272, 256, 2304).unwrap().split_k, 1);
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(1, 1568, 512, 512)
+                .unwrap()
+                .split_k,
+            1
+        );
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(1, 6272, 256, 2304)
+                .unwrap()
+                .split_k,
+            1
+        );
         // 56x56 with 64 channels (M = 3136, N = 64): 196 tiles of 32x32 fill the GPU.
-        assert_eq!(Target::Nvidia.gemm_config(1, 3136, 64, 576).unwrap().split_k, 1);
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(1, 3136, 64, 576)
+                .unwrap()
+                .split_k,
+            1
+        );
         // Short K, enough tiles, a batch, or another target: no split.
-        assert_eq!(Target::Nvidia.gemm_config(1, 49, 512, 256).unwrap().split_k, 1);
-        assert_eq!(Target::Nvidia.gemm_config(1, 6272, 256, 4608).unwrap().split_k, 1);
-        assert_eq!(Target::Nvidia.gemm_config(8, 49, 512, 4608).unwrap().split_k, 1);
-        assert_eq!(Target::Generic.gemm_config(1, 49, 512, 4608).unwrap().split_k, 1);
+        assert_eq!(
+            Target::Nvidia.gemm_config(1, 49, 512, 256).unwrap().split_k,
+            1
+        );
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(1, 6272, 256, 4608)
+                .unwrap()
+                .split_k,
+            1
+        );
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(8, 49, 512, 4608)
+                .unwrap()
+                .split_k,
+            1
+        );
+        assert_eq!(
+            Target::Generic
+                .gemm_config(1, 49, 512, 4608)
+                .unwrap()
+                .split_k,
+            1
+        );
     }
 
     #[test]

@@ -147,6 +147,16 @@ pub struct Compiled<'c> {
 }
 
 impl Compiled<'_> {
+    /// The host side (with the kernels, and the PTX when there is some).
+    pub fn host(&self, module_name: &str) -> Result<host_llvm::HostOutput> {
+        Ok(host_llvm::emit(
+            &self.module,
+            &self.program,
+            self.ptx.as_deref(),
+            module_name,
+        )?)
+    }
+
     /// Compiles the OpenCL C program to PTX for `options.arch`.
     pub fn add_ptx(&mut self, options: &ptx::PtxOptions) -> Result<()> {
         let toolchain = ptx::Toolchain::find()?;
@@ -194,12 +204,7 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
-    let host = host_llvm::emit(
-        &compiled.module,
-        &compiled.program,
-        compiled.ptx.as_deref(),
-        module_name,
-    )?;
+    let host = compiled.host(module_name)?;
     host_llvm::link_shared(&host.object, output)?;
     Ok(())
 }
@@ -291,24 +296,14 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         (Emit::Spirv, _) => unreachable!("handled before the OpenCL C pipeline"),
         (Emit::Ptx, _) => write_text(output, compiled.ptx.as_deref().unwrap_or_default()),
         (Emit::LlvmIr, _) => {
-            let host = host_llvm::emit(
-                &compiled.module,
-                &compiled.program,
-                compiled.ptx.as_deref(),
-                module_name,
-            )?;
+            let host = compiled.host(module_name)?;
             write_text(output, &host.llvm_ir)
         }
         (Emit::Obj, _) => {
             let Some(path) = output else {
                 bail!("--emit=obj writes a binary file: give -o FILE")
             };
-            let host = host_llvm::emit(
-                &compiled.module,
-                &compiled.program,
-                compiled.ptx.as_deref(),
-                module_name,
-            )?;
+            let host = compiled.host(module_name)?;
             write_atomically(path, &host.object)
         }
         (Emit::Artifact, _) => {
@@ -317,12 +312,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "the artifact is a shared library: give -o model.so (or --emit=mlir|llvm-ir|opencl-c to print text)"
                 )
             };
-            let host = host_llvm::emit(
-                &compiled.module,
-                &compiled.program,
-                compiled.ptx.as_deref(),
-                module_name,
-            )?;
+            let host = compiled.host(module_name)?;
             host_llvm::link_shared(&host.object, path)?;
             Ok(())
         }

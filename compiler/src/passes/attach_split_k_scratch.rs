@@ -47,13 +47,20 @@ impl TccPass for AttachSplitKScratch {
         let mut kernels = Vec::new();
         for module in body_ops(module_op) {
             if op_name(&module) != "gpu.module"
-                || module.attribute("sym_name").ok().and_then(string_value).as_deref()
+                || module
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(string_value)
+                    .as_deref()
                     != Some(KERNEL_MODULE)
             {
                 continue;
             }
             for kernel in body_ops(module) {
-                let Some(sizes) = kernel.attribute(SPLIT_K_SCRATCH_ATTR).ok().and_then(dense_i64s)
+                let Some(sizes) = kernel
+                    .attribute(SPLIT_K_SCRATCH_ATTR)
+                    .ok()
+                    .and_then(dense_i64s)
                 else {
                     continue;
                 };
@@ -166,7 +173,9 @@ impl TccPass for AttachSplitKScratch {
                     )])
                     .add_results(&[buffer_type(context, workspace, "f32")])
                     .build()
-                    .map_err(|e| PassError::at(location, format!("cannot build memref.alloc: {e}")))?;
+                    .map_err(|e| {
+                        PassError::at(location, format!("cannot build memref.alloc: {e}"))
+                    })?;
                 let alloc = body.insert_operation_before(launch, alloc);
                 let get_global = OperationBuilder::new("memref.get_global", location)
                     .add_attributes(&[(
@@ -190,14 +199,24 @@ impl TccPass for AttachSplitKScratch {
                 operands.push(Value::from(alloc.result(0).expect("one result")).to_raw());
                 operands.push(counters_value.to_raw());
                 unsafe {
-                    mlir_sys::mlirOperationSetOperands(raw, operands.len() as isize, operands.as_ptr())
+                    mlir_sys::mlirOperationSetOperands(
+                        raw,
+                        operands.len() as isize,
+                        operands.as_ptr(),
+                    )
                 };
                 let segments = launch
                     .attribute("operandSegmentSizes")
                     .ok()
                     .and_then(|a| DenseI32ArrayAttribute::try_from(a).ok())
-                    .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect::<Vec<i32>>())
-                    .ok_or_else(|| PassError::at(location, "gpu.launch_func without operand segments"))?;
+                    .map(|a| {
+                        (0..a.len())
+                            .filter_map(|i| a.element(i).ok())
+                            .collect::<Vec<i32>>()
+                    })
+                    .ok_or_else(|| {
+                        PassError::at(location, "gpu.launch_func without operand segments")
+                    })?;
                 // [async deps, grid x3, block x3, cluster x3, shared memory, kernel operands, async object]
                 let mut segments = segments;
                 let kernel_operands = segments.len() - 2;

@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::bail;
 use clap::Parser;
 use serde_json::json;
+use tcc_runtime::Model;
 use tcc_runtime::cli::{self, format_bytes};
-use tcc_runtime::{DeviceSelector, Model, Runtime, RuntimeOptions};
 
 const EXAMPLES: &str = "Examples:
   tcc-benchmark model.so --function=mlp --input=@x.npy --iterations=100
@@ -91,15 +91,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .function(&function)?
         .check_inputs(&tensors, &sources)?;
 
-    let options = RuntimeOptions {
-        profiling: true,
-        kernel_format: cli::kernel_format(args.kernel_format.as_deref())?,
-        ..Default::default()
-    };
-    let rt = Runtime::with_options(
-        DeviceSelector::from_flag_or_env(args.device.as_deref()),
-        options,
-    )?;
+    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
     let mut session = cli::open_session("tcc-benchmark", &rt, &model)?;
     for _ in 0..args.warmup {
         session.run_with_sources(&function, &tensors, &sources)?;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Parser;
 use tcc_runtime::cli::{self, OutputArg};
-use tcc_runtime::{DeviceSelector, Model, Runtime, RuntimeOptions, list_devices, npy};
+use tcc_runtime::{Model, list_devices, npy};
 
 const EXAMPLES: &str = "Examples:
   tcc-run model.so --function=mlp --input=@x.npy --output=@y.npy
@@ -97,14 +97,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Check inputs before the (possibly slow) kernel build.
     signature.check_inputs(&tensors, &sources)?;
 
-    let options = RuntimeOptions {
-        kernel_format: cli::kernel_format(args.kernel_format.as_deref())?,
-        ..Default::default()
-    };
-    let rt = Runtime::with_options(
-        DeviceSelector::from_flag_or_env(args.device.as_deref()),
-        options,
-    )?;
+    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), false)?;
     let mut session = cli::open_session("tcc-run", &rt, &model)?;
     if args.verbose {
         eprintln!(

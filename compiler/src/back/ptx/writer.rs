@@ -91,7 +91,15 @@ fn clang_to_bitcode(
     )
     .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", source.display())))?;
     let output = Command::new(&toolchain.clang)
-        .args(["-x", "cl", "-cl-std=CL1.2", "-O3", "-c", "-emit-llvm", "-DTCC_PTX"])
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL1.2",
+            "-O3",
+            "-c",
+            "-emit-llvm",
+            "-DTCC_PTX",
+        ])
         .arg(format!("--target={TRIPLE}"))
         .arg(format!("-march={}", options.arch))
         .args(["-Xclang", "-target-feature", "-Xclang"])
