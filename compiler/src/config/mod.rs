@@ -223,12 +223,18 @@ mod tests {
                 .split_k,
             1
         );
-        // 56x56 with 64 channels (M = 3136, N = 64): 196 tiles of 32x32 fill the GPU.
+        // 56x56 with 64 channels (M = 3136, N = 64): 196 tiles of 32x32,
+        // fewer than two per SM: 2 slices of 288; K = 64 (its 1x1
+        // neighbour) stays whole.
         assert_eq!(
             Target::Nvidia
                 .gemm_config(1, 3136, 64, 576)
                 .unwrap()
                 .split_k,
+            2
+        );
+        assert_eq!(
+            Target::Nvidia.gemm_config(1, 3136, 64, 64).unwrap().split_k,
             1
         );
         // Short K, enough tiles, a batch, or another target: no split.
