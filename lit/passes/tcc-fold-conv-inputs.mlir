@@ -1,5 +1,5 @@
 // tcc-fold-conv-inputs folds a constant tensor.pad and a cheap elementwise
-// producer of a convolution's or pooling's input into its loads: the op
+// producer or a transpose of a convolution's or pooling's input into its loads: the op
 // becomes a linalg.generic (tcc.conv) whose body reads the unpadded source
 // at clamped coordinates and selects the pad value outside it (after the
 // producer). Non-constant pad values, pads of other dims and producers
@@ -143,4 +143,45 @@ func.func @channel_pad(%x: tensor<1x8x8x3xf32>, %w: tensor<1x1x4x4xf32>) -> tens
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
   %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p, %w : tensor<1x8x8x4xf32>, tensor<1x1x4x4xf32>) outs(%f : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
   return %c : tensor<1x8x8x4xf32>
+}
+
+// -----
+
+// A transpose of an NCHW input (its only use) is folded too: the loads
+// read the NCHW tensor at the permuted coordinates (N, C from the filter's
+// channel, then the window's row and column).
+// CHECK-LABEL: func.func @nchw_input
+// CHECK-SAME: (%[[X:.*]]: tensor<1x3x6x5xf32>, %[[W:.*]]: tensor<3x3x3x2xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x3x2xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK: %[[N:.*]] = linalg.index 0 : index
+// CHECK: %[[C:.*]] = linalg.index 6 : index
+// CHECK: %[[ROW:.*]] = arith.addi
+// CHECK: %[[COL:.*]] = arith.addi
+// CHECK: tensor.extract %[[X]][%[[N]], %[[C]], %[[ROW]], %[[COL]]] : tensor<1x3x6x5xf32>
+func.func @nchw_input(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>) -> tensor<1x4x3x2xf32> {
+  %init = tensor.empty() : tensor<1x6x5x3xf32>
+  %t = linalg.transpose ins(%x : tensor<1x3x6x5xf32>) outs(%init : tensor<1x6x5x3xf32>) permutation = [0, 2, 3, 1]
+  %zero = arith.constant 0.0 : f32
+  %out = tensor.empty() : tensor<1x4x3x2xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%out : tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%t, %w : tensor<1x6x5x3xf32>, tensor<3x3x3x2xf32>) outs(%fill : tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  return %c : tensor<1x4x3x2xf32>
+}
+
+// -----
+
+// A transpose with another user is left alone (it is computed anyway).
+// CHECK-LABEL: func.func @transpose_used_twice
+// CHECK: %[[T:.*]] = linalg.transpose
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[T]], %{{.*}} : tensor<1x6x5x3xf32>, tensor<3x3x3x2xf32>)
+// CHECK: return %{{.*}}, %[[T]]
+func.func @transpose_used_twice(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>) -> (tensor<1x4x3x2xf32>, tensor<1x6x5x3xf32>) {
+  %init = tensor.empty() : tensor<1x6x5x3xf32>
+  %t = linalg.transpose ins(%x : tensor<1x3x6x5xf32>) outs(%init : tensor<1x6x5x3xf32>) permutation = [0, 2, 3, 1]
+  %zero = arith.constant 0.0 : f32
+  %out = tensor.empty() : tensor<1x4x3x2xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%out : tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%t, %w : tensor<1x6x5x3xf32>, tensor<3x3x3x2xf32>) outs(%fill : tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  return %c, %t : tensor<1x4x3x2xf32>, tensor<1x6x5x3xf32>
 }

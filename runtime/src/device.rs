@@ -141,6 +141,15 @@ impl DeviceInfo {
 
 /// Lists every device of every platform, in global index order.
 pub fn list_devices() -> Result<Vec<DeviceInfo>> {
+    // PoCL 3/5 initialise their devices on the first clGetDeviceIDs; when
+    // several threads of one process do that at once, one of them can see
+    // the platform without a device (measured: 1 run in 6 of the runtime
+    // tests, which create runtimes on parallel threads). One discovery at
+    // a time.
+    static DISCOVERY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = DISCOVERY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let platforms = match get_platforms() {
         Ok(p) => p,
         Err(e) if e.0 == DLOPEN_RUNTIME_LOAD_FAILED => {

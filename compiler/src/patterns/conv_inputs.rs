@@ -2,7 +2,9 @@
 //!
 //! `tensor.pad` in front of a window op materializes a padded copy (a fill
 //! kernel and a copy kernel at run time); an elementwise producer of the
-//! input (BatchNorm + ReLU before a convolution) is a kernel of its own.
+//! input (BatchNorm + ReLU before a convolution) is a kernel of its own, and
+//! so is a transpose (an ONNX model's NCHW input before its first
+//! convolution: the loads read it at permuted coordinates instead).
 //! [`rewrite`] replaces the window op by a `linalg.generic` over the same
 //! iteration space whose input is not an operand: the body computes the
 //! input coordinates from `linalg.index`, reads the *unpadded* source with
@@ -261,6 +263,9 @@ fn padding<'c>(pad: OperationRef<'c, 'c>) -> Option<Padding<'c>> {
 /// at most [`MAX_PRODUCER_OPS`] arith ops and no `linalg.index`, and not
 /// the epilogue of a matmul, convolution or reduction.
 fn fusible_producer(op: OperationRef) -> bool {
+    if op_name(&op) == "linalg.transpose" {
+        return fusible_transpose(op);
+    }
     if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
         return false;
     }
@@ -340,6 +345,29 @@ fn fusible_producer(op: OperationRef) -> bool {
         ops += 1;
     }
     ops <= MAX_PRODUCER_OPS
+}
+
+/// Whether `op` is a `linalg.transpose` of a rank-4 f32 tensor used only
+/// by the window op: its loads read the transpose's input at permuted
+/// coordinates instead (a model's NCHW input before its first
+/// convolution), which is free.
+fn fusible_transpose(op: OperationRef) -> bool {
+    op.result_count() == 1
+        && op.result(0).ok().is_some_and(|result| {
+            use_count(result.into()) == 1
+                && StaticTensor::of(result.r#type())
+                    .is_some_and(|t| t.element.is_f32() && t.rank() == 4)
+        })
+        && transpose_permutation(op).is_some_and(|p| p.len() == 4)
+}
+
+/// `linalg.transpose`'s `permutation`: output dim `j` is input dim `p[j]`.
+fn transpose_permutation(op: OperationRef) -> Option<Vec<usize>> {
+    let attribute = op.attribute("permutation").ok()?;
+    let array = melior::ir::attribute::DenseI64ArrayAttribute::try_from(attribute).ok()?;
+    (0..array.len())
+        .map(|i| array.element(i).ok().and_then(|v| usize::try_from(v).ok()))
+        .collect()
 }
 
 /// The results of an affine map attribute that are dims (`Some(position)`)
@@ -701,6 +729,16 @@ fn inline_producer<'c>(
 ) -> Result<Value<'c, 'c>, PassError<'c>> {
     let location = b.location;
     let err = |e: melior::Error| PassError::at(location, e.to_string());
+    if op_name(&producer) == "linalg.transpose" {
+        // out[c] = in[c'] with c'[permutation[j]] = c[j].
+        let permutation = transpose_permutation(producer)
+            .ok_or_else(|| PassError::at(location, "transpose without a permutation"))?;
+        let mut indices = coordinates.to_vec();
+        for (j, &p) in permutation.iter().enumerate() {
+            indices[p] = coordinates[j];
+        }
+        return extract(producer.operand(0).map_err(err)?, &indices);
+    }
     let maps =
         ArrayAttribute::try_from(producer.attribute("indexing_maps").map_err(err)?).map_err(err)?;
     let body = producer
