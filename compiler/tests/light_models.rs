@@ -48,20 +48,21 @@ fn stats_of(model: &str, shapes: &[(String, Vec<i64>)]) -> stats::Stats {
     stats::collect(&compiled.module)
 }
 
-/// Kernel counts of the light models, as ceilings. Issue 8's targets are
-/// ResNet-50 <= 60, SqueezeNet <= 30, DenseNet-121 <= 250 and Inception v1
-/// <= 80; SqueezeNet (the global average pool's divide after its sum, the
-/// input transpose and the three max pools are kernels of their own) and
-/// Inception v1 (pools before concats, LRN) are not there yet.
+/// Kernel counts of the light models, as ceilings at today's counts (so
+/// that a regression fails). Issue 8's targets are ResNet-50 <= 60,
+/// SqueezeNet <= 30, DenseNet-121 <= 250 and Inception v1 <= 80;
+/// SqueezeNet (the global average pool's divide after its sum and the
+/// three max pools are kernels of their own) and Inception v1 (pools before
+/// concats, LRN) are not there yet.
 #[test]
 fn light_model_kernel_counts_stay_at_their_ceilings() {
     let mut failures = Vec::new();
     for (model, ceiling) in [
-        ("resnet50", 60),
-        ("densenet121", 250),
-        ("squeezenet", 33),
-        ("inception_v1", 90),
-        ("shufflenet", 370),
+        ("resnet50", 58),
+        ("densenet121", 191),
+        ("squeezenet", 32),
+        ("inception_v1", 84),
+        ("shufflenet", 363),
     ] {
         let kernels = stats_of(model, &[]).kernels.len();
         eprintln!("{model}: {kernels} kernels (ceiling {ceiling})");
