@@ -65,10 +65,7 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
     }
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
     if tiles(64) < SMS && tiles(32) < 2 * SMS {
-        let mut split_k = 1;
-        while tiles(32) * split_k < 2 * SMS && k / (split_k * 2) >= MIN_SPLIT_K_SLICE {
-            split_k *= 2;
-        }
+        let split_k = split_k(tiles(32), k, MIN_SPLIT_K_SLICE);
         if split_k > 1 {
             return Some(super::GemmConfig {
                 tile_m: 32,
@@ -90,12 +87,11 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
     // 64x64 tiles that fill the SMs only once over a long K (ResNet-50's
     // 7x7 stage at batch 32: M = 1568, N = 512, K = 4608, 200 tiles) also
     // split K, in slices of at least 1024, up to two work-groups per SM.
-    let mut split_k = 1;
-    if tile == 64 {
-        while tiles(64) * split_k < 2 * SMS && k / (split_k * 2) >= MIN_LONG_SPLIT_K_SLICE {
-            split_k *= 2;
-        }
-    }
+    let split_k = if tile == 64 {
+        split_k(tiles(64), k, MIN_LONG_SPLIT_K_SLICE)
+    } else {
+        1
+    };
     Some(super::GemmConfig {
         tile_m: tile,
         tile_n: tile,
@@ -104,6 +100,16 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
         work_n: work,
         split_k: split_k as u32,
     })
+}
+
+/// K slices for `tiles` work-groups: doubled until every SM has two
+/// work-groups or a slice would drop below `min_slice` of K.
+fn split_k(tiles: i64, k: i64, min_slice: i64) -> i64 {
+    let mut slices = 1;
+    while tiles * slices < 2 * SMS && k / (slices * 2) >= min_slice {
+        slices *= 2;
+    }
+    slices
 }
 
 /// Streaming multiprocessors of the H100 (PCIe/SXM) the tile choice aims

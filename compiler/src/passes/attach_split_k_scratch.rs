@@ -22,7 +22,7 @@ use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::{KERNEL_MODULE, SPLIT_K_SCRATCH_ATTR, dense_i64s};
 use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{body_ops, op_name, string_value};
+use crate::ir::util::{body_ops, body_ops_named, string_value};
 
 pub struct AttachSplitKScratch;
 
@@ -42,194 +42,214 @@ impl TccPass for AttachSplitKScratch {
         root: &mut OperationRefMut<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module_op = unsafe { OperationRef::from_raw(root.to_raw()) };
-        // (kernel, name, workspace floats, counters).
-        let mut kernels = Vec::new();
-        for module in body_ops(module_op) {
-            if op_name(&module) != "gpu.module"
-                || module
-                    .attribute("sym_name")
-                    .ok()
-                    .and_then(string_value)
-                    .as_deref()
-                    != Some(KERNEL_MODULE)
-            {
-                continue;
-            }
-            for kernel in body_ops(module) {
-                let Some(sizes) = kernel
-                    .attribute(SPLIT_K_SCRATCH_ATTR)
-                    .ok()
-                    .and_then(dense_i64s)
-                else {
-                    continue;
-                };
-                let location = kernel.location();
-                let [workspace, counters] = sizes[..] else {
-                    return Err(PassError::at(
-                        location,
-                        format!("{SPLIT_K_SCRATCH_ATTR} needs two sizes, got {sizes:?}"),
-                    ));
-                };
-                let name = kernel
-                    .attribute("sym_name")
-                    .ok()
-                    .and_then(string_value)
-                    .unwrap_or_default();
-                kernels.push((kernel, name, workspace, counters));
-            }
-        }
-        if kernels.is_empty() {
+        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
+        let kernels = split_k_kernels(module)?;
+        let Some(max_counters) = kernels.iter().map(|k| k.counters).max() else {
             return Ok(());
-        }
-        let max_counters = kernels.iter().map(|k| k.3).max().unwrap_or(1);
-        let counters_type = buffer_type(context, max_counters, "i32");
-        let mut scratch: Vec<(String, i64)> = Vec::new();
-        for (kernel, name, workspace, _) in kernels {
-            let location = kernel.location();
-            let block = kernel
-                .region(0)
-                .ok()
-                .and_then(|r| r.first_block())
-                .ok_or_else(|| PassError::at(location, "split-K kernel without a body"))?;
-            let mut inputs: Vec<Type> = (0..block.argument_count())
-                .filter_map(|i| block.argument(i).ok())
-                .map(|a| Value::from(a).r#type())
-                .collect();
-            for ty in [buffer_type(context, workspace, "f32"), counters_type] {
-                block.add_argument(ty, location);
-                inputs.push(ty);
-            }
-            let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
-            kernel.set_attribute(
-                "function_type",
-                TypeAttribute::new(FunctionType::new(context, &inputs, &[]).into()).into(),
-            );
-            scratch.push((name, workspace));
-        }
-        let location = root.location();
-        let module_body = root
-            .region(0)
-            .ok()
-            .and_then(|r| r.first_block())
-            .ok_or_else(|| PassError::at(location, "module without a body"))?;
-        let zeros = Attribute::parse(context, &format!("dense<0> : tensor<{max_counters}xi32>"))
-            .ok_or_else(|| PassError::at(location, "cannot build the counters' zeros"))?;
-        let global = OperationBuilder::new("memref.global", location)
-            .add_attributes(&[
-                (
-                    Identifier::new(context, "sym_name"),
-                    StringAttribute::new(context, COUNTERS_GLOBAL).into(),
-                ),
-                (
-                    Identifier::new(context, "sym_visibility"),
-                    StringAttribute::new(context, "private").into(),
-                ),
-                (
-                    Identifier::new(context, "type"),
-                    TypeAttribute::new(counters_type).into(),
-                ),
-                (Identifier::new(context, "initial_value"), zeros),
-            ])
-            .build()
-            .map_err(|e| PassError::at(location, format!("cannot build memref.global: {e}")))?;
-        match module_body.first_operation() {
-            Some(first) => module_body.insert_operation_before(first, global),
-            None => module_body.append_operation(global),
         };
-
+        let counters_type = buffer_type(context, max_counters, "i32");
+        for kernel in &kernels {
+            let workspace_type = buffer_type(context, kernel.workspace, "f32");
+            append_kernel_arguments(context, kernel.op, &[workspace_type, counters_type])?;
+        }
+        add_counters_global(context, module, counters_type, max_counters)?;
         // Each launch of a split-K kernel passes a fresh workspace and the
-        // counters (a view of the shared global's first elements).
-        for function in body_ops(module_op) {
-            if op_name(&function) != "func.func" {
-                continue;
-            }
-            let Some(body) = function.region(0).ok().and_then(|r| r.first_block()) else {
-                continue;
-            };
-            let mut launches = Vec::new();
-            let mut op = body.first_operation();
-            while let Some(current) = op {
-                if op_name(&current) == "gpu.launch_func" {
-                    let kernel = current
-                        .attribute("kernel")
-                        .map(|a| a.to_string())
-                        .unwrap_or_default();
-                    if let Some(entry) = scratch
-                        .iter()
-                        .find(|(name, _)| kernel == format!("@{KERNEL_MODULE}::@{name}"))
-                    {
-                        launches.push((current, entry.1));
-                    }
+        // whole counters global.
+        for function in body_ops_named(module, "func.func") {
+            for launch in body_ops_named(function, "gpu.launch_func") {
+                let symbol = launch
+                    .attribute("kernel")
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
+                if let Some(kernel) = kernels
+                    .iter()
+                    .find(|k| symbol == format!("@{KERNEL_MODULE}::@{}", k.name))
+                {
+                    pass_scratch(context, launch, kernel.workspace, counters_type)?;
                 }
-                op = current.next_in_block();
-            }
-            for (launch, workspace) in launches {
-                let location = launch.location();
-                let alloc = OperationBuilder::new("memref.alloc", location)
-                    .add_attributes(&[(
-                        Identifier::new(context, "operandSegmentSizes"),
-                        DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
-                    )])
-                    .add_results(&[buffer_type(context, workspace, "f32")])
-                    .build()
-                    .map_err(|e| {
-                        PassError::at(location, format!("cannot build memref.alloc: {e}"))
-                    })?;
-                let alloc = body.insert_operation_before(launch, alloc);
-                let get_global = OperationBuilder::new("memref.get_global", location)
-                    .add_attributes(&[(
-                        Identifier::new(context, "name"),
-                        Attribute::parse(context, &format!("@{COUNTERS_GLOBAL}"))
-                            .ok_or_else(|| PassError::at(location, "cannot build a symbol"))?,
-                    )])
-                    .add_results(&[counters_type])
-                    .build()
-                    .map_err(|e| {
-                        PassError::at(location, format!("cannot build memref.get_global: {e}"))
-                    })?;
-                let get_global = body.insert_operation_before(launch, get_global);
-                let counters_value: Value = get_global.result(0).expect("one result").into();
-                // Append the two buffers to the launch's kernel operands.
-                let raw = launch.to_raw();
-                let count = unsafe { mlir_sys::mlirOperationGetNumOperands(raw) };
-                let mut operands: Vec<mlir_sys::MlirValue> = (0..count)
-                    .map(|i| unsafe { mlir_sys::mlirOperationGetOperand(raw, i) })
-                    .collect();
-                operands.push(Value::from(alloc.result(0).expect("one result")).to_raw());
-                operands.push(counters_value.to_raw());
-                unsafe {
-                    mlir_sys::mlirOperationSetOperands(
-                        raw,
-                        operands.len() as isize,
-                        operands.as_ptr(),
-                    )
-                };
-                let segments = launch
-                    .attribute("operandSegmentSizes")
-                    .ok()
-                    .and_then(|a| DenseI32ArrayAttribute::try_from(a).ok())
-                    .map(|a| {
-                        (0..a.len())
-                            .filter_map(|i| a.element(i).ok())
-                            .collect::<Vec<i32>>()
-                    })
-                    .ok_or_else(|| {
-                        PassError::at(location, "gpu.launch_func without operand segments")
-                    })?;
-                // [async deps, grid x3, block x3, cluster x3, shared memory, kernel operands, async object]
-                let mut segments = segments;
-                let kernel_operands = segments.len() - 2;
-                segments[kernel_operands] += 2;
-                let mut launch = unsafe { OperationRefMut::from_raw(raw) };
-                launch.set_attribute(
-                    "operandSegmentSizes",
-                    DenseI32ArrayAttribute::new(context, &segments).into(),
-                );
             }
         }
         Ok(())
     }
+}
+
+/// A `gpu.func` marked `tcc.split_k_scratch`.
+struct SplitKKernel<'c> {
+    op: OperationRef<'c, 'c>,
+    name: String,
+    /// Floats of partial tiles.
+    workspace: i64,
+    /// Tiles (one counter each).
+    counters: i64,
+}
+
+/// The split-K kernels of the module's `gpu.module @tcc_kernels`.
+fn split_k_kernels<'c>(
+    module: OperationRef<'c, 'c>,
+) -> Result<Vec<SplitKKernel<'c>>, PassError<'c>> {
+    let mut kernels = Vec::new();
+    for kernel_module in body_ops_named(module, "gpu.module") {
+        if kernel_module
+            .attribute("sym_name")
+            .ok()
+            .and_then(string_value)
+            .as_deref()
+            != Some(KERNEL_MODULE)
+        {
+            continue;
+        }
+        for op in body_ops(kernel_module) {
+            let Some(sizes) = op.attribute(SPLIT_K_SCRATCH_ATTR).ok().and_then(dense_i64s) else {
+                continue;
+            };
+            let [workspace, counters] = sizes[..] else {
+                return Err(PassError::at(
+                    op.location(),
+                    format!("{SPLIT_K_SCRATCH_ATTR} needs two sizes, got {sizes:?}"),
+                ));
+            };
+            let name = op
+                .attribute("sym_name")
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default();
+            kernels.push(SplitKKernel {
+                op,
+                name,
+                workspace,
+                counters,
+            });
+        }
+    }
+    Ok(kernels)
+}
+
+/// Appends arguments of `types` to a `gpu.func` (block and signature).
+fn append_kernel_arguments<'c>(
+    context: &'c melior::Context,
+    kernel: OperationRef<'c, 'c>,
+    types: &[Type<'c>],
+) -> Result<(), PassError<'c>> {
+    let location = kernel.location();
+    let block = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| PassError::at(location, "split-K kernel without a body"))?;
+    let mut inputs: Vec<Type> = (0..block.argument_count())
+        .filter_map(|i| block.argument(i).ok())
+        .map(|a| Value::from(a).r#type())
+        .collect();
+    for ty in types {
+        block.add_argument(*ty, location);
+        inputs.push(*ty);
+    }
+    let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
+    kernel.set_attribute(
+        "function_type",
+        TypeAttribute::new(FunctionType::new(context, &inputs, &[]).into()).into(),
+    );
+    Ok(())
+}
+
+/// `memref.global "private" @tcc_split_k_counters : memref<Nxi32> =
+/// dense<0>` (writable: not `constant`), first in the module.
+fn add_counters_global<'c>(
+    context: &'c melior::Context,
+    module: OperationRef<'c, 'c>,
+    counters_type: Type<'c>,
+    counters: i64,
+) -> Result<(), PassError<'c>> {
+    let location = module.location();
+    let body = module
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| PassError::at(location, "module without a body"))?;
+    let zeros = Attribute::parse(context, &format!("dense<0> : tensor<{counters}xi32>"))
+        .ok_or_else(|| PassError::at(location, "cannot build the counters' zeros"))?;
+    let global = OperationBuilder::new("memref.global", location)
+        .add_attributes(&[
+            (
+                Identifier::new(context, "sym_name"),
+                StringAttribute::new(context, COUNTERS_GLOBAL).into(),
+            ),
+            (
+                Identifier::new(context, "sym_visibility"),
+                StringAttribute::new(context, "private").into(),
+            ),
+            (
+                Identifier::new(context, "type"),
+                TypeAttribute::new(counters_type).into(),
+            ),
+            (Identifier::new(context, "initial_value"), zeros),
+        ])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build memref.global: {e}")))?;
+    match body.first_operation() {
+        Some(first) => body.insert_operation_before(first, global),
+        None => body.append_operation(global),
+    };
+    Ok(())
+}
+
+/// Before `launch`: a workspace allocation and the counters global, both
+/// appended to its kernel operands.
+fn pass_scratch<'c>(
+    context: &'c melior::Context,
+    launch: OperationRef<'c, 'c>,
+    workspace: i64,
+    counters_type: Type<'c>,
+) -> Result<(), PassError<'c>> {
+    let location = launch.location();
+    let block = launch
+        .block()
+        .ok_or_else(|| PassError::at(location, "gpu.launch_func outside a block"))?;
+    let alloc = OperationBuilder::new("memref.alloc", location)
+        .add_attributes(&[(
+            Identifier::new(context, "operandSegmentSizes"),
+            DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
+        )])
+        .add_results(&[buffer_type(context, workspace, "f32")])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build memref.alloc: {e}")))?;
+    let alloc = block.insert_operation_before(launch, alloc);
+    let get_global = OperationBuilder::new("memref.get_global", location)
+        .add_attributes(&[(
+            Identifier::new(context, "name"),
+            Attribute::parse(context, &format!("@{COUNTERS_GLOBAL}"))
+                .ok_or_else(|| PassError::at(location, "cannot build a symbol"))?,
+        )])
+        .add_results(&[counters_type])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build memref.get_global: {e}")))?;
+    let get_global = block.insert_operation_before(launch, get_global);
+
+    let raw = launch.to_raw();
+    let count = unsafe { mlir_sys::mlirOperationGetNumOperands(raw) };
+    let mut operands: Vec<mlir_sys::MlirValue> = (0..count)
+        .map(|i| unsafe { mlir_sys::mlirOperationGetOperand(raw, i) })
+        .collect();
+    for op in [alloc, get_global] {
+        operands.push(Value::from(op.result(0).expect("one result")).to_raw());
+    }
+    unsafe { mlir_sys::mlirOperationSetOperands(raw, operands.len() as isize, operands.as_ptr()) };
+    // [async deps, grid x3, block x3, cluster x3, shared memory, kernel
+    // operands, async object]: two more kernel operands.
+    let mut segments: Vec<i32> = launch
+        .attribute("operandSegmentSizes")
+        .ok()
+        .and_then(|a| DenseI32ArrayAttribute::try_from(a).ok())
+        .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect())
+        .ok_or_else(|| PassError::at(location, "gpu.launch_func without operand segments"))?;
+    let kernel_operands = segments.len() - 2;
+    segments[kernel_operands] += 2;
+    let mut launch = unsafe { OperationRefMut::from_raw(raw) };
+    launch.set_attribute(
+        "operandSegmentSizes",
+        DenseI32ArrayAttribute::new(context, &segments).into(),
+    );
+    Ok(())
 }
 
 /// `memref<Nx{element}>`.
