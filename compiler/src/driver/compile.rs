@@ -181,9 +181,26 @@ pub fn compile_to_kernels_with<'c>(
     target: Target,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Compiled<'c>> {
+    compile_to_kernels_in(
+        session,
+        input,
+        target,
+        input_shapes,
+        opencl_c::Precision::Fp32,
+    )
+}
+
+/// As [`compile_to_kernels_with`], with the GEMMs' precision.
+pub fn compile_to_kernels_in<'c>(
+    session: &'c Session,
+    input: &Path,
+    target: Target,
+    input_shapes: &[(String, Vec<i64>)],
+    precision: opencl_c::Precision,
+) -> Result<Compiled<'c>> {
     let mut module = super::import::parse_model_with(session, input, input_shapes)?;
     session.run_pipeline(&mut module, &pipeline_to(Phase::Gpu, target))?;
-    let program = opencl_c::write_program(&module)?;
+    let program = opencl_c::write_program_with(&module, precision)?;
     Ok(Compiled {
         module,
         program,
@@ -259,11 +276,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         return Ok(());
     }
     let ptx_options = args.ptx_options()?;
-    let mut compiled = compile_to_kernels_with(&session, &args.input, args.target, &input_shapes)?;
-    if args.precision == PrecisionArg::Tf32 {
-        compiled.program =
-            opencl_c::write_program_with(&compiled.module, opencl_c::Precision::Tf32)?;
-    }
+    let precision = match args.precision {
+        PrecisionArg::Fp32 => opencl_c::Precision::Fp32,
+        PrecisionArg::Tf32 => opencl_c::Precision::Tf32,
+    };
+    let mut compiled =
+        compile_to_kernels_in(&session, &args.input, args.target, &input_shapes, precision)?;
     if let Some(options) = &ptx_options {
         compiled.add_ptx(options)?;
     }
