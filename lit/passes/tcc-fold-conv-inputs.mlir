@@ -185,3 +185,95 @@ func.func @transpose_used_twice(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>
   %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%t, %w : tensor<1x6x5x3xf32>, tensor<3x3x3x2xf32>) outs(%fill : tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
   return %c, %t : tensor<1x4x3x2xf32>, tensor<1x6x5x3xf32>
 }
+
+// -----
+
+// A padded 3x3 max pool whose only user is a 1x1 convolution: the pool's
+// padding is folded first, then its window is unrolled into the
+// convolution's loads (nine clamped reads, each selecting the lowest float
+// in the padding, chained through maximumf from the fill value), so one
+// generic remains and the pooled tensor is never built.
+// CHECK-LABEL: func.func @pool_projection
+// CHECK-SAME: (%[[X:.*]]: tensor<1x5x5x4xf32>, %[[W:.*]]: tensor<1x1x4x3xf32>)
+// CHECK-DAG: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32
+// CHECK-NOT: linalg.pooling_nhwc_max
+// CHECK-NOT: tcc.conv = "pooling_nhwc_max"
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x4x3xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK: ^bb0(%[[WV:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK: %[[E0:.*]] = tensor.extract %[[X]]
+// CHECK: %[[A0:.*]] = arith.select %{{.*}}, %[[E0]], %[[LOW]] : f32
+// CHECK: %[[M0:.*]] = arith.maximumf %[[LOW]], %[[A0]] : f32
+// CHECK-COUNT-8: arith.maximumf
+// CHECK: %[[P:.*]] = arith.mulf %{{.*}}, %[[WV]] : f32
+// CHECK: arith.addf %[[ACC]], %[[P]] : f32
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @pool_projection(%x: tensor<1x5x5x4xf32>, %w: tensor<1x1x4x3xf32>) -> tensor<1x5x5x3xf32> {
+  %low = arith.constant -3.40282347E+38 : f32
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %low : f32
+  } : tensor<1x5x5x4xf32> to tensor<1x7x7x4xf32>
+  %e = tensor.empty() : tensor<1x5x5x4xf32>
+  %f = linalg.fill ins(%low : f32) outs(%e : tensor<1x5x5x4xf32>) -> tensor<1x5x5x4xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %m = linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%p, %win : tensor<1x7x7x4xf32>, tensor<3x3xf32>) outs(%f : tensor<1x5x5x4xf32>) -> tensor<1x5x5x4xf32>
+  %out = tensor.empty() : tensor<1x5x5x3xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%out : tensor<1x5x5x3xf32>) -> tensor<1x5x5x3xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%m, %w : tensor<1x5x5x4xf32>, tensor<1x1x4x3xf32>) outs(%fill : tensor<1x5x5x3xf32>) -> tensor<1x5x5x3xf32>
+  return %c : tensor<1x5x5x3xf32>
+}
+
+// -----
+
+// An unpadded pool (a named op with nothing of its own to fold) is
+// rewritten so that its 1x1 consumer can take it: 2x2 cells, unclamped.
+// CHECK-LABEL: func.func @unpadded_pool
+// CHECK-SAME: (%[[X:.*]]: tensor<1x6x6x2xf32>, %[[W:.*]]: tensor<1x1x2x2xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x2x2xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK-COUNT-4: tensor.extract %[[X]]
+// CHECK-NOT: arith.select
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @unpadded_pool(%x: tensor<1x6x6x2xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x3x3x2xf32> {
+  %low = arith.constant -3.40282347E+38 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x3x3x2xf32>
+  %f = linalg.fill ins(%low : f32) outs(%e : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %win = tensor.empty() : tensor<2x2xf32>
+  %m = linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x6x6x2xf32>, tensor<2x2xf32>) outs(%f : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %out = tensor.empty() : tensor<1x3x3x2xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%out : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%m, %w : tensor<1x3x3x2xf32>, tensor<1x1x2x2xf32>) outs(%fill : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  return %c : tensor<1x3x3x2xf32>
+}
+
+// -----
+
+// Near misses: a pool that is also a result, and a pool before a 3x3
+// convolution (nine pooled reads per output would be recomputed nine
+// times), each stay a pooling of their own.
+// CHECK-LABEL: func.func @pool_near_misses
+// CHECK: %[[M:.*]] = linalg.pooling_nhwc_max
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[M]], %{{.*}} : tensor<1x3x3x2xf32>, tensor<1x1x2x2xf32>)
+// CHECK: %[[M2:.*]] = linalg.pooling_nhwc_max
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[M2]], %{{.*}} : tensor<1x3x3x2xf32>, tensor<3x3x2x2xf32>)
+// CHECK: return %{{.*}}, %[[M]], %{{.*}}
+func.func @pool_near_misses(%x: tensor<1x6x6x2xf32>, %w: tensor<1x1x2x2xf32>, %w3: tensor<3x3x2x2xf32>) -> (tensor<1x3x3x2xf32>, tensor<1x3x3x2xf32>, tensor<1x1x1x2xf32>) {
+  %low = arith.constant -3.40282347E+38 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x3x3x2xf32>
+  %f = linalg.fill ins(%low : f32) outs(%e : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %win = tensor.empty() : tensor<2x2xf32>
+  %m = linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x6x6x2xf32>, tensor<2x2xf32>) outs(%f : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %out = tensor.empty() : tensor<1x3x3x2xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%out : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%m, %w : tensor<1x3x3x2xf32>, tensor<1x1x2x2xf32>) outs(%fill : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %f2 = linalg.fill ins(%low : f32) outs(%e : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %m2 = linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x6x6x2xf32>, tensor<2x2xf32>) outs(%f2 : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  %out3 = tensor.empty() : tensor<1x1x1x2xf32>
+  %fill3 = linalg.fill ins(%zero : f32) outs(%out3 : tensor<1x1x1x2xf32>) -> tensor<1x1x1x2xf32>
+  %c3 = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%m2, %w3 : tensor<1x3x3x2xf32>, tensor<3x3x2x2xf32>) outs(%fill3 : tensor<1x1x1x2xf32>) -> tensor<1x1x1x2xf32>
+  return %c, %m, %c3 : tensor<1x3x3x2xf32>, tensor<1x3x3x2xf32>, tensor<1x1x1x2xf32>
+}

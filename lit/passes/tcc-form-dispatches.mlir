@@ -1,6 +1,7 @@
 // tcc-form-dispatches groups linalg ops into kernels and names them:
 // a fill joins the reduction it initialises, an elementwise epilogue joins
-// its matmul, an (already fused) elementwise chain is one kernel.
+// its matmul or reduction, an (already fused) elementwise chain is one
+// kernel.
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches | FileCheck %s
 
 // CHECK-LABEL: func.func @matmul_bias_relu
@@ -45,4 +46,33 @@ func.func @two_users(%x: tensor<1x4x8xf32>, %w: tensor<1x8x16xf32>, %b: tensor<1
   %mm = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4x8xf32>, tensor<1x8x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x16xf32>
   %add = tosa.add %mm, %b : (tensor<1x4x16xf32>, tensor<1x1x16xf32>) -> tensor<1x4x16xf32>
   return %mm, %add : tensor<1x4x16xf32>, tensor<1x4x16xf32>
+}
+
+// An elementwise consumer of a reduction (a mean's scaling, then a shift)
+// is its epilogue: the fill, the reduction and the scaling share a kernel.
+// CHECK-LABEL: func.func @reduce_epilogue
+// CHECK: %[[INIT:.*]] = linalg.fill {tcc.kernel = "[[R:reduce_add_mul_add_[0-9]+]]"}
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%[[INIT]] {{.*}} attrs = {tcc.kernel = "[[R]]", tcc.kind = "reduction"}
+// CHECK: linalg.generic {{.*}} ins(%[[SUM]] {{.*}} attrs = {tcc.kernel = "[[R]]"}
+// CHECK-NOT: tcc.kind
+// CHECK: return
+func.func @reduce_epilogue(%x: tensor<4x16xf32>) -> tensor<4x1xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %inv = "tosa.const"() <{values = dense<0.0625> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %s = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<4x16xf32>) -> tensor<4x1xf32>
+  %m = tosa.mul %s, %inv, %shift : (tensor<4x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<4x1xf32>
+  %y = tosa.add %m, %inv : (tensor<4x1xf32>, tensor<1x1xf32>) -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}
+
+// A reduction whose result is also returned keeps no epilogue.
+// CHECK-LABEL: func.func @reduce_two_users
+// CHECK: linalg.generic {{.*}} attrs = {tcc.kernel = "reduce_add_{{[0-9]+}}", tcc.kind = "reduction"}
+// CHECK: linalg.generic {{.*}} attrs = {tcc.kernel = "mul_{{[0-9]+}}", tcc.kind = "elementwise"}
+func.func @reduce_two_users(%x: tensor<4x16xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>) {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %inv = "tosa.const"() <{values = dense<0.0625> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %s = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<4x16xf32>) -> tensor<4x1xf32>
+  %m = tosa.mul %s, %inv, %shift : (tensor<4x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<4x1xf32>
+  return %s, %m : tensor<4x1xf32>, tensor<4x1xf32>
 }

@@ -140,3 +140,58 @@ func.func @split_stays(%x: tensor<1x2x2x6xf32>) -> tensor<1x2x3x4xf32> {
   %r = tosa.reshape %t, %shape : (tensor<1x6x2x2xf32>, !tosa.shape<4>) -> tensor<1x2x3x4xf32>
   return %r : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// A channel-window stencil in NCHW between two NHWC ops (an LRN as ONNX's
+// importer writes it): the transposed input feeds both the squares and the
+// final multiply, so no single op can move first; the cluster as a whole
+// removes both transposes and adds none. The pad and slice move to the
+// channel axis (3) of the NHWC data.
+// CHECK-LABEL: func.func @lrn_cluster
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x2x4xf32>)
+// CHECK-NOT: tosa.transpose
+// CHECK: %[[SQ:.*]] = tosa.mul %[[X]], %[[X]]
+// CHECK: %[[P:.*]] = tosa.pad %[[SQ]], %{{.*}}, %{{.*}} : (tensor<1x2x2x4xf32>, !tosa.shape<8>, tensor<1xf32>) -> tensor<1x2x2x6xf32>
+// CHECK: tosa.slice %[[P]], %{{.*}}, %{{.*}} : (tensor<1x2x2x6xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x2x2x4xf32>
+// CHECK: tosa.slice %[[P]], %{{.*}}, %{{.*}} : (tensor<1x2x2x6xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x2x2x4xf32>
+// CHECK: %[[S:.*]] = tosa.add
+// CHECK: %[[Y:.*]] = tosa.mul %[[X]], %[[S]]
+// CHECK: return %[[Y]] : tensor<1x2x2x4xf32>
+func.func @lrn_cluster(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %pads = tosa.const_shape {values = dense<[0, 0, 1, 1, 0, 0, 0, 0]> : tensor<8xindex>} : () -> !tosa.shape<8>
+  %size = tosa.const_shape {values = dense<[1, 4, 2, 2]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %o0 = tosa.const_shape {values = dense<[0, 0, 0, 0]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %o2 = tosa.const_shape {values = dense<[0, 2, 0, 0]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x2x2x4xf32>) -> tensor<1x4x2x2xf32>
+  %sq = tosa.mul %t, %t, %shift : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1xi8>) -> tensor<1x4x2x2xf32>
+  %p = tosa.pad %sq, %pads, %zero : (tensor<1x4x2x2xf32>, !tosa.shape<8>, tensor<1xf32>) -> tensor<1x6x2x2xf32>
+  %s0 = tosa.slice %p, %o0, %size : (tensor<1x6x2x2xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x4x2x2xf32>
+  %s2 = tosa.slice %p, %o2, %size : (tensor<1x6x2x2xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x4x2x2xf32>
+  %sum = tosa.add %s0, %s2 : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = tosa.mul %t, %sum, %shift : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1xi8>) -> tensor<1x4x2x2xf32>
+  %back = tosa.transpose %y {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x2x4xf32>
+  return %back : tensor<1x2x2x4xf32>
+}
+
+// -----
+
+// Near miss: the same cluster with an operand from outside that is neither
+// a transpose nor a constant (a function argument in NCHW). Clusters are
+// only sunk when every operand entering them is one of those, so this one
+// stays in NCHW (op by op nothing can move either).
+// CHECK-LABEL: func.func @cluster_with_foreign_operand
+// CHECK: tosa.transpose %{{.*}} {perms = array<i32: 0, 3, 1, 2>}
+// CHECK: tosa.mul
+// CHECK: tosa.add
+func.func @cluster_with_foreign_operand(%x: tensor<1x2x2x4xf32>, %z: tensor<1x4x2x2xf32>) -> tensor<1x2x2x4xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x2x2x4xf32>) -> tensor<1x4x2x2xf32>
+  %sq = tosa.mul %t, %t, %shift : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1xi8>) -> tensor<1x4x2x2xf32>
+  %sum = tosa.add %sq, %z : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = tosa.mul %t, %sum, %shift : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1xi8>) -> tensor<1x4x2x2xf32>
+  %back = tosa.transpose %y {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x2x4xf32>
+  return %back : tensor<1x2x2x4xf32>
+}

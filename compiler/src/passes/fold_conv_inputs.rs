@@ -15,7 +15,11 @@
 //! becomes a `linalg.generic` over the same iteration space, marked
 //! `tcc.conv = "<op>"`, that reads the unpadded source with clamped
 //! coordinates, recomputes the producer per load and selects the pad value
-//! outside the source (see `patterns/conv_inputs.rs`). Pads with a
+//! outside the source (see `patterns/conv_inputs.rs`). A max or sum
+//! pooling used only by a 1x1 convolution is that convolution's producer
+//! too: its window (at most 3x3) is unrolled into the loads, so the pooled
+//! tensor is never written (one kernel less per Inception pool projection
+//! and per SqueezeNet squeeze after a pool). Pads with a
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 
@@ -72,7 +76,21 @@ impl TccPass for FoldConvInputs {
             if let Some(producer) = plan.producer_op()
                 && unused(producer)
             {
+                // A pooling producer's accumulator fill dies with it.
+                let inits: Vec<OperationRef> = producer
+                    .operands()
+                    .filter_map(crate::ir::util::defining_op)
+                    .collect();
                 erase(producer);
+                for init in inits {
+                    if matches!(
+                        crate::ir::util::op_name(&init).as_str(),
+                        "linalg.fill" | "tensor.empty"
+                    ) && unused(init)
+                    {
+                        erase(init);
+                    }
+                }
             }
         }
         Ok(())

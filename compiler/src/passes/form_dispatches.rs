@@ -6,10 +6,13 @@
 //! - a `linalg.fill` whose only use is the init of a reduction (matmul,
 //!   convolution, pooling, reduce) with that reduction, so the kernel starts
 //!   its accumulator from the fill value instead of a separate launch;
-//! - an elementwise `linalg.generic` that is the only user of a matmul or
-//!   convolution result (named, or a `tcc.conv` generic from
-//!   `tcc-fold-conv-inputs`), with the same iteration space, as that kernel's
-//!   epilogue (bias-add, activation).
+//! - an elementwise `linalg.generic` that is the only user of a matmul,
+//!   convolution (named, or a `tcc.conv` generic from
+//!   `tcc-fold-conv-inputs`) or reduction result, with the same iteration
+//!   space, as that kernel's epilogue (bias-add, activation, a mean's
+//!   scaling). Every nest of a kernel maps its output elements onto
+//!   work-items the same way, so the epilogue reads what its own
+//!   work-item wrote.
 //!
 //! Every member gets `tcc.kernel = "<name>"`; the group's root (the
 //! matmul/conv/reduction, or the op itself) also gets `tcc.kind`.
@@ -174,8 +177,11 @@ impl TccPass for FormDispatches {
                 }
                 members.push(op);
                 let mut parts = op_parts(op);
-                // An elementwise epilogue of a matmul or convolution.
-                if (is_contraction_or_conv(&name) || is_window_generic(op))
+                // An elementwise epilogue of a matmul, convolution or
+                // reduction (a mean's division, a norm's square root).
+                if (is_contraction_or_conv(&name)
+                    || is_window_generic(op)
+                    || kind_of(op) == KernelKind::Reduction)
                     && op.result_count() == 1
                 {
                     let result: Value = op

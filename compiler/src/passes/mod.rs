@@ -12,6 +12,7 @@ mod elide_output_copies;
 mod fold_batch_norm;
 mod fold_constants;
 mod fold_conv_inputs;
+mod fold_pad_slices;
 mod form_dispatches;
 mod hoist_parallel_dims;
 mod lower_kernel_loops;
@@ -37,6 +38,7 @@ pub use elide_output_copies::ElideOutputCopies;
 pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
+pub use fold_pad_slices::FoldPadSlices;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands, kind_of};
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
@@ -75,6 +77,7 @@ pub const ALL: &[(&str, &str)] = &[
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (ConcatInPlace::ARGUMENT, ConcatInPlace::SUMMARY),
     (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
+    (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
@@ -101,6 +104,7 @@ pub fn register_all() {
     pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
     pass::register(&FoldConvInputs);
+    pass::register(&FoldPadSlices);
     pass::register(&ConcatInPlace);
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);

@@ -7,7 +7,10 @@
 //! and every convolution costs two transpose kernels. This pass sinks
 //! transposes through every op that does not care about layout
 //! (`patterns::transpose`), so that the transposes of neighbouring
-//! convolutions meet and cancel (TOSA canonicalization), and turns
+//! convolutions meet and cancel (TOSA canonicalization), sinks a transpose
+//! through a whole cluster of such ops where no single op can go first but
+//! the cluster as a whole removes transposes (a local response
+//! normalization in primitive ops), and turns
 //! transposes that only move unit dimensions into reshapes. What remains
 //! is at most a transpose at each model input and output, and where a
 //! layout-sensitive op without a channels-last form (a reshape that splits
@@ -23,7 +26,9 @@ use melior::ir::operation::{OperationRef, OperationRefMut};
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{body_ops, ops_named};
 use crate::patterns::constant_fold::{evaluate, replace_with_constant};
-use crate::patterns::transpose::{compose_transposes, sink_transposes, transpose_to_reshape};
+use crate::patterns::transpose::{
+    compose_transposes, sink_cluster, sink_transposes, transpose_to_reshape,
+};
 
 pub struct PropagateLayout;
 
@@ -59,6 +64,17 @@ impl TccPass for PropagateLayout {
                 }
                 for op in body_ops(function) {
                     changed |= sink_transposes(context, op)?;
+                }
+                if !changed {
+                    // Clusters that only pay off as a whole, once the
+                    // op-by-op rule is stuck (one per sweep: it rewrites
+                    // many ops).
+                    for op in body_ops(function) {
+                        if sink_cluster(context, op)? {
+                            changed = true;
+                            break;
+                        }
+                    }
                 }
                 for op in body_ops(function) {
                     changed |= compose_transposes(context, op)?;

@@ -18,6 +18,15 @@
 //! recognizes the 2-D convolution form (`tcc.conv` attribute) for the
 //! implicit-GEMM template.
 //!
+//! A max or sum pooling whose only user is a 1x1 convolution (Inception's
+//! pool projections, SqueezeNet's squeeze convolutions after each max
+//! pool) is folded the same way: the convolution's loads compute the
+//! pooled element themselves, the pooling window unrolled (at most
+//! [`MAX_UNROLLED_WINDOW`] cells), so the pooled tensor is never written.
+//! A 1x1 convolution reads each input element once per output-channel
+//! tile, so the window is recomputed only that often, against a kernel
+//! launch and a round trip of the pooled tensor through memory.
+//!
 //! The body of a rewritten op is always
 //! `(coordinates, bounds check, loads, producer ops, select) ; combine(acc,
 //! a[, w]) ; yield`, with the filter (or pooling window) as the only input.
@@ -36,7 +45,7 @@ use melior::ir::{
 };
 
 use crate::ir::types::StaticTensor;
-use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
+use crate::ir::util::{defining_op, dialect_of, op_name, use_count, users};
 use crate::passes::PassError;
 
 /// The attribute naming the window op a rewritten generic computes
@@ -48,6 +57,9 @@ pub const CONV_ATTR: &str = "tcc.conv";
 /// producer (a per-channel affine + ReLU is 3-4 ops) costs less than the
 /// kernel launch and the round trip of its output through memory.
 pub const MAX_PRODUCER_OPS: usize = 8;
+
+/// The most pooling-window cells unrolled into a consumer's loads (3x3).
+pub const MAX_UNROLLED_WINDOW: i64 = 9;
 
 /// How the combiner folds an input element into the accumulator.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -262,7 +274,7 @@ fn padding<'c>(pad: OperationRef<'c, 'c>) -> Option<Padding<'c>> {
 /// value is used once, inputs indexed by dims or broadcast (constant 0),
 /// at most [`MAX_PRODUCER_OPS`] arith ops and no `linalg.index`, and not
 /// the epilogue of a matmul, convolution or reduction.
-fn fusible_producer(op: OperationRef) -> bool {
+pub(crate) fn fusible_producer(op: OperationRef) -> bool {
     if op_name(&op) == "linalg.transpose" {
         return fusible_transpose(op);
     }
@@ -320,10 +332,11 @@ fn fusible_producer(op: OperationRef) -> bool {
     {
         return false;
     }
-    // A producer of a matmul's, convolution's or reduction's result is that
-    // kernel's epilogue (computed once per element there): leave it.
+    // The only user of a matmul's, convolution's or reduction's result is
+    // that kernel's epilogue (computed once per element there): leave it.
     for index in 0..count - 1 {
         if let Ok(operand) = op.operand(index)
+            && use_count(operand) == 1
             && let Some(definer) = defining_op(operand)
             && dialect_of(&op_name(&definer)) == "linalg"
             && crate::passes::kind_of(definer) != crate::config::KernelKind::Elementwise
@@ -345,6 +358,128 @@ fn fusible_producer(op: OperationRef) -> bool {
         ops += 1;
     }
     ops <= MAX_PRODUCER_OPS
+}
+
+/// Whether `consumer` is a `linalg.conv_2d_nhwc_hwcf` with a 1x1 filter.
+fn is_pointwise_conv(consumer: OperationRef) -> bool {
+    op_name(&consumer) == "linalg.conv_2d_nhwc_hwcf"
+        && consumer
+            .operand(1)
+            .ok()
+            .and_then(|f| StaticTensor::of(f.r#type()))
+            .is_some_and(|f| f.rank() == 4 && f.shape[0] == 1 && f.shape[1] == 1)
+}
+
+/// The pieces of a pooling generic (`tcc.conv = "pooling_nhwc_max"` or
+/// `"pooling_nhwc_sum"`, after its own padding was folded) that unrolling
+/// its window into a consumer's loads needs.
+struct PoolParts<'c> {
+    window: &'static Window,
+    /// Window height and width.
+    size: [i64; 2],
+    /// The accumulator's start (the scalar of the fill initialising it).
+    init: Value<'c, 'c>,
+    /// The body's final `combine(acc, a)`.
+    combine: OperationRef<'c, 'c>,
+    /// `a`: the window element combined.
+    element: Value<'c, 'c>,
+}
+
+/// Reads a pooling generic apart; `None` unless its window has at most
+/// [`MAX_UNROLLED_WINDOW`] cells, its init is a fill of a scalar, its body
+/// holds only arith ops, `linalg.index` and `tensor.extract` before a
+/// final `max`/`add` of the accumulator, and it reads neither the window
+/// operand nor the accumulator elsewhere.
+fn pool_parts<'c>(op: OperationRef<'c, 'c>) -> Option<PoolParts<'c>> {
+    if op_name(&op) != "linalg.generic" || op.operand_count() != 2 || op.result_count() != 1 {
+        return None;
+    }
+    let name = op
+        .attribute(CONV_ATTR)
+        .ok()
+        .and_then(crate::ir::util::string_value)?;
+    let window = WINDOWS
+        .iter()
+        .find(|w| w.name == name && w.combine != Combine::MulAdd)?;
+    let size = StaticTensor::of(op.operand(0).ok()?.r#type())?;
+    if size.rank() != 2 || size.shape.iter().product::<i64>() > MAX_UNROLLED_WINDOW {
+        return None;
+    }
+    let fill = defining_op(op.operand(1).ok()?)?;
+    if op_name(&fill) != "linalg.fill" {
+        return None;
+    }
+    let init = fill.operand(0).ok()?;
+    if !init.r#type().is_f32() {
+        return None;
+    }
+    let body = op.region(0).ok()?.first_block()?;
+    let window_element: Value = body.argument(0).ok()?.into();
+    let acc: Value = body.argument(1).ok()?.into();
+    if use_count(window_element) != 0 || use_count(acc) != 1 {
+        return None;
+    }
+    let terminator = body.terminator()?;
+    let combine = defining_op(terminator.operand(0).ok()?)?;
+    if !matches!(
+        op_name(&combine).as_str(),
+        "arith.maximumf" | "arith.maxnumf" | "arith.addf"
+    ) || combine.operand_count() != 2
+    {
+        return None;
+    }
+    let operands: Vec<Value> = combine.operands().collect();
+    let element = match operands.as_slice() {
+        [a, b] if *a == acc => *b,
+        [a, b] if *b == acc => *a,
+        _ => return None,
+    };
+    let mut next = body.first_operation();
+    while let Some(inner) = next {
+        next = inner.next_in_block();
+        let inner_name = op_name(&inner);
+        if inner.region_count() > 0
+            || !(dialect_of(&inner_name) == "arith"
+                || matches!(
+                    inner_name.as_str(),
+                    "linalg.index" | "tensor.extract" | "linalg.yield"
+                ))
+        {
+            return None;
+        }
+    }
+    Some(PoolParts {
+        window,
+        size: [size.shape[0], size.shape[1]],
+        init,
+        combine,
+        element: unsafe { Value::from_raw(element.to_raw()) },
+    })
+}
+
+/// Whether `op`, a pooling (named, or a generic after its padding was
+/// folded), can be unrolled into `consumer`'s loads: it feeds only a 1x1
+/// convolution and its result is rank-4 f32.
+fn fusible_pool(op: OperationRef, consumer: OperationRef) -> bool {
+    is_pointwise_conv(consumer)
+        && op.result(0).is_ok_and(|r| {
+            use_count(r.into()) == 1
+                && StaticTensor::of(r.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4)
+        })
+        && pool_parts(op).is_some()
+}
+
+/// Whether `op` is a named max or sum pooling whose only user is a 1x1
+/// convolution: rewriting it into a generic (with nothing to fold) lets
+/// the convolution's plan unroll it.
+fn pool_feeding_pointwise_conv(op: OperationRef) -> bool {
+    matches!(
+        op_name(&op).as_str(),
+        "linalg.pooling_nhwc_max" | "linalg.pooling_nhwc_sum"
+    ) && op.result(0).is_ok_and(|r| {
+        let r: Value = r.into();
+        use_count(r) == 1 && users(r).into_iter().all(is_pointwise_conv)
+    })
 }
 
 /// Whether `op` is a `linalg.transpose` of a rank-4 f32 tensor used only
@@ -425,11 +560,11 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
     let mut producer = None;
     if only_user
         && let Some(candidate) = defining_op(source)
-        && fusible_producer(candidate)
+        && (fusible_producer(candidate) || fusible_pool(candidate, op))
     {
         producer = Some(Producer { op: candidate });
     }
-    if pad.is_none() && producer.is_none() {
+    if pad.is_none() && producer.is_none() && !pool_feeding_pointwise_conv(op) {
         return None;
     }
     let source_type = StaticTensor::of(source.r#type())?;
@@ -446,14 +581,14 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
 }
 
 /// Builds ops at the end of one block.
-struct Builder<'c> {
-    context: &'c Context,
-    location: Location<'c>,
-    block: BlockRef<'c, 'c>,
+pub(crate) struct Builder<'c> {
+    pub context: &'c Context,
+    pub location: Location<'c>,
+    pub block: BlockRef<'c, 'c>,
 }
 
 impl<'c> Builder<'c> {
-    fn push(
+    pub(crate) fn push(
         &self,
         builder: OperationBuilder<'c>,
         what: &str,
@@ -469,11 +604,11 @@ impl<'c> Builder<'c> {
             .into())
     }
 
-    fn index_type(&self) -> Type<'c> {
+    pub(crate) fn index_type(&self) -> Type<'c> {
         Type::index(self.context)
     }
 
-    fn constant(&self, value: i64) -> Result<Value<'c, 'c>, PassError<'c>> {
+    pub(crate) fn constant(&self, value: i64) -> Result<Value<'c, 'c>, PassError<'c>> {
         let attribute = IntegerAttribute::new(self.index_type(), value);
         self.push(
             OperationBuilder::new("arith.constant", self.location)
@@ -483,7 +618,7 @@ impl<'c> Builder<'c> {
         )
     }
 
-    fn index(&self, dim: usize) -> Result<Value<'c, 'c>, PassError<'c>> {
+    pub(crate) fn index(&self, dim: usize) -> Result<Value<'c, 'c>, PassError<'c>> {
         let attribute =
             IntegerAttribute::new(IntegerType::new(self.context, 64).into(), dim as i64);
         self.push(
@@ -494,7 +629,7 @@ impl<'c> Builder<'c> {
         )
     }
 
-    fn binary(
+    pub(crate) fn binary(
         &self,
         name: &str,
         lhs: Value<'c, 'c>,
@@ -509,7 +644,7 @@ impl<'c> Builder<'c> {
     }
 
     /// `arith.cmpi` with a predicate number (2 = slt, 5 = sge).
-    fn cmpi(
+    pub(crate) fn cmpi(
         &self,
         predicate: i64,
         lhs: Value<'c, 'c>,
@@ -526,7 +661,7 @@ impl<'c> Builder<'c> {
     }
 
     /// `base * scale + offset`, folding the trivial parts.
-    fn affine(
+    pub(crate) fn affine(
         &self,
         base: Value<'c, 'c>,
         scale: i64,
@@ -721,14 +856,19 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
 
 /// Loads the producer's inputs at the input coordinates and clones its
 /// body after them; returns the value it yields.
-fn inline_producer<'c>(
+pub(crate) fn inline_producer<'c>(
     b: &Builder<'c>,
     producer: OperationRef<'c, 'c>,
-    coordinates: &[Value<'c, 'c>; 4],
+    coordinates: &[Value<'c, 'c>],
     extract: &dyn Fn(Value<'c, 'c>, &[Value<'c, 'c>]) -> Result<Value<'c, 'c>, PassError<'c>>,
 ) -> Result<Value<'c, 'c>, PassError<'c>> {
     let location = b.location;
     let err = |e: melior::Error| PassError::at(location, e.to_string());
+    if let Some(pool) = pool_parts(producer)
+        && let Ok(coordinates) = <&[Value<'c, 'c>; 4]>::try_from(coordinates)
+    {
+        return inline_pool(b, producer, &pool, coordinates);
+    }
     if op_name(&producer) == "linalg.transpose" {
         // out[c] = in[c'] with c'[permutation[j]] = c[j].
         let permutation = transpose_permutation(producer)
@@ -774,16 +914,7 @@ fn inline_producer<'c>(
                 .map(|(_, v)| *v)
                 .ok_or_else(|| PassError::at(location, "producer yields a value from outside"));
         }
-        let clone = unsafe { mlir_sys::mlirOperationClone(inner.to_raw()) };
-        for position in 0..unsafe { mlir_sys::mlirOperationGetNumOperands(clone) } {
-            let operand = unsafe { mlir_sys::mlirOperationGetOperand(clone, position) };
-            if let Some((_, replacement)) = mapping.iter().find(|(raw, _)| raw.ptr == operand.ptr) {
-                unsafe { mlir_sys::mlirOperationSetOperand(clone, position, replacement.to_raw()) };
-            }
-        }
-        let clone = b
-            .block
-            .append_operation(unsafe { melior::ir::operation::Operation::from_raw(clone) });
+        let clone = clone_remapped(b, inner, &mapping);
         for position in 0..inner.result_count() {
             let old: Value = inner.result(position).map_err(err)?.into();
             let new: Value = clone.result(position).map_err(err)?.into();
@@ -794,6 +925,94 @@ fn inline_producer<'c>(
         location,
         "producer body without linalg.yield",
     ))
+}
+
+/// Computes the pooled element at `coordinates` (of the pooling's output)
+/// by cloning the pooling body once per window cell, with its
+/// `linalg.index` ops bound to the coordinates and the cell, and chaining
+/// the cells' elements through its combiner from the fill value.
+fn inline_pool<'c>(
+    b: &Builder<'c>,
+    pool: OperationRef<'c, 'c>,
+    parts: &PoolParts<'c>,
+    coordinates: &[Value<'c, 'c>; 4],
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = b.location;
+    let err = |e: melior::Error| PassError::at(location, e.to_string());
+    let body = pool
+        .region(0)
+        .map_err(err)?
+        .first_block()
+        .ok_or_else(|| PassError::at(location, "pooling without a body"))?;
+    let window = parts.window;
+    let mut acc = parts.init;
+    for kh in 0..parts.size[0] {
+        for kw in 0..parts.size[1] {
+            let mut mapping: Vec<(mlir_sys::MlirValue, Value<'c, 'c>)> = Vec::new();
+            let mut next = body.first_operation();
+            while let Some(inner) = next {
+                next = inner.next_in_block();
+                if inner.to_raw().ptr == parts.combine.to_raw().ptr
+                    || op_name(&inner) == "linalg.yield"
+                {
+                    continue;
+                }
+                let result: Value = inner.result(0).map_err(err)?.into();
+                if op_name(&inner) == "linalg.index" {
+                    let dim = inner
+                        .attribute("dim")
+                        .ok()
+                        .and_then(crate::ir::util::integer_value)
+                        .and_then(|d| usize::try_from(d).ok())
+                        .ok_or_else(|| PassError::at(location, "linalg.index without a dim"))?;
+                    let value = match dim {
+                        d if d == window.n => coordinates[0],
+                        d if d == window.oh => coordinates[1],
+                        d if d == window.ow => coordinates[2],
+                        d if d == window.c => coordinates[3],
+                        d if d == window.kh => b.constant(kh)?,
+                        d if d == window.kw => b.constant(kw)?,
+                        _ => return Err(PassError::at(location, "pooling index out of range")),
+                    };
+                    mapping.push((result.to_raw(), value));
+                    continue;
+                }
+                let clone = clone_remapped(b, inner, &mapping);
+                for position in 0..inner.result_count() {
+                    let old: Value = inner.result(position).map_err(err)?.into();
+                    let new: Value = clone.result(position).map_err(err)?.into();
+                    mapping.push((old.to_raw(), unsafe { Value::from_raw(new.to_raw()) }));
+                }
+            }
+            let element = mapping
+                .iter()
+                .find(|(raw, _)| raw.ptr == parts.element.to_raw().ptr)
+                .map(|(_, v)| *v)
+                .unwrap_or(parts.element);
+            acc = b.binary(&op_name(&parts.combine), acc, element)?;
+        }
+    }
+    Ok(acc)
+}
+
+/// Appends a clone of `op` to the builder's block with its operands
+/// replaced through `mapping` (raw value, replacement).
+fn clone_remapped<'c>(
+    b: &Builder<'c>,
+    op: OperationRef<'c, 'c>,
+    mapping: &[(mlir_sys::MlirValue, Value<'c, 'c>)],
+) -> OperationRef<'c, 'c> {
+    let clone = unsafe { mlir_sys::mlirOperationClone(op.to_raw()) };
+    for position in 0..unsafe { mlir_sys::mlirOperationGetNumOperands(clone) } {
+        let operand = unsafe { mlir_sys::mlirOperationGetOperand(clone, position) };
+        if let Some((_, replacement)) = mapping.iter().find(|(raw, _)| raw.ptr == operand.ptr) {
+            unsafe { mlir_sys::mlirOperationSetOperand(clone, position, replacement.to_raw()) };
+        }
+    }
+    let clone = b
+        .block
+        .append_operation(unsafe { melior::ir::operation::Operation::from_raw(clone) });
+    unsafe { OperationRef::from_raw(clone.to_raw()) }
 }
 
 /// For a window op, named or rewritten: the name of the op it computes

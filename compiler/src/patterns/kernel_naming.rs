@@ -3,6 +3,7 @@
 //! and emitted OpenCL C say what each kernel computes.
 
 use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{TypeLike, ValueLike};
 
 use crate::ir::util::{collect_ops, op_name};
 
@@ -74,7 +75,13 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
         parts.push("reduce".to_string());
     }
     for inner in collect_ops(op).into_iter().skip(1) {
-        if let Some(part) = scalar_op_name(&op_name(&inner))
+        // Address arithmetic and bounds checks (index operands) say
+        // nothing about what is computed.
+        let on_indices = inner.operands().any(|v| v.r#type().is_index())
+            || inner.results().any(|r| r.r#type().is_index())
+            || is_bounds_select(inner);
+        if !on_indices
+            && let Some(part) = scalar_op_name(&op_name(&inner))
             && parts.last().map(String::as_str) != Some(part)
         {
             parts.push(part.to_string());
@@ -88,6 +95,22 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
         });
     }
     parts
+}
+
+/// Whether `op` is an `arith.select` of a pad value by a bounds check
+/// (its condition an `andi` or `cmpi` of index values), as folded pads
+/// read.
+fn is_bounds_select(op: OperationRef) -> bool {
+    op_name(&op) == "arith.select"
+        && op
+            .operand(0)
+            .ok()
+            .and_then(crate::ir::util::defining_op)
+            .is_some_and(|c| {
+                let name = op_name(&c);
+                name == "arith.andi"
+                    || (name == "arith.cmpi" && c.operands().any(|v| v.r#type().is_index()))
+            })
 }
 
 /// Whether a linalg op has reduction iterators.

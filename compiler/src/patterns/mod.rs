@@ -9,6 +9,7 @@ pub mod decompose_composites;
 pub mod kernel_naming;
 pub mod layer_norm_to_rows;
 pub mod output_copy;
+pub mod pad_slices;
 pub mod raise_composites;
 pub mod softmax_to_linalg;
 pub mod transpose;

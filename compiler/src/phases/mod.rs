@@ -69,7 +69,7 @@ impl Phase {
             Phase::Linalg => {
                 "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
             }
-            Phase::Dispatch => "tcc phase 4: group ops into kernels and name them",
+            Phase::Dispatch => "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them",
             Phase::Tile => {
                 "tcc phase 5: put parallel dimensions outermost and attach per-target work-group configuration"
             }
@@ -129,7 +129,7 @@ impl Phase {
             .filter(|p| !p.is_empty())
             .collect::<Vec<_>>()
             .join(","),
-            Phase::Dispatch => "tcc-concat-in-place,tcc-fold-conv-inputs,tcc-form-dispatches".into(),
+            Phase::Dispatch => "tcc-concat-in-place,tcc-fold-conv-inputs,tcc-fold-pad-slices,tcc-form-dispatches".into(),
             Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}}}", target.name()),
             Phase::Buffer => [
                 "tcc-unique-results",

@@ -512,7 +512,7 @@ impl KernelWriter {
     /// indexing maps (the contraction's result, if given, is `acc_value`)
     /// and its body's ops become statements. Returns the statements, the
     /// yielded value and the output's view with its indices.
-    fn translate_generic(
+    pub(super) fn translate_generic(
         &mut self,
         generic: OperationRef,
         accumulator: Option<Value>,

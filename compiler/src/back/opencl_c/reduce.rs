@@ -1,8 +1,9 @@
-//! Kernels marked `tcc.row_reduce`: a fill and the reduction it
-//! initialises, instantiated from the row-reduction template of
+//! Kernels marked `tcc.row_reduce`: a fill, the reduction it initialises
+//! and an optional elementwise epilogue of the result, instantiated from the row-reduction template of
 //! `tcc-kernels` (one work-group per output element). The reduction's body
 //! — everything but its final `combiner(x, acc)` — becomes the per-element
-//! C statements; the combiner becomes the template's partial and tree step.
+//! C statements; the combiner becomes the template's partial and tree step,
+//! and the epilogue runs on the total where work-item 0 stores it.
 
 use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -81,6 +82,7 @@ impl KernelWriter {
     ) -> Result<String, CodegenError> {
         let mut fill: Option<(usize, String)> = None;
         let mut reduction: Option<OperationRef> = None;
+        let mut epilogue: Option<OperationRef> = None;
         for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
                 "linalg.fill" => {
@@ -91,6 +93,7 @@ impl KernelWriter {
                     fill = Some((key(target), value));
                 }
                 "linalg.generic" if reduction.is_none() => reduction = Some(op),
+                "linalg.generic" if epilogue.is_none() => epilogue = Some(op),
                 other => {
                     return Err(CodegenError::at(
                         &op,
@@ -226,12 +229,26 @@ impl KernelWriter {
             Some((target, value)) if target == key(output) => value,
             _ => format!("{}[{address}]", view.base),
         };
-        let finish = format!(
-            "{}[{address}] = {};",
-            view.base,
-            combine.replace("{a}", "total").replace("{b}", &init)
-        );
-        self.mark_written(&view.base.clone());
+        let result = combine.replace("{a}", "total").replace("{b}", &init);
+        let finish = match epilogue {
+            None => {
+                self.mark_written(&view.base.clone());
+                format!("{}[{address}] = {result};", view.base)
+            }
+            Some(epilogue) => {
+                // The epilogue runs over the reduction's output elements:
+                // its dimensions are the output's coordinates.
+                let dims: Vec<&str> = out_indices.iter().map(String::as_str).collect();
+                let (statements, value, (epilogue_view, indices)) =
+                    self.translate_generic(epilogue, Some(output), &dims)?;
+                self.mark_written(&epilogue_view.base.clone());
+                format!(
+                    "const float acc_value = {result};\n{statements}{}[{}] = {value};",
+                    epilogue_view.base,
+                    epilogue_view.address(&indices)
+                )
+            }
+        };
         let spec = RowReduceSpec {
             name: name.to_string(),
             parameters,

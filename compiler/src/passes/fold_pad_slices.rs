@@ -1,0 +1,66 @@
+//! `tcc-fold-pad-slices`: folds a constant pad read through shifted
+//! slices into the elementwise generic that consumes the slices, so that
+//! neither the padded tensor nor the elementwise producer of its source
+//! becomes a kernel (see `patterns/pad_slices.rs`).
+//!
+//! Runs in the dispatch phase before `tcc-form-dispatches`. ONNX's LRN is
+//! the case in the models tcc meets: in Inception v1 each LRN was four
+//! kernels (the squares, a fill and a copy for the channel padding, the
+//! sum and scaling) and is now one. A pad with another user, a slice used
+//! elsewhere, a strided or rank-reducing slice and a non-constant pad
+//! value are left alone.
+
+use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::{Value, ValueLike};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{collect_ops, erase_op, op_name, use_count};
+use crate::patterns::pad_slices::{plan, rewrite};
+
+pub struct FoldPadSlices;
+
+fn unused(op: OperationRef) -> bool {
+    op.results().all(|r| use_count(r.into()) == 0)
+}
+
+impl TccPass for FoldPadSlices {
+    const ARGUMENT: &'static str = "tcc-fold-pad-slices";
+    const SUMMARY: &'static str =
+        "Fold constant padding read through shifted slices into the elementwise op that reads them";
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
+        // One rewrite at a time: a rewrite erases ops another plan holds.
+        // Rewritten generics read no slices any more, so this ends.
+        while let Some(plan) = collect_ops(root).into_iter().find_map(plan) {
+            let replacements = rewrite(context, &plan)?;
+            for (index, new) in replacements.into_iter().enumerate() {
+                let old: Value = plan
+                    .op
+                    .result(index)
+                    .map_err(|e| PassError::at(plan.op.location(), e.to_string()))?
+                    .into();
+                unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+            }
+            erase_op(plan.op);
+            // Slices before their pads, pads before the producers.
+            let (slices, pads): (Vec<_>, Vec<_>) = plan
+                .dead
+                .iter()
+                .partition(|op| op_name(*op) == "tensor.extract_slice");
+            for op in slices.into_iter().chain(pads).chain(plan.producers().iter()) {
+                if unused(*op) {
+                    erase_op(*op);
+                }
+            }
+        }
+        Ok(())
+    }
+}
