@@ -285,10 +285,12 @@ struct TileStaging<'a> {
     vector: bool,
 }
 
-/// Emits the guarded staging loop for `t` (zero outside the operand).
-fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
-    let (ol, og, ob, oe, on) = t.outer;
-    let (il, ig, ib, ie, inn) = t.inner;
+/// The unrolled loop over a work-item's staging rounds for `t`: each
+/// round `r` handles element (or float4) `tid + r * threads` of the tile.
+/// `body` receives the round's tile coordinates already declared.
+fn staging_rounds(out: &mut String, t: &TileStaging, threads: u32, k_base: &str, body: &dyn Fn(&mut String)) {
+    let (ol, og, ob, oe, _) = t.outer;
+    let (il, ig, ib, ie, _) = t.inner;
     let width = if t.vector { 4 } else { 1 };
     // A fixed number of rounds per work-item, unrolled, so that what
     // depends only on a round's row (an implicit-GEMM row's image and
@@ -309,46 +311,88 @@ fn stage_tile(out: &mut String, t: &TileStaging, threads: u32) {
         format!("l % {q}")
     };
     let _ = writeln!(out, "      const int {ol} = l / {q}, {il} = {inner_index};");
+    let base = |b: &str| if b == "k0" { k_base.to_string() } else { b.to_string() };
     let _ = writeln!(
         out,
-        "      const tcc_index {og} = {ob} + {ol}, {ig} = {ib} + {il};"
+        "      const tcc_index {og} = {} + {ol}, {ig} = {} + {il};",
+        base(ob),
+        base(ib)
     );
+    body(out);
+    let _ = writeln!(out, "    }}");
+}
+
+/// The number of staging rounds of `t` per work-item.
+fn staging_count(t: &TileStaging, threads: u32) -> u32 {
+    let width = if t.vector { 4 } else { 1 };
+    (t.outer.3 * t.inner.3 / width).div_ceil(threads)
+}
+
+/// Declares the registers a work-item fetches its part of `t` into
+/// (`float` or `float4` per round).
+fn declare_staging_registers(out: &mut String, t: &TileStaging, registers: &str, threads: u32) {
+    let ty = if t.vector { "float4" } else { "float" };
+    let _ = writeln!(
+        out,
+        "  {ty} {registers}[{}];",
+        staging_count(t, threads)
+    );
+}
+
+/// Emits the guarded global loads of `t`'s tile at k base `k_base` into
+/// `registers` (zero outside the operand): issued before the k step that
+/// computes on the previous tile, so their latency hides behind it.
+fn fetch_tile(out: &mut String, t: &TileStaging, threads: u32, registers: &str, k_base: &str) {
+    let (_, og, _, _, on) = t.outer;
+    let (_, ig, _, _, inn) = t.inner;
     let guard = format!("({og} < {on} && {ig} < {inn})");
+    staging_rounds(out, t, threads, k_base, &|out: &mut String| {
+        if let Some((statements, value)) = t.element {
+            let _ = writeln!(out, "      float element = 0.0f;");
+            let _ = writeln!(out, "      if {guard} {{");
+            for line in statements.lines() {
+                let _ = writeln!(out, "        {line}");
+            }
+            let _ = writeln!(out, "        element = {value};");
+            let _ = writeln!(out, "      }}");
+            let _ = writeln!(out, "      {registers}[r] = element;");
+        } else if !t.vector {
+            let _ = writeln!(
+                out,
+                "      {registers}[r] = {guard} ? {}[{}] : 0.0f;",
+                t.pointer, t.address
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "      {registers}[r] = {guard} ? vload4(0, {} + {}) : (float4)(0.0f);",
+                t.pointer, t.address
+            );
+        }
+    });
+}
+
+/// Emits the stores of fetched `registers` into `t`'s local tile.
+fn store_tile(out: &mut String, t: &TileStaging, threads: u32, registers: &str) {
+    let (ol, _, _, _, _) = t.outer;
+    let (il, _, _, _, _) = t.inner;
     let (row, col) = if t.transposed { (il, ol) } else { (ol, il) };
     let tile = t.tile;
-    if let Some((statements, value)) = t.element {
-        let _ = writeln!(out, "      float element = 0.0f;");
-        let _ = writeln!(out, "      if {guard} {{");
-        for line in statements.lines() {
-            let _ = writeln!(out, "        {line}");
+    staging_rounds(out, t, threads, "k0", &|out: &mut String| {
+        if !t.vector {
+            let _ = writeln!(out, "      {tile}[{row}][{col}] = {registers}[r];");
+        } else if t.transposed {
+            let _ = writeln!(
+                out,
+                "      {tile}[{row}][{col}] = {registers}[r].x; {tile}[{row} + 1][{col}] = {registers}[r].y; {tile}[{row} + 2][{col}] = {registers}[r].z; {tile}[{row} + 3][{col}] = {registers}[r].w;"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "      vstore4({registers}[r], 0, &{tile}[{row}][{col}]);"
+            );
         }
-        let _ = writeln!(out, "        element = {value};");
-        let _ = writeln!(out, "      }}");
-        let _ = writeln!(out, "      {tile}[{row}][{col}] = element;");
-    } else if !t.vector {
-        let _ = writeln!(
-            out,
-            "      {tile}[{row}][{col}] = {guard} ? {}[{}] : 0.0f;",
-            t.pointer, t.address
-        );
-    } else if t.transposed {
-        let _ = writeln!(
-            out,
-            "      const float4 v = {guard} ? vload4(0, {} + {}) : (float4)(0.0f);",
-            t.pointer, t.address
-        );
-        let _ = writeln!(
-            out,
-            "      {tile}[{row}][{col}] = v.x; {tile}[{row} + 1][{col}] = v.y; {tile}[{row} + 2][{col}] = v.z; {tile}[{row} + 3][{col}] = v.w;"
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "      vstore4({guard} ? vload4(0, {} + {}) : (float4)(0.0f), 0, &{tile}[{row}][{col}]);",
-            t.pointer, t.address
-        );
-    }
-    let _ = writeln!(out, "    }}");
+    });
 }
 
 /// Instantiates the template.
@@ -466,11 +510,6 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      acc[wm][wn] = 0.0f;"
     );
     let threads = c.workgroup_size();
-    let _ = writeln!(
-        out,
-        "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
-        c.tile_k
-    );
     // Stage A (transposed into tile_a[k][m]) and B.
     let a_vector = spec.a_offset.is_none()
         && spec.a_element.is_none()
@@ -486,35 +525,50 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         .b_offset
         .clone()
         .unwrap_or_else(|| spec.b.address("b", "k", "j"));
-    stage_tile(
-        &mut out,
-        &TileStaging {
-            tile: "tile_a",
-            outer: ("mm", "i", "row0", c.tile_m, s.m),
-            inner: ("kk", "k", "k0", c.tile_k, s.k),
-            pointer: &spec.a.pointer,
-            address: &a_address,
-            element: spec.a_element.as_ref(),
-            transposed: true,
-            vector: a_vector,
-        },
-        threads,
+    let a_staging = TileStaging {
+        tile: "tile_a",
+        outer: ("mm", "i", "row0", c.tile_m, s.m),
+        inner: ("kk", "k", "k0", c.tile_k, s.k),
+        pointer: &spec.a.pointer,
+        address: &a_address,
+        element: spec.a_element.as_ref(),
+        transposed: true,
+        vector: a_vector,
+    };
+    let b_staging = TileStaging {
+        tile: "tile_b",
+        outer: ("kk", "k", "k0", c.tile_k, s.k),
+        inner: ("nn", "j", "col0", c.tile_n, s.n),
+        pointer: &spec.b.pointer,
+        address: &b_address,
+        element: None,
+        transposed: false,
+        vector: b_vector,
+    };
+    // Software pipelining through registers: the next k tile's global
+    // loads are issued before the current tile's multiply-adds, so that
+    // their latency hides behind the arithmetic (one set of local tiles,
+    // two barriers per step as before).
+    declare_staging_registers(&mut out, &a_staging, "fetch_a", threads);
+    declare_staging_registers(&mut out, &b_staging, "fetch_b", threads);
+    fetch_tile(&mut out, &a_staging, threads, "fetch_a", &k_begin);
+    fetch_tile(&mut out, &b_staging, threads, "fetch_b", &k_begin);
+    let _ = writeln!(
+        out,
+        "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
+        c.tile_k
     );
-    stage_tile(
-        &mut out,
-        &TileStaging {
-            tile: "tile_b",
-            outer: ("kk", "k", "k0", c.tile_k, s.k),
-            inner: ("nn", "j", "col0", c.tile_n, s.n),
-            pointer: &spec.b.pointer,
-            address: &b_address,
-            element: None,
-            transposed: false,
-            vector: b_vector,
-        },
-        threads,
-    );
+    store_tile(&mut out, &a_staging, threads, "fetch_a");
+    store_tile(&mut out, &b_staging, threads, "fetch_b");
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(
+        out,
+        "    if (k0 + {tk} < {k_end}) {{\n    const tcc_index k_next = k0 + {tk};",
+        tk = c.tile_k
+    );
+    fetch_tile(&mut out, &a_staging, threads, "fetch_a", "k_next");
+    fetch_tile(&mut out, &b_staging, threads, "fetch_b", "k_next");
+    let _ = writeln!(out, "    }}");
     match layout {
         Layout::Fma { vector_m, vector_n } => {
             let _ = writeln!(
@@ -790,11 +844,35 @@ mod tests {
         let text = gemm_kernel(&spec).unwrap();
         assert!(
             text.contains(
-                "      float element = 0.0f;\n      if (i < 100 && k < 30) {\n        const tcc_index y = i - 1;\n        const float v = a1[y < 0 ? 0 : y];\n        element = (y >= 0 ? v : 0.5f);\n      }\n      tile_a[kk][mm] = element;"
+                "      float element = 0.0f;\n      if (i < 100 && k < 30) {\n        const tcc_index y = i - 1;\n        const float v = a1[y < 0 ? 0 : y];\n        element = (y >= 0 ? v : 0.5f);\n      }\n      fetch_a[r] = element;"
             ),
             "{text}"
         );
         assert!(!text.contains("vload4(0, a1"), "{text}");
+        assert!(text.contains("      tile_a[kk][mm] = fetch_a[r];"), "{text}");
+    }
+
+    #[test]
+    fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
+        let text = gemm_kernel(&spec(GemmConfig {
+            tile_m: 32,
+            tile_n: 32,
+            tile_k: 8,
+            work_m: 2,
+            work_n: 2,
+            split_k: 1,
+        }))
+        .unwrap();
+        let first_fetch = text.find("fetch_a[r] =").unwrap();
+        let k_loop = text.find("for (tcc_index k0 = 0; k0 < 30; k0 += 8)").unwrap();
+        let store = text.find("tile_a[kk][mm] = fetch_a[r];").unwrap();
+        let barrier = text[store..].find("barrier(CLK_LOCAL_MEM_FENCE);").unwrap() + store;
+        let next = text.find("if (k0 + 8 < 30) {").unwrap();
+        let next_fetch = text[next..].find("fetch_a[r] =").unwrap() + next;
+        let arithmetic = text.find("acc[wm][wn] = fma(").unwrap();
+        assert!(first_fetch < k_loop, "{text}");
+        assert!(k_loop < store && store < barrier && barrier < next, "{text}");
+        assert!(next < next_fetch && next_fetch < arithmetic, "{text}");
     }
 
     #[test]
@@ -818,9 +896,10 @@ mod tests {
         let text = gemm_kernel(&spec).unwrap();
         assert!(text.contains("vload4(0, a1 + i * 32 + k)"), "{text}");
         assert!(
-            text.contains("vstore4((k < 32 && j < 64) ? vload4(0, a2 + k * 64 + j)"),
+            text.contains("fetch_b[r] = (k < 32 && j < 64) ? vload4(0, a2 + k * 64 + j)"),
             "{text}"
         );
+        assert!(text.contains("vstore4(fetch_b[r], 0, &tile_b[kk][nn]);"), "{text}");
     }
 
     #[test]

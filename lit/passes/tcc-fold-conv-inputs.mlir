@@ -5,6 +5,7 @@
 // producer). Non-constant pad values, pads of other dims and producers
 // with other users are left alone.
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=false" | FileCheck %s --check-prefix=NOPOOLS
 
 // CHECK-LABEL: func.func @pad_and_producer
 // CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>, %[[S:.*]]: tensor<1x1x1x4xf32>, %[[W:.*]]: tensor<3x3x4x4xf32>)
@@ -193,6 +194,11 @@ func.func @transpose_used_twice(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>
 // convolution's loads (nine clamped reads, each selecting the lowest float
 // in the padding, chained through maximumf from the fill value), so one
 // generic remains and the pooled tensor is never built.
+// With pools=false (the nvidia and generic targets), the pool keeps its
+// own generic (its padding folded) and the convolution reads its result.
+// NOPOOLS-LABEL: func.func @pool_projection
+// NOPOOLS: %[[POOL:.*]] = linalg.generic {{.*}}attrs = {tcc.conv = "pooling_nhwc_max"}
+// NOPOOLS: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[POOL]], %{{.*}} : tensor<1x5x5x4xf32>, tensor<1x1x4x3xf32>)
 // CHECK-LABEL: func.func @pool_projection
 // CHECK-SAME: (%[[X:.*]]: tensor<1x5x5x4xf32>, %[[W:.*]]: tensor<1x1x4x3xf32>)
 // CHECK-DAG: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32

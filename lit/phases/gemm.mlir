@@ -24,10 +24,19 @@
 // CL: /* tile 16x16x16, 2x2 outputs per work-item; M=200 N=96 K=128 batch=1 */
 // CL: __local float tile_a[16][17] __attribute__((aligned(16)));
 // CL: __local float tile_b[16][16] __attribute__((aligned(16)));
-// The 128-wide rows of A and 96-wide rows of B load as float4.
-// CL: vload4(0, a1 + i * 128 + k)
-// CL: vstore4((k < 128 && j < 96) ? vload4(0, a2 + k * 96 + j)
+// The 128-wide rows of A and 96-wide rows of B load as float4, into
+// registers first; each k step stores them to local memory, then issues
+// the next tile's loads before its multiply-adds.
+// CL: float4 fetch_a[1];
+// CL: float4 fetch_b[1];
+// CL: fetch_a[r] = (i < 200 && k < 128) ? vload4(0, a1 + i * 128 + k)
+// CL: fetch_b[r] = (k < 128 && j < 96) ? vload4(0, a2 + k * 96 + j)
+// CL: for (tcc_index k0 = 0; k0 < 128; k0 += 16) {
+// CL: vstore4(fetch_b[r], 0, &tile_b[kk][nn]);
 // CL: barrier(CLK_LOCAL_MEM_FENCE);
+// CL: if (k0 + 16 < 128) {
+// CL: const tcc_index k_next = k0 + 16;
+// CL: fetch_a[r] = (i < 200 && k < 128) ? vload4(0, a1 + i * 128 + k)
 // CL: acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);
 // CL: if (i < 200 && j < 96) {
 // CL: const float acc_value = acc_init + acc[wm][wn];

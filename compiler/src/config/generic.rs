@@ -4,6 +4,11 @@
 
 use super::KernelKind;
 
+/// Pools stay kernels of their own on GPUs in general (see
+/// [`super::nvidia::FOLD_POOLS_INTO_CONVS`] for the measurement).
+pub const FOLD_POOLS_INTO_CONVS: bool = false;
+
+
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise | KernelKind::Reduction => 128,

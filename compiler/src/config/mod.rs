@@ -92,6 +92,17 @@ impl Target {
         }
     }
 
+    /// Whether a max or sum pooling feeding only a 1x1 convolution is
+    /// unrolled into the convolution's loads (`tcc-fold-conv-inputs
+    /// {pools=...}`) instead of running as a kernel of its own.
+    pub fn fold_pools_into_convs(self) -> bool {
+        match self {
+            Target::Generic => generic::FOLD_POOLS_INTO_CONVS,
+            Target::Nvidia => nvidia::FOLD_POOLS_INTO_CONVS,
+            Target::PoclCpu => pocl_cpu::FOLD_POOLS_INTO_CONVS,
+        }
+    }
+
     /// Work-items per row of a row softmax over `columns` elements: the
     /// target's preferred power of two, no more than the row needs.
     pub fn softmax_workgroup(self, columns: i64) -> i64 {

@@ -4,6 +4,15 @@
 
 use super::KernelKind;
 
+/// Pools stay kernels of their own: unrolled into a 1x1 convolution's
+/// loads, the window's nine reads per element land in the GEMM's operand
+/// staging, which then dominates the kernel. Measured on the H100 (real
+/// Inception v1, random weights, `tcc-benchmark` device time): 1.66 ms
+/// unfolded against 1.90 ms folded at batch 1, 7.13 against 7.50 ms at
+/// batch 32; SqueezeNet 0.38-0.40 against 0.42-0.46 ms at batch 1.
+pub const FOLD_POOLS_INTO_CONVS: bool = false;
+
+
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,

@@ -19,18 +19,46 @@
 //! pooling used only by a 1x1 convolution is that convolution's producer
 //! too: its window (at most 3x3) is unrolled into the loads, so the pooled
 //! tensor is never written (one kernel less per Inception pool projection
-//! and per SqueezeNet squeeze after a pool). Pads with a
+//! and per SqueezeNet squeeze after a pool) where the option `pools` is on
+//! (the phase pipeline sets it from the target's configuration). Pads with a
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{Value, ValueLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{PassError, PassOptions, TccPass};
 use crate::ir::util::{collect_ops, use_count};
 use crate::patterns::conv_inputs::{plan, rewrite};
 
 pub struct FoldConvInputs;
+
+#[derive(Debug)]
+pub struct FoldConvInputsOptions {
+    /// Unroll max/sum pools into the 1x1 convolutions they feed (the
+    /// target's choice: `Target::fold_pools_into_convs`).
+    pub pools: bool,
+}
+
+impl Default for FoldConvInputsOptions {
+    fn default() -> Self {
+        Self { pools: true }
+    }
+}
+
+impl PassOptions for FoldConvInputsOptions {
+    const NAMES: &'static [&'static str] = &["pools"];
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "pools" => {
+                self.pools = super::pass::parse_bool(key, value)?;
+                Ok(())
+            }
+            _ => Err(format!("unknown option '{key}'")),
+        }
+    }
+}
 
 fn erase(op: OperationRef) {
     let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
@@ -47,19 +75,22 @@ impl TccPass for FoldConvInputs {
     const SUMMARY: &'static str =
         "Fold constant padding and cheap elementwise producers into convolution and pooling loads";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith"];
-    type Options = NoOptions;
+    type Options = FoldConvInputsOptions;
 
     fn run<'c>(
         &self,
         context: &'c melior::Context,
         root: &mut OperationRefMut<'c, 'c>,
-        _options: &NoOptions,
+        options: &FoldConvInputsOptions,
     ) -> Result<(), PassError<'c>> {
         let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // One rewrite at a time: a rewrite erases ops another plan may
         // refer to (a pooling whose producer was a convolution's output).
         // Rewritten ops are generics, which `plan` never takes again.
-        while let Some(plan) = collect_ops(root).into_iter().find_map(plan) {
+        while let Some(plan) = collect_ops(root)
+            .into_iter()
+            .find_map(|op| plan(op, options.pools))
+        {
             let replacement = rewrite(context, &plan)?;
             let old: Value = plan
                 .op

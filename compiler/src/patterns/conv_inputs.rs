@@ -531,8 +531,9 @@ fn map_results(map: Attribute) -> Option<Vec<Option<usize>>> {
 
 /// What can be folded into `op`'s loads, if anything: a constant pad of
 /// its input and/or a cheap elementwise producer used only by it (through
-/// the pad, when the pad too has no other user).
-pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
+/// the pad, when the pad too has no other user), or with `pools` a pooling
+/// feeding only this 1x1 convolution.
+pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: bool) -> Option<Plan<'c>> {
     let name = short_name(&op);
     let window = WINDOWS.iter().find(|w| w.name == name)?;
     if op_name(&op).as_str() != format!("linalg.{name}") || op.result_count() != 1 {
@@ -560,11 +561,11 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
     let mut producer = None;
     if only_user
         && let Some(candidate) = defining_op(source)
-        && (fusible_producer(candidate) || fusible_pool(candidate, op))
+        && (fusible_producer(candidate) || (pools && fusible_pool(candidate, op)))
     {
         producer = Some(Producer { op: candidate });
     }
-    if pad.is_none() && producer.is_none() && !pool_feeding_pointwise_conv(op) {
+    if pad.is_none() && producer.is_none() && !(pools && pool_feeding_pointwise_conv(op)) {
         return None;
     }
     let source_type = StaticTensor::of(source.r#type())?;

@@ -129,7 +129,10 @@ impl Phase {
             .filter(|p| !p.is_empty())
             .collect::<Vec<_>>()
             .join(","),
-            Phase::Dispatch => "tcc-concat-in-place,tcc-fold-conv-inputs,tcc-fold-pad-slices,tcc-form-dispatches".into(),
+            Phase::Dispatch => format!(
+                "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={}}},tcc-fold-pad-slices,tcc-form-dispatches",
+                target.fold_pools_into_convs()
+            ),
             Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}}}", target.name()),
             Phase::Buffer => [
                 "tcc-unique-results",
