@@ -177,6 +177,11 @@ pub struct GemmSpec {
     /// into its loads (bounds checks and the pad value are in the
     /// statements).
     pub a_element: Option<(String, String)>,
+    /// `a_element`'s value is a `float4` of `A[i, k .. k + 3]` (for `k` a
+    /// multiple of 4; K must be one too): a convolution over a multiple of
+    /// 4 channels reads 4 neighbouring channels of one input pixel with one
+    /// `vload4` and one set of coordinates.
+    pub a_element_vector: bool,
     /// As `a_offset`, for `B[b, k, j]`.
     pub b_offset: Option<String>,
     /// C statements run per output element before `init` is evaluated
@@ -348,7 +353,11 @@ fn fetch_tile(out: &mut String, t: &TileStaging, threads: u32, registers: &str, 
     let guard = format!("({og} < {on} && {ig} < {inn})");
     staging_rounds(out, t, threads, k_base, &|out: &mut String| {
         if let Some((statements, value)) = t.element {
-            let _ = writeln!(out, "      float element = 0.0f;");
+            if t.vector {
+                let _ = writeln!(out, "      float4 element = (float4)(0.0f);");
+            } else {
+                let _ = writeln!(out, "      float element = 0.0f;");
+            }
             let _ = writeln!(out, "      if {guard} {{");
             for line in statements.lines() {
                 let _ = writeln!(out, "        {line}");
@@ -511,10 +520,19 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
     );
     let threads = c.workgroup_size();
     // Stage A (transposed into tile_a[k][m]) and B.
-    let a_vector = spec.a_offset.is_none()
+    if spec.a_element_vector
+        && (spec.a_element.is_none() || !c.tile_k.is_multiple_of(4) || s.k % 4 != 0)
+    {
+        return Err(format!(
+            "{}: a float4 A element needs a computed element, tile_k and K multiples of 4",
+            spec.name
+        ));
+    }
+    let a_vector = (spec.a_offset.is_none()
         && spec.a_element.is_none()
         && spec.a.vectorizable(s.k)
-        && c.tile_k.is_multiple_of(4);
+        && c.tile_k.is_multiple_of(4))
+        || spec.a_element_vector;
     let b_vector =
         spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n.is_multiple_of(4);
     let a_address = spec
@@ -779,6 +797,7 @@ mod tests {
             a: operand("a1", 30),
             a_offset: None,
             a_element: None,
+            a_element_vector: false,
             b: operand("a2", 50),
             b_offset: None,
             init_statements: String::new(),

@@ -94,6 +94,38 @@ fn operand_of(view: &MemrefView, rank: usize) -> GemmOperand {
     }
 }
 
+/// The B operand of an implicit-GEMM convolution: its HWCF filter is the
+/// K x N matrix `B[k][j]` (`k` runs over kh, kw, c), row-major with rows of
+/// F when the filter is contiguous, which the template loads like any
+/// matrix (as float4 where F allows); otherwise an offset expression
+/// through the window coordinates.
+fn filter_operand(
+    b: &MemrefView,
+    filter: &[i64],
+    [ky, kx, ch]: [String; 3],
+) -> (GemmOperand, Option<String>) {
+    let (kw, channels, features) = (filter[1], filter[2], filter[3]);
+    let contiguous = b.strides == [kw * channels * features, channels * features, features, 1];
+    if contiguous {
+        let operand = GemmOperand {
+            pointer: b.base.clone(),
+            offset: b.offset,
+            batch_stride: 0,
+            row_stride: features,
+            col_stride: 1,
+        };
+        return (operand, None);
+    }
+    let unused = GemmOperand {
+        pointer: b.base.clone(),
+        offset: 0,
+        batch_stride: 0,
+        row_stride: 0,
+        col_stride: 0,
+    };
+    (unused, Some(b.address(&[ky, kx, ch, "j".to_string()])))
+}
+
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
 /// or the splat `dense<1> : tensor<2xi64>`.
 fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
@@ -131,11 +163,67 @@ struct Contraction {
     a: GemmOperand,
     a_offset: Option<String>,
     a_element: Option<(String, String)>,
+    /// `a_element` computes a float4 of 4 neighbouring channels.
+    a_element_vector: bool,
     b: GemmOperand,
     b_offset: Option<String>,
     c: MemrefView,
     c_value_key: usize,
     dims: Vec<String>,
+}
+
+/// The input load of a convolution generic's body, when its element can
+/// be read 4 channels at a time: the body's only float work is one
+/// `memref.load` whose last index is the channel (`linalg.index 6`,
+/// unclamped), optionally passed through an `arith.select` against the pad
+/// value, which is the A value; everything else is index arithmetic and
+/// bounds checks (shared by the 4 channels, which lie in one pixel).
+fn channel_vector_load<'c>(ops: &[OperationRef<'c, '_>], a_value: Value) -> Option<()> {
+    let mut load = None;
+    for op in ops {
+        match op_name(op).as_str() {
+            "memref.load" => {
+                if load.is_some() {
+                    return None;
+                }
+                load = Some(*op);
+            }
+            "arith.select" => {
+                let result: Value = op.result(0).ok()?.into();
+                if result != a_value {
+                    return None;
+                }
+            }
+            "linalg.index" => {}
+            name if name.starts_with("arith.") => {
+                // Index arithmetic and bounds checks only.
+                let float = op
+                    .results()
+                    .any(|r| r.r#type().is_f32() || r.r#type().is_f16() || r.r#type().is_f64());
+                if float && name != "arith.constant" {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    let load = load?;
+    let loaded: Value = load.result(0).ok()?.into();
+    let last = load.operand(load.operand_count() - 1).ok()?;
+    let channel = crate::ir::util::defining_op(last)?;
+    let is_channel = op_name(&channel) == "linalg.index"
+        && channel
+            .attribute("dim")
+            .ok()
+            .and_then(crate::ir::util::integer_value)
+            == Some(6);
+    let feeds_a = loaded == a_value
+        || ops.iter().any(|op| {
+            op_name(op) == "arith.select"
+                && op.operand(1).is_ok_and(|v| v == loaded)
+                && op.result(0).is_ok_and(|r| Value::from(r) == a_value)
+        });
+    (is_channel && feeds_a && crate::ir::util::use_count(loaded) == 1).then_some(())
 }
 
 /// Whether `op` is a 2-D NHWC/HWCF convolution rewritten into a generic by
@@ -151,7 +239,11 @@ impl KernelWriter {
     /// final `acc + a * w`: the coordinates, bounds checks, loads, producer
     /// ops and pad-value select, with `linalg.index` bound to the window
     /// position of GEMM row `i` and column `k`.
-    fn conv_generic(&mut self, op: OperationRef) -> Result<Contraction, CodegenError> {
+    fn conv_generic(
+        &mut self,
+        op: OperationRef,
+        tile_k: i64,
+    ) -> Result<Contraction, CodegenError> {
         let err = |e: melior::Error| CodegenError::at(&op, e.to_string());
         let ((_, b), (c_value, c)) = (self.view_of(op, 0)?, self.view_of(op, 1)?);
         let output = super::writer::memref_shape(c_value.r#type());
@@ -212,9 +304,13 @@ impl KernelWriter {
             [w, a] if *w == weight && *a != weight => *a,
             _ => return Err(malformed()),
         };
+        let input_ops = &ops[..ops.len() - 3];
+        let vector = channels % 4 == 0
+            && tile_k % 4 == 0
+            && channel_vector_load(input_ops, a_value).is_some();
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
-        for inner in &ops[..ops.len() - 3] {
+        for inner in input_ops {
             if inner.operands().any(|v| v == weight || v == acc) {
                 return Err(CodegenError::at(
                     inner,
@@ -235,6 +331,28 @@ impl KernelWriter {
                     })?;
                 let result: Value = inner.result(0).map_err(err)?.into();
                 self.names.insert(key(result), dim);
+            } else if vector && op_name(inner) == "memref.load" {
+                // The first of 4 channels: the same address, 4 wide.
+                let memref = inner.operand(0).map_err(err)?;
+                let (view, address) = self.element_address(*inner, memref, 1)?;
+                let name = self.fresh();
+                self.line(&format!(
+                    "const float4 {name} = vload4(0, {} + {address});",
+                    view.base
+                ));
+                let result: Value = inner.result(0).map_err(err)?.into();
+                self.names.insert(key(result), name);
+            } else if vector && op_name(inner) == "arith.select" {
+                let name = self.fresh();
+                let line = format!(
+                    "const float4 {name} = ({} ? {} : (float4)({}));",
+                    self.operand(*inner, 0)?,
+                    self.operand(*inner, 1)?,
+                    self.operand(*inner, 2)?
+                );
+                self.line(&line);
+                let result: Value = inner.result(0).map_err(err)?.into();
+                self.names.insert(key(result), name);
             } else {
                 self.op(*inner)?;
             }
@@ -242,7 +360,7 @@ impl KernelWriter {
         let value = self.name(op, a_value)?;
         let statements = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
-        let b_offset = b.address(&[ky, kx, ch, "j".to_string()]);
+        let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
         let unused = GemmOperand {
             pointer: b.base.clone(),
             offset: 0,
@@ -260,8 +378,9 @@ impl KernelWriter {
             a: unused.clone(),
             a_offset: None,
             a_element: Some((statements, value)),
-            b: unused,
-            b_offset: Some(b_offset),
+            a_element_vector: vector,
+            b: b_operand,
+            b_offset,
             c,
             c_value_key: key(c_value),
             dims: vec![n, y, x, "j".to_string()],
@@ -283,7 +402,7 @@ impl KernelWriter {
         Ok((unsafe { Value::from_raw(value.to_raw()) }, view))
     }
 
-    fn contraction(&self, op: OperationRef) -> Result<Contraction, CodegenError> {
+    fn contraction(&self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
         let ((a_value, a), (_, b), (c_value, c)) = (
             self.view_of(op, 0)?,
             self.view_of(op, 1)?,
@@ -308,13 +427,16 @@ impl KernelWriter {
             let ky = format!("(k / {})", kw * channels);
             let kx = format!("((k / {channels}) % {kw})");
             let ch = format!("(k % {channels})");
+            // 4 neighbouring k share a pixel and filter tap and are
+            // contiguous channels when the channel count is a multiple of 4.
+            let vector = channels % 4 == 0 && tile_k % 4 == 0;
             let a_offset = a.address(&[
                 n.clone(),
                 format!("({y} * {sh} + {ky} * {dh})"),
                 format!("({x} * {sw} + {kx} * {dw})"),
                 ch.clone(),
             ]);
-            let b_offset = b.address(&[ky, kx, ch, "j".to_string()]);
+            let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
             let unused = GemmOperand {
                 pointer: a.base.clone(),
                 offset: 0,
@@ -330,13 +452,12 @@ impl KernelWriter {
                     k: filter[0] * filter[1] * filter[2],
                 },
                 a: unused.clone(),
-                a_offset: Some(a_offset),
-                a_element: None,
-                b: GemmOperand {
-                    pointer: b.base.clone(),
-                    ..unused
-                },
-                b_offset: Some(b_offset),
+                a_offset: (!vector).then(|| a_offset.clone()),
+                a_element: vector
+                    .then(|| (String::new(), format!("vload4(0, {} + {a_offset})", a.base))),
+                a_element_vector: vector,
+                b: b_operand,
+                b_offset,
                 c,
                 c_value_key: key(c_value),
                 dims: vec![n, y, x, "j".to_string()],
@@ -360,6 +481,7 @@ impl KernelWriter {
             a: operand_of(&a, rank),
             a_offset: None,
             a_element: None,
+            a_element_vector: false,
             b: operand_of(&b, rank),
             b_offset: None,
             c,
@@ -447,9 +569,9 @@ impl KernelWriter {
             CodegenError::at(&kernel, "tcc.gemm kernel without a matmul or convolution")
         })?;
         let contraction = if is_conv_generic(contraction_op) {
-            self.conv_generic(contraction_op)?
+            self.conv_generic(contraction_op, *tile_k)?
         } else {
-            self.contraction(contraction_op)?
+            self.contraction(contraction_op, *tile_k)?
         };
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let c_address = contraction.c.address(&contraction.dims);
@@ -496,6 +618,7 @@ impl KernelWriter {
             a: contraction.a,
             a_offset: contraction.a_offset,
             a_element: contraction.a_element,
+            a_element_vector: contraction.a_element_vector,
             b: contraction.b,
             b_offset: contraction.b_offset,
             init_statements,

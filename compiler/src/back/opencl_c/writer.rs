@@ -729,7 +729,7 @@ impl KernelWriter {
 
     /// The C expression indexing a memref at the op's index operands
     /// `first..first + rank`.
-    fn element_address(
+    pub(super) fn element_address(
         &self,
         op: OperationRef,
         memref: Value,
