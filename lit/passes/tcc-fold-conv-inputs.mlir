@@ -1,11 +1,12 @@
 // tcc-fold-conv-inputs folds a constant tensor.pad and a cheap elementwise
 // producer or a transpose of a convolution's or pooling's input into its loads: the op
-// becomes a linalg.generic (tcc.conv) whose body reads the unpadded source
+// becomes a linalg.generic (tcc.conv, with its strides as tcc.strides) whose body reads the unpadded source
 // at clamped coordinates and selects the pad value outside it (after the
 // producer). Non-constant pad values, pads of other dims and producers
 // with other users are left alone.
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs | FileCheck %s
-// RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=false" | FileCheck %s --check-prefix=NOPOOLS
+// RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=none" | FileCheck %s --check-prefix=NOPOOLS
+// RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=strided" | FileCheck %s --check-prefix=STRIDED
 
 // CHECK-LABEL: func.func @pad_and_producer
 // CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>, %[[S:.*]]: tensor<1x1x1x4xf32>, %[[W:.*]]: tensor<3x3x4x4xf32>)
@@ -13,7 +14,7 @@
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 // CHECK: %[[FILL:.*]] = linalg.fill
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[W]] : tensor<3x3x4x4xf32>) outs(%[[FILL]] : tensor<1x8x8x4xf32>) attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[W]] : tensor<3x3x4x4xf32>) outs(%[[FILL]] : tensor<1x8x8x4xf32>) attrs = {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: {{[0-9]+}}, {{[0-9]+}}>}
 // CHECK: ^bb0(%[[WV:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK: %[[Y:.*]] = arith.subi
 // CHECK: %[[YLO:.*]] = arith.cmpi sge, %[[Y]]
@@ -59,7 +60,7 @@ func.func @pad_and_producer(%x: tensor<1x8x8x4xf32>, %s: tensor<1x1x1x4xf32>, %w
 // CHECK-SAME: (%[[X:.*]]: tensor<1x9x9x4xf32>)
 // CHECK: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32
 // CHECK-NOT: tensor.pad
-// CHECK: linalg.generic {{.*}}attrs = {tcc.conv = "pooling_nhwc_max"}
+// CHECK: linalg.generic {{.*}}attrs = {tcc.conv = "pooling_nhwc_max", tcc.strides = array<i64: 2, 2>}
 // CHECK: ^bb0(%{{.*}}: f32, %[[ACC:.*]]: f32):
 // CHECK: %[[IN:.*]] = tensor.extract %[[X]]
 // CHECK: %[[A:.*]] = arith.select %{{.*}}, %[[IN]], %[[LOW]] : f32
@@ -106,7 +107,7 @@ func.func @pad_value_not_constant(%x: tensor<1x8x8x4xf32>, %v: tensor<f32>, %w: 
 // CHECK-LABEL: func.func @producer_used_twice
 // CHECK: %[[BN:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]
 // CHECK-NOT: tensor.pad
-// CHECK: %[[C:.*]] = linalg.generic {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK: %[[C:.*]] = linalg.generic {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: {{[0-9]+}}, {{[0-9]+}}>}
 // CHECK: tensor.extract %[[BN]]
 // CHECK-NOT: arith.maximumf
 // CHECK: linalg.yield
@@ -154,7 +155,7 @@ func.func @channel_pad(%x: tensor<1x8x8x3xf32>, %w: tensor<1x1x4x4xf32>) -> tens
 // CHECK-LABEL: func.func @nchw_input
 // CHECK-SAME: (%[[X:.*]]: tensor<1x3x6x5xf32>, %[[W:.*]]: tensor<3x3x3x2xf32>)
 // CHECK-NOT: linalg.transpose
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x3x2xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x3x2xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: {{[0-9]+}}, {{[0-9]+}}>}
 // CHECK: %[[N:.*]] = linalg.index 0 : index
 // CHECK: %[[C:.*]] = linalg.index 6 : index
 // CHECK: %[[ROW:.*]] = arith.addi
@@ -194,17 +195,17 @@ func.func @transpose_used_twice(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>
 // convolution's loads (nine clamped reads, each selecting the lowest float
 // in the padding, chained through maximumf from the fill value), so one
 // generic remains and the pooled tensor is never built.
-// With pools=false (the nvidia and generic targets), the pool keeps its
+// With pools=none, the pool keeps its
 // own generic (its padding folded) and the convolution reads its result.
 // NOPOOLS-LABEL: func.func @pool_projection
-// NOPOOLS: %[[POOL:.*]] = linalg.generic {{.*}}attrs = {tcc.conv = "pooling_nhwc_max"}
+// NOPOOLS: %[[POOL:.*]] = linalg.generic {{.*}}attrs = {tcc.conv = "pooling_nhwc_max", tcc.strides = array<i64: {{[0-9]+}}, {{[0-9]+}}>}
 // NOPOOLS: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[POOL]], %{{.*}} : tensor<1x5x5x4xf32>, tensor<1x1x4x3xf32>)
 // CHECK-LABEL: func.func @pool_projection
 // CHECK-SAME: (%[[X:.*]]: tensor<1x5x5x4xf32>, %[[W:.*]]: tensor<1x1x4x3xf32>)
 // CHECK-DAG: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32
 // CHECK-NOT: linalg.pooling_nhwc_max
 // CHECK-NOT: tcc.conv = "pooling_nhwc_max"
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x4x3xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x4x3xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: {{[0-9]+}}, {{[0-9]+}}>}
 // CHECK: ^bb0(%[[WV:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK: %[[E0:.*]] = tensor.extract %[[X]]
 // CHECK: %[[A0:.*]] = arith.select %{{.*}}, %[[E0]], %[[LOW]] : f32
@@ -235,9 +236,17 @@ func.func @pool_projection(%x: tensor<1x5x5x4xf32>, %w: tensor<1x1x4x3xf32>) -> 
 
 // An unpadded pool (a named op with nothing of its own to fold) is
 // rewritten so that its 1x1 consumer can take it: 2x2 cells, unclamped.
+// With pools=strided (the GPU targets) this stride-2 pool is folded too,
+// while @pool_projection's stride-1 pool is not.
+// STRIDED-LABEL: func.func @pool_projection
+// STRIDED: linalg.generic {{.*}}attrs = {tcc.conv = "pooling_nhwc_max", tcc.strides = array<i64: 1, 1>}
+// STRIDED-LABEL: func.func @unpadded_pool
+// STRIDED-NOT: pooling_nhwc_max
+// STRIDED: tcc.conv = "conv_2d_nhwc_hwcf"
+// STRIDED-COUNT-4: tensor.extract
 // CHECK-LABEL: func.func @unpadded_pool
 // CHECK-SAME: (%[[X:.*]]: tensor<1x6x6x2xf32>, %[[W:.*]]: tensor<1x1x2x2xf32>)
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x2x2xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"}
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x2x2xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: {{[0-9]+}}, {{[0-9]+}}>}
 // CHECK-COUNT-4: tensor.extract %[[X]]
 // CHECK-NOT: arith.select
 // CHECK: arith.mulf

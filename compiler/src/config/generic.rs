@@ -4,9 +4,9 @@
 
 use super::KernelKind;
 
-/// Pools stay kernels of their own on GPUs in general (see
-/// [`super::nvidia::FOLD_POOLS_INTO_CONVS`] for the measurement).
-pub const FOLD_POOLS_INTO_CONVS: bool = false;
+/// As on NVIDIA (see [`super::nvidia::FOLD_POOLS_INTO_CONVS`]): GPUs in
+/// general keep stride-1 pools as kernels.
+pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::Strided;
 
 
 pub fn workgroup_size(kind: KernelKind) -> i64 {

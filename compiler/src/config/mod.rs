@@ -13,6 +13,50 @@ pub mod pocl_cpu;
 use std::fmt;
 use std::str::FromStr;
 
+/// Which poolings `tcc-fold-conv-inputs` unrolls into the 1x1
+/// convolutions they feed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolFolding {
+    /// None: every pooling is a kernel.
+    None,
+    /// Downsampling ones (a stride above 1 on some axis).
+    Strided,
+    /// All.
+    All,
+}
+
+impl PoolFolding {
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolFolding::None => "none",
+            PoolFolding::Strided => "strided",
+            PoolFolding::All => "all",
+        }
+    }
+
+    /// Whether a pooling with these strides is folded.
+    pub fn takes(self, strides: [i64; 2]) -> bool {
+        match self {
+            PoolFolding::None => false,
+            PoolFolding::Strided => strides.iter().any(|s| *s > 1),
+            PoolFolding::All => true,
+        }
+    }
+}
+
+impl FromStr for PoolFolding {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "none" => Ok(PoolFolding::None),
+            "strided" => Ok(PoolFolding::Strided),
+            "all" => Ok(PoolFolding::All),
+            other => Err(format!("unknown pool folding '{other}' (none, strided, all)")),
+        }
+    }
+}
+
 /// A device family tcc tunes for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Target {
@@ -92,10 +136,10 @@ impl Target {
         }
     }
 
-    /// Whether a max or sum pooling feeding only a 1x1 convolution is
+    /// Which max or sum poolings feeding only a 1x1 convolution are
     /// unrolled into the convolution's loads (`tcc-fold-conv-inputs
-    /// {pools=...}`) instead of running as a kernel of its own.
-    pub fn fold_pools_into_convs(self) -> bool {
+    /// {pools=...}`) instead of running as kernels of their own.
+    pub fn fold_pools_into_convs(self) -> PoolFolding {
         match self {
             Target::Generic => generic::FOLD_POOLS_INTO_CONVS,
             Target::Nvidia => nvidia::FOLD_POOLS_INTO_CONVS,

@@ -4,13 +4,16 @@
 
 use super::KernelKind;
 
-/// Pools stay kernels of their own: unrolled into a 1x1 convolution's
-/// loads, the window's nine reads per element land in the GEMM's operand
-/// staging, which then dominates the kernel. Measured on the H100 (real
-/// Inception v1, random weights, `tcc-benchmark` device time): 1.66 ms
-/// unfolded against 1.90 ms folded at batch 1, 7.13 against 7.50 ms at
-/// batch 32; SqueezeNet 0.38-0.40 against 0.42-0.46 ms at batch 1.
-pub const FOLD_POOLS_INTO_CONVS: bool = false;
+/// Downsampling pools are unrolled into the 1x1 convolutions they feed;
+/// stride-1 pools stay kernels of their own. Measured on the H100 with
+/// `tcc-benchmark` (real-weight models, device time per call, float4 A
+/// staging): SqueezeNet's three stride-2 pools folded ran level at batch 1
+/// (0.359-0.371 against 0.349-0.385 ms unfolded, end to end 0.61-0.64
+/// against 0.65-0.71 ms) and 2% slower at batch 32 (1.42 against 1.39
+/// ms); Inception v1's stride-1 pool projections folded ran 21% slower at
+/// batch 1 (1.555 against 1.285 ms): their padded windows put nine
+/// bounds-checked reads per element into the staging of small GEMMs.
+pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::Strided;
 
 
 pub fn workgroup_size(kind: KernelKind) -> i64 {

@@ -8,8 +8,9 @@ use super::KernelKind;
 /// buffer less per pool. On this machine's 2 PoCL cores the two forms of
 /// SqueezeNet ran equally within noise (`tcc-benchmark`, real weights:
 /// 149 and 123 ms per call folded, 122 and 132 ms unfolded, alternating
-/// runs), unlike on the H100 (see `nvidia::FOLD_POOLS_INTO_CONVS`).
-pub const FOLD_POOLS_INTO_CONVS: bool = true;
+/// runs). The GPU configurations fold only downsampling pools (see
+/// `nvidia::FOLD_POOLS_INTO_CONVS`).
+pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::All;
 
 
 pub fn workgroup_size(kind: KernelKind) -> i64 {

@@ -19,8 +19,9 @@
 //! pooling used only by a 1x1 convolution is that convolution's producer
 //! too: its window (at most 3x3) is unrolled into the loads, so the pooled
 //! tensor is never written (one kernel less per Inception pool projection
-//! and per SqueezeNet squeeze after a pool) where the option `pools` is on
-//! (the phase pipeline sets it from the target's configuration). Pads with a
+//! and per SqueezeNet squeeze after a pool) as the option
+//! `pools=all|strided|none` says (the phase pipeline sets it from the
+//! target's configuration). Pads with a
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 
@@ -28,6 +29,7 @@ use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, Opera
 use melior::ir::{Value, ValueLike};
 
 use super::pass::{PassError, PassOptions, TccPass};
+use crate::config::PoolFolding;
 use crate::ir::util::{collect_ops, use_count};
 use crate::patterns::conv_inputs::{plan, rewrite};
 
@@ -35,14 +37,16 @@ pub struct FoldConvInputs;
 
 #[derive(Debug)]
 pub struct FoldConvInputsOptions {
-    /// Unroll max/sum pools into the 1x1 convolutions they feed (the
-    /// target's choice: `Target::fold_pools_into_convs`).
-    pub pools: bool,
+    /// Which max/sum pools to unroll into the 1x1 convolutions they feed
+    /// (the target's choice: `Target::fold_pools_into_convs`).
+    pub pools: PoolFolding,
 }
 
 impl Default for FoldConvInputsOptions {
     fn default() -> Self {
-        Self { pools: true }
+        Self {
+            pools: PoolFolding::All,
+        }
     }
 }
 
@@ -52,7 +56,7 @@ impl PassOptions for FoldConvInputsOptions {
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "pools" => {
-                self.pools = super::pass::parse_bool(key, value)?;
+                self.pools = value.parse()?;
                 Ok(())
             }
             _ => Err(format!("unknown option '{key}'")),

@@ -44,6 +44,7 @@ use melior::ir::{
     Value, ValueLike,
 };
 
+use crate::config::PoolFolding;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count, users};
 use crate::passes::PassError;
@@ -360,6 +361,20 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
     ops <= MAX_PRODUCER_OPS
 }
 
+/// The attribute recording a rewritten window op's strides (the generic
+/// has them only in its body's coordinates).
+pub const STRIDES_ATTR: &str = "tcc.strides";
+
+/// A window op's strides: a named op's `strides`, a rewritten generic's
+/// [`STRIDES_ATTR`].
+fn window_strides(op: OperationRef) -> Option<[i64; 2]> {
+    if op_name(&op) == "linalg.generic" {
+        let values = dense_i64(op, STRIDES_ATTR)?;
+        return <[i64; 2]>::try_from(values).ok();
+    }
+    pair(op, "strides")
+}
+
 /// Whether `consumer` is a `linalg.conv_2d_nhwc_hwcf` with a 1x1 filter.
 fn is_pointwise_conv(consumer: OperationRef) -> bool {
     op_name(&consumer) == "linalg.conv_2d_nhwc_hwcf"
@@ -460,8 +475,9 @@ fn pool_parts<'c>(op: OperationRef<'c, 'c>) -> Option<PoolParts<'c>> {
 /// Whether `op`, a pooling (named, or a generic after its padding was
 /// folded), can be unrolled into `consumer`'s loads: it feeds only a 1x1
 /// convolution and its result is rank-4 f32.
-fn fusible_pool(op: OperationRef, consumer: OperationRef) -> bool {
+fn fusible_pool(op: OperationRef, consumer: OperationRef, pools: PoolFolding) -> bool {
     is_pointwise_conv(consumer)
+        && window_strides(op).is_some_and(|s| pools.takes(s))
         && op.result(0).is_ok_and(|r| {
             use_count(r.into()) == 1
                 && StaticTensor::of(r.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4)
@@ -472,8 +488,9 @@ fn fusible_pool(op: OperationRef, consumer: OperationRef) -> bool {
 /// Whether `op` is a named max or sum pooling whose only user is a 1x1
 /// convolution: rewriting it into a generic (with nothing to fold) lets
 /// the convolution's plan unroll it.
-fn pool_feeding_pointwise_conv(op: OperationRef) -> bool {
-    matches!(
+fn pool_feeding_pointwise_conv(op: OperationRef, pools: PoolFolding) -> bool {
+    pair(op, "strides").is_some_and(|s| pools.takes(s))
+        && matches!(
         op_name(&op).as_str(),
         "linalg.pooling_nhwc_max" | "linalg.pooling_nhwc_sum"
     ) && op.result(0).is_ok_and(|r| {
@@ -533,7 +550,7 @@ fn map_results(map: Attribute) -> Option<Vec<Option<usize>>> {
 /// its input and/or a cheap elementwise producer used only by it (through
 /// the pad, when the pad too has no other user), or with `pools` a pooling
 /// feeding only this 1x1 convolution.
-pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: bool) -> Option<Plan<'c>> {
+pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>> {
     let name = short_name(&op);
     let window = WINDOWS.iter().find(|w| w.name == name)?;
     if op_name(&op).as_str() != format!("linalg.{name}") || op.result_count() != 1 {
@@ -561,11 +578,11 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: bool) -> Option<Plan<'c>> {
     let mut producer = None;
     if only_user
         && let Some(candidate) = defining_op(source)
-        && (fusible_producer(candidate) || (pools && fusible_pool(candidate, op)))
+        && (fusible_producer(candidate) || fusible_pool(candidate, op, pools))
     {
         producer = Some(Producer { op: candidate });
     }
-    if pad.is_none() && producer.is_none() && !(pools && pool_feeding_pointwise_conv(op)) {
+    if pad.is_none() && producer.is_none() && !pool_feeding_pointwise_conv(op, pools) {
         return None;
     }
     let source_type = StaticTensor::of(source.r#type())?;
@@ -836,6 +853,10 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
         (
             Identifier::new(context, CONV_ATTR),
             StringAttribute::new(context, window.name).into(),
+        ),
+        (
+            Identifier::new(context, STRIDES_ATTR),
+            DenseI64ArrayAttribute::new(context, &[sh, sw]).into(),
         ),
     ];
     // Keep the discardable attributes (kernel names, if already formed).

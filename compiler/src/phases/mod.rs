@@ -131,7 +131,7 @@ impl Phase {
             .join(","),
             Phase::Dispatch => format!(
                 "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={}}},tcc-fold-pad-slices,tcc-form-dispatches",
-                target.fold_pools_into_convs()
+                target.fold_pools_into_convs().name()
             ),
             Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}}}", target.name()),
             Phase::Buffer => [

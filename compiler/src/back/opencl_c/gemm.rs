@@ -172,58 +172,66 @@ struct Contraction {
     dims: Vec<String>,
 }
 
-/// The input load of a convolution generic's body, when its element can
-/// be read 4 channels at a time: the body's only float work is one
-/// `memref.load` whose last index is the channel (`linalg.index 6`,
-/// unclamped), optionally passed through an `arith.select` against the pad
-/// value, which is the A value; everything else is index arithmetic and
-/// bounds checks (shared by the 4 channels, which lie in one pixel).
-fn channel_vector_load<'c>(ops: &[OperationRef<'c, '_>], a_value: Value) -> Option<()> {
-    let mut load = None;
-    for op in ops {
-        match op_name(op).as_str() {
+/// The float ops a convolution's A computation may hold in its float4
+/// form, with their vector C function (`None`: an infix operator).
+const VECTOR_FLOAT_OPS: &[(&str, Option<&str>)] = &[
+    ("arith.addf", None),
+    ("arith.subf", None),
+    ("arith.mulf", None),
+    ("arith.maximumf", Some("tcc_maximumf4")),
+    ("arith.minimumf", Some("tcc_minimumf4")),
+    ("arith.maxnumf", Some("fmax")),
+    ("arith.minnumf", Some("fmin")),
+    ("arith.select", None),
+];
+
+/// Whether a convolution generic's A computation (the body before its
+/// `acc + a * w`) can run 4 channels at a time: every load's last index is
+/// the channel (`linalg.index 6`, unclamped), so 4 neighbouring channels
+/// lie next to each other in one pixel; every float op is elementwise
+/// (add, sub, mul, max, min, a select by a scalar bounds check) on loaded
+/// values and scalars from outside the body; everything else is index
+/// arithmetic and bounds checks, shared by the 4 channels. A padded
+/// input, a folded BatchNorm + ReLU and an unrolled max pool qualify; a
+/// transposed (NCHW) input does not.
+fn channel_vectorizable(ops: &[OperationRef]) -> bool {
+    let is_float = |v: Value| v.r#type().is_f32() || v.r#type().is_f16() || v.r#type().is_f64();
+    ops.iter().all(|op| {
+        let name = op_name(op);
+        match name.as_str() {
+            "linalg.index" => true,
             "memref.load" => {
-                if load.is_some() {
-                    return None;
-                }
-                load = Some(*op);
+                op.operand_count() >= 2
+                    && op
+                        .operand(op.operand_count() - 1)
+                        .ok()
+                        .and_then(crate::ir::util::defining_op)
+                        .is_some_and(|index| {
+                            op_name(&index) == "linalg.index"
+                                && index
+                                    .attribute("dim")
+                                    .ok()
+                                    .and_then(crate::ir::util::integer_value)
+                                    == Some(6)
+                        })
             }
-            "arith.select" => {
-                let result: Value = op.result(0).ok()?.into();
-                if result != a_value {
-                    return None;
-                }
-            }
-            "linalg.index" => {}
+            "arith.constant" => true,
             name if name.starts_with("arith.") => {
-                // Index arithmetic and bounds checks only.
-                let float = op
-                    .results()
-                    .any(|r| r.r#type().is_f32() || r.r#type().is_f16() || r.r#type().is_f64());
-                if float && name != "arith.constant" {
-                    return None;
-                }
+                // A compare or cast of a float would see a float4.
+                let float = op.results().any(|r| is_float(r.into())) || op.operands().any(is_float);
+                !float || VECTOR_FLOAT_OPS.iter().any(|(n, _)| *n == name)
             }
-            _ => return None,
+            _ => false,
         }
-    }
-    let load = load?;
-    let loaded: Value = load.result(0).ok()?.into();
-    let last = load.operand(load.operand_count() - 1).ok()?;
-    let channel = crate::ir::util::defining_op(last)?;
-    let is_channel = op_name(&channel) == "linalg.index"
-        && channel
-            .attribute("dim")
-            .ok()
-            .and_then(crate::ir::util::integer_value)
-            == Some(6);
-    let feeds_a = loaded == a_value
-        || ops.iter().any(|op| {
-            op_name(op) == "arith.select"
-                && op.operand(1).is_ok_and(|v| v == loaded)
-                && op.result(0).is_ok_and(|r| Value::from(r) == a_value)
-        });
-    (is_channel && feeds_a && crate::ir::util::use_count(loaded) == 1).then_some(())
+    })
+}
+
+/// Whether `value` is a float result of one of `ops` (a vector in the
+/// float4 form of a convolution's A computation).
+fn defining_in(ops: &[OperationRef], value: Value) -> bool {
+    value.r#type().is_f32()
+        && crate::ir::util::defining_op(unsafe { Value::from_raw(value.to_raw()) })
+            .is_some_and(|d| ops.iter().any(|op| op.to_raw().ptr == d.to_raw().ptr))
 }
 
 /// Whether `op` is a 2-D NHWC/HWCF convolution rewritten into a generic by
@@ -305,9 +313,7 @@ impl KernelWriter {
             _ => return Err(malformed()),
         };
         let input_ops = &ops[..ops.len() - 3];
-        let vector = channels % 4 == 0
-            && tile_k % 4 == 0
-            && channel_vector_load(input_ops, a_value).is_some();
+        let vector = channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops);
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         for inner in input_ops {
@@ -342,15 +348,35 @@ impl KernelWriter {
                 ));
                 let result: Value = inner.result(0).map_err(err)?.into();
                 self.names.insert(key(result), name);
-            } else if vector && op_name(inner) == "arith.select" {
+            } else if vector
+                && let Some((_, function)) = VECTOR_FLOAT_OPS
+                    .iter()
+                    .find(|(n, _)| *n == op_name(inner))
+                && inner.results().any(|r| r.r#type().is_f32())
+            {
+                // 4 channels at once; scalars from outside (a pad value,
+                // an accumulator start) are splat.
+                let mut args = Vec::new();
+                for (index, operand) in inner.operands().enumerate() {
+                    let name = self.operand(*inner, index)?;
+                    let vector_value = defining_in(input_ops, operand);
+                    args.push(if index == 0 && op_name(inner) == "arith.select" {
+                        name
+                    } else if vector_value {
+                        name
+                    } else {
+                        format!("(float4)({name})")
+                    });
+                }
+                let expr = match (op_name(inner).as_str(), function) {
+                    ("arith.select", _) => format!("({} ? {} : {})", args[0], args[1], args[2]),
+                    (_, Some(function)) => format!("{function}({}, {})", args[0], args[1]),
+                    ("arith.addf", None) => format!("({} + {})", args[0], args[1]),
+                    ("arith.subf", None) => format!("({} - {})", args[0], args[1]),
+                    (_, None) => format!("({} * {})", args[0], args[1]),
+                };
                 let name = self.fresh();
-                let line = format!(
-                    "const float4 {name} = ({} ? {} : (float4)({}));",
-                    self.operand(*inner, 0)?,
-                    self.operand(*inner, 1)?,
-                    self.operand(*inner, 2)?
-                );
-                self.line(&line);
+                self.line(&format!("const float4 {name} = {expr};"));
                 let result: Value = inner.result(0).map_err(err)?.into();
                 self.names.insert(key(result), name);
             } else {
