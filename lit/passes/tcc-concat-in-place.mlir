@@ -69,3 +69,30 @@ func.func @nested(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x9xf32> {
   %outer = tensor.insert_slice %a into %j0[0, 6] [2, 3] [1, 1] : tensor<2x3xf32> into tensor<2x9xf32>
   return %outer : tensor<2x9xf32>
 }
+
+// -----
+
+// Two matmuls of one shape start from one zero fill (CSE merges identical
+// fills): each gets its own copy of the fill, pointed at its slot of the
+// concat buffer, so both write in place.
+// CHECK-LABEL: func.func @shared_fill
+// CHECK: %[[BUF:.*]] = tensor.empty() : tensor<4x6xf32>
+// CHECK: %[[SLOT0:.*]] = tensor.extract_slice %[[BUF]][0, 0] [4, 3] [1, 1]
+// CHECK: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[SLOT0]] : tensor<4x3xf32>)
+// CHECK: %[[M0:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<5x3xf32>) outs(%[[F0]] : tensor<4x3xf32>)
+// CHECK: %[[I0:.*]] = tensor.insert_slice %[[M0]] into %[[BUF]][0, 0] [4, 3] [1, 1]
+// CHECK: %[[SLOT1:.*]] = tensor.extract_slice %[[I0]][0, 3] [4, 3] [1, 1]
+// CHECK: %[[F1:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[SLOT1]] : tensor<4x3xf32>)
+// CHECK: %[[M1:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<5x3xf32>) outs(%[[F1]] : tensor<4x3xf32>)
+// CHECK: tensor.insert_slice %[[M1]] into %[[I0]][0, 3] [4, 3] [1, 1]
+func.func @shared_fill(%x: tensor<4x5xf32>, %w0: tensor<5x3xf32>, %w1: tensor<5x3xf32>) -> tensor<4x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %m0 = linalg.matmul ins(%x, %w0 : tensor<4x5xf32>, tensor<5x3xf32>) outs(%f : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %m1 = linalg.matmul ins(%x, %w1 : tensor<4x5xf32>, tensor<5x3xf32>) outs(%f : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %e6 = tensor.empty() : tensor<4x6xf32>
+  %i0 = tensor.insert_slice %m0 into %e6[0, 0] [4, 3] [1, 1] : tensor<4x3xf32> into tensor<4x6xf32>
+  %i1 = tensor.insert_slice %m1 into %i0[0, 3] [4, 3] [1, 1] : tensor<4x3xf32> into tensor<4x6xf32>
+  return %i1 : tensor<4x6xf32>
+}

@@ -29,6 +29,10 @@ impl TccPass for ConcatInPlace {
     ) -> Result<(), PassError<'c>> {
         let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         for function in ops_named(module, "func.func") {
+            // CSE merges the identical zero fills that start equal-shaped
+            // convolutions; each producer needs its own to be pointed at
+            // its slot of the concat buffer.
+            super::form_dispatches::unshare_fills(function);
             concat_in_place(context, function)?;
         }
         Ok(())

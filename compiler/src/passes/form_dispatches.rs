@@ -238,9 +238,11 @@ fn is_constant_init(op: OperationRef) -> bool {
 
 /// Gives each reduction its own copy of a constant initialiser (a
 /// `linalg.fill` or a bias broadcast) that CSE merged between several
-/// reductions, so that every reduction kernel can start its accumulator
-/// itself instead of copying from a shared initialised buffer.
-fn unshare_fills(function: OperationRef) {
+/// reductions, placed right before it, so that every reduction kernel can
+/// start its accumulator itself instead of copying from a shared
+/// initialised buffer (and `tcc-concat-in-place` can point each copy at
+/// its reduction's slot of a concat buffer). The shared one is erased.
+pub(crate) fn unshare_fills(function: OperationRef) {
     let fills: Vec<_> = body_ops(function)
         .into_iter()
         .filter(|op| is_constant_init(*op))
@@ -256,7 +258,7 @@ fn unshare_fills(function: OperationRef) {
         {
             continue;
         }
-        for consumer in consumers.iter().skip(1) {
+        for consumer in consumers.iter() {
             let clone = unsafe { mlir_sys::mlirOperationClone(fill.to_raw()) };
             let Some(block) = consumer.block() else {
                 continue;
@@ -267,6 +269,9 @@ fn unshare_fills(function: OperationRef) {
             let Ok(copy) = clone.result(0) else { continue };
             let mut consumer = unsafe { OperationRefMut::from_raw(consumer.to_raw()) };
             consumer.replace_uses_of_with(result, copy.into());
+        }
+        if use_count(result) == 0 {
+            crate::ir::util::erase_op(fill);
         }
     }
 }
