@@ -11,6 +11,24 @@ use melior::diagnostic::{Diagnostic, DiagnosticSeverity};
 use melior::ir::Location;
 use mlir_sys::MlirLocation;
 
+/// The longest text (in characters) an error message quotes whole: a
+/// longer type, attribute or source line is shortened by
+/// [`truncate_for_message`].
+pub const MESSAGE_QUOTE_LIMIT: usize = 400;
+
+/// `text` when it is at most [`MESSAGE_QUOTE_LIMIT`] characters, else its
+/// first and last characters around `... (N characters in all) ...`, so
+/// that an error about a huge type or attribute stays readable.
+pub fn truncate_for_message(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MESSAGE_QUOTE_LIMIT {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(MESSAGE_QUOTE_LIMIT * 3 / 4).collect();
+    let tail: String = text.chars().skip(count - MESSAGE_QUOTE_LIMIT / 8).collect();
+    format!("{head} ... ({count} characters in all) ... {tail}")
+}
+
 /// Emits an error diagnostic at `location` (or an unknown location).
 pub fn emit_error(location: Option<Location>, message: &str) {
     let Some(location) = location else {

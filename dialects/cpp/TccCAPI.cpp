@@ -26,7 +26,9 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/CAPI/Support.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -218,4 +220,18 @@ extern "C" MlirModule tccParseModule(MlirContext context, MlirStringRef source,
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       unwrap(source), config, unwrap(name));
   return wrap(module.release());
+}
+
+extern "C" bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
+                                     size_t *size) {
+  auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  if (!resource)
+    return false;
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob)
+    return false;
+  ArrayRef<char> bytes = blob->getData();
+  *data = bytes.data();
+  *size = bytes.size();
+  return true;
 }

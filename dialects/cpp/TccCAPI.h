@@ -62,6 +62,13 @@ bool tccLinalgLowerToParallelLoops(MlirOperation op);
 MlirModule tccParseModule(MlirContext context, MlirStringRef source,
                           MlirStringRef name);
 
+/* The bytes of a dense_resource elements attribute's blob. Returns false
+ * when `attr` is not a dense_resource attribute or its blob is missing
+ * (a key with no entry in the file's resource section); otherwise sets
+ * `*data` and `*size` (in bytes, without the alignment prefix). */
+bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
+                          size_t *size);
+
 /* Runs the mlir-opt driver with every dialect and every registered pass.
  * Returns the process exit code. */
 int tccOptMain(int argc, char **argv);

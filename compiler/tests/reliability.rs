@@ -1,0 +1,122 @@
+//! Regression tests for the reliability defects of issue 12: each feeds the
+//! `tcc` and `tcc-opt` binaries an input that used to crash them, hang, be
+//! accepted silently or damage a file, and checks the clear error (exit 1)
+//! or the correct result that replaced it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tcc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tcc"))
+}
+
+fn tcc_opt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tcc-opt"))
+}
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/models")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts a clean rejection: exit code 1, a message containing every one
+/// of `needles`, no panic.
+fn assert_rejected(output: &Output, needles: &[&str]) {
+    let text = stderr(output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "expected exit 1 with an error, got {:?}:\n{text}",
+        output.status
+    );
+    assert!(!text.contains("panicked"), "panicked:\n{text}");
+    for needle in needles {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+/// test/models/resource_weights.mlir with its `bias_blob` edited by `edit`.
+fn resource_variant(directory: &Path, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(models().join("resource_weights.mlir")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("bias_blob:"))
+        .expect("bias_blob line");
+    let path = directory.join(name);
+    std::fs::write(&path, text.replace(line, &edit(line))).unwrap();
+    path
+}
+
+// Defect 1: dense_resource blobs were read without a bounds check.
+
+#[test]
+fn a_missing_resource_blob_is_a_located_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = resource_variant(dir.path(), "missing.mlir", |l| l.replace("bias_blob:", "other_blob:"));
+    for emit in ["--emit=llvm-ir", "--emit=obj"] {
+        let output = tcc()
+            .args(["compile", emit])
+            .arg(&path)
+            .arg("-o")
+            .arg(dir.path().join("out"))
+            .output()
+            .unwrap();
+        assert_rejected(
+            &output,
+            &["missing.mlir:8:", "dense_resource<bias_blob>", "has no blob"],
+        );
+    }
+    let output = tcc()
+        .arg("compile")
+        .arg(&path)
+        .arg("-o")
+        .arg(dir.path().join("m.so"))
+        .output()
+        .unwrap();
+    assert_rejected(&output, &["missing.mlir:8:", "has no blob"]);
+    assert!(!dir.path().join("m.so").exists(), "no artifact on error");
+}
+
+#[test]
+fn a_short_or_long_resource_blob_is_an_error_not_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 of the 16 floats.
+    let short = resource_variant(dir.path(), "short.mlir", |l| {
+        let start = l.find("0x04000000").unwrap() + 10;
+        format!("{}\"", &l[..start + 16])
+    });
+    let output = tcc()
+        .arg("compile")
+        .arg(&short)
+        .arg("-o")
+        .arg(dir.path().join("s.so"))
+        .output()
+        .unwrap();
+    assert_rejected(
+        &output,
+        &["short.mlir:8:", "has a blob of 8 bytes, but its type needs 64"],
+    );
+    assert!(!dir.path().join("s.so").exists());
+    // One float too many.
+    let long = resource_variant(dir.path(), "long.mlir", |l| l.replace("3E\"", "3E00000000\""));
+    let output = tcc()
+        .arg("compile")
+        .arg(&long)
+        .arg("-o")
+        .arg(dir.path().join("l.so"))
+        .output()
+        .unwrap();
+    assert_rejected(&output, &["has a blob of 68 bytes, but its type needs 64"]);
+    // The untouched model still compiles.
+    let output = tcc()
+        .arg("compile")
+        .arg(models().join("resource_weights.mlir"))
+        .arg("-o")
+        .arg(dir.path().join("ok.so"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+}
