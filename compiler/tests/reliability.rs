@@ -120,3 +120,59 @@ fn a_short_or_long_resource_blob_is_an_error_not_garbage() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+// Defect 2: the atomic output write replaced special files and symlinks
+// with a regular file (as root, `tcc compile m.mlir -o /dev/null` destroyed
+// /dev/null). A FIFO stands in for /dev/null here: the same path, and no
+// harm to the test machine if it regresses.
+
+#[test]
+fn compile_and_import_write_through_fifos_and_symlinks() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mlp = models().join("mlp.mlir");
+    let onnx = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test/onnx/models/where_compare/model.onnx");
+    // A symlink: the target is written, the link stays.
+    for (args, name) in [
+        (vec!["compile".into(), mlp.display().to_string()], "m.so"),
+        (
+            vec!["compile".into(), "--emit=llvm-ir".into(), mlp.display().to_string()],
+            "m.ll",
+        ),
+        (vec!["import".into(), onnx.display().to_string()], "m.mlir"),
+    ] {
+        let target = dir.path().join(format!("real-{name}"));
+        std::fs::write(&target, b"old").unwrap();
+        let link = dir.path().join(name);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let output = tcc().args(&args).arg("-o").arg(&link).output().unwrap();
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert!(
+            std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+            "{args:?} replaced the symlink"
+        );
+        let written = std::fs::read(&target).unwrap();
+        assert!(written.len() > 3, "{args:?} did not write the link's target");
+    }
+    // A FIFO: written through, never replaced.
+    for args in [
+        vec!["compile".to_string(), mlp.display().to_string()],
+        vec!["import".to_string(), onnx.display().to_string()],
+    ] {
+        let fifo = dir.path().join("pipe");
+        let _ = std::fs::remove_file(&fifo);
+        assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+        };
+        let output = tcc().args(&args).arg("-o").arg(&fifo).output().unwrap();
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert!(!reader.join().unwrap().is_empty());
+        assert!(
+            std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+            "{args:?} replaced the FIFO"
+        );
+    }
+}

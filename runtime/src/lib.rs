@@ -26,6 +26,7 @@ pub mod cli;
 pub mod device;
 pub mod error;
 pub mod npy;
+pub mod output_file;
 pub mod program_cache;
 pub mod session;
 pub mod tensor;

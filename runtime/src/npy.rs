@@ -2,11 +2,12 @@
 //!
 //! Only the six ABI element types are accepted (`<f4 <f2 <i4 <i8 |i1 |b1`),
 //! little-endian and C-ordered: anything else is an error, never a silent
-//! conversion. Writes are atomic (temporary file in the target directory,
-//! then rename) so a crashed run never leaves a half-written result.
+//! conversion. Writes go through [`crate::output_file`]: a regular file is
+//! replaced atomically (temporary file in the target directory, then
+//! rename) so a crashed run never leaves a half-written result.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 
 use half::f16;
@@ -109,21 +110,13 @@ pub fn read_npy(path: &Path) -> Result<HostTensor> {
     HostTensor::new(dtype, shape, bytes).map_err(|e| npy_error(path, e.to_string()))
 }
 
-/// Writes `tensor` to `path` atomically (temporary file + rename).
+/// Writes `tensor` to `path`: atomically (temporary file + rename) for a
+/// regular file, through the file for a device or FIFO, to the target of a
+/// symlink (see [`crate::output_file`]). A new file's mode follows the
+/// umask.
 pub fn write_npy(path: &Path, tensor: &HostTensor) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let write_err = |e: std::io::Error| npy_error(path, format!("cannot write: {e}"));
-    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
-    {
-        let mut out = BufWriter::new(tmp.as_file());
-        write_npy_to(&mut out, tensor).map_err(write_err)?;
-        out.flush().map_err(write_err)?;
-    }
-    tmp.persist(path).map_err(|e| write_err(e.error))?;
-    Ok(())
+    crate::output_file::write_output(path, false, |out| write_npy_to(out, tensor))
+        .map_err(|e| npy_error(path, format!("cannot write: {e}")))
 }
 
 fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
