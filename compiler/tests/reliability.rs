@@ -176,3 +176,54 @@ fn compile_and_import_write_through_fifos_and_symlinks() {
         );
     }
 }
+
+// Defect 5: `tensor<4294967296x4294967296x16xf32>` panicked (debug) or
+// wrote a malformed artifact (release); 4 TB tensors that the ONNX importer
+// rejects were accepted.
+
+#[test]
+fn tensors_past_the_element_limit_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dims, elements) in [
+        ("4294967296x4294967296x16", "295147905179352825856"),
+        ("1024x1024x1024x1024", "1099511627776"),
+    ] {
+        let ty = format!("tensor<{dims}xf32>");
+        let path = dir.path().join("huge.mlir");
+        std::fs::write(
+            &path,
+            format!(
+                "func.func @f(%x: {ty}) -> {ty} {{\n  %y = tosa.add %x, %x : ({ty}, {ty}) -> {ty}\n  return %y : {ty}\n}}\n"
+            ),
+        )
+        .unwrap();
+        let output = tcc()
+            .arg("compile")
+            .arg(&path)
+            .arg("-o")
+            .arg(dir.path().join("huge.so"))
+            .output()
+            .unwrap();
+        assert_rejected(
+            &output,
+            &[
+                "huge.mlir:1:1: error: argument 0 has the type",
+                &format!("of {elements} elements, more than tcc's limit of 4294967296 (2^32)"),
+                "huge.mlir:2:8: error: 'tosa.add' result",
+            ],
+        );
+        assert!(!dir.path().join("huge.so").exists());
+        let output = tcc_opt().arg(&path).arg("--tcc-phase-input").output().unwrap();
+        assert_rejected(&output, &["more than tcc's limit"]);
+    }
+    // At the limit itself: accepted by the input check.
+    let ty = "tensor<65536x65536xi8>";
+    let path = dir.path().join("limit.mlir");
+    std::fs::write(
+        &path,
+        format!("func.func @f(%x: {ty}) -> {ty} {{\n  return %x : {ty}\n}}\n"),
+    )
+    .unwrap();
+    let output = tcc_opt().arg(&path).arg("--tcc-phase-input").output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+}

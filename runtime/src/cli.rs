@@ -42,6 +42,53 @@ pub fn parse_input(spec: &str) -> Result<InputArg> {
     }
 }
 
+/// The element type and shape an `--input` value declares, found without
+/// materializing it: a literal's type, or a `.npy` file's header.
+pub fn input_type(spec: &str) -> Result<(crate::tensor::DType, Vec<usize>, String)> {
+    if let Some(path) = spec.strip_prefix('@') {
+        let (dtype, shape) = npy::read_npy_type(path.as_ref())?;
+        Ok((dtype, shape, path.to_string()))
+    } else {
+        let ty = spec.split_once('=').map_or(spec, |(ty, _)| ty);
+        let (shape, dtype) = crate::tensor::parse_type(ty).map_err(|e| {
+            Error::InvalidInput(format!(
+                "--input={}: {e} (a file needs a leading @, e.g. @x.npy)",
+                crate::tensor::abbreviate(spec)
+            ))
+        })?;
+        Ok((dtype, shape, "the command line".into()))
+    }
+}
+
+/// Parses the `--input` values of a call of `function`: their count and
+/// every type are checked against the function's signature before any
+/// tensor is built or file read, so that a huge literal
+/// (`--input=1000000000x1000000xf32=1`) is an error, not an allocation.
+pub fn parse_inputs_for(
+    specs: &[String],
+    function: &crate::FunctionInfo,
+) -> Result<(Vec<HostTensor>, Vec<String>)> {
+    let declared = specs
+        .iter()
+        .map(|s| input_type(s))
+        .collect::<Result<Vec<_>>>()?;
+    let sources: Vec<&str> = declared.iter().map(|(_, _, s)| s.as_str()).collect();
+    function.check_input_types(
+        declared.iter().map(|(dtype, shape, _)| (*dtype, shape.as_slice())),
+        &sources,
+    )?;
+    let parsed = specs
+        .iter()
+        .map(|s| parse_input(s))
+        .collect::<Result<Vec<_>>>()?;
+    // A file could have changed in between: check the tensors themselves.
+    let (tensors, sources): (Vec<_>, Vec<_>) =
+        parsed.into_iter().map(|a| (a.tensor, a.source)).unzip();
+    let source_refs: Vec<&str> = sources.iter().map(String::as_str).collect();
+    function.check_inputs(&tensors, &source_refs)?;
+    Ok((tensors, sources))
+}
+
 /// Where an output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutputArg {

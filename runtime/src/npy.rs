@@ -7,7 +7,7 @@
 //! rename) so a crashed run never leaves a half-written result.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 use half::f16;
@@ -34,12 +34,82 @@ fn npy_error(path: &Path, reason: impl Into<String>) -> Error {
     }
 }
 
-/// Reads a `.npy` file into a tensor of the same dtype and shape.
-pub fn read_npy(path: &Path) -> Result<HostTensor> {
-    let file = File::open(path).map_err(|e| npy_error(path, format!("cannot open: {e}")))?;
-    let npy = npyz::NpyFile::new(BufReader::new(file))
-        .map_err(|e| npy_error(path, format!("not a readable .npy file: {e}")))?;
-    let type_str = match npy.dtype() {
+/// The largest `.npy` header read (numpy writes a few hundred bytes).
+const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// Where a `.npy` file's header text starts and its data begins, from the
+/// magic, the version and the header length.
+fn header_span(prefix: &[u8]) -> std::result::Result<(usize, usize), String> {
+    if prefix.len() < 10 || &prefix[..6] != b"\x93NUMPY" {
+        return Err("not a readable .npy file (no \\x93NUMPY magic)".into());
+    }
+    let (start, len) = match prefix[6] {
+        1 => (10, u16::from_le_bytes([prefix[8], prefix[9]]) as usize),
+        2 | 3 if prefix.len() >= 12 => (
+            12,
+            u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize,
+        ),
+        2 | 3 => return Err("truncated header".into()),
+        v => return Err(format!(".npy format version {v} is not supported (1, 2 or 3)")),
+    };
+    if len > MAX_HEADER_BYTES {
+        return Err(format!("header of {len} bytes is implausibly long"));
+    }
+    Ok((start, start + len))
+}
+
+/// The `shape` tuple of a header dictionary, checked before npyz sees it:
+/// npyz multiplies the dimensions (and their suffixes, for strides)
+/// unchecked. The product of the non-zero dimensions must fit in `u64`
+/// and stay within `limit`.
+fn check_header_shape(text: &str, limit: u64) -> std::result::Result<(), String> {
+    let key = text
+        .find("'shape'")
+        .or_else(|| text.find("\"shape\""))
+        .ok_or("the header has no 'shape'")?;
+    let rest = &text[key..];
+    let open = rest.find('(').ok_or("the header's shape is not a tuple")?;
+    let close = rest[open..].find(')').ok_or("the header's shape is not a tuple")? + open;
+    let mut product: u64 = 1;
+    for item in rest[open + 1..close].split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let item = item.trim_end_matches('L');
+        let d: u64 = item
+            .parse()
+            .map_err(|_| format!("the header's shape has the dimension `{item}`"))?;
+        if d != 0 {
+            product = product
+                .checked_mul(d)
+                .filter(|p| *p <= limit)
+                .ok_or_else(|| {
+                    format!(
+                        "the header's shape {} is too large for the file",
+                        &rest[open..=close]
+                    )
+                })?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads and checks the header at the start of `bytes` (`total` bytes in
+/// the whole file); returns the parsed header and where the data begins.
+fn parse_header(bytes: &[u8], total: u64) -> std::result::Result<(npyz::NpyHeader, usize), String> {
+    let (start, end) = header_span(bytes)?;
+    if bytes.len() < end {
+        return Err("truncated header".into());
+    }
+    let text = String::from_utf8_lossy(&bytes[start..end]);
+    // No shape can describe more elements than the file has bytes (a
+    // zero-size array aside, whose other dimensions stay below 2^32).
+    check_header_shape(&text, total.max(1 << 32))?;
+    let npy = npyz::NpyFile::new(&bytes[..end])
+        .map_err(|e| format!("not a readable .npy file: {e}"))?;
+    Ok((npy.header().clone(), end))
+}
+
+/// The element type and shape of a header, checked as [`read_npy`] does.
+fn header_type(path: &Path, header: &npyz::NpyHeader) -> Result<(DType, Vec<usize>)> {
+    let type_str = match header.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
         other => {
             return Err(npy_error(
@@ -57,17 +127,70 @@ pub fn read_npy(path: &Path) -> Result<HostTensor> {
             ),
         )
     })?;
-    if npy.order() == Order::Fortran && npy.shape().len() > 1 {
+    if header.order() == Order::Fortran && header.shape().len() > 1 {
         return Err(npy_error(
             path,
             "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)",
         ));
     }
-    let shape = npy
+    let shape = header
         .shape()
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| npy_error(path, "dimension too large")))
         .collect::<Result<Vec<_>>>()?;
+    Ok((dtype, shape))
+}
+
+/// The element type and shape of a `.npy` file, from its header alone
+/// (the data is not read): lets a caller check a file against what it
+/// expects before reading a large one.
+pub fn read_npy_type(path: &Path) -> Result<(DType, Vec<usize>)> {
+    let mut file = File::open(path).map_err(|e| npy_error(path, format!("cannot open: {e}")))?;
+    let total = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+    let mut prefix = Vec::new();
+    (&mut file)
+        .take(12)
+        .read_to_end(&mut prefix)
+        .map_err(|e| npy_error(path, format!("cannot read: {e}")))?;
+    let (_, end) = header_span(&prefix).map_err(|e| npy_error(path, e))?;
+    (&mut file)
+        .take((end - prefix.len().min(end)) as u64)
+        .read_to_end(&mut prefix)
+        .map_err(|e| npy_error(path, format!("cannot read: {e}")))?;
+    let (header, _) = parse_header(&prefix, total).map_err(|e| npy_error(path, e))?;
+    header_type(path, &header)
+}
+
+/// Reads a `.npy` file into a tensor of the same dtype and shape. The data
+/// must be exactly what the header's shape and type need: a short file or
+/// bytes after the data (trailing junk) are errors.
+pub fn read_npy(path: &Path) -> Result<HostTensor> {
+    let bytes = std::fs::read(path).map_err(|e| npy_error(path, format!("cannot open: {e}")))?;
+    let (header, data_start) =
+        parse_header(&bytes, bytes.len() as u64).map_err(|e| npy_error(path, e))?;
+    let (dtype, shape) = header_type(path, &header)?;
+    let expected = crate::tensor::byte_size(&shape, dtype)
+        .ok_or_else(|| npy_error(path, "the header's shape is too large"))?;
+    let data = &bytes[data_start..];
+    if data.len() != expected {
+        let shape_text = crate::tensor::type_string(&shape, dtype);
+        return Err(npy_error(
+            path,
+            if data.len() > expected {
+                format!(
+                    "{} bytes follow the data: {shape_text} needs exactly {expected} bytes after the header, the file has {} (trailing junk, or a header that does not match the data)",
+                    data.len() - expected,
+                    data.len()
+                )
+            } else {
+                format!(
+                    "truncated: {shape_text} needs {expected} bytes of data, the file has {}",
+                    data.len()
+                )
+            },
+        ));
+    }
+    let npy = npyz::NpyFile::with_header(header, data);
     let read_err = |e: std::io::Error| npy_error(path, format!("bad data: {e}"));
     let bytes: Vec<u8> = match dtype {
         DType::F32 => npy
@@ -151,6 +274,62 @@ fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A version 1 .npy file with this header shape, data and extra bytes.
+    fn npy_bytes(shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut header =
+            format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend((header.len() as u16).to_le_bytes());
+        out.extend(header.as_bytes());
+        out.extend(data);
+        out
+    }
+
+    #[test]
+    fn huge_header_shapes_are_errors_not_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        for shape in [
+            "(18446744073709551615, 4, 16)",
+            "(4294967296, 4294967296, 16)",
+            "(0, 4294967296, 4294967296, 4294967296)",
+            "(1000000000000,)",
+        ] {
+            let p = dir.path().join("huge.npy");
+            std::fs::write(&p, npy_bytes(shape, &[0; 64])).unwrap();
+            let e = read_npy(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("too large for the file") || e.contains("truncated"),
+                "{shape}: {e}"
+            );
+            assert!(read_npy_type(&p).is_err(), "{shape}");
+        }
+    }
+
+    #[test]
+    fn trailing_junk_and_short_data_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.npy");
+        let data: Vec<u8> = (0..16u8).collect();
+        std::fs::write(&p, npy_bytes("(4,)", &data)).unwrap();
+        assert_eq!(read_npy(&p).unwrap().shape, vec![4]);
+        let mut junk = data.clone();
+        junk.extend(b"JUNK");
+        std::fs::write(&p, npy_bytes("(4,)", &junk)).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        assert!(e.contains("4 bytes follow the data") && e.contains("trailing junk"), "{e}");
+        std::fs::write(&p, npy_bytes("(4,)", &data[..12])).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        assert!(e.contains("truncated: 4xf32 needs 16 bytes of data, the file has 12"), "{e}");
+        std::fs::write(&p, b"\x93NUMPY\x01").unwrap();
+        assert!(read_npy(&p).unwrap_err().to_string().contains("not a readable .npy file"));
+        std::fs::write(&p, b"\x93NUMPY\x09\x00\x10\x00").unwrap();
+        assert!(read_npy(&p).unwrap_err().to_string().contains("version 9"));
+    }
 
     #[test]
     fn round_trip_every_dtype() {

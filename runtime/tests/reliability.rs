@@ -34,7 +34,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-#[allow(dead_code)]
 /// Asserts a clean failure: exit code 1, the message on stderr, no panic.
 fn assert_fails_with(o: &Output, message: &str) {
     let err = stderr(o);
@@ -411,4 +410,68 @@ fn a_process_that_waits_too_long_for_the_lock_builds_without_writing() {
     assert!(stderr(&o).contains("built from source"), "{}", stderr(&o));
     assert!(!entry.exists(), "the lock holder writes the entry, not the waiter");
     drop(lock);
+}
+
+// Defect 5: unchecked sizes. A huge literal was allocated (OOM abort)
+// before its shape was checked; an .npy header shape of (2^64-1, 4, 16)
+// panicked inside npyz. Defect 9: an .npy with trailing junk was accepted.
+
+/// A version 1 .npy file of f32 with this header shape and data.
+fn npy_bytes(shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((header.len() as u16).to_le_bytes());
+    out.extend(header.as_bytes());
+    out.extend(data);
+    out
+}
+
+#[test]
+fn inputs_are_checked_against_the_signature_before_they_are_built() {
+    let (dir, so) = test_model(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let so = so.to_str().unwrap();
+    for tool_name in ["tcc-run", "tcc-benchmark"] {
+        let o = tool(
+            tool_name,
+            cache.path(),
+            &[so, "--function=axpb", "--input=1000000000x1000000xf32=1"],
+        );
+        assert_fails_with(
+            &o,
+            "input 0 of @axpb expects 1000xf32, got 1000000000x1000000xf32 from the command line",
+        );
+    }
+    let huge = dir.path().join("huge.npy");
+    std::fs::write(&huge, npy_bytes("(18446744073709551615, 4, 16)", &[])).unwrap();
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=axpb", &format!("--input=@{}", huge.display())],
+    );
+    assert_fails_with(&o, "the header's shape (18446744073709551615, 4, 16) is too large");
+    // A header that matches the function, over too little data: the file
+    // is not read beyond its header before the type check, then refused.
+    let short = dir.path().join("short.npy");
+    std::fs::write(&short, npy_bytes("(1000,)", &[0; 400])).unwrap();
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=axpb", &format!("--input=@{}", short.display())],
+    );
+    assert_fails_with(&o, "truncated: 1000xf32 needs 4000 bytes of data, the file has 400");
+    let junk = dir.path().join("junk.npy");
+    let mut data = vec![0u8; 4000];
+    data.extend(b"trailing junk");
+    std::fs::write(&junk, npy_bytes("(1000,)", &data)).unwrap();
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[so, "--function=axpb", &format!("--input=@{}", junk.display())],
+    );
+    assert_fails_with(&o, "13 bytes follow the data");
 }

@@ -79,17 +79,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let model = Model::load(&args.model)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
-    let (tensors, sources): (Vec<_>, Vec<_>) = args
-        .inputs
-        .iter()
-        .map(|s| cli::parse_input(s).map(|a| (a.tensor, a.source)))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .unzip();
+    // Input types are checked against the signature before any is built.
+    let (tensors, sources) = cli::parse_inputs_for(&args.inputs, model.function(&function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
-    model
-        .function(&function)?
-        .check_inputs(&tensors, &sources)?;
 
     let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
     let mut session = cli::open_session("tcc-benchmark", &rt, &model)?;

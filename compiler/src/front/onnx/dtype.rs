@@ -216,20 +216,14 @@ impl fmt::Display for TType {
     }
 }
 
-/// The largest tensor the importer accepts (elements).
-pub const MAX_ELEMENTS: i64 = 1 << 32;
+/// The largest tensor the importer accepts (elements): the same limit as
+/// `tcc compile`'s input check.
+pub const MAX_ELEMENTS: i64 = crate::ir::types::MAX_TENSOR_ELEMENTS;
 
 /// The element count of a shape from untrusted input: every dimension
 /// non-negative and the product at most [`MAX_ELEMENTS`].
 pub fn checked_numel(shape: &[i64]) -> Option<i64> {
-    let mut count: i64 = 1;
-    for &d in shape {
-        if d < 0 {
-            return None;
-        }
-        count = count.checked_mul(d)?;
-    }
-    (count <= MAX_ELEMENTS).then_some(count)
+    crate::ir::types::checked_element_count(shape)
 }
 
 /// IEEE half-precision bits to f32.
