@@ -227,3 +227,33 @@ fn tensors_past_the_element_limit_are_located_errors() {
     let output = tcc_opt().arg(&path).arg("--tcc-phase-input").output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+// Defect 6: writing to a closed stdout panicked (exit 101).
+
+/// Runs `command` with its stdout a pipe whose read end is already closed.
+fn with_closed_stdout(mut command: Command) -> Output {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_closed_stdout_is_an_error_not_a_panic() {
+    let mlp = models().join("mlp.mlir");
+    let onnx = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test/onnx/models/where_compare/model.onnx");
+    for args in [
+        vec!["compile", mlp.to_str().unwrap(), "--compile-to=gpu"],
+        vec!["compile", mlp.to_str().unwrap(), "--emit=opencl-c"],
+        vec!["import", onnx.to_str().unwrap()],
+    ] {
+        let mut command = tcc();
+        command.args(&args);
+        let output = with_closed_stdout(command);
+        assert_rejected(&output, &["cannot write to standard output", "Broken pipe"]);
+    }
+}

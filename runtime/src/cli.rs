@@ -216,7 +216,15 @@ pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{prog}: error: {e:#}");
+            // A bare "Broken pipe" from a `writeln!` says nothing of where.
+            let broken_pipe = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
+            if broken_pipe {
+                eprintln!("{prog}: error: cannot write to standard output: {e:#}");
+            } else {
+                eprintln!("{prog}: error: {e:#}");
+            }
             ExitCode::FAILURE
         }
     }

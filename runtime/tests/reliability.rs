@@ -475,3 +475,23 @@ fn inputs_are_checked_against_the_signature_before_they_are_built() {
     );
     assert_fails_with(&o, "13 bytes follow the data");
 }
+
+// Defect 6: a closed stdout gives an error naming it (exit 1, no panic).
+
+#[test]
+fn a_closed_stdout_is_an_error_that_says_so() {
+    let (_dir, so) = test_model(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = tool_command(
+        "tcc-run",
+        cache.path(),
+        &[so.to_str().unwrap(), "--function=axpb", "--input=1000xf32=1"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_fails_with(&o, "tcc-run: error: cannot write to standard output: Broken pipe");
+}

@@ -170,9 +170,6 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     };
     match &args.output {
         Some(path) => write_atomically(path, text.as_bytes()),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+        None => super::write_stdout(&text),
     }
 }

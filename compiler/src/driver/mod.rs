@@ -13,6 +13,18 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
+/// Writes `text` to standard output. A closed pipe (`tcc ... | head -1`,
+/// `| true`) is an error with a message and exit code 1, not a panic:
+/// `print!` panics when stdout is gone.
+pub fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("cannot write to standard output")
+}
+
 /// Writes `bytes` to `path`: a regular (or new) file atomically, through a
 /// temporary file beside it and a rename, so that a failure never leaves a
 /// half-written output; a symlink's target, keeping the link; a device or
