@@ -257,3 +257,82 @@ fn a_closed_stdout_is_an_error_not_a_panic() {
         assert_rejected(&output, &["cannot write to standard output", "Broken pipe"]);
     }
 }
+
+// Defect 7: 5000 nested `module {` overflowed the stack of tcc and tcc-opt.
+
+#[test]
+fn deep_nesting_is_a_located_error_not_a_stack_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("deep.mlir");
+    std::fs::write(&deep, format!("{}{}", "module {\n".repeat(5000), "}\n".repeat(5000))).unwrap();
+    let array = dir.path().join("array.mlir");
+    std::fs::write(
+        &array,
+        format!(
+            "func.func @f() -> tensor<1xf32> {{\n  %c = arith.constant dense<{}1.0{}> : tensor<1xf32>\n  return %c : tensor<1xf32>\n}}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        ),
+    )
+    .unwrap();
+    let message = "nest deeper than 1000 levels here: tcc's parsers accept at most 1000";
+    let output = tcc_opt().arg(&deep).output().unwrap();
+    assert_rejected(&output, &["deep.mlir:1001:8: error: brackets", message]);
+    let output = tcc().args(["compile", "--emit=mlir"]).arg(&deep).output().unwrap();
+    assert_rejected(&output, &["deep.mlir:1001:8: error: brackets", message]);
+    let output = tcc_opt().arg(&array).output().unwrap();
+    assert_rejected(&output, &["array.mlir:2:", message]);
+    let output = tcc().args(["compile", "--emit=mlir"]).arg(&array).output().unwrap();
+    assert_rejected(&output, &["array.mlir:2:", message]);
+    // From standard input too.
+    let output = tcc_opt()
+        .stdin(std::fs::File::open(&deep).unwrap())
+        .output()
+        .unwrap();
+    assert_rejected(&output, &["<stdin>:1001:8: error: brackets", message]);
+    // 1000 levels, brackets in strings and comments, and arrows pass.
+    let fine = dir.path().join("fine.mlir");
+    std::fs::write(
+        &fine,
+        format!(
+            "{}// {{{{{{{{ [[[[ <<<<\nfunc.func @s() -> (i32) attributes {{note = \"{}\"}} {{\n  %c = arith.constant 1 : i32\n  return %c : i32\n}}\n{}",
+            "module {\n".repeat(998),
+            "{".repeat(3000),
+            "}\n".repeat(998)
+        ),
+    )
+    .unwrap();
+    let output = tcc_opt().arg(&fine).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+// Defect 10: an error echoed a 140 KB type (and its source line). A 20 KB
+// type here: MLIR itself takes 25 s to parse the 140 KB one.
+
+#[test]
+fn errors_about_huge_types_are_shortened() {
+    let dir = tempfile::tempdir().unwrap();
+    let ty = format!("tensor<{}f32>", "1x".repeat(10_000));
+    let path = dir.path().join("bigtype.mlir");
+    std::fs::write(
+        &path,
+        format!("func.func @f(%x: {ty}) -> tensor<2xf32> {{\n  return %x : {ty}\n}}\n"),
+    )
+    .unwrap();
+    let output = tcc()
+        .arg("compile")
+        .arg(&path)
+        .arg("-o")
+        .arg(dir.path().join("x.so"))
+        .output()
+        .unwrap();
+    assert_rejected(
+        &output,
+        &["bigtype.mlir:2:3: error: type of return operand 0", "characters in all"],
+    );
+    assert!(
+        output.stderr.len() < 4000,
+        "{} bytes of error messages",
+        output.stderr.len()
+    );
+}
