@@ -336,3 +336,83 @@ fn errors_about_huge_types_are_shortened() {
         output.stderr.len()
     );
 }
+
+// Defect 9: bad input accepted silently. Defect 10: messages.
+
+#[test]
+fn a_model_without_functions_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("empty.mlir", ""), ("module.mlir", "module {}\n"), ("comment.mlir", "// nothing\n")] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let output = tcc()
+            .arg("compile")
+            .arg(&path)
+            .arg("-o")
+            .arg(dir.path().join("m.so"))
+            .output()
+            .unwrap();
+        assert_rejected(&output, &[name, "the model defines no functions"]);
+        assert!(!dir.path().join("m.so").exists());
+        let output = tcc().args(["compile", "--emit=mlir"]).arg(&path).output().unwrap();
+        assert_rejected(&output, &["defines no functions"]);
+    }
+}
+
+#[test]
+fn the_gpu_phase_refuses_raw_tosa() {
+    let mlp = models().join("mlp.mlir");
+    let output = tcc_opt().arg(&mlp).arg("--tcc-phase-gpu").output().unwrap();
+    assert_rejected(
+        &output,
+        &["mlp.mlir:8:1: error: @mlp takes or returns tensors", "run the phases before it first"],
+    );
+    // In order, the phases still reach the gpu phase.
+    let output = tcc_opt()
+        .arg(&mlp)
+        .args([
+            "--tcc-phase-input",
+            "--tcc-phase-graph",
+            "--tcc-phase-linalg",
+            "--tcc-phase-dispatch",
+            "--tcc-phase-tile",
+            "--tcc-phase-buffer",
+            "--tcc-phase-gpu",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("gpu.func"));
+}
+
+#[test]
+fn onnx_shape_errors_are_plain_words() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = tcc()
+        .arg("import")
+        .arg(repo.join("test/onnx/bad/invalid_dim.onnx"))
+        .output()
+        .unwrap();
+    assert_rejected(
+        &output,
+        &["'x' has the invalid dimension -5 at axis 0: ONNX dimensions are sizes (0 or more) or names (dynamic)"],
+    );
+    assert!(!stderr(&output).contains("dynamic dimension"));
+    let model = repo.join("test/onnx/models/where_compare/model.onnx");
+    for (shape, needle) in [
+        ("a=3", "--input-shape for 'a' is 3 (rank 1) but the model declares 3x5 (rank 2)"),
+        ("a=", "--input-shape for 'a' is a scalar (rank 0) but the model declares 3x5 (rank 2)"),
+        ("nosuch=1x2", "--input-shape names 'nosuch', which is not a graph input (the graph inputs are: a, b)"),
+    ] {
+        for command in ["import", "compile"] {
+            let output = tcc()
+                .arg(command)
+                .arg(&model)
+                .args(["--input-shape", shape, "--emit=mlir"].iter().filter(|a| command == "compile" || **a != "--emit=mlir"))
+                .output()
+                .unwrap();
+            assert_rejected(&output, &[needle]);
+            assert!(!stderr(&output).contains("[3, 5]"), "{}", stderr(&output));
+        }
+    }
+}

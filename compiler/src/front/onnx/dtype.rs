@@ -226,6 +226,18 @@ pub fn checked_numel(shape: &[i64]) -> Option<i64> {
     crate::ir::types::checked_element_count(shape)
 }
 
+/// A shape for messages: `3x224x224`, `[]` for a scalar.
+pub fn shape_text(shape: &[i64]) -> String {
+    if shape.is_empty() {
+        return "[]".into();
+    }
+    shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
 /// IEEE half-precision bits to f32.
 pub fn f16_to_f32(bits: u16) -> f32 {
     let sign = ((bits >> 15) & 1) as u32;
