@@ -129,6 +129,93 @@ pub fn resolve_function(model: &Model, flag: Option<&str>) -> Result<String> {
     }
 }
 
+/// End-to-end latencies of a benchmark, in constant memory: min, max and
+/// mean over every call, and quantiles from the calls themselves up to
+/// [`LatencyStats::MAX_SAMPLES`] calls, beyond that from a uniform random
+/// sample of that size (reservoir sampling). `tcc-benchmark
+/// --iterations=100000000000` must not allocate a vector per call.
+#[derive(Clone, Debug)]
+pub struct LatencyStats {
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    samples: Vec<f64>,
+    rng: u64,
+}
+
+impl Default for LatencyStats {
+    fn default() -> Self {
+        LatencyStats {
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            samples: Vec::new(),
+            rng: 0x9e37_79b9_7f4a_7c15,
+        }
+    }
+}
+
+impl LatencyStats {
+    /// Calls kept for the quantiles (800 KB).
+    pub const MAX_SAMPLES: usize = 100_000;
+
+    pub fn push(&mut self, value: f64) {
+        self.count += 1;
+        self.sum += value;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+        if self.samples.len() < Self::MAX_SAMPLES {
+            self.samples.push(value);
+        } else {
+            // Algorithm R: the new value replaces a random slot with
+            // probability MAX_SAMPLES / count.
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let slot = self.rng % self.count;
+            if (slot as usize) < Self::MAX_SAMPLES {
+                self.samples[slot as usize] = value;
+            }
+        }
+    }
+
+    /// Calls recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Calls the quantiles are computed from (all of them, up to
+    /// [`Self::MAX_SAMPLES`]).
+    pub fn sample_count(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn min(&self) -> f64 {
+        self.min
+    }
+
+    pub fn max(&self) -> f64 {
+        self.max
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.sum / self.count.max(1) as f64
+    }
+
+    /// Nearest-rank percentile `p` (0-100) of the sample; NaN when empty.
+    pub fn percentile(&self, p: f64) -> f64 {
+        if self.samples.is_empty() {
+            return f64::NAN;
+        }
+        let mut sorted = self.samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
+    }
+}
+
 /// Human-readable byte count: `512 B`, `4.0 KiB`, `1.5 GiB`.
 pub fn format_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -233,6 +320,31 @@ pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_stats_are_exact_when_small_and_bounded_when_large() {
+        let mut small = LatencyStats::default();
+        for v in [5.0, 1.0, 3.0, 2.0, 4.0] {
+            small.push(v);
+        }
+        assert_eq!((small.min(), small.max(), small.mean()), (1.0, 5.0, 3.0));
+        assert_eq!(small.percentile(50.0), 3.0);
+        assert_eq!(small.percentile(90.0), 5.0);
+        let mut large = LatencyStats::default();
+        let n = 3 * LatencyStats::MAX_SAMPLES as u64;
+        for i in 0..n {
+            large.push((i % 1000) as f64);
+        }
+        assert_eq!(large.count(), n);
+        assert_eq!(large.sample_count(), LatencyStats::MAX_SAMPLES);
+        assert_eq!((large.min(), large.max()), (0.0, 999.0));
+        assert!((large.mean() - 499.5).abs() < 1e-9);
+        // A uniform sample: the median of 0..999 repeated is about 500.
+        let median = large.percentile(50.0);
+        assert!((480.0..=520.0).contains(&median), "{median}");
+        let p90 = large.percentile(90.0);
+        assert!((880.0..=920.0).contains(&p90), "{p90}");
+    }
 
     #[test]
     fn inputs() {

@@ -41,7 +41,7 @@ const MAX_HEADER_BYTES: usize = 1 << 20;
 /// magic, the version and the header length.
 fn header_span(prefix: &[u8]) -> std::result::Result<(usize, usize), String> {
     if prefix.len() < 10 || &prefix[..6] != b"\x93NUMPY" {
-        return Err("not a readable .npy file (no \\x93NUMPY magic)".into());
+        return Err("not a readable .npy file: no \\x93NUMPY magic".into());
     }
     let (start, len) = match prefix[6] {
         1 => (10, u16::from_le_bytes([prefix[8], prefix[9]]) as usize),
@@ -49,8 +49,12 @@ fn header_span(prefix: &[u8]) -> std::result::Result<(usize, usize), String> {
             12,
             u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize,
         ),
-        2 | 3 => return Err("truncated header".into()),
-        v => return Err(format!(".npy format version {v} is not supported (1, 2 or 3)")),
+        2 | 3 => return Err("not a readable .npy file: truncated header".into()),
+        v => {
+            return Err(format!(
+                "not a readable .npy file: format version {v} is not supported (1, 2 or 3)"
+            ));
+        }
     };
     if len > MAX_HEADER_BYTES {
         return Err(format!("header of {len} bytes is implausibly long"));
@@ -96,7 +100,7 @@ fn check_header_shape(text: &str, limit: u64) -> std::result::Result<(), String>
 fn parse_header(bytes: &[u8], total: u64) -> std::result::Result<(npyz::NpyHeader, usize), String> {
     let (start, end) = header_span(bytes)?;
     if bytes.len() < end {
-        return Err("truncated header".into());
+        return Err("not a readable .npy file: truncated header".into());
     }
     let text = String::from_utf8_lossy(&bytes[start..end]);
     // No shape can describe more elements than the file has bytes (a

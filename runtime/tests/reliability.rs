@@ -495,3 +495,45 @@ fn a_closed_stdout_is_an_error_that_says_so() {
     let o = child.wait_with_output().unwrap();
     assert_fails_with(&o, "tcc-run: error: cannot write to standard output: Broken pipe");
 }
+
+// Defect 9: `tcc-benchmark --iterations=100000000000` aborted allocating a
+// latency vector for every call.
+
+#[test]
+fn a_huge_iteration_count_runs_in_constant_memory() {
+    let (_dir, so) = test_model(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = tool_command(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            so.to_str().unwrap(),
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--iterations=100000000000",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let still_running = child.try_wait().unwrap().is_none();
+    let rss_kb: u64 = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        still_running,
+        "tcc-benchmark exited early ({:?}):\n{}",
+        output.status,
+        stderr(&output)
+    );
+    // Its memory stays small while it runs (a vector of 10^11 latencies
+    // would be 800 GB).
+    assert!(rss_kb < 1 << 20, "resident memory {rss_kb} kB");
+}
