@@ -537,3 +537,101 @@ fn a_huge_iteration_count_runs_in_constant_memory() {
     // would be 800 GB).
     assert!(rss_kb < 1 << 20, "resident memory {rss_kb} kB");
 }
+
+// Concurrency: 8 threads on one Runtime.
+
+#[test]
+fn eight_threads_on_one_runtime_give_bit_identical_outputs() {
+    let (_dir, so) = test_model(&["TCC_TEST_SALT=42"]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    let model = Model::load(&so).unwrap();
+    let x = HostTensor::from_f32(vec![1000], &ramp(1000)).unwrap();
+    let expected = HostTensor::from_f32(vec![1000], &axpb_expected(&ramp(1000))).unwrap();
+    // Each thread with its own session.
+    let outputs: Vec<Vec<Vec<u8>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut session = rt.session(&model).unwrap();
+                    (0..50)
+                        .map(|_| session.run("axpb", std::slice::from_ref(&x)).unwrap()[0].bytes.clone())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for thread in &outputs {
+        for bytes in thread {
+            assert_eq!(bytes, &expected.bytes, "bit-identical outputs");
+        }
+    }
+    let stats = rt.cache_stats();
+    assert_eq!(stats.source_builds, 1, "one build for 8 sessions: {stats:?}");
+    // And 8 threads sharing one session (behind a mutex: a session runs
+    // one call at a time).
+    let shared = std::sync::Mutex::new(rt.session(&model).unwrap());
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                for _ in 0..50 {
+                    let y = shared
+                        .lock()
+                        .unwrap()
+                        .run("axpb", std::slice::from_ref(&x))
+                        .unwrap();
+                    assert_eq!(y[0].bytes, expected.bytes);
+                }
+            });
+        }
+    });
+    drop(shared);
+    assert_eq!(rt.pool_stats().in_use_bytes, 0, "{:?}", rt.pool_stats());
+}
+
+// Fault injection: an alloc callback, a kernel build and a launch fail in
+// turn; each gives a clear error and leaves the session usable, without
+// leaking pool buffers.
+
+#[test]
+fn injected_faults_give_clear_errors_and_leave_the_session_usable() {
+    use tcc_runtime::Fault;
+    let (_dir, so) = test_model(&["TCC_TEST_SALT=43"]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    let model = Model::load(&so).unwrap();
+    let x = HostTensor::from_f32(vec![1000], &ramp(1000)).unwrap();
+    let expected = axpb_expected(&ramp(1000));
+
+    rt.inject_fault(Fault::KernelBuild, 1);
+    let e = rt.session(&model).err().expect("the build fails").to_string();
+    assert!(
+        e.contains("kernel program failed to build") && e.contains("injected fault"),
+        "{e}"
+    );
+    let mut session = rt.session(&model).unwrap();
+    let y = session.run("axpb", std::slice::from_ref(&x)).unwrap();
+    assert_eq!(y[0].to_f32().unwrap(), expected);
+    let before = rt.pool_stats();
+
+    for (fault, needle) in [
+        (Fault::Alloc, "runtime call alloc() failed"),
+        (Fault::Launch, "runtime call launch() failed"),
+    ] {
+        rt.inject_fault(fault, 1);
+        let e = session
+            .run("axpb", std::slice::from_ref(&x))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("@axpb failed") && e.contains(needle) && e.contains("injected fault"),
+            "{fault:?}: {e}"
+        );
+        let y = session.run("axpb", std::slice::from_ref(&x)).unwrap();
+        assert_eq!(y[0].to_f32().unwrap(), expected, "{fault:?}: usable afterwards");
+        let after = rt.pool_stats();
+        assert_eq!(after.in_use_bytes, before.in_use_bytes, "{fault:?}: {after:?}");
+        assert_eq!(after.current_bytes, before.current_bytes, "{fault:?}: {after:?}");
+    }
+}
