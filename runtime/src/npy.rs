@@ -170,8 +170,18 @@ pub fn read_npy_type(path: &Path) -> Result<(DType, Vec<usize>)> {
 /// bytes after the data (trailing junk) are errors.
 pub fn read_npy(path: &Path) -> Result<HostTensor> {
     let bytes = std::fs::read(path).map_err(|e| npy_error(path, format!("cannot open: {e}")))?;
+    parse_npy(&bytes, path)
+}
+
+/// [`read_npy`] of a file's contents already in memory (errors name the
+/// file as `<bytes>`).
+pub fn read_npy_bytes(bytes: &[u8]) -> Result<HostTensor> {
+    parse_npy(bytes, Path::new("<bytes>"))
+}
+
+fn parse_npy(bytes: &[u8], path: &Path) -> Result<HostTensor> {
     let (header, data_start) =
-        parse_header(&bytes, bytes.len() as u64).map_err(|e| npy_error(path, e))?;
+        parse_header(bytes, bytes.len() as u64).map_err(|e| npy_error(path, e))?;
     let (dtype, shape) = header_type(path, &header)?;
     let expected = crate::tensor::byte_size(&shape, dtype)
         .ok_or_else(|| npy_error(path, "the header's shape is too large"))?;
