@@ -55,7 +55,9 @@ fn resource_variant(directory: &Path, name: &str, edit: impl Fn(&str) -> String)
 #[test]
 fn a_missing_resource_blob_is_a_located_error() {
     let dir = tempfile::tempdir().unwrap();
-    let path = resource_variant(dir.path(), "missing.mlir", |l| l.replace("bias_blob:", "other_blob:"));
+    let path = resource_variant(dir.path(), "missing.mlir", |l| {
+        l.replace("bias_blob:", "other_blob:")
+    });
     for emit in ["--emit=llvm-ir", "--emit=obj"] {
         let output = tcc()
             .args(["compile", emit])
@@ -66,7 +68,11 @@ fn a_missing_resource_blob_is_a_located_error() {
             .unwrap();
         assert_rejected(
             &output,
-            &["missing.mlir:8:", "dense_resource<bias_blob>", "has no blob"],
+            &[
+                "missing.mlir:8:",
+                "dense_resource<bias_blob>",
+                "has no blob",
+            ],
         );
     }
     let output = tcc()
@@ -97,11 +103,16 @@ fn a_short_or_long_resource_blob_is_an_error_not_garbage() {
         .unwrap();
     assert_rejected(
         &output,
-        &["short.mlir:8:", "has a blob of 8 bytes, but its type needs 64"],
+        &[
+            "short.mlir:8:",
+            "has a blob of 8 bytes, but its type needs 64",
+        ],
     );
     assert!(!dir.path().join("s.so").exists());
     // One float too many.
-    let long = resource_variant(dir.path(), "long.mlir", |l| l.replace("3E\"", "3E00000000\""));
+    let long = resource_variant(dir.path(), "long.mlir", |l| {
+        l.replace("3E\"", "3E00000000\"")
+    });
     let output = tcc()
         .arg("compile")
         .arg(&long)
@@ -131,13 +142,17 @@ fn compile_and_import_write_through_fifos_and_symlinks() {
     use std::os::unix::fs::FileTypeExt;
     let dir = tempfile::tempdir().unwrap();
     let mlp = models().join("mlp.mlir");
-    let onnx = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../test/onnx/models/where_compare/model.onnx");
+    let onnx =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/onnx/models/where_compare/model.onnx");
     // A symlink: the target is written, the link stays.
     for (args, name) in [
         (vec!["compile".into(), mlp.display().to_string()], "m.so"),
         (
-            vec!["compile".into(), "--emit=llvm-ir".into(), mlp.display().to_string()],
+            vec![
+                "compile".into(),
+                "--emit=llvm-ir".into(),
+                mlp.display().to_string(),
+            ],
             "m.ll",
         ),
         (vec!["import".into(), onnx.display().to_string()], "m.mlir"),
@@ -149,11 +164,17 @@ fn compile_and_import_write_through_fifos_and_symlinks() {
         let output = tcc().args(&args).arg("-o").arg(&link).output().unwrap();
         assert!(output.status.success(), "{args:?}: {}", stderr(&output));
         assert!(
-            std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
             "{args:?} replaced the symlink"
         );
         let written = std::fs::read(&target).unwrap();
-        assert!(written.len() > 3, "{args:?} did not write the link's target");
+        assert!(
+            written.len() > 3,
+            "{args:?} did not write the link's target"
+        );
     }
     // A FIFO: written through, never replaced.
     for args in [
@@ -162,7 +183,13 @@ fn compile_and_import_write_through_fifos_and_symlinks() {
     ] {
         let fifo = dir.path().join("pipe");
         let _ = std::fs::remove_file(&fifo);
-        assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
         let reader = {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(&fifo).unwrap())
@@ -171,7 +198,10 @@ fn compile_and_import_write_through_fifos_and_symlinks() {
         assert!(output.status.success(), "{args:?}: {}", stderr(&output));
         assert!(!reader.join().unwrap().is_empty());
         assert!(
-            std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo(),
             "{args:?} replaced the FIFO"
         );
     }
@@ -213,7 +243,11 @@ fn tensors_past_the_element_limit_are_located_errors() {
             ],
         );
         assert!(!dir.path().join("huge.so").exists());
-        let output = tcc_opt().arg(&path).arg("--tcc-phase-input").output().unwrap();
+        let output = tcc_opt()
+            .arg(&path)
+            .arg("--tcc-phase-input")
+            .output()
+            .unwrap();
         assert_rejected(&output, &["more than tcc's limit"]);
     }
     // At the limit itself: accepted by the input check.
@@ -224,7 +258,11 @@ fn tensors_past_the_element_limit_are_located_errors() {
         format!("func.func @f(%x: {ty}) -> {ty} {{\n  return %x : {ty}\n}}\n"),
     )
     .unwrap();
-    let output = tcc_opt().arg(&path).arg("--tcc-phase-input").output().unwrap();
+    let output = tcc_opt()
+        .arg(&path)
+        .arg("--tcc-phase-input")
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
 }
 
@@ -244,8 +282,8 @@ fn with_closed_stdout(mut command: Command) -> Output {
 #[test]
 fn a_closed_stdout_is_an_error_not_a_panic() {
     let mlp = models().join("mlp.mlir");
-    let onnx = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../test/onnx/models/where_compare/model.onnx");
+    let onnx =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/onnx/models/where_compare/model.onnx");
     for args in [
         vec!["compile", mlp.to_str().unwrap(), "--compile-to=gpu"],
         vec!["compile", mlp.to_str().unwrap(), "--emit=opencl-c"],
@@ -264,7 +302,11 @@ fn a_closed_stdout_is_an_error_not_a_panic() {
 fn deep_nesting_is_a_located_error_not_a_stack_overflow() {
     let dir = tempfile::tempdir().unwrap();
     let deep = dir.path().join("deep.mlir");
-    std::fs::write(&deep, format!("{}{}", "module {\n".repeat(5000), "}\n".repeat(5000))).unwrap();
+    std::fs::write(
+        &deep,
+        format!("{}{}", "module {\n".repeat(5000), "}\n".repeat(5000)),
+    )
+    .unwrap();
     let array = dir.path().join("array.mlir");
     std::fs::write(
         &array,
@@ -278,11 +320,19 @@ fn deep_nesting_is_a_located_error_not_a_stack_overflow() {
     let message = "nest deeper than 1000 levels here: tcc's parsers accept at most 1000";
     let output = tcc_opt().arg(&deep).output().unwrap();
     assert_rejected(&output, &["deep.mlir:1001:8: error: brackets", message]);
-    let output = tcc().args(["compile", "--emit=mlir"]).arg(&deep).output().unwrap();
+    let output = tcc()
+        .args(["compile", "--emit=mlir"])
+        .arg(&deep)
+        .output()
+        .unwrap();
     assert_rejected(&output, &["deep.mlir:1001:8: error: brackets", message]);
     let output = tcc_opt().arg(&array).output().unwrap();
     assert_rejected(&output, &["array.mlir:2:", message]);
-    let output = tcc().args(["compile", "--emit=mlir"]).arg(&array).output().unwrap();
+    let output = tcc()
+        .args(["compile", "--emit=mlir"])
+        .arg(&array)
+        .output()
+        .unwrap();
     assert_rejected(&output, &["array.mlir:2:", message]);
     // From standard input too.
     let output = tcc_opt()
@@ -328,7 +378,10 @@ fn errors_about_huge_types_are_shortened() {
         .unwrap();
     assert_rejected(
         &output,
-        &["bigtype.mlir:2:3: error: type of return operand 0", "characters in all"],
+        &[
+            "bigtype.mlir:2:3: error: type of return operand 0",
+            "characters in all",
+        ],
     );
     assert!(
         output.stderr.len() < 4000,
@@ -342,7 +395,11 @@ fn errors_about_huge_types_are_shortened() {
 #[test]
 fn a_model_without_functions_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, text) in [("empty.mlir", ""), ("module.mlir", "module {}\n"), ("comment.mlir", "// nothing\n")] {
+    for (name, text) in [
+        ("empty.mlir", ""),
+        ("module.mlir", "module {}\n"),
+        ("comment.mlir", "// nothing\n"),
+    ] {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         let output = tcc()
@@ -354,7 +411,11 @@ fn a_model_without_functions_is_an_error() {
             .unwrap();
         assert_rejected(&output, &[name, "the model defines no functions"]);
         assert!(!dir.path().join("m.so").exists());
-        let output = tcc().args(["compile", "--emit=mlir"]).arg(&path).output().unwrap();
+        let output = tcc()
+            .args(["compile", "--emit=mlir"])
+            .arg(&path)
+            .output()
+            .unwrap();
         assert_rejected(&output, &["defines no functions"]);
     }
 }
@@ -365,7 +426,10 @@ fn the_gpu_phase_refuses_raw_tosa() {
     let output = tcc_opt().arg(&mlp).arg("--tcc-phase-gpu").output().unwrap();
     assert_rejected(
         &output,
-        &["mlp.mlir:8:1: error: @mlp takes or returns tensors", "run the phases before it first"],
+        &[
+            "mlp.mlir:8:1: error: @mlp takes or returns tensors",
+            "run the phases before it first",
+        ],
     );
     // In order, the phases still reach the gpu phase.
     let output = tcc_opt()
@@ -395,20 +459,35 @@ fn onnx_shape_errors_are_plain_words() {
         .unwrap();
     assert_rejected(
         &output,
-        &["'x' has the invalid dimension -5 at axis 0: ONNX dimensions are sizes (0 or more) or names (dynamic)"],
+        &[
+            "'x' has the invalid dimension -5 at axis 0: ONNX dimensions are sizes (0 or more) or names (dynamic)",
+        ],
     );
     assert!(!stderr(&output).contains("dynamic dimension"));
     let model = repo.join("test/onnx/models/where_compare/model.onnx");
     for (shape, needle) in [
-        ("a=3", "--input-shape for 'a' is 3 (rank 1) but the model declares 3x5 (rank 2)"),
-        ("a=", "--input-shape for 'a' is a scalar (rank 0) but the model declares 3x5 (rank 2)"),
-        ("nosuch=1x2", "--input-shape names 'nosuch', which is not a graph input (the graph inputs are: a, b)"),
+        (
+            "a=3",
+            "--input-shape for 'a' is 3 (rank 1) but the model declares 3x5 (rank 2)",
+        ),
+        (
+            "a=",
+            "--input-shape for 'a' is a scalar (rank 0) but the model declares 3x5 (rank 2)",
+        ),
+        (
+            "nosuch=1x2",
+            "--input-shape names 'nosuch', which is not a graph input (the graph inputs are: a, b)",
+        ),
     ] {
         for command in ["import", "compile"] {
             let output = tcc()
                 .arg(command)
                 .arg(&model)
-                .args(["--input-shape", shape, "--emit=mlir"].iter().filter(|a| command == "compile" || **a != "--emit=mlir"))
+                .args(
+                    ["--input-shape", shape, "--emit=mlir"]
+                        .iter()
+                        .filter(|a| command == "compile" || **a != "--emit=mlir"),
+                )
                 .output()
                 .unwrap();
             assert_rejected(&output, &[needle]);

@@ -74,7 +74,9 @@ pub fn parse_inputs_for(
         .collect::<Result<Vec<_>>>()?;
     let sources: Vec<&str> = declared.iter().map(|(_, _, s)| s.as_str()).collect();
     function.check_input_types(
-        declared.iter().map(|(dtype, shape, _)| (*dtype, shape.as_slice())),
+        declared
+            .iter()
+            .map(|(dtype, shape, _)| (*dtype, shape.as_slice())),
         &sources,
     )?;
     let parsed = specs

@@ -73,9 +73,16 @@ fn check_header_shape(text: &str, limit: u64) -> std::result::Result<(), String>
         .ok_or("the header has no 'shape'")?;
     let rest = &text[key..];
     let open = rest.find('(').ok_or("the header's shape is not a tuple")?;
-    let close = rest[open..].find(')').ok_or("the header's shape is not a tuple")? + open;
+    let close = rest[open..]
+        .find(')')
+        .ok_or("the header's shape is not a tuple")?
+        + open;
     let mut product: u64 = 1;
-    for item in rest[open + 1..close].split(',').map(str::trim).filter(|t| !t.is_empty()) {
+    for item in rest[open + 1..close]
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
         let item = item.trim_end_matches('L');
         let d: u64 = item
             .parse()
@@ -106,8 +113,8 @@ fn parse_header(bytes: &[u8], total: u64) -> std::result::Result<(npyz::NpyHeade
     // No shape can describe more elements than the file has bytes (a
     // zero-size array aside, whose other dimensions stay below 2^32).
     check_header_shape(&text, total.max(1 << 32))?;
-    let npy = npyz::NpyFile::new(&bytes[..end])
-        .map_err(|e| format!("not a readable .npy file: {e}"))?;
+    let npy =
+        npyz::NpyFile::new(&bytes[..end]).map_err(|e| format!("not a readable .npy file: {e}"))?;
     Ok((npy.header().clone(), end))
 }
 
@@ -291,8 +298,7 @@ mod tests {
 
     /// A version 1 .npy file with this header shape, data and extra bytes.
     fn npy_bytes(shape: &str, data: &[u8]) -> Vec<u8> {
-        let mut header =
-            format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
         while (10 + header.len() + 1) % 64 != 0 {
             header.push(' ');
         }
@@ -335,12 +341,23 @@ mod tests {
         junk.extend(b"JUNK");
         std::fs::write(&p, npy_bytes("(4,)", &junk)).unwrap();
         let e = read_npy(&p).unwrap_err().to_string();
-        assert!(e.contains("4 bytes follow the data") && e.contains("trailing junk"), "{e}");
+        assert!(
+            e.contains("4 bytes follow the data") && e.contains("trailing junk"),
+            "{e}"
+        );
         std::fs::write(&p, npy_bytes("(4,)", &data[..12])).unwrap();
         let e = read_npy(&p).unwrap_err().to_string();
-        assert!(e.contains("truncated: 4xf32 needs 16 bytes of data, the file has 12"), "{e}");
+        assert!(
+            e.contains("truncated: 4xf32 needs 16 bytes of data, the file has 12"),
+            "{e}"
+        );
         std::fs::write(&p, b"\x93NUMPY\x01").unwrap();
-        assert!(read_npy(&p).unwrap_err().to_string().contains("not a readable .npy file"));
+        assert!(
+            read_npy(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("not a readable .npy file")
+        );
         std::fs::write(&p, b"\x93NUMPY\x09\x00\x10\x00").unwrap();
         assert!(read_npy(&p).unwrap_err().to_string().contains("version 9"));
     }

@@ -191,14 +191,27 @@ mod tests {
         let link = dir.path().join("link.txt");
         std::os::unix::fs::symlink("target.txt", &link).unwrap();
         write_output_bytes(&link, b"new", false).unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         // A dangling link names the file to create.
         let dangling = dir.path().join("dangling");
         std::os::unix::fs::symlink(dir.path().join("created.txt"), &dangling).unwrap();
         write_output_bytes(&dangling, b"made", false).unwrap();
-        assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
-        assert_eq!(std::fs::read(dir.path().join("created.txt")).unwrap(), b"made");
+        assert!(
+            std::fs::symlink_metadata(&dangling)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("created.txt")).unwrap(),
+            b"made"
+        );
         // A loop is an error, not a hang.
         let a = dir.path().join("loop_a");
         std::os::unix::fs::symlink("loop_b", &a).unwrap();
@@ -213,7 +226,10 @@ mod tests {
         // A FIFO: the bytes arrive at its reader and it stays a FIFO.
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
-        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(status.success());
         let reader = {
             let fifo = fifo.clone();
@@ -221,7 +237,12 @@ mod tests {
         };
         write_output_bytes(&fifo, b"through the pipe", false).unwrap();
         assert_eq!(reader.join().unwrap(), b"through the pipe");
-        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
         // A directory is refused.
         let err = write_output_bytes(dir.path(), b"x", false).unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
@@ -231,7 +252,13 @@ mod tests {
     fn open_regular_file_refuses_fifos_and_devices_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
-        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
         let err = open_regular_file(&fifo).unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
         assert!(open_regular_file(Path::new("/dev/zero")).is_err());

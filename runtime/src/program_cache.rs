@@ -518,7 +518,8 @@ impl ProgramCache {
             );
         }
         if !paths.bypass.exists()
-            && let Some(program) = self.load_entry(context, device, source, key, &paths, lock.is_some())
+            && let Some(program) =
+                self.load_entry(context, device, source, key, &paths, lock.is_some())
         {
             self.stats.disk_hits += 1;
             if paths.evicted.exists() {
@@ -553,9 +554,10 @@ impl ProgramCache {
         match fs::remove_file(&paths.entry) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                self.disk_problem(false, format!("cannot remove {}: {e}", paths.entry.display()))
-            }
+            Err(e) => self.disk_problem(
+                false,
+                format!("cannot remove {}: {e}", paths.entry.display()),
+            ),
         }
         let marker = if paths.evicted.exists() {
             let _ = fs::remove_file(&paths.evicted);
@@ -595,8 +597,12 @@ impl ProgramCache {
         };
         let problem = match decode_entry(&bytes, key) {
             Ok(payload) => {
-                if locked && let Err(e) = fs::write(&paths.loading, std::process::id().to_string()) {
-                    self.disk_problem(false, format!("cannot write {}: {e}", paths.loading.display()));
+                if locked && let Err(e) = fs::write(&paths.loading, std::process::id().to_string())
+                {
+                    self.disk_problem(
+                        false,
+                        format!("cannot write {}: {e}", paths.loading.display()),
+                    );
                 }
                 let loaded = program_from_binary(context, device, payload, source.options);
                 if locked {

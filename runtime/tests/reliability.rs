@@ -14,7 +14,9 @@ use tcc_runtime::HostTensor;
 use tcc_runtime::npy::{read_npy, write_npy};
 
 fn tool(name: &str, cache: &Path, args: &[&str]) -> Output {
-    tool_command(name, cache, args).output().expect("run the binary")
+    tool_command(name, cache, args)
+        .output()
+        .expect("run the binary")
 }
 
 fn tool_command(name: &str, cache: &Path, args: &[&str]) -> Command {
@@ -73,7 +75,12 @@ fn output_to_a_symlink_writes_its_target_and_keeps_the_link() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(
         read_npy(&target).unwrap().to_f32().unwrap(),
         axpb_expected(&ramp(1000))
@@ -86,7 +93,13 @@ fn output_to_a_fifo_is_written_through() {
     let cache = tempfile::tempdir().unwrap();
     let xp = x_npy(dir.path());
     let fifo = dir.path().join("out.npy");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read(&fifo).unwrap())
@@ -103,8 +116,16 @@ fn output_to_a_fifo_is_written_through() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let bytes = reader.join().unwrap();
-    assert!(bytes.starts_with(b"\x93NUMPY"), "npy bytes through the FIFO");
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(
+        bytes.starts_with(b"\x93NUMPY"),
+        "npy bytes through the FIFO"
+    );
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
 }
 
 // Defect 10: .npy outputs were written mode 0600 whatever the umask.
@@ -145,7 +166,10 @@ use tcc_runtime::{Model, ProgramOrigin};
 
 /// A runtime with a cache in `cache` builds the test model once; returns
 /// the entry's path, its bytes and the model.
-fn cached_entry(cache: &Path, salt: u32) -> (tempfile::TempDir, Model, std::path::PathBuf, Vec<u8>) {
+fn cached_entry(
+    cache: &Path,
+    salt: u32,
+) -> (tempfile::TempDir, Model, std::path::PathBuf, Vec<u8>) {
     let (dir, so) = test_model(&[&format!("TCC_TEST_SALT={salt}")]);
     let model = Model::load(&so).unwrap();
     let rt = runtime(cache, false);
@@ -194,9 +218,7 @@ fn fifo_symlink_and_oversized_cache_entries_are_evicted_unread() {
     let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
         (
             "fifo",
-            Box::new(|p: &Path| {
-                assert!(Command::new("mkfifo").arg(p).status().unwrap().success())
-            }),
+            Box::new(|p: &Path| assert!(Command::new("mkfifo").arg(p).status().unwrap().success())),
             "not a regular file",
         ),
         (
@@ -223,7 +245,11 @@ fn fifo_symlink_and_oversized_cache_entries_are_evicted_unread() {
             (s.program_origin(), rt.cache_stats(), y)
         });
         assert_eq!(origin, Some(ProgramOrigin::SourceBuild), "{what}");
-        assert_eq!((stats.disk_rejects, stats.disk_writes), (1, 1), "{what}: {stats:?}");
+        assert_eq!(
+            (stats.disk_rejects, stats.disk_writes),
+            (1, 1),
+            "{what}: {stats:?}"
+        );
         let problem = stats.last_disk_problem.unwrap_or_default();
         assert!(problem.contains(reason), "{what}: {problem}");
         assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)), "{what}");
@@ -238,7 +264,12 @@ fn fifo_symlink_and_oversized_cache_entries_are_evicted_unread() {
             "{what}"
         );
     }
-    assert!(std::fs::metadata("/dev/zero").unwrap().file_type().is_char_device());
+    assert!(
+        std::fs::metadata("/dev/zero")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
 }
 
 #[test]
@@ -255,9 +286,16 @@ fn an_entry_the_driver_refuses_is_rebuilt_once_then_its_key_is_bypassed() {
     let s = rt.session(&model).unwrap();
     assert_eq!(s.program_origin(), Some(ProgramOrigin::SourceBuild));
     let st = rt.cache_stats();
-    assert_eq!((st.disk_rejects, st.disk_writes, st.bypassed), (1, 1, 0), "{st:?}");
+    assert_eq!(
+        (st.disk_rejects, st.disk_writes, st.bypassed),
+        (1, 1, 0),
+        "{st:?}"
+    );
     assert!(
-        st.last_disk_problem.as_deref().unwrap_or_default().contains("driver refused"),
+        st.last_disk_problem
+            .as_deref()
+            .unwrap_or_default()
+            .contains("driver refused"),
         "{st:?}"
     );
     assert!(entry.exists());
@@ -266,7 +304,11 @@ fn an_entry_the_driver_refuses_is_rebuilt_once_then_its_key_is_bypassed() {
     let rt = runtime(cache.path(), false);
     let mut s = rt.session(&model).unwrap();
     let st = rt.cache_stats();
-    assert_eq!((st.disk_rejects, st.disk_writes, st.bypassed), (1, 0, 1), "{st:?}");
+    assert_eq!(
+        (st.disk_rejects, st.disk_writes, st.bypassed),
+        (1, 0, 1),
+        "{st:?}"
+    );
     assert!(!entry.exists(), "a bypassed key writes no entry");
     let x = HostTensor::from_f32(vec![1000], &ramp(1000)).unwrap();
     let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
@@ -275,7 +317,11 @@ fn an_entry_the_driver_refuses_is_rebuilt_once_then_its_key_is_bypassed() {
     let s = rt.session(&model).unwrap();
     assert_eq!(s.program_origin(), Some(ProgramOrigin::SourceBuild));
     let st = rt.cache_stats();
-    assert_eq!((st.source_builds, st.disk_writes, st.bypassed), (1, 0, 1), "{st:?}");
+    assert_eq!(
+        (st.source_builds, st.disk_writes, st.bypassed),
+        (1, 0, 1),
+        "{st:?}"
+    );
     assert!(entry.with_extension("bypass").exists());
 }
 
@@ -310,7 +356,11 @@ fn an_entry_that_crashed_the_driver_is_evicted_by_the_next_process() {
     );
     let second = run();
     assert!(second.status.success(), "{}", stderr(&second));
-    assert!(stderr(&second).contains("built from source"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("built from source"),
+        "{}",
+        stderr(&second)
+    );
     assert!(String::from_utf8_lossy(&second.stdout).contains("1000xf32=[2 2.5 3"));
     let third = run();
     assert!(third.status.success(), "{}", stderr(&third));
@@ -354,7 +404,12 @@ fn eight_processes_on_one_empty_cache_build_the_program_once() {
             tool_command(
                 "tcc-run",
                 cache.path(),
-                &[so.to_str().unwrap(), "--function=axpb", "--input=1000xf32=1", "--verbose"],
+                &[
+                    so.to_str().unwrap(),
+                    "--function=axpb",
+                    "--input=1000xf32=1",
+                    "--verbose",
+                ],
             )
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -362,7 +417,10 @@ fn eight_processes_on_one_empty_cache_build_the_program_once() {
             .unwrap()
         })
         .collect();
-    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
     let mut built = 0;
     for o in &outputs {
         assert!(o.status.success(), "{}", stderr(o));
@@ -374,7 +432,10 @@ fn eight_processes_on_one_empty_cache_build_the_program_once() {
         }
         assert_eq!(o.stdout, outputs[0].stdout, "bit-identical outputs");
     }
-    assert_eq!(built, 1, "one process builds, the others wait and load its entry");
+    assert_eq!(
+        built, 1,
+        "one process builds, the others wait and load its entry"
+    );
     let left: Vec<_> = std::fs::read_dir(cache.path().join("opencl-programs"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -408,7 +469,10 @@ fn a_process_that_waits_too_long_for_the_lock_builds_without_writing() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(start.elapsed() >= std::time::Duration::from_secs(1));
     assert!(stderr(&o).contains("built from source"), "{}", stderr(&o));
-    assert!(!entry.exists(), "the lock holder writes the entry, not the waiter");
+    assert!(
+        !entry.exists(),
+        "the lock holder writes the entry, not the waiter"
+    );
     drop(lock);
 }
 
@@ -451,9 +515,16 @@ fn inputs_are_checked_against_the_signature_before_they_are_built() {
     let o = tool(
         "tcc-run",
         cache.path(),
-        &[so, "--function=axpb", &format!("--input=@{}", huge.display())],
+        &[
+            so,
+            "--function=axpb",
+            &format!("--input=@{}", huge.display()),
+        ],
     );
-    assert_fails_with(&o, "the header's shape (18446744073709551615, 4, 16) is too large");
+    assert_fails_with(
+        &o,
+        "the header's shape (18446744073709551615, 4, 16) is too large",
+    );
     // A header that matches the function, over too little data: the file
     // is not read beyond its header before the type check, then refused.
     let short = dir.path().join("short.npy");
@@ -461,9 +532,16 @@ fn inputs_are_checked_against_the_signature_before_they_are_built() {
     let o = tool(
         "tcc-run",
         cache.path(),
-        &[so, "--function=axpb", &format!("--input=@{}", short.display())],
+        &[
+            so,
+            "--function=axpb",
+            &format!("--input=@{}", short.display()),
+        ],
     );
-    assert_fails_with(&o, "truncated: 1000xf32 needs 4000 bytes of data, the file has 400");
+    assert_fails_with(
+        &o,
+        "truncated: 1000xf32 needs 4000 bytes of data, the file has 400",
+    );
     let junk = dir.path().join("junk.npy");
     let mut data = vec![0u8; 4000];
     data.extend(b"trailing junk");
@@ -471,7 +549,11 @@ fn inputs_are_checked_against_the_signature_before_they_are_built() {
     let o = tool(
         "tcc-run",
         cache.path(),
-        &[so, "--function=axpb", &format!("--input=@{}", junk.display())],
+        &[
+            so,
+            "--function=axpb",
+            &format!("--input=@{}", junk.display()),
+        ],
     );
     assert_fails_with(&o, "13 bytes follow the data");
 }
@@ -485,7 +567,11 @@ fn a_closed_stdout_is_an_error_that_says_so() {
     let mut child = tool_command(
         "tcc-run",
         cache.path(),
-        &[so.to_str().unwrap(), "--function=axpb", "--input=1000xf32=1"],
+        &[
+            so.to_str().unwrap(),
+            "--function=axpb",
+            "--input=1000xf32=1",
+        ],
     )
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped())
@@ -493,7 +579,10 @@ fn a_closed_stdout_is_an_error_that_says_so() {
     .unwrap();
     drop(child.stdout.take());
     let o = child.wait_with_output().unwrap();
-    assert_fails_with(&o, "tcc-run: error: cannot write to standard output: Broken pipe");
+    assert_fails_with(
+        &o,
+        "tcc-run: error: cannot write to standard output: Broken pipe",
+    );
 }
 
 // Defect 9: `tcc-benchmark --iterations=100000000000` aborted allocating a
@@ -555,7 +644,11 @@ fn eight_threads_on_one_runtime_give_bit_identical_outputs() {
                 scope.spawn(|| {
                     let mut session = rt.session(&model).unwrap();
                     (0..50)
-                        .map(|_| session.run("axpb", std::slice::from_ref(&x)).unwrap()[0].bytes.clone())
+                        .map(|_| {
+                            session.run("axpb", std::slice::from_ref(&x)).unwrap()[0]
+                                .bytes
+                                .clone()
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -568,7 +661,10 @@ fn eight_threads_on_one_runtime_give_bit_identical_outputs() {
         }
     }
     let stats = rt.cache_stats();
-    assert_eq!(stats.source_builds, 1, "one build for 8 sessions: {stats:?}");
+    assert_eq!(
+        stats.source_builds, 1,
+        "one build for 8 sessions: {stats:?}"
+    );
     // And 8 threads sharing one session (behind a mutex: a session runs
     // one call at a time).
     let shared = std::sync::Mutex::new(rt.session(&model).unwrap());
@@ -605,7 +701,11 @@ fn injected_faults_give_clear_errors_and_leave_the_session_usable() {
     let expected = axpb_expected(&ramp(1000));
 
     rt.inject_fault(Fault::KernelBuild, 1);
-    let e = rt.session(&model).err().expect("the build fails").to_string();
+    let e = rt
+        .session(&model)
+        .err()
+        .expect("the build fails")
+        .to_string();
     assert!(
         e.contains("kernel program failed to build") && e.contains("injected fault"),
         "{e}"
@@ -629,9 +729,19 @@ fn injected_faults_give_clear_errors_and_leave_the_session_usable() {
             "{fault:?}: {e}"
         );
         let y = session.run("axpb", std::slice::from_ref(&x)).unwrap();
-        assert_eq!(y[0].to_f32().unwrap(), expected, "{fault:?}: usable afterwards");
+        assert_eq!(
+            y[0].to_f32().unwrap(),
+            expected,
+            "{fault:?}: usable afterwards"
+        );
         let after = rt.pool_stats();
-        assert_eq!(after.in_use_bytes, before.in_use_bytes, "{fault:?}: {after:?}");
-        assert_eq!(after.current_bytes, before.current_bytes, "{fault:?}: {after:?}");
+        assert_eq!(
+            after.in_use_bytes, before.in_use_bytes,
+            "{fault:?}: {after:?}"
+        );
+        assert_eq!(
+            after.current_bytes, before.current_bytes,
+            "{fault:?}: {after:?}"
+        );
     }
 }

@@ -133,7 +133,10 @@ impl TccPass for CheckSupported {
                     break;
                 }
                 if let Some(why) = too_large(ty) {
-                    errors.push(PassError::at(op.location(), format!("'{name}' result {why}")));
+                    errors.push(PassError::at(
+                        op.location(),
+                        format!("'{name}' result {why}"),
+                    ));
                     break;
                 }
             }

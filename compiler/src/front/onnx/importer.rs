@@ -332,11 +332,21 @@ pub fn import_model(
                     .zip(&params)
                     .map(|(d, p)| d.map_or(p.clone(), |d| d.to_string()))
                     .collect();
-                let rank = |r: usize| if r == 1 { "rank 1".to_string() } else { format!("rank {r}") };
+                let rank = |r: usize| {
+                    if r == 1 {
+                        "rank 1".to_string()
+                    } else {
+                        format!("rank {r}")
+                    }
+                };
                 let given = if shape.is_empty() {
                     "a scalar (rank 0)".to_string()
                 } else {
-                    format!("{} ({})", super::dtype::shape_text(shape), rank(shape.len()))
+                    format!(
+                        "{} ({})",
+                        super::dtype::shape_text(shape),
+                        rank(shape.len())
+                    )
                 };
                 let declared = if declared.is_empty() {
                     "a scalar (rank 0)".to_string()
