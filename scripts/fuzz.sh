@@ -74,18 +74,21 @@ run_target() {
     mkdir -p "$corpus"
     "seed_$name" "$corpus"
     echo "== fuzz $name for $seconds s ($dir)"
+    local log=$root/$dir/fuzz-$name.log status=0
     (
         cd "$root/$dir"
         # -rss_limit_mb / -malloc_limit_mb: an input that makes tcc
         # allocate without bound is a finding too.
         cargo +nightly fuzz run --fuzz-dir "$root/$dir" "$name" "$corpus" -- \
             -max_total_time="$seconds" -max_len="$max_len" -timeout="$timeout" \
-            -rss_limit_mb=4096 -malloc_limit_mb=2048 -print_final_stats=1 \
-            2>&1 | tee "$root/$dir/fuzz-$name.log" | grep -E '^(#[0-9]+.*(DONE|pulse)|==|SUMMARY|stat::)' || true
-        # tee hides cargo-fuzz's status: read it from the log.
-        ! grep -qE 'ERROR: libFuzzer|SUMMARY: (Address|Leak)Sanitizer|deadly signal|Test unit written' \
-            "$root/$dir/fuzz-$name.log"
-    )
+            -rss_limit_mb=4096 -malloc_limit_mb=2048 -print_final_stats=1
+    ) > "$log" 2>&1 || status=$?
+    grep -E '^#[0-9]+.*DONE|^stat::|SUMMARY|^==[0-9]+==' "$log" || true
+    if [ "$status" -ne 0 ]; then
+        echo "fuzz: $name failed (exit $status); the log is $log" >&2
+        tail -40 "$log" >&2
+    fi
+    return "$status"
 }
 
 status=0

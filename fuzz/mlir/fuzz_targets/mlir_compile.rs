@@ -5,6 +5,8 @@
 
 #![no_main]
 
+use std::ffi::{c_char, c_int};
+
 use libfuzzer_sys::fuzz_target;
 use tcc_compiler::driver::compile::compile_to_kernels;
 use tcc_compiler::driver::session::Session;
@@ -21,3 +23,25 @@ fuzz_target!(|data: &[u8]| {
         let _ = compiled.host("fuzz");
     }
 });
+
+// MLIR's static libraries include mlir-opt's `main` (libMLIRMlirOptMain.a),
+// which the linker may pick instead of libFuzzer's: the target then ran as
+// mlir-opt and rejected libFuzzer's flags. A `main` in this crate comes
+// first and hands over to libFuzzer's driver.
+unsafe extern "C" {
+    fn LLVMFuzzerRunDriver(
+        argc: *mut c_int,
+        argv: *mut *mut *mut c_char,
+        callback: extern "C" fn(*const u8, usize) -> c_int,
+    ) -> c_int;
+    fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> c_int;
+}
+
+extern "C" fn test_one_input(data: *const u8, size: usize) -> c_int {
+    unsafe { LLVMFuzzerTestOneInput(data, size) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn main(mut argc: c_int, mut argv: *mut *mut c_char) -> c_int {
+    unsafe { LLVMFuzzerRunDriver(&mut argc, &mut argv, test_one_input) }
+}
