@@ -495,3 +495,15 @@ fn onnx_shape_errors_are_plain_words() {
         }
     }
 }
+
+/// `-o /dev/stdout` with stdout a pipe writes into the pipe.
+#[test]
+fn compile_to_dev_stdout_reaches_the_pipe() {
+    let output = tcc()
+        .args(["compile", "--emit=llvm-ir", "-o", "/dev/stdout"])
+        .arg(models().join("mlp.mlir"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("tcc_artifact_v1"));
+}

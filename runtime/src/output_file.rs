@@ -6,8 +6,10 @@
 //! - A symlink is followed: its target is written (replaced atomically if it
 //!   is a regular file), and the link stays a link.
 //! - A character device, block device, FIFO or socket (`/dev/null`,
-//!   `/dev/stdout`, a named pipe) is opened for writing and written to; it
-//!   is never replaced by a regular file.
+//!   `/dev/stdout` on a terminal or pipe, a named pipe) is opened for
+//!   writing and written to; it is never replaced by a regular file. So is
+//!   a regular file reached through a link that cannot be followed by name
+//!   (`/dev/stdout` redirected to a deleted file).
 //! - A directory is an error.
 //!
 //! A new file gets mode 0666 (0777 when `executable`) less the umask, as
@@ -59,8 +61,9 @@ pub fn write_output(
         "write" => e,
         _ => io::Error::new(e.kind(), format!("cannot {what} it: {e}")),
     };
-    let target = resolve_symlinks(path).map_err(|e| named(e, "resolve"))?;
-    let existing = match std::fs::metadata(&target) {
+    // What the kernel reaches through `path` (following every link,
+    // including /proc's magic ones such as /dev/stdout -> /proc/self/fd/1).
+    let existing = match std::fs::metadata(path) {
         Ok(metadata) => Some(metadata),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(named(e, "inspect")),
@@ -73,16 +76,19 @@ pub fn write_output(
             ));
         }
         if !metadata.is_file() {
-            // A device, FIFO or socket: write through it.
-            let file = OpenOptions::new()
-                .write(true)
-                .open(&target)
-                .map_err(|e| named(e, "open"))?;
-            let mut out = BufWriter::new(file);
-            write(&mut out).map_err(|e| named(e, "write"))?;
-            out.flush().map_err(|e| named(e, "write"))?;
-            return Ok(());
+            // A device, FIFO or socket (/dev/null, a pipe behind
+            // /dev/stdout): write through it.
+            return write_through(path, false, write);
         }
+    }
+    // A regular file or a new one: replace it atomically at the end of its
+    // symlinks. When the links cannot be followed by name (a /proc magic
+    // link to a deleted or unnamed file), write through instead.
+    let target = resolve_symlinks(path).map_err(|e| named(e, "resolve"))?;
+    if let Some(metadata) = &existing
+        && !same_inode(metadata, &target)
+    {
+        return write_through(path, true, write);
     }
     let directory = target
         .parent()
@@ -120,6 +126,32 @@ pub fn write_output(
     }
     temp.persist(&target).map_err(|e| named(e.error, "write"))?;
     Ok(())
+}
+
+/// Opens `path` for writing (without replacing it) and writes it.
+fn write_through(
+    path: &Path,
+    truncate: bool,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let file = OpenOptions::new()
+        .write(true)
+        .truncate(truncate)
+        .open(path)?;
+    let mut out = BufWriter::new(file);
+    write(&mut out)?;
+    out.flush()
+}
+
+#[cfg(unix)]
+fn same_inode(metadata: &std::fs::Metadata, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|m| m.dev() == metadata.dev() && m.ino() == metadata.ino())
+}
+
+#[cfg(not(unix))]
+fn same_inode(_metadata: &std::fs::Metadata, path: &Path) -> bool {
+    path.exists()
 }
 
 /// [`write_output`] of a byte string.

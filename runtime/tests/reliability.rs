@@ -745,3 +745,35 @@ fn injected_faults_give_clear_errors_and_leave_the_session_usable() {
         );
     }
 }
+
+/// `--output=@/dev/stdout` with stdout a pipe: /dev/stdout is a /proc
+/// magic link to the pipe, which cannot be followed by name; it is written
+/// through.
+#[test]
+fn output_to_dev_stdout_reaches_the_pipe() {
+    let (dir, so) = test_model(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let xp = x_npy(dir.path());
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            so.to_str().unwrap(),
+            "--function=axpb",
+            &format!("--input=@{}", xp.display()),
+            "--output=@/dev/stdout",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let at = o
+        .stdout
+        .windows(6)
+        .position(|w| w == b"\x93NUMPY")
+        .expect("npy bytes on stdout");
+    let npy = dir.path().join("from-stdout.npy");
+    std::fs::write(&npy, &o.stdout[at..]).unwrap();
+    assert_eq!(
+        read_npy(&npy).unwrap().to_f32().unwrap(),
+        axpb_expected(&ramp(1000))
+    );
+}
