@@ -4,22 +4,16 @@ use melior::ir::r#type::RankedTensorType;
 use melior::ir::{ShapedTypeLike, Type, TypeLike};
 
 /// The most elements tcc accepts in one tensor (2^32), at the input of
-/// `tcc compile` (`tcc-check-supported`) and in the ONNX importer alike.
-/// With it, every size tcc computes from shapes (elements, bytes, work
-/// items, arena offsets) fits in an `i64` with room to spare.
-pub const MAX_TENSOR_ELEMENTS: i64 = 1 << 32;
+/// `tcc compile` (`tcc-check-supported`) and in the ONNX importer alike
+/// (one constant, defined with the importer). With it, every size tcc
+/// computes from shapes (elements, bytes, work items, arena offsets) fits
+/// in an `i64` with room to spare.
+pub const MAX_TENSOR_ELEMENTS: i64 = crate::front::onnx::dtype::MAX_ELEMENTS;
 
 /// The element count of `shape` when every dimension is non-negative and
 /// the product is at most [`MAX_TENSOR_ELEMENTS`] (checked arithmetic).
 pub fn checked_element_count(shape: &[i64]) -> Option<i64> {
-    let mut count: i64 = 1;
-    for &d in shape {
-        if d < 0 {
-            return None;
-        }
-        count = count.checked_mul(d)?;
-    }
-    (count <= MAX_TENSOR_ELEMENTS).then_some(count)
+    crate::front::onnx::dtype::checked_numel(shape)
 }
 
 /// A statically shaped ranked tensor type: its dimensions and element type.
