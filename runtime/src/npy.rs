@@ -62,6 +62,38 @@ fn header_span(prefix: &[u8]) -> std::result::Result<(usize, usize), String> {
     Ok((start, start + len))
 }
 
+/// How deep a header may nest brackets: numpy writes `{'descr': '<f4',
+/// 'fortran_order': False, 'shape': (2, 3), }` (2 levels; structured
+/// dtypes, which tcc does not read, a few more).
+const MAX_HEADER_NESTING: usize = 4;
+
+/// Refuses a header that nests brackets deeper than
+/// [`MAX_HEADER_NESTING`] before npyz's parser (py_literal, a backtracking
+/// PEG parser) sees it: cargo-fuzz found a 118-byte header of unclosed
+/// brackets that kept it busy for more than 10 s.
+fn check_header_nesting(text: &str) -> std::result::Result<(), String> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{') => {
+                depth += 1;
+                if depth > MAX_HEADER_NESTING {
+                    return Err(format!(
+                        "not a readable .npy file: its header nests brackets more than {MAX_HEADER_NESTING} deep"
+                    ));
+                }
+            }
+            (None, ')' | ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The `shape` tuple of a header dictionary, checked before npyz sees it:
 /// npyz multiplies the dimensions (and their suffixes, for strides)
 /// unchecked. The product of the non-zero dimensions must fit in `u64`
@@ -110,6 +142,7 @@ fn parse_header(bytes: &[u8], total: u64) -> std::result::Result<(npyz::NpyHeade
         return Err("not a readable .npy file: truncated header".into());
     }
     let text = String::from_utf8_lossy(&bytes[start..end]);
+    check_header_nesting(&text)?;
     // No shape can describe more elements than the file has bytes (a
     // zero-size array aside, whose other dimensions stay below 2^32).
     check_header_shape(&text, total.max(1 << 32))?;
@@ -328,6 +361,20 @@ mod tests {
             );
             assert!(read_npy_type(&p).is_err(), "{shape}");
         }
+    }
+
+    /// Found by cargo-fuzz (runtime_inputs): npyz's header parser took
+    /// more than 10 s on these 170 bytes of nested, unclosed brackets.
+    #[test]
+    fn deeply_nested_headers_are_refused_quickly() {
+        let input = b"\x93NUMPY\x01\x00v\x00{'desc\x04': '<i8', 'fo\x0frtran_order': False, 'shape': (2,), [[[[[        {{{{{{{{{{{{{{{{{                (         6             {:dc'        \xff\xff\xffb\x00\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00";
+        let start = std::time::Instant::now();
+        let e = read_npy_bytes(input).unwrap_err().to_string();
+        assert!(e.contains("nests brackets more than 4 deep"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        // What numpy writes still reads.
+        let ok = npy_bytes("(2, 2)", &[0; 16]);
+        assert_eq!(read_npy_bytes(&ok).unwrap().shape, vec![2, 2]);
     }
 
     #[test]
