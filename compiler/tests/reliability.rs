@@ -507,3 +507,21 @@ fn compile_to_dev_stdout_reaches_the_pipe() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("tcc_artifact_v1"));
 }
+
+/// Found by cargo-fuzz (mlir_compile, AddressSanitizer): MLIR's lexer read
+/// past the end of the text tcc handed it when the file ended in an
+/// identifier (no newline): it relies on a NUL after the text. Without a
+/// sanitizer the over-read goes unnoticed, so this checks the behaviour
+/// around it: a clean, located error.
+#[test]
+fn a_file_ending_in_an_identifier_is_parsed_within_its_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.mlir");
+    std::fs::write(&path, "// a model cut short\nfunc.funl").unwrap();
+    let output = tcc()
+        .args(["compile", "--emit=mlir"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_rejected(&output, &["cut.mlir:2:1: error:", "func.funl"]);
+}

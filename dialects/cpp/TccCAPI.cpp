@@ -324,9 +324,17 @@ extern "C" MlirModule tccParseModule(MlirContext context, MlirStringRef source,
               nestingMessage());
     return MlirModule{nullptr};
   }
+  // MLIR's lexer relies on a NUL after the text (it scans an identifier
+  // at the very end until it meets one): parse a NUL-terminated copy, not
+  // the caller's bytes (cargo-fuzz found the over-read with a file ending
+  // in `func.funl`).
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(unwrap(source), unwrap(name)),
+      llvm::SMLoc());
   ParserConfig config(unwrap(context));
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
-      unwrap(source), config, unwrap(name));
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, config);
   return wrap(module.release());
 }
 
