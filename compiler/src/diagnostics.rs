@@ -11,6 +11,49 @@ use melior::diagnostic::{Diagnostic, DiagnosticSeverity};
 use melior::ir::Location;
 use mlir_sys::MlirLocation;
 
+/// The longest text (in characters) an error message quotes whole: a
+/// longer type, attribute or source line is shortened by
+/// [`truncate_for_message`].
+pub const MESSAGE_QUOTE_LIMIT: usize = 400;
+
+/// `text` when it is at most [`MESSAGE_QUOTE_LIMIT`] characters, else its
+/// first and last characters around `... (N characters in all) ...`, so
+/// that an error about a huge type or attribute stays readable.
+pub fn truncate_for_message(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MESSAGE_QUOTE_LIMIT {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(MESSAGE_QUOTE_LIMIT * 3 / 4).collect();
+    let tail: String = text.chars().skip(count - MESSAGE_QUOTE_LIMIT / 8).collect();
+    format!("{head} ... ({count} characters in all) ... {tail}")
+}
+
+/// The part of a source line a diagnostic quotes, and where its caret
+/// goes: the whole line when it is short, else about 120 characters around
+/// `column` (0-based, in characters) with `...` where it was cut.
+pub fn source_window(line: &str, column: usize) -> (String, usize) {
+    const BEFORE: usize = 60;
+    const AFTER: usize = 60;
+    let count = line.chars().count();
+    if count <= BEFORE + AFTER + 40 {
+        return (line.to_string(), column);
+    }
+    let column = column.min(count);
+    let start = column.saturating_sub(BEFORE);
+    let end = (column + AFTER).min(count);
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push_str("...");
+    }
+    shown.extend(line.chars().skip(start).take(end - start));
+    if end < count {
+        shown.push_str("...");
+    }
+    let caret = column - start + if start > 0 { 3 } else { 0 };
+    (shown, caret)
+}
+
 /// Emits an error diagnostic at `location` (or an unknown location).
 pub fn emit_error(location: Option<Location>, message: &str) {
     let Some(location) = location else {
@@ -102,7 +145,7 @@ impl DiagnosticSink {
             DiagnosticSeverity::Note => "note",
             DiagnosticSeverity::Remark => "remark",
         };
-        let message = diagnostic.to_string();
+        let message = truncate_for_message(&diagnostic.to_string());
         let location = file_line_col(diagnostic.location().to_raw());
         let mut text = match &location {
             Some((file, line, col)) => format!("{file}:{line}:{col}: {severity}: {message}"),
@@ -116,10 +159,11 @@ impl DiagnosticSink {
                 .get(&file)
             && let Some(source_line) = source.lines().nth(line.saturating_sub(1) as usize)
         {
+            let (shown, caret) = source_window(source_line, col.saturating_sub(1) as usize);
             text.push('\n');
-            text.push_str(source_line);
+            text.push_str(&shown);
             text.push('\n');
-            text.push_str(&" ".repeat(col.saturating_sub(1) as usize));
+            text.push_str(&" ".repeat(caret));
             text.push('^');
         }
         self.messages
@@ -136,5 +180,28 @@ impl DiagnosticSink {
     /// Takes the recorded messages.
     pub fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_and_source_lines_are_shortened() {
+        let short = "tensor<2x3xf32>";
+        assert_eq!(truncate_for_message(short), short);
+        let huge = format!("tensor<{}f32>", "1x".repeat(70_000));
+        let shown = truncate_for_message(&huge);
+        assert!(shown.len() < 500, "{}", shown.len());
+        assert!(shown.starts_with("tensor<1x1x") && shown.ends_with("1x1xf32>"));
+        assert!(shown.contains("(140011 characters in all)"), "{shown}");
+        let (line, caret) = source_window("abc", 1);
+        assert_eq!((line.as_str(), caret), ("abc", 1));
+        let long = format!("{}X{}", "a".repeat(5000), "b".repeat(5000));
+        let (line, caret) = source_window(&long, 5000);
+        assert!(line.len() < 140, "{}", line.len());
+        assert_eq!(line.chars().nth(caret), Some('X'));
+        assert!(line.starts_with("...") && line.ends_with("..."));
     }
 }

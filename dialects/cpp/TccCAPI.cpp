@@ -26,7 +26,9 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/CAPI/Support.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -35,7 +37,11 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 #include <deque>
 #include <mutex>
@@ -204,18 +210,144 @@ extern "C" void tccRegisterPassPipeline(const char *argument,
       [](function_ref<void(const detail::PassOptions &)>) {});
 }
 
+/// Where `text` nests brackets ({ ( [ <) deeper than `limit`: the offset
+/// of the first opener past the limit. String literals and // comments
+/// are skipped, the `>` of `->` is not a closer, and MLIR bytecode is not
+/// scanned. MLIR's parser recurses once per level, so without this check a
+/// few thousand levels overflow the stack.
+static std::optional<size_t> excessiveNesting(StringRef text, unsigned limit) {
+  if (text.starts_with("ML\xefR"))
+    return std::nullopt;
+  unsigned depth = 0;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    switch (text[i]) {
+    case '"':
+      for (++i; i < e && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      break;
+    case '/':
+      if (i + 1 < e && text[i + 1] == '/')
+        while (i < e && text[i] != '\n')
+          ++i;
+      break;
+    case '{':
+    case '(':
+    case '[':
+    case '<':
+      if (++depth > limit)
+        return i;
+      break;
+    case '>':
+      if (i > 0 && text[i - 1] == '-')
+        break;
+      [[fallthrough]];
+    case '}':
+    case ')':
+    case ']':
+      if (depth)
+        --depth;
+      break;
+    default:
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+static std::string nestingMessage() {
+  return "brackets ({, (, [, <) nest deeper than " +
+         std::to_string(TCC_MAX_NESTING_DEPTH) +
+         " levels here: tcc's parsers accept at most " +
+         std::to_string(TCC_MAX_NESTING_DEPTH);
+}
+
+extern "C" bool tccCheckNestingDepth(MlirStringRef source, unsigned limit,
+                                     unsigned *line, unsigned *column) {
+  StringRef text = unwrap(source);
+  std::optional<size_t> at = excessiveNesting(text, limit);
+  if (!at)
+    return true;
+  StringRef before = text.take_front(*at);
+  *line = 1 + before.count('\n');
+  size_t lineStart = before.rfind('\n');
+  *column = 1 + (lineStart == StringRef::npos ? *at : *at - lineStart - 1);
+  return false;
+}
+
+/// mlir-opt's driver (as upstream `MlirOptMain(argc, argv, ...)`), with
+/// the input checked for excessive nesting before MLIR parses it.
 extern "C" int tccOptMain(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
   DialectRegistry registry;
   tccRegisterAllDialects(wrap(&registry));
   tccRegisterAllPasses();
-  return asMainReturnCode(
-      MlirOptMain(argc, argv, "tcc-opt: the tcc pass driver\n", registry));
+  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
+      argc, argv, "tcc-opt: the tcc pass driver\n", registry);
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return asMainReturnCode(
+        MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &errorMessage);
+  if (!file) {
+    llvm::errs() << errorMessage << "\n";
+    return EXIT_FAILURE;
+  }
+  if (std::optional<size_t> at =
+          excessiveNesting(file->getBuffer(), TCC_MAX_NESTING_DEPTH)) {
+    llvm::SourceMgr sourceMgr;
+    const char *where = file->getBufferStart() + *at;
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    sourceMgr.PrintMessage(llvm::errs(), llvm::SMLoc::getFromPointer(where),
+                           llvm::SourceMgr::DK_Error, nestingMessage());
+    return EXIT_FAILURE;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << errorMessage << "\n";
+    return EXIT_FAILURE;
+  }
+  if (failed(MlirOptMain(output->os(), std::move(file), registry, config)))
+    return EXIT_FAILURE;
+  output->keep();
+  return EXIT_SUCCESS;
 }
 
 extern "C" MlirModule tccParseModule(MlirContext context, MlirStringRef source,
                                      MlirStringRef name) {
+  unsigned line = 0, column = 0;
+  if (!tccCheckNestingDepth(source, TCC_MAX_NESTING_DEPTH, &line, &column)) {
+    emitError(FileLineColLoc::get(unwrap(context), unwrap(name), line, column),
+              nestingMessage());
+    return MlirModule{nullptr};
+  }
+  // MLIR's lexer relies on a NUL after the text (it scans an identifier
+  // at the very end until it meets one): parse a NUL-terminated copy, not
+  // the caller's bytes (cargo-fuzz found the over-read with a file ending
+  // in `func.funl`).
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(unwrap(source), unwrap(name)),
+      llvm::SMLoc());
   ParserConfig config(unwrap(context));
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
-      unwrap(source), config, unwrap(name));
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, config);
   return wrap(module.release());
+}
+
+extern "C" bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
+                                     size_t *size) {
+  auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  if (!resource)
+    return false;
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob)
+    return false;
+  ArrayRef<char> bytes = blob->getData();
+  *data = bytes.data();
+  *size = bytes.size();
+  return true;
 }

@@ -56,14 +56,35 @@ int tccLinalgHoistParallelDims(MlirOperation op);
  * Returns false (and leaves the op) if that is not possible. */
 bool tccLinalgLowerToParallelLoops(MlirOperation op);
 
+/* The deepest bracket nesting ({ ( [ <) that tcc and tcc-opt parse: MLIR's
+ * parser recurses once per level, and a few thousand levels overflow the
+ * stack. Real models nest a few dozen levels. */
+#define TCC_MAX_NESTING_DEPTH 1000
+
+/* Checks that `source` nests brackets at most `limit` deep; if not,
+ * returns false with the 1-based line and column of the first opener past
+ * the limit. */
+bool tccCheckNestingDepth(MlirStringRef source, unsigned limit,
+                          unsigned *line, unsigned *column);
+
 /* Parses `source` (named `name` in locations) into a module, wrapping
  * top-level ops that are not a module in an implicit one, as mlir-opt does.
- * Returns a null module (after emitting diagnostics) on failure. */
+ * Input nested deeper than TCC_MAX_NESTING_DEPTH is refused with a located
+ * error before MLIR parses it. Returns a null module (after emitting
+ * diagnostics) on failure. */
 MlirModule tccParseModule(MlirContext context, MlirStringRef source,
                           MlirStringRef name);
 
-/* Runs the mlir-opt driver with every dialect and every registered pass.
- * Returns the process exit code. */
+/* The bytes of a dense_resource elements attribute's blob. Returns false
+ * when `attr` is not a dense_resource attribute or its blob is missing
+ * (a key with no entry in the file's resource section); otherwise sets
+ * `*data` and `*size` (in bytes, without the alignment prefix). */
+bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
+                          size_t *size);
+
+/* Runs the mlir-opt driver with every dialect and every registered pass,
+ * refusing input nested deeper than TCC_MAX_NESTING_DEPTH with a located
+ * error. Returns the process exit code. */
 int tccOptMain(int argc, char **argv);
 
 #ifdef __cplusplus

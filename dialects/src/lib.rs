@@ -55,6 +55,31 @@ unsafe extern "C" {
         name: MlirStringRef,
     ) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
+    fn tccDenseResourceBlob(
+        attr: mlir_sys::MlirAttribute,
+        data: *mut *const c_void,
+        size: *mut usize,
+    ) -> bool;
+}
+
+/// The bytes of a `dense_resource` attribute's blob (without MLIR's
+/// alignment prefix), borrowed from the context that owns the attribute.
+/// `None` when `attr` is not a `dense_resource` attribute or its key has no
+/// blob in the resource section.
+///
+/// # Safety
+/// `attr` must be a valid attribute, and the slice must not outlive its
+/// context.
+pub unsafe fn dense_resource_blob<'a>(attr: mlir_sys::MlirAttribute) -> Option<&'a [u8]> {
+    let mut data: *const c_void = std::ptr::null();
+    let mut size = 0usize;
+    if !unsafe { tccDenseResourceBlob(attr, &mut data, &mut size) } {
+        return None;
+    }
+    if size == 0 || data.is_null() {
+        return Some(&[]);
+    }
+    Some(unsafe { std::slice::from_raw_parts(data as *const u8, size) })
 }
 
 /// What [`hoist_parallel_dims`] did.

@@ -42,6 +42,55 @@ pub fn parse_input(spec: &str) -> Result<InputArg> {
     }
 }
 
+/// The element type and shape an `--input` value declares, found without
+/// materializing it: a literal's type, or a `.npy` file's header.
+pub fn input_type(spec: &str) -> Result<(crate::tensor::DType, Vec<usize>, String)> {
+    if let Some(path) = spec.strip_prefix('@') {
+        let (dtype, shape) = npy::read_npy_type(path.as_ref())?;
+        Ok((dtype, shape, path.to_string()))
+    } else {
+        let ty = spec.split_once('=').map_or(spec, |(ty, _)| ty);
+        let (shape, dtype) = crate::tensor::parse_type(ty).map_err(|e| {
+            Error::InvalidInput(format!(
+                "--input={}: {e} (a file needs a leading @, e.g. @x.npy)",
+                crate::tensor::abbreviate(spec)
+            ))
+        })?;
+        Ok((dtype, shape, "the command line".into()))
+    }
+}
+
+/// Parses the `--input` values of a call of `function`: their count and
+/// every type are checked against the function's signature before any
+/// tensor is built or file read, so that a huge literal
+/// (`--input=1000000000x1000000xf32=1`) is an error, not an allocation.
+pub fn parse_inputs_for(
+    specs: &[String],
+    function: &crate::FunctionInfo,
+) -> Result<(Vec<HostTensor>, Vec<String>)> {
+    let declared = specs
+        .iter()
+        .map(|s| input_type(s))
+        .collect::<Result<Vec<_>>>()?;
+    let sources: Vec<&str> = declared.iter().map(|(_, _, s)| s.as_str()).collect();
+    function.check_input_types(
+        declared
+            .iter()
+            .map(|(dtype, shape, _)| (*dtype, shape.as_slice())),
+        &sources,
+    )?;
+    let parsed = specs
+        .iter()
+        .map(|s| parse_input(s))
+        .collect::<Result<Vec<_>>>()?;
+    // A file could have changed in between: check the tensors themselves.
+    let (tensors, sources): (Vec<_>, Vec<_>) =
+        parsed.into_iter().map(|a| (a.tensor, a.source)).unzip();
+    let source_refs: Vec<&str> = sources.iter().map(String::as_str).collect();
+    function.check_inputs(&tensors, &source_refs)?;
+    Ok((tensors, sources))
+}
+
 /// Where an output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutputArg {
@@ -79,6 +128,93 @@ pub fn resolve_function(model: &Model, flag: Option<&str>) -> Result<String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
+    }
+}
+
+/// End-to-end latencies of a benchmark, in constant memory: min, max and
+/// mean over every call, and quantiles from the calls themselves up to
+/// [`LatencyStats::MAX_SAMPLES`] calls, beyond that from a uniform random
+/// sample of that size (reservoir sampling). `tcc-benchmark
+/// --iterations=100000000000` must not allocate a vector per call.
+#[derive(Clone, Debug)]
+pub struct LatencyStats {
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    samples: Vec<f64>,
+    rng: u64,
+}
+
+impl Default for LatencyStats {
+    fn default() -> Self {
+        LatencyStats {
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            samples: Vec::new(),
+            rng: 0x9e37_79b9_7f4a_7c15,
+        }
+    }
+}
+
+impl LatencyStats {
+    /// Calls kept for the quantiles (800 KB).
+    pub const MAX_SAMPLES: usize = 100_000;
+
+    pub fn push(&mut self, value: f64) {
+        self.count += 1;
+        self.sum += value;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+        if self.samples.len() < Self::MAX_SAMPLES {
+            self.samples.push(value);
+        } else {
+            // Algorithm R: the new value replaces a random slot with
+            // probability MAX_SAMPLES / count.
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let slot = self.rng % self.count;
+            if (slot as usize) < Self::MAX_SAMPLES {
+                self.samples[slot as usize] = value;
+            }
+        }
+    }
+
+    /// Calls recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Calls the quantiles are computed from (all of them, up to
+    /// [`Self::MAX_SAMPLES`]).
+    pub fn sample_count(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn min(&self) -> f64 {
+        self.min
+    }
+
+    pub fn max(&self) -> f64 {
+        self.max
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.sum / self.count.max(1) as f64
+    }
+
+    /// Nearest-rank percentile `p` (0-100) of the sample; NaN when empty.
+    pub fn percentile(&self, p: f64) -> f64 {
+        if self.samples.is_empty() {
+            return f64::NAN;
+        }
+        let mut sorted = self.samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
     }
 }
 
@@ -169,7 +305,15 @@ pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{prog}: error: {e:#}");
+            // A bare "Broken pipe" from a `writeln!` says nothing of where.
+            let broken_pipe = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
+            if broken_pipe {
+                eprintln!("{prog}: error: cannot write to standard output: {e:#}");
+            } else {
+                eprintln!("{prog}: error: {e:#}");
+            }
             ExitCode::FAILURE
         }
     }
@@ -178,6 +322,31 @@ pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_stats_are_exact_when_small_and_bounded_when_large() {
+        let mut small = LatencyStats::default();
+        for v in [5.0, 1.0, 3.0, 2.0, 4.0] {
+            small.push(v);
+        }
+        assert_eq!((small.min(), small.max(), small.mean()), (1.0, 5.0, 3.0));
+        assert_eq!(small.percentile(50.0), 3.0);
+        assert_eq!(small.percentile(90.0), 5.0);
+        let mut large = LatencyStats::default();
+        let n = 3 * LatencyStats::MAX_SAMPLES as u64;
+        for i in 0..n {
+            large.push((i % 1000) as f64);
+        }
+        assert_eq!(large.count(), n);
+        assert_eq!(large.sample_count(), LatencyStats::MAX_SAMPLES);
+        assert_eq!((large.min(), large.max()), (0.0, 999.0));
+        assert!((large.mean() - 499.5).abs() < 1e-9);
+        // A uniform sample: the median of 0..999 repeated is about 500.
+        let median = large.percentile(50.0);
+        assert!((480.0..=520.0).contains(&median), "{median}");
+        let p90 = large.percentile(90.0);
+        assert!((880.0..=920.0).contains(&p90), "{p90}");
+    }
 
     #[test]
     fn inputs() {

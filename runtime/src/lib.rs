@@ -26,6 +26,7 @@ pub mod cli;
 pub mod device;
 pub mod error;
 pub mod npy;
+pub mod output_file;
 pub mod program_cache;
 pub mod session;
 pub mod tensor;
@@ -122,6 +123,44 @@ impl KernelFormat {
     }
 }
 
+/// Operations a test can make fail, to check error paths (see
+/// [`Runtime::inject_fault`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The `alloc` callback the artifact's host code calls.
+    Alloc,
+    /// Building a session's kernel program (as a driver build failure).
+    KernelBuild,
+    /// The `launch` callback (enqueuing a kernel).
+    Launch,
+}
+
+/// Pending injected faults, counted down as operations fail.
+#[derive(Default)]
+pub(crate) struct Faults {
+    alloc: std::sync::atomic::AtomicU32,
+    build: std::sync::atomic::AtomicU32,
+    launch: std::sync::atomic::AtomicU32,
+}
+
+impl Faults {
+    fn counter(&self, fault: Fault) -> &std::sync::atomic::AtomicU32 {
+        match fault {
+            Fault::Alloc => &self.alloc,
+            Fault::KernelBuild => &self.build,
+            Fault::Launch => &self.launch,
+        }
+    }
+
+    /// Whether this `fault` operation must fail (consumes one).
+    pub(crate) fn take(&self, fault: Fault) -> bool {
+        use std::sync::atomic::Ordering;
+        self.counter(fault)
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
 /// One OpenCL device with its context, in-order queue, buffer pool and
 /// program cache. Cheap to clone (shared); sessions of several models can
 /// share one runtime, and then share its pool and queue.
@@ -138,6 +177,7 @@ pub(crate) struct RuntimeInner {
     pub(crate) context: Context,
     pub(crate) profiling: bool,
     pub(crate) kernel_format: KernelFormat,
+    pub(crate) faults: Faults,
 }
 
 impl RuntimeInner {
@@ -190,6 +230,7 @@ impl Runtime {
                 context,
                 profiling: options.profiling,
                 kernel_format: options.kernel_format,
+                faults: Faults::default(),
             }),
         })
     }
@@ -219,6 +260,16 @@ impl Runtime {
     /// Directory of the on-disk program cache entries, if enabled.
     pub fn cache_entries_dir(&self) -> Option<PathBuf> {
         self.inner.programs().entries_dir().map(Path::to_path_buf)
+    }
+
+    /// Makes the next `count` operations of kind `fault` fail, each with an
+    /// error that says it was injected. For tests of error paths: a failed
+    /// call must leave the session usable and the pool without leaks.
+    pub fn inject_fault(&self, fault: Fault, count: u32) {
+        self.inner
+            .faults
+            .counter(fault)
+            .store(count, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Frees the pool's idle buffers.

@@ -2,11 +2,12 @@
 //!
 //! Only the six ABI element types are accepted (`<f4 <f2 <i4 <i8 |i1 |b1`),
 //! little-endian and C-ordered: anything else is an error, never a silent
-//! conversion. Writes are atomic (temporary file in the target directory,
-//! then rename) so a crashed run never leaves a half-written result.
+//! conversion. Writes go through [`crate::output_file`]: a regular file is
+//! replaced atomically (temporary file in the target directory, then
+//! rename) so a crashed run never leaves a half-written result.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 use half::f16;
@@ -33,12 +34,125 @@ fn npy_error(path: &Path, reason: impl Into<String>) -> Error {
     }
 }
 
-/// Reads a `.npy` file into a tensor of the same dtype and shape.
-pub fn read_npy(path: &Path) -> Result<HostTensor> {
-    let file = File::open(path).map_err(|e| npy_error(path, format!("cannot open: {e}")))?;
-    let npy = npyz::NpyFile::new(BufReader::new(file))
-        .map_err(|e| npy_error(path, format!("not a readable .npy file: {e}")))?;
-    let type_str = match npy.dtype() {
+/// The largest `.npy` header read (numpy writes a few hundred bytes).
+const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// Where a `.npy` file's header text starts and its data begins, from the
+/// magic, the version and the header length.
+fn header_span(prefix: &[u8]) -> std::result::Result<(usize, usize), String> {
+    if prefix.len() < 10 || &prefix[..6] != b"\x93NUMPY" {
+        return Err("not a readable .npy file: no \\x93NUMPY magic".into());
+    }
+    let (start, len) = match prefix[6] {
+        1 => (10, u16::from_le_bytes([prefix[8], prefix[9]]) as usize),
+        2 | 3 if prefix.len() >= 12 => (
+            12,
+            u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize,
+        ),
+        2 | 3 => return Err("not a readable .npy file: truncated header".into()),
+        v => {
+            return Err(format!(
+                "not a readable .npy file: format version {v} is not supported (1, 2 or 3)"
+            ));
+        }
+    };
+    if len > MAX_HEADER_BYTES {
+        return Err(format!("header of {len} bytes is implausibly long"));
+    }
+    Ok((start, start + len))
+}
+
+/// How deep a header may nest brackets: numpy writes `{'descr': '<f4',
+/// 'fortran_order': False, 'shape': (2, 3), }` (2 levels; structured
+/// dtypes, which tcc does not read, a few more).
+const MAX_HEADER_NESTING: usize = 4;
+
+/// Refuses a header that nests brackets deeper than
+/// [`MAX_HEADER_NESTING`] before npyz's parser (py_literal, a backtracking
+/// PEG parser) sees it: cargo-fuzz found 170- and 238-byte headers of
+/// unclosed brackets that kept it busy for more than 10 s. Brackets inside
+/// strings count too: a scanner that skipped strings was fooled by an
+/// escaped quote, and numpy never writes brackets in a header's strings
+/// for the dtypes tcc reads.
+fn check_header_nesting(text: &str) -> std::result::Result<(), String> {
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > MAX_HEADER_NESTING {
+                    return Err(format!(
+                        "not a readable .npy file: its header nests brackets more than {MAX_HEADER_NESTING} deep"
+                    ));
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The `shape` tuple of a header dictionary, checked before npyz sees it:
+/// npyz multiplies the dimensions (and their suffixes, for strides)
+/// unchecked. The product of the non-zero dimensions must fit in `u64`
+/// and stay within `limit`.
+fn check_header_shape(text: &str, limit: u64) -> std::result::Result<(), String> {
+    let key = text
+        .find("'shape'")
+        .or_else(|| text.find("\"shape\""))
+        .ok_or("the header has no 'shape'")?;
+    let rest = &text[key..];
+    let open = rest.find('(').ok_or("the header's shape is not a tuple")?;
+    let close = rest[open..]
+        .find(')')
+        .ok_or("the header's shape is not a tuple")?
+        + open;
+    let mut product: u64 = 1;
+    for item in rest[open + 1..close]
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        let item = item.trim_end_matches('L');
+        let d: u64 = item
+            .parse()
+            .map_err(|_| format!("the header's shape has the dimension `{item}`"))?;
+        if d != 0 {
+            product = product
+                .checked_mul(d)
+                .filter(|p| *p <= limit)
+                .ok_or_else(|| {
+                    format!(
+                        "the header's shape {} is too large for the file",
+                        &rest[open..=close]
+                    )
+                })?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads and checks the header at the start of `bytes` (`total` bytes in
+/// the whole file); returns the parsed header and where the data begins.
+fn parse_header(bytes: &[u8], total: u64) -> std::result::Result<(npyz::NpyHeader, usize), String> {
+    let (start, end) = header_span(bytes)?;
+    if bytes.len() < end {
+        return Err("not a readable .npy file: truncated header".into());
+    }
+    let text = String::from_utf8_lossy(&bytes[start..end]);
+    check_header_nesting(&text)?;
+    // No shape can describe more elements than the file has bytes (a
+    // zero-size array aside, whose other dimensions stay below 2^32).
+    check_header_shape(&text, total.max(1 << 32))?;
+    let npy =
+        npyz::NpyFile::new(&bytes[..end]).map_err(|e| format!("not a readable .npy file: {e}"))?;
+    Ok((npy.header().clone(), end))
+}
+
+/// The element type and shape of a header, checked as [`read_npy`] does.
+fn header_type(path: &Path, header: &npyz::NpyHeader) -> Result<(DType, Vec<usize>)> {
+    let type_str = match header.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
         other => {
             return Err(npy_error(
@@ -56,17 +170,80 @@ pub fn read_npy(path: &Path) -> Result<HostTensor> {
             ),
         )
     })?;
-    if npy.order() == Order::Fortran && npy.shape().len() > 1 {
+    if header.order() == Order::Fortran && header.shape().len() > 1 {
         return Err(npy_error(
             path,
             "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)",
         ));
     }
-    let shape = npy
+    let shape = header
         .shape()
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| npy_error(path, "dimension too large")))
         .collect::<Result<Vec<_>>>()?;
+    Ok((dtype, shape))
+}
+
+/// The element type and shape of a `.npy` file, from its header alone
+/// (the data is not read): lets a caller check a file against what it
+/// expects before reading a large one.
+pub fn read_npy_type(path: &Path) -> Result<(DType, Vec<usize>)> {
+    let mut file = File::open(path).map_err(|e| npy_error(path, format!("cannot open: {e}")))?;
+    let total = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+    let mut prefix = Vec::new();
+    (&mut file)
+        .take(12)
+        .read_to_end(&mut prefix)
+        .map_err(|e| npy_error(path, format!("cannot read: {e}")))?;
+    let (_, end) = header_span(&prefix).map_err(|e| npy_error(path, e))?;
+    (&mut file)
+        .take((end - prefix.len().min(end)) as u64)
+        .read_to_end(&mut prefix)
+        .map_err(|e| npy_error(path, format!("cannot read: {e}")))?;
+    let (header, _) = parse_header(&prefix, total).map_err(|e| npy_error(path, e))?;
+    header_type(path, &header)
+}
+
+/// Reads a `.npy` file into a tensor of the same dtype and shape. The data
+/// must be exactly what the header's shape and type need: a short file or
+/// bytes after the data (trailing junk) are errors.
+pub fn read_npy(path: &Path) -> Result<HostTensor> {
+    let bytes = std::fs::read(path).map_err(|e| npy_error(path, format!("cannot open: {e}")))?;
+    parse_npy(&bytes, path)
+}
+
+/// [`read_npy`] of a file's contents already in memory (errors name the
+/// file as `<bytes>`).
+pub fn read_npy_bytes(bytes: &[u8]) -> Result<HostTensor> {
+    parse_npy(bytes, Path::new("<bytes>"))
+}
+
+fn parse_npy(bytes: &[u8], path: &Path) -> Result<HostTensor> {
+    let (header, data_start) =
+        parse_header(bytes, bytes.len() as u64).map_err(|e| npy_error(path, e))?;
+    let (dtype, shape) = header_type(path, &header)?;
+    let expected = crate::tensor::byte_size(&shape, dtype)
+        .ok_or_else(|| npy_error(path, "the header's shape is too large"))?;
+    let data = &bytes[data_start..];
+    if data.len() != expected {
+        let shape_text = crate::tensor::type_string(&shape, dtype);
+        return Err(npy_error(
+            path,
+            if data.len() > expected {
+                format!(
+                    "{} bytes follow the data: {shape_text} needs exactly {expected} bytes after the header, the file has {} (trailing junk, or a header that does not match the data)",
+                    data.len() - expected,
+                    data.len()
+                )
+            } else {
+                format!(
+                    "truncated: {shape_text} needs {expected} bytes of data, the file has {}",
+                    data.len()
+                )
+            },
+        ));
+    }
+    let npy = npyz::NpyFile::with_header(header, data);
     let read_err = |e: std::io::Error| npy_error(path, format!("bad data: {e}"));
     let bytes: Vec<u8> = match dtype {
         DType::F32 => npy
@@ -109,21 +286,13 @@ pub fn read_npy(path: &Path) -> Result<HostTensor> {
     HostTensor::new(dtype, shape, bytes).map_err(|e| npy_error(path, e.to_string()))
 }
 
-/// Writes `tensor` to `path` atomically (temporary file + rename).
+/// Writes `tensor` to `path`: atomically (temporary file + rename) for a
+/// regular file, through the file for a device or FIFO, to the target of a
+/// symlink (see [`crate::output_file`]). A new file's mode follows the
+/// umask.
 pub fn write_npy(path: &Path, tensor: &HostTensor) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let write_err = |e: std::io::Error| npy_error(path, format!("cannot write: {e}"));
-    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
-    {
-        let mut out = BufWriter::new(tmp.as_file());
-        write_npy_to(&mut out, tensor).map_err(write_err)?;
-        out.flush().map_err(write_err)?;
-    }
-    tmp.persist(path).map_err(|e| write_err(e.error))?;
-    Ok(())
+    crate::output_file::write_output(path, false, |out| write_npy_to(out, tensor))
+        .map_err(|e| npy_error(path, format!("cannot write: {e}")))
 }
 
 fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
@@ -158,6 +327,92 @@ fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A version 1 .npy file with this header shape, data and extra bytes.
+    fn npy_bytes(shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend((header.len() as u16).to_le_bytes());
+        out.extend(header.as_bytes());
+        out.extend(data);
+        out
+    }
+
+    #[test]
+    fn huge_header_shapes_are_errors_not_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        for shape in [
+            "(18446744073709551615, 4, 16)",
+            "(4294967296, 4294967296, 16)",
+            "(0, 4294967296, 4294967296, 4294967296)",
+            "(1000000000000,)",
+        ] {
+            let p = dir.path().join("huge.npy");
+            std::fs::write(&p, npy_bytes(shape, &[0; 64])).unwrap();
+            let e = read_npy(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("too large for the file") || e.contains("truncated"),
+                "{shape}: {e}"
+            );
+            assert!(read_npy_type(&p).is_err(), "{shape}");
+        }
+    }
+
+    /// Found by cargo-fuzz (runtime_inputs): npyz's header parser took
+    /// more than 10 s on these 170 bytes of nested, unclosed brackets.
+    #[test]
+    fn deeply_nested_headers_are_refused_quickly() {
+        let input = b"\x93NUMPY\x01\x00v\x00{'desc\x04': '<i8', 'fo\x0frtran_order': False, 'shape': (2,), [[[[[        {{{{{{{{{{{{{{{{{                (         6             {:dc'        \xff\xff\xffb\x00\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00";
+        let start = std::time::Instant::now();
+        let e = read_npy_bytes(input).unwrap_err().to_string();
+        assert!(e.contains("nests brackets more than 4 deep"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        // The second one hid its brackets behind an escaped quote.
+        let input = b"\x93NUMPY\x01\x00v\x00{'dd\\cr': '<f4', 'f=ortran_order': False, 'shape': (2, 3), {{{'\\'f': False, 'shape': (2, 3), {{{{[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[['desdera: '{{{'\\'0ls  x";
+        let start = std::time::Instant::now();
+        let e = read_npy_bytes(input).unwrap_err().to_string();
+        assert!(e.contains("nests brackets more than 4 deep"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        // What numpy writes still reads.
+        let ok = npy_bytes("(2, 2)", &[0; 16]);
+        assert_eq!(read_npy_bytes(&ok).unwrap().shape, vec![2, 2]);
+    }
+
+    #[test]
+    fn trailing_junk_and_short_data_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.npy");
+        let data: Vec<u8> = (0..16u8).collect();
+        std::fs::write(&p, npy_bytes("(4,)", &data)).unwrap();
+        assert_eq!(read_npy(&p).unwrap().shape, vec![4]);
+        let mut junk = data.clone();
+        junk.extend(b"JUNK");
+        std::fs::write(&p, npy_bytes("(4,)", &junk)).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("4 bytes follow the data") && e.contains("trailing junk"),
+            "{e}"
+        );
+        std::fs::write(&p, npy_bytes("(4,)", &data[..12])).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("truncated: 4xf32 needs 16 bytes of data, the file has 12"),
+            "{e}"
+        );
+        std::fs::write(&p, b"\x93NUMPY\x01").unwrap();
+        assert!(
+            read_npy(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("not a readable .npy file")
+        );
+        std::fs::write(&p, b"\x93NUMPY\x09\x00\x10\x00").unwrap();
+        assert!(read_npy(&p).unwrap_err().to_string().contains("version 9"));
+    }
 
     #[test]
     fn round_trip_every_dtype() {

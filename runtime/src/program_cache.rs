@@ -10,16 +10,34 @@
 //!   hash of the source, so a driver upgrade or a different device misses.
 //!
 //! An entry file is a fixed header (magic, format version, key, payload
-//! length, payload SHA-256) followed by the payload. A file that is short,
-//! has another magic or version, was written for another key, or whose
-//! payload length or hash does not match, is removed and rebuilt from
-//! source, never handed to the driver. So is a binary the driver refuses.
+//! length, payload SHA-256) followed by the payload. An entry is validated
+//! before the driver sees it: it must be a regular file (not a symlink, a
+//! FIFO or a device; checked on the opened handle, opened without
+//! blocking), at most [`MAX_ENTRY_BYTES`] (checked before reading), and its
+//! header must match the key, length and hash. Then the driver must build
+//! it and create its kernels. An entry that fails any check is evicted
+//! (removed) and rebuilt from source. Every file operation on a key's
+//! entry happens under that key's lock file, `<key>.lock` (an exclusive
+//! `flock`), so only one process builds a given entry; the others wait for
+//! it (up to [`LOCK_TIMEOUT_ENV`] seconds, default
+//! [`DEFAULT_LOCK_TIMEOUT_SECS`]) and then load what it wrote, or, after the
+//! timeout, build from source without writing.
+//!
+//! A driver can also crash on a bad binary (PoCL asserts in
+//! `pocl_binary_deserialize` on a truncated one) instead of refusing it.
+//! So while the driver loads an entry, a marker file `<key>.loading` exists;
+//! a process that finds the marker while holding the key's lock knows that
+//! the previous load died in the driver, and evicts the entry. A key whose
+//! entry is evicted twice in a row gets a `<key>.bypass` file: from then on
+//! its program is built from source and never cached (delete the file, or
+//! the cache directory, to try again).
 
 use std::collections::HashMap;
-use std::fs;
-use std::io::Write;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use opencl3::context::Context;
 use opencl3::program::Program;
@@ -33,6 +51,17 @@ use crate::error::{Error, Result};
 pub const CACHE_DIR_ENV: &str = "TCC_CACHE_DIR";
 /// Subdirectory of the cache directory holding program binaries.
 pub const PROGRAMS_SUBDIR: &str = "opencl-programs";
+
+/// Environment variable: how many seconds a process waits for another
+/// one that holds a cache entry's lock (is building it) before building the
+/// program itself without writing the entry.
+pub const LOCK_TIMEOUT_ENV: &str = "TCC_CACHE_LOCK_TIMEOUT";
+/// The default of [`LOCK_TIMEOUT_ENV`]: longer than PoCL's slowest first
+/// build of a large model (about 250 s).
+pub const DEFAULT_LOCK_TIMEOUT_SECS: u64 = 600;
+/// The largest entry file read; a larger one is evicted unread. Driver
+/// binaries of the largest models are tens of MB.
+pub const MAX_ENTRY_BYTES: u64 = 1 << 30;
 
 const MAGIC: &[u8; 8] = b"TCCPROG\0";
 const FORMAT_VERSION: u32 = 1;
@@ -105,6 +134,14 @@ pub struct CacheStats {
     /// Cache directory or file operations that failed (the build still
     /// succeeds; the entry is just not cached).
     pub disk_errors: u64,
+    /// Programs built from source without touching the disk cache because
+    /// their key is bypassed (its entry was evicted twice in a row).
+    pub bypassed: u64,
+    /// Times this runtime waited for another process that held an entry's
+    /// lock (was building it).
+    pub lock_waits: u64,
+    /// Times it gave up waiting and built without writing the entry.
+    pub lock_timeouts: u64,
     /// What the last reject or disk error was.
     pub last_disk_problem: Option<String>,
 }
@@ -215,21 +252,180 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     }
 }
 
+/// The files of one key in the entries directory.
+struct EntryPaths {
+    entry: PathBuf,
+    lock: PathBuf,
+    loading: PathBuf,
+    evicted: PathBuf,
+    bypass: PathBuf,
+}
+
+impl EntryPaths {
+    fn new(dir: &Path, key: &Key) -> Self {
+        let name = hex(key);
+        let file = |suffix: &str| dir.join(format!("{name}.{suffix}"));
+        EntryPaths {
+            entry: file("bin"),
+            lock: file("lock"),
+            loading: file("loading"),
+            evicted: file("evicted"),
+            bypass: file("bypass"),
+        }
+    }
+}
+
+/// An exclusive `flock` on a key's lock file, held while the entry is read,
+/// loaded, built or written. Dropping it removes the file, then unlocks.
+struct KeyLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl KeyLock {
+    /// Waits up to `timeout` for the lock at `path`: `Ok(None)` on timeout;
+    /// `waited` tells whether another process held it.
+    fn acquire(path: &Path, timeout: Duration, waited: &mut bool) -> std::io::Result<Option<Self>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)?;
+            match file.try_lock() {
+                Ok(()) => {
+                    // The holder before us may have removed the file after we
+                    // opened it: then we hold a lock on a file nobody else
+                    // can find, so start over on the current one.
+                    if same_file(&file, path) {
+                        return Ok(Some(KeyLock {
+                            _file: file,
+                            path: path.to_path_buf(),
+                        }));
+                    }
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    *waited = true;
+                    if Instant::now() >= deadline {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for KeyLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
+
+/// Why an entry file could not be read as one.
+enum ReadProblem {
+    Missing,
+    /// Evict it: a symlink, not a regular file, too large.
+    Reject(String),
+    /// An I/O error: leave it.
+    Io(String),
+}
+
+/// Reads the entry at `path` after checking, on the opened handle, that it
+/// is a regular file of at most `limit` bytes. A symlink is not followed,
+/// and a FIFO does not block the open.
+fn read_entry_file(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, ReadProblem> {
+    #[cfg(unix)]
+    let opened = {
+        use std::os::unix::fs::OpenOptionsExt;
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+    };
+    #[cfg(not(unix))]
+    let opened = File::open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadProblem::Missing),
+        Err(e) => {
+            let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            return Err(if is_link {
+                ReadProblem::Reject("a symbolic link, not an entry file".into())
+            } else {
+                ReadProblem::Io(format!("cannot open {}: {e}", path.display()))
+            });
+        }
+    };
+    let metadata = file
+        .metadata()
+        .map_err(|e| ReadProblem::Io(format!("cannot inspect {}: {e}", path.display())))?;
+    if !metadata.is_file() {
+        return Err(ReadProblem::Reject(format!(
+            "not a regular file ({:?})",
+            metadata.file_type()
+        )));
+    }
+    if metadata.len() > limit {
+        return Err(ReadProblem::Reject(format!(
+            "{} bytes, more than the {limit}-byte limit on entries",
+            metadata.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadProblem::Io(format!("cannot read {}: {e}", path.display())))?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadProblem::Reject(format!(
+            "grew past the {limit}-byte limit while read"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// Programs built for one device, in memory and on disk.
 pub struct ProgramCache {
     memory: HashMap<Key, Arc<Program>>,
     dir: Option<PathBuf>,
     stats: CacheStats,
+    lock_timeout: Duration,
+    max_entry_bytes: u64,
 }
 
 impl ProgramCache {
     /// `cache_dir`: the cache directory (entries go in its
-    /// `opencl-programs/`), or `None` for no disk cache.
+    /// `opencl-programs/`), or `None` for no disk cache. The lock timeout
+    /// comes from [`LOCK_TIMEOUT_ENV`].
     pub fn new(cache_dir: Option<PathBuf>) -> Self {
+        let seconds = std::env::var(LOCK_TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .unwrap_or(DEFAULT_LOCK_TIMEOUT_SECS as f64);
         ProgramCache {
             memory: HashMap::new(),
             dir: cache_dir.map(|d| d.join(PROGRAMS_SUBDIR)),
             stats: CacheStats::default(),
+            lock_timeout: Duration::from_secs_f64(seconds.min(1e9)),
+            max_entry_bytes: MAX_ENTRY_BYTES,
         }
     }
 
@@ -254,25 +450,91 @@ impl ProgramCache {
             self.stats.memory_hits += 1;
             return Ok((p.clone(), ProgramOrigin::MemoryHit));
         }
-        let path = self
-            .dir
-            .as_ref()
-            .map(|d| d.join(format!("{}.bin", hex(&key))));
-        if let Some(path) = &path
-            && let Some(program) = self.load_entry(context, device, source, &key, path)
+        let (program, origin) = match self.dir.clone() {
+            Some(dir) => self.through_disk(context, device, source, &key, &dir)?,
+            None => {
+                let program = build_from_source(context, device, source)?;
+                self.stats.source_builds += 1;
+                (program, ProgramOrigin::SourceBuild)
+            }
+        };
+        let program = Arc::new(program);
+        self.memory.insert(key, program.clone());
+        Ok((program, origin))
+    }
+
+    /// The program through the disk cache: under the key's lock, an entry
+    /// that passes every check, else a build from source written back.
+    fn through_disk(
+        &mut self,
+        context: &Context,
+        device: &DeviceInfo,
+        source: &ProgramSource,
+        key: &Key,
+        dir: &Path,
+    ) -> Result<(Program, ProgramOrigin)> {
+        let paths = EntryPaths::new(dir, key);
+        if let Err(e) = fs::create_dir_all(dir) {
+            self.disk_problem(false, format!("cannot create {}: {e}", dir.display()));
+        }
+        let mut waited = false;
+        let lock = match KeyLock::acquire(&paths.lock, self.lock_timeout, &mut waited) {
+            Ok(Some(lock)) => Some(lock),
+            Ok(None) => {
+                // Another process has been building this entry for longer
+                // than the timeout: build our own, leave the entry to it.
+                self.stats.lock_waits += 1;
+                self.stats.lock_timeouts += 1;
+                self.stats.last_disk_problem = Some(format!(
+                    "{} stayed locked for {:.0} s ({LOCK_TIMEOUT_ENV}); built from source without caching",
+                    paths.lock.display(),
+                    self.lock_timeout.as_secs_f64()
+                ));
+                let program = build_from_source(context, device, source)?;
+                self.stats.source_builds += 1;
+                return Ok((program, ProgramOrigin::SourceBuild));
+            }
+            Err(e) => {
+                // A read-only cache: entries can still be loaded, never
+                // written (and a load that crashes cannot be recorded).
+                self.disk_problem(false, format!("cannot lock {}: {e}", paths.lock.display()));
+                None
+            }
+        };
+        if waited {
+            self.stats.lock_waits += 1;
+        }
+        if paths.bypass.exists() {
+            self.stats.bypassed += 1;
+            let program = build_from_source(context, device, source)?;
+            self.stats.source_builds += 1;
+            return Ok((program, ProgramOrigin::SourceBuild));
+        }
+        if lock.is_some() && paths.loading.exists() {
+            let _ = fs::remove_file(&paths.loading);
+            self.evict(
+                &paths,
+                "the last process that handed it to the driver died there (it left the marker file .loading); rebuilt from source".into(),
+            );
+        }
+        if !paths.bypass.exists()
+            && let Some(program) =
+                self.load_entry(context, device, source, key, &paths, lock.is_some())
         {
             self.stats.disk_hits += 1;
-            let program = Arc::new(program);
-            self.memory.insert(key, program.clone());
+            if paths.evicted.exists() {
+                let _ = fs::remove_file(&paths.evicted);
+            }
             return Ok((program, ProgramOrigin::DiskHit));
         }
         let program = build_from_source(context, device, source)?;
         self.stats.source_builds += 1;
-        if let Some(path) = &path {
-            self.store_entry(device, &program, &key, path);
+        if paths.bypass.exists() {
+            self.stats.bypassed += 1;
+        } else {
+            self.store_entry(device, &program, key, &paths.entry);
         }
-        let program = Arc::new(program);
-        self.memory.insert(key, program.clone());
+        drop(lock);
         Ok((program, ProgramOrigin::SourceBuild))
     }
 
@@ -285,38 +547,75 @@ impl ProgramCache {
         self.stats.last_disk_problem = Some(what);
     }
 
-    /// A program from the entry at `path`, or `None` (entry missing, or
-    /// rejected and removed).
+    /// Removes a bad entry and counts it; the second eviction in a row of
+    /// the same key bypasses the cache for that key from then on.
+    fn evict(&mut self, paths: &EntryPaths, why: String) {
+        self.disk_problem(true, format!("{}: {why}", paths.entry.display()));
+        match fs::remove_file(&paths.entry) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => self.disk_problem(
+                false,
+                format!("cannot remove {}: {e}", paths.entry.display()),
+            ),
+        }
+        let marker = if paths.evicted.exists() {
+            let _ = fs::remove_file(&paths.evicted);
+            &paths.bypass
+        } else {
+            &paths.evicted
+        };
+        if let Err(e) = fs::write(marker, format!("{why}\n")) {
+            self.disk_problem(false, format!("cannot write {}: {e}", marker.display()));
+        }
+    }
+
+    /// A program from the entry at `paths.entry`, or `None` (entry missing,
+    /// or rejected and evicted). With `locked`, the `.loading` marker
+    /// exists while the driver has the binary.
     fn load_entry(
         &mut self,
         context: &Context,
         device: &DeviceInfo,
         source: &ProgramSource,
         key: &Key,
-        path: &Path,
+        paths: &EntryPaths,
+        locked: bool,
     ) -> Option<Program> {
-        let bytes = match fs::read(path) {
+        let path = &paths.entry;
+        let bytes = match read_entry_file(path, self.max_entry_bytes) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
-                self.disk_problem(false, format!("cannot read {}: {e}", path.display()));
+            Err(ReadProblem::Missing) => return None,
+            Err(ReadProblem::Io(what)) => {
+                self.disk_problem(false, what);
+                return None;
+            }
+            Err(ReadProblem::Reject(why)) => {
+                self.evict(paths, format!("{why}; rebuilt from source"));
                 return None;
             }
         };
         let problem = match decode_entry(&bytes, key) {
-            Ok(payload) => match program_from_binary(context, device, payload, source.options) {
-                Ok(p) => return Some(p),
-                Err(e) => format!("the driver refused the cached binary: {e}"),
-            },
+            Ok(payload) => {
+                if locked && let Err(e) = fs::write(&paths.loading, std::process::id().to_string())
+                {
+                    self.disk_problem(
+                        false,
+                        format!("cannot write {}: {e}", paths.loading.display()),
+                    );
+                }
+                let loaded = program_from_binary(context, device, payload, source.options);
+                if locked {
+                    let _ = fs::remove_file(&paths.loading);
+                }
+                match loaded {
+                    Ok(p) => return Some(p),
+                    Err(e) => format!("the driver refused the cached binary: {e}"),
+                }
+            }
             Err(p) => p.to_string(),
         };
-        self.disk_problem(
-            true,
-            format!("{}: {problem}; rebuilt from source", path.display()),
-        );
-        if let Err(e) = fs::remove_file(path) {
-            self.disk_problem(false, format!("cannot remove {}: {e}", path.display()));
-        }
+        self.evict(paths, format!("{problem}; rebuilt from source"));
         None
     }
 
@@ -396,6 +695,10 @@ fn program_from_binary(
         unsafe { Program::create_from_binary(context, &[device.device.id()], &[binary]) }
             .map_err(|e| Error::cl("clCreateProgramWithBinary", e))?;
     build(&mut program, device, options)?;
+    // The session creates the kernels by name; a binary whose kernels the
+    // driver cannot create is refused here, while it can still be evicted.
+    opencl3::kernel::create_program_kernels(&program)
+        .map_err(|e| Error::cl("clCreateKernelsInProgram", e))?;
     Ok(program)
 }
 

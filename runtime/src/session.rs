@@ -747,6 +747,11 @@ impl CallContext<'_> {
         if out.is_null() {
             return Err(Error::InvalidInput("output pointer is NULL".into()));
         }
+        if self.rt.faults.take(crate::Fault::Alloc) {
+            return Err(Error::OutOfDeviceMemory(format!(
+                "{bytes} bytes requested: injected fault (Runtime::inject_fault)"
+            )));
+        }
         let b = self.rt.pool().acquire(&self.rt.context, bytes)?;
         let mem = b.mem();
         self.live.insert(
@@ -883,6 +888,12 @@ impl CallContext<'_> {
             ))
         })?;
         let name = &slot.name;
+        if self.rt.faults.take(crate::Fault::Launch) {
+            return Err(Error::cl(
+                format!("clEnqueueNDRangeKernel({name}) (injected fault, Runtime::inject_fault)"),
+                opencl3::error_codes::ClError(opencl3::error_codes::CL_INVALID_COMMAND_QUEUE),
+            ));
+        }
         if !(1..=3).contains(&dims) {
             return Err(Error::InvalidInput(format!(
                 "kernel `{name}`: dims must be 1, 2 or 3, got {dims}"
@@ -1121,6 +1132,13 @@ struct BuiltProgram {
 fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram> {
     let inner = &rt.inner;
     let device = &inner.device;
+    if inner.faults.take(crate::Fault::KernelBuild) {
+        return Err(Error::Build {
+            device: device.name.clone(),
+            code: "CL_BUILD_PROGRAM_FAILURE".into(),
+            log: "injected fault (Runtime::inject_fault)".into(),
+        });
+    }
     let portable = ProgramSource {
         kind: art.source_kind,
         bytes: &art.source,

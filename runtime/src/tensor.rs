@@ -104,6 +104,18 @@ impl FromStr for DType {
     }
 }
 
+/// `text` shortened for an error message when it is longer than 200
+/// characters (a huge literal on the command line).
+pub fn abbreviate(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= 200 {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(150).collect();
+    let tail: String = text.chars().skip(count - 30).collect();
+    format!("{head} ... ({count} characters in all) ... {tail}")
+}
+
 /// `2x3xf32`; a rank-0 tensor is just `f32`.
 pub fn type_string(shape: &[usize], dtype: DType) -> String {
     let mut s = String::new();
@@ -284,7 +296,18 @@ impl HostTensor {
         let bytes = if tokens.len() == n {
             one
         } else {
-            one.repeat(n)
+            // A splat of a huge type: an error, not an allocation abort.
+            let total = n.checked_mul(one.len()).unwrap_or(usize::MAX);
+            let mut bytes = Vec::new();
+            bytes.try_reserve_exact(total).map_err(|_| {
+                Error::InvalidInput(format!(
+                    "tensor literal {ty} needs {total} bytes, more than can be allocated"
+                ))
+            })?;
+            for _ in 0..n {
+                bytes.extend_from_slice(&one);
+            }
+            bytes
         };
         HostTensor::new(dtype, shape, bytes)
     }
@@ -490,6 +513,14 @@ mod tests {
         assert_eq!(t.format(1024), "2xi8=[-3 4]");
         let t = HostTensor::parse_literal("0x2xf32=").unwrap();
         assert_eq!(t.format(1024), "0x2xf32=[]");
+    }
+
+    #[test]
+    fn a_huge_splat_literal_is_an_error_not_an_abort() {
+        let e = HostTensor::parse_literal("1000000000x1000000xf32=1").unwrap_err();
+        assert!(e.to_string().contains("more than can be allocated"), "{e}");
+        let e = HostTensor::parse_literal("99999999999x99999999999x9999999xf32=1").unwrap_err();
+        assert!(e.to_string().contains("too many elements"), "{e}");
     }
 
     #[test]

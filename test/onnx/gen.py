@@ -409,6 +409,7 @@ def bad_models():
          [vi("x", F, [2, 3]), vi("shape", I64, [2])], [vi("y", F, [3, 2])])
     save("custom_domain", [helper.make_node("FusedMatMul", ["x", "x"], ["y"], domain="com.microsoft", name="fused")],
          [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], domains=["com.microsoft"])
+    save("invalid_dim", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [-5, 3])], [vi("y", F, [-5, 3])])
     save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=23)
     good = save("good", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])],
                 initializers=[init("unused", randf(100))])

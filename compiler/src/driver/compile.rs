@@ -131,10 +131,7 @@ fn parse_target(text: &str) -> Result<Target, String> {
 fn write_text(output: Option<&Path>, text: &str) -> Result<()> {
     match output {
         Some(path) => write_atomically(path, text.as_bytes()),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+        None => super::write_stdout(text),
     }
 }
 

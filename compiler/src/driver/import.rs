@@ -86,21 +86,33 @@ pub fn parse_model_with<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Module<'c>> {
-    if is_onnx(path) {
+    let module = if is_onnx(path) {
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
             ..ImportOptions::default()
         };
         let text = import_text(path, &options)?;
-        session.parse(&path.display().to_string(), &text)
+        session.parse(&path.display().to_string(), &text)?
     } else if !input_shapes.is_empty() {
         bail!(
             "{}: --input-shape applies to ONNX models (.onnx); an MLIR model's shapes are its function types",
             path.display()
         )
     } else {
-        session.parse_file(path)
+        session.parse_file(path)?
+    };
+    // An empty file parses to an empty module, which would compile to an
+    // artifact with no functions.
+    let has_function = crate::ir::util::collect_ops(module.as_operation())
+        .iter()
+        .any(|op| crate::ir::util::op_name(op) == "func.func");
+    if !has_function {
+        bail!(
+            "{}: the model defines no functions (func.func): there is nothing to compile",
+            path.display()
+        );
     }
+    Ok(module)
 }
 
 /// A path the MLIR-only consumers (the reference runner) can read: an
@@ -170,9 +182,6 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     };
     match &args.output {
         Some(path) => write_atomically(path, text.as_bytes()),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+        None => super::write_stdout(&text),
     }
 }

@@ -13,31 +13,24 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, then a
-/// rename, so that a failure never leaves a half-written output.
+/// Writes `text` to standard output. A closed pipe (`tcc ... | head -1`,
+/// `| true`) is an error with a message and exit code 1, not a panic:
+/// `print!` panics when stdout is gone.
+pub fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("cannot write to standard output")
+}
+
+/// Writes `bytes` to `path`: a regular (or new) file atomically, through a
+/// temporary file beside it and a rename, so that a failure never leaves a
+/// half-written output; a symlink's target, keeping the link; a device or
+/// FIFO (`/dev/null`) by writing through it, never replacing it. A new
+/// file's mode is 0666 (0777 for a shared library) less the umask.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let directory = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut temp = tempfile::NamedTempFile::new_in(directory)
-        .with_context(|| format!("cannot create a temporary file in {}", directory.display()))?;
-    std::io::Write::write_all(&mut temp, bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    // Outputs are ordinary files (tempfile creates them private).
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = if bytes.starts_with(b"\x7fELF") {
-            0o755
-        } else {
-            0o644
-        };
-        temp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))
-            .with_context(|| format!("cannot set permissions of {}", path.display()))?;
-    }
-    temp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    tcc_runtime::output_file::write_output_bytes(path, bytes, bytes.starts_with(b"\x7fELF"))
+        .with_context(|| format!("cannot write {}", path.display()))
 }

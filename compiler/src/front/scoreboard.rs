@@ -382,11 +382,11 @@ pub fn run(args: &ScoreboardArgs) -> Result<()> {
     if let Some(path) = &args.write_expectations {
         crate::driver::write_atomically(path, render_expectations(&outcomes).as_bytes())?;
     }
-    println!(
-        "{} (of {} cases; outputs compared with rtol {RTOL}, atol {ATOL})",
+    crate::driver::write_stdout(&format!(
+        "{} (of {} cases; outputs compared with rtol {RTOL}, atol {ATOL})\n",
         summary(&outcomes),
         outcomes.len()
-    );
+    ))?;
     if let Some(path) = &args.expectations {
         let expected = read_expectations(path)?;
         let regressions = regressions(&outcomes, &expected);

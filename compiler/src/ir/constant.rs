@@ -392,49 +392,44 @@ impl ConstTensor {
     }
 }
 
-/// The bytes of a `dense_resource` attribute, read element by element
-/// through the typed accessors (a resource whose blob is missing or shorter
-/// than the tensor is an error, never a read outside the blob).
+/// The bytes of a `dense_resource` attribute, copied out of its blob after
+/// checking that the blob exists and holds exactly the tensor's bytes: a
+/// key with no blob in the resource section, or a blob shorter or longer
+/// than the tensor, is an error, never a read outside the blob.
 fn resource_bytes(
     attribute: Attribute,
     element: ElementType,
     count: usize,
 ) -> Result<Vec<u8>, String> {
-    let raw = attribute.to_raw();
-    let mut bytes = Vec::with_capacity(count * element.size_bytes());
-    for i in 0..count as isize {
-        unsafe {
-            match element {
-                ElementType::F32 => bytes.extend(
-                    mlir_sys::mlirDenseFloatResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::F64 => bytes.extend(
-                    mlir_sys::mlirDenseDoubleResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I64 => bytes.extend(
-                    mlir_sys::mlirDenseInt64ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I32 => bytes.extend(
-                    mlir_sys::mlirDenseInt32ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I16 => bytes.extend(
-                    mlir_sys::mlirDenseInt16ResourceElementsAttrGetValue(raw, i).to_le_bytes(),
-                ),
-                ElementType::I8 => {
-                    bytes.push(mlir_sys::mlirDenseInt8ResourceElementsAttrGetValue(raw, i) as u8)
-                }
-                ElementType::I1 => {
-                    bytes.push(mlir_sys::mlirDenseBoolResourceElementsAttrGetValue(raw, i) as u8)
-                }
-                other => {
-                    return Err(format!(
-                        "dense_resource constants of {other:?} are not supported"
-                    ));
-                }
-            }
+    let size = match element {
+        ElementType::F32 | ElementType::I32 => 4,
+        ElementType::F64 | ElementType::I64 => 8,
+        ElementType::I16 => 2,
+        ElementType::I8 | ElementType::I1 => 1,
+        other => {
+            return Err(format!(
+                "dense_resource constants of {other:?} are not supported"
+            ));
         }
+    };
+    let described = crate::diagnostics::truncate_for_message(&attribute.to_string());
+    let expected = count
+        .checked_mul(size)
+        .ok_or_else(|| format!("constant {described} is too large"))?;
+    let blob = unsafe { tcc_dialects::dense_resource_blob(attribute.to_raw()) }.ok_or_else(|| {
+        format!("constant {described} has no blob in the file's resource section (`{{-# dialect_resources: {{ builtin: {{ ... }} }} #-}}`)")
+    })?;
+    if blob.len() != expected {
+        return Err(format!(
+            "constant {described} has a blob of {} bytes, but its type needs {expected} ({count} elements of {size} bytes)",
+            blob.len()
+        ));
     }
-    Ok(bytes)
+    Ok(if element == ElementType::I1 {
+        blob.iter().map(|&b| (b != 0) as u8).collect()
+    } else {
+        blob.to_vec()
+    })
 }
 
 #[cfg(test)]

@@ -3,6 +3,19 @@
 use melior::ir::r#type::RankedTensorType;
 use melior::ir::{ShapedTypeLike, Type, TypeLike};
 
+/// The most elements tcc accepts in one tensor (2^32), at the input of
+/// `tcc compile` (`tcc-check-supported`) and in the ONNX importer alike
+/// (one constant, defined with the importer). With it, every size tcc
+/// computes from shapes (elements, bytes, work items, arena offsets) fits
+/// in an `i64` with room to spare.
+pub const MAX_TENSOR_ELEMENTS: i64 = crate::front::onnx::dtype::MAX_ELEMENTS;
+
+/// The element count of `shape` when every dimension is non-negative and
+/// the product is at most [`MAX_TENSOR_ELEMENTS`] (checked arithmetic).
+pub fn checked_element_count(shape: &[i64]) -> Option<i64> {
+    crate::front::onnx::dtype::checked_numel(shape)
+}
+
 /// A statically shaped ranked tensor type: its dimensions and element type.
 #[derive(Debug, Clone)]
 pub struct StaticTensor<'c> {
@@ -33,8 +46,13 @@ impl<'c> StaticTensor<'c> {
         self.shape.len()
     }
 
+    /// The element count (saturating: shapes past
+    /// [`MAX_TENSOR_ELEMENTS`] are rejected at the input, but a pass run
+    /// on its own must not overflow either).
     pub fn num_elements(&self) -> i64 {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .fold(1i64, |n, &d| n.saturating_mul(d.max(0)))
     }
 
     pub fn to_type(&self) -> Type<'c> {

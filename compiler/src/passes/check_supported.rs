@@ -1,6 +1,9 @@
 //! `tcc-check-supported`: the input phase's gate. Rejects, with the op's
-//! location, every op outside tcc's coverage list and every dynamically
-//! shaped tensor, so that later phases only meet what they can compile.
+//! location, every op outside tcc's coverage list, every dynamically
+//! shaped tensor, and every tensor of more than
+//! [`MAX_TENSOR_ELEMENTS`](crate::ir::types::MAX_TENSOR_ELEMENTS) elements
+//! (the ONNX importer's limit), so that later phases only meet what they
+//! can compile and every size they compute fits.
 
 use melior::ir::operation::{OperationLike, OperationRefMut};
 use melior::ir::{TypeLike, ValueLike};
@@ -108,7 +111,12 @@ impl TccPass for CheckSupported {
                         if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
                             errors.push(PassError::at(
                                 op.location(),
-                                format!("argument {index} has the dynamically shaped type '{ty}': tcc needs static shapes"),
+                                format!("argument {index} has the dynamically shaped type '{}': tcc needs static shapes", quote(ty)),
+                            ));
+                        } else if let Some(why) = too_large(ty) {
+                            errors.push(PassError::at(
+                                op.location(),
+                                format!("argument {index} {why}"),
                             ));
                         }
                     }
@@ -120,7 +128,14 @@ impl TccPass for CheckSupported {
                 if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
                     errors.push(PassError::at(
                         op.location(),
-                        format!("'{name}' uses the dynamically shaped type '{ty}': tcc needs static shapes"),
+                        format!("'{name}' uses the dynamically shaped type '{}': tcc needs static shapes", quote(ty)),
+                    ));
+                    break;
+                }
+                if let Some(why) = too_large(ty) {
+                    errors.push(PassError::at(
+                        op.location(),
+                        format!("'{name}' result {why}"),
                     ));
                     break;
                 }
@@ -133,6 +148,29 @@ impl TccPass for CheckSupported {
         }
         last.map_or(Ok(()), Err)
     }
+}
+
+/// A type for an error message, shortened when huge.
+fn quote(ty: melior::ir::Type) -> String {
+    crate::diagnostics::truncate_for_message(&ty.to_string())
+}
+
+/// Why a static tensor type is too large for tcc, if it is.
+fn too_large(ty: melior::ir::Type) -> Option<String> {
+    let tensor = crate::ir::types::StaticTensor::of(ty)?;
+    if crate::ir::types::checked_element_count(&tensor.shape).is_some() {
+        return None;
+    }
+    let elements = tensor
+        .shape
+        .iter()
+        .try_fold(1u128, |n, &d| n.checked_mul(d.max(0) as u128))
+        .map_or("more than 2^128".to_string(), |n| n.to_string());
+    Some(format!(
+        "has the type '{}' of {elements} elements, more than tcc's limit of {} (2^32) elements per tensor",
+        quote(ty),
+        crate::ir::types::MAX_TENSOR_ELEMENTS
+    ))
 }
 
 fn is_static_tensor(ty: melior::ir::Type) -> bool {

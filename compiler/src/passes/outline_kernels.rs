@@ -418,6 +418,45 @@ fn index_constant<'c>(
 
 use melior::ir::BlockRef;
 
+/// The gpu phase starts from the buffer phase's output. Raw TOSA, or any
+/// function still on tensors, would pass through it untouched (a silent
+/// no-op), so it is refused, at the first op or function on tensors.
+fn check_bufferized<'c>(
+    module: OperationRef<'c, 'c>,
+    functions: &[OperationRef<'c, 'c>],
+) -> Result<(), PassError<'c>> {
+    const HINT: &str = "tcc-outline-kernels (the gpu phase) works on the buffer phase's output; \
+        run the phases before it first (tcc-opt --tcc-phase-input ... --tcc-phase-buffer, \
+        or tcc compile --compile-to=gpu)";
+    for function in functions {
+        let on_tensors = function
+            .attribute("function_type")
+            .ok()
+            .is_some_and(|ty| ty.to_string().contains("tensor<"));
+        if on_tensors {
+            let name = function
+                .attribute("sym_name")
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default();
+            return Err(PassError::at(
+                function.location(),
+                format!("@{name} takes or returns tensors: {HINT}"),
+            ));
+        }
+    }
+    if let Some(op) = collect_ops(module)
+        .into_iter()
+        .find(|op| dialect_of(&op_name(op)) == "tosa")
+    {
+        return Err(PassError::at(
+            op.location(),
+            format!("'{}' is a TOSA op: {HINT}", op_name(&op)),
+        ));
+    }
+    Ok(())
+}
+
 impl TccPass for OutlineKernels {
     const ARGUMENT: &'static str = "tcc-outline-kernels";
     const SUMMARY: &'static str =
@@ -441,6 +480,7 @@ impl TccPass for OutlineKernels {
             .and_then(|t| t.parse().ok())
             .unwrap_or_default();
         let functions: Vec<_> = body_ops_named(module, "func.func");
+        check_bufferized(module, &functions)?;
         let mut next_index = collect_ops(module)
             .iter()
             .filter(|op| op.attribute(KIND_ATTR).is_ok())

@@ -62,12 +62,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 fn run(args: Args) -> anyhow::Result<()> {
     if args.iterations == 0 {
         bail!("--iterations must be at least 1");
@@ -79,17 +73,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let model = Model::load(&args.model)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
-    let (tensors, sources): (Vec<_>, Vec<_>) = args
-        .inputs
-        .iter()
-        .map(|s| cli::parse_input(s).map(|a| (a.tensor, a.source)))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .unzip();
+    // Input types are checked against the signature before any is built.
+    let (tensors, sources) = cli::parse_inputs_for(&args.inputs, model.function(&function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
-    model
-        .function(&function)?
-        .check_inputs(&tensors, &sources)?;
 
     let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
     let mut session = cli::open_session("tcc-benchmark", &rt, &model)?;
@@ -97,21 +83,20 @@ fn run(args: Args) -> anyhow::Result<()> {
         session.run_with_sources(&function, &tensors, &sources)?;
     }
     session.reset_profile()?;
-    let mut latencies_ms = Vec::with_capacity(args.iterations);
+    // Constant memory whatever the iteration count (no vector per call).
+    let mut latencies_ms = cli::LatencyStats::default();
     for _ in 0..args.iterations {
         let start = Instant::now();
         session.run_with_sources(&function, &tensors, &sources)?;
         latencies_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     let kernels = session.kernel_profile()?;
-    let mut sorted = latencies_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let (min, median, p90) = (
-        sorted[0],
-        percentile(&sorted, 50.0),
-        percentile(&sorted, 90.0),
+    let (min, median, p90, mean) = (
+        latencies_ms.min(),
+        latencies_ms.percentile(50.0),
+        latencies_ms.percentile(90.0),
+        latencies_ms.mean(),
     );
-    let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
     let device_ms_per_call =
         kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / args.iterations as f64;
     // Flops per call: --flops, else what the artifact counts per kernel.
@@ -156,7 +141,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             "platform": dev.platform_name,
             "warmup": args.warmup,
             "iterations": args.iterations,
-            "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean },
+            "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": latencies_ms.sample_count() },
             "device_ms_per_call": device_ms_per_call,
             "flops": flops_per_call,
             "gflops": gflops.map(|(e2e, d)| json!({ "end_to_end": e2e, "device": d })),
@@ -189,6 +174,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         out,
         "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
     )?;
+    if (latencies_ms.sample_count() as u64) < latencies_ms.count() {
+        writeln!(
+            out,
+            "  (median and p90 from a uniform sample of {} of the {} calls)",
+            latencies_ms.sample_count(),
+            latencies_ms.count()
+        )?;
+    }
     writeln!(
         out,
         "device time per call (kernels): {device_ms_per_call:.3} ms"

@@ -86,16 +86,10 @@ fn run(args: Args) -> anyhow::Result<()> {
             outputs.len()
         );
     }
-    let (tensors, sources): (Vec<_>, Vec<_>) = args
-        .inputs
-        .iter()
-        .map(|s| cli::parse_input(s).map(|a| (a.tensor, a.source)))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .unzip();
+    // Check the inputs' types against the signature before any is built
+    // (and before the possibly slow kernel build).
+    let (tensors, sources) = cli::parse_inputs_for(&args.inputs, signature)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
-    // Check inputs before the (possibly slow) kernel build.
-    signature.check_inputs(&tensors, &sources)?;
 
     let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), false)?;
     let mut session = cli::open_session("tcc-run", &rt, &model)?;

@@ -57,8 +57,15 @@ pub struct FunctionDesc {
     pub arena_alignment: u64,
 }
 
+/// The bytes of a tensor (saturating: tensors past
+/// `ir::types::MAX_TENSOR_ELEMENTS` never get here, see
+/// `tcc-check-supported`, and a saturated size fails the later checks).
 pub(super) fn byte_size(desc: &TensorDesc) -> u64 {
-    desc.shape.iter().product::<i64>().max(0) as u64 * desc.element.size_bytes() as u64
+    desc.shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?))
+        .and_then(|n| n.checked_mul(desc.element.size_bytes() as u64))
+        .unwrap_or(u64::MAX)
 }
 
 /// The raw little-endian bytes of a dense or dense_resource constant

@@ -216,11 +216,15 @@ impl fmt::Display for TType {
     }
 }
 
-/// The largest tensor the importer accepts (elements).
+/// The largest tensor tcc accepts (elements), in the importer and at the
+/// input of `tcc compile` alike (`ir::types::MAX_TENSOR_ELEMENTS` is this
+/// constant). It lives here because the ONNX fuzz target compiles this
+/// module on its own.
 pub const MAX_ELEMENTS: i64 = 1 << 32;
 
 /// The element count of a shape from untrusted input: every dimension
-/// non-negative and the product at most [`MAX_ELEMENTS`].
+/// non-negative and the product at most [`MAX_ELEMENTS`] (checked
+/// arithmetic).
 pub fn checked_numel(shape: &[i64]) -> Option<i64> {
     let mut count: i64 = 1;
     for &d in shape {
@@ -230,6 +234,18 @@ pub fn checked_numel(shape: &[i64]) -> Option<i64> {
         count = count.checked_mul(d)?;
     }
     (count <= MAX_ELEMENTS).then_some(count)
+}
+
+/// A shape for messages: `3x224x224`, `[]` for a scalar.
+pub fn shape_text(shape: &[i64]) -> String {
+    if shape.is_empty() {
+        return "[]".into();
+    }
+    shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
 }
 
 /// IEEE half-precision bits to f32.

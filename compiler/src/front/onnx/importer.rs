@@ -151,13 +151,19 @@ fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i64>>, Vec<St
     };
     let mut dims = Vec::new();
     let mut params = Vec::new();
-    for dim in &shape.dim {
+    for (axis, dim) in shape.dim.iter().enumerate() {
         use super::proto::tensor_shape_proto::dimension::Value as D;
         match &dim.value {
             Some(D::DimValue(v)) if *v >= 0 => {
                 dims.push(Some(*v));
                 params.push(String::new());
             }
+            // ONNX dimensions are sizes (>= 0) or named (dynamic): a
+            // negative one is an invalid model, not a dynamic dimension.
+            Some(D::DimValue(v)) => bail!(
+                "'{}' has the invalid dimension {v} at axis {axis}: ONNX dimensions are sizes (0 or more) or names (dynamic)",
+                info.name
+            ),
             Some(D::DimParam(p)) => {
                 dims.push(None);
                 params.push(p.clone());
@@ -326,16 +332,30 @@ pub fn import_model(
                     .zip(&params)
                     .map(|(d, p)| d.map_or(p.clone(), |d| d.to_string()))
                     .collect();
+                let rank = |r: usize| {
+                    if r == 1 {
+                        "rank 1".to_string()
+                    } else {
+                        format!("rank {r}")
+                    }
+                };
+                let given = if shape.is_empty() {
+                    "a scalar (rank 0)".to_string()
+                } else {
+                    format!(
+                        "{} ({})",
+                        super::dtype::shape_text(shape),
+                        rank(shape.len())
+                    )
+                };
+                let declared = if declared.is_empty() {
+                    "a scalar (rank 0)".to_string()
+                } else {
+                    format!("{} ({})", declared.join("x"), rank(dims.len()))
+                };
                 bail!(
-                    "--input-shape for '{}' is {} but the model declares {} (rank {}); only the batch (the first dimension) and dynamic dimensions can be overridden",
-                    info.name,
-                    shape
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join("x"),
-                    declared.join("x"),
-                    dims.len()
+                    "--input-shape for '{}' is {given} but the model declares {declared}; only the batch (the first dimension) and dynamic dimensions can be overridden",
+                    info.name
                 );
             }
             if let (Some(Some(declared)), Some(&new)) = (dims.first(), shape.first())
@@ -371,8 +391,10 @@ pub fn import_model(
         };
         if checked_numel(&shape).is_none() {
             bail!(
-                "graph input '{}' has an invalid or too large shape {shape:?}",
-                info.name
+                "graph input '{}' has the shape {}, more than tcc's limit of {} elements",
+                info.name,
+                super::dtype::shape_text(&shape),
+                super::dtype::MAX_ELEMENTS
             );
         }
         let ty = TType::new(dtype, shape);

@@ -222,7 +222,13 @@ pub fn decode(tensor: &TensorProto, base_dir: Option<&Path>, what: &str) -> Resu
     })?;
     let shape = tensor.dims.clone();
     let count = checked_numel(&shape)
-        .ok_or_else(|| ImportError::new(format!("{what}: invalid or too large shape {shape:?}")))?
+        .ok_or_else(|| {
+            ImportError::new(format!(
+                "{what}: invalid or too large shape {} (dimensions must be 0 or more, at most {} elements)",
+                super::dtype::shape_text(&shape),
+                super::dtype::MAX_ELEMENTS
+            ))
+        })?
         as usize;
     if tensor.segment.is_some() {
         return Err(ImportError::new(format!(
