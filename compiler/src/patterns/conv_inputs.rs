@@ -678,6 +678,50 @@ impl<'c> Builder<'c> {
         )
     }
 
+    /// Checks `coordinate` against `0..size`, folds the check into
+    /// `in_bounds`, and returns it clamped into bounds (so that no back end
+    /// ever reads outside the tensor).
+    pub(crate) fn clamp_into(
+        &self,
+        coordinate: Value<'c, 'c>,
+        size: i64,
+        in_bounds: &mut Option<Value<'c, 'c>>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let zero = self.constant(0)?;
+        let last = self.constant(size - 1)?;
+        let limit = self.constant(size)?;
+        let above = self.cmpi(5, coordinate, zero)?;
+        let below = self.cmpi(2, coordinate, limit)?;
+        let both = self.binary("arith.andi", above, below)?;
+        *in_bounds = Some(match *in_bounds {
+            Some(previous) => self.binary("arith.andi", previous, both)?,
+            None => both,
+        });
+        let clamped = self.binary("arith.maxsi", coordinate, zero)?;
+        self.binary("arith.minsi", clamped, last)
+    }
+
+    /// `tensor.extract` of `tensor` at `indices`.
+    pub(crate) fn extract(
+        &self,
+        tensor: Value<'c, 'c>,
+        indices: &[Value<'c, 'c>],
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let element = unsafe {
+            Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
+                tensor.r#type().to_raw(),
+            ))
+        };
+        let mut operands = vec![tensor];
+        operands.extend_from_slice(indices);
+        self.push(
+            OperationBuilder::new("tensor.extract", self.location)
+                .add_operands(&operands)
+                .add_results(&[element]),
+            "tensor.extract",
+        )
+    }
+
     /// `base * scale + offset`, folding the trivial parts.
     pub(crate) fn affine(
         &self,
@@ -752,37 +796,12 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
             coordinate = b.binary("arith.subi", coordinate, shift)?;
         }
         if low[axis] != 0 || high[axis] != 0 {
-            let zero = b.constant(0)?;
-            let last = b.constant(size - 1)?;
-            let limit = b.constant(size)?;
-            let above = b.cmpi(5, coordinate, zero)?;
-            let below = b.cmpi(2, coordinate, limit)?;
-            let both = b.binary("arith.andi", above, below)?;
-            in_bounds = Some(match in_bounds {
-                Some(previous) => b.binary("arith.andi", previous, both)?,
-                None => both,
-            });
-            let clamped = b.binary("arith.maxsi", coordinate, zero)?;
-            coordinate = b.binary("arith.minsi", clamped, last)?;
+            coordinate = b.clamp_into(coordinate, size, &mut in_bounds)?;
         }
         spatial.push(coordinate);
     }
     let coordinates = [n, spatial[0], spatial[1], c];
-    let extract = |tensor: Value<'c, 'c>, indices: &[Value<'c, 'c>]| {
-        let element = unsafe {
-            Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
-                tensor.r#type().to_raw(),
-            ))
-        };
-        let mut operands = vec![tensor];
-        operands.extend_from_slice(indices);
-        b.push(
-            OperationBuilder::new("tensor.extract", location)
-                .add_operands(&operands)
-                .add_results(&[element]),
-            "tensor.extract",
-        )
-    };
+    let extract = |tensor: Value<'c, 'c>, indices: &[Value<'c, 'c>]| b.extract(tensor, indices);
     let element = match &plan.producer {
         None => extract(plan.source, &coordinates)?,
         Some(producer) => inline_producer(&b, producer.op, &coordinates, &extract)?,
@@ -1019,7 +1038,7 @@ fn inline_pool<'c>(
 
 /// Appends a clone of `op` to the builder's block with its operands
 /// replaced through `mapping` (raw value, replacement).
-fn clone_remapped<'c>(
+pub(crate) fn clone_remapped<'c>(
     b: &Builder<'c>,
     op: OperationRef<'c, 'c>,
     mapping: &[(mlir_sys::MlirValue, Value<'c, 'c>)],

@@ -25,7 +25,7 @@ use melior::ir::{
     ValueLike,
 };
 
-use super::conv_inputs::{Builder, CONV_ATTR, fusible_producer, inline_producer};
+use super::conv_inputs::{Builder, CONV_ATTR, clone_remapped, fusible_producer, inline_producer};
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, integer_value, op_name, same_op, use_count, users};
 use crate::passes::{PassError, init_operands};
@@ -281,14 +281,7 @@ pub fn rewrite<'c>(
     let mut next = old_body.first_operation();
     while let Some(inner) = next {
         next = inner.next_in_block();
-        let clone = unsafe { mlir_sys::mlirOperationClone(inner.to_raw()) };
-        for position in 0..unsafe { mlir_sys::mlirOperationGetNumOperands(clone) } {
-            let operand = unsafe { mlir_sys::mlirOperationGetOperand(clone, position) };
-            if let Some((_, replacement)) = mapping.iter().find(|(raw, _)| raw.ptr == operand.ptr) {
-                unsafe { mlir_sys::mlirOperationSetOperand(clone, position, replacement.to_raw()) };
-            }
-        }
-        let clone = block.append_operation(unsafe { melior::ir::operation::Operation::from_raw(clone) });
+        let clone = clone_remapped(&b, inner, &mapping);
         for position in 0..inner.result_count() {
             let old: Value = inner.result(position).map_err(err)?.into();
             let new: Value = clone.result(position).map_err(err)?.into();
@@ -361,34 +354,9 @@ fn read_element<'c>(b: &Builder<'c>, read: &ShiftedRead<'c>) -> Result<Value<'c,
             coordinates.push(coordinate); // never leaves the source
             continue;
         }
-        let zero = b.constant(0)?;
-        let last = b.constant(source.shape[dim] - 1)?;
-        let limit = b.constant(source.shape[dim])?;
-        let above = b.cmpi(5, coordinate, zero)?;
-        let below = b.cmpi(2, coordinate, limit)?;
-        let both = b.binary("arith.andi", above, below)?;
-        in_bounds = Some(match in_bounds {
-            Some(previous) => b.binary("arith.andi", previous, both)?,
-            None => both,
-        });
-        let clamped = b.binary("arith.maxsi", coordinate, zero)?;
-        coordinates.push(b.binary("arith.minsi", clamped, last)?);
+        coordinates.push(b.clamp_into(coordinate, source.shape[dim], &mut in_bounds)?);
     }
-    let extract = |tensor: Value<'c, 'c>, indices: &[Value<'c, 'c>]| {
-        let element = unsafe {
-            Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
-                tensor.r#type().to_raw(),
-            ))
-        };
-        let mut operands = vec![tensor];
-        operands.extend_from_slice(indices);
-        b.push(
-            OperationBuilder::new("tensor.extract", location)
-                .add_operands(&operands)
-                .add_results(&[element]),
-            "tensor.extract",
-        )
-    };
+    let extract = |tensor: Value<'c, 'c>, indices: &[Value<'c, 'c>]| b.extract(tensor, indices);
     let element = match read.producer {
         Some(producer) => inline_producer(b, producer, &coordinates, &extract)?,
         None => extract(read.source, &coordinates)?,
