@@ -293,7 +293,13 @@ struct TileStaging<'a> {
 /// The unrolled loop over a work-item's staging rounds for `t`: each
 /// round `r` handles element (or float4) `tid + r * threads` of the tile.
 /// `body` receives the round's tile coordinates already declared.
-fn staging_rounds(out: &mut String, t: &TileStaging, threads: u32, k_base: &str, body: &dyn Fn(&mut String)) {
+fn staging_rounds(
+    out: &mut String,
+    t: &TileStaging,
+    threads: u32,
+    k_base: &str,
+    body: &dyn Fn(&mut String),
+) {
     let (ol, og, ob, oe, _) = t.outer;
     let (il, ig, ib, ie, _) = t.inner;
     let width = if t.vector { 4 } else { 1 };
@@ -316,7 +322,13 @@ fn staging_rounds(out: &mut String, t: &TileStaging, threads: u32, k_base: &str,
         format!("l % {q}")
     };
     let _ = writeln!(out, "      const int {ol} = l / {q}, {il} = {inner_index};");
-    let base = |b: &str| if b == "k0" { k_base.to_string() } else { b.to_string() };
+    let base = |b: &str| {
+        if b == "k0" {
+            k_base.to_string()
+        } else {
+            b.to_string()
+        }
+    };
     let _ = writeln!(
         out,
         "      const tcc_index {og} = {} + {ol}, {ig} = {} + {il};",
@@ -337,11 +349,7 @@ fn staging_count(t: &TileStaging, threads: u32) -> u32 {
 /// (`float` or `float4` per round).
 fn declare_staging_registers(out: &mut String, t: &TileStaging, registers: &str, threads: u32) {
     let ty = if t.vector { "float4" } else { "float" };
-    let _ = writeln!(
-        out,
-        "  {ty} {registers}[{}];",
-        staging_count(t, threads)
-    );
+    let _ = writeln!(out, "  {ty} {registers}[{}];", staging_count(t, threads));
 }
 
 /// Emits the guarded global loads of `t`'s tile at k base `k_base` into
@@ -868,7 +876,10 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("vload4(0, a1"), "{text}");
-        assert!(text.contains("      tile_a[kk][mm] = fetch_a[r];"), "{text}");
+        assert!(
+            text.contains("      tile_a[kk][mm] = fetch_a[r];"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -883,14 +894,19 @@ mod tests {
         }))
         .unwrap();
         let first_fetch = text.find("fetch_a[r] =").unwrap();
-        let k_loop = text.find("for (tcc_index k0 = 0; k0 < 30; k0 += 8)").unwrap();
+        let k_loop = text
+            .find("for (tcc_index k0 = 0; k0 < 30; k0 += 8)")
+            .unwrap();
         let store = text.find("tile_a[kk][mm] = fetch_a[r];").unwrap();
         let barrier = text[store..].find("barrier(CLK_LOCAL_MEM_FENCE);").unwrap() + store;
         let next = text.find("if (k0 + 8 < 30) {").unwrap();
         let next_fetch = text[next..].find("fetch_a[r] =").unwrap() + next;
         let arithmetic = text.find("acc[wm][wn] = fma(").unwrap();
         assert!(first_fetch < k_loop, "{text}");
-        assert!(k_loop < store && store < barrier && barrier < next, "{text}");
+        assert!(
+            k_loop < store && store < barrier && barrier < next,
+            "{text}"
+        );
         assert!(next < next_fetch && next_fetch < arithmetic, "{text}");
     }
 
@@ -918,7 +934,10 @@ mod tests {
             text.contains("fetch_b[r] = (k < 32 && j < 64) ? vload4(0, a2 + k * 64 + j)"),
             "{text}"
         );
-        assert!(text.contains("vstore4(fetch_b[r], 0, &tile_b[kk][nn]);"), "{text}");
+        assert!(
+            text.contains("vstore4(fetch_b[r], 0, &tile_b[kk][nn]);"),
+            "{text}"
+        );
     }
 
     #[test]

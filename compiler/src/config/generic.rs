@@ -8,7 +8,6 @@ use super::KernelKind;
 /// general keep stride-1 pools as kernels.
 pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::Strided;
 
-
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise | KernelKind::Reduction => 128,

@@ -52,7 +52,9 @@ impl FromStr for PoolFolding {
             "none" => Ok(PoolFolding::None),
             "strided" => Ok(PoolFolding::Strided),
             "all" => Ok(PoolFolding::All),
-            other => Err(format!("unknown pool folding '{other}' (none, strided, all)")),
+            other => Err(format!(
+                "unknown pool folding '{other}' (none, strided, all)"
+            )),
         }
     }
 }

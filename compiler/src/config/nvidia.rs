@@ -15,7 +15,6 @@ use super::KernelKind;
 /// bounds-checked reads per element into the staging of small GEMMs.
 pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::Strided;
 
-
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,

@@ -12,7 +12,6 @@ use super::KernelKind;
 /// `nvidia::FOLD_POOLS_INTO_CONVS`).
 pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::All;
 
-
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,

@@ -55,7 +55,11 @@ impl TccPass for FoldPadSlices {
                 .dead
                 .iter()
                 .partition(|op| op_name(*op) == "tensor.extract_slice");
-            for op in slices.into_iter().chain(pads).chain(plan.producers().iter()) {
+            for op in slices
+                .into_iter()
+                .chain(pads)
+                .chain(plan.producers().iter())
+            {
                 if unused(*op) {
                     erase_op(*op);
                 }

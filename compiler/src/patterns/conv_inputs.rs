@@ -491,12 +491,13 @@ fn fusible_pool(op: OperationRef, consumer: OperationRef, pools: PoolFolding) ->
 fn pool_feeding_pointwise_conv(op: OperationRef, pools: PoolFolding) -> bool {
     pair(op, "strides").is_some_and(|s| pools.takes(s))
         && matches!(
-        op_name(&op).as_str(),
-        "linalg.pooling_nhwc_max" | "linalg.pooling_nhwc_sum"
-    ) && op.result(0).is_ok_and(|r| {
-        let r: Value = r.into();
-        use_count(r) == 1 && users(r).into_iter().all(is_pointwise_conv)
-    })
+            op_name(&op).as_str(),
+            "linalg.pooling_nhwc_max" | "linalg.pooling_nhwc_sum"
+        )
+        && op.result(0).is_ok_and(|r| {
+            let r: Value = r.into();
+            use_count(r) == 1 && users(r).into_iter().all(is_pointwise_conv)
+        })
 }
 
 /// Whether `op` is a `linalg.transpose` of a rank-4 f32 tensor used only

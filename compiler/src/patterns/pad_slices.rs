@@ -18,7 +18,9 @@
 //! all die; the generic's other inputs and its outputs are kept.
 
 use melior::Context;
-use melior::ir::attribute::{ArrayAttribute, AttributeLike, DenseI32ArrayAttribute, DenseI64ArrayAttribute};
+use melior::ir::attribute::{
+    ArrayAttribute, AttributeLike, DenseI32ArrayAttribute, DenseI64ArrayAttribute,
+};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::{
     Attribute, Block, BlockLike, BlockRef, Identifier, Region, RegionLike, Type, TypeLike, Value,
@@ -173,9 +175,8 @@ fn shifted_read<'c>(
     if StaticTensor::of(source.r#type())?.element != tensor.element {
         return None;
     }
-    let producer = defining_op(source).filter(|p| {
-        use_count(source) == 1 && tensor.element.is_f32() && fusible_producer(*p)
-    });
+    let producer = defining_op(source)
+        .filter(|p| use_count(source) == 1 && tensor.element.is_f32() && fusible_producer(*p));
     let shift = offsets.iter().zip(&low).map(|(o, l)| o - l).collect();
     Some((
         ShiftedRead {
@@ -196,7 +197,12 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
     if op_name(&op) != "linalg.generic" || op.attribute(CONV_ATTR).is_ok() {
         return None;
     }
-    if op.attribute("iterator_types").ok()?.to_string().contains("reduction") {
+    if op
+        .attribute("iterator_types")
+        .ok()?
+        .to_string()
+        .contains("reduction")
+    {
         return None;
     }
     let maps = ArrayAttribute::try_from(op.attribute("indexing_maps").ok()?).ok()?;
@@ -334,7 +340,10 @@ pub fn rewrite<'c>(
 /// The body ops reading one shifted element: coordinates `index + shift`,
 /// clamped into the source where they can leave it, the load (or the
 /// producer recomputed there) and the pad-value select.
-fn read_element<'c>(b: &Builder<'c>, read: &ShiftedRead<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+fn read_element<'c>(
+    b: &Builder<'c>,
+    read: &ShiftedRead<'c>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
     let location = b.location;
     let source = StaticTensor::of(read.source.r#type())
         .ok_or_else(|| PassError::at(location, "dynamically shaped pad source"))?;
@@ -345,7 +354,11 @@ fn read_element<'c>(b: &Builder<'c>, read: &ShiftedRead<'c>) -> Result<Value<'c,
         if shift != 0 {
             let amount = b.constant(shift.abs())?;
             coordinate = b.binary(
-                if shift > 0 { "arith.addi" } else { "arith.subi" },
+                if shift > 0 {
+                    "arith.addi"
+                } else {
+                    "arith.subi"
+                },
                 coordinate,
                 amount,
             )?;

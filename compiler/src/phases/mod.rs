@@ -69,7 +69,9 @@ impl Phase {
             Phase::Linalg => {
                 "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
             }
-            Phase::Dispatch => "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them",
+            Phase::Dispatch => {
+                "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them"
+            }
             Phase::Tile => {
                 "tcc phase 5: put parallel dimensions outermost and attach per-target work-group configuration"
             }

@@ -247,11 +247,7 @@ impl KernelWriter {
     /// final `acc + a * w`: the coordinates, bounds checks, loads, producer
     /// ops and pad-value select, with `linalg.index` bound to the window
     /// position of GEMM row `i` and column `k`.
-    fn conv_generic(
-        &mut self,
-        op: OperationRef,
-        tile_k: i64,
-    ) -> Result<Contraction, CodegenError> {
+    fn conv_generic(&mut self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
         let err = |e: melior::Error| CodegenError::at(&op, e.to_string());
         let ((_, b), (c_value, c)) = (self.view_of(op, 0)?, self.view_of(op, 1)?);
         let output = super::writer::memref_shape(c_value.r#type());
@@ -349,9 +345,8 @@ impl KernelWriter {
                 let result: Value = inner.result(0).map_err(err)?.into();
                 self.names.insert(key(result), name);
             } else if vector
-                && let Some((_, function)) = VECTOR_FLOAT_OPS
-                    .iter()
-                    .find(|(n, _)| *n == op_name(inner))
+                && let Some((_, function)) =
+                    VECTOR_FLOAT_OPS.iter().find(|(n, _)| *n == op_name(inner))
                 && inner.results().any(|r| r.r#type().is_f32())
             {
                 // 4 channels at once; scalars from outside (a pad value,
