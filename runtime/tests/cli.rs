@@ -3,43 +3,14 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use common::*;
 use tcc_runtime::npy::{read_npy, write_npy};
 use tcc_runtime::{DType, HostTensor};
 
-fn tool(name: &str, cache: &Path, args: &[&str]) -> Output {
-    let exe = match name {
-        "tcc-run" => env!("CARGO_BIN_EXE_tcc-run"),
-        _ => env!("CARGO_BIN_EXE_tcc-benchmark"),
-    };
-    Command::new(exe)
-        .args(args)
-        .env("TCC_CACHE_DIR", cache)
-        .env_remove("TCC_DEVICE")
-        .output()
-        .expect("run the binary")
-}
-
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Asserts a clean failure: exit code 1, the message on stderr, no panic.
-fn assert_fails_with(o: &Output, message: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert!(
-        err.contains(message),
-        "expected `{message}` in stderr:\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -13,40 +13,6 @@ use common::*;
 use tcc_runtime::HostTensor;
 use tcc_runtime::npy::{read_npy, write_npy};
 
-fn tool(name: &str, cache: &Path, args: &[&str]) -> Output {
-    tool_command(name, cache, args)
-        .output()
-        .expect("run the binary")
-}
-
-fn tool_command(name: &str, cache: &Path, args: &[&str]) -> Command {
-    let exe = match name {
-        "tcc-run" => env!("CARGO_BIN_EXE_tcc-run"),
-        _ => env!("CARGO_BIN_EXE_tcc-benchmark"),
-    };
-    let mut command = Command::new(exe);
-    command
-        .args(args)
-        .env("TCC_CACHE_DIR", cache)
-        .env_remove("TCC_DEVICE");
-    command
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Asserts a clean failure: exit code 1, the message on stderr, no panic.
-fn assert_fails_with(o: &Output, message: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert!(
-        err.contains(message),
-        "expected `{message}` in stderr:\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
-}
-
 fn x_npy(dir: &Path) -> std::path::PathBuf {
     let xp = dir.join("x.npy");
     write_npy(&xp, &HostTensor::from_f32(vec![1000], &ramp(1000)).unwrap()).unwrap();

@@ -123,6 +123,11 @@ pub fn location_text<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
         .unwrap_or_else(|| "<unknown location>".into())
 }
 
+/// Whether no result of `op` has a use left.
+pub fn is_unused(op: OperationRef) -> bool {
+    op.results().all(|r| use_count(r.into()) == 0)
+}
+
 /// Detaches `op` from its block and destroys it (its results must have no
 /// uses left).
 pub fn erase_op(op: OperationRef) {

@@ -25,12 +25,12 @@
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{Value, ValueLike};
 
 use super::pass::{PassError, PassOptions, TccPass};
 use crate::config::PoolFolding;
-use crate::ir::util::{collect_ops, use_count};
+use crate::ir::util::{collect_ops, erase_op, is_unused};
 use crate::patterns::conv_inputs::{plan, rewrite};
 
 pub struct FoldConvInputs;
@@ -64,16 +64,6 @@ impl PassOptions for FoldConvInputsOptions {
     }
 }
 
-fn erase(op: OperationRef) {
-    let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-    doomed.remove_from_parent();
-    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
-}
-
-fn unused(op: OperationRef) -> bool {
-    op.results().all(|r| use_count(r.into()) == 0)
-}
-
 impl TccPass for FoldConvInputs {
     const ARGUMENT: &'static str = "tcc-fold-conv-inputs";
     const SUMMARY: &'static str =
@@ -102,28 +92,28 @@ impl TccPass for FoldConvInputs {
                 .map_err(|e| PassError::at(plan.op.location(), e.to_string()))?
                 .into();
             unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), replacement.to_raw()) };
-            erase(plan.op);
+            erase_op(plan.op);
             if let Some(pad) = plan.pad_op()
-                && unused(pad)
+                && is_unused(pad)
             {
-                erase(pad);
+                erase_op(pad);
             }
             if let Some(producer) = plan.producer_op()
-                && unused(producer)
+                && is_unused(producer)
             {
                 // A pooling producer's accumulator fill dies with it.
                 let inits: Vec<OperationRef> = producer
                     .operands()
                     .filter_map(crate::ir::util::defining_op)
                     .collect();
-                erase(producer);
+                erase_op(producer);
                 for init in inits {
                     if matches!(
                         crate::ir::util::op_name(&init).as_str(),
                         "linalg.fill" | "tensor.empty"
-                    ) && unused(init)
+                    ) && is_unused(init)
                     {
-                        erase(init);
+                        erase_op(init);
                     }
                 }
             }

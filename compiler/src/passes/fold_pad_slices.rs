@@ -14,14 +14,10 @@ use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{collect_ops, erase_op, op_name, use_count};
+use crate::ir::util::{collect_ops, erase_op, is_unused, op_name};
 use crate::patterns::pad_slices::{plan, rewrite};
 
 pub struct FoldPadSlices;
-
-fn unused(op: OperationRef) -> bool {
-    op.results().all(|r| use_count(r.into()) == 0)
-}
 
 impl TccPass for FoldPadSlices {
     const ARGUMENT: &'static str = "tcc-fold-pad-slices";
@@ -60,7 +56,7 @@ impl TccPass for FoldPadSlices {
                 .chain(pads)
                 .chain(plan.producers().iter())
             {
-                if unused(*op) {
+                if is_unused(*op) {
                     erase_op(*op);
                 }
             }

@@ -1,12 +1,12 @@
 //! Helpers shared by the integration tests: compiling the C fixtures into
-//! shared libraries and creating runtimes on the test machine's OpenCL
-//! device (PoCL in CI). A missing device fails the tests, it does not skip
+//! shared libraries, creating runtimes on the test machine's OpenCL
+//! device (PoCL in CI), and running the tools and checking how they fail. A missing device fails the tests, it does not skip
 //! them.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use tcc_runtime::{DeviceSelector, Runtime, RuntimeOptions};
 
@@ -71,4 +71,41 @@ pub fn axpb_expected(x: &[f32]) -> Vec<f32> {
 
 pub fn ramp(n: usize) -> Vec<f32> {
     (0..n).map(|i| (i as f32) * 0.25 - 3.0).collect()
+}
+
+/// `tcc-run` or `tcc-benchmark` with `args`, on its own program cache and
+/// the default device.
+pub fn tool_command(name: &str, cache: &Path, args: &[&str]) -> Command {
+    let exe = match name {
+        "tcc-run" => env!("CARGO_BIN_EXE_tcc-run"),
+        _ => env!("CARGO_BIN_EXE_tcc-benchmark"),
+    };
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .env("TCC_CACHE_DIR", cache)
+        .env_remove("TCC_DEVICE");
+    command
+}
+
+/// Runs [`tool_command`] to completion.
+pub fn tool(name: &str, cache: &Path, args: &[&str]) -> Output {
+    tool_command(name, cache, args)
+        .output()
+        .expect("run the binary")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a clean failure: exit code 1, the message on stderr, no panic.
+pub fn assert_fails_with(o: &Output, message: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        err.contains(message),
+        "expected `{message}` in stderr:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

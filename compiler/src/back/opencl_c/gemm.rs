@@ -94,6 +94,18 @@ fn operand_of(view: &MemrefView, rank: usize) -> GemmOperand {
     }
 }
 
+/// An operand the template never reads through (its loads come from an
+/// offset expression or computed elements instead): only its pointer.
+fn placeholder_operand(pointer: &str) -> GemmOperand {
+    GemmOperand {
+        pointer: pointer.to_string(),
+        offset: 0,
+        batch_stride: 0,
+        row_stride: 0,
+        col_stride: 0,
+    }
+}
+
 /// The B operand of an implicit-GEMM convolution: its HWCF filter is the
 /// K x N matrix `B[k][j]` (`k` runs over kh, kw, c), row-major with rows of
 /// F when the filter is contiguous, which the template loads like any
@@ -116,14 +128,10 @@ fn filter_operand(
         };
         return (operand, None);
     }
-    let unused = GemmOperand {
-        pointer: b.base.clone(),
-        offset: 0,
-        batch_stride: 0,
-        row_stride: 0,
-        col_stride: 0,
-    };
-    (unused, Some(b.address(&[ky, kx, ch, "j".to_string()])))
+    (
+        placeholder_operand(&b.base),
+        Some(b.address(&[ky, kx, ch, "j".to_string()])),
+    )
 }
 
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
@@ -382,13 +390,6 @@ impl KernelWriter {
         let statements = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
         let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
-        let unused = GemmOperand {
-            pointer: b.base.clone(),
-            offset: 0,
-            batch_stride: 0,
-            row_stride: 0,
-            col_stride: 0,
-        };
         Ok(Contraction {
             shape: GemmShape {
                 batch: 1,
@@ -396,7 +397,7 @@ impl KernelWriter {
                 n: output[3],
                 k: filter[0] * filter[1] * filter[2],
             },
-            a: unused.clone(),
+            a: placeholder_operand(&b.base),
             a_offset: None,
             a_element: Some((statements, value)),
             a_element_vector: vector,
@@ -458,13 +459,6 @@ impl KernelWriter {
                 ch.clone(),
             ]);
             let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
-            let unused = GemmOperand {
-                pointer: a.base.clone(),
-                offset: 0,
-                batch_stride: 0,
-                row_stride: 0,
-                col_stride: 0,
-            };
             return Ok(Contraction {
                 shape: GemmShape {
                     batch: 1,
@@ -472,7 +466,7 @@ impl KernelWriter {
                     n: output[3],
                     k: filter[0] * filter[1] * filter[2],
                 },
-                a: unused.clone(),
+                a: placeholder_operand(&a.base),
                 a_offset: (!vector).then(|| a_offset.clone()),
                 a_element: vector
                     .then(|| (String::new(), format!("vload4(0, {} + {a_offset})", a.base))),
