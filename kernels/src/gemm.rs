@@ -292,12 +292,13 @@ struct TileStaging<'a> {
 
 /// The unrolled loop over a work-item's staging rounds for `t`: each
 /// round `r` handles element (or float4) `tid + r * threads` of the tile.
-/// `body` receives the round's tile coordinates already declared.
+/// `body` receives the round's tile coordinates already declared, and
+/// with `k_base` (the k of the tile's first row or column) the global ones.
 fn staging_rounds(
     out: &mut String,
     t: &TileStaging,
     threads: u32,
-    k_base: &str,
+    k_base: Option<&str>,
     body: &dyn Fn(&mut String),
 ) {
     let (ol, og, ob, oe, _) = t.outer;
@@ -322,19 +323,21 @@ fn staging_rounds(
         format!("l % {q}")
     };
     let _ = writeln!(out, "      const int {ol} = l / {q}, {il} = {inner_index};");
-    let base = |b: &str| {
-        if b == "k0" {
-            k_base.to_string()
-        } else {
-            b.to_string()
-        }
-    };
-    let _ = writeln!(
-        out,
-        "      const tcc_index {og} = {} + {ol}, {ig} = {} + {il};",
-        base(ob),
-        base(ib)
-    );
+    if let Some(k_base) = k_base {
+        let base = |b: &str| {
+            if b == "k0" {
+                k_base.to_string()
+            } else {
+                b.to_string()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "      const tcc_index {og} = {} + {ol}, {ig} = {} + {il};",
+            base(ob),
+            base(ib)
+        );
+    }
     body(out);
     let _ = writeln!(out, "    }}");
 }
@@ -359,7 +362,7 @@ fn fetch_tile(out: &mut String, t: &TileStaging, threads: u32, registers: &str, 
     let (_, og, _, _, on) = t.outer;
     let (_, ig, _, _, inn) = t.inner;
     let guard = format!("({og} < {on} && {ig} < {inn})");
-    staging_rounds(out, t, threads, k_base, &|out: &mut String| {
+    staging_rounds(out, t, threads, Some(k_base), &|out: &mut String| {
         if let Some((statements, value)) = t.element {
             if t.vector {
                 let _ = writeln!(out, "      float4 element = (float4)(0.0f);");
@@ -395,7 +398,7 @@ fn store_tile(out: &mut String, t: &TileStaging, threads: u32, registers: &str) 
     let (il, _, _, _, _) = t.inner;
     let (row, col) = if t.transposed { (il, ol) } else { (ol, il) };
     let tile = t.tile;
-    staging_rounds(out, t, threads, "k0", &|out: &mut String| {
+    staging_rounds(out, t, threads, None, &|out: &mut String| {
         if !t.vector {
             let _ = writeln!(out, "      {tile}[{row}][{col}] = {registers}[r];");
         } else if t.transposed {
