@@ -220,8 +220,8 @@ mod tests {
     }
 
     #[test]
-    fn gemm_tiles_are_valid_and_at_least_64_work_items() {
-        for target in Target::ALL {
+    fn gemm_tiles_are_valid_and_gpu_groups_have_at_least_64_work_items() {
+        for target in [Target::Generic, Target::Nvidia] {
             for (m, n, k) in [
                 (64, 64, 64),
                 (512, 512, 512),
@@ -236,6 +236,26 @@ mod tests {
             // Tiny products are not worth a tiled kernel.
             assert!(target.gemm_config(1, 4, 10, 32).is_none(), "{target}");
         }
+    }
+
+    #[test]
+    fn cpu_gemms_are_register_blocked_at_every_size() {
+        for (m, n, k) in [
+            (1, 1000, 2048),
+            (4, 10, 32),
+            (49, 512, 4608),
+            (3136, 64, 64),
+            (4096, 4096, 4096),
+        ] {
+            let config = Target::PoclCpu.gemm_config(1, m, n, k).unwrap();
+            assert!(config.validate().is_ok(), "{config:?}");
+            assert!(config.is_register_blocked(), "{config:?}");
+            assert!(config.work_m as i64 <= m.max(1), "{config:?}");
+            assert_eq!(config.local_bytes(), 0);
+        }
+        // Wide outputs get two 16-float vectors per row.
+        let wide = Target::PoclCpu.gemm_config(1, 3136, 64, 64).unwrap();
+        assert_eq!((wide.work_m, wide.work_n), (pocl_cpu::GEMM_ROWS, 32));
     }
 
     #[test]

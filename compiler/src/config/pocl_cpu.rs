@@ -23,40 +23,29 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
     }
 }
 
-/// Tiled GEMM on CPUs: PoCL runs a work-group's items as a loop that it
-/// vectorizes across work-items, so each of 64 work-items keeps a 4x8 block
-/// of outputs in registers (32x64 tiles, k staged 32 at a time). Measured on
-/// PoCL 5 / AVX-512 (docs/benchmarks.md): 2.8x faster than 32x32 tiles with
-/// 4x4 blocks; wider (4x16) or taller (8x8) blocks were slower.
+/// GEMMs and convolutions on CPUs: the register-blocked form (a work-group
+/// of one work-item per `rows x columns` block of C, operands read
+/// straight from memory), which PoCL compiles to SIMD multiply-adds along
+/// the block's columns. Columns: two AVX-512 vectors where N allows,
+/// fewer for narrow outputs; rows: no more than M has.
 pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
-    // Narrow outputs (8 to 31 columns: the channels of small convolutions)
-    // with many rows: tall, narrow tiles.
-    if (8..32).contains(&n) && m >= 256 {
-        return Some(super::GemmConfig {
-            tile_m: 32,
-            tile_n: 16,
-            tile_k: 16,
-            work_m: 4,
-            work_n: 2,
-            split_k: 1,
-        });
-    }
-    if m >= 32 && n >= 64 {
-        return Some(super::GemmConfig {
-            tile_m: 32,
-            tile_n: 64,
-            tile_k: 32,
-            work_m: 4,
-            work_n: 8,
-            split_k: 1,
-        });
-    }
-    (m >= 32 && n >= 32).then_some(super::GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 16,
-        work_m: 4,
-        work_n: 4,
+    let columns: u32 = match n {
+        n if n >= 32 => GEMM_COLUMNS,
+        n if n >= 16 => 16,
+        n if n >= 8 => 8,
+        _ => 4,
+    };
+    let rows = (m.clamp(1, GEMM_ROWS as i64)) as u32;
+    Some(super::GemmConfig {
+        tile_m: rows,
+        tile_n: columns,
+        tile_k: 4,
+        work_m: rows,
+        work_n: columns,
         split_k: 1,
     })
 }
+
+/// The register block of a work-item for wide outputs.
+pub const GEMM_ROWS: u32 = 6;
+pub const GEMM_COLUMNS: u32 = 32;
