@@ -55,6 +55,7 @@ unsafe extern "C" {
         name: MlirStringRef,
     ) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
+    fn tccLinalgGeneralize(op: MlirOperation) -> bool;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -102,6 +103,17 @@ pub unsafe fn hoist_parallel_dims(op: MlirOperation) -> Hoisted {
         0 => Hoisted::AlreadyOuter,
         _ => Hoisted::NotPossible,
     }
+}
+
+/// Rewrites a named linalg op as the equivalent `linalg.generic`
+/// (upstream `generalizeNamedOp`), keeping its discardable attributes;
+/// false (the op untouched) for a generic or an op that cannot be.
+///
+/// # Safety
+/// `op` must be a live operation that no one else is mutating; on success
+/// it is erased and must not be used again.
+pub unsafe fn generalize(op: MlirOperation) -> bool {
+    unsafe { tccLinalgGeneralize(op) }
 }
 
 /// Replaces a linalg op on buffers by its loop nest (upstream

@@ -149,13 +149,15 @@ impl Target {
         }
     }
 
-    /// Work-items per row of a row softmax over `columns` elements: the
-    /// target's preferred power of two, no more than the row needs.
-    pub fn softmax_workgroup(self, columns: i64) -> i64 {
+    /// Work-items per row of a row template (softmax, layer norm, a long
+    /// row reduction) over `columns` elements: on GPUs the target's
+    /// preferred power of two, no more than the row needs; on CPUs one,
+    /// which walks the row in SIMD lanes (`tcc_kernels`'s row passes).
+    pub fn row_workgroup(self, columns: i64) -> i64 {
         let preferred = match self {
             Target::Generic => 128,
             Target::Nvidia => 256,
-            Target::PoclCpu => 64,
+            Target::PoclCpu => return pocl_cpu::ROW_WORKGROUP,
         };
         let needed = (columns.max(1) as u64).next_power_of_two() as i64;
         preferred.min(needed.max(64))

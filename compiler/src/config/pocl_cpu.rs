@@ -12,6 +12,13 @@ use super::KernelKind;
 /// `nvidia::FOLD_POOLS_INTO_CONVS`).
 pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::All;
 
+/// One work-item per row of a softmax, layer norm or row reduction: it
+/// keeps a partial per SIMD lane. Measured with pyopencl on this machine's
+/// PoCL (2048x1024): a softmax took 15.4 ms as 64-item groups and 1.2 ms
+/// as one vectorized work-item per row; a row sum of exp 9.3 ms and 0.55
+/// ms (onnxruntime: 1.0 and 0.48 ms).
+pub const ROW_WORKGROUP: i64 = 1;
+
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,

@@ -266,7 +266,7 @@ impl TccPass for ConfigureKernels {
             if options.templates
                 && let Some(length) = row_reduction_length(op)
             {
-                let workgroup = options.target.softmax_workgroup(length);
+                let workgroup = options.target.row_workgroup(length);
                 entries[0].1 = IntegerAttribute::new(i64_type, workgroup).into();
                 entries.push((
                     Identifier::new(context, ROW_REDUCE_KEY),
@@ -281,8 +281,7 @@ impl TccPass for ConfigureKernels {
                     .and_then(|t| t.shape.last().copied())
             {
                 entries[0].1 =
-                    IntegerAttribute::new(i64_type, options.target.softmax_workgroup(columns))
-                        .into();
+                    IntegerAttribute::new(i64_type, options.target.row_workgroup(columns)).into();
             }
             let dictionary = DictionaryAttribute::new(context, &entries);
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };

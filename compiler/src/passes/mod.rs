@@ -14,6 +14,7 @@ mod fold_constants;
 mod fold_conv_inputs;
 mod fold_pad_slices;
 mod form_dispatches;
+mod generalize_reductions;
 mod hoist_parallel_dims;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
@@ -40,6 +41,7 @@ pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
 pub use fold_pad_slices::FoldPadSlices;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands, kind_of};
+pub use generalize_reductions::GeneralizeReductions;
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
@@ -75,6 +77,10 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertLayerNormToRows::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (
+        GeneralizeReductions::ARGUMENT,
+        GeneralizeReductions::SUMMARY,
+    ),
     (ConcatInPlace::ARGUMENT, ConcatInPlace::SUMMARY),
     (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
@@ -103,6 +109,7 @@ pub fn register_all() {
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
+    pass::register(&GeneralizeReductions);
     pass::register(&FoldConvInputs);
     pass::register(&FoldPadSlices);
     pass::register(&ConcatInPlace);

@@ -67,7 +67,7 @@ impl Phase {
                 "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
-                "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
+                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops"
             }
             Phase::Dispatch => {
                 "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them"
@@ -121,6 +121,7 @@ impl Phase {
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
                 "tcc-fold-constants",
+                "tcc-generalize-reductions",
                 "canonicalize",
                 "cse",
                 "linalg-fuse-elementwise-ops",
