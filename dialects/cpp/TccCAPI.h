@@ -56,6 +56,10 @@ int tccLinalgHoistParallelDims(MlirOperation op);
  * discardable attributes. Returns false (and leaves the op) for a generic
  * or an op that cannot be generalized. */
 bool tccLinalgGeneralize(MlirOperation op);
+/* Applies upstream's algebraic simplification of math ops (powf by
+ * constant exponents, ...) to everything under `root`. Returns false if
+ * the rewrite did not converge. */
+bool tccSimplifyMath(MlirOperation root);
 /* Replaces a linalg op on buffers by its scf.parallel/scf.for loop nest.
  * Returns false (and leaves the op) if that is not possible. */
 bool tccLinalgLowerToParallelLoops(MlirOperation op);

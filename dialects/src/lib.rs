@@ -56,6 +56,7 @@ unsafe extern "C" {
     ) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
     fn tccLinalgGeneralize(op: MlirOperation) -> bool;
+    fn tccSimplifyMath(root: MlirOperation) -> bool;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -114,6 +115,16 @@ pub unsafe fn hoist_parallel_dims(op: MlirOperation) -> Hoisted {
 /// it is erased and must not be used again.
 pub unsafe fn generalize(op: MlirOperation) -> bool {
     unsafe { tccLinalgGeneralize(op) }
+}
+
+/// Applies upstream's algebraic simplification of math ops (`powf` by a
+/// constant exponent as multiplications, `sqrt`, `rsqrt`, ...) under
+/// `root`; false if the rewrite did not converge.
+///
+/// # Safety
+/// `root` must be a live operation that no one else is mutating.
+pub unsafe fn simplify_math(root: MlirOperation) -> bool {
+    unsafe { tccSimplifyMath(root) }
 }
 
 /// Replaces a linalg op on buffers by its loop nest (upstream

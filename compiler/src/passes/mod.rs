@@ -24,6 +24,7 @@ mod plan_memory;
 mod propagate_layout;
 mod raise_composites;
 mod record_interface;
+mod simplify_math;
 mod unique_results;
 
 pub use attach_split_k_scratch::AttachSplitKScratch;
@@ -57,6 +58,7 @@ pub use plan_memory::{
 pub use propagate_layout::PropagateLayout;
 pub use raise_composites::RaiseComposites;
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
+pub use simplify_math::SimplifyMath;
 pub use unique_results::UniqueResults;
 
 /// Every tcc pass: (argument, summary), in pipeline order. Kept in step
@@ -110,6 +112,7 @@ pub fn register_all() {
     pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
     pass::register(&GeneralizeReductions);
+    pass::register(&SimplifyMath);
     pass::register(&FoldConvInputs);
     pass::register(&FoldPadSlices);
     pass::register(&ConcatInPlace);

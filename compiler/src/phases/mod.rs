@@ -67,7 +67,7 @@ impl Phase {
                 "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
-                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops"
+                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, strength-reduce math"
             }
             Phase::Dispatch => {
                 "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them"
@@ -126,6 +126,8 @@ impl Phase {
                 "cse",
                 "linalg-fuse-elementwise-ops",
                 "canonicalize",
+                // After fusion, which puts constant exponents in the bodies.
+                "tcc-simplify-math",
                 "cse",
             ]
             .into_iter()
