@@ -76,9 +76,14 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         "  /* register-blocked: {rows}x{columns} outputs per work-item in {vectors} {ty} per row; M={} N={} K={} batch={} */",
         s.m, s.n, s.k, s.batch
     );
+    // The launch is [tiles_n, tiles_m, batch] work-groups (as for the
+    // tiled form), which PoCL runs in order along x; walking the row
+    // tiles fastest instead lets consecutive groups reuse one column
+    // panel of B from the cache.
+    let (tiles_n, tiles_m) = c.tiles(&s);
     let _ = writeln!(
         out,
-        "  const tcc_index row0 = (tcc_index)get_group_id(1) * {rows};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {columns};\n  const tcc_index b = (tcc_index)get_group_id(2);"
+        "  const tcc_index group = (tcc_index)get_group_id(1) * {tiles_n} + (tcc_index)get_group_id(0);\n  const tcc_index row0 = (group % {tiles_m}) * {rows};\n  const tcc_index col0 = (group / {tiles_m}) * {columns};\n  const tcc_index b = (tcc_index)get_group_id(2);"
     );
     // Each row's index, clamped into the matrix.
     for r in 0..rows {
@@ -255,6 +260,19 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("ra3 = a1[i * 30 + k];"), "{text}");
+        // 25 row tiles of 4 (M = 100) walked fastest, then 2 column tiles.
+        assert!(
+            text.contains("const tcc_index group = (tcc_index)get_group_id(1) * 2 + (tcc_index)get_group_id(0);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("const tcc_index row0 = (group % 25) * 4;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("const tcc_index col0 = (group / 25) * 32;"),
+            "{text}"
+        );
         assert!(
             text.contains("acc3_0 = fma(a, rb0, acc3_0); acc3_1 = fma(a, rb1, acc3_1);"),
             "{text}"
