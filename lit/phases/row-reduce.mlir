@@ -6,6 +6,7 @@
 // RUN: tcc compile %s --compile-to=gpu --target=nvidia | FileCheck %s --check-prefix=GPU
 // RUN: tcc compile %s --emit=opencl-c --target=nvidia | FileCheck %s --check-prefix=CL
 // RUN: tcc compile %s --emit=opencl-c --target=pocl-cpu | FileCheck %s --check-prefix=CPU
+// RUN: tcc compile %s --compile-to=tile --target=pocl-cpu | FileCheck %s --check-prefix=CPUTILE
 
 // TILE: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}}tcc.config = {row_reduce = 256 : i64, workgroup_size = 256 : i64}
 
@@ -40,9 +41,17 @@
 // A short reduction keeps one work-item per output.
 // TILE: tcc.config = {workgroup_size = {{[0-9]+}} : i64}, tcc.kernel = "reduce_max
 
-func.func @row_sum_exp(%x: tensor<8x1024xf32>, %y: tensor<64x16xf32>) -> (tensor<8x1xf32>, tensor<64x1xf32>) {
+// A column sum (the row strided by 8 in memory) takes the row template on
+// GPUs; on CPUs one work-item per output, which PoCL vectorizes across
+// neighbouring outputs, beats one work-item reading a strided row.
+// TILE: linalg.generic {{.*}}tcc.config = {row_reduce = 256 : i64, workgroup_size = 256 : i64}, tcc.kernel = "reduce_add_2"
+// CPUTILE: tcc.config = {row_reduce = 1 : i64, workgroup_size = 1 : i64}, tcc.kernel = "reduce_exp_add_0"
+// CPUTILE: tcc.config = {workgroup_size = {{[0-9]+}} : i64}, tcc.kernel = "reduce_add_2"
+
+func.func @row_sum_exp(%x: tensor<8x1024xf32>, %y: tensor<64x16xf32>, %z: tensor<1024x8xf32>) -> (tensor<8x1xf32>, tensor<64x1xf32>, tensor<1x8xf32>) {
   %e = tosa.exp %x : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
   %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<8x1024xf32>) -> tensor<8x1xf32>
   %m = tosa.reduce_max %y {axis = 1 : i32} : (tensor<64x16xf32>) -> tensor<64x1xf32>
-  return %s, %m : tensor<8x1xf32>, tensor<64x1xf32>
+  %c = tosa.reduce_sum %z {axis = 0 : i32} : (tensor<1024x8xf32>) -> tensor<1x8xf32>
+  return %s, %m, %c : tensor<8x1xf32>, tensor<64x1xf32>, tensor<1x8xf32>
 }

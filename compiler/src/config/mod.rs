@@ -163,6 +163,17 @@ impl Target {
         preferred.min(needed.max(64))
     }
 
+    /// Whether a long row reduction runs on the row template (one
+    /// work-group per output) rather than as one work-item per output
+    /// with a loop over the row, given whether its inputs are contiguous
+    /// along the row.
+    pub fn row_reduction_template(self, contiguous: bool) -> bool {
+        match self {
+            Target::Generic | Target::Nvidia => true,
+            Target::PoclCpu => pocl_cpu::row_reduction_template(contiguous),
+        }
+    }
+
     /// The configuration for a kernel of `kind` over `work_items` points.
     pub fn kernel_config(self, kind: KernelKind, work_items: i64) -> KernelConfig {
         let preferred = match self {

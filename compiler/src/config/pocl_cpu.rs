@@ -19,6 +19,16 @@ pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::All;
 /// ms (onnxruntime: 1.0 and 0.48 ms).
 pub const ROW_WORKGROUP: i64 = 1;
 
+/// The row template's single work-item reads its row in order: only
+/// worth it where the row is contiguous. A row read with a stride (a
+/// fully connected layer whose weight is read along its columns, every
+/// output a column) runs faster as one work-item per output, which PoCL
+/// vectorizes across neighbouring outputs: ResNet-50's pooled classifier
+/// (2048 x 1000) took 8.9 ms as rows and 2.7 ms as outputs, one thread.
+pub fn row_reduction_template(contiguous: bool) -> bool {
+    contiguous
+}
+
 pub fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,

@@ -94,12 +94,20 @@ pub const ROW_COMBINERS: &[&str] = &[
     "arith.minnumf",
 ];
 
-/// The reduced length, if `op` is a reduction worth one work-group per
-/// output element: a single-output f32 `linalg.generic` whose only
-/// reduction dimension is the innermost, at least 128 long, initialised by
-/// a fill, with a body ending in `combiner(x, acc)` where `acc` (the
-/// output) is used only there.
-fn row_reduction_length(op: OperationRef) -> Option<i64> {
+/// A reduction the row template can run: its reduced length, and whether
+/// every input it reduces along reads contiguous elements (the reduced
+/// dimension is the input's innermost).
+struct RowReduction {
+    length: i64,
+    contiguous: bool,
+}
+
+/// The row reduction `op` is, if it may run one work-group per output
+/// element: a single-output f32 `linalg.generic` whose only reduction
+/// dimension is the innermost, at least 128 long, initialised by a fill,
+/// with a body ending in `combiner(x, acc)` where `acc` (the output) is
+/// used only there.
+fn row_reduction(op: OperationRef) -> Option<RowReduction> {
     use melior::ir::{BlockLike, RegionLike};
     if crate::ir::util::op_name(&op) != "linalg.generic" || op.result_count() != 1 {
         return None;
@@ -130,17 +138,20 @@ fn row_reduction_length(op: OperationRef) -> Option<i64> {
     let maps = melior::ir::attribute::ArrayAttribute::try_from(op.attribute("indexing_maps").ok()?)
         .ok()?;
     let mut length = None;
+    let mut contiguous = true;
     for index in 0..op.operand_count() - 1 {
         let operand = StaticTensor::of(op.operand(index).ok()?.r#type())?;
         let map =
             unsafe { mlir_sys::mlirAffineMapAttrGetValue(maps.element(index).ok()?.to_raw()) };
-        for position in 0..unsafe { mlir_sys::mlirAffineMapGetNumResults(map) } {
+        let results = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) };
+        for position in 0..results {
             let expr = unsafe { mlir_sys::mlirAffineMapGetResult(map, position) };
             if unsafe {
                 mlir_sys::mlirAffineExprIsADim(expr)
                     && mlir_sys::mlirAffineDimExprGetPosition(expr) as usize == dims - 1
             } {
                 length = Some(operand.shape[position as usize]);
+                contiguous &= position == results - 1;
             }
         }
     }
@@ -156,7 +167,7 @@ fn row_reduction_length(op: OperationRef) -> Option<i64> {
     (ROW_COMBINERS.contains(&crate::ir::util::op_name(&combined).as_str())
         && uses_acc
         && crate::ir::util::use_count(acc.into()) == 1)
-        .then_some(length)
+        .then_some(RowReduction { length, contiguous })
 }
 
 /// (M, N, K) of a plain or batched matmul with static shapes.
@@ -264,9 +275,10 @@ impl TccPass for ConfigureKernels {
                 }
             }
             if options.templates
-                && let Some(length) = row_reduction_length(op)
+                && let Some(reduction) = row_reduction(op)
+                && options.target.row_reduction_template(reduction.contiguous)
             {
-                let workgroup = options.target.row_workgroup(length);
+                let workgroup = options.target.row_workgroup(reduction.length);
                 entries[0].1 = IntegerAttribute::new(i64_type, workgroup).into();
                 entries.push((
                     Identifier::new(context, ROW_REDUCE_KEY),
