@@ -63,6 +63,31 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
     })
 }
 
+/// Register blocks `tcc tune` tries besides the table's: 4 to 12 rows (no
+/// more than M has) by 16 to 64 columns (no wider than N needs), at most
+/// 24 `float16` accumulators so that the B vectors and the broadcast A
+/// element still fit AVX-512's 32 registers.
+pub fn gemm_alternatives(m: i64, n: i64) -> Vec<super::GemmConfig> {
+    let mut alternatives = Vec::new();
+    for rows in [4u32, 6, 8, 12] {
+        for columns in [16u32, 32, 48, 64] {
+            let fits = rows * columns / 16 <= 24;
+            let useful = (rows as i64) <= m.max(1) && (columns as i64) < n.max(1) + 16;
+            if fits && useful {
+                alternatives.push(super::GemmConfig {
+                    tile_m: rows,
+                    tile_n: columns,
+                    tile_k: 4,
+                    work_m: rows,
+                    work_n: columns,
+                    split_k: 1,
+                });
+            }
+        }
+    }
+    alternatives
+}
+
 /// The register block of a work-item for wide outputs.
 pub const GEMM_ROWS: u32 = 6;
 pub const GEMM_COLUMNS: u32 = 32;

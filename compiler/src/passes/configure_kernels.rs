@@ -2,7 +2,10 @@
 //! configuration (`config/`) for each kernel's work-group size and records
 //! it as `tcc.config = {workgroup_size = N}` on the kernel's root op, and
 //! the target as `tcc.target` on the module, where the gpu phase's mapping
-//! reads them. The mechanism never consults the target itself.
+//! reads them. The mechanism never consults the target itself. A tuning
+//! record (`tuning=FILE`, written by `tcc tune`) overrides the target's
+//! GEMM table for the shapes it measured; `candidate=N` forces every
+//! GEMM's N-th candidate configuration, for the tuner's measurements.
 
 use melior::ir::attribute::AttributeLike;
 use melior::ir::attribute::{
@@ -14,7 +17,8 @@ use melior::ir::{Identifier, TypeLike, ValueLike};
 
 use super::form_dispatches::KIND_ATTR;
 use super::pass::{PassError, PassOptions, TccPass};
-use crate::config::{KernelKind, Target};
+use crate::config::tuning::TuningRecord;
+use crate::config::{GemmConfig, KernelKind, Target};
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{collect_ops, string_value};
 
@@ -31,6 +35,13 @@ pub struct ConfigureOptions {
     /// Allow kernel templates (tiled GEMM, row reductions); off for back
     /// ends that translate loop nests only.
     pub templates: bool,
+    /// A tuning record (`tcc tune`): its configurations replace the
+    /// table's for the product shapes it names.
+    pub tuning: Option<TuningRecord>,
+    /// Take every GEMM's `candidate`-th configuration
+    /// ([`Target::gemm_candidates`]; the table's where it has fewer):
+    /// how `tcc tune` compiles each round of its measurements.
+    pub candidate: Option<usize>,
 }
 
 impl Default for ConfigureOptions {
@@ -38,12 +49,14 @@ impl Default for ConfigureOptions {
         Self {
             target: Target::default(),
             templates: true,
+            tuning: None,
+            candidate: None,
         }
     }
 }
 
 impl PassOptions for ConfigureOptions {
-    const NAMES: &'static [&'static str] = &["target", "templates"];
+    const NAMES: &'static [&'static str] = &["target", "templates", "tuning", "candidate"];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -55,8 +68,37 @@ impl PassOptions for ConfigureOptions {
                 self.templates = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
+            "tuning" => {
+                self.tuning = Some(TuningRecord::load(std::path::Path::new(
+                    value.trim_matches('"'),
+                ))?);
+                Ok(())
+            }
+            "candidate" => {
+                self.candidate = Some(value.parse().map_err(|_| {
+                    format!("candidate must be a non-negative integer, not '{value}'")
+                })?);
+                Ok(())
+            }
             _ => Err(format!("unknown option '{key}'")),
         }
+    }
+}
+
+impl ConfigureOptions {
+    /// The GEMM configuration for a kernel of `kind` computing a
+    /// `batch x m x n x k` product: the forced candidate, else the tuning
+    /// record's, else the target's table.
+    fn gemm_config(&self, kind: &str, [batch, m, n, k]: [i64; 4]) -> Option<GemmConfig> {
+        if let Some(index) = self.candidate {
+            let candidates = self.target.gemm_candidates(batch, m, n, k);
+            return candidates.get(index).or(candidates.first()).copied();
+        }
+        let tuned = self
+            .tuning
+            .as_ref()
+            .and_then(|record| record.lookup(self.target, kind, [batch, m, n, k]));
+        tuned.or_else(|| self.target.gemm_config(batch, m, n, k))
     }
 }
 
@@ -170,9 +212,10 @@ fn row_reduction(op: OperationRef) -> Option<RowReduction> {
         .then_some(RowReduction { length, contiguous })
 }
 
-/// (M, N, K) of a plain or batched matmul with static shapes.
-/// `(batch, m, n, k)` of a contraction the GEMM template can run.
-fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64, i64)> {
+/// `(batch, m, n, k)` of a contraction the GEMM template can run (a plain
+/// or batched matmul, or a convolution as an implicit GEMM) with static
+/// shapes.
+pub fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64, i64)> {
     let name = crate::ir::util::op_name(&op);
     let (window, filter_index, _) = crate::patterns::conv_inputs::window_layout(op);
     if window == "conv_2d_nhwc_hwcf" {
@@ -249,7 +292,7 @@ impl TccPass for ConfigureKernels {
             )];
             if options.templates
                 && let Some((batch, m, n, k)) = gemm_shape(op)
-                && let Some(gemm) = options.target.gemm_config(batch, m, n, k)
+                && let Some(gemm) = options.gemm_config(&kind, [batch, m, n, k])
             {
                 entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();
                 let tiles = [
