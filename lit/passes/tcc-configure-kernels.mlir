@@ -21,8 +21,10 @@
 // GENERIC: tcc.config = {workgroup_size = 128 : i64}
 // NVIDIA-LABEL: func.func @big
 // NVIDIA: tcc.config = {workgroup_size = 256 : i64}
+// On CPUs a loop-nest kernel launches at most 64 work-groups (grid-stride
+// loops cover the rest of its 65536 points).
 // POCL-LABEL: func.func @big
-// POCL: tcc.config = {workgroup_size = 256 : i64}
+// POCL: tcc.config = {max_workgroups = 64 : i64, workgroup_size = 256 : i64}
 func.func @big(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
   %0 = tosa.exp %x : (tensor<64x1024xf32>) -> tensor<64x1024xf32>
   return %0 : tensor<64x1024xf32>
@@ -42,7 +44,7 @@ func.func @small(%x: tensor<2x5xf32>) -> tensor<2x1xf32> {
 // GENERIC-LABEL: func.func @hundred
 // GENERIC: tcc.config = {workgroup_size = 128 : i64}
 // POCL-LABEL: func.func @hundred
-// POCL: tcc.config = {workgroup_size = 128 : i64}
+// POCL: tcc.config = {max_workgroups = 64 : i64, workgroup_size = 128 : i64}
 func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
   %0 = tosa.abs %x : (tensor<100xf32>) -> tensor<100xf32>
   return %0 : tensor<100xf32>
@@ -51,8 +53,9 @@ func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
 // A 64x128 @ 128x96 product: the pocl-cpu table takes 6x32 register
 // blocks; the tuning record names this shape (8x16), and `candidate=1`
 // forces the target's second candidate (4x16).
+// Templates size their own grids: no max_workgroups.
 // POCL-LABEL: func.func @tunable
-// POCL: gemm = array<i64: 6, 32, 4, 6, 32, 1>
+// POCL: tcc.config = {gemm = array<i64: 6, 32, 4, 6, 32, 1>, workgroup_size = 1 : i64}
 // TUNED-LABEL: func.func @tunable
 // TUNED: gemm = array<i64: 8, 16, 4, 8, 16, 1>
 // CANDIDATE-LABEL: func.func @tunable

@@ -46,7 +46,7 @@
 // neighbouring outputs, beats one work-item reading a strided row.
 // TILE: linalg.generic {{.*}}tcc.config = {row_reduce = 256 : i64, workgroup_size = 256 : i64}, tcc.kernel = "reduce_add_2"
 // CPUTILE: tcc.config = {row_reduce = 1 : i64, workgroup_size = 1 : i64}, tcc.kernel = "reduce_exp_add_0"
-// CPUTILE: tcc.config = {workgroup_size = {{[0-9]+}} : i64}, tcc.kernel = "reduce_add_2"
+// CPUTILE: tcc.config = {max_workgroups = 64 : i64, workgroup_size = {{[0-9]+}} : i64}, tcc.kernel = "reduce_add_2"
 
 func.func @row_sum_exp(%x: tensor<8x1024xf32>, %y: tensor<64x16xf32>, %z: tensor<1024x8xf32>) -> (tensor<8x1xf32>, tensor<64x1xf32>, tensor<1x8xf32>) {
   %e = tosa.exp %x : (tensor<8x1024xf32>) -> tensor<8x1024xf32>

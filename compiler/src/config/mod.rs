@@ -107,6 +107,10 @@ impl KernelKind {
 pub struct KernelConfig {
     /// Work-items per work-group (the mapping uses a 1-D NDRange).
     pub workgroup_size: i64,
+    /// The most work-groups a loop-nest kernel launches (its grid-stride
+    /// loops cover the rest), where the target gains from fewer, longer
+    /// groups; `None`: one work-item per point.
+    pub max_workgroups: Option<i64>,
 }
 
 pub use tcc_kernels::GemmConfig;
@@ -207,6 +211,10 @@ impl Target {
         };
         KernelConfig {
             workgroup_size: clamp_workgroup(preferred, work_items),
+            max_workgroups: match self {
+                Target::Generic | Target::Nvidia => None,
+                Target::PoclCpu => Some(pocl_cpu::MAX_LOOP_WORKGROUPS),
+            },
         }
     }
 }

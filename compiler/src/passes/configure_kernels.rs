@@ -117,6 +117,10 @@ fn kind_from_name(name: &str) -> KernelKind {
 /// `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
 pub const GEMM_KEY: &str = "gemm";
 
+/// The key of a loop-nest kernel's largest grid in `tcc.config`, in
+/// work-groups (see [`crate::config::KernelConfig::max_workgroups`]).
+pub const MAX_WORKGROUPS_KEY: &str = "max_workgroups";
+
 /// The key of the row-reduction strategy in `tcc.config`: work-items per
 /// output element.
 pub const ROW_REDUCE_KEY: &str = "row_reduce";
@@ -290,6 +294,13 @@ impl TccPass for ConfigureKernels {
                 Identifier::new(context, "workgroup_size"),
                 IntegerAttribute::new(i64_type, config.workgroup_size).into(),
             )];
+            // A template below (GEMM, row) drops it: it sizes its own grid.
+            let max_workgroups = config.max_workgroups.map(|limit| {
+                (
+                    Identifier::new(context, MAX_WORKGROUPS_KEY),
+                    IntegerAttribute::new(i64_type, limit).into(),
+                )
+            });
             if options.templates
                 && let Some((batch, m, n, k)) = gemm_shape(op)
                 && let Some(gemm) = options.gemm_config(&kind, [batch, m, n, k])
@@ -337,6 +348,10 @@ impl TccPass for ConfigureKernels {
             {
                 entries[0].1 =
                     IntegerAttribute::new(i64_type, options.target.row_workgroup(columns)).into();
+            }
+            let templated = entries.len() > 1 || kind == "softmax" || kind == "layer_norm";
+            if let Some(entry) = max_workgroups.filter(|_| !templated) {
+                entries.push(entry);
             }
             let dictionary = DictionaryAttribute::new(context, &entries);
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };

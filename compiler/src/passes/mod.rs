@@ -31,7 +31,8 @@ pub use attach_split_k_scratch::AttachSplitKScratch;
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use concat_in_place::ConcatInPlace;
 pub use configure_kernels::{
-    CONFIG_ATTR, ConfigureKernels, GEMM_KEY, ROW_COMBINERS, ROW_REDUCE_KEY, TARGET_ATTR, gemm_shape,
+    CONFIG_ATTR, ConfigureKernels, GEMM_KEY, MAX_WORKGROUPS_KEY, ROW_COMBINERS, ROW_REDUCE_KEY,
+    TARGET_ATTR, gemm_shape,
 };
 pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;

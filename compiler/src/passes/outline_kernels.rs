@@ -573,6 +573,9 @@ impl TccPass for OutlineKernels {
                 let config_size = config
                     .and_then(|d| d.element_by_name("workgroup_size"))
                     .and_then(integer_value);
+                let max_workgroups = config
+                    .and_then(|d| d.element_by_name(super::MAX_WORKGROUPS_KEY))
+                    .and_then(integer_value);
                 let gemm = config
                     .and_then(|d| d.element_by_name(GEMM_KEY))
                     .and_then(dense_i64s);
@@ -642,8 +645,13 @@ impl TccPass for OutlineKernels {
                         let points = work_items(&group.members);
                         let workgroup = config_size
                             .unwrap_or_else(|| target.kernel_config(kind, points).workgroup_size);
+                        let groups = (points + workgroup - 1) / workgroup;
                         (
-                            [(points + workgroup - 1) / workgroup, 1, 1],
+                            [
+                                max_workgroups.map_or(groups, |limit| groups.min(limit.max(1))),
+                                1,
+                                1,
+                            ],
                             [workgroup, 1, 1],
                         )
                     }
