@@ -37,6 +37,19 @@ pub struct GemmConfig {
 }
 
 impl GemmConfig {
+    /// The register-blocked form for a `rows x columns` block of C per
+    /// work-item (one work-item per work-group, `tile_k` unused).
+    pub fn register_blocked(rows: u32, columns: u32) -> Self {
+        GemmConfig {
+            tile_m: rows,
+            tile_n: columns,
+            tile_k: 4,
+            work_m: rows,
+            work_n: columns,
+            split_k: 1,
+        }
+    }
+
     /// Work-items along (n, m): the work-group is `[threads_n, threads_m, 1]`.
     pub fn threads(&self) -> (u32, u32) {
         (self.tile_n / self.work_n, self.tile_m / self.work_m)

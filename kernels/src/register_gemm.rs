@@ -235,20 +235,9 @@ mod tests {
     use crate::gemm::tests::spec;
     use crate::{GemmConfig, gemm_kernel};
 
-    fn register_blocked(rows: u32, columns: u32) -> GemmConfig {
-        GemmConfig {
-            tile_m: rows,
-            tile_n: columns,
-            tile_k: 4,
-            work_m: rows,
-            work_n: columns,
-            split_k: 1,
-        }
-    }
-
     #[test]
     fn one_work_item_keeps_its_block_in_vector_registers() {
-        let text = gemm_kernel(&spec(register_blocked(4, 32))).unwrap();
+        let text = gemm_kernel(&spec(GemmConfig::register_blocked(4, 32))).unwrap();
         assert!(text.contains("reqd_work_group_size(1, 1, 1)"), "{text}");
         assert!(!text.contains("__local"), "{text}");
         assert!(!text.contains("barrier"), "{text}");
@@ -283,7 +272,7 @@ mod tests {
     #[test]
     fn a_tile_reaching_past_n_loads_b_lane_by_lane() {
         // N = 50 is not a multiple of 32: the last column tile is guarded.
-        let text = gemm_kernel(&spec(register_blocked(4, 32))).unwrap();
+        let text = gemm_kernel(&spec(GemmConfig::register_blocked(4, 32))).unwrap();
         assert!(text.contains("const int full = col0 + 32 <= 50;"), "{text}");
         assert!(
             text.contains("if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, a2 + k * 50 + j);"),
@@ -294,7 +283,7 @@ mod tests {
             "{text}"
         );
         // 10 columns divide into 5 float2 per row and no tile reaches past N.
-        let mut narrow = spec(register_blocked(2, 10));
+        let mut narrow = spec(GemmConfig::register_blocked(2, 10));
         narrow.shape.n = 10;
         let text = gemm_kernel(&narrow).unwrap();
         assert!(text.contains("float2 acc1_4"), "{text}");
@@ -303,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_float4_a_element_steps_k_by_four() {
-        let mut spec = spec(register_blocked(2, 16));
+        let mut spec = spec(GemmConfig::register_blocked(2, 16));
         spec.shape.k = 32;
         spec.a_element = Some((
             "const int inside = i < 90;".into(),
@@ -324,7 +313,7 @@ mod tests {
 
     #[test]
     fn split_k_is_refused() {
-        let mut config = register_blocked(4, 16);
+        let mut config = GemmConfig::register_blocked(4, 16);
         config.split_k = 2;
         assert!(config.validate().is_err());
         assert!(gemm_kernel(&spec(config)).is_err());

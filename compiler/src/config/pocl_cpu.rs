@@ -61,14 +61,7 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         _ => 4,
     };
     let rows = (m.clamp(1, GEMM_ROWS as i64)) as u32;
-    Some(super::GemmConfig {
-        tile_m: rows,
-        tile_n: columns,
-        tile_k: 4,
-        work_m: rows,
-        work_n: columns,
-        split_k: 1,
-    })
+    Some(super::GemmConfig::register_blocked(rows, columns))
 }
 
 /// Register blocks `tcc tune` tries besides the table's: 4 to 12 rows (no
@@ -82,14 +75,7 @@ pub fn gemm_alternatives(m: i64, n: i64) -> Vec<super::GemmConfig> {
             let fits = rows * columns / 16 <= 24;
             let useful = (rows as i64) <= m.max(1) && (columns as i64) < n.max(1) + 16;
             if fits && useful {
-                alternatives.push(super::GemmConfig {
-                    tile_m: rows,
-                    tile_n: columns,
-                    tile_k: 4,
-                    work_m: rows,
-                    work_n: columns,
-                    split_k: 1,
-                });
+                alternatives.push(super::GemmConfig::register_blocked(rows, columns));
             }
         }
     }
