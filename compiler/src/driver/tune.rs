@@ -7,9 +7,10 @@
 //! `i`-th candidate ([`Target::gemm_candidates`], the table's choice
 //! first), so each kernel is measured in place, with its real epilogue,
 //! its real A operand (a convolution's windows) and its neighbours'
-//! cache state, not as a synthetic matmul. Each round runs the model on
-//! zero inputs with profiling events on and takes each kernel's mean
-//! device time; kernels of the same kind and shape add up.
+//! cache state, not as a synthetic matmul. All rounds are loaded at once
+//! and take turns, one call on zero inputs each with profiling events on,
+//! so that the machine's load changes touch them alike; each kernel keeps
+//! its fastest call, and kernels of the same kind and shape add up.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -43,7 +44,7 @@ pub struct TuneArgs {
     /// A shape for an ONNX graph input, as for `tcc compile` (repeat).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
-    /// Timed calls per round (after one untimed call).
+    /// Timed calls per round (after one untimed call), taken in turns with the other rounds.
     #[arg(long, default_value_t = 5)]
     pub iterations: usize,
     /// Measure at most this many candidates per kernel (the table's first).
@@ -106,16 +107,25 @@ fn gemm_kernels(
     Ok(kernels)
 }
 
-/// Compiles round `candidate` into `directory` and returns each kernel's
-/// mean device time in milliseconds on `runtime`.
-fn measure_round(
+/// One round's compiled model, loaded and ready to run.
+struct Round {
+    session: tcc_runtime::Session,
+    function: String,
+    inputs: Vec<HostTensor>,
+    /// Each kernel's fastest call so far, in milliseconds.
+    fastest: BTreeMap<String, f64>,
+}
+
+/// Compiles round `candidate` into `directory`, loads it on `runtime` (the
+/// driver builds its kernels) and runs it once untimed.
+fn prepare_round(
     args: &TuneArgs,
     runtime: &tcc_runtime::Runtime,
     target: Target,
     input_shapes: &[(String, Vec<i64>)],
     candidate: usize,
     directory: &std::path::Path,
-) -> Result<BTreeMap<String, f64>> {
+) -> Result<Round> {
     let session = Session::new();
     let choice = GemmChoice {
         tuning: None,
@@ -140,17 +150,30 @@ fn measure_round(
         .iter()
         .map(|input| HostTensor::zeros(input.dtype, input.shape.clone()))
         .collect::<Result<_, _>>()?;
-    let mut run = runtime.session(&model)?;
-    run.run(&function, &inputs)?;
-    run.reset_profile()?;
-    for _ in 0..args.iterations.max(1) {
-        run.run(&function, &inputs)?;
+    let mut session = runtime.session(&model)?;
+    session.run(&function, &inputs)?;
+    Ok(Round {
+        session,
+        function,
+        inputs,
+        fastest: BTreeMap::new(),
+    })
+}
+
+impl Round {
+    /// One profiled call: keeps each kernel's fastest time.
+    fn measure(&mut self) -> Result<()> {
+        self.session.reset_profile()?;
+        self.session.run(&self.function, &self.inputs)?;
+        for kernel in self.session.kernel_profile()? {
+            let ms = kernel.mean_ns() / 1e6;
+            self.fastest
+                .entry(kernel.name)
+                .and_modify(|best| *best = best.min(ms))
+                .or_insert(ms);
+        }
+        Ok(())
     }
-    Ok(run
-        .kernel_profile()?
-        .into_iter()
-        .map(|kernel| (kernel.name.clone(), kernel.mean_ns() / 1e6))
-        .collect())
 }
 
 pub fn run(args: &TuneArgs) -> Result<()> {
@@ -178,10 +201,10 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         kernels.len()
     );
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let mut times: Vec<BTreeMap<String, f64>> = Vec::new();
+    let mut prepared = Vec::new();
     for round in 0..rounds {
         let started = Instant::now();
-        times.push(measure_round(
+        prepared.push(prepare_round(
             args,
             &runtime,
             target,
@@ -190,11 +213,26 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             directory.path(),
         )?);
         eprintln!(
-            "tcc tune: round {}/{rounds} measured in {:.1} s",
+            "tcc tune: round {}/{rounds} compiled and built in {:.1} s",
             round + 1,
             started.elapsed().as_secs_f64()
         );
     }
+    // The rounds take turns, one call each, so that a change in the
+    // machine's load touches every round alike; each kernel keeps its
+    // fastest call.
+    let started = Instant::now();
+    for _ in 0..args.iterations.max(1) {
+        for round in &mut prepared {
+            round.measure()?;
+        }
+    }
+    eprintln!(
+        "tcc tune: {} interleaved calls of each round in {:.1} s",
+        args.iterations.max(1),
+        started.elapsed().as_secs_f64()
+    );
+    let times: Vec<BTreeMap<String, f64>> = prepared.into_iter().map(|r| r.fastest).collect();
     // Per (kind, shape): the summed time of its kernels in each round
     // that gave them a candidate of their own.
     let mut shapes: BTreeMap<(String, [i64; 4]), Vec<&GemmKernel>> = BTreeMap::new();
