@@ -50,12 +50,12 @@ func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
   return %0 : tensor<100xf32>
 }
 
-// A 64x128 @ 128x96 product: the pocl-cpu table takes 6x32 register
+// A 64x128 @ 128x96 product: the pocl-cpu table takes 4x64 register
 // blocks; the tuning record names this shape (8x16), and `candidate=1`
 // forces the target's second candidate (4x16).
 // Templates size their own grids: no max_workgroups.
 // POCL-LABEL: func.func @tunable
-// POCL: tcc.config = {gemm = array<i64: 6, 32, 4, 6, 32, 1>, workgroup_size = 1 : i64}
+// POCL: tcc.config = {gemm = array<i64: 4, 64, 4, 4, 64, 1>, workgroup_size = 1 : i64}
 // TUNED-LABEL: func.func @tunable
 // TUNED: gemm = array<i64: 8, 16, 4, 8, 16, 1>
 // CANDIDATE-LABEL: func.func @tunable

@@ -10,9 +10,9 @@
 // A 200x96 output has 8 64x64 tiles, fewer than the H100's 132 SMs: the
 // nvidia configuration takes 16x16 tiles (13 x 6 work-groups of 8x8).
 // TILE: linalg.matmul {tcc.config = {gemm = array<i64: 16, 16, 16, 2, 2, 1>, workgroup_size = 64 : i64}
-// On CPUs a work-group is one work-item with a 6x32 block of C
+// On CPUs a work-group is one work-item with a 4x64 block of C
 // (register-blocked: tile == work per item).
-// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 6, 32, 4, 6, 32, 1>, workgroup_size = 1 : i64}
+// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 4, 64, 4, 4, 64, 1>, workgroup_size = 1 : i64}
 
 // 200 / 16 -> 13 tiles along M, 96 / 16 -> 6 along N.
 // GPU-DAG: %[[C6:.*]] = arith.constant 6 : index
@@ -47,22 +47,31 @@
 // CL: tcc_maximumf(
 // CL: a0[i * 96 + j] =
 
-// The register-blocked form: no local memory; per k, two float16 of B's
-// row and one broadcast A element per row into 12 accumulators; rows past
-// M are clamped (200 is not a multiple of 6), the epilogue runs per
+// The register-blocked form: no local memory; per k, four float16 of B's
+// row and one broadcast A element per row into 16 accumulators; the row
+// tiles (50 of 4) are walked fastest; the second column tile reaches past
+// N = 96, so B is loaded lane by lane there; the epilogue runs per
 // element from a private copy of the block.
 // CPU: __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 // CPU-NEXT: void matmul_add_max_0(
 // CPU-NOT: __local
-// CPU: /* register-blocked: 6x32 outputs per work-item in 2 float16 per row; M=200 N=96 K=128 batch=1 */
-// CPU: const tcc_index i5 = min(row0 + 5, (tcc_index)199);
-// CPU: float16 acc5_1 = (float16)(0.0f);
+// CPU: /* register-blocked: 4x64 outputs per work-item in 4 float16 per row; M=200 N=96 K=128 batch=1 */
+// CPU: const tcc_index row0 = (group % 50) * 4;
+// CPU: const tcc_index col0 = (group / 50) * 64;
+// CPU: const tcc_index i3 = min(row0 + 3, (tcc_index)199);
+// CPU: float16 acc3_3 = (float16)(0.0f);
+// CPU: const int full = col0 + 64 <= 96;
 // CPU: for (tcc_index k_step = 0; k_step < 128; k_step += 1) {
-// CPU: ra5 = a1[i * 128 + k];
-// CPU: rb1 = vload16(0, a2 + k * 96 + j);
-// CPU: { const float16 a = (float16)(ra5); acc5_0 = fma(a, rb0, acc5_0); acc5_1 = fma(a, rb1, acc5_1); }
-// CPU: vstore16(acc5_1, 0, &block[5][16]);
+// CPU: ra3 = a1[i * 128 + k];
+// CPU: float16 rb3;
+// CPU-NEXT: if (full) {
+// CPU-NEXT: const tcc_index j = col0 + 48;
+// CPU-NEXT: rb3 = vload16(0, a2 + k * 96 + j);
+// CPU: lanes[lane] = j < 96 ? a2[k * 96 + j] : 0.0f;
+// CPU: { const float16 a = (float16)(ra3); acc3_0 = fma(a, rb0, acc3_0); acc3_1 = fma(a, rb1, acc3_1); acc3_2 = fma(a, rb2, acc3_2); acc3_3 = fma(a, rb3, acc3_3); }
+// CPU: vstore16(acc3_3, 0, &block[3][48]);
 // CPU: if (i >= 200) break;
+// CPU: if (j >= 96) break;
 // CPU: const float acc_value = acc_init + block[wm][wn];
 // CPU: tcc_maximumf(
 // CPU: a0[i * 96 + j] =

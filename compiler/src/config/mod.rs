@@ -353,9 +353,11 @@ mod tests {
             assert!(config.work_m as i64 <= m.max(1), "{config:?}");
             assert_eq!(config.local_bytes(), 0);
         }
-        // Wide outputs get two 16-float vectors per row.
+        // Wide outputs get four 16-float vectors per row, 32-wide ones two.
         let wide = Target::PoclCpu.gemm_config(1, 3136, 64, 64).unwrap();
-        assert_eq!((wide.work_m, wide.work_n), (pocl_cpu::GEMM_ROWS, 32));
+        assert_eq!((wide.work_m, wide.work_n), (4, 64));
+        let narrower = Target::PoclCpu.gemm_config(1, 3136, 48, 64).unwrap();
+        assert_eq!((narrower.work_m, narrower.work_n), (6, 32));
     }
 
     #[test]
