@@ -96,6 +96,42 @@ fn tuning_records_the_fastest_candidate_and_compile_takes_it() {
         String::from_utf8_lossy(&tiled.stdout)
     );
 
+    // --update keeps the entries of other shapes and replaces this one's.
+    let mut extended = record.clone();
+    extended
+        .gemms
+        .push(tcc_compiler::config::tuning::TunedGemm {
+            kind: "convolution".into(),
+            shape: [1, 49, 512, 4608],
+            config: [4, 64, 4, 4, 64, 1],
+            best_ms: 1.0,
+            default_ms: 2.0,
+        });
+    std::fs::write(&record_path, extended.to_json()).unwrap();
+    let update = tcc(dir.path())
+        .args([
+            "tune",
+            model.to_str().unwrap(),
+            "--device=pthread",
+            "--iterations=1",
+        ])
+        .args(["--max-candidates=2", "--update", "-o"])
+        .arg(&record_path)
+        .output()
+        .unwrap();
+    assert!(update.status.success(), "{}", stderr(&update));
+    let updated = TuningRecord::load(&record_path).unwrap();
+    assert_eq!(updated.gemms.len(), 2, "{updated:?}");
+    assert!(updated.gemms.iter().any(|g| g.shape == [1, 49, 512, 4608]));
+    assert_eq!(
+        updated
+            .gemms
+            .iter()
+            .filter(|g| g.shape == [1, 64, 96, 128])
+            .count(),
+        1
+    );
+
     // A record is for one target.
     let other = tcc(dir.path())
         .args(["compile", model.to_str().unwrap(), "--target=nvidia", "-o"])

@@ -50,6 +50,9 @@ pub struct TuneArgs {
     /// Measure at most this many candidates per kernel (the table's first).
     #[arg(long, value_name = "N")]
     pub max_candidates: Option<usize>,
+    /// Add to the record at --output instead of replacing it: shapes measured now replace its entries for them, the others stay (the record must be for the same device and target).
+    #[arg(long)]
+    pub update: bool,
 }
 
 fn parse_target(text: &str) -> Result<Target, String> {
@@ -242,7 +245,20 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             .or_default()
             .push(kernel);
     }
-    let mut record = TuningRecord::new(&device, target);
+    let mut record = if args.update && args.output.exists() {
+        let existing = TuningRecord::load(&args.output).map_err(anyhow::Error::msg)?;
+        if existing.device != device || existing.target != target.name() {
+            bail!(
+                "{} is a record for {} (--target={}); this run measures {device} (--target={target})",
+                args.output.display(),
+                existing.device,
+                existing.target
+            );
+        }
+        existing
+    } else {
+        TuningRecord::new(&device, target)
+    };
     println!("| kind | batch x M x N x K | kernels | table ms | best ms | best config |");
     println!("|---|---|---|---|---|---|");
     for ((kind, shape), members) in shapes {
@@ -279,6 +295,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             config.work_n,
             config.split_k
         );
+        record
+            .gemms
+            .retain(|entry| !(entry.kind == kind && entry.shape == shape));
         record.gemms.push(TunedGemm {
             kind,
             shape,
@@ -294,9 +313,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             default_ms,
         });
     }
+    record
+        .gemms
+        .sort_by(|a, b| (&a.kind, a.shape).cmp(&(&b.kind, b.shape)));
     let total = |pick: fn(&TunedGemm) -> f64| record.gemms.iter().map(pick).sum::<f64>();
     eprintln!(
-        "tcc tune: GEMM kernels {:.3} ms with the table, {:.3} ms tuned; record written to {}",
+        "tcc tune: the record's GEMM kernels {:.3} ms with the table, {:.3} ms tuned; written to {}",
         total(|g| g.default_ms),
         total(|g| g.best_ms),
         args.output.display()
