@@ -11,6 +11,9 @@
 # warm-ups, as onnxruntime's.
 #
 #   bash scripts/bench-cpu-models.sh [OUT_DIR] [MODEL...]   (default target/bench-cpu-models)
+#
+# TUNING=FILE compiles with `tcc compile --tuning=FILE` (a `tcc tune`
+# record, e.g. tuning/pocl-cpu-skylake-avx512.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/bench-cpu-models}
@@ -26,13 +29,14 @@ make -s build >&2
 bin=target/debug
 mkdir -p "$out"
 python3 scripts/gen-real-models.py "$out" "${models[@]}" >/dev/null
-export TCC_CACHE_DIR="$out/cache"
-rm -rf "$TCC_CACHE_DIR"
+# Both program caches empty: the first call builds every kernel.
+export TCC_CACHE_DIR="$out/cache" POCL_CACHE_DIR="$out/pocl-cache"
+rm -rf "$TCC_CACHE_DIR" "$POCL_CACHE_DIR"
 echo "CPU: $(nproc) cores, $(python3 -c 'import onnxruntime; print("onnxruntime", onnxruntime.__version__)')"
 echo "| model | tcc kernels | tcc first call s | tcc ms | onnxruntime ms | IREE ms | tcc / onnxruntime | tcc / IREE |"
 echo "|---|---|---|---|---|---|---|---|"
 for model in "${models[@]}"; do
-  kernels=$("$bin/tcc" compile "$out/$model.onnx" --target=pocl-cpu --stats -o "$out/$model.so" 2>&1 | sed -n 's/^kernels: //p')
+  kernels=$("$bin/tcc" compile "$out/$model.onnx" --target=pocl-cpu ${TUNING:+--tuning="$TUNING"} --stats -o "$out/$model.so" 2>&1 | sed -n 's/^kernels: //p')
   start=$(date +%s.%N)
   "$bin/tcc-run" "$out/$model.so" --device=pthread --input=@"$out/$model.input.npy" >/dev/null
   first=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
