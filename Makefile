@@ -24,9 +24,15 @@ deps:
 build: deps
 	$(CARGO) build --workspace --bins --locked
 
+# Tests get their own caches (test/support: TCC_CACHE_DIR, POCL_CACHE_DIR
+# under target/test-caches). XDG_CACHE_HOME points at an empty sentinel
+# directory standing in for ~/.cache: a test that falls back to the default
+# cache writes there, and the summary counts that as a failure.
 test: build
-	$(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
-	  bash scripts/summarize-tests.sh target/test.log; exit $$status
+	rm -rf target/test-caches target/test-default-cache; mkdir -p target/test-caches target/test-default-cache
+	TCC_TEST_CACHE_ROOT=$(CURDIR)/target/test-caches XDG_CACHE_HOME=$(CURDIR)/target/test-default-cache \
+	  $(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
+	  bash scripts/summarize-tests.sh target/test.log $$status $(CURDIR)/target/test-default-cache
 
 lit: build
 	$(LLVM_PREFIX)/bin/lit -sv --param=tcc_bin_dir=$(CURDIR)/target/debug lit

@@ -3,6 +3,9 @@
 //! (boolean buffers) must fail with its own message, nothing else may fail.
 //! Fails, never skips, when spirv-val is missing.
 
+#[path = "../../test/support/mod.rs"]
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 

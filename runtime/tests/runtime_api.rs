@@ -1,6 +1,9 @@
 //! The runtime's Rust API on a hand-written C artifact (tests/fixtures/
 //! test_model.c), on the machine's OpenCL device (PoCL in CI).
 
+#[path = "../../test/support/mod.rs"]
+mod support;
+
 mod common;
 
 use std::fs;

@@ -13,6 +13,9 @@
 //!
 //! There is no skipping: without an OpenCL device every model test fails.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
