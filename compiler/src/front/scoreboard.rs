@@ -628,7 +628,7 @@ pub fn render_expectations(outcomes: &BTreeMap<String, Outcome>) -> String {
     let mut text = String::from(
         "# ONNX backend test cases (onnx package: backend/test/data/pytorch-converted and pytorch-operator)\n\
          # and what tcc does with them: pass | unsupported: reason | fail: reason.\n\
-         # `tcc onnx-test DIRS --expectations test/onnx/expectations.txt` fails when a case does worse.\n",
+         # `tcc onnx-test DIRS --expectations test/onnx/expectations.txt` fails when a case does not end as listed (outcome and reason).\n",
     );
     for (name, outcome) in outcomes {
         text.push_str(&format!("{name} {}\n", outcome.render()));
