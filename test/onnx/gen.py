@@ -460,6 +460,26 @@ def bad_models():
     os.remove(os.path.join(BAD, "good.onnx"))
 
 
+def feature_models():
+    """extra/: models for the importer's options (compiler/tests/features.rs)."""
+    extra = os.path.join(HERE, "extra")
+    os.makedirs(extra, exist_ok=True)
+    # float64 throughout: rejected by default, float32 with --demote-f64.
+    d = TensorProto.DOUBLE
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "c"], ["y"])],
+        "float64_add",
+        [vi("x", d, [4])],
+        [vi("y", d, [4])],
+        initializer=[init("c", np.array([0.5, 1.25, -2.0, 1e-3], np.float64))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tcc test/onnx/gen.py")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save_model(model, os.path.join(extra, "float64_add.onnx"))
+
+
 if __name__ == "__main__":
     cases()
     bad_models()
+    feature_models()
