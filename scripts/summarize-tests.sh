@@ -12,6 +12,7 @@
 # - A test binary that started and printed no `test result:` line (a crash,
 #   a signal, a timeout) counts as one failure; so does a crate that did not
 #   build ("error: could not compile").
+# - A log in which no test binary ran is a failure (nothing was tested).
 # - STATUS is cargo test's exit status: a non-zero status with no failure
 #   counted adds one failure, so the line always agrees with the exit code.
 # - SENTINEL_CACHE_DIR is the XDG_CACHE_HOME `make test` gives cargo: a
@@ -114,6 +115,10 @@ if sentinel and os.path.isdir(sentinel):
             f"a test wrote to the default cache directory ({sentinel}, standing in for ~/.cache): "
             + ", ".join(sorted(written)[:5])
         )
+
+if not sections:
+    failed += 1
+    failures.append(f"{log} shows no test binary running: nothing was tested")
 
 if status != 0 and failed == 0:
     failed += 1
