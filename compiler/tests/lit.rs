@@ -18,12 +18,16 @@ fn llvm_bin() -> PathBuf {
 }
 
 /// Every test file of the suite: the `.mlir` files under lit/, except
-/// under `Inputs` directories (lit.cfg.py's excludes).
+/// under `Inputs` directories (lit.cfg.py's excludes) and lit's own
+/// `Output` directories (what RUN lines wrote).
 fn suite_files(dir: &Path, root: &Path, out: &mut BTreeSet<String>) {
     for entry in std::fs::read_dir(dir).expect("read lit/") {
         let path = entry.expect("entry").path();
         if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "Inputs") {
+            if path
+                .file_name()
+                .is_some_and(|n| n != "Inputs" && n != "Output")
+            {
                 suite_files(&path, root, out);
             }
         } else if path.extension().is_some_and(|e| e == "mlir") {
