@@ -363,3 +363,48 @@ fn opencl_device_is_available() {
     });
     eprintln!("device: {}", runtime.device().summary());
 }
+
+/// The composite ops the reference takes from tcc's own
+/// tcc-decompose-composites, each checked against independent (numpy)
+/// outputs in composites.mlir.
+const INDEPENDENTLY_CHECKED_COMPOSITES: &[&str] = &[
+    "tcc.softmax",
+    "tcc.log_softmax",
+    "tcc.layer_norm",
+    "tcc.gelu",
+    "tcc.silu",
+];
+
+/// Every tcc composite op any model uses has independent expected outputs:
+/// composites.mlir uses it (with both gelu forms) and has fixtures.
+#[test]
+fn every_composite_op_has_an_independent_reference() {
+    let composites = std::fs::read_to_string(tcc_e2e::models_dir().join("composites.mlir"))
+        .expect("test/models/composites.mlir");
+    for op in INDEPENDENTLY_CHECKED_COMPOSITES {
+        assert!(
+            composites.contains(&format!("= {op} ")),
+            "composites.mlir does not use {op}"
+        );
+    }
+    assert!(composites.contains("approximate = \"tanh\""));
+    assert!(
+        tcc_e2e::Fixtures::load("composites")
+            .expect("fixtures")
+            .is_some(),
+        "test/models/expected/composites is missing"
+    );
+    for path in list_models().unwrap() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for word in text.split(|c: char| c.is_whitespace() || c == '(' || c == '"') {
+            if let Some(op) = word.strip_prefix("tcc.") {
+                let op = format!("tcc.{op}");
+                assert!(
+                    INDEPENDENTLY_CHECKED_COMPOSITES.contains(&op.as_str()),
+                    "{} uses {op}, which has no independent expected outputs (add it to composites.mlir and test/models/expected/gen.py)",
+                    path.display()
+                );
+            }
+        }
+    }
+}
