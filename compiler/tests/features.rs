@@ -168,11 +168,11 @@ fn run_target_reference_matches_known_values_and_the_device() {
             "--target={target}:\n{out}"
         );
     }
-    // An unknown target is an error that names it.
+    // An unknown target is an error that names it and the choices.
     let bad = tcc(&["run", path, "--target=cpu"]);
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
     assert!(
-        stderr(&bad).contains("unknown target 'cpu'"),
+        stderr(&bad).contains("unknown target 'cpu'") && stderr(&bad).contains("`reference`"),
         "{}",
         stderr(&bad)
     );
