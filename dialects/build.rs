@@ -61,6 +61,7 @@ fn main() {
         .file("cpp/TccDialect.cpp")
         .file("cpp/TccCAPI.cpp")
         .file("cpp/TccLinalg.cpp")
+        .file("cpp/TccMath.cpp")
         .compile("tcc_dialects_cpp");
 
     println!("cargo:rerun-if-changed=td");

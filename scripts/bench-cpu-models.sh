@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Real models on the CPU: tcc on PoCL (--target=pocl-cpu) next to
-# onnxruntime's CPU provider, the same ONNX graphs (the light CNNs with
-# random weights from scripts/gen-real-models.py) on the same machine in
-# one run. Prints the kernel count, tcc's first-call time (program build
-# included, fresh cache), its median end-to-end latency, onnxruntime's
-# median and the ratio, one table row per model.
+# onnxruntime's CPU provider and IREE's llvm-cpu back end, the same ONNX
+# graphs (the light CNNs with random weights from
+# scripts/gen-real-models.py) on the same machine in one run. Prints the
+# kernel count, tcc's first-call time (program build included, fresh
+# cache), the three median end-to-end latencies and tcc's ratios, one
+# table row per model. IREE imports with `iree-import-onnx
+# --opset-version 17` and compiles for this host's CPU; its median is of
+# 20 calls through its Python runtime (`local-task`, all cores) after 3
+# warm-ups, as onnxruntime's.
 #
 #   bash scripts/bench-cpu-models.sh [OUT_DIR] [MODEL...]   (default target/bench-cpu-models)
 set -euo pipefail
@@ -14,6 +18,10 @@ shift || true
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(squeezenet shufflenet resnet50 inception_v1 densenet121)
 python3 -c "import onnxruntime" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check onnxruntime
+IREE_VERSION=3.13.0
+python3 -c "import iree.compiler, iree.runtime" 2>/dev/null ||
+  python3 -m pip install --quiet --disable-pip-version-check \
+    "iree-base-compiler[onnx]==$IREE_VERSION" "iree-base-runtime==$IREE_VERSION"
 make -s build >&2
 bin=target/debug
 mkdir -p "$out"
@@ -21,8 +29,8 @@ python3 scripts/gen-real-models.py "$out" "${models[@]}" >/dev/null
 export TCC_CACHE_DIR="$out/cache"
 rm -rf "$TCC_CACHE_DIR"
 echo "CPU: $(nproc) cores, $(python3 -c 'import onnxruntime; print("onnxruntime", onnxruntime.__version__)')"
-echo "| model | tcc kernels | tcc first call s | tcc ms | onnxruntime ms | tcc / onnxruntime |"
-echo "|---|---|---|---|---|---|"
+echo "| model | tcc kernels | tcc first call s | tcc ms | onnxruntime ms | IREE ms | tcc / onnxruntime | tcc / IREE |"
+echo "|---|---|---|---|---|---|---|---|"
 for model in "${models[@]}"; do
   kernels=$("$bin/tcc" compile "$out/$model.onnx" --target=pocl-cpu --stats -o "$out/$model.so" 2>&1 | sed -n 's/^kernels: //p')
   start=$(date +%s.%N)
@@ -43,5 +51,27 @@ for _ in range(20):
 print(sorted(times)[len(times) // 2] * 1e3)
 PY
 )
-  python3 -c "import sys; m,k,f,t,o=sys.argv[1:]; print(f'| {m} | {k} | {f} | {float(t):.1f} | {float(o):.1f} | {float(t)/float(o):.1f}x |')" "$model" "$kernels" "$first" "$tcc" "$ort"
+  iree-import-onnx "$out/$model.onnx" --opset-version 17 -o "$out/$model.iree.mlir" >&2
+  iree-compile "$out/$model.iree.mlir" --iree-hal-target-device=local \
+    --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=host \
+    -o "$out/$model.vmfb" >&2
+  iree=$(python3 - "$out/$model.vmfb" "$out/$model.input.npy" <<'PY'
+import sys, time
+import numpy as np, iree.runtime as rt
+context = rt.SystemContext(config=rt.Config("local-task"))
+with open(sys.argv[1], "rb") as f:
+    module = rt.VmModule.copy_buffer(context.instance, f.read())
+context.add_vm_module(module)
+name = next(n for n in module.function_names if "$" not in n and not n.startswith("__"))
+function = context.modules.module[name]
+x = np.load(sys.argv[2])
+for _ in range(3):
+    np.asarray(function(x))
+times = []
+for _ in range(20):
+    t = time.perf_counter(); np.asarray(function(x)); times.append(time.perf_counter() - t)
+print(sorted(times)[len(times) // 2] * 1e3)
+PY
+)
+  python3 -c "import sys; m,k,f,t,o,i=sys.argv[1:]; t,o,i=float(t),float(o),float(i); print(f'| {m} | {k} | {f} | {t:.1f} | {o:.1f} | {i:.1f} | {t/o:.1f}x | {t/i:.2f}x |')" "$model" "$kernels" "$first" "$tcc" "$ort" "$iree"
 done

@@ -7,7 +7,9 @@
 # Prints one table row per case: median end-to-end call latency of both
 # (tcc-benchmark's "latency end-to-end" includes the input copy, as
 # onnxruntime's session.run does) and the ratio onnxruntime / tcc (> 1:
-# tcc is faster). onnxruntime is installed from PyPI if missing.
+# tcc is faster); for the sgemm cases also numpy's (OpenBLAS) median for
+# the same product and numpy / tcc. onnxruntime is installed from PyPI if
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/bench-cpu}
@@ -31,13 +33,14 @@ for model in "$out"/*.onnx; do
 done
 device=$(clinfo -l 2>/dev/null | sed -n 's/.*Device #0: //p' | head -1)
 echo "CPU: $(nproc) cores, PoCL device '$device', onnxruntime $ORT_VERSION"
-printf '| %-24s | %12s | %16s | %14s |\n' case "tcc ms" "onnxruntime ms" "ort / tcc"
+printf '| %-24s | %12s | %16s | %14s | %10s | %12s |\n' case "tcc ms" "onnxruntime ms" "ort / tcc" "numpy ms" "numpy / tcc"
 python3 scripts/cpu_baseline.py time "$out"/*.onnx | while read -r line; do
   case_name=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["case"])' "$line")
-  ort=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["median_ms"])' "$line")
-  python3 - "$case_name" "${tcc_ms[$case_name]}" "$ort" <<'PY'
-import sys
-name, tcc, ort = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-print(f"| {name:<24} | {tcc:12.3f} | {ort:16.3f} | {ort / tcc:14.2f} |")
+  python3 - "$case_name" "${tcc_ms[$case_name]}" "$line" <<'PY'
+import json, sys
+name, tcc, timing = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
+ort, numpy = timing["median_ms"], timing["numpy_ms"]
+blas = ("-", "-") if numpy is None else (f"{numpy:.3f}", f"{numpy / tcc:.2f}")
+print(f"| {name:<24} | {tcc:12.3f} | {ort:16.3f} | {ort / tcc:14.2f} | {blas[0]:>10} | {blas[1]:>12} |")
 PY
 done

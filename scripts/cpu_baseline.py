@@ -5,7 +5,9 @@
                                  (tcc-benchmark --input flags, one per line)
   cpu_baseline.py time DIR ...   time each DIR/<case>.onnx with onnxruntime
                                  (CPU provider, all cores); prints JSON lines
-                                 {"case", "median_ms", "min_ms"}
+                                 {"case", "median_ms", "min_ms", "numpy_ms"}
+                                 (numpy_ms: the same product through numpy's
+                                 BLAS for the sgemm cases, else null)
 
 The same .onnx files are compiled by tcc (`tcc compile X.onnx
 --target=pocl-cpu`), so both sides run exactly the same graph.
@@ -106,15 +108,32 @@ def time_models(paths, warmup=3, iterations=20):
             session.run(None, feeds)
             times.append((time.perf_counter() - start) * 1e3)
         times.sort()
+        numpy_ms = None
+        if path.stem.startswith("sgemm_"):
+            a, b = (np.full(i.shape, 0.5, dtype=np.float32) for i in session.get_inputs())
+            numpy_ms = median_ms(lambda: a @ b, warmup, iterations)
         print(
             json.dumps(
                 {
                     "case": path.stem,
                     "median_ms": times[len(times) // 2],
                     "min_ms": times[0],
+                    "numpy_ms": numpy_ms,
                 }
             )
         )
+
+
+def median_ms(call, warmup, iterations):
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
 
 
 if __name__ == "__main__":

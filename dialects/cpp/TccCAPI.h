@@ -52,6 +52,14 @@ void tccRegisterPassPipeline(const char *argument, const char *summary,
  * dimensions (generalizing a named op when needed). Returns 1 if it
  * changed the op, 0 if they already were, -1 if it is not possible. */
 int tccLinalgHoistParallelDims(MlirOperation op);
+/* Rewrites a named linalg op as the equivalent linalg.generic, keeping its
+ * discardable attributes. Returns false (and leaves the op) for a generic
+ * or an op that cannot be generalized. */
+bool tccLinalgGeneralize(MlirOperation op);
+/* Applies upstream's algebraic simplification of math ops (powf by
+ * constant exponents, ...) to everything under `root`. Returns false if
+ * the rewrite did not converge. */
+bool tccSimplifyMath(MlirOperation root);
 /* Replaces a linalg op on buffers by its scf.parallel/scf.for loop nest.
  * Returns false (and leaves the op) if that is not possible. */
 bool tccLinalgLowerToParallelLoops(MlirOperation op);

@@ -2,8 +2,9 @@
 //
 // Upstream linalg transformations that the C API does not expose, applied to
 // one op chosen by a Rust pass: moving parallel iteration dimensions
-// outermost (so a loop nest maps every output dimension onto work-items)
-// and lowering an op to a parallel loop nest.
+// outermost (so a loop nest maps every output dimension onto work-items),
+// rewriting a named op as a linalg.generic, and lowering an op to a
+// parallel loop nest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,23 @@ extern "C" int tccLinalgHoistParallelDims(MlirOperation cOp) {
   if (failed(linalg::interchangeGenericOp(rewriter, generic, permutation)))
     return -1;
   return 1;
+}
+
+extern "C" bool tccLinalgGeneralize(MlirOperation cOp) {
+  Operation *op = unwrap(cOp);
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || isa<linalg::GenericOp>(op))
+    return false;
+  IRRewriter rewriter(op->getContext());
+  rewriter.setInsertionPoint(op);
+  SmallVector<NamedAttribute> discardable(op->getDiscardableAttrs());
+  FailureOr<linalg::GenericOp> generic =
+      linalg::generalizeNamedOp(rewriter, linalgOp);
+  if (failed(generic))
+    return false;
+  for (NamedAttribute attribute : discardable)
+    (*generic)->setAttr(attribute.getName(), attribute.getValue());
+  return true;
 }
 
 extern "C" bool tccLinalgLowerToParallelLoops(MlirOperation cOp) {

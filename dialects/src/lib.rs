@@ -55,6 +55,8 @@ unsafe extern "C" {
         name: MlirStringRef,
     ) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
+    fn tccLinalgGeneralize(op: MlirOperation) -> bool;
+    fn tccSimplifyMath(root: MlirOperation) -> bool;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -102,6 +104,27 @@ pub unsafe fn hoist_parallel_dims(op: MlirOperation) -> Hoisted {
         0 => Hoisted::AlreadyOuter,
         _ => Hoisted::NotPossible,
     }
+}
+
+/// Rewrites a named linalg op as the equivalent `linalg.generic`
+/// (upstream `generalizeNamedOp`), keeping its discardable attributes;
+/// false (the op untouched) for a generic or an op that cannot be.
+///
+/// # Safety
+/// `op` must be a live operation that no one else is mutating; on success
+/// it is erased and must not be used again.
+pub unsafe fn generalize(op: MlirOperation) -> bool {
+    unsafe { tccLinalgGeneralize(op) }
+}
+
+/// Applies upstream's algebraic simplification of math ops (`powf` by a
+/// constant exponent as multiplications, `sqrt`, `rsqrt`, ...) under
+/// `root`; false if the rewrite did not converge.
+///
+/// # Safety
+/// `root` must be a live operation that no one else is mutating.
+pub unsafe fn simplify_math(root: MlirOperation) -> bool {
+    unsafe { tccSimplifyMath(root) }
 }
 
 /// Replaces a linalg op on buffers by its loop nest (upstream

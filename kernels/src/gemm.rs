@@ -20,7 +20,10 @@
 
 use std::fmt::Write as _;
 
-/// Tile sizes of one GEMM kernel.
+/// Tile sizes of one GEMM kernel. A tile of exactly one work-item's
+/// outputs (`tile_m == work_m`, `tile_n == work_n`) selects the
+/// register-blocked form for CPUs (`crate::register_gemm`): single
+/// work-item groups, no local tiles, `tile_k` unused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmConfig {
     pub tile_m: u32,
@@ -44,8 +47,17 @@ impl GemmConfig {
         x * y
     }
 
+    /// Whether this is the register-blocked form (one work-item per
+    /// work-group, no local memory).
+    pub fn is_register_blocked(&self) -> bool {
+        self.workgroup_size() == 1
+    }
+
     /// Local memory the kernel uses, in bytes (f32 tiles of A and B).
     pub fn local_bytes(&self) -> u32 {
+        if self.is_register_blocked() {
+            return 0;
+        }
         4 * self.tile_k * (self.tile_m + self.tile_n)
     }
 
@@ -94,6 +106,11 @@ impl GemmConfig {
         if !self.tile_m.is_multiple_of(self.work_m) || !self.tile_n.is_multiple_of(self.work_n) {
             return Err(format!("{self:?}: work per item must divide the tile"));
         }
+        if self.is_register_blocked() && self.split_k > 1 {
+            return Err(format!(
+                "{self:?}: the register-blocked form does not split K"
+            ));
+        }
         Ok(())
     }
 }
@@ -131,7 +148,7 @@ impl GemmOperand {
             && self.offset % 4 == 0
     }
 
-    fn address(&self, batch: &str, row: &str, col: &str) -> String {
+    pub(crate) fn address(&self, batch: &str, row: &str, col: &str) -> String {
         let mut terms = Vec::new();
         if self.offset != 0 {
             terms.push(self.offset.to_string());
@@ -419,6 +436,9 @@ fn store_tile(out: &mut String, t: &TileStaging, threads: u32, registers: &str) 
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
     c.validate()?;
+    if c.is_register_blocked() {
+        return crate::register_gemm::register_gemm_kernel(spec);
+    }
     let (vector_m, vector_n) = c.vector_widths();
     let fma = gemm_kernel_with(spec, Layout::Fma { vector_m, vector_n })?;
     match Layout::mma(&c).filter(|_| spec.tf32) {
@@ -783,10 +803,11 @@ fn split_k_fixup(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn spec(config: GemmConfig) -> GemmSpec {
+    /// A 100x50x30 product of two row-major matrices, a1 and a2, into a0.
+    pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         let operand = |p: &str, rs: i64| GemmOperand {
             pointer: p.into(),
             offset: 0,

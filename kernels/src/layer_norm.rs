@@ -1,13 +1,12 @@
 //! Layer normalization over the last axis in one kernel: one work-group per
-//! row. The work-items stride over the row for the sum, reduce it in local
-//! memory into the mean, do the same for the sum of squared deviations
-//! (the variance of the centred values, as the composite defines it), then
-//! write `(x - mean) * rsqrt(var + epsilon) * scale + bias` — three passes
+//! row. It reduces the row to its sum (the mean), then to the sum of
+//! squared deviations (the variance of the centred values, as the
+//! composite defines it), then writes `(x - mean) * rsqrt(var + epsilon) * scale + bias` — three passes
 //! over a row that stays in cache, one launch instead of four.
 
 use std::fmt::Write as _;
 
-use crate::row::{row_kernel_prologue, tree_reduce};
+use crate::row::{RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue, vector_pass};
 
 /// An operand of the template: its buffer, the element offset of its first
 /// element and the stride between consecutive elements of a row.
@@ -89,36 +88,113 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         &spec.row_offsets,
     );
     let _ = writeln!(out, "  const float inverse_n = 1.0f / {n}.0f;");
-    let _ = writeln!(out, "  float part = 0.0f;");
-    let _ = writeln!(
-        out,
-        "  for (tcc_index c = lid; c < {n}; c += {w}) part += {load};"
+    let contiguous = [&spec.input, &spec.output, &spec.scale, &spec.bias]
+        .iter()
+        .all(|operand| operand.stride == 1);
+    if w == 1 && contiguous {
+        vector_row(&mut out, spec, &load);
+        return Ok(out);
+    }
+    let element = format!("const float value = {load};");
+    reduce_row(
+        &mut out,
+        w,
+        &RowReduction {
+            index: "c",
+            length: n,
+            element: &element,
+            identity: "0.0f",
+            combine: "({a} + {b})",
+        },
+        "sum",
     );
-    tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
-    let _ = writeln!(
-        out,
-        "  const float mean = scratch[0] * inverse_n;\n  barrier(CLK_LOCAL_MEM_FENCE);"
+    let _ = writeln!(out, "  const float mean = sum * inverse_n;");
+    let deviation = format!("const float d = {load} - mean;\nconst float value = d * d;");
+    reduce_row(
+        &mut out,
+        w,
+        &RowReduction {
+            index: "c",
+            length: n,
+            element: &deviation,
+            identity: "0.0f",
+            combine: "({a} + {b})",
+        },
+        "squares",
     );
-    let _ = writeln!(out, "  part = 0.0f;");
     let _ = writeln!(
         out,
-        "  for (tcc_index c = lid; c < {n}; c += {w}) {{ const float d = {load} - mean; part += d * d; }}"
-    );
-    tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
-    let _ = writeln!(
-        out,
-        "  const float inv_std = rsqrt(scratch[0] * inverse_n + {});",
+        "  const float inv_std = rsqrt(squares * inverse_n + {});",
         float_literal(spec.epsilon)
     );
-    let _ = writeln!(
-        out,
-        "  for (tcc_index c = lid; c < {n}; c += {w}) {} = ({load} - mean) * inv_std * {} + {};",
-        at(&spec.output, "out_row"),
-        at(&spec.scale, "scale_at"),
-        at(&spec.bias, "bias_at"),
+    map_row(
+        &mut out,
+        w,
+        "c",
+        n,
+        &format!(
+            "{} = ({load} - mean) * inv_std * {} + {};",
+            at(&spec.output, "out_row"),
+            at(&spec.scale, "scale_at"),
+            at(&spec.bias, "bias_at"),
+        ),
     );
     let _ = writeln!(out, "}}");
     Ok(out)
+}
+
+/// One work-item over contiguous rows, in `float16` vectors: the sum, the
+/// sum of squared deviations, then the normalized row, each pass a vector
+/// loop and a scalar tail.
+fn vector_row(out: &mut String, spec: &LayerNormSpec, load: &str) {
+    let n = spec.columns;
+    let (x, y) = (&spec.input.base, &spec.output.base);
+    let (scale, bias) = (&spec.scale.base, &spec.bias.base);
+    let _ = writeln!(
+        out,
+        "  float16 sum16 = (float16)(0.0f);\n  float sum = 0.0f;"
+    );
+    vector_pass(
+        out,
+        "c",
+        n,
+        &format!("sum16 += vload16(0, {x} + in_row + c);"),
+        &format!("sum += {load};"),
+    );
+    fold_lanes(out, "sum16", "sum", "({a} + {b})");
+    let _ = writeln!(out, "  const float mean = sum * inverse_n;");
+    let _ = writeln!(
+        out,
+        "  float16 squares16 = (float16)(0.0f);\n  float squares = 0.0f;"
+    );
+    vector_pass(
+        out,
+        "c",
+        n,
+        &format!("const float16 d = vload16(0, {x} + in_row + c) - mean; squares16 += d * d;"),
+        &format!("const float d = {load} - mean; squares += d * d;"),
+    );
+    fold_lanes(out, "squares16", "squares", "({a} + {b})");
+    let _ = writeln!(
+        out,
+        "  const float inv_std = rsqrt(squares * inverse_n + {});",
+        float_literal(spec.epsilon)
+    );
+    vector_pass(
+        out,
+        "c",
+        n,
+        &format!(
+            "vstore16((vload16(0, {x} + in_row + c) - mean) * inv_std * vload16(0, {scale} + scale_at + c) + vload16(0, {bias} + bias_at + c), 0, {y} + out_row + c);"
+        ),
+        &format!(
+            "{} = ({load} - mean) * inv_std * {} + {};",
+            at(&spec.output, "out_row"),
+            at(&spec.scale, "scale_at"),
+            at(&spec.bias, "bias_at"),
+        ),
+    );
+    let _ = writeln!(out, "}}");
 }
 
 #[cfg(test)]
@@ -165,11 +241,11 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("const float d = a0[in_row + c] - mean; part += d * d;"),
+            text.contains("const float d = a0[in_row + c] - mean;\n    const float value = d * d;"),
             "{text}"
         );
         assert!(
-            text.contains("const float inv_std = rsqrt(scratch[0] * inverse_n + 1e-5f);"),
+            text.contains("const float inv_std = rsqrt(squares * inverse_n + 1e-5f);"),
             "{text}"
         );
         assert!(
@@ -178,6 +254,45 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn one_work_item_uses_float16_on_contiguous_rows() {
+        let contiguous = LayerNormSpec {
+            workgroup_size: 1,
+            bias: RowOperand {
+                base: "a2".into(),
+                stride: 1,
+            },
+            ..spec()
+        };
+        let text = layer_norm_kernel(&contiguous).unwrap();
+        assert!(text.contains("reqd_work_group_size(1, 1, 1)"), "{text}");
+        assert!(!text.contains("scratch"), "{text}");
+        assert!(
+            text.contains(
+                "const float16 d = vload16(0, a0 + in_row + c) - mean; squares16 += d * d;"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("const float inv_std = rsqrt(squares * inverse_n + 1e-5f);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("vload16(0, a1 + scale_at + c) + vload16(0, a2 + bias_at + c), 0, a3 + out_row + c);"),
+            "{text}"
+        );
+        // 768 is 48 whole chunks: no scalar tail.
+        assert!(!text.contains("c = 768;"), "{text}");
+        // The strided bias of the default spec keeps the scalar lanes.
+        let strided = layer_norm_kernel(&LayerNormSpec {
+            workgroup_size: 1,
+            ..spec()
+        })
+        .unwrap();
+        assert!(!strided.contains("vload16"), "{strided}");
+        assert!(strided.contains("squares_15"), "{strided}");
     }
 
     #[test]

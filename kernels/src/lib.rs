@@ -4,13 +4,15 @@
 //! the fused epilogue as C code generated from the IR) and *how it is tuned*
 //! (a configuration from its per-target tables); a template here decides
 //! *how the work is laid out* on a device: work-group tiles staged through
-//! local memory, several outputs per work-item in registers, cooperative
+//! local memory, several outputs per work-item in registers (on CPUs a
+//! register-blocked microkernel per work-item instead), cooperative
 //! row reductions (softmax, layer norm, sums and maxima of long rows). Templates know
 //! nothing of MLIR.
 
 pub mod gemm;
 pub mod layer_norm;
 pub mod reduce;
+mod register_gemm;
 mod row;
 pub mod softmax;
 

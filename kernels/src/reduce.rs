@@ -1,13 +1,14 @@
 //! A reduction over the innermost dimension with one work-group per output
 //! element: the work-items stride over the reduced dimension, each keeping
-//! a partial result, then combine the partials in local memory. For
+//! a partial result, then combine the partials in local memory (on CPUs,
+//! one work-item with a partial per SIMD lane: `crate::row`). For
 //! reductions with few outputs and long rows (layer norm statistics, row
 //! sums) this keeps the whole device busy where one work-item per output
 //! would leave it idle.
 
 use std::fmt::Write as _;
 
-use crate::row::{row_kernel_prologue, tree_reduce};
+use crate::row::{RowReduction, reduce_row, row_kernel_prologue};
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
@@ -32,10 +33,6 @@ pub struct RowReduceSpec {
     pub finish: String,
 }
 
-fn combine(spec: &RowReduceSpec, a: &str, b: &str) -> String {
-    spec.combine.replace("{a}", a).replace("{b}", b)
-}
-
 /// Instantiates the template.
 pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
     let w = spec.workgroup_size;
@@ -53,27 +50,20 @@ pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
         w,
         &spec.row_setup,
     );
-    let _ = writeln!(out, "  float partial = {};", spec.identity);
-    let _ = writeln!(
-        out,
-        "  for (tcc_index r = lid; r < {}; r += {w}) {{",
-        spec.length
-    );
-    for line in spec.element.lines() {
-        let _ = writeln!(out, "    {line}");
-    }
-    let _ = writeln!(out, "    partial = {};", combine(spec, "partial", "value"));
-    let _ = writeln!(out, "  }}");
-    tree_reduce(
+    reduce_row(
         &mut out,
         w,
-        "partial",
-        &combine(spec, "scratch[lid]", "scratch[lid + step]"),
+        &RowReduction {
+            index: "r",
+            length: spec.length,
+            element: &spec.element,
+            identity: &spec.identity,
+            combine: &spec.combine,
+        },
+        "total",
     );
-    let _ = writeln!(
-        out,
-        "  if (lid == 0) {{\n    const float total = scratch[0];"
-    );
+    let guard = if w > 1 { "if (lid == 0) " } else { "" };
+    let _ = writeln!(out, "  {guard}{{");
     for line in spec.finish.lines() {
         let _ = writeln!(out, "    {line}");
     }
@@ -104,7 +94,10 @@ mod tests {
             text.contains("for (tcc_index r = lid; r < 2048; r += 128) {"),
             "{text}"
         );
-        assert!(text.contains("partial = (partial + value);"), "{text}");
+        assert!(
+            text.contains("partial_total = (partial_total + value);"),
+            "{text}"
+        );
         assert!(
             text.contains("if (lid < step) scratch[lid] = (scratch[lid] + scratch[lid + step]);"),
             "{text}"

@@ -1,10 +1,27 @@
-//! Pieces shared by the one-work-group-per-row templates (softmax, row
-//! reductions): the kernel prologue and the local-memory tree reduction.
+//! Pieces shared by the one-row-per-work-group templates (softmax, layer
+//! norm, row reductions): the kernel prologue, and passes over a row that
+//! either reduce it to one value or write it, in one of two shapes chosen
+//! by the work-group size:
+//!
+//! - `w > 1` work-items (GPUs): each strides over the row by `w` keeping
+//!   one partial, and the partials meet in a local-memory tree.
+//! - one work-item (CPUs): it walks the row in chunks of [`LANES`]
+//!   elements with one partial per lane, written out as that many
+//!   independent scalar statements, which LLVM's SLP vectorizer turns into
+//!   SIMD operations (PoCL's own vectorizer only works across
+//!   work-items); the lanes are combined pairwise at the end. Row
+//!   reductions are not reassociated into vectors without this: OpenCL C
+//!   forbids reordering float additions by default.
 
 use std::fmt::Write as _;
 
-/// Writes the kernel header, the `scratch` array of `w` floats, `row` (the
-/// work-group's row), `lid`, and the per-row `setup` statements.
+/// Independent partials (and elements per step) of a one-work-item pass:
+/// one AVX-512 register of floats.
+pub(crate) const LANES: u32 = 16;
+
+/// Writes the kernel header, `row` (the work-group's row), and the
+/// per-row `setup` statements; with `w > 1` work-items also the
+/// `scratch` array of `w` floats and `lid`.
 pub(crate) fn row_kernel_prologue(
     out: &mut String,
     comment: &str,
@@ -19,23 +36,297 @@ pub(crate) fn row_kernel_prologue(
         "__kernel __attribute__((reqd_work_group_size({w}, 1, 1)))"
     );
     let _ = writeln!(out, "void {name}({parameters}) {{");
-    let _ = writeln!(out, "  __local float scratch[{w}];");
+    if w > 1 {
+        let _ = writeln!(out, "  __local float scratch[{w}];");
+    }
     let _ = writeln!(out, "  const tcc_index row = (tcc_index)get_group_id(0);");
-    let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
+    if w > 1 {
+        let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
+    }
     for line in setup.lines() {
         let _ = writeln!(out, "  {line}");
     }
 }
 
-/// Writes the reduction of each work-item's `partial` into `scratch[0]`:
-/// halving steps that fold `scratch[lid + step]` in with `combined` (an
-/// expression of `scratch[lid]` and `scratch[lid + step]`).
-pub(crate) fn tree_reduce(out: &mut String, w: u32, partial: &str, combined: &str) {
+/// One reduction pass over a row of `length` elements.
+pub(crate) struct RowReduction<'a> {
+    /// The loop index, a `tcc_index` in scope of `element`.
+    pub index: &'a str,
+    pub length: i64,
+    /// C statements declaring `const float value` (may be several lines).
+    pub element: &'a str,
+    /// The combiner's identity, a C expression.
+    pub identity: &'a str,
+    /// The combiner as a C expression of `{a}` and `{b}`.
+    pub combine: &'a str,
+}
+
+impl RowReduction<'_> {
+    fn combined(&self, a: &str, b: &str) -> String {
+        self.combine.replace("{a}", a).replace("{b}", b)
+    }
+}
+
+/// Writes a reduction pass with `w` work-items per row, leaving
+/// `const float {result}`, the row's total, in scope of every work-item.
+pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: &str) {
+    let index = pass.index;
+    if w > 1 {
+        let _ = writeln!(out, "  float partial_{result} = {};", pass.identity);
+        let _ = writeln!(
+            out,
+            "  for (tcc_index {index} = lid; {index} < {}; {index} += {w}) {{",
+            pass.length
+        );
+        for line in pass.element.lines() {
+            let _ = writeln!(out, "    {line}");
+        }
+        let _ = writeln!(
+            out,
+            "    partial_{result} = {};\n  }}",
+            pass.combined(&format!("partial_{result}"), "value")
+        );
+        let _ = writeln!(
+            out,
+            "  scratch[lid] = partial_{result};\n  barrier(CLK_LOCAL_MEM_FENCE);"
+        );
+        let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
+        let _ = writeln!(
+            out,
+            "    if (lid < step) scratch[lid] = {};",
+            pass.combined("scratch[lid]", "scratch[lid + step]")
+        );
+        let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
+        // Every work-item reads the total before anyone reuses scratch.
+        let _ = writeln!(
+            out,
+            "  const float {result} = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
+        );
+        return;
+    }
+    let lanes = (0..LANES)
+        .map(|lane| format!("{result}_{lane}"))
+        .collect::<Vec<_>>();
     let _ = writeln!(
         out,
-        "  scratch[lid] = {partial};\n  barrier(CLK_LOCAL_MEM_FENCE);"
+        "  float {};",
+        lanes
+            .iter()
+            .map(|lane| format!("{lane} = {}", pass.identity))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
-    let _ = writeln!(out, "    if (lid < step) scratch[lid] = {combined};");
-    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
+    for_each_chunk(out, index, pass.length, &|out, lane| {
+        for line in pass.element.lines() {
+            let _ = writeln!(out, "      {line}");
+        }
+        let lane = &lanes[lane as usize];
+        let _ = writeln!(out, "      {lane} = {};", pass.combined(lane, "value"));
+    });
+    // Pairwise: lane l takes lane l + half, halving down to lane 0.
+    let mut half = LANES / 2;
+    while half > 0 {
+        for lane in 0..half {
+            let (a, b) = (&lanes[lane as usize], &lanes[(lane + half) as usize]);
+            let _ = writeln!(out, "  {a} = {};", pass.combined(a, b));
+        }
+        half /= 2;
+    }
+    let _ = writeln!(out, "  const float {result} = {};", lanes[0]);
+}
+
+/// Writes a pass running `statements` for every element of a row (with
+/// `index` in scope), spread over `w` work-items; one work-item runs a
+/// plain loop, which LLVM's loop vectorizer handles better than lanes
+/// written out (measured: a softmax's normalizing pass took 1.5 ms as a
+/// loop and 5.4 ms as 16 lanes, 2048x1024 on PoCL, one thread).
+pub(crate) fn map_row(out: &mut String, w: u32, index: &str, length: i64, statements: &str) {
+    let (start, step) = if w > 1 {
+        ("lid".to_string(), w)
+    } else {
+        ("0".to_string(), 1)
+    };
+    let step_expression = if step == 1 {
+        format!("++{index}")
+    } else {
+        format!("{index} += {step}")
+    };
+    let _ = writeln!(
+        out,
+        "  for (tcc_index {index} = {start}; {index} < {length}; {step_expression}) {{"
+    );
+    for line in statements.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    let _ = writeln!(out, "  }}");
+}
+
+/// One work-item's pass over a contiguous row with explicit `float16`
+/// vectors: `vector` statements for each whole chunk of [`LANES`]
+/// elements (with `index` its first element), then `scalar` statements
+/// for each element past the last whole chunk (with `index` that element).
+pub(crate) fn vector_pass(out: &mut String, index: &str, length: i64, vector: &str, scalar: &str) {
+    let lanes = LANES as i64;
+    let whole = length / lanes * lanes;
+    if whole > 0 {
+        let _ = writeln!(
+            out,
+            "  for (tcc_index {index} = 0; {index} < {whole}; {index} += {lanes}) {{\n    {vector}\n  }}"
+        );
+    }
+    if whole < length {
+        let _ = writeln!(
+            out,
+            "  for (tcc_index {index} = {whole}; {index} < {length}; ++{index}) {{\n    {scalar}\n  }}"
+        );
+    }
+}
+
+/// Folds the [`LANES`] lanes of the `float16` `vector` into the scalar
+/// `total` with `combine` (`{a}`, `{b}`), pairwise: lanes l and l + 8,
+/// then l and l + 4, ..., so sums round as a tree.
+pub(crate) fn fold_lanes(out: &mut String, vector: &str, total: &str, combine: &str) {
+    let lane = |l: u32| format!("{vector}.s{l:x}");
+    let mut terms: Vec<String> = (0..LANES).map(lane).collect();
+    while terms.len() > 1 {
+        let half = terms.len() / 2;
+        terms = (0..half)
+            .map(|l| {
+                combine
+                    .replace("{a}", &terms[l])
+                    .replace("{b}", &terms[l + half])
+            })
+            .collect();
+    }
+    let _ = writeln!(
+        out,
+        "  {total} = {};",
+        combine.replace("{a}", total).replace("{b}", &terms[0])
+    );
+}
+
+/// A one-work-item loop over `0 .. length` in chunks of [`LANES`]: `body`
+/// is written once per lane with `index` declared, then a remainder loop
+/// runs it as lane 0 for the elements past the last whole chunk.
+fn for_each_chunk(out: &mut String, index: &str, length: i64, body: &dyn Fn(&mut String, u32)) {
+    let lanes = LANES as i64;
+    let whole = length / lanes * lanes;
+    if whole > 0 {
+        let _ = writeln!(
+            out,
+            "  for (tcc_index chunk = 0; chunk < {whole}; chunk += {lanes}) {{"
+        );
+        for lane in 0..LANES {
+            let _ = writeln!(
+                out,
+                "    {{\n      const tcc_index {index} = chunk + {lane};"
+            );
+            body(out, lane);
+            let _ = writeln!(out, "    }}");
+        }
+        let _ = writeln!(out, "  }}");
+    }
+    if whole < length {
+        let _ = writeln!(
+            out,
+            "  for (tcc_index rest = {whole}; rest < {length}; ++rest) {{\n    {{\n      const tcc_index {index} = rest;"
+        );
+        body(out, 0);
+        let _ = writeln!(out, "    }}\n  }}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum(length: i64) -> RowReduction<'static> {
+        RowReduction {
+            index: "r",
+            length,
+            element: "const float value = a1[row * 40 + r];",
+            identity: "0.0f",
+            combine: "({a} + {b})",
+        }
+    }
+
+    #[test]
+    fn a_group_reduces_strided_partials_through_local_memory() {
+        let mut out = String::new();
+        reduce_row(&mut out, 64, &sum(40), "total");
+        assert!(
+            out.contains("for (tcc_index r = lid; r < 40; r += 64) {"),
+            "{out}"
+        );
+        assert!(
+            out.contains("if (lid < step) scratch[lid] = (scratch[lid] + scratch[lid + step]);"),
+            "{out}"
+        );
+        assert!(out.contains("const float total = scratch[0];"), "{out}");
+    }
+
+    #[test]
+    fn one_work_item_keeps_a_partial_per_lane() {
+        let mut out = String::new();
+        reduce_row(&mut out, 1, &sum(40), "total");
+        assert!(!out.contains("scratch"), "{out}");
+        // 2 chunks of 16 lanes, then 8 elements left for lane 0.
+        assert!(
+            out.contains("for (tcc_index chunk = 0; chunk < 32; chunk += 16) {"),
+            "{out}"
+        );
+        assert!(out.contains("const tcc_index r = chunk + 15;"), "{out}");
+        assert!(out.contains("total_15 = (total_15 + value);"), "{out}");
+        assert!(
+            out.contains("for (tcc_index rest = 32; rest < 40; ++rest) {"),
+            "{out}"
+        );
+        // Pairwise: 16 -> 8 -> 4 -> 2 -> 1.
+        assert!(out.contains("total_7 = (total_7 + total_15);"), "{out}");
+        assert!(out.contains("total_0 = (total_0 + total_1);"), "{out}");
+        assert!(out.contains("const float total = total_0;"), "{out}");
+        // A row shorter than one chunk has no chunk loop.
+        let mut short = String::new();
+        reduce_row(&mut short, 1, &sum(5), "total");
+        assert!(!short.contains("chunk"), "{short}");
+        assert!(short.contains("rest = 0; rest < 5;"), "{short}");
+    }
+
+    #[test]
+    fn map_passes_cover_the_row_in_either_shape() {
+        let mut group = String::new();
+        map_row(&mut group, 64, "c", 100, "a0[c] = 1.0f;");
+        assert!(
+            group.contains("for (tcc_index c = lid; c < 100; c += 64) {"),
+            "{group}"
+        );
+        let mut single = String::new();
+        map_row(&mut single, 1, "c", 100, "a0[c] = 1.0f;");
+        assert!(
+            single.contains("for (tcc_index c = 0; c < 100; ++c) {"),
+            "{single}"
+        );
+    }
+
+    #[test]
+    fn vector_passes_take_whole_chunks_then_the_rest() {
+        let mut out = String::new();
+        vector_pass(&mut out, "c", 40, "v += vload16(0, a0 + c);", "s += a0[c];");
+        assert!(
+            out.contains("for (tcc_index c = 0; c < 32; c += 16) {\n    v += vload16(0, a0 + c);"),
+            "{out}"
+        );
+        assert!(
+            out.contains("for (tcc_index c = 32; c < 40; ++c) {\n    s += a0[c];"),
+            "{out}"
+        );
+        let mut folded = String::new();
+        fold_lanes(&mut folded, "v", "s", "({a} + {b})");
+        // Lanes 0 and 8 meet first; the scalar remainder joins last.
+        assert!(
+            folded.starts_with("  s = (s + ((((v.s0 + v.s8) + (v.s4 + v.sc))"),
+            "{folded}"
+        );
+        assert!(folded.contains("(v.s7 + v.sf)"), "{folded}");
+    }
 }

@@ -1,11 +1,13 @@
-//! Softmax over the last axis in one kernel: one work-group per row. The
-//! work-items stride over the row for the maximum, reduce it in local
-//! memory, do the same for the sum of exponentials, then write the
-//! normalized row — three passes over a row that stays in cache, one launch.
+//! Softmax over the last axis in one kernel: one work-group per row. It
+//! reduces the row to its maximum, then to the sum of exponentials, then
+//! writes the normalized row: three passes over a row that stays in
+//! cache, one launch (`crate::row` spreads each pass over the group's
+//! work-items, or over SIMD lanes of a single one; a single one over a
+//! contiguous row uses `float16` vectors outright).
 
 use std::fmt::Write as _;
 
-use crate::row::{row_kernel_prologue, tree_reduce};
+use crate::row::{RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue, vector_pass};
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
@@ -51,37 +53,88 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         w,
         &spec.row_offsets,
     );
-    let _ = writeln!(out, "  float part = -INFINITY;");
-    let _ = writeln!(
-        out,
-        "  for (tcc_index c = lid; c < {}; c += {w}) part = tcc_maximumf(part, {load});",
-        spec.columns
-    );
-    tree_reduce(
+    if w == 1 && spec.input_stride == 1 && spec.output_stride == 1 {
+        vector_row(&mut out, spec, &load, &store);
+        return Ok(out);
+    }
+    let maximum = format!("const float value = {load};");
+    reduce_row(
         &mut out,
         w,
-        "part",
-        "tcc_maximumf(scratch[lid], scratch[lid + step])",
+        &RowReduction {
+            index: "c",
+            length: spec.columns,
+            element: &maximum,
+            identity: "-INFINITY",
+            combine: "tcc_maximumf({a}, {b})",
+        },
+        "row_max",
     );
-    let _ = writeln!(
-        out,
-        "  const float row_max = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
+    let exponential = format!("const float value = tcc_expf({load} - row_max);");
+    reduce_row(
+        &mut out,
+        w,
+        &RowReduction {
+            index: "c",
+            length: spec.columns,
+            element: &exponential,
+            identity: "0.0f",
+            combine: "({a} + {b})",
+        },
+        "row_sum",
     );
-    let _ = writeln!(out, "  part = 0.0f;");
-    let _ = writeln!(
-        out,
-        "  for (tcc_index c = lid; c < {}; c += {w}) part += tcc_expf({load} - row_max);",
-        spec.columns
-    );
-    tree_reduce(&mut out, w, "part", "scratch[lid] + scratch[lid + step]");
-    let _ = writeln!(out, "  const float inverse = 1.0f / scratch[0];");
-    let _ = writeln!(
-        out,
-        "  for (tcc_index c = lid; c < {}; c += {w}) {store} = tcc_expf({load} - row_max) * inverse;",
-        spec.columns
+    let _ = writeln!(out, "  const float inverse = 1.0f / row_sum;");
+    map_row(
+        &mut out,
+        w,
+        "c",
+        spec.columns,
+        &format!("{store} = tcc_expf({load} - row_max) * inverse;"),
     );
     let _ = writeln!(out, "}}");
     Ok(out)
+}
+
+/// One work-item over a contiguous row, in `float16` vectors: the
+/// maximum, the sum of exponentials, then the normalized row, each pass
+/// a vector loop and a scalar tail.
+fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
+    let (x, y, n) = (&spec.input, &spec.output, spec.columns);
+    let _ = writeln!(
+        out,
+        "  float16 max16 = (float16)(-INFINITY);\n  float row_max = -INFINITY;"
+    );
+    vector_pass(
+        out,
+        "c",
+        n,
+        &format!("max16 = tcc_maximumf16(max16, vload16(0, {x} + in_row + c));"),
+        &format!("row_max = tcc_maximumf(row_max, {load});"),
+    );
+    fold_lanes(out, "max16", "row_max", "tcc_maximumf({a}, {b})");
+    let _ = writeln!(
+        out,
+        "  float16 sum16 = (float16)(0.0f);\n  float row_sum = 0.0f;"
+    );
+    vector_pass(
+        out,
+        "c",
+        n,
+        &format!("sum16 += exp(vload16(0, {x} + in_row + c) - row_max);"),
+        &format!("row_sum += tcc_expf({load} - row_max);"),
+    );
+    fold_lanes(out, "sum16", "row_sum", "({a} + {b})");
+    let _ = writeln!(out, "  const float inverse = 1.0f / row_sum;");
+    vector_pass(
+        out,
+        "c",
+        n,
+        &format!(
+            "vstore16(exp(vload16(0, {x} + in_row + c) - row_max) * inverse, 0, {y} + out_row + c);"
+        ),
+        &format!("{store} = tcc_expf({load} - row_max) * inverse;"),
+    );
+    let _ = writeln!(out, "}}");
 }
 
 #[cfg(test)]
@@ -115,9 +168,45 @@ mod tests {
         assert!(
             softmax_kernel(&SoftmaxSpec {
                 workgroup_size: 48,
-                ..spec
+                ..spec.clone()
             })
             .is_err()
         );
+        // One work-item per row (CPUs): float16 passes with a scalar tail
+        // (1000 = 62 chunks of 16 + 8).
+        let single = softmax_kernel(&SoftmaxSpec {
+            workgroup_size: 1,
+            ..spec.clone()
+        })
+        .unwrap();
+        assert!(single.contains("reqd_work_group_size(1, 1, 1)"), "{single}");
+        assert!(!single.contains("scratch"), "{single}");
+        assert!(
+            single.contains("max16 = tcc_maximumf16(max16, vload16(0, a0 + in_row + c));"),
+            "{single}"
+        );
+        assert!(
+            single.contains("for (tcc_index c = 992; c < 1000; ++c) {"),
+            "{single}"
+        );
+        assert!(
+            single.contains("sum16 += exp(vload16(0, a0 + in_row + c) - row_max);"),
+            "{single}"
+        );
+        assert!(
+            single.contains(
+                "vstore16(exp(vload16(0, a0 + in_row + c) - row_max) * inverse, 0, a1 + out_row + c);"
+            ),
+            "{single}"
+        );
+        // A strided row falls back to lanes of scalars.
+        let strided = softmax_kernel(&SoftmaxSpec {
+            workgroup_size: 1,
+            input_stride: 3,
+            ..spec
+        })
+        .unwrap();
+        assert!(!strided.contains("vload16"), "{strided}");
+        assert!(strided.contains("row_max_15"), "{strided}");
     }
 }

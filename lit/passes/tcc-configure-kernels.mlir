@@ -5,7 +5,13 @@
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=POCL
 // RUN: not tcc-opt %s --tcc-configure-kernels=target=amd 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu tuning=%S/Inputs/pocl-cpu-tuning.json})' | FileCheck %s --check-prefix=TUNED
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu candidate=1})' | FileCheck %s --check-prefix=CANDIDATE
+// RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{target=pocl-cpu tuning=%S/Inputs/missing.json})' 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{target=pocl-cpu candidate=-1})' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // BAD: tcc-configure-kernels: unknown target 'amd' (targets: generic, nvidia, pocl-cpu)
+// MISSING: cannot read tuning record {{.*}}missing.json
+// NEGATIVE: candidate must be a non-negative integer, not '-1'
 
 // GENERIC: module attributes {tcc.target = "generic"}
 // NVIDIA: module attributes {tcc.target = "nvidia"}
@@ -40,4 +46,19 @@ func.func @small(%x: tensor<2x5xf32>) -> tensor<2x1xf32> {
 func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
   %0 = tosa.abs %x : (tensor<100xf32>) -> tensor<100xf32>
   return %0 : tensor<100xf32>
+}
+
+// A 64x128 @ 128x96 product: the pocl-cpu table takes 6x32 register
+// blocks; the tuning record names this shape (8x16), and `candidate=1`
+// forces the target's second candidate (4x16).
+// POCL-LABEL: func.func @tunable
+// POCL: gemm = array<i64: 6, 32, 4, 6, 32, 1>
+// TUNED-LABEL: func.func @tunable
+// TUNED: gemm = array<i64: 8, 16, 4, 8, 16, 1>
+// CANDIDATE-LABEL: func.func @tunable
+// CANDIDATE: gemm = array<i64: 4, 16, 4, 4, 16, 1>
+func.func @tunable(%a: tensor<1x64x128xf32>, %b: tensor<1x128x96xf32>) -> tensor<1x64x96xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x96xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x96xf32>
+  return %0 : tensor<1x64x96xf32>
 }

@@ -5,11 +5,14 @@
 // RUN: tcc compile %s --compile-to=gpu --target=nvidia | FileCheck %s --check-prefix=GPU
 // RUN: tcc compile %s --emit=opencl-c --target=nvidia | FileCheck %s --check-prefix=CL
 // RUN: tcc compile %s --compile-to=tile --target=pocl-cpu | FileCheck %s --check-prefix=POCL
+// RUN: tcc compile %s --emit=opencl-c --target=pocl-cpu | FileCheck %s --check-prefix=CPU
 
 // A 200x96 output has 8 64x64 tiles, fewer than the H100's 132 SMs: the
 // nvidia configuration takes 16x16 tiles (13 x 6 work-groups of 8x8).
 // TILE: linalg.matmul {tcc.config = {gemm = array<i64: 16, 16, 16, 2, 2, 1>, workgroup_size = 64 : i64}
-// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 32, 64, 32, 4, 8, 1>, workgroup_size = 64 : i64}
+// On CPUs a work-group is one work-item with a 6x32 block of C
+// (register-blocked: tile == work per item).
+// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 6, 32, 4, 6, 32, 1>, workgroup_size = 1 : i64}
 
 // 200 / 16 -> 13 tiles along M, 96 / 16 -> 6 along N.
 // GPU-DAG: %[[C6:.*]] = arith.constant 6 : index
@@ -43,6 +46,26 @@
 // CL: = (acc_value + [[BIAS:v[0-9]+]]);
 // CL: tcc_maximumf(
 // CL: a0[i * 96 + j] =
+
+// The register-blocked form: no local memory; per k, two float16 of B's
+// row and one broadcast A element per row into 12 accumulators; rows past
+// M are clamped (200 is not a multiple of 6), the epilogue runs per
+// element from a private copy of the block.
+// CPU: __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+// CPU-NEXT: void matmul_add_max_0(
+// CPU-NOT: __local
+// CPU: /* register-blocked: 6x32 outputs per work-item in 2 float16 per row; M=200 N=96 K=128 batch=1 */
+// CPU: const tcc_index i5 = min(row0 + 5, (tcc_index)199);
+// CPU: float16 acc5_1 = (float16)(0.0f);
+// CPU: for (tcc_index k_step = 0; k_step < 128; k_step += 1) {
+// CPU: ra5 = a1[i * 128 + k];
+// CPU: rb1 = vload16(0, a2 + k * 96 + j);
+// CPU: { const float16 a = (float16)(ra5); acc5_0 = fma(a, rb0, acc5_0); acc5_1 = fma(a, rb1, acc5_1); }
+// CPU: vstore16(acc5_1, 0, &block[5][16]);
+// CPU: if (i >= 200) break;
+// CPU: const float acc_value = acc_init + block[wm][wn];
+// CPU: tcc_maximumf(
+// CPU: a0[i * 96 + j] =
 
 func.func @dense_relu(%x: tensor<200x128xf32>, %w: tensor<128x96xf32>, %b: tensor<96xf32>) -> tensor<200x96xf32> {
   %e = tensor.empty() : tensor<200x96xf32>

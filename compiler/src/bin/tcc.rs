@@ -20,6 +20,8 @@ enum Command {
     Compile(driver::compile::CompileArgs),
     /// Compile in-process and run on an OpenCL device (or the reference CPU lowering).
     Run(driver::run::RunArgs),
+    /// Measure each GEMM/convolution kernel's candidate configurations on a device and record the fastest (for `tcc compile --tuning`).
+    Tune(driver::tune::TuneArgs),
     /// Import an ONNX model as TOSA-level MLIR.
     Import(driver::import::ImportArgs),
     /// Run the ONNX backend test cases (model.onnx + test_data_set_*) and report passes and failures.
@@ -32,6 +34,7 @@ fn main() {
         Command::Compile(args) => driver::compile::run(args),
         Command::Run(args) => driver::run::run(args),
         Command::Import(args) => driver::import::run(args),
+        Command::Tune(args) => driver::tune::run(args),
         Command::OnnxTest(args) => tcc_compiler::front::scoreboard::run(args),
     };
     if let Err(error) = result {

@@ -9,6 +9,7 @@
 pub mod generic;
 pub mod nvidia;
 pub mod pocl_cpu;
+pub mod tuning;
 
 use std::fmt;
 use std::str::FromStr;
@@ -128,6 +129,29 @@ impl Target {
         Some(config)
     }
 
+    /// The configurations `tcc tune` measures for a product: the table's
+    /// choice first, then the target's alternatives, each valid and none
+    /// twice. Empty where the table takes no tiled kernel.
+    pub fn gemm_candidates(self, batch: i64, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
+        let Some(default) = self.gemm_config(batch, m, n, k) else {
+            return Vec::new();
+        };
+        let alternatives = match self {
+            Target::PoclCpu => pocl_cpu::gemm_alternatives(m, n),
+            Target::Nvidia | Target::Generic => gpu_gemm_alternatives(m, n, k),
+        };
+        let mut candidates = vec![default];
+        for mut config in alternatives {
+            if batch > 1 {
+                config.split_k = 1;
+            }
+            if config.validate().is_ok() && !candidates.contains(&config) {
+                candidates.push(config);
+            }
+        }
+        candidates
+    }
+
     pub const ALL: [Target; 3] = [Target::Generic, Target::Nvidia, Target::PoclCpu];
 
     pub fn name(self) -> &'static str {
@@ -149,16 +173,29 @@ impl Target {
         }
     }
 
-    /// Work-items per row of a row softmax over `columns` elements: the
-    /// target's preferred power of two, no more than the row needs.
-    pub fn softmax_workgroup(self, columns: i64) -> i64 {
+    /// Work-items per row of a row template (softmax, layer norm, a long
+    /// row reduction) over `columns` elements: on GPUs the target's
+    /// preferred power of two, no more than the row needs; on CPUs one,
+    /// which walks the row in SIMD lanes (`tcc_kernels`'s row passes).
+    pub fn row_workgroup(self, columns: i64) -> i64 {
         let preferred = match self {
             Target::Generic => 128,
             Target::Nvidia => 256,
-            Target::PoclCpu => 64,
+            Target::PoclCpu => return pocl_cpu::ROW_WORKGROUP,
         };
         let needed = (columns.max(1) as u64).next_power_of_two() as i64;
         preferred.min(needed.max(64))
+    }
+
+    /// Whether a long row reduction runs on the row template (one
+    /// work-group per output) rather than as one work-item per output
+    /// with a loop over the row, given whether its inputs are contiguous
+    /// along the row.
+    pub fn row_reduction_template(self, contiguous: bool) -> bool {
+        match self {
+            Target::Generic | Target::Nvidia => true,
+            Target::PoclCpu => pocl_cpu::row_reduction_template(contiguous),
+        }
     }
 
     /// The configuration for a kernel of `kind` over `work_items` points.
@@ -172,6 +209,30 @@ impl Target {
             workgroup_size: clamp_workgroup(preferred, work_items),
         }
     }
+}
+
+/// Tiled-GEMM alternatives for GPUs: square tiles of 16 to 128 with the
+/// outputs per work-item the tables use for them, and split-K in 2 to 16
+/// slices of 32x32 tiles where K is long.
+fn gpu_gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
+    let tile = |size: u32, work: u32, split_k: u32| GemmConfig {
+        tile_m: size,
+        tile_n: size,
+        tile_k: 16,
+        work_m: work,
+        work_n: work,
+        split_k,
+    };
+    let mut alternatives = vec![tile(16, 2, 1), tile(32, 2, 1), tile(64, 4, 1)];
+    if m >= 1024 && n >= 1024 {
+        alternatives.push(tile(128, 8, 1));
+    }
+    for slices in [2, 4, 8, 16] {
+        if k / slices as i64 >= 128 {
+            alternatives.push(tile(32, 2, slices));
+        }
+    }
+    alternatives
 }
 
 /// Never launch more work-items per group than the iteration space has
@@ -220,8 +281,8 @@ mod tests {
     }
 
     #[test]
-    fn gemm_tiles_are_valid_and_at_least_64_work_items() {
-        for target in Target::ALL {
+    fn gemm_tiles_are_valid_and_gpu_groups_have_at_least_64_work_items() {
+        for target in [Target::Generic, Target::Nvidia] {
             for (m, n, k) in [
                 (64, 64, 64),
                 (512, 512, 512),
@@ -236,6 +297,57 @@ mod tests {
             // Tiny products are not worth a tiled kernel.
             assert!(target.gemm_config(1, 4, 10, 32).is_none(), "{target}");
         }
+    }
+
+    #[test]
+    fn candidates_start_with_the_table_and_are_valid_and_distinct() {
+        for target in Target::ALL {
+            for (batch, m, n, k) in [(1, 49, 512, 4608), (1, 3136, 64, 576), (8, 128, 128, 64)] {
+                let candidates = target.gemm_candidates(batch, m, n, k);
+                assert_eq!(
+                    candidates.first().copied(),
+                    target.gemm_config(batch, m, n, k),
+                    "{target}"
+                );
+                assert!(candidates.len() > 1, "{target}: {candidates:?}");
+                for (index, config) in candidates.iter().enumerate() {
+                    assert!(config.validate().is_ok(), "{target}: {config:?}");
+                    assert!(
+                        !candidates[..index].contains(config),
+                        "{target}: {config:?}"
+                    );
+                    if batch > 1 {
+                        assert_eq!(config.split_k, 1, "{target}: {config:?}");
+                    }
+                }
+            }
+            assert!(target.gemm_candidates(1, 4, 10, 32).len() <= 1 || target == Target::PoclCpu);
+        }
+        // CPU blocks stay register-blocked and within the 32 vector registers.
+        for config in Target::PoclCpu.gemm_candidates(1, 49, 512, 4608) {
+            assert!(config.is_register_blocked(), "{config:?}");
+            assert!(config.work_m * config.work_n / 16 <= 24, "{config:?}");
+        }
+    }
+
+    #[test]
+    fn cpu_gemms_are_register_blocked_at_every_size() {
+        for (m, n, k) in [
+            (1, 1000, 2048),
+            (4, 10, 32),
+            (49, 512, 4608),
+            (3136, 64, 64),
+            (4096, 4096, 4096),
+        ] {
+            let config = Target::PoclCpu.gemm_config(1, m, n, k).unwrap();
+            assert!(config.validate().is_ok(), "{config:?}");
+            assert!(config.is_register_blocked(), "{config:?}");
+            assert!(config.work_m as i64 <= m.max(1), "{config:?}");
+            assert_eq!(config.local_bytes(), 0);
+        }
+        // Wide outputs get two 16-float vectors per row.
+        let wide = Target::PoclCpu.gemm_config(1, 3136, 64, 64).unwrap();
+        assert_eq!((wide.work_m, wide.work_n), (pocl_cpu::GEMM_ROWS, 32));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::stats::StatsFormat;
 use super::write_atomically;
 use crate::back::{host_llvm, opencl_c, ptx};
 use crate::config::Target;
-use crate::phases::{Phase, pipeline_to};
+use crate::phases::{GemmChoice, Phase};
 
 /// What `--emit` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,6 +82,9 @@ pub struct CompileArgs {
     /// Arithmetic of GEMMs and convolutions: fp32 (exact, default) or tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation; needs --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32).
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
+    /// A tuning record written by `tcc tune` for the device the model will run on: its measured GEMM and convolution configurations replace the target's table for the shapes it names (its target must match --target).
+    #[arg(long, value_name = "FILE")]
+    pub tuning: Option<PathBuf>,
 }
 
 impl CompileArgs {
@@ -184,19 +187,37 @@ pub fn compile_to_kernels_with<'c>(
         target,
         input_shapes,
         opencl_c::Precision::Fp32,
+        &GemmChoice::default(),
     )
 }
 
-/// As [`compile_to_kernels_with`], with the GEMMs' precision.
+/// As [`compile_to_kernels_with`], with the GEMMs' precision and how
+/// their configurations are chosen.
 pub fn compile_to_kernels_in<'c>(
     session: &'c Session,
     input: &Path,
     target: Target,
     input_shapes: &[(String, Vec<i64>)],
     precision: opencl_c::Precision,
+    choice: &GemmChoice,
 ) -> Result<Compiled<'c>> {
+    choice.check().map_err(anyhow::Error::msg)?;
+    if let Some(path) = &choice.tuning {
+        let record = crate::config::tuning::TuningRecord::load(path).map_err(anyhow::Error::msg)?;
+        if record.target != target.name() {
+            bail!(
+                "{} is a tuning record for --target={} (measured on {}), not --target={target}",
+                path.display(),
+                record.target,
+                record.device
+            );
+        }
+    }
     let mut module = super::import::parse_model_with(session, input, input_shapes)?;
-    session.run_pipeline(&mut module, &pipeline_to(Phase::Gpu, target))?;
+    session.run_pipeline(
+        &mut module,
+        &crate::phases::pipeline_to_choosing(Phase::Gpu, target, true, choice),
+    )?;
     let program = opencl_c::write_program_with(&module, precision)?;
     Ok(Compiled {
         module,
@@ -231,6 +252,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         .map(|s| super::import::parse_input_shape(s))
         .collect::<Result<_>>()?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
+    let choice = GemmChoice {
+        tuning: args.tuning.clone(),
+        candidate: None,
+    };
+    choice.check().map_err(anyhow::Error::msg)?;
     if stop < Phase::Codegen {
         if args.emit != Emit::Artifact {
             bail!(
@@ -239,7 +265,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             );
         }
         let mut module = super::import::parse_model_with(&session, &args.input, &input_shapes)?;
-        session.run_pipeline(&mut module, &pipeline_to(stop, args.target))?;
+        session.run_pipeline(
+            &mut module,
+            &crate::phases::pipeline_to_choosing(stop, args.target, true, &choice),
+        )?;
         if let Some(format) = args.stats {
             eprint!(
                 "{}",
@@ -277,8 +306,14 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         PrecisionArg::Fp32 => opencl_c::Precision::Fp32,
         PrecisionArg::Tf32 => opencl_c::Precision::Tf32,
     };
-    let mut compiled =
-        compile_to_kernels_in(&session, &args.input, args.target, &input_shapes, precision)?;
+    let mut compiled = compile_to_kernels_in(
+        &session,
+        &args.input,
+        args.target,
+        &input_shapes,
+        precision,
+        &choice,
+    )?;
     if let Some(options) = &ptx_options {
         compiled.add_ptx(options)?;
     }

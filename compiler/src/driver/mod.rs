@@ -1,5 +1,5 @@
-//! The `tcc` command line: `tcc compile` (and, as they land, `tcc run`,
-//! `tcc import`). Errors are printed as located diagnostics and turn into
+//! The `tcc` command line: `tcc compile`, `tcc run`, `tcc import`,
+//! `tcc tune`. Errors are printed as located diagnostics and turn into
 //! exit code 1; nothing is written unless compilation succeeds, and files
 //! are written atomically.
 
@@ -8,6 +8,7 @@ pub mod import;
 pub mod run;
 pub mod session;
 pub mod stats;
+pub mod tune;
 
 use std::path::Path;
 

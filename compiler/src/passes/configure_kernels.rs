@@ -2,7 +2,10 @@
 //! configuration (`config/`) for each kernel's work-group size and records
 //! it as `tcc.config = {workgroup_size = N}` on the kernel's root op, and
 //! the target as `tcc.target` on the module, where the gpu phase's mapping
-//! reads them. The mechanism never consults the target itself.
+//! reads them. The mechanism never consults the target itself. A tuning
+//! record (`tuning=FILE`, written by `tcc tune`) overrides the target's
+//! GEMM table for the shapes it measured; `candidate=N` forces every
+//! GEMM's N-th candidate configuration, for the tuner's measurements.
 
 use melior::ir::attribute::AttributeLike;
 use melior::ir::attribute::{
@@ -14,7 +17,8 @@ use melior::ir::{Identifier, TypeLike, ValueLike};
 
 use super::form_dispatches::KIND_ATTR;
 use super::pass::{PassError, PassOptions, TccPass};
-use crate::config::{KernelKind, Target};
+use crate::config::tuning::TuningRecord;
+use crate::config::{GemmConfig, KernelKind, Target};
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{collect_ops, string_value};
 
@@ -31,6 +35,13 @@ pub struct ConfigureOptions {
     /// Allow kernel templates (tiled GEMM, row reductions); off for back
     /// ends that translate loop nests only.
     pub templates: bool,
+    /// A tuning record (`tcc tune`): its configurations replace the
+    /// table's for the product shapes it names.
+    pub tuning: Option<TuningRecord>,
+    /// Take every GEMM's `candidate`-th configuration
+    /// ([`Target::gemm_candidates`]; the table's where it has fewer):
+    /// how `tcc tune` compiles each round of its measurements.
+    pub candidate: Option<usize>,
 }
 
 impl Default for ConfigureOptions {
@@ -38,12 +49,14 @@ impl Default for ConfigureOptions {
         Self {
             target: Target::default(),
             templates: true,
+            tuning: None,
+            candidate: None,
         }
     }
 }
 
 impl PassOptions for ConfigureOptions {
-    const NAMES: &'static [&'static str] = &["target", "templates"];
+    const NAMES: &'static [&'static str] = &["target", "templates", "tuning", "candidate"];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -55,8 +68,37 @@ impl PassOptions for ConfigureOptions {
                 self.templates = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
+            "tuning" => {
+                self.tuning = Some(TuningRecord::load(std::path::Path::new(
+                    value.trim_matches('"'),
+                ))?);
+                Ok(())
+            }
+            "candidate" => {
+                self.candidate = Some(value.parse().map_err(|_| {
+                    format!("candidate must be a non-negative integer, not '{value}'")
+                })?);
+                Ok(())
+            }
             _ => Err(format!("unknown option '{key}'")),
         }
+    }
+}
+
+impl ConfigureOptions {
+    /// The GEMM configuration for a kernel of `kind` computing a
+    /// `batch x m x n x k` product: the forced candidate, else the tuning
+    /// record's, else the target's table.
+    fn gemm_config(&self, kind: &str, [batch, m, n, k]: [i64; 4]) -> Option<GemmConfig> {
+        if let Some(index) = self.candidate {
+            let candidates = self.target.gemm_candidates(batch, m, n, k);
+            return candidates.get(index).or(candidates.first()).copied();
+        }
+        let tuned = self
+            .tuning
+            .as_ref()
+            .and_then(|record| record.lookup(self.target, kind, [batch, m, n, k]));
+        tuned.or_else(|| self.target.gemm_config(batch, m, n, k))
     }
 }
 
@@ -94,12 +136,20 @@ pub const ROW_COMBINERS: &[&str] = &[
     "arith.minnumf",
 ];
 
-/// The reduced length, if `op` is a reduction worth one work-group per
-/// output element: a single-output f32 `linalg.generic` whose only
-/// reduction dimension is the innermost, at least 128 long, initialised by
-/// a fill, with a body ending in `combiner(x, acc)` where `acc` (the
-/// output) is used only there.
-fn row_reduction_length(op: OperationRef) -> Option<i64> {
+/// A reduction the row template can run: its reduced length, and whether
+/// every input it reduces along reads contiguous elements (the reduced
+/// dimension is the input's innermost).
+struct RowReduction {
+    length: i64,
+    contiguous: bool,
+}
+
+/// The row reduction `op` is, if it may run one work-group per output
+/// element: a single-output f32 `linalg.generic` whose only reduction
+/// dimension is the innermost, at least 128 long, initialised by a fill,
+/// with a body ending in `combiner(x, acc)` where `acc` (the output) is
+/// used only there.
+fn row_reduction(op: OperationRef) -> Option<RowReduction> {
     use melior::ir::{BlockLike, RegionLike};
     if crate::ir::util::op_name(&op) != "linalg.generic" || op.result_count() != 1 {
         return None;
@@ -130,17 +180,20 @@ fn row_reduction_length(op: OperationRef) -> Option<i64> {
     let maps = melior::ir::attribute::ArrayAttribute::try_from(op.attribute("indexing_maps").ok()?)
         .ok()?;
     let mut length = None;
+    let mut contiguous = true;
     for index in 0..op.operand_count() - 1 {
         let operand = StaticTensor::of(op.operand(index).ok()?.r#type())?;
         let map =
             unsafe { mlir_sys::mlirAffineMapAttrGetValue(maps.element(index).ok()?.to_raw()) };
-        for position in 0..unsafe { mlir_sys::mlirAffineMapGetNumResults(map) } {
+        let results = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) };
+        for position in 0..results {
             let expr = unsafe { mlir_sys::mlirAffineMapGetResult(map, position) };
             if unsafe {
                 mlir_sys::mlirAffineExprIsADim(expr)
                     && mlir_sys::mlirAffineDimExprGetPosition(expr) as usize == dims - 1
             } {
                 length = Some(operand.shape[position as usize]);
+                contiguous &= position == results - 1;
             }
         }
     }
@@ -156,12 +209,13 @@ fn row_reduction_length(op: OperationRef) -> Option<i64> {
     (ROW_COMBINERS.contains(&crate::ir::util::op_name(&combined).as_str())
         && uses_acc
         && crate::ir::util::use_count(acc.into()) == 1)
-        .then_some(length)
+        .then_some(RowReduction { length, contiguous })
 }
 
-/// (M, N, K) of a plain or batched matmul with static shapes.
-/// `(batch, m, n, k)` of a contraction the GEMM template can run.
-fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64, i64)> {
+/// `(batch, m, n, k)` of a contraction the GEMM template can run (a plain
+/// or batched matmul, or a convolution as an implicit GEMM) with static
+/// shapes.
+pub fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64, i64)> {
     let name = crate::ir::util::op_name(&op);
     let (window, filter_index, _) = crate::patterns::conv_inputs::window_layout(op);
     if window == "conv_2d_nhwc_hwcf" {
@@ -238,7 +292,7 @@ impl TccPass for ConfigureKernels {
             )];
             if options.templates
                 && let Some((batch, m, n, k)) = gemm_shape(op)
-                && let Some(gemm) = options.target.gemm_config(batch, m, n, k)
+                && let Some(gemm) = options.gemm_config(&kind, [batch, m, n, k])
             {
                 entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();
                 let tiles = [
@@ -264,9 +318,10 @@ impl TccPass for ConfigureKernels {
                 }
             }
             if options.templates
-                && let Some(length) = row_reduction_length(op)
+                && let Some(reduction) = row_reduction(op)
+                && options.target.row_reduction_template(reduction.contiguous)
             {
-                let workgroup = options.target.softmax_workgroup(length);
+                let workgroup = options.target.row_workgroup(reduction.length);
                 entries[0].1 = IntegerAttribute::new(i64_type, workgroup).into();
                 entries.push((
                     Identifier::new(context, ROW_REDUCE_KEY),
@@ -281,8 +336,7 @@ impl TccPass for ConfigureKernels {
                     .and_then(|t| t.shape.last().copied())
             {
                 entries[0].1 =
-                    IntegerAttribute::new(i64_type, options.target.softmax_workgroup(columns))
-                        .into();
+                    IntegerAttribute::new(i64_type, options.target.row_workgroup(columns)).into();
             }
             let dictionary = DictionaryAttribute::new(context, &entries);
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };

@@ -14,6 +14,7 @@ mod fold_constants;
 mod fold_conv_inputs;
 mod fold_pad_slices;
 mod form_dispatches;
+mod generalize_reductions;
 mod hoist_parallel_dims;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
@@ -23,13 +24,14 @@ mod plan_memory;
 mod propagate_layout;
 mod raise_composites;
 mod record_interface;
+mod simplify_math;
 mod unique_results;
 
 pub use attach_split_k_scratch::AttachSplitKScratch;
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use concat_in_place::ConcatInPlace;
 pub use configure_kernels::{
-    CONFIG_ATTR, ConfigureKernels, GEMM_KEY, ROW_COMBINERS, ROW_REDUCE_KEY, TARGET_ATTR,
+    CONFIG_ATTR, ConfigureKernels, GEMM_KEY, ROW_COMBINERS, ROW_REDUCE_KEY, TARGET_ATTR, gemm_shape,
 };
 pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
@@ -40,6 +42,7 @@ pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
 pub use fold_pad_slices::FoldPadSlices;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands, kind_of};
+pub use generalize_reductions::GeneralizeReductions;
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
@@ -55,6 +58,7 @@ pub use plan_memory::{
 pub use propagate_layout::PropagateLayout;
 pub use raise_composites::RaiseComposites;
 pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
+pub use simplify_math::SimplifyMath;
 pub use unique_results::UniqueResults;
 
 /// Every tcc pass: (argument, summary), in pipeline order. Kept in step
@@ -75,6 +79,10 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertLayerNormToRows::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (
+        GeneralizeReductions::ARGUMENT,
+        GeneralizeReductions::SUMMARY,
+    ),
     (ConcatInPlace::ARGUMENT, ConcatInPlace::SUMMARY),
     (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
@@ -103,6 +111,8 @@ pub fn register_all() {
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
+    pass::register(&GeneralizeReductions);
+    pass::register(&SimplifyMath);
     pass::register(&FoldConvInputs);
     pass::register(&FoldPadSlices);
     pass::register(&ConcatInPlace);

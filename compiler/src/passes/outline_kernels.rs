@@ -635,7 +635,7 @@ impl TccPass for OutlineKernels {
                             )
                         };
                         let workgroup =
-                            config_size.unwrap_or_else(|| target.softmax_workgroup(columns));
+                            config_size.unwrap_or_else(|| target.row_workgroup(columns));
                         ([rows, 1, 1], [workgroup, 1, 1])
                     }
                     _ => {

@@ -67,7 +67,7 @@ impl Phase {
                 "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
-                "tcc phase 3: expand composites, TOSA to linalg on tensors, fuse elementwise ops"
+                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, strength-reduce math"
             }
             Phase::Dispatch => {
                 "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them"
@@ -96,6 +96,13 @@ impl Phase {
     /// loop nest (no tiled-GEMM or row-softmax templates), which is what
     /// back ends other than OpenCL C (SPIR-V) can translate.
     pub fn passes_with(self, target: Target, templates: bool) -> String {
+        self.passes_choosing(target, templates, &GemmChoice::default())
+    }
+
+    /// As [`Phase::passes_with`], with the tile phase's GEMM
+    /// configurations taken from a tuning record or forced to one
+    /// candidate (see [`GemmChoice`]).
+    pub fn passes_choosing(self, target: Target, templates: bool, choice: &GemmChoice) -> String {
         match self {
             Phase::Input => "tcc-check-supported,tcc-record-interface".into(),
             Phase::Graph => [
@@ -121,10 +128,13 @@ impl Phase {
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
                 "tcc-fold-constants",
+                "tcc-generalize-reductions",
                 "canonicalize",
                 "cse",
                 "linalg-fuse-elementwise-ops",
                 "canonicalize",
+                // After fusion, which puts constant exponents in the bodies.
+                "tcc-simplify-math",
                 "cse",
             ]
             .into_iter()
@@ -135,7 +145,11 @@ impl Phase {
                 "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={}}},tcc-fold-pad-slices,tcc-form-dispatches",
                 target.fold_pools_into_convs().name()
             ),
-            Phase::Tile => format!("tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}}}", target.name()),
+            Phase::Tile => format!(
+                "tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}{}}}",
+                target.name(),
+                choice.options()
+            ),
             Phase::Buffer => [
                 "tcc-unique-results",
                 "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
@@ -193,10 +207,58 @@ pub fn pipeline_to(last: Phase, target: Target) -> String {
 
 /// As [`pipeline_to`], with or without kernel templates.
 pub fn pipeline_to_with(last: Phase, target: Target, templates: bool) -> String {
+    pipeline_to_choosing(last, target, templates, &GemmChoice::default())
+}
+
+/// How the tile phase picks GEMM configurations beyond the target's
+/// table: `tcc compile --tuning=FILE` and `tcc tune`'s rounds.
+#[derive(Clone, Debug, Default)]
+pub struct GemmChoice {
+    /// A tuning record (`tcc tune`'s output) to take configurations from.
+    pub tuning: Option<std::path::PathBuf>,
+    /// Force every GEMM's `candidate`-th configuration.
+    pub candidate: Option<usize>,
+}
+
+impl GemmChoice {
+    /// The options of `tcc-configure-kernels` that say this (with a
+    /// leading space), or nothing.
+    fn options(&self) -> String {
+        let mut text = String::new();
+        if let Some(path) = &self.tuning {
+            text.push_str(&format!(" tuning=\"{}\"", path.display()));
+        }
+        if let Some(candidate) = self.candidate {
+            text.push_str(&format!(" candidate={candidate}"));
+        }
+        text
+    }
+
+    /// Checks that a record's path can travel in a textual pipeline.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(path) = &self.tuning {
+            let text = path.display().to_string();
+            if text.contains(['"', '{', '}']) {
+                return Err(format!(
+                    "the tuning record's path {text} contains a quote or a brace"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// As [`pipeline_to_with`], with the GEMM configurations chosen by `choice`.
+pub fn pipeline_to_choosing(
+    last: Phase,
+    target: Target,
+    templates: bool,
+    choice: &GemmChoice,
+) -> String {
     let elements: Vec<String> = Phase::ALL
         .into_iter()
         .take_while(|p| *p <= last)
-        .map(|p| p.passes_with(target, templates))
+        .map(|p| p.passes_choosing(target, templates, choice))
         .filter(|p| !p.is_empty())
         .collect();
     format!("builtin.module({})", elements.join(","))

@@ -1,0 +1,267 @@
+//! `tcc tune model --device=D -o record.json`: measures every GEMM and
+//! convolution kernel of a model under each of its target's candidate
+//! configurations on a device, and records the fastest per product shape
+//! (a [`TuningRecord`] for `tcc compile --tuning=FILE`).
+//!
+//! The model is compiled once per round: round `i` gives every GEMM its
+//! `i`-th candidate ([`Target::gemm_candidates`], the table's choice
+//! first), so each kernel is measured in place, with its real epilogue,
+//! its real A operand (a convolution's windows) and its neighbours'
+//! cache state, not as a synthetic matmul. Each round runs the model on
+//! zero inputs with profiling events on and takes each kernel's mean
+//! device time; kernels of the same kind and shape add up.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+use melior::ir::operation::OperationLike;
+use tcc_runtime::{HostTensor, Model};
+
+use super::compile::compile_to_kernels_in;
+use super::session::Session;
+use crate::back::{host_llvm, opencl_c};
+use crate::config::Target;
+use crate::config::tuning::{TunedGemm, TuningRecord};
+use crate::phases::{GemmChoice, Phase};
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// The model: MLIR (TOSA/linalg level) text, or an ONNX model (.onnx).
+    pub input: PathBuf,
+    /// Where to write the tuning record (JSON).
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// OpenCL device: index from `tcc-run --list-devices` or a name substring (default: TCC_DEVICE, else first GPU, else first CPU).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// The target whose candidates are measured (default: the one that suits the device).
+    #[arg(long, value_parser = parse_target)]
+    pub target: Option<Target>,
+    /// A shape for an ONNX graph input, as for `tcc compile` (repeat).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+    pub input_shapes: Vec<String>,
+    /// Timed calls per round (after one untimed call).
+    #[arg(long, default_value_t = 5)]
+    pub iterations: usize,
+    /// Measure at most this many candidates per kernel (the table's first).
+    #[arg(long, value_name = "N")]
+    pub max_candidates: Option<usize>,
+}
+
+fn parse_target(text: &str) -> Result<Target, String> {
+    text.parse()
+}
+
+/// A GEMM kernel of the model: its name, kind and product shape.
+struct GemmKernel {
+    name: String,
+    kind: String,
+    shape: [i64; 4],
+    candidates: usize,
+}
+
+/// The model's GEMM kernels, from its tile-phase IR.
+fn gemm_kernels(
+    session: &Session,
+    args: &TuneArgs,
+    target: Target,
+    input_shapes: &[(String, Vec<i64>)],
+) -> Result<Vec<GemmKernel>> {
+    let mut module = super::import::parse_model_with(session, &args.input, input_shapes)?;
+    session.run_pipeline(
+        &mut module,
+        &crate::phases::pipeline_to(Phase::Tile, target),
+    )?;
+    let mut kernels = Vec::new();
+    for op in crate::ir::util::collect_ops(module.as_operation()) {
+        let config = op.attribute(crate::passes::CONFIG_ATTR).ok();
+        let has_gemm = config
+            .map(|c| {
+                c.to_string()
+                    .contains(&format!("{} =", crate::passes::GEMM_KEY))
+            })
+            .unwrap_or(false);
+        if !has_gemm {
+            continue;
+        }
+        let Some((batch, m, n, k)) = crate::passes::gemm_shape(op) else {
+            continue;
+        };
+        let string = |name: &str| {
+            op.attribute(name)
+                .ok()
+                .and_then(crate::ir::util::string_value)
+                .unwrap_or_default()
+        };
+        kernels.push(GemmKernel {
+            name: string(crate::passes::KERNEL_ATTR),
+            kind: string(crate::passes::KIND_ATTR),
+            shape: [batch, m, n, k],
+            candidates: target.gemm_candidates(batch, m, n, k).len(),
+        });
+    }
+    Ok(kernels)
+}
+
+/// Compiles round `candidate` into `directory` and returns each kernel's
+/// mean device time in milliseconds on `runtime`.
+fn measure_round(
+    args: &TuneArgs,
+    runtime: &tcc_runtime::Runtime,
+    target: Target,
+    input_shapes: &[(String, Vec<i64>)],
+    candidate: usize,
+    directory: &std::path::Path,
+) -> Result<BTreeMap<String, f64>> {
+    let session = Session::new();
+    let choice = GemmChoice {
+        tuning: None,
+        candidate: Some(candidate),
+    };
+    let compiled = compile_to_kernels_in(
+        &session,
+        &args.input,
+        target,
+        input_shapes,
+        opencl_c::Precision::Fp32,
+        &choice,
+    )?;
+    let host = host_llvm::emit(&compiled.module, &compiled.program, None, "tune")?;
+    let library = directory.join(format!("round{candidate}.so"));
+    host_llvm::link_shared(&host.object, &library)?;
+    let model = Model::load(&library)?;
+    let function = tcc_runtime::cli::resolve_function(&model, None)?;
+    let inputs: Vec<HostTensor> = model
+        .function(&function)?
+        .inputs
+        .iter()
+        .map(|input| HostTensor::zeros(input.dtype, input.shape.clone()))
+        .collect::<Result<_, _>>()?;
+    let mut run = runtime.session(&model)?;
+    run.run(&function, &inputs)?;
+    run.reset_profile()?;
+    for _ in 0..args.iterations.max(1) {
+        run.run(&function, &inputs)?;
+    }
+    Ok(run
+        .kernel_profile()?
+        .into_iter()
+        .map(|kernel| (kernel.name.clone(), kernel.mean_ns() / 1e6))
+        .collect())
+}
+
+pub fn run(args: &TuneArgs) -> Result<()> {
+    let input_shapes: Vec<(String, Vec<i64>)> = args
+        .input_shapes
+        .iter()
+        .map(|s| super::import::parse_input_shape(s))
+        .collect::<Result<_>>()?;
+    let runtime = tcc_runtime::cli::runtime(args.device.as_deref(), None, true)?;
+    let device = runtime.device().name.clone();
+    let target = args
+        .target
+        .unwrap_or_else(|| super::run::target_for(runtime.device()));
+    let kernels = gemm_kernels(&Session::new(), args, target, &input_shapes)?;
+    if kernels.is_empty() {
+        bail!(
+            "{} has no GEMM or convolution kernel for --target={target}: nothing to tune",
+            args.input.display()
+        );
+    }
+    let most = kernels.iter().map(|k| k.candidates).max().unwrap_or(1);
+    let rounds = args.max_candidates.map_or(most, |cap| most.min(cap.max(1)));
+    eprintln!(
+        "tcc tune: {} GEMM kernels on {device} (--target={target}), {rounds} rounds",
+        kernels.len()
+    );
+    let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let mut times: Vec<BTreeMap<String, f64>> = Vec::new();
+    for round in 0..rounds {
+        let started = Instant::now();
+        times.push(measure_round(
+            args,
+            &runtime,
+            target,
+            &input_shapes,
+            round,
+            directory.path(),
+        )?);
+        eprintln!(
+            "tcc tune: round {}/{rounds} measured in {:.1} s",
+            round + 1,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    // Per (kind, shape): the summed time of its kernels in each round
+    // that gave them a candidate of their own.
+    let mut shapes: BTreeMap<(String, [i64; 4]), Vec<&GemmKernel>> = BTreeMap::new();
+    for kernel in &kernels {
+        shapes
+            .entry((kernel.kind.clone(), kernel.shape))
+            .or_default()
+            .push(kernel);
+    }
+    let mut record = TuningRecord::new(&device, target);
+    println!("| kind | batch x M x N x K | kernels | table ms | best ms | best config |");
+    println!("|---|---|---|---|---|---|");
+    for ((kind, shape), members) in shapes {
+        let [batch, m, n, k] = shape;
+        let candidates = target.gemm_candidates(batch, m, n, k);
+        let summed = |round: usize| -> Option<f64> {
+            members
+                .iter()
+                .map(|kernel| times[round].get(&kernel.name).copied())
+                .sum()
+        };
+        let Some(default_ms) = summed(0) else {
+            bail!(
+                "no profile for kernel {} in the first round",
+                members[0].name
+            );
+        };
+        let (best_round, best_ms) = (0..rounds.min(candidates.len()))
+            .filter_map(|round| summed(round).map(|ms| (round, ms)))
+            .fold(
+                (0, default_ms),
+                |best, this| {
+                    if this.1 < best.1 { this } else { best }
+                },
+            );
+        let config = candidates[best_round];
+        println!(
+            "| {kind} | {batch}x{m}x{n}x{k} | {} | {default_ms:.3} | {best_ms:.3} | {}x{}x{} tiles, {}x{} per work-item, split-K {} |",
+            members.len(),
+            config.tile_m,
+            config.tile_n,
+            config.tile_k,
+            config.work_m,
+            config.work_n,
+            config.split_k
+        );
+        record.gemms.push(TunedGemm {
+            kind,
+            shape,
+            config: [
+                config.tile_m,
+                config.tile_n,
+                config.tile_k,
+                config.work_m,
+                config.work_n,
+                config.split_k,
+            ],
+            best_ms,
+            default_ms,
+        });
+    }
+    let total = |pick: fn(&TunedGemm) -> f64| record.gemms.iter().map(pick).sum::<f64>();
+    eprintln!(
+        "tcc tune: GEMM kernels {:.3} ms with the table, {:.3} ms tuned; record written to {}",
+        total(|g| g.default_ms),
+        total(|g| g.best_ms),
+        args.output.display()
+    );
+    super::write_atomically(&args.output, format!("{}\n", record.to_json()).as_bytes())
+}

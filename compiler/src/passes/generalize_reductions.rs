@@ -1,0 +1,49 @@
+//! `tcc-generalize-reductions`: rewrites every `linalg.reduce` as the
+//! equivalent `linalg.generic`.
+//!
+//! TOSA's reductions (`reduce_sum`, `reduce_max`, ...) lower to the named
+//! `linalg.reduce`, which upstream's elementwise fusion, tcc's row
+//! templates and its reduction epilogues do not see: they all work on
+//! generics. A `reduce_sum(exp(x))` stayed two kernels, the exponential
+//! written to memory and read back, and the sum ran as a scalar loop per
+//! output. As a generic the exponential fuses into the reduction and the
+//! reduction qualifies for the row template. Contractions and
+//! convolutions stay named: the GEMM template matches them by name.
+
+use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::util::{collect_ops, op_name};
+
+pub struct GeneralizeReductions;
+
+impl TccPass for GeneralizeReductions {
+    const ARGUMENT: &'static str = "tcc-generalize-reductions";
+    const SUMMARY: &'static str = "Rewrite linalg.reduce as linalg.generic, so elementwise fusion and the row templates see it";
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "arith"];
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        _context: &'c melior::Context,
+        root: &mut OperationRefMut<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
+        // Collect first: generalizing replaces ops.
+        let reductions: Vec<_> = collect_ops(root)
+            .into_iter()
+            .filter(|op| op_name(op) == "linalg.reduce")
+            .collect();
+        for op in reductions {
+            let location = op.location();
+            if !unsafe { tcc_dialects::generalize(op.to_raw()) } {
+                return Err(PassError::at(
+                    location,
+                    "cannot rewrite this linalg.reduce as a linalg.generic",
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,332 @@
+//! The register-blocked form of the GEMM template, for CPUs: a
+//! configuration whose tile is one work-item's outputs (`tile_m ==
+//! work_m`, `tile_n == work_n`) launches work-groups of a single
+//! work-item, and a work-group of one has nobody to share a local tile
+//! with, so it reads its operands straight from global memory (the
+//! caches do the staging).
+//!
+//! Each work-item keeps its `work_m x work_n` block of C in vector
+//! registers (`floatW` along n, W the widest of 16, 8, 4 dividing
+//! `work_n`) and walks K once: per k it loads `work_n / W` vectors of one
+//! row of B and broadcasts one element of A per output row into a fused
+//! multiply-add with each. This is the shape of a BLAS microkernel; PoCL
+//! compiles each `floatW` operation to the host's SIMD instructions
+//! (AVX-512: one `float16` per register), where the tiled form's
+//! work-group loops and barriers would vectorize only across work-items.
+//!
+//! Rows past M are clamped to the last row (their results are never
+//! stored) so that the k loop needs no row guard; a tile reaching past N
+//! assembles its B vectors from guarded scalar loads, the others load
+//! whole vectors. Where A is computed (an implicit-GEMM convolution's
+//! windows), the computation is written once per output row with that
+//! row's `i`, so what depends only on the row (its image and pixel)
+//! hoists out of the k loop; with `a_element_vector` one computation
+//! yields 4 neighbouring k (channels) and the k loop steps by 4.
+
+use std::fmt::Write as _;
+
+use crate::gemm::GemmSpec;
+
+/// The widest SIMD vector (in floats) that divides a work-item's columns.
+fn vector_width(columns: u32) -> u32 {
+    [16, 8, 4, 2]
+        .into_iter()
+        .find(|w| columns.is_multiple_of(*w))
+        .unwrap_or(1)
+}
+
+/// The C type of a vector of `width` floats.
+fn vector_type(width: u32) -> String {
+    if width == 1 {
+        "float".into()
+    } else {
+        format!("float{width}")
+    }
+}
+
+/// Instantiates the register-blocked form (see the module comment).
+pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
+    let c = spec.config;
+    let s = spec.shape;
+    if c.split_k > 1 || spec.split_k_scratch.is_some() {
+        return Err(format!(
+            "{}: the register-blocked GEMM does not split K",
+            spec.name
+        ));
+    }
+    if spec.a_element_vector && (spec.a_element.is_none() || s.k % 4 != 0) {
+        return Err(format!(
+            "{}: a float4 A element needs a computed element and K a multiple of 4",
+            spec.name
+        ));
+    }
+    let (rows, columns) = (c.work_m, c.work_n);
+    let width = vector_width(columns);
+    let vectors = columns / width;
+    let ty = vector_type(width);
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", spec.comment);
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))"
+    );
+    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
+    let _ = writeln!(
+        out,
+        "  /* register-blocked: {rows}x{columns} outputs per work-item in {vectors} {ty} per row; M={} N={} K={} batch={} */",
+        s.m, s.n, s.k, s.batch
+    );
+    // The launch is [tiles_n, tiles_m, batch] work-groups (as for the
+    // tiled form), which PoCL runs in order along x; walking the row
+    // tiles fastest instead lets consecutive groups reuse one column
+    // panel of B from the cache.
+    let (tiles_n, tiles_m) = c.tiles(&s);
+    let _ = writeln!(
+        out,
+        "  const tcc_index group = (tcc_index)get_group_id(1) * {tiles_n} + (tcc_index)get_group_id(0);\n  const tcc_index row0 = (group % {tiles_m}) * {rows};\n  const tcc_index col0 = (group / {tiles_m}) * {columns};\n  const tcc_index b = (tcc_index)get_group_id(2);"
+    );
+    // Each row's index, clamped into the matrix.
+    for r in 0..rows {
+        let _ = writeln!(
+            out,
+            "  const tcc_index i{r} = min(row0 + {r}, (tcc_index){});",
+            s.m - 1
+        );
+    }
+    for r in 0..rows {
+        for v in 0..vectors {
+            let _ = writeln!(out, "  {ty} acc{r}_{v} = ({ty})(0.0f);");
+        }
+    }
+    let b_address = spec
+        .b_offset
+        .clone()
+        .unwrap_or_else(|| spec.b.address("b", "k", "j"));
+    let b_contiguous = spec.b_offset.is_none() && spec.b.col_stride == 1;
+    // Only the last column tile can reach past N.
+    let edge = s.n % columns as i64 != 0;
+    if edge {
+        let _ = writeln!(out, "  const int full = col0 + {columns} <= {};", s.n);
+    }
+    let step = if spec.a_element_vector { 4 } else { 1 };
+    let _ = writeln!(
+        out,
+        "  for (tcc_index k_step = 0; k_step < {}; k_step += {step}) {{",
+        s.k
+    );
+    // A: one value (or float4 of 4 k) per row.
+    let a_type = if spec.a_element_vector {
+        "float4"
+    } else {
+        "float"
+    };
+    for r in 0..rows {
+        let _ = writeln!(out, "    {a_type} ra{r};");
+        let _ = writeln!(out, "    {{\n      const tcc_index i = i{r}, k = k_step;");
+        match (&spec.a_element, &spec.a_offset) {
+            (Some((statements, value)), _) => {
+                for line in statements.lines() {
+                    let _ = writeln!(out, "      {line}");
+                }
+                let _ = writeln!(out, "      ra{r} = {value};");
+            }
+            (None, Some(offset)) => {
+                let _ = writeln!(out, "      ra{r} = {}[{offset}];", spec.a.pointer);
+            }
+            (None, None) => {
+                let _ = writeln!(
+                    out,
+                    "      ra{r} = {}[{}];",
+                    spec.a.pointer,
+                    spec.a.address("b", "i", "k")
+                );
+            }
+        }
+        let _ = writeln!(out, "    }}");
+    }
+    for kk in 0..step {
+        let _ = writeln!(out, "    {{\n      const tcc_index k = k_step + {kk};");
+        // B: `vectors` vectors of row k; a tile reaching past N loads
+        // lane by lane, guarded (`full` is the same for the whole loop).
+        for v in 0..vectors {
+            let first = v * width;
+            let _ = writeln!(out, "      {ty} rb{v};");
+            if b_contiguous {
+                let load = if width == 1 {
+                    format!("{}[{b_address}]", spec.b.pointer)
+                } else {
+                    format!("vload{width}(0, {} + {b_address})", spec.b.pointer)
+                };
+                let _ = writeln!(
+                    out,
+                    "      {}{{\n        const tcc_index j = col0 + {first};\n        rb{v} = {load};\n      }}",
+                    if edge { "if (full) " } else { "" }
+                );
+                if !edge {
+                    continue;
+                }
+                out.push_str("      else\n");
+            }
+            let _ = writeln!(
+                out,
+                "      {{\n        float lanes[{width}];\n        for (int lane = 0; lane < {width}; ++lane) {{\n          const tcc_index j = col0 + {first} + lane;\n          lanes[lane] = j < {n} ? {p}[{b_address}] : 0.0f;\n        }}\n        rb{v} = {gather};\n      }}",
+                n = s.n,
+                p = spec.b.pointer,
+                gather = if width == 1 {
+                    "lanes[0]".to_string()
+                } else {
+                    format!("vload{width}(0, lanes)")
+                }
+            );
+        }
+        for r in 0..rows {
+            let a = if spec.a_element_vector {
+                format!("ra{r}.s{kk}")
+            } else {
+                format!("ra{r}")
+            };
+            let _ = write!(out, "      {{ const {ty} a = ({ty})({a});");
+            for v in 0..vectors {
+                let _ = write!(out, " acc{r}_{v} = fma(a, rb{v}, acc{r}_{v});");
+            }
+            let _ = writeln!(out, " }}");
+        }
+        let _ = writeln!(out, "    }}");
+    }
+    let _ = writeln!(out, "  }}");
+    // The epilogue, per output element, from a private copy of the block
+    // (a loop rather than rows x columns copies of the epilogue's code).
+    let _ = writeln!(out, "  float block[{rows}][{columns}];");
+    for r in 0..rows {
+        for v in 0..vectors {
+            if width == 1 {
+                let _ = writeln!(out, "  block[{r}][{v}] = acc{r}_{v};");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  vstore{width}(acc{r}_{v}, 0, &block[{r}][{}]);",
+                    v * width
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  for (int wm = 0; wm < {rows}; ++wm) {{\n    const tcc_index i = row0 + wm;\n    if (i >= {}) break;\n    for (int wn = 0; wn < {columns}; ++wn) {{\n      const tcc_index j = col0 + wn;\n      if (j >= {}) break;",
+        s.m, s.n
+    );
+    for line in spec.init_statements.lines() {
+        let _ = writeln!(out, "      {line}");
+    }
+    let _ = writeln!(out, "      const float acc_init = {};", spec.init);
+    let _ = writeln!(
+        out,
+        "      const float acc_value = acc_init + block[wm][wn];"
+    );
+    for line in spec.store.lines() {
+        let _ = writeln!(out, "      {line}");
+    }
+    let _ = writeln!(out, "    }}\n  }}\n}}");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gemm::tests::spec;
+    use crate::{GemmConfig, gemm_kernel};
+
+    fn register_blocked(rows: u32, columns: u32) -> GemmConfig {
+        GemmConfig {
+            tile_m: rows,
+            tile_n: columns,
+            tile_k: 4,
+            work_m: rows,
+            work_n: columns,
+            split_k: 1,
+        }
+    }
+
+    #[test]
+    fn one_work_item_keeps_its_block_in_vector_registers() {
+        let text = gemm_kernel(&spec(register_blocked(4, 32))).unwrap();
+        assert!(text.contains("reqd_work_group_size(1, 1, 1)"), "{text}");
+        assert!(!text.contains("__local"), "{text}");
+        assert!(!text.contains("barrier"), "{text}");
+        // 4 rows x 2 float16 accumulators; row 3 clamped into M = 100.
+        assert!(text.contains("float16 acc3_1 = (float16)(0.0f);"), "{text}");
+        assert!(!text.contains("acc4_0"), "{text}");
+        assert!(
+            text.contains("const tcc_index i3 = min(row0 + 3, (tcc_index)99);"),
+            "{text}"
+        );
+        assert!(text.contains("ra3 = a1[i * 30 + k];"), "{text}");
+        // 25 row tiles of 4 (M = 100) walked fastest, then 2 column tiles.
+        assert!(
+            text.contains("const tcc_index group = (tcc_index)get_group_id(1) * 2 + (tcc_index)get_group_id(0);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("const tcc_index row0 = (group % 25) * 4;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("const tcc_index col0 = (group / 25) * 32;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("acc3_0 = fma(a, rb0, acc3_0); acc3_1 = fma(a, rb1, acc3_1);"),
+            "{text}"
+        );
+        assert!(text.contains("a0[i * 50 + j] = acc_value;"), "{text}");
+    }
+
+    #[test]
+    fn a_tile_reaching_past_n_loads_b_lane_by_lane() {
+        // N = 50 is not a multiple of 32: the last column tile is guarded.
+        let text = gemm_kernel(&spec(register_blocked(4, 32))).unwrap();
+        assert!(text.contains("const int full = col0 + 32 <= 50;"), "{text}");
+        assert!(
+            text.contains("if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, a2 + k * 50 + j);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lanes[lane] = j < 50 ? a2[k * 50 + j] : 0.0f;"),
+            "{text}"
+        );
+        // 10 columns divide into 5 float2 per row and no tile reaches past N.
+        let mut narrow = spec(register_blocked(2, 10));
+        narrow.shape.n = 10;
+        let text = gemm_kernel(&narrow).unwrap();
+        assert!(text.contains("float2 acc1_4"), "{text}");
+        assert!(!text.contains("full"), "{text}");
+    }
+
+    #[test]
+    fn a_float4_a_element_steps_k_by_four() {
+        let mut spec = spec(register_blocked(2, 16));
+        spec.shape.k = 32;
+        spec.a_element = Some((
+            "const int inside = i < 90;".into(),
+            "(inside ? vload4(0, a1 + i * 32 + k) : (float4)(0.0f))".into(),
+        ));
+        spec.a_element_vector = true;
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(text.contains("k_step += 4"), "{text}");
+        assert!(text.contains("float4 ra1;"), "{text}");
+        assert!(text.contains("const int inside = i < 90;"), "{text}");
+        // The fourth k of the step broadcasts the fourth lane.
+        assert!(text.contains("const tcc_index k = k_step + 3;"), "{text}");
+        assert!(text.contains("(float16)(ra1.s3)"), "{text}");
+        // K must come in fours.
+        spec.shape.k = 30;
+        assert!(gemm_kernel(&spec).is_err());
+    }
+
+    #[test]
+    fn split_k_is_refused() {
+        let mut config = register_blocked(4, 16);
+        config.split_k = 2;
+        assert!(config.validate().is_err());
+        assert!(gemm_kernel(&spec(config)).is_err());
+    }
+}
