@@ -2,7 +2,7 @@
 #
 #   make deps   install the toolchain (LLVM/MLIR 22, OpenCL, lit) — idempotent
 #   make build  build every crate
-#   make test   deps + build + every test (unit, lit, end-to-end)
+#   make test   deps + build + every test (unit, lit, end-to-end, ONNX), one summary line
 #   make run    deps + build + the main job (the bundled example model)
 #
 # The build environment (LLVM prefixes, PATH) comes from this file and
@@ -24,9 +24,20 @@ deps:
 build: deps
 	$(CARGO) build --workspace --bins --locked
 
-test: build
-	$(CARGO) test --workspace --locked --no-fail-fast 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
-	  bash scripts/summarize-tests.sh target/test.log; exit $$status
+# Tests get their own caches (test/support: TCC_CACHE_DIR, POCL_CACHE_DIR
+# under target/test-caches). XDG_CACHE_HOME points at an empty sentinel
+# directory standing in for ~/.cache: a test that falls back to the default
+# cache writes there, and the summary counts that as a failure. The build is
+# part of the log, so that a build failure is counted too; the summary line
+# (docs/testing.md) always ends the output, and make's exit status agrees
+# with it.
+test: deps
+	mkdir -p target; rm -rf target/test-caches target/test-default-cache; mkdir -p target/test-caches target/test-default-cache
+	{ $(CARGO) build --workspace --bins --locked && \
+	  TCC_TEST_CACHE_ROOT=$(CURDIR)/target/test-caches XDG_CACHE_HOME=$(CURDIR)/target/test-default-cache \
+	  $(CARGO) test --workspace --locked --no-fail-fast; } 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
+	  bash scripts/summarize-tests.sh target/test.log $$status $(CURDIR)/target/test-default-cache; summary=$$?; \
+	  if [ $$status -ne 0 ]; then exit $$status; fi; exit $$summary
 
 lit: build
 	$(LLVM_PREFIX)/bin/lit -sv --param=tcc_bin_dir=$(CURDIR)/target/debug lit

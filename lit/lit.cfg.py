@@ -2,7 +2,7 @@
 #
 # Every .mlir file under lit/ is a test. RUN lines use `tcc-opt` (found in
 # the directory named by the `tcc_bin_dir` lit parameter or the TCC_BIN_DIR
-# environment variable) and LLVM 22's FileCheck and `not`.
+# environment variable) and LLVM 22's FileCheck, `not`, llvm-nm and llvm-readelf.
 
 import os
 import shutil
@@ -20,7 +20,8 @@ if not bin_dir:
     lit_config.fatal("set --param tcc_bin_dir=DIR (the directory holding tcc-opt)")
 llvm_bin = lit_config.params.get("llvm_bin_dir", "/usr/lib/llvm-22/bin")
 
-for tool, directory in [("tcc-opt", bin_dir), ("tcc", bin_dir), ("FileCheck", llvm_bin), ("not", llvm_bin)]:
+for tool, directory in [("tcc-opt", bin_dir), ("tcc", bin_dir), ("FileCheck", llvm_bin), ("not", llvm_bin),
+                        ("llvm-nm", llvm_bin), ("llvm-readelf", llvm_bin)]:
     path = os.path.join(directory, tool)
     if not os.access(path, os.X_OK):
         lit_config.fatal(f"required tool {tool} not found at {path} (run `make deps` / `make build`)")

@@ -1,6 +1,7 @@
 //! Lists test/models/*.mlir into `$OUT_DIR/models.rs` as one
-//! `model_test!(ident, "name");` line per model, so that every model gets
-//! its own named #[test] in tests/e2e.rs.
+//! `model_test!(ident, "name", "target");` line per model and kernel-tuning
+//! target, so that every model gets its own named #[test] per target in
+//! tests/e2e.rs (`model_<name>__<target>`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -20,6 +21,10 @@ fn main() {
         })
         .collect();
     names.sort();
+    // One test per model and kernel-tuning target: every target's kernels
+    // run on the test device (correctness does not depend on the device).
+    // A model whose header pins a target (`// TARGET: nvidia`) gets that
+    // target's test only.
     let mut out = String::new();
     for name in &names {
         let ident: String = name
@@ -32,7 +37,30 @@ fn main() {
                 }
             })
             .collect();
-        writeln!(out, "model_test!(model_{ident}, {name:?});").unwrap();
+        let text =
+            std::fs::read_to_string(models.join(format!("{name}.mlir"))).expect("read a model");
+        let pinned = text.lines().find_map(|line| {
+            line.trim_start()
+                .strip_prefix("//")?
+                .trim()
+                .strip_prefix("TARGET:")
+                .map(|t| t.trim().to_string())
+        });
+        let targets: Vec<String> = match pinned {
+            Some(target) => vec![target],
+            None => ["pocl-cpu", "nvidia", "generic"]
+                .iter()
+                .map(|t| t.to_string())
+                .collect(),
+        };
+        for target in targets {
+            let suffix = target.replace('-', "_");
+            writeln!(
+                out,
+                "model_test!(model_{ident}__{suffix}, {name:?}, {target:?});"
+            )
+            .unwrap();
+        }
     }
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
     std::fs::write(Path::new(&out_dir).join("models.rs"), out).expect("write models.rs");

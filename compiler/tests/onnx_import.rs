@@ -2,6 +2,9 @@
 //! a clear error (exit status 1, a message naming the problem), never a
 //! panic; and a bounded random-mutation fuzz of valid models.
 
+#[path = "../../test/support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -129,6 +132,33 @@ fn compile_and_run_reject_bad_models_too() {
             "{command:?}: {stderr}"
         );
     }
+}
+
+/// A producer name with a newline (found by the mutation fuzz) stays on
+/// the header comment's line: the import is valid MLIR.
+#[test]
+fn control_characters_in_the_producer_stay_in_the_comment() {
+    use prost::Message as _;
+    let bytes = std::fs::read(repo("test/onnx/models/where_compare/model.onnx")).unwrap();
+    let mut model = onnx::parse_model(&bytes).unwrap();
+    model.producer_name = "line one\nline two\r".into();
+    model.producer_version = "1\n2".into();
+    let imported = onnx::import_bytes(&model.encode_to_vec(), None, &ImportOptions::default())
+        .expect("imports");
+    assert!(
+        imported
+            .mlir
+            .lines()
+            .next()
+            .unwrap()
+            .contains("line one line two"),
+        "{}",
+        imported.mlir
+    );
+    let session = tcc_compiler::driver::session::Session::new();
+    session
+        .parse("producer.onnx", &imported.mlir)
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", imported.mlir));
 }
 
 #[test]

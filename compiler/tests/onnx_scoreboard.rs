@@ -1,13 +1,19 @@
 //! The ONNX scoreboard: every case of the onnx package's backend test data
 //! (`pytorch-converted`, `pytorch-operator`) and the hand-made models of
 //! `test/onnx/models` is imported, compiled, run on the default OpenCL
-//! device and compared; a case doing worse than `test/onnx/expectations.txt`
-//! says is a failure.
+//! device and compared with a per-case tolerance (bit for bit for exact
+//! ops); a case that does not end as `test/onnx/expectations.txt` says (the
+//! same outcome and reason) is a failure. Each case is reported to the
+//! summary line on its own.
+
+#[path = "../../test/support/mod.rs"]
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use support::{CaseResult, Tally};
 use tcc_compiler::front::scoreboard::{self, Outcome};
 
 fn repo(path: &str) -> PathBuf {
@@ -35,49 +41,129 @@ fn onnx_data() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-fn check(outcomes: &BTreeMap<String, Outcome>) {
+/// Reports every case to the summary (a pass, a failure, or a skip with
+/// its reason when the case ends as its expectation says it does not pass)
+/// and fails on any case that does not end as expected.
+fn check(test: &str, outcomes: &BTreeMap<String, Outcome>) {
     let expected =
         scoreboard::read_expectations(&repo("test/onnx/expectations.txt")).expect("expectations");
+    let mut tally = Tally::new(test);
+    for (name, outcome) in outcomes {
+        let want = expected.get(name).cloned().unwrap_or(Outcome::Pass);
+        let result = if !scoreboard::matches_expectation(outcome, &want) {
+            CaseResult::Failed(format!(
+                "expected {}, got {}",
+                want.render(),
+                outcome.render()
+            ))
+        } else {
+            match outcome {
+                Outcome::Pass => CaseResult::Passed,
+                other => CaseResult::Skipped(other.render()),
+            }
+        };
+        tally.add(name, result);
+    }
+    tally.report();
     let regressions = scoreboard::regressions(outcomes, &expected);
     println!("{}", scoreboard::summary(outcomes));
     assert!(
         regressions.is_empty(),
-        "regressions against test/onnx/expectations.txt:\n  {}",
+        "cases that did not end as test/onnx/expectations.txt says:\n  {}",
         regressions.join("\n  ")
     );
 }
 
-#[test]
-fn hand_made_models_pass() {
-    let cases = scoreboard::find_cases(&[repo("test/onnx/models")]).expect("cases");
-    assert!(cases.len() >= 17, "{} cases", cases.len());
-    let outcomes = scoreboard::run_cases(&cases, None, true).expect("OpenCL runtime");
-    check(&outcomes);
-}
-
-#[test]
-fn onnx_backend_test_data_has_no_regressions() {
+fn backend_cases() -> Vec<PathBuf> {
     // `make deps` installs the onnx package: its absence is a failure, not
     // a skip.
     let data = onnx_data().expect(
         "the ONNX backend test data is missing: run `make deps` (installs the onnx PyPI package) or set TCC_ONNX_DATA",
     );
-    let cases = scoreboard::find_cases(&[
+    scoreboard::find_cases(&[
         data.join("pytorch-converted"),
         data.join("pytorch-operator"),
     ])
-    .expect("cases");
+    .expect("cases")
+}
+
+fn hand_made_cases() -> Vec<PathBuf> {
+    scoreboard::find_cases(&[repo("test/onnx/models")]).expect("cases")
+}
+
+#[test]
+fn hand_made_models_pass() {
+    let cases = hand_made_cases();
+    assert!(cases.len() >= 17, "{} cases", cases.len());
+    let outcomes = scoreboard::run_cases(&cases, None, true).expect("OpenCL runtime");
+    check("hand_made_models_pass", &outcomes);
+}
+
+#[test]
+fn onnx_backend_test_data_has_no_regressions() {
+    let cases = backend_cases();
     assert_eq!(
         cases.len(),
         117,
         "the onnx package's pytorch-converted + pytorch-operator cases"
     );
     let outcomes = scoreboard::run_cases(&cases, None, false).expect("OpenCL runtime");
-    check(&outcomes);
+    check("onnx_backend_test_data_has_no_regressions", &outcomes);
     let passed = outcomes.values().filter(|o| **o == Outcome::Pass).count();
     assert!(
         passed * 100 >= 90 * outcomes.len(),
         "{passed} of {} pass (target: 90%)",
         outcomes.len()
     );
+}
+
+/// Every entry of the expectation list names an existing case, and every
+/// entry that is not `pass` names its reason.
+#[test]
+fn expectations_name_existing_cases_and_reasons() {
+    let expected =
+        scoreboard::read_expectations(&repo("test/onnx/expectations.txt")).expect("expectations");
+    let names: std::collections::BTreeSet<String> = backend_cases()
+        .iter()
+        .chain(&hand_made_cases())
+        .filter_map(|c| c.file_name()?.to_str().map(str::to_string))
+        .collect();
+    for (name, outcome) in &expected {
+        assert!(
+            names.contains(name),
+            "test/onnx/expectations.txt lists {name}, which is no case"
+        );
+        if let Outcome::Unsupported(reason) | Outcome::Fail(reason) = outcome {
+            assert!(
+                !reason.is_empty(),
+                "test/onnx/expectations.txt: {name} names no reason"
+            );
+        }
+    }
+}
+
+/// The expectation check itself: a different reason, or a pass where a
+/// failure is listed, does not match.
+#[test]
+fn expectations_match_kind_and_reason() {
+    let unsupported = |r: &str| Outcome::Unsupported(r.into());
+    let fail = |r: &str| Outcome::Fail(r.into());
+    assert!(scoreboard::matches_expectation(
+        &unsupported("graph input '0' has element type double"),
+        &unsupported("element type double")
+    ));
+    assert!(!scoreboard::matches_expectation(
+        &unsupported("unsupported op Foo"),
+        &unsupported("element type double")
+    ));
+    assert!(!scoreboard::matches_expectation(
+        &fail("element type double"),
+        &unsupported("element type double")
+    ));
+    assert!(!scoreboard::matches_expectation(
+        &Outcome::Pass,
+        &unsupported("element type double")
+    ));
+    assert!(!scoreboard::matches_expectation(&fail("x"), &Outcome::Pass));
+    assert!(!scoreboard::matches_expectation(&fail("x"), &fail("")));
 }

@@ -27,10 +27,11 @@ func.func @layer_norm(%x: tensor<2x8x16xf32>, %g: tensor<8x16xf32>, %b: tensor<8
   return %0 : tensor<2x8x16xf32>
 }
 
-// The default approximation is not printed.
+// The default approximation ("none") is not printed: the operand is
+// followed directly by the type; "tanh" is.
 // CHECK-LABEL: func.func @gelu
-// CHECK: tcc.gelu %{{.*}} : tensor<4x16xf32>
-// CHECK: tcc.gelu %{{.*}} approximate = "tanh" : tensor<4x16xf32>
+// CHECK: %[[G:[^ ]+]] = tcc.gelu %{{[^ ]+}} : tensor<4x16xf32>
+// CHECK-NEXT: tcc.gelu %[[G]] approximate = "tanh" : tensor<4x16xf32>
 func.func @gelu(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %0 = tcc.gelu %x approximate = "none" : tensor<4x16xf32>
   %1 = tcc.gelu %0 approximate = "tanh" : tensor<4x16xf32>

@@ -1,11 +1,20 @@
 // tcc-check-supported accepts tcc's coverage and rejects, with a location,
-// ops outside it and dynamically shaped tensors.
-// RUN: tcc-opt %s --split-input-file --tcc-check-supported --verify-diagnostics | FileCheck %s
+// ops outside it, dynamically shaped tensors and element types tcc does not
+// compute in. --verify-diagnostics fails on a missing or an unexpected
+// error (so @supported must pass without one); the second run checks that
+// the pass itself fails, with one error per expected-error below and none
+// at @supported's lines.
+// RUN: tcc-opt %s --split-input-file --tcc-check-supported --verify-diagnostics
+// RUN: not tcc-opt %s --split-input-file --tcc-check-supported 2>&1 | FileCheck %s
+// CHECK-NOT: error:
+// CHECK: :[[# @LINE + 25]]:8: error: unsupported op 'tosa.sin'
+// CHECK: error: argument 0 has the dynamically shaped type 'tensor<?x4xf32>'
+// CHECK: error: 'tosa.exp' uses the dynamically shaped type
+// CHECK: error: unsupported op 'tosa.sin'
+// CHECK: error: unsupported op 'tosa.cos'
+// CHECK: error: argument 0 has the type 'tensor<4xf16>'
+// CHECK: error: 'tosa.cast' result has the type 'tensor<4xbf16>'
 
-// CHECK-LABEL: func.func @supported
-// CHECK: tosa.matmul
-// CHECK: tcc.softmax
-// CHECK: linalg.generic
 func.func @supported(%a: tensor<1x4x8xf32>, %b: tensor<1x8x4xf32>) -> tensor<1x4x4xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x4x8xf32>, tensor<1x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4xf32>
@@ -45,4 +54,20 @@ func.func @several(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{unsupported op 'tosa.cos'}}
   %1 = tosa.cos %0 : (tensor<4xf32>) -> tensor<4xf32>
   return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Half precision: the kernels compute in f32 only.
+// expected-error @+1 {{argument 0 has the type 'tensor<4xf16>': tcc does not compute in f16}}
+func.func @half(%x: tensor<4xf16>) -> tensor<4xf16> {
+  return %x : tensor<4xf16>
+}
+
+// -----
+
+func.func @bf16_result(%x: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'tosa.cast' result has the type 'tensor<4xbf16>': tcc does not compute in bf16}}
+  %0 = tosa.cast %x : (tensor<4xf32>) -> tensor<4xbf16>
+  return %0 : tensor<4xbf16>
 }

@@ -64,12 +64,25 @@ func.func @gelu_erf(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 
 // -----
 
+// Every step of 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))),
+// with sqrt(2/pi) = 0.7978845608... (float32 0.797884583) and the cube as
+// x * x * x; the tosa.mul shift operands are the i8 zero.
 // CHECK-LABEL: func.func @gelu_tanh
 // CHECK-SAME: (%[[X:.*]]: tensor<8xf32>)
-// CHECK: %[[SQ:.*]] = tosa.mul %[[X]], %[[X]]
-// CHECK: %[[CUBE:.*]] = tosa.mul %[[SQ]], %[[X]]
-// CHECK: dense<4.471500e-02>
-// CHECK: tosa.tanh
+// CHECK: %[[SQ:.*]] = tosa.mul %[[X]], %[[X]], %{{.*}} :
+// CHECK: %[[CUBE:.*]] = tosa.mul %[[SQ]], %[[X]], %{{.*}} :
+// CHECK: %[[C0447:.*]] = "tosa.const"() <{values = dense<4.471500e-02> : tensor<1xf32>}>
+// CHECK: %[[CUBIC:.*]] = tosa.mul %[[CUBE]], %[[C0447]], %{{.*}} :
+// CHECK: %[[INNER:.*]] = tosa.add %[[X]], %[[CUBIC]] :
+// CHECK: %[[SQRT2PI:.*]] = "tosa.const"() <{values = dense<0.797884583> : tensor<1xf32>}>
+// CHECK: %[[ARG:.*]] = tosa.mul %[[INNER]], %[[SQRT2PI]], %{{.*}} :
+// CHECK: %[[TANH:.*]] = tosa.tanh %[[ARG]] :
+// CHECK: %[[ONE:.*]] = "tosa.const"() <{values = dense<1.000000e+00> : tensor<1xf32>}>
+// CHECK: %[[ONEPLUS:.*]] = tosa.add %[[TANH]], %[[ONE]] :
+// CHECK: %[[HALF:.*]] = "tosa.const"() <{values = dense<5.000000e-01> : tensor<1xf32>}>
+// CHECK: %[[HALFX:.*]] = tosa.mul %[[X]], %[[HALF]], %{{.*}} :
+// CHECK: %[[Y:.*]] = tosa.mul %[[HALFX]], %[[ONEPLUS]], %{{.*}} :
+// CHECK: return %[[Y]]
 // CHECK-NOT: tosa.erf
 func.func @gelu_tanh(%x: tensor<8xf32>) -> tensor<8xf32> {
   %0 = tcc.gelu %x approximate = "tanh" : tensor<8xf32>

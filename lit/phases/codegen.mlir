@@ -2,7 +2,9 @@
 // after the fused ops, with the configured work-group size.
 // RUN: tcc compile %S/Inputs/mlp.mlir --emit=opencl-c | FileCheck %s
 // RUN: tcc compile %S/Inputs/mlp.mlir --emit=llvm-ir | FileCheck %s --check-prefix=HOST
-// RUN: tcc compile %S/Inputs/mlp.mlir -o %t.so && test -s %t.so
+// RUN: tcc compile %S/Inputs/mlp.mlir -o %t.so
+// RUN: llvm-readelf -h %t.so | FileCheck %s --check-prefix=ELF
+// RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=SYMBOLS
 
 // CHECK: typedef int tcc_index;
 // CHECK: inline float tcc_maximumf(float a, float b)
@@ -21,3 +23,8 @@
 // HOST: @tcc.artifact = private constant
 // HOST: define internal i32 @tcc_entry_mlp(ptr
 // HOST: define {{.*}}ptr @tcc_artifact_v1()
+
+// The artifact is a shared library exporting the runtime's entry points.
+// ELF: Type: DYN (Shared object file)
+// SYMBOLS: T tcc_artifact_v1
+// SYMBOLS: T tcc_kernel_flops_v1

@@ -1,6 +1,9 @@
 //! The `tcc-run` and `tcc-benchmark` binaries on the C test artifact, on
 //! the machine's OpenCL device (PoCL in CI).
 
+#[path = "../../test/support/mod.rs"]
+mod support;
+
 mod common;
 
 use std::process::{Command, Output};

@@ -3,6 +3,9 @@
 //! entries that hung or crashed the process, unchecked sizes, and inputs
 //! accepted silently. Run on the machine's OpenCL device (PoCL in CI).
 
+#[path = "../../test/support/mod.rs"]
+mod support;
+
 mod common;
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

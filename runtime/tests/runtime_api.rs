@@ -1,6 +1,9 @@
 //! The runtime's Rust API on a hand-written C artifact (tests/fixtures/
 //! test_model.c), on the machine's OpenCL device (PoCL in CI).
 
+#[path = "../../test/support/mod.rs"]
+mod support;
+
 mod common;
 
 use std::fs;
@@ -500,4 +503,33 @@ fn abi_version_1_artifacts_still_load_and_run() {
     let k = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
     let out = session.run("addk", &[k]).unwrap();
     assert_eq!(out[0].to_i32().unwrap(), vec![11, 12, 13, 14]);
+}
+
+/// The SPIR-V loading path: an artifact whose kernels are SPIR-V loads,
+/// and its session goes through clCreateProgramWithIL. A device without an intermediate language (PoCL's
+/// CPU device in CI) refuses it with a message naming the problem and the
+/// way out; one with IL support rejects this kernel-less module in the
+/// driver. Either way the error is clean, never a crash or a fallback.
+#[test]
+fn spirv_artifacts_go_through_the_il_path() {
+    let (_dir, so) = test_model(&["TCC_TEST_SPIRV"]);
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = runtime(cache.path(), false);
+    let model = Model::load(&so).expect("the artifact reader accepts SPIR-V kernels");
+    let error = match runtime.session(&model) {
+        Ok(_) => panic!("a session of a kernel-less SPIR-V module cannot be created"),
+        Err(e) => e.to_string(),
+    };
+    match &runtime.device().il_version {
+        None => assert!(
+            error.contains("the artifact's kernels are SPIR-V but")
+                && error.contains("accepts no intermediate language")
+                && error.contains("compile the model to OpenCL C instead"),
+            "{error}"
+        ),
+        Some(il) => assert!(
+            error.contains("clCreateProgramWithIL") || error.contains("build"),
+            "device IL {il}: {error}"
+        ),
+    }
 }

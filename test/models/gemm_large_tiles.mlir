@@ -6,6 +6,7 @@
 // Sums of 64 and 2048 products of values in [-1, 1]: results up to about
 // 50, order-dependent rounding up to about 1e-4.
 // TOLERANCE: 2e-4 1e-5
+// ACCUMULATION: 2048 100
 // TARGET: nvidia
 func.func @tiles128(%x: tensor<1x2048x64xf32>, %w: tensor<1x64x2048xf32>, %b: tensor<1x1x2048xf32>) -> tensor<1x2048x2048xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>

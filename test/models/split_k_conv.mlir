@@ -8,6 +8,7 @@
 // Sums of 2304 products of values in [-1, 1]: results up to about 40,
 // order-dependent rounding up to a few 1e-5 (8 slices summed in order).
 // TOLERANCE: 1e-4 1e-5
+// ACCUMULATION: 2304 100
 // TARGET: nvidia
 func.func @split_k_conv(%x: tensor<1x9x9x256xf32>, %w: tensor<64x3x3x256xf32>, %b: tensor<64xf32>, %r: tensor<1x9x9x64xf32>) -> tensor<1x9x9x64xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>

@@ -387,6 +387,45 @@ def cases():
         external=True,
     )
 
+    # Ops docs/onnx.md lists that no other case covers: Log, Softsign,
+    # GreaterOrEqual, Or, CastLike, GlobalAveragePool, ReduceProd, ReduceL1,
+    # Identity, Dropout (inference: identity) and Range (folded at import).
+    # Its own generator, so the cases after it keep their data.
+    own = np.random.default_rng(16)
+
+    def ownf(*shape, low=-1.0, high=1.0):
+        return own.uniform(low, high, size=shape).astype(np.float32)
+
+    save_case(
+        "listed_ops",
+        [
+            helper.make_node("Log", ["xp"], ["log"]),
+            helper.make_node("Softsign", ["x"], ["softsign"]),
+            helper.make_node("GreaterOrEqual", ["x", "y"], ["ge"]),
+            helper.make_node("Less", ["x", "y"], ["lt"]),
+            helper.make_node("Not", ["ge"], ["nge"]),
+            helper.make_node("Or", ["nge", "lt"], ["or"]),
+            helper.make_node("Mul", ["x", "eight"], ["x8"]),
+            helper.make_node("CastLike", ["x8", "like"], ["castlike"]),
+            helper.make_node("GlobalAveragePool", ["img"], ["gap"]),
+            helper.make_node("ReduceProd", ["xp", "ax1"], ["prod"]),
+            helper.make_node("ReduceL1", ["x", "ax0"], ["l1"], keepdims=0),
+            helper.make_node("Identity", ["x"], ["xid"]),
+            helper.make_node("Dropout", ["xid"], ["drop"]),
+            helper.make_node("Range", ["start", "limit", "delta"], ["range"]),
+            helper.make_node("Add", ["range", "v"], ["ranged"]),
+        ],
+        [vi("x", F, [3, 5]), vi("y", F, [3, 5]), vi("xp", F, [3, 5]), vi("img", F, [2, 3, 4, 5]), vi("v", F, [4])],
+        [vi("log", F, [3, 5]), vi("softsign", F, [3, 5]), vi("ge", TensorProto.BOOL, [3, 5]),
+         vi("or", TensorProto.BOOL, [3, 5]), vi("castlike", TensorProto.INT32, [3, 5]), vi("gap", F, [2, 3, 1, 1]),
+         vi("prod", F, [3, 1]), vi("l1", F, [5]), vi("drop", F, [3, 5]), vi("ranged", F, [4])],
+        [ownf(3, 5), np.round(ownf(3, 5), 1), ownf(3, 5, low=0.2, high=3.0), ownf(2, 3, 4, 5), ownf(4)],
+        [init("eight", np.array(8.0, np.float32)), init("like", np.array([0], np.int32)),
+         init("ax1", np.array([1], np.int64)), init("ax0", np.array([0], np.int64)),
+         init("start", np.array(0.0, np.float32)), init("limit", np.array(6.0, np.float32)),
+         init("delta", np.array(1.5, np.float32))],
+        opset=18,
+    )
 
 def bad_models():
     os.makedirs(BAD, exist_ok=True)
@@ -421,6 +460,26 @@ def bad_models():
     os.remove(os.path.join(BAD, "good.onnx"))
 
 
+def feature_models():
+    """extra/: models for the importer's options (compiler/tests/features.rs)."""
+    extra = os.path.join(HERE, "extra")
+    os.makedirs(extra, exist_ok=True)
+    # float64 throughout: rejected by default, float32 with --demote-f64.
+    d = TensorProto.DOUBLE
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "c"], ["y"])],
+        "float64_add",
+        [vi("x", d, [4])],
+        [vi("y", d, [4])],
+        initializer=[init("c", np.array([0.5, 1.25, -2.0, 1e-3], np.float64))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tcc test/onnx/gen.py")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save_model(model, os.path.join(extra, "float64_add.onnx"))
+
+
 if __name__ == "__main__":
     cases()
     bad_models()
+    feature_models()

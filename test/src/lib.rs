@@ -51,7 +51,11 @@ impl Tolerance {
             return got.is_nan() && want.is_nan();
         }
         if got == want {
-            return true; // also equal infinities
+            // Also equal infinities. An exact tolerance (`0 0`) tells -0
+            // from +0, as a bit-exact result must.
+            return self.abs > 0.0
+                || self.rel > 0.0
+                || got.is_sign_negative() == want.is_sign_negative();
         }
         if got.is_infinite() || want.is_infinite() {
             return false;
@@ -80,10 +84,30 @@ pub struct ModelSpec {
     pub tolerance: Tolerance,
     /// Input index → inclusive value range (`// INPUT-RANGE: 1 0 7`).
     pub input_ranges: BTreeMap<usize, (f64, f64)>,
-    /// `// TARGET: nvidia`: always compile for this kernel-tuning target,
-    /// whatever the device (to run one target's kernels, such as NVIDIA's
-    /// split-K GEMMs, on every test device).
+    /// `// TARGET: nvidia`: compile for this kernel-tuning target only (the
+    /// suite runs every other model for every target).
     pub target: Option<String>,
+    /// `// ACCUMULATION: <terms> <scale>`: the longest sum in the model and
+    /// the magnitude of its partial sums, which justify an absolute
+    /// tolerance above [`RULE_ABS`] (see [`ModelSpec::tolerance_rule`]).
+    pub accumulation: Option<(f64, f64)>,
+    /// `// TOLERANCE-EXCEPTION: <reason>`: a tolerance outside the rule,
+    /// with the reason.
+    pub tolerance_exception: Option<String>,
+}
+
+/// The suite's tolerance rule (test/README.md, "Tolerances"): without an
+/// accumulation, at most `RULE_ABS` absolute and `RULE_REL` relative
+/// (exactly rounded f32 arithmetic, a few ulp of transcendental ops over
+/// chains of them).
+pub const RULE_ABS: f64 = 1e-5;
+pub const RULE_REL: f64 = 1e-4;
+
+/// An n-term sum of partial sums up to `scale`, added in another order
+/// (or with fused multiply-adds), differs by about `sqrt(n) * eps * scale`;
+/// the rule allows twice that.
+pub fn accumulation_bound(terms: f64, scale: f64) -> f64 {
+    2.0 * terms.sqrt() * f32::EPSILON as f64 * scale
 }
 
 impl ModelSpec {
@@ -105,6 +129,8 @@ impl ModelSpec {
         let mut tolerance = None;
         let mut input_ranges = BTreeMap::new();
         let mut target = None;
+        let mut accumulation = None;
+        let mut tolerance_exception = None;
         for (number, line) in text.lines().enumerate() {
             let Some(comment) = line.trim_start().strip_prefix("//") else {
                 continue;
@@ -139,6 +165,26 @@ impl ModelSpec {
                     at()
                 );
                 input_ranges.insert(values[0] as usize, (values[1], values[2]));
+            } else if let Some(rest) = comment.strip_prefix("ACCUMULATION:") {
+                let values = numbers(rest).with_context(at)?;
+                ensure!(
+                    values.len() == 2 && values[0] >= 1.0 && values[1] > 0.0,
+                    "{}: expected `// ACCUMULATION: <terms> <scale of the partial sums>`",
+                    at()
+                );
+                ensure!(
+                    accumulation.is_none(),
+                    "{}: a second ACCUMULATION line",
+                    at()
+                );
+                accumulation = Some((values[0], values[1]));
+            } else if let Some(rest) = comment.strip_prefix("TOLERANCE-EXCEPTION:") {
+                ensure!(
+                    !rest.trim().is_empty(),
+                    "{}: a TOLERANCE-EXCEPTION needs its reason",
+                    at()
+                );
+                tolerance_exception = Some(rest.trim().to_string());
             } else if let Some(rest) = comment.strip_prefix("TARGET:") {
                 let name = rest.trim();
                 ensure!(
@@ -162,7 +208,61 @@ impl ModelSpec {
             tolerance,
             input_ranges,
             target,
+            accumulation,
+            tolerance_exception,
         })
+    }
+
+    /// `Err` when the model's TOLERANCE exceeds the suite's rule without a
+    /// stated reason: the relative term above [`RULE_REL`], or the absolute
+    /// term above [`RULE_ABS`] and above the [`accumulation_bound`] of its
+    /// `ACCUMULATION` header. A `TOLERANCE-EXCEPTION` header states the
+    /// reason for anything else.
+    pub fn tolerance_rule(&self) -> Result<()> {
+        if self.tolerance_exception.is_some() {
+            return Ok(());
+        }
+        let Tolerance { abs, rel } = self.tolerance;
+        let abs_limit = match self.accumulation {
+            Some((terms, scale)) => RULE_ABS.max(accumulation_bound(terms, scale)),
+            None => RULE_ABS,
+        };
+        ensure!(
+            rel <= RULE_REL,
+            "{}: TOLERANCE rel {rel} exceeds the rule's {RULE_REL} (state the reason in a `// TOLERANCE-EXCEPTION:` line)",
+            self.path.display()
+        );
+        ensure!(
+            abs <= abs_limit,
+            "{}: TOLERANCE abs {abs} exceeds the rule's {abs_limit:.2e} ({}; add or correct `// ACCUMULATION: <terms> <scale>`, or state the reason in `// TOLERANCE-EXCEPTION:`)",
+            self.path.display(),
+            match self.accumulation {
+                Some((n, s)) => format!("2 sqrt({n}) eps {s}"),
+                None => "no ACCUMULATION line".into(),
+            }
+        );
+        Ok(())
+    }
+
+    /// With an `ACCUMULATION` header, the reference results (themselves
+    /// partial sums or derived from them) must lie within its scale, so a
+    /// header cannot claim a scale the model does not have.
+    pub fn check_scale(&self, outputs: &[HostTensor]) -> Result<()> {
+        let Some((_, scale)) = self.accumulation else {
+            return Ok(());
+        };
+        let largest = outputs
+            .iter()
+            .filter(|t| matches!(t.dtype, DType::F32 | DType::F16))
+            .flat_map(to_f64)
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        ensure!(
+            largest <= scale,
+            "{}: the reference outputs reach {largest}, above the ACCUMULATION scale {scale}",
+            self.path.display()
+        );
+        Ok(())
     }
 
     /// Deterministic inputs for `function`: f32 uniform in [-1, 1] (or the
@@ -416,6 +516,82 @@ pub fn compare(
     Err(message)
 }
 
+/// Independently computed outputs of a model (test/models/expected/<model>/,
+/// written by test/models/expected/gen.py with numpy): for each function,
+/// the inputs they were computed from (`<function>.inputN.npy`, which must
+/// be the suite's inputs) and the outputs (`<function>.outputN.npy`).
+pub struct Fixtures {
+    dir: PathBuf,
+}
+
+impl Fixtures {
+    /// `test/models/expected`.
+    pub fn root() -> PathBuf {
+        models_dir().join("expected")
+    }
+
+    /// The model's fixtures, if it has a directory of them.
+    pub fn load(model: &str) -> Result<Option<Fixtures>> {
+        let dir = Self::root().join(model);
+        Ok(dir.is_dir().then_some(Fixtures { dir }))
+    }
+
+    fn read(&self, function: &str, kind: &str, index: usize) -> Result<HostTensor> {
+        let path = self.dir.join(format!("{function}.{kind}{index}.npy"));
+        tcc_runtime::npy::read_npy(&path).with_context(|| {
+            format!(
+                "{}: cannot read the expected {kind} (run test/models/expected/gen.py)",
+                path.display()
+            )
+        })
+    }
+
+    /// Fails unless the stored inputs are the suite's `inputs` (else the
+    /// stored outputs belong to other inputs: the fixtures are stale).
+    pub fn check_inputs(&self, function: &str, inputs: &[HostTensor]) -> Result<()> {
+        for (index, input) in inputs.iter().enumerate() {
+            let stored = self.read(function, "input", index)?;
+            ensure!(
+                &stored == input,
+                "{}: the stored input {index} of @{function} is not the suite's: regenerate with test/models/expected/gen.py",
+                self.dir.display()
+            );
+        }
+        ensure!(
+            !self
+                .dir
+                .join(format!("{function}.input{}.npy", inputs.len()))
+                .exists(),
+            "{}: @{function} has more stored inputs than the function",
+            self.dir.display()
+        );
+        Ok(())
+    }
+
+    /// The `count` expected outputs of `function` (a missing one is an
+    /// error, not a skip).
+    pub fn outputs(&self, function: &str, count: usize) -> Result<Vec<HostTensor>> {
+        ensure!(
+            !self
+                .dir
+                .join(format!("{function}.output{count}.npy"))
+                .exists(),
+            "{}: @{function} has more stored outputs than the function",
+            self.dir.display()
+        );
+        (0..count)
+            .map(|index| self.read(function, "output", index))
+            .collect()
+    }
+
+    pub fn describe(&self, function: &str, index: usize) -> String {
+        self.dir
+            .join(format!("{function}.output{index}.npy"))
+            .display()
+            .to_string()
+    }
+}
+
 /// test/expected-failures.txt: `model-name: reason` lines; `#` comments
 /// and blank lines are ignored.
 pub fn expected_failures() -> Result<BTreeMap<String, String>> {
@@ -471,6 +647,8 @@ mod tests {
         assert!(!t.allows(f64::INFINITY, f64::NEG_INFINITY));
         let exact = Tolerance { abs: 0.0, rel: 0.0 };
         assert!(exact.allows(0.5, 0.5) && !exact.allows(0.5, 0.5000001));
+        assert!(exact.allows(-0.0, -0.0) && !exact.allows(-0.0, 0.0) && !exact.allows(0.0, -0.0));
+        assert!(t.allows(-0.0, 0.0));
     }
 
     #[test]
@@ -500,6 +678,8 @@ mod tests {
             tolerance: Tolerance { abs: 0.0, rel: 0.0 },
             input_ranges: [(1, (0.0, 7.0))].into_iter().collect(),
             target: None,
+            accumulation: None,
+            tolerance_exception: None,
         };
         let descs = vec![
             TensorDesc {
@@ -541,6 +721,39 @@ mod tests {
         assert_eq!(map.get("bar").map(String::as_str), Some("x"));
         assert!(parse_expected_failures("foo\n").is_err());
         assert!(parse_expected_failures("foo: a\nfoo: b\n").is_err());
+    }
+
+    #[test]
+    fn tolerance_rule() {
+        let spec = |abs, rel, accumulation, exception: Option<&str>| ModelSpec {
+            name: "m".into(),
+            path: "m.mlir".into(),
+            tolerance: Tolerance { abs, rel },
+            input_ranges: BTreeMap::new(),
+            target: None,
+            accumulation,
+            tolerance_exception: exception.map(str::to_string),
+        };
+        assert!(spec(1e-5, 1e-4, None, None).tolerance_rule().is_ok());
+        assert!(spec(2e-5, 1e-5, None, None).tolerance_rule().is_err());
+        assert!(spec(1e-5, 2e-4, None, None).tolerance_rule().is_err());
+        // 2 * sqrt(2048) * 2^-23 * 50 = 5.4e-4
+        assert!(
+            spec(5e-4, 1e-5, Some((2048.0, 50.0)), None)
+                .tolerance_rule()
+                .is_ok()
+        );
+        assert!(
+            spec(6e-4, 1e-5, Some((2048.0, 50.0)), None)
+                .tolerance_rule()
+                .is_err()
+        );
+        assert!(spec(1e-3, 1e-3, None, Some("why")).tolerance_rule().is_ok());
+        let s = spec(5e-4, 1e-5, Some((2048.0, 50.0)), None);
+        let small = HostTensor::from_f32(vec![2], &[-49.0, 3.0]).unwrap();
+        let large = HostTensor::from_f32(vec![2], &[-51.0, 3.0]).unwrap();
+        assert!(s.check_scale(&[small]).is_ok());
+        assert!(s.check_scale(&[large]).is_err());
     }
 
     #[test]

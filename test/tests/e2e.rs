@@ -1,8 +1,12 @@
-//! End-to-end tests: one #[test] per test/models/*.mlir (listed by
-//! build.rs). Each compiles the model with tcc for the selected OpenCL
-//! device, runs every function on deterministic inputs, runs the same
-//! inputs through the upstream-MLIR reference on the CPU, and compares
-//! every output within the model's `// TOLERANCE:`.
+//! End-to-end tests: one #[test] per test/models/*.mlir and kernel-tuning
+//! target (listed by build.rs: `model_<name>__<target>`, every target's
+//! kernels on the test device, or the one a `// TARGET:` header pins). Each
+//! compiles the model with tcc for that target, runs every function on
+//! deterministic inputs on the OpenCL device, runs the same inputs through
+//! the upstream-MLIR reference on the CPU, and compares every output within
+//! the model's `// TOLERANCE:`; where test/models/expected/<model>/ holds
+//! independently computed outputs (numpy, for the composite ops), both the
+//! device's and the reference's outputs are compared with them too.
 //!
 //! Each model runs in a child process (this test binary, re-executed with
 //! a filter for that one test) so that a crash or a hang in the compiler,
@@ -13,13 +17,17 @@
 //!
 //! There is no skipping: without an OpenCL device every model test fails.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
+use support::{CaseResult, Tally};
 use tcc_compiler::config::Target;
 use tcc_e2e::{ModelSpec, compare, expected_failures, list_models};
-use tcc_runtime::{DeviceInfo, DeviceKind, DeviceSelector, Model, Runtime, RuntimeOptions};
+use tcc_runtime::{DeviceSelector, Model, Runtime, RuntimeOptions};
 
 /// Set in a child to the model it must run in-process.
 const CHILD_ENV: &str = "TCC_E2E_CHILD";
@@ -28,34 +36,16 @@ const CHILD_ENV: &str = "TCC_E2E_CHILD";
 const ENVIRONMENT_MARKER: &str = "TCC-E2E-ENVIRONMENT-ERROR";
 
 macro_rules! model_test {
-    ($test:ident, $model:expr) => {
+    ($test:ident, $model:expr, $target:expr) => {
         #[test]
+        #[allow(non_snake_case)]
         fn $test() {
-            check_model(stringify!($test), $model);
+            check_model(stringify!($test), $model, $target);
         }
     };
 }
 
 include!(concat!(env!("OUT_DIR"), "/models.rs"));
-
-/// The tuning target for the device: pocl-cpu for CPU devices, nvidia for
-/// NVIDIA's, generic otherwise; TCC_E2E_TARGET=generic|nvidia|pocl-cpu
-/// overrides it (to run another target's kernels on this device).
-fn target_for(device: &DeviceInfo) -> Target {
-    if let Ok(name) = std::env::var("TCC_E2E_TARGET") {
-        return name
-            .parse()
-            .unwrap_or_else(|e| panic!("TCC_E2E_TARGET={name}: {e}"));
-    }
-    let nvidia = |s: &str| s.to_lowercase().contains("nvidia");
-    if nvidia(&device.name) || nvidia(&device.platform_name) {
-        Target::Nvidia
-    } else if device.kind == DeviceKind::Cpu {
-        Target::PoclCpu
-    } else {
-        Target::Generic
-    }
-}
 
 fn runtime() -> Result<Runtime> {
     // No on-disk program cache: every run builds the kernels, so that a
@@ -70,14 +60,13 @@ fn runtime() -> Result<Runtime> {
 
 /// Compiles, runs and compares one model in this process. `Err` is the
 /// model's failure report.
-fn run_model(name: &str, runtime: &Runtime) -> Result<()> {
+fn run_model(name: &str, target: &str, runtime: &Runtime) -> Result<()> {
     let spec = ModelSpec::by_name(name)?;
-    let target = match &spec.target {
-        Some(pinned) => pinned
-            .parse()
-            .map_err(|e| anyhow!("{}: TARGET: {e}", spec.path.display()))?,
-        None => target_for(runtime.device()),
-    };
+    spec.tolerance_rule()?;
+    let target: Target = target
+        .parse()
+        .map_err(|e| anyhow!("{}: target {target}: {e}", spec.path.display()))?;
+    let fixtures = tcc_e2e::Fixtures::load(name)?;
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let library = directory.path().join(format!("{name}.so"));
     tcc_compiler::driver::compile::compile_file(&spec.path, target, &library).map_err(|e| {
@@ -107,6 +96,25 @@ fn run_model(name: &str, runtime: &Runtime) -> Result<()> {
             .map_err(|e| anyhow!("running @{fname} on {} failed: {e}", runtime.device().name))?;
         let want = tcc_compiler::reference::run(&spec.path, fname, &inputs)
             .map_err(|e| anyhow!("the reference run of @{fname} failed: {e:#}"))?;
+        spec.check_scale(&want)?;
+        if let Some(fixtures) = &fixtures {
+            fixtures.check_inputs(fname, &inputs)?;
+            let independent = fixtures.outputs(fname, want.len())?;
+            for (index, expected) in independent.iter().enumerate() {
+                for (who, tensor) in [
+                    ("the device", &got.get(index)),
+                    ("the reference", &want.get(index)),
+                ] {
+                    let Some(tensor) = tensor else { continue };
+                    if let Err(message) = compare(tensor, expected, spec.tolerance) {
+                        failures.push(format!(
+                            "@{fname} output {index}: {who} disagrees with the independent expected output ({}): {message}",
+                            fixtures.describe(fname, index)
+                        ));
+                    }
+                }
+            }
+        }
         if got.len() != want.len() {
             failures.push(format!(
                 "@{fname}: {} outputs, the reference has {}",
@@ -144,12 +152,12 @@ enum Outcome {
     Environment(String),
 }
 
-fn in_child(name: &str) {
+fn in_child(name: &str, target: &str) {
     let runtime = match runtime() {
         Ok(runtime) => runtime,
         Err(e) => panic!("{ENVIRONMENT_MARKER}: {e:#}"),
     };
-    if let Err(e) = run_model(name, &runtime) {
+    if let Err(e) = run_model(name, target, &runtime) {
         panic!("{e:#}");
     }
 }
@@ -159,14 +167,14 @@ fn run_child(test: &str, name: &str) -> Outcome {
     let log_dir = tempfile::tempdir().expect("a temporary directory");
     let log_path = log_dir.path().join("child.log");
     let log = std::fs::File::create(&log_path).expect("a log file");
-    let mut child = match Command::new(exe)
+    let mut command = Command::new(exe);
+    // Each child gets its own program caches (tcc's and PoCL's): children
+    // run concurrently, and a model's result must not depend on another
+    // process writing the same cache entry at the same moment.
+    support::isolate_command(&mut command, log_dir.path());
+    let mut child = match command
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, name)
-        // Each child gets its own program caches (tcc's and PoCL's): children
-        // run concurrently, and a model's result must not depend on another
-        // process writing the same cache entry at the same moment.
-        .env("TCC_CACHE_DIR", log_dir.path().join("tcc-cache"))
-        .env("POCL_CACHE_DIR", log_dir.path().join("pocl-cache"))
+        .env(CHILD_ENV, test)
         .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("log handle"))
@@ -256,14 +264,14 @@ fn tidy_child_output(output: &str) -> String {
         .join("\n")
 }
 
-fn check_model(test: &str, name: &str) {
-    if std::env::var(CHILD_ENV).as_deref() == Ok(name) {
-        return in_child(name);
+fn check_model(test: &str, name: &str, target: &str) {
+    if std::env::var(CHILD_ENV).as_deref() == Ok(test) {
+        return in_child(name, target);
     }
     let outcome = if std::env::var_os("TCC_E2E_IN_PROCESS").is_some() {
         match runtime() {
             Err(e) => Outcome::Environment(format!("{e:#}")),
-            Ok(runtime) => match run_model(name, &runtime) {
+            Ok(runtime) => match run_model(name, target, &runtime) {
                 Ok(()) => Outcome::Pass,
                 Err(e) => Outcome::Fail(format!("{e:#}")),
             },
@@ -272,17 +280,27 @@ fn check_model(test: &str, name: &str) {
         run_child(test, name)
     };
     let expected = expected_failures().expect("test/expected-failures.txt parses");
-    match (outcome, expected.get(name)) {
+    let listed = expected
+        .get(&format!("{name}@{target}"))
+        .or_else(|| expected.get(name));
+    match (outcome, listed) {
         (Outcome::Environment(message), _) => {
-            panic!("{name}: cannot run the end-to-end test: {message}")
+            panic!("{name} ({target}): cannot run the end-to-end test: {message}")
         }
         (Outcome::Pass, None) => {}
         (Outcome::Pass, Some(reason)) => panic!(
-            "{name} now passes but is listed in test/expected-failures.txt ({reason}): remove it from the list"
+            "{name} ({target}) now passes but is listed in test/expected-failures.txt ({reason}): remove it from the list"
         ),
         (Outcome::Fail(message), None) => panic!("{message}"),
         (Outcome::Fail(message), Some(reason)) => {
-            eprintln!("{name}: expected failure ({reason}):\n{message}");
+            eprintln!("{name} ({target}): expected failure ({reason}):\n{message}");
+            // Not a pass: the summary counts it as skipped, with the reason.
+            let mut tally = Tally::new(test);
+            tally.add(
+                &format!("{name}@{target}"),
+                CaseResult::Skipped(format!("expected failure: {reason}")),
+            );
+            tally.report();
         }
     }
 }
@@ -319,6 +337,21 @@ fn every_model_declares_a_tolerance() {
     }
 }
 
+/// Every model's tolerance is within the suite's rule (test/README.md,
+/// "Tolerances"), or its header says why not.
+#[test]
+fn every_tolerance_is_within_the_rule() {
+    let violations: Vec<String> = list_models()
+        .unwrap()
+        .iter()
+        .filter_map(|path| {
+            let spec = ModelSpec::load(path).unwrap_or_else(|e| panic!("{e:#}"));
+            spec.tolerance_rule().err().map(|e| format!("{e:#}"))
+        })
+        .collect();
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
 /// Without an OpenCL device the suite fails instead of passing vacuously.
 #[test]
 fn opencl_device_is_available() {
@@ -328,9 +361,54 @@ fn opencl_device_is_available() {
     let runtime = runtime().unwrap_or_else(|e| {
         panic!("{e:#}: the end-to-end suite needs an OpenCL device (PoCL on CPUs)")
     });
-    eprintln!(
-        "device: {} (target {:?})",
-        runtime.device().summary(),
-        target_for(runtime.device())
+    eprintln!("device: {}", runtime.device().summary());
+}
+
+/// The composite ops the reference takes from tcc's own
+/// tcc-decompose-composites, each checked against independent (numpy)
+/// outputs in composites.mlir.
+const INDEPENDENTLY_CHECKED_COMPOSITES: &[&str] = &[
+    "tcc.softmax",
+    "tcc.log_softmax",
+    "tcc.layer_norm",
+    "tcc.gelu",
+    "tcc.silu",
+];
+
+/// Every tcc composite op any model uses has independent expected outputs:
+/// composites.mlir uses it (with both gelu forms) and has fixtures.
+#[test]
+fn every_composite_op_has_an_independent_reference() {
+    let composites = std::fs::read_to_string(tcc_e2e::models_dir().join("composites.mlir"))
+        .expect("test/models/composites.mlir");
+    for op in INDEPENDENTLY_CHECKED_COMPOSITES {
+        assert!(
+            composites.contains(&format!("= {op} ")),
+            "composites.mlir does not use {op}"
+        );
+    }
+    assert!(composites.contains("approximate = \"tanh\""));
+    assert!(
+        tcc_e2e::Fixtures::load("composites")
+            .expect("fixtures")
+            .is_some(),
+        "test/models/expected/composites is missing"
     );
+    for path in list_models().unwrap() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for word in text.split(|c: char| c.is_whitespace() || c == '(' || c == '"') {
+            if let Some(rest) = word.strip_prefix("tcc.") {
+                let op: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let op = format!("tcc.{op}");
+                assert!(
+                    INDEPENDENTLY_CHECKED_COMPOSITES.contains(&op.as_str()),
+                    "{} uses {op}, which has no independent expected outputs (add it to composites.mlir and test/models/expected/gen.py)",
+                    path.display()
+                );
+            }
+        }
+    }
 }

@@ -140,7 +140,9 @@ fn run_opencl(
     let target = if args.target == "auto" {
         target_for(runtime.device())
     } else {
-        args.target.parse().map_err(anyhow::Error::msg)?
+        args.target
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--target: {e}, or `reference` or `auto`"))?
     };
     let session = Session::new();
     let compiled = compile_to_kernels(&session, &args.input, target)?;

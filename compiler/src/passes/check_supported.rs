@@ -113,7 +113,8 @@ impl TccPass for CheckSupported {
                                 op.location(),
                                 format!("argument {index} has the dynamically shaped type '{}': tcc needs static shapes", quote(ty)),
                             ));
-                        } else if let Some(why) = too_large(ty) {
+                        } else if let Some(why) = too_large(ty).or_else(|| unsupported_element(ty))
+                        {
                             errors.push(PassError::at(
                                 op.location(),
                                 format!("argument {index} {why}"),
@@ -132,7 +133,7 @@ impl TccPass for CheckSupported {
                     ));
                     break;
                 }
-                if let Some(why) = too_large(ty) {
+                if let Some(why) = too_large(ty).or_else(|| unsupported_element(ty)) {
                     errors.push(PassError::at(
                         op.location(),
                         format!("'{name}' result {why}"),
@@ -171,6 +172,23 @@ fn too_large(ty: melior::ir::Type) -> Option<String> {
         quote(ty),
         crate::ir::types::MAX_TENSOR_ELEMENTS
     ))
+}
+
+/// Why a tensor's element type is outside tcc's coverage, if it is: the
+/// OpenCL C kernels compute in 32-bit floats (and integers); half-precision
+/// arithmetic would need the cl_khr_fp16 extension, which tcc neither
+/// enables nor checks for, so an f16 kernel would fail in the device's
+/// compiler (or be refused by devices without it).
+fn unsupported_element(ty: melior::ir::Type) -> Option<String> {
+    let tensor = crate::ir::types::StaticTensor::of(ty)?;
+    let element = tensor.element.to_string();
+    matches!(element.as_str(), "f16" | "bf16" | "f64").then(|| {
+        format!(
+            "has the type '{}': tcc does not compute in {element} (its kernels use f32 and \
+             integers); convert the model to f32",
+            quote(ty)
+        )
+    })
 }
 
 fn is_static_tensor(ty: melior::ir::Type) -> bool {

@@ -134,11 +134,14 @@ pub struct Program {
 /// NaN tests combine with `|`, not `||`: no branch, so that they vectorize).
 /// The program's `tcc_index` typedef comes first (see [`IndexWidth`]).
 const PRELUDE: &str = "\
-inline float tcc_maximumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : fmax(a, b); }
-inline float tcc_minimumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : fmin(a, b); }
-inline float4 tcc_maximumf4(float4 a, float4 b) { return select(fmax(a, b), (float4)(NAN), isnan(a) | isnan(b)); }
-inline float4 tcc_minimumf4(float4 a, float4 b) { return select(fmin(a, b), (float4)(NAN), isnan(a) | isnan(b)); }
-inline float16 tcc_maximumf16(float16 a, float16 b) { return select(fmax(a, b), (float16)(NAN), isnan(a) | isnan(b)); }
+/* arith.maximumf/minimumf (IEEE 754-2019 maximum/minimum): NaN propagates
+ * and -0 < +0. fmax/fmin may return either zero of a (-0, +0) pair: equal
+ * operands take the AND (maximum) or OR (minimum) of their bits instead. */
+inline float tcc_maximumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : a == b ? as_float(as_uint(a) & as_uint(b)) : fmax(a, b); }
+inline float tcc_minimumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : a == b ? as_float(as_uint(a) | as_uint(b)) : fmin(a, b); }
+inline float4 tcc_maximumf4(float4 a, float4 b) { return select(select(fmax(a, b), as_float4(as_uint4(a) & as_uint4(b)), a == b), (float4)(NAN), isnan(a) | isnan(b)); }
+inline float4 tcc_minimumf4(float4 a, float4 b) { return select(select(fmin(a, b), as_float4(as_uint4(a) | as_uint4(b)), a == b), (float4)(NAN), isnan(a) | isnan(b)); }
+inline float16 tcc_maximumf16(float16 a, float16 b) { return select(select(fmax(a, b), as_float16(as_uint16(a) & as_uint16(b)), a == b), (float16)(NAN), isnan(a) | isnan(b)); }
 /* A fence that makes this work-item's global stores visible device-wide
  * (split-K publishes partial tiles with it); the PTX back end defines
  * TCC_PTX and gets NVIDIA's membar.gl directly. */

@@ -547,8 +547,23 @@ impl Emitter {
         Ok((self.to_rank(a, rank), self.to_rank(b, rank), shape))
     }
 
+    /// TOSA's elementwise binary ops take operands of one element type; a
+    /// model that mixes them (an int8 BatchNormalization scale with a float
+    /// input) is an error here, not invalid TOSA later.
+    fn same_element_type(name: &str, a: &Val, b: &Val) -> Result<()> {
+        if a.dtype() != b.dtype() {
+            bail!(
+                "{name}: operands of different element types ({} and {})",
+                a.dtype(),
+                b.dtype()
+            );
+        }
+        Ok(())
+    }
+
     /// A broadcasting binary TOSA op whose result has `dtype`.
     pub fn binary_to(&mut self, name: &str, a: &Val, b: &Val, dtype: DType) -> Result<Val> {
+        Self::same_element_type(name, a, b)?;
         let (a, b, shape) = self.broadcast_pair(a, b)?;
         Ok(self.op(name, &[&a, &b], "", TType::new(dtype, shape)))
     }
@@ -566,6 +581,7 @@ impl Emitter {
     }
 
     pub fn mul(&mut self, a: &Val, b: &Val) -> Result<Val> {
+        Self::same_element_type("tosa.mul", a, b)?;
         let (a, b, shape) = self.broadcast_pair(a, b)?;
         let shift = self.splat(DType::I8, vec![1], 0.0);
         Ok(self.op("tosa.mul", &[&a, &b, &shift], "", a.ty.with_shape(shape)))

@@ -565,7 +565,18 @@ pub fn import_model(
     let producer = if model.producer_name.is_empty() {
         String::new()
     } else {
-        format!(" from {} {}", model.producer_name, model.producer_version)
+        // On one comment line: a control character (a newline) in the
+        // model's strings would end the comment and leave invalid MLIR.
+        let clean = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect()
+        };
+        format!(
+            " from {} {}",
+            clean(&model.producer_name),
+            clean(&model.producer_version)
+        )
     };
     let _ = writeln!(
         text,
