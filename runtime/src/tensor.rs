@@ -318,7 +318,9 @@ impl HostTensor {
             }
             bytes
         };
-        HostTensor::new(dtype, shape, bytes)
+        // Aligned (one copy here, none per call): a CPU device reads a
+        // literal input in place.
+        HostTensor::from_bytes(dtype, shape, HostBytes::copy_aligned(&bytes))
     }
 
     /// The element at flat index `i`, formatted for printing.
