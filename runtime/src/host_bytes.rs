@@ -235,10 +235,7 @@ mod tests {
         let b = HostBytes::from(v);
         assert!(!b.is_runtime_allocated());
         assert_eq!(b.as_ptr(), p);
-        assert_eq!(
-            b.into_vec().as_ptr(),
-            p,
-            "into_vec gives the same vector back"
-        );
+        let back = b.into_vec();
+        assert_eq!(back.as_ptr(), p, "into_vec gives the same vector back");
     }
 }

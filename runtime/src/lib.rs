@@ -190,8 +190,6 @@ pub struct TransferStats {
     pub inputs_in_place: u64,
     /// Call outputs the device wrote straight into the returned tensor.
     pub outputs_in_place: u64,
-    /// Constants the device reads from the artifact's memory.
-    pub constants_in_place: u64,
 }
 
 #[derive(Default)]
@@ -200,7 +198,6 @@ pub(crate) struct TransferCounters {
     pub(crate) bytes_to_host: std::sync::atomic::AtomicU64,
     pub(crate) inputs_in_place: std::sync::atomic::AtomicU64,
     pub(crate) outputs_in_place: std::sync::atomic::AtomicU64,
-    pub(crate) constants_in_place: std::sync::atomic::AtomicU64,
 }
 
 impl TransferCounters {
@@ -215,7 +212,6 @@ impl TransferCounters {
             bytes_to_host: self.bytes_to_host.load(Relaxed),
             inputs_in_place: self.inputs_in_place.load(Relaxed),
             outputs_in_place: self.outputs_in_place.load(Relaxed),
-            constants_in_place: self.constants_in_place.load(Relaxed),
         }
     }
 }

@@ -115,23 +115,6 @@ impl std::fmt::Debug for DeviceTensor {
     }
 }
 
-/// The device buffer of one of the model's constants.
-enum ConstantBuffer {
-    /// A pool buffer holding a copy.
-    Copied(PoolBuffer),
-    /// The artifact's own bytes, used in place (`CL_MEM_USE_HOST_PTR`).
-    InPlace(Buffer<u8>),
-}
-
-impl ConstantBuffer {
-    fn mem(&self) -> cl_mem {
-        match self {
-            ConstantBuffer::Copied(b) => b.mem(),
-            ConstantBuffer::InPlace(b) => b.get(),
-        }
-    }
-}
-
 /// One view of the arena.
 enum ArenaView {
     /// A sub-buffer of the arena.
@@ -191,7 +174,7 @@ pub struct Session {
     /// Wall time spent getting the program (driver build or cache load).
     program_seconds: f64,
     kernels: Vec<KernelSlot>,
-    constants: Vec<Option<ConstantBuffer>>,
+    constants: Vec<Option<PoolBuffer>>,
     arena: Arena,
     /// Launch events not yet read (profiling only), with the kernel index.
     pending: Vec<(usize, Event)>,
@@ -716,9 +699,7 @@ impl Drop for Session {
         self.kernels.clear();
         let mut pool = self.rt.inner.pool();
         for c in self.constants.drain(..).flatten() {
-            if let ConstantBuffer::Copied(b) = c {
-                pool.release(b);
-            }
+            pool.release(c);
         }
         // Sub-buffers go before the arena they belong to.
         for (_, view) in self.arena.views.drain() {
@@ -902,7 +883,7 @@ struct CallContext<'a> {
     rt: &'a RuntimeInner,
     artifact: &'a Artifact,
     kernels: &'a [KernelSlot],
-    constants: &'a mut [Option<ConstantBuffer>],
+    constants: &'a mut [Option<PoolBuffer>],
     arena: &'a mut Arena,
     /// The function being called (its arena size and alignment).
     function: &'a FunctionInfo,
@@ -992,37 +973,20 @@ impl CallContext<'_> {
         })?;
         let slot = &mut self.constants[index as usize];
         if slot.is_none() {
+            // Always a copy, also on a host-memory device: constants are not
+            // all read-only (the split-K arrival counters are a zeroed
+            // "constant" the kernels write and reset), and the artifact's
+            // data is read-only memory shared by every session.
+            let b = self.rt.pool().acquire(&self.rt.context, c.bytes)?;
             // SAFETY: the artifact (and so the constant's memory) outlives
-            // the session.
+            // the session, and the session waits for the queue on drop.
             let data = unsafe { c.as_slice() };
-            let align = usize::try_from(self.rt.device.base_align_bytes).unwrap_or(usize::MAX);
-            let in_place = self.rt.host_io == HostIo::InPlace
-                && !data.is_empty()
-                && (data.as_ptr() as usize) % align.max(1) == 0;
-            *slot = Some(if in_place {
-                // SAFETY: the device only reads the artifact's read-only
-                // data (CL_MEM_READ_ONLY), which outlives the session; the
-                // session waits for the queue on drop.
-                let b = unsafe {
-                    host_buffer(
-                        self.rt,
-                        CL_MEM_READ_ONLY,
-                        data.as_ptr().cast_mut(),
-                        data.len(),
-                    )
-                }?;
-                TransferCounters::add(&self.rt.transfers.constants_in_place, 1);
-                ConstantBuffer::InPlace(b)
-            } else {
-                let b = self.rt.pool().acquire(&self.rt.context, c.bytes)?;
-                // SAFETY: the artifact (and so the constant's memory) outlives
-                // the session, and the session waits for the queue on drop.
-                unsafe { write_buffer(&self.rt.queue, b.mem(), data, false) }?;
-                TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
-                ConstantBuffer::Copied(b)
-            });
+            // SAFETY: as above.
+            unsafe { write_buffer(&self.rt.queue, b.mem(), data, false) }?;
+            TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
+            *slot = Some(b);
         }
-        let mem = slot.as_ref().map_or(ptr::null_mut(), ConstantBuffer::mem);
+        let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
         self.live.entry(mem as usize).or_insert(Live {
             bytes: c.bytes,
             owner: Owner::Constant(index),

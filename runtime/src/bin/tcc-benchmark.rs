@@ -247,14 +247,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        "host tensors: {} ({} inputs, {} outputs, {} constants used in place; {} copied to the device, {} to the host)",
+        "host tensors: {} ({} inputs, {} outputs used in place; {} copied to the device, {} to the host, constants included)",
         match rt.host_io() {
             tcc_runtime::HostIo::InPlace => "used in place where aligned (host-memory device)",
             tcc_runtime::HostIo::Copy => "copied",
         },
         transfers.inputs_in_place,
         transfers.outputs_in_place,
-        transfers.constants_in_place,
         format_bytes(transfers.bytes_to_device),
         format_bytes(transfers.bytes_to_host)
     )?;

@@ -369,14 +369,13 @@ impl<'l> HostWriter<'l> {
             &functions_array,
         );
 
-        // Constants (weights), 128-byte aligned: PoCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN,
-        // so a CPU device reads them in place (CL_MEM_USE_HOST_PTR, no copy).
+        // Constants (weights), 64-byte aligned.
         let mut constant_entries = Vec::new();
         for (index, bytes) in constants.iter().enumerate() {
             let data = self.context.const_string(bytes, false);
             let global =
                 self.private_global(data.get_type(), &format!("tcc.constant.{index}"), &data);
-            global.set_alignment(128);
+            global.set_alignment(64);
             let t = self.types;
             constant_entries.push(t.constant_desc.const_named_struct(&[
                 global.as_pointer_value().into(),
