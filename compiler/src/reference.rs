@@ -99,7 +99,7 @@ pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<Ho
     let memref_copy = runner_utils_memref_copy()?;
     let engine = ExecutionEngine::new(&module, 2, &[], false, false);
     unsafe { engine.register_symbol("memrefCopy", memref_copy) };
-    let mut input_bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.clone()).collect();
+    let mut input_bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.to_vec()).collect();
     let mut outputs: Vec<HostTensor> = signature
         .outputs
         .iter()

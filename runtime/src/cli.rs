@@ -393,20 +393,51 @@ mod tests {
 /// kernel form (PTX refused, another vendor's device) are printed as one
 /// line each.
 pub fn open_session(tool: &str, rt: &Runtime, model: &Model) -> Result<Session> {
+    let message = format!(
+        "building {} kernels for {}",
+        model.kernel_names().len(),
+        rt.device().name
+    );
+    let session = with_progress(
+        tool,
+        &message,
+        " (once per model and driver; later runs use the cache)",
+        "kernels ready",
+        || rt.session(model),
+    )?;
+    if let Some(note) = session.program_note() {
+        eprintln!("{tool}: note: {note}");
+    }
+    Ok(session)
+}
+
+/// Runs `work` and, when it lasts more than 0.7 s, shows progress on
+/// stderr: a ticking spinner with `message` and the elapsed time on a
+/// terminal, else `TOOL: MESSAGE{detail}` when it starts and `TOOL: {done}
+/// after N s` when it ends.
+pub fn with_progress<T>(
+    tool: &str,
+    message: &str,
+    detail: &str,
+    done: &str,
+    work: impl FnOnce() -> T,
+) -> T {
     use std::io::IsTerminal;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
-    let kernels = model.kernel_names().len();
-    let device = rt.device().name.clone();
-    let (done, wait) = mpsc::channel::<()>();
-    let tool_name = tool.to_string();
+    let (finished, wait) = mpsc::channel::<()>();
+    let (tool_name, message, detail, done) = (
+        tool.to_string(),
+        message.to_string(),
+        detail.to_string(),
+        done.to_string(),
+    );
     let progress = std::thread::spawn(move || {
         let started = Instant::now();
         if wait.recv_timeout(Duration::from_millis(700)).is_ok() {
             return;
         }
-        let message = format!("building {kernels} kernels for {device}");
         if std::io::stderr().is_terminal() {
             let spinner = indicatif::ProgressBar::new_spinner();
             spinner.set_style(
@@ -419,24 +450,35 @@ pub fn open_session(tool: &str, rt: &Runtime, model: &Model) -> Result<Session> 
             let _ = wait.recv();
             spinner.finish_and_clear();
         } else {
-            eprintln!(
-                "{tool_name}: {message} (once per model and driver; later runs use the cache)"
-            );
+            eprintln!("{tool_name}: {message}{detail}");
             let _ = wait.recv();
             eprintln!(
-                "{tool_name}: kernels ready after {:.1} s",
+                "{tool_name}: {done} after {:.1} s",
                 started.elapsed().as_secs_f64()
             );
         }
     });
-    let session = rt.session(model);
-    let _ = done.send(());
+    let result = work();
+    let _ = finished.send(());
     let _ = progress.join();
-    let session = session?;
-    if let Some(note) = session.program_note() {
-        eprintln!("{tool}: note: {note}");
+    result
+}
+
+/// The first call of a session whose kernels were just built: the progress
+/// line covers the driver compiling each kernel for its launch size (PoCL
+/// does that at a kernel's first launch, most of a cold first call).
+pub fn first_call<T>(tool: &str, session: &mut Session, call: impl FnOnce(&mut Session) -> T) -> T {
+    if session.program_origin() == Some(crate::ProgramOrigin::SourceBuild) {
+        with_progress(
+            tool,
+            "first call: the driver compiles each kernel for its launch size",
+            " (once per model and driver)",
+            "first call done",
+            || call(session),
+        )
+    } else {
+        call(session)
     }
-    Ok(session)
 }
 
 /// The runtime for a tool's `--device` and `--kernel-format` flags.

@@ -65,6 +65,9 @@ pub struct DeviceInfo {
     /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN` in bytes: sub-buffer offsets must be
     /// multiples of it.
     pub base_align_bytes: u64,
+    /// `CL_DEVICE_HOST_UNIFIED_MEMORY`: the device and the host share one
+    /// memory (CPU devices, integrated GPUs).
+    pub host_unified_memory: bool,
     pub max_work_group_size: usize,
     pub driver_version: String,
     #[serde(skip)]
@@ -113,6 +116,7 @@ impl DeviceInfo {
             local_mem_bytes: device.local_mem_size().cl(q)?,
             max_alloc_bytes: device.max_mem_alloc_size().cl(q)?,
             base_align_bytes: (u64::from(device.mem_base_addr_align().cl(q)?) / 8).max(1),
+            host_unified_memory: device.host_unified_memory().unwrap_or(false),
             max_work_group_size: device.max_work_group_size().cl(q)?,
             driver_version: device
                 .driver_version()
@@ -121,6 +125,11 @@ impl DeviceInfo {
                 .to_string(),
             device,
         })
+    }
+
+    /// How a call's host tensors reach this device (see [`host_io_for`]).
+    pub fn host_io(&self) -> HostIo {
+        host_io_for(self.kind, self.host_unified_memory)
     }
 
     /// One line: `0: <name> [CPU] on <platform>`.
@@ -136,6 +145,30 @@ impl DeviceInfo {
         [&self.name, &self.platform_name, &self.platform_version]
             .iter()
             .any(|s| s.to_lowercase().contains(&needle))
+    }
+}
+
+/// How `Session::run` moves a call's host tensors (inputs, outputs) and a
+/// model's constants to and from a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum HostIo {
+    /// Copy them into device buffers and back (`clEnqueueWriteBuffer` /
+    /// `clEnqueueReadBuffer`): devices with memory of their own.
+    Copy,
+    /// Hand the device the host memory itself (`CL_MEM_USE_HOST_PTR`, read
+    /// back through a map that moves no bytes) wherever the host pointer
+    /// has the device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`; copy the rest.
+    InPlace,
+}
+
+/// The decision: devices whose memory is the host's memory (a CPU device,
+/// or `CL_DEVICE_HOST_UNIFIED_MEMORY`) use host tensors in place; the
+/// others (discrete GPUs) copy.
+pub fn host_io_for(kind: DeviceKind, host_unified_memory: bool) -> HostIo {
+    if kind == DeviceKind::Cpu || host_unified_memory {
+        HostIo::InPlace
+    } else {
+        HostIo::Copy
     }
 }
 
@@ -282,10 +315,27 @@ mod tests {
             local_mem_bytes: 1,
             max_alloc_bytes: 1,
             base_align_bytes: 128,
+            host_unified_memory: false,
             max_work_group_size: 1,
             driver_version: "1".into(),
             device: Device::new(std::ptr::null_mut()),
         }
+    }
+
+    #[test]
+    fn host_memory_devices_use_host_tensors_in_place_and_gpus_copy() {
+        assert_eq!(host_io_for(DeviceKind::Cpu, true), HostIo::InPlace);
+        // A CPU device is host memory whatever it reports.
+        assert_eq!(host_io_for(DeviceKind::Cpu, false), HostIo::InPlace);
+        // A discrete GPU (NVIDIA reports no unified memory) keeps copying.
+        assert_eq!(host_io_for(DeviceKind::Gpu, false), HostIo::Copy);
+        assert_eq!(host_io_for(DeviceKind::Accelerator, false), HostIo::Copy);
+        // An integrated GPU shares the host's memory.
+        assert_eq!(host_io_for(DeviceKind::Gpu, true), HostIo::InPlace);
+        let mut gpu = fake(0, "H100", DeviceKind::Gpu);
+        assert_eq!(gpu.host_io(), HostIo::Copy);
+        gpu.kind = DeviceKind::Cpu;
+        assert_eq!(gpu.host_io(), HostIo::InPlace);
     }
 
     #[test]

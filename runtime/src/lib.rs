@@ -25,6 +25,7 @@ pub mod buffer_pool;
 pub mod cli;
 pub mod device;
 pub mod error;
+pub mod host_bytes;
 pub mod npy;
 pub mod output_file;
 pub mod program_cache;
@@ -40,8 +41,9 @@ use serde::Serialize;
 
 pub use artifact::{FunctionInfo, TensorDesc};
 pub use buffer_pool::PoolStats;
-pub use device::{DeviceInfo, DeviceKind, DeviceSelector, list_devices};
+pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
 pub use error::{Error, Result};
+pub use host_bytes::HostBytes;
 pub use program_cache::{CacheStats, ProgramOrigin, SourceKind};
 pub use session::{ArenaStats, DeviceTensor, KernelProfile, Session};
 pub use tensor::{DType, HostTensor};
@@ -65,7 +67,16 @@ pub struct RuntimeOptions {
     /// Which of an artifact's kernel forms to build (default:
     /// `TCC_KERNEL_FORMAT`, else automatic).
     pub kernel_format: KernelFormat,
+    /// How host tensors reach the device: `None` (default) lets the device
+    /// decide ([`DeviceInfo::host_io`]: in place on host-memory devices,
+    /// copies elsewhere); `TCC_ZERO_COPY=0` in the environment makes the
+    /// default `Some(HostIo::Copy)`, to measure what in-place use saves.
+    pub host_io: Option<HostIo>,
 }
+
+/// Environment variable: `0` makes every device copy host tensors (see
+/// [`RuntimeOptions::host_io`]).
+pub const ZERO_COPY_ENV: &str = "TCC_ZERO_COPY";
 
 impl Default for RuntimeOptions {
     fn default() -> Self {
@@ -74,6 +85,10 @@ impl Default for RuntimeOptions {
             cache_dir: None,
             disk_cache: true,
             kernel_format: KernelFormat::from_env().ok().flatten().unwrap_or_default(),
+            host_io: match std::env::var(ZERO_COPY_ENV).as_deref() {
+                Ok("0") => Some(HostIo::Copy),
+                _ => None,
+            },
         }
     }
 }
@@ -161,6 +176,46 @@ impl Faults {
     }
 }
 
+/// Bytes moved between host and device, and host tensors used in place,
+/// since the runtime was created (see [`Runtime::transfer_stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TransferStats {
+    /// Bytes copied from host memory into device buffers: inputs, uploads
+    /// and constants that were not used in place.
+    pub bytes_to_device: u64,
+    /// Bytes copied from device buffers into host memory: outputs and
+    /// downloads that were not used in place.
+    pub bytes_to_host: u64,
+    /// Call inputs the device read from the caller's memory.
+    pub inputs_in_place: u64,
+    /// Call outputs the device wrote straight into the returned tensor.
+    pub outputs_in_place: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct TransferCounters {
+    pub(crate) bytes_to_device: std::sync::atomic::AtomicU64,
+    pub(crate) bytes_to_host: std::sync::atomic::AtomicU64,
+    pub(crate) inputs_in_place: std::sync::atomic::AtomicU64,
+    pub(crate) outputs_in_place: std::sync::atomic::AtomicU64,
+}
+
+impl TransferCounters {
+    pub(crate) fn add(counter: &std::sync::atomic::AtomicU64, n: u64) {
+        counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> TransferStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        TransferStats {
+            bytes_to_device: self.bytes_to_device.load(Relaxed),
+            bytes_to_host: self.bytes_to_host.load(Relaxed),
+            inputs_in_place: self.inputs_in_place.load(Relaxed),
+            outputs_in_place: self.outputs_in_place.load(Relaxed),
+        }
+    }
+}
+
 /// One OpenCL device with its context, in-order queue, buffer pool and
 /// program cache. Cheap to clone (shared); sessions of several models can
 /// share one runtime, and then share its pool and queue.
@@ -178,6 +233,9 @@ pub(crate) struct RuntimeInner {
     pub(crate) profiling: bool,
     pub(crate) kernel_format: KernelFormat,
     pub(crate) faults: Faults,
+    /// How host tensors reach the device.
+    pub(crate) host_io: HostIo,
+    pub(crate) transfers: TransferCounters,
 }
 
 impl RuntimeInner {
@@ -193,6 +251,8 @@ impl RuntimeInner {
 impl Drop for RuntimeInner {
     fn drop(&mut self) {
         let _ = self.queue.finish();
+        // Cache entries still being written in the background.
+        self.programs().finish_writes();
     }
 }
 
@@ -224,6 +284,8 @@ impl Runtime {
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
                 pool: Mutex::new(BufferPool::new(device.max_alloc_bytes)),
+                host_io: options.host_io.unwrap_or_else(|| device.host_io()),
+                transfers: TransferCounters::default(),
                 programs: Mutex::new(ProgramCache::new(cache_dir)),
                 device,
                 queue,
@@ -253,8 +315,32 @@ impl Runtime {
         self.inner.pool().stats()
     }
 
+    /// How this runtime moves host tensors: in place (a host-memory device)
+    /// or by copies.
+    pub fn host_io(&self) -> HostIo {
+        self.inner.host_io
+    }
+
+    /// Bytes copied between host and device and tensors used in place so
+    /// far. On a CPU device a call of tensors the runtime allocated
+    /// (outputs, `.npy` inputs) copies nothing.
+    pub fn transfer_stats(&self) -> TransferStats {
+        self.inner.transfers.snapshot()
+    }
+
+    /// Program cache counters; waits for cache entries still being written
+    /// in the background (see [`program_cache::binaries_compile_every_kernel`]).
     pub fn cache_stats(&self) -> CacheStats {
         self.inner.programs().stats()
+    }
+
+    /// Waits until the program cache entries being written in the
+    /// background are on disk (on PoCL an entry is written by a thread of
+    /// its own after a build from source; see
+    /// [`program_cache::binaries_compile_every_kernel`]). Dropping the
+    /// runtime waits too.
+    pub fn wait_for_cache_writes(&self) {
+        self.inner.programs().finish_writes();
     }
 
     /// Directory of the on-disk program cache entries, if enabled.

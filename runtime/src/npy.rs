@@ -283,7 +283,10 @@ fn parse_npy(bytes: &[u8], path: &Path) -> Result<HostTensor> {
             .map(|&v| v as u8)
             .collect(),
     };
-    HostTensor::new(dtype, shape, bytes).map_err(|e| npy_error(path, e.to_string()))
+    // Aligned, so that a CPU device reads the tensor in place (no copy per
+    // call; see `HostBytes`).
+    HostTensor::from_bytes(dtype, shape, crate::HostBytes::copy_aligned(&bytes))
+        .map_err(|e| npy_error(path, e.to_string()))
 }
 
 /// Writes `tensor` to `path`: atomically (temporary file + rename) for a

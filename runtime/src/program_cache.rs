@@ -408,6 +408,8 @@ pub struct ProgramCache {
     stats: CacheStats,
     lock_timeout: Duration,
     max_entry_bytes: u64,
+    /// Entries being written by background threads.
+    pending: Vec<std::thread::JoinHandle<std::result::Result<(), String>>>,
 }
 
 impl ProgramCache {
@@ -426,6 +428,7 @@ impl ProgramCache {
             stats: CacheStats::default(),
             lock_timeout: Duration::from_secs_f64(seconds.min(1e9)),
             max_entry_bytes: MAX_ENTRY_BYTES,
+            pending: Vec::new(),
         }
     }
 
@@ -434,7 +437,9 @@ impl ProgramCache {
         self.dir.as_deref()
     }
 
-    pub fn stats(&self) -> CacheStats {
+    /// The counters, after waiting for entries still being written.
+    pub fn stats(&mut self) -> CacheStats {
+        self.finish_writes();
         self.stats.clone()
     }
 
@@ -531,6 +536,11 @@ impl ProgramCache {
         self.stats.source_builds += 1;
         if paths.bypass.exists() {
             self.stats.bypassed += 1;
+        } else if binaries_compile_every_kernel(device) && source.kind == SourceKind::OpenClC {
+            // The lock goes with the writer: other processes wait for the
+            // entry as before.
+            self.write_in_background(device, source, key, &paths.entry, lock);
+            return Ok((program, ProgramOrigin::SourceBuild));
         } else {
             self.store_entry(device, &program, key, &paths.entry);
         }
@@ -620,32 +630,109 @@ impl ProgramCache {
     }
 
     fn store_entry(&mut self, device: &DeviceInfo, program: &Program, key: &Key, path: &Path) {
-        let binary = match program.get_binaries() {
-            Ok(mut bins) if bins.len() == 1 && !bins[0].is_empty() => bins.remove(0),
-            Ok(_) => {
-                let why = format!("{} returned no program binary; not cached", device.name);
-                return self.disk_problem(false, why);
-            }
-            Err(e) => {
-                return self
-                    .disk_problem(false, format!("clGetProgramInfo(CL_PROGRAM_BINARIES): {e}"));
-            }
-        };
-        let entry = encode_entry(key, &binary);
-        let written = (|| -> std::io::Result<()> {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            fs::create_dir_all(dir)?;
-            let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-            tmp.write_all(&entry)?;
-            tmp.as_file().sync_all()?;
-            tmp.persist(path).map_err(|e| e.error)?;
-            Ok(())
-        })();
-        match written {
+        match write_entry(device, program, key, path) {
             Ok(()) => self.stats.disk_writes += 1,
-            Err(e) => self.disk_problem(false, format!("cannot write {}: {e}", path.display())),
+            Err(why) => self.disk_problem(false, why),
         }
     }
+
+    /// Writes the entry for a program just built from source on a thread of
+    /// its own, in a second context (PoCL compiles per context, so the
+    /// driver compiles the entry's kernels on one core while the session's
+    /// first call compiles its launches on another). The thread holds
+    /// `lock` until the entry is written.
+    fn write_in_background(
+        &mut self,
+        device: &DeviceInfo,
+        source: &ProgramSource,
+        key: &Key,
+        path: &Path,
+        lock: Option<KeyLock>,
+    ) {
+        let device = device.clone();
+        let (kind, bytes, options) = (
+            source.kind,
+            source.bytes.to_vec(),
+            source.options.to_string(),
+        );
+        let (key, path) = (*key, path.to_path_buf());
+        let spawned = std::thread::Builder::new()
+            .name("tcc-cache-writer".into())
+            .spawn(move || {
+                let _lock = lock;
+                let context = Context::from_device(&device.device)
+                    .map_err(|e| format!("clCreateContext for the cache entry: {e}"))?;
+                let source = ProgramSource {
+                    kind,
+                    bytes: &bytes,
+                    options: &options,
+                };
+                let program = build_from_source(&context, &device, &source)
+                    .map_err(|e| format!("building the cache entry: {e}"))?;
+                write_entry(&device, &program, &key, &path)
+            });
+        match spawned {
+            Ok(handle) => self.pending.push(handle),
+            Err(e) => self.disk_problem(false, format!("cannot start the cache writer: {e}")),
+        }
+    }
+
+    /// Waits for the entries still being written in the background and
+    /// counts them (`disk_writes`, or `disk_errors`).
+    pub fn finish_writes(&mut self) {
+        for handle in std::mem::take(&mut self.pending) {
+            match handle.join() {
+                Ok(Ok(())) => self.stats.disk_writes += 1,
+                Ok(Err(why)) => self.disk_problem(false, why),
+                Err(_) => self.disk_problem(false, "the cache writer panicked".into()),
+            }
+        }
+    }
+
+    /// Entries still being written in the background.
+    pub fn pending_writes(&self) -> usize {
+        self.pending.iter().filter(|h| !h.is_finished()).count()
+    }
+}
+
+/// Whether asking the driver for a program's binary
+/// (`CL_PROGRAM_BINARIES`) compiles every kernel of it. PoCL does (a
+/// work-group function of dynamic size per kernel, so that the binary runs
+/// without a compiler), which made it half of ResNet-50's cold start when
+/// done before the first call; tcc then writes the entry in the background.
+pub fn binaries_compile_every_kernel(device: &DeviceInfo) -> bool {
+    device.platform_name.contains("Portable Computing Language")
+}
+
+/// Writes `program`'s binary as the entry for `key` at `path` (a temporary
+/// file, then a rename); the error says what failed.
+fn write_entry(
+    device: &DeviceInfo,
+    program: &Program,
+    key: &Key,
+    path: &Path,
+) -> std::result::Result<(), String> {
+    let binary = match program.get_binaries() {
+        Ok(mut bins) if bins.len() == 1 && !bins[0].is_empty() => bins.remove(0),
+        Ok(_) => {
+            return Err(format!(
+                "{} returned no program binary; not cached",
+                device.name
+            ));
+        }
+        Err(e) => return Err(format!("clGetProgramInfo(CL_PROGRAM_BINARIES): {e}")),
+    };
+    let entry = encode_entry(key, &binary);
+    let written = (|| -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(&entry)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    })();
+    written.map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Builds `source` with the driver, returning the build log on failure.
@@ -735,6 +822,7 @@ mod tests {
             local_mem_bytes: 1,
             max_alloc_bytes: 1,
             base_align_bytes: 128,
+            host_unified_memory: false,
             max_work_group_size: 1,
             driver_version: driver.into(),
             device: opencl3::device::Device::new(std::ptr::null_mut()),

@@ -32,7 +32,9 @@ use std::sync::Arc;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{Buffer, ClMem};
+use opencl3::memory::{
+    Buffer, CL_MAP_READ, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR, ClMem,
+};
 use opencl3::program::Program;
 use opencl3::types::{CL_FALSE, CL_TRUE, cl_mem};
 use serde::Serialize;
@@ -40,10 +42,12 @@ use serde::Serialize;
 use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::buffer_pool::PoolBuffer;
+use crate::device::HostIo;
 use crate::error::{ClResultExt, Error, Result};
+use crate::host_bytes::HostBytes;
 use crate::program_cache::{ProgramOrigin, ProgramSource, SourceKind};
 use crate::tensor::{DType, HostTensor, type_string};
-use crate::{KERNEL_FORMAT_ENV, KernelFormat, Model, Runtime, RuntimeInner};
+use crate::{KERNEL_FORMAT_ENV, KernelFormat, Model, Runtime, RuntimeInner, TransferCounters};
 
 /// Device time spent in one kernel, summed over its launches.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -313,6 +317,25 @@ impl Session {
         self.program_note.as_deref()
     }
 
+    /// Calls `function` once on zero inputs and returns how long the call
+    /// took, in seconds. On a cold driver cache this is where the driver
+    /// compiles each kernel for its launch sizes (PoCL does that at a
+    /// kernel's first launch and caches the result on disk), so that a
+    /// later process's first real call finds everything built. Used by
+    /// `tcc-run --prepare`.
+    pub fn warm_up(&mut self, function: &str) -> Result<f64> {
+        let model = self.model.clone();
+        let f = model.function(function)?;
+        let zeros = f
+            .inputs
+            .iter()
+            .map(|d| HostTensor::zeros(d.dtype, d.shape.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let started = std::time::Instant::now();
+        self.run(&f.name, &zeros)?;
+        Ok(started.elapsed().as_secs_f64())
+    }
+
     /// Runs `function` on host tensors and returns its outputs. Errors about
     /// inputs describe where they came from as "the caller".
     pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
@@ -335,56 +358,142 @@ impl Session {
         )?;
 
         let rt = self.rt.inner.clone();
+        let counters = &rt.transfers;
+        let in_place = rt.host_io == HostIo::InPlace;
+        // The device's alignment for host pointers (CL_MEM_USE_HOST_PTR).
+        let align = usize::try_from(rt.device.base_align_bytes).unwrap_or(usize::MAX);
         let mut leases = Leases {
             rt: &rt,
             bufs: Vec::new(),
         };
+        // Buffers over host memory (inputs and outputs used in place); the
+        // queue must be idle before they, and the memory, go away.
+        let mut host_bufs: Vec<Buffer<u8>> = Vec::new();
+        let mut results: Vec<HostBytes> = f
+            .outputs
+            .iter()
+            .map(|d| HostBytes::zeroed(d.byte_size()))
+            .collect();
+        // Per input: its buffer and whether it must be copied there.
+        let mut in_io: Vec<(cl_mem, u64)> = Vec::with_capacity(inputs.len());
+        let mut in_copies: Vec<bool> = Vec::with_capacity(inputs.len());
         for t in inputs {
-            leases.acquire(t.bytes.len())?;
+            let bytes = &t.bytes;
+            if in_place && !bytes.is_empty() && bytes.is_aligned_to(align) {
+                // SAFETY: the device only reads the caller's bytes
+                // (CL_MEM_READ_ONLY), which outlive the wait below.
+                let b = unsafe {
+                    host_buffer(
+                        &rt,
+                        CL_MEM_READ_ONLY,
+                        bytes.as_ptr().cast_mut(),
+                        bytes.len(),
+                    )
+                }?;
+                in_io.push((b.get(), bytes.len() as u64));
+                host_bufs.push(b);
+                in_copies.push(false);
+            } else {
+                leases.acquire(bytes.len())?;
+                let mem = leases.bufs.last().map_or(ptr::null_mut(), PoolBuffer::mem);
+                in_io.push((mem, bytes.len() as u64));
+                in_copies.push(true);
+            }
         }
-        for d in &f.outputs {
-            leases.acquire(d.byte_size())?;
+        // Per output: its buffer and whether it is the result's memory.
+        let mut out_io: Vec<(cl_mem, u64)> = Vec::with_capacity(results.len());
+        let mut out_host: Vec<bool> = Vec::with_capacity(results.len());
+        for r in results.iter_mut() {
+            if in_place && !r.is_empty() && r.is_aligned_to(align) {
+                // SAFETY: `results` is neither read nor moved out before the
+                // wait below, and its blocks do not move.
+                let b = unsafe { host_buffer(&rt, CL_MEM_READ_WRITE, r.as_mut_ptr(), r.len()) }?;
+                out_io.push((b.get(), r.len() as u64));
+                host_bufs.push(b);
+                out_host.push(true);
+            } else {
+                leases.acquire(r.len())?;
+                let mem = leases.bufs.last().map_or(ptr::null_mut(), PoolBuffer::mem);
+                out_io.push((mem, r.len() as u64));
+                out_host.push(false);
+            }
         }
-        let (in_bufs, out_bufs) = leases.bufs.split_at(inputs.len());
-        let in_io: Vec<(cl_mem, u64)> = in_bufs
-            .iter()
-            .zip(inputs)
-            .map(|(b, t)| (b.mem(), t.bytes.len() as u64))
-            .collect();
-        let out_io: Vec<(cl_mem, u64)> = out_bufs
-            .iter()
-            .zip(&f.outputs)
-            .map(|(b, d)| (b.mem(), d.byte_size() as u64))
-            .collect();
-        let mut results: Vec<Vec<u8>> =
-            f.outputs.iter().map(|d| vec![0u8; d.byte_size()]).collect();
+        // Outputs mapped for reading: (buffer, mapped pointer, output index).
+        let mut mapped: Vec<(cl_mem, *mut c_void, usize)> = Vec::new();
 
         let enqueued = (|| -> Result<()> {
-            for (t, &(mem, _)) in inputs.iter().zip(&in_io) {
-                // SAFETY: `t.bytes` outlives the wait below.
-                unsafe { write_buffer(&rt.queue, mem, &t.bytes, false) }?;
+            for ((t, &(mem, _)), &copy) in inputs.iter().zip(&in_io).zip(&in_copies) {
+                if copy {
+                    // SAFETY: `t.bytes` outlives the wait below.
+                    unsafe { write_buffer(&rt.queue, mem, &t.bytes, false) }?;
+                    TransferCounters::add(&counters.bytes_to_device, t.bytes.len() as u64);
+                }
             }
             self.execute(f, &in_io, &out_io)?;
-            for (r, &(mem, _)) in results.iter_mut().zip(&out_io) {
-                // SAFETY: `results` outlives the wait below.
-                unsafe { read_buffer(&rt.queue, mem, r) }?;
+            for (i, (r, &(mem, len))) in results.iter_mut().zip(&out_io).enumerate() {
+                if out_host[i] {
+                    // Makes the kernels' writes visible to the host; on a
+                    // host-memory device this moves no bytes.
+                    // SAFETY: the range is the whole buffer; unmapped below.
+                    let p = unsafe { map_for_reading(&rt.queue, mem, to_usize(len, "size")?) }?;
+                    mapped.push((mem, p, i));
+                } else {
+                    // SAFETY: `results` outlives the wait below.
+                    unsafe { read_buffer(&rt.queue, mem, r) }?;
+                    TransferCounters::add(&counters.bytes_to_host, r.len() as u64);
+                }
             }
             Ok(())
         })();
         // Always wait, even after an error: the queue may still read the
         // caller's input slices or write into `results`.
-        let waited = rt
+        let mut waited = rt
             .queue
             .finish()
             .map_err(|e| exec_error(f, Error::cl("waiting for the queue (clFinish)", e)));
+        if !mapped.is_empty() {
+            for &(mem, p, i) in &mapped {
+                if p.cast::<u8>() == results[i].as_mut_ptr() {
+                    TransferCounters::add(&counters.outputs_in_place, 1);
+                } else if waited.is_ok() && enqueued.is_ok() {
+                    // The driver mapped a copy of its own: take the bytes.
+                    let r = &mut results[i];
+                    let len = r.len();
+                    // SAFETY: the mapping covers the whole buffer, `len` bytes.
+                    r.copy_from_slice(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) });
+                    TransferCounters::add(&counters.bytes_to_host, r.len() as u64);
+                }
+                // SAFETY: `p` is the pointer this buffer's map returned.
+                let unmapped = unsafe {
+                    opencl3::command_queue::enqueue_unmap_mem_object(
+                        rt.queue.get(),
+                        mem,
+                        p,
+                        0,
+                        ptr::null(),
+                    )
+                };
+                if let Ok(ev) = unmapped {
+                    drop(Event::new(ev));
+                }
+            }
+            let again = rt
+                .queue
+                .finish()
+                .map_err(|e| exec_error(f, Error::cl("waiting for the queue (clFinish)", e)));
+            waited = waited.and(again);
+        }
+        let used_in_place = in_copies.iter().filter(|&&c| !c).count() as u64;
+        drop(host_bufs);
         enqueued?;
         waited?;
+        TransferCounters::add(&counters.inputs_in_place, used_in_place);
         self.collect_profile()?;
         drop(leases);
         f.outputs
             .iter()
             .zip(results)
-            .map(|(d, bytes)| HostTensor::new(d.dtype, d.shape.clone(), bytes))
+            .map(|(d, bytes)| HostTensor::from_bytes(d.dtype, d.shape.clone(), bytes))
             .collect()
     }
 
@@ -447,16 +556,21 @@ impl Session {
         let t = self.alloc(tensor.dtype, tensor.shape.clone())?;
         // SAFETY: the write is blocking.
         unsafe { write_buffer(&self.rt.inner.queue, t.mem(), &tensor.bytes, true) }?;
+        TransferCounters::add(
+            &self.rt.inner.transfers.bytes_to_device,
+            tensor.bytes.len() as u64,
+        );
         Ok(t)
     }
 
     /// Copies a device tensor to the host, after everything queued before.
     pub fn download(&self, tensor: &DeviceTensor) -> Result<HostTensor> {
-        let mut bytes = vec![0u8; tensor.byte_size()];
+        let mut bytes = HostBytes::zeroed(tensor.byte_size());
         // SAFETY: `bytes` outlives the wait.
         unsafe { read_buffer(&self.rt.inner.queue, tensor.mem(), &mut bytes) }?;
         self.rt.inner.queue.finish().cl("clFinish")?;
-        HostTensor::new(tensor.dtype, tensor.shape.clone(), bytes)
+        TransferCounters::add(&self.rt.inner.transfers.bytes_to_host, bytes.len() as u64);
+        HostTensor::from_bytes(tensor.dtype, tensor.shape.clone(), bytes)
     }
 
     /// Per-kernel device time since the session started or the last
@@ -634,6 +748,57 @@ fn to_usize(v: u64, what: &str) -> Result<usize> {
         .map_err(|_| Error::InvalidInput(format!("{what} {v} does not fit in size_t")))
 }
 
+/// A buffer over `len` bytes of host memory at `host` (`CL_MEM_USE_HOST_PTR`
+/// with `access`, e.g. `CL_MEM_READ_ONLY`): on a host-memory device the
+/// kernels use those bytes in place.
+///
+/// # Safety
+/// The memory must stay valid, and must not be accessed from Rust while
+/// the device may write it, until the queue has finished every command
+/// using the buffer.
+unsafe fn host_buffer(
+    rt: &RuntimeInner,
+    access: opencl3::memory::cl_mem_flags,
+    host: *mut u8,
+    len: usize,
+) -> Result<Buffer<u8>> {
+    // SAFETY: forwarded to the caller.
+    unsafe { Buffer::<u8>::create(&rt.context, access | CL_MEM_USE_HOST_PTR, len, host.cast()) }
+        .map_err(|e| {
+            Error::cl(
+                format!("clCreateBuffer(CL_MEM_USE_HOST_PTR, {len} bytes)"),
+                e,
+            )
+        })
+}
+
+/// Enqueues a non-blocking read map of the first `len` bytes of `mem` and
+/// returns the mapped pointer (valid once the queue has run the map).
+///
+/// # Safety
+/// The mapping must be unmapped (`clEnqueueUnmapMemObject`) before the
+/// buffer's memory is released.
+unsafe fn map_for_reading(queue: &CommandQueue, mem: cl_mem, len: usize) -> Result<*mut c_void> {
+    let mut mapped: cl_mem = ptr::null_mut();
+    // SAFETY: forwarded to the caller; `mapped` receives the pointer.
+    let ev = unsafe {
+        opencl3::command_queue::enqueue_map_buffer(
+            queue.get(),
+            mem,
+            CL_FALSE,
+            CL_MAP_READ,
+            0,
+            len,
+            &mut mapped,
+            0,
+            ptr::null(),
+        )
+    }
+    .map_err(|e| Error::cl("clEnqueueMapBuffer", e.into()))?;
+    drop(Event::new(ev));
+    Ok(mapped.cast())
+}
+
 /// Host-to-device write; `blocking` waits for the copy to finish.
 ///
 /// # Safety
@@ -808,10 +973,17 @@ impl CallContext<'_> {
         })?;
         let slot = &mut self.constants[index as usize];
         if slot.is_none() {
+            // Always a copy, also on a host-memory device: constants are not
+            // all read-only (the split-K arrival counters are a zeroed
+            // "constant" the kernels write and reset), and the artifact's
+            // data is read-only memory shared by every session.
             let b = self.rt.pool().acquire(&self.rt.context, c.bytes)?;
             // SAFETY: the artifact (and so the constant's memory) outlives
             // the session, and the session waits for the queue on drop.
-            unsafe { write_buffer(&self.rt.queue, b.mem(), c.as_slice(), false) }?;
+            let data = unsafe { c.as_slice() };
+            // SAFETY: as above.
+            unsafe { write_buffer(&self.rt.queue, b.mem(), data, false) }?;
+            TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
             *slot = Some(b);
         }
         let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::abi;
 use crate::error::{Error, Result};
+pub use crate::host_bytes::HostBytes;
 
 /// Element type of a tensor crossing the ABI (`enum tcc_dtype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -167,12 +168,20 @@ pub fn byte_size(shape: &[usize], dtype: DType) -> Option<usize> {
 pub struct HostTensor {
     pub dtype: DType,
     pub shape: Vec<usize>,
-    pub bytes: Vec<u8>,
+    /// The elements; dereferences to `[u8]`. Tensors the runtime creates
+    /// (call outputs, `.npy` files) are aligned so that a CPU device can
+    /// use them in place (see [`HostBytes`]).
+    pub bytes: HostBytes,
 }
 
 impl HostTensor {
     /// Checks that `bytes` holds exactly the elements of `shape`.
     pub fn new(dtype: DType, shape: Vec<usize>, bytes: Vec<u8>) -> Result<Self> {
+        Self::from_bytes(dtype, shape, bytes.into())
+    }
+
+    /// Like [`HostTensor::new`], from either kind of [`HostBytes`].
+    pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: HostBytes) -> Result<Self> {
         let want = byte_size(&shape, dtype).ok_or_else(|| {
             Error::InvalidInput(format!(
                 "tensor {} is too large",
@@ -203,7 +212,7 @@ impl HostTensor {
         Ok(HostTensor {
             dtype,
             shape,
-            bytes: vec![0; n],
+            bytes: HostBytes::zeroed(n),
         })
     }
 
@@ -309,7 +318,9 @@ impl HostTensor {
             }
             bytes
         };
-        HostTensor::new(dtype, shape, bytes)
+        // Aligned (one copy here, none per call): a CPU device reads a
+        // literal input in place.
+        HostTensor::from_bytes(dtype, shape, HostBytes::copy_aligned(&bytes))
     }
 
     /// The element at flat index `i`, formatted for printing.

@@ -413,3 +413,106 @@ fn ptx_artifacts_fall_back_to_opencl_c_off_nvidia_and_say_so() {
     assert_fails_with(&o, "TCC_KERNEL_FORMAT: kernel format `bogus`");
     drop(dir);
 }
+
+#[test]
+fn prepare_builds_and_caches_so_the_next_process_builds_nothing() {
+    let (_dir, so) = test_model(&[]);
+    let so = so.to_str().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &["--prepare", so, "--function=axpb", "--device=pthread"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with(&format!("prepared {so} for ")), "{out}");
+    assert!(
+        out.contains("kernel program: 3 kernels, OpenCL C, built from source in"),
+        "{out}"
+    );
+    assert!(out.contains("first call of @axpb on zeros: "), "{out}");
+    assert!(out.contains("(1 written, 0 loaded)"), "{out}");
+    assert!(out.contains("  total "), "{out}");
+    assert!(
+        !out.contains("EXEC"),
+        "--prepare runs nothing for the user: {out}"
+    );
+
+    // A fresh process: the program comes from the cache, nothing is built.
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--device=pthread",
+            "--verbose",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("loaded from the disk cache"), "{err}");
+    assert!(!err.contains("building"), "{err}");
+    // And --prepare again only loads.
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &["--prepare", so, "--function=axpb"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("loaded from the disk cache"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("(0 written, 1 loaded)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn prepare_fails_clearly() {
+    let cache = tempfile::tempdir().unwrap();
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &["--prepare", "/nonexistent/model.so"],
+    );
+    assert_fails_with(&o, "/nonexistent/model.so");
+    let o = tool("tcc-run", cache.path(), &["--prepare"]);
+    assert_fails_with(&o, "missing the model");
+    let (_d, so) = test_model(&[]);
+    let so = so.to_str().unwrap();
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &[
+            "--prepare",
+            so,
+            "--function=axpb",
+            "--device=no-such-device",
+        ],
+    );
+    assert_fails_with(&o, "no-such-device");
+    let (_d2, broken) = test_model(&["TCC_TEST_BAD_KERNEL"]);
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &["--prepare", broken.to_str().unwrap(), "--function=axpb"],
+    );
+    assert_fails_with(&o, "build log");
+    // A function that fails on zeros fails the preparation, naming it.
+    let o = tool("tcc-run", cache.path(), &["--prepare", so]);
+    assert_fails_with(&o, "preparing @");
+    // --prepare takes no inputs.
+    let o = tool(
+        "tcc-run",
+        cache.path(),
+        &["--prepare", so, "--input=1000xf32=1"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}

@@ -143,6 +143,7 @@ fn cached_entry(
     let model = Model::load(&so).unwrap();
     let rt = runtime(cache, false);
     drop(rt.session(&model).unwrap());
+    rt.wait_for_cache_writes();
     let entries = rt.cache_entries_dir().unwrap();
     let files: Vec<_> = std::fs::read_dir(&entries)
         .unwrap()
@@ -616,7 +617,7 @@ fn eight_threads_on_one_runtime_give_bit_identical_outputs() {
                         .map(|_| {
                             session.run("axpb", std::slice::from_ref(&x)).unwrap()[0]
                                 .bytes
-                                .clone()
+                                .to_vec()
                         })
                         .collect::<Vec<_>>()
                 })

@@ -9,7 +9,11 @@ mod common;
 use std::fs;
 
 use common::*;
-use tcc_runtime::{DType, Error, HostTensor, Model, ProgramOrigin, abi};
+use tcc_runtime::host_bytes::HOST_ALIGN;
+use tcc_runtime::{
+    DType, DeviceKind, Error, HostIo, HostTensor, Model, ProgramOrigin, RuntimeOptions,
+    TransferStats, abi,
+};
 
 #[test]
 fn abi_layout_matches_the_c_header() {
@@ -39,7 +43,14 @@ fn abi_layout_matches_the_c_header() {
 fn axpb_computes_and_the_pool_reuses_buffers() {
     let (_dir, so) = test_model(&[]);
     let cache = tempfile::tempdir().unwrap();
-    let rt = runtime(cache.path(), false);
+    // Copies, as on a GPU: every input and output goes through the pool.
+    let rt = runtime_with(
+        cache.path(),
+        RuntimeOptions {
+            host_io: Some(HostIo::Copy),
+            ..Default::default()
+        },
+    );
     let model = Model::load(&so).unwrap();
     assert_eq!(model.producer(), "tcc-runtime test fixture");
     assert_eq!(model.kernel_names(), ["scale", "add", "add_i64"]);
@@ -80,6 +91,98 @@ fn axpb_computes_and_the_pool_reuses_buffers() {
         rt.pool_stats().in_use_bytes,
         0,
         "the session returns its constant"
+    );
+}
+
+/// A host tensor whose bytes the runtime allocated (aligned), holding `x`.
+fn aligned_f32(x: &[f32]) -> HostTensor {
+    let mut t = HostTensor::zeros(DType::F32, vec![x.len()]).unwrap();
+    for (dst, v) in t.bytes.chunks_exact_mut(4).zip(x) {
+        dst.copy_from_slice(&v.to_le_bytes());
+    }
+    t
+}
+
+#[test]
+fn a_cpu_device_uses_host_tensors_in_place_and_copies_nothing() {
+    // Even a page-aligned constant is copied: constants may be written.
+    let (_dir, so) = test_model(&["TCC_TEST_ALIGNED_CONSTANT"]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    assert_eq!(rt.device().kind, DeviceKind::Cpu, "the tests run on PoCL");
+    assert_eq!(rt.host_io(), HostIo::InPlace);
+    let model = Model::load(&so).unwrap();
+    let mut session = rt.session(&model).unwrap();
+    let x = ramp(1000);
+    let input = aligned_f32(&x);
+    let kept = input.clone();
+    for call in 1..=3u64 {
+        let out = session.run("axpb", std::slice::from_ref(&input)).unwrap();
+        assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+        assert!(out[0].bytes.is_aligned_to(HOST_ALIGN));
+        let t = rt.transfer_stats();
+        assert_eq!(
+            t,
+            TransferStats {
+                // The constant, copied once (constants may be written).
+                bytes_to_device: 4000,
+                bytes_to_host: 0,
+                inputs_in_place: call,
+                outputs_in_place: call,
+            },
+            "after call {call}"
+        );
+    }
+    assert_eq!(input, kept, "the input is read in place, never written");
+    // An output fed back as the next input stays in place too.
+    let y = session.run("axpb", std::slice::from_ref(&input)).unwrap();
+    let z = session.run("axpb", &y).unwrap();
+    assert_eq!(z[0].to_f32().unwrap(), axpb_expected(&axpb_expected(&x)));
+    assert_eq!(rt.transfer_stats().bytes_to_device, 4000);
+    // Device tensors still work beside it (upload and download copy).
+    let dx = session.upload(&input).unwrap();
+    let dy = session.run_device("axpb", &[&dx]).unwrap();
+    assert_eq!(
+        session.download(&dy[0]).unwrap().to_f32().unwrap(),
+        axpb_expected(&x)
+    );
+    let t = rt.transfer_stats();
+    assert_eq!((t.bytes_to_device, t.bytes_to_host), (8000, 4000), "{t:?}");
+    drop((dx, dy));
+    drop(session);
+    assert_eq!(rt.pool_stats().in_use_bytes, 0, "{:?}", rt.pool_stats());
+}
+
+#[test]
+fn the_copy_path_copies_inputs_outputs_and_constants() {
+    let (_dir, so) = test_model(&["TCC_TEST_ALIGNED_CONSTANT"]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime_with(
+        cache.path(),
+        RuntimeOptions {
+            host_io: Some(HostIo::Copy),
+            ..Default::default()
+        },
+    );
+    assert_eq!(rt.host_io(), HostIo::Copy);
+    let model = Model::load(&so).unwrap();
+    let mut session = rt.session(&model).unwrap();
+    let x = ramp(1000);
+    let input = aligned_f32(&x);
+    for _ in 0..2 {
+        let out = session.run("axpb", std::slice::from_ref(&input)).unwrap();
+        assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+    }
+    let t = rt.transfer_stats();
+    assert_eq!(
+        t,
+        TransferStats {
+            // Two inputs and the constant once.
+            bytes_to_device: 3 * 4000,
+            bytes_to_host: 2 * 4000,
+            inputs_in_place: 0,
+            outputs_in_place: 0,
+        }
     );
 }
 
@@ -199,6 +302,7 @@ fn corrupt_truncated_and_foreign_cache_entries_are_rebuilt() {
 
     let rt = runtime(cache.path(), false);
     drop(rt.session(&model).unwrap());
+    rt.wait_for_cache_writes();
     let dir = rt.cache_entries_dir().unwrap();
     let entry = fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
     let good = fs::read(&entry).unwrap();
@@ -206,6 +310,7 @@ fn corrupt_truncated_and_foreign_cache_entries_are_rebuilt() {
     // An entry written for another program, under this program's name.
     let rt_other = runtime(cache.path(), false);
     drop(rt_other.session(&Model::load(&other_so).unwrap()).unwrap());
+    rt_other.wait_for_cache_writes();
     let foreign_path = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -129,6 +129,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         (per(median), per(device_ms_per_call))
     });
     let pool = rt.pool_stats();
+    let transfers = rt.transfer_stats();
     let cache = rt.cache_stats();
     let dev = rt.device();
 
@@ -156,6 +157,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             "program_note": session.program_note(),
             "program_cache": cache,
             "buffer_pool": pool,
+            "host_io": rt.host_io(),
+            "transfers": transfers,
         });
         writeln!(out, "{report}")?;
         return Ok(());
@@ -241,6 +244,18 @@ fn run(args: Args) -> anyhow::Result<()> {
         format_bytes(pool.current_bytes),
         format_bytes(pool.peak_bytes),
         format_bytes(pool.peak_in_use_bytes)
+    )?;
+    writeln!(
+        out,
+        "host tensors: {} ({} inputs, {} outputs used in place; {} copied to the device, {} to the host, constants included)",
+        match rt.host_io() {
+            tcc_runtime::HostIo::InPlace => "used in place where aligned (host-memory device)",
+            tcc_runtime::HostIo::Copy => "copied",
+        },
+        transfers.inputs_in_place,
+        transfers.outputs_in_place,
+        format_bytes(transfers.bytes_to_device),
+        format_bytes(transfers.bytes_to_host)
     )?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -14,6 +15,7 @@ const EXAMPLES: &str = "Examples:
   tcc-run model.so --function=mlp --input=@x.npy --output=@y.npy
   tcc-run model.so --function=add --input=2x3xf32=1,2,3,4,5,6 --input=2x3xf32=1
   tcc-run --list-devices
+  tcc-run --prepare model.so --device=pthread   (build and cache everything, for deployment)
 
 Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache),
 TCC_KERNEL_FORMAT (auto, ptx or opencl-c).";
@@ -42,6 +44,14 @@ struct Args {
     /// List OpenCL platforms and devices, then exit.
     #[arg(long)]
     list_devices: bool,
+    /// Build and cache everything the model needs on the device, then exit
+    /// without running it: the kernel program (into tcc's program cache)
+    /// and each kernel's launch-size compile (one call of each function, or
+    /// of --function, on zero inputs; PoCL caches those on disk). A later
+    /// process's first call then builds nothing. Prints what it did and how
+    /// long it took; exits 1 if anything fails.
+    #[arg(long, conflicts_with_all = ["inputs", "outputs", "list_devices"])]
+    prepare: bool,
     /// Which form of the kernels to build: auto (PTX on NVIDIA when the
     /// model carries it, else OpenCL C), ptx, or opencl-c
     /// (default: $TCC_KERNEL_FORMAT, else auto).
@@ -70,8 +80,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let model_path = args
         .model
+        .clone()
         .context("missing the model: tcc-run model.so --function=NAME --input=... (see --help)")?;
     let model = Model::load(&model_path)?;
+    if args.prepare {
+        return prepare(&args, &model, &mut stdout);
+    }
     let function = cli::resolve_function(&model, args.function.as_deref())?;
     let signature = model.function(&function)?;
     let outputs = args
@@ -105,7 +119,9 @@ fn run(args: Args) -> anyhow::Result<()> {
             session.program_seconds()
         );
     }
-    let results = session.run_with_sources(&function, &tensors, &sources)?;
+    let results = cli::first_call("tcc-run", &mut session, |s| {
+        s.run_with_sources(&function, &tensors, &sources)
+    })?;
     writeln!(stdout, "EXEC @{function}")?;
     for (i, r) in results.iter().enumerate() {
         match outputs.get(i).unwrap_or(&OutputArg::Print) {
@@ -116,5 +132,70 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     stdout.flush()?;
+    Ok(())
+}
+
+/// `--prepare`: builds the program (cache entry included) and runs each
+/// function once on zeros, reporting each step's time.
+fn prepare(args: &Args, model: &Model, out: &mut impl Write) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let functions: Vec<String> = match &args.function {
+        Some(name) => vec![model.function(name)?.name.clone()],
+        None => model.functions().iter().map(|f| f.name.clone()).collect(),
+    };
+    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), false)?;
+    let mut session = cli::open_session("tcc-run", &rt, model)?;
+    writeln!(
+        out,
+        "prepared {} for {} ({})",
+        model.path().display(),
+        rt.device().name,
+        rt.device().platform_name
+    )?;
+    writeln!(
+        out,
+        "  kernel program: {} kernels, {}, {} in {:.2} s",
+        model.kernel_names().len(),
+        session.program_format().map_or("none", |f| f.name()),
+        session
+            .program_origin()
+            .map_or("nothing to build".to_string(), |o| o.to_string()),
+        session.program_seconds()
+    )?;
+    for name in &functions {
+        let seconds = cli::with_progress(
+            "tcc-run",
+            &format!("compiling @{name}'s kernels for their launch sizes (a call on zeros)"),
+            "",
+            "done",
+            || session.warm_up(name),
+        )
+        .with_context(|| format!("preparing @{name} (a call on zero inputs)"))?;
+        writeln!(out, "  first call of @{name} on zeros: {seconds:.2} s")?;
+    }
+    let waited = Instant::now();
+    let stats = rt.cache_stats();
+    let cache = match (rt.cache_entries_dir(), &stats.last_disk_problem) {
+        (None, _) => "off (no disk cache)".to_string(),
+        (Some(dir), Some(problem)) if stats.disk_errors > 0 => {
+            bail!(
+                "the program cache in {} could not be written: {problem}",
+                dir.display()
+            )
+        }
+        (Some(dir), _) => format!(
+            "{} ({} written, {} loaded)",
+            dir.display(),
+            stats.disk_writes,
+            stats.disk_hits
+        ),
+    };
+    writeln!(
+        out,
+        "  program cache: {cache}; waited {:.2} s for the entry",
+        waited.elapsed().as_secs_f64()
+    )?;
+    writeln!(out, "  total {:.2} s", started.elapsed().as_secs_f64())?;
+    out.flush()?;
     Ok(())
 }

@@ -61,6 +61,17 @@ pub fn runtime(cache_dir: &Path, profiling: bool) -> Runtime {
     })
 }
 
+/// A runtime on the default device with these options and cache directory.
+pub fn runtime_with(cache_dir: &Path, options: RuntimeOptions) -> Runtime {
+    let options = RuntimeOptions {
+        cache_dir: Some(cache_dir.to_path_buf()),
+        disk_cache: true,
+        ..options
+    };
+    Runtime::with_options(DeviceSelector::Default, options)
+        .unwrap_or_else(|e| panic!("these tests need an OpenCL device: {e}"))
+}
+
 /// Expected output of @axpb for input x.
 pub fn axpb_expected(x: &[f32]) -> Vec<f32> {
     x.iter()
