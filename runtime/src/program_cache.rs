@@ -536,7 +536,10 @@ impl ProgramCache {
         self.stats.source_builds += 1;
         if paths.bypass.exists() {
             self.stats.bypassed += 1;
-        } else if binaries_compile_every_kernel(device) && source.kind == SourceKind::OpenClC {
+        } else if BACKGROUND_WRITES
+            && binaries_compile_every_kernel(device)
+            && source.kind == SourceKind::OpenClC
+        {
             // The lock goes with the writer: other processes wait for the
             // entry as before.
             self.write_in_background(device, source, key, &paths.entry, lock);
@@ -694,6 +697,14 @@ impl ProgramCache {
         self.pending.iter().filter(|h| !h.is_finished()).count()
     }
 }
+
+/// Whether entries whose binary costs a compile of every kernel are
+/// written by a background thread in a second context. Off: with PoCL 3.1
+/// here, a process that builds programs in two contexts and then releases
+/// them aborts inside PoCL (`pocl_release_dlhandle_cache: Assertion
+/// found->ref_count > 0`), seen in `tcc tune`, `tcc run` and the ONNX
+/// scoreboard; the entry is written before the first call instead.
+const BACKGROUND_WRITES: bool = false;
 
 /// Whether asking the driver for a program's binary
 /// (`CL_PROGRAM_BINARIES`) compiles every kernel of it. PoCL does (a
