@@ -52,11 +52,17 @@ pub enum Error {
     #[error("malformed artifact {}: {reason}", path.display())]
     MalformedArtifact { path: PathBuf, reason: String },
 
-    /// The driver rejected the kernel program; `log` is its build log.
-    #[error("kernel program failed to build for {device}: {code}\nbuild log:\n{log}")]
+    /// The driver rejected the kernel program; `log` is its build log and
+    /// `kernels` the kernels its errors point into (from the source lines
+    /// the log names, where it names them).
+    #[error(
+        "kernel program failed to build for {device}: {code}{}\nbuild log:\n{log}",
+        failing_kernels(kernels)
+    )]
     Build {
         device: String,
         code: String,
+        kernels: Vec<String>,
         log: String,
     },
 
@@ -120,5 +126,14 @@ pub(crate) trait ClResultExt<T> {
 impl<T> ClResultExt<T> for std::result::Result<T, ClError> {
     fn cl(self, what: &str) -> Result<T> {
         self.map_err(|code| Error::cl(what, code))
+    }
+}
+
+/// ` (errors in kernel a, b)`, or nothing when no kernel is known.
+fn failing_kernels(kernels: &[String]) -> String {
+    match kernels {
+        [] => String::new(),
+        [one] => format!(" (errors in kernel {one})"),
+        many => format!(" (errors in kernels {})", many.join(", ")),
     }
 }

@@ -1308,6 +1308,7 @@ fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram> {
         return Err(Error::Build {
             device: device.name.clone(),
             code: "CL_BUILD_PROGRAM_FAILURE".into(),
+            kernels: Vec::new(),
             log: "injected fault (Runtime::inject_fault)".into(),
         });
     }
