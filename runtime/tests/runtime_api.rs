@@ -104,6 +104,35 @@ fn aligned_f32(x: &[f32]) -> HostTensor {
 }
 
 #[test]
+fn recycled_outputs_are_written_again_by_later_calls() {
+    let (_dir, so) = test_model(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    let model = Model::load(&so).unwrap();
+    let mut session = rt.session(&model).unwrap();
+    let x = ramp(1000);
+    let input = aligned_f32(&x);
+    let first = session.run("axpb", std::slice::from_ref(&input)).unwrap();
+    assert_eq!(first[0].to_f32().unwrap(), axpb_expected(&x));
+    let block = first[0].bytes.as_ptr();
+    session.recycle(first);
+    // The next call writes its result into the handed-back block, fully:
+    // different inputs give the right outputs, not stale ones.
+    let y: Vec<f32> = x.iter().map(|v| v * -3.0 + 1.0).collect();
+    let second = session.run("axpb", &[aligned_f32(&y)]).unwrap();
+    assert_eq!(
+        second[0].bytes.as_ptr(),
+        block,
+        "the recycled block is reused"
+    );
+    assert_eq!(second[0].to_f32().unwrap(), axpb_expected(&y));
+    // Without recycling, a call gets memory of its own.
+    let third = session.run("axpb", std::slice::from_ref(&input)).unwrap();
+    assert_ne!(third[0].bytes.as_ptr(), second[0].bytes.as_ptr());
+    assert_eq!(third[0].to_f32().unwrap(), axpb_expected(&x));
+}
+
+#[test]
 fn a_cpu_device_uses_host_tensors_in_place_and_copies_nothing() {
     // Even a page-aligned constant is copied: constants may be written.
     let (_dir, so) = test_model(&["TCC_TEST_ALIGNED_CONSTANT"]);
