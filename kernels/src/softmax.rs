@@ -96,8 +96,9 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
 }
 
 /// One work-item over a contiguous row, in `float16` vectors: the
-/// maximum, the sum of exponentials, then the normalized row, each pass
-/// a vector loop and a scalar tail.
+/// maximum, the exponentials (written to the output row) and their sum,
+/// then the row scaled in place, each pass a vector loop and a scalar
+/// tail.
 fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
     let (x, y, n) = (&spec.input, &spec.output, spec.columns);
     let _ = writeln!(
@@ -116,12 +117,17 @@ fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
         out,
         "  float16 sum16 = (float16)(0.0f);\n  float row_sum = 0.0f;"
     );
+    // The exponentials go to the output row as they are summed; the last
+    // pass scales them in place (the row is still in cache), so each
+    // element's exp is computed once.
     vector_pass(
         out,
         "c",
         n,
-        &format!("sum16 += exp(vload16(0, {x} + in_row + c) - row_max);"),
-        &format!("row_sum += tcc_expf({load} - row_max);"),
+        &format!(
+            "const float16 e = exp(vload16(0, {x} + in_row + c) - row_max); vstore16(e, 0, {y} + out_row + c); sum16 += e;"
+        ),
+        &format!("const float e = tcc_expf({load} - row_max); {store} = e; row_sum += e;"),
     );
     fold_lanes(out, "sum16", "row_sum", "({a} + {b})");
     let _ = writeln!(out, "  const float inverse = 1.0f / row_sum;");
@@ -129,10 +135,8 @@ fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
         out,
         "c",
         n,
-        &format!(
-            "vstore16(exp(vload16(0, {x} + in_row + c) - row_max) * inverse, 0, {y} + out_row + c);"
-        ),
-        &format!("{store} = tcc_expf({load} - row_max) * inverse;"),
+        &format!("vstore16(vload16(0, {y} + out_row + c) * inverse, 0, {y} + out_row + c);"),
+        &format!("{store} = {store} * inverse;"),
     );
     let _ = writeln!(out, "}}");
 }
@@ -190,13 +194,18 @@ mod tests {
             "{single}"
         );
         assert!(
-            single.contains("sum16 += exp(vload16(0, a0 + in_row + c) - row_max);"),
+            single.contains(
+                "const float16 e = exp(vload16(0, a0 + in_row + c) - row_max); vstore16(e, 0, a1 + out_row + c); sum16 += e;"
+            ),
             "{single}"
         );
         assert!(
-            single.contains(
-                "vstore16(exp(vload16(0, a0 + in_row + c) - row_max) * inverse, 0, a1 + out_row + c);"
-            ),
+            single
+                .contains("vstore16(vload16(0, a1 + out_row + c) * inverse, 0, a1 + out_row + c);"),
+            "{single}"
+        );
+        assert!(
+            single.contains("a1[out_row + c] = a1[out_row + c] * inverse;"),
             "{single}"
         );
         // A strided row falls back to lanes of scalars.
