@@ -415,6 +415,22 @@ pub fn open_session(tool: &str, rt: &Runtime, model: &Model) -> Result<Session> 
 /// stderr: a ticking spinner with `message` and the elapsed time on a
 /// terminal, else `TOOL: MESSAGE{detail}` when it starts and `TOOL: {done}
 /// after N s` when it ends.
+/// Writes the program cache entries the runtime deferred (PoCL: after the
+/// first calls, so that they do not wait for it), with a progress line:
+/// the driver compiles every kernel once more for the entry.
+pub fn finish_cache_writes(tool: &str, rt: &Runtime) {
+    if rt.pending_cache_writes() == 0 {
+        return;
+    }
+    with_progress(
+        tool,
+        "writing the program cache entry for later runs",
+        " (once per model and driver)",
+        "written",
+        || rt.wait_for_cache_writes(),
+    );
+}
+
 pub fn with_progress<T>(
     tool: &str,
     message: &str,

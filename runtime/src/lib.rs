@@ -343,6 +343,12 @@ impl Runtime {
         self.inner.programs().finish_writes();
     }
 
+    /// Program cache entries not yet written (deferred on PoCL until the
+    /// process is done with its first calls, or being written).
+    pub fn pending_cache_writes(&self) -> usize {
+        self.inner.programs().pending_writes()
+    }
+
     /// Directory of the on-disk program cache entries, if enabled.
     pub fn cache_entries_dir(&self) -> Option<PathBuf> {
         self.inner.programs().entries_dir().map(Path::to_path_buf)

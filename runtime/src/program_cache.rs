@@ -410,6 +410,19 @@ pub struct ProgramCache {
     max_entry_bytes: u64,
     /// Entries being written by background threads.
     pending: Vec<std::thread::JoinHandle<std::result::Result<(), String>>>,
+    /// Entries written later, from the program in `memory`, by
+    /// [`ProgramCache::finish_writes`] (the runtime's drop, `cache_stats`,
+    /// `wait_for_cache_writes`): each holds its key's lock until then.
+    deferred: Vec<DeferredEntry>,
+}
+
+/// An entry whose writing waits until the process is done with its first
+/// calls (see [`DEFER_WRITES_ON_POCL`]).
+struct DeferredEntry {
+    device: DeviceInfo,
+    key: Key,
+    path: PathBuf,
+    _lock: Option<KeyLock>,
 }
 
 impl ProgramCache {
@@ -429,6 +442,7 @@ impl ProgramCache {
             lock_timeout: Duration::from_secs_f64(seconds.min(1e9)),
             max_entry_bytes: MAX_ENTRY_BYTES,
             pending: Vec::new(),
+            deferred: Vec::new(),
         }
     }
 
@@ -543,6 +557,18 @@ impl ProgramCache {
             // The lock goes with the writer: other processes wait for the
             // entry as before.
             self.write_in_background(device, source, key, &paths.entry, lock);
+            return Ok((program, ProgramOrigin::SourceBuild));
+        } else if DEFER_WRITES_ON_POCL
+            && binaries_compile_every_kernel(device)
+            && source.kind == SourceKind::OpenClC
+        {
+            // The lock goes with the entry: other processes wait for it.
+            self.deferred.push(DeferredEntry {
+                device: device.clone(),
+                key: *key,
+                path: paths.entry.clone(),
+                _lock: lock,
+            });
             return Ok((program, ProgramOrigin::SourceBuild));
         } else {
             self.store_entry(device, &program, key, &paths.entry);
@@ -683,6 +709,12 @@ impl ProgramCache {
     /// Waits for the entries still being written in the background and
     /// counts them (`disk_writes`, or `disk_errors`).
     pub fn finish_writes(&mut self) {
+        for entry in std::mem::take(&mut self.deferred) {
+            match self.memory.get(&entry.key).cloned() {
+                Some(program) => self.store_entry(&entry.device, &program, &entry.key, &entry.path),
+                None => self.disk_problem(false, "a deferred entry's program is gone".into()),
+            }
+        }
         for handle in std::mem::take(&mut self.pending) {
             match handle.join() {
                 Ok(Ok(())) => self.stats.disk_writes += 1,
@@ -692,11 +724,21 @@ impl ProgramCache {
         }
     }
 
-    /// Entries still being written in the background.
+    /// Entries still to be written: deferred ones, and those being
+    /// written in the background.
     pub fn pending_writes(&self) -> usize {
-        self.pending.iter().filter(|h| !h.is_finished()).count()
+        self.deferred.len() + self.pending.iter().filter(|h| !h.is_finished()).count()
     }
 }
+
+/// Whether entries whose binary costs a compile of every kernel (PoCL's)
+/// are written after the process's first calls rather than before them:
+/// the program stays in memory and [`ProgramCache::finish_writes`]
+/// writes the entry when the runtime is dropped (or its cache counters are
+/// read). ResNet-50's first call then waits for its own launches' compiles
+/// only (14.4 s), not also for the binary's compile of every kernel for
+/// any work-group size (16.5 s), which moves to the end of the process.
+const DEFER_WRITES_ON_POCL: bool = true;
 
 /// Whether entries whose binary costs a compile of every kernel are
 /// written by a background thread in a second context. Off: with PoCL 3.1

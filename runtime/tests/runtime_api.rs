@@ -104,6 +104,40 @@ fn aligned_f32(x: &[f32]) -> HostTensor {
 }
 
 #[test]
+fn on_pocl_the_cache_entry_is_written_after_the_first_calls() {
+    let (_dir, so) = test_model(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let rt = runtime(cache.path(), false);
+    let model = Model::load(&so).unwrap();
+    let entries = |rt: &tcc_runtime::Runtime| {
+        rt.cache_entries_dir()
+            .and_then(|d| std::fs::read_dir(d).ok())
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "bin"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let mut session = rt.session(&model).unwrap();
+    // Deferred: the first call does not wait for the entry's compile.
+    assert_eq!(rt.pending_cache_writes(), 1);
+    assert_eq!(entries(&rt), 0);
+    let x = ramp(1000);
+    let out = session.run("axpb", &[aligned_f32(&x)]).unwrap();
+    assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
+    rt.wait_for_cache_writes();
+    assert_eq!(rt.pending_cache_writes(), 0);
+    assert_eq!(entries(&rt), 1);
+    assert_eq!(rt.cache_stats().disk_writes, 1);
+    // A second runtime loads it.
+    let again = runtime(cache.path(), false);
+    let reloaded = again.session(&model).unwrap();
+    assert_eq!(reloaded.program_origin(), Some(ProgramOrigin::DiskHit));
+    assert_eq!(again.pending_cache_writes(), 0);
+}
+
+#[test]
 fn recycled_outputs_are_written_again_by_later_calls() {
     let (_dir, so) = test_model(&[]);
     let cache = tempfile::tempdir().unwrap();

@@ -261,5 +261,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         format_bytes(transfers.bytes_to_device),
         format_bytes(transfers.bytes_to_host)
     )?;
+    cli::finish_cache_writes("tcc-benchmark", &rt);
     Ok(())
 }

@@ -132,6 +132,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     stdout.flush()?;
+    cli::finish_cache_writes("tcc-run", &rt);
     Ok(())
 }
 
