@@ -251,7 +251,7 @@ impl RuntimeInner {
 impl Drop for RuntimeInner {
     fn drop(&mut self) {
         let _ = self.queue.finish();
-        // Cache entries still being written in the background.
+        // Cache entries deferred until the process is done with its calls.
         self.programs().finish_writes();
     }
 }
@@ -328,17 +328,16 @@ impl Runtime {
         self.inner.transfers.snapshot()
     }
 
-    /// Program cache counters; waits for cache entries still being written
-    /// in the background (see [`program_cache::binaries_compile_every_kernel`]).
+    /// Program cache counters; writes the deferred cache entries first (see
+    /// [`program_cache::binaries_compile_every_kernel`]).
     pub fn cache_stats(&self) -> CacheStats {
         self.inner.programs().stats()
     }
 
-    /// Waits until the program cache entries being written in the
-    /// background are on disk (on PoCL an entry is written by a thread of
-    /// its own after a build from source; see
-    /// [`program_cache::binaries_compile_every_kernel`]). Dropping the
-    /// runtime waits too.
+    /// Writes the program cache entries deferred so far (on PoCL the entry
+    /// of a program built from source waits until the process is done with
+    /// its first calls; see [`program_cache::binaries_compile_every_kernel`]).
+    /// Dropping the runtime writes them too.
     pub fn wait_for_cache_writes(&self) {
         self.inner.programs().finish_writes();
     }

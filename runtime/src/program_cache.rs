@@ -408,8 +408,6 @@ pub struct ProgramCache {
     stats: CacheStats,
     lock_timeout: Duration,
     max_entry_bytes: u64,
-    /// Entries being written by background threads.
-    pending: Vec<std::thread::JoinHandle<std::result::Result<(), String>>>,
     /// Entries written later, from the program in `memory`, by
     /// [`ProgramCache::finish_writes`] (the runtime's drop, `cache_stats`,
     /// `wait_for_cache_writes`): each holds its key's lock until then.
@@ -441,7 +439,6 @@ impl ProgramCache {
             stats: CacheStats::default(),
             lock_timeout: Duration::from_secs_f64(seconds.min(1e9)),
             max_entry_bytes: MAX_ENTRY_BYTES,
-            pending: Vec::new(),
             deferred: Vec::new(),
         }
     }
@@ -550,14 +547,6 @@ impl ProgramCache {
         self.stats.source_builds += 1;
         if paths.bypass.exists() {
             self.stats.bypassed += 1;
-        } else if BACKGROUND_WRITES
-            && binaries_compile_every_kernel(device)
-            && source.kind == SourceKind::OpenClC
-        {
-            // The lock goes with the writer: other processes wait for the
-            // entry as before.
-            self.write_in_background(device, source, key, &paths.entry, lock);
-            return Ok((program, ProgramOrigin::SourceBuild));
         } else if DEFER_WRITES_ON_POCL
             && binaries_compile_every_kernel(device)
             && source.kind == SourceKind::OpenClC
@@ -665,49 +654,8 @@ impl ProgramCache {
         }
     }
 
-    /// Writes the entry for a program just built from source on a thread of
-    /// its own, in a second context (PoCL compiles per context, so the
-    /// driver compiles the entry's kernels on one core while the session's
-    /// first call compiles its launches on another). The thread holds
-    /// `lock` until the entry is written.
-    fn write_in_background(
-        &mut self,
-        device: &DeviceInfo,
-        source: &ProgramSource,
-        key: &Key,
-        path: &Path,
-        lock: Option<KeyLock>,
-    ) {
-        let device = device.clone();
-        let (kind, bytes, options) = (
-            source.kind,
-            source.bytes.to_vec(),
-            source.options.to_string(),
-        );
-        let (key, path) = (*key, path.to_path_buf());
-        let spawned = std::thread::Builder::new()
-            .name("tcc-cache-writer".into())
-            .spawn(move || {
-                let _lock = lock;
-                let context = Context::from_device(&device.device)
-                    .map_err(|e| format!("clCreateContext for the cache entry: {e}"))?;
-                let source = ProgramSource {
-                    kind,
-                    bytes: &bytes,
-                    options: &options,
-                };
-                let program = build_from_source(&context, &device, &source)
-                    .map_err(|e| format!("building the cache entry: {e}"))?;
-                write_entry(&device, &program, &key, &path)
-            });
-        match spawned {
-            Ok(handle) => self.pending.push(handle),
-            Err(e) => self.disk_problem(false, format!("cannot start the cache writer: {e}")),
-        }
-    }
-
-    /// Waits for the entries still being written in the background and
-    /// counts them (`disk_writes`, or `disk_errors`).
+    /// Writes the deferred entries and counts them (`disk_writes`, or
+    /// `disk_errors`).
     pub fn finish_writes(&mut self) {
         for entry in std::mem::take(&mut self.deferred) {
             match self.memory.get(&entry.key).cloned() {
@@ -715,19 +663,11 @@ impl ProgramCache {
                 None => self.disk_problem(false, "a deferred entry's program is gone".into()),
             }
         }
-        for handle in std::mem::take(&mut self.pending) {
-            match handle.join() {
-                Ok(Ok(())) => self.stats.disk_writes += 1,
-                Ok(Err(why)) => self.disk_problem(false, why),
-                Err(_) => self.disk_problem(false, "the cache writer panicked".into()),
-            }
-        }
     }
 
-    /// Entries still to be written: deferred ones, and those being
-    /// written in the background.
+    /// Entries still to be written (deferred).
     pub fn pending_writes(&self) -> usize {
-        self.deferred.len() + self.pending.iter().filter(|h| !h.is_finished()).count()
+        self.deferred.len()
     }
 }
 
@@ -738,21 +678,17 @@ impl ProgramCache {
 /// read). ResNet-50's first call then waits for its own launches' compiles
 /// only (14.4 s), not also for the binary's compile of every kernel for
 /// any work-group size (16.5 s), which moves to the end of the process.
+/// (Writing it from a second context on another thread instead, to overlap
+/// the two compiles, made processes abort inside PoCL when they released
+/// their programs: `pocl_release_dlhandle_cache: Assertion found->ref_count
+/// > 0`.)
 const DEFER_WRITES_ON_POCL: bool = true;
-
-/// Whether entries whose binary costs a compile of every kernel are
-/// written by a background thread in a second context. Off: with PoCL 3.1
-/// here, a process that builds programs in two contexts and then releases
-/// them aborts inside PoCL (`pocl_release_dlhandle_cache: Assertion
-/// found->ref_count > 0`), seen in `tcc tune`, `tcc run` and the ONNX
-/// scoreboard; the entry is written before the first call instead.
-const BACKGROUND_WRITES: bool = false;
 
 /// Whether asking the driver for a program's binary
 /// (`CL_PROGRAM_BINARIES`) compiles every kernel of it. PoCL does (a
 /// work-group function of dynamic size per kernel, so that the binary runs
 /// without a compiler), which made it half of ResNet-50's cold start when
-/// done before the first call; tcc then writes the entry in the background.
+/// done before the first call; tcc defers the entry until after it.
 pub fn binaries_compile_every_kernel(device: &DeviceInfo) -> bool {
     device.platform_name.contains("Portable Computing Language")
 }
