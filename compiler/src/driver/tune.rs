@@ -81,13 +81,11 @@ fn gemm_kernels(
     )?;
     let mut kernels = Vec::new();
     for op in crate::ir::util::collect_ops(module.as_operation()) {
-        let config = op.attribute(crate::passes::CONFIG_ATTR).ok();
-        let has_gemm = config
-            .map(|c| {
-                c.to_string()
-                    .contains(&format!("{} =", crate::passes::GEMM_KEY))
-            })
-            .unwrap_or(false);
+        let has_gemm = op
+            .attribute(crate::passes::CONFIG_ATTR)
+            .ok()
+            .and_then(|a| melior::ir::attribute::DictionaryAttribute::try_from(a).ok())
+            .is_some_and(|d| d.element_by_name(crate::passes::GEMM_KEY).is_some());
         if !has_gemm {
             continue;
         }
