@@ -56,6 +56,12 @@ int tccLinalgHoistParallelDims(MlirOperation op);
  * discardable attributes. Returns false (and leaves the op) for a generic
  * or an op that cannot be generalized. */
 bool tccLinalgGeneralize(MlirOperation op);
+
+/* Collapses the runs of consecutive reduction dimensions of a contraction
+ * generic that every operand indexes contiguously into one, and rewrites
+ * the result as a named op where it is one (a batch_matmul). Returns 1
+ * when `op` was replaced, 0 when it was left alone, -1 on failure. */
+int tccLinalgCollapseContraction(MlirOperation op);
 /* Applies upstream's algebraic simplification of math ops (powf by
  * constant exponents, ...) to everything under `root`. Returns false if
  * the rewrite did not converge. */

@@ -56,6 +56,7 @@ unsafe extern "C" {
     ) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
     fn tccLinalgGeneralize(op: MlirOperation) -> bool;
+    fn tccLinalgCollapseContraction(op: MlirOperation) -> c_int;
     fn tccSimplifyMath(root: MlirOperation) -> bool;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
@@ -115,6 +116,34 @@ pub unsafe fn hoist_parallel_dims(op: MlirOperation) -> Hoisted {
 /// it is erased and must not be used again.
 pub unsafe fn generalize(op: MlirOperation) -> bool {
     unsafe { tccLinalgGeneralize(op) }
+}
+
+/// What [`collapse_contraction`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collapsed {
+    /// The op was replaced (and must not be used again).
+    Replaced,
+    /// Not a contraction generic, or no reduction dimensions to merge.
+    Unchanged,
+    /// Upstream's collapse failed; the op is untouched.
+    Failed,
+}
+
+/// Merges each run of consecutive reduction dimensions of a contraction
+/// `linalg.generic` that every operand indexes contiguously and in order
+/// into one (upstream `collapseOpIterationDims`), and rewrites the result
+/// as the named op it is, where it is one (`specializeGenericOp`: a
+/// `linalg.batch_matmul`).
+///
+/// # Safety
+/// `op` must be a live operation that no one else is mutating; after
+/// [`Collapsed::Replaced`] it is erased and must not be used again.
+pub unsafe fn collapse_contraction(op: MlirOperation) -> Collapsed {
+    match unsafe { tccLinalgCollapseContraction(op) } {
+        1 => Collapsed::Replaced,
+        0 => Collapsed::Unchanged,
+        _ => Collapsed::Failed,
+    }
 }
 
 /// Applies upstream's algebraic simplification of math ops (`powf` by a

@@ -361,6 +361,40 @@ mod tests {
     }
 
     #[test]
+    fn nvidia_runs_small_m_products_as_split_k_gemms() {
+        // VGG-19's first fully connected layer at batch 1 (M = 1, K =
+        // 25088, N = 4096): 16 tiles of 4x256, in 32 slices of 784 (512
+        // work-groups; 16 slices would leave 256, under two per SM).
+        let fc6 = Target::Nvidia.gemm_config(1, 1, 4096, 25088).unwrap();
+        assert_eq!(
+            (fc6.tile_m, fc6.tile_n, fc6.work_m, fc6.work_n),
+            (4, 256, 1, 4)
+        );
+        assert_eq!((fc6.split_k, fc6.split_k_slice(25088)), (32, 784));
+        assert_eq!(fc6.workgroup_size(), 256);
+        // Its classifier (N = 1000, K = 4096): 4 tiles, 64 slices of 64
+        // would be too short: 32 slices of 128.
+        let fc8 = Target::Nvidia.gemm_config(1, 1, 1000, 4096).unwrap();
+        assert_eq!((fc8.split_k, fc8.split_k_slice(4096)), (32, 128));
+        // 17 to 31 rows: 32x32 tiles, still one row per work-item.
+        let rows = Target::Nvidia.gemm_config(1, 20, 512, 512).unwrap();
+        assert_eq!(
+            (rows.tile_m, rows.tile_n, rows.workgroup_size()),
+            (32, 32, 256)
+        );
+        // A batched product does not split K.
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(8, 1, 4096, 4096)
+                .unwrap()
+                .split_k,
+            1
+        );
+        // Few rows and few columns: no tiled kernel.
+        assert!(Target::Nvidia.gemm_config(1, 1, 16, 4096).is_none());
+    }
+
+    #[test]
     fn nvidia_splits_long_k_of_small_outputs_only() {
         // ResNet-50's 7x7-stage 3x3 convolution at batch 1: 32 tiles of
         // 32x32, 16 slices of 288 (512 work-groups for 132 SMs).

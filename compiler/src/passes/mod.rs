@@ -3,6 +3,7 @@
 
 mod attach_split_k_scratch;
 mod check_supported;
+mod collapse_contractions;
 mod concat_in_place;
 mod configure_kernels;
 mod convert_layer_norm_to_rows;
@@ -29,6 +30,7 @@ mod unique_results;
 
 pub use attach_split_k_scratch::AttachSplitKScratch;
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
+pub use collapse_contractions::CollapseContractions;
 pub use concat_in_place::ConcatInPlace;
 pub use configure_kernels::{
     CONFIG_ATTR, ConfigureKernels, GEMM_KEY, MAX_WORKGROUPS_KEY, ROW_COMBINERS, ROW_REDUCE_KEY,
@@ -84,6 +86,10 @@ pub const ALL: &[(&str, &str)] = &[
         GeneralizeReductions::ARGUMENT,
         GeneralizeReductions::SUMMARY,
     ),
+    (
+        CollapseContractions::ARGUMENT,
+        CollapseContractions::SUMMARY,
+    ),
     (ConcatInPlace::ARGUMENT, ConcatInPlace::SUMMARY),
     (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
@@ -114,6 +120,7 @@ pub fn register_all() {
     pass::register(&DecomposeComposites);
     pass::register(&GeneralizeReductions);
     pass::register(&SimplifyMath);
+    pass::register(&CollapseContractions);
     pass::register(&FoldConvInputs);
     pass::register(&FoldPadSlices);
     pass::register(&ConcatInPlace);

@@ -67,7 +67,7 @@ impl Phase {
                 "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
-                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, strength-reduce math"
+                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, merge flattened contractions back into matmuls, strength-reduce math"
             }
             Phase::Dispatch => {
                 "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them"
@@ -132,6 +132,10 @@ impl Phase {
                 "canonicalize",
                 "cse",
                 "linalg-fuse-elementwise-ops",
+                "canonicalize",
+                // After fusion, whose reshape propagation folds a flatten
+                // into the fully connected layer after it.
+                "tcc-collapse-contractions",
                 "canonicalize",
                 // After fusion, which puts constant exponents in the bodies.
                 "tcc-simplify-math",
