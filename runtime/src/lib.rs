@@ -26,6 +26,7 @@ pub mod cli;
 pub mod device;
 pub mod error;
 pub mod host_bytes;
+pub mod in_turns;
 pub mod npy;
 pub mod output_file;
 pub mod program_cache;

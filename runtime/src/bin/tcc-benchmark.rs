@@ -12,10 +12,12 @@ use clap::Parser;
 use serde_json::json;
 use tcc_runtime::Model;
 use tcc_runtime::cli::{self, format_bytes};
+use tcc_runtime::in_turns::{Turn, measure_in_turns};
 
 const EXAMPLES: &str = "Examples:
   tcc-benchmark model.so --function=mlp --input=@x.npy --iterations=100
   tcc-benchmark model.so --input=1x8x128xf32=0.5 --flops=262144 --json
+  tcc-benchmark a.so --in-turns-with=b.so --input=@x.npy --iterations=20
 (GFLOP/s are also reported per kernel, and per call without --flops, for the
 matmul and convolution kernels whose flops the artifact counts.)
 
@@ -53,6 +55,13 @@ struct Args {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Another build of the same model (same function and inputs) to time
+    /// in turns with MODEL, one call of each in turn with profiling events
+    /// on (repeat for more): reports each kernel's fastest call per build,
+    /// side by side, instead of the usual report. `tcc tune --prepare`'s
+    /// rounds are measured this way.
+    #[arg(long = "in-turns-with", value_name = "MODEL")]
+    in_turns_with: Vec<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -60,6 +69,102 @@ fn main() -> ExitCode {
         Ok(args) => cli::report("tcc-benchmark", run(args)),
         Err(code) => code,
     }
+}
+
+/// `--in-turns-with`: every build in turn, each kernel's fastest call.
+fn in_turns(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
+    let signature = model.function(function)?;
+    let (tensors, _) = cli::parse_inputs_for(&args.inputs, signature)?;
+    let mut models = vec![Model::load(&args.model)?];
+    for path in &args.in_turns_with {
+        let other = Model::load(path)?;
+        let theirs = other.function(function).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e} (--in-turns-with needs builds of the same model)",
+                path.display()
+            )
+        })?;
+        if theirs.inputs != signature.inputs {
+            bail!(
+                "{}: @{function} takes other inputs than in {} (--in-turns-with needs builds of the same model)",
+                path.display(),
+                args.model.display()
+            );
+        }
+        models.push(other);
+    }
+    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
+    let mut turns = Vec::new();
+    for (index, build) in models.iter().enumerate() {
+        eprintln!(
+            "tcc-benchmark: build {}/{}: {} ...",
+            index + 1,
+            models.len(),
+            build.path().display()
+        );
+        turns.push(Turn::new(&rt, build, function, tensors.clone())?);
+    }
+    for _ in 0..args.warmup {
+        for turn in &mut turns {
+            turn.measure()?;
+        }
+    }
+    // The warm-up calls' times are not kept.
+    for turn in &mut turns {
+        turn.forget();
+    }
+    measure_in_turns(&mut turns, args.iterations)?;
+    let dev = rt.device();
+    let mut out = std::io::stdout().lock();
+    let totals: Vec<f64> = turns.iter().map(|t| t.fastest().values().sum()).collect();
+    if args.json {
+        let report = json!({
+            "function": function,
+            "device": dev.name,
+            "platform": dev.platform_name,
+            "iterations": args.iterations,
+            "builds": models.iter().zip(&turns).zip(&totals).map(|((m, t), total)| json!({
+                "model": m.path().display().to_string(),
+                "fastest_ms": t.fastest(),
+                "device_ms_per_call": total,
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(
+            out,
+            "@{function} on {} [{}]: each kernel's fastest of {} calls in turns, ms",
+            dev.name, dev.kind, args.iterations
+        )?;
+        let mut names: Vec<&String> = turns.iter().flat_map(|t| t.fastest().keys()).collect();
+        names.sort();
+        names.dedup();
+        write!(out, "  {:<32}", "kernel")?;
+        for index in 0..models.len() {
+            write!(out, " {:>12}", format!("build {}", index + 1))?;
+        }
+        writeln!(out)?;
+        for name in names {
+            write!(out, "  {name:<32}")?;
+            for turn in &turns {
+                match turn.fastest().get(name) {
+                    Some(ms) => write!(out, " {ms:>12.4}")?,
+                    None => write!(out, " {:>12}", "-")?,
+                }
+            }
+            writeln!(out)?;
+        }
+        write!(out, "  {:<32}", "sum")?;
+        for total in &totals {
+            write!(out, " {total:>12.4}")?;
+        }
+        writeln!(out)?;
+        for (index, m) in models.iter().enumerate() {
+            writeln!(out, "  build {}: {}", index + 1, m.path().display())?;
+        }
+    }
+    cli::finish_cache_writes("tcc-benchmark", &rt);
+    Ok(())
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
@@ -73,6 +178,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let model = Model::load(&args.model)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
+    if !args.in_turns_with.is_empty() {
+        return in_turns(&args, &model, &function);
+    }
     // Input types are checked against the signature before any is built.
     let (tensors, sources) = cli::parse_inputs_for(&args.inputs, model.function(&function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
