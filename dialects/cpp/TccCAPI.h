@@ -66,6 +66,11 @@ int tccLinalgCollapseContraction(MlirOperation op);
  * constant exponents, ...) to everything under `root`. Returns false if
  * the rewrite did not converge. */
 bool tccSimplifyMath(MlirOperation root);
+/* Upstream's elementwise fusion patterns (linalg-fuse-elementwise-ops)
+ * under `root`, except that two generics whose fused body would hold more
+ * than `maxOps` operations are not fused (0: no cap). Returns false if
+ * the rewrite did not converge. */
+bool tccFuseElementwise(MlirOperation root, int64_t maxOps);
 /* Replaces a linalg op on buffers by its scf.parallel/scf.for loop nest.
  * Returns false (and leaves the op) if that is not possible. */
 bool tccLinalgLowerToParallelLoops(MlirOperation op);

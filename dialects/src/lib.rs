@@ -58,6 +58,7 @@ unsafe extern "C" {
     fn tccLinalgGeneralize(op: MlirOperation) -> bool;
     fn tccLinalgCollapseContraction(op: MlirOperation) -> c_int;
     fn tccSimplifyMath(root: MlirOperation) -> bool;
+    fn tccFuseElementwise(root: MlirOperation, max_ops: i64) -> bool;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -154,6 +155,17 @@ pub unsafe fn collapse_contraction(op: MlirOperation) -> Collapsed {
 /// `root` must be a live operation that no one else is mutating.
 pub unsafe fn simplify_math(root: MlirOperation) -> bool {
     unsafe { tccSimplifyMath(root) }
+}
+
+/// Upstream's elementwise fusion (the patterns of
+/// `linalg-fuse-elementwise-ops`) under `root`, with two generics left
+/// unfused when their fused body would hold more than `max_ops`
+/// operations (0: no cap); false if the rewrite did not converge.
+///
+/// # Safety
+/// `root` must be a live operation that no one else is mutating.
+pub unsafe fn fuse_elementwise(root: MlirOperation, max_ops: i64) -> bool {
+    unsafe { tccFuseElementwise(root, max_ops) }
 }
 
 /// Replaces a linalg op on buffers by its loop nest (upstream

@@ -177,6 +177,18 @@ impl Target {
         }
     }
 
+    /// The most operations one fused elementwise body may hold
+    /// (`tcc-fuse-elementwise{max-ops=N}`): a driver's first build of a
+    /// kernel grows faster than linearly with its size, so a long chain
+    /// is cut into kernels of at most this many operations.
+    pub fn max_fused_ops(self) -> i64 {
+        match self {
+            Target::Generic => generic::MAX_FUSED_OPS,
+            Target::Nvidia => nvidia::MAX_FUSED_OPS,
+            Target::PoclCpu => pocl_cpu::MAX_FUSED_OPS,
+        }
+    }
+
     /// Work-items per row of a row template (softmax, layer norm, a long
     /// row reduction) over `columns` elements: on GPUs the target's
     /// preferred power of two, no more than the row needs; on CPUs one,

@@ -161,3 +161,7 @@ const MIN_SMALL_M_SPLIT_K_SLICE: i64 = 128;
 /// The shortest K slice when 64x64 tiles already give every SM one
 /// work-group: splitting only pays when each slice stays long.
 const MIN_LONG_SPLIT_K_SLICE: i64 = 1024;
+
+/// The most operations one fused elementwise body may hold (see
+/// `Target::max_fused_ops`).
+pub const MAX_FUSED_OPS: i64 = 128;

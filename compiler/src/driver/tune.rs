@@ -128,6 +128,7 @@ fn compile_round(
     let choice = GemmChoice {
         tuning: None,
         candidate: Some(candidate),
+        max_fused_ops: None,
     };
     let mut compiled = compile_to_kernels_in(
         &session,
