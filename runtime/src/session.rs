@@ -164,8 +164,8 @@ struct KernelSlot {
 
 /// One model loaded on one runtime. Create with `Runtime::session`.
 pub struct Session {
-    rt: Runtime,
-    model: Model,
+    pub(crate) rt: Runtime,
+    pub(crate) model: Model,
     origin: Option<ProgramOrigin>,
     /// Which of the artifact's kernel forms was built.
     format: Option<SourceKind>,
@@ -181,7 +181,10 @@ pub struct Session {
     profile: Vec<KernelProfile>,
     /// Output blocks the caller handed back ([`Session::recycle`]), reused
     /// by later calls instead of fresh memory.
-    spare_outputs: Vec<HostBytes>,
+    pub(crate) spare_outputs: Vec<HostBytes>,
+    /// Asynchronous calls in flight and their reusable device buffers
+    /// (`Session::submit`, in `async_call`).
+    pub(crate) calls: crate::async_call::SessionCalls,
     // Kept alive while kernels exist (kernels also retain it).
     _program: Option<Arc<Program>>,
 }
@@ -279,6 +282,7 @@ impl Session {
             pending: Vec::new(),
             profile,
             spare_outputs: Vec::new(),
+            calls: crate::async_call::SessionCalls::default(),
             _program: program,
         })
     }
@@ -641,7 +645,7 @@ impl Session {
     }
 
     /// Calls the artifact's entry for `f` on the given (buffer, bytes) pairs.
-    fn execute(
+    pub(crate) fn execute(
         &mut self,
         f: &FunctionInfo,
         inputs: &[(cl_mem, u64)],
@@ -724,6 +728,9 @@ impl Drop for Session {
     fn drop(&mut self) {
         // Pending constant uploads read the artifact's memory: wait for them.
         let _ = self.rt.inner.queue.finish();
+        // Device buffers kept for asynchronous calls go back to the pool
+        // (calls still in flight return theirs when their handles finish).
+        self.calls.close(&self.rt.inner);
         // Kernels go first: NVIDIA's OpenCL touches the memory objects last
         // set as a kernel's arguments when the kernel is released, so a
         // sub-buffer of the arena released before the kernels that used it
@@ -745,7 +752,7 @@ impl Drop for Session {
     }
 }
 
-fn exec_error(f: &FunctionInfo, e: Error) -> Error {
+pub(crate) fn exec_error(f: &FunctionInfo, e: Error) -> Error {
     Error::Execution {
         function: f.name.clone(),
         message: e.to_string(),
@@ -788,7 +795,7 @@ fn to_usize(v: u64, what: &str) -> Result<usize> {
 /// The memory must stay valid, and must not be accessed from Rust while
 /// the device may write it, until the queue has finished every command
 /// using the buffer.
-unsafe fn host_buffer(
+pub(crate) unsafe fn host_buffer(
     rt: &RuntimeInner,
     access: opencl3::memory::cl_mem_flags,
     host: *mut u8,
