@@ -878,6 +878,10 @@ impl CallHandle {
         &self.rt.device
     }
 
+    pub(crate) fn runtime_inner(&self) -> &Arc<RuntimeInner> {
+        &self.rt
+    }
+
     /// When `submit` started on this call.
     pub fn submitted_at(&self) -> Instant {
         self.submitted

@@ -33,6 +33,7 @@ pub mod output_file;
 pub mod program_cache;
 pub mod session;
 pub mod tensor;
+pub mod throughput;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
