@@ -281,6 +281,11 @@ pub(crate) struct IoCache {
 /// A session's calls in flight and its reusable call buffers.
 pub(crate) struct SessionCalls {
     max_in_flight: usize,
+    /// The session's own compute queue ([`Session::set_own_queue`]).
+    own_queue: Option<Arc<CommandQueue>>,
+    /// Work went on the own queue since the runtime's queue last waited
+    /// for it.
+    own_used: bool,
     /// Completion events of the calls submitted and maybe not yet done,
     /// oldest first.
     in_flight: VecDeque<Event>,
@@ -291,6 +296,8 @@ impl Default for SessionCalls {
     fn default() -> Self {
         SessionCalls {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            own_queue: None,
+            own_used: false,
             in_flight: VecDeque::new(),
             io: Arc::default(),
         }
@@ -298,6 +305,25 @@ impl Default for SessionCalls {
 }
 
 impl SessionCalls {
+    /// Makes the runtime's queue wait (on the device, no host wait) for
+    /// everything enqueued so far on the session's own queue: called
+    /// before the session uses the runtime's queue (`run`, `run_device`,
+    /// profiles), since its arena and constants are shared by both.
+    pub(crate) fn join(&mut self, rt: &RuntimeInner) -> Result<()> {
+        if let (Some(q), true) = (&self.own_queue, self.own_used) {
+            wait_for_queue(q, &rt.queue)?;
+            self.own_used = false;
+        }
+        Ok(())
+    }
+
+    /// Waits on the host for the session's own queue.
+    pub(crate) fn finish_own_queue(&mut self) {
+        if let Some(q) = &self.own_queue {
+            let _ = q.finish();
+        }
+    }
+
     /// The session is being dropped (its queue finished): kept buffers go
     /// back to the pool; calls still in flight return theirs there.
     pub(crate) fn close(&mut self, rt: &RuntimeInner) {
@@ -357,6 +383,26 @@ fn give_io(rt: &RuntimeInner, io: &Mutex<IoCache>, b: PoolBuffer) {
     }
 }
 
+/// Makes `waiting` wait (on the device) for everything enqueued so far on
+/// `first`: a marker on `first`, a barrier on `waiting`.
+fn wait_for_queue(first: &CommandQueue, waiting: &CommandQueue) -> Result<()> {
+    // SAFETY: markers and barriers read no memory.
+    let marker =
+        unsafe { first.enqueue_marker_with_wait_list(&[]) }.cl("clEnqueueMarkerWithWaitList")?;
+    first.flush().cl("clFlush")?;
+    // SAFETY: as above.
+    let barrier = unsafe { waiting.enqueue_barrier_with_wait_list(&[marker.get()]) }
+        .cl("clEnqueueBarrierWithWaitList")?;
+    drop(barrier);
+    Ok(())
+}
+
+/// Makes a session's own `queue` wait for the runtime's queue: a buffer
+/// just taken from the pool may still be used by work queued there.
+pub(crate) fn wait_for_runtime_queue(rt: &RuntimeInner, queue: &CommandQueue) -> Result<()> {
+    wait_for_queue(&rt.queue, queue)
+}
+
 // ---------------------------------------------------------------------------
 // Submitting.
 
@@ -400,6 +446,9 @@ struct Resources {
     /// Host buffers over inputs used in place.
     in_host: Vec<Buffer<u8>>,
     staging: Vec<StagingBuf>,
+    /// Temporaries the call released on a session's own queue, given back
+    /// to the pool when it is done.
+    deferred: Vec<PoolBuffer>,
     outputs: Vec<OutputSlot>,
     /// Output descriptions, for the result tensors.
     out_types: Vec<(DType, Vec<usize>)>,
@@ -416,6 +465,40 @@ impl Session {
     pub fn calls_running(&mut self) -> usize {
         self.calls.in_flight.retain(is_running);
         self.calls.in_flight.len()
+    }
+
+    /// Gives the session a compute queue of its own (`true`), or goes back
+    /// to the runtime's (`false`). Asynchronous calls then run their
+    /// kernels there, so that the calls of several sessions on one device
+    /// can run at the same time (a GPU runs kernels of different queues
+    /// concurrently; one in-order queue never does). Each session has its
+    /// own arena, so this is safe; buffers the calls release go back to the
+    /// runtime's pool only once the call is done, and buffers taken from
+    /// the pool wait for the runtime's queue. `run`, `run_device` and the
+    /// profile still use the runtime's queue, after the own queue's work.
+    pub fn set_own_queue(&mut self, own: bool) -> Result<()> {
+        let rt = self.rt.inner.clone();
+        if own == self.calls.own_queue.is_some() {
+            return Ok(());
+        }
+        if own {
+            let props = if rt.profiling {
+                CL_QUEUE_PROFILING_ENABLE
+            } else {
+                0
+            };
+            self.calls.own_queue = Some(Arc::new(crate::create_queue(&rt.context, props)?));
+        } else {
+            self.calls.join(&rt)?;
+            self.calls.finish_own_queue();
+            self.calls.own_queue = None;
+        }
+        Ok(())
+    }
+
+    /// Whether asynchronous calls use a compute queue of the session's own.
+    pub fn has_own_queue(&self) -> bool {
+        self.calls.own_queue.is_some()
     }
 
     /// Sets how many calls may be in flight at once (at least 1): a
@@ -466,6 +549,10 @@ impl Session {
         let staged = !in_place && rt.pinned_staging;
         let align = usize::try_from(rt.device.base_align_bytes).unwrap_or(usize::MAX);
         let io = self.calls.io.clone();
+        let own = self.calls.own_queue.clone();
+        if own.is_some() {
+            self.calls.own_used = true;
+        }
         let mut res = Resources {
             out_types: f
                 .outputs
@@ -607,18 +694,39 @@ impl Session {
                     res.staging.push(s);
                 }
             }
-            if let Some(up) = &last_upload {
+            let compute: &CommandQueue = own.as_deref().unwrap_or(&rt.queue);
+            // The kernels wait for the uploads and, on an own queue, for
+            // what the runtime's queue holds (this session's arena and
+            // constants may be in use there).
+            let mut start: Vec<Event> = Vec::new();
+            if let Some(up) = last_upload {
                 queues.upload.flush().cl("clFlush (upload queue)")?;
+                start.push(up);
+            }
+            if own.is_some() {
+                // SAFETY: a marker reads nothing.
+                start.push(
+                    unsafe { rt.queue.enqueue_marker_with_wait_list(&[]) }
+                        .cl("clEnqueueMarkerWithWaitList")?,
+                );
+                rt.queue.flush().cl("clFlush")?;
+            }
+            if !start.is_empty() {
+                let list: Vec<cl_event> = start.iter().map(Event::get).collect();
                 // SAFETY: a barrier reads nothing.
-                let barrier = unsafe { rt.queue.enqueue_barrier_with_wait_list(&[up.get()]) }
+                let barrier = unsafe { compute.enqueue_barrier_with_wait_list(&list) }
                     .cl("clEnqueueBarrierWithWaitList")?;
                 drop(barrier);
             }
-            self.execute(f, &in_io, &out_io)?;
+            if own.is_some() {
+                self.execute_on(f, &in_io, &out_io, compute, Some(&mut res.deferred))?;
+            } else {
+                self.execute(f, &in_io, &out_io)?;
+            }
             // SAFETY: a marker reads nothing.
-            let computed = unsafe { rt.queue.enqueue_marker_with_wait_list(&[]) }
+            let computed = unsafe { compute.enqueue_marker_with_wait_list(&[]) }
                 .cl("clEnqueueMarkerWithWaitList")?;
-            rt.queue.flush().cl("clFlush")?;
+            compute.flush().cl("clFlush")?;
             let mut done: Option<Event> = None;
             let wait = [computed.get()];
             for slot in res.outputs.iter_mut() {
@@ -711,6 +819,7 @@ impl Session {
                     state: Some(InFlight {
                         rt,
                         io,
+                        own,
                         computed,
                         done,
                         res,
@@ -720,6 +829,9 @@ impl Session {
             Err(e) => {
                 // Whatever was enqueued must finish before its memory goes.
                 let _ = queues.upload.finish();
+                if let Some(q) = &own {
+                    let _ = q.finish();
+                }
                 let _ = rt.queue.finish();
                 let _ = queues.download.finish();
                 unmap_outputs(&rt, &queues.download, &mut res, false);
@@ -814,10 +926,17 @@ fn retire(rt: &RuntimeInner, io: &Mutex<IoCache>, res: Resources) {
         in_device,
         in_host,
         staging,
+        deferred,
         outputs,
         ..
     } = res;
     drop(in_host);
+    {
+        let mut pool = rt.pool();
+        for b in deferred {
+            pool.release(b);
+        }
+    }
     for b in in_device {
         give_io(rt, io, b);
     }
@@ -860,6 +979,8 @@ pub struct CallHandle {
 struct InFlight {
     rt: Arc<RuntimeInner>,
     io: Arc<Mutex<IoCache>>,
+    /// The session's own compute queue, if the call ran there.
+    own: Option<Arc<CommandQueue>>,
     /// The marker after the call's kernels.
     computed: Event,
     /// The call's last command (its last download, or `computed`).
@@ -916,6 +1037,7 @@ impl InFlight {
         let InFlight {
             rt,
             io,
+            own,
             computed,
             done,
             mut res,
@@ -927,6 +1049,9 @@ impl InFlight {
             if let Some(q) = rt.side_queues.get() {
                 let _ = q.upload.finish();
                 let _ = q.download.finish();
+            }
+            if let Some(q) = &own {
+                let _ = q.finish();
             }
             let _ = rt.queue.finish();
             let code = waited

@@ -278,6 +278,15 @@ impl GroupSession {
         }
     }
 
+    /// Gives every session a compute queue of its own (see
+    /// [`Session::set_own_queue`]).
+    pub fn set_own_queue(&mut self, own: bool) -> Result<()> {
+        for s in &mut self.sessions {
+            s.set_own_queue(own)?;
+        }
+        Ok(())
+    }
+
     /// The device for the next whole call: the one with the fewest calls
     /// in flight, the first such after the previous choice.
     fn pick(&mut self) -> usize {

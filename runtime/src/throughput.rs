@@ -43,6 +43,10 @@ pub struct ThroughputOptions {
     pub iterations: usize,
     /// Each call is a batch split across every device.
     pub split: bool,
+    /// Each session runs its kernels on a compute queue of its own
+    /// ([`crate::Session::set_own_queue`]), so that the sessions of one
+    /// device can run kernels at the same time.
+    pub own_queues: bool,
 }
 
 /// What was measured.
@@ -97,6 +101,7 @@ pub fn measure(
             DeviceGroup::from_runtimes(ids.iter().map(|&i| group.runtimes()[i].clone()).collect())?;
         let mut gs = sub.session(model)?;
         gs.set_max_in_flight(options.in_flight);
+        gs.set_own_queue(options.own_queues)?;
         sessions.push((gs, ids));
     }
     let latency = Arc::new(Mutex::new(LatencyStats::default()));

@@ -288,3 +288,68 @@ fn threads_with_a_session_each_pipeline_on_one_runtime() {
     assert_eq!(rt.live_call_handles(), 0);
     assert_eq!(rt.pool_stats().in_use_bytes, 0);
 }
+
+#[test]
+fn sessions_with_their_own_queues_match_run_and_leak_nothing() {
+    let (_dir, so) = test_model(&["TCC_TEST_ARENA"]);
+    let model = Model::load(&so).unwrap();
+    for (mode, options) in modes() {
+        let cache = tempfile::tempdir().unwrap();
+        let rt = runtime_with(cache.path(), options);
+        let before = rt.pool_stats();
+        let threads: Vec<_> = (0..3)
+            .map(|t| {
+                let (rt, model) = (rt.clone(), model.clone());
+                std::thread::spawn(move || {
+                    let mut session = rt.session(&model).unwrap();
+                    let want: Vec<_> = (0..6)
+                        .map(|i| session.run("axpb", &[input(t + i)]).unwrap())
+                        .collect();
+                    session.set_own_queue(true).unwrap();
+                    assert!(session.has_own_queue());
+                    let mut handles = Vec::new();
+                    for i in 0..6 {
+                        let f = if i % 2 == 0 { "axpb" } else { "axpb_arena" };
+                        handles.push(session.submit(f, vec![input(t + i)]).unwrap());
+                        if i == 3 {
+                            // Synchronous and device calls in between use
+                            // the runtime's queue after the own queue's work.
+                            assert_eq!(session.run("axpb_arena", &[input(t)]).unwrap(), want[0]);
+                            let d = session.upload(&input(t + 1)).unwrap();
+                            let y = session.run_device("axpb", &[&d]).unwrap();
+                            assert_eq!(session.download(&y[0]).unwrap(), want[1][0]);
+                        }
+                    }
+                    for (h, w) in handles.iter_mut().zip(&want) {
+                        assert_eq!(&h.wait().unwrap(), w, "thread {t}");
+                    }
+                    session.set_own_queue(false).unwrap();
+                    assert_eq!(
+                        session
+                            .submit("axpb", vec![input(t)])
+                            .unwrap()
+                            .wait()
+                            .unwrap(),
+                        want[0]
+                    );
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // A failure on an own queue, mid-call.
+        let mut session = rt.session(&model).unwrap();
+        session.set_own_queue(true).unwrap();
+        let mut ok = session.submit("axpb", vec![input(1)]).unwrap();
+        rt.inject_fault(tcc_runtime::Fault::Launch, 1);
+        assert!(session.submit("axpb", vec![input(1)]).is_err(), "{mode}");
+        assert_eq!(
+            ok.wait().unwrap()[0].to_f32().unwrap(),
+            axpb_expected(&input(1).to_f32().unwrap())
+        );
+        drop((ok, session));
+        assert_eq!(rt.live_call_handles(), 0, "{mode}");
+        assert_eq!(rt.pool_stats().in_use_bytes, before.in_use_bytes, "{mode}");
+    }
+}

@@ -72,6 +72,11 @@ struct Args {
     /// is split across the devices (data parallel).
     #[arg(long)]
     split: bool,
+    /// Give each session a compute queue of its own, so that the sessions
+    /// of one device (--concurrency) can run kernels at the same time
+    /// (default: all share the device's queue).
+    #[arg(long)]
+    own_queues: bool,
 }
 
 fn main() -> ExitCode {
@@ -98,6 +103,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.concurrency > 1
         || args.in_flight > 1
         || args.split
+        || args.own_queues
         || cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
     {
         return throughput(&args, &model, &function);
@@ -328,6 +334,7 @@ fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> 
         warmup: args.warmup,
         iterations: args.iterations,
         split: args.split,
+        own_queues: args.own_queues,
     };
     let report = cli::with_progress(
         "tcc-benchmark",
@@ -364,6 +371,7 @@ fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> 
             "in_flight": args.in_flight,
             "cpu_partition": args.cpu_partition,
             "split": args.split,
+            "own_queues": args.own_queues,
             "warmup": args.warmup,
             "iterations": args.iterations,
             "calls": report.calls,
