@@ -5,8 +5,11 @@
 //! `runtime/include/tcc_abi.h`. This crate loads it, builds its kernels
 //! (with an in-memory and an on-disk program cache), and runs its
 //! functions: the artifact's host code enqueues work through callbacks
-//! into a `Session`, which serves buffers from a pool on a single in-order
-//! queue.
+//! into a `Session`, which serves buffers from a pool on an in-order
+//! queue. Calls can also be asynchronous (`Session::submit`, module
+//! `async_call`: several in flight, uploads and downloads on queues of
+//! their own) and run on several devices (module `devices`: round robin,
+//! a batch split across devices, CPU fission).
 //!
 //! ```no_run
 //! use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
@@ -524,4 +527,7 @@ const _: () = {
     shared::<Model>();
     movable::<Session>();
     movable::<DeviceTensor>();
+    movable::<CallHandle>();
+    movable::<GroupSession>();
+    shared::<DeviceGroup>();
 };

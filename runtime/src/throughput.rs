@@ -70,8 +70,16 @@ pub fn devices_for_thread(t: usize, threads: usize, devices: usize) -> Vec<usize
     }
 }
 
-/// Runs the measurement. Sessions are created (and their programs built)
-/// before any timing, one after another.
+/// One model to serve: thread `t` serves job `t mod jobs`.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub model: Model,
+    pub function: String,
+    pub inputs: Vec<HostTensor>,
+}
+
+/// Runs the measurement for one model. Sessions are created (and their
+/// programs built) before any timing, one after another.
 pub fn measure(
     group: &DeviceGroup,
     model: &Model,
@@ -79,6 +87,24 @@ pub fn measure(
     inputs: &[HostTensor],
     options: &ThroughputOptions,
 ) -> Result<ThroughputReport> {
+    let job = Job {
+        model: model.clone(),
+        function: function.to_string(),
+        inputs: inputs.to_vec(),
+    };
+    measure_jobs(group, std::slice::from_ref(&job), options)
+}
+
+/// Runs the measurement with several models served at once: thread `t`
+/// serves `jobs[t mod jobs.len()]` (`tcc-benchmark --with-model`).
+pub fn measure_jobs(
+    group: &DeviceGroup,
+    jobs: &[Job],
+    options: &ThroughputOptions,
+) -> Result<ThroughputReport> {
+    if jobs.is_empty() {
+        return Err(Error::InvalidInput("nothing to measure".into()));
+    }
     if options.concurrency == 0 || options.in_flight == 0 || options.iterations == 0 {
         return Err(Error::InvalidInput(
             "--concurrency, --in-flight and --iterations must be at least 1".into(),
@@ -90,8 +116,10 @@ pub fn measure(
         ));
     }
     let n = group.len();
-    let mut sessions: Vec<(GroupSession, Vec<usize>)> = Vec::with_capacity(options.concurrency);
+    let mut sessions: Vec<(GroupSession, Vec<usize>, &Job)> =
+        Vec::with_capacity(options.concurrency);
     for t in 0..options.concurrency {
+        let job = &jobs[t % jobs.len()];
         let ids = if options.split {
             (0..n).collect()
         } else {
@@ -99,10 +127,10 @@ pub fn measure(
         };
         let sub =
             DeviceGroup::from_runtimes(ids.iter().map(|&i| group.runtimes()[i].clone()).collect())?;
-        let mut gs = sub.session(model)?;
+        let mut gs = sub.session(&job.model)?;
         gs.set_max_in_flight(options.in_flight);
         gs.set_own_queue(options.own_queues)?;
-        sessions.push((gs, ids));
+        sessions.push((gs, ids, job));
     }
     let latency = Arc::new(Mutex::new(LatencyStats::default()));
     let counts = Arc::new(Mutex::new(vec![0u64; n]));
@@ -110,7 +138,8 @@ pub fn measure(
     let (results, seconds) = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions
             .into_iter()
-            .map(|(mut gs, ids)| {
+            .map(|(mut gs, ids, job)| {
+                let (function, inputs) = (job.function.as_str(), job.inputs.as_slice());
                 let (latency, counts, barrier) = (latency.clone(), counts.clone(), barrier.clone());
                 scope.spawn(move || -> Result<()> {
                     let mut ready = Ok(());

@@ -77,6 +77,11 @@ struct Args {
     /// (default: all share the device's queue).
     #[arg(long)]
     own_queues: bool,
+    /// Serve another model at the same time, on zero inputs (its only
+    /// function): with --concurrency=2, thread 0 serves MODEL and thread 1
+    /// this one (repeatable; threads take the models in turn).
+    #[arg(long, value_name = "MODEL2.so")]
+    with_model: Vec<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -104,6 +109,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         || args.in_flight > 1
         || args.split
         || args.own_queues
+        || !args.with_model.is_empty()
         || cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
     {
         return throughput(&args, &model, &function);
@@ -328,6 +334,26 @@ fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> 
         args.kernel_format.as_deref(),
         false,
     )?;
+    let mut jobs = vec![tcc_runtime::throughput::Job {
+        model: model.clone(),
+        function: function.to_string(),
+        inputs: tensors,
+    }];
+    for path in &args.with_model {
+        let other = Model::load(path)?;
+        let f = cli::resolve_function(&other, None)?;
+        let zeros = other
+            .function(&f)?
+            .inputs
+            .iter()
+            .map(|d| tcc_runtime::HostTensor::zeros(d.dtype, d.shape.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        jobs.push(tcc_runtime::throughput::Job {
+            model: other,
+            function: f,
+            inputs: zeros,
+        });
+    }
     let options = tcc_runtime::throughput::ThroughputOptions {
         concurrency: args.concurrency,
         in_flight: args.in_flight,
@@ -346,7 +372,7 @@ fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> 
         ),
         "",
         "measured",
-        || tcc_runtime::throughput::measure(&group, model, function, &tensors, &options),
+        || tcc_runtime::throughput::measure_jobs(&group, &jobs, &options),
     )?;
     let lat = &report.latency_ms;
     let (min, median, p90, mean) = (
