@@ -57,8 +57,20 @@ pub struct ThroughputReport {
     pub calls_per_second: f64,
     /// Calls each device ran (whole calls; split calls count once per part).
     pub calls_per_device: Vec<u64>,
+    /// Per model served (`jobs` order): its calls and the seconds until
+    /// its last thread finished.
+    pub per_model: Vec<ModelThroughput>,
     #[serde(skip)]
     pub latency_ms: LatencyStats,
+}
+
+/// One model's share of a measurement.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelThroughput {
+    pub model: String,
+    pub calls: u64,
+    pub seconds: f64,
+    pub calls_per_second: f64,
 }
 
 /// The devices thread `t` of `threads` serves from, out of `devices`.
@@ -141,7 +153,7 @@ pub fn measure_jobs(
             .map(|(mut gs, ids, job)| {
                 let (function, inputs) = (job.function.as_str(), job.inputs.as_slice());
                 let (latency, counts, barrier) = (latency.clone(), counts.clone(), barrier.clone());
-                scope.spawn(move || -> Result<()> {
+                scope.spawn(move || -> Result<f64> {
                     let mut ready = Ok(());
                     for _ in 0..options.warmup {
                         let r = if options.split {
@@ -155,14 +167,16 @@ pub fn measure_jobs(
                         }
                     }
                     barrier.wait();
+                    let started = Instant::now();
                     ready?;
-                    serve(&mut gs, &ids, function, inputs, options, &latency, &counts)
+                    serve(&mut gs, &ids, function, inputs, options, &latency, &counts)?;
+                    Ok(started.elapsed().as_secs_f64())
                 })
             })
             .collect();
         barrier.wait();
         let started = Instant::now();
-        let out: Vec<Result<()>> = handles
+        let out: Vec<Result<f64>> = handles
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
@@ -172,8 +186,25 @@ pub fn measure_jobs(
             .collect();
         (out, started.elapsed().as_secs_f64())
     });
-    for r in results {
-        r?;
+    let mut per_model: Vec<ModelThroughput> = jobs
+        .iter()
+        .map(|j| ModelThroughput {
+            model: j.model.path().display().to_string(),
+            calls: 0,
+            seconds: 0.0,
+            calls_per_second: 0.0,
+        })
+        .collect();
+    for (t, r) in results.into_iter().enumerate() {
+        let thread_seconds = r?;
+        let m = &mut per_model[t % jobs.len()];
+        m.calls += options.iterations as u64;
+        m.seconds = m.seconds.max(thread_seconds);
+    }
+    for m in &mut per_model {
+        if m.seconds > 0.0 {
+            m.calls_per_second = m.calls as f64 / m.seconds;
+        }
     }
     let per_device = counts
         .lock()
@@ -193,6 +224,7 @@ pub fn measure_jobs(
             0.0
         },
         calls_per_device: per_device,
+        per_model,
         latency_ms,
     })
 }

@@ -50,8 +50,10 @@ fn benchmark_reports_throughput_next_to_latency() {
         "{text}"
     );
 
+    let other = format!("--with-model={so}@addk");
     for flags in [
         &["--in-flight=3"][..],
+        &["--concurrency=2", "--cpu-partition=2", other.as_str()],
         &["--concurrency=2"],
         &["--concurrency=2", "--own-queues"],
         &["--concurrency=2", "--cpu-partition=2"],
@@ -77,6 +79,18 @@ fn benchmark_reports_throughput_next_to_latency() {
             .map(|v| v.as_u64().unwrap())
             .collect();
         assert_eq!(per_device.iter().sum::<u64>(), 7 * threads, "{r}");
+        let models = r["per_model"].as_array().unwrap();
+        assert_eq!(
+            models.len(),
+            if flags.contains(&other.as_str()) {
+                2
+            } else {
+                1
+            },
+            "{r}"
+        );
+        let per_model: u64 = models.iter().map(|m| m["calls"].as_u64().unwrap()).sum();
+        assert_eq!(per_model, 7 * threads, "{r}");
         if flags.contains(&"--cpu-partition=2") {
             // Each thread has a part of its own.
             assert_eq!(per_device, vec![7, 7], "{r}");

@@ -78,10 +78,10 @@ struct Args {
     #[arg(long)]
     own_queues: bool,
     /// Serve another model at the same time, on zero inputs (its only
-    /// function): with --concurrency=2, thread 0 serves MODEL and thread 1
-    /// this one (repeatable; threads take the models in turn).
-    #[arg(long, value_name = "MODEL2.so")]
-    with_model: Vec<PathBuf>,
+    /// function, or FUNCTION): with --concurrency=2, thread 0 serves MODEL
+    /// and thread 1 this one (repeatable; threads take the models in turn).
+    #[arg(long, value_name = "MODEL2.so[@FUNCTION]")]
+    with_model: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -339,9 +339,15 @@ fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> 
         function: function.to_string(),
         inputs: tensors,
     }];
-    for path in &args.with_model {
+    for spec in &args.with_model {
+        // `other.so@f`: the text after the last `@` names the function when
+        // it holds no `/`.
+        let (path, function) = match spec.rsplit_once('@') {
+            Some((p, f)) if !f.contains('/') && !p.is_empty() => (p, Some(f)),
+            _ => (spec.as_str(), None),
+        };
         let other = Model::load(path)?;
-        let f = cli::resolve_function(&other, None)?;
+        let f = cli::resolve_function(&other, function)?;
         let zeros = other
             .function(&f)?
             .inputs
@@ -404,6 +410,7 @@ fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> 
             "seconds": report.seconds,
             "throughput_calls_per_s": report.calls_per_second,
             "calls_per_device": report.calls_per_device,
+            "per_model": report.per_model,
             "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": lat.sample_count() },
             "host_io": group.runtimes()[0].host_io(),
             "pinned_staging": staging,
@@ -434,6 +441,15 @@ fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> 
             "throughput: {:.2} calls/s ({} calls in {:.3} s)",
             report.calls_per_second, report.calls, report.seconds
         )?;
+        if report.per_model.len() > 1 {
+            for m in &report.per_model {
+                writeln!(
+                    out,
+                    "  {}: {} calls in {:.3} s, {:.2} calls/s",
+                    m.model, m.calls, m.seconds, m.calls_per_second
+                )?;
+            }
+        }
         writeln!(
             out,
             "latency submit-to-result: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
