@@ -303,7 +303,10 @@ fn a_closed_stdout_is_an_error_not_a_panic() {
     let output = with_closed_stdout(command);
     assert_rejected(
         &output,
-        &["tcc-opt: error: cannot write to standard output", "Broken pipe"],
+        &[
+            "tcc-opt: error: cannot write to standard output",
+            "Broken pipe",
+        ],
     );
     assert!(
         !String::from_utf8_lossy(&output.stderr).contains("IO failure"),

@@ -566,6 +566,14 @@ impl ImportedCase {
     }
 }
 
+/// A case's name: its directory's.
+fn case_name(case: &Path) -> String {
+    case.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("?")
+        .to_string()
+}
+
 fn set_name(set: &Path) -> String {
     set.file_name()
         .unwrap_or_default()
@@ -698,11 +706,7 @@ pub fn prepare_cases(
     let mut manifest = String::new();
     let mut ended = BTreeMap::new();
     for case in cases {
-        let name = case
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("?")
-            .to_string();
+        let name = case_name(case);
         let start = Instant::now();
         let outcome = match import_case(case) {
             Err(outcome) => Some(outcome),
@@ -750,11 +754,7 @@ pub fn run_cases(
     let runtime = Runtime::new(DeviceSelector::from_flag_or_env(device))?;
     let mut outcomes = BTreeMap::new();
     for case in cases {
-        let name = case
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("?")
-            .to_string();
+        let name = case_name(case);
         let start = Instant::now();
         let outcome = run_case(case, &runtime);
         if verbose || outcome != Outcome::Pass {
