@@ -22,8 +22,11 @@
 pub mod abi;
 pub mod artifact;
 pub mod buffer_pool;
+pub mod capi;
 pub mod cli;
 pub mod device;
+pub mod elf;
+mod embed;
 pub mod error;
 pub mod host_bytes;
 pub mod npy;
@@ -39,7 +42,7 @@ use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use serde::Serialize;
 
-pub use artifact::{FunctionInfo, TensorDesc};
+pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
 pub use buffer_pool::PoolStats;
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
 pub use error::{Error, Result};
@@ -52,6 +55,17 @@ use artifact::Artifact;
 use buffer_pool::BufferPool;
 use error::ClResultExt;
 use program_cache::ProgramCache;
+
+/// tcc's version and the git commit it was built from:
+/// `tcc 0.1.0 (git 0123456789ab)`, shown by every tool's `--version` and
+/// the C API's `tcc_version()`.
+pub fn version_string() -> String {
+    format!(
+        "tcc {} (git {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("TCC_GIT_HASH")
+    )
+}
 
 /// How to set up a `Runtime`.
 #[derive(Clone, Debug)]
