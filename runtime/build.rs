@@ -13,15 +13,10 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     let hash = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
-    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-        .map(|s| !s.is_empty())
-        .unwrap_or(false);
-    println!(
-        "cargo:rustc-env=TCC_GIT_HASH={hash}{}",
-        if dirty { "-dirty" } else { "" }
-    );
-    // Rebuild when HEAD moves (a commit, a checkout).
-    for path in ["HEAD", "index"] {
+    println!("cargo:rustc-env=TCC_GIT_HASH={hash}");
+    // Rebuild when HEAD moves (a commit, a checkout). Uncommitted changes
+    // are not tracked: that would rebuild on every `git add`.
+    for path in ["HEAD"] {
         if let Some(p) = git(&["rev-parse", "--git-path", path]) {
             println!("cargo:rerun-if-changed={p}");
         }

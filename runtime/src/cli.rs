@@ -293,15 +293,26 @@ pub fn parse_args<T: clap::Parser>() -> std::result::Result<T, ExitCode> {
     T::try_parse().map_err(|e| {
         let _ = e.print();
         if e.use_stderr() {
-            ExitCode::FAILURE
+            // Usage errors: 2, as every tcc tool (and clap, and getopt
+            // conventions) has it; 1 is for failures.
+            ExitCode::from(2)
         } else {
             ExitCode::SUCCESS
         }
     })
 }
 
-/// Prints `prog: error: …` (with the error chain) and returns exit code 1.
-pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
+/// The `--version` text of every tcc tool: `0.1.0 (git HASH)` (clap puts
+/// the tool's name first: `tcc-run 0.1.0 (git HASH)`; the string says
+/// which tcc it belongs to).
+pub fn version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| format!("{} (tcc, git {})", env!("CARGO_PKG_VERSION"), crate::GIT_HASH))
+}
+
+/// Prints `error: …` (with the error chain) and returns exit code 1; the
+/// tool's name is not repeated (`prog` is kept for callers).
+pub fn report(_prog: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -310,9 +321,9 @@ pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
                 .downcast_ref::<std::io::Error>()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
             if broken_pipe {
-                eprintln!("{prog}: error: cannot write to standard output: {e:#}");
+                eprintln!("error: cannot write to standard output: {e:#}");
             } else {
-                eprintln!("{prog}: error: {e:#}");
+                eprintln!("error: {e:#}");
             }
             ExitCode::FAILURE
         }

@@ -56,6 +56,9 @@ use buffer_pool::BufferPool;
 use error::ClResultExt;
 use program_cache::ProgramCache;
 
+/// The git commit tcc was built from (12 hex digits, or "unknown").
+pub const GIT_HASH: &str = env!("TCC_GIT_HASH");
+
 /// tcc's version and the git commit it was built from:
 /// `tcc 0.1.0 (git 0123456789ab)`, shown by every tool's `--version` and
 /// the C API's `tcc_version()`.

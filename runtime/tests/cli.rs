@@ -106,7 +106,7 @@ fn input_mismatches_name_their_source() {
     assert_fails_with(
         &o,
         &format!(
-            "tcc-run: error: input 0 of @axpb expects 1000xf32, got 10x100xf32 from {}\n",
+            "error: input 0 of @axpb expects 1000xf32, got 10x100xf32 from {}\n",
             xp.display()
         ),
     );

@@ -551,7 +551,7 @@ fn a_closed_stdout_is_an_error_that_says_so() {
     let o = child.wait_with_output().unwrap();
     assert_fails_with(
         &o,
-        "tcc-run: error: cannot write to standard output: Broken pipe",
+        "error: cannot write to standard output: Broken pipe",
     );
 }
 

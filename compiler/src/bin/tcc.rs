@@ -6,7 +6,7 @@ use tcc_compiler::driver;
 #[derive(Parser)]
 #[command(
     name = "tcc",
-    version,
+    version = tcc_version(),
     about = "tcc: an MLIR tensor compiler for OpenCL devices"
 )]
 struct Cli {
@@ -28,7 +28,14 @@ enum Command {
     OnnxTest(tcc_compiler::front::scoreboard::ScoreboardArgs),
 }
 
+/// `tcc 0.1.0 (git HASH)` without the leading name (clap adds it).
+fn tcc_version() -> &'static str {
+    let full = tcc_runtime::version_string();
+    Box::leak(full.trim_start_matches("tcc ").to_string().into_boxed_str())
+}
+
 fn main() {
+    // Usage errors exit with 2 (clap's default), other errors with 1.
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Compile(args) => driver::compile::run(args),
@@ -38,7 +45,7 @@ fn main() {
         Command::OnnxTest(args) => tcc_compiler::front::scoreboard::run(args),
     };
     if let Err(error) = result {
-        eprintln!("{error:#}");
+        eprintln!("{}", tcc_compiler::driver::error_text(&error));
         std::process::exit(1);
     }
 }

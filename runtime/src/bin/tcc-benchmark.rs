@@ -23,7 +23,7 @@ Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
 
 /// Benchmark a function of a tcc-compiled model (model.so) on an OpenCL device.
 #[derive(Parser)]
-#[command(name = "tcc-benchmark", version, after_help = EXAMPLES)]
+#[command(name = "tcc-benchmark", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
 struct Args {
     /// The compiled model (model.so).
     model: PathBuf,

@@ -22,7 +22,7 @@ TCC_KERNEL_FORMAT (auto, ptx or opencl-c).";
 
 /// Run a function of a tcc-compiled model (model.so) on an OpenCL device.
 #[derive(Parser)]
-#[command(name = "tcc-run", version, after_help = EXAMPLES)]
+#[command(name = "tcc-run", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
 struct Args {
     /// The compiled model (model.so).
     model: Option<PathBuf>,
