@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn model(name: &str) -> PathBuf {
@@ -68,7 +71,11 @@ fn two_models_link_into_one_c_program() {
     let d = dir.path();
     for name in ["mlp", "cnn"] {
         let source = model(&format!("{name}.mlir"));
-        compile(&source, &d.join(format!("lib{name}.a")), &["--emit=staticlib", &format!("--name={name}")]);
+        compile(
+            &source,
+            &d.join(format!("lib{name}.a")),
+            &["--emit=staticlib", &format!("--name={name}")],
+        );
         compile(&source, &d.join(format!("{name}.so")), &[]);
     }
     let lib = library_dir();
@@ -98,7 +105,10 @@ fn two_models_link_into_one_c_program() {
         .unwrap();
     let out = text(&run);
     assert!(run.status.success(), "{out}");
-    assert!(out.contains("@mlp: ") && out.contains("@cnn: ") && out.ends_with("ok\n"), "{out}");
+    assert!(
+        out.contains("@mlp: ") && out.contains("@cnn: ") && out.ends_with("ok\n"),
+        "{out}"
+    );
     assert!(out.contains("linked model 0 made by tcc 0.1.0"), "{out}");
 }
 
@@ -108,19 +118,50 @@ fn name_prefixes_every_exported_symbol_and_is_checked() {
     let obj = dir.path().join("mlp.o");
     compile(&model("mlp.mlir"), &obj, &["--emit=obj", "--name=my_mlp"]);
     let bytes = std::fs::read(&obj).unwrap();
-    let has = |s: &str| bytes.windows(s.len() + 2).any(|w| w[0] == 0 && &w[1..=s.len()] == s.as_bytes() && w[s.len() + 1] == 0);
-    for symbol in ["tcc_artifact_v1", "tcc_kernel_flops_v1", "tcc_kernel_ptx_v1", "tcc_metadata_v1"] {
+    let has = |s: &str| {
+        bytes
+            .windows(s.len() + 2)
+            .any(|w| w[0] == 0 && &w[1..=s.len()] == s.as_bytes() && w[s.len() + 1] == 0)
+    };
+    for symbol in [
+        "tcc_artifact_v1",
+        "tcc_kernel_flops_v1",
+        "tcc_kernel_ptx_v1",
+        "tcc_metadata_v1",
+    ] {
         assert!(has(&format!("my_mlp_{symbol}")), "no my_mlp_{symbol}");
         assert!(!has(symbol), "unprefixed {symbol} left");
     }
-    let ll = ok(tcc(&["compile", model("mlp.mlir").to_str().unwrap(), "--emit=llvm-ir", "--name=m2"]));
+    let ll = ok(tcc(&[
+        "compile",
+        model("mlp.mlir").to_str().unwrap(),
+        "--emit=llvm-ir",
+        "--name=m2",
+    ]));
     let ll = String::from_utf8_lossy(&ll.stdout);
     assert!(ll.contains("@m2_tcc_artifact_v1()"), "{ll}");
-    let o = tcc(&["compile", model("mlp.mlir").to_str().unwrap(), "--emit=staticlib", "--name=2bad", "-o", "/dev/null"]);
+    let o = tcc(&[
+        "compile",
+        model("mlp.mlir").to_str().unwrap(),
+        "--emit=staticlib",
+        "--name=2bad",
+        "-o",
+        "/dev/null",
+    ]);
     fails_with(&o, "--name=2bad: the name prefixes C symbols");
-    let o = tcc(&["compile", model("mlp.mlir").to_str().unwrap(), "--name=mlp", "-o", "x.so"]);
+    let o = tcc(&[
+        "compile",
+        model("mlp.mlir").to_str().unwrap(),
+        "--name=mlp",
+        "-o",
+        "x.so",
+    ]);
     fails_with(&o, "use it with --emit=staticlib, obj or llvm-ir");
-    let o = tcc(&["compile", model("mlp.mlir").to_str().unwrap(), "--emit=staticlib"]);
+    let o = tcc(&[
+        "compile",
+        model("mlp.mlir").to_str().unwrap(),
+        "--emit=staticlib",
+    ]);
     fails_with(&o, "give -o libNAME.a");
 }
 
@@ -128,21 +169,42 @@ fn name_prefixes_every_exported_symbol_and_is_checked() {
 fn host_triple_aarch64_gives_an_aarch64_shared_library() {
     let dir = tempfile::tempdir().unwrap();
     let so = dir.path().join("mlp-arm64.so");
-    compile(&model("mlp.mlir"), &so, &["--host-triple=aarch64-unknown-linux-gnu"]);
+    compile(
+        &model("mlp.mlir"),
+        &so,
+        &["--host-triple=aarch64-unknown-linux-gnu"],
+    );
     let bytes = std::fs::read(&so).unwrap();
     assert_eq!(&bytes[..4], b"\x7fELF");
     assert_eq!(bytes[4], 2, "ELFCLASS64");
     assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 3, "ET_DYN");
-    assert_eq!(u16::from_le_bytes([bytes[18], bytes[19]]), 183, "EM_AARCH64");
+    assert_eq!(
+        u16::from_le_bytes([bytes[18], bytes[19]]),
+        183,
+        "EM_AARCH64"
+    );
     // The runtime here refuses it by name instead of failing in dlopen.
     let e = tcc_runtime::Model::load(&so).unwrap_err().to_string();
-    assert!(e.contains("built for AArch64, this machine is x86-64"), "{e}");
+    assert!(
+        e.contains("built for AArch64, this machine is x86-64"),
+        "{e}"
+    );
     // An object for aarch64 too.
     let obj = dir.path().join("mlp-arm64.o");
-    compile(&model("mlp.mlir"), &obj, &["--host-triple=aarch64-unknown-linux-gnu", "--emit=obj"]);
+    compile(
+        &model("mlp.mlir"),
+        &obj,
+        &["--host-triple=aarch64-unknown-linux-gnu", "--emit=obj"],
+    );
     let bytes = std::fs::read(&obj).unwrap();
     assert_eq!(u16::from_le_bytes([bytes[18], bytes[19]]), 183);
-    let o = tcc(&["compile", model("mlp.mlir").to_str().unwrap(), "--host-triple=riscv64-unknown-linux-gnu", "-o", "/dev/null"]);
+    let o = tcc(&[
+        "compile",
+        model("mlp.mlir").to_str().unwrap(),
+        "--host-triple=riscv64-unknown-linux-gnu",
+        "-o",
+        "/dev/null",
+    ]);
     fails_with(&o, "x86-64 and AArch64 back ends");
 }
 
@@ -172,7 +234,10 @@ fn dash_reads_standard_input_and_writes_standard_output() {
     assert!(!dir.path().join("-").exists());
     assert_eq!(&o.stdout[..4], b"\x7fELF");
     let model = tcc_runtime::Model::load_bytes(&o.stdout, "stdout").unwrap();
-    assert_eq!(model.functions()[0].signature(), "@mlp(1x4x16xf32) -> (1x4x10xf32)");
+    assert_eq!(
+        model.functions()[0].signature(),
+        "@mlp(1x4x16xf32) -> (1x4x10xf32)"
+    );
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .args(["compile", "-"])
@@ -182,7 +247,10 @@ fn dash_reads_standard_input_and_writes_standard_output() {
         .spawn()
         .unwrap();
     drop(child.stdin.take());
-    fails_with(&child.wait_with_output().unwrap(), "standard input is empty");
+    fails_with(
+        &child.wait_with_output().unwrap(),
+        "standard input is empty",
+    );
 }
 
 #[test]
@@ -193,7 +261,13 @@ fn artifacts_carry_metadata() {
     let m = tcc_runtime::Model::load(&so).unwrap();
     let json: serde_json::Value = serde_json::from_str(m.metadata().expect("metadata")).unwrap();
     assert_eq!(json["target"], "pocl-cpu");
-    assert!(json["producer"].as_str().unwrap().starts_with("tcc 0.1.0 (git "), "{json}");
+    assert!(
+        json["producer"]
+            .as_str()
+            .unwrap()
+            .starts_with("tcc 0.1.0 (git "),
+        "{json}"
+    );
     let kernels = json["kernels"].as_array().unwrap();
     assert_eq!(kernels.len(), m.kernel_names().len());
     assert_eq!(kernels[0]["kind"], "matmul");
@@ -216,7 +290,10 @@ fn introspection_flags_time_print_and_dump_the_phases() {
         dump.to_str().unwrap(),
     ]));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("Execution time report") && err.contains("Total Execution Time"), "{err}");
+    assert!(
+        err.contains("Execution time report") && err.contains("Total Execution Time"),
+        "{err}"
+    );
     let mut files: Vec<String> = std::fs::read_dir(&dump)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -224,14 +301,40 @@ fn introspection_flags_time_print_and_dump_the_phases() {
     files.sort();
     assert_eq!(
         files,
-        ["01-input.mlir", "02-graph.mlir", "03-linalg.mlir", "04-dispatch.mlir", "05-tile.mlir", "06-buffer.mlir", "07-gpu.mlir", "host.ll", "opencl-c.cl"]
+        [
+            "01-input.mlir",
+            "02-graph.mlir",
+            "03-linalg.mlir",
+            "04-dispatch.mlir",
+            "05-tile.mlir",
+            "06-buffer.mlir",
+            "07-gpu.mlir",
+            "host.ll",
+            "opencl-c.cl"
+        ]
     );
     let linalg = std::fs::read_to_string(dump.join("03-linalg.mlir")).unwrap();
-    assert!(linalg.contains("linalg.") && !linalg.contains("tosa.matmul"), "{linalg}");
-    assert!(std::fs::read_to_string(dump.join("07-gpu.mlir")).unwrap().contains("gpu.module"));
-    assert!(std::fs::read_to_string(dump.join("host.ll")).unwrap().contains("tcc_artifact_v1"));
+    assert!(
+        linalg.contains("linalg.") && !linalg.contains("tosa.matmul"),
+        "{linalg}"
+    );
+    assert!(
+        std::fs::read_to_string(dump.join("07-gpu.mlir"))
+            .unwrap()
+            .contains("gpu.module")
+    );
+    assert!(
+        std::fs::read_to_string(dump.join("host.ll"))
+            .unwrap()
+            .contains("tcc_artifact_v1")
+    );
 
-    let o = ok(tcc(&["compile", model("mlp.mlir").to_str().unwrap(), "--compile-to=graph", "--mlir-print-ir-after-all"]));
+    let o = ok(tcc(&[
+        "compile",
+        model("mlp.mlir").to_str().unwrap(),
+        "--compile-to=graph",
+        "--mlir-print-ir-after-all",
+    ]));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("// -----// IR Dump After"), "{err}");
 }

@@ -139,6 +139,8 @@ pub(crate) struct ConstantRef {
 /// which keeps entry points and constant pointers valid.
 pub struct Artifact {
     pub path: PathBuf,
+    /// The ABI version of its table (`TCC_ABI_VERSION_MIN..=TCC_ABI_VERSION`).
+    pub abi_version: u32,
     pub producer: String,
     pub source_kind: SourceKind,
     pub source: Vec<u8>,
@@ -322,6 +324,7 @@ impl Artifact {
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         Ok(Artifact {
             path: path.to_path_buf(),
+            abi_version: table.abi_version,
             kernel_flops,
             ptx,
             metadata,

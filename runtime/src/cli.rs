@@ -307,7 +307,13 @@ pub fn parse_args<T: clap::Parser>() -> std::result::Result<T, ExitCode> {
 /// which tcc it belongs to).
 pub fn version() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| format!("{} (tcc, git {})", env!("CARGO_PKG_VERSION"), crate::GIT_HASH))
+    TEXT.get_or_init(|| {
+        format!(
+            "{} (tcc, git {})",
+            env!("CARGO_PKG_VERSION"),
+            crate::GIT_HASH
+        )
+    })
 }
 
 /// Prints `error: …` (with the error chain) and returns exit code 1; the

@@ -80,6 +80,11 @@ impl Model {
         self.inner.metadata.as_deref()
     }
 
+    /// The ABI version of the artifact's table (tcc_abi.h).
+    pub fn abi_version(&self) -> u32 {
+        self.inner.abi_version
+    }
+
     /// Whether the artifact carries its kernels as PTX too.
     pub fn has_ptx(&self) -> bool {
         self.inner.ptx.is_some()

@@ -22,6 +22,8 @@ enum Command {
     Run(driver::run::RunArgs),
     /// Measure each GEMM/convolution kernel's candidate configurations on a device and record the fastest (for `tcc compile --tuning`).
     Tune(driver::tune::TuneArgs),
+    /// Show what a compiled model holds: functions and their I/O, kernels, constants, arena, target, producer and ABI version.
+    Inspect(driver::inspect::InspectArgs),
     /// Import an ONNX model as TOSA-level MLIR.
     Import(driver::import::ImportArgs),
     /// Run the ONNX backend test cases (model.onnx + test_data_set_*) and report passes and failures.
@@ -41,6 +43,7 @@ fn main() {
         Command::Compile(args) => driver::compile::run(args),
         Command::Run(args) => driver::run::run(args),
         Command::Import(args) => driver::import::run(args),
+        Command::Inspect(args) => driver::inspect::run(args),
         Command::Tune(args) => driver::tune::run(args),
         Command::OnnxTest(args) => tcc_compiler::front::scoreboard::run(args),
     };

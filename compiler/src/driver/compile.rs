@@ -356,7 +356,11 @@ pub fn run_phases(
     };
     std::fs::create_dir_all(directory)
         .with_context(|| format!("cannot create {}", directory.display()))?;
-    for (index, phase) in Phase::ALL.into_iter().take_while(|p| *p <= last).enumerate() {
+    for (index, phase) in Phase::ALL
+        .into_iter()
+        .take_while(|p| *p <= last)
+        .enumerate()
+    {
         let passes = phase.passes_choosing(target, templates, choice);
         if !passes.is_empty() {
             session.run_pipeline(module, &format!("builtin.module({passes})"))?;
@@ -431,7 +435,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             Emit::Artifact | Emit::Obj | Emit::Staticlib | Emit::LlvmIr
         ) || args.compile_to.is_some_and(|p| p < Phase::Codegen)
         {
-            bail!("--host-triple={triple} applies to the host code: --emit=artifact, obj, staticlib or llvm-ir");
+            bail!(
+                "--host-triple={triple} applies to the host code: --emit=artifact, obj, staticlib or llvm-ir"
+            );
         }
     }
     let input_shapes: Vec<(String, Vec<i64>)> = args
@@ -453,7 +459,15 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             );
         }
         let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
-        run_phases(&session, &mut module, stop, args.target, true, &choice, dump)?;
+        run_phases(
+            &session,
+            &mut module,
+            stop,
+            args.target,
+            true,
+            &choice,
+            dump,
+        )?;
         if let Some(format) = args.stats {
             eprint!(
                 "{}",
@@ -468,7 +482,15 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
         };
         let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
-        run_phases(&session, &mut module, Phase::Gpu, args.target, false, &GemmChoice::default(), dump)?;
+        run_phases(
+            &session,
+            &mut module,
+            Phase::Gpu,
+            args.target,
+            false,
+            &GemmChoice::default(),
+            dump,
+        )?;
         let kernels = crate::back::spirv::write_kernels(&session, &module)?;
         std::fs::create_dir_all(directory)
             .with_context(|| format!("cannot create {}", directory.display()))?;
@@ -488,7 +510,15 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     choice.check().map_err(anyhow::Error::msg)?;
     check_tuning_target(&choice, args.target)?;
     let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
-    run_phases(&session, &mut module, Phase::Gpu, args.target, true, &choice, dump)?;
+    run_phases(
+        &session,
+        &mut module,
+        Phase::Gpu,
+        args.target,
+        true,
+        &choice,
+        dump,
+    )?;
     let program = opencl_c::write_program_with(&module, precision)?;
     let mut compiled = Compiled {
         module,
@@ -512,13 +542,24 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             .to_string()
     });
     let host_options = host_llvm::HostOptions {
-        symbol_prefix: args.name.as_ref().map(|n| format!("{n}_")).unwrap_or_default(),
-        metadata: Some(metadata_json(&compiled, args.target, args.host_triple.as_deref())),
+        symbol_prefix: args
+            .name
+            .as_ref()
+            .map(|n| format!("{n}_"))
+            .unwrap_or_default(),
+        metadata: Some(metadata_json(
+            &compiled,
+            args.target,
+            args.host_triple.as_deref(),
+        )),
         triple: args.host_triple.clone(),
     };
     let host = || compiled.host_with(&module_name, &host_options);
     if let Some(directory) = dump {
-        write_atomically(&directory.join("opencl-c.cl"), compiled.program.source.as_bytes())?;
+        write_atomically(
+            &directory.join("opencl-c.cl"),
+            compiled.program.source.as_bytes(),
+        )?;
         write_atomically(&directory.join("host.ll"), host()?.llvm_ir.as_bytes())?;
     }
     match (args.emit, args.compile_to) {
@@ -546,7 +587,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         }
         (Emit::Staticlib, _) => {
             let Some(path) = output_path else {
-                bail!("--emit=staticlib writes a binary file: give -o libNAME.a (or -o - for standard output)")
+                bail!(
+                    "--emit=staticlib writes a binary file: give -o libNAME.a (or -o - for standard output)"
+                )
             };
             let library = host_llvm::static_library(&host()?.object, &module_name)?;
             write_binary(path, &library)
@@ -559,7 +602,8 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             };
             let object = host()?.object;
             if path == Path::new("-") {
-                let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+                let directory =
+                    tempfile::tempdir().context("cannot create a temporary directory")?;
                 let library = directory.path().join("model.so");
                 host_llvm::link_shared_for(&object, &library, args.host_triple.as_deref())?;
                 let bytes = std::fs::read(&library).context("cannot read the linked library")?;

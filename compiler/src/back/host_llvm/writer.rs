@@ -202,7 +202,9 @@ impl<'l> HostWriter<'l> {
         let block = self.context.append_basic_block(getter, "entry");
         self.builder.position_at_end(block);
         let value = value.unwrap_or_else(|| self.types.ptr.const_null());
-        self.builder.build_return(Some(&value)).map_err(llvm_error)?;
+        self.builder
+            .build_return(Some(&value))
+            .map_err(llvm_error)?;
         Ok(())
     }
 
