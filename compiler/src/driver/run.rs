@@ -32,8 +32,8 @@ pub struct RunArgs {
     /// OpenCL device: index from `tcc-run --list-devices` or a name substring (default: TCC_DEVICE, else first GPU, else first CPU).
     #[arg(long)]
     pub device: Option<String>,
-    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) or `auto` (from the device) runs on OpenCL.
-    #[arg(long, default_value = "auto")]
+    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) or `auto` (the one that suits the device) runs on OpenCL. The default is `tcc compile`'s, generic, so that both build the same kernels.
+    #[arg(long, default_value = "generic")]
     pub target: String,
     /// Print at most this many elements per result.
     #[arg(long, default_value_t = 1024)]
