@@ -29,6 +29,7 @@ pub mod elf;
 mod embed;
 pub mod error;
 pub mod host_bytes;
+pub mod iree_flags;
 pub mod npy;
 pub mod output_file;
 pub mod program_cache;

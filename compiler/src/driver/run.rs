@@ -89,14 +89,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "EXEC @{function}")?;
     for (index, result) in results.iter().enumerate() {
-        match outputs.get(index).unwrap_or(&OutputArg::Print) {
-            OutputArg::Npy(path) => npy::write_npy(path, result)?,
-            OutputArg::Print => writeln!(
-                stdout,
-                "result[{index}]: {}",
-                result.format(args.print_max_elements)
-            )?,
-        }
+        let arg = outputs.get(index).unwrap_or(&OutputArg::Print);
+        cli::emit_output(arg, index, result, &mut stdout, args.print_max_elements)?;
     }
     Ok(())
 }
