@@ -338,3 +338,36 @@ fn introspection_flags_time_print_and_dump_the_phases() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("// -----// IR Dump After"), "{err}");
 }
+
+#[test]
+fn progress_is_drawn_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let so = dir.path().join("mlp.so");
+    let command = format!(
+        "{} compile {} -o {}",
+        env!("CARGO_BIN_EXE_tcc"),
+        model("mlp.mlir").display(),
+        so.display()
+    );
+    // `script` gives the command a pseudo-terminal (util-linux, in every Debian).
+    let o = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("TCC_PROGRESS")
+        .output()
+        .expect("run script(1)");
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{shown}");
+    assert!(
+        shown.contains("tcc compile: ") && shown.contains("phase linalg (3/7)"),
+        "{shown}"
+    );
+    assert!(tcc_runtime::Model::load(&so).is_ok());
+    // Not on a terminal (a pipe, as here): nothing but the tool's own output.
+    let o = ok(tcc(&[
+        "compile",
+        model("mlp.mlir").to_str().unwrap(),
+        "-o",
+        so.to_str().unwrap(),
+    ]));
+    assert!(o.stderr.is_empty(), "{}", text(&o));
+}

@@ -348,23 +348,32 @@ pub fn run_phases(
     choice: &GemmChoice,
     dump: Option<&Path>,
 ) -> Result<()> {
-    let Some(directory) = dump else {
+    // On a terminal the phases run one at a time under a spinner naming
+    // each; elsewhere (logs, tests) as one pipeline unless dumped.
+    let progress = super::progress::Progress::spinner("tcc compile");
+    if dump.is_none() && !progress.is_drawn() {
         return session.run_pipeline(
             module,
             &crate::phases::pipeline_to_choosing(last, target, templates, choice),
         );
-    };
-    std::fs::create_dir_all(directory)
-        .with_context(|| format!("cannot create {}", directory.display()))?;
-    for (index, phase) in Phase::ALL
-        .into_iter()
-        .take_while(|p| *p <= last)
-        .enumerate()
-    {
+    }
+    if let Some(directory) = dump {
+        std::fs::create_dir_all(directory)
+            .with_context(|| format!("cannot create {}", directory.display()))?;
+    }
+    let phases: Vec<Phase> = Phase::ALL.into_iter().take_while(|p| *p <= last).collect();
+    for (index, phase) in phases.iter().copied().enumerate() {
+        progress.message(format!(
+            "phase {} ({}/{})",
+            phase.name(),
+            index + 1,
+            phases.len()
+        ));
         let passes = phase.passes_choosing(target, templates, choice);
         if !passes.is_empty() {
             session.run_pipeline(module, &format!("builtin.module({passes})"))?;
         }
+        let Some(directory) = dump else { continue };
         if phase == Phase::Codegen {
             continue;
         }

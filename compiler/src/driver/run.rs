@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use tcc_runtime::cli::{self, OutputArg};
-use tcc_runtime::{DeviceKind, DeviceSelector, HostTensor, Model, Runtime, npy};
+use tcc_runtime::{DeviceKind, DeviceSelector, HostTensor, Model, Runtime};
 
 use super::compile::compile_to_kernels;
 use super::session::Session;
