@@ -25,6 +25,7 @@ pub mod buffer_pool;
 pub mod capi;
 pub mod cli;
 pub mod device;
+pub mod element;
 pub mod elf;
 mod embed;
 pub mod error;
@@ -46,7 +47,10 @@ use serde::Serialize;
 pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
 pub use buffer_pool::PoolStats;
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
+pub use element::Element;
 pub use error::{Error, Result};
+/// `half::f16`, the element type of f16 tensors.
+pub use half;
 pub use host_bytes::HostBytes;
 pub use program_cache::{CacheStats, ProgramOrigin, SourceKind};
 pub use session::{ArenaStats, DeviceTensor, KernelProfile, Session};
