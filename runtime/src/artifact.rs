@@ -161,6 +161,11 @@ pub struct Artifact {
     // Dropped last (fields drop in declaration order). `None` for a model
     // linked into the program.
     _library: Option<Library>,
+    /// The in-memory file a model loaded from bytes was opened through
+    /// (`/proc/self/fd/N`), kept open while the library is loaded: the
+    /// dynamic loader knows a library by that name, and a reused
+    /// descriptor number would make a later load return this library.
+    pub(crate) memfd: Option<std::fs::File>,
 }
 
 // SAFETY: the raw pointers in `constants` and the entry functions point into
@@ -336,6 +341,7 @@ impl Artifact {
             functions: parts.functions,
             constants: parts.constants,
             _library: library,
+            memfd: None,
         })
     }
 }

@@ -373,10 +373,31 @@ pub extern "C" fn tcc_device_name(
 // ---------------------------------------------------------------------------
 // Runtimes.
 
+/// The runtime of the selected device, shared by every C handle on that
+/// device while one is alive. Two runtimes of one device in one process
+/// would each keep their own program cache, and on PoCL the first holds a
+/// program's cache lock until it is dropped (the deferred entry write), so
+/// a second runtime's session of the same model would wait for it.
+fn shared_runtime(selector: DeviceSelector) -> CResult<Runtime> {
+    static SHARED: OnceLock<Mutex<HashMap<usize, std::sync::Weak<crate::RuntimeInner>>>> =
+        OnceLock::new();
+    let device = selector.select(&crate::list_devices()?)?;
+    let mut shared = SHARED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(inner) = shared.get(&device.index).and_then(std::sync::Weak::upgrade) {
+        return Ok(Runtime { inner });
+    }
+    let runtime = Runtime::new(DeviceSelector::Index(device.index))?;
+    shared.insert(device.index, Arc::downgrade(&runtime.inner));
+    Ok(runtime)
+}
+
 fn create_runtime(selector: DeviceSelector, out: *mut *mut c_void) -> CResult<()> {
     let out = out_ptr(out, "out")?;
     *out = std::ptr::null_mut();
-    let runtime = Runtime::new(selector)?;
+    let runtime = shared_runtime(selector)?;
     let device = c_string(&runtime.device().summary());
     *out = register(Object::Runtime(Arc::new(RuntimeObject { runtime, device })));
     Ok(())

@@ -53,10 +53,13 @@ impl Model {
                 format!("{e} (loading from memory needs /proc mounted)")
             })
         })?;
-        // The loader has mapped the file; the descriptor is not needed.
-        drop(file);
+        // The descriptor stays open as long as the library is loaded: the
+        // loader knows the library by the name /proc/self/fd/N, and a later
+        // load through a reused N would get this library back.
+        let mut artifact = Artifact::from_library(&path, library, "")?;
+        artifact.memfd = Some(file);
         Ok(Model {
-            inner: Arc::new(Artifact::from_library(&path, library, "")?),
+            inner: Arc::new(artifact),
         })
     }
 

@@ -238,3 +238,18 @@ fn rust_api_loads_a_model_from_memory_and_refuses_bad_bytes() {
         .to_string();
     assert!(e.contains("cannot load artifact"), "{e}");
 }
+
+#[test]
+fn models_loaded_from_memory_one_after_another_stay_distinct() {
+    // The loader knows an in-memory model by /proc/self/fd/N: a second
+    // model must not get the first one back through a reused N.
+    let (_dir, one) = test_model(&[]);
+    let (_dir2, two) = test_model(&["TCC_TEST_ARENA"]);
+    let a = Model::load_bytes(&std::fs::read(&one).unwrap(), "one").unwrap();
+    let b = Model::load_bytes(&std::fs::read(&two).unwrap(), "two").unwrap();
+    assert_eq!(a.functions().len() + 3, b.functions().len());
+    drop(a);
+    let c = Model::load_bytes(&std::fs::read(&two).unwrap(), "three").unwrap();
+    assert!(c.function("axpb_arena").is_ok());
+    assert!(b.function("axpb_arena").is_ok());
+}
