@@ -62,6 +62,7 @@ fn main() {
         .file("cpp/TccCAPI.cpp")
         .file("cpp/TccLinalg.cpp")
         .file("cpp/TccMath.cpp")
+        .file("cpp/TccFusion.cpp")
         .compile("tcc_dialects_cpp");
 
     println!("cargo:rerun-if-changed=td");

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the real-model benchmark set: the onnx package's light CNNs
-(ResNet-50, DenseNet-121, SqueezeNet, Inception v1, ShuffleNet) with
+(ResNet-50, DenseNet-121, SqueezeNet, Inception v1, ShuffleNet; AlexNet,
+VGG-19, ZFNet-512 and Inception v2 when named) with
 *random* weights instead of the packaged constants, so that BatchNorm
 folding, layout changes and fused epilogues are checked on values that
 differ per channel. Each weight is a deterministic random 4096-value block
@@ -34,6 +35,10 @@ import onnx
 from onnx import numpy_helper
 
 MODELS = ["resnet50", "densenet121", "squeezenet", "inception_v1", "shufflenet"]
+# The other light models: named on the command line, for correctness runs
+# (VGG-19's, AlexNet's and ZFNet-512's fully connected weights take
+# 240-550 MB; their tiled blocks compress, so `xz` carries them).
+OTHERS = ["bvlc_alexnet", "vgg19", "zfnet512", "inception_v2"]
 BLOCK = 4096
 
 
@@ -146,7 +151,9 @@ def main():
     light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
     for name in wanted:
         # One generator per model, so any subset regenerates the same files.
-        rng = np.random.default_rng([2026, MODELS.index(name)])
+        if name not in MODELS + OTHERS:
+            sys.exit(f"unknown model {name}: one of {' '.join(MODELS + OTHERS)}")
+        rng = np.random.default_rng([2026, (MODELS + OTHERS).index(name)])
         model = onnx.load(os.path.join(light, f"light_{name}.onnx"))
         strip_dropout(model.graph)
         materialize_constants(model.graph)

@@ -297,6 +297,22 @@ fn a_closed_stdout_is_an_error_not_a_panic() {
         let output = with_closed_stdout(command);
         assert_rejected(&output, &["cannot write to standard output", "Broken pipe"]);
     }
+    // tcc-opt (MLIR's driver) says the same, not LLVM's fatal stream error.
+    let mut command = tcc_opt();
+    command.arg(&mlp);
+    let output = with_closed_stdout(command);
+    assert_rejected(
+        &output,
+        &[
+            "tcc-opt: error: cannot write to standard output",
+            "Broken pipe",
+        ],
+    );
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("IO failure"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 // Defect 7: 5000 nested `module {` overflowed the stack of tcc and tcc-opt.

@@ -211,3 +211,125 @@ fn bad_records_and_models_without_products_are_clear_errors() {
     );
     assert!(!dir.path().join("r.json").exists());
 }
+
+/// The tuner split across two machines: `--prepare` compiles the rounds
+/// (nothing runs), `tcc-benchmark --in-turns-with --json` measures them
+/// where the device is, and `--measured` turns that into the record,
+/// which names the device the measurement came from. Measurements that
+/// do not match the rounds are refused.
+#[test]
+fn prepared_rounds_measured_elsewhere_make_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("dense.mlir");
+    std::fs::write(&model, MODEL).unwrap();
+    let rounds = dir.path().join("rounds");
+    let output = tcc(dir.path())
+        .args(["tune", model.to_str().unwrap(), "--target=pocl-cpu"])
+        .arg("--max-candidates=2")
+        .arg(format!("--prepare={}", rounds.display()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(printed.contains("--in-turns-with="), "{printed}");
+    assert!(
+        printed.contains("--input=1x64x128xf32=0 --input=1x128x96xf32=0"),
+        "{printed}"
+    );
+    let (round0, round1) = (rounds.join("round0.so"), rounds.join("round1.so"));
+    assert!(round0.is_file() && round1.is_file());
+    assert!(!rounds.join("round2.so").exists());
+
+    let benchmark = || {
+        // tcc-runtime's binary, built beside tcc by `make test`'s build step.
+        let tool = Path::new(env!("CARGO_BIN_EXE_tcc")).with_file_name("tcc-benchmark");
+        assert!(
+            tool.is_file(),
+            "{} is missing: build it first (cargo build -p tcc-runtime --bins)",
+            tool.display()
+        );
+        let mut command = Command::new(tool);
+        command
+            .env("TCC_CACHE_DIR", dir.path().join("cache/tcc"))
+            .env("POCL_CACHE_DIR", dir.path().join("cache/pocl"))
+            .arg("--device=pthread")
+            .args(["--input=1x64x128xf32=0", "--input=1x128x96xf32=0"])
+            .args(["--iterations=2", "--warmup=1", "--json"]);
+        command
+    };
+    let measured = benchmark()
+        .arg(&round0)
+        .arg(format!("--in-turns-with={}", round1.display()))
+        .output()
+        .unwrap();
+    assert!(measured.status.success(), "{}", stderr(&measured));
+    let report: serde_json::Value = serde_json::from_slice(&measured.stdout).unwrap();
+    let builds = report["builds"].as_array().unwrap();
+    assert_eq!(builds.len(), 2);
+    for build in builds {
+        let fastest = build["fastest_ms"].as_object().unwrap();
+        assert!(
+            fastest.values().all(|ms| ms.as_f64().unwrap() > 0.0) && !fastest.is_empty(),
+            "{build}"
+        );
+    }
+    let measured_path = dir.path().join("measured.json");
+    std::fs::write(&measured_path, &measured.stdout).unwrap();
+
+    let record_path = dir.path().join("record.json");
+    let finish = |measurements: &Path| {
+        tcc(dir.path())
+            .args(["tune", model.to_str().unwrap(), "--target=pocl-cpu"])
+            .arg("--max-candidates=2")
+            .arg(format!("--measured={}", measurements.display()))
+            .arg("-o")
+            .arg(&record_path)
+            .output()
+            .unwrap()
+    };
+    let output = finish(&measured_path);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record = TuningRecord::load(&record_path).unwrap();
+    assert_eq!(record.target, "pocl-cpu");
+    assert!(record.device.contains("pthread"), "{}", record.device);
+    let [entry] = record.gemms.as_slice() else {
+        panic!("one product shape expected: {record:?}")
+    };
+    let times: Vec<f64> = builds
+        .iter()
+        .map(|b| {
+            b["fastest_ms"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum()
+        })
+        .collect();
+    let best = times.iter().cloned().fold(f64::INFINITY, f64::min);
+    // One kernel per build: the record's best is the faster build's.
+    assert!(
+        (entry.best_ms - best).abs() < 1e-9,
+        "{entry:?} vs measured {times:?}"
+    );
+    let candidates = Target::PoclCpu.gemm_candidates(1, 64, 96, 128);
+    assert!(candidates[..2].contains(&entry.gemm_config()), "{entry:?}");
+
+    // One build measured for two rounds: refused, naming the mismatch.
+    let one = benchmark()
+        .arg(&round0)
+        .arg(format!("--in-turns-with={}", round0.display()))
+        .output()
+        .unwrap();
+    let mut report: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    report["builds"].as_array_mut().unwrap().pop();
+    let short = dir.path().join("short.json");
+    std::fs::write(&short, report.to_string()).unwrap();
+    let output = finish(&short);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("1 builds measured, but this model has 2 rounds"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -318,7 +318,21 @@ extern "C" int tccOptMain(int argc, char **argv, const char *version) {
     llvm::errs() << errorMessage << "\n";
     return EXIT_FAILURE;
   }
-  if (failed(MlirOptMain(output->os(), std::move(file), registry, config)))
+  bool ok = succeeded(MlirOptMain(output->os(), std::move(file), registry, config));
+  // A write error (a closed pipe) is reported the way tcc and tcc-run
+  // report it, instead of by the stream's fatal error when it is
+  // destroyed.
+  output->os().flush();
+  if (output->os().has_error()) {
+    std::error_code error = output->os().error();
+    output->os().clear_error();
+    llvm::errs() << "tcc-opt: error: cannot write to "
+                 << (outputFilename == "-" ? std::string("standard output")
+                                          : outputFilename)
+                 << ": " << error.message() << "\n";
+    return EXIT_FAILURE;
+  }
+  if (!ok)
     return EXIT_FAILURE;
   output->keep();
   return EXIT_SUCCESS;

@@ -56,10 +56,21 @@ int tccLinalgHoistParallelDims(MlirOperation op);
  * discardable attributes. Returns false (and leaves the op) for a generic
  * or an op that cannot be generalized. */
 bool tccLinalgGeneralize(MlirOperation op);
+
+/* Collapses the runs of consecutive reduction dimensions of a contraction
+ * generic that every operand indexes contiguously into one, and rewrites
+ * the result as a named op where it is one (a batch_matmul). Returns 1
+ * when `op` was replaced, 0 when it was left alone, -1 on failure. */
+int tccLinalgCollapseContraction(MlirOperation op);
 /* Applies upstream's algebraic simplification of math ops (powf by
  * constant exponents, ...) to everything under `root`. Returns false if
  * the rewrite did not converge. */
 bool tccSimplifyMath(MlirOperation root);
+/* Upstream's elementwise fusion patterns (linalg-fuse-elementwise-ops)
+ * under `root`, except that two generics whose fused body would hold more
+ * than `maxOps` operations are not fused (0: no cap). Returns false if
+ * the rewrite did not converge. */
+bool tccFuseElementwise(MlirOperation root, int64_t maxOps);
 /* Replaces a linalg op on buffers by its scf.parallel/scf.for loop nest.
  * Returns false (and leaves the op) if that is not possible. */
 bool tccLinalgLowerToParallelLoops(MlirOperation op);

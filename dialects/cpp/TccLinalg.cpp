@@ -84,3 +84,72 @@ extern "C" bool tccLinalgLowerToParallelLoops(MlirOperation cOp) {
   rewriter.eraseOp(op);
   return true;
 }
+
+// Collapses each run of consecutive reduction dimensions of a contraction
+// generic that every operand indexes contiguously and in order (as
+// upstream's reshape propagation leaves a flatten folded into the matmul
+// after it: a K of C x H x W) into one dimension, then rewrites the
+// generic as the named op it now is (a batch_matmul) where it is one.
+// Returns 1 when the op was replaced, 0 when it is not such a contraction
+// or nothing collapses, -1 on failure.
+extern "C" int tccLinalgCollapseContraction(MlirOperation cOp) {
+  Operation *op = unwrap(cOp);
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      !linalg::isaContractionOpInterface(generic))
+    return 0;
+  SmallVector<utils::IteratorType> iterators =
+      generic.getIteratorTypesArray();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices run;
+  auto flush = [&]() {
+    if (run.size() > 1)
+      groups.push_back(run);
+    run.clear();
+  };
+  for (auto [index, type] : llvm::enumerate(iterators)) {
+    if (type != utils::IteratorType::reduction) {
+      flush();
+      continue;
+    }
+    ReassociationIndices candidate = run;
+    candidate.push_back(index);
+    if (run.empty() || linalg::areDimSequencesPreserved(maps, candidate)) {
+      run = candidate;
+    } else {
+      flush();
+      run.push_back(index);
+    }
+  }
+  flush();
+  if (groups.empty())
+    return 0;
+  IRRewriter rewriter(op->getContext());
+  rewriter.setInsertionPoint(op);
+  FailureOr<linalg::CollapseResult> collapsed =
+      linalg::collapseOpIterationDims(generic, groups, rewriter);
+  if (failed(collapsed))
+    return -1;
+  rewriter.replaceOp(op, collapsed->results);
+  // Named only when it is exactly a batch_matmul (row-major A and B): the
+  // GEMM template matches that form, and upstream's specialization of a
+  // transposed operand gives a batch_matmul its verifier rejects.
+  auto result =
+      dyn_cast<linalg::GenericOp>(collapsed->collapsedOp.getOperation());
+  if (result && result.getNumDpsInputs() == 2 &&
+      result.getNumLoops() == 4) {
+    MLIRContext *context = op->getContext();
+    AffineExpr b, m, n, k;
+    bindDims(context, b, m, n, k);
+    SmallVector<AffineMap> batchMatmul = {
+        AffineMap::get(4, 0, {b, m, k}, context),
+        AffineMap::get(4, 0, {b, k, n}, context),
+        AffineMap::get(4, 0, {b, m, n}, context)};
+    if (result.getIndexingMapsArray() == batchMatmul) {
+      rewriter.setInsertionPoint(result);
+      (void)linalg::specializeGenericOp(rewriter, result);
+    }
+  }
+  return 1;
+}

@@ -56,7 +56,9 @@ unsafe extern "C" {
     ) -> mlir_sys::MlirModule;
     fn tccLinalgLowerToParallelLoops(op: MlirOperation) -> bool;
     fn tccLinalgGeneralize(op: MlirOperation) -> bool;
+    fn tccLinalgCollapseContraction(op: MlirOperation) -> c_int;
     fn tccSimplifyMath(root: MlirOperation) -> bool;
+    fn tccFuseElementwise(root: MlirOperation, max_ops: i64) -> bool;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -117,6 +119,34 @@ pub unsafe fn generalize(op: MlirOperation) -> bool {
     unsafe { tccLinalgGeneralize(op) }
 }
 
+/// What [`collapse_contraction`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collapsed {
+    /// The op was replaced (and must not be used again).
+    Replaced,
+    /// Not a contraction generic, or no reduction dimensions to merge.
+    Unchanged,
+    /// Upstream's collapse failed; the op is untouched.
+    Failed,
+}
+
+/// Merges each run of consecutive reduction dimensions of a contraction
+/// `linalg.generic` that every operand indexes contiguously and in order
+/// into one (upstream `collapseOpIterationDims`), and rewrites the result
+/// as the named op it is, where it is one (`specializeGenericOp`: a
+/// `linalg.batch_matmul`).
+///
+/// # Safety
+/// `op` must be a live operation that no one else is mutating; after
+/// [`Collapsed::Replaced`] it is erased and must not be used again.
+pub unsafe fn collapse_contraction(op: MlirOperation) -> Collapsed {
+    match unsafe { tccLinalgCollapseContraction(op) } {
+        1 => Collapsed::Replaced,
+        0 => Collapsed::Unchanged,
+        _ => Collapsed::Failed,
+    }
+}
+
 /// Applies upstream's algebraic simplification of math ops (`powf` by a
 /// constant exponent as multiplications, `sqrt`, `rsqrt`, ...) under
 /// `root`; false if the rewrite did not converge.
@@ -125,6 +155,17 @@ pub unsafe fn generalize(op: MlirOperation) -> bool {
 /// `root` must be a live operation that no one else is mutating.
 pub unsafe fn simplify_math(root: MlirOperation) -> bool {
     unsafe { tccSimplifyMath(root) }
+}
+
+/// Upstream's elementwise fusion (the patterns of
+/// `linalg-fuse-elementwise-ops`) under `root`, with two generics left
+/// unfused when their fused body would hold more than `max_ops`
+/// operations (0: no cap); false if the rewrite did not converge.
+///
+/// # Safety
+/// `root` must be a live operation that no one else is mutating.
+pub unsafe fn fuse_elementwise(root: MlirOperation, max_ops: i64) -> bool {
+    unsafe { tccFuseElementwise(root, max_ops) }
 }
 
 /// Replaces a linalg op on buffers by its loop nest (upstream

@@ -566,3 +566,58 @@ pub fn kernel_format(flag: Option<&str>) -> Result<crate::KernelFormat> {
         None => Ok(crate::KernelFormat::from_env()?.unwrap_or_default()),
     }
 }
+
+/// Whether the `--device` flag (or `TCC_DEVICE`) and `--cpu-partition`
+/// ask for several devices (`all`, a list, or parts of a CPU device).
+pub fn wants_several_devices(device: Option<&str>, cpu_partition: usize) -> Result<bool> {
+    Ok(crate::DeviceList::from_flag_or_env(device)?.is_several() || cpu_partition != 1)
+}
+
+/// The devices of a tool's `--device` (one, a list or `all`) and
+/// `--cpu-partition`, a runtime on each.
+pub fn device_group(
+    device: Option<&str>,
+    cpu_partition: usize,
+    kernel_format: Option<&str>,
+    profiling: bool,
+) -> Result<crate::DeviceGroup> {
+    let options = crate::RuntimeOptions {
+        profiling,
+        kernel_format: self::kernel_format(kernel_format)?,
+        ..Default::default()
+    };
+    crate::DeviceGroup::open(
+        &crate::DeviceList::from_flag_or_env(device)?,
+        cpu_partition,
+        options,
+    )
+}
+
+/// Parses the `--input` values of a call split across devices: each type
+/// is the function's or the function's with axis 0 a multiple of its own
+/// (see [`crate::SplitPlan`]), checked before any tensor is built.
+pub fn parse_inputs_split(
+    specs: &[String],
+    function: &crate::FunctionInfo,
+) -> Result<(Vec<HostTensor>, crate::SplitPlan)> {
+    let declared = specs
+        .iter()
+        .map(|s| input_type(s))
+        .collect::<Result<Vec<_>>>()?;
+    crate::SplitPlan::new(
+        function,
+        declared
+            .iter()
+            .map(|(dtype, shape, _)| (*dtype, shape.as_slice())),
+    )?;
+    let tensors = specs
+        .iter()
+        .map(|s| parse_input(s).map(|a| a.tensor))
+        .collect::<Result<Vec<_>>>()?;
+    // A file could have changed in between: check the tensors themselves.
+    let plan = crate::SplitPlan::new(
+        function,
+        tensors.iter().map(|t| (t.dtype, t.shape.as_slice())),
+    )?;
+    Ok((tensors, plan))
+}

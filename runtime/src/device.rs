@@ -72,10 +72,14 @@ pub struct DeviceInfo {
     pub driver_version: String,
     #[serde(skip)]
     pub(crate) device: Device,
+    /// Set on a part of a partitioned device ([`crate::partition_device`]):
+    /// keeps the sub-device alive while a runtime uses it.
+    #[serde(skip)]
+    pub(crate) sub_device: Option<std::sync::Arc<opencl3::device::SubDevice>>,
 }
 
 impl DeviceInfo {
-    fn query(
+    pub(crate) fn query(
         index: usize,
         platform_name: &str,
         platform_version: &str,
@@ -124,6 +128,7 @@ impl DeviceInfo {
                 .trim()
                 .to_string(),
             device,
+            sub_device: None,
         })
     }
 
@@ -132,12 +137,23 @@ impl DeviceInfo {
         host_io_for(self.kind, self.host_unified_memory)
     }
 
-    /// One line: `0: <name> [CPU] on <platform>`.
+    /// One line: `0: <name> [CPU] on <platform>` (`0 (part, 1 compute
+    /// unit): ...` for a part of a partitioned device).
     pub fn summary(&self) -> String {
+        let part = if self.is_sub_device() {
+            format!(" (part, {} compute units)", self.compute_units)
+        } else {
+            String::new()
+        };
         format!(
-            "{}: {} [{}] on {}",
+            "{}{part}: {} [{}] on {}",
             self.index, self.name, self.kind, self.platform_name
         )
+    }
+
+    /// Whether this is a part of a partitioned device.
+    pub fn is_sub_device(&self) -> bool {
+        self.sub_device.is_some()
     }
 
     fn matches(&self, needle: &str) -> bool {
@@ -319,6 +335,7 @@ mod tests {
             max_work_group_size: 1,
             driver_version: "1".into(),
             device: Device::new(std::ptr::null_mut()),
+            sub_device: None,
         }
     }
 

@@ -5,8 +5,11 @@
 //! `runtime/include/tcc_abi.h`. This crate loads it, builds its kernels
 //! (with an in-memory and an on-disk program cache), and runs its
 //! functions: the artifact's host code enqueues work through callbacks
-//! into a `Session`, which serves buffers from a pool on a single in-order
-//! queue.
+//! into a `Session`, which serves buffers from a pool on an in-order
+//! queue. Calls can also be asynchronous (`Session::submit`, module
+//! `async_call`: several in flight, uploads and downloads on queues of
+//! their own) and run on several devices (module `devices`: round robin,
+//! a batch split across devices, CPU fission).
 //!
 //! ```no_run
 //! use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
@@ -21,21 +24,25 @@
 
 pub mod abi;
 pub mod artifact;
+pub mod async_call;
 pub mod buffer_pool;
 pub mod capi;
 pub mod cli;
 pub mod device;
+pub mod devices;
 pub mod element;
 pub mod elf;
 mod embed;
 pub mod error;
 pub mod host_bytes;
+pub mod in_turns;
 pub mod iree_flags;
 pub mod npy;
 pub mod output_file;
 pub mod program_cache;
 pub mod session;
 pub mod tensor;
+pub mod throughput;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -45,8 +52,10 @@ use opencl3::context::Context;
 use serde::Serialize;
 
 pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
+pub use async_call::{CallHandle, StagingStats};
 pub use buffer_pool::PoolStats;
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
+pub use devices::{DeviceGroup, DeviceList, GroupSession, SplitPlan, partition_device};
 pub use element::Element;
 pub use error::{Error, Result};
 /// `half::f16`, the element type of f16 tensors.
@@ -94,7 +103,16 @@ pub struct RuntimeOptions {
     /// copies elsewhere); `TCC_ZERO_COPY=0` in the environment makes the
     /// default `Some(HostIo::Copy)`, to measure what in-place use saves.
     pub host_io: Option<HostIo>,
+    /// Asynchronous calls ([`Session::submit`]) on a device that copies
+    /// host tensors stage them through pinned host memory
+    /// (`CL_MEM_ALLOC_HOST_PTR`, mapped once). `None` (default): on, unless
+    /// `TCC_PINNED_STAGING=0`.
+    pub pinned_staging: Option<bool>,
 }
+
+/// Environment variable: `0` turns pinned staging off (see
+/// [`RuntimeOptions::pinned_staging`]).
+pub const PINNED_STAGING_ENV: &str = "TCC_PINNED_STAGING";
 
 /// Environment variable: `0` makes every device copy host tensors (see
 /// [`RuntimeOptions::host_io`]).
@@ -111,6 +129,7 @@ impl Default for RuntimeOptions {
                 Ok("0") => Some(HostIo::Copy),
                 _ => None,
             },
+            pinned_staging: None,
         }
     }
 }
@@ -258,11 +277,26 @@ pub(crate) struct RuntimeInner {
     /// How host tensors reach the device.
     pub(crate) host_io: HostIo,
     pub(crate) transfers: TransferCounters,
+    /// The upload and download queues of asynchronous calls, created on
+    /// the first [`Session::submit`].
+    pub(crate) side_queues: std::sync::OnceLock<async_call::SideQueues>,
+    /// Pinned host staging buffers of asynchronous calls.
+    pub(crate) staging: Mutex<async_call::StagingPool>,
+    pub(crate) pinned_staging: bool,
+    /// Call handles not yet dropped.
+    pub(crate) live_handles: std::sync::atomic::AtomicU64,
+    /// The sub-device this runtime was created on ([`partition_device`]),
+    /// released after the context.
+    pub(crate) _sub_device: Option<Arc<opencl3::device::SubDevice>>,
 }
 
 impl RuntimeInner {
     pub(crate) fn pool(&self) -> MutexGuard<'_, BufferPool> {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn staging(&self) -> MutexGuard<'_, async_call::StagingPool> {
+        self.staging.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(crate) fn programs(&self) -> MutexGuard<'_, ProgramCache> {
@@ -273,6 +307,7 @@ impl RuntimeInner {
 impl Drop for RuntimeInner {
     fn drop(&mut self) {
         let _ = self.queue.finish();
+        async_call::release_side_resources(self);
         // Cache entries deferred until the process is done with its calls.
         self.programs().finish_writes();
     }
@@ -286,18 +321,20 @@ impl Runtime {
 
     pub fn with_options(selector: DeviceSelector, options: RuntimeOptions) -> Result<Self> {
         let device = selector.select(&list_devices()?)?;
+        Self::on_device(device, options)
+    }
+
+    /// A runtime on `device` (from [`list_devices`] or
+    /// [`partition_device`]).
+    pub fn on_device(device: DeviceInfo, options: RuntimeOptions) -> Result<Self> {
         let context = Context::from_device(&device.device).cl("clCreateContext")?;
+        let sub_device = device.sub_device.clone();
         let props = if options.profiling {
             CL_QUEUE_PROFILING_ENABLE
         } else {
             0
         };
-        let queue = match CommandQueue::create_default_with_properties(&context, props, 0) {
-            Ok(q) => q,
-            // OpenCL 1.x platforms lack clCreateCommandQueueWithProperties.
-            #[allow(deprecated)]
-            Err(_) => CommandQueue::create_default(&context, props).cl("clCreateCommandQueue")?,
-        };
+        let queue = create_queue(&context, props)?;
         let cache_dir = if options.disk_cache {
             options.cache_dir.or_else(program_cache::default_cache_dir)
         } else {
@@ -315,8 +352,27 @@ impl Runtime {
                 profiling: options.profiling,
                 kernel_format: options.kernel_format,
                 faults: Faults::default(),
+                side_queues: std::sync::OnceLock::new(),
+                staging: Mutex::new(async_call::StagingPool::default()),
+                pinned_staging: options.pinned_staging.unwrap_or_else(|| {
+                    std::env::var(PINNED_STAGING_ENV).map_or(true, |v| v != "0")
+                }),
+                live_handles: std::sync::atomic::AtomicU64::new(0),
+                _sub_device: sub_device,
             }),
         })
+    }
+
+    /// Call handles ([`CallHandle`]) of this runtime not yet dropped.
+    pub fn live_call_handles(&self) -> u64 {
+        self.inner
+            .live_handles
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Pinned host staging buffers held for asynchronous calls.
+    pub fn staging_stats(&self) -> StagingStats {
+        self.inner.staging().stats()
     }
 
     pub fn device(&self) -> &DeviceInfo {
@@ -393,6 +449,19 @@ impl Runtime {
     /// Waits until everything queued has finished.
     pub fn finish(&self) -> Result<()> {
         self.inner.queue.finish().cl("clFinish")
+    }
+}
+
+/// An in-order command queue, profiling per `props`.
+pub(crate) fn create_queue(
+    context: &Context,
+    props: opencl3::command_queue::cl_command_queue_properties,
+) -> Result<CommandQueue> {
+    match CommandQueue::create_default_with_properties(context, props, 0) {
+        Ok(q) => Ok(q),
+        // OpenCL 1.x platforms lack clCreateCommandQueueWithProperties.
+        #[allow(deprecated)]
+        Err(_) => CommandQueue::create_default(context, props).cl("clCreateCommandQueue"),
     }
 }
 
@@ -481,4 +550,7 @@ const _: () = {
     shared::<Model>();
     movable::<Session>();
     movable::<DeviceTensor>();
+    movable::<CallHandle>();
+    movable::<GroupSession>();
+    shared::<DeviceGroup>();
 };

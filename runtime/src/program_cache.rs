@@ -904,6 +904,7 @@ mod tests {
             max_work_group_size: 1,
             driver_version: driver.into(),
             device: opencl3::device::Device::new(std::ptr::null_mut()),
+            sub_device: None,
         };
         let src = |bytes: &'static [u8], options: &'static str| ProgramSource {
             kind: SourceKind::OpenClC,

@@ -164,8 +164,8 @@ struct KernelSlot {
 
 /// One model loaded on one runtime. Create with `Runtime::session`.
 pub struct Session {
-    rt: Runtime,
-    model: Model,
+    pub(crate) rt: Runtime,
+    pub(crate) model: Model,
     origin: Option<ProgramOrigin>,
     /// Which of the artifact's kernel forms was built.
     format: Option<SourceKind>,
@@ -181,7 +181,10 @@ pub struct Session {
     profile: Vec<KernelProfile>,
     /// Output blocks the caller handed back ([`Session::recycle`]), reused
     /// by later calls instead of fresh memory.
-    spare_outputs: Vec<HostBytes>,
+    pub(crate) spare_outputs: Vec<HostBytes>,
+    /// Asynchronous calls in flight and their reusable device buffers
+    /// (`Session::submit`, in `async_call`).
+    pub(crate) calls: crate::async_call::SessionCalls,
     // Kept alive while kernels exist (kernels also retain it).
     _program: Option<Arc<Program>>,
 }
@@ -279,6 +282,7 @@ impl Session {
             pending: Vec::new(),
             profile,
             spare_outputs: Vec::new(),
+            calls: crate::async_call::SessionCalls::default(),
             _program: program,
         })
     }
@@ -378,6 +382,8 @@ impl Session {
             inputs.iter().map(|t| (t.dtype, t.shape.as_slice())),
             sources,
         )?;
+        // After this session's asynchronous calls on its own queue.
+        self.calls.join(&self.rt.inner)?;
 
         let rt = self.rt.inner.clone();
         let counters = &rt.transfers;
@@ -545,6 +551,7 @@ impl Session {
             )));
         }
         f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
+        self.calls.join(&self.rt.inner)?;
         let outputs = f
             .outputs
             .iter()
@@ -609,6 +616,7 @@ impl Session {
     /// `reset_profile` (waits for the queue). Empty unless the runtime was
     /// created with profiling on.
     pub fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+        self.calls.join(&self.rt.inner)?;
         self.rt.inner.queue.finish().cl("clFinish")?;
         self.collect_profile()?;
         Ok(self
@@ -641,15 +649,34 @@ impl Session {
     }
 
     /// Calls the artifact's entry for `f` on the given (buffer, bytes) pairs.
-    fn execute(
+    pub(crate) fn execute(
         &mut self,
         f: &FunctionInfo,
         inputs: &[(cl_mem, u64)],
         outputs: &[(cl_mem, u64)],
     ) -> Result<()> {
+        let rt = self.rt.inner.clone();
+        self.execute_on(f, inputs, outputs, &rt.queue, None)
+    }
+
+    /// [`Session::execute`] on `queue`. With `deferred` (a session's own
+    /// queue, see `async_call`), temporaries the call releases are not
+    /// given back to the pool but collected there, for the caller to give
+    /// back once the queue has finished the call; and buffers fresh from
+    /// the pool wait for the runtime's queue first.
+    pub(crate) fn execute_on(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(cl_mem, u64)],
+        outputs: &[(cl_mem, u64)],
+        queue: &CommandQueue,
+        mut deferred: Option<&mut Vec<PoolBuffer>>,
+    ) -> Result<()> {
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
         let mut cx = CallContext {
+            queue,
+            deferred: deferred.as_deref_mut(),
             rt: &rt,
             artifact: model.artifact(),
             kernels: &self.kernels,
@@ -703,7 +730,10 @@ impl Session {
         let mut pool = rt.pool();
         for (_, l) in live {
             if let Owner::Pool(b) = l.owner {
-                pool.release(b);
+                match deferred.as_deref_mut() {
+                    Some(list) => list.push(b),
+                    None => pool.release(b),
+                }
             }
         }
         drop(pool);
@@ -722,8 +752,13 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        // Pending constant uploads read the artifact's memory: wait for them.
+        // Pending constant uploads read the artifact's memory: wait for them
+        // (and for the session's own queue, if it has one).
+        self.calls.finish_own_queue();
         let _ = self.rt.inner.queue.finish();
+        // Device buffers kept for asynchronous calls go back to the pool
+        // (calls still in flight return theirs when their handles finish).
+        self.calls.close(&self.rt.inner);
         // Kernels go first: NVIDIA's OpenCL touches the memory objects last
         // set as a kernel's arguments when the kernel is released, so a
         // sub-buffer of the arena released before the kernels that used it
@@ -745,7 +780,7 @@ impl Drop for Session {
     }
 }
 
-fn exec_error(f: &FunctionInfo, e: Error) -> Error {
+pub(crate) fn exec_error(f: &FunctionInfo, e: Error) -> Error {
     Error::Execution {
         function: f.name.clone(),
         message: e.to_string(),
@@ -788,7 +823,7 @@ fn to_usize(v: u64, what: &str) -> Result<usize> {
 /// The memory must stay valid, and must not be accessed from Rust while
 /// the device may write it, until the queue has finished every command
 /// using the buffer.
-unsafe fn host_buffer(
+pub(crate) unsafe fn host_buffer(
     rt: &RuntimeInner,
     access: opencl3::memory::cl_mem_flags,
     host: *mut u8,
@@ -912,6 +947,12 @@ struct Live {
 
 /// State of one entry call; `tcc_runtime_api.ctx` points at it.
 struct CallContext<'a> {
+    /// The queue the call's work goes on (the runtime's, or the session's
+    /// own for an asynchronous call with `Session::set_own_queue`).
+    queue: &'a CommandQueue,
+    /// Set when `queue` is a session's own: released temporaries are
+    /// collected here instead of going back to the pool.
+    deferred: Option<&'a mut Vec<PoolBuffer>>,
     rt: &'a RuntimeInner,
     artifact: &'a Artifact,
     kernels: &'a [KernelSlot],
@@ -926,6 +967,17 @@ struct CallContext<'a> {
 }
 
 impl CallContext<'_> {
+    /// A buffer from the pool for this call's queue: on a session's own
+    /// queue it may still be in use by work on the runtime's queue (the
+    /// pool's in-order rule), so the own queue waits for that first.
+    fn acquire(&mut self, bytes: u64) -> Result<PoolBuffer> {
+        let b = self.rt.pool().acquire(&self.rt.context, bytes)?;
+        if self.deferred.is_some() {
+            crate::async_call::wait_for_runtime_queue(self.rt, self.queue)?;
+        }
+        Ok(b)
+    }
+
     fn lookup(&self, b: *mut TccBuffer, what: &str) -> Result<(cl_mem, u64)> {
         if b.is_null() {
             return Err(Error::InvalidInput(format!("{what} is NULL")));
@@ -949,7 +1001,7 @@ impl CallContext<'_> {
                 "{bytes} bytes requested: injected fault (Runtime::inject_fault)"
             )));
         }
-        let b = self.rt.pool().acquire(&self.rt.context, bytes)?;
+        let b = self.acquire(bytes)?;
         let mem = b.mem();
         self.live.insert(
             mem as usize,
@@ -986,7 +1038,10 @@ impl CallContext<'_> {
                     ..
                 }) = self.live.remove(&key)
                 {
-                    self.rt.pool().release(buf);
+                    match self.deferred.as_deref_mut() {
+                        Some(list) => list.push(buf),
+                        None => self.rt.pool().release(buf),
+                    }
                 }
                 Ok(())
             }
@@ -1003,22 +1058,23 @@ impl CallContext<'_> {
                 self.constants.len()
             ))
         })?;
-        let slot = &mut self.constants[index as usize];
-        if slot.is_none() {
+        if self.constants[index as usize].is_none() {
             // Always a copy, also on a host-memory device: constants are not
             // all read-only (the split-K arrival counters are a zeroed
             // "constant" the kernels write and reset), and the artifact's
             // data is read-only memory shared by every session.
-            let b = self.rt.pool().acquire(&self.rt.context, c.bytes)?;
+            let b = self.acquire(c.bytes)?;
             // SAFETY: the artifact (and so the constant's memory) outlives
             // the session, and the session waits for the queue on drop.
             let data = unsafe { c.as_slice() };
             // SAFETY: as above.
-            unsafe { write_buffer(&self.rt.queue, b.mem(), data, false) }?;
+            unsafe { write_buffer(self.queue, b.mem(), data, false) }?;
             TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
-            *slot = Some(b);
+            self.constants[index as usize] = Some(b);
         }
-        let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
+        let mem = self.constants[index as usize]
+            .as_ref()
+            .map_or(ptr::null_mut(), PoolBuffer::mem);
         self.live.entry(mem as usize).or_insert(Live {
             bytes: c.bytes,
             owner: Owner::Constant(index),
@@ -1049,6 +1105,12 @@ impl CallContext<'_> {
                 f.name, f.arena_bytes
             )));
         }
+        let fallback =
+            if self.arena.base.is_none() && !self.arena.views.contains_key(&(offset, bytes)) {
+                Some(self.acquire(bytes)?)
+            } else {
+                None
+            };
         let mem = match self.arena.views.entry((offset, bytes)) {
             std::collections::hash_map::Entry::Occupied(v) => v.get().mem(),
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -1062,7 +1124,10 @@ impl CallContext<'_> {
                             ));
                         }
                     },
-                    None => ArenaView::Own(self.rt.pool().acquire(&self.rt.context, bytes)?),
+                    None => match fallback {
+                        Some(b) => ArenaView::Own(b),
+                        None => ArenaView::Own(self.rt.pool().acquire(&self.rt.context, bytes)?),
+                    },
                 };
                 slot.insert(view).mem()
             }
@@ -1176,7 +1241,7 @@ impl CallContext<'_> {
         }
         // SAFETY: all arguments are set; the size arrays have `dims` entries.
         let event = unsafe {
-            self.rt.queue.enqueue_nd_range_kernel(
+            self.queue.enqueue_nd_range_kernel(
                 slot.kernel.get(),
                 dims,
                 ptr::null(),
@@ -1225,7 +1290,7 @@ impl CallContext<'_> {
         // SAFETY: both buffers are live and the ranges are checked.
         let ev = unsafe {
             opencl3::command_queue::enqueue_copy_buffer(
-                self.rt.queue.get(),
+                self.queue.get(),
                 src_mem,
                 dst_mem,
                 to_usize(src_offset, "offset")?,

@@ -42,3 +42,7 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         split_k: 1,
     })
 }
+
+/// The most operations one fused elementwise body may hold (see
+/// `Target::max_fused_ops`).
+pub const MAX_FUSED_OPS: i64 = 128;

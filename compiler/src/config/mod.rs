@@ -177,6 +177,18 @@ impl Target {
         }
     }
 
+    /// The most operations one fused elementwise body may hold
+    /// (`tcc-fuse-elementwise{max-ops=N}`): a driver's first build of a
+    /// kernel grows faster than linearly with its size, so a long chain
+    /// is cut into kernels of at most this many operations.
+    pub fn max_fused_ops(self) -> i64 {
+        match self {
+            Target::Generic => generic::MAX_FUSED_OPS,
+            Target::Nvidia => nvidia::MAX_FUSED_OPS,
+            Target::PoclCpu => pocl_cpu::MAX_FUSED_OPS,
+        }
+    }
+
     /// Work-items per row of a row template (softmax, layer norm, a long
     /// row reduction) over `columns` elements: on GPUs the target's
     /// preferred power of two, no more than the row needs; on CPUs one,
@@ -358,6 +370,40 @@ mod tests {
         assert_eq!((wide.work_m, wide.work_n), (4, 64));
         let narrower = Target::PoclCpu.gemm_config(1, 3136, 48, 64).unwrap();
         assert_eq!((narrower.work_m, narrower.work_n), (6, 32));
+    }
+
+    #[test]
+    fn nvidia_runs_small_m_products_as_split_k_gemms() {
+        // VGG-19's first fully connected layer at batch 1 (M = 1, K =
+        // 25088, N = 4096): 16 tiles of 4x256, in 32 slices of 784 (512
+        // work-groups; 16 slices would leave 256, under two per SM).
+        let fc6 = Target::Nvidia.gemm_config(1, 1, 4096, 25088).unwrap();
+        assert_eq!(
+            (fc6.tile_m, fc6.tile_n, fc6.work_m, fc6.work_n),
+            (4, 256, 1, 4)
+        );
+        assert_eq!((fc6.split_k, fc6.split_k_slice(25088)), (32, 784));
+        assert_eq!(fc6.workgroup_size(), 256);
+        // Its classifier (N = 1000, K = 4096): 4 tiles, 64 slices of 64
+        // would be too short: 32 slices of 128.
+        let fc8 = Target::Nvidia.gemm_config(1, 1, 1000, 4096).unwrap();
+        assert_eq!((fc8.split_k, fc8.split_k_slice(4096)), (32, 128));
+        // 17 to 31 rows: 32x32 tiles, still one row per work-item.
+        let rows = Target::Nvidia.gemm_config(1, 20, 512, 512).unwrap();
+        assert_eq!(
+            (rows.tile_m, rows.tile_n, rows.workgroup_size()),
+            (32, 32, 256)
+        );
+        // A batched product does not split K.
+        assert_eq!(
+            Target::Nvidia
+                .gemm_config(8, 1, 4096, 4096)
+                .unwrap()
+                .split_k,
+            1
+        );
+        // Few rows and few columns: no tiled kernel.
+        assert!(Target::Nvidia.gemm_config(1, 1, 16, 4096).is_none());
     }
 
     #[test]

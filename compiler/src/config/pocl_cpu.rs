@@ -86,3 +86,7 @@ pub fn gemm_alternatives(m: i64, n: i64) -> Vec<super::GemmConfig> {
     }
     alternatives
 }
+
+/// The most operations one fused elementwise body may hold (see
+/// `Target::max_fused_ops`).
+pub const MAX_FUSED_OPS: i64 = 128;

@@ -102,6 +102,9 @@ pub struct CompileArgs {
     /// Write the IR after each phase into DIR (01-input.mlir, 02-graph.mlir, ...), the kernels (opencl-c.cl) and the host LLVM IR (host.ll).
     #[arg(long = "dump-phases-to", value_name = "DIR")]
     pub dump_phases_to: Option<PathBuf>,
+    /// The most operations one fused elementwise kernel body may hold, instead of the target's cap (0: no cap). Longer chains are cut into several kernels, whose first driver builds add up linearly where one long kernel's do not.
+    #[arg(long, value_name = "N")]
+    pub max_fused_ops: Option<i64>,
 }
 
 /// Checks `--name`: a C identifier, since it prefixes C symbols.
@@ -455,9 +458,13 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         .map(|s| super::import::parse_input_shape(s))
         .collect::<Result<_>>()?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
+    if args.max_fused_ops.is_some_and(|n| n < 0) {
+        bail!("--max-fused-ops must be a count of operations (0: no cap)");
+    }
     let choice = GemmChoice {
         tuning: args.tuning.clone(),
         candidate: None,
+        max_fused_ops: args.max_fused_ops,
     };
     choice.check().map_err(anyhow::Error::msg)?;
     if stop < Phase::Codegen {

@@ -19,6 +19,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use melior::ir::operation::OperationLike;
+use tcc_runtime::in_turns::{Turn, measure_in_turns};
 use tcc_runtime::{HostTensor, Model};
 
 use super::compile::compile_to_kernels_in;
@@ -33,8 +34,8 @@ pub struct TuneArgs {
     /// The model: MLIR (TOSA/linalg level) text, or an ONNX model (.onnx).
     pub input: PathBuf,
     /// Where to write the tuning record (JSON).
-    #[arg(short = 'o', long = "output")]
-    pub output: PathBuf,
+    #[arg(short = 'o', long = "output", required_unless_present = "prepare")]
+    pub output: Option<PathBuf>,
     /// OpenCL device: index from `tcc-run --list-devices` or a name substring (default: TCC_DEVICE, else first GPU, else first CPU).
     #[arg(long)]
     pub device: Option<String>,
@@ -53,6 +54,12 @@ pub struct TuneArgs {
     /// Add to the record at --output instead of replacing it: shapes measured now replace its entries for them, the others stay (the record must be for the same device and target).
     #[arg(long)]
     pub update: bool,
+    /// Measure nothing: compile the rounds into DIR (DIR/roundN.so) for a machine without the compiler, and print the command that measures them there (needs --target).
+    #[arg(long, value_name = "DIR", requires = "target", conflicts_with_all = ["measured", "update"])]
+    pub prepare: Option<PathBuf>,
+    /// Write the record from measurements made elsewhere: the JSON that `tcc-benchmark ROUND0.so --in-turns-with=ROUND1.so ... --json` printed for the rounds of --prepare (same model, target and flags).
+    #[arg(long, value_name = "FILE", requires = "target")]
+    pub measured: Option<PathBuf>,
 }
 
 fn parse_target(text: &str) -> Result<Target, String> {
@@ -108,31 +115,22 @@ fn gemm_kernels(
     Ok(kernels)
 }
 
-/// One round's compiled model, loaded and ready to run.
-struct Round {
-    session: tcc_runtime::Session,
-    function: String,
-    inputs: Vec<HostTensor>,
-    /// Each kernel's fastest call so far, in milliseconds.
-    fastest: BTreeMap<String, f64>,
-}
-
-/// Compiles round `candidate` into `directory`, loads it on `runtime` (the
-/// driver builds its kernels) and runs it once untimed.
-fn prepare_round(
+/// Compiles round `candidate` (every GEMM's `candidate`-th configuration)
+/// into `directory/round{candidate}.so`.
+fn compile_round(
     args: &TuneArgs,
-    runtime: &tcc_runtime::Runtime,
     target: Target,
     input_shapes: &[(String, Vec<i64>)],
     candidate: usize,
     directory: &std::path::Path,
-) -> Result<Round> {
+) -> Result<PathBuf> {
     let session = Session::new();
     let choice = GemmChoice {
         tuning: None,
         candidate: Some(candidate),
+        max_fused_ops: None,
     };
-    let compiled = compile_to_kernels_in(
+    let mut compiled = compile_to_kernels_in(
         &session,
         &args.input,
         target,
@@ -140,10 +138,18 @@ fn prepare_round(
         opencl_c::Precision::Fp32,
         &choice,
     )?;
-    let host = host_llvm::emit(&compiled.module, &compiled.program, None, "tune")?;
+    if target == Target::Nvidia {
+        compiled.add_ptx(&crate::back::ptx::PtxOptions::default())?;
+    }
+    let host = compiled.host("tune")?;
     let library = directory.join(format!("round{candidate}.so"));
     host_llvm::link_shared(&host.object, &library)?;
-    let model = Model::load(&library)?;
+    Ok(library)
+}
+
+/// Loads a compiled round on `runtime` with zero inputs and runs it once.
+fn load_round(runtime: &tcc_runtime::Runtime, library: &std::path::Path) -> Result<Turn> {
+    let model = Model::load(library)?;
     let function = tcc_runtime::cli::resolve_function(&model, None)?;
     let inputs: Vec<HostTensor> = model
         .function(&function)?
@@ -151,30 +157,58 @@ fn prepare_round(
         .iter()
         .map(|input| HostTensor::zeros(input.dtype, input.shape.clone()))
         .collect::<Result<_, _>>()?;
-    let mut session = runtime.session(&model)?;
-    session.run(&function, &inputs)?;
-    Ok(Round {
-        session,
-        function,
-        inputs,
-        fastest: BTreeMap::new(),
-    })
+    Ok(Turn::new(runtime, &model, &function, inputs)?)
 }
 
-impl Round {
-    /// One profiled call: keeps each kernel's fastest time.
-    fn measure(&mut self) -> Result<()> {
-        self.session.reset_profile()?;
-        self.session.run(&self.function, &self.inputs)?;
-        for kernel in self.session.kernel_profile()? {
-            let ms = kernel.mean_ns() / 1e6;
-            self.fastest
-                .entry(kernel.name)
-                .and_modify(|best| *best = best.min(ms))
-                .or_insert(ms);
-        }
-        Ok(())
+/// Measurements made elsewhere (`--measured`): the device and each
+/// round's fastest kernel calls, from `tcc-benchmark --in-turns-with
+/// --json` over round0.so, round1.so, ... in that order.
+fn read_measurements(
+    path: &std::path::Path,
+    rounds: usize,
+) -> Result<(String, Vec<BTreeMap<String, f64>>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let report: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not the JSON of tcc-benchmark --in-turns-with",
+            path.display()
+        )
+    })?;
+    let device = report["device"]
+        .as_str()
+        .with_context(|| format!("{}: no \"device\"", path.display()))?
+        .to_string();
+    let builds = report["builds"]
+        .as_array()
+        .with_context(|| format!("{}: no \"builds\" list", path.display()))?;
+    if builds.len() != rounds {
+        bail!(
+            "{}: {} builds measured, but this model has {rounds} rounds for these flags",
+            path.display(),
+            builds.len()
+        );
     }
+    let mut times = Vec::new();
+    for (round, build) in builds.iter().enumerate() {
+        let model = build["model"].as_str().unwrap_or_default();
+        if !model.ends_with(&format!("round{round}.so")) {
+            bail!(
+                "{}: build {round} is {model}, not round{round}.so: give the rounds in order",
+                path.display()
+            );
+        }
+        let kernels = build["fastest_ms"]
+            .as_object()
+            .with_context(|| format!("{}: build {round} has no \"fastest_ms\"", path.display()))?;
+        times.push(
+            kernels
+                .iter()
+                .filter_map(|(name, ms)| ms.as_f64().map(|ms| (name.clone(), ms)))
+                .collect(),
+        );
+    }
+    Ok((device, times))
 }
 
 pub fn run(args: &TuneArgs) -> Result<()> {
@@ -183,11 +217,21 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .iter()
         .map(|s| super::import::parse_input_shape(s))
         .collect::<Result<_>>()?;
-    let runtime = tcc_runtime::cli::runtime(args.device.as_deref(), None, true)?;
-    let device = runtime.device().name.clone();
-    let target = args
-        .target
-        .unwrap_or_else(|| super::run::target_for(runtime.device()));
+    // Measured here: open the device first (the target follows it).
+    let runtime = if args.prepare.is_none() && args.measured.is_none() {
+        Some(tcc_runtime::cli::runtime(
+            args.device.as_deref(),
+            None,
+            true,
+        )?)
+    } else {
+        None
+    };
+    let target = match (args.target, &runtime) {
+        (Some(target), _) => target,
+        (None, Some(runtime)) => super::run::target_for(runtime.device()),
+        (None, None) => unreachable!("clap requires --target with --prepare and --measured"),
+    };
     let kernels = gemm_kernels(&Session::new(), args, target, &input_shapes)?;
     if kernels.is_empty() {
         bail!(
@@ -197,51 +241,90 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     }
     let most = kernels.iter().map(|k| k.candidates).max().unwrap_or(1);
     let rounds = args.max_candidates.map_or(most, |cap| most.min(cap.max(1)));
-    eprintln!(
-        "tcc tune: {} GEMM kernels on {device} (--target={target}), {rounds} rounds",
-        kernels.len()
-    );
-    let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let mut prepared = Vec::new();
-    let progress = super::progress::Progress::bar("tcc tune", rounds as u64);
-    for round in 0..rounds {
-        progress.message(format!("compiling and building round {}", round + 1));
-        let started = Instant::now();
-        prepared.push(prepare_round(
-            args,
-            &runtime,
-            target,
-            &input_shapes,
-            round,
-            directory.path(),
-        )?);
-        progress.println(format!(
-            "tcc tune: round {}/{rounds} compiled and built in {:.1} s",
-            round + 1,
-            started.elapsed().as_secs_f64()
-        ));
-        progress.step();
-    }
-    drop(progress);
-    // The rounds take turns, one call each, so that a change in the
-    // machine's load touches every round alike; each kernel keeps its
-    // fastest call.
-    let started = Instant::now();
-    let progress = super::progress::Progress::bar("tcc tune", args.iterations.max(1) as u64);
-    progress.message("measuring (interleaved calls of every round)");
-    for _ in 0..args.iterations.max(1) {
-        for round in &mut prepared {
-            round.measure()?;
+    if let Some(directory) = &args.prepare {
+        std::fs::create_dir_all(directory)
+            .with_context(|| format!("cannot create {}", directory.display()))?;
+        let mut libraries = Vec::new();
+        for round in 0..rounds {
+            let started = Instant::now();
+            libraries.push(compile_round(
+                args,
+                target,
+                &input_shapes,
+                round,
+                directory,
+            )?);
+            eprintln!(
+                "tcc tune: round {}/{rounds} compiled in {:.1} s",
+                round + 1,
+                started.elapsed().as_secs_f64()
+            );
         }
-        progress.step();
+        let zero_inputs = {
+            let model = Model::load(&libraries[0])?;
+            let function = tcc_runtime::cli::resolve_function(&model, None)?;
+            model
+                .function(&function)?
+                .inputs
+                .iter()
+                .map(|input| format!("--input={}=0", input.type_string()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let names: Vec<String> = libraries.iter().map(|l| l.display().to_string()).collect();
+        let others: Vec<String> = names[1..]
+            .iter()
+            .map(|n| format!("--in-turns-with={n}"))
+            .collect();
+        return super::write_stdout(&format!(
+            "{rounds} rounds of {} GEMM kernels for --target={target} in {}. Measure them on the device with\n  tcc-benchmark {} {} {zero_inputs} --iterations={} --json > measured.json\nthen write the record here with the same flags and --measured=measured.json -o RECORD.json\n",
+            kernels.len(),
+            directory.display(),
+            names[0],
+            others.join(" "),
+            args.iterations.max(1)
+        ));
     }
-    drop(progress);
-    eprintln!(
-        "tcc tune: {} interleaved calls of each round in {:.1} s",
-        args.iterations.max(1),
-        started.elapsed().as_secs_f64()
-    );
-    let times: Vec<BTreeMap<String, f64>> = prepared.into_iter().map(|r| r.fastest).collect();
+    let output = args
+        .output
+        .as_ref()
+        .expect("clap requires --output unless --prepare");
+    let (device, times) = if let Some(path) = &args.measured {
+        read_measurements(path, rounds)?
+    } else {
+        let runtime = runtime.as_ref().expect("opened above");
+        eprintln!(
+            "tcc tune: {} GEMM kernels on {} (--target={target}), {rounds} rounds",
+            kernels.len(),
+            runtime.device().name
+        );
+        let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+        let mut turns = Vec::new();
+        for round in 0..rounds {
+            let started = Instant::now();
+            let library = compile_round(args, target, &input_shapes, round, directory.path())?;
+            turns.push(load_round(runtime, &library)?);
+            eprintln!(
+                "tcc tune: round {}/{rounds} compiled and built in {:.1} s",
+                round + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        // The rounds take turns, one call each, so that a change in the
+        // machine's load touches every round alike; each kernel keeps its
+        // fastest call.
+        let started = Instant::now();
+        measure_in_turns(&mut turns, args.iterations)?;
+        eprintln!(
+            "tcc tune: {} interleaved calls of each round in {:.1} s",
+            args.iterations.max(1),
+            started.elapsed().as_secs_f64()
+        );
+        (
+            runtime.device().name.clone(),
+            turns.into_iter().map(Turn::into_fastest).collect(),
+        )
+    };
     // Per (kind, shape): the summed time of its kernels in each round
     // that gave them a candidate of their own.
     let mut shapes: BTreeMap<(String, [i64; 4]), Vec<&GemmKernel>> = BTreeMap::new();
@@ -251,12 +334,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             .or_default()
             .push(kernel);
     }
-    let mut record = if args.update && args.output.exists() {
-        let existing = TuningRecord::load(&args.output).map_err(anyhow::Error::msg)?;
+    let mut record = if args.update && output.exists() {
+        let existing = TuningRecord::load(&output).map_err(anyhow::Error::msg)?;
         if existing.device != device || existing.target != target.name() {
             bail!(
                 "{} is a record for {} (--target={}); this run measures {device} (--target={target})",
-                args.output.display(),
+                output.display(),
                 existing.device,
                 existing.target
             );
@@ -327,7 +410,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         "tcc tune: the record's GEMM kernels {:.3} ms with the table, {:.3} ms tuned; written to {}",
         total(|g| g.default_ms),
         total(|g| g.best_ms),
-        args.output.display()
+        output.display()
     );
-    super::write_atomically(&args.output, format!("{}\n", record.to_json()).as_bytes())
+    super::write_atomically(&output, format!("{}\n", record.to_json()).as_bytes())
 }

@@ -15,6 +15,7 @@ use clap::Args;
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
 
 use crate::back::host_llvm;
+use crate::config::Target;
 use crate::driver::compile::compile_to_kernels;
 use crate::driver::run::target_for;
 use crate::driver::session::Session;
@@ -229,6 +230,12 @@ pub struct ScoreboardArgs {
     /// Print every case, not only failures.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Run nothing: compile every case for --target into this directory, with its inputs and expected outputs as .npy, for a machine without the compiler (`scripts/onnx-scoreboard-device.sh` runs them there).
+    #[arg(long, value_name = "DIR", requires = "target")]
+    pub prepare: Option<PathBuf>,
+    /// The target --prepare compiles for.
+    #[arg(long, value_parser = |s: &str| s.parse::<Target>())]
+    pub target: Option<Target>,
 }
 
 /// The outcome of one case.
@@ -457,19 +464,30 @@ fn output_files(set: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-/// Runs one case on `runtime`.
-pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
+/// A case after import: what running it here and preparing it for
+/// another machine both need.
+struct ImportedCase {
+    imported: onnx::Imported,
+    tolerance: CaseTolerance,
+    graph_outputs: usize,
+    /// Its `test_data_set_*` directories, in order.
+    sets: Vec<PathBuf>,
+}
+
+/// Imports `case`: `Err(outcome)` when the importer refuses it (an
+/// unsupported op or attribute) or the case is malformed.
+fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
     let model = case.join("model.onnx");
     let options = ImportOptions::default();
     let imported = match onnx::import_file(&model, &options) {
         Ok(imported) => imported,
         Err(error) => {
-            return Outcome::Unsupported(
+            return Err(Outcome::Unsupported(
                 error.message.replace(&format!("{}: ", model.display()), ""),
-            );
+            ));
         }
     };
-    let result = (|| -> Result<Option<String>> {
+    let rest = (|| -> Result<(CaseTolerance, usize, Vec<PathBuf>)> {
         let proto = onnx::parse_model(&std::fs::read(&model)?).map_err(|e| anyhow!("{e}"))?;
         let graph_outputs = proto.graph.as_ref().map_or(0, |g| g.output.len());
         if imported.outputs.len() != graph_outputs {
@@ -479,16 +497,6 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
             );
         }
         let tolerance = case_tolerance(&proto, &imported.mlir);
-        let session = Session::new();
-        let directory = tempfile::tempdir()?;
-        let mlir = directory.path().join("model.mlir");
-        std::fs::write(&mlir, &imported.mlir)?;
-        let target = target_for(runtime.device());
-        let compiled = compile_to_kernels(&session, &mlir, target)?;
-        let host = host_llvm::emit(&compiled.module, &compiled.program, None, "model")?;
-        let library = directory.path().join("model.so");
-        host_llvm::link_shared(&host.object, &library)?;
-        let loaded = Model::load(&library)?;
         let mut sets: Vec<PathBuf> = std::fs::read_dir(case)?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
@@ -503,31 +511,101 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
         if sets.is_empty() {
             bail!("no test_data_set_* directories");
         }
+        Ok((tolerance, graph_outputs, sets))
+    })();
+    match rest {
+        Ok((tolerance, graph_outputs, sets)) => Ok(ImportedCase {
+            imported,
+            tolerance,
+            graph_outputs,
+            sets,
+        }),
+        Err(error) => Err(failure(error)),
+    }
+}
+
+/// A failed case's outcome: the first line of the error chain.
+fn failure(error: anyhow::Error) -> Outcome {
+    Outcome::Fail(
+        format!("{error:#}")
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string(),
+    )
+}
+
+impl ImportedCase {
+    /// One test data set's inputs, in the function's input types.
+    fn inputs(&self, set: &Path) -> Result<Vec<HostTensor>> {
+        self.imported
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                to_host(
+                    &load_tensor(&set.join(format!("input_{i}.pb")))?,
+                    info.ty.dtype,
+                )
+            })
+            .collect()
+    }
+
+    /// One test data set's expected outputs.
+    fn expected(&self, set: &Path) -> Result<Vec<onnx::tensor::Const>> {
+        let files = output_files(set)?;
+        if files.len() != self.graph_outputs {
+            bail!(
+                "{}: the graph has {} outputs, the test data {}",
+                set_name(set),
+                self.graph_outputs,
+                files.len()
+            );
+        }
+        files.iter().map(|file| load_tensor(file)).collect()
+    }
+}
+
+fn set_name(set: &Path) -> String {
+    set.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs one case on `runtime`.
+pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
+    let case = match import_case(case) {
+        Ok(case) => case,
+        Err(outcome) => return outcome,
+    };
+    let result = (|| -> Result<Option<String>> {
+        let session = Session::new();
+        let directory = tempfile::tempdir()?;
+        let mlir = directory.path().join("model.mlir");
+        std::fs::write(&mlir, &case.imported.mlir)?;
+        let target = target_for(runtime.device());
+        let compiled = compile_to_kernels(&session, &mlir, target)?;
+        let host = host_llvm::emit(&compiled.module, &compiled.program, None, "model")?;
+        let library = directory.path().join("model.so");
+        host_llvm::link_shared(&host.object, &library)?;
+        let loaded = Model::load(&library)?;
         let mut run_session = runtime.session(&loaded)?;
-        for set in sets {
-            let mut inputs = Vec::new();
-            for (i, info) in imported.inputs.iter().enumerate() {
-                let c = load_tensor(&set.join(format!("input_{i}.pb")))?;
-                inputs.push(to_host(&c, info.ty.dtype)?);
-            }
-            let outputs = run_session.run(&imported.function, &inputs)?;
-            let files = output_files(&set)?;
-            if files.len() != graph_outputs || outputs.len() != graph_outputs {
+        for set in &case.sets {
+            let inputs = case.inputs(set)?;
+            let outputs = run_session.run(&case.imported.function, &inputs)?;
+            let expected = case.expected(set)?;
+            if outputs.len() != case.graph_outputs {
                 bail!(
-                    "{}: the graph has {graph_outputs} outputs, the test data {}, the run {}",
-                    set.file_name().unwrap().to_string_lossy(),
-                    files.len(),
+                    "{}: the graph has {} outputs, the run {}",
+                    set_name(set),
+                    case.graph_outputs,
                     outputs.len()
                 );
             }
-            for (i, (info, file)) in imported.outputs.iter().zip(&files).enumerate() {
-                let want = load_tensor(file)?;
-                let got = &outputs[i];
-                if let Some(difference) = compare(&info.name, got, &want, &tolerance) {
-                    return Ok(Some(format!(
-                        "{}: {difference}",
-                        set.file_name().unwrap().to_string_lossy()
-                    )));
+            for ((info, want), got) in case.imported.outputs.iter().zip(&expected).zip(&outputs) {
+                if let Some(difference) = compare(&info.name, got, want, &case.tolerance) {
+                    return Ok(Some(format!("{}: {difference}", set_name(set))));
                 }
             }
         }
@@ -536,14 +614,131 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
     match result {
         Ok(None) => Outcome::Pass,
         Ok(Some(difference)) => Outcome::Fail(difference),
-        Err(error) => Outcome::Fail(
-            format!("{error:#}")
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string(),
-        ),
+        Err(error) => failure(error),
     }
+}
+
+/// `--prepare=DIR`: compiles `case` for `target` into `DIR/NAME/model.so`
+/// and writes each test data set's inputs and expected outputs as .npy
+/// (`DIR/NAME/SET.inputI.npy`, `SET.expectedI.npy`), so that a machine
+/// with an OpenCL driver but no compiler can run the scoreboard with
+/// tcc-run and tcc-compare. Returns the MANIFEST lines: `NAME SET
+/// FUNCTION NUM_INPUTS TOLERANCE...`, one tolerance per output (`exact`,
+/// or `ABS:REL` for an inexact float output, computed from the expected
+/// output as the scoreboard does here).
+fn prepare_case(
+    case: &ImportedCase,
+    name: &str,
+    target: Target,
+    out: &Path,
+) -> Result<Vec<String>> {
+    let directory = out.join(name);
+    std::fs::create_dir_all(&directory)
+        .with_context(|| format!("cannot create {}", directory.display()))?;
+    let mlir = directory.join("model.mlir");
+    std::fs::write(&mlir, &case.imported.mlir)?;
+    crate::driver::compile::compile_file(&mlir, target, &directory.join("model.so"))?;
+    std::fs::remove_file(&mlir)?;
+    let mut lines = Vec::new();
+    for set in &case.sets {
+        let set_tag = set_name(set);
+        let inputs = case.inputs(set)?;
+        for (i, input) in inputs.iter().enumerate() {
+            tcc_runtime::npy::write_npy(&directory.join(format!("{set_tag}.input{i}.npy")), input)?;
+        }
+        let mut tolerances = Vec::new();
+        for (i, (info, want)) in case
+            .imported
+            .outputs
+            .iter()
+            .zip(case.expected(set)?)
+            .enumerate()
+        {
+            let host =
+                to_host(&want, want.dtype).with_context(|| format!("output '{}'", info.name))?;
+            tcc_runtime::npy::write_npy(
+                &directory.join(format!("{set_tag}.expected{i}.npy")),
+                &host,
+            )?;
+            let float = matches!(
+                host.dtype,
+                tcc_runtime::DType::F32 | tcc_runtime::DType::F16
+            );
+            tolerances.push(if !float || case.tolerance.exact {
+                "exact".to_string()
+            } else {
+                let scale = (0..want.numel())
+                    .map(|i| want.f64_at(i).abs())
+                    .filter(|v| v.is_finite())
+                    .fold(0.0f64, f64::max);
+                let (atol, rtol) = case.tolerance.bounds(scale);
+                format!("{atol:e}:{rtol:e}")
+            });
+        }
+        lines.push(format!(
+            "{name} {set_tag} {} {} {}",
+            case.imported.function,
+            inputs.len(),
+            tolerances.join(" ")
+        ));
+    }
+    Ok(lines)
+}
+
+/// `--prepare=DIR` over every case: DIR/MANIFEST lists the prepared test
+/// data sets, DIR/OUTCOMES the cases that end before running (in the
+/// expectation-list format: the importer's refusals, compile failures).
+pub fn prepare_cases(
+    cases: &[PathBuf],
+    target: Target,
+    out: &Path,
+    verbose: bool,
+) -> Result<BTreeMap<String, Outcome>> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut manifest = String::new();
+    let mut ended = BTreeMap::new();
+    for case in cases {
+        let name = case
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let start = Instant::now();
+        let outcome = match import_case(case) {
+            Err(outcome) => Some(outcome),
+            Ok(imported) => match prepare_case(&imported, &name, target, out) {
+                Ok(lines) => {
+                    for line in lines {
+                        manifest.push_str(&line);
+                        manifest.push('\n');
+                    }
+                    None
+                }
+                Err(error) => {
+                    let _ = std::fs::remove_dir_all(out.join(&name));
+                    Some(failure(error))
+                }
+            },
+        };
+        if verbose || outcome.is_some() {
+            eprintln!(
+                "{name}: {} ({:.1}s)",
+                outcome
+                    .as_ref()
+                    .map_or("prepared".to_string(), Outcome::render),
+                start.elapsed().as_secs_f64()
+            );
+        }
+        if let Some(outcome) = outcome {
+            ended.insert(name, outcome);
+        }
+    }
+    crate::driver::write_atomically(&out.join("MANIFEST"), manifest.as_bytes())?;
+    crate::driver::write_atomically(
+        &out.join("OUTCOMES"),
+        render_expectations(&ended).as_bytes(),
+    )?;
+    Ok(ended)
 }
 
 /// Runs every case and prints the summary; returns the outcomes by name.
@@ -644,6 +839,17 @@ pub fn run(args: &ScoreboardArgs) -> Result<()> {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.contains(filter.as_str()))
         });
+    }
+    if let Some(out) = &args.prepare {
+        let target = args.target.expect("clap requires --target with --prepare");
+        let ended = prepare_cases(&cases, target, out, args.verbose)?;
+        return crate::driver::write_stdout(&format!(
+            "{} of {} cases prepared in {} for --target={target}; {} ended before running (listed in OUTCOMES)\n",
+            cases.len() - ended.len(),
+            cases.len(),
+            out.display(),
+            ended.len()
+        ));
     }
     let outcomes = run_cases(&cases, args.device.as_deref(), args.verbose)?;
     if let Some(path) = &args.write_expectations {

@@ -3,6 +3,7 @@
 
 mod attach_split_k_scratch;
 mod check_supported;
+mod collapse_contractions;
 mod concat_in_place;
 mod configure_kernels;
 mod convert_layer_norm_to_rows;
@@ -14,6 +15,7 @@ mod fold_constants;
 mod fold_conv_inputs;
 mod fold_pad_slices;
 mod form_dispatches;
+mod fuse_elementwise;
 mod generalize_reductions;
 mod hoist_parallel_dims;
 mod lower_kernel_loops;
@@ -29,6 +31,7 @@ mod unique_results;
 
 pub use attach_split_k_scratch::AttachSplitKScratch;
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
+pub use collapse_contractions::CollapseContractions;
 pub use concat_in_place::ConcatInPlace;
 pub use configure_kernels::{
     CONFIG_ATTR, ConfigureKernels, GEMM_KEY, MAX_WORKGROUPS_KEY, ROW_COMBINERS, ROW_REDUCE_KEY,
@@ -43,6 +46,7 @@ pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
 pub use fold_pad_slices::FoldPadSlices;
 pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands, kind_of};
+pub use fuse_elementwise::{FuseElementwise, FuseElementwiseOptions};
 pub use generalize_reductions::GeneralizeReductions;
 pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_kernel_loops::LowerKernelLoops;
@@ -84,6 +88,10 @@ pub const ALL: &[(&str, &str)] = &[
         GeneralizeReductions::ARGUMENT,
         GeneralizeReductions::SUMMARY,
     ),
+    (
+        CollapseContractions::ARGUMENT,
+        CollapseContractions::SUMMARY,
+    ),
     (ConcatInPlace::ARGUMENT, ConcatInPlace::SUMMARY),
     (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
@@ -114,6 +122,8 @@ pub fn register_all() {
     pass::register(&DecomposeComposites);
     pass::register(&GeneralizeReductions);
     pass::register(&SimplifyMath);
+    pass::register(&CollapseContractions);
+    pass::register(&FuseElementwise);
     pass::register(&FoldConvInputs);
     pass::register(&FoldPadSlices);
     pass::register(&ConcatInPlace);

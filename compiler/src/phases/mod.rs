@@ -67,7 +67,7 @@ impl Phase {
                 "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
-                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, strength-reduce math"
+                "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, merge flattened contractions back into matmuls, strength-reduce math"
             }
             Phase::Dispatch => {
                 "tcc phase 4: fold pads, producers and pools into their consumers' loads, group ops into kernels and name them"
@@ -121,7 +121,12 @@ impl Phase {
                 "symbol-dce",
             ]
             .join(","),
-            Phase::Linalg => [
+            Phase::Linalg => {
+                let fuse = format!(
+                    "tcc-fuse-elementwise{{max-ops={}}}",
+                    choice.max_fused_ops.unwrap_or(target.max_fused_ops())
+                );
+                [
                 if templates { "tcc-convert-softmax-to-linalg" } else { "" },
                 if templates { "tcc-convert-layer-norm-to-rows" } else { "" },
                 "tcc-decompose-composites",
@@ -131,16 +136,21 @@ impl Phase {
                 "tcc-generalize-reductions",
                 "canonicalize",
                 "cse",
-                "linalg-fuse-elementwise-ops",
+                fuse.as_str(),
+                "canonicalize",
+                // After fusion, whose reshape propagation folds a flatten
+                // into the fully connected layer after it.
+                "tcc-collapse-contractions",
                 "canonicalize",
                 // After fusion, which puts constant exponents in the bodies.
                 "tcc-simplify-math",
                 "cse",
             ]
-            .into_iter()
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join(","),
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join(",")
+            }
             Phase::Dispatch => format!(
                 "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={}}},tcc-fold-pad-slices,tcc-form-dispatches",
                 target.fold_pools_into_convs().name()
@@ -210,14 +220,18 @@ pub fn pipeline_to_with(last: Phase, target: Target, templates: bool) -> String 
     pipeline_to_choosing(last, target, templates, &GemmChoice::default())
 }
 
-/// How the tile phase picks GEMM configurations beyond the target's
-/// table: `tcc compile --tuning=FILE` and `tcc tune`'s rounds.
+/// What the pipeline takes from the command line instead of the target's
+/// tables: GEMM configurations (`tcc compile --tuning=FILE`, `tcc tune`'s
+/// rounds) and the fusion cap (`tcc compile --max-fused-ops=N`).
 #[derive(Clone, Debug, Default)]
 pub struct GemmChoice {
     /// A tuning record (`tcc tune`'s output) to take configurations from.
     pub tuning: Option<std::path::PathBuf>,
     /// Force every GEMM's `candidate`-th configuration.
     pub candidate: Option<usize>,
+    /// The most operations in one fused elementwise body, instead of
+    /// `Target::max_fused_ops` (0: no cap).
+    pub max_fused_ops: Option<i64>,
 }
 
 impl GemmChoice {

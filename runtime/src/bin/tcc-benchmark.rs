@@ -12,10 +12,15 @@ use clap::Parser;
 use serde_json::json;
 use tcc_runtime::Model;
 use tcc_runtime::cli::{self, format_bytes};
+use tcc_runtime::in_turns::{Turn, measure_in_turns};
 
 const EXAMPLES: &str = "Examples:
   tcc-benchmark model.so --function=mlp --input=@x.npy --iterations=100
   tcc-benchmark model.so --input=1x8x128xf32=0.5 --flops=262144 --json
+  tcc-benchmark a.so --in-turns-with=b.so --input=@x.npy --iterations=20
+  tcc-benchmark model.so --input=@x.npy --in-flight=4             (4 asynchronous calls in flight)
+  tcc-benchmark model.so --input=@x.npy --concurrency=2 --cpu-partition=2   (2 sessions, 1 CPU part each)
+  tcc-benchmark model.so --input=@x32.npy --device=0,1 --split    (a batch split across 2 devices)
 (GFLOP/s are also reported per kernel, and per call without --flops, for the
 matmul and convolution kernels whose flops the artifact counts.)
 
@@ -67,6 +72,39 @@ struct Args {
     /// Also write Google Benchmark's JSON report to FILE.
     #[arg(long = "benchmark_out", value_name = "FILE")]
     out_file: Option<PathBuf>,
+    /// Another build of the same model (same function and inputs) to time
+    /// in turns with MODEL, one call of each in turn with profiling events
+    /// on (repeat for more): reports each kernel's fastest call per build,
+    /// side by side, instead of the usual report. `tcc tune --prepare`'s
+    /// rounds are measured this way.
+    #[arg(long = "in-turns-with", value_name = "MODEL")]
+    in_turns_with: Vec<PathBuf>,
+    /// Threads serving the model at once, each with its own session(s);
+    /// reports throughput (calls per second) next to latency.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Asynchronous calls each thread keeps in flight (Session::submit);
+    /// 1 with one device and one thread is the plain synchronous loop.
+    #[arg(long, default_value_t = 1)]
+    in_flight: usize,
+    /// Split each CPU device into N parts of equal cores (device fission);
+    /// with --concurrency=N each thread gets its own part.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    cpu_partition: usize,
+    /// Each call's batch (axis 0 of the inputs, a multiple of the model's)
+    /// is split across the devices (data parallel).
+    #[arg(long)]
+    split: bool,
+    /// Give each session a compute queue of its own, so that the sessions
+    /// of one device (--concurrency) can run kernels at the same time
+    /// (default: all share the device's queue).
+    #[arg(long)]
+    own_queues: bool,
+    /// Serve another model at the same time, on zero inputs (its only
+    /// function, or FUNCTION): with --concurrency=2, thread 0 serves MODEL
+    /// and thread 1 this one (repeatable; threads take the models in turn).
+    #[arg(long, value_name = "MODEL2.so[@FUNCTION]")]
+    with_model: Vec<String>,
 }
 
 /// The calling thread's CPU time in seconds.
@@ -166,6 +204,102 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--in-turns-with`: every build in turn, each kernel's fastest call.
+fn in_turns(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
+    let signature = model.function(function)?;
+    let (tensors, _) = cli::parse_inputs_for(&args.inputs, signature)?;
+    let mut models = vec![model.clone()];
+    for path in &args.in_turns_with {
+        let other = Model::load(path)?;
+        let theirs = other.function(function).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e} (--in-turns-with needs builds of the same model)",
+                path.display()
+            )
+        })?;
+        if theirs.inputs != signature.inputs {
+            bail!(
+                "{}: @{function} takes other inputs than in {} (--in-turns-with needs builds of the same model)",
+                path.display(),
+                model.path().display()
+            );
+        }
+        models.push(other);
+    }
+    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
+    let mut turns = Vec::new();
+    for (index, build) in models.iter().enumerate() {
+        eprintln!(
+            "tcc-benchmark: build {}/{}: {} ...",
+            index + 1,
+            models.len(),
+            build.path().display()
+        );
+        turns.push(Turn::new(&rt, build, function, tensors.clone())?);
+    }
+    for _ in 0..args.warmup {
+        for turn in &mut turns {
+            turn.measure()?;
+        }
+    }
+    // The warm-up calls' times are not kept.
+    for turn in &mut turns {
+        turn.forget();
+    }
+    measure_in_turns(&mut turns, args.iterations)?;
+    let dev = rt.device();
+    let mut out = std::io::stdout().lock();
+    let totals: Vec<f64> = turns.iter().map(|t| t.fastest().values().sum()).collect();
+    if args.json {
+        let report = json!({
+            "function": function,
+            "device": dev.name,
+            "platform": dev.platform_name,
+            "iterations": args.iterations,
+            "builds": models.iter().zip(&turns).zip(&totals).map(|((m, t), total)| json!({
+                "model": m.path().display().to_string(),
+                "fastest_ms": t.fastest(),
+                "device_ms_per_call": total,
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(
+            out,
+            "@{function} on {} [{}]: each kernel's fastest of {} calls in turns, ms",
+            dev.name, dev.kind, args.iterations
+        )?;
+        let mut names: Vec<&String> = turns.iter().flat_map(|t| t.fastest().keys()).collect();
+        names.sort();
+        names.dedup();
+        write!(out, "  {:<32}", "kernel")?;
+        for index in 0..models.len() {
+            write!(out, " {:>12}", format!("build {}", index + 1))?;
+        }
+        writeln!(out)?;
+        for name in names {
+            write!(out, "  {name:<32}")?;
+            for turn in &turns {
+                match turn.fastest().get(name) {
+                    Some(ms) => write!(out, " {ms:>12.4}")?,
+                    None => write!(out, " {:>12}", "-")?,
+                }
+            }
+            writeln!(out)?;
+        }
+        write!(out, "  {:<32}", "sum")?;
+        for total in &totals {
+            write!(out, " {total:>12.4}")?;
+        }
+        writeln!(out)?;
+        for (index, m) in models.iter().enumerate() {
+            writeln!(out, "  build {}: {}", index + 1, m.path().display())?;
+        }
+    }
+    cli::finish_cache_writes("tcc-benchmark", &rt);
+    Ok(())
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
     if args.iterations == 0 {
         bail!("--iterations must be at least 1");
@@ -183,6 +317,21 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let model = Model::load(&model_path)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
+    if !args.in_turns_with.is_empty() {
+        return in_turns(&args, &model, &function);
+    }
+    if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
+        bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
+    }
+    if args.concurrency > 1
+        || args.in_flight > 1
+        || args.split
+        || args.own_queues
+        || !args.with_model.is_empty()
+        || cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
+    {
+        return throughput(&args, &model, &function);
+    }
     // Input types are checked against the signature before any is built.
     let (tensors, sources) = cli::parse_inputs_for(&args.inputs, model.function(&function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
@@ -225,6 +374,11 @@ fn run(args: Args) -> anyhow::Result<()> {
             .cmp(&a.total_ns)
             .then_with(|| a.name.cmp(&b.name))
     });
+    let calls_per_second = if latencies_ms.mean() > 0.0 {
+        1e3 / latencies_ms.mean()
+    } else {
+        0.0
+    };
     let (min, median, p90, mean) = (
         latencies_ms.min(),
         latencies_ms.percentile(50.0),
@@ -295,6 +449,9 @@ fn run(args: Args) -> anyhow::Result<()> {
             "iterations": args.iterations,
             "repetitions": args.repetitions,
             "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": latencies_ms.sample_count() },
+            "throughput_calls_per_s": calls_per_second,
+            "concurrency": 1,
+            "in_flight": 1,
             "device_ms_per_call": device_ms_per_call,
             "flops": flops_per_call,
             "gflops": gflops.map(|(e2e, d)| json!({ "end_to_end": e2e, "device": d })),
@@ -356,6 +513,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     writeln!(
         out,
         "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
+    )?;
+    writeln!(
+        out,
+        "throughput: {calls_per_second:.2} calls/s (one call at a time, synchronous)"
     )?;
     if (latencies_ms.sample_count() as u64) < latencies_ms.count() {
         writeln!(
@@ -441,5 +602,158 @@ fn run(args: Args) -> anyhow::Result<()> {
         format_bytes(transfers.bytes_to_host)
     )?;
     cli::finish_cache_writes("tcc-benchmark", &rt);
+    Ok(())
+}
+
+/// `--concurrency`, `--in-flight`, several devices, `--cpu-partition` or
+/// `--split`: asynchronous calls from one or more threads
+/// (`tcc_runtime::throughput`), throughput next to latency.
+fn throughput(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
+    let signature = model.function(function)?;
+    let tensors = if args.split {
+        cli::parse_inputs_split(&args.inputs, signature)?.0
+    } else {
+        cli::parse_inputs_for(&args.inputs, signature)?.0
+    };
+    let group = cli::device_group(
+        args.device.as_deref(),
+        args.cpu_partition,
+        args.kernel_format.as_deref(),
+        false,
+    )?;
+    let mut jobs = vec![tcc_runtime::throughput::Job {
+        model: model.clone(),
+        function: function.to_string(),
+        inputs: tensors,
+    }];
+    for spec in &args.with_model {
+        // `other.so@f`: the text after the last `@` names the function when
+        // it holds no `/`.
+        let (path, function) = match spec.rsplit_once('@') {
+            Some((p, f)) if !f.contains('/') && !p.is_empty() => (p, Some(f)),
+            _ => (spec.as_str(), None),
+        };
+        let other = Model::load(path)?;
+        let f = cli::resolve_function(&other, function)?;
+        let zeros = other
+            .function(&f)?
+            .inputs
+            .iter()
+            .map(|d| tcc_runtime::HostTensor::zeros(d.dtype, d.shape.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        jobs.push(tcc_runtime::throughput::Job {
+            model: other,
+            function: f,
+            inputs: zeros,
+        });
+    }
+    let options = tcc_runtime::throughput::ThroughputOptions {
+        concurrency: args.concurrency,
+        in_flight: args.in_flight,
+        warmup: args.warmup,
+        iterations: args.iterations,
+        split: args.split,
+        own_queues: args.own_queues,
+    };
+    let report = cli::with_progress(
+        "tcc-benchmark",
+        &format!(
+            "opening {} session(s) on {} device(s) ({} kernels; a cold cache builds them), then measuring",
+            args.concurrency,
+            group.len(),
+            model.kernel_names().len()
+        ),
+        "",
+        "measured",
+        || tcc_runtime::throughput::measure_jobs(&group, &jobs, &options),
+    )?;
+    let lat = &report.latency_ms;
+    let (min, median, p90, mean) = (
+        lat.min(),
+        lat.percentile(50.0),
+        lat.percentile(90.0),
+        lat.mean(),
+    );
+    let devices: Vec<String> = group
+        .runtimes()
+        .iter()
+        .map(|r| r.device().summary())
+        .collect();
+    let staging: Vec<_> = group.runtimes().iter().map(|r| r.staging_stats()).collect();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let report = json!({
+            "model": model.path().display().to_string(),
+            "function": function,
+            "devices": devices,
+            "concurrency": args.concurrency,
+            "in_flight": args.in_flight,
+            "cpu_partition": args.cpu_partition,
+            "split": args.split,
+            "own_queues": args.own_queues,
+            "warmup": args.warmup,
+            "iterations": args.iterations,
+            "calls": report.calls,
+            "seconds": report.seconds,
+            "throughput_calls_per_s": report.calls_per_second,
+            "calls_per_device": report.calls_per_device,
+            "per_model": report.per_model,
+            "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": lat.sample_count() },
+            "host_io": group.runtimes()[0].host_io(),
+            "pinned_staging": staging,
+            "buffer_pool": group.runtimes().iter().map(|r| r.pool_stats()).collect::<Vec<_>>(),
+            "transfers": group.runtimes().iter().map(|r| r.transfer_stats()).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(out, "@{function} on {} device(s):", devices.len())?;
+        for (d, n) in devices.iter().zip(&report.calls_per_device) {
+            writeln!(out, "  {d}: {n} calls")?;
+        }
+        writeln!(
+            out,
+            "{} thread(s) x {} calls (after {} warm-up each), {} in flight per thread{}",
+            args.concurrency,
+            args.iterations,
+            args.warmup,
+            args.in_flight,
+            if args.split {
+                ", each call split across the devices"
+            } else {
+                ""
+            }
+        )?;
+        writeln!(
+            out,
+            "throughput: {:.2} calls/s ({} calls in {:.3} s)",
+            report.calls_per_second, report.calls, report.seconds
+        )?;
+        if report.per_model.len() > 1 {
+            for m in &report.per_model {
+                writeln!(
+                    out,
+                    "  {}: {} calls in {:.3} s, {:.2} calls/s",
+                    m.model, m.calls, m.seconds, m.calls_per_second
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "latency submit-to-result: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
+        )?;
+        let pinned: u64 = staging.iter().map(|s| s.current_bytes).sum();
+        writeln!(
+            out,
+            "host tensors: {}; pinned staging {}",
+            match group.runtimes()[0].host_io() {
+                tcc_runtime::HostIo::InPlace => "used in place where aligned (host-memory device)",
+                tcc_runtime::HostIo::Copy => "copied",
+            },
+            format_bytes(pinned)
+        )?;
+    }
+    for rt in group.runtimes() {
+        cli::finish_cache_writes("tcc-benchmark", rt);
+    }
     Ok(())
 }

@@ -82,6 +82,10 @@ struct Args {
     /// (default: $TCC_KERNEL_FORMAT, else auto).
     #[arg(long, value_name = "FORMAT")]
     kernel_format: Option<String>,
+    /// Split each CPU device into N parts (device fission); with several
+    /// devices or parts the call's batch is split across them.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    cpu_partition: usize,
     /// Print the device, the kernel form and where the program came from on stderr.
     #[arg(long)]
     verbose: bool,
@@ -139,6 +143,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     if !(args.expected_atol >= 0.0 && args.expected_rtol >= 0.0) {
         bail!("--expected_f32_threshold and --expected_rtol must be non-negative");
     }
+    if cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)? {
+        return run_on_several(&args, &model, &function, &outputs, &mut stdout);
+    }
     // Check the inputs' types against the signature before any is built
     // (and before the possibly slow kernel build).
     let (tensors, sources) = cli::parse_inputs_for(&args.inputs, signature)?;
@@ -182,6 +189,61 @@ fn run(args: Args) -> anyhow::Result<()> {
     cli::finish_cache_writes("tcc-run", &rt);
     if !matched {
         bail!("@{function}'s results do not match the expected outputs");
+    }
+    Ok(())
+}
+
+/// `--device=all`, a list, or `--cpu-partition=N`: the call's batch is
+/// split across the devices (inputs with exactly the model's types run
+/// whole on one of them).
+fn run_on_several(
+    args: &Args,
+    model: &Model,
+    function: &str,
+    outputs: &[OutputArg],
+    stdout: &mut impl Write,
+) -> anyhow::Result<()> {
+    if args.cpu_partition == 0 {
+        bail!("--cpu-partition must be at least 1");
+    }
+    let (tensors, plan) = cli::parse_inputs_split(&args.inputs, model.function(function)?)?;
+    let group = cli::device_group(
+        args.device.as_deref(),
+        args.cpu_partition,
+        args.kernel_format.as_deref(),
+        false,
+    )?;
+    let mut gs = cli::with_progress(
+        "tcc-run",
+        &format!(
+            "building {} kernels for {} devices",
+            model.kernel_names().len(),
+            group.len()
+        ),
+        " (once per model and driver; later runs use the cache)",
+        "kernels ready",
+        || group.session(model),
+    )?;
+    if args.verbose {
+        for rt in group.runtimes() {
+            eprintln!("tcc-run: device {}", rt.device().summary());
+        }
+        eprintln!(
+            "tcc-run: the batch runs as {} part(s) over {} device(s)",
+            plan.parts,
+            group.len()
+        );
+    }
+    let results = gs.run_split(function, &tensors)?;
+    writeln!(stdout, "EXEC @{function}")?;
+    for (i, r) in results.iter().enumerate() {
+        let arg = outputs.get(i).unwrap_or(&OutputArg::Print);
+        cli::emit_output(arg, i, r, &mut *stdout, args.print_max_elements)?;
+    }
+    stdout.flush()?;
+    drop(gs);
+    for rt in group.runtimes() {
+        cli::finish_cache_writes("tcc-run", rt);
     }
     Ok(())
 }

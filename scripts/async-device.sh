@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (no Rust, no LLVM): measures issue 14's targets
+# with the bundle scripts/build-async-bundle.sh makes (.device-async/):
+#
+# 1. ResNet-50, batch 1, inputs uploaded each call: calls per second of
+#    sequential synchronous calls (Session::run) against asynchronous ones
+#    with 1 and 4 calls in flight on one session, 4 sessions sharing the
+#    device's queue, and 4 sessions with a compute queue each
+#    (--own-queues), plus the 4-in-flight case without pinned staging.
+# 2. sgemm 4096^3 end to end (two 64 MiB inputs up, one down): synchronous
+#    against 2 and 4 in flight; the synchronous run's kernel time (profiling
+#    events) is the compute part, the rest of its latency the copies.
+# 3. With two or more GPUs (and models/resnet50_b16.so): a batch of 32 split
+#    into two batch-16 parts on one GPU, then across two.
+#
+# Each case prints one line: calls/s, ms per call (1000 / calls per s),
+# median latency, and the ratio to the synchronous case. The raw JSON of
+# every run goes to $OUT (default /tmp/tcc-async-results).
+#
+# Usage: async-device.sh [BUNDLE_DIR]   (default: the directory of this script)
+# (R50_ITERATIONS, GEMM_ITERATIONS: timed calls per case, default 300, 30.)
+set -uo pipefail
+here=$(cd "${1:-$(dirname "$0")}" && pwd)
+bin=$here/bin
+models=$here/models
+out=${OUT:-/tmp/tcc-async-results}
+mkdir -p "$out"
+export TCC_CACHE_DIR=${TCC_CACHE_DIR:-/tmp/tcc-async-cache}
+echo "== devices"
+nvidia-smi -L 2>/dev/null
+"$bin/tcc-run" --list-devices | grep -E '^ *[0-9]+:' || true
+ngpus=$("$bin/tcc-run" --list-devices | grep -c '\[GPU\]' || true)
+
+# bench NAME BASELINE_CALLS_PER_S MODEL ARGS...: one tcc-benchmark --json
+# run; prints a line and echoes calls/s into $out/NAME.cps.
+bench() {
+  local name=$1 base=$2 model=$3; shift 3
+  if ! "$bin/tcc-benchmark" "$models/$model" "$@" --json > "$out/$name.json" 2> "$out/$name.err"; then
+    echo "$name: FAILED"; sed 's/^/    /' "$out/$name.err" | tail -5; echo 0 > "$out/$name.cps"; return
+  fi
+  python3 - "$out/$name.json" "$name" "$base" > "$out/$name.line" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1])); name = sys.argv[2]; base = float(sys.argv[3])
+cps = r.get("throughput_calls_per_s") or 0.0
+lat = r["latency_ms"]
+extra = ""
+if "device_ms_per_call" in r:
+    extra = " kernels %.3f ms/call" % r["device_ms_per_call"]
+ratio = (" = %.2fx sync" % (cps / base)) if base > 0 else ""
+print("%-34s %9.1f calls/s  %8.3f ms/call  median latency %8.3f ms%s%s" % (
+    name, cps, 1000.0 / cps if cps else 0, lat["median"], extra, ratio))
+print(cps, file=open(sys.argv[1][:-5] + ".cps", "w"))
+EOF
+  cat "$out/$name.line"
+}
+cps() { cat "$out/$1.cps" 2>/dev/null || echo 0; }
+
+R50=(resnet50.so --input=1x3x224x224xf32=0.5 --warmup=20 --iterations=${R50_ITERATIONS:-300})
+echo "== cold start (kernel build; not timed below)"
+"$bin/tcc-run" --prepare "$models/resnet50.so" 2>&1 | tail -4
+"$bin/tcc-run" --prepare "$models/sgemm_4096.so" 2>&1 | tail -4
+
+echo "== ResNet-50 batch 1, input uploaded every call"
+bench r50_sync 0 "${R50[@]}"
+base=$(cps r50_sync)
+bench r50_async_inflight1 "$base" "${R50[@]}" --in-flight=1 --own-queues
+bench r50_inflight4 "$base" "${R50[@]}" --in-flight=4
+TCC_PINNED_STAGING=0 bench r50_inflight4_unpinned "$base" "${R50[@]}" --in-flight=4
+bench r50_concurrency4_shared_queue "$base" "${R50[@]}" --concurrency=4
+bench r50_concurrency4_own_queues "$base" "${R50[@]}" --concurrency=4 --own-queues
+bench r50_concurrency2x2_own_queues "$base" "${R50[@]}" --concurrency=2 --in-flight=2 --own-queues
+bench r50_concurrency8_own_queues "$base" "${R50[@]}" --concurrency=8 --own-queues
+
+echo "== sgemm 4096^3 end to end (2 x 64 MiB up, 64 MiB down per call)"
+G=(sgemm_4096.so --input=1x4096x4096xf32=0.5 --input=1x4096x4096xf32=0.25 --warmup=3 --iterations=${GEMM_ITERATIONS:-30})
+bench sgemm_sync 0 "${G[@]}"
+base=$(cps sgemm_sync)
+bench sgemm_async_inflight1 "$base" "${G[@]}" --in-flight=1 --own-queues
+bench sgemm_inflight2 "$base" "${G[@]}" --in-flight=2
+bench sgemm_inflight4 "$base" "${G[@]}" --in-flight=4
+TCC_PINNED_STAGING=0 bench sgemm_inflight4_unpinned "$base" "${G[@]}" --in-flight=4
+bench sgemm_concurrency2_own_queues "$base" "${G[@]}" --concurrency=2 --own-queues
+[[ -s $out/sgemm_sync.json ]] && python3 - "$out/sgemm_sync.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+k = r["device_ms_per_call"]; e = r["latency_ms"]["median"]
+print("sgemm sync: %.2f ms end to end = %.2f ms kernels + %.2f ms copies and host work; "
+      "max(copy, compute) = %.2f ms is the pipelined bound" % (e, k, e - k, max(k, e - k)))
+EOF
+
+if ((ngpus >= 2)) && [[ -e $models/resnet50_b16.so ]]; then
+  echo "== ResNet-50 batch 32 as two batch-16 parts: one GPU, then two"
+  S=(resnet50_b16.so --input=32x3x224x224xf32=0.5 --split --warmup=5 --iterations=50)
+  bench r50_b32_split_one_gpu 0 "${S[@]}" --device=0
+  base=$(cps r50_b32_split_one_gpu)
+  bench r50_b32_split_two_gpus "$base" "${S[@]}" --device=0,1
+  bench r50_b16_round_robin_two_gpus 0 resnet50_b16.so --input=16x3x224x224xf32=0.5 --device=0,1 --concurrency=2 --warmup=5 --iterations=50
+else
+  echo "== two-GPU split skipped ($ngpus GPU(s); needs 2 and models/resnet50_b16.so from --with-batch16)"
+fi
+echo "== raw JSON in $out"
