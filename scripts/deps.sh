@@ -42,6 +42,13 @@ if ! python3 -c "import onnx, sys; sys.exit(onnx.__version__ != '$ONNX_VERSION')
   python3 -m pip install --quiet --disable-pip-version-check "onnx==$ONNX_VERSION"
 fi
 
+# pytest runs the Python module's tests (runtime/python/tests, driven by
+# compiler/tests/python.rs); numpy comes with onnx.
+if ! python3 -c "import pytest, numpy" 2>/dev/null; then
+  echo "deps: installing pytest from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check pytest numpy
+fi
+
 command -v cargo >/dev/null || { echo "deps: cargo not found; install Rust (rustup) first" >&2; exit 1; }
 [ -x /usr/lib/llvm-22/bin/lit ] || { echo "deps: LLVM lit missing from llvm-22-tools" >&2; exit 1; }
 [ -f /usr/lib/clc/nvptx64--.bc ] || { echo "deps: libclc-22 has no /usr/lib/clc/nvptx64--.bc" >&2; exit 1; }

@@ -326,8 +326,9 @@ fn f16_tensors_are_rejected_with_a_clear_error() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
         assert!(
-            err.contains("argument 0 has the type 'tensor<4xf16>': tcc does not compute in f16")
-                && err.contains("convert the model to f32")
+            err.contains(
+                "argument 0 of @f has the type 'tensor<4xf16>': tcc does not compute in f16"
+            ) && err.contains("convert the model to f32")
                 && !err.contains("panicked"),
             "{args:?}: {err}"
         );

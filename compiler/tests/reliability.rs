@@ -240,7 +240,7 @@ fn tensors_past_the_element_limit_are_located_errors() {
         assert_rejected(
             &output,
             &[
-                "huge.mlir:1:1: error: argument 0 has the type",
+                "huge.mlir:1:1: error: argument 0 of @f has the type",
                 &format!("of {elements} elements, more than tcc's limit of 4294967296 (2^32)"),
                 "huge.mlir:2:8: error: 'tosa.add' result",
             ],

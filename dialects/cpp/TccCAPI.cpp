@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "TccCAPI.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/CommandLine.h"
 #include "TccDialect.h"
 
 #include "mlir/CAPI/IR.h"
@@ -277,8 +279,14 @@ extern "C" bool tccCheckNestingDepth(MlirStringRef source, unsigned limit,
 
 /// mlir-opt's driver (as upstream `MlirOptMain(argc, argv, ...)`), with
 /// the input checked for excessive nesting before MLIR parses it.
-extern "C" int tccOptMain(int argc, char **argv) {
+extern "C" int tccOptMain(int argc, char **argv, const char *version) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // `tcc-opt --version` names tcc, its version and git hash, then LLVM's.
+  std::string versionText = version ? version : "";
+  llvm::cl::SetVersionPrinter([versionText](llvm::raw_ostream &os) {
+    os << "tcc-opt " << versionText << "\n  LLVM " << LLVM_VERSION_STRING
+       << "\n";
+  });
   DialectRegistry registry;
   tccRegisterAllDialects(wrap(&registry));
   tccRegisterAllPasses();

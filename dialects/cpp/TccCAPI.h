@@ -104,7 +104,7 @@ bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
 /* Runs the mlir-opt driver with every dialect and every registered pass,
  * refusing input nested deeper than TCC_MAX_NESTING_DEPTH with a located
  * error. Returns the process exit code. */
-int tccOptMain(int argc, char **argv);
+int tccOptMain(int argc, char **argv, const char *version);
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,7 @@ unsafe extern "C" {
         summary: *const c_char,
         pipeline: *const c_char,
     );
-    fn tccOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
+    fn tccOptMain(argc: c_int, argv: *mut *mut c_char, version: *const c_char) -> c_int;
     fn tccLinalgHoistParallelDims(op: MlirOperation) -> c_int;
     fn tccParseModule(
         context: mlir_sys::MlirContext,
@@ -265,13 +265,19 @@ pub fn register_pass_pipeline(argument: &str, summary: &str, pipeline: &str) {
 /// Runs the mlir-opt driver over `args` (including the program name) with
 /// every dialect and every registered pass; returns the exit code.
 pub fn opt_main(args: impl IntoIterator<Item = String>) -> i32 {
+    opt_main_with_version(args, "")
+}
+
+/// As [`opt_main`]; `--version` prints `tcc-opt VERSION` and LLVM's version.
+pub fn opt_main_with_version(args: impl IntoIterator<Item = String>, version: &str) -> i32 {
+    let version = CString::new(version).unwrap_or_default();
     let owned: Vec<CString> = args
         .into_iter()
         .map(|a| CString::new(a).unwrap_or_else(|_| c_string("<argument with NUL>")))
         .collect();
     let mut argv: Vec<*mut c_char> = owned.iter().map(|a| a.as_ptr() as *mut c_char).collect();
     argv.push(std::ptr::null_mut());
-    unsafe { tccOptMain(owned.len() as c_int, argv.as_mut_ptr()) }
+    unsafe { tccOptMain(owned.len() as c_int, argv.as_mut_ptr(), version.as_ptr()) }
 }
 
 /// Parses MLIR text into a module, with `name` as the file name in

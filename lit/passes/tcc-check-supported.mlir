@@ -8,11 +8,11 @@
 // RUN: not tcc-opt %s --split-input-file --tcc-check-supported 2>&1 | FileCheck %s
 // CHECK-NOT: error:
 // CHECK: :[[# @LINE + 25]]:8: error: unsupported op 'tosa.sin'
-// CHECK: error: argument 0 has the dynamically shaped type 'tensor<?x4xf32>'
+// CHECK: error: argument 0 of @dynamic_shape has the dynamically shaped type 'tensor<?x4xf32>'
 // CHECK: error: 'tosa.exp' uses the dynamically shaped type
 // CHECK: error: unsupported op 'tosa.sin'
 // CHECK: error: unsupported op 'tosa.cos'
-// CHECK: error: argument 0 has the type 'tensor<4xf16>'
+// CHECK: error: argument 0 of @half has the type 'tensor<4xf16>'
 // CHECK: error: 'tosa.cast' result has the type 'tensor<4xbf16>'
 
 func.func @supported(%a: tensor<1x4x8xf32>, %b: tensor<1x8x4xf32>) -> tensor<1x4x4xf32> {
@@ -38,7 +38,7 @@ func.func @unsupported_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error @+1 {{argument 0 has the dynamically shaped type 'tensor<?x4xf32>': tcc needs static shapes}}
+// expected-error @+1 {{argument 0 of @dynamic_shape has the dynamically shaped type 'tensor<?x4xf32>': tcc needs static shapes}}
 func.func @dynamic_shape(%x: tensor<?x4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'tosa.exp' uses the dynamically shaped type 'tensor<?x4xf32>': tcc needs static shapes}}
   %0 = tosa.exp %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
@@ -59,7 +59,7 @@ func.func @several(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Half precision: the kernels compute in f32 only.
-// expected-error @+1 {{argument 0 has the type 'tensor<4xf16>': tcc does not compute in f16}}
+// expected-error @+1 {{argument 0 of @half has the type 'tensor<4xf16>': tcc does not compute in f16}}
 func.func @half(%x: tensor<4xf16>) -> tensor<4xf16> {
   return %x : tensor<4xf16>
 }

@@ -170,4 +170,14 @@ const uint64_t *tcc_kernel_flops_v1(void);
  * compiling the OpenCL C. Artifacts compiled with --ptx=on export it. */
 const char *tcc_kernel_ptx_v1(void);
 
+/* Optional: a NUL-terminated JSON object describing the artifact for tools
+ * (`tcc inspect`): target, kernels (name, kind, work-group size, flops),
+ * tcc version and git hash. Keys may be added; the runtime never needs it.
+ *
+ * `tcc compile --emit=obj|staticlib --name=NAME` prefixes every one of
+ * these symbols with `NAME_` (`NAME_tcc_artifact_v1`, ...) so that several
+ * models link into one program; such an object always defines all four
+ * (the optional ones returning NULL when empty). */
+const char *tcc_metadata_v1(void);
+
 #endif /* TCC_ABI_H */

@@ -190,6 +190,15 @@ pub type TccKernelPtxV1Fn = unsafe extern "C" fn() -> *const c_char;
 /// The optional PTX symbol.
 pub const KERNEL_PTX_SYMBOL: &[u8] = b"tcc_kernel_ptx_v1";
 
+/// `const char *tcc_metadata_v1(void)`: optional, a NUL-terminated JSON
+/// object the compiler writes about the artifact (target, kernels with
+/// kind, work-group size and flops, tcc version and git hash), read by
+/// `tcc inspect`. Its keys may grow; the runtime never depends on it.
+pub type TccMetadataV1Fn = unsafe extern "C" fn() -> *const c_char;
+
+/// The optional metadata symbol.
+pub const METADATA_SYMBOL: &[u8] = b"tcc_metadata_v1";
+
 /// `(type name, field name, offset)` for every field, plus `(type, "sizeof",
 /// size)`, in a fixed order; the `abi_layout` test compares this list with
 /// the same list computed by a C compiler from the header.

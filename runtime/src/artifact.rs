@@ -139,6 +139,8 @@ pub(crate) struct ConstantRef {
 /// which keeps entry points and constant pointers valid.
 pub struct Artifact {
     pub path: PathBuf,
+    /// The ABI version of its table (`TCC_ABI_VERSION_MIN..=TCC_ABI_VERSION`).
+    pub abi_version: u32,
     pub producer: String,
     pub source_kind: SourceKind,
     pub source: Vec<u8>,
@@ -150,10 +152,20 @@ pub struct Artifact {
     /// The same kernels as PTX, from the optional `tcc_kernel_ptx_v1`
     /// (`tcc compile --target=nvidia`).
     pub ptx: Option<Vec<u8>>,
+    /// The compiler's JSON description of the artifact (target, kernels
+    /// with kind and work-group size, version), from the optional
+    /// `tcc_metadata_v1`; read by `tcc inspect`.
+    pub metadata: Option<String>,
     pub functions: Vec<FunctionInfo>,
     pub(crate) constants: Vec<ConstantRef>,
-    // Dropped last (fields drop in declaration order).
-    _library: Library,
+    // Dropped last (fields drop in declaration order). `None` for a model
+    // linked into the program.
+    _library: Option<Library>,
+    /// The in-memory file a model loaded from bytes was opened through
+    /// (`/proc/self/fd/N`), kept open while the library is loaded: the
+    /// dynamic loader knows a library by that name, and a reused
+    /// descriptor number would make a later load return this library.
+    pub(crate) memfd: Option<std::fs::File>,
 }
 
 // SAFETY: the raw pointers in `constants` and the entry functions point into
@@ -178,6 +190,9 @@ impl std::fmt::Debug for Artifact {
 
 impl Artifact {
     /// Opens `path`, calls `tcc_artifact_v1` and validates what it returns.
+    /// The file's ELF headers are checked first (`elf::check_file`), so a
+    /// truncated or foreign file is an error rather than a crash in the
+    /// dynamic loader.
     pub fn load(path: &Path) -> Result<Self> {
         let load_err = |reason: String| Error::ArtifactLoad {
             path: path.to_path_buf(),
@@ -189,23 +204,74 @@ impl Artifact {
         if !abs.is_file() {
             return Err(load_err("not a file".into()));
         }
+        crate::elf::check_file(&abs).map_err(load_err)?;
         // SAFETY: loading runs the library's initialisers; a tcc artifact
         // has none beyond what the C toolchain adds. This is inherent to
         // running a compiled model.
         let library = unsafe { Library::new(&abs) }.map_err(|e| load_err(e.to_string()))?;
+        Self::from_library(path, library, "")
+    }
+
+    /// Validates the artifact a loaded library describes; `prefix` is the
+    /// symbol prefix (`tcc compile --name=NAME` gives `NAME_`).
+    pub(crate) fn from_library(path: &Path, library: Library, prefix: &str) -> Result<Self> {
+        let symbol = |name: &[u8]| -> Vec<u8> { [prefix.as_bytes(), name].concat() };
         // SAFETY: the symbol's type is fixed by tcc_abi.h.
         let describe: TccArtifactV1Fn =
-            unsafe { library.get::<TccArtifactV1Fn>(abi::ARTIFACT_SYMBOL) }
+            unsafe { library.get::<TccArtifactV1Fn>(&symbol(abi::ARTIFACT_SYMBOL)) }
                 .map(|s| *s)
-                .map_err(|e| {
-                    load_err(format!(
-                        "no `tcc_artifact_v1` symbol, not a tcc artifact ({e})"
-                    ))
+                .map_err(|e| Error::ArtifactLoad {
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "no `{prefix}tcc_artifact_v1` symbol, not a tcc artifact ({e})"
+                    ),
                 })?;
+        // SAFETY: optional symbols, types fixed by tcc_abi.h.
+        let flops =
+            unsafe { library.get::<abi::TccKernelFlopsV1Fn>(&symbol(abi::KERNEL_FLOPS_SYMBOL)) }
+                .ok()
+                .map(|s| *s);
+        let ptx = unsafe { library.get::<abi::TccKernelPtxV1Fn>(&symbol(abi::KERNEL_PTX_SYMBOL)) }
+            .ok()
+            .map(|s| *s);
+        let metadata =
+            unsafe { library.get::<abi::TccMetadataV1Fn>(&symbol(abi::METADATA_SYMBOL)) }
+                .ok()
+                .map(|s| *s);
+        // SAFETY: the functions come from `library`, which the artifact keeps.
+        unsafe {
+            Self::from_symbols(
+                path,
+                LinkedSymbols {
+                    describe,
+                    flops,
+                    ptx,
+                    metadata,
+                },
+                Some(library),
+            )
+        }
+    }
+
+    /// Validates the artifact behind `symbols`: a library's, or one linked
+    /// into the program (`library` is then `None`).
+    ///
+    /// # Safety
+    /// The functions must follow tcc_abi.h, and stay valid (with the data
+    /// they return) while the artifact lives: forever for linked-in code,
+    /// as long as `library` for a loaded one.
+    pub(crate) unsafe fn from_symbols(
+        path: &Path,
+        symbols: LinkedSymbols,
+        library: Option<Library>,
+    ) -> Result<Self> {
         // SAFETY: calling the artifact's own description function.
-        let raw = unsafe { describe() };
+        let raw = unsafe { (symbols.describe)() };
         if raw.is_null() {
-            return Err(load_err("tcc_artifact_v1() returned NULL".into()));
+            return Err(Error::ArtifactLoad {
+                path: path.to_path_buf(),
+                reason: "tcc_artifact_v1() returned NULL".into(),
+            });
         }
         // SAFETY: non-null, points at the artifact's static table.
         let table = unsafe { &*raw };
@@ -221,48 +287,52 @@ impl Artifact {
         // every count and pointer before it is followed.
         let parts = unsafe { r.read(table) }?;
         // Optional: per-kernel flop counts.
-        let kernel_flops =
-            match unsafe { library.get::<abi::TccKernelFlopsV1Fn>(abi::KERNEL_FLOPS_SYMBOL) } {
-                Ok(symbol) => {
-                    // SAFETY: the symbol's type is fixed by tcc_abi.h; it returns
-                    // num_kernels entries or NULL.
-                    let pointer = unsafe { (*symbol)() };
-                    if pointer.is_null() {
-                        vec![0; parts.kernel_names.len()]
-                    } else {
-                        // SAFETY: non-null, num_kernels entries of static data.
-                        unsafe { std::slice::from_raw_parts(pointer, parts.kernel_names.len()) }
-                            .to_vec()
-                    }
-                }
-                Err(_) => vec![0; parts.kernel_names.len()],
-            };
-        // Optional: the kernels as PTX.
-        let ptx = match unsafe { library.get::<abi::TccKernelPtxV1Fn>(abi::KERNEL_PTX_SYMBOL) } {
-            Ok(symbol) => {
-                // SAFETY: the symbol's type is fixed by tcc_abi.h; it returns
-                // a NUL-terminated string or NULL.
-                let pointer = unsafe { (*symbol)() };
+        let kernel_flops = match symbols.flops {
+            Some(getter) => {
+                // SAFETY: returns num_kernels entries or NULL.
+                let pointer = unsafe { getter() };
                 if pointer.is_null() {
-                    None
+                    vec![0; parts.kernel_names.len()]
                 } else {
-                    // SAFETY: non-null, NUL-terminated static data.
-                    let text = unsafe { CStr::from_ptr(pointer) }.to_bytes();
-                    if text.len() as u64 > MAX_SOURCE_BYTES {
-                        return Err(Error::MalformedArtifact {
-                            path: path.to_path_buf(),
-                            reason: format!("implausible PTX size {}", text.len()),
-                        });
-                    }
-                    (!text.is_empty()).then(|| text.to_vec())
+                    // SAFETY: non-null, num_kernels entries of static data.
+                    unsafe { std::slice::from_raw_parts(pointer, parts.kernel_names.len()) }
+                        .to_vec()
                 }
             }
-            Err(_) => None,
+            None => vec![0; parts.kernel_names.len()],
         };
+        let text = |getter: Option<unsafe extern "C" fn() -> *const c_char>,
+                    what: &str|
+         -> Result<Option<Vec<u8>>> {
+            let Some(getter) = getter else {
+                return Ok(None);
+            };
+            // SAFETY: returns a NUL-terminated string or NULL.
+            let pointer = unsafe { getter() };
+            if pointer.is_null() {
+                return Ok(None);
+            }
+            // SAFETY: non-null, NUL-terminated static data.
+            let text = unsafe { CStr::from_ptr(pointer) }.to_bytes();
+            if text.len() as u64 > MAX_SOURCE_BYTES {
+                return Err(Error::MalformedArtifact {
+                    path: path.to_path_buf(),
+                    reason: format!("implausible {what} size {}", text.len()),
+                });
+            }
+            Ok((!text.is_empty()).then(|| text.to_vec()))
+        };
+        // Optional: the kernels as PTX.
+        let ptx = text(symbols.ptx, "PTX")?;
+        // Optional: the compiler's JSON description (`tcc inspect`).
+        let metadata = text(symbols.metadata, "metadata")?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         Ok(Artifact {
             path: path.to_path_buf(),
+            abi_version: table.abi_version,
             kernel_flops,
             ptx,
+            metadata,
             producer: parts.producer,
             source_kind: parts.source_kind,
             source: parts.source,
@@ -271,8 +341,23 @@ impl Artifact {
             functions: parts.functions,
             constants: parts.constants,
             _library: library,
+            memfd: None,
         })
     }
+}
+
+/// The functions an artifact exports (see tcc_abi.h); only `describe` is
+/// required.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkedSymbols {
+    /// `tcc_artifact_v1`.
+    pub describe: TccArtifactV1Fn,
+    /// `tcc_kernel_flops_v1`.
+    pub flops: Option<abi::TccKernelFlopsV1Fn>,
+    /// `tcc_kernel_ptx_v1`.
+    pub ptx: Option<abi::TccKernelPtxV1Fn>,
+    /// `tcc_metadata_v1`.
+    pub metadata: Option<abi::TccMetadataV1Fn>,
 }
 
 /// The validated table, before it is joined with the library handle.

@@ -23,6 +23,12 @@ pub struct InputArg {
 /// Parses `--input`: `@path.npy` reads a file, anything else is a tensor
 /// literal (`2x3xf32=1,2,3,4,5,6`, splat `2x3xf32=0`).
 pub fn parse_input(spec: &str) -> Result<InputArg> {
+    if let Some((_, path)) = crate::iree_flags::typed_file(spec) {
+        return Ok(InputArg {
+            tensor: crate::iree_flags::read_typed_file(spec)?,
+            source: path.to_string(),
+        });
+    }
     if let Some(path) = spec.strip_prefix('@') {
         let tensor = npy::read_npy(path.as_ref())?;
         Ok(InputArg {
@@ -47,6 +53,10 @@ pub fn parse_input(spec: &str) -> Result<InputArg> {
 pub fn input_type(spec: &str) -> Result<(crate::tensor::DType, Vec<usize>, String)> {
     if let Some(path) = spec.strip_prefix('@') {
         let (dtype, shape) = npy::read_npy_type(path.as_ref())?;
+        Ok((dtype, shape, path.to_string()))
+    } else if let Some((ty, path)) = crate::iree_flags::typed_file(spec) {
+        let (shape, dtype) = crate::tensor::parse_type(ty)
+            .map_err(|e| Error::InvalidInput(format!("--input={spec}: {e}")))?;
         Ok((dtype, shape, path.to_string()))
     } else {
         let ty = spec.split_once('=').map_or(spec, |(ty, _)| ty);
@@ -94,8 +104,11 @@ pub fn parse_inputs_for(
 /// Where an output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutputArg {
-    /// `@path.npy`: written as .npy, atomically.
+    /// `@path.npy`: written as .npy, atomically (`@path.bin`: raw bytes).
     Npy(PathBuf),
+    /// `+path.npy` / `+path.bin`: appended to the file (iree-run-module's
+    /// `+`), created if missing.
+    Append(PathBuf),
     /// `-` or empty: printed to stdout.
     Print,
 }
@@ -103,13 +116,31 @@ pub enum OutputArg {
 pub fn parse_output(spec: &str) -> Result<OutputArg> {
     match spec {
         "" | "-" => Ok(OutputArg::Print),
-        s => match s.strip_prefix('@') {
-            Some(p) if !p.is_empty() => Ok(OutputArg::Npy(PathBuf::from(p))),
+        s => match (s.strip_prefix('@'), s.strip_prefix('+')) {
+            (Some(p), _) if !p.is_empty() => Ok(OutputArg::Npy(PathBuf::from(p))),
+            (_, Some(p)) if !p.is_empty() => Ok(OutputArg::Append(PathBuf::from(p))),
             _ => Err(Error::InvalidInput(format!(
-                "--output={spec}: expected @FILE.npy (or - to print), e.g. --output=@y.npy"
+                "--output={spec}: expected @FILE.npy, @FILE.bin, +FILE.npy to append (or - to print), e.g. --output=@y.npy"
             ))),
         },
     }
+}
+
+/// Puts result `index` where `arg` says: a file, appended to a file, or
+/// printed as `result[i]: TYPE=[...]`.
+pub fn emit_output(
+    arg: &OutputArg,
+    index: usize,
+    tensor: &HostTensor,
+    out: &mut impl std::io::Write,
+    max_elements: usize,
+) -> anyhow::Result<()> {
+    match arg {
+        OutputArg::Npy(path) => crate::iree_flags::write_file(path, tensor, false)?,
+        OutputArg::Append(path) => crate::iree_flags::write_file(path, tensor, true)?,
+        OutputArg::Print => writeln!(out, "result[{index}]: {}", tensor.format(max_elements))?,
+    }
+    Ok(())
 }
 
 /// The function to run: `--function` if given, else the model's only one.
@@ -293,15 +324,32 @@ pub fn parse_args<T: clap::Parser>() -> std::result::Result<T, ExitCode> {
     T::try_parse().map_err(|e| {
         let _ = e.print();
         if e.use_stderr() {
-            ExitCode::FAILURE
+            // Usage errors: 2, as every tcc tool (and clap, and getopt
+            // conventions) has it; 1 is for failures.
+            ExitCode::from(2)
         } else {
             ExitCode::SUCCESS
         }
     })
 }
 
-/// Prints `prog: error: …` (with the error chain) and returns exit code 1.
-pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
+/// The `--version` text of every tcc tool: `0.1.0 (git HASH)` (clap puts
+/// the tool's name first: `tcc-run 0.1.0 (git HASH)`; the string says
+/// which tcc it belongs to).
+pub fn version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{} (tcc, git {})",
+            env!("CARGO_PKG_VERSION"),
+            crate::GIT_HASH
+        )
+    })
+}
+
+/// Prints `error: …` (with the error chain) and returns exit code 1; the
+/// tool's name is not repeated (`prog` is kept for callers).
+pub fn report(_prog: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -310,9 +358,9 @@ pub fn report(prog: &str, result: anyhow::Result<()>) -> ExitCode {
                 .downcast_ref::<std::io::Error>()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
             if broken_pipe {
-                eprintln!("{prog}: error: cannot write to standard output: {e:#}");
+                eprintln!("error: cannot write to standard output: {e:#}");
             } else {
-                eprintln!("{prog}: error: {e:#}");
+                eprintln!("error: {e:#}");
             }
             ExitCode::FAILURE
         }

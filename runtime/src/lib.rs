@@ -26,12 +26,17 @@ pub mod abi;
 pub mod artifact;
 pub mod async_call;
 pub mod buffer_pool;
+pub mod capi;
 pub mod cli;
 pub mod device;
 pub mod devices;
+pub mod element;
+pub mod elf;
+mod embed;
 pub mod error;
 pub mod host_bytes;
 pub mod in_turns;
+pub mod iree_flags;
 pub mod npy;
 pub mod output_file;
 pub mod program_cache;
@@ -46,12 +51,15 @@ use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use serde::Serialize;
 
-pub use artifact::{FunctionInfo, TensorDesc};
+pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
 pub use async_call::{CallHandle, StagingStats};
 pub use buffer_pool::PoolStats;
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
 pub use devices::{DeviceGroup, DeviceList, GroupSession, SplitPlan, partition_device};
+pub use element::Element;
 pub use error::{Error, Result};
+/// `half::f16`, the element type of f16 tensors.
+pub use half;
 pub use host_bytes::HostBytes;
 pub use program_cache::{CacheStats, ProgramOrigin, SourceKind};
 pub use session::{ArenaStats, DeviceTensor, KernelProfile, Session};
@@ -61,6 +69,20 @@ use artifact::Artifact;
 use buffer_pool::BufferPool;
 use error::ClResultExt;
 use program_cache::ProgramCache;
+
+/// The git commit tcc was built from (12 hex digits, or "unknown").
+pub const GIT_HASH: &str = env!("TCC_GIT_HASH");
+
+/// tcc's version and the git commit it was built from:
+/// `tcc 0.1.0 (git 0123456789ab)`, shown by every tool's `--version` and
+/// the C API's `tcc_version()`.
+pub fn version_string() -> String {
+    format!(
+        "tcc {} (git {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("TCC_GIT_HASH")
+    )
+}
 
 /// How to set up a `Runtime`.
 #[derive(Clone, Debug)]

@@ -298,6 +298,18 @@ pub fn write_npy(path: &Path, tensor: &HostTensor) -> Result<()> {
         .map_err(|e| npy_error(path, format!("cannot write: {e}")))
 }
 
+/// The `.npy` encoding of `tensor` (for appending to a file).
+pub fn npy_bytes(tensor: &HostTensor) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    write_npy_to(&mut out, tensor).map_err(|e| {
+        Error::InvalidInput(format!(
+            "cannot encode {} as .npy: {e}",
+            tensor.type_string()
+        ))
+    })?;
+    Ok(out)
+}
+
 fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
     let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
     let type_str: npyz::TypeStr = descr(t.dtype)

@@ -106,7 +106,7 @@ fn input_mismatches_name_their_source() {
     assert_fails_with(
         &o,
         &format!(
-            "tcc-run: error: input 0 of @axpb expects 1000xf32, got 10x100xf32 from {}\n",
+            "error: input 0 of @axpb expects 1000xf32, got 10x100xf32 from {}\n",
             xp.display()
         ),
     );
@@ -189,8 +189,10 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
     );
     assert_fails_with(&o, "--output=y.npy: expected @FILE.npy");
 
+    // A usage error: exit 2 (1 is for failures).
     let o = tool("tcc-run", cache.path(), &[so, "--no-such-flag"]);
-    assert_fails_with(&o, "--no-such-flag");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("error: unexpected argument '--no-such-flag'"));
 
     let o = tool(
         "tcc-run",
@@ -514,5 +516,5 @@ fn prepare_fails_clearly() {
         cache.path(),
         &["--prepare", so, "--input=1000xf32=1"],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

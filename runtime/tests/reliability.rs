@@ -549,10 +549,7 @@ fn a_closed_stdout_is_an_error_that_says_so() {
     .unwrap();
     drop(child.stdout.take());
     let o = child.wait_with_output().unwrap();
-    assert_fails_with(
-        &o,
-        "tcc-run: error: cannot write to standard output: Broken pipe",
-    );
+    assert_fails_with(&o, "error: cannot write to standard output: Broken pipe");
 }
 
 // Defect 9: `tcc-benchmark --iterations=100000000000` aborted allocating a

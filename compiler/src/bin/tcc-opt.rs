@@ -3,5 +3,8 @@
 
 fn main() {
     tcc_compiler::passes::register_all();
-    std::process::exit(tcc_dialects::opt_main(std::env::args()));
+    std::process::exit(tcc_dialects::opt_main_with_version(
+        std::env::args(),
+        tcc_runtime::cli::version(),
+    ));
 }

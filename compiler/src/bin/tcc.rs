@@ -6,7 +6,7 @@ use tcc_compiler::driver;
 #[derive(Parser)]
 #[command(
     name = "tcc",
-    version,
+    version = tcc_version(),
     about = "tcc: an MLIR tensor compiler for OpenCL devices"
 )]
 struct Cli {
@@ -22,23 +22,33 @@ enum Command {
     Run(driver::run::RunArgs),
     /// Measure each GEMM/convolution kernel's candidate configurations on a device and record the fastest (for `tcc compile --tuning`).
     Tune(driver::tune::TuneArgs),
+    /// Show what a compiled model holds: functions and their I/O, kernels, constants, arena, target, producer and ABI version.
+    Inspect(driver::inspect::InspectArgs),
     /// Import an ONNX model as TOSA-level MLIR.
     Import(driver::import::ImportArgs),
     /// Run the ONNX backend test cases (model.onnx + test_data_set_*) and report passes and failures.
     OnnxTest(tcc_compiler::front::scoreboard::ScoreboardArgs),
 }
 
+/// `tcc 0.1.0 (git HASH)` without the leading name (clap adds it).
+fn tcc_version() -> &'static str {
+    let full = tcc_runtime::version_string();
+    Box::leak(full.trim_start_matches("tcc ").to_string().into_boxed_str())
+}
+
 fn main() {
+    // Usage errors exit with 2 (clap's default), other errors with 1.
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Compile(args) => driver::compile::run(args),
         Command::Run(args) => driver::run::run(args),
         Command::Import(args) => driver::import::run(args),
+        Command::Inspect(args) => driver::inspect::run(args),
         Command::Tune(args) => driver::tune::run(args),
         Command::OnnxTest(args) => tcc_compiler::front::scoreboard::run(args),
     };
     if let Err(error) = result {
-        eprintln!("{error:#}");
+        eprintln!("{}", tcc_compiler::driver::error_text(&error));
         std::process::exit(1);
     }
 }

@@ -23,8 +23,10 @@ pub enum Emit {
     Mlir,
     /// The host program as LLVM IR.
     LlvmIr,
-    /// The host program as a native object file.
+    /// The host program as a native object file (kernels and weights inside), to link into a program; see --name.
     Obj,
+    /// The object as a static library (libNAME.a) to link into a program; see --name.
+    Staticlib,
     /// The kernels as OpenCL C: one .cl file per kernel into the -o directory, or the whole program to stdout.
     OpenclC,
     /// The kernels as SPIR-V (one .spv per kernel into the -o directory; portable loop-nest kernels).
@@ -85,9 +87,90 @@ pub struct CompileArgs {
     /// A tuning record written by `tcc tune` for the device the model will run on: its measured GEMM and convolution configurations replace the target's table for the shapes it names (its target must match --target).
     #[arg(long, value_name = "FILE")]
     pub tuning: Option<PathBuf>,
+    /// Prefix the symbols of --emit=obj|staticlib|llvm-ir with NAME_ (NAME_tcc_artifact_v1, ...) so that several models link into one program (a C identifier).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The LLVM triple of the host code (default: this machine's), e.g. aarch64-unknown-linux-gnu; the kernels are portable either way. A shared library for another machine is linked with ld.lld.
+    #[arg(long = "host-triple", value_name = "TRIPLE")]
+    pub host_triple: Option<String>,
+    /// Print each pass's time to stderr (as mlir-opt and iree-compile do).
+    #[arg(long = "mlir-timing")]
+    pub mlir_timing: bool,
+    /// Print the IR after every pass to stderr.
+    #[arg(long = "mlir-print-ir-after-all")]
+    pub mlir_print_ir_after_all: bool,
+    /// Write the IR after each phase into DIR (01-input.mlir, 02-graph.mlir, ...), the kernels (opencl-c.cl) and the host LLVM IR (host.ll).
+    #[arg(long = "dump-phases-to", value_name = "DIR")]
+    pub dump_phases_to: Option<PathBuf>,
     /// The most operations one fused elementwise kernel body may hold, instead of the target's cap (0: no cap). Longer chains are cut into several kernels, whose first driver builds add up linearly where one long kernel's do not.
     #[arg(long, value_name = "N")]
     pub max_fused_ops: Option<i64>,
+}
+
+/// Checks `--name`: a C identifier, since it prefixes C symbols.
+pub fn check_symbol_name(name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        bail!(
+            "--name={name}: the name prefixes C symbols ({name}_tcc_artifact_v1): use letters, digits and _, not starting with a digit"
+        );
+    }
+    Ok(())
+}
+
+/// The JSON description an artifact carries (`tcc_metadata_v1`, shown by
+/// `tcc inspect`): what the compiler knows that the ABI tables do not.
+pub fn metadata_json(compiled: &Compiled, target: Target, host_triple: Option<&str>) -> String {
+    let stats = crate::driver::stats::collect(&compiled.module);
+    let kernels: Vec<serde_json::Value> = stats
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, (name, kind, size))| {
+            let flops = compiled
+                .program
+                .kernels
+                .iter()
+                .find(|k| &k.name == name)
+                .map_or(0, |k| k.flops);
+            let _ = i;
+            serde_json::json!({
+                "name": name,
+                "kind": kind,
+                "workgroup_size": size,
+                "flops": flops,
+            })
+        })
+        .collect();
+    let functions: Vec<serde_json::Value> = stats
+        .plans
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.function,
+                "arena_bytes": p.arena_bytes,
+                "live_bytes_bound": p.live_bytes_bound,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "producer": tcc_runtime::version_string(),
+        "target": target.name(),
+        "host_triple": host_triple.map(str::to_owned).unwrap_or_else(|| {
+            inkwell::targets::TargetMachine::get_default_triple()
+                .as_str()
+                .to_string_lossy()
+                .into_owned()
+        }),
+        "ptx": compiled.ptx.is_some(),
+        "kernels": kernels,
+        "functions": functions,
+    })
+    .to_string()
 }
 
 impl CompileArgs {
@@ -160,6 +243,21 @@ impl Compiled<'_> {
         )?)
     }
 
+    /// The host side with a symbol prefix, metadata and a target triple.
+    pub fn host_with(
+        &self,
+        module_name: &str,
+        options: &host_llvm::HostOptions,
+    ) -> Result<host_llvm::HostOutput> {
+        Ok(host_llvm::emit_with(
+            &self.module,
+            &self.program,
+            self.ptx.as_deref(),
+            module_name,
+            options,
+        )?)
+    }
+
     /// Compiles the OpenCL C program to PTX for `options.arch`.
     pub fn add_ptx(&mut self, options: &ptx::PtxOptions) -> Result<()> {
         let toolchain = ptx::Toolchain::find()?;
@@ -205,17 +303,7 @@ pub fn compile_to_kernels_in<'c>(
     choice: &GemmChoice,
 ) -> Result<Compiled<'c>> {
     choice.check().map_err(anyhow::Error::msg)?;
-    if let Some(path) = &choice.tuning {
-        let record = crate::config::tuning::TuningRecord::load(path).map_err(anyhow::Error::msg)?;
-        if record.target != target.name() {
-            bail!(
-                "{} is a tuning record for --target={} (measured on {}), not --target={target}",
-                path.display(),
-                record.target,
-                record.device
-            );
-        }
-    }
+    check_tuning_target(choice, target)?;
     let mut module = super::import::parse_model_with(session, input, input_shapes)?;
     session.run_pipeline(
         &mut module,
@@ -242,13 +330,128 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
-    let host = compiled.host(module_name)?;
+    let options = host_llvm::HostOptions {
+        metadata: Some(metadata_json(&compiled, target, None)),
+        ..Default::default()
+    };
+    let host = compiled.host_with(module_name, &options)?;
     host_llvm::link_shared(&host.object, output)?;
     Ok(())
 }
 
+/// Runs the phases up to `last` over `module`. With `dump` it runs them one
+/// at a time and writes the IR after each into `NN-PHASE.mlir` there
+/// (`--dump-phases-to`), as iree-compile's `--dump-compilation-phases-to`.
+pub fn run_phases(
+    session: &Session,
+    module: &mut Module,
+    last: Phase,
+    target: Target,
+    templates: bool,
+    choice: &GemmChoice,
+    dump: Option<&Path>,
+) -> Result<()> {
+    // On a terminal the phases run one at a time under a spinner naming
+    // each; elsewhere (logs, tests) as one pipeline unless dumped.
+    let progress = super::progress::Progress::spinner("tcc compile");
+    if dump.is_none() && !progress.is_drawn() {
+        return session.run_pipeline(
+            module,
+            &crate::phases::pipeline_to_choosing(last, target, templates, choice),
+        );
+    }
+    if let Some(directory) = dump {
+        std::fs::create_dir_all(directory)
+            .with_context(|| format!("cannot create {}", directory.display()))?;
+    }
+    let phases: Vec<Phase> = Phase::ALL.into_iter().take_while(|p| *p <= last).collect();
+    for (index, phase) in phases.iter().copied().enumerate() {
+        progress.message(format!(
+            "phase {} ({}/{})",
+            phase.name(),
+            index + 1,
+            phases.len()
+        ));
+        let passes = phase.passes_choosing(target, templates, choice);
+        if !passes.is_empty() {
+            session.run_pipeline(module, &format!("builtin.module({passes})"))?;
+        }
+        let Some(directory) = dump else { continue };
+        if phase == Phase::Codegen {
+            continue;
+        }
+        write_atomically(
+            &directory.join(format!("{:02}-{}.mlir", index + 1, phase.name())),
+            format!("{}\n", module.as_operation()).as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads `-` (standard input) into a temporary file, named `.onnx` for an
+/// ONNX protobuf and `.mlir` for text, since the importers go by path.
+fn stdin_model(directory: &Path) -> Result<PathBuf> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .context("cannot read the model from standard input")?;
+    if bytes.is_empty() {
+        bail!("standard input is empty: expected an MLIR or ONNX model");
+    }
+    let text = std::str::from_utf8(&bytes).is_ok_and(|t| !t.contains('\0'));
+    let path = directory.join(if text { "stdin.mlir" } else { "stdin.onnx" });
+    std::fs::write(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Writes binary output to `path`, or to standard output for `-`.
+fn write_binary(path: &Path, bytes: &[u8]) -> Result<()> {
+    if path == Path::new("-") {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        return stdout
+            .write_all(bytes)
+            .and_then(|()| stdout.flush())
+            .context("cannot write to standard output");
+    }
+    write_atomically(path, bytes)
+}
+
 pub fn run(args: &CompileArgs) -> Result<()> {
-    let session = Session::new();
+    let mut session = Session::new();
+    session.instrumentation.timing = args.mlir_timing;
+    session.instrumentation.print_ir_after_all = args.mlir_print_ir_after_all;
+    let stdin_directory;
+    let input: PathBuf = if args.input == Path::new("-") {
+        stdin_directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+        stdin_model(stdin_directory.path())?
+    } else {
+        args.input.clone()
+    };
+    // `-o -` is standard output, as no output at all is for text.
+    let output_path = args.output.as_deref();
+    let output = output_path.filter(|p| *p != Path::new("-"));
+    let dump = args.dump_phases_to.as_deref();
+    if let Some(name) = &args.name {
+        check_symbol_name(name)?;
+        if !matches!(args.emit, Emit::Obj | Emit::Staticlib | Emit::LlvmIr) {
+            bail!(
+                "--name prefixes the symbols of a model linked into a program: use it with --emit=staticlib, obj or llvm-ir (a shared library keeps tcc_artifact_v1, one model per library)"
+            );
+        }
+    }
+    if let Some(triple) = &args.host_triple {
+        if !matches!(
+            args.emit,
+            Emit::Artifact | Emit::Obj | Emit::Staticlib | Emit::LlvmIr
+        ) || args.compile_to.is_some_and(|p| p < Phase::Codegen)
+        {
+            bail!(
+                "--host-triple={triple} applies to the host code: --emit=artifact, obj, staticlib or llvm-ir"
+            );
+        }
+    }
     let input_shapes: Vec<(String, Vec<i64>)> = args
         .input_shapes
         .iter()
@@ -271,10 +474,15 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 args.emit
             );
         }
-        let mut module = super::import::parse_model_with(&session, &args.input, &input_shapes)?;
-        session.run_pipeline(
+        let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
+        run_phases(
+            &session,
             &mut module,
-            &crate::phases::pipeline_to_choosing(stop, args.target, true, &choice),
+            stop,
+            args.target,
+            true,
+            &choice,
+            dump,
         )?;
         if let Some(format) = args.stats {
             eprint!(
@@ -282,20 +490,22 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 crate::driver::stats::collect(&module).render_as(format)
             );
         }
-        return write_text(
-            args.output.as_deref(),
-            &format!("{}\n", module.as_operation()),
-        );
+        return write_text(output, &format!("{}\n", module.as_operation()));
     }
 
     if args.emit == Emit::Spirv {
-        let Some(directory) = args.output.as_deref() else {
+        let Some(directory) = output else {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
         };
-        let mut module = super::import::parse_model_with(&session, &args.input, &input_shapes)?;
-        session.run_pipeline(
+        let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
+        run_phases(
+            &session,
             &mut module,
-            &crate::phases::pipeline_to_with(Phase::Gpu, args.target, false),
+            Phase::Gpu,
+            args.target,
+            false,
+            &GemmChoice::default(),
+            dump,
         )?;
         let kernels = crate::back::spirv::write_kernels(&session, &module)?;
         std::fs::create_dir_all(directory)
@@ -313,14 +523,24 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         PrecisionArg::Fp32 => opencl_c::Precision::Fp32,
         PrecisionArg::Tf32 => opencl_c::Precision::Tf32,
     };
-    let mut compiled = compile_to_kernels_in(
+    choice.check().map_err(anyhow::Error::msg)?;
+    check_tuning_target(&choice, args.target)?;
+    let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
+    run_phases(
         &session,
-        &args.input,
+        &mut module,
+        Phase::Gpu,
         args.target,
-        &input_shapes,
-        precision,
+        true,
         &choice,
+        dump,
     )?;
+    let program = opencl_c::write_program_with(&module, precision)?;
+    let mut compiled = Compiled {
+        module,
+        program,
+        ptx: None,
+    };
     if let Some(options) = &ptx_options {
         compiled.add_ptx(options)?;
     }
@@ -330,12 +550,34 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             crate::driver::stats::collect(&compiled.module).render_as(format)
         );
     }
-    let output = args.output.as_deref();
-    let module_name = args
-        .input
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("model");
+    let module_name = args.name.clone().unwrap_or_else(|| {
+        input
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("model")
+            .to_string()
+    });
+    let host_options = host_llvm::HostOptions {
+        symbol_prefix: args
+            .name
+            .as_ref()
+            .map(|n| format!("{n}_"))
+            .unwrap_or_default(),
+        metadata: Some(metadata_json(
+            &compiled,
+            args.target,
+            args.host_triple.as_deref(),
+        )),
+        triple: args.host_triple.clone(),
+    };
+    let host = || compiled.host_with(&module_name, &host_options);
+    if let Some(directory) = dump {
+        write_atomically(
+            &directory.join("opencl-c.cl"),
+            compiled.program.source.as_bytes(),
+        )?;
+        write_atomically(&directory.join("host.ll"), host()?.llvm_ir.as_bytes())?;
+    }
     match (args.emit, args.compile_to) {
         (Emit::Mlir, _) => write_text(output, &format!("{}\n", compiled.module.as_operation())),
         (Emit::OpenclC, _) | (Emit::Artifact, Some(Phase::Codegen)) if output.is_none() => {
@@ -352,26 +594,56 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         }
         (Emit::Spirv, _) => unreachable!("handled before the OpenCL C pipeline"),
         (Emit::Ptx, _) => write_text(output, compiled.ptx.as_deref().unwrap_or_default()),
-        (Emit::LlvmIr, _) => {
-            let host = compiled.host(module_name)?;
-            write_text(output, &host.llvm_ir)
-        }
+        (Emit::LlvmIr, _) => write_text(output, &host()?.llvm_ir),
         (Emit::Obj, _) => {
-            let Some(path) = output else {
-                bail!("--emit=obj writes a binary file: give -o FILE")
+            let Some(path) = output_path else {
+                bail!("--emit=obj writes a binary file: give -o FILE (or -o - for standard output)")
             };
-            let host = compiled.host(module_name)?;
-            write_atomically(path, &host.object)
+            write_binary(path, &host()?.object)
         }
-        (Emit::Artifact, _) => {
-            let Some(path) = output else {
+        (Emit::Staticlib, _) => {
+            let Some(path) = output_path else {
                 bail!(
-                    "the artifact is a shared library: give -o model.so (or --emit=mlir|llvm-ir|opencl-c to print text)"
+                    "--emit=staticlib writes a binary file: give -o libNAME.a (or -o - for standard output)"
                 )
             };
-            let host = compiled.host(module_name)?;
-            host_llvm::link_shared(&host.object, path)?;
-            Ok(())
+            let library = host_llvm::static_library(&host()?.object, &module_name)?;
+            write_binary(path, &library)
+        }
+        (Emit::Artifact, _) => {
+            let Some(path) = output_path else {
+                bail!(
+                    "the artifact is a shared library: give -o model.so, or -o - for standard output (or --emit=mlir|llvm-ir|opencl-c to print text)"
+                )
+            };
+            let object = host()?.object;
+            if path == Path::new("-") {
+                let directory =
+                    tempfile::tempdir().context("cannot create a temporary directory")?;
+                let library = directory.path().join("model.so");
+                host_llvm::link_shared_for(&object, &library, args.host_triple.as_deref())?;
+                let bytes = std::fs::read(&library).context("cannot read the linked library")?;
+                write_binary(path, &bytes)
+            } else {
+                host_llvm::link_shared_for(&object, path, args.host_triple.as_deref())?;
+                Ok(())
+            }
         }
     }
+}
+
+/// A tuning record must be for the target it is applied to.
+fn check_tuning_target(choice: &GemmChoice, target: Target) -> Result<()> {
+    if let Some(path) = &choice.tuning {
+        let record = crate::config::tuning::TuningRecord::load(path).map_err(anyhow::Error::msg)?;
+        if record.target != target.name() {
+            bail!(
+                "{} is a tuning record for --target={} (measured on {}), not --target={target}",
+                path.display(),
+                record.target,
+                record.device
+            );
+        }
+    }
+    Ok(())
 }

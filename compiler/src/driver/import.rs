@@ -91,8 +91,20 @@ pub fn parse_model_with<'c>(
             input_shapes: input_shapes.to_vec(),
             ..ImportOptions::default()
         };
+        // Large models take seconds to import and parse: a spinner on a
+        // terminal (see `progress`).
+        let large = std::fs::metadata(path).is_ok_and(|m| m.len() > 16 << 20);
+        let progress = if large {
+            super::progress::Progress::spinner("tcc")
+        } else {
+            super::progress::Progress::none()
+        };
+        progress.message(format!("importing {}", path.display()));
         let text = import_text(path, &options)?;
-        session.parse(&path.display().to_string(), &text)?
+        progress.message(format!("parsing the imported {}", path.display()));
+        let module = session.parse(&path.display().to_string(), &text)?;
+        drop(progress);
+        module
     } else if !input_shapes.is_empty() {
         bail!(
             "{}: --input-shape applies to ONNX models (.onnx); an MLIR model's shapes are its function types",

@@ -1,10 +1,12 @@
 //! The `tcc` command line: `tcc compile`, `tcc run`, `tcc import`,
-//! `tcc tune`. Errors are printed as located diagnostics and turn into
+//! `tcc tune`, `tcc inspect`. Errors are printed as located diagnostics and turn into
 //! exit code 1; nothing is written unless compilation succeeds, and files
 //! are written atomically.
 
 pub mod compile;
 pub mod import;
+pub mod inspect;
+pub mod progress;
 pub mod run;
 pub mod session;
 pub mod stats;
@@ -13,6 +15,19 @@ pub mod tune;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
+
+/// An error as every tcc tool prints it: `error: MESSAGE`, except that a
+/// message that already is a located diagnostic (`file:1:2: error: ...`)
+/// keeps its own `error:` rather than getting a second one.
+pub fn error_text(error: &anyhow::Error) -> String {
+    let text = format!("{error:#}");
+    let first = text.lines().next().unwrap_or_default();
+    if first.starts_with("error: ") || first.contains(": error: ") {
+        text
+    } else {
+        format!("error: {text}")
+    }
+}
 
 /// Writes `text` to standard output. A closed pipe (`tcc ... | head -1`,
 /// `| true`) is an error with a message and exit code 1, not a panic:

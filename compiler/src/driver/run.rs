@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use tcc_runtime::cli::{self, OutputArg};
-use tcc_runtime::{DeviceKind, DeviceSelector, HostTensor, Model, Runtime, npy};
+use tcc_runtime::{DeviceKind, DeviceSelector, HostTensor, Model, Runtime};
 
 use super::compile::compile_to_kernels;
 use super::session::Session;
@@ -32,8 +32,8 @@ pub struct RunArgs {
     /// OpenCL device: index from `tcc-run --list-devices` or a name substring (default: TCC_DEVICE, else first GPU, else first CPU).
     #[arg(long)]
     pub device: Option<String>,
-    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) or `auto` (from the device) runs on OpenCL.
-    #[arg(long, default_value = "auto")]
+    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) or `auto` (the one that suits the device) runs on OpenCL. The default is `tcc compile`'s, generic, so that both build the same kernels.
+    #[arg(long, default_value = "generic")]
     pub target: String,
     /// Print at most this many elements per result.
     #[arg(long, default_value_t = 1024)]
@@ -89,14 +89,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "EXEC @{function}")?;
     for (index, result) in results.iter().enumerate() {
-        match outputs.get(index).unwrap_or(&OutputArg::Print) {
-            OutputArg::Npy(path) => npy::write_npy(path, result)?,
-            OutputArg::Print => writeln!(
-                stdout,
-                "result[{index}]: {}",
-                result.format(args.print_max_elements)
-            )?,
-        }
+        let arg = outputs.get(index).unwrap_or(&OutputArg::Print);
+        cli::emit_output(arg, index, result, &mut stdout, args.print_max_elements)?;
     }
     Ok(())
 }

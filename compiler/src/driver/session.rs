@@ -7,13 +7,25 @@ use anyhow::{Result, anyhow, bail};
 use melior::Context;
 use melior::ir::Module;
 use melior::ir::operation::OperationLike;
-use melior::pass::PassManager;
 
 use crate::diagnostics::DiagnosticSink;
 
 pub struct Session {
     pub context: Context,
     pub diagnostics: DiagnosticSink,
+    /// What `run_pipeline` reports besides running (`tcc compile
+    /// --mlir-timing`, `--mlir-print-ir-after-all`).
+    pub instrumentation: Instrumentation,
+}
+
+/// Pass-manager instrumentation, as mlir-opt and iree-compile offer it.
+#[derive(Clone, Debug, Default)]
+pub struct Instrumentation {
+    /// Print each pass's wall time to stderr after each pipeline
+    /// (`--mlir-timing`).
+    pub timing: bool,
+    /// Print the IR after every pass to stderr (`--mlir-print-ir-after-all`).
+    pub print_ir_after_all: bool,
 }
 
 impl Session {
@@ -24,6 +36,7 @@ impl Session {
         Self {
             context,
             diagnostics,
+            instrumentation: Instrumentation::default(),
         }
     }
 
@@ -62,9 +75,9 @@ impl Session {
         self.parse(&path.display().to_string(), &text)
     }
 
-    /// Runs a textual pipeline over the module.
+    /// Runs a textual pipeline over the module, with the session's
+    /// instrumentation (timing, IR printing).
     pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<()> {
-        let manager = PassManager::new(&self.context);
         let mut error = String::new();
         unsafe extern "C" fn collect(
             part: mlir_sys::MlirStringRef,
@@ -73,9 +86,20 @@ impl Session {
             let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
             unsafe { &mut *(user_data as *mut String) }.push_str(&String::from_utf8_lossy(text));
         }
+        /// Destroys the pass manager (which prints the timing report) on
+        /// every path out.
+        struct Manager(mlir_sys::MlirPassManager);
+        impl Drop for Manager {
+            fn drop(&mut self) {
+                // SAFETY: created below, destroyed once.
+                unsafe { mlir_sys::mlirPassManagerDestroy(self.0) }
+            }
+        }
+        // SAFETY: plain MLIR C API calls on a context that outlives them.
+        let manager = Manager(unsafe { mlir_sys::mlirPassManagerCreate(self.context.to_raw()) });
         let parsed = unsafe {
             mlir_sys::mlirParsePassPipeline(
-                manager.as_operation_pass_manager().to_raw(),
+                mlir_sys::mlirPassManagerGetAsOpPassManager(manager.0),
                 mlir_sys::MlirStringRef {
                     data: pipeline.as_ptr() as *const _,
                     length: pipeline.len(),
@@ -87,7 +111,34 @@ impl Session {
         if parsed.value == 0 {
             bail!("invalid pass pipeline {pipeline}: {error}");
         }
-        if manager.run(module).is_err() {
+        if self.instrumentation.timing {
+            // SAFETY: as above.
+            unsafe { mlir_sys::mlirPassManagerEnableTiming(manager.0) };
+        }
+        if self.instrumentation.print_ir_after_all {
+            let flags = melior::ir::operation::OperationPrintingFlags::new();
+            // SAFETY: as above; an empty tree path prints to stderr.
+            unsafe {
+                mlir_sys::mlirPassManagerEnableIRPrinting(
+                    manager.0,
+                    false,
+                    true,
+                    false,
+                    false,
+                    false,
+                    flags.to_raw(),
+                    mlir_sys::MlirStringRef {
+                        data: std::ptr::null(),
+                        length: 0,
+                    },
+                )
+            };
+        }
+        // SAFETY: as above.
+        let result =
+            unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.0, module.as_operation().to_raw()) };
+        drop(manager);
+        if result.value == 0 {
             bail!("{}", self.failure("compilation failed"));
         }
         Ok(())

@@ -103,6 +103,12 @@ impl TccPass for CheckSupported {
                     .ok()
                     .and_then(|r| melior::ir::RegionLike::first_block(&r))
                 {
+                    // Errors name the function and the argument.
+                    let function = op
+                        .attribute("sym_name")
+                        .ok()
+                        .and_then(crate::ir::util::string_value)
+                        .unwrap_or_default();
                     for index in 0..melior::ir::BlockLike::argument_count(&block) {
                         let Ok(argument) = melior::ir::BlockLike::argument(&block, index) else {
                             continue;
@@ -111,13 +117,13 @@ impl TccPass for CheckSupported {
                         if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
                             errors.push(PassError::at(
                                 op.location(),
-                                format!("argument {index} has the dynamically shaped type '{}': tcc needs static shapes", quote(ty)),
+                                format!("argument {index} of @{function} has the dynamically shaped type '{}': tcc needs static shapes", quote(ty)),
                             ));
                         } else if let Some(why) = too_large(ty).or_else(|| unsupported_element(ty))
                         {
                             errors.push(PassError::at(
                                 op.location(),
-                                format!("argument {index} {why}"),
+                                format!("argument {index} of @{function} {why}"),
                             ));
                         }
                     }

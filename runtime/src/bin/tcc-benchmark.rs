@@ -28,10 +28,13 @@ Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
 
 /// Benchmark a function of a tcc-compiled model (model.so) on an OpenCL device.
 #[derive(Parser)]
-#[command(name = "tcc-benchmark", version, after_help = EXAMPLES)]
+#[command(name = "tcc-benchmark", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
 struct Args {
     /// The compiled model (model.so).
-    model: PathBuf,
+    model: Option<PathBuf>,
+    /// The compiled model, as iree-benchmark-module's --module (instead of the positional argument).
+    #[arg(long = "module", value_name = "MODEL", conflicts_with = "model")]
+    module: Option<PathBuf>,
     /// Function to run (default: the model's only function).
     #[arg(long)]
     function: Option<String>,
@@ -58,6 +61,17 @@ struct Args {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Repeat the whole measurement (warm-up excluded) this many times and
+    /// report each repetition plus mean, median, stddev and cv across them
+    /// (Google Benchmark's flag).
+    #[arg(long = "benchmark_repetitions", default_value_t = 1, value_name = "N")]
+    repetitions: usize,
+    /// console (the table) or json (Google Benchmark's JSON on stdout).
+    #[arg(long = "benchmark_format", default_value = "console", value_name = "FORMAT", value_parser = ["console", "json"])]
+    format: String,
+    /// Also write Google Benchmark's JSON report to FILE.
+    #[arg(long = "benchmark_out", value_name = "FILE")]
+    out_file: Option<PathBuf>,
     /// Another build of the same model (same function and inputs) to time
     /// in turns with MODEL, one call of each in turn with profiling events
     /// on (repeat for more): reports each kernel's fastest call per build,
@@ -93,6 +107,96 @@ struct Args {
     with_model: Vec<String>,
 }
 
+/// The calling thread's CPU time in seconds.
+fn thread_cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: plain system call writing into `t`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// One repetition's timings (milliseconds per call).
+struct Repetition {
+    real_ms: f64,
+    cpu_ms: f64,
+    median_ms: f64,
+}
+
+/// mean, median, stddev (sample) and cv of `xs`.
+fn aggregates(xs: &[f64]) -> [(&'static str, f64); 4] {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = if sorted.len() % 2 == 1 {
+        sorted[sorted.len() / 2]
+    } else {
+        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0
+    };
+    let stddev = if xs.len() > 1 {
+        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let cv = if mean > 0.0 { stddev / mean } else { 0.0 };
+    [
+        ("mean", mean),
+        ("median", median),
+        ("stddev", stddev),
+        ("cv", cv),
+    ]
+}
+
+/// Google Benchmark's JSON report: a context and one entry per repetition,
+/// plus the aggregates when there are several.
+fn benchmark_json(
+    function: &str,
+    model: &str,
+    device: &str,
+    iterations: usize,
+    reps: &[Repetition],
+) -> serde_json::Value {
+    let name = format!("@{function}/real_time");
+    let mut benchmarks = Vec::new();
+    for (index, r) in reps.iter().enumerate() {
+        benchmarks.push(json!({
+            "name": name, "family_index": 0, "per_family_instance_index": 0,
+            "run_name": name, "run_type": "iteration", "repetitions": reps.len(),
+            "repetition_index": index, "threads": 1, "iterations": iterations,
+            "real_time": r.real_ms, "cpu_time": r.cpu_ms, "time_unit": "ms",
+            "median_real_time": r.median_ms,
+        }));
+    }
+    if reps.len() > 1 {
+        let real: Vec<f64> = reps.iter().map(|r| r.real_ms).collect();
+        let cpu: Vec<f64> = reps.iter().map(|r| r.cpu_ms).collect();
+        for ((aggregate, real), (_, cpu)) in aggregates(&real).into_iter().zip(aggregates(&cpu)) {
+            benchmarks.push(json!({
+                "name": format!("{name}_{aggregate}"), "family_index": 0,
+                "per_family_instance_index": 0, "run_name": name,
+                "run_type": "aggregate", "repetitions": reps.len(), "threads": 1,
+                "aggregate_name": aggregate,
+                "aggregate_unit": if aggregate == "cv" { "percentage" } else { "time" },
+                "iterations": reps.len(), "real_time": real, "cpu_time": cpu, "time_unit": "ms",
+            }));
+        }
+    }
+    json!({
+        "context": {
+            "executable": "tcc-benchmark",
+            "tcc_version": tcc_runtime::version_string(),
+            "model": model,
+            "device": device,
+            "num_cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            "library_build_type": if cfg!(debug_assertions) { "debug" } else { "release" },
+        },
+        "benchmarks": benchmarks,
+    })
+}
+
 fn main() -> ExitCode {
     match cli::parse_args::<Args>() {
         Ok(args) => cli::report("tcc-benchmark", run(args)),
@@ -104,7 +208,7 @@ fn main() -> ExitCode {
 fn in_turns(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
     let signature = model.function(function)?;
     let (tensors, _) = cli::parse_inputs_for(&args.inputs, signature)?;
-    let mut models = vec![Model::load(&args.model)?];
+    let mut models = vec![model.clone()];
     for path in &args.in_turns_with {
         let other = Model::load(path)?;
         let theirs = other.function(function).map_err(|e| {
@@ -117,7 +221,7 @@ fn in_turns(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
             bail!(
                 "{}: @{function} takes other inputs than in {} (--in-turns-with needs builds of the same model)",
                 path.display(),
-                args.model.display()
+                model.path().display()
             );
         }
         models.push(other);
@@ -205,7 +309,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     {
         bail!("--flops must be a positive number of floating-point operations per call");
     }
-    let model = Model::load(&args.model)?;
+    if args.repetitions == 0 {
+        bail!("--benchmark_repetitions must be at least 1");
+    }
+    let Some(model_path) = args.model.clone().or(args.module.clone()) else {
+        bail!("missing the model: tcc-benchmark model.so (or --module=model.so) (see --help)");
+    };
+    let model = Model::load(&model_path)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
     if !args.in_turns_with.is_empty() {
         return in_turns(&args, &model, &function);
@@ -237,13 +347,33 @@ fn run(args: Args) -> anyhow::Result<()> {
     session.reset_profile()?;
     // Constant memory whatever the iteration count (no vector per call).
     let mut latencies_ms = cli::LatencyStats::default();
-    for _ in 0..args.iterations {
-        let start = Instant::now();
-        let outputs = session.run_with_sources(&function, &tensors, &sources)?;
-        latencies_ms.push(start.elapsed().as_secs_f64() * 1e3);
-        session.recycle(outputs);
+    let mut repetitions = Vec::with_capacity(args.repetitions);
+    for _ in 0..args.repetitions {
+        let mut this = cli::LatencyStats::default();
+        let (wall, cpu) = (Instant::now(), thread_cpu_seconds());
+        for _ in 0..args.iterations {
+            let start = Instant::now();
+            let outputs = session.run_with_sources(&function, &tensors, &sources)?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            latencies_ms.push(ms);
+            this.push(ms);
+            session.recycle(outputs);
+        }
+        repetitions.push(Repetition {
+            real_ms: wall.elapsed().as_secs_f64() * 1e3 / args.iterations as f64,
+            cpu_ms: (thread_cpu_seconds() - cpu) * 1e3 / args.iterations as f64,
+            median_ms: this.percentile(50.0),
+        });
     }
-    let kernels = session.kernel_profile()?;
+    // All repetitions' calls: the per-call figures below divide by this.
+    let calls = args.iterations * args.repetitions;
+    let mut kernels = session.kernel_profile()?;
+    // The kernel table, most device time first.
+    kernels.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     let calls_per_second = if latencies_ms.mean() > 0.0 {
         1e3 / latencies_ms.mean()
     } else {
@@ -256,7 +386,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         latencies_ms.mean(),
     );
     let device_ms_per_call =
-        kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / args.iterations as f64;
+        kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / calls as f64;
     // Flops per call: --flops, else what the artifact counts per kernel.
     let counted: f64 = kernels
         .iter()
@@ -267,7 +397,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 .position(|n| *n == k.name)
                 .and_then(|i| model.kernel_flops().get(i).copied())
                 .unwrap_or(0);
-            per_launch as f64 * k.calls as f64 / args.iterations as f64
+            per_launch as f64 * k.calls as f64 / calls as f64
         })
         .sum();
     let flops_per_call = args.flops.or((counted > 0.0).then_some(counted));
@@ -292,6 +422,23 @@ fn run(args: Args) -> anyhow::Result<()> {
     let dev = rt.device();
 
     let mut out = std::io::stdout().lock();
+    let google = benchmark_json(
+        &function,
+        &model.path().display().to_string(),
+        &dev.name,
+        args.iterations,
+        &repetitions,
+    );
+    if let Some(path) = &args.out_file {
+        let text = format!("{}\n", serde_json::to_string_pretty(&google)?);
+        tcc_runtime::output_file::write_output_bytes(path, text.as_bytes(), false)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    if args.format == "json" {
+        writeln!(out, "{}", serde_json::to_string_pretty(&google)?)?;
+        cli::finish_cache_writes("tcc-benchmark", &rt);
+        return Ok(());
+    }
     if args.json {
         let report = json!({
             "model": model.path().display().to_string(),
@@ -300,6 +447,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             "platform": dev.platform_name,
             "warmup": args.warmup,
             "iterations": args.iterations,
+            "repetitions": args.repetitions,
             "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": latencies_ms.sample_count() },
             "throughput_calls_per_s": calls_per_second,
             "concurrency": 1,
@@ -331,9 +479,37 @@ fn run(args: Args) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        "iterations: {} (after {} warm-up)",
-        args.iterations, args.warmup
+        "iterations: {} (after {} warm-up){}",
+        args.iterations,
+        args.warmup,
+        if args.repetitions > 1 {
+            format!(", {} repetitions", args.repetitions)
+        } else {
+            String::new()
+        }
     )?;
+    if args.repetitions > 1 {
+        for (i, r) in repetitions.iter().enumerate() {
+            writeln!(
+                out,
+                "  repetition {}: mean {:.3} ms  median {:.3} ms  cpu {:.3} ms",
+                i + 1,
+                r.real_ms,
+                r.median_ms,
+                r.cpu_ms
+            )?;
+        }
+        let real: Vec<f64> = repetitions.iter().map(|r| r.real_ms).collect();
+        let [mean, median, stddev, cv] = aggregates(&real);
+        writeln!(
+            out,
+            "  across repetitions: mean {:.3} ms  median {:.3} ms  stddev {:.3} ms  cv {:.2} %",
+            mean.1,
+            median.1,
+            stddev.1,
+            cv.1 * 100.0
+        )?;
+    }
     writeln!(
         out,
         "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
@@ -363,7 +539,10 @@ fn run(args: Args) -> anyhow::Result<()> {
             show(d)
         )?;
     }
-    writeln!(out, "kernels (device time from profiling events):")?;
+    writeln!(
+        out,
+        "kernels (device time from profiling events, most first):"
+    )?;
     writeln!(
         out,
         "  {:<32} {:>8} {:>12} {:>12} {:>10}",

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Parser;
 use tcc_runtime::cli::{self, OutputArg};
-use tcc_runtime::{Model, list_devices, npy};
+use tcc_runtime::{Model, list_devices};
 
 const EXAMPLES: &str = "Examples:
   tcc-run model.so --function=mlp --input=@x.npy --output=@y.npy
@@ -22,10 +22,13 @@ TCC_KERNEL_FORMAT (auto, ptx or opencl-c).";
 
 /// Run a function of a tcc-compiled model (model.so) on an OpenCL device.
 #[derive(Parser)]
-#[command(name = "tcc-run", version, after_help = EXAMPLES)]
+#[command(name = "tcc-run", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
 struct Args {
     /// The compiled model (model.so).
     model: Option<PathBuf>,
+    /// The compiled model, as iree-run-module's --module (instead of the positional argument).
+    #[arg(long = "module", value_name = "MODEL", conflicts_with = "model")]
+    module: Option<PathBuf>,
     /// Function to run (default: the model's only function).
     #[arg(long)]
     function: Option<String>,
@@ -33,10 +36,32 @@ struct Args {
     /// (a single value splats).
     #[arg(long = "input", value_name = "INPUT", allow_hyphen_values = true)]
     inputs: Vec<String>,
-    /// Where output N goes, in order: @FILE.npy (written atomically) or - to
+    /// Where output N goes, in order: @FILE.npy (written atomically),
+    /// @FILE.bin (raw bytes), +FILE.npy or +FILE.bin (appended), or - to
     /// print. Outputs without an --output are printed.
     #[arg(long = "output", value_name = "OUTPUT")]
     outputs: Vec<String>,
+    /// What output N should be, in order: @FILE.npy, TYPE=@FILE.bin, a
+    /// literal, or - to skip one. Prints [SUCCESS] or a [FAILED] line per
+    /// mismatch (exit 1).
+    #[arg(
+        long = "expected_output",
+        value_name = "EXPECTED",
+        allow_hyphen_values = true
+    )]
+    expected_outputs: Vec<String>,
+    /// Absolute tolerance of floating-point --expected_output comparisons
+    /// (iree-run-module's name).
+    #[arg(
+        long = "expected_f32_threshold",
+        default_value_t = 1e-4,
+        value_name = "ATOL"
+    )]
+    expected_atol: f64,
+    /// Relative tolerance of floating-point --expected_output comparisons:
+    /// |got - expected| <= ATOL + RTOL * |expected|.
+    #[arg(long = "expected_rtol", default_value_t = 0.0, value_name = "RTOL")]
+    expected_rtol: f64,
     /// Device: global index or name substring, as listed by --list-devices
     /// (default: $TCC_DEVICE, else the first GPU, else the first CPU).
     #[arg(long)]
@@ -82,10 +107,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         write!(stdout, "{}", cli::format_device_list(&list_devices()?))?;
         return Ok(());
     }
-    let model_path = args
-        .model
-        .clone()
-        .context("missing the model: tcc-run model.so --function=NAME --input=... (see --help)")?;
+    let model_path = args.model.clone().or(args.module.clone()).context(
+        "missing the model: tcc-run model.so (or --module=model.so) --function=NAME --input=... (see --help)",
+    )?;
     let model = Model::load(&model_path)?;
     if args.prepare {
         return prepare(&args, &model, &mut stdout);
@@ -103,6 +127,21 @@ fn run(args: Args) -> anyhow::Result<()> {
             signature.outputs.len(),
             outputs.len()
         );
+    }
+    let expected = args
+        .expected_outputs
+        .iter()
+        .map(|s| tcc_runtime::iree_flags::parse_expected(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if expected.len() > signature.outputs.len() {
+        bail!(
+            "@{function} has {} output(s) but {} --expected_output flags were given",
+            signature.outputs.len(),
+            expected.len()
+        );
+    }
+    if !(args.expected_atol >= 0.0 && args.expected_rtol >= 0.0) {
+        bail!("--expected_f32_threshold and --expected_rtol must be non-negative");
     }
     if cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)? {
         return run_on_several(&args, &model, &function, &outputs, &mut stdout);
@@ -131,15 +170,26 @@ fn run(args: Args) -> anyhow::Result<()> {
     })?;
     writeln!(stdout, "EXEC @{function}")?;
     for (i, r) in results.iter().enumerate() {
-        match outputs.get(i).unwrap_or(&OutputArg::Print) {
-            OutputArg::Npy(path) => npy::write_npy(path, r)?,
-            OutputArg::Print => {
-                writeln!(stdout, "result[{i}]: {}", r.format(args.print_max_elements))?
-            }
+        let arg = outputs.get(i).unwrap_or(&OutputArg::Print);
+        cli::emit_output(arg, i, r, &mut stdout, args.print_max_elements)?;
+    }
+    let mut matched = true;
+    if !expected.is_empty() {
+        let tolerance = tcc_runtime::iree_flags::Tolerance {
+            atol: args.expected_atol,
+            rtol: args.expected_rtol,
+        };
+        let (lines, ok) = tcc_runtime::iree_flags::check_all(&results, &expected, tolerance)?;
+        for line in lines {
+            writeln!(stdout, "{line}")?;
         }
+        matched = ok;
     }
     stdout.flush()?;
     cli::finish_cache_writes("tcc-run", &rt);
+    if !matched {
+        bail!("@{function}'s results do not match the expected outputs");
+    }
     Ok(())
 }
 
@@ -187,12 +237,8 @@ fn run_on_several(
     let results = gs.run_split(function, &tensors)?;
     writeln!(stdout, "EXEC @{function}")?;
     for (i, r) in results.iter().enumerate() {
-        match outputs.get(i).unwrap_or(&OutputArg::Print) {
-            OutputArg::Npy(path) => npy::write_npy(path, r)?,
-            OutputArg::Print => {
-                writeln!(stdout, "result[{i}]: {}", r.format(args.print_max_elements))?
-            }
-        }
+        let arg = outputs.get(i).unwrap_or(&OutputArg::Print);
+        cli::emit_output(arg, i, r, &mut *stdout, args.print_max_elements)?;
     }
     stdout.flush()?;
     drop(gs);

@@ -31,9 +31,45 @@ pub struct HostOutput {
     pub object: Vec<u8>,
 }
 
-fn target_machine() -> Result<TargetMachine, CodegenError> {
-    Target::initialize_native(&InitializationConfig::default()).map_err(CodegenError::new)?;
-    let triple = TargetMachine::get_default_triple();
+/// How the host side is emitted beyond the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct HostOptions {
+    /// Prefix of every exported symbol (`tcc compile --name=NAME` gives
+    /// `NAME_`): several models then link into one program.
+    pub symbol_prefix: String,
+    /// The JSON the artifact returns from `tcc_metadata_v1` (for `tcc
+    /// inspect`).
+    pub metadata: Option<String>,
+    /// The LLVM target triple of the host code (`--host-triple`); `None`
+    /// for the machine tcc runs on.
+    pub triple: Option<String>,
+}
+
+/// The host triples `--host-triple` accepts: LLVM's x86 and AArch64 back
+/// ends are linked into tcc.
+pub const HOST_TRIPLES: &[&str] = &["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
+
+fn target_machine(triple: Option<&str>) -> Result<TargetMachine, CodegenError> {
+    let triple = match triple {
+        None => {
+            Target::initialize_native(&InitializationConfig::default())
+                .map_err(CodegenError::new)?;
+            TargetMachine::get_default_triple()
+        }
+        Some(text) => {
+            if text.starts_with("aarch64") || text.starts_with("arm64") {
+                Target::initialize_aarch64(&InitializationConfig::default());
+            } else if text.starts_with("x86_64") {
+                Target::initialize_x86(&InitializationConfig::default());
+            } else {
+                return Err(CodegenError::new(format!(
+                    "--host-triple={text}: tcc's LLVM has the x86-64 and AArch64 back ends ({})",
+                    HOST_TRIPLES.join(", ")
+                )));
+            }
+            inkwell::targets::TargetTriple::create(text)
+        }
+    };
     let target = Target::from_triple(&triple)
         .map_err(|e| CodegenError::new(format!("no LLVM target for {triple}: {e}")))?;
     target
@@ -57,14 +93,25 @@ pub fn emit(
     ptx: Option<&str>,
     name: &str,
 ) -> Result<HostOutput, CodegenError> {
+    emit_with(mlir, program, ptx, name, &HostOptions::default())
+}
+
+/// As [`emit`], with a symbol prefix, metadata and a target triple.
+pub fn emit_with(
+    mlir: &Module,
+    program: &Program,
+    ptx: Option<&str>,
+    name: &str,
+    options: &HostOptions,
+) -> Result<HostOutput, CodegenError> {
     let context = LlvmContext::create();
-    let mut writer = writer::HostWriter::new(&context, name);
-    let functions = writer.write(mlir, program, ptx)?;
+    let mut writer = writer::HostWriter::new(&context, name).with_prefix(&options.symbol_prefix);
+    let functions = writer.write(mlir, program, ptx, options.metadata.as_deref())?;
     let module = writer.module;
     module
         .verify()
         .map_err(|e| CodegenError::new(format!("invalid host LLVM IR: {}", e.to_string())))?;
-    let machine = target_machine()?;
+    let machine = target_machine(options.triple.as_deref())?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
     module
@@ -86,16 +133,55 @@ pub fn emit(
 /// Links an object into a shared library with the system C compiler driver
 /// (`$CC`, else `cc`).
 pub fn link_shared(object: &[u8], output: &Path) -> Result<(), CodegenError> {
+    link_shared_for(object, output, None)
+}
+
+/// Packs an object into a static library (GNU `ar` format with a symbol
+/// index, written by `ar_archive_writer`, so no `ar` tool is needed), with
+/// one member `MEMBER.o`.
+pub fn static_library(object: &[u8], member: &str) -> Result<Vec<u8>, CodegenError> {
+    use ar_archive_writer::{ArchiveKind, DEFAULT_OBJECT_READER, NewArchiveMember};
+    let members = [NewArchiveMember::new(
+        object,
+        &DEFAULT_OBJECT_READER,
+        format!("{member}.o"),
+    )];
+    let mut out = std::io::Cursor::new(Vec::new());
+    ar_archive_writer::write_archive_to_stream(&mut out, &members, ArchiveKind::Gnu, false, None)
+        .map_err(|e| CodegenError::new(format!("cannot write the static library: {e}")))?;
+    Ok(out.into_inner())
+}
+
+/// Links a host object for `triple` (`None`: this machine, with `$CC`;
+/// another triple: with LLVM's `ld.lld`, which links any ELF target, as the
+/// object needs no C library).
+pub fn link_shared_for(
+    object: &[u8],
+    output: &Path,
+    triple: Option<&str>,
+) -> Result<(), CodegenError> {
     let directory = tempfile::tempdir()
         .map_err(|e| CodegenError::new(format!("cannot create a temporary directory: {e}")))?;
     let object_path = directory.path().join("model.o");
     let library_path = directory.path().join("model.so");
     std::fs::write(&object_path, object)
         .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", object_path.display())))?;
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let result = Command::new(&compiler)
+    let native = triple.is_none();
+    let compiler = if native {
+        std::env::var("CC").unwrap_or_else(|_| "cc".into())
+    } else {
+        // The LLVM 22 linker (`make deps` installs lld-22).
+        ["/usr/lib/llvm-22/bin/ld.lld", "ld.lld-22"]
+            .iter()
+            .find(|p| Path::new(p).exists())
+            .map_or_else(|| "ld.lld".to_string(), |p| p.to_string())
+    };
+    let mut command = Command::new(&compiler);
+    if native {
+        command.arg("-nostdlib");
+    }
+    let result = command
         .arg("-shared")
-        .arg("-nostdlib")
         .arg("-o")
         .arg(&library_path)
         .arg(&object_path)

@@ -150,6 +150,8 @@ pub struct HostWriter<'l> {
     builder: Builder<'l>,
     types: Types<'l>,
     strings: usize,
+    /// Prefix of every exported symbol (`--name=NAME` gives `NAME_`).
+    prefix: String,
 }
 
 fn llvm_error(error: impl std::fmt::Display) -> CodegenError {
@@ -164,7 +166,46 @@ impl<'l> HostWriter<'l> {
             builder: context.create_builder(),
             types: Types::new(context),
             strings: 0,
+            prefix: String::new(),
         }
+    }
+
+    /// Prefixes every exported symbol with `prefix` (`NAME_tcc_artifact_v1`,
+    /// ...). A prefixed artifact defines every optional symbol too (NULL
+    /// when empty), so that one declaration links any model.
+    pub fn with_prefix(mut self, prefix: &str) -> Self {
+        self.prefix = prefix.to_string();
+        self
+    }
+
+    fn exported(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// `const char *<prefix>tcc_metadata_v1(void)` returning `text`.
+    fn metadata_getter(&mut self, text: &str) -> Result<(), CodegenError> {
+        let value = self.c_string(text);
+        self.string_getter("tcc_metadata_v1", Some(value))
+    }
+
+    /// An exported `const char *NAME(void)` returning `value` (or NULL).
+    fn string_getter(
+        &mut self,
+        name: &str,
+        value: Option<PointerValue<'l>>,
+    ) -> Result<(), CodegenError> {
+        let getter = self.module.add_function(
+            &self.exported(name),
+            self.types.ptr.fn_type(&[], false),
+            Some(Linkage::External),
+        );
+        let block = self.context.append_basic_block(getter, "entry");
+        self.builder.position_at_end(block);
+        let value = value.unwrap_or_else(|| self.types.ptr.const_null());
+        self.builder
+            .build_return(Some(&value))
+            .map_err(llvm_error)?;
+        Ok(())
     }
 
     /// A private constant C string; returns its address.
@@ -200,6 +241,7 @@ impl<'l> HostWriter<'l> {
         mlir: &Module,
         program: &Program,
         ptx: Option<&str>,
+        metadata: Option<&str>,
     ) -> Result<Vec<FunctionDesc>, CodegenError> {
         let module_op = mlir.as_operation();
         let top = body_ops(module_op);
@@ -268,6 +310,13 @@ impl<'l> HostWriter<'l> {
         self.artifact(program, &functions, &entries, &constants)?;
         if let Some(ptx) = ptx {
             self.ptx_getter(ptx)?;
+        } else if !self.prefix.is_empty() {
+            self.string_getter("tcc_kernel_ptx_v1", None)?;
+        }
+        if let Some(metadata) = metadata {
+            self.metadata_getter(metadata)?;
+        } else if !self.prefix.is_empty() {
+            self.string_getter("tcc_metadata_v1", None)?;
         }
         Ok(functions)
     }
@@ -312,15 +361,7 @@ impl<'l> HostWriter<'l> {
     /// compiling the OpenCL C.
     fn ptx_getter(&mut self, ptx: &str) -> Result<(), CodegenError> {
         let text = self.c_string(ptx);
-        let getter = self.module.add_function(
-            "tcc_kernel_ptx_v1",
-            self.types.ptr.fn_type(&[], false),
-            Some(Linkage::External),
-        );
-        let block = self.context.append_basic_block(getter, "entry");
-        self.builder.position_at_end(block);
-        self.builder.build_return(Some(&text)).map_err(llvm_error)?;
-        Ok(())
+        self.string_getter("tcc_kernel_ptx_v1", Some(text))
     }
 
     fn artifact(
@@ -416,7 +457,7 @@ impl<'l> HostWriter<'l> {
             self.private_global(flops_array.get_type(), "tcc.kernel_flops", &flops_array);
         let t = self.types;
         let flops_getter = self.module.add_function(
-            "tcc_kernel_flops_v1",
+            &self.exported("tcc_kernel_flops_v1"),
             t.ptr.fn_type(&[], false),
             Some(Linkage::External),
         );
@@ -429,7 +470,7 @@ impl<'l> HostWriter<'l> {
         let ptr = t.ptr;
         let artifact_global = self.private_global(artifact_type, "tcc.artifact", &artifact);
         let getter = self.module.add_function(
-            "tcc_artifact_v1",
+            &self.exported("tcc_artifact_v1"),
             ptr.fn_type(&[], false),
             Some(Linkage::External),
         );

@@ -1,0 +1,87 @@
+//! The Python module (runtime/python, pyo3 abi3): built on its own into
+//! target/python (a nested cargo cannot share the outer one's lock), copied
+//! as `tcc.abi3.so` into a scratch directory on `PYTHONPATH`, and tested
+//! with pytest (runtime/python/tests), against the tcc under test (`TCC`).
+//! Each pytest case is one case of the summary (docs/testing.md).
+
+#[path = "../../test/support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::{CaseResult, Tally};
+
+#[test]
+fn python_module_passes_its_pytest_suite() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let crate_dir = repo.join("runtime/python");
+    let target = repo.join("target/python");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let build = Command::new(&cargo)
+        .args(["build", "--quiet", "--locked", "--manifest-path"])
+        .arg(crate_dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("run cargo");
+    assert!(
+        build.status.success(),
+        "building the Python module failed:\n{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        target.join("debug/libtcc.so"),
+        scratch.path().join("tcc.abi3.so"),
+    )
+    .unwrap();
+
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut command = Command::new(&python);
+    command
+        .args(["-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir"])
+        .arg(scratch.path())
+        .arg(crate_dir.join("tests"))
+        .current_dir(scratch.path())
+        .env("PYTHONPATH", scratch.path())
+        .env("TCC", env!("CARGO_BIN_EXE_tcc"))
+        .env("TCC_MODELS", repo.join("test/models"))
+        .env_remove("TCC_DEVICE");
+    support::isolate_command(&mut command, scratch.path());
+    let out = command
+        .output()
+        .expect("run pytest (make deps installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut tally = Tally::new("python_module_passes_its_pytest_suite");
+    for line in stdout.lines() {
+        // "…/test_tcc.py::test_name PASSED   [ 10%]"
+        let Some((case, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        if !case.contains("::") {
+            continue;
+        }
+        let case = case.rsplit('/').next().unwrap_or(case);
+        let verdict = rest.split_whitespace().next().unwrap_or("");
+        match verdict {
+            "PASSED" => tally.add(case, CaseResult::Passed),
+            "FAILED" | "ERROR" => tally.add(case, CaseResult::Failed(verdict.into())),
+            "SKIPPED" | "XFAIL" => tally.add(case, CaseResult::Skipped(verdict.into())),
+            _ => {}
+        }
+    }
+    tally.report();
+    let (passed, failed, skipped) = tally.counts();
+    assert!(
+        out.status.success() && failed == 0,
+        "pytest failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        passed >= 10 && skipped == 0,
+        "expected the whole suite to pass: {passed} passed, {skipped} skipped\n{stdout}"
+    );
+}

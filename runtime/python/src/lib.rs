@@ -1,0 +1,389 @@
+//! `tcc` for Python (pyo3, abi3): compile a model with the `tcc` compiler,
+//! load an artifact from a file or from bytes, list devices and functions,
+//! and run functions on numpy arrays.
+//!
+//! ```python
+//! import numpy as np, tcc
+//! model = tcc.compile("mlp.mlir", target="generic")   # runs `tcc compile` ($TCC, else on PATH)
+//! print(model.functions)                               # [Function(@mlp(1x4x16xf32) -> (1x4x10xf32))]
+//! (y,) = model.run(np.full((1, 4, 16), 0.25, np.float32))
+//! ```
+//!
+//! The module links only the runtime (no LLVM): `tcc.compile` runs the
+//! compiler binary and loads the artifact it writes from memory. Errors are
+//! Python exceptions with the runtime's message: `ValueError` for wrong
+//! inputs (count, dtype, shape, a closed model), `RuntimeError` for
+//! everything else (a truncated artifact, no device, a failed build). A
+//! model may be used from several threads; its calls run one at a time,
+//! with the GIL released.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
+use tcc_runtime::{
+    DType, DeviceSelector, HostTensor, Model as RtModel, Runtime, Session, TensorDesc,
+};
+
+fn runtime_error(e: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+fn error(e: tcc_runtime::Error) -> PyErr {
+    match e {
+        tcc_runtime::Error::InvalidInput(_) | tcc_runtime::Error::NoSuchFunction { .. } => {
+            PyValueError::new_err(e.to_string())
+        }
+        other => runtime_error(other),
+    }
+}
+
+/// numpy's dtype string of a tcc dtype.
+fn numpy_dtype(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "<f4",
+        DType::F16 => "<f2",
+        DType::I32 => "<i4",
+        DType::I64 => "<i8",
+        DType::I8 => "|i1",
+        DType::Bool => "|b1",
+    }
+}
+
+fn from_numpy_dtype(text: &str) -> Option<DType> {
+    Some(match text {
+        "<f4" | "=f4" => DType::F32,
+        "<f2" | "=f2" => DType::F16,
+        "<i4" | "=i4" => DType::I32,
+        "<i8" | "=i8" => DType::I64,
+        "|i1" => DType::I8,
+        "|b1" => DType::Bool,
+        _ => return None,
+    })
+}
+
+/// One input or output: name, numpy dtype string and shape.
+#[pyclass(frozen, get_all, module = "tcc")]
+#[derive(Clone)]
+struct Tensor {
+    name: String,
+    dtype: String,
+    shape: Vec<usize>,
+}
+
+#[pymethods]
+impl Tensor {
+    fn __repr__(&self) -> String {
+        let dims: String = self.shape.iter().map(|d| format!("{d}x")).collect();
+        format!(
+            "Tensor({}{}{})",
+            if self.name.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", self.name)
+            },
+            dims,
+            self.dtype
+        )
+    }
+}
+
+fn tensor(t: &TensorDesc) -> Tensor {
+    Tensor {
+        name: t.name.clone(),
+        dtype: numpy_dtype(t.dtype).to_string(),
+        shape: t.shape.clone(),
+    }
+}
+
+/// A function of a model: its name, inputs and outputs.
+#[pyclass(frozen, get_all, module = "tcc")]
+#[derive(Clone)]
+struct Function {
+    name: String,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
+    signature: String,
+}
+
+#[pymethods]
+impl Function {
+    fn __repr__(&self) -> String {
+        format!("Function({})", self.signature)
+    }
+}
+
+struct Loaded {
+    model: RtModel,
+    runtime: Runtime,
+    session: Mutex<Session>,
+    /// Whether a call has run (after the first, deferred program cache
+    /// entries are written: the runtime lives as long as the process).
+    called: std::sync::atomic::AtomicBool,
+}
+
+/// A model loaded on a device. `run` calls a function on numpy arrays.
+#[pyclass(module = "tcc")]
+struct Model {
+    loaded: Mutex<Option<Arc<Loaded>>>,
+    device: String,
+}
+
+/// One runtime per device for the whole process: separate runtimes of one
+/// device would each build the program, and on PoCL the first holds the
+/// program's cache lock until its deferred cache entry is written, which a
+/// second one would wait for.
+fn runtime_for(device: Option<&str>) -> PyResult<Runtime> {
+    static RUNTIMES: std::sync::OnceLock<Mutex<std::collections::HashMap<usize, Runtime>>> =
+        std::sync::OnceLock::new();
+    let selected = DeviceSelector::from_flag_or_env(device)
+        .select(&tcc_runtime::list_devices().map_err(error)?)
+        .map_err(error)?;
+    let mut runtimes = RUNTIMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(runtime) = runtimes.get(&selected.index) {
+        return Ok(runtime.clone());
+    }
+    let runtime = Runtime::new(DeviceSelector::Index(selected.index)).map_err(error)?;
+    runtimes.insert(selected.index, runtime.clone());
+    Ok(runtime)
+}
+
+impl Model {
+    fn open(model: RtModel, device: Option<&str>) -> PyResult<Self> {
+        let runtime = runtime_for(device)?;
+        let session = runtime.session(&model).map_err(error)?;
+        Ok(Model {
+            device: runtime.device().name.clone(),
+            loaded: Mutex::new(Some(Arc::new(Loaded {
+                model,
+                runtime,
+                session: Mutex::new(session),
+                called: std::sync::atomic::AtomicBool::new(false),
+            }))),
+        })
+    }
+
+    fn get(&self) -> PyResult<Arc<Loaded>> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("the model is closed"))
+    }
+}
+
+#[pymethods]
+impl Model {
+    /// The model's functions.
+    #[getter]
+    fn functions(&self) -> PyResult<Vec<Function>> {
+        let loaded = self.get()?;
+        Ok(loaded
+            .model
+            .functions()
+            .iter()
+            .map(|f| Function {
+                name: f.name.clone(),
+                inputs: f.inputs.iter().map(tensor).collect(),
+                outputs: f.outputs.iter().map(tensor).collect(),
+                signature: f.signature(),
+            })
+            .collect())
+    }
+
+    /// The device the model runs on.
+    #[getter]
+    fn device(&self) -> String {
+        self.device.clone()
+    }
+
+    /// The compiler that made it ("tcc 0.1.0").
+    #[getter]
+    fn producer(&self) -> PyResult<String> {
+        Ok(self.get()?.model.producer().to_string())
+    }
+
+    /// Runs `function` (default: the only one) on numpy arrays, one per
+    /// input, in order; returns the outputs as a list of numpy arrays.
+    #[pyo3(signature = (*arrays, function=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        arrays: &Bound<'py, PyTuple>,
+        function: Option<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let loaded = self.get()?;
+        let name = tcc_runtime::cli::resolve_function(&loaded.model, function.as_deref())
+            .map_err(error)?;
+        let info = loaded.model.function(&name).map_err(error)?.clone();
+        if arrays.len() != info.inputs.len() {
+            return Err(PyValueError::new_err(format!(
+                "@{name} takes {} input(s) ({}), got {}",
+                info.inputs.len(),
+                info.inputs
+                    .iter()
+                    .map(|t| t.type_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                arrays.len()
+            )));
+        }
+        let numpy = PyModule::import(py, "numpy")?;
+        let mut inputs = Vec::with_capacity(arrays.len());
+        for (i, (array, desc)) in arrays.iter().zip(&info.inputs).enumerate() {
+            if !array.is_instance(&numpy.getattr("ndarray")?)? {
+                return Err(PyValueError::new_err(format!(
+                    "input {i} of @{name}: expected a numpy array ({}), got {}",
+                    desc.type_string(),
+                    array.get_type().name()?
+                )));
+            }
+            let dtype_text: String = array.getattr("dtype")?.getattr("str")?.extract()?;
+            let shape: Vec<usize> = array.getattr("shape")?.extract()?;
+            let dtype = from_numpy_dtype(&dtype_text).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "input {i} of @{name}: numpy dtype {dtype_text} has no tcc type (expected {})",
+                    desc.type_string()
+                ))
+            })?;
+            let contiguous = numpy.getattr("ascontiguousarray")?.call1((array,))?;
+            let bytes: Vec<u8> = contiguous
+                .call_method0("tobytes")?
+                .cast::<PyBytes>()?
+                .as_bytes()
+                .to_vec();
+            inputs.push(HostTensor::new(dtype, shape, bytes).map_err(error)?);
+        }
+        info.check_inputs(&inputs, &[]).map_err(error)?;
+        // The call itself without the GIL: other Python threads run.
+        let results = py.detach(|| {
+            let mut session = loaded
+                .session
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let results = session.run(&name, &inputs);
+            if results.is_ok()
+                && !loaded
+                    .called
+                    .swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                loaded.runtime.wait_for_cache_writes();
+            }
+            results
+        });
+        let results = results.map_err(error)?;
+        let out = PyList::empty(py);
+        for t in results {
+            let buffer = PyByteArray::new(py, &t.bytes);
+            let array = numpy
+                .getattr("frombuffer")?
+                .call1((buffer, numpy_dtype(t.dtype)))?
+                .call_method1("reshape", (PyTuple::new(py, &t.shape)?,))?;
+            out.append(array)?;
+        }
+        Ok(out)
+    }
+
+    /// Releases the device session; later calls raise ValueError.
+    fn close(&self) {
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
+    fn __repr__(&self) -> String {
+        match self.get() {
+            Ok(l) => format!("Model({} on {})", l.model.path().display(), self.device),
+            Err(_) => "Model(closed)".into(),
+        }
+    }
+}
+
+/// Loads a compiled model (`model.so`) onto a device (default: TCC_DEVICE,
+/// else the first GPU, else the first CPU device).
+#[pyfunction]
+#[pyo3(signature = (path, device=None))]
+fn load(path: &str, device: Option<&str>) -> PyResult<Model> {
+    Model::open(RtModel::load(path).map_err(error)?, device)
+}
+
+/// Loads a compiled model from its bytes (no file is written).
+#[pyfunction]
+#[pyo3(signature = (data, device=None, label="model in memory"))]
+fn load_bytes(data: &[u8], device: Option<&str>, label: &str) -> PyResult<Model> {
+    Model::open(RtModel::load_bytes(data, label).map_err(error)?, device)
+}
+
+/// Compiles `path` (MLIR or ONNX) with the tcc compiler (`$TCC`, else
+/// `tcc` on PATH) for `target` and loads the result.
+#[pyfunction]
+#[pyo3(signature = (path, target="generic", device=None, tcc=None))]
+fn compile(
+    py: Python<'_>,
+    path: &str,
+    target: &str,
+    device: Option<&str>,
+    tcc: Option<String>,
+) -> PyResult<Model> {
+    let tcc = tcc
+        .or_else(|| std::env::var("TCC").ok())
+        .unwrap_or_else(|| "tcc".into());
+    let directory = tempfile::tempdir().map_err(runtime_error)?;
+    let so = directory.path().join("model.so");
+    let output = py
+        .detach(|| {
+            std::process::Command::new(&tcc)
+                .args(["compile", path, "-o"])
+                .arg(&so)
+                .arg(format!("--target={target}"))
+                .output()
+        })
+        .map_err(|e| {
+            runtime_error(format!(
+                "cannot run the compiler `{tcc}` ({e}): set TCC=/path/to/tcc or put tcc on PATH"
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(runtime_error(format!(
+            "tcc compile {path} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    let bytes = std::fs::read(&so).map_err(runtime_error)?;
+    Model::open(RtModel::load_bytes(&bytes, path).map_err(error)?, device)
+}
+
+/// The OpenCL devices: a list of dicts (index, name, platform, kind).
+#[pyfunction]
+fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    tcc_runtime::list_devices()
+        .map_err(error)?
+        .into_iter()
+        .map(|d| {
+            let dict = PyDict::new(py);
+            dict.set_item("index", d.index)?;
+            dict.set_item("name", &d.name)?;
+            dict.set_item("platform", &d.platform_name)?;
+            dict.set_item("kind", d.kind.to_string())?;
+            Ok(dict)
+        })
+        .collect()
+}
+
+#[pymodule]
+fn tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", tcc_runtime::version_string())?;
+    m.add_class::<Model>()?;
+    m.add_class::<Function>()?;
+    m.add_class::<Tensor>()?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(load_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(devices, m)?)?;
+    Ok(())
+}

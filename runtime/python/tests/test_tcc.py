@@ -1,0 +1,135 @@
+"""The tcc Python module (issue 11): compile, load, run on numpy arrays,
+devices and functions, and the bad input of the issue (a truncated or
+foreign artifact in memory, wrong count / dtype / shape, a closed model,
+calls from several threads). Run by compiler/tests/python.rs with the
+module built from runtime/python, TCC pointing at the compiler and
+TCC_MODELS at test/models."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import tcc
+
+MODELS = os.environ["TCC_MODELS"]
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return tcc.compile(os.path.join(MODELS, "mlp.mlir"), target="generic")
+
+
+def test_version_names_tcc():
+    assert tcc.__version__.startswith("tcc 0.1.0 (git ")
+
+
+def test_devices_are_listed():
+    devices = tcc.devices()
+    assert devices, "no OpenCL device"
+    assert {"index", "name", "platform", "kind"} <= set(devices[0])
+
+
+def test_functions_are_listed(mlp):
+    (f,) = mlp.functions
+    assert f.name == "mlp"
+    assert f.signature == "@mlp(1x4x16xf32) -> (1x4x10xf32)"
+    assert f.inputs[0].dtype == "<f4" and f.inputs[0].shape == [1, 4, 16]
+    assert f.outputs[0].shape == [1, 4, 10]
+    assert mlp.producer == "tcc 0.1.0"
+
+
+def test_run_returns_numpy_arrays(mlp):
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 4, 16)
+    (y,) = mlp.run(x)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (1, 4, 10)
+    np.testing.assert_allclose(y.sum(axis=-1), 1.0, rtol=1e-5)  # a softmax head
+    y[0, 0, 0] = 5  # the result is the caller's (writable)
+    (again,) = mlp.run(x, function="mlp")
+    assert again[0, 0, 0] != 5
+    # Non-contiguous inputs are taken as their values.
+    wide = np.zeros((1, 4, 32), np.float32)
+    wide[..., ::2] = x
+    (strided,) = mlp.run(wide[..., ::2])
+    np.testing.assert_array_equal(strided, again)
+
+
+def test_the_same_model_from_a_file_and_from_bytes_agree(tmp_path):
+    so = tmp_path / "cnn.so"
+    import subprocess
+
+    subprocess.run([os.environ["TCC"], "compile", os.path.join(MODELS, "cnn.mlir"), "-o", str(so)], check=True)
+    x = np.random.default_rng(0).standard_normal((1, 8, 8, 3)).astype(np.float32)
+    (a,) = tcc.load(str(so)).run(x)
+    (b,) = tcc.load_bytes(so.read_bytes()).run(x)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_several_outputs():
+    model = tcc.compile(os.path.join(MODELS, "activations.mlir"))
+    outputs = model.run(np.linspace(-3, 3, 128, dtype=np.float32).reshape(2, 4, 16))
+    assert len(outputs) == 4 and all(o.shape == (2, 4, 16) for o in outputs)
+
+
+def test_wrong_inputs_raise_value_error(mlp):
+    x = np.zeros((1, 4, 16), np.float32)
+    with pytest.raises(ValueError, match=r"@mlp takes 1 input\(s\) \(1x4x16xf32\), got 2"):
+        mlp.run(x, x)
+    with pytest.raises(ValueError, match="input 0 of @mlp expects 1x4x16xf32, got 1x4x16xi32"):
+        mlp.run(x.astype(np.int32))
+    with pytest.raises(ValueError, match="expects 1x4x16xf32, got 4x16xf32"):
+        mlp.run(x[0])
+    with pytest.raises(ValueError, match="numpy dtype <f8 has no tcc type"):
+        mlp.run(x.astype(np.float64))
+    with pytest.raises(ValueError, match="expected a numpy array"):
+        mlp.run([[0.0] * 16] * 4)
+    with pytest.raises(ValueError, match="no function @nope"):
+        mlp.run(x, function="nope")
+
+
+def test_truncated_and_foreign_artifacts_raise(tmp_path):
+    so = tmp_path / "mlp.so"
+    import subprocess
+
+    subprocess.run([os.environ["TCC"], "compile", os.path.join(MODELS, "mlp.mlir"), "-o", str(so)], check=True)
+    data = so.read_bytes()
+    with pytest.raises(RuntimeError, match="truncated"):
+        tcc.load_bytes(data[: len(data) // 2])
+    with pytest.raises(RuntimeError, match="not an ELF file"):
+        tcc.load_bytes(b"GIF89a not a model")
+    with pytest.raises(RuntimeError, match="cannot load artifact"):
+        tcc.load(str(tmp_path / "missing.so"))
+    with pytest.raises(RuntimeError, match="tcc compile .* failed"):
+        tcc.compile(str(tmp_path / "missing.mlir"))
+    with pytest.raises(RuntimeError, match="no OpenCL device matches"):
+        tcc.load(str(so), device="no-such-device")
+
+
+def test_a_closed_model_raises(mlp):
+    model = tcc.compile(os.path.join(MODELS, "mlp.mlir"))
+    model.close()
+    with pytest.raises(ValueError, match="the model is closed"):
+        model.run(np.zeros((1, 4, 16), np.float32))
+    assert repr(model) == "Model(closed)"
+
+
+def test_calls_from_several_threads(mlp):
+    x = np.linspace(0, 1, 64, dtype=np.float32).reshape(1, 4, 16)
+    (expected,) = mlp.run(x)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                (y,) = mlp.run(x)
+                np.testing.assert_array_equal(y, expected)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
