@@ -300,21 +300,31 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         );
         let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
         let mut turns = Vec::new();
+        let progress = super::progress::Progress::bar("tcc tune", rounds as u64);
         for round in 0..rounds {
+            progress.message(format!("compiling and building round {}", round + 1));
             let started = Instant::now();
             let library = compile_round(args, target, &input_shapes, round, directory.path())?;
             turns.push(load_round(runtime, &library)?);
-            eprintln!(
+            progress.println(format!(
                 "tcc tune: round {}/{rounds} compiled and built in {:.1} s",
                 round + 1,
                 started.elapsed().as_secs_f64()
-            );
+            ));
+            progress.step();
         }
+        drop(progress);
         // The rounds take turns, one call each, so that a change in the
         // machine's load touches every round alike; each kernel keeps its
         // fastest call.
         let started = Instant::now();
-        measure_in_turns(&mut turns, args.iterations)?;
+        let progress = super::progress::Progress::bar("tcc tune", args.iterations.max(1) as u64);
+        progress.message("measuring (interleaved calls of every round)");
+        for _ in 0..args.iterations.max(1) {
+            measure_in_turns(&mut turns, 1)?;
+            progress.step();
+        }
+        drop(progress);
         eprintln!(
             "tcc tune: {} interleaved calls of each round in {:.1} s",
             args.iterations.max(1),
