@@ -22,7 +22,7 @@ deps:
 	@bash scripts/deps.sh
 
 build: deps
-	$(CARGO) build --workspace --bins --locked
+	$(CARGO) build --workspace --bins --lib --locked
 
 # Tests get their own caches (test/support: TCC_CACHE_DIR, POCL_CACHE_DIR
 # under target/test-caches). XDG_CACHE_HOME points at an empty sentinel
@@ -33,7 +33,7 @@ build: deps
 # with it.
 test: deps
 	mkdir -p target; rm -rf target/test-caches target/test-default-cache; mkdir -p target/test-caches target/test-default-cache
-	{ $(CARGO) build --workspace --bins --locked && \
+	{ $(CARGO) build --workspace --bins --lib --locked && \
 	  TCC_TEST_CACHE_ROOT=$(CURDIR)/target/test-caches XDG_CACHE_HOME=$(CURDIR)/target/test-default-cache \
 	  $(CARGO) test --workspace --locked --no-fail-fast; } 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
 	  bash scripts/summarize-tests.sh target/test.log $$status $(CURDIR)/target/test-default-cache; summary=$$?; \
