@@ -53,16 +53,41 @@ using namespace mlir;
 
 namespace {
 
+/// One option of a Rust pass, as the Rust side declares it.
+struct RustPassOption {
+  std::string name;
+  std::string kind; // bool, int or string
+  std::string defaultValue;
+  std::string description;
+};
+
 /// A registered Rust pass: owned copies of its strings plus the callbacks.
 struct RustPassInfo {
   std::string argument;
   std::string summary;
   std::optional<std::string> anchor;
   std::vector<std::string> dependentDialects;
+  std::vector<RustPassOption> options;
   const void *pass;
   TccRustPassCheckOptions checkOptions;
   TccRustPassRun run;
+  TccRustPassSplitOptions splitOptions;
 };
+
+/// Parses the registration's "name\tkind\tdefault\tdescription" lines.
+std::vector<RustPassOption> parseOptionSpecs(StringRef text) {
+  std::vector<RustPassOption> options;
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines) {
+    SmallVector<StringRef, 4> fields;
+    line.split(fields, '\t', 3);
+    fields.resize(4);
+    options.push_back(RustPassOption{fields[0].str(), fields[1].str(),
+                                     fields[2].str(), fields[3].str()});
+  }
+  return options;
+}
 
 /// Adds the dialect called `name` to `registry`. Covers the dialects tcc's
 /// passes create ops of; an unknown name is a programming error on the
@@ -102,16 +127,24 @@ std::deque<std::string> &pipelineStrings() {
 }
 
 /// The MLIR pass that runs a Rust pass. The option string is checked by the
-/// Rust side when the pipeline is parsed and handed to each run.
+/// Rust side when the pipeline is parsed and handed to each run. The
+/// options the Rust pass declares are mirrored as MLIR pass options, so
+/// that `--help` lists them and a printed pipeline (`--dump-pass-pipeline`,
+/// crash reproducers) carries their values.
 class RustPass : public Pass {
 public:
   explicit RustPass(const RustPassInfo &info)
       : Pass(TypeID::getFromOpaquePointer(&info),
              info.anchor ? std::optional<StringRef>(*info.anchor)
                          : std::nullopt),
-        info(info) {}
+        info(info) {
+    declareOptions();
+  }
   RustPass(const RustPass &other)
-      : Pass(other), info(other.info), options(other.options) {}
+      : Pass(other), info(other.info), options(other.options) {
+    declareOptions();
+    mirrorOptions(options);
+  }
 
   StringRef getName() const override { return info.argument; }
   StringRef getArgument() const override { return info.argument; }
@@ -141,6 +174,7 @@ public:
             info.pass, wrap(optionString), collect, &message)))
       return errorHandler(message);
     options = optionString.str();
+    mirrorOptions(options);
     return success();
   }
 
@@ -152,8 +186,53 @@ public:
   }
 
 private:
+  /// Creates an MLIR option for each option the Rust pass declares.
+  void declareOptions() {
+    for (const RustPassOption &spec : info.options) {
+      auto description = llvm::cl::desc(spec.description);
+      if (spec.kind == "bool") {
+        boolOptions.push_back(std::make_unique<Option<bool>>(
+            *this, spec.name, description));
+      } else if (spec.kind == "int") {
+        intOptions.push_back(std::make_unique<Option<int64_t>>(
+            *this, spec.name, description));
+      } else {
+        stringOptions.push_back(std::make_unique<Option<std::string>>(
+            *this, spec.name, description));
+      }
+    }
+  }
+
+  /// Sets the mirrored options to the defaults, then to the values in
+  /// `optionString` (already checked by the Rust side).
+  void mirrorOptions(StringRef optionString) {
+    for (const RustPassOption &spec : info.options)
+      setOption(spec.name, spec.defaultValue);
+    auto pair = [](MlirStringRef key, MlirStringRef value, void *userData) {
+      static_cast<RustPass *>(userData)->setOption(unwrap(key), unwrap(value));
+    };
+    info.splitOptions(wrap(optionString), pair, this);
+  }
+
+  void setOption(StringRef name, StringRef value) {
+    for (auto &option : boolOptions)
+      if (option->ArgStr == name)
+        *option = value == "true" || value == "1";
+    for (auto &option : intOptions) {
+      int64_t number = 0;
+      if (option->ArgStr == name && !value.getAsInteger(10, number))
+        *option = number;
+    }
+    for (auto &option : stringOptions)
+      if (option->ArgStr == name)
+        *option = value.str();
+  }
+
   const RustPassInfo &info;
   std::string options;
+  std::vector<std::unique_ptr<Option<bool>>> boolOptions;
+  std::vector<std::unique_ptr<Option<int64_t>>> intOptions;
+  std::vector<std::unique_ptr<Option<std::string>>> stringOptions;
 };
 
 } // namespace
@@ -187,7 +266,9 @@ extern "C" bool tccRegisterRustPass(const TccRustPassInfo *cInfo) {
       cInfo->argument, cInfo->summary,
       cInfo->anchor ? std::optional<std::string>(cInfo->anchor)
                     : std::nullopt,
-      std::move(dialects), cInfo->pass, cInfo->checkOptions, cInfo->run});
+      std::move(dialects),
+      parseOptionSpecs(cInfo->options ? cInfo->options : ""), cInfo->pass,
+      cInfo->checkOptions, cInfo->run, cInfo->splitOptions});
   registerPass([&info]() -> std::unique_ptr<Pass> {
     return std::make_unique<RustPass>(info);
   });
@@ -293,6 +374,21 @@ extern "C" int tccOptMain(int argc, char **argv, const char *version) {
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv, "tcc-opt: the tcc pass driver\n", registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // Errors in pass options (`--tcc-foo=bad`, `--pass-pipeline=...{bad}`)
+  // have no place in the input: report them as tcc-opt's own errors, not
+  // at `<unknown>:0`.
+  MlirOptMainConfig cliConfig = config;
+  config.setPassPipelineSetupFn([cliConfig](PassManager &pm) {
+    ScopedDiagnosticHandler handler(pm.getContext(), [](Diagnostic &diag) {
+      if (!isa<UnknownLoc>(diag.getLocation()))
+        return failure();
+      std::string text = diag.str();
+      if (!text.empty())
+        llvm::errs() << "tcc-opt: error: " << text << "\n";
+      return success();
+    });
+    return cliConfig.setupPassPipeline(pm);
+  });
   if (config.shouldShowDialects() || config.shouldListPasses())
     return asMainReturnCode(
         MlirOptMain(argc, argv, inputFilename, outputFilename, registry));

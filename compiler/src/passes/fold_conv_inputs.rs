@@ -28,7 +28,7 @@
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{Value, ValueLike};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::config::PoolFolding;
 use crate::ir::util::{collect_ops, erase_op, is_unused};
 use crate::patterns::conv_inputs::{plan, rewrite};
@@ -51,7 +51,12 @@ impl Default for FoldConvInputsOptions {
 }
 
 impl PassOptions for FoldConvInputsOptions {
-    const NAMES: &'static [&'static str] = &["pools"];
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "pools",
+        kind: PassOptionKind::String,
+        default: "all",
+        description: "Which max/sum pools feeding a 1x1 convolution to fold into its loads: none, strided or all",
+    }];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {

@@ -14,7 +14,7 @@
 
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 
 pub struct FuseElementwise;
 
@@ -25,7 +25,12 @@ pub struct FuseElementwiseOptions {
 }
 
 impl PassOptions for FuseElementwiseOptions {
-    const NAMES: &'static [&'static str] = &["max-ops"];
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "max-ops",
+        kind: PassOptionKind::Int,
+        default: "0",
+        description: "The most operations one fused body may hold (0: no cap)",
+    }];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {

@@ -17,6 +17,7 @@ use mlir_sys::{
     MlirLogicalResult, MlirOperation, MlirStringCallback, MlirStringRef, mlirEmitError,
 };
 use tcc_dialects::RustPassRegistration;
+pub use tcc_dialects::{PassOptionInfo, PassOptionKind};
 
 /// An error that a pass reports: a message, and where in the IR it applies.
 #[derive(Debug)]
@@ -36,8 +37,9 @@ impl<'c> PassError<'c> {
 
 /// Options of a pass, parsed from `key=value` pairs separated by spaces.
 pub trait PassOptions: Default {
-    /// Every option's name, for error messages.
-    const NAMES: &'static [&'static str] = &[];
+    /// Every option: its name, kind, default and description (for error
+    /// messages, `tcc-opt --help` and printed pipelines).
+    const OPTIONS: &'static [PassOptionInfo] = &[];
     /// Sets one option; returns a message when the key or value is wrong.
     fn set(&mut self, key: &str, value: &str) -> Result<(), String>;
 }
@@ -180,10 +182,11 @@ pub fn parse_options<O: PassOptions>(text: &str) -> Result<O, String> {
     let mut options = O::default();
     for (key, value) in split_options(text)? {
         options.set(&key, &value).map_err(|message| {
-            if O::NAMES.is_empty() || O::NAMES.contains(&key.as_str()) {
+            if O::OPTIONS.is_empty() || O::OPTIONS.iter().any(|o| o.name == key) {
                 message
             } else {
-                format!("{message}; known options: {}", O::NAMES.join(", "))
+                let names: Vec<_> = O::OPTIONS.iter().map(|o| o.name).collect();
+                format!("{message}; known options: {}", names.join(", "))
             }
         })?;
     }
@@ -247,6 +250,24 @@ unsafe extern "C" fn check_options_trampoline<P: TccPass>(
     }
 }
 
+unsafe extern "C" fn split_options_trampoline(
+    options: MlirStringRef,
+    pair: tcc_dialects::OptionPairFn,
+    user_data: *mut c_void,
+) -> MlirLogicalResult {
+    let Ok(pairs) = split_options(&string_of(options)) else {
+        return FAILURE;
+    };
+    for (key, value) in pairs {
+        let text = |s: &str| MlirStringRef {
+            data: s.as_ptr() as *const _,
+            length: s.len(),
+        };
+        unsafe { pair(text(&key), text(&value), user_data) };
+    }
+    SUCCESS
+}
+
 unsafe extern "C" fn run_trampoline<P: TccPass>(
     pass: *const c_void,
     options: MlirStringRef,
@@ -286,9 +307,11 @@ pub fn register<P: TccPass>(pass: &'static P) {
         summary: P::SUMMARY,
         anchor: P::ANCHOR,
         dependent_dialects: P::DEPENDENT_DIALECTS,
+        options: <P::Options as PassOptions>::OPTIONS,
         pass: pass as *const P as *const c_void,
         check_options: check_options_trampoline::<P>,
         run: run_trampoline::<P>,
+        split_options: split_options_trampoline,
     });
 }
 

@@ -42,7 +42,7 @@ use melior::ir::operation::{
 use melior::ir::r#type::{IntegerType, MemRefType};
 use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, TypeLike, Value, ValueLike};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::ir::util::{body_ops, body_ops_named, op_name, users};
 
 pub struct PlanMemory;
@@ -76,7 +76,12 @@ impl Default for PlanOptions {
 }
 
 impl PassOptions for PlanOptions {
-    const NAMES: &'static [&'static str] = &["alignment"];
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "alignment",
+        kind: PassOptionKind::Int,
+        default: "4096",
+        description: "Byte alignment of every arena offset (a power of two up to 1048576)",
+    }];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
