@@ -126,6 +126,40 @@ std::deque<std::string> &pipelineStrings() {
   return strings;
 }
 
+/// tcc-opt's command-line arguments (empty in other programs), so that a
+/// bad pass option can be pointed at where it was written.
+std::vector<std::string> &commandLine() {
+  static std::vector<std::string> arguments;
+  return arguments;
+}
+
+/// Where the option string `options` of pass `argument` was written on
+/// tcc-opt's command line, as a prefix for its error: `--pass-pipeline:1:C: `
+/// (C the column of the options in the pipeline text) or `in '--FLAG': `;
+/// empty when it is not found there (a pipeline built by a program).
+std::string optionSource(StringRef argument, StringRef options) {
+  for (const std::string &word : commandLine()) {
+    StringRef text(word);
+    if (text.consume_front("--pass-pipeline=") ||
+        text.consume_front("-pass-pipeline=")) {
+      std::string opening = (argument + "{").str();
+      for (size_t at = text.find(opening); at != StringRef::npos;
+           at = text.find(opening, at + 1)) {
+        size_t column = at + opening.size();
+        if (!text.substr(column).starts_with(options))
+          continue;
+        std::string caret(column, ' ');
+        return ("--pass-pipeline:1:" + Twine(column + 1) + ": ").str() +
+               "[[MESSAGE]]\n  " + text.str() + "\n  " + caret + "^";
+      }
+    } else if (text.starts_with(("--" + argument + "=").str()) ||
+               text.starts_with(("-" + argument + "=").str())) {
+      return "in '" + word + "': [[MESSAGE]]";
+    }
+  }
+  return "[[MESSAGE]]";
+}
+
 /// The MLIR pass that runs a Rust pass. The option string is checked by the
 /// Rust side when the pipeline is parsed and handed to each run. The
 /// options the Rust pass declares are mirrored as MLIR pass options, so
@@ -171,8 +205,11 @@ public:
       static_cast<std::string *>(userData)->append(part.data, part.length);
     };
     if (mlirLogicalResultIsFailure(info.checkOptions(
-            info.pass, wrap(optionString), collect, &message)))
-      return errorHandler(message);
+            info.pass, wrap(optionString), collect, &message))) {
+      std::string located = optionSource(info.argument, optionString);
+      size_t slot = located.find("[[MESSAGE]]");
+      return errorHandler(located.replace(slot, 11, message));
+    }
     options = optionString.str();
     mirrorOptions(options);
     return success();
@@ -362,6 +399,7 @@ extern "C" bool tccCheckNestingDepth(MlirStringRef source, unsigned limit,
 /// the input checked for excessive nesting before MLIR parses it.
 extern "C" int tccOptMain(int argc, char **argv, const char *version) {
   llvm::InitLLVM initLLVM(argc, argv);
+  commandLine().assign(argv + 1, argv + argc);
   // `tcc-opt --version` names tcc, its version and git hash, then LLVM's.
   std::string versionText = version ? version : "";
   llvm::cl::SetVersionPrinter([versionText](llvm::raw_ostream &os) {

@@ -1,7 +1,8 @@
 // tcc-opt and the options of tcc's Rust passes: `--help` lists them with
 // their kinds and descriptions, a printed pipeline carries their values
 // (and parses back), and a bad value is reported as tcc-opt's own error
-// naming the pass, never at `<unknown>:0`.
+// naming the pass and pointing at where it was written (the column in
+// --pass-pipeline, or the flag), never at `<unknown>:0`.
 
 // RUN: tcc-opt --help | FileCheck %s --check-prefix=HELP
 // HELP:      --tcc-configure-kernels
@@ -25,15 +26,17 @@
 
 // RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{target=bogus})' 2>&1 | FileCheck %s --check-prefix=BADPIPE
 // BADPIPE-NOT: <unknown>
-// BADPIPE: tcc-opt: error: tcc-configure-kernels: unknown target 'bogus' (targets: generic, nvidia, pocl-cpu)
+// BADPIPE: tcc-opt: error: --pass-pipeline:1:38: tcc-configure-kernels: unknown target 'bogus' (targets: generic, nvidia, pocl-cpu)
+// BADPIPE-NEXT: {{^}}  builtin.module(tcc-configure-kernels{target=bogus})
+// BADPIPE-NEXT: {{^}}                                       ^
 // BADPIPE-NOT: <unknown>
 
 // RUN: not tcc-opt %s --tcc-plan-memory=alignment=3 2>&1 | FileCheck %s --check-prefix=BADFLAG
 // BADFLAG-NOT: <unknown>
-// BADFLAG: tcc-opt: error: tcc-plan-memory: alignment must be a power of two up to 1048576, got '3'
+// BADFLAG: tcc-opt: error: in '--tcc-plan-memory=alignment=3': tcc-plan-memory: alignment must be a power of two up to 1048576, got '3'
 
 // RUN: not tcc-opt %s --tcc-fuse-elementwise=max-op=3 2>&1 | FileCheck %s --check-prefix=UNKNOWNKEY
-// UNKNOWNKEY: tcc-opt: error: tcc-fuse-elementwise: unknown option 'max-op'; known options: max-ops
+// UNKNOWNKEY: tcc-opt: error: in '--tcc-fuse-elementwise=max-op=3': tcc-fuse-elementwise: unknown option 'max-op'; known options: max-ops
 
 func.func @f() {
   return
