@@ -41,6 +41,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Debug/Counter.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -409,8 +412,27 @@ extern "C" int tccOptMain(int argc, char **argv, const char *version) {
   DialectRegistry registry;
   tccRegisterAllDialects(wrap(&registry));
   tccRegisterAllPasses();
-  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
-      argc, argv, "tcc-opt: the tcc pass driver\n", registry);
+  // As upstream's registerAndParseCLIOptions, except that a command-line
+  // error exits with 2 (usage), as tcc and tcc-run do, instead of 1.
+  static llvm::cl::opt<std::string> inputFilename(
+      llvm::cl::Positional, llvm::cl::desc("<input file>"),
+      llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> outputFilename(
+      "o", llvm::cl::desc("Output filename"),
+      llvm::cl::value_desc("filename"), llvm::cl::init("-"));
+  MlirOptMainConfig::registerCLOptions(registry);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  tracing::DebugCounter::registerCLOptions();
+  std::string helpHeader =
+      "tcc-opt: the tcc pass driver\n\nAvailable Dialects: ";
+  llvm::raw_string_ostream dialects(helpHeader);
+  llvm::interleaveComma(registry.getDialectNames(), dialects);
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, helpHeader,
+                                         &llvm::errs()))
+    return 2;
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   // Errors in pass options (`--tcc-foo=bad`, `--pass-pipeline=...{bad}`)
   // have no place in the input: report them as tcc-opt's own errors, not
