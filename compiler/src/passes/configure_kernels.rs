@@ -304,10 +304,9 @@ impl TccPass for ConfigureKernels {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         options: &ConfigureOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let i64_type = IntegerType::new(context, 64).into();
         for op in collect_ops(module) {
             let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else {
@@ -383,7 +382,8 @@ impl TccPass for ConfigureKernels {
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
             op.set_discardable_attribute(CONFIG_ATTR, dictionary.into());
         }
-        root.set_discardable_attribute(
+        crate::ir::util::set_discardable_attribute(
+            module,
             TARGET_ATTR,
             StringAttribute::new(context, options.target.name()).into(),
         );

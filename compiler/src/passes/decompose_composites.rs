@@ -73,7 +73,7 @@ impl TccPass for DecomposeComposites {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         options: &DecomposeOptions,
     ) -> Result<(), PassError<'c>> {
         let mut targets: Vec<(OperationRef<'c, 'c>, Expansion)> = Vec::new();

@@ -25,7 +25,7 @@
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
 use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
@@ -79,10 +79,9 @@ impl TccPass for FoldConvInputs {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         options: &FoldConvInputsOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // One rewrite at a time: a rewrite erases ops another plan may
         // refer to (a pooling whose producer was a convolution's output).
         // Rewritten ops are generics, which `plan` never takes again.

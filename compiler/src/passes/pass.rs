@@ -11,7 +11,7 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use melior::ir::Location;
-use melior::ir::operation::{OperationLike, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::{Context, ContextRef};
 use mlir_sys::{
     MlirLogicalResult, MlirOperation, MlirStringCallback, MlirStringRef, mlirEmitError,
@@ -32,6 +32,12 @@ impl<'c> PassError<'c> {
             location: Some(location),
             message: message.into(),
         }
+    }
+}
+
+impl<'c> From<crate::ir::operand::IrError<'c>> for PassError<'c> {
+    fn from(error: crate::ir::operand::IrError<'c>) -> Self {
+        Self::at(error.location, error.message)
     }
 }
 
@@ -66,11 +72,13 @@ pub trait TccPass: Sync + 'static {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &[];
     type Options: PassOptions;
 
-    /// Runs on `op`. `context` is the op's context (borrowed for the run).
+    /// Runs on `root`, the op the pass manager runs it on. `context` is the
+    /// op's context; both are valid for the whole run, so ops found under
+    /// `root` may be kept as `OperationRef<'c, 'c>`.
     fn run<'c>(
         &self,
         context: &'c Context,
-        op: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         options: &Self::Options,
     ) -> Result<(), PassError<'c>>;
 }
@@ -80,11 +88,10 @@ pub trait TccPass: Sync + 'static {
 /// rewrite may erase the op it is given and insert new ones, but not touch
 /// ops after it).
 pub fn for_each_body_op<'c>(
-    root: &OperationRefMut<'c, 'c>,
-    mut rewrite: impl FnMut(melior::ir::operation::OperationRef<'c, 'c>) -> Result<(), PassError<'c>>,
+    root: OperationRef<'c, 'c>,
+    mut rewrite: impl FnMut(OperationRef<'c, 'c>) -> Result<(), PassError<'c>>,
 ) -> Result<(), PassError<'c>> {
-    let module = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
-    for function in crate::ir::util::ops_named(module, "func.func") {
+    for function in crate::ir::util::ops_named(root, "func.func") {
         for op in crate::ir::util::body_ops(function) {
             rewrite(op)?;
         }
@@ -96,14 +103,11 @@ pub fn for_each_body_op<'c>(
 /// value `build` creates in front of it (composite ops turned into their
 /// one-kernel forms).
 pub fn replace_each<'c>(
-    root: &OperationRefMut<'c, 'c>,
+    root: OperationRef<'c, 'c>,
     name: &str,
-    select: impl Fn(melior::ir::operation::OperationRef<'c, 'c>) -> bool,
-    mut build: impl FnMut(
-        melior::ir::operation::OperationRef<'c, 'c>,
-    ) -> Result<melior::ir::Value<'c, 'c>, PassError<'c>>,
+    select: impl Fn(OperationRef<'c, 'c>) -> bool,
+    mut build: impl FnMut(OperationRef<'c, 'c>) -> Result<melior::ir::Value<'c, 'c>, PassError<'c>>,
 ) -> Result<(), PassError<'c>> {
-    let root = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
     let targets: Vec<_> = crate::ir::util::collect_ops(root)
         .into_iter()
         .filter(|op| crate::ir::util::op_name(op) == name && select(*op))
@@ -276,12 +280,14 @@ unsafe extern "C" fn run_trampoline<P: TccPass>(
     let pass = unsafe { &*(pass as *const P) };
     let context_ref = unsafe { ContextRef::from_raw(mlir_sys::mlirOperationGetContext(raw)) };
     let context: &Context = unsafe { context_ref.to_ref() };
-    let mut op = unsafe { OperationRefMut::from_raw(raw) };
-    let op_location = op.location().to_raw();
+    // The pass manager keeps `raw` alive for the whole run: this is the one
+    // place where a pass's root gets its `'c` lifetime.
+    let root = unsafe { OperationRef::from_raw(raw) };
+    let op_location = root.location().to_raw();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let options = parse_options::<P::Options>(&string_of(options))
             .map_err(|message| (None, format!("{}: {message}", P::ARGUMENT)))?;
-        pass.run(context, &mut op, &options)
+        pass.run(context, root, &options)
             .map_err(|e| (e.location.map(|l| l.to_raw()), e.message))
     }));
     let failure = match outcome {

@@ -501,10 +501,9 @@ impl TccPass for PlanMemory {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         options: &PlanOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         for function in body_ops_named(module, "func.func") {
             plan_function(context, function, options.alignment)?;
         }
