@@ -61,17 +61,19 @@ use std::time::Instant;
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::event::Event;
 use opencl3::memory::{
-    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE,
-    ClMem,
+    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem,
 };
-use opencl3::types::{CL_FALSE, CL_TRUE, cl_event, cl_mem};
+use opencl3::types::{CL_TRUE, cl_event, cl_mem};
 use serde::Serialize;
 
 use crate::buffer_pool::PoolBuffer;
 use crate::device::HostIo;
 use crate::error::{ClResultExt, Error, Result};
 use crate::host_bytes::HostBytes;
-use crate::session::{Session, exec_error, host_buffer};
+use crate::session::{
+    Session, enqueue_read, enqueue_write, exec_error, input_in_place, map_for_reading,
+    output_in_place, unmap_output,
+};
 use crate::tensor::{DType, HostTensor};
 use crate::{RuntimeInner, TransferCounters};
 
@@ -406,6 +408,11 @@ pub(crate) fn wait_for_runtime_queue(rt: &RuntimeInner, queue: &CommandQueue) ->
 // ---------------------------------------------------------------------------
 // Submitting.
 
+/// Error labels of the side queues' transfers.
+const WRITE: &str = "clEnqueueWriteBuffer (upload queue)";
+const READ: &str = "clEnqueueReadBuffer (download queue)";
+const MAP: &str = "clEnqueueMapBuffer (download queue)";
+
 /// Where an input's bytes come from when they are copied.
 enum UploadSource {
     /// A pinned staging buffer holding a copy.
@@ -547,7 +554,6 @@ impl Session {
         let queues = rt.side_queues()?;
         let in_place = rt.host_io == HostIo::InPlace;
         let staged = !in_place && rt.pinned_staging;
-        let align = usize::try_from(rt.device.base_align_bytes).unwrap_or(usize::MAX);
         let io = self.calls.io.clone();
         let own = self.calls.own_queue.clone();
         if own.is_some() {
@@ -581,17 +587,10 @@ impl Session {
             let mut fresh = false;
             for (i, t) in borrowed.iter().enumerate() {
                 let bytes = &t.bytes;
-                if in_place && !bytes.is_empty() && bytes.is_aligned_to(align) {
-                    // SAFETY: the device only reads; the tensor is kept in
-                    // `res.inputs` until the call is done.
-                    let b = unsafe {
-                        host_buffer(
-                            &rt,
-                            CL_MEM_READ_ONLY,
-                            bytes.as_ptr().cast_mut(),
-                            bytes.len(),
-                        )
-                    }?;
+                // SAFETY: an input used in place is one of `res.inputs`
+                // (borrowed inputs are cloned there on a host-memory
+                // device), kept until the call is done.
+                if let Some(b) = unsafe { input_in_place(&rt, bytes) }? {
                     in_io.push((b.get(), bytes.len() as u64));
                     res.in_host.push(b);
                     TransferCounters::add(&rt.transfers.inputs_in_place, 1);
@@ -618,16 +617,10 @@ impl Session {
             let mut out_io: Vec<(cl_mem, u64)> = Vec::with_capacity(res.out_types.len());
             for d in &f.outputs {
                 let size = d.byte_size();
-                let mut bytes = match self.spare_outputs.iter().position(|b| b.len() == size) {
-                    Some(index) => self.spare_outputs.swap_remove(index),
-                    None => HostBytes::zeroed(size),
-                };
-                if in_place && !bytes.is_empty() && bytes.is_aligned_to(align) {
-                    // SAFETY: the block is owned by the call and not read
-                    // until it is done; it does not move.
-                    let b = unsafe {
-                        host_buffer(&rt, CL_MEM_READ_WRITE, bytes.as_mut_ptr(), bytes.len())
-                    }?;
+                let mut bytes = self.output_block(size);
+                // SAFETY: the block is owned by the call and not read until
+                // it is done; it does not move.
+                if let Some(b) = unsafe { output_in_place(&rt, &mut bytes) }? {
                     out_io.push((b.get(), size as u64));
                     res.outputs.push(OutputSlot::InPlace {
                         buffer: b,
@@ -663,34 +656,19 @@ impl Session {
             let fence_list: Vec<cl_event> = fence.iter().map(Event::get).collect();
             let mut last_upload: Option<Event> = None;
             for (mem, source, len) in uploads {
-                if len == 0 {
-                    continue;
-                }
-                let src: *const u8 = match &source {
-                    UploadSource::Staged(s) => s.ptr(),
-                    UploadSource::Own(i) => borrowed[*i].bytes.as_ptr(),
+                let src: &[u8] = match &source {
+                    // SAFETY: the staging buffer holds at least `len` bytes.
+                    UploadSource::Staged(s) => unsafe { std::slice::from_raw_parts(s.ptr(), len) },
+                    UploadSource::Own(i) => &borrowed[*i].bytes,
                 };
                 // SAFETY: the source (a staging buffer or an input tensor)
                 // is kept by the call until it is done.
-                let ev = unsafe {
-                    opencl3::command_queue::enqueue_write_buffer(
-                        queues.upload.get(),
-                        mem,
-                        CL_FALSE,
-                        0,
-                        len,
-                        src.cast(),
-                        fence_list.len() as u32,
-                        if fence_list.is_empty() {
-                            ptr::null()
-                        } else {
-                            fence_list.as_ptr()
-                        },
-                    )
+                let written =
+                    unsafe { enqueue_write(&queues.upload, mem, src, false, &fence_list, WRITE) }?;
+                if written.is_some() {
+                    last_upload = written;
+                    TransferCounters::add(&rt.transfers.bytes_to_device, len as u64);
                 }
-                .map_err(|e| Error::cl("clEnqueueWriteBuffer (upload queue)", e.into()))?;
-                last_upload = Some(Event::new(ev));
-                TransferCounters::add(&rt.transfers.bytes_to_device, len as u64);
                 if let UploadSource::Staged(s) = source {
                     res.staging.push(s);
                 }
@@ -731,64 +709,41 @@ impl Session {
             let mut done: Option<Event> = None;
             let wait = [computed.get()];
             for slot in res.outputs.iter_mut() {
-                let ev = match slot {
+                let (device, dst): (&PoolBuffer, &mut [u8]) = match slot {
                     OutputSlot::InPlace {
                         buffer,
                         bytes,
                         mapped,
                     } => {
-                        let mut p: cl_mem = ptr::null_mut();
                         // SAFETY: unmapped in `finish`; the block outlives it.
-                        let ev = unsafe {
-                            opencl3::command_queue::enqueue_map_buffer(
-                                queues.download.get(),
-                                buffer.get(),
-                                CL_FALSE,
-                                CL_MAP_READ,
-                                0,
-                                bytes.len(),
-                                &mut p,
-                                1,
-                                wait.as_ptr(),
-                            )
-                        }
-                        .map_err(|e| Error::cl("clEnqueueMapBuffer (download queue)", e.into()))?;
+                        let (p, ev) = unsafe {
+                            map_for_reading(&queues.download, buffer.get(), bytes.len(), &wait, MAP)
+                        }?;
                         *mapped = p as usize;
-                        ev
+                        done = Some(ev);
+                        continue;
                     }
                     OutputSlot::Staged {
                         device,
                         stage,
                         bytes,
                     } => {
-                        // SAFETY: the staging buffer is kept until done.
-                        let ev = read(
-                            &queues.download,
-                            device.mem(),
-                            stage.ptr(),
-                            bytes.len(),
-                            &wait,
-                        )?;
-                        TransferCounters::add(&rt.transfers.bytes_to_host, bytes.len() as u64);
-                        ev
+                        // SAFETY: the staging buffer holds at least
+                        // `bytes.len()` bytes.
+                        let dst =
+                            unsafe { std::slice::from_raw_parts_mut(stage.ptr(), bytes.len()) };
+                        (device, dst)
                     }
-                    OutputSlot::Direct { device, bytes } => {
-                        if bytes.is_empty() {
-                            continue;
-                        }
-                        // SAFETY: `bytes` is kept until done and does not move.
-                        let ev = read(
-                            &queues.download,
-                            device.mem(),
-                            bytes.as_mut_ptr(),
-                            bytes.len(),
-                            &wait,
-                        )?;
-                        TransferCounters::add(&rt.transfers.bytes_to_host, bytes.len() as u64);
-                        ev
-                    }
+                    OutputSlot::Direct { device, bytes } => (device, bytes),
                 };
-                done = Some(Event::new(ev));
+                // SAFETY: `dst` (a staging buffer or the output's block) is
+                // kept until the call is done and does not move.
+                if let Some(ev) =
+                    unsafe { enqueue_read(&queues.download, device.mem(), dst, &wait, READ) }?
+                {
+                    TransferCounters::add(&rt.transfers.bytes_to_host, dst.len() as u64);
+                    done = Some(ev);
+                }
             }
             queues.download.flush().cl("clFlush (download queue)")?;
             let done = match done {
@@ -872,30 +827,6 @@ enum Inputs<'a> {
     Borrowed(&'a [HostTensor]),
 }
 
-/// Non-blocking read of `len` bytes of `mem` into `dst` after `wait`.
-fn read(
-    queue: &CommandQueue,
-    mem: cl_mem,
-    dst: *mut u8,
-    len: usize,
-    wait: &[cl_event],
-) -> Result<cl_event> {
-    // SAFETY: the caller keeps `dst` (len bytes) alive until the read is done.
-    unsafe {
-        opencl3::command_queue::enqueue_read_buffer(
-            queue.get(),
-            mem,
-            CL_FALSE,
-            0,
-            len,
-            dst.cast(),
-            wait.len() as u32,
-            wait.as_ptr(),
-        )
-    }
-    .map_err(|e| Error::cl("clEnqueueReadBuffer (download queue)", e.into()))
-}
-
 /// Unmaps outputs mapped in place (after the download queue ran the maps),
 /// taking the bytes where the driver mapped a copy, when `ok`.
 fn unmap_outputs(rt: &RuntimeInner, download: &CommandQueue, res: &mut Resources, ok: bool) {
@@ -910,29 +841,13 @@ fn unmap_outputs(rt: &RuntimeInner, download: &CommandQueue, res: &mut Resources
             if *mapped == 0 {
                 continue;
             }
-            let p = *mapped as *mut u8;
-            if p == bytes.as_mut_ptr() {
-                TransferCounters::add(&rt.transfers.outputs_in_place, 1);
-            } else if ok {
-                // SAFETY: the mapping covers the whole buffer.
-                let len = bytes.len();
-                // SAFETY: as above.
-                bytes.copy_from_slice(unsafe { std::slice::from_raw_parts(p, len) });
-                TransferCounters::add(&rt.transfers.bytes_to_host, bytes.len() as u64);
-            }
-            // SAFETY: `p` is what this buffer's map returned.
-            let ev = unsafe {
-                opencl3::command_queue::enqueue_unmap_mem_object(
-                    download.get(),
-                    buffer.get(),
-                    p.cast(),
-                    0,
-                    ptr::null(),
-                )
-            };
+            // SAFETY: the download queue ran the map (the caller waited
+            // for it); `mapped` covers the whole block.
+            let ev =
+                unsafe { unmap_output(rt, download, buffer.get(), *mapped as *mut u8, bytes, ok) };
             *mapped = 0;
-            if let Ok(ev) = ev {
-                last = Some(Event::new(ev));
+            if ev.is_some() {
+                last = ev;
             }
         }
     }
