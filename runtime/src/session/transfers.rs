@@ -401,26 +401,21 @@ pub(crate) unsafe fn enqueue_write(
     wait: &[cl_event],
     what: &str,
 ) -> Result<Option<Event>> {
-    if data.is_empty() {
-        return Ok(None);
-    }
-    let (n, list) = wait_list(wait);
+    let flag = if blocking { CL_TRUE } else { CL_FALSE };
     // SAFETY: forwarded to the caller; a blocking write no longer reads
     // `data` once it returns.
-    let ev = unsafe {
+    enqueue_transfer(data.len(), wait, what, |n, list| unsafe {
         opencl3::command_queue::enqueue_write_buffer(
             queue.get(),
             mem,
-            if blocking { CL_TRUE } else { CL_FALSE },
+            flag,
             0,
             data.len(),
             data.as_ptr().cast(),
             n,
             list,
         )
-    }
-    .map_err(|e| Error::cl(what, e.into()))?;
-    Ok(Some(Event::new(ev)))
+    })
 }
 
 /// Non-blocking device-to-host read on the runtime's queue.
@@ -444,23 +439,35 @@ pub(crate) unsafe fn enqueue_read(
     wait: &[cl_event],
     what: &str,
 ) -> Result<Option<Event>> {
-    if data.is_empty() {
-        return Ok(None);
-    }
-    let (n, list) = wait_list(wait);
+    let len = data.len();
     // SAFETY: forwarded to the caller.
-    let ev = unsafe {
+    enqueue_transfer(len, wait, what, |n, list| unsafe {
         opencl3::command_queue::enqueue_read_buffer(
             queue.get(),
             mem,
             CL_FALSE,
             0,
-            data.len(),
+            len,
             data.as_mut_ptr().cast(),
             n,
             list,
         )
+    })
+}
+
+/// Runs `enqueue` (a read or a write of `len` bytes, given the wait list
+/// as OpenCL takes it) unless there is nothing to move (`None`); `what`
+/// names the call in errors.
+fn enqueue_transfer(
+    len: usize,
+    wait: &[cl_event],
+    what: &str,
+    enqueue: impl FnOnce(u32, *const cl_event) -> std::result::Result<cl_event, i32>,
+) -> Result<Option<Event>> {
+    if len == 0 {
+        return Ok(None);
     }
-    .map_err(|e| Error::cl(what, e.into()))?;
+    let (n, list) = wait_list(wait);
+    let ev = enqueue(n, list).map_err(|e| Error::cl(what, e.into()))?;
     Ok(Some(Event::new(ev)))
 }
