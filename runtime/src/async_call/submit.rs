@@ -1,5 +1,6 @@
 //! Submitting an asynchronous call: the inputs go to device buffers
-//! (through pinned staging, or used in place on a host-memory device) on
+//! (through pinned staging up to the staging limit, straight from the
+//! tensor above it, or used in place on a host-memory device) on
 //! the upload queue, the kernels on the compute queue after the uploads,
 //! the outputs come back on the download queue after the kernels; the
 //! call's resources go to its [`CallHandle`].
@@ -125,7 +126,11 @@ impl Session {
                 let mem = dev.mem();
                 in_io.push((mem, bytes.len() as u64));
                 res.in_device.push(dev);
-                let source = if staged && !bytes.is_empty() {
+                // Large inputs the call owns go straight from the tensor;
+                // borrowed ones must be copied before `submit_ref` returns.
+                let stage =
+                    !bytes.is_empty() && (lent.is_some() || bytes.len() <= rt.staging_limit);
+                let source = if staged && stage {
                     let stage = rt.staging().take(&rt, &queues.upload, bytes.len())?;
                     // SAFETY: the staging buffer holds at least `len` bytes
                     // and nothing else uses it.
@@ -155,7 +160,7 @@ impl Session {
                 }
                 let (device, _) = take_io(&rt, &io, size as u64)?;
                 out_io.push((device.mem(), size as u64));
-                if staged && size > 0 {
+                if staged && size > 0 && size <= rt.staging_limit {
                     let stage = rt.staging().take(&rt, &queues.upload, size)?;
                     res.outputs.push(OutputSlot::Staged {
                         device,
