@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 
-use melior::ir::attribute::IntegerAttribute;
+use melior::ir::attribute::{DenseI32ArrayAttribute, IntegerAttribute};
 use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
 };
@@ -426,8 +426,7 @@ fn plan_function<'c>(
             (Identifier::new(context, "alignment"), int_attr(alignment)?),
             (
                 Identifier::new(context, "operandSegmentSizes"),
-                Attribute::parse(context, "array<i32: 0, 0>")
-                    .ok_or_else(|| PassError::at(location, "cannot build operandSegmentSizes"))?,
+                DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
             ),
         ])
         .add_results(&[arena_type])
