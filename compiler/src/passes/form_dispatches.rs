@@ -25,7 +25,9 @@ use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
 use crate::ir::dense::operand_segment_sizes;
-use crate::ir::util::{body_ops, dialect_of, op_name, ops_named, same_op, use_count, users};
+use crate::ir::util::{
+    body_ops, dialect_of, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
+};
 use crate::patterns::conv_inputs::CONV_ATTR;
 use crate::patterns::kernel_naming::{kernel_name, op_parts};
 
@@ -110,8 +112,7 @@ pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
 }
 
 fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
-    let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-    op.set_discardable_attribute(KERNEL_ATTR, StringAttribute::new(context, name).into());
+    set_discardable_attribute(op, KERNEL_ATTR, StringAttribute::new(context, name).into());
 }
 
 impl TccPass for FormDispatches {
@@ -201,8 +202,8 @@ impl TccPass for FormDispatches {
                     set_kernel(context, *member, &kernel);
                     grouped.push(*member);
                 }
-                let mut root_op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-                root_op.set_discardable_attribute(
+                set_discardable_attribute(
+                    op,
                     KIND_ATTR,
                     StringAttribute::new(context, kind_of(op).name()).into(),
                 );

@@ -390,9 +390,7 @@ fn plan_function<'c>(
         .ok_or_else(|| PassError::at(location, "the memory plan's size overflows 64 bits"))?;
 
     for op in deallocs.into_iter().chain(dead) {
-        let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-        doomed.remove_from_parent();
-        unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+        crate::ir::util::erase_op(op);
     }
 
     let i64_type: Type = IntegerType::new(context, 64).into();
@@ -476,10 +474,7 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(at, e.to_string()))?
             .into();
-        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
-        let mut doomed = unsafe { OperationRefMut::from_raw(alloc.to_raw()) };
-        doomed.remove_from_parent();
-        unsafe { mlir_sys::mlirOperationDestroy(alloc.to_raw()) };
+        crate::ir::util::replace_and_erase(*alloc, old, new);
     }
     Ok(())
 }
