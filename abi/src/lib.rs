@@ -147,6 +147,11 @@ impl Struct {
         panic!("no such field in the ABI struct")
     }
 
+    /// The index of field `name`, if the struct has one.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(field, _)| *field == name)
+    }
+
     /// `(field, offset)` of every field and the struct's size, with C's
     /// layout rules on a 64-bit target.
     pub fn layout(&self) -> (Vec<(&'static str, usize)>, usize) {
