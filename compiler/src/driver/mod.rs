@@ -6,6 +6,7 @@
 pub mod compile;
 pub mod import;
 pub mod inspect;
+pub mod pipeline;
 pub mod progress;
 pub mod run;
 pub mod session;
