@@ -1,5 +1,5 @@
 //! The `tcc` command line: `tcc compile`, `tcc run`, `tcc import`,
-//! `tcc tune`, `tcc inspect`. Errors are printed as located diagnostics and turn into
+//! `tcc tune`, `tcc inspect`, `tcc onnx-test` (`scoreboard`). Errors are printed as located diagnostics and turn into
 //! exit code 1; nothing is written unless compilation succeeds, and files
 //! are written atomically.
 
@@ -9,6 +9,7 @@ pub mod inspect;
 pub mod pipeline;
 pub mod progress;
 pub mod run;
+pub mod scoreboard;
 pub mod session;
 pub mod stats;
 pub mod tune;
