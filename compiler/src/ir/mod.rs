@@ -1,6 +1,12 @@
 //! Helpers for building and inspecting IR from Rust passes.
 
+pub mod affine;
 pub mod constant;
+pub mod dense;
+pub mod memref;
+pub mod operand;
+#[cfg(test)]
+pub mod testing;
 pub mod tosa_builder;
 pub mod types;
 pub mod util;

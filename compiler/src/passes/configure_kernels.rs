@@ -16,7 +16,7 @@ use melior::ir::r#type::IntegerType;
 use melior::ir::{Identifier, TypeLike, ValueLike};
 
 use super::form_dispatches::KIND_ATTR;
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::config::tuning::TuningRecord;
 use crate::config::{GemmConfig, KernelKind, Target};
 use crate::ir::types::StaticTensor;
@@ -56,7 +56,32 @@ impl Default for ConfigureOptions {
 }
 
 impl PassOptions for ConfigureOptions {
-    const NAMES: &'static [&'static str] = &["target", "templates", "tuning", "candidate"];
+    const OPTIONS: &'static [PassOptionInfo] = &[
+        PassOptionInfo {
+            name: "target",
+            kind: PassOptionKind::String,
+            default: "generic",
+            description: "The device family whose configuration tables apply: generic, nvidia or pocl-cpu",
+        },
+        PassOptionInfo {
+            name: "templates",
+            kind: PassOptionKind::Bool,
+            default: "true",
+            description: "Allow kernel templates (tiled GEMM, row reductions); off for back ends that translate loop nests only",
+        },
+        PassOptionInfo {
+            name: "tuning",
+            kind: PassOptionKind::String,
+            default: "",
+            description: "A tuning record (tcc tune) whose configurations replace the tables' (empty: none)",
+        },
+        PassOptionInfo {
+            name: "candidate",
+            kind: PassOptionKind::String,
+            default: "",
+            description: "Take every GEMM's N-th candidate configuration, as tcc tune does (empty: the table's choice)",
+        },
+    ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -68,6 +93,7 @@ impl PassOptions for ConfigureOptions {
                 self.templates = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
+            "tuning" | "candidate" if value.is_empty() => Ok(()),
             "tuning" => {
                 self.tuning = Some(TuningRecord::load(std::path::Path::new(
                     value.trim_matches('"'),
@@ -278,10 +304,9 @@ impl TccPass for ConfigureKernels {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         options: &ConfigureOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let i64_type = IntegerType::new(context, 64).into();
         for op in collect_ops(module) {
             let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else {
@@ -357,7 +382,8 @@ impl TccPass for ConfigureKernels {
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
             op.set_discardable_attribute(CONFIG_ATTR, dictionary.into());
         }
-        root.set_discardable_attribute(
+        crate::ir::util::set_discardable_attribute(
+            module,
             TARGET_ATTR,
             StringAttribute::new(context, options.target.name()).into(),
         );

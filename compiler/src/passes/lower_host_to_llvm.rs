@@ -12,7 +12,7 @@
 //! the lowering on its own.
 
 use melior::Context;
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{NoOptions, PassError, TccPass};
 
@@ -29,10 +29,9 @@ impl TccPass for LowerHostToLlvm {
     fn run<'c>(
         &self,
         context: &'c Context,
-        op: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(op.to_raw()) };
         crate::back::host_llvm::lower_module(context, module)
             .map(|_| ())
             .map_err(|e| {

@@ -4,7 +4,7 @@
 //! hands to a library template could be skipped. The mapping pass then
 //! places the parallel nests onto work-items.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
@@ -21,10 +21,9 @@ impl TccPass for LowerKernelLoops {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Kernels instantiated from a template keep their linalg ops.
         let kernels: Vec<_> = collect_ops(module)
             .into_iter()

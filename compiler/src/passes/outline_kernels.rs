@@ -468,10 +468,9 @@ impl TccPass for OutlineKernels {
     fn run<'c>(
         &self,
         context: &'c Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let location = module.location();
         let target: Target = module
             .attribute(TARGET_ATTR)
@@ -793,7 +792,8 @@ impl TccPass for OutlineKernels {
             }
         }
         if kernel_block.is_some() {
-            root.set_discardable_attribute("gpu.container_module", Attribute::unit(context));
+            let unit = Attribute::unit(context);
+            crate::ir::util::set_discardable_attribute(module, "gpu.container_module", unit);
         }
         Ok(())
     }

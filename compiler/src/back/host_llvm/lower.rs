@@ -20,14 +20,14 @@ use melior::Context;
 use melior::dialect::llvm;
 use melior::ir::attribute::{ArrayAttribute, AttributeLike, StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{
-    Attribute, BlockLike, Operation, Region, RegionLike, Type, TypeLike, Value, ValueLike,
-};
+use melior::ir::{Attribute, BlockLike, Operation, Region, RegionLike, Type, Value, ValueLike};
 
 use super::builder::Builder;
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
+use crate::ir::memref::MemRefLayout;
+use crate::ir::operand::{operand_at, result_at};
 use crate::ir::util::{body_ops, integer_value, op_name, ops_named, string_value};
 use crate::passes::{
     ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, NAMES_ATTR, NUM_OUTPUTS_ATTR,
@@ -128,21 +128,13 @@ fn symbol_leaf(attribute: Attribute) -> Option<String> {
 }
 
 pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> {
-    if !ty.is_mem_ref() {
-        return Err(format!("{ty} is not a buffer"));
-    }
-    let element = ElementType::of_type(unsafe {
-        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
-    })
-    .ok_or_else(|| format!("unsupported element type in {ty}"))?;
-    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
-    let shape = (0..rank)
-        .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) })
-        .collect();
+    let layout = MemRefLayout::of(ty).ok_or_else(|| format!("{ty} is not a buffer"))?;
+    let element = ElementType::of_type(layout.element)
+        .ok_or_else(|| format!("unsupported element type in {ty}"))?;
     Ok(TensorDesc {
         name,
         element,
-        shape,
+        shape: layout.shape,
     })
 }
 
@@ -328,15 +320,14 @@ pub fn lower_function<'c>(
                    index: usize,
                    what: &str|
      -> Result<Value<'c, 'c>, CodegenError> {
-        let operand = op.operand(index).map_err(|e| at(&op, &e))?;
+        let operand = operand_at(op, index)?;
         values
             .get(&key(operand))
             .copied()
             .ok_or_else(|| CodegenError::at(&op, format!("{what} is not a known host value")))
     };
-    let result_of = |op: OperationRef<'c, 'c>| -> Result<Value<'c, 'c>, CodegenError> {
-        op.result(0).map(Into::into).map_err(|e| at(&op, &e))
-    };
+    let result_of =
+        |op: OperationRef<'c, 'c>| -> Result<Value<'c, 'c>, CodegenError> { Ok(result_at(op, 0)?) };
     let tensor_of = |op: OperationRef<'c, 'c>, value: Value| -> Result<TensorDesc, CodegenError> {
         memref_desc(value.r#type(), String::new()).map_err(|e| CodegenError::at(&op, e))
     };
@@ -367,7 +358,7 @@ pub fn lower_function<'c>(
                 arena = Some(key(result));
             }
             "memref.view" => {
-                let source = op.operand(0).map_err(|e| at(&op, &e))?;
+                let source = operand_at(op, 0)?;
                 if Some(key(source)) != arena || op.operand_count() != 2 {
                     return Err(CodegenError::at(
                         &op,
@@ -459,7 +450,7 @@ pub fn lower_function<'c>(
                 )?;
             }
             "memref.copy" => {
-                let source = op.operand(0).map_err(|e| at(&op, &e))?;
+                let source = operand_at(op, 0)?;
                 let tensor = tensor_of(op, source)?;
                 let src = operand(&values, op, 0, "the copy's source")?;
                 let dst = operand(&values, op, 1, "the copy's target")?;
