@@ -329,12 +329,7 @@ impl Runtime {
     pub fn on_device(device: DeviceInfo, options: RuntimeOptions) -> Result<Self> {
         let context = Context::from_device(&device.device).cl("clCreateContext")?;
         let sub_device = device.sub_device.clone();
-        let props = if options.profiling {
-            CL_QUEUE_PROFILING_ENABLE
-        } else {
-            0
-        };
-        let queue = create_queue(&context, props)?;
+        let queue = create_queue(&context, options.profiling)?;
         let cache_dir = if options.disk_cache {
             options.cache_dir.or_else(program_cache::default_cache_dir)
         } else {
@@ -452,11 +447,13 @@ impl Runtime {
     }
 }
 
-/// An in-order command queue, profiling per `props`.
-pub(crate) fn create_queue(
-    context: &Context,
-    props: opencl3::command_queue::cl_command_queue_properties,
-) -> Result<CommandQueue> {
+/// An in-order command queue, with profiling events when `profiling`.
+pub(crate) fn create_queue(context: &Context, profiling: bool) -> Result<CommandQueue> {
+    let props = if profiling {
+        CL_QUEUE_PROFILING_ENABLE
+    } else {
+        0
+    };
     match CommandQueue::create_default_with_properties(context, props, 0) {
         Ok(q) => Ok(q),
         // OpenCL 1.x platforms lack clCreateCommandQueueWithProperties.
