@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::{CaseResult, Tally};
-use tcc_compiler::front::scoreboard::{self, Outcome};
+use tcc_compiler::driver::scoreboard::{self, Outcome};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)

@@ -11,6 +11,10 @@
  * host code takes planned buffers as views of that arena (`view`). The
  * runtime also loads version 1 artifacts (function descriptors without the
  * arena fields, `tcc_function_desc_v1`) and refuses any other version.
+ *
+ * The layout is declared once, in the tcc-abi crate (abi/src/lib.rs); a test
+ * there compiles offsetof/sizeof assertions generated from it against this
+ * header and compares each struct's field names.
  *===----------------------------------------------------------------------===*/
 #ifndef TCC_ABI_H
 #define TCC_ABI_H

@@ -1,38 +1,40 @@
 //! `#[repr(C)]` mirror of `runtime/include/tcc_abi.h`, the fixed contract
 //! between a compiled model artifact (`model.so`) and this runtime.
 //!
-//! Every type here has the exact layout of its C counterpart (checked at
-//! compile time below for 64-bit targets, and against the C compiler's own
-//! `offsetof` by the `abi_layout` integration test). Nothing in this module
+//! The layout is declared once, in the `tcc-abi` crate's table; the numbers
+//! below come from there. Every type here has the exact layout of its C
+//! counterpart: checked against the table by the unit test below, and
+//! against the C compiler's own `offsetof` by the `abi_layout` integration
+//! test (the C header itself is checked against the table in `tcc-abi`). Nothing in this module
 //! is safe to dereference on its own: `artifact.rs` validates the artifact's
 //! tables and `session.rs` implements the callback table.
 
 use std::ffi::{c_char, c_void};
 
 /// `TCC_ABI_VERSION`: the ABI version this runtime implements.
-pub const TCC_ABI_VERSION: u32 = 2;
+pub const TCC_ABI_VERSION: u32 = tcc_abi::ABI_VERSION;
 /// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI this runtime still loads
 /// (version 1: no arena, function descriptors of `TccFunctionDescV1`).
-pub const TCC_ABI_VERSION_MIN: u32 = 1;
+pub const TCC_ABI_VERSION_MIN: u32 = tcc_abi::ABI_VERSION_MIN;
 
 /// `enum tcc_dtype`.
-pub const TCC_DTYPE_F32: u32 = 0;
-pub const TCC_DTYPE_F16: u32 = 1;
-pub const TCC_DTYPE_I32: u32 = 2;
-pub const TCC_DTYPE_I64: u32 = 3;
-pub const TCC_DTYPE_I8: u32 = 4;
-pub const TCC_DTYPE_BOOL: u32 = 5;
+pub const TCC_DTYPE_F32: u32 = tcc_abi::DTYPE_F32;
+pub const TCC_DTYPE_F16: u32 = tcc_abi::DTYPE_F16;
+pub const TCC_DTYPE_I32: u32 = tcc_abi::DTYPE_I32;
+pub const TCC_DTYPE_I64: u32 = tcc_abi::DTYPE_I64;
+pub const TCC_DTYPE_I8: u32 = tcc_abi::DTYPE_I8;
+pub const TCC_DTYPE_BOOL: u32 = tcc_abi::DTYPE_BOOL;
 
 /// `enum tcc_source_kind`.
-pub const TCC_SOURCE_OPENCL_C: u32 = 0;
-pub const TCC_SOURCE_SPIRV: u32 = 1;
-pub const TCC_SOURCE_PTX: u32 = 2;
+pub const TCC_SOURCE_OPENCL_C: u32 = tcc_abi::SOURCE_OPENCL_C;
+pub const TCC_SOURCE_SPIRV: u32 = tcc_abi::SOURCE_SPIRV;
+pub const TCC_SOURCE_PTX: u32 = tcc_abi::SOURCE_PTX;
 
 /// `enum tcc_arg_kind`.
-pub const TCC_ARG_BUFFER: u32 = 0;
-pub const TCC_ARG_I32: u32 = 1;
-pub const TCC_ARG_I64: u32 = 2;
-pub const TCC_ARG_F32: u32 = 3;
+pub const TCC_ARG_BUFFER: u32 = tcc_abi::ARG_BUFFER;
+pub const TCC_ARG_I32: u32 = tcc_abi::ARG_I32;
+pub const TCC_ARG_I64: u32 = tcc_abi::ARG_I64;
+pub const TCC_ARG_F32: u32 = tcc_abi::ARG_F32;
 
 /// `tcc_buffer`: opaque to the artifact. The runtime hands out the OpenCL
 /// `cl_mem` handle itself as the `tcc_buffer *` and checks every pointer it
@@ -174,13 +176,13 @@ pub struct TccArtifact {
 pub type TccArtifactV1Fn = unsafe extern "C" fn() -> *const TccArtifact;
 
 /// Name of the symbol every artifact exports.
-pub const ARTIFACT_SYMBOL: &[u8] = b"tcc_artifact_v1";
+pub const ARTIFACT_SYMBOL: &[u8] = tcc_abi::ARTIFACT_SYMBOL.as_bytes();
 
 /// `const uint64_t *tcc_kernel_flops_v1(void)`: optional, one entry per kernel.
 pub type TccKernelFlopsV1Fn = unsafe extern "C" fn() -> *const u64;
 
 /// The optional per-kernel flop counts' symbol.
-pub const KERNEL_FLOPS_SYMBOL: &[u8] = b"tcc_kernel_flops_v1";
+pub const KERNEL_FLOPS_SYMBOL: &[u8] = tcc_abi::KERNEL_FLOPS_SYMBOL.as_bytes();
 
 /// `const char *tcc_kernel_ptx_v1(void)`: optional, the kernels as
 /// NUL-terminated PTX text for NVIDIA drivers (the OpenCL C in the artifact
@@ -188,7 +190,7 @@ pub const KERNEL_FLOPS_SYMBOL: &[u8] = b"tcc_kernel_flops_v1";
 pub type TccKernelPtxV1Fn = unsafe extern "C" fn() -> *const c_char;
 
 /// The optional PTX symbol.
-pub const KERNEL_PTX_SYMBOL: &[u8] = b"tcc_kernel_ptx_v1";
+pub const KERNEL_PTX_SYMBOL: &[u8] = tcc_abi::KERNEL_PTX_SYMBOL.as_bytes();
 
 /// `const char *tcc_metadata_v1(void)`: optional, a NUL-terminated JSON
 /// object the compiler writes about the artifact (target, kernels with
@@ -197,7 +199,7 @@ pub const KERNEL_PTX_SYMBOL: &[u8] = b"tcc_kernel_ptx_v1";
 pub type TccMetadataV1Fn = unsafe extern "C" fn() -> *const c_char;
 
 /// The optional metadata symbol.
-pub const METADATA_SYMBOL: &[u8] = b"tcc_metadata_v1";
+pub const METADATA_SYMBOL: &[u8] = tcc_abi::METADATA_SYMBOL.as_bytes();
 
 /// `(type name, field name, offset)` for every field, plus `(type, "sizeof",
 /// size)`, in a fixed order; the `abi_layout` test compares this list with
@@ -221,20 +223,18 @@ pub fn layout_table() -> Vec<(&'static str, &'static str, usize)> {
     .concat()
 }
 
-#[cfg(target_pointer_width = "64")]
-const _: () = {
-    use std::mem::{align_of, offset_of, size_of};
-    assert!(size_of::<TccArg>() == 16 && align_of::<TccArg>() == 8);
-    assert!(offset_of!(TccArg, value) == 8);
-    assert!(size_of::<TccRuntimeApi>() == 64);
-    assert!(offset_of!(TccRuntimeApi, view) == 56);
-    assert!(offset_of!(TccRuntimeApi, ctx) == 8);
-    assert!(offset_of!(TccRuntimeApi, copy) == 48);
-    assert!(size_of::<TccTensorDesc>() == 24);
-    assert!(size_of::<TccFunctionDesc>() == 56);
-    assert!(size_of::<TccFunctionDescV1>() == 40);
-    assert!(size_of::<TccConstantDesc>() == 16);
-    assert!(size_of::<TccArtifact>() == 80);
-    assert!(offset_of!(TccArtifact, num_constants) == 56);
-    assert!(offset_of!(TccArtifact, producer) == 72);
-};
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    /// The mirror has the table's layout: same structs, same fields in the
+    /// same order, same offsets and sizes.
+    #[test]
+    fn the_mirror_has_the_tables_layout() {
+        let mut table = Vec::new();
+        for s in tcc_abi::STRUCTS {
+            let (fields, size) = s.layout();
+            table.extend(fields.into_iter().map(|(f, o)| (s.name, f, o)));
+            table.push((s.name, "sizeof", size));
+        }
+        assert_eq!(super::layout_table(), table);
+    }
+}

@@ -51,3 +51,12 @@ impl fmt::Display for CodegenError {
 }
 
 impl std::error::Error for CodegenError {}
+
+impl From<crate::ir::operand::IrError<'_>> for CodegenError {
+    fn from(error: crate::ir::operand::IrError<'_>) -> Self {
+        Self {
+            location: crate::diagnostics::location_string(error.location.to_raw()),
+            message: error.message,
+        }
+    }
+}

@@ -29,7 +29,7 @@ enum Command {
     /// Import an ONNX model as TOSA-level MLIR.
     Import(driver::import::ImportArgs),
     /// Run the ONNX backend test cases (model.onnx + test_data_set_*) and report passes and failures.
-    OnnxTest(tcc_compiler::front::scoreboard::ScoreboardArgs),
+    OnnxTest(tcc_compiler::driver::scoreboard::ScoreboardArgs),
 }
 
 /// `tcc 0.1.0 (git HASH)` without the leading name (clap adds it).
@@ -48,7 +48,7 @@ fn main() {
         Command::Inspect(args) => driver::inspect::run(args),
         Command::Tune(args) => driver::tune::run(args),
         Command::Profile(args) => driver::profile::run(args),
-        Command::OnnxTest(args) => tcc_compiler::front::scoreboard::run(args),
+        Command::OnnxTest(args) => tcc_compiler::driver::scoreboard::run(args),
     };
     if let Err(error) = result {
         eprintln!("{}", tcc_compiler::driver::error_text(&error));

@@ -1,12 +1,19 @@
 //! `tcc compile`: runs the phases over a model and writes the IR at a
-//! `--compile-to` stop, an intermediate (`--emit`), or the artifact.
+//! `--compile-to` stop, an intermediate (`--emit`), or the artifact. With
+//! `--compile-from=PHASE` the input is IR already at PHASE and only the
+//! later phases run (`--compile-from=gpu`: the back ends alone). The
+//! pipeline itself is `pipeline.rs`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, ValueEnum};
-use melior::ir::Module;
 
+use super::pipeline::check_tuning_target;
+pub use super::pipeline::{
+    Compiled, compile_file, compile_to_kernels, compile_to_kernels_in, compile_to_kernels_with,
+    metadata_json, run_phases,
+};
 use super::session::Session;
 use super::stats::StatsFormat;
 use super::write_atomically;
@@ -63,6 +70,9 @@ pub struct CompileArgs {
     /// Stop after this phase and print the IR (input, graph, linalg, dispatch, tile, buffer, gpu, codegen).
     #[arg(long = "compile-to", value_parser = parse_phase)]
     pub compile_to: Option<Phase>,
+    /// Start after this phase, on MLIR already at it (input, graph, linalg, dispatch, tile, buffer, gpu): e.g. --compile-from=gpu takes a module of host functions and a gpu.module of gpu.funcs, as --compile-to=gpu prints it, and runs only the back ends.
+    #[arg(long = "compile-from", value_parser = parse_phase, value_name = "PHASE")]
+    pub compile_from: Option<Phase>,
     /// Which intermediate to write instead of the artifact.
     #[arg(long, value_enum, default_value = "artifact")]
     pub emit: Emit,
@@ -122,57 +132,6 @@ pub fn check_symbol_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The JSON description an artifact carries (`tcc_metadata_v1`, shown by
-/// `tcc inspect`): what the compiler knows that the ABI tables do not.
-pub fn metadata_json(compiled: &Compiled, target: Target, host_triple: Option<&str>) -> String {
-    let stats = crate::driver::stats::collect(&compiled.module);
-    let kernels: Vec<serde_json::Value> = stats
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(i, (name, kind, size))| {
-            let flops = compiled
-                .program
-                .kernels
-                .iter()
-                .find(|k| &k.name == name)
-                .map_or(0, |k| k.flops);
-            let _ = i;
-            serde_json::json!({
-                "name": name,
-                "kind": kind,
-                "workgroup_size": size,
-                "flops": flops,
-            })
-        })
-        .collect();
-    let functions: Vec<serde_json::Value> = stats
-        .plans
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "name": p.function,
-                "arena_bytes": p.arena_bytes,
-                "live_bytes_bound": p.live_bytes_bound,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "producer": tcc_runtime::version_string(),
-        "target": target.name(),
-        "host_triple": host_triple.map(str::to_owned).unwrap_or_else(|| {
-            inkwell::targets::TargetMachine::get_default_triple()
-                .as_str()
-                .to_string_lossy()
-                .into_owned()
-        }),
-        "ptx": compiled.ptx.is_some(),
-        "kernels": kernels,
-        "functions": functions,
-    })
-    .to_string()
-}
-
 impl CompileArgs {
     /// The PTX to generate, if any: `--ptx`, else on for `--target=nvidia`.
     fn ptx_options(&self) -> Result<Option<ptx::PtxOptions>> {
@@ -222,170 +181,6 @@ fn write_text(output: Option<&Path>, text: &str) -> Result<()> {
         Some(path) => write_atomically(path, text.as_bytes()),
         None => super::write_stdout(text),
     }
-}
-
-/// A compiled model in every form the driver can write.
-pub struct Compiled<'c> {
-    pub module: Module<'c>,
-    pub program: opencl_c::Program,
-    /// The program as PTX, when asked for (see [`Compiled::add_ptx`]).
-    pub ptx: Option<String>,
-}
-
-impl Compiled<'_> {
-    /// The host side (with the kernels, and the PTX when there is some).
-    pub fn host(&self, module_name: &str) -> Result<host_llvm::HostOutput> {
-        Ok(host_llvm::emit(
-            &self.module,
-            &self.program,
-            self.ptx.as_deref(),
-            module_name,
-        )?)
-    }
-
-    /// The host side with a symbol prefix, metadata and a target triple.
-    pub fn host_with(
-        &self,
-        module_name: &str,
-        options: &host_llvm::HostOptions,
-    ) -> Result<host_llvm::HostOutput> {
-        Ok(host_llvm::emit_with(
-            &self.module,
-            &self.program,
-            self.ptx.as_deref(),
-            module_name,
-            options,
-        )?)
-    }
-
-    /// Compiles the OpenCL C program to PTX for `options.arch`.
-    pub fn add_ptx(&mut self, options: &ptx::PtxOptions) -> Result<()> {
-        let toolchain = ptx::Toolchain::find()?;
-        self.ptx = Some(ptx::write_ptx(&self.program, options, &toolchain)?);
-        Ok(())
-    }
-}
-
-/// Runs every phase up to the gpu phase and translates the kernels.
-pub fn compile_to_kernels<'c>(
-    session: &'c Session,
-    input: &Path,
-    target: Target,
-) -> Result<Compiled<'c>> {
-    compile_to_kernels_with(session, input, target, &[])
-}
-
-/// As [`compile_to_kernels`], with `--input-shape` overrides.
-pub fn compile_to_kernels_with<'c>(
-    session: &'c Session,
-    input: &Path,
-    target: Target,
-    input_shapes: &[(String, Vec<i64>)],
-) -> Result<Compiled<'c>> {
-    compile_to_kernels_in(
-        session,
-        input,
-        target,
-        input_shapes,
-        opencl_c::Precision::Fp32,
-        &GemmChoice::default(),
-    )
-}
-
-/// As [`compile_to_kernels_with`], with the GEMMs' precision and how
-/// their configurations are chosen.
-pub fn compile_to_kernels_in<'c>(
-    session: &'c Session,
-    input: &Path,
-    target: Target,
-    input_shapes: &[(String, Vec<i64>)],
-    precision: opencl_c::Precision,
-    choice: &GemmChoice,
-) -> Result<Compiled<'c>> {
-    choice.check().map_err(anyhow::Error::msg)?;
-    check_tuning_target(choice, target)?;
-    let mut module = super::import::parse_model_with(session, input, input_shapes)?;
-    session.run_pipeline(
-        &mut module,
-        &crate::phases::pipeline_to_choosing(Phase::Gpu, target, true, choice),
-    )?;
-    let program = opencl_c::write_program_with(&module, precision)?;
-    Ok(Compiled {
-        module,
-        program,
-        ptx: None,
-    })
-}
-
-/// Compiles the model at `input` into the artifact `output` (a shared
-/// library) for `target`: the library entry point behind `tcc compile -o`.
-/// For `--target=nvidia` the artifact carries PTX too, as with the command.
-pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
-    let session = Session::new();
-    let mut compiled = compile_to_kernels(&session, input, target)?;
-    if target == Target::Nvidia {
-        compiled.add_ptx(&ptx::PtxOptions::default())?;
-    }
-    let module_name = input
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("model");
-    let options = host_llvm::HostOptions {
-        metadata: Some(metadata_json(&compiled, target, None)),
-        ..Default::default()
-    };
-    let host = compiled.host_with(module_name, &options)?;
-    host_llvm::link_shared(&host.object, output)?;
-    Ok(())
-}
-
-/// Runs the phases up to `last` over `module`. With `dump` it runs them one
-/// at a time and writes the IR after each into `NN-PHASE.mlir` there
-/// (`--dump-phases-to`), as iree-compile's `--dump-compilation-phases-to`.
-pub fn run_phases(
-    session: &Session,
-    module: &mut Module,
-    last: Phase,
-    target: Target,
-    templates: bool,
-    choice: &GemmChoice,
-    dump: Option<&Path>,
-) -> Result<()> {
-    // On a terminal the phases run one at a time under a spinner naming
-    // each; elsewhere (logs, tests) as one pipeline unless dumped.
-    let progress = super::progress::Progress::spinner("tcc compile");
-    if dump.is_none() && !progress.is_drawn() {
-        return session.run_pipeline(
-            module,
-            &crate::phases::pipeline_to_choosing(last, target, templates, choice),
-        );
-    }
-    if let Some(directory) = dump {
-        std::fs::create_dir_all(directory)
-            .with_context(|| format!("cannot create {}", directory.display()))?;
-    }
-    let phases: Vec<Phase> = Phase::ALL.into_iter().take_while(|p| *p <= last).collect();
-    for (index, phase) in phases.iter().copied().enumerate() {
-        progress.message(format!(
-            "phase {} ({}/{})",
-            phase.name(),
-            index + 1,
-            phases.len()
-        ));
-        let passes = phase.passes_choosing(target, templates, choice);
-        if !passes.is_empty() {
-            session.run_pipeline(module, &format!("builtin.module({passes})"))?;
-        }
-        let Some(directory) = dump else { continue };
-        if phase == Phase::Codegen {
-            continue;
-        }
-        write_atomically(
-            &directory.join(format!("{:02}-{}.mlir", index + 1, phase.name())),
-            format!("{}\n", module.as_operation()).as_bytes(),
-        )?;
-    }
-    Ok(())
 }
 
 /// Reads `-` (standard input) into a temporary file, named `.onnx` for an
@@ -458,6 +253,22 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         .map(|s| super::import::parse_input_shape(s))
         .collect::<Result<_>>()?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
+    let from = args.compile_from;
+    if let Some(from) = from {
+        if from >= stop {
+            bail!(
+                "--compile-from={from} starts after the {stop} phase: it must name a phase before --compile-to (or before codegen)"
+            );
+        }
+        if super::import::is_onnx(&input) {
+            bail!(
+                "--compile-from={from} takes MLIR already at the {from} phase, not an ONNX model"
+            );
+        }
+        if !input_shapes.is_empty() {
+            bail!("--input-shape applies to ONNX models, not to --compile-from={from}");
+        }
+    }
     if args.max_fused_ops.is_some_and(|n| n < 0) {
         bail!("--max-fused-ops must be a count of operations (0: no cap)");
     }
@@ -478,6 +289,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         run_phases(
             &session,
             &mut module,
+            from,
             stop,
             args.target,
             true,
@@ -501,6 +313,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         run_phases(
             &session,
             &mut module,
+            from,
             Phase::Gpu,
             args.target,
             false,
@@ -529,6 +342,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     run_phases(
         &session,
         &mut module,
+        from,
         Phase::Gpu,
         args.target,
         true,
@@ -630,20 +444,4 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             }
         }
     }
-}
-
-/// A tuning record must be for the target it is applied to.
-fn check_tuning_target(choice: &GemmChoice, target: Target) -> Result<()> {
-    if let Some(path) = &choice.tuning {
-        let record = crate::config::tuning::TuningRecord::load(path).map_err(anyhow::Error::msg)?;
-        if record.target != target.name() {
-            bail!(
-                "{} is a tuning record for --target={} (measured on {}), not --target={target}",
-                path.display(),
-                record.target,
-                record.device
-            );
-        }
-    }
-    Ok(())
 }

@@ -1,14 +1,17 @@
 //! The `tcc` command line: `tcc compile`, `tcc run`, `tcc import`,
-//! `tcc tune`, `tcc inspect`, `tcc profile`. Errors are printed as located diagnostics and turn into
+//! `tcc tune`, `tcc inspect`, `tcc profile`, `tcc onnx-test` (`scoreboard`).
+//! Errors are printed as located diagnostics and turn into
 //! exit code 1; nothing is written unless compilation succeeds, and files
 //! are written atomically.
 
 pub mod compile;
 pub mod import;
 pub mod inspect;
+pub mod pipeline;
 pub mod profile;
 pub mod progress;
 pub mod run;
+pub mod scoreboard;
 pub mod session;
 pub mod stats;
 pub mod tune;

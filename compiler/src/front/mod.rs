@@ -1,8 +1,9 @@
 //! Front ends: importers that turn other model formats into the
 //! TOSA-level MLIR that the input phase takes.
 //!
-//! - [`onnx`]: ONNX models (`.onnx`) to TOSA plus tcc composites;
-//! - [`scoreboard`]: `tcc onnx-test`, the ONNX backend test cases end to end.
+//! - [`onnx`]: ONNX models (`.onnx`) to TOSA plus tcc composites.
+//!
+//! (`tcc onnx-test`, which runs the ONNX backend test cases end to end
+//! through the driver and the runtime, is `driver::scoreboard`.)
 
 pub mod onnx;
-pub mod scoreboard;

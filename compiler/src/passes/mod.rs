@@ -18,6 +18,7 @@ mod form_dispatches;
 mod fuse_elementwise;
 mod generalize_reductions;
 mod hoist_parallel_dims;
+mod lower_host_to_llvm;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
 mod outline_kernels;
@@ -49,6 +50,7 @@ pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands,
 pub use fuse_elementwise::{FuseElementwise, FuseElementwiseOptions};
 pub use generalize_reductions::GeneralizeReductions;
 pub use hoist_parallel_dims::HoistParallelDims;
+pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use outline_kernels::{
@@ -105,6 +107,7 @@ pub const ALL: &[(&str, &str)] = &[
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
     (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
+    (LowerHostToLlvm::ARGUMENT, LowerHostToLlvm::SUMMARY),
 ];
 
 /// Registers every upstream pass, every tcc pass and the phase pipelines.
@@ -137,5 +140,6 @@ pub fn register_all() {
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
     pass::register(&PlanMemory);
+    pass::register(&LowerHostToLlvm);
     crate::phases::register_phase_pipelines();
 }

@@ -4,7 +4,9 @@
 //! --compile-to=<phase>` stop.
 //!
 //! Phases run in order; `pipeline_to(phase, target)` is the concatenation of
-//! every phase up to and including `phase`.
+//! every phase up to and including `phase`, and [`Phase::range`] the phases
+//! after a `tcc compile --compile-from=<phase>` start (IR already at that
+//! phase) up to a stop.
 
 use std::fmt;
 use std::str::FromStr;
@@ -46,6 +48,15 @@ impl Phase {
         Phase::Gpu,
         Phase::Codegen,
     ];
+
+    /// The phases after `from` (every phase when `None`) up to and
+    /// including `last`, in order.
+    pub fn range(from: Option<Phase>, last: Phase) -> Vec<Phase> {
+        Phase::ALL
+            .into_iter()
+            .filter(|p| from.is_none_or(|from| *p > from) && *p <= last)
+            .collect()
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -269,9 +280,21 @@ pub fn pipeline_to_choosing(
     templates: bool,
     choice: &GemmChoice,
 ) -> String {
-    let elements: Vec<String> = Phase::ALL
+    pipeline_between(None, last, target, templates, choice)
+}
+
+/// The phases after `from` (all when `None`) up to and including `last`,
+/// as a `builtin.module(...)` textual pipeline (`tcc compile
+/// --compile-from`).
+pub fn pipeline_between(
+    from: Option<Phase>,
+    last: Phase,
+    target: Target,
+    templates: bool,
+    choice: &GemmChoice,
+) -> String {
+    let elements: Vec<String> = Phase::range(from, last)
         .into_iter()
-        .take_while(|p| *p <= last)
         .map(|p| p.passes_choosing(target, templates, choice))
         .filter(|p| !p.is_empty())
         .collect();
@@ -317,5 +340,30 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("tosa-to-linalg"), "{text}");
+    }
+
+    #[test]
+    fn a_range_starts_after_its_first_phase() {
+        assert_eq!(
+            Phase::range(Some(Phase::Buffer), Phase::Codegen),
+            [Phase::Gpu, Phase::Codegen]
+        );
+        assert_eq!(Phase::range(Some(Phase::Gpu), Phase::Gpu), []);
+        assert_eq!(
+            Phase::range(None, Phase::Graph),
+            [Phase::Input, Phase::Graph]
+        );
+        let text = pipeline_between(
+            Some(Phase::Buffer),
+            Phase::Gpu,
+            Target::default(),
+            true,
+            &GemmChoice::default(),
+        );
+        assert!(
+            text.starts_with("builtin.module(tcc-outline-kernels,"),
+            "{text}"
+        );
+        assert!(!text.contains("one-shot-bufferize"), "{text}");
     }
 }

@@ -1,58 +1,140 @@
-//! Lowers the host functions of the gpu phase to the LLVM dialect.
+//! Lowers the host functions of the gpu phase to the LLVM dialect, with
+//! builders (see `builder.rs`); `tcc-lower-host-to-llvm` runs it as a pass
+//! and the host back end into a module of its own.
 //!
 //! Each host `func.func` becomes `llvm.func internal @tcc_entry_<name>(rt,
 //! inputs, outputs) -> i32`: buffers are `!llvm.ptr` (opaque `tcc_buffer *`),
 //! and every allocation, constant, launch and copy is an indirect
-//! `llvm.call` through the runtime's function table (`tcc_runtime_api`),
-//! followed by a status check that branches to the common failure exit.
-//! Buffers planned by `tcc-plan-memory` are `memref.view`s of the
-//! function's arena and become `view(ctx, offset, bytes)` calls: the
-//! runtime owns the arena (one per session, reused by every call). Other
-//! intermediate buffers come from `alloc` and are released right after
-//! their last use (the runtime's in-order queue makes that safe). The result is LLVM-dialect
-//! text that is parsed back and translated to LLVM IR by MLIR.
+//! `llvm.call` through the runtime's function table (`tcc_runtime_api`,
+//! whose layout comes from `tcc_abi`), followed by a status check that
+//! branches to the common failure exit. Buffers planned by
+//! `tcc-plan-memory` are `memref.view`s of the function's arena and become
+//! `view(ctx, offset, bytes)` calls: the runtime owns the arena (one per
+//! session, reused by every call). Other intermediate buffers come from
+//! `alloc` and are released right after their last use (the runtime's
+//! in-order queue makes that safe).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
-use melior::ir::attribute::ArrayAttribute;
+use melior::Context;
+use melior::dialect::llvm;
+use melior::ir::attribute::{ArrayAttribute, AttributeLike, StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, Module, RegionLike, Type, TypeLike, Value, ValueLike};
+use melior::ir::{Attribute, BlockLike, Operation, Region, RegionLike, Type, Value, ValueLike};
 
+use super::builder::Builder;
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
-use crate::ir::util::{body_ops, body_ops_named, integer_value, op_name, string_value};
+use crate::ir::memref::MemRefLayout;
+use crate::ir::operand::{operand_at, result_at};
+use crate::ir::util::{body_ops, integer_value, op_name, ops_named, string_value};
 use crate::passes::{
     ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, NAMES_ATTR, NUM_OUTPUTS_ATTR,
 };
 
-/// `tcc_runtime_api` as an LLVM struct, and its fields.
-const API: &str = "!llvm.struct<(i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr)>";
-const CTX: u32 = 2;
-const ALLOC: u32 = 3;
-const RELEASE: u32 = 4;
-const CONSTANT: u32 = 5;
-const LAUNCH: u32 = 6;
-const COPY: u32 = 7;
-const VIEW: u32 = 8;
+/// Fields of the runtime table, found by name in the ABI table.
+const CTX: i32 = tcc_abi::RUNTIME_API.field("ctx") as i32;
+const ALLOC: i32 = tcc_abi::RUNTIME_API.field("alloc") as i32;
+const RELEASE: i32 = tcc_abi::RUNTIME_API.field("release") as i32;
+const CONSTANT: i32 = tcc_abi::RUNTIME_API.field("constant") as i32;
+const LAUNCH: i32 = tcc_abi::RUNTIME_API.field("launch") as i32;
+const COPY: i32 = tcc_abi::RUNTIME_API.field("copy") as i32;
+const VIEW: i32 = tcc_abi::RUNTIME_API.field("view") as i32;
+/// Fields of `tcc_arg`.
+const ARG_KIND: i32 = tcc_abi::ARG.field("kind") as i32;
+const ARG_RESERVED: i32 = tcc_abi::ARG.field("reserved") as i32;
+const ARG_VALUE: i32 = tcc_abi::ARG.field("value") as i32;
+
+/// A kernel the host code may launch: its index in the program (the
+/// runtime's kernel number) and how many buffers it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSlot {
+    pub index: u32,
+    pub buffers: usize,
+}
+
+/// The kernels by name.
+pub type Kernels = HashMap<String, KernelSlot>;
+
+/// The kernels of a translated program, in its order.
+pub fn kernels_of_program(program: &Program) -> Kernels {
+    program
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            (
+                k.name.clone(),
+                KernelSlot {
+                    index: i as u32,
+                    buffers: k.args.len(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The `gpu.func`s of a module, in module order (the order the OpenCL C
+/// writer numbers them in), each taking one buffer per argument.
+pub fn kernels_of_module(module: OperationRef) -> Kernels {
+    ops_named(module, "gpu.func")
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, kernel)| {
+            let name = kernel.attribute("sym_name").ok().and_then(string_value)?;
+            let buffers = kernel
+                .region(0)
+                .ok()
+                .and_then(|r| r.first_block())
+                .map_or(0, |b| b.argument_count());
+            Some((
+                name,
+                KernelSlot {
+                    index: i as u32,
+                    buffers,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The index of every `memref.global` (the runtime's constant number), in
+/// module order.
+pub fn constant_indices(module: OperationRef) -> HashMap<String, u32> {
+    body_ops(module)
+        .into_iter()
+        .filter(|op| op_name(op) == "memref.global")
+        .enumerate()
+        .map(|(i, op)| {
+            let name = op
+                .attribute("sym_name")
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default();
+            (name, i as u32)
+        })
+        .collect()
+}
+
+/// The leaf name of a symbol reference (`@kernels::@k` gives `k`).
+fn symbol_leaf(attribute: Attribute) -> Option<String> {
+    if !unsafe { mlir_sys::mlirAttributeIsASymbolRef(attribute.to_raw()) } {
+        return None;
+    }
+    let leaf = unsafe { mlir_sys::mlirSymbolRefAttrGetLeafReference(attribute.to_raw()) };
+    let bytes = unsafe { std::slice::from_raw_parts(leaf.data as *const u8, leaf.length) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
+}
 
 pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> {
-    if !ty.is_mem_ref() {
-        return Err(format!("{ty} is not a buffer"));
-    }
-    let element = ElementType::of_type(unsafe {
-        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
-    })
-    .ok_or_else(|| format!("unsupported element type in {ty}"))?;
-    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
-    let shape = (0..rank)
-        .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) })
-        .collect();
+    let layout = MemRefLayout::of(ty).ok_or_else(|| format!("{ty} is not a buffer"))?;
+    let element = ElementType::of_type(layout.element)
+        .ok_or_else(|| format!("unsupported element type in {ty}"))?;
     Ok(TensorDesc {
         name,
         element,
-        shape,
+        shape: layout.shape,
     })
 }
 
@@ -60,119 +142,9 @@ fn key(value: Value) -> usize {
     value.to_raw().ptr as usize
 }
 
-/// Text of one entry function being built.
-struct Entry {
-    text: String,
-    next: usize,
-    blocks: usize,
-}
-
-impl Entry {
-    fn fresh(&mut self) -> String {
-        self.next += 1;
-        format!("%v{}", self.next)
-    }
-
-    fn line(&mut self, line: &str) {
-        let _ = writeln!(self.text, "  {line}");
-    }
-
-    fn constant(&mut self, value: i64, ty: &str) -> String {
-        let name = self.fresh();
-        self.line(&format!(
-            "{name} = llvm.mlir.constant({value} : {ty}) : {ty}"
-        ));
-        name
-    }
-
-    /// Loads field `field` of the runtime table.
-    fn api_field(&mut self, field: u32) -> String {
-        let address = self.fresh();
-        self.line(&format!("{address} = llvm.getelementptr inbounds %rt[0, {field}] : (!llvm.ptr) -> !llvm.ptr, {API}"));
-        let value = self.fresh();
-        self.line(&format!(
-            "{value} = llvm.load {address} : !llvm.ptr -> !llvm.ptr"
-        ));
-        value
-    }
-
-    /// Calls table entry `field` with `args` (`(value, type)`), checks the
-    /// status and continues in a new block.
-    fn call_checked(&mut self, field: u32, args: &[(String, &str)]) {
-        let function = self.api_field(field);
-        let status = self.fresh();
-        let values: Vec<&str> = args.iter().map(|(v, _)| v.as_str()).collect();
-        let types: Vec<&str> = args.iter().map(|(_, t)| *t).collect();
-        self.line(&format!(
-            "{status} = llvm.call {function}({}) : !llvm.ptr, ({}) -> i32",
-            values.join(", "),
-            types.join(", ")
-        ));
-        let failed = self.fresh();
-        self.line(&format!(
-            "{failed} = llvm.icmp \"ne\" {status}, %zero : i32"
-        ));
-        self.blocks += 1;
-        let block = format!("^ok{}", self.blocks);
-        self.line(&format!(
-            "llvm.cond_br {failed}, ^fail({status} : i32), {block}"
-        ));
-        let _ = writeln!(self.text, "{block}:");
-    }
-
-    fn release(&mut self, buffer: &str) {
-        let function = self.api_field(RELEASE);
-        self.line(&format!(
-            "llvm.call {function}(%ctx, {buffer}) : !llvm.ptr, (!llvm.ptr, !llvm.ptr) -> ()"
-        ));
-    }
-
-    /// Calls a table entry that returns a buffer through an out-pointer.
-    fn call_for_buffer(&mut self, field: u32, mut args: Vec<(String, &str)>) -> String {
-        let slot = self.fresh();
-        self.line(&format!(
-            "{slot} = llvm.alloca %one x !llvm.ptr : (i32) -> !llvm.ptr"
-        ));
-        args.push((slot.clone(), "!llvm.ptr"));
-        self.call_checked(field, &args);
-        let buffer = self.fresh();
-        self.line(&format!(
-            "{buffer} = llvm.load {slot} : !llvm.ptr -> !llvm.ptr"
-        ));
-        buffer
-    }
-}
-
-/// LLVM-dialect text of every host function's entry, and their
-/// descriptions for the artifact table.
-pub fn lower_host(
-    mlir: &Module,
-    constant_index: &HashMap<String, u32>,
-    program: &Program,
-) -> Result<(String, Vec<FunctionDesc>), CodegenError> {
-    let kernel_index: HashMap<&str, u32> = program
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(i, k)| (k.name.as_str(), i as u32))
-        .collect();
-    let mut text = String::from("module {\n");
-    let mut functions = Vec::new();
-    for function in body_ops_named(mlir.as_operation(), "func.func") {
-        let (entry, desc) = lower_function(function, constant_index, &kernel_index, program)?;
-        text.push_str(&entry);
-        functions.push(desc);
-    }
-    text.push_str("}\n");
-    Ok((text, functions))
-}
-
-fn lower_function(
-    function: OperationRef,
-    constant_index: &HashMap<String, u32>,
-    kernel_index: &HashMap<&str, u32>,
-    program: &Program,
-) -> Result<(String, FunctionDesc), CodegenError> {
+/// The ABI description of a host function: its name, its inputs and
+/// outputs (`tcc.num_outputs` trailing arguments) and its arena.
+pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
     let name = function
         .attribute("sym_name")
         .ok()
@@ -182,12 +154,13 @@ fn lower_function(
         .attribute(NUM_OUTPUTS_ATTR)
         .ok()
         .and_then(integer_value)
+        .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| {
             CodegenError::at(
                 &function,
                 format!("@{name} lacks {NUM_OUTPUTS_ATTR}: run the input phase first"),
             )
-        })? as usize;
+        })?;
     let names: Vec<String> = function
         .attribute(NAMES_ATTR)
         .ok()
@@ -211,7 +184,6 @@ fn lower_function(
             format!("@{name}: {argument_count} arguments but {num_outputs} outputs"),
         ));
     }
-    let num_inputs = argument_count - num_outputs;
     let planned = |attribute: &str| -> Result<u64, CodegenError> {
         match function.attribute(attribute) {
             Err(_) => Ok(0),
@@ -229,51 +201,107 @@ fn lower_function(
         arena_bytes: planned(ARENA_BYTES_ATTR)?,
         arena_alignment: planned(ARENA_ALIGNMENT_ATTR)?,
     };
-    // The arena allocation's result; only memref.view may use it.
-    let mut arena: Option<usize> = None;
-    let mut entry = Entry {
-        text: String::new(),
-        next: 0,
-        blocks: 0,
-    };
-    let _ = writeln!(
-        entry.text,
-        "llvm.func internal @tcc_entry_{name}(%rt: !llvm.ptr, %inputs: !llvm.ptr, %outputs: !llvm.ptr) -> i32 {{"
-    );
-    entry.line("%zero = llvm.mlir.constant(0 : i32) : i32");
-    entry.line("%one = llvm.mlir.constant(1 : i32) : i32");
-    entry.line(&format!(
-        "%ctx_addr = llvm.getelementptr inbounds %rt[0, {CTX}] : (!llvm.ptr) -> !llvm.ptr, {API}"
-    ));
-    entry.line("%ctx = llvm.load %ctx_addr : !llvm.ptr -> !llvm.ptr");
-
-    // SSA name of each host value: buffers (!llvm.ptr) and index constants (i64).
-    let mut values: HashMap<usize, String> = HashMap::new();
     for index in 0..argument_count {
-        let argument: Value = block
+        let argument = block
             .argument(index)
-            .map_err(|e| CodegenError::at(&function, e.to_string()))?
-            .into();
-        let (table, slot, list) = if index < num_inputs {
-            ("%inputs", index, &mut desc.inputs)
-        } else {
-            ("%outputs", index - num_inputs, &mut desc.outputs)
-        };
+            .map_err(|e| CodegenError::at(&function, e.to_string()))?;
         let tensor = memref_desc(
             argument.r#type(),
             names.get(index).cloned().unwrap_or_default(),
         )
         .map_err(|e| CodegenError::at(&function, format!("@{name} argument {index}: {e}")))?;
-        list.push(tensor);
-        let address = entry.fresh();
-        entry.line(&format!(
-            "{address} = llvm.getelementptr {table}[{slot}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr"
-        ));
-        let buffer = entry.fresh();
-        entry.line(&format!(
-            "{buffer} = llvm.load {address} : !llvm.ptr -> !llvm.ptr"
-        ));
-        values.insert(key(argument), buffer);
+        if index < argument_count - num_outputs {
+            desc.inputs.push(tensor);
+        } else {
+            desc.outputs.push(tensor);
+        }
+    }
+    Ok(desc)
+}
+
+/// Lowers the host function `function` to `llvm.func internal
+/// @tcc_entry_<name>`, which `insert` places (and returns); returns it with
+/// the function's ABI description.
+pub fn lower_function<'c>(
+    context: &'c Context,
+    function: OperationRef<'c, 'c>,
+    constants: &HashMap<String, u32>,
+    kernels: &Kernels,
+    insert: impl FnOnce(Operation<'c>) -> OperationRef<'c, 'c>,
+) -> Result<(OperationRef<'c, 'c>, FunctionDesc), CodegenError> {
+    let desc = describe(function)?;
+    let name = desc.name.clone();
+    // Types of a dialect exist only once it is loaded.
+    context.get_or_load_dialect("llvm");
+    let at = |op: &OperationRef, e: &dyn std::fmt::Display| CodegenError::at(op, e.to_string());
+    let location = function.location();
+    let ptr = llvm::r#type::pointer(context, 0);
+    let i32_type: Type<'c> = melior::ir::r#type::IntegerType::new(context, 32).into();
+    let entry = insert(llvm::func(
+        context,
+        StringAttribute::new(context, &format!("{}{name}", tcc_abi::ENTRY_PREFIX)),
+        TypeAttribute::new(llvm::r#type::function(i32_type, &[ptr, ptr, ptr], false)),
+        Region::new(),
+        &[(
+            melior::ir::Identifier::new(context, "linkage"),
+            llvm::attributes::linkage(context, llvm::attributes::Linkage::Internal),
+        )],
+        location,
+    ));
+    let mut b = Builder::new(context, entry, &[ptr, ptr, ptr])?;
+    let t = b.types;
+    let (rt, inputs, outputs) = (b.argument(0)?, b.argument(1)?, b.argument(2)?);
+    let zero = b.constant(0, t.i32)?;
+    let one = b.constant(1, t.i32)?;
+    let ctx_address = b.gep(rt, &[0, CTX], t.api)?;
+    let ctx = b.load(ctx_address, t.ptr)?;
+    // Loads field `field` of the runtime table.
+    let api_field = |b: &Builder<'c>, field: i32| -> Result<Value<'c, 'c>, CodegenError> {
+        let address = b.gep(rt, &[0, field], t.api)?;
+        b.load(address, t.ptr)
+    };
+    // Calls table entry `field` and checks its status.
+    let call_checked =
+        |b: &mut Builder<'c>, field: i32, args: &[Value<'c, 'c>]| -> Result<(), CodegenError> {
+            let callee = api_field(b, field)?;
+            let status = b
+                .call(callee, args, Some(t.i32))?
+                .ok_or_else(|| CodegenError::new("internal error: a call without a status"))?;
+            b.check(status, zero)
+        };
+    // Calls a table entry that returns a buffer through an out-pointer.
+    let call_for_buffer = |b: &mut Builder<'c>,
+                           field: i32,
+                           mut args: Vec<Value<'c, 'c>>|
+     -> Result<Value<'c, 'c>, CodegenError> {
+        let slot = b.alloca(one, t.ptr)?;
+        args.push(slot);
+        call_checked(b, field, &args)?;
+        b.load(slot, t.ptr)
+    };
+    let release = |b: &Builder<'c>, buffer: Value<'c, 'c>| -> Result<(), CodegenError> {
+        let callee = api_field(b, RELEASE)?;
+        b.call(callee, &[ctx, buffer], None).map(|_| ())
+    };
+
+    // The lowered value of each host value: buffers (ptr) and index
+    // constants (i64).
+    let mut values: HashMap<usize, Value<'c, 'c>> = HashMap::new();
+    let block = function
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| CodegenError::at(&function, format!("@{name} has no body")))?;
+    let num_inputs = desc.inputs.len();
+    for index in 0..block.argument_count() {
+        let argument: Value = block.argument(index).map_err(|e| at(&function, &e))?.into();
+        let (table, slot) = if index < num_inputs {
+            (inputs, index)
+        } else {
+            (outputs, index - num_inputs)
+        };
+        let address = b.gep(table, &[slot as i32], t.ptr)?;
+        values.insert(key(argument), b.load(address, t.ptr)?);
     }
 
     // Last use of each value, to release allocations right after it.
@@ -284,19 +312,24 @@ fn lower_function(
             last_use.insert(key(operand), position);
         }
     }
-    let mut allocations: Vec<(usize, String)> = Vec::new();
-    let operand_name = |values: &HashMap<usize, String>,
-                        op: OperationRef,
-                        index: usize,
-                        what: &str|
-     -> Result<String, CodegenError> {
-        let operand = op
-            .operand(index)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+    // The arena allocation's result; only memref.view may use it.
+    let mut arena: Option<usize> = None;
+    let mut allocations: Vec<(usize, Value<'c, 'c>)> = Vec::new();
+    let operand = |values: &HashMap<usize, Value<'c, 'c>>,
+                   op: OperationRef<'c, 'c>,
+                   index: usize,
+                   what: &str|
+     -> Result<Value<'c, 'c>, CodegenError> {
+        let operand = operand_at(op, index)?;
         values
             .get(&key(operand))
-            .cloned()
+            .copied()
             .ok_or_else(|| CodegenError::at(&op, format!("{what} is not a known host value")))
+    };
+    let result_of =
+        |op: OperationRef<'c, 'c>| -> Result<Value<'c, 'c>, CodegenError> { Ok(result_at(op, 0)?) };
+    let tensor_of = |op: OperationRef<'c, 'c>, value: Value| -> Result<TensorDesc, CodegenError> {
+        memref_desc(value.r#type(), String::new()).map_err(|e| CodegenError::at(&op, e))
     };
 
     for (position, op) in ops.iter().enumerate() {
@@ -308,20 +341,11 @@ fn lower_function(
                     .ok()
                     .and_then(integer_value)
                     .ok_or_else(|| CodegenError::at(&op, "host constants must be integers"))?;
-                let result: Value = op
-                    .result(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .into();
-                let name = entry.constant(value, "i64");
-                values.insert(key(result), name);
+                values.insert(key(result_of(op)?), b.constant(value, t.i64)?);
             }
             "memref.alloc" if op.attribute(ARENA_ATTR).is_ok() => {
-                let result: Value = op
-                    .result(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .into();
-                let tensor = memref_desc(result.r#type(), String::new())
-                    .map_err(|e| CodegenError::at(&op, e))?;
+                let result = result_of(op)?;
+                let tensor = tensor_of(op, result)?;
                 if arena.is_some() || byte_size(&tensor) != desc.arena_bytes {
                     return Err(CodegenError::at(
                         &op,
@@ -334,180 +358,112 @@ fn lower_function(
                 arena = Some(key(result));
             }
             "memref.view" => {
-                let source = op
-                    .operand(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let source = operand_at(op, 0)?;
                 if Some(key(source)) != arena || op.operand_count() != 2 {
                     return Err(CodegenError::at(
                         &op,
                         "host views must be static views of the function's arena (run tcc-plan-memory)",
                     ));
                 }
-                let offset = operand_name(&values, op, 1, "the view's offset")?;
-                let result: Value = op
-                    .result(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .into();
-                let tensor = memref_desc(result.r#type(), String::new())
-                    .map_err(|e| CodegenError::at(&op, e))?;
-                let bytes = entry.constant(byte_size(&tensor).max(1) as i64, "i64");
-                let buffer = entry.call_for_buffer(
-                    VIEW,
-                    vec![
-                        ("%ctx".into(), "!llvm.ptr"),
-                        (offset, "i64"),
-                        (bytes, "i64"),
-                    ],
-                );
+                let offset = operand(&values, op, 1, "the view's offset")?;
+                let result = result_of(op)?;
+                let tensor = tensor_of(op, result)?;
+                let bytes = b.constant(byte_size(&tensor).max(1) as i64, t.i64)?;
+                let buffer = call_for_buffer(&mut b, VIEW, vec![ctx, offset, bytes])?;
                 values.insert(key(result), buffer);
             }
             "memref.alloc" => {
-                let result: Value = op
-                    .result(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .into();
-                let tensor = memref_desc(result.r#type(), String::new())
-                    .map_err(|e| CodegenError::at(&op, e))?;
-                let bytes = entry.constant(byte_size(&tensor).max(1) as i64, "i64");
-                let buffer = entry
-                    .call_for_buffer(ALLOC, vec![("%ctx".into(), "!llvm.ptr"), (bytes, "i64")]);
-                values.insert(key(result), buffer.clone());
+                let result = result_of(op)?;
+                let tensor = tensor_of(op, result)?;
+                let bytes = b.constant(byte_size(&tensor).max(1) as i64, t.i64)?;
+                let buffer = call_for_buffer(&mut b, ALLOC, vec![ctx, bytes])?;
+                values.insert(key(result), buffer);
                 allocations.push((key(result), buffer));
             }
             "memref.get_global" => {
                 let global = op
                     .attribute("name")
-                    .map(|a| a.to_string().trim_start_matches('@').to_string())
+                    .ok()
+                    .and_then(symbol_leaf)
                     .unwrap_or_default();
-                let index = *constant_index
+                let index = *constants
                     .get(&global)
                     .ok_or_else(|| CodegenError::at(&op, format!("unknown global @{global}")))?;
-                let result: Value = op
-                    .result(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .into();
-                let index = entry.constant(index as i64, "i32");
-                let buffer = entry
-                    .call_for_buffer(CONSTANT, vec![("%ctx".into(), "!llvm.ptr"), (index, "i32")]);
-                values.insert(key(result), buffer);
+                let index = b.constant(index as i64, t.i32)?;
+                let buffer = call_for_buffer(&mut b, CONSTANT, vec![ctx, index])?;
+                values.insert(key(result_of(op)?), buffer);
             }
             "gpu.launch_func" => {
                 let kernel = op
                     .attribute("kernel")
-                    .map(|a| a.to_string())
+                    .ok()
+                    .and_then(symbol_leaf)
                     .unwrap_or_default();
-                let kernel = kernel
-                    .rsplit("::@")
-                    .next()
-                    .unwrap_or(&kernel)
-                    .trim_start_matches('@')
-                    .to_string();
-                let index = *kernel_index.get(kernel.as_str()).ok_or_else(|| {
+                let slot = *kernels.get(&kernel).ok_or_else(|| {
                     CodegenError::at(&op, format!("launch of unknown kernel {kernel}"))
                 })?;
-                let info = &program.kernels[index as usize];
                 // Operands: grid xyz, block xyz, then the kernel's buffers.
-                let sizes: Vec<String> = (0..6)
-                    .map(|i| operand_name(&values, op, i, "a launch size"))
+                let sizes: Vec<Value<'c, 'c>> = (0..6)
+                    .map(|i| operand(&values, op, i, "a launch size"))
                     .collect::<Result<_, _>>()?;
-                let buffers: Vec<String> = (6..op.operand_count())
-                    .map(|i| operand_name(&values, op, i, "a kernel argument"))
+                let buffers: Vec<Value<'c, 'c>> = (6..op.operand_count())
+                    .map(|i| operand(&values, op, i, "a kernel argument"))
                     .collect::<Result<_, _>>()?;
-                if buffers.len() != info.args.len() {
+                if buffers.len() != slot.buffers {
                     return Err(CodegenError::at(
                         &op,
                         format!(
                             "launch passes {} buffers, kernel {kernel} takes {}",
                             buffers.len(),
-                            info.args.len()
+                            slot.buffers
                         ),
                     ));
                 }
-                let global = entry.fresh();
-                entry.line(&format!(
-                    "{global} = llvm.alloca %one x !llvm.array<3 x i64> : (i32) -> !llvm.ptr"
-                ));
-                let local = entry.fresh();
-                entry.line(&format!(
-                    "{local} = llvm.alloca %one x !llvm.array<3 x i64> : (i32) -> !llvm.ptr"
-                ));
+                let sizes_type = llvm::r#type::array(t.i64, 3);
+                let global = b.alloca(one, sizes_type)?;
+                let local = b.alloca(one, sizes_type)?;
                 for axis in 0..3 {
-                    let work_items = entry.fresh();
-                    entry.line(&format!(
-                        "{work_items} = llvm.mul {}, {} : i64",
-                        sizes[axis],
-                        sizes[axis + 3]
-                    ));
-                    for (array, value) in [(&global, &work_items), (&local, &sizes[axis + 3])] {
-                        let address = entry.fresh();
-                        entry.line(&format!("{address} = llvm.getelementptr {array}[0, {axis}] : (!llvm.ptr) -> !llvm.ptr, !llvm.array<3 x i64>"));
-                        entry.line(&format!("llvm.store {value}, {address} : i64, !llvm.ptr"));
+                    let work_items = b.mul(sizes[axis], sizes[axis + 3])?;
+                    for (array, value) in [(global, work_items), (local, sizes[axis + 3])] {
+                        let address = b.gep(array, &[0, axis as i32], sizes_type)?;
+                        b.store(value, address);
                     }
                 }
                 // tcc_arg[]: {kind = TCC_ARG_BUFFER, reserved, value}.
-                let count = buffers.len().max(1);
-                let args_type = format!("!llvm.array<{count} x struct<(i32, i32, i64)>>");
-                let args = entry.fresh();
-                entry.line(&format!(
-                    "{args} = llvm.alloca %one x {args_type} : (i32) -> !llvm.ptr"
-                ));
+                let args_type = llvm::r#type::array(t.arg, buffers.len().max(1) as u32);
+                let args = b.alloca(one, args_type)?;
                 for (slot, buffer) in buffers.iter().enumerate() {
-                    for (field, value, ty) in [
-                        (0, "%zero", "i32"),
-                        (1, "%zero", "i32"),
-                        (2, buffer.as_str(), "!llvm.ptr"),
-                    ] {
-                        let address = entry.fresh();
-                        entry.line(&format!("{address} = llvm.getelementptr {args}[0, {slot}, {field}] : (!llvm.ptr) -> !llvm.ptr, {args_type}"));
-                        entry.line(&format!("llvm.store {value}, {address} : {ty}, !llvm.ptr"));
+                    for (field, value) in
+                        [(ARG_KIND, zero), (ARG_RESERVED, zero), (ARG_VALUE, *buffer)]
+                    {
+                        let address = b.gep(args, &[0, slot as i32, field], args_type)?;
+                        b.store(value, address);
                     }
                 }
-                let kernel_id = entry.constant(index as i64, "i32");
-                let dims = entry.constant(3, "i32");
-                let num_args = entry.constant(buffers.len() as i64, "i32");
-                entry.call_checked(
+                let kernel_id = b.constant(slot.index as i64, t.i32)?;
+                let dims = b.constant(3, t.i32)?;
+                let num_args = b.constant(buffers.len() as i64, t.i32)?;
+                call_checked(
+                    &mut b,
                     LAUNCH,
-                    &[
-                        ("%ctx".into(), "!llvm.ptr"),
-                        (kernel_id, "i32"),
-                        (dims, "i32"),
-                        (global, "!llvm.ptr"),
-                        (local, "!llvm.ptr"),
-                        (num_args, "i32"),
-                        (args, "!llvm.ptr"),
-                    ],
-                );
+                    &[ctx, kernel_id, dims, global, local, num_args, args],
+                )?;
             }
             "memref.copy" => {
-                let source = op
-                    .operand(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                let tensor = memref_desc(source.r#type(), String::new())
-                    .map_err(|e| CodegenError::at(&op, e))?;
-                let (src, dst) = (
-                    operand_name(&values, op, 0, "the copy's source")?,
-                    operand_name(&values, op, 1, "the copy's target")?,
-                );
-                let zero = entry.constant(0, "i64");
-                let bytes = entry.constant(byte_size(&tensor) as i64, "i64");
-                entry.call_checked(
-                    COPY,
-                    &[
-                        ("%ctx".into(), "!llvm.ptr"),
-                        (dst, "!llvm.ptr"),
-                        (zero.clone(), "i64"),
-                        (src, "!llvm.ptr"),
-                        (zero, "i64"),
-                        (bytes, "i64"),
-                    ],
-                );
+                let source = operand_at(op, 0)?;
+                let tensor = tensor_of(op, source)?;
+                let src = operand(&values, op, 0, "the copy's source")?;
+                let dst = operand(&values, op, 1, "the copy's target")?;
+                let offset = b.constant(0, t.i64)?;
+                let bytes = b.constant(byte_size(&tensor) as i64, t.i64)?;
+                call_checked(&mut b, COPY, &[ctx, dst, offset, src, offset, bytes])?;
             }
             "memref.dealloc" => {}
             "func.return" => {
                 for (_, buffer) in std::mem::take(&mut allocations) {
-                    entry.release(&buffer);
+                    release(&b, buffer)?;
                 }
-                entry.line("llvm.return %zero : i32");
+                b.ret(zero);
                 continue;
             }
             other => {
@@ -523,12 +479,31 @@ fn lower_function(
             .partition(|(k, _)| last_use.get(k) == Some(&position));
         allocations = keep;
         for (_, buffer) in done {
-            entry.release(&buffer);
+            release(&b, buffer)?;
         }
     }
-    let _ = writeln!(
-        entry.text,
-        "^fail(%status: i32):\n  llvm.return %status : i32\n}}"
-    );
-    Ok((entry.text, desc))
+    Ok((entry, desc))
+}
+
+/// Replaces every host `func.func` of `module` by its `llvm.func` entry, in
+/// place (what `tcc-lower-host-to-llvm` does): kernels are numbered in
+/// module order, constants too. Returns the functions' ABI descriptions.
+pub fn lower_module<'c>(
+    context: &'c Context,
+    module: OperationRef<'c, 'c>,
+) -> Result<Vec<FunctionDesc>, CodegenError> {
+    let constants = constant_indices(module);
+    let kernels = kernels_of_module(module);
+    let mut functions = Vec::new();
+    for function in crate::ir::util::body_ops_named(module, "func.func") {
+        let block = function
+            .block()
+            .ok_or_else(|| CodegenError::at(&function, "a function outside any block"))?;
+        let (_, desc) = lower_function(context, function, &constants, &kernels, |entry| {
+            block.insert_operation_before(function, entry)
+        })?;
+        crate::ir::util::erase_op(function);
+        functions.push(desc);
+    }
+    Ok(functions)
 }

@@ -5,7 +5,10 @@
 //! The shared library is self-contained: host code, the kernels' OpenCL C
 //! source (and PTX for NVIDIA, when compiled) and the weights. The runtime loads it without LLVM.
 
+mod builder;
 mod lower;
+
+pub use lower::lower_module;
 mod writer;
 
 use std::path::Path;

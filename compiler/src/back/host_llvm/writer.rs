@@ -1,38 +1,39 @@
-//! The host writer: the host functions, lowered to the LLVM dialect by
+//! The host writer: the host functions, built in the LLVM dialect by
 //! `lower.rs` and translated to LLVM IR by MLIR, become the entries
 //! `int32_t tcc_entry_<name>(const tcc_runtime_api *rt, tcc_buffer *const
 //! *inputs, tcc_buffer *const *outputs)`; with inkwell the module then gains
 //! the artifact's self-description `tcc_artifact_v1()` (kernel source,
 //! kernel names, function signatures, constants, per-kernel flops) laid out
-//! exactly as `runtime/include/tcc_abi.h` declares it.
-
-use std::collections::HashMap;
+//! as the `tcc-abi` table declares it (which `runtime/include/tcc_abi.h` is
+//! checked against).
 
 use inkwell::AddressSpace;
 use inkwell::builder::Builder;
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::{Linkage, Module as LlvmModule};
-use inkwell::types::{BasicType, StructType};
-use inkwell::values::{FunctionValue, GlobalValue, IntValue, PointerValue};
-use melior::ir::Module;
+use inkwell::types::{BasicType, BasicTypeEnum, StructType};
+use inkwell::values::{
+    BasicValueEnum, FunctionValue, GlobalValue, IntValue, PointerValue, StructValue,
+};
 use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{BlockLike, Module};
 
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
-use crate::ir::util::{body_ops, op_name, string_value};
+use crate::ir::util::{body_ops, body_ops_named, op_name};
 
 /// The ABI version written into artifacts (TCC_ABI_VERSION).
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = tcc_abi::ABI_VERSION;
 
 /// `enum tcc_dtype` of tcc_abi.h.
 fn dtype_code(element: ElementType) -> Result<u32, String> {
     Ok(match element {
-        ElementType::F32 => 0,
-        ElementType::F16 => 1,
-        ElementType::I32 => 2,
-        ElementType::I64 => 3,
-        ElementType::I8 => 4,
-        ElementType::I1 => 5,
+        ElementType::F32 => tcc_abi::DTYPE_F32,
+        ElementType::F16 => tcc_abi::DTYPE_F16,
+        ElementType::I32 => tcc_abi::DTYPE_I32,
+        ElementType::I64 => tcc_abi::DTYPE_I64,
+        ElementType::I8 => tcc_abi::DTYPE_I8,
+        ElementType::I1 => tcc_abi::DTYPE_BOOL,
         other => return Err(format!("{other:?} tensors cannot cross the artifact ABI")),
     })
 }
@@ -90,55 +91,63 @@ struct Types<'l> {
     artifact: StructType<'l>,
 }
 
+/// The LLVM type of an ABI struct, field by field from the table.
+fn struct_type<'l>(context: &'l LlvmContext, layout: &tcc_abi::Struct) -> StructType<'l> {
+    let fields: Vec<BasicTypeEnum<'l>> = layout
+        .fields
+        .iter()
+        .map(|(_, scalar)| match scalar {
+            tcc_abi::Scalar::U32 => context.i32_type().into(),
+            tcc_abi::Scalar::U64 | tcc_abi::Scalar::Word => context.i64_type().into(),
+            tcc_abi::Scalar::Ptr => context.ptr_type(AddressSpace::default()).into(),
+        })
+        .collect();
+    context.struct_type(&fields, false)
+}
+
+/// A constant of an ABI struct from `(field, value)` pairs: every field of
+/// the table exactly once, in any order.
+fn struct_value<'l>(
+    layout: &tcc_abi::Struct,
+    ty: StructType<'l>,
+    values: &[(&str, BasicValueEnum<'l>)],
+) -> Result<StructValue<'l>, CodegenError> {
+    let mut ordered: Vec<Option<BasicValueEnum<'l>>> = vec![None; layout.fields.len()];
+    for (name, value) in values {
+        let slot = layout
+            .position(name)
+            .and_then(|i| ordered.get_mut(i))
+            .filter(|slot| slot.is_none())
+            .ok_or_else(|| {
+                CodegenError::new(format!(
+                    "internal error: {}.{name} is unknown or given twice",
+                    layout.name
+                ))
+            })?;
+        *slot = Some(*value);
+    }
+    let ordered: Vec<BasicValueEnum<'l>> = ordered
+        .into_iter()
+        .zip(layout.fields)
+        .map(|(value, (name, _))| {
+            value.ok_or_else(|| {
+                CodegenError::new(format!("internal error: {}.{name} is missing", layout.name))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ty.const_named_struct(&ordered))
+}
+
 impl<'l> Types<'l> {
     fn new(context: &'l LlvmContext) -> Self {
-        let (i32, i64, ptr) = (
-            context.i32_type(),
-            context.i64_type(),
-            context.ptr_type(AddressSpace::default()),
-        );
-        let tensor_desc =
-            context.struct_type(&[ptr.into(), i32.into(), i32.into(), ptr.into()], false);
-        let function_desc = context.struct_type(
-            &[
-                ptr.into(),
-                ptr.into(),
-                i32.into(),
-                i32.into(),
-                ptr.into(),
-                ptr.into(),
-                i64.into(),
-                i64.into(),
-            ],
-            false,
-        );
-        let constant_desc = context.struct_type(&[ptr.into(), i64.into()], false);
-        let artifact = context.struct_type(
-            &[
-                i32.into(),
-                i32.into(),
-                ptr.into(),
-                i64.into(),
-                ptr.into(),
-                i32.into(),
-                i32.into(),
-                ptr.into(),
-                ptr.into(),
-                i32.into(),
-                i32.into(),
-                ptr.into(),
-                ptr.into(),
-            ],
-            false,
-        );
         Self {
-            i32,
-            i64,
-            ptr,
-            tensor_desc,
-            function_desc,
-            constant_desc,
-            artifact,
+            i32: context.i32_type(),
+            i64: context.i64_type(),
+            ptr: context.ptr_type(AddressSpace::default()),
+            tensor_desc: struct_type(context, &tcc_abi::TENSOR_DESC),
+            function_desc: struct_type(context, &tcc_abi::FUNCTION_DESC),
+            constant_desc: struct_type(context, &tcc_abi::CONSTANT_DESC),
+            artifact: struct_type(context, &tcc_abi::ARTIFACT),
         }
     }
 }
@@ -185,7 +194,7 @@ impl<'l> HostWriter<'l> {
     /// `const char *<prefix>tcc_metadata_v1(void)` returning `text`.
     fn metadata_getter(&mut self, text: &str) -> Result<(), CodegenError> {
         let value = self.c_string(text);
-        self.string_getter("tcc_metadata_v1", Some(value))
+        self.string_getter(tcc_abi::METADATA_SYMBOL, Some(value))
     }
 
     /// An exported `const char *NAME(void)` returning `value` (or NULL).
@@ -244,41 +253,45 @@ impl<'l> HostWriter<'l> {
         metadata: Option<&str>,
     ) -> Result<Vec<FunctionDesc>, CodegenError> {
         let module_op = mlir.as_operation();
-        let top = body_ops(module_op);
         // Constants: every memref.global, in module order.
-        let mut constant_index: HashMap<String, u32> = HashMap::new();
+        let constant_index = super::lower::constant_indices(module_op);
         let mut constants: Vec<Vec<u8>> = Vec::new();
-        for op in top.iter().filter(|op| op_name(*op) == "memref.global") {
-            let name = op
-                .attribute("sym_name")
-                .ok()
-                .and_then(string_value)
-                .unwrap_or_default();
-            let value = op
-                .attribute("initial_value")
-                .map_err(|_| CodegenError::at(op, format!("global {name} has no initial value")))?;
-            constant_index.insert(name, constants.len() as u32);
+        for op in body_ops(module_op)
+            .iter()
+            .filter(|op| op_name(*op) == "memref.global")
+        {
+            let value = op.attribute("initial_value").map_err(|_| {
+                CodegenError::at(op, "a constant (memref.global) has no initial value")
+            })?;
             constants.push(constant_bytes(*op, value)?);
         }
-        // Host functions: LLVM dialect (lower.rs), translated to LLVM IR by
-        // MLIR straight into this writer's LLVM context.
-        let (text, functions) = super::lower::lower_host(mlir, &constant_index, program)?;
-        let source = mlir_sys::MlirStringRef {
-            data: text.as_ptr() as *const _,
-            length: text.len(),
-        };
-        let host = unsafe {
-            mlir_sys::mlirModuleCreateParse(
-                mlir_sys::mlirOperationGetContext(mlir.as_operation().to_raw()),
-                source,
-            )
-        };
-        if host.ptr.is_null() {
+        // Host functions: built in the LLVM dialect into a module of their
+        // own (lower.rs), translated to LLVM IR by MLIR straight into this
+        // writer's LLVM context.
+        let context_ref = mlir.context();
+        // SAFETY: `context_ref` lives to the end of this function, longer
+        // than every op built with `context` (the host module is dropped
+        // first), and the context itself outlives `mlir`.
+        let context = unsafe { context_ref.to_ref() };
+        let host = Module::new(mlir.as_operation().location());
+        let kernels = super::lower::kernels_of_program(program);
+        let mut functions = Vec::new();
+        for function in body_ops_named(module_op, "func.func") {
+            let (_, desc) = super::lower::lower_function(
+                context,
+                function,
+                &constant_index,
+                &kernels,
+                |entry| host.body().append_operation(entry),
+            )?;
+            functions.push(desc);
+        }
+        if !host.as_operation().verify() {
             return Err(CodegenError::new(format!(
-                "internal error: the host's LLVM dialect does not parse:\n{text}"
+                "internal error: the host's LLVM dialect does not verify:\n{}",
+                host.as_operation()
             )));
         }
-        let host = unsafe { Module::from_raw(host) };
         let translated = unsafe {
             mlir_sys::mlirTranslateModuleToLLVMIR(
                 host.as_operation().to_raw(),
@@ -298,7 +311,7 @@ impl<'l> HostWriter<'l> {
         for function in &functions {
             let entry = self
                 .module
-                .get_function(&format!("tcc_entry_{}", function.name))
+                .get_function(&format!("{}{}", tcc_abi::ENTRY_PREFIX, function.name))
                 .ok_or_else(|| {
                     CodegenError::new(format!(
                         "internal error: no translated entry for @{}",
@@ -311,12 +324,12 @@ impl<'l> HostWriter<'l> {
         if let Some(ptx) = ptx {
             self.ptx_getter(ptx)?;
         } else if !self.prefix.is_empty() {
-            self.string_getter("tcc_kernel_ptx_v1", None)?;
+            self.string_getter(tcc_abi::KERNEL_PTX_SYMBOL, None)?;
         }
         if let Some(metadata) = metadata {
             self.metadata_getter(metadata)?;
         } else if !self.prefix.is_empty() {
-            self.string_getter("tcc_metadata_v1", None)?;
+            self.string_getter(tcc_abi::METADATA_SYMBOL, None)?;
         }
         Ok(functions)
     }
@@ -343,12 +356,19 @@ impl<'l> HostWriter<'l> {
             let tensor_name = self.c_string(&tensor.name);
             let dtype = dtype_code(tensor.element).map_err(CodegenError::new)?;
             let t = self.types;
-            entries.push(t.tensor_desc.const_named_struct(&[
-                tensor_name.into(),
-                t.i32.const_int(dtype as u64, false).into(),
-                t.i32.const_int(tensor.shape.len() as u64, false).into(),
-                shape.as_pointer_value().into(),
-            ]));
+            entries.push(struct_value(
+                &tcc_abi::TENSOR_DESC,
+                t.tensor_desc,
+                &[
+                    ("name", tensor_name.into()),
+                    ("dtype", t.i32.const_int(dtype as u64, false).into()),
+                    (
+                        "rank",
+                        t.i32.const_int(tensor.shape.len() as u64, false).into(),
+                    ),
+                    ("shape", shape.as_pointer_value().into()),
+                ],
+            )?);
         }
         let array = self.types.tensor_desc.const_array(&entries);
         Ok(self
@@ -361,7 +381,7 @@ impl<'l> HostWriter<'l> {
     /// compiling the OpenCL C.
     fn ptx_getter(&mut self, ptx: &str) -> Result<(), CodegenError> {
         let text = self.c_string(ptx);
-        self.string_getter("tcc_kernel_ptx_v1", Some(text))
+        self.string_getter(tcc_abi::KERNEL_PTX_SYMBOL, Some(text))
     }
 
     fn artifact(
@@ -392,16 +412,27 @@ impl<'l> HostWriter<'l> {
                 self.tensor_descs(&function.outputs, &format!("tcc.{}.outputs", function.name))?;
             let name = self.c_string(&function.name);
             let t = self.types;
-            function_entries.push(t.function_desc.const_named_struct(&[
-                name.into(),
-                entry.as_global_value().as_pointer_value().into(),
-                t.i32.const_int(function.inputs.len() as u64, false).into(),
-                t.i32.const_int(function.outputs.len() as u64, false).into(),
-                inputs.into(),
-                outputs.into(),
-                t.i64.const_int(function.arena_bytes, false).into(),
-                t.i64.const_int(function.arena_alignment, false).into(),
-            ]));
+            let count = |n: usize| t.i32.const_int(n as u64, false).into();
+            function_entries.push(struct_value(
+                &tcc_abi::FUNCTION_DESC,
+                t.function_desc,
+                &[
+                    ("name", name.into()),
+                    ("entry", entry.as_global_value().as_pointer_value().into()),
+                    ("num_inputs", count(function.inputs.len())),
+                    ("num_outputs", count(function.outputs.len())),
+                    ("inputs", inputs.into()),
+                    ("outputs", outputs.into()),
+                    (
+                        "arena_bytes",
+                        t.i64.const_int(function.arena_bytes, false).into(),
+                    ),
+                    (
+                        "arena_alignment",
+                        t.i64.const_int(function.arena_alignment, false).into(),
+                    ),
+                ],
+            )?);
         }
         let functions_array = self.types.function_desc.const_array(&function_entries);
         let functions_global = self.private_global(
@@ -418,10 +449,14 @@ impl<'l> HostWriter<'l> {
                 self.private_global(data.get_type(), &format!("tcc.constant.{index}"), &data);
             global.set_alignment(64);
             let t = self.types;
-            constant_entries.push(t.constant_desc.const_named_struct(&[
-                global.as_pointer_value().into(),
-                t.i64.const_int(bytes.len() as u64, false).into(),
-            ]));
+            constant_entries.push(struct_value(
+                &tcc_abi::CONSTANT_DESC,
+                t.constant_desc,
+                &[
+                    ("data", global.as_pointer_value().into()),
+                    ("bytes", t.i64.const_int(bytes.len() as u64, false).into()),
+                ],
+            )?);
         }
         let constants_array = self.types.constant_desc.const_array(&constant_entries);
         let constants_global = self.private_global(
@@ -431,21 +466,29 @@ impl<'l> HostWriter<'l> {
         );
 
         let t = self.types;
-        let artifact = t.artifact.const_named_struct(&[
-            t.i32.const_int(ABI_VERSION as u64, false).into(),
-            t.i32.const_zero().into(), // TCC_SOURCE_OPENCL_C
-            source.into(),
-            t.i64.const_int(program.source.len() as u64, false).into(),
-            options.into(),
-            t.i32.const_int(program.kernels.len() as u64, false).into(),
-            t.i32.const_int(functions.len() as u64, false).into(),
-            kernel_names.as_pointer_value().into(),
-            functions_global.as_pointer_value().into(),
-            t.i32.const_int(constants.len() as u64, false).into(),
-            t.i32.const_zero().into(),
-            constants_global.as_pointer_value().into(),
-            producer.into(),
-        ]);
+        let u32 = |n: u64| t.i32.const_int(n, false).into();
+        let artifact = struct_value(
+            &tcc_abi::ARTIFACT,
+            t.artifact,
+            &[
+                ("abi_version", u32(ABI_VERSION as u64)),
+                ("source_kind", u32(tcc_abi::SOURCE_OPENCL_C as u64)),
+                ("source", source.into()),
+                (
+                    "source_bytes",
+                    t.i64.const_int(program.source.len() as u64, false).into(),
+                ),
+                ("build_options", options.into()),
+                ("num_kernels", u32(program.kernels.len() as u64)),
+                ("num_functions", u32(functions.len() as u64)),
+                ("kernel_names", kernel_names.as_pointer_value().into()),
+                ("functions", functions_global.as_pointer_value().into()),
+                ("num_constants", u32(constants.len() as u64)),
+                ("reserved", u32(0)),
+                ("constants", constants_global.as_pointer_value().into()),
+                ("producer", producer.into()),
+            ],
+        )?;
         // Optional (ABI v1): floating-point operations per launch of each kernel.
         let flops: Vec<IntValue> = program
             .kernels
@@ -457,7 +500,7 @@ impl<'l> HostWriter<'l> {
             self.private_global(flops_array.get_type(), "tcc.kernel_flops", &flops_array);
         let t = self.types;
         let flops_getter = self.module.add_function(
-            &self.exported("tcc_kernel_flops_v1"),
+            &self.exported(tcc_abi::KERNEL_FLOPS_SYMBOL),
             t.ptr.fn_type(&[], false),
             Some(Linkage::External),
         );
@@ -470,7 +513,7 @@ impl<'l> HostWriter<'l> {
         let ptr = t.ptr;
         let artifact_global = self.private_global(artifact_type, "tcc.artifact", &artifact);
         let getter = self.module.add_function(
-            &self.exported("tcc_artifact_v1"),
+            &self.exported(tcc_abi::ARTIFACT_SYMBOL),
             ptr.fn_type(&[], false),
             Some(Linkage::External),
         );

@@ -1,0 +1,299 @@
+//! The contract between a tcc artifact (`model.so`) and the runtime,
+//! declared once.
+//!
+//! Every struct that crosses the ABI is a [`Struct`]: its C name and its
+//! fields in order, each with a [`Scalar`] kind. From this table
+//!
+//! - the compiler derives the LLVM types of the host code and of the
+//!   artifact's self-description (`back/host_llvm`), and finds fields by
+//!   name ([`Struct::field`], checked at compile time when used in a
+//!   `const`);
+//! - the runtime's `#[repr(C)]` mirror (`runtime/src/abi.rs`) is checked
+//!   against [`Struct::layout`] by a unit test there;
+//! - the C header (`runtime/include/tcc_abi.h`) is checked by this crate's
+//!   `c_header` test, which compiles `offsetof`/`sizeof` assertions
+//!   generated from the table against it.
+//!
+//! The numbers of the ABI (version, element type codes, source and argument
+//! kinds) and the exported symbols' names are here too. This crate depends
+//! on nothing, so that the runtime stays free of LLVM and MLIR.
+
+/// `TCC_ABI_VERSION`: the version the compiler writes and the runtime
+/// implements.
+pub const ABI_VERSION: u32 = 2;
+/// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI the runtime still loads
+/// (version 1: function descriptors without the arena, [`FUNCTION_DESC_V1`]).
+pub const ABI_VERSION_MIN: u32 = 1;
+
+/// `enum tcc_dtype`: `(C enumerator, code)`.
+pub const DTYPES: &[(&str, u32)] = &[
+    ("TCC_DTYPE_F32", DTYPE_F32),
+    ("TCC_DTYPE_F16", DTYPE_F16),
+    ("TCC_DTYPE_I32", DTYPE_I32),
+    ("TCC_DTYPE_I64", DTYPE_I64),
+    ("TCC_DTYPE_I8", DTYPE_I8),
+    ("TCC_DTYPE_BOOL", DTYPE_BOOL),
+];
+pub const DTYPE_F32: u32 = 0;
+pub const DTYPE_F16: u32 = 1;
+pub const DTYPE_I32: u32 = 2;
+pub const DTYPE_I64: u32 = 3;
+pub const DTYPE_I8: u32 = 4;
+/// One byte per element, 0 or 1.
+pub const DTYPE_BOOL: u32 = 5;
+
+/// `enum tcc_source_kind`: the kernel program's format.
+pub const SOURCE_OPENCL_C: u32 = 0;
+pub const SOURCE_SPIRV: u32 = 1;
+pub const SOURCE_PTX: u32 = 2;
+
+/// `enum tcc_arg_kind`: what a `tcc_arg` holds.
+pub const ARG_BUFFER: u32 = 0;
+pub const ARG_I32: u32 = 1;
+pub const ARG_I64: u32 = 2;
+pub const ARG_F32: u32 = 3;
+
+/// Every enumerator and macro of the header with its value, for the
+/// header check.
+pub const CONSTANTS: &[(&str, u32)] = &[
+    ("TCC_ABI_VERSION", ABI_VERSION),
+    ("TCC_ABI_VERSION_MIN", ABI_VERSION_MIN),
+    ("TCC_DTYPE_F32", DTYPE_F32),
+    ("TCC_DTYPE_F16", DTYPE_F16),
+    ("TCC_DTYPE_I32", DTYPE_I32),
+    ("TCC_DTYPE_I64", DTYPE_I64),
+    ("TCC_DTYPE_I8", DTYPE_I8),
+    ("TCC_DTYPE_BOOL", DTYPE_BOOL),
+    ("TCC_SOURCE_OPENCL_C", SOURCE_OPENCL_C),
+    ("TCC_SOURCE_SPIRV", SOURCE_SPIRV),
+    ("TCC_SOURCE_PTX", SOURCE_PTX),
+    ("TCC_ARG_BUFFER", ARG_BUFFER),
+    ("TCC_ARG_I32", ARG_I32),
+    ("TCC_ARG_I64", ARG_I64),
+    ("TCC_ARG_F32", ARG_F32),
+];
+
+/// The symbol every artifact exports: `const tcc_artifact *tcc_artifact_v1(void)`.
+pub const ARTIFACT_SYMBOL: &str = "tcc_artifact_v1";
+/// Optional: `const uint64_t *tcc_kernel_flops_v1(void)`.
+pub const KERNEL_FLOPS_SYMBOL: &str = "tcc_kernel_flops_v1";
+/// Optional (ABI 2): `const char *tcc_kernel_ptx_v1(void)`.
+pub const KERNEL_PTX_SYMBOL: &str = "tcc_kernel_ptx_v1";
+/// Optional: `const char *tcc_metadata_v1(void)`.
+pub const METADATA_SYMBOL: &str = "tcc_metadata_v1";
+/// The prefix of each function's entry symbol inside the artifact.
+pub const ENTRY_PREFIX: &str = "tcc_entry_";
+
+/// The kind of one field: what its bits are, which fixes size and
+/// alignment on every 64-bit target tcc supports (x86-64, AArch64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scalar {
+    /// `uint32_t`.
+    U32,
+    /// `uint64_t`.
+    U64,
+    /// Any pointer: data, function or opaque handle.
+    Ptr,
+    /// `tcc_arg`'s value: a union of a pointer, `int32_t`, `int64_t` and
+    /// `float`, 8 bytes.
+    Word,
+}
+
+impl Scalar {
+    /// Size and alignment in bytes on a 64-bit target.
+    pub const fn bytes(self) -> usize {
+        match self {
+            Scalar::U32 => 4,
+            Scalar::U64 | Scalar::Ptr | Scalar::Word => 8,
+        }
+    }
+}
+
+/// One C struct of the ABI.
+#[derive(Clone, Copy, Debug)]
+pub struct Struct {
+    /// The C type name (`tcc_runtime_api`, ...).
+    pub name: &'static str,
+    /// The fields in declaration order.
+    pub fields: &'static [(&'static str, Scalar)],
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+impl Struct {
+    /// The index of field `name` (the LLVM struct index). Panics when the
+    /// struct has no such field, at compile time when used in a `const`.
+    pub const fn field(&self, name: &str) -> u32 {
+        let mut i = 0;
+        while i < self.fields.len() {
+            if same(self.fields[i].0, name) {
+                return i as u32;
+            }
+            i += 1;
+        }
+        panic!("no such field in the ABI struct")
+    }
+
+    /// The index of field `name`, if the struct has one.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(field, _)| *field == name)
+    }
+
+    /// `(field, offset)` of every field and the struct's size, with C's
+    /// layout rules on a 64-bit target.
+    pub fn layout(&self) -> (Vec<(&'static str, usize)>, usize) {
+        let mut offset: usize = 0;
+        let mut align: usize = 1;
+        let mut fields = Vec::new();
+        for &(name, scalar) in self.fields {
+            let bytes = scalar.bytes();
+            offset = offset.next_multiple_of(bytes);
+            fields.push((name, offset));
+            offset += bytes;
+            align = align.max(bytes);
+        }
+        (fields, offset.next_multiple_of(align))
+    }
+}
+
+use Scalar::{Ptr, U32, U64, Word};
+
+/// `tcc_arg`: one kernel argument (16 bytes).
+pub const ARG: Struct = Struct {
+    name: "tcc_arg",
+    fields: &[("kind", U32), ("reserved", U32), ("value", Word)],
+};
+
+/// `tcc_runtime_api`: what the runtime offers the artifact's host code
+/// (`ctx`, then the callbacks).
+pub const RUNTIME_API: Struct = Struct {
+    name: "tcc_runtime_api",
+    fields: &[
+        ("abi_version", U32),
+        ("reserved", U32),
+        ("ctx", Ptr),
+        ("alloc", Ptr),
+        ("release", Ptr),
+        ("constant", Ptr),
+        ("launch", Ptr),
+        ("copy", Ptr),
+        ("view", Ptr),
+    ],
+};
+
+/// `tcc_tensor_desc`: a tensor crossing the ABI.
+pub const TENSOR_DESC: Struct = Struct {
+    name: "tcc_tensor_desc",
+    fields: &[("name", Ptr), ("dtype", U32), ("rank", U32), ("shape", Ptr)],
+};
+
+/// `tcc_function_desc`: a function of the artifact (ABI 2).
+pub const FUNCTION_DESC: Struct = Struct {
+    name: "tcc_function_desc",
+    fields: &[
+        ("name", Ptr),
+        ("entry", Ptr),
+        ("num_inputs", U32),
+        ("num_outputs", U32),
+        ("inputs", Ptr),
+        ("outputs", Ptr),
+        ("arena_bytes", U64),
+        ("arena_alignment", U64),
+    ],
+};
+
+/// `tcc_function_desc_v1`: a function of an ABI 1 artifact (no arena).
+pub const FUNCTION_DESC_V1: Struct = Struct {
+    name: "tcc_function_desc_v1",
+    fields: &[
+        ("name", Ptr),
+        ("entry", Ptr),
+        ("num_inputs", U32),
+        ("num_outputs", U32),
+        ("inputs", Ptr),
+        ("outputs", Ptr),
+    ],
+};
+
+/// `tcc_constant_desc`: one constant (weights).
+pub const CONSTANT_DESC: Struct = Struct {
+    name: "tcc_constant_desc",
+    fields: &[("data", Ptr), ("bytes", U64)],
+};
+
+/// `tcc_artifact`: what `tcc_artifact_v1()` returns.
+pub const ARTIFACT: Struct = Struct {
+    name: "tcc_artifact",
+    fields: &[
+        ("abi_version", U32),
+        ("source_kind", U32),
+        ("source", Ptr),
+        ("source_bytes", U64),
+        ("build_options", Ptr),
+        ("num_kernels", U32),
+        ("num_functions", U32),
+        ("kernel_names", Ptr),
+        ("functions", Ptr),
+        ("num_constants", U32),
+        ("reserved", U32),
+        ("constants", Ptr),
+        ("producer", Ptr),
+    ],
+};
+
+/// Every struct of the ABI.
+pub const STRUCTS: &[Struct] = &[
+    ARG,
+    RUNTIME_API,
+    TENSOR_DESC,
+    FUNCTION_DESC,
+    FUNCTION_DESC_V1,
+    CONSTANT_DESC,
+    ARTIFACT,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_have_the_documented_sizes() {
+        let size = |s: &Struct| s.layout().1;
+        assert_eq!(size(&ARG), 16);
+        assert_eq!(size(&RUNTIME_API), 64);
+        assert_eq!(size(&TENSOR_DESC), 24);
+        assert_eq!(size(&FUNCTION_DESC), 56);
+        assert_eq!(size(&FUNCTION_DESC_V1), 40);
+        assert_eq!(size(&CONSTANT_DESC), 16);
+        assert_eq!(size(&ARTIFACT), 80);
+        let (fields, _) = ARTIFACT.layout();
+        assert!(fields.contains(&("num_constants", 56)));
+        assert!(fields.contains(&("producer", 72)));
+    }
+
+    #[test]
+    fn fields_are_found_by_name() {
+        const VIEW: u32 = RUNTIME_API.field("view");
+        assert_eq!(VIEW, 8);
+        assert_eq!(ARG.field("value"), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "no such field")]
+    fn an_unknown_field_is_refused() {
+        RUNTIME_API.field("free");
+    }
+}

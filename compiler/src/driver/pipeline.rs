@@ -1,0 +1,251 @@
+//! Compiling a model as a library does it, without the command line: the
+//! phases over a module ([`run_phases`], from an optional start to a stop),
+//! the kernels translated ([`compile_to_kernels`]), the host side and the
+//! artifact ([`Compiled`], [`compile_file`]), and the metadata an artifact
+//! carries. `tcc compile` (`compile.rs`), `tcc run`, `tcc tune` and the
+//! scoreboard build on it.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+use melior::ir::Module;
+
+use super::session::Session;
+use super::write_atomically;
+use crate::back::{host_llvm, opencl_c, ptx};
+use crate::config::Target;
+use crate::phases::{GemmChoice, Phase};
+
+/// The JSON description an artifact carries (`tcc_metadata_v1`, shown by
+/// `tcc inspect`): what the compiler knows that the ABI tables do not.
+pub fn metadata_json(compiled: &Compiled, target: Target, host_triple: Option<&str>) -> String {
+    let stats = crate::driver::stats::collect(&compiled.module);
+    let kernels: Vec<serde_json::Value> = stats
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, (name, kind, size))| {
+            let flops = compiled
+                .program
+                .kernels
+                .iter()
+                .find(|k| &k.name == name)
+                .map_or(0, |k| k.flops);
+            let _ = i;
+            serde_json::json!({
+                "name": name,
+                "kind": kind,
+                "workgroup_size": size,
+                "flops": flops,
+            })
+        })
+        .collect();
+    let functions: Vec<serde_json::Value> = stats
+        .plans
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.function,
+                "arena_bytes": p.arena_bytes,
+                "live_bytes_bound": p.live_bytes_bound,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "producer": tcc_runtime::version_string(),
+        "target": target.name(),
+        "host_triple": host_triple.map(str::to_owned).unwrap_or_else(|| {
+            inkwell::targets::TargetMachine::get_default_triple()
+                .as_str()
+                .to_string_lossy()
+                .into_owned()
+        }),
+        "ptx": compiled.ptx.is_some(),
+        "kernels": kernels,
+        "functions": functions,
+    })
+    .to_string()
+}
+
+/// A compiled model in every form the driver can write.
+pub struct Compiled<'c> {
+    pub module: Module<'c>,
+    pub program: opencl_c::Program,
+    /// The program as PTX, when asked for (see [`Compiled::add_ptx`]).
+    pub ptx: Option<String>,
+}
+
+impl Compiled<'_> {
+    /// The host side (with the kernels, and the PTX when there is some).
+    pub fn host(&self, module_name: &str) -> Result<host_llvm::HostOutput> {
+        Ok(host_llvm::emit(
+            &self.module,
+            &self.program,
+            self.ptx.as_deref(),
+            module_name,
+        )?)
+    }
+
+    /// The host side with a symbol prefix, metadata and a target triple.
+    pub fn host_with(
+        &self,
+        module_name: &str,
+        options: &host_llvm::HostOptions,
+    ) -> Result<host_llvm::HostOutput> {
+        Ok(host_llvm::emit_with(
+            &self.module,
+            &self.program,
+            self.ptx.as_deref(),
+            module_name,
+            options,
+        )?)
+    }
+
+    /// Compiles the OpenCL C program to PTX for `options.arch`.
+    pub fn add_ptx(&mut self, options: &ptx::PtxOptions) -> Result<()> {
+        let toolchain = ptx::Toolchain::find()?;
+        self.ptx = Some(ptx::write_ptx(&self.program, options, &toolchain)?);
+        Ok(())
+    }
+}
+
+/// Runs every phase up to the gpu phase and translates the kernels.
+pub fn compile_to_kernels<'c>(
+    session: &'c Session,
+    input: &Path,
+    target: Target,
+) -> Result<Compiled<'c>> {
+    compile_to_kernels_with(session, input, target, &[])
+}
+
+/// As [`compile_to_kernels`], with `--input-shape` overrides.
+pub fn compile_to_kernels_with<'c>(
+    session: &'c Session,
+    input: &Path,
+    target: Target,
+    input_shapes: &[(String, Vec<i64>)],
+) -> Result<Compiled<'c>> {
+    compile_to_kernels_in(
+        session,
+        input,
+        target,
+        input_shapes,
+        opencl_c::Precision::Fp32,
+        &GemmChoice::default(),
+    )
+}
+
+/// As [`compile_to_kernels_with`], with the GEMMs' precision and how
+/// their configurations are chosen.
+pub fn compile_to_kernels_in<'c>(
+    session: &'c Session,
+    input: &Path,
+    target: Target,
+    input_shapes: &[(String, Vec<i64>)],
+    precision: opencl_c::Precision,
+    choice: &GemmChoice,
+) -> Result<Compiled<'c>> {
+    choice.check().map_err(anyhow::Error::msg)?;
+    check_tuning_target(choice, target)?;
+    let mut module = super::import::parse_model_with(session, input, input_shapes)?;
+    session.run_pipeline(
+        &mut module,
+        &crate::phases::pipeline_to_choosing(Phase::Gpu, target, true, choice),
+    )?;
+    let program = opencl_c::write_program_with(&module, precision)?;
+    Ok(Compiled {
+        module,
+        program,
+        ptx: None,
+    })
+}
+
+/// Compiles the model at `input` into the artifact `output` (a shared
+/// library) for `target`: the library entry point behind `tcc compile -o`.
+/// For `--target=nvidia` the artifact carries PTX too, as with the command.
+pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
+    let session = Session::new();
+    let mut compiled = compile_to_kernels(&session, input, target)?;
+    if target == Target::Nvidia {
+        compiled.add_ptx(&ptx::PtxOptions::default())?;
+    }
+    let module_name = input
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("model");
+    let options = host_llvm::HostOptions {
+        metadata: Some(metadata_json(&compiled, target, None)),
+        ..Default::default()
+    };
+    let host = compiled.host_with(module_name, &options)?;
+    host_llvm::link_shared(&host.object, output)?;
+    Ok(())
+}
+
+/// Runs the phases after `from` (all when `None`: `--compile-from`) up to
+/// `last` over `module`. With `dump` it runs them one at a time and writes
+/// the IR after each into `NN-PHASE.mlir` there (`--dump-phases-to`), as
+/// iree-compile's `--dump-compilation-phases-to`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_phases(
+    session: &Session,
+    module: &mut Module,
+    from: Option<Phase>,
+    last: Phase,
+    target: Target,
+    templates: bool,
+    choice: &GemmChoice,
+    dump: Option<&Path>,
+) -> Result<()> {
+    // On a terminal the phases run one at a time under a spinner naming
+    // each; elsewhere (logs, tests) as one pipeline unless dumped.
+    let progress = super::progress::Progress::spinner("tcc compile");
+    if dump.is_none() && !progress.is_drawn() {
+        return session.run_pipeline(
+            module,
+            &crate::phases::pipeline_between(from, last, target, templates, choice),
+        );
+    }
+    if let Some(directory) = dump {
+        std::fs::create_dir_all(directory)
+            .with_context(|| format!("cannot create {}", directory.display()))?;
+    }
+    let phases = Phase::range(from, last);
+    for (index, phase) in phases.iter().copied().enumerate() {
+        progress.message(format!(
+            "phase {} ({}/{})",
+            phase.name(),
+            index + 1,
+            phases.len()
+        ));
+        let passes = phase.passes_choosing(target, templates, choice);
+        if !passes.is_empty() {
+            session.run_pipeline(module, &format!("builtin.module({passes})"))?;
+        }
+        let Some(directory) = dump else { continue };
+        if phase == Phase::Codegen {
+            continue;
+        }
+        write_atomically(
+            &directory.join(format!("{:02}-{}.mlir", phase as usize + 1, phase.name())),
+            format!("{}\n", module.as_operation()).as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// A tuning record must be for the target it is applied to.
+pub(super) fn check_tuning_target(choice: &GemmChoice, target: Target) -> Result<()> {
+    if let Some(path) = &choice.tuning {
+        let record = crate::config::tuning::TuningRecord::load(path).map_err(anyhow::Error::msg)?;
+        if record.target != target.name() {
+            bail!(
+                "{} is a tuning record for --target={} (measured on {}), not --target={target}",
+                path.display(),
+                record.target,
+                record.device
+            );
+        }
+    }
+    Ok(())
+}
