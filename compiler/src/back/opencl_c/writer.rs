@@ -17,6 +17,7 @@ use melior::ir::{
 };
 
 use crate::back::CodegenError;
+use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::{op_name, ops_named, string_value};
 
 /// Scalar element types a kernel can touch.
@@ -392,7 +393,7 @@ pub(super) fn memref_shape(ty: Type) -> Vec<i64> {
         .collect()
 }
 
-fn memref_element(ty: Type) -> Option<ElementType> {
+pub(super) fn memref_element(ty: Type) -> Option<ElementType> {
     ElementType::of_type(unsafe {
         Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
     })
@@ -509,7 +510,7 @@ impl KernelWriter {
             .and_then(string_value)
             .ok_or_else(|| CodegenError::at(&kernel, "kernel without a name"))?;
         let kind = kernel
-            .attribute("tcc.kind")
+            .attribute(crate::ir::attr_names::KIND)
             .ok()
             .and_then(string_value)
             .unwrap_or_default();
@@ -583,71 +584,71 @@ impl KernelWriter {
         let location =
             crate::diagnostics::location_string(kernel.location().to_raw()).unwrap_or_default();
         let flops = kernel
-            .attribute(crate::passes::FLOPS_ATTR)
+            .attribute(crate::ir::attr_names::FLOPS)
             .ok()
             .and_then(crate::ir::util::integer_value)
             .unwrap_or(0)
             .max(0) as u64;
         // Template kernels: the parameters' constness is known only after
         // the body, so the template gets a placeholder for them.
-        let tiles = kernel
-            .attribute(crate::passes::GEMM_ATTR)
-            .ok()
-            .and_then(|a| {
-                let text = a.to_string();
-                text.strip_prefix("array<i64:")?
-                    .strip_suffix('>')?
-                    .split(',')
-                    .map(|v| v.trim().parse().ok())
-                    .collect::<Option<Vec<i64>>>()
-            });
-        let template = if let Some(tiles) = tiles {
-            let comment = format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
-            Some(self.write_gemm(kernel, block, &tiles, &name, PARAMETERS.into(), comment)?)
-        } else if let Some(workgroup_size) = kernel
-            .attribute(crate::passes::ROW_REDUCE_ATTR)
-            .ok()
-            .and_then(crate::ir::util::integer_value)
-        {
-            let comment = format!(
-                "/* {name}: row reduction kernel, one work-group of {workgroup_size} per output element; from {location} */"
-            );
-            Some(self.write_row_reduce(
-                kernel,
-                block,
-                workgroup_size,
-                &name,
-                PARAMETERS.into(),
-                comment,
-            )?)
-        } else if kind == "softmax" {
-            let comment = format!(
-                "/* {name}: row softmax kernel, one work-group of {} per row; from {location} */",
-                workgroup[0]
-            );
-            Some(self.write_softmax(
-                kernel,
-                block,
-                workgroup[0],
-                &name,
-                PARAMETERS.into(),
-                comment,
-            )?)
-        } else if kind == "layer_norm" {
-            let comment = format!(
-                "/* {name}: row layer norm kernel, one work-group of {} per row; from {location} */",
-                workgroup[0]
-            );
-            Some(self.write_layer_norm(
-                kernel,
-                block,
-                workgroup[0],
-                &name,
-                PARAMETERS.into(),
-                comment,
-            )?)
-        } else {
-            None
+        let strategy = crate::ir::strategy::of(&kernel).unwrap_or(KernelStrategy::Loops {
+            workgroup_size: workgroup[0],
+            max_workgroups: None,
+        });
+        let template = match strategy {
+            KernelStrategy::Loops { .. } => None,
+            KernelStrategy::Gemm { config, shape } => {
+                let comment =
+                    format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
+                Some(self.write_gemm(
+                    kernel,
+                    block,
+                    config,
+                    shape,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
+            KernelStrategy::RowReduce { workgroup_size } => {
+                let comment = format!(
+                    "/* {name}: row reduction kernel, one work-group of {workgroup_size} per output element; from {location} */"
+                );
+                Some(self.write_row_reduce(
+                    kernel,
+                    block,
+                    workgroup_size,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
+            KernelStrategy::Softmax { workgroup_size } => {
+                let comment = format!(
+                    "/* {name}: row softmax kernel, one work-group of {workgroup_size} per row; from {location} */"
+                );
+                Some(self.write_softmax(
+                    kernel,
+                    block,
+                    workgroup_size,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
+            KernelStrategy::LayerNorm { workgroup_size } => {
+                let comment = format!(
+                    "/* {name}: row layer norm kernel, one work-group of {workgroup_size} per row; from {location} */"
+                );
+                Some(self.write_layer_norm(
+                    kernel,
+                    block,
+                    workgroup_size,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
         };
         if let Some(text) = template {
             for (arg, written) in args.iter_mut().zip(&self.written_args) {

@@ -44,15 +44,7 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
             .ok()
             .and_then(string_value)
             .unwrap_or_default();
-        if kernel.has_attribute(crate::passes::GEMM_ATTR)
-            || kernel.has_attribute(crate::passes::ROW_REDUCE_ATTR)
-            || kernel
-                .attribute("tcc.kind")
-                .ok()
-                .and_then(string_value)
-                .as_deref()
-                == Some("softmax")
-        {
+        if crate::ir::strategy::of(kernel).is_some_and(|s| s.is_template()) {
             return Err(CodegenError::at(
                 kernel,
                 format!(
