@@ -18,7 +18,8 @@
 # every run goes to $OUT (default /tmp/tcc-async-results).
 #
 # Usage: async-device.sh [BUNDLE_DIR]   (default: the directory of this script)
-# (R50_ITERATIONS, GEMM_ITERATIONS: timed calls per case, default 300, 30.)
+# (R50_ITERATIONS, GEMM_ITERATIONS: timed calls per case, default 300, 30;
+#  SECTIONS: which of 1 2 3 to run, default all.)
 set -uo pipefail
 here=$(cd "${1:-$(dirname "$0")}" && pwd)
 bin=$here/bin
@@ -29,7 +30,9 @@ export TCC_CACHE_DIR=${TCC_CACHE_DIR:-/tmp/tcc-async-cache}
 echo "== devices"
 nvidia-smi -L 2>/dev/null
 "$bin/tcc-run" --list-devices | grep -E '^ *[0-9]+:' || true
-ngpus=$("$bin/tcc-run" --list-devices | grep -c '\[GPU\]' || true)
+# The GPUs' indices: PoCL's CPU device may be listed before them.
+mapfile -t gpus < <("$bin/tcc-run" --list-devices | sed -n 's/^ *device \([0-9][0-9]*\):.*\[GPU\].*/\1/p')
+ngpus=${#gpus[@]}
 
 # bench NAME BASELINE_CALLS_PER_S MODEL ARGS...: one tcc-benchmark --json
 # run; prints a line and echoes calls/s into $out/NAME.cps.
@@ -55,11 +58,17 @@ EOF
 }
 cps() { cat "$out/$1.cps" 2>/dev/null || echo 0; }
 
+sections=${SECTIONS:-1 2 3}
+want() { [[ " $sections " == *" $1 "* ]]; }
+
 R50=(resnet50.so --input=1x3x224x224xf32=0.5 --warmup=20 --iterations=${R50_ITERATIONS:-300})
+if want 1 || want 2; then
 echo "== cold start (kernel build; not timed below)"
 "$bin/tcc-run" --prepare "$models/resnet50.so" 2>&1 | tail -4
 "$bin/tcc-run" --prepare "$models/sgemm_4096.so" 2>&1 | tail -4
+fi
 
+if want 1; then
 echo "== ResNet-50 batch 1, input uploaded every call"
 bench r50_sync 0 "${R50[@]}"
 base=$(cps r50_sync)
@@ -70,7 +79,9 @@ bench r50_concurrency4_shared_queue "$base" "${R50[@]}" --concurrency=4
 bench r50_concurrency4_own_queues "$base" "${R50[@]}" --concurrency=4 --own-queues
 bench r50_concurrency2x2_own_queues "$base" "${R50[@]}" --concurrency=2 --in-flight=2 --own-queues
 bench r50_concurrency8_own_queues "$base" "${R50[@]}" --concurrency=8 --own-queues
+fi
 
+if want 2; then
 echo "== sgemm 4096^3 end to end (2 x 64 MiB up, 64 MiB down per call)"
 G=(sgemm_4096.so --input=1x4096x4096xf32=0.5 --input=1x4096x4096xf32=0.25 --warmup=3 --iterations=${GEMM_ITERATIONS:-30})
 bench sgemm_sync 0 "${G[@]}"
@@ -87,14 +98,20 @@ k = r["device_ms_per_call"]; e = r["latency_ms"]["median"]
 print("sgemm sync: %.2f ms end to end = %.2f ms kernels + %.2f ms copies and host work; "
       "max(copy, compute) = %.2f ms is the pipelined bound" % (e, k, e - k, max(k, e - k)))
 EOF
+fi
 
-if ((ngpus >= 2)) && [[ -e $models/resnet50_b16.so ]]; then
-  echo "== ResNet-50 batch 32 as two batch-16 parts: one GPU, then two"
+if ! want 3; then
+  :
+elif ((ngpus >= 2)) && [[ -e $models/resnet50_b16.so ]]; then
+  echo "== ResNet-50 batch 32 as two batch-16 parts: one GPU (${gpus[0]}), then two (${gpus[0]},${gpus[1]})"
   S=(resnet50_b16.so --input=32x3x224x224xf32=0.5 --split --warmup=5 --iterations=50)
-  bench r50_b32_split_one_gpu 0 "${S[@]}" --device=0
+  "$bin/tcc-run" --prepare "$models/resnet50_b16.so" --device="${gpus[0]}" 2>&1 | tail -2
+  "$bin/tcc-run" --prepare "$models/resnet50_b16.so" --device="${gpus[1]}" 2>&1 | tail -2
+  bench r50_b16_one_gpu 0 resnet50_b16.so --input=16x3x224x224xf32=0.5 --device="${gpus[0]}" --warmup=5 --iterations=50
+  bench r50_b32_split_one_gpu 0 "${S[@]}" --device="${gpus[0]}"
   base=$(cps r50_b32_split_one_gpu)
-  bench r50_b32_split_two_gpus "$base" "${S[@]}" --device=0,1
-  bench r50_b16_round_robin_two_gpus 0 resnet50_b16.so --input=16x3x224x224xf32=0.5 --device=0,1 --concurrency=2 --warmup=5 --iterations=50
+  bench r50_b32_split_two_gpus "$base" "${S[@]}" --device="${gpus[0]},${gpus[1]}"
+  bench r50_b16_round_robin_two_gpus 0 resnet50_b16.so --input=16x3x224x224xf32=0.5 --device="${gpus[0]},${gpus[1]}" --concurrency=2 --warmup=5 --iterations=50
 else
   echo "== two-GPU split skipped ($ngpus GPU(s); needs 2 and models/resnet50_b16.so from --with-batch16)"
 fi

@@ -59,3 +59,61 @@ fn passes_md_matches_the_registry() {
         "docs/passes.md and `tcc-opt --list-passes` disagree"
     );
 }
+
+/// The options `tcc-opt --help` lists under each tcc pass (the lines
+/// indented deeper than the pass's own), by pass.
+fn registered_options() -> BTreeMap<String, Vec<String>> {
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc-opt"))
+        .arg("--help")
+        .output()
+        .expect("run tcc-opt");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut options: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current: Option<(String, usize)> = None;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let Some(flag) = line.trim_start().strip_prefix("--") else {
+            current = None;
+            continue;
+        };
+        let name: String = flag
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '-')
+            .collect();
+        match &current {
+            Some((pass, pass_indent)) if indent > *pass_indent => {
+                options.get_mut(pass).unwrap().push(name);
+            }
+            _ if name.starts_with("tcc-") => {
+                options.insert(name.clone(), Vec::new());
+                current = Some((name, indent));
+            }
+            _ => current = None,
+        }
+    }
+    options
+}
+
+#[test]
+fn every_pass_option_is_in_help_and_documented() {
+    let options = registered_options();
+    assert_eq!(
+        options["tcc-configure-kernels"],
+        ["candidate", "target", "templates", "tuning"],
+        "tcc-opt --help lists tcc-configure-kernels' options"
+    );
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/passes.md"))
+        .expect("docs/passes.md");
+    for (pass, names) in options {
+        let row = text
+            .lines()
+            .find(|line| line.starts_with(&format!("| `{pass}` |")))
+            .unwrap_or_else(|| panic!("docs/passes.md has no row for {pass}"));
+        for name in names {
+            assert!(
+                row.contains(&format!("`{name}=")),
+                "docs/passes.md does not document {pass}'s option {name}"
+            );
+        }
+    }
+}

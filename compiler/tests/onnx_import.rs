@@ -59,6 +59,30 @@ fn unsupported_op_names_op_node_opset_and_position() {
 }
 
 #[test]
+fn quantization_parameters_must_be_usable_constants() {
+    assert_rejects(
+        "quant_runtime_scale",
+        &[
+            "node 'quantize'",
+            "scale is computed at run time",
+            "constants",
+        ],
+    );
+    assert_rejects(
+        "quant_zero_scale",
+        &["node 'quantize'", "scale 0 is not a finite non-zero number"],
+    );
+}
+
+#[test]
+fn integer_convolution_past_exact_f32_sums_is_rejected() {
+    assert_rejects(
+        "conv_integer_overflow",
+        &["node 'wide'", "ConvInteger", "4608 products", "past 2^24"],
+    );
+}
+
+#[test]
 fn dynamic_input_shape_is_rejected_with_a_hint() {
     assert_rejects(
         "dynamic_shape",

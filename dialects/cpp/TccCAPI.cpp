@@ -41,6 +41,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Debug/Counter.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -53,16 +56,41 @@ using namespace mlir;
 
 namespace {
 
+/// One option of a Rust pass, as the Rust side declares it.
+struct RustPassOption {
+  std::string name;
+  std::string kind; // bool, int or string
+  std::string defaultValue;
+  std::string description;
+};
+
 /// A registered Rust pass: owned copies of its strings plus the callbacks.
 struct RustPassInfo {
   std::string argument;
   std::string summary;
   std::optional<std::string> anchor;
   std::vector<std::string> dependentDialects;
+  std::vector<RustPassOption> options;
   const void *pass;
   TccRustPassCheckOptions checkOptions;
   TccRustPassRun run;
+  TccRustPassSplitOptions splitOptions;
 };
+
+/// Parses the registration's "name\tkind\tdefault\tdescription" lines.
+std::vector<RustPassOption> parseOptionSpecs(StringRef text) {
+  std::vector<RustPassOption> options;
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines) {
+    SmallVector<StringRef, 4> fields;
+    line.split(fields, '\t', 3);
+    fields.resize(4);
+    options.push_back(RustPassOption{fields[0].str(), fields[1].str(),
+                                     fields[2].str(), fields[3].str()});
+  }
+  return options;
+}
 
 /// Adds the dialect called `name` to `registry`. Covers the dialects tcc's
 /// passes create ops of; an unknown name is a programming error on the
@@ -101,17 +129,59 @@ std::deque<std::string> &pipelineStrings() {
   return strings;
 }
 
+/// tcc-opt's command-line arguments (empty in other programs), so that a
+/// bad pass option can be pointed at where it was written.
+std::vector<std::string> &commandLine() {
+  static std::vector<std::string> arguments;
+  return arguments;
+}
+
+/// Where the option string `options` of pass `argument` was written on
+/// tcc-opt's command line, as a prefix for its error: `--pass-pipeline:1:C: `
+/// (C the column of the options in the pipeline text) or `in '--FLAG': `;
+/// empty when it is not found there (a pipeline built by a program).
+std::string optionSource(StringRef argument, StringRef options) {
+  for (const std::string &word : commandLine()) {
+    StringRef text(word);
+    if (text.consume_front("--pass-pipeline=") ||
+        text.consume_front("-pass-pipeline=")) {
+      std::string opening = (argument + "{").str();
+      for (size_t at = text.find(opening); at != StringRef::npos;
+           at = text.find(opening, at + 1)) {
+        size_t column = at + opening.size();
+        if (!text.substr(column).starts_with(options))
+          continue;
+        std::string caret(column, ' ');
+        return ("--pass-pipeline:1:" + Twine(column + 1) + ": ").str() +
+               "[[MESSAGE]]\n  " + text.str() + "\n  " + caret + "^";
+      }
+    } else if (text.starts_with(("--" + argument + "=").str()) ||
+               text.starts_with(("-" + argument + "=").str())) {
+      return "in '" + word + "': [[MESSAGE]]";
+    }
+  }
+  return "[[MESSAGE]]";
+}
+
 /// The MLIR pass that runs a Rust pass. The option string is checked by the
-/// Rust side when the pipeline is parsed and handed to each run.
+/// Rust side when the pipeline is parsed and handed to each run. The
+/// options the Rust pass declares are mirrored as MLIR pass options, so
+/// that `--help` lists them and a printed pipeline (`--dump-pass-pipeline`,
+/// crash reproducers) carries their values.
 class RustPass : public Pass {
 public:
   explicit RustPass(const RustPassInfo &info)
       : Pass(TypeID::getFromOpaquePointer(&info),
              info.anchor ? std::optional<StringRef>(*info.anchor)
                          : std::nullopt),
-        info(info) {}
+        info(info) {
+    declareOptions();
+  }
   RustPass(const RustPass &other)
-      : Pass(other), info(other.info), options(other.options) {}
+      : Pass(other), info(other.info), options(other.options) {
+    declareOptions();
+    mirrorOptions(options);
+  }
 
   StringRef getName() const override { return info.argument; }
   StringRef getArgument() const override { return info.argument; }
@@ -138,9 +208,13 @@ public:
       static_cast<std::string *>(userData)->append(part.data, part.length);
     };
     if (mlirLogicalResultIsFailure(info.checkOptions(
-            info.pass, wrap(optionString), collect, &message)))
-      return errorHandler(message);
+            info.pass, wrap(optionString), collect, &message))) {
+      std::string located = optionSource(info.argument, optionString);
+      size_t slot = located.find("[[MESSAGE]]");
+      return errorHandler(located.replace(slot, 11, message));
+    }
     options = optionString.str();
+    mirrorOptions(options);
     return success();
   }
 
@@ -152,8 +226,53 @@ public:
   }
 
 private:
+  /// Creates an MLIR option for each option the Rust pass declares.
+  void declareOptions() {
+    for (const RustPassOption &spec : info.options) {
+      auto description = llvm::cl::desc(spec.description);
+      if (spec.kind == "bool") {
+        boolOptions.push_back(std::make_unique<Option<bool>>(
+            *this, spec.name, description));
+      } else if (spec.kind == "int") {
+        intOptions.push_back(std::make_unique<Option<int64_t>>(
+            *this, spec.name, description));
+      } else {
+        stringOptions.push_back(std::make_unique<Option<std::string>>(
+            *this, spec.name, description));
+      }
+    }
+  }
+
+  /// Sets the mirrored options to the defaults, then to the values in
+  /// `optionString` (already checked by the Rust side).
+  void mirrorOptions(StringRef optionString) {
+    for (const RustPassOption &spec : info.options)
+      setOption(spec.name, spec.defaultValue);
+    auto pair = [](MlirStringRef key, MlirStringRef value, void *userData) {
+      static_cast<RustPass *>(userData)->setOption(unwrap(key), unwrap(value));
+    };
+    info.splitOptions(wrap(optionString), pair, this);
+  }
+
+  void setOption(StringRef name, StringRef value) {
+    for (auto &option : boolOptions)
+      if (option->ArgStr == name)
+        *option = value == "true" || value == "1";
+    for (auto &option : intOptions) {
+      int64_t number = 0;
+      if (option->ArgStr == name && !value.getAsInteger(10, number))
+        *option = number;
+    }
+    for (auto &option : stringOptions)
+      if (option->ArgStr == name)
+        *option = value.str();
+  }
+
   const RustPassInfo &info;
   std::string options;
+  std::vector<std::unique_ptr<Option<bool>>> boolOptions;
+  std::vector<std::unique_ptr<Option<int64_t>>> intOptions;
+  std::vector<std::unique_ptr<Option<std::string>>> stringOptions;
 };
 
 } // namespace
@@ -187,7 +306,9 @@ extern "C" bool tccRegisterRustPass(const TccRustPassInfo *cInfo) {
       cInfo->argument, cInfo->summary,
       cInfo->anchor ? std::optional<std::string>(cInfo->anchor)
                     : std::nullopt,
-      std::move(dialects), cInfo->pass, cInfo->checkOptions, cInfo->run});
+      std::move(dialects),
+      parseOptionSpecs(cInfo->options ? cInfo->options : ""), cInfo->pass,
+      cInfo->checkOptions, cInfo->run, cInfo->splitOptions});
   registerPass([&info]() -> std::unique_ptr<Pass> {
     return std::make_unique<RustPass>(info);
   });
@@ -281,6 +402,7 @@ extern "C" bool tccCheckNestingDepth(MlirStringRef source, unsigned limit,
 /// the input checked for excessive nesting before MLIR parses it.
 extern "C" int tccOptMain(int argc, char **argv, const char *version) {
   llvm::InitLLVM initLLVM(argc, argv);
+  commandLine().assign(argv + 1, argv + argc);
   // `tcc-opt --version` names tcc, its version and git hash, then LLVM's.
   std::string versionText = version ? version : "";
   llvm::cl::SetVersionPrinter([versionText](llvm::raw_ostream &os) {
@@ -290,9 +412,43 @@ extern "C" int tccOptMain(int argc, char **argv, const char *version) {
   DialectRegistry registry;
   tccRegisterAllDialects(wrap(&registry));
   tccRegisterAllPasses();
-  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
-      argc, argv, "tcc-opt: the tcc pass driver\n", registry);
+  // As upstream's registerAndParseCLIOptions, except that a command-line
+  // error exits with 2 (usage), as tcc and tcc-run do, instead of 1.
+  static llvm::cl::opt<std::string> inputFilename(
+      llvm::cl::Positional, llvm::cl::desc("<input file>"),
+      llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> outputFilename(
+      "o", llvm::cl::desc("Output filename"),
+      llvm::cl::value_desc("filename"), llvm::cl::init("-"));
+  MlirOptMainConfig::registerCLOptions(registry);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  tracing::DebugCounter::registerCLOptions();
+  std::string helpHeader =
+      "tcc-opt: the tcc pass driver\n\nAvailable Dialects: ";
+  llvm::raw_string_ostream dialects(helpHeader);
+  llvm::interleaveComma(registry.getDialectNames(), dialects);
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, helpHeader,
+                                         &llvm::errs()))
+    return 2;
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // Errors in pass options (`--tcc-foo=bad`, `--pass-pipeline=...{bad}`)
+  // have no place in the input: report them as tcc-opt's own errors, not
+  // at `<unknown>:0`.
+  MlirOptMainConfig cliConfig = config;
+  config.setPassPipelineSetupFn([cliConfig](PassManager &pm) {
+    ScopedDiagnosticHandler handler(pm.getContext(), [](Diagnostic &diag) {
+      if (!isa<UnknownLoc>(diag.getLocation()))
+        return failure();
+      std::string text = diag.str();
+      if (!text.empty())
+        llvm::errs() << "tcc-opt: error: " << text << "\n";
+      return success();
+    });
+    return cliConfig.setupPassPipeline(pm);
+  });
   if (config.shouldShowDialects() || config.shouldListPasses())
     return asMainReturnCode(
         MlirOptMain(argc, argv, inputFilename, outputFilename, registry));

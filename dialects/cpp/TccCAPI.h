@@ -24,15 +24,26 @@ typedef MlirLogicalResult (*TccRustPassCheckOptions)(
 typedef MlirLogicalResult (*TccRustPassRun)(const void *pass,
                                             MlirStringRef options,
                                             MlirOperation op);
+/* Splits an option string the way the Rust passes read it, calling `pair`
+ * with each key and value (a bare key's value is "true"). */
+typedef void (*TccRustPassOptionPair)(MlirStringRef key, MlirStringRef value,
+                                      void *userData);
+typedef MlirLogicalResult (*TccRustPassSplitOptions)(
+    MlirStringRef options, TccRustPassOptionPair pair, void *userData);
 
 typedef struct {
   const char *argument; /* e.g. "tcc-decompose-composites" */
   const char *summary;  /* one line */
   const char *anchor;   /* op name the pass runs on, or NULL for any op */
   const char *dependentDialects; /* comma-separated dialects it creates ops of */
+  /* The pass's options, one per line: "name\tkind\tdefault\tdescription",
+   * kind one of bool, int, string. Shown by --help and printed (with their
+   * values) in textual pipelines. */
+  const char *options;
   const void *pass;     /* opaque, 'static on the Rust side */
   TccRustPassCheckOptions checkOptions;
   TccRustPassRun run;
+  TccRustPassSplitOptions splitOptions;
 } TccRustPassInfo;
 
 /* Adds every upstream dialect and extension, the LLVM IR translations and

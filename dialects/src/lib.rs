@@ -31,15 +31,47 @@ pub type RunFn = unsafe extern "C" fn(
     op: MlirOperation,
 ) -> MlirLogicalResult;
 
+/// Receives one `key`/`value` pair of a split option string.
+pub type OptionPairFn =
+    unsafe extern "C" fn(key: MlirStringRef, value: MlirStringRef, user_data: *mut c_void);
+
+/// Splits an option string into its pairs, calling `pair` for each.
+pub type SplitOptionsFn = unsafe extern "C" fn(
+    options: MlirStringRef,
+    pair: OptionPairFn,
+    user_data: *mut c_void,
+) -> MlirLogicalResult;
+
 #[repr(C)]
 struct TccRustPassInfo {
     argument: *const c_char,
     summary: *const c_char,
     anchor: *const c_char,
     dependent_dialects: *const c_char,
+    options: *const c_char,
     pass: *const c_void,
     check_options: CheckOptionsFn,
     run: RunFn,
+    split_options: SplitOptionsFn,
+}
+
+/// The kind of value a pass option takes, as `--help` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassOptionKind {
+    Bool,
+    Int,
+    String,
+}
+
+/// One option of a Rust pass, for `--help` and for printing pipelines.
+#[derive(Clone, Copy, Debug)]
+pub struct PassOptionInfo {
+    pub name: &'static str,
+    pub kind: PassOptionKind,
+    /// The value the pass uses when the option is absent, written as the
+    /// option string would write it (`""` for an unset optional value).
+    pub default: &'static str,
+    pub description: &'static str,
 }
 
 unsafe extern "C" {
@@ -250,10 +282,13 @@ pub struct RustPassRegistration {
     pub anchor: Option<&'static str>,
     /// Dialects whose ops the pass creates (loaded before it runs).
     pub dependent_dialects: &'static [&'static str],
+    /// The options the pass reads.
+    pub options: &'static [PassOptionInfo],
     /// Opaque `'static` pointer handed back to the callbacks.
     pub pass: *const c_void,
     pub check_options: CheckOptionsFn,
     pub run: RunFn,
+    pub split_options: SplitOptionsFn,
 }
 
 static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -273,14 +308,30 @@ pub fn register_rust_pass(registration: &RustPassRegistration) {
     let summary = c_string(registration.summary);
     let anchor = registration.anchor.map(c_string);
     let dialects = c_string(&registration.dependent_dialects.join(","));
+    let options = c_string(
+        &registration
+            .options
+            .iter()
+            .map(|o| {
+                let kind = match o.kind {
+                    PassOptionKind::Bool => "bool",
+                    PassOptionKind::Int => "int",
+                    PassOptionKind::String => "string",
+                };
+                format!("{}\t{kind}\t{}\t{}\n", o.name, o.default, o.description)
+            })
+            .collect::<String>(),
+    );
     let info = TccRustPassInfo {
         argument: argument.as_ptr(),
         summary: summary.as_ptr(),
         anchor: anchor.as_ref().map_or(std::ptr::null(), |a| a.as_ptr()),
         dependent_dialects: dialects.as_ptr(),
+        options: options.as_ptr(),
         pass: registration.pass,
         check_options: registration.check_options,
         run: registration.run,
+        split_options: registration.split_options,
     };
     // The C++ side copies the strings.
     let known = unsafe { tccRegisterRustPass(&info) };

@@ -10,6 +10,10 @@
 // RUN: tcc-opt %s --split-input-file --mlir-print-debuginfo | FileCheck %s --check-prefix=DEBUGINFO
 // RUN: tcc-opt --list-passes | FileCheck %s --check-prefix=LIST
 // RUN: tcc-opt --show-dialects | FileCheck %s --check-prefix=DIALECTS
+// A command-line error is a usage error: exit code 2, as tcc and tcc-run.
+// RUN: bash -c 'tcc-opt %s --no-such-flag 2>/dev/null; test $? -eq 2'
+// RUN: not tcc-opt %s --no-such-flag 2>&1 | FileCheck %s --check-prefix=USAGE
+// USAGE: Unknown command line argument '--no-such-flag'
 
 // STDIN: func.func @first
 // STDIN: func.func @second

@@ -340,33 +340,50 @@ impl GroupSession {
             return self.run(function, inputs);
         }
         let n = self.sessions.len();
-        // Every part is in flight before the first is waited for.
-        let mut handles = Vec::with_capacity(plan.parts);
-        for j in 0..plan.parts {
-            let part: Vec<HostTensor> = inputs
-                .iter()
-                .zip(&plan.split)
-                .map(|(t, &split)| {
-                    if !split {
-                        return Ok(t.clone());
-                    }
-                    let chunk = t.bytes.len() / plan.parts;
-                    let mut shape = t.shape.clone();
-                    shape[0] /= plan.parts;
-                    HostTensor::from_bytes(
-                        t.dtype,
-                        shape,
-                        crate::HostBytes::copy_aligned(&t.bytes[j * chunk..(j + 1) * chunk]),
-                    )
+        // Every part is in flight before the first is waited for. Each
+        // device's parts are cut out of the batch and submitted (copied
+        // into its staging buffers) on a thread of their own, so that the
+        // devices start together instead of one host copy after another.
+        let split = &plan.split;
+        let parts = plan.parts;
+        let submitted: Vec<Result<Vec<(usize, CallHandle)>>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = self
+                .sessions
+                .iter_mut()
+                .enumerate()
+                .map(|(i, session)| {
+                    scope.spawn(move || {
+                        let mut handles = Vec::new();
+                        for j in (i..parts).step_by(n) {
+                            let part = split_part(inputs, split, parts, j)?;
+                            let rt = session.runtime().clone();
+                            let h = session
+                                .submit(function, part)
+                                .map_err(|e| on_device(&rt, e))?;
+                            handles.push((j, h));
+                        }
+                        Ok(handles)
+                    })
                 })
-                .collect::<Result<_>>()?;
-            let i = j % n;
-            let rt = self.sessions[i].runtime().clone();
-            let h = self.sessions[i]
-                .submit(function, part)
-                .map_err(|e| on_device(&rt, e))?;
-            handles.push(h);
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(Error::Execution {
+                            function: function.to_string(),
+                            message: "a thread submitting part of a split call panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let mut handles: Vec<(usize, CallHandle)> = Vec::with_capacity(parts);
+        for device_handles in submitted {
+            handles.extend(device_handles?);
         }
+        handles.sort_by_key(|(j, _)| *j);
+        let mut handles: Vec<CallHandle> = handles.into_iter().map(|(_, h)| h).collect();
         // Dropping the handles after an error waits for the other parts.
         let mut parts_out: Vec<Vec<HostTensor>> = Vec::with_capacity(plan.parts);
         for (j, h) in handles.iter_mut().enumerate() {
@@ -397,6 +414,33 @@ impl GroupSession {
             })
             .collect()
     }
+}
+
+/// Part `j` of `parts` of a split call's inputs: the split ones cut along
+/// axis 0, the others whole.
+fn split_part(
+    inputs: &[HostTensor],
+    split: &[bool],
+    parts: usize,
+    j: usize,
+) -> Result<Vec<HostTensor>> {
+    inputs
+        .iter()
+        .zip(split)
+        .map(|(t, &split)| {
+            if !split {
+                return Ok(t.clone());
+            }
+            let chunk = t.bytes.len() / parts;
+            let mut shape = t.shape.clone();
+            shape[0] /= parts;
+            HostTensor::from_bytes(
+                t.dtype,
+                shape,
+                crate::HostBytes::copy_aligned(&t.bytes[j * chunk..(j + 1) * chunk]),
+            )
+        })
+        .collect()
 }
 
 /// How a batch splits over a function's signature.

@@ -427,6 +427,83 @@ def cases():
         opset=18,
     )
 
+def quantized_cases():
+    """Quantized operators (QDQ form, QLinear*, *Integer), with their own
+    random stream so that the cases above keep their data."""
+    q = np.random.default_rng(20261123)
+    u8, s8, i32 = TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+
+    def scalar(name, value, dtype):
+        return init(name, np.array(value, dtype))
+
+    x = (q.standard_normal((1, 4, 6, 6)) * 2).astype(np.float32)
+    w = q.integers(-127, 128, (8, 4, 3, 3)).astype(np.int8)
+    w_scale = (q.random(8) * 0.01 + 0.002).astype(np.float32)
+    # A QDQ convolution as onnxruntime's quantize_static writes it: uint8
+    # activations, per-channel int8 weights behind DequantizeLinear, an
+    # int32 bias, and an int8 output quantized per tensor.
+    save_case(
+        "quant_qdq",
+        [
+            helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+            helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+            helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+            helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0),
+            helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["r"]),
+            helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["yq"]),
+            helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"]),
+        ],
+        [vi("x", F, [1, 4, 6, 6])],
+        [vi("y", F, [1, 8, 6, 6])],
+        [x],
+        [scalar("xs", 0.02, np.float32), scalar("xz", 128, np.uint8), init("w", w), init("ws", w_scale),
+         init("wz", np.zeros(8, np.int8)), init("b", q.integers(-3000, 3000, 8).astype(np.int32)),
+         init("bs", (0.02 * w_scale).astype(np.float32)), scalar("ys", 0.03, np.float32),
+         scalar("yz", -5, np.int8)],
+        opset=19,
+    )
+    a = (q.standard_normal((3, 10)) * 2).astype(np.float32)
+    m = q.integers(-100, 100, (10, 5)).astype(np.int8)
+    save_case(
+        "quant_qlinear",
+        [
+            helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+            helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "cs", "cz", "b"], ["cq"],
+                             pads=[1, 1, 1, 1], strides=[2, 2]),
+            helper.make_node("DequantizeLinear", ["cq", "cs", "cz"], ["conv"]),
+            helper.make_node("QuantizeLinear", ["a", "as", "az"], ["aq"]),
+            helper.make_node("QLinearMatMul", ["aq", "as", "az", "m", "ms", "mz", "os", "oz"], ["mq"]),
+            helper.make_node("DequantizeLinear", ["mq", "os", "oz"], ["matmul"]),
+        ],
+        [vi("x", F, [1, 4, 6, 6]), vi("a", F, [3, 10])],
+        [vi("conv", F, [1, 8, 3, 3]), vi("matmul", F, [3, 5])],
+        [x, a],
+        [scalar("xs", 0.02, np.float32), scalar("xz", 128, np.uint8), init("w", w), init("ws", w_scale),
+         init("wz", np.zeros(8, np.int8)), init("b", q.integers(-3000, 3000, 8).astype(np.int32)),
+         scalar("cs", 0.05, np.float32), scalar("cz", 120, np.uint8),
+         scalar("as", 0.03, np.float32), scalar("az", 3, np.int8), init("m", m),
+         scalar("ms", 0.01, np.float32), scalar("mz", 2, np.int8), scalar("os", 0.04, np.float32),
+         scalar("oz", -1, np.int8)],
+        opset=19,
+    )
+    save_case(
+        "quant_integer",
+        [
+            helper.make_node("QuantizeLinear", ["a", "as", "az"], ["aq"]),
+            helper.make_node("MatMulInteger", ["aq", "m", "az", "mz"], ["matmul"]),
+            helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+            helper.make_node("ConvInteger", ["xq", "w", "xz"], ["conv"], pads=[1, 1, 1, 1]),
+        ],
+        [vi("a", F, [3, 10]), vi("x", F, [1, 4, 6, 6])],
+        [vi("matmul", i32, [3, 5]), vi("conv", i32, [1, 8, 6, 6])],
+        [a, x],
+        [scalar("as", 0.03, np.float32), scalar("az", 130, np.uint8), init("m", m), scalar("mz", 2, np.int8),
+         scalar("xs", 0.02, np.float32), scalar("xz", -3, np.int8), init("w", w)],
+        opset=19,
+    )
+
+
 def bad_models():
     os.makedirs(BAD, exist_ok=True)
 
@@ -450,6 +527,17 @@ def bad_models():
          [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], domains=["com.microsoft"])
     save("invalid_dim", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [-5, 3])], [vi("y", F, [-5, 3])])
     save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=23)
+    f32_scale = init("s", np.array(0.1, np.float32))
+    save("quant_runtime_scale", [helper.make_node("QuantizeLinear", ["x", "scale"], ["q"], name="quantize"),
+                                 helper.make_node("DequantizeLinear", ["q", "s"], ["y"])],
+         [vi("x", F, [4]), vi("scale", F, [])], [vi("y", F, [4])], initializers=[f32_scale])
+    save("quant_zero_scale", [helper.make_node("QuantizeLinear", ["x", "z"], ["q"], name="quantize"),
+                              helper.make_node("DequantizeLinear", ["q", "s"], ["y"])],
+         [vi("x", F, [4])], [vi("y", F, [4])], initializers=[f32_scale, init("z", np.array(0.0, np.float32))])
+    save("conv_integer_overflow", [helper.make_node("QuantizeLinear", ["x", "s"], ["q"]),
+                                   helper.make_node("ConvInteger", ["q", "w"], ["y"], name="wide")],
+         [vi("x", F, [1, 512, 3, 3])], [vi("y", TensorProto.INT32, [1, 1, 1, 1])],
+         initializers=[f32_scale, init("w", np.full((1, 512, 3, 3), -128, np.int8))])
     good = save("good", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])],
                 initializers=[init("unused", randf(100))])
     data = good.SerializeToString()
@@ -481,5 +569,6 @@ def feature_models():
 
 if __name__ == "__main__":
     cases()
+    quantized_cases()
     bad_models()
     feature_models()

@@ -24,6 +24,8 @@ enum Command {
     Tune(driver::tune::TuneArgs),
     /// Show what a compiled model holds: functions and their I/O, kernels, constants, arena, target, producer and ABI version.
     Inspect(driver::inspect::InspectArgs),
+    /// Run an ONNX model on sample inputs and record every float tensor's range and histogram (a calibration profile for quantization).
+    Profile(driver::profile::ProfileArgs),
     /// Import an ONNX model as TOSA-level MLIR.
     Import(driver::import::ImportArgs),
     /// Run the ONNX backend test cases (model.onnx + test_data_set_*) and report passes and failures.
@@ -45,6 +47,7 @@ fn main() {
         Command::Import(args) => driver::import::run(args),
         Command::Inspect(args) => driver::inspect::run(args),
         Command::Tune(args) => driver::tune::run(args),
+        Command::Profile(args) => driver::profile::run(args),
         Command::OnnxTest(args) => tcc_compiler::front::scoreboard::run(args),
     };
     if let Err(error) = result {

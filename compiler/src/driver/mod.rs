@@ -1,11 +1,12 @@
 //! The `tcc` command line: `tcc compile`, `tcc run`, `tcc import`,
-//! `tcc tune`, `tcc inspect`. Errors are printed as located diagnostics and turn into
+//! `tcc tune`, `tcc inspect`, `tcc profile`. Errors are printed as located diagnostics and turn into
 //! exit code 1; nothing is written unless compilation succeeds, and files
 //! are written atomically.
 
 pub mod compile;
 pub mod import;
 pub mod inspect;
+pub mod profile;
 pub mod progress;
 pub mod run;
 pub mod session;

@@ -128,6 +128,13 @@ pub fn is_unused(op: OperationRef) -> bool {
     op.results().all(|r| use_count(r.into()) == 0)
 }
 
+/// Sets the discardable attribute `name` of `op` to `value` (any op found
+/// in a pass's IR; melior only offers this on `OperationRefMut`).
+pub fn set_discardable_attribute<'c>(op: OperationRef<'c, 'c>, name: &str, value: Attribute<'c>) {
+    let mut op = unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) };
+    melior::ir::operation::OperationMutLike::set_discardable_attribute(&mut op, name, value);
+}
+
 /// Detaches `op` from its block and destroys it (its results must have no
 /// uses left).
 pub fn erase_op(op: OperationRef) {

@@ -40,10 +40,9 @@ impl TccPass for AttachSplitKScratch {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let kernels = split_k_kernels(module)?;
         let Some(max_counters) = kernels.iter().map(|k| k.counters).max() else {
             return Ok(());

@@ -5,7 +5,7 @@
 //! (the ONNX importer's limit), so that later phases only meet what they
 //! can compile and every size they compute fits.
 
-use melior::ir::operation::{OperationLike, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{TypeLike, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
@@ -77,10 +77,9 @@ impl TccPass for CheckSupported {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
         let mut errors = Vec::new();
         for op in collect_ops(root) {
             let name = op_name(&op);

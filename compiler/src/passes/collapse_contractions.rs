@@ -15,7 +15,7 @@
 //! contiguous in some operand, or whose body is more than a multiply-add,
 //! is left as it is.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use tcc_dialects::Collapsed;
 
 use super::pass::{NoOptions, PassError, TccPass};
@@ -32,10 +32,9 @@ impl TccPass for CollapseContractions {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Collect first: collapsing replaces ops.
         let generics: Vec<_> = collect_ops(root)
             .into_iter()

@@ -6,7 +6,7 @@
 //! kernels are formed, so bufferization decides what stays in place and
 //! copies only where a later read needs the old value.
 
-use melior::ir::operation::{OperationRef, OperationRefMut};
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::ops_named;
@@ -24,10 +24,9 @@ impl TccPass for ConcatInPlace {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         for function in ops_named(module, "func.func") {
             // CSE merges the identical zero fills that start equal-shaped
             // convolutions; each producer needs its own to be pointed at

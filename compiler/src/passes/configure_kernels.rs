@@ -16,10 +16,10 @@
 //! the tuner's measurements.
 
 use melior::ir::attribute::{AttributeLike, StringAttribute};
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{TypeLike, Value, ValueLike};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::config::tuning::TuningRecord;
 use crate::config::{GemmConfig, KernelKind, Target};
 use crate::ir::attr_names::{KIND, TARGET};
@@ -58,10 +58,36 @@ impl Default for ConfigureOptions {
 }
 
 impl PassOptions for ConfigureOptions {
-    const NAMES: &'static [&'static str] = &["target", "templates", "tuning", "candidate"];
+    const OPTIONS: &'static [PassOptionInfo] = &[
+        PassOptionInfo {
+            name: "target",
+            kind: PassOptionKind::String,
+            default: "",
+            description: "The device family whose configuration tables apply: generic, nvidia or pocl-cpu (empty: the module's tcc.target, else generic)",
+        },
+        PassOptionInfo {
+            name: "templates",
+            kind: PassOptionKind::Bool,
+            default: "true",
+            description: "Allow kernel templates (tiled GEMM, row reductions); off for back ends that translate loop nests only",
+        },
+        PassOptionInfo {
+            name: "tuning",
+            kind: PassOptionKind::String,
+            default: "",
+            description: "A tuning record (tcc tune) whose configurations replace the tables' (empty: none)",
+        },
+        PassOptionInfo {
+            name: "candidate",
+            kind: PassOptionKind::String,
+            default: "",
+            description: "Take every GEMM's N-th candidate configuration, as tcc tune does (empty: the table's choice)",
+        },
+    ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
+            "target" | "tuning" | "candidate" if value.is_empty() => Ok(()),
             "target" => {
                 self.target = Some(value.parse()?);
                 Ok(())
@@ -194,15 +220,14 @@ fn row_reduction(op: OperationRef) -> Option<RowReduction> {
     if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
         return None;
     }
-    let iterators = op.attribute("iterator_types").ok()?.to_string();
-    let reductions = iterators.matches("reduction").count();
-    let dims = iterators.matches("parallel").count() + reductions;
-    if reductions != 1
-        || !iterators
-            .trim_end_matches(']')
-            .trim_end()
-            .ends_with("reduction>")
-    {
+    use crate::ir::affine::IteratorType;
+    let iterators = crate::ir::affine::iterator_types(op)?;
+    let dims = iterators.len();
+    let reductions = iterators
+        .iter()
+        .filter(|t| **t == IteratorType::Reduction)
+        .count();
+    if reductions != 1 || iterators.last() != Some(&IteratorType::Reduction) {
         return None;
     }
     let result = StaticTensor::of(op.result(0).ok()?.r#type())?;
@@ -313,10 +338,9 @@ impl TccPass for ConfigureKernels {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         options: &ConfigureOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let target = options.target.unwrap_or_else(|| {
             module
                 .attribute(TARGET)
@@ -338,7 +362,8 @@ impl TccPass for ConfigureKernels {
             strategy::set(context, &mut op, &strategy)
                 .map_err(|e| PassError::at(op.location(), e))?;
         }
-        root.set_discardable_attribute(TARGET, StringAttribute::new(context, target.name()).into());
+        let name = StringAttribute::new(context, target.name()).into();
+        crate::ir::util::set_discardable_attribute(module, TARGET, name);
         Ok(())
     }
 }

@@ -4,7 +4,7 @@
 //! local memory) rather than the four of its TOSA expansion. Other layer
 //! norms are left to `tcc-decompose-composites`.
 
-use melior::ir::operation::OperationRefMut;
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass, replace_each};
 use crate::patterns::is_last_axis_f32;
@@ -22,7 +22,7 @@ impl TccPass for ConvertLayerNormToRows {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         replace_each(root, "tcc.layer_norm", is_last_axis_f32, |op| {

@@ -4,7 +4,7 @@
 //! then one kernel rather than the four of its elementwise expansion).
 //! Other softmaxes are left to `tcc-decompose-composites`.
 
-use melior::ir::operation::OperationRefMut;
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass, replace_each};
 use crate::patterns::is_last_axis_f32;
@@ -22,7 +22,7 @@ impl TccPass for ConvertSoftmaxToLinalg {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         replace_each(root, "tcc.softmax", is_last_axis_f32, |op| {

@@ -9,7 +9,7 @@
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{Value, ValueLike};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::patterns::decompose_composites as expand;
 
@@ -34,7 +34,12 @@ pub struct DecomposeOptions {
 }
 
 impl PassOptions for DecomposeOptions {
-    const NAMES: &'static [&'static str] = &["ops"];
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "ops",
+        kind: PassOptionKind::String,
+        default: "",
+        description: "Composite ops to expand, e.g. {softmax,gelu} (empty: all)",
+    }];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -68,7 +73,7 @@ impl TccPass for DecomposeComposites {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         options: &DecomposeOptions,
     ) -> Result<(), PassError<'c>> {
         let mut targets: Vec<(OperationRef<'c, 'c>, Expansion)> = Vec::new();

@@ -5,7 +5,7 @@
 //! pass makes the allocation a view of the output argument instead
 //! (`patterns::output_copy`), so the producer writes the output in place.
 
-use melior::ir::operation::OperationRefMut;
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
 use crate::patterns::output_copy::elide_output_copy;
@@ -22,7 +22,7 @@ impl TccPass for ElideOutputCopies {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         for_each_body_op(root, |op| elide_output_copy(context, op).map(|_| ()))

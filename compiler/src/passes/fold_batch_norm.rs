@@ -10,7 +10,7 @@
 //! that is not constant, a producer with other users, or a shift before a
 //! matmul are left alone (and compile unfused).
 
-use melior::ir::operation::OperationRefMut;
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
 use crate::patterns::batch_norm::fold_into_producer;
@@ -27,7 +27,7 @@ impl TccPass for FoldBatchNorm {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         // In program order: after `mul` folds, the `add` behind it sees the

@@ -10,7 +10,7 @@
 //! tosa-to-linalg-named, whose filter transposes it folds into
 //! `arith.constant`s.
 
-use melior::ir::operation::OperationRefMut;
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
 use crate::patterns::constant_fold::{evaluate, replace_with_constant};
@@ -28,7 +28,7 @@ impl TccPass for FoldConstants {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         // Program order: a folded op's constant is seen by its users.

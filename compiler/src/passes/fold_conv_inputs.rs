@@ -25,10 +25,10 @@
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::config::PoolFolding;
 use crate::ir::util::{collect_ops, erase_op, is_unused};
 use crate::patterns::conv_inputs::{plan, rewrite};
@@ -51,7 +51,12 @@ impl Default for FoldConvInputsOptions {
 }
 
 impl PassOptions for FoldConvInputsOptions {
-    const NAMES: &'static [&'static str] = &["pools"];
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "pools",
+        kind: PassOptionKind::String,
+        default: "all",
+        description: "Which max/sum pools feeding a 1x1 convolution to fold into its loads: none, strided or all",
+    }];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -74,10 +79,9 @@ impl TccPass for FoldConvInputs {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         options: &FoldConvInputsOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // One rewrite at a time: a rewrite erases ops another plan may
         // refer to (a pooling whose producer was a convolution's output).
         // Rewritten ops are generics, which `plan` never takes again.

@@ -10,7 +10,7 @@
 //! elsewhere, a strided or rank-reducing slice and a non-constant pad
 //! value are left alone.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
@@ -29,10 +29,9 @@ impl TccPass for FoldPadSlices {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // One rewrite at a time: a rewrite erases ops another plan holds.
         // Rewritten generics read no slices any more, so this ends.
         while let Some(plan) = collect_ops(root).into_iter().find_map(plan) {

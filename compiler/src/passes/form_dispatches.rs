@@ -127,10 +127,9 @@ impl TccPass for FormDispatches {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let mut index = 0;
         let functions: Vec<_> = ops_named(module, "func.func");
         for function in &functions {

@@ -12,9 +12,9 @@
 //! buffer each. The phase pipeline passes the target's cap
 //! (`Target::max_fused_ops`); 0 means no cap, upstream's behaviour.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 
 pub struct FuseElementwise;
 
@@ -25,7 +25,12 @@ pub struct FuseElementwiseOptions {
 }
 
 impl PassOptions for FuseElementwiseOptions {
-    const NAMES: &'static [&'static str] = &["max-ops"];
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "max-ops",
+        kind: PassOptionKind::Int,
+        default: "0",
+        description: "The most operations one fused body may hold (0: no cap)",
+    }];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -53,10 +58,9 @@ impl TccPass for FuseElementwise {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         options: &FuseElementwiseOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         if !unsafe { tcc_dialects::fuse_elementwise(root.to_raw(), options.max_ops) } {
             return Err(PassError::at(
                 root.location(),

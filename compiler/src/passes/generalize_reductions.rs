@@ -10,7 +10,7 @@
 //! reduction qualifies for the row template. Contractions and
 //! convolutions stay named: the GEMM template matches them by name.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{collect_ops, op_name};
@@ -26,10 +26,9 @@ impl TccPass for GeneralizeReductions {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Collect first: generalizing replaces ops.
         let reductions: Vec<_> = collect_ops(root)
             .into_iter()

@@ -9,7 +9,7 @@
 //! and each work-item reduces one output element. Kernel attributes
 //! (`tcc.kernel`, `tcc.kind`) survive the rewrite.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
@@ -26,10 +26,9 @@ impl TccPass for HoistParallelDims {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Collect first: generalizing replaces ops.
         let ops: Vec<_> = collect_ops(root)
             .into_iter()

@@ -5,7 +5,7 @@
 //! by the back end and keep their linalg ops. The mapping pass then
 //! places the parallel nests onto work-items.
 
-use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::strategy::{self, KernelStrategy};
@@ -23,10 +23,9 @@ impl TccPass for LowerKernelLoops {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Kernels instantiated from a template keep their linalg ops.
         let kernels: Vec<_> = collect_ops(module)
             .into_iter()

@@ -218,10 +218,9 @@ impl TccPass for MapLoopsToWorkItems {
     fn run<'c>(
         &self,
         context: &'c Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Collect first: mapping destroys ops that a lazy walk would visit.
         let kernels: Vec<_> = ops_named(module, "gpu.func");
         for kernel in kernels {

@@ -11,12 +11,13 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use melior::ir::Location;
-use melior::ir::operation::{OperationLike, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 use melior::{Context, ContextRef};
 use mlir_sys::{
     MlirLogicalResult, MlirOperation, MlirStringCallback, MlirStringRef, mlirEmitError,
 };
 use tcc_dialects::RustPassRegistration;
+pub use tcc_dialects::{PassOptionInfo, PassOptionKind};
 
 /// An error that a pass reports: a message, and where in the IR it applies.
 #[derive(Debug)]
@@ -34,10 +35,17 @@ impl<'c> PassError<'c> {
     }
 }
 
+impl<'c> From<crate::ir::operand::IrError<'c>> for PassError<'c> {
+    fn from(error: crate::ir::operand::IrError<'c>) -> Self {
+        Self::at(error.location, error.message)
+    }
+}
+
 /// Options of a pass, parsed from `key=value` pairs separated by spaces.
 pub trait PassOptions: Default {
-    /// Every option's name, for error messages.
-    const NAMES: &'static [&'static str] = &[];
+    /// Every option: its name, kind, default and description (for error
+    /// messages, `tcc-opt --help` and printed pipelines).
+    const OPTIONS: &'static [PassOptionInfo] = &[];
     /// Sets one option; returns a message when the key or value is wrong.
     fn set(&mut self, key: &str, value: &str) -> Result<(), String>;
 }
@@ -64,11 +72,13 @@ pub trait TccPass: Sync + 'static {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &[];
     type Options: PassOptions;
 
-    /// Runs on `op`. `context` is the op's context (borrowed for the run).
+    /// Runs on `root`, the op the pass manager runs it on. `context` is the
+    /// op's context; both are valid for the whole run, so ops found under
+    /// `root` may be kept as `OperationRef<'c, 'c>`.
     fn run<'c>(
         &self,
         context: &'c Context,
-        op: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         options: &Self::Options,
     ) -> Result<(), PassError<'c>>;
 }
@@ -78,11 +88,10 @@ pub trait TccPass: Sync + 'static {
 /// rewrite may erase the op it is given and insert new ones, but not touch
 /// ops after it).
 pub fn for_each_body_op<'c>(
-    root: &OperationRefMut<'c, 'c>,
-    mut rewrite: impl FnMut(melior::ir::operation::OperationRef<'c, 'c>) -> Result<(), PassError<'c>>,
+    root: OperationRef<'c, 'c>,
+    mut rewrite: impl FnMut(OperationRef<'c, 'c>) -> Result<(), PassError<'c>>,
 ) -> Result<(), PassError<'c>> {
-    let module = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
-    for function in crate::ir::util::ops_named(module, "func.func") {
+    for function in crate::ir::util::ops_named(root, "func.func") {
         for op in crate::ir::util::body_ops(function) {
             rewrite(op)?;
         }
@@ -94,14 +103,11 @@ pub fn for_each_body_op<'c>(
 /// value `build` creates in front of it (composite ops turned into their
 /// one-kernel forms).
 pub fn replace_each<'c>(
-    root: &OperationRefMut<'c, 'c>,
+    root: OperationRef<'c, 'c>,
     name: &str,
-    select: impl Fn(melior::ir::operation::OperationRef<'c, 'c>) -> bool,
-    mut build: impl FnMut(
-        melior::ir::operation::OperationRef<'c, 'c>,
-    ) -> Result<melior::ir::Value<'c, 'c>, PassError<'c>>,
+    select: impl Fn(OperationRef<'c, 'c>) -> bool,
+    mut build: impl FnMut(OperationRef<'c, 'c>) -> Result<melior::ir::Value<'c, 'c>, PassError<'c>>,
 ) -> Result<(), PassError<'c>> {
-    let root = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
     let targets: Vec<_> = crate::ir::util::collect_ops(root)
         .into_iter()
         .filter(|op| crate::ir::util::op_name(op) == name && select(*op))
@@ -180,10 +186,11 @@ pub fn parse_options<O: PassOptions>(text: &str) -> Result<O, String> {
     let mut options = O::default();
     for (key, value) in split_options(text)? {
         options.set(&key, &value).map_err(|message| {
-            if O::NAMES.is_empty() || O::NAMES.contains(&key.as_str()) {
+            if O::OPTIONS.is_empty() || O::OPTIONS.iter().any(|o| o.name == key) {
                 message
             } else {
-                format!("{message}; known options: {}", O::NAMES.join(", "))
+                let names: Vec<_> = O::OPTIONS.iter().map(|o| o.name).collect();
+                format!("{message}; known options: {}", names.join(", "))
             }
         })?;
     }
@@ -247,6 +254,24 @@ unsafe extern "C" fn check_options_trampoline<P: TccPass>(
     }
 }
 
+unsafe extern "C" fn split_options_trampoline(
+    options: MlirStringRef,
+    pair: tcc_dialects::OptionPairFn,
+    user_data: *mut c_void,
+) -> MlirLogicalResult {
+    let Ok(pairs) = split_options(&string_of(options)) else {
+        return FAILURE;
+    };
+    for (key, value) in pairs {
+        let text = |s: &str| MlirStringRef {
+            data: s.as_ptr() as *const _,
+            length: s.len(),
+        };
+        unsafe { pair(text(&key), text(&value), user_data) };
+    }
+    SUCCESS
+}
+
 unsafe extern "C" fn run_trampoline<P: TccPass>(
     pass: *const c_void,
     options: MlirStringRef,
@@ -255,12 +280,14 @@ unsafe extern "C" fn run_trampoline<P: TccPass>(
     let pass = unsafe { &*(pass as *const P) };
     let context_ref = unsafe { ContextRef::from_raw(mlir_sys::mlirOperationGetContext(raw)) };
     let context: &Context = unsafe { context_ref.to_ref() };
-    let mut op = unsafe { OperationRefMut::from_raw(raw) };
-    let op_location = op.location().to_raw();
+    // The pass manager keeps `raw` alive for the whole run: this is the one
+    // place where a pass's root gets its `'c` lifetime.
+    let root = unsafe { OperationRef::from_raw(raw) };
+    let op_location = root.location().to_raw();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let options = parse_options::<P::Options>(&string_of(options))
             .map_err(|message| (None, format!("{}: {message}", P::ARGUMENT)))?;
-        pass.run(context, &mut op, &options)
+        pass.run(context, root, &options)
             .map_err(|e| (e.location.map(|l| l.to_raw()), e.message))
     }));
     let failure = match outcome {
@@ -286,9 +313,11 @@ pub fn register<P: TccPass>(pass: &'static P) {
         summary: P::SUMMARY,
         anchor: P::ANCHOR,
         dependent_dialects: P::DEPENDENT_DIALECTS,
+        options: <P::Options as PassOptions>::OPTIONS,
         pass: pass as *const P as *const c_void,
         check_options: check_options_trampoline::<P>,
         run: run_trampoline::<P>,
+        split_options: split_options_trampoline,
     });
 }
 

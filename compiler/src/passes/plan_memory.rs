@@ -42,7 +42,7 @@ use melior::ir::operation::{
 use melior::ir::r#type::{IntegerType, MemRefType};
 use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, TypeLike, Value, ValueLike};
 
-use super::pass::{PassError, PassOptions, TccPass};
+use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::ir::util::{body_ops, body_ops_named, op_name, users};
 
 pub struct PlanMemory;
@@ -76,7 +76,12 @@ impl Default for PlanOptions {
 }
 
 impl PassOptions for PlanOptions {
-    const NAMES: &'static [&'static str] = &["alignment"];
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "alignment",
+        kind: PassOptionKind::Int,
+        default: "4096",
+        description: "Byte alignment of every arena offset (a power of two up to 1048576)",
+    }];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -496,10 +501,9 @@ impl TccPass for PlanMemory {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         options: &PlanOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         for function in body_ops_named(module, "func.func") {
             plan_function(context, function, options.alignment)?;
         }

@@ -21,7 +21,7 @@
 //! (so that operands meeting at an op agree again), then turns unit-dim
 //! transposes into reshapes.
 
-use melior::ir::operation::{OperationRef, OperationRefMut};
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{body_ops, ops_named};
@@ -47,10 +47,9 @@ impl TccPass for PropagateLayout {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         for function in ops_named(module, "func.func") {
             for _ in 0..MAX_SWEEPS {
                 let mut changed = false;

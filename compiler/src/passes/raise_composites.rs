@@ -19,7 +19,7 @@
 //! it is the same function, and the composite computes it in the
 //! overflow-safe shifted form.
 
-use melior::ir::operation::{OperationRef, OperationRefMut};
+use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::util::{collect_ops, op_name};
@@ -38,10 +38,9 @@ impl TccPass for RaiseComposites {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         // Layer norms first: their mean/variance reductions never look like
         // a softmax, but rewriting one erases ops, so each kind is matched
         // on a fresh walk.

@@ -49,10 +49,9 @@ impl TccPass for RecordInterface {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         for function in body_ops_named(module, "func.func") {
             if function.attribute(NUM_OUTPUTS_ATTR).is_ok() {
                 continue;

@@ -8,7 +8,7 @@
 //! Inception v1 (`(1 + a * sum)^-0.75`) spent 67 of its 72 ms in it.
 //! Exponents with no cheaper form are left alone.
 
-use melior::ir::operation::{OperationLike, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{NoOptions, PassError, TccPass};
 
@@ -24,7 +24,7 @@ impl TccPass for SimplifyMath {
     fn run<'c>(
         &self,
         _context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
         if unsafe { tcc_dialects::simplify_math(root.to_raw()) } {

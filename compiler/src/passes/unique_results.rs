@@ -24,10 +24,9 @@ impl TccPass for UniqueResults {
     fn run<'c>(
         &self,
         context: &'c melior::Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        root: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let root = unsafe { OperationRef::from_raw(root.to_raw()) };
         let returns: Vec<_> = ops_named(root, "func.return");
         for ret in returns {
             let location = ret.location();

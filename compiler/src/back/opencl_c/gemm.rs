@@ -135,27 +135,17 @@ fn filter_operand(
 }
 
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
-/// or the splat `dense<1> : tensor<2xi64>`.
+/// or the splat `dense<1> : tensor<2xi64>`; absent: 1.
 fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
-    let text = op
-        .attribute(name)
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "dense<1>".into());
-    let inner = text
-        .strip_prefix("dense<")
-        .and_then(|t| t.split('>').next())
-        .unwrap_or("1");
-    let values: Vec<i64> = inner
-        .trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .filter_map(|v| v.trim().parse().ok())
-        .collect();
-    match values.as_slice() {
-        [v] => Ok([*v, *v]),
-        [a, b] => Ok([*a, *b]),
+    let Ok(attribute) = op.attribute(name) else {
+        return Ok([1, 1]);
+    };
+    match crate::ir::dense::int_elements(attribute).as_deref() {
+        Some([v]) => Ok([*v, *v]),
+        Some([a, b]) => Ok([*a, *b]),
         _ => Err(CodegenError::at(
             &op,
-            format!("cannot read {name} = {text}"),
+            format!("cannot read {name} = {attribute}"),
         )),
     }
 }

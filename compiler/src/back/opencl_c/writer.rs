@@ -514,20 +514,8 @@ impl KernelWriter {
             .ok()
             .and_then(string_value)
             .unwrap_or_default();
-        let workgroup = kernel
-            .attribute("known_block_size")
-            .ok()
-            .map(|a| a.to_string())
-            .and_then(|text| {
-                let numbers: Vec<i64> = text
-                    .split(':')
-                    .nth(1)?
-                    .trim_end_matches('>')
-                    .split(',')
-                    .filter_map(|s| s.trim().parse().ok())
-                    .collect();
-                (numbers.len() == 3).then(|| [numbers[0], numbers[1], numbers[2]])
-            })
+        let workgroup = crate::ir::dense::int_array_attribute(kernel, "known_block_size")
+            .and_then(|sizes| <[i64; 3]>::try_from(sizes).ok())
             .ok_or_else(|| {
                 CodegenError::at(
                     &kernel,

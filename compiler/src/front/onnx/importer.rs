@@ -501,25 +501,43 @@ pub fn import_model(
     imp.e.set_location("graph outputs");
     let mut results = Vec::new();
     let mut outputs = Vec::new();
-    for info in &graph.output {
-        let Some(value) = values.get(&info.name).cloned() else {
-            bail!("graph output '{}' is not defined", info.name)
+    // The graph outputs, then (when asked) the float tensors the nodes
+    // compute, which have no declared types.
+    let mut returned: Vec<(&str, Option<&ValueInfoProto>)> = graph
+        .output
+        .iter()
+        .map(|info| (info.name.as_str(), Some(info)))
+        .collect();
+    if options.expose_intermediates {
+        let mut seen: HashSet<&str> = returned.iter().map(|(name, _)| *name).collect();
+        for (_, proto) in &order {
+            for name in proto.output.iter().filter(|n| !n.is_empty()) {
+                if matches!(values.get(name), Some(Value::Tensor(v)) if v.dtype() == DType::F32)
+                    && seen.insert(name.as_str())
+                {
+                    returned.push((name.as_str(), None));
+                }
+            }
+        }
+    }
+    for (name, declared) in returned {
+        let Some(value) = values.get(name).cloned() else {
+            bail!("graph output '{name}' is not defined")
         };
         let ty = value.ty();
         if !ty.dtype.in_graph() {
             bail!(
-                "graph output '{}' has element type {}, which tcc does not support",
-                info.name,
+                "graph output '{name}' has element type {}, which tcc does not support",
                 ty.dtype
             );
         }
-        if let Ok((code, dims, _)) = declared_type(info) {
+        if let Some(Ok((code, dims, _))) = declared.map(declared_type) {
             if let Some(declared) = DType::from_onnx(code).map(|d| imp.graph_dtype(d))
                 && declared != ty.dtype
             {
                 bail!(
                     "graph output '{}': the importer inferred {ty} but the model declares element type {declared}",
-                    info.name
+                    name
                 );
             }
             // Under a batch override a declared leading batch follows it.
@@ -539,7 +557,7 @@ pub fn import_model(
                     .collect();
                 bail!(
                     "graph output '{}': the importer inferred {ty} but the model declares shape [{}]",
-                    info.name,
+                    name,
                     declared.join(", ")
                 );
             }
@@ -549,7 +567,7 @@ pub fn import_model(
             v = imp.e.unary("tosa.identity", &v);
         }
         outputs.push(IoInfo {
-            name: info.name.clone(),
+            name: name.to_string(),
             ty: ty.clone(),
         });
         results.push(v);

@@ -40,6 +40,9 @@ pub struct ImportOptions {
     pub input_shapes: Vec<(String, Vec<i64>)>,
     /// The name of the imported function.
     pub function_name: String,
+    /// Also return every float32 tensor that a node computes at run time,
+    /// after the graph outputs (`tcc profile` records their ranges).
+    pub expose_intermediates: bool,
 }
 
 impl Default for ImportOptions {
@@ -49,6 +52,7 @@ impl Default for ImportOptions {
             demote_f64: false,
             input_shapes: Vec::new(),
             function_name: "main".into(),
+            expose_intermediates: false,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! split again where fusing them would race).
 
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Type, TypeLike, Value, ValueLike};
+use melior::ir::{TypeLike, Value, ValueLike};
 
 use super::capture::{raw_key, view_chain};
 use crate::ir::attr_names::KERNEL;
@@ -26,23 +26,11 @@ pub(in crate::passes) fn is_kernel_op(op: OperationRef) -> bool {
     dialect_of(&name) == "linalg" || name == "memref.copy" || name == "tcc.layer_norm_rows"
 }
 
-/// Whether a memref type has the identity layout (a whole, dense buffer).
-fn is_identity_memref(ty: Type) -> bool {
-    let raw = ty.to_raw();
-    unsafe {
-        mlir_sys::mlirTypeIsAMemRef(raw) && {
-            let layout = mlir_sys::mlirMemRefTypeGetLayout(raw);
-            mlir_sys::mlirAttributeIsAAffineMap(layout)
-                && mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirAffineMapAttrGetValue(layout))
-        }
-    }
-}
-
 /// A whole-buffer copy stays on the host (the runtime's buffer copy).
 pub(in crate::passes) fn is_host_copy(op: OperationRef) -> bool {
     op_name(&op) == "memref.copy"
         && op.operands().all(|v| {
-            is_identity_memref(v.r#type())
+            crate::ir::memref::has_identity_layout(v.r#type())
                 && crate::ir::util::defining_op(v)
                     .is_none_or(|d| !VIEW_OPS.contains(&op_name(&d).as_str()))
         })

@@ -23,8 +23,8 @@ mod grouping;
 
 use melior::Context;
 use melior::ir::attribute::Attribute;
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::{BlockLike, BlockRef, RegionLike};
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{BlockLike, BlockRef, RegionLike, TypeLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::ir::attr_names::{KIND, STRATEGY};
@@ -51,7 +51,14 @@ fn check_bufferized<'c>(
         let on_tensors = function
             .attribute("function_type")
             .ok()
-            .is_some_and(|ty| ty.to_string().contains("tensor<"));
+            .and_then(|a| melior::ir::attribute::TypeAttribute::try_from(a).ok())
+            .and_then(|a| melior::ir::r#type::FunctionType::try_from(a.value()).ok())
+            .is_some_and(|ty| {
+                (0..ty.input_count())
+                    .filter_map(|i| ty.input(i).ok())
+                    .chain((0..ty.result_count()).filter_map(|i| ty.result(i).ok()))
+                    .any(|t| t.is_tensor())
+            });
         if on_tensors {
             let name = function
                 .attribute("sym_name")
@@ -87,10 +94,9 @@ impl TccPass for OutlineKernels {
     fn run<'c>(
         &self,
         context: &'c Context,
-        root: &mut OperationRefMut<'c, 'c>,
+        module: OperationRef<'c, 'c>,
         _options: &NoOptions,
     ) -> Result<(), PassError<'c>> {
-        let module = unsafe { OperationRef::from_raw(root.to_raw()) };
         let location = module.location();
         let functions: Vec<_> = body_ops_named(module, "func.func");
         check_bufferized(module, &functions)?;
@@ -163,7 +169,8 @@ impl TccPass for OutlineKernels {
             }
         }
         if kernel_block.is_some() {
-            root.set_discardable_attribute("gpu.container_module", Attribute::unit(context));
+            let unit = Attribute::unit(context);
+            crate::ir::util::set_discardable_attribute(module, "gpu.container_module", unit);
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 pub mod elementwise;
 pub mod nn;
 pub mod pool;
+pub mod quant;
 pub mod reduce;
 pub mod shape;
 
@@ -33,9 +34,11 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvInteger",
     "ConvTranspose",
     "Cos",
     "DepthToSpace",
+    "DequantizeLinear",
     "Div",
     "Dropout",
     "Elu",
@@ -64,6 +67,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LogSoftmax",
     "LRN",
     "MatMul",
+    "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
@@ -76,6 +80,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Pad",
     "Pow",
     "PRelu",
+    "QLinearConv",
+    "QLinearMatMul",
+    "QuantizeLinear",
     "Range",
     "Reciprocal",
     "ReduceL1",
@@ -168,6 +175,13 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Softmax" | "LogSoftmax" => nn::softmax(imp, node),
         "MaxPool" | "AveragePool" => pool::pool(imp, node),
         "GlobalAveragePool" | "GlobalMaxPool" => pool::global_pool(imp, node),
+        // Quantized operators (as float computation, see quant.rs).
+        "DequantizeLinear" => quant::dequantize_linear(imp, node),
+        "QuantizeLinear" => quant::quantize_linear(imp, node),
+        "QLinearConv" => quant::qlinear_conv(imp, node),
+        "QLinearMatMul" => quant::qlinear_matmul(imp, node),
+        "MatMulInteger" => quant::matmul_integer(imp, node),
+        "ConvInteger" => quant::conv_integer(imp, node),
         // Reductions.
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
         | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSumExp" => reduce::reduce(imp, node),
