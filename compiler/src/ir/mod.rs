@@ -5,6 +5,7 @@ pub mod attr_names;
 pub mod constant;
 pub mod contraction;
 pub mod dense;
+pub mod element_type;
 pub mod memref;
 pub mod operand;
 pub mod strategy;
