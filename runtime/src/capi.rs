@@ -17,17 +17,26 @@
 //!   asynchronous call (`tcc_session_run_async`) runs on a worker thread
 //!   and is joined by `tcc_call_wait` (this runtime has no asynchronous
 //!   queue API; the handle API stays the same when it gets one).
+//!
+//! This module holds the statuses, the C types, the argument helpers and
+//! the version, device and runtime entry points; `registry` the handles,
+//! `models` the model entry points, `calls` the session and call ones.
+
+mod calls;
+mod models;
+mod registry;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::thread::JoinHandle;
 
-use crate::artifact::LinkedSymbols;
-use crate::{DType, DeviceSelector, Error, HostTensor, Model, Runtime, Session};
+pub use calls::*;
+pub use models::*;
+use registry::{Object, RuntimeObject, register, runtime_of};
+
+use crate::{DeviceSelector, Error, Runtime};
 
 /// `enum tcc_status`.
 pub type TccStatus = c_int;
@@ -121,11 +130,7 @@ fn guard(body: impl FnOnce() -> CResult<()>) -> TccStatus {
             status
         }
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let what = crate::error::panic_message(panic.as_ref());
             set_last_error(&format!("internal error in tcc (please report): {what}"));
             TCC_ERROR_INTERNAL
         }
@@ -133,142 +138,60 @@ fn guard(body: impl FnOnce() -> CResult<()>) -> TccStatus {
 }
 
 // ---------------------------------------------------------------------------
-// The handle registry.
-
-struct RuntimeObject {
-    runtime: Runtime,
-    device: CString,
-}
-
-struct TensorInfo {
-    name: CString,
-    dtype: u32,
-    shape: Vec<i64>,
-    bytes: u64,
-}
-
-struct FunctionObject {
-    name: CString,
-    inputs: Vec<TensorInfo>,
-    outputs: Vec<TensorInfo>,
-}
-
-struct ModelObject {
-    model: Model,
-    producer: CString,
-    functions: Vec<FunctionObject>,
-}
-
-struct SessionObject {
-    session: Mutex<Session>,
-    model: Arc<ModelObject>,
-}
-
-struct CallObject {
-    worker: Mutex<Option<JoinHandle<CResult<()>>>>,
-    done: Arc<AtomicBool>,
-}
-
-#[derive(Clone)]
-enum Object {
-    Runtime(Arc<RuntimeObject>),
-    Model(Arc<ModelObject>),
-    Session(Arc<SessionObject>),
-    Call(Arc<CallObject>),
-}
-
-impl Object {
-    fn kind(&self) -> &'static str {
-        match self {
-            Object::Runtime(_) => "runtime",
-            Object::Model(_) => "model",
-            Object::Session(_) => "session",
-            Object::Call(_) => "call",
-        }
-    }
-}
-
-fn registry() -> &'static Mutex<HashMap<u64, Object>> {
-    static REGISTRY: OnceLock<Mutex<HashMap<u64, Object>>> = OnceLock::new();
-    REGISTRY.get_or_init(Default::default)
-}
-
-/// Ids are spaced by 16 and start far from 0, so that they look like (but
-/// are never used as) aligned pointers and small integers are never valid.
-static NEXT_ID: AtomicU64 = AtomicU64::new(0x7cc0_0000_1000);
-
-fn register(object: Object) -> *mut c_void {
-    let id = NEXT_ID.fetch_add(16, Ordering::Relaxed);
-    registry()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(id, object);
-    id as usize as *mut c_void
-}
-
-fn lookup(handle: *const c_void, kind: &'static str, remove: bool) -> CResult<Object> {
-    if handle.is_null() {
-        return Err(Failure(
-            TCC_ERROR_NULL_ARGUMENT,
-            format!("the {kind} handle is NULL"),
-        ));
-    }
-    let id = handle as usize as u64;
-    let mut map = registry().lock().unwrap_or_else(PoisonError::into_inner);
-    match map.get(&id) {
-        Some(object) if object.kind() == kind => {
-            let object = object.clone();
-            if remove {
-                map.remove(&id);
-            }
-            Ok(object)
-        }
-        Some(other) => Err(Failure(
-            TCC_ERROR_INVALID_HANDLE,
-            format!("expected a {kind} handle, got a {} handle", other.kind()),
-        )),
-        None => Err(Failure(
-            TCC_ERROR_INVALID_HANDLE,
-            format!("invalid {kind} handle {handle:p}: already freed, or never created"),
-        )),
-    }
-}
-
-macro_rules! getter {
-    ($name:ident, $variant:ident, $t:ty, $kind:literal) => {
-        fn $name(handle: *const c_void, remove: bool) -> CResult<Arc<$t>> {
-            match lookup(handle, $kind, remove)? {
-                Object::$variant(x) => Ok(x),
-                _ => unreachable!("lookup checks the kind"),
-            }
-        }
-    };
-}
-getter!(runtime_of, Runtime, RuntimeObject, "runtime");
-getter!(model_of, Model, ModelObject, "model");
-getter!(session_of, Session, SessionObject, "session");
-getter!(call_of, Call, CallObject, "call");
-
-// ---------------------------------------------------------------------------
 // Argument helpers.
 
-fn out_ptr<T>(p: *mut T, what: &str) -> CResult<&'static mut T> {
+/// `TCC_ERROR_NULL_ARGUMENT` when `p` is NULL ("`what` is NULL").
+fn non_null<T>(p: *const T, what: &str) -> CResult<()> {
     if p.is_null() {
         return Err(Failure(TCC_ERROR_NULL_ARGUMENT, format!("{what} is NULL")));
     }
+    Ok(())
+}
+
+fn out_ptr<T>(p: *mut T, what: &str) -> CResult<&'static mut T> {
+    non_null(p, what)?;
     // SAFETY: non-null; the caller promises a valid, writable pointer.
     Ok(unsafe { &mut *p })
 }
 
-fn c_str(p: *const c_char, what: &str) -> CResult<String> {
-    if p.is_null() {
-        return Err(Failure(TCC_ERROR_NULL_ARGUMENT, format!("{what} is NULL")));
+fn in_ptr<T>(p: *const T, what: &str) -> CResult<&'static T> {
+    non_null(p, what)?;
+    // SAFETY: non-null; the caller promises a valid pointer.
+    Ok(unsafe { &*p })
+}
+
+/// The slot a new handle is written to, set to NULL first so that C sees
+/// NULL when the call fails.
+fn handle_out(p: *mut *mut c_void, what: &str) -> CResult<&'static mut *mut c_void> {
+    let out = out_ptr(p, what)?;
+    *out = std::ptr::null_mut();
+    Ok(out)
+}
+
+/// Writes `value` through an optional out-pointer (NULL: not wanted).
+fn set_if_given<T>(p: *mut T, value: T) {
+    if !p.is_null() {
+        // SAFETY: non-null; the caller promises a valid, writable pointer.
+        unsafe { *p = value };
     }
+}
+
+fn c_str(p: *const c_char, what: &str) -> CResult<String> {
+    non_null(p, what)?;
     // SAFETY: non-null; the caller promises a NUL-terminated string.
     unsafe { CStr::from_ptr(p) }
         .to_str()
         .map(str::to_owned)
         .map_err(|_| invalid(format!("{what} is not UTF-8")))
+}
+
+/// [`c_str`], or `default` when `p` is NULL.
+fn c_str_or(p: *const c_char, what: &str, default: &str) -> CResult<String> {
+    if p.is_null() {
+        Ok(default.to_string())
+    } else {
+        c_str(p, what)
+    }
 }
 
 fn c_string(s: &str) -> CString {
@@ -315,14 +238,8 @@ pub extern "C" fn tcc_version() -> *const c_char {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn tcc_artifact_abi_range(min: *mut u32, max: *mut u32) {
-    if !min.is_null() {
-        // SAFETY: non-null, caller-provided.
-        unsafe { *min = crate::abi::TCC_ABI_VERSION_MIN };
-    }
-    if !max.is_null() {
-        // SAFETY: as above.
-        unsafe { *max = crate::abi::TCC_ABI_VERSION };
-    }
+    set_if_given(min, crate::abi::TCC_ABI_VERSION_MIN);
+    set_if_given(max, crate::abi::TCC_ABI_VERSION);
 }
 
 #[unsafe(no_mangle)]
@@ -351,20 +268,14 @@ pub extern "C" fn tcc_device_name(
         })?;
         let name = format!("{} ({})", device.name, device.platform_name);
         let bytes = name.as_bytes();
-        if !needed.is_null() {
-            // SAFETY: non-null, caller-provided.
-            unsafe { *needed = bytes.len() + 1 };
-        }
+        set_if_given(needed, bytes.len() + 1);
         if size > 0 {
-            if buffer.is_null() {
-                return Err(Failure(TCC_ERROR_NULL_ARGUMENT, "buffer is NULL".into()));
-            }
+            non_null(buffer, "buffer")?;
             let n = bytes.len().min(size - 1);
             // SAFETY: the caller promises `size` writable bytes at `buffer`.
-            unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buffer as *mut u8, n);
-                *buffer.add(n) = 0;
-            }
+            let dst = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), size) };
+            dst[..n].copy_from_slice(&bytes[..n]);
+            dst[n] = 0;
         }
         Ok(())
     })
@@ -395,8 +306,7 @@ fn shared_runtime(selector: DeviceSelector) -> CResult<Runtime> {
 }
 
 fn create_runtime(selector: DeviceSelector, out: *mut *mut c_void) -> CResult<()> {
-    let out = out_ptr(out, "out")?;
-    *out = std::ptr::null_mut();
+    let out = handle_out(out, "out")?;
     let runtime = shared_runtime(selector)?;
     let device = c_string(&runtime.device().summary());
     *out = register(Object::Runtime(Arc::new(RuntimeObject { runtime, device })));
@@ -442,559 +352,4 @@ pub extern "C" fn tcc_runtime_device(
 #[unsafe(no_mangle)]
 pub extern "C" fn tcc_runtime_free(runtime: *mut c_void) -> TccStatus {
     guard(|| runtime_of(runtime, true).map(drop))
-}
-
-// ---------------------------------------------------------------------------
-// Models.
-
-fn tensor_infos(descs: &[crate::TensorDesc]) -> Vec<TensorInfo> {
-    descs
-        .iter()
-        .map(|d| TensorInfo {
-            name: c_string(&d.name),
-            dtype: d.dtype.to_abi(),
-            shape: d.shape.iter().map(|&x| x as i64).collect(),
-            bytes: d.byte_size() as u64,
-        })
-        .collect()
-}
-
-fn register_model(model: Model, out: &mut *mut c_void) {
-    let functions = model
-        .functions()
-        .iter()
-        .map(|f| FunctionObject {
-            name: c_string(&f.name),
-            inputs: tensor_infos(&f.inputs),
-            outputs: tensor_infos(&f.outputs),
-        })
-        .collect();
-    let producer = c_string(model.producer());
-    *out = register(Object::Model(Arc::new(ModelObject {
-        model,
-        producer,
-        functions,
-    })));
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_load_file(path: *const c_char, out: *mut *mut c_void) -> TccStatus {
-    guard(|| {
-        let out = out_ptr(out, "out")?;
-        *out = std::ptr::null_mut();
-        let path = c_str(path, "path")?;
-        register_model(Model::load(&path)?, out);
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_load_memory(
-    data: *const c_void,
-    bytes: usize,
-    label: *const c_char,
-    out: *mut *mut c_void,
-) -> TccStatus {
-    guard(|| {
-        let out = out_ptr(out, "out")?;
-        *out = std::ptr::null_mut();
-        if data.is_null() {
-            return Err(Failure(TCC_ERROR_NULL_ARGUMENT, "data is NULL".into()));
-        }
-        let label = if label.is_null() {
-            "<model in memory>".to_string()
-        } else {
-            c_str(label, "label")?
-        };
-        // SAFETY: the caller promises `bytes` readable bytes at `data`.
-        let slice = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
-        register_model(Model::load_bytes(slice, &label)?, out);
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_load_linked(
-    linked: *const TccLinkedModel,
-    out: *mut *mut c_void,
-) -> TccStatus {
-    guard(|| {
-        let out = out_ptr(out, "out")?;
-        *out = std::ptr::null_mut();
-        if linked.is_null() {
-            return Err(Failure(TCC_ERROR_NULL_ARGUMENT, "model is NULL".into()));
-        }
-        // SAFETY: non-null, caller-provided.
-        let linked = unsafe { &*linked };
-        let name = if linked.name.is_null() {
-            "model".to_string()
-        } else {
-            c_str(linked.name, "name")?
-        };
-        let describe = linked.artifact.ok_or_else(|| {
-            Failure(
-                TCC_ERROR_NULL_ARGUMENT,
-                "the model's artifact function is NULL".into(),
-            )
-        })?;
-        let symbols = LinkedSymbols {
-            // SAFETY: the same signature, with the table type made opaque in
-            // the C API header.
-            describe: unsafe {
-                std::mem::transmute::<
-                    unsafe extern "C" fn() -> *const c_void,
-                    crate::abi::TccArtifactV1Fn,
-                >(describe)
-            },
-            flops: linked.kernel_flops,
-            ptx: linked.kernel_ptx,
-            metadata: linked.metadata,
-        };
-        // SAFETY: the functions are a linked-in artifact's (the caller's
-        // promise, by way of TCC_LINKED_MODEL).
-        register_model(unsafe { Model::from_linked(&name, symbols) }?, out);
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_free(model: *mut c_void) -> TccStatus {
-    guard(|| model_of(model, true).map(drop))
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_producer(
-    model: *const c_void,
-    producer: *mut *const c_char,
-) -> TccStatus {
-    guard(|| {
-        let model = model_of(model, false)?;
-        *out_ptr(producer, "producer")? = model.producer.as_ptr();
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_function_count(model: *const c_void, count: *mut usize) -> TccStatus {
-    guard(|| {
-        let model = model_of(model, false)?;
-        *out_ptr(count, "count")? = model.functions.len();
-        Ok(())
-    })
-}
-
-fn function_at(model: &ModelObject, index: usize) -> CResult<&FunctionObject> {
-    model.functions.get(index).ok_or_else(|| {
-        Failure(
-            TCC_ERROR_NOT_FOUND,
-            format!(
-                "no function {index}: the model has {} functions",
-                model.functions.len()
-            ),
-        )
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_function(
-    model: *const c_void,
-    index: usize,
-    name: *mut *const c_char,
-    num_inputs: *mut usize,
-    num_outputs: *mut usize,
-) -> TccStatus {
-    guard(|| {
-        let model = model_of(model, false)?;
-        let f = function_at(&model, index)?;
-        // SAFETY (the three writes): each pointer is checked non-null and
-        // is the caller's.
-        unsafe {
-            if !name.is_null() {
-                *name = f.name.as_ptr();
-            }
-            if !num_inputs.is_null() {
-                *num_inputs = f.inputs.len();
-            }
-            if !num_outputs.is_null() {
-                *num_outputs = f.outputs.len();
-            }
-        }
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_find_function(
-    model: *const c_void,
-    name: *const c_char,
-    index: *mut usize,
-) -> TccStatus {
-    guard(|| {
-        let model = model_of(model, false)?;
-        let name = c_str(name, "name")?;
-        let index = out_ptr(index, "index")?;
-        let wanted = model.model.function(&name)?.name.clone();
-        *index = model
-            .model
-            .functions()
-            .iter()
-            .position(|f| f.name == wanted)
-            .expect("found above");
-        Ok(())
-    })
-}
-
-fn tensor_info(
-    model: *const c_void,
-    function: usize,
-    index: usize,
-    info: *mut TccTensorInfo,
-    output: bool,
-) -> CResult<()> {
-    let model = model_of(model, false)?;
-    let f = function_at(&model, function)?;
-    let list = if output { &f.outputs } else { &f.inputs };
-    let kind = if output { "output" } else { "input" };
-    let t = list.get(index).ok_or_else(|| {
-        Failure(
-            TCC_ERROR_NOT_FOUND,
-            format!(
-                "no {kind} {index} of @{}: it has {}",
-                f.name.to_string_lossy(),
-                list.len()
-            ),
-        )
-    })?;
-    *out_ptr(info, "info")? = TccTensorInfo {
-        name: t.name.as_ptr(),
-        dtype: t.dtype,
-        rank: t.shape.len() as u32,
-        shape: t.shape.as_ptr(),
-        bytes: t.bytes,
-    };
-    Ok(())
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_input(
-    model: *const c_void,
-    function: usize,
-    index: usize,
-    info: *mut TccTensorInfo,
-) -> TccStatus {
-    guard(|| tensor_info(model, function, index, info, false))
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_model_output(
-    model: *const c_void,
-    function: usize,
-    index: usize,
-    info: *mut TccTensorInfo,
-) -> TccStatus {
-    guard(|| tensor_info(model, function, index, info, true))
-}
-
-// ---------------------------------------------------------------------------
-// Sessions and calls.
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_session_create(
-    runtime: *mut c_void,
-    model: *mut c_void,
-    out: *mut *mut c_void,
-) -> TccStatus {
-    guard(|| {
-        let out = out_ptr(out, "out")?;
-        *out = std::ptr::null_mut();
-        let runtime = runtime_of(runtime, false)?;
-        let model = model_of(model, false)?;
-        let session = runtime.runtime.session(&model.model)?;
-        *out = register(Object::Session(Arc::new(SessionObject {
-            session: Mutex::new(session),
-            model,
-        })));
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_session_free(session: *mut c_void) -> TccStatus {
-    guard(|| session_of(session, true).map(drop))
-}
-
-/// Where an output goes: the caller's buffer, checked against the
-/// signature.
-#[derive(Clone, Copy)]
-struct OutputSlot {
-    data: *mut u8,
-    bytes: usize,
-}
-
-// SAFETY: the caller of tcc_session_run_async promises the output buffers
-// stay valid and untouched until tcc_call_wait returns.
-unsafe impl Send for OutputSlot {}
-
-/// A checked call: the function's name, copied inputs, output slots.
-struct PreparedCall {
-    session: Arc<SessionObject>,
-    function: String,
-    inputs: Vec<HostTensor>,
-    outputs: Vec<OutputSlot>,
-}
-
-fn describe_tensor(t: &TccTensor, what: &str) -> CResult<(DType, Vec<usize>)> {
-    let dtype = DType::from_abi(t.dtype)
-        .ok_or_else(|| invalid(format!("{what}: unknown dtype code {}", t.dtype)))?;
-    if t.rank > 64 {
-        return Err(invalid(format!("{what}: implausible rank {}", t.rank)));
-    }
-    if t.rank > 0 && t.shape.is_null() {
-        return Err(Failure(
-            TCC_ERROR_NULL_ARGUMENT,
-            format!("{what}: rank {} but shape is NULL", t.rank),
-        ));
-    }
-    let dims: &[i64] = if t.rank == 0 {
-        &[]
-    } else {
-        // SAFETY: non-null, `rank` entries per the API.
-        unsafe { std::slice::from_raw_parts(t.shape, t.rank as usize) }
-    };
-    let shape = dims
-        .iter()
-        .map(|&d| {
-            usize::try_from(d).map_err(|_| invalid(format!("{what}: negative dimension {d}")))
-        })
-        .collect::<CResult<Vec<_>>>()?;
-    Ok((dtype, shape))
-}
-
-fn tensors<'a>(p: *const TccTensor, n: usize, what: &str) -> CResult<&'a [TccTensor]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Failure(
-            TCC_ERROR_NULL_ARGUMENT,
-            format!("{n} {what}s but the {what} array is NULL"),
-        ));
-    }
-    // SAFETY: non-null, `n` entries per the API.
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
-
-fn prepare(
-    session: *mut c_void,
-    function: *const c_char,
-    inputs: *const TccTensor,
-    num_inputs: usize,
-    outputs: *const TccTensor,
-    num_outputs: usize,
-) -> CResult<PreparedCall> {
-    let session = session_of(session, false)?;
-    let model = &session.model.model;
-    let function = if function.is_null() {
-        match model.functions() {
-            [only] => only.name.clone(),
-            all => {
-                return Err(invalid(format!(
-                    "the model has {} functions: name one ({})",
-                    all.len(),
-                    all.iter()
-                        .map(|f| format!("@{}", f.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        }
-    } else {
-        c_str(function, "function")?
-    };
-    let info = model.function(&function)?;
-    let name = &info.name;
-    let ins = tensors(inputs, num_inputs, "input")?;
-    let outs = tensors(outputs, num_outputs, "output")?;
-    let count = |kind: &str, expected: usize, got: usize| {
-        invalid(format!(
-            "@{name} has {expected} {kind}{}, got {got}",
-            if expected == 1 { "" } else { "s" }
-        ))
-    };
-    if ins.len() != info.inputs.len() {
-        return Err(count("input", info.inputs.len(), ins.len()));
-    }
-    if outs.len() != info.outputs.len() {
-        return Err(count("output", info.outputs.len(), outs.len()));
-    }
-    let check = |t: &TccTensor, desc: &crate::TensorDesc, what: String| -> CResult<()> {
-        let (dtype, shape) = describe_tensor(t, &what)?;
-        if dtype != desc.dtype || shape != desc.shape {
-            return Err(invalid(format!(
-                "{what} expects {}, got {}",
-                desc.type_string(),
-                crate::tensor::type_string(&shape, dtype)
-            )));
-        }
-        let expected = desc.byte_size() as u64;
-        if t.bytes != expected {
-            return Err(invalid(format!(
-                "{what} ({}) is {expected} bytes, but the buffer is {} bytes",
-                desc.type_string(),
-                t.bytes
-            )));
-        }
-        if t.data.is_null() && expected > 0 {
-            return Err(Failure(
-                TCC_ERROR_NULL_ARGUMENT,
-                format!("{what}: data is NULL"),
-            ));
-        }
-        Ok(())
-    };
-    let mut host_inputs = Vec::with_capacity(ins.len());
-    for (i, (t, desc)) in ins.iter().zip(&info.inputs).enumerate() {
-        check(t, desc, format!("input {i} of @{name}"))?;
-        let bytes = if t.bytes == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: checked non-null; the caller promises `bytes` bytes.
-            unsafe { std::slice::from_raw_parts(t.data as *const u8, t.bytes as usize) }.to_vec()
-        };
-        host_inputs.push(HostTensor::new(desc.dtype, desc.shape.clone(), bytes)?);
-    }
-    let mut slots = Vec::with_capacity(outs.len());
-    for (i, (t, desc)) in outs.iter().zip(&info.outputs).enumerate() {
-        check(t, desc, format!("output {i} of @{name}"))?;
-        slots.push(OutputSlot {
-            data: t.data as *mut u8,
-            bytes: t.bytes as usize,
-        });
-    }
-    Ok(PreparedCall {
-        function: name.clone(),
-        session,
-        inputs: host_inputs,
-        outputs: slots,
-    })
-}
-
-impl PreparedCall {
-    fn execute(self) -> CResult<()> {
-        let results = {
-            let mut session = self
-                .session
-                .session
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            session.run(&self.function, &self.inputs)?
-        };
-        for (slot, result) in self.outputs.iter().zip(&results) {
-            let bytes: &[u8] = &result.bytes;
-            if bytes.len() != slot.bytes {
-                return Err(Failure(
-                    TCC_ERROR_INTERNAL,
-                    format!(
-                        "@{} returned {} bytes for a {}-byte output",
-                        self.function,
-                        bytes.len(),
-                        slot.bytes
-                    ),
-                ));
-            }
-            if slot.bytes > 0 {
-                // SAFETY: checked non-null with `bytes` writable bytes.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.data, slot.bytes) };
-            }
-        }
-        Ok(())
-    }
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_session_run(
-    session: *mut c_void,
-    function: *const c_char,
-    inputs: *const TccTensor,
-    num_inputs: usize,
-    outputs: *const TccTensor,
-    num_outputs: usize,
-) -> TccStatus {
-    guard(|| prepare(session, function, inputs, num_inputs, outputs, num_outputs)?.execute())
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_session_run_async(
-    session: *mut c_void,
-    function: *const c_char,
-    inputs: *const TccTensor,
-    num_inputs: usize,
-    outputs: *const TccTensor,
-    num_outputs: usize,
-    call: *mut *mut c_void,
-) -> TccStatus {
-    guard(|| {
-        let call = out_ptr(call, "call")?;
-        *call = std::ptr::null_mut();
-        let prepared = prepare(session, function, inputs, num_inputs, outputs, num_outputs)?;
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
-        let worker = std::thread::Builder::new()
-            .name("tcc-call".into())
-            .spawn(move || {
-                let result =
-                    catch_unwind(AssertUnwindSafe(|| prepared.execute())).unwrap_or_else(|_| {
-                        Err(Failure(
-                            TCC_ERROR_INTERNAL,
-                            "internal error in tcc: the call panicked".into(),
-                        ))
-                    });
-                flag.store(true, Ordering::Release);
-                result
-            })
-            .map_err(|e| {
-                Failure(
-                    TCC_ERROR_INTERNAL,
-                    format!("cannot start a worker thread: {e}"),
-                )
-            })?;
-        *call = register(Object::Call(Arc::new(CallObject {
-            worker: Mutex::new(Some(worker)),
-            done,
-        })));
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_call_done(call: *const c_void, done: *mut c_int) -> TccStatus {
-    guard(|| {
-        let call = call_of(call, false)?;
-        *out_ptr(done, "done")? = c_int::from(call.done.load(Ordering::Acquire));
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn tcc_call_wait(call: *mut c_void) -> TccStatus {
-    guard(|| {
-        let call = call_of(call, true)?;
-        let worker = call
-            .worker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        match worker {
-            Some(worker) => worker.join().unwrap_or_else(|_| {
-                Err(Failure(
-                    TCC_ERROR_INTERNAL,
-                    "the call's thread panicked".into(),
-                ))
-            }),
-            None => Err(Failure(
-                TCC_ERROR_INVALID_HANDLE,
-                "the call was already waited for".into(),
-            )),
-        }
-    })
 }

@@ -313,10 +313,11 @@ impl fmt::Display for DeviceSelector {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn fake(index: usize, name: &str, kind: DeviceKind) -> DeviceInfo {
+    /// A device description for tests (no OpenCL device behind it).
+    pub(crate) fn fake(index: usize, name: &str, kind: DeviceKind) -> DeviceInfo {
         DeviceInfo {
             index,
             platform_name: "Portable Computing Language".into(),

@@ -137,3 +137,12 @@ fn failing_kernels(kernels: &[String]) -> String {
         many => format!(" (errors in kernels {})", many.join(", ")),
     }
 }
+
+/// The message a caught panic carried (`panic!("...")`), or "unknown panic".
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

@@ -16,7 +16,8 @@ use npyz::{Order, WriterBuilder};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, HostTensor};
 
-fn descr(dtype: DType) -> &'static str {
+/// numpy's type string (`descr`) of a tcc dtype: `<f4`, `|b1`, ...
+pub fn descr(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "<f4",
         DType::F16 => "<f2",

@@ -1,7 +1,7 @@
 //! Asynchronous calls (`Session::submit`, issue 14) on the machine's
 //! OpenCL device (PoCL in CI): outputs bit-identical to `Session::run` in
-//! every host-tensor mode (in place, copies through pinned staging, plain
-//! copies), the in-flight depth, handles waited twice, dropped unwaited or
+//! every host-tensor mode (in place, copies through pinned staging, large
+//! tensors straight past the staging, plain copies), the in-flight depth, handles waited twice, dropped unwaited or
 //! outliving their session, failures mid-call, and no leaked buffers or
 //! handles.
 
@@ -13,7 +13,7 @@ mod common;
 use common::*;
 use tcc_runtime::{HostIo, HostTensor, Model, Runtime, RuntimeOptions, Session};
 
-/// The three ways host tensors reach the device.
+/// The ways host tensors reach the device.
 fn modes() -> Vec<(&'static str, RuntimeOptions)> {
     vec![
         ("in place", RuntimeOptions::default()),
@@ -22,6 +22,17 @@ fn modes() -> Vec<(&'static str, RuntimeOptions)> {
             RuntimeOptions {
                 host_io: Some(HostIo::Copy),
                 pinned_staging: Some(true),
+                ..Default::default()
+            },
+        ),
+        (
+            // Every tensor over the staging limit: owned inputs uploaded
+            // and outputs read straight, borrowed inputs still staged.
+            "pinned staging, tensors over the limit direct",
+            RuntimeOptions {
+                host_io: Some(HostIo::Copy),
+                pinned_staging: Some(true),
+                staging_limit: Some(0),
                 ..Default::default()
             },
         ),
@@ -94,6 +105,13 @@ fn submitted_calls_match_run_bit_for_bit_in_every_mode() {
             "pinned staging" => {
                 let s = rt.staging_stats();
                 assert!(s.allocations > 0 && s.in_use == 0, "{s:?}");
+            }
+            "pinned staging, tensors over the limit direct" => {
+                // Only the four borrowed inputs were staged: the owned
+                // ones and every output went straight.
+                let s = rt.staging_stats();
+                assert!(s.allocations > 0 && s.in_use == 0, "{s:?}");
+                assert_eq!(s.allocations + s.reuse_hits, 4, "{s:?}");
             }
             _ => assert_eq!(rt.staging_stats().allocations, 0),
         }

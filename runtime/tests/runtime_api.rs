@@ -6,8 +6,6 @@ mod support;
 
 mod common;
 
-use std::fs;
-
 use common::*;
 use tcc_runtime::host_bytes::HOST_ALIGN;
 use tcc_runtime::{
@@ -310,113 +308,6 @@ fn oversized_allocations_are_a_clear_error() {
         "{e}"
     );
     assert_eq!(rt.pool_stats().allocations, 0);
-}
-
-#[test]
-fn program_cache_hits_in_memory_then_on_disk() {
-    let (_dir, so) = test_model(&["TCC_TEST_SALT=11"]);
-    let cache = tempfile::tempdir().unwrap();
-    let model = Model::load(&so).unwrap();
-    let x = HostTensor::from_f32(vec![1000], &ramp(1000)).unwrap();
-
-    let rt1 = runtime(cache.path(), false);
-    let mut s = rt1.session(&model).unwrap();
-    assert_eq!(s.program_origin(), Some(ProgramOrigin::SourceBuild));
-    s.run("axpb", std::slice::from_ref(&x)).unwrap();
-    let s2 = rt1.session(&model).unwrap();
-    assert_eq!(s2.program_origin(), Some(ProgramOrigin::MemoryHit));
-    let st = rt1.cache_stats();
-    assert_eq!(
-        (
-            st.source_builds,
-            st.memory_hits,
-            st.disk_hits,
-            st.disk_writes
-        ),
-        (1, 1, 0, 1),
-        "{st:?}"
-    );
-    let entries: Vec<_> = fs::read_dir(rt1.cache_entries_dir().unwrap())
-        .unwrap()
-        .collect();
-    assert_eq!(entries.len(), 1);
-
-    // A new runtime (a new process, as far as the cache can tell).
-    let rt2 = runtime(cache.path(), false);
-    let mut s = rt2.session(&model).unwrap();
-    assert_eq!(s.program_origin(), Some(ProgramOrigin::DiskHit));
-    let st = rt2.cache_stats();
-    assert_eq!(
-        (st.source_builds, st.disk_hits),
-        (0, 1),
-        "no driver compile on a disk hit: {st:?}"
-    );
-    let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
-    assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)));
-}
-
-#[test]
-fn corrupt_truncated_and_foreign_cache_entries_are_rebuilt() {
-    let (_dir, so) = test_model(&["TCC_TEST_SALT=12"]);
-    let (_dir2, other_so) = test_model(&["TCC_TEST_SALT=13"]);
-    let cache = tempfile::tempdir().unwrap();
-    let model = Model::load(&so).unwrap();
-    let x = HostTensor::from_f32(vec![1000], &ramp(1000)).unwrap();
-
-    let rt = runtime(cache.path(), false);
-    drop(rt.session(&model).unwrap());
-    rt.wait_for_cache_writes();
-    let dir = rt.cache_entries_dir().unwrap();
-    let entry = fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
-    let good = fs::read(&entry).unwrap();
-
-    // An entry written for another program, under this program's name.
-    let rt_other = runtime(cache.path(), false);
-    drop(rt_other.session(&Model::load(&other_so).unwrap()).unwrap());
-    rt_other.wait_for_cache_writes();
-    let foreign_path = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| *p != entry)
-        .unwrap();
-    let foreign = fs::read(&foreign_path).unwrap();
-
-    let mut flipped = good.clone();
-    let last = flipped.len() - 1;
-    flipped[last] ^= 0x5a;
-    let cases: [(&str, Vec<u8>, &str); 4] = [
-        ("corrupt", flipped, "payload hash mismatch"),
-        ("truncated", good[..good.len() / 2].to_vec(), "header says"),
-        ("header only", good[..20].to_vec(), "truncated"),
-        ("foreign", foreign, "another key"),
-    ];
-    for (what, bytes, reason) in cases {
-        fs::write(&entry, &bytes).unwrap();
-        let rt = runtime(cache.path(), false);
-        let mut s = rt.session(&model).unwrap();
-        let st = rt.cache_stats();
-        assert_eq!(
-            s.program_origin(),
-            Some(ProgramOrigin::SourceBuild),
-            "{what}"
-        );
-        assert_eq!(
-            (st.disk_rejects, st.source_builds, st.disk_hits),
-            (1, 1, 0),
-            "{what}: {st:?}"
-        );
-        let problem = st.last_disk_problem.unwrap();
-        assert!(problem.contains(reason), "{what}: {problem}");
-        let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
-        assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)), "{what}");
-        // The rebuilt entry was written back and is trusted next time.
-        let rt = runtime(cache.path(), false);
-        assert_eq!(
-            rt.session(&model).unwrap().program_origin(),
-            Some(ProgramOrigin::DiskHit),
-            "{what}"
-        );
-    }
 }
 
 #[test]

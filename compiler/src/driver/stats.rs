@@ -7,6 +7,7 @@
 use melior::ir::Module;
 use melior::ir::operation::OperationLike;
 
+use crate::ir::dense::int_array_attribute;
 use crate::ir::util::{collect_ops, integer_value, op_name, string_value};
 use crate::passes::{ARENA_BYTES_ATTR, KERNEL_ATTR, KIND_ATTR, LIVE_BOUND_ATTR};
 
@@ -95,25 +96,19 @@ pub fn collect(module: &Module) -> Stats {
                 .ok()
                 .and_then(string_value)
                 .unwrap_or_default();
-            let size = op.attribute("known_block_size").ok().and_then(|a| {
-                let text = a.to_string();
-                let sizes: Vec<i64> = text
-                    .split(':')
-                    .nth(1)?
-                    .trim_end_matches('>')
-                    .split(',')
-                    .filter_map(|s| s.trim().parse().ok())
-                    .collect();
-                Some(if sizes[1..].iter().all(|&s| s == 1) {
-                    sizes[0].to_string()
-                } else {
-                    sizes
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect::<Vec<_>>()
-                        .join("x")
-                })
-            });
+            let size = int_array_attribute(*op, "known_block_size")
+                .filter(|sizes| !sizes.is_empty())
+                .map(|sizes| {
+                    if sizes[1..].iter().all(|&s| s == 1) {
+                        sizes[0].to_string()
+                    } else {
+                        sizes
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>()
+                            .join("x")
+                    }
+                });
             stats.kernels.push((name, kind, size));
         }
         return stats;

@@ -7,7 +7,7 @@
 use melior::Context;
 use melior::ir::attribute::{ArrayAttribute, AttributeLike};
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{AffineMap, Attribute};
+use melior::ir::{AffineExpr, AffineMap, Attribute};
 
 /// The affine map held by an affine map attribute; `None` for any other
 /// attribute.
@@ -27,6 +27,20 @@ pub fn map_attribute<'c>(map: AffineMap<'c>) -> Attribute<'c> {
 /// `(d0, ..., d{rank-1}) -> (d0, ..., d{rank-1})` as an attribute.
 pub fn identity_map_attribute(context: &Context, rank: usize) -> Attribute<'_> {
     map_attribute(AffineMap::multi_dim_identity(context, rank))
+}
+
+/// `(d0, ..., d{dims-1}) -> (d{results[0]}, d{results[1]}, ...)` as an
+/// attribute (a projection or permutation of the loop dimensions).
+pub fn projection_map_attribute<'c>(
+    context: &'c Context,
+    dims: usize,
+    results: &[usize],
+) -> Attribute<'c> {
+    let exprs: Vec<_> = results
+        .iter()
+        .map(|&d| AffineExpr::dim(context, d))
+        .collect();
+    map_attribute(AffineMap::new(context, dims, 0, &exprs))
 }
 
 /// Whether `attribute` is an affine map attribute holding an identity map
@@ -144,6 +158,11 @@ mod tests {
         assert!(is_identity_map(id));
         assert_eq!(affine_map(id), Some(maps[0]));
         assert!(!is_identity_map(map_attribute(maps[1])));
+        assert_eq!(
+            affine_map(projection_map_attribute(&context, 2, &[0])),
+            Some(maps[1])
+        );
+        assert_eq!(projection_map_attribute(&context, 2, &[0, 1]), id);
     }
 
     #[test]

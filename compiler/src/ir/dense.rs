@@ -8,38 +8,41 @@ use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Attribute, TypeLike};
 
+/// A C API getter of one element of an attribute.
+type Getter<T> = unsafe extern "C" fn(mlir_sys::MlirAttribute, isize) -> T;
+
+/// Elements `0..count` of `raw` read by `get`, as `i64` (`None` if one
+/// does not fit).
+fn read_all<T: TryInto<i64>>(
+    raw: mlir_sys::MlirAttribute,
+    count: isize,
+    get: Getter<T>,
+) -> Option<Vec<i64>> {
+    (0..count)
+        .map(|i| unsafe { get(raw, i) }.try_into().ok())
+        .collect()
+}
+
 /// The values of a dense integer array attribute (`array<i64: ...>`,
 /// `array<i32: ...>`, `array<i16: ...>` or `array<i8: ...>`), widened to
 /// `i64`; `None` for any other attribute.
 pub fn int_array(attribute: Attribute) -> Option<Vec<i64>> {
+    use mlir_sys::*;
     let raw = attribute.to_raw();
-    let get: unsafe extern "C" fn(mlir_sys::MlirAttribute, isize) -> i64 = unsafe {
-        if mlir_sys::mlirAttributeIsADenseI64Array(raw) {
-            mlir_sys::mlirDenseI64ArrayGetElement
-        } else if mlir_sys::mlirAttributeIsADenseI32Array(raw) {
-            i32_element
-        } else if mlir_sys::mlirAttributeIsADenseI16Array(raw) {
-            i16_element
-        } else if mlir_sys::mlirAttributeIsADenseI8Array(raw) {
-            i8_element
+    let count = || unsafe { mlirDenseArrayGetNumElements(raw) };
+    unsafe {
+        if mlirAttributeIsADenseI64Array(raw) {
+            read_all(raw, count(), mlirDenseI64ArrayGetElement)
+        } else if mlirAttributeIsADenseI32Array(raw) {
+            read_all(raw, count(), mlirDenseI32ArrayGetElement)
+        } else if mlirAttributeIsADenseI16Array(raw) {
+            read_all(raw, count(), mlirDenseI16ArrayGetElement)
+        } else if mlirAttributeIsADenseI8Array(raw) {
+            read_all(raw, count(), mlirDenseI8ArrayGetElement)
         } else {
-            return None;
+            None
         }
-    };
-    let count = unsafe { mlir_sys::mlirDenseArrayGetNumElements(raw) };
-    Some((0..count).map(|i| unsafe { get(raw, i) }).collect())
-}
-
-unsafe extern "C" fn i32_element(attribute: mlir_sys::MlirAttribute, index: isize) -> i64 {
-    unsafe { mlir_sys::mlirDenseI32ArrayGetElement(attribute, index) as i64 }
-}
-
-unsafe extern "C" fn i16_element(attribute: mlir_sys::MlirAttribute, index: isize) -> i64 {
-    unsafe { mlir_sys::mlirDenseI16ArrayGetElement(attribute, index) as i64 }
-}
-
-unsafe extern "C" fn i8_element(attribute: mlir_sys::MlirAttribute, index: isize) -> i64 {
-    unsafe { mlir_sys::mlirDenseI8ArrayGetElement(attribute, index) as i64 }
+    }
 }
 
 /// The values of the dense integer array attribute `name` of `op`; `None`
@@ -50,50 +53,36 @@ pub fn int_array_attribute(op: OperationRef, name: &str) -> Option<Vec<i64>> {
 
 /// The elements of an integer or index `dense<...>` attribute in row-major
 /// order (a splat expanded to its element count), widened to `i64`; `None`
-/// for any other attribute (float elements, `dense_resource`, arrays).
+/// for any other attribute (float or unsigned elements, `dense_resource`,
+/// arrays).
 pub fn int_elements(attribute: Attribute) -> Option<Vec<i64>> {
+    use mlir_sys::*;
     let raw = attribute.to_raw();
-    if !unsafe { mlir_sys::mlirAttributeIsADenseIntElements(raw) } {
+    if !unsafe { mlirAttributeIsADenseIntElements(raw) } {
         return None;
     }
-    let element = unsafe { mlir_sys::mlirShapedTypeGetElementType(attribute.r#type().to_raw()) };
-    let get: unsafe extern "C" fn(mlir_sys::MlirAttribute, isize) -> i64 = unsafe {
-        if mlir_sys::mlirTypeIsAIndex(element) {
-            index_value
-        } else if !mlir_sys::mlirTypeIsAInteger(element)
-            || mlir_sys::mlirIntegerTypeIsUnsigned(element)
-        {
-            // Unsigned elements cannot be read as signed values.
-            return None;
-        } else {
-            match mlir_sys::mlirIntegerTypeGetWidth(element) {
-                64 => mlir_sys::mlirDenseElementsAttrGetInt64Value,
-                32 => int32_value,
-                16 => int16_value,
-                8 => int8_value,
-                _ => return None,
-            }
+    let element = unsafe { mlirShapedTypeGetElementType(attribute.r#type().to_raw()) };
+    let count = isize::try_from(unsafe { mlirElementsAttrGetNumElements(raw) }).ok()?;
+    unsafe {
+        if mlirTypeIsAIndex(element) {
+            return read_all(
+                raw,
+                count,
+                mlirDenseElementsAttrGetIndexValue as Getter<u64>,
+            );
         }
-    };
-    let count = unsafe { mlir_sys::mlirElementsAttrGetNumElements(raw) };
-    let count = isize::try_from(count).ok()?;
-    Some((0..count).map(|i| unsafe { get(raw, i) }).collect())
-}
-
-unsafe extern "C" fn index_value(attribute: mlir_sys::MlirAttribute, index: isize) -> i64 {
-    unsafe { mlir_sys::mlirDenseElementsAttrGetIndexValue(attribute, index) as i64 }
-}
-
-unsafe extern "C" fn int32_value(attribute: mlir_sys::MlirAttribute, index: isize) -> i64 {
-    unsafe { mlir_sys::mlirDenseElementsAttrGetInt32Value(attribute, index) as i64 }
-}
-
-unsafe extern "C" fn int16_value(attribute: mlir_sys::MlirAttribute, index: isize) -> i64 {
-    unsafe { mlir_sys::mlirDenseElementsAttrGetInt16Value(attribute, index) as i64 }
-}
-
-unsafe extern "C" fn int8_value(attribute: mlir_sys::MlirAttribute, index: isize) -> i64 {
-    unsafe { mlir_sys::mlirDenseElementsAttrGetInt8Value(attribute, index) as i64 }
+        // Unsigned elements cannot be read as signed values.
+        if !mlirTypeIsAInteger(element) || mlirIntegerTypeIsUnsigned(element) {
+            return None;
+        }
+        match mlirIntegerTypeGetWidth(element) {
+            64 => read_all(raw, count, mlirDenseElementsAttrGetInt64Value),
+            32 => read_all(raw, count, mlirDenseElementsAttrGetInt32Value),
+            16 => read_all(raw, count, mlirDenseElementsAttrGetInt16Value),
+            8 => read_all(raw, count, mlirDenseElementsAttrGetInt8Value),
+            _ => None,
+        }
+    }
 }
 
 /// The sizes of `op`'s operand segments (`operandSegmentSizes`), if it has

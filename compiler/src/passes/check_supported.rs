@@ -186,8 +186,8 @@ fn too_large(ty: melior::ir::Type) -> Option<String> {
 /// compiler (or be refused by devices without it).
 fn unsupported_element(ty: melior::ir::Type) -> Option<String> {
     let tensor = crate::ir::types::StaticTensor::of(ty)?;
-    let element = tensor.element.to_string();
-    matches!(element.as_str(), "f16" | "bf16" | "f64").then(|| {
+    let element = tensor.element;
+    (element.is_f16() || element.is_bf16() || element.is_f64()).then(|| {
         format!(
             "has the type '{}': tcc does not compute in {element} (its kernels use f32 and \
              integers); convert the model to f32",

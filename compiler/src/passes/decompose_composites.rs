@@ -6,8 +6,8 @@
 //! (without the `tcc.` prefix), so that a target with a library kernel for
 //! an op can keep it whole.
 
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::{Value, ValueLike};
+use melior::ir::Value;
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::ir::tosa_builder::TosaBuilder;
@@ -95,10 +95,7 @@ impl TccPass for DecomposeComposites {
                 .result(0)
                 .map_err(|e| builder.error(e.to_string()))?
                 .into();
-            unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), replacement.to_raw()) };
-            let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-            doomed.remove_from_parent();
-            unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+            crate::ir::util::replace_and_erase(op, old, replacement);
         }
         Ok(())
     }

@@ -23,9 +23,13 @@ use melior::ir::{BlockLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, TccPass};
 use crate::config::KernelKind;
-use crate::ir::util::{body_ops, dialect_of, op_name, ops_named, same_op, use_count, users};
+use crate::ir::affine::{has_reduction_iterator, indexing_maps};
+use crate::ir::dense::operand_segment_sizes;
+use crate::ir::util::{
+    body_ops, dialect_of, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
+};
 use crate::patterns::conv_inputs::CONV_ATTR;
-use crate::patterns::kernel_naming::{is_reduction, kernel_name, op_parts};
+use crate::patterns::kernel_naming::{kernel_name, op_parts};
 
 pub struct FormDispatches;
 
@@ -62,7 +66,7 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
         KernelKind::Matmul
     } else if is_contraction_or_conv(&name) {
         KernelKind::Convolution
-    } else if short == "reduce" || is_reduction(op) {
+    } else if short == "reduce" || has_reduction_iterator(op) {
         KernelKind::Reduction
     } else {
         KernelKind::Elementwise
@@ -83,12 +87,12 @@ pub fn is_window_generic(op: OperationRef) -> bool {
 }
 
 fn is_all_parallel_generic(op: OperationRef) -> bool {
-    op_name(&op) == "linalg.generic" && !is_reduction(op)
+    op_name(&op) == "linalg.generic" && !has_reduction_iterator(op)
 }
 
 /// The DPS init operands of a linalg op (its `outs`).
 pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
-    let Ok(sizes) = op.attribute("operandSegmentSizes") else {
+    let Some(sizes) = operand_segment_sizes(op) else {
         // Linalg ops with a single init and no operand segments
         // (linalg.map, transpose, broadcast, softmax): the init is last.
         if dialect_of(&op_name(&op)) == "linalg" && op.operand_count() > 0 {
@@ -96,15 +100,10 @@ pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
         }
         return Vec::new();
     };
-    let text = sizes.to_string();
-    // array<i32: ins, outs>
-    let counts: Vec<usize> = text
-        .trim_start_matches("array<i32:")
-        .trim_end_matches('>')
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let (Some(&ins), Some(&outs)) = (counts.first(), counts.get(1)) else {
+    let (Some(&ins), Some(&outs)) = (sizes.first(), sizes.get(1)) else {
+        return Vec::new();
+    };
+    let (Ok(ins), Ok(outs)) = (usize::try_from(ins), usize::try_from(outs)) else {
         return Vec::new();
     };
     (ins..ins + outs)
@@ -113,8 +112,7 @@ pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
 }
 
 fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
-    let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-    op.set_discardable_attribute(KERNEL_ATTR, StringAttribute::new(context, name).into());
+    set_discardable_attribute(op, KERNEL_ATTR, StringAttribute::new(context, name).into());
 }
 
 impl TccPass for FormDispatches {
@@ -204,8 +202,8 @@ impl TccPass for FormDispatches {
                     set_kernel(context, *member, &kernel);
                     grouped.push(*member);
                 }
-                let mut root_op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-                root_op.set_discardable_attribute(
+                set_discardable_attribute(
+                    op,
                     KIND_ATTR,
                     StringAttribute::new(context, kind_of(op).name()).into(),
                 );
@@ -278,28 +276,11 @@ pub(crate) fn unshare_fills(function: OperationRef) {
 /// Whether `generic` reads `value` through an identity indexing map (so
 /// the epilogue reads the element its own work-item produced).
 fn is_identity_input(generic: OperationRef, value: Value) -> bool {
-    let Ok(maps) = generic.attribute("indexing_maps") else {
+    let Some(maps) = indexing_maps(generic) else {
         return false;
     };
-    let Ok(array) = melior::ir::attribute::ArrayAttribute::try_from(maps) else {
-        return false;
-    };
-    for index in 0..generic.operand_count() {
-        if generic.operand(index).is_ok_and(|operand| operand == value) {
-            let Ok(map) = array.element(index) else {
-                return false;
-            };
-            let text = map.to_string();
-            // affine_map<(d0, d1) -> (d0, d1)>
-            let Some((dims, results)) = text
-                .trim_start_matches("affine_map<")
-                .trim_end_matches('>')
-                .split_once(" -> ")
-            else {
-                return false;
-            };
-            return dims == results;
-        }
-    }
-    false
+    (0..generic.operand_count())
+        .find(|&index| generic.operand(index).is_ok_and(|operand| operand == value))
+        .and_then(|index| maps.get(index))
+        .is_some_and(|map| map.is_identity())
 }

@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 
-use melior::ir::attribute::IntegerAttribute;
+use melior::ir::attribute::{DenseI32ArrayAttribute, IntegerAttribute};
 use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
 };
@@ -395,9 +395,7 @@ fn plan_function<'c>(
         .ok_or_else(|| PassError::at(location, "the memory plan's size overflows 64 bits"))?;
 
     for op in deallocs.into_iter().chain(dead) {
-        let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-        doomed.remove_from_parent();
-        unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+        crate::ir::util::erase_op(op);
     }
 
     let i64_type: Type = IntegerType::new(context, 64).into();
@@ -431,8 +429,7 @@ fn plan_function<'c>(
             (Identifier::new(context, "alignment"), int_attr(alignment)?),
             (
                 Identifier::new(context, "operandSegmentSizes"),
-                Attribute::parse(context, "array<i32: 0, 0>")
-                    .ok_or_else(|| PassError::at(location, "cannot build operandSegmentSizes"))?,
+                DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
             ),
         ])
         .add_results(&[arena_type])
@@ -482,10 +479,7 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(at, e.to_string()))?
             .into();
-        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
-        let mut doomed = unsafe { OperationRefMut::from_raw(alloc.to_raw()) };
-        doomed.remove_from_parent();
-        unsafe { mlir_sys::mlirOperationDestroy(alloc.to_raw()) };
+        crate::ir::util::replace_and_erase(*alloc, old, new);
     }
     Ok(())
 }

@@ -45,6 +45,11 @@ use melior::ir::{
 };
 
 use crate::config::PoolFolding;
+use crate::ir::affine::{
+    IteratorType, iterator_types, iterator_types_attribute, projection_map_attribute,
+};
+use crate::ir::dense::int_elements;
+use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count, users};
 use crate::passes::PassError;
@@ -210,14 +215,7 @@ fn pair(op: OperationRef, name: &str) -> Option<[i64; 2]> {
     let Ok(attribute) = op.attribute(name) else {
         return Some([1, 1]);
     };
-    let text = attribute.to_string();
-    let inner = text.strip_prefix("dense<")?.split('>').next()?;
-    let values: Vec<i64> = inner
-        .trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .map(|v| v.trim().parse().ok())
-        .collect::<Option<_>>()?;
-    match values.as_slice() {
+    match int_elements(attribute)?.as_slice() {
         [v] => Some([*v, *v]),
         [a, b] => Some([*a, *b]),
         _ => None,
@@ -282,10 +280,10 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
     if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
         return false;
     }
-    let Ok(iterators) = op.attribute("iterator_types") else {
+    let Some(iterators) = iterator_types(op) else {
         return false;
     };
-    if iterators.to_string().contains("reduction") {
+    if iterators.contains(&IteratorType::Reduction) {
         return false;
     }
     let Some(result) = op.result(0).ok() else {
@@ -757,8 +755,8 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
         .ok_or_else(|| PassError::at(location, "op outside a block"))?;
     let [sh, sw] = pair(op, "strides").ok_or_else(|| PassError::at(location, "bad strides"))?;
     let [dh, dw] = pair(op, "dilations").ok_or_else(|| PassError::at(location, "bad dilations"))?;
-    let filter = op.operand(1).map_err(err)?;
-    let init = op.operand(2).map_err(err)?;
+    let filter = operand_at(op, 1)?;
+    let init = operand_at(op, 2)?;
     let result_type = op.result(0).map_err(err)?.r#type();
     let source = StaticTensor::of(plan.source.r#type())
         .ok_or_else(|| PassError::at(location, "dynamically shaped input"))?;
@@ -835,36 +833,28 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
 
     // Indexing maps: the filter (or window) and the output.
     let rank = window.parallel + window.reduction;
-    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
-    let map = |results: &[usize]| {
-        let results: Vec<&str> = results.iter().map(|r| dims[*r].as_str()).collect();
-        format!(
-            "affine_map<({}) -> ({})>",
-            dims.join(", "),
-            results.join(", ")
-        )
-    };
     let output_dims: Vec<usize> = (0..window.parallel).collect();
-    let maps = format!("[{}, {}]", map(window.filter), map(&output_dims));
-    let iterators: Vec<&str> = (0..rank)
+    let maps = [
+        projection_map_attribute(context, rank, window.filter),
+        projection_map_attribute(context, rank, &output_dims),
+    ];
+    let iterators: Vec<IteratorType> = (0..rank)
         .map(|d| {
             if d < window.parallel {
-                "#linalg.iterator_type<parallel>"
+                IteratorType::Parallel
             } else {
-                "#linalg.iterator_type<reduction>"
+                IteratorType::Reduction
             }
         })
         .collect();
-    let iterators = format!("[{}]", iterators.join(", "));
-    let parse = |text: &str| {
-        Attribute::parse(context, text)
-            .ok_or_else(|| PassError::at(location, format!("cannot parse {text}")))
-    };
     let mut attributes = vec![
-        (Identifier::new(context, "indexing_maps"), parse(&maps)?),
+        (
+            Identifier::new(context, "indexing_maps"),
+            ArrayAttribute::new(context, &maps).into(),
+        ),
         (
             Identifier::new(context, "iterator_types"),
-            parse(&iterators)?,
+            iterator_types_attribute(context, &iterators),
         ),
         (
             Identifier::new(context, "operandSegmentSizes"),
@@ -919,7 +909,7 @@ pub(crate) fn inline_producer<'c>(
         for (j, &p) in permutation.iter().enumerate() {
             indices[p] = coordinates[j];
         }
-        return extract(producer.operand(0).map_err(err)?, &indices);
+        return extract(operand_at(producer, 0)?, &indices);
     }
     let maps =
         ArrayAttribute::try_from(producer.attribute("indexing_maps").map_err(err)?).map_err(err)?;
@@ -931,7 +921,7 @@ pub(crate) fn inline_producer<'c>(
     // (raw value, replacement) pairs.
     let mut mapping: Vec<(mlir_sys::MlirValue, Value<'c, 'c>)> = Vec::new();
     for index in 0..producer.operand_count() - 1 {
-        let operand = producer.operand(index).map_err(err)?;
+        let operand = operand_at(producer, index)?;
         let results = map_results(maps.element(index).map_err(err)?)
             .ok_or_else(|| PassError::at(location, "producer map is not a broadcast"))?;
         let mut indices = Vec::new();
@@ -949,7 +939,7 @@ pub(crate) fn inline_producer<'c>(
     while let Some(inner) = next {
         next = inner.next_in_block();
         if op_name(&inner) == "linalg.yield" {
-            let yielded = inner.operand(0).map_err(err)?;
+            let yielded = operand_at(inner, 0)?;
             return mapping
                 .iter()
                 .find(|(raw, _)| raw.ptr == yielded.to_raw().ptr)

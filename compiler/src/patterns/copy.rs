@@ -2,12 +2,13 @@
 //! on buffers (no result) or on tensors (the copied tensor as result).
 
 use melior::Context;
-use melior::ir::attribute::{Attribute, DenseI32ArrayAttribute};
+use melior::ir::attribute::{ArrayAttribute, DenseI32ArrayAttribute};
 use melior::ir::operation::{Operation, OperationBuilder};
 use melior::ir::{
     Block, BlockLike, Identifier, Location, Region, RegionLike, Type, TypeLike, Value, ValueLike,
 };
 
+use crate::ir::affine::{IteratorType, identity_map_attribute, iterator_types_attribute};
 use crate::passes::PassError;
 
 /// `linalg.generic ins(source) outs(target) { yield in }`; with
@@ -20,13 +21,7 @@ pub fn elementwise_copy<'c>(
     result: Option<Type<'c>>,
 ) -> Result<Operation<'c>, PassError<'c>> {
     let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(source.r#type().to_raw()) } as usize;
-    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
-    let identity = format!("affine_map<({}) -> ({})>", dims.join(", "), dims.join(", "));
-    let iterators = vec!["#linalg.iterator_type<parallel>"; rank].join(", ");
-    let parse = |text: &str| {
-        Attribute::parse(context, text)
-            .ok_or_else(|| PassError::at(location, format!("cannot build {text}")))
-    };
+    let identity = identity_map_attribute(context, rank);
     let element = unsafe {
         Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
             source.r#type().to_raw(),
@@ -49,11 +44,11 @@ pub fn elementwise_copy<'c>(
         .add_attributes(&[
             (
                 Identifier::new(context, "indexing_maps"),
-                parse(&format!("[{identity}, {identity}]"))?,
+                ArrayAttribute::new(context, &[identity, identity]).into(),
             ),
             (
                 Identifier::new(context, "iterator_types"),
-                parse(&format!("[{iterators}]"))?,
+                iterator_types_attribute(context, &vec![IteratorType::Parallel; rank]),
             ),
             (
                 Identifier::new(context, "operandSegmentSizes"),

@@ -9,16 +9,12 @@ use melior::ir::attribute::{FloatAttribute, IntegerAttribute, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
+use crate::ir::operand::operand_at;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::{StaticTensor, normalize_axis};
 use crate::passes::PassError;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
-
-fn operand<'c>(op: OperationRef<'c, 'c>, index: usize) -> Result<'c, Value<'c, 'c>> {
-    op.operand(index)
-        .map_err(|e| PassError::at(op.location(), e.to_string()))
-}
 
 fn int_attr<'c>(op: OperationRef<'c, 'c>, name: &str) -> Result<'c, i64> {
     op.attribute(name)
@@ -47,7 +43,7 @@ struct ShiftedExp<'c> {
 }
 
 fn shifted_exp<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, ShiftedExp<'c>> {
-    let x = operand(op, 0)?;
+    let x = operand_at(op, 0)?;
     let axis = axis_of(op, &b.tensor(x)?)?;
     let max = b.reduce("tosa.reduce_max", x, axis)?;
     let shifted = b.binary("tosa.sub", x, max)?;
@@ -72,7 +68,7 @@ pub fn log_softmax<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<
 
 /// `tcc.gelu` → the erf form or the tanh approximation.
 pub fn gelu<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, Value<'c, 'c>> {
-    let x = operand(op, 0)?;
+    let x = operand_at(op, 0)?;
     let t = b.tensor(x)?;
     let (rank, element) = (t.rank(), t.element);
     let approximate = op
@@ -105,14 +101,14 @@ pub fn gelu<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, Val
 
 /// `tcc.silu` → `x * sigmoid(x)`.
 pub fn silu<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, Value<'c, 'c>> {
-    let x = operand(op, 0)?;
+    let x = operand_at(op, 0)?;
     b.mul(x, b.unary("tosa.sigmoid", x)?)
 }
 
 /// `tcc.layer_norm` → mean and variance over the trailing dimensions by
 /// successive reductions, then `(x - mean) * rsqrt(var + eps) * scale + bias`.
 pub fn layer_norm<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, Value<'c, 'c>> {
-    let (x, scale, bias) = (operand(op, 0)?, operand(op, 1)?, operand(op, 2)?);
+    let (x, scale, bias) = (operand_at(op, 0)?, operand_at(op, 1)?, operand_at(op, 2)?);
     let t = b.tensor(x)?;
     let (rank, element) = (t.rank(), t.element);
     let axis = axis_of(op, &t)?;

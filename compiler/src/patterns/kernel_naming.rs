@@ -5,6 +5,7 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{TypeLike, ValueLike};
 
+use crate::ir::affine::has_reduction_iterator;
 use crate::ir::util::{collect_ops, op_name};
 
 /// Short name of a scalar op inside a linalg body, or `None` for ops that
@@ -71,7 +72,7 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
         return vec![named];
     }
     let mut parts = Vec::new();
-    if short == "reduce" || is_reduction(op) {
+    if short == "reduce" || has_reduction_iterator(op) {
         parts.push("reduce".to_string());
     }
     for inner in collect_ops(op).into_iter().skip(1) {
@@ -111,12 +112,6 @@ fn is_bounds_select(op: OperationRef) -> bool {
                 name == "arith.andi"
                     || (name == "arith.cmpi" && c.operands().any(|v| v.r#type().is_index()))
             })
-}
-
-/// Whether a linalg op has reduction iterators.
-pub fn is_reduction(op: OperationRef) -> bool {
-    op.attribute("iterator_types")
-        .is_ok_and(|types| types.to_string().contains("reduction"))
 }
 
 /// Joins the parts of a kernel's ops into its name, at most six parts,

@@ -28,6 +28,8 @@ use melior::ir::{
 };
 
 use super::conv_inputs::{Builder, CONV_ATTR, clone_remapped, fusible_producer, inline_producer};
+use crate::ir::affine::{IteratorType, iterator_types};
+use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, integer_value, op_name, same_op, use_count, users};
 use crate::passes::{PassError, init_operands};
@@ -197,12 +199,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
     if op_name(&op) != "linalg.generic" || op.attribute(CONV_ATTR).is_ok() {
         return None;
     }
-    if op
-        .attribute("iterator_types")
-        .ok()?
-        .to_string()
-        .contains("reduction")
-    {
+    if iterator_types(op)?.contains(&IteratorType::Reduction) {
         return None;
     }
     let maps = ArrayAttribute::try_from(op.attribute("indexing_maps").ok()?).ok()?;
@@ -255,8 +252,8 @@ pub fn rewrite<'c>(
         if folded(index).is_some() {
             continue;
         }
-        operands.push(op.operand(index).map_err(err)?);
-        kept_maps.push(maps.element(index).map_err(err)?.to_string());
+        operands.push(operand_at(op, index)?);
+        kept_maps.push(maps.element(index).map_err(err)?);
         let argument: Value = old_body.argument(index).map_err(err)?.into();
         argument_types.push((argument.r#type(), location));
     }
@@ -295,14 +292,10 @@ pub fn rewrite<'c>(
         }
     }
 
-    let parse = |text: &str| {
-        Attribute::parse(context, text)
-            .ok_or_else(|| PassError::at(location, format!("cannot parse {text}")))
-    };
     let mut attributes = vec![
         (
             Identifier::new(context, "indexing_maps"),
-            parse(&format!("[{}]", kept_maps.join(", ")))?,
+            ArrayAttribute::new(context, &kept_maps).into(),
         ),
         (
             Identifier::new(context, "iterator_types"),

@@ -13,9 +13,7 @@
 
 use melior::Context;
 use melior::ir::attribute::{AttributeLike, FloatAttribute, IntegerAttribute};
-use melior::ir::operation::{
-    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
-};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Attribute, BlockLike, Identifier, Type, TypeLike, Value, ValueLike};
 
@@ -395,9 +393,7 @@ fn replace<'c>(
                 "matched op still has uses after the rewrite",
             ));
         }
-        let mut doomed = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-        doomed.remove_from_parent();
-        unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+        crate::ir::util::erase_op(*op);
     }
     Ok(())
 }

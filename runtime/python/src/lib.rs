@@ -39,18 +39,6 @@ fn error(e: tcc_runtime::Error) -> PyErr {
     }
 }
 
-/// numpy's dtype string of a tcc dtype.
-fn numpy_dtype(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "<f4",
-        DType::F16 => "<f2",
-        DType::I32 => "<i4",
-        DType::I64 => "<i8",
-        DType::I8 => "|i1",
-        DType::Bool => "|b1",
-    }
-}
-
 fn from_numpy_dtype(text: &str) -> Option<DType> {
     Some(match text {
         "<f4" | "=f4" => DType::F32,
@@ -92,7 +80,7 @@ impl Tensor {
 fn tensor(t: &TensorDesc) -> Tensor {
     Tensor {
         name: t.name.clone(),
-        dtype: numpy_dtype(t.dtype).to_string(),
+        dtype: tcc_runtime::npy::descr(t.dtype).to_string(),
         shape: t.shape.clone(),
     }
 }
@@ -281,7 +269,7 @@ impl Model {
             let buffer = PyByteArray::new(py, &t.bytes);
             let array = numpy
                 .getattr("frombuffer")?
-                .call1((buffer, numpy_dtype(t.dtype)))?
+                .call1((buffer, tcc_runtime::npy::descr(t.dtype)))?
                 .call_method1("reshape", (PyTuple::new(py, &t.shape)?,))?;
             out.append(array)?;
         }

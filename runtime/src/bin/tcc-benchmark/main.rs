@@ -1,0 +1,163 @@
+//! tcc-benchmark: times a function of a tcc-compiled model end to end and
+//! per kernel (OpenCL profiling events), and reports buffer-pool and
+//! program-cache statistics (a second run shows the disk cache hit).
+//!
+//! This file holds the flags and picks the measurement; `synchronous` is
+//! the one-call-at-a-time loop and its report, `in_turns` times builds of
+//! one model in turns, `throughput` serves calls from threads, in flight
+//! or across devices.
+
+mod in_turns;
+mod synchronous;
+mod throughput;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Parser;
+use tcc_runtime::Model;
+use tcc_runtime::cli;
+
+const EXAMPLES: &str = "Examples:
+  tcc-benchmark model.so --function=mlp --input=@x.npy --iterations=100
+  tcc-benchmark model.so --input=1x8x128xf32=0.5 --flops=262144 --json
+  tcc-benchmark a.so --in-turns-with=b.so --input=@x.npy --iterations=20
+  tcc-benchmark model.so --input=@x.npy --in-flight=4             (4 asynchronous calls in flight)
+  tcc-benchmark model.so --input=@x.npy --concurrency=2 --cpu-partition=2   (2 sessions, 1 CPU part each)
+  tcc-benchmark model.so --input=@x32.npy --device=0,1 --split    (a batch split across 2 devices)
+(GFLOP/s are also reported per kernel, and per call without --flops, for the
+matmul and convolution kernels whose flops the artifact counts.)
+
+Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
+
+/// Benchmark a function of a tcc-compiled model (model.so) on an OpenCL device.
+#[derive(Parser)]
+#[command(name = "tcc-benchmark", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
+struct Args {
+    /// The compiled model (model.so).
+    model: Option<PathBuf>,
+    /// The compiled model, as iree-benchmark-module's --module (instead of the positional argument).
+    #[arg(long = "module", value_name = "MODEL", conflicts_with = "model")]
+    module: Option<PathBuf>,
+    /// Function to run (default: the model's only function).
+    #[arg(long)]
+    function: Option<String>,
+    /// An input, in order: @FILE.npy or a literal such as 2x3xf32=1,2,3,4,5,6.
+    #[arg(long = "input", value_name = "INPUT", allow_hyphen_values = true)]
+    inputs: Vec<String>,
+    /// Device: global index or name substring (default: $TCC_DEVICE, else
+    /// the first GPU, else the first CPU).
+    #[arg(long)]
+    device: Option<String>,
+    /// Which form of the kernels to build: auto, ptx or opencl-c (default:
+    /// $TCC_KERNEL_FORMAT, else auto).
+    #[arg(long, value_name = "FORMAT")]
+    kernel_format: Option<String>,
+    /// Untimed runs before measuring.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Timed runs.
+    #[arg(long, default_value_t = 10)]
+    iterations: usize,
+    /// Floating-point operations of one call; enables GFLOP/s.
+    #[arg(long)]
+    flops: Option<f64>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Repeat the whole measurement (warm-up excluded) this many times and
+    /// report each repetition plus mean, median, stddev and cv across them
+    /// (Google Benchmark's flag).
+    #[arg(long = "benchmark_repetitions", default_value_t = 1, value_name = "N")]
+    repetitions: usize,
+    /// console (the table) or json (Google Benchmark's JSON on stdout).
+    #[arg(long = "benchmark_format", default_value = "console", value_name = "FORMAT", value_parser = ["console", "json"])]
+    format: String,
+    /// Also write Google Benchmark's JSON report to FILE.
+    #[arg(long = "benchmark_out", value_name = "FILE")]
+    out_file: Option<PathBuf>,
+    /// Another build of the same model (same function and inputs) to time
+    /// in turns with MODEL, one call of each in turn with profiling events
+    /// on (repeat for more): reports each kernel's fastest call per build,
+    /// side by side, instead of the usual report. `tcc tune --prepare`'s
+    /// rounds are measured this way.
+    #[arg(long = "in-turns-with", value_name = "MODEL")]
+    in_turns_with: Vec<PathBuf>,
+    /// Threads serving the model at once, each with its own session(s);
+    /// reports throughput (calls per second) next to latency.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Asynchronous calls each thread keeps in flight (Session::submit);
+    /// 1 with one device and one thread is the plain synchronous loop.
+    #[arg(long, default_value_t = 1)]
+    in_flight: usize,
+    /// Split each CPU device into N parts of equal cores (device fission);
+    /// with --concurrency=N each thread gets its own part.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    cpu_partition: usize,
+    /// Each call's batch (axis 0 of the inputs, a multiple of the model's)
+    /// is split across the devices (data parallel).
+    #[arg(long)]
+    split: bool,
+    /// Give each session a compute queue of its own, so that the sessions
+    /// of one device (--concurrency) can run kernels at the same time
+    /// (default: all share the device's queue).
+    #[arg(long)]
+    own_queues: bool,
+    /// Serve another model at the same time, on zero inputs (its only
+    /// function, or FUNCTION): with --concurrency=2, thread 0 serves MODEL
+    /// and thread 1 this one (repeatable; threads take the models in turn).
+    #[arg(long, value_name = "MODEL2.so[@FUNCTION]")]
+    with_model: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    match cli::parse_args::<Args>() {
+        Ok(args) => cli::report("tcc-benchmark", run(args)),
+        Err(code) => code,
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    if args.iterations == 0 {
+        bail!("--iterations must be at least 1");
+    }
+    if let Some(f) = args.flops
+        && !(f.is_finite() && f > 0.0)
+    {
+        bail!("--flops must be a positive number of floating-point operations per call");
+    }
+    if args.repetitions == 0 {
+        bail!("--benchmark_repetitions must be at least 1");
+    }
+    let Some(model_path) = args.model.clone().or(args.module.clone()) else {
+        bail!("missing the model: tcc-benchmark model.so (or --module=model.so) (see --help)");
+    };
+    let model = Model::load(&model_path)?;
+    let function = cli::resolve_function(&model, args.function.as_deref())?;
+    if !args.in_turns_with.is_empty() {
+        return in_turns::measure(&args, &model, &function);
+    }
+    if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
+        bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
+    }
+    if args.concurrency > 1
+        || args.in_flight > 1
+        || args.split
+        || args.own_queues
+        || !args.with_model.is_empty()
+        || cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
+    {
+        return throughput::measure(&args, &model, &function);
+    }
+    synchronous::measure(&args, &model, &function)
+}
+
+/// How host tensors move, as the reports say it.
+fn host_io_text(io: tcc_runtime::HostIo) -> &'static str {
+    match io {
+        tcc_runtime::HostIo::InPlace => "used in place where aligned (host-memory device)",
+        tcc_runtime::HostIo::Copy => "copied",
+    }
+}

@@ -1,0 +1,375 @@
+//! The synchronous measurement: one call at a time on one session, its
+//! latency, per-kernel device time (profiling events), GFLOP/s and the
+//! runtime's counters, as a table, JSON, or Google Benchmark's JSON.
+
+use std::io::Write;
+use std::time::Instant;
+
+use serde_json::json;
+use tcc_runtime::Model;
+use tcc_runtime::cli::{self, format_bytes};
+
+use crate::{Args, host_io_text};
+
+/// The calling thread's CPU time in seconds.
+fn thread_cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: plain system call writing into `t`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// One repetition's timings (milliseconds per call).
+struct Repetition {
+    real_ms: f64,
+    cpu_ms: f64,
+    median_ms: f64,
+}
+
+/// mean, median, stddev (sample) and cv of `xs`.
+fn aggregates(xs: &[f64]) -> [(&'static str, f64); 4] {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = if sorted.len() % 2 == 1 {
+        sorted[sorted.len() / 2]
+    } else {
+        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0
+    };
+    let stddev = if xs.len() > 1 {
+        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let cv = if mean > 0.0 { stddev / mean } else { 0.0 };
+    [
+        ("mean", mean),
+        ("median", median),
+        ("stddev", stddev),
+        ("cv", cv),
+    ]
+}
+
+/// Google Benchmark's JSON report: a context and one entry per repetition,
+/// plus the aggregates when there are several.
+fn benchmark_json(
+    function: &str,
+    model: &str,
+    device: &str,
+    iterations: usize,
+    reps: &[Repetition],
+) -> serde_json::Value {
+    let name = format!("@{function}/real_time");
+    let mut benchmarks = Vec::new();
+    for (index, r) in reps.iter().enumerate() {
+        benchmarks.push(json!({
+            "name": name, "family_index": 0, "per_family_instance_index": 0,
+            "run_name": name, "run_type": "iteration", "repetitions": reps.len(),
+            "repetition_index": index, "threads": 1, "iterations": iterations,
+            "real_time": r.real_ms, "cpu_time": r.cpu_ms, "time_unit": "ms",
+            "median_real_time": r.median_ms,
+        }));
+    }
+    if reps.len() > 1 {
+        let real: Vec<f64> = reps.iter().map(|r| r.real_ms).collect();
+        let cpu: Vec<f64> = reps.iter().map(|r| r.cpu_ms).collect();
+        for ((aggregate, real), (_, cpu)) in aggregates(&real).into_iter().zip(aggregates(&cpu)) {
+            benchmarks.push(json!({
+                "name": format!("{name}_{aggregate}"), "family_index": 0,
+                "per_family_instance_index": 0, "run_name": name,
+                "run_type": "aggregate", "repetitions": reps.len(), "threads": 1,
+                "aggregate_name": aggregate,
+                "aggregate_unit": if aggregate == "cv" { "percentage" } else { "time" },
+                "iterations": reps.len(), "real_time": real, "cpu_time": cpu, "time_unit": "ms",
+            }));
+        }
+    }
+    json!({
+        "context": {
+            "executable": "tcc-benchmark",
+            "tcc_version": tcc_runtime::version_string(),
+            "model": model,
+            "device": device,
+            "num_cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            "library_build_type": if cfg!(debug_assertions) { "debug" } else { "release" },
+        },
+        "benchmarks": benchmarks,
+    })
+}
+
+/// Runs `function` `--iterations` times (per repetition) after the
+/// warm-up, and prints the report.
+pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
+    // Input types are checked against the signature before any is built.
+    let (tensors, sources) = cli::parse_inputs_for(&args.inputs, model.function(function)?)?;
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+
+    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
+    let mut session = cli::open_session("tcc-benchmark", &rt, model)?;
+    // Each call's outputs go back to the session for the next call, as a
+    // serving loop done with its results would hand them back.
+    for _ in 0..args.warmup {
+        let outputs = session.run_with_sources(function, &tensors, &sources)?;
+        session.recycle(outputs);
+    }
+    session.reset_profile()?;
+    // Constant memory whatever the iteration count (no vector per call).
+    let mut latencies_ms = cli::LatencyStats::default();
+    let mut repetitions = Vec::with_capacity(args.repetitions);
+    for _ in 0..args.repetitions {
+        let mut this = cli::LatencyStats::default();
+        let (wall, cpu) = (Instant::now(), thread_cpu_seconds());
+        for _ in 0..args.iterations {
+            let start = Instant::now();
+            let outputs = session.run_with_sources(function, &tensors, &sources)?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            latencies_ms.push(ms);
+            this.push(ms);
+            session.recycle(outputs);
+        }
+        repetitions.push(Repetition {
+            real_ms: wall.elapsed().as_secs_f64() * 1e3 / args.iterations as f64,
+            cpu_ms: (thread_cpu_seconds() - cpu) * 1e3 / args.iterations as f64,
+            median_ms: this.percentile(50.0),
+        });
+    }
+    // All repetitions' calls: the per-call figures below divide by this.
+    let calls = args.iterations * args.repetitions;
+    let mut kernels = session.kernel_profile()?;
+    // The kernel table, most device time first.
+    kernels.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let calls_per_second = if latencies_ms.mean() > 0.0 {
+        1e3 / latencies_ms.mean()
+    } else {
+        0.0
+    };
+    let (min, median, p90, mean) = (
+        latencies_ms.min(),
+        latencies_ms.percentile(50.0),
+        latencies_ms.percentile(90.0),
+        latencies_ms.mean(),
+    );
+    let device_ms_per_call =
+        kernels.iter().map(|k| k.total_ns as f64).sum::<f64>() / 1e6 / calls as f64;
+    // Flops per call: --flops, else what the artifact counts per kernel.
+    let counted: f64 = kernels
+        .iter()
+        .map(|k| {
+            let per_launch = model
+                .kernel_names()
+                .iter()
+                .position(|n| *n == k.name)
+                .and_then(|i| model.kernel_flops().get(i).copied())
+                .unwrap_or(0);
+            per_launch as f64 * k.calls as f64 / calls as f64
+        })
+        .sum();
+    let flops_per_call = args.flops.or((counted > 0.0).then_some(counted));
+    let kernel_gflops = |k: &tcc_runtime::KernelProfile| -> Option<f64> {
+        let index = model.kernel_names().iter().position(|n| *n == k.name)?;
+        let flops = *model.kernel_flops().get(index)?;
+        (flops > 0 && k.mean_ns() > 0.0).then(|| flops as f64 / k.mean_ns())
+    };
+    let gflops = flops_per_call.map(|f| {
+        let per = |ms: f64| {
+            if ms > 0.0 {
+                Some(f / (ms * 1e-3) / 1e9)
+            } else {
+                None
+            }
+        };
+        (per(median), per(device_ms_per_call))
+    });
+    let pool = rt.pool_stats();
+    let transfers = rt.transfer_stats();
+    let cache = rt.cache_stats();
+    let dev = rt.device();
+
+    let mut out = std::io::stdout().lock();
+    let google = benchmark_json(
+        function,
+        &model.path().display().to_string(),
+        &dev.name,
+        args.iterations,
+        &repetitions,
+    );
+    if let Some(path) = &args.out_file {
+        let text = format!("{}\n", serde_json::to_string_pretty(&google)?);
+        tcc_runtime::output_file::write_output_bytes(path, text.as_bytes(), false)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    if args.format == "json" {
+        writeln!(out, "{}", serde_json::to_string_pretty(&google)?)?;
+        cli::finish_cache_writes("tcc-benchmark", &rt);
+        return Ok(());
+    }
+    if args.json {
+        let report = json!({
+            "model": model.path().display().to_string(),
+            "function": function,
+            "device": dev.name,
+            "platform": dev.platform_name,
+            "warmup": args.warmup,
+            "iterations": args.iterations,
+            "repetitions": args.repetitions,
+            "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": latencies_ms.sample_count() },
+            "throughput_calls_per_s": calls_per_second,
+            "concurrency": 1,
+            "in_flight": 1,
+            "device_ms_per_call": device_ms_per_call,
+            "flops": flops_per_call,
+            "gflops": gflops.map(|(e2e, d)| json!({ "end_to_end": e2e, "device": d })),
+            "kernels": kernels.iter().map(|k| json!({
+                "name": k.name, "calls": k.calls,
+                "total_ms": k.total_ns as f64 / 1e6, "mean_us": k.mean_ns() / 1e3,
+                "gflops": kernel_gflops(k),
+            })).collect::<Vec<_>>(),
+            "program_origin": session.program_origin(),
+            "program_format": session.program_format().map(|f| f.name()),
+            "program_seconds": session.program_seconds(),
+            "program_note": session.program_note(),
+            "program_cache": cache,
+            "buffer_pool": pool,
+            "host_io": rt.host_io(),
+            "transfers": transfers,
+        });
+        writeln!(out, "{report}")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "@{function} on {} [{}] ({})",
+        dev.name, dev.kind, dev.platform_name
+    )?;
+    writeln!(
+        out,
+        "iterations: {} (after {} warm-up){}",
+        args.iterations,
+        args.warmup,
+        if args.repetitions > 1 {
+            format!(", {} repetitions", args.repetitions)
+        } else {
+            String::new()
+        }
+    )?;
+    if args.repetitions > 1 {
+        for (i, r) in repetitions.iter().enumerate() {
+            writeln!(
+                out,
+                "  repetition {}: mean {:.3} ms  median {:.3} ms  cpu {:.3} ms",
+                i + 1,
+                r.real_ms,
+                r.median_ms,
+                r.cpu_ms
+            )?;
+        }
+        let real: Vec<f64> = repetitions.iter().map(|r| r.real_ms).collect();
+        let [mean, median, stddev, cv] = aggregates(&real);
+        writeln!(
+            out,
+            "  across repetitions: mean {:.3} ms  median {:.3} ms  stddev {:.3} ms  cv {:.2} %",
+            mean.1,
+            median.1,
+            stddev.1,
+            cv.1 * 100.0
+        )?;
+    }
+    writeln!(
+        out,
+        "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
+    )?;
+    writeln!(
+        out,
+        "throughput: {calls_per_second:.2} calls/s (one call at a time, synchronous)"
+    )?;
+    if (latencies_ms.sample_count() as u64) < latencies_ms.count() {
+        writeln!(
+            out,
+            "  (median and p90 from a uniform sample of {} of the {} calls)",
+            latencies_ms.sample_count(),
+            latencies_ms.count()
+        )?;
+    }
+    writeln!(
+        out,
+        "device time per call (kernels): {device_ms_per_call:.3} ms"
+    )?;
+    if let Some((e2e, d)) = gflops {
+        let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+        writeln!(
+            out,
+            "GFLOP/s: {} end-to-end (median), {} device",
+            show(e2e),
+            show(d)
+        )?;
+    }
+    writeln!(
+        out,
+        "kernels (device time from profiling events, most first):"
+    )?;
+    writeln!(
+        out,
+        "  {:<32} {:>8} {:>12} {:>12} {:>10}",
+        "name", "calls", "total ms", "mean us", "GFLOP/s"
+    )?;
+    for k in &kernels {
+        writeln!(
+            out,
+            "  {:<32} {:>8} {:>12.3} {:>12.2} {:>10}",
+            k.name,
+            k.calls,
+            k.total_ns as f64 / 1e6,
+            k.mean_ns() / 1e3,
+            kernel_gflops(k).map_or("-".to_string(), |g| format!("{g:.1}"))
+        )?;
+    }
+    let origin = session
+        .program_origin()
+        .map_or("none (no kernels)".to_string(), |o| o.to_string());
+    writeln!(
+        out,
+        "kernels: {}, {origin} in {:.2} s",
+        session.program_format().map_or("none", |f| f.name()),
+        session.program_seconds()
+    )?;
+    writeln!(
+        out,
+        "program cache: {origin}; source builds {}, disk hits {}, memory hits {}, disk writes {}, rejected entries {}",
+        cache.source_builds,
+        cache.disk_hits,
+        cache.memory_hits,
+        cache.disk_writes,
+        cache.disk_rejects
+    )?;
+    if let Some(p) = &cache.last_disk_problem {
+        writeln!(out, "program cache note: {p}")?;
+    }
+    writeln!(
+        out,
+        "buffer pool: {} allocations, {} reuse hits, {} held (peak {}), peak in use {}",
+        pool.allocations,
+        pool.reuse_hits,
+        format_bytes(pool.current_bytes),
+        format_bytes(pool.peak_bytes),
+        format_bytes(pool.peak_in_use_bytes)
+    )?;
+    writeln!(
+        out,
+        "host tensors: {} ({} inputs, {} outputs used in place; {} copied to the device, {} to the host, constants included)",
+        host_io_text(rt.host_io()),
+        transfers.inputs_in_place,
+        transfers.outputs_in_place,
+        format_bytes(transfers.bytes_to_device),
+        format_bytes(transfers.bytes_to_host)
+    )?;
+    cli::finish_cache_writes("tcc-benchmark", &rt);
+    Ok(())
+}

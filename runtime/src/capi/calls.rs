@@ -1,0 +1,317 @@
+//! The C API's session and call entry points: creating a session, and
+//! running a function synchronously (`tcc_session_run`) or on a worker
+//! thread (`tcc_session_run_async`, joined by `tcc_call_wait`), with every
+//! tensor argument checked against the function's signature first.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::registry::{
+    CallObject, Object, SessionObject, call_of, model_of, register, runtime_of, session_of,
+};
+use super::{
+    CResult, Failure, TCC_ERROR_INTERNAL, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT,
+    TccStatus, TccTensor, c_str, guard, handle_out, invalid, out_ptr,
+};
+use crate::{DType, HostTensor};
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_create(
+    runtime: *mut c_void,
+    model: *mut c_void,
+    out: *mut *mut c_void,
+) -> TccStatus {
+    guard(|| {
+        let out = handle_out(out, "out")?;
+        let runtime = runtime_of(runtime, false)?;
+        let model = model_of(model, false)?;
+        let session = runtime.runtime.session(&model.model)?;
+        *out = register(Object::Session(Arc::new(SessionObject {
+            session: Mutex::new(session),
+            model,
+        })));
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_free(session: *mut c_void) -> TccStatus {
+    guard(|| session_of(session, true).map(drop))
+}
+
+/// Where an output goes: the caller's buffer, checked against the
+/// signature.
+#[derive(Clone, Copy)]
+struct OutputSlot {
+    data: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: the caller of tcc_session_run_async promises the output buffers
+// stay valid and untouched until tcc_call_wait returns.
+unsafe impl Send for OutputSlot {}
+
+/// A checked call: the function's name, copied inputs, output slots.
+struct PreparedCall {
+    session: Arc<SessionObject>,
+    function: String,
+    inputs: Vec<HostTensor>,
+    outputs: Vec<OutputSlot>,
+}
+
+fn describe_tensor(t: &TccTensor, what: &str) -> CResult<(DType, Vec<usize>)> {
+    let dtype = DType::from_abi(t.dtype)
+        .ok_or_else(|| invalid(format!("{what}: unknown dtype code {}", t.dtype)))?;
+    if t.rank > 64 {
+        return Err(invalid(format!("{what}: implausible rank {}", t.rank)));
+    }
+    if t.rank > 0 && t.shape.is_null() {
+        return Err(Failure(
+            TCC_ERROR_NULL_ARGUMENT,
+            format!("{what}: rank {} but shape is NULL", t.rank),
+        ));
+    }
+    let dims: &[i64] = if t.rank == 0 {
+        &[]
+    } else {
+        // SAFETY: non-null, `rank` entries per the API.
+        unsafe { std::slice::from_raw_parts(t.shape, t.rank as usize) }
+    };
+    let shape = dims
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| invalid(format!("{what}: negative dimension {d}")))
+        })
+        .collect::<CResult<Vec<_>>>()?;
+    Ok((dtype, shape))
+}
+
+fn tensors<'a>(p: *const TccTensor, n: usize, what: &str) -> CResult<&'a [TccTensor]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Failure(
+            TCC_ERROR_NULL_ARGUMENT,
+            format!("{n} {what}s but the {what} array is NULL"),
+        ));
+    }
+    // SAFETY: non-null, `n` entries per the API.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+fn prepare(
+    session: *mut c_void,
+    function: *const c_char,
+    inputs: *const TccTensor,
+    num_inputs: usize,
+    outputs: *const TccTensor,
+    num_outputs: usize,
+) -> CResult<PreparedCall> {
+    let session = session_of(session, false)?;
+    let model = &session.model.model;
+    let function = if function.is_null() {
+        match model.functions() {
+            [only] => only.name.clone(),
+            all => {
+                return Err(invalid(format!(
+                    "the model has {} functions: name one ({})",
+                    all.len(),
+                    all.iter()
+                        .map(|f| format!("@{}", f.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    } else {
+        c_str(function, "function")?
+    };
+    let info = model.function(&function)?;
+    let name = &info.name;
+    let ins = tensors(inputs, num_inputs, "input")?;
+    let outs = tensors(outputs, num_outputs, "output")?;
+    let count = |kind: &str, expected: usize, got: usize| {
+        invalid(format!(
+            "@{name} has {expected} {kind}{}, got {got}",
+            if expected == 1 { "" } else { "s" }
+        ))
+    };
+    if ins.len() != info.inputs.len() {
+        return Err(count("input", info.inputs.len(), ins.len()));
+    }
+    if outs.len() != info.outputs.len() {
+        return Err(count("output", info.outputs.len(), outs.len()));
+    }
+    let check = |t: &TccTensor, desc: &crate::TensorDesc, what: String| -> CResult<()> {
+        let (dtype, shape) = describe_tensor(t, &what)?;
+        if dtype != desc.dtype || shape != desc.shape {
+            return Err(invalid(format!(
+                "{what} expects {}, got {}",
+                desc.type_string(),
+                crate::tensor::type_string(&shape, dtype)
+            )));
+        }
+        let expected = desc.byte_size() as u64;
+        if t.bytes != expected {
+            return Err(invalid(format!(
+                "{what} ({}) is {expected} bytes, but the buffer is {} bytes",
+                desc.type_string(),
+                t.bytes
+            )));
+        }
+        if t.data.is_null() && expected > 0 {
+            return Err(Failure(
+                TCC_ERROR_NULL_ARGUMENT,
+                format!("{what}: data is NULL"),
+            ));
+        }
+        Ok(())
+    };
+    let mut host_inputs = Vec::with_capacity(ins.len());
+    for (i, (t, desc)) in ins.iter().zip(&info.inputs).enumerate() {
+        check(t, desc, format!("input {i} of @{name}"))?;
+        let bytes = if t.bytes == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: checked non-null; the caller promises `bytes` bytes.
+            unsafe { std::slice::from_raw_parts(t.data as *const u8, t.bytes as usize) }.to_vec()
+        };
+        host_inputs.push(HostTensor::new(desc.dtype, desc.shape.clone(), bytes)?);
+    }
+    let mut slots = Vec::with_capacity(outs.len());
+    for (i, (t, desc)) in outs.iter().zip(&info.outputs).enumerate() {
+        check(t, desc, format!("output {i} of @{name}"))?;
+        slots.push(OutputSlot {
+            data: t.data as *mut u8,
+            bytes: t.bytes as usize,
+        });
+    }
+    Ok(PreparedCall {
+        function: name.clone(),
+        session,
+        inputs: host_inputs,
+        outputs: slots,
+    })
+}
+
+impl PreparedCall {
+    fn execute(self) -> CResult<()> {
+        let results = {
+            let mut session = self
+                .session
+                .session
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            session.run(&self.function, &self.inputs)?
+        };
+        for (slot, result) in self.outputs.iter().zip(&results) {
+            let bytes: &[u8] = &result.bytes;
+            if bytes.len() != slot.bytes {
+                return Err(Failure(
+                    TCC_ERROR_INTERNAL,
+                    format!(
+                        "@{} returned {} bytes for a {}-byte output",
+                        self.function,
+                        bytes.len(),
+                        slot.bytes
+                    ),
+                ));
+            }
+            if slot.bytes > 0 {
+                // SAFETY: checked non-null with `bytes` writable bytes.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.data, slot.bytes) };
+            }
+        }
+        Ok(())
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_run(
+    session: *mut c_void,
+    function: *const c_char,
+    inputs: *const TccTensor,
+    num_inputs: usize,
+    outputs: *const TccTensor,
+    num_outputs: usize,
+) -> TccStatus {
+    guard(|| prepare(session, function, inputs, num_inputs, outputs, num_outputs)?.execute())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_run_async(
+    session: *mut c_void,
+    function: *const c_char,
+    inputs: *const TccTensor,
+    num_inputs: usize,
+    outputs: *const TccTensor,
+    num_outputs: usize,
+    call: *mut *mut c_void,
+) -> TccStatus {
+    guard(|| {
+        let call = handle_out(call, "call")?;
+        let prepared = prepare(session, function, inputs, num_inputs, outputs, num_outputs)?;
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let worker = std::thread::Builder::new()
+            .name("tcc-call".into())
+            .spawn(move || {
+                let result =
+                    catch_unwind(AssertUnwindSafe(|| prepared.execute())).unwrap_or_else(|_| {
+                        Err(Failure(
+                            TCC_ERROR_INTERNAL,
+                            "internal error in tcc: the call panicked".into(),
+                        ))
+                    });
+                flag.store(true, Ordering::Release);
+                result
+            })
+            .map_err(|e| {
+                Failure(
+                    TCC_ERROR_INTERNAL,
+                    format!("cannot start a worker thread: {e}"),
+                )
+            })?;
+        *call = register(Object::Call(Arc::new(CallObject {
+            worker: Mutex::new(Some(worker)),
+            done,
+        })));
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_call_done(call: *const c_void, done: *mut c_int) -> TccStatus {
+    guard(|| {
+        let call = call_of(call, false)?;
+        *out_ptr(done, "done")? = c_int::from(call.done.load(Ordering::Acquire));
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_call_wait(call: *mut c_void) -> TccStatus {
+    guard(|| {
+        let call = call_of(call, true)?;
+        let worker = call
+            .worker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match worker {
+            Some(worker) => worker.join().unwrap_or_else(|_| {
+                Err(Failure(
+                    TCC_ERROR_INTERNAL,
+                    "the call's thread panicked".into(),
+                ))
+            }),
+            None => Err(Failure(
+                TCC_ERROR_INVALID_HANDLE,
+                "the call was already waited for".into(),
+            )),
+        }
+    })
+}

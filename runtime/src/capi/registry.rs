@@ -1,0 +1,126 @@
+//! The C API's handle registry: every object C holds (runtime, model,
+//! session, call) lives here under a never-reused 64-bit id, which C sees
+//! as an opaque pointer; a handle is looked up, never dereferenced.
+
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
+
+use super::{CResult, Failure, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT};
+use crate::{Model, Runtime, Session};
+
+pub(super) struct RuntimeObject {
+    pub(super) runtime: Runtime,
+    pub(super) device: CString,
+}
+
+pub(super) struct TensorInfo {
+    pub(super) name: CString,
+    pub(super) dtype: u32,
+    pub(super) shape: Vec<i64>,
+    pub(super) bytes: u64,
+}
+
+pub(super) struct FunctionObject {
+    pub(super) name: CString,
+    pub(super) inputs: Vec<TensorInfo>,
+    pub(super) outputs: Vec<TensorInfo>,
+}
+
+pub(super) struct ModelObject {
+    pub(super) model: Model,
+    pub(super) producer: CString,
+    pub(super) functions: Vec<FunctionObject>,
+}
+
+pub(super) struct SessionObject {
+    pub(super) session: Mutex<Session>,
+    pub(super) model: Arc<ModelObject>,
+}
+
+pub(super) struct CallObject {
+    pub(super) worker: Mutex<Option<JoinHandle<CResult<()>>>>,
+    pub(super) done: Arc<AtomicBool>,
+}
+
+#[derive(Clone)]
+pub(super) enum Object {
+    Runtime(Arc<RuntimeObject>),
+    Model(Arc<ModelObject>),
+    Session(Arc<SessionObject>),
+    Call(Arc<CallObject>),
+}
+
+impl Object {
+    fn kind(&self) -> &'static str {
+        match self {
+            Object::Runtime(_) => "runtime",
+            Object::Model(_) => "model",
+            Object::Session(_) => "session",
+            Object::Call(_) => "call",
+        }
+    }
+}
+
+fn registry() -> &'static Mutex<HashMap<u64, Object>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<u64, Object>>> = OnceLock::new();
+    REGISTRY.get_or_init(Default::default)
+}
+
+/// Ids are spaced by 16 and start far from 0, so that they look like (but
+/// are never used as) aligned pointers and small integers are never valid.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0x7cc0_0000_1000);
+
+pub(super) fn register(object: Object) -> *mut c_void {
+    let id = NEXT_ID.fetch_add(16, Ordering::Relaxed);
+    registry()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id, object);
+    id as usize as *mut c_void
+}
+
+fn lookup(handle: *const c_void, kind: &'static str, remove: bool) -> CResult<Object> {
+    if handle.is_null() {
+        return Err(Failure(
+            TCC_ERROR_NULL_ARGUMENT,
+            format!("the {kind} handle is NULL"),
+        ));
+    }
+    let id = handle as usize as u64;
+    let mut map = registry().lock().unwrap_or_else(PoisonError::into_inner);
+    match map.get(&id) {
+        Some(object) if object.kind() == kind => {
+            let object = object.clone();
+            if remove {
+                map.remove(&id);
+            }
+            Ok(object)
+        }
+        Some(other) => Err(Failure(
+            TCC_ERROR_INVALID_HANDLE,
+            format!("expected a {kind} handle, got a {} handle", other.kind()),
+        )),
+        None => Err(Failure(
+            TCC_ERROR_INVALID_HANDLE,
+            format!("invalid {kind} handle {handle:p}: already freed, or never created"),
+        )),
+    }
+}
+
+macro_rules! getter {
+    ($name:ident, $variant:ident, $t:ty, $kind:literal) => {
+        pub(super) fn $name(handle: *const c_void, remove: bool) -> CResult<Arc<$t>> {
+            match lookup(handle, $kind, remove)? {
+                Object::$variant(x) => Ok(x),
+                _ => unreachable!("lookup checks the kind"),
+            }
+        }
+    };
+}
+getter!(runtime_of, Runtime, RuntimeObject, "runtime");
+getter!(model_of, Model, ModelObject, "model");
+getter!(session_of, Session, SessionObject, "session");
+getter!(call_of, Call, CallObject, "call");

@@ -1,0 +1,565 @@
+//! The `tcc_runtime_api` callbacks the artifact's host code calls during
+//! one entry call, and [`Session::execute_on`], which makes that call.
+//!
+//! A call's kernels are enqueued by the artifact through these callbacks:
+//! `alloc`/`release` for temporaries from the pool, `constant` for the
+//! session's uploaded constants, `view` for the arena, `launch` and
+//! `copy`. Every `tcc_buffer *` the artifact gets is a `cl_mem` the runtime
+//! handed out in this call, and every one it passes back is checked
+//! against that set. A failing callback records its error in the call
+//! context and returns a non-zero status; panics are caught so nothing
+//! unwinds into C.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr;
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::event::Event;
+use opencl3::types::cl_mem;
+
+use super::arena::Arena;
+use super::program::KernelSlot;
+use super::transfers::{to_usize, write_buffer};
+use super::{Session, exec_error};
+use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
+use crate::artifact::{Artifact, FunctionInfo};
+use crate::buffer_pool::PoolBuffer;
+use crate::error::{Error, Result};
+use crate::{RuntimeInner, TransferCounters};
+
+impl Session {
+    /// Calls the artifact's entry for `f` on the given (buffer, bytes) pairs.
+    pub(crate) fn execute(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(cl_mem, u64)],
+        outputs: &[(cl_mem, u64)],
+    ) -> Result<()> {
+        let rt = self.rt.inner.clone();
+        self.execute_on(f, inputs, outputs, &rt.queue, None)
+    }
+
+    /// [`Session::execute`] on `queue`. With `deferred` (a session's own
+    /// queue, see `async_call`), temporaries the call releases are not
+    /// given back to the pool but collected there, for the caller to give
+    /// back once the queue has finished the call; and buffers fresh from
+    /// the pool wait for the runtime's queue first.
+    pub(crate) fn execute_on(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(cl_mem, u64)],
+        outputs: &[(cl_mem, u64)],
+        queue: &CommandQueue,
+        mut deferred: Option<&mut Vec<PoolBuffer>>,
+    ) -> Result<()> {
+        let model = self.model.clone();
+        let rt = self.rt.inner.clone();
+        let mut cx = CallContext {
+            queue,
+            deferred: deferred.as_deref_mut(),
+            rt: &rt,
+            artifact: model.artifact(),
+            kernels: &self.kernels,
+            constants: &mut self.constants,
+            arena: &mut self.arena,
+            function: f,
+            pending: &mut self.pending,
+            live: HashMap::new(),
+            error: None,
+        };
+        for (what, list) in [("input", inputs), ("output", outputs)] {
+            for (i, &(mem, bytes)) in list.iter().enumerate() {
+                let owner = Owner::Io(format!("{what} {i}"));
+                cx.live.insert(mem as usize, Live { bytes, owner });
+            }
+        }
+        let in_ptrs: Vec<*mut TccBuffer> =
+            inputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
+        let out_ptrs: Vec<*mut TccBuffer> =
+            outputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
+        let api = TccRuntimeApi {
+            abi_version: abi::TCC_ABI_VERSION,
+            reserved: 0,
+            ctx: &mut cx as *mut CallContext as *mut c_void,
+            alloc: Some(cb_alloc),
+            release: Some(cb_release),
+            constant: Some(cb_constant),
+            launch: Some(cb_launch),
+            copy: Some(cb_copy),
+            view: Some(cb_view),
+        };
+        // SAFETY: the entry point comes from the validated artifact; the
+        // buffer arrays have the lengths its descriptor declares; `cx`
+        // outlives the call.
+        let status = unsafe { (f.entry)(&api, in_ptrs.as_ptr(), out_ptrs.as_ptr()) };
+        let CallContext { live, error, .. } = cx;
+        // Temporaries the artifact did not release go back to the pool: the
+        // call is over, nothing can use them any more.
+        let mut pool = rt.pool();
+        for (_, l) in live {
+            if let Owner::Pool(b) = l.owner {
+                match deferred.as_deref_mut() {
+                    Some(list) => list.push(b),
+                    None => pool.release(b),
+                }
+            }
+        }
+        drop(pool);
+        match (status, error) {
+            (0, None) => Ok(()),
+            (_, Some(e)) => Err(exec_error(f, e)),
+            (s, None) => Err(exec_error(
+                f,
+                Error::ArtifactCall(format!(
+                    "the entry returned status {s} without a failing runtime call"
+                )),
+            )),
+        }
+    }
+}
+
+/// Who owns a buffer the artifact holds in this call.
+enum Owner {
+    /// A temporary from `alloc`.
+    Pool(PoolBuffer),
+    /// Constant `index`, owned by the session.
+    Constant(u32),
+    /// An input or output of the call, owned by the caller.
+    Io(String),
+    /// A view of the session's arena.
+    Arena,
+}
+
+/// A buffer handed out in this call.
+struct Live {
+    /// Bytes the artifact may use (what it asked for, or the tensor size).
+    bytes: u64,
+    owner: Owner,
+}
+
+/// [`CallContext::acquire`] for a `queue` that is a session's own when
+/// `deferring`.
+fn acquire_for(
+    rt: &RuntimeInner,
+    queue: &CommandQueue,
+    deferring: bool,
+    bytes: u64,
+) -> Result<PoolBuffer> {
+    let b = rt.pool().acquire(&rt.context, bytes)?;
+    if deferring {
+        crate::async_call::wait_for_runtime_queue(rt, queue)?;
+    }
+    Ok(b)
+}
+
+/// State of one entry call; `tcc_runtime_api.ctx` points at it.
+struct CallContext<'a> {
+    /// The queue the call's work goes on (the runtime's, or the session's
+    /// own for an asynchronous call with `Session::set_own_queue`).
+    queue: &'a CommandQueue,
+    /// Set when `queue` is a session's own: released temporaries are
+    /// collected here instead of going back to the pool.
+    deferred: Option<&'a mut Vec<PoolBuffer>>,
+    rt: &'a RuntimeInner,
+    artifact: &'a Artifact,
+    kernels: &'a [KernelSlot],
+    constants: &'a mut [Option<PoolBuffer>],
+    arena: &'a mut Arena,
+    /// The function being called (its arena size and alignment).
+    function: &'a FunctionInfo,
+    pending: &'a mut Vec<(usize, Event)>,
+    live: HashMap<usize, Live>,
+    /// The first failure of a runtime call.
+    error: Option<Error>,
+}
+
+impl CallContext<'_> {
+    /// A buffer from the pool for this call's queue: on a session's own
+    /// queue it may still be in use by work on the runtime's queue (the
+    /// pool's in-order rule), so the own queue waits for that first.
+    fn acquire(&mut self, bytes: u64) -> Result<PoolBuffer> {
+        acquire_for(self.rt, self.queue, self.deferred.is_some(), bytes)
+    }
+
+    fn lookup(&self, b: *mut TccBuffer, what: &str) -> Result<(cl_mem, u64)> {
+        if b.is_null() {
+            return Err(Error::InvalidInput(format!("{what} is NULL")));
+        }
+        self.live
+            .get(&(b as usize))
+            .map(|l| (b as cl_mem, l.bytes))
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "{what} ({b:p}) is not a buffer the runtime handed out in this call"
+                ))
+            })
+    }
+
+    fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::InvalidInput("output pointer is NULL".into()));
+        }
+        if self.rt.faults.take(crate::Fault::Alloc) {
+            return Err(Error::OutOfDeviceMemory(format!(
+                "{bytes} bytes requested: injected fault (Runtime::inject_fault)"
+            )));
+        }
+        let b = self.acquire(bytes)?;
+        let mem = b.mem();
+        self.live.insert(
+            mem as usize,
+            Live {
+                bytes,
+                owner: Owner::Pool(b),
+            },
+        );
+        // SAFETY: checked non-null; the artifact passes a pointer to its slot.
+        unsafe { *out = mem as *mut TccBuffer };
+        Ok(())
+    }
+
+    fn release(&mut self, b: *mut TccBuffer) -> Result<()> {
+        if b.is_null() {
+            return Ok(());
+        }
+        let key = b as usize;
+        let refuse = |what: String| {
+            Err(Error::InvalidInput(format!(
+                "buffer {b:p} is {what}; only buffers from alloc() may be released"
+            )))
+        };
+        match self.live.get(&key).map(|l| &l.owner) {
+            None => Err(Error::InvalidInput(format!(
+                "buffer {b:p} was not handed out by alloc() in this call"
+            ))),
+            Some(Owner::Constant(i)) => refuse(format!("constant {i}")),
+            Some(Owner::Io(what)) => refuse(what.clone()),
+            Some(Owner::Arena) => refuse("a view of the arena".into()),
+            Some(Owner::Pool(_)) => {
+                if let Some(Live {
+                    owner: Owner::Pool(buf),
+                    ..
+                }) = self.live.remove(&key)
+                {
+                    match self.deferred.as_deref_mut() {
+                        Some(list) => list.push(buf),
+                        None => self.rt.pool().release(buf),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::InvalidInput("output pointer is NULL".into()));
+        }
+        let c = *self.artifact.constants.get(index as usize).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "constant index {index} out of range (the artifact has {})",
+                self.constants.len()
+            ))
+        })?;
+        if self.constants[index as usize].is_none() {
+            // Always a copy, also on a host-memory device: constants are not
+            // all read-only (the split-K arrival counters are a zeroed
+            // "constant" the kernels write and reset), and the artifact's
+            // data is read-only memory shared by every session.
+            let b = self.acquire(c.bytes)?;
+            // SAFETY: the artifact (and so the constant's memory) outlives
+            // the session, and the session waits for the queue on drop.
+            let data = unsafe { c.as_slice() };
+            // SAFETY: as above.
+            unsafe { write_buffer(self.queue, b.mem(), data, false) }?;
+            TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
+            self.constants[index as usize] = Some(b);
+        }
+        let mem = self.constants[index as usize]
+            .as_ref()
+            .map_or(ptr::null_mut(), PoolBuffer::mem);
+        self.live.entry(mem as usize).or_insert(Live {
+            bytes: c.bytes,
+            owner: Owner::Constant(index),
+        });
+        // SAFETY: checked non-null.
+        unsafe { *out = mem as *mut TccBuffer };
+        Ok(())
+    }
+
+    fn view(&mut self, offset: u64, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::InvalidInput("output pointer is NULL".into()));
+        }
+        let f = self.function;
+        if offset % f.arena_alignment != 0 {
+            return Err(Error::InvalidInput(format!(
+                "view offset {offset} is not a multiple of @{}'s arena alignment {}",
+                f.name, f.arena_alignment
+            )));
+        }
+        if bytes == 0
+            || offset
+                .checked_add(bytes)
+                .is_none_or(|end| end > f.arena_bytes)
+        {
+            return Err(Error::InvalidInput(format!(
+                "view of {bytes} bytes at offset {offset} is outside @{}'s {}-byte arena",
+                f.name, f.arena_bytes
+            )));
+        }
+        let (rt, queue, deferring) = (self.rt, self.queue, self.deferred.is_some());
+        let mem = self
+            .arena
+            .view(offset, bytes, || acquire_for(rt, queue, deferring, bytes))?;
+        self.live.entry(mem as usize).or_insert(Live {
+            bytes,
+            owner: Owner::Arena,
+        });
+        // SAFETY: checked non-null.
+        unsafe { *out = mem as *mut TccBuffer };
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        kernel: u32,
+        dims: u32,
+        global: *const u64,
+        local: *const u64,
+        num_args: u32,
+        args: *const TccArg,
+    ) -> Result<()> {
+        let slot = self.kernels.get(kernel as usize).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "kernel index {kernel} out of range (the artifact has {} kernels)",
+                self.kernels.len()
+            ))
+        })?;
+        let name = &slot.name;
+        if self.rt.faults.take(crate::Fault::Launch) {
+            return Err(Error::cl(
+                format!("clEnqueueNDRangeKernel({name}) (injected fault, Runtime::inject_fault)"),
+                opencl3::error_codes::ClError(opencl3::error_codes::CL_INVALID_COMMAND_QUEUE),
+            ));
+        }
+        if !(1..=3).contains(&dims) {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: dims must be 1, 2 or 3, got {dims}"
+            )));
+        }
+        if global.is_null() {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: global size is NULL"
+            )));
+        }
+        if num_args != slot.num_args {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}` takes {} arguments, launch passed {num_args}",
+                slot.num_args
+            )));
+        }
+        if num_args > 0 && args.is_null() {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: args is NULL"
+            )));
+        }
+        // SAFETY: non-null, `dims` entries per the ABI.
+        let global: Vec<usize> = unsafe { std::slice::from_raw_parts(global, dims as usize) }
+            .iter()
+            .map(|&g| to_usize(g, "global size"))
+            .collect::<Result<_>>()?;
+        let local: Option<Vec<usize>> = if local.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            let l: Vec<usize> = unsafe { std::slice::from_raw_parts(local, dims as usize) }
+                .iter()
+                .map(|&g| to_usize(g, "local size"))
+                .collect::<Result<_>>()?;
+            (l.iter().any(|&x| x != 0)).then_some(l)
+        };
+        // SAFETY: non-null (or empty), `num_args` entries per the ABI.
+        let args: &[TccArg] = if num_args == 0 {
+            &[]
+        } else {
+            unsafe { std::slice::from_raw_parts(args, num_args as usize) }
+        };
+        for (i, a) in args.iter().enumerate() {
+            let i = i as u32;
+            // SAFETY: the union member read is the one `kind` names; every
+            // value is passed by value to clSetKernelArg.
+            let set = unsafe {
+                match a.kind {
+                    abi::TCC_ARG_BUFFER => {
+                        let (mem, _) =
+                            self.lookup(a.value.buffer, &format!("kernel `{name}` argument {i}"))?;
+                        slot.kernel.set_arg(i, &mem)
+                    }
+                    abi::TCC_ARG_I32 => slot.kernel.set_arg(i, &a.value.i32),
+                    abi::TCC_ARG_I64 => slot.kernel.set_arg(i, &a.value.i64),
+                    abi::TCC_ARG_F32 => slot.kernel.set_arg(i, &a.value.f32),
+                    k => {
+                        return Err(Error::InvalidInput(format!(
+                            "kernel `{name}` argument {i}: unknown arg kind {k}"
+                        )));
+                    }
+                }
+            };
+            set.map_err(|e| {
+                Error::cl(
+                    format!(
+                        "clSetKernelArg(kernel `{name}`, argument {i}, kind {})",
+                        a.kind
+                    ),
+                    e,
+                )
+            })?;
+        }
+        if global.contains(&0) {
+            return Ok(()); // An empty NDRange does nothing.
+        }
+        // SAFETY: all arguments are set; the size arrays have `dims` entries.
+        let event = unsafe {
+            self.queue.enqueue_nd_range_kernel(
+                slot.kernel.get(),
+                dims,
+                ptr::null(),
+                global.as_ptr(),
+                local.as_ref().map_or(ptr::null(), |l| l.as_ptr()),
+                &[],
+            )
+        }
+        .map_err(|e| {
+            Error::cl(
+                format!(
+                    "clEnqueueNDRangeKernel(kernel `{name}`, global {global:?}, local {local:?})"
+                ),
+                e,
+            )
+        })?;
+        if self.rt.profiling {
+            self.pending.push((kernel as usize, event));
+        }
+        Ok(())
+    }
+
+    fn copy(
+        &mut self,
+        dst: *mut TccBuffer,
+        dst_offset: u64,
+        src: *mut TccBuffer,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        let (dst_mem, dst_len) = self.lookup(dst, "copy destination")?;
+        let (src_mem, src_len) = self.lookup(src, "copy source")?;
+        for (what, off, len) in [
+            ("destination", dst_offset, dst_len),
+            ("source", src_offset, src_len),
+        ] {
+            if off.checked_add(bytes).is_none_or(|end| end > len) {
+                return Err(Error::InvalidInput(format!(
+                    "copy of {bytes} bytes at {what} offset {off} overruns the {len}-byte {what} buffer"
+                )));
+            }
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: both buffers are live and the ranges are checked.
+        let ev = unsafe {
+            opencl3::command_queue::enqueue_copy_buffer(
+                self.queue.get(),
+                src_mem,
+                dst_mem,
+                to_usize(src_offset, "offset")?,
+                to_usize(dst_offset, "offset")?,
+                to_usize(bytes, "size")?,
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| Error::cl("clEnqueueCopyBuffer", e.into()))?;
+        drop(Event::new(ev));
+        Ok(())
+    }
+}
+
+const STATUS_ERROR: i32 = 1;
+
+/// Runs `op` on the call context behind `ctx`, turning errors and panics
+/// into a recorded error and a non-zero status.
+fn guarded(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> Result<()>) -> i32 {
+    if ctx.is_null() {
+        return STATUS_ERROR;
+    }
+    // SAFETY: `ctx` is the pointer `execute` put in the table, valid for the
+    // duration of the entry call; callbacks are not re-entered.
+    let cx = unsafe { &mut *(ctx as *mut CallContext) };
+    let outcome = catch_unwind(AssertUnwindSafe(|| op(&mut *cx)));
+    let err = match outcome {
+        Ok(Ok(())) => return 0,
+        Ok(Err(e)) => e.to_string(),
+        Err(panic) => {
+            let msg = crate::error::panic_message(panic.as_ref());
+            format!("internal error (panic): {msg}")
+        }
+    };
+    if cx.error.is_none() {
+        cx.error = Some(Error::ArtifactCall(format!(
+            "runtime call {name}() failed: {err}"
+        )));
+    }
+    STATUS_ERROR
+}
+
+unsafe extern "C" fn cb_alloc(ctx: *mut c_void, bytes: u64, out: *mut *mut TccBuffer) -> i32 {
+    guarded(ctx, "alloc", |cx| cx.alloc(bytes, out))
+}
+
+unsafe extern "C" fn cb_release(ctx: *mut c_void, buffer: *mut TccBuffer) {
+    guarded(ctx, "release", |cx| cx.release(buffer));
+}
+
+unsafe extern "C" fn cb_constant(ctx: *mut c_void, index: u32, out: *mut *mut TccBuffer) -> i32 {
+    guarded(ctx, "constant", |cx| cx.constant(index, out))
+}
+
+unsafe extern "C" fn cb_view(
+    ctx: *mut c_void,
+    offset: u64,
+    bytes: u64,
+    out: *mut *mut TccBuffer,
+) -> i32 {
+    guarded(ctx, "view", |cx| cx.view(offset, bytes, out))
+}
+
+unsafe extern "C" fn cb_launch(
+    ctx: *mut c_void,
+    kernel: u32,
+    dims: u32,
+    global: *const u64,
+    local: *const u64,
+    num_args: u32,
+    args: *const TccArg,
+) -> i32 {
+    guarded(ctx, "launch", |cx| {
+        cx.launch(kernel, dims, global, local, num_args, args)
+    })
+}
+
+unsafe extern "C" fn cb_copy(
+    ctx: *mut c_void,
+    dst: *mut TccBuffer,
+    dst_offset: u64,
+    src: *mut TccBuffer,
+    src_offset: u64,
+    bytes: u64,
+) -> i32 {
+    guarded(ctx, "copy", |cx| {
+        cx.copy(dst, dst_offset, src, src_offset, bytes)
+    })
+}
