@@ -1,4 +1,5 @@
-//! Generates the tcc dialect's C++ from `td/TccOps.td` with mlir-tblgen and
+//! Generates the tcc dialect's C++ from `td/TccOps.td` (ops and, from
+//! `td/TccAttrs.td`, the kernel-strategy attributes) with mlir-tblgen and
 //! compiles it together with the C interface in `cpp/` (see
 //! docs/dialect.md for why the dialect is ODS rather than IRDL).
 
@@ -35,6 +36,9 @@ fn main() {
     for (generator, file) in [
         ("-gen-dialect-decls", "TccOpsDialect.h.inc"),
         ("-gen-dialect-defs", "TccOpsDialect.cpp.inc"),
+        ("-gen-attrdef-decls", "TccAttrs.h.inc"),
+        ("-gen-attrdef-defs", "TccAttrs.cpp.inc"),
+        ("-gen-attrdef-doc", "TccAttrs.md"),
         ("-gen-op-decls", "TccOps.h.inc"),
         ("-gen-op-defs", "TccOps.cpp.inc"),
         ("-gen-op-doc", "TccOps.md"),

@@ -112,6 +112,43 @@ MlirModule tccParseModule(MlirContext context, MlirStringRef source,
 bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
                           size_t *size);
 
+/* The kernel strategies of TccAttrs.td (`#tcc.loops<...>`, ...). */
+typedef enum {
+  TccStrategyNone = 0, /* not a strategy attribute */
+  TccStrategyLoops = 1,
+  TccStrategyGemm = 2,
+  TccStrategyRowReduce = 3,
+  TccStrategySoftmax = 4,
+  TccStrategyLayerNorm = 5,
+} TccStrategyKind;
+
+/* Every strategy's parameters, flat: the fields a kind does not have are
+ * zero. */
+typedef struct {
+  int32_t kind;          /* a TccStrategyKind */
+  int64_t workgroupSize; /* loops and the row templates */
+  int64_t maxWorkgroups; /* loops; 0: no limit */
+  int64_t tileM, tileN, tileK, workM, workN, splitK; /* gemm */
+  int64_t batch, m, n, k;                            /* gemm */
+} TccKernelStrategy;
+
+/* The strategy attribute `strategy` describes. Returns a null attribute
+ * if its kind is unknown or its parameters fail the attribute's verifier
+ * (which then reports through the context's diagnostics). */
+MlirAttribute tccKernelStrategyGet(MlirContext context,
+                                   const TccKernelStrategy *strategy);
+/* Reads a strategy attribute's kind and parameters into `*strategy`.
+ * Returns false (kind TccStrategyNone) for any other attribute. */
+bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *strategy);
+
+/* Inserts a gpu.launch_func of `kernel` (a gpu.func inside a gpu.module)
+ * before `before`: `grid` work-groups of `block` work-items (as index
+ * constants inserted there too), passing `operands`. Returns the launch. */
+MlirOperation tccBuildLaunchFunc(MlirOperation before, MlirOperation kernel,
+                                 const int64_t grid[3], const int64_t block[3],
+                                 intptr_t numOperands, const MlirValue *operands,
+                                 MlirLocation location);
+
 /* Runs the mlir-opt driver with every dialect and every registered pass,
  * refusing input nested deeper than TCC_MAX_NESTING_DEPTH with a located
  * error. Returns the process exit code. */

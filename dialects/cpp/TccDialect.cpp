@@ -2,7 +2,8 @@
 //
 // The op classes come from TccOps.td through mlir-tblgen (run by build.rs);
 // this file holds the dialect initialisation and the hand-written verifiers
-// that ODS constraints cannot express (axis ranges, shape relations).
+// that ODS constraints cannot express (axis ranges, shape relations), of the
+// ops and of the kernel-strategy attributes (TccAttrs.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -20,11 +23,73 @@ using namespace tcc;
 
 #include "TccOpsDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "TccAttrs.cpp.inc"
+
 void TccDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "TccOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "TccAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel strategies
+//===----------------------------------------------------------------------===//
+
+/// Checks that a work-group size is positive.
+static LogicalResult
+verifyWorkgroupSize(function_ref<InFlightDiagnostic()> emitError,
+                    int64_t workgroupSize) {
+  if (workgroupSize <= 0)
+    return emitError() << "workgroup_size must be positive, got "
+                       << workgroupSize;
+  return success();
+}
+
+LogicalResult
+LoopsStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t workgroupSize, int64_t maxWorkgroups) {
+  if (maxWorkgroups < 0)
+    return emitError() << "max_workgroups must be 0 (no limit) or positive, "
+                          "got "
+                       << maxWorkgroups;
+  return verifyWorkgroupSize(emitError, workgroupSize);
+}
+
+LogicalResult GemmStrategyAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t tileM, int64_t tileN,
+    int64_t tileK, int64_t workM, int64_t workN, int64_t splitK, int64_t batch,
+    int64_t m, int64_t n, int64_t k) {
+  for (int64_t size : {tileM, tileN, tileK, workM, workN, splitK, batch, m, n,
+                       k})
+    if (size <= 0)
+      return emitError() << "GEMM tiles and shape must be positive";
+  if (tileM % workM != 0 || tileN % workN != 0)
+    return emitError() << "work_m and work_n must divide tile_m and tile_n";
+  return success();
+}
+
+LogicalResult
+RowReduceStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              int64_t workgroupSize) {
+  return verifyWorkgroupSize(emitError, workgroupSize);
+}
+
+LogicalResult
+SoftmaxStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            int64_t workgroupSize) {
+  return verifyWorkgroupSize(emitError, workgroupSize);
+}
+
+LogicalResult
+LayerNormStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              int64_t workgroupSize) {
+  return verifyWorkgroupSize(emitError, workgroupSize);
 }
 
 /// Checks that `axis` names a dimension of a tensor of rank `rank`

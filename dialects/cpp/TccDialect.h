@@ -11,6 +11,9 @@
 
 #include "TccOpsDialect.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "TccAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "TccOps.h.inc"
 

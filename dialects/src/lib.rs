@@ -4,7 +4,11 @@
 //! verifiers (`cpp/TccDialect.cpp`); `cpp/TccCAPI.cpp` adds the C entry
 //! points that MLIR's C API lacks. This crate wraps them for Rust:
 //! [`register_all_dialects`], [`register_all_passes`],
-//! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`].
+//! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`];
+//! [`strategy`] reads and writes the typed kernel strategy
+//! (`td/TccAttrs.td`).
+
+pub mod strategy;
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::Mutex;
@@ -91,6 +95,15 @@ unsafe extern "C" {
     fn tccLinalgCollapseContraction(op: MlirOperation) -> c_int;
     fn tccSimplifyMath(root: MlirOperation) -> bool;
     fn tccFuseElementwise(root: MlirOperation, max_ops: i64) -> bool;
+    fn tccBuildLaunchFunc(
+        before: MlirOperation,
+        kernel: MlirOperation,
+        grid: *const i64,
+        block: *const i64,
+        num_operands: isize,
+        operands: *const mlir_sys::MlirValue,
+        location: mlir_sys::MlirLocation,
+    ) -> MlirOperation;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -116,6 +129,35 @@ pub unsafe fn dense_resource_blob<'a>(attr: mlir_sys::MlirAttribute) -> Option<&
         return Some(&[]);
     }
     Some(unsafe { std::slice::from_raw_parts(data as *const u8, size) })
+}
+
+/// Inserts a `gpu.launch_func` of `kernel` (a `gpu.func` inside a
+/// `gpu.module`) before `before`: `grid` work-groups of `block` work-items
+/// (index constants inserted there too), passing `operands`. Returns the
+/// launch.
+///
+/// # Safety
+/// `before` must be a live op in a block, `kernel` a live `gpu.func`
+/// nested in a `gpu.module`, and the operands live values.
+pub unsafe fn build_launch_func(
+    before: MlirOperation,
+    kernel: MlirOperation,
+    grid: [i64; 3],
+    block: [i64; 3],
+    operands: &[mlir_sys::MlirValue],
+    location: mlir_sys::MlirLocation,
+) -> MlirOperation {
+    unsafe {
+        tccBuildLaunchFunc(
+            before,
+            kernel,
+            grid.as_ptr(),
+            block.as_ptr(),
+            operands.len() as isize,
+            operands.as_ptr(),
+            location,
+        )
+    }
 }
 
 /// What [`hoist_parallel_dims`] did.

@@ -25,7 +25,10 @@ def Tcc_Dialect : Dialect {
     them to hand-tuned library kernels; `tcc-decompose-composites` lowers
     them to TOSA for everything else.
   }];
+  let useDefaultAttributePrinterParser = 1;
 }
+
+include "TccAttrs.td"
 
 class Tcc_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tcc_Dialect, mnemonic, traits>;

@@ -9,6 +9,7 @@
 //! row reductions (softmax, layer norm, sums and maxima of long rows). Templates know
 //! nothing of MLIR.
 
+pub mod address;
 pub mod gemm;
 pub mod layer_norm;
 pub mod reduce;
@@ -16,6 +17,7 @@ mod register_gemm;
 mod row;
 pub mod softmax;
 
+pub use address::Address;
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
 pub use layer_norm::{LayerNormSpec, RowOperand, layer_norm_kernel};
 pub use reduce::{RowReduceSpec, row_reduce_kernel};

@@ -1,5 +1,5 @@
 // tcc-configure-kernels asks the target's configuration for each kernel's
-// work-group size: at least 64 work-items where the iteration space has
+// typed strategy (tcc.strategy) and work-group size: at least 64 work-items where the iteration space has
 // that many points, never more than it has.
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
@@ -18,13 +18,13 @@
 // POCL: module attributes {tcc.target = "pocl-cpu"}
 
 // GENERIC-LABEL: func.func @big
-// GENERIC: tcc.config = {workgroup_size = 128 : i64}
+// GENERIC: tcc.strategy = #tcc.loops<workgroup_size = 128>
 // NVIDIA-LABEL: func.func @big
-// NVIDIA: tcc.config = {workgroup_size = 256 : i64}
+// NVIDIA: tcc.strategy = #tcc.loops<workgroup_size = 256>
 // On CPUs a loop-nest kernel launches at most 64 work-groups (grid-stride
 // loops cover the rest of its 65536 points).
 // POCL-LABEL: func.func @big
-// POCL: tcc.config = {max_workgroups = 64 : i64, workgroup_size = 256 : i64}
+// POCL: tcc.strategy = #tcc.loops<workgroup_size = 256, max_workgroups = 64>
 func.func @big(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
   %0 = tosa.exp %x : (tensor<64x1024xf32>) -> tensor<64x1024xf32>
   return %0 : tensor<64x1024xf32>
@@ -32,9 +32,9 @@ func.func @big(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
 
 // Two outputs: a work-group of two work-items.
 // GENERIC-LABEL: func.func @small
-// GENERIC: tcc.config = {workgroup_size = 2 : i64}, tcc.kernel = "reduce_add_{{[0-9]+}}", tcc.kind = "reduction"
+// GENERIC: tcc.kernel = "reduce_add_{{[0-9]+}}", tcc.kind = "reduction", tcc.strategy = #tcc.loops<workgroup_size = 2>
 // NVIDIA-LABEL: func.func @small
-// NVIDIA: tcc.config = {workgroup_size = 2 : i64}
+// NVIDIA: tcc.strategy = #tcc.loops<workgroup_size = 2>
 func.func @small(%x: tensor<2x5xf32>) -> tensor<2x1xf32> {
   %0 = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32>
   return %0 : tensor<2x1xf32>
@@ -42,9 +42,9 @@ func.func @small(%x: tensor<2x5xf32>) -> tensor<2x1xf32> {
 
 // 100 points: rounded up to a multiple of 32 below the preferred size.
 // GENERIC-LABEL: func.func @hundred
-// GENERIC: tcc.config = {workgroup_size = 128 : i64}
+// GENERIC: tcc.strategy = #tcc.loops<workgroup_size = 128>
 // POCL-LABEL: func.func @hundred
-// POCL: tcc.config = {max_workgroups = 64 : i64, workgroup_size = 128 : i64}
+// POCL: tcc.strategy = #tcc.loops<workgroup_size = 128, max_workgroups = 64>
 func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
   %0 = tosa.abs %x : (tensor<100xf32>) -> tensor<100xf32>
   return %0 : tensor<100xf32>
@@ -55,11 +55,11 @@ func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
 // forces the target's second candidate (4x16).
 // Templates size their own grids: no max_workgroups.
 // POCL-LABEL: func.func @tunable
-// POCL: tcc.config = {gemm = array<i64: 4, 64, 4, 4, 64, 1>, workgroup_size = 1 : i64}
+// POCL: tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
 // TUNED-LABEL: func.func @tunable
-// TUNED: gemm = array<i64: 8, 16, 4, 8, 16, 1>
+// TUNED: #tcc.gemm<tile_m = 8, tile_n = 16, tile_k = 4, work_m = 8, work_n = 16, split_k = 1,
 // CANDIDATE-LABEL: func.func @tunable
-// CANDIDATE: gemm = array<i64: 4, 16, 4, 4, 16, 1>
+// CANDIDATE: #tcc.gemm<tile_m = 4, tile_n = 16, tile_k = 4, work_m = 4, work_n = 16, split_k = 1,
 func.func @tunable(%a: tensor<1x64x128xf32>, %b: tensor<1x128x96xf32>) -> tensor<1x64x96xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x96xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x96xf32>

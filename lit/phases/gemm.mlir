@@ -9,17 +9,17 @@
 
 // A 200x96 output has 8 64x64 tiles, fewer than the H100's 132 SMs: the
 // nvidia configuration takes 16x16 tiles (13 x 6 work-groups of 8x8).
-// TILE: linalg.matmul {tcc.config = {gemm = array<i64: 16, 16, 16, 2, 2, 1>, workgroup_size = 64 : i64}
+// TILE: linalg.matmul {tcc.kernel = {{.*}}, tcc.strategy = #tcc.gemm<tile_m = 16, tile_n = 16, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 200, n = 96, k = 128>}
 // On CPUs a work-group is one work-item with a 4x64 block of C
 // (register-blocked: tile == work per item).
-// POCL: linalg.matmul {tcc.config = {gemm = array<i64: 4, 64, 4, 4, 64, 1>, workgroup_size = 1 : i64}
+// POCL: linalg.matmul {tcc.kernel = {{.*}}, tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1,
 
 // 200 / 16 -> 13 tiles along M, 96 / 16 -> 6 along N.
 // GPU-DAG: %[[C6:.*]] = arith.constant 6 : index
 // GPU-DAG: %[[C13:.*]] = arith.constant 13 : index
 // GPU-DAG: %[[C8:.*]] = arith.constant 8 : index
 // GPU: gpu.launch_func @tcc_kernels::@matmul_add_max_0 blocks in (%[[C6]], %[[C13]], %{{.*}}) threads in (%[[C8]], %[[C8]], %{{.*}})
-// GPU: gpu.func @matmul_add_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 8, 8, 1>, tcc.flops = 4915200 : i64, tcc.gemm = array<i64: 16, 16, 16, 2, 2, 1>, tcc.kind = "matmul"}
+// GPU: gpu.func @matmul_add_max_0({{.*}}) kernel attributes {known_block_size = array<i32: 8, 8, 1>, tcc.flops = 4915200 : i64, tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 16, tile_n = 16, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 200, n = 96, k = 128>}
 // GPU: linalg.matmul
 
 // CL: __kernel __attribute__((reqd_work_group_size(8, 8, 1)))
@@ -92,7 +92,7 @@ func.func @dense_relu(%x: tensor<200x128xf32>, %w: tensor<128x96xf32>, %b: tenso
 
 // 1024x1024 has 256 64x64 tiles, enough for every SM: 64x64 tiles.
 // TILE-LABEL: func.func @square_1024
-// TILE: linalg.matmul {tcc.config = {gemm = array<i64: 64, 64, 16, 4, 4, 1>, workgroup_size = 256 : i64}
+// TILE: linalg.matmul {tcc.kernel = {{.*}}, tcc.strategy = #tcc.gemm<tile_m = 64, tile_n = 64, tile_k = 16, work_m = 4, work_n = 4, split_k = 1,
 func.func @square_1024(%x: tensor<1024x64xf32>, %w: tensor<64x1024xf32>) -> tensor<1024x1024xf32> {
   %e = tensor.empty() : tensor<1024x1024xf32>
   %zero = arith.constant 0.0 : f32

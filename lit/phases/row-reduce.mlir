@@ -8,13 +8,13 @@
 // RUN: tcc compile %s --emit=opencl-c --target=pocl-cpu | FileCheck %s --check-prefix=CPU
 // RUN: tcc compile %s --compile-to=tile --target=pocl-cpu | FileCheck %s --check-prefix=CPUTILE
 
-// TILE: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}}tcc.config = {row_reduce = 256 : i64, workgroup_size = 256 : i64}
+// TILE: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}}tcc.strategy = #tcc.row_reduce<workgroup_size = 256>
 
 // 8 outputs: 8 work-groups of 256.
 // GPU-DAG: %[[C8:.*]] = arith.constant 8 : index
 // GPU-DAG: %[[C256:.*]] = arith.constant 256 : index
 // GPU: gpu.launch_func @tcc_kernels::@[[K:.*]] blocks in (%[[C8]], %{{.*}}, %{{.*}}) threads in (%[[C256]], %{{.*}}, %{{.*}})
-// GPU: gpu.func @[[K]]({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>, tcc.kind = "reduction", tcc.row_reduce = 256 : i64}
+// GPU: gpu.func @[[K]]({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>, tcc.kind = "reduction", tcc.strategy = #tcc.row_reduce<workgroup_size = 256>}
 
 // CL: __local float scratch[256];
 // CL: float partial_total = 0.0f;
@@ -39,14 +39,14 @@
 // CPU: const float total = total_0;
 
 // A short reduction keeps one work-item per output.
-// TILE: tcc.config = {workgroup_size = {{[0-9]+}} : i64}, tcc.kernel = "reduce_max
+// TILE: tcc.kernel = "reduce_max{{.*}}tcc.strategy = #tcc.loops<workgroup_size = {{[0-9]+}}>
 
 // A column sum (the row strided by 8 in memory) takes the row template on
 // GPUs; on CPUs one work-item per output, which PoCL vectorizes across
 // neighbouring outputs, beats one work-item reading a strided row.
-// TILE: linalg.generic {{.*}}tcc.config = {row_reduce = 256 : i64, workgroup_size = 256 : i64}, tcc.kernel = "reduce_add_2"
-// CPUTILE: tcc.config = {row_reduce = 1 : i64, workgroup_size = 1 : i64}, tcc.kernel = "reduce_exp_add_0"
-// CPUTILE: tcc.config = {max_workgroups = 64 : i64, workgroup_size = {{[0-9]+}} : i64}, tcc.kernel = "reduce_add_2"
+// TILE: linalg.generic {{.*}}tcc.kernel = "reduce_add_2", tcc.kind = "reduction", tcc.strategy = #tcc.row_reduce<workgroup_size = 256>
+// CPUTILE: tcc.kernel = "reduce_exp_add_0", tcc.kind = "reduction", tcc.strategy = #tcc.row_reduce<workgroup_size = 1>
+// CPUTILE: tcc.kernel = "reduce_add_2", tcc.kind = "reduction", tcc.strategy = #tcc.loops<workgroup_size = {{[0-9]+}}, max_workgroups = 64>
 
 func.func @row_sum_exp(%x: tensor<8x1024xf32>, %y: tensor<64x16xf32>, %z: tensor<1024x8xf32>) -> (tensor<8x1xf32>, tensor<64x1xf32>, tensor<1x8xf32>) {
   %e = tosa.exp %x : (tensor<8x1024xf32>) -> tensor<8x1024xf32>

@@ -2,13 +2,16 @@
 //! that every driver accepts (CL_DEVICE_MAX_WORK_GROUP_SIZE >= 256 on all
 //! devices tcc has met).
 
-use super::KernelKind;
+use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig};
+
+/// Any OpenCL 1.2 device.
+pub struct Generic;
 
 /// As on NVIDIA (see [`super::nvidia::FOLD_POOLS_INTO_CONVS`]): GPUs in
 /// general keep stride-1 pools as kernels.
-pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::Strided;
+pub const FOLD_POOLS_INTO_CONVS: PoolFolding = PoolFolding::Strided;
 
-pub fn workgroup_size(kind: KernelKind) -> i64 {
+fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise | KernelKind::Reduction => 128,
         KernelKind::Matmul
@@ -20,11 +23,11 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
 
 /// Tiled GEMM for products with at least 32x32 outputs: 32x32 tiles, 2x2
 /// outputs per work-item (256 work-items, 4 KiB of local memory).
-pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
+fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
     // Narrow outputs (8 to 31 columns: the channels of small convolutions)
     // with many rows: tall, narrow tiles.
     if (8..32).contains(&n) && m >= 256 {
-        return Some(super::GemmConfig {
+        return Some(GemmConfig {
             tile_m: 64,
             tile_n: 16,
             tile_k: 16,
@@ -33,7 +36,7 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
             split_k: 1,
         });
     }
-    (m >= 32 && n >= 32).then_some(super::GemmConfig {
+    (m >= 32 && n >= 32).then_some(GemmConfig {
         tile_m: 32,
         tile_n: 32,
         tile_k: 16,
@@ -46,3 +49,28 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
 /// The most operations one fused elementwise body may hold (see
 /// `Target::max_fused_ops`).
 pub const MAX_FUSED_OPS: i64 = 128;
+
+/// Work-items per row of a row template: at most 128.
+const ROW_WORKGROUP: i64 = 128;
+
+impl TargetConfig for Generic {
+    fn workgroup_size(&self, kind: KernelKind) -> i64 {
+        workgroup_size(kind)
+    }
+
+    fn gemm(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
+        gemm(m, n)
+    }
+
+    fn row_workgroup(&self, columns: i64) -> i64 {
+        super::gpu_row_workgroup(ROW_WORKGROUP, columns)
+    }
+
+    fn fold_pools_into_convs(&self) -> PoolFolding {
+        FOLD_POOLS_INTO_CONVS
+    }
+
+    fn max_fused_ops(&self) -> i64 {
+        MAX_FUSED_OPS
+    }
+}

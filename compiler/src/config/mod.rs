@@ -1,10 +1,11 @@
 //! Per-target kernel configuration, kept apart from the lowering mechanism.
 //!
-//! The tile phase (`tcc-configure-kernels`) asks the target's configuration
-//! for each kernel and records the answer as a `tcc.config` attribute on the
-//! kernel's ops; the gpu phase reads only that attribute. Changing how a
-//! target is tuned means changing `generic.rs`, `nvidia.rs` or
-//! `pocl_cpu.rs`, never the passes.
+//! Each target implements [`TargetConfig`] in its own file (`generic.rs`,
+//! `nvidia.rs`, `pocl_cpu.rs`). The tile phase (`tcc-configure-kernels`)
+//! asks it for each kernel and records the answer as the kernel's typed
+//! strategy (`tcc.strategy`, a `#tcc.loops`/`#tcc.gemm`/... attribute);
+//! the gpu phase and the back ends read only that attribute. Changing how
+//! a target is tuned means changing its file, never the passes.
 
 pub mod generic;
 pub mod nvidia;
@@ -102,9 +103,9 @@ impl KernelKind {
     }
 }
 
-/// The configuration of one kernel.
+/// A loop-nest kernel's launch configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KernelConfig {
+pub struct LoopConfig {
     /// Work-items per work-group (the mapping uses a 1-D NDRange).
     pub workgroup_size: i64,
     /// The most work-groups a loop-nest kernel launches (its grid-stride
@@ -115,17 +116,69 @@ pub struct KernelConfig {
 
 pub use tcc_kernels::GemmConfig;
 
+/// One target's tuning tables: one implementation per target file
+/// (`generic.rs`, `nvidia.rs`, `pocl_cpu.rs`). `tcc-configure-kernels`
+/// asks it for each kernel's strategy; nothing after the tile phase asks
+/// it anything.
+pub trait TargetConfig: Sync {
+    /// Preferred work-items per group of a loop-nest kernel of `kind`.
+    fn workgroup_size(&self, kind: KernelKind) -> i64;
+
+    /// The most work-groups a loop-nest kernel launches; `None`: one
+    /// work-item per point.
+    fn max_loop_workgroups(&self) -> Option<i64> {
+        None
+    }
+
+    /// The table's tiled-GEMM configuration for an `m x n x k` product,
+    /// or `None` to compile it as loops.
+    fn gemm(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig>;
+
+    /// Configurations `tcc tune` measures besides the table's.
+    fn gemm_alternatives(&self, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
+        gpu_gemm_alternatives(m, n, k)
+    }
+
+    /// Work-items per row of a row template (softmax, layer norm, a long
+    /// row reduction) over `columns` elements.
+    fn row_workgroup(&self, columns: i64) -> i64;
+
+    /// Whether a long row reduction runs on the row template, given
+    /// whether its inputs are contiguous along the row.
+    fn row_reduction_template(&self, _contiguous: bool) -> bool {
+        true
+    }
+
+    /// Which poolings feeding only a 1x1 convolution are unrolled into it.
+    fn fold_pools_into_convs(&self) -> PoolFolding;
+
+    /// The most operations one fused elementwise body may hold.
+    fn max_fused_ops(&self) -> i64;
+}
+
+/// A GPU's row work-group: its `preferred` power of two, no more than a
+/// row of `columns` needs (and at least 64).
+pub(crate) fn gpu_row_workgroup(preferred: i64, columns: i64) -> i64 {
+    let needed = (columns.max(1) as u64).next_power_of_two() as i64;
+    preferred.min(needed.max(64))
+}
+
 impl Target {
+    /// The target's tuning tables.
+    pub fn config(self) -> &'static dyn TargetConfig {
+        match self {
+            Target::Generic => &generic::Generic,
+            Target::Nvidia => &nvidia::Nvidia,
+            Target::PoclCpu => &pocl_cpu::PoclCpu,
+        }
+    }
+
     /// The tiled-GEMM configuration for `batch` products of `m x n x k`,
     /// or `None` to compile it like any other kernel (one output per
     /// work-item). Batched products never split K: their batch already
     /// multiplies the work-groups.
     pub fn gemm_config(self, batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
-        let mut config = match self {
-            Target::Generic => generic::gemm(m, n, k),
-            Target::Nvidia => nvidia::gemm(m, n, k),
-            Target::PoclCpu => pocl_cpu::gemm(m, n, k),
-        }?;
+        let mut config = self.config().gemm(m, n, k)?;
         if batch > 1 {
             config.split_k = 1;
         }
@@ -140,12 +193,8 @@ impl Target {
         let Some(default) = self.gemm_config(batch, m, n, k) else {
             return Vec::new();
         };
-        let alternatives = match self {
-            Target::PoclCpu => pocl_cpu::gemm_alternatives(m, n),
-            Target::Nvidia | Target::Generic => gpu_gemm_alternatives(m, n, k),
-        };
         let mut candidates = vec![default];
-        for mut config in alternatives {
+        for mut config in self.config().gemm_alternatives(m, n, k) {
             if batch > 1 {
                 config.split_k = 1;
             }
@@ -170,11 +219,7 @@ impl Target {
     /// unrolled into the convolution's loads (`tcc-fold-conv-inputs
     /// {pools=...}`) instead of running as kernels of their own.
     pub fn fold_pools_into_convs(self) -> PoolFolding {
-        match self {
-            Target::Generic => generic::FOLD_POOLS_INTO_CONVS,
-            Target::Nvidia => nvidia::FOLD_POOLS_INTO_CONVS,
-            Target::PoclCpu => pocl_cpu::FOLD_POOLS_INTO_CONVS,
-        }
+        self.config().fold_pools_into_convs()
     }
 
     /// The most operations one fused elementwise body may hold
@@ -182,11 +227,7 @@ impl Target {
     /// kernel grows faster than linearly with its size, so a long chain
     /// is cut into kernels of at most this many operations.
     pub fn max_fused_ops(self) -> i64 {
-        match self {
-            Target::Generic => generic::MAX_FUSED_OPS,
-            Target::Nvidia => nvidia::MAX_FUSED_OPS,
-            Target::PoclCpu => pocl_cpu::MAX_FUSED_OPS,
-        }
+        self.config().max_fused_ops()
     }
 
     /// Work-items per row of a row template (softmax, layer norm, a long
@@ -194,13 +235,7 @@ impl Target {
     /// preferred power of two, no more than the row needs; on CPUs one,
     /// which walks the row in SIMD lanes (`tcc_kernels`'s row passes).
     pub fn row_workgroup(self, columns: i64) -> i64 {
-        let preferred = match self {
-            Target::Generic => 128,
-            Target::Nvidia => 256,
-            Target::PoclCpu => return pocl_cpu::ROW_WORKGROUP,
-        };
-        let needed = (columns.max(1) as u64).next_power_of_two() as i64;
-        preferred.min(needed.max(64))
+        self.config().row_workgroup(columns)
     }
 
     /// Whether a long row reduction runs on the row template (one
@@ -208,25 +243,15 @@ impl Target {
     /// with a loop over the row, given whether its inputs are contiguous
     /// along the row.
     pub fn row_reduction_template(self, contiguous: bool) -> bool {
-        match self {
-            Target::Generic | Target::Nvidia => true,
-            Target::PoclCpu => pocl_cpu::row_reduction_template(contiguous),
-        }
+        self.config().row_reduction_template(contiguous)
     }
 
-    /// The configuration for a kernel of `kind` over `work_items` points.
-    pub fn kernel_config(self, kind: KernelKind, work_items: i64) -> KernelConfig {
-        let preferred = match self {
-            Target::Generic => generic::workgroup_size(kind),
-            Target::Nvidia => nvidia::workgroup_size(kind),
-            Target::PoclCpu => pocl_cpu::workgroup_size(kind),
-        };
-        KernelConfig {
-            workgroup_size: clamp_workgroup(preferred, work_items),
-            max_workgroups: match self {
-                Target::Generic | Target::Nvidia => None,
-                Target::PoclCpu => Some(pocl_cpu::MAX_LOOP_WORKGROUPS),
-            },
+    /// The launch of a loop-nest kernel of `kind` over `work_items` points.
+    pub fn loop_config(self, kind: KernelKind, work_items: i64) -> LoopConfig {
+        let config = self.config();
+        LoopConfig {
+            workgroup_size: clamp_workgroup(config.workgroup_size(kind), work_items),
+            max_workgroups: config.max_loop_workgroups(),
         }
     }
 }
@@ -499,7 +524,7 @@ mod tests {
                 KernelKind::Matmul,
                 KernelKind::Convolution,
             ] {
-                let config = target.kernel_config(kind, 1 << 16);
+                let config = target.loop_config(kind, 1 << 16);
                 assert!(config.workgroup_size >= 64, "{target} {kind:?}: {config:?}");
             }
         }

@@ -2,7 +2,10 @@
 //! 256 work-items per group keeps enough warps resident per SM for
 //! bandwidth-bound kernels.
 
-use super::KernelKind;
+use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig};
+
+/// NVIDIA GPUs through NVIDIA's OpenCL.
+pub struct Nvidia;
 
 /// Downsampling pools are unrolled into the 1x1 convolutions they feed;
 /// stride-1 pools stay kernels of their own. Measured on the H100 with
@@ -13,9 +16,9 @@ use super::KernelKind;
 /// ms); Inception v1's stride-1 pool projections folded ran 21% slower at
 /// batch 1 (1.555 against 1.285 ms): their padded windows put nine
 /// bounds-checked reads per element into the staging of small GEMMs.
-pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::Strided;
+pub const FOLD_POOLS_INTO_CONVS: PoolFolding = PoolFolding::Strided;
 
-pub fn workgroup_size(kind: KernelKind) -> i64 {
+fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,
         KernelKind::Reduction => 256,
@@ -48,11 +51,11 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
 /// K = 4608: 32 tiles) runs 16 slices of 288; 16x16 tiles there gave 128
 /// groups of 64 work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s
 /// on the H100).
-pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
+fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     // Narrow outputs (8 to 31 columns: the channels of small convolutions)
     // with many rows: tall, narrow tiles.
     if (8..32).contains(&n) && m >= 256 {
-        return Some(super::GemmConfig {
+        return Some(GemmConfig {
             tile_m: 64,
             tile_n: 16,
             tile_k: 16,
@@ -68,7 +71,7 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
         return None;
     }
     if m * n >= 2048 * 2048 {
-        return Some(super::GemmConfig {
+        return Some(GemmConfig {
             tile_m: 128,
             tile_n: 128,
             tile_k: 16,
@@ -81,7 +84,7 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
     if tiles(64) < SMS && tiles(32) < 2 * SMS {
         let split_k = split_k(tiles(32), k, MIN_SPLIT_K_SLICE);
         if split_k > 1 {
-            return Some(super::GemmConfig {
+            return Some(GemmConfig {
                 tile_m: 32,
                 tile_n: 32,
                 tile_k: 16,
@@ -106,7 +109,7 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
     } else {
         1
     };
-    Some(super::GemmConfig {
+    Some(GemmConfig {
         tile_m: tile,
         tile_n: tile,
         tile_k: 16,
@@ -123,11 +126,11 @@ pub fn gemm(m: i64, n: i64, k: i64) -> Option<super::GemmConfig> {
 /// so what matters is that enough work-groups stream it: a plain loop
 /// kernel (one work-item per column walking all of K) moved VGG-19's 411
 /// MB first layer at 0.26 TB/s on the H100.
-fn small_m(m: i64, n: i64, k: i64) -> super::GemmConfig {
+fn small_m(m: i64, n: i64, k: i64) -> GemmConfig {
     let tile_m = (m.max(4) as u64).next_power_of_two() as u32;
     let tile_n = 4 * (256 / tile_m);
     let tiles = (m + tile_m as i64 - 1) / tile_m as i64 * ((n + tile_n as i64 - 1) / tile_n as i64);
-    super::GemmConfig {
+    GemmConfig {
         tile_m,
         tile_n,
         tile_k: 16,
@@ -165,3 +168,28 @@ const MIN_LONG_SPLIT_K_SLICE: i64 = 1024;
 /// The most operations one fused elementwise body may hold (see
 /// `Target::max_fused_ops`).
 pub const MAX_FUSED_OPS: i64 = 128;
+
+/// Work-items per row of a row template: at most 256.
+const ROW_WORKGROUP: i64 = 256;
+
+impl TargetConfig for Nvidia {
+    fn workgroup_size(&self, kind: KernelKind) -> i64 {
+        workgroup_size(kind)
+    }
+
+    fn gemm(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+        gemm(m, n, k)
+    }
+
+    fn row_workgroup(&self, columns: i64) -> i64 {
+        super::gpu_row_workgroup(ROW_WORKGROUP, columns)
+    }
+
+    fn fold_pools_into_convs(&self) -> PoolFolding {
+        FOLD_POOLS_INTO_CONVS
+    }
+
+    fn max_fused_ops(&self) -> i64 {
+        MAX_FUSED_OPS
+    }
+}

@@ -2,7 +2,10 @@
 //! one core and vectorizes across work-items, so moderate groups amortize
 //! scheduling without starving the other cores.
 
-use super::KernelKind;
+use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig};
+
+/// CPUs through PoCL.
+pub struct PoclCpu;
 
 /// Pools are unrolled into the 1x1 convolutions they feed: a kernel and a
 /// buffer less per pool. On this machine's 2 PoCL cores the two forms of
@@ -10,7 +13,7 @@ use super::KernelKind;
 /// 149 and 123 ms per call folded, 122 and 132 ms unfolded, alternating
 /// runs). The GPU configurations fold only downsampling pools (see
 /// `nvidia::FOLD_POOLS_INTO_CONVS`).
-pub const FOLD_POOLS_INTO_CONVS: super::PoolFolding = super::PoolFolding::All;
+pub const FOLD_POOLS_INTO_CONVS: PoolFolding = PoolFolding::All;
 
 /// One work-item per row of a softmax, layer norm or row reduction: it
 /// keeps a partial per SIMD lane. Measured with pyopencl on this machine's
@@ -25,7 +28,7 @@ pub const ROW_WORKGROUP: i64 = 1;
 /// output a column) runs faster as one work-item per output, which PoCL
 /// vectorizes across neighbouring outputs: ResNet-50's pooled classifier
 /// (2048 x 1000) took 8.9 ms as rows and 2.7 ms as outputs, one thread.
-pub fn row_reduction_template(contiguous: bool) -> bool {
+fn row_reduction_template(contiguous: bool) -> bool {
     contiguous
 }
 
@@ -37,7 +40,7 @@ pub fn row_reduction_template(contiguous: bool) -> bool {
 /// still give every core of a large CPU several.
 pub const MAX_LOOP_WORKGROUPS: i64 = 64;
 
-pub fn workgroup_size(kind: KernelKind) -> i64 {
+fn workgroup_size(kind: KernelKind) -> i64 {
     match kind {
         KernelKind::Elementwise => 256,
         KernelKind::Reduction
@@ -57,7 +60,7 @@ pub fn workgroup_size(kind: KernelKind) -> i64 {
 /// candidates measured in turns, this machine, docs/benchmarks.md)
 /// picked 4 x 64 for 13 of its 20 convolution shapes, 6 x 32 (the
 /// previous table) for 2.
-pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
+fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
     let (rows, columns): (u32, u32) = match n {
         n if n >= 64 => (4, 64),
         n if n >= 32 => (6, 32),
@@ -66,21 +69,21 @@ pub fn gemm(m: i64, n: i64, _k: i64) -> Option<super::GemmConfig> {
         _ => (6, 4),
     };
     let rows = m.clamp(1, rows as i64) as u32;
-    Some(super::GemmConfig::register_blocked(rows, columns))
+    Some(GemmConfig::register_blocked(rows, columns))
 }
 
 /// Register blocks `tcc tune` tries besides the table's: 4 to 12 rows (no
 /// more than M has) by 16 to 64 columns (no wider than N needs), at most
 /// 24 `float16` accumulators so that the B vectors and the broadcast A
 /// element still fit AVX-512's 32 registers.
-pub fn gemm_alternatives(m: i64, n: i64) -> Vec<super::GemmConfig> {
+fn gemm_alternatives(m: i64, n: i64) -> Vec<GemmConfig> {
     let mut alternatives = Vec::new();
     for rows in [4u32, 6, 8, 12] {
         for columns in [16u32, 32, 48, 64] {
             let fits = rows * columns / 16 <= 24;
             let useful = (rows as i64) <= m.max(1) && (columns as i64) < n.max(1) + 16;
             if fits && useful {
-                alternatives.push(super::GemmConfig::register_blocked(rows, columns));
+                alternatives.push(GemmConfig::register_blocked(rows, columns));
             }
         }
     }
@@ -90,3 +93,37 @@ pub fn gemm_alternatives(m: i64, n: i64) -> Vec<super::GemmConfig> {
 /// The most operations one fused elementwise body may hold (see
 /// `Target::max_fused_ops`).
 pub const MAX_FUSED_OPS: i64 = 128;
+
+impl TargetConfig for PoclCpu {
+    fn workgroup_size(&self, kind: KernelKind) -> i64 {
+        workgroup_size(kind)
+    }
+
+    fn max_loop_workgroups(&self) -> Option<i64> {
+        Some(MAX_LOOP_WORKGROUPS)
+    }
+
+    fn gemm(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
+        gemm(m, n)
+    }
+
+    fn gemm_alternatives(&self, m: i64, n: i64, _k: i64) -> Vec<GemmConfig> {
+        gemm_alternatives(m, n)
+    }
+
+    fn row_workgroup(&self, _columns: i64) -> i64 {
+        ROW_WORKGROUP
+    }
+
+    fn row_reduction_template(&self, contiguous: bool) -> bool {
+        row_reduction_template(contiguous)
+    }
+
+    fn fold_pools_into_convs(&self) -> PoolFolding {
+        FOLD_POOLS_INTO_CONVS
+    }
+
+    fn max_fused_ops(&self) -> i64 {
+        MAX_FUSED_OPS
+    }
+}

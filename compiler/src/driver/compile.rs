@@ -320,7 +320,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             &GemmChoice::default(),
             dump,
         )?;
-        let kernels = crate::back::spirv::write_kernels(&session, &module)?;
+        let run = |module: &mut melior::ir::Module, pipeline: &str| {
+            session
+                .run_pipeline(module, pipeline)
+                .map_err(|e| format!("{e:#}"))
+        };
+        let kernels = crate::back::spirv::write_kernels(&session.context, &module, &run)?;
         std::fs::create_dir_all(directory)
             .with_context(|| format!("cannot create {}", directory.display()))?;
         for kernel in kernels {

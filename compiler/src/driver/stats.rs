@@ -5,12 +5,11 @@
 //! any op, which no plan can beat).
 
 use melior::ir::Module;
-use melior::ir::attribute::DictionaryAttribute;
 use melior::ir::operation::OperationLike;
 
 use crate::ir::dense::int_array_attribute;
 use crate::ir::util::{collect_ops, integer_value, op_name, string_value};
-use crate::passes::{ARENA_BYTES_ATTR, CONFIG_ATTR, KERNEL_ATTR, KIND_ATTR, LIVE_BOUND_ATTR};
+use crate::passes::{ARENA_BYTES_ATTR, KERNEL_ATTR, KIND_ATTR, LIVE_BOUND_ATTR};
 
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -123,12 +122,8 @@ pub fn collect(module: &Module) -> Stats {
             .ok()
             .and_then(string_value)
             .unwrap_or_default();
-        let size = op
-            .attribute(CONFIG_ATTR)
-            .ok()
-            .and_then(|a| DictionaryAttribute::try_from(a).ok())
-            .and_then(|d| d.element_by_name("workgroup_size"))
-            .and_then(integer_value)
+        let size = crate::ir::strategy::of(&op)
+            .map(|s| s.workgroup_size())
             .map(|s| s.to_string());
         stats.kernels.push((name, kind, size));
     }

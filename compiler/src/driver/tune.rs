@@ -88,17 +88,12 @@ fn gemm_kernels(
     )?;
     let mut kernels = Vec::new();
     for op in crate::ir::util::collect_ops(module.as_operation()) {
-        let has_gemm = op
-            .attribute(crate::passes::CONFIG_ATTR)
-            .ok()
-            .and_then(|a| melior::ir::attribute::DictionaryAttribute::try_from(a).ok())
-            .is_some_and(|d| d.element_by_name(crate::passes::GEMM_KEY).is_some());
-        if !has_gemm {
-            continue;
-        }
-        let Some((batch, m, n, k)) = crate::passes::gemm_shape(op) else {
+        let Some(crate::ir::strategy::KernelStrategy::Gemm { shape, .. }) =
+            crate::ir::strategy::of(&op)
+        else {
             continue;
         };
+        let tcc_kernels::GemmShape { batch, m, n, k } = shape;
         let string = |name: &str| {
             op.attribute(name)
                 .ok()

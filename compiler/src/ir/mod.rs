@@ -1,10 +1,14 @@
 //! Helpers for building and inspecting IR from Rust passes.
 
 pub mod affine;
+pub mod attr_names;
 pub mod constant;
+pub mod contraction;
 pub mod dense;
+pub mod element_type;
 pub mod memref;
 pub mod operand;
+pub mod strategy;
 #[cfg(test)]
 pub mod testing;
 pub mod tosa_builder;

@@ -1,6 +1,6 @@
 //! `tcc-attach-split-k-scratch`: gives every split-K GEMM kernel (a
-//! `gpu.func` with `tcc.split_k_scratch`, see `tcc-kernels`' GEMM
-//! template) the two buffers its work-groups meet in, as two more kernel
+//! `gpu.func` whose strategy is a `#tcc.gemm` with `split_k > 1`, see
+//! `tcc-kernels`' GEMM template) the two buffers its work-groups meet in, as two more kernel
 //! arguments after its own:
 //!
 //! - a workspace for the partial tiles (`memref.alloc` before each launch,
@@ -20,8 +20,9 @@ use melior::ir::operation::{
 use melior::ir::r#type::{FunctionType, MemRefType};
 use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
-use super::outline_kernels::{KERNEL_MODULE, SPLIT_K_SCRATCH_ATTR, dense_i64s};
+use super::outline_kernels::KERNEL_MODULE;
 use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops, body_ops_named, string_value};
 
 pub struct AttachSplitKScratch;
@@ -56,14 +57,12 @@ impl TccPass for AttachSplitKScratch {
         // whole counters global.
         for function in body_ops_named(module, "func.func") {
             for launch in body_ops_named(function, "gpu.launch_func") {
-                let symbol = launch
-                    .attribute("kernel")
-                    .map(|a| a.to_string())
-                    .unwrap_or_default();
-                if let Some(kernel) = kernels
-                    .iter()
-                    .find(|k| symbol == format!("@{KERNEL_MODULE}::@{}", k.name))
-                {
+                let symbol = launch.attribute("kernel").ok();
+                if let Some(kernel) = kernels.iter().find(|k| {
+                    symbol.is_some()
+                        && Attribute::parse(context, &format!("@{KERNEL_MODULE}::@{}", k.name))
+                            == symbol
+                }) {
                     pass_scratch(context, launch, kernel.workspace, counters_type)?;
                 }
             }
@@ -72,7 +71,7 @@ impl TccPass for AttachSplitKScratch {
     }
 }
 
-/// A `gpu.func` marked `tcc.split_k_scratch`.
+/// A split-K GEMM `gpu.func`.
 struct SplitKKernel<'c> {
     op: OperationRef<'c, 'c>,
     name: String,
@@ -98,15 +97,13 @@ fn split_k_kernels<'c>(
             continue;
         }
         for op in body_ops(kernel_module) {
-            let Some(sizes) = op.attribute(SPLIT_K_SCRATCH_ATTR).ok().and_then(dense_i64s) else {
+            let Some(KernelStrategy::Gemm { config, shape }) = strategy::of(&op) else {
                 continue;
             };
-            let [workspace, counters] = sizes[..] else {
-                return Err(PassError::at(
-                    op.location(),
-                    format!("{SPLIT_K_SCRATCH_ATTR} needs two sizes, got {sizes:?}"),
-                ));
-            };
+            if config.split_k <= 1 {
+                continue;
+            }
+            let (workspace, counters) = config.split_k_scratch(&shape);
             let name = op
                 .attribute("sym_name")
                 .ok()

@@ -1,37 +1,39 @@
-//! `tcc-configure-kernels`: the tile phase's strategy step. Asks the target
-//! configuration (`config/`) for each kernel's work-group size and records
-//! it as `tcc.config = {workgroup_size = N}` on the kernel's root op, and
-//! the target as `tcc.target` on the module, where the gpu phase's mapping
-//! reads them. The mechanism never consults the target itself. A tuning
-//! record (`tuning=FILE`, written by `tcc tune`) overrides the target's
-//! GEMM table for the shapes it measured; `candidate=N` forces every
-//! GEMM's N-th candidate configuration, for the tuner's measurements.
+//! `tcc-configure-kernels`: the strategy step. Asks the target
+//! configuration (`config/`) how each kernel is compiled and records the
+//! answer once, as the kernel root op's typed strategy (`tcc.strategy =
+//! #tcc.loops<...>`, `#tcc.gemm<...>`, `#tcc.row_reduce<...>`,
+//! `#tcc.softmax<...>` or `#tcc.layer_norm<...>`), and the target as
+//! `tcc.target` on the module. Outlining copies the strategy onto the
+//! kernel's `gpu.func`; the mechanism never consults the target itself.
+//!
+//! It runs in the tile phase, on the dispatch phase's kernels, and again
+//! at the start of the gpu phase for the device ops bufferization made or
+//! stripped of their attributes (a `memref.copy` that becomes a kernel, a
+//! bufferized `linalg.softmax`), with the module's target when no
+//! `target=` is given. A tuning record (`tuning=FILE`, written by `tcc
+//! tune`) overrides the target's GEMM table for the shapes it measured;
+//! `candidate=N` forces every GEMM's N-th candidate configuration, for
+//! the tuner's measurements.
 
-use melior::ir::attribute::AttributeLike;
-use melior::ir::attribute::{
-    DenseI64ArrayAttribute, DictionaryAttribute, IntegerAttribute, StringAttribute,
-};
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::r#type::IntegerType;
-use melior::ir::{Identifier, TypeLike, ValueLike};
+use melior::ir::attribute::{AttributeLike, StringAttribute};
+use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::{TypeLike, Value, ValueLike};
 
-use super::form_dispatches::KIND_ATTR;
 use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
 use crate::config::tuning::TuningRecord;
 use crate::config::{GemmConfig, KernelKind, Target};
-use crate::ir::types::StaticTensor;
-use crate::ir::util::{collect_ops, string_value};
+use crate::ir::attr_names::{KIND, TARGET};
+use crate::ir::contraction::{GemmShape, gemm_shape};
+use crate::ir::strategy::{self, KernelStrategy};
+use crate::ir::types::{StaticTensor, static_shape};
+use crate::ir::util::{collect_ops, op_name, string_value};
 
 pub struct ConfigureKernels;
 
-/// The attribute holding a kernel's configuration.
-pub const CONFIG_ATTR: &str = "tcc.config";
-/// The module attribute naming the target the kernels are configured for.
-pub const TARGET_ATTR: &str = "tcc.target";
-
 #[derive(Debug)]
 pub struct ConfigureOptions {
-    pub target: Target,
+    /// The target; `None`: the module's `tcc.target`, else generic.
+    pub target: Option<Target>,
     /// Allow kernel templates (tiled GEMM, row reductions); off for back
     /// ends that translate loop nests only.
     pub templates: bool,
@@ -47,7 +49,7 @@ pub struct ConfigureOptions {
 impl Default for ConfigureOptions {
     fn default() -> Self {
         Self {
-            target: Target::default(),
+            target: None,
             templates: true,
             tuning: None,
             candidate: None,
@@ -60,8 +62,8 @@ impl PassOptions for ConfigureOptions {
         PassOptionInfo {
             name: "target",
             kind: PassOptionKind::String,
-            default: "generic",
-            description: "The device family whose configuration tables apply: generic, nvidia or pocl-cpu",
+            default: "",
+            description: "The device family whose configuration tables apply: generic, nvidia or pocl-cpu (empty: the module's tcc.target, else generic)",
         },
         PassOptionInfo {
             name: "templates",
@@ -85,15 +87,15 @@ impl PassOptions for ConfigureOptions {
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
+            "target" | "tuning" | "candidate" if value.is_empty() => Ok(()),
             "target" => {
-                self.target = value.parse()?;
+                self.target = Some(value.parse()?);
                 Ok(())
             }
             "templates" => {
                 self.templates = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
-            "tuning" | "candidate" if value.is_empty() => Ok(()),
             "tuning" => {
                 self.tuning = Some(TuningRecord::load(std::path::Path::new(
                     value.trim_matches('"'),
@@ -115,16 +117,66 @@ impl ConfigureOptions {
     /// The GEMM configuration for a kernel of `kind` computing a
     /// `batch x m x n x k` product: the forced candidate, else the tuning
     /// record's, else the target's table.
-    fn gemm_config(&self, kind: &str, [batch, m, n, k]: [i64; 4]) -> Option<GemmConfig> {
+    fn gemm_config(&self, target: Target, kind: &str, shape: &GemmShape) -> Option<GemmConfig> {
+        let GemmShape { batch, m, n, k } = *shape;
         if let Some(index) = self.candidate {
-            let candidates = self.target.gemm_candidates(batch, m, n, k);
+            let candidates = target.gemm_candidates(batch, m, n, k);
             return candidates.get(index).or(candidates.first()).copied();
         }
         let tuned = self
             .tuning
             .as_ref()
-            .and_then(|record| record.lookup(self.target, kind, [batch, m, n, k]));
-        tuned.or_else(|| self.target.gemm_config(batch, m, n, k))
+            .and_then(|record| record.lookup(target, kind, [batch, m, n, k]));
+        tuned.or_else(|| target.gemm_config(batch, m, n, k))
+    }
+
+    /// The strategy of a kernel of `kind` rooted at `op` (on tensors, in
+    /// the tile phase), over `work_items` points.
+    fn strategy(&self, target: Target, op: OperationRef, kind: &str) -> KernelStrategy {
+        let kernel_kind = kind_from_name(kind);
+        let loops = target.loop_config(kernel_kind, work_items(op));
+        if self.templates
+            && let Some(shape) = gemm_shape(op)
+            && let Some(config) = self.gemm_config(target, kind, &shape)
+        {
+            return KernelStrategy::Gemm { config, shape };
+        }
+        if self.templates
+            && let Some(reduction) = row_reduction(op)
+            && target.row_reduction_template(reduction.contiguous)
+        {
+            return KernelStrategy::RowReduce {
+                workgroup_size: target.row_workgroup(reduction.length),
+            };
+        }
+        if let Some(strategy) = row_template(target, kernel_kind, op, loops.workgroup_size) {
+            return strategy;
+        }
+        KernelStrategy::Loops {
+            workgroup_size: loops.workgroup_size,
+            max_workgroups: loops.max_workgroups,
+        }
+    }
+}
+
+/// The softmax and layer norm templates: one work-group per row of the
+/// output (the last operand), sized for the row.
+fn row_template(
+    target: Target,
+    kind: KernelKind,
+    op: OperationRef,
+    default_size: i64,
+) -> Option<KernelStrategy> {
+    let columns = op
+        .operand(op.operand_count().checked_sub(1)?)
+        .ok()
+        .and_then(|v| static_shape(v.r#type()))
+        .and_then(|shape| shape.last().copied());
+    let workgroup_size = columns.map_or(default_size, |c| target.row_workgroup(c));
+    match kind {
+        KernelKind::Softmax => Some(KernelStrategy::Softmax { workgroup_size }),
+        KernelKind::LayerNorm => Some(KernelStrategy::LayerNorm { workgroup_size }),
+        _ => None,
     }
 }
 
@@ -138,22 +190,6 @@ fn kind_from_name(name: &str) -> KernelKind {
         _ => KernelKind::Elementwise,
     }
 }
-
-/// The key of the tiled-GEMM tile sizes in `tcc.config`:
-/// `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
-pub const GEMM_KEY: &str = "gemm";
-
-/// The key of a loop-nest kernel's largest grid in `tcc.config`, in
-/// work-groups (see [`crate::config::KernelConfig::max_workgroups`]).
-pub const MAX_WORKGROUPS_KEY: &str = "max_workgroups";
-
-/// The key of the row-reduction strategy in `tcc.config`: work-items per
-/// output element.
-pub const ROW_REDUCE_KEY: &str = "row_reduce";
-
-/// Config key of a split-K GEMM's scratch sizes, `array<i64: workspace
-/// floats, counters>` (see `tcc-attach-split-k-scratch`).
-pub const SPLIT_K_SCRATCH_KEY: &str = "split_k_scratch";
 
 /// Combiners a row reduction can split into partials (associative and
 /// commutative on floats up to rounding).
@@ -181,18 +217,17 @@ struct RowReduction {
 /// used only there.
 fn row_reduction(op: OperationRef) -> Option<RowReduction> {
     use melior::ir::{BlockLike, RegionLike};
-    if crate::ir::util::op_name(&op) != "linalg.generic" || op.result_count() != 1 {
+    if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
         return None;
     }
-    let iterators = op.attribute("iterator_types").ok()?.to_string();
-    let reductions = iterators.matches("reduction").count();
-    let dims = iterators.matches("parallel").count() + reductions;
-    if reductions != 1
-        || !iterators
-            .trim_end_matches(']')
-            .trim_end()
-            .ends_with("reduction>")
-    {
+    use crate::ir::affine::IteratorType;
+    let iterators = crate::ir::affine::iterator_types(op)?;
+    let dims = iterators.len();
+    let reductions = iterators
+        .iter()
+        .filter(|t| **t == IteratorType::Reduction)
+        .count();
+    if reductions != 1 || iterators.last() != Some(&IteratorType::Reduction) {
         return None;
     }
     let result = StaticTensor::of(op.result(0).ok()?.r#type())?;
@@ -242,50 +277,6 @@ fn row_reduction(op: OperationRef) -> Option<RowReduction> {
         .then_some(RowReduction { length, contiguous })
 }
 
-/// `(batch, m, n, k)` of a contraction the GEMM template can run (a plain
-/// or batched matmul, or a convolution as an implicit GEMM) with static
-/// shapes.
-pub fn gemm_shape(op: OperationRef) -> Option<(i64, i64, i64, i64)> {
-    let name = crate::ir::util::op_name(&op);
-    let (window, filter_index, _) = crate::patterns::conv_inputs::window_layout(op);
-    if window == "conv_2d_nhwc_hwcf" {
-        // Implicit GEMM: M = N*OH*OW, N = F, K = KH*KW*C (also for the
-        // generic of `tcc-fold-conv-inputs`, whose A loads the writer
-        // translates from its body).
-        let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
-        let filter = StaticTensor::of(op.operand(filter_index).ok()?.r#type())?;
-        let m = output.shape[0] * output.shape[1] * output.shape[2];
-        return Some((
-            1,
-            m,
-            output.shape[3],
-            filter.shape[0] * filter.shape[1] * filter.shape[2],
-        ));
-    }
-    if name != "linalg.matmul" && name != "linalg.batch_matmul" {
-        return None;
-    }
-    // Only the default (row-major, untransposed) indexing.
-    if let Ok(maps) = op.attribute("indexing_maps") {
-        let default = if name == "linalg.matmul" {
-            "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]"
-        } else {
-            "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]"
-        };
-        if maps.to_string() != default {
-            return None;
-        }
-    }
-    let a = StaticTensor::of(op.operand(0).ok()?.r#type())?;
-    let b = StaticTensor::of(op.operand(1).ok()?.r#type())?;
-    let (ra, rb) = (a.rank(), b.rank());
-    if ra < 2 || rb < 2 {
-        return None;
-    }
-    let batch = a.shape[..ra - 2].iter().product();
-    Some((batch, a.shape[ra - 2], b.shape[rb - 1], a.shape[ra - 1]))
-}
-
 /// Parallel points of a kernel: the elements of its largest result.
 fn work_items(op: OperationRef) -> i64 {
     op.results()
@@ -294,10 +285,53 @@ fn work_items(op: OperationRef) -> i64 {
         .unwrap_or(1)
 }
 
+/// Elements of the largest buffer a device op on buffers writes.
+pub(super) fn written_elements(op: OperationRef) -> i64 {
+    let written: Vec<Value> = if op_name(&op) == "memref.copy" {
+        op.operand(1).into_iter().collect()
+    } else {
+        super::form_dispatches::init_operands(op)
+    };
+    written
+        .into_iter()
+        .filter_map(|v| static_shape(v.r#type()))
+        .map(|shape| shape.iter().product())
+        .max()
+        .unwrap_or(1)
+}
+
+/// A device op on buffers without a strategy: made by bufferization (a
+/// copy that runs as a kernel) or stripped of its attributes by it
+/// (`linalg.softmax`), or an op of a fused kernel that outlining may run
+/// alone; in a function body, where outlining looks for kernels.
+fn unconfigured_device_op(op: OperationRef) -> bool {
+    // Outlining groups the ops of function bodies.
+    op.result_count() == 0
+        && op
+            .parent_operation()
+            .is_some_and(|parent| op_name(&parent) == "func.func")
+        && super::outline_kernels::is_kernel_op(op)
+        && !super::outline_kernels::is_host_copy(op)
+}
+
+/// The strategy of a device op on buffers that no strategy reached: a
+/// row template for a softmax or layer norm, else loops with one
+/// work-item per point.
+fn buffer_strategy(target: Target, op: OperationRef) -> KernelStrategy {
+    let kind = super::form_dispatches::kind_of(op);
+    let workgroup_size = target
+        .loop_config(kind, written_elements(op))
+        .workgroup_size;
+    row_template(target, kind, op, workgroup_size).unwrap_or(KernelStrategy::Loops {
+        workgroup_size,
+        max_workgroups: None,
+    })
+}
+
 impl TccPass for ConfigureKernels {
     const ARGUMENT: &'static str = "tcc-configure-kernels";
     const SUMMARY: &'static str =
-        "Attach each kernel's work-group configuration from the target's tuning tables";
+        "Attach each kernel's typed strategy from the target's tuning tables";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = ConfigureOptions;
 
@@ -307,86 +341,29 @@ impl TccPass for ConfigureKernels {
         module: OperationRef<'c, 'c>,
         options: &ConfigureOptions,
     ) -> Result<(), PassError<'c>> {
-        let i64_type = IntegerType::new(context, 64).into();
+        let target = options.target.unwrap_or_else(|| {
+            module
+                .attribute(TARGET)
+                .ok()
+                .and_then(string_value)
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_default()
+        });
         for op in collect_ops(module) {
-            let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else {
+            if strategy::has(&op) {
                 continue;
+            }
+            let strategy = match op.attribute(KIND).ok().and_then(string_value) {
+                Some(kind) if op.result_count() > 0 => options.strategy(target, op, &kind),
+                _ if unconfigured_device_op(op) => buffer_strategy(target, op),
+                _ => continue,
             };
-            let config = options
-                .target
-                .kernel_config(kind_from_name(&kind), work_items(op));
-            let mut entries = vec![(
-                Identifier::new(context, "workgroup_size"),
-                IntegerAttribute::new(i64_type, config.workgroup_size).into(),
-            )];
-            // A template below (GEMM, row) drops it: it sizes its own grid.
-            let max_workgroups = config.max_workgroups.map(|limit| {
-                (
-                    Identifier::new(context, MAX_WORKGROUPS_KEY),
-                    IntegerAttribute::new(i64_type, limit).into(),
-                )
-            });
-            if options.templates
-                && let Some((batch, m, n, k)) = gemm_shape(op)
-                && let Some(gemm) = options.gemm_config(&kind, [batch, m, n, k])
-            {
-                entries[0].1 = IntegerAttribute::new(i64_type, gemm.workgroup_size() as i64).into();
-                let tiles = [
-                    gemm.tile_m,
-                    gemm.tile_n,
-                    gemm.tile_k,
-                    gemm.work_m,
-                    gemm.work_n,
-                    gemm.split_k,
-                ]
-                .map(i64::from);
-                entries.push((
-                    Identifier::new(context, GEMM_KEY),
-                    DenseI64ArrayAttribute::new(context, &tiles).into(),
-                ));
-                if gemm.split_k > 1 {
-                    let shape = tcc_kernels::GemmShape { batch, m, n, k };
-                    let (workspace, counters) = gemm.split_k_scratch(&shape);
-                    entries.push((
-                        Identifier::new(context, SPLIT_K_SCRATCH_KEY),
-                        DenseI64ArrayAttribute::new(context, &[workspace, counters]).into(),
-                    ));
-                }
-            }
-            if options.templates
-                && let Some(reduction) = row_reduction(op)
-                && options.target.row_reduction_template(reduction.contiguous)
-            {
-                let workgroup = options.target.row_workgroup(reduction.length);
-                entries[0].1 = IntegerAttribute::new(i64_type, workgroup).into();
-                entries.push((
-                    Identifier::new(context, ROW_REDUCE_KEY),
-                    IntegerAttribute::new(i64_type, workgroup).into(),
-                ));
-            }
-            if (kind == "softmax" || kind == "layer_norm")
-                && let Some(columns) = op
-                    .result(0)
-                    .ok()
-                    .and_then(|r| StaticTensor::of(r.r#type()))
-                    .and_then(|t| t.shape.last().copied())
-            {
-                entries[0].1 =
-                    IntegerAttribute::new(i64_type, options.target.row_workgroup(columns)).into();
-            }
-            let templated = entries.len() > 1 || kind == "softmax" || kind == "layer_norm";
-            if let Some(entry) = max_workgroups.filter(|_| !templated) {
-                entries.push(entry);
-            }
-            let dictionary = DictionaryAttribute::new(context, &entries);
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
-            op.set_discardable_attribute(CONFIG_ATTR, dictionary.into());
+            strategy::set(context, &mut op, &strategy)
+                .map_err(|e| PassError::at(op.location(), e))?;
         }
-        crate::ir::util::set_discardable_attribute(
-            module,
-            TARGET_ATTR,
-            StringAttribute::new(context, options.target.name()).into(),
-        );
+        let name = StringAttribute::new(context, target.name()).into();
+        crate::ir::util::set_discardable_attribute(module, TARGET, name);
         Ok(())
     }
 }

@@ -1,12 +1,14 @@
 //! `tcc-lower-kernel-loops`: lowers the linalg ops inside each kernel
 //! (`gpu.func`) to `scf.parallel`/`scf.for` loop nests with upstream's
-//! `linalgOpToParallelLoops`, op by op, so that kernels which a target
-//! hands to a library template could be skipped. The mapping pass then
+//! `linalgOpToParallelLoops`, op by op. Only kernels whose strategy is
+//! `#tcc.loops` are lowered: the others are instantiated from a template
+//! by the back end and keep their linalg ops. The mapping pass then
 //! places the parallel nests onto work-items.
 
 use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
 
 pub struct LowerKernelLoops;
@@ -29,15 +31,7 @@ impl TccPass for LowerKernelLoops {
             .into_iter()
             .filter(|op| {
                 op_name(op) == "gpu.func"
-                    && !op.has_attribute(super::outline_kernels::GEMM_ATTR)
-                    && !op.has_attribute(super::outline_kernels::ROW_REDUCE_ATTR)
-                    && !matches!(
-                        op.attribute("tcc.kind")
-                            .ok()
-                            .and_then(crate::ir::util::string_value)
-                            .as_deref(),
-                        Some("softmax" | "layer_norm")
-                    )
+                    && matches!(strategy::of(op), None | Some(KernelStrategy::Loops { .. }))
             })
             .collect();
         for kernel in kernels {

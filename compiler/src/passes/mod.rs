@@ -34,10 +34,7 @@ pub use attach_split_k_scratch::AttachSplitKScratch;
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use collapse_contractions::CollapseContractions;
 pub use concat_in_place::ConcatInPlace;
-pub use configure_kernels::{
-    CONFIG_ATTR, ConfigureKernels, GEMM_KEY, MAX_WORKGROUPS_KEY, ROW_COMBINERS, ROW_REDUCE_KEY,
-    TARGET_ATTR, gemm_shape,
-};
+pub use configure_kernels::{ConfigureKernels, ROW_COMBINERS};
 pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
@@ -53,9 +50,7 @@ pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
-pub use outline_kernels::{
-    FLOPS_ATTR, GEMM_ATTR, KERNEL_MODULE, OutlineKernels, ROW_REDUCE_ATTR, SPLIT_K_SCRATCH_ATTR,
-};
+pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
 };

@@ -185,6 +185,9 @@ impl Phase {
             ]
             .join(","),
             Phase::Gpu => [
+                // Strategies for the device ops bufferization made or
+                // stripped, for the module's target.
+                "tcc-configure-kernels",
                 "tcc-outline-kernels",
                 "tcc-attach-split-k-scratch",
                 "tcc-lower-kernel-loops",

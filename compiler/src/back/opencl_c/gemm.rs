@@ -1,4 +1,4 @@
-//! Kernels the gpu phase marked `tcc.gemm`: a (batched) matmul, the fill
+//! Kernels whose strategy is `#tcc.gemm`: a (batched) matmul, the fill
 //! that initialises it and its fused elementwise epilogue, instantiated from
 //! the tiled GEMM template of `tcc-kernels`. This module reads the operands'
 //! layouts off the kernel IR and turns the epilogue's `linalg.generic` body
@@ -135,27 +135,17 @@ fn filter_operand(
 }
 
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
-/// or the splat `dense<1> : tensor<2xi64>`.
+/// or the splat `dense<1> : tensor<2xi64>`; absent: 1.
 fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
-    let text = op
-        .attribute(name)
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "dense<1>".into());
-    let inner = text
-        .strip_prefix("dense<")
-        .and_then(|t| t.split('>').next())
-        .unwrap_or("1");
-    let values: Vec<i64> = inner
-        .trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .filter_map(|v| v.trim().parse().ok())
-        .collect();
-    match values.as_slice() {
-        [v] => Ok([*v, *v]),
-        [a, b] => Ok([*a, *b]),
+    let Ok(attribute) = op.attribute(name) else {
+        return Ok([1, 1]);
+    };
+    match crate::ir::dense::int_elements(attribute).as_deref() {
+        Some([v]) => Ok([*v, *v]),
+        Some([a, b]) => Ok([*a, *b]),
         _ => Err(CodegenError::at(
             &op,
-            format!("cannot read {name} = {text}"),
+            format!("cannot read {name} = {attribute}"),
         )),
     }
 }
@@ -167,7 +157,6 @@ type TranslatedGeneric = (String, String, (MemrefView, Vec<String>));
 /// The contraction a GEMM kernel computes, with C index expressions for
 /// the output's dimensions in terms of `b`, `i`, `j`.
 struct Contraction {
-    shape: GemmShape,
     a: GemmOperand,
     a_offset: Option<String>,
     a_element: Option<(String, String)>,
@@ -391,12 +380,6 @@ impl KernelWriter {
         self.indent = saved.1;
         let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
         Ok(Contraction {
-            shape: GemmShape {
-                batch: 1,
-                m: output[0] * oh * ow,
-                n: output[3],
-                k: filter[0] * filter[1] * filter[2],
-            },
             a: placeholder_operand(&b.base),
             a_offset: None,
             a_element: Some((statements, value)),
@@ -425,7 +408,7 @@ impl KernelWriter {
     }
 
     fn contraction(&self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
-        let ((a_value, a), (_, b), (c_value, c)) = (
+        let ((_, a), (_, b), (c_value, c)) = (
             self.view_of(op, 0)?,
             self.view_of(op, 1)?,
             self.view_of(op, 2)?,
@@ -460,12 +443,6 @@ impl KernelWriter {
             ]);
             let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
             return Ok(Contraction {
-                shape: GemmShape {
-                    batch: 1,
-                    m: output[0] * oh * ow,
-                    n: output[3],
-                    k: filter[0] * filter[1] * filter[2],
-                },
                 a: placeholder_operand(&a.base),
                 a_offset: (!vector).then(|| a_offset.clone()),
                 a_element: vector
@@ -479,20 +456,12 @@ impl KernelWriter {
             });
         }
         let rank = c.strides.len();
-        let a_shape = shape_of(a_value);
-        let c_shape = shape_of(c_value);
         let dims: Vec<String> = if rank == 3 {
             vec!["b".into(), "i".into(), "j".into()]
         } else {
             vec!["i".into(), "j".into()]
         };
         Ok(Contraction {
-            shape: GemmShape {
-                batch: if rank == 3 { c_shape[0] } else { 1 },
-                m: c_shape[rank - 2],
-                n: c_shape[rank - 1],
-                k: a_shape[a_shape.len() - 1],
-            },
             a: operand_of(&a, rank),
             a_offset: None,
             a_element: None,
@@ -505,36 +474,30 @@ impl KernelWriter {
         })
     }
 
-    /// Writes a `tcc.gemm` kernel from the template; returns the whole
+    /// Writes a `#tcc.gemm` kernel from the template; returns the whole
     /// kernel text.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn write_gemm(
         &mut self,
         kernel: OperationRef,
         block: BlockRef,
-        tiles: &[i64],
+        config: GemmConfig,
+        shape: GemmShape,
         name: &str,
         parameters: String,
         comment: String,
     ) -> Result<String, CodegenError> {
-        let [tile_m, tile_n, tile_k, work_m, work_n, split_k] = tiles else {
-            return Err(CodegenError::at(
-                &kernel,
-                "tcc.gemm needs six sizes (tiles m, n, k; work m, n; split-K)",
-            ));
-        };
-        let config = GemmConfig {
-            tile_m: *tile_m as u32,
-            tile_n: *tile_n as u32,
-            tile_k: *tile_k as u32,
-            work_m: *work_m as u32,
-            work_n: *work_n as u32,
-            split_k: *split_k as u32,
-        };
+        let tile_k = i64::from(config.tile_k);
         // Split-K kernels end with the workspace and counters arguments
         // (`tcc-attach-split-k-scratch`); the template writes both.
         let split_k_scratch = if config.split_k > 1 {
             let count = block.argument_count();
-            if count < 2 || !kernel.has_attribute(crate::passes::SPLIT_K_SCRATCH_ATTR) {
+            let counters_are_i32 = count >= 2
+                && block.argument(count - 1).is_ok_and(|counters| {
+                    super::writer::memref_element(counters.r#type())
+                        == Some(super::writer::ElementType::I32)
+                });
+            if !counters_are_i32 {
                 return Err(CodegenError::at(
                     &kernel,
                     "a split-K GEMM kernel needs its workspace and counters arguments (run tcc-attach-split-k-scratch)",
@@ -581,12 +544,12 @@ impl KernelWriter {
             }
         }
         let contraction_op = contraction_op.ok_or_else(|| {
-            CodegenError::at(&kernel, "tcc.gemm kernel without a matmul or convolution")
+            CodegenError::at(&kernel, "#tcc.gemm kernel without a matmul or convolution")
         })?;
         let contraction = if is_conv_generic(contraction_op) {
-            self.conv_generic(contraction_op, *tile_k)?
+            self.conv_generic(contraction_op, tile_k)?
         } else {
-            self.contraction(contraction_op, *tile_k)?
+            self.contraction(contraction_op, tile_k)?
         };
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let c_address = contraction.c.address(&contraction.dims);
@@ -629,7 +592,7 @@ impl KernelWriter {
             parameters,
             comment,
             config,
-            shape: contraction.shape,
+            shape,
             a: contraction.a,
             a_offset: contraction.a_offset,
             a_element: contraction.a_element,

@@ -2,6 +2,8 @@
 //! bodies of arith, math, memref, scf and gpu ops) to readable OpenCL C 1.2,
 //! one `__kernel` per dispatch, named after the dispatch.
 
+mod control_flow;
+mod expressions;
 mod gemm;
 mod layer_norm;
 mod reduce;

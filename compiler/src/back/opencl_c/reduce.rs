@@ -1,4 +1,4 @@
-//! Kernels marked `tcc.row_reduce`: a fill, the reduction it initialises
+//! Kernels whose strategy is `#tcc.row_reduce`: a fill, the reduction it initialises
 //! and an optional elementwise epilogue of the result, instantiated from the row-reduction template of
 //! `tcc-kernels` (one work-group per output element). The reduction's body
 //! — everything but its final `combiner(x, acc)` — becomes the per-element

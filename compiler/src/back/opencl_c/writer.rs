@@ -6,100 +6,23 @@
 //! buffer) plus the offset and strides its type's layout gives relative to
 //! that buffer, so loads and stores index the argument directly. Any op the
 //! writer does not know is an error naming the op and its location.
+//!
+//! This file holds the program and the kernel signature (arguments, the
+//! strategy's choice between the loop-nest body and a template); the body's
+//! expressions are in `expressions.rs`, its statements and control flow in
+//! `control_flow.rs`, the templates in `gemm.rs`, `reduce.rs`,
+//! `softmax.rs` and `layer_norm.rs`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use melior::ir::attribute::{FloatAttribute, IntegerAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{
-    Attribute, BlockLike, BlockRef, Module, RegionLike, Type, TypeLike, Value, ValueLike,
-};
+use melior::ir::{BlockLike, BlockRef, Module, RegionLike, Type, TypeLike, Value, ValueLike};
 
 use crate::back::CodegenError;
+pub use crate::ir::element_type::ElementType;
+use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::{op_name, ops_named, string_value};
-
-/// Scalar element types a kernel can touch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ElementType {
-    F16,
-    F32,
-    F64,
-    I1,
-    I8,
-    I16,
-    I32,
-    I64,
-    Index,
-}
-
-impl ElementType {
-    pub fn of_type(ty: Type) -> Option<Self> {
-        let text = ty.to_string();
-        Some(match text.as_str() {
-            "f16" => Self::F16,
-            "f32" => Self::F32,
-            "f64" => Self::F64,
-            "i1" => Self::I1,
-            "i8" => Self::I8,
-            "i16" => Self::I16,
-            "i32" => Self::I32,
-            "i64" => Self::I64,
-            "index" => Self::Index,
-            _ => return None,
-        })
-    }
-
-    /// The C type of a value of this type.
-    pub fn c_type(self) -> &'static str {
-        match self {
-            Self::F16 => "half",
-            Self::F32 => "float",
-            Self::F64 => "double",
-            Self::I1 => "bool",
-            Self::I8 => "char",
-            Self::I16 => "short",
-            Self::I32 => "int",
-            Self::I64 => "long",
-            // `int` or `long`, per program (see `IndexWidth`).
-            Self::Index => "tcc_index",
-        }
-    }
-
-    /// The C type of an element stored in a buffer (booleans are bytes,
-    /// `index` elements are 64-bit like the host's).
-    pub fn storage_type(self) -> &'static str {
-        match self {
-            Self::I1 => "uchar",
-            Self::Index => "long",
-            other => other.c_type(),
-        }
-    }
-
-    fn unsigned_type(self) -> &'static str {
-        match self {
-            Self::I1 => "uchar",
-            Self::I8 => "uchar",
-            Self::I16 => "ushort",
-            Self::I32 => "uint",
-            Self::Index => "tcc_uindex",
-            _ => "ulong",
-        }
-    }
-
-    pub fn size_bytes(self) -> usize {
-        match self {
-            Self::I1 | Self::I8 => 1,
-            Self::F16 | Self::I16 => 2,
-            Self::F32 | Self::I32 => 4,
-            Self::F64 | Self::I64 | Self::Index => 8,
-        }
-    }
-
-    fn is_float(self) -> bool {
-        matches!(self, Self::F16 | Self::F32 | Self::F64)
-    }
-}
 
 /// One kernel argument: a whole buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -308,22 +231,7 @@ pub(super) struct MemrefView {
 impl MemrefView {
     /// The element offset of the given C index expressions.
     pub(super) fn address(&self, indices: &[String]) -> String {
-        let mut terms: Vec<String> = Vec::new();
-        if self.offset != 0 {
-            terms.push(self.offset.to_string());
-        }
-        for (index, stride) in indices.iter().zip(&self.strides) {
-            match stride {
-                0 => {}
-                1 => terms.push(index.clone()),
-                s => terms.push(format!("{index} * {s}")),
-            }
-        }
-        if terms.is_empty() {
-            "0".to_string()
-        } else {
-            terms.join(" + ")
-        }
+        tcc_kernels::Address::new(self.offset, self.strides.clone()).at(indices)
     }
 }
 
@@ -337,7 +245,7 @@ pub(super) struct KernelWriter {
     pub(super) indent: usize,
     written_args: Vec<bool>,
     /// C types of the mutable locals (loop-carried values, scf.if results).
-    declared_types: HashMap<String, &'static str>,
+    pub(super) declared_types: HashMap<String, &'static str>,
     /// GEMM kernels multiply in TF32 on tensor cores in their PTX form.
     pub(super) tf32: bool,
 }
@@ -347,7 +255,7 @@ pub(super) fn key(value: Value) -> usize {
 }
 
 /// Static strides and offset of a memref type's layout.
-fn strides_and_offset(ty: Type) -> Option<(Vec<i64>, i64)> {
+pub(super) fn strides_and_offset(ty: Type) -> Option<(Vec<i64>, i64)> {
     let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
     let mut strides = vec![0i64; rank];
     let mut offset = 0i64;
@@ -392,36 +300,10 @@ pub(super) fn memref_shape(ty: Type) -> Vec<i64> {
         .collect()
 }
 
-fn memref_element(ty: Type) -> Option<ElementType> {
+pub(super) fn memref_element(ty: Type) -> Option<ElementType> {
     ElementType::of_type(unsafe {
         Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
     })
-}
-
-/// A float literal that reads back exactly.
-fn float_literal(value: f64, element: ElementType) -> String {
-    if value.is_nan() {
-        return "NAN".into();
-    }
-    if value.is_infinite() {
-        return if value > 0.0 {
-            "INFINITY".into()
-        } else {
-            "(-INFINITY)".into()
-        };
-    }
-    match element {
-        ElementType::F64 => format!("{value:e}"),
-        ElementType::F16 => format!("(half){:e}f", value as f32),
-        _ => {
-            let text = format!("{:e}", value as f32);
-            if value < 0.0 {
-                format!("({text}f)")
-            } else {
-                format!("{text}f")
-            }
-        }
-    }
 }
 
 impl KernelWriter {
@@ -458,7 +340,7 @@ impl KernelWriter {
         self.name(op, value)
     }
 
-    fn result_type(op: OperationRef) -> Result<ElementType, CodegenError> {
+    pub(super) fn result_type(op: OperationRef) -> Result<ElementType, CodegenError> {
         let result = op
             .result(0)
             .map_err(|e| CodegenError::at(&op, e.to_string()))?;
@@ -474,7 +356,10 @@ impl KernelWriter {
         })
     }
 
-    fn operand_type(op: OperationRef, index: usize) -> Result<ElementType, CodegenError> {
+    pub(super) fn operand_type(
+        op: OperationRef,
+        index: usize,
+    ) -> Result<ElementType, CodegenError> {
         let value = op
             .operand(index)
             .map_err(|e| CodegenError::at(&op, e.to_string()))?;
@@ -491,7 +376,7 @@ impl KernelWriter {
     }
 
     /// Declares `const T vN = expr;` for the op's single result.
-    fn define(&mut self, op: OperationRef, expr: String) -> Result<(), CodegenError> {
+    pub(super) fn define(&mut self, op: OperationRef, expr: String) -> Result<(), CodegenError> {
         let ty = Self::result_type(op)?;
         let name = self.fresh();
         self.line(&format!("const {} {name} = {expr};", ty.c_type()));
@@ -509,24 +394,12 @@ impl KernelWriter {
             .and_then(string_value)
             .ok_or_else(|| CodegenError::at(&kernel, "kernel without a name"))?;
         let kind = kernel
-            .attribute("tcc.kind")
+            .attribute(crate::ir::attr_names::KIND)
             .ok()
             .and_then(string_value)
             .unwrap_or_default();
-        let workgroup = kernel
-            .attribute("known_block_size")
-            .ok()
-            .map(|a| a.to_string())
-            .and_then(|text| {
-                let numbers: Vec<i64> = text
-                    .split(':')
-                    .nth(1)?
-                    .trim_end_matches('>')
-                    .split(',')
-                    .filter_map(|s| s.trim().parse().ok())
-                    .collect();
-                (numbers.len() == 3).then(|| [numbers[0], numbers[1], numbers[2]])
-            })
+        let workgroup = crate::ir::dense::int_array_attribute(kernel, "known_block_size")
+            .and_then(|sizes| <[i64; 3]>::try_from(sizes).ok())
             .ok_or_else(|| {
                 CodegenError::at(
                     &kernel,
@@ -583,71 +456,71 @@ impl KernelWriter {
         let location =
             crate::diagnostics::location_string(kernel.location().to_raw()).unwrap_or_default();
         let flops = kernel
-            .attribute(crate::passes::FLOPS_ATTR)
+            .attribute(crate::ir::attr_names::FLOPS)
             .ok()
             .and_then(crate::ir::util::integer_value)
             .unwrap_or(0)
             .max(0) as u64;
         // Template kernels: the parameters' constness is known only after
         // the body, so the template gets a placeholder for them.
-        let tiles = kernel
-            .attribute(crate::passes::GEMM_ATTR)
-            .ok()
-            .and_then(|a| {
-                let text = a.to_string();
-                text.strip_prefix("array<i64:")?
-                    .strip_suffix('>')?
-                    .split(',')
-                    .map(|v| v.trim().parse().ok())
-                    .collect::<Option<Vec<i64>>>()
-            });
-        let template = if let Some(tiles) = tiles {
-            let comment = format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
-            Some(self.write_gemm(kernel, block, &tiles, &name, PARAMETERS.into(), comment)?)
-        } else if let Some(workgroup_size) = kernel
-            .attribute(crate::passes::ROW_REDUCE_ATTR)
-            .ok()
-            .and_then(crate::ir::util::integer_value)
-        {
-            let comment = format!(
-                "/* {name}: row reduction kernel, one work-group of {workgroup_size} per output element; from {location} */"
-            );
-            Some(self.write_row_reduce(
-                kernel,
-                block,
-                workgroup_size,
-                &name,
-                PARAMETERS.into(),
-                comment,
-            )?)
-        } else if kind == "softmax" {
-            let comment = format!(
-                "/* {name}: row softmax kernel, one work-group of {} per row; from {location} */",
-                workgroup[0]
-            );
-            Some(self.write_softmax(
-                kernel,
-                block,
-                workgroup[0],
-                &name,
-                PARAMETERS.into(),
-                comment,
-            )?)
-        } else if kind == "layer_norm" {
-            let comment = format!(
-                "/* {name}: row layer norm kernel, one work-group of {} per row; from {location} */",
-                workgroup[0]
-            );
-            Some(self.write_layer_norm(
-                kernel,
-                block,
-                workgroup[0],
-                &name,
-                PARAMETERS.into(),
-                comment,
-            )?)
-        } else {
-            None
+        let strategy = crate::ir::strategy::of(&kernel).unwrap_or(KernelStrategy::Loops {
+            workgroup_size: workgroup[0],
+            max_workgroups: None,
+        });
+        let template = match strategy {
+            KernelStrategy::Loops { .. } => None,
+            KernelStrategy::Gemm { config, shape } => {
+                let comment =
+                    format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
+                Some(self.write_gemm(
+                    kernel,
+                    block,
+                    config,
+                    shape,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
+            KernelStrategy::RowReduce { workgroup_size } => {
+                let comment = format!(
+                    "/* {name}: row reduction kernel, one work-group of {workgroup_size} per output element; from {location} */"
+                );
+                Some(self.write_row_reduce(
+                    kernel,
+                    block,
+                    workgroup_size,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
+            KernelStrategy::Softmax { workgroup_size } => {
+                let comment = format!(
+                    "/* {name}: row softmax kernel, one work-group of {workgroup_size} per row; from {location} */"
+                );
+                Some(self.write_softmax(
+                    kernel,
+                    block,
+                    workgroup_size,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
+            KernelStrategy::LayerNorm { workgroup_size } => {
+                let comment = format!(
+                    "/* {name}: row layer norm kernel, one work-group of {workgroup_size} per row; from {location} */"
+                );
+                Some(self.write_layer_norm(
+                    kernel,
+                    block,
+                    workgroup_size,
+                    &name,
+                    PARAMETERS.into(),
+                    comment,
+                )?)
+            }
         };
         if let Some(text) = template {
             for (arg, written) in args.iter_mut().zip(&self.written_args) {
@@ -724,16 +597,6 @@ impl KernelWriter {
         Ok(ops)
     }
 
-    fn block(&mut self, block: BlockRef) -> Result<(), CodegenError> {
-        let mut next = block.first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
-            self.op(op)?;
-        }
-        Ok(())
-    }
-
     /// The C expression indexing a memref at the op's index operands
     /// `first..first + rank`.
     pub(super) fn element_address(
@@ -748,23 +611,10 @@ impl KernelWriter {
                 "access to a buffer that is not a kernel argument or a view of one",
             )
         })?;
-        let mut terms: Vec<String> = Vec::new();
-        if view.offset != 0 {
-            terms.push(view.offset.to_string());
-        }
-        for (dim, stride) in view.strides.iter().enumerate() {
-            let index = self.operand(op, first + dim)?;
-            match stride {
-                0 => {}
-                1 => terms.push(index),
-                s => terms.push(format!("{index} * {s}")),
-            }
-        }
-        let address = if terms.is_empty() {
-            "0".to_string()
-        } else {
-            terms.join(" + ")
-        };
+        let indices = (0..view.strides.len())
+            .map(|dim| self.operand(op, first + dim))
+            .collect::<Result<Vec<_>, _>>()?;
+        let address = view.address(&indices);
         Ok((view, address))
     }
 
@@ -775,525 +625,11 @@ impl KernelWriter {
             *flag = true;
         }
     }
-
-    pub(super) fn op(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let name = op_name(&op);
-        match name.as_str() {
-            "arith.constant" => self.constant(op),
-            "memref.load" => {
-                let memref = op
-                    .operand(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                let (view, address) = self.element_address(op, memref, 1)?;
-                let expr = if view.element == ElementType::I1 {
-                    format!("({}[{address}] != 0)", view.base)
-                } else {
-                    format!("{}[{address}]", view.base)
-                };
-                self.define(op, expr)
-            }
-            "memref.store" => {
-                let value = self.operand(op, 0)?;
-                let memref = op
-                    .operand(1)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                let (view, address) = self.element_address(op, memref, 2)?;
-                let value = if view.element == ElementType::I1 {
-                    format!("(uchar)({value} ? 1 : 0)")
-                } else {
-                    value
-                };
-                self.line(&format!("{}[{address}] = {value};", view.base));
-                self.mark_written(&view.base.clone());
-                Ok(())
-            }
-            "memref.expand_shape"
-            | "memref.collapse_shape"
-            | "memref.subview"
-            | "memref.reinterpret_cast"
-            | "memref.cast"
-            | "memref.transpose" => {
-                let source = op
-                    .operand(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                let base = self
-                    .views
-                    .get(&key(source))
-                    .cloned()
-                    .ok_or_else(|| CodegenError::at(&op, "view of an unknown buffer"))?;
-                let result: Value = op
-                    .result(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .into();
-                let (strides, offset) = strides_and_offset(result.r#type()).ok_or_else(|| {
-                    CodegenError::at(
-                        &op,
-                        format!("'{name}' gives a dynamic layout {}", result.r#type()),
-                    )
-                })?;
-                self.views.insert(
-                    key(result),
-                    MemrefView {
-                        base: base.base,
-                        element: base.element,
-                        offset,
-                        strides,
-                    },
-                );
-                Ok(())
-            }
-            "gpu.global_id" | "gpu.thread_id" | "gpu.block_id" | "gpu.block_dim"
-            | "gpu.grid_dim" => {
-                let dimension = op
-                    .attribute("dimension")
-                    .map(|a| a.to_string())
-                    .unwrap_or_default();
-                let axis = if dimension.contains('x') {
-                    0
-                } else if dimension.contains('y') {
-                    1
-                } else if dimension.contains('z') {
-                    2
-                } else {
-                    return Err(CodegenError::at(
-                        &op,
-                        format!("unknown dimension {dimension}"),
-                    ));
-                };
-                let function = match name.as_str() {
-                    "gpu.global_id" => "get_global_id",
-                    "gpu.thread_id" => "get_local_id",
-                    "gpu.block_id" => "get_group_id",
-                    "gpu.block_dim" => "get_local_size",
-                    _ => "get_num_groups",
-                };
-                self.define(op, format!("(tcc_index){function}({axis})"))
-            }
-            "gpu.barrier" => {
-                self.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
-                Ok(())
-            }
-            "gpu.return" => {
-                self.line("return;");
-                Ok(())
-            }
-            "scf.for" => self.for_loop(op),
-            "scf.if" => self.if_op(op),
-            "arith.select" => {
-                let expr = format!(
-                    "({} ? {} : {})",
-                    self.operand(op, 0)?,
-                    self.operand(op, 1)?,
-                    self.operand(op, 2)?
-                );
-                self.define(op, expr)
-            }
-            "arith.cmpf" => self.cmpf(op),
-            "arith.cmpi" => self.cmpi(op),
-            _ => {
-                if let Some(expr) = self.expression(op, &name)? {
-                    self.define(op, expr)
-                } else {
-                    Err(CodegenError::at(
-                        &op,
-                        format!("cannot translate '{name}' to OpenCL C"),
-                    ))
-                }
-            }
-        }
-    }
-
-    fn constant(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let value: Attribute = op
-            .attribute("value")
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        let ty = Self::result_type(op)?;
-        let expr = if ty.is_float() {
-            let number = FloatAttribute::try_from(value)
-                .map_err(|_| CodegenError::at(&op, "float constant expected"))?
-                .value();
-            float_literal(number, ty)
-        } else if ty == ElementType::I1 {
-            let number = IntegerAttribute::try_from(value)
-                .map_err(|_| CodegenError::at(&op, "integer constant expected"))?
-                .value();
-            if number != 0 {
-                "true".into()
-            } else {
-                "false".into()
-            }
-        } else {
-            let number = IntegerAttribute::try_from(value)
-                .map_err(|_| CodegenError::at(&op, "integer constant expected"))?
-                .value();
-            match ty {
-                ElementType::I64 => format!("{number}L"),
-                ElementType::Index => index_literal(number),
-                _ => format!("({}){number}", ty.c_type()),
-            }
-        };
-        // Constants are inlined at their uses.
-        let result = op
-            .result(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        self.names.insert(key(result.into()), expr);
-        Ok(())
-    }
-
-    /// Expressions of arithmetic, math and cast ops; `None` if unknown.
-    fn expression(&self, op: OperationRef, name: &str) -> Result<Option<String>, CodegenError> {
-        let binary = |symbol: &str| -> Result<String, CodegenError> {
-            Ok(format!(
-                "({} {symbol} {})",
-                self.operand(op, 0)?,
-                self.operand(op, 1)?
-            ))
-        };
-        let call = |function: &str| -> Result<String, CodegenError> {
-            let args: Vec<String> = (0..op.operand_count())
-                .map(|i| self.operand(op, i))
-                .collect::<Result<_, _>>()?;
-            Ok(format!("{function}({})", args.join(", ")))
-        };
-        let result = || Self::result_type(op);
-        let source = || Self::operand_type(op, 0);
-        Ok(Some(match name {
-            "arith.addf" | "arith.addi" => binary("+")?,
-            "arith.subf" | "arith.subi" => binary("-")?,
-            "arith.mulf" | "arith.muli" => binary("*")?,
-            "arith.divf" | "arith.divsi" => binary("/")?,
-            "arith.remf" => call("fmod")?,
-            "arith.remsi" => binary("%")?,
-            "arith.andi" => binary("&")?,
-            "arith.ori" => binary("|")?,
-            "arith.xori" => binary("^")?,
-            "arith.shli" => binary("<<")?,
-            "arith.shrsi" => binary(">>")?,
-            "arith.divui" | "arith.remui" | "arith.shrui" => {
-                let unsigned = result()?.unsigned_type();
-                let symbol = match name {
-                    "arith.divui" => "/",
-                    "arith.remui" => "%",
-                    _ => ">>",
-                };
-                format!(
-                    "({})(({unsigned}){} {symbol} ({unsigned}){})",
-                    result()?.c_type(),
-                    self.operand(op, 0)?,
-                    self.operand(op, 1)?
-                )
-            }
-            "arith.negf" => format!("(-{})", self.operand(op, 0)?),
-            "arith.maximumf" if result()? == ElementType::F32 => call("tcc_maximumf")?,
-            "arith.minimumf" if result()? == ElementType::F32 => call("tcc_minimumf")?,
-            "arith.maximumf" | "arith.maxnumf" => call("fmax")?,
-            "arith.minimumf" | "arith.minnumf" => call("fmin")?,
-            "arith.maxsi" => call("max")?,
-            "arith.minsi" => call("min")?,
-            "arith.maxui" | "arith.minui" => {
-                let unsigned = result()?.unsigned_type();
-                let function = if name == "arith.maxui" { "max" } else { "min" };
-                format!(
-                    "({})({function}(({unsigned}){}, ({unsigned}){}))",
-                    result()?.c_type(),
-                    self.operand(op, 0)?,
-                    self.operand(op, 1)?
-                )
-            }
-            "arith.sitofp" | "arith.fptosi" | "arith.extf" | "arith.truncf" | "arith.extsi"
-            | "arith.trunci" | "arith.index_cast" => {
-                let value = self.operand(op, 0)?;
-                if source()? == ElementType::I1 {
-                    // i1 sign-extends to -1.
-                    let one = if name == "arith.extsi" { "-1" } else { "1" };
-                    format!("({})({value} ? {one} : 0)", result()?.c_type())
-                } else {
-                    format!("({})({value})", result()?.c_type())
-                }
-            }
-            "arith.uitofp" | "arith.extui" | "arith.index_castui" | "arith.fptoui" => {
-                let value = self.operand(op, 0)?;
-                if source()? == ElementType::I1 {
-                    format!("({})({value} ? 1 : 0)", result()?.c_type())
-                } else if source()?.is_float() {
-                    format!(
-                        "({})(({})({value}))",
-                        result()?.c_type(),
-                        result()?.unsigned_type()
-                    )
-                } else {
-                    format!(
-                        "({})(({})({value}))",
-                        result()?.c_type(),
-                        source()?.unsigned_type()
-                    )
-                }
-            }
-            "arith.bitcast" => {
-                let target = result()?;
-                let function = match target {
-                    ElementType::F32 => "as_float",
-                    ElementType::I32 => "as_int",
-                    ElementType::F64 => "as_double",
-                    ElementType::I64 => "as_long",
-                    _ => {
-                        return Err(CodegenError::at(
-                            &op,
-                            format!("bitcast to {target:?} is not supported"),
-                        ));
-                    }
-                };
-                format!("{function}({})", self.operand(op, 0)?)
-            }
-            // f32 through the prelude's tcc_expf (fast in the PTX form).
-            "math.exp" if result()? == ElementType::F32 => call("tcc_expf")?,
-            "math.exp" => call("exp")?,
-            "math.exp2" => call("exp2")?,
-            "math.expm1" => call("expm1")?,
-            "math.log" => call("log")?,
-            "math.log2" => call("log2")?,
-            "math.log10" => call("log10")?,
-            "math.log1p" => call("log1p")?,
-            "math.tanh" => call("tanh")?,
-            "math.erf" => call("erf")?,
-            "math.sqrt" => call("sqrt")?,
-            "math.rsqrt" => call("rsqrt")?,
-            "math.powf" => call("pow")?,
-            "math.fpowi" => call("pown")?,
-            "math.absf" => call("fabs")?,
-            "math.absi" => format!("({})abs({})", result()?.c_type(), self.operand(op, 0)?),
-            "math.floor" => call("floor")?,
-            "math.ceil" => call("ceil")?,
-            "math.round" => call("round")?,
-            "math.roundeven" => call("rint")?,
-            "math.trunc" => call("trunc")?,
-            "math.fma" => call("fma")?,
-            "math.sin" => call("sin")?,
-            "math.cos" => call("cos")?,
-            "math.tan" => call("tan")?,
-            "math.atan" => call("atan")?,
-            "math.atan2" => call("atan2")?,
-            "math.copysign" => call("copysign")?,
-            "math.isnan" => format!("(bool)isnan({})", self.operand(op, 0)?),
-            "math.isinf" => format!("(bool)isinf({})", self.operand(op, 0)?),
-            _ => return Ok(None),
-        }))
-    }
-
-    fn predicate(op: OperationRef) -> Result<i64, CodegenError> {
-        op.attribute("predicate")
-            .ok()
-            .and_then(crate::ir::util::integer_value)
-            .ok_or_else(|| CodegenError::at(&op, "comparison without a predicate"))
-    }
-
-    fn cmpf(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let (a, b) = (self.operand(op, 0)?, self.operand(op, 1)?);
-        let nan = format!("(isnan({a}) || isnan({b}))");
-        // arith::CmpFPredicate numbering.
-        let expr = match Self::predicate(op)? {
-            0 => "false".to_string(),
-            1 => format!("({a} == {b})"),
-            2 => format!("({a} > {b})"),
-            3 => format!("({a} >= {b})"),
-            4 => format!("({a} < {b})"),
-            5 => format!("({a} <= {b})"),
-            6 => format!("({a} != {b} && !{nan})"),
-            7 => format!("(!{nan})"),
-            8 => format!("({a} == {b} || {nan})"),
-            9 => format!("(!({a} <= {b}))"),
-            10 => format!("(!({a} < {b}))"),
-            11 => format!("(!({a} >= {b}))"),
-            12 => format!("(!({a} > {b}))"),
-            13 => format!("({a} != {b})"),
-            14 => nan,
-            15 => "true".to_string(),
-            other => {
-                return Err(CodegenError::at(
-                    &op,
-                    format!("unknown cmpf predicate {other}"),
-                ));
-            }
-        };
-        self.define(op, expr)
-    }
-
-    fn cmpi(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let (a, b) = (self.operand(op, 0)?, self.operand(op, 1)?);
-        let unsigned = Self::operand_type(op, 0)?.unsigned_type();
-        let (ua, ub) = (format!("(({unsigned}){a})"), format!("(({unsigned}){b})"));
-        // arith::CmpIPredicate numbering.
-        let expr = match Self::predicate(op)? {
-            0 => format!("({a} == {b})"),
-            1 => format!("({a} != {b})"),
-            2 => format!("({a} < {b})"),
-            3 => format!("({a} <= {b})"),
-            4 => format!("({a} > {b})"),
-            5 => format!("({a} >= {b})"),
-            6 => format!("({ua} < {ub})"),
-            7 => format!("({ua} <= {ub})"),
-            8 => format!("({ua} > {ub})"),
-            9 => format!("({ua} >= {ub})"),
-            other => {
-                return Err(CodegenError::at(
-                    &op,
-                    format!("unknown cmpi predicate {other}"),
-                ));
-            }
-        };
-        self.define(op, expr)
-    }
-
-    /// The values an `scf.yield` ending `block` yields.
-    fn yielded<'c>(block: BlockRef<'c, '_>) -> Option<OperationRef<'c, 'c>> {
-        let terminator = block.terminator()?;
-        (op_name(&terminator) == "scf.yield")
-            .then(|| unsafe { OperationRef::from_raw(terminator.to_raw()) })
-    }
-
-    /// Writes a block whose `scf.yield` assigns into `targets`.
-    fn block_yielding(&mut self, block: BlockRef, targets: &[String]) -> Result<(), CodegenError> {
-        let mut next = block.first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
-            if op_name(&op) == "scf.yield" {
-                // Through temporaries: yielded values may read the targets.
-                let values: Vec<String> = (0..op.operand_count())
-                    .map(|i| self.operand(op, i))
-                    .collect::<Result<_, _>>()?;
-                if values.len() != targets.len() {
-                    return Err(CodegenError::at(
-                        &op,
-                        "scf.yield arity differs from its parent's results",
-                    ));
-                }
-                let temps: Vec<String> = values.iter().map(|_| self.fresh()).collect();
-                for ((temp, value), target) in temps.iter().zip(&values).zip(targets) {
-                    let ty = self.declared_types.get(target).copied().unwrap_or("float");
-                    self.line(&format!("const {ty} {temp} = {value};"));
-                }
-                for (temp, target) in temps.iter().zip(targets) {
-                    self.line(&format!("{target} = {temp};"));
-                }
-                continue;
-            }
-            self.op(op)?;
-        }
-        Ok(())
-    }
-
-    fn for_loop(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let (lower, upper, step) = (
-            self.operand(op, 0)?,
-            self.operand(op, 1)?,
-            self.operand(op, 2)?,
-        );
-        let region = op
-            .region(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        let body = region
-            .first_block()
-            .ok_or_else(|| CodegenError::at(&op, "empty loop"))?;
-        // Loop-carried values.
-        let mut carried = Vec::new();
-        for index in 3..op.operand_count() {
-            let init = self.operand(op, index)?;
-            let ty = Self::operand_type(op, index)?.c_type();
-            let name = self.fresh();
-            self.declared_types.insert(name.clone(), ty);
-            self.line(&format!("{ty} {name} = {init};"));
-            carried.push(name);
-        }
-        let induction = self.fresh();
-        let iv: Value = body
-            .argument(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?
-            .into();
-        self.names.insert(key(iv), induction.clone());
-        for (index, name) in carried.iter().enumerate() {
-            let argument: Value = body
-                .argument(index + 1)
-                .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                .into();
-            self.names.insert(key(argument), name.clone());
-            if let Ok(result) = op.result(index) {
-                self.names.insert(key(result.into()), name.clone());
-            }
-        }
-        self.line(&format!(
-            "for (tcc_index {induction} = {lower}; {induction} < {upper}; {induction} += {step}) {{"
-        ));
-        self.indent += 1;
-        if carried.is_empty() && Self::yielded(body).is_some_and(|y| y.operand_count() == 0) {
-            self.block_yielding(body, &[])?;
-        } else {
-            self.block_yielding(body, &carried)?;
-        }
-        self.indent -= 1;
-        self.line("}");
-        Ok(())
-    }
-
-    fn if_op(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let condition = self.operand(op, 0)?;
-        let mut results = Vec::new();
-        for index in 0..op.result_count() {
-            let result: Value = op
-                .result(index)
-                .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                .into();
-            let ty = ElementType::of_type(result.r#type())
-                .ok_or_else(|| {
-                    CodegenError::at(
-                        &op,
-                        format!(
-                            "scf.if yields {} which kernels do not support",
-                            result.r#type()
-                        ),
-                    )
-                })?
-                .c_type();
-            let name = self.fresh();
-            self.declared_types.insert(name.clone(), ty);
-            self.line(&format!("{ty} {name};"));
-            self.names.insert(key(result), name.clone());
-            results.push(name);
-        }
-        self.line(&format!("if ({condition}) {{"));
-        self.indent += 1;
-        let then_block = op
-            .region(0)
-            .ok()
-            .and_then(|r| r.first_block())
-            .ok_or_else(|| CodegenError::at(&op, "scf.if without a then block"))?;
-        self.block_yielding(then_block, &results)?;
-        self.indent -= 1;
-        if let Some(else_block) = op.region(1).ok().and_then(|r| r.first_block()) {
-            self.line("} else {");
-            self.indent += 1;
-            self.block_yielding(else_block, &results)?;
-            self.indent -= 1;
-        }
-        self.line("}");
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn float_literals_read_back() {
-        assert_eq!(float_literal(0.5, ElementType::F32), "5e-1f");
-        assert_eq!(
-            float_literal(-3.4028234663852886e38, ElementType::F32),
-            "(-3.4028235e38f)"
-        );
-        assert_eq!(float_literal(f64::INFINITY, ElementType::F32), "INFINITY");
-        assert_eq!(float_literal(f64::NAN, ElementType::F32), "NAN");
-    }
 
     #[test]
     fn booleans_are_stored_as_bytes() {

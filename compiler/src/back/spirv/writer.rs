@@ -7,10 +7,9 @@ use melior::ir::attribute::{Attribute, AttributeLike, StringAttribute};
 use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
 };
-use melior::ir::{Block, BlockLike, Identifier, Location, Module, Region, RegionLike};
+use melior::ir::{Block, BlockLike, Identifier, Location, Module, Region, RegionLike, TypeLike};
 
 use crate::back::CodegenError;
-use crate::driver::session::Session;
 use crate::ir::util::{body_ops_named, ops_named, string_value};
 
 /// One kernel as a SPIR-V binary.
@@ -29,9 +28,17 @@ convert-gpu-to-spirv{use-64bit-index=true},\
 gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)),\
 gpu-module-to-binary)";
 
-/// Translates every kernel of `module` (after the gpu phase) to SPIR-V.
-pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKernel>, CodegenError> {
-    let context = &session.context;
+/// Runs a textual pass pipeline on a module (the driver's, with its
+/// diagnostics and timing); the error says why it failed.
+pub type PipelineRunner<'a> = dyn Fn(&mut Module, &str) -> Result<(), String> + 'a;
+
+/// Translates every kernel of `module` (after the gpu phase) to SPIR-V,
+/// running upstream's conversion through `run_pipeline`.
+pub fn write_kernels(
+    context: &melior::Context,
+    module: &Module,
+    run_pipeline: &PipelineRunner,
+) -> Result<Vec<SpirvKernel>, CodegenError> {
     let location = Location::unknown(context);
     let mut spirv = Module::new(location);
     let kernels: Vec<OperationRef> = ops_named(module.as_operation(), "gpu.func");
@@ -44,15 +51,7 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
             .ok()
             .and_then(string_value)
             .unwrap_or_default();
-        if kernel.has_attribute(crate::passes::GEMM_ATTR)
-            || kernel.has_attribute(crate::passes::ROW_REDUCE_ATTR)
-            || kernel
-                .attribute("tcc.kind")
-                .ok()
-                .and_then(string_value)
-                .as_deref()
-                == Some("softmax")
-        {
+        if crate::ir::strategy::of(kernel).is_some_and(|s| s.is_template()) {
             return Err(CodegenError::at(
                 kernel,
                 format!(
@@ -65,9 +64,13 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
         if let Some(block) = block {
             for index in 0..block.argument_count() {
                 if let Ok(argument) = block.argument(index)
-                    && melior::ir::ValueLike::r#type(&argument)
-                        .to_string()
-                        .ends_with("xi1>")
+                    && crate::ir::memref::MemRefLayout::of(melior::ir::ValueLike::r#type(&argument))
+                        .is_some_and(|layout| {
+                            layout.element.is_integer()
+                                && unsafe {
+                                    mlir_sys::mlirIntegerTypeGetWidth(layout.element.to_raw()) == 1
+                                }
+                        })
                 {
                     return Err(CodegenError::at(
                         kernel,
@@ -78,15 +81,12 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
                 }
             }
         }
-        let sizes = kernel
-            .attribute("known_block_size")
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let sizes = sizes
-            .trim_start_matches("array<i32:")
-            .trim_end_matches('>')
-            .trim()
-            .to_string();
+        let sizes = crate::ir::dense::int_array_attribute(*kernel, "known_block_size")
+            .unwrap_or_default()
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
         let abi = Attribute::parse(
             context,
             &format!("#spirv.entry_point_abi<workgroup_size = [{sizes}]>"),
@@ -125,9 +125,8 @@ pub fn write_kernels(session: &Session, module: &Module) -> Result<Vec<SpirvKern
     spirv
         .as_operation_mut()
         .set_discardable_attribute("gpu.container_module", Attribute::unit(context));
-    session
-        .run_pipeline(&mut spirv, PIPELINE)
-        .map_err(|e| CodegenError::new(format!("SPIR-V conversion failed:\n{e:#}")))?;
+    run_pipeline(&mut spirv, PIPELINE)
+        .map_err(|e| CodegenError::new(format!("SPIR-V conversion failed:\n{e}")))?;
 
     let mut result = Vec::new();
     for binary in body_ops_named(spirv.as_operation(), "gpu.binary") {

@@ -1,0 +1,284 @@
+//! Statements and control flow of the OpenCL C writer: the op dispatch
+//! (loads, stores, views, work-item ids), blocks, `scf.for` loops with
+//! loop-carried locals and `scf.if` with result locals.
+
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{BlockLike, BlockRef, RegionLike, Value, ValueLike};
+
+use super::writer::{ElementType, KernelWriter, MemrefView, key, strides_and_offset};
+use crate::back::CodegenError;
+use crate::ir::util::op_name;
+
+impl KernelWriter {
+    pub(super) fn block(&mut self, block: BlockRef) -> Result<(), CodegenError> {
+        let mut next = block.first_operation();
+        while let Some(op) = next {
+            next = op.next_in_block();
+            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+            self.op(op)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn op(&mut self, op: OperationRef) -> Result<(), CodegenError> {
+        let name = op_name(&op);
+        match name.as_str() {
+            "arith.constant" => self.constant(op),
+            "memref.load" => {
+                let memref = op
+                    .operand(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let (view, address) = self.element_address(op, memref, 1)?;
+                let expr = if view.element == ElementType::I1 {
+                    format!("({}[{address}] != 0)", view.base)
+                } else {
+                    format!("{}[{address}]", view.base)
+                };
+                self.define(op, expr)
+            }
+            "memref.store" => {
+                let value = self.operand(op, 0)?;
+                let memref = op
+                    .operand(1)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let (view, address) = self.element_address(op, memref, 2)?;
+                let value = if view.element == ElementType::I1 {
+                    format!("(uchar)({value} ? 1 : 0)")
+                } else {
+                    value
+                };
+                self.line(&format!("{}[{address}] = {value};", view.base));
+                self.mark_written(&view.base.clone());
+                Ok(())
+            }
+            "memref.expand_shape"
+            | "memref.collapse_shape"
+            | "memref.subview"
+            | "memref.reinterpret_cast"
+            | "memref.cast"
+            | "memref.transpose" => {
+                let source = op
+                    .operand(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let base = self
+                    .views
+                    .get(&key(source))
+                    .cloned()
+                    .ok_or_else(|| CodegenError::at(&op, "view of an unknown buffer"))?;
+                let result: Value = op
+                    .result(0)
+                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                    .into();
+                let (strides, offset) = strides_and_offset(result.r#type()).ok_or_else(|| {
+                    CodegenError::at(
+                        &op,
+                        format!("'{name}' gives a dynamic layout {}", result.r#type()),
+                    )
+                })?;
+                self.views.insert(
+                    key(result),
+                    MemrefView {
+                        base: base.base,
+                        element: base.element,
+                        offset,
+                        strides,
+                    },
+                );
+                Ok(())
+            }
+            "gpu.global_id" | "gpu.thread_id" | "gpu.block_id" | "gpu.block_dim"
+            | "gpu.grid_dim" => {
+                let dimension = op
+                    .attribute("dimension")
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
+                let axis = if dimension.contains('x') {
+                    0
+                } else if dimension.contains('y') {
+                    1
+                } else if dimension.contains('z') {
+                    2
+                } else {
+                    return Err(CodegenError::at(
+                        &op,
+                        format!("unknown dimension {dimension}"),
+                    ));
+                };
+                let function = match name.as_str() {
+                    "gpu.global_id" => "get_global_id",
+                    "gpu.thread_id" => "get_local_id",
+                    "gpu.block_id" => "get_group_id",
+                    "gpu.block_dim" => "get_local_size",
+                    _ => "get_num_groups",
+                };
+                self.define(op, format!("(tcc_index){function}({axis})"))
+            }
+            "gpu.barrier" => {
+                self.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+                Ok(())
+            }
+            "gpu.return" => {
+                self.line("return;");
+                Ok(())
+            }
+            "scf.for" => self.for_loop(op),
+            "scf.if" => self.if_op(op),
+            "arith.select" => {
+                let expr = format!(
+                    "({} ? {} : {})",
+                    self.operand(op, 0)?,
+                    self.operand(op, 1)?,
+                    self.operand(op, 2)?
+                );
+                self.define(op, expr)
+            }
+            "arith.cmpf" => self.cmpf(op),
+            "arith.cmpi" => self.cmpi(op),
+            _ => {
+                if let Some(expr) = self.expression(op, &name)? {
+                    self.define(op, expr)
+                } else {
+                    Err(CodegenError::at(
+                        &op,
+                        format!("cannot translate '{name}' to OpenCL C"),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The values an `scf.yield` ending `block` yields.
+    fn yielded<'c>(block: BlockRef<'c, '_>) -> Option<OperationRef<'c, 'c>> {
+        let terminator = block.terminator()?;
+        (op_name(&terminator) == "scf.yield")
+            .then(|| unsafe { OperationRef::from_raw(terminator.to_raw()) })
+    }
+
+    /// Writes a block whose `scf.yield` assigns into `targets`.
+    fn block_yielding(&mut self, block: BlockRef, targets: &[String]) -> Result<(), CodegenError> {
+        let mut next = block.first_operation();
+        while let Some(op) = next {
+            next = op.next_in_block();
+            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+            if op_name(&op) == "scf.yield" {
+                // Through temporaries: yielded values may read the targets.
+                let values: Vec<String> = (0..op.operand_count())
+                    .map(|i| self.operand(op, i))
+                    .collect::<Result<_, _>>()?;
+                if values.len() != targets.len() {
+                    return Err(CodegenError::at(
+                        &op,
+                        "scf.yield arity differs from its parent's results",
+                    ));
+                }
+                let temps: Vec<String> = values.iter().map(|_| self.fresh()).collect();
+                for ((temp, value), target) in temps.iter().zip(&values).zip(targets) {
+                    let ty = self.declared_types.get(target).copied().unwrap_or("float");
+                    self.line(&format!("const {ty} {temp} = {value};"));
+                }
+                for (temp, target) in temps.iter().zip(targets) {
+                    self.line(&format!("{target} = {temp};"));
+                }
+                continue;
+            }
+            self.op(op)?;
+        }
+        Ok(())
+    }
+
+    fn for_loop(&mut self, op: OperationRef) -> Result<(), CodegenError> {
+        let (lower, upper, step) = (
+            self.operand(op, 0)?,
+            self.operand(op, 1)?,
+            self.operand(op, 2)?,
+        );
+        let region = op
+            .region(0)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let body = region
+            .first_block()
+            .ok_or_else(|| CodegenError::at(&op, "empty loop"))?;
+        // Loop-carried values.
+        let mut carried = Vec::new();
+        for index in 3..op.operand_count() {
+            let init = self.operand(op, index)?;
+            let ty = Self::operand_type(op, index)?.c_type();
+            let name = self.fresh();
+            self.declared_types.insert(name.clone(), ty);
+            self.line(&format!("{ty} {name} = {init};"));
+            carried.push(name);
+        }
+        let induction = self.fresh();
+        let iv: Value = body
+            .argument(0)
+            .map_err(|e| CodegenError::at(&op, e.to_string()))?
+            .into();
+        self.names.insert(key(iv), induction.clone());
+        for (index, name) in carried.iter().enumerate() {
+            let argument: Value = body
+                .argument(index + 1)
+                .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                .into();
+            self.names.insert(key(argument), name.clone());
+            if let Ok(result) = op.result(index) {
+                self.names.insert(key(result.into()), name.clone());
+            }
+        }
+        self.line(&format!(
+            "for (tcc_index {induction} = {lower}; {induction} < {upper}; {induction} += {step}) {{"
+        ));
+        self.indent += 1;
+        if carried.is_empty() && Self::yielded(body).is_some_and(|y| y.operand_count() == 0) {
+            self.block_yielding(body, &[])?;
+        } else {
+            self.block_yielding(body, &carried)?;
+        }
+        self.indent -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    fn if_op(&mut self, op: OperationRef) -> Result<(), CodegenError> {
+        let condition = self.operand(op, 0)?;
+        let mut results = Vec::new();
+        for index in 0..op.result_count() {
+            let result: Value = op
+                .result(index)
+                .map_err(|e| CodegenError::at(&op, e.to_string()))?
+                .into();
+            let ty = ElementType::of_type(result.r#type())
+                .ok_or_else(|| {
+                    CodegenError::at(
+                        &op,
+                        format!(
+                            "scf.if yields {} which kernels do not support",
+                            result.r#type()
+                        ),
+                    )
+                })?
+                .c_type();
+            let name = self.fresh();
+            self.declared_types.insert(name.clone(), ty);
+            self.line(&format!("{ty} {name};"));
+            self.names.insert(key(result), name.clone());
+            results.push(name);
+        }
+        self.line(&format!("if ({condition}) {{"));
+        self.indent += 1;
+        let then_block = op
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .ok_or_else(|| CodegenError::at(&op, "scf.if without a then block"))?;
+        self.block_yielding(then_block, &results)?;
+        self.indent -= 1;
+        if let Some(else_block) = op.region(1).ok().and_then(|r| r.first_block()) {
+            self.line("} else {");
+            self.indent += 1;
+            self.block_yielding(else_block, &results)?;
+            self.indent -= 1;
+        }
+        self.line("}");
+        Ok(())
+    }
+}

@@ -1,0 +1,73 @@
+//! The one place that derives a contraction's GEMM shape: `(batch, M, N,
+//! K)` of a plain or batched matmul, or of a convolution run as an
+//! implicit GEMM, from its operand types, on tensors or on buffers alike.
+
+use melior::ir::ValueLike;
+use melior::ir::attribute::AttributeLike;
+use melior::ir::operation::{OperationLike, OperationRef};
+pub use tcc_kernels::GemmShape;
+
+use super::types::static_shape;
+use super::util::op_name;
+
+/// The default (row-major, untransposed) indexing maps of the named
+/// matmuls: any other form is no GEMM for the template.
+const MATMUL_MAPS: &str = "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]";
+const BATCH_MATMUL_MAPS: &str = "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]";
+
+/// The static shape of `op`'s operand `index`.
+fn operand_shape(op: OperationRef, index: usize) -> Option<Vec<i64>> {
+    static_shape(op.operand(index).ok()?.r#type())
+}
+
+/// The GEMM a contraction computes, if the GEMM template can run it: a
+/// `linalg.matmul` or `linalg.batch_matmul` with the default indexing, or
+/// an NHWC/HWCF convolution (named, or the generic of
+/// `tcc-fold-conv-inputs`) as an implicit GEMM with `M = N*OH*OW`,
+/// `N = F` and `K = KH*KW*C`. Shapes must be static.
+pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
+    let name = op_name(&op);
+    let (window, filter_index, output_index) = crate::patterns::conv_inputs::window_layout(op);
+    if window == "conv_2d_nhwc_hwcf" {
+        let output = operand_shape(op, output_index)?;
+        let filter = operand_shape(op, filter_index)?;
+        if output.len() != 4 || filter.len() != 4 {
+            return None;
+        }
+        return Some(GemmShape {
+            batch: 1,
+            m: output[0] * output[1] * output[2],
+            n: output[3],
+            k: filter[0] * filter[1] * filter[2],
+        });
+    }
+    let default_maps = match name.as_str() {
+        "linalg.matmul" => MATMUL_MAPS,
+        "linalg.batch_matmul" => BATCH_MATMUL_MAPS,
+        _ => return None,
+    };
+    if let Ok(maps) = op.attribute("indexing_maps") {
+        let default = unsafe {
+            mlir_sys::mlirAttributeParseGet(
+                mlir_sys::mlirOperationGetContext(op.to_raw()),
+                melior::StringRef::new(default_maps).to_raw(),
+            )
+        };
+        if default.ptr.is_null() || !unsafe { mlir_sys::mlirAttributeEqual(default, maps.to_raw()) }
+        {
+            return None;
+        }
+    }
+    let a = operand_shape(op, 0)?;
+    let b = operand_shape(op, 1)?;
+    let (ra, rb) = (a.len(), b.len());
+    if ra < 2 || rb < 2 {
+        return None;
+    }
+    Some(GemmShape {
+        batch: a[..ra - 2].iter().product(),
+        m: a[ra - 2],
+        n: b[rb - 1],
+        k: a[ra - 1],
+    })
+}

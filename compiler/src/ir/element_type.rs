@@ -1,0 +1,87 @@
+//! The scalar element types kernels and the host ABI handle, read off MLIR
+//! types, with their OpenCL C spellings and sizes (shared by the OpenCL C
+//! writer and the host back end).
+
+use melior::ir::Type;
+
+/// Scalar element types a kernel can touch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElementType {
+    F16,
+    F32,
+    F64,
+    I1,
+    I8,
+    I16,
+    I32,
+    I64,
+    Index,
+}
+
+impl ElementType {
+    pub fn of_type(ty: Type) -> Option<Self> {
+        let text = ty.to_string();
+        Some(match text.as_str() {
+            "f16" => Self::F16,
+            "f32" => Self::F32,
+            "f64" => Self::F64,
+            "i1" => Self::I1,
+            "i8" => Self::I8,
+            "i16" => Self::I16,
+            "i32" => Self::I32,
+            "i64" => Self::I64,
+            "index" => Self::Index,
+            _ => return None,
+        })
+    }
+
+    /// The C type of a value of this type.
+    pub fn c_type(self) -> &'static str {
+        match self {
+            Self::F16 => "half",
+            Self::F32 => "float",
+            Self::F64 => "double",
+            Self::I1 => "bool",
+            Self::I8 => "char",
+            Self::I16 => "short",
+            Self::I32 => "int",
+            Self::I64 => "long",
+            // `int` or `long`, per program (see `IndexWidth`).
+            Self::Index => "tcc_index",
+        }
+    }
+
+    /// The C type of an element stored in a buffer (booleans are bytes,
+    /// `index` elements are 64-bit like the host's).
+    pub fn storage_type(self) -> &'static str {
+        match self {
+            Self::I1 => "uchar",
+            Self::Index => "long",
+            other => other.c_type(),
+        }
+    }
+
+    pub fn unsigned_type(self) -> &'static str {
+        match self {
+            Self::I1 => "uchar",
+            Self::I8 => "uchar",
+            Self::I16 => "ushort",
+            Self::I32 => "uint",
+            Self::Index => "tcc_uindex",
+            _ => "ulong",
+        }
+    }
+
+    pub fn size_bytes(self) -> usize {
+        match self {
+            Self::I1 | Self::I8 => 1,
+            Self::F16 | Self::I16 => 2,
+            Self::F32 | Self::I32 => 4,
+            Self::F64 | Self::I64 | Self::Index => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Self::F16 | Self::F32 | Self::F64)
+    }
+}

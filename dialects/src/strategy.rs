@@ -1,0 +1,247 @@
+//! The typed kernel strategy (`td/TccAttrs.td`): how one kernel is
+//! compiled, as one Rust enum. The per-target configuration
+//! (`tcc-configure-kernels`) writes it once as a `tcc.strategy` attribute;
+//! outlining copies it onto the `gpu.func`; loop lowering and every back
+//! end decode it here, in one place, and `match` on it.
+
+use melior::ir::Attribute;
+use melior::ir::attribute::AttributeLike;
+use mlir_sys::{MlirAttribute, MlirContext};
+pub use tcc_kernels::{GemmConfig, GemmShape};
+
+/// `TccKernelStrategy` of `cpp/TccCAPI.h`: every strategy's parameters,
+/// flat.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RawStrategy {
+    kind: i32,
+    workgroup_size: i64,
+    max_workgroups: i64,
+    tile_m: i64,
+    tile_n: i64,
+    tile_k: i64,
+    work_m: i64,
+    work_n: i64,
+    split_k: i64,
+    batch: i64,
+    m: i64,
+    n: i64,
+    k: i64,
+}
+
+unsafe extern "C" {
+    fn tccKernelStrategyGet(context: MlirContext, strategy: *const RawStrategy) -> MlirAttribute;
+    fn tccKernelStrategyRead(attr: MlirAttribute, strategy: *mut RawStrategy) -> bool;
+}
+
+/// `TccStrategyKind` values.
+const LOOPS: i32 = 1;
+const GEMM: i32 = 2;
+const ROW_REDUCE: i32 = 3;
+const SOFTMAX: i32 = 4;
+const LAYER_NORM: i32 = 5;
+
+/// How one kernel is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelStrategy {
+    /// `#tcc.loops`: parallel loop nests, one point per work-item, in
+    /// work-groups of `workgroup_size`; at most `max_workgroups` groups
+    /// (grid-stride loops cover the rest) where given.
+    Loops {
+        workgroup_size: i64,
+        max_workgroups: Option<i64>,
+    },
+    /// `#tcc.gemm`: the tiled GEMM template for a product of `shape`.
+    Gemm {
+        config: GemmConfig,
+        shape: GemmShape,
+    },
+    /// `#tcc.row_reduce`: one work-group per output element.
+    RowReduce { workgroup_size: i64 },
+    /// `#tcc.softmax`: one work-group per row.
+    Softmax { workgroup_size: i64 },
+    /// `#tcc.layer_norm`: one work-group per row.
+    LayerNorm { workgroup_size: i64 },
+}
+
+impl KernelStrategy {
+    /// Decodes a strategy attribute; `None` for any other attribute.
+    pub fn from_attribute(attribute: Attribute) -> Option<Self> {
+        let mut raw = RawStrategy::default();
+        if !unsafe { tccKernelStrategyRead(attribute.to_raw(), &mut raw) } {
+            return None;
+        }
+        let size = raw.workgroup_size;
+        let u32_of = |v: i64| u32::try_from(v).ok();
+        Some(match raw.kind {
+            LOOPS => KernelStrategy::Loops {
+                workgroup_size: size,
+                max_workgroups: (raw.max_workgroups > 0).then_some(raw.max_workgroups),
+            },
+            GEMM => KernelStrategy::Gemm {
+                config: GemmConfig {
+                    tile_m: u32_of(raw.tile_m)?,
+                    tile_n: u32_of(raw.tile_n)?,
+                    tile_k: u32_of(raw.tile_k)?,
+                    work_m: u32_of(raw.work_m)?,
+                    work_n: u32_of(raw.work_n)?,
+                    split_k: u32_of(raw.split_k)?,
+                },
+                shape: GemmShape {
+                    batch: raw.batch,
+                    m: raw.m,
+                    n: raw.n,
+                    k: raw.k,
+                },
+            },
+            ROW_REDUCE => KernelStrategy::RowReduce {
+                workgroup_size: size,
+            },
+            SOFTMAX => KernelStrategy::Softmax {
+                workgroup_size: size,
+            },
+            LAYER_NORM => KernelStrategy::LayerNorm {
+                workgroup_size: size,
+            },
+            _ => return None,
+        })
+    }
+
+    /// The strategy as an attribute of `context`; `None` when its
+    /// parameters fail the attribute's verifier (reported through the
+    /// context's diagnostics).
+    pub fn to_attribute<'c>(&self, context: &'c melior::Context) -> Option<Attribute<'c>> {
+        let mut raw = RawStrategy::default();
+        match *self {
+            KernelStrategy::Loops {
+                workgroup_size,
+                max_workgroups,
+            } => {
+                raw.kind = LOOPS;
+                raw.workgroup_size = workgroup_size;
+                raw.max_workgroups = max_workgroups.unwrap_or(0);
+            }
+            KernelStrategy::Gemm { config, shape } => {
+                raw.kind = GEMM;
+                raw.tile_m = config.tile_m.into();
+                raw.tile_n = config.tile_n.into();
+                raw.tile_k = config.tile_k.into();
+                raw.work_m = config.work_m.into();
+                raw.work_n = config.work_n.into();
+                raw.split_k = config.split_k.into();
+                (raw.batch, raw.m, raw.n, raw.k) = (shape.batch, shape.m, shape.n, shape.k);
+            }
+            KernelStrategy::RowReduce { workgroup_size } => {
+                raw.kind = ROW_REDUCE;
+                raw.workgroup_size = workgroup_size;
+            }
+            KernelStrategy::Softmax { workgroup_size } => {
+                raw.kind = SOFTMAX;
+                raw.workgroup_size = workgroup_size;
+            }
+            KernelStrategy::LayerNorm { workgroup_size } => {
+                raw.kind = LAYER_NORM;
+                raw.workgroup_size = workgroup_size;
+            }
+        }
+        let attribute = unsafe { tccKernelStrategyGet(context.to_raw(), &raw) };
+        (!attribute.ptr.is_null()).then(|| unsafe { Attribute::from_raw(attribute) })
+    }
+
+    /// Whether the kernel is instantiated from an OpenCL C template
+    /// (`tcc-kernels`) rather than lowered as loop nests.
+    pub fn is_template(&self) -> bool {
+        !matches!(self, KernelStrategy::Loops { .. })
+    }
+
+    /// Work-items per work-group (the GEMM's two-dimensional groups
+    /// counted whole).
+    pub fn workgroup_size(&self) -> i64 {
+        match *self {
+            KernelStrategy::Gemm { config, .. } => config.workgroup_size().into(),
+            KernelStrategy::Loops { workgroup_size, .. }
+            | KernelStrategy::RowReduce { workgroup_size }
+            | KernelStrategy::Softmax { workgroup_size }
+            | KernelStrategy::LayerNorm { workgroup_size } => workgroup_size,
+        }
+    }
+
+    /// The strategy's name, as its attribute's mnemonic.
+    pub fn name(&self) -> &'static str {
+        match self {
+            KernelStrategy::Loops { .. } => "loops",
+            KernelStrategy::Gemm { .. } => "gemm",
+            KernelStrategy::RowReduce { .. } => "row_reduce",
+            KernelStrategy::Softmax { .. } => "softmax",
+            KernelStrategy::LayerNorm { .. } => "layer_norm",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategies_round_trip_through_their_attributes() {
+        let context = crate::new_context();
+        context.load_all_available_dialects();
+        let strategies = [
+            KernelStrategy::Loops {
+                workgroup_size: 64,
+                max_workgroups: Some(64),
+            },
+            KernelStrategy::Loops {
+                workgroup_size: 256,
+                max_workgroups: None,
+            },
+            KernelStrategy::Gemm {
+                config: GemmConfig {
+                    tile_m: 32,
+                    tile_n: 32,
+                    tile_k: 16,
+                    work_m: 2,
+                    work_n: 2,
+                    split_k: 4,
+                },
+                shape: GemmShape {
+                    batch: 1,
+                    m: 49,
+                    n: 512,
+                    k: 4608,
+                },
+            },
+            KernelStrategy::RowReduce {
+                workgroup_size: 128,
+            },
+            KernelStrategy::Softmax {
+                workgroup_size: 256,
+            },
+            KernelStrategy::LayerNorm { workgroup_size: 1 },
+        ];
+        for strategy in strategies {
+            let attribute = strategy.to_attribute(&context).unwrap();
+            assert_eq!(KernelStrategy::from_attribute(attribute), Some(strategy));
+            let parsed = Attribute::parse(&context, &attribute.to_string()).unwrap();
+            assert_eq!(parsed, attribute, "{attribute}");
+        }
+        let text = KernelStrategy::Softmax { workgroup_size: 8 }
+            .to_attribute(&context)
+            .unwrap()
+            .to_string();
+        assert_eq!(text, "#tcc.softmax<workgroup_size = 8>");
+        assert!(
+            KernelStrategy::from_attribute(Attribute::parse(&context, "64 : i64").unwrap())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn invalid_parameters_give_no_attribute() {
+        let context = crate::new_context();
+        context.load_all_available_dialects();
+        let bad = KernelStrategy::RowReduce { workgroup_size: 0 };
+        assert!(bad.to_attribute(&context).is_none());
+        assert!(Attribute::parse(&context, "#tcc.loops<workgroup_size = -1>").is_none());
+    }
+}

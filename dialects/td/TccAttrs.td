@@ -1,0 +1,103 @@
+//===- TccAttrs.td - kernel strategies of the tcc dialect ---*- tablegen -*-===//
+//
+// The typed kernel strategy: how one kernel is compiled, decided once per
+// target by `tcc-configure-kernels` (compiler/src/config/) and read, never
+// re-derived, by outlining, loop lowering and every back end. One attribute
+// per strategy; an op carries at most one of them as `tcc.strategy`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_ATTRS_TD
+#define TCC_ATTRS_TD
+
+include "mlir/IR/AttrTypeBase.td"
+
+class Tcc_StrategyAttr<string name, string attrMnemonic>
+    : AttrDef<Tcc_Dialect, name> {
+  let mnemonic = attrMnemonic;
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Tcc_LoopsStrategyAttr : Tcc_StrategyAttr<"LoopsStrategy", "loops"> {
+  let summary = "a plain loop nest mapped onto work-items";
+  let description = [{
+    The kernel's linalg ops become parallel loop nests, one iteration per
+    work-item, in work-groups of `workgroup_size`. A positive
+    `max_workgroups` caps the grid (grid-stride loops cover the rest);
+    0 launches one work-item per point.
+
+    ```mlir
+    tcc.strategy = #tcc.loops<workgroup_size = 64, max_workgroups = 64>
+    ```
+  }];
+  let parameters = (ins "int64_t":$workgroup_size,
+                        DefaultValuedParameter<"int64_t", "0">:$max_workgroups);
+  let genVerifyDecl = 1;
+}
+
+def Tcc_GemmStrategyAttr : Tcc_StrategyAttr<"GemmStrategy", "gemm"> {
+  let summary = "the tiled GEMM template";
+  let description = [{
+    A `batch x m x n x k` product (a matmul, a batched matmul or a
+    convolution as an implicit GEMM) with its fill and epilogue, on the
+    tiled GEMM template of `tcc-kernels`: output tiles of
+    `tile_m x tile_n`, K in steps of `tile_k`, `work_m x work_n` outputs
+    per work-item, K split over `split_k` work-groups. A tile of exactly
+    one work-item's outputs is the register-blocked form for CPUs.
+
+    ```mlir
+    tcc.strategy = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16,
+        work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 64>
+    ```
+  }];
+  let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n,
+                        "int64_t":$tile_k, "int64_t":$work_m,
+                        "int64_t":$work_n, "int64_t":$split_k,
+                        "int64_t":$batch, "int64_t":$m, "int64_t":$n,
+                        "int64_t":$k);
+  let genVerifyDecl = 1;
+}
+
+def Tcc_RowReduceStrategyAttr
+    : Tcc_StrategyAttr<"RowReduceStrategy", "row_reduce"> {
+  let summary = "the row-reduction template";
+  let description = [{
+    One work-group of `workgroup_size` work-items per output element,
+    reducing the innermost dimension.
+
+    ```mlir
+    tcc.strategy = #tcc.row_reduce<workgroup_size = 128>
+    ```
+  }];
+  let parameters = (ins "int64_t":$workgroup_size);
+  let genVerifyDecl = 1;
+}
+
+def Tcc_SoftmaxStrategyAttr : Tcc_StrategyAttr<"SoftmaxStrategy", "softmax"> {
+  let summary = "the row softmax template";
+  let description = [{
+    One work-group of `workgroup_size` work-items per row.
+
+    ```mlir
+    tcc.strategy = #tcc.softmax<workgroup_size = 256>
+    ```
+  }];
+  let parameters = (ins "int64_t":$workgroup_size);
+  let genVerifyDecl = 1;
+}
+
+def Tcc_LayerNormStrategyAttr
+    : Tcc_StrategyAttr<"LayerNormStrategy", "layer_norm"> {
+  let summary = "the row layer norm template";
+  let description = [{
+    One work-group of `workgroup_size` work-items per row.
+
+    ```mlir
+    tcc.strategy = #tcc.layer_norm<workgroup_size = 256>
+    ```
+  }];
+  let parameters = (ins "int64_t":$workgroup_size);
+  let genVerifyDecl = 1;
+}
+
+#endif // TCC_ATTRS_TD

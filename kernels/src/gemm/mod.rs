@@ -1,0 +1,538 @@
+//! A tiled (batched) matrix multiplication, `C[b,i,j] = epilogue(init +
+//! sum_k A[b,i,k] * B[b,k,j])`.
+//!
+//! Each work-group computes a `tile_m x tile_n` tile of C. Per step of
+//! `tile_k`, its work-items cooperatively stage a `tile_m x tile_k` tile of A
+//! (transposed) and a `tile_k x tile_n` tile of B in local memory with
+//! coalesced loads, then each work-item accumulates `work_m x work_n`
+//! outputs in registers. A work-item's outputs are strided by the number of
+//! work-items along each axis, so neighbouring work-items touch neighbouring
+//! columns (coalesced stores) and neighbouring local-memory words. Edges are
+//! guarded: any M, N, K works.
+//!
+//! Split-K (`split_k > 1`), for outputs with too few tiles to fill the GPU
+//! (a CNN's late stages at batch 1): `split_k` work-groups share each tile,
+//! each summing one contiguous slice of K. Each writes its partial tile to
+//! a workspace, and the last of them to arrive (an atomic counter per
+//! tile) adds the partials in slice order, so the result does not depend
+//! on arrival order, runs the epilogue and resets the counter to zero for
+//! the next launch. The counters must be zero before the first launch.
+
+mod emit;
+mod staging;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::fmt::Write as _;
+
+use emit::{mma_steps, operand_loads, output_offset, split_k_fixup};
+use staging::{TileStaging, declare_staging_registers, fetch_tile, store_tile};
+
+/// Tile sizes of one GEMM kernel. A tile of exactly one work-item's
+/// outputs (`tile_m == work_m`, `tile_n == work_n`) selects the
+/// register-blocked form for CPUs (`crate::register_gemm`): single
+/// work-item groups, no local tiles, `tile_k` unused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmConfig {
+    pub tile_m: u32,
+    pub tile_n: u32,
+    pub tile_k: u32,
+    pub work_m: u32,
+    pub work_n: u32,
+    /// Work-groups sharing one output tile, each over a slice of K (1: no
+    /// split).
+    pub split_k: u32,
+}
+
+impl GemmConfig {
+    /// The register-blocked form for a `rows x columns` block of C per
+    /// work-item (one work-item per work-group, `tile_k` unused).
+    pub fn register_blocked(rows: u32, columns: u32) -> Self {
+        GemmConfig {
+            tile_m: rows,
+            tile_n: columns,
+            tile_k: 4,
+            work_m: rows,
+            work_n: columns,
+            split_k: 1,
+        }
+    }
+
+    /// Work-items along (n, m): the work-group is `[threads_n, threads_m, 1]`.
+    pub fn threads(&self) -> (u32, u32) {
+        (self.tile_n / self.work_n, self.tile_m / self.work_m)
+    }
+
+    pub fn workgroup_size(&self) -> u32 {
+        let (x, y) = self.threads();
+        x * y
+    }
+
+    /// Whether this is the register-blocked form (one work-item per
+    /// work-group, no local memory).
+    pub fn is_register_blocked(&self) -> bool {
+        self.workgroup_size() == 1
+    }
+
+    /// Local memory the kernel uses, in bytes (f32 tiles of A and B).
+    pub fn local_bytes(&self) -> u32 {
+        if self.is_register_blocked() {
+            return 0;
+        }
+        4 * self.tile_k * (self.tile_m + self.tile_n)
+    }
+
+    /// Outputs a work-item owns contiguously along m and n: 4 (read from
+    /// local memory as one `float4`) when its outputs come in fours, else
+    /// 1 (outputs strided by the work-items along that axis).
+    pub fn vector_widths(&self) -> (u32, u32) {
+        let width = |work: u32| if work.is_multiple_of(4) { 4 } else { 1 };
+        (width(self.work_m), width(self.work_n))
+    }
+
+    /// Output tiles along (n, m) and the batch: the launch grid is
+    /// `[tiles_n, tiles_m, batch * split_k]` work-groups.
+    pub fn tiles(&self, shape: &GemmShape) -> (i64, i64) {
+        (
+            (shape.n + self.tile_n as i64 - 1) / self.tile_n as i64,
+            (shape.m + self.tile_m as i64 - 1) / self.tile_m as i64,
+        )
+    }
+
+    /// K per split-K slice, a whole number of `tile_k` steps.
+    pub fn split_k_slice(&self, k: i64) -> i64 {
+        let steps = (k + self.tile_k as i64 - 1) / self.tile_k as i64;
+        let per_split = (steps + self.split_k as i64 - 1) / self.split_k as i64;
+        per_split * self.tile_k as i64
+    }
+
+    /// Split-K scratch: (workspace floats, counters) for a problem.
+    pub fn split_k_scratch(&self, shape: &GemmShape) -> (i64, i64) {
+        let (tiles_n, tiles_m) = self.tiles(shape);
+        let tiles = tiles_n * tiles_m * shape.batch;
+        (
+            tiles * self.split_k as i64 * (self.tile_m * self.tile_n) as i64,
+            tiles,
+        )
+    }
+
+    /// Whether the tile sizes divide as the template needs.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.split_k == 0 {
+            return Err(format!("{self:?}: split_k must be at least 1"));
+        }
+        if self.work_m == 0 || self.work_n == 0 || self.tile_k == 0 {
+            return Err(format!("{self:?}: zero tile size"));
+        }
+        if !self.tile_m.is_multiple_of(self.work_m) || !self.tile_n.is_multiple_of(self.work_n) {
+            return Err(format!("{self:?}: work per item must divide the tile"));
+        }
+        if self.is_register_blocked() && self.split_k > 1 {
+            return Err(format!(
+                "{self:?}: the register-blocked form does not split K"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The problem size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmShape {
+    pub batch: i64,
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+}
+
+/// Where an operand's elements live: a kernel argument (a C pointer name)
+/// plus an element offset and strides for (batch, row, column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GemmOperand {
+    pub pointer: String,
+    pub offset: i64,
+    pub batch_stride: i64,
+    pub row_stride: i64,
+    pub col_stride: i64,
+}
+
+impl GemmOperand {
+    /// Whether 4 consecutive columns can be loaded as one `float4`: unit
+    /// column stride, and rows, batches and the offset keep 4-element
+    /// alignment (and the row length is a multiple of 4, so a vector never
+    /// straddles the edge).
+    fn vectorizable(&self, columns: i64) -> bool {
+        self.col_stride == 1
+            && columns % 4 == 0
+            && self.row_stride % 4 == 0
+            && self.batch_stride % 4 == 0
+            && self.offset % 4 == 0
+    }
+
+    pub(crate) fn address(&self, batch: &str, row: &str, col: &str) -> String {
+        let strides = vec![self.batch_stride, self.row_stride, self.col_stride];
+        crate::Address::new(self.offset, strides).at(&[batch, row, col])
+    }
+}
+
+/// Everything one instantiation needs.
+#[derive(Clone, Debug)]
+pub struct GemmSpec {
+    /// The kernel's name and its parameter list (already formatted C).
+    pub name: String,
+    pub parameters: String,
+    /// A comment placed above the kernel.
+    pub comment: String,
+    pub config: GemmConfig,
+    pub shape: GemmShape,
+    pub a: GemmOperand,
+    /// A C expression for the element offset of `A[b, i, k]` (with `b`, `i`,
+    /// `k` in scope) replacing `a`'s strided address: an implicit-GEMM
+    /// convolution reads its input windows this way.
+    pub a_offset: Option<String>,
+    pub b: GemmOperand,
+    /// C statements and a value computing `A[i, k]` itself (with `i`, `k`
+    /// in scope, only for `i < M`, `k < K`), replacing the load of `a`: a
+    /// convolution whose input padding and elementwise producer were folded
+    /// into its loads (bounds checks and the pad value are in the
+    /// statements).
+    pub a_element: Option<(String, String)>,
+    /// `a_element`'s value is a `float4` of `A[i, k .. k + 3]` (for `k` a
+    /// multiple of 4; K must be one too): a convolution over a multiple of
+    /// 4 channels reads 4 neighbouring channels of one input pixel with one
+    /// `vload4` and one set of coordinates.
+    pub a_element_vector: bool,
+    /// As `a_offset`, for `B[b, k, j]`.
+    pub b_offset: Option<String>,
+    /// C statements run per output element before `init` is evaluated
+    /// (`b`, `i`, `j` in scope), e.g. loads of a bias the init broadcasts.
+    pub init_statements: String,
+    /// The initial accumulator, a C expression that may use `b`, `i`, `j`
+    /// (e.g. `0.0f`, or a load of C to accumulate into it).
+    pub init: String,
+    /// C statements run per output element with `acc` (float), `b`, `i`,
+    /// `j` (tcc_index) in scope; they must store the result themselves.
+    pub store: String,
+    /// With `split_k > 1`: the C names of the workspace (`float*`, at least
+    /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
+    /// counters (`uint*`, zero before the first launch).
+    pub split_k_scratch: Option<(String, String)>,
+    /// Multiply on tensor cores in TF32 (inputs rounded to 10-bit
+    /// mantissas, FP32 accumulation; `mma.sync.m16n8k8`), in the PTX form
+    /// only: the kernel text holds the tensor-core body under
+    /// `#ifdef TCC_PTX` and the exact FP32 body otherwise.
+    pub tf32: bool,
+}
+
+/// How a work-group's work-items share its tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Each work-item multiplies on the FP32 units, its outputs in runs of
+    /// `vector` along each axis (see `output_offset`).
+    Fma { vector_m: u32, vector_n: u32 },
+    /// Each warp computes a `16 mi x 8 ni` block of 16x8 `mma` tiles; the
+    /// warps form a `warps_m x warps_n` grid over the tile.
+    Mma {
+        warps_m: u32,
+        warps_n: u32,
+        mi: u32,
+        ni: u32,
+    },
+}
+
+impl Layout {
+    /// The tensor-core layout for `c`, if its tile divides into warps of
+    /// 16x8 `mma` tiles (the squarest warp tiles win).
+    fn mma(c: &GemmConfig) -> Option<Self> {
+        let threads = c.workgroup_size();
+        if !threads.is_multiple_of(32) || !c.tile_k.is_multiple_of(8) {
+            return None;
+        }
+        let warps = threads / 32;
+        (1..=warps)
+            .filter(|w| warps.is_multiple_of(*w))
+            .filter_map(|warps_m| {
+                let warps_n = warps / warps_m;
+                let (rows, cols) = (c.tile_m / warps_m, c.tile_n / warps_n);
+                (c.tile_m.is_multiple_of(16 * warps_m) && c.tile_n.is_multiple_of(8 * warps_n))
+                    .then_some((rows.abs_diff(cols), warps_m, warps_n, rows / 16, cols / 8))
+            })
+            .min()
+            .map(|(_, warps_m, warps_n, mi, ni)| Layout::Mma {
+                warps_m,
+                warps_n,
+                mi,
+                ni,
+            })
+    }
+
+    /// The accumulator's dimensions per work-item.
+    fn acc(&self, c: &GemmConfig) -> (u32, u32) {
+        match self {
+            Layout::Fma { .. } => (c.work_m, c.work_n),
+            Layout::Mma { mi, ni, .. } => (2 * mi, 2 * ni),
+        }
+    }
+
+    /// C expressions for the tile row of accumulator row `wm` and the tile
+    /// column of accumulator column `wn`.
+    fn offsets(&self, c: &GemmConfig) -> (String, String) {
+        let (threads_n, threads_m) = c.threads();
+        match *self {
+            Layout::Fma { vector_m, vector_n } => (
+                output_offset("wm", "ty", threads_m, vector_m),
+                output_offset("wn", "tx", threads_n, vector_n),
+            ),
+            // c0, c1: row groupID, columns 2 tig and 2 tig + 1; c2, c3: row
+            // groupID + 8 (PTX ISA, mma.m16n8k8 accumulator fragments).
+            Layout::Mma { .. } => (
+                "(warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group)".to_string(),
+                "(warp_col + (wn / 2) * 8 + tig * 2 + wn % 2)".to_string(),
+            ),
+        }
+    }
+}
+
+/// Instantiates the template.
+pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
+    let c = spec.config;
+    c.validate()?;
+    if c.is_register_blocked() {
+        return crate::register_gemm::register_gemm_kernel(spec);
+    }
+    let (vector_m, vector_n) = c.vector_widths();
+    let fma = gemm_kernel_with(spec, Layout::Fma { vector_m, vector_n })?;
+    match Layout::mma(&c).filter(|_| spec.tf32) {
+        Some(mma) => Ok(format!(
+            "#ifdef TCC_PTX\n{}#else\n{fma}#endif\n",
+            gemm_kernel_with(spec, mma)?
+        )),
+        None => Ok(fma),
+    }
+}
+
+fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
+    let c = spec.config;
+    let split = c.split_k > 1;
+    if split != spec.split_k_scratch.is_some() {
+        return Err(format!(
+            "{}: split_k = {} needs the workspace and counters exactly when it is above 1",
+            spec.name, c.split_k
+        ));
+    }
+    let (threads_n, threads_m) = c.threads();
+    let s = spec.shape;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", spec.comment);
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size({threads_n}, {threads_m}, 1)))"
+    );
+    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
+    let _ = writeln!(
+        out,
+        "  /* tile {}x{}x{}, {}x{} outputs per work-item{}; M={} N={} K={} batch={} */",
+        c.tile_m,
+        c.tile_n,
+        c.tile_k,
+        c.work_m,
+        c.work_n,
+        match layout {
+            Layout::Fma { .. } => String::new(),
+            Layout::Mma {
+                warps_m,
+                warps_n,
+                mi,
+                ni,
+            } =>
+                format!(" on TF32 tensor cores ({warps_m}x{warps_n} warps of {mi}x{ni} mma tiles)"),
+        },
+        s.m,
+        s.n,
+        s.k,
+        s.batch
+    );
+    // Rows of tile_a are padded so that the transposing stores of a warp,
+    // which walk k, spread over the local-memory banks: by one word, or by
+    // four where work-items read their outputs' operands as float4 (rows
+    // must stay 16-byte aligned). Tensor-core fragments read 4 k rows x 8
+    // columns per warp: rows 8 words apart mod 32 put those 32 reads in 32
+    // banks, for A and for B.
+    let (pad_a, pad_b) = match layout {
+        Layout::Fma { vector_m: 4, .. } => (4, 0),
+        Layout::Fma { .. } => (1, 0),
+        Layout::Mma { .. } => (8, 8),
+    };
+    let _ = writeln!(
+        out,
+        "  __local float tile_a[{}][{}] __attribute__((aligned(16)));",
+        c.tile_k,
+        c.tile_m + pad_a
+    );
+    let _ = writeln!(
+        out,
+        "  __local float tile_b[{}][{}] __attribute__((aligned(16)));",
+        c.tile_k,
+        c.tile_n + pad_b
+    );
+    out.push_str(&format!(
+        "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
+        tm = c.tile_m,
+        tn = c.tile_n
+    ));
+    let (k_begin, k_end) = if split {
+        let slice = c.split_k_slice(s.k);
+        let _ = writeln!(
+            out,
+            "  const tcc_index b = (tcc_index)get_group_id(2) / {sk};\n  const int split = (int)(get_group_id(2) % {sk});\n  const tcc_index k_begin = split * {slice};\n  const tcc_index k_end = min(k_begin + {slice}, (tcc_index){k});",
+            sk = c.split_k,
+            k = s.k,
+        );
+        ("k_begin".to_string(), "k_end".to_string())
+    } else {
+        let _ = writeln!(out, "  const tcc_index b = (tcc_index)get_group_id(2);");
+        ("0".to_string(), s.k.to_string())
+    };
+    let (acc_m, acc_n) = layout.acc(&c);
+    if let Layout::Mma {
+        warps_n, mi, ni, ..
+    } = layout
+    {
+        let _ = writeln!(
+            out,
+            "  const int warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;\n  const int warp_row = (warp / {warps_n}) * {}, warp_col = (warp % {warps_n}) * {};",
+            16 * mi,
+            8 * ni
+        );
+    }
+    let _ = writeln!(out, "  float acc[{acc_m}][{acc_n}];");
+    let _ = writeln!(
+        out,
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      acc[wm][wn] = 0.0f;"
+    );
+    let threads = c.workgroup_size();
+    // Stage A (transposed into tile_a[k][m]) and B.
+    if spec.a_element_vector
+        && (spec.a_element.is_none() || !c.tile_k.is_multiple_of(4) || s.k % 4 != 0)
+    {
+        return Err(format!(
+            "{}: a float4 A element needs a computed element, tile_k and K multiples of 4",
+            spec.name
+        ));
+    }
+    let a_vector = (spec.a_offset.is_none()
+        && spec.a_element.is_none()
+        && spec.a.vectorizable(s.k)
+        && c.tile_k.is_multiple_of(4))
+        || spec.a_element_vector;
+    let b_vector =
+        spec.b_offset.is_none() && spec.b.vectorizable(s.n) && c.tile_n.is_multiple_of(4);
+    let a_address = spec
+        .a_offset
+        .clone()
+        .unwrap_or_else(|| spec.a.address("b", "i", "k"));
+    let b_address = spec
+        .b_offset
+        .clone()
+        .unwrap_or_else(|| spec.b.address("b", "k", "j"));
+    let a_staging = TileStaging {
+        tile: "tile_a",
+        outer: ("mm", "i", "row0", c.tile_m, s.m),
+        inner: ("kk", "k", "k0", c.tile_k, s.k),
+        pointer: &spec.a.pointer,
+        address: &a_address,
+        element: spec.a_element.as_ref(),
+        transposed: true,
+        vector: a_vector,
+    };
+    let b_staging = TileStaging {
+        tile: "tile_b",
+        outer: ("kk", "k", "k0", c.tile_k, s.k),
+        inner: ("nn", "j", "col0", c.tile_n, s.n),
+        pointer: &spec.b.pointer,
+        address: &b_address,
+        element: None,
+        transposed: false,
+        vector: b_vector,
+    };
+    // Software pipelining through registers: the next k tile's global
+    // loads are issued before the current tile's multiply-adds, so that
+    // their latency hides behind the arithmetic (one set of local tiles,
+    // two barriers per step as before).
+    declare_staging_registers(&mut out, &a_staging, "fetch_a", threads);
+    declare_staging_registers(&mut out, &b_staging, "fetch_b", threads);
+    fetch_tile(&mut out, &a_staging, threads, "fetch_a", &k_begin);
+    fetch_tile(&mut out, &b_staging, threads, "fetch_b", &k_begin);
+    let _ = writeln!(
+        out,
+        "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
+        c.tile_k
+    );
+    store_tile(&mut out, &a_staging, threads, "fetch_a");
+    store_tile(&mut out, &b_staging, threads, "fetch_b");
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(
+        out,
+        "    if (k0 + {tk} < {k_end}) {{\n    const tcc_index k_next = k0 + {tk};",
+        tk = c.tile_k
+    );
+    fetch_tile(&mut out, &a_staging, threads, "fetch_a", "k_next");
+    fetch_tile(&mut out, &b_staging, threads, "fetch_b", "k_next");
+    let _ = writeln!(out, "    }}");
+    match layout {
+        Layout::Fma { vector_m, vector_n } => {
+            let _ = writeln!(
+                out,
+                "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
+                c.tile_k
+            );
+            let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
+            operand_loads(
+                &mut out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m,
+            );
+            operand_loads(
+                &mut out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n,
+            );
+            let _ = writeln!(
+                out,
+                "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
+                c.work_m, c.work_n
+            );
+            let _ = writeln!(out, "    }}");
+        }
+        Layout::Mma { mi, ni, .. } => mma_steps(&mut out, c.tile_k, mi, ni),
+    }
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(out, "  }}");
+    let (row_offset, col_offset) = layout.offsets(&c);
+    if let Some((workspace, counters)) = &spec.split_k_scratch {
+        split_k_fixup(&mut out, spec, workspace, counters, &layout);
+    }
+    // Every loop over a work-item's outputs is unrolled: `acc` indexed by
+    // a loop counter would live in (slow, local) stack memory, not in
+    // registers (LLVM's unroller gives up on the epilogue's body size).
+    let _ = writeln!(
+        out,
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm) {{"
+    );
+    let _ = writeln!(out, "    const tcc_index i = row0 + {row_offset};");
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{"
+    );
+    let _ = writeln!(out, "      const tcc_index j = col0 + {col_offset};");
+    let _ = writeln!(out, "      if (i < {} && j < {}) {{", s.m, s.n);
+    for line in spec.init_statements.lines() {
+        let _ = writeln!(out, "        {line}");
+    }
+    let _ = writeln!(out, "        const float acc_init = {};", spec.init);
+    let _ = writeln!(
+        out,
+        "        const float acc_value = acc_init + acc[wm][wn];"
+    );
+    for line in spec.store.lines() {
+        let _ = writeln!(out, "        {line}");
+    }
+    let _ = writeln!(out, "      }}\n    }}\n  }}\n}}");
+    Ok(out)
+}

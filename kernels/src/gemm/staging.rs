@@ -1,0 +1,158 @@
+//! Staging of the A and B tiles into local memory: each work-item's
+//! unrolled rounds of (vectorized) loads, prefetched into registers before
+//! the current step's arithmetic and stored after it.
+
+use std::fmt::Write as _;
+
+/// One operand's copy of a `outer x inner` block into local memory, each
+/// work-item taking every `threads`-th element (or float4 along `inner`).
+pub(super) struct TileStaging<'a> {
+    pub(super) tile: &'a str,
+    /// (tile index, global index, global base, tile extent, global bound).
+    pub(super) outer: (&'a str, &'a str, &'a str, u32, i64),
+    pub(super) inner: (&'a str, &'a str, &'a str, u32, i64),
+    pub(super) pointer: &'a str,
+    /// Element offset of (global outer, global inner) in `pointer`.
+    pub(super) address: &'a str,
+    /// Statements and value computing the element instead of a load.
+    pub(super) element: Option<&'a (String, String)>,
+    /// Stored as `tile[inner][outer]` rather than `tile[outer][inner]`.
+    pub(super) transposed: bool,
+    pub(super) vector: bool,
+}
+
+/// The unrolled loop over a work-item's staging rounds for `t`: each
+/// round `r` handles element (or float4) `tid + r * threads` of the tile.
+/// `body` receives the round's tile coordinates already declared, and
+/// with `k_base` (the k of the tile's first row or column) the global ones.
+fn staging_rounds(
+    out: &mut String,
+    t: &TileStaging,
+    threads: u32,
+    k_base: Option<&str>,
+    body: &dyn Fn(&mut String),
+) {
+    let (ol, og, ob, oe, _) = t.outer;
+    let (il, ig, ib, ie, _) = t.inner;
+    let width = if t.vector { 4 } else { 1 };
+    // A fixed number of rounds per work-item, unrolled, so that what
+    // depends only on a round's row (an implicit-GEMM row's image and
+    // pixel) is computed once, outside the k loop.
+    let count = oe * ie / width;
+    let rounds = count.div_ceil(threads);
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int r = 0; r < {rounds}; ++r) {{\n      const int l = tid + r * {threads};"
+    );
+    if !count.is_multiple_of(threads) {
+        let _ = writeln!(out, "      if (l >= {count}) break;");
+    }
+    let q = ie / width;
+    let inner_index = if t.vector {
+        format!("(l % {q}) * 4")
+    } else {
+        format!("l % {q}")
+    };
+    let _ = writeln!(out, "      const int {ol} = l / {q}, {il} = {inner_index};");
+    if let Some(k_base) = k_base {
+        let base = |b: &str| {
+            if b == "k0" {
+                k_base.to_string()
+            } else {
+                b.to_string()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "      const tcc_index {og} = {} + {ol}, {ig} = {} + {il};",
+            base(ob),
+            base(ib)
+        );
+    }
+    body(out);
+    let _ = writeln!(out, "    }}");
+}
+
+/// The number of staging rounds of `t` per work-item.
+fn staging_count(t: &TileStaging, threads: u32) -> u32 {
+    let width = if t.vector { 4 } else { 1 };
+    (t.outer.3 * t.inner.3 / width).div_ceil(threads)
+}
+
+/// Declares the registers a work-item fetches its part of `t` into
+/// (`float` or `float4` per round).
+pub(super) fn declare_staging_registers(
+    out: &mut String,
+    t: &TileStaging,
+    registers: &str,
+    threads: u32,
+) {
+    let ty = if t.vector { "float4" } else { "float" };
+    let _ = writeln!(out, "  {ty} {registers}[{}];", staging_count(t, threads));
+}
+
+/// Emits the guarded global loads of `t`'s tile at k base `k_base` into
+/// `registers` (zero outside the operand): issued before the k step that
+/// computes on the previous tile, so their latency hides behind it.
+pub(super) fn fetch_tile(
+    out: &mut String,
+    t: &TileStaging,
+    threads: u32,
+    registers: &str,
+    k_base: &str,
+) {
+    let (_, og, _, _, on) = t.outer;
+    let (_, ig, _, _, inn) = t.inner;
+    let guard = format!("({og} < {on} && {ig} < {inn})");
+    staging_rounds(out, t, threads, Some(k_base), &|out: &mut String| {
+        if let Some((statements, value)) = t.element {
+            if t.vector {
+                let _ = writeln!(out, "      float4 element = (float4)(0.0f);");
+            } else {
+                let _ = writeln!(out, "      float element = 0.0f;");
+            }
+            let _ = writeln!(out, "      if {guard} {{");
+            for line in statements.lines() {
+                let _ = writeln!(out, "        {line}");
+            }
+            let _ = writeln!(out, "        element = {value};");
+            let _ = writeln!(out, "      }}");
+            let _ = writeln!(out, "      {registers}[r] = element;");
+        } else if !t.vector {
+            let _ = writeln!(
+                out,
+                "      {registers}[r] = {guard} ? {}[{}] : 0.0f;",
+                t.pointer, t.address
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "      {registers}[r] = {guard} ? vload4(0, {} + {}) : (float4)(0.0f);",
+                t.pointer, t.address
+            );
+        }
+    });
+}
+
+/// Emits the stores of fetched `registers` into `t`'s local tile.
+pub(super) fn store_tile(out: &mut String, t: &TileStaging, threads: u32, registers: &str) {
+    let (ol, _, _, _, _) = t.outer;
+    let (il, _, _, _, _) = t.inner;
+    let (row, col) = if t.transposed { (il, ol) } else { (ol, il) };
+    let tile = t.tile;
+    staging_rounds(out, t, threads, None, &|out: &mut String| {
+        if !t.vector {
+            let _ = writeln!(out, "      {tile}[{row}][{col}] = {registers}[r];");
+        } else if t.transposed {
+            let _ = writeln!(
+                out,
+                "      {tile}[{row}][{col}] = {registers}[r].x; {tile}[{row} + 1][{col}] = {registers}[r].y; {tile}[{row} + 2][{col}] = {registers}[r].z; {tile}[{row} + 3][{col}] = {registers}[r].w;"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "      vstore4({registers}[r], 0, &{tile}[{row}][{col}]);"
+            );
+        }
+    });
+}

@@ -1,0 +1,315 @@
+//! Tests of the tiled GEMM template.
+
+use super::*;
+
+/// A 100x50x30 product of two row-major matrices, a1 and a2, into a0.
+pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
+    let operand = |p: &str, rs: i64| GemmOperand {
+        pointer: p.into(),
+        offset: 0,
+        batch_stride: 0,
+        row_stride: rs,
+        col_stride: 1,
+    };
+    GemmSpec {
+        name: "matmul_0".into(),
+        parameters: "__global float* restrict a0".into(),
+        comment: "/* test */".into(),
+        config,
+        shape: GemmShape {
+            batch: 1,
+            m: 100,
+            n: 50,
+            k: 30,
+        },
+        a: operand("a1", 30),
+        a_offset: None,
+        a_element: None,
+        a_element_vector: false,
+        b: operand("a2", 50),
+        b_offset: None,
+        init_statements: String::new(),
+        init: "0.0f".into(),
+        store: "a0[i * 50 + j] = acc_value;".into(),
+        split_k_scratch: None,
+        tf32: false,
+    }
+}
+
+#[test]
+fn instantiates_with_guards_and_local_tiles() {
+    let text = gemm_kernel(&spec(GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 8,
+        work_m: 2,
+        work_n: 2,
+        split_k: 1,
+    }))
+    .unwrap();
+    assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
+    assert!(
+        text.contains("__local float tile_a[8][33] __attribute__((aligned(16)));"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(i < 100 && k < 30) ? a1[i * 30 + k] : 0.0f"),
+        "{text}"
+    );
+    assert!(text.contains("a0[i * 50 + j] = acc_value;"), "{text}");
+}
+
+#[test]
+fn custom_a_offsets_replace_the_strided_address() {
+    let mut spec = spec(GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 8,
+        work_m: 2,
+        work_n: 2,
+        split_k: 1,
+    });
+    spec.a_offset = Some("conv_offset(i, k)".into());
+    let text = gemm_kernel(&spec).unwrap();
+    assert!(text.contains("? a1[conv_offset(i, k)] : 0.0f"), "{text}");
+}
+
+#[test]
+fn computed_a_elements_replace_the_load_inside_the_guard() {
+    let mut spec = spec(GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 8,
+        work_m: 2,
+        work_n: 2,
+        split_k: 1,
+    });
+    spec.a_element = Some((
+        "const tcc_index y = i - 1;\nconst float v = a1[y < 0 ? 0 : y];".into(),
+        "(y >= 0 ? v : 0.5f)".into(),
+    ));
+    let text = gemm_kernel(&spec).unwrap();
+    assert!(
+        text.contains(
+            "      float element = 0.0f;\n      if (i < 100 && k < 30) {\n        const tcc_index y = i - 1;\n        const float v = a1[y < 0 ? 0 : y];\n        element = (y >= 0 ? v : 0.5f);\n      }\n      fetch_a[r] = element;"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("vload4(0, a1"), "{text}");
+    assert!(
+        text.contains("      tile_a[kk][mm] = fetch_a[r];"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
+    let text = gemm_kernel(&spec(GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 8,
+        work_m: 2,
+        work_n: 2,
+        split_k: 1,
+    }))
+    .unwrap();
+    let first_fetch = text.find("fetch_a[r] =").unwrap();
+    let k_loop = text
+        .find("for (tcc_index k0 = 0; k0 < 30; k0 += 8)")
+        .unwrap();
+    let store = text.find("tile_a[kk][mm] = fetch_a[r];").unwrap();
+    let barrier = text[store..].find("barrier(CLK_LOCAL_MEM_FENCE);").unwrap() + store;
+    let next = text.find("if (k0 + 8 < 30) {").unwrap();
+    let next_fetch = text[next..].find("fetch_a[r] =").unwrap() + next;
+    let arithmetic = text.find("acc[wm][wn] = fma(").unwrap();
+    assert!(first_fetch < k_loop, "{text}");
+    assert!(
+        k_loop < store && store < barrier && barrier < next,
+        "{text}"
+    );
+    assert!(next < next_fetch && next_fetch < arithmetic, "{text}");
+}
+
+#[test]
+fn aligned_operands_are_loaded_as_float4() {
+    let mut spec = spec(GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 8,
+        work_m: 2,
+        work_n: 2,
+        split_k: 1,
+    });
+    spec.shape = GemmShape {
+        batch: 1,
+        m: 64,
+        n: 64,
+        k: 32,
+    };
+    spec.a.row_stride = 32;
+    spec.b.row_stride = 64;
+    let text = gemm_kernel(&spec).unwrap();
+    assert!(text.contains("vload4(0, a1 + i * 32 + k)"), "{text}");
+    assert!(
+        text.contains("fetch_b[r] = (k < 32 && j < 64) ? vload4(0, a2 + k * 64 + j)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("vstore4(fetch_b[r], 0, &tile_b[kk][nn]);"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fours_of_outputs_read_their_operands_as_float4() {
+    let text = gemm_kernel(&spec(GemmConfig {
+        tile_m: 128,
+        tile_n: 128,
+        tile_k: 16,
+        work_m: 8,
+        work_n: 8,
+        split_k: 1,
+    }))
+    .unwrap();
+    for expected in [
+        // Rows padded by 4 words keep float4 alignment.
+        "__local float tile_a[16][132] __attribute__((aligned(16)));",
+        "const float4 v = *(__local const float4*)&tile_a[kk][g * 64 + ty * 4];",
+        "const float4 v = *(__local const float4*)&tile_b[kk][g * 64 + tx * 4];",
+        // Work-item ty owns rows 4 ty .. 4 ty + 3 of each 64.
+        "const tcc_index i = row0 + ((wm / 4) * 64 + ty * 4 + wm % 4);",
+        "const tcc_index j = col0 + ((wn / 4) * 64 + tx * 4 + wn % 4);",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+}
+
+#[test]
+fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
+    let config = GemmConfig {
+        tile_m: 64,
+        tile_n: 64,
+        tile_k: 16,
+        work_m: 4,
+        work_n: 4,
+        split_k: 1,
+    };
+    let mut spec = spec(config);
+    spec.tf32 = true;
+    let text = gemm_kernel(&spec).unwrap();
+    // 8 warps over 64x64: 2x4 warps of 32x16 (2x2 mma tiles of 16x8),
+    // the squarest warp tiles.
+    assert_eq!(
+        Layout::mma(&config),
+        Some(Layout::Mma {
+            warps_m: 2,
+            warps_n: 4,
+            mi: 2,
+            ni: 2
+        })
+    );
+    let (ptx, fp32) = text
+        .strip_prefix("#ifdef TCC_PTX\n")
+        .and_then(|t| t.strip_suffix("#endif\n"))
+        .and_then(|t| t.split_once("#else\n"))
+        .expect("two bodies");
+    for expected in [
+        "on TF32 tensor cores (2x4 warps of 2x2 mma tiles)",
+        "__local float tile_a[16][72] __attribute__((aligned(16)));",
+        "__local float tile_b[16][72] __attribute__((aligned(16)));",
+        "const int warp_row = (warp / 4) * 32, warp_col = (warp % 4) * 16;",
+        "float acc[4][4];",
+        "fa[m][1] = tcc_tf32(tile_a[k8 + tig][r + 8]);",
+        "fb[n][1] = tcc_tf32(tile_b[k8 + tig + 4][col]);",
+        "TCC_MMA_TF32(acc[2 * m][2 * n], acc[2 * m][2 * n + 1], acc[2 * m + 1][2 * n], acc[2 * m + 1][2 * n + 1]",
+        "const tcc_index i = row0 + (warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group);",
+        "const tcc_index j = col0 + (warp_col + (wn / 2) * 8 + tig * 2 + wn % 2);",
+        "a0[i * 50 + j] = acc_value;",
+    ] {
+        assert!(ptx.contains(expected), "missing `{expected}` in:\n{ptx}");
+    }
+    assert!(!fp32.contains("TCC_MMA_TF32"), "{fp32}");
+    assert!(
+        fp32.contains("acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);"),
+        "{fp32}"
+    );
+    // Both bodies define the same kernel with the same work-group.
+    assert_eq!(ptx.matches("void matmul_0(").count(), 1);
+    assert_eq!(fp32.matches("void matmul_0(").count(), 1);
+    // Without tf32, or with tiles no warp grid fits, one fp32 body.
+    spec.tf32 = false;
+    assert!(!gemm_kernel(&spec).unwrap().contains("TCC_PTX"));
+    assert_eq!(
+        Layout::mma(&GemmConfig {
+            tile_m: 8,
+            ..config
+        }),
+        None,
+        "16 rows per warp tile at least"
+    );
+}
+
+#[test]
+fn rejects_tiles_that_do_not_divide() {
+    assert!(
+        gemm_kernel(&spec(GemmConfig {
+            tile_m: 30,
+            tile_n: 32,
+            tile_k: 8,
+            work_m: 4,
+            work_n: 2,
+            split_k: 1,
+        }))
+        .is_err()
+    );
+}
+
+#[test]
+fn split_k_publishes_partials_and_the_last_group_sums_them_in_order() {
+    let config = GemmConfig {
+        tile_m: 32,
+        tile_n: 32,
+        tile_k: 8,
+        work_m: 2,
+        work_n: 2,
+        split_k: 4,
+    };
+    let mut spec = spec(config);
+    // Without scratch buffers a split is refused, and the reverse.
+    assert!(gemm_kernel(&spec).is_err());
+    spec.split_k_scratch = Some(("a3".into(), "a4".into()));
+    let text = gemm_kernel(&spec).unwrap();
+    // K = 30 is 4 steps of 8: one step per slice.
+    assert_eq!(config.split_k_slice(30), 8);
+    // 100 x 50 is 4 x 2 tiles of 32 x 32: 8 tiles of 4 partials.
+    assert_eq!(config.split_k_scratch(&spec.shape), (8 * 4 * 1024, 8));
+    for expected in [
+        "const tcc_index b = (tcc_index)get_group_id(2) / 4;",
+        "const int split = (int)(get_group_id(2) % 4);",
+        "const tcc_index k_end = min(k_begin + 8, (tcc_index)30);",
+        "for (tcc_index k0 = k_begin; k0 < k_end; k0 += 8) {",
+        "const tcc_index tile = (b * 4 + (tcc_index)get_group_id(1)) * 2 + (tcc_index)get_group_id(0);",
+        "__global float* partial = a3 + (tile * 4 + split) * 1024;",
+        "last_to_arrive = atomic_inc((volatile __global uint*)&a4[tile]) == 3;",
+        "if (!last_to_arrive) return;",
+        "for (int s = 0; s < 4; ++s) sum += partials[s * 1024 + (ty + wm * 16) * 32 + (tx + wn * 16)];",
+        "if (tid == 0) a4[tile] = 0;",
+        "a0[i * 50 + j] = acc_value;",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    spec.config.split_k = 1;
+    assert!(gemm_kernel(&spec).is_err());
+}
+
+#[test]
+fn operand_addresses_skip_zero_and_unit_strides() {
+    let op = GemmOperand {
+        pointer: "p".into(),
+        offset: 7,
+        batch_stride: 0,
+        row_stride: 1,
+        col_stride: 12,
+    };
+    assert_eq!(op.address("b", "i", "k"), "7 + i + k * 12");
+}

@@ -1,0 +1,14 @@
+// Invalid kernel strategies (lit/dialect/tcc-strategy.mlir runs this).
+
+// expected-error @+1 {{workgroup_size must be positive, got 0}}
+func.func private @zero() attributes {s = #tcc.row_reduce<workgroup_size = 0>}
+
+// -----
+
+// expected-error @+1 {{max_workgroups must be 0 (no limit) or positive, got -1}}
+func.func private @negative() attributes {s = #tcc.loops<workgroup_size = 64, max_workgroups = -1>}
+
+// -----
+
+// expected-error @+1 {{work_m and work_n must divide tile_m and tile_n}}
+func.func private @indivisible() attributes {s = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 3, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 64>}
