@@ -63,6 +63,7 @@ fn tuning_records_the_fastest_candidate_and_compile_takes_it() {
     let record = TuningRecord::load(&record_path).unwrap();
     assert_eq!(record.target, "pocl-cpu");
     assert!(record.device.contains("pthread"), "{}", record.device);
+    assert!(!record.driver.is_empty(), "the record names the driver");
     let [entry] = record.gemms.as_slice() else {
         panic!("one product shape expected: {record:?}")
     };
@@ -100,6 +101,34 @@ fn tuning_records_the_fastest_candidate_and_compile_takes_it() {
         String::from_utf8_lossy(&tiled.stdout).contains(&strategy),
         "{}",
         String::from_utf8_lossy(&tiled.stdout)
+    );
+
+    // An artifact built with the record (`--tuning-db`, the name)
+    // says which device and driver it was tuned for.
+    let so = dir.path().join("dense.so");
+    let built = tcc(dir.path())
+        .args([
+            "compile",
+            model.to_str().unwrap(),
+            "--target=pocl-cpu",
+            "-o",
+        ])
+        .arg(&so)
+        .arg(format!("--tuning-db={}", record_path.display()))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", stderr(&built));
+    let inspected = tcc(dir.path())
+        .args(["inspect", so.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&inspected.stdout);
+    assert!(
+        text.contains(&format!(
+            "tuned on: {} (driver {})",
+            record.device, record.driver
+        )),
+        "{text}"
     );
 
     // --update keeps the entries of other shapes and replaces this one's.
@@ -295,6 +324,7 @@ fn prepared_rounds_measured_elsewhere_make_a_record() {
     let record = TuningRecord::load(&record_path).unwrap();
     assert_eq!(record.target, "pocl-cpu");
     assert!(record.device.contains("pthread"), "{}", record.device);
+    assert!(!record.driver.is_empty(), "the record names the driver");
     let [entry] = record.gemms.as_slice() else {
         panic!("one product shape expected: {record:?}")
     };

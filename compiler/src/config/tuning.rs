@@ -4,7 +4,7 @@
 //! `tcc-configure-kernels`).
 //!
 //! A record belongs to one device (its OpenCL name, as `tcc-run
-//! --list-devices` shows it) and one target; an entry says, for a
+//! --list-devices` shows it, and its driver version) and one target; an entry says, for a
 //! (batch, M, N, K) product, which of the target's candidate
 //! configurations ([`super::Target::gemm_candidates`]) won and by how
 //! much. Shapes a record does not name keep the target's table. The
@@ -56,16 +56,22 @@ pub struct TuningRecord {
     pub version: u32,
     /// The OpenCL device the times were measured on.
     pub device: String,
+    /// Its driver's version (`CL_DRIVER_VERSION`; empty in records made
+    /// before it was kept): another driver may compile the kernels into
+    /// other code, so the artifact notes which one the record is for.
+    #[serde(default)]
+    pub driver: String,
     /// The target the candidates came from (`pocl-cpu`, `nvidia`, ...).
     pub target: String,
     pub gemms: Vec<TunedGemm>,
 }
 
 impl TuningRecord {
-    pub fn new(device: &str, target: Target) -> Self {
+    pub fn new(device: &str, driver: &str, target: Target) -> Self {
         TuningRecord {
             version: RECORD_VERSION,
             device: device.to_string(),
+            driver: driver.to_string(),
             target: target.name().to_string(),
             gemms: Vec::new(),
         }
@@ -119,7 +125,7 @@ mod tests {
     use super::*;
 
     fn record() -> TuningRecord {
-        let mut record = TuningRecord::new("pthread-test", Target::PoclCpu);
+        let mut record = TuningRecord::new("pthread-test", "6.0", Target::PoclCpu);
         record.gemms.push(TunedGemm {
             kind: "convolution".into(),
             shape: [1, 49, 512, 4608],

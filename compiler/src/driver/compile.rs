@@ -19,6 +19,7 @@ use super::stats::StatsFormat;
 use super::write_atomically;
 use crate::back::{host_llvm, opencl_c, ptx};
 use crate::config::Target;
+use crate::config::tuning::TuningRecord;
 use crate::phases::{GemmChoice, Phase};
 
 /// What `--emit` writes.
@@ -94,8 +95,8 @@ pub struct CompileArgs {
     /// Arithmetic of GEMMs and convolutions: fp32 (exact, default) or tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation; needs --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32).
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
-    /// A tuning record written by `tcc tune` for the device the model will run on: its measured GEMM and convolution configurations replace the target's table for the shapes it names (its target must match --target).
-    #[arg(long, value_name = "FILE")]
+    /// A tuning record written by `tcc tune` for the device the model will run on: its measured GEMM and convolution configurations replace the target's table for the shapes it names (its target must match --target). Also --tuning-db.
+    #[arg(long, alias = "tuning-db", value_name = "FILE")]
     pub tuning: Option<PathBuf>,
     /// Prefix the symbols of --emit=obj|staticlib|llvm-ir with NAME_ (NAME_tcc_artifact_v1, ...) so that several models link into one program (a C identifier).
     #[arg(long, value_name = "NAME")]
@@ -369,6 +370,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             crate::driver::stats::collect(&compiled.module).render_as(format)
         );
     }
+    let tuning = match &args.tuning {
+        Some(path) => Some(TuningRecord::load(path).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
     let module_name = args.name.clone().unwrap_or_else(|| {
         input
             .file_stem()
@@ -386,6 +391,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             &compiled,
             args.target,
             args.host_triple.as_deref(),
+            tuning.as_ref(),
         )),
         triple: args.host_triple.clone(),
     };

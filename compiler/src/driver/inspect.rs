@@ -75,6 +75,7 @@ pub fn describe(model: &Model) -> Value {
         "producer": metadata.get("producer").cloned().unwrap_or_else(|| json!(model.producer())),
         "target": metadata["target"],
         "host_triple": metadata["host_triple"],
+        "tuning": metadata["tuning"],
         "kernel_format": match model.source_kind() {
             tcc_runtime::SourceKind::OpenClC => "OpenCL C",
             tcc_runtime::SourceKind::SpirV => "SPIR-V",
@@ -114,6 +115,18 @@ pub fn render(d: &Value) -> String {
     ));
     out.push_str(&format!("  target: {}\n", text_or_unknown(&d["target"])));
     out.push_str(&format!("  host: {}\n", text_or_unknown(&d["host_triple"])));
+    if let Some(tuning) = d["tuning"].as_object() {
+        let driver = tuning["driver"].as_str().unwrap_or_default();
+        out.push_str(&format!(
+            "  tuned on: {}{}\n",
+            tuning["device"].as_str().unwrap_or("unknown"),
+            if driver.is_empty() {
+                String::new()
+            } else {
+                format!(" (driver {driver})")
+            }
+        ));
+    }
     out.push_str(&format!(
         "  kernel format: {}{}\n",
         text_or_unknown(&d["kernel_format"]),

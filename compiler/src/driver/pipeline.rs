@@ -18,7 +18,12 @@ use crate::phases::{GemmChoice, Phase};
 
 /// The JSON description an artifact carries (`tcc_metadata_v1`, shown by
 /// `tcc inspect`): what the compiler knows that the ABI tables do not.
-pub fn metadata_json(compiled: &Compiled, target: Target, host_triple: Option<&str>) -> String {
+pub fn metadata_json(
+    compiled: &Compiled,
+    target: Target,
+    host_triple: Option<&str>,
+    tuning: Option<&crate::config::tuning::TuningRecord>,
+) -> String {
     let stats = crate::driver::stats::collect(&compiled.module);
     let kernels: Vec<serde_json::Value> = stats
         .kernels
@@ -61,6 +66,8 @@ pub fn metadata_json(compiled: &Compiled, target: Target, host_triple: Option<&s
                 .into_owned()
         }),
         "ptx": compiled.ptx.is_some(),
+        // The device and driver a tuning record was measured with.
+        "tuning": tuning.map(|r| serde_json::json!({"device": r.device, "driver": r.driver})),
         "kernels": kernels,
         "functions": functions,
     })
@@ -174,7 +181,7 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
         .and_then(|s| s.to_str())
         .unwrap_or("model");
     let options = host_llvm::HostOptions {
-        metadata: Some(metadata_json(&compiled, target, None)),
+        metadata: Some(metadata_json(&compiled, target, None, None)),
         ..Default::default()
     };
     let host = compiled.host_with(module_name, &options)?;

@@ -161,7 +161,7 @@ fn load_round(runtime: &tcc_runtime::Runtime, library: &std::path::Path) -> Resu
 fn read_measurements(
     path: &std::path::Path,
     rounds: usize,
-) -> Result<(String, Vec<BTreeMap<String, f64>>)> {
+) -> Result<(String, String, Vec<BTreeMap<String, f64>>)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let report: serde_json::Value = serde_json::from_str(&text).with_context(|| {
@@ -174,6 +174,8 @@ fn read_measurements(
         .as_str()
         .with_context(|| format!("{}: no \"device\"", path.display()))?
         .to_string();
+    // Measurements from before the driver was reported have none.
+    let driver = report["driver"].as_str().unwrap_or_default().to_string();
     let builds = report["builds"]
         .as_array()
         .with_context(|| format!("{}: no \"builds\" list", path.display()))?;
@@ -203,7 +205,7 @@ fn read_measurements(
                 .collect(),
         );
     }
-    Ok((device, times))
+    Ok((device, driver, times))
 }
 
 pub fn run(args: &TuneArgs) -> Result<()> {
@@ -284,7 +286,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .output
         .as_ref()
         .expect("clap requires --output unless --prepare");
-    let (device, times) = if let Some(path) = &args.measured {
+    let (device, driver, times) = if let Some(path) = &args.measured {
         read_measurements(path, rounds)?
     } else {
         let runtime = runtime.as_ref().expect("opened above");
@@ -327,6 +329,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         );
         (
             runtime.device().name.clone(),
+            runtime.device().driver_version.clone(),
             turns.into_iter().map(Turn::into_fastest).collect(),
         )
     };
@@ -349,9 +352,14 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 existing.target
             );
         }
-        existing
+        // A record updated on another driver says so.
+        if driver.is_empty() {
+            existing
+        } else {
+            TuningRecord { driver, ..existing }
+        }
     } else {
-        TuningRecord::new(&device, target)
+        TuningRecord::new(&device, &driver, target)
     };
     println!("| kind | batch x M x N x K | kernels | table ms | best ms | best config |");
     println!("|---|---|---|---|---|---|");

@@ -364,7 +364,7 @@ mod tests {
             &GemmChoice::default(),
         );
         assert!(
-            text.starts_with("builtin.module(tcc-outline-kernels,"),
+            text.starts_with("builtin.module(tcc-configure-kernels,tcc-outline-kernels,"),
             "{text}"
         );
         assert!(!text.contains("one-shot-bufferize"), "{text}");

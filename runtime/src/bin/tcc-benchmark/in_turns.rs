@@ -61,6 +61,7 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
         let report = json!({
             "function": function,
             "device": dev.name,
+            "driver": dev.driver_version,
             "platform": dev.platform_name,
             "iterations": args.iterations,
             "builds": models.iter().zip(&turns).zip(&totals).map(|((m, t), total)| json!({
