@@ -56,7 +56,7 @@ pub fn metadata_json(
             })
         })
         .collect();
-    serde_json::json!({
+    let mut metadata = serde_json::json!({
         "producer": tcc_runtime::version_string(),
         "target": target.name(),
         "host_triple": host_triple.map(str::to_owned).unwrap_or_else(|| {
@@ -66,12 +66,15 @@ pub fn metadata_json(
                 .into_owned()
         }),
         "ptx": compiled.ptx.is_some(),
-        // The device and driver a tuning record was measured with.
-        "tuning": tuning.map(|r| serde_json::json!({"device": r.device, "driver": r.driver})),
         "kernels": kernels,
         "functions": functions,
-    })
-    .to_string()
+    });
+    // The device and driver a tuning record was measured with (absent
+    // without one).
+    if let Some(record) = tuning {
+        metadata["tuning"] = serde_json::json!({"device": record.device, "driver": record.driver});
+    }
+    metadata.to_string()
 }
 
 /// A compiled model in every form the driver can write.
