@@ -340,50 +340,20 @@ impl GroupSession {
             return self.run(function, inputs);
         }
         let n = self.sessions.len();
-        // Every part is in flight before the first is waited for. Each
-        // device's parts are cut out of the batch and submitted (copied
-        // into its staging buffers) on a thread of their own, so that the
-        // devices start together instead of one host copy after another.
-        let split = &plan.split;
-        let parts = plan.parts;
-        let submitted: Vec<Result<Vec<(usize, CallHandle)>>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = self
-                .sessions
-                .iter_mut()
-                .enumerate()
-                .map(|(i, session)| {
-                    scope.spawn(move || {
-                        let mut handles = Vec::new();
-                        for j in (i..parts).step_by(n) {
-                            let part = split_part(inputs, split, parts, j)?;
-                            let rt = session.runtime().clone();
-                            let h = session
-                                .submit(function, part)
-                                .map_err(|e| on_device(&rt, e))?;
-                            handles.push((j, h));
-                        }
-                        Ok(handles)
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| {
-                    w.join().unwrap_or_else(|_| {
-                        Err(Error::Execution {
-                            function: function.to_string(),
-                            message: "a thread submitting part of a split call panicked".into(),
-                        })
-                    })
-                })
-                .collect()
-        });
-        let mut handles: Vec<(usize, CallHandle)> = Vec::with_capacity(parts);
-        for device_handles in submitted {
-            handles.extend(device_handles?);
+        // Every part is in flight before the first is waited for. (Submitting
+        // each device's parts from a thread of its own crashed PoCL's
+        // sub-devices now and then (SIGSEGV in tests/multi_device.rs), so
+        // the parts are cut and submitted in turn.)
+        let mut handles = Vec::with_capacity(plan.parts);
+        for j in 0..plan.parts {
+            let part = split_part(inputs, &plan.split, plan.parts, j)?;
+            let i = j % n;
+            let rt = self.sessions[i].runtime().clone();
+            let h = self.sessions[i]
+                .submit(function, part)
+                .map_err(|e| on_device(&rt, e))?;
+            handles.push(h);
         }
-        handles.sort_by_key(|(j, _)| *j);
-        let mut handles: Vec<CallHandle> = handles.into_iter().map(|(_, h)| h).collect();
         // Dropping the handles after an error waits for the other parts.
         let mut parts_out: Vec<Vec<HostTensor>> = Vec::with_capacity(plan.parts);
         for (j, h) in handles.iter_mut().enumerate() {
