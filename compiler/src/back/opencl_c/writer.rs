@@ -482,37 +482,32 @@ impl KernelWriter {
                     comment,
                 )?)
             }
-            KernelStrategy::RowReduce { workgroup_size } => {
+            KernelStrategy::RowReduce { workgroup_size }
+            | KernelStrategy::Softmax { workgroup_size }
+            | KernelStrategy::LayerNorm { workgroup_size } => {
+                // The row templates: one work-group per row (per output
+                // element for a reduction), written by the same signature.
+                type RowWriter = fn(
+                    &mut KernelWriter,
+                    OperationRef,
+                    BlockRef,
+                    i64,
+                    &str,
+                    String,
+                    String,
+                ) -> Result<String, CodegenError>;
+                let (what, per, write): (&str, &str, RowWriter) = match strategy {
+                    KernelStrategy::RowReduce { .. } => {
+                        ("row reduction", "output element", Self::write_row_reduce)
+                    }
+                    KernelStrategy::Softmax { .. } => ("row softmax", "row", Self::write_softmax),
+                    _ => ("row layer norm", "row", Self::write_layer_norm),
+                };
                 let comment = format!(
-                    "/* {name}: row reduction kernel, one work-group of {workgroup_size} per output element; from {location} */"
+                    "/* {name}: {what} kernel, one work-group of {workgroup_size} per {per}; from {location} */"
                 );
-                Some(self.write_row_reduce(
-                    kernel,
-                    block,
-                    workgroup_size,
-                    &name,
-                    PARAMETERS.into(),
-                    comment,
-                )?)
-            }
-            KernelStrategy::Softmax { workgroup_size } => {
-                let comment = format!(
-                    "/* {name}: row softmax kernel, one work-group of {workgroup_size} per row; from {location} */"
-                );
-                Some(self.write_softmax(
-                    kernel,
-                    block,
-                    workgroup_size,
-                    &name,
-                    PARAMETERS.into(),
-                    comment,
-                )?)
-            }
-            KernelStrategy::LayerNorm { workgroup_size } => {
-                let comment = format!(
-                    "/* {name}: row layer norm kernel, one work-group of {workgroup_size} per row; from {location} */"
-                );
-                Some(self.write_layer_norm(
+                Some(write(
+                    &mut self,
                     kernel,
                     block,
                     workgroup_size,

@@ -191,7 +191,7 @@ fn dequantize(imp: &mut Importer, value: &Value, q: &QuantParams) -> Result<Valu
         return Ok(Value::constant(dequantize_const(c, q)));
     }
     let x = imp.val(value)?;
-    if x.dtype() != q.dtype && !(x.dtype() == DType::U8 && q.dtype == DType::U8) {
+    if x.dtype() != q.dtype {
         bail!(
             "dequantizing a {} tensor with {} zero points",
             x.dtype(),
