@@ -20,7 +20,7 @@ use super::write_atomically;
 use crate::back::{host_llvm, opencl_c, ptx};
 use crate::config::Target;
 use crate::config::tuning::TuningRecord;
-use crate::phases::{GemmChoice, Phase};
+use crate::phases::{GemmChoice, Phase, Storage};
 
 /// What `--emit` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -50,6 +50,16 @@ pub enum PrecisionArg {
     Fp32,
     /// TF32 tensor cores with fp32 accumulation (PyTorch's allow_tf32): PTX for NVIDIA only.
     Tf32,
+}
+
+/// `--storage`: how weights and intermediate activations are held in
+/// device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StorageArg {
+    /// f32, as the model says (the default).
+    Fp32,
+    /// IEEE half (kernels still compute in f32; inputs and outputs stay f32).
+    Fp16,
 }
 
 /// `--ptx`: whether the artifact carries PTX beside the OpenCL C.
@@ -95,6 +105,9 @@ pub struct CompileArgs {
     /// Arithmetic of GEMMs and convolutions: fp32 (exact, default) or tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation; needs --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32).
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
+    /// How weights and intermediate activations are stored on the device: fp32 (default) or fp16 (IEEE half: half the weights' bytes and memory traffic; kernels compute in f32, each stored value is rounded to half, and the model's inputs and outputs stay f32).
+    #[arg(long, value_enum, default_value = "fp32")]
+    pub storage: StorageArg,
     /// A tuning record written by `tcc tune` for the device the model will run on: its measured GEMM and convolution configurations replace the target's table for the shapes it names (its target must match --target). Also --tuning-db.
     #[arg(long, alias = "tuning-db", value_name = "FILE")]
     pub tuning: Option<PathBuf>,
@@ -277,6 +290,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         tuning: args.tuning.clone(),
         candidate: None,
         max_fused_ops: args.max_fused_ops,
+        storage: match args.storage {
+            StorageArg::Fp32 => Storage::Fp32,
+            StorageArg::Fp16 => Storage::Fp16,
+        },
     };
     choice.check().map_err(anyhow::Error::msg)?;
     if stop < Phase::Codegen {
@@ -307,6 +324,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     }
 
     if args.emit == Emit::Spirv {
+        if choice.storage != Storage::Fp32 {
+            bail!("--storage=fp16 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only");
+        }
         let Some(directory) = output else {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
         };

@@ -124,6 +124,7 @@ fn compile_round(
         tuning: None,
         candidate: Some(candidate),
         max_fused_ops: None,
+        ..GemmChoice::default()
     };
     let mut compiled = compile_to_kernels_in(
         &session,

@@ -21,6 +21,7 @@ mod hoist_parallel_dims;
 mod lower_host_to_llvm;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
+mod narrow_storage;
 mod outline_kernels;
 mod pass;
 mod plan_memory;
@@ -50,6 +51,7 @@ pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
+pub use narrow_storage::{NarrowStorage, STORAGE_ATTR, argument_storage, op_storage};
 pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
@@ -101,6 +103,7 @@ pub const ALL: &[(&str, &str)] = &[
     (AttachSplitKScratch::ARGUMENT, AttachSplitKScratch::SUMMARY),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
+    (NarrowStorage::ARGUMENT, NarrowStorage::SUMMARY),
     (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
     (LowerHostToLlvm::ARGUMENT, LowerHostToLlvm::SUMMARY),
 ];
@@ -134,6 +137,7 @@ pub fn register_all() {
     pass::register(&AttachSplitKScratch);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
+    pass::register(&NarrowStorage);
     pass::register(&PlanMemory);
     pass::register(&LowerHostToLlvm);
     crate::phases::register_phase_pipelines();

@@ -275,6 +275,12 @@ fn plannable_bytes(ty: Type) -> Option<u64> {
     }
 }
 
+/// Bytes of one element of a memref type.
+fn memref_element_bytes(ty: Type) -> Option<u64> {
+    ty.is_mem_ref().then_some(())?;
+    element_bytes(unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw())) })
+}
+
 fn key(raw: *const std::ffi::c_void) -> usize {
     raw as usize
 }
@@ -347,9 +353,17 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(op.location(), e.to_string()))?
             .into();
-        let Some(bytes) = plannable_bytes(result.r#type()) else {
+        let Some(mut bytes) = plannable_bytes(result.r#type()) else {
             continue;
         };
+        // A buffer stored narrower (`tcc-narrow-storage`) takes fewer bytes.
+        if let (Some(storage), Some(element)) = (
+            super::op_storage(op),
+            memref_element_bytes(result.r#type()),
+        ) && let Some(stored) = element_bytes(storage)
+        {
+            bytes = bytes / element * stored;
+        }
         let uses = users(result);
         if uses.is_empty() {
             dead.push(*op);

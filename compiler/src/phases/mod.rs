@@ -195,8 +195,13 @@ impl Phase {
                 "lower-affine",
                 "canonicalize",
                 "cse",
+                // Before the plan, which sizes half buffers by their storage.
+                if choice.storage == Storage::Fp16 { "tcc-narrow-storage" } else { "" },
                 "tcc-plan-memory",
             ]
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
             .join(","),
             Phase::Codegen => String::new(),
         }
@@ -246,6 +251,21 @@ pub struct GemmChoice {
     /// The most operations in one fused elementwise body, instead of
     /// `Target::max_fused_ops` (0: no cap).
     pub max_fused_ops: Option<i64>,
+    /// How weights and intermediate activations are held in device memory
+    /// (`tcc compile --storage`).
+    pub storage: Storage,
+}
+
+/// The element type weights and intermediate activations are stored in
+/// (`tcc compile --storage`); kernels compute in f32 either way, and the
+/// model's inputs and outputs keep their types.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Storage {
+    /// As the model says (f32).
+    #[default]
+    Fp32,
+    /// IEEE half: `tcc-narrow-storage` in the gpu phase.
+    Fp16,
 }
 
 impl GemmChoice {

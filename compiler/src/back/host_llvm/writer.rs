@@ -80,6 +80,24 @@ fn constant_bytes(
         .map_err(|message| CodegenError::at(&op, message))
 }
 
+/// A constant's f32 bytes in the storage `tcc-narrow-storage` chose for it
+/// (IEEE half, rounded to nearest even).
+fn stored_bytes(op: OperationRef, bytes: Vec<u8>, storage: melior::ir::Type) -> Result<Vec<u8>, CodegenError> {
+    if !melior::ir::r#type::TypeLike::is_f16(&storage) {
+        return Err(CodegenError::at(&op, format!("unsupported storage type {storage}")));
+    }
+    if bytes.len() % 4 != 0 {
+        return Err(CodegenError::at(&op, "half storage of a constant that is not f32"));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .flat_map(|b| {
+            let value = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            half::f16::from_f32(value).to_bits().to_le_bytes()
+        })
+        .collect())
+}
+
 #[derive(Clone, Copy)]
 struct Types<'l> {
     i32: inkwell::types::IntType<'l>,
@@ -263,7 +281,11 @@ impl<'l> HostWriter<'l> {
             let value = op.attribute("initial_value").map_err(|_| {
                 CodegenError::at(op, "a constant (memref.global) has no initial value")
             })?;
-            constants.push(constant_bytes(*op, value)?);
+            let bytes = constant_bytes(*op, value)?;
+            constants.push(match crate::passes::op_storage(op) {
+                Some(storage) => stored_bytes(*op, bytes, storage)?,
+                None => bytes,
+            });
         }
         // Host functions: built in the LLVM dialect into a module of their
         // own (lower.rs), translated to LLVM IR by MLIR straight into this

@@ -1,0 +1,508 @@
+//! `tcc-narrow-storage`: keeps the model's weights and intermediate
+//! activations in device memory as IEEE half (fp16) while every kernel
+//! still computes in f32 (`tcc compile --storage=fp16`). It halves the
+//! artifact's weights and the bytes each kernel reads and writes; devices
+//! without fp16 arithmetic (NVIDIA's OpenCL has no `cl_khr_fp16`) load and
+//! store half through OpenCL C's `vload_half`/`vstore_half`, which every
+//! OpenCL device has.
+//!
+//! The IR keeps f32 memref types (the element type is the type kernels
+//! compute in, and `gpu.launch_func` operands must match their kernel's
+//! signature); the pass marks what is stored narrower with
+//! `tcc.storage = f16`:
+//!
+//! - on a constant `memref.global` (the host writer converts its bytes),
+//! - on an intermediate `memref.alloc` (`tcc-plan-memory` sizes it by the
+//!   storage type),
+//! - on each `gpu.func` argument such a buffer is passed to (an argument
+//!   attribute: the kernel writers load and store it as half).
+//!
+//! A buffer stays f32 when any of this holds:
+//! - it is a function argument (model inputs and outputs keep their types);
+//! - the host uses it other than by views, launches and deallocation (a
+//!   `memref.copy` copies bytes and must see equal storage on both sides);
+//! - a loop kernel both loads and stores it (an accumulation through memory,
+//!   such as a convolution summing into its output, would round every
+//!   partial sum to half);
+//! - it is a split-K GEMM's partial-tile workspace;
+//! - some launch passes it to a kernel argument that another, f32, buffer
+//!   also reaches.
+//!
+//! Run it after the kernels are in their final form and before
+//! `tcc-plan-memory`.
+
+use std::collections::{HashMap, HashSet};
+
+use melior::ir::attribute::{AttributeLike, TypeAttribute};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::r#type::TypeLike;
+use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
+
+use super::outline_kernels::KERNEL_MODULE;
+use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::strategy::{self, KernelStrategy};
+use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users};
+
+/// The attribute that marks a buffer (or kernel argument) stored narrower
+/// than its element type: a type attribute, `f16`.
+pub const STORAGE_ATTR: &str = "tcc.storage";
+
+/// Memref ops whose result is a view of their first operand.
+const VIEW_OPS: &[&str] = &[
+    "memref.expand_shape",
+    "memref.collapse_shape",
+    "memref.subview",
+    "memref.reinterpret_cast",
+    "memref.cast",
+    "memref.transpose",
+];
+
+pub struct NarrowStorage;
+
+impl TccPass for NarrowStorage {
+    const ARGUMENT: &'static str = "tcc-narrow-storage";
+    const SUMMARY: &'static str = "Store weights and intermediate activations as fp16 (kernels still compute in f32): mark buffers and kernel arguments tcc.storage = f16";
+    const ANCHOR: Option<&'static str> = Some("builtin.module");
+    type Options = NoOptions;
+
+    fn run<'c>(
+        &self,
+        context: &'c melior::Context,
+        module: OperationRef<'c, 'c>,
+        _options: &NoOptions,
+    ) -> Result<(), PassError<'c>> {
+        let kernels = kernel_functions(module);
+        let narrowable: HashMap<String, Vec<bool>> = kernels
+            .iter()
+            .map(|(name, kernel)| (name.clone(), narrowable_arguments(*kernel)))
+            .collect();
+        let globals = constant_globals(module);
+        let plan = Plan::build(module, &kernels, &narrowable, &globals)?;
+        plan.apply(context, module, &kernels, &globals)
+    }
+}
+
+/// The `gpu.func`s of the kernel module, by name.
+fn kernel_functions<'c>(module: OperationRef<'c, 'c>) -> HashMap<String, OperationRef<'c, 'c>> {
+    let mut kernels = HashMap::new();
+    for kernel_module in body_ops_named(module, "gpu.module") {
+        if symbol_name(kernel_module).as_deref() != Some(KERNEL_MODULE) {
+            continue;
+        }
+        for kernel in body_ops_named(kernel_module, "gpu.func") {
+            if let Some(name) = symbol_name(kernel) {
+                kernels.insert(name, kernel);
+            }
+        }
+    }
+    kernels
+}
+
+/// The constant f32 `memref.global`s, by symbol.
+fn constant_globals<'c>(module: OperationRef<'c, 'c>) -> HashMap<String, OperationRef<'c, 'c>> {
+    body_ops_named(module, "memref.global")
+        .into_iter()
+        .filter(|global| global.attribute("constant").is_ok())
+        .filter(|global| {
+            global
+                .attribute("type")
+                .ok()
+                .and_then(|a| TypeAttribute::try_from(a).ok())
+                .is_some_and(|t| is_f32_memref(t.value()))
+        })
+        .filter_map(|global| Some((symbol_name(global)?, global)))
+        .collect()
+}
+
+fn symbol_name(op: OperationRef) -> Option<String> {
+    op.attribute("sym_name").ok().and_then(string_value)
+}
+
+fn is_f32_memref(ty: Type) -> bool {
+    ty.is_mem_ref()
+        && unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw())) }.is_f32()
+}
+
+/// For each argument of a kernel, whether it may be stored as half: an f32
+/// memref that a loop kernel never both loads and stores, and not a split-K
+/// workspace or counter.
+fn narrowable_arguments(kernel: OperationRef) -> Vec<bool> {
+    let Some(block) = kernel.region(0).ok().and_then(|r| r.first_block()) else {
+        return Vec::new();
+    };
+    let count = block.argument_count();
+    let kernel_strategy = strategy::of(&kernel);
+    let scratch_from = match kernel_strategy {
+        // tcc-attach-split-k-scratch appends the workspace and the
+        // counters after the kernel's own arguments.
+        Some(KernelStrategy::Gemm { config, .. }) if config.split_k > 1 => count.saturating_sub(2),
+        _ => count,
+    };
+    let loops = !kernel_strategy.is_some_and(|s| s.is_template());
+    (0..count)
+        .map(|index| {
+            let Ok(argument) = block.argument(index) else {
+                return false;
+            };
+            let value: Value = argument.into();
+            if index >= scratch_from || !is_f32_memref(value.r#type()) {
+                return false;
+            }
+            let access = Access::of(value);
+            access.understood && !(loops && access.loaded && access.stored)
+        })
+        .collect()
+}
+
+/// How a kernel uses one buffer argument (through its views).
+#[derive(Default)]
+struct Access {
+    loaded: bool,
+    stored: bool,
+    /// Every use is a load, a store, a view or (in a template kernel) an
+    /// operand of the template's linalg op, which its writer reads.
+    understood: bool,
+}
+
+impl Access {
+    fn of(value: Value) -> Self {
+        let mut access = Access {
+            understood: true,
+            ..Access::default()
+        };
+        let mut pending = vec![value];
+        while let Some(value) = pending.pop() {
+            for user in users(value) {
+                let name = op_name(&user);
+                match name.as_str() {
+                    "memref.load" => access.loaded = true,
+                    "memref.store" => {
+                        // Storing the buffer itself as a value is not
+                        // something half storage can mean.
+                        let stores_into = user
+                            .operand(1)
+                            .is_ok_and(|target| target == value);
+                        access.stored = true;
+                        access.understood &= stores_into;
+                    }
+                    view if VIEW_OPS.contains(&view) => {
+                        if let Ok(result) = user.result(0) {
+                            pending.push(result.into());
+                        }
+                    }
+                    other if other.starts_with("linalg.") => {}
+                    _ => access.understood = false,
+                }
+            }
+        }
+        access
+    }
+}
+
+/// Where a host buffer comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Root {
+    /// A constant `memref.global`, by symbol (all its `get_global`s).
+    Global(String),
+    /// An intermediate `memref.alloc`, by the op's address.
+    Alloc(usize),
+}
+
+/// Which buffers the pass narrows.
+struct Plan<'c> {
+    narrowed: HashSet<Root>,
+    allocs: HashMap<usize, OperationRef<'c, 'c>>,
+    /// Kernel arguments to mark: `(kernel, argument index)`.
+    arguments: HashSet<(String, usize)>,
+}
+
+impl<'c> Plan<'c> {
+    fn build(
+        module: OperationRef<'c, 'c>,
+        kernels: &HashMap<String, OperationRef<'c, 'c>>,
+        narrowable: &HashMap<String, Vec<bool>>,
+        globals: &HashMap<String, OperationRef<'c, 'c>>,
+    ) -> Result<Self, PassError<'c>> {
+        let mut candidates: HashSet<Root> = HashSet::new();
+        let mut vetoed: HashSet<Root> = HashSet::new();
+        let mut allocs = HashMap::new();
+        // What reaches each kernel argument: a root, or `None` for a buffer
+        // that must stay f32 (a function argument, an unknown value).
+        let mut reaching: HashMap<(String, usize), Vec<Option<Root>>> = HashMap::new();
+        for function in body_ops_named(module, "func.func") {
+            let mut roots: HashMap<usize, Root> = HashMap::new();
+            for op in collect_ops(function) {
+                let name = op_name(&op);
+                let result_key = || op.result(0).ok().map(|r| value_key(r.into()));
+                match name.as_str() {
+                    "memref.alloc" if op.operand_count() == 0 => {
+                        let Ok(result) = op.result(0) else { continue };
+                        if is_f32_memref(Value::from(result).r#type()) {
+                            let root = Root::Alloc(op_key(op));
+                            allocs.insert(op_key(op), op);
+                            candidates.insert(root.clone());
+                            roots.insert(value_key(result.into()), root);
+                        }
+                    }
+                    "memref.get_global" => {
+                        let symbol = op
+                            .attribute("name")
+                            .ok()
+                            .and_then(leaf_symbol);
+                        if let (Some(symbol), Some(key)) = (symbol, result_key())
+                            && globals.contains_key(&symbol)
+                        {
+                            let root = Root::Global(symbol);
+                            candidates.insert(root.clone());
+                            roots.insert(key, root);
+                        }
+                    }
+                    view if VIEW_OPS.contains(&view) => {
+                        let source = op.operand(0).ok().map(value_key);
+                        if let (Some(source), Some(key)) = (source, result_key())
+                            && let Some(root) = roots.get(&source).cloned()
+                        {
+                            roots.insert(key, root);
+                        }
+                    }
+                    "gpu.launch_func" => {
+                        let Some(kernel) = op.attribute("kernel").ok().and_then(leaf_symbol)
+                        else {
+                            continue;
+                        };
+                        let Some(kernel_op) = kernels.get(&kernel) else {
+                            continue;
+                        };
+                        let arity = kernel_arity(*kernel_op);
+                        let operands = op.operand_count();
+                        let first = kernel_operands_start(op, arity).ok_or_else(|| {
+                            PassError::at(
+                                op.location(),
+                                format!(
+                                    "launch of @{kernel} does not pass its {arity} arguments"
+                                ),
+                            )
+                        })?;
+                        for index in 0..arity {
+                            let Ok(operand) = op.operand(first + index) else { continue };
+                            if first + index >= operands || !is_f32_memref(operand.r#type()) {
+                                continue;
+                            }
+                            let root = roots.get(&value_key(operand)).cloned();
+                            if let Some(root) = &root
+                                && !narrowable.get(&kernel).is_some_and(|n| n[index])
+                            {
+                                vetoed.insert(root.clone());
+                            }
+                            reaching.entry((kernel.clone(), index)).or_default().push(root);
+                        }
+                    }
+                    _ => {}
+                }
+                // Any other host use of a tracked buffer keeps it f32.
+                if !matches!(
+                    name.as_str(),
+                    "gpu.launch_func" | "memref.dealloc" | "memref.get_global" | "memref.alloc"
+                ) && !VIEW_OPS.contains(&name.as_str())
+                {
+                    for index in 0..op.operand_count() {
+                        if let Ok(operand) = op.operand(index)
+                            && let Some(root) = roots.get(&value_key(operand))
+                        {
+                            vetoed.insert(root.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let mut narrowed: HashSet<Root> = candidates.difference(&vetoed).cloned().collect();
+        // A kernel argument has one storage: where narrowed and f32 buffers
+        // meet, all of them stay f32 (to a fixed point).
+        loop {
+            let mut changed = false;
+            for roots in reaching.values() {
+                let mixed = roots.iter().any(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
+                    && roots.iter().any(|r| r.as_ref().is_none_or(|r| !narrowed.contains(r)));
+                if mixed {
+                    for root in roots.iter().flatten() {
+                        changed |= narrowed.remove(root);
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let arguments = reaching
+            .iter()
+            .filter(|(_, roots)| {
+                roots.iter().all(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
+            })
+            .map(|(argument, _)| argument.clone())
+            .collect();
+        Ok(Self {
+            narrowed,
+            allocs,
+            arguments,
+        })
+    }
+
+    fn apply(
+        &self,
+        context: &'c melior::Context,
+        _module: OperationRef<'c, 'c>,
+        kernels: &HashMap<String, OperationRef<'c, 'c>>,
+        globals: &HashMap<String, OperationRef<'c, 'c>>,
+    ) -> Result<(), PassError<'c>> {
+        let f16: Attribute = TypeAttribute::new(Type::float16(context)).into();
+        for root in &self.narrowed {
+            let op = match root {
+                Root::Global(symbol) => globals.get(symbol),
+                Root::Alloc(key) => self.allocs.get(key),
+            };
+            if let Some(op) = op {
+                crate::ir::util::set_discardable_attribute(*op, STORAGE_ATTR, f16);
+            }
+        }
+        for (kernel, index) in &self.arguments {
+            if let Some(kernel) = kernels.get(kernel) {
+                set_argument_attribute(context, *kernel, *index, STORAGE_ATTR, f16);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn value_key(value: Value) -> usize {
+    value.to_raw().ptr as usize
+}
+
+fn op_key(op: OperationRef) -> usize {
+    op.to_raw().ptr as usize
+}
+
+/// The leaf of a symbol reference (`@name` gives `name`, and
+/// `@module::@name` too).
+fn leaf_symbol(attribute: Attribute) -> Option<String> {
+    let raw = attribute.to_raw();
+    unsafe {
+        if !mlir_sys::mlirAttributeIsASymbolRef(raw) && !mlir_sys::mlirAttributeIsAFlatSymbolRef(raw)
+        {
+            return None;
+        }
+        let leaf = if mlir_sys::mlirAttributeIsAFlatSymbolRef(raw) {
+            mlir_sys::mlirFlatSymbolRefAttrGetValue(raw)
+        } else {
+            mlir_sys::mlirSymbolRefAttrGetLeafReference(raw)
+        };
+        let bytes = std::slice::from_raw_parts(leaf.data as *const u8, leaf.length);
+        std::str::from_utf8(bytes).ok().map(str::to_string)
+    }
+}
+
+fn kernel_arity(kernel: OperationRef) -> usize {
+    kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .map_or(0, |b| b.argument_count())
+}
+
+/// The index of a `gpu.launch_func`'s first kernel operand: its kernel
+/// operands are the segment before the (optional) async object, the last.
+fn kernel_operands_start(launch: OperationRef, arity: usize) -> Option<usize> {
+    let segments = crate::ir::dense::operand_segment_sizes(launch)?;
+    let (&async_object, rest) = segments.split_last()?;
+    let &kernel_operands = rest.last()?;
+    if usize::try_from(kernel_operands).ok()? != arity {
+        return None;
+    }
+    launch
+        .operand_count()
+        .checked_sub(usize::try_from(async_object).ok()?)?
+        .checked_sub(arity)
+}
+
+/// Adds `name = value` to argument `index`'s attribute dictionary of a
+/// function-like op (its `arg_attrs`), keeping the other entries.
+fn set_argument_attribute<'c>(
+    context: &'c melior::Context,
+    function: OperationRef<'c, 'c>,
+    index: usize,
+    name: &str,
+    value: Attribute<'c>,
+) {
+    let count = kernel_arity(function);
+    let existing = function.attribute("arg_attrs").ok();
+    let mut dictionaries = Vec::with_capacity(count);
+    for i in 0..count {
+        let old = existing.and_then(|array| unsafe {
+            let raw = array.to_raw();
+            (mlir_sys::mlirAttributeIsAArray(raw)
+                && (i as isize) < mlir_sys::mlirArrayAttrGetNumElements(raw))
+            .then(|| mlir_sys::mlirArrayAttrGetElement(raw, i as isize))
+        });
+        let mut entries: Vec<mlir_sys::MlirNamedAttribute> = Vec::new();
+        if let Some(old) = old
+            && unsafe { mlir_sys::mlirAttributeIsADictionary(old) }
+        {
+            for e in 0..unsafe { mlir_sys::mlirDictionaryAttrGetNumElements(old) } {
+                let entry = unsafe { mlir_sys::mlirDictionaryAttrGetElement(old, e) };
+                if i != index || unsafe { Identifier::from_raw(entry.name) }.as_string_ref().as_str() != Ok(name) {
+                    entries.push(entry);
+                }
+            }
+        }
+        if i == index {
+            entries.push(mlir_sys::MlirNamedAttribute {
+                name: Identifier::new(context, name).to_raw(),
+                attribute: value.to_raw(),
+            });
+        }
+        dictionaries.push(unsafe {
+            mlir_sys::mlirDictionaryAttrGet(context.to_raw(), entries.len() as isize, entries.as_ptr())
+        });
+    }
+    let array = unsafe {
+        Attribute::from_raw(mlir_sys::mlirArrayAttrGet(
+            context.to_raw(),
+            dictionaries.len() as isize,
+            dictionaries.as_ptr(),
+        ))
+    };
+    // `arg_attrs` is an inherent attribute of function-like ops.
+    unsafe { OperationRefMut::from_raw(function.to_raw()) }.set_attribute("arg_attrs", array);
+}
+
+/// The storage a kernel argument is marked with (`tcc.storage`), if any.
+pub fn argument_storage<'c>(function: OperationRef<'c, '_>, index: usize) -> Option<Type<'c>> {
+    let array = function.attribute("arg_attrs").ok()?.to_raw();
+    unsafe {
+        if !mlir_sys::mlirAttributeIsAArray(array)
+            || index as isize >= mlir_sys::mlirArrayAttrGetNumElements(array)
+        {
+            return None;
+        }
+        let dictionary = mlir_sys::mlirArrayAttrGetElement(array, index as isize);
+        if !mlir_sys::mlirAttributeIsADictionary(dictionary) {
+            return None;
+        }
+        let name = mlir_sys::MlirStringRef {
+            data: STORAGE_ATTR.as_ptr() as *const _,
+            length: STORAGE_ATTR.len(),
+        };
+        let attribute = mlir_sys::mlirDictionaryAttrGetElementByName(dictionary, name);
+        if attribute.ptr.is_null() || !mlir_sys::mlirAttributeIsAType(attribute) {
+            return None;
+        }
+        Some(Type::from_raw(mlir_sys::mlirTypeAttrGetValue(attribute)))
+    }
+}
+
+/// The storage an op (`memref.global`, `memref.alloc`) is marked with.
+pub fn op_storage<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<Type<'c>> {
+    op.attribute(STORAGE_ATTR)
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .map(|t| t.value())
+}
