@@ -22,6 +22,7 @@ mod lower_host_to_llvm;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
 mod narrow_storage;
+mod order_globals;
 mod outline_kernels;
 mod pass;
 mod plan_memory;
@@ -52,6 +53,7 @@ pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use narrow_storage::{NarrowStorage, STORAGE_ATTR, argument_storage, op_storage};
+pub use order_globals::OrderGlobals;
 pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
@@ -99,6 +101,7 @@ pub const ALL: &[(&str, &str)] = &[
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
+    (OrderGlobals::ARGUMENT, OrderGlobals::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
     (AttachSplitKScratch::ARGUMENT, AttachSplitKScratch::SUMMARY),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
@@ -133,6 +136,7 @@ pub fn register_all() {
     pass::register(&ConfigureKernels);
     pass::register(&UniqueResults);
     pass::register(&ElideOutputCopies);
+    pass::register(&OrderGlobals);
     pass::register(&OutlineKernels);
     pass::register(&AttachSplitKScratch);
     pass::register(&LowerKernelLoops);

@@ -182,6 +182,9 @@ impl Phase {
                 // (`memref.copy %v, %v`), which canonicalize erases.
                 "canonicalize",
                 "tcc-elide-output-copies",
+                // Bufferization creates the constants' globals in an order
+                // that varies between runs.
+                "tcc-order-globals",
             ]
             .join(","),
             Phase::Gpu => [
