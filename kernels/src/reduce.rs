@@ -14,7 +14,7 @@ use crate::row::{RowReduction, reduce_row, row_kernel_prologue};
 #[derive(Clone, Debug)]
 pub struct RowReduceSpec {
     pub name: String,
-    pub parameters: String,
+    pub parameters: crate::KernelParameters,
     pub comment: String,
     /// Work-items per output element (a power of two).
     pub workgroup_size: u32,
@@ -79,7 +79,7 @@ mod tests {
     fn strided_partials_then_a_tree() {
         let spec = RowReduceSpec {
             name: "reduce_add_0".into(),
-            parameters: "__global float* restrict a0, __global const float* restrict a1".into(),
+            parameters: crate::KernelParameters::floats(&[true, false]),
             comment: "/* test */".into(),
             workgroup_size: 128,
             length: 2048,

@@ -15,6 +15,48 @@
 
 use std::fmt::Write as _;
 
+use crate::{Buffer, KernelParameters};
+
+/// An operand of a row template: its buffer and the stride between
+/// consecutive elements of a row; column `c` of the row starting at
+/// element offset `start` is `start + c * stride`.
+#[derive(Clone, Debug)]
+pub struct RowOperand {
+    pub buffer: Buffer,
+    pub stride: i64,
+}
+
+impl RowOperand {
+    fn index(&self, start: &str) -> String {
+        if self.stride == 1 {
+            format!("{start} + c")
+        } else {
+            format!("{start} + c * {}", self.stride)
+        }
+    }
+
+    /// Column `c` of the row starting at `start`.
+    pub(crate) fn load(&self, start: &str) -> String {
+        self.buffer.load(&self.index(start))
+    }
+
+    /// Stores `value` to column `c` of the row starting at `start`.
+    pub(crate) fn store(&self, value: &str, start: &str) -> String {
+        self.buffer.store(value, &self.index(start))
+    }
+
+    /// Columns `c .. c + LANES` of a contiguous row starting at `start`.
+    pub(crate) fn load_lanes(&self, start: &str) -> String {
+        self.buffer.load_vector(LANES, &format!("{start} + c"))
+    }
+
+    /// Stores the `LANES`-wide `value` to columns `c ..` of a contiguous row.
+    pub(crate) fn store_lanes(&self, value: &str, start: &str) -> String {
+        self.buffer
+            .store_vector(LANES, value, &format!("{start} + c"))
+    }
+}
+
 /// Independent partials (and elements per step) of a one-work-item pass:
 /// one AVX-512 register of floats.
 pub(crate) const LANES: u32 = 16;
@@ -26,7 +68,7 @@ pub(crate) fn row_kernel_prologue(
     out: &mut String,
     comment: &str,
     name: &str,
-    parameters: &str,
+    parameters: &KernelParameters,
     w: u32,
     setup: &str,
 ) {

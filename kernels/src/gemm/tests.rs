@@ -5,7 +5,7 @@ use super::*;
 /// A 100x50x30 product of two row-major matrices, a1 and a2, into a0.
 pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
     let operand = |p: &str, rs: i64| GemmOperand {
-        pointer: p.into(),
+        buffer: Buffer::f32(p),
         offset: 0,
         batch_stride: 0,
         row_stride: rs,
@@ -13,7 +13,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
     };
     GemmSpec {
         name: "matmul_0".into(),
-        parameters: "__global float* restrict a0".into(),
+        parameters: KernelParameters::floats(&[true]),
         comment: "/* test */".into(),
         config,
         shape: GemmShape {
@@ -305,7 +305,7 @@ fn split_k_publishes_partials_and_the_last_group_sums_them_in_order() {
 #[test]
 fn operand_addresses_skip_zero_and_unit_strides() {
     let op = GemmOperand {
-        pointer: "p".into(),
+        buffer: Buffer::f32("p"),
         offset: 7,
         batch_stride: 0,
         row_stride: 1,
