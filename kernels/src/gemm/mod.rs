@@ -214,10 +214,10 @@ pub struct GemmSpec {
     /// C statements run per output element with `acc` (float), `b`, `i`,
     /// `j` (tcc_index) in scope; they must store the result themselves.
     pub store: String,
-    /// With `split_k > 1`: the C names of the workspace (`float*`, at least
+    /// With `split_k > 1`: the buffers of the workspace (`float*`, at least
     /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
     /// counters (`uint*`, zero before the first launch).
-    pub split_k_scratch: Option<(String, String)>,
+    pub split_k_scratch: Option<(Buffer, Buffer)>,
     /// Multiply on tensor cores in TF32 (inputs rounded to 10-bit
     /// mantissas, FP32 accumulation; `mma.sync.m16n8k8`), in the PTX form
     /// only: the kernel text holds the tensor-core body under

@@ -277,7 +277,7 @@ fn split_k_publishes_partials_and_the_last_group_sums_them_in_order() {
     let mut spec = spec(config);
     // Without scratch buffers a split is refused, and the reverse.
     assert!(gemm_kernel(&spec).is_err());
-    spec.split_k_scratch = Some(("a3".into(), "a4".into()));
+    spec.split_k_scratch = Some((Buffer::f32("a3"), Buffer::new("a4", crate::Storage::I32)));
     let text = gemm_kernel(&spec).unwrap();
     // K = 30 is 4 steps of 8: one step per slice.
     assert_eq!(config.split_k_slice(30), 8);

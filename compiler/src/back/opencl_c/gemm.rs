@@ -419,7 +419,7 @@ impl KernelWriter {
             let counters = argument_buffer(count - 1, ElementType::I32);
             self.mark_written(&workspace);
             self.mark_written(&counters);
-            Some((workspace.name, counters.name))
+            Some((workspace, counters))
         } else {
             None
         };
