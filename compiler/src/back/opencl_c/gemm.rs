@@ -11,7 +11,7 @@ use tcc_kernels::{
 };
 
 use super::template::{KernelTemplate, TemplateKernel, gemm_comment};
-use super::writer::{ElementType, KernelWriter, MemrefView, argument_buffer, key};
+use super::writer::{ElementType, KernelWriter, MemrefView, argument_buffer, key, memref_shape};
 use crate::back::{CodegenError, ErrorAt};
 use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::op_name;
@@ -70,6 +70,22 @@ fn filter_operand(
         placeholder_operand(&b.buffer),
         Some(b.address(&[ky, kx, ch, "j".to_string()])),
     )
+}
+
+/// C expressions of an implicit-GEMM convolution's window coordinates for
+/// GEMM row `i` and column `k`, given its NHWC output and HWCF filter
+/// shapes: the image `n`, output pixel `y`, `x`, filter tap `ky`, `kx`
+/// and input channel `ch`.
+fn window(output: &[i64], filter: &[i64]) -> [String; 6] {
+    let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
+    [
+        format!("(i / {})", oh * ow),
+        format!("((i / {ow}) % {oh})"),
+        format!("(i % {ow})"),
+        format!("(k / {})", kw * channels),
+        format!("((k / {channels}) % {kw})"),
+        format!("(k % {channels})"),
+    ]
 }
 
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
@@ -186,15 +202,9 @@ impl KernelWriter {
             self.operand_view(op, 0, OPERAND)?,
             self.operand_view(op, 1, OPERAND)?,
         );
-        let output = super::writer::memref_shape(c_value.r#type());
-        let filter = super::writer::memref_shape(op.operand(0).at(&op)?.r#type());
-        let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
-        let n = format!("(i / {})", oh * ow);
-        let y = format!("((i / {ow}) % {oh})");
-        let x = format!("(i % {ow})");
-        let ky = format!("(k / {})", kw * channels);
-        let kx = format!("((k / {channels}) % {kw})");
-        let ch = format!("(k % {channels})");
+        let filter = memref_shape(op.operand(0).at(&op)?.r#type());
+        let channels = filter[2];
+        let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter);
         // (n, oh, ow, f, kh, kw, c); f must not take part in A.
         let dims = [
             Some(n.clone()),
@@ -337,19 +347,12 @@ impl KernelWriter {
             self.operand_view(op, 1, OPERAND)?,
             self.operand_view(op, 2, OPERAND)?,
         );
-        let shape_of = |value: Value| super::writer::memref_shape(value.r#type());
         if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
-            let output = shape_of(c_value);
-            let filter = shape_of(unsafe { Value::from_raw(op.operand(1).at(&op)?.to_raw()) });
+            let filter = memref_shape(op.operand(1).at(&op)?.r#type());
             let [sh, sw] = pair(op, "strides")?;
             let [dh, dw] = pair(op, "dilations")?;
-            let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
-            let n = format!("(i / {})", oh * ow);
-            let y = format!("((i / {ow}) % {oh})");
-            let x = format!("(i % {ow})");
-            let ky = format!("(k / {})", kw * channels);
-            let kx = format!("((k / {channels}) % {kw})");
-            let ch = format!("(k % {channels})");
+            let channels = filter[2];
+            let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter);
             // 4 neighbouring k share a pixel and filter tap and are
             // contiguous channels when the channel count is a multiple of 4.
             let vector = channels % 4 == 0 && tile_k % 4 == 0;
@@ -429,11 +432,7 @@ impl KernelWriter {
         let mut epilogue: Option<OperationRef> = None;
         for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
-                "linalg.fill" => {
-                    let value = self.operand(op, 0)?;
-                    let target: Value = op.operand(1).at(&op)?;
-                    fill = Some((key(target), value));
-                }
+                "linalg.fill" => fill = Some(self.fill(op)?),
                 "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => {
                     contraction_op = Some(op)
                 }

@@ -75,11 +75,7 @@ impl KernelWriter {
         let mut epilogue: Option<OperationRef> = None;
         for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
-                "linalg.fill" => {
-                    let value = self.operand(op, 0)?;
-                    let target: Value = op.operand(1).at(&op)?;
-                    fill = Some((key(target), value));
-                }
+                "linalg.fill" => fill = Some(self.fill(op)?),
                 "linalg.generic" if reduction.is_none() => reduction = Some(op),
                 "linalg.generic" if epilogue.is_none() => epilogue = Some(op),
                 other => {

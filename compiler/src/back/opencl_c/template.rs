@@ -128,6 +128,12 @@ impl KernelWriter {
         })
     }
 
+    /// A `linalg.fill`'s target (its value's key) and the C value it fills.
+    pub(super) fn fill(&self, op: OperationRef) -> Result<(usize, String), CodegenError> {
+        let value = self.operand(op, 0)?;
+        Ok((key(op.operand(1).at(&op)?), value))
+    }
+
     /// Operand `index` of `op` and the view of the kernel buffer it is
     /// (`what`: the operand's role, for the error).
     pub(super) fn operand_view(
