@@ -6,19 +6,15 @@
 
 use std::fmt::Write as _;
 
-use crate::KernelParameters;
 use crate::row::{
-    RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue, vector_pass,
+    RowKernel, RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue,
+    vector_pass,
 };
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct LayerNormSpec {
-    pub name: String,
-    pub parameters: KernelParameters,
-    pub comment: String,
-    /// Work-items per row (a power of two).
-    pub workgroup_size: u32,
+    pub kernel: RowKernel,
     /// Length of a row.
     pub columns: i64,
     /// C statements that set `tcc_index in_row, out_row` (element offsets of the
@@ -60,12 +56,7 @@ fn float_literal(value: f32) -> String {
 
 /// Instantiates the template.
 pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
-    let w = spec.workgroup_size;
-    if w == 0 || !w.is_power_of_two() {
-        return Err(format!(
-            "layer norm work-group size {w} is not a power of two"
-        ));
-    }
+    let w = spec.kernel.workgroup_size("layer norm")?;
     if spec.columns < 1 {
         return Err(format!("layer norm of rows of {} elements", spec.columns));
     }
@@ -78,14 +69,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     let n = spec.columns;
     let load = spec.input.load("in_row");
     let mut out = String::new();
-    row_kernel_prologue(
-        &mut out,
-        &spec.comment,
-        &spec.name,
-        &spec.parameters,
-        w,
-        &spec.row_offsets,
-    );
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets);
     let _ = writeln!(out, "  const float inverse_n = 1.0f / {n}.0f;");
     let contiguous = [&spec.input, &spec.output, &spec.scale, &spec.bias]
         .iter()
@@ -179,7 +163,7 @@ fn vector_row(out: &mut String, spec: &LayerNormSpec, load: &str) {
             ),
             "out_row",
         ),
-        &normalize(spec, &load),
+        &normalize(spec, load),
     );
     let _ = writeln!(out, "}}");
 }
@@ -195,10 +179,12 @@ mod tests {
             stride: 1,
         };
         LayerNormSpec {
-            name: "layer_norm_0".into(),
-            parameters: KernelParameters::floats(&[false]),
-            comment: "/* test */".into(),
-            workgroup_size: 128,
+            kernel: RowKernel {
+                name: "layer_norm_0".into(),
+                parameters: crate::KernelParameters::floats(&[false]),
+                comment: "/* test */".into(),
+                workgroup_size: 128,
+            },
             columns: 768,
             row_offsets:
                 "const tcc_index in_row = row * 768, out_row = row * 768, scale_at = 0, bias_at = 0;"
@@ -247,7 +233,10 @@ mod tests {
     #[test]
     fn one_work_item_uses_float16_on_contiguous_rows() {
         let contiguous = LayerNormSpec {
-            workgroup_size: 1,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec().kernel
+            },
             bias: RowOperand {
                 buffer: Buffer::f32("a2"),
                 stride: 1,
@@ -275,7 +264,10 @@ mod tests {
         assert!(!text.contains("c = 768;"), "{text}");
         // The strided bias of the default spec keeps the scalar lanes.
         let strided = layer_norm_kernel(&LayerNormSpec {
-            workgroup_size: 1,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec().kernel
+            },
             ..spec()
         })
         .unwrap();
@@ -287,7 +279,10 @@ mod tests {
     fn rejects_bad_configurations() {
         assert!(
             layer_norm_kernel(&LayerNormSpec {
-                workgroup_size: 96,
+                kernel: RowKernel {
+                    workgroup_size: 96,
+                    ..spec().kernel
+                },
                 ..spec()
             })
             .is_err()

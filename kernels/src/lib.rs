@@ -23,5 +23,5 @@ pub use buffer::{Access, Buffer, KernelParameter, KernelParameters, Storage};
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
 pub use layer_norm::{LayerNormSpec, layer_norm_kernel};
 pub use reduce::{RowReduceSpec, row_reduce_kernel};
-pub use row::RowOperand;
+pub use row::{RowKernel, RowOperand};
 pub use softmax::{SoftmaxSpec, softmax_kernel};

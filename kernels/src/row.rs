@@ -61,17 +61,39 @@ impl RowOperand {
 /// one AVX-512 register of floats.
 pub(crate) const LANES: u32 = 16;
 
+/// What every row template's kernel has besides its computation.
+#[derive(Clone, Debug)]
+pub struct RowKernel {
+    pub name: String,
+    pub parameters: KernelParameters,
+    /// A comment placed above the kernel.
+    pub comment: String,
+    /// Work-items per row (a power of two).
+    pub workgroup_size: u32,
+}
+
+impl RowKernel {
+    /// The work-items per row, checked (`what`: the template, for the error).
+    pub(crate) fn workgroup_size(&self, what: &str) -> Result<u32, String> {
+        let w = self.workgroup_size;
+        if w == 0 || !w.is_power_of_two() {
+            return Err(format!("{what} work-group size {w} is not a power of two"));
+        }
+        Ok(w)
+    }
+}
+
 /// Writes the kernel header, `row` (the work-group's row), and the
 /// per-row `setup` statements; with `w > 1` work-items also the
 /// `scratch` array of `w` floats and `lid`.
-pub(crate) fn row_kernel_prologue(
-    out: &mut String,
-    comment: &str,
-    name: &str,
-    parameters: &KernelParameters,
-    w: u32,
-    setup: &str,
-) {
+pub(crate) fn row_kernel_prologue(out: &mut String, kernel: &RowKernel, setup: &str) {
+    let RowKernel {
+        name,
+        parameters,
+        comment,
+        workgroup_size: w,
+    } = kernel;
+    let w = *w;
     let _ = writeln!(out, "{comment}");
     let _ = writeln!(
         out,

@@ -7,19 +7,15 @@
 
 use std::fmt::Write as _;
 
-use crate::KernelParameters;
 use crate::row::{
-    RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue, vector_pass,
+    RowKernel, RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue,
+    vector_pass,
 };
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct SoftmaxSpec {
-    pub name: String,
-    pub parameters: KernelParameters,
-    pub comment: String,
-    /// Work-items per row (a power of two).
-    pub workgroup_size: u32,
+    pub kernel: RowKernel,
     /// Length of a row.
     pub columns: i64,
     /// C statements that set `tcc_index in_row, out_row` (element offsets of the
@@ -33,20 +29,10 @@ pub struct SoftmaxSpec {
 
 /// Instantiates the template.
 pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
-    let w = spec.workgroup_size;
-    if w == 0 || !w.is_power_of_two() {
-        return Err(format!("softmax work-group size {w} is not a power of two"));
-    }
+    let w = spec.kernel.workgroup_size("softmax")?;
     let load = spec.input.load("in_row");
     let mut out = String::new();
-    row_kernel_prologue(
-        &mut out,
-        &spec.comment,
-        &spec.name,
-        &spec.parameters,
-        w,
-        &spec.row_offsets,
-    );
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets);
     if w == 1 && spec.input.stride == 1 && spec.output.stride == 1 {
         vector_row(&mut out, spec, &load);
         return Ok(out);
@@ -150,10 +136,12 @@ mod tests {
     #[test]
     fn one_group_per_row_with_tree_reductions() {
         let spec = SoftmaxSpec {
-            name: "softmax_0".into(),
-            parameters: KernelParameters::floats(&[false, true]),
-            comment: "/* test */".into(),
-            workgroup_size: 64,
+            kernel: RowKernel {
+                name: "softmax_0".into(),
+                parameters: crate::KernelParameters::floats(&[false, true]),
+                comment: "/* test */".into(),
+                workgroup_size: 64,
+            },
             columns: 1000,
             row_offsets: "const tcc_index in_row = row * 1000, out_row = row * 1000;".into(),
             input: RowOperand {
@@ -177,7 +165,10 @@ mod tests {
         );
         assert!(
             softmax_kernel(&SoftmaxSpec {
-                workgroup_size: 48,
+                kernel: RowKernel {
+                    workgroup_size: 48,
+                    ..spec.kernel.clone()
+                },
                 ..spec.clone()
             })
             .is_err()
@@ -185,7 +176,10 @@ mod tests {
         // One work-item per row (CPUs): float16 passes with a scalar tail
         // (1000 = 62 chunks of 16 + 8).
         let single = softmax_kernel(&SoftmaxSpec {
-            workgroup_size: 1,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec.kernel.clone()
+            },
             ..spec.clone()
         })
         .unwrap();
@@ -216,7 +210,10 @@ mod tests {
         );
         // A strided row falls back to lanes of scalars.
         let strided = softmax_kernel(&SoftmaxSpec {
-            workgroup_size: 1,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec.kernel.clone()
+            },
             input: RowOperand {
                 buffer: Buffer::f32("a0"),
                 stride: 3,

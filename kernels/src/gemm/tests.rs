@@ -2,18 +2,17 @@
 
 use super::*;
 
-/// 32x32x8 tiles of 2x2 outputs per work-item, no split.
-const SMALL_TILES: GemmConfig = tiles([32, 32, 8, 2, 2, 1]);
+/// 32x32x8 tiles of 2x2 outputs per work-item, no split (see [`tiles`]).
+const SMALL_TILES: [u32; 6] = [32, 32, 8, 2, 2, 1];
 
 /// A configuration from `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
-const fn tiles([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
+fn tiles([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
     GemmConfig {
-        tile_m,
-        tile_n,
         tile_k,
         work_m,
         work_n,
         split_k,
+        ..GemmConfig::register_blocked(tile_m, tile_n)
     }
 }
 
@@ -53,7 +52,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
 
 #[test]
 fn instantiates_with_guards_and_local_tiles() {
-    let text = gemm_kernel(&spec(SMALL_TILES)).unwrap();
+    let text = gemm_kernel(&spec(tiles(SMALL_TILES))).unwrap();
     assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
     assert!(
         text.contains("__local float tile_a[8][33] __attribute__((aligned(16)));"),
@@ -68,7 +67,7 @@ fn instantiates_with_guards_and_local_tiles() {
 
 #[test]
 fn custom_a_offsets_replace_the_strided_address() {
-    let mut spec = spec(SMALL_TILES);
+    let mut spec = spec(tiles(SMALL_TILES));
     spec.a_offset = Some("conv_offset(i, k)".into());
     let text = gemm_kernel(&spec).unwrap();
     assert!(text.contains("? a1[conv_offset(i, k)] : 0.0f"), "{text}");
@@ -76,7 +75,7 @@ fn custom_a_offsets_replace_the_strided_address() {
 
 #[test]
 fn computed_a_elements_replace_the_load_inside_the_guard() {
-    let mut spec = spec(SMALL_TILES);
+    let mut spec = spec(tiles(SMALL_TILES));
     spec.a_element = Some((
         "const tcc_index y = i - 1;\nconst float v = a1[y < 0 ? 0 : y];".into(),
         "(y >= 0 ? v : 0.5f)".into(),
@@ -97,7 +96,7 @@ fn computed_a_elements_replace_the_load_inside_the_guard() {
 
 #[test]
 fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
-    let text = gemm_kernel(&spec(SMALL_TILES)).unwrap();
+    let text = gemm_kernel(&spec(tiles(SMALL_TILES))).unwrap();
     let first_fetch = text.find("fetch_a[r] =").unwrap();
     let k_loop = text
         .find("for (tcc_index k0 = 0; k0 < 30; k0 += 8)")
@@ -117,7 +116,7 @@ fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
 
 #[test]
 fn aligned_operands_are_loaded_as_float4() {
-    let mut spec = spec(SMALL_TILES);
+    let mut spec = spec(tiles(SMALL_TILES));
     spec.shape = GemmShape {
         batch: 1,
         m: 64,

@@ -7,13 +7,12 @@ use melior::ir::attribute::FloatAttribute;
 use melior::ir::operation::OperationLike;
 use tcc_kernels::{KernelParameters, LayerNormSpec, RowOperand, layer_norm_kernel};
 
-use super::template::{KernelTemplate, TemplateKernel, row_comment, row_offset};
+use super::template::{KernelTemplate, TemplateKernel, row_kernel, row_offset};
 use super::writer::{KernelWriter, MemrefView, memref_shape};
 use crate::back::CodegenError;
 
 impl KernelTemplate for LayerNormSpec {
     fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
-        let w = kernel.row_workgroup_size();
         let rows = writer.only_template_op(kernel, "tcc.layer_norm_rows", "layer norm")?;
         let what = "layer norm operand";
         let (input_value, input) = writer.operand_view(rows, 0, what)?;
@@ -40,10 +39,7 @@ impl KernelTemplate for LayerNormSpec {
             stride: view.strides[dim],
         };
         Ok(LayerNormSpec {
-            name: kernel.name.to_string(),
-            parameters: KernelParameters::default(),
-            comment: row_comment(kernel, "row layer norm", "row", w),
-            workgroup_size: w as u32,
+            kernel: row_kernel(kernel, "row layer norm", "row"),
             columns: shape[rank - 1],
             row_offsets: format!(
                 "{}\n{}\nconst tcc_index scale_at = {}, bias_at = {};",
@@ -60,7 +56,8 @@ impl KernelTemplate for LayerNormSpec {
         })
     }
 
-    fn instantiate(self, parameters: KernelParameters) -> Result<String, String> {
-        layer_norm_kernel(&LayerNormSpec { parameters, ..self })
+    fn instantiate(mut self, parameters: KernelParameters) -> Result<String, String> {
+        self.kernel.parameters = parameters;
+        layer_norm_kernel(&self)
     }
 }

@@ -11,7 +11,7 @@ use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{KernelParameters, RowReduceSpec, row_reduce_kernel};
 
 use super::generic::affine_indices;
-use super::template::{KernelTemplate, TemplateKernel, row_comment, row_coordinates};
+use super::template::{KernelTemplate, TemplateKernel, row_coordinates, row_kernel};
 use super::writer::{KernelWriter, key};
 use crate::back::{CodegenError, ErrorAt};
 use crate::ir::util::{defining_op, op_name};
@@ -64,11 +64,7 @@ fn loop_ranges(
 }
 
 impl KernelWriter {
-    fn row_reduce_spec(
-        &mut self,
-        kernel: &TemplateKernel,
-        workgroup_size: i64,
-    ) -> Result<RowReduceSpec, CodegenError> {
+    fn row_reduce_spec(&mut self, kernel: &TemplateKernel) -> Result<RowReduceSpec, CodegenError> {
         let block = kernel.block;
         let mut fill: Option<(usize, String)> = None;
         let mut reduction: Option<OperationRef> = None;
@@ -194,10 +190,7 @@ impl KernelWriter {
             }
         };
         Ok(RowReduceSpec {
-            name: kernel.name.to_string(),
-            parameters: KernelParameters::default(),
-            comment: row_comment(kernel, "row reduction", "output element", workgroup_size),
-            workgroup_size: workgroup_size as u32,
+            kernel: row_kernel(kernel, "row reduction", "output element"),
             length: ranges[dims - 1],
             row_setup,
             element,
@@ -210,10 +203,11 @@ impl KernelWriter {
 
 impl KernelTemplate for RowReduceSpec {
     fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
-        writer.row_reduce_spec(kernel, kernel.row_workgroup_size())
+        writer.row_reduce_spec(kernel)
     }
 
-    fn instantiate(self, parameters: KernelParameters) -> Result<String, String> {
-        row_reduce_kernel(&RowReduceSpec { parameters, ..self })
+    fn instantiate(mut self, parameters: KernelParameters) -> Result<String, String> {
+        self.kernel.parameters = parameters;
+        row_reduce_kernel(&self)
     }
 }

@@ -6,13 +6,12 @@ use melior::ir::ValueLike;
 use melior::ir::operation::OperationLike;
 use tcc_kernels::{KernelParameters, RowOperand, SoftmaxSpec, softmax_kernel};
 
-use super::template::{KernelTemplate, TemplateKernel, row_comment, row_offset};
+use super::template::{KernelTemplate, TemplateKernel, row_kernel, row_offset};
 use super::writer::{KernelWriter, memref_shape};
 use crate::back::CodegenError;
 
 impl KernelTemplate for SoftmaxSpec {
     fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
-        let w = kernel.row_workgroup_size();
         let softmax = writer.only_template_op(kernel, "linalg.softmax", "softmax")?;
         let (input_value, input) = writer.operand_view(softmax, 0, "softmax operand")?;
         let (_, output) = writer.operand_view(softmax, 1, "softmax operand")?;
@@ -30,10 +29,7 @@ impl KernelTemplate for SoftmaxSpec {
         }
         writer.mark_written(&output.buffer);
         Ok(SoftmaxSpec {
-            name: kernel.name.to_string(),
-            parameters: KernelParameters::default(),
-            comment: row_comment(kernel, "row softmax", "row", w),
-            workgroup_size: w as u32,
+            kernel: row_kernel(kernel, "row softmax", "row"),
             columns: shape[rank - 1],
             row_offsets: format!(
                 "{}\n{}",
@@ -51,7 +47,8 @@ impl KernelTemplate for SoftmaxSpec {
         })
     }
 
-    fn instantiate(self, parameters: KernelParameters) -> Result<String, String> {
-        softmax_kernel(&SoftmaxSpec { parameters, ..self })
+    fn instantiate(mut self, parameters: KernelParameters) -> Result<String, String> {
+        self.kernel.parameters = parameters;
+        softmax_kernel(&self)
     }
 }

@@ -8,7 +8,9 @@
 
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, BlockRef, Value, ValueLike};
-use tcc_kernels::{GemmSpec, KernelParameters, LayerNormSpec, RowReduceSpec, SoftmaxSpec};
+use tcc_kernels::{
+    GemmSpec, KernelParameters, LayerNormSpec, RowKernel, RowReduceSpec, SoftmaxSpec,
+};
 
 use super::writer::{KernelArg, KernelWriter, MemrefView, key, parameters};
 use crate::back::{CodegenError, ErrorAt};
@@ -152,18 +154,19 @@ impl KernelWriter {
     }
 }
 
-/// The comment above a row template's kernel (`what` kernel, one work-group
-/// per `per`).
-pub(super) fn row_comment(
-    kernel: &TemplateKernel,
-    what: &str,
-    per: &str,
-    workgroup_size: i64,
-) -> String {
-    format!(
-        "/* {}: {what} kernel, one work-group of {workgroup_size} per {per}; from {} */",
-        kernel.name, kernel.location
-    )
+/// A row template's kernel header (`what` kernel, one work-group per
+/// `per`); its parameters are filled in by [`KernelTemplate::instantiate`].
+pub(super) fn row_kernel(kernel: &TemplateKernel, what: &str, per: &str) -> RowKernel {
+    let workgroup_size = kernel.row_workgroup_size();
+    RowKernel {
+        name: kernel.name.to_string(),
+        parameters: KernelParameters::default(),
+        comment: format!(
+            "/* {}: {what} kernel, one work-group of {workgroup_size} per {per}; from {} */",
+            kernel.name, kernel.location
+        ),
+        workgroup_size: workgroup_size as u32,
+    }
 }
 
 /// The comment above a GEMM kernel.
