@@ -6,24 +6,15 @@
 
 use std::fmt::Write as _;
 
-use crate::row::{RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue, vector_pass};
-
-/// An operand of the template: its buffer, the element offset of its first
-/// element and the stride between consecutive elements of a row.
-#[derive(Clone, Debug)]
-pub struct RowOperand {
-    pub base: String,
-    pub stride: i64,
-}
+use crate::row::{
+    RowKernel, RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue,
+    vector_pass,
+};
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct LayerNormSpec {
-    pub name: String,
-    pub parameters: String,
-    pub comment: String,
-    /// Work-items per row (a power of two).
-    pub workgroup_size: u32,
+    pub kernel: RowKernel,
     /// Length of a row.
     pub columns: i64,
     /// C statements that set `tcc_index in_row, out_row` (element offsets of the
@@ -41,12 +32,16 @@ pub struct LayerNormSpec {
     pub epsilon: f32,
 }
 
-fn at(operand: &RowOperand, start: &str) -> String {
-    if operand.stride == 1 {
-        format!("{}[{start} + c]", operand.base)
-    } else {
-        format!("{}[{start} + c * {}]", operand.base, operand.stride)
-    }
+/// The scalar normalizing statement: `y = (x - mean) * inv_std * scale + bias`.
+fn normalize(spec: &LayerNormSpec, load: &str) -> String {
+    spec.output.store(
+        &format!(
+            "({load} - mean) * inv_std * {} + {}",
+            spec.scale.load("scale_at"),
+            spec.bias.load("bias_at")
+        ),
+        "out_row",
+    )
 }
 
 /// A C float literal that reads back as exactly `value`.
@@ -61,12 +56,7 @@ fn float_literal(value: f32) -> String {
 
 /// Instantiates the template.
 pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
-    let w = spec.workgroup_size;
-    if w == 0 || !w.is_power_of_two() {
-        return Err(format!(
-            "layer norm work-group size {w} is not a power of two"
-        ));
-    }
+    let w = spec.kernel.workgroup_size("layer norm")?;
     if spec.columns < 1 {
         return Err(format!("layer norm of rows of {} elements", spec.columns));
     }
@@ -77,16 +67,9 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         ));
     }
     let n = spec.columns;
-    let load = at(&spec.input, "in_row");
+    let load = spec.input.load("in_row");
     let mut out = String::new();
-    row_kernel_prologue(
-        &mut out,
-        &spec.comment,
-        &spec.name,
-        &spec.parameters,
-        w,
-        &spec.row_offsets,
-    );
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets);
     let _ = writeln!(out, "  const float inverse_n = 1.0f / {n}.0f;");
     let contiguous = [&spec.input, &spec.output, &spec.scale, &spec.bias]
         .iter()
@@ -127,18 +110,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         "  const float inv_std = rsqrt(squares * inverse_n + {});",
         float_literal(spec.epsilon)
     );
-    map_row(
-        &mut out,
-        w,
-        "c",
-        n,
-        &format!(
-            "{} = ({load} - mean) * inv_std * {} + {};",
-            at(&spec.output, "out_row"),
-            at(&spec.scale, "scale_at"),
-            at(&spec.bias, "bias_at"),
-        ),
-    );
+    map_row(&mut out, w, "c", n, &normalize(spec, &load));
     let _ = writeln!(out, "}}");
     Ok(out)
 }
@@ -148,8 +120,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
 /// loop and a scalar tail.
 fn vector_row(out: &mut String, spec: &LayerNormSpec, load: &str) {
     let n = spec.columns;
-    let (x, y) = (&spec.input.base, &spec.output.base);
-    let (scale, bias) = (&spec.scale.base, &spec.bias.base);
+    let x16 = spec.input.load_lanes("in_row");
     let _ = writeln!(
         out,
         "  float16 sum16 = (float16)(0.0f);\n  float sum = 0.0f;"
@@ -158,7 +129,7 @@ fn vector_row(out: &mut String, spec: &LayerNormSpec, load: &str) {
         out,
         "c",
         n,
-        &format!("sum16 += vload16(0, {x} + in_row + c);"),
+        &format!("sum16 += {x16};"),
         &format!("sum += {load};"),
     );
     fold_lanes(out, "sum16", "sum", "({a} + {b})");
@@ -171,7 +142,7 @@ fn vector_row(out: &mut String, spec: &LayerNormSpec, load: &str) {
         out,
         "c",
         n,
-        &format!("const float16 d = vload16(0, {x} + in_row + c) - mean; squares16 += d * d;"),
+        &format!("const float16 d = {x16} - mean; squares16 += d * d;"),
         &format!("const float d = {load} - mean; squares += d * d;"),
     );
     fold_lanes(out, "squares16", "squares", "({a} + {b})");
@@ -184,15 +155,15 @@ fn vector_row(out: &mut String, spec: &LayerNormSpec, load: &str) {
         out,
         "c",
         n,
-        &format!(
-            "vstore16((vload16(0, {x} + in_row + c) - mean) * inv_std * vload16(0, {scale} + scale_at + c) + vload16(0, {bias} + bias_at + c), 0, {y} + out_row + c);"
+        &spec.output.store_lanes(
+            &format!(
+                "({x16} - mean) * inv_std * {} + {}",
+                spec.scale.load_lanes("scale_at"),
+                spec.bias.load_lanes("bias_at")
+            ),
+            "out_row",
         ),
-        &format!(
-            "{} = ({load} - mean) * inv_std * {} + {};",
-            at(&spec.output, "out_row"),
-            at(&spec.scale, "scale_at"),
-            at(&spec.bias, "bias_at"),
-        ),
+        &normalize(spec, load),
     );
     let _ = writeln!(out, "}}");
 }
@@ -200,17 +171,20 @@ fn vector_row(out: &mut String, spec: &LayerNormSpec, load: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Buffer;
 
     fn spec() -> LayerNormSpec {
         let operand = |base: &str| RowOperand {
-            base: base.into(),
+            buffer: Buffer::f32(base),
             stride: 1,
         };
         LayerNormSpec {
-            name: "layer_norm_0".into(),
-            parameters: "__global const float* restrict a0".into(),
-            comment: "/* test */".into(),
-            workgroup_size: 128,
+            kernel: RowKernel {
+                name: "layer_norm_0".into(),
+                parameters: crate::KernelParameters::floats(&[false]),
+                comment: "/* test */".into(),
+                workgroup_size: 128,
+            },
             columns: 768,
             row_offsets:
                 "const tcc_index in_row = row * 768, out_row = row * 768, scale_at = 0, bias_at = 0;"
@@ -219,7 +193,7 @@ mod tests {
             output: operand("a3"),
             scale: operand("a1"),
             bias: RowOperand {
-                base: "a2".into(),
+                buffer: Buffer::f32("a2"),
                 stride: 2,
             },
             epsilon: 1e-5,
@@ -259,9 +233,12 @@ mod tests {
     #[test]
     fn one_work_item_uses_float16_on_contiguous_rows() {
         let contiguous = LayerNormSpec {
-            workgroup_size: 1,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec().kernel
+            },
             bias: RowOperand {
-                base: "a2".into(),
+                buffer: Buffer::f32("a2"),
                 stride: 1,
             },
             ..spec()
@@ -287,7 +264,10 @@ mod tests {
         assert!(!text.contains("c = 768;"), "{text}");
         // The strided bias of the default spec keeps the scalar lanes.
         let strided = layer_norm_kernel(&LayerNormSpec {
-            workgroup_size: 1,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec().kernel
+            },
             ..spec()
         })
         .unwrap();
@@ -299,7 +279,10 @@ mod tests {
     fn rejects_bad_configurations() {
         assert!(
             layer_norm_kernel(&LayerNormSpec {
-                workgroup_size: 96,
+                kernel: RowKernel {
+                    workgroup_size: 96,
+                    ..spec().kernel
+                },
                 ..spec()
             })
             .is_err()

@@ -10,6 +10,7 @@
 //! nothing of MLIR.
 
 pub mod address;
+pub mod buffer;
 pub mod gemm;
 pub mod layer_norm;
 pub mod reduce;
@@ -18,7 +19,9 @@ mod row;
 pub mod softmax;
 
 pub use address::Address;
+pub use buffer::{Access, Buffer, KernelParameter, KernelParameters, Storage};
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
-pub use layer_norm::{LayerNormSpec, RowOperand, layer_norm_kernel};
+pub use layer_norm::{LayerNormSpec, layer_norm_kernel};
 pub use reduce::{RowReduceSpec, row_reduce_kernel};
+pub use row::{RowKernel, RowOperand};
 pub use softmax::{SoftmaxSpec, softmax_kernel};

@@ -8,16 +8,12 @@
 
 use std::fmt::Write as _;
 
-use crate::row::{RowReduction, reduce_row, row_kernel_prologue};
+use crate::row::{RowKernel, RowReduction, reduce_row, row_kernel_prologue};
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct RowReduceSpec {
-    pub name: String,
-    pub parameters: String,
-    pub comment: String,
-    /// Work-items per output element (a power of two).
-    pub workgroup_size: u32,
+    pub kernel: RowKernel,
     /// Length of the reduced dimension.
     pub length: i64,
     /// C statements computing the row's indices from `tcc_index row`.
@@ -35,21 +31,9 @@ pub struct RowReduceSpec {
 
 /// Instantiates the template.
 pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
-    let w = spec.workgroup_size;
-    if w == 0 || !w.is_power_of_two() {
-        return Err(format!(
-            "row reduction work-group size {w} is not a power of two"
-        ));
-    }
+    let w = spec.kernel.workgroup_size("row reduction")?;
     let mut out = String::new();
-    row_kernel_prologue(
-        &mut out,
-        &spec.comment,
-        &spec.name,
-        &spec.parameters,
-        w,
-        &spec.row_setup,
-    );
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_setup);
     reduce_row(
         &mut out,
         w,
@@ -78,10 +62,12 @@ mod tests {
     #[test]
     fn strided_partials_then_a_tree() {
         let spec = RowReduceSpec {
-            name: "reduce_add_0".into(),
-            parameters: "__global float* restrict a0, __global const float* restrict a1".into(),
-            comment: "/* test */".into(),
-            workgroup_size: 128,
+            kernel: RowKernel {
+                name: "reduce_add_0".into(),
+                parameters: crate::KernelParameters::floats(&[true, false]),
+                comment: "/* test */".into(),
+                workgroup_size: 128,
+            },
             length: 2048,
             row_setup: "const tcc_index d0 = row;".into(),
             element: "const float value = a1[d0 * 2048 + r];".into(),
@@ -104,7 +90,10 @@ mod tests {
         );
         assert!(
             row_reduce_kernel(&RowReduceSpec {
-                workgroup_size: 100,
+                kernel: RowKernel {
+                    workgroup_size: 100,
+                    ..spec.kernel.clone()
+                },
                 ..spec
             })
             .is_err()

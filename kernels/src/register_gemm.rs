@@ -131,14 +131,13 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
                 let _ = writeln!(out, "      ra{r} = {value};");
             }
             (None, Some(offset)) => {
-                let _ = writeln!(out, "      ra{r} = {}[{offset}];", spec.a.pointer);
+                let _ = writeln!(out, "      ra{r} = {};", spec.a.buffer.load(offset));
             }
             (None, None) => {
                 let _ = writeln!(
                     out,
-                    "      ra{r} = {}[{}];",
-                    spec.a.pointer,
-                    spec.a.address("b", "i", "k")
+                    "      ra{r} = {};",
+                    spec.a.buffer.load(&spec.a.address("b", "i", "k"))
                 );
             }
         }
@@ -153,9 +152,9 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             let _ = writeln!(out, "      {ty} rb{v};");
             if b_contiguous {
                 let load = if width == 1 {
-                    format!("{}[{b_address}]", spec.b.pointer)
+                    spec.b.buffer.load(&b_address)
                 } else {
-                    format!("vload{width}(0, {} + {b_address})", spec.b.pointer)
+                    spec.b.buffer.load_vector(width, &b_address)
                 };
                 let _ = writeln!(
                     out,
@@ -169,9 +168,9 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             }
             let _ = writeln!(
                 out,
-                "      {{\n        float lanes[{width}];\n        for (int lane = 0; lane < {width}; ++lane) {{\n          const tcc_index j = col0 + {first} + lane;\n          lanes[lane] = j < {n} ? {p}[{b_address}] : 0.0f;\n        }}\n        rb{v} = {gather};\n      }}",
+                "      {{\n        float lanes[{width}];\n        for (int lane = 0; lane < {width}; ++lane) {{\n          const tcc_index j = col0 + {first} + lane;\n          lanes[lane] = j < {n} ? {load} : 0.0f;\n        }}\n        rb{v} = {gather};\n      }}",
                 n = s.n,
-                p = spec.b.pointer,
+                load = spec.b.buffer.load(&b_address),
                 gather = if width == 1 {
                     "lanes[0]".to_string()
                 } else {

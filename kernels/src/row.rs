@@ -15,21 +15,85 @@
 
 use std::fmt::Write as _;
 
+use crate::{Buffer, KernelParameters};
+
+/// An operand of a row template: its buffer and the stride between
+/// consecutive elements of a row; column `c` of the row starting at
+/// element offset `start` is `start + c * stride`.
+#[derive(Clone, Debug)]
+pub struct RowOperand {
+    pub buffer: Buffer,
+    pub stride: i64,
+}
+
+impl RowOperand {
+    fn index(&self, start: &str) -> String {
+        if self.stride == 1 {
+            format!("{start} + c")
+        } else {
+            format!("{start} + c * {}", self.stride)
+        }
+    }
+
+    /// Column `c` of the row starting at `start`.
+    pub(crate) fn load(&self, start: &str) -> String {
+        self.buffer.load(&self.index(start))
+    }
+
+    /// Stores `value` to column `c` of the row starting at `start`.
+    pub(crate) fn store(&self, value: &str, start: &str) -> String {
+        self.buffer.store(value, &self.index(start))
+    }
+
+    /// Columns `c .. c + LANES` of a contiguous row starting at `start`.
+    pub(crate) fn load_lanes(&self, start: &str) -> String {
+        self.buffer.load_vector(LANES, &format!("{start} + c"))
+    }
+
+    /// Stores the `LANES`-wide `value` to columns `c ..` of a contiguous row.
+    pub(crate) fn store_lanes(&self, value: &str, start: &str) -> String {
+        self.buffer
+            .store_vector(LANES, value, &format!("{start} + c"))
+    }
+}
+
 /// Independent partials (and elements per step) of a one-work-item pass:
 /// one AVX-512 register of floats.
 pub(crate) const LANES: u32 = 16;
 
+/// What every row template's kernel has besides its computation.
+#[derive(Clone, Debug)]
+pub struct RowKernel {
+    pub name: String,
+    pub parameters: KernelParameters,
+    /// A comment placed above the kernel.
+    pub comment: String,
+    /// Work-items per row (a power of two).
+    pub workgroup_size: u32,
+}
+
+impl RowKernel {
+    /// The work-items per row, checked (`what`: the template, for the error).
+    pub(crate) fn workgroup_size(&self, what: &str) -> Result<u32, String> {
+        let w = self.workgroup_size;
+        if w == 0 || !w.is_power_of_two() {
+            return Err(format!("{what} work-group size {w} is not a power of two"));
+        }
+        Ok(w)
+    }
+}
+
 /// Writes the kernel header, `row` (the work-group's row), and the
 /// per-row `setup` statements; with `w > 1` work-items also the
 /// `scratch` array of `w` floats and `lid`.
-pub(crate) fn row_kernel_prologue(
-    out: &mut String,
-    comment: &str,
-    name: &str,
-    parameters: &str,
-    w: u32,
-    setup: &str,
-) {
+pub(crate) fn row_kernel_prologue(out: &mut String, kernel: &RowKernel, setup: &str) {
+    let RowKernel {
+        name,
+        parameters,
+        comment,
+        workgroup_size: w,
+    } = kernel;
+    let w = *w;
     let _ = writeln!(out, "{comment}");
     let _ = writeln!(
         out,

@@ -7,54 +7,34 @@
 
 use std::fmt::Write as _;
 
-use crate::row::{RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue, vector_pass};
+use crate::row::{
+    RowKernel, RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue,
+    vector_pass,
+};
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct SoftmaxSpec {
-    pub name: String,
-    pub parameters: String,
-    pub comment: String,
-    /// Work-items per row (a power of two).
-    pub workgroup_size: u32,
+    pub kernel: RowKernel,
     /// Length of a row.
     pub columns: i64,
     /// C statements that set `tcc_index in_row, out_row` (element offsets of the
     /// row's first element) from `tcc_index row`.
     pub row_offsets: String,
-    pub input: String,
-    pub input_stride: i64,
-    pub output: String,
-    pub output_stride: i64,
+    /// Rows are read at `in_row + c * stride`.
+    pub input: RowOperand,
+    /// Rows are written at `out_row + c * stride`.
+    pub output: RowOperand,
 }
 
 /// Instantiates the template.
 pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
-    let w = spec.workgroup_size;
-    if w == 0 || !w.is_power_of_two() {
-        return Err(format!("softmax work-group size {w} is not a power of two"));
-    }
-    let (x, y) = (&spec.input, &spec.output);
-    let at = |base: &str, stride: i64, row: &str| {
-        if stride == 1 {
-            format!("{base}[{row} + c]")
-        } else {
-            format!("{base}[{row} + c * {stride}]")
-        }
-    };
-    let load = at(x, spec.input_stride, "in_row");
-    let store = at(y, spec.output_stride, "out_row");
+    let w = spec.kernel.workgroup_size("softmax")?;
+    let load = spec.input.load("in_row");
     let mut out = String::new();
-    row_kernel_prologue(
-        &mut out,
-        &spec.comment,
-        &spec.name,
-        &spec.parameters,
-        w,
-        &spec.row_offsets,
-    );
-    if w == 1 && spec.input_stride == 1 && spec.output_stride == 1 {
-        vector_row(&mut out, spec, &load, &store);
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets);
+    if w == 1 && spec.input.stride == 1 && spec.output.stride == 1 {
+        vector_row(&mut out, spec, &load);
         return Ok(out);
     }
     let maximum = format!("const float value = {load};");
@@ -89,7 +69,9 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         w,
         "c",
         spec.columns,
-        &format!("{store} = tcc_expf({load} - row_max) * inverse;"),
+        &spec
+            .output
+            .store(&format!("tcc_expf({load} - row_max) * inverse"), "out_row"),
     );
     let _ = writeln!(out, "}}");
     Ok(out)
@@ -99,8 +81,9 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
 /// maximum, the exponentials (written to the output row) and their sum,
 /// then the row scaled in place, each pass a vector loop and a scalar
 /// tail.
-fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
+fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str) {
     let (x, y, n) = (&spec.input, &spec.output, spec.columns);
+    let (x16, y16) = (x.load_lanes("in_row"), y.load_lanes("out_row"));
     let _ = writeln!(
         out,
         "  float16 max16 = (float16)(-INFINITY);\n  float row_max = -INFINITY;"
@@ -109,7 +92,7 @@ fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
         out,
         "c",
         n,
-        &format!("max16 = tcc_maximumf16(max16, vload16(0, {x} + in_row + c));"),
+        &format!("max16 = tcc_maximumf16(max16, {x16});"),
         &format!("row_max = tcc_maximumf(row_max, {load});"),
     );
     fold_lanes(out, "max16", "row_max", "tcc_maximumf({a}, {b})");
@@ -125,9 +108,13 @@ fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
         "c",
         n,
         &format!(
-            "const float16 e = exp(vload16(0, {x} + in_row + c) - row_max); vstore16(e, 0, {y} + out_row + c); sum16 += e;"
+            "const float16 e = exp({x16} - row_max); {} sum16 += e;",
+            y.store_lanes("e", "out_row")
         ),
-        &format!("const float e = tcc_expf({load} - row_max); {store} = e; row_sum += e;"),
+        &format!(
+            "const float e = tcc_expf({load} - row_max); {} row_sum += e;",
+            y.store("e", "out_row")
+        ),
     );
     fold_lanes(out, "sum16", "row_sum", "({a} + {b})");
     let _ = writeln!(out, "  const float inverse = 1.0f / row_sum;");
@@ -135,8 +122,8 @@ fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
         out,
         "c",
         n,
-        &format!("vstore16(vload16(0, {y} + out_row + c) * inverse, 0, {y} + out_row + c);"),
-        &format!("{store} = {store} * inverse;"),
+        &y.store_lanes(&format!("{y16} * inverse"), "out_row"),
+        &y.store(&format!("{} * inverse", y.load("out_row")), "out_row"),
     );
     let _ = writeln!(out, "}}");
 }
@@ -144,20 +131,27 @@ fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str, store: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Buffer;
 
     #[test]
     fn one_group_per_row_with_tree_reductions() {
         let spec = SoftmaxSpec {
-            name: "softmax_0".into(),
-            parameters: "__global const float* restrict a0, __global float* restrict a1".into(),
-            comment: "/* test */".into(),
-            workgroup_size: 64,
+            kernel: RowKernel {
+                name: "softmax_0".into(),
+                parameters: crate::KernelParameters::floats(&[false, true]),
+                comment: "/* test */".into(),
+                workgroup_size: 64,
+            },
             columns: 1000,
             row_offsets: "const tcc_index in_row = row * 1000, out_row = row * 1000;".into(),
-            input: "a0".into(),
-            input_stride: 1,
-            output: "a1".into(),
-            output_stride: 1,
+            input: RowOperand {
+                buffer: Buffer::f32("a0"),
+                stride: 1,
+            },
+            output: RowOperand {
+                buffer: Buffer::f32("a1"),
+                stride: 1,
+            },
         };
         let text = softmax_kernel(&spec).unwrap();
         assert!(text.contains("reqd_work_group_size(64, 1, 1)"), "{text}");
@@ -171,7 +165,10 @@ mod tests {
         );
         assert!(
             softmax_kernel(&SoftmaxSpec {
-                workgroup_size: 48,
+                kernel: RowKernel {
+                    workgroup_size: 48,
+                    ..spec.kernel.clone()
+                },
                 ..spec.clone()
             })
             .is_err()
@@ -179,7 +176,10 @@ mod tests {
         // One work-item per row (CPUs): float16 passes with a scalar tail
         // (1000 = 62 chunks of 16 + 8).
         let single = softmax_kernel(&SoftmaxSpec {
-            workgroup_size: 1,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec.kernel.clone()
+            },
             ..spec.clone()
         })
         .unwrap();
@@ -210,8 +210,14 @@ mod tests {
         );
         // A strided row falls back to lanes of scalars.
         let strided = softmax_kernel(&SoftmaxSpec {
-            workgroup_size: 1,
-            input_stride: 3,
+            kernel: RowKernel {
+                workgroup_size: 1,
+                ..spec.kernel.clone()
+            },
+            input: RowOperand {
+                buffer: Buffer::f32("a0"),
+                stride: 3,
+            },
             ..spec
         })
         .unwrap();

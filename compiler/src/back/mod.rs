@@ -52,6 +52,24 @@ impl fmt::Display for CodegenError {
 
 impl std::error::Error for CodegenError {}
 
+/// `result.at(&op)?`: a failure reading the IR (a missing operand, result,
+/// region or attribute) as a [`CodegenError`] at `op`.
+pub trait ErrorAt<T> {
+    fn at<'c: 'a, 'a>(
+        self,
+        op: &impl melior::ir::operation::OperationLike<'c, 'a>,
+    ) -> Result<T, CodegenError>;
+}
+
+impl<T, E: fmt::Display> ErrorAt<T> for Result<T, E> {
+    fn at<'c: 'a, 'a>(
+        self,
+        op: &impl melior::ir::operation::OperationLike<'c, 'a>,
+    ) -> Result<T, CodegenError> {
+        self.map_err(|e| CodegenError::at(op, e.to_string()))
+    }
+}
+
 impl From<crate::ir::operand::IrError<'_>> for CodegenError {
     fn from(error: crate::ir::operand::IrError<'_>) -> Self {
         Self {

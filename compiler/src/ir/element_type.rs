@@ -51,14 +51,26 @@ impl ElementType {
         }
     }
 
-    /// The C type of an element stored in a buffer (booleans are bytes,
-    /// `index` elements are 64-bit like the host's).
-    pub fn storage_type(self) -> &'static str {
+    /// How a buffer stores the elements (booleans are bytes, `index`
+    /// elements are 64-bit like the host's): what a kernel parameter of
+    /// this type declares.
+    pub fn storage(self) -> tcc_kernels::Storage {
+        use tcc_kernels::Storage;
         match self {
-            Self::I1 => "uchar",
-            Self::Index => "long",
-            other => other.c_type(),
+            Self::F16 => Storage::F16,
+            Self::F32 => Storage::F32,
+            Self::F64 => Storage::F64,
+            Self::I1 => Storage::Bool,
+            Self::I8 => Storage::I8,
+            Self::I16 => Storage::I16,
+            Self::I32 => Storage::I32,
+            Self::I64 | Self::Index => Storage::I64,
         }
+    }
+
+    /// The C type of an element stored in a buffer.
+    pub fn storage_type(self) -> &'static str {
+        self.storage().c_type()
     }
 
     pub fn unsigned_type(self) -> &'static str {

@@ -89,6 +89,14 @@ impl<'c> MemRefLayout<'c> {
             && self.offset != DYNAMIC
     }
 
+    /// The strides and offset when all are static (`None` for a dynamic
+    /// stride or offset, or a layout strides cannot express).
+    pub fn static_strides(&self) -> Option<(Vec<i64>, i64)> {
+        let strides = self.strides.as_ref()?;
+        (self.offset != DYNAMIC && !strides.contains(&DYNAMIC))
+            .then(|| (strides.clone(), self.offset))
+    }
+
     /// The row-major strides of `shape` (what an identity layout has).
     pub fn row_major_strides(shape: &[i64]) -> Vec<i64> {
         let mut strides = vec![1i64; shape.len()];

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{GemmSpec, Layout};
+use crate::Buffer;
 
 /// Where output `w` (a C loop counter) of work-item `id` lies in its tile
 /// along one axis with `threads` work-items: with `vector` 4, in runs of 4
@@ -77,8 +78,8 @@ pub(super) fn mma_steps(out: &mut String, tile_k: u32, mi: u32, ni: u32) {
 pub(super) fn split_k_fixup(
     out: &mut String,
     spec: &GemmSpec,
-    workspace: &str,
-    counters: &str,
+    workspace: &Buffer,
+    counters: &Buffer,
     layout: &Layout,
 ) {
     let c = spec.config;
@@ -128,5 +129,5 @@ pub(super) fn split_k_fixup(
         "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{\n      float sum = 0.0f;\n      for (int s = 0; s < {}; ++s) sum += partials[s * {tile_elements} + {position}];\n      acc[wm][wn] = sum;\n    }}",
         c.split_k
     );
-    let _ = writeln!(out, "  if (tid == 0) {counters}[tile] = 0;");
+    let _ = writeln!(out, "  if (tid == 0) {}", counters.store("0", "tile"));
 }

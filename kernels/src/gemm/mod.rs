@@ -25,6 +25,8 @@ pub(crate) mod tests;
 
 use std::fmt::Write as _;
 
+use crate::{Buffer, KernelParameters};
+
 use emit::{mma_steps, operand_loads, output_offset, split_k_fixup};
 use staging::{TileStaging, declare_staging_registers, fetch_tile, store_tile};
 
@@ -145,11 +147,11 @@ pub struct GemmShape {
     pub k: i64,
 }
 
-/// Where an operand's elements live: a kernel argument (a C pointer name)
-/// plus an element offset and strides for (batch, row, column).
+/// Where an operand's elements live: a kernel argument's buffer plus an
+/// element offset and strides for (batch, row, column).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GemmOperand {
-    pub pointer: String,
+    pub buffer: Buffer,
     pub offset: i64,
     pub batch_stride: i64,
     pub row_stride: i64,
@@ -178,9 +180,8 @@ impl GemmOperand {
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct GemmSpec {
-    /// The kernel's name and its parameter list (already formatted C).
     pub name: String,
-    pub parameters: String,
+    pub parameters: KernelParameters,
     /// A comment placed above the kernel.
     pub comment: String,
     pub config: GemmConfig,
@@ -213,10 +214,10 @@ pub struct GemmSpec {
     /// C statements run per output element with `acc` (float), `b`, `i`,
     /// `j` (tcc_index) in scope; they must store the result themselves.
     pub store: String,
-    /// With `split_k > 1`: the C names of the workspace (`float*`, at least
+    /// With `split_k > 1`: the buffers of the workspace (`float*`, at least
     /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
     /// counters (`uint*`, zero before the first launch).
-    pub split_k_scratch: Option<(String, String)>,
+    pub split_k_scratch: Option<(Buffer, Buffer)>,
     /// Multiply on tensor cores in TF32 (inputs rounded to 10-bit
     /// mantissas, FP32 accumulation; `mma.sync.m16n8k8`), in the PTX form
     /// only: the kernel text holds the tensor-core body under
@@ -439,7 +440,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         tile: "tile_a",
         outer: ("mm", "i", "row0", c.tile_m, s.m),
         inner: ("kk", "k", "k0", c.tile_k, s.k),
-        pointer: &spec.a.pointer,
+        buffer: &spec.a.buffer,
         address: &a_address,
         element: spec.a_element.as_ref(),
         transposed: true,
@@ -449,7 +450,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         tile: "tile_b",
         outer: ("kk", "k", "k0", c.tile_k, s.k),
         inner: ("nn", "j", "col0", c.tile_n, s.n),
-        pointer: &spec.b.pointer,
+        buffer: &spec.b.buffer,
         address: &b_address,
         element: None,
         transposed: false,

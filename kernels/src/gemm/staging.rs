@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::Buffer;
+
 /// One operand's copy of a `outer x inner` block into local memory, each
 /// work-item taking every `threads`-th element (or float4 along `inner`).
 pub(super) struct TileStaging<'a> {
@@ -11,8 +13,8 @@ pub(super) struct TileStaging<'a> {
     /// (tile index, global index, global base, tile extent, global bound).
     pub(super) outer: (&'a str, &'a str, &'a str, u32, i64),
     pub(super) inner: (&'a str, &'a str, &'a str, u32, i64),
-    pub(super) pointer: &'a str,
-    /// Element offset of (global outer, global inner) in `pointer`.
+    pub(super) buffer: &'a Buffer,
+    /// Element offset of (global outer, global inner) in `buffer`.
     pub(super) address: &'a str,
     /// Statements and value computing the element instead of a load.
     pub(super) element: Option<&'a (String, String)>,
@@ -121,14 +123,14 @@ pub(super) fn fetch_tile(
         } else if !t.vector {
             let _ = writeln!(
                 out,
-                "      {registers}[r] = {guard} ? {}[{}] : 0.0f;",
-                t.pointer, t.address
+                "      {registers}[r] = {guard} ? {} : 0.0f;",
+                t.buffer.load(t.address)
             );
         } else {
             let _ = writeln!(
                 out,
-                "      {registers}[r] = {guard} ? vload4(0, {} + {}) : (float4)(0.0f);",
-                t.pointer, t.address
+                "      {registers}[r] = {guard} ? {} : (float4)(0.0f);",
+                t.buffer.load_vector(4, t.address)
             );
         }
     });

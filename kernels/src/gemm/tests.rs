@@ -2,10 +2,24 @@
 
 use super::*;
 
+/// 32x32x8 tiles of 2x2 outputs per work-item, no split (see [`tiles`]).
+const SMALL_TILES: [u32; 6] = [32, 32, 8, 2, 2, 1];
+
+/// A configuration from `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
+fn tiles([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
+    GemmConfig {
+        tile_k,
+        work_m,
+        work_n,
+        split_k,
+        ..GemmConfig::register_blocked(tile_m, tile_n)
+    }
+}
+
 /// A 100x50x30 product of two row-major matrices, a1 and a2, into a0.
 pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
     let operand = |p: &str, rs: i64| GemmOperand {
-        pointer: p.into(),
+        buffer: Buffer::f32(p),
         offset: 0,
         batch_stride: 0,
         row_stride: rs,
@@ -13,7 +27,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
     };
     GemmSpec {
         name: "matmul_0".into(),
-        parameters: "__global float* restrict a0".into(),
+        parameters: KernelParameters::floats(&[true]),
         comment: "/* test */".into(),
         config,
         shape: GemmShape {
@@ -38,15 +52,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
 
 #[test]
 fn instantiates_with_guards_and_local_tiles() {
-    let text = gemm_kernel(&spec(GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 8,
-        work_m: 2,
-        work_n: 2,
-        split_k: 1,
-    }))
-    .unwrap();
+    let text = gemm_kernel(&spec(tiles(SMALL_TILES))).unwrap();
     assert!(text.contains("reqd_work_group_size(16, 16, 1)"), "{text}");
     assert!(
         text.contains("__local float tile_a[8][33] __attribute__((aligned(16)));"),
@@ -61,14 +67,7 @@ fn instantiates_with_guards_and_local_tiles() {
 
 #[test]
 fn custom_a_offsets_replace_the_strided_address() {
-    let mut spec = spec(GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 8,
-        work_m: 2,
-        work_n: 2,
-        split_k: 1,
-    });
+    let mut spec = spec(tiles(SMALL_TILES));
     spec.a_offset = Some("conv_offset(i, k)".into());
     let text = gemm_kernel(&spec).unwrap();
     assert!(text.contains("? a1[conv_offset(i, k)] : 0.0f"), "{text}");
@@ -76,14 +75,7 @@ fn custom_a_offsets_replace_the_strided_address() {
 
 #[test]
 fn computed_a_elements_replace_the_load_inside_the_guard() {
-    let mut spec = spec(GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 8,
-        work_m: 2,
-        work_n: 2,
-        split_k: 1,
-    });
+    let mut spec = spec(tiles(SMALL_TILES));
     spec.a_element = Some((
         "const tcc_index y = i - 1;\nconst float v = a1[y < 0 ? 0 : y];".into(),
         "(y >= 0 ? v : 0.5f)".into(),
@@ -104,15 +96,7 @@ fn computed_a_elements_replace_the_load_inside_the_guard() {
 
 #[test]
 fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
-    let text = gemm_kernel(&spec(GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 8,
-        work_m: 2,
-        work_n: 2,
-        split_k: 1,
-    }))
-    .unwrap();
+    let text = gemm_kernel(&spec(tiles(SMALL_TILES))).unwrap();
     let first_fetch = text.find("fetch_a[r] =").unwrap();
     let k_loop = text
         .find("for (tcc_index k0 = 0; k0 < 30; k0 += 8)")
@@ -132,14 +116,7 @@ fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
 
 #[test]
 fn aligned_operands_are_loaded_as_float4() {
-    let mut spec = spec(GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 8,
-        work_m: 2,
-        work_n: 2,
-        split_k: 1,
-    });
+    let mut spec = spec(tiles(SMALL_TILES));
     spec.shape = GemmShape {
         batch: 1,
         m: 64,
@@ -162,15 +139,7 @@ fn aligned_operands_are_loaded_as_float4() {
 
 #[test]
 fn fours_of_outputs_read_their_operands_as_float4() {
-    let text = gemm_kernel(&spec(GemmConfig {
-        tile_m: 128,
-        tile_n: 128,
-        tile_k: 16,
-        work_m: 8,
-        work_n: 8,
-        split_k: 1,
-    }))
-    .unwrap();
+    let text = gemm_kernel(&spec(tiles([128, 128, 16, 8, 8, 1]))).unwrap();
     for expected in [
         // Rows padded by 4 words keep float4 alignment.
         "__local float tile_a[16][132] __attribute__((aligned(16)));",
@@ -186,14 +155,7 @@ fn fours_of_outputs_read_their_operands_as_float4() {
 
 #[test]
 fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
-    let config = GemmConfig {
-        tile_m: 64,
-        tile_n: 64,
-        tile_k: 16,
-        work_m: 4,
-        work_n: 4,
-        split_k: 1,
-    };
+    let config = tiles([64, 64, 16, 4, 4, 1]);
     let mut spec = spec(config);
     spec.tf32 = true;
     let text = gemm_kernel(&spec).unwrap();
@@ -251,33 +213,16 @@ fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
 
 #[test]
 fn rejects_tiles_that_do_not_divide() {
-    assert!(
-        gemm_kernel(&spec(GemmConfig {
-            tile_m: 30,
-            tile_n: 32,
-            tile_k: 8,
-            work_m: 4,
-            work_n: 2,
-            split_k: 1,
-        }))
-        .is_err()
-    );
+    assert!(gemm_kernel(&spec(tiles([30, 32, 8, 4, 2, 1]))).is_err());
 }
 
 #[test]
 fn split_k_publishes_partials_and_the_last_group_sums_them_in_order() {
-    let config = GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 8,
-        work_m: 2,
-        work_n: 2,
-        split_k: 4,
-    };
+    let config = tiles([32, 32, 8, 2, 2, 4]);
     let mut spec = spec(config);
     // Without scratch buffers a split is refused, and the reverse.
     assert!(gemm_kernel(&spec).is_err());
-    spec.split_k_scratch = Some(("a3".into(), "a4".into()));
+    spec.split_k_scratch = Some((Buffer::f32("a3"), Buffer::new("a4", crate::Storage::I32)));
     let text = gemm_kernel(&spec).unwrap();
     // K = 30 is 4 steps of 8: one step per slice.
     assert_eq!(config.split_k_slice(30), 8);
@@ -305,7 +250,7 @@ fn split_k_publishes_partials_and_the_last_group_sums_them_in_order() {
 #[test]
 fn operand_addresses_skip_zero_and_unit_strides() {
     let op = GemmOperand {
-        pointer: "p".into(),
+        buffer: Buffer::f32("p"),
         offset: 7,
         batch_stride: 0,
         row_stride: 1,

@@ -6,7 +6,7 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, BlockRef, RegionLike, Value, ValueLike};
 
 use super::writer::{ElementType, KernelWriter, MemrefView, key, strides_and_offset};
-use crate::back::CodegenError;
+use crate::back::{CodegenError, ErrorAt};
 use crate::ir::util::op_name;
 
 impl KernelWriter {
@@ -25,30 +25,16 @@ impl KernelWriter {
         match name.as_str() {
             "arith.constant" => self.constant(op),
             "memref.load" => {
-                let memref = op
-                    .operand(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let memref = op.operand(0).at(&op)?;
                 let (view, address) = self.element_address(op, memref, 1)?;
-                let expr = if view.element == ElementType::I1 {
-                    format!("({}[{address}] != 0)", view.base)
-                } else {
-                    format!("{}[{address}]", view.base)
-                };
-                self.define(op, expr)
+                self.define(op, view.buffer.load(&address))
             }
             "memref.store" => {
                 let value = self.operand(op, 0)?;
-                let memref = op
-                    .operand(1)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let memref = op.operand(1).at(&op)?;
                 let (view, address) = self.element_address(op, memref, 2)?;
-                let value = if view.element == ElementType::I1 {
-                    format!("(uchar)({value} ? 1 : 0)")
-                } else {
-                    value
-                };
-                self.line(&format!("{}[{address}] = {value};", view.base));
-                self.mark_written(&view.base.clone());
+                self.line(&view.buffer.store(&value, &address));
+                self.mark_written(&view.buffer);
                 Ok(())
             }
             "memref.expand_shape"
@@ -57,18 +43,13 @@ impl KernelWriter {
             | "memref.reinterpret_cast"
             | "memref.cast"
             | "memref.transpose" => {
-                let source = op
-                    .operand(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+                let source = op.operand(0).at(&op)?;
                 let base = self
                     .views
                     .get(&key(source))
                     .cloned()
                     .ok_or_else(|| CodegenError::at(&op, "view of an unknown buffer"))?;
-                let result: Value = op
-                    .result(0)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .into();
+                let result: Value = op.result(0).at(&op)?.into();
                 let (strides, offset) = strides_and_offset(result.r#type()).ok_or_else(|| {
                     CodegenError::at(
                         &op,
@@ -78,7 +59,7 @@ impl KernelWriter {
                 self.views.insert(
                     key(result),
                     MemrefView {
-                        base: base.base,
+                        buffer: base.buffer,
                         element: base.element,
                         offset,
                         strides,
@@ -192,9 +173,7 @@ impl KernelWriter {
             self.operand(op, 1)?,
             self.operand(op, 2)?,
         );
-        let region = op
-            .region(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let region = op.region(0).at(&op)?;
         let body = region
             .first_block()
             .ok_or_else(|| CodegenError::at(&op, "empty loop"))?;
@@ -209,16 +188,10 @@ impl KernelWriter {
             carried.push(name);
         }
         let induction = self.fresh();
-        let iv: Value = body
-            .argument(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?
-            .into();
+        let iv: Value = body.argument(0).at(&op)?.into();
         self.names.insert(key(iv), induction.clone());
         for (index, name) in carried.iter().enumerate() {
-            let argument: Value = body
-                .argument(index + 1)
-                .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                .into();
+            let argument: Value = body.argument(index + 1).at(&op)?.into();
             self.names.insert(key(argument), name.clone());
             if let Ok(result) = op.result(index) {
                 self.names.insert(key(result.into()), name.clone());
@@ -242,10 +215,7 @@ impl KernelWriter {
         let condition = self.operand(op, 0)?;
         let mut results = Vec::new();
         for index in 0..op.result_count() {
-            let result: Value = op
-                .result(index)
-                .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                .into();
+            let result: Value = op.result(index).at(&op)?.into();
             let ty = ElementType::of_type(result.r#type())
                 .ok_or_else(|| {
                     CodegenError::at(

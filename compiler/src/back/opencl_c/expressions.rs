@@ -7,7 +7,7 @@ use melior::ir::attribute::{FloatAttribute, IntegerAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::writer::{ElementType, KernelWriter, index_literal, key};
-use crate::back::CodegenError;
+use crate::back::{CodegenError, ErrorAt};
 
 /// A float literal that reads back exactly.
 fn float_literal(value: f64, element: ElementType) -> String {
@@ -37,9 +37,7 @@ fn float_literal(value: f64, element: ElementType) -> String {
 
 impl KernelWriter {
     pub(super) fn constant(&mut self, op: OperationRef) -> Result<(), CodegenError> {
-        let value: Attribute = op
-            .attribute("value")
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let value: Attribute = op.attribute("value").at(&op)?;
         let ty = Self::result_type(op)?;
         let expr = if ty.is_float() {
             let number = FloatAttribute::try_from(value)
@@ -66,9 +64,7 @@ impl KernelWriter {
             }
         };
         // Constants are inlined at their uses.
-        let result = op
-            .result(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let result = op.result(0).at(&op)?;
         self.names.insert(key(result.into()), expr);
         Ok(())
     }

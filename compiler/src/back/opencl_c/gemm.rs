@@ -4,79 +4,17 @@
 //! layouts off the kernel IR and turns the epilogue's `linalg.generic` body
 //! into the C statements the template runs per output element.
 
-use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Attribute, BlockLike, BlockRef, RegionLike, TypeLike, Value, ValueLike};
-use tcc_kernels::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
+use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
+use tcc_kernels::{
+    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, gemm_kernel,
+};
 
-use super::writer::{KernelWriter, MemrefView, key};
-use crate::back::CodegenError;
+use super::template::{KernelTemplate, TemplateKernel, gemm_comment};
+use super::writer::{ElementType, KernelWriter, MemrefView, argument_buffer, key, memref_shape};
+use crate::back::{CodegenError, ErrorAt};
+use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::op_name;
-
-/// A C index expression for each result of an affine map, given the C
-/// names of its dimensions.
-pub(super) fn affine_indices(
-    op: OperationRef,
-    map: Attribute,
-    dims: &[&str],
-) -> Result<Vec<String>, CodegenError> {
-    if !unsafe { mlir_sys::mlirAttributeIsAAffineMap(map.to_raw()) } {
-        return Err(CodegenError::at(
-            &op,
-            format!("indexing map {map} is not an affine map"),
-        ));
-    }
-    let map = unsafe { mlir_sys::mlirAffineMapAttrGetValue(map.to_raw()) };
-    let count = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) } as usize;
-    (0..count)
-        .map(|index| {
-            expression(
-                op,
-                unsafe { mlir_sys::mlirAffineMapGetResult(map, index as isize) },
-                dims,
-            )
-        })
-        .collect()
-}
-
-fn expression(
-    op: OperationRef,
-    expr: mlir_sys::MlirAffineExpr,
-    dims: &[&str],
-) -> Result<String, CodegenError> {
-    unsafe {
-        if mlir_sys::mlirAffineExprIsADim(expr) {
-            let position = mlir_sys::mlirAffineDimExprGetPosition(expr) as usize;
-            return dims.get(position).map(|d| d.to_string()).ok_or_else(|| {
-                CodegenError::at(
-                    &op,
-                    format!("indexing map uses d{position} beyond the iteration space"),
-                )
-            });
-        }
-        if mlir_sys::mlirAffineExprIsAConstant(expr) {
-            return Ok(format!(
-                "{}",
-                mlir_sys::mlirAffineConstantExprGetValue(expr)
-            ));
-        }
-        let binary = |symbol: &str| -> Result<String, CodegenError> {
-            let lhs = expression(op, mlir_sys::mlirAffineBinaryOpExprGetLHS(expr), dims)?;
-            let rhs = expression(op, mlir_sys::mlirAffineBinaryOpExprGetRHS(expr), dims)?;
-            Ok(format!("({lhs} {symbol} {rhs})"))
-        };
-        if mlir_sys::mlirAffineExprIsAAdd(expr) {
-            return binary("+");
-        }
-        if mlir_sys::mlirAffineExprIsAMul(expr) {
-            return binary("*");
-        }
-    }
-    Err(CodegenError::at(
-        &op,
-        "indexing map with div/mod/symbols is not supported in GEMM epilogues",
-    ))
-}
 
 fn operand_of(view: &MemrefView, rank: usize) -> GemmOperand {
     let strides = &view.strides;
@@ -86,7 +24,7 @@ fn operand_of(view: &MemrefView, rank: usize) -> GemmOperand {
         (0, strides[0], strides[1])
     };
     GemmOperand {
-        pointer: view.base.clone(),
+        buffer: view.buffer.clone(),
         offset: view.offset,
         batch_stride,
         row_stride,
@@ -95,10 +33,10 @@ fn operand_of(view: &MemrefView, rank: usize) -> GemmOperand {
 }
 
 /// An operand the template never reads through (its loads come from an
-/// offset expression or computed elements instead): only its pointer.
-fn placeholder_operand(pointer: &str) -> GemmOperand {
+/// offset expression or computed elements instead): only its buffer.
+fn placeholder_operand(buffer: &Buffer) -> GemmOperand {
     GemmOperand {
-        pointer: pointer.to_string(),
+        buffer: buffer.clone(),
         offset: 0,
         batch_stride: 0,
         row_stride: 0,
@@ -120,7 +58,7 @@ fn filter_operand(
     let contiguous = b.strides == [kw * channels * features, channels * features, features, 1];
     if contiguous {
         let operand = GemmOperand {
-            pointer: b.base.clone(),
+            buffer: b.buffer.clone(),
             offset: b.offset,
             batch_stride: 0,
             row_stride: features,
@@ -129,9 +67,25 @@ fn filter_operand(
         return (operand, None);
     }
     (
-        placeholder_operand(&b.base),
+        placeholder_operand(&b.buffer),
         Some(b.address(&[ky, kx, ch, "j".to_string()])),
     )
+}
+
+/// C expressions of an implicit-GEMM convolution's window coordinates for
+/// GEMM row `i` and column `k`, given its NHWC output and HWCF filter
+/// shapes: the image `n`, output pixel `y`, `x`, filter tap `ky`, `kx`
+/// and input channel `ch`.
+fn window(output: &[i64], filter: &[i64]) -> [String; 6] {
+    let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
+    [
+        format!("(i / {})", oh * ow),
+        format!("((i / {ow}) % {oh})"),
+        format!("(i % {ow})"),
+        format!("(k / {})", kw * channels),
+        format!("((k / {channels}) % {kw})"),
+        format!("(k % {channels})"),
+    ]
 }
 
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
@@ -150,9 +104,8 @@ fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
     }
 }
 
-/// A translated elementwise generic: its statements, the C expression of
-/// its yielded value, and its output's view with the output indices.
-type TranslatedGeneric = (String, String, (MemrefView, Vec<String>));
+/// What a contraction operand is called in errors.
+const OPERAND: &str = "contraction operand";
 
 /// The contraction a GEMM kernel computes, with C index expressions for
 /// the output's dimensions in terms of `b`, `i`, `j`.
@@ -245,17 +198,13 @@ impl KernelWriter {
     /// ops and pad-value select, with `linalg.index` bound to the window
     /// position of GEMM row `i` and column `k`.
     fn conv_generic(&mut self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
-        let err = |e: melior::Error| CodegenError::at(&op, e.to_string());
-        let ((_, b), (c_value, c)) = (self.view_of(op, 0)?, self.view_of(op, 1)?);
-        let output = super::writer::memref_shape(c_value.r#type());
-        let filter = super::writer::memref_shape(op.operand(0).map_err(err)?.r#type());
-        let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
-        let n = format!("(i / {})", oh * ow);
-        let y = format!("((i / {ow}) % {oh})");
-        let x = format!("(i % {ow})");
-        let ky = format!("(k / {})", kw * channels);
-        let kx = format!("((k / {channels}) % {kw})");
-        let ch = format!("(k % {channels})");
+        let ((_, b), (c_value, c)) = (
+            self.operand_view(op, 0, OPERAND)?,
+            self.operand_view(op, 1, OPERAND)?,
+        );
+        let filter = memref_shape(op.operand(0).at(&op)?.r#type());
+        let channels = filter[2];
+        let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter);
         // (n, oh, ow, f, kh, kw, c); f must not take part in A.
         let dims = [
             Some(n.clone()),
@@ -268,11 +217,11 @@ impl KernelWriter {
         ];
         let body = op
             .region(0)
-            .map_err(err)?
+            .at(&op)?
             .first_block()
             .ok_or_else(|| CodegenError::at(&op, "convolution without a body"))?;
-        let weight: Value = body.argument(0).map_err(err)?.into();
-        let acc: Value = body.argument(1).map_err(err)?.into();
+        let weight: Value = body.argument(0).at(&op)?.into();
+        let acc: Value = body.argument(1).at(&op)?.into();
         let mut ops = Vec::new();
         let mut next = body.first_operation();
         while let Some(inner) = next {
@@ -289,8 +238,8 @@ impl KernelWriter {
                 .map(|v| unsafe { Value::from_raw(v.to_raw()) })
                 .collect()
         }
-        let product: Value = multiply.result(0).map_err(err)?.into();
-        let sum: Value = add.result(0).map_err(err)?.into();
+        let product: Value = multiply.result(0).at(&op)?.into();
+        let sum: Value = add.result(0).at(&op)?.into();
         if op_name(multiply) != "arith.mulf"
             || op_name(add) != "arith.addf"
             || op_name(terminator) != "linalg.yield"
@@ -328,18 +277,18 @@ impl KernelWriter {
                             "the input of a convolution depends on its output channel",
                         )
                     })?;
-                let result: Value = inner.result(0).map_err(err)?.into();
+                let result: Value = inner.result(0).at(&op)?.into();
                 self.names.insert(key(result), dim);
             } else if vector && op_name(inner) == "memref.load" {
                 // The first of 4 channels: the same address, 4 wide.
-                let memref = inner.operand(0).map_err(err)?;
+                let memref = inner.operand(0).at(&op)?;
                 let (view, address) = self.element_address(*inner, memref, 1)?;
                 let name = self.fresh();
                 self.line(&format!(
-                    "const float4 {name} = vload4(0, {} + {address});",
-                    view.base
+                    "const float4 {name} = {};",
+                    view.buffer.load_vector(4, &address)
                 ));
-                let result: Value = inner.result(0).map_err(err)?.into();
+                let result: Value = inner.result(0).at(&op)?.into();
                 self.names.insert(key(result), name);
             } else if vector
                 && let Some((_, function)) =
@@ -369,7 +318,7 @@ impl KernelWriter {
                 };
                 let name = self.fresh();
                 self.line(&format!("const float4 {name} = {expr};"));
-                let result: Value = inner.result(0).map_err(err)?.into();
+                let result: Value = inner.result(0).at(&op)?.into();
                 self.names.insert(key(result), name);
             } else {
                 self.op(*inner)?;
@@ -380,7 +329,7 @@ impl KernelWriter {
         self.indent = saved.1;
         let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
         Ok(Contraction {
-            a: placeholder_operand(&b.base),
+            a: placeholder_operand(&b.buffer),
             a_offset: None,
             a_element: Some((statements, value)),
             a_element_vector: vector,
@@ -392,46 +341,18 @@ impl KernelWriter {
         })
     }
 
-    fn view_of(
-        &self,
-        op: OperationRef,
-        index: usize,
-    ) -> Result<(Value<'static, 'static>, MemrefView), CodegenError> {
-        let value = op
-            .operand(index)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-        let view =
-            self.views.get(&key(value)).cloned().ok_or_else(|| {
-                CodegenError::at(&op, "contraction operand is not a kernel buffer")
-            })?;
-        Ok((unsafe { Value::from_raw(value.to_raw()) }, view))
-    }
-
     fn contraction(&self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
         let ((_, a), (_, b), (c_value, c)) = (
-            self.view_of(op, 0)?,
-            self.view_of(op, 1)?,
-            self.view_of(op, 2)?,
+            self.operand_view(op, 0, OPERAND)?,
+            self.operand_view(op, 1, OPERAND)?,
+            self.operand_view(op, 2, OPERAND)?,
         );
-        let shape_of = |value: Value| super::writer::memref_shape(value.r#type());
         if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
-            let output = shape_of(c_value);
-            let filter = shape_of(unsafe {
-                Value::from_raw(
-                    op.operand(1)
-                        .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                        .to_raw(),
-                )
-            });
+            let filter = memref_shape(op.operand(1).at(&op)?.r#type());
             let [sh, sw] = pair(op, "strides")?;
             let [dh, dw] = pair(op, "dilations")?;
-            let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
-            let n = format!("(i / {})", oh * ow);
-            let y = format!("((i / {ow}) % {oh})");
-            let x = format!("(i % {ow})");
-            let ky = format!("(k / {})", kw * channels);
-            let kx = format!("((k / {channels}) % {kw})");
-            let ch = format!("(k % {channels})");
+            let channels = filter[2];
+            let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter);
             // 4 neighbouring k share a pixel and filter tap and are
             // contiguous channels when the channel count is a multiple of 4.
             let vector = channels % 4 == 0 && tile_k % 4 == 0;
@@ -443,10 +364,9 @@ impl KernelWriter {
             ]);
             let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
             return Ok(Contraction {
-                a: placeholder_operand(&a.base),
+                a: placeholder_operand(&a.buffer),
                 a_offset: (!vector).then(|| a_offset.clone()),
-                a_element: vector
-                    .then(|| (String::new(), format!("vload4(0, {} + {a_offset})", a.base))),
+                a_element: vector.then(|| (String::new(), a.buffer.load_vector(4, &a_offset))),
                 a_element_vector: vector,
                 b: b_operand,
                 b_offset,
@@ -474,19 +394,14 @@ impl KernelWriter {
         })
     }
 
-    /// Writes a `#tcc.gemm` kernel from the template; returns the whole
-    /// kernel text.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn write_gemm(
+    /// Reads a `#tcc.gemm` kernel's operands, fill, epilogue and split-K
+    /// scratch into the template's spec.
+    fn gemm_spec(
         &mut self,
-        kernel: OperationRef,
-        block: BlockRef,
-        config: GemmConfig,
-        shape: GemmShape,
-        name: &str,
-        parameters: String,
-        comment: String,
-    ) -> Result<String, CodegenError> {
+        kernel: &TemplateKernel,
+        (config, shape): (GemmConfig, GemmShape),
+    ) -> Result<GemmSpec, CodegenError> {
+        let block = kernel.block;
         let tile_k = i64::from(config.tile_k);
         // Split-K kernels end with the workspace and counters arguments
         // (`tcc-attach-split-k-scratch`); the template writes both.
@@ -499,11 +414,12 @@ impl KernelWriter {
                 });
             if !counters_are_i32 {
                 return Err(CodegenError::at(
-                    &kernel,
+                    &kernel.op,
                     "a split-K GEMM kernel needs its workspace and counters arguments (run tcc-attach-split-k-scratch)",
                 ));
             }
-            let (workspace, counters) = (format!("a{}", count - 2), format!("a{}", count - 1));
+            let workspace = argument_buffer(count - 2, ElementType::F32);
+            let counters = argument_buffer(count - 1, ElementType::I32);
             self.mark_written(&workspace);
             self.mark_written(&counters);
             Some((workspace, counters))
@@ -516,13 +432,7 @@ impl KernelWriter {
         let mut epilogue: Option<OperationRef> = None;
         for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
-                "linalg.fill" => {
-                    let value = self.operand(op, 0)?;
-                    let target: Value = op
-                        .operand(1)
-                        .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                    fill = Some((key(target), value));
-                }
+                "linalg.fill" => fill = Some(self.fill(op)?),
                 "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => {
                     contraction_op = Some(op)
                 }
@@ -544,7 +454,10 @@ impl KernelWriter {
             }
         }
         let contraction_op = contraction_op.ok_or_else(|| {
-            CodegenError::at(&kernel, "#tcc.gemm kernel without a matmul or convolution")
+            CodegenError::at(
+                &kernel.op,
+                "#tcc.gemm kernel without a matmul or convolution",
+            )
         })?;
         let contraction = if is_conv_generic(contraction_op) {
             self.conv_generic(contraction_op, tile_k)?
@@ -552,7 +465,6 @@ impl KernelWriter {
             self.contraction(contraction_op, tile_k)?
         };
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
-        let c_address = contraction.c.address(&contraction.dims);
         let (init_statements, init) = match (&fill, init_generic) {
             (Some((target, value)), _) if *target == contraction.c_value_key => {
                 (String::new(), value.clone())
@@ -561,36 +473,30 @@ impl KernelWriter {
                 let (statements, value, _) = self.translate_generic(generic, None, &dims)?;
                 (statements, value)
             }
-            _ => (
-                String::new(),
-                format!("{}[{c_address}]", contraction.c.base),
-            ),
+            _ => (String::new(), contraction.c.load(&contraction.dims)),
         };
         let store = match epilogue {
             None => {
-                self.mark_written(&contraction.c.base.clone());
-                format!("{}[{c_address}] = acc_value;", contraction.c.base)
+                self.mark_written(&contraction.c.buffer);
+                contraction.c.store("acc_value", &contraction.dims)
             }
             Some(generic) => {
                 let c_value = contraction_op
                     .operand(contraction_op.operand_count() - 1)
-                    .map_err(|e| CodegenError::at(&contraction_op, e.to_string()))?;
+                    .at(&contraction_op)?;
                 let (mut statements, value, output) =
                     self.translate_generic(generic, Some(c_value), &dims)?;
                 let (view, indices) = output;
-                statements.push_str(&format!(
-                    "{}[{}] = {value};\n",
-                    view.base,
-                    view.address(&indices)
-                ));
-                self.mark_written(&view.base.clone());
+                statements.push_str(&view.store(&value, &indices));
+                statements.push('\n');
+                self.mark_written(&view.buffer);
                 statements
             }
         };
-        let spec = GemmSpec {
-            name: name.to_string(),
-            parameters,
-            comment,
+        Ok(GemmSpec {
+            name: kernel.name.to_string(),
+            parameters: KernelParameters::default(),
+            comment: gemm_comment(kernel),
             config,
             shape,
             a: contraction.a,
@@ -604,91 +510,22 @@ impl KernelWriter {
             store,
             split_k_scratch,
             tf32: self.tf32,
+        })
+    }
+}
+
+impl KernelTemplate for GemmSpec {
+    fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
+        let KernelStrategy::Gemm { config, shape } = kernel.strategy else {
+            return Err(CodegenError::at(
+                &kernel.op,
+                "a GEMM template without #tcc.gemm",
+            ));
         };
-        gemm_kernel(&spec).map_err(|e| CodegenError::at(&kernel, e))
+        writer.gemm_spec(kernel, (config, shape))
     }
 
-    /// Translates an elementwise `linalg.generic` at the output element
-    /// whose dimensions are `dims`: its inputs are loaded through their
-    /// indexing maps (the contraction's result, if given, is `acc_value`)
-    /// and its body's ops become statements. Returns the statements, the
-    /// yielded value and the output's view with its indices.
-    pub(super) fn translate_generic(
-        &mut self,
-        generic: OperationRef,
-        accumulator: Option<Value>,
-        dims: &[&str],
-    ) -> Result<TranslatedGeneric, CodegenError> {
-        let maps = generic
-            .attribute("indexing_maps")
-            .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-        let maps = melior::ir::attribute::ArrayAttribute::try_from(maps)
-            .map_err(|_| CodegenError::at(&generic, "malformed indexing_maps"))?;
-        let region = generic
-            .region(0)
-            .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-        let body = region
-            .first_block()
-            .ok_or_else(|| CodegenError::at(&generic, "generic without a body"))?;
-        let saved = (std::mem::take(&mut self.out), self.indent);
-        self.indent = 0;
-        let count = generic.operand_count();
-        let mut output: Option<(MemrefView, Vec<String>)> = None;
-        for index in 0..count {
-            let operand = generic
-                .operand(index)
-                .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-            let argument: Value = body
-                .argument(index)
-                .map_err(|e| CodegenError::at(&generic, e.to_string()))?
-                .into();
-            let map = maps
-                .element(index)
-                .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-            let is_output = index == count - 1;
-            let indices = affine_indices(generic, map, dims)?;
-            if !operand.r#type().is_mem_ref() {
-                // A scalar input (e.g. a constant broadcast).
-                let value = self.name(generic, operand)?;
-                self.names.insert(key(argument), value);
-                continue;
-            }
-            let view = self.views.get(&key(operand)).cloned().ok_or_else(|| {
-                CodegenError::at(&generic, "generic operand is not a kernel buffer")
-            })?;
-            if accumulator.is_some_and(|acc| acc == operand) && !is_output {
-                self.names.insert(key(argument), "acc_value".to_string());
-            } else if !is_output || crate::ir::util::use_count(argument) > 0 {
-                let name = self.fresh();
-                let address = view.address(&indices);
-                self.line(&format!(
-                    "const {} {name} = {}[{address}];",
-                    view.element.c_type(),
-                    view.base
-                ));
-                self.names.insert(key(argument), name);
-            }
-            if is_output {
-                output = Some((view, indices));
-            }
-        }
-        let mut next = body.first_operation();
-        let mut result = None;
-        while let Some(op) = next {
-            next = op.next_in_block();
-            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
-            if op_name(&op) == "linalg.yield" {
-                result = Some(self.operand(op, 0)?);
-            } else {
-                self.op(op)?;
-            }
-        }
-        let output =
-            output.ok_or_else(|| CodegenError::at(&generic, "generic without an output"))?;
-        let result =
-            result.ok_or_else(|| CodegenError::at(&generic, "generic without linalg.yield"))?;
-        let text = std::mem::replace(&mut self.out, saved.0);
-        self.indent = saved.1;
-        Ok((text, result, output))
+    fn instantiate(self, parameters: KernelParameters) -> Result<String, String> {
+        gemm_kernel(&GemmSpec { parameters, ..self })
     }
 }

@@ -5,9 +5,12 @@
 mod control_flow;
 mod expressions;
 mod gemm;
+mod generic;
 mod layer_norm;
+mod prelude;
 mod reduce;
 mod softmax;
+mod template;
 mod writer;
 
 pub use writer::{

@@ -7,12 +7,13 @@
 
 use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, BlockRef, RegionLike, TypeLike, Value, ValueLike};
-use tcc_kernels::{RowReduceSpec, row_reduce_kernel};
+use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
+use tcc_kernels::{KernelParameters, RowReduceSpec, row_reduce_kernel};
 
-use super::gemm::affine_indices;
-use super::writer::{KernelWriter, key, row_coordinates};
-use crate::back::CodegenError;
+use super::generic::affine_indices;
+use super::template::{KernelTemplate, TemplateKernel, row_coordinates, row_kernel};
+use super::writer::{KernelWriter, key};
+use crate::back::{CodegenError, ErrorAt};
 use crate::ir::util::{defining_op, op_name};
 
 /// The combiner's C form and identity.
@@ -42,17 +43,9 @@ fn loop_ranges(
 ) -> Result<Vec<i64>, CodegenError> {
     let mut ranges = vec![0i64; dims];
     for index in 0..op.operand_count() {
-        let ty = op
-            .operand(index)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?
-            .r#type();
-        let map = unsafe {
-            mlir_sys::mlirAffineMapAttrGetValue(
-                maps.element(index)
-                    .map_err(|e| CodegenError::at(&op, e.to_string()))?
-                    .to_raw(),
-            )
-        };
+        let ty = op.operand(index).at(&op)?.r#type();
+        let map =
+            unsafe { mlir_sys::mlirAffineMapAttrGetValue(maps.element(index).at(&op)?.to_raw()) };
         for position in 0..unsafe { mlir_sys::mlirAffineMapGetNumResults(map) } {
             let expr = unsafe { mlir_sys::mlirAffineMapGetResult(map, position) };
             if unsafe { mlir_sys::mlirAffineExprIsADim(expr) } {
@@ -71,27 +64,14 @@ fn loop_ranges(
 }
 
 impl KernelWriter {
-    pub(super) fn write_row_reduce(
-        &mut self,
-        kernel: OperationRef,
-        block: BlockRef,
-        workgroup_size: i64,
-        name: &str,
-        parameters: String,
-        comment: String,
-    ) -> Result<String, CodegenError> {
+    fn row_reduce_spec(&mut self, kernel: &TemplateKernel) -> Result<RowReduceSpec, CodegenError> {
+        let block = kernel.block;
         let mut fill: Option<(usize, String)> = None;
         let mut reduction: Option<OperationRef> = None;
         let mut epilogue: Option<OperationRef> = None;
         for op in self.template_ops(block)? {
             match op_name(&op).as_str() {
-                "linalg.fill" => {
-                    let value = self.operand(op, 0)?;
-                    let target: Value = op
-                        .operand(1)
-                        .map_err(|e| CodegenError::at(&op, e.to_string()))?;
-                    fill = Some((key(target), value));
-                }
+                "linalg.fill" => fill = Some(self.fill(op)?),
                 "linalg.generic" if reduction.is_none() => reduction = Some(op),
                 "linalg.generic" if epilogue.is_none() => epilogue = Some(op),
                 other => {
@@ -103,25 +83,21 @@ impl KernelWriter {
             }
         }
         let generic = reduction.ok_or_else(|| {
-            CodegenError::at(&kernel, "row-reduction kernel without its reduction")
+            CodegenError::at(&kernel.op, "row-reduction kernel without its reduction")
         })?;
         let maps = melior::ir::attribute::ArrayAttribute::try_from(
-            generic
-                .attribute("indexing_maps")
-                .map_err(|e| CodegenError::at(&generic, e.to_string()))?,
+            generic.attribute("indexing_maps").at(&generic)?,
         )
         .map_err(|_| CodegenError::at(&generic, "malformed indexing_maps"))?;
         let body = generic
             .region(0)
-            .map_err(|e| CodegenError::at(&generic, e.to_string()))?
+            .at(&generic)?
             .first_block()
             .ok_or_else(|| CodegenError::at(&generic, "reduction without a body"))?;
         let count = generic.operand_count();
         let dims = unsafe {
             mlir_sys::mlirAffineMapGetNumDims(mlir_sys::mlirAffineMapAttrGetValue(
-                maps.element(0)
-                    .map_err(|e| CodegenError::at(&generic, e.to_string()))?
-                    .to_raw(),
+                maps.element(0).at(&generic)?.to_raw(),
             ))
         } as usize;
         let ranges = loop_ranges(generic, &maps, dims)?;
@@ -147,43 +123,18 @@ impl KernelWriter {
         let terminator = body
             .terminator()
             .ok_or_else(|| CodegenError::at(&generic, "reduction body without a terminator"))?;
-        let yielded = terminator
-            .operand(0)
-            .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
+        let yielded = terminator.operand(0).at(&generic)?;
         let combined = defining_op(unsafe { Value::from_raw(yielded.to_raw()) })
             .ok_or_else(|| CodegenError::at(&generic, "the reduction yields no combination"))?;
         let (combine, identity) = combiner(combined)?;
-        let accumulator: Value = body
-            .argument(count - 1)
-            .map_err(|e| CodegenError::at(&generic, e.to_string()))?
-            .into();
+        let accumulator: Value = body.argument(count - 1).at(&generic)?.into();
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         for index in 0..count - 1 {
-            let operand = generic
-                .operand(index)
-                .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-            let argument: Value = body
-                .argument(index)
-                .map_err(|e| CodegenError::at(&generic, e.to_string()))?
-                .into();
-            let indices = affine_indices(
-                generic,
-                maps.element(index)
-                    .map_err(|e| CodegenError::at(&generic, e.to_string()))?,
-                &dim_names,
-            )?;
-            let view = self.views.get(&key(operand)).cloned().ok_or_else(|| {
-                CodegenError::at(&generic, "reduction input is not a kernel buffer")
-            })?;
-            let name = self.fresh();
-            self.line(&format!(
-                "const {} {name} = {}[{}];",
-                view.element.c_type(),
-                view.base,
-                view.address(&indices)
-            ));
-            self.names.insert(key(argument), name);
+            let argument: Value = body.argument(index).at(&generic)?.into();
+            let indices = affine_indices(generic, maps.element(index).at(&generic)?, &dim_names)?;
+            let (_, view) = self.operand_view(generic, index, "reduction input")?;
+            self.define_load(argument, &view, &indices);
         }
         let mut next = body.first_operation();
         while let Some(op) = next {
@@ -210,30 +161,20 @@ impl KernelWriter {
 
         // The result: combine the fill value (or the output's contents)
         // with the total.
-        let output = generic
-            .operand(count - 1)
-            .map_err(|e| CodegenError::at(&generic, e.to_string()))?;
-        let view =
-            self.views.get(&key(output)).cloned().ok_or_else(|| {
-                CodegenError::at(&generic, "reduction output is not a kernel buffer")
-            })?;
+        let output = generic.operand(count - 1).at(&generic)?;
+        let (_, view) = self.operand_view(generic, count - 1, "reduction output")?;
         let parallel: Vec<&str> = dim_names.clone();
-        let out_indices = affine_indices(
-            generic,
-            maps.element(count - 1)
-                .map_err(|e| CodegenError::at(&generic, e.to_string()))?,
-            &parallel,
-        )?;
-        let address = view.address(&out_indices);
+        let out_indices =
+            affine_indices(generic, maps.element(count - 1).at(&generic)?, &parallel)?;
         let init = match fill {
             Some((target, value)) if target == key(output) => value,
-            _ => format!("{}[{address}]", view.base),
+            _ => view.load(&out_indices),
         };
         let result = combine.replace("{a}", "total").replace("{b}", &init);
         let finish = match epilogue {
             None => {
-                self.mark_written(&view.base.clone());
-                format!("{}[{address}] = {result};", view.base)
+                self.mark_written(&view.buffer);
+                view.store(&result, &out_indices)
             }
             Some(epilogue) => {
                 // The epilogue runs over the reduction's output elements:
@@ -241,26 +182,32 @@ impl KernelWriter {
                 let dims: Vec<&str> = out_indices.iter().map(String::as_str).collect();
                 let (statements, value, (epilogue_view, indices)) =
                     self.translate_generic(epilogue, Some(output), &dims)?;
-                self.mark_written(&epilogue_view.base.clone());
+                self.mark_written(&epilogue_view.buffer);
                 format!(
-                    "const float acc_value = {result};\n{statements}{}[{}] = {value};",
-                    epilogue_view.base,
-                    epilogue_view.address(&indices)
+                    "const float acc_value = {result};\n{statements}{}",
+                    epilogue_view.store(&value, &indices)
                 )
             }
         };
-        let spec = RowReduceSpec {
-            name: name.to_string(),
-            parameters,
-            comment,
-            workgroup_size: workgroup_size as u32,
+        Ok(RowReduceSpec {
+            kernel: row_kernel(kernel, "row reduction", "output element"),
             length: ranges[dims - 1],
             row_setup,
             element,
             identity: identity.to_string(),
             combine: combine.to_string(),
             finish,
-        };
-        row_reduce_kernel(&spec).map_err(|e| CodegenError::at(&kernel, e))
+        })
+    }
+}
+
+impl KernelTemplate for RowReduceSpec {
+    fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
+        writer.row_reduce_spec(kernel)
+    }
+
+    fn instantiate(mut self, parameters: KernelParameters) -> Result<String, String> {
+        self.kernel.parameters = parameters;
+        row_reduce_kernel(&self)
     }
 }

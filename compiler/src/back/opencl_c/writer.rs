@@ -16,11 +16,16 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, BlockRef, Module, RegionLike, Type, TypeLike, Value, ValueLike};
+use tcc_kernels::{Access, Buffer, KernelParameter, KernelParameters};
 
-use crate::back::CodegenError;
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{BlockLike, Module, RegionLike, Type, TypeLike, Value, ValueLike};
+
+use super::prelude::PRELUDE;
+use super::template::TemplateKernel;
+use crate::back::{CodegenError, ErrorAt};
 pub use crate::ir::element_type::ElementType;
+use crate::ir::memref::MemRefLayout;
 use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::{op_name, ops_named, string_value};
 
@@ -51,57 +56,6 @@ pub struct Program {
     /// Each kernel's source alone (with the shared prelude), for `--emit=opencl-c`.
     pub kernel_sources: Vec<(String, String)>,
 }
-
-/// Helpers every program may use: IEEE-754 `maximum`/`minimum` (NaN
-/// propagating, unlike `fmax`/`fmin`), scalar, float4 and float16 (the
-/// NaN tests combine with `|`, not `||`: no branch, so that they vectorize).
-/// The program's `tcc_index` typedef comes first (see [`IndexWidth`]).
-const PRELUDE: &str = "\
-/* arith.maximumf/minimumf (IEEE 754-2019 maximum/minimum): NaN propagates
- * and -0 < +0. fmax/fmin may return either zero of a (-0, +0) pair: equal
- * operands take the AND (maximum) or OR (minimum) of their bits instead. */
-inline float tcc_maximumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : a == b ? as_float(as_uint(a) & as_uint(b)) : fmax(a, b); }
-inline float tcc_minimumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : a == b ? as_float(as_uint(a) | as_uint(b)) : fmin(a, b); }
-inline float4 tcc_maximumf4(float4 a, float4 b) { return select(select(fmax(a, b), as_float4(as_uint4(a) & as_uint4(b)), a == b), (float4)(NAN), isnan(a) | isnan(b)); }
-inline float4 tcc_minimumf4(float4 a, float4 b) { return select(select(fmin(a, b), as_float4(as_uint4(a) | as_uint4(b)), a == b), (float4)(NAN), isnan(a) | isnan(b)); }
-inline float16 tcc_maximumf16(float16 a, float16 b) { return select(select(fmax(a, b), as_float16(as_uint16(a) & as_uint16(b)), a == b), (float16)(NAN), isnan(a) | isnan(b)); }
-/* A fence that makes this work-item's global stores visible device-wide
- * (split-K publishes partial tiles with it); the PTX back end defines
- * TCC_PTX and gets NVIDIA's membar.gl directly. */
-#ifdef TCC_PTX
-inline void tcc_global_fence(void) { __nvvm_membar_gl(); }
-#else
-inline void tcc_global_fence(void) { mem_fence(CLK_GLOBAL_MEM_FENCE); }
-#endif
-#ifdef TCC_PTX
-/* TF32 tensor cores (--precision=tf32): round to TF32, and one
- * mma.sync.m16n8k8 accumulating into four fp32 registers. */
-inline uint tcc_tf32(float x) { uint r; __asm__(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x)); return r; }
-#define TCC_MMA_TF32(c0, c1, c2, c3, a0, a1, a2, a3, b0, b1) \\
-  __asm__(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
-          : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
-          : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
-#endif
-/* exp of a float. The PTX form replaces libclc's portable polynomial
- * (twice as slow as NVIDIA's own in a row softmax) with the hardware's
- * 2^f: x log2(e) = j + f with |f| <= 1/2 (one fma, and the bits of log2(e)
- * the float constant lacks), ex2.approx of f, then 2^j in two halves so
- * that neither scale overflows before the product does. About 2 ulp;
- * NaN stays NaN, the clamps give inf and 0. */
-#ifdef TCC_PTX
-inline float tcc_expf(float x) {
-  const float y = x > 88.8f ? 88.8f : (x < -104.0f ? -104.0f : x);
-  const float j = rint(y * 1.44269504f);
-  const float f = fma(y, 1.44269504f, -j) + y * 1.92596303e-8f;
-  float p;
-  __asm__(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(p) : \"f\"(f));
-  const int k = (int)j, k1 = k / 2, k2 = k - k1;
-  return p * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
-}
-#else
-inline float tcc_expf(float x) { return exp(x); }
-#endif
-";
 
 /// The width of index arithmetic in a program's kernels: every `index`
 /// value, loop counter and offset is a `tcc_index`, which is `int` when
@@ -197,32 +151,34 @@ pub fn write_program_with(module: &Module, precision: Precision) -> Result<Progr
     Ok(program)
 }
 
-/// Placeholder for a template kernel's parameter list.
-const PARAMETERS: &str = "@PARAMETERS@";
+/// The kernel's typed parameter list: one buffer per argument, `a0`,
+/// `a1`, ..., declared const where the kernel never stores through it.
+pub(super) fn parameters(args: &[KernelArg]) -> KernelParameters {
+    KernelParameters(
+        args.iter()
+            .enumerate()
+            .map(|(index, arg)| KernelParameter {
+                buffer: argument_buffer(index, arg.element),
+                access: if arg.written {
+                    Access::Written
+                } else {
+                    Access::ReadOnly
+                },
+            })
+            .collect(),
+    )
+}
 
-/// The kernel's parameter list: one restrict pointer per buffer, const
-/// where the kernel never stores through it.
-fn parameter_list(args: &[KernelArg]) -> String {
-    let mut text = String::new();
-    for (index, arg) in args.iter().enumerate() {
-        if index > 0 {
-            text.push_str(",\n    ");
-        }
-        let constness = if arg.written { "" } else { "const " };
-        let _ = write!(
-            text,
-            "__global {constness}{}* restrict a{index}",
-            arg.element.storage_type()
-        );
-    }
-    text
+/// The buffer of kernel argument `index`.
+pub(super) fn argument_buffer(index: usize, element: ElementType) -> Buffer {
+    Buffer::new(format!("a{index}"), element.storage())
 }
 
 /// Where a memref value's elements live.
 #[derive(Clone, Debug)]
 pub(super) struct MemrefView {
-    /// The kernel argument's C name.
-    pub(super) base: String,
+    /// The kernel argument's buffer.
+    pub(super) buffer: Buffer,
     pub(super) element: ElementType,
     pub(super) offset: i64,
     pub(super) strides: Vec<i64>,
@@ -232,6 +188,16 @@ impl MemrefView {
     /// The element offset of the given C index expressions.
     pub(super) fn address(&self, indices: &[String]) -> String {
         tcc_kernels::Address::new(self.offset, self.strides.clone()).at(indices)
+    }
+
+    /// The C expression of the element at `indices`.
+    pub(super) fn load(&self, indices: &[String]) -> String {
+        self.buffer.load(&self.address(indices))
+    }
+
+    /// The C statement storing `value` at `indices`.
+    pub(super) fn store(&self, value: &str, indices: &[String]) -> String {
+        self.buffer.store(value, &self.address(indices))
     }
 }
 
@@ -243,7 +209,7 @@ pub(super) struct KernelWriter {
     next: usize,
     pub(super) out: String,
     pub(super) indent: usize,
-    written_args: Vec<bool>,
+    pub(super) written_args: Vec<bool>,
     /// C types of the mutable locals (loop-carried values, scf.if results).
     pub(super) declared_types: HashMap<String, &'static str>,
     /// GEMM kernels multiply in TF32 on tensor cores in their PTX form.
@@ -256,54 +222,19 @@ pub(super) fn key(value: Value) -> usize {
 
 /// Static strides and offset of a memref type's layout.
 pub(super) fn strides_and_offset(ty: Type) -> Option<(Vec<i64>, i64)> {
-    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
-    let mut strides = vec![0i64; rank];
-    let mut offset = 0i64;
-    let result = unsafe {
-        mlir_sys::mlirMemRefTypeGetStridesAndOffset(ty.to_raw(), strides.as_mut_ptr(), &mut offset)
-    };
-    if result.value == 0 {
-        return None;
-    }
-    let dynamic = unsafe { mlir_sys::mlirShapedTypeGetDynamicStrideOrOffset() };
-    if offset == dynamic || strides.contains(&dynamic) {
-        return None;
-    }
-    Some((strides, offset))
+    MemRefLayout::of(ty)?.static_strides()
 }
 
-/// C expressions for the coordinates of row `row` (a flat index over the
-/// row-major dimensions `leading`, last fastest), one per dimension.
-pub(super) fn row_coordinates(leading: &[i64]) -> Vec<String> {
-    let mut coordinates = vec![String::new(); leading.len()];
-    let mut divisor = 1i64;
-    for dim in (0..leading.len()).rev() {
-        let index = if divisor == 1 {
-            "row".to_string()
-        } else {
-            format!("(row / {divisor})")
-        };
-        coordinates[dim] = if dim == 0 {
-            index
-        } else {
-            format!("({index} % {})", leading[dim])
-        };
-        divisor *= leading[dim];
-    }
-    coordinates
-}
-
+/// A memref type's dimension sizes.
 pub(super) fn memref_shape(ty: Type) -> Vec<i64> {
-    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(ty.to_raw()) } as usize;
-    (0..rank)
-        .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(ty.to_raw(), i as isize) })
-        .collect()
+    MemRefLayout::of(ty)
+        .map(|layout| layout.shape)
+        .unwrap_or_default()
 }
 
+/// A memref type's element type, if kernels support it.
 pub(super) fn memref_element(ty: Type) -> Option<ElementType> {
-    ElementType::of_type(unsafe {
-        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty.to_raw()))
-    })
+    ElementType::of_type(MemRefLayout::of(ty)?.element)
 }
 
 impl KernelWriter {
@@ -334,16 +265,12 @@ impl KernelWriter {
     }
 
     pub(super) fn operand(&self, op: OperationRef, index: usize) -> Result<String, CodegenError> {
-        let value = op
-            .operand(index)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let value = op.operand(index).at(&op)?;
         self.name(op, value)
     }
 
     pub(super) fn result_type(op: OperationRef) -> Result<ElementType, CodegenError> {
-        let result = op
-            .result(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let result = op.result(0).at(&op)?;
         ElementType::of_type(result.r#type()).ok_or_else(|| {
             CodegenError::at(
                 &op,
@@ -360,9 +287,7 @@ impl KernelWriter {
         op: OperationRef,
         index: usize,
     ) -> Result<ElementType, CodegenError> {
-        let value = op
-            .operand(index)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let value = op.operand(index).at(&op)?;
         ElementType::of_type(value.r#type()).ok_or_else(|| {
             CodegenError::at(
                 &op,
@@ -375,14 +300,24 @@ impl KernelWriter {
         })
     }
 
+    /// Declares `const T vN` holding `view`'s element at `indices` as the
+    /// value of `value` (a block argument standing for that element).
+    pub(super) fn define_load(&mut self, value: Value, view: &MemrefView, indices: &[String]) {
+        let name = self.fresh();
+        self.line(&format!(
+            "const {} {name} = {};",
+            view.element.c_type(),
+            view.load(indices)
+        ));
+        self.names.insert(key(value), name);
+    }
+
     /// Declares `const T vN = expr;` for the op's single result.
     pub(super) fn define(&mut self, op: OperationRef, expr: String) -> Result<(), CodegenError> {
         let ty = Self::result_type(op)?;
         let name = self.fresh();
         self.line(&format!("const {} {name} = {expr};", ty.c_type()));
-        let result = op
-            .result(0)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))?;
+        let result = op.result(0).at(&op)?;
         self.names.insert(key(result.into()), name);
         Ok(())
     }
@@ -406,19 +341,14 @@ impl KernelWriter {
                     format!("kernel {name} has no known_block_size: run the gpu phase first"),
                 )
             })?;
-        let region = kernel
-            .region(0)
-            .map_err(|e| CodegenError::at(&kernel, e.to_string()))?;
+        let region = kernel.region(0).at(&kernel)?;
         let block = region
             .first_block()
             .ok_or_else(|| CodegenError::at(&kernel, "kernel without a body"))?;
 
         let mut args = Vec::new();
         for index in 0..block.argument_count() {
-            let argument: Value = block
-                .argument(index)
-                .map_err(|e| CodegenError::at(&kernel, e.to_string()))?
-                .into();
+            let argument: Value = block.argument(index).at(&kernel)?.into();
             let ty = argument.r#type();
             if !ty.is_mem_ref() {
                 return Err(CodegenError::at(
@@ -435,11 +365,10 @@ impl KernelWriter {
                     format!("kernel argument {index} has a dynamic layout: {ty}"),
                 )
             })?;
-            let base = format!("a{index}");
             self.views.insert(
                 key(argument),
                 MemrefView {
-                    base,
+                    buffer: argument_buffer(index, element),
                     element,
                     offset,
                     strides,
@@ -461,67 +390,19 @@ impl KernelWriter {
             .and_then(crate::ir::util::integer_value)
             .unwrap_or(0)
             .max(0) as u64;
-        // Template kernels: the parameters' constness is known only after
-        // the body, so the template gets a placeholder for them.
         let strategy = crate::ir::strategy::of(&kernel).unwrap_or(KernelStrategy::Loops {
             workgroup_size: workgroup[0],
             max_workgroups: None,
         });
-        let template = match strategy {
-            KernelStrategy::Loops { .. } => None,
-            KernelStrategy::Gemm { config, shape } => {
-                let comment =
-                    format!("/* {name}: tiled matmul kernel ({kind}); from {location} */");
-                Some(self.write_gemm(
-                    kernel,
-                    block,
-                    config,
-                    shape,
-                    &name,
-                    PARAMETERS.into(),
-                    comment,
-                )?)
-            }
-            KernelStrategy::RowReduce { workgroup_size }
-            | KernelStrategy::Softmax { workgroup_size }
-            | KernelStrategy::LayerNorm { workgroup_size } => {
-                // The row templates: one work-group per row (per output
-                // element for a reduction), written by the same signature.
-                type RowWriter = fn(
-                    &mut KernelWriter,
-                    OperationRef,
-                    BlockRef,
-                    i64,
-                    &str,
-                    String,
-                    String,
-                ) -> Result<String, CodegenError>;
-                let (what, per, write): (&str, &str, RowWriter) = match strategy {
-                    KernelStrategy::RowReduce { .. } => {
-                        ("row reduction", "output element", Self::write_row_reduce)
-                    }
-                    KernelStrategy::Softmax { .. } => ("row softmax", "row", Self::write_softmax),
-                    _ => ("row layer norm", "row", Self::write_layer_norm),
-                };
-                let comment = format!(
-                    "/* {name}: {what} kernel, one work-group of {workgroup_size} per {per}; from {location} */"
-                );
-                Some(write(
-                    &mut self,
-                    kernel,
-                    block,
-                    workgroup_size,
-                    &name,
-                    PARAMETERS.into(),
-                    comment,
-                )?)
-            }
+        let template = TemplateKernel {
+            op: kernel,
+            block,
+            name: &name,
+            kind: &kind,
+            location: &location,
+            strategy,
         };
-        if let Some(text) = template {
-            for (arg, written) in args.iter_mut().zip(&self.written_args) {
-                arg.written = *written;
-            }
-            let text = text.replace(PARAMETERS, &parameter_list(&args));
+        if let Some(text) = self.write_template(&template, &mut args)? {
             let info = KernelInfo {
                 name,
                 kind,
@@ -536,9 +417,7 @@ impl KernelWriter {
         self.block(block)?;
         let body = std::mem::take(&mut self.out);
 
-        for (arg, written) in args.iter_mut().zip(&self.written_args) {
-            arg.written = *written;
-        }
+        self.mark_arguments(&mut args);
         let mut text = String::new();
         let _ = writeln!(
             text,
@@ -550,7 +429,7 @@ impl KernelWriter {
             "__kernel __attribute__((reqd_work_group_size({}, {}, {})))\nvoid {name}(",
             workgroup[0], workgroup[1], workgroup[2]
         );
-        text.push_str(&parameter_list(&args));
+        let _ = write!(text, "{}", parameters(&args));
         text.push_str(") {\n");
         text.push_str(&body);
         text.push_str("}\n");
@@ -564,32 +443,6 @@ impl KernelWriter {
             },
             text,
         ))
-    }
-
-    /// The ops of a template kernel's body other than its constants, views
-    /// and return, in order. Constants and views are translated on the way:
-    /// they give the names and layouts the template's operands use.
-    pub(super) fn template_ops<'c, 'a>(
-        &mut self,
-        block: BlockRef<'c, 'a>,
-    ) -> Result<Vec<OperationRef<'c, 'a>>, CodegenError> {
-        let mut ops = Vec::new();
-        let mut next = block.first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            let op = unsafe { OperationRef::from_raw(op.to_raw()) };
-            match op_name(&op).as_str() {
-                "gpu.return" => {}
-                "arith.constant"
-                | "memref.expand_shape"
-                | "memref.collapse_shape"
-                | "memref.subview"
-                | "memref.reinterpret_cast"
-                | "memref.cast" => self.op(op)?,
-                _ => ops.push(op),
-            }
-        }
-        Ok(ops)
     }
 
     /// The C expression indexing a memref at the op's index operands
@@ -613,11 +466,22 @@ impl KernelWriter {
         Ok((view, address))
     }
 
-    pub(super) fn mark_written(&mut self, base: &str) {
-        if let Some(index) = base.strip_prefix('a').and_then(|i| i.parse::<usize>().ok())
+    /// Records that the kernel stores to `buffer`.
+    pub(super) fn mark_written(&mut self, buffer: &Buffer) {
+        if let Some(index) = buffer
+            .name
+            .strip_prefix('a')
+            .and_then(|i| i.parse::<usize>().ok())
             && let Some(flag) = self.written_args.get_mut(index)
         {
             *flag = true;
+        }
+    }
+
+    /// Copies what the body stored to into the arguments.
+    pub(super) fn mark_arguments(&self, args: &mut [KernelArg]) {
+        for (arg, written) in args.iter_mut().zip(&self.written_args) {
+            arg.written = *written;
         }
     }
 }

@@ -1,0 +1,54 @@
+//! The text every OpenCL C program starts with (after its `tcc_index`
+//! typedef): IEEE-754 helpers, the global fence, the PTX form's TF32
+//! tensor-core and `exp` helpers.
+
+/// Helpers every program may use: IEEE-754 `maximum`/`minimum` (NaN
+/// propagating, unlike `fmax`/`fmin`), scalar, float4 and float16 (the
+/// NaN tests combine with `|`, not `||`: no branch, so that they vectorize).
+/// The program's `tcc_index` typedef comes first (see [`IndexWidth`]).
+pub(super) const PRELUDE: &str = "\
+/* arith.maximumf/minimumf (IEEE 754-2019 maximum/minimum): NaN propagates
+ * and -0 < +0. fmax/fmin may return either zero of a (-0, +0) pair: equal
+ * operands take the AND (maximum) or OR (minimum) of their bits instead. */
+inline float tcc_maximumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : a == b ? as_float(as_uint(a) & as_uint(b)) : fmax(a, b); }
+inline float tcc_minimumf(float a, float b) { return (isnan(a) | isnan(b)) ? NAN : a == b ? as_float(as_uint(a) | as_uint(b)) : fmin(a, b); }
+inline float4 tcc_maximumf4(float4 a, float4 b) { return select(select(fmax(a, b), as_float4(as_uint4(a) & as_uint4(b)), a == b), (float4)(NAN), isnan(a) | isnan(b)); }
+inline float4 tcc_minimumf4(float4 a, float4 b) { return select(select(fmin(a, b), as_float4(as_uint4(a) | as_uint4(b)), a == b), (float4)(NAN), isnan(a) | isnan(b)); }
+inline float16 tcc_maximumf16(float16 a, float16 b) { return select(select(fmax(a, b), as_float16(as_uint16(a) & as_uint16(b)), a == b), (float16)(NAN), isnan(a) | isnan(b)); }
+/* A fence that makes this work-item's global stores visible device-wide
+ * (split-K publishes partial tiles with it); the PTX back end defines
+ * TCC_PTX and gets NVIDIA's membar.gl directly. */
+#ifdef TCC_PTX
+inline void tcc_global_fence(void) { __nvvm_membar_gl(); }
+#else
+inline void tcc_global_fence(void) { mem_fence(CLK_GLOBAL_MEM_FENCE); }
+#endif
+#ifdef TCC_PTX
+/* TF32 tensor cores (--precision=tf32): round to TF32, and one
+ * mma.sync.m16n8k8 accumulating into four fp32 registers. */
+inline uint tcc_tf32(float x) { uint r; __asm__(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x)); return r; }
+#define TCC_MMA_TF32(c0, c1, c2, c3, a0, a1, a2, a3, b0, b1) \\
+  __asm__(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
+          : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
+          : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
+#endif
+/* exp of a float. The PTX form replaces libclc's portable polynomial
+ * (twice as slow as NVIDIA's own in a row softmax) with the hardware's
+ * 2^f: x log2(e) = j + f with |f| <= 1/2 (one fma, and the bits of log2(e)
+ * the float constant lacks), ex2.approx of f, then 2^j in two halves so
+ * that neither scale overflows before the product does. About 2 ulp;
+ * NaN stays NaN, the clamps give inf and 0. */
+#ifdef TCC_PTX
+inline float tcc_expf(float x) {
+  const float y = x > 88.8f ? 88.8f : (x < -104.0f ? -104.0f : x);
+  const float j = rint(y * 1.44269504f);
+  const float f = fma(y, 1.44269504f, -j) + y * 1.92596303e-8f;
+  float p;
+  __asm__(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(p) : \"f\"(f));
+  const int k = (int)j, k1 = k / 2, k2 = k - k1;
+  return p * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
+}
+#else
+inline float tcc_expf(float x) { return exp(x); }
+#endif
+";

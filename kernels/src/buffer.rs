@@ -1,0 +1,201 @@
+//! Kernel buffers and the typed parameter list of a kernel.
+//!
+//! Every kernel argument is a whole buffer: a [`Buffer`] (its C name and
+//! the element type it stores) plus an [`Access`] makes a
+//! [`KernelParameter`], and a [`KernelParameters`] list renders itself as
+//! the kernel's C parameter list. Templates and the compiler's writer read
+//! and write a buffer's elements only through [`Buffer::load`],
+//! [`Buffer::store`] and their vector forms, so that how an element is
+//! stored (a `bool` as a byte today; later, say, a `half` read into a
+//! `float`) is decided in this one place.
+
+use std::fmt;
+
+/// The element type a buffer stores, as its C pointer declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    F16,
+    F32,
+    F64,
+    /// A boolean, stored as one byte (`uchar`: 0 or 1).
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+}
+
+impl Storage {
+    /// The C type of the buffer's pointer.
+    pub fn c_type(self) -> &'static str {
+        match self {
+            Storage::F16 => "half",
+            Storage::F32 => "float",
+            Storage::F64 => "double",
+            Storage::Bool => "uchar",
+            Storage::I8 => "char",
+            Storage::I16 => "short",
+            Storage::I32 => "int",
+            Storage::I64 => "long",
+        }
+    }
+}
+
+/// A kernel argument's buffer: its C name and what it stores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    pub name: String,
+    pub storage: Storage,
+}
+
+impl Buffer {
+    pub fn new(name: impl Into<String>, storage: Storage) -> Self {
+        Buffer {
+            name: name.into(),
+            storage,
+        }
+    }
+
+    /// A buffer of floats (what the templates' operands hold).
+    pub fn f32(name: impl Into<String>) -> Self {
+        Buffer::new(name, Storage::F32)
+    }
+
+    /// The C expression of the element at `index` (an element offset).
+    pub fn load(&self, index: &str) -> String {
+        match self.storage {
+            Storage::Bool => format!("({}[{index}] != 0)", self.name),
+            _ => format!("{}[{index}]", self.name),
+        }
+    }
+
+    /// The C statement storing `value` at element offset `index`.
+    pub fn store(&self, value: &str, index: &str) -> String {
+        match self.storage {
+            Storage::Bool => format!("{}[{index}] = (uchar)({value} ? 1 : 0);", self.name),
+            _ => format!("{}[{index}] = {value};", self.name),
+        }
+    }
+
+    /// The C expression of the `width` elements from element offset
+    /// `index` (a `floatN` for a float buffer).
+    pub fn load_vector(&self, width: u32, index: &str) -> String {
+        format!("vload{width}(0, {} + {index})", self.name)
+    }
+
+    /// The C statement storing the `width`-element vector `value` from
+    /// element offset `index`.
+    pub fn store_vector(&self, width: u32, value: &str, index: &str) -> String {
+        format!("vstore{width}({value}, 0, {} + {index});", self.name)
+    }
+}
+
+impl fmt::Display for Buffer {
+    /// The buffer's C name (its pointer).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Whether a kernel writes through a parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    Written,
+}
+
+/// One kernel parameter: a buffer and whether the kernel writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelParameter {
+    pub buffer: Buffer,
+    pub access: Access,
+}
+
+impl fmt::Display for KernelParameter {
+    /// The C declaration: a restrict pointer, const unless written.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let constness = match self.access {
+            Access::ReadOnly => "const ",
+            Access::Written => "",
+        };
+        write!(
+            f,
+            "__global {constness}{}* restrict {}",
+            self.buffer.storage.c_type(),
+            self.buffer.name
+        )
+    }
+}
+
+/// A kernel's parameters, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelParameters(pub Vec<KernelParameter>);
+
+impl fmt::Display for KernelParameters {
+    /// The C parameter list, one parameter per line after the first.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, parameter) in self.0.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",\n    ")?;
+            }
+            write!(f, "{parameter}")?;
+        }
+        Ok(())
+    }
+}
+
+impl KernelParameters {
+    /// Float buffers `a0, a1, ...`, written where `written` says so (for
+    /// tests of the templates).
+    pub fn floats(written: &[bool]) -> Self {
+        KernelParameters(
+            written
+                .iter()
+                .enumerate()
+                .map(|(index, written)| KernelParameter {
+                    buffer: Buffer::f32(format!("a{index}")),
+                    access: if *written {
+                        Access::Written
+                    } else {
+                        Access::ReadOnly
+                    },
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_render_as_restrict_pointers() {
+        let parameters = KernelParameters(vec![
+            KernelParameter {
+                buffer: Buffer::f32("a0"),
+                access: Access::ReadOnly,
+            },
+            KernelParameter {
+                buffer: Buffer::new("a1", Storage::Bool),
+                access: Access::Written,
+            },
+        ]);
+        assert_eq!(
+            parameters.to_string(),
+            "__global const float* restrict a0,\n    __global uchar* restrict a1"
+        );
+    }
+
+    #[test]
+    fn accesses_go_through_the_buffer() {
+        let x = Buffer::f32("a0");
+        assert_eq!(x.load("i + 1"), "a0[i + 1]");
+        assert_eq!(x.store("v", "i"), "a0[i] = v;");
+        assert_eq!(x.load_vector(4, "i"), "vload4(0, a0 + i)");
+        assert_eq!(x.store_vector(16, "e", "c"), "vstore16(e, 0, a0 + c);");
+        let flags = Buffer::new("a1", Storage::Bool);
+        assert_eq!(flags.load("i"), "(a1[i] != 0)");
+        assert_eq!(flags.store("v", "i"), "a1[i] = (uchar)(v ? 1 : 0);");
+    }
+}
