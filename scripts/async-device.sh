@@ -10,8 +10,14 @@
 # 2. sgemm 4096^3 end to end (two 64 MiB inputs up, one down): synchronous
 #    against 2 and 4 in flight; the synchronous run's kernel time (profiling
 #    events) is the compute part, the rest of its latency the copies.
+#    The same 4 in flight with every input staged (TCC_STAGING_LIMIT of
+#    1 GiB, as before the limit) against the default 4 MiB limit, above
+#    which inputs and outputs transfer directly.
 # 3. With two or more GPUs (and models/resnet50_b16.so): a batch of 32 split
 #    into two batch-16 parts on one GPU, then across two.
+# 4. ResNet-50 with half storage (models/resnet50_fp16.so, `tcc compile
+#    --storage=fp16`) against f32, in one run: device time and end to end,
+#    and the outputs' difference on the model's random [0, 1) image.
 #
 # Each case prints one line: calls/s, ms per call (1000 / calls per s),
 # median latency, and the ratio to the synchronous case. The raw JSON of
@@ -19,7 +25,7 @@
 #
 # Usage: async-device.sh [BUNDLE_DIR]   (default: the directory of this script)
 # (R50_ITERATIONS, GEMM_ITERATIONS: timed calls per case, default 300, 30;
-#  SECTIONS: which of 1 2 3 to run, default all.)
+#  SECTIONS: which of 1 2 3 4 to run, default all.)
 set -uo pipefail
 here=$(cd "${1:-$(dirname "$0")}" && pwd)
 bin=$here/bin
@@ -58,7 +64,7 @@ EOF
 }
 cps() { cat "$out/$1.cps" 2>/dev/null || echo 0; }
 
-sections=${SECTIONS:-1 2 3}
+sections=${SECTIONS:-1 2 3 4}
 want() { [[ " $sections " == *" $1 "* ]]; }
 
 R50=(resnet50.so --input=1x3x224x224xf32=0.5 --warmup=20 --iterations=${R50_ITERATIONS:-300})
@@ -90,6 +96,8 @@ bench sgemm_async_inflight1 "$base" "${G[@]}" --in-flight=1 --own-queues
 bench sgemm_inflight2 "$base" "${G[@]}" --in-flight=2
 bench sgemm_inflight4 "$base" "${G[@]}" --in-flight=4
 TCC_PINNED_STAGING=0 bench sgemm_inflight4_unpinned "$base" "${G[@]}" --in-flight=4
+TCC_STAGING_LIMIT=$((1 << 30)) bench sgemm_inflight4_all_staged "$base" "${G[@]}" --in-flight=4
+TCC_STAGING_LIMIT=$((1 << 30)) bench sgemm_sync_all_staged "$base" "${G[@]}"
 bench sgemm_concurrency2_own_queues "$base" "${G[@]}" --concurrency=2 --own-queues
 [[ -s $out/sgemm_sync.json ]] && python3 - "$out/sgemm_sync.json" <<'EOF'
 import json, sys
@@ -114,5 +122,29 @@ elif ((ngpus >= 2)) && [[ -e $models/resnet50_b16.so ]]; then
   bench r50_b16_round_robin_two_gpus 0 resnet50_b16.so --input=16x3x224x224xf32=0.5 --device="${gpus[0]},${gpus[1]}" --concurrency=2 --warmup=5 --iterations=50
 else
   echo "== two-GPU split skipped ($ngpus GPU(s); needs 2 and models/resnet50_b16.so from --with-batch16)"
+fi
+if want 4 && [[ -e $models/resnet50_fp16.so ]]; then
+  echo "== ResNet-50 batch 1: half storage (--storage=fp16) against f32, one run"
+  "$bin/tcc-run" --prepare "$models/resnet50_fp16.so" 2>&1 | tail -2
+  H=(--input=1x3x224x224xf32=0.5 --warmup=20 --iterations=${R50_ITERATIONS:-300})
+  bench r50_f32 0 resnet50.so "${H[@]}"
+  base=$(cps r50_f32)
+  bench r50_fp16 "$base" resnet50_fp16.so "${H[@]}"
+  bench r50_f32_again 0 resnet50.so "${H[@]}"
+  if [[ -e $models/resnet50.input.npy ]]; then
+    for m in resnet50 resnet50_fp16; do
+      "$bin/tcc-run" "$models/$m.so" --input=@"$models/resnet50.input.npy" --output=@"$out/$m.out.npy" > /dev/null 2> "$out/$m.run.err" \
+        || { echo "$m: run FAILED"; tail -3 "$out/$m.run.err"; }
+    done
+    python3 - "$out/resnet50.out.npy" "$out/resnet50_fp16.out.npy" <<'EOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]).astype(np.float64), np.load(sys.argv[2]).astype(np.float64)
+rel = np.linalg.norm(a - b) / np.linalg.norm(a)
+print("fp16 storage vs f32 outputs: max |diff| %.3e (max |f32| %.3e), relative Frobenius %.3e, top-1 %s" % (
+    np.abs(a - b).max(), np.abs(a).max(), rel, "same" if a.argmax() == b.argmax() else "DIFFERENT"))
+EOF
+  fi
+  ls -la "$models"/resnet50.so "$models"/resnet50_fp16.so
 fi
 echo "== raw JSON in $out"

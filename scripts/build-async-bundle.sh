@@ -5,6 +5,7 @@
 #
 #   .device-async/bin/tcc-run, tcc-benchmark     runtime CLIs of this tree (release)
 #   .device-async/models/resnet50.so             ResNet-50, batch 1, --target=nvidia
+#   .device-async/models/resnet50_fp16.so        the same with --storage=fp16 (issue 15)
 #   .device-async/models/sgemm_4096.so           C = A @ B, 4096^3 f32, --target=nvidia
 #   .device-async/models/resnet50_b16.so         (--with-batch16) batch 16, for a batch
 #                                                of 32 split across two GPUs
@@ -58,6 +59,8 @@ echo "== ResNet-50 (shared weights)"
 python3 scripts/gen-real-models.py "$work" --shared-weights resnet50 > /dev/null
 input=$(python3 -c "import onnx,sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.input[0].name)" "$work/resnet50.onnx")
 "$tcc" compile "$work/resnet50.onnx" --target=nvidia -o "$out/models/resnet50.so"
+"$tcc" compile "$work/resnet50.onnx" --target=nvidia --storage=fp16 -o "$out/models/resnet50_fp16.so"
+cp "$work/resnet50.input.npy" "$out/models/resnet50.input.npy"
 if ((batch16)); then
   "$tcc" compile "$work/resnet50.onnx" --target=nvidia --input-shape="$input=16x3x224x224" -o "$out/models/resnet50_b16.so"
 fi

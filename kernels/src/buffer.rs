@@ -62,31 +62,43 @@ impl Buffer {
     }
 
     /// The C expression of the element at `index` (an element offset).
+    /// A half buffer's element is read as a `float` (`vload_half`, which
+    /// every OpenCL device has, with or without `cl_khr_fp16`).
     pub fn load(&self, index: &str) -> String {
         match self.storage {
             Storage::Bool => format!("({}[{index}] != 0)", self.name),
+            Storage::F16 => format!("vload_half({index}, {})", self.name),
             _ => format!("{}[{index}]", self.name),
         }
     }
 
-    /// The C statement storing `value` at element offset `index`.
+    /// The C statement storing `value` at element offset `index`; a half
+    /// buffer takes a `float` rounded to the nearest half (`vstore_half`
+    /// in the default round-to-nearest-even mode).
     pub fn store(&self, value: &str, index: &str) -> String {
         match self.storage {
             Storage::Bool => format!("{}[{index}] = (uchar)({value} ? 1 : 0);", self.name),
+            Storage::F16 => format!("vstore_half({value}, {index}, {});", self.name),
             _ => format!("{}[{index}] = {value};", self.name),
         }
     }
 
     /// The C expression of the `width` elements from element offset
-    /// `index` (a `floatN` for a float buffer).
+    /// `index` (a `floatN` for a float buffer, and for a half one).
     pub fn load_vector(&self, width: u32, index: &str) -> String {
-        format!("vload{width}(0, {} + {index})", self.name)
+        match self.storage {
+            Storage::F16 => format!("vload_half{width}(0, {} + {index})", self.name),
+            _ => format!("vload{width}(0, {} + {index})", self.name),
+        }
     }
 
     /// The C statement storing the `width`-element vector `value` from
     /// element offset `index`.
     pub fn store_vector(&self, width: u32, value: &str, index: &str) -> String {
-        format!("vstore{width}({value}, 0, {} + {index});", self.name)
+        match self.storage {
+            Storage::F16 => format!("vstore_half{width}({value}, 0, {} + {index});", self.name),
+            _ => format!("vstore{width}({value}, 0, {} + {index});", self.name),
+        }
     }
 }
 

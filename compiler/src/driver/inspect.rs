@@ -76,6 +76,7 @@ pub fn describe(model: &Model) -> Value {
         "target": metadata["target"],
         "host_triple": metadata["host_triple"],
         "tuning": metadata["tuning"],
+        "storage": metadata.get("storage").cloned().unwrap_or_else(|| json!("fp32")),
         "kernel_format": match model.source_kind() {
             tcc_runtime::SourceKind::OpenClC => "OpenCL C",
             tcc_runtime::SourceKind::SpirV => "SPIR-V",
@@ -126,6 +127,9 @@ pub fn render(d: &Value) -> String {
                 format!(" (driver {driver})")
             }
         ));
+    }
+    if d["storage"] == "fp16" {
+        out.push_str("  storage: fp16 (weights and intermediates; inputs and outputs f32)\n");
     }
     out.push_str(&format!(
         "  kernel format: {}{}\n",

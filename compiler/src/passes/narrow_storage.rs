@@ -159,8 +159,8 @@ fn narrowable_arguments(kernel: OperationRef) -> Vec<bool> {
 struct Access {
     loaded: bool,
     stored: bool,
-    /// Every use is a load, a store, a view or (in a template kernel) an
-    /// operand of the template's linalg op, which its writer reads.
+    /// Every use is a load, a store, a view or an operand of a linalg or
+    /// tcc op (a template kernel's root, which its writer reads).
     understood: bool,
 }
 
@@ -190,7 +190,10 @@ impl Access {
                             pending.push(result.into());
                         }
                     }
-                    other if other.starts_with("linalg.") => {}
+                    // A template kernel's root op (a linalg op, or tcc's
+                    // row ops): its writer reads and writes the buffer
+                    // through the storage-aware accessors.
+                    other if other.starts_with("linalg.") || other.starts_with("tcc.") => {}
                     _ => access.understood = false,
                 }
             }

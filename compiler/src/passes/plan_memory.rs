@@ -483,9 +483,14 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(at, e.to_string()))?
             .into();
-        let view = OperationBuilder::new("memref.view", at)
+        let mut view = OperationBuilder::new("memref.view", at)
             .add_operands(&[arena, shift])
-            .add_results(&[old.r#type()])
+            .add_results(&[old.r#type()]);
+        // The host sizes the view by the buffer's storage.
+        if let Ok(storage) = alloc.attribute(super::STORAGE_ATTR) {
+            view = view.add_attributes(&[(Identifier::new(context, super::STORAGE_ATTR), storage)]);
+        }
+        let view = view
             .build()
             .map_err(|e| PassError::at(at, format!("cannot build memref.view: {e}")))?;
         let view = parent.insert_operation_before(*alloc, view);

@@ -138,6 +138,21 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
     })
 }
 
+/// The bytes a buffer of `tensor` takes on the device: half of its f32
+/// bytes where `tcc-narrow-storage` stores it as f16 (the op, an
+/// allocation or an arena view, carries `tcc.storage`).
+fn stored_byte_size(op: OperationRef, tensor: &TensorDesc) -> u64 {
+    let bytes = byte_size(tensor);
+    match crate::passes::op_storage(&op) {
+        Some(storage)
+            if melior::ir::r#type::TypeLike::is_f16(&storage) && tensor.element.size_bytes() == 4 =>
+        {
+            bytes / 2
+        }
+        _ => bytes,
+    }
+}
+
 fn key(value: Value) -> usize {
     value.to_raw().ptr as usize
 }
@@ -368,14 +383,14 @@ pub fn lower_function<'c>(
                 let offset = operand(&values, op, 1, "the view's offset")?;
                 let result = result_of(op)?;
                 let tensor = tensor_of(op, result)?;
-                let bytes = b.constant(byte_size(&tensor).max(1) as i64, t.i64)?;
+                let bytes = b.constant(stored_byte_size(op, &tensor).max(1) as i64, t.i64)?;
                 let buffer = call_for_buffer(&mut b, VIEW, vec![ctx, offset, bytes])?;
                 values.insert(key(result), buffer);
             }
             "memref.alloc" => {
                 let result = result_of(op)?;
                 let tensor = tensor_of(op, result)?;
-                let bytes = b.constant(byte_size(&tensor).max(1) as i64, t.i64)?;
+                let bytes = b.constant(stored_byte_size(op, &tensor).max(1) as i64, t.i64)?;
                 let buffer = call_for_buffer(&mut b, ALLOC, vec![ctx, bytes])?;
                 values.insert(key(result), buffer);
                 allocations.push((key(result), buffer));

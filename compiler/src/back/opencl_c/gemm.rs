@@ -418,8 +418,8 @@ impl KernelWriter {
                     "a split-K GEMM kernel needs its workspace and counters arguments (run tcc-attach-split-k-scratch)",
                 ));
             }
-            let workspace = argument_buffer(count - 2, ElementType::F32);
-            let counters = argument_buffer(count - 1, ElementType::I32);
+            let workspace = argument_buffer(count - 2, ElementType::F32.storage());
+            let counters = argument_buffer(count - 1, ElementType::I32.storage());
             self.mark_written(&workspace);
             self.mark_written(&counters);
             Some((workspace, counters))

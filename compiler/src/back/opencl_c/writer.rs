@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use tcc_kernels::{Access, Buffer, KernelParameter, KernelParameters};
+use tcc_kernels::{Access, Buffer, KernelParameter, KernelParameters, Storage};
 
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, Module, RegionLike, Type, TypeLike, Value, ValueLike};
@@ -32,7 +32,11 @@ use crate::ir::util::{op_name, ops_named, string_value};
 /// One kernel argument: a whole buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelArg {
+    /// The type the kernel computes with.
     pub element: ElementType,
+    /// How the buffer holds its elements: as `element` says, or half for
+    /// an f32 buffer `tcc-narrow-storage` marked.
+    pub storage: Storage,
     pub shape: Vec<i64>,
     pub written: bool,
 }
@@ -158,7 +162,7 @@ pub(super) fn parameters(args: &[KernelArg]) -> KernelParameters {
         args.iter()
             .enumerate()
             .map(|(index, arg)| KernelParameter {
-                buffer: argument_buffer(index, arg.element),
+                buffer: argument_buffer(index, arg.storage),
                 access: if arg.written {
                     Access::Written
                 } else {
@@ -170,8 +174,27 @@ pub(super) fn parameters(args: &[KernelArg]) -> KernelParameters {
 }
 
 /// The buffer of kernel argument `index`.
-pub(super) fn argument_buffer(index: usize, element: ElementType) -> Buffer {
-    Buffer::new(format!("a{index}"), element.storage())
+pub(super) fn argument_buffer(index: usize, storage: Storage) -> Buffer {
+    Buffer::new(format!("a{index}"), storage)
+}
+
+/// How kernel argument `index` of `kernel` stores its `element`s: half
+/// where `tcc-narrow-storage` marked an f32 buffer, else as the type says.
+fn argument_storage(
+    kernel: OperationRef,
+    index: usize,
+    element: ElementType,
+) -> Result<Storage, CodegenError> {
+    match crate::passes::argument_storage(kernel, index) {
+        None => Ok(element.storage()),
+        Some(storage) if storage.is_f16() && element == ElementType::F32 => Ok(Storage::F16),
+        Some(storage) => Err(CodegenError::at(
+            &kernel,
+            format!(
+                "kernel argument {index} of {element:?} elements is marked stored as {storage}: only f32 buffers may be stored as f16"
+            ),
+        )),
+    }
 }
 
 /// Where a memref value's elements live.
@@ -365,10 +388,11 @@ impl KernelWriter {
                     format!("kernel argument {index} has a dynamic layout: {ty}"),
                 )
             })?;
+            let storage = argument_storage(kernel, index, element)?;
             self.views.insert(
                 key(argument),
                 MemrefView {
-                    buffer: argument_buffer(index, element),
+                    buffer: argument_buffer(index, storage),
                     element,
                     offset,
                     strides,
@@ -376,6 +400,7 @@ impl KernelWriter {
             );
             args.push(KernelArg {
                 element,
+                storage,
                 shape: memref_shape(ty),
                 written: false,
             });
