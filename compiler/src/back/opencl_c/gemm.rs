@@ -300,10 +300,9 @@ impl KernelWriter {
                 let mut args = Vec::new();
                 for (index, operand) in inner.operands().enumerate() {
                     let name = self.operand(*inner, index)?;
-                    let vector_value = defining_in(input_ops, operand);
-                    args.push(if index == 0 && op_name(inner) == "arith.select" {
-                        name
-                    } else if vector_value {
+                    // A select's condition stays scalar.
+                    let condition = index == 0 && op_name(inner) == "arith.select";
+                    args.push(if condition || defining_in(input_ops, operand) {
                         name
                     } else {
                         format!("(float4)({name})")
