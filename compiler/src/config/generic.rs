@@ -46,10 +46,6 @@ fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
     })
 }
 
-/// The most operations one fused elementwise body may hold (see
-/// `Target::max_fused_ops`).
-pub const MAX_FUSED_OPS: i64 = 128;
-
 /// Work-items per row of a row template: at most 128.
 const ROW_WORKGROUP: i64 = 128;
 
@@ -68,9 +64,5 @@ impl TargetConfig for Generic {
 
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
-    }
-
-    fn max_fused_ops(&self) -> i64 {
-        MAX_FUSED_OPS
     }
 }

@@ -165,10 +165,6 @@ const MIN_SMALL_M_SPLIT_K_SLICE: i64 = 128;
 /// work-group: splitting only pays when each slice stays long.
 const MIN_LONG_SPLIT_K_SLICE: i64 = 1024;
 
-/// The most operations one fused elementwise body may hold (see
-/// `Target::max_fused_ops`).
-pub const MAX_FUSED_OPS: i64 = 128;
-
 /// Work-items per row of a row template: at most 256.
 const ROW_WORKGROUP: i64 = 256;
 
@@ -187,9 +183,5 @@ impl TargetConfig for Nvidia {
 
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
-    }
-
-    fn max_fused_ops(&self) -> i64 {
-        MAX_FUSED_OPS
     }
 }

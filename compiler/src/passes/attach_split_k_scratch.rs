@@ -22,6 +22,7 @@ use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
 use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::operand::result_at;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops, body_ops_named, string_value};
 
@@ -221,30 +222,12 @@ fn pass_scratch<'c>(
         .map_err(|e| PassError::at(location, format!("cannot build memref.get_global: {e}")))?;
     let get_global = block.insert_operation_before(launch, get_global);
 
-    let raw = launch.to_raw();
-    let count = unsafe { mlir_sys::mlirOperationGetNumOperands(raw) };
-    let mut operands: Vec<mlir_sys::MlirValue> = (0..count)
-        .map(|i| unsafe { mlir_sys::mlirOperationGetOperand(raw, i) })
-        .collect();
-    for op in [alloc, get_global] {
-        operands.push(Value::from(op.result(0).expect("one result")).to_raw());
+    let scratch = [result_at(alloc, 0)?, result_at(get_global, 0)?].map(|v| v.to_raw());
+    // Through the op's kernel-operand accessor, which keeps its operand
+    // segments right.
+    if !unsafe { tcc_dialects::append_launch_kernel_operands(launch.to_raw(), &scratch) } {
+        return Err(PassError::at(location, "not a gpu.launch_func"));
     }
-    unsafe { mlir_sys::mlirOperationSetOperands(raw, operands.len() as isize, operands.as_ptr()) };
-    // [async deps, grid x3, block x3, cluster x3, shared memory, kernel
-    // operands, async object]: two more kernel operands.
-    let mut segments: Vec<i32> = launch
-        .attribute("operandSegmentSizes")
-        .ok()
-        .and_then(|a| DenseI32ArrayAttribute::try_from(a).ok())
-        .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect())
-        .ok_or_else(|| PassError::at(location, "gpu.launch_func without operand segments"))?;
-    let kernel_operands = segments.len() - 2;
-    segments[kernel_operands] += 2;
-    let mut launch = unsafe { OperationRefMut::from_raw(raw) };
-    launch.set_attribute(
-        "operandSegmentSizes",
-        DenseI32ArrayAttribute::new(context, &segments).into(),
-    );
     Ok(())
 }
 

@@ -26,12 +26,11 @@ use super::builder::Builder;
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
+use crate::ir::attr_names;
 use crate::ir::memref::MemRefLayout;
 use crate::ir::operand::{operand_at, result_at};
 use crate::ir::util::{body_ops, integer_value, op_name, ops_named, string_value};
-use crate::passes::{
-    ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, NAMES_ATTR, NUM_OUTPUTS_ATTR,
-};
+
 
 /// Fields of the runtime table, found by name in the ABI table.
 const CTX: i32 = tcc_abi::RUNTIME_API.field("ctx") as i32;
@@ -151,18 +150,21 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         .and_then(string_value)
         .ok_or_else(|| CodegenError::at(&function, "function without a name"))?;
     let num_outputs = function
-        .attribute(NUM_OUTPUTS_ATTR)
+        .attribute(attr_names::NUM_OUTPUTS)
         .ok()
         .and_then(integer_value)
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| {
             CodegenError::at(
                 &function,
-                format!("@{name} lacks {NUM_OUTPUTS_ATTR}: run the input phase first"),
+                format!(
+                    "@{name} lacks {}: run the input phase first",
+                    attr_names::NUM_OUTPUTS
+                ),
             )
         })?;
     let names: Vec<String> = function
-        .attribute(NAMES_ATTR)
+        .attribute(attr_names::IO_NAMES)
         .ok()
         .and_then(|a| ArrayAttribute::try_from(a).ok())
         .map(|array| {
@@ -198,8 +200,8 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         name: name.clone(),
         inputs: Vec::new(),
         outputs: Vec::new(),
-        arena_bytes: planned(ARENA_BYTES_ATTR)?,
-        arena_alignment: planned(ARENA_ALIGNMENT_ATTR)?,
+        arena_bytes: planned(attr_names::ARENA_BYTES)?,
+        arena_alignment: planned(attr_names::ARENA_ALIGNMENT)?,
     };
     for index in 0..argument_count {
         let argument = block
@@ -343,14 +345,15 @@ pub fn lower_function<'c>(
                     .ok_or_else(|| CodegenError::at(&op, "host constants must be integers"))?;
                 values.insert(key(result_of(op)?), b.constant(value, t.i64)?);
             }
-            "memref.alloc" if op.attribute(ARENA_ATTR).is_ok() => {
+            "memref.alloc" if op.attribute(attr_names::ARENA).is_ok() => {
                 let result = result_of(op)?;
                 let tensor = tensor_of(op, result)?;
                 if arena.is_some() || byte_size(&tensor) != desc.arena_bytes {
                     return Err(CodegenError::at(
                         &op,
                         format!(
-                            "@{name}: the arena must be one allocation of {ARENA_BYTES_ATTR} = {} bytes",
+                            "@{name}: the arena must be one allocation of {} = {} bytes",
+                            attr_names::ARENA_BYTES,
                             desc.arena_bytes
                         ),
                     ));
