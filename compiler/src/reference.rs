@@ -16,8 +16,8 @@ use melior::ir::{BlockLike, RegionLike, Type, ValueLike};
 use tcc_runtime::{DType, HostTensor};
 
 use crate::driver::session::Session;
-use crate::ir::util::{body_ops, integer_value, op_name, string_value};
 use crate::ir::attr_names;
+use crate::ir::util::{body_ops, integer_value, op_name, string_value};
 
 /// Upstream-only lowering to the LLVM dialect, with C interfaces.
 const LOWER_TO_LLVM: &str = "builtin.module(\

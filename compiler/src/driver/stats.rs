@@ -7,9 +7,9 @@
 use melior::ir::Module;
 use melior::ir::operation::OperationLike;
 
+use crate::ir::attr_names;
 use crate::ir::dense::int_array_attribute;
 use crate::ir::util::{collect_ops, integer_value, op_name, string_value};
-use crate::ir::attr_names;
 
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -68,9 +68,10 @@ pub fn collect(module: &Module) -> Stats {
                 .and_then(integer_value)
                 .and_then(|v| u64::try_from(v).ok())
         };
-        if let (Some(arena_bytes), Some(live_bytes_bound)) =
-            (size(attr_names::ARENA_BYTES), size(attr_names::LIVE_BYTES_BOUND))
-        {
+        if let (Some(arena_bytes), Some(live_bytes_bound)) = (
+            size(attr_names::ARENA_BYTES),
+            size(attr_names::LIVE_BYTES_BOUND),
+        ) {
             stats.plans.push(MemoryPlan {
                 function: function
                     .attribute("sym_name")

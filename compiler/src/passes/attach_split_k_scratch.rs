@@ -13,6 +13,7 @@
 //!   one with the most tiles and passed whole to each. The runtime uploads
 //!   it once per session like a constant.
 
+use melior::Context;
 use melior::ir::attribute::{Attribute, DenseI32ArrayAttribute, StringAttribute, TypeAttribute};
 use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
@@ -21,7 +22,7 @@ use melior::ir::r#type::{FunctionType, MemRefType};
 use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::operand::result_at;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops, body_ops_named, string_value};
@@ -38,12 +39,7 @@ impl TccPass for AttachSplitKScratch {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref", "gpu"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let kernels = split_k_kernels(module)?;
         let Some(max_counters) = kernels.iter().map(|k| k.counters).max() else {
             return Ok(());

@@ -17,11 +17,12 @@
 //! Every member gets `tcc.kernel = "<name>"`; the group's root (the
 //! matmul/conv/reduction, or the op itself) also gets `tcc.kind`.
 
+use melior::Context;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{BlockLike, Value, ValueLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
 use crate::ir::attr_names;
@@ -107,7 +108,11 @@ pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
 }
 
 fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
-    set_discardable_attribute(op, attr_names::KERNEL, StringAttribute::new(context, name).into());
+    set_discardable_attribute(
+        op,
+        attr_names::KERNEL,
+        StringAttribute::new(context, name).into(),
+    );
 }
 
 impl TccPass for FormDispatches {
@@ -117,12 +122,7 @@ impl TccPass for FormDispatches {
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let mut index = 0;
         let functions: Vec<_> = ops_named(module, "func.func");
         for function in &functions {

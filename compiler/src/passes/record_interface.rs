@@ -5,12 +5,13 @@
 //! outputs; names come from `tcc.name` argument/result attributes (set by
 //! importers, e.g. ONNX graph input names) and default to "".
 
+use melior::Context;
 use melior::ir::attribute::{ArrayAttribute, IntegerAttribute, StringAttribute};
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Attribute, TypeLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::attr_names;
 use crate::ir::util::{body_ops_named, string_value};
 
@@ -42,12 +43,7 @@ impl TccPass for RecordInterface {
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         for function in body_ops_named(module, "func.func") {
             if function.attribute(attr_names::NUM_OUTPUTS).is_ok() {
                 continue;
@@ -79,8 +75,10 @@ impl TccPass for RecordInterface {
                 attr_names::NUM_OUTPUTS,
                 IntegerAttribute::new(i64_type, outputs as i64).into(),
             );
-            function
-                .set_discardable_attribute(attr_names::IO_NAMES, ArrayAttribute::new(context, &names).into());
+            function.set_discardable_attribute(
+                attr_names::IO_NAMES,
+                ArrayAttribute::new(context, &names).into(),
+            );
         }
         Ok(())
     }

@@ -28,8 +28,8 @@ use melior::ir::{
 };
 
 use super::conv_inputs::{Builder, clone_remapped, fusible_producer, inline_producer};
-use crate::ir::attr_names;
 use crate::ir::affine::{IteratorType, iterator_types};
+use crate::ir::attr_names;
 use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, integer_value, op_name, same_op, use_count, users};

@@ -31,7 +31,6 @@ use crate::ir::memref::MemRefLayout;
 use crate::ir::operand::{operand_at, result_at};
 use crate::ir::util::{body_ops, integer_value, op_name, ops_named, string_value};
 
-
 /// Fields of the runtime table, found by name in the ABI table.
 const CTX: i32 = tcc_abi::RUNTIME_API.field("ctx") as i32;
 const ALLOC: i32 = tcc_abi::RUNTIME_API.field("alloc") as i32;
@@ -223,14 +222,18 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
 
 /// Lowers the host function `function` to `llvm.func internal
 /// @tcc_entry_<name>`, which `insert` places (and returns); returns it with
-/// the function's ABI description.
+/// the function's ABI description. `lowering` is kept at the op being
+/// lowered (the function, then each op of its body), so that a caller can
+/// locate an error at it.
 pub fn lower_function<'c>(
     context: &'c Context,
     function: OperationRef<'c, 'c>,
     constants: &HashMap<String, u32>,
     kernels: &Kernels,
+    lowering: &mut OperationRef<'c, 'c>,
     insert: impl FnOnce(Operation<'c>) -> OperationRef<'c, 'c>,
 ) -> Result<(OperationRef<'c, 'c>, FunctionDesc), CodegenError> {
+    *lowering = function;
     let desc = describe(function)?;
     let name = desc.name.clone();
     // Types of a dialect exist only once it is loaded.
@@ -336,6 +339,7 @@ pub fn lower_function<'c>(
 
     for (position, op) in ops.iter().enumerate() {
         let op = *op;
+        *lowering = op;
         match op_name(&op).as_str() {
             "arith.constant" => {
                 let value = op
@@ -490,21 +494,32 @@ pub fn lower_function<'c>(
 
 /// Replaces every host `func.func` of `module` by its `llvm.func` entry, in
 /// place (what `tcc-lower-host-to-llvm` does): kernels are numbered in
-/// module order, constants too. Returns the functions' ABI descriptions.
+/// module order, constants too. Returns the functions' ABI descriptions,
+/// or the error with the op it is about (a function or one of its ops).
 pub fn lower_module<'c>(
     context: &'c Context,
     module: OperationRef<'c, 'c>,
-) -> Result<Vec<FunctionDesc>, CodegenError> {
+) -> Result<Vec<FunctionDesc>, (OperationRef<'c, 'c>, CodegenError)> {
     let constants = constant_indices(module);
     let kernels = kernels_of_module(module);
     let mut functions = Vec::new();
     for function in crate::ir::util::body_ops_named(module, "func.func") {
-        let block = function
-            .block()
-            .ok_or_else(|| CodegenError::at(&function, "a function outside any block"))?;
-        let (_, desc) = lower_function(context, function, &constants, &kernels, |entry| {
-            block.insert_operation_before(function, entry)
+        let block = function.block().ok_or_else(|| {
+            (
+                function,
+                CodegenError::at(&function, "a function outside any block"),
+            )
         })?;
+        let mut lowering = function;
+        let (_, desc) = lower_function(
+            context,
+            function,
+            &constants,
+            &kernels,
+            &mut lowering,
+            |entry| block.insert_operation_before(function, entry),
+        )
+        .map_err(|e| (lowering, e))?;
         crate::ir::util::erase_op(function);
         functions.push(desc);
     }

@@ -35,6 +35,7 @@
 
 use std::collections::HashMap;
 
+use melior::Context;
 use melior::ir::attribute::{DenseI32ArrayAttribute, IntegerAttribute};
 use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
@@ -42,10 +43,12 @@ use melior::ir::operation::{
 use melior::ir::r#type::{IntegerType, MemRefType};
 use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, TypeLike, Value, ValueLike};
 
-use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
+use super::pass::{
+    PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
+};
 use crate::ir::attr_names;
-use planner::{Interval, plan};
 use crate::ir::util::{body_ops, body_ops_named, op_name, users};
+use planner::{Interval, plan};
 
 mod planner;
 
@@ -270,7 +273,8 @@ fn plan_function<'c>(
     let mut function_mut = unsafe { OperationRefMut::from_raw(function.to_raw()) };
     function_mut.set_discardable_attribute(attr_names::ARENA_BYTES, int_attr(result.arena_bytes)?);
     function_mut.set_discardable_attribute(attr_names::ARENA_ALIGNMENT, int_attr(alignment)?);
-    function_mut.set_discardable_attribute(attr_names::LIVE_BYTES_BOUND, int_attr(result.lower_bound)?);
+    function_mut
+        .set_discardable_attribute(attr_names::LIVE_BYTES_BOUND, int_attr(result.lower_bound)?);
     if planned.is_empty() {
         return Ok(());
     }
@@ -357,10 +361,10 @@ impl TccPass for PlanMemory {
 
     fn run<'c>(
         &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
+        context: &'c Context,
+        module: Root<'c>,
         options: &PlanOptions,
-    ) -> Result<(), PassError<'c>> {
+    ) -> PassResult<'c> {
         for function in body_ops_named(module, "func.func") {
             plan_function(context, function, options.alignment)?;
         }

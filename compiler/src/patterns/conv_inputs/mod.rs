@@ -40,7 +40,7 @@ mod pool;
 pub use build::rewrite;
 pub(crate) use build::{Builder, clone_remapped, inline_producer};
 
-use melior::ir::attribute::{ArrayAttribute, DenseI64ArrayAttribute};
+use melior::ir::attribute::{ArrayAttribute, AttributeLike, DenseI64ArrayAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Attribute, BlockLike, RegionLike, TypeLike, Value, ValueLike};
 

@@ -5,8 +5,8 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 
-use super::{Combine, MAX_UNROLLED_WINDOW, WINDOWS, Window, dense_i64, pair};
 use super::build::{Builder, clone_remapped};
+use super::{Combine, MAX_UNROLLED_WINDOW, WINDOWS, Window, dense_i64, pair};
 use crate::config::PoolFolding;
 use crate::ir::attr_names;
 use crate::ir::types::StaticTensor;

@@ -4,10 +4,11 @@
 
 use melior::Context;
 use melior::ir::BlockLike;
+use melior::ir::Value;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Value, ValueLike};
 
 use super::{AXIS_OPS, ELEMENTWISE, inverse, rank_of, result_of, sink, transpose_perm};
+use crate::ir::constant::ConstTensor;
 use crate::ir::util::{defining_op, op_name, same_op, users};
 use crate::passes::PassError;
 

@@ -6,13 +6,13 @@
 
 use melior::Context;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{TypeLike, Value, ValueLike};
+use melior::ir::{Value, ValueLike};
 
-use super::{result_of, transpose_perm};
+use super::{result_of, transpose_perm, transposed_operand};
 use crate::ir::constant::ConstTensor;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
-use crate::ir::util::{defining_op, replace_and_erase};
+use crate::ir::util::{defining_op, replace_and_erase, users};
 use crate::passes::PassError;
 
 /// `reshape(transpose(x, P), R)` where the reshape only merges dimensions
@@ -26,14 +26,7 @@ pub(super) fn sink_through_reshape<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
 ) -> Result<bool, PassError<'c>> {
-    let location = op.location();
-    let operand: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
-    let Some(producer) = defining_op(operand) else {
-        return Ok(false);
-    };
-    let Some(perm) = transpose_perm(producer) else {
+    let Some((operand, producer, perm)) = transposed_operand(op)? else {
         return Ok(false);
     };
     if users(operand).len() != 1 {
@@ -41,7 +34,7 @@ pub(super) fn sink_through_reshape<'c>(
     }
     let source: Value = producer
         .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
+        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
     let (Some(x), Some(r)) = (
         StaticTensor::of(source.r#type()),
         StaticTensor::of(result_of(op)?.r#type()),

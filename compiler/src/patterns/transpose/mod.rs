@@ -25,15 +25,15 @@ use melior::ir::{BlockLike, Type, TypeLike, Value, ValueLike};
 use crate::ir::constant::ConstTensor;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
-use crate::ir::util::{defining_op, op_name, replace_and_erase, same_op, users};
+use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
 use crate::passes::PassError;
 
 mod cluster;
 mod compose;
 
 pub use cluster::sink_cluster;
-pub use compose::{compose_transposes, transpose_to_reshape};
 use compose::sink_through_reshape;
+pub use compose::{compose_transposes, transpose_to_reshape};
 
 /// Elementwise TOSA (and tcc) ops: the result's shape is the broadcast of
 /// the operands of the result's rank; lower-rank operands (`tosa.mul`'s
@@ -111,6 +111,18 @@ fn inverse(perm: &[usize]) -> Vec<usize> {
         inverse[p] = i;
     }
     inverse
+}
+
+/// `op`'s first operand, the transpose producing it and its permutation;
+/// `None` when no transpose produces it.
+fn transposed_operand<'c>(
+    op: OperationRef<'c, 'c>,
+) -> Result<Option<(Value<'c, 'c>, OperationRef<'c, 'c>, Vec<usize>)>, PassError<'c>> {
+    let operand: Value = op
+        .operand(0)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    Ok(defining_op(operand)
+        .and_then(|producer| Some((operand, producer, transpose_perm(producer)?))))
 }
 
 fn rank_of(value: Value) -> Option<usize> {
@@ -312,13 +324,7 @@ fn sink_through_window<'c>(
 ) -> Result<bool, PassError<'c>> {
     let location = op.location();
     let name = op_name(&op);
-    let operand: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
-    let Some(producer) = defining_op(operand) else {
-        return Ok(false);
-    };
-    let Some(perm) = transpose_perm(producer) else {
+    let Some((operand, producer, perm)) = transposed_operand(op)? else {
         return Ok(false);
     };
     let result = result_of(op)?;
