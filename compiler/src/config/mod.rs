@@ -336,7 +336,7 @@ mod tests {
     use super::*;
 
     /// The split-K factor `target` picks for a `b x m x n x k` product.
-    fn split_k(target: Target, b: i64, m: i64, n: i64, k: i64) -> i64 {
+    fn split_k(target: Target, b: i64, m: i64, n: i64, k: i64) -> u32 {
         target.gemm_config(b, m, n, k).unwrap().split_k
     }
 

@@ -119,47 +119,32 @@ const WINDOWS: &[Window] = &[
         filter: &[5, 6, 3, 4],
         combine: Combine::MulAdd,
     },
-    // (n, oh, ow, c, kh, kw)
+    // (n, oh, ow, c, kh, kw): a pooling's layout, the filter per channel.
     Window {
-        name: "depthwise_conv_2d_nhwc_hwc",
-        parallel: 4,
-        reduction: 2,
-        n: 0,
-        oh: 1,
-        ow: 2,
-        c: 3,
-        kh: 4,
-        kw: 5,
         filter: &[4, 5, 3],
-        combine: Combine::MulAdd,
+        ..pooling("depthwise_conv_2d_nhwc_hwc", Combine::MulAdd)
     },
-    Window {
-        name: "pooling_nhwc_max",
-        parallel: 4,
-        reduction: 2,
-        n: 0,
-        oh: 1,
-        ow: 2,
-        c: 3,
-        kh: 4,
-        kw: 5,
-        filter: &[4, 5],
-        combine: Combine::Max,
-    },
-    Window {
-        name: "pooling_nhwc_sum",
-        parallel: 4,
-        reduction: 2,
-        n: 0,
-        oh: 1,
-        ow: 2,
-        c: 3,
-        kh: 4,
-        kw: 5,
-        filter: &[4, 5],
-        combine: Combine::Add,
-    },
+    pooling("pooling_nhwc_max", Combine::Max),
+    pooling("pooling_nhwc_sum", Combine::Add),
 ];
+
+/// A pooling window op: (n, oh, ow, c, kh, kw), the window's extent as its
+/// filter operand.
+const fn pooling(name: &'static str, combine: Combine) -> Window {
+    Window {
+        name,
+        parallel: 4,
+        reduction: 2,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 3,
+        kh: 4,
+        kw: 5,
+        filter: &[4, 5],
+        combine,
+    }
+}
 
 /// The constant padding of a `tensor.pad` on the two spatial dims of an
 /// NHWC tensor: `[top, left]`, `[bottom, right]` and the pad value.
