@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use melior::Context;
 use melior::dialect::llvm;
-use melior::ir::attribute::{ArrayAttribute, AttributeLike, StringAttribute, TypeAttribute};
+use melior::ir::attribute::{ArrayAttribute, StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Attribute, BlockLike, Operation, Region, RegionLike, Type, Value, ValueLike};
 
@@ -117,12 +117,7 @@ pub fn constant_indices(module: OperationRef) -> HashMap<String, u32> {
 
 /// The leaf name of a symbol reference (`@kernels::@k` gives `k`).
 fn symbol_leaf(attribute: Attribute) -> Option<String> {
-    if !unsafe { mlir_sys::mlirAttributeIsASymbolRef(attribute.to_raw()) } {
-        return None;
-    }
-    let leaf = unsafe { mlir_sys::mlirSymbolRefAttrGetLeafReference(attribute.to_raw()) };
-    let bytes = unsafe { std::slice::from_raw_parts(leaf.data as *const u8, leaf.length) };
-    Some(String::from_utf8_lossy(bytes).into_owned())
+    crate::ir::util::symbol_names(attribute).map(|(_, leaf)| leaf)
 }
 
 pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> {
