@@ -64,6 +64,7 @@ fn main() {
         .debug(false)
         .file("cpp/TccDialect.cpp")
         .file("cpp/TccCAPI.cpp")
+        .file("cpp/TccIRCAPI.cpp")
         .file("cpp/TccLinalg.cpp")
         .file("cpp/TccMath.cpp")
         .file("cpp/TccFusion.cpp")

@@ -16,8 +16,8 @@ use melior::ir::{BlockLike, RegionLike, Type, ValueLike};
 use tcc_runtime::{DType, HostTensor};
 
 use crate::driver::session::Session;
+use crate::ir::attr_names;
 use crate::ir::util::{body_ops, integer_value, op_name, string_value};
-use crate::passes::NUM_OUTPUTS_ATTR;
 
 /// Upstream-only lowering to the LLVM dialect, with C interfaces.
 const LOWER_TO_LLVM: &str = "builtin.module(\
@@ -159,7 +159,7 @@ fn signature_of(module: &melior::ir::Module, input: &Path, function: &str) -> Re
         })
         .ok_or_else(|| anyhow!("{}: no function @{function}", input.display()))?;
     let num_outputs = op
-        .attribute(NUM_OUTPUTS_ATTR)
+        .attribute(attr_names::NUM_OUTPUTS)
         .ok()
         .and_then(integer_value)
         .unwrap_or(0) as usize;

@@ -148,6 +148,12 @@ MlirOperation tccBuildLaunchFunc(MlirOperation before, MlirOperation kernel,
                                  const int64_t grid[3], const int64_t block[3],
                                  intptr_t numOperands, const MlirValue *operands,
                                  MlirLocation location);
+/* Appends `operands` to a gpu.launch_func's kernel operands through the
+ * op's typed accessor (which keeps its operand segments right). Returns
+ * false (and leaves the op) when `launch` is not a gpu.launch_func. */
+bool tccLaunchFuncAppendKernelOperands(MlirOperation launch,
+                                       intptr_t numOperands,
+                                       const MlirValue *operands);
 
 /* Runs the mlir-opt driver with every dialect and every registered pass,
  * refusing input nested deeper than TCC_MAX_NESTING_DEPTH with a located

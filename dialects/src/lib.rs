@@ -104,6 +104,11 @@ unsafe extern "C" {
         operands: *const mlir_sys::MlirValue,
         location: mlir_sys::MlirLocation,
     ) -> MlirOperation;
+    fn tccLaunchFuncAppendKernelOperands(
+        launch: MlirOperation,
+        num_operands: isize,
+        operands: *const mlir_sys::MlirValue,
+    ) -> bool;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -158,6 +163,19 @@ pub unsafe fn build_launch_func(
             location,
         )
     }
+}
+
+/// Appends `operands` to a `gpu.launch_func`'s kernel operands through the
+/// op's typed accessor, which keeps its operand segments right. Returns
+/// false (and leaves the op) when `launch` is not a `gpu.launch_func`.
+///
+/// # Safety
+/// `launch` must be a live op and the operands live values.
+pub unsafe fn append_launch_kernel_operands(
+    launch: MlirOperation,
+    operands: &[mlir_sys::MlirValue],
+) -> bool {
+    unsafe { tccLaunchFuncAppendKernelOperands(launch, operands.len() as isize, operands.as_ptr()) }
 }
 
 /// What [`hoist_parallel_dims`] did.

@@ -2,8 +2,8 @@
 // entry `tcc_entry_<name>(rt, inputs, outputs) -> i32` that calls the
 // runtime's function table (tcc_runtime_api: ctx at field 2, then alloc,
 // release, constant, launch, copy, view at 3..8) and checks every status.
-// Host code it cannot translate is an error at the module, naming the op's
-// location.
+// Host code it cannot translate is an error at the op it cannot translate
+// (or at the function, for what the function lacks).
 // RUN: tcc-opt %s --split-input-file --tcc-lower-host-to-llvm --verify-diagnostics | FileCheck %s
 
 // Arguments: inputs first, then the tcc.num_outputs outputs, each loaded
@@ -165,11 +165,11 @@ module {
 
 // -----
 
-// expected-error @+1 {{host views must be static views of the function's arena}}
 module {
   func.func @stray_view(%x: memref<4xf32>) attributes {tcc.num_outputs = 0 : i64} {
     %bytes = memref.alloc() : memref<64xi8>
     %c0 = arith.constant 0 : index
+    // expected-error @+1 {{host views must be static views of the function's arena}}
     %v = memref.view %bytes[%c0][] : memref<64xi8> to memref<4xf32>
     return
   }
@@ -177,9 +177,9 @@ module {
 
 // -----
 
-// expected-error @+1 {{the host code generator cannot translate 'memref.subview'}}
 module {
   func.func @subview(%x: memref<4xf32>) attributes {tcc.num_outputs = 0 : i64} {
+    // expected-error @+1 {{the host code generator cannot translate 'memref.subview'}}
     %s = memref.subview %x[0] [2] [1] : memref<4xf32> to memref<2xf32, strided<[1]>>
     return
   }
@@ -187,8 +187,8 @@ module {
 
 // -----
 
-// expected-error @+1 {{@unnamed lacks tcc.num_outputs: run the input phase first}}
 module {
+  // expected-error @+1 {{@unnamed lacks tcc.num_outputs: run the input phase first}}
   func.func @unnamed(%x: memref<4xf32>) {
     return
   }

@@ -24,17 +24,8 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// Tiled GEMM for products with at least 32x32 outputs: 32x32 tiles, 2x2
 /// outputs per work-item (256 work-items, 4 KiB of local memory).
 fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
-    // Narrow outputs (8 to 31 columns: the channels of small convolutions)
-    // with many rows: tall, narrow tiles.
-    if (8..32).contains(&n) && m >= 256 {
-        return Some(GemmConfig {
-            tile_m: 64,
-            tile_n: 16,
-            tile_k: 16,
-            work_m: 4,
-            work_n: 1,
-            split_k: 1,
-        });
+    if let Some(config) = super::tall_narrow_gemm(m, n) {
+        return Some(config);
     }
     (m >= 32 && n >= 32).then_some(GemmConfig {
         tile_m: 32,
@@ -45,10 +36,6 @@ fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
         split_k: 1,
     })
 }
-
-/// The most operations one fused elementwise body may hold (see
-/// `Target::max_fused_ops`).
-pub const MAX_FUSED_OPS: i64 = 128;
 
 /// Work-items per row of a row template: at most 128.
 const ROW_WORKGROUP: i64 = 128;
@@ -68,9 +55,5 @@ impl TargetConfig for Generic {
 
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
-    }
-
-    fn max_fused_ops(&self) -> i64 {
-        MAX_FUSED_OPS
     }
 }

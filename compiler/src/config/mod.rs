@@ -153,7 +153,26 @@ pub trait TargetConfig: Sync {
     fn fold_pools_into_convs(&self) -> PoolFolding;
 
     /// The most operations one fused elementwise body may hold.
-    fn max_fused_ops(&self) -> i64;
+    fn max_fused_ops(&self) -> i64 {
+        MAX_FUSED_OPS
+    }
+}
+
+/// The most operations one fused elementwise body may hold on every
+/// target today (see `Target::max_fused_ops`).
+pub const MAX_FUSED_OPS: i64 = 128;
+
+/// Narrow outputs (8 to 31 columns: the channels of small convolutions)
+/// with many rows take tall, narrow tiles on the GPU targets.
+pub(crate) fn tall_narrow_gemm(m: i64, n: i64) -> Option<GemmConfig> {
+    ((8..32).contains(&n) && m >= 256).then_some(GemmConfig {
+        tile_m: 64,
+        tile_n: 16,
+        tile_k: 16,
+        work_m: 4,
+        work_n: 1,
+        split_k: 1,
+    })
 }
 
 /// A GPU's row work-group: its `preferred` power of two, no more than a
@@ -316,6 +335,11 @@ impl FromStr for Target {
 mod tests {
     use super::*;
 
+    /// The split-K factor `target` picks for a `b x m x n x k` product.
+    fn split_k(target: Target, b: i64, m: i64, n: i64, k: i64) -> u32 {
+        target.gemm_config(b, m, n, k).unwrap().split_k
+    }
+
     #[test]
     fn workgroups_fit_the_iteration_space() {
         assert_eq!(clamp_workgroup(256, 10), 10);
@@ -420,13 +444,7 @@ mod tests {
             (32, 32, 256)
         );
         // A batched product does not split K.
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(8, 1, 4096, 4096)
-                .unwrap()
-                .split_k,
-            1
-        );
+        assert_eq!(split_k(Target::Nvidia, 8, 1, 4096, 4096), 1);
         // Few rows and few columns: no tiled kernel.
         assert!(Target::Nvidia.gemm_config(1, 1, 16, 4096).is_none());
     }
@@ -439,80 +457,26 @@ mod tests {
         assert_eq!((late.tile_m, late.split_k), (32, 16));
         assert_eq!(late.split_k_slice(4608), 288);
         // The 14x14 stage's (M = 196, N = 256, K = 2304): 56 tiles, 8 slices.
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(1, 196, 256, 2304)
-                .unwrap()
-                .split_k,
-            8
-        );
+        assert_eq!(split_k(Target::Nvidia, 1, 196, 256, 2304), 8);
         // A 1x1 expansion (M = 49, N = 2048, K = 512): 128 tiles, 2 slices of 256.
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(1, 49, 2048, 512)
-                .unwrap()
-                .split_k,
-            2
-        );
+        assert_eq!(split_k(Target::Nvidia, 1, 49, 2048, 512), 2);
         // The 7x7 stage's 3x3 convolution at batch 32 (M = 1568, N = 512):
         // 200 tiles of 64x64 fill the SMs once; K = 4608 splits in 2.
         let batch32 = Target::Nvidia.gemm_config(1, 1568, 512, 4608).unwrap();
         assert_eq!((batch32.tile_m, batch32.split_k), (64, 2));
         // ... but not K = 512 (the 1x1 expansion) nor 392 tiles (14x14 stage).
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(1, 1568, 512, 512)
-                .unwrap()
-                .split_k,
-            1
-        );
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(1, 6272, 256, 2304)
-                .unwrap()
-                .split_k,
-            1
-        );
+        assert_eq!(split_k(Target::Nvidia, 1, 1568, 512, 512), 1);
+        assert_eq!(split_k(Target::Nvidia, 1, 6272, 256, 2304), 1);
         // 56x56 with 64 channels (M = 3136, N = 64): 196 tiles of 32x32,
         // fewer than two per SM: 2 slices of 288; K = 64 (its 1x1
         // neighbour) stays whole.
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(1, 3136, 64, 576)
-                .unwrap()
-                .split_k,
-            2
-        );
-        assert_eq!(
-            Target::Nvidia.gemm_config(1, 3136, 64, 64).unwrap().split_k,
-            1
-        );
+        assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 576), 2);
+        assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 64), 1);
         // Short K, enough tiles, a batch, or another target: no split.
-        assert_eq!(
-            Target::Nvidia.gemm_config(1, 49, 512, 256).unwrap().split_k,
-            1
-        );
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(1, 6272, 256, 4608)
-                .unwrap()
-                .split_k,
-            1
-        );
-        assert_eq!(
-            Target::Nvidia
-                .gemm_config(8, 49, 512, 4608)
-                .unwrap()
-                .split_k,
-            1
-        );
-        assert_eq!(
-            Target::Generic
-                .gemm_config(1, 49, 512, 4608)
-                .unwrap()
-                .split_k,
-            1
-        );
+        assert_eq!(split_k(Target::Nvidia, 1, 49, 512, 256), 1);
+        assert_eq!(split_k(Target::Nvidia, 1, 6272, 256, 4608), 1);
+        assert_eq!(split_k(Target::Nvidia, 8, 49, 512, 4608), 1);
+        assert_eq!(split_k(Target::Generic, 1, 49, 512, 4608), 1);
     }
 
     #[test]

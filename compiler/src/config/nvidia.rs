@@ -52,17 +52,8 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// groups of 64 work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s
 /// on the H100).
 fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
-    // Narrow outputs (8 to 31 columns: the channels of small convolutions)
-    // with many rows: tall, narrow tiles.
-    if (8..32).contains(&n) && m >= 256 {
-        return Some(GemmConfig {
-            tile_m: 64,
-            tile_n: 16,
-            tile_k: 16,
-            work_m: 4,
-            work_n: 1,
-            split_k: 1,
-        });
+    if let Some(config) = super::tall_narrow_gemm(m, n) {
+        return Some(config);
     }
     if m < 32 && n >= 32 {
         return Some(small_m(m, n, k));
@@ -165,10 +156,6 @@ const MIN_SMALL_M_SPLIT_K_SLICE: i64 = 128;
 /// work-group: splitting only pays when each slice stays long.
 const MIN_LONG_SPLIT_K_SLICE: i64 = 1024;
 
-/// The most operations one fused elementwise body may hold (see
-/// `Target::max_fused_ops`).
-pub const MAX_FUSED_OPS: i64 = 128;
-
 /// Work-items per row of a row template: at most 256.
 const ROW_WORKGROUP: i64 = 256;
 
@@ -187,9 +174,5 @@ impl TargetConfig for Nvidia {
 
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
-    }
-
-    fn max_fused_ops(&self) -> i64 {
-        MAX_FUSED_OPS
     }
 }

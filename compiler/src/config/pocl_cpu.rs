@@ -90,10 +90,6 @@ fn gemm_alternatives(m: i64, n: i64) -> Vec<GemmConfig> {
     alternatives
 }
 
-/// The most operations one fused elementwise body may hold (see
-/// `Target::max_fused_ops`).
-pub const MAX_FUSED_OPS: i64 = 128;
-
 impl TargetConfig for PoclCpu {
     fn workgroup_size(&self, kind: KernelKind) -> i64 {
         workgroup_size(kind)
@@ -121,9 +117,5 @@ impl TargetConfig for PoclCpu {
 
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
-    }
-
-    fn max_fused_ops(&self) -> i64 {
-        MAX_FUSED_OPS
     }
 }

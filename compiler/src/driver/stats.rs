@@ -7,9 +7,9 @@
 use melior::ir::Module;
 use melior::ir::operation::OperationLike;
 
+use crate::ir::attr_names;
 use crate::ir::dense::int_array_attribute;
 use crate::ir::util::{collect_ops, integer_value, op_name, string_value};
-use crate::passes::{ARENA_BYTES_ATTR, KERNEL_ATTR, KIND_ATTR, LIVE_BOUND_ATTR};
 
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -68,9 +68,10 @@ pub fn collect(module: &Module) -> Stats {
                 .and_then(integer_value)
                 .and_then(|v| u64::try_from(v).ok())
         };
-        if let (Some(arena_bytes), Some(live_bytes_bound)) =
-            (size(ARENA_BYTES_ATTR), size(LIVE_BOUND_ATTR))
-        {
+        if let (Some(arena_bytes), Some(live_bytes_bound)) = (
+            size(attr_names::ARENA_BYTES),
+            size(attr_names::LIVE_BYTES_BOUND),
+        ) {
             stats.plans.push(MemoryPlan {
                 function: function
                     .attribute("sym_name")
@@ -92,7 +93,7 @@ pub fn collect(module: &Module) -> Stats {
                 .and_then(string_value)
                 .unwrap_or_default();
             let kind = op
-                .attribute(KIND_ATTR)
+                .attribute(attr_names::KIND)
                 .ok()
                 .and_then(string_value)
                 .unwrap_or_default();
@@ -114,11 +115,11 @@ pub fn collect(module: &Module) -> Stats {
         return stats;
     }
     for op in ops {
-        let Some(kind) = op.attribute(KIND_ATTR).ok().and_then(string_value) else {
+        let Some(kind) = op.attribute(attr_names::KIND).ok().and_then(string_value) else {
             continue;
         };
         let name = op
-            .attribute(KERNEL_ATTR)
+            .attribute(attr_names::KERNEL)
             .ok()
             .and_then(string_value)
             .unwrap_or_default();

@@ -101,8 +101,8 @@ fn gemm_kernels(
                 .unwrap_or_default()
         };
         kernels.push(GemmKernel {
-            name: string(crate::passes::KERNEL_ATTR),
-            kind: string(crate::passes::KIND_ATTR),
+            name: string(crate::ir::attr_names::KERNEL),
+            kind: string(crate::ir::attr_names::KIND),
             shape: [batch, m, n, k],
             candidates: target.gemm_candidates(batch, m, n, k).len(),
         });

@@ -18,3 +18,28 @@ pub const TARGET: &str = "tcc.target";
 /// On a matmul or convolution `gpu.func`: its floating-point operations
 /// per launch, for profiling reports.
 pub const FLOPS: &str = "tcc.flops";
+/// On a `linalg.generic` that replaced a window op (see
+/// `patterns::conv_inputs`): the name of the op it computes
+/// (`"conv_2d_nhwc_hwcf"`, `"depthwise_conv_2d_nhwc_hwc"`, ...).
+pub const CONV: &str = "tcc.conv";
+/// On such a rewritten window generic: its strides (the generic has them
+/// only in its body's coordinates).
+pub const STRIDES: &str = "tcc.strides";
+/// On a host function (input phase on): the number of results it had
+/// before bufferization.
+pub const NUM_OUTPUTS: &str = "tcc.num_outputs";
+/// On a host function: the names of the inputs then the outputs, an array
+/// of strings.
+pub const IO_NAMES: &str = "tcc.io_names";
+/// In a function's `arg_attrs`/`res_attrs` entries: the input's or
+/// output's name, as the model gave it.
+pub const NAME: &str = "tcc.name";
+/// Unit attribute on the one arena allocation of a planned function.
+pub const ARENA: &str = "tcc.arena";
+/// On a planned host function: the arena's size in bytes.
+pub const ARENA_BYTES: &str = "tcc.arena_bytes";
+/// On a planned host function: the alignment of every offset in the arena.
+pub const ARENA_ALIGNMENT: &str = "tcc.arena_alignment";
+/// On a planned host function: the most bytes of planned buffers alive at
+/// any op.
+pub const LIVE_BYTES_BOUND: &str = "tcc.live_bytes_bound";

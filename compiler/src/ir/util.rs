@@ -113,6 +113,23 @@ pub fn integer_value(attribute: Attribute) -> Option<i64> {
 }
 
 /// Same op (by identity).
+/// The root and leaf names of a symbol reference (`@kernels::@k` gives
+/// `("kernels", "k")`, `@f` gives `("f", "f")`); `None` for any other
+/// attribute.
+pub fn symbol_names(attribute: Attribute) -> Option<(String, String)> {
+    let raw = attribute.to_raw();
+    if !unsafe { mlir_sys::mlirAttributeIsASymbolRef(raw) } {
+        return None;
+    }
+    let text = |s: mlir_sys::MlirStringRef| {
+        let bytes = unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) };
+        String::from_utf8_lossy(bytes).into_owned()
+    };
+    let root = text(unsafe { mlir_sys::mlirSymbolRefAttrGetRootReference(raw) });
+    let leaf = text(unsafe { mlir_sys::mlirSymbolRefAttrGetLeafReference(raw) });
+    Some((root, leaf))
+}
+
 pub fn same_op<'c: 'a, 'a>(a: &impl OperationLike<'c, 'a>, b: &impl OperationLike<'c, 'a>) -> bool {
     a.to_raw().ptr == b.to_raw().ptr
 }

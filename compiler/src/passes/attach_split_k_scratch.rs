@@ -13,17 +13,22 @@
 //!   one with the most tiles and passed whole to each. The runtime uploads
 //!   it once per session like a constant.
 
-use melior::ir::attribute::{Attribute, DenseI32ArrayAttribute, StringAttribute, TypeAttribute};
+use melior::Context;
+use melior::ir::attribute::{
+    DenseElementsAttribute, DenseI32ArrayAttribute, FlatSymbolRefAttribute, IntegerAttribute,
+    StringAttribute, TypeAttribute,
+};
 use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
 };
-use melior::ir::r#type::{FunctionType, MemRefType};
+use melior::ir::r#type::{FunctionType, IntegerType, MemRefType, RankedTensorType};
 use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
+use crate::ir::operand::result_at;
 use crate::ir::strategy::{self, KernelStrategy};
-use crate::ir::util::{body_ops, body_ops_named, string_value};
+use crate::ir::util::{body_ops, body_ops_named, string_value, symbol_names};
 
 pub struct AttachSplitKScratch;
 
@@ -37,19 +42,14 @@ impl TccPass for AttachSplitKScratch {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref", "gpu"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let kernels = split_k_kernels(module)?;
         let Some(max_counters) = kernels.iter().map(|k| k.counters).max() else {
             return Ok(());
         };
-        let counters_type = buffer_type(context, max_counters, "i32");
+        let counters_type = buffer_type(max_counters, IntegerType::new(context, 32).into());
         for kernel in &kernels {
-            let workspace_type = buffer_type(context, kernel.workspace, "f32");
+            let workspace_type = buffer_type(kernel.workspace, Type::float32(context));
             append_kernel_arguments(context, kernel.op, &[workspace_type, counters_type])?;
         }
         add_counters_global(context, module, counters_type, max_counters)?;
@@ -57,12 +57,15 @@ impl TccPass for AttachSplitKScratch {
         // whole counters global.
         for function in body_ops_named(module, "func.func") {
             for launch in body_ops_named(function, "gpu.launch_func") {
-                let symbol = launch.attribute("kernel").ok();
-                if let Some(kernel) = kernels.iter().find(|k| {
-                    symbol.is_some()
-                        && Attribute::parse(context, &format!("@{KERNEL_MODULE}::@{}", k.name))
-                            == symbol
-                }) {
+                let Some((module_name, kernel_name)) =
+                    launch.attribute("kernel").ok().and_then(symbol_names)
+                else {
+                    continue;
+                };
+                if module_name != KERNEL_MODULE {
+                    continue;
+                }
+                if let Some(kernel) = kernels.iter().find(|k| k.name == kernel_name) {
                     pass_scratch(context, launch, kernel.workspace, counters_type)?;
                 }
             }
@@ -162,8 +165,13 @@ fn add_counters_global<'c>(
         .ok()
         .and_then(|r| r.first_block())
         .ok_or_else(|| PassError::at(location, "module without a body"))?;
-    let zeros = Attribute::parse(context, &format!("dense<0> : tensor<{counters}xi32>"))
-        .ok_or_else(|| PassError::at(location, "cannot build the counters' zeros"))?;
+    let i32_type: Type = IntegerType::new(context, 32).into();
+    let zeros: melior::ir::Attribute = DenseElementsAttribute::new(
+        RankedTensorType::new(&[counters.max(0) as u64], i32_type, None).into(),
+        &[IntegerAttribute::new(i32_type, 0).into()],
+    )
+    .map_err(|e| PassError::at(location, format!("cannot build the counters' zeros: {e}")))?
+    .into();
     let global = OperationBuilder::new("memref.global", location)
         .add_attributes(&[
             (
@@ -206,50 +214,30 @@ fn pass_scratch<'c>(
             Identifier::new(context, "operandSegmentSizes"),
             DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
         )])
-        .add_results(&[buffer_type(context, workspace, "f32")])
+        .add_results(&[buffer_type(workspace, Type::float32(context))])
         .build()
         .map_err(|e| PassError::at(location, format!("cannot build memref.alloc: {e}")))?;
     let alloc = block.insert_operation_before(launch, alloc);
     let get_global = OperationBuilder::new("memref.get_global", location)
         .add_attributes(&[(
             Identifier::new(context, "name"),
-            Attribute::parse(context, &format!("@{COUNTERS_GLOBAL}"))
-                .ok_or_else(|| PassError::at(location, "cannot build a symbol"))?,
+            FlatSymbolRefAttribute::new(context, COUNTERS_GLOBAL).into(),
         )])
         .add_results(&[counters_type])
         .build()
         .map_err(|e| PassError::at(location, format!("cannot build memref.get_global: {e}")))?;
     let get_global = block.insert_operation_before(launch, get_global);
 
-    let raw = launch.to_raw();
-    let count = unsafe { mlir_sys::mlirOperationGetNumOperands(raw) };
-    let mut operands: Vec<mlir_sys::MlirValue> = (0..count)
-        .map(|i| unsafe { mlir_sys::mlirOperationGetOperand(raw, i) })
-        .collect();
-    for op in [alloc, get_global] {
-        operands.push(Value::from(op.result(0).expect("one result")).to_raw());
+    let scratch = [result_at(alloc, 0)?, result_at(get_global, 0)?].map(|v| v.to_raw());
+    // Through the op's kernel-operand accessor, which keeps its operand
+    // segments right.
+    if !unsafe { tcc_dialects::append_launch_kernel_operands(launch.to_raw(), &scratch) } {
+        return Err(PassError::at(location, "not a gpu.launch_func"));
     }
-    unsafe { mlir_sys::mlirOperationSetOperands(raw, operands.len() as isize, operands.as_ptr()) };
-    // [async deps, grid x3, block x3, cluster x3, shared memory, kernel
-    // operands, async object]: two more kernel operands.
-    let mut segments: Vec<i32> = launch
-        .attribute("operandSegmentSizes")
-        .ok()
-        .and_then(|a| DenseI32ArrayAttribute::try_from(a).ok())
-        .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect())
-        .ok_or_else(|| PassError::at(location, "gpu.launch_func without operand segments"))?;
-    let kernel_operands = segments.len() - 2;
-    segments[kernel_operands] += 2;
-    let mut launch = unsafe { OperationRefMut::from_raw(raw) };
-    launch.set_attribute(
-        "operandSegmentSizes",
-        DenseI32ArrayAttribute::new(context, &segments).into(),
-    );
     Ok(())
 }
 
 /// `memref<Nx{element}>`.
-fn buffer_type<'c>(context: &'c melior::Context, elements: i64, element: &str) -> Type<'c> {
-    let element = Type::parse(context, element).expect("a builtin element type");
+fn buffer_type(elements: i64, element: Type) -> Type {
     MemRefType::new(element, &[elements.max(1)], None, None).into()
 }

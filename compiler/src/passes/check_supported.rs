@@ -5,10 +5,11 @@
 //! (the ONNX importer's limit), so that later phases only meet what they
 //! can compile and every size they compute fits.
 
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::Context;
+use melior::ir::operation::OperationLike;
 use melior::ir::{TypeLike, ValueLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
 
 pub struct CheckSupported;
@@ -74,12 +75,7 @@ impl TccPass for CheckSupported {
         "Reject ops outside tcc's coverage and dynamically shaped tensors";
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        _context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let mut errors = Vec::new();
         for op in collect_ops(root) {
             let name = op_name(&op);

@@ -15,11 +15,12 @@
 //! contiguous in some operand, or whose body is more than a multiply-add,
 //! is left as it is.
 
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::Context;
+use melior::ir::operation::OperationLike;
 use tcc_dialects::Collapsed;
 
-use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{collect_ops, op_name};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
+use crate::ir::util::ops_named;
 
 pub struct CollapseContractions;
 
@@ -29,17 +30,9 @@ impl TccPass for CollapseContractions {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        _context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Collect first: collapsing replaces ops.
-        let generics: Vec<_> = collect_ops(root)
-            .into_iter()
-            .filter(|op| op_name(op) == "linalg.generic")
-            .collect();
+        let generics = ops_named(root, "linalg.generic");
         for op in generics {
             let location = op.location();
             if unsafe { tcc_dialects::collapse_contraction(op.to_raw()) } == Collapsed::Failed {

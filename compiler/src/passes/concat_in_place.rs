@@ -6,9 +6,9 @@
 //! kernels are formed, so bufferization decides what stays in place and
 //! copies only where a later read needs the old value.
 
-use melior::ir::operation::OperationRef;
+use melior::Context;
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::ir::util::ops_named;
 use crate::patterns::concat::concat_in_place;
 
@@ -21,12 +21,7 @@ impl TccPass for ConcatInPlace {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tensor"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         for function in ops_named(module, "func.func") {
             // CSE merges the identical zero fills that start equal-shaped
             // convolutions; each producer needs its own to be pointed at

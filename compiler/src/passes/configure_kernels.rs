@@ -15,11 +15,14 @@
 //! `candidate=N` forces every GEMM's N-th candidate configuration, for
 //! the tuner's measurements.
 
+use melior::Context;
 use melior::ir::attribute::{AttributeLike, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{TypeLike, Value, ValueLike};
 
-use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
+use super::pass::{
+    PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
+};
 use crate::config::tuning::TuningRecord;
 use crate::config::{GemmConfig, KernelKind, Target};
 use crate::ir::attr_names::{KIND, TARGET};
@@ -337,10 +340,10 @@ impl TccPass for ConfigureKernels {
 
     fn run<'c>(
         &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
+        context: &'c Context,
+        module: Root<'c>,
         options: &ConfigureOptions,
-    ) -> Result<(), PassError<'c>> {
+    ) -> PassResult<'c> {
         let target = options.target.unwrap_or_else(|| {
             module
                 .attribute(TARGET)

@@ -4,9 +4,9 @@
 //! local memory) rather than the four of its TOSA expansion. Other layer
 //! norms are left to `tcc-decompose-composites`.
 
-use melior::ir::operation::OperationRef;
+use melior::Context;
 
-use super::pass::{NoOptions, PassError, TccPass, replace_each};
+use super::pass::{NoOptions, PassResult, Root, TccPass, replace_each};
 use crate::patterns::is_last_axis_f32;
 use crate::patterns::layer_norm_to_rows::rewrite;
 
@@ -19,12 +19,7 @@ impl TccPass for ConvertLayerNormToRows {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tcc", "tensor"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         replace_each(root, "tcc.layer_norm", is_last_axis_f32, |op| {
             rewrite(context, op)
         })

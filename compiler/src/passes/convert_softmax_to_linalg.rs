@@ -4,9 +4,9 @@
 //! then one kernel rather than the four of its elementwise expansion).
 //! Other softmaxes are left to `tcc-decompose-composites`.
 
-use melior::ir::operation::OperationRef;
+use melior::Context;
 
-use super::pass::{NoOptions, PassError, TccPass, replace_each};
+use super::pass::{NoOptions, PassResult, Root, TccPass, replace_each};
 use crate::patterns::is_last_axis_f32;
 use crate::patterns::softmax_to_linalg::rewrite;
 
@@ -19,12 +19,7 @@ impl TccPass for ConvertSoftmaxToLinalg {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         replace_each(root, "tcc.softmax", is_last_axis_f32, |op| {
             rewrite(context, op)
         })

@@ -6,10 +6,13 @@
 //! (without the `tcc.` prefix), so that a target with a library kernel for
 //! an op can keep it whole.
 
+use melior::Context;
 use melior::ir::Value;
 use melior::ir::operation::{OperationLike, OperationRef};
 
-use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
+use super::pass::{
+    PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
+};
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::patterns::decompose_composites as expand;
 
@@ -72,10 +75,10 @@ impl TccPass for DecomposeComposites {
 
     fn run<'c>(
         &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
+        context: &'c Context,
+        root: Root<'c>,
         options: &DecomposeOptions,
-    ) -> Result<(), PassError<'c>> {
+    ) -> PassResult<'c> {
         let mut targets: Vec<(OperationRef<'c, 'c>, Expansion)> = Vec::new();
         root.walk(melior::ir::operation::WalkOrder::PostOrder, |op| {
             let name = op.name();

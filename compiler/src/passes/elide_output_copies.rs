@@ -5,9 +5,9 @@
 //! pass makes the allocation a view of the output argument instead
 //! (`patterns::output_copy`), so the producer writes the output in place.
 
-use melior::ir::operation::OperationRef;
+use melior::Context;
 
-use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
+use super::pass::{NoOptions, PassResult, Root, TccPass, for_each_body_op};
 use crate::patterns::output_copy::elide_output_copy;
 
 pub struct ElideOutputCopies;
@@ -19,12 +19,7 @@ impl TccPass for ElideOutputCopies {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         for_each_body_op(root, |op| elide_output_copy(context, op).map(|_| ()))
     }
 }

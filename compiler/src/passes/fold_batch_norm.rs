@@ -10,9 +10,9 @@
 //! that is not constant, a producer with other users, or a shift before a
 //! matmul are left alone (and compile unfused).
 
-use melior::ir::operation::OperationRef;
+use melior::Context;
 
-use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
+use super::pass::{NoOptions, PassResult, Root, TccPass, for_each_body_op};
 use crate::patterns::batch_norm::fold_into_producer;
 
 pub struct FoldBatchNorm;
@@ -24,12 +24,7 @@ impl TccPass for FoldBatchNorm {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // In program order: after `mul` folds, the `add` behind it sees the
         // convolution directly and folds too.
         for_each_body_op(root, |op| fold_into_producer(context, op).map(|_| ()))

@@ -10,9 +10,9 @@
 //! tosa-to-linalg-named, whose filter transposes it folds into
 //! `arith.constant`s.
 
-use melior::ir::operation::OperationRef;
+use melior::Context;
 
-use super::pass::{NoOptions, PassError, TccPass, for_each_body_op};
+use super::pass::{NoOptions, PassResult, Root, TccPass, for_each_body_op};
 use crate::patterns::constant_fold::{evaluate, replace_with_constant};
 
 pub struct FoldConstants;
@@ -25,12 +25,7 @@ impl TccPass for FoldConstants {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Program order: a folded op's constant is seen by its users.
         for_each_body_op(root, |op| match evaluate(op) {
             Some(value) => replace_with_constant(context, op, &value),

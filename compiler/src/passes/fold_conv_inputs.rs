@@ -25,10 +25,13 @@
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 
+use melior::Context;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
-use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
+use super::pass::{
+    PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
+};
 use crate::config::PoolFolding;
 use crate::ir::util::{collect_ops, erase_op, is_unused};
 use crate::patterns::conv_inputs::{plan, rewrite};
@@ -78,10 +81,10 @@ impl TccPass for FoldConvInputs {
 
     fn run<'c>(
         &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
+        context: &'c Context,
+        root: Root<'c>,
         options: &FoldConvInputsOptions,
-    ) -> Result<(), PassError<'c>> {
+    ) -> PassResult<'c> {
         // One rewrite at a time: a rewrite erases ops another plan may
         // refer to (a pooling whose producer was a convolution's output).
         // Rewritten ops are generics, which `plan` never takes again.

@@ -10,10 +10,11 @@
 //! elsewhere, a strided or rank-reducing slice and a non-constant pad
 //! value are left alone.
 
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::Context;
+use melior::ir::operation::OperationLike;
 use melior::ir::{Value, ValueLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::{collect_ops, erase_op, is_unused, op_name};
 use crate::patterns::pad_slices::{plan, rewrite};
 
@@ -26,12 +27,7 @@ impl TccPass for FoldPadSlices {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // One rewrite at a time: a rewrite erases ops another plan holds.
         // Rewritten generics read no slices any more, so this ends.
         while let Some(plan) = collect_ops(root).into_iter().find_map(plan) {

@@ -17,26 +17,22 @@
 //! Every member gets `tcc.kernel = "<name>"`; the group's root (the
 //! matmul/conv/reduction, or the op itself) also gets `tcc.kind`.
 
+use melior::Context;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{BlockLike, Value, ValueLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
+use crate::ir::attr_names;
 use crate::ir::dense::operand_segment_sizes;
 use crate::ir::util::{
     body_ops, dialect_of, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
 };
-use crate::patterns::conv_inputs::CONV_ATTR;
 use crate::patterns::kernel_naming::{kernel_name, op_parts};
 
 pub struct FormDispatches;
-
-/// The attribute naming a kernel on each of its ops.
-pub const KERNEL_ATTR: &str = "tcc.kernel";
-/// The attribute giving a kernel's kind on its root op.
-pub const KIND_ATTR: &str = "tcc.kind";
 
 fn is_contraction_or_conv(name: &str) -> bool {
     let short = name.strip_prefix("linalg.").unwrap_or(name);
@@ -83,7 +79,7 @@ fn is_dispatchable(op: &OperationRef) -> bool {
 /// Whether `op` is a convolution or pooling rewritten into a
 /// `linalg.generic` by `tcc-fold-conv-inputs`.
 pub fn is_window_generic(op: OperationRef) -> bool {
-    op_name(&op) == "linalg.generic" && op.attribute(CONV_ATTR).is_ok()
+    op_name(&op) == "linalg.generic" && op.attribute(attr_names::CONV).is_ok()
 }
 
 fn is_all_parallel_generic(op: OperationRef) -> bool {
@@ -112,7 +108,11 @@ pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
 }
 
 fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
-    set_discardable_attribute(op, KERNEL_ATTR, StringAttribute::new(context, name).into());
+    set_discardable_attribute(
+        op,
+        attr_names::KERNEL,
+        StringAttribute::new(context, name).into(),
+    );
 }
 
 impl TccPass for FormDispatches {
@@ -122,12 +122,7 @@ impl TccPass for FormDispatches {
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let mut index = 0;
         let functions: Vec<_> = ops_named(module, "func.func");
         for function in &functions {
@@ -204,7 +199,7 @@ impl TccPass for FormDispatches {
                 }
                 set_discardable_attribute(
                     op,
-                    KIND_ATTR,
+                    attr_names::KIND,
                     StringAttribute::new(context, kind_of(op).name()).into(),
                 );
             }

@@ -12,9 +12,12 @@
 //! buffer each. The phase pipeline passes the target's cap
 //! (`Target::max_fused_ops`); 0 means no cap, upstream's behaviour.
 
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::Context;
+use melior::ir::operation::OperationLike;
 
-use super::pass::{PassError, PassOptionInfo, PassOptionKind, PassOptions, TccPass};
+use super::pass::{
+    PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
+};
 
 pub struct FuseElementwise;
 
@@ -57,10 +60,10 @@ impl TccPass for FuseElementwise {
 
     fn run<'c>(
         &self,
-        _context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
+        _context: &'c Context,
+        root: Root<'c>,
         options: &FuseElementwiseOptions,
-    ) -> Result<(), PassError<'c>> {
+    ) -> PassResult<'c> {
         if !unsafe { tcc_dialects::fuse_elementwise(root.to_raw(), options.max_ops) } {
             return Err(PassError::at(
                 root.location(),

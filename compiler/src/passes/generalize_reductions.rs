@@ -10,10 +10,11 @@
 //! reduction qualifies for the row template. Contractions and
 //! convolutions stay named: the GEMM template matches them by name.
 
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::Context;
+use melior::ir::operation::OperationLike;
 
-use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{collect_ops, op_name};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
+use crate::ir::util::ops_named;
 
 pub struct GeneralizeReductions;
 
@@ -23,17 +24,9 @@ impl TccPass for GeneralizeReductions {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        _context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Collect first: generalizing replaces ops.
-        let reductions: Vec<_> = collect_ops(root)
-            .into_iter()
-            .filter(|op| op_name(op) == "linalg.reduce")
-            .collect();
+        let reductions = ops_named(root, "linalg.reduce");
         for op in reductions {
             let location = op.location();
             if !unsafe { tcc_dialects::generalize(op.to_raw()) } {

@@ -9,9 +9,10 @@
 //! and each work-item reduces one output element. Kernel attributes
 //! (`tcc.kernel`, `tcc.kind`) survive the rewrite.
 
+use melior::Context;
 use melior::ir::operation::{OperationLike, OperationRef};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
 
 pub struct HoistParallelDims;
@@ -23,12 +24,7 @@ impl TccPass for HoistParallelDims {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        _context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Collect first: generalizing replaces ops.
         let ops: Vec<_> = collect_ops(root)
             .into_iter()

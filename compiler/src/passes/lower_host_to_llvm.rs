@@ -9,12 +9,13 @@
 //! order of the `gpu.func`s), constants in module order of the
 //! `memref.global`s. The kernel module and the globals stay: the host back
 //! end reads them for the artifact's tables. The pass exists to lit-test
-//! the lowering on its own.
+//! the lowering on its own; its errors are located at the op they are
+//! about.
 
 use melior::Context;
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::operation::OperationLike;
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 
 pub struct LowerHostToLlvm;
 
@@ -26,20 +27,9 @@ impl TccPass for LowerHostToLlvm {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["llvm"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         crate::back::host_llvm::lower_module(context, module)
             .map(|_| ())
-            .map_err(|e| {
-                let message = match &e.location {
-                    Some(location) => format!("{location}: {}", e.message),
-                    None => e.message,
-                };
-                PassError::at(module.location(), message)
-            })
+            .map_err(|(op, e)| PassError::at(op.location(), e.message))
     }
 }

@@ -5,9 +5,10 @@
 //! by the back end and keep their linalg ops. The mapping pass then
 //! places the parallel nests onto work-items.
 
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::Context;
+use melior::ir::operation::OperationLike;
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
 
@@ -20,12 +21,7 @@ impl TccPass for LowerKernelLoops {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["scf", "arith", "memref", "affine"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        _context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, _context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Kernels instantiated from a template keep their linalg ops.
         let kernels: Vec<_> = collect_ops(module)
             .into_iter()

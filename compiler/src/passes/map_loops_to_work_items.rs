@@ -22,7 +22,7 @@ use melior::ir::{
     ValueLike,
 };
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::{body_ops, body_ops_named, defining_op, integer_value, op_name, ops_named};
 
 pub struct MapLoopsToWorkItems;
@@ -215,12 +215,7 @@ impl TccPass for MapLoopsToWorkItems {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["gpu", "arith", "scf"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Collect first: mapping destroys ops that a lazy walk would visit.
         let kernels: Vec<_> = ops_named(module, "gpu.func");
         for kernel in kernels {

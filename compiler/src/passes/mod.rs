@@ -45,7 +45,7 @@ pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
 pub use fold_pad_slices::FoldPadSlices;
-pub use form_dispatches::{FormDispatches, KERNEL_ATTR, KIND_ATTR, init_operands, kind_of};
+pub use form_dispatches::{FormDispatches, init_operands, kind_of};
 pub use fuse_elementwise::{FuseElementwise, FuseElementwiseOptions};
 pub use generalize_reductions::GeneralizeReductions;
 pub use hoist_parallel_dims::HoistParallelDims;
@@ -58,12 +58,10 @@ pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
 };
-pub use plan_memory::{
-    ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, LIVE_BOUND_ATTR, PlanMemory,
-};
+pub use plan_memory::PlanMemory;
 pub use propagate_layout::PropagateLayout;
 pub use raise_composites::RaiseComposites;
-pub use record_interface::{NAMES_ATTR, NUM_OUTPUTS_ATTR, RecordInterface};
+pub use record_interface::RecordInterface;
 pub use simplify_math::SimplifyMath;
 pub use unique_results::UniqueResults;
 

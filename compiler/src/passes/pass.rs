@@ -60,6 +60,12 @@ impl PassOptions for NoOptions {
     }
 }
 
+/// The op a pass runs on, as [`TccPass::run`] receives it.
+pub type Root<'c> = OperationRef<'c, 'c>;
+
+/// What [`TccPass::run`] returns.
+pub type PassResult<'c> = Result<(), PassError<'c>>;
+
 /// A tcc pass written in Rust.
 pub trait TccPass: Sync + 'static {
     /// The name in pipelines and the tcc-opt flag (`tcc-...`).
@@ -78,9 +84,9 @@ pub trait TccPass: Sync + 'static {
     fn run<'c>(
         &self,
         context: &'c Context,
-        root: OperationRef<'c, 'c>,
+        root: Root<'c>,
         options: &Self::Options,
-    ) -> Result<(), PassError<'c>>;
+    ) -> PassResult<'c>;
 }
 
 /// Calls `rewrite` on every op directly in the body of every `func.func`

@@ -21,9 +21,10 @@
 //! (so that operands meeting at an op agree again), then turns unit-dim
 //! transposes into reshapes.
 
+use melior::Context;
 use melior::ir::operation::OperationRef;
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::ir::util::{body_ops, ops_named};
 use crate::patterns::constant_fold::{evaluate, replace_with_constant};
 use crate::patterns::transpose::{
@@ -44,12 +45,7 @@ impl TccPass for PropagateLayout {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         for function in ops_named(module, "func.func") {
             for _ in 0..MAX_SWEEPS {
                 let mut changed = false;

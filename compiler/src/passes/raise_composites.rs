@@ -19,10 +19,10 @@
 //! it is the same function, and the composite computes it in the
 //! overflow-safe shifted form.
 
-use melior::ir::operation::OperationRef;
+use melior::Context;
 
-use super::pass::{NoOptions, PassError, TccPass};
-use crate::ir::util::{collect_ops, op_name};
+use super::pass::{NoOptions, PassResult, Root, TccPass};
+use crate::ir::util::ops_named;
 use crate::patterns::raise_composites::{
     match_layer_norm, match_softmax, rewrite_layer_norm, rewrite_softmax,
 };
@@ -35,28 +35,17 @@ impl TccPass for RaiseComposites {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tcc", "tosa"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Layer norms first: their mean/variance reductions never look like
         // a softmax, but rewriting one erases ops, so each kind is matched
         // on a fresh walk.
-        let anchors: Vec<_> = collect_ops(root)
-            .into_iter()
-            .filter(|op| op_name(op) == "tosa.rsqrt")
-            .collect();
+        let anchors = ops_named(root, "tosa.rsqrt");
         for anchor in anchors {
             if let Some(found) = match_layer_norm(anchor) {
                 rewrite_layer_norm(context, &found)?;
             }
         }
-        let anchors: Vec<_> = collect_ops(root)
-            .into_iter()
-            .filter(|op| op_name(op) == "tosa.mul")
-            .collect();
+        let anchors = ops_named(root, "tosa.mul");
         for anchor in anchors {
             if let Some(found) = match_softmax(anchor) {
                 rewrite_softmax(context, &found)?;

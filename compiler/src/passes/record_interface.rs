@@ -5,20 +5,17 @@
 //! outputs; names come from `tcc.name` argument/result attributes (set by
 //! importers, e.g. ONNX graph input names) and default to "".
 
+use melior::Context;
 use melior::ir::attribute::{ArrayAttribute, IntegerAttribute, StringAttribute};
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Attribute, TypeLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
+use crate::ir::attr_names;
 use crate::ir::util::{body_ops_named, string_value};
 
 pub struct RecordInterface;
-
-/// Number of results a function had before bufferization.
-pub const NUM_OUTPUTS_ATTR: &str = "tcc.num_outputs";
-/// Names of the inputs then the outputs, as an array of strings.
-pub const NAMES_ATTR: &str = "tcc.io_names";
 
 /// `tcc.name` entries of an `arg_attrs`/`res_attrs` array, "" where absent.
 fn names_of(attribute: Option<Attribute>, count: usize) -> Vec<String> {
@@ -29,7 +26,7 @@ fn names_of(attribute: Option<Attribute>, count: usize) -> Vec<String> {
                 && let Ok(dictionary) =
                     melior::ir::attribute::DictionaryAttribute::try_from(dictionary)
                 && let Some(value) = dictionary
-                    .element_by_name("tcc.name")
+                    .element_by_name(attr_names::NAME)
                     .and_then(string_value)
             {
                 *name = value;
@@ -46,14 +43,9 @@ impl TccPass for RecordInterface {
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         for function in body_ops_named(module, "func.func") {
-            if function.attribute(NUM_OUTPUTS_ATTR).is_ok() {
+            if function.attribute(attr_names::NUM_OUTPUTS).is_ok() {
                 continue;
             }
             let function_type = function
@@ -80,11 +72,13 @@ impl TccPass for RecordInterface {
             let mut function = unsafe { OperationRefMut::from_raw(function.to_raw()) };
             let i64_type = IntegerType::new(context, 64).into();
             function.set_discardable_attribute(
-                NUM_OUTPUTS_ATTR,
+                attr_names::NUM_OUTPUTS,
                 IntegerAttribute::new(i64_type, outputs as i64).into(),
             );
-            function
-                .set_discardable_attribute(NAMES_ATTR, ArrayAttribute::new(context, &names).into());
+            function.set_discardable_attribute(
+                attr_names::IO_NAMES,
+                ArrayAttribute::new(context, &names).into(),
+            );
         }
         Ok(())
     }

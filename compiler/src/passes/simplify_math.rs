@@ -8,9 +8,10 @@
 //! Inception v1 (`(1 + a * sum)^-0.75`) spent 67 of its 72 ms in it.
 //! Exponents with no cheaper form are left alone.
 
-use melior::ir::operation::{OperationLike, OperationRef};
+use melior::Context;
+use melior::ir::operation::OperationLike;
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 
 pub struct SimplifyMath;
 
@@ -21,12 +22,7 @@ impl TccPass for SimplifyMath {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["math", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        _context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         if unsafe { tcc_dialects::simplify_math(root.to_raw()) } {
             Ok(())
         } else {

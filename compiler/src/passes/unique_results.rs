@@ -4,12 +4,11 @@
 //! `tensor.empty`) for each repeat. Runs before bufferization: upstream's
 //! `buffer-results-to-out-params` cannot handle a value returned twice.
 
-use melior::ir::operation::{
-    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
-};
+use melior::Context;
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::ops_named;
 
 pub struct UniqueResults;
@@ -21,12 +20,7 @@ impl TccPass for UniqueResults {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        root: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let returns: Vec<_> = ops_named(root, "func.return");
         for ret in returns {
             let location = ret.location();

@@ -46,7 +46,7 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
     // A window op rewritten by `tcc-fold-conv-inputs` is named after the
     // op it computes.
     let conv = op
-        .attribute(crate::patterns::conv_inputs::CONV_ATTR)
+        .attribute(crate::ir::attr_names::CONV)
         .ok()
         .and_then(crate::ir::util::string_value);
     let short = match &conv {

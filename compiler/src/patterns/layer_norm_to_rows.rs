@@ -6,8 +6,9 @@
 use melior::Context;
 use melior::ir::attribute::FloatAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
-use melior::ir::{BlockLike, Identifier, Value, ValueLike};
+use melior::ir::{Identifier, Value, ValueLike};
 
+use super::{empty_like, insert_before};
 use crate::passes::PassError;
 
 /// Builds `tcc.layer_norm_rows` in front of `op` and returns its result.
@@ -16,9 +17,6 @@ pub fn rewrite<'c>(
     op: OperationRef<'c, 'c>,
 ) -> Result<Value<'c, 'c>, PassError<'c>> {
     let location = op.location();
-    let block = op
-        .block()
-        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
     let operand = |index: usize| {
         op.operand(index)
             .map_err(|e| PassError::at(location, e.to_string()))
@@ -29,24 +27,13 @@ pub fn rewrite<'c>(
         .ok()
         .and_then(|a| FloatAttribute::try_from(a).ok())
         .ok_or_else(|| PassError::at(location, "layer norm without a float epsilon"))?;
-    let empty = OperationBuilder::new("tensor.empty", location)
-        .add_results(&[input.r#type()])
-        .build()
-        .map_err(|e| PassError::at(location, format!("cannot build tensor.empty: {e}")))?;
-    let empty = block.insert_operation_before(op, empty);
-    let init: Value = empty
-        .result(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?
-        .into();
-    let rows = OperationBuilder::new("tcc.layer_norm_rows", location)
-        .add_operands(&[input, scale, bias, init])
-        .add_results(&[input.r#type()])
-        .add_attributes(&[(Identifier::new(context, "epsilon"), epsilon.into())])
-        .build()
-        .map_err(|e| PassError::at(location, format!("cannot build tcc.layer_norm_rows: {e}")))?;
-    let rows = block.insert_operation_before(op, rows);
-    Ok(rows
-        .result(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?
-        .into())
+    let init = empty_like(op, input)?;
+    insert_before(
+        op,
+        OperationBuilder::new("tcc.layer_norm_rows", location)
+            .add_operands(&[input, scale, bias, init])
+            .add_results(&[input.r#type()])
+            .add_attributes(&[(Identifier::new(context, "epsilon"), epsilon.into())]),
+        "tcc.layer_norm_rows",
+    )
 }

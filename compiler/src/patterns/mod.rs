@@ -14,8 +14,10 @@ pub mod raise_composites;
 pub mod softmax_to_linalg;
 pub mod transpose;
 
-use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{TypeLike, ValueLike};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
+
+use crate::passes::PassError;
 
 /// Whether `op` (a `tcc.softmax` or `tcc.layer_norm`) works along the last
 /// axis of an f32 tensor: the case the one-kernel row templates take.
@@ -36,4 +38,38 @@ pub fn is_last_axis_f32(op: OperationRef) -> bool {
     };
     input.element.is_f32()
         && crate::ir::types::normalize_axis(axis, input.rank()) == Some(input.rank() - 1)
+}
+
+/// Builds `builder` (named `what` in errors) in front of `op` and returns
+/// its first result.
+pub fn insert_before<'c>(
+    op: OperationRef<'c, 'c>,
+    builder: OperationBuilder<'c>,
+    what: &str,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = op.location();
+    let block = op
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+    let built = builder
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build {what}: {e}")))?;
+    let built = block.insert_operation_before(op, built);
+    Ok(built
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into())
+}
+
+/// A `tensor.empty` of `like`'s type in front of `op`: the destination of
+/// a destination-style op replacing `op`.
+pub fn empty_like<'c>(
+    op: OperationRef<'c, 'c>,
+    like: Value<'c, 'c>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    insert_before(
+        op,
+        OperationBuilder::new("tensor.empty", op.location()).add_results(&[like.r#type()]),
+        "tensor.empty",
+    )
 }

@@ -27,8 +27,9 @@ use melior::ir::{
     ValueLike,
 };
 
-use super::conv_inputs::{Builder, CONV_ATTR, clone_remapped, fusible_producer, inline_producer};
+use super::conv_inputs::{Builder, clone_remapped, fusible_producer, inline_producer};
 use crate::ir::affine::{IteratorType, iterator_types};
+use crate::ir::attr_names;
 use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, integer_value, op_name, same_op, use_count, users};
@@ -196,7 +197,7 @@ fn shifted_read<'c>(
 
 /// What can be folded into `op`'s inputs, if anything.
 pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
-    if op_name(&op) != "linalg.generic" || op.attribute(CONV_ATTR).is_ok() {
+    if op_name(&op) != "linalg.generic" || op.attribute(attr_names::CONV).is_ok() {
         return None;
     }
     if iterator_types(op)?.contains(&IteratorType::Reduction) {
@@ -310,7 +311,7 @@ pub fn rewrite<'c>(
             .into(),
         ),
     ];
-    for name in [crate::passes::KERNEL_ATTR, crate::passes::KIND_ATTR] {
+    for name in [attr_names::KERNEL, attr_names::KIND] {
         if let Ok(value) = op.attribute(name) {
             attributes.push((Identifier::new(context, name), value));
         }

@@ -6,8 +6,9 @@ use melior::Context;
 use melior::ir::attribute::IntegerAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::IntegerType;
-use melior::ir::{BlockLike, Identifier, Value, ValueLike};
+use melior::ir::{Identifier, Value, ValueLike};
 
+use super::{empty_like, insert_before};
 use crate::ir::types::StaticTensor;
 use crate::passes::PassError;
 
@@ -17,36 +18,22 @@ pub fn rewrite<'c>(
     op: OperationRef<'c, 'c>,
 ) -> Result<Value<'c, 'c>, PassError<'c>> {
     let location = op.location();
-    let block = op
-        .block()
-        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
     let input = op
         .operand(0)
         .map_err(|e| PassError::at(location, e.to_string()))?;
     let tensor = StaticTensor::of(input.r#type())
         .ok_or_else(|| PassError::at(location, "softmax of a dynamically shaped tensor"))?;
-    let empty = OperationBuilder::new("tensor.empty", location)
-        .add_results(&[input.r#type()])
-        .build()
-        .map_err(|e| PassError::at(location, format!("cannot build tensor.empty: {e}")))?;
-    let empty = block.insert_operation_before(op, empty);
-    let init: Value = empty
-        .result(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?
-        .into();
+    let init = empty_like(op, input)?;
     let dimension = IntegerAttribute::new(
         IntegerType::new(context, 64).into(),
         tensor.rank() as i64 - 1,
     );
-    let softmax = OperationBuilder::new("linalg.softmax", location)
-        .add_operands(&[input, init])
-        .add_results(&[input.r#type()])
-        .add_attributes(&[(Identifier::new(context, "dimension"), dimension.into())])
-        .build()
-        .map_err(|e| PassError::at(location, format!("cannot build linalg.softmax: {e}")))?;
-    let softmax = block.insert_operation_before(op, softmax);
-    Ok(softmax
-        .result(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?
-        .into())
+    insert_before(
+        op,
+        OperationBuilder::new("linalg.softmax", location)
+            .add_operands(&[input, init])
+            .add_results(&[input.r#type()])
+            .add_attributes(&[(Identifier::new(context, "dimension"), dimension.into())]),
+        "linalg.softmax",
+    )
 }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use melior::Context;
 use melior::dialect::llvm;
-use melior::ir::attribute::{ArrayAttribute, AttributeLike, StringAttribute, TypeAttribute};
+use melior::ir::attribute::{ArrayAttribute, StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Attribute, BlockLike, Operation, Region, RegionLike, Type, Value, ValueLike};
 
@@ -26,12 +26,10 @@ use super::builder::Builder;
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
 use crate::back::CodegenError;
 use crate::back::opencl_c::{ElementType, Program};
+use crate::ir::attr_names;
 use crate::ir::memref::MemRefLayout;
 use crate::ir::operand::{operand_at, result_at};
 use crate::ir::util::{body_ops, integer_value, op_name, ops_named, string_value};
-use crate::passes::{
-    ARENA_ALIGNMENT_ATTR, ARENA_ATTR, ARENA_BYTES_ATTR, NAMES_ATTR, NUM_OUTPUTS_ATTR,
-};
 
 /// Fields of the runtime table, found by name in the ABI table.
 const CTX: i32 = tcc_abi::RUNTIME_API.field("ctx") as i32;
@@ -119,12 +117,7 @@ pub fn constant_indices(module: OperationRef) -> HashMap<String, u32> {
 
 /// The leaf name of a symbol reference (`@kernels::@k` gives `k`).
 fn symbol_leaf(attribute: Attribute) -> Option<String> {
-    if !unsafe { mlir_sys::mlirAttributeIsASymbolRef(attribute.to_raw()) } {
-        return None;
-    }
-    let leaf = unsafe { mlir_sys::mlirSymbolRefAttrGetLeafReference(attribute.to_raw()) };
-    let bytes = unsafe { std::slice::from_raw_parts(leaf.data as *const u8, leaf.length) };
-    Some(String::from_utf8_lossy(bytes).into_owned())
+    crate::ir::util::symbol_names(attribute).map(|(_, leaf)| leaf)
 }
 
 pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> {
@@ -166,18 +159,21 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         .and_then(string_value)
         .ok_or_else(|| CodegenError::at(&function, "function without a name"))?;
     let num_outputs = function
-        .attribute(NUM_OUTPUTS_ATTR)
+        .attribute(attr_names::NUM_OUTPUTS)
         .ok()
         .and_then(integer_value)
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| {
             CodegenError::at(
                 &function,
-                format!("@{name} lacks {NUM_OUTPUTS_ATTR}: run the input phase first"),
+                format!(
+                    "@{name} lacks {}: run the input phase first",
+                    attr_names::NUM_OUTPUTS
+                ),
             )
         })?;
     let names: Vec<String> = function
-        .attribute(NAMES_ATTR)
+        .attribute(attr_names::IO_NAMES)
         .ok()
         .and_then(|a| ArrayAttribute::try_from(a).ok())
         .map(|array| {
@@ -213,8 +209,8 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         name: name.clone(),
         inputs: Vec::new(),
         outputs: Vec::new(),
-        arena_bytes: planned(ARENA_BYTES_ATTR)?,
-        arena_alignment: planned(ARENA_ALIGNMENT_ATTR)?,
+        arena_bytes: planned(attr_names::ARENA_BYTES)?,
+        arena_alignment: planned(attr_names::ARENA_ALIGNMENT)?,
     };
     for index in 0..argument_count {
         let argument = block
@@ -236,14 +232,18 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
 
 /// Lowers the host function `function` to `llvm.func internal
 /// @tcc_entry_<name>`, which `insert` places (and returns); returns it with
-/// the function's ABI description.
+/// the function's ABI description. `lowering` is kept at the op being
+/// lowered (the function, then each op of its body), so that a caller can
+/// locate an error at it.
 pub fn lower_function<'c>(
     context: &'c Context,
     function: OperationRef<'c, 'c>,
     constants: &HashMap<String, u32>,
     kernels: &Kernels,
+    lowering: &mut OperationRef<'c, 'c>,
     insert: impl FnOnce(Operation<'c>) -> OperationRef<'c, 'c>,
 ) -> Result<(OperationRef<'c, 'c>, FunctionDesc), CodegenError> {
+    *lowering = function;
     let desc = describe(function)?;
     let name = desc.name.clone();
     // Types of a dialect exist only once it is loaded.
@@ -349,6 +349,7 @@ pub fn lower_function<'c>(
 
     for (position, op) in ops.iter().enumerate() {
         let op = *op;
+        *lowering = op;
         match op_name(&op).as_str() {
             "arith.constant" => {
                 let value = op
@@ -358,14 +359,15 @@ pub fn lower_function<'c>(
                     .ok_or_else(|| CodegenError::at(&op, "host constants must be integers"))?;
                 values.insert(key(result_of(op)?), b.constant(value, t.i64)?);
             }
-            "memref.alloc" if op.attribute(ARENA_ATTR).is_ok() => {
+            "memref.alloc" if op.attribute(attr_names::ARENA).is_ok() => {
                 let result = result_of(op)?;
                 let tensor = tensor_of(op, result)?;
                 if arena.is_some() || byte_size(&tensor) != desc.arena_bytes {
                     return Err(CodegenError::at(
                         &op,
                         format!(
-                            "@{name}: the arena must be one allocation of {ARENA_BYTES_ATTR} = {} bytes",
+                            "@{name}: the arena must be one allocation of {} = {} bytes",
+                            attr_names::ARENA_BYTES,
                             desc.arena_bytes
                         ),
                     ));
@@ -502,21 +504,32 @@ pub fn lower_function<'c>(
 
 /// Replaces every host `func.func` of `module` by its `llvm.func` entry, in
 /// place (what `tcc-lower-host-to-llvm` does): kernels are numbered in
-/// module order, constants too. Returns the functions' ABI descriptions.
+/// module order, constants too. Returns the functions' ABI descriptions,
+/// or the error with the op it is about (a function or one of its ops).
 pub fn lower_module<'c>(
     context: &'c Context,
     module: OperationRef<'c, 'c>,
-) -> Result<Vec<FunctionDesc>, CodegenError> {
+) -> Result<Vec<FunctionDesc>, (OperationRef<'c, 'c>, CodegenError)> {
     let constants = constant_indices(module);
     let kernels = kernels_of_module(module);
     let mut functions = Vec::new();
     for function in crate::ir::util::body_ops_named(module, "func.func") {
-        let block = function
-            .block()
-            .ok_or_else(|| CodegenError::at(&function, "a function outside any block"))?;
-        let (_, desc) = lower_function(context, function, &constants, &kernels, |entry| {
-            block.insert_operation_before(function, entry)
+        let block = function.block().ok_or_else(|| {
+            (
+                function,
+                CodegenError::at(&function, "a function outside any block"),
+            )
         })?;
+        let mut lowering = function;
+        let (_, desc) = lower_function(
+            context,
+            function,
+            &constants,
+            &kernels,
+            &mut lowering,
+            |entry| block.insert_operation_before(function, entry),
+        )
+        .map_err(|e| (lowering, e))?;
         crate::ir::util::erase_op(function);
         functions.push(desc);
     }

@@ -299,11 +299,13 @@ impl<'l> HostWriter<'l> {
         let kernels = super::lower::kernels_of_program(program);
         let mut functions = Vec::new();
         for function in body_ops_named(module_op, "func.func") {
+            let mut lowering = function;
             let (_, desc) = super::lower::lower_function(
                 context,
                 function,
                 &constant_index,
                 &kernels,
+                &mut lowering,
                 |entry| host.body().append_operation(entry),
             )?;
             functions.push(desc);

@@ -26,7 +26,7 @@ use melior::ir::attribute::Attribute;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, BlockRef, RegionLike, TypeLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::attr_names::{KIND, STRATEGY};
 use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::{body_ops_named, collect_ops, dialect_of, op_name, string_value};
@@ -91,12 +91,7 @@ impl TccPass for OutlineKernels {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["gpu", "arith"];
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let location = module.location();
         let functions: Vec<_> = body_ops_named(module, "func.func");
         check_bufferized(module, &functions)?;

@@ -12,6 +12,10 @@
 //!
 //! Transposes meeting after sinking (`T^-1(T(x))`) cancel by TOSA's own
 //! canonicalization.
+//!
+//! Here: the op-by-op sinking; [`cluster`] sinks a whole cluster of
+//! layout-agnostic ops at once; [`compose`] composes transposes, turns
+//! unit-dimension transposes into reshapes and sinks through reshapes.
 
 use melior::Context;
 use melior::ir::attribute::{AttributeLike, IntegerAttribute};
@@ -21,8 +25,15 @@ use melior::ir::{BlockLike, Type, TypeLike, Value, ValueLike};
 use crate::ir::constant::ConstTensor;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
-use crate::ir::util::{defining_op, op_name, replace_and_erase, same_op, users};
+use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
 use crate::passes::PassError;
+
+mod cluster;
+mod compose;
+
+pub use cluster::sink_cluster;
+use compose::sink_through_reshape;
+pub use compose::{compose_transposes, transpose_to_reshape};
 
 /// Elementwise TOSA (and tcc) ops: the result's shape is the broadcast of
 /// the operands of the result's rank; lower-rank operands (`tosa.mul`'s
@@ -100,6 +111,18 @@ fn inverse(perm: &[usize]) -> Vec<usize> {
         inverse[p] = i;
     }
     inverse
+}
+
+/// `op`'s first operand, the transpose producing it and its permutation;
+/// `None` when no transpose produces it.
+fn transposed_operand<'c>(
+    op: OperationRef<'c, 'c>,
+) -> Result<Option<(Value<'c, 'c>, OperationRef<'c, 'c>, Vec<usize>)>, PassError<'c>> {
+    let operand: Value = op
+        .operand(0)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    Ok(defining_op(operand)
+        .and_then(|producer| Some((operand, producer, transpose_perm(producer)?))))
 }
 
 fn rank_of(value: Value) -> Option<usize> {
@@ -301,13 +324,7 @@ fn sink_through_window<'c>(
 ) -> Result<bool, PassError<'c>> {
     let location = op.location();
     let name = op_name(&op);
-    let operand: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
-    let Some(producer) = defining_op(operand) else {
-        return Ok(false);
-    };
-    let Some(perm) = transpose_perm(producer) else {
+    let Some((operand, producer, perm)) = transposed_operand(op)? else {
         return Ok(false);
     };
     let result = result_of(op)?;
@@ -369,300 +386,5 @@ fn sink_through_window<'c>(
     let window = builder.insert(&name, &operands, untransposed, &[])?;
     let transposed = builder.transpose(window, &perm)?;
     replace_and_erase(op, result, transposed);
-    Ok(true)
-}
-
-/// The most ops a layout cluster may hold (a bound on the analysis; the
-/// clusters between two convolutions are a few dozen ops).
-const MAX_CLUSTER_OPS: usize = 512;
-
-/// Whether `op` can be computed under a permutation of rank `rank`: an
-/// elementwise or axis op of that result rank, or a slice or pad.
-fn layout_agnostic(op: OperationRef, rank: usize) -> bool {
-    let name = op_name(&op);
-    op.result_count() == 1
-        && (matches!(name.as_str(), "tosa.slice" | "tosa.pad")
-            || ELEMENTWISE.contains(&name.as_str())
-            || AXIS_OPS.contains(&name.as_str()))
-        && op.result(0).is_ok_and(|r| rank_of(r.into()) == Some(rank))
-}
-
-/// The data operands of a layout-agnostic op: the sliced or padded tensor,
-/// or the operands of the result's rank.
-fn data_operands<'c>(op: OperationRef<'c, 'c>, rank: usize) -> Vec<Value<'c, 'c>> {
-    if matches!(op_name(&op).as_str(), "tosa.slice" | "tosa.pad") {
-        return op.operand(0).into_iter().collect();
-    }
-    op.operands()
-        .filter(|v| rank_of(*v) == Some(rank))
-        .collect()
-}
-
-/// Sinks the transpose `op` (by `P`) through the whole cluster of
-/// layout-agnostic ops connected to its result, when that removes more
-/// transposes than it adds.
-///
-/// [`sink_transposes`] decides op by op and stops where an op's operands
-/// are not all transposes yet. A local response normalization written in
-/// primitive ops is such a case: `x * pow(k + a * sum(slices(pad(x * x))),
-/// -b)` reads `x` (a transpose) both at its start and its end, so neither
-/// end can move first. Here the cluster is the closure of `op`'s users
-/// under "layout-agnostic producer or user"; every operand entering it
-/// must be a constant or a transpose by `P` (anything else would need a
-/// new transpose: the cluster is left alone). Sinking the cluster removes
-/// the transposes by `P` all of whose users are inside and cancels the
-/// transposes by `P^-1` of its results; it costs one transpose per result
-/// used outside otherwise. On a gain, every member is sunk in program
-/// order (its operands are transposes or constants by then).
-pub fn sink_cluster<'c>(
-    context: &'c Context,
-    op: OperationRef<'c, 'c>,
-) -> Result<bool, PassError<'c>> {
-    let Some(perm) = transpose_perm(op) else {
-        return Ok(false);
-    };
-    let rank = perm.len();
-    let back = inverse(&perm);
-    let start = result_of(op)?;
-    let mut members: Vec<OperationRef<'c, 'c>> = Vec::new();
-    let mut feeding: Vec<OperationRef<'c, 'c>> = vec![op];
-    let mut work: Vec<OperationRef<'c, 'c>> = users(start);
-    let contains =
-        |list: &[OperationRef<'c, 'c>], o: &OperationRef| list.iter().any(|m| same_op(m, o));
-    while let Some(candidate) = work.pop() {
-        if contains(&members, &candidate) {
-            continue;
-        }
-        if !layout_agnostic(candidate, rank) || members.len() >= MAX_CLUSTER_OPS {
-            return Ok(false);
-        }
-        members.push(candidate);
-        for operand in data_operands(candidate, rank) {
-            if ConstTensor::is_constant(operand) {
-                continue;
-            }
-            let Some(producer) = defining_op(operand) else {
-                return Ok(false); // a function argument
-            };
-            if transpose_perm(producer).as_deref() == Some(perm.as_slice()) {
-                if !contains(&feeding, &producer) {
-                    feeding.push(producer);
-                }
-            } else if layout_agnostic(producer, rank) {
-                work.push(producer);
-            } else {
-                return Ok(false);
-            }
-        }
-        for user in users(result_of(candidate)?) {
-            if layout_agnostic(user, rank) && !contains(&members, &user) {
-                work.push(user);
-            }
-        }
-    }
-    // Gains and costs, in transposes.
-    let mut gain = 0usize;
-    let mut cost = 0usize;
-    for transpose in &feeding {
-        if users(result_of(*transpose)?)
-            .iter()
-            .all(|u| contains(&members, u))
-        {
-            gain += 1;
-        }
-    }
-    for member in &members {
-        let mut outside = false;
-        for user in users(result_of(*member)?) {
-            if contains(&members, &user) {
-                continue;
-            }
-            if transpose_perm(user).as_deref() == Some(back.as_slice()) {
-                gain += 1;
-            } else {
-                outside = true;
-            }
-        }
-        cost += usize::from(outside);
-    }
-    if gain <= cost {
-        return Ok(false);
-    }
-    let block = op
-        .block()
-        .ok_or_else(|| PassError::at(op.location(), "transpose outside a block"))?;
-    let mut order = Vec::new();
-    let mut next = block.first_operation();
-    while let Some(candidate) = next {
-        next = candidate.next_in_block();
-        let candidate = unsafe { OperationRef::from_raw(candidate.to_raw()) };
-        if contains(&members, &candidate) {
-            order.push(candidate);
-        }
-    }
-    for member in order {
-        if !sink(context, member, true)? {
-            return Err(PassError::at(
-                member.location(),
-                "internal error: a layout cluster member could not be sunk",
-            ));
-        }
-    }
-    Ok(true)
-}
-
-/// `reshape(transpose(x, P), R)` where the reshape only merges dimensions
-/// that lie next to each other, in order, in `x` (and adds or drops unit
-/// dimensions): the same merge on `x` first, then a transpose of the
-/// merged groups, then unit dimensions. A CNN's global pooling written as
-/// transpose-to-NCHW, reshape to `[N, C, H*W]`, reduce is the case: after
-/// this the reduction sees the channels-last data directly. Applies when
-/// the reshape is the transpose's only user. Returns whether it rewrote.
-fn sink_through_reshape<'c>(
-    context: &'c Context,
-    op: OperationRef<'c, 'c>,
-) -> Result<bool, PassError<'c>> {
-    let location = op.location();
-    let operand: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
-    let Some(producer) = defining_op(operand) else {
-        return Ok(false);
-    };
-    let Some(perm) = transpose_perm(producer) else {
-        return Ok(false);
-    };
-    if users(operand).len() != 1 {
-        return Ok(false);
-    }
-    let source: Value = producer
-        .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
-    let (Some(x), Some(r)) = (
-        StaticTensor::of(source.r#type()),
-        StaticTensor::of(result_of(op)?.r#type()),
-    ) else {
-        return Ok(false);
-    };
-    // The transpose's non-unit dimensions, as source dimensions in output
-    // order, grouped into the reshape's non-unit dimensions.
-    let moved: Vec<usize> = perm.iter().copied().filter(|&p| x.shape[p] != 1).collect();
-    let targets: Vec<i64> = r.shape.iter().copied().filter(|&d| d != 1).collect();
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut index = 0;
-    for &target in &targets {
-        let mut group = Vec::new();
-        let mut product = 1i64;
-        while product < target && index < moved.len() {
-            product *= x.shape[moved[index]];
-            group.push(moved[index]);
-            index += 1;
-        }
-        // Only merges of source dimensions adjacent and in order.
-        if product != target || group.windows(2).any(|w| w[1] != w[0] + 1) {
-            return Ok(false);
-        }
-        groups.push(group);
-    }
-    if index != moved.len() || groups.len() < 2 {
-        return Ok(false);
-    }
-    let mut in_source_order: Vec<usize> = (0..groups.len()).collect();
-    in_source_order.sort_by_key(|&g| groups[g][0]);
-    // Output group g is the position_of[g]-th group in source order.
-    let mut position_of = vec![0; groups.len()];
-    for (position, &g) in in_source_order.iter().enumerate() {
-        position_of[g] = position;
-    }
-    // The merge keeps the reshape's unit dimensions where they are; its
-    // other positions hold the groups in source order, which the transpose
-    // then puts in output order.
-    let slots: Vec<usize> = (0..r.shape.len()).filter(|&i| r.shape[i] != 1).collect();
-    let mut merged = r.shape.clone();
-    for (k, &g) in in_source_order.iter().enumerate() {
-        merged[slots[k]] = groups[g].iter().map(|&d| x.shape[d]).product();
-    }
-    let mut order: Vec<usize> = (0..r.shape.len()).collect();
-    for (g, &slot) in slots.iter().enumerate() {
-        order[slot] = slots[position_of[g]];
-    }
-    let builder = TosaBuilder::before(context, op)?;
-    let reshaped = builder.reshape(source, &merged)?;
-    let replacement = builder.transpose(reshaped, &order)?;
-    let result = result_of(op)?;
-    replace_and_erase(op, result, replacement);
-    Ok(true)
-}
-
-/// Composes `transpose(transpose(x, P1), P2)` into one transpose of `x`
-/// (or `x` itself when the composition is the identity), and folds a
-/// transpose of a constant, so that operands meeting at an op show one
-/// permutation or a constant and sinking goes on within the pass.
-pub fn compose_transposes<'c>(
-    context: &'c Context,
-    op: OperationRef<'c, 'c>,
-) -> Result<bool, PassError<'c>> {
-    let Some(outer) = transpose_perm(op) else {
-        return Ok(false);
-    };
-    if let Some(value) = crate::patterns::constant_fold::evaluate(op) {
-        crate::patterns::constant_fold::replace_with_constant(context, op, &value)?;
-        return Ok(true);
-    }
-    let input: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
-    let Some(producer) = defining_op(input) else {
-        return Ok(false);
-    };
-    let Some(inner) = transpose_perm(producer) else {
-        return Ok(false);
-    };
-    let source: Value = producer
-        .operand(0)
-        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
-    let composed: Vec<usize> = outer.iter().map(|&o| inner[o]).collect();
-    let result = result_of(op)?;
-    let replacement = if composed.iter().enumerate().all(|(i, &p)| i == p) {
-        source
-    } else {
-        TosaBuilder::before(context, op)?.transpose(source, &composed)?
-    };
-    replace_and_erase(op, result, replacement);
-    Ok(true)
-}
-
-/// Replaces a transpose that only moves size-1 dimensions (the other
-/// dimensions keep their order, so the data's order is unchanged) by a
-/// reshape. Returns whether it rewrote.
-pub fn transpose_to_reshape<'c>(
-    context: &'c Context,
-    op: OperationRef<'c, 'c>,
-) -> Result<bool, PassError<'c>> {
-    let Some(perm) = transpose_perm(op) else {
-        return Ok(false);
-    };
-    let input: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
-    // A transpose of a constant or of a transpose is composed instead.
-    if ConstTensor::is_constant(input) || defining_op(input).and_then(transpose_perm).is_some() {
-        return Ok(false);
-    }
-    let Some(tensor) = StaticTensor::of(input.r#type()) else {
-        return Ok(false);
-    };
-    let moved: Vec<usize> = perm
-        .iter()
-        .copied()
-        .filter(|&p| tensor.shape[p] != 1)
-        .collect();
-    if moved.windows(2).any(|w| w[0] > w[1]) {
-        return Ok(false);
-    }
-    let shape: Vec<i64> = perm.iter().map(|&p| tensor.shape[p]).collect();
-    let result = result_of(op)?;
-    let reshaped = TosaBuilder::before(context, op)?.reshape(input, &shape)?;
-    replace_and_erase(op, result, reshaped);
     Ok(true)
 }

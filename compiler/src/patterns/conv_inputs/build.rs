@@ -1,0 +1,407 @@
+//! Building the generic that replaces a window op ([`rewrite`]): the
+//! input coordinates from `linalg.index`, bounds checks and clamping for a
+//! folded pad, the loads with a folded producer's body inlined, and the
+//! combiner.
+
+use melior::Context;
+use melior::ir::attribute::{
+    ArrayAttribute, DenseI32ArrayAttribute, DenseI64ArrayAttribute, IntegerAttribute,
+    StringAttribute,
+};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::r#type::{IntegerType, Type};
+use melior::ir::{
+    Block, BlockLike, BlockRef, Identifier, Location, Region, RegionLike, TypeLike, Value,
+    ValueLike,
+};
+
+use super::pool::{inline_pool, pool_parts};
+use super::{Combine, Plan, map_results, pair, transpose_permutation};
+use crate::ir::affine::{IteratorType, iterator_types_attribute, projection_map_attribute};
+use crate::ir::attr_names;
+use crate::ir::operand::operand_at;
+use crate::ir::types::StaticTensor;
+use crate::ir::util::op_name;
+use crate::passes::PassError;
+
+/// Builds ops at the end of one block.
+pub(crate) struct Builder<'c> {
+    pub context: &'c Context,
+    pub location: Location<'c>,
+    pub block: BlockRef<'c, 'c>,
+}
+
+impl<'c> Builder<'c> {
+    pub(crate) fn push(
+        &self,
+        builder: OperationBuilder<'c>,
+        what: &str,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let op = builder
+            .build()
+            .map_err(|e| PassError::at(self.location, format!("cannot build {what}: {e}")))?;
+        let op = self.block.append_operation(op);
+        let op = unsafe { OperationRef::from_raw(op.to_raw()) };
+        Ok(op
+            .result(0)
+            .map_err(|e| PassError::at(self.location, e.to_string()))?
+            .into())
+    }
+
+    pub(crate) fn index_type(&self) -> Type<'c> {
+        Type::index(self.context)
+    }
+
+    pub(crate) fn constant(&self, value: i64) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let attribute = IntegerAttribute::new(self.index_type(), value);
+        self.push(
+            OperationBuilder::new("arith.constant", self.location)
+                .add_attributes(&[(Identifier::new(self.context, "value"), attribute.into())])
+                .add_results(&[self.index_type()]),
+            "arith.constant",
+        )
+    }
+
+    pub(crate) fn index(&self, dim: usize) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let attribute =
+            IntegerAttribute::new(IntegerType::new(self.context, 64).into(), dim as i64);
+        self.push(
+            OperationBuilder::new("linalg.index", self.location)
+                .add_attributes(&[(Identifier::new(self.context, "dim"), attribute.into())])
+                .add_results(&[self.index_type()]),
+            "linalg.index",
+        )
+    }
+
+    pub(crate) fn binary(
+        &self,
+        name: &str,
+        lhs: Value<'c, 'c>,
+        rhs: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        self.push(
+            OperationBuilder::new(name, self.location)
+                .add_operands(&[lhs, rhs])
+                .add_results(&[lhs.r#type()]),
+            name,
+        )
+    }
+
+    /// `arith.cmpi` with a predicate number (2 = slt, 5 = sge).
+    pub(crate) fn cmpi(
+        &self,
+        predicate: i64,
+        lhs: Value<'c, 'c>,
+        rhs: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let attribute = IntegerAttribute::new(IntegerType::new(self.context, 64).into(), predicate);
+        self.push(
+            OperationBuilder::new("arith.cmpi", self.location)
+                .add_operands(&[lhs, rhs])
+                .add_attributes(&[(Identifier::new(self.context, "predicate"), attribute.into())])
+                .add_results(&[IntegerType::new(self.context, 1).into()]),
+            "arith.cmpi",
+        )
+    }
+
+    /// Checks `coordinate` against `0..size`, folds the check into
+    /// `in_bounds`, and returns it clamped into bounds (so that no back end
+    /// ever reads outside the tensor).
+    pub(crate) fn clamp_into(
+        &self,
+        coordinate: Value<'c, 'c>,
+        size: i64,
+        in_bounds: &mut Option<Value<'c, 'c>>,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let zero = self.constant(0)?;
+        let last = self.constant(size - 1)?;
+        let limit = self.constant(size)?;
+        let above = self.cmpi(5, coordinate, zero)?;
+        let below = self.cmpi(2, coordinate, limit)?;
+        let both = self.binary("arith.andi", above, below)?;
+        *in_bounds = Some(match *in_bounds {
+            Some(previous) => self.binary("arith.andi", previous, both)?,
+            None => both,
+        });
+        let clamped = self.binary("arith.maxsi", coordinate, zero)?;
+        self.binary("arith.minsi", clamped, last)
+    }
+
+    /// `tensor.extract` of `tensor` at `indices`.
+    pub(crate) fn extract(
+        &self,
+        tensor: Value<'c, 'c>,
+        indices: &[Value<'c, 'c>],
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let element = unsafe {
+            Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
+                tensor.r#type().to_raw(),
+            ))
+        };
+        let mut operands = vec![tensor];
+        operands.extend_from_slice(indices);
+        self.push(
+            OperationBuilder::new("tensor.extract", self.location)
+                .add_operands(&operands)
+                .add_results(&[element]),
+            "tensor.extract",
+        )
+    }
+
+    /// `base * scale + offset`, folding the trivial parts.
+    pub(crate) fn affine(
+        &self,
+        base: Value<'c, 'c>,
+        scale: i64,
+        offset: Value<'c, 'c>,
+        offset_scale: i64,
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        let scaled = |value: Value<'c, 'c>, s: i64| -> Result<Value<'c, 'c>, PassError<'c>> {
+            if s == 1 {
+                Ok(value)
+            } else {
+                let s = self.constant(s)?;
+                self.binary("arith.muli", value, s)
+            }
+        };
+        let a = scaled(base, scale)?;
+        let b = scaled(offset, offset_scale)?;
+        self.binary("arith.addi", a, b)
+    }
+}
+
+/// Builds the replacement generic in front of `plan.op` and returns its
+/// result.
+pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let op = plan.op;
+    let location = op.location();
+    let window = plan.window;
+    let err = |e: melior::Error| PassError::at(location, e.to_string());
+    let parent = op
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+    let [sh, sw] = pair(op, "strides").ok_or_else(|| PassError::at(location, "bad strides"))?;
+    let [dh, dw] = pair(op, "dilations").ok_or_else(|| PassError::at(location, "bad dilations"))?;
+    let filter = operand_at(op, 1)?;
+    let init = operand_at(op, 2)?;
+    let result_type = op.result(0).map_err(err)?.r#type();
+    let source = StaticTensor::of(plan.source.r#type())
+        .ok_or_else(|| PassError::at(location, "dynamically shaped input"))?;
+    let (height, width) = (source.shape[1], source.shape[2]);
+
+    let f32_type = Type::float32(context);
+    let region = Region::new();
+    let block = region.append_block(Block::new(&[(f32_type, location), (f32_type, location)]));
+    let block = unsafe { BlockRef::from_raw(block.to_raw()) };
+    let b = Builder {
+        context,
+        location,
+        block,
+    };
+    // Coordinates of the input element in the unpadded source.
+    let n = b.index(window.n)?;
+    let c = b.index(window.c)?;
+    let (low, high) = match &plan.pad {
+        Some((_, p)) => (p.low, p.high),
+        None => ([0, 0], [0, 0]),
+    };
+    let mut in_bounds: Option<Value> = None;
+    let mut spatial = Vec::new();
+    for (axis, (out_dim, k_dim, stride, dilation, size)) in [
+        (window.oh, window.kh, sh, dh, height),
+        (window.ow, window.kw, sw, dw, width),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let o = b.index(out_dim)?;
+        let k = b.index(k_dim)?;
+        let mut coordinate = b.affine(o, stride, k, dilation)?;
+        if low[axis] != 0 {
+            let shift = b.constant(low[axis])?;
+            coordinate = b.binary("arith.subi", coordinate, shift)?;
+        }
+        if low[axis] != 0 || high[axis] != 0 {
+            coordinate = b.clamp_into(coordinate, size, &mut in_bounds)?;
+        }
+        spatial.push(coordinate);
+    }
+    let coordinates = [n, spatial[0], spatial[1], c];
+    let extract = |tensor: Value<'c, 'c>, indices: &[Value<'c, 'c>]| b.extract(tensor, indices);
+    let element = match &plan.producer {
+        None => extract(plan.source, &coordinates)?,
+        Some(producer) => inline_producer(&b, producer.op, &coordinates, &extract)?,
+    };
+    let a = match (&plan.pad, in_bounds) {
+        (Some((_, padding)), Some(condition)) => b.push(
+            OperationBuilder::new("arith.select", location)
+                .add_operands(&[condition, element, padding.value])
+                .add_results(&[f32_type]),
+            "arith.select",
+        )?,
+        _ => element,
+    };
+    let w: Value = block.argument(0).map_err(err)?.into();
+    let acc: Value = block.argument(1).map_err(err)?.into();
+    let combined = match window.combine {
+        Combine::MulAdd => {
+            let product = b.binary("arith.mulf", a, w)?;
+            b.binary("arith.addf", acc, product)?
+        }
+        Combine::Add => b.binary("arith.addf", acc, a)?,
+        Combine::Max => b.binary("arith.maximumf", acc, a)?,
+    };
+    block.append_operation(
+        OperationBuilder::new("linalg.yield", location)
+            .add_operands(&[combined])
+            .build()
+            .map_err(err)?,
+    );
+
+    // Indexing maps: the filter (or window) and the output.
+    let rank = window.parallel + window.reduction;
+    let output_dims: Vec<usize> = (0..window.parallel).collect();
+    let maps = [
+        projection_map_attribute(context, rank, window.filter),
+        projection_map_attribute(context, rank, &output_dims),
+    ];
+    let iterators: Vec<IteratorType> = (0..rank)
+        .map(|d| {
+            if d < window.parallel {
+                IteratorType::Parallel
+            } else {
+                IteratorType::Reduction
+            }
+        })
+        .collect();
+    let mut attributes = vec![
+        (
+            Identifier::new(context, "indexing_maps"),
+            ArrayAttribute::new(context, &maps).into(),
+        ),
+        (
+            Identifier::new(context, "iterator_types"),
+            iterator_types_attribute(context, &iterators),
+        ),
+        (
+            Identifier::new(context, "operandSegmentSizes"),
+            DenseI32ArrayAttribute::new(context, &[1, 1]).into(),
+        ),
+        (
+            Identifier::new(context, attr_names::CONV),
+            StringAttribute::new(context, window.name).into(),
+        ),
+        (
+            Identifier::new(context, attr_names::STRIDES),
+            DenseI64ArrayAttribute::new(context, &[sh, sw]).into(),
+        ),
+    ];
+    // Keep the discardable attributes (kernel names, if already formed).
+    for name in [attr_names::KERNEL, attr_names::KIND] {
+        if let Ok(value) = op.attribute(name) {
+            attributes.push((Identifier::new(context, name), value));
+        }
+    }
+    let generic = OperationBuilder::new("linalg.generic", location)
+        .add_operands(&[filter, init])
+        .add_results(&[result_type])
+        .add_attributes(&attributes)
+        .add_regions([region])
+        .build()
+        .map_err(|e| PassError::at(location, format!("cannot build linalg.generic: {e}")))?;
+    let generic = parent.insert_operation_before(op, generic);
+    Ok(generic.result(0).map_err(err)?.into())
+}
+
+/// Loads the producer's inputs at the input coordinates and clones its
+/// body after them; returns the value it yields.
+pub(crate) fn inline_producer<'c>(
+    b: &Builder<'c>,
+    producer: OperationRef<'c, 'c>,
+    coordinates: &[Value<'c, 'c>],
+    extract: &dyn Fn(Value<'c, 'c>, &[Value<'c, 'c>]) -> Result<Value<'c, 'c>, PassError<'c>>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = b.location;
+    let err = |e: melior::Error| PassError::at(location, e.to_string());
+    if let Some(pool) = pool_parts(producer)
+        && let Ok(coordinates) = <&[Value<'c, 'c>; 4]>::try_from(coordinates)
+    {
+        return inline_pool(b, producer, &pool, coordinates);
+    }
+    if op_name(&producer) == "linalg.transpose" {
+        // out[c] = in[c'] with c'[permutation[j]] = c[j].
+        let permutation = transpose_permutation(producer)
+            .ok_or_else(|| PassError::at(location, "transpose without a permutation"))?;
+        let mut indices = coordinates.to_vec();
+        for (j, &p) in permutation.iter().enumerate() {
+            indices[p] = coordinates[j];
+        }
+        return extract(operand_at(producer, 0)?, &indices);
+    }
+    let maps =
+        ArrayAttribute::try_from(producer.attribute("indexing_maps").map_err(err)?).map_err(err)?;
+    let body = producer
+        .region(0)
+        .map_err(err)?
+        .first_block()
+        .ok_or_else(|| PassError::at(location, "producer without a body"))?;
+    // (raw value, replacement) pairs.
+    let mut mapping: Vec<(mlir_sys::MlirValue, Value<'c, 'c>)> = Vec::new();
+    for index in 0..producer.operand_count() - 1 {
+        let operand = operand_at(producer, index)?;
+        let results = map_results(maps.element(index).map_err(err)?)
+            .ok_or_else(|| PassError::at(location, "producer map is not a broadcast"))?;
+        let mut indices = Vec::new();
+        for result in results {
+            indices.push(match result {
+                Some(dim) => coordinates[dim],
+                None => b.constant(0)?,
+            });
+        }
+        let value = extract(operand, &indices)?;
+        let argument: Value = body.argument(index).map_err(err)?.into();
+        mapping.push((argument.to_raw(), value));
+    }
+    let mut next = body.first_operation();
+    while let Some(inner) = next {
+        next = inner.next_in_block();
+        if op_name(&inner) == "linalg.yield" {
+            let yielded = operand_at(inner, 0)?;
+            return mapping
+                .iter()
+                .find(|(raw, _)| raw.ptr == yielded.to_raw().ptr)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| PassError::at(location, "producer yields a value from outside"));
+        }
+        let clone = clone_remapped(b, inner, &mapping);
+        for position in 0..inner.result_count() {
+            let old: Value = inner.result(position).map_err(err)?.into();
+            let new: Value = clone.result(position).map_err(err)?.into();
+            mapping.push((old.to_raw(), unsafe { Value::from_raw(new.to_raw()) }));
+        }
+    }
+    Err(PassError::at(
+        location,
+        "producer body without linalg.yield",
+    ))
+}
+
+/// Appends a clone of `op` to the builder's block with its operands
+/// replaced through `mapping` (raw value, replacement).
+pub(crate) fn clone_remapped<'c>(
+    b: &Builder<'c>,
+    op: OperationRef<'c, 'c>,
+    mapping: &[(mlir_sys::MlirValue, Value<'c, 'c>)],
+) -> OperationRef<'c, 'c> {
+    let clone = unsafe { mlir_sys::mlirOperationClone(op.to_raw()) };
+    for position in 0..unsafe { mlir_sys::mlirOperationGetNumOperands(clone) } {
+        let operand = unsafe { mlir_sys::mlirOperationGetOperand(clone, position) };
+        if let Some((_, replacement)) = mapping.iter().find(|(raw, _)| raw.ptr == operand.ptr) {
+            unsafe { mlir_sys::mlirOperationSetOperand(clone, position, replacement.to_raw()) };
+        }
+    }
+    let clone = b
+        .block
+        .append_operation(unsafe { melior::ir::operation::Operation::from_raw(clone) });
+    unsafe { OperationRef::from_raw(clone.to_raw()) }
+}

@@ -1,0 +1,454 @@
+//! Folding a convolution's or pooling's input preparation into its loads.
+//!
+//! `tensor.pad` in front of a window op materializes a padded copy (a fill
+//! kernel and a copy kernel at run time); an elementwise producer of the
+//! input (BatchNorm + ReLU before a convolution) is a kernel of its own, and
+//! so is a transpose (an ONNX model's NCHW input before its first
+//! convolution: the loads read it at permuted coordinates instead).
+//! [`rewrite`] replaces the window op by a `linalg.generic` over the same
+//! iteration space whose input is not an operand: the body computes the
+//! input coordinates from `linalg.index`, reads the *unpadded* source with
+//! `tensor.extract` at coordinates clamped into bounds (so no back end ever
+//! reads out of bounds), applies the producer's body to the element, and
+//! selects the pad value where the coordinates fall in the padding (the pad
+//! is of the producer's output, so padded positions get the pad value, not
+//! the producer of it). The generic verifies and bufferizes like any other
+//! (upstream's gather lowering has the same shape), and every back end that
+//! translates loop nests runs it correctly; the OpenCL C writer also
+//! recognizes the 2-D convolution form (`tcc.conv` attribute) for the
+//! implicit-GEMM template.
+//!
+//! A max or sum pooling whose only user is a 1x1 convolution (Inception's
+//! pool projections, SqueezeNet's squeeze convolutions after each max
+//! pool) is folded the same way: the convolution's loads compute the
+//! pooled element themselves, the pooling window unrolled (at most
+//! [`MAX_UNROLLED_WINDOW`] cells), so the pooled tensor is never written.
+//! A 1x1 convolution reads each input element once per output-channel
+//! tile, so the window is recomputed only that often, against a kernel
+//! launch and a round trip of the pooled tensor through memory.
+//!
+//! The body of a rewritten op is always
+//! `(coordinates, bounds check, loads, producer ops, select) ; combine(acc,
+//! a[, w]) ; yield`, with the filter (or pooling window) as the only input.
+//!
+//! [`plan`] (here) finds what can be folded; [`build`] writes the
+//! replacement generic; [`pool`] reads and unrolls a folded pooling.
+
+mod build;
+mod pool;
+
+pub use build::rewrite;
+pub(crate) use build::{Builder, clone_remapped, inline_producer};
+
+use melior::ir::attribute::{ArrayAttribute, AttributeLike, DenseI64ArrayAttribute};
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{Attribute, BlockLike, RegionLike, TypeLike, Value, ValueLike};
+
+use crate::config::PoolFolding;
+use crate::ir::affine::{IteratorType, iterator_types};
+use crate::ir::attr_names;
+use crate::ir::dense::int_elements;
+use crate::ir::types::StaticTensor;
+use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
+use pool::{fusible_pool, pool_feeding_pointwise_conv};
+
+/// The most producer body ops (arith only) recomputed per input load: a
+/// 3x3 stride-1 window reads each input element about 9 times, so a cheap
+/// producer (a per-channel affine + ReLU is 3-4 ops) costs less than the
+/// kernel launch and the round trip of its output through memory.
+pub const MAX_PRODUCER_OPS: usize = 8;
+
+/// The most pooling-window cells unrolled into a consumer's loads (3x3).
+pub const MAX_UNROLLED_WINDOW: i64 = 9;
+
+/// How the combiner folds an input element into the accumulator.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Combine {
+    /// `acc + a * w` (convolutions).
+    MulAdd,
+    /// `acc + a` (sum pooling).
+    Add,
+    /// `max(acc, a)` (max pooling).
+    Max,
+}
+
+/// The window ops this rewrite knows, by their dimension layout.
+struct Window {
+    name: &'static str,
+    /// Iteration dims; parallel ones first.
+    parallel: usize,
+    reduction: usize,
+    /// Positions of n, oh, ow, c, kh, kw in the iteration space.
+    n: usize,
+    oh: usize,
+    ow: usize,
+    c: usize,
+    kh: usize,
+    kw: usize,
+    /// The filter/window operand's map results (dim positions).
+    filter: &'static [usize],
+    combine: Combine,
+}
+
+const WINDOWS: &[Window] = &[
+    // (n, oh, ow, f, kh, kw, c)
+    Window {
+        name: "conv_2d_nhwc_hwcf",
+        parallel: 4,
+        reduction: 3,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 6,
+        kh: 4,
+        kw: 5,
+        filter: &[4, 5, 6, 3],
+        combine: Combine::MulAdd,
+    },
+    // (n, oh, ow, c, m, kh, kw)
+    Window {
+        name: "depthwise_conv_2d_nhwc_hwcm",
+        parallel: 5,
+        reduction: 2,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 3,
+        kh: 5,
+        kw: 6,
+        filter: &[5, 6, 3, 4],
+        combine: Combine::MulAdd,
+    },
+    // (n, oh, ow, c, kh, kw): a pooling's layout, the filter per channel.
+    Window {
+        filter: &[4, 5, 3],
+        ..pooling("depthwise_conv_2d_nhwc_hwc", Combine::MulAdd)
+    },
+    pooling("pooling_nhwc_max", Combine::Max),
+    pooling("pooling_nhwc_sum", Combine::Add),
+];
+
+/// A pooling window op: (n, oh, ow, c, kh, kw), the window's extent as its
+/// filter operand.
+const fn pooling(name: &'static str, combine: Combine) -> Window {
+    Window {
+        name,
+        parallel: 4,
+        reduction: 2,
+        n: 0,
+        oh: 1,
+        ow: 2,
+        c: 3,
+        kh: 4,
+        kw: 5,
+        filter: &[4, 5],
+        combine,
+    }
+}
+
+/// The constant padding of a `tensor.pad` on the two spatial dims of an
+/// NHWC tensor: `[top, left]`, `[bottom, right]` and the pad value.
+struct Padding<'c> {
+    low: [i64; 2],
+    high: [i64; 2],
+    value: Value<'c, 'c>,
+}
+
+/// A fusible elementwise producer of the (unpadded) input.
+struct Producer<'c> {
+    op: OperationRef<'c, 'c>,
+}
+
+/// What [`plan`] found in front of a window op.
+pub struct Plan<'c> {
+    window: &'static Window,
+    /// The window op rewritten.
+    pub op: OperationRef<'c, 'c>,
+    pad: Option<(OperationRef<'c, 'c>, Padding<'c>)>,
+    producer: Option<Producer<'c>>,
+    /// The unpadded tensor the loads read (the producer's inputs are read
+    /// instead where there is a producer).
+    source: Value<'c, 'c>,
+}
+
+impl<'c> Plan<'c> {
+    /// The `tensor.pad` folded away, if any (erased once unused).
+    pub fn pad_op(&self) -> Option<OperationRef<'c, 'c>> {
+        self.pad.as_ref().map(|(op, _)| *op)
+    }
+
+    /// The producer folded away, if any (erased once unused).
+    pub fn producer_op(&self) -> Option<OperationRef<'c, 'c>> {
+        self.producer.as_ref().map(|p| p.op)
+    }
+}
+
+fn short_name(op: &OperationRef) -> String {
+    let name = op_name(op);
+    name.strip_prefix("linalg.").unwrap_or(&name).to_string()
+}
+
+/// Reads a named window op's `strides`/`dilations` (`dense<2>` or
+/// `dense<[2, 1]>`, tensor or vector typed); absent means 1.
+fn pair(op: OperationRef, name: &str) -> Option<[i64; 2]> {
+    let Ok(attribute) = op.attribute(name) else {
+        return Some([1, 1]);
+    };
+    match int_elements(attribute)?.as_slice() {
+        [v] => Some([*v, *v]),
+        [a, b] => Some([*a, *b]),
+        _ => None,
+    }
+}
+
+fn dense_i64(op: OperationRef, name: &str) -> Option<Vec<i64>> {
+    let attribute = DenseI64ArrayAttribute::try_from(op.attribute(name).ok()?).ok()?;
+    Some(
+        (0..attribute.len())
+            .filter_map(|i| attribute.element(i).ok())
+            .collect(),
+    )
+}
+
+/// The padding of `pad` if it is static, only on H and W of a rank-4
+/// tensor, with a pad value that is a float constant defined outside it.
+fn padding<'c>(pad: OperationRef<'c, 'c>) -> Option<Padding<'c>> {
+    if op_name(&pad) != "tensor.pad" || pad.operand_count() != 1 {
+        return None; // dynamic low/high operands
+    }
+    let low = dense_i64(pad, "static_low")?;
+    let high = dense_i64(pad, "static_high")?;
+    if low.len() != 4
+        || high.len() != 4
+        || low[0] != 0
+        || low[3] != 0
+        || high[0] != 0
+        || high[3] != 0
+    {
+        return None;
+    }
+    if low.iter().chain(high.iter()).any(|p| *p < 0) {
+        return None;
+    }
+    let block = pad.region(0).ok()?.first_block()?;
+    let terminator = block.terminator()?;
+    let value = terminator.operand(0).ok()?;
+    let constant = defining_op(value)?;
+    if op_name(&constant) != "arith.constant"
+        || constant.block().is_some_and(|b| b == block)
+        || !value.r#type().is_f32()
+    {
+        return None;
+    }
+    Some(Padding {
+        low: [low[1], low[2]],
+        high: [high[1], high[2]],
+        value,
+    })
+}
+
+/// Whether `op` is an elementwise generic cheap enough to recompute in the
+/// window op's loads: all-parallel, one identity-mapped f32 output whose
+/// value is used once, inputs indexed by dims or broadcast (constant 0),
+/// at most [`MAX_PRODUCER_OPS`] arith ops and no `linalg.index`, and not
+/// the epilogue of a matmul, convolution or reduction.
+pub(crate) fn fusible_producer(op: OperationRef) -> bool {
+    if op_name(&op) == "linalg.transpose" {
+        return fusible_transpose(op);
+    }
+    if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
+        return false;
+    }
+    let Some(iterators) = iterator_types(op) else {
+        return false;
+    };
+    if iterators.contains(&IteratorType::Reduction) {
+        return false;
+    }
+    let Some(result) = op.result(0).ok() else {
+        return false;
+    };
+    let Some(tensor) = StaticTensor::of(result.r#type()) else {
+        return false;
+    };
+    if !tensor.element.is_f32() || tensor.rank() != 4 || use_count(result.into()) != 1 {
+        return false;
+    }
+    let Some(maps) = op
+        .attribute("indexing_maps")
+        .ok()
+        .and_then(|a| ArrayAttribute::try_from(a).ok())
+    else {
+        return false;
+    };
+    let count = op.operand_count();
+    for index in 0..count {
+        let Ok(map) = maps.element(index) else {
+            return false;
+        };
+        let Some(results) = map_results(map) else {
+            return false;
+        };
+        if index == count - 1 {
+            if results != [Some(0), Some(1), Some(2), Some(3)] {
+                return false;
+            }
+        } else if !op
+            .operand(index)
+            .is_ok_and(|v| StaticTensor::of(v.r#type()).is_some())
+        {
+            return false;
+        }
+    }
+    let Some(block) = op.region(0).ok().and_then(|r| r.first_block()) else {
+        return false;
+    };
+    // The output's block argument must not be read.
+    if block
+        .argument(count - 1)
+        .is_ok_and(|a| use_count(a.into()) > 0)
+    {
+        return false;
+    }
+    // The only user of a matmul's, convolution's or reduction's result is
+    // that kernel's epilogue (computed once per element there): leave it.
+    for index in 0..count - 1 {
+        if let Ok(operand) = op.operand(index)
+            && use_count(operand) == 1
+            && let Some(definer) = defining_op(operand)
+            && dialect_of(&op_name(&definer)) == "linalg"
+            && crate::passes::kind_of(definer) != crate::config::KernelKind::Elementwise
+        {
+            return false;
+        }
+    }
+    let mut ops = 0;
+    let mut next = block.first_operation();
+    while let Some(inner) = next {
+        next = inner.next_in_block();
+        let name = op_name(&inner);
+        if name == "linalg.yield" {
+            continue;
+        }
+        if dialect_of(&name) != "arith" || inner.region_count() > 0 {
+            return false;
+        }
+        ops += 1;
+    }
+    ops <= MAX_PRODUCER_OPS
+}
+
+/// Whether `op` is a `linalg.transpose` of a rank-4 f32 tensor used only
+/// by the window op: its loads read the transpose's input at permuted
+/// coordinates instead (a model's NCHW input before its first
+/// convolution), which is free.
+fn fusible_transpose(op: OperationRef) -> bool {
+    op.result_count() == 1
+        && op.result(0).ok().is_some_and(|result| {
+            use_count(result.into()) == 1
+                && StaticTensor::of(result.r#type())
+                    .is_some_and(|t| t.element.is_f32() && t.rank() == 4)
+        })
+        && transpose_permutation(op).is_some_and(|p| p.len() == 4)
+}
+
+/// `linalg.transpose`'s `permutation`: output dim `j` is input dim `p[j]`.
+fn transpose_permutation(op: OperationRef) -> Option<Vec<usize>> {
+    let attribute = op.attribute("permutation").ok()?;
+    let array = melior::ir::attribute::DenseI64ArrayAttribute::try_from(attribute).ok()?;
+    (0..array.len())
+        .map(|i| array.element(i).ok().and_then(|v| usize::try_from(v).ok()))
+        .collect()
+}
+
+/// The results of an affine map attribute that are dims (`Some(position)`)
+/// or the constant 0 (`None`); `None` overall for anything else.
+fn map_results(map: Attribute) -> Option<Vec<Option<usize>>> {
+    if !unsafe { mlir_sys::mlirAttributeIsAAffineMap(map.to_raw()) } {
+        return None;
+    }
+    let map = unsafe { mlir_sys::mlirAffineMapAttrGetValue(map.to_raw()) };
+    let count = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) };
+    (0..count)
+        .map(|i| unsafe {
+            let expr = mlir_sys::mlirAffineMapGetResult(map, i);
+            if mlir_sys::mlirAffineExprIsADim(expr) {
+                Some(Some(mlir_sys::mlirAffineDimExprGetPosition(expr) as usize))
+            } else if mlir_sys::mlirAffineExprIsAConstant(expr)
+                && mlir_sys::mlirAffineConstantExprGetValue(expr) == 0
+            {
+                Some(None)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// What can be folded into `op`'s loads, if anything: a constant pad of
+/// its input and/or a cheap elementwise producer used only by it (through
+/// the pad, when the pad too has no other user), or with `pools` a pooling
+/// feeding only this 1x1 convolution.
+pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>> {
+    let name = short_name(&op);
+    let window = WINDOWS.iter().find(|w| w.name == name)?;
+    if op_name(&op).as_str() != format!("linalg.{name}") || op.result_count() != 1 {
+        return None;
+    }
+    let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
+    if !output.element.is_f32() {
+        return None;
+    }
+    pair(op, "strides")?;
+    pair(op, "dilations")?;
+    let input = op.operand(0).ok()?;
+    let mut source = input;
+    let mut pad = None;
+    if let Some(pad_op) = defining_op(input)
+        && let Some(padding) = padding(pad_op)
+    {
+        source = pad_op.operand(0).ok()?;
+        pad = Some((pad_op, padding));
+    }
+    let only_user = match &pad {
+        Some((pad_op, _)) => use_count(pad_op.result(0).ok()?.into()) == 1,
+        None => use_count(input) == 1,
+    };
+    let mut producer = None;
+    if only_user
+        && let Some(candidate) = defining_op(source)
+        && (fusible_producer(candidate) || fusible_pool(candidate, op, pools))
+    {
+        producer = Some(Producer { op: candidate });
+    }
+    if pad.is_none() && producer.is_none() && !pool_feeding_pointwise_conv(op, pools) {
+        return None;
+    }
+    let source_type = StaticTensor::of(source.r#type())?;
+    if !source_type.element.is_f32() || source_type.rank() != 4 {
+        return None;
+    }
+    Some(Plan {
+        window,
+        op,
+        pad,
+        producer,
+        source,
+    })
+}
+
+/// For a window op, named or rewritten: the name of the op it computes
+/// (without `linalg.`) and the operand positions of its filter (or
+/// window) and output. Named ops take the input first; rewritten generics
+/// have no input operand.
+pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
+    if op_name(&op) == "linalg.generic"
+        && let Some(conv) = op
+            .attribute(attr_names::CONV)
+            .ok()
+            .and_then(crate::ir::util::string_value)
+    {
+        return (conv, 0, 1);
+    }
+    (short_name(&op), 1, 2)
+}

@@ -1,0 +1,145 @@
+//===- TccIRCAPI.cpp - typed IR accessors and builders ---------------------===//
+//
+// The C interface to IR that the upstream C API does not reach: the blob of
+// a dense_resource attribute, tcc's kernel-strategy attributes (built and
+// read as a struct, never as text), and gpu.launch_func built and extended
+// through its typed accessors (so that its operand segments are never
+// edited by position).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TccCAPI.h"
+#include "TccDialect.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+using namespace mlir;
+
+extern "C" bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
+                                     size_t *size) {
+  auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  if (!resource)
+    return false;
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob)
+    return false;
+  ArrayRef<char> bytes = blob->getData();
+  *data = bytes.data();
+  *size = bytes.size();
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel strategies
+//===----------------------------------------------------------------------===//
+
+MlirAttribute tccKernelStrategyGet(MlirContext context,
+                                   const TccKernelStrategy *s) {
+  MLIRContext *ctx = unwrap(context);
+  auto emitError = [&]() { return mlir::emitError(UnknownLoc::get(ctx)); };
+  Attribute attr;
+  switch (s->kind) {
+  case TccStrategyLoops:
+    attr = tcc::LoopsStrategyAttr::getChecked(emitError, ctx, s->workgroupSize,
+                                              s->maxWorkgroups);
+    break;
+  case TccStrategyGemm:
+    attr = tcc::GemmStrategyAttr::getChecked(
+        emitError, ctx, s->tileM, s->tileN, s->tileK, s->workM, s->workN,
+        s->splitK, s->batch, s->m, s->n, s->k);
+    break;
+  case TccStrategyRowReduce:
+    attr = tcc::RowReduceStrategyAttr::getChecked(emitError, ctx,
+                                                  s->workgroupSize);
+    break;
+  case TccStrategySoftmax:
+    attr = tcc::SoftmaxStrategyAttr::getChecked(emitError, ctx,
+                                                s->workgroupSize);
+    break;
+  case TccStrategyLayerNorm:
+    attr = tcc::LayerNormStrategyAttr::getChecked(emitError, ctx,
+                                                  s->workgroupSize);
+    break;
+  default:
+    break;
+  }
+  return wrap(attr);
+}
+
+bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
+  *s = TccKernelStrategy{};
+  Attribute a = unwrap(attr);
+  if (!a)
+    return false;
+  if (auto loops = dyn_cast<tcc::LoopsStrategyAttr>(a)) {
+    s->kind = TccStrategyLoops;
+    s->workgroupSize = loops.getWorkgroupSize();
+    s->maxWorkgroups = loops.getMaxWorkgroups();
+  } else if (auto gemm = dyn_cast<tcc::GemmStrategyAttr>(a)) {
+    s->kind = TccStrategyGemm;
+    s->tileM = gemm.getTileM();
+    s->tileN = gemm.getTileN();
+    s->tileK = gemm.getTileK();
+    s->workM = gemm.getWorkM();
+    s->workN = gemm.getWorkN();
+    s->splitK = gemm.getSplitK();
+    s->batch = gemm.getBatch();
+    s->m = gemm.getM();
+    s->n = gemm.getN();
+    s->k = gemm.getK();
+  } else if (auto row = dyn_cast<tcc::RowReduceStrategyAttr>(a)) {
+    s->kind = TccStrategyRowReduce;
+    s->workgroupSize = row.getWorkgroupSize();
+  } else if (auto softmax = dyn_cast<tcc::SoftmaxStrategyAttr>(a)) {
+    s->kind = TccStrategySoftmax;
+    s->workgroupSize = softmax.getWorkgroupSize();
+  } else if (auto norm = dyn_cast<tcc::LayerNormStrategyAttr>(a)) {
+    s->kind = TccStrategyLayerNorm;
+    s->workgroupSize = norm.getWorkgroupSize();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+MlirOperation tccBuildLaunchFunc(MlirOperation before, MlirOperation kernel,
+                                 const int64_t grid[3], const int64_t block[3],
+                                 intptr_t numOperands, const MlirValue *operands,
+                                 MlirLocation location) {
+  Operation *anchor = unwrap(before);
+  Location loc = unwrap(location);
+  OpBuilder builder(anchor);
+  auto dim3 = [&](const int64_t sizes[3]) {
+    auto c = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(builder, loc, v);
+    };
+    Value x = c(sizes[0]), y = c(sizes[1]), z = c(sizes[2]);
+    return gpu::KernelDim3{x, y, z};
+  };
+  gpu::KernelDim3 gridSize = dim3(grid);
+  gpu::KernelDim3 blockSize = dim3(block);
+  SmallVector<Value> values;
+  for (intptr_t i = 0; i < numOperands; ++i)
+    values.push_back(unwrap(operands[i]));
+  auto launch = gpu::LaunchFuncOp::create(
+      builder, loc, cast<gpu::GPUFuncOp>(unwrap(kernel)), gridSize, blockSize,
+      Value(), values);
+  return wrap(launch.getOperation());
+}
+
+bool tccLaunchFuncAppendKernelOperands(MlirOperation launch,
+                                       intptr_t numOperands,
+                                       const MlirValue *operands) {
+  auto op = llvm::dyn_cast<gpu::LaunchFuncOp>(unwrap(launch));
+  if (!op)
+    return false;
+  SmallVector<Value> values;
+  for (intptr_t i = 0; i < numOperands; ++i)
+    values.push_back(unwrap(operands[i]));
+  op.getKernelOperandsMutable().append(values);
+  return true;
+}
