@@ -201,6 +201,33 @@ pub fn to_channels_first(rank: usize) -> Vec<usize> {
     perm
 }
 
+/// The sliding windows of every spatial axis, padded as the node asks
+/// (`pads` or `auto_pad`, see [`padding`]).
+pub fn windows(
+    node: &Node,
+    inputs: &[i64],
+    kernels: &[i64],
+    strides: &[i64],
+    dilations: &[i64],
+    ceil_mode: bool,
+) -> Result<Vec<Window>> {
+    let pads = padding(node, inputs, kernels, strides, dilations)?;
+    (0..inputs.len())
+        .map(|i| {
+            let (begin, end) = pads[i];
+            Window::new(
+                inputs[i],
+                kernels[i],
+                strides[i],
+                dilations[i],
+                begin,
+                end,
+                ceil_mode,
+            )
+        })
+        .collect()
+}
+
 /// Crops the unused tail of each spatial axis of an NC... tensor.
 pub fn crop(imp: &mut Importer, x: &Val, windows: &[Window]) -> Val {
     let mut size = x.shape().to_vec();
@@ -214,6 +241,14 @@ pub fn crop(imp: &mut Importer, x: &Val, windows: &[Window]) -> Val {
 enum Kind {
     Max,
     Average,
+}
+
+/// What one MaxPool/AveragePool computes, for its TOSA or linalg lowering.
+#[derive(Clone, Copy)]
+struct Pooling<'w> {
+    windows: &'w [Window],
+    kind: Kind,
+    count_include_pad: bool,
 }
 
 pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -250,28 +285,22 @@ pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         bail!("MaxPool indices are not supported");
     }
     let inputs = &x.shape()[2..];
-    let pads = padding(node, inputs, &kernels, &strides, &dilations)?;
-    let mut windows = Vec::new();
-    for i in 0..n {
-        windows.push(Window::new(
-            inputs[i],
-            kernels[i],
-            strides[i],
-            dilations[i],
-            pads[i].0,
-            pads[i].1,
-            ceil_mode,
-        )?);
-    }
+    let windows = windows(node, inputs, &kernels, &strides, &dilations, ceil_mode)?;
+    let pooling = Pooling {
+        windows: &windows,
+        kind,
+        count_include_pad,
+    };
+    let x = crop(imp, &x, &windows);
     let y = if n <= 2
         && dilations.iter().all(|&d| d == 1)
         && windows
             .iter()
             .all(|w| w.pad_begin < w.kernel && w.pad_end < w.kernel)
     {
-        tosa_pool(imp, &x, &windows, kind, count_include_pad)?
+        tosa_pool(imp, x, pooling)?
     } else {
-        linalg_pool(imp, &x, &windows, kind, count_include_pad)?
+        linalg_pool(imp, x, pooling)?
     };
     one(Value::Tensor(y))
 }
@@ -307,15 +336,14 @@ fn scale_per_axis(
     Ok(y)
 }
 
-fn tosa_pool(
-    imp: &mut Importer,
-    x: &Val,
-    windows: &[Window],
-    kind: Kind,
-    count_include_pad: bool,
-) -> Result<Val> {
+/// Pools `x`, already cropped to the windows' used extent.
+fn tosa_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
+    let Pooling {
+        windows,
+        kind,
+        count_include_pad,
+    } = pooling;
     let rank = x.rank();
-    let x = crop(imp, x, windows);
     // 1-D: height 1.
     let (x4, w2): (Val, Vec<Window>) = if rank == 3 {
         let s = x.shape().to_vec();
@@ -367,15 +395,14 @@ fn tosa_pool(
     })
 }
 
-fn linalg_pool(
-    imp: &mut Importer,
-    x: &Val,
-    windows: &[Window],
-    kind: Kind,
-    count_include_pad: bool,
-) -> Result<Val> {
+/// Pools `x`, already cropped to the windows' used extent.
+fn linalg_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
+    let Pooling {
+        windows,
+        kind,
+        count_include_pad,
+    } = pooling;
     let rank = x.rank();
-    let x = crop(imp, x, windows);
     let mut pads = vec![(0, 0), (0, 0)];
     pads.extend(windows.iter().map(|w| (w.pad_begin, w.pad_end)));
     let fill = if kind == Kind::Max {
