@@ -4,8 +4,10 @@
 //! stderr, exit code 1". Opening the runtime and the session, with
 //! progress lines, is in `setup`.
 
+mod call_args;
 mod setup;
 
+pub use call_args::CallArgs;
 pub use setup::*;
 
 use std::fmt::Write as _;

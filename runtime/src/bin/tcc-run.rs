@@ -2,7 +2,6 @@
 //! with iree-run-module's conventions for inputs and outputs.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -24,18 +23,8 @@ TCC_KERNEL_FORMAT (auto, ptx or opencl-c).";
 #[derive(Parser)]
 #[command(name = "tcc-run", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
 struct Args {
-    /// The compiled model (model.so).
-    model: Option<PathBuf>,
-    /// The compiled model, as iree-run-module's --module (instead of the positional argument).
-    #[arg(long = "module", value_name = "MODEL", conflicts_with = "model")]
-    module: Option<PathBuf>,
-    /// Function to run (default: the model's only function).
-    #[arg(long)]
-    function: Option<String>,
-    /// An input, in order: @FILE.npy, or a literal such as 2x3xf32=1,2,3,4,5,6
-    /// (a single value splats).
-    #[arg(long = "input", value_name = "INPUT", allow_hyphen_values = true)]
-    inputs: Vec<String>,
+    #[command(flatten)]
+    call: cli::CallArgs,
     /// Where output N goes, in order: @FILE.npy (written atomically),
     /// @FILE.bin (raw bytes), +FILE.npy or +FILE.bin (appended), or - to
     /// print. Outputs without an --output are printed.
@@ -107,14 +96,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         write!(stdout, "{}", cli::format_device_list(&list_devices()?))?;
         return Ok(());
     }
-    let model_path = args.model.clone().or(args.module.clone()).context(
+    let model_path = args.call.model_path().context(
         "missing the model: tcc-run model.so (or --module=model.so) --function=NAME --input=... (see --help)",
     )?;
     let model = Model::load(&model_path)?;
     if args.prepare {
         return prepare(&args, &model, &mut stdout);
     }
-    let function = cli::resolve_function(&model, args.function.as_deref())?;
+    let function = cli::resolve_function(&model, args.call.function.as_deref())?;
     let signature = model.function(&function)?;
     let outputs = args
         .outputs
@@ -148,7 +137,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     // Check the inputs' types against the signature before any is built
     // (and before the possibly slow kernel build).
-    let (tensors, sources) = cli::parse_inputs_for(&args.inputs, signature)?;
+    let (tensors, sources) = cli::parse_inputs_for(&args.call.inputs, signature)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
 
     let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), false)?;
@@ -206,7 +195,7 @@ fn run_on_several(
     if args.cpu_partition == 0 {
         bail!("--cpu-partition must be at least 1");
     }
-    let (tensors, plan) = cli::parse_inputs_split(&args.inputs, model.function(function)?)?;
+    let (tensors, plan) = cli::parse_inputs_split(&args.call.inputs, model.function(function)?)?;
     let group = cli::device_group(
         args.device.as_deref(),
         args.cpu_partition,
@@ -252,7 +241,7 @@ fn run_on_several(
 /// function once on zeros, reporting each step's time.
 fn prepare(args: &Args, model: &Model, out: &mut impl Write) -> anyhow::Result<()> {
     let started = Instant::now();
-    let functions: Vec<String> = match &args.function {
+    let functions: Vec<String> = match &args.call.function {
         Some(name) => vec![model.function(name)?.name.clone()],
         None => model.functions().iter().map(|f| f.name.clone()).collect(),
     };

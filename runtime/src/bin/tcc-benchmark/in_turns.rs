@@ -14,7 +14,7 @@ use crate::Args;
 /// `--in-turns-with`: every build in turn, each kernel's fastest call.
 pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
     let signature = model.function(function)?;
-    let (tensors, _) = cli::parse_inputs_for(&args.inputs, signature)?;
+    let (tensors, _) = cli::parse_inputs_for(&args.call.inputs, signature)?;
     let mut models = vec![model.clone()];
     for path in &args.in_turns_with {
         let other = Model::load(path)?;

@@ -35,17 +35,8 @@ Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
 #[derive(Parser)]
 #[command(name = "tcc-benchmark", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
 struct Args {
-    /// The compiled model (model.so).
-    model: Option<PathBuf>,
-    /// The compiled model, as iree-benchmark-module's --module (instead of the positional argument).
-    #[arg(long = "module", value_name = "MODEL", conflicts_with = "model")]
-    module: Option<PathBuf>,
-    /// Function to run (default: the model's only function).
-    #[arg(long)]
-    function: Option<String>,
-    /// An input, in order: @FILE.npy or a literal such as 2x3xf32=1,2,3,4,5,6.
-    #[arg(long = "input", value_name = "INPUT", allow_hyphen_values = true)]
-    inputs: Vec<String>,
+    #[command(flatten)]
+    call: cli::CallArgs,
     /// Device: global index or name substring (default: $TCC_DEVICE, else
     /// the first GPU, else the first CPU).
     #[arg(long)]
@@ -131,11 +122,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.repetitions == 0 {
         bail!("--benchmark_repetitions must be at least 1");
     }
-    let Some(model_path) = args.model.clone().or(args.module.clone()) else {
+    let Some(model_path) = args.call.model_path() else {
         bail!("missing the model: tcc-benchmark model.so (or --module=model.so) (see --help)");
     };
     let model = Model::load(&model_path)?;
-    let function = cli::resolve_function(&model, args.function.as_deref())?;
+    let function = cli::resolve_function(&model, args.call.function.as_deref())?;
     if !args.in_turns_with.is_empty() {
         return in_turns::measure(&args, &model, &function);
     }

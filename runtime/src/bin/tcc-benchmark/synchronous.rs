@@ -105,7 +105,7 @@ fn benchmark_json(
 /// warm-up, and prints the report.
 pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
     // Input types are checked against the signature before any is built.
-    let (tensors, sources) = cli::parse_inputs_for(&args.inputs, model.function(function)?)?;
+    let (tensors, sources) = cli::parse_inputs_for(&args.call.inputs, model.function(function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
 
     let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;

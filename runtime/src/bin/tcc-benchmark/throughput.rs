@@ -16,9 +16,9 @@ use crate::{Args, host_io_text};
 pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
     let signature = model.function(function)?;
     let tensors = if args.split {
-        cli::parse_inputs_split(&args.inputs, signature)?.0
+        cli::parse_inputs_split(&args.call.inputs, signature)?.0
     } else {
-        cli::parse_inputs_for(&args.inputs, signature)?.0
+        cli::parse_inputs_for(&args.call.inputs, signature)?.0
     };
     let group = cli::device_group(
         args.device.as_deref(),

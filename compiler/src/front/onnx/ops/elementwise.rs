@@ -6,11 +6,7 @@ use super::super::emit::{Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
-use super::one;
-
-fn tensor(v: Val) -> Result<Vec<Value>> {
-    one(Value::Tensor(v))
-}
+use super::tensor;
 
 /// The first input, materialized, required to be a float tensor.
 fn float_input(imp: &mut Importer, node: &Node) -> Result<Val> {

@@ -2,8 +2,13 @@
 //! constants) and returns its outputs; ops tcc cannot express are errors
 //! that name the op.
 
+pub mod conv;
+pub mod conv_transpose;
 pub mod elementwise;
-pub mod nn;
+pub mod matmul;
+pub mod movement;
+pub mod norm;
+pub mod pad;
 pub mod pool;
 pub mod quant;
 pub mod reduce;
@@ -11,6 +16,7 @@ pub mod shape;
 
 use std::path::Path;
 
+use super::emit::Val;
 use super::error::{ImportError, Result, bail};
 use super::fold;
 use super::importer::Importer;
@@ -126,6 +132,11 @@ pub fn one(value: Value) -> Result<Vec<Value>> {
     Ok(vec![value])
 }
 
+/// One tensor output.
+pub fn tensor(v: Val) -> Result<Vec<Value>> {
+    one(Value::Tensor(v))
+}
+
 /// Imports one node.
 pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> Result<Vec<Value>> {
     let domain = node.proto.domain.as_str();
@@ -164,15 +175,15 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Where" => ew::where_(imp, node),
         "Cast" | "CastLike" => ew::cast(imp, node),
         // Contractions, normalization.
-        "MatMul" => nn::matmul(imp, node),
-        "Gemm" => nn::gemm(imp, node),
-        "Conv" => nn::conv(imp, node),
-        "ConvTranspose" => nn::conv_transpose(imp, node),
-        "BatchNormalization" => nn::batch_norm(imp, node),
-        "InstanceNormalization" => nn::instance_norm(imp, node),
-        "LayerNormalization" => nn::layer_norm(imp, node),
-        "LRN" => nn::lrn(imp, node),
-        "Softmax" | "LogSoftmax" => nn::softmax(imp, node),
+        "MatMul" => matmul::matmul(imp, node),
+        "Gemm" => matmul::gemm(imp, node),
+        "Conv" => conv::conv(imp, node),
+        "ConvTranspose" => conv_transpose::conv_transpose(imp, node),
+        "BatchNormalization" => norm::batch_norm(imp, node),
+        "InstanceNormalization" => norm::instance_norm(imp, node),
+        "LayerNormalization" => norm::layer_norm(imp, node),
+        "LRN" => norm::lrn(imp, node),
+        "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
         "MaxPool" | "AveragePool" => pool::pool(imp, node),
         "GlobalAveragePool" | "GlobalMaxPool" => pool::global_pool(imp, node),
         // Quantized operators (as float computation, see quant.rs).
@@ -197,14 +208,14 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Squeeze" => shape::squeeze(imp, node),
         "Unsqueeze" => shape::unsqueeze(imp, node),
         "Transpose" => shape::transpose_op(imp, node),
-        "Concat" => shape::concat_op(imp, node),
-        "Split" => shape::split(imp, node),
-        "Slice" => shape::slice_op(imp, node),
-        "Gather" => shape::gather_op(imp, node),
-        "Expand" => shape::expand(imp, node),
-        "Tile" => shape::tile_op(imp, node),
-        "Pad" => shape::pad(imp, node),
-        "DepthToSpace" | "SpaceToDepth" => shape::depth_space(imp, node),
+        "Concat" => movement::concat_op(imp, node),
+        "Split" => movement::split(imp, node),
+        "Slice" => movement::slice_op(imp, node),
+        "Gather" => movement::gather_op(imp, node),
+        "Expand" => movement::expand(imp, node),
+        "Tile" => movement::tile_op(imp, node),
+        "Pad" => pad::pad(imp, node),
+        "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
         "Range" => bail!(
             "Range with bounds computed at run time is not supported (tcc needs static shapes)"
         ),

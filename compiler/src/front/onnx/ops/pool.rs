@@ -201,6 +201,33 @@ pub fn to_channels_first(rank: usize) -> Vec<usize> {
     perm
 }
 
+/// The sliding windows of every spatial axis, padded as the node asks
+/// (`pads` or `auto_pad`, see [`padding`]).
+pub fn windows(
+    node: &Node,
+    inputs: &[i64],
+    kernels: &[i64],
+    strides: &[i64],
+    dilations: &[i64],
+    ceil_mode: bool,
+) -> Result<Vec<Window>> {
+    let pads = padding(node, inputs, kernels, strides, dilations)?;
+    (0..inputs.len())
+        .map(|i| {
+            let (begin, end) = pads[i];
+            Window::new(
+                inputs[i],
+                kernels[i],
+                strides[i],
+                dilations[i],
+                begin,
+                end,
+                ceil_mode,
+            )
+        })
+        .collect()
+}
+
 /// Crops the unused tail of each spatial axis of an NC... tensor.
 pub fn crop(imp: &mut Importer, x: &Val, windows: &[Window]) -> Val {
     let mut size = x.shape().to_vec();
@@ -214,6 +241,14 @@ pub fn crop(imp: &mut Importer, x: &Val, windows: &[Window]) -> Val {
 enum Kind {
     Max,
     Average,
+}
+
+/// What one MaxPool/AveragePool computes, for its TOSA or linalg lowering.
+#[derive(Clone, Copy)]
+struct Pooling<'w> {
+    windows: &'w [Window],
+    kind: Kind,
+    count_include_pad: bool,
 }
 
 pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -250,28 +285,22 @@ pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         bail!("MaxPool indices are not supported");
     }
     let inputs = &x.shape()[2..];
-    let pads = padding(node, inputs, &kernels, &strides, &dilations)?;
-    let mut windows = Vec::new();
-    for i in 0..n {
-        windows.push(Window::new(
-            inputs[i],
-            kernels[i],
-            strides[i],
-            dilations[i],
-            pads[i].0,
-            pads[i].1,
-            ceil_mode,
-        )?);
-    }
+    let windows = windows(node, inputs, &kernels, &strides, &dilations, ceil_mode)?;
+    let pooling = Pooling {
+        windows: &windows,
+        kind,
+        count_include_pad,
+    };
+    let x = crop(imp, &x, &windows);
     let y = if n <= 2
         && dilations.iter().all(|&d| d == 1)
         && windows
             .iter()
             .all(|w| w.pad_begin < w.kernel && w.pad_end < w.kernel)
     {
-        tosa_pool(imp, &x, &windows, kind, count_include_pad)?
+        tosa_pool(imp, x, pooling)?
     } else {
-        linalg_pool(imp, &x, &windows, kind, count_include_pad)?
+        linalg_pool(imp, x, pooling)?
     };
     one(Value::Tensor(y))
 }
@@ -307,25 +336,20 @@ fn scale_per_axis(
     Ok(y)
 }
 
-fn tosa_pool(
-    imp: &mut Importer,
-    x: &Val,
-    windows: &[Window],
-    kind: Kind,
-    count_include_pad: bool,
-) -> Result<Val> {
+/// Pools `x`, already cropped to the windows' used extent, with TOSA's
+/// 2-D pools (1-D as height 1).
+fn tosa_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
     let rank = x.rank();
-    let x = crop(imp, x, windows);
     // 1-D: height 1.
     let (x4, w2): (Val, Vec<Window>) = if rank == 3 {
         let s = x.shape().to_vec();
         let unit = Window::new(1, 1, 1, 1, 0, 0, false)?;
         (
             imp.e.reshape(&x, &[s[0], s[1], 1, s[2]]),
-            vec![unit, windows[0]],
+            vec![unit, pooling.windows[0]],
         )
     } else {
-        (x, windows.to_vec())
+        (x, pooling.windows.to_vec())
     };
     let nhwc = imp.e.transpose(&x4, &[0, 2, 3, 1]);
     let s = nhwc.shape().to_vec();
@@ -343,7 +367,7 @@ fn tosa_pool(
         ]),
         array_i64(&[w2[0].stride, w2[1].stride])
     );
-    let mut y = match kind {
+    let mut y = match pooling.kind {
         Kind::Max => imp.e.op("tosa.max_pool2d", &[&nhwc], &attrs, out_ty),
         Kind::Average => {
             let zp = imp.e.zero_point(nhwc.dtype());
@@ -352,10 +376,10 @@ fn tosa_pool(
                 .op("tosa.avg_pool2d", &[&nhwc, &zp, &zp], &attrs, out_ty)
         }
     };
-    if kind == Kind::Average {
+    if pooling.kind == Kind::Average {
         // TOSA divides by the window's elements inside the (cropped) input.
         y = scale_per_axis(imp, &y, &w2, &|w, o| {
-            w.count_in(o, 0, w.used) as f64 / w.onnx_count(o, count_include_pad) as f64
+            w.count_in(o, 0, w.used) as f64 / w.onnx_count(o, pooling.count_include_pad) as f64
         })?;
     }
     let y = imp.e.transpose(&y, &[0, 3, 1, 2]);
@@ -367,18 +391,13 @@ fn tosa_pool(
     })
 }
 
-fn linalg_pool(
-    imp: &mut Importer,
-    x: &Val,
-    windows: &[Window],
-    kind: Kind,
-    count_include_pad: bool,
-) -> Result<Val> {
+/// Pools `x`, already cropped, with linalg's named pooling ops (dilation,
+/// 3-D, and padding as wide as the kernel, which TOSA's pools reject).
+fn linalg_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
     let rank = x.rank();
-    let x = crop(imp, x, windows);
     let mut pads = vec![(0, 0), (0, 0)];
-    pads.extend(windows.iter().map(|w| (w.pad_begin, w.pad_end)));
-    let fill = if kind == Kind::Max {
+    pads.extend(pooling.windows.iter().map(|w| (w.pad_begin, w.pad_end)));
+    let fill = if pooling.kind == Kind::Max {
         f64::NEG_INFINITY
     } else {
         0.0
@@ -387,15 +406,15 @@ fn linalg_pool(
     let cl = imp.e.transpose(&padded, &to_channels_last(rank));
     let s = cl.shape().to_vec();
     let mut out_shape = vec![s[0]];
-    out_shape.extend(windows.iter().map(|w| w.output));
+    out_shape.extend(pooling.windows.iter().map(|w| w.output));
     out_shape.push(s[rank - 1]);
     let out_ty = TType::new(x.dtype(), out_shape);
     let init = imp.e.filled(&out_ty, fill);
     let window = imp.e.empty(&TType::new(
         x.dtype(),
-        windows.iter().map(|w| w.kernel).collect(),
+        pooling.windows.iter().map(|w| w.kernel).collect(),
     ));
-    let name = match (kind, windows.len()) {
+    let name = match (pooling.kind, pooling.windows.len()) {
         (Kind::Max, 1) => "linalg.pooling_nwc_max",
         (Kind::Max, 2) => "linalg.pooling_nhwc_max",
         (Kind::Max, _) => "linalg.pooling_ndhwc_max",
@@ -403,24 +422,26 @@ fn linalg_pool(
         (Kind::Average, 2) => "linalg.pooling_nhwc_sum",
         (Kind::Average, _) => "linalg.pooling_ndhwc_sum",
     };
-    let n = windows.len();
+    let n = pooling.windows.len();
     let attrs = format!(
         "dilations = dense<[{}]> : tensor<{n}xi64>, strides = dense<[{}]> : tensor<{n}xi64>",
-        windows
+        pooling
+            .windows
             .iter()
             .map(|w| w.dilation.to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        windows
+        pooling
+            .windows
             .iter()
             .map(|w| w.stride.to_string())
             .collect::<Vec<_>>()
             .join(", ")
     );
     let mut y = imp.e.linalg_named(name, &attrs, &[&cl, &window], &init);
-    if kind == Kind::Average {
-        y = scale_per_axis(imp, &y, windows, &|w, o| {
-            1.0 / w.onnx_count(o, count_include_pad) as f64
+    if pooling.kind == Kind::Average {
+        y = scale_per_axis(imp, &y, pooling.windows, &|w, o| {
+            1.0 / w.onnx_count(o, pooling.count_include_pad) as f64
         })?;
     }
     Ok(imp.e.transpose(&y, &to_channels_first(rank)))

@@ -27,7 +27,7 @@
 //! parameters known at compile time. Per-tensor and per-axis parameters
 //! are supported; blocked quantization (opset 21's `block_size`) is not.
 
-use super::nn;
+use super::{conv, matmul, one};
 use crate::front::onnx::dtype::{DType, TType};
 use crate::front::onnx::emit::{Val, float_literal};
 use crate::front::onnx::error::{ImportError, Result, bail};
@@ -165,10 +165,6 @@ impl QuantParams {
             imp.e.constant(&zero, "quant_zero_point")?,
         ))
     }
-}
-
-fn one(v: Value) -> Result<Vec<Value>> {
-    Ok(vec![v])
 }
 
 /// `(c - zero_point) * scale` of a constant, as onnxruntime computes it
@@ -322,7 +318,7 @@ pub fn qlinear_conv(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         Some(dequantize(imp, w, &wq)?),
         bias,
     ];
-    let y = float_op(imp, node, inputs, nn::conv)?;
+    let y = float_op(imp, node, inputs, conv::conv)?;
     one(quantize(imp, &y, &yq)?)
 }
 
@@ -338,7 +334,7 @@ pub fn qlinear_matmul(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         Some(dequantize(imp, a, &aq)?),
         Some(dequantize(imp, b, &bq)?),
     ];
-    let y = float_op(imp, node, inputs, nn::matmul)?;
+    let y = float_op(imp, node, inputs, matmul::matmul)?;
     one(quantize(imp, &y, &yq)?)
 }
 
@@ -416,7 +412,7 @@ pub fn matmul_integer(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let (a_f, a_max) = shifted_operand(imp, node, a, 2, Some(rank_a.saturating_sub(2)))?;
     let (b_f, b_max) = shifted_operand(imp, node, b, 3, Some(rank_b - 1))?;
     check_exact(node, k, a_max, b_max)?;
-    let y = float_op(imp, node, vec![Some(a_f), Some(b_f)], nn::matmul)?;
+    let y = float_op(imp, node, vec![Some(a_f), Some(b_f)], matmul::matmul)?;
     one(to_int32(imp, &y))
 }
 
@@ -437,6 +433,6 @@ pub fn conv_integer(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let (x_f, x_max) = shifted_operand(imp, node, x, 2, None)?;
     let (w_f, w_max) = shifted_operand(imp, node, w, 3, Some(0))?;
     check_exact(node, terms, x_max, w_max)?;
-    let y = float_op(imp, node, vec![Some(x_f), Some(w_f)], nn::conv)?;
+    let y = float_op(imp, node, vec![Some(x_f), Some(w_f)], conv::conv)?;
     one(to_int32(imp, &y))
 }

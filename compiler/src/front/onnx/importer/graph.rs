@@ -1,0 +1,148 @@
+//! What the graph walk reads from the model before emitting: the default
+//! opset, declared value types, and the nodes that outputs depend on (in
+//! dependency order).
+
+use std::collections::{HashMap, HashSet};
+
+use super::super::error::{ImportError, Result, bail};
+use super::super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto, type_proto};
+use super::{MAX_OPSET, MIN_OPSET};
+
+/// The model's default-domain opset.
+pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
+    let mut opset = None;
+    for import in &model.opset_import {
+        if import.domain.is_empty() || import.domain == "ai.onnx" {
+            opset = Some(import.version);
+        }
+    }
+    match opset {
+        Some(v) if (MIN_OPSET..=MAX_OPSET).contains(&v) => Ok(v),
+        Some(v) => bail!(
+            "the model imports opset {v} of the default ONNX domain; the importer supports opsets {MIN_OPSET} to {MAX_OPSET}"
+        ),
+        None if model.opset_import.is_empty() => {
+            bail!(
+                "the model imports no opset (IR version {}): models before opset {MIN_OPSET} are not supported",
+                model.ir_version
+            )
+        }
+        None => bail!("the model does not import the default ONNX domain"),
+    }
+}
+
+/// The static type of a graph input/output's `ValueInfoProto`.
+pub(super) fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i64>>, Vec<String>)> {
+    let Some(ty) = info.r#type.as_ref() else {
+        bail!("'{}' has no type", info.name)
+    };
+    let Some(type_proto::Value::TensorType(tensor)) = &ty.value else {
+        bail!(
+            "'{}' is not a tensor (sequences, maps and optionals are not supported)",
+            info.name
+        )
+    };
+    let Some(shape) = &tensor.shape else {
+        bail!("'{}' has no shape: tcc needs static shapes", info.name)
+    };
+    let mut dims = Vec::new();
+    let mut params = Vec::new();
+    for (axis, dim) in shape.dim.iter().enumerate() {
+        use super::super::proto::tensor_shape_proto::dimension::Value as D;
+        match &dim.value {
+            Some(D::DimValue(v)) if *v >= 0 => {
+                dims.push(Some(*v));
+                params.push(String::new());
+            }
+            // ONNX dimensions are sizes (>= 0) or named (dynamic): a
+            // negative one is an invalid model, not a dynamic dimension.
+            Some(D::DimValue(v)) => bail!(
+                "'{}' has the invalid dimension {v} at axis {axis}: ONNX dimensions are sizes (0 or more) or names (dynamic)",
+                info.name
+            ),
+            Some(D::DimParam(p)) => {
+                dims.push(None);
+                params.push(p.clone());
+            }
+            _ => {
+                dims.push(None);
+                params.push("?".into());
+            }
+        }
+    }
+    Ok((tensor.elem_type, dims, params))
+}
+
+/// Nodes that some graph output depends on, in a topological order (the
+/// model's own order when it is one).
+pub(super) fn live_nodes<'g>(
+    graph: &'g GraphProto,
+    known: &HashSet<&str>,
+) -> Result<Vec<(usize, &'g NodeProto)>> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (index, node) in graph.node.iter().enumerate() {
+        for output in node.output.iter().filter(|o| !o.is_empty()) {
+            if producer.insert(output, index).is_some() {
+                bail!(
+                    "value '{output}' is produced twice (node {index}, '{}')",
+                    node.name
+                );
+            }
+        }
+    }
+    let mut live = vec![false; graph.node.len()];
+    let mut stack: Vec<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
+    let mut seen: HashSet<&str> = HashSet::new();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        if let Some(&index) = producer.get(name) {
+            if !live[index] {
+                live[index] = true;
+                stack.extend(
+                    graph.node[index]
+                        .input
+                        .iter()
+                        .filter(|i| !i.is_empty())
+                        .map(String::as_str),
+                );
+            }
+        } else if !known.contains(name) {
+            bail!(
+                "value '{name}' is used but neither a graph input, an initializer nor a node output"
+            );
+        }
+    }
+    // Kahn's order, preferring the model's order.
+    let mut available: HashSet<&str> = known.clone();
+    let mut pending: Vec<usize> = (0..graph.node.len()).filter(|&i| live[i]).collect();
+    let mut order = Vec::new();
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|&index| {
+            let node = &graph.node[index];
+            if node
+                .input
+                .iter()
+                .all(|i| i.is_empty() || available.contains(i.as_str()))
+            {
+                available.extend(node.output.iter().map(String::as_str));
+                order.push((index, node));
+                false
+            } else {
+                true
+            }
+        });
+        if pending.len() == before {
+            let node = &graph.node[pending[0]];
+            bail!(
+                "the graph has a cycle through node {} ('{}', {})",
+                pending[0],
+                node.name,
+                node.op_type
+            );
+        }
+    }
+    Ok(order)
+}

@@ -1,0 +1,221 @@
+//! ConvTranspose as TOSA transpose_conv2d: constant kernels are dilated at
+//! import time, groups become one convolution each.
+
+use super::super::dtype::TType;
+use super::super::emit::array_i64;
+use super::super::error::{ImportError, Result, bail};
+use super::super::fold;
+use super::super::importer::Importer;
+use super::super::node::{Node, Value, require_float};
+use super::super::tensor::Const;
+use super::conv::{MAX_GROUPS, channels};
+use super::pool::per_axis;
+use super::shape::{reshape_value, transpose_value};
+use super::tensor;
+
+/// Inserts `dilation - 1` zeros between kernel taps of constant weights
+/// [C, F, KH, KW] (TOSA's transpose_conv2d has no dilation).
+fn dilate_kernel(w: &Const, dilations: &[i64; 2]) -> Const {
+    let s = &w.shape;
+    let (kh, kw) = ((s[2] - 1) * dilations[0] + 1, (s[3] - 1) * dilations[1] + 1);
+    let values = w.f64s();
+    let mut out = vec![0.0; (s[0] * s[1] * kh * kw) as usize];
+    for a in 0..s[0] * s[1] {
+        for i in 0..s[2] {
+            for j in 0..s[3] {
+                out[(a * kh * kw + i * dilations[0] * kw + j * dilations[1]) as usize] =
+                    values[(a * s[2] * s[3] + i * s[3] + j) as usize];
+            }
+        }
+    }
+    Const::from_f64(w.dtype, vec![s[0], s[1], kh, kw], &out)
+}
+
+pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    require_float(input, "ConvTranspose's input")?;
+    let x = imp.val(input)?;
+    let w = node.input(1)?.clone();
+    let (xs, ws) = (x.shape().to_vec(), w.shape());
+    let rank = xs.len();
+    if !(3..=4).contains(&rank) || ws.len() != rank {
+        bail!("ConvTranspose of a {xs:?} input with {ws:?} weights (1-D and 2-D are supported)");
+    }
+    let n = rank - 2;
+    let group = node.int("group", 1)?;
+    let c = xs[1];
+    if group <= 0 || c % group != 0 || ws[0] != c {
+        bail!("ConvTranspose with {c} input channels, weights {ws:?} and group {group}");
+    }
+    let f = ws[1] * group;
+    if group > MAX_GROUPS {
+        bail!(
+            "ConvTranspose with {group} groups: tcc splits grouped convolutions per group, at most {MAX_GROUPS}"
+        );
+    }
+    if let Some(k) = node.ints("kernel_shape")?
+        && k != ws[2..]
+    {
+        bail!(
+            "kernel_shape {k:?} does not match the weights' {:?}",
+            &ws[2..]
+        );
+    }
+    let strides = per_axis(node, "strides", n, 1)?;
+    let dilations = per_axis(node, "dilations", n, 1)?;
+    let output_padding = per_axis(node, "output_padding", n, 0)?;
+    if strides.iter().chain(&dilations).any(|&v| v <= 0) || output_padding.iter().any(|&v| v < 0) {
+        bail!("invalid strides, dilations or output_padding");
+    }
+    let mut full = Vec::new();
+    for i in 0..n {
+        let length = (xs[i + 2] as i128 - 1) * strides[i] as i128
+            + (ws[i + 2] as i128 - 1) * dilations[i] as i128
+            + 1
+            + output_padding[i] as i128;
+        if length > super::super::dtype::MAX_ELEMENTS as i128 {
+            bail!("ConvTranspose output too large");
+        }
+        full.push(length as i64);
+    }
+    let auto_pad = node.string("auto_pad", "NOTSET")?;
+    let output_shape = node.ints("output_shape")?;
+    let pads: Vec<(i64, i64)> = if output_shape.is_some() || auto_pad.starts_with("SAME") {
+        let target: Vec<i64> = match &output_shape {
+            Some(s) if s.len() == n => s.clone(),
+            Some(s) if s.len() == rank => s[2..].to_vec(),
+            Some(s) => bail!("output_shape {s:?} for {n} spatial axes"),
+            None => (0..n).map(|i| xs[i + 2] * strides[i]).collect(),
+        };
+        let mut pads = Vec::new();
+        for i in 0..n {
+            let total = full[i] - target[i];
+            if total < 0 {
+                bail!("output_shape {target:?} is larger than the full output {full:?}");
+            }
+            pads.push(if auto_pad == "SAME_UPPER" {
+                (total / 2, total - total / 2)
+            } else {
+                (total - total / 2, total / 2)
+            });
+        }
+        pads
+    } else {
+        let p = node.ints("pads")?.unwrap_or_else(|| vec![0; 2 * n]);
+        if p.len() != 2 * n {
+            bail!("{} pads for {n} spatial axes", p.len());
+        }
+        (0..n).map(|i| (p[i], p[i + n])).collect()
+    };
+    for i in 0..n {
+        if pads[i].0 < 0 || pads[i].1 < 0 || pads[i].0 + pads[i].1 >= full[i] {
+            bail!("ConvTranspose pads {pads:?} for a full output of {full:?}");
+        }
+    }
+    // 1-D as 2-D with height 1.
+    let (x4, w4, strides2, dilations2, opad2, pads2, full2) = if rank == 3 {
+        let x4 = imp.e.reshape(&x, &[xs[0], c, 1, xs[2]]);
+        let w4 = reshape_value(imp, &w, &[ws[0], ws[1], 1, ws[2]])?;
+        (
+            x4,
+            w4,
+            [1, strides[0]],
+            [1, dilations[0]],
+            [0, output_padding[0]],
+            [(0, 0), pads[0]],
+            [1, full[0]],
+        )
+    } else {
+        (
+            x,
+            w,
+            [strides[0], strides[1]],
+            [dilations[0], dilations[1]],
+            [output_padding[0], output_padding[1]],
+            [pads[0], pads[1]],
+            [full[0], full[1]],
+        )
+    };
+    let w4 = if dilations2 != [1, 1] {
+        match &w4 {
+            Value::Const(k)
+                if k.numel() as i64 <= fold::FOLD_LIMIT && dilations2.iter().all(|&d| d <= 64) =>
+            {
+                Value::constant(dilate_kernel(k, &dilations2))
+            }
+            Value::Const(_) => bail!(
+                "ConvTranspose dilations {dilations2:?} of {:?} weights are too large",
+                w4.shape()
+            ),
+            Value::Tensor(_) => {
+                bail!("dilated ConvTranspose with weights computed at run time is not supported")
+            }
+        }
+    } else {
+        w4
+    };
+    let nhwc = imp.e.transpose(&x4, &[0, 2, 3, 1]);
+    let (cg, fg) = (c / group, f / group);
+    let zp = imp.e.zero_point(nhwc.dtype());
+    let props = format!(
+        "acc_type = f32, out_pad = {}, stride = {}",
+        array_i64(&[0, opad2[0], 0, opad2[1]]),
+        array_i64(&strides2)
+    );
+    let batch = xs[0];
+    let mut parts = Vec::new();
+    for g in 0..group {
+        let xg = if group == 1 {
+            nhwc.clone()
+        } else {
+            imp.e.slice_axis(&nhwc, 3, g * cg, (g + 1) * cg)
+        };
+        let wg = if group == 1 {
+            w4.clone()
+        } else {
+            channels(imp, &w4, 0, g * cg, (g + 1) * cg)?
+        };
+        // [Cg, Fg, KH, KW] -> [Fg, KH, KW, Cg].
+        let ohwi = transpose_value(imp, &wg, &[1, 2, 3, 0])?;
+        let ohwi = imp.val(&ohwi)?;
+        let b = match node.opt(2) {
+            Some(b) => {
+                if b.shape() != [f] {
+                    bail!("ConvTranspose bias {:?} for {f} output channels", b.shape());
+                }
+                let bg = if group == 1 {
+                    b.clone()
+                } else {
+                    channels(imp, b, 0, g * fg, (g + 1) * fg)?
+                };
+                imp.val(&bg)?
+            }
+            None => imp.e.splat(nhwc.dtype(), vec![fg], 0.0),
+        };
+        let ty = TType::new(nhwc.dtype(), vec![batch, full2[0], full2[1], fg]);
+        parts.push(imp.e.op(
+            "tosa.transpose_conv2d",
+            &[&xg, &ohwi, &b, &zp, &zp],
+            &props,
+            ty,
+        ));
+    }
+    let y = imp.e.concat(&parts, 3);
+    let cropped = imp.e.slice(
+        &y,
+        &[0, pads2[0].0, pads2[1].0, 0],
+        &[
+            batch,
+            full2[0] - pads2[0].0 - pads2[0].1,
+            full2[1] - pads2[1].0 - pads2[1].1,
+            f,
+        ],
+    );
+    let y = imp.e.transpose(&cropped, &[0, 3, 1, 2]);
+    tensor(if rank == 3 {
+        let s = y.shape().to_vec();
+        imp.e.reshape(&y, &[s[0], s[1], s[3]])
+    } else {
+        y
+    })
+}
