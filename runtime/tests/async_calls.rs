@@ -27,7 +27,8 @@ fn modes() -> Vec<(&'static str, RuntimeOptions)> {
         ),
         (
             // Every tensor over the staging limit: owned inputs uploaded
-            // and outputs read straight, borrowed inputs still staged.
+            // and outputs read straight, borrowed inputs written before
+            // `submit_ref` returns; nothing staged.
             "pinned staging, tensors over the limit direct",
             RuntimeOptions {
                 host_io: Some(HostIo::Copy),
@@ -107,11 +108,11 @@ fn submitted_calls_match_run_bit_for_bit_in_every_mode() {
                 assert!(s.allocations > 0 && s.in_use == 0, "{s:?}");
             }
             "pinned staging, tensors over the limit direct" => {
-                // Only the four borrowed inputs were staged: the owned
-                // ones and every output went straight.
+                // Owned and borrowed inputs and every output went
+                // straight: no staging buffer was taken.
                 let s = rt.staging_stats();
-                assert!(s.allocations > 0 && s.in_use == 0, "{s:?}");
-                assert_eq!(s.allocations + s.reuse_hits, 4, "{s:?}");
+                assert_eq!(s.allocations + s.reuse_hits, 0, "{s:?}");
+                assert!(t.bytes_to_device > 0 && t.bytes_to_host > 0, "{t:?}");
             }
             _ => assert_eq!(rt.staging_stats().allocations, 0),
         }

@@ -36,6 +36,11 @@ enum UploadSource {
     Staged(StagingBuf),
     /// The input tensor itself (kept in `Resources::inputs`), by index.
     Own(usize),
+    /// A borrowed input above the staging limit, by index: written from the
+    /// caller's tensor with a blocking write (no host copy, as the
+    /// synchronous path does), so it is on the device when `submit_ref`
+    /// returns.
+    Lent(usize),
 }
 
 impl Session {
@@ -52,9 +57,10 @@ impl Session {
     }
 
     /// Like [`Session::submit`] for borrowed inputs: with pinned staging
-    /// they are copied into staging buffers before this returns; on a
-    /// host-memory device they are cloned (the call needs them until it is
-    /// done).
+    /// they are copied into staging buffers before this returns, and those
+    /// above the staging limit are written to the device before this
+    /// returns (no host copy); on a host-memory device they are cloned (the
+    /// call needs them until it is done).
     pub fn submit_ref(&mut self, function: &str, inputs: &[HostTensor]) -> Result<CallHandle> {
         self.submit_inner(function, Inputs::Borrowed(inputs))
     }
@@ -126,11 +132,13 @@ impl Session {
                 let mem = dev.mem();
                 in_io.push((mem, bytes.len() as u64));
                 res.in_device.push(dev);
-                // Large inputs the call owns go straight from the tensor;
-                // borrowed ones must be copied before `submit_ref` returns.
-                let stage =
-                    !bytes.is_empty() && (lent.is_some() || bytes.len() <= rt.staging_limit);
-                let source = if staged && stage {
+                // Inputs above the staging limit go straight from the
+                // tensor: one the call owns asynchronously, a borrowed one
+                // before `submit_ref` returns.
+                let stage = !bytes.is_empty() && bytes.len() <= rt.staging_limit;
+                let source = if lent.is_some() && !stage {
+                    UploadSource::Lent(i)
+                } else if staged && stage {
                     let stage = rt.staging().take(&rt, &queues.upload, bytes.len())?;
                     // SAFETY: the staging buffer holds at least `len` bytes
                     // and nothing else uses it.
@@ -188,12 +196,14 @@ impl Session {
                 let src: &[u8] = match &source {
                     // SAFETY: the staging buffer holds at least `len` bytes.
                     UploadSource::Staged(s) => unsafe { std::slice::from_raw_parts(s.ptr(), len) },
-                    UploadSource::Own(i) => &borrowed[*i].bytes,
+                    UploadSource::Own(i) | UploadSource::Lent(i) => &borrowed[*i].bytes,
                 };
+                let blocking = matches!(source, UploadSource::Lent(_));
                 // SAFETY: the source (a staging buffer or an input tensor)
-                // is kept by the call until it is done.
+                // is kept by the call until it is done; a lent tensor is
+                // written before this returns.
                 let written =
-                    unsafe { enqueue_write(&queues.upload, mem, src, false, &fence_list, WRITE) }?;
+                    unsafe { enqueue_write(&queues.upload, mem, src, blocking, &fence_list, WRITE) }?;
                 if written.is_some() {
                     last_upload = written;
                     TransferCounters::add(&rt.transfers.bytes_to_device, len as u64);
