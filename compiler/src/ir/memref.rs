@@ -121,6 +121,18 @@ pub fn has_identity_layout(ty: Type) -> bool {
     MemRefLayout::of(ty).is_some_and(|layout| layout.kind == LayoutKind::Identity)
 }
 
+/// Memref ops whose result is a view of their operand 0 (the same buffer,
+/// another shape or layout): what kernels rebuild inside and what the
+/// passes follow from a view back to its buffer.
+pub const VIEW_OPS: &[&str] = &[
+    "memref.expand_shape",
+    "memref.collapse_shape",
+    "memref.subview",
+    "memref.reinterpret_cast",
+    "memref.cast",
+    "memref.transpose",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,6 +40,7 @@ use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, Value, Valu
 
 use super::outline_kernels::KERNEL_MODULE;
 use super::pass::{NoOptions, PassError, TccPass};
+use crate::ir::memref::VIEW_OPS;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users};
 
@@ -47,15 +48,6 @@ use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users}
 /// than its element type: a type attribute, `f16`.
 pub const STORAGE_ATTR: &str = "tcc.storage";
 
-/// Memref ops whose result is a view of their first operand.
-const VIEW_OPS: &[&str] = &[
-    "memref.expand_shape",
-    "memref.collapse_shape",
-    "memref.subview",
-    "memref.reinterpret_cast",
-    "memref.cast",
-    "memref.transpose",
-];
 
 pub struct NarrowStorage;
 

@@ -10,15 +10,7 @@ use crate::ir::attr_names::KERNEL;
 use crate::ir::util::{body_ops, dialect_of, op_name, string_value};
 use crate::patterns::kernel_naming::{kernel_name, op_parts};
 
-/// View ops rebuilt inside kernels (their operand 0 is the viewed buffer).
-pub(super) const VIEW_OPS: &[&str] = &[
-    "memref.expand_shape",
-    "memref.collapse_shape",
-    "memref.subview",
-    "memref.reinterpret_cast",
-    "memref.cast",
-    "memref.transpose",
-];
+pub(super) use crate::ir::memref::VIEW_OPS;
 
 /// Whether the op runs on the device (as, or as part of, a kernel).
 pub(in crate::passes) fn is_kernel_op(op: OperationRef) -> bool {
