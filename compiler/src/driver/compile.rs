@@ -296,6 +296,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         },
     };
     choice.check().map_err(anyhow::Error::msg)?;
+    // The model parsed (or imported) and run from `--compile-from` to `last`.
+    let phases_to = |last: Phase, templates: bool, choice: &GemmChoice| {
+        let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
+        run_phases(&session, &mut module, from, last, args.target, templates, choice, dump)?;
+        anyhow::Ok(module)
+    };
     if stop < Phase::Codegen {
         if args.emit != Emit::Artifact {
             bail!(
@@ -303,17 +309,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 args.emit
             );
         }
-        let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
-        run_phases(
-            &session,
-            &mut module,
-            from,
-            stop,
-            args.target,
-            true,
-            &choice,
-            dump,
-        )?;
+        let module = phases_to(stop, true, &choice)?;
         if let Some(format) = args.stats {
             eprint!(
                 "{}",
@@ -330,17 +326,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         let Some(directory) = output else {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
         };
-        let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
-        run_phases(
-            &session,
-            &mut module,
-            from,
-            Phase::Gpu,
-            args.target,
-            false,
-            &GemmChoice::default(),
-            dump,
-        )?;
+        let module = phases_to(Phase::Gpu, false, &GemmChoice::default())?;
         let run = |module: &mut melior::ir::Module, pipeline: &str| {
             session
                 .run_pipeline(module, pipeline)
@@ -364,17 +350,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     };
     choice.check().map_err(anyhow::Error::msg)?;
     check_tuning_target(&choice, args.target)?;
-    let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
-    run_phases(
-        &session,
-        &mut module,
-        from,
-        Phase::Gpu,
-        args.target,
-        true,
-        &choice,
-        dump,
-    )?;
+    let module = phases_to(Phase::Gpu, true, &choice)?;
     let program = opencl_c::write_program_with(&module, precision)?;
     let mut compiled = Compiled {
         module,

@@ -13,7 +13,7 @@ use melior::ir::{
     Block, BlockLike, BlockRef, Identifier, Location, Operation, RegionLike, RegionRef, Type, Value,
 };
 
-use crate::back::CodegenError;
+use crate::back::{CodegenError, ErrorAt};
 
 /// `!llvm.struct<...>` of an ABI struct, field by field from the table.
 pub fn struct_type<'c>(context: &'c Context, layout: &tcc_abi::Struct) -> Type<'c> {
@@ -88,13 +88,13 @@ impl<'c> Builder<'c> {
         let types = Types::new(context);
         let region = function
             .region(0)
-            .map_err(|e| CodegenError::at(&function, e.to_string()))?;
+            .at(&function)?;
         let entry = Block::new(&arguments.iter().map(|t| (*t, location)).collect::<Vec<_>>());
         let block = region.append_block(entry);
         let fail = region.append_block(Block::new(&[(types.i32, location)]));
         let status = fail
             .argument(0)
-            .map_err(|e| CodegenError::at(&function, e.to_string()))?;
+            .at(&function)?;
         fail.append_operation(llvm::r#return(Some(status.into()), location));
         Ok(Self {
             context,
@@ -124,7 +124,7 @@ impl<'c> Builder<'c> {
         let op = self.append(operation);
         op.result(0)
             .map(Into::into)
-            .map_err(|e| CodegenError::at(&op, e.to_string()))
+            .at(&op)
     }
 
     fn build(&self, builder: OperationBuilder<'c>) -> Result<Operation<'c>, CodegenError> {

@@ -24,7 +24,7 @@ use melior::ir::{Attribute, BlockLike, Operation, Region, RegionLike, Type, Valu
 
 use super::builder::Builder;
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
-use crate::back::CodegenError;
+use crate::back::{CodegenError, ErrorAt};
 use crate::back::opencl_c::{ElementType, Program};
 use crate::ir::attr_names;
 use crate::ir::memref::MemRefLayout;
@@ -184,7 +184,7 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         .unwrap_or_default();
     let region = function
         .region(0)
-        .map_err(|e| CodegenError::at(&function, e.to_string()))?;
+        .at(&function)?;
     let block = region
         .first_block()
         .ok_or_else(|| CodegenError::at(&function, format!("@{name} has no body")))?;
@@ -215,7 +215,7 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
     for index in 0..argument_count {
         let argument = block
             .argument(index)
-            .map_err(|e| CodegenError::at(&function, e.to_string()))?;
+            .at(&function)?;
         let tensor = memref_desc(
             argument.r#type(),
             names.get(index).cloned().unwrap_or_default(),
@@ -344,7 +344,7 @@ pub fn lower_function<'c>(
     let result_of =
         |op: OperationRef<'c, 'c>| -> Result<Value<'c, 'c>, CodegenError> { Ok(result_at(op, 0)?) };
     let tensor_of = |op: OperationRef<'c, 'c>, value: Value| -> Result<TensorDesc, CodegenError> {
-        memref_desc(value.r#type(), String::new()).map_err(|e| CodegenError::at(&op, e))
+        memref_desc(value.r#type(), String::new()).at(&op)
     };
 
     for (position, op) in ops.iter().enumerate() {

@@ -78,7 +78,7 @@ impl KernelWriter {
         let spec = T::read(self, kernel)?;
         self.mark_arguments(args);
         spec.instantiate(parameters(args))
-            .map_err(|e| CodegenError::at(&kernel.op, e))
+            .at(&kernel.op)
     }
 
     /// The ops of a template kernel's body other than its constants, views
