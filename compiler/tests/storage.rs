@@ -148,7 +148,10 @@ fn half_storage_halves_the_weights_and_stays_within_half_precision() {
                 if g != w {
                     differing += 1;
                 }
-                report.push(format!("{name} @{} output {index}: {error:.2e}", function.name));
+                report.push(format!(
+                    "{name} @{} output {index}: {error:.2e}",
+                    function.name
+                ));
                 assert!(
                     error <= RELATIVE_ERROR_BOUND,
                     "{name} @{} output {index}: relative error {error:.3e} with half storage\n{}",
@@ -190,7 +193,8 @@ fn inspect_names_the_storage_and_spirv_refuses_it() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--storage=fp16 needs the OpenCL C or PTX kernels"),
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--storage=fp16 needs the OpenCL C or PTX kernels"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

@@ -299,7 +299,16 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     // The model parsed (or imported) and run from `--compile-from` to `last`.
     let phases_to = |last: Phase, templates: bool, choice: &GemmChoice| {
         let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
-        run_phases(&session, &mut module, from, last, args.target, templates, choice, dump)?;
+        run_phases(
+            &session,
+            &mut module,
+            from,
+            last,
+            args.target,
+            templates,
+            choice,
+            dump,
+        )?;
         anyhow::Ok(module)
     };
     if stop < Phase::Codegen {
@@ -321,7 +330,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
 
     if args.emit == Emit::Spirv {
         if choice.storage != Storage::Fp32 {
-            bail!("--storage=fp16 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only");
+            bail!(
+                "--storage=fp16 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only"
+            );
         }
         let Some(directory) = output else {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")

@@ -92,14 +92,16 @@ fn uses_half_storage(module: &Module) -> bool {
     crate::ir::util::body_ops_named(root, "memref.global")
         .iter()
         .any(|global| crate::passes::op_storage(global).is_some())
-        || crate::ir::util::ops_named(root, "gpu.func").iter().any(|kernel| {
-            let arity = kernel
-                .region(0)
-                .ok()
-                .and_then(|r| r.first_block())
-                .map_or(0, |b| b.argument_count());
-            (0..arity).any(|i| crate::passes::argument_storage(*kernel, i).is_some())
-        })
+        || crate::ir::util::ops_named(root, "gpu.func")
+            .iter()
+            .any(|kernel| {
+                let arity = kernel
+                    .region(0)
+                    .ok()
+                    .and_then(|r| r.first_block())
+                    .map_or(0, |b| b.argument_count());
+                (0..arity).any(|i| crate::passes::argument_storage(*kernel, i).is_some())
+            })
 }
 
 /// A compiled model in every form the driver can write.

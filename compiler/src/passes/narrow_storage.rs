@@ -48,7 +48,6 @@ use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users}
 /// than its element type: a type attribute, `f16`.
 pub const STORAGE_ATTR: &str = "tcc.storage";
 
-
 pub struct NarrowStorage;
 
 impl TccPass for NarrowStorage {
@@ -171,9 +170,7 @@ impl Access {
                     "memref.store" => {
                         // Storing the buffer itself as a value is not
                         // something half storage can mean.
-                        let stores_into = user
-                            .operand(1)
-                            .is_ok_and(|target| target == value);
+                        let stores_into = user.operand(1).is_ok_and(|target| target == value);
                         access.stored = true;
                         access.understood &= stores_into;
                     }
@@ -240,10 +237,7 @@ impl<'c> Plan<'c> {
                         }
                     }
                     "memref.get_global" => {
-                        let symbol = op
-                            .attribute("name")
-                            .ok()
-                            .and_then(leaf_symbol);
+                        let symbol = op.attribute("name").ok().and_then(leaf_symbol);
                         if let (Some(symbol), Some(key)) = (symbol, result_key())
                             && globals.contains_key(&symbol)
                         {
@@ -261,8 +255,7 @@ impl<'c> Plan<'c> {
                         }
                     }
                     "gpu.launch_func" => {
-                        let Some(kernel) = op.attribute("kernel").ok().and_then(leaf_symbol)
-                        else {
+                        let Some(kernel) = op.attribute("kernel").ok().and_then(leaf_symbol) else {
                             continue;
                         };
                         let Some(kernel_op) = kernels.get(&kernel) else {
@@ -273,13 +266,13 @@ impl<'c> Plan<'c> {
                         let first = kernel_operands_start(op, arity).ok_or_else(|| {
                             PassError::at(
                                 op.location(),
-                                format!(
-                                    "launch of @{kernel} does not pass its {arity} arguments"
-                                ),
+                                format!("launch of @{kernel} does not pass its {arity} arguments"),
                             )
                         })?;
                         for index in 0..arity {
-                            let Ok(operand) = op.operand(first + index) else { continue };
+                            let Ok(operand) = op.operand(first + index) else {
+                                continue;
+                            };
                             if first + index >= operands || !is_f32_memref(operand.r#type()) {
                                 continue;
                             }
@@ -289,7 +282,10 @@ impl<'c> Plan<'c> {
                             {
                                 vetoed.insert(root.clone());
                             }
-                            reaching.entry((kernel.clone(), index)).or_default().push(root);
+                            reaching
+                                .entry((kernel.clone(), index))
+                                .or_default()
+                                .push(root);
                         }
                     }
                     _ => {}
@@ -316,8 +312,12 @@ impl<'c> Plan<'c> {
         loop {
             let mut changed = false;
             for roots in reaching.values() {
-                let mixed = roots.iter().any(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
-                    && roots.iter().any(|r| r.as_ref().is_none_or(|r| !narrowed.contains(r)));
+                let mixed = roots
+                    .iter()
+                    .any(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
+                    && roots
+                        .iter()
+                        .any(|r| r.as_ref().is_none_or(|r| !narrowed.contains(r)));
                 if mixed {
                     for root in roots.iter().flatten() {
                         changed |= narrowed.remove(root);
@@ -331,7 +331,9 @@ impl<'c> Plan<'c> {
         let arguments = reaching
             .iter()
             .filter(|(_, roots)| {
-                roots.iter().all(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
+                roots
+                    .iter()
+                    .all(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
             })
             .map(|(argument, _)| argument.clone())
             .collect();
@@ -381,7 +383,8 @@ fn op_key(op: OperationRef) -> usize {
 fn leaf_symbol(attribute: Attribute) -> Option<String> {
     let raw = attribute.to_raw();
     unsafe {
-        if !mlir_sys::mlirAttributeIsASymbolRef(raw) && !mlir_sys::mlirAttributeIsAFlatSymbolRef(raw)
+        if !mlir_sys::mlirAttributeIsASymbolRef(raw)
+            && !mlir_sys::mlirAttributeIsAFlatSymbolRef(raw)
         {
             return None;
         }
@@ -443,7 +446,12 @@ fn set_argument_attribute<'c>(
         {
             for e in 0..unsafe { mlir_sys::mlirDictionaryAttrGetNumElements(old) } {
                 let entry = unsafe { mlir_sys::mlirDictionaryAttrGetElement(old, e) };
-                if i != index || unsafe { Identifier::from_raw(entry.name) }.as_string_ref().as_str() != Ok(name) {
+                if i != index
+                    || unsafe { Identifier::from_raw(entry.name) }
+                        .as_string_ref()
+                        .as_str()
+                        != Ok(name)
+                {
                     entries.push(entry);
                 }
             }
@@ -455,7 +463,11 @@ fn set_argument_attribute<'c>(
             });
         }
         dictionaries.push(unsafe {
-            mlir_sys::mlirDictionaryAttrGet(context.to_raw(), entries.len() as isize, entries.as_ptr())
+            mlir_sys::mlirDictionaryAttrGet(
+                context.to_raw(),
+                entries.len() as isize,
+                entries.as_ptr(),
+            )
         });
     }
     let array = unsafe {

@@ -74,7 +74,10 @@ impl TccPass for OrderGlobals {
             .ok()
             .and_then(|r| r.first_block())
             .ok_or_else(|| PassError::at(module.location(), "module without a body"))?;
-        let ordered: Vec<OperationRef> = order.iter().filter_map(|n| by_name.get(n).copied()).collect();
+        let ordered: Vec<OperationRef> = order
+            .iter()
+            .filter_map(|n| by_name.get(n).copied())
+            .collect();
         for global in ordered.iter().rev() {
             if let Some(first) = body.first_operation()
                 && first.to_raw().ptr != global.to_raw().ptr
@@ -120,10 +123,20 @@ fn rename<'c>(
     }
     // Through temporary names, so that no rename meets a name still in use.
     for (index, name) in made.iter().enumerate() {
-        replace_symbol(context, module, name, &format!("__tcc_order_globals_{index}"))?;
+        replace_symbol(
+            context,
+            module,
+            name,
+            &format!("__tcc_order_globals_{index}"),
+        )?;
     }
     for (index, target) in targets.iter().enumerate() {
-        replace_symbol(context, module, &format!("__tcc_order_globals_{index}"), target)?;
+        replace_symbol(
+            context,
+            module,
+            &format!("__tcc_order_globals_{index}"),
+            target,
+        )?;
     }
     Ok(())
 }
@@ -154,7 +167,11 @@ fn replace_symbol<'c>(
         length: s.len(),
     };
     let result = unsafe {
-        mlir_sys::mlirSymbolTableReplaceAllSymbolUses(string_ref(from), string_ref(to), module.to_raw())
+        mlir_sys::mlirSymbolTableReplaceAllSymbolUses(
+            string_ref(from),
+            string_ref(to),
+            module.to_raw(),
+        )
     };
     if result.value == 0 {
         return Err(PassError::at(

@@ -202,8 +202,9 @@ impl Session {
                 // SAFETY: the source (a staging buffer or an input tensor)
                 // is kept by the call until it is done; a lent tensor is
                 // written before this returns.
-                let written =
-                    unsafe { enqueue_write(&queues.upload, mem, src, blocking, &fence_list, WRITE) }?;
+                let written = unsafe {
+                    enqueue_write(&queues.upload, mem, src, blocking, &fence_list, WRITE)
+                }?;
                 if written.is_some() {
                     last_upload = written;
                     TransferCounters::add(&rt.transfers.bytes_to_device, len as u64);

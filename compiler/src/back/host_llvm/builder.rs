@@ -86,15 +86,11 @@ impl<'c> Builder<'c> {
     ) -> Result<Self, CodegenError> {
         let location = function.location();
         let types = Types::new(context);
-        let region = function
-            .region(0)
-            .at(&function)?;
+        let region = function.region(0).at(&function)?;
         let entry = Block::new(&arguments.iter().map(|t| (*t, location)).collect::<Vec<_>>());
         let block = region.append_block(entry);
         let fail = region.append_block(Block::new(&[(types.i32, location)]));
-        let status = fail
-            .argument(0)
-            .at(&function)?;
+        let status = fail.argument(0).at(&function)?;
         fail.append_operation(llvm::r#return(Some(status.into()), location));
         Ok(Self {
             context,
@@ -122,9 +118,7 @@ impl<'c> Builder<'c> {
     /// Appends an op with one result and returns the result.
     fn value(&self, operation: Operation<'c>) -> Result<Value<'c, 'c>, CodegenError> {
         let op = self.append(operation);
-        op.result(0)
-            .map(Into::into)
-            .at(&op)
+        op.result(0).map(Into::into).at(&op)
     }
 
     fn build(&self, builder: OperationBuilder<'c>) -> Result<Operation<'c>, CodegenError> {

@@ -24,8 +24,8 @@ use melior::ir::{Attribute, BlockLike, Operation, Region, RegionLike, Type, Valu
 
 use super::builder::Builder;
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
-use crate::back::{CodegenError, ErrorAt};
 use crate::back::opencl_c::{ElementType, Program};
+use crate::back::{CodegenError, ErrorAt};
 use crate::ir::attr_names;
 use crate::ir::memref::MemRefLayout;
 use crate::ir::operand::{operand_at, result_at};
@@ -138,7 +138,8 @@ fn stored_byte_size(op: OperationRef, tensor: &TensorDesc) -> u64 {
     let bytes = byte_size(tensor);
     match crate::passes::op_storage(&op) {
         Some(storage)
-            if melior::ir::r#type::TypeLike::is_f16(&storage) && tensor.element.size_bytes() == 4 =>
+            if melior::ir::r#type::TypeLike::is_f16(&storage)
+                && tensor.element.size_bytes() == 4 =>
         {
             bytes / 2
         }
@@ -182,9 +183,7 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
                 .collect()
         })
         .unwrap_or_default();
-    let region = function
-        .region(0)
-        .at(&function)?;
+    let region = function.region(0).at(&function)?;
     let block = region
         .first_block()
         .ok_or_else(|| CodegenError::at(&function, format!("@{name} has no body")))?;
@@ -213,9 +212,7 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         arena_alignment: planned(attr_names::ARENA_ALIGNMENT)?,
     };
     for index in 0..argument_count {
-        let argument = block
-            .argument(index)
-            .at(&function)?;
+        let argument = block.argument(index).at(&function)?;
         let tensor = memref_desc(
             argument.r#type(),
             names.get(index).cloned().unwrap_or_default(),

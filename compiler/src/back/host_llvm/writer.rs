@@ -82,12 +82,22 @@ fn constant_bytes(
 
 /// A constant's f32 bytes in the storage `tcc-narrow-storage` chose for it
 /// (IEEE half, rounded to nearest even).
-fn stored_bytes(op: OperationRef, bytes: Vec<u8>, storage: melior::ir::Type) -> Result<Vec<u8>, CodegenError> {
+fn stored_bytes(
+    op: OperationRef,
+    bytes: Vec<u8>,
+    storage: melior::ir::Type,
+) -> Result<Vec<u8>, CodegenError> {
     if !melior::ir::r#type::TypeLike::is_f16(&storage) {
-        return Err(CodegenError::at(&op, format!("unsupported storage type {storage}")));
+        return Err(CodegenError::at(
+            &op,
+            format!("unsupported storage type {storage}"),
+        ));
     }
     if bytes.len() % 4 != 0 {
-        return Err(CodegenError::at(&op, "half storage of a constant that is not f32"));
+        return Err(CodegenError::at(
+            &op,
+            "half storage of a constant that is not f32",
+        ));
     }
     Ok(bytes
         .chunks_exact(4)

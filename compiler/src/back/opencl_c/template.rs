@@ -77,8 +77,7 @@ impl KernelWriter {
     ) -> Result<String, CodegenError> {
         let spec = T::read(self, kernel)?;
         self.mark_arguments(args);
-        spec.instantiate(parameters(args))
-            .at(&kernel.op)
+        spec.instantiate(parameters(args)).at(&kernel.op)
     }
 
     /// The ops of a template kernel's body other than its constants, views

@@ -223,10 +223,9 @@ fn plan_function<'c>(
             continue;
         };
         // A buffer stored narrower (`tcc-narrow-storage`) takes fewer bytes.
-        if let (Some(storage), Some(element)) = (
-            super::op_storage(op),
-            memref_element_bytes(result.r#type()),
-        ) && let Some(stored) = element_bytes(storage)
+        if let (Some(storage), Some(element)) =
+            (super::op_storage(op), memref_element_bytes(result.r#type()))
+            && let Some(stored) = element_bytes(storage)
         {
             bytes = bytes / element * stored;
         }
