@@ -71,7 +71,7 @@ pub fn metadata_json(
     });
     // Weights and intermediates held as half (`--storage=fp16`; absent
     // when everything is stored as the model says).
-    if uses_half_storage(&compiled.module) {
+    if crate::passes::uses_half_storage(compiled.module.as_operation()) {
         metadata["storage"] = serde_json::json!("fp16");
     }
     // The device and driver a tuning record was measured with (absent
@@ -80,28 +80,6 @@ pub fn metadata_json(
         metadata["tuning"] = serde_json::json!({"device": record.device, "driver": record.driver});
     }
     metadata.to_string()
-}
-
-/// Whether `tcc-narrow-storage` stored a constant or a kernel's buffer as
-/// half.
-fn uses_half_storage(module: &Module) -> bool {
-    use melior::ir::operation::OperationLike as _;
-    use melior::ir::{BlockLike as _, RegionLike as _};
-    let root = module.as_operation();
-    let root = unsafe { melior::ir::operation::OperationRef::from_raw(root.to_raw()) };
-    crate::ir::util::body_ops_named(root, "memref.global")
-        .iter()
-        .any(|global| crate::passes::op_storage(global).is_some())
-        || crate::ir::util::ops_named(root, "gpu.func")
-            .iter()
-            .any(|kernel| {
-                let arity = kernel
-                    .region(0)
-                    .ok()
-                    .and_then(|r| r.first_block())
-                    .map_or(0, |b| b.argument_count());
-                (0..arity).any(|i| crate::passes::argument_storage(*kernel, i).is_some())
-            })
 }
 
 /// A compiled model in every form the driver can write.

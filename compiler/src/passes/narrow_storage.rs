@@ -69,7 +69,7 @@ impl TccPass for NarrowStorage {
             .collect();
         let globals = constant_globals(module);
         let plan = Plan::build(module, &kernels, &narrowable, &globals)?;
-        plan.apply(context, module, &kernels, &globals)
+        plan.apply(context, &kernels, &globals)
     }
 }
 
@@ -262,7 +262,6 @@ impl<'c> Plan<'c> {
                             continue;
                         };
                         let arity = kernel_arity(*kernel_op);
-                        let operands = op.operand_count();
                         let first = kernel_operands_start(op, arity).ok_or_else(|| {
                             PassError::at(
                                 op.location(),
@@ -273,7 +272,7 @@ impl<'c> Plan<'c> {
                             let Ok(operand) = op.operand(first + index) else {
                                 continue;
                             };
-                            if first + index >= operands || !is_f32_memref(operand.r#type()) {
+                            if !is_f32_memref(operand.r#type()) {
                                 continue;
                             }
                             let root = roots.get(&value_key(operand)).cloned();
@@ -347,7 +346,6 @@ impl<'c> Plan<'c> {
     fn apply(
         &self,
         context: &'c melior::Context,
-        _module: OperationRef<'c, 'c>,
         kernels: &HashMap<String, OperationRef<'c, 'c>>,
         globals: &HashMap<String, OperationRef<'c, 'c>>,
     ) -> Result<(), PassError<'c>> {
@@ -381,21 +379,7 @@ fn op_key(op: OperationRef) -> usize {
 /// The leaf of a symbol reference (`@name` gives `name`, and
 /// `@module::@name` too).
 fn leaf_symbol(attribute: Attribute) -> Option<String> {
-    let raw = attribute.to_raw();
-    unsafe {
-        if !mlir_sys::mlirAttributeIsASymbolRef(raw)
-            && !mlir_sys::mlirAttributeIsAFlatSymbolRef(raw)
-        {
-            return None;
-        }
-        let leaf = if mlir_sys::mlirAttributeIsAFlatSymbolRef(raw) {
-            mlir_sys::mlirFlatSymbolRefAttrGetValue(raw)
-        } else {
-            mlir_sys::mlirSymbolRefAttrGetLeafReference(raw)
-        };
-        let bytes = std::slice::from_raw_parts(leaf.data as *const u8, leaf.length);
-        std::str::from_utf8(bytes).ok().map(str::to_string)
-    }
+    crate::ir::util::symbol_names(attribute).map(|(_, leaf)| leaf)
 }
 
 fn kernel_arity(kernel: OperationRef) -> usize {
@@ -504,6 +488,19 @@ pub fn argument_storage<'c>(function: OperationRef<'c, '_>, index: usize) -> Opt
         }
         Some(Type::from_raw(mlir_sys::mlirTypeAttrGetValue(attribute)))
     }
+}
+
+/// Whether the module stores a constant or a kernel's buffer as half
+/// (what the artifact's metadata reports).
+pub fn uses_half_storage(module: OperationRef) -> bool {
+    body_ops_named(module, "memref.global")
+        .iter()
+        .any(|global| op_storage(global).is_some())
+        || crate::ir::util::ops_named(module, "gpu.func")
+            .iter()
+            .any(|kernel| {
+                (0..kernel_arity(*kernel)).any(|i| argument_storage(*kernel, i).is_some())
+            })
 }
 
 /// The storage an op (`memref.global`, `memref.alloc`) is marked with.

@@ -195,18 +195,9 @@ fn symbol_name(op: OperationRef) -> Option<String> {
     op.attribute("sym_name").ok().and_then(string_value)
 }
 
-/// The name of a flat symbol reference (`@name`).
+/// The name of a symbol reference (`@name`).
 fn flat_symbol(attribute: melior::ir::Attribute) -> Option<String> {
-    use melior::ir::attribute::AttributeLike;
-    let raw = attribute.to_raw();
-    unsafe {
-        if !mlir_sys::mlirAttributeIsAFlatSymbolRef(raw) {
-            return None;
-        }
-        let value = mlir_sys::mlirFlatSymbolRefAttrGetValue(raw);
-        let bytes = std::slice::from_raw_parts(value.data as *const u8, value.length);
-        std::str::from_utf8(bytes).ok().map(str::to_string)
-    }
+    crate::ir::util::symbol_names(attribute).map(|(_, leaf)| leaf)
 }
 
 #[cfg(test)]
