@@ -155,6 +155,12 @@ bool tccLaunchFuncAppendKernelOperands(MlirOperation launch,
                                        intptr_t numOperands,
                                        const MlirValue *operands);
 
+/* Merges kernels that are equal but for their names: in every gpu.module
+ * under `root`, a kernel equal to an earlier one (attributes, signature
+ * and body, locations aside) is erased and its launches launch the earlier
+ * one. Returns how many kernels were erased. */
+int64_t tccDedupeKernels(MlirOperation root);
+
 /* Runs the mlir-opt driver with every dialect and every registered pass,
  * refusing input nested deeper than TCC_MAX_NESTING_DEPTH with a located
  * error. Returns the process exit code. */

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 
@@ -142,4 +143,76 @@ bool tccLaunchFuncAppendKernelOperands(MlirOperation launch,
     values.push_back(unwrap(operands[i]));
   op.getKernelOperandsMutable().append(values);
   return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel deduplication
+//===----------------------------------------------------------------------===//
+
+/// Whether two kernels are the same but for their names: equal attributes
+/// (the strategy, the work-group size, argument attributes), signature and
+/// body, locations aside. The ops of a kernel's body name their kernel
+/// (`tcc.kernel`, kept for statistics and tuning), so `rhs`'s name is
+/// swapped for `lhs`'s there too while they are compared.
+static bool sameButForName(gpu::GPUFuncOp lhs, gpu::GPUFuncOp rhs) {
+  if (lhs.getFunctionType() != rhs.getFunctionType() ||
+      lhs.getBody().getBlocks().size() != rhs.getBody().getBlocks().size())
+    return false;
+  StringAttr lhsName = SymbolTable::getSymbolName(lhs);
+  StringAttr rhsName = SymbolTable::getSymbolName(rhs);
+  constexpr llvm::StringLiteral kernelAttr = "tcc.kernel";
+  SmallVector<Operation *> named;
+  rhs.walk([&](Operation *op) {
+    if (op->getAttr(kernelAttr) == rhsName) {
+      named.push_back(op);
+      op->setAttr(kernelAttr, lhsName);
+    }
+  });
+  SymbolTable::setSymbolName(rhs, lhsName);
+  bool same = OperationEquivalence::isEquivalentTo(
+      lhs.getOperation(), rhs.getOperation(),
+      OperationEquivalence::IgnoreLocations);
+  SymbolTable::setSymbolName(rhs, rhsName);
+  for (Operation *op : named)
+    op->setAttr(kernelAttr, rhsName);
+  return same;
+}
+
+int64_t tccDedupeKernels(MlirOperation root) {
+  Operation *top = unwrap(root);
+  // (module, duplicate) -> the first equal kernel's name.
+  DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> replacement;
+  SmallVector<Operation *> duplicates;
+  top->walk([&](gpu::GPUModuleOp module) {
+    SmallVector<gpu::GPUFuncOp> kept;
+    for (auto kernel : module.getOps<gpu::GPUFuncOp>()) {
+      if (!kernel.isKernel())
+        continue;
+      auto equal = llvm::find_if(
+          kept, [&](gpu::GPUFuncOp k) { return sameButForName(k, kernel); });
+      if (equal == kept.end()) {
+        kept.push_back(kernel);
+        continue;
+      }
+      replacement[{SymbolTable::getSymbolName(module),
+                   SymbolTable::getSymbolName(kernel)}] =
+          SymbolTable::getSymbolName(*equal);
+      duplicates.push_back(kernel.getOperation());
+    }
+  });
+  if (duplicates.empty())
+    return 0;
+  top->walk([&](gpu::LaunchFuncOp launch) {
+    SymbolRefAttr kernel = launch.getKernel();
+    auto found = replacement.find(
+        {kernel.getRootReference(), kernel.getLeafReference()});
+    if (found == replacement.end())
+      return;
+    launch.setKernelAttr(SymbolRefAttr::get(
+        kernel.getRootReference(),
+        {FlatSymbolRefAttr::get(found->second)}));
+  });
+  for (Operation *kernel : duplicates)
+    kernel->erase();
+  return static_cast<int64_t>(duplicates.size());
 }

@@ -109,6 +109,7 @@ unsafe extern "C" {
         num_operands: isize,
         operands: *const mlir_sys::MlirValue,
     ) -> bool;
+    fn tccDedupeKernels(root: MlirOperation) -> i64;
     fn tccDenseResourceBlob(
         attr: mlir_sys::MlirAttribute,
         data: *mut *const c_void,
@@ -176,6 +177,17 @@ pub unsafe fn append_launch_kernel_operands(
     operands: &[mlir_sys::MlirValue],
 ) -> bool {
     unsafe { tccLaunchFuncAppendKernelOperands(launch, operands.len() as isize, operands.as_ptr()) }
+}
+
+/// Merges kernels that are equal but for their names: in every
+/// `gpu.module` under `root`, a kernel equal to an earlier one (attributes,
+/// signature and body, locations aside) is erased and its launches launch
+/// the earlier one. Returns how many kernels were erased.
+///
+/// # Safety
+/// `root` must be a live op that no one else is walking or editing.
+pub unsafe fn dedupe_kernels(root: MlirOperation) -> i64 {
+    unsafe { tccDedupeKernels(root) }
 }
 
 /// What [`hoist_parallel_dims`] did.

@@ -1,5 +1,6 @@
 //! `tcc compile --stats[=text|json]`: what the compiler made of a model —
-//! how many kernels, of which kinds, with which work-group sizes, and from
+//! how many kernels (and, from the gpu phase on, launches), of which kinds,
+//! with which work-group sizes, and from
 //! the gpu phase on each function's memory plan: its arena size and the
 //! liveness lower bound (the most bytes of intermediate buffers alive at
 //! any op, which no plan can beat).
@@ -16,6 +17,10 @@ pub struct Stats {
     /// (kernel name, kind, work-group size) in program order; the size is
     /// `N` for 1-D work-groups and `XxYxZ` otherwise.
     pub kernels: Vec<(String, String, Option<String>)>,
+    /// From the gpu phase on, the kernel launches (`gpu.launch_func`s):
+    /// more than the kernels where launches share one
+    /// (`tcc-dedupe-kernels`); `None` before.
+    pub launches: Option<usize>,
     /// Planned host functions, in module order.
     pub plans: Vec<MemoryPlan>,
 }
@@ -86,6 +91,11 @@ pub fn collect(module: &Module) -> Stats {
     let ops = collect_ops(module.as_operation());
     let outlined: Vec<_> = ops.iter().filter(|op| op_name(*op) == "gpu.func").collect();
     if !outlined.is_empty() {
+        stats.launches = Some(
+            ops.iter()
+                .filter(|op| op_name(*op) == "gpu.launch_func")
+                .count(),
+        );
         for op in outlined {
             let name = op
                 .attribute("sym_name")
@@ -134,6 +144,9 @@ pub fn collect(module: &Module) -> Stats {
 impl Stats {
     pub fn render(&self) -> String {
         let mut text = format!("kernels: {}\n", self.kernels.len());
+        if let Some(launches) = self.launches {
+            text.push_str(&format!("launches: {launches}\n"));
+        }
         for (name, kind, size) in &self.kernels {
             let size = size.clone().unwrap_or_else(|| "-".to_string());
             text.push_str(&format!("  {name}  kind={kind}  workgroup_size={size}\n"));
@@ -203,8 +216,9 @@ impl Stats {
             )
         };
         format!(
-            "{{\"kernel_count\": {}, \"kernels\": [{}], \"functions\": [{}], \"arena_bytes\": {arena}, \"live_bytes_bound\": {bound}}}\n",
+            "{{\"kernel_count\": {}, \"launch_count\": {}, \"kernels\": [{}], \"functions\": [{}], \"arena_bytes\": {arena}, \"live_bytes_bound\": {bound}}}\n",
             self.kernels.len(),
+            self.launches.map_or("null".to_string(), |n| n.to_string()),
             kernels.join(", "),
             functions.join(", ")
         )

@@ -9,6 +9,7 @@ mod configure_kernels;
 mod convert_layer_norm_to_rows;
 mod convert_softmax_to_linalg;
 mod decompose_composites;
+mod dedupe_kernels;
 mod elide_output_copies;
 mod fold_batch_norm;
 mod fold_constants;
@@ -40,6 +41,7 @@ pub use configure_kernels::{ConfigureKernels, ROW_COMBINERS};
 pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
+pub use dedupe_kernels::DedupeKernels;
 pub use elide_output_copies::ElideOutputCopies;
 pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
@@ -108,6 +110,7 @@ pub const ALL: &[(&str, &str)] = &[
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
     (NarrowStorage::ARGUMENT, NarrowStorage::SUMMARY),
     (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
+    (DedupeKernels::ARGUMENT, DedupeKernels::SUMMARY),
     (LowerHostToLlvm::ARGUMENT, LowerHostToLlvm::SUMMARY),
 ];
 
@@ -143,6 +146,7 @@ pub fn register_all() {
     pass::register(&MapLoopsToWorkItems);
     pass::register(&NarrowStorage);
     pass::register(&PlanMemory);
+    pass::register(&DedupeKernels);
     pass::register(&LowerHostToLlvm);
     crate::phases::register_phase_pipelines();
 }

@@ -201,6 +201,8 @@ impl Phase {
                 // Before the plan, which sizes half buffers by their storage.
                 if choice.storage == Storage::Fp16 { "tcc-narrow-storage" } else { "" },
                 "tcc-plan-memory",
+                // Last: kernels equal after everything above share one.
+                "tcc-dedupe-kernels",
             ]
             .into_iter()
             .filter(|p| !p.is_empty())
