@@ -79,10 +79,6 @@ pub const ARTIFACT_SYMBOL: &str = "tcc_artifact_v1";
 pub const KERNEL_FLOPS_SYMBOL: &str = "tcc_kernel_flops_v1";
 /// Optional (ABI 2): `const char *tcc_kernel_ptx_v1(void)`.
 pub const KERNEL_PTX_SYMBOL: &str = "tcc_kernel_ptx_v1";
-/// In that text, the line that starts each PTX module after the first: a
-/// program's kernels may come as several modules, which a runtime builds
-/// side by side (each a program of its own); a kernel is in exactly one.
-pub const PTX_MODULE_SEPARATOR: &str = "//@tcc-ptx-module";
 /// Optional: `const char *tcc_metadata_v1(void)`.
 pub const METADATA_SYMBOL: &str = "tcc_metadata_v1";
 /// The prefix of each function's entry symbol inside the artifact.

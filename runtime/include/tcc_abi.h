@@ -171,10 +171,7 @@ const uint64_t *tcc_kernel_flops_v1(void);
 
 /* Optional: the same kernels (same names) as NUL-terminated PTX text, for
  * NVIDIA drivers, which load it with clCreateProgramWithBinary instead of
- * compiling the OpenCL C. Artifacts compiled with --ptx=on export it. The
- * text may hold several PTX modules: each after the first starts with the
- * line "//@tcc-ptx-module"; each module is built as a program of its own
- * and holds a disjoint set of the kernels. */
+ * compiling the OpenCL C. Artifacts compiled with --ptx=on export it. */
 const char *tcc_kernel_ptx_v1(void);
 
 /* Optional: a NUL-terminated JSON object describing the artifact for tools

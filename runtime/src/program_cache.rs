@@ -51,7 +51,7 @@ use entry::{EntryPaths, KeyLock, ReadProblem, read_entry_file, write_entry};
 pub use entry::{EntryProblem, HEADER_LEN, Key, cache_key, decode_entry, encode_entry};
 
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Environment variable naming the cache directory.
 pub const CACHE_DIR_ENV: &str = "TCC_CACHE_DIR";
@@ -167,26 +167,6 @@ pub struct ProgramCache {
     deferred: Vec<DeferredEntry>,
 }
 
-/// Where [`ProgramCache::get_or_build_all`] stands with one source before
-/// the driver builds.
-enum Step {
-    /// Reused from memory.
-    Memory(Arc<Program>),
-    /// Loaded from a disk entry.
-    Loaded(Key, Program),
-    /// To build from source.
-    Build(PendingBuild),
-}
-
-/// A build from source still to do, and what to do with its result: the
-/// disk entry's paths and lock, if it goes through the disk cache, and
-/// whether to write the entry now (`false`: deferred, or not at all).
-struct PendingBuild {
-    key: Key,
-    entry: Option<(EntryPaths, Option<KeyLock>)>,
-    write: bool,
-}
-
 /// An entry whose writing waits until the process is done with its first
 /// calls (see [`DEFER_WRITES_ON_POCL`]).
 struct DeferredEntry {
@@ -234,132 +214,38 @@ impl ProgramCache {
         device: &DeviceInfo,
         source: &ProgramSource,
     ) -> Result<(Arc<Program>, ProgramOrigin)> {
-        let mut built = self.get_or_build_all(context, device, std::slice::from_ref(source))?;
-        Ok(built.remove(0))
-    }
-
-    /// The built programs for `sources` (in their order), each from
-    /// memory, disk or the driver; the driver builds those that need it on
-    /// parallel threads (one per source), which shortens the first call of
-    /// an artifact whose kernels come as several PTX modules. Fails with
-    /// the first failure in source order, after keeping (in memory and on
-    /// disk) the programs that did build.
-    pub fn get_or_build_all(
-        &mut self,
-        context: &Context,
-        device: &DeviceInfo,
-        sources: &[ProgramSource],
-    ) -> Result<Vec<(Arc<Program>, ProgramOrigin)>> {
-        let mut steps = Vec::with_capacity(sources.len());
-        for source in sources {
-            let key = cache_key(device, source);
-            let step = match self.memory.get(&key) {
-                Some(p) => {
-                    self.stats.memory_hits += 1;
-                    Step::Memory(p.clone())
-                }
-                None => match self.dir.clone() {
-                    Some(dir) => self.prepare_through_disk(context, device, source, key, &dir),
-                    None => Step::Build(PendingBuild {
-                        key,
-                        entry: None,
-                        write: false,
-                    }),
-                },
-            };
-            steps.push(step);
+        let key = cache_key(device, source);
+        if let Some(p) = self.memory.get(&key) {
+            self.stats.memory_hits += 1;
+            return Ok((p.clone(), ProgramOrigin::MemoryHit));
         }
-        let pending = steps.iter().filter(|s| matches!(s, Step::Build(_))).count();
-        let builds: Vec<Option<Result<Program>>> = if pending <= 1 {
-            steps
-                .iter()
-                .zip(sources)
-                .map(|(step, source)| {
-                    matches!(step, Step::Build(_))
-                        .then(|| build_from_source(context, device, source))
-                })
-                .collect()
-        } else {
-            std::thread::scope(|scope| {
-                let workers: Vec<_> = steps
-                    .iter()
-                    .zip(sources)
-                    .map(|(step, source)| {
-                        matches!(step, Step::Build(_)).then(|| {
-                            scope.spawn(move || build_from_source(context, device, source))
-                        })
-                    })
-                    .collect();
-                workers
-                    .into_iter()
-                    .map(|worker| {
-                        worker.map(|w| {
-                            w.join().unwrap_or_else(|_| {
-                                Err(Error::Unsupported(
-                                    "the OpenCL driver panicked while building a kernel program"
-                                        .into(),
-                                ))
-                            })
-                        })
-                    })
-                    .collect()
-            })
+        let (program, origin) = match self.dir.clone() {
+            Some(dir) => self.through_disk(context, device, source, &key, &dir)?,
+            None => {
+                let program = build_from_source(context, device, source)?;
+                self.stats.source_builds += 1;
+                (program, ProgramOrigin::SourceBuild)
+            }
         };
-        let mut programs = Vec::with_capacity(sources.len());
-        let mut first_error = None;
-        for (step, build) in steps.into_iter().zip(builds) {
-            let (key, program, origin) = match (step, build) {
-                (Step::Memory(program), _) => {
-                    programs.push((program, ProgramOrigin::MemoryHit));
-                    continue;
-                }
-                (Step::Loaded(key, program), _) => (key, program, ProgramOrigin::DiskHit),
-                (Step::Build(pending), Some(Ok(program))) => {
-                    let key = pending.key;
-                    self.complete_build(device, pending, &program);
-                    (key, program, ProgramOrigin::SourceBuild)
-                }
-                (Step::Build(_), Some(Err(e))) => {
-                    first_error.get_or_insert(e);
-                    continue;
-                }
-                (Step::Build(_), None) => {
-                    return Err(Error::Unsupported(
-                        "a kernel program's build was never started (a tcc bug)".into(),
-                    ));
-                }
-            };
-            let program = Arc::new(program);
-            self.memory.insert(key, program.clone());
-            programs.push((program, origin));
-        }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(programs),
-        }
+        let program = Arc::new(program);
+        self.memory.insert(key, program.clone());
+        Ok((program, origin))
     }
 
-    /// The first half of getting a program through the disk cache: under
-    /// the key's lock, an entry that passes every check, else a build from
-    /// source to be done (in parallel with others) and written back by
-    /// [`ProgramCache::complete_build`].
-    fn prepare_through_disk(
+    /// The program through the disk cache: under the key's lock, an entry
+    /// that passes every check, else a build from source written back.
+    fn through_disk(
         &mut self,
         context: &Context,
         device: &DeviceInfo,
         source: &ProgramSource,
-        key: Key,
+        key: &Key,
         dir: &Path,
-    ) -> Step {
-        let paths = EntryPaths::new(dir, &key);
+    ) -> Result<(Program, ProgramOrigin)> {
+        let paths = EntryPaths::new(dir, key);
         if let Err(e) = fs::create_dir_all(dir) {
             self.disk_problem(false, format!("cannot create {}: {e}", dir.display()));
         }
-        let uncached = Step::Build(PendingBuild {
-            key,
-            entry: None,
-            write: false,
-        });
         let mut waited = false;
         let lock = match KeyLock::acquire(&paths.lock, self.lock_timeout, &mut waited) {
             Ok(Some(lock)) => Some(lock),
@@ -373,7 +259,9 @@ impl ProgramCache {
                     paths.lock.display(),
                     self.lock_timeout.as_secs_f64()
                 ));
-                return uncached;
+                let program = build_from_source(context, device, source)?;
+                self.stats.source_builds += 1;
+                return Ok((program, ProgramOrigin::SourceBuild));
             }
             Err(e) => {
                 // A read-only cache: entries can still be loaded, never
@@ -387,7 +275,9 @@ impl ProgramCache {
         }
         if paths.bypass.exists() {
             self.stats.bypassed += 1;
-            return uncached;
+            let program = build_from_source(context, device, source)?;
+            self.stats.source_builds += 1;
+            return Ok((program, ProgramOrigin::SourceBuild));
         }
         if lock.is_some() && paths.loading.exists() {
             let _ = fs::remove_file(&paths.loading);
@@ -398,45 +288,35 @@ impl ProgramCache {
         }
         if !paths.bypass.exists()
             && let Some(program) =
-                self.load_entry(context, device, source, &key, &paths, lock.is_some())
+                self.load_entry(context, device, source, key, &paths, lock.is_some())
         {
             self.stats.disk_hits += 1;
             if paths.evicted.exists() {
                 let _ = fs::remove_file(&paths.evicted);
             }
-            return Step::Loaded(key, program);
+            return Ok((program, ProgramOrigin::DiskHit));
         }
-        let deferred = DEFER_WRITES_ON_POCL
-            && binaries_compile_every_kernel(device)
-            && source.kind == SourceKind::OpenClC;
-        Step::Build(PendingBuild {
-            key,
-            entry: Some((paths, lock)),
-            write: !deferred,
-        })
-    }
-
-    /// The second half: counts a finished build and writes its entry (or
-    /// defers the write, see [`DEFER_WRITES_ON_POCL`]), then unlocks.
-    fn complete_build(&mut self, device: &DeviceInfo, pending: PendingBuild, program: &Program) {
+        let program = build_from_source(context, device, source)?;
         self.stats.source_builds += 1;
-        let Some((paths, lock)) = pending.entry else {
-            return;
-        };
         if paths.bypass.exists() {
             self.stats.bypassed += 1;
-        } else if !pending.write {
+        } else if DEFER_WRITES_ON_POCL
+            && binaries_compile_every_kernel(device)
+            && source.kind == SourceKind::OpenClC
+        {
             // The lock goes with the entry: other processes wait for it.
             self.deferred.push(DeferredEntry {
                 device: device.clone(),
-                key: pending.key,
+                key: *key,
                 path: paths.entry.clone(),
                 _lock: lock,
             });
+            return Ok((program, ProgramOrigin::SourceBuild));
         } else {
-            self.store_entry(device, program, &pending.key, &paths.entry);
-            drop(lock);
+            self.store_entry(device, &program, key, &paths.entry);
         }
+        drop(lock);
+        Ok((program, ProgramOrigin::SourceBuild))
     }
 
     fn disk_problem(&mut self, reject: bool, what: String) {
@@ -564,119 +444,4 @@ const DEFER_WRITES_ON_POCL: bool = true;
 /// done before the first call; tcc defers the entry until after it.
 pub fn binaries_compile_every_kernel(device: &DeviceInfo) -> bool {
     device.platform_name.contains("Portable Computing Language")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{DeviceSelector, Runtime, RuntimeOptions};
-
-    fn runtime(cache: &Path) -> Runtime {
-        let options = RuntimeOptions {
-            cache_dir: Some(cache.to_path_buf()),
-            disk_cache: true,
-            ..Default::default()
-        };
-        Runtime::with_options(DeviceSelector::Default, options)
-            .expect("these tests need an OpenCL device (PoCL in CI)")
-    }
-
-    fn source(text: &str) -> ProgramSource<'_> {
-        ProgramSource {
-            kind: SourceKind::OpenClC,
-            bytes: text.as_bytes(),
-            options: "",
-        }
-    }
-
-    /// Several sources (an artifact's PTX modules) are built side by side,
-    /// each cached under its own key, and come back in their order.
-    #[test]
-    fn several_programs_build_in_parallel_and_cache_one_entry_each() {
-        let cache = tempfile::tempdir().unwrap();
-        let texts = [
-            "__kernel void first_module(__global float* a) { a[get_global_id(0)] = 1.0f; }",
-            "__kernel void second_module(__global float* a) { a[get_global_id(0)] = 2.0f; }",
-            "__kernel void third_module(__global float* a) { a[get_global_id(0)] = 3.0f; }",
-        ];
-        let sources: Vec<_> = texts.iter().map(|t| source(t)).collect();
-        let names = |built: &[(Arc<Program>, ProgramOrigin)]| -> Vec<String> {
-            built
-                .iter()
-                .map(|(p, _)| p.get_kernel_names().unwrap())
-                .collect()
-        };
-        let rt = runtime(cache.path());
-        let inner = &rt.inner;
-        let built = inner
-            .programs()
-            .get_or_build_all(&inner.context, &inner.device, &sources)
-            .unwrap();
-        assert_eq!(
-            names(&built),
-            ["first_module", "second_module", "third_module"]
-        );
-        assert!(built.iter().all(|(_, o)| *o == ProgramOrigin::SourceBuild));
-        let again = inner
-            .programs()
-            .get_or_build_all(&inner.context, &inner.device, &sources)
-            .unwrap();
-        assert!(again.iter().all(|(_, o)| *o == ProgramOrigin::MemoryHit));
-        let stats = inner.programs().stats();
-        assert_eq!(
-            (stats.source_builds, stats.memory_hits, stats.disk_writes),
-            (3, 3, 3),
-            "{stats:?}"
-        );
-        drop(rt);
-
-        // Another runtime loads all three from disk, in order; one new
-        // source among them is built, alone.
-        let rt = runtime(cache.path());
-        let inner = &rt.inner;
-        let fourth = "__kernel void fourth_module(__global float* a) { a[0] = 4.0f; }";
-        let mixed = [sources[2], source(fourth), sources[0]];
-        let built = inner
-            .programs()
-            .get_or_build_all(&inner.context, &inner.device, &mixed)
-            .unwrap();
-        assert_eq!(
-            names(&built),
-            ["third_module", "fourth_module", "first_module"]
-        );
-        let origins: Vec<_> = built.iter().map(|(_, o)| *o).collect();
-        assert_eq!(
-            origins,
-            [
-                ProgramOrigin::DiskHit,
-                ProgramOrigin::SourceBuild,
-                ProgramOrigin::DiskHit
-            ]
-        );
-    }
-
-    /// A source that fails to build fails the whole set with its build
-    /// log; the others are still built and cached.
-    #[test]
-    fn a_failing_program_among_several_fails_the_set_with_its_log() {
-        let cache = tempfile::tempdir().unwrap();
-        let good = "__kernel void good_module(__global float* a) { a[0] = 1.0f; }";
-        let bad = "__kernel void bad_module(__global float* a) { a[0] = undefined_name; }";
-        let rt = runtime(cache.path());
-        let inner = &rt.inner;
-        let error = inner
-            .programs()
-            .get_or_build_all(&inner.context, &inner.device, &[source(bad), source(good)])
-            .map(|_| ())
-            .unwrap_err();
-        assert!(
-            matches!(error, Error::Build { .. }) && error.to_string().contains("undefined_name"),
-            "{error}"
-        );
-        let built = inner
-            .programs()
-            .get_or_build_all(&inner.context, &inner.device, &[source(good)])
-            .unwrap();
-        assert_eq!(built[0].1, ProgramOrigin::MemoryHit);
-    }
 }

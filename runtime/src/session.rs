@@ -137,7 +137,7 @@ pub struct Session {
     /// (`Session::submit`, in `async_call`).
     pub(crate) calls: crate::async_call::SessionCalls,
     // Kept alive while kernels exist (kernels also retain it).
-    _programs: Option<Vec<Arc<Program>>>,
+    _program: Option<Arc<Program>>,
 }
 
 /// The most recycled output blocks a session keeps.
@@ -153,12 +153,12 @@ impl Session {
             Some(build_program(rt, art)?)
         };
         let program_seconds = started.elapsed().as_secs_f64();
-        let (programs, origin) = match &built {
-            Some(b) => (Some(b.programs.clone()), Some(b.origin)),
+        let (program, origin) = match &built {
+            Some(b) => (Some(b.program.clone()), Some(b.origin)),
             None => (None, None),
         };
-        let kernels = match &programs {
-            Some(programs) => kernel_slots(programs, art)?,
+        let kernels = match &program {
+            Some(program) => kernel_slots(program, art)?,
             None => Vec::new(),
         };
         let arena = Arena::new(&rt.inner, art)?;
@@ -184,7 +184,7 @@ impl Session {
             profile,
             spare_outputs: Vec::new(),
             calls: crate::async_call::SessionCalls::default(),
-            _programs: programs,
+            _program: program,
         })
     }
 

@@ -102,9 +102,6 @@ pub struct CompileArgs {
     /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs).
     #[arg(long = "gpu-arch", default_value = ptx::DEFAULT_ARCH, value_name = "SM")]
     pub gpu_arch: String,
-    /// How many PTX modules the kernels are split into (default: one per 8 kernels, at most 8). The driver compiles each module on the first call, and the runtime builds them in parallel, so more modules mean a shorter first call on a many-core host.
-    #[arg(long = "ptx-modules", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub ptx_modules: Option<u16>,
     /// Arithmetic of GEMMs and convolutions: fp32 (exact, default) or tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation; needs --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32).
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
@@ -174,8 +171,7 @@ impl CompileArgs {
         if !wanted {
             return Ok(None);
         }
-        let mut options = ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?;
-        options.modules = self.ptx_modules.map(usize::from);
+        let options = ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?;
         if self.precision == PrecisionArg::Tf32 && options.compute_capability() < 80 {
             bail!(
                 "--precision=tf32 needs TF32 tensor cores (sm_80 or newer), not --gpu-arch={}",

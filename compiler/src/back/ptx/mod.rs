@@ -28,27 +28,15 @@ pub struct PtxOptions {
     /// The GPU architecture, `sm_XY` (`--gpu-arch`); the PTX runs on this
     /// architecture and newer ones (the driver JIT-compiles it).
     pub arch: String,
-    /// How many PTX modules to split the kernels into (`--ptx-modules`);
-    /// `None`: [`PtxOptions::modules_for`]'s default.
-    pub modules: Option<usize>,
 }
 
 impl Default for PtxOptions {
     fn default() -> Self {
         PtxOptions {
             arch: DEFAULT_ARCH.into(),
-            modules: None,
         }
     }
 }
-
-/// Kernels per PTX module under the default split, and the most modules.
-/// The driver JIT-compiles (ptxas) each module on the first call; the
-/// runtime builds the modules on parallel threads, so a model of 57
-/// kernels (ResNet-50) becomes 8 modules that build side by side, while a
-/// program of up to 8 kernels stays one module.
-const KERNELS_PER_MODULE: usize = 8;
-const MAX_MODULES: usize = 8;
 
 /// The H100's architecture.
 pub const DEFAULT_ARCH: &str = "sm_90";
@@ -65,20 +53,7 @@ impl PtxOptions {
                 "--gpu-arch={arch}: compute capability {number} is outside the range LLVM's NVPTX back end supports here (sm_50 to sm_120)"
             ));
         }
-        Ok(PtxOptions {
-            arch: arch.into(),
-            modules: None,
-        })
-    }
-
-    /// How many modules a program of `kernels` kernels is split into: the
-    /// requested count, else one per [`KERNELS_PER_MODULE`] kernels up to
-    /// [`MAX_MODULES`]; never more than the kernels, never fewer than one.
-    pub fn modules_for(&self, kernels: usize) -> usize {
-        let wanted = self
-            .modules
-            .unwrap_or_else(|| kernels.div_ceil(KERNELS_PER_MODULE).min(MAX_MODULES));
-        wanted.clamp(1, kernels.max(1))
+        Ok(PtxOptions { arch: arch.into() })
     }
 
     /// The compute capability as a number (`sm_90` → 90).

@@ -13,17 +13,12 @@ use inkwell::targets::{
     CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple,
 };
 
-use tcc_abi::PTX_MODULE_SEPARATOR;
-
 use super::{PtxOptions, Toolchain};
 use crate::back::CodegenError;
 use crate::back::opencl_c::Program;
 
 /// The triple clang and libclc use for NVIDIA's OpenCL.
 const TRIPLE: &str = "nvptx64-unknown-nvidiacl";
-/// LLVM's `ptx_kernel` calling convention (an entry) and the C one.
-const PTX_KERNEL_CALLING_CONVENTION: u32 = 71;
-const C_CALLING_CONVENTION: u32 = 0;
 /// Prefix clang gives the body of a kernel it wraps in a callable stub.
 const KERNEL_BODY_PREFIX: &str = "__clang_ocl_kern_imp_";
 
@@ -49,93 +44,15 @@ size_t __attribute__((overloadable)) get_global_offset(uint d) { return 0; }
 void __attribute__((overloadable)) barrier(cl_mem_fence_flags flags) { __nvvm_bar_sync(0); }
 ";
 
-/// Compiles `program` to PTX text: one clang run for all kernels, then
-/// [`PtxOptions::modules_for`] PTX modules generated side by side, each
-/// holding a share of the kernels (balanced by source size) and joined by
-/// [`PTX_MODULE_SEPARATOR`] lines. The driver JIT-compiles each module as a
-/// program of its own, so the runtime can build them in parallel.
+/// Compiles `program` (all kernels, one module) to PTX text.
 pub fn write_ptx(
     program: &Program,
     options: &PtxOptions,
     toolchain: &Toolchain,
 ) -> Result<String, CodegenError> {
     let bitcode = clang_to_bitcode(program, options, toolchain)?;
-    Target::initialize_nvptx(&InitializationConfig::default());
-    let groups = module_groups(program, options.modules_for(program.kernels.len()));
-    let modules = std::thread::scope(|scope| {
-        let workers: Vec<_> = groups
-            .iter()
-            .map(|kernels| scope.spawn(|| bitcode_to_ptx(&bitcode, kernels, options)))
-            .collect();
-        workers
-            .into_iter()
-            .map(|worker| {
-                worker.join().unwrap_or_else(|_| {
-                    Err(CodegenError::new(
-                        "the PTX code generator panicked (a tcc bug; --ptx=off ships OpenCL C only)",
-                    ))
-                })
-            })
-            .collect::<Result<Vec<String>, CodegenError>>()
-    })?;
-    for (ptx, kernels) in modules.iter().zip(&groups) {
-        check_module(ptx, kernels)?;
-    }
-    Ok(modules.join(&format!("\n{PTX_MODULE_SEPARATOR}\n")))
-}
-
-/// The kernels of each module: `count` groups, filled largest kernel first
-/// into the group with the least source so far (so the driver's work is
-/// balanced), each group in program order. Deterministic.
-fn module_groups(program: &Program, count: usize) -> Vec<Vec<KernelRef<'_>>> {
-    let size = |name: &str| {
-        program
-            .kernel_sources
-            .iter()
-            .find(|(kernel, _)| kernel == name)
-            .map_or(0, |(_, source)| source.len())
-    };
-    let mut order: Vec<(usize, usize)> = program
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(index, kernel)| (index, size(&kernel.name)))
-        .collect();
-    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut load = vec![0usize; count.max(1)];
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); load.len()];
-    for (index, bytes) in order {
-        let lightest = (0..load.len())
-            .min_by_key(|&g| (load[g], g))
-            .unwrap_or_default();
-        load[lightest] += bytes;
-        members[lightest].push(index);
-    }
-    members
-        .into_iter()
-        .filter(|group| !group.is_empty())
-        .map(|mut group| {
-            group.sort_unstable();
-            group
-                .into_iter()
-                .map(|index| KernelRef {
-                    name: &program.kernels[index].name,
-                    workgroup_size: program.kernels[index].workgroup_size,
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// What a module's code generation needs of one of its kernels.
-struct KernelRef<'a> {
-    name: &'a str,
-    workgroup_size: [i64; 3],
-}
-
-/// A module's PTX must define its kernels and call nothing undefined (the
-/// driver links nothing: a function left external fails in ptxas).
-fn check_module(ptx: &str, kernels: &[KernelRef]) -> Result<(), CodegenError> {
+    let ptx = bitcode_to_ptx(&bitcode, program, options)?;
+    // The driver links nothing: a function left external fails in ptxas.
     let unresolved: Vec<&str> = ptx
         .lines()
         .filter_map(|line| line.trim_start().strip_prefix(".extern .func"))
@@ -147,7 +64,7 @@ fn check_module(ptx: &str, kernels: &[KernelRef]) -> Result<(), CodegenError> {
             unresolved.join("; ")
         )));
     }
-    for kernel in kernels {
+    for kernel in &program.kernels {
         if !ptx.contains(&format!(".entry {}(", kernel.name)) {
             return Err(CodegenError::new(format!(
                 "the PTX has no entry for kernel `{}`",
@@ -155,7 +72,7 @@ fn check_module(ptx: &str, kernels: &[KernelRef]) -> Result<(), CodegenError> {
             )));
         }
     }
-    Ok(())
+    Ok(ptx)
 }
 
 /// Runs clang's OpenCL C front end and optimizer with libclc linked in.
@@ -206,13 +123,13 @@ fn clang_to_bitcode(
         .map_err(|e| CodegenError::new(format!("cannot read {}: {e}", bitcode.display())))
 }
 
-/// Prepares clang's module for a PTX-JIT driver and generates the PTX of
-/// `kernels` (the program's other kernels are dropped).
+/// Prepares clang's module for a PTX-JIT driver and generates PTX.
 fn bitcode_to_ptx(
     bitcode: &[u8],
-    kernels: &[KernelRef],
+    program: &Program,
     options: &PtxOptions,
 ) -> Result<String, CodegenError> {
+    Target::initialize_nvptx(&InitializationConfig::default());
     let context = Context::create();
     let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, "kernels.bc");
     let module = context
@@ -233,24 +150,20 @@ fn bitcode_to_ptx(
             function.add_attribute(AttributeLoc::Function, alwaysinline);
         }
     }
-    // Everything but this module's kernels is internal, so that what
-    // inlining leaves unused (libclc, the work-item functions, the other
-    // modules' kernels, which lose their kernel calling convention) is
-    // dropped.
-    let kernel_names: std::collections::HashSet<&str> = kernels.iter().map(|k| k.name).collect();
+    // Everything but the kernels is internal, so that what inlining leaves
+    // unused (libclc, the work-item functions) is dropped.
+    let kernel_names: std::collections::HashSet<&str> =
+        program.kernels.iter().map(|k| k.name.as_str()).collect();
     for function in module.get_functions() {
         let name = function.get_name().to_string_lossy();
         if function.count_basic_blocks() > 0 && !kernel_names.contains(name.as_ref()) {
-            if function.get_call_conventions() == PTX_KERNEL_CALLING_CONVENTION {
-                function.set_call_conventions(C_CALLING_CONVENTION);
-            }
             function.set_linkage(Linkage::Internal);
         }
     }
     // `reqd_work_group_size` becomes `.reqntid`, which lets ptxas budget
     // registers for the real work-group size instead of 1024 threads.
-    for kernel in kernels {
-        let function = module.get_function(kernel.name).ok_or_else(|| {
+    for kernel in &program.kernels {
+        let function = module.get_function(&kernel.name).ok_or_else(|| {
             CodegenError::new(format!("clang's module has no kernel `{}`", kernel.name))
         })?;
         function.remove_enum_attribute(AttributeLoc::Function, noinline);
