@@ -158,3 +158,19 @@ pub(super) fn store_tile(out: &mut String, t: &TileStaging, threads: u32, regist
         }
     });
 }
+
+/// Emits `t`'s tile at k base `k_base` as 16-byte `cp.async` copies
+/// straight into local memory (`tcc_cp_async16`, PTX form only), those
+/// outside the operand zero-filled (a source size of 0 reads nothing):
+/// `t` must be a float4-aligned, untransposed, loaded (not computed) tile.
+pub(super) fn copy_tile_async(out: &mut String, t: &TileStaging, threads: u32, k_base: &str) {
+    let (ol, og, _, _, on) = t.outer;
+    let (il, ig, _, _, inn) = t.inner;
+    let (tile, buffer, address) = (t.tile, t.buffer, t.address);
+    staging_rounds(out, t, threads, Some(k_base), &|out: &mut String| {
+        let _ = writeln!(
+            out,
+            "      const int inside = {og} < {on} && {ig} < {inn};\n      tcc_cp_async16(&{tile}[{ol}][{il}], {buffer} + (inside ? {address} : 0), inside ? 16 : 0);"
+        );
+    });
+}
