@@ -7,8 +7,7 @@ use std::fmt::Write as _;
 
 use super::GemmSpec;
 use super::emit::operand_loads;
-use super::staging::{TileStaging, declare_staging_registers, fetch_tile, store_tile};
-use super::tensor_cores::Sources;
+use super::staging::{Operand, Sources, declare_staging_registers, fetch_tile, store_tile};
 
 /// The k loop over `[k_begin, k_end)` with outputs read in runs of
 /// `vector_m`, `vector_n` (see `output_offset`).
@@ -20,29 +19,10 @@ pub(super) fn fma_main_loop(
     (k_begin, k_end): (&str, &str),
 ) {
     let c = spec.config;
-    let s = spec.shape;
     let threads = c.workgroup_size();
     let (threads_n, threads_m) = c.threads();
-    let a_staging = TileStaging {
-        tile: "tile_a",
-        outer: ("mm", "i", "row0", c.tile_m, s.m),
-        inner: ("kk", "k", "k0", c.tile_k, s.k),
-        buffer: &spec.a.buffer,
-        address: sources.a_address,
-        element: spec.a_element.as_ref(),
-        transposed: true,
-        vector: sources.a_vector,
-    };
-    let b_staging = TileStaging {
-        tile: "tile_b",
-        outer: ("kk", "k", "k0", c.tile_k, s.k),
-        inner: ("nn", "j", "col0", c.tile_n, s.n),
-        buffer: &spec.b.buffer,
-        address: sources.b_address,
-        element: None,
-        transposed: false,
-        vector: sources.b_vector,
-    };
+    let a_staging = sources.staging(spec, Operand::A, "tile_a", true);
+    let b_staging = sources.staging(spec, Operand::B, "tile_b", false);
     // Software pipelining through registers: the next k tile's global
     // loads are issued before the current tile's multiply-adds, so that
     // their latency hides behind the arithmetic (one set of local tiles,

@@ -31,7 +31,8 @@ use crate::{Buffer, KernelParameters};
 
 use emit::{output_offset, split_k_fixup};
 use fma::fma_main_loop;
-use tensor_cores::{Pipeline, Sources};
+use staging::Sources;
+use tensor_cores::Pipeline;
 pub use tensor_cores::TensorCores;
 
 /// Tile sizes of one GEMM kernel. A tile of exactly one work-item's
@@ -313,7 +314,10 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     }
     let (vector_m, vector_n) = c.vector_widths();
     let fma = gemm_kernel_with(spec, Layout::Fma { vector_m, vector_n })?;
-    match spec.tensor_cores.and_then(|precision| Layout::mma(&c, precision)) {
+    match spec
+        .tensor_cores
+        .and_then(|precision| Layout::mma(&c, precision))
+    {
         Some(mma) => Ok(format!(
             "#ifdef TCC_PTX\n{}#else\n{fma}#endif\n",
             gemm_kernel_with(spec, mma)?
@@ -454,9 +458,13 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         b_vector,
     };
     match layout {
-        Layout::Fma { vector_m, vector_n } => {
-            fma_main_loop(&mut out, spec, &sources, (vector_m, vector_n), (&k_begin, &k_end))
-        }
+        Layout::Fma { vector_m, vector_n } => fma_main_loop(
+            &mut out,
+            spec,
+            &sources,
+            (vector_m, vector_n),
+            (&k_begin, &k_end),
+        ),
         Layout::Mma {
             mi,
             ni,

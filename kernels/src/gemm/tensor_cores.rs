@@ -35,7 +35,7 @@ use std::fmt::Write as _;
 
 use super::GemmSpec;
 use super::staging::{
-    TileStaging, copy_tile_async, declare_staging_registers, fetch_tile, store_tile,
+    Operand, Sources, copy_tile_async, declare_staging_registers, fetch_tile, store_tile,
 };
 use crate::Storage;
 
@@ -93,7 +93,12 @@ pub(super) struct Pipeline {
 impl Pipeline {
     /// As many stages as fit the local memory limit (at most
     /// [`MAX_STAGES`]); `None` when not even two fit.
-    pub(super) fn new(tile_m: u32, tile_n: u32, tile_k: u32, precision: TensorCores) -> Option<Self> {
+    pub(super) fn new(
+        tile_m: u32,
+        tile_n: u32,
+        tile_k: u32,
+        precision: TensorCores,
+    ) -> Option<Self> {
         let (pad_a, pad_b) = precision.pads();
         let stage_bytes = 4 * (tile_m * (tile_k + pad_a) + tile_k * (tile_n + pad_b));
         let stages = (LOCAL_MEMORY_LIMIT / stage_bytes).min(MAX_STAGES);
@@ -105,65 +110,19 @@ impl Pipeline {
     }
 }
 
-/// Where the loop's operands come from: the strided addresses (or
-/// offset expressions) and which operands `cp.async` copies.
-pub(super) struct Sources<'a> {
-    pub(super) a_address: &'a str,
-    pub(super) b_address: &'a str,
-    /// A is staged through registers as float4 (a vectorizable operand, or
-    /// a convolution's float4 elements).
-    pub(super) a_vector: bool,
-    pub(super) b_vector: bool,
+/// Whether `cp.async` copies A: a float buffer read through its strides,
+/// float4-aligned along k.
+fn a_async(spec: &GemmSpec) -> bool {
+    spec.a.buffer.storage == Storage::F32
+        && spec.a_offset.is_none()
+        && spec.a_element.is_none()
+        && spec.a.vectorizable(spec.shape.k)
+        && spec.config.tile_k.is_multiple_of(4)
 }
 
-impl<'a> Sources<'a> {
-    fn a_async(&self, spec: &GemmSpec) -> bool {
-        spec.a.buffer.storage == Storage::F32
-            && spec.a_offset.is_none()
-            && spec.a_element.is_none()
-            && spec.a.vectorizable(spec.shape.k)
-            && spec.config.tile_k.is_multiple_of(4)
-    }
-
-    fn b_async(&self, spec: &GemmSpec) -> bool {
-        spec.b.buffer.storage == Storage::F32 && self.b_vector
-    }
-
-    /// A's staging into `tile` (`tile_a[stage]`): rows m, columns k.
-    fn a<'t>(&self, spec: &'a GemmSpec, tile: &'t str) -> TileStaging<'t>
-    where
-        'a: 't,
-    {
-        let c = spec.config;
-        TileStaging {
-            tile,
-            outer: ("mm", "i", "row0", c.tile_m, spec.shape.m),
-            inner: ("kk", "k", "k0", c.tile_k, spec.shape.k),
-            buffer: &spec.a.buffer,
-            address: self.a_address,
-            element: spec.a_element.as_ref(),
-            transposed: false,
-            vector: self.a_vector,
-        }
-    }
-
-    /// B's staging into `tile` (`tile_b[stage]`): rows k, columns n.
-    fn b<'t>(&self, spec: &'a GemmSpec, tile: &'t str) -> TileStaging<'t>
-    where
-        'a: 't,
-    {
-        let c = spec.config;
-        TileStaging {
-            tile,
-            outer: ("kk", "k", "k0", c.tile_k, spec.shape.k),
-            inner: ("nn", "j", "col0", c.tile_n, spec.shape.n),
-            buffer: &spec.b.buffer,
-            address: self.b_address,
-            element: None,
-            transposed: false,
-            vector: self.b_vector,
-        }
-    }
+/// Whether `cp.async` copies B: a float buffer staged as float4.
+fn b_async(spec: &GemmSpec, sources: &Sources) -> bool {
+    spec.b.buffer.storage == Storage::F32 && sources.b_vector
 }
 
 /// Declares the pipeline's local tiles.
@@ -199,8 +158,14 @@ pub(super) fn main_loop<'a>(
     let c = spec.config;
     let threads = c.workgroup_size();
     let stages = pipeline.stages;
-    let (a_async, b_async) = (sources.a_async(spec), sources.b_async(spec));
-    let how = |copied: bool| if copied { "by cp.async" } else { "through registers" };
+    let (a_async, b_async) = (a_async(spec), b_async(spec, sources));
+    let how = |copied: bool| {
+        if copied {
+            "by cp.async"
+        } else {
+            "through registers"
+        }
+    };
     let _ = writeln!(
         out,
         "  /* {stages}-stage local pipeline: A {}, B {} */",
@@ -208,10 +173,20 @@ pub(super) fn main_loop<'a>(
         how(b_async)
     );
     if !a_async {
-        declare_staging_registers(out, &sources.a(spec, "tile_a"), "fetch_a", threads);
+        declare_staging_registers(
+            out,
+            &sources.staging(spec, Operand::A, "tile_a", false),
+            "fetch_a",
+            threads,
+        );
     }
     if !b_async {
-        declare_staging_registers(out, &sources.b(spec, "tile_b"), "fetch_b", threads);
+        declare_staging_registers(
+            out,
+            &sources.staging(spec, Operand::B, "tile_b", false),
+            "fetch_b",
+            threads,
+        );
     }
     let _ = writeln!(
         out,
@@ -224,8 +199,16 @@ pub(super) fn main_loop<'a>(
     let issue = |out: &mut String, stage: &str, k_base: &str, store: bool| {
         let (tile_a, tile_b) = (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
         for (copied, staging, registers) in [
-            (a_async, sources.a(spec, &tile_a), "fetch_a"),
-            (b_async, sources.b(spec, &tile_b), "fetch_b"),
+            (
+                a_async,
+                sources.staging(spec, Operand::A, &tile_a, false),
+                "fetch_a",
+            ),
+            (
+                b_async,
+                sources.staging(spec, Operand::B, &tile_b, false),
+                "fetch_b",
+            ),
         ] {
             if copied {
                 copy_tile_async(out, &staging, threads, k_base);
@@ -245,8 +228,11 @@ pub(super) fn main_loop<'a>(
             stage * c.tile_k
         );
         issue(out, &stage.to_string(), "k_first", true);
-        let _ = writeln!(out, "  }}
-  tcc_cp_async_commit();");
+        let _ = writeln!(
+            out,
+            "  }}
+  tcc_cp_async_commit();"
+        );
     }
     let _ = writeln!(out, "  for (int kt = 0; kt < k_tiles; ++kt) {{");
     let _ = writeln!(
@@ -267,17 +253,30 @@ pub(super) fn main_loop<'a>(
         c.tile_k
     );
     issue(out, "ahead_stage", "k_next", false);
-    let _ = writeln!(out, "    }}
-    tcc_cp_async_commit();");
+    let _ = writeln!(
+        out,
+        "    }}
+    tcc_cp_async_commit();"
+    );
     mma_steps(out, precision, c.tile_k, mi, ni);
     if !a_async || !b_async {
         // The fetched tile goes into the stage no warp reads in this step.
         let _ = writeln!(out, "    if (ahead < k_tiles) {{");
         if !a_async {
-            store_tile(out, &sources.a(spec, "tile_a[ahead_stage]"), threads, "fetch_a");
+            store_tile(
+                out,
+                &sources.staging(spec, Operand::A, "tile_a[ahead_stage]", false),
+                threads,
+                "fetch_a",
+            );
         }
         if !b_async {
-            store_tile(out, &sources.b(spec, "tile_b[ahead_stage]"), threads, "fetch_b");
+            store_tile(
+                out,
+                &sources.staging(spec, Operand::B, "tile_b[ahead_stage]", false),
+                threads,
+                "fetch_b",
+            );
         }
         let _ = writeln!(out, "    }}");
     }

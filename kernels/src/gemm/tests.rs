@@ -229,7 +229,10 @@ fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
         ],
     );
     // Nothing goes through registers, and one barrier per k step.
-    assert!(!ptx.contains("fetch_a") && !ptx.contains("fetch_b"), "{ptx}");
+    assert!(
+        !ptx.contains("fetch_a") && !ptx.contains("fetch_b"),
+        "{ptx}"
+    );
     assert_eq!(ptx.matches("barrier(").count(), 1, "{ptx}");
     assert!(!fp32.contains("TCC_MMA_TF32"), "{fp32}");
     assert!(
