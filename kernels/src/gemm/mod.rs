@@ -257,7 +257,7 @@ impl Layout {
         if !threads.is_multiple_of(32) || !c.tile_k.is_multiple_of(precision.mma_k()) {
             return None;
         }
-        let pipeline = Pipeline::new(c.tile_m, c.tile_n, c.tile_k, precision)?;
+        let pipeline = Pipeline::new(c, precision)?;
         let warps = threads / 32;
         (1..=warps)
             .filter(|w| warps.is_multiple_of(*w))

@@ -33,10 +33,10 @@
 
 use std::fmt::Write as _;
 
-use super::GemmSpec;
 use super::staging::{
     Operand, Sources, copy_tile_async, declare_staging_registers, fetch_tile, store_tile,
 };
+use super::{GemmConfig, GemmSpec};
 use crate::Storage;
 
 /// The tensor-core arithmetic of `--precision`: both accumulate in fp32.
@@ -91,17 +91,14 @@ pub(super) struct Pipeline {
 }
 
 impl Pipeline {
-    /// As many stages as fit the local memory limit (at most
-    /// [`MAX_STAGES`]); `None` when not even two fit.
-    pub(super) fn new(
-        tile_m: u32,
-        tile_n: u32,
-        tile_k: u32,
-        precision: TensorCores,
-    ) -> Option<Self> {
+    /// As many stages of `c`'s tiles as fit the local memory limit (at
+    /// most [`MAX_STAGES`]), beside split-K's arrival flag where `c`
+    /// splits K; `None` when not even two fit.
+    pub(super) fn new(c: &GemmConfig, precision: TensorCores) -> Option<Self> {
         let (pad_a, pad_b) = precision.pads();
-        let stage_bytes = 4 * (tile_m * (tile_k + pad_a) + tile_k * (tile_n + pad_b));
-        let stages = (LOCAL_MEMORY_LIMIT / stage_bytes).min(MAX_STAGES);
+        let stage_bytes = 4 * (c.tile_m * (c.tile_k + pad_a) + c.tile_k * (c.tile_n + pad_b));
+        let flag = if c.split_k > 1 { 16 } else { 0 };
+        let stages = ((LOCAL_MEMORY_LIMIT - flag) / stage_bytes).min(MAX_STAGES);
         (stages >= 2).then_some(Pipeline {
             stages,
             pad_a,

@@ -191,7 +191,7 @@ fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
     let text = gemm_kernel(&spec).unwrap();
     // 8 warps over 64x64: 2x4 warps of 32x16 (2x2 mma tiles of 16x8),
     // the squarest warp tiles; 4 stages of 9.5 KiB.
-    let pipeline = Pipeline::new(64, 64, 16, TensorCores::Tf32).unwrap();
+    let pipeline = Pipeline::new(&config, TensorCores::Tf32).unwrap();
     assert_eq!(pipeline.stages, 4);
     assert_eq!(
         Layout::mma(&config, TensorCores::Tf32),
@@ -262,7 +262,7 @@ fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
 fn large_tiles_fit_two_stages_in_48_kib() {
     let config = tiles([128, 128, 16, 8, 8, 1]);
     for precision in [TensorCores::Tf32, TensorCores::Fp16] {
-        let pipeline = Pipeline::new(128, 128, 16, precision).unwrap();
+        let pipeline = Pipeline::new(&config, precision).unwrap();
         assert_eq!(pipeline.stages, 2, "{precision:?}");
         let text = gemm_kernel(&aligned_spec(config, precision)).unwrap();
         let (ptx, _) = bodies(&text);
@@ -276,7 +276,26 @@ fn large_tiles_fit_two_stages_in_48_kib() {
         );
     }
     // 64 of k per stage would not fit two.
-    assert_eq!(Pipeline::new(128, 128, 64, TensorCores::Tf32), None);
+    let deep = GemmConfig {
+        tile_k: 64,
+        ..config
+    };
+    assert_eq!(Pipeline::new(&deep, TensorCores::Tf32), None);
+    // Split-K's arrival flag takes a stage that would fill 48 KiB exactly:
+    // 4 x (64 x 20 + 16 x 176) bytes = 16 KiB a stage, 3 of them unsplit.
+    let exact = tiles([64, 168, 16, 4, 21, 1]);
+    assert_eq!(
+        Pipeline::new(&exact, TensorCores::Tf32).map(|p| p.stages),
+        Some(3)
+    );
+    let split = GemmConfig {
+        split_k: 2,
+        ..exact
+    };
+    assert_eq!(
+        Pipeline::new(&split, TensorCores::Tf32).map(|p| p.stages),
+        Some(2)
+    );
 }
 
 #[test]
