@@ -17,6 +17,12 @@
 //! tile) adds the partials in slice order, so the result does not depend
 //! on arrival order, runs the epilogue and resets the counter to zero for
 //! the next launch. The counters must be zero before the first launch.
+//!
+//! That is the fp32 body (`fma`). With tensor cores (`GemmSpec::
+//! tensor_cores`, PTX only) the kernel text also holds a second body under
+//! `#ifdef TCC_PTX`: the same work-group tile, epilogue and split-K, with
+//! warps of `mma.sync` tiles fed by a multi-stage `cp.async` pipeline
+//! (`tensor_cores`).
 
 mod emit;
 mod fma;
@@ -81,7 +87,8 @@ impl GemmConfig {
         self.workgroup_size() == 1
     }
 
-    /// Local memory the kernel uses, in bytes (f32 tiles of A and B).
+    /// Local memory the fp32 body uses, in bytes (f32 tiles of A and B;
+    /// a tensor-core body's pipeline takes as many stages as 48 KiB holds).
     pub fn local_bytes(&self) -> u32 {
         if self.is_register_blocked() {
             return 0;
