@@ -18,11 +18,11 @@
 //! on arrival order, runs the epilogue and resets the counter to zero for
 //! the next launch. The counters must be zero before the first launch.
 //!
-//! That is the fp32 body (`fma`). With tensor cores (`GemmSpec::
-//! tensor_cores`, PTX only) the kernel text also holds a second body under
-//! `#ifdef TCC_PTX`: the same work-group tile, epilogue and split-K, with
-//! warps of `mma.sync` tiles fed by a multi-stage `cp.async` pipeline
-//! (`tensor_cores`).
+//! That is the fp32 body (`fma`). With tensor cores
+//! (`GemmSpec::tensor_cores`, PTX only) the kernel text also holds a second
+//! body under `#ifdef TCC_PTX`: the same work-group tile, epilogue and
+//! split-K, with warps of `mma.sync` tiles fed by a multi-stage `cp.async`
+//! pipeline (`tensor_cores`).
 
 mod emit;
 mod fma;
