@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
 """Runs on the GPU machine: the e2e models compiled with
-`tcc compile --target=nvidia --precision=tf32` (into .device/tf32/, beside
-the fp32 bundle of scripts/build-device-bundle.sh) against the bundle's
-fp32 reference outputs, then TF32 throughput next to cuBLAS with TF32 on.
+`tcc compile --target=nvidia --precision=P` (into DEVICE_DIR/P/, beside
+the fp32 reference outputs of scripts/build-device-bundle.sh or
+scripts/build-mma-bundle.sh in DEVICE_DIR/models/) against those
+reference outputs, then the benchmark products in tcc (every precision
+compiled, fp32 too where DEVICE_DIR/fp32/ exists) next to cuBLAS in the
+same precision (TF32: allow_tf32; FP16: half matmul, fp32 accumulation).
 
-Accuracy rule: TF32 rounds each GEMM input to 10 mantissa bits (relative
-error <= 2^-11 per input), so each product carries up to ~2^-10 relative
-error; summed over K products of mixed signs the error grows like
-sqrt(K), and the output's relative Frobenius error against fp32
-(||tf32 - fp32|| / ||fp32||) stays near 1e-4..1e-3. A model passes when
-that error is <= 2e-3. An error of exactly 0 means no GEMM of the model
-took the tensor-core template (products too small for tiles): reported.
+Accuracy rule: TF32 and FP16 both keep 10 explicit mantissa bits, so
+rounding an input to either costs at most 2^-11 of its value (FP16 also
+loses range: beyond 65504 it overflows, below 6.1e-5 it is subnormal);
+each product carries up to ~2^-10 relative error; summed over K products
+of mixed signs the error grows like sqrt(K), and the output's relative
+Frobenius error against fp32 (||got - fp32|| / ||fp32||) stays near
+1e-4..1e-3. A model passes when that error is <= 2e-3. An error of
+exactly 0 means no GEMM of the model took the tensor-core template
+(products too small for tiles): reported.
 
-Usage: check-tf32-device.py [DEVICE_DIR]   (default .device)"""
+Usage: check-tf32-device.py [DEVICE_DIR] [--precision=tf32|fp16]...
+(default .device and tf32)"""
 import json
 import os
 import subprocess
@@ -21,78 +27,107 @@ import tempfile
 
 import numpy as np
 
-dev = sys.argv[1] if len(sys.argv) > 1 else ".device"
-tf32_dir = os.path.join(dev, "tf32")
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+precisions = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--precision=")] or ["tf32"]
+dev = args[0] if args else ".device"
 models_dir = os.path.join(dev, "models")
-LIMIT = 2e-3
+LIMIT = {"tf32": 2e-3, "fp16": 2e-3}
 failures = 0
-with open(os.path.join(models_dir, "MANIFEST")) as manifest:
-    lines = [line.split() for line in manifest if line.strip()]
-for name, tag, function, num_inputs, num_outputs, *_ in lines:
-    artifact = os.path.join(tf32_dir, f"{name}.so")
-    if not os.path.exists(artifact):
-        continue
-    with tempfile.TemporaryDirectory() as tmp:
-        args = [os.path.join(dev, "bin", "tcc-run"), artifact, f"--function={function}", "--verbose"]
-        args += [f"--input=@{models_dir}/{tag}.input{i}.npy" for i in range(int(num_inputs))]
-        args += [f"--output=@{tmp}/got{i}.npy" for i in range(int(num_outputs))]
-        run = subprocess.run(args, capture_output=True, text=True)
-        if run.returncode != 0:
-            print(f"FAIL {tag}: {run.stderr.strip()[-300:]}")
-            failures += 1
-            continue
-        form = "PTX" if "kernels: PTX" in run.stderr else "OpenCL C"
-        worst = 0.0
-        for i in range(int(num_outputs)):
-            got = np.load(f"{tmp}/got{i}.npy").astype(np.float64)
-            want = np.load(f"{models_dir}/{tag}.expected{i}.npy").astype(np.float64)
-            norm = np.linalg.norm(want.ravel())
-            error = np.linalg.norm((got - want).ravel()) / (norm if norm > 0 else 1.0)
-            worst = max(worst, float(error))
-        verdict = "PASS" if worst <= LIMIT else "FAIL"
-        failures += verdict == "FAIL"
-        note = " (identical to fp32: no tensor-core GEMM in this model)" if worst == 0.0 else ""
-        print(f"{verdict} {tag}: kernels {form}, relative error vs fp32 {worst:.2e}{note}")
 
-print()
-bench = [
-    ("sgemm_2048", 2 * 2048 ** 3, ["1x2048x2048xf32=0.5", "1x2048x2048xf32=0.25"]),
-    ("sgemm_4096", 2 * 4096 ** 3, ["1x4096x4096xf32=0.5", "1x4096x4096xf32=0.25"]),
-    ("dense_2048x1024x4096", 2 * 2048 * 1024 * 4096,
-     ["1x2048x1024xf32=0.5", "1x1024x4096xf32=0.25", "1x1x4096xf32=0.1"]),
+
+def check_models(precision):
+    """Each model's outputs at `precision` against the fp32 reference."""
+    global failures
+    with open(os.path.join(models_dir, "MANIFEST")) as manifest:
+        lines = [line.split() for line in manifest if line.strip()]
+    for name, tag, function, num_inputs, num_outputs, *_ in lines:
+        artifact = os.path.join(dev, precision, f"{name}.so")
+        if not os.path.exists(artifact):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [os.path.join(dev, "bin", "tcc-run"), artifact, f"--function={function}", "--verbose"]
+            cmd += [f"--input=@{models_dir}/{tag}.input{i}.npy" for i in range(int(num_inputs))]
+            cmd += [f"--output=@{tmp}/got{i}.npy" for i in range(int(num_outputs))]
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"FAIL {precision} {tag}: {run.stderr.strip()[-300:]}")
+                failures += 1
+                continue
+            form = "PTX" if "kernels: PTX" in run.stderr else "OpenCL C"
+            worst = 0.0
+            for i in range(int(num_outputs)):
+                got = np.load(f"{tmp}/got{i}.npy").astype(np.float64)
+                want = np.load(f"{models_dir}/{tag}.expected{i}.npy").astype(np.float64)
+                norm = np.linalg.norm(want.ravel())
+                error = np.linalg.norm((got - want).ravel()) / (norm if norm > 0 else 1.0)
+                worst = max(worst, float(error))
+            verdict = "PASS" if worst <= LIMIT[precision] else "FAIL"
+            failures += verdict == "FAIL"
+            note = " (identical to fp32: no tensor-core GEMM in this model)" if worst == 0.0 else ""
+            print(f"{verdict} {precision} {tag}: kernels {form}, relative error vs fp32 {worst:.2e}{note}")
+
+
+BENCH = [
+    ("sgemm_2048", 2048, 2048, 2048),
+    ("sgemm_4096", 4096, 4096, 4096),
+    ("dense_2048x1024x4096", 2048, 1024, 4096),
 ]
-for name, flops, inputs in bench:
-    artifact = os.path.join(tf32_dir, f"{name}.so")
+
+
+def tcc_bench(precision, name, m, k, n):
+    """tcc's TF/s for one benchmark product, or None."""
+    global failures
+    artifact = os.path.join(dev, precision, f"{name}.so")
     if not os.path.exists(artifact):
-        continue
+        return None
+    inputs = [f"1x{m}x{k}xf32=0.5", f"1x{k}x{n}xf32=0.25"]
+    if name.startswith("dense"):
+        inputs.append(f"1x1x{n}xf32=0.1")
     run = subprocess.run([os.path.join(dev, "bin", "tcc-benchmark"), artifact, "--warmup=3",
-                          "--iterations=20", f"--flops={flops}", "--json"]
+                          "--iterations=20", f"--flops={2 * m * k * n}", "--json"]
                          + [f"--input={i}" for i in inputs], capture_output=True, text=True)
     if run.returncode != 0:
-        print(f"tcc tf32 {name}: {run.stderr.strip()[-300:]}")
+        print(f"tcc {precision} {name}: {run.stderr.strip()[-300:]}")
         failures += 1
-        continue
-    report = json.loads(run.stdout)
-    print(f"tcc tf32 {name}: {report['device_ms_per_call']:.3f} ms, {report['gflops']['device'] / 1000:.1f} TF/s")
+        return None
+    return json.loads(run.stdout)["gflops"]["device"] / 1000
 
-import torch  # noqa: E402
 
-torch.backends.cuda.matmul.allow_tf32 = True
-for n in (2048, 4096):
-    a = torch.rand(n, n, device="cuda")
-    b = torch.rand(n, n, device="cuda")
+def torch_bench(precision, name, m, k, n):
+    """cuBLAS's TF/s for the same product (inputs filled as tcc's)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    dtype = torch.float16 if precision == "fp16" else torch.float32
+    a = torch.full((m, k), 0.5, device="cuda", dtype=dtype)
+    b = torch.full((k, n), 0.25, device="cuda", dtype=dtype)
+    bias = torch.full((n,), 0.1, device="cuda", dtype=dtype)
+    f = (lambda: torch.relu(torch.addmm(bias, a, b))) if name.startswith("dense") else (lambda: a @ b)
     for _ in range(5):
-        a @ b
+        f()
     torch.cuda.synchronize()
     times = []
     for _ in range(20):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        a @ b
+        f()
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
     times.sort()
-    median = times[len(times) // 2]
-    print(f"cublas tf32 sgemm_{n}: {median:.3f} ms, {2 * n ** 3 / median / 1e9:.1f} TF/s")
+    return 2 * m * k * n / times[len(times) // 2] / 1e9
+
+
+for precision in precisions:
+    check_models(precision)
+print()
+print(f"{'case':<24} {'precision':<9} {'tcc TF/s':>9} {'cuBLAS TF/s':>12} {'ratio':>6}")
+for name, m, k, n in BENCH:
+    for precision in precisions + (["fp32"] if os.path.isdir(os.path.join(dev, "fp32")) else []):
+        ours = tcc_bench(precision, name, m, k, n)
+        if ours is None:
+            continue
+        theirs = torch_bench(precision, name, m, k, n)
+        print(f"{name:<24} {precision:<9} {ours:>9.1f} {theirs:>12.1f} {ours / theirs:>6.2f}")
 sys.exit(1 if failures else 0)

@@ -20,7 +20,7 @@ pub mod softmax;
 
 pub use address::Address;
 pub use buffer::{Access, Buffer, KernelParameter, KernelParameters, Storage};
-pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, gemm_kernel};
+pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, TensorCores, gemm_kernel};
 pub use layer_norm::{LayerNormSpec, layer_norm_kernel};
 pub use reduce::{RowReduceSpec, row_reduce_kernel};
 pub use row::{RowKernel, RowOperand};

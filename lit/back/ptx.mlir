@@ -15,6 +15,8 @@
 // RUN: not tcc compile %s --target=generic --precision=tf32 -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-GENERIC
 // RUN: not tcc compile %s --target=nvidia --precision=tf32 --ptx=off -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-NO-PTX
 // RUN: not tcc compile %s --target=nvidia --precision=tf32 --gpu-arch=sm_75 -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-SM75
+// RUN: tcc compile %s --target=nvidia --precision=fp16 --emit=ptx | FileCheck %s --check-prefix=FP16 --implicit-check-not=__local_depot
+// RUN: not tcc compile %s --target=pocl-cpu --precision=fp16 -o %t.so 2>&1 | FileCheck %s --check-prefix=FP16-CPU
 
 // CHECK: .version 8.0
 // CHECK: .target sm_90
@@ -31,9 +33,13 @@
 // CHECK: ex2.approx.ftz.f32
 
 // --precision=tf32: the GEMM templates multiply on tensor cores in the
-// PTX form; the OpenCL C keeps the fp32 body for other drivers.
+// PTX form, their tiles copied into local memory by cp.async and A's
+// fragments read by ldmatrix; the OpenCL C keeps the fp32 body for other
+// drivers.
 // TF32: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
-// TF32: cvt.rna.tf32.f32
+// TF32: cp.async.cg.shared.global
+// TF32: cp.async.wait_group
+// TF32: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // TF32: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 // TF32-CL: #ifdef TCC_PTX
 // TF32-CL: on TF32 tensor cores
@@ -43,7 +49,14 @@
 // TF32-CL: #endif
 // TF32-GENERIC: --precision=tf32 runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target=generic)
 // TF32-NO-PTX: --precision=tf32 reaches tensor cores only through PTX: drop --ptx=off
-// TF32-SM75: --precision=tf32 needs TF32 tensor cores (sm_80 or newer), not --gpu-arch=sm_75
+// TF32-SM75: --precision=tf32 needs tensor cores with cp.async (sm_80 or newer), not --gpu-arch=sm_75
+
+// --precision=fp16: the same pipeline, operands packed into half pairs.
+// FP16: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
+// FP16: cp.async.cg.shared.global
+// FP16: cvt.rn.f16x2.f32
+// FP16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// FP16-CPU: --precision=fp16 runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target=pocl-cpu)
 
 // SM80: .version 7.1
 // SM80: .target sm_80

@@ -50,6 +50,19 @@ pub enum PrecisionArg {
     Fp32,
     /// TF32 tensor cores with fp32 accumulation (PyTorch's allow_tf32): PTX for NVIDIA only.
     Tf32,
+    /// FP16 tensor cores (inputs rounded to half) with fp32 accumulation: PTX for NVIDIA only.
+    Fp16,
+}
+
+impl PrecisionArg {
+    /// The flag's value as written.
+    fn name(self) -> &'static str {
+        match self {
+            PrecisionArg::Fp32 => "fp32",
+            PrecisionArg::Tf32 => "tf32",
+            PrecisionArg::Fp16 => "fp16",
+        }
+    }
 }
 
 /// `--storage`: how weights and intermediate activations are held in
@@ -102,7 +115,7 @@ pub struct CompileArgs {
     /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs).
     #[arg(long = "gpu-arch", default_value = ptx::DEFAULT_ARCH, value_name = "SM")]
     pub gpu_arch: String,
-    /// Arithmetic of GEMMs and convolutions: fp32 (exact, default) or tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation; needs --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32).
+    /// Arithmetic of GEMMs and convolutions: fp32 (exact, default), tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation) or fp16 (tensor cores, inputs rounded to half, fp32 accumulation); tf32 and fp16 need --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32.
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
     /// How weights and intermediate activations are stored on the device: fp32 (default) or fp16 (IEEE half: half the weights' bytes and memory traffic; kernels compute in f32, each stored value is rounded to half, and the model's inputs and outputs stay f32).
@@ -157,24 +170,27 @@ impl CompileArgs {
         if self.emit == Emit::Ptx && !wanted {
             bail!("--emit=ptx contradicts --ptx=off");
         }
-        if self.precision == PrecisionArg::Tf32 {
+        let precision = self.precision.name();
+        if self.precision != PrecisionArg::Fp32 {
             if self.target != Target::Nvidia {
                 bail!(
-                    "--precision=tf32 runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target={})",
+                    "--precision={precision} runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target={})",
                     self.target.name()
                 );
             }
             if !wanted {
-                bail!("--precision=tf32 reaches tensor cores only through PTX: drop --ptx=off");
+                bail!(
+                    "--precision={precision} reaches tensor cores only through PTX: drop --ptx=off"
+                );
             }
         }
         if !wanted {
             return Ok(None);
         }
         let options = ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?;
-        if self.precision == PrecisionArg::Tf32 && options.compute_capability() < 80 {
+        if self.precision != PrecisionArg::Fp32 && options.compute_capability() < 80 {
             bail!(
-                "--precision=tf32 needs TF32 tensor cores (sm_80 or newer), not --gpu-arch={}",
+                "--precision={precision} needs tensor cores with cp.async (sm_80 or newer), not --gpu-arch={}",
                 self.gpu_arch
             );
         }
@@ -358,6 +374,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     let precision = match args.precision {
         PrecisionArg::Fp32 => opencl_c::Precision::Fp32,
         PrecisionArg::Tf32 => opencl_c::Precision::Tf32,
+        PrecisionArg::Fp16 => opencl_c::Precision::Fp16,
     };
     choice.check().map_err(anyhow::Error::msg)?;
     check_tuning_target(&choice, args.target)?;

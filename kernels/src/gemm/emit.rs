@@ -1,5 +1,5 @@
-//! Pieces of the GEMM kernel text: output offsets, operand loads, the
-//! TF32 `mma.sync` steps and the split-K fix-up.
+//! Pieces of the GEMM kernel text: output offsets, operand loads and the
+//! split-K fix-up.
 
 use std::fmt::Write as _;
 
@@ -46,30 +46,6 @@ pub(super) fn operand_loads(
             threads * 4
         );
     }
-}
-
-/// The tensor-core k steps over one staged tile: per 8 of k, each warp
-/// loads its A fragments (`mi` of 16x8) and B fragments (`ni` of 8x8) from
-/// local memory, rounded to TF32, and issues `mi * ni` `mma.sync`s
-/// (fragment layouts of the PTX ISA's m16n8k8 `.tf32`: A row-major, B
-/// column-major).
-pub(super) fn mma_steps(out: &mut String, tile_k: u32, mi: u32, ni: u32) {
-    let _ = writeln!(
-        out,
-        "    #pragma unroll\n    for (int k8 = 0; k8 < {tile_k}; k8 += 8) {{\n      uint fa[{mi}][4], fb[{ni}][2];"
-    );
-    let _ = writeln!(
-        out,
-        "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m) {{\n        const int r = warp_row + m * 16 + group;\n        fa[m][0] = tcc_tf32(tile_a[k8 + tig][r]);\n        fa[m][1] = tcc_tf32(tile_a[k8 + tig][r + 8]);\n        fa[m][2] = tcc_tf32(tile_a[k8 + tig + 4][r]);\n        fa[m][3] = tcc_tf32(tile_a[k8 + tig + 4][r + 8]);\n      }}"
-    );
-    let _ = writeln!(
-        out,
-        "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = tcc_tf32(tile_b[k8 + tig][col]);\n        fb[n][1] = tcc_tf32(tile_b[k8 + tig + 4][col]);\n      }}"
-    );
-    let _ = writeln!(
-        out,
-        "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m)\n        #pragma unroll\n        for (int n = 0; n < {ni}; ++n)\n          TCC_MMA_TF32(acc[2 * m][2 * n], acc[2 * m][2 * n + 1], acc[2 * m + 1][2 * n], acc[2 * m + 1][2 * n + 1], fa[m][0], fa[m][1], fa[m][2], fa[m][3], fb[n][0], fb[n][1]);\n    }}"
-    );
 }
 
 /// Split-K: publish this work-group's partial tile; the last of the

@@ -17,9 +17,17 @@
 //! tile) adds the partials in slice order, so the result does not depend
 //! on arrival order, runs the epilogue and resets the counter to zero for
 //! the next launch. The counters must be zero before the first launch.
+//!
+//! That is the fp32 body (`fma`). With tensor cores
+//! (`GemmSpec::tensor_cores`, PTX only) the kernel text also holds a second
+//! body under `#ifdef TCC_PTX`: the same work-group tile, epilogue and
+//! split-K, with warps of `mma.sync` tiles fed by a multi-stage `cp.async`
+//! pipeline (`tensor_cores`).
 
 mod emit;
+mod fma;
 mod staging;
+mod tensor_cores;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -27,8 +35,11 @@ use std::fmt::Write as _;
 
 use crate::{Buffer, KernelParameters};
 
-use emit::{mma_steps, operand_loads, output_offset, split_k_fixup};
-use staging::{TileStaging, declare_staging_registers, fetch_tile, store_tile};
+use emit::{output_offset, split_k_fixup};
+use fma::fma_main_loop;
+use staging::Sources;
+use tensor_cores::Pipeline;
+pub use tensor_cores::TensorCores;
 
 /// Tile sizes of one GEMM kernel. A tile of exactly one work-item's
 /// outputs (`tile_m == work_m`, `tile_n == work_n`) selects the
@@ -76,7 +87,8 @@ impl GemmConfig {
         self.workgroup_size() == 1
     }
 
-    /// Local memory the kernel uses, in bytes (f32 tiles of A and B).
+    /// Local memory the fp32 body uses, in bytes (f32 tiles of A and B;
+    /// a tensor-core body's pipeline takes as many stages as 48 KiB holds).
     pub fn local_bytes(&self) -> u32 {
         if self.is_register_blocked() {
             return 0;
@@ -218,11 +230,11 @@ pub struct GemmSpec {
     /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
     /// counters (`uint*`, zero before the first launch).
     pub split_k_scratch: Option<(Buffer, Buffer)>,
-    /// Multiply on tensor cores in TF32 (inputs rounded to 10-bit
-    /// mantissas, FP32 accumulation; `mma.sync.m16n8k8`), in the PTX form
-    /// only: the kernel text holds the tensor-core body under
-    /// `#ifdef TCC_PTX` and the exact FP32 body otherwise.
-    pub tf32: bool,
+    /// Multiply on tensor cores (TF32 or FP16 inputs, FP32 accumulation;
+    /// see `tensor_cores`), in the PTX form only: the kernel text holds the
+    /// tensor-core body under `#ifdef TCC_PTX` and the exact FP32 body
+    /// otherwise. `None`: FP32 only.
+    pub tensor_cores: Option<TensorCores>,
 }
 
 /// How a work-group's work-items share its tile.
@@ -238,17 +250,21 @@ enum Layout {
         warps_n: u32,
         mi: u32,
         ni: u32,
+        precision: TensorCores,
+        pipeline: Pipeline,
     },
 }
 
 impl Layout {
     /// The tensor-core layout for `c`, if its tile divides into warps of
-    /// 16x8 `mma` tiles (the squarest warp tiles win).
-    fn mma(c: &GemmConfig) -> Option<Self> {
+    /// 16x8 `mma` tiles (the squarest warp tiles win), its k step into
+    /// `mma`s and its local tiles fit two stages.
+    fn mma(c: &GemmConfig, precision: TensorCores) -> Option<Self> {
         let threads = c.workgroup_size();
-        if !threads.is_multiple_of(32) || !c.tile_k.is_multiple_of(8) {
+        if !threads.is_multiple_of(32) || !c.tile_k.is_multiple_of(precision.mma_k()) {
             return None;
         }
+        let pipeline = Pipeline::new(c, precision)?;
         let warps = threads / 32;
         (1..=warps)
             .filter(|w| warps.is_multiple_of(*w))
@@ -264,6 +280,8 @@ impl Layout {
                 warps_n,
                 mi,
                 ni,
+                precision,
+                pipeline,
             })
     }
 
@@ -303,7 +321,10 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     }
     let (vector_m, vector_n) = c.vector_widths();
     let fma = gemm_kernel_with(spec, Layout::Fma { vector_m, vector_n })?;
-    match Layout::mma(&c).filter(|_| spec.tf32) {
+    match spec
+        .tensor_cores
+        .and_then(|precision| Layout::mma(&c, precision))
+    {
         Some(mma) => Ok(format!(
             "#ifdef TCC_PTX\n{}#else\n{fma}#endif\n",
             gemm_kernel_with(spec, mma)?
@@ -345,37 +366,39 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
                 warps_n,
                 mi,
                 ni,
-            } =>
-                format!(" on TF32 tensor cores ({warps_m}x{warps_n} warps of {mi}x{ni} mma tiles)"),
+                precision,
+                ..
+            } => format!(
+                " on {} tensor cores ({warps_m}x{warps_n} warps of {mi}x{ni} mma tiles)",
+                precision.name()
+            ),
         },
         s.m,
         s.n,
         s.k,
         s.batch
     );
-    // Rows of tile_a are padded so that the transposing stores of a warp,
-    // which walk k, spread over the local-memory banks: by one word, or by
-    // four where work-items read their outputs' operands as float4 (rows
-    // must stay 16-byte aligned). Tensor-core fragments read 4 k rows x 8
-    // columns per warp: rows 8 words apart mod 32 put those 32 reads in 32
-    // banks, for A and for B.
-    let (pad_a, pad_b) = match layout {
-        Layout::Fma { vector_m: 4, .. } => (4, 0),
-        Layout::Fma { .. } => (1, 0),
-        Layout::Mma { .. } => (8, 8),
-    };
-    let _ = writeln!(
-        out,
-        "  __local float tile_a[{}][{}] __attribute__((aligned(16)));",
-        c.tile_k,
-        c.tile_m + pad_a
-    );
-    let _ = writeln!(
-        out,
-        "  __local float tile_b[{}][{}] __attribute__((aligned(16)));",
-        c.tile_k,
-        c.tile_n + pad_b
-    );
+    match layout {
+        Layout::Fma { vector_m, .. } => {
+            // Rows of tile_a are padded so that the transposing stores of
+            // a warp, which walk k, spread over the local-memory banks: by
+            // one word, or by four where work-items read their outputs'
+            // operands as float4 (rows must stay 16-byte aligned).
+            let pad_a = if vector_m == 4 { 4 } else { 1 };
+            let _ = writeln!(
+                out,
+                "  __local float tile_a[{}][{}] __attribute__((aligned(16)));",
+                c.tile_k,
+                c.tile_m + pad_a
+            );
+            let _ = writeln!(
+                out,
+                "  __local float tile_b[{}][{}] __attribute__((aligned(16)));",
+                c.tile_k, c.tile_n
+            );
+        }
+        Layout::Mma { pipeline, .. } => tensor_cores::local_tiles(&mut out, spec, pipeline),
+    }
     out.push_str(&format!(
         "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
         tm = c.tile_m,
@@ -411,8 +434,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         out,
         "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      acc[wm][wn] = 0.0f;"
     );
-    let threads = c.workgroup_size();
-    // Stage A (transposed into tile_a[k][m]) and B.
+    // Stage A (transposed into tile_a[k][m] for the fp32 body) and B.
     if spec.a_element_vector
         && (spec.a_element.is_none() || !c.tile_k.is_multiple_of(4) || s.k % 4 != 0)
     {
@@ -436,75 +458,35 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         .b_offset
         .clone()
         .unwrap_or_else(|| spec.b.address("b", "k", "j"));
-    let a_staging = TileStaging {
-        tile: "tile_a",
-        outer: ("mm", "i", "row0", c.tile_m, s.m),
-        inner: ("kk", "k", "k0", c.tile_k, s.k),
-        buffer: &spec.a.buffer,
-        address: &a_address,
-        element: spec.a_element.as_ref(),
-        transposed: true,
-        vector: a_vector,
+    let sources = Sources {
+        a_address: &a_address,
+        b_address: &b_address,
+        a_vector,
+        b_vector,
     };
-    let b_staging = TileStaging {
-        tile: "tile_b",
-        outer: ("kk", "k", "k0", c.tile_k, s.k),
-        inner: ("nn", "j", "col0", c.tile_n, s.n),
-        buffer: &spec.b.buffer,
-        address: &b_address,
-        element: None,
-        transposed: false,
-        vector: b_vector,
-    };
-    // Software pipelining through registers: the next k tile's global
-    // loads are issued before the current tile's multiply-adds, so that
-    // their latency hides behind the arithmetic (one set of local tiles,
-    // two barriers per step as before).
-    declare_staging_registers(&mut out, &a_staging, "fetch_a", threads);
-    declare_staging_registers(&mut out, &b_staging, "fetch_b", threads);
-    fetch_tile(&mut out, &a_staging, threads, "fetch_a", &k_begin);
-    fetch_tile(&mut out, &b_staging, threads, "fetch_b", &k_begin);
-    let _ = writeln!(
-        out,
-        "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
-        c.tile_k
-    );
-    store_tile(&mut out, &a_staging, threads, "fetch_a");
-    store_tile(&mut out, &b_staging, threads, "fetch_b");
-    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(
-        out,
-        "    if (k0 + {tk} < {k_end}) {{\n    const tcc_index k_next = k0 + {tk};",
-        tk = c.tile_k
-    );
-    fetch_tile(&mut out, &a_staging, threads, "fetch_a", "k_next");
-    fetch_tile(&mut out, &b_staging, threads, "fetch_b", "k_next");
-    let _ = writeln!(out, "    }}");
     match layout {
-        Layout::Fma { vector_m, vector_n } => {
-            let _ = writeln!(
-                out,
-                "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
-                c.tile_k
-            );
-            let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
-            operand_loads(
-                &mut out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m,
-            );
-            operand_loads(
-                &mut out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n,
-            );
-            let _ = writeln!(
-                out,
-                "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
-                c.work_m, c.work_n
-            );
-            let _ = writeln!(out, "    }}");
-        }
-        Layout::Mma { mi, ni, .. } => mma_steps(&mut out, c.tile_k, mi, ni),
+        Layout::Fma { vector_m, vector_n } => fma_main_loop(
+            &mut out,
+            spec,
+            &sources,
+            (vector_m, vector_n),
+            (&k_begin, &k_end),
+        ),
+        Layout::Mma {
+            mi,
+            ni,
+            precision,
+            pipeline,
+            ..
+        } => tensor_cores::main_loop(
+            &mut out,
+            spec,
+            (precision, pipeline),
+            (mi, ni),
+            &sources,
+            (&k_begin, &k_end),
+        ),
     }
-    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(out, "  }}");
     let (row_offset, col_offset) = layout.offsets(&c);
     if let Some((workspace, counters)) = &spec.split_k_scratch {
         split_k_fixup(&mut out, spec, workspace, counters, &layout);

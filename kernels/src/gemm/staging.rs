@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::GemmSpec;
 use crate::Buffer;
 
 /// One operand's copy of a `outer x inner` block into local memory, each
@@ -21,6 +22,67 @@ pub(super) struct TileStaging<'a> {
     /// Stored as `tile[inner][outer]` rather than `tile[outer][inner]`.
     pub(super) transposed: bool,
     pub(super) vector: bool,
+}
+
+/// Which operand a tile holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Operand {
+    /// `tile_m x tile_k` of A (rows m, columns k).
+    A,
+    /// `tile_k x tile_n` of B (rows k, columns n).
+    B,
+}
+
+/// Where a kernel's operands come from: their strided addresses (or
+/// offset expressions) and whether each is staged as float4.
+pub(super) struct Sources<'a> {
+    pub(super) a_address: &'a str,
+    pub(super) b_address: &'a str,
+    /// A is staged as float4 (a vectorizable operand, or a convolution's
+    /// float4 elements).
+    pub(super) a_vector: bool,
+    pub(super) b_vector: bool,
+}
+
+impl<'a> Sources<'a> {
+    /// The staging of `operand` into the local tile `tile` (an expression
+    /// such as `tile_a[stage]`), `transposed` or not.
+    pub(super) fn staging<'t>(
+        &self,
+        spec: &'a GemmSpec,
+        operand: Operand,
+        tile: &'t str,
+        transposed: bool,
+    ) -> TileStaging<'t>
+    where
+        'a: 't,
+    {
+        let (c, s) = (spec.config, spec.shape);
+        let m = ("mm", "i", "row0", c.tile_m, s.m);
+        let k = ("kk", "k", "k0", c.tile_k, s.k);
+        let n = ("nn", "j", "col0", c.tile_n, s.n);
+        let (outer, inner, buffer, address, element, vector) = match operand {
+            Operand::A => (
+                m,
+                k,
+                &spec.a.buffer,
+                self.a_address,
+                spec.a_element.as_ref(),
+                self.a_vector,
+            ),
+            Operand::B => (k, n, &spec.b.buffer, self.b_address, None, self.b_vector),
+        };
+        TileStaging {
+            tile,
+            outer,
+            inner,
+            buffer,
+            address,
+            element,
+            transposed,
+            vector,
+        }
+    }
 }
 
 /// The unrolled loop over a work-item's staging rounds for `t`: each
@@ -156,5 +218,21 @@ pub(super) fn store_tile(out: &mut String, t: &TileStaging, threads: u32, regist
                 "      vstore4({registers}[r], 0, &{tile}[{row}][{col}]);"
             );
         }
+    });
+}
+
+/// Emits `t`'s tile at k base `k_base` as 16-byte `cp.async` copies
+/// straight into local memory (`tcc_cp_async16`, PTX form only), those
+/// outside the operand zero-filled (a source size of 0 reads nothing):
+/// `t` must be a float4-aligned, untransposed, loaded (not computed) tile.
+pub(super) fn copy_tile_async(out: &mut String, t: &TileStaging, threads: u32, k_base: &str) {
+    let (ol, og, _, _, on) = t.outer;
+    let (il, ig, _, _, inn) = t.inner;
+    let (tile, buffer, address) = (t.tile, t.buffer, t.address);
+    staging_rounds(out, t, threads, Some(k_base), &|out: &mut String| {
+        let _ = writeln!(
+            out,
+            "      const int inside = {og} < {on} && {ig} < {inn};\n      tcc_cp_async16(&{tile}[{ol}][{il}], {buffer} + (inside ? {address} : 0), inside ? 16 : 0);"
+        );
     });
 }

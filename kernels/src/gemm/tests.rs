@@ -46,7 +46,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         init: "0.0f".into(),
         store: "a0[i * 50 + j] = acc_value;".into(),
         split_k_scratch: None,
-        tf32: false,
+        tensor_cores: None,
     }
 }
 
@@ -153,43 +153,87 @@ fn fours_of_outputs_read_their_operands_as_float4() {
     }
 }
 
+/// `spec` with 16-byte aligned row-major operands (M = 256, N = 192, K =
+/// 64): what `cp.async` copies.
+fn aligned_spec(config: GemmConfig, precision: TensorCores) -> GemmSpec {
+    let mut spec = spec(config);
+    spec.shape = GemmShape {
+        batch: 1,
+        m: 256,
+        n: 192,
+        k: 64,
+    };
+    spec.a.row_stride = 64;
+    spec.b.row_stride = 192;
+    spec.store = "a0[i * 192 + j] = acc_value;".into();
+    spec.tensor_cores = Some(precision);
+    spec
+}
+
+/// The PTX and fp32 bodies of a kernel with tensor cores.
+fn bodies(text: &str) -> (&str, &str) {
+    text.strip_prefix("#ifdef TCC_PTX\n")
+        .and_then(|t| t.strip_suffix("#endif\n"))
+        .and_then(|t| t.split_once("#else\n"))
+        .expect("two bodies")
+}
+
+fn assert_contains(text: &str, expected: &[&str]) {
+    for e in expected {
+        assert!(text.contains(e), "missing `{e}` in:\n{text}");
+    }
+}
+
 #[test]
 fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
     let config = tiles([64, 64, 16, 4, 4, 1]);
-    let mut spec = spec(config);
-    spec.tf32 = true;
+    let mut spec = aligned_spec(config, TensorCores::Tf32);
     let text = gemm_kernel(&spec).unwrap();
     // 8 warps over 64x64: 2x4 warps of 32x16 (2x2 mma tiles of 16x8),
-    // the squarest warp tiles.
+    // the squarest warp tiles; 4 stages of 9.5 KiB.
+    let pipeline = Pipeline::new(&config, TensorCores::Tf32).unwrap();
+    assert_eq!(pipeline.stages, 4);
     assert_eq!(
-        Layout::mma(&config),
+        Layout::mma(&config, TensorCores::Tf32),
         Some(Layout::Mma {
             warps_m: 2,
             warps_n: 4,
             mi: 2,
-            ni: 2
+            ni: 2,
+            precision: TensorCores::Tf32,
+            pipeline,
         })
     );
-    let (ptx, fp32) = text
-        .strip_prefix("#ifdef TCC_PTX\n")
-        .and_then(|t| t.strip_suffix("#endif\n"))
-        .and_then(|t| t.split_once("#else\n"))
-        .expect("two bodies");
-    for expected in [
-        "on TF32 tensor cores (2x4 warps of 2x2 mma tiles)",
-        "__local float tile_a[16][72] __attribute__((aligned(16)));",
-        "__local float tile_b[16][72] __attribute__((aligned(16)));",
-        "const int warp_row = (warp / 4) * 32, warp_col = (warp % 4) * 16;",
-        "float acc[4][4];",
-        "fa[m][1] = tcc_tf32(tile_a[k8 + tig][r + 8]);",
-        "fb[n][1] = tcc_tf32(tile_b[k8 + tig + 4][col]);",
-        "TCC_MMA_TF32(acc[2 * m][2 * n], acc[2 * m][2 * n + 1], acc[2 * m + 1][2 * n], acc[2 * m + 1][2 * n + 1]",
-        "const tcc_index i = row0 + (warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group);",
-        "const tcc_index j = col0 + (warp_col + (wn / 2) * 8 + tig * 2 + wn % 2);",
-        "a0[i * 50 + j] = acc_value;",
-    ] {
-        assert!(ptx.contains(expected), "missing `{expected}` in:\n{ptx}");
-    }
+    let (ptx, fp32) = bodies(&text);
+    assert_contains(
+        ptx,
+        &[
+            "on TF32 tensor cores (2x4 warps of 2x2 mma tiles)",
+            "__local float tile_a[4][64][20] __attribute__((aligned(16)));",
+            "__local float tile_b[4][16][72] __attribute__((aligned(16)));",
+            "const int warp_row = (warp / 4) * 32, warp_col = (warp % 4) * 16;",
+            "float acc[4][4];",
+            "/* 4-stage local pipeline: A by cp.async, B by cp.async */",
+            // Three tiles in flight before the loop, then one per step.
+            "if (2 < k_tiles) {\n    const tcc_index k_first = 0 + 32;",
+            "tcc_cp_async16(&tile_a[0][mm][kk], a1 + (inside ? i * 64 + k : 0), inside ? 16 : 0);",
+            "tcc_cp_async16(&tile_b[ahead_stage][kk][nn], a2 + (inside ? k * 192 + j : 0), inside ? 16 : 0);",
+            "TCC_CP_ASYNC_WAIT(2);\n    barrier(CLK_LOCAL_MEM_FENCE);",
+            "TCC_LDMATRIX_X4(fa[m][0], fa[m][1], fa[m][2], fa[m][3], &tile_a[stage][warp_row + m * 16 + lane % 16][ks + (lane / 16) * 4]);",
+            "fa[m][0] += 0x1000u;",
+            "fb[n][1] = as_uint(tile_b[stage][ks + tig + 4][col]) + 0x1000u;",
+            "TCC_MMA_TF32(acc[2 * m][2 * n], acc[2 * m][2 * n + 1], acc[2 * m + 1][2 * n], acc[2 * m + 1][2 * n + 1]",
+            "const tcc_index i = row0 + (warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group);",
+            "const tcc_index j = col0 + (warp_col + (wn / 2) * 8 + tig * 2 + wn % 2);",
+            "a0[i * 192 + j] = acc_value;",
+        ],
+    );
+    // Nothing goes through registers, and one barrier per k step.
+    assert!(
+        !ptx.contains("fetch_a") && !ptx.contains("fetch_b"),
+        "{ptx}"
+    );
+    assert_eq!(ptx.matches("barrier(").count(), 1, "{ptx}");
     assert!(!fp32.contains("TCC_MMA_TF32"), "{fp32}");
     assert!(
         fp32.contains("acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);"),
@@ -198,16 +242,134 @@ fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
     // Both bodies define the same kernel with the same work-group.
     assert_eq!(ptx.matches("void matmul_0(").count(), 1);
     assert_eq!(fp32.matches("void matmul_0(").count(), 1);
-    // Without tf32, or with tiles no warp grid fits, one fp32 body.
-    spec.tf32 = false;
+    // Without tensor cores, or with tiles no warp grid fits, one fp32 body.
+    spec.tensor_cores = None;
     assert!(!gemm_kernel(&spec).unwrap().contains("TCC_PTX"));
     assert_eq!(
-        Layout::mma(&GemmConfig {
-            tile_m: 8,
-            ..config
-        }),
+        Layout::mma(
+            &GemmConfig {
+                tile_m: 8,
+                ..config
+            },
+            TensorCores::Tf32
+        ),
         None,
         "16 rows per warp tile at least"
+    );
+}
+
+#[test]
+fn large_tiles_fit_two_stages_in_48_kib() {
+    let config = tiles([128, 128, 16, 8, 8, 1]);
+    for precision in [TensorCores::Tf32, TensorCores::Fp16] {
+        let pipeline = Pipeline::new(&config, precision).unwrap();
+        assert_eq!(pipeline.stages, 2, "{precision:?}");
+        let text = gemm_kernel(&aligned_spec(config, precision)).unwrap();
+        let (ptx, _) = bodies(&text);
+        assert_contains(
+            ptx,
+            &[
+                "(2x4 warps of 4x4 mma tiles)",
+                "TCC_CP_ASYNC_WAIT(0);",
+                "const int ahead = kt + 1, ahead_stage = ahead % 2, stage = kt % 2;",
+            ],
+        );
+    }
+    // 64 of k per stage would not fit two.
+    let deep = GemmConfig {
+        tile_k: 64,
+        ..config
+    };
+    assert_eq!(Pipeline::new(&deep, TensorCores::Tf32), None);
+    // Split-K's arrival flag takes a stage that would fill 48 KiB exactly:
+    // 4 x (64 x 20 + 16 x 176) bytes = 16 KiB a stage, 3 of them unsplit.
+    let exact = tiles([64, 168, 16, 4, 21, 1]);
+    assert_eq!(
+        Pipeline::new(&exact, TensorCores::Tf32).map(|p| p.stages),
+        Some(3)
+    );
+    let split = GemmConfig {
+        split_k: 2,
+        ..exact
+    };
+    assert_eq!(
+        Pipeline::new(&split, TensorCores::Tf32).map(|p| p.stages),
+        Some(2)
+    );
+}
+
+#[test]
+fn fp16_packs_half_pairs_for_m16n8k16() {
+    let config = tiles([64, 64, 16, 4, 4, 1]);
+    let text = gemm_kernel(&aligned_spec(config, TensorCores::Fp16)).unwrap();
+    let (ptx, _) = bodies(&text);
+    assert_contains(
+        ptx,
+        &[
+            "on FP16 tensor cores (2x4 warps of 2x2 mma tiles)",
+            "__local float tile_a[4][64][24] __attribute__((aligned(16)));",
+            "__local float tile_b[4][16][68] __attribute__((aligned(16)));",
+            "for (int ks = 0; ks < 16; ks += 16) {",
+            "const float2 a0 = vload2(0, &tile_a[stage][r][ks + 2 * tig])",
+            "fa[m][0] = tcc_f16x2(a0.x, a0.y);",
+            "fb[n][1] = tcc_f16x2(tile_b[stage][ks + 2 * tig + 8][col], tile_b[stage][ks + 2 * tig + 9][col]);",
+            "TCC_MMA_F16(acc[2 * m][2 * n]",
+        ],
+    );
+    // A k step shorter than one m16n8k16 keeps the fp32 body.
+    let short = tiles([64, 64, 8, 4, 4, 1]);
+    assert_eq!(Layout::mma(&short, TensorCores::Fp16), None);
+    assert!(Layout::mma(&short, TensorCores::Tf32).is_some());
+}
+
+#[test]
+fn unaligned_and_computed_operands_are_staged_through_registers() {
+    // The 100x50x30 spec: rows of 30 and 50 floats are not 16-byte aligned.
+    let mut spec = spec(tiles([64, 64, 16, 4, 4, 1]));
+    spec.tensor_cores = Some(TensorCores::Tf32);
+    let text = gemm_kernel(&spec).unwrap();
+    let (ptx, _) = bodies(&text);
+    assert_contains(
+        ptx,
+        &[
+            "/* 4-stage local pipeline: A through registers, B through registers */",
+            "fetch_a[r] = (i < 100 && k < 30) ? a1[i * 30 + k] : 0.0f;",
+            // The prologue stores its tiles at once; the loop after the step.
+            "tile_a[0][mm][kk] = fetch_a[r];",
+            "tile_b[ahead_stage][kk][nn] = fetch_b[r];",
+        ],
+    );
+    assert!(!ptx.contains("tcc_cp_async16("), "{ptx}");
+    // A convolution's computed float4 elements: A through registers (as
+    // float4, stored along k), B (aligned) by cp.async.
+    let mut conv = aligned_spec(tiles([64, 64, 16, 4, 4, 1]), TensorCores::Tf32);
+    conv.a_element = Some(("const float4 v = (float4)(1.0f);".into(), "v".into()));
+    conv.a_element_vector = true;
+    let text = gemm_kernel(&conv).unwrap();
+    let (ptx, _) = bodies(&text);
+    assert_contains(
+        ptx,
+        &[
+            "A through registers, B by cp.async",
+            "float4 fetch_a[",
+            "vstore4(fetch_a[r], 0, &tile_a[ahead_stage][mm][kk]);",
+        ],
+    );
+}
+
+#[test]
+fn split_k_slices_run_the_tensor_core_pipeline_over_their_k_range() {
+    let mut spec = aligned_spec(tiles([64, 64, 16, 4, 4, 2]), TensorCores::Tf32);
+    spec.split_k_scratch = Some((Buffer::f32("a3"), Buffer::new("a4", crate::Storage::I32)));
+    let text = gemm_kernel(&spec).unwrap();
+    let (ptx, _) = bodies(&text);
+    assert_contains(
+        ptx,
+        &[
+            "const int k_tiles = (int)((k_end - k_begin + 15) / 16);",
+            "const tcc_index k_next = k_begin + (tcc_index)ahead * 16;",
+            "partial[(warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group) * 64 + (warp_col + (wn / 2) * 8 + tig * 2 + wn % 2)] = acc[wm][wn];",
+        ],
     );
 }
 

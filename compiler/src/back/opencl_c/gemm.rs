@@ -7,11 +7,14 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{
-    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, gemm_kernel,
+    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, TensorCores,
+    gemm_kernel,
 };
 
 use super::template::{KernelTemplate, TemplateKernel, gemm_comment};
-use super::writer::{ElementType, KernelWriter, MemrefView, argument_buffer, key, memref_shape};
+use super::writer::{
+    ElementType, KernelWriter, MemrefView, Precision, argument_buffer, key, memref_shape,
+};
 use crate::back::{CodegenError, ErrorAt};
 use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::op_name;
@@ -508,7 +511,11 @@ impl KernelWriter {
             init,
             store,
             split_k_scratch,
-            tf32: self.tf32,
+            tensor_cores: match self.precision {
+                Precision::Fp32 => None,
+                Precision::Tf32 => Some(TensorCores::Tf32),
+                Precision::Fp16 => Some(TensorCores::Fp16),
+            },
         })
     }
 }

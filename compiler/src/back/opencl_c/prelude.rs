@@ -1,6 +1,9 @@
 //! The text every OpenCL C program starts with (after its `tcc_index`
 //! typedef): IEEE-754 helpers, the global fence, the PTX form's TF32
-//! tensor-core and `exp` helpers.
+//! tensor-core and `exp` helpers; and what programs compiled with
+//! `--precision=tf32|fp16` add for the tensor-core GEMM pipeline.
+
+use super::writer::Precision;
 
 /// Helpers every program may use: IEEE-754 `maximum`/`minimum` (NaN
 /// propagating, unlike `fmax`/`fmin`), scalar, float4 and float16 (the
@@ -52,3 +55,39 @@ inline float tcc_expf(float x) {
 inline float tcc_expf(float x) { return exp(x); }
 #endif
 ";
+
+/// The inline PTX of the tensor-core GEMM pipeline (`tcc-kernels`'
+/// `gemm::tensor_cores`), only in programs compiled for tensor cores so
+/// that fp32 programs stay as they were: 16-byte `cp.async` copies into
+/// local memory (a source size below 16 zero-fills the rest) with their
+/// commit and wait, `ldmatrix` of four 8x8 16-bit blocks (8x4 words),
+/// fp32 pairs packed into half pairs, and the FP16 `mma.sync.m16n8k16`.
+/// (The TF32 `mma` and `tcc_tf32` are in [`PRELUDE`].)
+const TENSOR_CORES: &str = "\
+#ifdef TCC_PTX
+/* Tensor-core GEMM pipeline (--precision=tf32|fp16). */
+inline void tcc_cp_async16(__local float* dst, __global const float* src, int bytes) {
+  __asm__ volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"((uint)(ulong)dst), \"l\"(src), \"r\"(bytes) : \"memory\");
+}
+inline void tcc_cp_async_commit(void) { __asm__ volatile(\"cp.async.commit_group;\" ::: \"memory\"); }
+#define TCC_CP_ASYNC_WAIT(n) __asm__ volatile(\"cp.async.wait_group \" #n \";\" ::: \"memory\")
+#define TCC_LDMATRIX_X4(r0, r1, r2, r3, p) \\
+  __asm__ volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" \\
+                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"((uint)(ulong)(p)) : \"memory\")
+/* lo in the low half, as a fragment's element pairs are ordered. */
+inline uint tcc_f16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }
+#define TCC_MMA_F16(c0, c1, c2, c3, a0, a1, a2, a3, b0, b1) \\
+  __asm__(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
+          : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
+          : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
+#endif
+";
+
+/// What a program compiled at `precision` adds after [`PRELUDE`]: nothing
+/// for fp32.
+pub(super) fn precision_prelude(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Fp32 => "",
+        Precision::Tf32 | Precision::Fp16 => TENSOR_CORES,
+    }
+}

@@ -1,0 +1,323 @@
+//! The tensor-core main loop of the GEMM template (`--precision=tf32` and
+//! `fp16`, PTX form only): a multi-stage local-memory pipeline fed by
+//! `cp.async` and `mma.sync` warps reading their fragments with few,
+//! conflict-free local loads.
+//!
+//! Local tiles, `stages` deep: A as `tile_a[stage][m][k + pad]` (K
+//! contiguous, as the fragments read it) and B as `tile_b[stage][k][n +
+//! pad]`. An operand that is a plain row-major float buffer with its
+//! contiguous axis 16-byte aligned (`GemmOperand::vectorizable`) is copied
+//! global -> local by 16-byte `cp.async.cg` copies (zero-filled outside the
+//! operand), with no registers in between; any other (an implicit-GEMM
+//! convolution's computed A, a strided or half operand) is fetched into
+//! registers before the step's arithmetic and stored after it, as the fp32
+//! template does. One barrier per k step: at step `kt` every work-item
+//! waits for its copies of tile `kt`, the barrier makes everyone's visible
+//! and frees the stage computed at `kt - 1`, which then receives tile
+//! `kt + stages - 1`.
+//!
+//! Fragments (PTX ISA, `mma.m16n8k8` / `m16n8k16`, A row-major, B
+//! column-major). TF32: A by `ldmatrix.x4` (four 8x4 fp32 blocks: rows
+//! `lane % 16`, k `4 (lane / 16)`), B as single words `B[tig][group]`,
+//! `B[tig + 4][group]`; the fp32 bits are rounded to TF32 by adding half a
+//! TF32 ulp (`0x1000`: the tensor core ignores the 13 low bits, so this is
+//! round-to-nearest, ties away from zero, what `cvt.rna` does, for one
+//! integer add). FP16: A as `float2` pairs `A[row][2 tig ..]`, B as words
+//! `B[2 tig][group]`, `B[2 tig + 1][group]`, packed to half pairs by
+//! `cvt.rn.f16x2.f32`. Paddings put each warp's fragment reads in distinct
+//! banks: rows of A 20 words apart (TF32, `ldmatrix` rows 16 bytes wide) or
+//! 24 (FP16, 8-byte reads), rows of B 8 (TF32) or 4 (FP16) banks apart.
+//!
+//! Local memory is at most 48 KiB on NVIDIA's OpenCL: a 128x128 tile with
+//! a k step of 16 fits two stages (37 KiB); smaller tiles take up to four.
+
+use std::fmt::Write as _;
+
+use super::staging::{
+    Operand, Sources, copy_tile_async, declare_staging_registers, fetch_tile, store_tile,
+};
+use super::{GemmConfig, GemmSpec};
+use crate::Storage;
+
+/// The tensor-core arithmetic of `--precision`: both accumulate in fp32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorCores {
+    /// `mma.sync.m16n8k8` on TF32 inputs (fp32 rounded to 10 mantissa bits).
+    Tf32,
+    /// `mma.sync.m16n8k16` on FP16 inputs (rounded to nearest half).
+    Fp16,
+}
+
+impl TensorCores {
+    /// How the kernel's comment names the arithmetic.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            TensorCores::Tf32 => "TF32",
+            TensorCores::Fp16 => "FP16",
+        }
+    }
+
+    /// The k of one `mma.sync`.
+    pub(super) fn mma_k(self) -> u32 {
+        match self {
+            TensorCores::Tf32 => 8,
+            TensorCores::Fp16 => 16,
+        }
+    }
+
+    /// Words each row of the local A and B tiles is padded by (see the
+    /// module comment).
+    fn pads(self) -> (u32, u32) {
+        match self {
+            TensorCores::Tf32 => (4, 8),
+            TensorCores::Fp16 => (8, 4),
+        }
+    }
+}
+
+/// NVIDIA's OpenCL limit on a kernel's static local memory.
+const LOCAL_MEMORY_LIMIT: u32 = 48 * 1024;
+
+/// Deepest pipeline: more stages buy little once copies are in flight for
+/// three k steps ahead.
+const MAX_STAGES: u32 = 4;
+
+/// The shape of the local tiles of one kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Pipeline {
+    pub(super) stages: u32,
+    pad_a: u32,
+    pad_b: u32,
+}
+
+impl Pipeline {
+    /// As many stages of `c`'s tiles as fit the local memory limit (at
+    /// most [`MAX_STAGES`]), beside split-K's arrival flag where `c`
+    /// splits K; `None` when not even two fit.
+    pub(super) fn new(c: &GemmConfig, precision: TensorCores) -> Option<Self> {
+        let (pad_a, pad_b) = precision.pads();
+        let stage_bytes = 4 * (c.tile_m * (c.tile_k + pad_a) + c.tile_k * (c.tile_n + pad_b));
+        let flag = if c.split_k > 1 { 16 } else { 0 };
+        let stages = ((LOCAL_MEMORY_LIMIT - flag) / stage_bytes).min(MAX_STAGES);
+        (stages >= 2).then_some(Pipeline {
+            stages,
+            pad_a,
+            pad_b,
+        })
+    }
+}
+
+/// Whether `cp.async` copies A: a float buffer read through its strides,
+/// float4-aligned along k.
+fn a_async(spec: &GemmSpec) -> bool {
+    spec.a.buffer.storage == Storage::F32
+        && spec.a_offset.is_none()
+        && spec.a_element.is_none()
+        && spec.a.vectorizable(spec.shape.k)
+        && spec.config.tile_k.is_multiple_of(4)
+}
+
+/// Whether `cp.async` copies B: a float buffer staged as float4.
+fn b_async(spec: &GemmSpec, sources: &Sources) -> bool {
+    spec.b.buffer.storage == Storage::F32 && sources.b_vector
+}
+
+/// Declares the pipeline's local tiles.
+pub(super) fn local_tiles(out: &mut String, spec: &GemmSpec, pipeline: Pipeline) {
+    let c = spec.config;
+    let _ = writeln!(
+        out,
+        "  __local float tile_a[{}][{}][{}] __attribute__((aligned(16)));",
+        pipeline.stages,
+        c.tile_m,
+        c.tile_k + pipeline.pad_a
+    );
+    let _ = writeln!(
+        out,
+        "  __local float tile_b[{}][{}][{}] __attribute__((aligned(16)));",
+        pipeline.stages,
+        c.tile_k,
+        c.tile_n + pipeline.pad_b
+    );
+}
+
+/// The k loop over `[k_begin, k_end)`: a prologue puts `stages - 1` tiles
+/// in flight; then per k step wait, barrier, issue the tile `stages - 1`
+/// ahead into the stage freed by the barrier, multiply the current one.
+pub(super) fn main_loop<'a>(
+    out: &mut String,
+    spec: &'a GemmSpec,
+    (precision, pipeline): (TensorCores, Pipeline),
+    (mi, ni): (u32, u32),
+    sources: &Sources<'a>,
+    (k_begin, k_end): (&str, &str),
+) {
+    let c = spec.config;
+    let threads = c.workgroup_size();
+    let stages = pipeline.stages;
+    let (a_async, b_async) = (a_async(spec), b_async(spec, sources));
+    let how = |copied: bool| {
+        if copied {
+            "by cp.async"
+        } else {
+            "through registers"
+        }
+    };
+    let _ = writeln!(
+        out,
+        "  /* {stages}-stage local pipeline: A {}, B {} */",
+        how(a_async),
+        how(b_async)
+    );
+    if !a_async {
+        declare_staging_registers(
+            out,
+            &sources.staging(spec, Operand::A, "tile_a", false),
+            "fetch_a",
+            threads,
+        );
+    }
+    if !b_async {
+        declare_staging_registers(
+            out,
+            &sources.staging(spec, Operand::B, "tile_b", false),
+            "fetch_b",
+            threads,
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  const int k_tiles = (int)(({k_end} - {k_begin} + {}) / {});",
+        c.tile_k - 1,
+        c.tile_k
+    );
+    // Copies (or fetches, and with `store` also stores) the k tile at
+    // `k_base` into `stage`.
+    let issue = |out: &mut String, stage: &str, k_base: &str, store: bool| {
+        let (tile_a, tile_b) = (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
+        for (copied, staging, registers) in [
+            (
+                a_async,
+                sources.staging(spec, Operand::A, &tile_a, false),
+                "fetch_a",
+            ),
+            (
+                b_async,
+                sources.staging(spec, Operand::B, &tile_b, false),
+                "fetch_b",
+            ),
+        ] {
+            if copied {
+                copy_tile_async(out, &staging, threads, k_base);
+            } else {
+                fetch_tile(out, &staging, threads, registers, k_base);
+                if store {
+                    store_tile(out, &staging, threads, registers);
+                }
+            }
+        }
+    };
+    for stage in 0..stages - 1 {
+        let _ = writeln!(
+            out,
+            "  if ({stage} < k_tiles) {{
+    const tcc_index k_first = {k_begin} + {};",
+            stage * c.tile_k
+        );
+        issue(out, &stage.to_string(), "k_first", true);
+        let _ = writeln!(
+            out,
+            "  }}
+  tcc_cp_async_commit();"
+        );
+    }
+    let _ = writeln!(out, "  for (int kt = 0; kt < k_tiles; ++kt) {{");
+    let _ = writeln!(
+        out,
+        "    TCC_CP_ASYNC_WAIT({});
+    barrier(CLK_LOCAL_MEM_FENCE);",
+        stages - 2
+    );
+    let _ = writeln!(
+        out,
+        "    const int ahead = kt + {}, ahead_stage = ahead % {stages}, stage = kt % {stages};",
+        stages - 1
+    );
+    let _ = writeln!(
+        out,
+        "    if (ahead < k_tiles) {{
+    const tcc_index k_next = {k_begin} + (tcc_index)ahead * {};",
+        c.tile_k
+    );
+    issue(out, "ahead_stage", "k_next", false);
+    let _ = writeln!(
+        out,
+        "    }}
+    tcc_cp_async_commit();"
+    );
+    mma_steps(out, precision, c.tile_k, mi, ni);
+    if !a_async || !b_async {
+        // The fetched tile goes into the stage no warp reads in this step.
+        let _ = writeln!(out, "    if (ahead < k_tiles) {{");
+        if !a_async {
+            store_tile(
+                out,
+                &sources.staging(spec, Operand::A, "tile_a[ahead_stage]", false),
+                threads,
+                "fetch_a",
+            );
+        }
+        if !b_async {
+            store_tile(
+                out,
+                &sources.staging(spec, Operand::B, "tile_b[ahead_stage]", false),
+                threads,
+                "fetch_b",
+            );
+        }
+        let _ = writeln!(out, "    }}");
+    }
+    let _ = writeln!(out, "  }}");
+}
+
+/// One stage's tensor-core steps: per `mma_k` of k each warp loads its A
+/// fragments (`mi` of 16 rows) and B fragments (`ni` of 8 columns) from
+/// `tile_a[stage]`, `tile_b[stage]` and issues `mi * ni` `mma.sync`s into
+/// `acc` (c0, c1: row group, columns 2 tig, 2 tig + 1; c2, c3: row group + 8).
+fn mma_steps(out: &mut String, precision: TensorCores, tile_k: u32, mi: u32, ni: u32) {
+    let step = precision.mma_k();
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int ks = 0; ks < {tile_k}; ks += {step}) {{\n      uint fa[{mi}][4], fb[{ni}][2];"
+    );
+    match precision {
+        TensorCores::Tf32 => {
+            let _ = writeln!(
+                out,
+                "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m) {{\n        TCC_LDMATRIX_X4(fa[m][0], fa[m][1], fa[m][2], fa[m][3], &tile_a[stage][warp_row + m * 16 + lane % 16][ks + (lane / 16) * 4]);\n        fa[m][0] += 0x1000u; fa[m][1] += 0x1000u; fa[m][2] += 0x1000u; fa[m][3] += 0x1000u;\n      }}"
+            );
+            let _ = writeln!(
+                out,
+                "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = as_uint(tile_b[stage][ks + tig][col]) + 0x1000u;\n        fb[n][1] = as_uint(tile_b[stage][ks + tig + 4][col]) + 0x1000u;\n      }}"
+            );
+        }
+        TensorCores::Fp16 => {
+            let _ = writeln!(
+                out,
+                "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m) {{\n        const int r = warp_row + m * 16 + group;\n        const float2 a0 = vload2(0, &tile_a[stage][r][ks + 2 * tig]), a1 = vload2(0, &tile_a[stage][r + 8][ks + 2 * tig]);\n        const float2 a2 = vload2(0, &tile_a[stage][r][ks + 2 * tig + 8]), a3 = vload2(0, &tile_a[stage][r + 8][ks + 2 * tig + 8]);\n        fa[m][0] = tcc_f16x2(a0.x, a0.y); fa[m][1] = tcc_f16x2(a1.x, a1.y);\n        fa[m][2] = tcc_f16x2(a2.x, a2.y); fa[m][3] = tcc_f16x2(a3.x, a3.y);\n      }}"
+            );
+            let _ = writeln!(
+                out,
+                "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = tcc_f16x2(tile_b[stage][ks + 2 * tig][col], tile_b[stage][ks + 2 * tig + 1][col]);\n        fb[n][1] = tcc_f16x2(tile_b[stage][ks + 2 * tig + 8][col], tile_b[stage][ks + 2 * tig + 9][col]);\n      }}"
+            );
+        }
+    }
+    let mma = match precision {
+        TensorCores::Tf32 => "TCC_MMA_TF32",
+        TensorCores::Fp16 => "TCC_MMA_F16",
+    };
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m)\n        #pragma unroll\n        for (int n = 0; n < {ni}; ++n)\n          {mma}(acc[2 * m][2 * n], acc[2 * m][2 * n + 1], acc[2 * m + 1][2 * n], acc[2 * m + 1][2 * n + 1], fa[m][0], fa[m][1], fa[m][2], fa[m][3], fb[n][0], fb[n][1]);\n    }}"
+    );
+}
