@@ -230,19 +230,41 @@ pub(crate) fn map_row(out: &mut String, w: u32, index: &str, length: i64, statem
 /// elements (with `index` its first element), then `scalar` statements
 /// for each element past the last whole chunk (with `index` that element).
 pub(crate) fn vector_pass(out: &mut String, index: &str, length: i64, vector: &str, scalar: &str) {
+    chunked(
+        out,
+        length,
+        |out, whole| {
+            let _ = writeln!(
+                out,
+                "  for (tcc_index {index} = 0; {index} < {whole}; {index} += {LANES}) {{\n    {vector}\n  }}"
+            );
+        },
+        |out, whole| {
+            let _ = writeln!(
+                out,
+                "  for (tcc_index {index} = {whole}; {index} < {length}; ++{index}) {{\n    {scalar}\n  }}"
+            );
+        },
+    );
+}
+
+/// Splits `0 .. length` at `whole`, the end of its last whole chunk of
+/// [`LANES`] elements: `chunks(out, whole)` writes the loop over the whole
+/// chunks (when there are any), `rest(out, whole)` the one over the
+/// elements after them (when any are left).
+fn chunked(
+    out: &mut String,
+    length: i64,
+    chunks: impl FnOnce(&mut String, i64),
+    rest: impl FnOnce(&mut String, i64),
+) {
     let lanes = LANES as i64;
     let whole = length / lanes * lanes;
     if whole > 0 {
-        let _ = writeln!(
-            out,
-            "  for (tcc_index {index} = 0; {index} < {whole}; {index} += {lanes}) {{\n    {vector}\n  }}"
-        );
+        chunks(out, whole);
     }
     if whole < length {
-        let _ = writeln!(
-            out,
-            "  for (tcc_index {index} = {whole}; {index} < {length}; ++{index}) {{\n    {scalar}\n  }}"
-        );
+        rest(out, whole);
     }
 }
 
@@ -273,31 +295,33 @@ pub(crate) fn fold_lanes(out: &mut String, vector: &str, total: &str, combine: &
 /// is written once per lane with `index` declared, then a remainder loop
 /// runs it as lane 0 for the elements past the last whole chunk.
 fn for_each_chunk(out: &mut String, index: &str, length: i64, body: &dyn Fn(&mut String, u32)) {
-    let lanes = LANES as i64;
-    let whole = length / lanes * lanes;
-    if whole > 0 {
-        let _ = writeln!(
-            out,
-            "  for (tcc_index chunk = 0; chunk < {whole}; chunk += {lanes}) {{"
-        );
-        for lane in 0..LANES {
+    chunked(
+        out,
+        length,
+        |out, whole| {
             let _ = writeln!(
                 out,
-                "    {{\n      const tcc_index {index} = chunk + {lane};"
+                "  for (tcc_index chunk = 0; chunk < {whole}; chunk += {LANES}) {{"
             );
-            body(out, lane);
-            let _ = writeln!(out, "    }}");
-        }
-        let _ = writeln!(out, "  }}");
-    }
-    if whole < length {
-        let _ = writeln!(
-            out,
-            "  for (tcc_index rest = {whole}; rest < {length}; ++rest) {{\n    {{\n      const tcc_index {index} = rest;"
-        );
-        body(out, 0);
-        let _ = writeln!(out, "    }}\n  }}");
-    }
+            for lane in 0..LANES {
+                let _ = writeln!(
+                    out,
+                    "    {{\n      const tcc_index {index} = chunk + {lane};"
+                );
+                body(out, lane);
+                let _ = writeln!(out, "    }}");
+            }
+            let _ = writeln!(out, "  }}");
+        },
+        |out, whole| {
+            let _ = writeln!(
+                out,
+                "  for (tcc_index rest = {whole}; rest < {length}; ++rest) {{\n    {{\n      const tcc_index {index} = rest;"
+            );
+            body(out, 0);
+            let _ = writeln!(out, "    }}\n  }}");
+        },
+    );
 }
 
 #[cfg(test)]

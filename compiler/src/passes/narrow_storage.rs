@@ -33,13 +33,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use melior::Context;
 use melior::ir::attribute::{AttributeLike, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::r#type::TypeLike;
 use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{self, NoOptions, PassError, PassResult, TccPass};
 use crate::ir::memref::VIEW_OPS;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users};
@@ -58,10 +59,10 @@ impl TccPass for NarrowStorage {
 
     fn run<'c>(
         &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+        context: &'c Context,
+        module: pass::Root<'c>,
+        _: &NoOptions,
+    ) -> PassResult<'c> {
         let kernels = kernel_functions(module);
         let narrowable: HashMap<String, Vec<bool>> = kernels
             .iter()
