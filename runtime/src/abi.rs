@@ -7,7 +7,7 @@
 //! against the C compiler's own `offsetof` by the `abi_layout` integration
 //! test (the C header itself is checked against the table in `tcc-abi`). Nothing in this module
 //! is safe to dereference on its own: `artifact.rs` validates the artifact's
-//! tables and `session.rs` implements the callback table.
+//! tables and `session/callbacks.rs` implements the callback table.
 
 use std::ffi::{c_char, c_void};
 
