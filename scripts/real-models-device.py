@@ -37,6 +37,7 @@ if len(sys.argv) > 3:
     for wheel in glob.glob(os.path.join(sys.argv[3], "*.whl")):
         sys.path.insert(0, wheel)
 import torch  # noqa: E402
+from cuda_timing import cuda_median_ms  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -47,20 +48,9 @@ except ImportError as error:
     print(f"onnx2torch unavailable: {error}", file=sys.stderr)
 
 
-def cuda_median(fn, warmup=10, iterations=50):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iterations):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+def cuda_median(fn):
+    """Median milliseconds of `fn()` over 50 runs after 10 warm-ups."""
+    return cuda_median_ms(fn, warmup=10, iterations=50)
 
 
 # Where onnx2torch cannot convert a model, torchvision's own definition of

@@ -4,27 +4,18 @@ softmax as scripts/gen-bench-models.py, fp32 without TF32, timed with CUDA
 events (median of repeated runs after warm-up). Prints one JSON line per
 case. Runs where PyTorch and a CUDA GPU are present (the device machine)."""
 import json
+
 import torch
+from cuda_timing import cuda_median_ms
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 dev = "cuda"
 
 
-def bench(fn, warmup=5, iterations=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iterations):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    times.sort()
-    return times[len(times) // 2]
+def bench(fn):
+    """Median seconds of `fn()` over 20 runs after 5 warm-ups."""
+    return cuda_median_ms(fn, warmup=5, iterations=20) * 1e-3
 
 
 for n in (1024, 2048, 4096):

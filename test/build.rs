@@ -27,16 +27,9 @@ fn main() {
     // target's test only.
     let mut out = String::new();
     for name in &names {
-        let ident: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let ident = name
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+            .to_ascii_lowercase();
         let text =
             std::fs::read_to_string(models.join(format!("{name}.mlir"))).expect("read a model");
         let pinned = text.lines().find_map(|line| {

@@ -25,15 +25,7 @@ pub const ABI_VERSION: u32 = 2;
 /// (version 1: function descriptors without the arena, [`FUNCTION_DESC_V1`]).
 pub const ABI_VERSION_MIN: u32 = 1;
 
-/// `enum tcc_dtype`: `(C enumerator, code)`.
-pub const DTYPES: &[(&str, u32)] = &[
-    ("TCC_DTYPE_F32", DTYPE_F32),
-    ("TCC_DTYPE_F16", DTYPE_F16),
-    ("TCC_DTYPE_I32", DTYPE_I32),
-    ("TCC_DTYPE_I64", DTYPE_I64),
-    ("TCC_DTYPE_I8", DTYPE_I8),
-    ("TCC_DTYPE_BOOL", DTYPE_BOOL),
-];
+/// `enum tcc_dtype`.
 pub const DTYPE_F32: u32 = 0;
 pub const DTYPE_F16: u32 = 1;
 pub const DTYPE_I32: u32 = 2;
@@ -215,17 +207,11 @@ pub const FUNCTION_DESC: Struct = Struct {
     ],
 };
 
-/// `tcc_function_desc_v1`: a function of an ABI 1 artifact (no arena).
+/// `tcc_function_desc_v1`: a function of an ABI 1 artifact: the first
+/// six fields of [`FUNCTION_DESC`] (no arena).
 pub const FUNCTION_DESC_V1: Struct = Struct {
     name: "tcc_function_desc_v1",
-    fields: &[
-        ("name", Ptr),
-        ("entry", Ptr),
-        ("num_inputs", U32),
-        ("num_outputs", U32),
-        ("inputs", Ptr),
-        ("outputs", Ptr),
-    ],
+    fields: FUNCTION_DESC.fields.split_at(6).0,
 };
 
 /// `tcc_constant_desc`: one constant (weights).

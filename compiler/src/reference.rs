@@ -17,6 +17,7 @@ use tcc_runtime::{DType, HostTensor};
 
 use crate::driver::session::Session;
 use crate::ir::attr_names;
+use crate::ir::element_type::ElementType;
 use crate::ir::util::{body_ops, integer_value, op_name, string_value};
 
 /// Upstream-only lowering to the LLVM dialect, with C interfaces.
@@ -36,14 +37,14 @@ fn llvm_prefix() -> String {
 }
 
 fn dtype_of(element: Type) -> Result<DType> {
-    Ok(match element.to_string().as_str() {
-        "f32" => DType::F32,
-        "f16" => DType::F16,
-        "i32" => DType::I32,
-        "i64" => DType::I64,
-        "i8" => DType::I8,
-        "i1" => DType::Bool,
-        other => bail!("the reference runner does not support {other} tensors"),
+    Ok(match ElementType::of_type(element) {
+        Some(ElementType::F32) => DType::F32,
+        Some(ElementType::F16) => DType::F16,
+        Some(ElementType::I32) => DType::I32,
+        Some(ElementType::I64) => DType::I64,
+        Some(ElementType::I8) => DType::I8,
+        Some(ElementType::I1) => DType::Bool,
+        _ => bail!("the reference runner does not support {element} tensors"),
     })
 }
 

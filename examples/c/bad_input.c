@@ -9,6 +9,7 @@
  * with -fsanitize=address,undefined by the test suite, where available.
  */
 #include "tcc_runtime.h"
+#include "read_file.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -26,18 +27,6 @@ static void expect(const char *what, tcc_status got, tcc_status want, const char
     printf("     expected %s%s%s\n", tcc_status_name(want), needle ? " mentioning " : "", needle ? needle : "");
     failures++;
   }
-}
-
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *data = malloc((size_t)n);
-  *size = fread(data, 1, (size_t)n, f);
-  fclose(f);
-  return data;
 }
 
 /* The one-input one-output function under test. */

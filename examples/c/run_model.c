@@ -12,6 +12,7 @@
  * success, 1 with "error: ..." on stderr otherwise.
  */
 #include "tcc_runtime.h"
+#include "read_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,16 @@ static void print_type(const tcc_tensor_info *t) {
       exit(1);                                                               \
     }                                                                        \
   } while (0)
+
+/* Prints function `f`'s inputs (or outputs) as "name: type, ...". */
+static void print_tensors(tcc_model *model, size_t f, size_t count, int outputs) {
+  for (size_t i = 0; i < count; i++) {
+    tcc_tensor_info info;
+    CHECK(outputs ? tcc_model_output(model, f, i, &info) : tcc_model_input(model, f, i, &info));
+    printf("%s%s%s", i ? ", " : "", info.name, *info.name ? ": " : "");
+    print_type(&info);
+  }
+}
 
 /* Fills `bytes` of a tensor of `dtype` with a small repeating pattern. */
 static void fill(void *data, uint64_t bytes, uint32_t dtype) {
@@ -85,18 +96,6 @@ static void free_buffers(call_buffers *b) {
   free(b->out);
 }
 
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *data = malloc(n > 0 ? (size_t)n : 1);
-  *size = fread(data, 1, (size_t)n, f);
-  fclose(f);
-  return data;
-}
-
 int main(int argc, char **argv) {
   const char *path = NULL, *function = NULL, *device = NULL;
   for (int i = 1; i < argc; i++) {
@@ -137,19 +136,9 @@ int main(int argc, char **argv) {
     size_t n_in, n_out;
     CHECK(tcc_model_function(model, f, &name, &n_in, &n_out));
     printf("  @%s(", name);
-    for (size_t i = 0; i < n_in; i++) {
-      tcc_tensor_info info;
-      CHECK(tcc_model_input(model, f, i, &info));
-      printf("%s%s%s", i ? ", " : "", info.name, *info.name ? ": " : "");
-      print_type(&info);
-    }
+    print_tensors(model, f, n_in, 0);
     printf(") -> (");
-    for (size_t i = 0; i < n_out; i++) {
-      tcc_tensor_info info;
-      CHECK(tcc_model_output(model, f, i, &info));
-      printf("%s%s%s", i ? ", " : "", info.name, *info.name ? ": " : "");
-      print_type(&info);
-    }
+    print_tensors(model, f, n_out, 1);
     printf(")\n");
   }
 

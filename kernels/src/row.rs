@@ -230,19 +230,43 @@ pub(crate) fn map_row(out: &mut String, w: u32, index: &str, length: i64, statem
 /// elements (with `index` its first element), then `scalar` statements
 /// for each element past the last whole chunk (with `index` that element).
 pub(crate) fn vector_pass(out: &mut String, index: &str, length: i64, vector: &str, scalar: &str) {
+    let chunks = |out: &mut String| {
+        let _ = writeln!(out, "    {vector}");
+    };
+    let rest = |out: &mut String| {
+        let _ = writeln!(out, "    {scalar}");
+    };
+    chunked(out, length, (index, chunks), (index, rest));
+}
+
+/// Loops over `0 .. length`: one over its whole chunks of [`LANES`]
+/// elements (`chunk` naming a chunk's first element) with the statements
+/// `chunks` writes, then one over the elements after them (`element`
+/// naming each) with those `rest` writes; a loop with nothing to do is
+/// left out.
+fn chunked(
+    out: &mut String,
+    length: i64,
+    (chunk, chunks): (&str, impl FnOnce(&mut String)),
+    (element, rest): (&str, impl FnOnce(&mut String)),
+) {
     let lanes = LANES as i64;
     let whole = length / lanes * lanes;
     if whole > 0 {
         let _ = writeln!(
             out,
-            "  for (tcc_index {index} = 0; {index} < {whole}; {index} += {lanes}) {{\n    {vector}\n  }}"
+            "  for (tcc_index {chunk} = 0; {chunk} < {whole}; {chunk} += {lanes}) {{"
         );
+        chunks(out);
+        let _ = writeln!(out, "  }}");
     }
     if whole < length {
         let _ = writeln!(
             out,
-            "  for (tcc_index {index} = {whole}; {index} < {length}; ++{index}) {{\n    {scalar}\n  }}"
+            "  for (tcc_index {element} = {whole}; {element} < {length}; ++{element}) {{"
         );
+        rest(out);
+        let _ = writeln!(out, "  }}");
     }
 }
 
@@ -273,13 +297,7 @@ pub(crate) fn fold_lanes(out: &mut String, vector: &str, total: &str, combine: &
 /// is written once per lane with `index` declared, then a remainder loop
 /// runs it as lane 0 for the elements past the last whole chunk.
 fn for_each_chunk(out: &mut String, index: &str, length: i64, body: &dyn Fn(&mut String, u32)) {
-    let lanes = LANES as i64;
-    let whole = length / lanes * lanes;
-    if whole > 0 {
-        let _ = writeln!(
-            out,
-            "  for (tcc_index chunk = 0; chunk < {whole}; chunk += {lanes}) {{"
-        );
+    let lanes = |out: &mut String| {
         for lane in 0..LANES {
             let _ = writeln!(
                 out,
@@ -288,16 +306,13 @@ fn for_each_chunk(out: &mut String, index: &str, length: i64, body: &dyn Fn(&mut
             body(out, lane);
             let _ = writeln!(out, "    }}");
         }
-        let _ = writeln!(out, "  }}");
-    }
-    if whole < length {
-        let _ = writeln!(
-            out,
-            "  for (tcc_index rest = {whole}; rest < {length}; ++rest) {{\n    {{\n      const tcc_index {index} = rest;"
-        );
+    };
+    let rest = |out: &mut String| {
+        let _ = writeln!(out, "    {{\n      const tcc_index {index} = rest;");
         body(out, 0);
-        let _ = writeln!(out, "    }}\n  }}");
-    }
+        let _ = writeln!(out, "    }}");
+    };
+    chunked(out, length, ("chunk", lanes), ("rest", rest));
 }
 
 #[cfg(test)]

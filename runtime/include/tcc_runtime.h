@@ -36,6 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The element type codes (enum tcc_dtype) are the artifact ABI's. */
+#include "tcc_abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -56,15 +59,8 @@ typedef enum tcc_status {
   TCC_ERROR_INTERNAL = 8,         /* a bug in tcc (reported, not crashed) */
 } tcc_status;
 
-/* Element types (the same codes as tcc_abi.h's enum tcc_dtype). */
-typedef enum tcc_dtype {
-  TCC_DTYPE_F32 = 0,
-  TCC_DTYPE_F16 = 1,
-  TCC_DTYPE_I32 = 2,
-  TCC_DTYPE_I64 = 3,
-  TCC_DTYPE_I8 = 4,
-  TCC_DTYPE_BOOL = 5, /* one byte per element, 0 or 1 */
-} tcc_dtype;
+/* Element types: tcc_abi.h's enum tcc_dtype (TCC_DTYPE_F32, ...). */
+typedef enum tcc_dtype tcc_dtype;
 
 typedef struct tcc_runtime tcc_runtime; /* a device, its queue and caches */
 typedef struct tcc_model tcc_model;     /* a loaded artifact */

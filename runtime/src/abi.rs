@@ -7,7 +7,7 @@
 //! against the C compiler's own `offsetof` by the `abi_layout` integration
 //! test (the C header itself is checked against the table in `tcc-abi`). Nothing in this module
 //! is safe to dereference on its own: `artifact.rs` validates the artifact's
-//! tables and `session.rs` implements the callback table.
+//! tables and `session/callbacks.rs` implements the callback table.
 
 use std::ffi::{c_char, c_void};
 
@@ -63,35 +63,40 @@ pub struct TccArg {
     pub value: TccArgValue,
 }
 
-pub type AllocFn =
-    unsafe extern "C" fn(ctx: *mut c_void, bytes: u64, out: *mut *mut TccBuffer) -> i32;
-pub type ReleaseFn = unsafe extern "C" fn(ctx: *mut c_void, buffer: *mut TccBuffer);
-pub type ConstantFn =
-    unsafe extern "C" fn(ctx: *mut c_void, index: u32, out: *mut *mut TccBuffer) -> i32;
-pub type LaunchFn = unsafe extern "C" fn(
-    ctx: *mut c_void,
-    kernel: u32,
-    dims: u32,
-    global: *const u64,
-    local: *const u64,
-    num_args: u32,
-    args: *const TccArg,
-) -> i32;
-pub type CopyFn = unsafe extern "C" fn(
-    ctx: *mut c_void,
-    dst: *mut TccBuffer,
-    dst_offset: u64,
-    src: *mut TccBuffer,
-    src_offset: u64,
-    bytes: u64,
-) -> i32;
+/// Calls the macro `$then` with every callback of `tcc_runtime_api` after
+/// `ctx`, in table order, as `/// doc name: FnType(parameters) -> status;`
+/// (`ctx: *mut c_void` comes first in each): the one list that the
+/// function-pointer types below and the runtime's C entry points
+/// (`session/callbacks.rs`) are written from.
+macro_rules! runtime_callbacks {
+    ($then:ident) => {
+        $then! {
+            /// Allocates a temporary of `bytes` bytes into `*out`.
+            alloc: AllocFn(bytes: u64, out: *mut *mut TccBuffer) -> i32;
+            /// Gives a temporary back.
+            release: ReleaseFn(buffer: *mut TccBuffer);
+            /// The session's buffer of constant `index` into `*out`.
+            constant: ConstantFn(index: u32, out: *mut *mut TccBuffer) -> i32;
+            /// Enqueues kernel `kernel` over `dims` dimensions.
+            launch: LaunchFn(kernel: u32, dims: u32, global: *const u64, local: *const u64,
+                             num_args: u32, args: *const TccArg) -> i32;
+            /// Copies `bytes` bytes between buffers.
+            copy: CopyFn(dst: *mut TccBuffer, dst_offset: u64, src: *mut TccBuffer,
+                         src_offset: u64, bytes: u64) -> i32;
+            /// A view of `bytes` bytes at `offset` of the function's arena into `*out`.
+            view: ViewFn(offset: u64, bytes: u64, out: *mut *mut TccBuffer) -> i32;
+        }
+    };
+}
+pub(crate) use runtime_callbacks;
 
-pub type ViewFn = unsafe extern "C" fn(
-    ctx: *mut c_void,
-    offset: u64,
-    bytes: u64,
-    out: *mut *mut TccBuffer,
-) -> i32;
+/// The callbacks' function-pointer types.
+macro_rules! callback_types {
+    ($($(#[$doc:meta])* $field:ident: $type:ident($($arg:ident: $ty:ty),*) $(-> $status:ty)?;)*) => {
+        $($(#[$doc])* pub type $type = unsafe extern "C" fn(ctx: *mut c_void, $($arg: $ty),*) $(-> $status)?;)*
+    };
+}
+runtime_callbacks!(callback_types);
 
 /// `tcc_runtime_api`: what the runtime offers the artifact's host code.
 #[repr(C)]
@@ -123,19 +128,6 @@ pub type TccEntryFn = unsafe extern "C" fn(
     outputs: *const *mut TccBuffer,
 ) -> i32;
 
-/// `tcc_function_desc`.
-#[repr(C)]
-pub struct TccFunctionDesc {
-    pub name: *const c_char,
-    pub entry: Option<TccEntryFn>,
-    pub num_inputs: u32,
-    pub num_outputs: u32,
-    pub inputs: *const TccTensorDesc,
-    pub outputs: *const TccTensorDesc,
-    pub arena_bytes: u64,
-    pub arena_alignment: u64,
-}
-
 /// `tcc_function_desc_v1`: the function descriptor of ABI version 1.
 #[repr(C)]
 pub struct TccFunctionDescV1 {
@@ -145,6 +137,14 @@ pub struct TccFunctionDescV1 {
     pub num_outputs: u32,
     pub inputs: *const TccTensorDesc,
     pub outputs: *const TccTensorDesc,
+}
+
+/// `tcc_function_desc`: version 1's fields, then the arena's.
+#[repr(C)]
+pub struct TccFunctionDesc {
+    pub v1: TccFunctionDescV1,
+    pub arena_bytes: u64,
+    pub arena_alignment: u64,
 }
 
 /// `tcc_constant_desc`.
@@ -206,16 +206,22 @@ pub const METADATA_SYMBOL: &[u8] = tcc_abi::METADATA_SYMBOL.as_bytes();
 /// the same list computed by a C compiler from the header.
 pub fn layout_table() -> Vec<(&'static str, &'static str, usize)> {
     use std::mem::{offset_of, size_of};
+    // A field is named by its path (`v1.name`); the table knows it by its
+    // last part.
+    macro_rules! last {
+        ($f:ident) => { stringify!($f) };
+        ($f:ident . $($rest:ident).+) => { last!($($rest).+) };
+    }
     macro_rules! fields {
-        ($t:ty, $c:literal; $($f:ident),*) => {
-            vec![$(($c, stringify!($f), offset_of!($t, $f)),)* ($c, "sizeof", size_of::<$t>())]
+        ($t:ty, $c:literal; $($($f:ident).+),*) => {
+            vec![$(($c, last!($($f).+), offset_of!($t, $($f).+)),)* ($c, "sizeof", size_of::<$t>())]
         };
     }
     [
         fields!(TccArg, "tcc_arg"; kind, reserved, value),
         fields!(TccRuntimeApi, "tcc_runtime_api"; abi_version, reserved, ctx, alloc, release, constant, launch, copy, view),
         fields!(TccTensorDesc, "tcc_tensor_desc"; name, dtype, rank, shape),
-        fields!(TccFunctionDesc, "tcc_function_desc"; name, entry, num_inputs, num_outputs, inputs, outputs, arena_bytes, arena_alignment),
+        fields!(TccFunctionDesc, "tcc_function_desc"; v1.name, v1.entry, v1.num_inputs, v1.num_outputs, v1.inputs, v1.outputs, arena_bytes, arena_alignment),
         fields!(TccFunctionDescV1, "tcc_function_desc_v1"; name, entry, num_inputs, num_outputs, inputs, outputs),
         fields!(TccConstantDesc, "tcc_constant_desc"; data, bytes),
         fields!(TccArtifact, "tcc_artifact"; abi_version, source_kind, source, source_bytes, build_options, num_kernels, num_functions, kernel_names, functions, num_constants, reserved, constants, producer),

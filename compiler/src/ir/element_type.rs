@@ -3,6 +3,7 @@
 //! writer and the host back end).
 
 use melior::ir::Type;
+use melior::ir::r#type::{IntegerType, TypeLike};
 
 /// Scalar element types a kernel can touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,18 +20,28 @@ pub enum ElementType {
 }
 
 impl ElementType {
+    /// The element type `ty` is, if a kernel can touch it (integers are
+    /// signless).
     pub fn of_type(ty: Type) -> Option<Self> {
-        let text = ty.to_string();
-        Some(match text.as_str() {
-            "f16" => Self::F16,
-            "f32" => Self::F32,
-            "f64" => Self::F64,
-            "i1" => Self::I1,
-            "i8" => Self::I8,
-            "i16" => Self::I16,
-            "i32" => Self::I32,
-            "i64" => Self::I64,
-            "index" => Self::Index,
+        if ty.is_f16() {
+            return Some(Self::F16);
+        }
+        if ty.is_f32() {
+            return Some(Self::F32);
+        }
+        if ty.is_f64() {
+            return Some(Self::F64);
+        }
+        if ty.is_index() {
+            return Some(Self::Index);
+        }
+        let integer = IntegerType::try_from(ty).ok().filter(|i| i.is_signless())?;
+        Some(match integer.width() {
+            1 => Self::I1,
+            8 => Self::I8,
+            16 => Self::I16,
+            32 => Self::I32,
+            64 => Self::I64,
             _ => return None,
         })
     }
@@ -95,5 +106,33 @@ impl ElementType {
 
     pub fn is_float(self) -> bool {
         matches!(self, Self::F16 | Self::F32 | Self::F64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ElementType;
+    use crate::ir::testing::parse_type;
+
+    #[test]
+    fn reads_the_element_types_kernels_touch() {
+        let context = tcc_dialects::new_context();
+        let of = |text: &str| ElementType::of_type(parse_type(&context, text));
+        for (text, expected) in [
+            ("f16", ElementType::F16),
+            ("f32", ElementType::F32),
+            ("f64", ElementType::F64),
+            ("i1", ElementType::I1),
+            ("i8", ElementType::I8),
+            ("i16", ElementType::I16),
+            ("i32", ElementType::I32),
+            ("i64", ElementType::I64),
+            ("index", ElementType::Index),
+        ] {
+            assert_eq!(of(text), Some(expected), "{text}");
+        }
+        for other in ["bf16", "si8", "ui32", "i4", "tf32", "tensor<2xf32>"] {
+            assert_eq!(of(other), None, "{other}");
+        }
     }
 }

@@ -8,6 +8,7 @@ pub mod dense;
 pub mod element_type;
 pub mod memref;
 pub mod operand;
+pub mod storage;
 pub mod strategy;
 #[cfg(test)]
 pub mod testing;

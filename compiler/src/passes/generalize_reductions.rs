@@ -25,9 +25,8 @@ impl TccPass for GeneralizeReductions {
     type Options = NoOptions;
 
     fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
-        // Collect first: generalizing replaces ops.
-        let reductions = ops_named(root, "linalg.reduce");
-        for op in reductions {
+        // `ops_named` collects them first: generalizing replaces ops.
+        for op in ops_named(root, "linalg.reduce") {
             let location = op.location();
             if !unsafe { tcc_dialects::generalize(op.to_raw()) } {
                 return Err(PassError::at(

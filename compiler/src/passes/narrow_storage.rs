@@ -33,20 +33,22 @@
 
 use std::collections::{HashMap, HashSet};
 
+use melior::Context;
 use melior::ir::attribute::{AttributeLike, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::r#type::TypeLike;
 use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{self, NoOptions, PassError, PassResult, TccPass};
 use crate::ir::memref::VIEW_OPS;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users};
 
 /// The attribute that marks a buffer (or kernel argument) stored narrower
 /// than its element type: a type attribute, `f16`.
-pub const STORAGE_ATTR: &str = "tcc.storage";
+pub use crate::ir::attr_names::STORAGE as STORAGE_ATTR;
+pub use crate::ir::storage::{argument_storage, op_storage};
 
 pub struct NarrowStorage;
 
@@ -58,10 +60,10 @@ impl TccPass for NarrowStorage {
 
     fn run<'c>(
         &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+        context: &'c Context,
+        module: pass::Root<'c>,
+        _: &NoOptions,
+    ) -> PassResult<'c> {
         let kernels = kernel_functions(module);
         let narrowable: HashMap<String, Vec<bool>> = kernels
             .iter()
@@ -465,31 +467,6 @@ fn set_argument_attribute<'c>(
     unsafe { OperationRefMut::from_raw(function.to_raw()) }.set_attribute("arg_attrs", array);
 }
 
-/// The storage a kernel argument is marked with (`tcc.storage`), if any.
-pub fn argument_storage<'c>(function: OperationRef<'c, '_>, index: usize) -> Option<Type<'c>> {
-    let array = function.attribute("arg_attrs").ok()?.to_raw();
-    unsafe {
-        if !mlir_sys::mlirAttributeIsAArray(array)
-            || index as isize >= mlir_sys::mlirArrayAttrGetNumElements(array)
-        {
-            return None;
-        }
-        let dictionary = mlir_sys::mlirArrayAttrGetElement(array, index as isize);
-        if !mlir_sys::mlirAttributeIsADictionary(dictionary) {
-            return None;
-        }
-        let name = mlir_sys::MlirStringRef {
-            data: STORAGE_ATTR.as_ptr() as *const _,
-            length: STORAGE_ATTR.len(),
-        };
-        let attribute = mlir_sys::mlirDictionaryAttrGetElementByName(dictionary, name);
-        if attribute.ptr.is_null() || !mlir_sys::mlirAttributeIsAType(attribute) {
-            return None;
-        }
-        Some(Type::from_raw(mlir_sys::mlirTypeAttrGetValue(attribute)))
-    }
-}
-
 /// Whether the module stores a constant or a kernel's buffer as half
 /// (what the artifact's metadata reports).
 pub fn uses_half_storage(module: OperationRef) -> bool {
@@ -501,12 +478,4 @@ pub fn uses_half_storage(module: OperationRef) -> bool {
             .any(|kernel| {
                 (0..kernel_arity(*kernel)).any(|i| argument_storage(*kernel, i).is_some())
             })
-}
-
-/// The storage an op (`memref.global`, `memref.alloc`) is marked with.
-pub fn op_storage<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<Type<'c>> {
-    op.attribute(STORAGE_ATTR)
-        .ok()
-        .and_then(|a| TypeAttribute::try_from(a).ok())
-        .map(|t| t.value())
 }

@@ -14,10 +14,11 @@
 
 use std::collections::HashMap;
 
+use melior::Context;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{BlockLike, RegionLike};
 
-use super::pass::{NoOptions, PassError, TccPass};
+use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value};
 
 /// The prefix of the globals upstream bufferization names.
@@ -31,12 +32,7 @@ impl TccPass for OrderGlobals {
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
-    fn run<'c>(
-        &self,
-        context: &'c melior::Context,
-        module: OperationRef<'c, 'c>,
-        _options: &NoOptions,
-    ) -> Result<(), PassError<'c>> {
+    fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let globals = body_ops_named(module, "memref.global");
         if globals.is_empty() {
             return Ok(());

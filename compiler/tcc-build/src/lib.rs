@@ -238,16 +238,9 @@ fn check_identifier(name: &str) -> Result<(), Error> {
 
 /// `name` made a Rust identifier (snake case kept).
 fn identifier(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mut s = name
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        .to_ascii_lowercase();
     if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
         s.insert(0, '_');
     }

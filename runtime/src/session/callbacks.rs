@@ -83,12 +83,12 @@ impl Session {
             abi_version: abi::TCC_ABI_VERSION,
             reserved: 0,
             ctx: &mut cx as *mut CallContext as *mut c_void,
-            alloc: Some(cb_alloc),
-            release: Some(cb_release),
-            constant: Some(cb_constant),
-            launch: Some(cb_launch),
-            copy: Some(cb_copy),
-            view: Some(cb_view),
+            alloc: Some(entry::alloc),
+            release: Some(entry::release),
+            constant: Some(entry::constant),
+            launch: Some(entry::launch),
+            copy: Some(entry::copy),
+            view: Some(entry::view),
         };
         // SAFETY: the entry point comes from the validated artifact; the
         // buffer arrays have the lengths its descriptor declares; `cx`
@@ -490,9 +490,34 @@ impl CallContext<'_> {
 
 const STATUS_ERROR: i32 = 1;
 
+/// What a callback returns to C: its status, or nothing (`release`).
+trait Status {
+    fn from_status(status: i32) -> Self;
+}
+
+impl Status for i32 {
+    fn from_status(status: i32) -> i32 {
+        status
+    }
+}
+
+impl Status for () {
+    fn from_status(_: i32) {}
+}
+
+/// Runs `op` on the call context behind `ctx` ([`status_of`]), as the
+/// callback's return type.
+fn guarded<S: Status>(
+    ctx: *mut c_void,
+    name: &str,
+    op: impl FnOnce(&mut CallContext) -> Result<()>,
+) -> S {
+    S::from_status(status_of(ctx, name, op))
+}
+
 /// Runs `op` on the call context behind `ctx`, turning errors and panics
 /// into a recorded error and a non-zero status.
-fn guarded(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> Result<()>) -> i32 {
+fn status_of(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> Result<()>) -> i32 {
     if ctx.is_null() {
         return STATUS_ERROR;
     }
@@ -516,50 +541,21 @@ fn guarded(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> Re
     STATUS_ERROR
 }
 
-unsafe extern "C" fn cb_alloc(ctx: *mut c_void, bytes: u64, out: *mut *mut TccBuffer) -> i32 {
-    guarded(ctx, "alloc", |cx| cx.alloc(bytes, out))
-}
+/// The C entry points of the callbacks, one per `tcc_runtime_api` field
+/// and of the same name: each runs the [`CallContext`] method of that name
+/// under [`guarded`].
+mod entry {
+    use std::ffi::c_void;
 
-unsafe extern "C" fn cb_release(ctx: *mut c_void, buffer: *mut TccBuffer) {
-    guarded(ctx, "release", |cx| cx.release(buffer));
-}
+    use super::{CallContext, guarded};
+    use crate::abi::{TccArg, TccBuffer, runtime_callbacks};
 
-unsafe extern "C" fn cb_constant(ctx: *mut c_void, index: u32, out: *mut *mut TccBuffer) -> i32 {
-    guarded(ctx, "constant", |cx| cx.constant(index, out))
-}
-
-unsafe extern "C" fn cb_view(
-    ctx: *mut c_void,
-    offset: u64,
-    bytes: u64,
-    out: *mut *mut TccBuffer,
-) -> i32 {
-    guarded(ctx, "view", |cx| cx.view(offset, bytes, out))
-}
-
-unsafe extern "C" fn cb_launch(
-    ctx: *mut c_void,
-    kernel: u32,
-    dims: u32,
-    global: *const u64,
-    local: *const u64,
-    num_args: u32,
-    args: *const TccArg,
-) -> i32 {
-    guarded(ctx, "launch", |cx| {
-        cx.launch(kernel, dims, global, local, num_args, args)
-    })
-}
-
-unsafe extern "C" fn cb_copy(
-    ctx: *mut c_void,
-    dst: *mut TccBuffer,
-    dst_offset: u64,
-    src: *mut TccBuffer,
-    src_offset: u64,
-    bytes: u64,
-) -> i32 {
-    guarded(ctx, "copy", |cx| {
-        cx.copy(dst, dst_offset, src, src_offset, bytes)
-    })
+    macro_rules! entries {
+        ($($(#[$doc:meta])* $field:ident: $type:ident($($arg:ident: $ty:ty),*) $(-> $status:ty)?;)*) => {
+            $($(#[$doc])* pub(super) unsafe extern "C" fn $field(ctx: *mut c_void, $($arg: $ty),*) $(-> $status)? {
+                guarded(ctx, stringify!($field), |cx: &mut CallContext| cx.$field($($arg),*))
+            })*
+        };
+    }
+    runtime_callbacks!(entries);
 }

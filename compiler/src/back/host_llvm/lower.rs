@@ -136,7 +136,7 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
 /// allocation or an arena view, carries `tcc.storage`).
 fn stored_byte_size(op: OperationRef, tensor: &TensorDesc) -> u64 {
     let bytes = byte_size(tensor);
-    match crate::passes::op_storage(&op) {
+    match crate::ir::storage::op_storage(&op) {
         Some(storage)
             if melior::ir::r#type::TypeLike::is_f16(&storage)
                 && tensor.element.size_bytes() == 4 =>

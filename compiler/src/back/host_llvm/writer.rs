@@ -292,7 +292,7 @@ impl<'l> HostWriter<'l> {
                 CodegenError::at(op, "a constant (memref.global) has no initial value")
             })?;
             let bytes = constant_bytes(*op, value)?;
-            constants.push(match crate::passes::op_storage(op) {
+            constants.push(match crate::ir::storage::op_storage(op) {
                 Some(storage) => stored_bytes(*op, bytes, storage)?,
                 None => bytes,
             });

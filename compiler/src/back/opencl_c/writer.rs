@@ -189,7 +189,7 @@ fn argument_storage(
     index: usize,
     element: ElementType,
 ) -> Result<Storage, CodegenError> {
-    match crate::passes::argument_storage(kernel, index) {
+    match crate::ir::storage::argument_storage(kernel, index) {
         None => Ok(element.storage()),
         Some(storage) if storage.is_f16() && element == ElementType::F32 => Ok(Storage::F16),
         Some(storage) => Err(CodegenError::at(

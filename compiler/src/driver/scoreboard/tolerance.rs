@@ -3,6 +3,13 @@
 //! plus an absolute one that grows with the longest accumulation in the
 //! model.
 
+use melior::ir::ValueLike;
+use melior::ir::operation::{OperationLike, OperationRef};
+
+use crate::ir::dense::int_array_attribute;
+use crate::ir::types::{normalize_axis, static_shape};
+use crate::ir::util::{collect_ops, integer_value, op_name};
+
 /// Relative tolerance of an inexact output: `|got - want| <= atol + RTOL *
 /// |want|`, a few ulp of the transcendental functions (OpenCL allows up to
 /// 16 for pow) over short chains of them.
@@ -115,81 +122,56 @@ pub fn case_tolerance(model: &crate::front::onnx::proto::ModelProto, mlir: &str)
     }
 }
 
-/// Dimensions of the `index`th `tensor<...>` type in `text`.
-fn tensor_dims(text: &str, index: usize) -> Option<Vec<usize>> {
-    let body = text.split("tensor<").nth(index + 1)?;
-    let body = body.split('>').next()?;
-    let mut parts: Vec<&str> = body.split('x').collect();
-    parts.pop(); // the element type
-    parts.iter().map(|p| p.trim().parse().ok()).collect()
-}
-
-fn attribute_int(line: &str, name: &str) -> Option<i64> {
-    let rest = line.split(&format!("{name} = ")).nth(1)?;
-    let digits: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    digits.parse().ok()
-}
-
-fn axis_dim(dims: &[usize], axis: i64) -> Option<usize> {
-    let axis = if axis < 0 {
-        axis + dims.len() as i64
-    } else {
-        axis
-    };
-    dims.get(usize::try_from(axis).ok()?).copied()
-}
-
-/// The longest accumulation of the imported module (custom op syntax, as
-/// the importer prints it): K of matmuls, kernel volume times input
-/// channels of convolutions, the reduced dimension of reductions, softmax
-/// and layer norm, the window of average pools.
+/// The longest accumulation of the imported module: K of matmuls, kernel
+/// volume times input channels of convolutions, the reduced dimension of
+/// reductions, softmax and layer norm, the window of average pools (1
+/// when there is none, or when the text does not parse).
 pub fn accumulation_length(mlir: &str) -> usize {
-    let mut longest = 1usize;
-    for line in mlir.lines() {
-        let Some(op) = line
-            .split_whitespace()
-            .find(|w| w.starts_with("tosa.") || w.starts_with("tcc."))
-        else {
-            continue;
-        };
-        // The operand types follow the last " : ".
-        let types = line.rsplit_once(" : ").map(|(_, t)| t).unwrap_or("");
-        let length = match op {
-            "tosa.matmul" => tensor_dims(types, 0).and_then(|d| d.last().copied()),
-            "tosa.conv2d" | "tosa.conv3d" | "tosa.transpose_conv2d" => {
-                tensor_dims(types, 1).map(|d| d.iter().skip(1).product())
-            }
-            "tosa.depthwise_conv2d" => tensor_dims(types, 1).map(|d| d[..2].iter().product()),
-            "tosa.avg_pool2d" => line.split("kernel = array<i64: ").nth(1).map(|k| {
-                k.split('>')
-                    .next()
-                    .unwrap_or("")
-                    .split(',')
-                    .filter_map(|v| v.trim().parse::<usize>().ok())
-                    .product()
-            }),
-            _ if op.starts_with("tosa.reduce_") => tensor_dims(types, 0)
-                .zip(attribute_int(line, "axis"))
-                .and_then(|(d, a)| axis_dim(&d, a)),
-            "tcc.softmax" | "tcc.log_softmax" => tensor_dims(types, 0)
-                .zip(attribute_int(line, "axis"))
-                .and_then(|(d, a)| axis_dim(&d, a)),
-            "tcc.layer_norm" => {
-                tensor_dims(types, 0)
-                    .zip(attribute_int(line, "axis"))
-                    .map(|(d, a)| {
-                        let a = if a < 0 { a + d.len() as i64 } else { a } as usize;
-                        d.iter().skip(a).product()
-                    })
-            }
-            _ => None,
-        };
-        longest = longest.max(length.unwrap_or(1));
+    let context = tcc_dialects::new_context();
+    let Some(module) = tcc_dialects::parse_module(&context, mlir, "imported.mlir") else {
+        return 1;
+    };
+    let root = unsafe { OperationRef::from_raw(module.as_operation().to_raw()) };
+    collect_ops(root)
+        .into_iter()
+        .filter_map(accumulation)
+        .fold(1, usize::max)
+}
+
+/// The accumulation length of one op, when it accumulates.
+fn accumulation(op: OperationRef) -> Option<usize> {
+    let dims = |index: usize| -> Option<Vec<usize>> {
+        let shape = static_shape(op.operand(index).ok()?.r#type())?;
+        shape.into_iter().map(|d| usize::try_from(d).ok()).collect()
+    };
+    let axis = || op.attribute("axis").ok().and_then(integer_value);
+    // The dimension `axis` names in operand 0's shape, and that shape.
+    let along_axis = || {
+        let dims = dims(0)?;
+        let axis = normalize_axis(axis()?, dims.len())?;
+        Some((dims, axis))
+    };
+    let name = op_name(&op);
+    match name.as_str() {
+        "tosa.matmul" => dims(0)?.last().copied(),
+        "tosa.conv2d" | "tosa.conv3d" | "tosa.transpose_conv2d" => {
+            Some(dims(1)?.iter().skip(1).product())
+        }
+        "tosa.depthwise_conv2d" => Some(dims(1)?.get(..2)?.iter().product()),
+        "tosa.avg_pool2d" => {
+            let kernel = int_array_attribute(op, "kernel")?;
+            Some(
+                kernel
+                    .iter()
+                    .map(|&k| usize::try_from(k).unwrap_or(0))
+                    .product(),
+            )
+        }
+        "tcc.layer_norm" => along_axis().map(|(dims, axis)| dims[axis..].iter().product()),
+        "tcc.softmax" | "tcc.log_softmax" => along_axis().map(|(dims, axis)| dims[axis]),
+        reduce if reduce.starts_with("tosa.reduce_") => along_axis().map(|(dims, axis)| dims[axis]),
+        _ => None,
     }
-    longest
 }
 
 #[cfg(test)]
@@ -198,21 +180,30 @@ mod tests {
 
     #[test]
     fn accumulation_length_reads_the_reducing_ops() {
-        let mlir = r#"
-    %4 = tosa.conv2d %0, %2, %3, %1, %1 {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x7x5x3xf32>, tensor<4x3x2x3xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x5x4x4xf32> loc(#loc2)
-    %5 = tosa.transpose %4 {perms = array<i32: 0, 3, 1, 2>} : (tensor<2x5x4x4xf32>) -> tensor<2x4x5x4xf32>
-"#;
-        assert_eq!(accumulation_length(mlir), 18);
-        let mlir = "%1 = tosa.matmul %a, %b, %z, %z : (tensor<1x4x40xf32>, tensor<1x40x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x3xf32>\n\
-                    %2 = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<3x70x2xf32>) -> tensor<3x1x2xf32>\n\
-                    %3 = tcc.softmax %x axis = -1 : tensor<2x9xf32>";
-        assert_eq!(accumulation_length(mlir), 70);
-        assert_eq!(
-            accumulation_length(
-                "%0 = tosa.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>"
-            ),
-            1
-        );
+        let conv = r#"
+func.func @f(%x: tensor<2x7x5x3xf32>, %w: tensor<4x3x2x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x5x4xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x7x5x3xf32>, tensor<4x3x2x3xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x5x4x4xf32>
+  %1 = tosa.transpose %0 {perms = array<i32: 0, 3, 1, 2>} : (tensor<2x5x4x4xf32>) -> tensor<2x4x5x4xf32>
+  return %1 : tensor<2x4x5x4xf32>
+}"#;
+        assert_eq!(accumulation_length(conv), 18);
+        // The importer's own text is in generic syntax.
+        let reductions = r#"
+func.func @f(%a: tensor<1x4x40xf32>, %b: tensor<1x40x3xf32>, %x: tensor<3x70x2xf32>, %y: tensor<2x9xf32>) -> (tensor<1x4x3xf32>, tensor<3x1x2xf32>, tensor<2x9xf32>) {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %1 = "tosa.matmul"(%a, %b, %z, %z) : (tensor<1x4x40xf32>, tensor<1x40x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x3xf32>
+  %2 = "tosa.reduce_sum"(%x) <{axis = 1 : i32}> : (tensor<3x70x2xf32>) -> tensor<3x1x2xf32>
+  %3 = tcc.softmax %y axis = -1 : tensor<2x9xf32>
+  return %1, %2, %3 : tensor<1x4x3xf32>, tensor<3x1x2xf32>, tensor<2x9xf32>
+}"#;
+        assert_eq!(accumulation_length(reductions), 70);
+        let elementwise = r#"
+func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = tosa.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"#;
+        assert_eq!(accumulation_length(elementwise), 1);
     }
 
     #[test]

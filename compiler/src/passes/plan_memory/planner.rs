@@ -161,12 +161,7 @@ mod tests {
     #[test]
     fn a_chain_reuses_two_slots() {
         // a -> b -> c -> d: each buffer lives across two ops.
-        let buffers = [
-            iv(1000, 0, 1),
-            iv(1000, 1, 2),
-            iv(1000, 2, 3),
-            iv(1000, 3, 4),
-        ];
+        let buffers: Vec<Interval> = (0..4).map(|op| iv(1000, op, op + 1)).collect();
         let plan = plan(&buffers, 256).unwrap();
         assert_eq!(plan.lower_bound, 2000);
         assert_eq!(plan.arena_bytes, 2048);

@@ -1,0 +1,211 @@
+//! The function's arguments: initializers become named constants, and the
+//! graph inputs that are not initializers become arguments of the
+//! declared (or `--input-shape`) static type.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::super::dtype::{self, DType, TType, checked_numel};
+use super::super::emit::{Val, string_literal};
+use super::super::error::{ImportError, Result, bail};
+use super::super::node::Value;
+use super::super::proto::{GraphProto, ValueInfoProto};
+use super::super::tensor;
+use super::super::{ImportOptions, IoInfo};
+use super::graph::declared_type;
+use super::{Importer, Values};
+
+/// Defines every initializer as a constant value, named by its ONNX name
+/// (`#index` when it has none).
+pub(super) fn define_initializers(
+    imp: &mut Importer,
+    graph: &GraphProto,
+    base_dir: Option<&Path>,
+    values: &mut Values,
+) -> Result<()> {
+    for (index, init) in graph.initializer.iter().enumerate() {
+        let what = format!("initializer '{}'", init.name);
+        let c = tensor::decode(init, base_dir, &what)?;
+        let name = if init.name.is_empty() {
+            format!("#{index}")
+        } else {
+            init.name.clone()
+        };
+        let value = Value::constant(imp.adopt(c));
+        imp.name(&value, &name);
+        values.insert(name, value);
+    }
+    Ok(())
+}
+
+/// The function's arguments (their MLIR text, in order) and the inputs
+/// they describe: every graph input that is not an initializer, defined in
+/// `values` as `%argN`.
+pub(super) fn define_arguments(
+    imp: &mut Importer,
+    graph: &GraphProto,
+    options: &ImportOptions,
+    values: &mut Values,
+) -> Result<(Vec<String>, Vec<IoInfo>)> {
+    let mut arguments = Vec::new();
+    let mut inputs = Vec::new();
+    let overrides: HashMap<&str, &Vec<i64>> = options
+        .input_shapes
+        .iter()
+        .map(|(n, s)| (n.as_str(), s))
+        .collect();
+    for info in &graph.input {
+        if values.contains_key(&info.name) {
+            continue;
+        }
+        let ty = input_type(imp, info, overrides.get(info.name.as_str()).copied())?;
+        let ssa = format!("%arg{}", arguments.len());
+        arguments.push(format!(
+            "{ssa}: {} {{tcc.name = {}}} loc({})",
+            ty.mlir(),
+            string_literal(&info.name),
+            string_literal(&info.name)
+        ));
+        inputs.push(IoInfo {
+            name: info.name.clone(),
+            ty: ty.clone(),
+        });
+        values.insert(info.name.clone(), Value::Tensor(Val { ssa, ty }));
+    }
+    for (name, _) in &options.input_shapes {
+        if !inputs.iter().any(|i| &i.name == name) {
+            let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+            bail!(
+                "--input-shape names '{name}', which is not a graph input (the graph inputs are: {})",
+                names.join(", ")
+            );
+        }
+    }
+    Ok((arguments, inputs))
+}
+
+/// A graph input's static type: its declared element type and shape, or
+/// the `--input-shape` given for it (`shape`).
+fn input_type(
+    imp: &mut Importer,
+    info: &ValueInfoProto,
+    shape: Option<&Vec<i64>>,
+) -> Result<TType> {
+    let (code, dims, params) = declared_type(info).map_err(|e| e.context("graph input"))?;
+    let Some(dtype) = DType::from_onnx(code) else {
+        bail!(
+            "graph input '{}' has element type {}, which tcc does not support",
+            info.name,
+            DType::onnx_code_name(code)
+        );
+    };
+    let dtype = imp.graph_dtype(dtype);
+    if !dtype.in_graph() {
+        let hint = if dtype == DType::F64 {
+            " (import with --demote-f64 to compute in float32)"
+        } else {
+            ""
+        };
+        bail!(
+            "graph input '{}' has element type {dtype}, which tcc does not support{hint}",
+            info.name
+        );
+    }
+    let shape: Vec<i64> = match shape {
+        Some(shape) => overridden_shape(imp, info, &dims, &params, shape)?,
+        None => static_shape(info, &dims, &params)?,
+    };
+    if checked_numel(&shape).is_none() {
+        bail!(
+            "graph input '{}' has the shape {}, more than tcc's limit of {} elements",
+            info.name,
+            dtype::shape_text(&shape),
+            dtype::MAX_ELEMENTS
+        );
+    }
+    Ok(TType::new(dtype, shape))
+}
+
+/// The declared dimensions as text (`N` for a dynamic one named N).
+fn declared_dims(dims: &[Option<i64>], params: &[String]) -> Vec<String> {
+    dims.iter()
+        .zip(params)
+        .map(|(d, p)| d.map_or(p.clone(), |d| d.to_string()))
+        .collect()
+}
+
+/// `--input-shape`'s `shape` for a graph input declared with `dims`:
+/// dynamic dimensions take any value; of the static ones only the batch
+/// (the first) may change, and then the same way for every input (the
+/// importer remembers it to rebatch reshapes and outputs).
+fn overridden_shape(
+    imp: &mut Importer,
+    info: &ValueInfoProto,
+    dims: &[Option<i64>],
+    params: &[String],
+    shape: &[i64],
+) -> Result<Vec<i64>> {
+    if shape.len() != dims.len()
+        || dims
+            .iter()
+            .zip(shape.iter())
+            .skip(1)
+            .any(|(d, s)| d.is_some_and(|d| d != *s))
+    {
+        let declared = declared_dims(dims, params);
+        let rank = |r: usize| {
+            if r == 1 {
+                "rank 1".to_string()
+            } else {
+                format!("rank {r}")
+            }
+        };
+        let given = if shape.is_empty() {
+            "a scalar (rank 0)".to_string()
+        } else {
+            format!("{} ({})", dtype::shape_text(shape), rank(shape.len()))
+        };
+        let declared = if declared.is_empty() {
+            "a scalar (rank 0)".to_string()
+        } else {
+            format!("{} ({})", declared.join("x"), rank(dims.len()))
+        };
+        bail!(
+            "--input-shape for '{}' is {given} but the model declares {declared}; only the batch (the first dimension) and dynamic dimensions can be overridden",
+            info.name
+        );
+    }
+    if let (Some(Some(declared)), Some(&new)) = (dims.first(), shape.first())
+        && *declared != new
+    {
+        match imp.batch {
+            Some((d, n)) if (d, n) != (*declared, new) => bail!(
+                "--input-shape for '{}' changes the batch from {declared} to {new}, but another input changes it from {d} to {n}",
+                info.name
+            ),
+            _ => imp.batch = Some((*declared, new)),
+        }
+    }
+    Ok(shape.to_vec())
+}
+
+/// The declared shape of a graph input, which must be static.
+fn static_shape(
+    info: &ValueInfoProto,
+    dims: &[Option<i64>],
+    params: &[String],
+) -> Result<Vec<i64>> {
+    let mut shape = Vec::new();
+    for (d, p) in dims.iter().zip(params) {
+        match d {
+            Some(d) => shape.push(*d),
+            None => bail!(
+                "graph input '{}' has the dynamic dimension '{p}' (shape {}): tcc needs static shapes; give one with --input-shape {}=DIMS",
+                info.name,
+                declared_dims(dims, params).join("x"),
+                info.name
+            ),
+        }
+    }
+    Ok(shape)
+}

@@ -1,0 +1,107 @@
+//! The node walk: each live node, in dependency order, imported by its
+//! op's importer (`ops::import_node`) with the values of its inputs; its
+//! outputs join the value table under their ONNX names.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::super::dtype::DType;
+use super::super::error::{ImportError, Result, bail};
+use super::super::node::{Node, Value};
+use super::super::ops;
+use super::super::proto::{GraphProto, NodeProto};
+use super::{Importer, Values};
+
+/// Imports the nodes of `order` (`(index in the graph, node)`, as
+/// `live_nodes` orders them) into `values`.
+pub(super) fn import_nodes(
+    imp: &mut Importer,
+    graph: &GraphProto,
+    order: &[(usize, &NodeProto)],
+    opset: i64,
+    base_dir: Option<&Path>,
+    values: &mut Values,
+) -> Result<()> {
+    let used: HashSet<&str> = order
+        .iter()
+        .flat_map(|(_, n)| n.input.iter().map(String::as_str))
+        .chain(graph.output.iter().map(|o| o.name.as_str()))
+        .collect();
+    let total = order.len();
+    for (position, &(index, proto)) in order.iter().enumerate() {
+        let where_ = || describe(proto, index, opset, (position, total));
+        let location = if proto.name.is_empty() {
+            format!("{}_{index}", proto.op_type)
+        } else {
+            proto.name.clone()
+        };
+        imp.e.set_location(&location);
+        imp.node.clone_from(&location);
+        let mut node_inputs = Vec::new();
+        for name in &proto.input {
+            if name.is_empty() {
+                node_inputs.push(None);
+            } else {
+                match values.get(name) {
+                    Some(v) => node_inputs.push(Some(v.clone())),
+                    None => bail!("{}: input '{name}' is not defined", where_()),
+                }
+            }
+        }
+        let node = Node {
+            proto,
+            opset,
+            inputs: node_inputs,
+        };
+        let outputs = ops::import_node(imp, &node, base_dir).map_err(|e| e.context(where_()))?;
+        for (i, name) in proto.output.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            match outputs.get(i) {
+                Some(Value::Const(c)) if c.dtype == DType::F64 && imp.demote_f64 => {
+                    let value = Value::constant(c.cast(DType::F32));
+                    imp.name(&value, name);
+                    values.insert(name.clone(), value);
+                }
+                Some(value) => {
+                    imp.name(value, name);
+                    values.insert(name.clone(), value.clone());
+                }
+                None if used.contains(name.as_str()) => {
+                    bail!(
+                        "{}: output #{i} ('{name}') is used but the importer does not produce it",
+                        where_()
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The node for error messages: its name, op, domain and opset, and where
+/// it stands (`position` of `total` in import order, `index` in the graph).
+fn describe(
+    proto: &NodeProto,
+    index: usize,
+    opset: i64,
+    (position, total): (usize, usize),
+) -> String {
+    let name = if proto.name.is_empty() {
+        String::new()
+    } else {
+        format!("'{}' ", proto.name)
+    };
+    let domain = if proto.domain.is_empty() {
+        String::new()
+    } else {
+        format!("domain {}, ", proto.domain)
+    };
+    format!(
+        "node {name}({}, {domain}opset {opset}; node {} of {total}, #{index} in the graph)",
+        proto.op_type,
+        position + 1
+    )
+}
