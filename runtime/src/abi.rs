@@ -244,3 +244,79 @@ mod tests {
         assert_eq!(super::layout_table(), table);
     }
 }
+
+#[cfg(test)]
+mod callback_tests {
+    /// The C type a callback parameter's Rust type stands for.
+    fn c_type(rust: &str) -> String {
+        let rust = rust.replace(' ', "");
+        let base = |name: &str| match name {
+            "u32" => "uint32_t",
+            "u64" => "uint64_t",
+            "i32" => "int32_t",
+            "TccBuffer" => "tcc_buffer",
+            "TccArg" => "tcc_arg",
+            other => panic!("no C type for `{other}`: extend c_type"),
+        };
+        let mut stars = String::new();
+        let mut rest = rust.as_str();
+        let mut konst = false;
+        loop {
+            if let Some(r) = rest.strip_prefix("*mut") {
+                stars.push('*');
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("*const") {
+                stars.push('*');
+                konst = true;
+                rest = r;
+            } else {
+                break;
+            }
+        }
+        format!("{}{}{stars}", if konst { "const " } else { "" }, base(rest))
+    }
+
+    /// One `_Static_assert` per callback: the header's field has exactly
+    /// the function-pointer type the Rust list declares.
+    macro_rules! c_assertions {
+        ($($(#[$doc:meta])* $field:ident: $type:ident($($arg:ident: $ty:ty),*) $(-> $status:ty)?;)*) => {{
+            let mut text = String::new();
+            $(
+                let parameters: Vec<String> =
+                    std::iter::once("void *".to_string()).chain([$(c_type(stringify!($ty))),*]).collect();
+                let result: &[&str] = &[$(stringify!($status)),*];
+                let result = result.first().map_or("void".to_string(), |r| c_type(r));
+                text.push_str(&format!(
+                    "_Static_assert(__builtin_types_compatible_p(__typeof__(((tcc_runtime_api *)0)->{}), {} (*)({})), \"{}\");\n",
+                    stringify!($field), result, parameters.join(", "), stringify!($field)
+                ));
+            )*
+            text
+        }};
+    }
+
+    #[test]
+    fn the_headers_callbacks_have_the_rust_lists_signatures() {
+        let assertions = super::runtime_callbacks!(c_assertions);
+        assert_eq!(assertions.lines().count(), 6, "{assertions}");
+        let directory = tempfile::tempdir().unwrap();
+        let source = directory.path().join("callbacks.c");
+        std::fs::write(
+            &source,
+            format!("#include \"tcc_abi.h\"\n#include <stdint.h>\n{assertions}"),
+        )
+        .unwrap();
+        let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let output = std::process::Command::new(&compiler)
+            .args(["-std=gnu11", "-fsyntax-only", "-I"])
+            .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include"))
+            .arg(&source)
+            .output()
+            .expect("a C compiler (cc or $CC)");
+        assert!(
+            output.status.success(),
+            "tcc_abi.h's callbacks disagree with runtime_callbacks!:\n{}\n{assertions}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
