@@ -13,10 +13,11 @@
 //! `target=` is given. A tuning record (`tuning=FILE`, written by `tcc
 //! tune`) overrides the target's GEMM table for the shapes it measured;
 //! `candidate=N` forces every GEMM's N-th candidate configuration, for
-//! the tuner's measurements. `windows=on|off` (or, when the option is
+//! the tuner's measurements. `windows=on|off|N` (or, when the option is
 //! left at `auto`, the `TCC_WINDOWS` environment variable) forces the
-//! window template on or off for depthwise convolutions and poolings
-//! (`window.rs`), to time it against the loop nest.
+//! window template on (in blocks of N output columns) or off for
+//! depthwise convolutions and poolings (`window.rs`), to time and test
+//! it against the loop nest.
 
 mod window;
 
@@ -99,7 +100,7 @@ impl PassOptions for ConfigureOptions {
             name: "windows",
             kind: PassOptionKind::String,
             default: "auto",
-            description: "Depthwise convolutions and poolings on the window template: auto (the target's choice, or the TCC_WINDOWS environment variable), on or off",
+            description: "Depthwise convolutions and poolings on the window template: auto (the target's choice, or the TCC_WINDOWS environment variable), on, off, or N (on, in blocks of N output columns)",
         },
     ];
 

@@ -27,7 +27,7 @@ const WINDOW_OPS: &[&str] = &[
 /// left at `auto`.
 pub const WINDOWS_ENV: &str = "TCC_WINDOWS";
 
-/// Whether window ops take the template.
+/// Whether window ops take the template (`windows=auto|on|off|N`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowChoice {
     /// As the target's configuration says (`TCC_WINDOWS` overriding).
@@ -36,6 +36,9 @@ pub enum WindowChoice {
     On,
     /// Never: loop nests.
     Off,
+    /// Always, with blocks of this many output columns (to time or test
+    /// the blocks; the target's other parameters kept).
+    Columns(u32),
 }
 
 impl FromStr for WindowChoice {
@@ -46,7 +49,12 @@ impl FromStr for WindowChoice {
             "" | "auto" => Ok(WindowChoice::Auto),
             "on" => Ok(WindowChoice::On),
             "off" => Ok(WindowChoice::Off),
-            other => Err(format!("windows must be auto, on or off, not '{other}'")),
+            other => match other.parse::<u32>() {
+                Ok(columns) if columns > 0 => Ok(WindowChoice::Columns(columns)),
+                _ => Err(format!(
+                    "windows must be auto, on, off or a number of columns, not '{other}'"
+                )),
+            },
         }
     }
 }
@@ -74,11 +82,15 @@ pub(super) fn strategy(
         return None;
     }
     let geometry = geometry(op)?;
-    let config = match (choice, target.window_config(&geometry)) {
+    let mut config = match (choice, target.window_config(&geometry)) {
         (_, Some(config)) => config,
-        (WindowChoice::On, None) => Target::Generic.window_config(&geometry)?,
-        _ => return None,
+        (WindowChoice::Auto, None) => return None,
+        _ => Target::Generic.window_config(&geometry)?,
     };
+    if let WindowChoice::Columns(columns) = choice {
+        config.columns = columns;
+        config.validate(&geometry).ok()?;
+    }
     Some(KernelStrategy::Window {
         config,
         work_items: config.work_items(&geometry),
