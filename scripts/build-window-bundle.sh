@@ -36,7 +36,7 @@ export PATH="$LLVM_PREFIX/bin:$HOME/.cargo/bin:$PATH"
 cargo=${CARGO:-cargo}
 
 echo "== building ($profile)"
-"$cargo" build "${cargo_profile[@]}" -p tcc-compiler -p tcc-runtime --bins
+"$cargo" build "${cargo_profile[@]}" --workspace --bins --lib --locked
 bin=target/$profile
 
 rm -rf "$out/models" "$out/bin"
