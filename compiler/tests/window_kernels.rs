@@ -2,9 +2,9 @@
 //! against the upstream-MLIR reference on the test's OpenCL device, in
 //! the configurations the targets' tables do not reach on small test
 //! models: blocks of 2, 3 and 4 output columns (forced with
-//! `TCC_WINDOWS=N`), float4 and scalar channels, on the GPU target's
-//! work-groups and on pocl-cpu (whose table keeps loop nests). The e2e
-//! suite runs the same models with each target's own choice.
+//! `TCC_WINDOWS=N`), float4 and scalar channels, in the generic GPU
+//! target's work-groups and in pocl-cpu's. The e2e suite runs the same
+//! models with each target's own choice.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,8 +2,9 @@
 // or tcc.conv generics with a folded pad) the window template on the GPU
 // targets: `#tcc.window` with the work-group size, the output columns and
 // channels (4: a float4 where the channels allow) per work-item, and the
-// work-item count. pocl-cpu keeps loop nests; windows=on|off|N (or
-// TCC_WINDOWS) forces the choice; templates=false (SPIR-V) never takes it.
+// work-item count; pocl-cpu too, in blocks of 4 columns wherever the rows
+// have them. windows=on|off|N (or TCC_WINDOWS) forces the choice;
+// templates=false (SPIR-V) never takes it.
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=pocl-cpu | FileCheck %s --check-prefix=POCL
@@ -25,9 +26,9 @@
 // GENERIC: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 4, vector = 4, work_items = 200704>
 // POCL-LABEL: func.func @depthwise_relu6
 // POCL: tcc.conv = "depthwise_conv_2d_nhwc_hwcm"
-// POCL-SAME: tcc.strategy = #tcc.loops<workgroup_size = 64, max_workgroups = 64>
+// POCL-SAME: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 200704>
 // FORCED-LABEL: func.func @depthwise_relu6
-// FORCED: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 2, vector = 4, work_items = 401408>
+// FORCED: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 2, vector = 4, work_items = 401408>
 // OFF-LABEL: func.func @depthwise_relu6
 // OFF: tcc.strategy = #tcc.loops<workgroup_size = 256>
 func.func @depthwise_relu6(%x: tensor<8x112x112x32xf32>, %w: tensor<3x3x32x1xf32>, %b: tensor<32xf32>) -> tensor<8x112x112x32xf32> {
@@ -47,9 +48,9 @@ func.func @depthwise_relu6(%x: tensor<8x112x112x32xf32>, %w: tensor<3x3x32x1xf32
 // NVIDIA: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 1, work_items = 1960>
 // NVIDIA: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 1, work_items = 294>
 // POCL-LABEL: func.func @late_and_scalar
-// POCL-NOT: #tcc.window
+// POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 3360>
 // FORCED-LABEL: func.func @late_and_scalar
-// FORCED: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 2, vector = 4, work_items = 6720>
+// FORCED: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 2, vector = 4, work_items = 6720>
 // OFF-LABEL: func.func @late_and_scalar
 // OFF-NOT: #tcc.window
 func.func @late_and_scalar(%x: tensor<1x7x7x960xf32>, %w: tensor<3x3x960x1xf32>, %b: tensor<960xf32>, %s: tensor<1x7x7x20xf32>, %w2: tensor<3x3x20x2xf32>, %b2: tensor<40xf32>, %w3: tensor<3x3x6x1xf32>, %b3: tensor<6xf32>, %t: tensor<1x9x9x6xf32>) -> (tensor<1x7x7x960xf32>, tensor<1x7x7x40xf32>, tensor<1x7x7x6xf32>) {
@@ -73,7 +74,7 @@ func.func @late_and_scalar(%x: tensor<1x7x7x960xf32>, %w: tensor<3x3x960x1xf32>,
 // NVIDIA: linalg.pooling_nhwc_sum
 // NVIDIA-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 512>
 // POCL-LABEL: func.func @pools
-// POCL-NOT: #tcc.window
+// POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 401408>
 func.func @pools(%x: tensor<32x112x112x64xf32>, %a: tensor<1x14x14x256xf32>, %g: tensor<1x7x7x2048xf32>) -> (tensor<32x56x56x64xf32>, tensor<1x14x14x256xf32>, tensor<1x1x1x2048xf32>) {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %m = tosa.max_pool2d %x {kernel = array<i64: 3, 3>, pad = array<i64: 1, 0, 1, 0>, stride = array<i64: 2, 2>} : (tensor<32x112x112x64xf32>) -> tensor<32x56x56x64xf32>

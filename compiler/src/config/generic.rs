@@ -58,7 +58,7 @@ impl TargetConfig for Generic {
     }
 
     fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {
-        super::gpu_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
+        super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
     }
 }
 

@@ -165,13 +165,14 @@ pub trait TargetConfig: Sync {
     }
 }
 
-/// The window template on a GPU: `float4` channel vectors where the
-/// channels allow, and the widest block of 4, 2 or 1 output columns that
-/// still launches `min_work_items` work-items (batch-1 layers with small
-/// outputs trade the blocks' input reuse for parallelism); windows wider
-/// than 16 columns (global pools) block no columns, and none wider than
-/// 64 take the template.
-pub(crate) fn gpu_window(
+/// The window template's configuration in groups of `workgroup_size`:
+/// `float4` channel vectors where the channels allow, and the widest
+/// block of 4, 2 or 1 output columns that still launches `min_work_items`
+/// work-items (on GPUs, batch-1 layers with small outputs trade the
+/// blocks' input reuse for parallelism); windows wider than 16 columns
+/// (global pools) block no columns, and none wider than 64 take the
+/// template.
+pub(crate) fn blocked_window(
     geometry: &WindowGeometry,
     workgroup_size: u32,
     min_work_items: i64,
@@ -544,7 +545,7 @@ mod tests {
     }
 
     #[test]
-    fn gpus_take_the_window_template_and_cpus_keep_loops() {
+    fn every_target_takes_the_window_template() {
         // MobileNet-v2's first depthwise layer at batch 32: 4 columns.
         let wide = Target::Nvidia.window_config(&geometry(32, 112, 32, 3)).unwrap();
         assert_eq!((wide.columns, wide.vector, wide.workgroup_size), (4, 4, 256));
@@ -561,7 +562,9 @@ mod tests {
             Some(1)
         );
         assert!(Target::Generic.window_config(&geometry(1, 1, 64, 100)).is_none());
-        assert!(Target::PoclCpu.window_config(&geometry(1, 112, 32, 3)).is_none());
+        // CPUs block 4 columns even where few work-items remain.
+        let cpu = Target::PoclCpu.window_config(&geometry(1, 7, 960, 3)).unwrap();
+        assert_eq!((cpu.columns, cpu.vector, cpu.workgroup_size), (4, 4, 64));
     }
 
     #[test]

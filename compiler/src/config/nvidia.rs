@@ -177,7 +177,7 @@ impl TargetConfig for Nvidia {
     }
 
     fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {
-        super::gpu_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
+        super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
     }
 }
 
