@@ -78,11 +78,14 @@ fn mismatch(got: &[f32], want: &[f32]) -> Option<String> {
     if got.len() != want.len() {
         return Some(format!("{} elements, want {}", got.len(), want.len()));
     }
-    got.iter().zip(want).enumerate().find_map(|(index, (g, w))| {
-        let (g, w) = (f64::from(*g), f64::from(*w));
-        let close = (g - w).abs() <= ABSOLUTE + RELATIVE * w.abs();
-        (!close && !(g.is_nan() && w.is_nan())).then(|| format!("[{index}] = {g}, want {w}"))
-    })
+    got.iter()
+        .zip(want)
+        .enumerate()
+        .find_map(|(index, (g, w))| {
+            let (g, w) = (f64::from(*g), f64::from(*w));
+            let close = (g - w).abs() <= ABSOLUTE + RELATIVE * w.abs();
+            (!close && !(g.is_nan() && w.is_nan())).then(|| format!("[{index}] = {g}, want {w}"))
+        })
 }
 
 #[test]
@@ -150,11 +153,16 @@ fn the_blocks_take_the_forced_shape_and_off_keeps_loop_nests() {
     };
     let three = text("3");
     assert_eq!(
-        three.matches("3 columns x 4 channels per work-item").count(),
+        three
+            .matches("3 columns x 4 channels per work-item")
+            .count(),
         6,
         "{three}"
     );
-    assert!(three.contains("3 columns x 1 channels per work-item"), "{three}");
+    assert!(
+        three.contains("3 columns x 1 channels per work-item"),
+        "{three}"
+    );
     let off = text("off");
     assert!(!off.contains("window kernel"), "{off}");
     let bad = Command::new(env!("CARGO_BIN_EXE_tcc"))

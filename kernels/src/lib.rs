@@ -28,5 +28,5 @@ pub use reduce::{RowReduceSpec, row_reduce_kernel};
 pub use row::{RowKernel, RowOperand};
 pub use softmax::{SoftmaxSpec, softmax_kernel};
 pub use window::{
-    WindowCombine, WindowConfig, WindowGeometry, WindowSpec, window_kernel,
+    WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec, window_kernel,
 };

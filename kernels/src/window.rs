@@ -129,11 +129,21 @@ pub struct WindowSpec {
     /// The filter tap of channels `c ..` (and `m`) at `ky`, `kx`, a C
     /// expression of the element's type; only for [`WindowCombine::MulAdd`].
     pub tap: Option<String>,
-    /// The accumulator's start, a scalar C expression (the fill value).
-    pub init: String,
+    /// The accumulator's start.
+    pub init: WindowInit,
     /// C statements storing the float `acc_value` at output `n`, `oy`,
     /// `ox`, channel `oc`, multiplier index `om` (the epilogue, if any).
     pub store: String,
+}
+
+/// Where a window kernel's accumulators start.
+#[derive(Clone, Debug)]
+pub enum WindowInit {
+    /// A fill value, a scalar C expression.
+    Fill(String),
+    /// What the output holds at column `ox` (channels `c ..`): a C
+    /// expression of the element's type.
+    Output(String),
 }
 
 /// An input column of a work-item's block and the (output column,
@@ -221,7 +231,19 @@ pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
         );
     }
     for j in 0..columns {
-        let _ = writeln!(out, "  {ty} acc{j} = ({ty})({});", spec.init);
+        match &spec.init {
+            WindowInit::Fill(value) => {
+                let _ = writeln!(out, "  {ty} acc{j} = ({ty})({value});");
+            }
+            WindowInit::Output(value) => {
+                let _ = writeln!(out, "  {ty} acc{j};");
+                let _ = writeln!(
+                    out,
+                    "  {{ const int ox = min(ox0 + {j}, {}); acc{j} = {value}; }}",
+                    out_w - 1
+                );
+            }
+        }
     }
     let _ = writeln!(out, "  #pragma unroll");
     let _ = writeln!(out, "  for (int ky = 0; ky < {window_h}; ky++) {{");
@@ -297,7 +319,7 @@ mod tests {
             ),
             tap: (combine == WindowCombine::MulAdd)
                 .then(|| "vload4(0, a1 + ky * 48 + kx * 16 + c)".into()),
-            init: "0.0f".into(),
+            init: WindowInit::Fill("0.0f".into()),
             store: "a2[((n * 112 + oy) * 112 + ox) * 16 + oc] = acc_value;".into(),
         }
     }
@@ -362,11 +384,14 @@ mod tests {
         };
         let mut spec = spec(config, GEOMETRY, WindowCombine::Max);
         spec.element.1 = "a0[c]".into();
-        spec.init = "-INFINITY".into();
+        spec.init = WindowInit::Output("a2[ox * 16 + c]".into());
         let text = window_kernel(&spec).unwrap();
         assert!(!text.contains(" w0"), "{text}");
         assert!(text.contains("acc0 = tcc_maximumf(acc0, x);"), "{text}");
-        assert!(text.contains("float acc1 = (float)(-INFINITY);"), "{text}");
+        assert!(
+            text.contains("{ const int ox = min(ox0 + 1, 109); acc1 = a2[ox * 16 + c]; }"),
+            "{text}"
+        );
         assert!(text.contains("const float acc_value = acc1;"), "{text}");
     }
 

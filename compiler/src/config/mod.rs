@@ -547,23 +547,40 @@ mod tests {
     #[test]
     fn every_target_takes_the_window_template() {
         // MobileNet-v2's first depthwise layer at batch 32: 4 columns.
-        let wide = Target::Nvidia.window_config(&geometry(32, 112, 32, 3)).unwrap();
-        assert_eq!((wide.columns, wide.vector, wide.workgroup_size), (4, 4, 256));
+        let wide = Target::Nvidia
+            .window_config(&geometry(32, 112, 32, 3))
+            .unwrap();
+        assert_eq!(
+            (wide.columns, wide.vector, wide.workgroup_size),
+            (4, 4, 256)
+        );
         // Its 7x7 stage at batch 1: too few blocks of 4, single columns.
-        let late = Target::Nvidia.window_config(&geometry(1, 7, 960, 3)).unwrap();
+        let late = Target::Nvidia
+            .window_config(&geometry(1, 7, 960, 3))
+            .unwrap();
         assert_eq!((late.columns, late.vector), (1, 4));
         // Channels not a multiple of 4 (or a multiplier) go scalar.
-        let odd = Target::Generic.window_config(&geometry(32, 56, 6, 3)).unwrap();
+        let odd = Target::Generic
+            .window_config(&geometry(32, 56, 6, 3))
+            .unwrap();
         assert_eq!(odd.vector, 1);
         // A global pool's wide window blocks no columns; a huge one
         // stays a loop nest.
         assert_eq!(
-            Target::Generic.window_config(&geometry(1, 1, 2048, 56)).map(|c| c.columns),
+            Target::Generic
+                .window_config(&geometry(1, 1, 2048, 56))
+                .map(|c| c.columns),
             Some(1)
         );
-        assert!(Target::Generic.window_config(&geometry(1, 1, 64, 100)).is_none());
+        assert!(
+            Target::Generic
+                .window_config(&geometry(1, 1, 64, 100))
+                .is_none()
+        );
         // CPUs block 4 columns even where few work-items remain.
-        let cpu = Target::PoclCpu.window_config(&geometry(1, 7, 960, 3)).unwrap();
+        let cpu = Target::PoclCpu
+            .window_config(&geometry(1, 7, 960, 3))
+            .unwrap();
         assert_eq!((cpu.columns, cpu.vector, cpu.workgroup_size), (4, 4, 64));
     }
 

@@ -141,7 +141,9 @@ impl KernelWriter {
                     .ok()
                     .and_then(crate::ir::util::integer_value)
                     .and_then(|d| dims.get(d as usize))
-                    .ok_or_else(|| CodegenError::at(&op, "linalg.index beyond the iteration space"))?;
+                    .ok_or_else(|| {
+                        CodegenError::at(&op, "linalg.index beyond the iteration space")
+                    })?;
                 let index: Value = op.result(0).at(&op)?.into();
                 self.names.insert(key(index), format!("(tcc_index){dim}"));
             } else {

@@ -11,7 +11,8 @@ use melior::ir::attribute::DenseI64ArrayAttribute;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 use tcc_kernels::{
-    KernelParameters, WindowCombine, WindowConfig, WindowGeometry, WindowSpec, window_kernel,
+    KernelParameters, WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec,
+    window_kernel,
 };
 
 use super::gemm::channel_vectorizable;
@@ -78,10 +79,9 @@ fn named_pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
 /// the window column index is only ever added (a dilated window
 /// multiplies it first), else unknown.
 fn generic_column_steps(op: OperationRef, body: &[OperationRef], kw: i64) -> Option<[i64; 2]> {
-    let strides = DenseI64ArrayAttribute::try_from(
-        op.attribute(crate::ir::attr_names::STRIDES).ok()?,
-    )
-    .ok()?;
+    let strides =
+        DenseI64ArrayAttribute::try_from(op.attribute(crate::ir::attr_names::STRIDES).ok()?)
+            .ok()?;
     let stride = strides.element(1).ok()?;
     let undilated = body.iter().all(|inner| {
         op_name(inner) != "linalg.index"
@@ -164,7 +164,11 @@ impl KernelWriter {
             ops.push(unsafe { OperationRef::from_raw(inner.to_raw()) });
         }
         let malformed = || CodegenError::at(&op, "window body does not end in its combiner");
-        let tail = if dims.combine == WindowCombine::MulAdd { 3 } else { 2 };
+        let tail = if dims.combine == WindowCombine::MulAdd {
+            3
+        } else {
+            2
+        };
         if ops.len() < tail {
             return Err(malformed());
         }
@@ -204,7 +208,13 @@ impl KernelWriter {
         } else {
             let mut lanes = Vec::new();
             for lane in 0..4 {
-                self.conv_input_ops(op, input_ops, &bound(&format!("(c + {lane})")), false, &reserved)?;
+                self.conv_input_ops(
+                    op,
+                    input_ops,
+                    &bound(&format!("(c + {lane})")),
+                    false,
+                    &reserved,
+                )?;
                 lanes.push(self.name(op, a_value)?);
             }
             format!("(float4)({})", lanes.join(", "))
@@ -236,8 +246,8 @@ impl KernelWriter {
                 }
             }
         }
-        let (op, name) =
-            window.ok_or_else(|| CodegenError::at(&kernel.op, "window kernel without its window op"))?;
+        let (op, name) = window
+            .ok_or_else(|| CodegenError::at(&kernel.op, "window kernel without its window op"))?;
         let dims = WindowDims::of(op, &name)?;
         let named = op_name(&op) != "linalg.generic";
         let (filter_index, output_index) = if named { (1, 2) } else { (0, 1) };
@@ -267,19 +277,26 @@ impl KernelWriter {
         } else {
             None
         };
-        let init = match fill {
-            Some((target, value)) if target == key(output_value) => value,
-            _ => {
-                return Err(CodegenError::at(
-                    &op,
-                    "a window kernel starts from a fill of its output",
-                ));
-            }
-        };
         let mut out_dims = vec!["n", "oy", "ox", "oc"];
         if shape.len() == 5 {
             out_dims.push("om");
         }
+        // The start: the fill's value, else what the output holds (a
+        // kernel the outliner split from its fill).
+        let init = match fill {
+            Some((target, value)) if target == key(output_value) => WindowInit::Fill(value),
+            _ => {
+                let mut at: Vec<String> = vec!["n".into(), "oy".into(), "ox".into(), "c".into()];
+                if shape.len() == 5 {
+                    at.push("m".into());
+                }
+                WindowInit::Output(if vector {
+                    channel_vector(&output, &at, 3)
+                } else {
+                    output.load(&at)
+                })
+            }
+        };
         let out_names: Vec<String> = out_dims.iter().map(|d| d.to_string()).collect();
         let store = match epilogue {
             None => {
@@ -315,7 +332,10 @@ impl KernelWriter {
             column_steps,
         };
         let KernelStrategy::Window { work_items, .. } = kernel.strategy else {
-            return Err(CodegenError::at(&kernel.op, "a window template without #tcc.window"));
+            return Err(CodegenError::at(
+                &kernel.op,
+                "a window template without #tcc.window",
+            ));
         };
         if config.work_items(&geometry) != work_items {
             return Err(CodegenError::at(

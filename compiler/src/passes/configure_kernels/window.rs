@@ -63,9 +63,9 @@ impl WindowChoice {
     /// The choice in force: an explicit option, else `TCC_WINDOWS`.
     pub(super) fn resolved(self) -> Result<Self, String> {
         match (self, std::env::var(WINDOWS_ENV)) {
-            (WindowChoice::Auto, Ok(value)) => value
-                .parse()
-                .map_err(|e| format!("{WINDOWS_ENV}: {e}")),
+            (WindowChoice::Auto, Ok(value)) => {
+                value.parse().map_err(|e| format!("{WINDOWS_ENV}: {e}"))
+            }
             (choice, _) => Ok(choice),
         }
     }
