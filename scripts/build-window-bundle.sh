@@ -86,5 +86,5 @@ if python3 -c 'import onnx' 2> /dev/null; then
 else
   echo "   (no onnx module: skipped)" | tee "$out/shufflenet-stats.txt"
 fi
-cp scripts/window-kernels-device.py "$out/"
+cp scripts/window-kernels-device.py scripts/cuda_graph_timing.py "$out/"
 du -sh "$out"

@@ -150,6 +150,7 @@ def tcc_us(bundle, artifact, layer, device, iterations):
 def torch_us(layer):
     import torch
     import torch.nn.functional as F
+    from cuda_graph_timing import graph_us
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
@@ -163,28 +164,7 @@ def torch_us(layer):
         run = lambda: F.max_pool2d(x, k, s, p)
     else:
         run = lambda: F.avg_pool2d(x, k, s, p, count_include_pad=False)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(5):
-            run()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(20):
-            run()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(10):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / 20)
-    times.sort()
-    return times[len(times) // 2]
+    return graph_us(run)
 
 
 def main(argv):
