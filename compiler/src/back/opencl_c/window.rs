@@ -33,7 +33,7 @@ struct WindowDims {
 }
 
 /// The window ops the template runs, by the name of the op they compute.
-pub fn window_dims(name: &str) -> Option<(&'static [&'static str], WindowCombine)> {
+fn window_dims(name: &str) -> Option<(&'static [&'static str], WindowCombine)> {
     const POOL: &[&str] = &["n", "oy", "ox", "c", "ky", "kx"];
     Some(match name {
         "depthwise_conv_2d_nhwc_hwc" => (POOL, WindowCombine::MulAdd),
@@ -99,8 +99,8 @@ fn generic_column_steps(op: OperationRef, body: &[OperationRef], kw: i64) -> Opt
     undilated.then_some([stride, 1])
 }
 
-/// `a` packed into a `float4` from 4 channel loads where `stride` (the
-/// channel stride) is not 1, else one `vload4`.
+/// The 4 channels from `indices` (the channel at `channel_dim`) as a
+/// `float4`: one `vload4` where they are contiguous, else 4 loads.
 fn channel_vector(view: &MemrefView, indices: &[String], channel_dim: usize) -> String {
     if view.strides[channel_dim] == 1 {
         return view.buffer.load_vector(4, &view.address(indices));
