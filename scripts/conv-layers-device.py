@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from onnx import numpy_helper, shape_inference
 
+from cuda_graph_timing import graph_us
+
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cudnn.benchmark = True
 model_path, artifact, bin_dir, input_path = sys.argv[1:5]
@@ -80,28 +82,7 @@ def cudnn_us(layer):
     # A CUDA graph of 20 convolutions, replayed between two events: the
     # GPU time per convolution without PyTorch's per-call CPU dispatch
     # (which at batch 1 is longer than most of these kernels).
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(5):
-            run()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(20):
-            run()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(10):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / 20)
-    times.sort()
-    return times[len(times) // 2]
+    return graph_us(run)
 
 
 print("| layer (N,C,H,W * OC,IC/g,KH,KW / stride) | tcc kernel | tcc us | cuDNN us | cuDNN / tcc |")

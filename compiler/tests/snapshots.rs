@@ -89,3 +89,8 @@ fn host_llvm_ir_mlp_head() {
 fn host_llvm_ir_elementwise_reduce() {
     insta::assert_snapshot!(emit("elementwise_reduce.mlir", "llvm-ir"));
 }
+
+#[test]
+fn opencl_c_depthwise_pool() {
+    insta::assert_snapshot!(emit("depthwise_pool.mlir", "opencl-c"));
+}

@@ -120,6 +120,7 @@ typedef enum {
   TccStrategyRowReduce = 3,
   TccStrategySoftmax = 4,
   TccStrategyLayerNorm = 5,
+  TccStrategyWindow = 6,
 } TccStrategyKind;
 
 /* Every strategy's parameters, flat: the fields a kind does not have are
@@ -130,6 +131,7 @@ typedef struct {
   int64_t maxWorkgroups; /* loops; 0: no limit */
   int64_t tileM, tileN, tileK, workM, workN, splitK; /* gemm */
   int64_t batch, m, n, k;                            /* gemm */
+  int64_t columns, vector, workItems;                /* window */
 } TccKernelStrategy;
 
 /* The strategy attribute `strategy` describes. Returns a null attribute

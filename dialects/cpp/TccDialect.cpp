@@ -92,6 +92,17 @@ LayerNormStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyWorkgroupSize(emitError, workgroupSize);
 }
 
+LogicalResult
+WindowStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           int64_t workgroupSize, int64_t columns,
+                           int64_t vector, int64_t workItems) {
+  if (columns <= 0 || workItems <= 0)
+    return emitError() << "columns and work_items must be positive";
+  if (vector != 1 && vector != 4)
+    return emitError() << "vector must be 1 or 4, got " << vector;
+  return verifyWorkgroupSize(emitError, workgroupSize);
+}
+
 /// Checks that `axis` names a dimension of a tensor of rank `rank`
 /// (negative values count from the back).
 static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {

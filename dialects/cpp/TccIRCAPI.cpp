@@ -65,6 +65,11 @@ MlirAttribute tccKernelStrategyGet(MlirContext context,
     attr = tcc::LayerNormStrategyAttr::getChecked(emitError, ctx,
                                                   s->workgroupSize);
     break;
+  case TccStrategyWindow:
+    attr = tcc::WindowStrategyAttr::getChecked(emitError, ctx,
+                                               s->workgroupSize, s->columns,
+                                               s->vector, s->workItems);
+    break;
   default:
     break;
   }
@@ -101,6 +106,12 @@ bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
   } else if (auto norm = dyn_cast<tcc::LayerNormStrategyAttr>(a)) {
     s->kind = TccStrategyLayerNorm;
     s->workgroupSize = norm.getWorkgroupSize();
+  } else if (auto window = dyn_cast<tcc::WindowStrategyAttr>(a)) {
+    s->kind = TccStrategyWindow;
+    s->workgroupSize = window.getWorkgroupSize();
+    s->columns = window.getColumns();
+    s->vector = window.getVector();
+    s->workItems = window.getWorkItems();
   } else {
     return false;
   }

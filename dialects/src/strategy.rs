@@ -7,7 +7,7 @@
 use melior::ir::Attribute;
 use melior::ir::attribute::AttributeLike;
 use mlir_sys::{MlirAttribute, MlirContext};
-pub use tcc_kernels::{GemmConfig, GemmShape};
+pub use tcc_kernels::{GemmConfig, GemmShape, WindowConfig};
 
 /// `TccKernelStrategy` of `cpp/TccCAPI.h`: every strategy's parameters,
 /// flat.
@@ -27,6 +27,9 @@ struct RawStrategy {
     m: i64,
     n: i64,
     k: i64,
+    columns: i64,
+    vector: i64,
+    work_items: i64,
 }
 
 unsafe extern "C" {
@@ -40,6 +43,7 @@ const GEMM: i32 = 2;
 const ROW_REDUCE: i32 = 3;
 const SOFTMAX: i32 = 4;
 const LAYER_NORM: i32 = 5;
+const WINDOW: i32 = 6;
 
 /// How one kernel is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +66,13 @@ pub enum KernelStrategy {
     Softmax { workgroup_size: i64 },
     /// `#tcc.layer_norm`: one work-group per row.
     LayerNorm { workgroup_size: i64 },
+    /// `#tcc.window`: a depthwise convolution or pooling on the window
+    /// template, `work_items` work-items each computing a block of
+    /// outputs.
+    Window {
+        config: WindowConfig,
+        work_items: i64,
+    },
 }
 
 impl KernelStrategy {
@@ -103,6 +114,14 @@ impl KernelStrategy {
             LAYER_NORM => KernelStrategy::LayerNorm {
                 workgroup_size: size,
             },
+            WINDOW => KernelStrategy::Window {
+                config: WindowConfig {
+                    workgroup_size: u32_of(size)?,
+                    columns: u32_of(raw.columns)?,
+                    vector: u32_of(raw.vector)?,
+                },
+                work_items: raw.work_items,
+            },
             _ => return None,
         })
     }
@@ -143,6 +162,13 @@ impl KernelStrategy {
                 raw.kind = LAYER_NORM;
                 raw.workgroup_size = workgroup_size;
             }
+            KernelStrategy::Window { config, work_items } => {
+                raw.kind = WINDOW;
+                raw.workgroup_size = config.workgroup_size.into();
+                raw.columns = config.columns.into();
+                raw.vector = config.vector.into();
+                raw.work_items = work_items;
+            }
         }
         let attribute = unsafe { tccKernelStrategyGet(context.to_raw(), &raw) };
         (!attribute.ptr.is_null()).then(|| unsafe { Attribute::from_raw(attribute) })
@@ -159,6 +185,7 @@ impl KernelStrategy {
     pub fn workgroup_size(&self) -> i64 {
         match *self {
             KernelStrategy::Gemm { config, .. } => config.workgroup_size().into(),
+            KernelStrategy::Window { config, .. } => config.workgroup_size.into(),
             KernelStrategy::Loops { workgroup_size, .. }
             | KernelStrategy::RowReduce { workgroup_size }
             | KernelStrategy::Softmax { workgroup_size }
@@ -174,6 +201,7 @@ impl KernelStrategy {
             KernelStrategy::RowReduce { .. } => "row_reduce",
             KernelStrategy::Softmax { .. } => "softmax",
             KernelStrategy::LayerNorm { .. } => "layer_norm",
+            KernelStrategy::Window { .. } => "window",
         }
     }
 }
@@ -218,6 +246,14 @@ mod tests {
                 workgroup_size: 256,
             },
             KernelStrategy::LayerNorm { workgroup_size: 1 },
+            KernelStrategy::Window {
+                config: WindowConfig {
+                    workgroup_size: 128,
+                    columns: 4,
+                    vector: 4,
+                },
+                work_items: 3136,
+            },
         ];
         for strategy in strategies {
             let attribute = strategy.to_attribute(&context).unwrap();
@@ -243,5 +279,12 @@ mod tests {
         let bad = KernelStrategy::RowReduce { workgroup_size: 0 };
         assert!(bad.to_attribute(&context).is_none());
         assert!(Attribute::parse(&context, "#tcc.loops<workgroup_size = -1>").is_none());
+        assert!(
+            Attribute::parse(
+                &context,
+                "#tcc.window<workgroup_size = 64, columns = 2, vector = 3, work_items = 8>"
+            )
+            .is_none()
+        );
     }
 }

@@ -100,4 +100,24 @@ def Tcc_LayerNormStrategyAttr
   let genVerifyDecl = 1;
 }
 
+def Tcc_WindowStrategyAttr : Tcc_StrategyAttr<"WindowStrategy", "window"> {
+  let summary = "the window template (depthwise convolution, pooling)";
+  let description = [{
+    An NHWC depthwise convolution or max/sum pooling with its fill and
+    epilogue, on the window template of `tcc-kernels`: each of
+    `work_items` work-items (in groups of `workgroup_size`) computes
+    `columns` neighbouring output columns of `vector` neighbouring
+    channels (1 or 4), with the filter taps of its channels in registers
+    and each input column read once for all the outputs it feeds.
+
+    ```mlir
+    tcc.strategy = #tcc.window<workgroup_size = 128, columns = 4,
+        vector = 4, work_items = 3136>
+    ```
+  }];
+  let parameters = (ins "int64_t":$workgroup_size, "int64_t":$columns,
+                        "int64_t":$vector, "int64_t":$work_items);
+  let genVerifyDecl = 1;
+}
+
 #endif // TCC_ATTRS_TD

@@ -6,7 +6,8 @@
 //! *how the work is laid out* on a device: work-group tiles staged through
 //! local memory, several outputs per work-item in registers (on CPUs a
 //! register-blocked microkernel per work-item instead), cooperative
-//! row reductions (softmax, layer norm, sums and maxima of long rows). Templates know
+//! row reductions (softmax, layer norm, sums and maxima of long rows),
+//! sliding windows (depthwise convolution, pooling). Templates know
 //! nothing of MLIR.
 
 pub mod address;
@@ -17,6 +18,7 @@ pub mod reduce;
 mod register_gemm;
 mod row;
 pub mod softmax;
+pub mod window;
 
 pub use address::Address;
 pub use buffer::{Access, Buffer, KernelParameter, KernelParameters, Storage};
@@ -25,3 +27,6 @@ pub use layer_norm::{LayerNormSpec, layer_norm_kernel};
 pub use reduce::{RowReduceSpec, row_reduce_kernel};
 pub use row::{RowKernel, RowOperand};
 pub use softmax::{SoftmaxSpec, softmax_kernel};
+pub use window::{
+    WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec, window_kernel,
+};

@@ -17,7 +17,7 @@
 
 // RUN: tcc-opt %s --dump-pass-pipeline --pass-pipeline='builtin.module(tcc-fuse-elementwise{max-ops=7},tcc-configure-kernels{target=nvidia},tcc-decompose-composites{ops={softmax,gelu}})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DUMP
 // DUMP:      tcc-fuse-elementwise{max-ops=7},
-// DUMP-NEXT: tcc-configure-kernels{candidate= target=nvidia templates=true tuning=},
+// DUMP-NEXT: tcc-configure-kernels{candidate= target=nvidia templates=true tuning= windows=auto},
 // DUMP-NEXT: tcc-decompose-composites{ops={softmax,gelu}}
 
 // The printed pipeline is a valid one.

@@ -2,7 +2,7 @@
 //! that every driver accepts (CL_DEVICE_MAX_WORK_GROUP_SIZE >= 256 on all
 //! devices tcc has met).
 
-use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig};
+use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry};
 
 /// Any OpenCL 1.2 device.
 pub struct Generic;
@@ -56,4 +56,16 @@ impl TargetConfig for Generic {
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
     }
+
+    fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {
+        super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
+    }
 }
+
+/// Work-items per group of a window kernel (depthwise convolution,
+/// pooling), as for loop nests.
+const WINDOW_WORKGROUP: u32 = 128;
+
+/// The fewest work-items a window kernel's column blocks may leave (a
+/// mid-sized GPU's worth: 32 compute units of 4 groups).
+const WINDOW_MIN_WORK_ITEMS: i64 = 32 * 4 * WINDOW_WORKGROUP as i64;

@@ -115,6 +115,7 @@ pub struct LoopConfig {
 }
 
 pub use tcc_kernels::GemmConfig;
+pub use tcc_kernels::{WindowConfig, WindowGeometry};
 
 /// One target's tuning tables: one implementation per target file
 /// (`generic.rs`, `nvidia.rs`, `pocl_cpu.rs`). `tcc-configure-kernels`
@@ -156,6 +157,52 @@ pub trait TargetConfig: Sync {
     fn max_fused_ops(&self) -> i64 {
         MAX_FUSED_OPS
     }
+
+    /// The window template's configuration for a depthwise convolution
+    /// or pooling over `geometry`, or `None` to run it as a loop nest.
+    fn window(&self, _geometry: &WindowGeometry) -> Option<WindowConfig> {
+        None
+    }
+}
+
+/// The window template's configuration in groups of `workgroup_size`:
+/// `float4` channel vectors where the channels allow, and the widest
+/// block of 4, 2 or 1 output columns that still launches `min_work_items`
+/// work-items (on GPUs, batch-1 layers with small outputs trade the
+/// blocks' input reuse for parallelism); windows wider than 16 columns
+/// (global pools) block no columns, and none wider than 64 take the
+/// template.
+pub(crate) fn blocked_window(
+    geometry: &WindowGeometry,
+    workgroup_size: u32,
+    min_work_items: i64,
+) -> Option<WindowConfig> {
+    let [_, window_w] = geometry.window;
+    if window_w > 64 {
+        return None;
+    }
+    let vector = if geometry.multiplier == 1 && geometry.channels % 4 == 0 {
+        4
+    } else {
+        1
+    };
+    let config = |columns: u32| WindowConfig {
+        workgroup_size,
+        columns,
+        vector,
+    };
+    let columns = if window_w > 16 {
+        1
+    } else {
+        [4, 2]
+            .into_iter()
+            .filter(|c| i64::from(*c) <= geometry.out_w)
+            .find(|c| config(*c).work_items(geometry) >= min_work_items)
+            .unwrap_or(1)
+    };
+    let config = config(columns);
+    config.validate(geometry).ok()?;
+    Some(config)
 }
 
 /// The most operations one fused elementwise body may hold on every
@@ -263,6 +310,12 @@ impl Target {
     /// along the row.
     pub fn row_reduction_template(self, contiguous: bool) -> bool {
         self.config().row_reduction_template(contiguous)
+    }
+
+    /// The window template's configuration for a depthwise convolution
+    /// or pooling, or `None` where the target runs it as a loop nest.
+    pub fn window_config(self, geometry: &WindowGeometry) -> Option<WindowConfig> {
+        self.config().window(geometry)
     }
 
     /// The launch of a loop-nest kernel of `kind` over `work_items` points.
@@ -477,6 +530,58 @@ mod tests {
         assert_eq!(split_k(Target::Nvidia, 1, 6272, 256, 4608), 1);
         assert_eq!(split_k(Target::Nvidia, 8, 49, 512, 4608), 1);
         assert_eq!(split_k(Target::Generic, 1, 49, 512, 4608), 1);
+    }
+
+    fn geometry(batch: i64, size: i64, channels: i64, window: i64) -> WindowGeometry {
+        WindowGeometry {
+            batch,
+            out_h: size,
+            out_w: size,
+            channels,
+            multiplier: 1,
+            window: [window, window],
+            column_steps: Some([1, 1]),
+        }
+    }
+
+    #[test]
+    fn every_target_takes_the_window_template() {
+        // MobileNet-v2's first depthwise layer at batch 32: 4 columns.
+        let wide = Target::Nvidia
+            .window_config(&geometry(32, 112, 32, 3))
+            .unwrap();
+        assert_eq!(
+            (wide.columns, wide.vector, wide.workgroup_size),
+            (4, 4, 256)
+        );
+        // Its 7x7 stage at batch 1: too few blocks of 4, single columns.
+        let late = Target::Nvidia
+            .window_config(&geometry(1, 7, 960, 3))
+            .unwrap();
+        assert_eq!((late.columns, late.vector), (1, 4));
+        // Channels not a multiple of 4 (or a multiplier) go scalar.
+        let odd = Target::Generic
+            .window_config(&geometry(32, 56, 6, 3))
+            .unwrap();
+        assert_eq!(odd.vector, 1);
+        // A global pool's wide window blocks no columns; a huge one
+        // stays a loop nest.
+        assert_eq!(
+            Target::Generic
+                .window_config(&geometry(1, 1, 2048, 56))
+                .map(|c| c.columns),
+            Some(1)
+        );
+        assert!(
+            Target::Generic
+                .window_config(&geometry(1, 1, 64, 100))
+                .is_none()
+        );
+        // CPUs block 4 columns even where few work-items remain.
+        let cpu = Target::PoclCpu
+            .window_config(&geometry(1, 7, 960, 3))
+            .unwrap();
+        assert_eq!((cpu.columns, cpu.vector, cpu.workgroup_size), (4, 4, 64));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! 256 work-items per group keeps enough warps resident per SM for
 //! bandwidth-bound kernels.
 
-use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig};
+use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry};
 
 /// NVIDIA GPUs through NVIDIA's OpenCL.
 pub struct Nvidia;
@@ -175,4 +175,17 @@ impl TargetConfig for Nvidia {
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
     }
+
+    fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {
+        super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
+    }
 }
+
+/// Work-items per group of a window kernel (depthwise convolution,
+/// pooling).
+const WINDOW_WORKGROUP: u32 = 256;
+
+/// The fewest work-items a window kernel's column blocks may leave: two
+/// groups of 256 per SM. Not measured yet: `scripts/window-kernels-device.py`
+/// times the template against the loop nest per layer.
+const WINDOW_MIN_WORK_ITEMS: i64 = 2 * SMS * WINDOW_WORKGROUP as i64;

@@ -13,7 +13,13 @@
 //! `target=` is given. A tuning record (`tuning=FILE`, written by `tcc
 //! tune`) overrides the target's GEMM table for the shapes it measured;
 //! `candidate=N` forces every GEMM's N-th candidate configuration, for
-//! the tuner's measurements.
+//! the tuner's measurements. `windows=on|off|N` (or, when the option is
+//! left at `auto`, the `TCC_WINDOWS` environment variable) forces the
+//! window template on (in blocks of N output columns) or off for
+//! depthwise convolutions and poolings (`window.rs`), to time and test
+//! it against the loop nest.
+
+mod window;
 
 use melior::Context;
 use melior::ir::attribute::{AttributeLike, StringAttribute};
@@ -47,6 +53,9 @@ pub struct ConfigureOptions {
     /// ([`Target::gemm_candidates`]; the table's where it has fewer):
     /// how `tcc tune` compiles each round of its measurements.
     pub candidate: Option<usize>,
+    /// Whether depthwise convolutions and poolings take the window
+    /// template: the target's choice, or forced.
+    pub windows: window::WindowChoice,
 }
 
 impl Default for ConfigureOptions {
@@ -56,6 +65,7 @@ impl Default for ConfigureOptions {
             templates: true,
             tuning: None,
             candidate: None,
+            windows: window::WindowChoice::Auto,
         }
     }
 }
@@ -86,11 +96,21 @@ impl PassOptions for ConfigureOptions {
             default: "",
             description: "Take every GEMM's N-th candidate configuration, as tcc tune does (empty: the table's choice)",
         },
+        PassOptionInfo {
+            name: "windows",
+            kind: PassOptionKind::String,
+            default: "auto",
+            description: "Depthwise convolutions and poolings on the window template: auto (the target's choice, or the TCC_WINDOWS environment variable), on, off, or N (on, in blocks of N output columns)",
+        },
     ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "target" | "tuning" | "candidate" if value.is_empty() => Ok(()),
+            "windows" => {
+                self.windows = value.parse()?;
+                Ok(())
+            }
             "target" => {
                 self.target = Some(value.parse()?);
                 Ok(())
@@ -135,7 +155,13 @@ impl ConfigureOptions {
 
     /// The strategy of a kernel of `kind` rooted at `op` (on tensors, in
     /// the tile phase), over `work_items` points.
-    fn strategy(&self, target: Target, op: OperationRef, kind: &str) -> KernelStrategy {
+    fn strategy(
+        &self,
+        target: Target,
+        op: OperationRef,
+        kind: &str,
+        windows: window::WindowChoice,
+    ) -> KernelStrategy {
         let kernel_kind = kind_from_name(kind);
         let loops = target.loop_config(kernel_kind, work_items(op));
         if self.templates
@@ -151,6 +177,11 @@ impl ConfigureOptions {
             return KernelStrategy::RowReduce {
                 workgroup_size: target.row_workgroup(reduction.length),
             };
+        }
+        if self.templates
+            && let Some(strategy) = window::strategy(target, op, windows)
+        {
+            return strategy;
         }
         if let Some(strategy) = row_template(target, kernel_kind, op, loops.workgroup_size) {
             return strategy;
@@ -352,12 +383,16 @@ impl TccPass for ConfigureKernels {
                 .and_then(|t| t.parse().ok())
                 .unwrap_or_default()
         });
+        let windows = options
+            .windows
+            .resolved()
+            .map_err(|e| PassError::at(module.location(), e))?;
         for op in collect_ops(module) {
             if strategy::has(&op) {
                 continue;
             }
             let strategy = match op.attribute(KIND).ok().and_then(string_value) {
-                Some(kind) if op.result_count() > 0 => options.strategy(target, op, &kind),
+                Some(kind) if op.result_count() > 0 => options.strategy(target, op, &kind, windows),
                 _ if unconfigured_device_op(op) => buffer_strategy(target, op),
                 _ => continue,
             };

@@ -12,3 +12,13 @@ func.func private @negative() attributes {s = #tcc.loops<workgroup_size = 64, ma
 
 // expected-error @+1 {{work_m and work_n must divide tile_m and tile_n}}
 func.func private @indivisible() attributes {s = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 3, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 64>}
+
+// -----
+
+// expected-error @+1 {{vector must be 1 or 4, got 2}}
+func.func private @vector() attributes {s = #tcc.window<workgroup_size = 128, columns = 4, vector = 2, work_items = 64>}
+
+// -----
+
+// expected-error @+1 {{columns and work_items must be positive}}
+func.func private @columns() attributes {s = #tcc.window<workgroup_size = 128, columns = 0, vector = 4, work_items = 64>}

@@ -18,6 +18,7 @@ import os
 from models_conv import (
     conv_prologue,
     conv_strided_pad,
+    window_kernels,
     window_prologue,
 )
 from models_math import (
@@ -74,7 +75,7 @@ MODELS_LIST = [cnn, attention, broadcast_chain, concat_pad_slice, layernorm_gelu
                matmul_shapes, clamp_minmax, residual_mlp, fusion_edges, odd_sizes,
                bigger_matmul, high_rank, rank0, bool_input, two_functions,
                duplicate_result, int_arith, argmax_gather, large_elementwise,
-               func_call, conv_prologue, conv_strided_pad, window_prologue]
+               func_call, conv_prologue, conv_strided_pad, window_prologue, window_kernels]
 
 
 def main():

@@ -93,3 +93,66 @@ def window_prologue():
 // max is exact; depthwise sums 9 products.
 // TOLERANCE: 1e-5 1e-5"""
     return header, m.text([f("x", X)], [("%mp", [1, 5, 5, 6], "f32"), ("%dw", X, "f32"), ("%mp2", [1, 8, 10, 6], "f32")])
+
+
+def depthwise_op(m, name, x, w, b, xs, ws, ys, pad, stride=(1, 1), dilation=(1, 1)):
+    m.emit(f"%{name} = tosa.depthwise_conv2d {x}, {w}, {b}, %zp, %zp {{acc_type = f32, dilation = array<i64: {dilation[0]}, {dilation[1]}>, pad = array<i64: {', '.join(map(str, pad))}>, stride = array<i64: {stride[0]}, {stride[1]}>}} : ({T(xs)}, {T(ws)}, {T([ws[2] * ws[3]])}, tensor<1xf32>, tensor<1xf32>) -> {T(ys)}")
+    return f"%{name}"
+
+
+def pool_op(m, op, name, x, xs, ys, kernel, pad, stride):
+    zp = ", %zp, %zp" if op == "avg_pool2d" else ""
+    zt = ", tensor<1xf32>, tensor<1xf32>" if op == "avg_pool2d" else ""
+    acc = "acc_type = f32, " if op == "avg_pool2d" else ""
+    m.emit(f"%{name} = tosa.{op} {x}{zp} {{{acc}kernel = array<i64: {kernel[0]}, {kernel[1]}>, pad = array<i64: {', '.join(map(str, pad))}>, stride = array<i64: {stride[0]}, {stride[1]}>}} : ({T(xs)}{zt}) -> {T(ys)}")
+    return f"%{name}"
+
+
+def window_kernels():
+    m = Model("window_kernels")
+    m.zp()
+    m.shift()
+    X = [1, 13, 11, 8]
+    Y = [1, 10, 9, 6]
+    # MobileNet's block: depthwise 3x3 pad 1, bias, ReLU6, residual add.
+    w1 = m.const("w1", [3, 3, 8, 1], 0.4)
+    b1 = m.const("b1", [8], 0.2)
+    d1 = depthwise_op(m, "d1", "%x", w1, b1, X, [3, 3, 8, 1], X, [1, 1, 1, 1])
+    r1 = m.clamp("r1", d1, X, "0.0", "6.0")
+    res = m.binary("add", "res", r1, "%x", X, X, X)
+    w2 = m.const("w2", [3, 3, 8, 1], 0.4)
+    b2 = m.const("b2", [8], 0.2)
+    d2 = depthwise_op(m, "d2", "%x", w2, b2, X, [3, 3, 8, 1], [1, 7, 6, 8], [1, 1, 1, 1], (2, 2))
+    w3 = m.const("w3", [3, 3, 6, 1], 0.4)
+    b3 = m.const("b3", [6], 0.2)
+    d3 = depthwise_op(m, "d3", "%y", w3, b3, Y, [3, 3, 6, 1], [1, 8, 7, 6], [0, 0, 0, 0])
+    w4 = m.const("w4", [3, 3, 8, 2], 0.4)
+    b4 = m.const("b4", [16], 0.2)
+    d4 = depthwise_op(m, "d4", "%x", w4, b4, X, [3, 3, 8, 2], [1, 13, 11, 16], [1, 1, 1, 1])
+    w5 = m.const("w5", [3, 3, 8, 1], 0.4)
+    b5 = m.const("b5", [8], 0.2)
+    d5 = depthwise_op(m, "d5", "%x", w5, b5, X, [3, 3, 8, 1], X, [2, 2, 2, 2], (1, 1), (2, 2))
+    mp = pool_op(m, "max_pool2d", "mp", "%x", X, [1, 7, 6, 8], (3, 3), [1, 1, 1, 1], (2, 2))
+    ap = pool_op(m, "avg_pool2d", "ap", "%x", X, X, (3, 3), [1, 1, 1, 1], (1, 1))
+    gp = pool_op(m, "avg_pool2d", "gp", "%x", X, [1, 1, 1, 8], (13, 11), [0, 0, 0, 0], (1, 1))
+    my = pool_op(m, "max_pool2d", "my", "%y", Y, [1, 9, 8, 6], (2, 2), [0, 0, 0, 0], (1, 1))
+    s1 = m.reduce("reduce_sum", "s1", "%x", X, 1)
+    s2 = m.reduce("reduce_sum", "s2", s1, [1, 1, 11, 8], 2)
+    inv = m.splat("inv", f"{1.0 / 143:.8e}", [1, 1, 1, 1])
+    ga = m.mul("ga", s2, inv, [1, 1, 1, 8], [1, 1, 1, 1], [1, 1, 1, 8])
+    header = """// The window template's cases (depthwise convolution and pooling,
+// columns blocked, channels as float4 where they allow): on 1x13x11x8
+// (width 11: column blocks with a tail) a depthwise 3x3 pad 1 with bias,
+// ReLU6 and a residual add; 3x3 stride 2 pad 1; channel multiplier 2;
+// dilation 2 pad 2; max pool 3x3 stride 2 pad 1; average pool 3x3 pad 1
+// (padding not counted); a global 13x11 average pool; and a global
+// average as sums over H and W times 1/143. On 1x10x9x6 (channels not a
+// multiple of 4) an unpadded depthwise 3x3 (the named op) and a max pool
+// 2x2 (named ops: no padding to fold).
+// Sums of at most 143 values near 1.
+// TOLERANCE: 1e-5 1e-5"""
+    return header, m.text([f("x", X), f("y", Y)], [
+        (res, X, "f32"), (d2, [1, 7, 6, 8], "f32"), (d3, [1, 8, 7, 6], "f32"),
+        (d4, [1, 13, 11, 16], "f32"), (d5, X, "f32"), (mp, [1, 7, 6, 8], "f32"),
+        (ap, X, "f32"), (gp, [1, 1, 1, 8], "f32"), (my, [1, 9, 8, 6], "f32"),
+        (ga, [1, 1, 1, 8], "f32")])

@@ -140,14 +140,14 @@ const VECTOR_FLOAT_OPS: &[(&str, Option<&str>)] = &[
 
 /// Whether a convolution generic's A computation (the body before its
 /// `acc + a * w`) can run 4 channels at a time: every load's last index is
-/// the channel (`linalg.index 6`, unclamped), so 4 neighbouring channels
+/// the channel (`linalg.index channel_dim`, unclamped), so 4 neighbouring channels
 /// lie next to each other in one pixel; every float op is elementwise
 /// (add, sub, mul, max, min, a select by a scalar bounds check) on loaded
 /// values and scalars from outside the body; everything else is index
 /// arithmetic and bounds checks, shared by the 4 channels. A padded
 /// input, a folded BatchNorm + ReLU and an unrolled max pool qualify; a
 /// transposed (NCHW) input does not.
-fn channel_vectorizable(ops: &[OperationRef]) -> bool {
+pub(super) fn channel_vectorizable(ops: &[OperationRef], channel_dim: i64) -> bool {
     let is_float = |v: Value| v.r#type().is_f32() || v.r#type().is_f16() || v.r#type().is_f64();
     ops.iter().all(|op| {
         let name = op_name(op);
@@ -165,7 +165,7 @@ fn channel_vectorizable(ops: &[OperationRef]) -> bool {
                                     .attribute("dim")
                                     .ok()
                                     .and_then(crate::ir::util::integer_value)
-                                    == Some(6)
+                                    == Some(channel_dim)
                         })
             }
             "arith.constant" => true,
@@ -258,11 +258,43 @@ impl KernelWriter {
             _ => return Err(malformed()),
         };
         let input_ops = &ops[..ops.len() - 3];
-        let vector = channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops);
+        let vector = channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
+        self.conv_input_ops(op, input_ops, &dims, vector, &[weight, acc])?;
+        let value = self.name(op, a_value)?;
+        let statements = std::mem::replace(&mut self.out, saved.0);
+        self.indent = saved.1;
+        let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
+        Ok(Contraction {
+            a: placeholder_operand(&b.buffer),
+            a_offset: None,
+            a_element: Some((statements, value)),
+            a_element_vector: vector,
+            b: b_operand,
+            b_offset,
+            c,
+            c_value_key: key(c_value),
+            dims: vec![n, y, x, "j".to_string()],
+        })
+    }
+
+    /// Translates the input computation of a `tcc.conv` generic (its body
+    /// before the combiner) into statements: `linalg.index` bound to the C
+    /// expressions of `dims` (`None`: a dimension the input must not
+    /// depend on), and with `vector` every load and float op 4 channels
+    /// wide (see [`channel_vectorizable`]). `reserved` (the filter's and
+    /// accumulator's block arguments) must not be read.
+    pub(super) fn conv_input_ops(
+        &mut self,
+        op: OperationRef,
+        input_ops: &[OperationRef],
+        dims: &[Option<String>],
+        vector: bool,
+        reserved: &[Value],
+    ) -> Result<(), CodegenError> {
         for inner in input_ops {
-            if inner.operands().any(|v| v == weight || v == acc) {
+            if inner.operands().any(|v| reserved.contains(&v)) {
                 return Err(CodegenError::at(
                     inner,
                     "the input computation of a convolution reads its filter or accumulator",
@@ -326,21 +358,7 @@ impl KernelWriter {
                 self.op(*inner)?;
             }
         }
-        let value = self.name(op, a_value)?;
-        let statements = std::mem::replace(&mut self.out, saved.0);
-        self.indent = saved.1;
-        let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
-        Ok(Contraction {
-            a: placeholder_operand(&b.buffer),
-            a_offset: None,
-            a_element: Some((statements, value)),
-            a_element_vector: vector,
-            b: b_operand,
-            b_offset,
-            c,
-            c_value_key: key(c_value),
-            dims: vec![n, y, x, "j".to_string()],
-        })
+        Ok(())
     }
 
     fn contraction(&self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {

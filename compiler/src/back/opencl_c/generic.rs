@@ -133,6 +133,19 @@ impl KernelWriter {
             let op = unsafe { OperationRef::from_raw(op.to_raw()) };
             if op_name(&op) == "linalg.yield" {
                 result = Some(self.operand(op, 0)?);
+            } else if op_name(&op) == "linalg.index" {
+                // An index reads the element's coordinate (an average
+                // pool's divisor counts the window's cells inside the input).
+                let dim = op
+                    .attribute("dim")
+                    .ok()
+                    .and_then(crate::ir::util::integer_value)
+                    .and_then(|d| dims.get(d as usize))
+                    .ok_or_else(|| {
+                        CodegenError::at(&op, "linalg.index beyond the iteration space")
+                    })?;
+                let index: Value = op.result(0).at(&op)?.into();
+                self.names.insert(key(index), format!("(tcc_index){dim}"));
             } else {
                 self.op(op)?;
             }

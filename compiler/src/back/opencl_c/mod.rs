@@ -11,6 +11,7 @@ mod prelude;
 mod reduce;
 mod softmax;
 mod template;
+mod window;
 mod writer;
 
 pub use writer::{

@@ -1,5 +1,5 @@
 //! Template kernels: a kernel whose strategy names a template (`#tcc.gemm`,
-//! a row reduction, softmax or layer norm) is not translated op by op but
+//! a row reduction, softmax, layer norm or `#tcc.window`) is not translated op by op but
 //! instantiated from `tcc-kernels`. Each template writer implements
 //! [`KernelTemplate`]: it reads the template's operands off the kernel
 //! body (marking the buffers it stores to), and then, with every store
@@ -9,7 +9,7 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, BlockRef, Value, ValueLike};
 use tcc_kernels::{
-    GemmSpec, KernelParameters, LayerNormSpec, RowKernel, RowReduceSpec, SoftmaxSpec,
+    GemmSpec, KernelParameters, LayerNormSpec, RowKernel, RowReduceSpec, SoftmaxSpec, WindowSpec,
 };
 
 use super::writer::{KernelArg, KernelWriter, MemrefView, key, parameters};
@@ -37,6 +37,7 @@ impl TemplateKernel<'_, '_, '_> {
             | KernelStrategy::Softmax { workgroup_size }
             | KernelStrategy::LayerNorm { workgroup_size } => workgroup_size,
             KernelStrategy::Gemm { config, .. } => i64::from(config.workgroup_size()),
+            KernelStrategy::Window { config, .. } => i64::from(config.workgroup_size),
         }
     }
 }
@@ -66,6 +67,7 @@ impl KernelWriter {
             KernelStrategy::RowReduce { .. } => self.instantiate::<RowReduceSpec>(kernel, args)?,
             KernelStrategy::Softmax { .. } => self.instantiate::<SoftmaxSpec>(kernel, args)?,
             KernelStrategy::LayerNorm { .. } => self.instantiate::<LayerNormSpec>(kernel, args)?,
+            KernelStrategy::Window { .. } => self.instantiate::<WindowSpec>(kernel, args)?,
         };
         Ok(Some(text))
     }

@@ -11,7 +11,7 @@
 //! strategy's choice between the loop-nest body and a template); the body's
 //! expressions are in `expressions.rs`, its statements and control flow in
 //! `control_flow.rs`, the templates in `gemm.rs`, `reduce.rs`,
-//! `softmax.rs` and `layer_norm.rs`.
+//! `softmax.rs`, `layer_norm.rs` and `window.rs`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

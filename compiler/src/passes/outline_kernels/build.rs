@@ -58,6 +58,11 @@ pub(super) fn launch_shape(
             let rows = output.iter().product::<i64>() / columns;
             ([rows, 1, 1], [workgroup_size, 1, 1])
         }
+        // One work-item per block of outputs.
+        KernelStrategy::Window { config, work_items } => {
+            let size = i64::from(config.workgroup_size);
+            ([(work_items + size - 1) / size, 1, 1], [size, 1, 1])
+        }
         KernelStrategy::Loops {
             workgroup_size,
             max_workgroups,

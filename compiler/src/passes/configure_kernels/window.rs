@@ -1,0 +1,169 @@
+//! The window template's strategy step: which kernels are a depthwise
+//! convolution or a max/sum pooling over NHWC that the window template
+//! runs (named, or a `tcc.conv` generic with its input folded in; started
+//! by a fill of its output; at most one elementwise epilogue reading the
+//! window's result), and the `#tcc.window` the target gives them.
+
+use std::str::FromStr;
+
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
+
+use crate::config::{Target, WindowGeometry};
+use crate::ir::attr_names::KERNEL;
+use crate::ir::strategy::KernelStrategy;
+use crate::ir::types::StaticTensor;
+use crate::ir::util::{defining_op, op_name, string_value};
+
+/// The window ops the template runs, by the op they compute.
+const WINDOW_OPS: &[&str] = &[
+    "depthwise_conv_2d_nhwc_hwc",
+    "depthwise_conv_2d_nhwc_hwcm",
+    "pooling_nhwc_max",
+    "pooling_nhwc_sum",
+];
+
+/// The environment variable that sets `windows=` where the option is
+/// left at `auto`.
+pub const WINDOWS_ENV: &str = "TCC_WINDOWS";
+
+/// Whether window ops take the template (`windows=auto|on|off|N`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowChoice {
+    /// As the target's configuration says (`TCC_WINDOWS` overriding).
+    Auto,
+    /// Always (the generic GPU configuration where the target has none).
+    On,
+    /// Never: loop nests.
+    Off,
+    /// Always, with blocks of this many output columns (to time or test
+    /// the blocks; the target's other parameters kept).
+    Columns(u32),
+}
+
+impl FromStr for WindowChoice {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "" | "auto" => Ok(WindowChoice::Auto),
+            "on" => Ok(WindowChoice::On),
+            "off" => Ok(WindowChoice::Off),
+            other => match other.parse::<u32>() {
+                Ok(columns) if columns > 0 => Ok(WindowChoice::Columns(columns)),
+                _ => Err(format!(
+                    "windows must be auto, on, off or a number of columns, not '{other}'"
+                )),
+            },
+        }
+    }
+}
+
+impl WindowChoice {
+    /// The choice in force: an explicit option, else `TCC_WINDOWS`.
+    pub(super) fn resolved(self) -> Result<Self, String> {
+        match (self, std::env::var(WINDOWS_ENV)) {
+            (WindowChoice::Auto, Ok(value)) => {
+                value.parse().map_err(|e| format!("{WINDOWS_ENV}: {e}"))
+            }
+            (choice, _) => Ok(choice),
+        }
+    }
+}
+
+/// The `#tcc.window` strategy of the kernel rooted at `op` (on tensors),
+/// if it is a window the template runs and the (resolved) choice takes it.
+pub(super) fn strategy(
+    target: Target,
+    op: OperationRef,
+    choice: WindowChoice,
+) -> Option<KernelStrategy> {
+    if choice == WindowChoice::Off {
+        return None;
+    }
+    let geometry = geometry(op)?;
+    let mut config = match (choice, target.window_config(&geometry)) {
+        (_, Some(config)) => config,
+        (WindowChoice::Auto, None) => return None,
+        _ => Target::Generic.window_config(&geometry)?,
+    };
+    if let WindowChoice::Columns(columns) = choice {
+        config.columns = columns;
+        config.validate(&geometry).ok()?;
+    }
+    Some(KernelStrategy::Window {
+        config,
+        work_items: config.work_items(&geometry),
+    })
+}
+
+/// The geometry of a window op the template runs, `None` for any other
+/// op or kernel.
+fn geometry(op: OperationRef) -> Option<WindowGeometry> {
+    let (name, filter, output) = crate::patterns::conv_inputs::window_layout(op);
+    if !WINDOW_OPS.contains(&name.as_str()) || op.result_count() != 1 {
+        return None;
+    }
+    let result = StaticTensor::of(op.result(0).ok()?.r#type())?;
+    let window = StaticTensor::of(op.operand(filter).ok()?.r#type())?;
+    if !result.element.is_f32() || !(4..=5).contains(&result.rank()) || window.rank() < 2 {
+        return None;
+    }
+    let init = op.operand(output).ok()?;
+    if defining_op(init).is_none_or(|d| op_name(&d) != "linalg.fill") {
+        return None;
+    }
+    if !only_an_epilogue_follows(op) {
+        return None;
+    }
+    let shape = &result.shape;
+    Some(WindowGeometry {
+        batch: shape[0],
+        out_h: shape[1],
+        out_w: shape[2],
+        channels: shape[3],
+        multiplier: shape.get(4).copied().unwrap_or(1),
+        window: [window.shape[0], window.shape[1]],
+        column_steps: None,
+    })
+}
+
+/// Whether the kernel of window op `op` holds, besides its fill, at most
+/// one `linalg.generic` after it, which reads the window's result itself.
+fn only_an_epilogue_follows(op: OperationRef) -> bool {
+    let Some(kernel) = op.attribute(KERNEL).ok().and_then(string_value) else {
+        return false;
+    };
+    let Some(block) = op.block() else {
+        return false;
+    };
+    let Ok(result) = op.result(0) else {
+        return false;
+    };
+    let result: Value = result.into();
+    let mut after = false;
+    let mut epilogues = 0;
+    let mut next = block.first_operation();
+    while let Some(member) = next {
+        next = member.next_in_block();
+        if member == op {
+            after = true;
+            continue;
+        }
+        let same_kernel = member
+            .attribute(KERNEL)
+            .ok()
+            .and_then(string_value)
+            .is_some_and(|k| k == kernel);
+        if !same_kernel {
+            continue;
+        }
+        let name = op_name(&member);
+        match (after, name.as_str()) {
+            (false, "linalg.fill") => {}
+            (true, "linalg.generic") if member.operands().any(|v| v == result) => epilogues += 1,
+            _ => return false,
+        }
+    }
+    epilogues <= 1
+}

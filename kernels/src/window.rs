@@ -1,0 +1,417 @@
+//! Sliding-window kernels over NHWC tensors: depthwise convolution and
+//! max/sum pooling (the average pool is a sum pool with a dividing
+//! epilogue), with the fill and the fused elementwise epilogue.
+//!
+//! One work-item computes a block of `columns` neighbouring output
+//! columns of one output row, for `vector` neighbouring channels (a
+//! `float4` where the channels allow). Neighbouring work-items take
+//! neighbouring channel vectors of the same pixels, so their loads and
+//! stores are coalesced along NHWC's contiguous channels. Per window row
+//! the work-item keeps the row's filter taps of its channels in
+//! registers, and reads each input column the block touches once, for
+//! every output of the block that uses it (a 3x3 stride-1 window over 4
+//! columns reads 6 input columns per row instead of 12). The work-item's
+//! position comes from its global id by 32-bit divisions by constants,
+//! once per work-item; columns past the output's edge are computed on a
+//! clamped column and not stored.
+//!
+//! The compiler supplies what the computation reads as C text: the input
+//! element at a window position (a folded pad, producer or transpose
+//! included), the filter tap, the accumulator's start and the statements
+//! storing one output (the epilogue); the template lays the work out.
+
+use std::fmt::Write as _;
+
+use crate::KernelParameters;
+
+/// How a window kernel divides its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowConfig {
+    /// Work-items per work-group (a 1-D NDRange).
+    pub workgroup_size: u32,
+    /// Neighbouring output columns per work-item.
+    pub columns: u32,
+    /// Neighbouring channels per work-item: 1, or 4 (a `float4`).
+    pub vector: u32,
+}
+
+impl WindowConfig {
+    /// Checks the configuration against a geometry.
+    pub fn validate(&self, geometry: &WindowGeometry) -> Result<(), String> {
+        if self.workgroup_size == 0 || self.columns == 0 {
+            return Err("window work-groups and column blocks must not be empty".into());
+        }
+        match self.vector {
+            1 => {}
+            4 if geometry.multiplier == 1 && geometry.channels % 4 == 0 => {}
+            4 => {
+                return Err(format!(
+                    "a window of {} channels (multiplier {}) cannot run 4 channels per work-item",
+                    geometry.channels, geometry.multiplier
+                ));
+            }
+            v => return Err(format!("window vector width {v} is not 1 or 4")),
+        }
+        if self.work_items(geometry) > i64::from(i32::MAX) {
+            return Err("a window kernel's work-items must fit 32-bit indices".into());
+        }
+        Ok(())
+    }
+
+    /// Output column blocks per output row.
+    fn column_blocks(&self, geometry: &WindowGeometry) -> i64 {
+        let columns = i64::from(self.columns);
+        (geometry.out_w + columns - 1) / columns
+    }
+
+    /// Channel vectors per output pixel.
+    fn channel_vectors(&self, geometry: &WindowGeometry) -> i64 {
+        geometry.channels * geometry.multiplier / i64::from(self.vector)
+    }
+
+    /// Work-items of a kernel over `geometry`.
+    pub fn work_items(&self, geometry: &WindowGeometry) -> i64 {
+        geometry.batch
+            * geometry.out_h
+            * self.column_blocks(geometry)
+            * self.channel_vectors(geometry)
+    }
+}
+
+/// The shape of a window computation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowGeometry {
+    pub batch: i64,
+    pub out_h: i64,
+    pub out_w: i64,
+    /// Input channels.
+    pub channels: i64,
+    /// Outputs per input channel (a depthwise convolution's channel
+    /// multiplier; 1 for pooling): output channel `c * multiplier + m`.
+    pub multiplier: i64,
+    /// Window rows and columns.
+    pub window: [i64; 2],
+    /// The input column step between neighbouring output columns (the
+    /// stride) and between neighbouring window columns (the dilation);
+    /// `None` where they are unknown: then each output reads its own
+    /// input columns.
+    pub column_steps: Option<[i64; 2]>,
+}
+
+/// How the window's elements combine into the accumulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowCombine {
+    /// `acc + x * w`: a depthwise convolution.
+    MulAdd,
+    /// `acc + x`: a sum pooling.
+    Add,
+    /// `maximum(acc, x)` (NaN propagating): a max pooling.
+    Max,
+}
+
+/// Everything one instantiation needs. The C text runs with these names
+/// in scope (all `int`): `n`, `oy` (output row), `ox` (output column),
+/// `c` (first input channel of the work-item), `m` (multiplier index),
+/// `ky`, `kx` (window position).
+#[derive(Clone, Debug)]
+pub struct WindowSpec {
+    pub name: String,
+    pub parameters: KernelParameters,
+    /// A comment placed above the kernel.
+    pub comment: String,
+    pub config: WindowConfig,
+    pub geometry: WindowGeometry,
+    pub combine: WindowCombine,
+    /// The input element of channels `c ..` at the window position:
+    /// C statements, then the expression (`float`, or `float4` with
+    /// `vector` 4).
+    pub element: (String, String),
+    /// The filter tap of channels `c ..` (and `m`) at `ky`, `kx`, a C
+    /// expression of the element's type; only for [`WindowCombine::MulAdd`].
+    pub tap: Option<String>,
+    /// The accumulator's start.
+    pub init: WindowInit,
+    /// C statements storing the float `acc_value` at output `n`, `oy`,
+    /// `ox`, channel `oc`, multiplier index `om` (the epilogue, if any).
+    pub store: String,
+}
+
+/// Where a window kernel's accumulators start.
+#[derive(Clone, Debug)]
+pub enum WindowInit {
+    /// A fill value, a scalar C expression.
+    Fill(String),
+    /// What the output holds at column `ox` (channels `c ..`): a C
+    /// expression of the element's type.
+    Output(String),
+}
+
+/// An input column of a work-item's block and the (output column,
+/// window column) pairs reading it; the first pair has the smallest
+/// output column.
+struct InputColumn {
+    readers: Vec<(i64, i64)>,
+}
+
+/// The input columns a block of `columns` outputs reads per window row:
+/// shared between outputs where the steps are known.
+fn input_columns(columns: i64, window_w: i64, steps: Option<[i64; 2]>) -> Vec<InputColumn> {
+    let mut inputs: Vec<(i64, InputColumn)> = Vec::new();
+    for j in 0..columns {
+        for kx in 0..window_w {
+            let position = match steps {
+                Some([stride, dilation]) => j * stride + kx * dilation,
+                None => j * window_w + kx,
+            };
+            match inputs.iter_mut().find(|(p, _)| *p == position) {
+                Some((_, input)) => input.readers.push((j, kx)),
+                None => inputs.push((
+                    position,
+                    InputColumn {
+                        readers: vec![(j, kx)],
+                    },
+                )),
+            }
+        }
+    }
+    inputs.sort_by_key(|(position, _)| *position);
+    inputs.into_iter().map(|(_, input)| input).collect()
+}
+
+fn indented(out: &mut String, indent: &str, text: &str) {
+    for line in text.lines() {
+        let _ = writeln!(out, "{indent}{line}");
+    }
+}
+
+/// Instantiates the template.
+pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
+    let WindowSpec {
+        config, geometry, ..
+    } = spec;
+    config.validate(geometry)?;
+    if (spec.combine == WindowCombine::MulAdd) != spec.tap.is_some() {
+        return Err("a depthwise window needs its filter tap, a pooling none".into());
+    }
+    let w = config.workgroup_size;
+    let columns = i64::from(config.columns);
+    let vector = i64::from(config.vector);
+    let ty = if vector == 1 { "float" } else { "float4" };
+    let [window_h, window_w] = geometry.window;
+    let (out_h, out_w) = (geometry.out_h, geometry.out_w);
+    let blocks = config.column_blocks(geometry);
+    let vectors = config.channel_vectors(geometry);
+    let work_items = config.work_items(geometry);
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", spec.comment);
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size({w}, 1, 1)))"
+    );
+    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
+    let _ = writeln!(out, "  const int gid = (int)get_global_id(0);");
+    let _ = writeln!(out, "  if (gid >= {work_items}) return;");
+    let _ = writeln!(
+        out,
+        "  /* {vectors} channel vectors of {vector} x {blocks} blocks of {columns} columns x {out_h} rows x {} images */",
+        geometry.batch
+    );
+    let _ = writeln!(out, "  const int q = (gid % {vectors}) * {vector};");
+    let _ = writeln!(out, "  const int block = gid / {vectors};");
+    let _ = writeln!(out, "  const int ox0 = (block % {blocks}) * {columns};");
+    let _ = writeln!(out, "  const int oy = (block / {blocks}) % {out_h};");
+    let _ = writeln!(out, "  const int n = block / {};", blocks * out_h);
+    if geometry.multiplier == 1 {
+        let _ = writeln!(out, "  const int c = q;\n  const int m = 0;");
+    } else {
+        let multiplier = geometry.multiplier;
+        let _ = writeln!(
+            out,
+            "  const int c = q / {multiplier};\n  const int m = q % {multiplier};"
+        );
+    }
+    for j in 0..columns {
+        match &spec.init {
+            WindowInit::Fill(value) => {
+                let _ = writeln!(out, "  {ty} acc{j} = ({ty})({value});");
+            }
+            WindowInit::Output(value) => {
+                let _ = writeln!(out, "  {ty} acc{j};");
+                let _ = writeln!(
+                    out,
+                    "  {{ const int ox = min(ox0 + {j}, {}); acc{j} = {value}; }}",
+                    out_w - 1
+                );
+            }
+        }
+    }
+    let _ = writeln!(out, "  #pragma unroll");
+    let _ = writeln!(out, "  for (int ky = 0; ky < {window_h}; ky++) {{");
+    if let Some(tap) = &spec.tap {
+        for kx in 0..window_w {
+            let _ = writeln!(out, "    {ty} w{kx};");
+            let _ = writeln!(out, "    {{ const int kx = {kx}; w{kx} = {tap}; }}");
+        }
+    }
+    for input in input_columns(columns, window_w, geometry.column_steps) {
+        let (j, kx) = input.readers[0];
+        let _ = writeln!(out, "    {{");
+        let _ = writeln!(out, "      const int ox = min(ox0 + {j}, {});", out_w - 1);
+        let _ = writeln!(out, "      const int kx = {kx};");
+        indented(&mut out, "      ", &spec.element.0);
+        let _ = writeln!(out, "      const {ty} x = {};", spec.element.1);
+        for (j, kx) in &input.readers {
+            let update = match spec.combine {
+                WindowCombine::MulAdd => format!("acc{j} + x * w{kx}"),
+                WindowCombine::Add => format!("acc{j} + x"),
+                WindowCombine::Max if vector == 1 => format!("tcc_maximumf(acc{j}, x)"),
+                WindowCombine::Max => format!("tcc_maximumf4(acc{j}, x)"),
+            };
+            let _ = writeln!(out, "      acc{j} = {update};");
+        }
+        let _ = writeln!(out, "    }}");
+    }
+    let _ = writeln!(out, "  }}");
+    for j in 0..columns {
+        let guard = if out_w % columns != 0 && j > 0 {
+            format!("if (ox0 + {j} < {out_w}) ")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  {guard}{{");
+        let _ = writeln!(out, "    const int ox = ox0 + {j};");
+        let _ = writeln!(out, "    const int om = m;");
+        if vector == 1 {
+            let _ = writeln!(out, "    const int oc = c;");
+            let _ = writeln!(out, "    const float acc_value = acc{j};");
+            indented(&mut out, "    ", &spec.store);
+        } else {
+            let _ = writeln!(out, "    float lanes[{vector}];");
+            let _ = writeln!(out, "    vstore{vector}(acc{j}, 0, lanes);");
+            let _ = writeln!(out, "    #pragma unroll");
+            let _ = writeln!(out, "    for (int l = 0; l < {vector}; l++) {{");
+            let _ = writeln!(out, "      const int oc = c + l;");
+            let _ = writeln!(out, "      const float acc_value = lanes[l];");
+            indented(&mut out, "      ", &spec.store);
+            let _ = writeln!(out, "    }}");
+        }
+        let _ = writeln!(out, "  }}");
+    }
+    let _ = writeln!(out, "}}");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(config: WindowConfig, geometry: WindowGeometry, combine: WindowCombine) -> WindowSpec {
+        WindowSpec {
+            name: "dw_0".into(),
+            parameters: KernelParameters::floats(&[false, false, true]),
+            comment: "/* test */".into(),
+            config,
+            geometry,
+            combine,
+            element: (
+                "const int iy = oy + ky - 1;".into(),
+                "vload4(0, a0 + iy * 448 + (ox + kx) * 4 + c)".into(),
+            ),
+            tap: (combine == WindowCombine::MulAdd)
+                .then(|| "vload4(0, a1 + ky * 48 + kx * 16 + c)".into()),
+            init: WindowInit::Fill("0.0f".into()),
+            store: "a2[((n * 112 + oy) * 112 + ox) * 16 + oc] = acc_value;".into(),
+        }
+    }
+
+    const GEOMETRY: WindowGeometry = WindowGeometry {
+        batch: 1,
+        out_h: 112,
+        out_w: 110,
+        channels: 16,
+        multiplier: 1,
+        window: [3, 3],
+        column_steps: Some([1, 1]),
+    };
+
+    const CONFIG: WindowConfig = WindowConfig {
+        workgroup_size: 128,
+        columns: 4,
+        vector: 4,
+    };
+
+    #[test]
+    fn a_block_reads_each_input_column_once() {
+        let text = window_kernel(&spec(CONFIG, GEOMETRY, WindowCombine::MulAdd)).unwrap();
+        // 4 columns of a 3-wide window at stride 1: 6 input columns.
+        assert_eq!(text.matches("const float4 x = ").count(), 6, "{text}");
+        // 12 multiply-adds, the taps loaded once per row.
+        assert_eq!(text.matches(" + x * w").count(), 12, "{text}");
+        assert_eq!(text.matches("w1 = vload4").count(), 1, "{text}");
+        // Work-item position by 32-bit divisions: 4 vectors, 28 blocks.
+        assert!(text.contains("const int q = (gid % 4) * 4;"), "{text}");
+        assert!(text.contains("const int ox0 = (block % 28) * 4;"), "{text}");
+        assert!(text.contains("if (gid >= 12544) return;"), "{text}");
+        // 110 columns in blocks of 4: the tail is guarded, reads clamped.
+        assert!(text.contains("if (ox0 + 3 < 110) {"), "{text}");
+        assert!(text.contains("const int ox = min(ox0 + 2, 109);"), "{text}");
+        assert!(text.contains("vstore4(acc3, 0, lanes);"), "{text}");
+        assert!(text.contains("reqd_work_group_size(128, 1, 1)"), "{text}");
+    }
+
+    #[test]
+    fn strided_and_unknown_steps_share_less() {
+        let strided = WindowGeometry {
+            column_steps: Some([2, 1]),
+            ..GEOMETRY
+        };
+        let text = window_kernel(&spec(CONFIG, strided, WindowCombine::MulAdd)).unwrap();
+        assert_eq!(text.matches("const float4 x = ").count(), 9, "{text}");
+        let unknown = WindowGeometry {
+            column_steps: None,
+            ..GEOMETRY
+        };
+        let text = window_kernel(&spec(CONFIG, unknown, WindowCombine::MulAdd)).unwrap();
+        assert_eq!(text.matches("const float4 x = ").count(), 12, "{text}");
+    }
+
+    #[test]
+    fn pooling_has_no_taps_and_max_propagates_nan() {
+        let config = WindowConfig {
+            vector: 1,
+            columns: 2,
+            ..CONFIG
+        };
+        let mut spec = spec(config, GEOMETRY, WindowCombine::Max);
+        spec.element.1 = "a0[c]".into();
+        spec.init = WindowInit::Output("a2[ox * 16 + c]".into());
+        let text = window_kernel(&spec).unwrap();
+        assert!(!text.contains(" w0"), "{text}");
+        assert!(text.contains("acc0 = tcc_maximumf(acc0, x);"), "{text}");
+        assert!(
+            text.contains("{ const int ox = min(ox0 + 1, 109); acc1 = a2[ox * 16 + c]; }"),
+            "{text}"
+        );
+        assert!(text.contains("const float acc_value = acc1;"), "{text}");
+    }
+
+    #[test]
+    fn channel_multipliers_take_scalar_channels() {
+        let geometry = WindowGeometry {
+            multiplier: 2,
+            ..GEOMETRY
+        };
+        assert!(window_kernel(&spec(CONFIG, geometry, WindowCombine::MulAdd)).is_err());
+        let config = WindowConfig {
+            vector: 1,
+            ..CONFIG
+        };
+        let mut spec = spec(config, geometry, WindowCombine::MulAdd);
+        spec.element.1 = "a0[c]".into();
+        spec.tap = Some("a1[c * 2 + m]".into());
+        let text = window_kernel(&spec).unwrap();
+        assert!(text.contains("const int c = q / 2;"), "{text}");
+        assert!(text.contains("const int m = q % 2;"), "{text}");
+        assert!(text.contains("if (gid >= 100352) return;"), "{text}");
+    }
+}
