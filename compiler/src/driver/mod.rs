@@ -9,6 +9,7 @@ pub mod import;
 pub mod inspect;
 pub mod pipeline;
 pub mod profile;
+pub mod quantize;
 pub mod progress;
 pub mod run;
 pub mod scoreboard;

@@ -140,6 +140,7 @@ impl ConfigureOptions {
         let loops = target.loop_config(kernel_kind, work_items(op));
         if self.templates
             && let Some(shape) = gemm_shape(op)
+            && float_operands(op)
             && let Some(config) = self.gemm_config(target, kind, &shape)
         {
             return KernelStrategy::Gemm { config, shape };
@@ -181,6 +182,15 @@ fn row_template(
         KernelKind::LayerNorm => Some(KernelStrategy::LayerNorm { workgroup_size }),
         _ => None,
     }
+}
+
+/// Whether every operand of a contraction is f32 (the GEMM template's
+/// arithmetic); int8 products with int32 sums (`tcc-quantize-int8`) run as
+/// loop nests.
+fn float_operands(op: OperationRef) -> bool {
+    op.operands().all(|v| {
+        crate::ir::types::StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32())
+    })
 }
 
 fn kind_from_name(name: &str) -> KernelKind {
