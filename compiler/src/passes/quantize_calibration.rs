@@ -108,20 +108,20 @@ impl Ranges {
         }
         if !range.min.is_finite() || !range.max.is_finite() {
             return Err(format!(
-                "its range [{}, {}] is not finite",
+                "has the range [{}, {}], which is not finite",
                 range.min, range.max
             ));
         }
         let max_abs = range.min.abs().max(range.max.abs());
         if max_abs == 0.0 || range.min == range.max {
-            return Err(format!("its range is zero ({} to {})", range.min, range.max));
+            return Err(format!("has a zero range ({} to {})", range.min, range.max));
         }
         let bound = match self.calibration {
             Calibration::MaxAbs => max_abs,
             Calibration::Percentile(p) => percentile_bound(range, p).min(max_abs),
         };
         if !bound.is_finite() || bound <= f32::MIN_POSITIVE {
-            return Err(format!("its calibrated bound {bound} is not a usable scale"));
+            return Err(format!("has the calibrated bound {bound}, no usable scale"));
         }
         Ok(bound)
     }

@@ -66,6 +66,11 @@ pub const QUANTIZED_OPS_ATTR: &str = "tcc.quantized_ops";
 /// On the module: one string per contraction left f32, saying why.
 pub const F32_FALLBACKS_ATTR: &str = "tcc.quantize_f32";
 
+/// How many of a profile's tensors must be missing from the module (and
+/// more than half) before the profile counts as another model's; fewer
+/// only leave the ops reading them f32.
+const FOREIGN_MISSING: usize = 8;
+
 /// The largest magnitude of a symmetric int8 value.
 const QMAX: f32 = 127.0;
 
@@ -241,10 +246,11 @@ fn named_values<'c>(root: Root<'c>) -> Vec<(String, Value<'c, 'c>, bool)> {
     named
 }
 
-/// A profile from another model is an error: one of whose tensors fewer
-/// than half are values of the module (graph rewrites before the pass
-/// remove a few, such as flattens merged into their producers), or that
-/// gives a graph input another element count.
+/// A profile from another model is an error: one that names none of the
+/// module's values, or of whose tensors more than half (and at least
+/// [`FOREIGN_MISSING`]) are not values of the module (graph rewrites
+/// before the pass remove a few, such as flattens merged into their
+/// producers), or that gives a graph input another element count.
 fn check_profile_matches<'c>(root: Root<'c>, ranges: &Ranges) -> PassResult<'c> {
     let error = |message: String| {
         Err(PassError::at(
@@ -267,7 +273,7 @@ fn check_profile_matches<'c>(root: Root<'c>, ranges: &Ranges) -> PassResult<'c> 
         }
     }
     let missing: Vec<&str> = ranges.names().filter(|n| !found.contains(n)).collect();
-    if found.is_empty() || missing.len() * 2 > ranges.len() {
+    if found.is_empty() || (missing.len() * 2 > ranges.len() && missing.len() >= FOREIGN_MISSING) {
         let shown: Vec<&str> = missing.iter().copied().take(5).collect();
         return error(format!(
             "{} of the profile's {} tensors are not tensors of this model ({}{})",
@@ -357,7 +363,7 @@ fn quantize<'c>(context: &'c Context, op: OperationRef<'c, 'c>, ranges: &Ranges,
     let range = input_range(input, &consumer, ranges).ok_or("the profile has no range for its input")?;
     let bound = ranges
         .bound(range)
-        .map_err(|reason| format!("its input '{}' {reason}", range.name))?;
+        .map_err(|reason| format!("its input '{}' {reason} in the profile", range.name))?;
     let weights = ConstTensor::of_value(weight).ok_or("its weights are not a constant")?;
     let values = weights.f32s().ok_or("its weights are not f32")?;
     if values.iter().any(|v| !v.is_finite()) {
