@@ -160,7 +160,7 @@ pub struct Agreement {
 }
 
 impl Agreement {
-    /// Adds one output pair (f32): rows are the last dimension's vectors.
+    /// Adds one output pair (f32) of rows of `row` elements.
     pub fn add(&mut self, reference: &[f32], other: &[f32], row: usize) {
         let row = row.max(1);
         for (a, b) in reference.chunks(row).zip(other.chunks(row)) {
@@ -268,7 +268,9 @@ pub fn report_accuracy(
             if info.ty.dtype != onnx::DType::F32 {
                 continue;
             }
-            let row = info.ty.shape.last().copied().unwrap_or(1).max(1) as usize;
+            // One row per batch element: its classes are everything else
+            // (a [1, 1000, 1, 1] score map included).
+            let row = info.ty.shape.iter().skip(1).product::<i64>().max(1) as usize;
             agreement.add(&f32s(e), &f32s(g), row);
         }
     }

@@ -24,8 +24,8 @@
 //! `tcc compile --quantize`) gives each node's ops the location of the
 //! node's first output tensor, as `tcc profile` names tensors; a graph
 //! input's name is its argument's location. The input of a contraction is
-//! looked up on the value itself, or through the transposes and reshapes
-//! the importer put in front of it (which do not change a range). An op
+//! looked up on the value itself, or through the transposes, reshapes and
+//! slices the importer put in front of it (which keep the bound). An op
 //! whose input has no range, a zero or non-finite range, or NaNs in the
 //! profile stays f32; the module records how many ops were quantized
 //! (`tcc.quantized_ops`) and why the others were not
@@ -287,7 +287,7 @@ fn check_profile_matches<'c>(root: Root<'c>, ranges: &Ranges) -> PassResult<'c> 
 }
 
 /// The profile's tensor that `value` holds: its own name, or that of the
-/// value behind the transposes and reshapes in front of it. Names of the
+/// value behind the transposes, reshapes and slices in front of it. Names of the
 /// consumer's own node are skipped (the importer's transposes around a
 /// convolution carry the convolution's name, not their input's).
 fn input_range<'a>(value: Value, consumer: &str, ranges: &'a Ranges) -> Option<&'a TensorRange> {
@@ -301,7 +301,8 @@ fn input_range<'a>(value: Value, consumer: &str, ranges: &'a Ranges) -> Option<&
             return Some(range);
         }
         let op = defining_op(value)?;
-        if !matches!(op_name(&op).as_str(), "tosa.transpose" | "tosa.reshape") {
+        // Each keeps the values (or a subset): the bound still holds.
+        if !matches!(op_name(&op).as_str(), "tosa.transpose" | "tosa.reshape" | "tosa.slice") {
             return None;
         }
         value = op.operand(0).ok()?;
