@@ -111,20 +111,35 @@ fn argmax(values: &[f32]) -> usize {
 
 /// (relative Frobenius error over all samples, agreeing top-1 rows, rows)
 /// of the int8 artifact against the f32 one.
-fn compare(runtime: &Runtime, f32_model: &Path, int8_model: &Path, inputs: &[HostTensor]) -> (f64, usize, usize) {
-    let (f32_model, int8_model) = (Model::load(f32_model).unwrap(), Model::load(int8_model).unwrap());
+fn compare(
+    runtime: &Runtime,
+    f32_model: &Path,
+    int8_model: &Path,
+    inputs: &[HostTensor],
+) -> (f64, usize, usize) {
+    let (f32_model, int8_model) = (
+        Model::load(f32_model).unwrap(),
+        Model::load(int8_model).unwrap(),
+    );
     let function = f32_model.functions()[0].name.clone();
     let mut want_session = runtime.session(&f32_model).unwrap();
     let mut got_session = runtime.session(&int8_model).unwrap();
     let (mut diff, mut norm, mut agree, mut rows) = (0f64, 0f64, 0, 0);
     for input in inputs {
-        let want = want_session.run(&function, std::slice::from_ref(input)).unwrap()[0]
+        let want = want_session
+            .run(&function, std::slice::from_ref(input))
+            .unwrap()[0]
             .to_f32()
             .unwrap();
-        let got = got_session.run(&function, std::slice::from_ref(input)).unwrap()[0]
+        let got = got_session
+            .run(&function, std::slice::from_ref(input))
+            .unwrap()[0]
             .to_f32()
             .unwrap();
-        assert!(got.iter().all(|v| v.is_finite()), "non-finite int8 outputs: {got:?}");
+        assert!(
+            got.iter().all(|v| v.is_finite()),
+            "non-finite int8 outputs: {got:?}"
+        );
         for (g, w) in got.iter().zip(&want) {
             diff += (f64::from(*g) - f64::from(*w)).powi(2);
             norm += f64::from(*w).powi(2);
@@ -170,15 +185,23 @@ fn quantized_models_stay_within_the_int8_bound() {
         let text = stderr(&o);
         assert!(o.status.success(), "{text}");
         assert!(
-            text.contains(&format!("int8: {contractions} convolution(s) and matmul(s) quantized, 0 left f32")),
+            text.contains(&format!(
+                "int8: {contractions} convolution(s) and matmul(s) quantized, 0 left f32"
+            )),
             "{text}"
         );
-        assert!(text.contains("int8 accuracy against f32 over 16 samples"), "{text}");
+        assert!(
+            text.contains("int8 accuracy against f32 over 16 samples"),
+            "{text}"
+        );
         assert!(text.contains("top-1 agreement"), "{text}");
 
         // The weights are int8: a quarter of the f32 bytes, plus the f32
         // per-channel scales and biases of the epilogues.
-        let (f32_model, int8_model) = (Model::load(&f32_path).unwrap(), Model::load(&int8_path).unwrap());
+        let (f32_model, int8_model) = (
+            Model::load(&f32_path).unwrap(),
+            Model::load(&int8_path).unwrap(),
+        );
         let f32_bytes: u64 = f32_model.constant_bytes().iter().sum();
         let int8_bytes: u64 = int8_model.constant_bytes().iter().sum();
         assert!(
@@ -188,7 +211,9 @@ fn quantized_models_stay_within_the_int8_bound() {
         let inspect = tcc(dir, &["inspect", path(&int8_path)]);
         let inspect = String::from_utf8_lossy(&inspect.stdout);
         assert!(
-            inspect.contains(&format!("quantization: int8 ({contractions} convolutions/matmuls")),
+            inspect.contains(&format!(
+                "quantization: int8 ({contractions} convolutions/matmuls"
+            )),
             "{inspect}"
         );
 
@@ -196,7 +221,10 @@ fn quantized_models_stay_within_the_int8_bound() {
         report.push(format!(
             "{model}: relative error {error:.3e}, top-1 {agree}/{rows}, constants {int8_bytes}/{f32_bytes} bytes"
         ));
-        assert!(error > 0.0, "{model}: int8 outputs equal f32's: was anything quantized?");
+        assert!(
+            error > 0.0,
+            "{model}: int8 outputs equal f32's: was anything quantized?"
+        );
         assert!(error <= RELATIVE_ERROR_BOUND, "{}", report.join("\n"));
         // Classes whose scores differ by less than the error may swap; on
         // these samples none does.
@@ -206,8 +234,14 @@ fn quantized_models_stay_within_the_int8_bound() {
 }
 
 /// The profile of `model` with `edit` applied to its JSON.
-fn edited_profile(dir: &Path, profile: &Path, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
-    let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(profile).unwrap()).unwrap();
+fn edited_profile(
+    dir: &Path,
+    profile: &Path,
+    name: &str,
+    edit: impl Fn(&mut serde_json::Value),
+) -> PathBuf {
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(profile).unwrap()).unwrap();
     edit(&mut json);
     let out = dir.join(name);
     std::fs::write(&out, serde_json::to_string(&json).unwrap()).unwrap();
@@ -232,7 +266,12 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     let mlp = profile(dir, "mlp");
     let out = dir.join("out.so");
     let quantize = |model: &str, profile: &Path| {
-        compile(dir, model, &["--quantize=int8", &format!("--profile={}", path(profile))], &out)
+        compile(
+            dir,
+            model,
+            &["--quantize=int8", &format!("--profile={}", path(profile))],
+            &out,
+        )
     };
     let fails_with = |o: Output, code: i32, message: &str| {
         assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
@@ -240,15 +279,25 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     };
 
     // An empty profile; another model's (other input shape; no names).
-    let empty = edited_profile(dir, &convnet, "empty.json", |j| j["tensors"] = serde_json::json!([]));
+    let empty = edited_profile(dir, &convnet, "empty.json", |j| {
+        j["tensors"] = serde_json::json!([])
+    });
     fails_with(quantize("convnet", &empty), 1, "the profile is empty");
-    fails_with(quantize("mlp", &convnet), 1, "the profile's input 'x' has the shape [1, 3, 16, 16]");
+    fails_with(
+        quantize("mlp", &convnet),
+        1,
+        "the profile's input 'x' has the shape [1, 3, 16, 16]",
+    );
     let renamed = edited_profile(dir, &mlp, "renamed.json", |j| {
         for t in j["tensors"].as_array_mut().unwrap() {
             t["name"] = serde_json::json!(format!("other/{}", t["name"].as_str().unwrap()));
         }
     });
-    fails_with(quantize("mlp", &renamed), 1, "are not tensors of this model");
+    fails_with(
+        quantize("mlp", &renamed),
+        1,
+        "are not tensors of this model",
+    );
     assert!(!out.exists(), "a failed compile wrote {}", out.display());
 
     // A zero range (ReLU output r1 all zero) and NaNs in the input: the
@@ -262,9 +311,18 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     let o = quantize("convnet", &degenerate);
     let text = stderr(&o);
     assert!(o.status.success(), "{text}");
-    assert!(text.contains("int8: 1 convolution(s) and matmul(s) quantized, 2 left f32"), "{text}");
-    assert!(text.contains("its input 'r1' has a zero range (0 to 0) in the profile"), "{text}");
-    assert!(text.contains("its input 'x' held 3 NaN or infinite values in the profile"), "{text}");
+    assert!(
+        text.contains("int8: 1 convolution(s) and matmul(s) quantized, 2 left f32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("its input 'r1' has a zero range (0 to 0) in the profile"),
+        "{text}"
+    );
+    assert!(
+        text.contains("its input 'x' held 3 NaN or infinite values in the profile"),
+        "{text}"
+    );
     let f32_path = dir.join("convnet-f32.so");
     let o = compile(dir, "convnet", &[], &f32_path);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -283,7 +341,16 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
         "--profile and --calibration-inputs apply to --quantize=int8",
     );
     fails_with(
-        compile(dir, "mlp", &["--quantize=int8", &format!("--profile={}", path(&mlp)), "--emit=spirv"], &dir.join("spv")),
+        compile(
+            dir,
+            "mlp",
+            &[
+                "--quantize=int8",
+                &format!("--profile={}", path(&mlp)),
+                "--emit=spirv",
+            ],
+            &dir.join("spv"),
+        ),
         1,
         "--quantize=int8 needs the OpenCL C or PTX kernels",
     );

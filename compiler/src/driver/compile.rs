@@ -299,7 +299,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         quantize: args.quantize.pass_options()?,
     };
     if choice.quantize.is_some() && from.is_some_and(|from| from >= Phase::Graph) {
-        bail!("--quantize runs in the graph phase: --compile-from must name the input phase or none");
+        bail!(
+            "--quantize runs in the graph phase: --compile-from must name the input phase or none"
+        );
     }
     choice.check().map_err(anyhow::Error::msg)?;
     // The model parsed (or imported) and run from `--compile-from` to `last`.
@@ -340,7 +342,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
 
     if args.emit == Emit::Spirv {
         if choice.quantize.is_some() {
-            bail!("--quantize=int8 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only");
+            bail!(
+                "--quantize=int8 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only"
+            );
         }
         if choice.storage != Storage::Fp32 {
             bail!(

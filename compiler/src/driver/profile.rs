@@ -94,7 +94,10 @@ pub const FORMAT: &str = "tcc-profile";
 pub const VERSION: u32 = 1;
 
 /// The samples in `dir`, each one tensor per graph input (in input order).
-pub(super) fn read_samples(dir: &Path, inputs: &[onnx::IoInfo]) -> Result<Vec<(String, Vec<HostTensor>)>> {
+pub(super) fn read_samples(
+    dir: &Path,
+    inputs: &[onnx::IoInfo],
+) -> Result<Vec<(String, Vec<HostTensor>)>> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("--inputs: cannot read {}", dir.display()))?
         .map(|e| e.map(|e| e.path()))

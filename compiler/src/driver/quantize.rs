@@ -77,8 +77,8 @@ impl QuantizeArgs {
             CalibrationArg::Max => "max",
             CalibrationArg::Percentile => "percentile",
         };
-        let calibration =
-            Calibration::parse(method, self.percentile).map_err(|e| anyhow::anyhow!("--percentile: {e}"))?;
+        let calibration = Calibration::parse(method, self.percentile)
+            .map_err(|e| anyhow::anyhow!("--percentile: {e}"))?;
         Ranges::load(profile, calibration).map_err(anyhow::Error::msg)?;
         let text = profile.display().to_string();
         if text.contains(['"', '{', '}']) {
@@ -171,7 +171,11 @@ impl Agreement {
         }
         for (a, b) in reference.iter().zip(other) {
             let difference = (f64::from(*a) - f64::from(*b)).abs();
-            self.max_abs = self.max_abs.max(if difference.is_nan() { f64::INFINITY } else { difference });
+            self.max_abs = self.max_abs.max(if difference.is_nan() {
+                f64::INFINITY
+            } else {
+                difference
+            });
             self.sum_abs += difference;
             self.elements += 1;
         }
@@ -227,7 +231,11 @@ pub fn report_accuracy(
         (Some(dir), _) => dir.clone(),
         (None, Some(profile)) => match profile_inputs(profile) {
             Some(dir) => dir,
-            None => return skip("the profile does not say where its samples are: give --calibration-inputs=DIR"),
+            None => {
+                return skip(
+                    "the profile does not say where its samples are: give --calibration-inputs=DIR",
+                );
+            }
         },
         (None, None) => return skip("no samples"),
     };

@@ -188,9 +188,8 @@ fn row_template(
 /// arithmetic); int8 products with int32 sums (`tcc-quantize-int8`) run as
 /// loop nests.
 fn float_operands(op: OperationRef) -> bool {
-    op.operands().all(|v| {
-        crate::ir::types::StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32())
-    })
+    op.operands()
+        .all(|v| crate::ir::types::StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32()))
 }
 
 fn kind_from_name(name: &str) -> KernelKind {

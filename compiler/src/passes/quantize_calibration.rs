@@ -33,9 +33,7 @@ impl Calibration {
             "percentile" if percentile > 0.0 && percentile <= 100.0 => {
                 Ok(Self::Percentile(percentile))
             }
-            "percentile" => Err(format!(
-                "percentile must lie in (0, 100], not {percentile}"
-            )),
+            "percentile" => Err(format!("percentile must lie in (0, 100], not {percentile}")),
             _ => Err(format!(
                 "calibration must be max or percentile, not '{method}'"
             )),
@@ -204,7 +202,11 @@ mod tests {
         let calibrated = ranges(Calibration::MaxAbs);
         assert!(calibrated.bound(&range(0.0, 0.0, vec![4])).is_err());
         assert!(calibrated.bound(&range(2.0, 2.0, vec![4])).is_err());
-        assert!(calibrated.bound(&range(0.0, f32::INFINITY, vec![4])).is_err());
+        assert!(
+            calibrated
+                .bound(&range(0.0, f32::INFINITY, vec![4]))
+                .is_err()
+        );
         let mut r = range(-1.0, 1.0, vec![4]);
         r.nonfinite = 1;
         assert!(calibrated.bound(&r).unwrap_err().contains("NaN"));

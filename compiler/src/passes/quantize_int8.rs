@@ -145,12 +145,19 @@ impl TccPass for QuantizeInt8 {
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["tosa"];
     type Options = QuantizeOptions;
 
-    fn run<'c>(&self, context: &'c Context, root: Root<'c>, options: &QuantizeOptions) -> PassResult<'c> {
+    fn run<'c>(
+        &self,
+        context: &'c Context,
+        root: Root<'c>,
+        options: &QuantizeOptions,
+    ) -> PassResult<'c> {
         let at = |message: String| PassError::at(root.location(), message);
         let calibration =
             Calibration::parse(&options.calibration, options.percentile).map_err(at)?;
         let Some(path) = &options.profile else {
-            return Err(at("tcc-quantize-int8 needs profile=FILE (tcc profile's output)".into()));
+            return Err(at(
+                "tcc-quantize-int8 needs profile=FILE (tcc profile's output)".into(),
+            ));
         };
         let ranges = Ranges::load(path, calibration).map_err(at)?;
         check_profile_matches(root, &ranges)?;
@@ -175,7 +182,11 @@ impl TccPass for QuantizeInt8 {
             }
         }
         let i64_type = IntegerType::new(context, 64).into();
-        set_discardable_attribute(root, QUANTIZATION_ATTR, StringAttribute::new(context, "int8").into());
+        set_discardable_attribute(
+            root,
+            QUANTIZATION_ATTR,
+            StringAttribute::new(context, "int8").into(),
+        );
         set_discardable_attribute(
             root,
             QUANTIZED_OPS_ATTR,
@@ -185,7 +196,11 @@ impl TccPass for QuantizeInt8 {
             .iter()
             .map(|r| StringAttribute::new(context, r).into())
             .collect();
-        set_discardable_attribute(root, F32_FALLBACKS_ATTR, ArrayAttribute::new(context, &reasons).into());
+        set_discardable_attribute(
+            root,
+            F32_FALLBACKS_ATTR,
+            ArrayAttribute::new(context, &reasons).into(),
+        );
         Ok(())
     }
 }
@@ -213,8 +228,9 @@ fn value_name(value: Value) -> Option<String> {
 /// graph phase made the model's NCHW tensors NHWC, and may have merged a
 /// flatten into its producer).
 fn same_shape(range: &TensorRange, value: Value) -> bool {
-    StaticTensor::of(value.r#type())
-        .is_some_and(|tensor| Some(tensor.num_elements()) == range.shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)))
+    StaticTensor::of(value.r#type()).is_some_and(|tensor| {
+        Some(tensor.num_elements()) == range.shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d))
+    })
 }
 
 /// Every named value of the module: function arguments (marked `true`)
@@ -255,7 +271,10 @@ fn check_profile_matches<'c>(root: Root<'c>, ranges: &Ranges) -> PassResult<'c> 
     let error = |message: String| {
         Err(PassError::at(
             root.location(),
-            format!("{message}: is the profile (of model '{}') from another model?", ranges.model),
+            format!(
+                "{message}: is the profile (of model '{}') from another model?",
+                ranges.model
+            ),
         ))
     };
     let named = named_values(root);
@@ -280,7 +299,11 @@ fn check_profile_matches<'c>(root: Root<'c>, ranges: &Ranges) -> PassResult<'c> 
             missing.len(),
             ranges.len(),
             shown.join(", "),
-            if missing.len() > shown.len() { ", ..." } else { "" }
+            if missing.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
         ));
     }
     Ok(())
@@ -302,7 +325,10 @@ fn input_range<'a>(value: Value, consumer: &str, ranges: &'a Ranges) -> Option<&
         }
         let op = defining_op(value)?;
         // Each keeps the values (or a subset): the bound still holds.
-        if !matches!(op_name(&op).as_str(), "tosa.transpose" | "tosa.reshape" | "tosa.slice") {
+        if !matches!(
+            op_name(&op).as_str(),
+            "tosa.transpose" | "tosa.reshape" | "tosa.slice"
+        ) {
             return None;
         }
         value = op.operand(0).ok()?;
@@ -320,7 +346,11 @@ enum Contraction {
 
 /// Symmetric int8 weights per output channel: the int8 bytes and each
 /// channel's scale (`max |w| / 127`, 1 for an all-zero channel).
-fn quantize_weights(values: &[f32], channels: usize, channel_of: impl Fn(usize) -> usize) -> (Vec<u8>, Vec<f32>) {
+fn quantize_weights(
+    values: &[f32],
+    channels: usize,
+    channel_of: impl Fn(usize) -> usize,
+) -> (Vec<u8>, Vec<f32>) {
     let mut max_abs = vec![0f32; channels];
     for (i, v) in values.iter().enumerate() {
         let c = channel_of(i);
@@ -344,7 +374,12 @@ fn is_zero_constant(value: Value) -> bool {
 }
 
 /// Rewrites one contraction to int8, or says why it stays f32.
-fn quantize<'c>(context: &'c Context, op: OperationRef<'c, 'c>, ranges: &Ranges, kind: Contraction) -> Result<(), String> {
+fn quantize<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+    ranges: &Ranges,
+    kind: Contraction,
+) -> Result<(), String> {
     let operand = |i: usize| op.operand(i).map_err(|e| e.to_string());
     let (input, weight) = (operand(0)?, operand(1)?);
     let result: Value = op.result(0).map_err(|e| e.to_string())?.into();
@@ -357,11 +392,15 @@ fn quantize<'c>(context: &'c Context, op: OperationRef<'c, 'c>, ranges: &Ranges,
         Contraction::Conv2d => [3, 4],
         Contraction::Matmul => [2, 3],
     };
-    if !zero_points.iter().all(|&i| operand(i).is_ok_and(is_zero_constant)) {
+    if !zero_points
+        .iter()
+        .all(|&i| operand(i).is_ok_and(is_zero_constant))
+    {
         return Err("its zero points are not constant zeros".into());
     }
     let consumer = location_name(op.location()).unwrap_or_default();
-    let range = input_range(input, &consumer, ranges).ok_or("the profile has no range for its input")?;
+    let range =
+        input_range(input, &consumer, ranges).ok_or("the profile has no range for its input")?;
     let bound = ranges
         .bound(range)
         .map_err(|reason| format!("its input '{}' {reason} in the profile", range.name))?;
@@ -403,7 +442,13 @@ fn quantize<'c>(context: &'c Context, op: OperationRef<'c, 'c>, ranges: &Ranges,
     let i8_type: Type = IntegerType::new(context, 8).into();
     let i32_type: Type = IntegerType::new(context, 32).into();
     let f32_type = Type::float32(context);
-    let typed = |shape: &[i64], element: Type<'c>| StaticTensor { shape: shape.to_vec(), element }.to_type();
+    let typed = |shape: &[i64], element: Type<'c>| {
+        StaticTensor {
+            shape: shape.to_vec(),
+            element,
+        }
+        .to_type()
+    };
     let constant = |tensor: ConstTensor, element: Type<'c>| -> Result<Value<'c, 'c>, String> {
         let ty = typed(&tensor.shape, element);
         let attribute = tensor.to_attribute(ty)?;
@@ -412,25 +457,42 @@ fn quantize<'c>(context: &'c Context, op: OperationRef<'c, 'c>, ranges: &Ranges,
     let rank = input_type.rank();
 
     // xq = cast<i8>(x / s_in)
-    let inverse = b.scalar(f64::from(1.0 / input_scale), rank, f32_type).map_err(error)?;
+    let inverse = b
+        .scalar(f64::from(1.0 / input_scale), rank, f32_type)
+        .map_err(error)?;
     let scaled = b.mul(input, inverse).map_err(error)?;
     let quantized_input = b
-        .insert("tosa.cast", &[scaled], typed(&input_type.shape, i8_type), &[])
+        .insert(
+            "tosa.cast",
+            &[scaled],
+            typed(&input_type.shape, i8_type),
+            &[],
+        )
         .map_err(error)?;
     let weight_q = constant(
-        ConstTensor { shape: shape.clone(), element: ElementType::I8, bytes: weight_bytes },
+        ConstTensor {
+            shape: shape.clone(),
+            element: ElementType::I8,
+            bytes: weight_bytes,
+        },
         i8_type,
     )?;
     let zero_type = typed(&[1], i8_type);
     let zero = b
-        .constant(DenseElementsAttribute::i8_splat(zero_type, 0).into(), zero_type)
+        .constant(
+            DenseElementsAttribute::i8_splat(zero_type, 0).into(),
+            zero_type,
+        )
         .map_err(error)?;
     let accumulator_type = typed(&result_type.shape, i32_type);
     let accumulator = match kind {
         Contraction::Conv2d => {
             let bias_type = typed(&[channels as i64], i32_type);
             let zero_bias = b
-                .constant(DenseElementsAttribute::i32_splat(bias_type, 0).into(), bias_type)
+                .constant(
+                    DenseElementsAttribute::i32_splat(bias_type, 0).into(),
+                    bias_type,
+                )
                 .map_err(error)?;
             let mut attributes = copied_attributes(op);
             attributes.retain(|(name, _)| name != "acc_type");
@@ -446,7 +508,12 @@ fn quantize<'c>(context: &'c Context, op: OperationRef<'c, 'c>, ranges: &Ranges,
             .map_err(error)?
         }
         Contraction::Matmul => b
-            .insert("tosa.matmul", &[quantized_input, weight_q, zero, zero], accumulator_type, &[])
+            .insert(
+                "tosa.matmul",
+                &[quantized_input, weight_q, zero, zero],
+                accumulator_type,
+                &[],
+            )
             .map_err(error)?,
     };
     // y = cast<f32>(acc) * (s_in * s_w[c]) + bias
@@ -458,7 +525,10 @@ fn quantize<'c>(context: &'c Context, op: OperationRef<'c, 'c>, ranges: &Ranges,
         *last = channels as i64;
     }
     let scales: Vec<f32> = weight_scales.iter().map(|s| s * input_scale).collect();
-    let scale = constant(ConstTensor::from_f32s(channel_shape.clone(), &scales), f32_type)?;
+    let scale = constant(
+        ConstTensor::from_f32s(channel_shape.clone(), &scales),
+        f32_type,
+    )?;
     let mut output = b.mul(dequantized, scale).map_err(error)?;
     if bias.iter().any(|&v| v != 0.0) {
         let bias = constant(ConstTensor::from_f32s(channel_shape, &bias), f32_type)?;
@@ -476,10 +546,9 @@ fn copied_attributes<'c>(op: OperationRef<'c, 'c>) -> Vec<(String, Attribute<'c>
             let named = unsafe { mlir_sys::mlirOperationGetAttribute(op.to_raw(), i) };
             let name = unsafe { mlir_sys::mlirIdentifierStr(named.name) };
             let bytes = unsafe { std::slice::from_raw_parts(name.data as *const u8, name.length) };
-            (
-                String::from_utf8_lossy(bytes).into_owned(),
-                unsafe { Attribute::from_raw(named.attribute) },
-            )
+            (String::from_utf8_lossy(bytes).into_owned(), unsafe {
+                Attribute::from_raw(named.attribute)
+            })
         })
         .collect()
 }

@@ -312,7 +312,10 @@ pub fn import_model(
                 position + 1
             )
         };
-        let output_name = proto.output.first().filter(|o| options.name_by_outputs && !o.is_empty());
+        let output_name = proto
+            .output
+            .first()
+            .filter(|o| options.name_by_outputs && !o.is_empty());
         let location = if let Some(output) = output_name {
             output.clone()
         } else if proto.name.is_empty() {
