@@ -310,10 +310,10 @@ mod tests {
     #[test]
     fn agreement_counts_rows_and_differences() {
         let mut a = Agreement::default();
-        a.add(&[0.0, 1.0, 2.0, 0.0], &[0.0, 1.5, 1.0, 0.0], 2);
+        a.add(&[0.0, 1.0, 2.0, 0.0], &[0.0, 1.5, 1.0, 2.0], 2);
         assert_eq!((a.rows, a.agreeing), (2, 1));
-        assert_eq!(a.max_abs, 1.0);
-        assert_eq!(a.mean_abs(), 1.5 / 4.0);
+        assert_eq!(a.max_abs, 2.0);
+        assert_eq!(a.mean_abs(), 3.5 / 4.0);
         assert_eq!(argmax(&[f32::NAN, 1.0, 3.0, 3.0]), 2);
     }
 }
