@@ -329,6 +329,20 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     let (error, _, _) = compare(&runtime(), &f32_path, &out, &samples(dir, "convnet"));
     assert!(error <= RELATIVE_ERROR_BOUND, "relative error {error}");
 
+    // Without a device the accuracy report says so; the artifact is
+    // written all the same.
+    std::fs::remove_file(&out).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .args(["compile", path(&dir.join("mlp.onnx")), "-o", path(&out), "--quantize=int8"])
+        .arg(format!("--profile={}", path(&mlp)))
+        .env("TCC_DEVICE", "no such device")
+        .env("TCC_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("int8 accuracy not measured: no OpenCL device"), "{}", stderr(&o));
+    assert!(out.exists());
+
     // Flags without their partners are usage errors of their own.
     fails_with(
         compile(dir, "mlp", &["--quantize=int8"], &out),
