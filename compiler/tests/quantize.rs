@@ -333,14 +333,24 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     // written all the same.
     std::fs::remove_file(&out).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
-        .args(["compile", path(&dir.join("mlp.onnx")), "-o", path(&out), "--quantize=int8"])
+        .args([
+            "compile",
+            path(&dir.join("mlp.onnx")),
+            "-o",
+            path(&out),
+            "--quantize=int8",
+        ])
         .arg(format!("--profile={}", path(&mlp)))
         .env("TCC_DEVICE", "no such device")
         .env("TCC_CACHE_DIR", dir.join("cache"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("int8 accuracy not measured: no OpenCL device"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("int8 accuracy not measured: no OpenCL device"),
+        "{}",
+        stderr(&o)
+    );
     assert!(out.exists());
 
     // Flags without their partners are usage errors of their own.

@@ -184,12 +184,15 @@ fn row_template(
     }
 }
 
-/// Whether every operand of a contraction is f32 (the GEMM template's
-/// arithmetic); int8 products with int32 sums (`tcc-quantize-int8`) run as
-/// loop nests.
+/// Whether every shaped operand (tensor or buffer) of a contraction holds
+/// f32 (the GEMM template's arithmetic); int8 products with int32 sums
+/// (`tcc-quantize-int8`) run as loop nests.
 fn float_operands(op: OperationRef) -> bool {
-    op.operands()
-        .all(|v| crate::ir::types::StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32()))
+    op.operands().all(|v| {
+        let ty = v.r#type().to_raw();
+        !unsafe { mlir_sys::mlirTypeIsAShaped(ty) }
+            || unsafe { mlir_sys::mlirTypeIsAF32(mlir_sys::mlirShapedTypeGetElementType(ty)) }
+    })
 }
 
 fn kind_from_name(name: &str) -> KernelKind {
