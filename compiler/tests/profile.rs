@@ -66,8 +66,9 @@ fn records_every_float_tensor_with_its_range_and_histogram() {
     assert_eq!(profile.samples, 2);
     let names: Vec<&str> = profile.tensors.iter().map(|t| t.name.as_str()).collect();
     // The graph output first, then the float tensors the nodes compute
-    // (not the integer ones, not the folded weights).
-    assert_eq!(names, ["y", "xd", "c", "r"], "{names:?}");
+    // (not the integer ones, not the folded weights), then the graph's
+    // float input.
+    assert_eq!(names, ["y", "xd", "c", "r", "x"], "{names:?}");
     let get = |name: &str| profile.tensors.iter().find(|t| t.name == name).unwrap();
     // xd is x quantized to uint8 steps of 0.02 around 128 and back: the
     // samples' extremes -2.0 and 0.86 on the grid, clamped to [-2.56, 2.54].

@@ -142,6 +142,8 @@ pub struct CompileArgs {
     /// The most operations one fused elementwise kernel body may hold, instead of the target's cap (0: no cap). Longer chains are cut into several kernels, whose first driver builds add up linearly where one long kernel's do not.
     #[arg(long, value_name = "N")]
     pub max_fused_ops: Option<i64>,
+    #[command(flatten)]
+    pub quantize: super::quantize::QuantizeArgs,
 }
 
 /// Checks `--name`: a C identifier, since it prefixes C symbols.
@@ -310,11 +312,21 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             StorageArg::Fp32 => Storage::Fp32,
             StorageArg::Fp16 => Storage::Fp16,
         },
+        quantize: args.quantize.pass_options()?,
     };
+    if choice.quantize.is_some() && from.is_some_and(|from| from >= Phase::Graph) {
+        bail!(
+            "--quantize runs in the graph phase: --compile-from must name the input phase or none"
+        );
+    }
     choice.check().map_err(anyhow::Error::msg)?;
     // The model parsed (or imported) and run from `--compile-from` to `last`.
     let phases_to = |last: Phase, templates: bool, choice: &GemmChoice| {
-        let mut module = super::import::parse_model_with(&session, &input, &input_shapes)?;
+        let mut module = if choice.quantize.is_some() {
+            super::quantize::parse_named(&session, &input, &input_shapes)?
+        } else {
+            super::import::parse_model_with(&session, &input, &input_shapes)?
+        };
         run_phases(
             &session,
             &mut module,
@@ -345,6 +357,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     }
 
     if args.emit == Emit::Spirv {
+        if choice.quantize.is_some() {
+            bail!(
+                "--quantize=int8 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only"
+            );
+        }
         if choice.storage != Storage::Fp32 {
             bail!(
                 "--storage=fp16 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only"
@@ -379,6 +396,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     choice.check().map_err(anyhow::Error::msg)?;
     check_tuning_target(&choice, args.target)?;
     let module = phases_to(Phase::Gpu, true, &choice)?;
+    super::quantize::print_summary(&module);
     let program = opencl_c::write_program_with(&module, precision)?;
     let mut compiled = Compiled {
         module,
@@ -475,6 +493,15 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 write_binary(path, &bytes)
             } else {
                 host_llvm::link_shared_for(&object, path, args.host_triple.as_deref())?;
+                if choice.quantize.is_some() && args.host_triple.is_none() {
+                    super::quantize::report_accuracy(
+                        &args.quantize,
+                        &input,
+                        &input_shapes,
+                        args.target,
+                        path,
+                    )?;
+                }
                 Ok(())
             }
         }

@@ -77,6 +77,7 @@ pub fn describe(model: &Model) -> Value {
         "host_triple": metadata["host_triple"],
         "tuning": metadata["tuning"],
         "storage": metadata.get("storage").cloned().unwrap_or_else(|| json!("fp32")),
+        "quantization": metadata.get("quantization").cloned().unwrap_or(serde_json::Value::Null),
         "kernel_format": match model.source_kind() {
             tcc_runtime::SourceKind::OpenClC => "OpenCL C",
             tcc_runtime::SourceKind::SpirV => "SPIR-V",
@@ -130,6 +131,12 @@ pub fn render(d: &Value) -> String {
     }
     if d["storage"] == "fp16" {
         out.push_str("  storage: fp16 (weights and intermediates; inputs and outputs f32)\n");
+    }
+    if d["quantization"]["type"] == "int8" {
+        out.push_str(&format!(
+            "  quantization: int8 ({} convolutions/matmuls int8 x int8 -> int32, {} left f32)\n",
+            d["quantization"]["int8_ops"], d["quantization"]["f32_ops"]
+        ));
     }
     out.push_str(&format!(
         "  kernel format: {}{}\n",

@@ -10,6 +10,7 @@ pub mod inspect;
 pub mod pipeline;
 pub mod profile;
 pub mod progress;
+pub mod quantize;
 pub mod run;
 pub mod scoreboard;
 pub mod session;

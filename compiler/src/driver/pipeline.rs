@@ -74,6 +74,11 @@ pub fn metadata_json(
     if crate::passes::uses_half_storage(compiled.module.as_operation()) {
         metadata["storage"] = serde_json::json!("fp16");
     }
+    // Post-training int8 quantization (`--quantize=int8`; absent without).
+    if let Some((int8, f32)) = super::quantize::summary(&compiled.module) {
+        metadata["quantization"] =
+            serde_json::json!({"type": "int8", "int8_ops": int8, "f32_ops": f32.len()});
+    }
     // The device and driver a tuning record was measured with (absent
     // without one).
     if let Some(record) = tuning {

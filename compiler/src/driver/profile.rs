@@ -9,7 +9,11 @@
 //! maximum, then once more per sample to fill a histogram of `--bins`
 //! equal bins between them, so that both min/max and percentile or entropy
 //! calibration can be derived from the file. Tensors are named as in the
-//! ONNX graph. Non-finite values are counted, not binned.
+//! ONNX graph; the graph's float inputs are recorded after them (from the
+//! samples), so that a quantized model's first layer has a range too.
+//! Non-finite values are counted, not binned. The profile records the
+//! samples' directory, where `tcc compile --quantize` finds them again for
+//! its accuracy report.
 //!
 //! A sample is a subdirectory of DIR holding `<input name>.npy` for every
 //! graph input, or, for a model with one input, a `.npy` file directly in
@@ -62,8 +66,13 @@ pub struct Profile {
     pub model: String,
     /// How many samples were run.
     pub samples: usize,
-    /// Every float tensor the model computes, in graph order.
+    /// Every float tensor the model computes, in graph order, then the
+    /// graph's float inputs.
     pub tensors: Vec<TensorRange>,
+    /// The samples' directory (absent in profiles from before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
 }
 
 /// What one tensor held over all samples.
@@ -85,7 +94,10 @@ pub const FORMAT: &str = "tcc-profile";
 pub const VERSION: u32 = 1;
 
 /// The samples in `dir`, each one tensor per graph input (in input order).
-fn read_samples(dir: &Path, inputs: &[onnx::IoInfo]) -> Result<Vec<(String, Vec<HostTensor>)>> {
+pub(super) fn read_samples(
+    dir: &Path,
+    inputs: &[onnx::IoInfo],
+) -> Result<Vec<(String, Vec<HostTensor>)>> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("--inputs: cannot read {}", dir.display()))?
         .map(|e| e.map(|e| e.path()))
@@ -202,11 +214,16 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let profiled: Vec<usize> = (0..imported.outputs.len())
         .filter(|&i| imported.outputs[i].ty.dtype == onnx::DType::F32)
         .collect();
+    let graph_inputs: Vec<usize> = (0..imported.inputs.len())
+        .filter(|&i| imported.inputs[i].ty.dtype == onnx::DType::F32)
+        .collect();
     let mut tensors: Vec<TensorRange> = profiled
         .iter()
-        .map(|&i| TensorRange {
-            name: imported.outputs[i].name.clone(),
-            shape: imported.outputs[i].ty.shape.clone(),
+        .map(|&i| &imported.outputs[i])
+        .chain(graph_inputs.iter().map(|&i| &imported.inputs[i]))
+        .map(|info| TensorRange {
+            name: info.name.clone(),
+            shape: info.ty.shape.clone(),
             min: f32::INFINITY,
             max: f32::NEG_INFINITY,
             nonfinite: 0,
@@ -221,8 +238,11 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             let results = run_session
                 .run(&function, inputs)
                 .with_context(|| format!("running sample {label}"))?;
-            for (range, &index) in tensors.iter_mut().zip(&profiled) {
-                let result = &results[index];
+            let observed = profiled
+                .iter()
+                .map(|&i| &results[i])
+                .chain(graph_inputs.iter().map(|&i| &inputs[i]));
+            for (range, result) in tensors.iter_mut().zip(observed) {
                 for value in values(result) {
                     if pass == "ranges" {
                         if value.is_finite() {
@@ -258,6 +278,12 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             .unwrap_or_default(),
         samples: samples.len(),
         tensors,
+        inputs: Some(
+            std::fs::canonicalize(&args.inputs)
+                .unwrap_or_else(|_| args.inputs.clone())
+                .display()
+                .to_string(),
+        ),
     };
     let text = serde_json::to_string_pretty(&profile)? + "\n";
     super::write_atomically(&args.output, text.as_bytes())?;

@@ -166,6 +166,7 @@ impl ConfigureOptions {
         let loops = target.loop_config(kernel_kind, work_items(op));
         if self.templates
             && let Some(shape) = gemm_shape(op)
+            && float_operands(op)
             && let Some(config) = self.gemm_config(target, kind, &shape)
         {
             return KernelStrategy::Gemm { config, shape };
@@ -212,6 +213,17 @@ fn row_template(
         KernelKind::LayerNorm => Some(KernelStrategy::LayerNorm { workgroup_size }),
         _ => None,
     }
+}
+
+/// Whether every shaped operand (tensor or buffer) of a contraction holds
+/// f32 (the GEMM template's arithmetic); int8 products with int32 sums
+/// (`tcc-quantize-int8`) run as loop nests.
+fn float_operands(op: OperationRef) -> bool {
+    op.operands().all(|v| {
+        let ty = v.r#type().to_raw();
+        !unsafe { mlir_sys::mlirTypeIsAShaped(ty) }
+            || unsafe { mlir_sys::mlirTypeIsAF32(mlir_sys::mlirShapedTypeGetElementType(ty)) }
+    })
 }
 
 fn kind_from_name(name: &str) -> KernelKind {

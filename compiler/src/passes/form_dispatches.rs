@@ -20,7 +20,7 @@
 use melior::Context;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::{BlockLike, Value, ValueLike};
+use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
@@ -184,7 +184,9 @@ impl TccPass for FormDispatches {
                         && let Some(user) = users(result).into_iter().next()
                         && is_all_parallel_generic(user)
                         && user.result_count() == 1
-                        && user.result(0).is_ok_and(|r| r.r#type() == result.r#type())
+                        && user.result(0).is_ok_and(|r| {
+                            r.r#type() == result.r#type() || integer_accumulator(result)
+                        })
                         && is_identity_input(user, result)
                     {
                         members.push(user);
@@ -266,6 +268,16 @@ pub(crate) fn unshare_fills(function: OperationRef) {
             crate::ir::util::erase_op(fill);
         }
     }
+}
+
+/// Whether a contraction sums in integers (int8 products into int32,
+/// `tcc-quantize-int8`): its epilogue (dequantize, activation, the next
+/// quantize) changes the element type, and joins its loop-nest kernel all
+/// the same (the GEMM template, which writes the epilogue's result in
+/// place of the sum, takes only f32 contractions).
+fn integer_accumulator(result: Value) -> bool {
+    crate::ir::types::StaticTensor::of(result.r#type())
+        .is_some_and(|t| t.element.is_integer() && !t.element.is_index())
 }
 
 /// Whether `generic` reads `value` through an identity indexing map (so

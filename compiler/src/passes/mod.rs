@@ -28,6 +28,8 @@ mod outline_kernels;
 mod pass;
 mod plan_memory;
 mod propagate_layout;
+mod quantize_calibration;
+mod quantize_int8;
 mod raise_composites;
 mod record_interface;
 mod simplify_math;
@@ -64,6 +66,10 @@ pub use pass::{
 };
 pub use plan_memory::PlanMemory;
 pub use propagate_layout::PropagateLayout;
+pub use quantize_calibration::{Calibration, Ranges};
+pub use quantize_int8::{
+    F32_FALLBACKS_ATTR, QUANTIZATION_ATTR, QUANTIZED_OPS_ATTR, QuantizeInt8, QuantizeOptions,
+};
 pub use raise_composites::RaiseComposites;
 pub use record_interface::RecordInterface;
 pub use simplify_math::SimplifyMath;
@@ -77,6 +83,7 @@ pub const ALL: &[(&str, &str)] = &[
     (RaiseComposites::ARGUMENT, RaiseComposites::SUMMARY),
     (PropagateLayout::ARGUMENT, PropagateLayout::SUMMARY),
     (FoldConstants::ARGUMENT, FoldConstants::SUMMARY),
+    (QuantizeInt8::ARGUMENT, QuantizeInt8::SUMMARY),
     (FoldBatchNorm::ARGUMENT, FoldBatchNorm::SUMMARY),
     (
         ConvertSoftmaxToLinalg::ARGUMENT,
@@ -123,6 +130,7 @@ pub fn register_all() {
     pass::register(&PropagateLayout);
     pass::register(&FoldConstants);
     pass::register(&FoldBatchNorm);
+    pass::register(&QuantizeInt8);
     pass::register(&RaiseComposites);
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&ConvertLayerNormToRows);

@@ -116,22 +116,35 @@ impl Phase {
     pub fn passes_choosing(self, target: Target, templates: bool, choice: &GemmChoice) -> String {
         match self {
             Phase::Input => "tcc-check-supported,tcc-record-interface".into(),
-            Phase::Graph => [
-                "inline",
-                "canonicalize",
-                "cse",
-                "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
-                "func.func(tcc-raise-composites)",
-                "canonicalize",
-                "tcc-propagate-layout",
-                "canonicalize",
-                "tcc-fold-constants",
-                "tcc-fold-batch-norm",
-                "canonicalize",
-                "cse",
-                "symbol-dce",
-            ]
-            .join(","),
+            Phase::Graph => {
+                // After constant folding (the weights are constants) and
+                // before BatchNorm folding (a convolution's profile tensor
+                // is still its own output).
+                let quantize = choice
+                    .quantize
+                    .as_ref()
+                    .map(|options| format!("tcc-quantize-int8{{{options}}}"));
+                [
+                    "inline",
+                    "canonicalize",
+                    "cse",
+                    "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
+                    "func.func(tcc-raise-composites)",
+                    "canonicalize",
+                    "tcc-propagate-layout",
+                    "canonicalize",
+                    "tcc-fold-constants",
+                    quantize.as_deref().unwrap_or_default(),
+                    "tcc-fold-batch-norm",
+                    "canonicalize",
+                    "cse",
+                    "symbol-dce",
+                ]
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join(",")
+            }
             Phase::Linalg => {
                 let fuse = format!(
                     "tcc-fuse-elementwise{{max-ops={}}}",
@@ -259,6 +272,10 @@ pub struct GemmChoice {
     /// How weights and intermediate activations are held in device memory
     /// (`tcc compile --storage`).
     pub storage: Storage,
+    /// Post-training int8 quantization (`tcc compile --quantize=int8`):
+    /// the options of `tcc-quantize-int8` (`profile=FILE ...`), which then
+    /// runs in the graph phase.
+    pub quantize: Option<String>,
 }
 
 /// The element type weights and intermediate activations are stored in

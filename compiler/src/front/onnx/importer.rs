@@ -146,7 +146,14 @@ pub fn import_model(
         let known: HashSet<&str> = values.keys().map(String::as_str).collect();
         live_nodes(graph, &known)?
     };
-    nodes::import_nodes(&mut imp, graph, &order, opset, base_dir, &mut values)?;
+    nodes::import_nodes(
+        &mut imp,
+        graph,
+        &order,
+        (opset, options.name_by_outputs),
+        base_dir,
+        &mut values,
+    )?;
     let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &values)?;
     let signature = text::Signature {
         name: &options.function_name,

@@ -43,6 +43,10 @@ pub struct ImportOptions {
     /// Also return every float32 tensor that a node computes at run time,
     /// after the graph outputs (`tcc profile` records their ranges).
     pub expose_intermediates: bool,
+    /// Locate each node's ops at the name of its first output tensor
+    /// instead of the node's name (`tcc compile --quantize`: the names a
+    /// calibration profile gives tensors).
+    pub name_by_outputs: bool,
 }
 
 impl Default for ImportOptions {
@@ -53,6 +57,7 @@ impl Default for ImportOptions {
             input_shapes: Vec::new(),
             function_name: "main".into(),
             expose_intermediates: false,
+            name_by_outputs: false,
         }
     }
 }

@@ -13,12 +13,14 @@ use super::super::proto::{GraphProto, NodeProto};
 use super::{Importer, Values};
 
 /// Imports the nodes of `order` (`(index in the graph, node)`, as
-/// `live_nodes` orders them) into `values`.
+/// `live_nodes` orders them) into `values`. Each node's ops are located at
+/// the node's name, or with `name_by_outputs` at its first output's
+/// (`ImportOptions::name_by_outputs`).
 pub(super) fn import_nodes(
     imp: &mut Importer,
     graph: &GraphProto,
     order: &[(usize, &NodeProto)],
-    opset: i64,
+    (opset, name_by_outputs): (i64, bool),
     base_dir: Option<&Path>,
     values: &mut Values,
 ) -> Result<()> {
@@ -30,7 +32,13 @@ pub(super) fn import_nodes(
     let total = order.len();
     for (position, &(index, proto)) in order.iter().enumerate() {
         let where_ = || describe(proto, index, opset, (position, total));
-        let location = if proto.name.is_empty() {
+        let output_name = proto
+            .output
+            .first()
+            .filter(|o| name_by_outputs && !o.is_empty());
+        let location = if let Some(output) = output_name {
+            output.clone()
+        } else if proto.name.is_empty() {
             format!("{}_{index}", proto.op_type)
         } else {
             proto.name.clone()
