@@ -58,8 +58,13 @@ impl TargetConfig for Generic {
     }
 
     fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {
-        super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
+        super::gpu_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
     }
+}
+
+/// This target's groups and blocking for any window op (a forced choice).
+pub(super) fn forced_window(geometry: &WindowGeometry) -> Option<WindowConfig> {
+    super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
 }
 
 /// Work-items per group of a window kernel (depthwise convolution,

@@ -205,6 +205,39 @@ pub(crate) fn blocked_window(
     Some(config)
 }
 
+/// Where the window template beats the loop nest on a GPU, as measured on
+/// the H100 (docs/benchmarks.md, "the window template", session 9: 48
+/// depthwise and pooling layers, template against loop nest in one run):
+/// stride-1 windows of at most 16 columns with at least
+/// [`GPU_WINDOW_MIN_OUTPUTS`] outputs (1.05-1.81x there). Stride-2 layers
+/// (0.81-1.05x at batch 32), global pools (0.53-0.86x) and small batch-1
+/// layers (0.53-1.04x) stay loop nests: one output per work-item already
+/// reads each input column once per output column, and the template's
+/// blocks cost parallelism.
+pub(crate) fn gpu_window(
+    geometry: &WindowGeometry,
+    workgroup_size: u32,
+    min_work_items: i64,
+) -> Option<WindowConfig> {
+    let outputs =
+        geometry.batch * geometry.out_h * geometry.out_w * geometry.channels * geometry.multiplier;
+    let stride_1 = geometry.column_steps.is_some_and(|[stride, _]| stride == 1);
+    (stride_1 && geometry.window[1] <= 16 && outputs >= GPU_WINDOW_MIN_OUTPUTS)
+        .then(|| blocked_window(geometry, workgroup_size, min_work_items))
+        .flatten()
+}
+
+/// The fewest outputs of a window op that takes the template on a GPU.
+pub const GPU_WINDOW_MIN_OUTPUTS: i64 = 1 << 20;
+
+/// The window template's configuration when it is forced
+/// (`tcc-configure-kernels{windows=on|N}`) on a target whose own choice is
+/// the loop nest: the generic target's groups and blocking, without its
+/// choice of which layers take it.
+pub fn forced_window_config(geometry: &WindowGeometry) -> Option<WindowConfig> {
+    generic::forced_window(geometry)
+}
+
 /// The most operations one fused elementwise body may hold on every
 /// target today (see `Target::max_fused_ops`).
 pub const MAX_FUSED_OPS: i64 = 128;
@@ -545,7 +578,7 @@ mod tests {
     }
 
     #[test]
-    fn every_target_takes_the_window_template() {
+    fn gpus_take_the_window_template_where_it_measured_faster() {
         // MobileNet-v2's first depthwise layer at batch 32: 4 columns.
         let wide = Target::Nvidia
             .window_config(&geometry(32, 112, 32, 3))
@@ -554,29 +587,37 @@ mod tests {
             (wide.columns, wide.vector, wide.workgroup_size),
             (4, 4, 256)
         );
-        // Its 7x7 stage at batch 1: too few blocks of 4, single columns.
+        // Its 7x7 stage at batch 32 (1.5M outputs) still fills the GPU.
         let late = Target::Nvidia
-            .window_config(&geometry(1, 7, 960, 3))
+            .window_config(&geometry(32, 7, 960, 3))
             .unwrap();
-        assert_eq!((late.columns, late.vector), (1, 4));
-        // Channels not a multiple of 4 (or a multiplier) go scalar.
-        let odd = Target::Generic
-            .window_config(&geometry(32, 56, 6, 3))
-            .unwrap();
+        assert_eq!((late.columns, late.vector), (4, 4));
+        // Batch-1 layers, stride 2 and global pools stay loop nests.
+        for (geometry, what) in [
+            (geometry(1, 7, 960, 3), "small"),
+            (geometry(1, 1, 2048, 7), "global pool"),
+            (
+                WindowGeometry {
+                    column_steps: Some([2, 1]),
+                    ..geometry(32, 56, 96, 3)
+                },
+                "stride 2",
+            ),
+        ] {
+            for target in [Target::Nvidia, Target::Generic] {
+                assert!(target.window_config(&geometry).is_none(), "{what}");
+            }
+        }
+        // Forced, any window op up to 64 columns wide takes it; channels
+        // not a multiple of 4 (or a multiplier) go scalar, and a global
+        // pool's wide window blocks no columns.
+        let odd = forced_window_config(&geometry(32, 56, 6, 3)).unwrap();
         assert_eq!(odd.vector, 1);
-        // A global pool's wide window blocks no columns; a huge one
-        // stays a loop nest.
         assert_eq!(
-            Target::Generic
-                .window_config(&geometry(1, 1, 2048, 56))
-                .map(|c| c.columns),
+            forced_window_config(&geometry(1, 1, 2048, 56)).map(|c| c.columns),
             Some(1)
         );
-        assert!(
-            Target::Generic
-                .window_config(&geometry(1, 1, 64, 100))
-                .is_none()
-        );
+        assert!(forced_window_config(&geometry(1, 1, 64, 100)).is_none());
         // CPUs block 4 columns even where few work-items remain.
         let cpu = Target::PoclCpu
             .window_config(&geometry(1, 7, 960, 3))

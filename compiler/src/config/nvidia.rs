@@ -177,7 +177,7 @@ impl TargetConfig for Nvidia {
     }
 
     fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {
-        super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
+        super::gpu_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
     }
 }
 
@@ -186,6 +186,6 @@ impl TargetConfig for Nvidia {
 const WINDOW_WORKGROUP: u32 = 256;
 
 /// The fewest work-items a window kernel's column blocks may leave: two
-/// groups of 256 per SM. Not measured yet: `scripts/window-kernels-device.py`
-/// times the template against the loop nest per layer.
+/// groups of 256 per SM (the layers that take the template at all, see
+/// `gpu_window`, have at least 4 times as many outputs).
 const WINDOW_MIN_WORK_ITEMS: i64 = 2 * SMS * WINDOW_WORKGROUP as i64;

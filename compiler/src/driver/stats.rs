@@ -255,6 +255,7 @@ mod tests {
                 ("k1".into(), "softmax".into(), Some("8x8x1".into())),
                 ("k2".into(), "elementwise".into(), None),
             ],
+            launches: Some(4),
             plans: vec![MemoryPlan {
                 function: "main".into(),
                 arena_bytes: 8192,
@@ -263,16 +264,16 @@ mod tests {
         };
         assert_eq!(
             stats.render_json(),
-            "{\"kernel_count\": 3, \"kernels\": [{\"name\": \"k0\", \"kind\": \"matmul\", \"workgroup_size\": 128}, \
+            "{\"kernel_count\": 3, \"launch_count\": 4, \"kernels\": [{\"name\": \"k0\", \"kind\": \"matmul\", \"workgroup_size\": 128}, \
              {\"name\": \"k1\", \"kind\": \"softmax\", \"workgroup_size\": [8, 8, 1]}, \
              {\"name\": \"k2\", \"kind\": \"elementwise\", \"workgroup_size\": null}], \
              \"functions\": [{\"name\": \"main\", \"arena_bytes\": 8192, \"live_bytes_bound\": 8000}], \
              \"arena_bytes\": 8192, \"live_bytes_bound\": 8000}\n"
         );
+        let text = stats.render();
+        assert!(text.starts_with("kernels: 3\nlaunches: 4\n"), "{text}");
         assert!(
-            stats
-                .render()
-                .ends_with("arena @main: 8192 bytes (liveness lower bound 8000 bytes, 1.024x)\n")
+            text.ends_with("arena @main: 8192 bytes (liveness lower bound 8000 bytes, 1.024x)\n")
         );
     }
 }

@@ -4,6 +4,7 @@
 //! by a fill of its output; at most one elementwise epilogue reading the
 //! window's result), and the `#tcc.window` the target gives them.
 
+use crate::patterns::conv_inputs::{window_dilations, window_strides};
 use std::str::FromStr;
 
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -85,7 +86,7 @@ pub(super) fn strategy(
     let mut config = match (choice, target.window_config(&geometry)) {
         (_, Some(config)) => config,
         (WindowChoice::Auto, None) => return None,
-        _ => Target::Generic.window_config(&geometry)?,
+        _ => crate::config::forced_window_config(&geometry)?,
     };
     if let WindowChoice::Columns(columns) = choice {
         config.columns = columns;
@@ -124,7 +125,14 @@ fn geometry(op: OperationRef) -> Option<WindowGeometry> {
         channels: shape[3],
         multiplier: shape.get(4).copied().unwrap_or(1),
         window: [window.shape[0], window.shape[1]],
-        column_steps: None,
+        // The stride decides whether a GPU takes the template (the back end
+        // works out the columns' steps again from the op's body).
+        column_steps: window_strides(op).map(|[_, stride]| {
+            [
+                stride,
+                window_dilations(op).map_or(1, |[_, dilation]| dilation),
+            ]
+        }),
     })
 }
 

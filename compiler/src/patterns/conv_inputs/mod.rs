@@ -50,6 +50,7 @@ use crate::ir::attr_names;
 use crate::ir::dense::int_elements;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
+pub(crate) use pool::window_strides;
 use pool::{fusible_pool, pool_feeding_pointwise_conv};
 
 /// The most producer body ops (arith only) recomputed per input load: a
@@ -199,6 +200,12 @@ fn pair(op: OperationRef, name: &str) -> Option<[i64; 2]> {
         [a, b] => Some([*a, *b]),
         _ => None,
     }
+}
+
+/// A window op's dilations: a named op's `dilations` (absent: 1); a
+/// rewritten generic has them in its maps and reads as 1.
+pub(crate) fn window_dilations(op: OperationRef) -> Option<[i64; 2]> {
+    pair(op, "dilations")
 }
 
 fn dense_i64(op: OperationRef, name: &str) -> Option<Vec<i64>> {

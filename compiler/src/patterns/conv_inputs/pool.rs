@@ -15,7 +15,7 @@ use crate::passes::PassError;
 
 /// A window op's strides: a named op's `strides`, a rewritten generic's
 /// [`attr_names::STRIDES`].
-fn window_strides(op: OperationRef) -> Option<[i64; 2]> {
+pub(crate) fn window_strides(op: OperationRef) -> Option<[i64; 2]> {
     if op_name(&op) == "linalg.generic" {
         let values = dense_i64(op, attr_names::STRIDES)?;
         return <[i64; 2]>::try_from(values).ok();
