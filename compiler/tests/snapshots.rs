@@ -9,6 +9,10 @@ use std::path::Path;
 use std::process::Command;
 
 fn emit(model: &str, kind: &str) -> String {
+    emit_for(model, kind, "generic")
+}
+
+fn emit_for(model: &str, kind: &str, target: &str) -> String {
     // Run in the models' directory with a relative path, so that locations
     // (and the lengths of strings embedding them) do not depend on where
     // the checkout is.
@@ -17,7 +21,7 @@ fn emit(model: &str, kind: &str) -> String {
         .current_dir(&directory)
         .args([
             "compile",
-            "--target=generic",
+            &format!("--target={target}"),
             &format!("--emit={kind}"),
             model,
         ])
@@ -92,5 +96,7 @@ fn host_llvm_ir_elementwise_reduce() {
 
 #[test]
 fn opencl_c_depthwise_pool() {
-    insta::assert_snapshot!(emit("depthwise_pool.mlir", "opencl-c"));
+    // pocl-cpu takes the window template for every window op; the GPU
+    // targets only for large stride-1 layers, which this model is not.
+    insta::assert_snapshot!(emit_for("depthwise_pool.mlir", "opencl-c", "pocl-cpu"));
 }
