@@ -6,7 +6,8 @@
 #   .device-dw/bin/tcc-benchmark           the runtime's benchmark (links only OpenCL, opened at run time)
 #   .device-dw/LAYERS.json                 the layers (MobileNet-v2, ShuffleNet, ResNet-50; batch 1 and 32)
 #   .device-dw/models/LAYER.mlir           each layer as a one-op NHWC model
-#   .device-dw/models/LAYER.window.so      compiled for --target=nvidia as the target chooses (#tcc.window)
+#   .device-dw/models/LAYER.window.so      compiled for --target=nvidia with TCC_WINDOWS=on (#tcc.window forced;
+#                                          the target takes it by itself only where it measured faster)
 #   .device-dw/models/LAYER.loops.so       the same with TCC_WINDOWS=off (the loop-nest kernel)
 #   .device-dw/depthwise-kernel.cl         the emitted OpenCL C of one MobileNet-v2 depthwise layer
 #   .device-dw/shufflenet-stats.txt        `tcc compile --stats` of ShuffleNet (scripts/gen-real-models.py)
@@ -49,7 +50,7 @@ count=0
 for model in "$out"/models/*.mlir; do
   name=$(basename "$model" .mlir)
   [[ -z $filter || $name == *"$filter"* ]] || { rm -f "$model"; continue; }
-  env -u TCC_WINDOWS "$bin/tcc" compile "$model" --target=nvidia -o "$out/models/$name.window.so"
+  TCC_WINDOWS=on "$bin/tcc" compile "$model" --target=nvidia -o "$out/models/$name.window.so"
   TCC_WINDOWS=off "$bin/tcc" compile "$model" --target=nvidia -o "$out/models/$name.loops.so"
   count=$((count + 1))
 done
@@ -65,7 +66,7 @@ echo "   $count layers"
 
 dw="$out/models/mobilenet_v2-dw3s1-56x56x144-n32.mlir"
 if [[ -e $dw ]]; then
-  env -u TCC_WINDOWS "$bin/tcc" compile "$dw" --target=nvidia --ptx=off --emit=opencl-c > "$out/depthwise-kernel.cl"
+  TCC_WINDOWS=on "$bin/tcc" compile "$dw" --target=nvidia --ptx=off --emit=opencl-c > "$out/depthwise-kernel.cl"
   echo "== $out/depthwise-kernel.cl: $(grep -c . "$out/depthwise-kernel.cl") lines"
 fi
 

@@ -50,9 +50,9 @@ func.func @depthwise_relu6(%x: tensor<8x112x112x32xf32>, %w: tensor<3x3x32x1xf32
 // NVIDIA-LABEL: func.func @late_and_scalar
 // NVIDIA-NOT: #tcc.window
 // FORCED-NV-LABEL: func.func @late_and_scalar
-// FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 1, vector = 4, work_items = 11760>
-// FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 1, vector = 1, work_items = 1960>
-// FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 1, vector = 1, work_items = 294>
+// FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 11760>
+// FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 1, work_items = 1960>
+// FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 1, work_items = 294>
 // POCL-LABEL: func.func @late_and_scalar
 // POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 3360>
 // FORCED-LABEL: func.func @late_and_scalar
@@ -77,11 +77,11 @@ func.func @late_and_scalar(%x: tensor<1x7x7x960xf32>, %w: tensor<3x3x960x1xf32>,
 // NVIDIA-NOT: #tcc.window
 // FORCED-NV-LABEL: func.func @pools
 // FORCED-NV: tcc.conv = "pooling_nhwc_max"
-// FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 4, vector = 4, work_items = 401408>
+// FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 4, vector = 4, work_items = 401408>
 // FORCED-NV: tcc.conv = "pooling_nhwc_sum"
-// FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 1, vector = 4, work_items = 12544>
+// FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 12544>
 // FORCED-NV: linalg.pooling_nhwc_sum
-// FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 1, vector = 4, work_items = 512>
+// FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 512>
 // POCL-LABEL: func.func @pools
 // POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 401408>
 func.func @pools(%x: tensor<32x112x112x64xf32>, %a: tensor<1x14x14x256xf32>, %g: tensor<1x7x7x2048xf32>) -> (tensor<32x56x56x64xf32>, tensor<1x14x14x256xf32>, tensor<1x1x1x2048xf32>) {

@@ -230,14 +230,6 @@ pub(crate) fn gpu_window(
 /// The fewest outputs of a window op that takes the template on a GPU.
 pub const GPU_WINDOW_MIN_OUTPUTS: i64 = 1 << 20;
 
-/// The window template's configuration when it is forced
-/// (`tcc-configure-kernels{windows=on|N}`) on a target whose own choice is
-/// the loop nest: the generic target's groups and blocking, without its
-/// choice of which layers take it.
-pub fn forced_window_config(geometry: &WindowGeometry) -> Option<WindowConfig> {
-    generic::forced_window(geometry)
-}
-
 /// The most operations one fused elementwise body may hold on every
 /// target today (see `Target::max_fused_ops`).
 pub const MAX_FUSED_OPS: i64 = 128;
@@ -349,6 +341,18 @@ impl Target {
     /// or pooling, or `None` where the target runs it as a loop nest.
     pub fn window_config(self, geometry: &WindowGeometry) -> Option<WindowConfig> {
         self.config().window(geometry)
+    }
+
+    /// The window template's configuration when it is forced
+    /// (`tcc-configure-kernels{windows=on|N}`) where the target's own
+    /// choice is the loop nest: its groups and blocking, without its
+    /// choice of which layers take the template.
+    pub fn forced_window_config(self, geometry: &WindowGeometry) -> Option<WindowConfig> {
+        match self {
+            Target::Nvidia => nvidia::forced_window(geometry),
+            Target::Generic => generic::forced_window(geometry),
+            Target::PoclCpu => self.window_config(geometry),
+        }
     }
 
     /// The launch of a loop-nest kernel of `kind` over `work_items` points.
@@ -611,13 +615,21 @@ mod tests {
         // Forced, any window op up to 64 columns wide takes it; channels
         // not a multiple of 4 (or a multiplier) go scalar, and a global
         // pool's wide window blocks no columns.
-        let odd = forced_window_config(&geometry(32, 56, 6, 3)).unwrap();
+        let odd = Target::Nvidia
+            .forced_window_config(&geometry(32, 56, 6, 3))
+            .unwrap();
         assert_eq!(odd.vector, 1);
         assert_eq!(
-            forced_window_config(&geometry(1, 1, 2048, 56)).map(|c| c.columns),
+            Target::Nvidia
+                .forced_window_config(&geometry(1, 1, 2048, 56))
+                .map(|c| c.columns),
             Some(1)
         );
-        assert!(forced_window_config(&geometry(1, 1, 64, 100)).is_none());
+        assert!(
+            Target::Nvidia
+                .forced_window_config(&geometry(1, 1, 64, 100))
+                .is_none()
+        );
         // CPUs block 4 columns even where few work-items remain.
         let cpu = Target::PoclCpu
             .window_config(&geometry(1, 7, 960, 3))

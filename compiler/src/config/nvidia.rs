@@ -181,6 +181,11 @@ impl TargetConfig for Nvidia {
     }
 }
 
+/// This target's groups and blocking for any window op (a forced choice).
+pub(super) fn forced_window(geometry: &WindowGeometry) -> Option<WindowConfig> {
+    super::blocked_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
+}
+
 /// Work-items per group of a window kernel (depthwise convolution,
 /// pooling).
 const WINDOW_WORKGROUP: u32 = 256;

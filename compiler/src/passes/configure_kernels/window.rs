@@ -86,7 +86,7 @@ pub(super) fn strategy(
     let mut config = match (choice, target.window_config(&geometry)) {
         (_, Some(config)) => config,
         (WindowChoice::Auto, None) => return None,
-        _ => crate::config::forced_window_config(&geometry)?,
+        _ => target.forced_window_config(&geometry)?,
     };
     if let WindowChoice::Columns(columns) = choice {
         config.columns = columns;
