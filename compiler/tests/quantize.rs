@@ -16,7 +16,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
+use tcc_runtime::{HostTensor, Model, Runtime};
 
 /// The bound on the outputs' relative Frobenius error against f32.
 ///
@@ -153,14 +153,7 @@ fn compare(
 }
 
 fn runtime() -> Runtime {
-    Runtime::with_options(
-        DeviceSelector::from_flag_or_env(None),
-        RuntimeOptions {
-            disk_cache: false,
-            ..RuntimeOptions::default()
-        },
-    )
-    .expect("an OpenCL device")
+    support::uncached_runtime()
 }
 
 #[test]

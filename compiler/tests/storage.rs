@@ -12,7 +12,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
+use tcc_runtime::{HostTensor, Model};
 
 /// The bound on the outputs' relative Frobenius error. Each stored value is
 /// rounded to half, a relative error of at most 2^-11 (4.9e-4); errors
@@ -102,14 +102,7 @@ fn relative_error(got: &[f32], want: &[f32]) -> f64 {
 #[test]
 fn half_storage_halves_the_weights_and_stays_within_half_precision() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = Runtime::with_options(
-        DeviceSelector::from_flag_or_env(None),
-        RuntimeOptions {
-            disk_cache: false,
-            ..RuntimeOptions::default()
-        },
-    )
-    .expect("an OpenCL device");
+    let runtime = support::uncached_runtime();
     let mut report = Vec::new();
     let mut differing = 0;
     for name in MODELS {

@@ -12,7 +12,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
+use tcc_runtime::{HostTensor, Model};
 
 /// Models with depthwise convolutions and poolings: strides 1 and 2,
 /// padding, dilation, channel multipliers, channels not a multiple of 4,
@@ -92,14 +92,7 @@ fn mismatch(got: &[f32], want: &[f32]) -> Option<String> {
 #[test]
 fn window_kernels_match_the_reference_in_every_block_shape() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = Runtime::with_options(
-        DeviceSelector::from_flag_or_env(None),
-        RuntimeOptions {
-            disk_cache: false,
-            ..RuntimeOptions::default()
-        },
-    )
-    .expect("an OpenCL device");
+    let runtime = support::uncached_runtime();
     let mut failures = Vec::new();
     let mut runs = 0;
     for name in MODELS {

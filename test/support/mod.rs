@@ -163,3 +163,17 @@ pub fn isolate_command(command: &mut std::process::Command, dir: &Path) {
         .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
         .env(ISOLATED_ENV, "1");
 }
+
+/// A runtime on the default device (`--device`/`TCC_DEVICE`, else the
+/// first GPU, else PoCL) without the disk program cache, for tests that
+/// compile fresh artifacts on every run. A missing device fails the test.
+pub fn uncached_runtime() -> tcc_runtime::Runtime {
+    tcc_runtime::Runtime::with_options(
+        tcc_runtime::DeviceSelector::from_flag_or_env(None),
+        tcc_runtime::RuntimeOptions {
+            disk_cache: false,
+            ..tcc_runtime::RuntimeOptions::default()
+        },
+    )
+    .expect("an OpenCL device")
+}
