@@ -158,6 +158,7 @@ fn runtime() -> Runtime {
 
 #[test]
 fn quantized_models_stay_within_the_int8_bound() {
+    let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     generate(dir);
@@ -252,6 +253,7 @@ fn tensor<'a>(json: &'a mut serde_json::Value, name: &str) -> &'a mut serde_json
 
 #[test]
 fn bad_profiles_are_errors_or_stated_fallbacks() {
+    let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     generate(dir);

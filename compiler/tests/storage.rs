@@ -101,6 +101,7 @@ fn relative_error(got: &[f32], want: &[f32]) -> f64 {
 
 #[test]
 fn half_storage_halves_the_weights_and_stays_within_half_precision() {
+    let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let runtime = support::uncached_runtime();
     let mut report = Vec::new();
@@ -165,6 +166,7 @@ fn half_storage_halves_the_weights_and_stays_within_half_precision() {
 
 #[test]
 fn inspect_names_the_storage_and_spirv_refuses_it() {
+    let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let half = dir.path().join("mlp.so");
     compile("mlp", "fp16", &half);

@@ -91,6 +91,7 @@ fn mismatch(got: &[f32], want: &[f32]) -> Option<String> {
 
 #[test]
 fn window_kernels_match_the_reference_in_every_block_shape() {
+    let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let runtime = support::uncached_runtime();
     let mut failures = Vec::new();
@@ -134,6 +135,7 @@ fn window_kernels_match_the_reference_in_every_block_shape() {
 
 #[test]
 fn the_blocks_take_the_forced_shape_and_off_keeps_loop_nests() {
+    let _serial = support::device_and_spawn_lock();
     let path = repo("test/models/window_kernels.mlir");
     let text = |columns: &str| {
         let o = Command::new(env!("CARGO_BIN_EXE_tcc"))

@@ -177,3 +177,14 @@ pub fn uncached_runtime() -> tcc_runtime::Runtime {
     )
     .expect("an OpenCL device")
 }
+
+/// Serializes the tests of one test binary that both run kernels in the
+/// process (PoCL's worker threads) and spawn processes (`tcc compile`):
+/// each takes this guard first. Spawning a child while another test
+/// thread of the same process was running PoCL failed with EFAULT ("Bad
+/// address") on the CI machine (`storage.rs`, session 9).
+pub fn device_and_spawn_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
