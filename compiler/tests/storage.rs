@@ -65,25 +65,11 @@ fn compile(model: &str, storage: &str, output: &Path) {
 
 /// Deterministic inputs in [-1, 1).
 fn inputs(model: &Model, function: &str) -> Vec<HostTensor> {
-    let info = model
-        .functions()
-        .iter()
-        .find(|f| f.name == function)
-        .expect("function");
     let mut state = 0x2545_f491_u32;
-    info.inputs
-        .iter()
-        .map(|desc| {
-            let count: usize = desc.shape.iter().product();
-            let values: Vec<f32> = (0..count)
-                .map(|_| {
-                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                    (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-                })
-                .collect();
-            HostTensor::from_f32(desc.shape.clone(), &values).expect("f32 input")
-        })
-        .collect()
+    support::f32_inputs(model, function, |_, _| {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+    })
 }
 
 fn relative_error(got: &[f32], want: &[f32]) -> f64 {

@@ -57,21 +57,9 @@ fn compile(model: &Path, target: &str, columns: &str, output: &Path) {
 /// scramble of `i` and `k` (no two neighbours alike, so a window read at
 /// the wrong column or channel shows).
 fn inputs(model: &Model, function: &str) -> Vec<HostTensor> {
-    let info = model
-        .functions()
-        .iter()
-        .find(|f| f.name == function)
-        .expect("function");
-    let value = |k: usize, i: usize| ((i * 7919 + k * 104_729) % 2003) as f32 / 1001.5 - 1.0;
-    info.inputs
-        .iter()
-        .enumerate()
-        .map(|(k, desc)| {
-            let count: usize = desc.shape.iter().product();
-            let values: Vec<f32> = (0..count).map(|i| value(k, i)).collect();
-            HostTensor::from_f32(desc.shape.clone(), &values).expect("f32 input")
-        })
-        .collect()
+    support::f32_inputs(model, function, |k, i| {
+        ((i * 7919 + k * 104_729) % 2003) as f32 / 1001.5 - 1.0
+    })
 }
 
 /// The first element outside the tolerance, described.

@@ -188,3 +188,26 @@ pub fn device_and_spawn_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// f32 inputs for `function` of `model`, element `i` of input `k` being
+/// `value(k, i)` (called in input order, then element order).
+pub fn f32_inputs(
+    model: &tcc_runtime::Model,
+    function: &str,
+    mut value: impl FnMut(usize, usize) -> f32,
+) -> Vec<tcc_runtime::HostTensor> {
+    let info = model
+        .functions()
+        .iter()
+        .find(|f| f.name == function)
+        .expect("function");
+    info.inputs
+        .iter()
+        .enumerate()
+        .map(|(k, desc)| {
+            let count: usize = desc.shape.iter().product();
+            let values: Vec<f32> = (0..count).map(|i| value(k, i)).collect();
+            tcc_runtime::HostTensor::from_f32(desc.shape.clone(), &values).expect("f32 input")
+        })
+        .collect()
+}
