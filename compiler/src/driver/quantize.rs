@@ -55,6 +55,9 @@ pub struct QuantizeArgs {
     /// Sample inputs for --quantize's accuracy report (as `tcc profile --inputs`; default: the directory the profile was made from).
     #[arg(long = "calibration-inputs", value_name = "DIR")]
     pub calibration_inputs: Option<PathBuf>,
+    /// Skip --quantize's accuracy report (for artifacts measured on another machine: scripts/quant-accuracy.py --device-bundle).
+    #[arg(long = "no-accuracy-report")]
+    pub no_accuracy_report: bool,
 }
 
 impl QuantizeArgs {
@@ -63,8 +66,11 @@ impl QuantizeArgs {
     /// before anything compiles.
     pub fn pass_options(&self) -> Result<Option<String>> {
         let Some(QuantizeArg::Int8) = self.quantize else {
-            if self.profile.is_some() || self.calibration_inputs.is_some() {
-                bail!("--profile and --calibration-inputs apply to --quantize=int8");
+            if self.profile.is_some() || self.calibration_inputs.is_some() || self.no_accuracy_report
+            {
+                bail!(
+                    "--profile, --calibration-inputs and --no-accuracy-report apply to --quantize=int8"
+                );
             }
             return Ok(None);
         };
@@ -224,6 +230,9 @@ pub fn report_accuracy(
         eprintln!("tcc compile: int8 accuracy not measured: {why} (the artifact is written)");
         Ok(())
     };
+    if args.no_accuracy_report {
+        return skip("--no-accuracy-report");
+    }
     if !super::import::is_onnx(input) {
         return skip("the accuracy report runs ONNX models, whose inputs the samples name");
     }

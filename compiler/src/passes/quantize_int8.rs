@@ -3,9 +3,9 @@
 //! profile` calibration profile (Glow's and TensorRT's profile-guided
 //! quantization), on the graph's TOSA ops.
 //!
-//! Each `tosa.conv2d` and `tosa.matmul` whose weights are f32 constants
-//! and whose activation input has a usable range in the profile becomes
-//! an int8 x int8 product accumulated in int32:
+//! Each `tosa.conv2d`, `tosa.depthwise_conv2d` and `tosa.matmul` whose
+//! weights are f32 constants and whose activation input has a usable range
+//! in the profile becomes an int8 x int8 product accumulated in int32:
 //!
 //! ```text
 //! xq  = cast<i8>(x * (1 / s_in))            per-tensor symmetric, saturating
@@ -168,6 +168,9 @@ impl TccPass for QuantizeInt8 {
             for op in body_ops(function) {
                 let result = match op_name(&op).as_str() {
                     "tosa.conv2d" => quantize(context, op, &ranges, Contraction::Conv2d),
+                    "tosa.depthwise_conv2d" => {
+                        quantize(context, op, &ranges, Contraction::Depthwise)
+                    }
                     "tosa.matmul" => quantize(context, op, &ranges, Contraction::Matmul),
                     _ => continue,
                 };
@@ -340,6 +343,9 @@ fn input_range<'a>(value: Value, consumer: &str, ranges: &'a Ranges) -> Option<&
 enum Contraction {
     /// NHWC input, OHWI weights: output channel = weight dimension 0.
     Conv2d,
+    /// NHWC input, HWCM weights: output channel `c * M + m` = the weight's
+    /// index modulo `C * M` (a channel's multipliers are its own scales).
+    Depthwise,
     /// `[B, M, K] x [B, K, N]`: output channel = weight dimension 2.
     Matmul,
 }
@@ -389,7 +395,7 @@ fn quantize<'c>(
         return Err("it is not an f32 op".into());
     }
     let zero_points = match kind {
-        Contraction::Conv2d => [3, 4],
+        Contraction::Conv2d | Contraction::Depthwise => [3, 4],
         Contraction::Matmul => [2, 3],
     };
     if !zero_points
@@ -416,13 +422,18 @@ fn quantize<'c>(
             let per_channel = values.len() / channels;
             (channels, Box::new(move |i| i / per_channel.max(1)))
         }
+        Contraction::Depthwise => {
+            let channels = (shape.get(2).copied().unwrap_or(1) * shape.get(3).copied().unwrap_or(1))
+                .max(1) as usize;
+            (channels, Box::new(move |i| i % channels))
+        }
         Contraction::Matmul => {
             let channels = *shape.last().unwrap_or(&1) as usize;
             (channels, Box::new(move |i| i % channels.max(1)))
         }
     };
     let bias = match kind {
-        Contraction::Conv2d => {
+        Contraction::Conv2d | Contraction::Depthwise => {
             let bias = ConstTensor::of_value(operand(2)?)
                 .and_then(|b| b.f32s())
                 .ok_or("its bias is not an f32 constant")?;
@@ -486,7 +497,7 @@ fn quantize<'c>(
         .map_err(error)?;
     let accumulator_type = typed(&result_type.shape, i32_type);
     let accumulator = match kind {
-        Contraction::Conv2d => {
+        Contraction::Conv2d | Contraction::Depthwise => {
             let bias_type = typed(&[channels as i64], i32_type);
             let zero_bias = b
                 .constant(
@@ -500,7 +511,7 @@ fn quantize<'c>(
             let attributes: Vec<(&str, Attribute)> =
                 attributes.iter().map(|(n, a)| (n.as_str(), *a)).collect();
             b.insert(
-                "tosa.conv2d",
+                &op_name(&op),
                 &[quantized_input, weight_q, zero_bias, zero, zero],
                 accumulator_type,
                 &attributes,

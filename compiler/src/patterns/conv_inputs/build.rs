@@ -189,9 +189,17 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
         .ok_or_else(|| PassError::at(location, "dynamically shaped input"))?;
     let (height, width) = (source.shape[1], source.shape[2]);
 
-    let f32_type = Type::float32(context);
+    // f32 throughout, or an int8 convolution: i8 loads and filter, an i32
+    // accumulator (the products sign-extended, as the named op does).
+    let element_of = |value: Value<'c, 'c>| {
+        StaticTensor::of(value.r#type())
+            .map(|t| t.element)
+            .ok_or_else(|| PassError::at(location, "dynamically shaped operand"))
+    };
+    let (filter_type, acc_type) = (element_of(filter)?, element_of(init)?);
+    let integer = !acc_type.is_f32();
     let region = Region::new();
-    let block = region.append_block(Block::new(&[(f32_type, location), (f32_type, location)]));
+    let block = region.append_block(Block::new(&[(filter_type, location), (acc_type, location)]));
     let block = unsafe { BlockRef::from_raw(block.to_raw()) };
     let b = Builder {
         context,
@@ -236,7 +244,7 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
         (Some((_, padding)), Some(condition)) => b.push(
             OperationBuilder::new("arith.select", location)
                 .add_operands(&[condition, element, padding.value])
-                .add_results(&[f32_type]),
+                .add_results(&[element.r#type()]),
             "arith.select",
         )?,
         _ => element,
@@ -244,6 +252,18 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
     let w: Value = block.argument(0).map_err(err)?.into();
     let acc: Value = block.argument(1).map_err(err)?.into();
     let combined = match window.combine {
+        Combine::MulAdd if integer => {
+            let widen = |value: Value<'c, 'c>| {
+                b.push(
+                    OperationBuilder::new("arith.extsi", location)
+                        .add_operands(&[value])
+                        .add_results(&[acc_type]),
+                    "arith.extsi",
+                )
+            };
+            let product = b.binary("arith.muli", widen(a)?, widen(w)?)?;
+            b.binary("arith.addi", acc, product)?
+        }
         Combine::MulAdd => {
             let product = b.binary("arith.mulf", a, w)?;
             b.binary("arith.addf", acc, product)?

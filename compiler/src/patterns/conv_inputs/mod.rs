@@ -218,7 +218,8 @@ fn dense_i64(op: OperationRef, name: &str) -> Option<Vec<i64>> {
 }
 
 /// The padding of `pad` if it is static, only on H and W of a rank-4
-/// tensor, with a pad value that is a float constant defined outside it.
+/// tensor, with a pad value that is a constant of the tensor's element
+/// type defined outside it (f32, or i8 before an int8 convolution).
 fn padding<'c>(pad: OperationRef<'c, 'c>) -> Option<Padding<'c>> {
     if op_name(&pad) != "tensor.pad" || pad.operand_count() != 1 {
         return None; // dynamic low/high operands
@@ -241,9 +242,11 @@ fn padding<'c>(pad: OperationRef<'c, 'c>) -> Option<Padding<'c>> {
     let terminator = block.terminator()?;
     let value = terminator.operand(0).ok()?;
     let constant = defining_op(value)?;
+    let element = StaticTensor::of(pad.operand(0).ok()?.r#type())?.element;
     if op_name(&constant) != "arith.constant"
         || constant.block().is_some_and(|b| b == block)
-        || !value.r#type().is_f32()
+        || value.r#type() != element
+        || !(element.is_f32() || is_int8(element))
     {
         return None;
     }
@@ -403,7 +406,10 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
         return None;
     }
     let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
-    if !output.element.is_f32() {
+    // An int8 convolution (`tcc-quantize-int8`: i8 x i8 -> i32) folds
+    // only its pad; its quantized input is its producer's epilogue.
+    let int8 = is_int8_conv(op, window, &output);
+    if !output.element.is_f32() && !int8 {
         return None;
     }
     pair(op, "strides")?;
@@ -423,16 +429,23 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
     };
     let mut producer = None;
     if only_user
+        && !int8
         && let Some(candidate) = defining_op(source)
         && (fusible_producer(candidate) || fusible_pool(candidate, op, pools))
     {
         producer = Some(Producer { op: candidate });
     }
-    if pad.is_none() && producer.is_none() && !pool_feeding_pointwise_conv(op, pools) {
+    if pad.is_none() && (int8 || producer.is_none() && !pool_feeding_pointwise_conv(op, pools))
+    {
         return None;
     }
     let source_type = StaticTensor::of(source.r#type())?;
-    if !source_type.element.is_f32() || source_type.rank() != 4 {
+    let element_ok = if int8 {
+        is_int8(source_type.element)
+    } else {
+        source_type.element.is_f32()
+    };
+    if !element_ok || source_type.rank() != 4 {
         return None;
     }
     Some(Plan {
@@ -442,6 +455,26 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
         producer,
         source,
     })
+}
+
+fn is_int8(element: melior::ir::Type) -> bool {
+    melior::ir::r#type::IntegerType::try_from(element).is_ok_and(|t| t.width() == 8)
+}
+
+/// Whether `op` is a convolution of int8 input and filter accumulating
+/// in i32 (TOSA's quantized form with zero points 0, after
+/// `tcc-quantize-int8`): its zero pad is an int8 zero.
+fn is_int8_conv(op: OperationRef, window: &Window, output: &StaticTensor) -> bool {
+    let int8_operand = |i: usize| {
+        op.operand(i)
+            .ok()
+            .and_then(|v| StaticTensor::of(v.r#type()))
+            .is_some_and(|t| is_int8(t.element))
+    };
+    window.combine == Combine::MulAdd
+        && melior::ir::r#type::IntegerType::try_from(output.element).is_ok_and(|t| t.width() == 32)
+        && int8_operand(0)
+        && int8_operand(1)
 }
 
 /// For a window op, named or rewritten: the name of the op it computes
