@@ -4,7 +4,10 @@ quantization test (compiler/tests/quantize.rs) profiles and quantizes.
 
 - convnet: Conv 3x3 + BatchNormalization + Relu, Conv 3x3 stride 2 + Relu,
   GlobalAveragePool, Flatten, Gemm (a classifier of 10 classes);
-- mlp: MatMul + Add + Relu, Gemm (10 classes).
+- mlp: MatMul + Add + Relu, Gemm (10 classes);
+- dwnet: Conv 3x3 + Relu, depthwise Conv 3x3 (group = channels) + Relu,
+  Conv 1x1 + Relu, all padded where 3x3, GlobalAveragePool, Flatten, Gemm
+  (the int8 depthwise and pad folding test, compiler/tests/quantize_graph.rs).
 
 Weights are seeded uniform values scaled like He initialization, so that
 activations stay of order 1 through the layers; the samples are seeded
@@ -89,6 +92,38 @@ def mlp(rng):
     return graph, (4, 32)
 
 
+def dwnet(rng):
+    inits = [
+        numpy_helper.from_array(weight(rng, (8, 3, 3, 3), 27), "w1"),
+        numpy_helper.from_array(weight(rng, (8,), 27) * 0.1, "b1"),
+        numpy_helper.from_array(weight(rng, (8, 1, 3, 3), 9), "wd"),
+        numpy_helper.from_array(weight(rng, (8,), 9) * 0.1, "bd"),
+        numpy_helper.from_array(weight(rng, (16, 8, 1, 1), 8), "w2"),
+        numpy_helper.from_array(weight(rng, (16,), 8) * 0.1, "b2"),
+        numpy_helper.from_array(weight(rng, (10, 16), 16), "w3"),
+        numpy_helper.from_array(weight(rng, (10,), 16) * 0.1, "b3"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "wd", "bd"], ["d"], name="dw", pads=[1, 1, 1, 1], group=8),
+        helper.make_node("Relu", ["d"], ["rd"], name="relu_dw"),
+        helper.make_node("Conv", ["rd", "w2", "b2"], ["c2"], name="conv2"),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "dwnet",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    return graph, (1, 3, 16, 16)
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     samples = 16
@@ -99,7 +134,7 @@ def main():
         sys.exit(__doc__)
     out = args[0]
     os.makedirs(out, exist_ok=True)
-    for name, build in [("convnet", convnet), ("mlp", mlp)]:
+    for name, build in [("convnet", convnet), ("mlp", mlp), ("dwnet", dwnet)]:
         rng = np.random.default_rng(2026)
         graph, shape = build(rng)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

@@ -22,11 +22,12 @@ libtcc_runtime.so and manifest.json (each model's sha256, input shape,
 the evaluation inputs' sha256). `python3 DIR/quant-accuracy-device.py`
 there regenerates the models and inputs, checks the hashes, and compares
 onnxruntime f32 with the int8 artifacts (docs/benchmarks.md, "int8
-accuracy over 100 inputs").
+accuracy over 100 inputs"). --reuse-profile=yes keeps an OUT_DIR/M.profile.json
+made before (from the same calibration set) instead of profiling again.
 
 Usage: scripts/quant-accuracy.py OUT_DIR [--samples=100] [--calibration=16]
        [--calibration-method=max|percentile[,...]] [--percentile=99.99]
-       [--target=auto] [--device-bundle=DIR] [MODEL...]
+       [--target=auto] [--device-bundle=DIR] [--reuse-profile=yes] [MODEL...]
 (tcc from target/debug unless TCC is set; models default to resnet50,
 squeezenet, densenet121)."""
 import hashlib
@@ -79,7 +80,7 @@ def compress(path):
 def main():
     options = {
         "samples": "100", "calibration": "16", "calibration-method": "max", "percentile": "99.99",
-        "target": "auto", "device-bundle": "",
+        "target": "auto", "device-bundle": "", "reuse-profile": "no",
     }
     args = []
     for a in sys.argv[1:]:
@@ -109,10 +110,13 @@ def main():
         if not bundle:
             images(evaluation, int(options["samples"]), 2, shape)
         profile = os.path.join(out, f"{model}.profile.json")
-        subprocess.run(
-            [tcc, "profile", onnx_path, f"--inputs={calibration}", "-o", profile, f"--target={options['target']}", "--bins=2048"],
-            check=True,
-        )
+        if options["reuse-profile"] == "yes" and os.path.exists(profile):
+            print(f"{model}: reusing {profile}")
+        else:
+            subprocess.run(
+                [tcc, "profile", onnx_path, f"--inputs={calibration}", "-o", profile, f"--target={options['target']}", "--bins=2048"],
+                check=True,
+            )
         if bundle:
             entry = {
                 "model": model, "onnx_sha256": sha256_file(onnx_path), "input_shape": list(shape),

@@ -66,11 +66,11 @@ impl QuantizeArgs {
     /// before anything compiles.
     pub fn pass_options(&self) -> Result<Option<String>> {
         let Some(QuantizeArg::Int8) = self.quantize else {
-            if self.profile.is_some() || self.calibration_inputs.is_some() || self.no_accuracy_report
-            {
-                bail!(
-                    "--profile, --calibration-inputs and --no-accuracy-report apply to --quantize=int8"
-                );
+            if self.no_accuracy_report {
+                bail!("--no-accuracy-report applies to --quantize=int8");
+            }
+            if self.profile.is_some() || self.calibration_inputs.is_some() {
+                bail!("--profile and --calibration-inputs apply to --quantize=int8");
             }
             return Ok(None);
         };

@@ -21,7 +21,10 @@
 //! tensor is never written (one kernel less per Inception pool projection
 //! and per SqueezeNet squeeze after a pool) as the option
 //! `pools=all|strided|none` says (the phase pipeline sets it from the
-//! target's configuration). Pads with a
+//! target's configuration). An int8 convolution (`tcc-quantize-int8`'s i8 x
+//! i8 -> i32) folds its pad only: its loads select the int8 zero (zero
+//! point 0) and accumulate sign-extended products in i32; its input's
+//! quantize step stays in its producer's epilogue. Pads with a
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
 

@@ -27,6 +27,10 @@
 //! tile, so the window is recomputed only that often, against a kernel
 //! launch and a round trip of the pooled tensor through memory.
 //!
+//! An int8 convolution (i8 input and filter, i32 accumulator: what
+//! `tcc-quantize-int8` makes) folds its constant pad the same way, the
+//! products sign-extended to i32; nothing else is folded into it.
+//!
 //! The body of a rewritten op is always
 //! `(coordinates, bounds check, loads, producer ops, select) ; combine(acc,
 //! a[, w]) ; yield`, with the filter (or pooling window) as the only input.
