@@ -131,6 +131,15 @@ def main():
               f"median {np.median(margins):.3e}, 10th percentile {np.percentile(margins, 10):.3e}; "
               f"inputs whose top value is tied exactly: {tied.sum()}; "
               f"output magnitude (max |y|) median {np.median(np.abs(expected).max(1)):.3e}")
+        # How much the output depends on the input at all: random-weight
+        # networks can map every input to nearly the same output (then
+        # top-1 agreement says little); the int8 error is also measured
+        # against this input-driven spread.
+        spread = expected - expected.mean(0)
+        print(f"  f32: {len(set(expected.argmax(1)))} distinct top-1 classes over {len(xs)} inputs; "
+              f"input-driven spread |y - mean over inputs| / |y| = "
+              f"{np.linalg.norm(spread) / np.linalg.norm(expected):.3e}")
+        softmax = bool((expected > 0).all() and np.allclose(expected.sum(1), 1, atol=1e-3))
         out_shape = reference.get_outputs()[0].shape
         for artifact in entry["artifacts"]:
             path = os.path.join(bundle, artifact["file"])
@@ -141,13 +150,25 @@ def main():
             agree = expected.argmax(1) == got.argmax(1)
             diff = np.abs(got - expected)
             flipped = margins[~agree]
+            centered_agree = (spread.argmax(1) == (got - expected.mean(0)).argmax(1)).mean()
+            extra = (f"; error / input-driven spread {np.linalg.norm(got - expected) / np.linalg.norm(spread):.3e}, "
+                     f"top-1 of y - mean over inputs (f32's) agreement {100.0 * centered_agree:.0f}%")
+            if softmax and (got > 0).all():
+                # Softmax outputs: log p = logits - logsumexp, so centered
+                # log-probabilities are the centered logits.
+                lw, lg = np.log(expected), np.log(got)
+                lw, lg = lw - lw.mean(1, keepdims=True), lg - lg.mean(1, keepdims=True)
+                ls = np.sort(lw, axis=1)
+                extra += (f"; logits (centered log p): relative L2 {np.linalg.norm(lg - lw) / np.linalg.norm(lw):.3e}, "
+                          f"max abs difference {np.abs(lg - lw).max():.3e}, f32 logit range median "
+                          f"{np.median(ls[:, -1] - ls[:, 0]):.3e}")
             print(f"  int8 ({artifact['calibration']}): top-1 agreement {agree.sum()}/{len(xs)} "
                   f"({100.0 * agree.mean():.2f}%), max abs difference {diff.max():.4e}, "
                   f"mean abs difference {diff.mean():.4e}, relative L2 "
                   f"{np.linalg.norm(got - expected) / np.linalg.norm(expected):.3e}"
                   + (f"; f32 margins of the disagreements: {', '.join(f'{m:.2e}' for m in sorted(flipped))}"
                      if len(flipped) else "")
-                  + f" ({seconds:.1f} s for {len(xs)} calls)")
+                  + extra + f" ({seconds:.1f} s for {len(xs)} calls)")
 
 
 if __name__ == "__main__":
