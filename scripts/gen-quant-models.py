@@ -29,6 +29,24 @@ def weight(rng, shape, fan_in):
     return rng.uniform(-bound, bound, size=shape).astype(np.float32)
 
 
+def classifier(name, nodes, inits):
+    """The graph of `nodes` (a 1x3x16x16 image `x` in, `r2` out) followed by
+    GlobalAveragePool, Flatten and Gemm (w3, b3) to 10 classes `y`."""
+    nodes = nodes + [
+        helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    return graph, (1, 3, 16, 16)
+
+
 def convnet(rng):
     inits = [
         numpy_helper.from_array(weight(rng, (8, 3, 3, 3), 27), "w1"),
@@ -55,18 +73,8 @@ def convnet(rng):
             "Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1], strides=[2, 2]
         ),
         helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
-        helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
-        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
-        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "convnet",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        inits,
-    )
-    return graph, (1, 3, 16, 16)
+    return classifier("convnet", nodes, inits)
 
 
 def mlp(rng):
@@ -110,18 +118,8 @@ def dwnet(rng):
         helper.make_node("Relu", ["d"], ["rd"], name="relu_dw"),
         helper.make_node("Conv", ["rd", "w2", "b2"], ["c2"], name="conv2"),
         helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
-        helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
-        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
-        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "dwnet",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        inits,
-    )
-    return graph, (1, 3, 16, 16)
+    return classifier("dwnet", nodes, inits)
 
 
 def main():
