@@ -80,7 +80,12 @@ fn depthwise_and_padded_convolutions_run_in_int8() {
     );
     tcc_in(
         dir,
-        &["compile".into(), at("dwnet.onnx"), "-o".into(), at("f32.so")],
+        &[
+            "compile".into(),
+            at("dwnet.onnx"),
+            "-o".into(),
+            at("f32.so"),
+        ],
     );
     let text = tcc_in(
         dir,
@@ -131,7 +136,10 @@ fn depthwise_and_padded_convolutions_run_in_int8() {
         }
     }
     let relative = (error / norm).sqrt();
-    println!("dwnet: relative error {relative:.3e} over {} samples", want.len());
+    println!(
+        "dwnet: relative error {relative:.3e} over {} samples",
+        want.len()
+    );
     assert!(relative > 0.0, "int8 outputs equal f32's");
     assert!(relative <= 1.0 / 16.0, "relative error {relative}");
 }

@@ -439,8 +439,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
     {
         producer = Some(Producer { op: candidate });
     }
-    if pad.is_none() && (int8 || producer.is_none() && !pool_feeding_pointwise_conv(op, pools))
-    {
+    if pad.is_none() && (int8 || producer.is_none() && !pool_feeding_pointwise_conv(op, pools)) {
         return None;
     }
     let source_type = StaticTensor::of(source.r#type())?;
