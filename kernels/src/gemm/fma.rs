@@ -1,11 +1,18 @@
 //! The fp32 main loop of the GEMM template (every target, and the OpenCL
-//! C form under `--precision`): one set of local tiles, A stored
-//! transposed (`tile_a[k][m]`), the next k tile's global loads prefetched
-//! into registers, each work-item's outputs accumulated with `fma`.
+//! C form under `--precision`): A stored transposed (`tile_a[k][m]`), the
+//! next k tile's global loads prefetched into registers, each work-item's
+//! outputs accumulated with `fma`.
+//!
+//! Two forms, by `GemmConfig::local_stages`: one set of local tiles with
+//! two barriers per k step (small tiles, CPUs), or two sets
+//! (`tile_a[2][k][m]`), where the prefetched tile is stored into the set
+//! not being read and one barrier per k step separates them: the SGEMM
+//! recipe of cuBLAS-class fp32 kernels, for the 4x4- and 8x8-output tiles
+//! of GPUs.
 
 use std::fmt::Write as _;
 
-use super::GemmSpec;
+use super::{GemmConfig, GemmSpec};
 use super::emit::operand_loads;
 use super::staging::{Operand, Sources, declare_staging_registers, fetch_tile, store_tile};
 
@@ -15,12 +22,27 @@ pub(super) fn fma_main_loop(
     out: &mut String,
     spec: &GemmSpec,
     sources: &Sources,
-    (vector_m, vector_n): (u32, u32),
+    vectors: (u32, u32),
+    k_range: (&str, &str),
+) {
+    if spec.config.local_stages() == 2 {
+        double_buffered_loop(out, spec, sources, vectors, k_range);
+    } else {
+        single_buffered_loop(out, spec, sources, vectors, k_range);
+    }
+}
+
+/// One set of local tiles: store the prefetched tile, barrier, prefetch
+/// the next, multiply, barrier.
+fn single_buffered_loop(
+    out: &mut String,
+    spec: &GemmSpec,
+    sources: &Sources,
+    vectors: (u32, u32),
     (k_begin, k_end): (&str, &str),
 ) {
     let c = spec.config;
     let threads = c.workgroup_size();
-    let (threads_n, threads_m) = c.threads();
     let a_staging = sources.staging(spec, Operand::A, "tile_a", true);
     let b_staging = sources.staging(spec, Operand::B, "tile_b", false);
     // Software pipelining through registers: the next k tile's global
@@ -39,28 +61,151 @@ pub(super) fn fma_main_loop(
     store_tile(out, &a_staging, threads, "fetch_a");
     store_tile(out, &b_staging, threads, "fetch_b");
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    fetch_next(out, spec, sources, ("tile_a", "tile_b"), k_end);
+    multiply_tile(out, spec, ("tile_a", "tile_b"), vectors);
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(out, "  }}");
+}
+
+/// Two sets of local tiles: the first tile is stored before the loop;
+/// each step prefetches the next tile into registers, multiplies the set
+/// `stage`, stores the prefetched tile into the other set, and one
+/// barrier both publishes it and retires the reads of `stage`.
+fn double_buffered_loop(
+    out: &mut String,
+    spec: &GemmSpec,
+    sources: &Sources,
+    vectors: (u32, u32),
+    (k_begin, k_end): (&str, &str),
+) {
+    let c = spec.config;
+    let threads = c.workgroup_size();
+    let first = (
+        sources.staging(spec, Operand::A, "tile_a[0]", true),
+        sources.staging(spec, Operand::B, "tile_b[0]", false),
+    );
+    declare_staging_registers(out, &first.0, "fetch_a", threads);
+    declare_staging_registers(out, &first.1, "fetch_b", threads);
+    fetch_tile(out, &first.0, threads, "fetch_a", k_begin);
+    fetch_tile(out, &first.1, threads, "fetch_b", k_begin);
+    store_tile(out, &first.0, threads, "fetch_a");
+    store_tile(out, &first.1, threads, "fetch_b");
+    let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(out, "  int stage = 0;");
+    let _ = writeln!(
+        out,
+        "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
+        c.tile_k
+    );
+    fetch_next(out, spec, sources, ("tile_a[0]", "tile_b[0]"), k_end);
+    multiply_tile(out, spec, ("tile_a[stage]", "tile_b[stage]"), vectors);
+    // After the last step the registers still hold the tile stored one
+    // step earlier: storing it again into the set nobody reads any more is
+    // harmless and saves a branch.
+    store_tile(
+        out,
+        &sources.staging(spec, Operand::A, "tile_a[stage ^ 1]", true),
+        threads,
+        "fetch_a",
+    );
+    store_tile(
+        out,
+        &sources.staging(spec, Operand::B, "tile_b[stage ^ 1]", false),
+        threads,
+        "fetch_b",
+    );
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    let _ = writeln!(out, "    stage ^= 1;");
+    let _ = writeln!(out, "  }}");
+}
+
+/// The guarded prefetch of the k tile after `k0` into the staging
+/// registers (the tiles named only shape the staging, nothing is stored).
+fn fetch_next(
+    out: &mut String,
+    spec: &GemmSpec,
+    sources: &Sources,
+    (tile_a, tile_b): (&str, &str),
+    k_end: &str,
+) {
+    let c = spec.config;
+    let threads = c.workgroup_size();
     let _ = writeln!(
         out,
         "    if (k0 + {tk} < {k_end}) {{\n    const tcc_index k_next = k0 + {tk};",
         tk = c.tile_k
     );
-    fetch_tile(out, &a_staging, threads, "fetch_a", "k_next");
-    fetch_tile(out, &b_staging, threads, "fetch_b", "k_next");
+    fetch_tile(
+        out,
+        &sources.staging(spec, Operand::A, tile_a, true),
+        threads,
+        "fetch_a",
+        "k_next",
+    );
+    fetch_tile(
+        out,
+        &sources.staging(spec, Operand::B, tile_b, false),
+        threads,
+        "fetch_b",
+        "k_next",
+    );
     let _ = writeln!(out, "    }}");
+}
+
+/// Each work-item's multiply-adds over one local k tile.
+fn multiply_tile(
+    out: &mut String,
+    spec: &GemmSpec,
+    (tile_a, tile_b): (&str, &str),
+    (vector_m, vector_n): (u32, u32),
+) {
+    let c = spec.config;
+    let (threads_n, threads_m) = c.threads();
     let _ = writeln!(
         out,
         "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
         c.tile_k
     );
     let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
-    operand_loads(out, "ra", "tile_a", "ty", c.work_m, threads_m, vector_m);
-    operand_loads(out, "rb", "tile_b", "tx", c.work_n, threads_n, vector_n);
+    operand_loads(out, "ra", tile_a, "ty", c.work_m, threads_m, vector_m);
+    operand_loads(out, "rb", tile_b, "tx", c.work_n, threads_n, vector_n);
     let _ = writeln!(
         out,
         "      #pragma unroll\n      for (int wm = 0; wm < {}; ++wm)\n        #pragma unroll\n        for (int wn = 0; wn < {}; ++wn)\n          acc[wm][wn] = fma(ra[wm], rb[wn], acc[wm][wn]);",
         c.work_m, c.work_n
     );
     let _ = writeln!(out, "    }}");
-    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(out, "  }}");
+}
+
+/// Work-items per warp along (n, m) in the double-buffered form: 8x4, so
+/// that a warp's `float4` reads of one k row touch 8 neighbouring runs of
+/// B (128 bytes) and 4 of A (64 bytes), each one local-memory wavefront
+/// (the 16x2 work-items of consecutive ids read 256 bytes of B).
+const WARP_SHAPE: (u32, u32) = (8, 4);
+
+/// Declares `tid` and the work-item's coordinates `tx`, `ty` in the
+/// output tile. In the double-buffered form each warp covers a
+/// `WARP_SHAPE` block of those coordinates where the work-group's shape
+/// allows it; otherwise they are the local ids (as in the single-buffered
+/// form). Staging uses only `tid`; the outputs and operand reads use
+/// `tx`, `ty`, so both agree whatever the mapping.
+pub(super) fn warp_tiled_ids(out: &mut String, c: &GemmConfig) {
+    let (threads_n, threads_m) = c.threads();
+    let (lanes_n, lanes_m) = WARP_SHAPE;
+    let _ = writeln!(
+        out,
+        "  const int tid = (int)get_local_id(1) * {threads_n} + (int)get_local_id(0);"
+    );
+    if threads_n.is_multiple_of(lanes_n) && threads_m.is_multiple_of(lanes_m) {
+        let warps_n = threads_n / lanes_n;
+        let _ = writeln!(
+            out,
+            "  /* warps of {lanes_n}x{lanes_m} work-items along (n, m) */\n  const int tx = (tid / 32 % {warps_n}) * {lanes_n} + tid % {lanes_n};\n  const int ty = (tid / 32 / {warps_n}) * {lanes_m} + tid % 32 / {lanes_n};"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);"
+        );
+    }
 }

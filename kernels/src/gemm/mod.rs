@@ -87,13 +87,22 @@ impl GemmConfig {
         self.workgroup_size() == 1
     }
 
-    /// Local memory the fp32 body uses, in bytes (f32 tiles of A and B;
-    /// a tensor-core body's pipeline takes as many stages as 48 KiB holds).
+    /// Local memory the fp32 body uses, in bytes (f32 tiles of A and B,
+    /// twice when double-buffered; a tensor-core body's pipeline takes as
+    /// many stages as 48 KiB holds).
     pub fn local_bytes(&self) -> u32 {
         if self.is_register_blocked() {
             return 0;
         }
-        4 * self.tile_k * (self.tile_m + self.tile_n)
+        self.local_stages() * 4 * self.tile_k * (self.tile_m + self.tile_n)
+    }
+
+    /// Sets of local tiles the fp32 body keeps: two (the next k tile is
+    /// stored while the current one is read, one barrier per k step) when
+    /// every work-item reads both operands as `float4` (the GPU-sized
+    /// tiles: 4x4 or 8x8 outputs per work-item), else one.
+    pub fn local_stages(&self) -> u32 {
+        if self.vector_widths() == (4, 4) { 2 } else { 1 }
     }
 
     /// Outputs a work-item owns contiguously along m and n: 4 (read from
@@ -385,22 +394,32 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             // one word, or by four where work-items read their outputs'
             // operands as float4 (rows must stay 16-byte aligned).
             let pad_a = if vector_m == 4 { 4 } else { 1 };
+            let stages = match c.local_stages() {
+                1 => String::new(),
+                stages => format!("[{stages}]"),
+            };
             let _ = writeln!(
                 out,
-                "  __local float tile_a[{}][{}] __attribute__((aligned(16)));",
+                "  __local float tile_a{stages}[{}][{}] __attribute__((aligned(16)));",
                 c.tile_k,
                 c.tile_m + pad_a
             );
             let _ = writeln!(
                 out,
-                "  __local float tile_b[{}][{}] __attribute__((aligned(16)));",
+                "  __local float tile_b{stages}[{}][{}] __attribute__((aligned(16)));",
                 c.tile_k, c.tile_n
             );
         }
         Layout::Mma { pipeline, .. } => tensor_cores::local_tiles(&mut out, spec, pipeline),
     }
+    match layout {
+        Layout::Fma { .. } if c.local_stages() == 2 => fma::warp_tiled_ids(&mut out, &c),
+        _ => out.push_str(&format!(
+            "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n"
+        )),
+    }
     out.push_str(&format!(
-        "  const int tx = (int)get_local_id(0);\n  const int ty = (int)get_local_id(1);\n  const int tid = ty * {threads_n} + tx;\n  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
+        "  const tcc_index row0 = (tcc_index)get_group_id(1) * {tm};\n  const tcc_index col0 = (tcc_index)get_group_id(0) * {tn};\n",
         tm = c.tile_m,
         tn = c.tile_n
     ));
