@@ -14,7 +14,9 @@ use std::fmt::Write as _;
 
 use super::{GemmConfig, GemmSpec};
 use super::emit::operand_loads;
-use super::staging::{Operand, Sources, declare_staging_registers, fetch_tile, store_tile};
+use super::staging::{
+    Operand, Sources, declare_staging_registers, fetch_aligned_tile, fetch_tile, store_tile,
+};
 
 /// The k loop over `[k_begin, k_end)` with outputs read in runs of
 /// `vector_m`, `vector_n` (see `output_offset`).
@@ -61,16 +63,26 @@ fn single_buffered_loop(
     store_tile(out, &a_staging, threads, "fetch_a");
     store_tile(out, &b_staging, threads, "fetch_b");
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    fetch_next(out, spec, sources, ("tile_a", "tile_b"), k_end);
-    multiply_tile(out, spec, ("tile_a", "tile_b"), vectors);
+    fetch_next(
+        out,
+        spec,
+        sources,
+        &[(Operand::A, "tile_a"), (Operand::B, "tile_b")],
+        k_end,
+        false,
+    );
+    multiply_tile(out, spec, ("tile_a", "tile_b"), vectors, (0, c.tile_k));
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     let _ = writeln!(out, "  }}");
 }
 
 /// Two sets of local tiles: the first tile is stored before the loop;
-/// each step prefetches the next tile into registers, multiplies the set
-/// `stage`, stores the prefetched tile into the other set, and one
-/// barrier both publishes it and retires the reads of `stage`.
+/// each step prefetches the next tile into registers, multiplies one set,
+/// stores the prefetched tile into the other, and one barrier both
+/// publishes it and retires the reads of the first. The loop is unrolled
+/// by two steps so that each step's sets are constants (their local
+/// addresses immediates: a set index in a register cost ptxas registers
+/// beyond the 128 that keep two work-groups of 256 per SM).
 fn double_buffered_loop(
     out: &mut String,
     spec: &GemmSpec,
@@ -80,53 +92,59 @@ fn double_buffered_loop(
 ) {
     let c = spec.config;
     let threads = c.workgroup_size();
-    let first = (
-        sources.staging(spec, Operand::A, "tile_a[0]", true),
-        sources.staging(spec, Operand::B, "tile_b[0]", false),
-    );
-    declare_staging_registers(out, &first.0, "fetch_a", threads);
-    declare_staging_registers(out, &first.1, "fetch_b", threads);
-    fetch_tile(out, &first.0, threads, "fetch_a", k_begin);
-    fetch_tile(out, &first.1, threads, "fetch_b", k_begin);
-    store_tile(out, &first.0, threads, "fetch_a");
-    store_tile(out, &first.1, threads, "fetch_b");
+    let first_a = sources.staging(spec, Operand::A, "tile_a[0]", true);
+    let first_b = sources.staging(spec, Operand::B, "tile_b[0]", false);
+    declare_staging_registers(out, &first_a, "fetch_a", threads);
+    declare_staging_registers(out, &first_b, "fetch_b", threads);
+    // A split-K slice may start past K (slices are whole steps, rounded
+    // up); an unsplit product starts at 0.
+    let first = (k_begin, c.split_k == 1);
+    fetch_aligned_tile(out, &first_a, threads, "fetch_a", first);
+    fetch_aligned_tile(out, &first_b, threads, "fetch_b", first);
+    store_tile(out, &first_a, threads, "fetch_a");
+    store_tile(out, &first_b, threads, "fetch_b");
     let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(out, "  int stage = 0;");
-    let _ = writeln!(
-        out,
-        "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
-        c.tile_k
-    );
-    fetch_next(out, spec, sources, ("tile_a[0]", "tile_b[0]"), k_end);
-    multiply_tile(out, spec, ("tile_a[stage]", "tile_b[stage]"), vectors);
-    // After the last step the registers still hold the tile stored one
-    // step earlier: storing it again into the set nobody reads any more is
-    // harmless and saves a branch.
-    store_tile(
-        out,
-        &sources.staging(spec, Operand::A, "tile_a[stage ^ 1]", true),
-        threads,
-        "fetch_a",
-    );
-    store_tile(
-        out,
-        &sources.staging(spec, Operand::B, "tile_b[stage ^ 1]", false),
-        threads,
-        "fetch_b",
-    );
-    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(out, "    stage ^= 1;");
+    let _ = writeln!(out, "  for (tcc_index k0 = {k_begin}; k0 < {k_end};) {{");
+    for (read, write) in [(0, 1), (1, 0)] {
+        if read == 1 {
+            let _ = writeln!(out, "    if (k0 >= {k_end}) break;");
+        }
+        let tiles = |stage: u32| (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
+        let (read_a, read_b) = tiles(read);
+        let (write_a, write_b) = tiles(write);
+        // A's next tile is fetched, then stored after the first half of
+        // the multiply-adds, B's over the second half: only one operand's
+        // staging registers are live at a time.
+        let half = c.tile_k / 2;
+        let halves = [
+            (Operand::A, &write_a, (0, half)),
+            (Operand::B, &write_b, (half, c.tile_k)),
+        ];
+        for (operand, write, kk_range) in halves {
+            fetch_next(out, spec, sources, &[(operand, write)], k_end, true);
+            multiply_tile(out, spec, (&read_a, &read_b), vectors, kk_range);
+            // After the last step the registers still hold the tile stored
+            // one step earlier: storing it again into the set nobody reads
+            // any more is harmless and saves a branch.
+            let staging = sources.staging(spec, operand, write, operand == Operand::A);
+            store_tile(out, &staging, threads, fetch_registers(operand));
+        }
+        let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+        let _ = writeln!(out, "    k0 += {};", c.tile_k);
+    }
     let _ = writeln!(out, "  }}");
 }
 
 /// The guarded prefetch of the k tile after `k0` into the staging
-/// registers (the tiles named only shape the staging, nothing is stored).
+/// registers of each of `operands` (the tiles named only shape the
+/// staging, nothing is stored).
 fn fetch_next(
     out: &mut String,
     spec: &GemmSpec,
     sources: &Sources,
-    (tile_a, tile_b): (&str, &str),
+    operands: &[(Operand, &str)],
     k_end: &str,
+    aligned: bool,
 ) {
     let c = spec.config;
     let threads = c.workgroup_size();
@@ -135,36 +153,46 @@ fn fetch_next(
         "    if (k0 + {tk} < {k_end}) {{\n    const tcc_index k_next = k0 + {tk};",
         tk = c.tile_k
     );
-    fetch_tile(
-        out,
-        &sources.staging(spec, Operand::A, tile_a, true),
-        threads,
-        "fetch_a",
-        "k_next",
-    );
-    fetch_tile(
-        out,
-        &sources.staging(spec, Operand::B, tile_b, false),
-        threads,
-        "fetch_b",
-        "k_next",
-    );
+    for &(operand, tile) in operands {
+        let staging = sources.staging(spec, operand, tile, operand == Operand::A);
+        let registers = fetch_registers(operand);
+        if aligned {
+            fetch_aligned_tile(out, &staging, threads, registers, ("k_next", true));
+        } else {
+            fetch_tile(out, &staging, threads, registers, "k_next");
+        }
+    }
     let _ = writeln!(out, "    }}");
 }
 
-/// Each work-item's multiply-adds over one local k tile.
+/// The staging registers of `operand`.
+fn fetch_registers(operand: Operand) -> &'static str {
+    match operand {
+        Operand::A => "fetch_a",
+        Operand::B => "fetch_b",
+    }
+}
+
+/// Each work-item's multiply-adds over rows `kk_range` of one local k
+/// tile.
 fn multiply_tile(
     out: &mut String,
     spec: &GemmSpec,
     (tile_a, tile_b): (&str, &str),
     (vector_m, vector_n): (u32, u32),
+    (kk_begin, kk_end): (u32, u32),
 ) {
     let c = spec.config;
     let (threads_n, threads_m) = c.threads();
+    let start = if kk_begin == 0 {
+        String::new()
+    } else {
+        format!(" = {kk_begin}")
+    };
     let _ = writeln!(
         out,
-        "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{",
-        c.tile_k
+        "    #pragma unroll\n    for (int kk{}; kk < {kk_end}; ++kk) {{",
+        if start.is_empty() { " = 0".to_string() } else { start }
     );
     let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
     operand_loads(out, "ra", tile_a, "ty", c.work_m, threads_m, vector_m);

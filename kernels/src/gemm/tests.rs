@@ -141,16 +141,65 @@ fn aligned_operands_are_loaded_as_float4() {
 fn fours_of_outputs_read_their_operands_as_float4() {
     let text = gemm_kernel(&spec(tiles([128, 128, 16, 8, 8, 1]))).unwrap();
     for expected in [
-        // Rows padded by 4 words keep float4 alignment.
-        "__local float tile_a[16][132] __attribute__((aligned(16)));",
-        "const float4 v = *(__local const float4*)&tile_a[kk][g * 64 + ty * 4];",
-        "const float4 v = *(__local const float4*)&tile_b[kk][g * 64 + tx * 4];",
+        // Rows padded by 4 words keep float4 alignment (two stages).
+        "__local float tile_a[2][16][132] __attribute__((aligned(16)));",
+        "const float4 v = *(__local const float4*)&tile_a[stage][kk][g * 64 + ty * 4];",
+        "const float4 v = *(__local const float4*)&tile_b[stage][kk][g * 64 + tx * 4];",
         // Work-item ty owns rows 4 ty .. 4 ty + 3 of each 64.
         "const tcc_index i = row0 + ((wm / 4) * 64 + ty * 4 + wm % 4);",
         "const tcc_index j = col0 + ((wn / 4) * 64 + tx * 4 + wn % 4);",
     ] {
         assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
     }
+}
+
+#[test]
+fn float4_tiles_are_double_buffered_with_one_barrier_per_k_step() {
+    let config = tiles([64, 64, 16, 4, 4, 1]);
+    assert_eq!(config.local_stages(), 2);
+    assert_eq!(config.local_bytes(), 2 * 4 * 16 * 128);
+    assert_eq!(tiles(SMALL_TILES).local_stages(), 1);
+    let text = gemm_kernel(&spec(config)).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "__local float tile_a[2][16][68] __attribute__((aligned(16)));",
+            "__local float tile_b[2][16][64] __attribute__((aligned(16)));",
+            // Warps of 8x4 work-items: a warp reads 8 float4 of B and 4 of A
+            // per k.
+            "const int tid = (int)get_local_id(1) * 16 + (int)get_local_id(0);",
+            "const int tx = (tid / 32 % 2) * 8 + tid % 8;",
+            "const int ty = (tid / 32 / 2) * 4 + tid % 32 / 8;",
+            "tile_a[0][kk][mm] = fetch_a[r];",
+        ],
+    );
+    // In the loop: prefetch the next tile, multiply the current stage,
+    // store the prefetched tile into the other stage, one barrier.
+    let k_loop = text.find("for (tcc_index k0 = 0; k0 < 30; k0 += 16)").unwrap();
+    let body = &text[k_loop..text.find("acc_init").unwrap()];
+    let next = body.find("if (k0 + 16 < 30) {").unwrap();
+    let arithmetic = body.find("tile_a[stage][kk]").unwrap();
+    let store = body.find("tile_a[stage ^ 1][kk][mm] = fetch_a[r];").unwrap();
+    let barrier = body.find("barrier(CLK_LOCAL_MEM_FENCE);").unwrap();
+    let flip = body.find("stage ^= 1;").unwrap();
+    assert!(next < arithmetic && arithmetic < store && store < barrier && barrier < flip, "{text}");
+    assert_eq!(body.matches("barrier(").count(), 1, "{text}");
+    // The first tile is in place before the loop.
+    let before = &text[..k_loop];
+    assert!(before.contains("barrier(CLK_LOCAL_MEM_FENCE);"), "{text}");
+}
+
+#[test]
+fn warps_keep_the_local_ids_where_8x4_does_not_divide_the_group() {
+    // 16x4 outputs of 4x4: 4x4 work-items, no 8x4 warp.
+    let text = gemm_kernel(&spec(tiles([16, 16, 16, 4, 4, 1]))).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "const int tx = (int)get_local_id(0);",
+            "__local float tile_a[2][16][20]",
+        ],
+    );
 }
 
 /// `spec` with 16-byte aligned row-major operands (M = 256, N = 192, K =
