@@ -65,13 +65,25 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         return Some(GemmConfig {
             tile_m: 128,
             tile_n: 128,
-            tile_k: 16,
+            tile_k: 8,
             work_m: 8,
             work_n: 8,
             split_k: 1,
         });
     }
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
+    let narrow_tiles = ((m + 31) / 32) * ((n + 63) / 64);
+    let narrow_split = split_k(narrow_tiles, k, MIN_SPLIT_K_SLICE);
+    if tiles(64) < SMS && m >= MID_MIN_ROWS && n >= 64 && narrow_tiles * narrow_split >= SMS {
+        return Some(GemmConfig {
+            tile_m: 32,
+            tile_n: 64,
+            tile_k: 16,
+            work_m: 4,
+            work_n: 4,
+            split_k: narrow_split as u32,
+        });
+    }
     if tiles(64) < SMS && tiles(32) < 2 * SMS {
         let split_k = split_k(tiles(32), k, MIN_SPLIT_K_SLICE);
         if split_k > 1 {
@@ -144,6 +156,9 @@ fn split_k(tiles: i64, k: i64, min_slice: i64) -> i64 {
 /// Streaming multiprocessors of the H100 (PCIe/SXM) the tile choice aims
 /// to fill.
 const SMS: i64 = 132;
+
+/// The fewest rows that take 32x64 tiles when 64x64 tiles leave SMs idle.
+const MID_MIN_ROWS: i64 = 128;
 
 /// The shortest K slice split-K hands one work-group.
 const MIN_SPLIT_K_SLICE: i64 = 256;

@@ -143,8 +143,8 @@ fn fours_of_outputs_read_their_operands_as_float4() {
     for expected in [
         // Rows padded by 4 words keep float4 alignment (two stages).
         "__local float tile_a[2][16][132] __attribute__((aligned(16)));",
-        "const float4 v = *(__local const float4*)&tile_a[stage][kk][g * 64 + ty * 4];",
-        "const float4 v = *(__local const float4*)&tile_b[stage][kk][g * 64 + tx * 4];",
+        "const float4 v = *(__local const float4*)&tile_a[0][kk][g * 64 + ty * 4];",
+        "const float4 v = *(__local const float4*)&tile_b[1][kk][g * 64 + tx * 4];",
         // Work-item ty owns rows 4 ty .. 4 ty + 3 of each 64.
         "const tcc_index i = row0 + ((wm / 4) * 64 + ty * 4 + wm % 4);",
         "const tcc_index j = col0 + ((wn / 4) * 64 + tx * 4 + wn % 4);",
@@ -173,20 +173,75 @@ fn float4_tiles_are_double_buffered_with_one_barrier_per_k_step() {
             "tile_a[0][kk][mm] = fetch_a[r];",
         ],
     );
-    // In the loop: prefetch the next tile, multiply the current stage,
-    // store the prefetched tile into the other stage, one barrier.
-    let k_loop = text.find("for (tcc_index k0 = 0; k0 < 30; k0 += 16)").unwrap();
+    // The loop runs two steps per iteration, each: prefetch A's next tile,
+    // multiply half of the current set, store A into the other set; the
+    // same for B; one barrier.
+    let k_loop = text.find("for (tcc_index k0 = 0; k0 < 30;) {").unwrap();
     let body = &text[k_loop..text.find("acc_init").unwrap()];
-    let next = body.find("if (k0 + 16 < 30) {").unwrap();
-    let arithmetic = body.find("tile_a[stage][kk]").unwrap();
-    let store = body.find("tile_a[stage ^ 1][kk][mm] = fetch_a[r];").unwrap();
-    let barrier = body.find("barrier(CLK_LOCAL_MEM_FENCE);").unwrap();
-    let flip = body.find("stage ^= 1;").unwrap();
-    assert!(next < arithmetic && arithmetic < store && store < barrier && barrier < flip, "{text}");
-    assert_eq!(body.matches("barrier(").count(), 1, "{text}");
+    let order = [
+        "if (k0 + 16 < 30) {",
+        "fetch_a[r] = (i < 100 && k < 30) ? a1[i * 30 + k] : 0.0f;",
+        "for (int kk = 0; kk < 8; ++kk)",
+        "&tile_a[0][kk]",
+        "tile_a[1][kk][mm] = fetch_a[r];",
+        "fetch_b[r] = (k < 30 && j < 50) ? a2[k * 50 + j] : 0.0f;",
+        "for (int kk = 8; kk < 16; ++kk)",
+        "tile_b[1][kk][nn] = fetch_b[r];",
+        "barrier(CLK_LOCAL_MEM_FENCE);",
+        "k0 += 16;",
+        "if (k0 >= 30) break;",
+        "&tile_a[1][kk]",
+        "tile_a[0][kk][mm] = fetch_a[r];",
+        "barrier(CLK_LOCAL_MEM_FENCE);",
+    ];
+    let mut at = 0;
+    for expected in order {
+        at += body[at..]
+            .find(expected)
+            .unwrap_or_else(|| panic!("`{expected}` out of order in:\n{body}"));
+    }
+    assert_eq!(body.matches("barrier(").count(), 2, "{text}");
     // The first tile is in place before the loop.
-    let before = &text[..k_loop];
-    assert!(before.contains("barrier(CLK_LOCAL_MEM_FENCE);"), "{text}");
+    assert!(text[..k_loop].contains("barrier(CLK_LOCAL_MEM_FENCE);"), "{text}");
+}
+
+#[test]
+fn double_buffered_fetches_skip_bounds_the_tiles_divide() {
+    // M = 64, N = 64, K = 32 in 64x64x16 tiles: no guard at all, and
+    // float4 loads through aligned pointers.
+    let mut aligned = spec(tiles([64, 64, 16, 4, 4, 1]));
+    aligned.shape = GemmShape {
+        batch: 1,
+        m: 64,
+        n: 64,
+        k: 32,
+    };
+    aligned.a.row_stride = 32;
+    aligned.b.row_stride = 64;
+    let text = gemm_kernel(&aligned).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "fetch_a[r] = *(__global const float4*)(a1 + i * 32 + k);",
+            "fetch_b[r] = *(__global const float4*)(a2 + k * 64 + j);",
+        ],
+    );
+    assert!(!text.contains("vload4"), "{text}");
+    // Split in two: a slice's first tile may start past K, so it keeps
+    // the k check; the next tiles of a slice do not.
+    let mut split = aligned.clone();
+    split.config.split_k = 2;
+    split.split_k_scratch = Some((Buffer::f32("a3"), Buffer::f32("a4")));
+    let text = gemm_kernel(&split).unwrap();
+    let k_loop = text.find("for (tcc_index k0 = k_begin; k0 < k_end;) {").unwrap();
+    assert!(
+        text[..k_loop].contains("fetch_a[r] = (k < 32) ? *(__global const float4*)(a1 + i * 32 + k) : (float4)(0.0f);"),
+        "{text}"
+    );
+    assert!(
+        text[k_loop..].contains("fetch_a[r] = *(__global const float4*)(a1 + i * 32 + k);"),
+        "{text}"
+    );
 }
 
 #[test]
