@@ -15,7 +15,8 @@ use std::fmt::Write as _;
 use super::{GemmConfig, GemmSpec};
 use super::emit::operand_loads;
 use super::staging::{
-    Operand, Sources, declare_staging_registers, fetch_aligned_tile, fetch_tile, store_tile,
+    Operand, Sources, TileStaging, declare_staging_registers, fetch_aligned_tile, fetch_tile,
+    store_tile,
 };
 
 /// The k loop over `[k_begin, k_end)` with outputs read in runs of
@@ -45,16 +46,12 @@ fn single_buffered_loop(
 ) {
     let c = spec.config;
     let threads = c.workgroup_size();
-    let a_staging = sources.staging(spec, Operand::A, "tile_a", true);
-    let b_staging = sources.staging(spec, Operand::B, "tile_b", false);
     // Software pipelining through registers: the next k tile's global
     // loads are issued before the current tile's multiply-adds, so that
     // their latency hides behind the arithmetic (one set of local tiles,
     // two barriers per step as before).
-    declare_staging_registers(out, &a_staging, "fetch_a", threads);
-    declare_staging_registers(out, &b_staging, "fetch_b", threads);
-    fetch_tile(out, &a_staging, threads, "fetch_a", k_begin);
-    fetch_tile(out, &b_staging, threads, "fetch_b", k_begin);
+    let (a_staging, b_staging) =
+        fetch_first_tile(out, spec, sources, ("tile_a", "tile_b"), (k_begin, None));
     let _ = writeln!(
         out,
         "  for (tcc_index k0 = {k_begin}; k0 < {k_end}; k0 += {}) {{",
@@ -92,15 +89,11 @@ fn double_buffered_loop(
 ) {
     let c = spec.config;
     let threads = c.workgroup_size();
-    let first_a = sources.staging(spec, Operand::A, "tile_a[0]", true);
-    let first_b = sources.staging(spec, Operand::B, "tile_b[0]", false);
-    declare_staging_registers(out, &first_a, "fetch_a", threads);
-    declare_staging_registers(out, &first_b, "fetch_b", threads);
     // A split-K slice may start past K (slices are whole steps, rounded
     // up); an unsplit product starts at 0.
-    let first = (k_begin, c.split_k == 1);
-    fetch_aligned_tile(out, &first_a, threads, "fetch_a", first);
-    fetch_aligned_tile(out, &first_b, threads, "fetch_b", first);
+    let k_inside = Some(c.split_k == 1);
+    let (first_a, first_b) =
+        fetch_first_tile(out, spec, sources, ("tile_a[0]", "tile_b[0]"), (k_begin, k_inside));
     store_tile(out, &first_a, threads, "fetch_a");
     store_tile(out, &first_b, threads, "fetch_b");
     let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE);");
@@ -133,6 +126,31 @@ fn double_buffered_loop(
         let _ = writeln!(out, "    k0 += {};", c.tile_k);
     }
     let _ = writeln!(out, "  }}");
+}
+
+/// Declares the staging registers of A and B (staged into `tiles`) and
+/// fetches their tiles at `k_begin`: by `fetch_tile`, or with
+/// `Some(k_inside)` by `fetch_aligned_tile`.
+fn fetch_first_tile<'t>(
+    out: &mut String,
+    spec: &'t GemmSpec,
+    sources: &Sources<'t>,
+    (tile_a, tile_b): (&'t str, &'t str),
+    (k_begin, k_inside): (&str, Option<bool>),
+) -> (TileStaging<'t>, TileStaging<'t>) {
+    let threads = spec.config.workgroup_size();
+    let a = sources.staging(spec, Operand::A, tile_a, true);
+    let b = sources.staging(spec, Operand::B, tile_b, false);
+    for (staging, registers) in [(&a, "fetch_a"), (&b, "fetch_b")] {
+        declare_staging_registers(out, staging, registers, threads);
+    }
+    for (staging, registers) in [(&a, "fetch_a"), (&b, "fetch_b")] {
+        match k_inside {
+            None => fetch_tile(out, staging, threads, registers, k_begin),
+            Some(inside) => fetch_aligned_tile(out, staging, threads, registers, (k_begin, inside)),
+        }
+    }
+    (a, b)
 }
 
 /// The guarded prefetch of the k tile after `k0` into the staging
@@ -184,15 +202,9 @@ fn multiply_tile(
 ) {
     let c = spec.config;
     let (threads_n, threads_m) = c.threads();
-    let start = if kk_begin == 0 {
-        String::new()
-    } else {
-        format!(" = {kk_begin}")
-    };
     let _ = writeln!(
         out,
-        "    #pragma unroll\n    for (int kk{}; kk < {kk_end}; ++kk) {{",
-        if start.is_empty() { " = 0".to_string() } else { start }
+        "    #pragma unroll\n    for (int kk = {kk_begin}; kk < {kk_end}; ++kk) {{"
     );
     let _ = writeln!(out, "      float ra[{}], rb[{}];", c.work_m, c.work_n);
     operand_loads(out, "ra", tile_a, "ty", c.work_m, threads_m, vector_m);

@@ -8,7 +8,8 @@
 //! outputs in registers. A work-item's outputs are strided by the number of
 //! work-items along each axis, so neighbouring work-items touch neighbouring
 //! columns (coalesced stores) and neighbouring local-memory words. Edges are
-//! guarded: any M, N, K works.
+//! guarded: any M, N, K works. Work-items of 4x4 or 8x8 outputs keep two
+//! sets of local tiles, one barrier per k step (`fma`).
 //!
 //! Split-K (`split_k > 1`), for outputs with too few tiles to fill the GPU
 //! (a CNN's late stages at batch 1): `split_k` work-groups share each tile,

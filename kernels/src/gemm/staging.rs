@@ -1,6 +1,8 @@
 //! Staging of the A and B tiles into local memory: each work-item's
 //! unrolled rounds of (vectorized) loads, prefetched into registers before
-//! the current step's arithmetic and stored after it.
+//! the current step's arithmetic and stored after it (for the
+//! double-buffered loop, through aligned pointers and without the bounds
+//! checks the tiles make redundant).
 
 use std::fmt::Write as _;
 

@@ -114,9 +114,10 @@ fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
     assert!(next < next_fetch && next_fetch < arithmetic, "{text}");
 }
 
-#[test]
-fn aligned_operands_are_loaded_as_float4() {
-    let mut spec = spec(tiles(SMALL_TILES));
+/// `spec` at M = 64, N = 64, K = 32 with row-major operands whose rows
+/// keep float4 alignment.
+fn aligned_64(config: GemmConfig) -> GemmSpec {
+    let mut spec = spec(config);
     spec.shape = GemmShape {
         batch: 1,
         m: 64,
@@ -125,7 +126,12 @@ fn aligned_operands_are_loaded_as_float4() {
     };
     spec.a.row_stride = 32;
     spec.b.row_stride = 64;
-    let text = gemm_kernel(&spec).unwrap();
+    spec
+}
+
+#[test]
+fn aligned_operands_are_loaded_as_float4() {
+    let text = gemm_kernel(&aligned_64(tiles(SMALL_TILES))).unwrap();
     assert!(text.contains("vload4(0, a1 + i * 32 + k)"), "{text}");
     assert!(
         text.contains("fetch_b[r] = (k < 32 && j < 64) ? vload4(0, a2 + k * 64 + j)"),
@@ -209,15 +215,7 @@ fn float4_tiles_are_double_buffered_with_one_barrier_per_k_step() {
 fn double_buffered_fetches_skip_bounds_the_tiles_divide() {
     // M = 64, N = 64, K = 32 in 64x64x16 tiles: no guard at all, and
     // float4 loads through aligned pointers.
-    let mut aligned = spec(tiles([64, 64, 16, 4, 4, 1]));
-    aligned.shape = GemmShape {
-        batch: 1,
-        m: 64,
-        n: 64,
-        k: 32,
-    };
-    aligned.a.row_stride = 32;
-    aligned.b.row_stride = 64;
+    let aligned = aligned_64(tiles([64, 64, 16, 4, 4, 1]));
     let text = gemm_kernel(&aligned).unwrap();
     assert_contains(
         &text,
