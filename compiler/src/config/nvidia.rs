@@ -30,13 +30,10 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 }
 
 /// Tiled GEMM: 128x128 tiles with 8x8 outputs per work-item (256
-/// work-items, double-buffered local tiles with a k step of 8: 16 KiB)
-/// for large products, once the output has at least 256 such tiles (two
-/// per SM of the 132); else 64x64 tiles with 4x4 per work-item. A k step
-/// of 8 rather than 16 keeps ptxas within 128 registers (two work-groups
-/// per SM) with an epilogue: the dense 2048x1024x4096 + bias + relu layer
-/// took 129 registers at 16 and ran at 40.5 TF/s against 48.2 at 8 (SGEMM
-/// 2048³ 47.3 against 45.6; H100, docs/benchmarks.md, session 10).
+/// work-items; the fp32 body double-buffers its local tiles and steps k
+/// by 8, `GemmConfig::fma_config`, the tensor-core body by 16) for large
+/// products, once the output has at least 256 such tiles (two per SM of
+/// the 132); else 64x64 tiles with 4x4 per work-item.
 ///
 /// Mid-sized outputs, with fewer 64x64 tiles than SMs but at least 128
 /// rows and 64 columns, take 32x64 tiles of 4x4 outputs (128 work-items,
@@ -70,7 +67,7 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         return Some(GemmConfig {
             tile_m: 128,
             tile_n: 128,
-            tile_k: 8,
+            tile_k: 16,
             work_m: 8,
             work_n: 8,
             split_k: 1,

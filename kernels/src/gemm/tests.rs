@@ -147,8 +147,10 @@ fn aligned_operands_are_loaded_as_float4() {
 fn fours_of_outputs_read_their_operands_as_float4() {
     let text = gemm_kernel(&spec(tiles([128, 128, 16, 8, 8, 1]))).unwrap();
     for expected in [
-        // Rows padded by 4 words keep float4 alignment (two stages).
-        "__local float tile_a[2][16][132] __attribute__((aligned(16)));",
+        // Rows padded by 4 words keep float4 alignment (two stages, each
+        // a k step of 8: see `GemmConfig::fma_config`).
+        "__local float tile_a[2][8][132] __attribute__((aligned(16)));",
+        "k0 += 8;",
         "const float4 v = *(__local const float4*)&tile_a[0][kk][g * 64 + ty * 4];",
         "const float4 v = *(__local const float4*)&tile_b[1][kk][g * 64 + tx * 4];",
         // Work-item ty owns rows 4 ty .. 4 ty + 3 of each 64.
@@ -240,6 +242,18 @@ fn double_buffered_fetches_skip_bounds_the_tiles_divide() {
         text[k_loop..].contains("fetch_a[r] = *(__global const float4*)(a1 + i * 32 + k);"),
         "{text}"
     );
+}
+
+#[test]
+fn eight_by_eight_outputs_step_k_by_8_in_the_fp32_body_only() {
+    let large = tiles([128, 128, 16, 8, 8, 1]);
+    assert_eq!(large.fma_config().tile_k, 8);
+    assert_eq!(tiles([64, 64, 16, 4, 4, 1]).fma_config().tile_k, 16);
+    assert_eq!(tiles(SMALL_TILES).fma_config(), tiles(SMALL_TILES));
+    let text = gemm_kernel(&aligned_spec(large, TensorCores::Tf32)).unwrap();
+    let (mma, fma) = bodies(&text);
+    assert!(mma.contains("/* tile 128x128x16,"), "{mma}");
+    assert!(fma.contains("/* tile 128x128x8,"), "{fma}");
 }
 
 #[test]
