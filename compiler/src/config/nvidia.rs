@@ -30,13 +30,18 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 }
 
 /// Tiled GEMM: 128x128 tiles with 8x8 outputs per work-item (256
-/// work-items, 16 KiB of local memory) for large products — the shape that
-/// reached 25 TFLOP/s in plain OpenCL C on an H100 — once the output has at
-/// least 256 such tiles (two per SM of the 132); else 64x64 tiles with 4x4
-/// per work-item (1024x1024 fills the GPU with 256 of them: a measured 7.9
-/// TFLOP/s with 64 tiles of 128x128). Outputs too small for one 64x64 tile
-/// per SM (the late stages of a CNN at batch 1: M = 49 or 196 output
-/// positions) take 32x32 and then 16x16 tiles with 2x2 outputs per
+/// work-items; the fp32 body double-buffers its local tiles and steps k
+/// by 8, `GemmConfig::fma_config`, the tensor-core body by 16) for large
+/// products, once the output has at least 256 such tiles (two per SM of
+/// the 132); else 64x64 tiles with 4x4 per work-item.
+///
+/// Mid-sized outputs, with fewer 64x64 tiles than SMs but at least 128
+/// rows and 64 columns, take 32x64 tiles of 4x4 outputs (128 work-items,
+/// double-buffered) when those tiles, split in K as below, give every SM
+/// a work-group: ResNet-50's batch-1 56x56 3x3 convolution (M = 3136, N =
+/// 64, K = 576, 98 tiles in 2 slices) went from 34.4 us (32x32 tiles of
+/// 2x2 in 2 slices) to 24.1, its 28x28 1x1 layers from 18-36 us to 11-20.
+/// Smaller outputs take 32x32 and then 16x16 tiles with 2x2 outputs per
 /// work-item, whichever first gives every SM a work-group, so that a 7x7
 /// stage's 3x3 convolution (M = 49, N = 512) runs 128 work-groups instead
 /// of 8.
@@ -44,13 +49,10 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// Unless K is long: when 32x32 tiles give fewer than two work-groups per
 /// SM, 32x32 tiles split K across work-groups instead (split-K), doubling
 /// the slices until every SM has two work-groups of 256 work-items or a
-/// slice would drop below 256 of K. Even 196 tiles gain from it: ResNet-50's
-/// 56x56 3x3 convolution (M = 3136, N = 64, K = 576) took 48.4 us unsplit
-/// and 31.3 us in two slices (H100, measured with each configuration
-/// forced on the layer alone). ResNet-50's 7x7-stage 3x3 convolution (M = 49, N = 512,
-/// K = 4608: 32 tiles) runs 16 slices of 288; 16x16 tiles there gave 128
-/// groups of 64 work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s
-/// on the H100).
+/// slice would drop below 256 of K (the 32x64 tiles split the same way).
+/// ResNet-50's 7x7-stage 3x3 convolution (M = 49, N = 512, K = 4608: 32
+/// tiles) runs 16 slices of 288; 16x16 tiles there gave 128 groups of 64
+/// work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s on the H100).
 fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     if let Some(config) = super::tall_narrow_gemm(m, n) {
         return Some(config);
@@ -72,6 +74,18 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         });
     }
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
+    let narrow_tiles = ((m + 31) / 32) * ((n + 63) / 64);
+    let narrow_split = split_k(narrow_tiles, k, MIN_SPLIT_K_SLICE);
+    if tiles(64) < SMS && m >= MID_MIN_ROWS && n >= 64 && narrow_tiles * narrow_split >= SMS {
+        return Some(GemmConfig {
+            tile_m: 32,
+            tile_n: 64,
+            tile_k: 16,
+            work_m: 4,
+            work_n: 4,
+            split_k: narrow_split as u32,
+        });
+    }
     if tiles(64) < SMS && tiles(32) < 2 * SMS {
         let split_k = split_k(tiles(32), k, MIN_SPLIT_K_SLICE);
         if split_k > 1 {
@@ -144,6 +158,10 @@ fn split_k(tiles: i64, k: i64, min_slice: i64) -> i64 {
 /// Streaming multiprocessors of the H100 (PCIe/SXM) the tile choice aims
 /// to fill.
 const SMS: i64 = 132;
+
+/// The fewest rows that take 32x64 tiles when 64x64 tiles leave SMs idle
+/// (the 7x7 stage, M = 49, keeps its 32x32 split-K tiles).
+const MID_MIN_ROWS: i64 = 128;
 
 /// The shortest K slice split-K hands one work-group.
 const MIN_SPLIT_K_SLICE: i64 = 256;

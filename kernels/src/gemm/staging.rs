@@ -1,11 +1,13 @@
 //! Staging of the A and B tiles into local memory: each work-item's
 //! unrolled rounds of (vectorized) loads, prefetched into registers before
-//! the current step's arithmetic and stored after it.
+//! the current step's arithmetic and stored after it (for the
+//! double-buffered loop, through aligned pointers and without the bounds
+//! checks the tiles make redundant).
 
 use std::fmt::Write as _;
 
 use super::GemmSpec;
-use crate::Buffer;
+use crate::{Buffer, Storage};
 
 /// One operand's copy of a `outer x inner` block into local memory, each
 /// work-item taking every `threads`-th element (or float4 along `inner`).
@@ -165,35 +167,98 @@ pub(super) fn fetch_tile(
     registers: &str,
     k_base: &str,
 ) {
-    let (_, og, _, _, on) = t.outer;
-    let (_, ig, _, _, inn) = t.inner;
-    let guard = format!("({og} < {on} && {ig} < {inn})");
+    fetch_tile_with(out, t, threads, registers, k_base, None);
+}
+
+/// As [`fetch_tile`], for the double-buffered main loop:
+/// - a float buffer's float4s are loaded through a `float4` pointer, not
+///   `vload4`, which promises only the element's alignment (LLVM's NVPTX
+///   back end splits it into four 32-bit loads); a staged float4 operand
+///   (`GemmOperand::vectorizable`) is 16-byte aligned;
+/// - bounds that the tiles divide are not checked: `i < M` when `tile_m`
+///   divides M (likewise N), and `k < K` when `tile_k` divides K and
+///   `k_inside` (the caller knows the k tile starts inside K: the next
+///   tile of a step, or the first of an unsplit product). The branches
+///   around guarded loads cost ptxas registers.
+pub(super) fn fetch_aligned_tile(
+    out: &mut String,
+    t: &TileStaging,
+    threads: u32,
+    registers: &str,
+    (k_base, k_inside): (&str, bool),
+) {
+    fetch_tile_with(out, t, threads, registers, k_base, Some(k_inside));
+}
+
+/// `aligned`: `None` for [`fetch_tile`], `Some(k_inside)` for
+/// [`fetch_aligned_tile`].
+fn fetch_tile_with(
+    out: &mut String,
+    t: &TileStaging,
+    threads: u32,
+    registers: &str,
+    k_base: &str,
+    aligned: Option<bool>,
+) {
+    let (_, og, ob, oe, on) = t.outer;
+    let (_, ig, ib, ie, inn) = t.inner;
+    let guard = match aligned {
+        None => format!("({og} < {on} && {ig} < {inn})"),
+        Some(k_inside) => {
+            let checked = |global: &str, base: &str, extent: u32, bound: i64| {
+                let divides = bound % extent as i64 == 0;
+                let inside = divides && (base != "k0" || k_inside);
+                (!inside).then(|| format!("{global} < {bound}"))
+            };
+            let terms: Vec<String> = [checked(og, ob, oe, on), checked(ig, ib, ie, inn)]
+                .into_iter()
+                .flatten()
+                .collect();
+            if terms.is_empty() {
+                String::new()
+            } else {
+                format!("({})", terms.join(" && "))
+            }
+        }
+    };
+    let aligned = aligned.is_some();
     staging_rounds(out, t, threads, Some(k_base), &|out: &mut String| {
         if let Some((statements, value)) = t.element {
-            if t.vector {
+            if guard.is_empty() {
+                let _ = writeln!(out, "      {{");
+            } else if t.vector {
                 let _ = writeln!(out, "      float4 element = (float4)(0.0f);");
+                let _ = writeln!(out, "      if {guard} {{");
             } else {
                 let _ = writeln!(out, "      float element = 0.0f;");
+                let _ = writeln!(out, "      if {guard} {{");
             }
-            let _ = writeln!(out, "      if {guard} {{");
             for line in statements.lines() {
                 let _ = writeln!(out, "        {line}");
             }
-            let _ = writeln!(out, "        element = {value};");
-            let _ = writeln!(out, "      }}");
-            let _ = writeln!(out, "      {registers}[r] = element;");
-        } else if !t.vector {
-            let _ = writeln!(
-                out,
-                "      {registers}[r] = {guard} ? {} : 0.0f;",
-                t.buffer.load(t.address)
-            );
+            if guard.is_empty() {
+                let _ = writeln!(out, "        {registers}[r] = {value};\n      }}");
+            } else {
+                let _ = writeln!(out, "        element = {value};");
+                let _ = writeln!(out, "      }}");
+                let _ = writeln!(out, "      {registers}[r] = element;");
+            }
+            return;
+        }
+        let (load, zero) = if !t.vector {
+            (t.buffer.load(t.address), "0.0f")
+        } else if aligned && t.buffer.storage == Storage::F32 {
+            (
+                format!("*(__global const float4*)({} + {})", t.buffer, t.address),
+                "(float4)(0.0f)",
+            )
         } else {
-            let _ = writeln!(
-                out,
-                "      {registers}[r] = {guard} ? {} : (float4)(0.0f);",
-                t.buffer.load_vector(4, t.address)
-            );
+            (t.buffer.load_vector(4, t.address), "(float4)(0.0f)")
+        };
+        if guard.is_empty() {
+            let _ = writeln!(out, "      {registers}[r] = {load};");
+        } else {
+            let _ = writeln!(out, "      {registers}[r] = {guard} ? {load} : {zero};");
         }
     });
 }

@@ -114,9 +114,10 @@ fn the_next_tiles_loads_are_issued_before_the_current_tiles_arithmetic() {
     assert!(next < next_fetch && next_fetch < arithmetic, "{text}");
 }
 
-#[test]
-fn aligned_operands_are_loaded_as_float4() {
-    let mut spec = spec(tiles(SMALL_TILES));
+/// `spec` at M = 64, N = 64, K = 32 with row-major operands whose rows
+/// keep float4 alignment.
+fn aligned_64(config: GemmConfig) -> GemmSpec {
+    let mut spec = spec(config);
     spec.shape = GemmShape {
         batch: 1,
         m: 64,
@@ -125,7 +126,12 @@ fn aligned_operands_are_loaded_as_float4() {
     };
     spec.a.row_stride = 32;
     spec.b.row_stride = 64;
-    let text = gemm_kernel(&spec).unwrap();
+    spec
+}
+
+#[test]
+fn aligned_operands_are_loaded_as_float4() {
+    let text = gemm_kernel(&aligned_64(tiles(SMALL_TILES))).unwrap();
     assert!(text.contains("vload4(0, a1 + i * 32 + k)"), "{text}");
     assert!(
         text.contains("fetch_b[r] = (k < 32 && j < 64) ? vload4(0, a2 + k * 64 + j)"),
@@ -141,16 +147,126 @@ fn aligned_operands_are_loaded_as_float4() {
 fn fours_of_outputs_read_their_operands_as_float4() {
     let text = gemm_kernel(&spec(tiles([128, 128, 16, 8, 8, 1]))).unwrap();
     for expected in [
-        // Rows padded by 4 words keep float4 alignment.
-        "__local float tile_a[16][132] __attribute__((aligned(16)));",
-        "const float4 v = *(__local const float4*)&tile_a[kk][g * 64 + ty * 4];",
-        "const float4 v = *(__local const float4*)&tile_b[kk][g * 64 + tx * 4];",
+        // Rows padded by 4 words keep float4 alignment (two stages, each
+        // a k step of 8: see `GemmConfig::fma_config`).
+        "__local float tile_a[2][8][132] __attribute__((aligned(16)));",
+        "k0 += 8;",
+        "const float4 v = *(__local const float4*)&tile_a[0][kk][g * 64 + ty * 4];",
+        "const float4 v = *(__local const float4*)&tile_b[1][kk][g * 64 + tx * 4];",
         // Work-item ty owns rows 4 ty .. 4 ty + 3 of each 64.
         "const tcc_index i = row0 + ((wm / 4) * 64 + ty * 4 + wm % 4);",
         "const tcc_index j = col0 + ((wn / 4) * 64 + tx * 4 + wn % 4);",
     ] {
         assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
     }
+}
+
+#[test]
+fn float4_tiles_are_double_buffered_with_one_barrier_per_k_step() {
+    let config = tiles([64, 64, 16, 4, 4, 1]);
+    assert_eq!(config.local_stages(), 2);
+    assert_eq!(config.local_bytes(), 2 * 4 * 16 * 128);
+    assert_eq!(tiles(SMALL_TILES).local_stages(), 1);
+    let text = gemm_kernel(&spec(config)).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "__local float tile_a[2][16][68] __attribute__((aligned(16)));",
+            "__local float tile_b[2][16][64] __attribute__((aligned(16)));",
+            // Warps of 8x4 work-items: a warp reads 8 float4 of B and 4 of A
+            // per k.
+            "const int tid = (int)get_local_id(1) * 16 + (int)get_local_id(0);",
+            "const int tx = (tid / 32 % 2) * 8 + tid % 8;",
+            "const int ty = (tid / 32 / 2) * 4 + tid % 32 / 8;",
+            "tile_a[0][kk][mm] = fetch_a[r];",
+        ],
+    );
+    // The loop runs two steps per iteration, each: prefetch A's next tile,
+    // multiply half of the current set, store A into the other set; the
+    // same for B; one barrier.
+    let k_loop = text.find("for (tcc_index k0 = 0; k0 < 30;) {").unwrap();
+    let body = &text[k_loop..text.find("acc_init").unwrap()];
+    let order = [
+        "if (k0 + 16 < 30) {",
+        "fetch_a[r] = (i < 100 && k < 30) ? a1[i * 30 + k] : 0.0f;",
+        "for (int kk = 0; kk < 8; ++kk)",
+        "&tile_a[0][kk]",
+        "tile_a[1][kk][mm] = fetch_a[r];",
+        "fetch_b[r] = (k < 30 && j < 50) ? a2[k * 50 + j] : 0.0f;",
+        "for (int kk = 8; kk < 16; ++kk)",
+        "tile_b[1][kk][nn] = fetch_b[r];",
+        "barrier(CLK_LOCAL_MEM_FENCE);",
+        "k0 += 16;",
+        "if (k0 >= 30) break;",
+        "&tile_a[1][kk]",
+        "tile_a[0][kk][mm] = fetch_a[r];",
+        "barrier(CLK_LOCAL_MEM_FENCE);",
+    ];
+    let mut at = 0;
+    for expected in order {
+        at += body[at..]
+            .find(expected)
+            .unwrap_or_else(|| panic!("`{expected}` out of order in:\n{body}"));
+    }
+    assert_eq!(body.matches("barrier(").count(), 2, "{text}");
+    // The first tile is in place before the loop.
+    assert!(text[..k_loop].contains("barrier(CLK_LOCAL_MEM_FENCE);"), "{text}");
+}
+
+#[test]
+fn double_buffered_fetches_skip_bounds_the_tiles_divide() {
+    // M = 64, N = 64, K = 32 in 64x64x16 tiles: no guard at all, and
+    // float4 loads through aligned pointers.
+    let aligned = aligned_64(tiles([64, 64, 16, 4, 4, 1]));
+    let text = gemm_kernel(&aligned).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "fetch_a[r] = *(__global const float4*)(a1 + i * 32 + k);",
+            "fetch_b[r] = *(__global const float4*)(a2 + k * 64 + j);",
+        ],
+    );
+    assert!(!text.contains("vload4"), "{text}");
+    // Split in two: a slice's first tile may start past K, so it keeps
+    // the k check; the next tiles of a slice do not.
+    let mut split = aligned.clone();
+    split.config.split_k = 2;
+    split.split_k_scratch = Some((Buffer::f32("a3"), Buffer::f32("a4")));
+    let text = gemm_kernel(&split).unwrap();
+    let k_loop = text.find("for (tcc_index k0 = k_begin; k0 < k_end;) {").unwrap();
+    assert!(
+        text[..k_loop].contains("fetch_a[r] = (k < 32) ? *(__global const float4*)(a1 + i * 32 + k) : (float4)(0.0f);"),
+        "{text}"
+    );
+    assert!(
+        text[k_loop..].contains("fetch_a[r] = *(__global const float4*)(a1 + i * 32 + k);"),
+        "{text}"
+    );
+}
+
+#[test]
+fn eight_by_eight_outputs_step_k_by_8_in_the_fp32_body_only() {
+    let large = tiles([128, 128, 16, 8, 8, 1]);
+    assert_eq!(large.fma_config().tile_k, 8);
+    assert_eq!(tiles([64, 64, 16, 4, 4, 1]).fma_config().tile_k, 16);
+    assert_eq!(tiles(SMALL_TILES).fma_config(), tiles(SMALL_TILES));
+    let text = gemm_kernel(&aligned_spec(large, TensorCores::Tf32)).unwrap();
+    let (mma, fma) = bodies(&text);
+    assert!(mma.contains("/* tile 128x128x16,"), "{mma}");
+    assert!(fma.contains("/* tile 128x128x8,"), "{fma}");
+}
+
+#[test]
+fn warps_keep_the_local_ids_where_8x4_does_not_divide_the_group() {
+    // 16x4 outputs of 4x4: 4x4 work-items, no 8x4 warp.
+    let text = gemm_kernel(&spec(tiles([16, 16, 16, 4, 4, 1]))).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "const int tx = (int)get_local_id(0);",
+            "__local float tile_a[2][16][20]",
+        ],
+    );
 }
 
 /// `spec` with 16-byte aligned row-major operands (M = 256, N = 192, K =
