@@ -33,10 +33,11 @@
 //! fight over) every core.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use opencl3::device::{CL_DEVICE_PARTITION_EQUALLY, cl_device_partition_property};
 
-use crate::async_call::CallHandle;
+use crate::async_call::{CallHandle, InputView};
 use crate::device::{DeviceInfo, DeviceSelector, list_devices};
 use crate::error::{Error, Result};
 use crate::tensor::{HostTensor, type_string};
@@ -233,7 +234,11 @@ impl DeviceGroup {
             rt.wait_for_cache_writes();
             sessions.push(s);
         }
-        Ok(GroupSession { sessions, next: 0 })
+        Ok(GroupSession {
+            sessions,
+            next: 0,
+            last_split: Vec::new(),
+        })
     }
 }
 
@@ -252,6 +257,9 @@ pub struct GroupSession {
     sessions: Vec<Session>,
     /// Where the round robin starts looking next.
     next: usize,
+    /// The last split call's part submissions (see
+    /// [`GroupSession::last_split_submissions`]).
+    last_split: Vec<(Duration, Duration)>,
 }
 
 impl GroupSession {
@@ -269,6 +277,13 @@ impl GroupSession {
 
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
+    }
+
+    /// When each part of the last split call ([`GroupSession::run_split`])
+    /// began and finished being submitted, from the start of that call: how
+    /// late the host let each device start (empty before a split call).
+    pub fn last_split_submissions(&self) -> &[(Duration, Duration)] {
+        &self.last_split
     }
 
     /// Sets every session's depth (see [`Session::set_max_in_flight`]).
@@ -340,19 +355,26 @@ impl GroupSession {
             return self.run(function, inputs);
         }
         let n = self.sessions.len();
-        // Every part is in flight before the first is waited for. (Submitting
-        // each device's parts from a thread of its own crashed PoCL's
-        // sub-devices now and then (SIGSEGV in tests/multi_device.rs), so
-        // the parts are cut and submitted in turn.)
+        // Every part is in flight before the first is waited for, and
+        // nothing is copied between the parts' submissions: each part is a
+        // view of the caller's batch, uploaded from there (or used in place)
+        // asynchronously, so the devices start one enqueue apart.
+        let started = Instant::now();
+        self.last_split.clear();
         let mut handles = Vec::with_capacity(plan.parts);
         for j in 0..plan.parts {
-            let part = split_part(inputs, &plan.split, plan.parts, j)?;
+            let begin = started.elapsed();
+            let part = split_views(inputs, &plan.split, plan.parts, j);
             let i = j % n;
             let rt = self.sessions[i].runtime().clone();
-            let h = self.sessions[i]
-                .submit(function, part)
+            // SAFETY: `inputs` is borrowed for the whole of this function,
+            // and every handle is finished before it returns: waited below,
+            // or dropped with `handles` on an error or a panic (a
+            // handle's drop waits for its device work).
+            let h = unsafe { self.sessions[i].submit_views(function, part) }
                 .map_err(|e| on_device(&rt, e))?;
             handles.push(h);
+            self.last_split.push((begin, started.elapsed()));
         }
         // Dropping the handles after an error waits for the other parts.
         let mut parts_out: Vec<Vec<HostTensor>> = Vec::with_capacity(plan.parts);
@@ -370,7 +392,7 @@ impl GroupSession {
             parts_out.push(out);
         }
         // Concatenate along axis 0.
-        (0..f.outputs.len())
+        let outputs = (0..f.outputs.len())
             .map(|o| {
                 let d = &f.outputs[o];
                 let mut shape = d.shape.clone();
@@ -382,33 +404,42 @@ impl GroupSession {
                 }
                 HostTensor::from_bytes(d.dtype, shape, bytes)
             })
-            .collect()
+            .collect::<Result<Vec<_>>>();
+        // The parts' output blocks serve the next split call's parts.
+        for (j, p) in parts_out.into_iter().enumerate() {
+            self.sessions[j % n].recycle(p);
+        }
+        outputs
     }
 }
 
-/// Part `j` of `parts` of a split call's inputs: the split ones cut along
-/// axis 0, the others whole.
-fn split_part(
-    inputs: &[HostTensor],
+/// Part `j` of `parts` of a split call's inputs, as views of them: the
+/// split ones cut along axis 0, the others whole.
+fn split_views<'a>(
+    inputs: &'a [HostTensor],
     split: &[bool],
     parts: usize,
     j: usize,
-) -> Result<Vec<HostTensor>> {
+) -> Vec<InputView<'a>> {
     inputs
         .iter()
         .zip(split)
         .map(|(t, &split)| {
             if !split {
-                return Ok(t.clone());
+                return InputView {
+                    dtype: t.dtype,
+                    shape: t.shape.clone(),
+                    bytes: &t.bytes,
+                };
             }
             let chunk = t.bytes.len() / parts;
             let mut shape = t.shape.clone();
             shape[0] /= parts;
-            HostTensor::from_bytes(
-                t.dtype,
+            InputView {
+                dtype: t.dtype,
                 shape,
-                crate::HostBytes::copy_aligned(&t.bytes[j * chunk..(j + 1) * chunk]),
-            )
+                bytes: &t.bytes[j * chunk..(j + 1) * chunk],
+            }
         })
         .collect()
 }
