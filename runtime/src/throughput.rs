@@ -151,7 +151,11 @@ pub fn measure_jobs(
         let sub =
             DeviceGroup::from_runtimes(ids.iter().map(|&i| group.runtimes()[i].clone()).collect())?;
         let mut gs = sub.session(&job.model)?;
-        gs.set_max_in_flight(options.in_flight);
+        // A split call's parts on one device are all in flight at once:
+        // their sessions keep the default depth.
+        if !options.split {
+            gs.set_max_in_flight(options.in_flight);
+        }
         gs.set_own_queue(options.own_queues)?;
         sessions.push((gs, ids, job));
     }

@@ -67,7 +67,8 @@ impl Session {
     }
 
     /// Like [`Session::submit`] for views of bytes the call reads in place
-    /// or uploads asynchronously, with no copy before this returns.
+    /// or uploads asynchronously straight from them (never staged), with
+    /// no copy before this returns.
     ///
     /// # Safety
     /// Every view's bytes must stay valid and unchanged until the returned
@@ -135,6 +136,7 @@ impl Session {
                 Rest::Lent(s) => s.iter().map(|t| (&t.bytes[..], true)).collect(),
                 Rest::Views(v) => v.iter().map(|v| (v.bytes, false)).collect(),
             };
+            let views = matches!(rest, Rest::Views(_));
             // Per input: its buffer, and what to upload into it.
             let mut in_io: Vec<(cl_mem, u64)> = Vec::with_capacity(sources.len());
             let mut uploads: Vec<(cl_mem, UploadSource, usize)> = Vec::new();
@@ -156,8 +158,10 @@ impl Session {
                 res.in_device.push(dev);
                 // Inputs above the staging limit go straight from their
                 // memory: asynchronously when it outlives the call, a
-                // borrowed one before `submit_ref` returns.
-                let stage = !bytes.is_empty() && bytes.len() <= rt.staging_limit;
+                // borrowed one before `submit_ref` returns. Views are never
+                // staged: they outlive the call, and a copy would delay
+                // the submission of a split call's next part.
+                let stage = !views && !bytes.is_empty() && bytes.len() <= rt.staging_limit;
                 let source = if lent && !stage {
                     UploadSource::Lent(i)
                 } else if staged && stage {
