@@ -10,10 +10,11 @@
 # 2. sgemm 4096^3 end to end (two 64 MiB inputs up, one down): synchronous
 #    against 2 and 4 in flight; the synchronous run's kernel time (profiling
 #    events) is the compute part, the rest of its latency the copies.
-#    The same 4 in flight with every input staged (TCC_STAGING_LIMIT of
-#    1 GiB, as before the limit) against the default 4 MiB limit, above
-#    which inputs and outputs transfer directly; and with --fresh-outputs
-#    (each call's outputs dropped, not recycled into the next call's).
+#    Every tensor is staged through pinned memory (the default 1 GiB
+#    limit); the _direct cases set a 4 MiB limit, above which inputs and
+#    outputs transfer straight from and to pageable memory; the
+#    _fresh_outputs ones drop each call's outputs instead of recycling
+#    them into the next call's.
 # 3. With two or more GPUs (and models/resnet50_b16.so): a batch of 32 split
 #    into two batch-16 parts on one GPU, then across two.
 # 4. ResNet-50 with half storage (models/resnet50_fp16.so, `tcc compile
@@ -106,10 +107,12 @@ bench sgemm_inflight2 "$base" "${G[@]}" --in-flight=2
 bench sgemm_inflight3 "$base" "${G[@]}" --in-flight=3
 bench sgemm_inflight4 "$base" "${G[@]}" --in-flight=4
 bench sgemm_inflight4_fresh_outputs "$base" "${G[@]}" --in-flight=4 --fresh-outputs
-TCC_STAGING_LIMIT=$((1 << 30)) bench sgemm_inflight4_all_staged "$base" "${G[@]}" --in-flight=4
+TCC_STAGING_LIMIT=$((4 << 20)) bench sgemm_inflight1_direct "$base" "${G[@]}" --in-flight=1 --own-queues
+TCC_STAGING_LIMIT=$((4 << 20)) bench sgemm_inflight4_direct "$base" "${G[@]}" --in-flight=4
 TCC_PINNED_STAGING=0 bench sgemm_inflight4_unpinned "$base" "${G[@]}" --in-flight=4
 bench sgemm_concurrency2_own_queues "$base" "${G[@]}" --concurrency=2 --own-queues
 bench sgemm_concurrency2x2_own_queues "$base" "${G[@]}" --concurrency=2 --in-flight=2 --own-queues
+TCC_STAGING_LIMIT=$((4 << 20)) bench sgemm_concurrency2_own_queues_direct "$base" "${G[@]}" --concurrency=2 --own-queues
 bench sgemm_sync_again 0 "${G[@]}"
 [[ -s $out/sgemm_sync.json ]] && python3 - "$out/sgemm_sync.json" <<'EOF'
 import json, sys

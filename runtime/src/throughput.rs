@@ -5,8 +5,8 @@
 //! `N` threads each serve the model from sessions of their own, keeping
 //! up to `K` asynchronous calls ([`crate::Session::submit`]) in flight: a
 //! thread submits, and once `K` calls are out waits for the oldest. Every
-//! call uploads its inputs (`submit_ref`: small ones copied into pinned
-//! staging on a GPU, large ones written from the caller's tensor, all used
+//! call uploads its inputs (`submit_ref`: copied into pinned staging on a
+//! GPU, or written from the caller's tensor above the staging limit; used
 //! in place on a CPU) and reads its outputs back into blocks recycled from
 //! the thread's earlier calls ([`crate::Session::recycle`], as the
 //! synchronous loop of `tcc-benchmark` does; `fresh_outputs` drops them). Threads are
