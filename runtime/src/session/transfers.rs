@@ -227,7 +227,9 @@ pub(super) fn to_usize(v: u64, what: &str) -> Result<usize> {
 /// (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`).
 fn usable_in_place(rt: &RuntimeInner, bytes: &[u8]) -> bool {
     let align = usize::try_from(rt.device.base_align_bytes).unwrap_or(usize::MAX);
-    rt.host_io == HostIo::InPlace && !bytes.is_empty() && (bytes.as_ptr() as usize) % align.max(1) == 0
+    rt.host_io == HostIo::InPlace
+        && !bytes.is_empty()
+        && (bytes.as_ptr() as usize).is_multiple_of(align.max(1))
 }
 
 /// A read-only buffer over an input's bytes when the device reads them in
@@ -237,10 +239,7 @@ fn usable_in_place(rt: &RuntimeInner, bytes: &[u8]) -> bool {
 /// # Safety
 /// As [`host_buffer`]: `bytes` must stay valid until the queue has finished
 /// every command using the buffer.
-pub(crate) unsafe fn input_in_place(
-    rt: &RuntimeInner,
-    bytes: &[u8],
-) -> Result<Option<Buffer<u8>>> {
+pub(crate) unsafe fn input_in_place(rt: &RuntimeInner, bytes: &[u8]) -> Result<Option<Buffer<u8>>> {
     if !usable_in_place(rt, bytes) {
         return Ok(None);
     }
