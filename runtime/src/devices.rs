@@ -32,7 +32,8 @@
 //! threads in PoCL), so two models served at once no longer share (and
 //! fight over) every core.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use opencl3::device::{CL_DEVICE_PARTITION_EQUALLY, cl_device_partition_property};
@@ -114,10 +115,29 @@ impl DeviceList {
     }
 }
 
+/// Sub-devices made so far, by parent device (its `cl_device_id`) and
+/// part count, never released. PoCL 3.1 frees a sub-device on its last
+/// `clReleaseDevice` even while its pthread driver threads are still
+/// finishing the last commands of a context on it: a driver thread
+/// signals a command's completion and only then releases the command's
+/// event, and that release reads the event's queue's device. A runtime
+/// dropped right after its last wait (the device released with it) then
+/// crashed a driver thread in `POclReleaseEvent` (SIGSEGV;
+/// `tests/multi_device.rs` in a loop with `RUST_TEST_THREADS=8`: 3 of 30
+/// runs, 0 of 30 with the sub-devices kept).
+fn kept_sub_devices() -> &'static Mutex<HashMap<(usize, usize), Vec<DeviceInfo>>> {
+    static KEPT: OnceLock<Mutex<HashMap<(usize, usize), Vec<DeviceInfo>>>> = OnceLock::new();
+    KEPT.get_or_init(Mutex::default)
+}
+
 /// Splits `device` into `parts` sub-devices of equal compute units
 /// (`clCreateSubDevices`, `CL_DEVICE_PARTITION_EQUALLY`). `parts == 1`
 /// returns the device itself. Errors: `parts == 0`, more parts than
 /// compute units, or a driver that cannot partition the device.
+///
+/// The sub-devices are made once per device and part count and kept for
+/// the life of the process (a later call returns the same parts), as root
+/// devices are (see `kept_sub_devices` for why).
 pub fn partition_device(device: &DeviceInfo, parts: usize) -> Result<Vec<DeviceInfo>> {
     if parts == 0 {
         return Err(Error::InvalidInput(
@@ -133,6 +153,13 @@ pub fn partition_device(device: &DeviceInfo, parts: usize) -> Result<Vec<DeviceI
             "cannot split {} into {parts} parts: it has {units} compute units",
             device.summary()
         )));
+    }
+    let mut kept = kept_sub_devices()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let key = (device.device.id() as usize, parts);
+    if let Some(infos) = kept.get(&key) {
+        return Ok(infos.clone());
     }
     let per_part = (units / parts) as cl_device_partition_property;
     let props = [CL_DEVICE_PARTITION_EQUALLY, per_part, 0];
@@ -152,6 +179,9 @@ pub fn partition_device(device: &DeviceInfo, parts: usize) -> Result<Vec<DeviceI
         )?;
         info.sub_device = Some(sub);
         infos.push(info);
+    }
+    if infos.len() == parts {
+        kept.insert(key, infos.clone());
     }
     if infos.len() < parts {
         return Err(Error::Unsupported(format!(

@@ -308,8 +308,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) staging_limit: usize,
     /// Call handles not yet dropped.
     pub(crate) live_handles: std::sync::atomic::AtomicU64,
-    /// The sub-device this runtime was created on ([`partition_device`]),
-    /// released after the context.
+    /// The sub-device this runtime was created on ([`partition_device`],
+    /// which also keeps it for the life of the process).
     pub(crate) _sub_device: Option<Arc<opencl3::device::SubDevice>>,
 }
 
