@@ -22,7 +22,10 @@
 //! each output is the `k` parts' outputs concatenated along axis 0 (so
 //! every output must have rank 1 or more when `k > 1`). `k` may exceed the
 //! number of devices (batch 64 on two devices with a batch-8 artifact is 8
-//! calls, 4 per device, pipelined by each device's session). The outputs
+//! calls, 4 per device, pipelined by each device's session). Each device's
+//! parts are submitted from a thread of its own, as views of the caller's
+//! batch (`split`: nothing is cut out or copied first), so the devices
+//! start together. The outputs
 //! are bit-identical to running the parts one after another on one device,
 //! when the devices run the same kernels (same driver and device type).
 //!
@@ -38,11 +41,16 @@ use std::time::{Duration, Instant};
 
 use opencl3::device::{CL_DEVICE_PARTITION_EQUALLY, cl_device_partition_property};
 
-use crate::async_call::{CallHandle, InputView};
+mod split;
+
+pub use split::SplitPlan;
+use split::split_views;
+
+use crate::async_call::CallHandle;
 use crate::device::{DeviceInfo, DeviceSelector, list_devices};
 use crate::error::{Error, Result};
-use crate::tensor::{HostTensor, type_string};
-use crate::{DeviceKind, FunctionInfo, Model, Runtime, RuntimeOptions, Session};
+use crate::tensor::HostTensor;
+use crate::{DeviceKind, Model, Runtime, RuntimeOptions, Session};
 
 /// Which devices: one, all, or a list (`--device=`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -385,27 +393,60 @@ impl GroupSession {
             return self.run(function, inputs);
         }
         let n = self.sessions.len();
-        // Every part is in flight before the first is waited for, and
-        // nothing is copied between the parts' submissions: each part is a
-        // view of the caller's batch, uploaded from there (or used in place)
-        // asynchronously, so the devices start one enqueue apart.
+        // Every part is in flight before the first is waited for. Each
+        // device's parts are submitted from a thread of its own, so that
+        // the devices start together, and nothing is copied before a part
+        // is submitted: each part is a view of the caller's batch, uploaded
+        // from there (or used in place) asynchronously.
         let started = Instant::now();
-        self.last_split.clear();
-        let mut handles = Vec::with_capacity(plan.parts);
-        for j in 0..plan.parts {
-            let begin = started.elapsed();
-            let part = split_views(inputs, &plan.split, plan.parts, j);
-            let i = j % n;
-            let rt = self.sessions[i].runtime().clone();
-            // SAFETY: `inputs` is borrowed for the whole of this function,
-            // and every handle is finished before it returns: waited below,
-            // or dropped with `handles` on an error or a panic (a
-            // handle's drop waits for its device work).
-            let h = unsafe { self.sessions[i].submit_views(function, part) }
-                .map_err(|e| on_device(&rt, e))?;
-            handles.push(h);
-            self.last_split.push((begin, started.elapsed()));
-        }
+        let (split, parts) = (&plan.split, plan.parts);
+        let submitted: Vec<Result<Vec<SubmittedPart>>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = self
+                .sessions
+                .iter_mut()
+                .enumerate()
+                .take(parts)
+                .map(|(i, session)| {
+                    scope.spawn(move || {
+                        (i..parts)
+                            .step_by(n)
+                            .map(|j| {
+                                let begin = started.elapsed();
+                                let part = split_views(inputs, split, parts, j);
+                                // SAFETY: `inputs` is borrowed for the whole of
+                                // `run_split`, and every handle is finished
+                                // before it returns: waited there, or dropped
+                                // on an error or a panic (a handle's drop
+                                // waits for its device work).
+                                let h = unsafe { session.submit_views(function, part) }
+                                    .map_err(|e| on_device(session.runtime(), e))?;
+                                Ok((j, h, (begin, started.elapsed())))
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(Error::Execution {
+                            function: function.to_string(),
+                            message: "a thread submitting part of a split call panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let mut submitted: Vec<SubmittedPart> = submitted
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        submitted.sort_by_key(|(j, _, _)| *j);
+        self.last_split = submitted.iter().map(|(_, _, t)| *t).collect();
+        let mut handles: Vec<CallHandle> = submitted.into_iter().map(|(_, h, _)| h).collect();
         // Dropping the handles after an error waits for the other parts.
         let mut parts_out: Vec<Vec<HostTensor>> = Vec::with_capacity(plan.parts);
         for (j, h) in handles.iter_mut().enumerate() {
@@ -443,110 +484,6 @@ impl GroupSession {
     }
 }
 
-/// Part `j` of `parts` of a split call's inputs, as views of them: the
-/// split ones cut along axis 0, the others whole.
-fn split_views<'a>(
-    inputs: &'a [HostTensor],
-    split: &[bool],
-    parts: usize,
-    j: usize,
-) -> Vec<InputView<'a>> {
-    inputs
-        .iter()
-        .zip(split)
-        .map(|(t, &split)| {
-            if !split {
-                return InputView {
-                    dtype: t.dtype,
-                    shape: t.shape.clone(),
-                    bytes: &t.bytes,
-                };
-            }
-            let chunk = t.bytes.len() / parts;
-            let mut shape = t.shape.clone();
-            shape[0] /= parts;
-            InputView {
-                dtype: t.dtype,
-                shape,
-                bytes: &t.bytes[j * chunk..(j + 1) * chunk],
-            }
-        })
-        .collect()
-}
-
-/// How a batch splits over a function's signature.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SplitPlan {
-    /// Parts along axis 0 (1: no input is split).
-    pub parts: usize,
-    /// Per input: split along axis 0 (`false`: passed whole to every part).
-    pub split: Vec<bool>,
-}
-
-impl SplitPlan {
-    /// Checks the caller's input types against `f`'s per-part signature.
-    pub fn new<'a>(
-        f: &FunctionInfo,
-        types: impl IntoIterator<Item = (crate::DType, &'a [usize])>,
-    ) -> Result<Self> {
-        let types: Vec<(crate::DType, &[usize])> = types.into_iter().collect();
-        if types.len() != f.inputs.len() {
-            return Err(Error::InvalidInput(format!(
-                "@{} takes {} inputs, got {}",
-                f.name,
-                f.inputs.len(),
-                types.len()
-            )));
-        }
-        let mut parts: Option<usize> = None;
-        let mut split = Vec::with_capacity(types.len());
-        for (i, ((dtype, shape), d)) in types.iter().zip(&f.inputs).enumerate() {
-            let want = type_string(&d.shape, d.dtype);
-            let got = type_string(shape, *dtype);
-            if *dtype != d.dtype {
-                return Err(Error::InvalidInput(format!(
-                    "input {i} of @{} is {got}; the function takes {want}",
-                    f.name
-                )));
-            }
-            if *shape == d.shape.as_slice() {
-                split.push(false);
-                continue;
-            }
-            let k = match (shape.split_first(), d.shape.split_first()) {
-                (Some((&n, rest)), Some((&m, want_rest)))
-                    if rest == want_rest && m > 0 && n % m == 0 && n > 0 =>
-                {
-                    n / m
-                }
-                _ => {
-                    return Err(Error::InvalidInput(format!(
-                        "input {i} of @{} is {got}; the function takes {want} per device: give it whole, or with axis 0 a multiple of {} to split it across devices",
-                        f.name,
-                        d.shape.first().copied().unwrap_or(0)
-                    )));
-                }
-            };
-            match parts {
-                Some(p) if p != k => {
-                    return Err(Error::InvalidInput(format!(
-                        "input {i} of @{} ({got}) splits into {k} parts, an earlier input into {p}",
-                        f.name
-                    )));
-                }
-                _ => parts = Some(k),
-            }
-            split.push(true);
-        }
-        let parts = parts.unwrap_or(1);
-        if parts > 1
-            && let Some(o) = f.outputs.iter().position(|d| d.shape.is_empty())
-        {
-            return Err(Error::InvalidInput(format!(
-                "output {o} of @{} is a scalar: a split call cannot concatenate it",
-                f.name
-            )));
-        }
-        Ok(SplitPlan { parts, split })
-    }
-}
+/// A submitted part of a split call: its index, its handle, and when its
+/// submission began and ended (from the start of the call).
+type SubmittedPart = (usize, CallHandle, (Duration, Duration));
