@@ -133,10 +133,14 @@ impl DeviceList {
 /// crashed a driver thread in `POclReleaseEvent` (SIGSEGV;
 /// `tests/multi_device.rs` in a loop with `RUST_TEST_THREADS=8`: 3 of 30
 /// runs, 0 of 30 with the sub-devices kept).
-fn kept_sub_devices() -> &'static Mutex<HashMap<(usize, usize), Vec<DeviceInfo>>> {
-    static KEPT: OnceLock<Mutex<HashMap<(usize, usize), Vec<DeviceInfo>>>> = OnceLock::new();
+fn kept_sub_devices() -> &'static Mutex<KeptSubDevices> {
+    static KEPT: OnceLock<Mutex<KeptSubDevices>> = OnceLock::new();
     KEPT.get_or_init(Mutex::default)
 }
+
+/// The parts of each partitioned device, by its `cl_device_id` (as an
+/// address) and part count.
+type KeptSubDevices = HashMap<(usize, usize), Vec<DeviceInfo>>;
 
 /// Splits `device` into `parts` sub-devices of equal compute units
 /// (`clCreateSubDevices`, `CL_DEVICE_PARTITION_EQUALLY`). `parts == 1`
