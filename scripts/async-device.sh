@@ -10,9 +10,11 @@
 # 2. sgemm 4096^3 end to end (two 64 MiB inputs up, one down): synchronous
 #    against 2 and 4 in flight; the synchronous run's kernel time (profiling
 #    events) is the compute part, the rest of its latency the copies.
-#    The same 4 in flight with every input staged (TCC_STAGING_LIMIT of
-#    1 GiB, as before the limit) against the default 4 MiB limit, above
-#    which inputs and outputs transfer directly.
+#    Every tensor is staged through pinned memory (the default 1 GiB
+#    limit); the _direct cases set a 4 MiB limit, above which inputs and
+#    outputs transfer straight from and to pageable memory; the
+#    _fresh_outputs ones drop each call's outputs instead of recycling
+#    them into the next call's.
 # 3. With two or more GPUs (and models/resnet50_b16.so): a batch of 32 split
 #    into two batch-16 parts on one GPU, then across two.
 # 4. ResNet-50 with half storage (models/resnet50_fp16.so, `tcc compile
@@ -21,13 +23,16 @@
 #    and FP16_SAMPLES (16) more; at batch 32 too where the bundle has
 #    models/resnet50_b32{,_fp16}.so.
 #
+# 5. A batch of 64 split into two batch-32 parts of models/resnet50_b32.so on
+#    one GPU: when each part's submission began and ended in its call.
+#
 # Each case prints one line: calls/s, ms per call (1000 / calls per s),
 # median latency, and the ratio to the synchronous case. The raw JSON of
 # every run goes to $OUT (default /tmp/tcc-async-results).
 #
 # Usage: async-device.sh [BUNDLE_DIR]   (default: the directory of this script)
 # (R50_ITERATIONS, GEMM_ITERATIONS: timed calls per case, default 300, 30;
-#  SECTIONS: which of 1 2 3 4 to run, default all.)
+#  SECTIONS: which of 1 2 3 4 5 to run, default all.)
 set -uo pipefail
 here=$(cd "${1:-$(dirname "$0")}" && pwd)
 bin=$here/bin
@@ -57,6 +62,8 @@ lat = r["latency_ms"]
 extra = ""
 if "device_ms_per_call" in r:
     extra = " kernels %.3f ms/call" % r["device_ms_per_call"]
+for j, (b, e) in enumerate(r.get("split_part_submissions_ms") or []):
+    extra += " part %d submitted %.3f-%.3f ms" % (j, b, e)
 ratio = (" = %.2fx sync" % (cps / base)) if base > 0 else ""
 print("%-34s %9.1f calls/s  %8.3f ms/call  median latency %8.3f ms%s%s" % (
     name, cps, 1000.0 / cps if cps else 0, lat["median"], extra, ratio))
@@ -66,7 +73,7 @@ EOF
 }
 cps() { cat "$out/$1.cps" 2>/dev/null || echo 0; }
 
-sections=${SECTIONS:-1 2 3 4}
+sections=${SECTIONS:-1 2 3 4 5}
 want() { [[ " $sections " == *" $1 "* ]]; }
 
 R50=(resnet50.so --input=1x3x224x224xf32=0.5 --warmup=20 --iterations=${R50_ITERATIONS:-300})
@@ -94,13 +101,19 @@ echo "== sgemm 4096^3 end to end (2 x 64 MiB up, 64 MiB down per call)"
 G=(sgemm_4096.so --input=1x4096x4096xf32=0.5 --input=1x4096x4096xf32=0.25 --warmup=3 --iterations=${GEMM_ITERATIONS:-30})
 bench sgemm_sync 0 "${G[@]}"
 base=$(cps sgemm_sync)
+bench sgemm_sync_fresh_outputs "$base" "${G[@]}" --fresh-outputs
 bench sgemm_async_inflight1 "$base" "${G[@]}" --in-flight=1 --own-queues
 bench sgemm_inflight2 "$base" "${G[@]}" --in-flight=2
+bench sgemm_inflight3 "$base" "${G[@]}" --in-flight=3
 bench sgemm_inflight4 "$base" "${G[@]}" --in-flight=4
+bench sgemm_inflight4_fresh_outputs "$base" "${G[@]}" --in-flight=4 --fresh-outputs
+TCC_STAGING_LIMIT=$((4 << 20)) bench sgemm_inflight1_direct "$base" "${G[@]}" --in-flight=1 --own-queues
+TCC_STAGING_LIMIT=$((4 << 20)) bench sgemm_inflight4_direct "$base" "${G[@]}" --in-flight=4
 TCC_PINNED_STAGING=0 bench sgemm_inflight4_unpinned "$base" "${G[@]}" --in-flight=4
-TCC_STAGING_LIMIT=$((1 << 30)) bench sgemm_inflight4_all_staged "$base" "${G[@]}" --in-flight=4
-TCC_STAGING_LIMIT=$((1 << 30)) bench sgemm_sync_all_staged "$base" "${G[@]}"
 bench sgemm_concurrency2_own_queues "$base" "${G[@]}" --concurrency=2 --own-queues
+bench sgemm_concurrency2x2_own_queues "$base" "${G[@]}" --concurrency=2 --in-flight=2 --own-queues
+TCC_STAGING_LIMIT=$((4 << 20)) bench sgemm_concurrency2_own_queues_direct "$base" "${G[@]}" --concurrency=2 --own-queues
+bench sgemm_sync_again 0 "${G[@]}"
 [[ -s $out/sgemm_sync.json ]] && python3 - "$out/sgemm_sync.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -108,6 +121,13 @@ k = r["device_ms_per_call"]; e = r["latency_ms"]["median"]
 print("sgemm sync: %.2f ms end to end = %.2f ms kernels + %.2f ms copies and host work; "
       "max(copy, compute) = %.2f ms is the pipelined bound" % (e, k, e - k, max(k, e - k)))
 EOF
+fi
+
+if want 5 && ((ngpus >= 1)) && [[ -e $models/resnet50_b32.so ]]; then
+  echo "== ResNet-50 batch 64 as two batch-32 parts on one GPU: when each part is submitted"
+  "$bin/tcc-run" --prepare "$models/resnet50_b32.so" --device="${gpus[0]}" 2>&1 | tail -2
+  bench r50_b32_one_call 0 resnet50_b32.so --input=32x3x224x224xf32=0.5 --device="${gpus[0]}" --warmup=5 --iterations=40
+  bench r50_b64_split_one_gpu "$(cps r50_b32_one_call)" resnet50_b32.so --input=64x3x224x224xf32=0.5 --split --device="${gpus[0]}" --warmup=5 --iterations=40
 fi
 
 if ! want 3; then

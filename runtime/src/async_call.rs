@@ -69,6 +69,7 @@ use opencl3::event::Event;
 pub use handle::CallHandle;
 pub(crate) use staging::StagingPool;
 pub use staging::StagingStats;
+pub(crate) use submit::InputView;
 
 use crate::RuntimeInner;
 use crate::buffer_pool::PoolBuffer;

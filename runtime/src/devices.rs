@@ -22,7 +22,10 @@
 //! each output is the `k` parts' outputs concatenated along axis 0 (so
 //! every output must have rank 1 or more when `k > 1`). `k` may exceed the
 //! number of devices (batch 64 on two devices with a batch-8 artifact is 8
-//! calls, 4 per device, pipelined by each device's session). The outputs
+//! calls, 4 per device, pipelined by each device's session). Each device's
+//! parts are submitted from a thread of its own, as views of the caller's
+//! batch (`split`: nothing is cut out or copied first), so the devices
+//! start together. The outputs
 //! are bit-identical to running the parts one after another on one device,
 //! when the devices run the same kernels (same driver and device type).
 //!
@@ -32,15 +35,22 @@
 //! threads in PoCL), so two models served at once no longer share (and
 //! fight over) every core.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use opencl3::device::{CL_DEVICE_PARTITION_EQUALLY, cl_device_partition_property};
+
+mod split;
+
+pub use split::SplitPlan;
+use split::split_views;
 
 use crate::async_call::CallHandle;
 use crate::device::{DeviceInfo, DeviceSelector, list_devices};
 use crate::error::{Error, Result};
-use crate::tensor::{HostTensor, type_string};
-use crate::{DeviceKind, FunctionInfo, Model, Runtime, RuntimeOptions, Session};
+use crate::tensor::HostTensor;
+use crate::{DeviceKind, Model, Runtime, RuntimeOptions, Session};
 
 /// Which devices: one, all, or a list (`--device=`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,10 +123,33 @@ impl DeviceList {
     }
 }
 
+/// Sub-devices made so far, by parent device (its `cl_device_id`) and
+/// part count, never released. PoCL 3.1 frees a sub-device on its last
+/// `clReleaseDevice` even while its pthread driver threads are still
+/// finishing the last commands of a context on it: a driver thread
+/// signals a command's completion and only then releases the command's
+/// event, and that release reads the event's queue's device. A runtime
+/// dropped right after its last wait (the device released with it) then
+/// crashed a driver thread in `POclReleaseEvent` (SIGSEGV;
+/// `tests/multi_device.rs` in a loop with `RUST_TEST_THREADS=8`: 3 of 30
+/// runs, 0 of 30 with the sub-devices kept).
+fn kept_sub_devices() -> &'static Mutex<KeptSubDevices> {
+    static KEPT: OnceLock<Mutex<KeptSubDevices>> = OnceLock::new();
+    KEPT.get_or_init(Mutex::default)
+}
+
+/// The parts of each partitioned device, by its `cl_device_id` (as an
+/// address) and part count.
+type KeptSubDevices = HashMap<(usize, usize), Vec<DeviceInfo>>;
+
 /// Splits `device` into `parts` sub-devices of equal compute units
 /// (`clCreateSubDevices`, `CL_DEVICE_PARTITION_EQUALLY`). `parts == 1`
 /// returns the device itself. Errors: `parts == 0`, more parts than
 /// compute units, or a driver that cannot partition the device.
+///
+/// The sub-devices are made once per device and part count and kept for
+/// the life of the process (a later call returns the same parts), as root
+/// devices are (see `kept_sub_devices` for why).
 pub fn partition_device(device: &DeviceInfo, parts: usize) -> Result<Vec<DeviceInfo>> {
     if parts == 0 {
         return Err(Error::InvalidInput(
@@ -132,6 +165,13 @@ pub fn partition_device(device: &DeviceInfo, parts: usize) -> Result<Vec<DeviceI
             "cannot split {} into {parts} parts: it has {units} compute units",
             device.summary()
         )));
+    }
+    let mut kept = kept_sub_devices()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let key = (device.device.id() as usize, parts);
+    if let Some(infos) = kept.get(&key) {
+        return Ok(infos.clone());
     }
     let per_part = (units / parts) as cl_device_partition_property;
     let props = [CL_DEVICE_PARTITION_EQUALLY, per_part, 0];
@@ -151,6 +191,9 @@ pub fn partition_device(device: &DeviceInfo, parts: usize) -> Result<Vec<DeviceI
         )?;
         info.sub_device = Some(sub);
         infos.push(info);
+    }
+    if infos.len() == parts {
+        kept.insert(key, infos.clone());
     }
     if infos.len() < parts {
         return Err(Error::Unsupported(format!(
@@ -233,7 +276,11 @@ impl DeviceGroup {
             rt.wait_for_cache_writes();
             sessions.push(s);
         }
-        Ok(GroupSession { sessions, next: 0 })
+        Ok(GroupSession {
+            sessions,
+            next: 0,
+            last_split: Vec::new(),
+        })
     }
 }
 
@@ -252,6 +299,9 @@ pub struct GroupSession {
     sessions: Vec<Session>,
     /// Where the round robin starts looking next.
     next: usize,
+    /// The last split call's part submissions (see
+    /// [`GroupSession::last_split_submissions`]).
+    last_split: Vec<(Duration, Duration)>,
 }
 
 impl GroupSession {
@@ -269,6 +319,13 @@ impl GroupSession {
 
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
+    }
+
+    /// When each part of the last split call ([`GroupSession::run_split`])
+    /// began and finished being submitted, from the start of that call: how
+    /// late the host let each device start (empty before a split call).
+    pub fn last_split_submissions(&self) -> &[(Duration, Duration)] {
+        &self.last_split
     }
 
     /// Sets every session's depth (see [`Session::set_max_in_flight`]).
@@ -340,20 +397,60 @@ impl GroupSession {
             return self.run(function, inputs);
         }
         let n = self.sessions.len();
-        // Every part is in flight before the first is waited for. (Submitting
-        // each device's parts from a thread of its own crashed PoCL's
-        // sub-devices now and then (SIGSEGV in tests/multi_device.rs), so
-        // the parts are cut and submitted in turn.)
-        let mut handles = Vec::with_capacity(plan.parts);
-        for j in 0..plan.parts {
-            let part = split_part(inputs, &plan.split, plan.parts, j)?;
-            let i = j % n;
-            let rt = self.sessions[i].runtime().clone();
-            let h = self.sessions[i]
-                .submit(function, part)
-                .map_err(|e| on_device(&rt, e))?;
-            handles.push(h);
-        }
+        // Every part is in flight before the first is waited for. Each
+        // device's parts are submitted from a thread of its own, so that
+        // the devices start together, and nothing is copied before a part
+        // is submitted: each part is a view of the caller's batch, uploaded
+        // from there (or used in place) asynchronously.
+        let started = Instant::now();
+        let (split, parts) = (&plan.split, plan.parts);
+        let submitted: Vec<Result<Vec<SubmittedPart>>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = self
+                .sessions
+                .iter_mut()
+                .enumerate()
+                .take(parts)
+                .map(|(i, session)| {
+                    scope.spawn(move || {
+                        (i..parts)
+                            .step_by(n)
+                            .map(|j| {
+                                let begin = started.elapsed();
+                                let part = split_views(inputs, split, parts, j);
+                                // SAFETY: `inputs` is borrowed for the whole of
+                                // `run_split`, and every handle is finished
+                                // before it returns: waited there, or dropped
+                                // on an error or a panic (a handle's drop
+                                // waits for its device work).
+                                let h = unsafe { session.submit_views(function, part) }
+                                    .map_err(|e| on_device(session.runtime(), e))?;
+                                Ok((j, h, (begin, started.elapsed())))
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(Error::Execution {
+                            function: function.to_string(),
+                            message: "a thread submitting part of a split call panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let mut submitted: Vec<SubmittedPart> = submitted
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        submitted.sort_by_key(|(j, _, _)| *j);
+        self.last_split = submitted.iter().map(|(_, _, t)| *t).collect();
+        let mut handles: Vec<CallHandle> = submitted.into_iter().map(|(_, h, _)| h).collect();
         // Dropping the handles after an error waits for the other parts.
         let mut parts_out: Vec<Vec<HostTensor>> = Vec::with_capacity(plan.parts);
         for (j, h) in handles.iter_mut().enumerate() {
@@ -370,7 +467,7 @@ impl GroupSession {
             parts_out.push(out);
         }
         // Concatenate along axis 0.
-        (0..f.outputs.len())
+        let outputs = (0..f.outputs.len())
             .map(|o| {
                 let d = &f.outputs[o];
                 let mut shape = d.shape.clone();
@@ -382,110 +479,15 @@ impl GroupSession {
                 }
                 HostTensor::from_bytes(d.dtype, shape, bytes)
             })
-            .collect()
+            .collect::<Result<Vec<_>>>();
+        // The parts' output blocks serve the next split call's parts.
+        for (j, p) in parts_out.into_iter().enumerate() {
+            self.sessions[j % n].recycle(p);
+        }
+        outputs
     }
 }
 
-/// Part `j` of `parts` of a split call's inputs: the split ones cut along
-/// axis 0, the others whole.
-fn split_part(
-    inputs: &[HostTensor],
-    split: &[bool],
-    parts: usize,
-    j: usize,
-) -> Result<Vec<HostTensor>> {
-    inputs
-        .iter()
-        .zip(split)
-        .map(|(t, &split)| {
-            if !split {
-                return Ok(t.clone());
-            }
-            let chunk = t.bytes.len() / parts;
-            let mut shape = t.shape.clone();
-            shape[0] /= parts;
-            HostTensor::from_bytes(
-                t.dtype,
-                shape,
-                crate::HostBytes::copy_aligned(&t.bytes[j * chunk..(j + 1) * chunk]),
-            )
-        })
-        .collect()
-}
-
-/// How a batch splits over a function's signature.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SplitPlan {
-    /// Parts along axis 0 (1: no input is split).
-    pub parts: usize,
-    /// Per input: split along axis 0 (`false`: passed whole to every part).
-    pub split: Vec<bool>,
-}
-
-impl SplitPlan {
-    /// Checks the caller's input types against `f`'s per-part signature.
-    pub fn new<'a>(
-        f: &FunctionInfo,
-        types: impl IntoIterator<Item = (crate::DType, &'a [usize])>,
-    ) -> Result<Self> {
-        let types: Vec<(crate::DType, &[usize])> = types.into_iter().collect();
-        if types.len() != f.inputs.len() {
-            return Err(Error::InvalidInput(format!(
-                "@{} takes {} inputs, got {}",
-                f.name,
-                f.inputs.len(),
-                types.len()
-            )));
-        }
-        let mut parts: Option<usize> = None;
-        let mut split = Vec::with_capacity(types.len());
-        for (i, ((dtype, shape), d)) in types.iter().zip(&f.inputs).enumerate() {
-            let want = type_string(&d.shape, d.dtype);
-            let got = type_string(shape, *dtype);
-            if *dtype != d.dtype {
-                return Err(Error::InvalidInput(format!(
-                    "input {i} of @{} is {got}; the function takes {want}",
-                    f.name
-                )));
-            }
-            if *shape == d.shape.as_slice() {
-                split.push(false);
-                continue;
-            }
-            let k = match (shape.split_first(), d.shape.split_first()) {
-                (Some((&n, rest)), Some((&m, want_rest)))
-                    if rest == want_rest && m > 0 && n % m == 0 && n > 0 =>
-                {
-                    n / m
-                }
-                _ => {
-                    return Err(Error::InvalidInput(format!(
-                        "input {i} of @{} is {got}; the function takes {want} per device: give it whole, or with axis 0 a multiple of {} to split it across devices",
-                        f.name,
-                        d.shape.first().copied().unwrap_or(0)
-                    )));
-                }
-            };
-            match parts {
-                Some(p) if p != k => {
-                    return Err(Error::InvalidInput(format!(
-                        "input {i} of @{} ({got}) splits into {k} parts, an earlier input into {p}",
-                        f.name
-                    )));
-                }
-                _ => parts = Some(k),
-            }
-            split.push(true);
-        }
-        let parts = parts.unwrap_or(1);
-        if parts > 1
-            && let Some(o) = f.outputs.iter().position(|d| d.shape.is_empty())
-        {
-            return Err(Error::InvalidInput(format!(
-                "output {o} of @{} is a scalar: a split call cannot concatenate it",
-                f.name
-            )));
-        }
-        Ok(SplitPlan { parts, split })
-    }
-}
+/// A submitted part of a split call: its index, its handle, and when its
+/// submission began and ended (from the start of the call).
+type SubmittedPart = (usize, CallHandle, (Duration, Duration));

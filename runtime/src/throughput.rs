@@ -6,7 +6,10 @@
 //! up to `K` asynchronous calls ([`crate::Session::submit`]) in flight: a
 //! thread submits, and once `K` calls are out waits for the oldest. Every
 //! call uploads its inputs (`submit_ref`: copied into pinned staging on a
-//! GPU, used in place on a CPU) and reads its outputs back. Threads are
+//! GPU, or written from the caller's tensor above the staging limit; used
+//! in place on a CPU) and reads its outputs back into blocks recycled from
+//! the thread's earlier calls ([`crate::Session::recycle`], as the
+//! synchronous loop of `tcc-benchmark` does; `fresh_outputs` drops them). Threads are
 //! given devices so that each device serves: with `N` at least the number
 //! of devices `D`, thread `t` uses device `t mod D` alone (so with
 //! `--cpu-partition` each concurrent session has its own cores); with
@@ -47,6 +50,10 @@ pub struct ThroughputOptions {
     /// ([`crate::Session::set_own_queue`]), so that the sessions of one
     /// device can run kernels at the same time.
     pub own_queues: bool,
+    /// Drop each call's outputs instead of handing them back to the
+    /// session that made them ([`crate::Session::recycle`]): every call
+    /// then writes fresh host memory, page faults included.
+    pub fresh_outputs: bool,
 }
 
 /// What was measured.
@@ -60,6 +67,10 @@ pub struct ThroughputReport {
     /// Per model served (`jobs` order): its calls and the seconds until
     /// its last thread finished.
     pub per_model: Vec<ModelThroughput>,
+    /// With `split`: per part, when its submission began and ended in
+    /// milliseconds from the start of its call, averaged over the timed
+    /// calls of every thread (how late the host let each device start).
+    pub split_part_submissions_ms: Vec<[f64; 2]>,
     #[serde(skip)]
     pub latency_ms: LatencyStats,
 }
@@ -140,12 +151,17 @@ pub fn measure_jobs(
         let sub =
             DeviceGroup::from_runtimes(ids.iter().map(|&i| group.runtimes()[i].clone()).collect())?;
         let mut gs = sub.session(&job.model)?;
-        gs.set_max_in_flight(options.in_flight);
+        // A split call's parts on one device are all in flight at once:
+        // their sessions keep the default depth.
+        if !options.split {
+            gs.set_max_in_flight(options.in_flight);
+        }
         gs.set_own_queue(options.own_queues)?;
         sessions.push((gs, ids, job));
     }
     let latency = Arc::new(Mutex::new(LatencyStats::default()));
     let counts = Arc::new(Mutex::new(vec![0u64; n]));
+    let split_sums = Arc::new(Mutex::new(SplitSums::default()));
     let barrier = Arc::new(Barrier::new(options.concurrency + 1));
     let (results, seconds) = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions
@@ -153,6 +169,7 @@ pub fn measure_jobs(
             .map(|(mut gs, ids, job)| {
                 let (function, inputs) = (job.function.as_str(), job.inputs.as_slice());
                 let (latency, counts, barrier) = (latency.clone(), counts.clone(), barrier.clone());
+                let split_sums = split_sums.clone();
                 scope.spawn(move || -> Result<f64> {
                     let mut ready = Ok(());
                     for _ in 0..options.warmup {
@@ -169,7 +186,12 @@ pub fn measure_jobs(
                     barrier.wait();
                     let started = Instant::now();
                     ready?;
-                    serve(&mut gs, &ids, function, inputs, options, &latency, &counts)?;
+                    let shared = Shared {
+                        latency: &latency,
+                        counts: &counts,
+                        split_sums: &split_sums,
+                    };
+                    serve(&mut gs, &ids, function, inputs, options, &shared)?;
                     Ok(started.elapsed().as_secs_f64())
                 })
             })
@@ -225,8 +247,44 @@ pub fn measure_jobs(
         },
         calls_per_device: per_device,
         per_model,
+        split_part_submissions_ms: split_sums
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .means(),
         latency_ms,
     })
+}
+
+/// Sums of split calls' part submission times (ms), for their means.
+#[derive(Default)]
+struct SplitSums {
+    calls: u64,
+    parts: Vec<[f64; 2]>,
+}
+
+impl SplitSums {
+    fn add(&mut self, parts: &[(std::time::Duration, std::time::Duration)]) {
+        if self.parts.len() < parts.len() {
+            self.parts.resize(parts.len(), [0.0; 2]);
+        }
+        for (sum, (begin, end)) in self.parts.iter_mut().zip(parts) {
+            sum[0] += begin.as_secs_f64() * 1e3;
+            sum[1] += end.as_secs_f64() * 1e3;
+        }
+        self.calls += 1;
+    }
+
+    fn means(&self) -> Vec<[f64; 2]> {
+        let n = self.calls.max(1) as f64;
+        self.parts.iter().map(|[a, b]| [a / n, b / n]).collect()
+    }
+}
+
+/// What the threads of one measurement add to.
+struct Shared<'a> {
+    latency: &'a Mutex<LatencyStats>,
+    counts: &'a Mutex<Vec<u64>>,
+    split_sums: &'a Mutex<SplitSums>,
 }
 
 /// One thread's timed calls.
@@ -236,9 +294,13 @@ fn serve(
     function: &str,
     inputs: &[HostTensor],
     options: &ThroughputOptions,
-    latency: &Mutex<LatencyStats>,
-    counts: &Mutex<Vec<u64>>,
+    shared: &Shared<'_>,
 ) -> Result<()> {
+    let Shared {
+        latency,
+        counts,
+        split_sums,
+    } = shared;
     let record = |start: Instant| {
         latency
             .lock()
@@ -250,6 +312,10 @@ fn serve(
             let start = Instant::now();
             gs.run_split(function, inputs)?;
             record(start);
+            split_sums
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(gs.last_split_submissions());
         }
         let mut c = counts.lock().unwrap_or_else(PoisonError::into_inner);
         for &i in ids {
@@ -259,15 +325,22 @@ fn serve(
     }
     let mut local = vec![0u64; ids.len()];
     let mut window = std::collections::VecDeque::with_capacity(options.in_flight);
-    let mut finish =
-        |(start, slot, mut h): (Instant, Option<usize>, crate::CallHandle)| -> Result<()> {
-            h.wait()?;
-            record(start);
-            if let Some(k) = slot {
-                local[k] += 1;
+    // Waits for the oldest call; its outputs go back to its session for a
+    // later call to write into (as the synchronous loop does), unless
+    // `fresh_outputs`.
+    let mut finish = |gs: &mut GroupSession,
+                      (start, slot, mut h): (Instant, Option<usize>, crate::CallHandle)|
+     -> Result<()> {
+        let outputs = h.wait()?;
+        record(start);
+        if let Some(k) = slot {
+            local[k] += 1;
+            if !options.fresh_outputs {
+                gs.sessions_mut()[k].recycle(outputs);
             }
-            Ok(())
-        };
+        }
+        Ok(())
+    };
     for _ in 0..options.iterations {
         let start = Instant::now();
         let h = gs.submit_ref(function, inputs)?;
@@ -280,11 +353,11 @@ fn serve(
         if window.len() >= options.in_flight
             && let Some(oldest) = window.pop_front()
         {
-            finish(oldest)?;
+            finish(gs, oldest)?;
         }
     }
     while let Some(oldest) = window.pop_front() {
-        finish(oldest)?;
+        finish(gs, oldest)?;
     }
     let mut c = counts.lock().unwrap_or_else(PoisonError::into_inner);
     for (k, &i) in ids.iter().enumerate() {

@@ -53,6 +53,7 @@ fn benchmark_reports_throughput_next_to_latency() {
     let other = format!("--with-model={so}@addk");
     for flags in [
         &["--in-flight=3"][..],
+        &["--in-flight=3", "--fresh-outputs"],
         &["--concurrency=2", "--cpu-partition=2", other.as_str()],
         &["--concurrency=2"],
         &["--concurrency=2", "--own-queues"],
@@ -147,6 +148,13 @@ fn a_batch_splits_across_two_devices_from_the_command_line() {
     ));
     assert_eq!(r["devices"].as_array().unwrap().len(), 2, "{r}");
     assert_eq!(r["calls"].as_u64().unwrap(), 3, "{r}");
+    // When each of the 4 parts' submission began and ended in its call:
+    // each device (parts 0 and 2, 1 and 3) submits its own in turn.
+    let parts = r["split_part_submissions_ms"].as_array().unwrap();
+    assert_eq!(parts.len(), 4, "{r}");
+    let at = |j: usize, k: usize| parts[j][k].as_f64().unwrap();
+    assert!((0..4).all(|j| at(j, 0) <= at(j, 1)), "{r}");
+    assert!((2..4).all(|j| at(j - 2, 1) <= at(j, 0) + 1e-6), "{r}");
     // Whole calls go to the less busy device: both get some.
     let r = json(&two_devices(
         "tcc-benchmark",

@@ -23,7 +23,7 @@ use crate::session::{
     Session, enqueue_read, enqueue_write, exec_error, input_in_place, map_for_reading,
     output_in_place,
 };
-use crate::tensor::HostTensor;
+use crate::tensor::{DType, HostTensor};
 
 /// Error labels of the side queues' transfers.
 const WRITE: &str = "clEnqueueWriteBuffer (upload queue)";
@@ -34,7 +34,8 @@ const MAP: &str = "clEnqueueMapBuffer (download queue)";
 enum UploadSource {
     /// A pinned staging buffer holding a copy.
     Staged(StagingBuf),
-    /// The input tensor itself (kept in `Resources::inputs`), by index.
+    /// The input's own memory, by index: a tensor kept in
+    /// `Resources::inputs`, or a view valid until the call is done.
     Own(usize),
     /// A borrowed input above the staging limit, by index: written from the
     /// caller's tensor with a blocking write (no host copy, as the
@@ -65,6 +66,22 @@ impl Session {
         self.submit_inner(function, Inputs::Borrowed(inputs))
     }
 
+    /// Like [`Session::submit`] for views of bytes the call reads in place
+    /// or uploads asynchronously straight from them (never staged), with
+    /// no copy before this returns.
+    ///
+    /// # Safety
+    /// Every view's bytes must stay valid and unchanged until the returned
+    /// handle is finished (waited for or dropped); the handle must not be
+    /// leaked (`mem::forget`) while they are borrowed.
+    pub(crate) unsafe fn submit_views(
+        &mut self,
+        function: &str,
+        inputs: Vec<InputView<'_>>,
+    ) -> Result<CallHandle> {
+        self.submit_inner(function, Inputs::Views(inputs))
+    }
+
     /// Another name for [`Session::submit`].
     pub fn run_async(&mut self, function: &str, inputs: Vec<HostTensor>) -> Result<CallHandle> {
         self.submit(function, inputs)
@@ -73,12 +90,12 @@ impl Session {
     fn submit_inner(&mut self, function: &str, inputs: Inputs<'_>) -> Result<CallHandle> {
         let model = self.model.clone();
         let f = model.function(function)?;
-        {
-            let slice: &[HostTensor] = match &inputs {
-                Inputs::Owned(v) => v,
-                Inputs::Borrowed(s) => s,
-            };
-            f.check_input_types(slice.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
+        match &inputs {
+            Inputs::Owned(v) => f.check_input_types(types_of(v), &[])?,
+            Inputs::Borrowed(s) => f.check_input_types(types_of(s), &[])?,
+            Inputs::Views(v) => {
+                f.check_input_types(v.iter().map(|v| (v.dtype, v.shape.as_slice())), &[])?
+            }
         }
         self.calls.throttle();
         let rt = self.rt.inner.clone();
@@ -105,22 +122,29 @@ impl Session {
         let enqueue = |res: &mut Resources| -> Result<(Event, Event)> {
             // Inputs the device may read after `submit` returns are owned by
             // the call from here on (also when enqueuing fails half-way).
-            let (owned, lent): (Vec<HostTensor>, Option<&[HostTensor]>) = match inputs {
-                Inputs::Owned(v) => (v, None),
-                Inputs::Borrowed(s) if !staged => (s.to_vec(), None),
-                Inputs::Borrowed(s) => (Vec::new(), Some(s)),
+            let (owned, rest) = match inputs {
+                Inputs::Owned(v) => (v, Rest::Owned),
+                Inputs::Borrowed(s) if !staged => (s.to_vec(), Rest::Owned),
+                Inputs::Borrowed(s) => (Vec::new(), Rest::Lent(s)),
+                Inputs::Views(v) => (Vec::new(), Rest::Views(v)),
             };
             res.inputs = owned;
-            let borrowed: &[HostTensor] = lent.unwrap_or(&res.inputs);
+            // Per input: its bytes, and whether they are only lent until
+            // `submit_ref` returns (`false`: valid until the call is done).
+            let sources: Vec<(&[u8], bool)> = match &rest {
+                Rest::Owned => res.inputs.iter().map(|t| (&t.bytes[..], false)).collect(),
+                Rest::Lent(s) => s.iter().map(|t| (&t.bytes[..], true)).collect(),
+                Rest::Views(v) => v.iter().map(|v| (v.bytes, false)).collect(),
+            };
+            let views = matches!(rest, Rest::Views(_));
             // Per input: its buffer, and what to upload into it.
-            let mut in_io: Vec<(cl_mem, u64)> = Vec::with_capacity(borrowed.len());
+            let mut in_io: Vec<(cl_mem, u64)> = Vec::with_capacity(sources.len());
             let mut uploads: Vec<(cl_mem, UploadSource, usize)> = Vec::new();
             let mut fresh = false;
-            for (i, t) in borrowed.iter().enumerate() {
-                let bytes = &t.bytes;
+            for (i, &(bytes, lent)) in sources.iter().enumerate() {
                 // SAFETY: an input used in place is one of `res.inputs`
                 // (borrowed inputs are cloned there on a host-memory
-                // device), kept until the call is done.
+                // device) or a view valid until the call is done.
                 if let Some(b) = unsafe { input_in_place(&rt, bytes) }? {
                     in_io.push((b.get(), bytes.len() as u64));
                     res.in_host.push(b);
@@ -132,11 +156,13 @@ impl Session {
                 let mem = dev.mem();
                 in_io.push((mem, bytes.len() as u64));
                 res.in_device.push(dev);
-                // Inputs above the staging limit go straight from the
-                // tensor: one the call owns asynchronously, a borrowed one
-                // before `submit_ref` returns.
-                let stage = !bytes.is_empty() && bytes.len() <= rt.staging_limit;
-                let source = if lent.is_some() && !stage {
+                // Inputs above the staging limit go straight from their
+                // memory: asynchronously when it outlives the call, a
+                // borrowed one before `submit_ref` returns. Views are never
+                // staged: they outlive the call, and a copy would delay
+                // the submission of a split call's next part.
+                let stage = !views && !bytes.is_empty() && bytes.len() <= rt.staging_limit;
+                let source = if lent && !stage {
                     UploadSource::Lent(i)
                 } else if staged && stage {
                     let stage = rt.staging().take(&rt, &queues.upload, bytes.len())?;
@@ -196,12 +222,12 @@ impl Session {
                 let src: &[u8] = match &source {
                     // SAFETY: the staging buffer holds at least `len` bytes.
                     UploadSource::Staged(s) => unsafe { std::slice::from_raw_parts(s.ptr(), len) },
-                    UploadSource::Own(i) | UploadSource::Lent(i) => &borrowed[*i].bytes,
+                    UploadSource::Own(i) | UploadSource::Lent(i) => sources[*i].0,
                 };
                 let blocking = matches!(source, UploadSource::Lent(_));
-                // SAFETY: the source (a staging buffer or an input tensor)
-                // is kept by the call until it is done; a lent tensor is
-                // written before this returns.
+                // SAFETY: the source (a staging buffer, an input tensor or
+                // a view) is kept by the call until it is done; a lent
+                // tensor is written before this returns.
                 let written = unsafe {
                     enqueue_write(&queues.upload, mem, src, blocking, &fence_list, WRITE)
                 }?;
@@ -341,7 +367,28 @@ impl Session {
     }
 }
 
+fn types_of(tensors: &[HostTensor]) -> impl ExactSizeIterator<Item = (DType, &[usize])> {
+    tensors.iter().map(|t| (t.dtype, t.shape.as_slice()))
+}
+
 enum Inputs<'a> {
     Owned(Vec<HostTensor>),
     Borrowed(&'a [HostTensor]),
+    Views(Vec<InputView<'a>>),
+}
+
+/// The inputs `submit` still holds once the owned ones went to the call.
+enum Rest<'a> {
+    Owned,
+    Lent(&'a [HostTensor]),
+    Views(Vec<InputView<'a>>),
+}
+
+/// An input given as a typed view of bytes the caller keeps valid until
+/// the call is finished ([`Session::submit_views`]): a part of a split
+/// batch, uploaded (or used in place) without cutting it out first.
+pub(crate) struct InputView<'a> {
+    pub(crate) dtype: DType,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) bytes: &'a [u8],
 }

@@ -225,9 +225,11 @@ pub(super) fn to_usize(v: u64, what: &str) -> Result<usize> {
 /// Whether the device uses `bytes` in place: a host-memory device, and a
 /// non-empty block at the device's alignment for host pointers
 /// (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`).
-fn usable_in_place(rt: &RuntimeInner, bytes: &HostBytes) -> bool {
+fn usable_in_place(rt: &RuntimeInner, bytes: &[u8]) -> bool {
     let align = usize::try_from(rt.device.base_align_bytes).unwrap_or(usize::MAX);
-    rt.host_io == HostIo::InPlace && !bytes.is_empty() && bytes.is_aligned_to(align)
+    rt.host_io == HostIo::InPlace
+        && !bytes.is_empty()
+        && (bytes.as_ptr() as usize).is_multiple_of(align.max(1))
 }
 
 /// A read-only buffer over an input's bytes when the device reads them in
@@ -237,10 +239,7 @@ fn usable_in_place(rt: &RuntimeInner, bytes: &HostBytes) -> bool {
 /// # Safety
 /// As [`host_buffer`]: `bytes` must stay valid until the queue has finished
 /// every command using the buffer.
-pub(crate) unsafe fn input_in_place(
-    rt: &RuntimeInner,
-    bytes: &HostBytes,
-) -> Result<Option<Buffer<u8>>> {
+pub(crate) unsafe fn input_in_place(rt: &RuntimeInner, bytes: &[u8]) -> Result<Option<Buffer<u8>>> {
     if !usable_in_place(rt, bytes) {
         return Ok(None);
     }

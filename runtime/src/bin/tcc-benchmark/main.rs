@@ -101,6 +101,11 @@ struct Args {
     /// and thread 1 this one (repeatable; threads take the models in turn).
     #[arg(long, value_name = "MODEL2.so[@FUNCTION]")]
     with_model: Vec<String>,
+    /// Drop each call's outputs instead of handing them back to the
+    /// session for the next call to write into (Session::recycle): every
+    /// call then writes fresh host memory (page faults included).
+    #[arg(long)]
+    fresh_outputs: bool,
 }
 
 fn main() -> ExitCode {

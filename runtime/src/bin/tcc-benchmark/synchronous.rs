@@ -111,10 +111,13 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
     let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
     let mut session = cli::open_session("tcc-benchmark", &rt, model)?;
     // Each call's outputs go back to the session for the next call, as a
-    // serving loop done with its results would hand them back.
+    // serving loop done with its results would hand them back (unless
+    // --fresh-outputs).
     for _ in 0..args.warmup {
         let outputs = session.run_with_sources(function, &tensors, &sources)?;
-        session.recycle(outputs);
+        if !args.fresh_outputs {
+            session.recycle(outputs);
+        }
     }
     session.reset_profile()?;
     // Constant memory whatever the iteration count (no vector per call).
@@ -129,7 +132,9 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             let ms = start.elapsed().as_secs_f64() * 1e3;
             latencies_ms.push(ms);
             this.push(ms);
-            session.recycle(outputs);
+            if !args.fresh_outputs {
+                session.recycle(outputs);
+            }
         }
         repetitions.push(Repetition {
             real_ms: wall.elapsed().as_secs_f64() * 1e3 / args.iterations as f64,

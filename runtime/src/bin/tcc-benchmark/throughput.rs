@@ -59,6 +59,7 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
         iterations: args.iterations,
         split: args.split,
         own_queues: args.own_queues,
+        fresh_outputs: args.fresh_outputs,
     };
     let report = cli::with_progress(
         "tcc-benchmark",
@@ -103,6 +104,7 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             "throughput_calls_per_s": report.calls_per_second,
             "calls_per_device": report.calls_per_device,
             "per_model": report.per_model,
+            "split_part_submissions_ms": report.split_part_submissions_ms,
             "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": lat.sample_count() },
             "host_io": group.runtimes()[0].host_io(),
             "pinned_staging": staging,
@@ -146,6 +148,12 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             out,
             "latency submit-to-result: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
         )?;
+        for (j, [begin, end]) in report.split_part_submissions_ms.iter().enumerate() {
+            writeln!(
+                out,
+                "  part {j}: submitted {begin:.3} to {end:.3} ms after its call began (mean)"
+            )?;
+        }
         let pinned: u64 = staging.iter().map(|s| s.current_bytes).sum();
         writeln!(
             out,
