@@ -7,7 +7,7 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{
-    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, TensorCores,
+    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, Storage, TensorCores,
     gemm_kernel,
 };
 
@@ -484,6 +484,7 @@ impl KernelWriter {
         } else {
             self.contraction(contraction_op, tile_k)?
         };
+        let int8 = contraction.b.buffer.storage == Storage::I8;
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let (init_statements, init) = match (&fill, init_generic) {
             (Some((target, value)), _) if *target == contraction.c_value_key => {
@@ -529,7 +530,10 @@ impl KernelWriter {
             init,
             store,
             split_k_scratch,
+            // int8 weights: an int8 GEMM (`tcc-quantize-int8`), whatever
+            // the precision.
             tensor_cores: match self.precision {
+                _ if int8 => Some(TensorCores::S8),
                 Precision::Fp32 => None,
                 Precision::Tf32 => Some(TensorCores::Tf32),
                 Precision::Fp16 => Some(TensorCores::Fp16),
