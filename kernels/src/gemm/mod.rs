@@ -28,6 +28,8 @@
 mod emit;
 mod fma;
 mod int8;
+#[cfg(test)]
+mod int8_tests;
 mod staging;
 mod tensor_cores;
 #[cfg(test)]
