@@ -1,9 +1,13 @@
 //! The strategy of int8 contractions (`tcc-quantize-int8`'s int8 x int8
 //! -> int32 convolutions and matmuls): the GEMM template's int8 form
 //! (`tcc-kernels`' `gemm::int8`: `mma.sync` s8 in the PTX form, integer
-//! sums in OpenCL C) on the GPU targets, with the fp32 table's tiles and a
-//! k step of 32 (one `mma` k); loop nests on `pocl-cpu`, whose table picks
-//! the register-blocked CPU form, which has no integer version.
+//! sums in OpenCL C) on the GPU targets, with the fp32 table's tiles, a k
+//! step of 64 (two `mma` k; 32 took 8% longer over ResNet-50's int8
+//! GEMMs at batch 32 on the H100, docs/benchmarks.md), and 128x64 tiles
+//! instead of 128x128 where N is at most 64 (ResNet-50's first stage: the
+//! square tile would compute as many columns outside the product as in
+//! it). Loop nests on `pocl-cpu`, whose table picks the register-blocked
+//! CPU form, which has no integer version.
 //!
 //! `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests (what
 //! tcc did before the template took them: to time and test the template
@@ -20,8 +24,11 @@ use crate::config::{GemmConfig, Target};
 /// k step.
 pub const INT8_GEMM_ENV: &str = "TCC_INT8_GEMM";
 
-/// The k step of int8 tiles: one `mma.sync.m16n8k32`.
-const INT8_TILE_K: u32 = 32;
+/// The k step of int8 tiles: two `mma.sync.m16n8k32`.
+const INT8_TILE_K: u32 = 64;
+
+/// What `TCC_INT8_GEMM=N` must be a multiple of: one `mma` k.
+const MMA_K: u32 = 32;
 
 /// Whether `op` is an int8 contraction: every shaped operand holds i8
 /// but the last (the accumulator), which holds i32.
@@ -43,15 +50,20 @@ pub(super) fn int8_operands(op: OperationRef) -> bool {
     !inputs.is_empty() && inputs.iter().all(|t| is_int(*t, 8)) && is_int(*accumulator, 32)
 }
 
-/// The int8 template's configuration from the fp32 one `config` (the
-/// table's for the same shape) on `target`, or `None` for loop nests.
-pub(super) fn int8_config(target: Target, config: Option<GemmConfig>) -> Option<GemmConfig> {
+/// The int8 template's configuration for a product of `n` columns from
+/// the fp32 one `config` (the table's for the same shape) on `target`,
+/// or `None` for loop nests.
+pub(super) fn int8_config(
+    target: Target,
+    config: Option<GemmConfig>,
+    n: i64,
+) -> Option<GemmConfig> {
     let tile_k = match std::env::var(INT8_GEMM_ENV).as_deref() {
         Ok("off") => return None,
         Ok(value) => value
             .parse::<u32>()
             .ok()
-            .filter(|k| k.is_multiple_of(INT8_TILE_K))
+            .filter(|k| *k > 0 && k.is_multiple_of(MMA_K))
             .unwrap_or(INT8_TILE_K),
         Err(_) => INT8_TILE_K,
     };
@@ -59,5 +71,15 @@ pub(super) fn int8_config(target: Target, config: Option<GemmConfig>) -> Option<
     if target == Target::PoclCpu || config.is_register_blocked() || config.tile_n % 4 != 0 {
         return None;
     }
-    Some(GemmConfig { tile_k, ..config })
+    let (tile_n, work_n) = if config.tile_m == 128 && config.tile_n == 128 && n <= 64 {
+        (64, config.work_n / 2)
+    } else {
+        (config.tile_n, config.work_n)
+    };
+    Some(GemmConfig {
+        tile_k,
+        tile_n,
+        work_n,
+        ..config
+    })
 }
