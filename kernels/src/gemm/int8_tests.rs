@@ -1,52 +1,18 @@
 //! Tests of the GEMM template's int8 form (`int8`).
 
-use super::tests::spec;
+use super::tests::{aligned_spec, assert_contains, bodies, tiles as config};
 use super::*;
 use crate::Storage;
 
 /// `config` over int8 operands a1 (M x K) and a2 (K x N), both row-major,
 /// M = 256, N = 192, K = 64 (16-byte aligned rows).
 fn int8_spec(config: GemmConfig) -> GemmSpec {
-    let mut spec = spec(config);
-    spec.shape = GemmShape {
-        batch: 1,
-        m: 256,
-        n: 192,
-        k: 64,
-    };
+    let mut spec = aligned_spec(config, TensorCores::S8);
     spec.a.buffer = Buffer::new("a1", Storage::I8);
-    spec.a.row_stride = 64;
     spec.b.buffer = Buffer::new("a2", Storage::I8);
-    spec.b.row_stride = 192;
     spec.init = "0".into();
     spec.store = "a0[i * 192 + j] = (float)acc_value;".into();
-    spec.tensor_cores = Some(TensorCores::S8);
     spec
-}
-
-fn config([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
-    GemmConfig {
-        tile_m,
-        tile_n,
-        tile_k,
-        work_m,
-        work_n,
-        split_k,
-    }
-}
-
-/// The PTX and OpenCL C bodies.
-fn bodies(text: &str) -> (&str, &str) {
-    text.strip_prefix("#ifdef TCC_PTX\n")
-        .and_then(|t| t.strip_suffix("#endif\n"))
-        .and_then(|t| t.split_once("#else\n"))
-        .expect("two bodies")
-}
-
-fn assert_contains(text: &str, expected: &[&str]) {
-    for e in expected {
-        assert!(text.contains(e), "missing `{e}` in:\n{text}");
-    }
 }
 
 #[test]
@@ -108,9 +74,8 @@ fn computed_int8_elements_are_packed_four_guarded_bytes_to_a_word() {
         "(y >= 0 ? a1[y * 27 + k] : (char)0)".into(),
     ));
     let text = gemm_kernel(&spec).unwrap();
-    let (ptx, _) = bodies(&text);
     assert_contains(
-        ptx,
+        bodies(&text).0,
         &[
             "A through registers, B through registers",
             "for (int q = 0; q < 4; ++q) {\n        const tcc_index k = k4 + q;\n        if (i < 256 && k < 27) {\n          const tcc_index y = i - 1;\n          word |= (uint)(uchar)((y >= 0 ? a1[y * 27 + k] : (char)0)) << (8 * q);",

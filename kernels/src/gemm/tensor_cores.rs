@@ -159,13 +159,28 @@ pub(super) fn local_tiles(out: &mut String, spec: &GemmSpec, pipeline: Pipeline)
 /// How a pipeline's stages are filled: the float operands' `cp.async`
 /// copies or register staging (`staging`), or the int8 ones (`int8`).
 enum StageFill<'s, 'a> {
-    Float {
-        spec: &'a GemmSpec,
-        sources: &'s Sources<'a>,
-        a_async: bool,
-        b_async: bool,
-    },
+    Float(FloatFill<'s, 'a>),
     Int8(Int8Staging<'a>),
+}
+
+/// The float operands' staging: each copied by `cp.async` where it may
+/// be, else through registers.
+struct FloatFill<'s, 'a> {
+    spec: &'a GemmSpec,
+    sources: &'s Sources<'a>,
+    a_async: bool,
+    b_async: bool,
+}
+
+impl FloatFill<'_, '_> {
+    /// A then B: the operand, whether `cp.async` copies it, its tile and
+    /// the registers it is fetched into otherwise.
+    fn operands(&self) -> [(Operand, bool, &'static str, &'static str); 2] {
+        [
+            (Operand::A, self.a_async, "tile_a", "fetch_a"),
+            (Operand::B, self.b_async, "tile_b", "fetch_b"),
+        ]
+    }
 }
 
 impl StageFill<'_, '_> {
@@ -173,39 +188,22 @@ impl StageFill<'_, '_> {
     /// registers and stored).
     fn copied(&self) -> (bool, bool) {
         match self {
-            StageFill::Float {
-                a_async, b_async, ..
-            } => (*a_async, *b_async),
+            StageFill::Float(fill) => (fill.a_async, fill.b_async),
             StageFill::Int8(staging) => (staging.a_async, false),
         }
     }
 
     /// Declares the registers of the operands staged through them.
     fn declare(&self, out: &mut String, threads: u32) {
-        let (spec, sources, a_async, b_async) = match self {
+        let fill = match self {
             StageFill::Int8(staging) => return staging.declare(out),
-            StageFill::Float {
-                spec,
-                sources,
-                a_async,
-                b_async,
-            } => (spec, sources, a_async, b_async),
+            StageFill::Float(fill) => fill,
         };
-        if !a_async {
-            declare_staging_registers(
-                out,
-                &sources.staging(spec, Operand::A, "tile_a", false),
-                "fetch_a",
-                threads,
-            );
-        }
-        if !b_async {
-            declare_staging_registers(
-                out,
-                &sources.staging(spec, Operand::B, "tile_b", false),
-                "fetch_b",
-                threads,
-            );
+        for (operand, copied, tile, registers) in fill.operands() {
+            if !copied {
+                let staging = fill.sources.staging(fill.spec, operand, tile, false);
+                declare_staging_registers(out, &staging, registers, threads);
+            }
         }
     }
 
@@ -213,7 +211,7 @@ impl StageFill<'_, '_> {
     /// `k_base` into `stage`.
     fn issue(&self, out: &mut String, threads: u32, stage: &str, k_base: &str, store: bool) {
         let (tile_a, tile_b) = (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
-        let (spec, sources, a_async, b_async) = match self {
+        let fill = match self {
             StageFill::Int8(staging) => {
                 staging.fetch(out, &tile_a, k_base);
                 if store {
@@ -221,25 +219,11 @@ impl StageFill<'_, '_> {
                 }
                 return;
             }
-            StageFill::Float {
-                spec,
-                sources,
-                a_async,
-                b_async,
-            } => (spec, sources, a_async, b_async),
+            StageFill::Float(fill) => fill,
         };
-        for (copied, staging, registers) in [
-            (
-                *a_async,
-                sources.staging(spec, Operand::A, &tile_a, false),
-                "fetch_a",
-            ),
-            (
-                *b_async,
-                sources.staging(spec, Operand::B, &tile_b, false),
-                "fetch_b",
-            ),
-        ] {
+        for (operand, copied, tile, registers) in fill.operands() {
+            let tile = format!("{tile}[{stage}]");
+            let staging = fill.sources.staging(fill.spec, operand, &tile, false);
             if copied {
                 copy_tile_async(out, &staging, threads, k_base);
             } else {
@@ -254,30 +238,16 @@ impl StageFill<'_, '_> {
     /// Stores the fetched registers into `stage`.
     fn store(&self, out: &mut String, threads: u32, stage: &str) {
         let (tile_a, tile_b) = (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
-        let (spec, sources, a_async, b_async) = match self {
+        let fill = match self {
             StageFill::Int8(staging) => return staging.store(out, &tile_a, &tile_b),
-            StageFill::Float {
-                spec,
-                sources,
-                a_async,
-                b_async,
-            } => (spec, sources, a_async, b_async),
+            StageFill::Float(fill) => fill,
         };
-        if !a_async {
-            store_tile(
-                out,
-                &sources.staging(spec, Operand::A, &tile_a, false),
-                threads,
-                "fetch_a",
-            );
-        }
-        if !b_async {
-            store_tile(
-                out,
-                &sources.staging(spec, Operand::B, &tile_b, false),
-                threads,
-                "fetch_b",
-            );
+        for (operand, copied, tile, registers) in fill.operands() {
+            if !copied {
+                let tile = format!("{tile}[{stage}]");
+                let staging = fill.sources.staging(fill.spec, operand, &tile, false);
+                store_tile(out, &staging, threads, registers);
+            }
         }
     }
 }
@@ -302,12 +272,12 @@ pub(super) fn main_loop<'a>(
             (sources.a_address, sources.b_address),
             true,
         )),
-        _ => StageFill::Float {
+        _ => StageFill::Float(FloatFill {
             spec,
             sources,
             a_async: a_async(spec),
             b_async: b_async(spec, sources),
-        },
+        }),
     };
     let (a_async, b_async) = fill.copied();
     let how = |copied: bool| {
