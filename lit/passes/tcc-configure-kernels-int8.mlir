@@ -1,11 +1,11 @@
 // tcc-configure-kernels gives int8 contractions (int8 x int8 -> int32, what
 // tcc-quantize-int8 makes) the GEMM template on the GPU targets, with the
-// fp32 table's tiles and a k step of 64 (two mma.sync.m16n8k32); loop nests
-// on pocl-cpu (no integer register-blocked form) and under TCC_INT8_GEMM=off;
-// TCC_INT8_GEMM=N sets the k step.
+// fp32 table's tiles and a k step of 64 (two mma.sync.m16n8k32); on pocl-cpu
+// (no integer register-blocked form) with the generic target's tiles; loop
+// nests under TCC_INT8_GEMM=off; TCC_INT8_GEMM=N sets the k step.
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
-// RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=pocl-cpu | FileCheck %s --check-prefix=LOOPS
+// RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=pocl-cpu | FileCheck %s --check-prefix=GENERIC
 // RUN: env TCC_INT8_GEMM=off tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=LOOPS
 // RUN: env TCC_INT8_GEMM=32 tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=K32
 

@@ -177,7 +177,7 @@ impl ConfigureOptions {
             && let Some(shape) = gemm_shape(op)
             && int8::int8_operands(op)
             && let Some(config) =
-                int8::int8_config(target, self.gemm_config(target, kind, &shape), shape.n)
+                int8::int8_config(target, self.gemm_config(target, kind, &shape), &shape)
         {
             return KernelStrategy::Gemm { config, shape };
         }

@@ -6,8 +6,10 @@
 //! GEMMs at batch 32 on the H100, docs/benchmarks.md), and 128x64 tiles
 //! instead of 128x128 where N is at most 64 (ResNet-50's first stage: the
 //! square tile would compute as many columns outside the product as in
-//! it). Loop nests on `pocl-cpu`, whose table picks the register-blocked
-//! CPU form, which has no integer version.
+//! it). On `pocl-cpu`, whose table picks the register-blocked CPU form
+//! (which has no integer version), the generic target's tiles: over
+//! ResNet-50 at batch 1 on PoCL they took 1.5x less time than the loop
+//! nests (docs/benchmarks.md).
 //!
 //! `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests (what
 //! tcc did before the template took them: to time and test the template
@@ -19,6 +21,7 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::ValueLike;
 
 use crate::config::{GemmConfig, Target};
+use crate::ir::contraction::GemmShape;
 
 /// The environment variable that turns the int8 template off or sets its
 /// k step.
@@ -50,13 +53,13 @@ pub(super) fn int8_operands(op: OperationRef) -> bool {
     !inputs.is_empty() && inputs.iter().all(|t| is_int(*t, 8)) && is_int(*accumulator, 32)
 }
 
-/// The int8 template's configuration for a product of `n` columns from
-/// the fp32 one `config` (the table's for the same shape) on `target`,
-/// or `None` for loop nests.
+/// The int8 template's configuration for `shape` from the fp32 one
+/// `config` (the table's, or the tuning record's, for the same shape) on
+/// `target`, or `None` for loop nests.
 pub(super) fn int8_config(
     target: Target,
     config: Option<GemmConfig>,
-    n: i64,
+    shape: &GemmShape,
 ) -> Option<GemmConfig> {
     let tile_k = match std::env::var(INT8_GEMM_ENV).as_deref() {
         Ok("off") => return None,
@@ -67,11 +70,14 @@ pub(super) fn int8_config(
             .unwrap_or(INT8_TILE_K),
         Err(_) => INT8_TILE_K,
     };
-    let config = config?;
-    if target == Target::PoclCpu || config.is_register_blocked() || config.tile_n % 4 != 0 {
+    let config = match target {
+        Target::PoclCpu => Target::Generic.gemm_config(shape.batch, shape.m, shape.n, shape.k),
+        _ => config,
+    }?;
+    if config.is_register_blocked() || config.tile_n % 4 != 0 {
         return None;
     }
-    let (tile_n, work_n) = if config.tile_m == 128 && config.tile_n == 128 && n <= 64 {
+    let (tile_n, work_n) = if config.tile_m == 128 && config.tile_n == 128 && shape.n <= 64 {
         (64, config.work_n / 2)
     } else {
         (config.tile_n, config.work_n)
