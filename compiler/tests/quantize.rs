@@ -415,7 +415,8 @@ fn outputs(runtime: &Runtime, model: &Path, inputs: &[HostTensor]) -> Vec<Vec<f3
 /// body: the test device is PoCL) sums int8 products exactly, like the
 /// loop nests, and runs the same epilogue statements on the sums: its
 /// outputs must be bit-identical to the loop nests' (`TCC_INT8_GEMM=off`),
-/// for k steps of 64 and 32, on the generic and NVIDIA targets' tiles.
+/// for k steps of 64 and 32, on every target (pocl-cpu takes the generic
+/// tiles).
 #[test]
 fn int8_gemm_template_matches_the_loop_nests_bit_for_bit() {
     let _serial = support::device_and_spawn_lock();
@@ -427,7 +428,7 @@ fn int8_gemm_template_matches_the_loop_nests_bit_for_bit() {
         let profile = profile(dir, model);
         let profile_flag = format!("--profile={}", path(&profile));
         let inputs = samples(dir, model);
-        for target in ["--target=generic", "--target=nvidia"] {
+        for target in ["--target=generic", "--target=nvidia", "--target=pocl-cpu"] {
             let flags = ["--quantize=int8", profile_flag.as_str(), target];
             let build = |int8_gemm: &str| {
                 let output = dir.join(format!("{model}-{}-{int8_gemm}.so", &target[9..]));

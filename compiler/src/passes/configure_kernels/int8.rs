@@ -8,8 +8,8 @@
 //! square tile would compute as many columns outside the product as in
 //! it). On `pocl-cpu`, whose table picks the register-blocked CPU form
 //! (which has no integer version), the generic target's tiles: over
-//! ResNet-50 at batch 1 on PoCL they took 1.5x less time than the loop
-//! nests (docs/benchmarks.md).
+//! ResNet-50 at batch 1 on PoCL they took 1.27x less kernel time than the
+//! loop nests (docs/benchmarks.md).
 //!
 //! `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests (what
 //! tcc did before the template took them: to time and test the template
