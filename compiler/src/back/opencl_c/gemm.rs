@@ -231,11 +231,13 @@ impl KernelWriter {
             next = inner.next_in_block();
             ops.push(unsafe { OperationRef::from_raw(inner.to_raw()) });
         }
-        // The tail: addf(acc, mulf(a, w)); yield.
+        // The tail: addf(acc, mulf(a, w)); yield. An int8 convolution's
+        // (`tcc-quantize-int8`) is addi(acc, muli(extsi(a), extsi(w))).
         let malformed = || CodegenError::at(&op, "convolution body is not `acc + a * w`");
         let [.., multiply, add, terminator] = ops.as_slice() else {
             return Err(malformed());
         };
+        let int8 = op_name(multiply) == "arith.muli" && op_name(add) == "arith.addi";
         fn operands<'c>(o: &OperationRef<'c, '_>) -> Vec<Value<'c, 'c>> {
             o.operands()
                 .map(|v| unsafe { Value::from_raw(v.to_raw()) })
@@ -243,22 +245,47 @@ impl KernelWriter {
         }
         let product: Value = multiply.result(0).at(&op)?.into();
         let sum: Value = add.result(0).at(&op)?.into();
-        if op_name(multiply) != "arith.mulf"
-            || op_name(add) != "arith.addf"
+        if !(int8 || (op_name(multiply) == "arith.mulf" && op_name(add) == "arith.addf"))
             || op_name(terminator) != "linalg.yield"
             || operands(terminator) != [sum]
             || !(operands(add) == [acc, product] || operands(add) == [product, acc])
         {
             return Err(malformed());
         }
-        let factors = operands(multiply);
+        // The int8 factors' sign extensions are the template's (A is staged
+        // as the i8 value itself): they leave the A computation.
+        let mut extensions = Vec::new();
+        let factors: Vec<Value> = operands(multiply)
+            .into_iter()
+            .map(|factor| match crate::ir::util::defining_op(factor) {
+                Some(extension)
+                    if int8
+                        && op_name(&extension) == "arith.extsi"
+                        && ops.iter().any(|o| o.to_raw().ptr == extension.to_raw().ptr) =>
+                {
+                    extensions.push(extension.to_raw().ptr);
+                    extension
+                        .operand(0)
+                        .map(|v| unsafe { Value::from_raw(v.to_raw()) })
+                        .unwrap_or(factor)
+                }
+                _ => factor,
+            })
+            .collect();
         let a_value = match factors.as_slice() {
             [a, w] if *w == weight && *a != weight => *a,
             [w, a] if *w == weight && *a != weight => *a,
             _ => return Err(malformed()),
         };
-        let input_ops = &ops[..ops.len() - 3];
-        let vector = channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
+        let input_ops: Vec<OperationRef> = ops[..ops.len() - 3]
+            .iter()
+            .filter(|o| !extensions.contains(&o.to_raw().ptr))
+            .copied()
+            .collect();
+        let input_ops = input_ops.as_slice();
+        // The float4 form is float only: int8 A elements are staged a byte
+        // at a time.
+        let vector = !int8 && channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         self.conv_input_ops(op, input_ops, &dims, vector, &[weight, acc])?;
