@@ -2,9 +2,9 @@
 // linalg.generic: i8 input read at clamped coordinates, the i8 zero outside
 // it, addi(acc, muli(extsi a, extsi w)) in i32; what tcc-fold-conv-inputs
 // makes of tcc-quantize-int8's padded convolutions) takes the GEMM
-// template's int8 form: A staged as words of 4 guarded bytes computed by
-// the body up to the products, int accumulators, mma.sync.m16n8k32 s8 in
-// the PTX form, and the integer loop in OpenCL C.
+// template's int8 form: A staged a word (4 channels, a char4 computed by
+// the body up to the products) at a time, int accumulators,
+// mma.sync.m16n8k32 s8 in the PTX form, and the integer loop in OpenCL C.
 // RUN: tcc compile %s --target=nvidia --emit=opencl-c | FileCheck %s
 // RUN: tcc compile %s --target=nvidia --emit=ptx | FileCheck %s --check-prefix=PTX
 
@@ -12,9 +12,9 @@
 // CHECK: on int8 tensor cores
 // CHECK: __local char tile_a[{{[0-9]+}}][{{[0-9]+}}][80]
 // CHECK: int acc[
-// CHECK: const char [[V:v[0-9]+]] = a2[
-// CHECK-NEXT: const char [[S:v[0-9]+]] = ({{v[0-9]+}} ? [[V]] : (char)0);
-// CHECK-NEXT: word |= (uint)(uchar)([[S]]) << (8 * q);
+// CHECK: const char4 [[V:v[0-9]+]] = vload4(0, a2 +
+// CHECK-NEXT: const char4 [[S:v[0-9]+]] = ({{v[0-9]+}} ? [[V]] : (char4)((char)0));
+// CHECK-NEXT: word = as_uint([[S]]);
 // CHECK: TCC_MMA_S8(acc
 // CHECK: const int acc_value = acc_init + acc[wm][wn];
 // CHECK: #else

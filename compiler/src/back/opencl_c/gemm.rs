@@ -146,9 +146,11 @@ const VECTOR_FLOAT_OPS: &[(&str, Option<&str>)] = &[
 /// values and scalars from outside the body; everything else is index
 /// arithmetic and bounds checks, shared by the 4 channels. A padded
 /// input, a folded BatchNorm + ReLU and an unrolled max pool qualify; a
-/// transposed (NCHW) input does not.
+/// transposed (NCHW) input does not. In an int8 convolution's body the
+/// int8 values may only be selected (the zero pad).
 pub(super) fn channel_vectorizable(ops: &[OperationRef], channel_dim: i64) -> bool {
     let is_float = |v: Value| v.r#type().is_f32() || v.r#type().is_f16() || v.r#type().is_f64();
+    let is_int8 = |v: Value| is_i8(v.r#type());
     ops.iter().all(|op| {
         let name = op_name(op);
         match name.as_str() {
@@ -172,17 +174,32 @@ pub(super) fn channel_vectorizable(ops: &[OperationRef], channel_dim: i64) -> bo
             name if name.starts_with("arith.") => {
                 // A compare or cast of a float would see a float4.
                 let float = op.results().any(|r| is_float(r.into())) || op.operands().any(is_float);
-                !float || VECTOR_FLOAT_OPS.iter().any(|(n, _)| *n == name)
+                let int8 = op.results().any(|r| is_int8(r.into())) || op.operands().any(is_int8);
+                (!float || VECTOR_FLOAT_OPS.iter().any(|(n, _)| *n == name))
+                    && (!int8 || name == "arith.select")
             }
             _ => false,
         }
     })
 }
 
-/// Whether `value` is a float result of one of `ops` (a vector in the
-/// float4 form of a convolution's A computation).
+/// Whether `ty` is `i8` (an int8 convolution's values).
+fn is_i8(ty: melior::ir::Type) -> bool {
+    unsafe {
+        mlir_sys::mlirTypeIsAInteger(ty.to_raw()) && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == 8
+    }
+}
+
+/// The C vector type of 4 channels of a value of type `ty` in the float4
+/// form of a convolution's A computation: `char4` for int8, else `float4`.
+fn vector_type(ty: melior::ir::Type) -> &'static str {
+    if is_i8(ty) { "char4" } else { "float4" }
+}
+
+/// Whether `value` is a float (or int8) result of one of `ops` (a vector
+/// in the float4 form of a convolution's A computation).
 fn defining_in(ops: &[OperationRef], value: Value) -> bool {
-    value.r#type().is_f32()
+    (value.r#type().is_f32() || is_i8(value.r#type()))
         && crate::ir::util::defining_op(unsafe { Value::from_raw(value.to_raw()) })
             .is_some_and(|d| ops.iter().any(|op| op.to_raw().ptr == d.to_raw().ptr))
 }
@@ -283,9 +300,7 @@ impl KernelWriter {
             .copied()
             .collect();
         let input_ops = input_ops.as_slice();
-        // The float4 form is float only: int8 A elements are staged a byte
-        // at a time.
-        let vector = !int8 && channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
+        let vector = channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         self.conv_input_ops(op, input_ops, &dims, vector, &[weight, acc])?;
@@ -346,8 +361,10 @@ impl KernelWriter {
                 let memref = inner.operand(0).at(&op)?;
                 let (view, address) = self.element_address(*inner, memref, 1)?;
                 let name = self.fresh();
+                let result: Value = inner.result(0).at(&op)?.into();
                 self.line(&format!(
-                    "const float4 {name} = {};",
+                    "const {} {name} = {};",
+                    vector_type(result.r#type()),
                     view.buffer.load_vector(4, &address)
                 ));
                 let result: Value = inner.result(0).at(&op)?.into();
@@ -355,7 +372,9 @@ impl KernelWriter {
             } else if vector
                 && let Some((_, function)) =
                     VECTOR_FLOAT_OPS.iter().find(|(n, _)| *n == op_name(inner))
-                && inner.results().any(|r| r.r#type().is_f32())
+                && inner
+                    .results()
+                    .any(|r| r.r#type().is_f32() || (is_i8(r.r#type()) && function.is_none()))
             {
                 // 4 channels at once; scalars from outside (a pad value,
                 // an accumulator start) are splat.
@@ -367,7 +386,7 @@ impl KernelWriter {
                     args.push(if condition || defining_in(input_ops, operand) {
                         name
                     } else {
-                        format!("(float4)({name})")
+                        format!("({})({name})", vector_type(operand.r#type()))
                     });
                 }
                 let expr = match (op_name(inner).as_str(), function) {
@@ -378,8 +397,11 @@ impl KernelWriter {
                     (_, None) => format!("({} * {})", args[0], args[1]),
                 };
                 let name = self.fresh();
-                self.line(&format!("const float4 {name} = {expr};"));
                 let result: Value = inner.result(0).at(&op)?.into();
+                self.line(&format!(
+                    "const {} {name} = {expr};",
+                    vector_type(result.r#type())
+                ));
                 self.names.insert(key(result), name);
             } else {
                 self.op(*inner)?;
