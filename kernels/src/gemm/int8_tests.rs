@@ -62,7 +62,10 @@ fn int8_products_run_on_s8_tensor_cores_with_int_accumulators() {
             "const int acc_value = acc_init + acc[wm][wn];",
         ],
     );
-    assert!(!opencl.contains("TCC_MMA_S8") && !opencl.contains("fma("), "{opencl}");
+    assert!(
+        !opencl.contains("TCC_MMA_S8") && !opencl.contains("fma("),
+        "{opencl}"
+    );
 }
 
 #[test]

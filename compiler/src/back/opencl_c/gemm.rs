@@ -186,7 +186,8 @@ pub(super) fn channel_vectorizable(ops: &[OperationRef], channel_dim: i64) -> bo
 /// Whether `ty` is `i8` (an int8 convolution's values).
 fn is_i8(ty: melior::ir::Type) -> bool {
     unsafe {
-        mlir_sys::mlirTypeIsAInteger(ty.to_raw()) && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == 8
+        mlir_sys::mlirTypeIsAInteger(ty.to_raw())
+            && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == 8
     }
 }
 

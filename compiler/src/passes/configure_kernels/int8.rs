@@ -17,8 +17,8 @@
 //! 32) instead.
 
 use melior::ir::TypeLike;
-use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::ValueLike;
+use melior::ir::operation::{OperationLike, OperationRef};
 
 use crate::config::{GemmConfig, Target};
 use crate::ir::contraction::GemmShape;
