@@ -374,3 +374,98 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
         "--quantize=int8 needs the OpenCL C or PTX kernels",
     );
 }
+
+/// `tcc compile` of `model` with `extra` flags into `output`, with the
+/// int8 GEMM template switch `TCC_INT8_GEMM` set to `int8_gemm`.
+fn compile_with_int8_gemm(
+    dir: &Path,
+    model: &str,
+    extra: &[&str],
+    output: &Path,
+    int8_gemm: &str,
+) -> Output {
+    let onnx = dir.join(format!("{model}.onnx"));
+    let mut args = vec!["compile", path(&onnx), "-o", path(output)];
+    args.extend_from_slice(extra);
+    Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .args(&args)
+        .env("TCC_CACHE_DIR", dir.join("cache"))
+        .env("POCL_CACHE_DIR", dir.join("pocl"))
+        .env("TCC_INT8_GEMM", int8_gemm)
+        .output()
+        .expect("run tcc")
+}
+
+/// The outputs of `model` (an artifact) on each of `inputs`.
+fn outputs(runtime: &Runtime, model: &Path, inputs: &[HostTensor]) -> Vec<Vec<f32>> {
+    let model = Model::load(model).unwrap();
+    let function = model.functions()[0].name.clone();
+    let mut session = runtime.session(&model).unwrap();
+    inputs
+        .iter()
+        .map(|input| {
+            session.run(&function, std::slice::from_ref(input)).unwrap()[0]
+                .to_f32()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The int8 GEMM template (`tcc-kernels`' `gemm::int8`, here its OpenCL C
+/// body: the test device is PoCL) sums int8 products exactly, like the
+/// loop nests, and runs the same epilogue statements on the sums: its
+/// outputs must be bit-identical to the loop nests' (`TCC_INT8_GEMM=off`),
+/// for k steps of 64 and 32, on every target (pocl-cpu takes the generic
+/// tiles).
+#[test]
+fn int8_gemm_template_matches_the_loop_nests_bit_for_bit() {
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    generate(dir);
+    let runtime = runtime();
+    for model in ["convnet", "mlp"] {
+        let profile = profile(dir, model);
+        let profile_flag = format!("--profile={}", path(&profile));
+        let inputs = samples(dir, model);
+        for target in ["--target=generic", "--target=nvidia", "--target=pocl-cpu"] {
+            let flags = ["--quantize=int8", profile_flag.as_str(), target];
+            let build = |int8_gemm: &str| {
+                let output = dir.join(format!("{model}-{}-{int8_gemm}.so", &target[9..]));
+                let o = compile_with_int8_gemm(dir, model, &flags, &output, int8_gemm);
+                assert!(o.status.success(), "{}", stderr(&o));
+                output
+            };
+            let loops = outputs(&runtime, &build("off"), &inputs);
+            // The template really runs: the convnet's kernels hold the
+            // int8 bodies (the MLP's products of one row keep loop nests
+            // on the generic target).
+            let kernels = dir.join(format!("{model}-{}-kernels", &target[9..]));
+            let mut emit = flags.to_vec();
+            emit.push("--emit=opencl-c");
+            let o = compile_with_int8_gemm(dir, model, &emit, &kernels, "on");
+            assert!(o.status.success(), "{}", stderr(&o));
+            let sources: String = std::fs::read_dir(&kernels)
+                .unwrap()
+                .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                .collect();
+            assert!(
+                model != "convnet"
+                    || (sources.contains("acc[wm][wn] += ra[wm].x * rb[wn].x")
+                        && sources.contains("TCC_MMA_S8(")),
+                "{model} {target}: no int8 GEMM kernel"
+            );
+            for int8_gemm in ["on", "32"] {
+                let template = outputs(&runtime, &build(int8_gemm), &inputs);
+                assert!(
+                    template
+                        .iter()
+                        .flatten()
+                        .zip(loops.iter().flatten())
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{model} {target} TCC_INT8_GEMM={int8_gemm}: outputs differ from the loop nests'"
+                );
+            }
+        }
+    }
+}

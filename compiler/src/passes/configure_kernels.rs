@@ -17,8 +17,10 @@
 //! left at `auto`, the `TCC_WINDOWS` environment variable) forces the
 //! window template on (in blocks of N output columns) or off for
 //! depthwise convolutions and poolings (`window.rs`), to time and test
-//! it against the loop nest.
+//! it against the loop nest; `TCC_INT8_GEMM` does the same for int8
+//! contractions (`int8.rs`).
 
+mod int8;
 mod window;
 
 use melior::Context;
@@ -172,6 +174,14 @@ impl ConfigureOptions {
             return KernelStrategy::Gemm { config, shape };
         }
         if self.templates
+            && let Some(shape) = gemm_shape(op)
+            && int8::int8_operands(op)
+            && let Some(config) =
+                int8::int8_config(target, self.gemm_config(target, kind, &shape), &shape)
+        {
+            return KernelStrategy::Gemm { config, shape };
+        }
+        if self.templates
             && let Some(reduction) = row_reduction(op)
             && target.row_reduction_template(reduction.contiguous)
         {
@@ -216,8 +226,8 @@ fn row_template(
 }
 
 /// Whether every shaped operand (tensor or buffer) of a contraction holds
-/// f32 (the GEMM template's arithmetic); int8 products with int32 sums
-/// (`tcc-quantize-int8`) run as loop nests.
+/// f32 (the GEMM template's fp32 arithmetic; int8 products with int32
+/// sums take its int8 form, see `int8`).
 fn float_operands(op: OperationRef) -> bool {
     op.operands().all(|v| {
         let ty = v.r#type().to_raw();

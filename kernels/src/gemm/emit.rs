@@ -74,9 +74,17 @@ pub(super) fn split_k_fixup(
         "  __global float* partial = {workspace} + (tile * {} + split) * {tile_elements};",
         c.split_k
     );
+    // int8 sums travel through the float workspace as their bits (exact).
+    let partial_sum = format!("partials[s * {tile_elements} + {position}]");
+    let (sum_type, zero, published, read) = if spec.int8() {
+        let read = format!("as_int({partial_sum})");
+        ("int", "0", "as_float(acc[wm][wn])", read)
+    } else {
+        ("float", "0.0f", "acc[wm][wn]", partial_sum)
+    };
     let _ = writeln!(
         out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      partial[{position}] = acc[wm][wn];"
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      partial[{position}] = {published};"
     );
     // Every work-item's partial is visible device-wide before the
     // group's arrival is counted; the last group fences again before it
@@ -102,7 +110,7 @@ pub(super) fn split_k_fixup(
     );
     let _ = writeln!(
         out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{\n      float sum = 0.0f;\n      for (int s = 0; s < {}; ++s) sum += partials[s * {tile_elements} + {position}];\n      acc[wm][wn] = sum;\n    }}",
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{\n      {sum_type} sum = {zero};\n      for (int s = 0; s < {}; ++s) sum += {read};\n      acc[wm][wn] = sum;\n    }}",
         c.split_k
     );
     let _ = writeln!(out, "  if (tid == 0) {}", counters.store("0", "tile"));

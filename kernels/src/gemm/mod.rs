@@ -23,10 +23,14 @@
 //! (`GemmSpec::tensor_cores`, PTX only) the kernel text also holds a second
 //! body under `#ifdef TCC_PTX`: the same work-group tile, epilogue and
 //! split-K, with warps of `mma.sync` tiles fed by a multi-stage `cp.async`
-//! pipeline (`tensor_cores`).
+//! pipeline (`tensor_cores`). An int8 GEMM (`TensorCores::S8`) sums int8
+//! products exactly in int32 in both bodies (`int8`).
 
 mod emit;
 mod fma;
+mod int8;
+#[cfg(test)]
+mod int8_tests;
 mod staging;
 mod tensor_cores;
 #[cfg(test)]
@@ -260,8 +264,17 @@ pub struct GemmSpec {
     /// Multiply on tensor cores (TF32 or FP16 inputs, FP32 accumulation;
     /// see `tensor_cores`), in the PTX form only: the kernel text holds the
     /// tensor-core body under `#ifdef TCC_PTX` and the exact FP32 body
-    /// otherwise. `None`: FP32 only.
+    /// otherwise. `None`: FP32 only. `Some(TensorCores::S8)`: an int8
+    /// GEMM, integer arithmetic in both bodies (see `int8`).
     pub tensor_cores: Option<TensorCores>,
+}
+
+impl GemmSpec {
+    /// Whether A and B hold int8 values summed in int32 (`acc` is an
+    /// `int`).
+    pub fn int8(&self) -> bool {
+        self.tensor_cores == Some(TensorCores::S8)
+    }
 }
 
 /// How a work-group's work-items share its tile.
@@ -346,10 +359,21 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     if c.is_register_blocked() {
         return crate::register_gemm::register_gemm_kernel(spec);
     }
-    let (vector_m, vector_n) = c.vector_widths();
-    let fma_spec = GemmSpec {
-        config: c.fma_config(),
-        ..spec.clone()
+    // The int8 body reads one char4 of k per output, strided outputs; the
+    // fp32 body may step k by less than the tensor-core body (fma_config).
+    let fma_spec = if spec.int8() {
+        int8::validate(spec)?;
+        spec.clone()
+    } else {
+        GemmSpec {
+            config: c.fma_config(),
+            ..spec.clone()
+        }
+    };
+    let (vector_m, vector_n) = if spec.int8() {
+        (1, 1)
+    } else {
+        c.vector_widths()
     };
     let fma = gemm_kernel_with(&fma_spec, Layout::Fma { vector_m, vector_n })?;
     match spec
@@ -410,6 +434,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         s.batch
     );
     match layout {
+        Layout::Fma { .. } if spec.int8() => int8::local_tiles(&mut out, &c, None),
         Layout::Fma { vector_m, .. } => {
             // Rows of tile_a are padded so that the transposing stores of
             // a warp, which walk k, spread over the local-memory banks: by
@@ -470,10 +495,15 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             8 * ni
         );
     }
-    let _ = writeln!(out, "  float acc[{acc_m}][{acc_n}];");
+    let (acc_type, zero) = if spec.int8() {
+        ("int", "0")
+    } else {
+        ("float", "0.0f")
+    };
+    let _ = writeln!(out, "  {acc_type} acc[{acc_m}][{acc_n}];");
     let _ = writeln!(
         out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      acc[wm][wn] = 0.0f;"
+        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      acc[wm][wn] = {zero};"
     );
     // Stage A (transposed into tile_a[k][m] for the fp32 body) and B.
     if spec.a_element_vector
@@ -506,6 +536,11 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         b_vector,
     };
     match layout {
+        Layout::Fma { .. } if spec.int8() => int8::integer_main_loop(
+            &mut out,
+            &int8::Int8Staging::new(spec, (&a_address, &b_address), false),
+            (&k_begin, &k_end),
+        ),
         Layout::Fma { vector_m, vector_n } => fma_main_loop(
             &mut out,
             spec,
@@ -549,10 +584,10 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
     for line in spec.init_statements.lines() {
         let _ = writeln!(out, "        {line}");
     }
-    let _ = writeln!(out, "        const float acc_init = {};", spec.init);
+    let _ = writeln!(out, "        const {acc_type} acc_init = {};", spec.init);
     let _ = writeln!(
         out,
-        "        const float acc_value = acc_init + acc[wm][wn];"
+        "        const {acc_type} acc_value = acc_init + acc[wm][wn];"
     );
     for line in spec.store.lines() {
         let _ = writeln!(out, "        {line}");

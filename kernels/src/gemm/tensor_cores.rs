@@ -33,6 +33,7 @@
 
 use std::fmt::Write as _;
 
+use super::int8::{self, Int8Staging};
 use super::staging::{
     Operand, Sources, copy_tile_async, declare_staging_registers, fetch_tile, store_tile,
 };
@@ -46,6 +47,11 @@ pub enum TensorCores {
     Tf32,
     /// `mma.sync.m16n8k16` on FP16 inputs (rounded to nearest half).
     Fp16,
+    /// An int8 GEMM (`tcc-quantize-int8`'s products): A and B hold int8
+    /// values, summed exactly into int32 accumulators (`acc` is an
+    /// `int`); the PTX body multiplies on `mma.sync.m16n8k32` s8, the
+    /// OpenCL C body in integers (`int8`).
+    S8,
 }
 
 impl TensorCores {
@@ -54,6 +60,7 @@ impl TensorCores {
         match self {
             TensorCores::Tf32 => "TF32",
             TensorCores::Fp16 => "FP16",
+            TensorCores::S8 => "int8",
         }
     }
 
@@ -62,6 +69,7 @@ impl TensorCores {
         match self {
             TensorCores::Tf32 => 8,
             TensorCores::Fp16 => 16,
+            TensorCores::S8 => 32,
         }
     }
 
@@ -71,6 +79,7 @@ impl TensorCores {
         match self {
             TensorCores::Tf32 => (4, 8),
             TensorCores::Fp16 => (8, 4),
+            TensorCores::S8 => (int8::PAD, int8::PAD),
         }
     }
 }
@@ -96,7 +105,10 @@ impl Pipeline {
     /// splits K; `None` when not even two fit.
     pub(super) fn new(c: &GemmConfig, precision: TensorCores) -> Option<Self> {
         let (pad_a, pad_b) = precision.pads();
-        let stage_bytes = 4 * (c.tile_m * (c.tile_k + pad_a) + c.tile_k * (c.tile_n + pad_b));
+        let stage_bytes = match precision {
+            TensorCores::S8 => int8::stage_bytes(c),
+            _ => 4 * (c.tile_m * (c.tile_k + pad_a) + c.tile_k * (c.tile_n + pad_b)),
+        };
         let flag = if c.split_k > 1 { 16 } else { 0 };
         let stages = ((LOCAL_MEMORY_LIMIT - flag) / stage_bytes).min(MAX_STAGES);
         (stages >= 2).then_some(Pipeline {
@@ -125,6 +137,9 @@ fn b_async(spec: &GemmSpec, sources: &Sources) -> bool {
 /// Declares the pipeline's local tiles.
 pub(super) fn local_tiles(out: &mut String, spec: &GemmSpec, pipeline: Pipeline) {
     let c = spec.config;
+    if spec.tensor_cores == Some(TensorCores::S8) {
+        return int8::local_tiles(out, &c, Some(pipeline.stages));
+    }
     let _ = writeln!(
         out,
         "  __local float tile_a[{}][{}][{}] __attribute__((aligned(16)));",
@@ -141,6 +156,102 @@ pub(super) fn local_tiles(out: &mut String, spec: &GemmSpec, pipeline: Pipeline)
     );
 }
 
+/// How a pipeline's stages are filled: the float operands' `cp.async`
+/// copies or register staging (`staging`), or the int8 ones (`int8`).
+enum StageFill<'s, 'a> {
+    Float(FloatFill<'s, 'a>),
+    Int8(Int8Staging<'a>),
+}
+
+/// The float operands' staging: each copied by `cp.async` where it may
+/// be, else through registers.
+struct FloatFill<'s, 'a> {
+    spec: &'a GemmSpec,
+    sources: &'s Sources<'a>,
+    a_async: bool,
+    b_async: bool,
+}
+
+impl FloatFill<'_, '_> {
+    /// A then B: the operand, whether `cp.async` copies it, its tile and
+    /// the registers it is fetched into otherwise.
+    fn operands(&self) -> [(Operand, bool, &'static str, &'static str); 2] {
+        [
+            (Operand::A, self.a_async, "tile_a", "fetch_a"),
+            (Operand::B, self.b_async, "tile_b", "fetch_b"),
+        ]
+    }
+}
+
+impl StageFill<'_, '_> {
+    /// Whether A and B are copied by `cp.async` (else fetched into
+    /// registers and stored).
+    fn copied(&self) -> (bool, bool) {
+        match self {
+            StageFill::Float(fill) => (fill.a_async, fill.b_async),
+            StageFill::Int8(staging) => (staging.a_async, false),
+        }
+    }
+
+    /// Declares the registers of the operands staged through them.
+    fn declare(&self, out: &mut String, threads: u32) {
+        let fill = match self {
+            StageFill::Int8(staging) => return staging.declare(out),
+            StageFill::Float(fill) => fill,
+        };
+        for (operand, copied, tile, registers) in fill.operands() {
+            if !copied {
+                let staging = fill.sources.staging(fill.spec, operand, tile, false);
+                declare_staging_registers(out, &staging, registers, threads);
+            }
+        }
+    }
+
+    /// Copies (or fetches, and with `store` also stores) the k tile at
+    /// `k_base` into `stage`.
+    fn issue(&self, out: &mut String, threads: u32, stage: &str, k_base: &str, store: bool) {
+        let (tile_a, tile_b) = (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
+        let fill = match self {
+            StageFill::Int8(staging) => {
+                staging.fetch(out, &tile_a, k_base);
+                if store {
+                    staging.store(out, &tile_a, &tile_b);
+                }
+                return;
+            }
+            StageFill::Float(fill) => fill,
+        };
+        for (operand, copied, tile, registers) in fill.operands() {
+            let tile = format!("{tile}[{stage}]");
+            let staging = fill.sources.staging(fill.spec, operand, &tile, false);
+            if copied {
+                copy_tile_async(out, &staging, threads, k_base);
+            } else {
+                fetch_tile(out, &staging, threads, registers, k_base);
+                if store {
+                    store_tile(out, &staging, threads, registers);
+                }
+            }
+        }
+    }
+
+    /// Stores the fetched registers into `stage`.
+    fn store(&self, out: &mut String, threads: u32, stage: &str) {
+        let (tile_a, tile_b) = (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
+        let fill = match self {
+            StageFill::Int8(staging) => return staging.store(out, &tile_a, &tile_b),
+            StageFill::Float(fill) => fill,
+        };
+        for (operand, copied, tile, registers) in fill.operands() {
+            if !copied {
+                let tile = format!("{tile}[{stage}]");
+                let staging = fill.sources.staging(fill.spec, operand, &tile, false);
+                store_tile(out, &staging, threads, registers);
+            }
+        }
+    }
+}
+
 /// The k loop over `[k_begin, k_end)`: a prologue puts `stages - 1` tiles
 /// in flight; then per k step wait, barrier, issue the tile `stages - 1`
 /// ahead into the stage freed by the barrier, multiply the current one.
@@ -155,7 +266,20 @@ pub(super) fn main_loop<'a>(
     let c = spec.config;
     let threads = c.workgroup_size();
     let stages = pipeline.stages;
-    let (a_async, b_async) = (a_async(spec), b_async(spec, sources));
+    let fill = match precision {
+        TensorCores::S8 => StageFill::Int8(Int8Staging::new(
+            spec,
+            (sources.a_address, sources.b_address),
+            true,
+        )),
+        _ => StageFill::Float(FloatFill {
+            spec,
+            sources,
+            a_async: a_async(spec),
+            b_async: b_async(spec, sources),
+        }),
+    };
+    let (a_async, b_async) = fill.copied();
     let how = |copied: bool| {
         if copied {
             "by cp.async"
@@ -169,54 +293,13 @@ pub(super) fn main_loop<'a>(
         how(a_async),
         how(b_async)
     );
-    if !a_async {
-        declare_staging_registers(
-            out,
-            &sources.staging(spec, Operand::A, "tile_a", false),
-            "fetch_a",
-            threads,
-        );
-    }
-    if !b_async {
-        declare_staging_registers(
-            out,
-            &sources.staging(spec, Operand::B, "tile_b", false),
-            "fetch_b",
-            threads,
-        );
-    }
+    fill.declare(out, threads);
     let _ = writeln!(
         out,
         "  const int k_tiles = (int)(({k_end} - {k_begin} + {}) / {});",
         c.tile_k - 1,
         c.tile_k
     );
-    // Copies (or fetches, and with `store` also stores) the k tile at
-    // `k_base` into `stage`.
-    let issue = |out: &mut String, stage: &str, k_base: &str, store: bool| {
-        let (tile_a, tile_b) = (format!("tile_a[{stage}]"), format!("tile_b[{stage}]"));
-        for (copied, staging, registers) in [
-            (
-                a_async,
-                sources.staging(spec, Operand::A, &tile_a, false),
-                "fetch_a",
-            ),
-            (
-                b_async,
-                sources.staging(spec, Operand::B, &tile_b, false),
-                "fetch_b",
-            ),
-        ] {
-            if copied {
-                copy_tile_async(out, &staging, threads, k_base);
-            } else {
-                fetch_tile(out, &staging, threads, registers, k_base);
-                if store {
-                    store_tile(out, &staging, threads, registers);
-                }
-            }
-        }
-    };
     for stage in 0..stages - 1 {
         let _ = writeln!(
             out,
@@ -224,7 +307,7 @@ pub(super) fn main_loop<'a>(
     const tcc_index k_first = {k_begin} + {};",
             stage * c.tile_k
         );
-        issue(out, &stage.to_string(), "k_first", true);
+        fill.issue(out, threads, &stage.to_string(), "k_first", true);
         let _ = writeln!(
             out,
             "  }}
@@ -249,7 +332,7 @@ pub(super) fn main_loop<'a>(
     const tcc_index k_next = {k_begin} + (tcc_index)ahead * {};",
         c.tile_k
     );
-    issue(out, "ahead_stage", "k_next", false);
+    fill.issue(out, threads, "ahead_stage", "k_next", false);
     let _ = writeln!(
         out,
         "    }}
@@ -259,22 +342,7 @@ pub(super) fn main_loop<'a>(
     if !a_async || !b_async {
         // The fetched tile goes into the stage no warp reads in this step.
         let _ = writeln!(out, "    if (ahead < k_tiles) {{");
-        if !a_async {
-            store_tile(
-                out,
-                &sources.staging(spec, Operand::A, "tile_a[ahead_stage]", false),
-                threads,
-                "fetch_a",
-            );
-        }
-        if !b_async {
-            store_tile(
-                out,
-                &sources.staging(spec, Operand::B, "tile_b[ahead_stage]", false),
-                threads,
-                "fetch_b",
-            );
-        }
+        fill.store(out, threads, "ahead_stage");
         let _ = writeln!(out, "    }}");
     }
     let _ = writeln!(out, "  }}");
@@ -285,6 +353,9 @@ pub(super) fn main_loop<'a>(
 /// `tile_a[stage]`, `tile_b[stage]` and issues `mi * ni` `mma.sync`s into
 /// `acc` (c0, c1: row group, columns 2 tig, 2 tig + 1; c2, c3: row group + 8).
 fn mma_steps(out: &mut String, precision: TensorCores, tile_k: u32, mi: u32, ni: u32) {
+    if precision == TensorCores::S8 {
+        return int8::mma_steps(out, tile_k, mi, ni);
+    }
     let step = precision.mma_k();
     let _ = writeln!(
         out,
@@ -301,7 +372,7 @@ fn mma_steps(out: &mut String, precision: TensorCores, tile_k: u32, mi: u32, ni:
                 "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = as_uint(tile_b[stage][ks + tig][col]) + 0x1000u;\n        fb[n][1] = as_uint(tile_b[stage][ks + tig + 4][col]) + 0x1000u;\n      }}"
             );
         }
-        TensorCores::Fp16 => {
+        TensorCores::Fp16 | TensorCores::S8 => {
             let _ = writeln!(
                 out,
                 "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m) {{\n        const int r = warp_row + m * 16 + group;\n        const float2 a0 = vload2(0, &tile_a[stage][r][ks + 2 * tig]), a1 = vload2(0, &tile_a[stage][r + 8][ks + 2 * tig]);\n        const float2 a2 = vload2(0, &tile_a[stage][r][ks + 2 * tig + 8]), a3 = vload2(0, &tile_a[stage][r + 8][ks + 2 * tig + 8]);\n        fa[m][0] = tcc_f16x2(a0.x, a0.y); fa[m][1] = tcc_f16x2(a1.x, a1.y);\n        fa[m][2] = tcc_f16x2(a2.x, a2.y); fa[m][3] = tcc_f16x2(a3.x, a3.y);\n      }}"
@@ -314,7 +385,7 @@ fn mma_steps(out: &mut String, precision: TensorCores, tile_k: u32, mi: u32, ni:
     }
     let mma = match precision {
         TensorCores::Tf32 => "TCC_MMA_TF32",
-        TensorCores::Fp16 => "TCC_MMA_F16",
+        TensorCores::Fp16 | TensorCores::S8 => "TCC_MMA_F16",
     };
     let _ = writeln!(
         out,

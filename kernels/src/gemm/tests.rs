@@ -6,7 +6,7 @@ use super::*;
 const SMALL_TILES: [u32; 6] = [32, 32, 8, 2, 2, 1];
 
 /// A configuration from `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
-fn tiles([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
+pub(super) fn tiles([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
     GemmConfig {
         tile_k,
         work_m,
@@ -271,7 +271,7 @@ fn warps_keep_the_local_ids_where_8x4_does_not_divide_the_group() {
 
 /// `spec` with 16-byte aligned row-major operands (M = 256, N = 192, K =
 /// 64): what `cp.async` copies.
-fn aligned_spec(config: GemmConfig, precision: TensorCores) -> GemmSpec {
+pub(super) fn aligned_spec(config: GemmConfig, precision: TensorCores) -> GemmSpec {
     let mut spec = spec(config);
     spec.shape = GemmShape {
         batch: 1,
@@ -287,14 +287,14 @@ fn aligned_spec(config: GemmConfig, precision: TensorCores) -> GemmSpec {
 }
 
 /// The PTX and fp32 bodies of a kernel with tensor cores.
-fn bodies(text: &str) -> (&str, &str) {
+pub(super) fn bodies(text: &str) -> (&str, &str) {
     text.strip_prefix("#ifdef TCC_PTX\n")
         .and_then(|t| t.strip_suffix("#endif\n"))
         .and_then(|t| t.split_once("#else\n"))
         .expect("two bodies")
 }
 
-fn assert_contains(text: &str, expected: &[&str]) {
+pub(super) fn assert_contains(text: &str, expected: &[&str]) {
     for e in expected {
         assert!(text.contains(e), "missing `{e}` in:\n{text}");
     }

@@ -5,12 +5,13 @@
 //! into the C statements the template runs per output element.
 
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
+use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 use tcc_kernels::{
-    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, TensorCores,
+    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, Storage, TensorCores,
     gemm_kernel,
 };
 
+use super::conv_inputs::channel_vectorizable;
 use super::template::{KernelTemplate, TemplateKernel, gemm_comment};
 use super::writer::{
     ElementType, KernelWriter, MemrefView, Precision, argument_buffer, key, memref_shape,
@@ -125,68 +126,6 @@ struct Contraction {
     dims: Vec<String>,
 }
 
-/// The float ops a convolution's A computation may hold in its float4
-/// form, with their vector C function (`None`: an infix operator).
-const VECTOR_FLOAT_OPS: &[(&str, Option<&str>)] = &[
-    ("arith.addf", None),
-    ("arith.subf", None),
-    ("arith.mulf", None),
-    ("arith.maximumf", Some("tcc_maximumf4")),
-    ("arith.minimumf", Some("tcc_minimumf4")),
-    ("arith.maxnumf", Some("fmax")),
-    ("arith.minnumf", Some("fmin")),
-    ("arith.select", None),
-];
-
-/// Whether a convolution generic's A computation (the body before its
-/// `acc + a * w`) can run 4 channels at a time: every load's last index is
-/// the channel (`linalg.index channel_dim`, unclamped), so 4 neighbouring channels
-/// lie next to each other in one pixel; every float op is elementwise
-/// (add, sub, mul, max, min, a select by a scalar bounds check) on loaded
-/// values and scalars from outside the body; everything else is index
-/// arithmetic and bounds checks, shared by the 4 channels. A padded
-/// input, a folded BatchNorm + ReLU and an unrolled max pool qualify; a
-/// transposed (NCHW) input does not.
-pub(super) fn channel_vectorizable(ops: &[OperationRef], channel_dim: i64) -> bool {
-    let is_float = |v: Value| v.r#type().is_f32() || v.r#type().is_f16() || v.r#type().is_f64();
-    ops.iter().all(|op| {
-        let name = op_name(op);
-        match name.as_str() {
-            "linalg.index" => true,
-            "memref.load" => {
-                op.operand_count() >= 2
-                    && op
-                        .operand(op.operand_count() - 1)
-                        .ok()
-                        .and_then(crate::ir::util::defining_op)
-                        .is_some_and(|index| {
-                            op_name(&index) == "linalg.index"
-                                && index
-                                    .attribute("dim")
-                                    .ok()
-                                    .and_then(crate::ir::util::integer_value)
-                                    == Some(channel_dim)
-                        })
-            }
-            "arith.constant" => true,
-            name if name.starts_with("arith.") => {
-                // A compare or cast of a float would see a float4.
-                let float = op.results().any(|r| is_float(r.into())) || op.operands().any(is_float);
-                !float || VECTOR_FLOAT_OPS.iter().any(|(n, _)| *n == name)
-            }
-            _ => false,
-        }
-    })
-}
-
-/// Whether `value` is a float result of one of `ops` (a vector in the
-/// float4 form of a convolution's A computation).
-fn defining_in(ops: &[OperationRef], value: Value) -> bool {
-    value.r#type().is_f32()
-        && crate::ir::util::defining_op(unsafe { Value::from_raw(value.to_raw()) })
-            .is_some_and(|d| ops.iter().any(|op| op.to_raw().ptr == d.to_raw().ptr))
-}
-
 /// Whether `op` is a 2-D NHWC/HWCF convolution rewritten into a generic by
 /// `tcc-fold-conv-inputs` (input padding and producer in its body).
 fn is_conv_generic(op: OperationRef) -> bool {
@@ -231,11 +170,13 @@ impl KernelWriter {
             next = inner.next_in_block();
             ops.push(unsafe { OperationRef::from_raw(inner.to_raw()) });
         }
-        // The tail: addf(acc, mulf(a, w)); yield.
+        // The tail: addf(acc, mulf(a, w)); yield. An int8 convolution's
+        // (`tcc-quantize-int8`) is addi(acc, muli(extsi(a), extsi(w))).
         let malformed = || CodegenError::at(&op, "convolution body is not `acc + a * w`");
         let [.., multiply, add, terminator] = ops.as_slice() else {
             return Err(malformed());
         };
+        let int8 = op_name(multiply) == "arith.muli" && op_name(add) == "arith.addi";
         fn operands<'c>(o: &OperationRef<'c, '_>) -> Vec<Value<'c, 'c>> {
             o.operands()
                 .map(|v| unsafe { Value::from_raw(v.to_raw()) })
@@ -243,21 +184,44 @@ impl KernelWriter {
         }
         let product: Value = multiply.result(0).at(&op)?.into();
         let sum: Value = add.result(0).at(&op)?.into();
-        if op_name(multiply) != "arith.mulf"
-            || op_name(add) != "arith.addf"
+        if !(int8 || (op_name(multiply) == "arith.mulf" && op_name(add) == "arith.addf"))
             || op_name(terminator) != "linalg.yield"
             || operands(terminator) != [sum]
             || !(operands(add) == [acc, product] || operands(add) == [product, acc])
         {
             return Err(malformed());
         }
-        let factors = operands(multiply);
+        // The int8 factors' sign extensions are the template's (A is staged
+        // as the i8 value itself): they leave the A computation.
+        let mut extensions = Vec::new();
+        let factors: Vec<Value> = operands(multiply)
+            .into_iter()
+            .map(|factor| match crate::ir::util::defining_op(factor) {
+                Some(extension)
+                    if int8
+                        && op_name(&extension) == "arith.extsi"
+                        && ops.iter().any(|o| o.to_raw().ptr == extension.to_raw().ptr) =>
+                {
+                    extensions.push(extension.to_raw().ptr);
+                    extension
+                        .operand(0)
+                        .map(|v| unsafe { Value::from_raw(v.to_raw()) })
+                        .unwrap_or(factor)
+                }
+                _ => factor,
+            })
+            .collect();
         let a_value = match factors.as_slice() {
             [a, w] if *w == weight && *a != weight => *a,
             [w, a] if *w == weight && *a != weight => *a,
             _ => return Err(malformed()),
         };
-        let input_ops = &ops[..ops.len() - 3];
+        let input_ops: Vec<OperationRef> = ops[..ops.len() - 3]
+            .iter()
+            .filter(|o| !extensions.contains(&o.to_raw().ptr))
+            .copied()
+            .collect();
+        let input_ops = input_ops.as_slice();
         let vector = channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
@@ -277,88 +241,6 @@ impl KernelWriter {
             c_value_key: key(c_value),
             dims: vec![n, y, x, "j".to_string()],
         })
-    }
-
-    /// Translates the input computation of a `tcc.conv` generic (its body
-    /// before the combiner) into statements: `linalg.index` bound to the C
-    /// expressions of `dims` (`None`: a dimension the input must not
-    /// depend on), and with `vector` every load and float op 4 channels
-    /// wide (see [`channel_vectorizable`]). `reserved` (the filter's and
-    /// accumulator's block arguments) must not be read.
-    pub(super) fn conv_input_ops(
-        &mut self,
-        op: OperationRef,
-        input_ops: &[OperationRef],
-        dims: &[Option<String>],
-        vector: bool,
-        reserved: &[Value],
-    ) -> Result<(), CodegenError> {
-        for inner in input_ops {
-            if inner.operands().any(|v| reserved.contains(&v)) {
-                return Err(CodegenError::at(
-                    inner,
-                    "the input computation of a convolution reads its filter or accumulator",
-                ));
-            }
-            if op_name(inner) == "linalg.index" {
-                let dim = inner
-                    .attribute("dim")
-                    .ok()
-                    .and_then(crate::ir::util::integer_value)
-                    .and_then(|d| dims.get(d as usize).cloned().flatten())
-                    .ok_or_else(|| {
-                        CodegenError::at(
-                            inner,
-                            "the input of a convolution depends on its output channel",
-                        )
-                    })?;
-                let result: Value = inner.result(0).at(&op)?.into();
-                self.names.insert(key(result), dim);
-            } else if vector && op_name(inner) == "memref.load" {
-                // The first of 4 channels: the same address, 4 wide.
-                let memref = inner.operand(0).at(&op)?;
-                let (view, address) = self.element_address(*inner, memref, 1)?;
-                let name = self.fresh();
-                self.line(&format!(
-                    "const float4 {name} = {};",
-                    view.buffer.load_vector(4, &address)
-                ));
-                let result: Value = inner.result(0).at(&op)?.into();
-                self.names.insert(key(result), name);
-            } else if vector
-                && let Some((_, function)) =
-                    VECTOR_FLOAT_OPS.iter().find(|(n, _)| *n == op_name(inner))
-                && inner.results().any(|r| r.r#type().is_f32())
-            {
-                // 4 channels at once; scalars from outside (a pad value,
-                // an accumulator start) are splat.
-                let mut args = Vec::new();
-                for (index, operand) in inner.operands().enumerate() {
-                    let name = self.operand(*inner, index)?;
-                    // A select's condition stays scalar.
-                    let condition = index == 0 && op_name(inner) == "arith.select";
-                    args.push(if condition || defining_in(input_ops, operand) {
-                        name
-                    } else {
-                        format!("(float4)({name})")
-                    });
-                }
-                let expr = match (op_name(inner).as_str(), function) {
-                    ("arith.select", _) => format!("({} ? {} : {})", args[0], args[1], args[2]),
-                    (_, Some(function)) => format!("{function}({}, {})", args[0], args[1]),
-                    ("arith.addf", None) => format!("({} + {})", args[0], args[1]),
-                    ("arith.subf", None) => format!("({} - {})", args[0], args[1]),
-                    (_, None) => format!("({} * {})", args[0], args[1]),
-                };
-                let name = self.fresh();
-                self.line(&format!("const float4 {name} = {expr};"));
-                let result: Value = inner.result(0).at(&op)?.into();
-                self.names.insert(key(result), name);
-            } else {
-                self.op(*inner)?;
-            }
-        }
-        Ok(())
     }
 
     fn contraction(&self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
@@ -484,6 +366,7 @@ impl KernelWriter {
         } else {
             self.contraction(contraction_op, tile_k)?
         };
+        let int8 = contraction.b.buffer.storage == Storage::I8;
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let (init_statements, init) = match (&fill, init_generic) {
             (Some((target, value)), _) if *target == contraction.c_value_key => {
@@ -529,7 +412,10 @@ impl KernelWriter {
             init,
             store,
             split_k_scratch,
+            // int8 weights: an int8 GEMM (`tcc-quantize-int8`), whatever
+            // the precision.
             tensor_cores: match self.precision {
+                _ if int8 => Some(TensorCores::S8),
                 Precision::Fp32 => None,
                 Precision::Tf32 => Some(TensorCores::Tf32),
                 Precision::Fp16 => Some(TensorCores::Fp16),

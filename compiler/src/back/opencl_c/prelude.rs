@@ -1,7 +1,8 @@
 //! The text every OpenCL C program starts with (after its `tcc_index`
 //! typedef): IEEE-754 helpers, the global fence, the PTX form's TF32
 //! tensor-core and `exp` helpers; and what programs compiled with
-//! `--precision=tf32|fp16` add for the tensor-core GEMM pipeline.
+//! `--precision=tf32|fp16` add for the tensor-core GEMM pipeline, and
+//! programs with int8 GEMMs (`--quantize=int8`) for theirs.
 
 use super::writer::Precision;
 
@@ -85,9 +86,38 @@ inline uint tcc_f16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.f16x2.f32 %
 
 /// What a program compiled at `precision` adds after [`PRELUDE`]: nothing
 /// for fp32.
-pub(super) fn precision_prelude(precision: Precision) -> &'static str {
+fn precision_prelude(precision: Precision) -> &'static str {
     match precision {
         Precision::Fp32 => "",
         Precision::Tf32 | Precision::Fp16 => TENSOR_CORES,
+    }
+}
+
+/// The int8 `mma.sync.m16n8k32` of int8 GEMMs' PTX body (`tcc-kernels`'
+/// `gemm::int8`): four int8 of consecutive k per fragment word, int32
+/// accumulators.
+const INT8_MMA: &str = "\
+#ifdef TCC_PTX
+/* int8 tensor cores (--quantize=int8): s8 x s8 products summed exactly in s32. */
+#define TCC_MMA_S8(c0, c1, c2, c3, a0, a1, a2, a3, b0, b1) \\
+  __asm__(\"mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
+          : \"+r\"(c0), \"+r\"(c1), \"+r\"(c2), \"+r\"(c3) \\
+          : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
+#endif
+";
+
+/// What a program adds after [`PRELUDE`]: the tensor-core pipeline's
+/// helpers at `precision` tf32 or fp16, or where a kernel (one of
+/// `kernels`' texts) multiplies int8 on tensor cores, with the int8
+/// `mma` beside them; nothing for an fp32 program without int8 GEMMs.
+pub(super) fn program_prelude<'a>(
+    precision: Precision,
+    mut kernels: impl Iterator<Item = &'a str>,
+) -> String {
+    let int8 = kernels.any(|text| text.contains("TCC_MMA_S8("));
+    if int8 {
+        format!("{TENSOR_CORES}{INT8_MMA}")
+    } else {
+        precision_prelude(precision).to_string()
     }
 }

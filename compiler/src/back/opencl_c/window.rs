@@ -15,7 +15,7 @@ use tcc_kernels::{
     window_kernel,
 };
 
-use super::gemm::channel_vectorizable;
+use super::conv_inputs::channel_vectorizable;
 use super::template::{KernelTemplate, TemplateKernel};
 use super::writer::{KernelWriter, MemrefView, key, memref_shape};
 use crate::back::{CodegenError, ErrorAt};

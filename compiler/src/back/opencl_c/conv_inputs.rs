@@ -1,0 +1,185 @@
+//! The A computation of convolutions whose input padding and producer
+//! were folded into their loads (`tcc.conv` generics, `tcc-fold-conv-inputs`):
+//! the generic's body before its combiner translated into C statements,
+//! one channel at a time or 4 (`float4`, or `char4` for int8 convolutions)
+//! where every load reads neighbouring channels of one pixel. The implicit
+//! GEMM (`gemm.rs`) and the window template (`window.rs`) compute their
+//! operands with it.
+
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{TypeLike, Value, ValueLike};
+
+use super::writer::{KernelWriter, key};
+use crate::back::{CodegenError, ErrorAt};
+use crate::ir::util::op_name;
+
+/// The float ops a convolution's A computation may hold in its float4
+/// form, with their vector C function (`None`: an infix operator).
+const VECTOR_FLOAT_OPS: &[(&str, Option<&str>)] = &[
+    ("arith.addf", None),
+    ("arith.subf", None),
+    ("arith.mulf", None),
+    ("arith.maximumf", Some("tcc_maximumf4")),
+    ("arith.minimumf", Some("tcc_minimumf4")),
+    ("arith.maxnumf", Some("fmax")),
+    ("arith.minnumf", Some("fmin")),
+    ("arith.select", None),
+];
+
+/// Whether a convolution generic's A computation (the body before its
+/// `acc + a * w`) can run 4 channels at a time: every load's last index is
+/// the channel (`linalg.index channel_dim`, unclamped), so 4 neighbouring channels
+/// lie next to each other in one pixel; every float op is elementwise
+/// (add, sub, mul, max, min, a select by a scalar bounds check) on loaded
+/// values and scalars from outside the body; everything else is index
+/// arithmetic and bounds checks, shared by the 4 channels. A padded
+/// input, a folded BatchNorm + ReLU and an unrolled max pool qualify; a
+/// transposed (NCHW) input does not. In an int8 convolution's body the
+/// int8 values may only be selected (the zero pad).
+pub(super) fn channel_vectorizable(ops: &[OperationRef], channel_dim: i64) -> bool {
+    let is_float = |v: Value| v.r#type().is_f32() || v.r#type().is_f16() || v.r#type().is_f64();
+    let is_int8 = |v: Value| is_i8(v.r#type());
+    ops.iter().all(|op| {
+        let name = op_name(op);
+        match name.as_str() {
+            "linalg.index" => true,
+            "memref.load" => {
+                op.operand_count() >= 2
+                    && op
+                        .operand(op.operand_count() - 1)
+                        .ok()
+                        .and_then(crate::ir::util::defining_op)
+                        .is_some_and(|index| {
+                            op_name(&index) == "linalg.index"
+                                && index
+                                    .attribute("dim")
+                                    .ok()
+                                    .and_then(crate::ir::util::integer_value)
+                                    == Some(channel_dim)
+                        })
+            }
+            "arith.constant" => true,
+            name if name.starts_with("arith.") => {
+                // A compare or cast of a float would see a float4.
+                let float = op.results().any(|r| is_float(r.into())) || op.operands().any(is_float);
+                let int8 = op.results().any(|r| is_int8(r.into())) || op.operands().any(is_int8);
+                (!float || VECTOR_FLOAT_OPS.iter().any(|(n, _)| *n == name))
+                    && (!int8 || name == "arith.select")
+            }
+            _ => false,
+        }
+    })
+}
+
+/// Whether `ty` is `i8` (an int8 convolution's values).
+fn is_i8(ty: melior::ir::Type) -> bool {
+    unsafe {
+        mlir_sys::mlirTypeIsAInteger(ty.to_raw())
+            && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == 8
+    }
+}
+
+/// The C vector type of 4 channels of a value of type `ty` in the float4
+/// form of a convolution's A computation: `char4` for int8, else `float4`.
+fn vector_type(ty: melior::ir::Type) -> &'static str {
+    if is_i8(ty) { "char4" } else { "float4" }
+}
+
+/// Whether `value` is a float (or int8) result of one of `ops` (a vector
+/// in the float4 form of a convolution's A computation).
+fn defining_in(ops: &[OperationRef], value: Value) -> bool {
+    (value.r#type().is_f32() || is_i8(value.r#type()))
+        && crate::ir::util::defining_op(unsafe { Value::from_raw(value.to_raw()) })
+            .is_some_and(|d| ops.iter().any(|op| op.to_raw().ptr == d.to_raw().ptr))
+}
+
+impl KernelWriter {
+    /// Translates the input computation of a `tcc.conv` generic (its body
+    /// before the combiner) into statements: `linalg.index` bound to the C
+    /// expressions of `dims` (`None`: a dimension the input must not
+    /// depend on), and with `vector` every load and float op 4 channels
+    /// wide (see [`channel_vectorizable`]). `reserved` (the filter's and
+    /// accumulator's block arguments) must not be read.
+    pub(super) fn conv_input_ops(
+        &mut self,
+        op: OperationRef,
+        input_ops: &[OperationRef],
+        dims: &[Option<String>],
+        vector: bool,
+        reserved: &[Value],
+    ) -> Result<(), CodegenError> {
+        for inner in input_ops {
+            if inner.operands().any(|v| reserved.contains(&v)) {
+                return Err(CodegenError::at(
+                    inner,
+                    "the input computation of a convolution reads its filter or accumulator",
+                ));
+            }
+            if op_name(inner) == "linalg.index" {
+                let dim = inner
+                    .attribute("dim")
+                    .ok()
+                    .and_then(crate::ir::util::integer_value)
+                    .and_then(|d| dims.get(d as usize).cloned().flatten())
+                    .ok_or_else(|| {
+                        CodegenError::at(
+                            inner,
+                            "the input of a convolution depends on its output channel",
+                        )
+                    })?;
+                let result: Value = inner.result(0).at(&op)?.into();
+                self.names.insert(key(result), dim);
+            } else if vector && op_name(inner) == "memref.load" {
+                // The first of 4 channels: the same address, 4 wide.
+                let memref = inner.operand(0).at(&op)?;
+                let (view, address) = self.element_address(*inner, memref, 1)?;
+                let name = self.fresh();
+                let result: Value = inner.result(0).at(&op)?.into();
+                self.line(&format!(
+                    "const {} {name} = {};",
+                    vector_type(result.r#type()),
+                    view.buffer.load_vector(4, &address)
+                ));
+                let result: Value = inner.result(0).at(&op)?.into();
+                self.names.insert(key(result), name);
+            } else if vector
+                && let Some((_, function)) =
+                    VECTOR_FLOAT_OPS.iter().find(|(n, _)| *n == op_name(inner))
+                && inner
+                    .results()
+                    .any(|r| r.r#type().is_f32() || (is_i8(r.r#type()) && function.is_none()))
+            {
+                // 4 channels at once; scalars from outside (a pad value,
+                // an accumulator start) are splat.
+                let mut args = Vec::new();
+                for (index, operand) in inner.operands().enumerate() {
+                    let name = self.operand(*inner, index)?;
+                    // A select's condition stays scalar.
+                    let condition = index == 0 && op_name(inner) == "arith.select";
+                    args.push(if condition || defining_in(input_ops, operand) {
+                        name
+                    } else {
+                        format!("({})({name})", vector_type(operand.r#type()))
+                    });
+                }
+                let expr = match (op_name(inner).as_str(), function) {
+                    ("arith.select", _) => format!("({} ? {} : {})", args[0], args[1], args[2]),
+                    (_, Some(function)) => format!("{function}({}, {})", args[0], args[1]),
+                    ("arith.addf", None) => format!("({} + {})", args[0], args[1]),
+                    ("arith.subf", None) => format!("({} - {})", args[0], args[1]),
+                    (_, None) => format!("({} * {})", args[0], args[1]),
+                };
+                let name = self.fresh();
+                let result: Value = inner.result(0).at(&op)?.into();
+                self.line(&format!(
+                    "const {} {name} = {expr};",
+                    vector_type(result.r#type())
+                ));
+                self.names.insert(key(result), name);
+            } else {
+                self.op(*inner)?;
+            }
+        }
+        Ok(())
+    }
+}
