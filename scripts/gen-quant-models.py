@@ -7,7 +7,11 @@ quantization test (compiler/tests/quantize.rs) profiles and quantizes.
 - mlp: MatMul + Add + Relu, Gemm (10 classes);
 - dwnet: Conv 3x3 + Relu, depthwise Conv 3x3 (group = channels) + Relu,
   Conv 1x1 + Relu, all padded where 3x3, GlobalAveragePool, Flatten, Gemm
-  (the int8 depthwise and pad folding test, compiler/tests/quantize_graph.rs).
+  (the int8 depthwise and pad folding test, compiler/tests/quantize_graph.rs);
+- widenet: Conv 3x3 + Relu, Conv 1x1 to 256 channels + Relu, then
+  ResNet-50's tail (AveragePool over the image, Reshape, Gemm): a
+  classifier whose 256-long int8 rows take the row-reduction template's
+  int32 sums (compiler/tests/quantize.rs).
 
 Weights are seeded uniform values scaled like He initialization, so that
 activations stay of order 1 through the layers; the samples are seeded
@@ -122,6 +126,36 @@ def dwnet(rng):
     return classifier("dwnet", nodes, inits)
 
 
+def widenet(rng):
+    inits = [
+        numpy_helper.from_array(weight(rng, (16, 3, 3, 3), 27), "w1"),
+        numpy_helper.from_array(weight(rng, (16,), 27) * 0.1, "b1"),
+        numpy_helper.from_array(weight(rng, (256, 16, 1, 1), 16), "w2"),
+        numpy_helper.from_array(weight(rng, (256,), 16) * 0.1, "b2"),
+        numpy_helper.from_array(weight(rng, (10, 256), 256), "w3"),
+        numpy_helper.from_array(weight(rng, (10,), 256) * 0.1, "b3"),
+        numpy_helper.from_array(np.array([1, 256], dtype=np.int64), "flat"),
+    ]
+    # ResNet-50's tail: AveragePool over the whole image, Reshape, Gemm.
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2"),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("AveragePool", ["r2"], ["p"], name="pool", kernel_shape=[16, 16]),
+        helper.make_node("Reshape", ["p", "flat"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "widenet",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    return graph, (1, 3, 16, 16)
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     samples = 16
@@ -132,7 +166,12 @@ def main():
         sys.exit(__doc__)
     out = args[0]
     os.makedirs(out, exist_ok=True)
-    for name, build in [("convnet", convnet), ("mlp", mlp), ("dwnet", dwnet)]:
+    for name, build in [
+        ("convnet", convnet),
+        ("mlp", mlp),
+        ("dwnet", dwnet),
+        ("widenet", widenet),
+    ]:
         rng = np.random.default_rng(2026)
         graph, shape = build(rng)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

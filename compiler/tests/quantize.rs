@@ -416,7 +416,8 @@ fn outputs(runtime: &Runtime, model: &Path, inputs: &[HostTensor]) -> Vec<Vec<f3
 /// loop nests, and runs the same epilogue statements on the sums: its
 /// outputs must be bit-identical to the loop nests' (`TCC_INT8_GEMM=off`),
 /// for k steps of 64 and 32, on every target (pocl-cpu takes the generic
-/// tiles).
+/// tiles). So must the row-reduction template's int32 sums (widenet's
+/// classifier), which `TCC_INT8_GEMM=off` also turns into loop nests.
 #[test]
 fn int8_gemm_template_matches_the_loop_nests_bit_for_bit() {
     let _serial = support::device_and_spawn_lock();
@@ -424,7 +425,7 @@ fn int8_gemm_template_matches_the_loop_nests_bit_for_bit() {
     let dir = dir.path();
     generate(dir);
     let runtime = runtime();
-    for model in ["convnet", "mlp"] {
+    for model in ["convnet", "mlp", "widenet"] {
         let profile = profile(dir, model);
         let profile_flag = format!("--profile={}", path(&profile));
         let inputs = samples(dir, model);
@@ -454,6 +455,16 @@ fn int8_gemm_template_matches_the_loop_nests_bit_for_bit() {
                     || (sources.contains("acc[wm][wn] += ra[wm].x * rb[wn].x")
                         && sources.contains("TCC_MMA_S8(")),
                 "{model} {target}: no int8 GEMM kernel"
+            );
+            // The widenet's classifier (ResNet-50's tail: a 256-long int8
+            // row per class) sums in the row-reduction template, in int, on
+            // the GPU targets (pocl-cpu takes the template only where the
+            // rows are contiguous, and the weights' are strided).
+            assert!(
+                model != "widenet"
+                    || target == "--target=pocl-cpu"
+                    || sources.contains("int partial_total = 0;"),
+                "{model} {target}: the classifier's int32 sums left the row template"
             );
             for int8_gemm in ["on", "32"] {
                 let template = outputs(&runtime, &build(int8_gemm), &inputs);

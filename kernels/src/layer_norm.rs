@@ -69,7 +69,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     let n = spec.columns;
     let load = spec.input.load("in_row");
     let mut out = String::new();
-    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets);
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets, "float");
     let _ = writeln!(out, "  const float inverse_n = 1.0f / {n}.0f;");
     let contiguous = [&spec.input, &spec.output, &spec.scale, &spec.bias]
         .iter()
@@ -83,6 +83,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         &mut out,
         w,
         &RowReduction {
+            ty: "float",
             index: "c",
             length: n,
             element: &element,
@@ -97,6 +98,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         &mut out,
         w,
         &RowReduction {
+            ty: "float",
             index: "c",
             length: n,
             element: &deviation,

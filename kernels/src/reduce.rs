@@ -18,14 +18,19 @@ pub struct RowReduceSpec {
     pub length: i64,
     /// C statements computing the row's indices from `tcc_index row`.
     pub row_setup: String,
-    /// C statements computing `float value` for reduction index `tcc_index r`.
+    /// The C type of the values, partials and total: `float`, or `int`
+    /// for integer sums (an int8 matrix-vector product's int32 sums, which
+    /// are exact in any order).
+    pub ty: &'static str,
+    /// C statements computing `const TY value` for reduction index
+    /// `tcc_index r`.
     pub element: String,
     /// The combiner's identity, a C expression.
     pub identity: String,
     /// The combiner as a C expression of `{a}` and `{b}`.
     pub combine: String,
-    /// C statements run by work-item 0 with `float total` in scope, storing
-    /// the result.
+    /// C statements run by work-item 0 with `const TY total` in scope,
+    /// storing the result.
     pub finish: String,
 }
 
@@ -33,13 +38,14 @@ pub struct RowReduceSpec {
 pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
     let w = spec.kernel.workgroup_size("row reduction")?;
     let mut out = String::new();
-    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_setup);
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_setup, spec.ty);
     reduce_row(
         &mut out,
         w,
         &RowReduction {
             index: "r",
             length: spec.length,
+            ty: spec.ty,
             element: &spec.element,
             identity: &spec.identity,
             combine: &spec.combine,
@@ -70,6 +76,7 @@ mod tests {
             },
             length: 2048,
             row_setup: "const tcc_index d0 = row;".into(),
+            ty: "float",
             element: "const float value = a1[d0 * 2048 + r];".into(),
             identity: "0.0f".into(),
             combine: "({a} + {b})".into(),
@@ -97,6 +104,33 @@ mod tests {
                 ..spec
             })
             .is_err()
+        );
+    }
+
+    #[test]
+    fn integer_sums_keep_int_partials_and_scratch() {
+        let spec = RowReduceSpec {
+            kernel: RowKernel {
+                name: "reduce_cast_mul_add_0".into(),
+                parameters: crate::KernelParameters::floats(&[true, false]),
+                comment: "/* test */".into(),
+                workgroup_size: 256,
+            },
+            length: 2048,
+            row_setup: "const tcc_index d0 = row;".into(),
+            ty: "int",
+            element: "const int value = (int)a1[r] * (int)a2[r * 1000 + d0];".into(),
+            identity: "0".into(),
+            combine: "({a} + {b})".into(),
+            finish: "a0[d0] = (0 + total);".into(),
+        };
+        let text = row_reduce_kernel(&spec).unwrap();
+        assert!(text.contains("__local int scratch[256];"), "{text}");
+        assert!(text.contains("int partial_total = 0;"), "{text}");
+        assert!(text.contains("const int total = scratch[0];"), "{text}");
+        assert!(
+            !text.contains("float partial") && !text.contains("float total"),
+            "{text}"
         );
     }
 }

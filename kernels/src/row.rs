@@ -85,8 +85,13 @@ impl RowKernel {
 
 /// Writes the kernel header, `row` (the work-group's row), and the
 /// per-row `setup` statements; with `w > 1` work-items also the
-/// `scratch` array of `w` floats and `lid`.
-pub(crate) fn row_kernel_prologue(out: &mut String, kernel: &RowKernel, setup: &str) {
+/// `scratch` array of `w` values of C type `scratch` and `lid`.
+pub(crate) fn row_kernel_prologue(
+    out: &mut String,
+    kernel: &RowKernel,
+    setup: &str,
+    scratch: &str,
+) {
     let RowKernel {
         name,
         parameters,
@@ -101,7 +106,7 @@ pub(crate) fn row_kernel_prologue(out: &mut String, kernel: &RowKernel, setup: &
     );
     let _ = writeln!(out, "void {name}({parameters}) {{");
     if w > 1 {
-        let _ = writeln!(out, "  __local float scratch[{w}];");
+        let _ = writeln!(out, "  __local {scratch} scratch[{w}];");
     }
     let _ = writeln!(out, "  const tcc_index row = (tcc_index)get_group_id(0);");
     if w > 1 {
@@ -117,7 +122,10 @@ pub(crate) struct RowReduction<'a> {
     /// The loop index, a `tcc_index` in scope of `element`.
     pub index: &'a str,
     pub length: i64,
-    /// C statements declaring `const float value` (may be several lines).
+    /// The C type of the values and partials (`float`, or `int` for
+    /// integer sums), the type of the prologue's `scratch`.
+    pub ty: &'a str,
+    /// C statements declaring `const TY value` (may be several lines).
     pub element: &'a str,
     /// The combiner's identity, a C expression.
     pub identity: &'a str,
@@ -132,11 +140,12 @@ impl RowReduction<'_> {
 }
 
 /// Writes a reduction pass with `w` work-items per row, leaving
-/// `const float {result}`, the row's total, in scope of every work-item.
+/// `const TY {result}`, the row's total, in scope of every work-item.
 pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: &str) {
     let index = pass.index;
+    let ty = pass.ty;
     if w > 1 {
-        let _ = writeln!(out, "  float partial_{result} = {};", pass.identity);
+        let _ = writeln!(out, "  {ty} partial_{result} = {};", pass.identity);
         let _ = writeln!(
             out,
             "  for (tcc_index {index} = lid; {index} < {}; {index} += {w}) {{",
@@ -164,7 +173,7 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
         // Every work-item reads the total before anyone reuses scratch.
         let _ = writeln!(
             out,
-            "  const float {result} = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
+            "  const {ty} {result} = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
         );
         return;
     }
@@ -173,7 +182,7 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
         .collect::<Vec<_>>();
     let _ = writeln!(
         out,
-        "  float {};",
+        "  {ty} {};",
         lanes
             .iter()
             .map(|lane| format!("{lane} = {}", pass.identity))
@@ -196,7 +205,7 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
         }
         half /= 2;
     }
-    let _ = writeln!(out, "  const float {result} = {};", lanes[0]);
+    let _ = writeln!(out, "  const {ty} {result} = {};", lanes[0]);
 }
 
 /// Writes a pass running `statements` for every element of a row (with
@@ -323,6 +332,7 @@ mod tests {
         RowReduction {
             index: "r",
             length,
+            ty: "float",
             element: "const float value = a1[row * 40 + r];",
             identity: "0.0f",
             combine: "({a} + {b})",

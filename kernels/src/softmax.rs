@@ -32,7 +32,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
     let w = spec.kernel.workgroup_size("softmax")?;
     let load = spec.input.load("in_row");
     let mut out = String::new();
-    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets);
+    row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets, "float");
     if w == 1 && spec.input.stride == 1 && spec.output.stride == 1 {
         vector_row(&mut out, spec, &load);
         return Ok(out);
@@ -42,6 +42,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         &mut out,
         w,
         &RowReduction {
+            ty: "float",
             index: "c",
             length: spec.columns,
             element: &maximum,
@@ -55,6 +56,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         &mut out,
         w,
         &RowReduction {
+            ty: "float",
             index: "c",
             length: spec.columns,
             element: &exponential,

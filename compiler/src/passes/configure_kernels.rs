@@ -267,7 +267,7 @@ struct RowReduction {
 }
 
 /// The row reduction `op` is, if it may run one work-group per output
-/// element: a single-output f32 `linalg.generic` whose only reduction
+/// element: a single-output f32 (or int32 sum) `linalg.generic` whose only reduction
 /// dimension is the innermost, at least 128 long, initialised by a fill,
 /// with a body ending in `combiner(x, acc)` where `acc` (the output) is
 /// used only there.
@@ -286,8 +286,15 @@ fn row_reduction(op: OperationRef) -> Option<RowReduction> {
     if reductions != 1 || iterators.last() != Some(&IteratorType::Reduction) {
         return None;
     }
+    // f32 results with a float combiner, or int32 sums (an int8
+    // matrix-vector product of `tcc-quantize-int8`: ResNet-50's classifier
+    // at batch 1), which are exact in any order.
     let result = StaticTensor::of(op.result(0).ok()?.r#type())?;
-    if !result.element.is_f32() {
+    let integer_sum = unsafe {
+        mlir_sys::mlirTypeIsAInteger(result.element.to_raw())
+            && mlir_sys::mlirIntegerTypeGetWidth(result.element.to_raw()) == 32
+    };
+    if !result.element.is_f32() && (!integer_sum || int8::templates_off()) {
         return None;
     }
     // The init must be a fill (the kernel starts from its value).
@@ -327,9 +334,13 @@ fn row_reduction(op: OperationRef) -> Option<RowReduction> {
     let uses_acc = combined
         .operands()
         .any(|v| v == melior::ir::Value::from(acc));
-    (ROW_COMBINERS.contains(&crate::ir::util::op_name(&combined).as_str())
-        && uses_acc
-        && crate::ir::util::use_count(acc.into()) == 1)
+    let combiner = crate::ir::util::op_name(&combined);
+    let combines = if integer_sum {
+        combiner == "arith.addi"
+    } else {
+        ROW_COMBINERS.contains(&combiner.as_str())
+    };
+    (combines && uses_acc && crate::ir::util::use_count(acc.into()) == 1)
         .then_some(RowReduction { length, contiguous })
 }
 

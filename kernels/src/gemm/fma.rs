@@ -12,12 +12,12 @@
 
 use std::fmt::Write as _;
 
-use super::{GemmConfig, GemmSpec};
 use super::emit::operand_loads;
 use super::staging::{
     Operand, Sources, TileStaging, declare_staging_registers, fetch_aligned_tile, fetch_tile,
     store_tile,
 };
+use super::{GemmConfig, GemmSpec};
 
 /// The k loop over `[k_begin, k_end)` with outputs read in runs of
 /// `vector_m`, `vector_n` (see `output_offset`).
@@ -92,8 +92,13 @@ fn double_buffered_loop(
     // A split-K slice may start past K (slices are whole steps, rounded
     // up); an unsplit product starts at 0.
     let k_inside = Some(c.split_k == 1);
-    let (first_a, first_b) =
-        fetch_first_tile(out, spec, sources, ("tile_a[0]", "tile_b[0]"), (k_begin, k_inside));
+    let (first_a, first_b) = fetch_first_tile(
+        out,
+        spec,
+        sources,
+        ("tile_a[0]", "tile_b[0]"),
+        (k_begin, k_inside),
+    );
     store_tile(out, &first_a, threads, "fetch_a");
     store_tile(out, &first_b, threads, "fetch_b");
     let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE);");

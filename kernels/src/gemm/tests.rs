@@ -210,7 +210,10 @@ fn float4_tiles_are_double_buffered_with_one_barrier_per_k_step() {
     }
     assert_eq!(body.matches("barrier(").count(), 2, "{text}");
     // The first tile is in place before the loop.
-    assert!(text[..k_loop].contains("barrier(CLK_LOCAL_MEM_FENCE);"), "{text}");
+    assert!(
+        text[..k_loop].contains("barrier(CLK_LOCAL_MEM_FENCE);"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -233,9 +236,13 @@ fn double_buffered_fetches_skip_bounds_the_tiles_divide() {
     split.config.split_k = 2;
     split.split_k_scratch = Some((Buffer::f32("a3"), Buffer::f32("a4")));
     let text = gemm_kernel(&split).unwrap();
-    let k_loop = text.find("for (tcc_index k0 = k_begin; k0 < k_end;) {").unwrap();
+    let k_loop = text
+        .find("for (tcc_index k0 = k_begin; k0 < k_end;) {")
+        .unwrap();
     assert!(
-        text[..k_loop].contains("fetch_a[r] = (k < 32) ? *(__global const float4*)(a1 + i * 32 + k) : (float4)(0.0f);"),
+        text[..k_loop].contains(
+            "fetch_a[r] = (k < 32) ? *(__global const float4*)(a1 + i * 32 + k) : (float4)(0.0f);"
+        ),
         "{text}"
     );
     assert!(

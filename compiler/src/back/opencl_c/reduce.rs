@@ -25,6 +25,8 @@ fn combiner(op: OperationRef) -> Result<(&'static str, &'static str), CodegenErr
         "arith.maxnumf" => ("fmax({a}, {b})", "-INFINITY"),
         "arith.minimumf" => ("tcc_minimumf({a}, {b})", "INFINITY"),
         "arith.minnumf" => ("fmin({a}, {b})", "INFINITY"),
+        // int32 sums (an int8 matrix-vector product): exact in any order.
+        "arith.addi" => ("({a} + {b})", "0"),
         other => {
             return Err(CodegenError::at(
                 &op,
@@ -155,7 +157,12 @@ impl KernelWriter {
                 )
             })?;
         let value = self.name(combined, value_operand)?;
-        self.line(&format!("const float value = {value};"));
+        let ty = if op_name(&combined) == "arith.addi" {
+            "int"
+        } else {
+            "float"
+        };
+        self.line(&format!("const {ty} value = {value};"));
         let element = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
 
@@ -184,7 +191,7 @@ impl KernelWriter {
                     self.translate_generic(epilogue, Some(output), &dims)?;
                 self.mark_written(&epilogue_view.buffer);
                 format!(
-                    "const float acc_value = {result};\n{statements}{}",
+                    "const {ty} acc_value = {result};\n{statements}{}",
                     epilogue_view.store(&value, &indices)
                 )
             }
@@ -193,6 +200,7 @@ impl KernelWriter {
             kernel: row_kernel(kernel, "row reduction", "output element"),
             length: ranges[dims - 1],
             row_setup,
+            ty,
             element,
             identity: identity.to_string(),
             combine: combine.to_string(),

@@ -11,9 +11,10 @@
 //! ResNet-50 at batch 1 on PoCL they took 1.27x less kernel time than the
 //! loop nests (docs/benchmarks.md).
 //!
-//! `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests (what
-//! tcc did before the template took them: to time and test the template
-//! against them); `TCC_INT8_GEMM=N` takes a k step of N (a multiple of
+//! `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests, int32
+//! row sums (an int8 matrix-vector product, which the row-reduction
+//! template takes otherwise) included (what tcc did before the templates
+//! took them: to time and test the templates against them); `TCC_INT8_GEMM=N` takes a k step of N (a multiple of
 //! 32) instead.
 
 use melior::ir::TypeLike;
@@ -53,6 +54,12 @@ pub(super) fn int8_operands(op: OperationRef) -> bool {
     !inputs.is_empty() && inputs.iter().all(|t| is_int(*t, 8)) && is_int(*accumulator, 32)
 }
 
+/// Whether `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests
+/// (the GEMM template's int8 form and the row template's int32 sums).
+pub(super) fn templates_off() -> bool {
+    std::env::var(INT8_GEMM_ENV).as_deref() == Ok("off")
+}
+
 /// The int8 template's configuration for `shape` from the fp32 one
 /// `config` (the table's, or the tuning record's, for the same shape) on
 /// `target`, or `None` for loop nests.
@@ -61,8 +68,10 @@ pub(super) fn int8_config(
     config: Option<GemmConfig>,
     shape: &GemmShape,
 ) -> Option<GemmConfig> {
+    if templates_off() {
+        return None;
+    }
     let tile_k = match std::env::var(INT8_GEMM_ENV).as_deref() {
-        Ok("off") => return None,
         Ok(value) => value
             .parse::<u32>()
             .ok()
