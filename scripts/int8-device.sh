@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Expects .device-int8/ (git-ignored) holding tcc-run, tcc-benchmark and, for B in b1 b32, r50-f32-B.so, r50-int8-B.so (the int8 GEMM template) and
+# Expects DIR (the argument; default .device-int8/, git-ignored) holding tcc-run, tcc-benchmark and, for B in b1 b32, r50-f32-B.so, r50-int8-B.so (the int8 GEMM template) and
 # r50-int8loops-B.so (TCC_INT8_GEMM=off: int8 contractions in loop nests, main's
 # behaviour before it), each possibly .xz-compressed, compiled as docs/benchmarks.md
 # "H100: int8 ResNet-50 (issue 15, session 10)" says; optional extra int8 variants
@@ -9,7 +9,7 @@
 # each int8 build side by side with f32 (tcc-benchmark --in-turns-with) and end to end.
 # The inputs b1.npy and b32.npy are seeded standard normal batches made here.
 set -uo pipefail
-cd "$(dirname "$0")/../.device-int8"
+cd "${1:-$(dirname "$0")/../.device-int8}"
 python3 -c "
 import glob, lzma, os
 for f in glob.glob('*.xz'):
