@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Writes ResNet-50's batch-1 convolution layers that ran below 0.7x cuDNN
-on the H100 (docs/benchmarks.md, issue 9) as one ONNX model: each layer
-(Conv + ReLU) on an input of its own, so that `tcc-benchmark`'s per-kernel
-times show each layer's convolution kernel, and a tuning record
+"""Writes ResNet-50's batch-1 convolution layers as one ONNX model: each
+layer (Conv + ReLU) on an input of its own, so that `tcc-benchmark`'s
+per-kernel times show each layer's convolution kernel, and a tuning record
 (`tcc compile --tuning-db`) can force one GEMM configuration on all of
-them. Weights are a 4096-value random block tiled over each tensor, so the
-compiled artifact compresses for the trip to the GPU machine.
+them. By default the five layers that ran below 0.7x cuDNN on the H100
+(docs/benchmarks.md, issue 9); with --resnet50 every distinct convolution
+shape of ResNet-50 at batch 1 (23 shapes, in graph order;
+scripts/conv-shapes-device.py times them against cuDNN). Weights are a
+4096-value random block tiled over each tensor, so the compiled artifact
+compresses for the trip to the GPU machine.
 
-Usage: scripts/gen-conv-layer-models.py OUT.onnx"""
+Usage: scripts/gen-conv-layer-models.py OUT.onnx [--resnet50]"""
 import sys
 
 import numpy as np
@@ -23,6 +26,43 @@ LAYERS = [
     (256, 56, 56, 512, 1, 2, 0),   # M = 784, N = 512, K = 256
 ]
 
+# Every distinct convolution of ResNet-50 (the onnx package's light model,
+# scripts/gen-real-models.py) at batch 1, in graph order, with how many
+# times the graph has it.
+RESNET50 = [
+    ((3, 224, 224, 64, 7, 2, 3), 1),
+    ((64, 56, 56, 64, 1, 1, 0), 1),
+    ((64, 56, 56, 64, 3, 1, 1), 3),
+    ((64, 56, 56, 256, 1, 1, 0), 4),
+    ((256, 56, 56, 64, 1, 1, 0), 2),
+    ((256, 56, 56, 128, 1, 1, 0), 1),
+    ((128, 56, 56, 128, 3, 2, 1), 1),
+    ((128, 28, 28, 512, 1, 1, 0), 4),
+    ((256, 56, 56, 512, 1, 2, 0), 1),
+    ((512, 28, 28, 128, 1, 1, 0), 3),
+    ((128, 28, 28, 128, 3, 1, 1), 3),
+    ((512, 28, 28, 256, 1, 1, 0), 1),
+    ((256, 28, 28, 256, 3, 2, 1), 1),
+    ((256, 14, 14, 1024, 1, 1, 0), 6),
+    ((512, 28, 28, 1024, 1, 2, 0), 1),
+    ((1024, 14, 14, 256, 1, 1, 0), 5),
+    ((256, 14, 14, 256, 3, 1, 1), 5),
+    ((1024, 14, 14, 512, 1, 1, 0), 1),
+    ((512, 14, 14, 512, 3, 2, 1), 1),
+    ((512, 7, 7, 2048, 1, 1, 0), 3),
+    ((1024, 14, 14, 2048, 1, 2, 0), 1),
+    ((2048, 7, 7, 512, 1, 1, 0), 2),
+    ((512, 7, 7, 512, 3, 1, 1), 2),
+]
+
+
+def gemm_shape(layer):
+    """The implicit GEMM's (M, N, K) of a (C, H, W, OC, kernel, stride, pad) layer."""
+    c, h, w, oc, k, s, p = layer
+    oh = (h + 2 * p - k) // s + 1
+    ow = (w + 2 * p - k) // s + 1
+    return oh * ow, oc, c * k * k
+
 
 def block(shape, rng):
     values = (rng.integers(-8, 8, 4096) / 64.0).astype(np.float32)
@@ -30,10 +70,10 @@ def block(shape, rng):
     return np.resize(values, count).reshape(shape)
 
 
-def main(path):
+def main(path, layers=LAYERS):
     rng = np.random.default_rng(9)
     inputs, outputs, nodes, weights = [], [], [], []
-    for n, (c, h, w, oc, k, s, p) in enumerate(LAYERS):
+    for n, (c, h, w, oc, k, s, p) in enumerate(layers):
         oh = (h + 2 * p - k) // s + 1
         ow = (w + 2 * p - k) // s + 1
         inputs.append(helper.make_tensor_value_info(f"x{n}", TensorProto.FLOAT, [1, c, h, w]))
@@ -50,4 +90,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], [layer for layer, _ in RESNET50] if "--resnet50" in sys.argv[2:] else LAYERS)
