@@ -5,7 +5,8 @@
 # then, in one run, SGEMM and the dense layers (new, old, cuBLAS fp32 with
 # TF32 off), ResNet-50's slow batch-1 convolution layers (new, old, and a
 # check against torch), ResNet-50 at batch 1 and 32 new in turns with old,
-# and every ResNet-50 convolution against cuDNN (new, then old).
+# and, when the bundle holds one in cs/ (scripts/build-conv-shapes-bundle.sh),
+# every distinct ResNet-50 convolution shape against cuDNN.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 scripts=$here/../scripts
@@ -93,9 +94,9 @@ if [[ -d old ]]; then
     for d in new old; do printf "$d: "; $B $d/resnet50-b$b.so --input=${b}x3x224x224xf32=0.5 --iterations=20 2>&1 | grep -E "device time per call|latency end-to-end" | tr -s ' ' | tr '\n' ' '; echo; done
   done
 fi
-echo "== every ResNet-50 convolution against cuDNN"
-python3 "$scripts/gen-real-models.py" /tmp/rm --shared-weights resnet50 > /dev/null 2>&1
-for d in "${builds[@]}"; do
-  echo "-- $d"
-  python3 "$scripts/conv-layers-device.py" /tmp/rm/resnet50.onnx $d/resnet50-b1.so bin /tmp/rm/resnet50.input.npy 2>&1 | tail -56
-done
+echo "== every distinct ResNet-50 convolution shape against cuDNN (exact matching)"
+# A bundle of scripts/build-conv-shapes-bundle.sh in cs/ (its "table" is
+# this bundle's new tcc, "old" the old one).
+if [[ -d cs ]]; then
+  python3 cs/conv-shapes-device.py cs 2>&1 | tail -32
+fi

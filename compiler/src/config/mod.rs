@@ -540,6 +540,29 @@ mod tests {
     }
 
     #[test]
+    fn nvidia_candidates_include_the_mid_sized_tiles() {
+        let tiles = |candidates: &[GemmConfig]| -> Vec<(u32, u32, u32)> {
+            candidates
+                .iter()
+                .map(|c| (c.tile_m, c.tile_n, c.split_k))
+                .collect()
+        };
+        // A 28x28 1x1 layer (K = 512): 32x64 unsplit and in 2 or 4
+        // slices, 64x64 in 2 or 4.
+        let mid = tiles(&Target::Nvidia.gemm_candidates(1, 784, 256, 512));
+        for tile in [(32, 64, 1), (32, 64, 2), (32, 64, 4), (64, 64, 2), (64, 64, 4)] {
+            assert!(mid.contains(&tile), "{tile:?} not in {mid:?}");
+        }
+        // K = 64 keeps whole: no slice under 128.
+        let short = tiles(&Target::Nvidia.gemm_candidates(1, 3136, 256, 64));
+        assert!(short.contains(&(32, 64, 1)), "{short:?}");
+        assert!(short.iter().all(|&(_, _, split)| split == 1), "{short:?}");
+        // The generic target's list is unchanged.
+        let generic = tiles(&Target::Generic.gemm_candidates(1, 784, 256, 512));
+        assert!(!generic.contains(&(32, 64, 1)), "{generic:?}");
+    }
+
+    #[test]
     fn nvidia_splits_long_k_of_small_outputs_only() {
         // ResNet-50's 7x7-stage 3x3 convolution at batch 1: 32 tiles of
         // 32x32, 16 slices of 288 (512 work-groups for 132 SMs).

@@ -124,6 +124,32 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     })
 }
 
+/// Configurations `tcc tune` measures besides the table's: the GPU list
+/// (square tiles, 32x32 tiles in 2 to 16 slices) and the tiles this table
+/// picks for mid-sized outputs, 32x64 tiles of 4x4 outputs, unsplit and
+/// in 2 or 4 slices, plus 64x64 tiles in 2 or 4 slices; a split keeps at
+/// least 128 of K per slice.
+fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
+    let mut alternatives = super::gpu_gemm_alternatives(m, n, k);
+    let tile = |tile_m: u32, tile_n: u32, split_k: u32| GemmConfig {
+        tile_m,
+        tile_n,
+        tile_k: 16,
+        work_m: 4,
+        work_n: 4,
+        split_k,
+    };
+    for slices in [1, 2, 4] {
+        if slices == 1 || k / slices as i64 >= 128 {
+            alternatives.push(tile(32, 64, slices));
+            if slices > 1 {
+                alternatives.push(tile(64, 64, slices));
+            }
+        }
+    }
+    alternatives
+}
+
 /// Fewer than 32 rows (a fully connected layer at batch 1, a matrix-vector
 /// product): wide, short tiles, one row per work-item and float4 columns,
 /// `tile_m` the rows rounded up to a power of two (at least 4), and K
@@ -184,6 +210,10 @@ impl TargetConfig for Nvidia {
 
     fn gemm(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         gemm(m, n, k)
+    }
+
+    fn gemm_alternatives(&self, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
+        gemm_alternatives(m, n, k)
     }
 
     fn row_workgroup(&self, columns: i64) -> i64 {
