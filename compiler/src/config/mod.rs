@@ -585,6 +585,13 @@ mod tests {
         // neighbour) stays whole.
         assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 576), 2);
         assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 64), 1);
+        // Where 32x64 tiles in slices of 256 leave SMs idle, slices of 64
+        // (at most 4): the 56x56 1x1 reduction (K = 256, 98 tiles) and
+        // the 14x14 1x1 expansion (M = 196, N = 1024, K = 256, 112 tiles).
+        for (m, n, k) in [(3136, 64, 256), (196, 1024, 256), (784, 128, 512)] {
+            let config = Target::Nvidia.gemm_config(1, m, n, k).unwrap();
+            assert_eq!((config.tile_m, config.tile_n, config.split_k), (32, 64, 4));
+        }
         // Short K, enough tiles, a batch, or another target: no split.
         assert_eq!(split_k(Target::Nvidia, 1, 49, 512, 256), 1);
         assert_eq!(split_k(Target::Nvidia, 1, 6272, 256, 4608), 1);

@@ -49,7 +49,13 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// Unless K is long: when 32x32 tiles give fewer than two work-groups per
 /// SM, 32x32 tiles split K across work-groups instead (split-K), doubling
 /// the slices until every SM has two work-groups of 256 work-items or a
-/// slice would drop below 256 of K (the 32x64 tiles split the same way).
+/// slice would drop below 256 of K (the 32x64 tiles split the same way;
+/// where slices of 256 leave SMs idle they split into at most 4 slices of
+/// at least 64: ResNet-50's batch-1 56x56 1x1 reduction, M = 3136, N =
+/// 64, K = 256, went from 23.1 us on 32x32 tiles to 16.5 in 4 slices of
+/// 32x64, its 14x14 1x1 expansion, M = 196, N = 1024, K = 256, from 20.8
+/// to 16.5, and the 28x28 reduction, M = 784, N = 128, K = 512, from 23.3
+/// (32x32 in 2 slices) to 17.0; `scripts/conv-shapes-device.py`).
 /// ResNet-50's 7x7-stage 3x3 convolution (M = 49, N = 512, K = 4608: 32
 /// tiles) runs 16 slices of 288; 16x16 tiles there gave 128 groups of 64
 /// work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s on the H100).
@@ -75,7 +81,11 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     }
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
     let narrow_tiles = ((m + 31) / 32) * ((n + 63) / 64);
-    let narrow_split = split_k(narrow_tiles, k, MIN_SPLIT_K_SLICE);
+    let mut narrow_split = split_k(narrow_tiles, k, MIN_SPLIT_K_SLICE);
+    if narrow_tiles * narrow_split < SMS {
+        let short = split_k(narrow_tiles, k, MIN_SHORT_SPLIT_K_SLICE).min(MAX_SHORT_SPLIT_K);
+        narrow_split = narrow_split.max(short);
+    }
     if tiles(64) < SMS && m >= MID_MIN_ROWS && n >= 64 && narrow_tiles * narrow_split >= SMS {
         return Some(GemmConfig {
             tile_m: 32,
@@ -191,6 +201,13 @@ const MID_MIN_ROWS: i64 = 128;
 
 /// The shortest K slice split-K hands one work-group.
 const MIN_SPLIT_K_SLICE: i64 = 256;
+
+/// The shortest K slice of a 32x64 split when slices of
+/// `MIN_SPLIT_K_SLICE` leave SMs without a work-group (`gemm`).
+const MIN_SHORT_SPLIT_K_SLICE: i64 = 64;
+
+/// The most slices such a short split takes.
+const MAX_SHORT_SPLIT_K: i64 = 4;
 
 /// The shortest K slice of a small-M product's split (each work-group
 /// still streams `tile_n` columns of it).
