@@ -13,7 +13,7 @@
 # flop counts. Artifacts are xz-compressed (the trip carries <= 64 MiB).
 #
 # Usage: scripts/build-conv-shapes-bundle.sh OUT [OLD_BIN] [CONFIG...]
-# On the device: python3 OUT/conv-shapes-device.py OUT (after unpacking)
+# On the device: python3 OUT/conv-shapes-device.py OUT (it unpacks the .xz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$1

@@ -32,6 +32,9 @@ while read -r name tag function num_inputs num_outputs abs rel; do
   fi
 done < e2e/MANIFEST
 echo "$passed passed, $failed failed"
+# GEMM_DEVICE_QUICK=1 leaves out SGEMM, the dense layers and the five slow
+# layers (a run that only re-checks convolution tiles).
+if [[ ${GEMM_DEVICE_QUICK:-0} != 1 ]]; then
 echo "== SGEMM and dense layers (tcc-benchmark, PTX form, device time)"
 b() { local d=$1 m=$2 f=$3; shift 3; local a=(); for i in "$@"; do a+=("--input=$i"); done; r=$($B $d/$m.so "${a[@]}" --warmup=3 --iterations=20 --flops=$f --json 2>/dev/null); python3 -c "import json,sys;r=json.loads(sys.argv[1]);print('$d','$m','device_ms=%.3f'%r['device_ms_per_call'],'TF/s=%.1f'%(r['gflops']['device']/1000))" "$r"; }
 for d in "${builds[@]}"; do
@@ -82,6 +85,7 @@ for i, (c, h, w, oc, k, s, p) in enumerate(gen.LAYERS):
 print("cuDNN (conv2d + relu, CUDA graph)", " ".join("%.1f" % t for t in cudnn))
 print("new: max error / max |reference| per layer", " ".join("%.1e" % e for e in errors))
 PY
+fi
 echo "== ResNet-50, new in turns with old (each kernel's fastest of 10 calls, ms)"
 if [[ -d old ]]; then
   for b in 1 32; do
