@@ -592,6 +592,9 @@ mod tests {
             let config = Target::Nvidia.gemm_config(1, m, n, k).unwrap();
             assert_eq!((config.tile_m, config.tile_n, config.split_k), (32, 64, 4));
         }
+        // Longer K keeps slices of 256 (M = 800, N = 96, K = 576: 32x32 in 2).
+        let longer = Target::Nvidia.gemm_config(1, 800, 96, 576).unwrap();
+        assert_eq!((longer.tile_m, longer.tile_n, longer.split_k), (32, 32, 2));
         // Short K, enough tiles, a batch, or another target: no split.
         assert_eq!(split_k(Target::Nvidia, 1, 49, 512, 256), 1);
         assert_eq!(split_k(Target::Nvidia, 1, 6272, 256, 4608), 1);

@@ -50,8 +50,8 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// SM, 32x32 tiles split K across work-groups instead (split-K), doubling
 /// the slices until every SM has two work-groups of 256 work-items or a
 /// slice would drop below 256 of K (the 32x64 tiles split the same way;
-/// where slices of 256 leave SMs idle they split into at most 4 slices of
-/// at least 64: ResNet-50's batch-1 56x56 1x1 reduction, M = 3136, N =
+/// where slices of 256 leave SMs idle and K is at most 512, they split
+/// into at most 4 slices of at least 64: ResNet-50's batch-1 56x56 1x1 reduction, M = 3136, N =
 /// 64, K = 256, went from 23.1 us on 32x32 tiles to 16.5 in 4 slices of
 /// 32x64, its 14x14 1x1 expansion, M = 196, N = 1024, K = 256, from 20.8
 /// to 16.5, and the 28x28 reduction, M = 784, N = 128, K = 512, from 23.3
@@ -82,7 +82,7 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
     let narrow_tiles = ((m + 31) / 32) * ((n + 63) / 64);
     let mut narrow_split = split_k(narrow_tiles, k, MIN_SPLIT_K_SLICE);
-    if narrow_tiles * narrow_split < SMS {
+    if narrow_tiles * narrow_split < SMS && k <= MAX_SHORT_SPLIT_K_LENGTH {
         let short = split_k(narrow_tiles, k, MIN_SHORT_SPLIT_K_SLICE).min(MAX_SHORT_SPLIT_K);
         narrow_split = narrow_split.max(short);
     }
@@ -208,6 +208,10 @@ const MIN_SHORT_SPLIT_K_SLICE: i64 = 64;
 
 /// The most slices such a short split takes.
 const MAX_SHORT_SPLIT_K: i64 = 4;
+
+/// The longest K that takes such a short split (slices of 256 give it at
+/// most two; longer K was not measured with it).
+const MAX_SHORT_SPLIT_K_LENGTH: i64 = 512;
 
 /// The shortest K slice of a small-M product's split (each work-group
 /// still streams `tile_n` columns of it).
