@@ -540,29 +540,6 @@ mod tests {
     }
 
     #[test]
-    fn nvidia_candidates_include_the_mid_sized_tiles() {
-        let tiles = |candidates: &[GemmConfig]| -> Vec<(u32, u32, u32)> {
-            candidates
-                .iter()
-                .map(|c| (c.tile_m, c.tile_n, c.split_k))
-                .collect()
-        };
-        // A 28x28 1x1 layer (K = 512): 32x64 unsplit and in 2 or 4
-        // slices, 64x64 in 2 or 4.
-        let mid = tiles(&Target::Nvidia.gemm_candidates(1, 784, 256, 512));
-        for tile in [(32, 64, 1), (32, 64, 2), (32, 64, 4), (64, 64, 2), (64, 64, 4)] {
-            assert!(mid.contains(&tile), "{tile:?} not in {mid:?}");
-        }
-        // K = 64 keeps whole: no slice under 128.
-        let short = tiles(&Target::Nvidia.gemm_candidates(1, 3136, 256, 64));
-        assert!(short.contains(&(32, 64, 1)), "{short:?}");
-        assert!(short.iter().all(|&(_, _, split)| split == 1), "{short:?}");
-        // The generic target's list is unchanged.
-        let generic = tiles(&Target::Generic.gemm_candidates(1, 784, 256, 512));
-        assert!(!generic.contains(&(32, 64, 1)), "{generic:?}");
-    }
-
-    #[test]
     fn nvidia_splits_long_k_of_small_outputs_only() {
         // ResNet-50's 7x7-stage 3x3 convolution at batch 1: 32 tiles of
         // 32x32, 16 slices of 288 (512 work-groups for 132 SMs).
@@ -585,16 +562,6 @@ mod tests {
         // neighbour) stays whole.
         assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 576), 2);
         assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 64), 1);
-        // Where 32x64 tiles in slices of 256 leave SMs idle, slices of 64
-        // (at most 4): the 56x56 1x1 reduction (K = 256, 98 tiles) and
-        // the 14x14 1x1 expansion (M = 196, N = 1024, K = 256, 112 tiles).
-        for (m, n, k) in [(3136, 64, 256), (196, 1024, 256), (784, 128, 512)] {
-            let config = Target::Nvidia.gemm_config(1, m, n, k).unwrap();
-            assert_eq!((config.tile_m, config.tile_n, config.split_k), (32, 64, 4));
-        }
-        // Longer K keeps slices of 256 (M = 800, N = 96, K = 576: 32x32 in 2).
-        let longer = Target::Nvidia.gemm_config(1, 800, 96, 576).unwrap();
-        assert_eq!((longer.tile_m, longer.tile_n, longer.split_k), (32, 32, 2));
         // Short K, enough tiles, a batch, or another target: no split.
         assert_eq!(split_k(Target::Nvidia, 1, 49, 512, 256), 1);
         assert_eq!(split_k(Target::Nvidia, 1, 6272, 256, 4608), 1);

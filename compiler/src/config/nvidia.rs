@@ -263,3 +263,53 @@ const WINDOW_WORKGROUP: u32 = 256;
 /// groups of 256 per SM (the layers that take the template at all, see
 /// `gpu_window`, have at least 4 times as many outputs).
 const WINDOW_MIN_WORK_ITEMS: i64 = 2 * SMS * WINDOW_WORKGROUP as i64;
+
+#[cfg(test)]
+mod tests {
+    use super::super::Target;
+    use super::GemmConfig;
+
+    #[test]
+    fn nvidia_candidates_include_the_mid_sized_tiles() {
+        let tiles = |candidates: &[GemmConfig]| -> Vec<(u32, u32, u32)> {
+            candidates
+                .iter()
+                .map(|c| (c.tile_m, c.tile_n, c.split_k))
+                .collect()
+        };
+        // A 28x28 1x1 layer (K = 512): 32x64 unsplit and in 2 or 4
+        // slices, 64x64 in 2 or 4.
+        let mid = tiles(&Target::Nvidia.gemm_candidates(1, 784, 256, 512));
+        for tile in [
+            (32, 64, 1),
+            (32, 64, 2),
+            (32, 64, 4),
+            (64, 64, 2),
+            (64, 64, 4),
+        ] {
+            assert!(mid.contains(&tile), "{tile:?} not in {mid:?}");
+        }
+        // K = 64 keeps whole: no slice under 128.
+        let short = tiles(&Target::Nvidia.gemm_candidates(1, 3136, 256, 64));
+        assert!(short.contains(&(32, 64, 1)), "{short:?}");
+        assert!(short.iter().all(|&(_, _, split)| split == 1), "{short:?}");
+        // The generic target's list is unchanged.
+        let generic = tiles(&Target::Generic.gemm_candidates(1, 784, 256, 512));
+        assert!(!generic.contains(&(32, 64, 1)), "{generic:?}");
+    }
+
+    #[test]
+    fn short_k_splits_32x64_tiles_into_up_to_4_slices() {
+        // Where 32x64 tiles in slices of 256 leave SMs idle, slices of 64
+        // (at most 4): the 56x56 1x1 reduction (K = 256, 98 tiles), the
+        // 14x14 1x1 expansion (M = 196, N = 1024, K = 256, 112 tiles) and
+        // the 28x28 reduction (M = 784, N = 128, K = 512, 50 tiles).
+        for (m, n, k) in [(3136, 64, 256), (196, 1024, 256), (784, 128, 512)] {
+            let config = Target::Nvidia.gemm_config(1, m, n, k).unwrap();
+            assert_eq!((config.tile_m, config.tile_n, config.split_k), (32, 64, 4));
+        }
+        // Longer K keeps slices of 256 (M = 800, N = 96, K = 576: 32x32 in 2).
+        let longer = Target::Nvidia.gemm_config(1, 800, 96, 576).unwrap();
+        assert_eq!((longer.tile_m, longer.tile_n, longer.split_k), (32, 32, 2));
+    }
+}
