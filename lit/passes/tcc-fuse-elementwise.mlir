@@ -71,3 +71,63 @@ func.func @chain(%x: tensor<64xf32>) -> tensor<64xf32> {
   } -> tensor<64xf32>
   return %5 : tensor<64xf32>
 }
+
+// -----
+
+// A quantize step (f32 -> i8) in front of an int8 matrix-vector product
+// stays a generic of its own: fused, the product's body would compute its
+// int8 operand from floats and the int8 templates (plain byte loads) could
+// not take it. The same step in front of an elementwise consumer fuses.
+// CAP4-LABEL: func.func @quantize_then_int8_sum
+// CAP2-LABEL: func.func @quantize_then_int8_sum
+// ALL-LABEL: func.func @quantize_then_int8_sum
+// ALL: %[[Q:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]
+// ALL: arith.fptosi
+// ALL: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[Q]], %{{.*}} : tensor<256xi8>, tensor<256x16xi8>)
+// ALL-NOT: arith.fptosi
+// ALL: arith.muli
+// ALL-LABEL: func.func @quantize_then_elementwise
+// ALL: linalg.generic
+// ALL: arith.fptosi
+// ALL: arith.extsi
+// ALL-NOT: linalg.generic
+#v = affine_map<(k) -> (k)>
+#vk = affine_map<(n, k) -> (k)>
+#wk = affine_map<(n, k) -> (k, n)>
+#on = affine_map<(n, k) -> (n)>
+func.func @quantize_then_int8_sum(%x: tensor<256xf32>, %w: tensor<256x16xi8>) -> tensor<16xi32> {
+  %e = tensor.empty() : tensor<256xi8>
+  %q = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%x : tensor<256xf32>) outs(%e : tensor<256xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %s = arith.mulf %a, %a : f32
+    %c = arith.fptosi %s : f32 to i8
+    linalg.yield %c : i8
+  } -> tensor<256xi8>
+  %zero = arith.constant 0 : i32
+  %init = tensor.empty() : tensor<16xi32>
+  %acc = linalg.fill ins(%zero : i32) outs(%init : tensor<16xi32>) -> tensor<16xi32>
+  %r = linalg.generic {indexing_maps = [#vk, #wk, #on], iterator_types = ["parallel", "reduction"]} ins(%q, %w : tensor<256xi8>, tensor<256x16xi8>) outs(%acc : tensor<16xi32>) {
+  ^bb0(%a: i8, %b: i8, %o: i32):
+    %a32 = arith.extsi %a : i8 to i32
+    %b32 = arith.extsi %b : i8 to i32
+    %p = arith.muli %a32, %b32 : i32
+    %s = arith.addi %o, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<16xi32>
+  return %r : tensor<16xi32>
+}
+func.func @quantize_then_elementwise(%x: tensor<256xf32>) -> tensor<256xi32> {
+  %e = tensor.empty() : tensor<256xi8>
+  %q = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%x : tensor<256xf32>) outs(%e : tensor<256xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %c = arith.fptosi %a : f32 to i8
+    linalg.yield %c : i8
+  } -> tensor<256xi8>
+  %e32 = tensor.empty() : tensor<256xi32>
+  %r = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%q : tensor<256xi8>) outs(%e32 : tensor<256xi32>) {
+  ^bb0(%a: i8, %o: i32):
+    %w = arith.extsi %a : i8 to i32
+    linalg.yield %w : i32
+  } -> tensor<256xi32>
+  return %r : tensor<256xi32>
+}
