@@ -143,6 +143,13 @@ def set_batch(model, x, batch):
 
 
 def main():
+    # OUT_DIR first; anything else that starts with "-" must be a known
+    # option (a stray `--help` once became an output folder of 181 MB).
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(__doc__)
+    for a in sys.argv[2:]:
+        if a.startswith("-") and a != "--shared-weights" and not a.startswith("--batch="):
+            sys.exit(f"unknown option {a}\n{__doc__}")
     out = sys.argv[1]
     shared = "--shared-weights" in sys.argv[2:]
     batch = next((int(a.split("=", 1)[1]) for a in sys.argv[2:] if a.startswith("--batch=")), 1)
