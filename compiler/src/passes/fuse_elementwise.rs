@@ -11,6 +11,10 @@
 //! whose builds add up linearly; the extra kernels cost one intermediate
 //! buffer each. The phase pipeline passes the target's cap
 //! (`Target::max_fused_ops`); 0 means no cap, upstream's behaviour.
+//!
+//! It also leaves an int8 operand of a reduction unfused (the quantize
+//! step in front of a `tcc-quantize-int8` matmul), so that the int8
+//! templates read plain bytes instead of computing them from floats.
 
 use melior::Context;
 use melior::ir::operation::OperationLike;
@@ -54,7 +58,7 @@ impl PassOptions for FuseElementwiseOptions {
 
 impl TccPass for FuseElementwise {
     const ARGUMENT: &'static str = "tcc-fuse-elementwise";
-    const SUMMARY: &'static str = "Fuse elementwise linalg generics (upstream's patterns) while a fused body stays within max-ops operations";
+    const SUMMARY: &'static str = "Fuse elementwise linalg generics (upstream's patterns) while a fused body stays within max-ops operations, and not into an int8 operand of a reduction";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "affine", "arith"];
     type Options = FuseElementwiseOptions;
 
