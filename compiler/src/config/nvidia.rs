@@ -146,12 +146,13 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
 /// work-group streams twice as much K per partial tile it publishes, and
 /// a 16-row tile wastes fewer rows past M. ResNet-50's batch-1 14x14 1x1
 /// expansion (M = 196, N = 1024, K = 256: 208 tiles, 416 work-groups) went
-/// from 16.9 us (32x64 tiles in 4 slices of 64) to 15.5 reading its NCHW
-/// input through a folded transpose, and from 16.8 to 14.4 reading NHWC
-/// activations as it does inside the graph (cuDNN 11.4; 32x64 tiles in 2
-/// slices: 15.7 and 15.0; `scripts/conv-shapes-device.py`, docs/benchmarks.md,
-/// session 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) keeps
-/// 4 slices of 32x64 (2 slices: 17.5 us against 16.0).
+/// from 16.9 us (32x64 tiles in 4 slices of 64) to 15.4 reading its NCHW
+/// input through a folded transpose, and from 17.0 to 14.4 reading NHWC
+/// activations as it does inside the graph (cuDNN 11.5; 32x64 tiles in 2
+/// slices: 15.7 and 15.0; 16x64 tiles with k steps of 32 or in 4 slices:
+/// 15.4-16.1; `scripts/conv-shapes-device.py`, docs/benchmarks.md, session
+/// 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) keeps 4 slices
+/// of 32x64 (2 slices: 17.5 us against 16.0).
 fn few_rows_short_split(m: i64, n: i64) -> Option<GemmConfig> {
     let config = GemmConfig {
         tile_m: 16,
@@ -161,8 +162,8 @@ fn few_rows_short_split(m: i64, n: i64) -> Option<GemmConfig> {
         work_n: 4,
         split_k: 2,
     };
-    let (tiles_n, tiles_m) = config.tiles(&tcc_kernels::GemmShape { batch: 1, m, n, k: 0 });
-    let work_groups = tiles_n * tiles_m * config.split_k as i64;
+    let tiles = |size: i64, tile: u32| (size + tile as i64 - 1) / tile as i64;
+    let work_groups = tiles(m, config.tile_m) * tiles(n, config.tile_n) * config.split_k as i64;
     (m <= FEW_ROWS && work_groups >= 2 * SMS).then_some(config)
 }
 
