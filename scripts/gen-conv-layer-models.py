@@ -10,7 +10,13 @@ scripts/conv-shapes-device.py times them against cuDNN). Weights are a
 4096-value random block tiled over each tensor, so the compiled artifact
 compresses for the trip to the GPU machine.
 
-Usage: scripts/gen-conv-layer-models.py OUT.onnx [--resnet50]"""
+With --nhwc each layer's input and output are NHWC (Transpose, Conv, Relu,
+Transpose): tcc's layout propagation cancels the transposes, so each
+kernel reads and writes channels-last activations as inside ResNet-50,
+where the NCHW form reads its input through a transpose folded into the
+convolution's loads.
+
+Usage: scripts/gen-conv-layer-models.py OUT.onnx [--resnet50] [--nhwc]"""
 import sys
 
 import numpy as np
