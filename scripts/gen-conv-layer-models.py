@@ -10,7 +10,13 @@ scripts/conv-shapes-device.py times them against cuDNN). Weights are a
 4096-value random block tiled over each tensor, so the compiled artifact
 compresses for the trip to the GPU machine.
 
-Usage: scripts/gen-conv-layer-models.py OUT.onnx [--resnet50]"""
+With --nhwc each layer's input and output are NHWC (Transpose, Conv, Relu,
+Transpose): tcc's layout propagation cancels the transposes, so each
+kernel reads and writes channels-last activations as inside ResNet-50,
+where the NCHW form reads its input through a transpose folded into the
+convolution's loads.
+
+Usage: scripts/gen-conv-layer-models.py OUT.onnx [--resnet50] [--nhwc]"""
 import sys
 
 import numpy as np
@@ -70,19 +76,25 @@ def block(shape, rng):
     return np.resize(values, count).reshape(shape)
 
 
-def main(path, layers=LAYERS):
+def main(path, layers=LAYERS, nhwc=False):
     rng = np.random.default_rng(9)
     inputs, outputs, nodes, weights = [], [], [], []
     for n, (c, h, w, oc, k, s, p) in enumerate(layers):
         oh = (h + 2 * p - k) // s + 1
         ow = (w + 2 * p - k) // s + 1
-        inputs.append(helper.make_tensor_value_info(f"x{n}", TensorProto.FLOAT, [1, c, h, w]))
-        outputs.append(helper.make_tensor_value_info(f"y{n}", TensorProto.FLOAT, [1, oc, oh, ow]))
+        x_shape, y_shape = ([1, h, w, c], [1, oh, ow, oc]) if nhwc else ([1, c, h, w], [1, oc, oh, ow])
+        inputs.append(helper.make_tensor_value_info(f"x{n}", TensorProto.FLOAT, x_shape))
+        outputs.append(helper.make_tensor_value_info(f"y{n}", TensorProto.FLOAT, y_shape))
         weights.append(numpy_helper.from_array(block((oc, c, k, k), rng), f"w{n}"))
         weights.append(numpy_helper.from_array(block((oc,), rng), f"b{n}"))
-        nodes.append(helper.make_node("Conv", [f"x{n}", f"w{n}", f"b{n}"], [f"c{n}"],
+        conv_in, relu_out = (f"t{n}", f"r{n}") if nhwc else (f"x{n}", f"y{n}")
+        if nhwc:
+            nodes.append(helper.make_node("Transpose", [f"x{n}"], [conv_in], perm=[0, 3, 1, 2]))
+        nodes.append(helper.make_node("Conv", [conv_in, f"w{n}", f"b{n}"], [f"c{n}"],
                                       kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p]))
-        nodes.append(helper.make_node("Relu", [f"c{n}"], [f"y{n}"]))
+        nodes.append(helper.make_node("Relu", [f"c{n}"], [relu_out]))
+        if nhwc:
+            nodes.append(helper.make_node("Transpose", [relu_out], [f"y{n}"], perm=[0, 2, 3, 1]))
     graph = helper.make_graph(nodes, "conv_layers", inputs, outputs, weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(model)
@@ -90,4 +102,5 @@ def main(path, layers=LAYERS):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], [layer for layer, _ in RESNET50] if "--resnet50" in sys.argv[2:] else LAYERS)
+    main(sys.argv[1], [layer for layer, _ in RESNET50] if "--resnet50" in sys.argv[2:] else LAYERS,
+         nhwc="--nhwc" in sys.argv[2:])

@@ -53,9 +53,9 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// where slices of 256 leave SMs idle and K is at most 512, they split
 /// into at most 4 slices of at least 64: ResNet-50's batch-1 56x56 1x1 reduction, M = 3136, N =
 /// 64, K = 256, went from 23.1 us on 32x32 tiles to 16.5 in 4 slices of
-/// 32x64, its 14x14 1x1 expansion, M = 196, N = 1024, K = 256, from 20.8
-/// to 16.5, and the 28x28 reduction, M = 784, N = 128, K = 512, from 23.3
-/// (32x32 in 2 slices) to 17.0; `scripts/conv-shapes-device.py`).
+/// 32x64, and the 28x28 reduction, M = 784, N = 128, K = 512, from 23.3
+/// (32x32 in 2 slices) to 17.0; `scripts/conv-shapes-device.py`; with at
+/// most 256 rows, 16x64 tiles in 2 slices instead, `few_rows_short_split`).
 /// ResNet-50's 7x7-stage 3x3 convolution (M = 49, N = 512, K = 4608: 32
 /// tiles) runs 16 slices of 288; 16x16 tiles there gave 128 groups of 64
 /// work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s on the H100).
@@ -82,11 +82,16 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
     let narrow_tiles = ((m + 31) / 32) * ((n + 63) / 64);
     let mut narrow_split = split_k(narrow_tiles, k, MIN_SPLIT_K_SLICE);
+    let mut short_split = false;
     if narrow_tiles * narrow_split < SMS && k <= MAX_SHORT_SPLIT_K_LENGTH {
         let short = split_k(narrow_tiles, k, MIN_SHORT_SPLIT_K_SLICE).min(MAX_SHORT_SPLIT_K);
+        short_split = short > narrow_split;
         narrow_split = narrow_split.max(short);
     }
     if tiles(64) < SMS && m >= MID_MIN_ROWS && n >= 64 && narrow_tiles * narrow_split >= SMS {
+        if short_split && let Some(config) = few_rows_short_split(m, n) {
+            return Some(config);
+        }
         return Some(GemmConfig {
             tile_m: 32,
             tile_n: 64,
@@ -134,11 +139,41 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     })
 }
 
+/// Few rows (at most `FEW_ROWS`) where 32x64 tiles fill the SMs only in
+/// the short split's slices of less than 256 of K: 16x64 tiles of 4x4
+/// outputs (64 work-items) in 2 slices instead, if those still give every
+/// SM two work-groups. Twice the row tiles, half the slices: each
+/// work-group streams twice as much K per partial tile it publishes, and
+/// a 16-row tile wastes fewer rows past M. ResNet-50's batch-1 14x14 1x1
+/// expansion (M = 196, N = 1024, K = 256: 208 tiles, 416 work-groups) went
+/// from 16.9 us (32x64 tiles in 4 slices of 64) to 15.4 reading its NCHW
+/// input through a folded transpose, and from 17.0 to 14.4 reading NHWC
+/// activations as it does inside the graph (cuDNN 11.5; 32x64 tiles in 2
+/// slices: 15.7 and 15.0; 16x64 tiles with k steps of 32 or in 4 slices:
+/// 15.4-16.1; `scripts/conv-shapes-device.py`, docs/benchmarks.md, session
+/// 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) keeps 4 slices
+/// of 32x64: 16x64 tiles in 2 slices ran 17.9 us there against 16.0 with
+/// the NCHW input (14.3 against 15.9 reading NHWC).
+fn few_rows_short_split(m: i64, n: i64) -> Option<GemmConfig> {
+    let config = GemmConfig {
+        tile_m: 16,
+        tile_n: 64,
+        tile_k: 16,
+        work_m: 4,
+        work_n: 4,
+        split_k: 2,
+    };
+    let tiles = |size: i64, tile: u32| (size + tile as i64 - 1) / tile as i64;
+    let work_groups = tiles(m, config.tile_m) * tiles(n, config.tile_n) * config.split_k as i64;
+    (m <= FEW_ROWS && work_groups >= 2 * SMS).then_some(config)
+}
+
 /// Configurations `tcc tune` measures besides the table's: the GPU list
 /// (square tiles, 32x32 tiles in 2 to 16 slices) and the tiles this table
 /// picks for mid-sized outputs, 32x64 tiles of 4x4 outputs, unsplit and
-/// in 2 or 4 slices, plus 64x64 tiles in 2 or 4 slices; a split keeps at
-/// least 128 of K per slice.
+/// in 2 or 4 slices, plus 64x64 tiles in 2 or 4 slices and 16x64 tiles
+/// in 2 (`few_rows_short_split`); a split keeps at least 128 of K per
+/// slice.
 fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
     let mut alternatives = super::gpu_gemm_alternatives(m, n, k);
     let tile = |tile_m: u32, tile_n: u32, split_k: u32| GemmConfig {
@@ -156,6 +191,9 @@ fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
                 alternatives.push(tile(64, 64, slices));
             }
         }
+    }
+    if k / 2 >= 128 {
+        alternatives.push(tile(16, 64, 2));
     }
     alternatives
 }
@@ -194,6 +232,10 @@ fn split_k(tiles: i64, k: i64, min_slice: i64) -> i64 {
 /// Streaming multiprocessors of the H100 (PCIe/SXM) the tile choice aims
 /// to fill.
 const SMS: i64 = 132;
+
+/// The most rows that take `few_rows_short_split`'s 16-row tiles (8 tiles
+/// of 32 rows).
+const FEW_ROWS: i64 = 256;
 
 /// The fewest rows that take 32x64 tiles when 64x64 tiles leave SMs idle
 /// (the 7x7 stage, M = 49, keeps its 32x32 split-K tiles).
@@ -286,6 +328,7 @@ mod tests {
             (32, 64, 4),
             (64, 64, 2),
             (64, 64, 4),
+            (16, 64, 2),
         ] {
             assert!(mid.contains(&tile), "{tile:?} not in {mid:?}");
         }
@@ -301,13 +344,36 @@ mod tests {
     #[test]
     fn short_k_splits_32x64_tiles_into_up_to_4_slices() {
         // Where 32x64 tiles in slices of 256 leave SMs idle, slices of 64
-        // (at most 4): the 56x56 1x1 reduction (K = 256, 98 tiles), the
-        // 14x14 1x1 expansion (M = 196, N = 1024, K = 256, 112 tiles) and
-        // the 28x28 reduction (M = 784, N = 128, K = 512, 50 tiles).
-        for (m, n, k) in [(3136, 64, 256), (196, 1024, 256), (784, 128, 512)] {
+        // (at most 4): the 56x56 1x1 reduction (K = 256, 98 tiles) and the
+        // 28x28 reduction (M = 784, N = 128, K = 512, 50 tiles).
+        for (m, n, k) in [(3136, 64, 256), (784, 128, 512)] {
             let config = Target::Nvidia.gemm_config(1, m, n, k).unwrap();
             assert_eq!((config.tile_m, config.tile_n, config.split_k), (32, 64, 4));
         }
+        // At most 256 rows (the 14x14 1x1 expansion, M = 196, N = 1024, K =
+        // 256): 16x64 tiles of 4x4 in 2 slices of 128, 416 work-groups of
+        // 64, not 32x64 tiles in 4 slices (448 of 128).
+        let few_rows = Target::Nvidia.gemm_config(1, 196, 1024, 256).unwrap();
+        assert_eq!(
+            few_rows,
+            GemmConfig {
+                tile_m: 16,
+                tile_n: 64,
+                tile_k: 16,
+                work_m: 4,
+                work_n: 4,
+                split_k: 2
+            }
+        );
+        assert_eq!(few_rows.split_k_slice(256), 128);
+        assert_eq!(few_rows.workgroup_size(), 64);
+        // ... only where those still give every SM two work-groups (N =
+        // 320: 65 tiles of 16x64, 35 of 32x64 in 4 slices) and only instead
+        // of the short split (K = 512 splits in 2 slices of 256 already).
+        let narrow = Target::Nvidia.gemm_config(1, 196, 320, 256).unwrap();
+        assert_eq!((narrow.tile_m, narrow.tile_n, narrow.split_k), (32, 64, 4));
+        let long = Target::Nvidia.gemm_config(1, 196, 1024, 512).unwrap();
+        assert_eq!((long.tile_m, long.tile_n, long.split_k), (32, 64, 2));
         // Longer K keeps slices of 256 (M = 800, N = 96, K = 576: 32x32 in 2).
         let longer = Target::Nvidia.gemm_config(1, 800, 96, 576).unwrap();
         assert_eq!((longer.tile_m, longer.tile_n, longer.split_k), (32, 32, 2));

@@ -161,6 +161,43 @@ mod tests {
         );
     }
 
+    /// The records committed under `tuning/`.
+    const COMMITTED: [(&str, &str); 2] = [
+        (
+            "nvidia-h100.json",
+            include_str!("../../../tuning/nvidia-h100.json"),
+        ),
+        (
+            "pocl-cpu-skylake-avx512.json",
+            include_str!("../../../tuning/pocl-cpu-skylake-avx512.json"),
+        ),
+    ];
+
+    #[test]
+    fn committed_records_parse_and_name_the_tables_few_rows_split() {
+        for (name, text) in COMMITTED {
+            let record = TuningRecord::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!record.gemms.is_empty(), "{name}");
+        }
+        // ResNet-50's 14x14 1x1 expansion (M = 196, N = 1024, K = 256): the
+        // H100 record and the nvidia table agree on 16x64 tiles in 2
+        // slices (docs/benchmarks.md, session 11); the 56x56 1x1 reduction
+        // (M = 3136, N = 64, K = 256) is a signature of its own.
+        let h100 = TuningRecord::parse(COMMITTED[0].1).unwrap();
+        let expansion = [1, 196, 1024, 256];
+        let tuned = h100.lookup(Target::Nvidia, "convolution", expansion);
+        assert_eq!(tuned, Target::Nvidia.gemm_config(1, 196, 1024, 256));
+        assert_eq!(
+            tuned.map(|c| (c.tile_m, c.tile_n, c.split_k)),
+            Some((16, 64, 2))
+        );
+        let reduction = h100.lookup(Target::Nvidia, "convolution", [1, 3136, 64, 256]);
+        assert_eq!(
+            reduction.map(|c| (c.tile_m, c.tile_n, c.split_k)),
+            Some((32, 64, 4))
+        );
+    }
+
     #[test]
     fn rejects_other_versions_targets_and_invalid_tiles() {
         let mut other = record();
