@@ -76,7 +76,10 @@ def main():
         check(err.value, "clCreateBuffer")
         return b
 
-    text = open(sys.argv[1]).read()
+    # NVIDIA's OpenCL passes a buffer argument only to a pointer parameter
+    # marked `.ptr .global` (clang's OpenCL PTX has it, nvcc's has not).
+    text = re.sub(r"\.param \.u64 (\w+_param_[012])\b", r".param .u64 .ptr .global .align 4 \1",
+                  open(sys.argv[1]).read())
     size = 4096
     rng = np.random.default_rng(1)
     a = rng.uniform(-1, 1, (size, size)).astype(np.float32)
