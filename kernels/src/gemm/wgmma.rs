@@ -6,9 +6,9 @@
 //! For TF32, `wgmma` reads both shared-memory operands K-major only, and a
 //! row-major B is not. So the product runs transposed, `C^T = B^T A^T`:
 //! wgmma's A operand is `B^T`, taken from registers (each thread loads its
-//! fragment words straight from global memory, a warp's load covering 4
-//! rows of 32 contiguous bytes, one stage ahead, rounded to TF32 by adding
-//! half an ulp as the `mma.sync` body does); wgmma's B operand is `A^T`,
+//! fragment words straight from global memory as `float4`s, one stage
+//! ahead, rounded to TF32 by adding half an ulp as the `mma.sync` body
+//! does); wgmma's B operand is `A^T`,
 //! read from local memory through a matrix descriptor: A's rows are K-major
 //! already, and 16-byte `cp.async` copies write them straight into the
 //! no-swizzle core-matrix layout (8 rows x 16 bytes per core matrix, the
@@ -52,7 +52,8 @@ pub(super) struct Wgmma;
 impl Wgmma {
     /// Whether `spec` takes the wgmma body: TF32, the 128x128 tile of 256
     /// work-items unsplit, A and B float buffers read through their
-    /// strides (A's rows 16-byte aligned for `cp.async`), and M, N, K
+    /// strides (A's and B's rows 16-byte aligned: `cp.async`, `float4`
+    /// loads), and M, N, K
     /// multiples of the work-group's 128x256 tile and of the stage's k.
     pub(super) fn applies(spec: &GemmSpec) -> bool {
         let c = spec.config;
@@ -67,16 +68,16 @@ impl Wgmma {
             && spec.a_element.is_none()
             && spec.b_offset.is_none()
             && spec.a.vectorizable(s.k)
-            && spec.b.col_stride == 1
+            && spec.b.vectorizable(s.n)
             && s.m % ROWS as i64 == 0
             && s.n % COLUMNS as i64 == 0
             && s.k % STAGE_K as i64 == 0
     }
 
     /// The accumulator's dimensions: `acc[wm][wn]` holds C row
-    /// `8 (wm / 2) + 2 tig + wm % 2` and column `wg_col + 64 (wn / 2) +
-    /// 8 (wn % 2)` of the work-group's tile (the wgmma D fragment,
-    /// transposed).
+    /// `8 (wm / 2) + 2 tig + wm % 2` and column `wg_col + wn` of the
+    /// work-group's tile (the wgmma D fragment, transposed: D row `group +
+    /// 8 b` of half `h` is C column `wg_col + 2 h + b`).
     pub(super) fn acc() -> (u32, u32) {
         (ROWS / 4, 2 * HALVES)
     }
@@ -86,7 +87,7 @@ impl Wgmma {
     pub(super) fn offsets() -> (String, String) {
         (
             "(8 * (wm / 2) + 2 * tig + wm % 2)".to_string(),
-            "(wg_col + 64 * (wn / 2) + 8 * (wn % 2))".to_string(),
+            "(wg_col + wn)".to_string(),
         )
     }
 
@@ -118,7 +119,7 @@ impl Wgmma {
             out,
             "  /* wgmma: C^T = B^T A^T; A by cp.async into core matrices, B's fragments from global memory */
   const int warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;
-  const int wg_col = (warp / 4) * {} + (warp % 4) * 16 + group;
+  const int wg_col = (warp / 4) * {} + (warp % 4) * 32 + 4 * group;
   if (get_group_id(0) % 2 != 0) return;
   __global const float* b_frag = {} + {b_base};
   float fetched[{}][{HALVES}][4];
@@ -215,21 +216,21 @@ fn copy_a(out: &mut String, spec: &GemmSpec, a_address: &str, stage: &str, tile:
 }
 
 /// Loads the B fragments of k tile `tile` into `fetched[step][half]`:
-/// wgmma's A fragment (PTX ISA, m64nNk8 TF32): row `group` and `group +
-/// 8` of the warp's 16 (here C columns), k `tig` and `tig + 4`.
+/// wgmma's A fragment (PTX ISA, m64nNk8 TF32) holds rows `group` and
+/// `group + 8` of the warp's 16 at k `tig` and `tig + 4`. Rows map to C
+/// columns so that a work-item's four rows of one k (two per half) are 4
+/// adjacent columns, `wg_col .. wg_col + 3` (see `Wgmma::offsets`): one
+/// `float4` per k, a warp's load 4 rows of 128 contiguous bytes.
 fn fetch_b(out: &mut String, tile: &str, row_stride: i64) {
     let _ = writeln!(
         out,
         "    #pragma unroll
-    for (int s = 0; s < {}; ++s)
-      #pragma unroll
-      for (int h = 0; h < {HALVES}; ++h) {{
-        __global const float* p = b_frag + ((tcc_index)({tile}) * {STAGE_K} + s * {WGMMA_K}) * {row_stride} + h * 64;
-        fetched[s][h][0] = p[0];
-        fetched[s][h][1] = p[8];
-        fetched[s][h][2] = p[4 * {row_stride}];
-        fetched[s][h][3] = p[4 * {row_stride} + 8];
-      }}",
+    for (int s = 0; s < {}; ++s) {{
+      __global const float* p = b_frag + ((tcc_index)({tile}) * {STAGE_K} + s * {WGMMA_K}) * {row_stride};
+      const float4 lo = *(__global const float4*)p, hi = *(__global const float4*)(p + 4 * {row_stride});
+      fetched[s][0][0] = lo.x; fetched[s][0][1] = lo.y; fetched[s][0][2] = hi.x; fetched[s][0][3] = hi.y;
+      fetched[s][1][0] = lo.z; fetched[s][1][1] = lo.w; fetched[s][1][2] = hi.z; fetched[s][1][3] = hi.w;
+    }}",
         STAGE_K / WGMMA_K
     );
 }

@@ -80,7 +80,7 @@ fn the_descriptor_and_accumulator_order_follow_the_core_matrix_layout() {
     assert!(text.contains("\"+f\"(acc[31][3])"), "{text}");
     assert!(text.contains("float acc[32][4];"), "{text}");
     assert!(
-        text.contains("const tcc_index j = col0 + (wg_col + 64 * (wn / 2) + 8 * (wn % 2));"),
+        text.contains("const tcc_index j = col0 + (wg_col + wn);"),
         "{text}"
     );
 }
