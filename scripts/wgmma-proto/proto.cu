@@ -216,12 +216,12 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmg(const float* __restrict__ A
 // unrolled FD times so each buffer has a compile-time index) and WAIT wgmma
 // groups left in flight across the barrier (A's copies then run
 // STAGES - 1 - WAIT stages ahead).
-template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT>
+template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT, int SW>
 __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A, const float* __restrict__ B,
                                                     float* __restrict__ C, int M, int N, int K) {
   constexpr int BN = 64 * WG * NR, THREADS = WG * 128;
   constexpr int A_STAGE = BM * KS;
-  __shared__ __align__(128) float sa[STAGES * A_STAGE];
+  __shared__ __align__(1024) float sa[STAGES * A_STAGE];
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, group = lane / 4,
             tig = lane % 4;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
@@ -234,8 +234,13 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
     const int k0 = kt * KS;
 #pragma unroll
     for (int i = tid; i < BM * KS / 4; i += THREADS) {
-      const int r8 = i % 8, c = (i / 8) % (KS / 4), g = i / (8 * (KS / 4));
-      cp_async16(sa + stage * A_STAGE + i * 4, A + (size_t)(m0 + g * 8 + r8) * K + k0 + 4 * c);
+      if constexpr (SW) {  // 128-byte swizzle: row m's chunk c at c ^ (m % 8); KS == 32
+        const int m = i / 8, c = i % 8;
+        cp_async16(sa + stage * A_STAGE + m * 32 + ((c ^ (m % 8)) * 4), A + (size_t)(m0 + m) * K + k0 + 4 * c);
+      } else {
+        const int r8 = i % 8, c = (i / 8) % (KS / 4), g = i / (8 * (KS / 4));
+        cp_async16(sa + stage * A_STAGE + i * 4, A + (size_t)(m0 + g * 8 + r8) * K + k0 + 4 * c);
+      }
     }
   };
   float fb[FD][KS / 8][NR][4];
@@ -282,7 +287,8 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
       wg_fence();
 #pragma unroll
       for (int s = 0; s < KS / 8; ++s) {
-        const unsigned long long desc = desc_of(a_base + s * 256, LBO, SBO);
+        const unsigned long long desc = SW ? (desc_of(a_base + s * 32, 16, 1024) | (1ull << 62))
+                                           : desc_of(a_base + s * 256, LBO, SBO);
 #pragma unroll
         for (int r = 0; r < NR; ++r)
           wgmma<BM>(d[r], fr[u][s][r][0], fr[u][s][r][1], fr[u][s][r][2], fr[u][s][r][3], desc);
@@ -325,22 +331,23 @@ void launchg(const float* A, const float* B, float* C, int M, int N, int K) {
 }
 #define GCASE(BM, WG, NR, KS, ST) \
   {"G " #BM "x" #WG "x" #NR " ks" #KS " st" #ST, launchg<BM, WG, NR, KS, ST>, BM, 64 * WG * NR, 4 * ST * BM * KS}
-template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT>
+template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT, int SW>
 void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
-  gemmh<BM, WG, NR, KS, STAGES, FD, WAIT><<<grid, WG * 128>>>(A, B, C, M, N, K);
+  gemmh<BM, WG, NR, KS, STAGES, FD, WAIT, SW><<<grid, WG * 128>>>(A, B, C, M, N, K);
 }
 #define HCASE(BM, WG, NR, KS, ST, FD, WT) \
-  {"H " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT, launchh<BM, WG, NR, KS, ST, FD, WT>, BM, 64 * WG * NR, 4 * ST * BM * KS}
+  {"H " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT, launchh<BM, WG, NR, KS, ST, FD, WT, 0>, BM, 64 * WG * NR, 4 * ST * BM * KS}
+#define SCASE(BM, WG, NR, KS, ST, FD, WT) \
+  {"S " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT " swizzle128", launchh<BM, WG, NR, KS, ST, FD, WT, 1>, BM, 64 * WG * NR, 4 * ST * BM * KS}
 #define CASE(BM, WG, NR, KS, ST, SW, WT) \
   {#BM "x" #WG "x" #NR " ks" #KS " st" #ST " swap" #SW " wait" #WT, launch<BM, WG, NR, KS, ST, SW, WT>, BM, 64 * WG * NR, 4 * ST * (BM * KS + KS * 64 * WG * NR)}
 
 int main(int argc, char** argv) {
   Case cases[] = {
-      GCASE(128, 2, 2, 32, 3), GCASE(128, 4, 1, 32, 3),
-      HCASE(128, 2, 2, 32, 3, 2, 0), HCASE(128, 2, 2, 32, 3, 2, 1), HCASE(128, 2, 2, 16, 6, 2, 1),
-      HCASE(128, 2, 2, 16, 4, 2, 1), HCASE(128, 2, 2, 16, 6, 2, 0), HCASE(128, 4, 1, 32, 3, 2, 0),
-      HCASE(128, 4, 1, 16, 6, 2, 1), HCASE(128, 2, 2, 32, 3, 1, 0), HCASE(128, 2, 1, 32, 3, 2, 0),
+      HCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 2, 0),
+      SCASE(128, 2, 2, 32, 3, 2, 1), SCASE(128, 4, 1, 32, 3, 1, 0), SCASE(256, 2, 1, 32, 3, 1, 0),
+      SCASE(128, 2, 1, 32, 3, 1, 0),
   };
   for (int size : {2048, 4096}) {
     const int M = size, N = size, K = size;

@@ -20,4 +20,4 @@ for n in (2048, 4096):
     ms = s.elapsed_time(e) / 20
     print(f"torch tf32 {n}: ms={ms:.3f} TF/s={2*n**3/ms/1e9:.1f}")
 PY
-for e in ${OPENCL_ENTRIES:-reference gemmhILi128ELi2ELi2ELi32ELi3ELi1ELi0}; do timeout 60 python3 opencl_run.py /tmp/proto.ptx "$e" 2>&1 | grep -v "^device\|^CL_DEVICE"; done
+for e in ${OPENCL_ENTRIES:-reference gemmhILi128ELi2ELi2ELi32ELi3ELi1ELi0ELi1}; do timeout 60 python3 opencl_run.py /tmp/proto.ptx "$e" 2>&1 | grep -v "^device\|^CL_DEVICE"; done

@@ -33,23 +33,22 @@ fn a_qualifying_tf32_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
     let fp32 = text.find("#else\n").expect("fp32 body");
     assert!(wgmma == 0 && wgmma < mma && mma < fp32, "{text}");
     let body = &text[..mma];
-    // Eight m64n128k8 per stage (4 k steps x 2 halves), between a fence
-    // and a commit, waited for before the next stage's barrier.
+    // Four m64n128k8 per stage (4 k steps), between a fence and a
+    // commit, waited for before the next stage's barrier.
     assert_eq!(
         body.matches("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32")
             .count(),
-        8,
+        4,
         "{body}"
     );
     for needle in [
-        "__local float tile_a[3][4096] __attribute__((aligned(128)));",
-        "if (get_group_id(0) % 2 != 0) return;",
+        "__local float tile_a[3][4096] __attribute__((aligned(1024)));",
         "fence.proxy.async.shared::cta;",
         "wgmma.fence.sync.aligned;",
         "wgmma.commit_group.sync.aligned;",
         "wgmma.wait_group.sync.aligned 0;",
         "TCC_CP_ASYNC_WAIT(1);",
-        "tcc_cp_async16(&tile_a[(kt + 2) % 3][q * 4], a1 + i * 256 + k, 16);",
+        "tcc_cp_async16(&tile_a[(kt + 2) % 3][m * 32 + ((chunk ^ (m % 8)) * 4)], a1 + i * 256 + k, 16);",
         "for (int kt = 0; kt < 8; ++kt) {",
         "a0[i * 512 + j] = acc_value;",
     ] {
@@ -62,23 +61,24 @@ fn a_qualifying_tf32_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
 #[test]
 fn the_descriptor_and_accumulator_order_follow_the_core_matrix_layout() {
     let text = gemm_kernel(&tf32_spec()).unwrap();
-    // Leading offset 128 bytes (8), stride offset 8 x 128 bytes (64).
-    let offsets = (8u64 << 16) | (64u64 << 32);
+    // k step 1 starts 32 bytes into the swizzled rows; leading offset 16
+    // bytes (1), stride offset 1024 (64), 128-byte swizzle (mode 1).
+    let fields = (1u64 << 16) | (64u64 << 32) | (1u64 << 62);
     assert!(
         text.contains(&format!(
-            "const ulong desc1 = (ulong)(((a_stage + 256) & 0x3FFFF) >> 4) | {offsets}ul;"
+            "const ulong desc1 = (ulong)(((a_stage + 32) & 0x3FFFF) >> 4) | {fields}ul;"
         )),
         "{text}"
     );
-    // D element 4 j + e of half h is acc[2 j + e % 2][2 h + e / 2].
+    // D element 4 j + e is acc[2 j + e % 2][e / 2].
     assert!(
         text.contains(
             ": \"+f\"(acc[0][0]), \"+f\"(acc[1][0]), \"+f\"(acc[0][1]), \"+f\"(acc[1][1]), \"+f\"(acc[2][0]),"
         ),
         "{text}"
     );
-    assert!(text.contains("\"+f\"(acc[31][3])"), "{text}");
-    assert!(text.contains("float acc[32][4];"), "{text}");
+    assert!(text.contains("\"+f\"(acc[31][1])"), "{text}");
+    assert!(text.contains("float acc[32][2];"), "{text}");
     assert!(
         text.contains("const tcc_index j = col0 + (wg_col + wn);"),
         "{text}"
@@ -91,9 +91,10 @@ fn other_products_keep_mma_sync_or_fp32() {
         let text = gemm_kernel(&spec).unwrap();
         assert!(!text.contains("wgmma"), "{text}");
     };
-    // N not a multiple of the 256-column tile.
+    // N not a multiple of the 128-column tile.
     let mut narrow = tf32_spec();
-    narrow.shape.n = 384;
+    narrow.shape.n = 320;
+    narrow.b.row_stride = 320;
     no_wgmma(narrow);
     // K not a multiple of the stage's 32.
     let mut short = tf32_spec();
