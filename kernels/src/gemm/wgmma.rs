@@ -112,7 +112,7 @@ impl Wgmma {
         let b_base = spec.b.address("b", "tig", "(col0 + wg_col)");
         let _ = writeln!(
             out,
-            "  /* wgmma: C^T = B^T A^T; A by cp.async into core matrices, B's fragments from global memory */
+            "  /* wgmma: C^T = B^T A^T; A by cp.async into 128-byte swizzled rows, B's fragments from global memory */
   const int warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;
   const int wg_col = (warp / 4) * 64 + (warp % 4) * 16 + 2 * group;
   __global const float* b_frag = {} + {b_base};
