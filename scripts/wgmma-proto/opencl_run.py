@@ -90,7 +90,6 @@ def main():
     prog = build(context, dev, text, True)
     for entry in sorted(re.findall(r"\.entry\s+(\w+)", text), key=len):
         m = re.match(r"_Z4gemmILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", entry)
-        g = re.match(r"_Z5gemmgILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", entry)
         h = re.match(r"_Z5gemmhILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", entry)
         if len(sys.argv) > 2 and not re.search(sys.argv[2], entry):
             continue
@@ -104,9 +103,6 @@ def main():
         elif m:
             bm, wg, nr, ks, st, sw, wt = map(int, m.groups())
             smem = 4 * st * (bm * ks + ks * 64 * wg * nr)
-        elif g:
-            bm, wg, nr, ks, st = map(int, g.groups())
-            sw, wt, smem = 0, 0, 4 * st * bm * ks
         else:
             continue
         if sw or smem > 48 * 1024:

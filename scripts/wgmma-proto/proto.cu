@@ -7,8 +7,13 @@
 // C^T = B^T A^T, wgmma's A = B^T from registers (loaded from a plain,
 // XOR-swizzled shared tile of B), wgmma's B = A^T from shared memory through
 // a descriptor (A's rows are K-major already), in the no-swizzle core-matrix
-// layout that 16-byte cp.async copies write directly.
-// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a proto.cu
+// layout that 16-byte cp.async copies write directly (`gemm`). Variant
+// `gemmh` loads B's fragments straight from global memory (shared memory
+// holds only A, so a stage spans more k) and, with SW, writes A in the
+// 128-byte swizzle layout (the fastest: tcc's wgmma body follows it).
+// Cases: CASE (gemm), HCASE (gemmh, no swizzle), SCASE (gemmh, swizzled);
+// each at 2048^3 and 4096^3 against a naive fp32 kernel, timed with events.
+// Build and run: run.sh (on the GPU machine; docs/benchmarks.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
@@ -44,6 +49,39 @@ __device__ __forceinline__ unsigned long long desc_of(unsigned addr, unsigned lb
 
 __device__ __forceinline__ unsigned tf32_round(float x) { return __float_as_uint(x) + 0x1000u; }
 
+template <int NR, int BM> __device__ __forceinline__ void zero(float (&d)[NR][BM / 2]) {
+#pragma unroll
+  for (int r = 0; r < NR; ++r)
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) d[r][i] = 0.f;
+}
+
+// d[r][4j + e]: wgmma row (C column) 64 r + 8 (e / 2) from `c` (the thread's
+// first column: 64 (wg NR) + 16 warp + group), wgmma column (C row)
+// 8 j + 2 tig + e % 2.
+template <int NR, int BM>
+__device__ __forceinline__ void store(const float (&d)[NR][BM / 2], float* c, int N, int tig) {
+#pragma unroll
+  for (int r = 0; r < NR; ++r)
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) c[(size_t)(8 * j + 2 * tig + e % 2) * N + r * 64 + 8 * (e / 2)] = d[r][4 * j + e];
+}
+
+// cp.async copies of a BM x KS tile of A (row stride K) into the no-swizzle
+// core-matrix layout: copy i is row 8 (i / (2 KS)) + i % 8, k chunk
+// (i / 8) % (KS / 4), at byte 16 i (k-adjacent core matrices 128 bytes
+// apart, row-adjacent ones KS / 4 x 128).
+template <int BM, int KS, int THREADS>
+__device__ __forceinline__ void copy_a_core(float* s, const float* a, int K, int tid) {
+#pragma unroll
+  for (int i = tid; i < BM * KS / 4; i += THREADS) {
+    const int r8 = i % 8, c = (i / 8) % (KS / 4), g = i / (8 * (KS / 4));
+    cp_async16(s + i * 4, a + (size_t)(g * 8 + r8) * K + 4 * c);
+  }
+}
+
 // BM: rows of C per block (wgmma's N); WG warpgroups, each NR x 64 columns
 // of C (wgmma's M); KS: k per stage; SWAP: exchange LBO and SBO (to test
 // the descriptor's field meaning); WAIT: wgmma groups left in flight.
@@ -59,17 +97,10 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm(const float* __restrict__ A,
             tig = lane % 4;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   float d[NR][BM / 2];
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-#pragma unroll
-    for (int i = 0; i < BM / 2; ++i) d[r][i] = 0.f;
+  zero<NR, BM>(d);
   auto load = [&](int stage, int kt) {
     const int k0 = kt * KS;
-#pragma unroll
-    for (int i = tid; i < BM * KS / 4; i += THREADS) {
-      const int r8 = i % 8, c = (i / 8) % (KS / 4), g = i / (8 * (KS / 4));
-      cp_async16(sa + stage * A_STAGE + i * 4, A + (size_t)(m0 + g * 8 + r8) * K + k0 + 4 * c);
-    }
+    copy_a_core<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
 #pragma unroll
     for (int i = tid; i < KS * BN / 4; i += THREADS) {
       const int k = i / (BN / 4), j = i % (BN / 4);
@@ -115,102 +146,9 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm(const float* __restrict__ A,
     wg_wait<WAIT>();
   }
   wg_wait<0>();
-  // d[r][4j + e]: wgmma row (C column) n = 64 (wg NR + r) + 16 warp + group + 8 (e / 2),
-  // wgmma column (C row) m = 8 j + 2 tig + e % 2.
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-#pragma unroll
-    for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int n = n0 + (wg * NR + r) * 64 + warp * 16 + group + 8 * (e / 2), m = m0 + 8 * j + 2 * tig + e % 2;
-        C[(size_t)m * N + n] = d[r][4 * j + e];
-      }
+  store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
 }
 
-
-// Variant G: B's fragments come straight from global memory into registers
-// (4-byte loads: each warp load covers 4 rows of 32 contiguous bytes, whole
-// sectors), one stage ahead; shared memory holds only A's tiles, so a stage
-// can span more k (fewer barriers per unit of work).
-template <int BM, int WG, int NR, int KS, int STAGES>
-__global__ void __launch_bounds__(WG * 128, 1) gemmg(const float* __restrict__ A, const float* __restrict__ B,
-                                                    float* __restrict__ C, int M, int N, int K) {
-  constexpr int BN = 64 * WG * NR, THREADS = WG * 128;
-  constexpr int A_STAGE = BM * KS;
-  __shared__ __align__(128) float sa[STAGES * A_STAGE];
-  const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, group = lane / 4,
-            tig = lane % 4;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  float d[NR][BM / 2];
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-#pragma unroll
-    for (int i = 0; i < BM / 2; ++i) d[r][i] = 0.f;
-  auto load = [&](int stage, int kt) {
-    const int k0 = kt * KS;
-#pragma unroll
-    for (int i = tid; i < BM * KS / 4; i += THREADS) {
-      const int r8 = i % 8, c = (i / 8) % (KS / 4), g = i / (8 * (KS / 4));
-      cp_async16(sa + stage * A_STAGE + i * 4, A + (size_t)(m0 + g * 8 + r8) * K + k0 + 4 * c);
-    }
-  };
-  float fn[KS / 8][NR][4];
-  auto fetch = [&](int kt) {
-#pragma unroll
-    for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-      for (int r = 0; r < NR; ++r) {
-        const int n = n0 + (wg * NR + r) * 64 + warp * 16 + group, k = kt * KS + s * 8 + tig;
-        fn[s][r][0] = __ldg(B + (size_t)k * N + n);
-        fn[s][r][1] = __ldg(B + (size_t)k * N + n + 8);
-        fn[s][r][2] = __ldg(B + (size_t)(k + 4) * N + n);
-        fn[s][r][3] = __ldg(B + (size_t)(k + 4) * N + n + 8);
-      }
-  };
-  const int KT = K / KS;
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < KT) load(s, s);
-    cp_commit();
-  }
-  fetch(0);
-  constexpr unsigned LBO = 128, SBO = (KS / 4) * 128;
-  for (int kt = 0; kt < KT; ++kt) {
-    unsigned f[KS / 8][NR][4];
-#pragma unroll
-    for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-      for (int r = 0; r < NR; ++r)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) f[s][r][e] = tf32_round(fn[s][r][e]);
-    cp_wait<STAGES - 2>();
-    fence_proxy();
-    __syncthreads();
-    const int ahead = kt + STAGES - 1;
-    if (ahead < KT) load(ahead % STAGES, ahead);
-    cp_commit();
-    const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
-    wg_fence();
-#pragma unroll
-    for (int s = 0; s < KS / 8; ++s) {
-      const unsigned long long desc = desc_of(a_base + s * 256, LBO, SBO);
-#pragma unroll
-      for (int r = 0; r < NR; ++r) wgmma<BM>(d[r], f[s][r][0], f[s][r][1], f[s][r][2], f[s][r][3], desc);
-    }
-    wg_commit();
-    if (kt + 1 < KT) fetch(kt + 1);
-    wg_wait<0>();
-  }
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-#pragma unroll
-    for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int n = n0 + (wg * NR + r) * 64 + warp * 16 + group + 8 * (e / 2), m = m0 + 8 * j + 2 * tig + e % 2;
-        C[(size_t)m * N + n] = d[r][4 * j + e];
-      }
-}
 
 // Variant H: as G, with B's fragments fetched FD stages ahead (the loop
 // unrolled FD times so each buffer has a compile-time index) and WAIT wgmma
@@ -226,21 +164,17 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
             tig = lane % 4;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   float d[NR][BM / 2];
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-#pragma unroll
-    for (int i = 0; i < BM / 2; ++i) d[r][i] = 0.f;
+  zero<NR, BM>(d);
   auto load = [&](int stage, int kt) {
     const int k0 = kt * KS;
+    if constexpr (SW) {  // 128-byte swizzle: row m's chunk c at c ^ (m % 8); KS == 32
 #pragma unroll
-    for (int i = tid; i < BM * KS / 4; i += THREADS) {
-      if constexpr (SW) {  // 128-byte swizzle: row m's chunk c at c ^ (m % 8); KS == 32
+      for (int i = tid; i < BM * KS / 4; i += THREADS) {
         const int m = i / 8, c = i % 8;
         cp_async16(sa + stage * A_STAGE + m * 32 + ((c ^ (m % 8)) * 4), A + (size_t)(m0 + m) * K + k0 + 4 * c);
-      } else {
-        const int r8 = i % 8, c = (i / 8) % (KS / 4), g = i / (8 * (KS / 4));
-        cp_async16(sa + stage * A_STAGE + i * 4, A + (size_t)(m0 + g * 8 + r8) * K + k0 + 4 * c);
       }
+    } else {
+      copy_a_core<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
     }
   };
   float fb[FD][KS / 8][NR][4];
@@ -299,15 +233,7 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
     }
   }
   wg_wait<0>();
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-#pragma unroll
-    for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int n = n0 + (wg * NR + r) * 64 + warp * 16 + group + 8 * (e / 2), m = m0 + 8 * j + 2 * tig + e % 2;
-        C[(size_t)m * N + n] = d[r][4 * j + e];
-      }
+  store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
 }
 
 __global__ void reference(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -324,13 +250,6 @@ void launch(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
   gemm<BM, WG, NR, KS, STAGES, SWAP, WAIT><<<grid, WG * 128>>>(A, B, C, M, N, K);
 }
-template <int BM, int WG, int NR, int KS, int STAGES>
-void launchg(const float* A, const float* B, float* C, int M, int N, int K) {
-  dim3 grid(N / (64 * WG * NR), M / BM);
-  gemmg<BM, WG, NR, KS, STAGES><<<grid, WG * 128>>>(A, B, C, M, N, K);
-}
-#define GCASE(BM, WG, NR, KS, ST) \
-  {"G " #BM "x" #WG "x" #NR " ks" #KS " st" #ST, launchg<BM, WG, NR, KS, ST>, BM, 64 * WG * NR, 4 * ST * BM * KS}
 template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT, int SW>
 void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
@@ -347,7 +266,7 @@ int main(int argc, char** argv) {
   Case cases[] = {
       HCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 2, 0),
       SCASE(128, 2, 2, 32, 3, 2, 1), SCASE(128, 4, 1, 32, 3, 1, 0), SCASE(256, 2, 1, 32, 3, 1, 0),
-      SCASE(128, 2, 1, 32, 3, 1, 0),
+      SCASE(128, 2, 1, 32, 3, 1, 0), CASE(128, 2, 1, 16, 3, 0, 0),
   };
   for (int size : {2048, 4096}) {
     const int M = size, N = size, K = size;

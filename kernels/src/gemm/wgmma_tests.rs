@@ -1,25 +1,19 @@
 //! Tests of the `wgmma` TF32 body's selection and emitted structure.
 
-use super::tests::{spec, tiles};
+use super::tests::{aligned_spec, tiles};
 use super::*;
 
 /// The 128x128 tile of 8x8 outputs per work-item (256 work-items) that
 /// large products take on NVIDIA.
 const BIG_TILES: [u32; 6] = [128, 128, 16, 8, 8, 1];
 
-/// A 512x512x256 TF32 product of row-major matrices on the big tiles.
+/// A 256x256x64 TF32 product of aligned row-major matrices on the big
+/// tiles.
 fn tf32_spec() -> GemmSpec {
-    let mut spec = spec(tiles(BIG_TILES));
-    spec.shape = GemmShape {
-        batch: 1,
-        m: 512,
-        n: 512,
-        k: 256,
-    };
-    spec.a.row_stride = 256;
-    spec.b.row_stride = 512;
-    spec.store = "a0[i * 512 + j] = acc_value;".into();
-    spec.tensor_cores = Some(TensorCores::Tf32);
+    let mut spec = aligned_spec(tiles(BIG_TILES), TensorCores::Tf32);
+    spec.shape.n = 256;
+    spec.b.row_stride = 256;
+    spec.store = "a0[i * 256 + j] = acc_value;".into();
     spec
 }
 
@@ -48,9 +42,9 @@ fn a_qualifying_tf32_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
         "wgmma.commit_group.sync.aligned;",
         "wgmma.wait_group.sync.aligned 0;",
         "TCC_CP_ASYNC_WAIT(1);",
-        "tcc_cp_async16(&tile_a[(kt + 2) % 3][m * 32 + ((chunk ^ (m % 8)) * 4)], a1 + i * 256 + k, 16);",
-        "for (int kt = 0; kt < 8; ++kt) {",
-        "a0[i * 512 + j] = acc_value;",
+        "tcc_cp_async16(&tile_a[(kt + 2) % 3][m * 32 + ((chunk ^ (m % 8)) * 4)], a1 + i * 64 + k, 16);",
+        "for (int kt = 0; kt < 2; ++kt) {",
+        "a0[i * 256 + j] = acc_value;",
     ] {
         assert!(body.contains(needle), "{needle} not in {body}");
     }
