@@ -49,11 +49,11 @@ __device__ __forceinline__ unsigned long long desc_of(unsigned addr, unsigned lb
 
 __device__ __forceinline__ unsigned tf32_round(float x) { return __float_as_uint(x) + 0x1000u; }
 
-template <int NR, int BM> __device__ __forceinline__ void zero(float (&d)[NR][BM / 2]) {
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-#pragma unroll
-    for (int i = 0; i < BM / 2; ++i) d[r][i] = 0.f;
+// A thread's place: its warpgroup, warp in it, and fragment coordinates.
+struct Ids { int tid, wg, warp, group, tig; };
+__device__ __forceinline__ Ids thread_ids() {
+  const int tid = threadIdx.x, lane = tid % 32;
+  return {tid, tid / 128, (tid / 32) % 4, lane / 4, lane % 4};
 }
 
 // d[r][4j + e]: wgmma row (C column) 64 r + 8 (e / 2) from `c` (the thread's
@@ -93,11 +93,10 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm(const float* __restrict__ A,
   __shared__ __align__(128) float smem[STAGES * (A_STAGE + B_STAGE)];
   float* sa = smem;
   float* sb = smem + STAGES * A_STAGE;
-  const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, group = lane / 4,
-            tig = lane % 4;
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  float d[NR][BM / 2];
-  zero<NR, BM>(d);
+  float d[NR][BM / 2] = {};
   auto load = [&](int stage, int kt) {
     const int k0 = kt * KS;
     copy_a_core<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
@@ -160,11 +159,10 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
   constexpr int BN = 64 * WG * NR, THREADS = WG * 128;
   constexpr int A_STAGE = BM * KS;
   __shared__ __align__(1024) float sa[STAGES * A_STAGE];
-  const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, group = lane / 4,
-            tig = lane % 4;
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  float d[NR][BM / 2];
-  zero<NR, BM>(d);
+  float d[NR][BM / 2] = {};
   auto load = [&](int stage, int kt) {
     const int k0 = kt * KS;
     if constexpr (SW) {  // 128-byte swizzle: row m's chunk c at c ^ (m % 8); KS == 32
