@@ -86,4 +86,3 @@ impl Layout {
         }
     }
 }
-

@@ -31,9 +31,9 @@
 mod emit;
 mod fma;
 mod int8;
-mod layout;
 #[cfg(test)]
 mod int8_tests;
+mod layout;
 mod staging;
 mod tensor_cores;
 #[cfg(test)]
@@ -49,9 +49,9 @@ use crate::{Buffer, KernelParameters};
 use emit::split_k_fixup;
 use fma::fma_main_loop;
 use layout::Layout;
+use staging::Sources;
 #[cfg(test)]
 use tensor_cores::Pipeline;
-use staging::Sources;
 pub use tensor_cores::TensorCores;
 use wgmma::Wgmma;
 

@@ -23,7 +23,9 @@ const WGMMA_GUARD: &str = "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90
 fn a_qualifying_tf32_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
     let text = gemm_kernel(&tf32_spec()).unwrap();
     let wgmma = text.find(WGMMA_GUARD).expect("wgmma body");
-    let mma = text.find("#elif defined(TCC_PTX)\n").expect("mma.sync body");
+    let mma = text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body");
     let fp32 = text.find("#else\n").expect("fp32 body");
     assert!(wgmma == 0 && wgmma < mma && mma < fp32, "{text}");
     let body = &text[..mma];
