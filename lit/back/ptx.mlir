@@ -37,10 +37,11 @@
 // fragments read by ldmatrix; the OpenCL C keeps the fp32 body for other
 // drivers.
 // TF32: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
+// (@wide's GEMM takes the Hopper wgmma body instead: ptx-wgmma.mlir.)
 // TF32: cp.async.cg.shared.global
-// TF32: cp.async.wait_group
 // TF32: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // TF32: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// TF32: cp.async.wait_group
 // TF32-CL: #ifdef TCC_PTX
 // TF32-CL: on TF32 tensor cores
 // TF32-CL: TCC_MMA_TF32(

@@ -23,7 +23,9 @@
 //! (`GemmSpec::tensor_cores`, PTX only) the kernel text also holds a second
 //! body under `#ifdef TCC_PTX`: the same work-group tile, epilogue and
 //! split-K, with warps of `mma.sync` tiles fed by a multi-stage `cp.async`
-//! pipeline (`tensor_cores`). An int8 GEMM (`TensorCores::S8`) sums int8
+//! pipeline (`tensor_cores`); on Hopper (sm_90a) a TF32 GEMM whose
+//! operands and sizes qualify takes warpgroup `wgmma` instead (`wgmma`).
+//! An int8 GEMM (`TensorCores::S8`) sums int8
 //! products exactly in int32 in both bodies (`int8`).
 
 mod emit;
@@ -31,20 +33,27 @@ mod fma;
 mod int8;
 #[cfg(test)]
 mod int8_tests;
+mod layout;
 mod staging;
 mod tensor_cores;
 #[cfg(test)]
 pub(crate) mod tests;
+mod wgmma;
+#[cfg(test)]
+mod wgmma_tests;
 
 use std::fmt::Write as _;
 
 use crate::{Buffer, KernelParameters};
 
-use emit::{output_offset, split_k_fixup};
+use emit::split_k_fixup;
 use fma::fma_main_loop;
+use layout::Layout;
 use staging::Sources;
+#[cfg(test)]
 use tensor_cores::Pipeline;
 pub use tensor_cores::TensorCores;
+use wgmma::Wgmma;
 
 /// Tile sizes of one GEMM kernel. A tile of exactly one work-item's
 /// outputs (`tile_m == work_m`, `tile_n == work_n`) selects the
@@ -277,81 +286,6 @@ impl GemmSpec {
     }
 }
 
-/// How a work-group's work-items share its tile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Layout {
-    /// Each work-item multiplies on the FP32 units, its outputs in runs of
-    /// `vector` along each axis (see `output_offset`).
-    Fma { vector_m: u32, vector_n: u32 },
-    /// Each warp computes a `16 mi x 8 ni` block of 16x8 `mma` tiles; the
-    /// warps form a `warps_m x warps_n` grid over the tile.
-    Mma {
-        warps_m: u32,
-        warps_n: u32,
-        mi: u32,
-        ni: u32,
-        precision: TensorCores,
-        pipeline: Pipeline,
-    },
-}
-
-impl Layout {
-    /// The tensor-core layout for `c`, if its tile divides into warps of
-    /// 16x8 `mma` tiles (the squarest warp tiles win), its k step into
-    /// `mma`s and its local tiles fit two stages.
-    fn mma(c: &GemmConfig, precision: TensorCores) -> Option<Self> {
-        let threads = c.workgroup_size();
-        if !threads.is_multiple_of(32) || !c.tile_k.is_multiple_of(precision.mma_k()) {
-            return None;
-        }
-        let pipeline = Pipeline::new(c, precision)?;
-        let warps = threads / 32;
-        (1..=warps)
-            .filter(|w| warps.is_multiple_of(*w))
-            .filter_map(|warps_m| {
-                let warps_n = warps / warps_m;
-                let (rows, cols) = (c.tile_m / warps_m, c.tile_n / warps_n);
-                (c.tile_m.is_multiple_of(16 * warps_m) && c.tile_n.is_multiple_of(8 * warps_n))
-                    .then_some((rows.abs_diff(cols), warps_m, warps_n, rows / 16, cols / 8))
-            })
-            .min()
-            .map(|(_, warps_m, warps_n, mi, ni)| Layout::Mma {
-                warps_m,
-                warps_n,
-                mi,
-                ni,
-                precision,
-                pipeline,
-            })
-    }
-
-    /// The accumulator's dimensions per work-item.
-    fn acc(&self, c: &GemmConfig) -> (u32, u32) {
-        match self {
-            Layout::Fma { .. } => (c.work_m, c.work_n),
-            Layout::Mma { mi, ni, .. } => (2 * mi, 2 * ni),
-        }
-    }
-
-    /// C expressions for the tile row of accumulator row `wm` and the tile
-    /// column of accumulator column `wn`.
-    fn offsets(&self, c: &GemmConfig) -> (String, String) {
-        let (threads_n, threads_m) = c.threads();
-        match *self {
-            Layout::Fma { vector_m, vector_n } => (
-                output_offset("wm", "ty", threads_m, vector_m),
-                output_offset("wn", "tx", threads_n, vector_n),
-            ),
-            // c0, c1: row groupID, columns 2 tig and 2 tig + 1; c2, c3: row
-            // groupID + 8 (PTX ISA, mma.m16n8k8 accumulator fragments).
-            Layout::Mma { .. } => (
-                "(warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group)".to_string(),
-                "(warp_col + (wn / 2) * 8 + tig * 2 + wn % 2)".to_string(),
-            ),
-        }
-    }
-}
-
 /// Instantiates the template.
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
@@ -376,10 +310,16 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         c.vector_widths()
     };
     let fma = gemm_kernel_with(&fma_spec, Layout::Fma { vector_m, vector_n })?;
-    match spec
+    let mma = spec
         .tensor_cores
-        .and_then(|precision| Layout::mma(&c, precision))
-    {
+        .and_then(|precision| Layout::mma(&c, precision));
+    match mma {
+        // sm_90a (clang defines the macro for it): Hopper's wgmma.
+        Some(mma) if Wgmma::applies(spec) => Ok(format!(
+            "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n{}#elif defined(TCC_PTX)\n{}#else\n{fma}#endif\n",
+            gemm_kernel_with(spec, Layout::Wgmma)?,
+            gemm_kernel_with(spec, mma)?
+        )),
         Some(mma) => Ok(format!(
             "#ifdef TCC_PTX\n{}#else\n{fma}#endif\n",
             gemm_kernel_with(spec, mma)?
@@ -427,6 +367,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
                 " on {} tensor cores ({warps_m}x{warps_n} warps of {mi}x{ni} mma tiles)",
                 precision.name()
             ),
+            Layout::Wgmma => Wgmma::description(),
         },
         s.m,
         s.n,
@@ -458,6 +399,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             );
         }
         Layout::Mma { pipeline, .. } => tensor_cores::local_tiles(&mut out, spec, pipeline),
+        Layout::Wgmma => Wgmma::local_tiles(&mut out),
     }
     match layout {
         Layout::Fma { .. } if c.local_stages() == 2 => fma::warp_tiled_ids(&mut out, &c),
@@ -562,6 +504,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             &sources,
             (&k_begin, &k_end),
         ),
+        Layout::Wgmma => Wgmma::main_loop(&mut out, spec, &a_address),
     }
     let (row_offset, col_offset) = layout.offsets(&c);
     if let Some((workspace, counters)) = &spec.split_k_scratch {

@@ -1,9 +1,31 @@
 //! Finding the external pieces the PTX back end needs at compile time:
-//! clang 22 (the OpenCL C front end) and libclc's NVIDIA built-ins.
+//! clang 22 (the OpenCL C front end) and libclc's NVIDIA built-ins; and
+//! the architecture a program's PTX is generated for.
 
 use std::path::{Path, PathBuf};
 
+use super::PtxOptions;
 use crate::back::CodegenError;
+
+/// What a kernel text tests to hold a body for Hopper's
+/// architecture-specific instructions (the TF32 `wgmma` GEMM body):
+/// clang defines it for `sm_90a`.
+const SM90A_MACRO: &str = "__CUDA_ARCH_FEAT_SM90_ALL";
+
+/// The options the program's PTX is generated with: `sm_90` becomes
+/// `sm_90a` when a kernel has an `sm_90a` body (`wgmma`), so that clang
+/// compiles that body. Such PTX runs on sm_90 devices only; other drivers
+/// reject it and the runtime falls back to the OpenCL C, as for any PTX
+/// they refuse. Other architectures and programs keep `options`.
+pub fn options_for(options: &PtxOptions, source: &str) -> PtxOptions {
+    if options.arch == "sm_90" && source.contains(SM90A_MACRO) {
+        PtxOptions {
+            arch: "sm_90a".into(),
+        }
+    } else {
+        options.clone()
+    }
+}
 
 /// Environment variables that point at the tools explicitly.
 pub const CLANG_ENV: &str = "TCC_CLANG";
@@ -72,4 +94,19 @@ fn first_existing(candidates: &[&str]) -> Option<PathBuf> {
         .map(Path::new)
         .find(|p| p.is_file())
         .map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sm_90_programs_with_an_sm_90a_body_become_sm_90a() {
+        let sm90 = PtxOptions::default();
+        let hopper = "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+        assert_eq!(options_for(&sm90, hopper).arch, "sm_90a");
+        assert_eq!(options_for(&sm90, "__kernel void f() {}").arch, "sm_90");
+        let sm80 = PtxOptions::with_arch("sm_80").unwrap();
+        assert_eq!(options_for(&sm80, hopper).arch, "sm_80");
+    }
 }

@@ -50,6 +50,7 @@ pub fn write_ptx(
     options: &PtxOptions,
     toolchain: &Toolchain,
 ) -> Result<String, CodegenError> {
+    let options = &super::toolchain::options_for(options, &program.source);
     let bitcode = clang_to_bitcode(program, options, toolchain)?;
     let ptx = bitcode_to_ptx(&bitcode, program, options)?;
     // The driver links nothing: a function left external fails in ptxas.

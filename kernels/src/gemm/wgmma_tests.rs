@@ -1,0 +1,114 @@
+//! Tests of the `wgmma` TF32 body's selection and emitted structure.
+
+use super::tests::{aligned_spec, tiles};
+use super::*;
+
+/// The 128x128 tile of 8x8 outputs per work-item (256 work-items) that
+/// large products take on NVIDIA.
+const BIG_TILES: [u32; 6] = [128, 128, 16, 8, 8, 1];
+
+/// A 256x256x64 TF32 product of aligned row-major matrices on the big
+/// tiles.
+fn tf32_spec() -> GemmSpec {
+    let mut spec = aligned_spec(tiles(BIG_TILES), TensorCores::Tf32);
+    spec.shape.n = 256;
+    spec.b.row_stride = 256;
+    spec.store = "a0[i * 256 + j] = acc_value;".into();
+    spec
+}
+
+const WGMMA_GUARD: &str = "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+
+#[test]
+fn a_qualifying_tf32_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
+    let text = gemm_kernel(&tf32_spec()).unwrap();
+    let wgmma = text.find(WGMMA_GUARD).expect("wgmma body");
+    let mma = text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body");
+    let fp32 = text.find("#else\n").expect("fp32 body");
+    assert!(wgmma == 0 && wgmma < mma && mma < fp32, "{text}");
+    let body = &text[..mma];
+    // Four m64n128k8 per stage (4 k steps), between a fence and a
+    // commit, waited for before the next stage's barrier.
+    assert_eq!(
+        body.matches("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32")
+            .count(),
+        4,
+        "{body}"
+    );
+    for needle in [
+        "__local float tile_a[3][4096] __attribute__((aligned(1024)));",
+        "fence.proxy.async.shared::cta;",
+        "wgmma.fence.sync.aligned;",
+        "wgmma.commit_group.sync.aligned;",
+        "wgmma.wait_group.sync.aligned 0;",
+        "TCC_CP_ASYNC_WAIT(1);",
+        "tcc_cp_async16(&tile_a[(kt + 2) % 3][m * 32 + ((chunk ^ (m % 8)) * 4)], a1 + i * 64 + k, 16);",
+        "for (int kt = 0; kt < 2; ++kt) {",
+        "a0[i * 256 + j] = acc_value;",
+    ] {
+        assert!(body.contains(needle), "{needle} not in {body}");
+    }
+    assert!(!body.contains("TCC_MMA_TF32"), "{body}");
+    assert!(text[mma..fp32].contains("TCC_MMA_TF32"), "{text}");
+}
+
+#[test]
+fn the_descriptor_and_accumulator_order_follow_the_core_matrix_layout() {
+    let text = gemm_kernel(&tf32_spec()).unwrap();
+    // k step 1 starts 32 bytes into the swizzled rows; leading offset 16
+    // bytes (1), stride offset 1024 (64), 128-byte swizzle (mode 1).
+    let fields = (1u64 << 16) | (64u64 << 32) | (1u64 << 62);
+    assert!(
+        text.contains(&format!(
+            "const ulong desc1 = (ulong)(((a_stage + 32) & 0x3FFFF) >> 4) | {fields}ul;"
+        )),
+        "{text}"
+    );
+    // D element 4 j + e is acc[2 j + e % 2][e / 2].
+    assert!(
+        text.contains(
+            ": \"+f\"(acc[0][0]), \"+f\"(acc[1][0]), \"+f\"(acc[0][1]), \"+f\"(acc[1][1]), \"+f\"(acc[2][0]),"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\"+f\"(acc[31][1])"), "{text}");
+    assert!(text.contains("float acc[32][2];"), "{text}");
+    assert!(
+        text.contains("const tcc_index j = col0 + (wg_col + wn);"),
+        "{text}"
+    );
+}
+
+#[test]
+fn other_products_keep_mma_sync_or_fp32() {
+    let no_wgmma = |spec: GemmSpec| {
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(!text.contains("wgmma"), "{text}");
+    };
+    // N not a multiple of the 128-column tile.
+    let mut narrow = tf32_spec();
+    narrow.shape.n = 320;
+    narrow.b.row_stride = 320;
+    no_wgmma(narrow);
+    // K not a multiple of the stage's 32.
+    let mut short = tf32_spec();
+    short.shape.k = 200;
+    short.a.row_stride = 200;
+    no_wgmma(short);
+    // Other arithmetic.
+    for precision in [None, Some(TensorCores::Fp16)] {
+        let mut other = tf32_spec();
+        other.tensor_cores = precision;
+        no_wgmma(other);
+    }
+    // A computed A (a convolution's windows).
+    let mut computed = tf32_spec();
+    computed.a_offset = Some("conv_offset(i, k)".into());
+    no_wgmma(computed);
+    // Another tile.
+    let mut small = tf32_spec();
+    small.config = tiles([64, 64, 16, 4, 4, 1]);
+    no_wgmma(small);
+}

@@ -1,0 +1,305 @@
+// Prototype (issue 9, session 11): a TF32 GEMM main loop on Hopper's wgmma
+// under OpenCL's 48 KiB local-memory limit, to find a working descriptor /
+// fence recipe and the speed ceiling before porting it into tcc's template.
+// C[M][N] = A[M][K] B[K][N], all row-major, M, N, K multiples of the tile.
+// wgmma cannot read a row-major B from shared memory for TF32 (both shared
+// operands must be K-major), so the product is computed transposed:
+// C^T = B^T A^T, wgmma's A = B^T from registers (loaded from a plain,
+// XOR-swizzled shared tile of B), wgmma's B = A^T from shared memory through
+// a descriptor (A's rows are K-major already), in the no-swizzle core-matrix
+// layout that 16-byte cp.async copies write directly (`gemm`). Variant
+// `gemmh` loads B's fragments straight from global memory (shared memory
+// holds only A, so a stage spans more k) and, with SW, writes A in the
+// 128-byte swizzle layout (the fastest: tcc's wgmma body follows it).
+// Cases: CASE (gemm), HCASE (gemmh, no swizzle), SCASE (gemmh, swizzled);
+// each at 2048^3 and 4096^3 against a naive fp32 kernel, timed with events.
+// Build and run: run.sh (on the GPU machine; docs/benchmarks.md).
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <vector>
+#include <cmath>
+#include "wgmma_asm.h"
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void cp_async16(void* s, const void* g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(smem_addr(s)), "l"(g));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+__device__ __forceinline__ void fence_proxy() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+template <int BM>
+__device__ __forceinline__ void wgmma(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned long long desc) {
+  if constexpr (BM == 64) wgmma_n64(d, a0, a1, a2, a3, desc);
+  else if constexpr (BM == 128) wgmma_n128(d, a0, a1, a2, a3, desc);
+  else wgmma_n256(d, a0, a1, a2, a3, desc);
+}
+
+// LBO: byte distance of core matrices adjacent along K; SBO: along M/N.
+__device__ __forceinline__ unsigned long long desc_of(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+         ((unsigned long long)(sbo >> 4) << 32);
+}
+
+__device__ __forceinline__ unsigned tf32_round(float x) { return __float_as_uint(x) + 0x1000u; }
+
+// A thread's place: its warpgroup, warp in it, and fragment coordinates.
+struct Ids { int tid, wg, warp, group, tig; };
+__device__ __forceinline__ Ids thread_ids() {
+  const int tid = threadIdx.x, lane = tid % 32;
+  return {tid, tid / 128, (tid / 32) % 4, lane / 4, lane % 4};
+}
+
+// d[r][4j + e]: wgmma row (C column) 64 r + 8 (e / 2) from `c` (the thread's
+// first column: 64 (wg NR) + 16 warp + group), wgmma column (C row)
+// 8 j + 2 tig + e % 2.
+template <int NR, int BM>
+__device__ __forceinline__ void store(const float (&d)[NR][BM / 2], float* c, int N, int tig) {
+#pragma unroll
+  for (int r = 0; r < NR; ++r)
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) c[(size_t)(8 * j + 2 * tig + e % 2) * N + r * 64 + 8 * (e / 2)] = d[r][4 * j + e];
+}
+
+// cp.async copies of a BM x KS tile of A (row stride K) into the no-swizzle
+// core-matrix layout: copy i is row 8 (i / (2 KS)) + i % 8, k chunk
+// (i / 8) % (KS / 4), at byte 16 i (k-adjacent core matrices 128 bytes
+// apart, row-adjacent ones KS / 4 x 128).
+template <int BM, int KS, int THREADS>
+__device__ __forceinline__ void copy_a_core(float* s, const float* a, int K, int tid) {
+#pragma unroll
+  for (int i = tid; i < BM * KS / 4; i += THREADS) {
+    const int r8 = i % 8, c = (i / 8) % (KS / 4), g = i / (8 * (KS / 4));
+    cp_async16(s + i * 4, a + (size_t)(g * 8 + r8) * K + 4 * c);
+  }
+}
+
+// BM: rows of C per block (wgmma's N); WG warpgroups, each NR x 64 columns
+// of C (wgmma's M); KS: k per stage; SWAP: exchange LBO and SBO (to test
+// the descriptor's field meaning); WAIT: wgmma groups left in flight.
+template <int BM, int WG, int NR, int KS, int STAGES, int SWAP, int WAIT>
+__global__ void __launch_bounds__(WG * 128, 1) gemm(const float* __restrict__ A, const float* __restrict__ B,
+                                                   float* __restrict__ C, int M, int N, int K) {
+  constexpr int BN = 64 * WG * NR, THREADS = WG * 128;
+  constexpr int A_STAGE = BM * KS, B_STAGE = KS * BN;
+  __shared__ __align__(128) float smem[STAGES * (A_STAGE + B_STAGE)];
+  float* sa = smem;
+  float* sb = smem + STAGES * A_STAGE;
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  float d[NR][BM / 2] = {};
+  auto load = [&](int stage, int kt) {
+    const int k0 = kt * KS;
+    copy_a_core<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
+#pragma unroll
+    for (int i = tid; i < KS * BN / 4; i += THREADS) {
+      const int k = i / (BN / 4), j = i % (BN / 4);
+      cp_async16(sb + stage * B_STAGE + k * BN + ((j ^ ((k % 4) * 2)) * 4), B + (size_t)(k0 + k) * N + n0 + 4 * j);
+    }
+  };
+  const int KT = K / KS;
+  constexpr int AHEAD = STAGES - 1 - WAIT;
+  for (int s = 0; s < AHEAD; ++s) {
+    if (s < KT) load(s, s);
+    cp_commit();
+  }
+  constexpr unsigned LBO = SWAP ? (KS / 4) * 128 : 128, SBO = SWAP ? 128 : (KS / 4) * 128;
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_wait<AHEAD - 1>();
+    fence_proxy();
+    __syncthreads();
+    const int ahead = kt + AHEAD;
+    if (ahead < KT) load(ahead % STAGES, ahead);
+    cp_commit();
+    const int st = kt % STAGES;
+    const float* b_st = sb + st * B_STAGE;
+    const unsigned a_base = smem_addr(sa + st * A_STAGE);
+    unsigned f[KS / 8][NR][4];
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+      for (int r = 0; r < NR; ++r) {
+        const int n = (wg * NR + r) * 64 + warp * 16 + group, k = s * 8 + tig;
+        f[s][r][0] = tf32_round(b_st[k * BN + (n ^ (tig * 8))]);
+        f[s][r][1] = tf32_round(b_st[k * BN + ((n + 8) ^ (tig * 8))]);
+        f[s][r][2] = tf32_round(b_st[(k + 4) * BN + (n ^ (tig * 8))]);
+        f[s][r][3] = tf32_round(b_st[(k + 4) * BN + ((n + 8) ^ (tig * 8))]);
+      }
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s) {
+      const unsigned long long desc = desc_of(a_base + s * 256, LBO, SBO);
+#pragma unroll
+      for (int r = 0; r < NR; ++r) wgmma<BM>(d[r], f[s][r][0], f[s][r][1], f[s][r][2], f[s][r][3], desc);
+    }
+    wg_commit();
+    wg_wait<WAIT>();
+  }
+  wg_wait<0>();
+  store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
+}
+
+
+// Variant H: as G, with B's fragments fetched FD stages ahead (the loop
+// unrolled FD times so each buffer has a compile-time index) and WAIT wgmma
+// groups left in flight across the barrier (A's copies then run
+// STAGES - 1 - WAIT stages ahead).
+template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT, int SW>
+__global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A, const float* __restrict__ B,
+                                                    float* __restrict__ C, int M, int N, int K) {
+  constexpr int BN = 64 * WG * NR, THREADS = WG * 128;
+  constexpr int A_STAGE = BM * KS;
+  __shared__ __align__(1024) float sa[STAGES * A_STAGE];
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  float d[NR][BM / 2] = {};
+  auto load = [&](int stage, int kt) {
+    const int k0 = kt * KS;
+    if constexpr (SW) {  // 128-byte swizzle: row m's chunk c at c ^ (m % 8); KS == 32
+#pragma unroll
+      for (int i = tid; i < BM * KS / 4; i += THREADS) {
+        const int m = i / 8, c = i % 8;
+        cp_async16(sa + stage * A_STAGE + m * 32 + ((c ^ (m % 8)) * 4), A + (size_t)(m0 + m) * K + k0 + 4 * c);
+      }
+    } else {
+      copy_a_core<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
+    }
+  };
+  float fb[FD][KS / 8][NR][4];
+  unsigned fr[FD][KS / 8][NR][4];
+  const float* bp = B + (size_t)tig * N + n0 + (wg * NR) * 64 + warp * 16 + group;
+  auto fetch = [&](float (&fn)[KS / 8][NR][4], int kt) {
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+      for (int r = 0; r < NR; ++r) {
+        const float* p = bp + (size_t)(kt * KS + s * 8) * N + r * 64;
+        fn[s][r][0] = __ldg(p);
+        fn[s][r][1] = __ldg(p + 8);
+        fn[s][r][2] = __ldg(p + 4 * (size_t)N);
+        fn[s][r][3] = __ldg(p + 4 * (size_t)N + 8);
+      }
+  };
+  const int KT = K / KS;
+  constexpr int AHEAD = STAGES - 1 - WAIT;
+  for (int s = 0; s < AHEAD; ++s) {
+    if (s < KT) load(s, s);
+    cp_commit();
+  }
+#pragma unroll
+  for (int u = 0; u < FD; ++u) fetch(fb[u], u);
+  constexpr unsigned LBO = 128, SBO = (KS / 4) * 128;
+  for (int k0 = 0; k0 < KT; k0 += FD) {
+#pragma unroll
+    for (int u = 0; u < FD; ++u) {
+      const int kt = k0 + u;
+#pragma unroll
+      for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) fr[u][s][r][e] = tf32_round(fb[u][s][r][e]);
+      cp_wait<AHEAD - 1>();
+      fence_proxy();
+      __syncthreads();
+      const int ahead = kt + AHEAD;
+      if (ahead < KT) load(ahead % STAGES, ahead);
+      cp_commit();
+      const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
+      wg_fence();
+#pragma unroll
+      for (int s = 0; s < KS / 8; ++s) {
+        const unsigned long long desc = SW ? (desc_of(a_base + s * 32, 16, 1024) | (1ull << 62))
+                                           : desc_of(a_base + s * 256, LBO, SBO);
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
+          wgmma<BM>(d[r], fr[u][s][r][0], fr[u][s][r][1], fr[u][s][r][2], fr[u][s][r][3], desc);
+      }
+      wg_commit();
+      if (kt + FD < KT) fetch(fb[u], kt + FD);
+      wg_wait<WAIT>();
+    }
+  }
+  wg_wait<0>();
+  store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
+}
+
+__global__ void reference(const float* A, const float* B, float* C, int M, int N, int K) {
+  int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
+  if (n >= N) return;
+  float s = 0;
+  for (int k = 0; k < K; ++k) s += A[(size_t)m * K + k] * B[(size_t)k * N + n];
+  C[(size_t)m * N + n] = s;
+}
+
+struct Case { const char* name; void (*launch)(const float*, const float*, float*, int, int, int); int bm, bn, smem; };
+template <int BM, int WG, int NR, int KS, int STAGES, int SWAP, int WAIT>
+void launch(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 grid(N / (64 * WG * NR), M / BM);
+  gemm<BM, WG, NR, KS, STAGES, SWAP, WAIT><<<grid, WG * 128>>>(A, B, C, M, N, K);
+}
+template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT, int SW>
+void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 grid(N / (64 * WG * NR), M / BM);
+  gemmh<BM, WG, NR, KS, STAGES, FD, WAIT, SW><<<grid, WG * 128>>>(A, B, C, M, N, K);
+}
+#define HCASE(BM, WG, NR, KS, ST, FD, WT) \
+  {"H " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT, launchh<BM, WG, NR, KS, ST, FD, WT, 0>, BM, 64 * WG * NR, 4 * ST * BM * KS}
+#define SCASE(BM, WG, NR, KS, ST, FD, WT) \
+  {"S " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT " swizzle128", launchh<BM, WG, NR, KS, ST, FD, WT, 1>, BM, 64 * WG * NR, 4 * ST * BM * KS}
+#define CASE(BM, WG, NR, KS, ST, SW, WT) \
+  {#BM "x" #WG "x" #NR " ks" #KS " st" #ST " swap" #SW " wait" #WT, launch<BM, WG, NR, KS, ST, SW, WT>, BM, 64 * WG * NR, 4 * ST * (BM * KS + KS * 64 * WG * NR)}
+
+int main(int argc, char** argv) {
+  Case cases[] = {
+      HCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 2, 0),
+      SCASE(128, 2, 2, 32, 3, 2, 1), SCASE(128, 4, 1, 32, 3, 1, 0), SCASE(256, 2, 1, 32, 3, 1, 0),
+      SCASE(128, 2, 1, 32, 3, 1, 0), CASE(128, 2, 1, 16, 3, 0, 0),
+  };
+  for (int size : {2048, 4096}) {
+    const int M = size, N = size, K = size;
+    std::vector<float> ha((size_t)M * K), hb((size_t)K * N);
+    srand(1);
+    for (auto& x : ha) x = (rand() / (float)RAND_MAX) * 2 - 1;
+    for (auto& x : hb) x = (rand() / (float)RAND_MAX) * 2 - 1;
+    float *A, *B, *C, *R;
+    cudaMalloc(&A, ha.size() * 4); cudaMalloc(&B, hb.size() * 4);
+    cudaMalloc(&C, (size_t)M * N * 4); cudaMalloc(&R, (size_t)M * N * 4);
+    cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice);
+    reference<<<dim3(N / 256, M), 256>>>(A, B, R, M, N, K);
+    std::vector<float> hr((size_t)M * N), hc((size_t)M * N);
+    cudaMemcpy(hr.data(), R, hr.size() * 4, cudaMemcpyDeviceToHost);
+    cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+    for (auto& c : cases) {
+      if (c.smem > 48 * 1024) { printf("%d %s: %d bytes of shared memory, skipped\n", size, c.name, c.smem); continue; }
+      cudaMemset(C, 0, (size_t)M * N * 4);
+      c.launch(A, B, C, M, N, K);
+      cudaError_t err = cudaDeviceSynchronize();
+      if (err != cudaSuccess) { printf("%d %s: %s\n", size, c.name, cudaGetErrorString(err)); return 1; }
+      cudaMemcpy(hc.data(), C, hc.size() * 4, cudaMemcpyDeviceToHost);
+      double max_err = 0, max_ref = 0;
+      for (size_t i = 0; i < hc.size(); ++i) { max_err = fmax(max_err, fabs(hc[i] - hr[i])); max_ref = fmax(max_ref, fabs(hr[i])); }
+      for (int i = 0; i < 3; ++i) c.launch(A, B, C, M, N, K);
+      cudaEventRecord(e0);
+      const int iters = 20;
+      for (int i = 0; i < iters; ++i) c.launch(A, B, C, M, N, K);
+      cudaEventRecord(e1); cudaEventSynchronize(e1);
+      float ms; cudaEventElapsedTime(&ms, e0, e1); ms /= iters;
+      printf("%d %-32s smem=%5d ms=%.3f TF/s=%.1f max_err=%.3g (max |ref| %.3g)\n", size, c.name, c.smem, ms,
+             2.0 * M * N * K / ms / 1e9, max_err, max_ref);
+    }
+    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(R);
+  }
+  return 0;
+}
