@@ -103,10 +103,13 @@ impl Session {
         let in_place = rt.host_io == HostIo::InPlace;
         let staged = !in_place && rt.pinned_staging;
         let io = self.calls.io.clone();
-        let own = self.calls.own_queue.clone();
-        if own.is_some() {
-            self.calls.own_used = true;
+        // The compute queue: one of the session's own (a lane), or the
+        // runtime's.
+        let lane = self.calls.lanes.pick(&rt, self.calls.lane_count(&rt))?;
+        if let Some(i) = lane {
+            self.prepare_lane(i)?;
         }
+        let own = lane.and_then(|i| self.calls.lanes.queue(i).cloned());
         let mut res = Resources {
             out_types: f
                 .outputs
@@ -255,6 +258,8 @@ impl Session {
                         .cl("clEnqueueMarkerWithWaitList")?,
                 );
                 rt.queue.flush().cl("clFlush")?;
+                // And for constants another lane is uploading.
+                start.extend(self.calls.lanes.constants_event()?);
             }
             if !start.is_empty() {
                 let list: Vec<cl_event> = start.iter().map(Event::get).collect();
@@ -263,15 +268,24 @@ impl Session {
                     .cl("clEnqueueBarrierWithWaitList")?;
                 drop(barrier);
             }
-            if own.is_some() {
-                self.execute_on(f, &in_io, &out_io, compute, Some(&mut res.deferred))?;
-            } else {
-                self.execute(f, &in_io, &out_io)?;
-            }
+            let uploaded_constants = match lane {
+                Some(i) => {
+                    self.execute_on(f, &in_io, &out_io, compute, Some(&mut res.deferred), i)?
+                }
+                None => {
+                    self.execute(f, &in_io, &out_io)?;
+                    false
+                }
+            };
             // SAFETY: a marker reads nothing.
             let computed = unsafe { compute.enqueue_marker_with_wait_list(&[]) }
                 .cl("clEnqueueMarkerWithWaitList")?;
             compute.flush().cl("clFlush")?;
+            if let Some(i) = lane {
+                self.calls
+                    .lanes
+                    .submitted(i, &computed, uploaded_constants)?;
+            }
             let mut done: Option<Event> = None;
             let wait = [computed.get()];
             for slot in res.outputs.iter_mut() {

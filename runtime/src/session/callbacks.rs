@@ -20,6 +20,7 @@ use opencl3::event::Event;
 use opencl3::types::cl_mem;
 
 use super::arena::Arena;
+use super::lane_memory::is_zero_constant;
 use super::program::KernelSlot;
 use super::transfers::{to_usize, write_buffer};
 use super::{Session, exec_error};
@@ -38,14 +39,19 @@ impl Session {
         outputs: &[(cl_mem, u64)],
     ) -> Result<()> {
         let rt = self.rt.inner.clone();
-        self.execute_on(f, inputs, outputs, &rt.queue, None)
+        self.execute_on(f, inputs, outputs, &rt.queue, None, 0)
+            .map(drop)
     }
 
     /// [`Session::execute`] on `queue`. With `deferred` (a session's own
     /// queue, see `async_call`), temporaries the call releases are not
     /// given back to the pool but collected there, for the caller to give
     /// back once the queue has finished the call; and buffers fresh from
-    /// the pool wait for the runtime's queue first.
+    /// the pool wait for the runtime's queue first. `lane`: the compute
+    /// lane whose arena and scratch constants the call uses (0: the
+    /// session's own; others must have been prepared,
+    /// `Session::prepare_lane`). Returns whether the call uploaded
+    /// constants that other lanes share.
     pub(crate) fn execute_on(
         &mut self,
         f: &FunctionInfo,
@@ -53,9 +59,17 @@ impl Session {
         outputs: &[(cl_mem, u64)],
         queue: &CommandQueue,
         mut deferred: Option<&mut Vec<PoolBuffer>>,
-    ) -> Result<()> {
+        lane: usize,
+    ) -> Result<bool> {
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
+        let (arena, lane_constants) = match lane
+            .checked_sub(1)
+            .and_then(|i| self.lane_memory.get_mut(i))
+        {
+            Some(m) => (&mut m.arena, Some(&mut m.zero_constants[..])),
+            None => (&mut self.arena, None),
+        };
         let mut cx = CallContext {
             queue,
             deferred: deferred.as_deref_mut(),
@@ -63,7 +77,10 @@ impl Session {
             artifact: model.artifact(),
             kernels: &self.kernels,
             constants: &mut self.constants,
-            arena: &mut self.arena,
+            lane_constants,
+            zero_constants: &mut self.zero_constants,
+            uploaded_shared: false,
+            arena,
             function: f,
             pending: &mut self.pending,
             live: HashMap::new(),
@@ -94,7 +111,12 @@ impl Session {
         // buffer arrays have the lengths its descriptor declares; `cx`
         // outlives the call.
         let status = unsafe { (f.entry)(&api, in_ptrs.as_ptr(), out_ptrs.as_ptr()) };
-        let CallContext { live, error, .. } = cx;
+        let CallContext {
+            live,
+            error,
+            uploaded_shared,
+            ..
+        } = cx;
         // Temporaries the artifact did not release go back to the pool: the
         // call is over, nothing can use them any more.
         let mut pool = rt.pool();
@@ -108,7 +130,7 @@ impl Session {
         }
         drop(pool);
         match (status, error) {
-            (0, None) => Ok(()),
+            (0, None) => Ok(uploaded_shared),
             (_, Some(e)) => Err(exec_error(f, e)),
             (s, None) => Err(exec_error(
                 f,
@@ -166,6 +188,13 @@ struct CallContext<'a> {
     artifact: &'a Artifact,
     kernels: &'a [KernelSlot],
     constants: &'a mut [Option<PoolBuffer>],
+    /// On a compute lane past the first: its own copies of the all-zero
+    /// (writable scratch) constants (`session::lane_memory`).
+    lane_constants: Option<&'a mut [Option<PoolBuffer>]>,
+    /// Per constant, whether it is all zeros (known once asked).
+    zero_constants: &'a mut [Option<bool>],
+    /// A constant shared by the lanes was uploaded in this call.
+    uploaded_shared: bool,
     arena: &'a mut Arena,
     /// The function being called (its arena size and alignment).
     function: &'a FunctionInfo,
@@ -263,7 +292,15 @@ impl CallContext<'_> {
                 self.constants.len()
             ))
         })?;
-        if self.constants[index as usize].is_none() {
+        let i = index as usize;
+        // A lane past the first has its own copy of writable scratch.
+        let private =
+            self.lane_constants.is_some() && is_zero_constant(&mut self.zero_constants[i], &c);
+        let uploaded = match self.lane_constants.as_deref() {
+            Some(own) if private => own[i].is_some(),
+            _ => self.constants[i].is_some(),
+        };
+        if !uploaded {
             // Always a copy, also on a host-memory device: constants are not
             // all read-only (the split-K arrival counters are a zeroed
             // "constant" the kernels write and reset), and the artifact's
@@ -275,11 +312,19 @@ impl CallContext<'_> {
             // SAFETY: as above.
             unsafe { write_buffer(self.queue, b.mem(), data, false) }?;
             TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
-            self.constants[index as usize] = Some(b);
+            match self.lane_constants.as_deref_mut() {
+                Some(own) if private => own[i] = Some(b),
+                _ => {
+                    self.constants[i] = Some(b);
+                    self.uploaded_shared = true;
+                }
+            }
         }
-        let mem = self.constants[index as usize]
-            .as_ref()
-            .map_or(ptr::null_mut(), PoolBuffer::mem);
+        let slot = match self.lane_constants.as_deref() {
+            Some(own) if private => &own[i],
+            _ => &self.constants[i],
+        };
+        let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
         self.live.entry(mem as usize).or_insert(Live {
             bytes: c.bytes,
             owner: Owner::Constant(index),

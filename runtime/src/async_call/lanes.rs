@@ -1,0 +1,190 @@
+//! A session's compute queues for asynchronous calls ("lanes"): how many
+//! it uses ([`ComputeQueues`]), which one a call goes on, and the events
+//! that order them against each other and against the runtime's queue.
+//!
+//! One in-order queue runs one kernel at a time, so a session whose calls
+//! all share a queue only hides transfers and host work behind its
+//! kernels. On a GPU the kernels of several queues run at the same time:
+//! a session with `n` lanes runs up to `n` calls' kernels at once, as `n`
+//! sessions with a queue each do. Each lane past the first has its own
+//! intermediate buffers (an arena, kept by the session, see
+//! `session::lane_memory`); lane 0 uses the session's.
+//!
+//! Ordering: a call on a lane first waits (a barrier, no host wait) for
+//! its uploads, for what the runtime's queue holds (the session's `run`,
+//! `run_device`, constant uploads, pool buffers still in use there), and
+//! for the last call that uploaded shared constants on another lane.
+//! Before the session uses the runtime's queue again, that queue waits for
+//! every lane used since ([`Lanes::join`]).
+
+use std::sync::Arc;
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::event::Event;
+
+use super::{is_running, wait_for_queue};
+use crate::RuntimeInner;
+use crate::device::HostIo;
+use crate::error::{Error, Result};
+
+/// Which compute queues a session's asynchronous calls use
+/// ([`crate::Session::set_compute_queues`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ComputeQueues {
+    /// On a device that copies (a GPU): up to one queue of the session's
+    /// own per call in flight ([`crate::Session::max_in_flight`]). On a
+    /// host-memory device (a CPU): the runtime's queue, since kernels of
+    /// several queues would only compete for the same cores.
+    #[default]
+    Auto,
+    /// The runtime's queue, shared by its sessions and by `Session::run`.
+    Shared,
+    /// Up to `n` queues of the session's own (at least 1).
+    Own(usize),
+}
+
+impl ComputeQueues {
+    /// `auto`, `shared` or a count of own queues (`1`, `4`).
+    pub fn parse(text: &str) -> Result<ComputeQueues> {
+        match text {
+            "auto" => Ok(ComputeQueues::Auto),
+            "shared" | "0" => Ok(ComputeQueues::Shared),
+            n => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(ComputeQueues::Own(n)),
+                _ => Err(Error::InvalidInput(format!(
+                    "compute queues must be auto, shared or a count of at least 1, got `{text}`"
+                ))),
+            },
+        }
+    }
+
+    /// How many own queues this means for a session on `rt` keeping
+    /// `max_in_flight` calls in flight (0: the runtime's queue).
+    pub(crate) fn count(self, rt: &RuntimeInner, max_in_flight: usize) -> usize {
+        match self {
+            ComputeQueues::Auto if rt.host_io == HostIo::Copy => max_in_flight.max(1),
+            ComputeQueues::Auto | ComputeQueues::Shared => 0,
+            ComputeQueues::Own(n) => n.max(1),
+        }
+    }
+}
+
+/// One compute queue of a session.
+struct Lane {
+    queue: Arc<CommandQueue>,
+    /// Work went on it since the runtime's queue last waited for it.
+    used: bool,
+    /// The marker after its last call's kernels.
+    last: Option<Event>,
+    /// When it last took a call (a counter), to use lanes in turn.
+    last_use: u64,
+}
+
+/// A session's lanes, created as calls need them and kept for its life.
+#[derive(Default)]
+pub(crate) struct Lanes {
+    lanes: Vec<Lane>,
+    /// The marker after the last call that uploaded shared constants on a
+    /// lane: calls on other lanes wait for it while it runs.
+    constants_ready: Option<Event>,
+    calls: u64,
+}
+
+impl Lanes {
+    /// The lane for the next call when `count` lanes may be used: one
+    /// whose kernels are done, else a new one while fewer than `count`
+    /// exist, else the one used longest ago. `None` when `count` is 0.
+    pub(crate) fn pick(&mut self, rt: &RuntimeInner, count: usize) -> Result<Option<usize>> {
+        if count == 0 {
+            return Ok(None);
+        }
+        let usable = self.lanes.len().min(count);
+        let idle = (0..usable).find(|&i| !self.lanes[i].last.as_ref().is_some_and(is_running));
+        let lane = match idle {
+            Some(i) => i,
+            None if usable < count => {
+                self.lanes.push(Lane {
+                    queue: Arc::new(crate::create_queue(&rt.context, rt.profiling)?),
+                    used: false,
+                    last: None,
+                    last_use: 0,
+                });
+                self.lanes.len() - 1
+            }
+            None => (0..usable)
+                .min_by_key(|&i| self.lanes[i].last_use)
+                .unwrap_or(0),
+        };
+        self.calls += 1;
+        let l = &mut self.lanes[lane];
+        l.last_use = self.calls;
+        l.used = true;
+        Ok(Some(lane))
+    }
+
+    pub(crate) fn queue(&self, lane: usize) -> Option<&Arc<CommandQueue>> {
+        self.lanes.get(lane).map(|l| &l.queue)
+    }
+
+    /// Lanes created so far.
+    pub(crate) fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// The event a call on a lane must wait for besides its uploads and
+    /// the runtime's queue: the last shared-constant upload, while it runs.
+    pub(crate) fn constants_event(&mut self) -> Result<Option<Event>> {
+        if self
+            .constants_ready
+            .as_ref()
+            .is_some_and(|e| !is_running(e))
+        {
+            self.constants_ready = None;
+        }
+        self.constants_ready.as_ref().map(retained).transpose()
+    }
+
+    /// Records a call enqueued on `lane` whose kernels end at `computed`;
+    /// `uploaded_constants`: it uploaded constants other lanes share.
+    pub(crate) fn submitted(
+        &mut self,
+        lane: usize,
+        computed: &Event,
+        uploaded_constants: bool,
+    ) -> Result<()> {
+        if uploaded_constants {
+            self.constants_ready = Some(retained(computed)?);
+        }
+        if let Some(l) = self.lanes.get_mut(lane) {
+            l.last = Some(retained(computed)?);
+        }
+        Ok(())
+    }
+
+    /// Makes the runtime's queue wait (on the device) for every lane used
+    /// since the last join.
+    pub(crate) fn join(&mut self, rt: &RuntimeInner) -> Result<()> {
+        for l in self.lanes.iter_mut().filter(|l| l.used) {
+            wait_for_queue(&l.queue, &rt.queue)?;
+            l.used = false;
+        }
+        Ok(())
+    }
+
+    /// Waits on the host for every lane.
+    pub(crate) fn finish(&mut self) {
+        for l in &mut self.lanes {
+            let _ = l.queue.finish();
+            l.last = None;
+        }
+        self.constants_ready = None;
+    }
+}
+
+/// A second reference to `ev`.
+fn retained(ev: &Event) -> Result<Event> {
+    // SAFETY: retaining a valid event; the new `Event` releases it.
+    unsafe { opencl3::event::retain_event(ev.get()) }
+        .map_err(|e| Error::cl("clRetainEvent", e.into()))?;
+    Ok(Event::new(ev.get()))
+}

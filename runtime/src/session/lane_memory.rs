@@ -1,0 +1,56 @@
+//! The device memory a session keeps per compute queue ("lane", see
+//! `async_call::lanes`) past the first: calls on different lanes run at
+//! the same time, so each lane needs intermediate buffers of its own.
+//!
+//! - An **arena** of its own (the static memory plan's buffer and views).
+//! - Its own copy of every **all-zero constant**. Constants are shared by
+//!   the lanes (uploaded once per session), except the writable ones:
+//!   tcc's only writable global is scratch that starts at zero (the
+//!   split-K arrival counters, which a kernel counts up and leaves at zero
+//!   again), and two calls running that kernel at once must not share it.
+//!   A constant whose bytes are all zero gets a copy per lane, which is
+//!   always correct and costs little (such constants are small or rare).
+//!
+//! Lane 0 (and the runtime's queue) use the session's own arena and
+//! constants; the memory of lane `i` is `LaneMemory` `i - 1`. It is created
+//! on the lane's first call and given back when the session is dropped,
+//! after its kernels (NVIDIA's OpenCL touches a kernel's last arguments
+//! when the kernel is released).
+
+use super::arena::Arena;
+use crate::RuntimeInner;
+use crate::artifact::{Artifact, ConstantRef};
+use crate::buffer_pool::{BufferPool, PoolBuffer};
+use crate::error::Result;
+
+/// One lane's own buffers.
+pub(super) struct LaneMemory {
+    pub(super) arena: Arena,
+    /// Its copies of the all-zero constants, by constant index.
+    pub(super) zero_constants: Vec<Option<PoolBuffer>>,
+}
+
+impl LaneMemory {
+    pub(super) fn new(rt: &RuntimeInner, art: &Artifact) -> Result<LaneMemory> {
+        Ok(LaneMemory {
+            arena: Arena::new(rt, art)?,
+            zero_constants: art.constants.iter().map(|_| None).collect(),
+        })
+    }
+
+    pub(super) fn release(&mut self, pool: &mut BufferPool) {
+        for c in self.zero_constants.drain(..).flatten() {
+            pool.release(c);
+        }
+        self.arena.release(pool);
+    }
+}
+
+/// Whether constant `c` is all zeros, cached in `known`.
+pub(super) fn is_zero_constant(known: &mut Option<bool>, c: &ConstantRef) -> bool {
+    *known.get_or_insert_with(|| {
+        // SAFETY: the artifact (and so the constant's memory) outlives the
+        // session that asks.
+        unsafe { c.as_slice() }.iter().all(|&b| b == 0)
+    })
+}
