@@ -290,6 +290,7 @@ pub fn measure_jobs(
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
     let calls = (options.concurrency * options.iterations) as u64;
+    let host_ms = *host_sums.lock().unwrap_or_else(PoisonError::into_inner);
     let latency_ms = latency
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -305,10 +306,8 @@ pub fn measure_jobs(
         calls_per_device: per_device,
         per_model,
         timed_allocations,
-        submit_ms_mean: host_sums.lock().unwrap_or_else(PoisonError::into_inner)[0]
-            / calls.max(1) as f64,
-        wait_ms_mean: host_sums.lock().unwrap_or_else(PoisonError::into_inner)[1]
-            / calls.max(1) as f64,
+        submit_ms_mean: host_ms[0] / calls.max(1) as f64,
+        wait_ms_mean: host_ms[1] / calls.max(1) as f64,
         compute_queues_per_session,
         split_part_submissions_ms: split_sums
             .lock()
