@@ -5,17 +5,21 @@
 //! A call uses three in-order queues of the runtime's context:
 //!
 //! - the **upload queue** writes the inputs into device buffers;
-//! - the **compute queue** (the runtime's own queue, the one `Session::run`
-//!   uses) first waits for the call's last upload (a barrier on its
-//!   event), then runs the kernels the artifact's entry enqueues, then a
-//!   marker whose event says the call's kernels are done;
+//! - a **compute queue** first waits for the call's last upload (a barrier
+//!   on its event), then runs the kernels the artifact's entry enqueues,
+//!   then a marker whose event says the call's kernels are done. Which
+//!   one is the session's choice ([`ComputeQueues`], `lanes`): the
+//!   runtime's own queue (the one `Session::run` uses), or one of the
+//!   session's own queues, up to one per call in flight (the default on a
+//!   GPU), so that the kernels of several calls run at the same time;
 //! - the **download queue** reads the outputs back after that marker.
 //!
 //! So call N+1's uploads run while call N's kernels run, and call N's
-//! downloads run while call N+1's kernels run. Nothing waits on the host
-//! until [`CallHandle::wait`]. The compute queue is still in order, so the
-//! session's arena (the static memory plan) is reused by consecutive calls
-//! exactly as with `Session::run`.
+//! downloads run while call N+1's kernels run; with several compute
+//! queues the kernels of calls N and N+1 overlap too. Nothing waits on the
+//! host until [`CallHandle::wait`]. Each compute queue is in order, and
+//! each has its own arena (the static memory plan), so consecutive calls
+//! on one queue reuse it exactly as `Session::run` does.
 //!
 //! **Buffers.** A call's input and output device buffers belong to the
 //! call until its handle is finished (waited or dropped), then go to the
@@ -53,8 +57,8 @@
 //! yet dropped.
 //!
 //! This module holds the side queues and a session's asynchronous state;
-//! `submit` enqueues a call, `handle` finishes it, `staging` is the pinned
-//! staging pool.
+//! `lanes` chooses a call's compute queue, `submit` enqueues a call,
+//! `handle` finishes it, `staging` is the pinned staging pool.
 
 mod handle;
 mod lanes;

@@ -20,7 +20,7 @@ use opencl3::event::Event;
 use opencl3::types::cl_mem;
 
 use super::arena::Arena;
-use super::lane_memory::is_zero_constant;
+use super::lane_memory::constant_slot;
 use super::program::KernelSlot;
 use super::transfers::{to_usize, write_buffer};
 use super::{Session, exec_error};
@@ -294,36 +294,28 @@ impl CallContext<'_> {
         })?;
         let i = index as usize;
         // A lane past the first has its own copy of writable scratch.
-        let private =
-            self.lane_constants.is_some() && is_zero_constant(&mut self.zero_constants[i], &c);
-        let uploaded = match self.lane_constants.as_deref() {
-            Some(own) if private => own[i].is_some(),
-            _ => self.constants[i].is_some(),
-        };
-        if !uploaded {
+        let (slot, shared) = constant_slot(
+            self.constants,
+            self.lane_constants.as_deref_mut(),
+            &mut self.zero_constants[i],
+            &c,
+            i,
+        );
+        if slot.is_none() {
             // Always a copy, also on a host-memory device: constants are not
             // all read-only (the split-K arrival counters are a zeroed
             // "constant" the kernels write and reset), and the artifact's
             // data is read-only memory shared by every session.
-            let b = self.acquire(c.bytes)?;
+            let b = acquire_for(self.rt, self.queue, self.deferred.is_some(), c.bytes)?;
             // SAFETY: the artifact (and so the constant's memory) outlives
             // the session, and the session waits for the queue on drop.
             let data = unsafe { c.as_slice() };
             // SAFETY: as above.
             unsafe { write_buffer(self.queue, b.mem(), data, false) }?;
             TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
-            match self.lane_constants.as_deref_mut() {
-                Some(own) if private => own[i] = Some(b),
-                _ => {
-                    self.constants[i] = Some(b);
-                    self.uploaded_shared = true;
-                }
-            }
+            *slot = Some(b);
+            self.uploaded_shared |= shared;
         }
-        let slot = match self.lane_constants.as_deref() {
-            Some(own) if private => &own[i],
-            _ => &self.constants[i],
-        };
         let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
         self.live.entry(mem as usize).or_insert(Live {
             bytes: c.bytes,

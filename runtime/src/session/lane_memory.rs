@@ -46,8 +46,25 @@ impl LaneMemory {
     }
 }
 
+/// The slot of constant `index` for a call: the lane's own copy when the
+/// call runs on a lane past the first (`lane` holds its copies) and the
+/// constant is all zeros (`known` caches that), else the session's shared
+/// one; and whether it is the shared one.
+pub(super) fn constant_slot<'a>(
+    shared: &'a mut [Option<PoolBuffer>],
+    lane: Option<&'a mut [Option<PoolBuffer>]>,
+    known: &mut Option<bool>,
+    c: &ConstantRef,
+    index: usize,
+) -> (&'a mut Option<PoolBuffer>, bool) {
+    match lane {
+        Some(own) if is_zero_constant(known, c) => (&mut own[index], false),
+        _ => (&mut shared[index], true),
+    }
+}
+
 /// Whether constant `c` is all zeros, cached in `known`.
-pub(super) fn is_zero_constant(known: &mut Option<bool>, c: &ConstantRef) -> bool {
+fn is_zero_constant(known: &mut Option<bool>, c: &ConstantRef) -> bool {
     *known.get_or_insert_with(|| {
         // SAFETY: the artifact (and so the constant's memory) outlives the
         // session that asks.
