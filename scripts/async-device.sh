@@ -27,10 +27,11 @@
 #    one GPU: when each part's submission began and ended in its call.
 # 6. One session, several compute queues (session 11), each case run
 #    REPEATS (3) times in turn to show the noise: ResNet-50 batch 1
-#    synchronous, 1/2/4 in flight on one session (--compute-queues=auto:
-#    one queue of its own per call in flight), 4 in flight on one queue,
-#    4 sessions with a queue each; sgemm 4096^3 synchronous, 1/2/4 in
-#    flight, 4 on one queue, and 2 and 4 in flight with --warmup=0 (every
+#    synchronous, 1/2/4/8 in flight on one session (--compute-queues=auto:
+#    one queue of its own per call in flight), 4 in flight with the
+#    session's kernel objects shared by its queues (TCC_LANE_KERNELS=0)
+#    and on one queue, 4 sessions with a queue each; sgemm 4096^3
+#    synchronous, 1/2/4 in flight, and 2 and 4 in flight with --warmup=0 (every
 #    slot's pinned staging, device buffers and output blocks allocated
 #    inside the timed calls: the JSON's timed_allocations counts them).
 #
@@ -151,14 +152,15 @@ if want 6; then
     bench r50_inflight1_$rep "$base" "${R50[@]}" --in-flight=1 --compute-queues=auto
     bench r50_inflight2_$rep "$base" "${R50[@]}" --in-flight=2
     bench r50_inflight4_$rep "$base" "${R50[@]}" --in-flight=4
+    TCC_LANE_KERNELS=0 bench r50_inflight4_shared_kernels_$rep "$base" "${R50[@]}" --in-flight=4
     bench r50_inflight4_one_queue_$rep "$base" "${R50[@]}" --in-flight=4 --compute-queues=1
+    bench r50_inflight8_$rep "$base" "${R50[@]}" --in-flight=8
     bench r50_concurrency4_own_queues_$rep "$base" "${R50[@]}" --concurrency=4 --own-queues
     bench sgemm_sync_$rep 0 "${G[@]}"
     base=$(cps sgemm_sync_$rep)
     bench sgemm_inflight1_$rep "$base" "${G[@]}" --in-flight=1 --compute-queues=auto
     bench sgemm_inflight2_$rep "$base" "${G[@]}" --in-flight=2
     bench sgemm_inflight4_$rep "$base" "${G[@]}" --in-flight=4
-    bench sgemm_inflight4_one_queue_$rep "$base" "${G[@]}" --in-flight=4 --compute-queues=1
     bench sgemm_inflight2_no_warmup_$rep "$base" "${G0[@]}" --in-flight=2 --warmup=0
     bench sgemm_inflight4_no_warmup_$rep "$base" "${G0[@]}" --in-flight=4 --warmup=0
   done

@@ -398,7 +398,11 @@ impl Session {
     /// session's own).
     pub(crate) fn prepare_lane(&mut self, lane: usize) -> Result<()> {
         while self.lane_memory.len() < lane {
-            let m = LaneMemory::new(&self.rt.inner, self.model.artifact())?;
+            let m = LaneMemory::new(
+                &self.rt.inner,
+                self.model.artifact(),
+                self._program.as_deref(),
+            )?;
             self.lane_memory.push(m);
         }
         Ok(())

@@ -11,9 +11,13 @@
 //! `session::lane_memory`); lane 0 uses the session's.
 //!
 //! Ordering: a call on a lane first waits (a barrier, no host wait) for
-//! its uploads, for what the runtime's queue holds (the session's `run`,
-//! `run_device`, constant uploads, pool buffers still in use there), and
-//! for the last call that uploaded shared constants on another lane.
+//! its uploads, for the last call that uploaded shared constants on
+//! another lane, and for what the runtime's queue holds when that can
+//! matter: the lane is new (its arena came from the pool), the session
+//! used the runtime's queue since (`run`, `run_device`, constant uploads:
+//! `join` notes it), or an output buffer came fresh from the pool (work
+//! queued there may still use it). Temporaries and views the call takes
+//! from the pool wait for the runtime's queue themselves.
 //! Before the session uses the runtime's queue again, that queue waits for
 //! every lane used since ([`Lanes::join`]).
 
@@ -78,6 +82,9 @@ struct Lane {
     last: Option<Event>,
     /// When it last took a call (a counter), to use lanes in turn.
     last_use: u64,
+    /// The session put work on the runtime's queue since this lane's
+    /// calls last waited for it (or the lane is new).
+    runtime_fence: bool,
 }
 
 /// A session's lanes, created as calls need them and kept for its life.
@@ -108,6 +115,7 @@ impl Lanes {
                     used: false,
                     last: None,
                     last_use: 0,
+                    runtime_fence: true,
                 });
                 self.lanes.len() - 1
             }
@@ -162,13 +170,25 @@ impl Lanes {
     }
 
     /// Makes the runtime's queue wait (on the device) for every lane used
-    /// since the last join.
+    /// since the last join; called before the session puts work there, so
+    /// each lane's next call waits for the runtime's queue in turn.
     pub(crate) fn join(&mut self, rt: &RuntimeInner) -> Result<()> {
-        for l in self.lanes.iter_mut().filter(|l| l.used) {
-            wait_for_queue(&l.queue, &rt.queue)?;
-            l.used = false;
+        for l in &mut self.lanes {
+            if l.used {
+                wait_for_queue(&l.queue, &rt.queue)?;
+                l.used = false;
+            }
+            l.runtime_fence = true;
         }
         Ok(())
+    }
+
+    /// Whether the next call on `lane` must wait for the runtime's queue
+    /// because of the session's own work there (`join`); cleared.
+    pub(crate) fn take_runtime_fence(&mut self, lane: usize) -> bool {
+        self.lanes
+            .get_mut(lane)
+            .is_some_and(|l| std::mem::take(&mut l.runtime_fence))
     }
 
     /// Waits on the host for every lane.

@@ -63,19 +63,23 @@ impl Session {
     ) -> Result<bool> {
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
-        let (arena, lane_constants) = match lane
+        let (arena, lane_constants, lane_kernels) = match lane
             .checked_sub(1)
             .and_then(|i| self.lane_memory.get_mut(i))
         {
-            Some(m) => (&mut m.arena, Some(&mut m.zero_constants[..])),
-            None => (&mut self.arena, None),
+            Some(m) => (
+                &mut m.arena,
+                Some(&mut m.zero_constants[..]),
+                m.kernels.as_deref(),
+            ),
+            None => (&mut self.arena, None, None),
         };
         let mut cx = CallContext {
             queue,
             deferred: deferred.as_deref_mut(),
             rt: &rt,
             artifact: model.artifact(),
-            kernels: &self.kernels,
+            kernels: lane_kernels.unwrap_or(&self.kernels),
             constants: &mut self.constants,
             lane_constants,
             zero_constants: &mut self.zero_constants,

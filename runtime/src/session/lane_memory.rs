@@ -3,6 +3,11 @@
 //! the same time, so each lane needs intermediate buffers of its own.
 //!
 //! - An **arena** of its own (the static memory plan's buffer and views).
+//! - **Kernel objects** of its own (`clCreateKernel` again from the same
+//!   program): a kernel's arguments are set on the object before each
+//!   launch, and a driver may order launches of one object on different
+//!   queues; `TCC_LANE_KERNELS=0` shares the session's instead (to
+//!   measure the difference).
 //! - Its own copy of every **all-zero constant**. Constants are shared by
 //!   the lanes (uploaded once per session), except the writable ones:
 //!   tcc's only writable global is scratch that starts at zero (the
@@ -17,7 +22,10 @@
 //! after its kernels (NVIDIA's OpenCL touches a kernel's last arguments
 //! when the kernel is released).
 
+use opencl3::program::Program;
+
 use super::arena::Arena;
+use super::program::{KernelSlot, kernel_slots};
 use crate::RuntimeInner;
 use crate::artifact::{Artifact, ConstantRef};
 use crate::buffer_pool::{BufferPool, PoolBuffer};
@@ -26,19 +34,33 @@ use crate::error::Result;
 /// One lane's own buffers.
 pub(super) struct LaneMemory {
     pub(super) arena: Arena,
+    /// Its kernel objects (`None`: it uses the session's).
+    pub(super) kernels: Option<Vec<KernelSlot>>,
     /// Its copies of the all-zero constants, by constant index.
     pub(super) zero_constants: Vec<Option<PoolBuffer>>,
 }
 
 impl LaneMemory {
-    pub(super) fn new(rt: &RuntimeInner, art: &Artifact) -> Result<LaneMemory> {
+    pub(super) fn new(
+        rt: &RuntimeInner,
+        art: &Artifact,
+        program: Option<&Program>,
+    ) -> Result<LaneMemory> {
+        let own_kernels = std::env::var("TCC_LANE_KERNELS").map_or(true, |v| v != "0");
+        let kernels = match program {
+            Some(p) if own_kernels => Some(kernel_slots(p, art)?),
+            _ => None,
+        };
         Ok(LaneMemory {
             arena: Arena::new(rt, art)?,
+            kernels,
             zero_constants: art.constants.iter().map(|_| None).collect(),
         })
     }
 
+    /// Gives its buffers back, its kernels first (see the module doc).
     pub(super) fn release(&mut self, pool: &mut BufferPool) {
+        self.kernels = None;
         for c in self.zero_constants.drain(..).flatten() {
             pool.release(c);
         }
