@@ -95,14 +95,24 @@ fn the_setting_resolves_per_device() {
     );
 }
 
-#[test]
-fn several_queues_match_run_bit_for_bit_in_every_mode() {
+/// Runs `body` once per mode with a fresh runtime and session, then
+/// checks that nothing leaked: no handle, pool buffer or staging buffer.
+fn in_every_mode(mut body: impl FnMut(&str, &tcc_runtime::Runtime, Session)) {
     let (_dir, model) = model();
     for (mode, options) in modes() {
         let cache = tempfile::tempdir().unwrap();
         let rt = runtime_with(cache.path(), options);
         let before = rt.pool_stats();
-        let mut session = rt.session(&model).unwrap();
+        body(mode, &rt, rt.session(&model).unwrap());
+        assert_eq!(rt.live_call_handles(), 0, "{mode}");
+        assert_eq!(rt.pool_stats().in_use_bytes, before.in_use_bytes, "{mode}");
+        assert_eq!(rt.staging_stats().in_use, 0, "{mode}");
+    }
+}
+
+#[test]
+fn several_queues_match_run_bit_for_bit_in_every_mode() {
+    in_every_mode(|mode, _rt, mut session| {
         let want = expected(&mut session, 24);
         for queues in [1, 2, 4] {
             session.set_max_in_flight(4);
@@ -140,11 +150,7 @@ fn several_queues_match_run_bit_for_bit_in_every_mode() {
             let made = session.compute_queues_created();
             assert!((1..=4).contains(&made), "{mode}: {made} queues");
         }
-        drop(session);
-        assert_eq!(rt.live_call_handles(), 0, "{mode}");
-        assert_eq!(rt.pool_stats().in_use_bytes, before.in_use_bytes, "{mode}");
-        assert_eq!(rt.staging_stats().in_use, 0, "{mode}");
-    }
+    });
 }
 
 #[test]
@@ -192,12 +198,7 @@ fn each_queue_has_its_own_scratch_and_arena() {
 
 #[test]
 fn failures_and_late_handles_on_several_queues_leak_nothing() {
-    let (_dir, model) = model();
-    for (mode, options) in modes() {
-        let cache = tempfile::tempdir().unwrap();
-        let rt = runtime_with(cache.path(), options);
-        let before = rt.pool_stats();
-        let mut session = rt.session(&model).unwrap();
+    in_every_mode(|mode, rt, mut session| {
         let want = expected(&mut session, 6);
         session.set_compute_queues(ComputeQueues::Own(3)).unwrap();
         let mut first: Vec<_> = (0..3)
@@ -224,8 +225,5 @@ fn failures_and_late_handles_on_several_queues_leak_nothing() {
             assert_eq!(h.wait().unwrap(), want[i + 3], "{mode}, late call {i}");
         }
         drop((first, next));
-        assert_eq!(rt.live_call_handles(), 0, "{mode}");
-        assert_eq!(rt.pool_stats().in_use_bytes, before.in_use_bytes, "{mode}");
-        assert_eq!(rt.staging_stats().in_use, 0, "{mode}");
-    }
+    });
 }

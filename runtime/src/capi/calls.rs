@@ -198,29 +198,23 @@ fn prepare(
 }
 
 impl PreparedCall {
+    fn session(&self) -> std::sync::MutexGuard<'_, crate::Session> {
+        self.session
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn execute(self) -> CResult<()> {
-        let results = {
-            let mut session = self
-                .session
-                .session
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            session.run(&self.function, &self.inputs)?
-        };
+        let results = self.session().run(&self.function, &self.inputs)?;
         write_outputs(&self.function, &self.outputs, &results)
     }
 
     /// Submits the call (`Session::submit`); the session is locked only
     /// while it is enqueued. A failure is kept for `tcc_call_wait`.
-    fn submit(self) -> PendingCall {
-        let submitted = {
-            let mut session = self
-                .session
-                .session
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            session.submit(&self.function, self.inputs)
-        };
+    fn submit(mut self) -> PendingCall {
+        let inputs = std::mem::take(&mut self.inputs);
+        let submitted = self.session().submit(&self.function, inputs);
         match submitted {
             Ok(handle) => PendingCall::InFlight {
                 handle,
