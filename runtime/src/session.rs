@@ -371,7 +371,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         // Pending constant uploads read the artifact's memory: wait for them
-        // (and for the session's own queue, if it has one).
+        // (and for the session's own queues).
         self.calls.finish_own_queue();
         let _ = self.rt.inner.queue.finish();
         // Device buffers kept for asynchronous calls go back to the pool

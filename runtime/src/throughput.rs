@@ -16,7 +16,10 @@
 //! fewer threads, thread `t` sends its calls round robin to devices `t,
 //! t+N, t+2N, ...`. With `split`, every call is one batch split across all
 //! the devices instead ([`crate::GroupSession::run_split`]), one at a
-//! time per thread.
+//! time per thread. The warm-up goes through the same window as the timed
+//! calls (at least `K` calls), so every slot's buffers exist before the
+//! timing, which reports what the driver still allocated during it and
+//! the host time spent in `submit` and `wait`.
 //!
 //! Latency is from `submit` to the end of `wait`; throughput is all
 //! threads' calls divided by the wall time from the moment every thread

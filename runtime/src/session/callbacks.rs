@@ -183,7 +183,7 @@ fn acquire_for(
 /// State of one entry call; `tcc_runtime_api.ctx` points at it.
 struct CallContext<'a> {
     /// The queue the call's work goes on (the runtime's, or the session's
-    /// own for an asynchronous call with `Session::set_own_queue`).
+    /// own for an asynchronous call, `Session::set_compute_queues`).
     queue: &'a CommandQueue,
     /// Set when `queue` is a session's own: released temporaries are
     /// collected here instead of going back to the pool.
