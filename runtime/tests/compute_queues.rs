@@ -191,7 +191,9 @@ fn each_queue_has_its_own_scratch_and_arena() {
     }
     // The scratch each queue used is back at zero for synchronous calls.
     let x = input(5);
-    let y = session.run("twice_via_scratch", &[x.clone()]).unwrap();
+    let y = session
+        .run("twice_via_scratch", std::slice::from_ref(&x))
+        .unwrap();
     let doubled: Vec<f32> = x.to_f32().unwrap().iter().map(|v| 2.0 * v).collect();
     assert_eq!(y[0].to_f32().unwrap(), doubled);
 }

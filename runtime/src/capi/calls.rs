@@ -217,7 +217,7 @@ impl PreparedCall {
         let submitted = self.session().submit(&self.function, inputs);
         match submitted {
             Ok(handle) => PendingCall::InFlight {
-                handle,
+                handle: Box::new(handle),
                 function: self.function,
                 outputs: self.outputs,
             },
@@ -251,7 +251,7 @@ fn write_outputs(function: &str, slots: &[OutputSlot], results: &[HostTensor]) -
 /// A call of `tcc_session_run_async` until `tcc_call_wait`.
 pub(super) enum PendingCall {
     InFlight {
-        handle: CallHandle,
+        handle: Box<CallHandle>,
         function: String,
         outputs: Vec<OutputSlot>,
     },
