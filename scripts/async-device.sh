@@ -29,8 +29,9 @@
 #    REPEATS (3) times in turn to show the noise: ResNet-50 batch 1
 #    synchronous, 1/2/4/8 in flight on one session (--compute-queues=auto:
 #    one queue of its own per call in flight), 4 in flight with the
-#    session's kernel objects shared by its queues (TCC_LANE_KERNELS=0)
-#    and on one queue, 4 sessions with a queue each; sgemm 4096^3
+#    session's kernel objects shared by its queues (TCC_LANE_KERNELS=0),
+#    with every call waiting for the runtime's queue (TCC_LANE_RUNTIME_WAIT=
+#    always) and on one queue, 4 sessions with a queue each; sgemm 4096^3
 #    synchronous, 1/2/4 in flight, and 2 and 4 in flight with --warmup=0 (every
 #    slot's pinned staging, device buffers and output blocks allocated
 #    inside the timed calls: the JSON's timed_allocations counts them).
@@ -153,6 +154,7 @@ if want 6; then
     bench r50_inflight2_$rep "$base" "${R50[@]}" --in-flight=2
     bench r50_inflight4_$rep "$base" "${R50[@]}" --in-flight=4
     TCC_LANE_KERNELS=0 bench r50_inflight4_shared_kernels_$rep "$base" "${R50[@]}" --in-flight=4
+    TCC_LANE_RUNTIME_WAIT=always bench r50_inflight4_runtime_wait_$rep "$base" "${R50[@]}" --in-flight=4
     bench r50_inflight4_one_queue_$rep "$base" "${R50[@]}" --in-flight=4 --compute-queues=1
     bench r50_inflight8_$rep "$base" "${R50[@]}" --in-flight=8
     bench r50_concurrency4_own_queues_$rep "$base" "${R50[@]}" --concurrency=4 --own-queues

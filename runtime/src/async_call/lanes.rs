@@ -88,13 +88,26 @@ struct Lane {
 }
 
 /// A session's lanes, created as calls need them and kept for its life.
-#[derive(Default)]
 pub(crate) struct Lanes {
     lanes: Vec<Lane>,
     /// The marker after the last call that uploaded shared constants on a
     /// lane: calls on other lanes wait for it while it runs.
     constants_ready: Option<Event>,
     calls: u64,
+    /// Every call waits for the runtime's queue, as before session 11
+    /// (`TCC_LANE_RUNTIME_WAIT=always`, to measure the difference).
+    always_wait: bool,
+}
+
+impl Default for Lanes {
+    fn default() -> Self {
+        Lanes {
+            lanes: Vec::new(),
+            constants_ready: None,
+            calls: 0,
+            always_wait: std::env::var("TCC_LANE_RUNTIME_WAIT").is_ok_and(|v| v == "always"),
+        }
+    }
 }
 
 impl Lanes {
@@ -186,9 +199,11 @@ impl Lanes {
     /// Whether the next call on `lane` must wait for the runtime's queue
     /// because of the session's own work there (`join`); cleared.
     pub(crate) fn take_runtime_fence(&mut self, lane: usize) -> bool {
-        self.lanes
+        let needed = self
+            .lanes
             .get_mut(lane)
-            .is_some_and(|l| std::mem::take(&mut l.runtime_fence))
+            .is_some_and(|l| std::mem::take(&mut l.runtime_fence));
+        needed || self.always_wait
     }
 
     /// Waits on the host for every lane.
