@@ -20,7 +20,7 @@ use opencl3::event::Event;
 use opencl3::types::cl_mem;
 
 use super::arena::Arena;
-use super::lane_memory::constant_slot;
+use super::lane_memory::{constant_slot, lane_parts};
 use super::program::KernelSlot;
 use super::transfers::{to_usize, write_buffer};
 use super::{Session, exec_error};
@@ -63,15 +63,8 @@ impl Session {
     ) -> Result<bool> {
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
-        let (arena, lane_constants, lane_kernels) = match lane
-            .checked_sub(1)
-            .and_then(|i| self.lane_memory.get_mut(i))
-        {
-            Some(m) => (
-                &mut m.arena,
-                Some(&mut m.zero_constants[..]),
-                m.kernels.as_deref(),
-            ),
+        let (arena, lane_constants, lane_kernels) = match lane_parts(&mut self.lane_memory, lane) {
+            Some((arena, constants, kernels)) => (arena, Some(constants), kernels),
             None => (&mut self.arena, None, None),
         };
         let mut cx = CallContext {

@@ -68,6 +68,17 @@ impl LaneMemory {
     }
 }
 
+/// Lane `lane`'s arena, all-zero constant copies and kernel objects (its
+/// own, or `None`: the session's); `None` for lane 0, which uses the
+/// session's.
+pub(super) fn lane_parts(
+    lanes: &mut [LaneMemory],
+    lane: usize,
+) -> Option<(&mut Arena, &mut [Option<PoolBuffer>], Option<&[KernelSlot]>)> {
+    let m = lanes.get_mut(lane.checked_sub(1)?)?;
+    Some((&mut m.arena, &mut m.zero_constants, m.kernels.as_deref()))
+}
+
 /// The slot of constant `index` for a call: the lane's own copy when the
 /// call runs on a lane past the first (`lane` holds its copies) and the
 /// constant is all zeros (`known` caches that), else the session's shared
