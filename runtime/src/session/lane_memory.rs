@@ -68,13 +68,18 @@ impl LaneMemory {
     }
 }
 
+/// A lane's arena, its copies of the all-zero constants, and its kernel
+/// objects (`None`: the session's).
+pub(super) type LaneParts<'a> = (
+    &'a mut Arena,
+    &'a mut [Option<PoolBuffer>],
+    Option<&'a [KernelSlot]>,
+);
+
 /// Lane `lane`'s arena, all-zero constant copies and kernel objects (its
 /// own, or `None`: the session's); `None` for lane 0, which uses the
 /// session's.
-pub(super) fn lane_parts(
-    lanes: &mut [LaneMemory],
-    lane: usize,
-) -> Option<(&mut Arena, &mut [Option<PoolBuffer>], Option<&[KernelSlot]>)> {
+pub(super) fn lane_parts(lanes: &mut [LaneMemory], lane: usize) -> Option<LaneParts<'_>> {
     let m = lanes.get_mut(lane.checked_sub(1)?)?;
     Some((&mut m.arena, &mut m.zero_constants, m.kernels.as_deref()))
 }
