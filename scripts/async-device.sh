@@ -25,6 +25,16 @@
 #
 # 5. A batch of 64 split into two batch-32 parts of models/resnet50_b32.so on
 #    one GPU: when each part's submission began and ended in its call.
+# 6. One session, several compute queues (session 11), each case run
+#    REPEATS (3) times in turn to show the noise: ResNet-50 batch 1
+#    synchronous, 1/2/4/8 in flight on one session (--compute-queues=auto:
+#    one queue of its own per call in flight), 4 in flight with the
+#    session's kernel objects shared by its queues (TCC_LANE_KERNELS=0),
+#    with every call waiting for the runtime's queue (TCC_LANE_RUNTIME_WAIT=
+#    always) and on one queue, 4 sessions with a queue each; sgemm 4096^3
+#    synchronous, 1/2/4 in flight, and 2 and 4 in flight with --warmup=0 (every
+#    slot's pinned staging, device buffers and output blocks allocated
+#    inside the timed calls: the JSON's timed_allocations counts them).
 #
 # Each case prints one line: calls/s, ms per call (1000 / calls per s),
 # median latency, and the ratio to the synchronous case. The raw JSON of
@@ -32,7 +42,7 @@
 #
 # Usage: async-device.sh [BUNDLE_DIR]   (default: the directory of this script)
 # (R50_ITERATIONS, GEMM_ITERATIONS: timed calls per case, default 300, 30;
-#  SECTIONS: which of 1 2 3 4 5 to run, default all.)
+#  SECTIONS: which of 1 2 3 4 5 6 to run, default 1 to 5.)
 set -uo pipefail
 here=$(cd "${1:-$(dirname "$0")}" && pwd)
 bin=$here/bin
@@ -65,6 +75,13 @@ if "device_ms_per_call" in r:
 for j, (b, e) in enumerate(r.get("split_part_submissions_ms") or []):
     extra += " part %d submitted %.3f-%.3f ms" % (j, b, e)
 ratio = (" = %.2fx sync" % (cps / base)) if base > 0 else ""
+if r.get("compute_queues_per_session") is not None:
+    t = r.get("timed_allocations") or {}
+    extra += " queues %d submit %.2f wait %.2f ms" % (
+        r["compute_queues_per_session"], r.get("submit_ms_mean", 0), r.get("wait_ms_mean", 0))
+    if t.get("staging_buffers") or t.get("device_buffers"):
+        extra += " timed allocs: %d staging (%d MiB), %d device (%d MiB)" % (
+            t["staging_buffers"], t["staging_bytes"] >> 20, t["device_buffers"], t["device_bytes"] >> 20)
 print("%-34s %9.1f calls/s  %8.3f ms/call  median latency %8.3f ms%s%s" % (
     name, cps, 1000.0 / cps if cps else 0, lat["median"], extra, ratio))
 print(cps, file=open(sys.argv[1][:-5] + ".cps", "w"))
@@ -74,6 +91,7 @@ EOF
 cps() { cat "$out/$1.cps" 2>/dev/null || echo 0; }
 
 sections=${SECTIONS:-1 2 3 4 5}
+[[ -e $models/resnet50.so || ! -e $models/resnet50.so.xz ]] || xz -dk "$models/resnet50.so.xz"
 want() { [[ " $sections " == *" $1 "* ]]; }
 
 R50=(resnet50.so --input=1x3x224x224xf32=0.5 --warmup=20 --iterations=${R50_ITERATIONS:-300})
@@ -121,6 +139,33 @@ k = r["device_ms_per_call"]; e = r["latency_ms"]["median"]
 print("sgemm sync: %.2f ms end to end = %.2f ms kernels + %.2f ms copies and host work; "
       "max(copy, compute) = %.2f ms is the pipelined bound" % (e, k, e - k, max(k, e - k)))
 EOF
+fi
+
+if want 6; then
+  echo "== session 11: one session, several compute queues (each case ${REPEATS:-3} times, in turn)"
+  "$bin/tcc-run" --prepare "$models/resnet50.so" 2>&1 | tail -1
+  "$bin/tcc-run" --prepare "$models/sgemm_4096.so" 2>&1 | tail -1
+  G0=(sgemm_4096.so --input=1x4096x4096xf32=0.5 --input=1x4096x4096xf32=0.25 --iterations=${GEMM_ITERATIONS:-30})
+  G=("${G0[@]}" --warmup=3)
+  for rep in $(seq 1 "${REPEATS:-3}"); do
+    bench r50_sync_$rep 0 "${R50[@]}"
+    base=$(cps r50_sync_$rep)
+    bench r50_inflight1_$rep "$base" "${R50[@]}" --in-flight=1 --compute-queues=auto
+    bench r50_inflight2_$rep "$base" "${R50[@]}" --in-flight=2
+    bench r50_inflight4_$rep "$base" "${R50[@]}" --in-flight=4
+    TCC_LANE_KERNELS=0 bench r50_inflight4_shared_kernels_$rep "$base" "${R50[@]}" --in-flight=4
+    TCC_LANE_RUNTIME_WAIT=always bench r50_inflight4_runtime_wait_$rep "$base" "${R50[@]}" --in-flight=4
+    bench r50_inflight4_one_queue_$rep "$base" "${R50[@]}" --in-flight=4 --compute-queues=1
+    bench r50_inflight8_$rep "$base" "${R50[@]}" --in-flight=8
+    bench r50_concurrency4_own_queues_$rep "$base" "${R50[@]}" --concurrency=4 --own-queues
+    bench sgemm_sync_$rep 0 "${G[@]}"
+    base=$(cps sgemm_sync_$rep)
+    bench sgemm_inflight1_$rep "$base" "${G[@]}" --in-flight=1 --compute-queues=auto
+    bench sgemm_inflight2_$rep "$base" "${G[@]}" --in-flight=2
+    bench sgemm_inflight4_$rep "$base" "${G[@]}" --in-flight=4
+    bench sgemm_inflight2_no_warmup_$rep "$base" "${G0[@]}" --in-flight=2 --warmup=0
+    bench sgemm_inflight4_no_warmup_$rep "$base" "${G0[@]}" --in-flight=4 --warmup=0
+  done
 fi
 
 if want 5 && ((ngpus >= 1)) && [[ -e $models/resnet50_b32.so ]]; then

@@ -175,10 +175,11 @@ tcc_status tcc_session_run(tcc_session *session, const char *function,
                            const tcc_tensor *outputs, size_t num_outputs);
 
 /* As tcc_session_run, but returns at once with a completion handle. The
- * arguments are checked before it returns; the call then runs on a worker
- * thread (this runtime has no asynchronous queue API yet). The tensors'
- * data (and the arrays themselves) must stay valid until tcc_call_wait
- * returns. Calls on one session run one after another. */
+ * arguments are checked and the call enqueued (Session::submit) before it
+ * returns; tcc_call_wait writes the outputs. The tensors' data (and the
+ * arrays themselves) must stay valid until tcc_call_wait returns. A
+ * session keeps up to 4 calls in flight, on compute queues of its own on
+ * a GPU (docs/runtime.md); a fifth waits for the oldest's device work. */
 tcc_status tcc_session_run_async(tcc_session *session, const char *function,
                                  const tcc_tensor *inputs, size_t num_inputs,
                                  const tcc_tensor *outputs, size_t num_outputs,

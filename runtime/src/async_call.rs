@@ -5,17 +5,21 @@
 //! A call uses three in-order queues of the runtime's context:
 //!
 //! - the **upload queue** writes the inputs into device buffers;
-//! - the **compute queue** (the runtime's own queue, the one `Session::run`
-//!   uses) first waits for the call's last upload (a barrier on its
-//!   event), then runs the kernels the artifact's entry enqueues, then a
-//!   marker whose event says the call's kernels are done;
+//! - a **compute queue** first waits for the call's last upload (a barrier
+//!   on its event), then runs the kernels the artifact's entry enqueues,
+//!   then a marker whose event says the call's kernels are done. Which
+//!   one is the session's choice ([`ComputeQueues`], `lanes`): the
+//!   runtime's own queue (the one `Session::run` uses), or one of the
+//!   session's own queues, up to one per call in flight (the default on a
+//!   GPU), so that the kernels of several calls run at the same time;
 //! - the **download queue** reads the outputs back after that marker.
 //!
 //! So call N+1's uploads run while call N's kernels run, and call N's
-//! downloads run while call N+1's kernels run. Nothing waits on the host
-//! until [`CallHandle::wait`]. The compute queue is still in order, so the
-//! session's arena (the static memory plan) is reused by consecutive calls
-//! exactly as with `Session::run`.
+//! downloads run while call N+1's kernels run; with several compute
+//! queues the kernels of calls N and N+1 overlap too. Nothing waits on the
+//! host until [`CallHandle::wait`]. Each compute queue is in order, and
+//! each has its own arena (the static memory plan), so consecutive calls
+//! on one queue reuse it exactly as `Session::run` does.
 //!
 //! **Buffers.** A call's input and output device buffers belong to the
 //! call until its handle is finished (waited or dropped), then go to the
@@ -53,10 +57,11 @@
 //! yet dropped.
 //!
 //! This module holds the side queues and a session's asynchronous state;
-//! `submit` enqueues a call, `handle` finishes it, `staging` is the pinned
-//! staging pool.
+//! `lanes` chooses a call's compute queue, `submit` enqueues a call,
+//! `handle` finishes it, `staging` is the pinned staging pool.
 
 mod handle;
+mod lanes;
 mod staging;
 mod submit;
 
@@ -67,6 +72,8 @@ use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 
 pub use handle::CallHandle;
+pub use lanes::ComputeQueues;
+use lanes::Lanes;
 pub(crate) use staging::StagingPool;
 pub use staging::StagingStats;
 pub(crate) use submit::InputView;
@@ -125,11 +132,10 @@ pub(crate) struct IoCache {
 /// A session's calls in flight and its reusable call buffers.
 pub(crate) struct SessionCalls {
     max_in_flight: usize,
-    /// The session's own compute queue ([`Session::set_own_queue`]).
-    own_queue: Option<Arc<CommandQueue>>,
-    /// Work went on the own queue since the runtime's queue last waited
-    /// for it.
-    own_used: bool,
+    /// Which compute queues its calls use ([`Session::set_compute_queues`]).
+    queues: ComputeQueues,
+    /// Its own compute queues, created as calls need them.
+    pub(crate) lanes: Lanes,
     /// Completion events of the calls submitted and maybe not yet done,
     /// oldest first.
     in_flight: VecDeque<Event>,
@@ -140,8 +146,8 @@ impl Default for SessionCalls {
     fn default() -> Self {
         SessionCalls {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            own_queue: None,
-            own_used: false,
+            queues: ComputeQueues::Auto,
+            lanes: Lanes::default(),
             in_flight: VecDeque::new(),
             io: Arc::default(),
         }
@@ -150,22 +156,22 @@ impl Default for SessionCalls {
 
 impl SessionCalls {
     /// Makes the runtime's queue wait (on the device, no host wait) for
-    /// everything enqueued so far on the session's own queue: called
+    /// everything enqueued so far on the session's own queues: called
     /// before the session uses the runtime's queue (`run`, `run_device`,
     /// profiles), since its arena and constants are shared by both.
     pub(crate) fn join(&mut self, rt: &RuntimeInner) -> Result<()> {
-        if let (Some(q), true) = (&self.own_queue, self.own_used) {
-            wait_for_queue(q, &rt.queue)?;
-            self.own_used = false;
-        }
-        Ok(())
+        self.lanes.join(rt)
     }
 
-    /// Waits on the host for the session's own queue.
+    /// Waits on the host for the session's own queues.
     pub(crate) fn finish_own_queue(&mut self) {
-        if let Some(q) = &self.own_queue {
-            let _ = q.finish();
-        }
+        self.lanes.finish();
+    }
+
+    /// How many own compute queues the next call may use (0: the
+    /// runtime's queue).
+    pub(crate) fn lane_count(&self, rt: &RuntimeInner) -> usize {
+        self.queues.count(rt, self.max_in_flight)
     }
 
     /// The session is being dropped (its queue finished): kept buffers go
@@ -260,33 +266,57 @@ impl Session {
         self.calls.in_flight.len()
     }
 
-    /// Gives the session a compute queue of its own (`true`), or goes back
-    /// to the runtime's (`false`). Asynchronous calls then run their
-    /// kernels there, so that the calls of several sessions on one device
-    /// can run at the same time (a GPU runs kernels of different queues
-    /// concurrently; one in-order queue never does). Each session has its
-    /// own arena, so this is safe; buffers the calls release go back to the
-    /// runtime's pool only once the call is done, and buffers taken from
-    /// the pool wait for the runtime's queue. `run`, `run_device` and the
-    /// profile still use the runtime's queue, after the own queue's work.
+    /// Gives the session a compute queue of its own (`true`,
+    /// [`ComputeQueues::Own`]`(1)`), or sends its calls to the runtime's
+    /// queue (`false`, [`ComputeQueues::Shared`]). See
+    /// [`Session::set_compute_queues`].
     pub fn set_own_queue(&mut self, own: bool) -> Result<()> {
-        let rt = self.rt.inner.clone();
-        if own == self.calls.own_queue.is_some() {
-            return Ok(());
-        }
-        if own {
-            self.calls.own_queue = Some(Arc::new(crate::create_queue(&rt.context, rt.profiling)?));
+        self.set_compute_queues(if own {
+            ComputeQueues::Own(1)
         } else {
+            ComputeQueues::Shared
+        })
+    }
+
+    /// Chooses the compute queues of asynchronous calls (default
+    /// [`ComputeQueues::Auto`]). With queues of its own a session's calls
+    /// run their kernels there, up to one call per queue at the same time
+    /// (a GPU runs kernels of different queues concurrently; one in-order
+    /// queue never does); each queue past the first gets its own
+    /// intermediate buffers (arena) for the session's life. Buffers the
+    /// calls release go back to the runtime's pool only once the call is
+    /// done, and buffers taken from the pool wait for the runtime's queue.
+    /// `run`, `run_device` and the profile still use the runtime's queue,
+    /// after the own queues' work. Outputs are bit-identical in every mode.
+    pub fn set_compute_queues(&mut self, queues: ComputeQueues) -> Result<()> {
+        let rt = self.rt.inner.clone();
+        if self.calls.lane_count(&rt) > 0 {
             self.calls.join(&rt)?;
-            self.calls.finish_own_queue();
-            self.calls.own_queue = None;
         }
+        self.calls.queues = queues;
         Ok(())
     }
 
-    /// Whether asynchronous calls use a compute queue of the session's own.
+    /// The compute queues asynchronous calls use (the setting).
+    pub fn compute_queues(&self) -> ComputeQueues {
+        self.calls.queues
+    }
+
+    /// How many compute queues of its own the session's next calls may
+    /// use on this device (0: the runtime's queue).
+    pub fn compute_queue_count(&self) -> usize {
+        self.calls.lane_count(&self.rt.inner)
+    }
+
+    /// Compute queues of its own the session has created so far (each past
+    /// the first with its own arena); they are kept for its life.
+    pub fn compute_queues_created(&self) -> usize {
+        self.calls.lanes.len()
+    }
+
+    /// Whether asynchronous calls use compute queues of the session's own.
     pub fn has_own_queue(&self) -> bool {
-        self.calls.own_queue.is_some()
+        self.compute_queue_count() > 0
     }
 
     /// Sets how many calls may be in flight at once (at least 1): a

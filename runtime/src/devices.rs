@@ -344,6 +344,15 @@ impl GroupSession {
         Ok(())
     }
 
+    /// Sets every session's compute queues (see
+    /// [`Session::set_compute_queues`]).
+    pub fn set_compute_queues(&mut self, queues: crate::ComputeQueues) -> Result<()> {
+        for s in &mut self.sessions {
+            s.set_compute_queues(queues)?;
+        }
+        Ok(())
+    }
+
     /// The device for the next whole call: the one with the fewest calls
     /// in flight, the first such after the previous choice.
     fn pick(&mut self) -> usize {

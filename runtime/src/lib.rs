@@ -52,7 +52,7 @@ use opencl3::context::Context;
 use serde::Serialize;
 
 pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
-pub use async_call::{CallHandle, StagingStats};
+pub use async_call::{CallHandle, ComputeQueues, StagingStats};
 pub use buffer_pool::PoolStats;
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
 pub use devices::{DeviceGroup, DeviceList, GroupSession, SplitPlan, partition_device};

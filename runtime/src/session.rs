@@ -16,10 +16,13 @@
 //! - `callbacks`: the C callbacks the artifact calls during a call, and
 //!   [`Session::execute_on`], which makes that call;
 //! - `arena`: the static memory plan's arena and its views;
+//! - `lane_memory`: the arena and scratch constants of each extra compute
+//!   queue of asynchronous calls;
 //! - `program`: building the kernel program and its kernels.
 
 mod arena;
 mod callbacks;
+mod lane_memory;
 mod program;
 mod transfers;
 
@@ -44,6 +47,7 @@ use crate::program_cache::{ProgramOrigin, SourceKind};
 use crate::tensor::{DType, HostTensor, type_string};
 use crate::{Model, Runtime, RuntimeInner, TransferCounters};
 use arena::Arena;
+use lane_memory::LaneMemory;
 use program::{KernelSlot, build_program, kernel_slots};
 use transfers::{read_buffer, write_buffer};
 
@@ -127,6 +131,11 @@ pub struct Session {
     kernels: Vec<KernelSlot>,
     constants: Vec<Option<PoolBuffer>>,
     arena: Arena,
+    /// The buffers of the session's compute queues past the first
+    /// (`lane_memory`), by lane - 1.
+    lane_memory: Vec<LaneMemory>,
+    /// Per constant, whether its bytes are all zero (known once asked).
+    zero_constants: Vec<Option<bool>>,
     /// Launch events not yet read (profiling only), with the kernel index.
     pending: Vec<(usize, Event)>,
     profile: Vec<KernelProfile>,
@@ -180,6 +189,8 @@ impl Session {
             kernels,
             constants: art.constants.iter().map(|_| None).collect(),
             arena,
+            lane_memory: Vec::new(),
+            zero_constants: art.constants.iter().map(|_| None).collect(),
             pending: Vec::new(),
             profile,
             spare_outputs: Vec::new(),
@@ -360,7 +371,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         // Pending constant uploads read the artifact's memory: wait for them
-        // (and for the session's own queue, if it has one).
+        // (and for the session's own queues).
         self.calls.finish_own_queue();
         let _ = self.rt.inner.queue.finish();
         // Device buffers kept for asynchronous calls go back to the pool
@@ -376,6 +387,25 @@ impl Drop for Session {
             pool.release(c);
         }
         self.arena.release(&mut pool);
+        for m in &mut self.lane_memory {
+            m.release(&mut pool);
+        }
+    }
+}
+
+impl Session {
+    /// Makes sure compute lane `lane` has its buffers (lane 0 uses the
+    /// session's own).
+    pub(crate) fn prepare_lane(&mut self, lane: usize) -> Result<()> {
+        while self.lane_memory.len() < lane {
+            let m = LaneMemory::new(
+                &self.rt.inner,
+                self.model.artifact(),
+                self._program.as_deref(),
+            )?;
+            self.lane_memory.push(m);
+        }
+        Ok(())
     }
 }
 

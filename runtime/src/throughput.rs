@@ -16,7 +16,10 @@
 //! fewer threads, thread `t` sends its calls round robin to devices `t,
 //! t+N, t+2N, ...`. With `split`, every call is one batch split across all
 //! the devices instead ([`crate::GroupSession::run_split`]), one at a
-//! time per thread.
+//! time per thread. The warm-up goes through the same window as the timed
+//! calls (at least `K` calls), so every slot's buffers exist before the
+//! timing, which reports what the driver still allocated during it and
+//! the host time spent in `submit` and `wait`.
 //!
 //! Latency is from `submit` to the end of `wait`; throughput is all
 //! threads' calls divided by the wall time from the moment every thread
@@ -27,11 +30,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::Model;
 use crate::cli::LatencyStats;
 use crate::devices::{DeviceGroup, GroupSession};
 use crate::error::{Error, Result};
 use crate::tensor::HostTensor;
+use crate::{ComputeQueues, Model, PoolStats, StagingStats};
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -46,10 +49,11 @@ pub struct ThroughputOptions {
     pub iterations: usize,
     /// Each call is a batch split across every device.
     pub split: bool,
-    /// Each session runs its kernels on a compute queue of its own
-    /// ([`crate::Session::set_own_queue`]), so that the sessions of one
-    /// device can run kernels at the same time.
-    pub own_queues: bool,
+    /// The compute queues of each session's calls
+    /// ([`crate::Session::set_compute_queues`]): with queues of their own,
+    /// the calls of one session, or of several, run kernels at the same
+    /// time.
+    pub compute_queues: ComputeQueues,
     /// Drop each call's outputs instead of handing them back to the
     /// session that made them ([`crate::Session::recycle`]): every call
     /// then writes fresh host memory, page faults included.
@@ -67,12 +71,53 @@ pub struct ThroughputReport {
     /// Per model served (`jobs` order): its calls and the seconds until
     /// its last thread finished.
     pub per_model: Vec<ModelThroughput>,
+    /// Pinned staging buffers and device buffers the driver allocated
+    /// during the timed calls (after the warm-up): 0 in a steady state.
+    pub timed_allocations: TimedAllocations,
+    /// Mean host time per call inside `submit` (staging copies, enqueuing,
+    /// waiting for a free slot) and inside `wait` (the device, copies out
+    /// of staging), in milliseconds.
+    pub submit_ms_mean: f64,
+    pub wait_ms_mean: f64,
+    /// Own compute queues per session (0: the runtime's queue).
+    pub compute_queues_per_session: usize,
     /// With `split`: per part, when its submission began and ended in
     /// milliseconds from the start of its call, averaged over the timed
     /// calls of every thread (how late the host let each device start).
     pub split_part_submissions_ms: Vec<[f64; 2]>,
     #[serde(skip)]
     pub latency_ms: LatencyStats,
+}
+
+/// What the driver allocated during the timed calls, summed over devices.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimedAllocations {
+    pub staging_buffers: u64,
+    pub staging_bytes: u64,
+    pub device_buffers: u64,
+    pub device_bytes: u64,
+}
+
+impl TimedAllocations {
+    /// The runtimes' pinned staging and buffer pool counters now.
+    fn snapshot(group: &DeviceGroup) -> Vec<(StagingStats, PoolStats)> {
+        group
+            .runtimes()
+            .iter()
+            .map(|r| (r.staging_stats(), r.pool_stats()))
+            .collect()
+    }
+
+    fn since(before: &[(StagingStats, PoolStats)], after: &[(StagingStats, PoolStats)]) -> Self {
+        let mut t = TimedAllocations::default();
+        for ((s0, p0), (s1, p1)) in before.iter().zip(after) {
+            t.staging_buffers += s1.allocations.saturating_sub(s0.allocations);
+            t.staging_bytes += s1.current_bytes.saturating_sub(s0.current_bytes);
+            t.device_buffers += p1.allocations.saturating_sub(p0.allocations);
+            t.device_bytes += p1.current_bytes.saturating_sub(p0.current_bytes);
+        }
+        t
+    }
 }
 
 /// One model's share of a measurement.
@@ -156,33 +201,32 @@ pub fn measure_jobs(
         if !options.split {
             gs.set_max_in_flight(options.in_flight);
         }
-        gs.set_own_queue(options.own_queues)?;
+        gs.set_compute_queues(options.compute_queues)?;
         sessions.push((gs, ids, job));
     }
     let latency = Arc::new(Mutex::new(LatencyStats::default()));
     let counts = Arc::new(Mutex::new(vec![0u64; n]));
     let split_sums = Arc::new(Mutex::new(SplitSums::default()));
+    let compute_queues_per_session = sessions
+        .first()
+        .and_then(|(gs, _, _)| gs.sessions().first())
+        .map_or(0, |s| s.compute_queue_count());
+    // Every thread's warm-up is over at the first barrier; the timing and
+    // the allocation counts start before the second.
+    let warmed = Arc::new(Barrier::new(options.concurrency + 1));
     let barrier = Arc::new(Barrier::new(options.concurrency + 1));
-    let (results, seconds) = std::thread::scope(|scope| {
+    let host_sums = Arc::new(Mutex::new([0.0f64; 2]));
+    let (results, seconds, timed_allocations) = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions
             .into_iter()
             .map(|(mut gs, ids, job)| {
                 let (function, inputs) = (job.function.as_str(), job.inputs.as_slice());
                 let (latency, counts, barrier) = (latency.clone(), counts.clone(), barrier.clone());
-                let split_sums = split_sums.clone();
+                let (split_sums, warmed, host_sums) =
+                    (split_sums.clone(), warmed.clone(), host_sums.clone());
                 scope.spawn(move || -> Result<f64> {
-                    let mut ready = Ok(());
-                    for _ in 0..options.warmup {
-                        let r = if options.split {
-                            gs.run_split(function, inputs).map(drop)
-                        } else {
-                            gs.run(function, inputs).map(drop)
-                        };
-                        if let Err(e) = r {
-                            ready = Err(e);
-                            break;
-                        }
-                    }
+                    let ready = warm_up(&mut gs, function, inputs, options);
+                    warmed.wait();
                     barrier.wait();
                     let started = Instant::now();
                     ready?;
@@ -190,12 +234,23 @@ pub fn measure_jobs(
                         latency: &latency,
                         counts: &counts,
                         split_sums: &split_sums,
+                        host_sums: &host_sums,
                     };
-                    serve(&mut gs, &ids, function, inputs, options, &shared)?;
+                    serve(
+                        &mut gs,
+                        &ids,
+                        function,
+                        inputs,
+                        options,
+                        options.iterations,
+                        &shared,
+                    )?;
                     Ok(started.elapsed().as_secs_f64())
                 })
             })
             .collect();
+        warmed.wait();
+        let before = TimedAllocations::snapshot(group);
         barrier.wait();
         let started = Instant::now();
         let out: Vec<Result<f64>> = handles
@@ -206,7 +261,12 @@ pub fn measure_jobs(
                 })
             })
             .collect();
-        (out, started.elapsed().as_secs_f64())
+        let seconds = started.elapsed().as_secs_f64();
+        (
+            out,
+            seconds,
+            TimedAllocations::since(&before, &TimedAllocations::snapshot(group)),
+        )
     });
     let mut per_model: Vec<ModelThroughput> = jobs
         .iter()
@@ -233,6 +293,7 @@ pub fn measure_jobs(
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
     let calls = (options.concurrency * options.iterations) as u64;
+    let host_ms = *host_sums.lock().unwrap_or_else(PoisonError::into_inner);
     let latency_ms = latency
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -247,6 +308,10 @@ pub fn measure_jobs(
         },
         calls_per_device: per_device,
         per_model,
+        timed_allocations,
+        submit_ms_mean: host_ms[0] / calls.max(1) as f64,
+        wait_ms_mean: host_ms[1] / calls.max(1) as f64,
+        compute_queues_per_session,
         split_part_submissions_ms: split_sums
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -285,6 +350,43 @@ struct Shared<'a> {
     latency: &'a Mutex<LatencyStats>,
     counts: &'a Mutex<Vec<u64>>,
     split_sums: &'a Mutex<SplitSums>,
+    /// Milliseconds spent in `submit` and in `wait`, summed.
+    host_sums: &'a Mutex<[f64; 2]>,
+}
+
+/// A thread's untimed calls: split calls one at a time, or asynchronous
+/// calls through the same window as the timed ones and at least
+/// `in_flight` of them, so that every slot's device buffers, pinned
+/// staging and output blocks exist before the timing starts (a 64 MiB
+/// pinned buffer costs milliseconds to allocate and map).
+fn warm_up(
+    gs: &mut GroupSession,
+    function: &str,
+    inputs: &[HostTensor],
+    options: &ThroughputOptions,
+) -> Result<()> {
+    if options.split {
+        for _ in 0..options.warmup {
+            gs.run_split(function, inputs)?;
+        }
+        return Ok(());
+    }
+    let calls = if options.warmup == 0 {
+        0
+    } else {
+        options.warmup.max(options.in_flight)
+    };
+    let ids: Vec<usize> = (0..gs.sessions().len()).collect();
+    let (latency, split_sums) = Default::default();
+    let counts = Mutex::new(vec![0; ids.len()]);
+    let host_sums = Mutex::new([0.0; 2]);
+    let untimed = Shared {
+        latency: &latency,
+        counts: &counts,
+        split_sums: &split_sums,
+        host_sums: &host_sums,
+    };
+    serve(gs, &ids, function, inputs, options, calls, &untimed)
 }
 
 /// One thread's timed calls.
@@ -294,12 +396,14 @@ fn serve(
     function: &str,
     inputs: &[HostTensor],
     options: &ThroughputOptions,
+    iterations: usize,
     shared: &Shared<'_>,
 ) -> Result<()> {
     let Shared {
         latency,
         counts,
         split_sums,
+        host_sums,
     } = shared;
     let record = |start: Instant| {
         latency
@@ -307,8 +411,12 @@ fn serve(
             .unwrap_or_else(PoisonError::into_inner)
             .push(start.elapsed().as_secs_f64() * 1e3);
     };
+    let host = |k: usize, since: Instant| {
+        host_sums.lock().unwrap_or_else(PoisonError::into_inner)[k] +=
+            since.elapsed().as_secs_f64() * 1e3;
+    };
     if options.split {
-        for _ in 0..options.iterations {
+        for _ in 0..iterations {
             let start = Instant::now();
             gs.run_split(function, inputs)?;
             record(start);
@@ -319,7 +427,7 @@ fn serve(
         }
         let mut c = counts.lock().unwrap_or_else(PoisonError::into_inner);
         for &i in ids {
-            c[i] += options.iterations as u64;
+            c[i] += iterations as u64;
         }
         return Ok(());
     }
@@ -331,7 +439,9 @@ fn serve(
     let mut finish = |gs: &mut GroupSession,
                       (start, slot, mut h): (Instant, Option<usize>, crate::CallHandle)|
      -> Result<()> {
+        let waiting = Instant::now();
         let outputs = h.wait()?;
+        host(1, waiting);
         record(start);
         if let Some(k) = slot {
             local[k] += 1;
@@ -341,9 +451,10 @@ fn serve(
         }
         Ok(())
     };
-    for _ in 0..options.iterations {
+    for _ in 0..iterations {
         let start = Instant::now();
         let h = gs.submit_ref(function, inputs)?;
+        host(0, start);
         // Which of this thread's devices took the call.
         let slot = gs
             .sessions()

@@ -58,6 +58,7 @@ fn benchmark_reports_throughput_next_to_latency() {
         &["--concurrency=2"],
         &["--concurrency=2", "--own-queues"],
         &["--concurrency=2", "--cpu-partition=2"],
+        &["--in-flight=3", "--compute-queues=3"],
     ] {
         let mut args = vec![
             so,
@@ -96,6 +97,20 @@ fn benchmark_reports_throughput_next_to_latency() {
             // Each thread has a part of its own.
             assert_eq!(per_device, vec![7, 7], "{r}");
         }
+        // The compute queues per session, and the host-side timings.
+        let queues = r["compute_queues_per_session"].as_u64().unwrap();
+        let want = match flags {
+            f if f.contains(&"--compute-queues=3") => 3,
+            f if f.contains(&"--own-queues") => 1,
+            // `auto` on the CPU device: its queue.
+            _ => 0,
+        };
+        assert_eq!(queues, want, "{flags:?}: {r}");
+        assert!(r["submit_ms_mean"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["wait_ms_mean"].as_f64().is_some(), "{r}");
+        // The warm-up made every slot's buffers: none during the timing.
+        let timed = &r["timed_allocations"];
+        assert_eq!(timed["staging_buffers"].as_u64(), Some(0), "{flags:?}: {r}");
     }
 }
 
@@ -202,6 +217,10 @@ fn bad_issue_14_flags_fail_cleanly() {
     assert_fails_with(&run(&["--concurrency=0"]), "must be at least 1");
     assert_fails_with(&run(&["--in-flight=0"]), "must be at least 1");
     assert_fails_with(&run(&["--cpu-partition=0"]), "must be at least 1");
+    assert_fails_with(
+        &run(&["--compute-queues=some"]),
+        "compute queues must be auto, shared or a count of at least 1",
+    );
     assert_fails_with(&run(&["--cpu-partition=1000"]), "compute units");
     assert_fails_with(&run(&["--device=0,0"]), "named twice");
     assert_fails_with(&run(&["--device=0,,1"]), "an empty entry");

@@ -103,10 +103,13 @@ impl Session {
         let in_place = rt.host_io == HostIo::InPlace;
         let staged = !in_place && rt.pinned_staging;
         let io = self.calls.io.clone();
-        let own = self.calls.own_queue.clone();
-        if own.is_some() {
-            self.calls.own_used = true;
+        // The compute queue: one of the session's own (a lane), or the
+        // runtime's.
+        let lane = self.calls.lanes.pick(&rt, self.calls.lane_count(&rt))?;
+        if let Some(i) = lane {
+            self.prepare_lane(i)?;
         }
+        let own = lane.and_then(|i| self.calls.lanes.queue(i).cloned());
         let mut res = Resources {
             out_types: f
                 .outputs
@@ -141,6 +144,7 @@ impl Session {
             let mut in_io: Vec<(cl_mem, u64)> = Vec::with_capacity(sources.len());
             let mut uploads: Vec<(cl_mem, UploadSource, usize)> = Vec::new();
             let mut fresh = false;
+            let mut fresh_out = false;
             for (i, &(bytes, lent)) in sources.iter().enumerate() {
                 // SAFETY: an input used in place is one of `res.inputs`
                 // (borrowed inputs are cloned there on a host-memory
@@ -192,7 +196,8 @@ impl Session {
                     });
                     continue;
                 }
-                let (device, _) = take_io(&rt, &io, size as u64)?;
+                let (device, new) = take_io(&rt, &io, size as u64)?;
+                fresh_out |= new;
                 out_io.push((device.mem(), size as u64));
                 if staged && size > 0 && size <= rt.staging_limit {
                     let stage = rt.staging().take(&rt, &queues.upload, size)?;
@@ -241,20 +246,25 @@ impl Session {
             }
             let compute: &CommandQueue = own.as_deref().unwrap_or(&rt.queue);
             // The kernels wait for the uploads and, on an own queue, for
-            // what the runtime's queue holds (this session's arena and
-            // constants may be in use there).
+            // what the runtime's queue holds where this session's arena,
+            // constants or outputs may be in use there.
             let mut start: Vec<Event> = Vec::new();
             if let Some(up) = last_upload {
                 queues.upload.flush().cl("clFlush (upload queue)")?;
                 start.push(up);
             }
-            if own.is_some() {
-                // SAFETY: a marker reads nothing.
-                start.push(
-                    unsafe { rt.queue.enqueue_marker_with_wait_list(&[]) }
-                        .cl("clEnqueueMarkerWithWaitList")?,
-                );
-                rt.queue.flush().cl("clFlush")?;
+            if let Some(i) = lane {
+                // What the runtime's queue holds, when it can matter
+                // (`lanes`), and constants another lane is uploading.
+                if self.calls.lanes.take_runtime_fence(i) || fresh_out {
+                    // SAFETY: a marker reads nothing.
+                    start.push(
+                        unsafe { rt.queue.enqueue_marker_with_wait_list(&[]) }
+                            .cl("clEnqueueMarkerWithWaitList")?,
+                    );
+                    rt.queue.flush().cl("clFlush")?;
+                }
+                start.extend(self.calls.lanes.constants_event()?);
             }
             if !start.is_empty() {
                 let list: Vec<cl_event> = start.iter().map(Event::get).collect();
@@ -263,15 +273,24 @@ impl Session {
                     .cl("clEnqueueBarrierWithWaitList")?;
                 drop(barrier);
             }
-            if own.is_some() {
-                self.execute_on(f, &in_io, &out_io, compute, Some(&mut res.deferred))?;
-            } else {
-                self.execute(f, &in_io, &out_io)?;
-            }
+            let uploaded_constants = match lane {
+                Some(i) => {
+                    self.execute_on(f, &in_io, &out_io, compute, Some(&mut res.deferred), i)?
+                }
+                None => {
+                    self.execute(f, &in_io, &out_io)?;
+                    false
+                }
+            };
             // SAFETY: a marker reads nothing.
             let computed = unsafe { compute.enqueue_marker_with_wait_list(&[]) }
                 .cl("clEnqueueMarkerWithWaitList")?;
             compute.flush().cl("clFlush")?;
+            if let Some(i) = lane {
+                self.calls
+                    .lanes
+                    .submitted(i, &computed, uploaded_constants)?;
+            }
             let mut done: Option<Event> = None;
             let wait = [computed.get()];
             for slot in res.outputs.iter_mut() {

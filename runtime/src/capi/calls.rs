@@ -1,11 +1,11 @@
 //! The C API's session and call entry points: creating a session, and
-//! running a function synchronously (`tcc_session_run`) or on a worker
-//! thread (`tcc_session_run_async`, joined by `tcc_call_wait`), with every
-//! tensor argument checked against the function's signature first.
+//! running a function synchronously (`tcc_session_run`) or asynchronously
+//! (`tcc_session_run_async`: `Session::submit`, so that a session's calls
+//! are in flight together up to its depth, on its compute queues; finished
+//! by `tcc_call_wait`), with every tensor argument checked against the
+//! function's signature first.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::registry::{
@@ -15,7 +15,7 @@ use super::{
     CResult, Failure, TCC_ERROR_INTERNAL, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT,
     TccStatus, TccTensor, c_str, guard, handle_out, invalid, out_ptr,
 };
-use crate::{DType, HostTensor};
+use crate::{CallHandle, DType, HostTensor};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn tcc_session_create(
@@ -44,7 +44,7 @@ pub extern "C" fn tcc_session_free(session: *mut c_void) -> TccStatus {
 /// Where an output goes: the caller's buffer, checked against the
 /// signature.
 #[derive(Clone, Copy)]
-struct OutputSlot {
+pub(super) struct OutputSlot {
     data: *mut u8,
     bytes: usize,
 }
@@ -198,35 +198,65 @@ fn prepare(
 }
 
 impl PreparedCall {
-    fn execute(self) -> CResult<()> {
-        let results = {
-            let mut session = self
-                .session
-                .session
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            session.run(&self.function, &self.inputs)?
-        };
-        for (slot, result) in self.outputs.iter().zip(&results) {
-            let bytes: &[u8] = &result.bytes;
-            if bytes.len() != slot.bytes {
-                return Err(Failure(
-                    TCC_ERROR_INTERNAL,
-                    format!(
-                        "@{} returned {} bytes for a {}-byte output",
-                        self.function,
-                        bytes.len(),
-                        slot.bytes
-                    ),
-                ));
-            }
-            if slot.bytes > 0 {
-                // SAFETY: checked non-null with `bytes` writable bytes.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.data, slot.bytes) };
-            }
-        }
-        Ok(())
+    fn session(&self) -> std::sync::MutexGuard<'_, crate::Session> {
+        self.session
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn execute(self) -> CResult<()> {
+        let results = self.session().run(&self.function, &self.inputs)?;
+        write_outputs(&self.function, &self.outputs, &results)
+    }
+
+    /// Submits the call (`Session::submit`); the session is locked only
+    /// while it is enqueued. A failure is kept for `tcc_call_wait`.
+    fn submit(mut self) -> PendingCall {
+        let inputs = std::mem::take(&mut self.inputs);
+        let submitted = self.session().submit(&self.function, inputs);
+        match submitted {
+            Ok(handle) => PendingCall::InFlight {
+                handle: Box::new(handle),
+                function: self.function,
+                outputs: self.outputs,
+            },
+            Err(e) => PendingCall::Failed(e.into()),
+        }
+    }
+}
+
+/// Copies a call's results into the caller's output buffers.
+fn write_outputs(function: &str, slots: &[OutputSlot], results: &[HostTensor]) -> CResult<()> {
+    for (slot, result) in slots.iter().zip(results) {
+        let bytes: &[u8] = &result.bytes;
+        if bytes.len() != slot.bytes {
+            return Err(Failure(
+                TCC_ERROR_INTERNAL,
+                format!(
+                    "@{function} returned {} bytes for a {}-byte output",
+                    bytes.len(),
+                    slot.bytes
+                ),
+            ));
+        }
+        if slot.bytes > 0 {
+            // SAFETY: checked non-null with `bytes` writable bytes.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.data, slot.bytes) };
+        }
+    }
+    Ok(())
+}
+
+/// A call of `tcc_session_run_async` until `tcc_call_wait`.
+pub(super) enum PendingCall {
+    InFlight {
+        handle: Box<CallHandle>,
+        function: String,
+        outputs: Vec<OutputSlot>,
+    },
+    /// `Session::submit` refused it (the status `tcc_call_wait` returns).
+    Failed(Failure),
 }
 
 #[unsafe(no_mangle)]
@@ -254,30 +284,8 @@ pub extern "C" fn tcc_session_run_async(
     guard(|| {
         let call = handle_out(call, "call")?;
         let prepared = prepare(session, function, inputs, num_inputs, outputs, num_outputs)?;
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
-        let worker = std::thread::Builder::new()
-            .name("tcc-call".into())
-            .spawn(move || {
-                let result =
-                    catch_unwind(AssertUnwindSafe(|| prepared.execute())).unwrap_or_else(|_| {
-                        Err(Failure(
-                            TCC_ERROR_INTERNAL,
-                            "internal error in tcc: the call panicked".into(),
-                        ))
-                    });
-                flag.store(true, Ordering::Release);
-                result
-            })
-            .map_err(|e| {
-                Failure(
-                    TCC_ERROR_INTERNAL,
-                    format!("cannot start a worker thread: {e}"),
-                )
-            })?;
         *call = register(Object::Call(Arc::new(CallObject {
-            worker: Mutex::new(Some(worker)),
-            done,
+            call: Mutex::new(Some(prepared.submit())),
         })));
         Ok(())
     })
@@ -287,7 +295,11 @@ pub extern "C" fn tcc_session_run_async(
 pub extern "C" fn tcc_call_done(call: *const c_void, done: *mut c_int) -> TccStatus {
     guard(|| {
         let call = call_of(call, false)?;
-        *out_ptr(done, "done")? = c_int::from(call.done.load(Ordering::Acquire));
+        let ready = match &*call.call.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(PendingCall::InFlight { handle, .. }) => handle.is_ready(),
+            Some(PendingCall::Failed(_)) | None => true,
+        };
+        *out_ptr(done, "done")? = c_int::from(ready);
         Ok(())
     })
 }
@@ -296,18 +308,18 @@ pub extern "C" fn tcc_call_done(call: *const c_void, done: *mut c_int) -> TccSta
 pub extern "C" fn tcc_call_wait(call: *mut c_void) -> TccStatus {
     guard(|| {
         let call = call_of(call, true)?;
-        let worker = call
-            .worker
+        let pending = call
+            .call
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        match worker {
-            Some(worker) => worker.join().unwrap_or_else(|_| {
-                Err(Failure(
-                    TCC_ERROR_INTERNAL,
-                    "the call's thread panicked".into(),
-                ))
-            }),
+        match pending {
+            Some(PendingCall::InFlight {
+                mut handle,
+                function,
+                outputs,
+            }) => write_outputs(&function, &outputs, &handle.wait()?),
+            Some(PendingCall::Failed(failure)) => Err(failure),
             None => Err(Failure(
                 TCC_ERROR_INVALID_HANDLE,
                 "the call was already waited for".into(),

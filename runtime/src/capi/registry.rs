@@ -4,9 +4,8 @@
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::thread::JoinHandle;
 
 use super::{CResult, Failure, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT};
 use crate::{Model, Runtime, Session};
@@ -41,8 +40,8 @@ pub(super) struct SessionObject {
 }
 
 pub(super) struct CallObject {
-    pub(super) worker: Mutex<Option<JoinHandle<CResult<()>>>>,
-    pub(super) done: Arc<AtomicBool>,
+    /// `None` once waited.
+    pub(super) call: Mutex<Option<super::calls::PendingCall>>,
 }
 
 #[derive(Clone)]

@@ -20,6 +20,7 @@ use opencl3::event::Event;
 use opencl3::types::cl_mem;
 
 use super::arena::Arena;
+use super::lane_memory::{constant_slot, lane_parts};
 use super::program::KernelSlot;
 use super::transfers::{to_usize, write_buffer};
 use super::{Session, exec_error};
@@ -38,14 +39,19 @@ impl Session {
         outputs: &[(cl_mem, u64)],
     ) -> Result<()> {
         let rt = self.rt.inner.clone();
-        self.execute_on(f, inputs, outputs, &rt.queue, None)
+        self.execute_on(f, inputs, outputs, &rt.queue, None, 0)
+            .map(drop)
     }
 
     /// [`Session::execute`] on `queue`. With `deferred` (a session's own
     /// queue, see `async_call`), temporaries the call releases are not
     /// given back to the pool but collected there, for the caller to give
     /// back once the queue has finished the call; and buffers fresh from
-    /// the pool wait for the runtime's queue first.
+    /// the pool wait for the runtime's queue first. `lane`: the compute
+    /// lane whose arena and scratch constants the call uses (0: the
+    /// session's own; others must have been prepared,
+    /// `Session::prepare_lane`). Returns whether the call uploaded
+    /// constants that other lanes share.
     pub(crate) fn execute_on(
         &mut self,
         f: &FunctionInfo,
@@ -53,17 +59,25 @@ impl Session {
         outputs: &[(cl_mem, u64)],
         queue: &CommandQueue,
         mut deferred: Option<&mut Vec<PoolBuffer>>,
-    ) -> Result<()> {
+        lane: usize,
+    ) -> Result<bool> {
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
+        let (arena, lane_constants, lane_kernels) = match lane_parts(&mut self.lane_memory, lane) {
+            Some((arena, constants, kernels)) => (arena, Some(constants), kernels),
+            None => (&mut self.arena, None, None),
+        };
         let mut cx = CallContext {
             queue,
             deferred: deferred.as_deref_mut(),
             rt: &rt,
             artifact: model.artifact(),
-            kernels: &self.kernels,
+            kernels: lane_kernels.unwrap_or(&self.kernels),
             constants: &mut self.constants,
-            arena: &mut self.arena,
+            lane_constants,
+            zero_constants: &mut self.zero_constants,
+            uploaded_shared: false,
+            arena,
             function: f,
             pending: &mut self.pending,
             live: HashMap::new(),
@@ -94,7 +108,12 @@ impl Session {
         // buffer arrays have the lengths its descriptor declares; `cx`
         // outlives the call.
         let status = unsafe { (f.entry)(&api, in_ptrs.as_ptr(), out_ptrs.as_ptr()) };
-        let CallContext { live, error, .. } = cx;
+        let CallContext {
+            live,
+            error,
+            uploaded_shared,
+            ..
+        } = cx;
         // Temporaries the artifact did not release go back to the pool: the
         // call is over, nothing can use them any more.
         let mut pool = rt.pool();
@@ -108,7 +127,7 @@ impl Session {
         }
         drop(pool);
         match (status, error) {
-            (0, None) => Ok(()),
+            (0, None) => Ok(uploaded_shared),
             (_, Some(e)) => Err(exec_error(f, e)),
             (s, None) => Err(exec_error(
                 f,
@@ -157,7 +176,7 @@ fn acquire_for(
 /// State of one entry call; `tcc_runtime_api.ctx` points at it.
 struct CallContext<'a> {
     /// The queue the call's work goes on (the runtime's, or the session's
-    /// own for an asynchronous call with `Session::set_own_queue`).
+    /// own for an asynchronous call, `Session::set_compute_queues`).
     queue: &'a CommandQueue,
     /// Set when `queue` is a session's own: released temporaries are
     /// collected here instead of going back to the pool.
@@ -166,6 +185,13 @@ struct CallContext<'a> {
     artifact: &'a Artifact,
     kernels: &'a [KernelSlot],
     constants: &'a mut [Option<PoolBuffer>],
+    /// On a compute lane past the first: its own copies of the all-zero
+    /// (writable scratch) constants (`session::lane_memory`).
+    lane_constants: Option<&'a mut [Option<PoolBuffer>]>,
+    /// Per constant, whether it is all zeros (known once asked).
+    zero_constants: &'a mut [Option<bool>],
+    /// A constant shared by the lanes was uploaded in this call.
+    uploaded_shared: bool,
     arena: &'a mut Arena,
     /// The function being called (its arena size and alignment).
     function: &'a FunctionInfo,
@@ -263,23 +289,31 @@ impl CallContext<'_> {
                 self.constants.len()
             ))
         })?;
-        if self.constants[index as usize].is_none() {
+        let i = index as usize;
+        // A lane past the first has its own copy of writable scratch.
+        let (slot, shared) = constant_slot(
+            self.constants,
+            self.lane_constants.as_deref_mut(),
+            &mut self.zero_constants[i],
+            &c,
+            i,
+        );
+        if slot.is_none() {
             // Always a copy, also on a host-memory device: constants are not
             // all read-only (the split-K arrival counters are a zeroed
             // "constant" the kernels write and reset), and the artifact's
             // data is read-only memory shared by every session.
-            let b = self.acquire(c.bytes)?;
+            let b = acquire_for(self.rt, self.queue, self.deferred.is_some(), c.bytes)?;
             // SAFETY: the artifact (and so the constant's memory) outlives
             // the session, and the session waits for the queue on drop.
             let data = unsafe { c.as_slice() };
             // SAFETY: as above.
             unsafe { write_buffer(self.queue, b.mem(), data, false) }?;
             TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
-            self.constants[index as usize] = Some(b);
+            *slot = Some(b);
+            self.uploaded_shared |= shared;
         }
-        let mem = self.constants[index as usize]
-            .as_ref()
-            .map_or(ptr::null_mut(), PoolBuffer::mem);
+        let mem = slot.as_ref().map_or(ptr::null_mut(), PoolBuffer::mem);
         self.live.entry(mem as usize).or_insert(Live {
             bytes: c.bytes,
             owner: Owner::Constant(index),

@@ -47,7 +47,7 @@ impl Session {
             inputs.iter().map(|t| (t.dtype, t.shape.as_slice())),
             sources,
         )?;
-        // After this session's asynchronous calls on its own queue.
+        // After this session's asynchronous calls on its own queues.
         self.calls.join(&self.rt.inner)?;
 
         let rt = self.rt.inner.clone();

@@ -92,10 +92,17 @@ struct Args {
     #[arg(long)]
     split: bool,
     /// Give each session a compute queue of its own, so that the sessions
-    /// of one device (--concurrency) can run kernels at the same time
-    /// (default: all share the device's queue).
-    #[arg(long)]
+    /// of one device (--concurrency) can run kernels at the same time:
+    /// --compute-queues=1.
+    #[arg(long, conflicts_with = "compute_queues")]
     own_queues: bool,
+    /// The compute queues of each session's asynchronous calls: auto (on
+    /// a GPU, one of its own per call in flight, so that one session's
+    /// calls run kernels at the same time; on a CPU the device's queue),
+    /// shared (the device's queue, shared by every session) or N (up to N
+    /// of its own).
+    #[arg(long, value_name = "auto|shared|N")]
+    compute_queues: Option<String>,
     /// Serve another model at the same time, on zero inputs (its only
     /// function, or FUNCTION): with --concurrency=2, thread 0 serves MODEL
     /// and thread 1 this one (repeatable; threads take the models in turn).
@@ -142,6 +149,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         || args.in_flight > 1
         || args.split
         || args.own_queues
+        || args.compute_queues.is_some()
         || !args.with_model.is_empty()
         || cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
     {

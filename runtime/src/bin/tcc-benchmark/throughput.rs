@@ -52,13 +52,18 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             inputs: zeros,
         });
     }
+    let compute_queues = match (&args.compute_queues, args.own_queues) {
+        (Some(text), _) => tcc_runtime::ComputeQueues::parse(text)?,
+        (None, true) => tcc_runtime::ComputeQueues::Own(1),
+        (None, false) => tcc_runtime::ComputeQueues::Auto,
+    };
     let options = tcc_runtime::throughput::ThroughputOptions {
         concurrency: args.concurrency,
         in_flight: args.in_flight,
         warmup: args.warmup,
         iterations: args.iterations,
         split: args.split,
-        own_queues: args.own_queues,
+        compute_queues,
         fresh_outputs: args.fresh_outputs,
     };
     let report = cli::with_progress(
@@ -97,6 +102,11 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             "cpu_partition": args.cpu_partition,
             "split": args.split,
             "own_queues": args.own_queues,
+            "compute_queues": format!("{compute_queues:?}"),
+            "compute_queues_per_session": report.compute_queues_per_session,
+            "timed_allocations": report.timed_allocations,
+            "submit_ms_mean": report.submit_ms_mean,
+            "wait_ms_mean": report.wait_ms_mean,
             "warmup": args.warmup,
             "iterations": args.iterations,
             "calls": report.calls,
@@ -152,6 +162,27 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             writeln!(
                 out,
                 "  part {j}: submitted {begin:.3} to {end:.3} ms after its call began (mean)"
+            )?;
+        }
+        writeln!(
+            out,
+            "host time per call: {:.3} ms in submit, {:.3} ms in wait; compute queues per session: {}",
+            report.submit_ms_mean,
+            report.wait_ms_mean,
+            match report.compute_queues_per_session {
+                0 => "the device's (shared)".to_string(),
+                n => format!("{n} of its own"),
+            }
+        )?;
+        let t = &report.timed_allocations;
+        if t.staging_buffers + t.device_buffers > 0 {
+            writeln!(
+                out,
+                "allocated during the timed calls: {} pinned staging buffers ({}), {} device buffers ({})",
+                t.staging_buffers,
+                format_bytes(t.staging_bytes),
+                t.device_buffers,
+                format_bytes(t.device_bytes)
             )?;
         }
         let pinned: u64 = staging.iter().map(|s| s.current_bytes).sum();
