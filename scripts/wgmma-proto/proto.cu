@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 #include <cmath>
+#include <cstring>
 #include "wgmma_asm.h"
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
@@ -149,6 +150,127 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm(const float* __restrict__ A,
 }
 
 
+// cp.async copies of a BM x KS tile of A (row stride K) into the swizzle
+// layout of KS * 4-byte rows: KS 32, the 128-byte swizzle (row m's 16-byte
+// chunk c at c ^ (m % 8)); KS 16, the 64-byte swizzle (c ^ ((m / 2) % 4)).
+template <int BM, int KS, int THREADS>
+__device__ __forceinline__ void copy_a_swizzled(float* s, const float* a, int K, int tid) {
+  static_assert(KS == 32 || KS == 16, "swizzle rows are 128 or 64 bytes");
+  constexpr int CH = KS / 4;
+#pragma unroll
+  for (int i = tid; i < BM * CH; i += THREADS) {
+    const int m = i / CH, c = i % CH;
+    const int x = KS == 32 ? (m % 8) : ((m / 2) % 4);
+    cp_async16(s + m * KS + ((c ^ x) * 4), a + (size_t)m * K + 4 * c);
+  }
+}
+// The K-major swizzled descriptor: SBO = one 8-row atom (8 x KS x 4 bytes),
+// layout type 1 (128-byte swizzle) or 2 (64-byte).
+template <int KS>
+__device__ __forceinline__ unsigned long long swizzled_desc(unsigned addr) {
+  return desc_of(addr, 16, 8 * KS * 4) | ((KS == 32 ? 1ull : 2ull) << 62);
+}
+
+__device__ __forceinline__ unsigned mbar_addr(const unsigned long long* b) { return smem_addr(b); }
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(mbar_addr(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" :: "r"(mbar_addr(b)) : "memory");
+}
+// Arrives on `b` when all of this thread's earlier cp.async copies are done.
+__device__ __forceinline__ void mbar_cp_async_arrive(unsigned long long* b) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(mbar_addr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {
+  unsigned ok;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(ok) : "r"(mbar_addr(b)), "r"(parity) : "memory");
+  } while (!ok);
+}
+
+// Variant P: no block-wide barrier in the main loop. Every thread copies its
+// share of A (cp.async, KS 16 in the 64-byte swizzle or KS 32 in the
+// 128-byte one) and signals the stage's `full` mbarrier when its copies
+// land; every thread waits on `full`, issues its wgmmas, commits, and
+// waits for the previous stage's group only (wait_group 1), then arrives
+// on that stage's `empty` mbarrier and refills it (after `empty` completes)
+// with the tile STAGES - 1 ahead. B's fragments from global memory one
+// stage ahead into two register buffers (a wgmma reads its registers until
+// its group completes). The tensor pipe keeps the current stage's group
+// while a warpgroup waits.
+template <int BM, int WG, int NR, int KS, int STAGES>
+__global__ void __launch_bounds__(WG * 128, 1) gemmp(const float* __restrict__ A, const float* __restrict__ B,
+                                                    float* __restrict__ C, int M, int N, int K) {
+  constexpr int BN = 64 * WG * NR, THREADS = WG * 128, A_STAGE = BM * KS;
+  __shared__ __align__(1024) float sa[STAGES * A_STAGE];
+  __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  if (tid == 0)
+    for (int s = 0; s < STAGES; ++s) { mbar_init(&full[s], THREADS); mbar_init(&empty[s], THREADS); }
+  __syncthreads();
+  float d[NR][BM / 2] = {};
+  auto load = [&](int kt) {
+    copy_a_swizzled<BM, KS, THREADS>(sa + (kt % STAGES) * A_STAGE, A + (size_t)m0 * K + kt * KS, K, tid);
+    mbar_cp_async_arrive(&full[kt % STAGES]);
+  };
+  float fb[KS / 8][NR][4];
+  unsigned fr[2][KS / 8][NR][4];
+  const float* bp = B + (size_t)tig * N + n0 + (wg * NR) * 64 + warp * 16 + group;
+  auto fetch = [&](int kt) {
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+      for (int r = 0; r < NR; ++r) {
+        const float* p = bp + (size_t)(kt * KS + s * 8) * N + r * 64;
+        fb[s][r][0] = __ldg(p);
+        fb[s][r][1] = __ldg(p + 8);
+        fb[s][r][2] = __ldg(p + 4 * (size_t)N);
+        fb[s][r][3] = __ldg(p + 4 * (size_t)N + 8);
+      }
+  };
+  const int KT = K / KS;  // even
+  for (int t = 0; t < STAGES - 1 && t < KT; ++t) load(t);
+  fetch(0);
+  for (int k0 = 0; k0 < KT; k0 += 2) {
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int kt = k0 + u;
+#pragma unroll
+      for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) fr[u][s][r][e] = tf32_round(fb[s][r][e]);
+      mbar_wait(&full[kt % STAGES], (kt / STAGES) & 1);
+      fence_proxy();
+      const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
+      wg_fence();
+#pragma unroll
+      for (int s = 0; s < KS / 8; ++s) {
+        const unsigned long long desc = swizzled_desc<KS>(a_base + s * 32);
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
+          wgmma<BM>(d[r], fr[u][s][r][0], fr[u][s][r][1], fr[u][s][r][2], fr[u][s][r][3], desc);
+      }
+      wg_commit();
+      if (kt + 1 < KT) fetch(kt + 1);
+      wg_wait<1>();
+      if (kt >= 1) mbar_arrive(&empty[(kt - 1) % STAGES]);
+      const int next = kt + STAGES - 1;
+      if (next < KT) {
+        if (kt >= 1) mbar_wait(&empty[(kt - 1) % STAGES], ((kt - 1) / STAGES) & 1);
+        load(next);
+      }
+    }
+  }
+  wg_wait<0>();
+  store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
+}
+
 // Variant H: as G, with B's fragments fetched FD stages ahead (the loop
 // unrolled FD times so each buffer has a compile-time index) and WAIT wgmma
 // groups left in flight across the barrier (A's copies then run
@@ -165,12 +287,8 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
   float d[NR][BM / 2] = {};
   auto load = [&](int stage, int kt) {
     const int k0 = kt * KS;
-    if constexpr (SW) {  // 128-byte swizzle: row m's chunk c at c ^ (m % 8); KS == 32
-#pragma unroll
-      for (int i = tid; i < BM * KS / 4; i += THREADS) {
-        const int m = i / 8, c = i % 8;
-        cp_async16(sa + stage * A_STAGE + m * 32 + ((c ^ (m % 8)) * 4), A + (size_t)(m0 + m) * K + k0 + 4 * c);
-      }
+    if constexpr (SW) {
+      copy_a_swizzled<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
     } else {
       copy_a_core<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
     }
@@ -219,8 +337,7 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
       wg_fence();
 #pragma unroll
       for (int s = 0; s < KS / 8; ++s) {
-        const unsigned long long desc = SW ? (desc_of(a_base + s * 32, 16, 1024) | (1ull << 62))
-                                           : desc_of(a_base + s * 256, LBO, SBO);
+        const unsigned long long desc = SW ? swizzled_desc<KS>(a_base + s * 32) : desc_of(a_base + s * 256, LBO, SBO);
 #pragma unroll
         for (int r = 0; r < NR; ++r)
           wgmma<BM>(d[r], fr[u][s][r][0], fr[u][s][r][1], fr[u][s][r][2], fr[u][s][r][3], desc);
@@ -248,6 +365,11 @@ void launch(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
   gemm<BM, WG, NR, KS, STAGES, SWAP, WAIT><<<grid, WG * 128>>>(A, B, C, M, N, K);
 }
+template <int BM, int WG, int NR, int KS, int STAGES>
+void launchp(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 grid(N / (64 * WG * NR), M / BM);
+  gemmp<BM, WG, NR, KS, STAGES><<<grid, WG * 128>>>(A, B, C, M, N, K);
+}
 template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT, int SW>
 void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
@@ -257,16 +379,23 @@ void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
   {"H " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT, launchh<BM, WG, NR, KS, ST, FD, WT, 0>, BM, 64 * WG * NR, 4 * ST * BM * KS}
 #define SCASE(BM, WG, NR, KS, ST, FD, WT) \
   {"S " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT " swizzle128", launchh<BM, WG, NR, KS, ST, FD, WT, 1>, BM, 64 * WG * NR, 4 * ST * BM * KS}
+#define PCASE(BM, WG, NR, KS, ST) \
+  {"P " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " mbarrier", launchp<BM, WG, NR, KS, ST>, BM, 64 * WG * NR, 4 * ST * BM * KS + 16 * ST}
 #define CASE(BM, WG, NR, KS, ST, SW, WT) \
   {#BM "x" #WG "x" #NR " ks" #KS " st" #ST " swap" #SW " wait" #WT, launch<BM, WG, NR, KS, ST, SW, WT>, BM, 64 * WG * NR, 4 * ST * (BM * KS + KS * 64 * WG * NR)}
 
 int main(int argc, char** argv) {
   Case cases[] = {
-      HCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 2, 0),
-      SCASE(128, 2, 2, 32, 3, 2, 1), SCASE(128, 4, 1, 32, 3, 1, 0), SCASE(256, 2, 1, 32, 3, 1, 0),
-      SCASE(128, 2, 1, 32, 3, 1, 0), CASE(128, 2, 1, 16, 3, 0, 0),
+      SCASE(128, 2, 1, 32, 3, 1, 0), SCASE(128, 4, 1, 32, 3, 1, 0),
+      SCASE(128, 2, 1, 16, 6, 1, 1), SCASE(128, 4, 1, 16, 6, 1, 1), SCASE(128, 2, 2, 16, 6, 1, 1),
+      PCASE(128, 2, 1, 16, 5), PCASE(128, 2, 1, 16, 4), PCASE(128, 4, 1, 16, 5), PCASE(128, 2, 2, 16, 5),
+      PCASE(256, 2, 1, 16, 2), PCASE(128, 2, 1, 32, 2),
   };
+  // proto [NAME_SUBSTRING [SIZE]]: only those cases (for ncu)
+  const char* only = argc > 1 ? argv[1] : "";
+  const int one_size = argc > 2 ? atoi(argv[2]) : 0;
   for (int size : {2048, 4096}) {
+    if (one_size && size != one_size) continue;
     const int M = size, N = size, K = size;
     std::vector<float> ha((size_t)M * K), hb((size_t)K * N);
     srand(1);
@@ -282,6 +411,7 @@ int main(int argc, char** argv) {
     cudaMemcpy(hr.data(), R, hr.size() * 4, cudaMemcpyDeviceToHost);
     cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
     for (auto& c : cases) {
+      if (!strstr(c.name, only)) continue;
       if (c.smem > 48 * 1024) { printf("%d %s: %d bytes of shared memory, skipped\n", size, c.name, c.smem); continue; }
       cudaMemset(C, 0, (size_t)M * N * 4);
       c.launch(A, B, C, M, N, K);
