@@ -66,12 +66,14 @@ for tf32 in (True, False):
 PY
 if [[ ${WGMMA_NCU:-0} == 1 ]]; then
   ncu=$(ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  for d in $tf32_dirs; do
+  for d in ${NCU_DIRS:-$tf32_dirs}; do
     echo "== $d sgemm_4096 through the CUDA driver (ncu: ${ncu:-not found})"
     python3 proto/cuda_run.py $d/sgemm_4096.ptx 4096
     [[ -n $ncu ]] && timeout 120 "$ncu" -k batch_matmul_0 -c 1 --section SpeedOfLight --section WarpStateStats \
-      --section MemoryWorkloadAnalysis --section Occupancy python3 proto/cuda_run.py $d/sgemm_4096.ptx 4096 1 2>&1 |
-      grep -E "Throughput|Duration|Block Limit|Stall|Warp Cycles|L2 Hit|Mem Busy|Max Bandwidth|Registers|Achieved Occ|Issue Slots|Executed Ipc" | head -30
+      --section MemoryWorkloadAnalysis --section Occupancy \
+      --metrics breakdown:l1tex__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+      python3 proto/cuda_run.py $d/sgemm_4096.ptx 4096 1 2>&1 |
+      grep -E "Throughput|Duration|Block Limit|Stall|Warp Cycles|L2 Hit|Mem Busy|Max Bandwidth|Registers|Achieved Occ|Issue Slots|Executed Ipc|l1tex__|gmma" | head -60
   done
 fi
 if [[ ${WGMMA_PROTO:-0} == 1 ]]; then
