@@ -42,7 +42,9 @@ for n in (2048, 4096):
         c = np.load("/tmp/c.npy")[0].astype(np.float64)
         print(f"{p} sgemm_{n} ({form}): rel error {np.linalg.norm(c - ref) / np.linalg.norm(ref):.2e}, max |diff| {abs(c - ref).max():.3g}")
 PY
-echo "== tcc (device time) and torch, one run"
+# REPEATS: how many times the timing below runs (tcc and torch each time).
+for rep in $(seq "${REPEATS:-1}"); do
+echo "== tcc (device time) and torch, one run ($rep)"
 b() { local p=$1 m=$2 f=$3; shift 3; local a=(); for i in "$@"; do a+=("--input=$i"); done; r=$(bin/tcc-benchmark $p/$m.so "${a[@]}" --warmup=3 --iterations=20 --flops=$f --json 2>/dev/null); python3 -c "import json,sys;r=json.loads(sys.argv[1]);print('tcc $p','$m','device_ms=%.3f'%r['device_ms_per_call'],'TF/s=%.1f'%(r['gflops']['device']/1000))" "$r"; }
 for p in $tf32_dirs fp32; do
   b $p sgemm_2048 $((2*2048**3)) 1x2048x2048xf32=0.5 1x2048x2048xf32=0.25
@@ -64,6 +66,7 @@ for tf32 in (True, False):
         ms = s.elapsed_time(e) / 20
         print(f"torch {'tf32' if tf32 else 'fp32'} {name} ms={ms:.3f} TF/s={2*m*n*k/ms/1e9:.1f}")
 PY
+done
 if [[ ${WGMMA_NCU:-0} == 1 ]]; then
   ncu=$(ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for d in ${NCU_DIRS:-$tf32_dirs}; do

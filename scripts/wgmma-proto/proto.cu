@@ -11,8 +11,12 @@
 // `gemmh` loads B's fragments straight from global memory (shared memory
 // holds only A, so a stage spans more k) and, with SW, writes A in the
 // 128-byte swizzle layout (the fastest: tcc's wgmma body follows it).
-// Cases: CASE (gemm), HCASE (gemmh, no swizzle), SCASE (gemmh, swizzled);
-// each at 2048^3 and 4096^3 against a naive fp32 kernel, timed with events.
+// Session 11's second round added `gemmp` (P: an mbarrier pipeline with
+// no block barrier in the main loop) and `gemmv` (V: B's fragments as
+// float2 / float4 `.cg` loads, tcc's layout and a two-block one).
+// Cases: CASE (gemm), HCASE (gemmh, no swizzle), SCASE (gemmh, swizzled),
+// PCASE, VCASE; each at 2048^3 and 4096^3 against a naive fp32 kernel,
+// timed with events; `proto NAME_SUBSTRING SIZE` runs only those (ncu).
 // Build and run: run.sh (on the GPU machine; docs/benchmarks.md).
 #include <cstdio>
 #include <cstdlib>
@@ -351,6 +355,85 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
   store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
 }
 
+// Variant V: as H with the 128-byte swizzle (KS 32), but B's fragments
+// loaded as vectors, `.cg`, as tcc does: a warp's NR x 16 columns of C are
+// 16 NR contiguous ones, and lane (group, tig) holds columns
+// base + 2 NR group + 2 r + h (r: the warpgroup's m64 block, h: fragment
+// row group + 8 h), so one load of 2 NR floats per k fetches all of a
+// lane's rows (NR 1: float2, tcc's layout; NR 2: float4, a warp's row of
+// k is one whole 128-byte line instead of half of one).
+template <int NR>
+__device__ __forceinline__ void load_cg(float* f, const float* p) {
+  if constexpr (NR == 1)
+    asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(f[0]), "=f"(f[1]) : "l"(p));
+  else
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3]) : "l"(p));
+}
+template <int BM, int WG, int NR, int STAGES>
+__global__ void __launch_bounds__(WG * 128) gemmv(const float* __restrict__ A, const float* __restrict__ B,
+                                                 float* __restrict__ C, int M, int N, int K) {
+  constexpr int KS = 32, BN = 64 * WG * NR, THREADS = WG * 128, A_STAGE = BM * KS, V = 2 * NR;
+  __shared__ __align__(1024) float sa[STAGES * A_STAGE];
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int col = (wg * 4 + warp) * 16 * NR + V * group;  // the lane's first C column in the tile
+  float d[NR][BM / 2] = {};
+  // fb[s][h2][v]: k = s * 8 + tig + 4 h2, column col + v (v = 2 r + h)
+  float fb[KS / 8][2][V];
+  unsigned fr[KS / 8][NR][4];
+  const float* bp = B + (size_t)tig * N + n0 + col;
+  auto fetch = [&](int kt) {
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+      for (int h2 = 0; h2 < 2; ++h2) load_cg<NR>(fb[s][h2], bp + (size_t)(kt * KS + s * 8 + 4 * h2) * N);
+  };
+  const int KT = K / KS;
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) copy_a_swizzled<BM, KS, THREADS>(sa + s * A_STAGE, A + (size_t)m0 * K + s * KS, K, tid);
+    cp_commit();
+  }
+  fetch(0);
+  for (int kt = 0; kt < KT; ++kt) {
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+      for (int r = 0; r < NR; ++r) {
+        // wgmma A fragment: {row g, k tig}, {row g+8, k tig}, {row g, k tig+4}, {row g+8, k tig+4}
+        fr[s][r][0] = tf32_round(fb[s][0][2 * r]);
+        fr[s][r][1] = tf32_round(fb[s][0][2 * r + 1]);
+        fr[s][r][2] = tf32_round(fb[s][1][2 * r]);
+        fr[s][r][3] = tf32_round(fb[s][1][2 * r + 1]);
+      }
+    cp_wait<STAGES - 2>();
+    fence_proxy();
+    __syncthreads();
+    const int ahead = kt + STAGES - 1;
+    if (ahead < KT) copy_a_swizzled<BM, KS, THREADS>(sa + (ahead % STAGES) * A_STAGE, A + (size_t)m0 * K + ahead * KS, K, tid);
+    cp_commit();
+    const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s) {
+      const unsigned long long desc = swizzled_desc<KS>(a_base + s * 32);
+#pragma unroll
+      for (int r = 0; r < NR; ++r) wgmma<BM>(d[r], fr[s][r][0], fr[s][r][1], fr[s][r][2], fr[s][r][3], desc);
+    }
+    wg_commit();
+    if (kt + 1 < KT) fetch(kt + 1);
+    wg_wait<0>();
+  }
+  // d[r][4 j + e]: C row 8 j + 2 tig + e % 2, column col + 2 r + e / 2
+  float* c = C + (size_t)m0 * N + n0 + col;
+#pragma unroll
+  for (int r = 0; r < NR; ++r)
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) c[(size_t)(8 * j + 2 * tig + e % 2) * N + 2 * r + e / 2] = d[r][4 * j + e];
+}
+
 __global__ void reference(const float* A, const float* B, float* C, int M, int N, int K) {
   int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
   if (n >= N) return;
@@ -364,6 +447,11 @@ template <int BM, int WG, int NR, int KS, int STAGES, int SWAP, int WAIT>
 void launch(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
   gemm<BM, WG, NR, KS, STAGES, SWAP, WAIT><<<grid, WG * 128>>>(A, B, C, M, N, K);
+}
+template <int BM, int WG, int NR, int STAGES>
+void launchv(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 grid(N / (64 * WG * NR), M / BM);
+  gemmv<BM, WG, NR, STAGES><<<grid, WG * 128>>>(A, B, C, M, N, K);
 }
 template <int BM, int WG, int NR, int KS, int STAGES>
 void launchp(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -379,6 +467,8 @@ void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
   {"H " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT, launchh<BM, WG, NR, KS, ST, FD, WT, 0>, BM, 64 * WG * NR, 4 * ST * BM * KS}
 #define SCASE(BM, WG, NR, KS, ST, FD, WT) \
   {"S " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT " swizzle128", launchh<BM, WG, NR, KS, ST, FD, WT, 1>, BM, 64 * WG * NR, 4 * ST * BM * KS}
+#define VCASE(BM, WG, NR, ST) \
+  {"V " #BM "x" #WG "x" #NR " ks32 st" #ST " cg vector B", launchv<BM, WG, NR, ST>, BM, 64 * WG * NR, 4 * ST * BM * 32}
 #define PCASE(BM, WG, NR, KS, ST) \
   {"P " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " mbarrier", launchp<BM, WG, NR, KS, ST>, BM, 64 * WG * NR, 4 * ST * BM * KS + 16 * ST}
 #define CASE(BM, WG, NR, KS, ST, SW, WT) \
@@ -387,9 +477,8 @@ void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
 int main(int argc, char** argv) {
   Case cases[] = {
       SCASE(128, 2, 1, 32, 3, 1, 0), SCASE(128, 4, 1, 32, 3, 1, 0),
-      SCASE(128, 2, 1, 16, 6, 1, 1), SCASE(128, 4, 1, 16, 6, 1, 1), SCASE(128, 2, 2, 16, 6, 1, 1),
-      PCASE(128, 2, 1, 16, 5), PCASE(128, 2, 1, 16, 4), PCASE(128, 4, 1, 16, 5), PCASE(128, 2, 2, 16, 5),
-      PCASE(256, 2, 1, 16, 2), PCASE(128, 2, 1, 32, 2),
+      VCASE(128, 2, 1, 3), VCASE(128, 1, 2, 3), VCASE(128, 2, 2, 3), VCASE(128, 4, 1, 3),
+      SCASE(128, 2, 1, 16, 6, 1, 1), PCASE(128, 2, 1, 16, 5), PCASE(128, 4, 1, 16, 5),
   };
   // proto [NAME_SUBSTRING [SIZE]]: only those cases (for ncu)
   const char* only = argc > 1 ? argv[1] : "";
