@@ -175,6 +175,46 @@ __device__ __forceinline__ unsigned long long swizzled_desc(unsigned addr) {
   return desc_of(addr, 16, 8 * KS * 4) | ((KS == 32 ? 1ull : 2ull) << 62);
 }
 
+// B's fragments of k tile `kt` as four scalar loads per k step: rows
+// `group` and `group + 8` of m64 block r are C columns bp + 64 r and 8 more,
+// at k tig and tig + 4.
+template <int KS, int NR>
+__device__ __forceinline__ void fetch_scalar(float (&fn)[KS / 8][NR][4], const float* bp, int kt, int N) {
+#pragma unroll
+  for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+    for (int r = 0; r < NR; ++r) {
+      const float* p = bp + (size_t)(kt * KS + s * 8) * N + r * 64;
+      fn[s][r][0] = __ldg(p);
+      fn[s][r][1] = __ldg(p + 8);
+      fn[s][r][2] = __ldg(p + 4 * (size_t)N);
+      fn[s][r][3] = __ldg(p + 4 * (size_t)N + 8);
+    }
+}
+// Fetched fragments rounded to TF32 register words.
+template <int KS, int NR>
+__device__ __forceinline__ void round_frags(unsigned (&fr)[KS / 8][NR][4], const float (&fb)[KS / 8][NR][4]) {
+#pragma unroll
+  for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+    for (int r = 0; r < NR; ++r)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) fr[s][r][e] = tf32_round(fb[s][r][e]);
+}
+// One stage's wgmma group: every k step of every m64 block, the local
+// operand through `desc(step)`; fenced and committed.
+template <int BM, int KS, int NR, typename Desc>
+__device__ __forceinline__ void issue_stage(float (&d)[NR][BM / 2], const unsigned (&fr)[KS / 8][NR][4], Desc desc) {
+  wg_fence();
+#pragma unroll
+  for (int s = 0; s < KS / 8; ++s) {
+    const unsigned long long dd = desc(s);
+#pragma unroll
+    for (int r = 0; r < NR; ++r) wgmma<BM>(d[r], fr[s][r][0], fr[s][r][1], fr[s][r][2], fr[s][r][3], dd);
+  }
+  wg_commit();
+}
+
 __device__ __forceinline__ unsigned mbar_addr(const unsigned long long* b) { return smem_addr(b); }
 __device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(mbar_addr(b)), "r"(count) : "memory");
@@ -224,44 +264,19 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmp(const float* __restrict__ A
   float fb[KS / 8][NR][4];
   unsigned fr[2][KS / 8][NR][4];
   const float* bp = B + (size_t)tig * N + n0 + (wg * NR) * 64 + warp * 16 + group;
-  auto fetch = [&](int kt) {
-#pragma unroll
-    for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-      for (int r = 0; r < NR; ++r) {
-        const float* p = bp + (size_t)(kt * KS + s * 8) * N + r * 64;
-        fb[s][r][0] = __ldg(p);
-        fb[s][r][1] = __ldg(p + 8);
-        fb[s][r][2] = __ldg(p + 4 * (size_t)N);
-        fb[s][r][3] = __ldg(p + 4 * (size_t)N + 8);
-      }
-  };
   const int KT = K / KS;  // even
   for (int t = 0; t < STAGES - 1 && t < KT; ++t) load(t);
-  fetch(0);
+  fetch_scalar<KS, NR>(fb, bp, 0, N);
   for (int k0 = 0; k0 < KT; k0 += 2) {
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
       const int kt = k0 + u;
-#pragma unroll
-      for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-        for (int r = 0; r < NR; ++r)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) fr[u][s][r][e] = tf32_round(fb[s][r][e]);
+      round_frags<KS, NR>(fr[u], fb);
       mbar_wait(&full[kt % STAGES], (kt / STAGES) & 1);
       fence_proxy();
       const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
-      wg_fence();
-#pragma unroll
-      for (int s = 0; s < KS / 8; ++s) {
-        const unsigned long long desc = swizzled_desc<KS>(a_base + s * 32);
-#pragma unroll
-        for (int r = 0; r < NR; ++r)
-          wgmma<BM>(d[r], fr[u][s][r][0], fr[u][s][r][1], fr[u][s][r][2], fr[u][s][r][3], desc);
-      }
-      wg_commit();
-      if (kt + 1 < KT) fetch(kt + 1);
+      issue_stage<BM, KS, NR>(d, fr[u], [&](int s) { return swizzled_desc<KS>(a_base + s * 32); });
+      if (kt + 1 < KT) fetch_scalar<KS, NR>(fb, bp, kt + 1, N);
       wg_wait<1>();
       if (kt >= 1) mbar_arrive(&empty[(kt - 1) % STAGES]);
       const int next = kt + STAGES - 1;
@@ -300,18 +315,6 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
   float fb[FD][KS / 8][NR][4];
   unsigned fr[FD][KS / 8][NR][4];
   const float* bp = B + (size_t)tig * N + n0 + (wg * NR) * 64 + warp * 16 + group;
-  auto fetch = [&](float (&fn)[KS / 8][NR][4], int kt) {
-#pragma unroll
-    for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-      for (int r = 0; r < NR; ++r) {
-        const float* p = bp + (size_t)(kt * KS + s * 8) * N + r * 64;
-        fn[s][r][0] = __ldg(p);
-        fn[s][r][1] = __ldg(p + 8);
-        fn[s][r][2] = __ldg(p + 4 * (size_t)N);
-        fn[s][r][3] = __ldg(p + 4 * (size_t)N + 8);
-      }
-  };
   const int KT = K / KS;
   constexpr int AHEAD = STAGES - 1 - WAIT;
   for (int s = 0; s < AHEAD; ++s) {
@@ -319,18 +322,13 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
     cp_commit();
   }
 #pragma unroll
-  for (int u = 0; u < FD; ++u) fetch(fb[u], u);
+  for (int u = 0; u < FD; ++u) fetch_scalar<KS, NR>(fb[u], bp, u, N);
   constexpr unsigned LBO = 128, SBO = (KS / 4) * 128;
   for (int k0 = 0; k0 < KT; k0 += FD) {
 #pragma unroll
     for (int u = 0; u < FD; ++u) {
       const int kt = k0 + u;
-#pragma unroll
-      for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-        for (int r = 0; r < NR; ++r)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) fr[u][s][r][e] = tf32_round(fb[u][s][r][e]);
+      round_frags<KS, NR>(fr[u], fb[u]);
       cp_wait<AHEAD - 1>();
       fence_proxy();
       __syncthreads();
@@ -338,16 +336,10 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
       if (ahead < KT) load(ahead % STAGES, ahead);
       cp_commit();
       const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
-      wg_fence();
-#pragma unroll
-      for (int s = 0; s < KS / 8; ++s) {
-        const unsigned long long desc = SW ? swizzled_desc<KS>(a_base + s * 32) : desc_of(a_base + s * 256, LBO, SBO);
-#pragma unroll
-        for (int r = 0; r < NR; ++r)
-          wgmma<BM>(d[r], fr[u][s][r][0], fr[u][s][r][1], fr[u][s][r][2], fr[u][s][r][3], desc);
-      }
-      wg_commit();
-      if (kt + FD < KT) fetch(fb[u], kt + FD);
+      issue_stage<BM, KS, NR>(d, fr[u], [&](int s) {
+        return SW ? swizzled_desc<KS>(a_base + s * 32) : desc_of(a_base + s * 256, LBO, SBO);
+      });
+      if (kt + FD < KT) fetch_scalar<KS, NR>(fb[u], bp, kt + FD, N);
       wg_wait<WAIT>();
     }
   }
@@ -413,14 +405,7 @@ __global__ void __launch_bounds__(WG * 128) gemmv(const float* __restrict__ A, c
     if (ahead < KT) copy_a_swizzled<BM, KS, THREADS>(sa + (ahead % STAGES) * A_STAGE, A + (size_t)m0 * K + ahead * KS, K, tid);
     cp_commit();
     const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
-    wg_fence();
-#pragma unroll
-    for (int s = 0; s < KS / 8; ++s) {
-      const unsigned long long desc = swizzled_desc<KS>(a_base + s * 32);
-#pragma unroll
-      for (int r = 0; r < NR; ++r) wgmma<BM>(d[r], fr[s][r][0], fr[s][r][1], fr[s][r][2], fr[s][r][3], desc);
-    }
-    wg_commit();
+    issue_stage<BM, KS, NR>(d, fr, [&](int s) { return swizzled_desc<KS>(a_base + s * 32); });
     if (kt + 1 < KT) fetch(kt + 1);
     wg_wait<0>();
   }
