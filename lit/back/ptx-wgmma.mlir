@@ -8,8 +8,9 @@
 // body, so the program's PTX is generated for sm_90a (the wgmma body;
 // ptxas refuses wgmma for plain sm_90): two warpgroups of m64n128k8 per
 // work-group, A read through a 128-byte-swizzle descriptor after
-// cp.async and a proxy fence, B's fragments loaded `.cg` (L2 only). Another architecture (sm_80), FP16 and fp32
-// keep their bodies and their target.
+// cp.async and a proxy fence, B's fragments loaded `.cg` (L2 only).
+// Another architecture (sm_80), FP16 and fp32 keep their bodies and
+// their target.
 // CHECK: .target sm_90a
 // CHECK: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
 // CHECK: .reqntid 16, 16, 1

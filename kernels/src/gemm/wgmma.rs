@@ -7,8 +7,8 @@
 //! row-major B is not. So the product runs transposed, `C^T = B^T A^T`:
 //! wgmma's A operand is `B^T`, taken from registers (each thread loads its
 //! fragment words straight from global memory as `float2`s, `.cg`, one
-//! stage ahead, rounded to TF32 by adding half an ulp as the `mma.sync` body
-//! does); wgmma's B operand is `A^T`, read from local memory through a
+//! stage ahead, rounded to TF32 by adding half an ulp as the `mma.sync`
+//! body does); wgmma's B operand is `A^T`, read from local memory through a
 //! matrix descriptor: A's rows are K-major already, and 16-byte `cp.async`
 //! copies write them straight into the 128-byte swizzle layout (a stage's
 //! 32 of k are one 128-byte row; the swizzle avoids the bank conflicts of
@@ -19,7 +19,7 @@
 //! A work-group of 256 (two warpgroups) computes the configuration's
 //! 128x128 tile with `m64n128k8` instructions, 64 accumulators per thread;
 //! local memory holds only A, three stages of 128x32 (48 KiB, NVIDIA's
-//! OpenCL limit). Two work-groups fit an SM (124 registers), so one's
+//! OpenCL limit). Two work-groups fit an SM (126 registers), so one's
 //! barrier hides behind the other's wgmmas: Nsight Compute finds the loop
 //! bound by L1's load/store data pipe (LSU wavefronts 85% of peak; B's
 //! fragment loads, 64 bytes per row of k per warp, are most of them), not
