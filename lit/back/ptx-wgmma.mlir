@@ -8,8 +8,9 @@
 // body, so the program's PTX is generated for sm_90a (the wgmma body;
 // ptxas refuses wgmma for plain sm_90): two warpgroups of m64n128k8 per
 // work-group, A read through a 128-byte-swizzle descriptor after
-// cp.async and a proxy fence. Another architecture (sm_80), FP16 and fp32
-// keep their bodies and their target.
+// cp.async and a proxy fence, B's fragments loaded `.cg` (L2 only).
+// Another architecture (sm_80), FP16 and fp32 keep their bodies and
+// their target.
 // CHECK: .target sm_90a
 // CHECK: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
 // CHECK: .reqntid 16, 16, 1
@@ -19,6 +20,7 @@
 // CHECK: wgmma.fence.sync.aligned
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32
 // CHECK: wgmma.commit_group.sync.aligned
+// CHECK: ld.global.cg.v2.f32
 // CHECK: wgmma.wait_group.sync.aligned 0
 // CL: #if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // CL: on TF32 wgmma

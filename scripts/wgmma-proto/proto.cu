@@ -11,14 +11,19 @@
 // `gemmh` loads B's fragments straight from global memory (shared memory
 // holds only A, so a stage spans more k) and, with SW, writes A in the
 // 128-byte swizzle layout (the fastest: tcc's wgmma body follows it).
-// Cases: CASE (gemm), HCASE (gemmh, no swizzle), SCASE (gemmh, swizzled);
-// each at 2048^3 and 4096^3 against a naive fp32 kernel, timed with events.
+// Session 11's second round added `gemmp` (P: an mbarrier pipeline with
+// no block barrier in the main loop) and `gemmv` (V: B's fragments as
+// float2 / float4 `.cg` loads, tcc's layout and a two-block one).
+// Cases: CASE (gemm), HCASE (gemmh, no swizzle), SCASE (gemmh, swizzled),
+// PCASE, VCASE; each at 2048^3 and 4096^3 against a naive fp32 kernel,
+// timed with events; `proto NAME_SUBSTRING SIZE` runs only those (ncu).
 // Build and run: run.sh (on the GPU machine; docs/benchmarks.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
 #include <vector>
 #include <cmath>
+#include <cstring>
 #include "wgmma_asm.h"
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
@@ -149,6 +154,142 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm(const float* __restrict__ A,
 }
 
 
+// cp.async copies of a BM x KS tile of A (row stride K) into the swizzle
+// layout of KS * 4-byte rows: KS 32, the 128-byte swizzle (row m's 16-byte
+// chunk c at c ^ (m % 8)); KS 16, the 64-byte swizzle (c ^ ((m / 2) % 4)).
+template <int BM, int KS, int THREADS>
+__device__ __forceinline__ void copy_a_swizzled(float* s, const float* a, int K, int tid) {
+  static_assert(KS == 32 || KS == 16, "swizzle rows are 128 or 64 bytes");
+  constexpr int CH = KS / 4;
+#pragma unroll
+  for (int i = tid; i < BM * CH; i += THREADS) {
+    const int m = i / CH, c = i % CH;
+    const int x = KS == 32 ? (m % 8) : ((m / 2) % 4);
+    cp_async16(s + m * KS + ((c ^ x) * 4), a + (size_t)m * K + 4 * c);
+  }
+}
+// The K-major swizzled descriptor: SBO = one 8-row atom (8 x KS x 4 bytes),
+// layout type 1 (128-byte swizzle) or 2 (64-byte).
+template <int KS>
+__device__ __forceinline__ unsigned long long swizzled_desc(unsigned addr) {
+  return desc_of(addr, 16, 8 * KS * 4) | ((KS == 32 ? 1ull : 2ull) << 62);
+}
+
+// B's fragments of k tile `kt` as four scalar loads per k step: rows
+// `group` and `group + 8` of m64 block r are C columns bp + 64 r and 8 more,
+// at k tig and tig + 4.
+template <int KS, int NR>
+__device__ __forceinline__ void fetch_scalar(float (&fn)[KS / 8][NR][4], const float* bp, int kt, int N) {
+#pragma unroll
+  for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+    for (int r = 0; r < NR; ++r) {
+      const float* p = bp + (size_t)(kt * KS + s * 8) * N + r * 64;
+      fn[s][r][0] = __ldg(p);
+      fn[s][r][1] = __ldg(p + 8);
+      fn[s][r][2] = __ldg(p + 4 * (size_t)N);
+      fn[s][r][3] = __ldg(p + 4 * (size_t)N + 8);
+    }
+}
+// Fetched fragments rounded to TF32 register words.
+template <int KS, int NR>
+__device__ __forceinline__ void round_frags(unsigned (&fr)[KS / 8][NR][4], const float (&fb)[KS / 8][NR][4]) {
+#pragma unroll
+  for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+    for (int r = 0; r < NR; ++r)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) fr[s][r][e] = tf32_round(fb[s][r][e]);
+}
+// One stage's wgmma group: every k step of every m64 block, the local
+// operand through `desc(step)`; fenced and committed.
+template <int BM, int KS, int NR, typename Desc>
+__device__ __forceinline__ void issue_stage(float (&d)[NR][BM / 2], const unsigned (&fr)[KS / 8][NR][4], Desc desc) {
+  wg_fence();
+#pragma unroll
+  for (int s = 0; s < KS / 8; ++s) {
+    const unsigned long long dd = desc(s);
+#pragma unroll
+    for (int r = 0; r < NR; ++r) wgmma<BM>(d[r], fr[s][r][0], fr[s][r][1], fr[s][r][2], fr[s][r][3], dd);
+  }
+  wg_commit();
+}
+
+__device__ __forceinline__ unsigned mbar_addr(const unsigned long long* b) { return smem_addr(b); }
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(mbar_addr(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" :: "r"(mbar_addr(b)) : "memory");
+}
+// Arrives on `b` when all of this thread's earlier cp.async copies are done.
+__device__ __forceinline__ void mbar_cp_async_arrive(unsigned long long* b) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(mbar_addr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {
+  unsigned ok;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(ok) : "r"(mbar_addr(b)), "r"(parity) : "memory");
+  } while (!ok);
+}
+
+// Variant P: no block-wide barrier in the main loop. Every thread copies its
+// share of A (cp.async, KS 16 in the 64-byte swizzle or KS 32 in the
+// 128-byte one) and signals the stage's `full` mbarrier when its copies
+// land; every thread waits on `full`, issues its wgmmas, commits, and
+// waits for the previous stage's group only (wait_group 1), then arrives
+// on that stage's `empty` mbarrier and refills it (after `empty` completes)
+// with the tile STAGES - 1 ahead. B's fragments from global memory one
+// stage ahead into two register buffers (a wgmma reads its registers until
+// its group completes). The tensor pipe keeps the current stage's group
+// while a warpgroup waits.
+template <int BM, int WG, int NR, int KS, int STAGES>
+__global__ void __launch_bounds__(WG * 128, 1) gemmp(const float* __restrict__ A, const float* __restrict__ B,
+                                                    float* __restrict__ C, int M, int N, int K) {
+  constexpr int BN = 64 * WG * NR, THREADS = WG * 128, A_STAGE = BM * KS;
+  __shared__ __align__(1024) float sa[STAGES * A_STAGE];
+  __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  if (tid == 0)
+    for (int s = 0; s < STAGES; ++s) { mbar_init(&full[s], THREADS); mbar_init(&empty[s], THREADS); }
+  __syncthreads();
+  float d[NR][BM / 2] = {};
+  auto load = [&](int kt) {
+    copy_a_swizzled<BM, KS, THREADS>(sa + (kt % STAGES) * A_STAGE, A + (size_t)m0 * K + kt * KS, K, tid);
+    mbar_cp_async_arrive(&full[kt % STAGES]);
+  };
+  float fb[KS / 8][NR][4];
+  unsigned fr[2][KS / 8][NR][4];
+  const float* bp = B + (size_t)tig * N + n0 + (wg * NR) * 64 + warp * 16 + group;
+  const int KT = K / KS;  // even
+  for (int t = 0; t < STAGES - 1 && t < KT; ++t) load(t);
+  fetch_scalar<KS, NR>(fb, bp, 0, N);
+  for (int k0 = 0; k0 < KT; k0 += 2) {
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int kt = k0 + u;
+      round_frags<KS, NR>(fr[u], fb);
+      mbar_wait(&full[kt % STAGES], (kt / STAGES) & 1);
+      fence_proxy();
+      const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
+      issue_stage<BM, KS, NR>(d, fr[u], [&](int s) { return swizzled_desc<KS>(a_base + s * 32); });
+      if (kt + 1 < KT) fetch_scalar<KS, NR>(fb, bp, kt + 1, N);
+      wg_wait<1>();
+      if (kt >= 1) mbar_arrive(&empty[(kt - 1) % STAGES]);
+      const int next = kt + STAGES - 1;
+      if (next < KT) {
+        if (kt >= 1) mbar_wait(&empty[(kt - 1) % STAGES], ((kt - 1) / STAGES) & 1);
+        load(next);
+      }
+    }
+  }
+  wg_wait<0>();
+  store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
+}
+
 // Variant H: as G, with B's fragments fetched FD stages ahead (the loop
 // unrolled FD times so each buffer has a compile-time index) and WAIT wgmma
 // groups left in flight across the barrier (A's copies then run
@@ -165,12 +306,8 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
   float d[NR][BM / 2] = {};
   auto load = [&](int stage, int kt) {
     const int k0 = kt * KS;
-    if constexpr (SW) {  // 128-byte swizzle: row m's chunk c at c ^ (m % 8); KS == 32
-#pragma unroll
-      for (int i = tid; i < BM * KS / 4; i += THREADS) {
-        const int m = i / 8, c = i % 8;
-        cp_async16(sa + stage * A_STAGE + m * 32 + ((c ^ (m % 8)) * 4), A + (size_t)(m0 + m) * K + k0 + 4 * c);
-      }
+    if constexpr (SW) {
+      copy_a_swizzled<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
     } else {
       copy_a_core<BM, KS, THREADS>(sa + stage * A_STAGE, A + (size_t)m0 * K + k0, K, tid);
     }
@@ -178,18 +315,6 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
   float fb[FD][KS / 8][NR][4];
   unsigned fr[FD][KS / 8][NR][4];
   const float* bp = B + (size_t)tig * N + n0 + (wg * NR) * 64 + warp * 16 + group;
-  auto fetch = [&](float (&fn)[KS / 8][NR][4], int kt) {
-#pragma unroll
-    for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-      for (int r = 0; r < NR; ++r) {
-        const float* p = bp + (size_t)(kt * KS + s * 8) * N + r * 64;
-        fn[s][r][0] = __ldg(p);
-        fn[s][r][1] = __ldg(p + 8);
-        fn[s][r][2] = __ldg(p + 4 * (size_t)N);
-        fn[s][r][3] = __ldg(p + 4 * (size_t)N + 8);
-      }
-  };
   const int KT = K / KS;
   constexpr int AHEAD = STAGES - 1 - WAIT;
   for (int s = 0; s < AHEAD; ++s) {
@@ -197,18 +322,13 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
     cp_commit();
   }
 #pragma unroll
-  for (int u = 0; u < FD; ++u) fetch(fb[u], u);
+  for (int u = 0; u < FD; ++u) fetch_scalar<KS, NR>(fb[u], bp, u, N);
   constexpr unsigned LBO = 128, SBO = (KS / 4) * 128;
   for (int k0 = 0; k0 < KT; k0 += FD) {
 #pragma unroll
     for (int u = 0; u < FD; ++u) {
       const int kt = k0 + u;
-#pragma unroll
-      for (int s = 0; s < KS / 8; ++s)
-#pragma unroll
-        for (int r = 0; r < NR; ++r)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) fr[u][s][r][e] = tf32_round(fb[u][s][r][e]);
+      round_frags<KS, NR>(fr[u], fb[u]);
       cp_wait<AHEAD - 1>();
       fence_proxy();
       __syncthreads();
@@ -216,22 +336,87 @@ __global__ void __launch_bounds__(WG * 128, 1) gemmh(const float* __restrict__ A
       if (ahead < KT) load(ahead % STAGES, ahead);
       cp_commit();
       const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
-      wg_fence();
-#pragma unroll
-      for (int s = 0; s < KS / 8; ++s) {
-        const unsigned long long desc = SW ? (desc_of(a_base + s * 32, 16, 1024) | (1ull << 62))
-                                           : desc_of(a_base + s * 256, LBO, SBO);
-#pragma unroll
-        for (int r = 0; r < NR; ++r)
-          wgmma<BM>(d[r], fr[u][s][r][0], fr[u][s][r][1], fr[u][s][r][2], fr[u][s][r][3], desc);
-      }
-      wg_commit();
-      if (kt + FD < KT) fetch(fb[u], kt + FD);
+      issue_stage<BM, KS, NR>(d, fr[u], [&](int s) {
+        return SW ? swizzled_desc<KS>(a_base + s * 32) : desc_of(a_base + s * 256, LBO, SBO);
+      });
+      if (kt + FD < KT) fetch_scalar<KS, NR>(fb[u], bp, kt + FD, N);
       wg_wait<WAIT>();
     }
   }
   wg_wait<0>();
   store<NR, BM>(d, C + (size_t)m0 * N + n0 + wg * NR * 64 + warp * 16 + group, N, tig);
+}
+
+// Variant V: as H with the 128-byte swizzle (KS 32), but B's fragments
+// loaded as vectors, `.cg`, as tcc does: a warp's NR x 16 columns of C are
+// 16 NR contiguous ones, and lane (group, tig) holds columns
+// base + 2 NR group + 2 r + h (r: the warpgroup's m64 block, h: fragment
+// row group + 8 h), so one load of 2 NR floats per k fetches all of a
+// lane's rows (NR 1: float2, tcc's layout; NR 2: float4, a warp's row of
+// k is one whole 128-byte line instead of half of one).
+template <int NR>
+__device__ __forceinline__ void load_cg(float* f, const float* p) {
+  if constexpr (NR == 1)
+    asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(f[0]), "=f"(f[1]) : "l"(p));
+  else
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3]) : "l"(p));
+}
+template <int BM, int WG, int NR, int STAGES>
+__global__ void __launch_bounds__(WG * 128) gemmv(const float* __restrict__ A, const float* __restrict__ B,
+                                                 float* __restrict__ C, int M, int N, int K) {
+  constexpr int KS = 32, BN = 64 * WG * NR, THREADS = WG * 128, A_STAGE = BM * KS, V = 2 * NR;
+  __shared__ __align__(1024) float sa[STAGES * A_STAGE];
+  const Ids ids = thread_ids();
+  const int tid = ids.tid, wg = ids.wg, warp = ids.warp, group = ids.group, tig = ids.tig;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int col = (wg * 4 + warp) * 16 * NR + V * group;  // the lane's first C column in the tile
+  float d[NR][BM / 2] = {};
+  // fb[s][h2][v]: k = s * 8 + tig + 4 h2, column col + v (v = 2 r + h)
+  float fb[KS / 8][2][V];
+  unsigned fr[KS / 8][NR][4];
+  const float* bp = B + (size_t)tig * N + n0 + col;
+  auto fetch = [&](int kt) {
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+      for (int h2 = 0; h2 < 2; ++h2) load_cg<NR>(fb[s][h2], bp + (size_t)(kt * KS + s * 8 + 4 * h2) * N);
+  };
+  const int KT = K / KS;
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) copy_a_swizzled<BM, KS, THREADS>(sa + s * A_STAGE, A + (size_t)m0 * K + s * KS, K, tid);
+    cp_commit();
+  }
+  fetch(0);
+  for (int kt = 0; kt < KT; ++kt) {
+#pragma unroll
+    for (int s = 0; s < KS / 8; ++s)
+#pragma unroll
+      for (int r = 0; r < NR; ++r) {
+        // wgmma A fragment: {row g, k tig}, {row g+8, k tig}, {row g, k tig+4}, {row g+8, k tig+4}
+        fr[s][r][0] = tf32_round(fb[s][0][2 * r]);
+        fr[s][r][1] = tf32_round(fb[s][0][2 * r + 1]);
+        fr[s][r][2] = tf32_round(fb[s][1][2 * r]);
+        fr[s][r][3] = tf32_round(fb[s][1][2 * r + 1]);
+      }
+    cp_wait<STAGES - 2>();
+    fence_proxy();
+    __syncthreads();
+    const int ahead = kt + STAGES - 1;
+    if (ahead < KT) copy_a_swizzled<BM, KS, THREADS>(sa + (ahead % STAGES) * A_STAGE, A + (size_t)m0 * K + ahead * KS, K, tid);
+    cp_commit();
+    const unsigned a_base = smem_addr(sa + (kt % STAGES) * A_STAGE);
+    issue_stage<BM, KS, NR>(d, fr, [&](int s) { return swizzled_desc<KS>(a_base + s * 32); });
+    if (kt + 1 < KT) fetch(kt + 1);
+    wg_wait<0>();
+  }
+  // d[r][4 j + e]: C row 8 j + 2 tig + e % 2, column col + 2 r + e / 2
+  float* c = C + (size_t)m0 * N + n0 + col;
+#pragma unroll
+  for (int r = 0; r < NR; ++r)
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) c[(size_t)(8 * j + 2 * tig + e % 2) * N + 2 * r + e / 2] = d[r][4 * j + e];
 }
 
 __global__ void reference(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -248,6 +433,16 @@ void launch(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
   gemm<BM, WG, NR, KS, STAGES, SWAP, WAIT><<<grid, WG * 128>>>(A, B, C, M, N, K);
 }
+template <int BM, int WG, int NR, int STAGES>
+void launchv(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 grid(N / (64 * WG * NR), M / BM);
+  gemmv<BM, WG, NR, STAGES><<<grid, WG * 128>>>(A, B, C, M, N, K);
+}
+template <int BM, int WG, int NR, int KS, int STAGES>
+void launchp(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 grid(N / (64 * WG * NR), M / BM);
+  gemmp<BM, WG, NR, KS, STAGES><<<grid, WG * 128>>>(A, B, C, M, N, K);
+}
 template <int BM, int WG, int NR, int KS, int STAGES, int FD, int WAIT, int SW>
 void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
   dim3 grid(N / (64 * WG * NR), M / BM);
@@ -257,16 +452,24 @@ void launchh(const float* A, const float* B, float* C, int M, int N, int K) {
   {"H " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT, launchh<BM, WG, NR, KS, ST, FD, WT, 0>, BM, 64 * WG * NR, 4 * ST * BM * KS}
 #define SCASE(BM, WG, NR, KS, ST, FD, WT) \
   {"S " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " fd" #FD " wait" #WT " swizzle128", launchh<BM, WG, NR, KS, ST, FD, WT, 1>, BM, 64 * WG * NR, 4 * ST * BM * KS}
+#define VCASE(BM, WG, NR, ST) \
+  {"V " #BM "x" #WG "x" #NR " ks32 st" #ST " cg vector B", launchv<BM, WG, NR, ST>, BM, 64 * WG * NR, 4 * ST * BM * 32}
+#define PCASE(BM, WG, NR, KS, ST) \
+  {"P " #BM "x" #WG "x" #NR " ks" #KS " st" #ST " mbarrier", launchp<BM, WG, NR, KS, ST>, BM, 64 * WG * NR, 4 * ST * BM * KS + 16 * ST}
 #define CASE(BM, WG, NR, KS, ST, SW, WT) \
   {#BM "x" #WG "x" #NR " ks" #KS " st" #ST " swap" #SW " wait" #WT, launch<BM, WG, NR, KS, ST, SW, WT>, BM, 64 * WG * NR, 4 * ST * (BM * KS + KS * 64 * WG * NR)}
 
 int main(int argc, char** argv) {
   Case cases[] = {
-      HCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 1, 0), SCASE(128, 2, 2, 32, 3, 2, 0),
-      SCASE(128, 2, 2, 32, 3, 2, 1), SCASE(128, 4, 1, 32, 3, 1, 0), SCASE(256, 2, 1, 32, 3, 1, 0),
-      SCASE(128, 2, 1, 32, 3, 1, 0), CASE(128, 2, 1, 16, 3, 0, 0),
+      SCASE(128, 2, 1, 32, 3, 1, 0), SCASE(128, 4, 1, 32, 3, 1, 0),
+      VCASE(128, 2, 1, 3), VCASE(128, 1, 2, 3), VCASE(128, 2, 2, 3), VCASE(128, 4, 1, 3),
+      SCASE(128, 2, 1, 16, 6, 1, 1), PCASE(128, 2, 1, 16, 5), PCASE(128, 4, 1, 16, 5),
   };
+  // proto [NAME_SUBSTRING [SIZE]]: only those cases (for ncu)
+  const char* only = argc > 1 ? argv[1] : "";
+  const int one_size = argc > 2 ? atoi(argv[2]) : 0;
   for (int size : {2048, 4096}) {
+    if (one_size && size != one_size) continue;
     const int M = size, N = size, K = size;
     std::vector<float> ha((size_t)M * K), hb((size_t)K * N);
     srand(1);
@@ -282,6 +485,7 @@ int main(int argc, char** argv) {
     cudaMemcpy(hr.data(), R, hr.size() * 4, cudaMemcpyDeviceToHost);
     cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
     for (auto& c : cases) {
+      if (!strstr(c.name, only)) continue;
       if (c.smem > 48 * 1024) { printf("%d %s: %d bytes of shared memory, skipped\n", size, c.name, c.smem); continue; }
       cudaMemset(C, 0, (size_t)M * N * 4);
       c.launch(A, B, C, M, N, K);

@@ -6,9 +6,9 @@
 //! For TF32, `wgmma` reads both shared-memory operands K-major only, and a
 //! row-major B is not. So the product runs transposed, `C^T = B^T A^T`:
 //! wgmma's A operand is `B^T`, taken from registers (each thread loads its
-//! fragment words straight from global memory as `float2`s, one stage
-//! ahead, rounded to TF32 by adding half an ulp as the `mma.sync` body
-//! does); wgmma's B operand is `A^T`, read from local memory through a
+//! fragment words straight from global memory as `float2`s, `.cg`, one
+//! stage ahead, rounded to TF32 by adding half an ulp as the `mma.sync`
+//! body does); wgmma's B operand is `A^T`, read from local memory through a
 //! matrix descriptor: A's rows are K-major already, and 16-byte `cp.async`
 //! copies write them straight into the 128-byte swizzle layout (a stage's
 //! 32 of k are one 128-byte row; the swizzle avoids the bank conflicts of
@@ -19,9 +19,14 @@
 //! A work-group of 256 (two warpgroups) computes the configuration's
 //! 128x128 tile with `m64n128k8` instructions, 64 accumulators per thread;
 //! local memory holds only A, three stages of 128x32 (48 KiB, NVIDIA's
-//! OpenCL limit). On the H100 (docs/benchmarks.md): 238 TF/s at 4096^3
-//! (the CUDA prototype of the same design, scripts/wgmma-proto, 237; the
-//! `mma.sync` body 129; cuBLAS about 400).
+//! OpenCL limit). Two work-groups fit an SM (126 registers), so one's
+//! barrier hides behind the other's wgmmas: Nsight Compute finds the loop
+//! bound by L1's load/store data pipe (LSU wavefronts 85% of peak; B's
+//! fragment loads, 64 bytes per row of k per warp, are most of them), not
+//! by the tensor pipe's drains, and an mbarrier pipeline without a block
+//! barrier (wait_group 1) ran slower (206 TF/s). On the H100
+//! (docs/benchmarks.md): 246 TF/s at 4096^3 (plain B loads 238; the
+//! `mma.sync` body 129; cuBLAS about 410).
 
 use std::fmt::Write as _;
 
@@ -204,15 +209,18 @@ fn copy_a(out: &mut String, spec: &GemmSpec, a_address: &str, stage: &str, tile:
 /// A fragment (PTX ISA, m64nNk8 TF32) holds rows `group` and `group + 8`
 /// of the warp's 16 at k `tig` and `tig + 4`. Those two rows are the C
 /// columns `wg_col` and `wg_col + 1` (see `Wgmma::offsets`): one `float2`
-/// per k.
+/// per k, loaded `.cg` (cached in L2 only: the loop is bound by L1's load
+/// wavefronts, not by L2; 246 against 238 TF/s at 4096^3 for plain loads,
+/// docs/benchmarks.md).
 fn fetch_b(out: &mut String, tile: &str, row_stride: i64) {
     let _ = writeln!(
         out,
         "    #pragma unroll
     for (int s = 0; s < {}; ++s) {{
       __global const float* p = b_frag + ((tcc_index)({tile}) * {STAGE_K} + s * {WGMMA_K}) * {row_stride};
-      const float2 lo = *(__global const float2*)p, hi = *(__global const float2*)(p + 4 * {row_stride});
-      fetched[s][0] = lo.x; fetched[s][1] = lo.y; fetched[s][2] = hi.x; fetched[s][3] = hi.y;
+      __asm__ volatile(\"ld.global.cg.v2.f32 {{%0, %1}}, [%4]; ld.global.cg.v2.f32 {{%2, %3}}, [%5];\"
+                       : \"=f\"(fetched[s][0]), \"=f\"(fetched[s][1]), \"=f\"(fetched[s][2]), \"=f\"(fetched[s][3])
+                       : \"l\"(p), \"l\"(p + 4 * {row_stride}));
     }}",
         STAGE_K / WGMMA_K
     );

@@ -46,6 +46,7 @@ fn a_qualifying_tf32_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
         "TCC_CP_ASYNC_WAIT(1);",
         "tcc_cp_async16(&tile_a[(kt + 2) % 3][m * 32 + ((chunk ^ (m % 8)) * 4)], a1 + i * 64 + k, 16);",
         "for (int kt = 0; kt < 2; ++kt) {",
+        "ld.global.cg.v2.f32 {%0, %1}, [%4]; ld.global.cg.v2.f32 {%2, %3}, [%5];",
         "a0[i * 256 + j] = acc_value;",
     ] {
         assert!(body.contains(needle), "{needle} not in {body}");
