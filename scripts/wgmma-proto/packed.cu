@@ -12,7 +12,9 @@
 // shared memory (SS: two descriptors, no register fragments, no transpose
 // trick). `full` / `empty` mbarriers per stage, `wgmma.wait_group 1`.
 // Cases (main): each at 2048^3 and 4096^3 against a naive fp32 kernel,
-// timed with events (the GEMM alone, A's and B's packing alone);
+// timed with events (the GEMM alone, A's and B's packing alone: B's
+// simple `pack` and the shared-memory transpose `pack_tiled`, which the
+// correctness check and the sums use);
 // `packed [NAME_SUBSTRING [SIZE [REPEATS]]]` runs only those (`packed
 // --list`: the case names). DYN cases use more than
 // 48 KiB (dynamic shared memory, CUDA only: OpenCL cannot).
@@ -71,6 +73,31 @@ __global__ void pack(const float* __restrict__ src, float* __restrict__ dst, int
   *reinterpret_cast<float4*>(dst + blk * ROWS * KS + r * KS + 4 * (c ^ swz<KS>(r))) = v;
 }
 
+// B's packing through a shared-memory transpose: a block reads a 32 (k) x
+// 64 (n) tile of B in whole rows, then writes 64 image rows of KS floats
+// per KS-block of k: contiguous runs of 64 KS x 4 bytes (ROWS % 64 == 0).
+template <int ROWS, int KS>
+__global__ void __launch_bounds__(256) pack_tiled(const float* __restrict__ src, float* __restrict__ dst, int R, int K,
+                                                  int ld) {
+  __shared__ float t[32][65];
+  const int n0 = blockIdx.x * 64, k0 = blockIdx.y * 32, tid = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int k = i * 4 + tid / 64, n = tid % 64;
+    t[k][n] = tf32_rne(src[(size_t)(k0 + k) * ld + n0 + n]);
+  }
+  __syncthreads();
+  constexpr int CH = KS / 4;
+  const int KT = K / KS;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int j = i * 256 + tid, c = j % CH, n = (j / CH) % 64, kb = j / (CH * 64);
+    const int k = kb * KS + 4 * c, row = n0 + n, r = row % ROWS, kt = (k0 + kb * KS) / KS;
+    const float4 v = make_float4(t[k][n], t[k + 1][n], t[k + 2][n], t[k + 3][n]);
+    *reinterpret_cast<float4*>(dst + ((size_t)(row / ROWS) * KT + kt) * ROWS * KS + r * KS + 4 * (c ^ swz<KS>(r))) = v;
+  }
+}
+
 // mbarriers and the bulk copy
 __device__ __forceinline__ void mbar_init(uint64_t* b, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_u32(b)), "r"(count) : "memory");
@@ -115,11 +142,13 @@ __device__ __forceinline__ void wgmma_ss(float* d, unsigned long long da, unsign
 // BM = 64 WGM rows, BN columns, WGM x WGN consumer warpgroups, each a 64 x
 // (BN / WGN) block of C; KS k per stage, STAGES stages; PW: one extra
 // producer warp (else thread 0 refills inline); MINB: blocks per SM for
-// the register budget; DYN: dynamic shared memory (CUDA only, > 48 KiB).
-template <int BM, int BN, int WGN, int KS, int STAGES, int PW, int MINB, int DYN>
+// the register budget; DYN: dynamic shared memory (CUDA only, > 48 KiB);
+// W: wgmma groups left in flight (stage kt - W is released at stage kt).
+template <int BM, int BN, int WGN, int KS, int STAGES, int PW, int MINB, int DYN, int W>
 __global__ void __launch_bounds__((BM / 64) * WGN * 128 + 32 * PW, MINB)
     gemm_packed(const float* __restrict__ Ap, const float* __restrict__ Bp, float* __restrict__ C, int M, int N, int K) {
   constexpr int WGM = BM / 64, TN = BN / WGN, CONSUMERS = WGM * WGN;
+  static_assert(W >= 1 && W < STAGES, "a free stage to refill");
   constexpr unsigned A_BYTES = BM * KS * 4, B_BYTES = BN * KS * 4, STAGE = A_BYTES + B_BYTES;
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "1024-byte aligned images");
   __shared__ __align__(1024) unsigned char static_smem[DYN ? 16 : STAGES * STAGE];
@@ -167,11 +196,11 @@ __global__ void __launch_bounds__((BM / 64) * WGN * 128 + 32 * PW, MINB)
 #pragma unroll
     for (int k = 0; k < KS / 8; ++k) wgmma_ss<TN>(d, desc<KS>(a_base + 32 * k), desc<KS>(b_base + 32 * k));
     wg_commit();
-    wg_wait<1>();
-    if (kt >= 1) {
+    wg_wait<W>();
+    if (kt >= W) {
       __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
-      if (!PW && tid == 0 && kt - 1 + STAGES < KT) produce(kt - 1 + STAGES);
+      if (lane == 0) mbar_arrive(&empty[(kt - W) % STAGES]);
+      if (!PW && tid == 0 && kt - W + STAGES < KT) produce(kt - W + STAGES);
     }
   }
   wg_wait<0>();
@@ -195,12 +224,13 @@ struct Case {
   void (*gemm)(const float*, const float*, float*, int, int, int);
   void (*pack_a)(const float*, float*, int, int);
   void (*pack_b)(const float*, float*, int, int);
+  void (*pack_b_tiled)(const float*, float*, int, int);
   int smem;
 };
-template <int BM, int BN, int WGN, int KS, int STAGES, int PW, int MINB, int DYN>
+template <int BM, int BN, int WGN, int KS, int STAGES, int PW, int MINB, int DYN, int W>
 void launch(const float* Ap, const float* Bp, float* C, int M, int N, int K) {
   constexpr int smem = STAGES * (BM + BN) * KS * 4 + 1024;
-  auto k = gemm_packed<BM, BN, WGN, KS, STAGES, PW, MINB, DYN>;
+  auto k = gemm_packed<BM, BN, WGN, KS, STAGES, PW, MINB, DYN, W>;
   if (DYN) cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   k<<<dim3(N / BN, M / BM), (BM / 64) * WGN * 128 + 32 * PW, DYN ? smem : 0>>>(Ap, Bp, C, M, N, K);
 }
@@ -214,10 +244,14 @@ void launch_pack_b(const float* B, float* out, int K, int N) {
   const size_t chunks = (size_t)N * K / 4;
   pack<ROWS, KS, 1><<<(chunks + 255) / 256, 256>>>(B, out, N, K, N);
 }
-#define PCASE(BM, BN, WGN, KS, ST, PW, MINB, DYN)                                                              \
-  {"P " #BM "x" #BN " wgn" #WGN " ks" #KS " st" #ST " pw" #PW " minb" #MINB " dyn" #DYN,                         \
-   launch<BM, BN, WGN, KS, ST, PW, MINB, DYN>, launch_pack_a<BM, KS>, launch_pack_b<BN, KS>,                      \
-   ST*(BM + BN) * KS * 4 + 16 * ST}
+template <int ROWS, int KS>
+void launch_pack_b_tiled(const float* B, float* out, int K, int N) {
+  pack_tiled<ROWS, KS><<<dim3(N / 64, K / 32), 256>>>(B, out, N, K, N);
+}
+#define PCASE(BM, BN, WGN, KS, ST, PW, MINB, DYN, W)                                                          \
+  {"P " #BM "x" #BN " wgn" #WGN " ks" #KS " st" #ST " pw" #PW " minb" #MINB " dyn" #DYN " w" #W,               \
+   launch<BM, BN, WGN, KS, ST, PW, MINB, DYN, W>, launch_pack_a<BM, KS>, launch_pack_b<BN, KS>,                   \
+   launch_pack_b_tiled<BN, KS>, ST*(BM + BN) * KS * 4 + 16 * ST}
 
 template <typename F>
 float time_ms(F f, int iters) {
@@ -233,9 +267,15 @@ float time_ms(F f, int iters) {
 
 int main(int argc, char** argv) {
   Case cases[] = {
-      PCASE(128, 128, 1, 8, 5, 1, 2, 0),  PCASE(128, 128, 1, 8, 5, 1, 1, 0), PCASE(128, 128, 1, 8, 5, 0, 2, 0),
-      PCASE(128, 128, 1, 16, 2, 1, 2, 0), PCASE(128, 256, 2, 8, 3, 1, 1, 0), PCASE(128, 256, 1, 8, 3, 1, 1, 0),
-      PCASE(256, 128, 1, 8, 3, 1, 1, 0),  PCASE(128, 128, 1, 32, 4, 1, 1, 1), PCASE(128, 256, 2, 16, 4, 1, 1, 1),
+      // run 1's cases (W 1)
+      PCASE(128, 128, 1, 8, 5, 1, 2, 0, 1), PCASE(128, 128, 1, 8, 5, 1, 1, 0, 1), PCASE(128, 128, 1, 8, 5, 0, 2, 0, 1),
+      PCASE(128, 128, 1, 16, 2, 1, 2, 0, 1), PCASE(128, 256, 2, 8, 3, 1, 1, 0, 1), PCASE(128, 256, 1, 8, 3, 1, 1, 0, 1),
+      PCASE(256, 128, 1, 8, 3, 1, 1, 0, 1), PCASE(128, 128, 1, 32, 4, 1, 1, 1, 1), PCASE(128, 256, 2, 16, 4, 1, 1, 1, 1),
+      // run 2: more groups in flight; smaller tiles, more blocks (more bytes in flight) per SM
+      PCASE(128, 128, 1, 8, 5, 1, 2, 0, 2), PCASE(128, 128, 1, 8, 5, 1, 2, 0, 3),
+      PCASE(64, 128, 1, 8, 7, 1, 4, 0, 1), PCASE(64, 128, 1, 8, 7, 1, 4, 0, 2), PCASE(64, 128, 1, 8, 7, 1, 3, 0, 2),
+      PCASE(64, 256, 1, 8, 4, 1, 2, 0, 1), PCASE(128, 64, 1, 8, 7, 1, 3, 0, 2), PCASE(64, 128, 1, 16, 3, 1, 4, 0, 1),
+      PCASE(128, 256, 2, 16, 4, 1, 1, 1, 2), PCASE(128, 256, 2, 16, 6, 1, 1, 1, 2),
   };
   if (argc > 1 && !strcmp(argv[1], "--list")) {
     for (auto& c : cases) printf("%s\n", c.name);
@@ -263,7 +303,7 @@ int main(int argc, char** argv) {
       if (!strstr(c.name, only)) continue;
       cudaMemset(C, 0, (size_t)M * N * 4);
       c.pack_a(A, Ap, M, K);
-      c.pack_b(B, Bp, K, N);
+      c.pack_b_tiled(B, Bp, K, N);
       c.gemm(Ap, Bp, C, M, N, K);
       cudaError_t err = cudaDeviceSynchronize();
       if (err != cudaSuccess) { printf("%d %s: %s\n", size, c.name, cudaGetErrorString(err)); return 1; }
@@ -276,10 +316,12 @@ int main(int argc, char** argv) {
         const float g = time_ms([&] { c.gemm(Ap, Bp, C, M, N, K); }, 20);
         const float pa = time_ms([&] { c.pack_a(A, Ap, M, K); }, 20);
         const float pb = time_ms([&] { c.pack_b(B, Bp, K, N); }, 20);
-        const float all = time_ms([&] { c.pack_a(A, Ap, M, K); c.pack_b(B, Bp, K, N); c.gemm(Ap, Bp, C, M, N, K); }, 20);
-        printf("%d %-40s smem=%5d gemm ms=%.3f TF/s=%.1f | pack A ms=%.3f B ms=%.3f | packs+gemm ms=%.3f TF/s=%.1f"
-               " | max_err=%.3g (max |ref| %.3g)\n",
-               size, c.name, c.smem, g, flop / g / 1e9, pa, pb, all, flop / all / 1e9, max_err, max_ref);
+        const float pt = time_ms([&] { c.pack_b_tiled(B, Bp, K, N); }, 20);
+        const float all = time_ms([&] { c.pack_a(A, Ap, M, K); c.pack_b_tiled(B, Bp, K, N); c.gemm(Ap, Bp, C, M, N, K); }, 20);
+        const float ag = time_ms([&] { c.pack_a(A, Ap, M, K); c.gemm(Ap, Bp, C, M, N, K); }, 20);
+        printf("%d %-44s smem=%6d gemm ms=%.3f TF/s=%.1f | pack A ms=%.3f B ms=%.3f B tiled ms=%.3f | pack A+gemm TF/s=%.1f"
+               " | packs (B tiled)+gemm ms=%.3f TF/s=%.1f | max_err=%.3g (max |ref| %.3g)\n",
+               size, c.name, c.smem, g, flop / g / 1e9, pa, pb, pt, flop / ag / 1e9, all, flop / all / 1e9, max_err, max_ref);
       }
     }
     cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(R); cudaFree(Ap); cudaFree(Bp);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs packed.cu's kernels from nvcc's PTX (packed.ptx) through NVIDIA's
 OpenCL (clCreateProgramWithBinary, as tcc's runtime loads PTX): the packing
-kernels of A and B, then one `gemm_packed` entry, at SIZE^3 (4096), checked
+kernels of A (`pack`) and B (`pack_tiled`), then one `gemm_packed` entry, at SIZE^3 (4096), checked
 against numpy on a sample of rows, timed with OpenCL profiling events
 (mean of 20 after 3 warm-up launches). Pointer parameters are marked
 `.ptr .global` first (NVIDIA's OpenCL faults on nvcc's plain `.u64`).
@@ -36,8 +36,8 @@ def main():
     if not entries:
         sys.exit("no such entry")
     entry = entries[0]
-    bm, bn, wgn, ks, st, pw, minb, dyn = map(int, re.match(
-        r"_Z11gemm_packedILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", entry).groups())
+    bm, bn, wgn, ks, st, pw, minb, dyn, w = map(int, re.match(
+        r"_Z11gemm_packedILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", entry).groups())
     threads = (bm // 64) * wgn * 128 + 32 * pw
     rng = np.random.default_rng(1)
     a = rng.uniform(-1, 1, (size, size)).astype(np.float32)
@@ -73,9 +73,9 @@ def main():
 
     chunks = size * size // 4
     pack_a = kernel(f"_Z4packILi{bm}ELi{ks}ELi0EEvPKfPfiii", [A, Ap, size, size, size])
-    pack_b = kernel(f"_Z4packILi{bn}ELi{ks}ELi1EEvPKfPfiii", [B, Bp, size, size, size])
+    pack_b = kernel(f"_Z10pack_tiledILi{bn}ELi{ks}EEvPKfPfiii", [B, Bp, size, size, size])
     ms_a = run(pack_a, ((chunks + 255) // 256 * 256, 1), (256, 1), 20)
-    ms_b = run(pack_b, ((chunks + 255) // 256 * 256, 1), (256, 1), 20)
+    ms_b = run(pack_b, (size // 64 * 256, size // 32), (256, 1), 20)
     gemm = kernel(entry, [Ap, Bp, Cb, size, size, size])
     ms = run(gemm, (size // bn * threads, size // bm), (threads, 1), 20)
     out = np.empty_like(a)
@@ -84,7 +84,7 @@ def main():
     e = np.abs(out[rows] - ref).max()
     rel = np.linalg.norm(out[rows] - ref) / np.linalg.norm(ref)
     flop = 2 * size ** 3
-    print(f"OpenCL {size}^3 {bm}x{bn} wgn{wgn} ks{ks} st{st} pw{pw} minb{minb}: gemm ms={ms:.3f} TF/s={flop / ms / 1e9:.1f}"
+    print(f"OpenCL {size}^3 {bm}x{bn} wgn{wgn} ks{ks} st{st} pw{pw} minb{minb} w{w}: gemm ms={ms:.3f} TF/s={flop / ms / 1e9:.1f}"
           f" | pack A ms={ms_a:.3f} B ms={ms_b:.3f} | sum TF/s={flop / (ms + ms_a + ms_b) / 1e9:.1f}"
           f" | max_err={e:.3g} rel_frob={rel:.3g} (sample rows)")
 
