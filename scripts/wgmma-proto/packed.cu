@@ -276,6 +276,9 @@ int main(int argc, char** argv) {
       PCASE(64, 128, 1, 8, 7, 1, 4, 0, 1), PCASE(64, 128, 1, 8, 7, 1, 4, 0, 2), PCASE(64, 128, 1, 8, 7, 1, 3, 0, 2),
       PCASE(64, 256, 1, 8, 4, 1, 2, 0, 1), PCASE(128, 64, 1, 8, 7, 1, 3, 0, 2), PCASE(64, 128, 1, 16, 3, 1, 4, 0, 1),
       PCASE(128, 256, 2, 16, 4, 1, 1, 1, 2), PCASE(128, 256, 2, 16, 6, 1, 1, 1, 2),
+      // run 3: around the best one under 48 KiB (64x256, one consumer warpgroup of 128 accumulators)
+      PCASE(64, 256, 1, 8, 4, 1, 2, 0, 2), PCASE(64, 256, 1, 16, 2, 1, 2, 0, 1), PCASE(64, 256, 1, 8, 4, 0, 3, 0, 1),
+      PCASE(64, 256, 1, 8, 4, 0, 2, 0, 1),
   };
   if (argc > 1 && !strcmp(argv[1], "--list")) {
     for (auto& c : cases) printf("%s\n", c.name);

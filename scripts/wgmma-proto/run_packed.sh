@@ -4,7 +4,8 @@
 # process under a timeout (a wrong mbarrier protocol hangs), REPEATS timings
 # each, torch's TF32 matmul in the same run, then the gemm entries named in
 # OPENCL_ENTRIES (regexes over the mangled names; empty for none) through
-# OpenCL with their packing kernels (packed_opencl.py).
+# OpenCL with their packing kernels (packed_opencl.py); NCU_CASES (case
+# names, ';'-separated): an Nsight Compute profile of each at 4096^3.
 cd "$(dirname "$0")"
 export PATH=/usr/local/cuda/bin:$PATH
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v packed.cu -o /tmp/packed 2>&1 |
@@ -15,6 +16,16 @@ nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -ptx packed.cu -o /tmp
   [[ -n ${PACKED_ONLY-} && $name != *$PACKED_ONLY* ]] && continue
   timeout "${CASE_TIMEOUT:-40}" /tmp/packed "$name" 0 "${REPEATS:-2}" || echo "$name: exit $?"
 done
+if [[ -n ${NCU_CASES-} ]]; then  # Nsight Compute: the first gemm launch of each named case at 4096^3
+  ncu=$(ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+  IFS=';' read -ra cases <<< "$NCU_CASES"
+  for c in "${cases[@]}"; do
+    echo "-- ncu $c"
+    timeout 120 "$ncu" -k regex:gemm_packed -c 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --section MemoryWorkloadAnalysis /tmp/packed "$c" 4096 1 2>&1 |
+      grep -E "Duration|Throughput|Achieved Occupancy|Registers|Block Limit|Warp Cycles Per Issued|L2 Hit|Mem Busy|Max Bandwidth" | head -24
+  done
+fi
 python3 - <<'PY'
 import torch
 torch.backends.cuda.matmul.allow_tf32 = True
