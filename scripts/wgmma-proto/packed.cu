@@ -18,6 +18,7 @@
 // `packed [NAME_SUBSTRING [SIZE [REPEATS]]]` runs only those (`packed
 // --list`: the case names). DYN cases use more than
 // 48 KiB (dynamic shared memory, CUDA only: OpenCL cannot).
+// The problem and the reference check: harness.h (shared with proto.cu).
 // Build and run: run_packed.sh (on the GPU machine; docs/benchmarks.md).
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include "packed_asm.h"
+#include "harness.h"
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
@@ -211,14 +213,6 @@ __global__ void __launch_bounds__((BM / 64) * WGN * 128 + 32 * PW, MINB)
     *reinterpret_cast<float2*>(c + (size_t)(8 * ((i / 2) % 2)) * N + 8 * (i / 4)) = make_float2(d[i], d[i + 1]);
 }
 
-__global__ void reference(const float* A, const float* B, float* C, int M, int N, int K) {
-  int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
-  if (n >= N) return;
-  float s = 0;
-  for (int k = 0; k < K; ++k) s += A[(size_t)m * K + k] * B[(size_t)k * N + n];
-  C[(size_t)m * N + n] = s;
-}
-
 struct Case {
   const char* name;
   void (*gemm)(const float*, const float*, float*, int, int, int);
@@ -289,30 +283,21 @@ int main(int argc, char** argv) {
   const int repeats = argc > 3 ? atoi(argv[3]) : 2;
   for (int size : {2048, 4096}) {
     if (one_size && size != one_size) continue;
-    const int M = size, N = size, K = size;
-    std::vector<float> ha((size_t)M * K), hb((size_t)K * N);
-    srand(1);
-    for (auto& x : ha) x = (rand() / (float)RAND_MAX) * 2 - 1;
-    for (auto& x : hb) x = (rand() / (float)RAND_MAX) * 2 - 1;
-    float *A, *B, *C, *R, *Ap, *Bp;
-    cudaMalloc(&A, ha.size() * 4); cudaMalloc(&B, hb.size() * 4); cudaMalloc(&Ap, ha.size() * 4);
-    cudaMalloc(&Bp, hb.size() * 4); cudaMalloc(&C, (size_t)M * N * 4); cudaMalloc(&R, (size_t)M * N * 4);
-    cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice);
-    reference<<<dim3(N / 256, M), 256>>>(A, B, R, M, N, K);
-    std::vector<float> hr((size_t)M * N), hc((size_t)M * N);
-    cudaMemcpy(hr.data(), R, hr.size() * 4, cudaMemcpyDeviceToHost);
+    Problem p = make_problem(size);
+    float *Ap, *Bp;  // packed images of A and B (M = N = K)
+    cudaMalloc(&Ap, p.hr.size() * 4);
+    cudaMalloc(&Bp, p.hr.size() * 4);
+    const int M = p.M, N = p.N, K = p.K;
+    const float *A = p.A, *B = p.B;
+    float* C = p.C;
     for (auto& c : cases) {
       if (!strstr(c.name, only)) continue;
       cudaMemset(C, 0, (size_t)M * N * 4);
       c.pack_a(A, Ap, M, K);
       c.pack_b_tiled(B, Bp, K, N);
       c.gemm(Ap, Bp, C, M, N, K);
-      cudaError_t err = cudaDeviceSynchronize();
-      if (err != cudaSuccess) { printf("%d %s: %s\n", size, c.name, cudaGetErrorString(err)); return 1; }
-      cudaMemcpy(hc.data(), C, hc.size() * 4, cudaMemcpyDeviceToHost);
-      double max_err = 0, max_ref = 0;
-      for (size_t i = 0; i < hc.size(); ++i) { max_err = fmax(max_err, fabs(hc[i] - hr[i])); max_ref = fmax(max_ref, fabs(hr[i])); }
+      double max_err, max_ref;
+      if (!check_result(p, size, c.name, max_err, max_ref)) return 1;
       for (int i = 0; i < 3; ++i) c.gemm(Ap, Bp, C, M, N, K);
       const double flop = 2.0 * M * N * K;
       for (int rep = 0; rep < repeats; ++rep) {
@@ -327,7 +312,8 @@ int main(int argc, char** argv) {
                size, c.name, c.smem, g, flop / g / 1e9, pa, pb, pt, flop / ag / 1e9, all, flop / all / 1e9, max_err, max_ref);
       }
     }
-    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(R); cudaFree(Ap); cudaFree(Bp);
+    free_problem(p);
+    cudaFree(Ap); cudaFree(Bp);
   }
   return 0;
 }

@@ -10,27 +10,15 @@ import ctypes as C
 import re
 import sys
 import numpy as np
-from opencl_run import cl, check, device, build
+from opencl_run import cl, check, device, build, session, nvcc_ptx
 
 
 def main():
     dev, name = device()
     print("device:", name)
     err = C.c_int()
-    context = C.c_void_p(cl.clCreateContext(None, 1, C.byref(dev), None, None, C.byref(err)))
-    check(err.value, "clCreateContext")
-    queue = C.c_void_p(cl.clCreateCommandQueue(context, dev, C.c_ulong(2), C.byref(err)))  # profiling
-    check(err.value, "clCreateCommandQueue")
-
-    def buffer(nbytes, host=None):
-        flags = 1 | (32 if host is not None else 0)  # READ_WRITE | COPY_HOST_PTR
-        b = C.c_void_p(cl.clCreateBuffer(context, C.c_ulong(flags), C.c_size_t(nbytes),
-                                         None if host is None else host.ctypes.data_as(C.c_void_p), C.byref(err)))
-        check(err.value, "clCreateBuffer")
-        return b
-
-    text = re.sub(r"\.param \.u64 (\w+_param_[012])\b", r".param .u64 .ptr .global .align 4 \1",
-                  open(sys.argv[1]).read())
+    context, queue, buffer = session(dev)
+    text = nvcc_ptx(sys.argv[1])
     size = int(sys.argv[3]) if len(sys.argv) > 3 else 4096
     entries = [e for e in re.findall(r"\.entry\s+(\w+)", text) if e.startswith("_Z11gemm_packed") and re.search(sys.argv[2], e)]
     if not entries:

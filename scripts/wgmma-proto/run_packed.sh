@@ -26,18 +26,5 @@ if [[ -n ${NCU_CASES-} ]]; then  # Nsight Compute: the first gemm launch of each
       grep -E "Duration|Throughput|Achieved Occupancy|Registers|Block Limit|Warp Cycles Per Issued|L2 Hit|Mem Busy|Max Bandwidth" | head -24
   done
 fi
-python3 - <<'PY'
-import torch
-torch.backends.cuda.matmul.allow_tf32 = True
-for n in (2048, 4096):
-    a = torch.rand(n, n, device="cuda") - 0.5; b = torch.rand(n, n, device="cuda") - 0.5
-    for _ in range(3): a @ b
-    for rep in range(3):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize(); s.record()
-        for _ in range(20): a @ b
-        e.record(); torch.cuda.synchronize()
-        ms = s.elapsed_time(e) / 20
-        print(f"torch tf32 {n}: ms={ms:.3f} TF/s={2*n**3/ms/1e9:.1f}")
-PY
+python3 torch_tf32.py 3
 for e in ${OPENCL_ENTRIES-}; do timeout 60 python3 packed_opencl.py /tmp/packed.ptx "$e" 2>&1 | grep -v "^device"; done
