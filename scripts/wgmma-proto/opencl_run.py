@@ -4,7 +4,8 @@
 entry with SWAP 0 at 4096^3, checked against numpy on a sample of rows,
 timed with OpenCL profiling events. Also prints CL_DEVICE_LOCAL_MEM_SIZE and
 whether an OpenCL C kernel launches with a __local argument over 48 KiB.
-Usage: python3 opencl_run.py proto.ptx"""
+Usage: python3 opencl_run.py proto.ptx
+Its device, build, session and nvcc_ptx helpers serve packed_opencl.py too."""
 import ctypes as C
 import re
 import sys
@@ -57,12 +58,9 @@ def build(context, dev, text, binary):
     return program
 
 
-def main():
-    dev, name = device()
-    print("device:", name)
-    local = C.c_ulong()
-    cl.clGetDeviceInfo(dev, C.c_uint(0x1023), C.c_size_t(8), C.byref(local), None)
-    print("CL_DEVICE_LOCAL_MEM_SIZE:", local.value)
+def session(dev):
+    """A context and a profiling queue on `dev`, and a buffer maker
+    (`buffer(nbytes, host_array=None)`)."""
     err = C.c_int()
     context = C.c_void_p(cl.clCreateContext(None, 1, C.byref(dev), None, None, C.byref(err)))
     check(err.value, "clCreateContext")
@@ -76,10 +74,25 @@ def main():
         check(err.value, "clCreateBuffer")
         return b
 
-    # NVIDIA's OpenCL passes a buffer argument only to a pointer parameter
-    # marked `.ptr .global` (clang's OpenCL PTX has it, nvcc's has not).
-    text = re.sub(r"\.param \.u64 (\w+_param_[012])\b", r".param .u64 .ptr .global .align 4 \1",
-                  open(sys.argv[1]).read())
+    return context, queue, buffer
+
+
+def nvcc_ptx(path):
+    """nvcc's PTX text with the pointer parameters (0-2) marked: NVIDIA's
+    OpenCL passes a buffer argument only to a pointer parameter marked
+    `.ptr .global` (clang's OpenCL PTX has it, nvcc's has not)."""
+    return re.sub(r"\.param \.u64 (\w+_param_[012])\b", r".param .u64 .ptr .global .align 4 \1", open(path).read())
+
+
+def main():
+    dev, name = device()
+    print("device:", name)
+    local = C.c_ulong()
+    cl.clGetDeviceInfo(dev, C.c_uint(0x1023), C.c_size_t(8), C.byref(local), None)
+    print("CL_DEVICE_LOCAL_MEM_SIZE:", local.value)
+    err = C.c_int()
+    context, queue, buffer = session(dev)
+    text = nvcc_ptx(sys.argv[1])
     size = 4096
     rng = np.random.default_rng(1)
     a = rng.uniform(-1, 1, (size, size)).astype(np.float32)

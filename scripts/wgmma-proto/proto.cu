@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include "wgmma_asm.h"
+#include "harness.h"
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -419,14 +420,6 @@ __global__ void __launch_bounds__(WG * 128) gemmv(const float* __restrict__ A, c
       for (int e = 0; e < 4; ++e) c[(size_t)(8 * j + 2 * tig + e % 2) * N + 2 * r + e / 2] = d[r][4 * j + e];
 }
 
-__global__ void reference(const float* A, const float* B, float* C, int M, int N, int K) {
-  int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
-  if (n >= N) return;
-  float s = 0;
-  for (int k = 0; k < K; ++k) s += A[(size_t)m * K + k] * B[(size_t)k * N + n];
-  C[(size_t)m * N + n] = s;
-}
-
 struct Case { const char* name; void (*launch)(const float*, const float*, float*, int, int, int); int bm, bn, smem; };
 template <int BM, int WG, int NR, int KS, int STAGES, int SWAP, int WAIT>
 void launch(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -470,30 +463,18 @@ int main(int argc, char** argv) {
   const int one_size = argc > 2 ? atoi(argv[2]) : 0;
   for (int size : {2048, 4096}) {
     if (one_size && size != one_size) continue;
-    const int M = size, N = size, K = size;
-    std::vector<float> ha((size_t)M * K), hb((size_t)K * N);
-    srand(1);
-    for (auto& x : ha) x = (rand() / (float)RAND_MAX) * 2 - 1;
-    for (auto& x : hb) x = (rand() / (float)RAND_MAX) * 2 - 1;
-    float *A, *B, *C, *R;
-    cudaMalloc(&A, ha.size() * 4); cudaMalloc(&B, hb.size() * 4);
-    cudaMalloc(&C, (size_t)M * N * 4); cudaMalloc(&R, (size_t)M * N * 4);
-    cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice);
-    reference<<<dim3(N / 256, M), 256>>>(A, B, R, M, N, K);
-    std::vector<float> hr((size_t)M * N), hc((size_t)M * N);
-    cudaMemcpy(hr.data(), R, hr.size() * 4, cudaMemcpyDeviceToHost);
+    Problem p = make_problem(size);
+    const int M = p.M, N = p.N, K = p.K;
+    const float *A = p.A, *B = p.B;
+    float* C = p.C;
     cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
     for (auto& c : cases) {
       if (!strstr(c.name, only)) continue;
       if (c.smem > 48 * 1024) { printf("%d %s: %d bytes of shared memory, skipped\n", size, c.name, c.smem); continue; }
       cudaMemset(C, 0, (size_t)M * N * 4);
       c.launch(A, B, C, M, N, K);
-      cudaError_t err = cudaDeviceSynchronize();
-      if (err != cudaSuccess) { printf("%d %s: %s\n", size, c.name, cudaGetErrorString(err)); return 1; }
-      cudaMemcpy(hc.data(), C, hc.size() * 4, cudaMemcpyDeviceToHost);
-      double max_err = 0, max_ref = 0;
-      for (size_t i = 0; i < hc.size(); ++i) { max_err = fmax(max_err, fabs(hc[i] - hr[i])); max_ref = fmax(max_ref, fabs(hr[i])); }
+      double max_err, max_ref;
+      if (!check_result(p, size, c.name, max_err, max_ref)) return 1;
       for (int i = 0; i < 3; ++i) c.launch(A, B, C, M, N, K);
       cudaEventRecord(e0);
       const int iters = 20;
@@ -503,7 +484,7 @@ int main(int argc, char** argv) {
       printf("%d %-32s smem=%5d ms=%.3f TF/s=%.1f max_err=%.3g (max |ref| %.3g)\n", size, c.name, c.smem, ms,
              2.0 * M * N * K / ms / 1e9, max_err, max_ref);
     }
-    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(R);
+    free_problem(p);
   }
   return 0;
 }

@@ -9,19 +9,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v proto.cu -o /tmp/proto 2>&1 | grep -E "error|C75|registers|spill" | grep -v C7519 | grep -v " 0 bytes spill" | head -60
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -ptx proto.cu -o /tmp/proto.ptx 2>&1 | tail -3
 /tmp/proto
-python3 - <<'PY'
-import torch
-torch.backends.cuda.matmul.allow_tf32 = True
-for n in (2048, 4096):
-    a = torch.rand(n, n, device="cuda") - 0.5; b = torch.rand(n, n, device="cuda") - 0.5
-    for _ in range(3): a @ b
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize(); s.record()
-    for _ in range(20): a @ b
-    e.record(); torch.cuda.synchronize()
-    ms = s.elapsed_time(e) / 20
-    print(f"torch tf32 {n}: ms={ms:.3f} TF/s={2*n**3/ms/1e9:.1f}")
-PY
+python3 torch_tf32.py
 if [[ ${NCU:-0} == 1 ]]; then
   ncu=$(ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   echo "== ncu: ${ncu:-not found}"
