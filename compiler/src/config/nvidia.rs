@@ -55,7 +55,10 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// 64, K = 256, went from 23.1 us on 32x32 tiles to 16.5 in 4 slices of
 /// 32x64, and the 28x28 reduction, M = 784, N = 128, K = 512, from 23.3
 /// (32x32 in 2 slices) to 17.0; `scripts/conv-shapes-device.py`; with at
-/// most 256 rows, 16x64 tiles in 2 slices instead, `few_rows_short_split`).
+/// most 256 rows, 16x64 tiles in 2 slices instead, `few_rows_short_split`;
+/// both layers now take the rules of session 11's second round: K of 512
+/// to 1152 takes 16x64 tiles in 4 slices, `mid_k_four_slices`, and K up to
+/// 256 k steps of 32, `short_k_deep_steps`).
 /// ResNet-50's 7x7-stage 3x3 convolution (M = 49, N = 512, K = 4608: 32
 /// tiles) runs 16 slices of 288; 16x16 tiles there gave 128 groups of 64
 /// work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s on the H100).
@@ -80,7 +83,10 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         });
     }
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
-    if tiles(64) < SMS && n >= 64 && let Some(config) = mid_k_four_slices(m, n, k) {
+    if tiles(64) < SMS
+        && n >= 64
+        && let Some(config) = mid_k_four_slices(m, n, k)
+    {
         return Some(config);
     }
     let narrow_tiles = ((m + 31) / 32) * ((n + 63) / 64);
@@ -157,9 +163,10 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
 /// activations as it does inside the graph (cuDNN 11.5; 32x64 tiles in 2
 /// slices: 15.7 and 15.0; 16x64 tiles with k steps of 32 or in 4 slices:
 /// 15.4-16.1; `scripts/conv-shapes-device.py`, docs/benchmarks.md, session
-/// 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) keeps 4 slices
-/// of 32x64: 16x64 tiles in 2 slices ran 17.9 us there against 16.0 with
-/// the NCHW input (14.3 against 15.9 reading NHWC).
+/// 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) does not take
+/// them: 16x64 tiles in 2 slices ran 17.9 us there against 16.0 with the
+/// NCHW input (14.3 against 15.9 reading NHWC); it takes
+/// `short_k_deep_steps`' 32x64 tiles unsplit.
 fn few_rows_short_split(m: i64, n: i64) -> Option<GemmConfig> {
     let config = GemmConfig {
         tile_m: 16,
@@ -211,7 +218,13 @@ fn mid_k_four_slices(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
 /// 3136, N = 64, K = 256) went from 15.9 to 13.4 reading NHWC, but from
 /// 15.9 to 20.3 with the NCHW input, whose K is strided (inside ResNet-50
 /// it reads NHWC).
-fn short_k_deep_steps(m: i64, n: i64, k: i64, narrow_tiles: i64, short_split: bool) -> Option<GemmConfig> {
+fn short_k_deep_steps(
+    m: i64,
+    n: i64,
+    k: i64,
+    narrow_tiles: i64,
+    short_split: bool,
+) -> Option<GemmConfig> {
     if k > SHORT_K_DEEP_MAX {
         return None;
     }
