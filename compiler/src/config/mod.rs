@@ -548,8 +548,9 @@ mod tests {
         assert_eq!(late.split_k_slice(4608), 288);
         // The 14x14 stage's (M = 196, N = 256, K = 2304): 56 tiles, 8 slices.
         assert_eq!(split_k(Target::Nvidia, 1, 196, 256, 2304), 8);
-        // A 1x1 expansion (M = 49, N = 2048, K = 512): 128 tiles, 2 slices of 256.
-        assert_eq!(split_k(Target::Nvidia, 1, 49, 2048, 512), 2);
+        // A 1x1 expansion (M = 49, N = 2048, K = 512): 16x64 tiles in 4
+        // slices of 128 (nvidia.rs, `mid_k_four_slices`).
+        assert_eq!(split_k(Target::Nvidia, 1, 49, 2048, 512), 4);
         // The 7x7 stage's 3x3 convolution at batch 32 (M = 1568, N = 512):
         // 200 tiles of 64x64 fill the SMs once; K = 4608 splits in 2.
         let batch32 = Target::Nvidia.gemm_config(1, 1568, 512, 4608).unwrap();
@@ -557,10 +558,10 @@ mod tests {
         // ... but not K = 512 (the 1x1 expansion) nor 392 tiles (14x14 stage).
         assert_eq!(split_k(Target::Nvidia, 1, 1568, 512, 512), 1);
         assert_eq!(split_k(Target::Nvidia, 1, 6272, 256, 2304), 1);
-        // 56x56 with 64 channels (M = 3136, N = 64): 196 tiles of 32x32,
-        // fewer than two per SM: 2 slices of 288; K = 64 (its 1x1
+        // 56x56 with 64 channels (M = 3136, N = 64, K = 576): 16x64 tiles
+        // in 4 slices of 144 (`mid_k_four_slices`); K = 64 (its 1x1
         // neighbour) stays whole.
-        assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 576), 2);
+        assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 576), 4);
         assert_eq!(split_k(Target::Nvidia, 1, 3136, 64, 64), 1);
         // Short K, enough tiles, a batch, or another target: no split.
         assert_eq!(split_k(Target::Nvidia, 1, 49, 512, 256), 1);

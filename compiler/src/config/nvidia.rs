@@ -55,7 +55,10 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// 64, K = 256, went from 23.1 us on 32x32 tiles to 16.5 in 4 slices of
 /// 32x64, and the 28x28 reduction, M = 784, N = 128, K = 512, from 23.3
 /// (32x32 in 2 slices) to 17.0; `scripts/conv-shapes-device.py`; with at
-/// most 256 rows, 16x64 tiles in 2 slices instead, `few_rows_short_split`).
+/// most 256 rows, 16x64 tiles in 2 slices instead, `few_rows_short_split`;
+/// both layers now take the rules of session 11's second round: K of 512
+/// to 1152 takes 16x64 tiles in 4 slices, `mid_k_four_slices`, and K up to
+/// 256 k steps of 32, `short_k_deep_steps`).
 /// ResNet-50's 7x7-stage 3x3 convolution (M = 49, N = 512, K = 4608: 32
 /// tiles) runs 16 slices of 288; 16x16 tiles there gave 128 groups of 64
 /// work-items each streaming all of K (0.64 ms, 0.36 TFLOP/s on the H100).
@@ -80,6 +83,12 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         });
     }
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
+    if tiles(64) < SMS
+        && n >= 64
+        && let Some(config) = mid_k_four_slices(m, n, k)
+    {
+        return Some(config);
+    }
     let narrow_tiles = ((m + 31) / 32) * ((n + 63) / 64);
     let mut narrow_split = split_k(narrow_tiles, k, MIN_SPLIT_K_SLICE);
     let mut short_split = false;
@@ -90,6 +99,9 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     }
     if tiles(64) < SMS && m >= MID_MIN_ROWS && n >= 64 && narrow_tiles * narrow_split >= SMS {
         if short_split && let Some(config) = few_rows_short_split(m, n) {
+            return Some(config);
+        }
+        if let Some(config) = short_k_deep_steps(m, n, k, narrow_tiles, short_split) {
             return Some(config);
         }
         return Some(GemmConfig {
@@ -151,9 +163,10 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
 /// activations as it does inside the graph (cuDNN 11.5; 32x64 tiles in 2
 /// slices: 15.7 and 15.0; 16x64 tiles with k steps of 32 or in 4 slices:
 /// 15.4-16.1; `scripts/conv-shapes-device.py`, docs/benchmarks.md, session
-/// 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) keeps 4 slices
-/// of 32x64: 16x64 tiles in 2 slices ran 17.9 us there against 16.0 with
-/// the NCHW input (14.3 against 15.9 reading NHWC).
+/// 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) does not take
+/// them: 16x64 tiles in 2 slices ran 17.9 us there against 16.0 with the
+/// NCHW input (14.3 against 15.9 reading NHWC); it takes
+/// `short_k_deep_steps`' 32x64 tiles unsplit.
 fn few_rows_short_split(m: i64, n: i64) -> Option<GemmConfig> {
     let config = GemmConfig {
         tile_m: 16,
@@ -168,12 +181,81 @@ fn few_rows_short_split(m: i64, n: i64) -> Option<GemmConfig> {
     (m <= FEW_ROWS && work_groups >= 2 * SMS).then_some(config)
 }
 
+/// K of 512 to 1152 where 64x64 tiles leave SMs idle: 16x64 tiles of 4x4
+/// outputs (64 work-items) in 4 slices of 128 to 288, if those give every
+/// SM a work-group. Reading NHWC activations as inside ResNet-50 at batch
+/// 1 (docs/benchmarks.md, session 11, second round), this beat the table's
+/// 32x64 and 32x32 split-K tiles on every such shape measured: the 14x14
+/// 1x1 reduction (M = 196, N = 256, K = 1024) 21.3 -> 18.2 us, the 7x7
+/// stride-2 expansion (M = 49, N = 2048, K = 1024) 33.6 -> 22.9, the 7x7
+/// expansion (K = 512) 20.5 -> 16.1, the 56x56 3x3 convolution (M = 3136,
+/// N = 64, K = 576) 22.8 -> 20.1. Longer slices lose to the table's deeper
+/// splits (K = 2304 in 4 slices: 37.1 against 26.6 in 8 of 32x64), and so
+/// do shorter ones (K = 256: 16.1 against 14.4, `few_rows_short_split`).
+/// Only for N a multiple of 64 (all that was measured): applied to all 14
+/// of Inception v2's layers in range (14x14 and 28x28, N = 64 to 224), the
+/// deeper K splits grew its memory plan's arena to 1.08x the liveness
+/// bound (`compiler/tests/light_models.rs` allows 1.05; 1.00 with the 3
+/// whose N is a multiple of 64), and a partial column tile idles up to 63
+/// of 64 columns.
+fn mid_k_four_slices(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+    let config = GemmConfig {
+        tile_m: 16,
+        tile_n: 64,
+        tile_k: 16,
+        work_m: 4,
+        work_n: 4,
+        split_k: 4,
+    };
+    let work_groups = ((m + 15) / 16) * ((n + 63) / 64) * config.split_k as i64;
+    ((MID_K_MIN..=MID_K_MAX).contains(&k) && n % 64 == 0 && work_groups >= SMS).then_some(config)
+}
+
+/// Short K (at most 256) on mid-sized outputs (`gemm`'s 32x64 tiles):
+/// k steps of 32, halving the barriers per K. Where 32x64 tiles unsplit
+/// fill the SMs already, 16x64 tiles unsplit (twice the work-groups, at
+/// least two per SM; K of at least 128): the 56x56 1x1 layer to 128
+/// channels (M = 3136, N = 128, K = 256) went from 19.5 us to 16.8 reading
+/// NHWC, the 28x28 1x1 expansion (M = 784, N = 512, K = 128) from 11.7 to
+/// 11.0 (K = 256: 18.6 to 17.6), and from 20.9, 12.7 and 22.3 to 20.5,
+/// 12.7 and 20.8 with the NCHW input. Where they would take the short split
+/// (past `FEW_ROWS` rows, at least half the SMs covered unsplit), 32x64
+/// tiles unsplit instead of 4 slices of 64: the 56x56 1x1 reduction (M =
+/// 3136, N = 64, K = 256) went from 15.9 to 13.4 reading NHWC, but from
+/// 15.9 to 20.3 with the NCHW input, whose K is strided (inside ResNet-50
+/// it reads NHWC).
+fn short_k_deep_steps(
+    m: i64,
+    n: i64,
+    k: i64,
+    narrow_tiles: i64,
+    short_split: bool,
+) -> Option<GemmConfig> {
+    if k > SHORT_K_DEEP_MAX {
+        return None;
+    }
+    let config = |tile_m: u32| GemmConfig {
+        tile_m,
+        tile_n: 64,
+        tile_k: 32,
+        work_m: 4,
+        work_n: 4,
+        split_k: 1,
+    };
+    if short_split {
+        return (m > FEW_ROWS && 2 * narrow_tiles >= SMS).then_some(config(32));
+    }
+    let work_groups = ((m + 15) / 16) * ((n + 63) / 64);
+    (narrow_tiles >= SMS && k >= SHORT_K_DEEP_MIN && work_groups >= 2 * SMS).then_some(config(16))
+}
+
 /// Configurations `tcc tune` measures besides the table's: the GPU list
 /// (square tiles, 32x32 tiles in 2 to 16 slices) and the tiles this table
 /// picks for mid-sized outputs, 32x64 tiles of 4x4 outputs, unsplit and
 /// in 2 or 4 slices, plus 64x64 tiles in 2 or 4 slices and 16x64 tiles
-/// in 2 (`few_rows_short_split`); a split keeps at least 128 of K per
-/// slice.
+/// in 2 or 4 (`few_rows_short_split`, `mid_k_four_slices`); a split keeps
+/// at least 128 of K per slice. Up to 256 of K, also 16x64 and 32x64 tiles
+/// unsplit with k steps of 32 (`short_k_deep_steps`).
 fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
     let mut alternatives = super::gpu_gemm_alternatives(m, n, k);
     let tile = |tile_m: u32, tile_n: u32, split_k: u32| GemmConfig {
@@ -192,8 +274,18 @@ fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
             }
         }
     }
-    if k / 2 >= 128 {
-        alternatives.push(tile(16, 64, 2));
+    for slices in [2, 4] {
+        if k / slices as i64 >= 128 {
+            alternatives.push(tile(16, 64, slices));
+        }
+    }
+    if k <= SHORT_K_DEEP_MAX {
+        for tile_m in [16, 32] {
+            alternatives.push(GemmConfig {
+                tile_k: 32,
+                ..tile(tile_m, 64, 1)
+            });
+        }
     }
     alternatives
 }
@@ -236,6 +328,15 @@ const SMS: i64 = 132;
 /// The most rows that take `few_rows_short_split`'s 16-row tiles (8 tiles
 /// of 32 rows).
 const FEW_ROWS: i64 = 256;
+
+/// The K range `mid_k_four_slices` splits into 4 slices of 16x64 tiles.
+const MID_K_MIN: i64 = 512;
+const MID_K_MAX: i64 = 1152;
+
+/// The K range `short_k_deep_steps` covers (its 16x64 tiles from the
+/// minimum: K = 64 ran 3 to 5 times slower with k steps of 32).
+const SHORT_K_DEEP_MIN: i64 = 128;
+const SHORT_K_DEEP_MAX: i64 = 256;
 
 /// The fewest rows that take 32x64 tiles when 64x64 tiles leave SMs idle
 /// (the 7x7 stage, M = 49, keeps its 32x32 split-K tiles).
@@ -329,6 +430,7 @@ mod tests {
             (64, 64, 2),
             (64, 64, 4),
             (16, 64, 2),
+            (16, 64, 4),
         ] {
             assert!(mid.contains(&tile), "{tile:?} not in {mid:?}");
         }
@@ -344,9 +446,10 @@ mod tests {
     #[test]
     fn short_k_splits_32x64_tiles_into_up_to_4_slices() {
         // Where 32x64 tiles in slices of 256 leave SMs idle, slices of 64
-        // (at most 4): the 56x56 1x1 reduction (K = 256, 98 tiles) and the
-        // 28x28 reduction (M = 784, N = 128, K = 512, 50 tiles).
-        for (m, n, k) in [(3136, 64, 256), (784, 128, 512)] {
+        // (at most 4), K from 257 to 511 (shorter K and K from 512 take k
+        // steps of 32 or 16x64 tiles, the tests below): M = 3136, N = 64
+        // (98 tiles) and M = 784, N = 128 (50 tiles), K = 384.
+        for (m, n, k) in [(3136, 64, 384), (784, 128, 384)] {
             let config = Target::Nvidia.gemm_config(1, m, n, k).unwrap();
             assert_eq!((config.tile_m, config.tile_n, config.split_k), (32, 64, 4));
         }
@@ -369,13 +472,63 @@ mod tests {
         assert_eq!(few_rows.workgroup_size(), 64);
         // ... only where those still give every SM two work-groups (N =
         // 320: 65 tiles of 16x64, 35 of 32x64 in 4 slices) and only instead
-        // of the short split (K = 512 splits in 2 slices of 256 already).
+        // of the short split (K = 1536 splits in 4 slices of 384 already).
         let narrow = Target::Nvidia.gemm_config(1, 196, 320, 256).unwrap();
         assert_eq!((narrow.tile_m, narrow.tile_n, narrow.split_k), (32, 64, 4));
-        let long = Target::Nvidia.gemm_config(1, 196, 1024, 512).unwrap();
-        assert_eq!((long.tile_m, long.tile_n, long.split_k), (32, 64, 2));
-        // Longer K keeps slices of 256 (M = 800, N = 96, K = 576: 32x32 in 2).
-        let longer = Target::Nvidia.gemm_config(1, 800, 96, 576).unwrap();
-        assert_eq!((longer.tile_m, longer.tile_n, longer.split_k), (32, 32, 2));
+        let long = Target::Nvidia.gemm_config(1, 196, 1024, 1536).unwrap();
+        assert_eq!((long.tile_m, long.tile_n, long.split_k), (32, 64, 4));
+        // K past 1152 with too few 32x64 tiles for the mid-sized path keeps
+        // slices of 256 (M = 800, N = 64, K = 1280: 32x32 tiles in 4).
+        let longer = Target::Nvidia.gemm_config(1, 800, 64, 1280).unwrap();
+        assert_eq!((longer.tile_m, longer.tile_n, longer.split_k), (32, 32, 4));
+    }
+
+    /// (tile_m, tile_n, tile_k, split_k) of the nvidia table's choice.
+    fn chosen(m: i64, n: i64, k: i64) -> (u32, u32, u32, u32) {
+        let c = Target::Nvidia.gemm_config(1, m, n, k).unwrap();
+        (c.tile_m, c.tile_n, c.tile_k, c.split_k)
+    }
+
+    #[test]
+    fn mid_k_takes_16x64_tiles_in_4_slices() {
+        // K of 512 to 1152 where 64x64 tiles leave SMs idle: the 56x56 3x3
+        // layer, the 28x28 and 14x14 reductions, the 7x7 expansions.
+        for (m, n, k) in [
+            (3136, 64, 576),
+            (784, 128, 1152),
+            (784, 128, 512),
+            (784, 256, 512),
+            (196, 256, 1024),
+            (196, 512, 1024),
+            (49, 2048, 512),
+            (49, 2048, 1024),
+        ] {
+            assert_eq!(chosen(m, n, k), (16, 64, 16, 4), "{m}x{n}x{k}");
+        }
+        // Longer K keeps the deeper splits (slices of 576 and more lost).
+        assert_eq!(chosen(196, 256, 2304), (32, 64, 16, 8));
+        assert_eq!(chosen(49, 512, 2048), (32, 32, 16, 8));
+        assert_eq!(chosen(49, 512, 4608), (32, 32, 16, 16));
+        // Fewer work-groups than SMs (M = 64, N = 64: 16) or outputs that
+        // fill the SMs with 64x64 tiles stay as they were.
+        assert_ne!(chosen(64, 64, 1024).0, 16);
+        assert_eq!(chosen(3136, 512, 576), (64, 64, 16, 1));
+        // N not a multiple of 64 (Inception v2's M = 784, N = 96) neither.
+        assert_eq!(chosen(784, 96, 576), (32, 32, 16, 2));
+    }
+
+    #[test]
+    fn short_k_takes_k_steps_of_32() {
+        // 32x64 tiles that fill the SMs unsplit: 16x64 tiles, k steps of 32.
+        for (m, n, k) in [(3136, 128, 256), (784, 512, 128), (784, 512, 256)] {
+            assert_eq!(chosen(m, n, k), (16, 64, 32, 1), "{m}x{n}x{k}");
+        }
+        // The short split past 256 rows: 32x64 tiles unsplit, k steps of 32.
+        assert_eq!(chosen(3136, 64, 256), (32, 64, 32, 1));
+        // K = 64 keeps k steps of 16 (32x32 tiles here; 64x64 at N = 256).
+        assert_eq!(chosen(3136, 64, 64), (32, 32, 16, 1));
+        assert_eq!(chosen(3136, 256, 64), (64, 64, 16, 1));
+        // At most 256 rows the short split stays `few_rows_short_split`'s.
+        assert_eq!(chosen(196, 1024, 256), (16, 64, 16, 2));
     }
 }

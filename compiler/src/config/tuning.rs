@@ -174,28 +174,39 @@ mod tests {
     ];
 
     #[test]
-    fn committed_records_parse_and_name_the_tables_few_rows_split() {
+    fn committed_records_parse_and_agree_with_the_nvidia_table() {
         for (name, text) in COMMITTED {
             let record = TuningRecord::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!record.gemms.is_empty(), "{name}");
         }
-        // ResNet-50's 14x14 1x1 expansion (M = 196, N = 1024, K = 256): the
-        // H100 record and the nvidia table agree on 16x64 tiles in 2
-        // slices (docs/benchmarks.md, session 11); the 56x56 1x1 reduction
-        // (M = 3136, N = 64, K = 256) is a signature of its own.
+        // ResNet-50's batch-1 shapes that the table's session-11 rules
+        // changed (docs/benchmarks.md, session 11 and its second round):
+        // the H100 record names the table's configuration, measured there.
         let h100 = TuningRecord::parse(COMMITTED[0].1).unwrap();
-        let expansion = [1, 196, 1024, 256];
-        let tuned = h100.lookup(Target::Nvidia, "convolution", expansion);
-        assert_eq!(tuned, Target::Nvidia.gemm_config(1, 196, 1024, 256));
-        assert_eq!(
-            tuned.map(|c| (c.tile_m, c.tile_n, c.split_k)),
-            Some((16, 64, 2))
-        );
-        let reduction = h100.lookup(Target::Nvidia, "convolution", [1, 3136, 64, 256]);
-        assert_eq!(
-            reduction.map(|c| (c.tile_m, c.tile_n, c.split_k)),
-            Some((32, 64, 4))
-        );
+        for (m, n, k, tiles) in [
+            (196, 1024, 256, (16, 64, 16, 2)),
+            (3136, 64, 576, (16, 64, 16, 4)),
+            (784, 128, 1152, (16, 64, 16, 4)),
+            (784, 128, 512, (16, 64, 16, 4)),
+            (784, 256, 512, (16, 64, 16, 4)),
+            (196, 1024, 512, (16, 64, 16, 4)),
+            (196, 256, 1024, (16, 64, 16, 4)),
+            (196, 512, 1024, (16, 64, 16, 4)),
+            (49, 2048, 512, (16, 64, 16, 4)),
+            (49, 2048, 1024, (16, 64, 16, 4)),
+            (3136, 128, 256, (16, 64, 32, 1)),
+            (784, 512, 128, (16, 64, 32, 1)),
+            (784, 512, 256, (16, 64, 32, 1)),
+            (3136, 64, 256, (32, 64, 32, 1)),
+        ] {
+            let tuned = h100.lookup(Target::Nvidia, "convolution", [1, m, n, k]);
+            assert_eq!(tuned, Target::Nvidia.gemm_config(1, m, n, k), "{m}x{n}x{k}");
+            assert_eq!(
+                tuned.map(|c| (c.tile_m, c.tile_n, c.tile_k, c.split_k)),
+                Some(tiles),
+                "{m}x{n}x{k}"
+            );
+        }
     }
 
     #[test]
