@@ -173,6 +173,33 @@ int main(int argc, char **argv) {
   expect("wait again", tcc_call_wait(call), TCC_ERROR_INVALID_HANDLE, NULL);
   if (memcmp(y, expected, out_info.bytes) != 0) { printf("FAIL async result differs\n"); failures++; }
 
+  /* The in-flight depth and compute queues: bad settings are refused, then
+   * three calls go in flight at once on two queues of the session's own. */
+  expect("in-flight depth 0", tcc_session_set_max_in_flight(session, 0), TCC_ERROR_INVALID_ARGUMENT, "at least 1");
+  expect("compute queues \"many\"", tcc_session_set_compute_queues(session, "many"), TCC_ERROR_INVALID_ARGUMENT, "auto, shared");
+  expect("compute queues NULL", tcc_session_set_compute_queues(session, NULL), TCC_ERROR_NULL_ARGUMENT, NULL);
+  expect("compute queues of a made-up handle", tcc_session_set_compute_queues((tcc_session *)0x1234, "2"), TCC_ERROR_INVALID_HANDLE, NULL);
+  expect("in-flight depth 2", tcc_session_set_max_in_flight(session, 2), TCC_OK, NULL);
+  expect("compute queues 2", tcc_session_set_compute_queues(session, "2"), TCC_OK, NULL);
+  {
+    enum { CALLS = 3 };
+    float *ys[CALLS];
+    tcc_call *calls[CALLS];
+    for (int c = 0; c < CALLS; c++) {
+      ys[c] = calloc(1, out_info.bytes);
+      calls[c] = NULL;
+      tcc_tensor own_out = out;
+      own_out.data = ys[c];
+      expect("async call on own queues", tcc_session_run_async(session, function, &in, 1, &own_out, 1, &calls[c]), TCC_OK, NULL);
+    }
+    for (int c = 0; c < CALLS; c++) {
+      expect("wait on own queues", tcc_call_wait(calls[c]), TCC_OK, NULL);
+      if (memcmp(ys[c], expected, out_info.bytes) != 0) { printf("FAIL own-queue result differs\n"); failures++; }
+      free(ys[c]);
+    }
+  }
+  expect("compute queues shared again", tcc_session_set_compute_queues(session, "shared"), TCC_OK, NULL);
+
   /* Several threads on one session, then on sessions of their own. */
   enum { THREADS = 6, RUNS = 15 };
   pthread_t threads[THREADS];

@@ -184,6 +184,17 @@ tcc_status tcc_session_run_async(tcc_session *session, const char *function,
                                  const tcc_tensor *inputs, size_t num_inputs,
                                  const tcc_tensor *outputs, size_t num_outputs,
                                  tcc_call **call);
+/* How many of the session's tcc_session_run_async calls may be in flight
+ * at once (default 4; at least 1, else TCC_ERROR_INVALID_ARGUMENT). One
+ * beyond it first waits for the oldest call's device work. */
+tcc_status tcc_session_set_max_in_flight(tcc_session *session, size_t depth);
+/* Which compute queues the session's asynchronous calls use: "auto" (the
+ * default: on a GPU one queue of the session's own per call in flight, on
+ * a CPU the runtime's queue), "shared" (the runtime's queue) or a count of
+ * own queues ("1", "4"); anything else is TCC_ERROR_INVALID_ARGUMENT.
+ * Calls already in flight finish first. Outputs are the same either way. */
+tcc_status tcc_session_set_compute_queues(tcc_session *session,
+                                          const char *setting);
 /* Whether the call has finished (*done = 1) without waiting. */
 tcc_status tcc_call_done(const tcc_call *call, int *done);
 /* Waits for the call, returns its status (and sets tcc_last_error on

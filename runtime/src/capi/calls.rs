@@ -3,7 +3,9 @@
 //! (`tcc_session_run_async`: `Session::submit`, so that a session's calls
 //! are in flight together up to its depth, on its compute queues; finished
 //! by `tcc_call_wait`), with every tensor argument checked against the
-//! function's signature first.
+//! function's signature first; and a session's in-flight depth and compute
+//! queues (`tcc_session_set_max_in_flight`, `tcc_session_set_compute_queues`,
+//! as `tcc-benchmark --in-flight` and `--compute-queues`).
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -39,6 +41,40 @@ pub extern "C" fn tcc_session_create(
 #[unsafe(no_mangle)]
 pub extern "C" fn tcc_session_free(session: *mut c_void) -> TccStatus {
     guard(|| session_of(session, true).map(drop))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_set_max_in_flight(session: *mut c_void, depth: usize) -> TccStatus {
+    guard(|| {
+        if depth == 0 {
+            return Err(invalid("the in-flight depth must be at least 1"));
+        }
+        let session = session_of(session, false)?;
+        session
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_max_in_flight(depth);
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_set_compute_queues(
+    session: *mut c_void,
+    setting: *const c_char,
+) -> TccStatus {
+    guard(|| {
+        let setting = c_str(setting, "setting")?;
+        let queues = crate::ComputeQueues::parse(&setting)?;
+        let session = session_of(session, false)?;
+        session
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_compute_queues(queues)?;
+        Ok(())
+    })
 }
 
 /// Where an output goes: the caller's buffer, checked against the
