@@ -212,6 +212,14 @@ fn is_running(ev: &Event) -> bool {
     ev.command_execution_status().is_ok_and(|s| s.0 > 0)
 }
 
+/// A second reference to `ev` (retained; the new `Event` releases it).
+fn retained(ev: &Event) -> Result<Event> {
+    // SAFETY: retaining a valid event.
+    unsafe { opencl3::event::retain_event(ev.get()) }
+        .map_err(|e| crate::error::Error::cl("clRetainEvent", e.into()))?;
+    Ok(Event::new(ev.get()))
+}
+
 fn take_io(rt: &RuntimeInner, io: &Mutex<IoCache>, bytes: u64) -> Result<(PoolBuffer, bool)> {
     let class = rt.pool().class_for(bytes.max(1))?;
     {

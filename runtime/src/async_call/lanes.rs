@@ -26,7 +26,7 @@ use std::sync::Arc;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 
-use super::{is_running, wait_for_queue};
+use super::{is_running, retained, wait_for_queue};
 use crate::RuntimeInner;
 use crate::device::HostIo;
 use crate::error::{Error, Result};
@@ -214,12 +214,4 @@ impl Lanes {
         }
         self.constants_ready = None;
     }
-}
-
-/// A second reference to `ev`.
-fn retained(ev: &Event) -> Result<Event> {
-    // SAFETY: retaining a valid event; the new `Event` releases it.
-    unsafe { opencl3::event::retain_event(ev.get()) }
-        .map_err(|e| Error::cl("clRetainEvent", e.into()))?;
-    Ok(Event::new(ev.get()))
 }

@@ -14,7 +14,7 @@ use opencl3::types::{cl_event, cl_mem};
 
 use super::handle::{CallHandle, InFlight, OutputSlot, Resources, retire, unmap_outputs};
 use super::staging::{StagingBuf, copy_bytes};
-use super::take_io;
+use super::{retained, take_io};
 use crate::TransferCounters;
 use crate::buffer_pool::PoolBuffer;
 use crate::device::HostIo;
@@ -335,21 +335,15 @@ impl Session {
                 Some(d) => d,
                 // No output to read: the kernels' marker ends the call (a
                 // second reference to it).
-                None => {
-                    // SAFETY: retaining a valid event.
-                    unsafe { opencl3::event::retain_event(computed.get()) }
-                        .map_err(|e| Error::cl("clRetainEvent", e.into()))?;
-                    Event::new(computed.get())
-                }
+                None => retained(&computed)?,
             };
             Ok((computed, done))
         };
         match enqueue(&mut res) {
             Ok((computed, done)) => {
                 // The session's own reference to the end of the call.
-                // SAFETY: retaining a valid event.
-                if unsafe { opencl3::event::retain_event(done.get()) }.is_ok() {
-                    self.calls.in_flight.push_back(Event::new(done.get()));
+                if let Ok(end) = retained(&done) {
+                    self.calls.in_flight.push_back(end);
                 }
                 rt.live_handles
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);

@@ -50,11 +50,7 @@ pub extern "C" fn tcc_session_set_max_in_flight(session: *mut c_void, depth: usi
             return Err(invalid("the in-flight depth must be at least 1"));
         }
         let session = session_of(session, false)?;
-        session
-            .session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_max_in_flight(depth);
+        session.lock().set_max_in_flight(depth);
         Ok(())
     })
 }
@@ -68,11 +64,7 @@ pub extern "C" fn tcc_session_set_compute_queues(
         let setting = c_str(setting, "setting")?;
         let queues = crate::ComputeQueues::parse(&setting)?;
         let session = session_of(session, false)?;
-        session
-            .session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_compute_queues(queues)?;
+        session.lock().set_compute_queues(queues)?;
         Ok(())
     })
 }
@@ -235,10 +227,7 @@ fn prepare(
 
 impl PreparedCall {
     fn session(&self) -> std::sync::MutexGuard<'_, crate::Session> {
-        self.session
-            .session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.session.lock()
     }
 
     fn execute(self) -> CResult<()> {

@@ -39,6 +39,16 @@ pub(super) struct SessionObject {
     pub(super) model: Arc<ModelObject>,
 }
 
+impl SessionObject {
+    /// The session, locked (a panic in another call does not poison it
+    /// for the C caller).
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 pub(super) struct CallObject {
     /// `None` once waited.
     pub(super) call: Mutex<Option<super::calls::PendingCall>>,
