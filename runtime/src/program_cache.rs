@@ -279,14 +279,17 @@ impl ProgramCache {
             self.stats.source_builds += 1;
             return Ok((program, ProgramOrigin::SourceBuild));
         }
+        let mut salted_options = None;
         if lock.is_some() && paths.loading.exists() {
             let _ = fs::remove_file(&paths.loading);
             self.evict(
                 &paths,
                 "the last process that handed it to the driver died there (it left the marker file .loading); rebuilt from source".into(),
             );
+            salted_options = driver_cache_salted(device, source.options);
         }
-        if !paths.bypass.exists()
+        if salted_options.is_none()
+            && !paths.bypass.exists()
             && let Some(program) =
                 self.load_entry(context, device, source, key, &paths, lock.is_some())
         {
@@ -296,7 +299,11 @@ impl ProgramCache {
             }
             return Ok((program, ProgramOrigin::DiskHit));
         }
-        let program = build_from_source(context, device, source)?;
+        let build_source = ProgramSource {
+            options: salted_options.as_deref().unwrap_or(source.options),
+            ..*source
+        };
+        let program = build_from_source(context, device, &build_source)?;
         self.stats.source_builds += 1;
         if paths.bypass.exists() {
             self.stats.bypassed += 1;
@@ -436,6 +443,29 @@ impl ProgramCache {
 /// their programs: `pocl_release_dlhandle_cache: Assertion found->ref_count
 /// > 0`.)
 const DEFER_WRITES_ON_POCL: bool = true;
+
+/// Build options that steer the driver past its own kernel cache, for the
+/// rebuild after a process died loading this entry's binary: PoCL unpacks
+/// a binary into its kernel cache (`POCL_CACHE_DIR`) before it checks it,
+/// so a binary it aborted on leaves a half-written directory there under
+/// the same hash as the program's source build, and every later build from
+/// source crashed on it too. PoCL's hash covers the build options, so a
+/// define unique to this rebuild gives it a directory of its own (the
+/// binary written back names that directory, so later loads use it too).
+/// `None` for drivers whose cache is not known to do this.
+fn driver_cache_salted(device: &DeviceInfo, options: &str) -> Option<String> {
+    if !binaries_compile_every_kernel(device) {
+        return None;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    Some(format!(
+        "{options} -DTCC_REBUILD_AFTER_DRIVER_CRASH={}_{nanos}",
+        std::process::id()
+    ))
+}
 
 /// Whether asking the driver for a program's binary
 /// (`CL_PROGRAM_BINARIES`) compiles every kernel of it. PoCL does (a

@@ -76,6 +76,9 @@ fn run(exe: &Path, args: &[&Path], extra: &[&str], cache: &Path) -> (bool, Strin
         .args(args)
         .args(extra)
         .env("TCC_CACHE_DIR", cache)
+        // Its own PoCL kernel cache: these tests run at once (see
+        // common::tool_command).
+        .env("POCL_CACHE_DIR", cache.join("pocl"))
         .env_remove("TCC_DEVICE")
         // PoCL's own allocations are not freed at exit; only errors matter.
         .env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")

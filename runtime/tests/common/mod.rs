@@ -95,6 +95,11 @@ pub fn tool_command(name: &str, cache: &Path, args: &[&str]) -> Command {
     command
         .args(args)
         .env("TCC_CACHE_DIR", cache)
+        // PoCL's own kernel cache too: the tests of one binary run at once,
+        // and two processes building the same program into one PoCL cache
+        // race (PoCL 5 aborts on a half-written binary:
+        // `pocl_binary_get_kernels_metadata: Assertion 'len > 0'`).
+        .env("POCL_CACHE_DIR", cache.join("pocl"))
         .env_remove("TCC_DEVICE");
     command
 }
