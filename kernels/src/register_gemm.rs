@@ -20,8 +20,13 @@
 //! whole vectors. Where A is computed (an implicit-GEMM convolution's
 //! windows), the computation is written once per output row with that
 //! row's `i`, so what depends only on the row (its image and pixel)
-//! hoists out of the k loop; with `a_element_vector` one computation
-//! yields 4 neighbouring k (channels) and the k loop steps by 4.
+//! hoists out of the k loop. A convolution's K is walked as its window's
+//! loops (`k_window`), so that the pixel a row reads for one filter tap
+//! hoists out of the channel loop too, and with `a_inside` the channel
+//! loop of a tap that every row of the block reads inside the image runs
+//! a second copy of the body without the padding's checks. (Otherwise,
+//! with `a_element_vector`, one computation yields 4 neighbouring k and
+//! the k loop steps by 4.)
 
 use std::fmt::Write as _;
 
@@ -51,6 +56,20 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     if c.split_k > 1 || spec.split_k_scratch.is_some() {
         return Err(format!(
             "{}: the register-blocked GEMM does not split K",
+            spec.name
+        ));
+    }
+    if let Some(window) = spec.k_window
+        && (window.iter().product::<i64>() != s.k || spec.a_element_vector)
+    {
+        return Err(format!(
+            "{}: a convolution window of {window:?} must cover K = {} with one k per step",
+            spec.name, s.k
+        ));
+    }
+    if spec.a_inside.is_some() && (spec.k_window.is_none() || spec.a_element.is_none()) {
+        return Err(format!(
+            "{}: a bounds check tested per tap (a_inside) needs a convolution window and a computed A element",
             spec.name
         ));
     }
@@ -109,90 +128,138 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         let _ = writeln!(out, "  const int full = col0 + {columns} <= {};", s.n);
     }
     let step = if spec.a_element_vector { 4 } else { 1 };
-    let _ = writeln!(
-        out,
-        "  for (tcc_index k_step = 0; k_step < {}; k_step += {step}) {{",
-        s.k
-    );
-    // A: one value (or float4 of 4 k) per row.
-    let a_type = if spec.a_element_vector {
-        "float4"
-    } else {
-        "float"
-    };
-    for r in 0..rows {
-        let _ = writeln!(out, "    {a_type} ra{r};");
-        let _ = writeln!(out, "    {{\n      const tcc_index i = i{r}, k = k_step;");
-        match (&spec.a_element, &spec.a_offset) {
-            (Some((statements, value)), _) => {
-                for line in statements.lines() {
-                    let _ = writeln!(out, "      {line}");
+    // One step of the k loop (`k_step` in scope): A's value for each row,
+    // `step` rows of B, the multiply-adds.
+    let mut k_body = String::new();
+    {
+        let out = &mut k_body;
+        // A: one value (or float4 of 4 k) per row.
+        let a_type = if spec.a_element_vector {
+            "float4"
+        } else {
+            "float"
+        };
+        for r in 0..rows {
+            let _ = writeln!(out, "    {a_type} ra{r};");
+            let _ = writeln!(out, "    {{\n      const tcc_index i = i{r}, k = k_step;");
+            match (&spec.a_element, &spec.a_offset) {
+                (Some((statements, value)), _) => {
+                    for line in statements.lines() {
+                        let _ = writeln!(out, "      {line}");
+                    }
+                    let _ = writeln!(out, "      ra{r} = {value};");
                 }
-                let _ = writeln!(out, "      ra{r} = {value};");
+                (None, Some(offset)) => {
+                    let _ = writeln!(out, "      ra{r} = {};", spec.a.buffer.load(offset));
+                }
+                (None, None) => {
+                    let _ = writeln!(
+                        out,
+                        "      ra{r} = {};",
+                        spec.a.buffer.load(&spec.a.address("b", "i", "k"))
+                    );
+                }
             }
-            (None, Some(offset)) => {
-                let _ = writeln!(out, "      ra{r} = {};", spec.a.buffer.load(offset));
-            }
-            (None, None) => {
-                let _ = writeln!(
-                    out,
-                    "      ra{r} = {};",
-                    spec.a.buffer.load(&spec.a.address("b", "i", "k"))
-                );
-            }
+            let _ = writeln!(out, "    }}");
         }
-        let _ = writeln!(out, "    }}");
-    }
-    for kk in 0..step {
-        let _ = writeln!(out, "    {{\n      const tcc_index k = k_step + {kk};");
-        // B: `vectors` vectors of row k; a tile reaching past N loads
-        // lane by lane, guarded (`full` is the same for the whole loop).
-        for v in 0..vectors {
-            let first = v * width;
-            let _ = writeln!(out, "      {ty} rb{v};");
-            if b_contiguous {
-                let load = if width == 1 {
-                    spec.b.buffer.load(&b_address)
-                } else {
-                    spec.b.buffer.load_vector(width, &b_address)
-                };
+        for kk in 0..step {
+            let _ = writeln!(out, "    {{\n      const tcc_index k = k_step + {kk};");
+            // B: `vectors` vectors of row k; a tile reaching past N loads
+            // lane by lane, guarded (`full` is the same for the whole loop).
+            for v in 0..vectors {
+                let first = v * width;
+                let _ = writeln!(out, "      {ty} rb{v};");
+                if b_contiguous {
+                    let load = if width == 1 {
+                        spec.b.buffer.load(&b_address)
+                    } else {
+                        spec.b.buffer.load_vector(width, &b_address)
+                    };
+                    let _ = writeln!(
+                        out,
+                        "      {}{{\n        const tcc_index j = col0 + {first};\n        rb{v} = {load};\n      }}",
+                        if edge { "if (full) " } else { "" }
+                    );
+                    if !edge {
+                        continue;
+                    }
+                    out.push_str("      else\n");
+                }
                 let _ = writeln!(
                     out,
-                    "      {}{{\n        const tcc_index j = col0 + {first};\n        rb{v} = {load};\n      }}",
-                    if edge { "if (full) " } else { "" }
+                    "      {{\n        float lanes[{width}];\n        for (int lane = 0; lane < {width}; ++lane) {{\n          const tcc_index j = col0 + {first} + lane;\n          lanes[lane] = j < {n} ? {load} : 0.0f;\n        }}\n        rb{v} = {gather};\n      }}",
+                    n = s.n,
+                    load = spec.b.buffer.load(&b_address),
+                    gather = if width == 1 {
+                        "lanes[0]".to_string()
+                    } else {
+                        format!("vload{width}(0, lanes)")
+                    }
                 );
-                if !edge {
-                    continue;
-                }
-                out.push_str("      else\n");
             }
+            for r in 0..rows {
+                let a = if spec.a_element_vector {
+                    format!("ra{r}.s{kk}")
+                } else {
+                    format!("ra{r}")
+                };
+                let _ = write!(out, "      {{ const {ty} a = ({ty})({a});");
+                for v in 0..vectors {
+                    let _ = write!(out, " acc{r}_{v} = fma(a, rb{v}, acc{r}_{v});");
+                }
+                let _ = writeln!(out, " }}");
+            }
+            let _ = writeln!(out, "    }}");
+        }
+    }
+    match spec.k_window {
+        // A convolution's window as three loops: the row's coordinates for
+        // a tap are loop-invariant in the channel loop, which the compiler
+        // hoists out of it.
+        Some([taps_y, taps_x, channels]) => {
             let _ = writeln!(
                 out,
-                "      {{\n        float lanes[{width}];\n        for (int lane = 0; lane < {width}; ++lane) {{\n          const tcc_index j = col0 + {first} + lane;\n          lanes[lane] = j < {n} ? {load} : 0.0f;\n        }}\n        rb{v} = {gather};\n      }}",
-                n = s.n,
-                load = spec.b.buffer.load(&b_address),
-                gather = if width == 1 {
-                    "lanes[0]".to_string()
-                } else {
-                    format!("vload{width}(0, lanes)")
+                "  for (tcc_index k_ky = 0; k_ky < {taps_y}; ++k_ky)\n  for (tcc_index k_kx = 0; k_kx < {taps_x}; ++k_kx) {{"
+            );
+            let channel_loop = format!(
+                "  for (tcc_index k_ch = 0; k_ch < {channels}; ++k_ch) {{\n    const tcc_index k_step = (k_ky * {taps_x} + k_kx) * {channels} + k_ch;\n{k_body}  }}\n"
+            );
+            match (&spec.a_inside, &spec.a_element) {
+                // The padding's check once per tap for every row (the
+                // statements at channel 0), then the channel loop without
+                // it where all rows are inside the image, with it elsewhere.
+                (Some(condition), Some((statements, _))) => {
+                    let _ = writeln!(out, "  bool tcc_all_inside = true;");
+                    for r in 0..rows {
+                        let _ = writeln!(
+                            out,
+                            "  {{\n    const bool tcc_inside = false;\n    const tcc_index i = i{r}, k_ch = 0, k = (k_ky * {taps_x} + k_kx) * {channels};"
+                        );
+                        for line in statements.lines() {
+                            let _ = writeln!(out, "    {line}");
+                        }
+                        let _ = writeln!(
+                            out,
+                            "    tcc_all_inside = tcc_all_inside && {condition};\n  }}"
+                        );
+                    }
+                    let _ = write!(
+                        out,
+                        "  if (tcc_all_inside) {{\n  const bool tcc_inside = true;\n{channel_loop}  }} else {{\n  const bool tcc_inside = false;\n{channel_loop}  }}\n"
+                    );
                 }
+                _ => out.push_str(&channel_loop),
+            }
+            let _ = writeln!(out, "  }}");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  for (tcc_index k_step = 0; k_step < {}; k_step += {step}) {{\n{k_body}  }}",
+                s.k
             );
         }
-        for r in 0..rows {
-            let a = if spec.a_element_vector {
-                format!("ra{r}.s{kk}")
-            } else {
-                format!("ra{r}")
-            };
-            let _ = write!(out, "      {{ const {ty} a = ({ty})({a});");
-            for v in 0..vectors {
-                let _ = write!(out, " acc{r}_{v} = fma(a, rb{v}, acc{r}_{v});");
-            }
-            let _ = writeln!(out, " }}");
-        }
-        let _ = writeln!(out, "    }}");
     }
-    let _ = writeln!(out, "  }}");
     // The epilogue, per output element, from a private copy of the block
     // (a loop rather than rows x columns copies of the epilogue's code).
     let _ = writeln!(out, "  float block[{rows}][{columns}];");
@@ -307,6 +374,71 @@ mod tests {
         assert!(text.contains("(float16)(ra1.s3)"), "{text}");
         // K must come in fours.
         spec.shape.k = 30;
+        assert!(gemm_kernel(&spec).is_err());
+    }
+
+    #[test]
+    fn a_convolution_window_is_walked_as_its_loops() {
+        // A 3x3 window over 8 channels: K = 72.
+        let mut spec = spec(GemmConfig::register_blocked(2, 16));
+        spec.shape.k = 72;
+        spec.a_element = Some((
+            "const bool inside = (i % 10) + k_kx >= 1;\nconst float value = a1[i * 8 + k_ch];"
+                .into(),
+            "((tcc_inside | inside) ? value : 0.0f)".into(),
+        ));
+        spec.k_window = Some([3, 3, 8]);
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(
+            text.contains("for (tcc_index k_ky = 0; k_ky < 3; ++k_ky)\n  for (tcc_index k_kx = 0; k_kx < 3; ++k_kx) {"),
+            "{text}"
+        );
+        assert!(
+            text.contains("for (tcc_index k_ch = 0; k_ch < 8; ++k_ch) {\n    const tcc_index k_step = (k_ky * 3 + k_kx) * 8 + k_ch;"),
+            "{text}"
+        );
+        // B's row is the flat k.
+        assert!(
+            text.contains("rb0 = vload16(0, a2 + k * 50 + j);"),
+            "{text}"
+        );
+        // Without a per-tap check the channel loop comes once.
+        assert_eq!(text.matches("k_ch < 8").count(), 1, "{text}");
+        assert!(!text.contains("tcc_all_inside"), "{text}");
+
+        // With it: every row's check at channel 0, then the channel loop
+        // twice, the bounds checks folded away in the first.
+        spec.a_inside = Some("inside".into());
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(
+            text.contains("const tcc_index i = i1, k_ch = 0, k = (k_ky * 3 + k_kx) * 8;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tcc_all_inside = tcc_all_inside && inside;"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "if (tcc_all_inside) {\n  const bool tcc_inside = true;\n  for (tcc_index k_ch = 0;"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("} else {\n  const bool tcc_inside = false;\n  for (tcc_index k_ch = 0;"),
+            "{text}"
+        );
+        assert_eq!(text.matches("k_ch < 8").count(), 2, "{text}");
+
+        // The window must cover K, one k per step.
+        spec.shape.k = 70;
+        assert!(gemm_kernel(&spec).is_err());
+        spec.shape.k = 72;
+        spec.a_element_vector = true;
+        assert!(gemm_kernel(&spec).is_err());
+        // A per-tap check needs the window.
+        spec.a_element_vector = false;
+        spec.k_window = None;
         assert!(gemm_kernel(&spec).is_err());
     }
 

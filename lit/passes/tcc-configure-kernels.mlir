@@ -4,6 +4,7 @@
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=POCL
+// RUN: env TCC_CPU_VECTOR_FLOATS=8 tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=AVX2
 // RUN: not tcc-opt %s --tcc-configure-kernels=target=amd 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu tuning=%S/Inputs/pocl-cpu-tuning.json})' | FileCheck %s --check-prefix=TUNED
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu candidate=1})' | FileCheck %s --check-prefix=CANDIDATE
@@ -51,11 +52,14 @@ func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
 }
 
 // A 64x128 @ 128x96 product: the pocl-cpu table takes 4x64 register
-// blocks; the tuning record names this shape (8x16), and `candidate=1`
-// forces the target's second candidate (4x16).
+// blocks on AVX-512 (lit's default, TCC_CPU_VECTOR_FLOATS=16) and 6x16
+// with AVX2's 8-float registers; the tuning record names this shape
+// (8x16), and `candidate=1` forces the target's second candidate (4x16).
 // Templates size their own grids: no max_workgroups.
 // POCL-LABEL: func.func @tunable
 // POCL: tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
+// AVX2-LABEL: func.func @tunable
+// AVX2: tcc.strategy = #tcc.gemm<tile_m = 6, tile_n = 16, tile_k = 4, work_m = 6, work_n = 16, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
 // TUNED-LABEL: func.func @tunable
 // TUNED: #tcc.gemm<tile_m = 8, tile_n = 16, tile_k = 4, work_m = 8, work_n = 16, split_k = 1,
 // CANDIDATE-LABEL: func.func @tunable

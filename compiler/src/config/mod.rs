@@ -504,11 +504,25 @@ mod tests {
             assert!(config.work_m as i64 <= m.max(1), "{config:?}");
             assert_eq!(config.local_bytes(), 0);
         }
-        // Wide outputs get four 16-float vectors per row, 32-wide ones two.
-        let wide = Target::PoclCpu.gemm_config(1, 3136, 64, 64).unwrap();
-        assert_eq!((wide.work_m, wide.work_n), (4, 64));
-        let narrower = Target::PoclCpu.gemm_config(1, 3136, 48, 64).unwrap();
-        assert_eq!((narrower.work_m, narrower.work_n), (6, 32));
+    }
+
+    #[test]
+    fn cpu_blocks_fit_the_simd_registers() {
+        let block = |m, n, floats| {
+            let c = pocl_cpu::gemm_for_vector_floats(m, n, floats).unwrap();
+            (c.work_m, c.work_n)
+        };
+        // AVX-512: wide outputs get four 16-float vectors per row, 32-wide
+        // ones two.
+        assert_eq!(block(3136, 64, 16), (4, 64));
+        assert_eq!(block(3136, 48, 16), (6, 32));
+        // AVX2 (16 registers of 8 floats): twelve accumulators at most.
+        assert_eq!(block(3136, 64, 8), (6, 16));
+        assert_eq!(block(3136, 48, 8), (6, 16));
+        assert_eq!(block(3136, 12, 8), (6, 8));
+        // Never more rows than M has.
+        assert_eq!(block(1, 1000, 8), (1, 16));
+        assert_eq!(block(1, 1000, 16), (1, 64));
     }
 
     #[test]

@@ -54,22 +54,51 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// GEMMs and convolutions on CPUs: the register-blocked form (a work-group
 /// of one work-item per `rows x columns` block of C, operands read
 /// straight from memory), which PoCL compiles to SIMD multiply-adds along
-/// the block's columns. Outputs at least 64 wide take 4 x 64 blocks (four
-/// AVX-512 vectors per row), 32 to 63 wide 6 x 32, narrower ones fewer
-/// columns; never more rows than M has. `tcc tune` on ResNet-50 (13
-/// candidates measured in turns, this machine, docs/benchmarks.md)
-/// picked 4 x 64 for 13 of its 20 convolution shapes, 6 x 32 (the
-/// previous table) for 2.
-fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
+/// the block's columns. The block fills the vector registers of the CPU
+/// tcc compiles on ([`host_vector_floats`]) without spilling them: the
+/// accumulators, one row of B and the broadcast A element.
+///
+/// - AVX-512 (32 registers of 16 floats): outputs at least 64 wide take
+///   4 x 64 blocks (four vectors per row), 32 to 63 wide 6 x 32. `tcc
+///   tune` on ResNet-50 (13 candidates measured in turns on an AVX-512
+///   machine, docs/benchmarks.md) picked 4 x 64 for 13 of its 20
+///   convolution shapes, 6 x 32 for 2.
+/// - Narrower SIMD (AVX2: 16 registers of 8 floats): 6 x 16, twelve
+///   accumulators. The AVX-512 table's 4 x 64 needs 32 and spilled: on
+///   this machine's AVX2 cores ResNet-50 ran at 160 ms a call with it and
+///   138 ms with 6 x 16 (`tcc-benchmark`, docs/benchmarks.md).
+///
+/// Narrower outputs take fewer columns; never more rows than M has.
+pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
     let (rows, columns): (u32, u32) = match n {
-        n if n >= 64 => (4, 64),
-        n if n >= 32 => (6, 32),
+        n if vector_floats >= 16 && n >= 64 => (4, 64),
+        n if vector_floats >= 16 && n >= 32 => (6, 32),
         n if n >= 16 => (6, 16),
         n if n >= 8 => (6, 8),
         _ => (6, 4),
     };
     let rows = m.clamp(1, rows as i64) as u32;
     Some(GemmConfig::register_blocked(rows, columns))
+}
+
+/// The floats in one SIMD register of the CPU this process runs on (16
+/// with AVX-512, else 8): CPU kernels are compiled where they run, as
+/// with IREE's `--iree-llvmcpu-target-cpu=host`, since PoCL compiles them
+/// for its host. `TCC_CPU_VECTOR_FLOATS=8|16` chooses for another CPU.
+pub fn host_vector_floats() -> u32 {
+    static FLOATS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *FLOATS.get_or_init(|| {
+        match std::env::var("TCC_CPU_VECTOR_FLOATS").ok().as_deref() {
+            Some("16") => return 16,
+            Some("8") => return 8,
+            _ => {}
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return 16;
+        }
+        8
+    })
 }
 
 /// Register blocks `tcc tune` tries besides the table's: 4 to 12 rows (no
@@ -100,7 +129,7 @@ impl TargetConfig for PoclCpu {
     }
 
     fn gemm(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
-        gemm(m, n)
+        gemm_for_vector_floats(m, n, host_vector_floats())
     }
 
     fn gemm_alternatives(&self, m: i64, n: i64, _k: i64) -> Vec<GemmConfig> {

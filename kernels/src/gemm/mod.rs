@@ -255,6 +255,23 @@ pub struct GemmSpec {
     /// 4 channels reads 4 neighbouring channels of one input pixel with one
     /// `vload4` and one set of coordinates.
     pub a_element_vector: bool,
+    /// K is a convolution's window, `[taps_y, taps_x, channels]` with
+    /// `k = (k_ky * taps_x + k_kx) * channels + k_ch`, and `a_element`,
+    /// `a_offset` and `b_offset` name the tap and channel as `k_ky`,
+    /// `k_kx`, `k_ch` rather than dividing `k`. The register-blocked form
+    /// walks it as three loops, so that what depends only on the row and
+    /// the tap (an input pixel's coordinates, its bounds checks) is
+    /// computed once per tap instead of once per k; the tiled forms do not
+    /// take it.
+    pub k_window: Option<[i64; 3]>,
+    /// With `k_window`: the name of a `bool` in `a_element`'s statements
+    /// that depends only on the row and the tap (not on `k_ch`), the
+    /// padding's bounds check, which the statements read as `(tcc_inside |
+    /// NAME)`. The template evaluates it for every row of its block once
+    /// per tap and runs the channel loop of a tap inside the image with
+    /// `tcc_inside` true, so the checks and the pad select fold away
+    /// there; elsewhere `tcc_inside` is false.
+    pub a_inside: Option<String>,
     /// As `a_offset`, for `B[b, k, j]`.
     pub b_offset: Option<String>,
     /// C statements run per output element before `init` is evaluated
@@ -292,6 +309,12 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     c.validate()?;
     if c.is_register_blocked() {
         return crate::register_gemm::register_gemm_kernel(spec);
+    }
+    if spec.k_window.is_some() {
+        return Err(format!(
+            "{}: the tiled GEMM forms stage flat k tiles; a convolution window's loops (k_window) are for the register-blocked form",
+            spec.name
+        ));
     }
     // The int8 body reads one char4 of k per output, strided outputs; the
     // fp32 body may step k by less than the tensor-core body (fma_config).

@@ -40,6 +40,8 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         a_offset: None,
         a_element: None,
         a_element_vector: false,
+        k_window: None,
+        a_inside: None,
         b: operand("a2", 50),
         b_offset: None,
         init_statements: String::new(),
@@ -542,4 +544,11 @@ fn operand_addresses_skip_zero_and_unit_strides() {
         col_stride: 12,
     };
     assert_eq!(op.address("b", "i", "k"), "7 + i + k * 12");
+}
+
+#[test]
+fn the_tiled_forms_refuse_a_convolution_window() {
+    let mut spec = spec(tiles(SMALL_TILES));
+    spec.k_window = Some([1, 1, 30]);
+    assert!(gemm_kernel(&spec).unwrap_err().contains("k_window"));
 }

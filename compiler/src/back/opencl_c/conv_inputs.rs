@@ -93,6 +93,75 @@ fn defining_in(ops: &[OperationRef], value: Value) -> bool {
             .is_some_and(|d| ops.iter().any(|op| op.to_raw().ptr == d.to_raw().ptr))
 }
 
+/// The one condition of a convolution's A computation that selects by the
+/// window position alone (the padding's bounds check): the condition of
+/// every `arith.select` among `ops` whose backward slice within `ops` is
+/// index arithmetic on `linalg.index` of dimensions other than
+/// `channel_dim` (no loads, no channel). `None` when there is none, or
+/// more than one distinct such condition. It holds for a whole filter tap
+/// of an output pixel, so the register-blocked GEMM tests it once per tap
+/// and runs the taps inside the image without it.
+pub(super) fn tap_condition<'c>(
+    ops: &[OperationRef<'c, '_>],
+    channel_dim: i64,
+) -> Option<Value<'c, 'c>> {
+    fn invariant(ops: &[OperationRef], value: Value, channel_dim: i64, depth: usize) -> bool {
+        let Some(op) = crate::ir::util::defining_op(value) else {
+            // A block argument: the filter or accumulator, never a bound.
+            return false;
+        };
+        if !ops.iter().any(|o| o.to_raw().ptr == op.to_raw().ptr) {
+            // Defined outside the body (a constant): the same everywhere.
+            return true;
+        }
+        if depth > 64 {
+            return false;
+        }
+        match op_name(&op).as_str() {
+            "linalg.index" => op
+                .attribute("dim")
+                .ok()
+                .and_then(crate::ir::util::integer_value)
+                .is_some_and(|d| d != channel_dim),
+            "arith.constant" => true,
+            name if name.starts_with("arith.") => {
+                let index_or_bool = |v: Value| v.r#type().is_index() || is_i1(v.r#type());
+                op.results().all(|r| index_or_bool(r.into()))
+                    && op.operands().all(|v| {
+                        index_or_bool(v)
+                            && invariant(
+                                ops,
+                                unsafe { Value::from_raw(v.to_raw()) },
+                                channel_dim,
+                                depth + 1,
+                            )
+                    })
+            }
+            _ => false,
+        }
+    }
+    let mut found: Option<Value> = None;
+    for op in ops.iter().filter(|op| op_name(*op) == "arith.select") {
+        let condition = op.operand(0).ok()?;
+        if !invariant(ops, condition, channel_dim, 0) {
+            continue;
+        }
+        match found {
+            Some(previous) if previous != condition => return None,
+            _ => found = Some(unsafe { Value::from_raw(condition.to_raw()) }),
+        }
+    }
+    found
+}
+
+/// Whether `ty` is `i1` (a condition).
+fn is_i1(ty: melior::ir::Type) -> bool {
+    unsafe {
+        mlir_sys::mlirTypeIsAInteger(ty.to_raw())
+            && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == 1
+    }
+}
+
 impl KernelWriter {
     /// Translates the input computation of a `tcc.conv` generic (its body
     /// before the combiner) into statements: `linalg.index` bound to the C
@@ -108,6 +177,26 @@ impl KernelWriter {
         vector: bool,
         reserved: &[Value],
     ) -> Result<(), CodegenError> {
+        self.conv_input_ops_inside(op, input_ops, dims, vector, reserved, None)
+            .map(|_| ())
+    }
+
+    /// [`conv_input_ops`](Self::conv_input_ops), and with `tap_condition`
+    /// (see [`tap_condition`]) every use of that condition reads
+    /// `(tcc_inside | CONDITION)`: a caller that has checked the condition
+    /// for its whole loop declares `const bool tcc_inside = true` and the
+    /// bounds checks fold away (else `false`). Returns the condition's own
+    /// C name, for that check.
+    pub(super) fn conv_input_ops_inside(
+        &mut self,
+        op: OperationRef,
+        input_ops: &[OperationRef],
+        dims: &[Option<String>],
+        vector: bool,
+        reserved: &[Value],
+        tap_condition: Option<Value>,
+    ) -> Result<Option<String>, CodegenError> {
+        let mut condition_name = None;
         for inner in input_ops {
             if inner.operands().any(|v| reserved.contains(&v)) {
                 return Err(CodegenError::at(
@@ -179,7 +268,15 @@ impl KernelWriter {
             } else {
                 self.op(*inner)?;
             }
+            if let Some(condition) = tap_condition
+                && inner.results().any(|r| Value::from(r) == condition)
+            {
+                let name = self.name(op, condition)?;
+                self.names
+                    .insert(key(condition), format!("(tcc_inside | {name})"));
+                condition_name = Some(name);
+            }
         }
-        Ok(())
+        Ok(condition_name)
     }
 }

@@ -79,17 +79,34 @@ fn filter_operand(
 /// C expressions of an implicit-GEMM convolution's window coordinates for
 /// GEMM row `i` and column `k`, given its NHWC output and HWCF filter
 /// shapes: the image `n`, output pixel `y`, `x`, filter tap `ky`, `kx`
-/// and input channel `ch`.
-fn window(output: &[i64], filter: &[i64]) -> [String; 6] {
+/// and input channel `ch`. With `nested_k` the template walks K as the
+/// window's own loops (`GemmSpec::k_window`), and the tap and channel are
+/// those loops' variables rather than quotients and remainders of `k`.
+fn window(output: &[i64], filter: &[i64], nested_k: bool) -> [String; 6] {
     let (oh, ow, kw, channels) = (output[1], output[2], filter[1], filter[2]);
+    let [ky, kx, ch] = if nested_k {
+        ["k_ky".into(), "k_kx".into(), "k_ch".into()]
+    } else {
+        [
+            format!("(k / {})", kw * channels),
+            format!("((k / {channels}) % {kw})"),
+            format!("(k % {channels})"),
+        ]
+    };
     [
         format!("(i / {})", oh * ow),
         format!("((i / {ow}) % {oh})"),
         format!("(i % {ow})"),
-        format!("(k / {})", kw * channels),
-        format!("((k / {channels}) % {kw})"),
-        format!("(k % {channels})"),
+        ky,
+        kx,
+        ch,
     ]
+}
+
+/// A convolution's K as its window's loops, `[taps_y, taps_x, channels]`
+/// (see `GemmSpec::k_window`), from its HWCF filter shape.
+fn k_window(filter: &[i64]) -> [i64; 3] {
+    [filter[0], filter[1], filter[2]]
 }
 
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
@@ -119,6 +136,10 @@ struct Contraction {
     a_element: Option<(String, String)>,
     /// `a_element` computes a float4 of 4 neighbouring channels.
     a_element_vector: bool,
+    /// A convolution's K walked as its window's loops (`nested_k`).
+    k_window: Option<[i64; 3]>,
+    /// The padding's bounds check in `a_element` (`GemmSpec::a_inside`).
+    a_inside: Option<String>,
     b: GemmOperand,
     b_offset: Option<String>,
     c: MemrefView,
@@ -139,14 +160,19 @@ impl KernelWriter {
     /// final `acc + a * w`: the coordinates, bounds checks, loads, producer
     /// ops and pad-value select, with `linalg.index` bound to the window
     /// position of GEMM row `i` and column `k`.
-    fn conv_generic(&mut self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
+    fn conv_generic(
+        &mut self,
+        op: OperationRef,
+        tile_k: i64,
+        nested_k: bool,
+    ) -> Result<Contraction, CodegenError> {
         let ((_, b), (c_value, c)) = (
             self.operand_view(op, 0, OPERAND)?,
             self.operand_view(op, 1, OPERAND)?,
         );
         let filter = memref_shape(op.operand(0).at(&op)?.r#type());
         let channels = filter[2];
-        let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter);
+        let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter, nested_k);
         // (n, oh, ow, f, kh, kw, c); f must not take part in A.
         let dims = [
             Some(n.clone()),
@@ -222,10 +248,21 @@ impl KernelWriter {
             .copied()
             .collect();
         let input_ops = input_ops.as_slice();
-        let vector = channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
+        // Nested loops hoist the coordinates out of the channel loop: the
+        // float4 of channels (one computation for 4 k) is for flat k.
+        let vector =
+            !nested_k && channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
-        self.conv_input_ops(op, input_ops, &dims, vector, &[weight, acc])?;
+        // With the window's loops, the padding's bounds check is tested
+        // once per tap (`GemmSpec::a_inside`).
+        let condition = if nested_k {
+            super::conv_inputs::tap_condition(input_ops, 6)
+        } else {
+            None
+        };
+        let inside =
+            self.conv_input_ops_inside(op, input_ops, &dims, vector, &[weight, acc], condition)?;
         let value = self.name(op, a_value)?;
         let statements = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
@@ -235,6 +272,8 @@ impl KernelWriter {
             a_offset: None,
             a_element: Some((statements, value)),
             a_element_vector: vector,
+            k_window: nested_k.then(|| k_window(&filter)),
+            a_inside: inside,
             b: b_operand,
             b_offset,
             c,
@@ -243,7 +282,12 @@ impl KernelWriter {
         })
     }
 
-    fn contraction(&self, op: OperationRef, tile_k: i64) -> Result<Contraction, CodegenError> {
+    fn contraction(
+        &self,
+        op: OperationRef,
+        tile_k: i64,
+        nested_k: bool,
+    ) -> Result<Contraction, CodegenError> {
         let ((_, a), (_, b), (c_value, c)) = (
             self.operand_view(op, 0, OPERAND)?,
             self.operand_view(op, 1, OPERAND)?,
@@ -254,10 +298,10 @@ impl KernelWriter {
             let [sh, sw] = pair(op, "strides")?;
             let [dh, dw] = pair(op, "dilations")?;
             let channels = filter[2];
-            let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter);
+            let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter, nested_k);
             // 4 neighbouring k share a pixel and filter tap and are
             // contiguous channels when the channel count is a multiple of 4.
-            let vector = channels % 4 == 0 && tile_k % 4 == 0;
+            let vector = !nested_k && channels % 4 == 0 && tile_k % 4 == 0;
             let a_offset = a.address(&[
                 n.clone(),
                 format!("({y} * {sh} + {ky} * {dh})"),
@@ -270,6 +314,8 @@ impl KernelWriter {
                 a_offset: (!vector).then(|| a_offset.clone()),
                 a_element: vector.then(|| (String::new(), a.buffer.load_vector(4, &a_offset))),
                 a_element_vector: vector,
+                k_window: nested_k.then(|| k_window(&filter)),
+                a_inside: None,
                 b: b_operand,
                 b_offset,
                 c,
@@ -288,6 +334,8 @@ impl KernelWriter {
             a_offset: None,
             a_element: None,
             a_element_vector: false,
+            k_window: None,
+            a_inside: None,
             b: operand_of(&b, rank),
             b_offset: None,
             c,
@@ -361,10 +409,13 @@ impl KernelWriter {
                 "#tcc.gemm kernel without a matmul or convolution",
             )
         })?;
+        // The register-blocked form (CPUs) walks a convolution's K as its
+        // window's loops; the tiled forms stage flat k tiles.
+        let nested_k = config.is_register_blocked();
         let contraction = if is_conv_generic(contraction_op) {
-            self.conv_generic(contraction_op, tile_k)?
+            self.conv_generic(contraction_op, tile_k, nested_k)?
         } else {
-            self.contraction(contraction_op, tile_k)?
+            self.contraction(contraction_op, tile_k, nested_k)?
         };
         let int8 = contraction.b.buffer.storage == Storage::I8;
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
@@ -406,6 +457,8 @@ impl KernelWriter {
             a_offset: contraction.a_offset,
             a_element: contraction.a_element,
             a_element_vector: contraction.a_element_vector,
+            k_window: contraction.k_window,
+            a_inside: contraction.a_inside,
             b: contraction.b,
             b_offset: contraction.b_offset,
             init_statements,
