@@ -60,10 +60,10 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         ));
     }
     if let Some(window) = spec.k_window
-        && (window.iter().product::<i64>() != s.k || spec.a_element_vector)
+        && (window.iter().product::<i64>() != s.k || (spec.a_element_vector && window[2] % 4 != 0))
     {
         return Err(format!(
-            "{}: a convolution window of {window:?} must cover K = {} with one k per step",
+            "{}: a convolution window of {window:?} must cover K = {} (with a float4 A element, in whole fours of channels)",
             spec.name, s.k
         ));
     }
@@ -222,7 +222,7 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
                 "  for (tcc_index k_ky = 0; k_ky < {taps_y}; ++k_ky)\n  for (tcc_index k_kx = 0; k_kx < {taps_x}; ++k_kx) {{"
             );
             let channel_loop = format!(
-                "  for (tcc_index k_ch = 0; k_ch < {channels}; ++k_ch) {{\n    const tcc_index k_step = (k_ky * {taps_x} + k_kx) * {channels} + k_ch;\n{k_body}  }}\n"
+                "  for (tcc_index k_ch = 0; k_ch < {channels}; k_ch += {step}) {{\n    const tcc_index k_step = (k_ky * {taps_x} + k_kx) * {channels} + k_ch;\n{k_body}  }}\n"
             );
             match (&spec.a_inside, &spec.a_element) {
                 // The padding's check once per tap for every row (the
@@ -394,7 +394,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("for (tcc_index k_ch = 0; k_ch < 8; ++k_ch) {\n    const tcc_index k_step = (k_ky * 3 + k_kx) * 8 + k_ch;"),
+            text.contains("for (tcc_index k_ch = 0; k_ch < 8; k_ch += 1) {\n    const tcc_index k_step = (k_ky * 3 + k_kx) * 8 + k_ch;"),
             "{text}"
         );
         // B's row is the flat k.
@@ -434,8 +434,20 @@ mod tests {
         spec.shape.k = 70;
         assert!(gemm_kernel(&spec).is_err());
         spec.shape.k = 72;
+        // A float4 element (a producer's arithmetic 4 channels at a time)
+        // steps the channel loop by 4, in whole fours of channels.
         spec.a_element_vector = true;
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(
+            text.contains("for (tcc_index k_ch = 0; k_ch < 8; k_ch += 4) {"),
+            "{text}"
+        );
+        assert!(text.contains("(float16)(ra1.s3)"), "{text}");
+        spec.k_window = Some([3, 3, 6]);
+        spec.shape.k = 54;
         assert!(gemm_kernel(&spec).is_err());
+        spec.k_window = Some([3, 3, 8]);
+        spec.shape.k = 72;
         // A per-tap check needs the window.
         spec.a_element_vector = false;
         spec.k_window = None;

@@ -36,11 +36,11 @@
 // CPU-NEXT: tcc_all_inside = tcc_all_inside && [[INSIDE]];
 // CPU: if (tcc_all_inside) {
 // CPU-NEXT: const bool tcc_inside = true;
-// CPU-NEXT: for (tcc_index k_ch = 0; k_ch < 64; ++k_ch) {
+// CPU-NEXT: for (tcc_index k_ch = 0; k_ch < 64; k_ch += 1) {
 // CPU-NEXT: const tcc_index k_step = (k_ky * 3 + k_kx) * 64 + k_ch;
 // CPU: } else {
 // CPU-NEXT: const bool tcc_inside = false;
-// CPU-NEXT: for (tcc_index k_ch = 0; k_ch < 64; ++k_ch) {
+// CPU-NEXT: for (tcc_index k_ch = 0; k_ch < 64; k_ch += 1) {
 func.func @padded(%x: tensor<2x20x20x64xf32>, %w: tensor<96x3x3x64xf32>) -> tensor<2x20x20x96xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %b = "tosa.const"() <{values = dense<0.1> : tensor<96xf32>}> : () -> tensor<96xf32>
@@ -57,7 +57,7 @@ func.func @padded(%x: tensor<2x20x20x64xf32>, %w: tensor<96x3x3x64xf32>) -> tens
 // CPU: /* register-blocked: {{.*}} M=800 N=64 K=128 batch=1 */
 // CPU: for (tcc_index k_ky = 0; k_ky < 1; ++k_ky)
 // CPU-NEXT: for (tcc_index k_kx = 0; k_kx < 1; ++k_kx) {
-// CPU-NEXT: for (tcc_index k_ch = 0; k_ch < 128; ++k_ch) {
+// CPU-NEXT: for (tcc_index k_ch = 0; k_ch < 128; k_ch += 1) {
 // CPU-NOT: tcc_inside
 // CPU: ra0 = a{{[0-9]+}}[{{.*}} * 128 + k_ch];
 func.func @pointwise(%x: tensor<2x20x20x128xf32>, %w: tensor<64x1x1x128xf32>) -> tensor<2x20x20x64xf32> {

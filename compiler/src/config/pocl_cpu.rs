@@ -84,7 +84,8 @@ pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<Gemm
 /// The floats in one SIMD register of the CPU this process runs on (16
 /// with AVX-512, else 8): CPU kernels are compiled where they run, as
 /// with IREE's `--iree-llvmcpu-target-cpu=host`, since PoCL compiles them
-/// for its host. `TCC_CPU_VECTOR_FLOATS=8|16` chooses for another CPU.
+/// for its host. `TCC_CPU_VECTOR_FLOATS=8|16` chooses for another CPU
+/// (any other value is ignored: the host's).
 pub fn host_vector_floats() -> u32 {
     static FLOATS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *FLOATS.get_or_init(|| {

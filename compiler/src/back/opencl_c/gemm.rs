@@ -5,7 +5,7 @@
 //! into the C statements the template runs per output element.
 
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
+use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{
     Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, Storage, TensorCores,
     gemm_kernel,
@@ -248,10 +248,22 @@ impl KernelWriter {
             .copied()
             .collect();
         let input_ops = input_ops.as_slice();
-        // Nested loops hoist the coordinates out of the channel loop: the
-        // float4 of channels (one computation for 4 k) is for flat k.
-        let vector =
-            !nested_k && channels % 4 == 0 && tile_k % 4 == 0 && channel_vectorizable(input_ops, 6);
+        // A float4 of 4 channels shares one computation of coordinates and
+        // bounds checks. With the window's loops those are per tap anyway
+        // (and a broadcast from a float4 costs a shuffle per row), so
+        // there it is only for a producer's float arithmetic (DenseNet's
+        // BatchNorm + ReLU before each convolution: 4 channels per
+        // operation; in scalars its 1x1 layers took 1.8x as long).
+        let producer = input_ops.iter().any(|o| {
+            let name = op_name(o);
+            name.starts_with("arith.")
+                && name != "arith.select"
+                && o.results().any(|r| Value::from(r).r#type().is_f32())
+        });
+        let vector = (!nested_k || producer)
+            && channels % 4 == 0
+            && tile_k % 4 == 0
+            && channel_vectorizable(input_ops, 6);
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         // With the window's loops, the padding's bounds check is tested
