@@ -153,6 +153,15 @@ pub trait TargetConfig: Sync {
     /// Which poolings feeding only a 1x1 convolution are unrolled into it.
     fn fold_pools_into_convs(&self) -> PoolFolding;
 
+    /// Whether loop-nest kernels map rows rather than elements onto
+    /// work-items, each walking its rows' innermost dimension in order
+    /// (`tcc-map-loops-to-work-items{serial-rows}`): on CPUs, where that
+    /// inner loop is what vectorizes; GPUs want neighbouring work-items
+    /// on neighbouring elements.
+    fn serial_rows(&self) -> bool {
+        false
+    }
+
     /// The most operations one fused elementwise body may hold.
     fn max_fused_ops(&self) -> i64 {
         MAX_FUSED_OPS
@@ -304,6 +313,12 @@ impl Target {
             Target::Nvidia => "nvidia",
             Target::PoclCpu => "pocl-cpu",
         }
+    }
+
+    /// Whether loop-nest kernels map rows onto work-items (see
+    /// [`TargetConfig::serial_rows`]).
+    pub fn serial_rows(self) -> bool {
+        self.config().serial_rows()
     }
 
     /// Which max or sum poolings feeding only a 1x1 convolution are
