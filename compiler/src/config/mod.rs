@@ -315,6 +315,17 @@ impl Target {
         }
     }
 
+    /// The target a module was configured for (its `tcc.target`, set by
+    /// `tcc-configure-kernels`), if it names one.
+    pub fn of_module(module: melior::ir::operation::OperationRef) -> Option<Target> {
+        use melior::ir::operation::OperationLike;
+        module
+            .attribute(crate::ir::attr_names::TARGET)
+            .ok()
+            .and_then(crate::ir::util::string_value)
+            .and_then(|t| t.parse().ok())
+    }
+
     /// Whether loop-nest kernels map rows onto work-items (see
     /// [`TargetConfig::serial_rows`]).
     pub fn serial_rows(self) -> bool {

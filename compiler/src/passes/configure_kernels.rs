@@ -408,14 +408,9 @@ impl TccPass for ConfigureKernels {
         module: Root<'c>,
         options: &ConfigureOptions,
     ) -> PassResult<'c> {
-        let target = options.target.unwrap_or_else(|| {
-            module
-                .attribute(TARGET)
-                .ok()
-                .and_then(string_value)
-                .and_then(|t| t.parse().ok())
-                .unwrap_or_default()
-        });
+        let target = options
+            .target
+            .unwrap_or_else(|| Target::of_module(module).unwrap_or_default());
         let windows = options
             .windows
             .resolved()

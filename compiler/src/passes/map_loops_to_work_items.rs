@@ -348,15 +348,9 @@ impl TccPass for MapLoopsToWorkItems {
         module: Root<'c>,
         options: &MapLoopsOptions,
     ) -> PassResult<'c> {
-        let serial_rows = options.serial_rows.unwrap_or_else(|| {
-            module
-                .attribute(crate::ir::attr_names::TARGET)
-                .ok()
-                .and_then(crate::ir::util::string_value)
-                .and_then(|t| t.parse::<Target>().ok())
-                .unwrap_or_default()
-                .serial_rows()
-        });
+        let serial_rows = options
+            .serial_rows
+            .unwrap_or_else(|| Target::of_module(module).unwrap_or_default().serial_rows());
         // Collect first: mapping destroys ops that a lazy walk would visit.
         let kernels: Vec<_> = ops_named(module, "gpu.func");
         for kernel in kernels {
