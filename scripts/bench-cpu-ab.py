@@ -20,7 +20,12 @@ import sys
 import time
 
 import numpy as np
-import onnxruntime as ort
+
+try:
+    import onnxruntime as ort
+except ImportError:  # as scripts/bench-cpu-models.sh: from PyPI
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "onnxruntime"])
+    import onnxruntime as ort
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "debug")

@@ -156,11 +156,7 @@ impl PassOptions for MapLoopsOptions {
 fn serial_row_dims<'c>(nests: &[OperationRef<'c, 'c>]) -> Result<Option<Vec<i64>>, PassError<'c>> {
     let mut shared: Option<Vec<i64>> = None;
     for nest in nests {
-        let bounds = loop_bounds(*nest)?;
-        let trips: Vec<i64> = bounds
-            .iter()
-            .map(|(l, u, s)| ((u - l) + s - 1) / s)
-            .collect();
+        let trips = trip_counts(*nest)?;
         let mut length = 1;
         let mut split = trips.len();
         while split > 0 && length < MIN_SERIAL_ROW_LENGTH {
@@ -211,6 +207,14 @@ fn build_for<'c>(
     Ok((body_ref, induction, yield_op))
 }
 
+/// Iterations of each dimension of an scf.parallel.
+fn trip_counts<'c>(op: OperationRef<'c, 'c>) -> Result<Vec<i64>, PassError<'c>> {
+    Ok(loop_bounds(op)?
+        .iter()
+        .map(|(l, u, s)| ((u - l) + s - 1) / s)
+        .collect())
+}
+
 /// Maps one nest: its elements (or, with `serial_dims` > 0, its rows: all
 /// but that many innermost dimensions, which each work-item walks in
 /// order) onto the work-items as a grid-stride loop.
@@ -227,10 +231,7 @@ fn map_nest<'c>(
         ));
     }
     let bounds = loop_bounds(nest)?;
-    let trips: Vec<i64> = bounds
-        .iter()
-        .map(|(l, u, s)| ((u - l) + s - 1) / s)
-        .collect();
+    let trips = trip_counts(nest)?;
     let block = nest
         .block()
         .ok_or_else(|| PassError::at(location, "loop outside a block"))?;
@@ -357,15 +358,9 @@ impl TccPass for MapLoopsToWorkItems {
             let nests: Vec<_> = body_ops_named(kernel, "scf.parallel");
             // Nests that exchange data through memory must share a mapping.
             if let Some(first) = nests.first() {
-                let reference: i64 = loop_bounds(*first)?
-                    .iter()
-                    .map(|(l, u, s)| (u - l + s - 1) / s)
-                    .product();
+                let reference: i64 = trip_counts(*first)?.iter().product();
                 for nest in &nests[1..] {
-                    let points: i64 = loop_bounds(*nest)?
-                        .iter()
-                        .map(|(l, u, s)| (u - l + s - 1) / s)
-                        .product();
+                    let points: i64 = trip_counts(*nest)?.iter().product();
                     if points != reference {
                         return Err(PassError::at(
                             nest.location(),

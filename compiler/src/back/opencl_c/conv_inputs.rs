@@ -71,12 +71,17 @@ pub(super) fn channel_vectorizable(ops: &[OperationRef], channel_dim: i64) -> bo
     })
 }
 
-/// Whether `ty` is `i8` (an int8 convolution's values).
-fn is_i8(ty: melior::ir::Type) -> bool {
+/// Whether `ty` is an integer of `width` bits.
+fn is_integer(ty: melior::ir::Type, width: u32) -> bool {
     unsafe {
         mlir_sys::mlirTypeIsAInteger(ty.to_raw())
-            && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == 8
+            && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == width
     }
+}
+
+/// Whether `ty` is `i8` (an int8 convolution's values).
+fn is_i8(ty: melior::ir::Type) -> bool {
+    is_integer(ty, 8)
 }
 
 /// The C vector type of 4 channels of a value of type `ty` in the float4
@@ -125,7 +130,7 @@ pub(super) fn tap_condition<'c>(
                 .is_some_and(|d| d != channel_dim),
             "arith.constant" => true,
             name if name.starts_with("arith.") => {
-                let index_or_bool = |v: Value| v.r#type().is_index() || is_i1(v.r#type());
+                let index_or_bool = |v: Value| v.r#type().is_index() || is_integer(v.r#type(), 1);
                 op.results().all(|r| index_or_bool(r.into()))
                     && op.operands().all(|v| {
                         index_or_bool(v)
@@ -154,14 +159,6 @@ pub(super) fn tap_condition<'c>(
     found
 }
 
-/// Whether `ty` is `i1` (a condition).
-fn is_i1(ty: melior::ir::Type) -> bool {
-    unsafe {
-        mlir_sys::mlirTypeIsAInteger(ty.to_raw())
-            && mlir_sys::mlirIntegerTypeGetWidth(ty.to_raw()) == 1
-    }
-}
-
 impl KernelWriter {
     /// Translates the input computation of a `tcc.conv` generic (its body
     /// before the combiner) into statements: `linalg.index` bound to the C
@@ -169,25 +166,13 @@ impl KernelWriter {
     /// depend on), and with `vector` every load and float op 4 channels
     /// wide (see [`channel_vectorizable`]). `reserved` (the filter's and
     /// accumulator's block arguments) must not be read.
+    ///
+    /// With `tap_condition` (see [`tap_condition`]) every use of that
+    /// condition reads `(tcc_inside | CONDITION)`: a caller that has
+    /// checked the condition for its whole loop declares `const bool
+    /// tcc_inside = true` and the bounds checks fold away (else `false`).
+    /// Returns the condition's own C name, for that check.
     pub(super) fn conv_input_ops(
-        &mut self,
-        op: OperationRef,
-        input_ops: &[OperationRef],
-        dims: &[Option<String>],
-        vector: bool,
-        reserved: &[Value],
-    ) -> Result<(), CodegenError> {
-        self.conv_input_ops_inside(op, input_ops, dims, vector, reserved, None)
-            .map(|_| ())
-    }
-
-    /// [`conv_input_ops`](Self::conv_input_ops), and with `tap_condition`
-    /// (see [`tap_condition`]) every use of that condition reads
-    /// `(tcc_inside | CONDITION)`: a caller that has checked the condition
-    /// for its whole loop declares `const bool tcc_inside = true` and the
-    /// bounds checks fold away (else `false`). Returns the condition's own
-    /// C name, for that check.
-    pub(super) fn conv_input_ops_inside(
         &mut self,
         op: OperationRef,
         input_ops: &[OperationRef],

@@ -200,10 +200,10 @@ impl KernelWriter {
         self.indent = 0;
         let reserved = [weight, acc];
         let value = if !vector {
-            self.conv_input_ops(op, input_ops, &bound("c"), false, &reserved)?;
+            self.conv_input_ops(op, input_ops, &bound("c"), false, &reserved, None)?;
             self.name(op, a_value)?
         } else if channel_vectorizable(input_ops, dims.channel) {
-            self.conv_input_ops(op, input_ops, &bound("c"), true, &reserved)?;
+            self.conv_input_ops(op, input_ops, &bound("c"), true, &reserved, None)?;
             self.name(op, a_value)?
         } else {
             let mut lanes = Vec::new();
@@ -214,6 +214,7 @@ impl KernelWriter {
                     &bound(&format!("(c + {lane})")),
                     false,
                     &reserved,
+                    None,
                 )?;
                 lanes.push(self.name(op, a_value)?);
             }
