@@ -151,7 +151,7 @@ impl TargetConfig for PoclCpu {
 
     /// Rows, each walked in order (PoCL vectorizes that loop, not the
     /// grid-stride loop across work-items): ShuffleNet's BatchNorm + ReLU
-    /// over 56x56x112 took 1.7 ms mapped by element and 0.07-0.14 ms by
+    /// over 56x56x112 took 0.74 ms mapped by element and 0.10-0.11 ms by
     /// row (pyopencl, this machine's 2 cores).
     fn serial_rows(&self) -> bool {
         true
