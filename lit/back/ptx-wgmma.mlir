@@ -5,17 +5,24 @@
 // RUN: tcc compile %s --target=nvidia --emit=ptx | FileCheck %s --check-prefix=FP32 --implicit-check-not=wgmma
 // The TF32 GEMM on Hopper (issue 9): a 2048x2048 output takes NVIDIA's
 // 128x128 tile, and its plain row-major operands qualify for the wgmma
-// body, so the program's PTX is generated for sm_90a (the wgmma body;
-// ptxas refuses wgmma for plain sm_90): two warpgroups of m64n128k8 per
-// work-group, A read through a 128-byte-swizzle descriptor after
-// cp.async and a proxy fence, B's fragments loaded `.cg` (L2 only).
-// Another architecture (sm_80), FP16 and fp32 keep their bodies and
-// their target.
+// body, so the program's PTX is generated for sm_90a and PTX ISA 8.3 (the
+// wgmma body; ptxas refuses wgmma for plain sm_90): the work-group builds
+// its tensor map of A in its slot (the kernel's last argument), two
+// warpgroups of m64n128k8 per work-group read A through a
+// 128-byte-swizzle descriptor after the TMA's copy lands on the stage's
+// mbarrier, B's fragments loaded `.cg` (L2 only). Another architecture
+// (sm_80), FP16 and fp32 keep their bodies and their target.
+// CHECK: .version 8.3
 // CHECK: .target sm_90a
 // CHECK: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
+// CHECK: .param .u64 .ptr .global .align 1 [[GEMM]]_param_3
 // CHECK: .reqntid 16, 16, 1
-// CHECK: cp.async.cg.shared.global
-// CHECK: fence.proxy.async.shared::cta
+// CHECK: tensormap.replace.tile.global_address.global.b1024.b64
+// CHECK: fence.proxy.tensormap::generic.acquire.gpu
+// CHECK: mbarrier.init.shared::cta.b64
+// CHECK: mbarrier.arrive.expect_tx.shared::cta.b64
+// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: bar.sync 0
 // CHECK: wgmma.fence.sync.aligned
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32
@@ -29,6 +36,7 @@
 // CL: #else
 // SM80: .target sm_80
 // SM80: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// FP16: .version 8.0
 // FP16: .target sm_90{{$}}
 // FP16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // FP32: .target sm_90{{$}}

@@ -313,6 +313,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             StorageArg::Fp16 => Storage::Fp16,
         },
         quantize: args.quantize.pass_options()?,
+        tensor_map_slots: args.precision == PrecisionArg::Tf32,
     };
     if choice.quantize.is_some() && from.is_some_and(|from| from >= Phase::Graph) {
         bail!(

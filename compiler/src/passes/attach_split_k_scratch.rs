@@ -124,7 +124,7 @@ fn split_k_kernels<'c>(
 }
 
 /// Appends arguments of `types` to a `gpu.func` (block and signature).
-fn append_kernel_arguments<'c>(
+pub(super) fn append_kernel_arguments<'c>(
     context: &'c melior::Context,
     kernel: OperationRef<'c, 'c>,
     types: &[Type<'c>],
@@ -238,6 +238,6 @@ fn pass_scratch<'c>(
 }
 
 /// `memref<Nx{element}>`.
-fn buffer_type(elements: i64, element: Type) -> Type {
+pub(super) fn buffer_type(elements: i64, element: Type) -> Type {
     MemRefType::new(element, &[elements.max(1)], None, None).into()
 }

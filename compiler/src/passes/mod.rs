@@ -2,6 +2,7 @@
 //! under its `tcc-*` argument by [`register_all`].
 
 mod attach_split_k_scratch;
+mod attach_tensor_map_slots;
 mod check_supported;
 mod collapse_contractions;
 mod concat_in_place;
@@ -36,6 +37,7 @@ mod simplify_math;
 mod unique_results;
 
 pub use attach_split_k_scratch::AttachSplitKScratch;
+pub use attach_tensor_map_slots::{AttachTensorMapSlots, SLOTS_ATTRIBUTE};
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use collapse_contractions::CollapseContractions;
 pub use concat_in_place::ConcatInPlace;
@@ -113,6 +115,10 @@ pub const ALL: &[(&str, &str)] = &[
     (OrderGlobals::ARGUMENT, OrderGlobals::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
     (AttachSplitKScratch::ARGUMENT, AttachSplitKScratch::SUMMARY),
+    (
+        AttachTensorMapSlots::ARGUMENT,
+        AttachTensorMapSlots::SUMMARY,
+    ),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
     (NarrowStorage::ARGUMENT, NarrowStorage::SUMMARY),
@@ -150,6 +156,7 @@ pub fn register_all() {
     pass::register(&OrderGlobals);
     pass::register(&OutlineKernels);
     pass::register(&AttachSplitKScratch);
+    pass::register(&AttachTensorMapSlots);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
     pass::register(&NarrowStorage);

@@ -206,6 +206,7 @@ impl Phase {
                 "tcc-configure-kernels",
                 "tcc-outline-kernels",
                 "tcc-attach-split-k-scratch",
+                if choice.tensor_map_slots { "tcc-attach-tensor-map-slots" } else { "" },
                 "tcc-lower-kernel-loops",
                 "tcc-map-loops-to-work-items",
                 "lower-affine",
@@ -276,6 +277,10 @@ pub struct GemmChoice {
     /// the options of `tcc-quantize-int8` (`profile=FILE ...`), which then
     /// runs in the graph phase.
     pub quantize: Option<String>,
+    /// GEMMs may take the TF32 `wgmma` body (`tcc compile
+    /// --precision=tf32`), which builds its tensor maps in slots that
+    /// `tcc-attach-tensor-map-slots` passes in the gpu phase.
+    pub tensor_map_slots: bool,
 }
 
 /// The element type weights and intermediate activations are stored in

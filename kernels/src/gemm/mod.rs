@@ -54,6 +54,7 @@ use staging::Sources;
 use tensor_cores::Pipeline;
 pub use tensor_cores::TensorCores;
 use wgmma::Wgmma;
+pub use wgmma::{TENSOR_MAP_BYTES, tensor_map_slot_bytes};
 
 /// Tile sizes of one GEMM kernel. A tile of exactly one work-item's
 /// outputs (`tile_m == work_m`, `tile_n == work_n`) selects the
@@ -287,6 +288,11 @@ pub struct GemmSpec {
     /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
     /// counters (`uint*`, zero before the first launch).
     pub split_k_scratch: Option<(Buffer, Buffer)>,
+    /// A scratch buffer of [`tensor_map_slot_bytes`] (one 128-byte slot
+    /// per work-group) where the TF32 `wgmma` body builds its tensor map
+    /// of A for the TMA (`tcc-attach-tensor-map-slots` passes it; the body
+    /// needs it, the others ignore it).
+    pub tensor_map_slots: Option<Buffer>,
     /// Multiply on tensor cores (TF32 or FP16 inputs, FP32 accumulation;
     /// see `tensor_cores`), in the PTX form only: the kernel text holds the
     /// tensor-core body under `#ifdef TCC_PTX` and the exact FP32 body

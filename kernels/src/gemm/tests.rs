@@ -48,6 +48,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         init: "0.0f".into(),
         store: "a0[i * 50 + j] = acc_value;".into(),
         split_k_scratch: None,
+        tensor_map_slots: None,
         tensor_cores: None,
     }
 }

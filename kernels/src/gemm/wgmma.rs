@@ -9,42 +9,74 @@
 //! fragment words straight from global memory as `float2`s, `.cg`, one
 //! stage ahead, rounded to TF32 by adding half an ulp as the `mma.sync`
 //! body does); wgmma's B operand is `A^T`, read from local memory through a
-//! matrix descriptor: A's rows are K-major already, and 16-byte `cp.async`
-//! copies write them straight into the 128-byte swizzle layout (a stage's
-//! 32 of k are one 128-byte row; the swizzle avoids the bank conflicts of
-//! the plain core-matrix layout: 189 against 233 TF/s in the prototype).
-//! The tensor core reads those A words as they are (the low 13 bits
-//! ignored: truncation to TF32).
+//! matrix descriptor: A's rows are K-major already. The tensor core reads
+//! those A words as they are (the low 13 bits ignored: truncation to TF32).
+//!
+//! A's k tiles (128 rows x 32 of k) come through the tensor memory
+//! accelerator: one work-item issues a `cp.async.bulk.tensor` per tile,
+//! which writes it in the 128-byte swizzle the descriptor reads (no bank
+//! conflicts) and counts its bytes on the stage's mbarrier. That takes A's
+//! copies off L1's load/store pipe, which bounds this loop (Nsight Compute:
+//! LSU wavefronts 85-90% of peak, B's fragment loads most of them), and
+//! leaves 16 KiB of NVIDIA OpenCL's 48 KiB unused by two stages. The copy
+//! needs a tensor map (the TMA's descriptor of A: address, extents, row
+//! stride, box, swizzle), which OpenCL cannot make on the host: each
+//! work-group's first work-item builds its own from zeros with
+//! `tensormap.replace` in a 128-byte slot of a scratch buffer
+//! (`tcc-attach-tensor-map-slots` passes it; field encodings as
+//! `scripts/wgmma-proto/tma.cu`'s field test found them on the H100).
 //!
 //! A work-group of 256 (two warpgroups) computes the configuration's
 //! 128x128 tile with `m64n128k8` instructions, 64 accumulators per thread;
-//! local memory holds only A, three stages of 128x32 (48 KiB, NVIDIA's
-//! OpenCL limit). Two work-groups fit an SM (126 registers), so one's
-//! barrier hides behind the other's wgmmas: Nsight Compute finds the loop
-//! bound by L1's load/store data pipe (LSU wavefronts 85% of peak; B's
-//! fragment loads, 64 bytes per row of k per warp, are most of them), not
-//! by the tensor pipe's drains, and an mbarrier pipeline without a block
-//! barrier (wait_group 1) ran slower (206 TF/s). On the H100
-//! (docs/benchmarks.md): 246 TF/s at 4096^3 (plain B loads 238; the
-//! `mma.sync` body 129; cuBLAS about 410).
+//! two work-groups fit an SM (124 registers). On the H100
+//! (docs/benchmarks.md, tcc-benchmark, one run): 269-270 TF/s at 4096^3
+//! against 248-249 for the `cp.async` form this replaced (three stages,
+//! all work-items copying); the `mma.sync` body 129; cuBLAS 406-422.
+//! Past this, 48 KiB is the limit: the prototype's larger tiles and finer
+//! stages under it were all slower, and 300 took 96 KiB in CUDA.
 
 use std::fmt::Write as _;
 
-use super::GemmSpec;
+use super::{GemmConfig, GemmShape, GemmSpec};
 use crate::Storage;
 
 /// Rows of C per work-group (wgmma's N).
 const ROWS: u32 = 128;
 /// Columns of C per work-group: two warpgroups of 64 (wgmma's M).
 const COLUMNS: u32 = 128;
-/// The k of one local-memory stage, and the stages (3 x 16 KiB).
+/// The k of one local-memory stage (one 128-byte swizzled row), and the
+/// stages (2 x 16 KiB).
 const STAGE_K: u32 = 32;
-const STAGES: u32 = 3;
+const STAGES: u32 = 2;
 /// k per `wgmma` (TF32).
 const WGMMA_K: u32 = 8;
 
 /// Work-items per work-group: two warpgroups.
 const THREADS: u32 = 256;
+
+/// Bytes of one tensor map (CUDA's `CUtensorMap`), and the alignment its
+/// slot needs.
+pub const TENSOR_MAP_BYTES: i64 = 128;
+
+/// The tensor-map scratch a GEMM of `config` over `shape` needs if it may
+/// take the wgmma body: one slot per work-group. `None` when its tile,
+/// work-group or shape rule the body out whatever its operands.
+pub fn tensor_map_slot_bytes(config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
+    ((config.tile_m, config.tile_n, config.split_k) == (ROWS, COLUMNS, 1)
+        && config.workgroup_size() == THREADS
+        && shape.m > 0
+        && shape.n > 0
+        && shape.k > 0
+        && shape.m % ROWS as i64 == 0
+        && shape.n % COLUMNS as i64 == 0
+        && shape.k % STAGE_K as i64 == 0)
+        .then(|| {
+            TENSOR_MAP_BYTES
+                * shape.batch.max(1)
+                * (shape.m / ROWS as i64)
+                * (shape.n / COLUMNS as i64)
+        })
+}
 
 /// The wgmma body of one GEMM.
 pub(super) struct Wgmma;
@@ -52,15 +84,14 @@ pub(super) struct Wgmma;
 impl Wgmma {
     /// Whether `spec` takes the wgmma body: TF32, the 128x128 tile of 256
     /// work-items unsplit, A and B float buffers read through their
-    /// strides (A's and B's rows 16-byte aligned: `cp.async`, `float4`
-    /// loads), and M, N, K
-    /// multiples of the work-group's 128x256 tile and of the stage's k.
+    /// strides (A's rows 16-byte aligned for the tensor map, B's for
+    /// `float2` loads), M, N, K multiples of the tile and of the stage's k,
+    /// and the tensor-map slots passed.
     pub(super) fn applies(spec: &GemmSpec) -> bool {
-        let c = spec.config;
         let s = spec.shape;
         spec.tensor_cores == Some(super::TensorCores::Tf32)
-            && (c.tile_m, c.tile_n, c.split_k) == (ROWS, COLUMNS, 1)
-            && c.workgroup_size() == THREADS
+            && tensor_map_slot_bytes(&spec.config, &s).is_some()
+            && spec.tensor_map_slots.is_some()
             && spec.split_k_scratch.is_none()
             && spec.a.buffer.storage == Storage::F32
             && spec.b.buffer.storage == Storage::F32
@@ -69,9 +100,6 @@ impl Wgmma {
             && spec.b_offset.is_none()
             && spec.a.vectorizable(s.k)
             && spec.b.vectorizable(s.n)
-            && s.m % ROWS as i64 == 0
-            && s.n % COLUMNS as i64 == 0
-            && s.k % STAGE_K as i64 == 0
     }
 
     /// The accumulator's dimensions: `acc[wm][wn]` holds C row
@@ -93,71 +121,95 @@ impl Wgmma {
 
     /// How the kernel's comment names the body.
     pub(super) fn description() -> String {
-        format!(" on TF32 wgmma (2 warpgroups, {STAGES} stages of k {STAGE_K}, 128-byte swizzle)")
+        format!(
+            " on TF32 wgmma (2 warpgroups, {STAGES} stages of k {STAGE_K} copied by the TMA, 128-byte swizzle)"
+        )
     }
 
     /// Declares the local tiles: A's stages, 128-byte rows swizzled in
-    /// 1024-byte atoms (which the swizzle needs aligned).
+    /// 1024-byte atoms (which the swizzle needs aligned), and each stage's
+    /// mbarrier.
     pub(super) fn local_tiles(out: &mut String) {
         let _ = writeln!(
             out,
-            "  __local float tile_a[{STAGES}][{}] __attribute__((aligned(1024)));",
+            "  __local float tile_a[{STAGES}][{}] __attribute__((aligned(1024)));\n  __local ulong tile_a_full[{STAGES}] __attribute__((aligned(8)));",
             ROWS * STAGE_K
         );
     }
 
-    /// The work-item's fragment coordinates and the k loop (A by
-    /// `cp.async`, B's fragments by loads one stage ahead, four `wgmma`s
-    /// per stage and warpgroup).
+    /// The work-item's fragment coordinates, the tensor map and the k loop
+    /// (A by the TMA, B's fragments by loads one stage ahead, four
+    /// `wgmma`s per stage and warpgroup).
     pub(super) fn main_loop(out: &mut String, spec: &GemmSpec, a_address: &str) {
         let s = spec.shape;
         let k_tiles = s.k / STAGE_K as i64;
         let row_stride = spec.b.row_stride;
         let b_base = spec.b.address("b", "tig", "(col0 + wg_col)");
+        let slots = spec
+            .tensor_map_slots
+            .as_ref()
+            .expect("Wgmma::applies checked the slots");
         let _ = writeln!(
             out,
-            "  /* wgmma: C^T = B^T A^T; A by cp.async into 128-byte swizzled rows, B's fragments from global memory */
+            "  /* wgmma: C^T = B^T A^T; A's k tiles by the TMA into 128-byte swizzled rows, B's fragments from global memory */
   const int warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;
   const int wg_col = (warp / 4) * 64 + (warp % 4) * 16 + 2 * group;
-  __global const float* b_frag = {} + {b_base};
-  float fetched[{}][4];
-  uint frag[{}][4];",
-            spec.b.buffer,
-            STAGE_K / WGMMA_K,
-            STAGE_K / WGMMA_K,
+  __global const float* b_frag = {b} + {b_base};
+  float fetched[{steps}][4];
+  uint frag[{steps}][4];
+  /* this work-group's tensor map of A (tcc-attach-tensor-map-slots) */
+  __global uint* a_map = (__global uint*)({slots} + {map_bytes} * ((get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0)));
+  if (tid == 0) {{
+    const tcc_index i = 0, k = 0;",
+            b = spec.b.buffer,
+            steps = STAGE_K / WGMMA_K,
+            map_bytes = TENSOR_MAP_BYTES,
         );
-        for stage in 0..STAGES - 1 {
-            let _ = writeln!(out, "  if ({stage} < {k_tiles}) {{");
-            copy_a(out, spec, a_address, &stage.to_string(), &stage.to_string());
-            let _ = writeln!(out, "  }}\n  tcc_cp_async_commit();");
+        build_tensor_map(out, &format!("{} + {a_address}", spec.a.buffer), spec);
+        let _ = writeln!(
+            out,
+            "    #pragma unroll
+    for (int st = 0; st < {STAGES}; ++st)
+      __asm__ volatile(\"mbarrier.init.shared::cta.b64 [%0], 1;\" :: \"r\"((uint)(ulong)&tile_a_full[st]) : \"memory\");
+    __asm__ volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");
+  }}
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (tid == 0) {{"
+        );
+        for stage in 0..STAGES {
+            let _ = writeln!(out, "    if ({stage} < {k_tiles}) {{");
+            copy_a(out, &stage.to_string(), &stage.to_string());
+            let _ = writeln!(out, "    }}");
         }
+        let _ = writeln!(out, "  }}");
         fetch_b(out, "0", row_stride);
         let _ = writeln!(
             out,
             "  for (int kt = 0; kt < {k_tiles}; ++kt) {{
     #pragma unroll
-    for (int s = 0; s < {}; ++s)
+    for (int s = 0; s < {steps}; ++s)
       #pragma unroll
       for (int e = 0; e < 4; ++e) frag[s][e] = as_uint(fetched[s][e]) + 0x1000u;
-    TCC_CP_ASYNC_WAIT({});
-    __asm__ volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");
+    {{
+      uint landed;
+      do {{
+        __asm__ volatile(\"{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }}\"
+                         : \"=r\"(landed) : \"r\"((uint)(ulong)&tile_a_full[kt % {STAGES}]), \"r\"((uint)(kt / {STAGES}) & 1u) : \"memory\");
+      }} while (!landed);
+    }}
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (kt + {} < {k_tiles}) {{",
-            STAGE_K / WGMMA_K,
-            STAGES - 2,
-            STAGES - 1,
+    if (tid == 0 && kt >= 1 && kt + {ahead} < {k_tiles}) {{",
+            steps = STAGE_K / WGMMA_K,
+            ahead = STAGES - 1,
         );
         copy_a(
             out,
-            spec,
-            a_address,
             &format!("(kt + {}) % {STAGES}", STAGES - 1),
             &format!("kt + {}", STAGES - 1),
         );
         let _ = writeln!(
             out,
             "    }}
-    tcc_cp_async_commit();
     const uint a_stage = (uint)(ulong)&tile_a[kt % {STAGES}][0];
     __asm__ volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");"
         );
@@ -184,27 +236,55 @@ impl Wgmma {
     }
 }
 
-/// `cp.async` copies of A's k tile `tile` into `tile_a[stage]`, in the
-/// 128-byte swizzle layout: row `m` is 128 bytes (32 of k), its 16-byte
-/// chunk `c` stored at chunk `c ^ (m % 8)`. Copy `q` is row `q / 8`,
-/// chunk `q % 8`: eight consecutive copies read 128 contiguous bytes and
-/// fill one row (no bank conflicts).
-fn copy_a(out: &mut String, spec: &GemmSpec, a_address: &str, stage: &str, tile: &str) {
-    let chunks = STAGE_K / 4;
+/// Builds A's tensor map at `a_map` from zeros (`tensormap.replace`, PTX ISA
+/// 8.3, sm_90a): 2-D f32, dimension 0 the k extent (K) and 1 the rows (M),
+/// the row stride in bytes, a box of 32 x 128, element strides 1, the
+/// 128-byte swizzle; the rank is written as rank - 1 (the encodings the
+/// prototype's field test found equal to `cuTensorMapEncodeTiled`'s). Then
+/// the fences that let the TMA read what the generic proxy wrote.
+fn build_tensor_map(out: &mut String, base: &str, spec: &GemmSpec) {
+    let s = spec.shape;
+    let row_bytes = spec.a.row_stride * 4;
     let _ = writeln!(
         out,
         "    #pragma unroll
-    for (int c = 0; c < {}; ++c) {{
-      const int q = tid + c * {THREADS}, m = q / {chunks}, chunk = q % {chunks};
-      const tcc_index i = row0 + m;
-      const tcc_index k = (tcc_index)({tile}) * {STAGE_K} + 4 * chunk;
-      tcc_cp_async16(&tile_a[{stage}][m * {STAGE_K} + ((chunk ^ (m % 8)) * 4)], {} + {a_address}, 16);
-    }}",
-        ROWS * chunks / THREADS,
-        spec.a.buffer,
+    for (int q = 0; q < {words}; ++q) a_map[q] = 0u;
+    __global const float* a_base = {base};
+    __asm__ volatile(\"tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\" :: \"l\"(a_map), \"l\"(a_base) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.rank.global.b1024.b32 [%0], %1;\" :: \"l\"(a_map), \"r\"(1) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"({STAGE_K}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"({ROWS}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"({k}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"({m}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"(a_map), \"l\"((ulong){row_bytes}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"(1) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"(1) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.elemtype.global.b1024.b32 [%0], 7;\" :: \"l\"(a_map) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.swizzle_mode.global.b1024.b32 [%0], 3;\" :: \"l\"(a_map) : \"memory\");
+    __asm__ volatile(\"fence.proxy.tensormap::generic.release.gpu;\" ::: \"memory\");
+    __asm__ volatile(\"fence.proxy.tensormap::generic.acquire.gpu [%0], {bytes};\" :: \"l\"(a_map) : \"memory\");",
+        words = TENSOR_MAP_BYTES / 4,
+        k = s.k,
+        m = s.m,
+        bytes = TENSOR_MAP_BYTES,
     );
 }
 
+/// Work-item 0's copy of A's k tile `tile` into `tile_a[stage]` by the
+/// TMA: the stage's mbarrier expects the tile's bytes, and the bulk tensor
+/// copy (box origin k `32 tile`, row `row0`) completes them on it, written
+/// in the 128-byte swizzle (row `m`'s 16-byte chunk `c` at chunk
+/// `c ^ (m % 8)`).
+fn copy_a(out: &mut String, stage: &str, tile: &str) {
+    let _ = writeln!(
+        out,
+        "      __asm__ volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {bytes};\" :: \"r\"((uint)(ulong)&tile_a_full[{stage}]) : \"memory\");
+      __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
+                       :: \"r\"((uint)(ulong)&tile_a[{stage}][0]), \"l\"(a_map), \"r\"((int)({tile}) * {STAGE_K}), \"r\"((int)row0),
+                          \"r\"((uint)(ulong)&tile_a_full[{stage}]) : \"memory\");",
+        bytes = ROWS * STAGE_K * 4,
+    );
+}
 /// Loads the B fragments of k tile `tile` into `fetched[step]`: wgmma's
 /// A fragment (PTX ISA, m64nNk8 TF32) holds rows `group` and `group + 8`
 /// of the warp's 16 at k `tig` and `tig + 4`. Those two rows are the C

@@ -2,6 +2,7 @@
 
 use super::tests::{aligned_spec, tiles};
 use super::*;
+use crate::Storage;
 
 /// The 128x128 tile of 8x8 outputs per work-item (256 work-items) that
 /// large products take on NVIDIA.
@@ -14,6 +15,7 @@ fn tf32_spec() -> GemmSpec {
     spec.shape.n = 256;
     spec.b.row_stride = 256;
     spec.store = "a0[i * 256 + j] = acc_value;".into();
+    spec.tensor_map_slots = Some(Buffer::new("a3", Storage::I8));
     spec
 }
 
@@ -38,19 +40,37 @@ fn a_qualifying_tf32_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
         "{body}"
     );
     for needle in [
-        "__local float tile_a[3][4096] __attribute__((aligned(1024)));",
-        "fence.proxy.async.shared::cta;",
+        "__local float tile_a[2][4096] __attribute__((aligned(1024)));",
+        "__local ulong tile_a_full[2] __attribute__((aligned(8)));",
         "wgmma.fence.sync.aligned;",
         "wgmma.commit_group.sync.aligned;",
         "wgmma.wait_group.sync.aligned 0;",
-        "TCC_CP_ASYNC_WAIT(1);",
-        "tcc_cp_async16(&tile_a[(kt + 2) % 3][m * 32 + ((chunk ^ (m % 8)) * 4)], a1 + i * 64 + k, 16);",
         "for (int kt = 0; kt < 2; ++kt) {",
         "ld.global.cg.v2.f32 {%0, %1}, [%4]; ld.global.cg.v2.f32 {%2, %3}, [%5];",
         "a0[i * 256 + j] = acc_value;",
+        // The work-group's slot, and its map of A: the 64x64 A's base for
+        // batch b, extents K = 64 and M = 256, rows of 256 bytes.
+        "__global uint* a_map = (__global uint*)(a3 + 128 * ((get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0)));",
+        "__global const float* a_base = a1 + i * 64 + k;",
+        "tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\" :: \"l\"(a_map), \"l\"(a_base)",
+        "tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"(64)",
+        "tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"(256)",
+        "tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"(a_map), \"l\"((ulong)256)",
+        "tensormap.replace.tile.swizzle_mode.global.b1024.b32 [%0], 3;",
+        "fence.proxy.tensormap::generic.acquire.gpu [%0], 128;",
+        // Each stage's mbarrier expects a 16 KiB tile, which one bulk
+        // tensor copy brings; waits on the stage's phase.
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 16384;",
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];",
+        "\"r\"((int)(kt + 1) * 32), \"r\"((int)row0)",
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;",
+        "\"r\"((uint)(kt / 2) & 1u)",
+        "if (tid == 0 && kt >= 1 && kt + 1 < 2) {",
     ] {
         assert!(body.contains(needle), "{needle} not in {body}");
     }
+    // No per-work-item copies of A any more.
+    assert!(!body.contains("tcc_cp_async16"), "{body}");
     assert!(!body.contains("TCC_MMA_TF32"), "{body}");
     assert!(text[mma..fp32].contains("TCC_MMA_TF32"), "{text}");
 }
@@ -112,4 +132,31 @@ fn other_products_keep_mma_sync_or_fp32() {
     let mut small = tf32_spec();
     small.config = tiles([64, 64, 16, 4, 4, 1]);
     no_wgmma(small);
+    // No tensor-map slots passed.
+    let mut no_slots = tf32_spec();
+    no_slots.tensor_map_slots = None;
+    no_wgmma(no_slots);
+}
+
+#[test]
+fn slots_are_one_tensor_map_per_work_group_of_a_qualifying_tile() {
+    let config = tiles(BIG_TILES);
+    let shape = |batch, m, n, k| GemmShape { batch, m, n, k };
+    // 2 batches of 2 x 3 work-groups.
+    assert_eq!(
+        tensor_map_slot_bytes(&config, &shape(2, 256, 384, 64)),
+        Some(2 * 2 * 3 * TENSOR_MAP_BYTES)
+    );
+    assert_eq!(
+        tensor_map_slot_bytes(&config, &shape(1, 256, 384, 48)),
+        None
+    );
+    assert_eq!(
+        tensor_map_slot_bytes(&config, &shape(1, 200, 384, 64)),
+        None
+    );
+    assert_eq!(
+        tensor_map_slot_bytes(&tiles([64, 64, 16, 4, 4, 1]), &shape(1, 256, 256, 64)),
+        None
+    );
 }

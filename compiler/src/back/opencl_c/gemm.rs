@@ -388,6 +388,22 @@ impl KernelWriter {
         } else {
             None
         };
+        // Kernels that may take the TF32 wgmma body end with its tensor-map
+        // slots (`tcc-attach-tensor-map-slots`); the body writes them.
+        let tensor_map_slots = if kernel.op.attribute(crate::passes::SLOTS_ATTRIBUTE).is_ok() {
+            let count = block.argument_count();
+            if count == 0 {
+                return Err(CodegenError::at(
+                    &kernel.op,
+                    "a GEMM kernel marked tcc.tensor_map_slots has no slots argument",
+                ));
+            }
+            let slots = argument_buffer(count - 1, ElementType::I8.storage());
+            self.mark_written(&slots);
+            Some(slots)
+        } else {
+            None
+        };
         let mut contraction_op: Option<OperationRef> = None;
         let mut fill: Option<(usize, String)> = None;
         let mut init_generic: Option<OperationRef> = None;
@@ -477,6 +493,7 @@ impl KernelWriter {
             init,
             store,
             split_k_scratch,
+            tensor_map_slots,
             // int8 weights: an int8 GEMM (`tcc-quantize-int8`), whatever
             // the precision.
             tensor_cores: match self.precision {

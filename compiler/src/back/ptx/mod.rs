@@ -72,6 +72,9 @@ impl PtxOptions {
             0..=75 => 63,
             76..=86 => 71,
             87..=89 => 78,
+            // sm_90a's wgmma body builds tensor maps (`tensormap.replace`,
+            // PTX ISA 8.3).
+            90 if self.arch.ends_with('a') => 83,
             90 => 80,
             _ => 87,
         }
