@@ -292,3 +292,53 @@ func.func @pool_near_misses(%x: tensor<1x6x6x2xf32>, %w: tensor<1x1x2x2xf32>, %w
   %c3 = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%m2, %w3 : tensor<1x3x3x2xf32>, tensor<3x3x2x2xf32>) outs(%fill3 : tensor<1x1x1x2xf32>) -> tensor<1x1x1x2xf32>
   return %c, %m, %c3 : tensor<1x3x3x2xf32>, tensor<1x3x3x2xf32>, tensor<1x1x1x2xf32>
 }
+
+// -----
+
+// A channel shuffle's pad (ShuffleNet): elementwise fusion's reshape
+// propagation leaves the pad on the channel-split tensor and merges the
+// channels after it. The pad still folds: the loads read the same merge of
+// the unpadded tensor (a collapse_shape of it, a view once bufferized).
+// CHECK-LABEL: func.func @pad_below_channel_merge
+// CHECK-SAME: (%[[X:.*]]: tensor<1x6x6x2x4xf32>, %[[W:.*]]: tensor<3x3x8x1xf32>)
+// CHECK-NOT: tensor.pad
+// CHECK: %[[MERGED:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0], [1], [2], [3, 4]] : tensor<1x6x6x2x4xf32> into tensor<1x6x6x8xf32>
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.generic {{.*}} attrs = {tcc.conv = "depthwise_conv_2d_nhwc_hwcm"
+// CHECK: tensor.extract %[[MERGED]][
+// CHECK: arith.select
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: return
+func.func @pad_below_channel_merge(%x: tensor<1x6x6x2x4xf32>, %w: tensor<3x3x8x1xf32>) -> tensor<1x6x6x8x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 1, 1, 0, 0] high[0, 1, 1, 0, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index, %m: index):
+    tensor.yield %zero : f32
+  } : tensor<1x6x6x2x4xf32> to tensor<1x8x8x2x4xf32>
+  %merged = tensor.collapse_shape %p [[0], [1], [2], [3, 4]] : tensor<1x8x8x2x4xf32> into tensor<1x8x8x8xf32>
+  %e = tensor.empty() : tensor<1x6x6x8x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x6x6x8x1xf32>) -> tensor<1x6x6x8x1xf32>
+  %c = linalg.depthwise_conv_2d_nhwc_hwcm {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%merged, %w : tensor<1x8x8x8xf32>, tensor<3x3x8x1xf32>) outs(%f : tensor<1x6x6x8x1xf32>) -> tensor<1x6x6x8x1xf32>
+  return %c : tensor<1x6x6x8x1xf32>
+}
+
+// -----
+
+// A merge of padded channels is left alone (the pad is not only on H
+// and W).
+// CHECK-LABEL: func.func @channel_padding_below_merge
+// CHECK: tensor.pad
+// CHECK: tensor.collapse_shape
+// CHECK: linalg.depthwise_conv_2d_nhwc_hwcm
+func.func @channel_padding_below_merge(%x: tensor<1x6x6x2x3xf32>, %w: tensor<3x3x8x1xf32>) -> tensor<1x6x6x8x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 1, 1, 0, 0] high[0, 1, 1, 0, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index, %m: index):
+    tensor.yield %zero : f32
+  } : tensor<1x6x6x2x3xf32> to tensor<1x8x8x2x4xf32>
+  %merged = tensor.collapse_shape %p [[0], [1], [2], [3, 4]] : tensor<1x8x8x2x4xf32> into tensor<1x8x8x8xf32>
+  %e = tensor.empty() : tensor<1x6x6x8x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x6x6x8x1xf32>) -> tensor<1x6x6x8x1xf32>
+  %c = linalg.depthwise_conv_2d_nhwc_hwcm {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%merged, %w : tensor<1x8x8x8xf32>, tensor<3x3x8x1xf32>) outs(%f : tensor<1x6x6x8x1xf32>) -> tensor<1x6x6x8x1xf32>
+  return %c : tensor<1x6x6x8x1xf32>
+}

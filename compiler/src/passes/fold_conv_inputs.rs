@@ -6,7 +6,11 @@
 //! Runs in the dispatch phase before `tcc-form-dispatches`. Each
 //! `linalg.conv_2d_nhwc_hwcf`, `depthwise_conv_2d_nhwc_hwc[m]` and
 //! `pooling_nhwc_{max,sum}` whose input is
-//! - a `tensor.pad` of H and W with a constant pad value, and/or
+//! - a `tensor.pad` of H and W with a constant pad value (also when a
+//!   `tensor.collapse_shape` merges the channels of a padded
+//!   channel-split tensor after it, as elementwise fusion leaves a channel
+//!   shuffle's pad: the loads then read that merge of the unpadded
+//!   tensor), and/or
 //! - an all-parallel `linalg.generic` of at most
 //!   [`MAX_PRODUCER_OPS`](crate::patterns::conv_inputs::MAX_PRODUCER_OPS)
 //!   arith ops with broadcast-only indexing, used by nothing else (nor is
@@ -29,8 +33,9 @@
 //! left alone. The pad and producer are erased once unused.
 
 use melior::Context;
-use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Value, ValueLike};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::r#type::RankedTensorType;
+use melior::ir::{BlockLike, Identifier, Value, ValueLike};
 
 use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
@@ -91,10 +96,16 @@ impl TccPass for FoldConvInputs {
         // One rewrite at a time: a rewrite erases ops another plan may
         // refer to (a pooling whose producer was a convolution's output).
         // Rewritten ops are generics, which `plan` never takes again.
-        while let Some(plan) = collect_ops(root)
+        while let Some(mut plan) = collect_ops(root)
             .into_iter()
             .find_map(|op| plan(op, options.pools))
         {
+            // A pad below a channel merge: the loads read the same merge
+            // of the unpadded tensor (a view once bufferized).
+            let collapse = plan.collapse_source();
+            if let Some((old_collapse, unpadded)) = collapse {
+                plan.set_source(collapse_unpadded(context, old_collapse, unpadded)?);
+            }
             let replacement = rewrite(context, &plan)?;
             let old: Value = plan
                 .op
@@ -103,6 +114,11 @@ impl TccPass for FoldConvInputs {
                 .into();
             unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), replacement.to_raw()) };
             erase_op(plan.op);
+            if let Some((old_collapse, _)) = collapse
+                && is_unused(old_collapse)
+            {
+                erase_op(old_collapse);
+            }
             if let Some(pad) = plan.pad_op()
                 && is_unused(pad)
             {
@@ -130,4 +146,47 @@ impl TccPass for FoldConvInputs {
         }
         Ok(())
     }
+}
+
+/// `tensor.collapse_shape` of `unpadded` with `collapse`'s reassociation,
+/// before `collapse`: the unpadded tensor with its channels merged as the
+/// window op's input merges the padded one's.
+fn collapse_unpadded<'c>(
+    context: &'c Context,
+    collapse: OperationRef<'c, 'c>,
+    unpadded: Value<'c, 'c>,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = collapse.location();
+    let fail = |what: &str| {
+        PassError::at(
+            location,
+            format!("cannot merge the unpadded channels: {what}"),
+        )
+    };
+    let source = crate::ir::types::StaticTensor::of(unpadded.r#type())
+        .ok_or_else(|| fail("not a static tensor"))?;
+    let shape = &source.shape;
+    let channels: i64 = shape[3..].iter().product();
+    let merged = RankedTensorType::new(
+        &[
+            shape[0] as u64,
+            shape[1] as u64,
+            shape[2] as u64,
+            channels as u64,
+        ],
+        source.element,
+        None,
+    );
+    let reassociation = collapse
+        .attribute("reassociation")
+        .map_err(|_| fail("no reassociation"))?;
+    let op = OperationBuilder::new("tensor.collapse_shape", location)
+        .add_operands(&[unpadded])
+        .add_attributes(&[(Identifier::new(context, "reassociation"), reassociation)])
+        .add_results(&[merged.into()])
+        .build()
+        .map_err(|e| fail(&e.to_string()))?;
+    let block = collapse.block().ok_or_else(|| fail("outside a block"))?;
+    let op = block.insert_operation_before(collapse, op);
+    Ok(op.result(0).map_err(|e| fail(&e.to_string()))?.into())
 }

@@ -174,6 +174,13 @@ pub struct Plan<'c> {
     /// The unpadded tensor the loads read (the producer's inputs are read
     /// instead where there is a producer).
     source: Value<'c, 'c>,
+    /// A `tensor.collapse_shape` merging the channel dimensions of a
+    /// padded channel-split tensor back into the window op's rank-4 input
+    /// (elementwise fusion's reshape propagation moves a channel shuffle's
+    /// reshape below the pad): the loads then read the same merge of the
+    /// unpadded tensor, which [`Plan::collapse_source`] asks the caller
+    /// to build (`source` is the unpadded, unmerged tensor until then).
+    collapse: Option<OperationRef<'c, 'c>>,
 }
 
 impl<'c> Plan<'c> {
@@ -186,6 +193,56 @@ impl<'c> Plan<'c> {
     pub fn producer_op(&self) -> Option<OperationRef<'c, 'c>> {
         self.producer.as_ref().map(|p| p.op)
     }
+
+    /// The `tensor.collapse_shape` between the pad and the window op, if
+    /// any (erased once unused), and the unpadded tensor of more than
+    /// four dimensions that the same collapse must merge into the loads'
+    /// source (see [`Plan::set_source`]).
+    pub fn collapse_source(&self) -> Option<(OperationRef<'c, 'c>, Value<'c, 'c>)> {
+        self.collapse.map(|op| (op, self.source))
+    }
+
+    /// The rank-4 tensor the loads read, in place of `collapse_source`'s.
+    pub fn set_source(&mut self, source: Value<'c, 'c>) {
+        self.source = source;
+    }
+}
+
+/// `collapse`'s source and padding if it is a `tensor.collapse_shape`
+/// of a padded tensor of rank 5 or more into rank 4 that merges only
+/// dimensions 3 and up (the channels), where the pad pads only H and W.
+fn collapsed_padding<'c>(
+    collapse: OperationRef<'c, 'c>,
+) -> Option<(OperationRef<'c, 'c>, Padding<'c>)> {
+    if op_name(&collapse) != "tensor.collapse_shape" {
+        return None;
+    }
+    let pad = defining_op(collapse.operand(0).ok()?)?;
+    let rank = StaticTensor::of(pad.result(0).ok()?.r#type())?.rank();
+    let groups = reassociation(collapse)?;
+    let channels: Vec<i64> = (3..rank as i64).collect();
+    if rank < 5 || groups != [vec![0], vec![1], vec![2], channels] {
+        return None;
+    }
+    Some((pad, padding(pad, rank)?))
+}
+
+/// A reshape's `reassociation` attribute as index groups.
+fn reassociation(op: OperationRef) -> Option<Vec<Vec<i64>>> {
+    let groups = ArrayAttribute::try_from(op.attribute("reassociation").ok()?).ok()?;
+    (0..groups.len())
+        .map(|g| {
+            let group = ArrayAttribute::try_from(groups.element(g).ok()?).ok()?;
+            (0..group.len())
+                .map(|i| {
+                    let index = group.element(i).ok()?;
+                    melior::ir::attribute::IntegerAttribute::try_from(index)
+                        .ok()
+                        .map(|a| a.value())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn short_name(op: &OperationRef) -> String {
@@ -221,22 +278,23 @@ fn dense_i64(op: OperationRef, name: &str) -> Option<Vec<i64>> {
     )
 }
 
-/// The padding of `pad` if it is static, only on H and W of a rank-4
-/// tensor, with a pad value that is a constant of the tensor's element
+/// The padding of `pad` if it is static, only on H and W (dimensions 1
+/// and 2) of a rank-4 tensor (or, with `rank` 5 or more, of the
+/// channel-split tensor a `tensor.collapse_shape` then merges back to
+/// rank 4), with a pad value that is a constant of the tensor's element
 /// type defined outside it (f32, or i8 before an int8 convolution).
-fn padding<'c>(pad: OperationRef<'c, 'c>) -> Option<Padding<'c>> {
+fn padding<'c>(pad: OperationRef<'c, 'c>, rank: usize) -> Option<Padding<'c>> {
     if op_name(&pad) != "tensor.pad" || pad.operand_count() != 1 {
         return None; // dynamic low/high operands
     }
     let low = dense_i64(pad, "static_low")?;
     let high = dense_i64(pad, "static_high")?;
-    if low.len() != 4
-        || high.len() != 4
-        || low[0] != 0
-        || low[3] != 0
-        || high[0] != 0
-        || high[3] != 0
-    {
+    let only_h_w = |p: &[i64]| {
+        p.iter()
+            .enumerate()
+            .all(|(d, &v)| v == 0 || d == 1 || d == 2)
+    };
+    if low.len() != rank || high.len() != rank || !only_h_w(&low) || !only_h_w(&high) {
         return None;
     }
     if low.iter().chain(high.iter()).any(|p| *p < 0) {
@@ -421,11 +479,20 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
     let input = op.operand(0).ok()?;
     let mut source = input;
     let mut pad = None;
+    let mut collapse = None;
     if let Some(pad_op) = defining_op(input)
-        && let Some(padding) = padding(pad_op)
+        && let Some(padding) = padding(pad_op, 4)
     {
         source = pad_op.operand(0).ok()?;
         pad = Some((pad_op, padding));
+    } else if let Some(collapse_op) = defining_op(input)
+        && let Some((pad_op, padding)) = collapsed_padding(collapse_op)
+        && use_count(input) == 1
+        && use_count(pad_op.result(0).ok()?.into()) == 1
+    {
+        source = pad_op.operand(0).ok()?;
+        pad = Some((pad_op, padding));
+        collapse = Some(collapse_op);
     }
     let only_user = match &pad {
         Some((pad_op, _)) => use_count(pad_op.result(0).ok()?.into()) == 1,
@@ -433,6 +500,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
     };
     let mut producer = None;
     if only_user
+        && collapse.is_none()
         && !int8
         && let Some(candidate) = defining_op(source)
         && (fusible_producer(candidate) || fusible_pool(candidate, op, pools))
@@ -448,7 +516,11 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
     } else {
         source_type.element.is_f32()
     };
-    if !element_ok || source_type.rank() != 4 {
+    let rank_ok = match collapse {
+        Some(_) => source_type.rank() >= 5,
+        None => source_type.rank() == 4,
+    };
+    if !element_ok || !rank_ok {
         return None;
     }
     Some(Plan {
@@ -457,6 +529,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
         pad,
         producer,
         source,
+        collapse,
     })
 }
 
