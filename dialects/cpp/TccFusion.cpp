@@ -12,7 +12,9 @@
 // front of a `tcc-quantize-int8` matmul) stay a kernel of their own, since
 // the GEMM template's int8 form reads plain bytes; fused, the quantize
 // turned the classifier of ResNet-50 into a loop nest (0.55 ms at batch 1
-// on the H100 against a few microseconds).
+// on the H100 against a few microseconds). Likewise no producer fuses
+// into a contraction (a matmul generalized by reshape propagation), whose
+// body must stay a multiply-add for `tcc-collapse-contractions`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,11 +57,25 @@ extern "C" bool tccFuseElementwise(MlirOperation cRoot, int64_t maxOps) {
     auto type = dyn_cast<ShapedType>(fused->get().getType());
     return type && type.getElementType().isInteger(8);
   };
-  // And tcc's: not past `maxOps` operations in one body (0: no cap), and
-  // not into an int8 operand of a reduction.
+  // Whether `fused` is an operand of a contraction (a reduction whose
+  // body is a multiply-accumulate, as reshape propagation leaves a
+  // batch_matmul): fused in, a producer makes its body more than a
+  // multiply-add, and `tcc-collapse-contractions` can no longer give it
+  // back its named form for the GEMM template (ResNet-50's classifier,
+  // with the average pool's division fused into it, ran as a reduction
+  // loop nest: 2.7 ms per call on 2 CPU cores).
+  auto contractionOperand = [](OpOperand *fused) {
+    auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
+    return consumer && consumer.getNumReductionLoops() > 0 &&
+           linalg::isaContractionOpInterface(consumer);
+  };
+  // And tcc's: not past `maxOps` operations in one body (0: no cap), not
+  // into an int8 operand of a reduction, nor into a contraction.
   linalg::ControlFusionFn bounded = [singleUse, int8ReductionOperand,
+                                     contractionOperand,
                                      maxOps](OpOperand *fused) {
-    if (!singleUse(fused) || int8ReductionOperand(fused))
+    if (!singleUse(fused) || int8ReductionOperand(fused) ||
+        contractionOperand(fused))
       return false;
     if (maxOps <= 0)
       return true;

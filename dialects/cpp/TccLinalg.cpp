@@ -85,11 +85,12 @@ extern "C" bool tccLinalgLowerToParallelLoops(MlirOperation cOp) {
   return true;
 }
 
-// Collapses each run of consecutive reduction dimensions of a contraction
-// generic that every operand indexes contiguously and in order (as
-// upstream's reshape propagation leaves a flatten folded into the matmul
-// after it: a K of C x H x W) into one dimension, then rewrites the
-// generic as the named op it now is (a batch_matmul) where it is one.
+// Collapses each run of consecutive dimensions of one iterator type of a
+// contraction generic that every operand indexes contiguously and in
+// order (as upstream's reshape propagation leaves a flatten folded into
+// the matmul after it: a K of C x H x W; or rows of 1 x 1 before a
+// classifier) into one dimension, then rewrites the generic as the named
+// op it now is (a batch_matmul) where it is one.
 // Returns 1 when the op was replaced, 0 when it is not such a contraction
 // or nothing collapses, -1 on failure.
 extern "C" int tccLinalgCollapseContraction(MlirOperation cOp) {
@@ -108,14 +109,17 @@ extern "C" int tccLinalgCollapseContraction(MlirOperation cOp) {
       groups.push_back(run);
     run.clear();
   };
+  // Runs of one iterator type: reduction dimensions (a flattened K) and
+  // parallel ones (the unit rows of a 1x1 feature map's classifier, 1 x
+  // 1 x C before the matmul), each run extended while every operand
+  // indexes it contiguously and in order.
   for (auto [index, type] : llvm::enumerate(iterators)) {
-    if (type != utils::IteratorType::reduction) {
-      flush();
-      continue;
-    }
     ReassociationIndices candidate = run;
     candidate.push_back(index);
-    if (run.empty() || linalg::areDimSequencesPreserved(maps, candidate)) {
+    if (run.empty()) {
+      run = candidate;
+    } else if (iterators[run.front()] == type &&
+               linalg::areDimSequencesPreserved(maps, candidate)) {
       run = candidate;
     } else {
       flush();

@@ -88,3 +88,27 @@ func.func @not_a_contraction(%x: tensor<4x8x9xf32>, %init: tensor<4xf32>) -> ten
   } -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A classifier after a global pool, as reshape propagation leaves it: the
+// rows are the pooled map's 1 x 1, two parallel dimensions contiguous in
+// the activation and the output. They merge into one M and the result is
+// a batch_matmul.
+// CHECK-LABEL: func.func @pooled_classifier
+// CHECK-SAME: (%[[X:.*]]: tensor<1x1x1x64xf32>, %[[W:.*]]: tensor<1x64x10xf32>
+// CHECK-DAG: %[[XM:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0], [1, 2], [3]] : tensor<1x1x1x64xf32> into tensor<1x1x64xf32>
+// CHECK: %[[Y:.*]] = linalg.batch_matmul ins(%[[XM]], %[[W]] : tensor<1x1x64xf32>, tensor<1x64x10xf32>)
+// CHECK: tensor.expand_shape %[[Y]] {{\[}}[0], [1, 2], [3]]
+#x = affine_map<(b, h, w, n, k) -> (b, h, w, k)>
+#w = affine_map<(b, h, w, n, k) -> (b, k, n)>
+#y = affine_map<(b, h, w, n, k) -> (b, h, w, n)>
+func.func @pooled_classifier(%x: tensor<1x1x1x64xf32>, %w: tensor<1x64x10xf32>, %init: tensor<1x1x1x10xf32>) -> tensor<1x1x1x10xf32> {
+  %y = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %w : tensor<1x1x1x64xf32>, tensor<1x64x10xf32>) outs(%init : tensor<1x1x1x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1x1x10xf32>
+  return %y : tensor<1x1x1x10xf32>
+}

@@ -131,3 +131,37 @@ func.func @quantize_then_elementwise(%x: tensor<256xf32>) -> tensor<256xi32> {
   } -> tensor<256xi32>
   return %r : tensor<256xi32>
 }
+
+// An elementwise producer of a contraction's operand (a global pool's
+// division before the classifier) is not fused into it: the contraction's
+// body stays a multiply-add, which tcc-collapse-contractions can give back
+// its named form. The division fuses nowhere else and stays its own
+// generic.
+// ALL-LABEL: func.func @producer_of_contraction
+// ALL: %[[D:.*]] = linalg.generic
+// ALL: arith.divf
+// ALL: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[D]], %{{.*}} :
+// ALL-NEXT: ^bb0
+// ALL-NEXT: arith.mulf
+// ALL-NEXT: arith.addf
+// ALL-NEXT: linalg.yield
+#pid = affine_map<(b, m, k) -> (b, m, k)>
+#pa = affine_map<(b, m, n, k) -> (b, m, k)>
+#pw = affine_map<(b, m, n, k) -> (b, k, n)>
+#py = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func @producer_of_contraction(%x: tensor<1x1x64xf32>, %w: tensor<1x64x10xf32>, %init: tensor<1x1x10xf32>) -> tensor<1x1x10xf32> {
+  %c = arith.constant 49.0 : f32
+  %e = tensor.empty() : tensor<1x1x64xf32>
+  %d = linalg.generic {indexing_maps = [#pid, #pid], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<1x1x64xf32>) outs(%e : tensor<1x1x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %q = arith.divf %in, %c : f32
+    linalg.yield %q : f32
+  } -> tensor<1x1x64xf32>
+  %y = linalg.generic {indexing_maps = [#pa, #pw, #py], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%d, %w : tensor<1x1x64xf32>, tensor<1x64x10xf32>) outs(%init : tensor<1x1x10xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1x10xf32>
+  return %y : tensor<1x1x10xf32>
+}

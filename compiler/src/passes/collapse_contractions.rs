@@ -1,5 +1,5 @@
-//! `tcc-collapse-contractions`: merges the reduction dimensions a
-//! contraction generic reads contiguously into one, and gives the result
+//! `tcc-collapse-contractions`: merges the reduction (and parallel)
+//! dimensions a contraction generic reads contiguously into one, and gives the result
 //! back its named form (`linalg.batch_matmul`).
 //!
 //! A fully connected layer after a flatten (VGG's, AlexNet's) reaches the
@@ -11,9 +11,11 @@
 //! whole weight, 0.26 TB/s for VGG-19's 411 MB layer on the H100. Merging
 //! the three dimensions (both operands hold them contiguously, in the same
 //! order) makes it a batch_matmul again, and with it a GEMM kernel with
-//! its tiling and split-K. A generic whose reduction dimensions are not
-//! contiguous in some operand, or whose body is more than a multiply-add,
-//! is left as it is.
+//! its tiling and split-K. Runs of parallel dimensions merge the same
+//! way: a classifier after a global pool reaches it with rows of 1 x 1
+//! (the pooled map), which merge into one M. A generic whose reduction
+//! dimensions are not contiguous in some operand, or whose body is more
+//! than a multiply-add, is left as it is.
 
 use melior::Context;
 use melior::ir::operation::OperationLike;
@@ -26,7 +28,7 @@ pub struct CollapseContractions;
 
 impl TccPass for CollapseContractions {
     const ARGUMENT: &'static str = "tcc-collapse-contractions";
-    const SUMMARY: &'static str = "Merge the contiguous reduction dimensions of contraction generics and give them back their named form (batch_matmul), so a flatten before a fully connected layer leaves a GEMM";
+    const SUMMARY: &'static str = "Merge the contiguous reduction (and parallel) dimensions of contraction generics and give them back their named form (batch_matmul), so a flatten or a pooled 1x1 map before a fully connected layer leaves a GEMM";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith"];
     type Options = NoOptions;
 

@@ -15,6 +15,11 @@
 //! It also leaves an int8 operand of a reduction unfused (the quantize
 //! step in front of a `tcc-quantize-int8` matmul), so that the int8
 //! templates read plain bytes instead of computing them from floats.
+//! And it fuses nothing into a contraction (a matmul that reshape
+//! propagation turned into a generic): its body must stay a multiply-add
+//! for `tcc-collapse-contractions` to give it back its named form
+//! (ResNet-50's classifier with the average pool's division fused in ran
+//! as a reduction loop nest).
 
 use melior::Context;
 use melior::ir::operation::OperationLike;
@@ -58,7 +63,7 @@ impl PassOptions for FuseElementwiseOptions {
 
 impl TccPass for FuseElementwise {
     const ARGUMENT: &'static str = "tcc-fuse-elementwise";
-    const SUMMARY: &'static str = "Fuse elementwise linalg generics (upstream's patterns) while a fused body stays within max-ops operations, and not into an int8 operand of a reduction";
+    const SUMMARY: &'static str = "Fuse elementwise linalg generics (upstream's patterns) while a fused body stays within max-ops operations, and not into an int8 operand of a reduction nor into a contraction";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "affine", "arith"];
     type Options = FuseElementwiseOptions;
 
