@@ -109,13 +109,23 @@ extern "C" int tccLinalgCollapseContraction(MlirOperation cOp) {
       groups.push_back(run);
     run.clear();
   };
-  // Runs of one iterator type: reduction dimensions (a flattened K) and
-  // parallel ones (the unit rows of a 1x1 feature map's classifier, 1 x
-  // 1 x C before the matmul), each run extended while every operand
-  // indexes it contiguously and in order.
+  // Runs of one iterator type: reduction dimensions (a flattened K) and,
+  // in a float contraction, parallel ones (the unit rows of a 1x1 feature
+  // map's classifier, 1 x 1 x C before the matmul), each run extended
+  // while every operand indexes it contiguously and in order. An integer
+  // classifier (int8 after `tcc-quantize-int8`) keeps its rows: as a
+  // generic it takes the row-reduction template, while an int8
+  // batch_matmul of one row would run as a loop nest.
+  bool floats = isa<FloatType>(
+      getElementTypeOrSelf(generic.getDpsInits()[0].getType()));
   for (auto [index, type] : llvm::enumerate(iterators)) {
     ReassociationIndices candidate = run;
     candidate.push_back(index);
+    bool mergeable = type == utils::IteratorType::reduction || floats;
+    if (!mergeable) {
+      flush();
+      continue;
+    }
     if (run.empty()) {
       run = candidate;
     } else if (iterators[run.front()] == type &&
