@@ -135,6 +135,14 @@ pub trait TargetConfig: Sync {
     /// or `None` to compile it as loops.
     fn gemm(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig>;
 
+    /// As [`TargetConfig::gemm`], for a convolution whose A operand is
+    /// computed per load by a folded producer (a BatchNorm + ReLU before
+    /// it, `tcc-fold-conv-inputs`): each A element then costs arithmetic,
+    /// which a wider block of C amortizes over more columns.
+    fn gemm_computed_a(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+        self.gemm(m, n, k)
+    }
+
     /// Configurations `tcc tune` measures besides the table's.
     fn gemm_alternatives(&self, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
         gpu_gemm_alternatives(m, n, k)
@@ -279,6 +287,17 @@ impl Target {
     /// multiplies the work-groups.
     pub fn gemm_config(self, batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         let mut config = self.config().gemm(m, n, k)?;
+        if batch > 1 {
+            config.split_k = 1;
+        }
+        config.validate().ok()?;
+        Some(config)
+    }
+
+    /// As [`Target::gemm_config`], for a convolution whose A is computed
+    /// per load by a folded producer ([`TargetConfig::gemm_computed_a`]).
+    pub fn gemm_config_computed_a(self, batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+        let mut config = self.config().gemm_computed_a(m, n, k)?;
         if batch > 1 {
             config.split_k = 1;
         }
@@ -549,6 +568,30 @@ mod tests {
         // Never more rows than M has.
         assert_eq!(block(1, 1000, 8), (1, 16));
         assert_eq!(block(1, 1000, 16), (1, 64));
+    }
+
+    #[test]
+    fn cpu_convolutions_with_a_computed_a_take_wider_blocks_on_avx2() {
+        let block = |m, n, floats| {
+            let c = pocl_cpu::gemm_computed_a_for_vector_floats(m, n, floats).unwrap();
+            (c.work_m, c.work_n)
+        };
+        // AVX2: 64 columns share each computed A element, whatever spills.
+        assert_eq!(block(3136, 128, 8), (4, 64));
+        assert_eq!(block(3136, 64, 8), (4, 64));
+        assert_eq!(block(2, 64, 8), (2, 64));
+        // Narrower outputs, and AVX-512, keep the plain table.
+        assert_eq!(block(3136, 32, 8), (6, 16));
+        assert_eq!(block(3136, 48, 16), (6, 32));
+        assert_eq!(block(3136, 128, 16), (4, 64));
+        // Only pocl-cpu has a table of its own for it.
+        for target in [Target::Generic, Target::Nvidia] {
+            assert_eq!(
+                target.gemm_config_computed_a(1, 3136, 128, 256),
+                target.gemm_config(1, 3136, 128, 256),
+                "{target}"
+            );
+        }
     }
 
     #[test]

@@ -81,6 +81,22 @@ pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<Gemm
     Some(GemmConfig::register_blocked(rows, columns))
 }
 
+/// The register block of a convolution whose A is computed per load by a
+/// folded producer (DenseNet's BatchNorm + ReLU before each 1x1
+/// convolution): on AVX2, outputs at least 64 wide take 4 x 64 blocks
+/// instead of 6 x 16. The producer's arithmetic runs once per row and k
+/// and serves every column of the block: 64 columns amortize it four times
+/// better than 16, which outweighs the accumulators spilling (32 vectors
+/// in 16 registers). DenseNet-121's 1x1 convolutions with a producer ran
+/// 20-30% faster so, its 3x3 ones (plain A) 50% slower, measured in turns
+/// (docs/benchmarks.md). AVX-512 keeps its table.
+pub fn gemm_computed_a_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
+    if vector_floats < 16 && n >= 64 {
+        return Some(GemmConfig::register_blocked(m.clamp(1, 4) as u32, 64));
+    }
+    gemm_for_vector_floats(m, n, vector_floats)
+}
+
 /// The floats in one SIMD register of the CPU this process runs on (16
 /// with AVX-512, else 8): CPU kernels are compiled where they run, as
 /// with IREE's `--iree-llvmcpu-target-cpu=host`, since PoCL compiles them
@@ -131,6 +147,10 @@ impl TargetConfig for PoclCpu {
 
     fn gemm(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
         gemm_for_vector_floats(m, n, host_vector_floats())
+    }
+
+    fn gemm_computed_a(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
+        gemm_computed_a_for_vector_floats(m, n, host_vector_floats())
     }
 
     fn gemm_alternatives(&self, m: i64, n: i64, _k: i64) -> Vec<GemmConfig> {

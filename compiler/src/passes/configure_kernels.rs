@@ -26,7 +26,7 @@ mod window;
 use melior::Context;
 use melior::ir::attribute::{AttributeLike, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
-use melior::ir::{TypeLike, Value, ValueLike};
+use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 
 use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
@@ -142,7 +142,15 @@ impl ConfigureOptions {
     /// The GEMM configuration for a kernel of `kind` computing a
     /// `batch x m x n x k` product: the forced candidate, else the tuning
     /// record's, else the target's table.
-    fn gemm_config(&self, target: Target, kind: &str, shape: &GemmShape) -> Option<GemmConfig> {
+    /// With `computed_a` (a convolution whose A a folded producer
+    /// computes), the target's table for that case.
+    fn gemm_config(
+        &self,
+        target: Target,
+        kind: &str,
+        shape: &GemmShape,
+        computed_a: bool,
+    ) -> Option<GemmConfig> {
         let GemmShape { batch, m, n, k } = *shape;
         if let Some(index) = self.candidate {
             let candidates = target.gemm_candidates(batch, m, n, k);
@@ -152,7 +160,10 @@ impl ConfigureOptions {
             .tuning
             .as_ref()
             .and_then(|record| record.lookup(target, kind, [batch, m, n, k]));
-        tuned.or_else(|| target.gemm_config(batch, m, n, k))
+        tuned.or_else(|| match computed_a {
+            true => target.gemm_config_computed_a(batch, m, n, k),
+            false => target.gemm_config(batch, m, n, k),
+        })
     }
 
     /// The strategy of a kernel of `kind` rooted at `op` (on tensors, in
@@ -169,15 +180,18 @@ impl ConfigureOptions {
         if self.templates
             && let Some(shape) = gemm_shape(op)
             && float_operands(op)
-            && let Some(config) = self.gemm_config(target, kind, &shape)
+            && let Some(config) = self.gemm_config(target, kind, &shape, producer_arithmetic(op))
         {
             return KernelStrategy::Gemm { config, shape };
         }
         if self.templates
             && let Some(shape) = gemm_shape(op)
             && int8::int8_operands(op)
-            && let Some(config) =
-                int8::int8_config(target, self.gemm_config(target, kind, &shape), &shape)
+            && let Some(config) = int8::int8_config(
+                target,
+                self.gemm_config(target, kind, &shape, false),
+                &shape,
+            )
         {
             return KernelStrategy::Gemm { config, shape };
         }
@@ -234,6 +248,36 @@ fn float_operands(op: OperationRef) -> bool {
         !unsafe { mlir_sys::mlirTypeIsAShaped(ty) }
             || unsafe { mlir_sys::mlirTypeIsAF32(mlir_sys::mlirShapedTypeGetElementType(ty)) }
     })
+}
+
+/// Whether `op` is a convolution whose A a folded producer computes with
+/// float arithmetic (`tcc-fold-conv-inputs`: a `tcc.conv` generic whose
+/// body holds more float operations than its own multiply-accumulate, the
+/// pad's select aside: a BatchNorm + ReLU, an unrolled pool).
+fn producer_arithmetic(op: OperationRef) -> bool {
+    if op.attribute(crate::ir::attr_names::CONV).is_err() {
+        return false;
+    }
+    let Some(block) = op.region(0).ok().and_then(|r| r.first_block()) else {
+        return false;
+    };
+    let mut float_ops = 0;
+    let mut inner = block.first_operation();
+    while let Some(body_op) = inner {
+        let name = crate::ir::util::op_name(&body_op);
+        let float_result = body_op
+            .result(0)
+            .is_ok_and(|r| Value::from(r).r#type().is_f32());
+        if name.starts_with("arith.")
+            && name != "arith.select"
+            && name != "arith.constant"
+            && float_result
+        {
+            float_ops += 1;
+        }
+        inner = body_op.next_in_block();
+    }
+    float_ops > 2
 }
 
 fn kind_from_name(name: &str) -> KernelKind {
