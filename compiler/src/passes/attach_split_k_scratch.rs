@@ -15,20 +15,20 @@
 
 use melior::Context;
 use melior::ir::attribute::{
-    DenseElementsAttribute, DenseI32ArrayAttribute, FlatSymbolRefAttribute, IntegerAttribute,
-    StringAttribute, TypeAttribute,
+    DenseElementsAttribute, FlatSymbolRefAttribute, IntegerAttribute, StringAttribute,
+    TypeAttribute,
 };
-use melior::ir::operation::{
-    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
-};
-use melior::ir::r#type::{FunctionType, IntegerType, MemRefType, RankedTensorType};
-use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::r#type::{IntegerType, RankedTensorType};
+use melior::ir::{BlockLike, Identifier, RegionLike, Type};
 
-use super::outline_kernels::KERNEL_MODULE;
+use super::kernel_arguments::{
+    alloc_before, append_kernel_arguments, append_launch_operands, buffer_type, kernel_funcs,
+    kernel_launches,
+};
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::operand::result_at;
 use crate::ir::strategy::{self, KernelStrategy};
-use crate::ir::util::{body_ops, body_ops_named, string_value, symbol_names};
 
 pub struct AttachSplitKScratch;
 
@@ -55,19 +55,9 @@ impl TccPass for AttachSplitKScratch {
         add_counters_global(context, module, counters_type, max_counters)?;
         // Each launch of a split-K kernel passes a fresh workspace and the
         // whole counters global.
-        for function in body_ops_named(module, "func.func") {
-            for launch in body_ops_named(function, "gpu.launch_func") {
-                let Some((module_name, kernel_name)) =
-                    launch.attribute("kernel").ok().and_then(symbol_names)
-                else {
-                    continue;
-                };
-                if module_name != KERNEL_MODULE {
-                    continue;
-                }
-                if let Some(kernel) = kernels.iter().find(|k| k.name == kernel_name) {
-                    pass_scratch(context, launch, kernel.workspace, counters_type)?;
-                }
+        for (launch, kernel_name) in kernel_launches(module) {
+            if let Some(kernel) = kernels.iter().find(|k| k.name == kernel_name) {
+                pass_scratch(context, launch, kernel.workspace, counters_type)?;
             }
         }
         Ok(())
@@ -89,66 +79,22 @@ fn split_k_kernels<'c>(
     module: OperationRef<'c, 'c>,
 ) -> Result<Vec<SplitKKernel<'c>>, PassError<'c>> {
     let mut kernels = Vec::new();
-    for kernel_module in body_ops_named(module, "gpu.module") {
-        if kernel_module
-            .attribute("sym_name")
-            .ok()
-            .and_then(string_value)
-            .as_deref()
-            != Some(KERNEL_MODULE)
-        {
+    for (op, name) in kernel_funcs(module) {
+        let Some(KernelStrategy::Gemm { config, shape }) = strategy::of(&op) else {
+            continue;
+        };
+        if config.split_k <= 1 {
             continue;
         }
-        for op in body_ops(kernel_module) {
-            let Some(KernelStrategy::Gemm { config, shape }) = strategy::of(&op) else {
-                continue;
-            };
-            if config.split_k <= 1 {
-                continue;
-            }
-            let (workspace, counters) = config.split_k_scratch(&shape);
-            let name = op
-                .attribute("sym_name")
-                .ok()
-                .and_then(string_value)
-                .unwrap_or_default();
-            kernels.push(SplitKKernel {
-                op,
-                name,
-                workspace,
-                counters,
-            });
-        }
+        let (workspace, counters) = config.split_k_scratch(&shape);
+        kernels.push(SplitKKernel {
+            op,
+            name,
+            workspace,
+            counters,
+        });
     }
     Ok(kernels)
-}
-
-/// Appends arguments of `types` to a `gpu.func` (block and signature).
-pub(super) fn append_kernel_arguments<'c>(
-    context: &'c melior::Context,
-    kernel: OperationRef<'c, 'c>,
-    types: &[Type<'c>],
-) -> Result<(), PassError<'c>> {
-    let location = kernel.location();
-    let block = kernel
-        .region(0)
-        .ok()
-        .and_then(|r| r.first_block())
-        .ok_or_else(|| PassError::at(location, "split-K kernel without a body"))?;
-    let mut inputs: Vec<Type> = (0..block.argument_count())
-        .filter_map(|i| block.argument(i).ok())
-        .map(|a| Value::from(a).r#type())
-        .collect();
-    for ty in types {
-        block.add_argument(*ty, location);
-        inputs.push(*ty);
-    }
-    let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
-    kernel.set_attribute(
-        "function_type",
-        TypeAttribute::new(FunctionType::new(context, &inputs, &[]).into()).into(),
-    );
-    Ok(())
 }
 
 /// `memref.global "private" @tcc_split_k_counters : memref<Nxi32> =
@@ -206,18 +152,14 @@ fn pass_scratch<'c>(
     counters_type: Type<'c>,
 ) -> Result<(), PassError<'c>> {
     let location = launch.location();
+    let workspace = alloc_before(
+        context,
+        launch,
+        buffer_type(workspace, Type::float32(context)),
+    )?;
     let block = launch
         .block()
         .ok_or_else(|| PassError::at(location, "gpu.launch_func outside a block"))?;
-    let alloc = OperationBuilder::new("memref.alloc", location)
-        .add_attributes(&[(
-            Identifier::new(context, "operandSegmentSizes"),
-            DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
-        )])
-        .add_results(&[buffer_type(workspace, Type::float32(context))])
-        .build()
-        .map_err(|e| PassError::at(location, format!("cannot build memref.alloc: {e}")))?;
-    let alloc = block.insert_operation_before(launch, alloc);
     let get_global = OperationBuilder::new("memref.get_global", location)
         .add_attributes(&[(
             Identifier::new(context, "name"),
@@ -227,17 +169,5 @@ fn pass_scratch<'c>(
         .build()
         .map_err(|e| PassError::at(location, format!("cannot build memref.get_global: {e}")))?;
     let get_global = block.insert_operation_before(launch, get_global);
-
-    let scratch = [result_at(alloc, 0)?, result_at(get_global, 0)?].map(|v| v.to_raw());
-    // Through the op's kernel-operand accessor, which keeps its operand
-    // segments right.
-    if !unsafe { tcc_dialects::append_launch_kernel_operands(launch.to_raw(), &scratch) } {
-        return Err(PassError::at(location, "not a gpu.launch_func"));
-    }
-    Ok(())
-}
-
-/// `memref<Nx{element}>`.
-pub(super) fn buffer_type(elements: i64, element: Type) -> Type {
-    MemRefType::new(element, &[elements.max(1)], None, None).into()
+    append_launch_operands(launch, &[workspace, result_at(get_global, 0)?])
 }

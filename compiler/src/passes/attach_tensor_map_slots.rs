@@ -15,20 +15,17 @@
 //! taken.
 
 use melior::Context;
-use melior::ir::attribute::DenseI32ArrayAttribute;
-use melior::ir::operation::{
-    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
-};
+use melior::ir::Attribute;
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::r#type::IntegerType;
-use melior::ir::{Attribute, BlockLike, Identifier, Type, ValueLike};
 
-use super::attach_split_k_scratch::{append_kernel_arguments, buffer_type};
-use super::outline_kernels::KERNEL_MODULE;
-use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
+use super::kernel_arguments::{
+    alloc_before, append_kernel_arguments, append_launch_operands, buffer_type, kernel_funcs,
+    kernel_launches,
+};
+use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::config::Target;
-use crate::ir::operand::result_at;
 use crate::ir::strategy::{self, KernelStrategy};
-use crate::ir::util::{body_ops, body_ops_named, string_value, symbol_names};
 
 pub struct AttachTensorMapSlots;
 
@@ -47,94 +44,31 @@ impl TccPass for AttachTensorMapSlots {
         if Target::of_module(module) != Some(Target::Nvidia) {
             return Ok(());
         }
-        let kernels = slot_kernels(module);
-        if kernels.is_empty() {
-            return Ok(());
-        }
-        let byte: Type = IntegerType::new(context, 8).into();
+        // The GEMM kernels that may take the wgmma body, and their slots.
+        let kernels: Vec<_> = kernel_funcs(module)
+            .into_iter()
+            .filter(|(op, _)| op.attribute(SLOTS_ATTRIBUTE).is_err())
+            .filter_map(|(op, name)| {
+                let Some(KernelStrategy::Gemm { config, shape }) = strategy::of(&op) else {
+                    return None;
+                };
+                let bytes = tcc_kernels::gemm::tensor_map_slot_bytes(&config, &shape)?;
+                Some((op, name, bytes))
+            })
+            .collect();
+        let byte = IntegerType::new(context, 8).into();
         for (op, _, bytes) in &kernels {
             append_kernel_arguments(context, *op, &[buffer_type(*bytes, byte)])?;
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
             op.set_attribute(SLOTS_ATTRIBUTE, Attribute::unit(context));
         }
-        for function in body_ops_named(module, "func.func") {
-            for launch in body_ops_named(function, "gpu.launch_func") {
-                let Some((module_name, kernel_name)) =
-                    launch.attribute("kernel").ok().and_then(symbol_names)
-                else {
-                    continue;
-                };
-                if module_name != KERNEL_MODULE {
-                    continue;
-                }
-                if let Some((_, _, bytes)) =
-                    kernels.iter().find(|(_, name, _)| *name == kernel_name)
-                {
-                    pass_slots(context, launch, buffer_type(*bytes, byte))?;
-                }
+        // Each launch passes slots of its own.
+        for (launch, kernel_name) in kernel_launches(module) {
+            if let Some((_, _, bytes)) = kernels.iter().find(|(_, name, _)| *name == kernel_name) {
+                let slots = alloc_before(context, launch, buffer_type(*bytes, byte))?;
+                append_launch_operands(launch, &[slots])?;
             }
         }
         Ok(())
     }
-}
-
-/// The GEMM `gpu.func`s of `gpu.module @tcc_kernels` that may take the
-/// wgmma body, with their names and slot bytes.
-fn slot_kernels<'c>(module: OperationRef<'c, 'c>) -> Vec<(OperationRef<'c, 'c>, String, i64)> {
-    let mut kernels = Vec::new();
-    for kernel_module in body_ops_named(module, "gpu.module") {
-        if kernel_module
-            .attribute("sym_name")
-            .ok()
-            .and_then(string_value)
-            .as_deref()
-            != Some(KERNEL_MODULE)
-        {
-            continue;
-        }
-        for op in body_ops(kernel_module) {
-            let Some(KernelStrategy::Gemm { config, shape }) = strategy::of(&op) else {
-                continue;
-            };
-            if op.attribute(SLOTS_ATTRIBUTE).is_ok() {
-                continue;
-            }
-            let Some(bytes) = tcc_kernels::gemm::tensor_map_slot_bytes(&config, &shape) else {
-                continue;
-            };
-            let name = op
-                .attribute("sym_name")
-                .ok()
-                .and_then(string_value)
-                .unwrap_or_default();
-            kernels.push((op, name, bytes));
-        }
-    }
-    kernels
-}
-
-/// Before `launch`: the slots' allocation, appended to its kernel operands.
-fn pass_slots<'c>(
-    context: &'c Context,
-    launch: OperationRef<'c, 'c>,
-    slots_type: Type<'c>,
-) -> Result<(), PassError<'c>> {
-    let location = launch.location();
-    let block = launch
-        .block()
-        .ok_or_else(|| PassError::at(location, "gpu.launch_func outside a block"))?;
-    let alloc = OperationBuilder::new("memref.alloc", location)
-        .add_attributes(&[(
-            Identifier::new(context, "operandSegmentSizes"),
-            DenseI32ArrayAttribute::new(context, &[0, 0]).into(),
-        )])
-        .add_results(&[slots_type])
-        .build()
-        .map_err(|e| PassError::at(location, format!("cannot build memref.alloc: {e}")))?;
-    let alloc = block.insert_operation_before(launch, alloc);
-    let slots = [result_at(alloc, 0)?.to_raw()];
-    if !unsafe { tcc_dialects::append_launch_kernel_operands(launch.to_raw(), &slots) } {
-        return Err(PassError::at(location, "not a gpu.launch_func"));
-    }
-    Ok(())
 }

@@ -20,6 +20,7 @@ mod form_dispatches;
 mod fuse_elementwise;
 mod generalize_reductions;
 mod hoist_parallel_dims;
+mod kernel_arguments;
 mod lower_host_to_llvm;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
