@@ -108,7 +108,7 @@ pub(super) fn alloc_before<'c>(
         .build()
         .map_err(|e| PassError::at(location, format!("cannot build memref.alloc: {e}")))?;
     let alloc = block.insert_operation_before(launch, alloc);
-    Ok(result_at(alloc, 0)?.into())
+    result_at(alloc, 0).map_err(Into::into)
 }
 
 /// Appends `values` to `launch`'s kernel operands (through the op's
