@@ -26,7 +26,7 @@ mod window;
 use melior::Context;
 use melior::ir::attribute::{AttributeLike, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
-use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
+use melior::ir::{TypeLike, Value, ValueLike};
 
 use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
@@ -258,25 +258,18 @@ fn producer_arithmetic(op: OperationRef) -> bool {
     if op.attribute(crate::ir::attr_names::CONV).is_err() {
         return false;
     }
-    let Some(block) = op.region(0).ok().and_then(|r| r.first_block()) else {
-        return false;
-    };
-    let mut float_ops = 0;
-    let mut inner = block.first_operation();
-    while let Some(body_op) = inner {
-        let name = crate::ir::util::op_name(&body_op);
-        let float_result = body_op
-            .result(0)
-            .is_ok_and(|r| Value::from(r).r#type().is_f32());
-        if name.starts_with("arith.")
-            && name != "arith.select"
-            && name != "arith.constant"
-            && float_result
-        {
-            float_ops += 1;
-        }
-        inner = body_op.next_in_block();
-    }
+    let float_ops = crate::ir::util::body_ops(op)
+        .into_iter()
+        .filter(|body_op| {
+            let name = crate::ir::util::op_name(body_op);
+            name.starts_with("arith.")
+                && name != "arith.select"
+                && name != "arith.constant"
+                && body_op
+                    .result(0)
+                    .is_ok_and(|r| Value::from(r).r#type().is_f32())
+        })
+        .count();
     float_ops > 2
 }
 
