@@ -404,6 +404,94 @@ __global__ void __launch_bounds__(256) gemmv(const float* __restrict__ A, const 
     for (int e = 0; e < 4; ++e) c[(size_t)(8 * j + 2 * tig + e % 2) * N + e / 2] = d[4 * j + e];
 }
 
+
+// Variant S (session 14): T's layout with B through local memory too, in
+// more local memory than OpenCL gives (CUDA dynamic shared memory: the
+// question is whether the T design reaches 300 TF/s there, before tcc
+// grows a CUDA launch path). Each stage holds A's BM x UK tile (TMA,
+// 128-byte swizzle) and B's UK x BN tile as BN / 32 boxes of UK rows of
+// 32 floats (TMA from the row-major B, 128-byte swizzle), one mbarrier
+// per stage counting both. B's fragments come from local memory (LDS.64),
+// not from global loads: a warp's C columns are spread over the even (or
+// odd) 16-byte chunks of a box row, so that the four k rows a fragment
+// load touches fall on two wavefronts under the swizzle. W 0: every
+// iteration waits for its wgmmas; W 1: one group stays in flight (B's
+// fragments double-buffered), the slot refilled is the one read two
+// iterations back.
+template <int BM, int WG, int STAGES>
+constexpr int s_smem_bytes() { return STAGES * (BM + 64 * WG) * 32 * 4 + 1024; }
+template <int BM, int WG, int STAGES, int W, int MINB>
+__global__ void __launch_bounds__(WG * 128, MINB) gemms(const __grid_constant__ CUtensorMap amap,
+                                                       const __grid_constant__ CUtensorMap bmap,
+                                                       float* __restrict__ C, int M, int N, int K) {
+  constexpr int UK = 32, BN = 64 * WG, A_SIZE = BM * UK, B_SIZE = BN * UK, STAGE = A_SIZE + B_SIZE;
+  extern __shared__ unsigned char dyn[];
+  __shared__ __align__(8) uint64_t full[STAGES];
+  float* smem = (float*)(((uintptr_t)dyn + 1023) & ~(uintptr_t)1023);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  // this lane's pair of C columns: box warp / 2, float f of the box's 32
+  const int box = warp / 2, f = 4 * (warp % 2) + 8 * (group / 2) + 2 * (group % 2);
+  const int col = 32 * box + f;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const int KT = K / UK;
+  auto load = [&](int u) {
+    const int slot = u % STAGES;
+    float* st = smem + slot * STAGE;
+    mbar_expect(&full[slot], STAGE * 4);
+    tma_load(st, &amap, u * UK, m0, &full[slot]);
+#pragma unroll
+    for (int b = 0; b < BN / 32; ++b) tma_load(st + A_SIZE + b * 32 * UK, &bmap, n0 + 32 * b, u * UK, &full[slot]);
+  };
+  if (tid == 0)
+    for (int u = 0; u < STAGES && u < KT; ++u) load(u);
+  float d[BM / 2] = {};
+  unsigned fr[2][UK / 8][4];
+  auto step = [&](int kt, unsigned (&f4)[UK / 8][4]) {
+    const int slot = kt % STAGES;
+    mbar_wait(&full[slot], (kt / STAGES) & 1);
+    __syncthreads();
+    const int done = kt - 1 - W;  // the unit whose wgmmas every warp has waited for
+    if (tid == 0 && done >= 0 && done + STAGES < KT) load(done + STAGES);
+    const float* st = smem + slot * STAGE;
+    const unsigned bbase = smem_addr(st + A_SIZE + box * 32 * UK);
+#pragma unroll
+    for (int s = 0; s < UK / 8; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = s * 8 + 4 * h + tig;
+        const unsigned addr = bbase + k * 128 + (((f / 4) ^ (k % 8)) * 16) + (f % 4) * 4;
+        float x, y;
+        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x), "=f"(y) : "r"(addr));
+        f4[s][2 * h] = tf32_round(x);
+        f4[s][2 * h + 1] = tf32_round(y);
+      }
+    const unsigned abase = smem_addr(st);
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < UK / 8; ++s) wgmma_rs<BM>(d, f4[s], unit_desc<UK>(abase + s * 32));
+    wg_commit();
+    wg_wait<W>();
+  };
+  int kt = 0;
+  for (; kt + 1 < KT; kt += 2) {
+    step(kt, fr[0]);
+    step(kt + 1, fr[1]);
+  }
+  if (kt < KT) step(kt, fr[0]);
+  wg_wait<0>();
+  // d[4 j + e]: C row 8 j + 2 tig + e % 2, column col + e / 2
+  float* c = C + (size_t)m0 * N + n0 + col;
+#pragma unroll
+  for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[(size_t)(8 * j + 2 * tig + e % 2) * N + e / 2] = d[4 * j + e];
+}
+
 static CUtensorMap encode_a(const float* a, int M, int K, int BM, int KS, CUtensorMapL2promotion l2) {
   CUtensorMap m;
   cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)M};
@@ -415,6 +503,20 @@ static CUtensorMap encode_a(const float* a, int M, int K, int BM, int KS, CUtens
                                       KS == 32 ? CU_TENSOR_MAP_SWIZZLE_128B : KS == 16 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B, l2,
                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) { printf("cuTensorMapEncodeTiled: %d\n", (int)r); exit(1); }
+  return m;
+}
+
+// B's map for variant S: row-major K x N floats, boxes of 32 columns x UK rows, 128-byte swizzle.
+static CUtensorMap encode_b(const float* b, int K, int N, int UK) {
+  CUtensorMap m;
+  cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)K};
+  cuuint64_t strides[1] = {(cuuint64_t)N * 4};
+  cuuint32_t box[2] = {32, (cuuint32_t)UK};
+  cuuint32_t estr[2] = {1, 1};
+  CUresult r = cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void*)b, dims, strides, box, estr,
+                                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) { printf("cuTensorMapEncodeTiled (B): %d\n", (int)r); exit(1); }
   return m;
 }
 
@@ -488,6 +590,22 @@ template <int WG, int NR, int MINB>
 void launchw(const float* A, const float* B, float* C, unsigned char*, const CUtensorMap& m, int M, int N, int K) {
   gemmw<WG, NR, MINB><<<dim3(N / (64 * WG * NR), M / 128), WG * 128>>>(A, B, C, m, M, N, K);
 }
+template <int BM, int WG, int STAGES, int W, int MINB>
+void launchs(const float* A, const float* B, float* C, unsigned char*, const CUtensorMap& m, int M, int N, int K) {
+  static CUtensorMap bm;
+  static const float* last = nullptr;
+  if (last != B) { bm = encode_b(B, K, N, 32); last = B; }
+  constexpr int bytes = s_smem_bytes<BM, WG, STAGES>();
+  static bool set = false;
+  if (!set) {
+    cudaError_t e = cudaFuncSetAttribute(gemms<BM, WG, STAGES, W, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e != cudaSuccess) printf("cudaFuncSetAttribute(%d): %s\n", bytes, cudaGetErrorString(e));
+    set = true;
+  }
+  gemms<BM, WG, STAGES, W, MINB><<<dim3(N / (64 * WG), M / BM), WG * 128, bytes>>>(m, bm, C, M, N, K);
+}
+#define SCASE(BM, WG, STAGES, W, MINB) \
+  {"S bm" #BM " wg" #WG " st" #STAGES " w" #W " minb" #MINB, BM, WG, 32, 0, 0, launchs<BM, WG, STAGES, W, MINB>}
 #define WCASE(WG, NR, MINB) \
   {"W wg" #WG " nr" #NR " minb" #MINB, 128, WG, 32, 0, 0, launchw<WG, NR, MINB>}
 #define TCASE(BM, WG, UK, UNITS, PER, TM) \
@@ -514,6 +632,12 @@ int main(int argc, char** argv) {
       TCASE(128, 2, 8, 11, 4, 1), TCASE(128, 4, 32, 2, 1, 1), TCASE(256, 2, 16, 2, 1, 1), TCASE(192, 2, 16, 3, 1, 1),
       // run 4
       WCASE(2, 1, 1), WCASE(1, 2, 1), WCASE(1, 2, 2), WCASE(1, 2, 3), WCASE(2, 2, 1), WCASE(1, 1, 1), WCASE(1, 1, 4),
+      // session 14: B through local memory, more local memory than OpenCL gives
+      SCASE(128, 2, 2, 0, 1), SCASE(128, 2, 3, 0, 2), SCASE(128, 2, 3, 1, 2), SCASE(128, 2, 4, 1, 1), SCASE(128, 2, 6, 1, 1),
+      SCASE(128, 4, 3, 0, 1), SCASE(128, 4, 3, 1, 1), SCASE(128, 4, 4, 1, 1),
+      SCASE(256, 2, 3, 0, 1), SCASE(256, 2, 3, 1, 1), SCASE(256, 1, 4, 1, 1), SCASE(256, 1, 2, 0, 2),
+      // second run
+      SCASE(256, 2, 4, 0, 1), SCASE(256, 2, 4, 1, 1), SCASE(128, 4, 4, 0, 1), SCASE(128, 2, 5, 1, 1), SCASE(128, 2, 3, 1, 1),
   };
   if (!strcmp(only, "--list")) { for (auto& c : cases) printf("%s\n", c.name); return 0; }
   for (int size : {2048, 4096}) {
