@@ -49,6 +49,32 @@ fn vector_type(width: u32) -> String {
     }
 }
 
+/// B's address for `(k, j)` when it is stored in panels of `panel`
+/// columns (`GemmSpec::b_panel`): `[N / panel][K][panel]` from B's offset.
+/// Every vector of `width` columns the block loads must lie within one
+/// panel, so the panel must divide N and hold whole vectors.
+fn panel_address(spec: &GemmSpec, panel: i64, width: u32) -> Result<String, String> {
+    let (s, columns) = (spec.shape, i64::from(spec.config.work_n));
+    let width = i64::from(width);
+    if spec.b_offset.is_some()
+        || spec.b.batch_stride != 0
+        || panel <= 0
+        || s.n % panel != 0
+        || panel % width != 0
+        || (columns % panel != 0 && panel % columns != 0)
+    {
+        return Err(format!(
+            "{}: B in panels of {panel} columns needs them to divide N = {} and to hold whole vectors of a {columns}-column block, with no batch stride or offset expression",
+            spec.name, s.n
+        ));
+    }
+    Ok(format!(
+        "{} + (j / {panel}) * {} + k * {panel} + (j % {panel})",
+        spec.b.offset,
+        s.k * panel
+    ))
+}
+
 /// Instantiates the register-blocked form (see the module comment).
 pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
@@ -117,11 +143,13 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             let _ = writeln!(out, "  {ty} acc{r}_{v} = ({ty})(0.0f);");
         }
     }
-    let b_address = spec
-        .b_offset
-        .clone()
-        .unwrap_or_else(|| spec.b.address("b", "k", "j"));
-    let b_contiguous = spec.b_offset.is_none() && spec.b.col_stride == 1;
+    let b_address = match (spec.b_panel, &spec.b_offset) {
+        (Some(panel), _) => panel_address(spec, panel, width)?,
+        (None, Some(offset)) => offset.clone(),
+        (None, None) => spec.b.address("b", "k", "j"),
+    };
+    let b_contiguous =
+        spec.b_panel.is_some() || (spec.b_offset.is_none() && spec.b.col_stride == 1);
     // Only the last column tile can reach past N.
     let edge = s.n % columns as i64 != 0;
     if edge {
@@ -300,6 +328,42 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
 mod tests {
     use crate::gemm::tests::spec;
     use crate::{GemmConfig, gemm_kernel};
+
+    #[test]
+    fn b_in_panels_loads_a_blocks_columns_contiguous_in_k() {
+        let mut panels = spec(GemmConfig::register_blocked(4, 32));
+        panels.shape.n = 64;
+        panels.b.offset = 8;
+        panels.b_panel = Some(16);
+        let text = gemm_kernel(&panels).unwrap();
+        // K = 30: each panel is 30 rows of 16; the block's two float16 per
+        // k come from two panels, 16 floats on per k.
+        assert!(
+            text.contains("rb1 = vload16(0, a2 + 8 + (j / 16) * 480 + k * 16 + (j % 16));"),
+            "{text}"
+        );
+        assert!(!text.contains("lanes["), "{text}");
+    }
+
+    #[test]
+    fn b_in_panels_must_divide_n_and_hold_the_blocks_vectors() {
+        // N = 50 is no multiple of 16.
+        let mut ragged = spec(GemmConfig::register_blocked(4, 32));
+        ragged.b_panel = Some(16);
+        let error = gemm_kernel(&ragged).unwrap_err();
+        assert!(error.contains("panels of 16 columns"), "{error}");
+        // A float16 vector does not fit in panels of 8.
+        let mut narrow = spec(GemmConfig::register_blocked(4, 32));
+        narrow.shape.n = 64;
+        narrow.b_panel = Some(8);
+        assert!(gemm_kernel(&narrow).is_err());
+        // The tiled forms read B as stored.
+        let mut tiled = spec(crate::gemm::tests::tiles(crate::gemm::tests::SMALL_TILES));
+        tiled.shape.n = 64;
+        tiled.b_panel = Some(16);
+        let error = gemm_kernel(&tiled).unwrap_err();
+        assert!(error.contains("register-blocked GEMM only"), "{error}");
+    }
 
     #[test]
     fn one_work_item_keeps_its_block_in_vector_registers() {

@@ -114,7 +114,7 @@ pub struct LoopConfig {
     pub max_workgroups: Option<i64>,
 }
 
-pub use tcc_kernels::GemmConfig;
+pub use tcc_kernels::{GemmConfig, GemmShape};
 pub use tcc_kernels::{WindowConfig, WindowGeometry};
 
 /// One target's tuning tables: one implementation per target file
@@ -141,6 +141,13 @@ pub trait TargetConfig: Sync {
     /// which a wider block of C amortizes over more columns.
     fn gemm_computed_a(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         self.gemm(m, n, k)
+    }
+
+    /// The panel width (in output channels) a convolution's constant
+    /// filter is packed into for a GEMM of `config` over `shape`
+    /// (`tcc-pack-weight-panels`), or `None` to read it as stored.
+    fn weight_panel(&self, _config: &GemmConfig, _shape: &GemmShape) -> Option<i64> {
+        None
     }
 
     /// Configurations `tcc tune` measures besides the table's.
@@ -303,6 +310,12 @@ impl Target {
         }
         config.validate().ok()?;
         Some(config)
+    }
+
+    /// The panel width of a convolution filter (see
+    /// [`TargetConfig::weight_panel`]).
+    pub fn weight_panel(self, config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
+        self.config().weight_panel(config, shape)
     }
 
     /// The configurations `tcc tune` measures for a product: the table's
@@ -568,6 +581,45 @@ mod tests {
         // Never more rows than M has.
         assert_eq!(block(1, 1000, 8), (1, 16));
         assert_eq!(block(1, 1000, 16), (1, 64));
+    }
+
+    #[test]
+    fn cpu_register_blocks_read_filters_in_panels_of_16_channels() {
+        let shape = |n| GemmShape {
+            batch: 1,
+            m: 784,
+            n,
+            k: 1152,
+        };
+        let panel = |columns, n| {
+            pocl_cpu::weight_panel(&GemmConfig::register_blocked(6, columns), &shape(n))
+        };
+        assert_eq!(panel(16, 128), Some(16));
+        assert_eq!(panel(64, 256), Some(16));
+        // Blocks of 8 columns, and N of no whole panels, read B as stored.
+        assert_eq!(panel(8, 128), None);
+        assert_eq!(panel(16, 24), None);
+        // Batched products (a matmul's B per batch) too.
+        assert_eq!(
+            pocl_cpu::weight_panel(
+                &GemmConfig::register_blocked(6, 16),
+                &GemmShape {
+                    batch: 2,
+                    ..shape(128)
+                }
+            ),
+            None
+        );
+        // Tiled GEMMs (the GPU targets) never.
+        let tiled = Target::Nvidia.gemm_config(1, 784, 128, 1152).unwrap();
+        assert_eq!(pocl_cpu::weight_panel(&tiled, &shape(128)), None);
+        for target in [Target::Generic, Target::Nvidia] {
+            assert_eq!(
+                target.weight_panel(&GemmConfig::register_blocked(6, 16), &shape(128)),
+                None,
+                "{target}"
+            );
+        }
     }
 
     #[test]

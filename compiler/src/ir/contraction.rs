@@ -30,15 +30,16 @@ pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
     let (window, filter_index, output_index) = crate::patterns::conv_inputs::window_layout(op);
     if window == "conv_2d_nhwc_hwcf" {
         let output = operand_shape(op, output_index)?;
-        let filter = operand_shape(op, filter_index)?;
-        if output.len() != 4 || filter.len() != 4 {
+        // Plain HWCF or in panels (`tcc-pack-weight-panels`).
+        let [kh, kw, c, _] = super::filter_panels::hwcf_filter_shape(op, filter_index)?;
+        if output.len() != 4 {
             return None;
         }
         return Some(GemmShape {
             batch: 1,
             m: output[0] * output[1] * output[2],
             n: output[3],
-            k: filter[0] * filter[1] * filter[2],
+            k: kh * kw * c,
         });
     }
     let default_maps = match name.as_str() {

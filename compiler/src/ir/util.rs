@@ -152,6 +152,27 @@ pub fn set_discardable_attribute<'c>(op: OperationRef<'c, 'c>, name: &str, value
     melior::ir::operation::OperationMutLike::set_discardable_attribute(&mut op, name, value);
 }
 
+/// `op`'s discardable attributes whose names start with `prefix`, as
+/// (name, value) pairs in order.
+pub fn discardable_attributes<'c>(
+    op: OperationRef<'c, 'c>,
+    prefix: &str,
+) -> Vec<(String, Attribute<'c>)> {
+    let count = unsafe { mlir_sys::mlirOperationGetNumDiscardableAttributes(op.to_raw()) };
+    (0..count)
+        .filter_map(|i| {
+            let named = unsafe { mlir_sys::mlirOperationGetDiscardableAttribute(op.to_raw(), i) };
+            let name = unsafe { melior::ir::Identifier::from_raw(named.name) }
+                .as_string_ref()
+                .as_str()
+                .ok()?
+                .to_string();
+            let value = unsafe { Attribute::from_raw(named.attribute) };
+            name.starts_with(prefix).then_some((name, value))
+        })
+        .collect()
+}
+
 /// Detaches `op` from its block and destroys it (its results must have no
 /// uses left).
 pub fn erase_op(op: OperationRef) {

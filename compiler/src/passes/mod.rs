@@ -27,6 +27,7 @@ mod map_loops_to_work_items;
 mod narrow_storage;
 mod order_globals;
 mod outline_kernels;
+mod pack_weight_panels;
 mod pass;
 mod plan_memory;
 mod propagate_layout;
@@ -64,6 +65,7 @@ pub use narrow_storage::{
 };
 pub use order_globals::OrderGlobals;
 pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};
+pub use pack_weight_panels::PackWeightPanels;
 pub use pass::{
     NoOptions, PassError, PassOptions, TccPass, parse_bool, parse_options, split_options,
 };
@@ -111,6 +113,7 @@ pub const ALL: &[(&str, &str)] = &[
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
+    (PackWeightPanels::ARGUMENT, PackWeightPanels::SUMMARY),
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
     (OrderGlobals::ARGUMENT, OrderGlobals::SUMMARY),
@@ -152,6 +155,7 @@ pub fn register_all() {
     pass::register(&FormDispatches);
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);
+    pass::register(&PackWeightPanels);
     pass::register(&UniqueResults);
     pass::register(&ElideOutputCopies);
     pass::register(&OrderGlobals);

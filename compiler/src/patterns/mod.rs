@@ -13,6 +13,7 @@ pub mod pad_slices;
 pub mod raise_composites;
 pub mod softmax_to_linalg;
 pub mod transpose;
+pub mod weight_panels;
 
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::{BlockLike, TypeLike, Value, ValueLike};

@@ -180,7 +180,7 @@ impl Phase {
                 target.fold_pools_into_convs().name()
             ),
             Phase::Tile => format!(
-                "tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}{}}}",
+                "tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}{}}},tcc-pack-weight-panels",
                 target.name(),
                 choice.options()
             ),

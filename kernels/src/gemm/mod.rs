@@ -275,6 +275,13 @@ pub struct GemmSpec {
     pub a_inside: Option<String>,
     /// As `a_offset`, for `B[b, k, j]`.
     pub b_offset: Option<String>,
+    /// B (a constant weight) is stored in panels of this many columns,
+    /// `[N / P][K][P]` from `b`'s buffer and offset: element `(k, j)` at
+    /// `(j / P) * K * P + k * P + j % P`, so that a register block's
+    /// columns are contiguous in k and the k loop reads B in order
+    /// (`tcc-pack-weight-panels` packs it). Only the register-blocked form
+    /// takes it, with P dividing N and the block's vectors within a panel.
+    pub b_panel: Option<i64>,
     /// C statements run per output element before `init` is evaluated
     /// (`b`, `i`, `j` in scope), e.g. loads of a bias the init broadcasts.
     pub init_statements: String,
@@ -315,6 +322,12 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     c.validate()?;
     if c.is_register_blocked() {
         return crate::register_gemm::register_gemm_kernel(spec);
+    }
+    if spec.b_panel.is_some() {
+        return Err(format!(
+            "{}: B in panels is read by the register-blocked GEMM only",
+            spec.name
+        ));
     }
     if spec.k_window.is_some() {
         return Err(format!(

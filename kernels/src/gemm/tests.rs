@@ -3,10 +3,10 @@
 use super::*;
 
 /// 32x32x8 tiles of 2x2 outputs per work-item, no split (see [`tiles`]).
-const SMALL_TILES: [u32; 6] = [32, 32, 8, 2, 2, 1];
+pub(crate) const SMALL_TILES: [u32; 6] = [32, 32, 8, 2, 2, 1];
 
 /// A configuration from `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
-pub(super) fn tiles([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
+pub(crate) fn tiles([tile_m, tile_n, tile_k, work_m, work_n, split_k]: [u32; 6]) -> GemmConfig {
     GemmConfig {
         tile_k,
         work_m,
@@ -44,6 +44,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         a_inside: None,
         b: operand("a2", 50),
         b_offset: None,
+        b_panel: None,
         init_statements: String::new(),
         init: "0.0f".into(),
         store: "a0[i * 50 + j] = acc_value;".into(),

@@ -76,6 +76,41 @@ fn filter_operand(
     )
 }
 
+/// The B operand of an implicit-GEMM convolution whose filter is stored in
+/// panels of `panel` output channels (`F/P x KH x KW x C x P`, contiguous):
+/// the template reads it as `[N/P][K][P]` from the view's offset.
+fn panel_operand(
+    op: OperationRef,
+    b: &MemrefView,
+    filter: &[i64],
+    panel: i64,
+) -> Result<GemmOperand, CodegenError> {
+    let (kh, kw, channels) = (filter[0], filter[1], filter[2]);
+    let contiguous = [
+        kh * kw * channels * panel,
+        kw * channels * panel,
+        channels * panel,
+        panel,
+        1,
+    ];
+    if b.strides != contiguous {
+        return Err(CodegenError::at(
+            &op,
+            format!(
+                "a filter in panels of {panel} must be contiguous, not strided {:?}",
+                b.strides
+            ),
+        ));
+    }
+    Ok(GemmOperand {
+        buffer: b.buffer.clone(),
+        offset: b.offset,
+        batch_stride: 0,
+        row_stride: panel,
+        col_stride: 1,
+    })
+}
+
 /// C expressions of an implicit-GEMM convolution's window coordinates for
 /// GEMM row `i` and column `k`, given its NHWC output and HWCF filter
 /// shapes: the image `n`, output pixel `y`, `x`, filter tap `ky`, `kx`
@@ -142,6 +177,8 @@ struct Contraction {
     a_inside: Option<String>,
     b: GemmOperand,
     b_offset: Option<String>,
+    /// B in panels of this many output channels (`GemmSpec::b_panel`).
+    b_panel: Option<i64>,
     c: MemrefView,
     c_value_key: usize,
     dims: Vec<String>,
@@ -170,7 +207,13 @@ impl KernelWriter {
             self.operand_view(op, 0, OPERAND)?,
             self.operand_view(op, 1, OPERAND)?,
         );
-        let filter = memref_shape(op.operand(0).at(&op)?.r#type());
+        // Plain HWCF or in panels of output channels (`tcc-pack-weight-panels`).
+        let panel = crate::ir::filter_panels::panel_width(op, 0);
+        let filter = crate::ir::filter_panels::hwcf_filter_shape(op, 0)
+            .ok_or_else(|| {
+                CodegenError::at(&op, "convolution filter is neither HWCF nor in panels")
+            })?
+            .to_vec();
         let channels = filter[2];
         let [n, y, x, ky, kx, ch] = window(&memref_shape(c_value.r#type()), &filter, nested_k);
         // (n, oh, ow, f, kh, kw, c); f must not take part in A.
@@ -278,7 +321,10 @@ impl KernelWriter {
         let value = self.name(op, a_value)?;
         let statements = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
-        let (b_operand, b_offset) = filter_operand(&b, &filter, [ky, kx, ch]);
+        let (b_operand, b_offset) = match panel {
+            Some(panel) => (panel_operand(op, &b, &filter, panel)?, None),
+            None => filter_operand(&b, &filter, [ky, kx, ch]),
+        };
         Ok(Contraction {
             a: placeholder_operand(&b.buffer),
             a_offset: None,
@@ -288,6 +334,7 @@ impl KernelWriter {
             a_inside: inside,
             b: b_operand,
             b_offset,
+            b_panel: panel,
             c,
             c_value_key: key(c_value),
             dims: vec![n, y, x, "j".to_string()],
@@ -330,6 +377,7 @@ impl KernelWriter {
                 a_inside: None,
                 b: b_operand,
                 b_offset,
+                b_panel: None,
                 c,
                 c_value_key: key(c_value),
                 dims: vec![n, y, x, "j".to_string()],
@@ -350,6 +398,7 @@ impl KernelWriter {
             a_inside: None,
             b: operand_of(&b, rank),
             b_offset: None,
+            b_panel: None,
             c,
             c_value_key: key(c_value),
             dims,
@@ -489,6 +538,7 @@ impl KernelWriter {
             a_inside: contraction.a_inside,
             b: contraction.b,
             b_offset: contraction.b_offset,
+            b_panel: contraction.b_panel,
             init_statements,
             init,
             store,

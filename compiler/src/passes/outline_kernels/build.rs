@@ -110,8 +110,8 @@ fn kernel_flops(members: &[OperationRef]) -> i64 {
             "matmul" | "batch_matmul" => shape(0).last().copied().unwrap_or(0),
             // HWCF filter: reduce over KH * KW * C.
             s if s.starts_with("conv_2d_nhwc_hwcf") => {
-                let filter = shape(filter);
-                filter.iter().take(3).product()
+                crate::ir::filter_panels::hwcf_filter_shape(*member, filter)
+                    .map_or(0, |[kh, kw, c, _]| kh * kw * c)
             }
             s if s.starts_with("conv_") => {
                 let filter = shape(filter);

@@ -533,6 +533,31 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
     })
 }
 
+/// A plan that folds nothing: a named f32 `linalg.conv_2d_nhwc_hwcf`
+/// whose loads read its input as it is, so that [`rewrite`] gives it the
+/// generic form (`tcc-pack-weight-panels` then gives its filter another
+/// layout, which the named op cannot take).
+pub fn plain_conv_plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
+    let window = WINDOWS.iter().find(|w| w.name == "conv_2d_nhwc_hwcf")?;
+    if op_name(&op) != "linalg.conv_2d_nhwc_hwcf" || op.result_count() != 1 {
+        return None;
+    }
+    pair(op, "strides")?;
+    pair(op, "dilations")?;
+    let source = op.operand(0).ok()?;
+    let f32_rank4 = |value: Value| {
+        StaticTensor::of(value.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4)
+    };
+    (f32_rank4(source) && f32_rank4(op.result(0).ok()?.into())).then_some(Plan {
+        window,
+        op,
+        pad: None,
+        producer: None,
+        source,
+        collapse: None,
+    })
+}
+
 fn is_int8(element: melior::ir::Type) -> bool {
     melior::ir::r#type::IntegerType::try_from(element).is_ok_and(|t| t.width() == 8)
 }

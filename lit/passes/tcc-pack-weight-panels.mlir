@@ -1,0 +1,67 @@
+// tcc-pack-weight-panels: on pocl-cpu, the constant filter of a
+// convolution on the register-blocked GEMM is packed into panels of 16
+// output channels (F/16 x KH x KW x C x 16, read through
+// (d3 floordiv 16, d4, d5, d6, d3 mod 16)), so that the kernel reads a
+// block's columns in order along k. A named convolution first takes the
+// generic form (its kernel attributes kept). Filters that are not
+// constants, output channels that are not whole panels, and other targets
+// are left alone.
+// RUN: env TCC_CPU_VECTOR_FLOATS=8 tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu},tcc-pack-weight-panels)' | FileCheck %s
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=nvidia},tcc-pack-weight-panels)' | FileCheck %s --check-prefix=NVIDIA
+
+// NVIDIA-NOT: floordiv
+
+// The filter W[f][0][0][c] = 100 f + c (TOSA's OHWI): panel p holds
+// channels 16 p .. 16 p + 15, each input channel's 16 in a row.
+// CHECK-DAG: #[[PANELS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3 floordiv 16, d4, d5, d6, d3 mod 16)>
+// CHECK-LABEL: func.func @named_1x1
+// CHECK: %[[W:.+]] = arith.constant dense<{{\[\[\[\[\[}}0.000000e+00, 1.000000e+02, {{.*}}, 1.500000e+03], [1.000000e+00, 1.010000e+02, {{.*}}, 1.501000e+03]]]], {{\[\[\[\[}}1.600000e+03, {{.*}}, 3.100000e+03], [1.601000e+03, {{.*}}, 3.101000e+03]]]]]> : tensor<2x1x1x2x16xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<2x1x1x2x16xf32>)
+// CHECK-SAME: tcc.conv = "conv_2d_nhwc_hwcf", tcc.kernel = "conv_0", tcc.kind = "convolution", tcc.strategy = #tcc.gemm<{{.*}} n = 32, k = 2>
+// CHECK-NOT: linalg.conv_2d_nhwc_hwcf
+// CHECK: return
+func.func @named_1x1(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x32xf32> {
+  %w = "tosa.const"() <{values = dense<[[[[0.0, 1.0]]], [[[100.0, 101.0]]], [[[200.0, 201.0]]], [[[300.0, 301.0]]], [[[400.0, 401.0]]], [[[500.0, 501.0]]], [[[600.0, 601.0]]], [[[700.0, 701.0]]], [[[800.0, 801.0]]], [[[900.0, 901.0]]], [[[1000.0, 1001.0]]], [[[1100.0, 1101.0]]], [[[1200.0, 1201.0]]], [[[1300.0, 1301.0]]], [[[1400.0, 1401.0]]], [[[1500.0, 1501.0]]], [[[1600.0, 1601.0]]], [[[1700.0, 1701.0]]], [[[1800.0, 1801.0]]], [[[1900.0, 1901.0]]], [[[2000.0, 2001.0]]], [[[2100.0, 2101.0]]], [[[2200.0, 2201.0]]], [[[2300.0, 2301.0]]], [[[2400.0, 2401.0]]], [[[2500.0, 2501.0]]], [[[2600.0, 2601.0]]], [[[2700.0, 2701.0]]], [[[2800.0, 2801.0]]], [[[2900.0, 2901.0]]], [[[3000.0, 3001.0]]], [[[3100.0, 3101.0]]]]> : tensor<32x1x1x2xf32>}> : () -> tensor<32x1x1x2xf32>
+  %b = "tosa.const"() <{values = dense<0.5> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<32x1x1x2xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x32xf32>
+  return %c : tensor<1x4x4x32xf32>
+}
+
+// A padded 3x3 convolution, already a generic (tcc-fold-conv-inputs).
+// CHECK-LABEL: func.func @padded_3x3
+// CHECK: %[[W:.+]] = arith.constant dense<2.500000e-01> : tensor<1x3x3x4x16xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<1x3x3x4x16xf32>)
+// CHECK-SAME: tcc.conv = "conv_2d_nhwc_hwcf"
+func.func @padded_3x3(%x: tensor<1x6x6x4xf32>) -> tensor<1x6x6x16xf32> {
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<16x3x3x4xf32>}> : () -> tensor<16x3x3x4xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<16xf32>}> : () -> tensor<16xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x6x6x4xf32>, tensor<16x3x3x4xf32>, tensor<16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x6x6x16xf32>
+  return %c : tensor<1x6x6x16xf32>
+}
+
+// A filter passed in at run time stays as it is.
+// CHECK-LABEL: func.func @argument_filter
+// CHECK-NOT: floordiv
+// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK-SAME: tensor<1x1x8x32xf32>
+func.func @argument_filter(%x: tensor<1x4x4x8xf32>, %w: tensor<32x1x1x8xf32>) -> tensor<1x4x4x32xf32> {
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<32x1x1x8xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x32xf32>
+  return %c : tensor<1x4x4x32xf32>
+}
+
+// 24 output channels are no whole number of panels.
+// CHECK-LABEL: func.func @ragged_channels
+// CHECK-NOT: floordiv
+// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK-SAME: tensor<1x1x8x24xf32>
+func.func @ragged_channels(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x24xf32> {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<24x1x1x8xf32>}> : () -> tensor<24x1x1x8xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<24xf32>}> : () -> tensor<24xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<24x1x1x8xf32>, tensor<24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x24xf32>
+  return %c : tensor<1x4x4x24xf32>
+}
