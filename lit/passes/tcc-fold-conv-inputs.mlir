@@ -7,6 +7,7 @@
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs | FileCheck %s
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=none" | FileCheck %s --check-prefix=NOPOOLS
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=strided" | FileCheck %s --check-prefix=STRIDED
+// RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="conv-producers=false" | FileCheck %s --check-prefix=NOPROD
 
 // CHECK-LABEL: func.func @pad_and_producer
 // CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>, %[[S:.*]]: tensor<1x1x1x4xf32>, %[[W:.*]]: tensor<3x3x4x4xf32>)
@@ -32,6 +33,19 @@
 // CHECK: linalg.yield %[[SUM]] : f32
 // CHECK-NOT: linalg.generic
 // CHECK: return
+// With conv-producers=false (pocl-cpu) the producer stays a kernel of
+// its own; the pad still folds, the loads reading the producer's result.
+// NOPROD-LABEL: func.func @pad_and_producer
+// NOPROD: %[[BN:.*]] = linalg.generic
+// NOPROD: arith.mulf
+// NOPROD: arith.maximumf
+// NOPROD-NOT: tensor.pad
+// NOPROD: linalg.generic {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf"
+// NOPROD-NOT: arith.maximumf
+// NOPROD: tensor.extract %[[BN]][
+// NOPROD-NOT: arith.maximumf
+// NOPROD: linalg.yield
+// NOPROD: return
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #bcast = affine_map<(d0, d1, d2, d3) -> (0, 0, 0, d3)>
 func.func @pad_and_producer(%x: tensor<1x8x8x4xf32>, %s: tensor<1x1x1x4xf32>, %w: tensor<3x3x4x4xf32>) -> tensor<1x8x8x4xf32> {
@@ -153,6 +167,9 @@ func.func @channel_pad(%x: tensor<1x8x8x3xf32>, %w: tensor<1x1x4x4xf32>) -> tens
 // read the NCHW tensor at the permuted coordinates (N, C from the filter's
 // channel, then the window's row and column).
 // CHECK-LABEL: func.func @nchw_input
+// NOPROD-LABEL: func.func @nchw_input
+// NOPROD-NOT: linalg.transpose
+// NOPROD: tcc.conv = "conv_2d_nhwc_hwcf"
 // CHECK-SAME: (%[[X:.*]]: tensor<1x3x6x5xf32>, %[[W:.*]]: tensor<3x3x3x2xf32>)
 // CHECK-NOT: linalg.transpose
 // CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x3x2xf32>) {{.*}}attrs = {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: {{[0-9]+}}, {{[0-9]+}}>}

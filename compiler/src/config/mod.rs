@@ -168,6 +168,13 @@ pub trait TargetConfig: Sync {
     /// Which poolings feeding only a 1x1 convolution are unrolled into it.
     fn fold_pools_into_convs(&self) -> PoolFolding;
 
+    /// Whether a cheap elementwise producer of a 2-D convolution's input
+    /// (a BatchNorm + ReLU before it) is recomputed in its loads rather
+    /// than run as a kernel of its own.
+    fn fold_producers_into_convs(&self) -> bool {
+        true
+    }
+
     /// Whether loop-nest kernels map rows rather than elements onto
     /// work-items, each walking its rows' innermost dimension in order
     /// (`tcc-map-loops-to-work-items{serial-rows}`): on CPUs, where that
@@ -369,6 +376,11 @@ impl Target {
     /// {pools=...}`) instead of running as kernels of their own.
     pub fn fold_pools_into_convs(self) -> PoolFolding {
         self.config().fold_pools_into_convs()
+    }
+
+    /// See [`TargetConfig::fold_producers_into_convs`].
+    pub fn fold_producers_into_convs(self) -> bool {
+        self.config().fold_producers_into_convs()
     }
 
     /// The most operations one fused elementwise body may hold
@@ -581,6 +593,18 @@ mod tests {
         // Never more rows than M has.
         assert_eq!(block(1, 1000, 8), (1, 16));
         assert_eq!(block(1, 1000, 16), (1, 64));
+    }
+
+    #[test]
+    fn only_gpus_recompute_elementwise_producers_in_convolution_loads() {
+        assert!(!Target::PoclCpu.fold_producers_into_convs());
+        assert!(Target::Nvidia.fold_producers_into_convs());
+        assert!(Target::Generic.fold_producers_into_convs());
+        assert!(
+            crate::phases::Phase::Dispatch
+                .passes(Target::PoclCpu)
+                .contains("conv-producers=false")
+        );
     }
 
     #[test]

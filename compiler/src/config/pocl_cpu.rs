@@ -84,14 +84,17 @@ pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<Gemm
 }
 
 /// The register block of a convolution whose A is computed per load by a
-/// folded producer (DenseNet's BatchNorm + ReLU before each 1x1
-/// convolution): on AVX2, outputs at least 64 wide take 4 x 64 blocks
-/// instead of 6 x 16. The producer's arithmetic runs once per row and k
-/// and serves every column of the block: 64 columns amortize it four times
-/// better than 16, which outweighs the accumulators spilling (32 vectors
-/// in 16 registers). DenseNet-121's 1x1 convolutions with a producer ran
-/// 20-30% faster so, its 3x3 ones (plain A) 50% slower, measured in turns
-/// (docs/benchmarks.md). AVX-512 keeps its table.
+/// folded producer: on pocl-cpu a pooling unrolled into a 1x1 convolution
+/// (Inception's pool projections; arithmetic producers stay kernels of
+/// their own here, see `fold_producers_into_convs`). On AVX2, outputs at
+/// least 64 wide take 4 x 64 blocks instead of 6 x 16. The producer's
+/// arithmetic runs once per row and k and serves every column of the
+/// block: 64 columns amortize it four times better than 16, which
+/// outweighs the accumulators spilling (32 vectors in 16 registers).
+/// Measured in turns in session 13 (docs/benchmarks.md): DenseNet-121's
+/// 1x1 convolutions with their BatchNorm + ReLU folded ran 20-30% faster
+/// so, its 3x3 ones (plain A) 50% slower; Inception v1 went from 42 to 36
+/// ms. AVX-512 keeps its table.
 pub fn gemm_computed_a_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
     if vector_floats < 16 && n >= 64 {
         return Some(GemmConfig::register_blocked(m.clamp(1, 4) as u32, 64));
@@ -192,6 +195,17 @@ impl TargetConfig for PoclCpu {
 
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
+    }
+
+    /// No: on the register-blocked GEMM the producer's arithmetic runs in
+    /// the k loop, for every row and k of every block of C, where it
+    /// holds the multiply-adds back (DenseNet-121's BatchNorm + ReLU 1x1
+    /// convolutions ran at 52-60 GFLOP/s, their plain form at 90-177); an
+    /// elementwise kernel computes each element once. DenseNet-121 ran in
+    /// 53 ms instead of 79 on this project's AVX2 machine
+    /// (docs/benchmarks.md, session 14).
+    fn fold_producers_into_convs(&self) -> bool {
+        false
     }
 
     /// Rows, each walked in order (PoCL vectorizes that loop, not the

@@ -51,28 +51,44 @@ pub struct FoldConvInputsOptions {
     /// Which max/sum pools to unroll into the 1x1 convolutions they feed
     /// (the target's choice: `Target::fold_pools_into_convs`).
     pub pools: PoolFolding,
+    /// Whether 2-D convolutions take arithmetic producers (the target's
+    /// choice: `Target::fold_producers_into_convs`).
+    pub conv_producers: bool,
 }
 
 impl Default for FoldConvInputsOptions {
     fn default() -> Self {
         Self {
             pools: PoolFolding::All,
+            conv_producers: true,
         }
     }
 }
 
 impl PassOptions for FoldConvInputsOptions {
-    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
-        name: "pools",
-        kind: PassOptionKind::String,
-        default: "all",
-        description: "Which max/sum pools feeding a 1x1 convolution to fold into its loads: none, strided or all",
-    }];
+    const OPTIONS: &'static [PassOptionInfo] = &[
+        PassOptionInfo {
+            name: "pools",
+            kind: PassOptionKind::String,
+            default: "all",
+            description: "Which max/sum pools feeding a 1x1 convolution to fold into its loads: none, strided or all",
+        },
+        PassOptionInfo {
+            name: "conv-producers",
+            kind: PassOptionKind::Bool,
+            default: "true",
+            description: "Fold cheap elementwise producers into 2-D convolutions' loads (false: they stay kernels of their own; depthwise convolutions and poolings still take them, transposes always fold)",
+        },
+    ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "pools" => {
                 self.pools = value.parse()?;
+                Ok(())
+            }
+            "conv-producers" => {
+                self.conv_producers = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
             _ => Err(format!("unknown option '{key}'")),
@@ -98,7 +114,7 @@ impl TccPass for FoldConvInputs {
         // Rewritten ops are generics, which `plan` never takes again.
         while let Some(mut plan) = collect_ops(root)
             .into_iter()
-            .find_map(|op| plan(op, options.pools))
+            .find_map(|op| plan(op, options.pools, options.conv_producers))
         {
             // A pad below a channel merge: the loads read the same merge
             // of the unpadded tensor (a view once bufferized).

@@ -176,8 +176,9 @@ impl Phase {
                 .join(",")
             }
             Phase::Dispatch => format!(
-                "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={}}},tcc-fold-pad-slices,tcc-form-dispatches",
-                target.fold_pools_into_convs().name()
+                "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={} conv-producers={}}},tcc-fold-pad-slices,tcc-form-dispatches",
+                target.fold_pools_into_convs().name(),
+                target.fold_producers_into_convs()
             ),
             Phase::Tile => format!(
                 "tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}{}}},tcc-pack-weight-panels",

@@ -460,8 +460,14 @@ fn map_results(map: Attribute) -> Option<Vec<Option<usize>>> {
 /// What can be folded into `op`'s loads, if anything: a constant pad of
 /// its input and/or a cheap elementwise producer used only by it (through
 /// the pad, when the pad too has no other user), or with `pools` a pooling
-/// feeding only this 1x1 convolution.
-pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>> {
+/// feeding only this 1x1 convolution. Without `conv_producers` a 2-D
+/// convolution takes no arithmetic producer (a transpose still folds: its
+/// loads only permute coordinates).
+pub fn plan<'c>(
+    op: OperationRef<'c, 'c>,
+    pools: PoolFolding,
+    conv_producers: bool,
+) -> Option<Plan<'c>> {
     let name = short_name(&op);
     let window = WINDOWS.iter().find(|w| w.name == name)?;
     if op_name(&op).as_str() != format!("linalg.{name}") || op.result_count() != 1 {
@@ -503,7 +509,11 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, pools: PoolFolding) -> Option<Plan<'c>
         && collapse.is_none()
         && !int8
         && let Some(candidate) = defining_op(source)
-        && (fusible_producer(candidate) || fusible_pool(candidate, op, pools))
+        && ((fusible_producer(candidate)
+            && (conv_producers
+                || window.name != "conv_2d_nhwc_hwcf"
+                || op_name(&candidate) == "linalg.transpose"))
+            || fusible_pool(candidate, op, pools))
     {
         producer = Some(Producer { op: candidate });
     }
