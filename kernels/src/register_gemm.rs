@@ -304,23 +304,42 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "  for (int wm = 0; wm < {rows}; ++wm) {{\n    const tcc_index i = row0 + wm;\n    if (i >= {}) break;\n    for (int wn = 0; wn < {columns}; ++wn) {{\n      const tcc_index j = col0 + wn;\n      if (j >= {}) break;",
-        s.m, s.n
-    );
+    // The per-element epilogue, in a column loop without an exit where the
+    // block lies inside N (the compiler vectorizes that loop); a block
+    // reaching past N stops at the edge.
+    let mut element = String::new();
     for line in spec.init_statements.lines() {
-        let _ = writeln!(out, "      {line}");
+        let _ = writeln!(element, "      {line}");
     }
-    let _ = writeln!(out, "      const float acc_init = {};", spec.init);
+    let _ = writeln!(element, "      const float acc_init = {};", spec.init);
     let _ = writeln!(
-        out,
+        element,
         "      const float acc_value = acc_init + block[wm][wn];"
     );
     for line in spec.store.lines() {
-        let _ = writeln!(out, "      {line}");
+        let _ = writeln!(element, "      {line}");
     }
-    let _ = writeln!(out, "    }}\n  }}\n}}");
+    let column_loop = |guard: &str| {
+        format!(
+            "    for (int wn = 0; wn < {columns}; ++wn) {{\n      const tcc_index j = col0 + wn;\n{guard}{element}    }}\n"
+        )
+    };
+    let _ = writeln!(
+        out,
+        "  for (int wm = 0; wm < {rows}; ++wm) {{\n    const tcc_index i = row0 + wm;\n    if (i >= {}) break;",
+        s.m
+    );
+    if edge {
+        let _ = write!(
+            out,
+            "    if (full) {{\n{}    }} else {{\n{}    }}\n",
+            column_loop(""),
+            column_loop(&format!("      if (j >= {}) break;\n", s.n))
+        );
+    } else {
+        out.push_str(&column_loop(""));
+    }
+    let _ = writeln!(out, "  }}\n}}");
     Ok(out)
 }
 
@@ -328,6 +347,30 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
 mod tests {
     use crate::gemm::tests::spec;
     use crate::{GemmConfig, gemm_kernel};
+
+    #[test]
+    fn the_epilogue_of_a_block_inside_n_has_no_exit_in_its_column_loop() {
+        // N = 64: every 32-column block lies inside N.
+        let mut inside = spec(GemmConfig::register_blocked(4, 32));
+        inside.shape.n = 64;
+        let text = gemm_kernel(&inside).unwrap();
+        assert!(!text.contains("if (j >="), "{text}");
+        assert!(!text.contains("if (full)"), "{text}");
+        // N = 50: the last block stops at the edge, the others do not.
+        let text = gemm_kernel(&spec(GemmConfig::register_blocked(4, 32))).unwrap();
+        let epilogue = &text[text.find("float block[").unwrap()..];
+        assert_eq!(
+            epilogue.matches("if (j >= 50) break;").count(),
+            1,
+            "{epilogue}"
+        );
+        assert!(epilogue.contains("if (full) {"), "{epilogue}");
+        assert_eq!(
+            epilogue.matches("a0[i * 50 + j] = acc_value;").count(),
+            2,
+            "{epilogue}"
+        );
+    }
 
     #[test]
     fn b_in_panels_loads_a_blocks_columns_contiguous_in_k() {
