@@ -596,14 +596,21 @@ mod tests {
     }
 
     #[test]
-    fn only_gpus_recompute_elementwise_producers_in_convolution_loads() {
+    fn only_gpus_recompute_producers_and_pools_in_convolution_loads() {
         assert!(!Target::PoclCpu.fold_producers_into_convs());
         assert!(Target::Nvidia.fold_producers_into_convs());
         assert!(Target::Generic.fold_producers_into_convs());
+        let cpu_dispatch = crate::phases::Phase::Dispatch.passes(Target::PoclCpu);
         assert!(
-            crate::phases::Phase::Dispatch
-                .passes(Target::PoclCpu)
-                .contains("conv-producers=false")
+            cpu_dispatch.contains("conv-producers=false"),
+            "{cpu_dispatch}"
+        );
+        // Nor pools (unrolled into a 1x1 convolution's k loop).
+        assert!(cpu_dispatch.contains("pools=none"), "{cpu_dispatch}");
+        let gpu_dispatch = crate::phases::Phase::Dispatch.passes(Target::Nvidia);
+        assert!(
+            gpu_dispatch.contains("pools=strided conv-producers=true"),
+            "{gpu_dispatch}"
         );
     }
 

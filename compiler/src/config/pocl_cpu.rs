@@ -9,13 +9,17 @@ use super::{
 /// CPUs through PoCL.
 pub struct PoclCpu;
 
-/// Pools are unrolled into the 1x1 convolutions they feed: a kernel and a
-/// buffer less per pool. On this machine's 2 PoCL cores the two forms of
-/// SqueezeNet ran equally within noise (`tcc-benchmark`, real weights:
-/// 149 and 123 ms per call folded, 122 and 132 ms unfolded, alternating
-/// runs). The GPU configurations fold only downsampling pools (see
-/// `nvidia::FOLD_POOLS_INTO_CONVS`).
-pub const FOLD_POOLS_INTO_CONVS: PoolFolding = PoolFolding::All;
+/// Pools stay kernels of their own. Unrolled into the 1x1 convolution
+/// they feed, a pooling window's loads and maximums run in the
+/// register-blocked GEMM's k loop, once per row and k of every block of
+/// C (SqueezeNet's squeeze convolutions after its stride-2 pools ran at
+/// 3.5-10 GFLOP/s so); a pooling kernel computes each element once.
+/// Measured side by side with onnxruntime on this project's AVX2 machine
+/// (`scripts/bench-cpu-ab.py`, 3 rounds, docs/benchmarks.md, session
+/// 14): SqueezeNet 7.9-8.3 ms folded, 7.7-7.9 unfolded; Inception v1's
+/// stride-1 pool projections 34.0-34.2 folded, 32.4-32.5 unfolded. (The
+/// first measurement, in session 5 with other kernels, found them level.)
+pub const FOLD_POOLS_INTO_CONVS: PoolFolding = PoolFolding::None;
 
 /// One work-item per row of a softmax, layer norm or row reduction: it
 /// keeps a partial per SIMD lane. Measured with pyopencl on this machine's
@@ -84,17 +88,18 @@ pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<Gemm
 }
 
 /// The register block of a convolution whose A is computed per load by a
-/// folded producer: on pocl-cpu a pooling unrolled into a 1x1 convolution
-/// (Inception's pool projections; arithmetic producers stay kernels of
-/// their own here, see `fold_producers_into_convs`). On AVX2, outputs at
-/// least 64 wide take 4 x 64 blocks instead of 6 x 16. The producer's
-/// arithmetic runs once per row and k and serves every column of the
-/// block: 64 columns amortize it four times better than 16, which
-/// outweighs the accumulators spilling (32 vectors in 16 registers).
-/// Measured in turns in session 13 (docs/benchmarks.md): DenseNet-121's
-/// 1x1 convolutions with their BatchNorm + ReLU folded ran 20-30% faster
-/// so, its 3x3 ones (plain A) 50% slower; Inception v1 went from 42 to 36
-/// ms. AVX-512 keeps its table.
+/// folded producer (a BatchNorm + ReLU, or a pooling unrolled into a 1x1
+/// convolution). The pocl-cpu phase pipeline folds neither any more (see
+/// `fold_producers_into_convs` and [`FOLD_POOLS_INTO_CONVS`]); a pipeline
+/// that does (`tcc-fold-conv-inputs` with its defaults, through
+/// `tcc-opt`) gets this block. On AVX2, outputs at least 64 wide take
+/// 4 x 64 blocks instead of 6 x 16. The producer's arithmetic runs once
+/// per row and k and serves every column of the block: 64 columns
+/// amortize it four times better than 16, which outweighs the
+/// accumulators spilling (32 vectors in 16 registers). Measured in turns
+/// in session 13 (docs/benchmarks.md): DenseNet-121's 1x1 convolutions
+/// with their BatchNorm + ReLU folded ran 20-30% faster so, its 3x3 ones
+/// (plain A) 50% slower. AVX-512 keeps its table.
 pub fn gemm_computed_a_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
     if vector_floats < 16 && n >= 64 {
         return Some(GemmConfig::register_blocked(m.clamp(1, 4) as u32, 64));
