@@ -627,9 +627,10 @@ mod tests {
         };
         assert_eq!(panel(16, 128), Some(16));
         assert_eq!(panel(64, 256), Some(16));
-        // Blocks of 8 columns, and N of no whole panels, read B as stored.
+        // N of no whole panels too (the last one padded with zeros).
+        assert_eq!(panel(16, 24), Some(16));
+        // Blocks of 8 columns read B as stored.
         assert_eq!(panel(8, 128), None);
-        assert_eq!(panel(16, 24), None);
         // Batched products (a matmul's B per batch) too.
         assert_eq!(
             pocl_cpu::weight_panel(

@@ -148,7 +148,9 @@ fn gemm_alternatives(m: i64, n: i64) -> Vec<GemmConfig> {
 
 /// The panel width of a convolution's constant filter on the
 /// register-blocked GEMM: 16 output channels (one AVX-512 vector, two
-/// AVX2 ones) where the block's columns are whole panels and so is N.
+/// AVX2 ones) where the block's columns are whole panels (N need not be:
+/// the last panel is padded with zero channels, so the block at the edge
+/// loads whole vectors rather than column by column).
 /// Read as stored, each k step of a block loads from a row N floats past
 /// the last, a power-of-two stride through the whole filter; from panels
 /// the block reads in order. On this project's AVX2 machine ResNet-50's
@@ -158,10 +160,7 @@ fn gemm_alternatives(m: i64, n: i64) -> Vec<GemmConfig> {
 /// (docs/benchmarks.md, session 14).
 pub fn weight_panel(config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
     const PANEL: i64 = 16;
-    (config.is_register_blocked()
-        && i64::from(config.work_n) % PANEL == 0
-        && shape.n % PANEL == 0
-        && shape.batch == 1)
+    (config.is_register_blocked() && i64::from(config.work_n) % PANEL == 0 && shape.batch == 1)
         .then_some(PANEL)
 }
 

@@ -8,7 +8,8 @@
 //! panels of P channels the filter is a `F/P x KH x KW x C x P` tensor
 //! read through `(d3 floordiv P, d4, d5, d6, d3 mod P)`: P consecutive
 //! output channels are contiguous, and consecutive k are P floats apart
-//! (B's `[N/P][K][P]`). Everything that derives a convolution's GEMM shape
+//! (B's `[N/P][K][P]`). F need not be a multiple of P: the last panel is
+//! padded with zero channels, which the GEMM computes and never stores. Everything that derives a convolution's GEMM shape
 //! or filter geometry reads it through [`hwcf_filter_shape`], so the
 //! packed form is a layout, not a different op.
 
@@ -47,8 +48,9 @@ pub fn panel_width(op: OperationRef, filter_index: usize) -> Option<i64> {
 }
 
 /// The logical `[KH, KW, C, F]` shape of a convolution's filter (operand
-/// `filter_index`), stored plainly or in panels; `None` when it is
-/// neither or not static.
+/// `filter_index`), stored plainly or in panels (F then rounded up to
+/// whole panels: the output's channels are the real count); `None` when
+/// it is neither or not static.
 pub fn hwcf_filter_shape(op: OperationRef, filter_index: usize) -> Option<[i64; 4]> {
     let shape = static_shape(op.operand(filter_index).ok()?.r#type())?;
     match shape.as_slice() {

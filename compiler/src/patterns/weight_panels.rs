@@ -22,23 +22,21 @@ use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, erase_op, op_name, use_count};
 use crate::passes::PassError;
 
-/// Gives a named `linalg.conv_2d_nhwc_hwcf` with a constant filter of
-/// whole panels the generic form of `tcc-fold-conv-inputs` (loads reading
+/// Gives a named `linalg.conv_2d_nhwc_hwcf` with a constant filter the
+/// generic form of `tcc-fold-conv-inputs` (loads reading
 /// its input as it is), keeping its kernel attributes, so that its filter
 /// can take the panel layout. Returns the generic, or `op` itself when it
 /// is not such a convolution.
 fn as_generic<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
-    panel: i64,
 ) -> Result<OperationRef<'c, 'c>, PassError<'c>> {
     let Some(plan) = crate::patterns::conv_inputs::plain_conv_plan(op) else {
         return Ok(op);
     };
     let filter_ok = op.operand(1).is_ok_and(|filter| {
         ConstTensor::is_constant(filter)
-            && StaticTensor::of(filter.r#type())
-                .is_some_and(|t| t.shape.len() == 4 && t.shape[3] % panel == 0)
+            && StaticTensor::of(filter.r#type()).is_some_and(|t| t.shape.len() == 4)
     });
     if !filter_ok {
         return Ok(op);
@@ -61,8 +59,7 @@ fn as_generic<'c>(
 }
 
 /// Whether `op` is a 2-D convolution generic (`tcc-fold-conv-inputs`)
-/// reading a constant f32 HWCF filter through the plain map, with output
-/// channels in whole panels of `panel`.
+/// reading a constant f32 HWCF filter through the plain map.
 pub fn packable(op: OperationRef, panel: i64) -> bool {
     if op_name(&op) != "linalg.generic"
         || crate::patterns::conv_inputs::window_layout(op).0 != "conv_2d_nhwc_hwcf"
@@ -82,22 +79,19 @@ pub fn packable(op: OperationRef, panel: i64) -> bool {
     let Some(tensor) = StaticTensor::of(filter.r#type()) else {
         return false;
     };
-    plain_map
-        && tensor.rank() == 4
-        && tensor.shape[3] % panel == 0
-        && ConstTensor::is_constant(filter)
+    plain_map && tensor.rank() == 4 && ConstTensor::is_constant(filter)
 }
 
 /// Packs `op`'s filter into panels of `panel` output channels (see the
-/// module comment): a new constant `F/P x KH x KW x C x P` before `op`,
-/// read through the panel map. The old constant goes when nothing else
+/// module comment): a new constant `ceil(F/P) x KH x KW x C x P` before
+/// `op` (channels past F zero), read through the panel map. The old constant goes when nothing else
 /// reads it. Returns whether it rewrote (`false`: not [`packable`]).
 pub fn pack_filter<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
     panel: i64,
 ) -> Result<bool, PassError<'c>> {
-    let op = as_generic(context, op, panel)?;
+    let op = as_generic(context, op)?;
     if !packable(op, panel) {
         return Ok(false);
     }
@@ -112,8 +106,24 @@ pub fn pack_filter<'c>(
     let [kh, kw, c, f] = weights.shape[..] else {
         return Ok(false);
     };
-    let packed = weights
-        .reshape(&[kh, kw, c, f / panel, panel])
+    // Output channels rounded up to whole panels, the extra ones zero: a
+    // block reaching past F loads its last panel whole.
+    let panels = (f + panel - 1) / panel;
+    let padded = if f % panel == 0 {
+        weights
+    } else {
+        let values = weights
+            .f32s()
+            .ok_or_else(|| error("expected f32 weights".into()))?;
+        let width = panels * panel;
+        let mut wide = vec![0.0f32; values.len() / f as usize * width as usize];
+        for (row, chunk) in values.chunks_exact(f as usize).enumerate() {
+            wide[row * width as usize..][..f as usize].copy_from_slice(chunk);
+        }
+        ConstTensor::from_f32s(vec![kh, kw, c, width], &wide)
+    };
+    let packed = padded
+        .reshape(&[kh, kw, c, panels, panel])
         .and_then(|t| t.transpose(&[3, 0, 1, 2, 4]))
         .map_err(error)?;
     let element = StaticTensor::of(filter.r#type())

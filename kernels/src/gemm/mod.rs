@@ -276,11 +276,12 @@ pub struct GemmSpec {
     /// As `a_offset`, for `B[b, k, j]`.
     pub b_offset: Option<String>,
     /// B (a constant weight) is stored in panels of this many columns,
-    /// `[N / P][K][P]` from `b`'s buffer and offset: element `(k, j)` at
-    /// `(j / P) * K * P + k * P + j % P`, so that a register block's
-    /// columns are contiguous in k and the k loop reads B in order
-    /// (`tcc-pack-weight-panels` packs it). Only the register-blocked form
-    /// takes it, with P dividing N and the block's vectors within a panel.
+    /// `[ceil(N / P)][K][P]` from `b`'s buffer and offset, the columns
+    /// past N zero: element `(k, j)` at `(j / P) * K * P + k * P + j % P`,
+    /// so that a register block's columns are contiguous in k and the k
+    /// loop reads B in order (`tcc-pack-weight-panels` packs it). Only the
+    /// register-blocked form takes it, with the block's vectors within a
+    /// panel; a block reaching past N loads the last panel whole.
     pub b_panel: Option<i64>,
     /// C statements run per output element before `init` is evaluated
     /// (`b`, `i`, `j` in scope), e.g. loads of a bias the init broadcasts.
