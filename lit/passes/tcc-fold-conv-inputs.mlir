@@ -8,6 +8,7 @@
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=none" | FileCheck %s --check-prefix=NOPOOLS
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="pools=strided" | FileCheck %s --check-prefix=STRIDED
 // RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="conv-producers=false" | FileCheck %s --check-prefix=NOPROD
+// RUN: tcc-opt %s --split-input-file --tcc-fold-conv-inputs="conv-producers=false conv-pad-channels=4" | FileCheck %s --check-prefix=PADCOPY
 
 // CHECK-LABEL: func.func @pad_and_producer
 // CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>, %[[S:.*]]: tensor<1x1x1x4xf32>, %[[W:.*]]: tensor<3x3x4x4xf32>)
@@ -46,6 +47,14 @@
 // NOPROD-NOT: arith.maximumf
 // NOPROD: linalg.yield
 // NOPROD: return
+// With conv-pad-channels=4 (pocl-cpu: 8) a convolution over 4 or more
+// channels keeps its pad too: nothing folds, the named op stays.
+// PADCOPY-LABEL: func.func @pad_and_producer
+// PADCOPY: linalg.generic
+// PADCOPY: tensor.pad
+// PADCOPY: linalg.conv_2d_nhwc_hwcf
+// PADCOPY-NOT: tcc.conv
+// PADCOPY: return
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #bcast = affine_map<(d0, d1, d2, d3) -> (0, 0, 0, d3)>
 func.func @pad_and_producer(%x: tensor<1x8x8x4xf32>, %s: tensor<1x1x1x4xf32>, %w: tensor<3x3x4x4xf32>) -> tensor<1x8x8x4xf32> {
@@ -167,6 +176,10 @@ func.func @channel_pad(%x: tensor<1x8x8x3xf32>, %w: tensor<1x1x4x4xf32>) -> tens
 // read the NCHW tensor at the permuted coordinates (N, C from the filter's
 // channel, then the window's row and column).
 // CHECK-LABEL: func.func @nchw_input
+// An image's 3 channels are below conv-pad-channels: its transpose folds.
+// PADCOPY-LABEL: func.func @nchw_input
+// PADCOPY-NOT: linalg.transpose
+// PADCOPY: tcc.conv = "conv_2d_nhwc_hwcf"
 // NOPROD-LABEL: func.func @nchw_input
 // NOPROD-NOT: linalg.transpose
 // NOPROD: tcc.conv = "conv_2d_nhwc_hwcf"

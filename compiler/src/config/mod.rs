@@ -175,6 +175,13 @@ pub trait TargetConfig: Sync {
         true
     }
 
+    /// The fewest input channels at which a 2-D convolution keeps its
+    /// padding as a padded copy instead of bounds checks in its loads
+    /// (`None`: every pad folds).
+    fn conv_pad_channels(&self) -> Option<i64> {
+        None
+    }
+
     /// Whether loop-nest kernels map rows rather than elements onto
     /// work-items, each walking its rows' innermost dimension in order
     /// (`tcc-map-loops-to-work-items{serial-rows}`): on CPUs, where that
@@ -381,6 +388,11 @@ impl Target {
     /// See [`TargetConfig::fold_producers_into_convs`].
     pub fn fold_producers_into_convs(self) -> bool {
         self.config().fold_producers_into_convs()
+    }
+
+    /// See [`TargetConfig::conv_pad_channels`].
+    pub fn conv_pad_channels(self) -> Option<i64> {
+        self.config().conv_pad_channels()
     }
 
     /// The most operations one fused elementwise body may hold
@@ -605,11 +617,16 @@ mod tests {
             cpu_dispatch.contains("conv-producers=false"),
             "{cpu_dispatch}"
         );
-        // Nor pools (unrolled into a 1x1 convolution's k loop).
+        // Nor pools (unrolled into a 1x1 convolution's k loop), nor the
+        // pads of convolutions past a stem's few channels.
         assert!(cpu_dispatch.contains("pools=none"), "{cpu_dispatch}");
+        assert!(
+            cpu_dispatch.contains("conv-pad-channels=8"),
+            "{cpu_dispatch}"
+        );
         let gpu_dispatch = crate::phases::Phase::Dispatch.passes(Target::Nvidia);
         assert!(
-            gpu_dispatch.contains("pools=strided conv-producers=true"),
+            gpu_dispatch.contains("pools=strided conv-producers=true conv-pad-channels=0"),
             "{gpu_dispatch}"
         );
     }

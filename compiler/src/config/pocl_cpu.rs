@@ -212,6 +212,23 @@ impl TargetConfig for PoclCpu {
         false
     }
 
+    /// From 8 input channels (every convolution but an image's first):
+    /// its pad folded, the register-blocked GEMM checks the padding per
+    /// tap for each block of rows, and a block with a row near the image's
+    /// border runs that tap's channel loop with a bounds check and select
+    /// per load, which LLVM turns into branches; on 7x7 and 14x14 images
+    /// that is most blocks. A padded copy costs a fill and a copy kernel
+    /// and leaves every load unchecked. ResNet-50's 3x3 convolutions ran
+    /// at 124-158 GFLOP/s so, against 86-116 folded; side by side with
+    /// onnxruntime (docs/benchmarks.md, session 14) ResNet-50 went from
+    /// 66.5 to 58.6 ms, Inception v1 32.2 to 25.2, SqueezeNet 7.3 to 6.2,
+    /// DenseNet-121 51.1 to 47.8. An image's first convolution (3
+    /// channels, its input transpose folded too) keeps folding: ShuffleNet,
+    /// whose only padded convolution it is, ran 2-7% slower unfolded.
+    fn conv_pad_channels(&self) -> Option<i64> {
+        Some(8)
+    }
+
     /// Rows, each walked in order (PoCL vectorizes that loop, not the
     /// grid-stride loop across work-items): ShuffleNet's BatchNorm + ReLU
     /// over 56x56x112 took 0.74 ms mapped by element and 0.10-0.11 ms by

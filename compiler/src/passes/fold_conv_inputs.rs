@@ -40,29 +40,17 @@ use melior::ir::{BlockLike, Identifier, Value, ValueLike};
 use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
 };
-use crate::config::PoolFolding;
 use crate::ir::util::{collect_ops, erase_op, is_unused};
-use crate::patterns::conv_inputs::{plan, rewrite};
+use crate::patterns::conv_inputs::{Folding, plan, rewrite};
 
 pub struct FoldConvInputs;
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct FoldConvInputsOptions {
-    /// Which max/sum pools to unroll into the 1x1 convolutions they feed
-    /// (the target's choice: `Target::fold_pools_into_convs`).
-    pub pools: PoolFolding,
-    /// Whether 2-D convolutions take arithmetic producers (the target's
-    /// choice: `Target::fold_producers_into_convs`).
-    pub conv_producers: bool,
-}
-
-impl Default for FoldConvInputsOptions {
-    fn default() -> Self {
-        Self {
-            pools: PoolFolding::All,
-            conv_producers: true,
-        }
-    }
+    /// What to fold (the phase pipeline passes the target's choices:
+    /// `Target::fold_pools_into_convs`, `fold_producers_into_convs`,
+    /// `conv_pad_channels`).
+    pub folding: Folding,
 }
 
 impl PassOptions for FoldConvInputsOptions {
@@ -79,16 +67,29 @@ impl PassOptions for FoldConvInputsOptions {
             default: "true",
             description: "Fold cheap elementwise producers into 2-D convolutions' loads (false: they stay kernels of their own; depthwise convolutions and poolings still take them, transposes always fold)",
         },
+        PassOptionInfo {
+            name: "conv-pad-channels",
+            kind: PassOptionKind::String,
+            default: "0",
+            description: "2-D convolutions whose input has at least this many channels keep their padding as a padded copy (0: every pad folds)",
+        },
     ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "pools" => {
-                self.pools = value.parse()?;
+                self.folding.pools = value.parse()?;
                 Ok(())
             }
             "conv-producers" => {
-                self.conv_producers = super::pass::parse_bool(key, value)?;
+                self.folding.conv_producers = super::pass::parse_bool(key, value)?;
+                Ok(())
+            }
+            "conv-pad-channels" => {
+                let channels: i64 = value.parse().ok().filter(|c| *c >= 0).ok_or_else(|| {
+                    format!("conv-pad-channels takes a channel count (0: none), not '{value}'")
+                })?;
+                self.folding.conv_pad_channels = (channels > 0).then_some(channels);
                 Ok(())
             }
             _ => Err(format!("unknown option '{key}'")),
@@ -114,7 +115,7 @@ impl TccPass for FoldConvInputs {
         // Rewritten ops are generics, which `plan` never takes again.
         while let Some(mut plan) = collect_ops(root)
             .into_iter()
-            .find_map(|op| plan(op, options.pools, options.conv_producers))
+            .find_map(|op| plan(op, &options.folding))
         {
             // A pad below a channel merge: the loads read the same merge
             // of the unpadded tensor (a view once bufferized).

@@ -176,9 +176,10 @@ impl Phase {
                 .join(",")
             }
             Phase::Dispatch => format!(
-                "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={} conv-producers={}}},tcc-fold-pad-slices,tcc-form-dispatches",
+                "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={} conv-producers={} conv-pad-channels={}}},tcc-fold-pad-slices,tcc-form-dispatches",
                 target.fold_pools_into_convs().name(),
-                target.fold_producers_into_convs()
+                target.fold_producers_into_convs(),
+                target.conv_pad_channels().unwrap_or(0)
             ),
             Phase::Tile => format!(
                 "tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}{}}},tcc-pack-weight-panels",

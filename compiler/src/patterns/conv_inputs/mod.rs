@@ -457,17 +457,36 @@ fn map_results(map: Attribute) -> Option<Vec<Option<usize>>> {
         .collect()
 }
 
+/// What a target folds into window ops' loads (`tcc-fold-conv-inputs`'s
+/// options, from `TargetConfig`).
+#[derive(Clone, Copy, Debug)]
+pub struct Folding {
+    /// Which poolings feeding only a 1x1 convolution are unrolled into it.
+    pub pools: PoolFolding,
+    /// Whether a 2-D convolution takes an arithmetic producer (a
+    /// transpose always folds: its loads only permute coordinates).
+    pub conv_producers: bool,
+    /// A 2-D convolution whose input has at least this many channels
+    /// keeps its padding as a padded copy (`None`: every pad folds).
+    pub conv_pad_channels: Option<i64>,
+}
+
+impl Default for Folding {
+    fn default() -> Self {
+        Self {
+            pools: PoolFolding::All,
+            conv_producers: true,
+            conv_pad_channels: None,
+        }
+    }
+}
+
 /// What can be folded into `op`'s loads, if anything: a constant pad of
 /// its input and/or a cheap elementwise producer used only by it (through
-/// the pad, when the pad too has no other user), or with `pools` a pooling
-/// feeding only this 1x1 convolution. Without `conv_producers` a 2-D
-/// convolution takes no arithmetic producer (a transpose still folds: its
-/// loads only permute coordinates).
-pub fn plan<'c>(
-    op: OperationRef<'c, 'c>,
-    pools: PoolFolding,
-    conv_producers: bool,
-) -> Option<Plan<'c>> {
+/// the pad, when the pad too has no other user), or a pooling feeding only
+/// this 1x1 convolution, as `folding` allows.
+pub fn plan<'c>(op: OperationRef<'c, 'c>, folding: &Folding) -> Option<Plan<'c>> {
+    let (pools, conv_producers) = (folding.pools, folding.conv_producers);
     let name = short_name(&op);
     let window = WINDOWS.iter().find(|w| w.name == name)?;
     if op_name(&op).as_str() != format!("linalg.{name}") || op.result_count() != 1 {
@@ -486,12 +505,21 @@ pub fn plan<'c>(
     let mut source = input;
     let mut pad = None;
     let mut collapse = None;
-    if let Some(pad_op) = defining_op(input)
+    // Wide enough 2-D convolutions keep their pad as a copy, as the
+    // target asks.
+    let keeps_pad = window.name == "conv_2d_nhwc_hwcf"
+        && folding.conv_pad_channels.is_some_and(|fewest| {
+            StaticTensor::of(input.r#type())
+                .is_some_and(|t| t.shape.last().is_some_and(|&c| c >= fewest))
+        });
+    if !keeps_pad
+        && let Some(pad_op) = defining_op(input)
         && let Some(padding) = padding(pad_op, 4)
     {
         source = pad_op.operand(0).ok()?;
         pad = Some((pad_op, padding));
-    } else if let Some(collapse_op) = defining_op(input)
+    } else if !keeps_pad
+        && let Some(collapse_op) = defining_op(input)
         && let Some((pad_op, padding)) = collapsed_padding(collapse_op)
         && use_count(input) == 1
         && use_count(pad_op.result(0).ok()?.into()) == 1
