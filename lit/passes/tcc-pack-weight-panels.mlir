@@ -65,3 +65,21 @@ func.func @ragged_channels(%x: tensor<1x4x4x1xf32>) -> tensor<1x4x4x24xf32> {
   %c = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x1xf32>, tensor<24x1x1x1xf32>, tensor<24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x24xf32>
   return %c : tensor<1x4x4x24xf32>
 }
+
+// Two convolutions reading one filter share its packed form, and the
+// plain constant goes.
+// CHECK-LABEL: func.func @shared_filter
+// CHECK: %[[W:.+]] = arith.constant dense<5.000000e-01> : tensor<2x1x1x2x16xf32>
+// CHECK-NOT: arith.constant dense<5.000000e-01> : tensor<
+// CHECK: ins(%[[W]] : tensor<2x1x1x2x16xf32>)
+// CHECK-NOT: arith.constant dense<5.000000e-01> : tensor<
+// CHECK: ins(%[[W]] : tensor<2x1x1x2x16xf32>)
+// CHECK: return
+func.func @shared_filter(%x: tensor<1x4x4x2xf32>, %y: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x32xf32>, tensor<1x4x4x32xf32>) {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<32x1x1x2xf32>}> : () -> tensor<32x1x1x2xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<32x1x1x2xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x32xf32>
+  %d = tosa.conv2d %y, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<32x1x1x2xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x32xf32>
+  return %c, %d : tensor<1x4x4x32xf32>, tensor<1x4x4x32xf32>
+}

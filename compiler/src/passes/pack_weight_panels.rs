@@ -16,7 +16,7 @@ use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::config::Target;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::collect_ops;
-use crate::patterns::weight_panels::pack_filter;
+use crate::patterns::weight_panels::{PackedFilters, pack_filter};
 
 pub struct PackWeightPanels;
 
@@ -42,9 +42,11 @@ impl TccPass for PackWeightPanels {
                 _ => None,
             })
             .collect();
+        let mut done = PackedFilters::default();
         for (op, panel) in candidates {
-            pack_filter(context, op, panel)?;
+            pack_filter(context, op, panel, &mut done)?;
         }
+        done.erase_unused();
         Ok(())
     }
 }

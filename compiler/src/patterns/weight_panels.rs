@@ -82,14 +82,38 @@ pub fn packable(op: OperationRef, panel: i64) -> bool {
     plain_map && tensor.rank() == 4 && ConstTensor::is_constant(filter)
 }
 
+/// Filters already packed in one pass run, by the old constant and the
+/// panel width: convolutions sharing a weight share its packed form.
+/// The old constants stay until [`PackedFilters::erase_unused`].
+#[derive(Default)]
+pub struct PackedFilters<'c> {
+    packed: std::collections::HashMap<(usize, i64), Value<'c, 'c>>,
+    old: Vec<Value<'c, 'c>>,
+}
+
+impl<'c> PackedFilters<'c> {
+    /// Erases the old filter constants nothing reads any more.
+    pub fn erase_unused(self) {
+        for value in self.old {
+            if use_count(value) == 0
+                && let Some(op) = defining_op(value)
+            {
+                erase_op(op);
+            }
+        }
+    }
+}
+
 /// Packs `op`'s filter into panels of `panel` output channels (see the
-/// module comment): a new constant `ceil(F/P) x KH x KW x C x P` before
-/// `op` (channels past F zero), read through the panel map. The old constant goes when nothing else
-/// reads it. Returns whether it rewrote (`false`: not [`packable`]).
+/// module comment): a constant `ceil(F/P) x KH x KW x C x P` (channels
+/// past F zero) beside the old one, shared by every convolution of the
+/// run that reads the same filter in the same panels, read through the
+/// panel map. Returns whether it rewrote (`false`: not [`packable`]).
 pub fn pack_filter<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
     panel: i64,
+    done: &mut PackedFilters<'c>,
 ) -> Result<bool, PassError<'c>> {
     let op = as_generic(context, op)?;
     if !packable(op, panel) {
@@ -97,7 +121,14 @@ pub fn pack_filter<'c>(
     }
     let error = |message: String| PassError::at(op.location(), message);
     let filter: Value = op.operand(0).map_err(|e| error(e.to_string()))?;
+    let key = (filter.to_raw().ptr as usize, panel);
+    if let Some(&constant) = done.packed.get(&key) {
+        return read_through_panels(context, op, constant, panel).map(|_| true);
+    }
     let Some(weights) = ConstTensor::of_value(filter) else {
+        return Ok(false);
+    };
+    let Some(old_constant) = defining_op(filter) else {
         return Ok(false);
     };
     if weights.element != ElementType::F32 {
@@ -135,8 +166,23 @@ pub fn pack_filter<'c>(
     }
     .to_type();
     let attribute = packed.to_attribute(ty).map_err(error)?;
-    let builder = TosaBuilder::before(context, op)?;
+    // Beside the old constant, which dominates every reader of it.
+    let builder = TosaBuilder::before(context, old_constant)?;
     let constant = builder.insert("arith.constant", &[], ty, &[("value", attribute)])?;
+    done.packed.insert(key, constant);
+    done.old.push(filter);
+    read_through_panels(context, op, constant, panel).map(|_| true)
+}
+
+/// Makes `op` read `constant` (a filter in panels of `panel`) through
+/// the panel map.
+fn read_through_panels<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+    constant: Value<'c, 'c>,
+    panel: i64,
+) -> Result<(), PassError<'c>> {
+    let error = |message: String| PassError::at(op.location(), message);
     let maps = ArrayAttribute::try_from(
         op.attribute("indexing_maps")
             .map_err(|e| error(e.to_string()))?,
@@ -154,10 +200,5 @@ pub fn pack_filter<'c>(
         "indexing_maps",
         ArrayAttribute::new(context, &new_maps).into(),
     );
-    if use_count(filter) == 0
-        && let Some(old) = defining_op(filter)
-    {
-        erase_op(old);
-    }
-    Ok(true)
+    Ok(())
 }
