@@ -9,9 +9,10 @@
 //! read through `(d3 floordiv P, d4, d5, d6, d3 mod P)`: P consecutive
 //! output channels are contiguous, and consecutive k are P floats apart
 //! (B's `[N/P][K][P]`). F need not be a multiple of P: the last panel is
-//! padded with zero channels, which the GEMM computes and never stores. Everything that derives a convolution's GEMM shape
-//! or filter geometry reads it through [`hwcf_filter_shape`], so the
-//! packed form is a layout, not a different op.
+//! padded with zero channels, which the GEMM computes and never stores.
+//! Everything that derives a convolution's GEMM shape or filter geometry
+//! reads it through [`hwcf_filter_shape`], so the packed form is a layout,
+//! not a different op.
 
 use melior::ir::ValueLike;
 use melior::ir::attribute::ArrayAttribute;
@@ -31,7 +32,7 @@ pub fn panel_map_text(panel: i64) -> String {
 pub const HWCF_MAP_TEXT: &str = "affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>";
 
 /// The indexing map attribute of `op`'s operand `index`, as text.
-fn operand_map_text(op: OperationRef, index: usize) -> Option<String> {
+pub fn operand_map_text(op: OperationRef, index: usize) -> Option<String> {
     let maps = ArrayAttribute::try_from(op.attribute("indexing_maps").ok()?).ok()?;
     Some(maps.element(index).ok()?.to_string())
 }

@@ -31,6 +31,13 @@
 //! quantize step stays in its producer's epilogue. Pads with a
 //! non-constant value, pads of N or C, and producers with other users are
 //! left alone. The pad and producer are erased once unused.
+//!
+//! Two more options carry the target's choices for 2-D convolutions:
+//! `conv-producers=false` keeps their arithmetic producers as kernels (a
+//! transpose still folds), and `conv-pad-channels=N` keeps the pad of one
+//! whose input has N or more channels as a padded copy (pocl-cpu: both,
+//! N = 8; in the register-blocked GEMM a folded producer or pad check
+//! runs in the k loop).
 
 use melior::Context;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};

@@ -1,7 +1,8 @@
 //! `tcc-pack-weight-panels`: packs the constant filters of convolutions
 //! that run on the register-blocked GEMM into panels of output channels
 //! (`patterns::weight_panels`), where the target asks for it
-//! (`TargetConfig::weight_panel`: pocl-cpu, for long K), so that the
+//! (`TargetConfig::weight_panel`: pocl-cpu's register blocks of whole
+//! panels), so that the
 //! kernel reads its weights in order instead of one row of N per k.
 //!
 //! Runs in the tile phase after `tcc-configure-kernels`, whose GEMM

@@ -16,16 +16,16 @@ use melior::ir::{Attribute, Value, ValueLike};
 
 use crate::ir::constant::ConstTensor;
 use crate::ir::element_type::ElementType;
-use crate::ir::filter_panels::{HWCF_MAP_TEXT, panel_map_text};
+use crate::ir::filter_panels::{HWCF_MAP_TEXT, operand_map_text, panel_map_text};
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, erase_op, op_name, use_count};
 use crate::passes::PassError;
 
 /// Gives a named `linalg.conv_2d_nhwc_hwcf` with a constant filter the
-/// generic form of `tcc-fold-conv-inputs` (loads reading
-/// its input as it is), keeping its kernel attributes, so that its filter
-/// can take the panel layout. Returns the generic, or `op` itself when it
+/// generic form of `tcc-fold-conv-inputs` (loads reading its input as it
+/// is), keeping its kernel attributes, so that its filter can take the
+/// panel layout. Returns the generic, or `op` itself when it
 /// is not such a convolution.
 fn as_generic<'c>(
     context: &'c Context,
@@ -70,12 +70,7 @@ pub fn packable(op: OperationRef, panel: i64) -> bool {
     let Ok(filter) = op.operand(0) else {
         return false;
     };
-    let plain_map = op
-        .attribute("indexing_maps")
-        .ok()
-        .and_then(|maps| ArrayAttribute::try_from(maps).ok())
-        .and_then(|maps| maps.element(0).ok())
-        .is_some_and(|map| map.to_string() == HWCF_MAP_TEXT);
+    let plain_map = operand_map_text(op, 0).is_some_and(|map| map == HWCF_MAP_TEXT);
     let Some(tensor) = StaticTensor::of(filter.r#type()) else {
         return false;
     };
@@ -143,15 +138,12 @@ pub fn pack_filter<'c>(
     let padded = if f % panel == 0 {
         weights
     } else {
-        let values = weights
-            .f32s()
-            .ok_or_else(|| error("expected f32 weights".into()))?;
-        let width = panels * panel;
-        let mut wide = vec![0.0f32; values.len() / f as usize * width as usize];
-        for (row, chunk) in values.chunks_exact(f as usize).enumerate() {
-            wide[row * width as usize..][..f as usize].copy_from_slice(chunk);
-        }
-        ConstTensor::from_f32s(vec![kh, kw, c, width], &wide)
+        let extra = panels * panel - f;
+        let zeros = ConstTensor::from_f32s(
+            vec![kh, kw, c, extra],
+            &vec![0.0; (kh * kw * c * extra) as usize],
+        );
+        ConstTensor::concat(&[weights, zeros], 3).map_err(error)?
     };
     let packed = padded
         .reshape(&[kh, kw, c, panels, panel])
