@@ -65,6 +65,17 @@ impl PrecisionArg {
     }
 }
 
+/// `--backend`: which runtime backend launches the artifact's NVIDIA
+/// kernels, and so how much local memory a kernel may take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// NVIDIA's OpenCL (the default): at most 48 KiB of local memory per kernel.
+    #[default]
+    Opencl,
+    /// The runtime's CUDA-driver backend (`tcc-run --backend=cuda`, chosen by itself for such artifacts): with --precision=tf32, large matmuls take a 256x128 tile staged in 193 KiB of dynamic local memory. The OpenCL C fallback stays within 48 KiB.
+    Cuda,
+}
+
 /// `--storage`: how weights and intermediate activations are held in
 /// device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -118,6 +129,9 @@ pub struct CompileArgs {
     /// Arithmetic of GEMMs and convolutions: fp32 (exact, default), tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation) or fp16 (tensor cores, inputs rounded to half, fp32 accumulation); tf32 and fp16 need --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32.
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
+    /// The runtime backend that launches the NVIDIA kernels: opencl (default; 48 KiB of local memory per kernel) or cuda (the runtime's CUDA-driver backend, which gives --precision=tf32 matmuls a 256x128 tile in 193 KiB of dynamic local memory; the PTX then runs only there, and tcc-run picks that backend by itself). Needs --target=nvidia and PTX.
+    #[arg(long, value_enum, default_value = "opencl")]
+    pub backend: BackendArg,
     /// How weights and intermediate activations are stored on the device: fp32 (default) or fp16 (IEEE half: half the weights' bytes and memory traffic; kernels compute in f32, each stored value is rounded to half, and the model's inputs and outputs stay f32).
     #[arg(long, value_enum, default_value = "fp32")]
     pub storage: StorageArg,
@@ -184,6 +198,17 @@ impl CompileArgs {
                 bail!(
                     "--precision={precision} reaches tensor cores only through PTX: drop --ptx=off"
                 );
+            }
+        }
+        if self.backend == BackendArg::Cuda {
+            if self.target != Target::Nvidia {
+                bail!(
+                    "--backend=cuda launches NVIDIA kernels through the CUDA driver: it needs --target=nvidia (got --target={})",
+                    self.target.name()
+                );
+            }
+            if !wanted {
+                bail!("--backend=cuda runs the artifact's PTX: drop --ptx=off");
             }
         }
         if !wanted {
@@ -314,6 +339,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         },
         quantize: args.quantize.pass_options()?,
         tensor_map_slots: args.precision == PrecisionArg::Tf32,
+        dynamic_local: args.precision == PrecisionArg::Tf32 && args.backend == BackendArg::Cuda,
     };
     if choice.quantize.is_some() && from.is_some_and(|from| from >= Phase::Graph) {
         bail!(
@@ -398,7 +424,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     check_tuning_target(&choice, args.target)?;
     let module = phases_to(Phase::Gpu, true, &choice)?;
     super::quantize::print_summary(&module);
-    let program = opencl_c::write_program_with(&module, precision)?;
+    let program = opencl_c::write_program_with(&module, precision, choice.dynamic_local)?;
     let mut compiled = Compiled {
         module,
         program,

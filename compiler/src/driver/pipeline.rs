@@ -37,12 +37,29 @@ pub fn metadata_json(
                 .find(|k| &k.name == name)
                 .map_or(0, |k| k.flops);
             let _ = i;
-            serde_json::json!({
+            let mut kernel = serde_json::json!({
                 "name": name,
                 "kind": kind,
                 "workgroup_size": size,
                 "flops": flops,
-            })
+            });
+            // CUDA dynamic local memory its PTX needs (--backend=cuda).
+            if let Some(bytes) = compiled
+                .program
+                .kernels
+                .iter()
+                .find(|k| &k.name == name)
+                .and_then(|k| k.dynamic_local_bytes)
+                .filter(|_| {
+                    compiled
+                        .ptx
+                        .as_deref()
+                        .is_some_and(|p| p.contains(ptx::DYNAMIC_LOCAL_COMMENT))
+                })
+            {
+                kernel["dynamic_local_bytes"] = serde_json::json!(bytes);
+            }
+            kernel
         })
         .collect();
     let functions: Vec<serde_json::Value> = stats
@@ -172,7 +189,7 @@ pub fn compile_to_kernels_in<'c>(
         &mut module,
         &crate::phases::pipeline_to_choosing(Phase::Gpu, target, true, choice),
     )?;
-    let program = opencl_c::write_program_with(&module, precision)?;
+    let program = opencl_c::write_program_with(&module, precision, choice.dynamic_local)?;
     Ok(Compiled {
         module,
         program,

@@ -58,6 +58,10 @@ pub struct ConfigureOptions {
     /// Whether depthwise convolutions and poolings take the window
     /// template: the target's choice, or forced.
     pub windows: window::WindowChoice,
+    /// Large matmuls on NVIDIA take the 256x128 tile whose TF32 wgmma
+    /// body stages its operands in CUDA dynamic local memory, instead of
+    /// the table's 128x128 (`tcc compile --backend=cuda --precision=tf32`).
+    pub large_tf32_tiles: bool,
 }
 
 impl Default for ConfigureOptions {
@@ -68,6 +72,7 @@ impl Default for ConfigureOptions {
             tuning: None,
             candidate: None,
             windows: window::WindowChoice::Auto,
+            large_tf32_tiles: false,
         }
     }
 }
@@ -104,6 +109,12 @@ impl PassOptions for ConfigureOptions {
             default: "auto",
             description: "Depthwise convolutions and poolings on the window template: auto (the target's choice, or the TCC_WINDOWS environment variable), on, off, or N (on, in blocks of N output columns)",
         },
+        PassOptionInfo {
+            name: "large-tf32-tiles",
+            kind: PassOptionKind::Bool,
+            default: "false",
+            description: "On nvidia, matmuls the table gives 128x128 tiles take 256x128 tiles where their sizes divide, for the TF32 wgmma body in CUDA dynamic local memory (tcc compile --backend=cuda --precision=tf32)",
+        },
     ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -119,6 +130,10 @@ impl PassOptions for ConfigureOptions {
             }
             "templates" => {
                 self.templates = super::pass::parse_bool(key, value)?;
+                Ok(())
+            }
+            "large-tf32-tiles" => {
+                self.large_tf32_tiles = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
             "tuning" => {
@@ -160,10 +175,22 @@ impl ConfigureOptions {
             .tuning
             .as_ref()
             .and_then(|record| record.lookup(target, kind, [batch, m, n, k]));
-        tuned.or_else(|| match computed_a {
+        if tuned.is_some() {
+            return tuned;
+        }
+        let table = match computed_a {
             true => target.gemm_config_computed_a(batch, m, n, k),
             false => target.gemm_config(batch, m, n, k),
-        })
+        };
+        if self.large_tf32_tiles
+            && target == Target::Nvidia
+            && kind == KernelKind::Matmul.name()
+            && table.is_some_and(|c| (c.tile_m, c.tile_n, c.split_k) == (128, 128, 1))
+            && tcc_kernels::gemm::large_tile_fits(shape)
+        {
+            return Some(tcc_kernels::gemm::LARGE_TILE);
+        }
+        table
     }
 
     /// The strategy of a kernel of `kind` rooted at `op` (on tensors, in

@@ -283,6 +283,11 @@ pub struct GemmChoice {
     /// --precision=tf32`), which builds its tensor maps in slots that
     /// `tcc-attach-tensor-map-slots` passes in the gpu phase.
     pub tensor_map_slots: bool,
+    /// The kernels are launched through the CUDA driver (`tcc compile
+    /// --backend=cuda --precision=tf32`): large TF32 products take the
+    /// 256x128 tile (`tcc-configure-kernels{large-tf32-tiles}`) whose
+    /// wgmma body stages its operands in CUDA dynamic local memory.
+    pub dynamic_local: bool,
 }
 
 /// The element type weights and intermediate activations are stored in
@@ -307,6 +312,9 @@ impl GemmChoice {
         }
         if let Some(candidate) = self.candidate {
             text.push_str(&format!(" candidate={candidate}"));
+        }
+        if self.dynamic_local {
+            text.push_str(" large-tf32-tiles=true");
         }
         text
     }

@@ -7,6 +7,7 @@ use super::GemmConfig;
 use super::emit::output_offset;
 use super::tensor_cores::{Pipeline, TensorCores};
 use super::wgmma::Wgmma;
+use super::wgmma_large::WgmmaLarge;
 
 /// How a work-group's work-items share its tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,8 +25,11 @@ pub(super) enum Layout {
         precision: TensorCores,
         pipeline: Pipeline,
     },
-    /// Two warpgroups of TF32 `wgmma` over a 128x256 tile (`wgmma`).
+    /// Two warpgroups of TF32 `wgmma` over a 128x128 tile (`wgmma`).
     Wgmma,
+    /// Two warpgroups of TF32 `wgmma` over a 256x128 tile in CUDA's
+    /// dynamic local memory (`wgmma_large`).
+    WgmmaLarge,
 }
 
 impl Layout {
@@ -64,6 +68,7 @@ impl Layout {
             Layout::Fma { .. } => (c.work_m, c.work_n),
             Layout::Mma { mi, ni, .. } => (2 * mi, 2 * ni),
             Layout::Wgmma => Wgmma::acc(),
+            Layout::WgmmaLarge => WgmmaLarge::acc(),
         }
     }
 
@@ -83,6 +88,7 @@ impl Layout {
                 "(warp_col + (wn / 2) * 8 + tig * 2 + wn % 2)".to_string(),
             ),
             Layout::Wgmma => Wgmma::offsets(),
+            Layout::WgmmaLarge => WgmmaLarge::offsets(),
         }
     }
 }

@@ -39,6 +39,7 @@ mod tensor_cores;
 #[cfg(test)]
 pub(crate) mod tests;
 mod wgmma;
+mod wgmma_large;
 #[cfg(test)]
 mod wgmma_tests;
 
@@ -55,6 +56,11 @@ use tensor_cores::Pipeline;
 pub use tensor_cores::TensorCores;
 use wgmma::Wgmma;
 pub use wgmma::{TENSOR_MAP_BYTES, tensor_map_slot_bytes};
+use wgmma_large::WgmmaLarge;
+pub use wgmma_large::{
+    DYNAMIC_LOCAL_BYTES, DYNAMIC_LOCAL_SYMBOL, LARGE_TILE, dynamic_local_bytes,
+    dynamic_local_marker, large_tile_fits,
+};
 
 /// Tile sizes of one GEMM kernel. A tile of exactly one work-item's
 /// outputs (`tile_m == work_m`, `tile_n == work_n`) selects the
@@ -307,6 +313,11 @@ pub struct GemmSpec {
     /// otherwise. `None`: FP32 only. `Some(TensorCores::S8)`: an int8
     /// GEMM, integer arithmetic in both bodies (see `int8`).
     pub tensor_cores: Option<TensorCores>,
+    /// The kernel is launched through the CUDA driver (`tcc compile
+    /// --backend=cuda`), which can give it dynamic local memory past
+    /// OpenCL's 48 KiB: a TF32 product on [`LARGE_TILE`] then takes the
+    /// large-tile `wgmma` body (`wgmma_large`) in its sm_90a PTX form.
+    pub dynamic_local: bool,
 }
 
 impl GemmSpec {
@@ -356,7 +367,17 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let mma = spec
         .tensor_cores
         .and_then(|precision| Layout::mma(&c, precision));
+    const SM90A: &str = "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
     match mma {
+        // The large tile in CUDA's dynamic local memory (sm_90a).
+        _ if WgmmaLarge::applies(spec) => Ok(format!(
+            "{SM90A}{}{}#else\n{fma}#endif\n",
+            gemm_kernel_with(spec, Layout::WgmmaLarge)?,
+            match mma {
+                Some(mma) => format!("#elif defined(TCC_PTX)\n{}", gemm_kernel_with(spec, mma)?),
+                None => String::new(),
+            }
+        )),
         // sm_90a (clang defines the macro for it): Hopper's wgmma.
         Some(mma) if Wgmma::applies(spec) => Ok(format!(
             "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n{}#elif defined(TCC_PTX)\n{}#else\n{fma}#endif\n",
@@ -411,6 +432,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
                 precision.name()
             ),
             Layout::Wgmma => Wgmma::description(),
+            Layout::WgmmaLarge => WgmmaLarge::description(),
         },
         s.m,
         s.n,
@@ -443,6 +465,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         }
         Layout::Mma { pipeline, .. } => tensor_cores::local_tiles(&mut out, spec, pipeline),
         Layout::Wgmma => Wgmma::local_tiles(&mut out),
+        Layout::WgmmaLarge => WgmmaLarge::local_tiles(&mut out),
     }
     match layout {
         Layout::Fma { .. } if c.local_stages() == 2 => fma::warp_tiled_ids(&mut out, &c),
@@ -548,6 +571,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             (&k_begin, &k_end),
         ),
         Layout::Wgmma => Wgmma::main_loop(&mut out, spec, &a_address),
+        Layout::WgmmaLarge => WgmmaLarge::main_loop(&mut out, spec),
     }
     let (row_offset, col_offset) = layout.offsets(&c);
     if let Some((workspace, counters)) = &spec.split_k_scratch {

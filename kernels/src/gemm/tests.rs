@@ -50,6 +50,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         store: "a0[i * 50 + j] = acc_value;".into(),
         split_k_scratch: None,
         tensor_map_slots: None,
+        dynamic_local: false,
         tensor_cores: None,
     }
 }

@@ -62,6 +62,9 @@ pub const TENSOR_MAP_BYTES: i64 = 128;
 /// take the wgmma body: one slot per work-group. `None` when its tile,
 /// work-group or shape rule the body out whatever its operands.
 pub fn tensor_map_slot_bytes(config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
+    if let Some(bytes) = super::wgmma_large::slot_bytes(config, shape) {
+        return Some(bytes);
+    }
     ((config.tile_m, config.tile_n, config.split_k) == (ROWS, COLUMNS, 1)
         && config.workgroup_size() == THREADS
         && shape.m > 0
@@ -78,6 +81,14 @@ pub fn tensor_map_slot_bytes(config: &GemmConfig, shape: &GemmShape) -> Option<i
         })
 }
 
+/// A C expression of this work-group's slot in `slots`, `bytes` per
+/// work-group, as a `__global uint*`.
+pub(super) fn map_slot(slots: &crate::Buffer, bytes: i64) -> String {
+    format!(
+        "(__global uint*)({slots} + {bytes} * ((get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0)))"
+    )
+}
+
 /// The wgmma body of one GEMM.
 pub(super) struct Wgmma;
 
@@ -88,9 +99,18 @@ impl Wgmma {
     /// `float2` loads), M, N, K multiples of the tile and of the stage's k,
     /// and the tensor-map slots passed.
     pub(super) fn applies(spec: &GemmSpec) -> bool {
+        tensor_map_slot_bytes(&spec.config, &spec.shape).is_some()
+            && (spec.config.tile_m, spec.config.tile_n) == (ROWS, COLUMNS)
+            && Self::plain(spec)
+    }
+
+    /// What both wgmma bodies need besides their tile: TF32, A and B float
+    /// buffers read through their strides (A's rows 16-byte aligned for
+    /// the tensor map, B's for `float2` loads or its own map), no split
+    /// of K, and the tensor-map slots passed.
+    pub(super) fn plain(spec: &GemmSpec) -> bool {
         let s = spec.shape;
         spec.tensor_cores == Some(super::TensorCores::Tf32)
-            && tensor_map_slot_bytes(&spec.config, &s).is_some()
             && spec.tensor_map_slots.is_some()
             && spec.split_k_scratch.is_none()
             && spec.a.buffer.storage == Storage::F32
@@ -158,14 +178,22 @@ impl Wgmma {
   float fetched[{steps}][4];
   uint frag[{steps}][4];
   /* this work-group's tensor map of A (tcc-attach-tensor-map-slots) */
-  __global uint* a_map = (__global uint*)({slots} + {map_bytes} * ((get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0)));
+  __global uint* a_map = {a_slot};
   if (tid == 0) {{
     const tcc_index i = 0, k = 0;",
             b = spec.b.buffer,
             steps = STAGE_K / WGMMA_K,
-            map_bytes = TENSOR_MAP_BYTES,
+            a_slot = map_slot(slots, TENSOR_MAP_BYTES),
         );
-        build_tensor_map(out, &format!("{} + {a_address}", spec.a.buffer), spec);
+        build_tensor_map(
+            out,
+            "a",
+            &format!("{} + {a_address}", spec.a.buffer),
+            [s.k, s.m],
+            spec.a.row_stride * 4,
+            [STAGE_K, ROWS],
+        );
+        tensor_map_fences(out, &["a_map"]);
         let _ = writeln!(
             out,
             "    #pragma unroll
@@ -190,16 +218,18 @@ impl Wgmma {
     for (int s = 0; s < {steps}; ++s)
       #pragma unroll
       for (int e = 0; e < 4; ++e) frag[s][e] = as_uint(fetched[s][e]) + 0x1000u;
-    {{
-      uint landed;
-      do {{
-        __asm__ volatile(\"{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }}\"
-                         : \"=r\"(landed) : \"r\"((uint)(ulong)&tile_a_full[kt % {STAGES}]), \"r\"((uint)(kt / {STAGES}) & 1u) : \"memory\");
-      }} while (!landed);
-    }}
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid == 0 && kt >= 1 && kt + {ahead} < {k_tiles}) {{",
+",
             steps = STAGE_K / WGMMA_K,
+        );
+        landed_wait(
+            out,
+            &format!("tile_a_full[kt % {STAGES}]"),
+            &format!("(uint)(kt / {STAGES}) & 1u"),
+        );
+        let _ = writeln!(
+            out,
+            "    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0 && kt >= 1 && kt + {ahead} < {k_tiles}) {{",
             ahead = STAGES - 1,
         );
         copy_a(
@@ -219,7 +249,7 @@ impl Wgmma {
                 "    const ulong desc{step} = {};",
                 descriptor(&format!("a_stage + {}", step * WGMMA_K * 4))
             );
-            wgmma(out, step, &format!("desc{step}"));
+            wgmma_instruction(out, ROWS, &format!("frag[{step}]"), &format!("desc{step}"));
         }
         let _ = writeln!(
             out,
@@ -236,37 +266,73 @@ impl Wgmma {
     }
 }
 
-/// Builds A's tensor map at `a_map` from zeros (`tensormap.replace`, PTX ISA
-/// 8.3, sm_90a): 2-D f32, dimension 0 the k extent (K) and 1 the rows (M),
-/// the row stride in bytes, a box of 32 x 128, element strides 1, the
+/// Builds a 2-D f32 tensor map of `operand` (`a` or `b`) at
+/// `{operand}_map` (a `__global uint*`) from zeros
+/// (`tensormap.replace`, PTX ISA 8.3, sm_90a): the tensor at `base`,
+/// `dims` its extents (dimension 0 the contiguous one), `row_bytes` the
+/// stride of dimension 1, a box of `box` elements, element strides 1, the
 /// 128-byte swizzle; the rank is written as rank - 1 (the encodings the
-/// prototype's field test found equal to `cuTensorMapEncodeTiled`'s). Then
-/// the fences that let the TMA read what the generic proxy wrote.
-fn build_tensor_map(out: &mut String, base: &str, spec: &GemmSpec) {
-    let s = spec.shape;
-    let row_bytes = spec.a.row_stride * 4;
+/// prototype's field test found equal to `cuTensorMapEncodeTiled`'s).
+pub(super) fn build_tensor_map(
+    out: &mut String,
+    operand: &str,
+    base: &str,
+    dims: [i64; 2],
+    row_bytes: i64,
+    box_: [u32; 2],
+) {
     let _ = writeln!(
         out,
         "    #pragma unroll
-    for (int q = 0; q < {words}; ++q) a_map[q] = 0u;
-    __global const float* a_base = {base};
-    __asm__ volatile(\"tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\" :: \"l\"(a_map), \"l\"(a_base) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.rank.global.b1024.b32 [%0], %1;\" :: \"l\"(a_map), \"r\"(1) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"({STAGE_K}) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"({ROWS}) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"({k}) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"({m}) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"(a_map), \"l\"((ulong){row_bytes}) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"(1) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"(1) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.elemtype.global.b1024.b32 [%0], 7;\" :: \"l\"(a_map) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.swizzle_mode.global.b1024.b32 [%0], 3;\" :: \"l\"(a_map) : \"memory\");
-    __asm__ volatile(\"fence.proxy.tensormap::generic.release.gpu;\" ::: \"memory\");
-    __asm__ volatile(\"fence.proxy.tensormap::generic.acquire.gpu [%0], {bytes};\" :: \"l\"(a_map) : \"memory\");",
+    for (int q = 0; q < {words}; ++q) {map}[q] = 0u;
+    __global const float* {operand}_base = {base};
+    __asm__ volatile(\"tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\" :: \"l\"({map}), \"l\"({operand}_base) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.rank.global.b1024.b32 [%0], %1;\" :: \"l\"({map}), \"r\"(1) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"({map}), \"r\"({box0}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"({map}), \"r\"({box1}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"({map}), \"r\"({dim0}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"({map}), \"r\"({dim1}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"({map}), \"l\"((ulong){row_bytes}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 0, %1;\" :: \"l\"({map}), \"r\"(1) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 1, %1;\" :: \"l\"({map}), \"r\"(1) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.elemtype.global.b1024.b32 [%0], 7;\" :: \"l\"({map}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.swizzle_mode.global.b1024.b32 [%0], 3;\" :: \"l\"({map}) : \"memory\");",
         words = TENSOR_MAP_BYTES / 4,
-        k = s.k,
-        m = s.m,
-        bytes = TENSOR_MAP_BYTES,
+        map = format!("{operand}_map"),
+        box0 = box_[0],
+        box1 = box_[1],
+        dim0 = dims[0],
+        dim1 = dims[1],
+    );
+}
+
+/// The fences that let the TMA read the tensor maps `maps` the generic
+/// proxy wrote.
+pub(super) fn tensor_map_fences(out: &mut String, maps: &[&str]) {
+    let _ = writeln!(
+        out,
+        "    __asm__ volatile(\"fence.proxy.tensormap::generic.release.gpu;\" ::: \"memory\");"
+    );
+    for map in maps {
+        let _ = writeln!(
+            out,
+            "    __asm__ volatile(\"fence.proxy.tensormap::generic.acquire.gpu [%0], {TENSOR_MAP_BYTES};\" :: \"l\"({map}) : \"memory\");"
+        );
+    }
+}
+
+/// Waits until the mbarrier `barrier` (a `__local ulong` lvalue) has
+/// completed the phase of parity `parity`: its stage's copies landed.
+pub(super) fn landed_wait(out: &mut String, barrier: &str, parity: &str) {
+    let _ = writeln!(
+        out,
+        "    {{
+      uint landed;
+      do {{
+        __asm__ volatile(\"{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }}\"
+                         : \"=r\"(landed) : \"r\"((uint)(ulong)&{barrier}), \"r\"({parity}) : \"memory\");
+      }} while (!landed);
+    }}"
     );
 }
 
@@ -312,7 +378,7 @@ fn fetch_b(out: &mut String, tile: &str, row_stride: i64) {
 /// offset (unused here, 16 bytes) and the stride byte offset (1024: from
 /// one 8-row atom to the next) >> 4 in bits 16-29 and 32-45, swizzle mode 1
 /// (128 bytes) in bits 62-63.
-fn descriptor(address: &str) -> String {
+pub(super) fn descriptor(address: &str) -> String {
     let leading = 16u64 >> 4;
     let stride = 1024u64 >> 4;
     format!(
@@ -321,20 +387,20 @@ fn descriptor(address: &str) -> String {
     )
 }
 
-/// One `wgmma.mma_async.m64n128k8` of k step `step`: D element `4 j +
-/// e` is `acc[2 j + e % 2][e / 2]`; A from the `frag` registers, B
-/// through `desc`.
-fn wgmma(out: &mut String, step: u32, desc: &str) {
-    let elements = ROWS / 2;
+/// One `wgmma.mma_async.m64n{n}k8` (TF32): D element `4 j + e` is
+/// `acc[2 j + e % 2][e / 2]`; A from the four registers of `frag` (a
+/// `uint[4]` lvalue), B through the descriptor `desc`.
+pub(super) fn wgmma_instruction(out: &mut String, n: u32, frag: &str, desc: &str) {
+    let elements = n / 2;
     let outputs: Vec<String> = (0..elements).map(|d| format!("%{d}")).collect();
     let accumulators: Vec<String> = (0..elements)
         .map(|d| format!("\"+f\"(acc[{}][{}])", 2 * (d / 4) + d % 2, (d % 4) / 2))
         .collect();
     let _ = writeln!(
         out,
-        "    __asm__ volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{scale}, 0; wgmma.mma_async.sync.aligned.m64n{ROWS}k8.f32.tf32.tf32 {{{}}}, {{%{a0}, %{a1}, %{a2}, %{a3}}}, %{d}, p, 1, 1; }}\"
+        "    __asm__ volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{scale}, 0; wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{}}}, {{%{a0}, %{a1}, %{a2}, %{a3}}}, %{d}, p, 1, 1; }}\"
       : {}
-      : \"r\"(frag[{step}][0]), \"r\"(frag[{step}][1]), \"r\"(frag[{step}][2]), \"r\"(frag[{step}][3]), \"l\"({desc}), \"r\"(1));",
+      : \"r\"({frag}[0]), \"r\"({frag}[1]), \"r\"({frag}[2]), \"r\"({frag}[3]), \"l\"({desc}), \"r\"(1));",
         outputs.join(", "),
         accumulators.join(", "),
         a0 = elements,

@@ -552,6 +552,7 @@ impl KernelWriter {
                 Precision::Tf32 => Some(TensorCores::Tf32),
                 Precision::Fp16 => Some(TensorCores::Fp16),
             },
+            dynamic_local: self.dynamic_local,
         })
     }
 }

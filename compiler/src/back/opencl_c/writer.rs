@@ -50,6 +50,10 @@ pub struct KernelInfo {
     pub args: Vec<KernelArg>,
     /// Floating-point operations per launch (0: not counted).
     pub flops: u64,
+    /// CUDA dynamic local memory the kernel's sm_90a PTX form needs, in
+    /// bytes (`tcc_kernels::gemm::dynamic_local_marker` in its text: the
+    /// large-tile wgmma GEMM of `--backend=cuda`); `None`: none.
+    pub dynamic_local_bytes: Option<u32>,
 }
 
 /// The translated kernels: one OpenCL C program, kernels in module order.
@@ -125,15 +129,22 @@ pub enum Precision {
 
 /// Translates every `gpu.func` of the module's kernel module.
 pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
-    write_program_with(module, Precision::Fp32)
+    write_program_with(module, Precision::Fp32, false)
 }
 
-/// As [`write_program`], with the GEMMs' precision.
-pub fn write_program_with(module: &Module, precision: Precision) -> Result<Program, CodegenError> {
+/// As [`write_program`], with the GEMMs' precision, and whether the
+/// kernels are launched through the CUDA driver (`tcc compile
+/// --backend=cuda`), which gives GEMMs dynamic local memory past 48 KiB.
+pub fn write_program_with(
+    module: &Module,
+    precision: Precision,
+    dynamic_local: bool,
+) -> Result<Program, CodegenError> {
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
             precision,
+            dynamic_local,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -241,6 +252,8 @@ pub(super) struct KernelWriter {
     pub(super) declared_types: HashMap<String, &'static str>,
     /// GEMM kernels multiply on tensor cores in their PTX form unless fp32.
     pub(super) precision: Precision,
+    /// GEMM kernels may take CUDA dynamic local memory (`GemmSpec::dynamic_local`).
+    pub(super) dynamic_local: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {
@@ -438,6 +451,7 @@ impl KernelWriter {
                 workgroup_size: workgroup,
                 args,
                 flops,
+                dynamic_local_bytes: tcc_kernels::gemm::dynamic_local_bytes(&text),
             };
             return Ok((info, text));
         }
@@ -469,6 +483,7 @@ impl KernelWriter {
                 workgroup_size: workgroup,
                 args,
                 flops,
+                dynamic_local_bytes: None,
             },
             text,
         ))

@@ -52,7 +52,11 @@ pub fn write_ptx(
 ) -> Result<String, CodegenError> {
     let options = &super::toolchain::options_for(options, &program.source);
     let bitcode = clang_to_bitcode(program, options, toolchain)?;
-    let ptx = bitcode_to_ptx(&bitcode, program, options)?;
+    let ptx = declare_dynamic_local(
+        bitcode_to_ptx(&bitcode, program, options)?,
+        program,
+        options,
+    )?;
     // The driver links nothing: a function left external fails in ptxas.
     let unresolved: Vec<&str> = ptx
         .lines()
@@ -74,6 +78,46 @@ pub fn write_ptx(
         }
     }
     Ok(ptx)
+}
+
+/// The comment line by which the PTX tells the runtime's CUDA backend
+/// that a kernel needs `bytes` of dynamic local memory:
+/// `// tcc-dynamic-local: KERNEL BYTES` (runtime/src/cuda reads it; NVIDIA's
+/// OpenCL cannot launch such a kernel, and the runtime builds the OpenCL C
+/// there instead).
+pub const DYNAMIC_LOCAL_COMMENT: &str = "// tcc-dynamic-local:";
+
+/// Declares the dynamic local memory the kernels' sm_90a bodies address
+/// (`.extern .shared` of [`tcc_kernels::gemm::DYNAMIC_LOCAL_SYMBOL`]) and
+/// states each such kernel's need as a [`DYNAMIC_LOCAL_COMMENT`] line,
+/// after the module's `.address_size`. Only sm_90a programs compile those
+/// bodies; other PTX is returned as it is.
+fn declare_dynamic_local(
+    ptx: String,
+    program: &Program,
+    options: &PtxOptions,
+) -> Result<String, CodegenError> {
+    let needs: Vec<(&str, u32)> = program
+        .kernels
+        .iter()
+        .filter_map(|k| Some((k.name.as_str(), k.dynamic_local_bytes?)))
+        .collect();
+    if needs.is_empty() || !options.arch.ends_with('a') {
+        return Ok(ptx);
+    }
+    let symbol = tcc_kernels::gemm::DYNAMIC_LOCAL_SYMBOL;
+    let Some(at) = ptx.find(".address_size") else {
+        return Err(CodegenError::new(
+            "the kernels' PTX has no .address_size directive to declare dynamic local memory after",
+        ));
+    };
+    let line_end = ptx[at..].find('\n').map_or(ptx.len(), |n| at + n + 1);
+    let mut header = String::from("\n");
+    for (name, bytes) in needs {
+        header.push_str(&format!("{DYNAMIC_LOCAL_COMMENT} {name} {bytes}\n"));
+    }
+    header.push_str(&format!(".extern .shared .align 16 .b8 {symbol}[];\n"));
+    Ok(format!("{}{header}{}", &ptx[..line_end], &ptx[line_end..]))
 }
 
 /// Runs clang's OpenCL C front end and optimizer with libclc linked in.
