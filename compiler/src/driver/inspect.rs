@@ -1,6 +1,7 @@
 //! `tcc inspect model.so [--json]`: what a compiled artifact holds — its
 //! functions with their inputs and outputs, its kernels (name, kind,
-//! work-group size, flops per launch), its constants, arena sizes, target,
+//! work-group size, flops per launch, the CUDA dynamic local memory of a
+//! `--backend=cuda` kernel), its constants, arena sizes, target,
 //! producer (tcc version and git commit) and ABI version.
 //!
 //! The ABI tables (functions, kernel names, flops, constants) are read by
@@ -48,12 +49,17 @@ pub fn describe(model: &Model) -> Value {
         .zip(model.kernel_flops())
         .map(|(name, flops)| {
             let k = known(name);
-            json!({
+            let mut kernel = json!({
                 "name": name,
                 "kind": k["kind"],
                 "workgroup_size": k["workgroup_size"],
                 "flops": flops,
-            })
+            });
+            // CUDA dynamic local memory its PTX needs (--backend=cuda).
+            if k["dynamic_local_bytes"].is_u64() {
+                kernel["dynamic_local_bytes"] = k["dynamic_local_bytes"].clone();
+            }
+            kernel
         })
         .collect();
     let functions: Vec<Value> = model
@@ -187,11 +193,15 @@ pub fn render(d: &Value) -> String {
             other => other.to_string(),
         };
         out.push_str(&format!(
-            "  {}  kind={}  workgroup_size={}  flops={}\n",
+            "  {}  kind={}  workgroup_size={}  flops={}{}\n",
             k["name"].as_str().unwrap_or_default(),
             text_or_unknown(&k["kind"]),
             size,
-            k["flops"]
+            k["flops"],
+            match &k["dynamic_local_bytes"] {
+                Value::Number(bytes) => format!("  cuda_dynamic_local={bytes}"),
+                _ => String::new(),
+            }
         ));
     }
     out.push_str(&format!(

@@ -1,6 +1,6 @@
 //! Tests of the `wgmma` TF32 body's selection and emitted structure.
 
-use super::tests::{aligned_spec, tiles};
+use super::tests::{aligned_spec, assert_contains, tiles};
 use super::*;
 use crate::Storage;
 
@@ -159,4 +159,144 @@ fn slots_are_one_tensor_map_per_work_group_of_a_qualifying_tile() {
         tensor_map_slot_bytes(&tiles([64, 64, 16, 4, 4, 1]), &shape(1, 256, 256, 64)),
         None
     );
+}
+
+/// A 512x256x96 TF32 product on the large tile, launched through the CUDA
+/// driver (`GemmSpec::dynamic_local`).
+fn large_spec() -> GemmSpec {
+    let mut spec = aligned_spec(LARGE_TILE, TensorCores::Tf32);
+    spec.shape = GemmShape {
+        batch: 1,
+        m: 512,
+        n: 256,
+        k: 96,
+    };
+    spec.a.row_stride = 96;
+    spec.b.row_stride = 256;
+    spec.store = "a0[i * 256 + j] = acc_value;".into();
+    spec.tensor_map_slots = Some(Buffer::new("a3", Storage::I8));
+    spec.dynamic_local = true;
+    spec
+}
+
+#[test]
+fn the_large_tile_takes_the_dynamic_local_body_before_mma_sync_and_fp32() {
+    let text = gemm_kernel(&large_spec()).unwrap();
+    let wgmma = text.find(WGMMA_GUARD).expect("wgmma body");
+    let mma = text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body");
+    let fp32 = text.find("#else\n").expect("fp32 body");
+    assert!(wgmma == 0 && wgmma < mma && mma < fp32, "{text}");
+    let body = &text[..mma];
+    // K = 96: three k tiles, two in the loop's pair and one after it, each
+    // four m64n256k8 left in flight (one group) until the end.
+    assert_eq!(
+        body.matches("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32")
+            .count(),
+        12,
+        "{body}"
+    );
+    assert_eq!(
+        body.matches("wgmma.wait_group.sync.aligned 1;").count(),
+        3,
+        "{body}"
+    );
+    assert_contains(
+        body,
+        &[
+            // The stated dynamic local memory: 4 stages of 48 KiB and the
+            // 1024 bytes that align them.
+            "/* tcc-dynamic-local: 197632 */",
+            "__local ulong tile_full[4] __attribute__((aligned(8)));",
+            "__asm__(\"mov.u32 %0, tcc_dynamic_local;\" : \"=r\"(stages));",
+            "stages = (stages + 1023u) & ~1023u;",
+            "float acc[64][2];",
+            // Two maps per work-group: A's box 32 x 256 over K x M, B's 32 x
+            // 32 over N x K.
+            "__global uint* a_map = (__global uint*)(a3 + 256 * (",
+            "__global uint* b_map = a_map + 32;",
+            "tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"(256)",
+            "tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"(96)",
+            "tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"(512)",
+            "tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(b_map), \"r\"(32)",
+            "tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(b_map), \"r\"(256)",
+            "tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(b_map), \"r\"(96)",
+            "tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"(b_map), \"l\"((ulong)1024)",
+            "fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\" :: \"l\"(b_map)",
+            // A stage: A's 32 KiB and B's four 4 KiB boxes on one mbarrier.
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 49152;",
+            "\"r\"(st + 32768u + (uint)box * 4096u), \"l\"(b_map), \"r\"((int)col0 + 32 * box)",
+            // The stage read two tiles back is refilled.
+            "if (tid == 0 && tile >= 2 && tile + 2 < 3) {",
+            "\"r\"((int)(tile + 2) * 32), \"r\"((int)row0)",
+            // B's fragments under the 128-byte swizzle.
+            "const uint address = b_box + (uint)k * 128u + (uint)(((f / 4) ^ (k % 8)) * 16) + (uint)(f % 4) * 4u;",
+            "ld.shared.v2.f32 {%0, %1}, [%2];",
+            "const tcc_index j = col0 + (wg_col + wn);",
+            "a0[i * 256 + j] = acc_value;",
+        ],
+    );
+    assert_eq!(dynamic_local_bytes(&text), Some(DYNAMIC_LOCAL_BYTES));
+}
+
+#[test]
+fn the_large_body_needs_the_cuda_launch_the_tile_and_fitting_sizes() {
+    let no_large = |spec: GemmSpec| {
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(!text.contains("m64n256k8"), "{text}");
+        assert_eq!(dynamic_local_bytes(&text), None, "{text}");
+    };
+    // Launched through OpenCL: 48 KiB at most.
+    let mut opencl = large_spec();
+    opencl.dynamic_local = false;
+    no_large(opencl);
+    // M not a multiple of 256.
+    let mut rows = large_spec();
+    rows.shape.m = 384;
+    no_large(rows);
+    // K not a multiple of 32.
+    let mut short = large_spec();
+    short.shape.k = 80;
+    short.a.row_stride = 80;
+    no_large(short);
+    // fp32, and a computed A.
+    let mut fp32 = large_spec();
+    fp32.tensor_cores = None;
+    no_large(fp32);
+    let mut computed = large_spec();
+    computed.a_offset = Some("conv_offset(i, k)".into());
+    no_large(computed);
+    // The 128x128 tile keeps the 48 KiB body even when launched by CUDA.
+    let mut mid = tf32_spec();
+    mid.dynamic_local = true;
+    let text = gemm_kernel(&mid).unwrap();
+    assert!(
+        text.contains("m64n128k8") && !text.contains("m64n256k8"),
+        "{text}"
+    );
+}
+
+#[test]
+fn large_tiles_take_two_maps_per_work_group() {
+    let shape = |batch, m, n, k| GemmShape { batch, m, n, k };
+    // 2 batches of 2 x 3 work-groups of 256 x 128.
+    assert_eq!(
+        tensor_map_slot_bytes(&LARGE_TILE, &shape(2, 512, 384, 64)),
+        Some(2 * 2 * 3 * 2 * TENSOR_MAP_BYTES)
+    );
+    assert_eq!(
+        tensor_map_slot_bytes(&LARGE_TILE, &shape(1, 384, 384, 64)),
+        None
+    );
+    assert!(large_tile_fits(&shape(1, 4096, 4096, 4096)));
+    assert!(!large_tile_fits(&shape(1, 4096, 4160, 4096)));
+}
+
+#[test]
+fn the_dynamic_local_marker_reads_back() {
+    assert_eq!(dynamic_local_bytes(&dynamic_local_marker(4096)), Some(4096));
+    assert_eq!(dynamic_local_bytes("__kernel void f() {}"), None);
+    // A malformed statement is not one.
+    assert_eq!(dynamic_local_bytes("/* tcc-dynamic-local: lots */"), None);
 }

@@ -258,3 +258,59 @@ fn bitcode_to_ptx(
         .to_string();
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::back::opencl_c::KernelInfo;
+
+    fn kernel(name: &str, dynamic_local_bytes: Option<u32>) -> KernelInfo {
+        KernelInfo {
+            name: name.into(),
+            kind: "matmul".into(),
+            workgroup_size: [256, 1, 1],
+            args: Vec::new(),
+            flops: 0,
+            dynamic_local_bytes,
+        }
+    }
+
+    const PTX: &str =
+        "//\n.version 8.3\n.target sm_90a\n.address_size 64\n\n.visible .entry big(\n";
+
+    #[test]
+    fn kernels_needing_dynamic_local_memory_are_stated_after_the_header() {
+        let program = Program {
+            kernels: vec![kernel("small", None), kernel("big", Some(197632))],
+            ..Program::default()
+        };
+        let sm90a = PtxOptions::with_arch("sm_90a").unwrap();
+        let ptx = declare_dynamic_local(PTX.into(), &program, &sm90a).unwrap();
+        assert_eq!(
+            ptx,
+            "//\n.version 8.3\n.target sm_90a\n.address_size 64\n\n// tcc-dynamic-local: big 197632\n.extern .shared .align 16 .b8 tcc_dynamic_local[];\n\n.visible .entry big(\n"
+        );
+    }
+
+    #[test]
+    fn other_programs_and_architectures_are_left_alone() {
+        let none = Program {
+            kernels: vec![kernel("small", None)],
+            ..Program::default()
+        };
+        let sm90a = PtxOptions::with_arch("sm_90a").unwrap();
+        assert_eq!(
+            declare_dynamic_local(PTX.into(), &none, &sm90a).unwrap(),
+            PTX
+        );
+        // sm_90 and older compile no sm_90a body, so nothing addresses it.
+        let big = Program {
+            kernels: vec![kernel("big", Some(1024))],
+            ..Program::default()
+        };
+        let sm80 = PtxOptions::with_arch("sm_80").unwrap();
+        assert_eq!(declare_dynamic_local(PTX.into(), &big, &sm80).unwrap(), PTX);
+        // A module without a header is a back-end error, not a silent skip.
+        assert!(declare_dynamic_local(".entry big(".into(), &big, &sm90a).is_err());
+    }
+}
