@@ -17,7 +17,11 @@ Frobenius error against fp32 (||got - fp32|| / ||fp32||) stays near
 exactly 0 means no GEMM of the model took the tensor-core template
 (products too small for tiles): reported.
 
-Usage: check-tf32-device.py [DEVICE_DIR] [--precision=tf32|fp16]...
+`tf32-cuda` is TF32 compiled with `--backend=cuda` (DEVICE_DIR/tf32-cuda/):
+the runtime's CUDA-driver backend runs it (the artifacts ask for it), and
+large products take the 256x128 wgmma tile in CUDA dynamic local memory.
+
+Usage: check-tf32-device.py [DEVICE_DIR] [--precision=tf32|tf32-cuda|fp16]...
 (default .device and tf32)"""
 import json
 import os
@@ -31,7 +35,12 @@ args = [a for a in sys.argv[1:] if not a.startswith("--")]
 precisions = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--precision=")] or ["tf32"]
 dev = args[0] if args else ".device"
 models_dir = os.path.join(dev, "models")
-LIMIT = {"tf32": 2e-3, "fp16": 2e-3}
+LIMIT = {"tf32": 2e-3, "tf32-cuda": 2e-3, "fp16": 2e-3}
+
+
+def backend(precision):
+    """The runtime backend's flag for artifacts of `precision`."""
+    return ["--backend=cuda"] if precision.endswith("-cuda") else []
 failures = 0
 
 
@@ -46,6 +55,7 @@ def check_models(precision):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [os.path.join(dev, "bin", "tcc-run"), artifact, f"--function={function}", "--verbose"]
+            cmd += backend(precision)
             cmd += [f"--input=@{models_dir}/{tag}.input{i}.npy" for i in range(int(num_inputs))]
             cmd += [f"--output=@{tmp}/got{i}.npy" for i in range(int(num_outputs))]
             run = subprocess.run(cmd, capture_output=True, text=True)
@@ -85,7 +95,7 @@ def tcc_bench(precision, name, m, k, n):
         inputs.append(f"1x1x{n}xf32=0.1")
     run = subprocess.run([os.path.join(dev, "bin", "tcc-benchmark"), artifact, "--warmup=3",
                           "--iterations=20", f"--flops={2 * m * k * n}", "--json"]
-                         + [f"--input={i}" for i in inputs], capture_output=True, text=True)
+                         + backend(precision) + [f"--input={i}" for i in inputs], capture_output=True, text=True)
     if run.returncode != 0:
         print(f"tcc {precision} {name}: {run.stderr.strip()[-300:]}")
         failures += 1
@@ -97,7 +107,7 @@ def torch_bench(precision, name, m, k, n):
     """cuBLAS's TF/s for the same product (inputs filled as tcc's)."""
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = precision.startswith("tf32")
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     dtype = torch.float16 if precision == "fp16" else torch.float32
     a = torch.full((m, k), 0.5, device="cuda", dtype=dtype)
