@@ -93,6 +93,21 @@ pub enum Error {
     #[error("@{function} failed: {message}")]
     Execution { function: String, message: String },
 
+    /// The CUDA backend cannot start: NVIDIA's driver library is missing,
+    /// lacks a symbol, or finds no CUDA device.
+    #[error("the CUDA backend needs NVIDIA's driver (libcuda.so.1) and a CUDA device: {0}")]
+    CudaUnavailable(String),
+
+    /// A CUDA driver call failed: `name` is the driver's error name
+    /// (`CUDA_ERROR_INVALID_VALUE`), `description` its explanation.
+    #[error("{what} failed: {name} ({code}): {description}")]
+    Cuda {
+        what: String,
+        code: i32,
+        name: String,
+        description: String,
+    },
+
     /// Reading or writing a `.npy` file failed.
     #[error("{}: {reason}", path.display())]
     Npy { path: PathBuf, reason: String },

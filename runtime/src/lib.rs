@@ -28,6 +28,7 @@ pub mod async_call;
 pub mod buffer_pool;
 pub mod capi;
 pub mod cli;
+pub mod cuda;
 pub mod device;
 pub mod devices;
 pub mod element;

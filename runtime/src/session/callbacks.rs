@@ -327,23 +327,7 @@ impl CallContext<'_> {
         if out.is_null() {
             return Err(Error::InvalidInput("output pointer is NULL".into()));
         }
-        let f = self.function;
-        if offset % f.arena_alignment != 0 {
-            return Err(Error::InvalidInput(format!(
-                "view offset {offset} is not a multiple of @{}'s arena alignment {}",
-                f.name, f.arena_alignment
-            )));
-        }
-        if bytes == 0
-            || offset
-                .checked_add(bytes)
-                .is_none_or(|end| end > f.arena_bytes)
-        {
-            return Err(Error::InvalidInput(format!(
-                "view of {bytes} bytes at offset {offset} is outside @{}'s {}-byte arena",
-                f.name, f.arena_bytes
-            )));
-        }
+        check_view(self.function, offset, bytes)?;
         let (rt, queue, deferring) = (self.rt, self.queue, self.deferred.is_some());
         let mem = self
             .arena
@@ -490,16 +474,7 @@ impl CallContext<'_> {
     ) -> Result<()> {
         let (dst_mem, dst_len) = self.lookup(dst, "copy destination")?;
         let (src_mem, src_len) = self.lookup(src, "copy source")?;
-        for (what, off, len) in [
-            ("destination", dst_offset, dst_len),
-            ("source", src_offset, src_len),
-        ] {
-            if off.checked_add(bytes).is_none_or(|end| end > len) {
-                return Err(Error::InvalidInput(format!(
-                    "copy of {bytes} bytes at {what} offset {off} overruns the {len}-byte {what} buffer"
-                )));
-            }
-        }
+        check_copy(dst_offset, dst_len, src_offset, src_len, bytes)?;
         if bytes == 0 {
             return Ok(());
         }
@@ -522,10 +497,65 @@ impl CallContext<'_> {
     }
 }
 
+/// Checks a `view(offset, bytes)` against function `f`'s arena: the
+/// offset a multiple of its alignment, the range non-empty and inside.
+pub(crate) fn check_view(f: &FunctionInfo, offset: u64, bytes: u64) -> Result<()> {
+    if offset % f.arena_alignment != 0 {
+        return Err(Error::InvalidInput(format!(
+            "view offset {offset} is not a multiple of @{}'s arena alignment {}",
+            f.name, f.arena_alignment
+        )));
+    }
+    if bytes == 0
+        || offset
+            .checked_add(bytes)
+            .is_none_or(|end| end > f.arena_bytes)
+    {
+        return Err(Error::InvalidInput(format!(
+            "view of {bytes} bytes at offset {offset} is outside @{}'s {}-byte arena",
+            f.name, f.arena_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a `copy` of `bytes` bytes against both buffers' sizes.
+pub(crate) fn check_copy(
+    dst_offset: u64,
+    dst_len: u64,
+    src_offset: u64,
+    src_len: u64,
+    bytes: u64,
+) -> Result<()> {
+    for (what, off, len) in [
+        ("destination", dst_offset, dst_len),
+        ("source", src_offset, src_len),
+    ] {
+        if off.checked_add(bytes).is_none_or(|end| end > len) {
+            return Err(Error::InvalidInput(format!(
+                "copy of {bytes} bytes at {what} offset {off} overruns the {len}-byte {what} buffer"
+            )));
+        }
+    }
+    Ok(())
+}
+
 const STATUS_ERROR: i32 = 1;
 
+/// The state of one entry call behind `tcc_runtime_api.ctx`, as the
+/// callbacks' guard needs it: where the first failure is recorded.
+pub(crate) trait CallState {
+    fn first_error(&mut self) -> &mut Option<Error>;
+}
+
+impl CallState for CallContext<'_> {
+    fn first_error(&mut self) -> &mut Option<Error> {
+        &mut self.error
+    }
+}
+
 /// What a callback returns to C: its status, or nothing (`release`).
-trait Status {
+pub(crate) trait Status {
     fn from_status(status: i32) -> Self;
 }
 
@@ -541,23 +571,28 @@ impl Status for () {
 
 /// Runs `op` on the call context behind `ctx` ([`status_of`]), as the
 /// callback's return type.
-fn guarded<S: Status>(
+pub(crate) fn guarded<C: CallState, S: Status>(
     ctx: *mut c_void,
     name: &str,
-    op: impl FnOnce(&mut CallContext) -> Result<()>,
+    op: impl FnOnce(&mut C) -> Result<()>,
 ) -> S {
     S::from_status(status_of(ctx, name, op))
 }
 
 /// Runs `op` on the call context behind `ctx`, turning errors and panics
 /// into a recorded error and a non-zero status.
-fn status_of(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> Result<()>) -> i32 {
+fn status_of<C: CallState>(
+    ctx: *mut c_void,
+    name: &str,
+    op: impl FnOnce(&mut C) -> Result<()>,
+) -> i32 {
     if ctx.is_null() {
         return STATUS_ERROR;
     }
-    // SAFETY: `ctx` is the pointer `execute` put in the table, valid for the
-    // duration of the entry call; callbacks are not re-entered.
-    let cx = unsafe { &mut *(ctx as *mut CallContext) };
+    // SAFETY: `ctx` is the pointer the entry call put in the table (a `C`,
+    // `execute_on`'s or the CUDA session's), valid for the duration of the
+    // entry call; callbacks are not re-entered.
+    let cx = unsafe { &mut *(ctx as *mut C) };
     let outcome = catch_unwind(AssertUnwindSafe(|| op(&mut *cx)));
     let err = match outcome {
         Ok(Ok(())) => return 0,
@@ -567,8 +602,9 @@ fn status_of(ctx: *mut c_void, name: &str, op: impl FnOnce(&mut CallContext) -> 
             format!("internal error (panic): {msg}")
         }
     };
-    if cx.error.is_none() {
-        cx.error = Some(Error::ArtifactCall(format!(
+    let first = cx.first_error();
+    if first.is_none() {
+        *first = Some(Error::ArtifactCall(format!(
             "runtime call {name}() failed: {err}"
         )));
     }

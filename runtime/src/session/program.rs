@@ -54,7 +54,8 @@ pub(super) struct BuiltProgram {
 /// Builds the artifact's kernels in the form the runtime's
 /// [`KernelFormat`] asks for: PTX where the artifact has it and the device
 /// is NVIDIA's (falling back to the OpenCL C when the driver refuses it),
-/// else the OpenCL C.
+/// else the OpenCL C. PTX that needs CUDA dynamic shared memory (its
+/// `// tcc-dynamic-local:` markers) is never built here (see [`plan`]).
 pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram> {
     let inner = &rt.inner;
     let device = &inner.device;
@@ -83,16 +84,20 @@ pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram
         note,
     };
     let nvidia = device.platform_name.contains("NVIDIA");
-    match (inner.kernel_format, art.ptx.as_deref()) {
-        (KernelFormat::OpenClC, _) => Ok(built(build(&portable)?, portable.kind, None)),
-        (KernelFormat::Ptx, None) => Err(Error::Unsupported(format!(
-            "PTX kernels were asked for ({KERNEL_FORMAT_ENV}=ptx or --kernel-format=ptx) but {} carries none; compile it with --target=nvidia or --ptx=on",
-            art.path.display()
-        ))),
-        (KernelFormat::Ptx, Some(ptx)) => {
-            Ok(built(build(&ptx_source(ptx))?, SourceKind::Ptx, None))
-        }
-        (KernelFormat::Auto, Some(ptx)) if nvidia => match build(&ptx_source(ptx)) {
+    let target = PlanInput {
+        format: inner.kernel_format,
+        ptx: art.ptx.as_deref(),
+        kernel_names: &art.kernel_names,
+        path: &art.path,
+        nvidia,
+        device_name: &device.name,
+        platform_name: &device.platform_name,
+        portable_name: portable.kind.name(),
+    };
+    match plan(&target)? {
+        Plan::Portable(note) => Ok(built(build(&portable)?, portable.kind, note)),
+        Plan::Ptx(ptx) => Ok(built(build(&ptx_source(ptx))?, SourceKind::Ptx, None)),
+        Plan::PtxElsePortable(ptx) => match build(&ptx_source(ptx)) {
             Ok(p) => Ok(built(p, SourceKind::Ptx, None)),
             Err(e) => {
                 let first_line = e.to_string().lines().next().unwrap_or_default().to_string();
@@ -104,17 +109,101 @@ pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram
                 Ok(built(build(&portable)?, portable.kind, Some(note)))
             }
         },
-        (KernelFormat::Auto, Some(_)) => {
-            let note = format!(
-                "the artifact's PTX is for NVIDIA's OpenCL; {} ({}) builds its {}",
-                device.name,
-                device.platform_name,
-                portable.kind.name()
-            );
-            Ok(built(build(&portable)?, portable.kind, Some(note)))
-        }
-        (KernelFormat::Auto, None) => Ok(built(build(&portable)?, portable.kind, None)),
     }
+}
+
+/// What [`plan`] decides from.
+struct PlanInput<'a> {
+    format: KernelFormat,
+    ptx: Option<&'a [u8]>,
+    kernel_names: &'a [String],
+    path: &'a std::path::Path,
+    /// The device is on NVIDIA's OpenCL platform.
+    nvidia: bool,
+    device_name: &'a str,
+    platform_name: &'a str,
+    /// The name of the portable form ("OpenCL C").
+    portable_name: &'a str,
+}
+
+/// Which kernel form to build.
+#[derive(Debug, PartialEq, Eq)]
+enum Plan<'a> {
+    /// The portable form (OpenCL C or SPIR-V), with a note on why the
+    /// artifact's PTX is not used, when it has PTX.
+    Portable(Option<String>),
+    /// The PTX or an error.
+    Ptx(&'a [u8]),
+    /// The PTX, else the portable form with a note.
+    PtxElsePortable(&'a [u8]),
+}
+
+/// The form [`build_program`] builds: the kernel format asked for, the
+/// artifact's PTX and the device decide. PTX with dynamic-local markers
+/// (`cuda::ptx`) is for the CUDA backend only: OpenCL cannot grant more
+/// than 48 KiB of local memory on NVIDIA, so `Auto` builds the portable
+/// form (with a note) and `Ptx` is refused.
+fn plan<'a>(input: &PlanInput<'a>) -> Result<Plan<'a>> {
+    let cuda_only = match input.ptx {
+        Some(ptx) => cuda_only_reason(ptx, input.kernel_names).map_err(|reason| {
+            Error::MalformedArtifact {
+                path: input.path.to_path_buf(),
+                reason,
+            }
+        })?,
+        None => None,
+    };
+    Ok(match (input.format, input.ptx) {
+        (KernelFormat::OpenClC, _) => Plan::Portable(None),
+        (KernelFormat::Ptx, None) => {
+            return Err(Error::Unsupported(format!(
+                "PTX kernels were asked for ({KERNEL_FORMAT_ENV}=ptx or --kernel-format=ptx) but {} carries none; compile it with --target=nvidia or --ptx=on",
+                input.path.display()
+            )));
+        }
+        (KernelFormat::Ptx, Some(_)) if cuda_only.is_some() => {
+            return Err(Error::Unsupported(format!(
+                "{}: run with --backend=cuda for the PTX (or --kernel-format=opencl-c for its {})",
+                cuda_only.unwrap_or_default(),
+                input.portable_name
+            )));
+        }
+        (KernelFormat::Ptx, Some(ptx)) => Plan::Ptx(ptx),
+        (KernelFormat::Auto, Some(_)) if cuda_only.is_some() => Plan::Portable(Some(format!(
+            "{}: built its {}; run with --backend=cuda for the PTX",
+            cuda_only.unwrap_or_default(),
+            input.portable_name
+        ))),
+        (KernelFormat::Auto, Some(ptx)) if input.nvidia => Plan::PtxElsePortable(ptx),
+        (KernelFormat::Auto, Some(_)) => Plan::Portable(Some(format!(
+            "the artifact's PTX is for NVIDIA's OpenCL; {} ({}) builds its {}",
+            input.device_name, input.platform_name, input.portable_name
+        ))),
+        (KernelFormat::Auto, None) => Plan::Portable(None),
+    })
+}
+
+/// Why `ptx` cannot run on OpenCL, if it carries dynamic-local markers:
+/// "the artifact's PTX needs the CUDA backend (kernel K takes N KiB of
+/// local memory; NVIDIA's OpenCL gives 48 KiB)".
+fn cuda_only_reason(
+    ptx: &[u8],
+    kernel_names: &[String],
+) -> std::result::Result<Option<String>, String> {
+    let markers =
+        crate::cuda::ptx::dynamic_local_markers(&String::from_utf8_lossy(ptx), kernel_names)?;
+    let Some(largest) = markers.iter().max_by_key(|m| m.bytes) else {
+        return Ok(None);
+    };
+    let others = match markers.len() {
+        1 => String::new(),
+        n => format!(", {} kernels in all", n),
+    };
+    Ok(Some(format!(
+        "the artifact's PTX needs the CUDA backend (kernel {} takes {:.1} KiB of local memory{others}; NVIDIA's OpenCL gives 48 KiB)",
+        largest.kernel,
+        largest.bytes as f64 / 1024.0
+    )))
 }
 
 fn ptx_source(ptx: &[u8]) -> ProgramSource<'_> {
@@ -122,5 +211,84 @@ fn ptx_source(ptx: &[u8]) -> ProgramSource<'_> {
         kind: SourceKind::Ptx,
         bytes: ptx,
         options: "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MARKED: &[u8] =
+        b"//\n// tcc-dynamic-local: gemm_0 197632\n.version 8.0\n.visible .entry gemm_0()\n{ ret; }\n";
+    const PLAIN: &[u8] = b"//\n.version 8.0\n.visible .entry gemm_0()\n{ ret; }\n";
+
+    fn input<'a>(
+        format: KernelFormat,
+        ptx: Option<&'a [u8]>,
+        nvidia: bool,
+        names: &'a [String],
+    ) -> PlanInput<'a> {
+        PlanInput {
+            format,
+            ptx,
+            kernel_names: names,
+            path: std::path::Path::new("m.so"),
+            nvidia,
+            device_name: "NVIDIA H100",
+            platform_name: "NVIDIA CUDA",
+            portable_name: "OpenCL C",
+        }
+    }
+
+    #[test]
+    fn auto_builds_the_opencl_c_of_ptx_that_needs_cuda() {
+        let names = vec!["gemm_0".to_string()];
+        for nvidia in [true, false] {
+            let Plan::Portable(Some(note)) =
+                plan(&input(KernelFormat::Auto, Some(MARKED), nvidia, &names)).unwrap()
+            else {
+                panic!("expected the portable form with a note");
+            };
+            assert_eq!(
+                note,
+                "the artifact's PTX needs the CUDA backend (kernel gemm_0 takes 193.0 KiB of local memory; NVIDIA's OpenCL gives 48 KiB): built its OpenCL C; run with --backend=cuda for the PTX"
+            );
+        }
+        // Without markers nothing changes.
+        assert_eq!(
+            plan(&input(KernelFormat::Auto, Some(PLAIN), true, &names)).unwrap(),
+            Plan::PtxElsePortable(PLAIN)
+        );
+        assert_eq!(
+            plan(&input(KernelFormat::Ptx, Some(PLAIN), false, &names)).unwrap(),
+            Plan::Ptx(PLAIN)
+        );
+        assert_eq!(
+            plan(&input(KernelFormat::OpenClC, Some(MARKED), true, &names)).unwrap(),
+            Plan::Portable(None)
+        );
+    }
+
+    #[test]
+    fn forced_ptx_that_needs_cuda_is_unsupported() {
+        let names = vec!["gemm_0".to_string()];
+        let e = plan(&input(KernelFormat::Ptx, Some(MARKED), true, &names)).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
+        let e = e.to_string();
+        assert!(
+            e.starts_with(
+                "the artifact's PTX needs the CUDA backend (kernel gemm_0 takes 193.0 KiB"
+            ) && e.contains("run with --backend=cuda for the PTX"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_malformed_marker_is_a_malformed_artifact() {
+        let names = vec!["gemm_0".to_string()];
+        let bad: &[u8] = b"// tcc-dynamic-local: gemm_0 lots\n";
+        let e = plan(&input(KernelFormat::Auto, Some(bad), true, &names)).unwrap_err();
+        assert!(matches!(e, Error::MalformedArtifact { .. }), "{e:?}");
+        assert!(e.to_string().contains("PTX line 1"), "{e}");
     }
 }

@@ -1,0 +1,466 @@
+//! The `tcc_runtime_api` callbacks of the CUDA backend and
+//! `CudaSession::execute`, which calls an artifact entry with them.
+//!
+//! They do what the OpenCL callbacks (`session/callbacks.rs`) do, with the
+//! same checks and messages, on `CUdeviceptr`s: `alloc`/`release` take
+//! temporaries from the session's pool, `constant` uploads a constant on
+//! its first use in the session (all-zero constants, the writable scratch
+//! of split-K counters, are set with `cuMemsetD8Async` instead of
+//! copied), `view` is the arena's address plus the offset, `launch` is
+//! `cuLaunchKernel` on the session's stream (grid and block from
+//! `launch`, the dynamic shared memory of the kernel's marker), `copy` is
+//! `cuMemcpyDtoDAsync`. Every buffer the artifact holds is an opaque
+//! handle of this call (`handles`). A failing callback records its error
+//! and returns a non-zero status; panics are caught (`session::guarded`).
+
+use std::ffi::c_void;
+
+use super::driver::{CuDevicePtr, CuEvent, CuStream, Driver};
+use super::handles::{HandleTable, Owner, Shared};
+use super::launch::geometry;
+use super::memory::{DeviceMemory, MemoryPool};
+use super::session::{CudaKernel, CudaSession};
+use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
+use crate::artifact::{Artifact, FunctionInfo};
+use crate::error::{Error, Result};
+use crate::session::{CallState, check_copy, check_view, exec_error};
+
+impl CudaSession {
+    /// Calls the artifact's entry for `f` on the given (device pointer,
+    /// bytes) pairs; the work is on the session's stream when it returns.
+    pub(super) fn execute(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(CuDevicePtr, u64)],
+        outputs: &[(CuDevicePtr, u64)],
+    ) -> Result<()> {
+        let model = self.model().clone();
+        let inner = self.rt.inner.clone();
+        let mut cx = CudaCall {
+            driver: inner.driver,
+            stream: self.stream,
+            profiling: inner.profiling,
+            artifact: model.artifact(),
+            function: f,
+            kernels: &self.kernels,
+            constants: &mut self.constants,
+            arena: self.arena.as_ref().map(DeviceMemory::ptr),
+            pool: &mut self.pool,
+            spare_events: &mut self.spare_events,
+            pending: &mut self.pending,
+            table: HandleTable::new(&mut self.next_handle),
+            error: None,
+        };
+        let mut handles = |list: &[(CuDevicePtr, u64)], what: &str| -> Vec<*mut TccBuffer> {
+            list.iter()
+                .enumerate()
+                .map(|(i, &(ptr, bytes))| {
+                    cx.table.issue(ptr, bytes, Owner::Io(format!("{what} {i}")))
+                })
+                .collect()
+        };
+        let in_handles = handles(inputs, "input");
+        let out_handles = handles(outputs, "output");
+        let api = TccRuntimeApi {
+            abi_version: abi::TCC_ABI_VERSION,
+            reserved: 0,
+            ctx: &mut cx as *mut CudaCall as *mut c_void,
+            alloc: Some(entry::alloc),
+            release: Some(entry::release),
+            constant: Some(entry::constant),
+            launch: Some(entry::launch),
+            copy: Some(entry::copy),
+            view: Some(entry::view),
+        };
+        // SAFETY: the entry point comes from the validated artifact; the
+        // handle arrays have the lengths its descriptor declares; `cx`
+        // outlives the call.
+        let status = unsafe { (f.entry)(&api, in_handles.as_ptr(), out_handles.as_ptr()) };
+        let CudaCall {
+            table, error, pool, ..
+        } = cx;
+        // Temporaries the artifact did not release go back to the pool:
+        // the call is over, and later work on the stream runs after it.
+        for memory in table.into_temporaries() {
+            pool.release(memory);
+        }
+        match (status, error) {
+            (0, None) => Ok(()),
+            (_, Some(e)) => Err(exec_error(f, e)),
+            (s, None) => Err(exec_error(
+                f,
+                Error::ArtifactCall(format!(
+                    "the entry returned status {s} without a failing runtime call"
+                )),
+            )),
+        }
+    }
+}
+
+/// State of one entry call; `tcc_runtime_api.ctx` points at it.
+struct CudaCall<'a> {
+    driver: &'static Driver,
+    stream: CuStream,
+    profiling: bool,
+    artifact: &'a Artifact,
+    /// The function being called (its arena size and alignment).
+    function: &'a FunctionInfo,
+    kernels: &'a [CudaKernel],
+    constants: &'a mut [Option<DeviceMemory>],
+    /// The session's arena (`None`: the model has no plan).
+    arena: Option<CuDevicePtr>,
+    pool: &'a mut MemoryPool,
+    spare_events: &'a mut Vec<CuEvent>,
+    pending: &'a mut Vec<(usize, CuEvent, CuEvent)>,
+    table: HandleTable<'a>,
+    /// The first failure of a runtime call.
+    error: Option<Error>,
+}
+
+impl CallState for CudaCall<'_> {
+    fn first_error(&mut self) -> &mut Option<Error> {
+        &mut self.error
+    }
+}
+
+/// Writes `handle` to the artifact's `out` slot, which must not be NULL.
+fn hand_out(out: *mut *mut TccBuffer, handle: *mut TccBuffer) {
+    // SAFETY: checked non-null by the callers; the artifact passes a
+    // pointer to its slot.
+    unsafe { *out = handle };
+}
+
+fn check_out(out: *mut *mut TccBuffer) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::InvalidInput("output pointer is NULL".into()));
+    }
+    Ok(())
+}
+
+impl CudaCall<'_> {
+    fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
+        check_out(out)?;
+        let memory = self.pool.acquire(self.driver, bytes)?;
+        let ptr = memory.ptr();
+        let handle = self.table.issue(ptr, bytes, Owner::Temporary(memory));
+        hand_out(out, handle);
+        Ok(())
+    }
+
+    fn release(&mut self, b: *mut TccBuffer) -> Result<()> {
+        if let Some(memory) = self.table.release(b)? {
+            self.pool.release(memory);
+        }
+        Ok(())
+    }
+
+    fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
+        check_out(out)?;
+        let c = *self.artifact.constants.get(index as usize).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "constant index {index} out of range (the artifact has {})",
+                self.constants.len()
+            ))
+        })?;
+        if let Some(handle) = self.table.shared(Shared::Constant(index)) {
+            hand_out(out, handle);
+            return Ok(());
+        }
+        let slot = &mut self.constants[index as usize];
+        if slot.is_none() {
+            let memory = self.pool.acquire(self.driver, c.bytes)?;
+            // SAFETY: the artifact (and so the constant's memory) outlives
+            // the session.
+            let data = unsafe { c.as_slice() };
+            let (driver, ptr) = (self.driver, memory.ptr());
+            let written = if data.is_empty() {
+                Ok(())
+            } else if data.iter().all(|&b| b == 0) {
+                // Writable scratch that starts at zero: no host copy.
+                // SAFETY: the block holds at least `data.len()` bytes.
+                let status =
+                    unsafe { (driver.api.memset_d8_async)(ptr, 0, data.len(), self.stream) };
+                driver.check(status, || format!("cuMemsetD8Async(constant {index})"))
+            } else {
+                // SAFETY: as above; the copy reads the artifact's memory
+                // before it returns (pageable memory).
+                let status = unsafe {
+                    (driver.api.memcpy_htod)(ptr, data.as_ptr() as *const c_void, data.len())
+                };
+                driver.check(status, || {
+                    format!("cuMemcpyHtoD(constant {index}, {} bytes)", data.len())
+                })
+            };
+            if let Err(e) = written {
+                self.pool.release(memory);
+                return Err(e);
+            }
+            *slot = Some(memory);
+        }
+        let ptr = slot.as_ref().map_or(0, DeviceMemory::ptr);
+        let handle = self.table.issue_shared(
+            Shared::Constant(index),
+            ptr,
+            c.bytes,
+            Owner::Constant(index),
+        );
+        hand_out(out, handle);
+        Ok(())
+    }
+
+    fn view(&mut self, offset: u64, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
+        check_out(out)?;
+        check_view(self.function, offset, bytes)?;
+        let key = Shared::View { offset, bytes };
+        if let Some(handle) = self.table.shared(key) {
+            hand_out(out, handle);
+            return Ok(());
+        }
+        // A view inside a non-empty plan: the session has the arena.
+        let base = self
+            .arena
+            .ok_or_else(|| Error::InvalidInput(format!("@{} has no arena", self.function.name)))?;
+        let handle = self
+            .table
+            .issue_shared(key, base + offset, bytes, Owner::Arena);
+        hand_out(out, handle);
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        kernel: u32,
+        dims: u32,
+        global: *const u64,
+        local: *const u64,
+        num_args: u32,
+        args: *const TccArg,
+    ) -> Result<()> {
+        let k = self.kernels.get(kernel as usize).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "kernel index {kernel} out of range (the artifact has {} kernels)",
+                self.kernels.len()
+            ))
+        })?;
+        let name = &k.name;
+        if !(1..=3).contains(&dims) {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: dims must be 1, 2 or 3, got {dims}"
+            )));
+        }
+        if global.is_null() {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: global size is NULL"
+            )));
+        }
+        if num_args as usize != k.params.len() {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}` takes {} arguments, launch passed {num_args}",
+                k.params.len()
+            )));
+        }
+        if num_args > 0 && args.is_null() {
+            return Err(Error::InvalidInput(format!(
+                "kernel `{name}`: args is NULL"
+            )));
+        }
+        // SAFETY: non-null, `dims` entries per the ABI.
+        let global = unsafe { std::slice::from_raw_parts(global, dims as usize) };
+        let local = if local.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            let l = unsafe { std::slice::from_raw_parts(local, dims as usize) };
+            l.iter().any(|&x| x != 0).then_some(l)
+        };
+        // SAFETY: non-null (or empty), `num_args` entries per the ABI.
+        let args: &[TccArg] = if num_args == 0 {
+            &[]
+        } else {
+            unsafe { std::slice::from_raw_parts(args, num_args as usize) }
+        };
+        // One 8-byte slot per argument, its value in the first bytes.
+        let mut slots: Vec<u64> = Vec::with_capacity(args.len());
+        for (i, (a, &size)) in args.iter().zip(&k.params).enumerate() {
+            // SAFETY: the union member read is the one `kind` names.
+            let (value, what, bytes): (u64, &str, u32) = unsafe {
+                match a.kind {
+                    abi::TCC_ARG_BUFFER => {
+                        let (ptr, _) = self
+                            .table
+                            .lookup(a.value.buffer, &format!("kernel `{name}` argument {i}"))?;
+                        (ptr, "a buffer", 8)
+                    }
+                    abi::TCC_ARG_I32 => (slot_of(&a.value.i32.to_ne_bytes()), "an i32", 4),
+                    abi::TCC_ARG_I64 => (slot_of(&a.value.i64.to_ne_bytes()), "an i64", 8),
+                    abi::TCC_ARG_F32 => (slot_of(&a.value.f32.to_ne_bytes()), "an f32", 4),
+                    other => {
+                        return Err(Error::InvalidInput(format!(
+                            "kernel `{name}` argument {i}: unknown arg kind {other}"
+                        )));
+                    }
+                }
+            };
+            if bytes != size {
+                return Err(Error::InvalidInput(format!(
+                    "kernel `{name}` argument {i} is {what} ({bytes} bytes) but the PTX parameter has {size} bytes"
+                )));
+            }
+            slots.push(value);
+        }
+        let Some(g) = geometry(name, global, local)? else {
+            return Ok(()); // An empty NDRange does nothing.
+        };
+        let mut params: Vec<*mut c_void> = slots
+            .iter_mut()
+            .map(|s| s as *mut u64 as *mut c_void)
+            .collect();
+        let events = if self.profiling {
+            let start = take_event(self.driver, self.spare_events)?;
+            let end = match take_event(self.driver, self.spare_events) {
+                Ok(e) => e,
+                Err(e) => {
+                    self.spare_events.push(start);
+                    return Err(e);
+                }
+            };
+            Some((start, end))
+        } else {
+            None
+        };
+        let driver = self.driver;
+        let recorded = |event: CuEvent| {
+            // SAFETY: an event of this session, on its stream.
+            let status = unsafe { (driver.api.event_record)(event, self.stream) };
+            driver.check(status, || "cuEventRecord".into())
+        };
+        let launched = (|| {
+            if let Some((start, _)) = events {
+                recorded(start)?;
+            }
+            // SAFETY: `params` has one pointer per PTX parameter, each to
+            // a slot holding a value of that parameter's size; the grid and
+            // block are within CUDA's limits (`geometry`).
+            let status = unsafe {
+                (driver.api.launch_kernel)(
+                    k.function,
+                    g.grid[0],
+                    g.grid[1],
+                    g.grid[2],
+                    g.block[0],
+                    g.block[1],
+                    g.block[2],
+                    k.shared_bytes,
+                    self.stream,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            };
+            driver.check(status, || {
+                format!(
+                    "cuLaunchKernel(kernel `{name}`, grid {:?}, block {:?}, {} bytes of dynamic shared memory)",
+                    g.grid, g.block, k.shared_bytes
+                )
+            })?;
+            if let Some((_, end)) = events {
+                recorded(end)?;
+            }
+            Ok(())
+        })();
+        match (launched, events) {
+            (Ok(()), Some((start, end))) => self.pending.push((kernel as usize, start, end)),
+            (Err(e), events) => {
+                if let Some((start, end)) = events {
+                    self.spare_events.extend([start, end]);
+                }
+                return Err(e);
+            }
+            (Ok(()), None) => {}
+        }
+        Ok(())
+    }
+
+    fn copy(
+        &mut self,
+        dst: *mut TccBuffer,
+        dst_offset: u64,
+        src: *mut TccBuffer,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        let (dst_ptr, dst_len) = self.table.lookup(dst, "copy destination")?;
+        let (src_ptr, src_len) = self.table.lookup(src, "copy source")?;
+        check_copy(dst_offset, dst_len, src_offset, src_len, bytes)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let size = usize::try_from(bytes)
+            .map_err(|_| Error::InvalidInput(format!("copy of {bytes} bytes is too large")))?;
+        // SAFETY: both buffers are live and the ranges are checked.
+        let status = unsafe {
+            (self.driver.api.memcpy_dtod_async)(
+                dst_ptr + dst_offset,
+                src_ptr + src_offset,
+                size,
+                self.stream,
+            )
+        };
+        self.driver
+            .check(status, || format!("cuMemcpyDtoDAsync({bytes} bytes)"))
+    }
+}
+
+/// A kernel argument slot holding `bytes` (at most 8) in its first bytes.
+fn slot_of(bytes: &[u8]) -> u64 {
+    let mut slot = [0u8; 8];
+    slot[..bytes.len()].copy_from_slice(bytes);
+    u64::from_ne_bytes(slot)
+}
+
+/// An event for profiling: a spare one, or a new one.
+fn take_event(driver: &Driver, spare: &mut Vec<CuEvent>) -> Result<CuEvent> {
+    if let Some(e) = spare.pop() {
+        return Ok(e);
+    }
+    let mut event: CuEvent = std::ptr::null_mut();
+    // SAFETY: the driver writes the new event's handle.
+    let status = unsafe { (driver.api.event_create)(&mut event, super::driver::EVENT_DEFAULT) };
+    driver.check(status, || "cuEventCreate".into())?;
+    Ok(event)
+}
+
+/// The C entry points of the callbacks, one per `tcc_runtime_api` field
+/// and of the same name: each runs the [`CudaCall`] method of that name
+/// under `session::guarded`.
+mod entry {
+    use std::ffi::c_void;
+
+    use super::CudaCall;
+    use crate::abi::{TccArg, TccBuffer, runtime_callbacks};
+    use crate::session::guarded;
+
+    macro_rules! entries {
+        ($($(#[$doc:meta])* $field:ident: $type:ident($($arg:ident: $ty:ty),*) $(-> $status:ty)?;)*) => {
+            $($(#[$doc])* pub(super) unsafe extern "C" fn $field(ctx: *mut c_void, $($arg: $ty),*) $(-> $status)? {
+                guarded(ctx, stringify!($field), |cx: &mut CudaCall| cx.$field($($arg),*))
+            })*
+        };
+    }
+    runtime_callbacks!(entries);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn argument_slots_hold_the_value_first() {
+        let slot = super::slot_of(&7i32.to_ne_bytes());
+        let bytes = slot.to_ne_bytes();
+        assert_eq!(i32::from_ne_bytes(bytes[..4].try_into().unwrap()), 7);
+        assert_eq!(&bytes[4..], &[0; 4]);
+        let slot = super::slot_of(&(-2.5f32).to_ne_bytes());
+        assert_eq!(
+            f32::from_ne_bytes(slot.to_ne_bytes()[..4].try_into().unwrap()),
+            -2.5
+        );
+    }
+}

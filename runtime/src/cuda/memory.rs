@@ -1,0 +1,121 @@
+//! Device memory of a CUDA session: `cuMemAlloc` blocks kept in free
+//! lists by size and reused across kernels and calls.
+//!
+//! Every allocation is rounded up to 256 bytes and kept by that size
+//! class; a session's calls ask for the same sizes every time, so after
+//! the first call nothing is allocated. All of a session's work is on its
+//! one stream, in order, so a block released during a call can serve the
+//! next request at once (the work that used it runs before the work that
+//! reuses it), as with OpenCL's in-order queue. The pool belongs to one
+//! session and is freed when the session is dropped.
+
+use std::collections::HashMap;
+
+use super::driver::{CuDevicePtr, Driver};
+use crate::buffer_pool::PoolStats;
+use crate::error::Result;
+
+/// Allocation granularity of the pool.
+const GRANULE: u64 = 256;
+
+/// One block of device memory, from [`MemoryPool::acquire`]. It has no
+/// destructor (freeing needs the driver and the context): every path
+/// gives it back with [`MemoryPool::release`], and the pool frees what it
+/// holds when the session goes.
+#[derive(Debug)]
+pub(crate) struct DeviceMemory {
+    ptr: CuDevicePtr,
+    capacity: u64,
+}
+
+impl DeviceMemory {
+    pub(crate) fn ptr(&self) -> CuDevicePtr {
+        self.ptr
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_test(ptr: CuDevicePtr, capacity: u64) -> Self {
+        DeviceMemory { ptr, capacity }
+    }
+}
+
+/// Free lists of device memory by size class, with counters.
+#[derive(Default)]
+pub(crate) struct MemoryPool {
+    free: HashMap<u64, Vec<CuDevicePtr>>,
+    stats: PoolStats,
+}
+
+impl MemoryPool {
+    /// A block of at least `bytes` bytes (at least one granule).
+    pub(crate) fn acquire(&mut self, driver: &Driver, bytes: u64) -> Result<DeviceMemory> {
+        let capacity = size_class(bytes).ok_or_else(|| {
+            crate::Error::OutOfDeviceMemory(format!("{bytes} bytes requested: too large"))
+        })?;
+        let ptr = match self.free.get_mut(&capacity).and_then(Vec::pop) {
+            Some(ptr) => {
+                self.stats.reuse_hits += 1;
+                ptr
+            }
+            None => {
+                let size = usize::try_from(capacity).map_err(|_| {
+                    crate::Error::OutOfDeviceMemory(format!("{bytes} bytes requested: too large"))
+                })?;
+                let mut ptr: CuDevicePtr = 0;
+                // SAFETY: the driver writes the new allocation's address.
+                let status = unsafe { (driver.api.mem_alloc)(&mut ptr, size) };
+                driver.check(status, || format!("cuMemAlloc({capacity} bytes)"))?;
+                self.stats.allocations += 1;
+                self.stats.current_bytes += capacity;
+                self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.current_bytes);
+                ptr
+            }
+        };
+        self.stats.in_use_bytes += capacity;
+        self.stats.peak_in_use_bytes = self.stats.peak_in_use_bytes.max(self.stats.in_use_bytes);
+        Ok(DeviceMemory { ptr, capacity })
+    }
+
+    /// Gives a block back for later requests of its size class.
+    pub(crate) fn release(&mut self, memory: DeviceMemory) {
+        self.stats.in_use_bytes = self.stats.in_use_bytes.saturating_sub(memory.capacity);
+        self.free
+            .entry(memory.capacity)
+            .or_default()
+            .push(memory.ptr);
+    }
+
+    pub(crate) fn stats(&self) -> PoolStats {
+        self.stats.clone()
+    }
+
+    /// Frees every block on the free lists (the session's context must be
+    /// current and its stream idle).
+    pub(crate) fn free_all(&mut self, driver: &Driver) {
+        for (capacity, list) in self.free.drain() {
+            for ptr in list {
+                // SAFETY: `ptr` came from cuMemAlloc and is not in use.
+                unsafe { (driver.api.mem_free)(ptr) };
+                self.stats.current_bytes = self.stats.current_bytes.saturating_sub(capacity);
+            }
+        }
+    }
+}
+
+/// `bytes` rounded up to the granule (at least one); `None` on overflow.
+fn size_class(bytes: u64) -> Option<u64> {
+    Some(bytes.max(1).checked_add(GRANULE - 1)? / GRANULE * GRANULE)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn size_classes_round_up_to_the_granule() {
+        use super::size_class;
+        assert_eq!(size_class(0), Some(256));
+        assert_eq!(size_class(1), Some(256));
+        assert_eq!(size_class(256), Some(256));
+        assert_eq!(size_class(257), Some(512));
+        assert_eq!(size_class(u64::MAX), None);
+    }
+}

@@ -1,0 +1,289 @@
+//! The CUDA execution backend: runs an artifact's PTX kernels through
+//! NVIDIA's CUDA driver API instead of OpenCL.
+//!
+//! Why: NVIDIA's OpenCL caps a kernel's local (shared) memory at 48 KiB,
+//! and tcc's TF32 wgmma GEMM kernels need up to ~193 KiB of CUDA *dynamic*
+//! shared memory, which only the driver API grants
+//! (`cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`).
+//! Mixing the two APIs costs a context switch per hand-over, so an
+//! artifact runs entirely through one or the other: a [`CudaSession`] runs
+//! every kernel of the artifact, in one CUDA context, from the PTX that
+//! `tcc compile --target=nvidia` puts in the artifact.
+//!
+//! The artifact's host code is the same as on OpenCL: it calls the
+//! `tcc_runtime_api` callbacks, which here work on `CUdeviceptr`s behind
+//! opaque handles (`handles`), with work on one stream per session.
+//!
+//! - `driver`: the driver API, opened at run time (`libcuda.so.1`);
+//! - `ptx`: the dynamic-local markers and the kernels' parameter lists;
+//! - `launch`: OpenCL NDRanges as CUDA grids and blocks;
+//! - `memory`: the session's pool of device memory;
+//! - `handles`: the handles of one entry call;
+//! - `session`: [`CudaSession`] (module, kernels, constants, arena, calls,
+//!   kernel profile) and `call`: the callbacks.
+//!
+//! Not supported on this backend: asynchronous calls (`Session::submit`),
+//! several devices or device fission, the program cache (the driver
+//! caches its own PTX compiles), host tensors used in place.
+
+mod call;
+pub mod driver;
+mod handles;
+mod launch;
+mod memory;
+pub mod ptx;
+mod session;
+
+use std::ffi::{c_char, c_int};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::Model;
+use crate::error::{Error, Result};
+use driver::{CuContext, CuDevice, Driver};
+pub use ptx::{DYNAMIC_LOCAL_MARKER, DynamicLocal};
+pub use session::CudaSession;
+
+/// One CUDA device, as the driver describes it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CudaDeviceInfo {
+    /// The CUDA device ordinal (`cuDeviceGet`).
+    pub ordinal: usize,
+    pub name: String,
+    /// Compute capability, e.g. (9, 0) for the H100.
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: u32,
+    pub global_mem_bytes: u64,
+    /// Shared memory a kernel may have without opting in (48 KiB).
+    pub shared_mem_per_block: u64,
+    /// Shared memory a kernel may have after opting in (227 KiB on the H100).
+    pub shared_mem_per_block_optin: u64,
+    /// The driver's CUDA version, e.g. "12.8".
+    pub driver_version: String,
+}
+
+impl CudaDeviceInfo {
+    /// `CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90, driver CUDA 12.8)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "CUDA device {}: {} (sm_{}{}, driver CUDA {})",
+            self.ordinal,
+            self.name,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.driver_version
+        )
+    }
+
+    fn query(driver: &Driver, ordinal: usize) -> Result<(CuDevice, Self)> {
+        let mut device: CuDevice = 0;
+        let index = c_int::try_from(ordinal)
+            .map_err(|_| Error::InvalidInput(format!("CUDA device {ordinal} does not exist")))?;
+        // SAFETY: the driver writes the device handle.
+        let status = unsafe { (driver.api.device_get)(&mut device, index) };
+        driver.check(status, || format!("cuDeviceGet({ordinal})"))?;
+        let mut name = [0 as c_char; 256];
+        // SAFETY: the driver writes a NUL-terminated name of at most 256 bytes.
+        let status = unsafe { (driver.api.device_get_name)(name.as_mut_ptr(), 256, device) };
+        driver.check(status, || "cuDeviceGetName".into())?;
+        // SAFETY: NUL-terminated within the buffer (the driver truncates).
+        name[255] = 0;
+        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let attribute = |which: c_int, what: &str| -> Result<i64> {
+            let mut value: c_int = 0;
+            // SAFETY: the driver writes one int.
+            let status = unsafe { (driver.api.device_get_attribute)(&mut value, which, device) };
+            driver.check(status, || format!("cuDeviceGetAttribute({what})"))?;
+            Ok(value as i64)
+        };
+        let mut total: usize = 0;
+        // SAFETY: the driver writes one size_t.
+        let status = unsafe { (driver.api.device_total_mem)(&mut total, device) };
+        driver.check(status, || "cuDeviceTotalMem".into())?;
+        let mut version: c_int = 0;
+        // SAFETY: the driver writes one int.
+        let status = unsafe { (driver.api.driver_get_version)(&mut version) };
+        driver.check(status, || "cuDriverGetVersion".into())?;
+        let info = CudaDeviceInfo {
+            ordinal,
+            name,
+            compute_capability: (
+                attribute(
+                    driver::ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                    "compute capability",
+                )? as i32,
+                attribute(
+                    driver::ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                    "compute capability",
+                )? as i32,
+            ),
+            multiprocessors: attribute(driver::ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessors")?
+                as u32,
+            global_mem_bytes: total as u64,
+            shared_mem_per_block: attribute(
+                driver::ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+                "shared memory per block",
+            )? as u64,
+            shared_mem_per_block_optin: attribute(
+                driver::ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                "opt-in shared memory per block",
+            )? as u64,
+            driver_version: format!("{}.{}", version / 1000, version % 1000 / 10),
+        };
+        Ok((device, info))
+    }
+}
+
+/// The CUDA devices of this machine (an error without NVIDIA's driver or
+/// without a device).
+pub fn list_cuda_devices() -> Result<Vec<CudaDeviceInfo>> {
+    let driver = Driver::get()?;
+    (0..device_count(driver)?)
+        .map(|ordinal| CudaDeviceInfo::query(driver, ordinal).map(|(_, info)| info))
+        .collect()
+}
+
+/// `cuDeviceGetCount`; no device at all is [`Error::CudaUnavailable`].
+fn device_count(driver: &Driver) -> Result<usize> {
+    let mut count: c_int = 0;
+    // SAFETY: the driver writes one int.
+    let status = unsafe { (driver.api.device_get_count)(&mut count) };
+    driver.check(status, || "cuDeviceGetCount".into())?;
+    if count <= 0 {
+        return Err(Error::CudaUnavailable(
+            "the driver found no CUDA device (cuDeviceGetCount is 0)".into(),
+        ));
+    }
+    Ok(count as usize)
+}
+
+/// The kernels of `model` that need CUDA dynamic shared memory, from its
+/// PTX's `// tcc-dynamic-local: KERNEL BYTES` lines (none without PTX); a
+/// malformed marker is [`Error::MalformedArtifact`].
+pub fn dynamic_local(model: &Model) -> Result<Vec<DynamicLocal>> {
+    let art = model.artifact();
+    match art.ptx.as_deref() {
+        None => Ok(Vec::new()),
+        Some(ptx) => ptx::dynamic_local_markers(&String::from_utf8_lossy(ptx), &art.kernel_names)
+            .map_err(|reason| Error::MalformedArtifact {
+                path: art.path.clone(),
+                reason,
+            }),
+    }
+}
+
+/// One CUDA device's primary context. Cheap to clone (shared); sessions
+/// of several models can share it.
+#[derive(Clone)]
+pub struct CudaRuntime {
+    pub(crate) inner: Arc<CudaContext>,
+}
+
+/// The device, its retained primary context and the runtime's options.
+pub(crate) struct CudaContext {
+    pub(crate) driver: &'static Driver,
+    device: CuDevice,
+    context: CuContext,
+    pub(crate) info: CudaDeviceInfo,
+    pub(crate) profiling: bool,
+}
+
+// SAFETY: a CUDA context may be made current on any thread
+// (`cuCtxSetCurrent`, which every operation does first); the handle
+// itself is an immutable pointer the driver owns.
+unsafe impl Send for CudaContext {}
+unsafe impl Sync for CudaContext {}
+
+impl CudaContext {
+    /// Makes the context current on the calling thread.
+    pub(crate) fn make_current(&self) -> Result<()> {
+        // SAFETY: the context is retained for as long as `self` lives.
+        let status = unsafe { (self.driver.api.ctx_set_current)(self.context) };
+        self.driver.check(status, || "cuCtxSetCurrent".into())
+    }
+}
+
+impl Drop for CudaContext {
+    fn drop(&mut self) {
+        // SAFETY: releases the retain of `CudaRuntime::new`; sessions hold
+        // this context alive until they are gone.
+        unsafe { (self.driver.api.primary_ctx_release)(self.device) };
+    }
+}
+
+impl CudaRuntime {
+    /// A runtime on CUDA device `ordinal`; `profiling` records each
+    /// kernel launch's device time with a pair of CUDA events.
+    pub fn new(ordinal: usize, profiling: bool) -> Result<Self> {
+        let driver = Driver::get()?;
+        let count = device_count(driver)?;
+        if ordinal >= count {
+            let devices = (0..count)
+                .map(|i| {
+                    CudaDeviceInfo::query(driver, i).map_or_else(
+                        |e| format!("  {i}: ({e})"),
+                        |(_, d)| format!("  {}", d.summary()),
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Err(Error::InvalidInput(format!(
+                "there is no CUDA device {ordinal}; CUDA devices:\n{devices}"
+            )));
+        }
+        let (device, info) = CudaDeviceInfo::query(driver, ordinal)?;
+        let mut context: CuContext = std::ptr::null_mut();
+        // SAFETY: the driver writes the primary context's handle.
+        let status = unsafe { (driver.api.primary_ctx_retain)(&mut context, device) };
+        driver.check(status, || {
+            format!("cuDevicePrimaryCtxRetain(device {ordinal})")
+        })?;
+        let inner = CudaContext {
+            driver,
+            device,
+            context,
+            info,
+            profiling,
+        };
+        inner.make_current()?;
+        Ok(CudaRuntime {
+            inner: Arc::new(inner),
+        })
+    }
+
+    pub fn device(&self) -> &CudaDeviceInfo {
+        &self.inner.info
+    }
+
+    pub fn profiling(&self) -> bool {
+        self.inner.profiling
+    }
+
+    /// Prepares `model` to run here: the driver compiles its PTX
+    /// (`cuModuleLoadDataEx`) and the kernels with dynamic local memory
+    /// get their limit raised.
+    pub fn session(&self, model: &Model) -> Result<CudaSession> {
+        CudaSession::new(self, model)
+    }
+
+    /// Waits until everything queued in the context has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.make_current()?;
+        // SAFETY: no arguments; the context is current.
+        let status = unsafe { (self.inner.driver.api.ctx_synchronize)() };
+        self.inner
+            .driver
+            .check(status, || "cuCtxSynchronize".into())
+    }
+}
+
+// Sessions move between threads like OpenCL ones; runtimes are shared.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    const fn movable<T: Send>() {}
+    shared::<CudaRuntime>();
+    movable::<CudaSession>();
+};

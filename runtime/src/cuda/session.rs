@@ -1,0 +1,516 @@
+//! [`CudaSession`]: one model on one CUDA device. It owns the model's
+//! CUDA module (its PTX, compiled by the driver when the session is
+//! created), one function per kernel in the artifact's order, the
+//! constants (uploaded on first use, once per session), the arena of the
+//! static memory plan, a pool of device memory and a stream.
+//!
+//! A call uploads its inputs (`cuMemcpyHtoD`), calls the artifact's entry
+//! (whose callbacks, in `call`, enqueue kernels and copies on the stream),
+//! waits for the stream and downloads the outputs (`cuMemcpyDtoH`). With
+//! profiling on, each launch is bracketed by a pair of CUDA events whose
+//! elapsed time is the kernel's device time.
+
+use std::ffi::{CString, c_int, c_void};
+use std::time::Instant;
+
+use super::driver::{self, CuEvent, CuFunction, CuModule, CuStream, Driver};
+use super::memory::{DeviceMemory, MemoryPool};
+use super::ptx::{dynamic_local_markers, entry_parameters};
+use super::{CudaRuntime, DynamicLocal};
+use crate::buffer_pool::PoolStats;
+use crate::error::{Error, Result};
+use crate::host_bytes::HostBytes;
+use crate::session::{KernelProfile, exec_error};
+use crate::tensor::HostTensor;
+use crate::{FunctionInfo, Model};
+
+/// Bytes of ptxas's error log kept when the driver rejects the PTX.
+const JIT_LOG_BYTES: usize = 64 * 1024;
+
+/// The most recycled output blocks a session keeps (as on OpenCL).
+const MAX_SPARE_OUTPUTS: usize = 16;
+
+/// One of the artifact's kernels, as `launch` finds it by index.
+pub(super) struct CudaKernel {
+    pub(super) name: String,
+    pub(super) function: CuFunction,
+    /// Byte size of each parameter, from the PTX `.entry`.
+    pub(super) params: Vec<u32>,
+    /// Dynamic shared memory of each launch (its marker's bytes, else 0).
+    pub(super) shared_bytes: u32,
+}
+
+/// One model loaded on one CUDA device. Create with
+/// [`CudaRuntime::session`].
+pub struct CudaSession {
+    pub(super) rt: CudaRuntime,
+    model: Model,
+    pub(super) stream: CuStream,
+    module: CuModule,
+    pub(super) kernels: Vec<CudaKernel>,
+    dynamic_local: Vec<DynamicLocal>,
+    /// Per constant, its device copy once uploaded.
+    pub(super) constants: Vec<Option<DeviceMemory>>,
+    /// The arena of the largest static memory plan (`None`: no plan).
+    pub(super) arena: Option<DeviceMemory>,
+    pub(super) pool: MemoryPool,
+    /// Events to reuse for profiling.
+    pub(super) spare_events: Vec<CuEvent>,
+    /// Launches not yet read (profiling only): kernel index, start, end.
+    pub(super) pending: Vec<(usize, CuEvent, CuEvent)>,
+    profile: Vec<KernelProfile>,
+    /// The session's handle counter (see `handles`).
+    pub(super) next_handle: u64,
+    spare_outputs: Vec<HostBytes>,
+    load_seconds: f64,
+}
+
+// SAFETY: the stream, module, functions and events are driver handles of
+// the runtime's context, usable from any thread on which that context is
+// current; every method makes it current first, and the session is used
+// from one thread at a time (`&mut self`).
+unsafe impl Send for CudaSession {}
+
+impl CudaSession {
+    pub(super) fn new(rt: &CudaRuntime, model: &Model) -> Result<Self> {
+        let art = model.artifact();
+        let ptx = art.ptx.as_deref().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "the CUDA backend runs an artifact's PTX, and {} carries none; compile it with --target=nvidia",
+                art.path.display()
+            ))
+        })?;
+        let text = String::from_utf8_lossy(ptx);
+        let malformed = |reason: String| Error::MalformedArtifact {
+            path: art.path.clone(),
+            reason,
+        };
+        let dynamic_local = dynamic_local_markers(&text, &art.kernel_names).map_err(malformed)?;
+        let params = entry_parameters(&text).map_err(malformed)?;
+        let inner = &rt.inner;
+        inner.make_current()?;
+        let driver = inner.driver;
+        let mut stream: CuStream = std::ptr::null_mut();
+        // SAFETY: the driver writes the new stream's handle.
+        let status = unsafe { (driver.api.stream_create)(&mut stream, driver::STREAM_DEFAULT) };
+        driver.check(status, || "cuStreamCreate".into())?;
+        // From here on, `Drop` frees whatever has been created.
+        let mut session = CudaSession {
+            rt: rt.clone(),
+            model: model.clone(),
+            stream,
+            module: std::ptr::null_mut(),
+            kernels: Vec::new(),
+            dynamic_local,
+            constants: art.constants.iter().map(|_| None).collect(),
+            arena: None,
+            pool: MemoryPool::default(),
+            spare_events: Vec::new(),
+            pending: Vec::new(),
+            profile: art
+                .kernel_names
+                .iter()
+                .map(|n| KernelProfile {
+                    name: n.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            next_handle: 0,
+            spare_outputs: Vec::new(),
+            load_seconds: 0.0,
+        };
+        if !art.kernel_names.is_empty() {
+            let started = Instant::now();
+            session.module = load_module(driver, ptx, &inner.info.name)?;
+            session.load_seconds = started.elapsed().as_secs_f64();
+        }
+        for name in &art.kernel_names {
+            let kernel = session.kernel(name, &params)?;
+            session.kernels.push(kernel);
+        }
+        let plan_bytes = art
+            .functions
+            .iter()
+            .map(|f| f.arena_bytes)
+            .max()
+            .unwrap_or(0);
+        if plan_bytes > 0 {
+            session.arena = Some(session.pool.acquire(driver, plan_bytes)?);
+        }
+        Ok(session)
+    }
+
+    /// The function of kernel `name`, its parameters and its dynamic
+    /// shared memory (the limit raised when it has a marker).
+    fn kernel(
+        &self,
+        name: &str,
+        params: &std::collections::HashMap<String, Vec<u32>>,
+    ) -> Result<CudaKernel> {
+        let art = self.model.artifact();
+        let driver = self.rt.inner.driver;
+        let malformed = |reason: String| Error::MalformedArtifact {
+            path: art.path.clone(),
+            reason,
+        };
+        let c_name = CString::new(name)
+            .map_err(|_| malformed(format!("kernel name `{name}` contains NUL")))?;
+        let mut function: CuFunction = std::ptr::null_mut();
+        // SAFETY: the module is loaded; the driver writes the handle.
+        let status = unsafe {
+            (driver.api.module_get_function)(&mut function, self.module, c_name.as_ptr())
+        };
+        if status != 0 {
+            return Err(malformed(format!(
+                "kernel `{name}` is not in the artifact's PTX (cuModuleGetFunction: {})",
+                driver.error_name(status)
+            )));
+        }
+        let params = params
+            .get(name)
+            .cloned()
+            .ok_or_else(|| malformed(format!("no `.entry {name}(...)` in the artifact's PTX")))?;
+        let shared_bytes = self
+            .dynamic_local
+            .iter()
+            .find(|d| d.kernel == name)
+            .map_or(0, |d| d.bytes);
+        if shared_bytes > 0 {
+            let info = &self.rt.inner.info;
+            let mut static_bytes: c_int = 0;
+            // SAFETY: the driver writes one int.
+            let status = unsafe {
+                (driver.api.func_get_attribute)(
+                    &mut static_bytes,
+                    driver::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                    function,
+                )
+            };
+            driver.check(status, || {
+                format!("cuFuncGetAttribute(kernel `{name}`, static shared memory)")
+            })?;
+            let total = shared_bytes as u64 + static_bytes.max(0) as u64;
+            if total > info.shared_mem_per_block_optin {
+                return Err(Error::Unsupported(format!(
+                    "kernel `{name}` needs {shared_bytes} bytes of dynamic shared memory (+{static_bytes} static), more than the {} bytes per block {} allows",
+                    info.shared_mem_per_block_optin, info.name
+                )));
+            }
+            let value = c_int::try_from(shared_bytes).map_err(|_| {
+                malformed(format!(
+                    "kernel `{name}`: {shared_bytes} bytes of dynamic shared memory"
+                ))
+            })?;
+            // SAFETY: a valid function and attribute.
+            let status = unsafe {
+                (driver.api.func_set_attribute)(
+                    function,
+                    driver::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    value,
+                )
+            };
+            driver.check(status, || {
+                format!("cuFuncSetAttribute(kernel `{name}`, MAX_DYNAMIC_SHARED_SIZE_BYTES, {shared_bytes})")
+            })?;
+        }
+        Ok(CudaKernel {
+            name: name.to_string(),
+            function,
+            params,
+            shared_bytes,
+        })
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub fn runtime(&self) -> &CudaRuntime {
+        &self.rt
+    }
+
+    /// Seconds the driver took to load the PTX (`cuModuleLoadDataEx`:
+    /// ptxas on a cold driver cache, `~/.nv/ComputeCache`, a load otherwise).
+    pub fn load_seconds(&self) -> f64 {
+        self.load_seconds
+    }
+
+    /// The kernels launched with dynamic shared memory, and how much.
+    pub fn dynamic_local(&self) -> &[DynamicLocal] {
+        &self.dynamic_local
+    }
+
+    /// The session's device memory: arena, constants, temporaries and the
+    /// calls' inputs and outputs.
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    /// Runs `function` on host tensors and returns its outputs.
+    pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        self.run_with_sources(function, inputs, &[])
+    }
+
+    /// Like `run`; `sources[i]` says where input `i` came from (e.g.
+    /// "x.npy" or "the command line") for error messages.
+    pub fn run_with_sources(
+        &mut self,
+        function: &str,
+        inputs: &[HostTensor],
+        sources: &[&str],
+    ) -> Result<Vec<HostTensor>> {
+        let model = self.model.clone();
+        let f = model.function(function)?;
+        f.check_inputs(inputs, sources)?;
+        self.rt.inner.make_current()?;
+        let driver = self.rt.inner.driver;
+        let mut io: Vec<DeviceMemory> = Vec::with_capacity(inputs.len() + f.outputs.len());
+        let result = self.call(driver, f, inputs, &mut io);
+        // Always wait, even after an error: the stream may still use `io`.
+        let waited = self.synchronize().map_err(|e| exec_error(f, e));
+        let outputs = result.and_then(|()| waited).and_then(|()| {
+            f.outputs
+                .iter()
+                .zip(&io[inputs.len()..])
+                .map(|(d, memory)| {
+                    let mut bytes = self.output_block(d.byte_size());
+                    if !bytes.is_empty() {
+                        // SAFETY: `bytes` has the output's size; the stream
+                        // is idle.
+                        let status = unsafe {
+                            (driver.api.memcpy_dtoh)(
+                                bytes.as_mut_ptr() as *mut c_void,
+                                memory.ptr(),
+                                bytes.len(),
+                            )
+                        };
+                        driver.check(status, || format!("cuMemcpyDtoH({} bytes)", bytes.len()))?;
+                    }
+                    HostTensor::from_bytes(d.dtype, d.shape.clone(), bytes)
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        for memory in io {
+            self.pool.release(memory);
+        }
+        let outputs = outputs?;
+        self.collect_profile()?;
+        Ok(outputs)
+    }
+
+    /// Uploads the inputs into `io`, adds the outputs' memory, and calls
+    /// the entry.
+    fn call(
+        &mut self,
+        driver: &Driver,
+        f: &FunctionInfo,
+        inputs: &[HostTensor],
+        io: &mut Vec<DeviceMemory>,
+    ) -> Result<()> {
+        for t in inputs {
+            let memory = self.pool.acquire(driver, t.bytes.len() as u64)?;
+            let ptr = memory.ptr();
+            io.push(memory);
+            if !t.bytes.is_empty() {
+                // SAFETY: the block holds at least the tensor's bytes.
+                let status = unsafe {
+                    (driver.api.memcpy_htod)(ptr, t.bytes.as_ptr() as *const c_void, t.bytes.len())
+                };
+                driver.check(status, || format!("cuMemcpyHtoD({} bytes)", t.bytes.len()))?;
+            }
+        }
+        for d in &f.outputs {
+            io.push(self.pool.acquire(driver, d.byte_size() as u64)?);
+        }
+        let inputs_io: Vec<(u64, u64)> = io[..inputs.len()]
+            .iter()
+            .zip(inputs)
+            .map(|(m, t)| (m.ptr(), t.bytes.len() as u64))
+            .collect();
+        let outputs_io: Vec<(u64, u64)> = io[inputs.len()..]
+            .iter()
+            .zip(&f.outputs)
+            .map(|(m, d)| (m.ptr(), d.byte_size() as u64))
+            .collect();
+        self.execute(f, &inputs_io, &outputs_io)
+    }
+
+    /// Waits for the session's stream.
+    fn synchronize(&self) -> Result<()> {
+        let driver = self.rt.inner.driver;
+        // SAFETY: the stream lives as long as the session.
+        let status = unsafe { (driver.api.stream_synchronize)(self.stream) };
+        driver.check(status, || {
+            "waiting for the stream (cuStreamSynchronize)".into()
+        })
+    }
+
+    /// A block for an output of `size` bytes (a recycled one when there is).
+    fn output_block(&mut self, size: usize) -> HostBytes {
+        match self.spare_outputs.iter().position(|b| b.len() == size) {
+            Some(index) => self.spare_outputs.swap_remove(index),
+            None => HostBytes::zeroed(size),
+        }
+    }
+
+    /// Hands outputs of an earlier call back for later calls to write into
+    /// (see `Session::recycle`).
+    pub fn recycle(&mut self, outputs: Vec<HostTensor>) {
+        for tensor in outputs {
+            if self.spare_outputs.len() < MAX_SPARE_OUTPUTS
+                && tensor.bytes.is_runtime_allocated()
+                && !tensor.bytes.is_empty()
+            {
+                self.spare_outputs.push(tensor.bytes);
+            }
+        }
+    }
+
+    /// Calls `function` once on zero inputs; returns the call's seconds.
+    pub fn warm_up(&mut self, function: &str) -> Result<f64> {
+        let model = self.model.clone();
+        let f = model.function(function)?;
+        let zeros = f
+            .inputs
+            .iter()
+            .map(|d| HostTensor::zeros(d.dtype, d.shape.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let started = Instant::now();
+        self.run(&f.name, &zeros)?;
+        Ok(started.elapsed().as_secs_f64())
+    }
+
+    /// Per-kernel device time since the session started or the last
+    /// `reset_profile` (waits for the stream). Empty unless the runtime was
+    /// created with profiling on.
+    pub fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+        self.rt.inner.make_current()?;
+        self.synchronize()?;
+        self.collect_profile()?;
+        Ok(self
+            .profile
+            .iter()
+            .filter(|p| p.calls > 0)
+            .cloned()
+            .collect())
+    }
+
+    pub fn reset_profile(&mut self) -> Result<()> {
+        self.kernel_profile()?;
+        for p in &mut self.profile {
+            p.calls = 0;
+            p.total_ns = 0;
+        }
+        Ok(())
+    }
+
+    /// Folds finished launches' event pairs into `profile`; the stream
+    /// must be idle.
+    fn collect_profile(&mut self) -> Result<()> {
+        let driver = self.rt.inner.driver;
+        let mut first_error = None;
+        for (k, start, end) in std::mem::take(&mut self.pending) {
+            let mut ms: f32 = 0.0;
+            // SAFETY: both events were recorded on the stream.
+            let status = unsafe { (driver.api.event_synchronize)(end) };
+            let elapsed = driver
+                .check(status, || "cuEventSynchronize".into())
+                .and_then(|()| {
+                    // SAFETY: both events have completed.
+                    let status = unsafe { (driver.api.event_elapsed_time)(&mut ms, start, end) };
+                    driver.check(status, || "cuEventElapsedTime".into())
+                });
+            match elapsed {
+                Ok(()) => {
+                    let p = &mut self.profile[k];
+                    p.calls += 1;
+                    p.total_ns += (ms.max(0.0) as f64 * 1e6).round() as u64;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+            self.spare_events.extend([start, end]);
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for CudaSession {
+    fn drop(&mut self) {
+        let inner = self.rt.inner.clone();
+        let driver = inner.driver;
+        if inner.make_current().is_err() {
+            return; // Nothing can be freed without the context.
+        }
+        let _ = self.synchronize();
+        for memory in self.constants.drain(..).flatten() {
+            self.pool.release(memory);
+        }
+        if let Some(arena) = self.arena.take() {
+            self.pool.release(arena);
+        }
+        self.pool.free_all(driver);
+        for (_, start, end) in self.pending.drain(..) {
+            self.spare_events.extend([start, end]);
+        }
+        for event in self.spare_events.drain(..) {
+            // SAFETY: an event of this session, no longer used.
+            unsafe { (driver.api.event_destroy)(event) };
+        }
+        self.kernels.clear();
+        if !self.module.is_null() {
+            // SAFETY: the module's work is done (the stream is idle).
+            unsafe { (driver.api.module_unload)(self.module) };
+        }
+        // SAFETY: the stream is idle and not used again.
+        unsafe { (driver.api.stream_destroy)(self.stream) };
+    }
+}
+
+/// `cuModuleLoadDataEx` of `ptx`, with ptxas's error log in the error
+/// when the driver rejects it.
+fn load_module(driver: &Driver, ptx: &[u8], device: &str) -> Result<CuModule> {
+    let mut image = Vec::with_capacity(ptx.len() + 1);
+    image.extend_from_slice(ptx);
+    image.push(0);
+    let mut log = vec![0u8; JIT_LOG_BYTES];
+    let mut options: [c_int; 2] = [
+        driver::JIT_ERROR_LOG_BUFFER,
+        driver::JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // The size travels as the pointer's value (cuda.h's convention), and
+    // comes back as the log's length.
+    let mut values: [*mut c_void; 2] = [
+        log.as_mut_ptr() as *mut c_void,
+        JIT_LOG_BYTES as *mut c_void,
+    ];
+    let mut module: CuModule = std::ptr::null_mut();
+    // SAFETY: `image` is NUL-terminated PTX; the options and their values
+    // are two matching entries; `log` has the size announced.
+    let status = unsafe {
+        (driver.api.module_load_data_ex)(
+            &mut module,
+            image.as_ptr() as *const c_void,
+            2,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    if status == 0 {
+        return Ok(module);
+    }
+    let len = (values[1] as usize).min(JIT_LOG_BYTES);
+    let text = String::from_utf8_lossy(&log[..len]);
+    let text = text.trim_end_matches('\0').trim();
+    Err(Error::Build {
+        device: device.to_string(),
+        code: format!("cuModuleLoadDataEx: {}", driver.error_name(status)),
+        kernels: Vec::new(),
+        log: if text.is_empty() {
+            "(the driver gave no log)".into()
+        } else {
+            text.to_string()
+        },
+    })
+}
