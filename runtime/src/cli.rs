@@ -2,11 +2,14 @@
 //! `--input` / `--output` values in iree-run-module's style, choosing the
 //! function, printing the device list, and turning errors into "message on
 //! stderr, exit code 1". Opening the runtime and the session, with
-//! progress lines, is in `setup`.
+//! progress lines, is in `setup`; the `--backend` flag and a session of
+//! either backend in `backend`.
 
+mod backend;
 mod call_args;
 mod setup;
 
+pub use backend::*;
 pub use call_args::CallArgs;
 pub use setup::*;
 

@@ -11,11 +11,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::{HostTensor, Model, Result, Runtime, Session};
+use crate::backend::Calls;
+use crate::cuda::CudaRuntime;
+use crate::{HostTensor, Model, Result, Runtime};
 
-/// One build, loaded and ready to run.
+/// One build, loaded and ready to run (on either backend).
 pub struct Turn {
-    session: Session,
+    session: Box<dyn Calls + Send>,
     function: String,
     inputs: Vec<HostTensor>,
     /// Each kernel's fastest call so far, in milliseconds.
@@ -31,8 +33,25 @@ impl Turn {
         function: &str,
         inputs: Vec<HostTensor>,
     ) -> Result<Self> {
-        let mut session = runtime.session(model)?;
-        let outputs = session.run(function, &inputs)?;
+        Self::with_session(Box::new(runtime.session(model)?), function, inputs)
+    }
+
+    /// [`Turn::new`] on the CUDA backend (`runtime` with profiling on).
+    pub fn new_cuda(
+        runtime: &CudaRuntime,
+        model: &Model,
+        function: &str,
+        inputs: Vec<HostTensor>,
+    ) -> Result<Self> {
+        Self::with_session(Box::new(runtime.session(model)?), function, inputs)
+    }
+
+    fn with_session(
+        mut session: Box<dyn Calls + Send>,
+        function: &str,
+        inputs: Vec<HostTensor>,
+    ) -> Result<Self> {
+        let outputs = session.run_with_sources(function, &inputs, &[])?;
         session.recycle(outputs);
         Ok(Turn {
             session,
@@ -45,7 +64,9 @@ impl Turn {
     /// One profiled call: keeps each kernel's fastest time.
     pub fn measure(&mut self) -> Result<()> {
         self.session.reset_profile()?;
-        let outputs = self.session.run(&self.function, &self.inputs)?;
+        let outputs = self
+            .session
+            .run_with_sources(&self.function, &self.inputs, &[])?;
         self.session.recycle(outputs);
         for kernel in self.session.kernel_profile()? {
             let ms = kernel.mean_ns() / 1e6;

@@ -25,6 +25,7 @@
 pub mod abi;
 pub mod artifact;
 pub mod async_call;
+pub mod backend;
 pub mod buffer_pool;
 pub mod capi;
 pub mod cli;
@@ -54,7 +55,9 @@ use serde::Serialize;
 
 pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
 pub use async_call::{CallHandle, ComputeQueues, StagingStats};
+pub use backend::{BACKEND_ENV, Backend, Calls};
 pub use buffer_pool::PoolStats;
+pub use cuda::{CudaDeviceInfo, CudaRuntime, CudaSession};
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
 pub use devices::{DeviceGroup, DeviceList, GroupSession, SplitPlan, partition_device};
 pub use element::Element;

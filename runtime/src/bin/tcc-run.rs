@@ -1,5 +1,6 @@
-//! tcc-run: runs one function of a tcc-compiled model on an OpenCL device,
-//! with iree-run-module's conventions for inputs and outputs.
+//! tcc-run: runs one function of a tcc-compiled model on an OpenCL device
+//! (or through NVIDIA's CUDA driver, `--backend=cuda`), with
+//! iree-run-module's conventions for inputs and outputs.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -8,18 +9,21 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Parser;
 use tcc_runtime::cli::{self, OutputArg};
-use tcc_runtime::{Model, list_devices};
+use tcc_runtime::{Backend, Model, list_devices};
 
 const EXAMPLES: &str = "Examples:
   tcc-run model.so --function=mlp --input=@x.npy --output=@y.npy
   tcc-run model.so --function=add --input=2x3xf32=1,2,3,4,5,6 --input=2x3xf32=1
   tcc-run --list-devices
   tcc-run --prepare model.so --device=pthread   (build and cache everything, for deployment)
+  tcc-run model.so --backend=cuda --input=@x.npy   (the PTX through NVIDIA's CUDA driver)
 
 Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache),
-TCC_KERNEL_FORMAT (auto, ptx or opencl-c).";
+TCC_KERNEL_FORMAT (auto, ptx or opencl-c), TCC_BACKEND (opencl or cuda),
+TCC_LIBCUDA (the CUDA driver library, default libcuda.so.1).";
 
-/// Run a function of a tcc-compiled model (model.so) on an OpenCL device.
+/// Run a function of a tcc-compiled model (model.so) on an OpenCL device,
+/// or through NVIDIA's CUDA driver.
 #[derive(Parser)]
 #[command(name = "tcc-run", version = tcc_runtime::cli::version(), after_help = EXAMPLES)]
 struct Args {
@@ -52,10 +56,19 @@ struct Args {
     #[arg(long = "expected_rtol", default_value_t = 0.0, value_name = "RTOL")]
     expected_rtol: f64,
     /// Device: global index or name substring, as listed by --list-devices
-    /// (default: $TCC_DEVICE, else the first GPU, else the first CPU).
+    /// (default: $TCC_DEVICE, else the first GPU, else the first CPU). With
+    /// --backend=cuda: a CUDA device ordinal (default 0).
     #[arg(long)]
     device: Option<String>,
-    /// List OpenCL platforms and devices, then exit.
+    /// Which API runs the kernels: opencl (any OpenCL device) or cuda (the
+    /// artifact's PTX through NVIDIA's driver, libcuda.so.1; one device, one
+    /// call at a time; no --prepare, --cpu-partition or device lists).
+    /// Default: $TCC_BACKEND, else cuda for an artifact whose kernels need
+    /// CUDA dynamic shared memory (said on stderr), else opencl.
+    #[arg(long, value_name = "opencl|cuda")]
+    backend: Option<String>,
+    /// List OpenCL platforms and devices (CUDA devices with
+    /// --backend=cuda), then exit.
     #[arg(long)]
     list_devices: bool,
     /// Build and cache everything the model needs on the device, then exit
@@ -93,13 +106,26 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     if args.list_devices {
-        write!(stdout, "{}", cli::format_device_list(&list_devices()?))?;
+        let text = match cli::backend_flag_or_env(args.backend.as_deref())? {
+            Some(Backend::Cuda) => {
+                cli::format_cuda_device_list(&tcc_runtime::cuda::list_cuda_devices()?)
+            }
+            _ => cli::format_device_list(&list_devices()?),
+        };
+        write!(stdout, "{text}")?;
         return Ok(());
     }
     let model_path = args.call.model_path().context(
         "missing the model: tcc-run model.so (or --module=model.so) --function=NAME --input=... (see --help)",
     )?;
     let model = Model::load(&model_path)?;
+    let backend = cli::choose_backend("tcc-run", args.backend.as_deref(), &model)?;
+    if backend == Backend::Cuda {
+        cli::refuse_opencl_options(&[
+            ("--prepare", args.prepare),
+            ("--cpu-partition", args.cpu_partition != 1),
+        ])?;
+    }
     if args.prepare {
         return prepare(&args, &model, &mut stdout);
     }
@@ -132,7 +158,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     if !(args.expected_atol >= 0.0 && args.expected_rtol >= 0.0) {
         bail!("--expected_f32_threshold and --expected_rtol must be non-negative");
     }
-    if cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)? {
+    if backend == Backend::OpenCl
+        && cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
+    {
         return run_on_several(&args, &model, &function, &outputs, &mut stdout);
     }
     // Check the inputs' types against the signature before any is built
@@ -140,21 +168,18 @@ fn run(args: Args) -> anyhow::Result<()> {
     let (tensors, sources) = cli::parse_inputs_for(&args.call.inputs, signature)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
 
-    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), false)?;
-    let mut session = cli::open_session("tcc-run", &rt, &model)?;
+    let mut opened = cli::Opened::open(
+        "tcc-run",
+        backend,
+        args.device.as_deref(),
+        args.kernel_format.as_deref(),
+        false,
+        &model,
+    )?;
     if args.verbose {
-        eprintln!(
-            "tcc-run: {} ({}); kernels: {}, {} in {:.2} s",
-            rt.device().name,
-            rt.device().platform_name,
-            session.program_format().map_or("none", |f| f.name()),
-            session
-                .program_origin()
-                .map_or("nothing to build".to_string(), |o| o.to_string()),
-            session.program_seconds()
-        );
+        eprintln!("{}", opened.verbose_line("tcc-run"));
     }
-    let results = cli::first_call("tcc-run", &mut session, |s| {
+    let results = opened.first_call("tcc-run", |s| {
         s.run_with_sources(&function, &tensors, &sources)
     })?;
     writeln!(stdout, "EXEC @{function}")?;
@@ -175,7 +200,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         matched = ok;
     }
     stdout.flush()?;
-    cli::finish_cache_writes("tcc-run", &rt);
+    opened.finish("tcc-run");
     if !matched {
         bail!("@{function}'s results do not match the expected outputs");
     }

@@ -175,6 +175,20 @@ pub fn dynamic_local(model: &Model) -> Result<Vec<DynamicLocal>> {
     }
 }
 
+/// Checks that `model` can run on the CUDA backend without a device: it
+/// carries PTX (`tcc compile --target=nvidia`) and its dynamic-local
+/// markers are well formed.
+pub fn check_runnable(model: &Model) -> Result<()> {
+    let art = model.artifact();
+    if art.ptx.is_none() && !art.kernel_names.is_empty() {
+        return Err(Error::Unsupported(format!(
+            "the CUDA backend runs an artifact's PTX, and {} carries none; compile it with --target=nvidia",
+            art.path.display()
+        )));
+    }
+    dynamic_local(model).map(drop)
+}
+
 /// One CUDA device's primary context. Cheap to clone (shared); sessions
 /// of several models can share it.
 #[derive(Clone)]

@@ -74,12 +74,9 @@ unsafe impl Send for CudaSession {}
 impl CudaSession {
     pub(super) fn new(rt: &CudaRuntime, model: &Model) -> Result<Self> {
         let art = model.artifact();
-        let ptx = art.ptx.as_deref().ok_or_else(|| {
-            Error::Unsupported(format!(
-                "the CUDA backend runs an artifact's PTX, and {} carries none; compile it with --target=nvidia",
-                art.path.display()
-            ))
-        })?;
+        super::check_runnable(model)?;
+        // An artifact without kernels has no PTX to load.
+        let ptx = art.ptx.as_deref().unwrap_or_default();
         let text = String::from_utf8_lossy(ptx);
         let malformed = |reason: String| Error::MalformedArtifact {
             path: art.path.clone(),

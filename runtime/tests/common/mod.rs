@@ -100,7 +100,8 @@ pub fn tool_command(name: &str, cache: &Path, args: &[&str]) -> Command {
         // race (PoCL 5 aborts on a half-written binary:
         // `pocl_binary_get_kernels_metadata: Assertion 'len > 0'`).
         .env("POCL_CACHE_DIR", cache.join("pocl"))
-        .env_remove("TCC_DEVICE");
+        .env_remove("TCC_DEVICE")
+        .env_remove("TCC_BACKEND");
     command
 }
 

@@ -1,18 +1,24 @@
 //! `--in-turns-with`: builds of one model timed in turns, one call of each
-//! in turn with profiling events on, each kernel's fastest call per build.
+//! in turn with profiling events on, each kernel's fastest call per build,
+//! on either backend (all builds on the same one).
 
 use std::io::Write;
 
 use anyhow::bail;
 use serde_json::json;
-use tcc_runtime::Model;
 use tcc_runtime::cli;
 use tcc_runtime::in_turns::{Turn, measure_in_turns};
+use tcc_runtime::{Backend, Model};
 
 use crate::Args;
 
 /// `--in-turns-with`: every build in turn, each kernel's fastest call.
-pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
+pub(crate) fn measure(
+    args: &Args,
+    model: &Model,
+    function: &str,
+    backend: Backend,
+) -> anyhow::Result<()> {
     let signature = model.function(function)?;
     let (tensors, _) = cli::parse_inputs_for(&args.call.inputs, signature)?;
     let mut models = vec![model.clone()];
@@ -33,7 +39,36 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
         }
         models.push(other);
     }
-    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
+    // The runtime of either backend, and the device's name, kind, driver
+    // and platform.
+    let (rt, (device_name, device_kind, driver, platform)) = match backend {
+        Backend::OpenCl => {
+            let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
+            let d = rt.device();
+            let about = (
+                d.name.clone(),
+                d.kind.to_string(),
+                d.driver_version.clone(),
+                d.platform_name.clone(),
+            );
+            (Runtimes::OpenCl(rt), about)
+        }
+        Backend::Cuda => {
+            cli::check_cuda_kernel_format(args.kernel_format.as_deref())?;
+            for build in &models {
+                tcc_runtime::cuda::check_runnable(build)?;
+            }
+            let rt = cli::cuda_runtime(args.device.as_deref(), true)?;
+            let d = rt.device();
+            let about = (
+                d.name.clone(),
+                "GPU".to_string(),
+                d.driver_version.clone(),
+                format!("CUDA driver {}", d.driver_version),
+            );
+            (Runtimes::Cuda(rt), about)
+        }
+    };
     let mut turns = Vec::new();
     for (index, build) in models.iter().enumerate() {
         eprintln!(
@@ -42,7 +77,10 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             models.len(),
             build.path().display()
         );
-        turns.push(Turn::new(&rt, build, function, tensors.clone())?);
+        turns.push(match &rt {
+            Runtimes::OpenCl(rt) => Turn::new(rt, build, function, tensors.clone())?,
+            Runtimes::Cuda(rt) => Turn::new_cuda(rt, build, function, tensors.clone())?,
+        });
     }
     for _ in 0..args.warmup {
         for turn in &mut turns {
@@ -54,15 +92,14 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
         turn.forget();
     }
     measure_in_turns(&mut turns, args.iterations)?;
-    let dev = rt.device();
     let mut out = std::io::stdout().lock();
     let totals: Vec<f64> = turns.iter().map(|t| t.fastest().values().sum()).collect();
     if args.json {
         let report = json!({
             "function": function,
-            "device": dev.name,
-            "driver": dev.driver_version,
-            "platform": dev.platform_name,
+            "device": device_name,
+            "driver": driver,
+            "platform": platform,
             "iterations": args.iterations,
             "builds": models.iter().zip(&turns).zip(&totals).map(|((m, t), total)| json!({
                 "model": m.path().display().to_string(),
@@ -74,8 +111,8 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
     } else {
         writeln!(
             out,
-            "@{function} on {} [{}]: each kernel's fastest of {} calls in turns, ms",
-            dev.name, dev.kind, args.iterations
+            "@{function} on {device_name} [{device_kind}]: each kernel's fastest of {} calls in turns, ms",
+            args.iterations
         )?;
         let mut names: Vec<&String> = turns.iter().flat_map(|t| t.fastest().keys()).collect();
         names.sort();
@@ -104,6 +141,14 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             writeln!(out, "  build {}: {}", index + 1, m.path().display())?;
         }
     }
-    cli::finish_cache_writes("tcc-benchmark", &rt);
+    if let Runtimes::OpenCl(rt) = &rt {
+        cli::finish_cache_writes("tcc-benchmark", rt);
+    }
     Ok(())
+}
+
+/// The runtime the builds run on.
+enum Runtimes {
+    OpenCl(tcc_runtime::Runtime),
+    Cuda(tcc_runtime::CudaRuntime),
 }

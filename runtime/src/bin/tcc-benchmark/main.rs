@@ -1,6 +1,7 @@
 //! tcc-benchmark: times a function of a tcc-compiled model end to end and
-//! per kernel (OpenCL profiling events), and reports buffer-pool and
-//! program-cache statistics (a second run shows the disk cache hit).
+//! per kernel (OpenCL profiling events, or CUDA events with
+//! `--backend=cuda`), and reports buffer-pool and program-cache
+//! statistics (a second run shows the disk cache hit).
 //!
 //! This file holds the flags and picks the measurement; `synchronous` is
 //! the one-call-at-a-time loop and its report, `in_turns` times builds of
@@ -16,8 +17,8 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Parser;
-use tcc_runtime::Model;
 use tcc_runtime::cli;
+use tcc_runtime::{Backend, Model};
 
 const EXAMPLES: &str = "Examples:
   tcc-benchmark model.so --function=mlp --input=@x.npy --iterations=100
@@ -26,10 +27,12 @@ const EXAMPLES: &str = "Examples:
   tcc-benchmark model.so --input=@x.npy --in-flight=4             (4 asynchronous calls in flight)
   tcc-benchmark model.so --input=@x.npy --concurrency=2 --cpu-partition=2   (2 sessions, 1 CPU part each)
   tcc-benchmark model.so --input=@x32.npy --device=0,1 --split    (a batch split across 2 devices)
+  tcc-benchmark model.so --input=@x.npy --backend=cuda            (through NVIDIA's CUDA driver)
 (GFLOP/s are also reported per kernel, and per call without --flops, for the
 matmul and convolution kernels whose flops the artifact counts.)
 
-Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache).";
+Environment: TCC_DEVICE (default device), TCC_CACHE_DIR (program cache),
+TCC_BACKEND (opencl or cuda), TCC_LIBCUDA (the CUDA driver library).";
 
 /// Benchmark a function of a tcc-compiled model (model.so) on an OpenCL device.
 #[derive(Parser)]
@@ -38,9 +41,17 @@ struct Args {
     #[command(flatten)]
     call: cli::CallArgs,
     /// Device: global index or name substring (default: $TCC_DEVICE, else
-    /// the first GPU, else the first CPU).
+    /// the first GPU, else the first CPU). With --backend=cuda: a CUDA
+    /// device ordinal (default 0).
     #[arg(long)]
     device: Option<String>,
+    /// Which API runs the kernels: opencl or cuda (the artifact's PTX
+    /// through NVIDIA's driver; kernel times from CUDA events; the
+    /// synchronous and --in-turns-with measurements only). Default:
+    /// $TCC_BACKEND, else cuda for an artifact whose kernels need CUDA
+    /// dynamic shared memory (said on stderr), else opencl.
+    #[arg(long, value_name = "opencl|cuda")]
+    backend: Option<String>,
     /// Which form of the kernels to build: auto, ptx or opencl-c (default:
     /// $TCC_KERNEL_FORMAT, else auto).
     #[arg(long, value_name = "FORMAT")]
@@ -139,8 +150,20 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let model = Model::load(&model_path)?;
     let function = cli::resolve_function(&model, args.call.function.as_deref())?;
+    let backend = cli::choose_backend("tcc-benchmark", args.backend.as_deref(), &model)?;
+    if backend == Backend::Cuda {
+        cli::refuse_opencl_options(&[
+            ("--concurrency", args.concurrency != 1),
+            ("--in-flight", args.in_flight != 1),
+            ("--cpu-partition", args.cpu_partition != 1),
+            ("--split", args.split),
+            ("--own-queues", args.own_queues),
+            ("--compute-queues", args.compute_queues.is_some()),
+            ("--with-model", !args.with_model.is_empty()),
+        ])?;
+    }
     if !args.in_turns_with.is_empty() {
-        return in_turns::measure(&args, &model, &function);
+        return in_turns::measure(&args, &model, &function, backend);
     }
     if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
         bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
@@ -155,7 +178,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     {
         return throughput::measure(&args, &model, &function);
     }
-    synchronous::measure(&args, &model, &function)
+    synchronous::measure(&args, &model, &function, backend)
 }
 
 /// How host tensors move, as the reports say it.

@@ -1,13 +1,14 @@
-//! The synchronous measurement: one call at a time on one session, its
-//! latency, per-kernel device time (profiling events), GFLOP/s and the
-//! runtime's counters, as a table, JSON, or Google Benchmark's JSON.
+//! The synchronous measurement: one call at a time on one session (of
+//! either backend), its latency, per-kernel device time (OpenCL profiling
+//! events or CUDA events), GFLOP/s and the runtime's counters, as a
+//! table, JSON, or Google Benchmark's JSON.
 
 use std::io::Write;
 use std::time::Instant;
 
 use serde_json::json;
-use tcc_runtime::Model;
-use tcc_runtime::cli::{self, format_bytes};
+use tcc_runtime::cli::{self, Opened, format_bytes};
+use tcc_runtime::{Backend, Model};
 
 use crate::{Args, host_io_text};
 
@@ -103,13 +104,25 @@ fn benchmark_json(
 
 /// Runs `function` `--iterations` times (per repetition) after the
 /// warm-up, and prints the report.
-pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
+pub(crate) fn measure(
+    args: &Args,
+    model: &Model,
+    function: &str,
+    backend: Backend,
+) -> anyhow::Result<()> {
     // Input types are checked against the signature before any is built.
     let (tensors, sources) = cli::parse_inputs_for(&args.call.inputs, model.function(function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
 
-    let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), true)?;
-    let mut session = cli::open_session("tcc-benchmark", &rt, model)?;
+    let mut opened = Opened::open(
+        "tcc-benchmark",
+        backend,
+        args.device.as_deref(),
+        args.kernel_format.as_deref(),
+        true,
+        model,
+    )?;
+    let session = opened.calls();
     // Each call's outputs go back to the session for the next call, as a
     // serving loop done with its results would hand them back (unless
     // --fresh-outputs).
@@ -145,6 +158,7 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
     // All repetitions' calls: the per-call figures below divide by this.
     let calls = args.iterations * args.repetitions;
     let mut kernels = session.kernel_profile()?;
+    let (device_name, device_kind, platform) = opened.device_summary();
     // The kernel table, most device time first.
     kernels.sort_by(|a, b| {
         b.total_ns
@@ -193,16 +207,12 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
         };
         (per(median), per(device_ms_per_call))
     });
-    let pool = rt.pool_stats();
-    let transfers = rt.transfer_stats();
-    let cache = rt.cache_stats();
-    let dev = rt.device();
 
     let mut out = std::io::stdout().lock();
     let google = benchmark_json(
         function,
         &model.path().display().to_string(),
-        &dev.name,
+        &device_name,
         args.iterations,
         &repetitions,
     );
@@ -213,15 +223,15 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
     }
     if args.format == "json" {
         writeln!(out, "{}", serde_json::to_string_pretty(&google)?)?;
-        cli::finish_cache_writes("tcc-benchmark", &rt);
+        opened.finish("tcc-benchmark");
         return Ok(());
     }
     if args.json {
-        let report = json!({
+        let mut report = json!({
             "model": model.path().display().to_string(),
             "function": function,
-            "device": dev.name,
-            "platform": dev.platform_name,
+            "device": device_name,
+            "platform": platform,
             "warmup": args.warmup,
             "iterations": args.iterations,
             "repetitions": args.repetitions,
@@ -237,22 +247,44 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
                 "total_ms": k.total_ns as f64 / 1e6, "mean_us": k.mean_ns() / 1e3,
                 "gflops": kernel_gflops(k),
             })).collect::<Vec<_>>(),
-            "program_origin": session.program_origin(),
-            "program_format": session.program_format().map(|f| f.name()),
-            "program_seconds": session.program_seconds(),
-            "program_note": session.program_note(),
-            "program_cache": cache,
-            "buffer_pool": pool,
-            "host_io": rt.host_io(),
-            "transfers": transfers,
         });
+        // The backend's own part: program, memory and transfers.
+        let details = match &opened {
+            Opened::OpenCl { rt, session } => json!({
+                "program_origin": session.program_origin(),
+                "program_format": session.program_format().map(|f| f.name()),
+                "program_seconds": session.program_seconds(),
+                "program_note": session.program_note(),
+                "program_cache": rt.cache_stats(),
+                "buffer_pool": rt.pool_stats(),
+                "host_io": rt.host_io(),
+                "transfers": rt.transfer_stats(),
+            }),
+            Opened::Cuda { rt, session } => json!({
+                "backend": "cuda",
+                "cuda_device": rt.device(),
+                "program_origin": null,
+                "program_format": (!model.kernel_names().is_empty()).then_some("PTX"),
+                "program_seconds": session.load_seconds(),
+                "program_note": null,
+                "dynamic_local": session.dynamic_local().iter().map(|d| json!({
+                    "kernel": d.kernel, "bytes": d.bytes,
+                })).collect::<Vec<_>>(),
+                "buffer_pool": session.pool_stats(),
+                "host_io": tcc_runtime::HostIo::Copy,
+            }),
+        };
+        if let (Some(report), serde_json::Value::Object(details)) =
+            (report.as_object_mut(), details)
+        {
+            report.extend(details);
+        }
         writeln!(out, "{report}")?;
         return Ok(());
     }
     writeln!(
         out,
-        "@{function} on {} [{}] ({})",
-        dev.name, dev.kind, dev.platform_name
+        "@{function} on {device_name} [{device_kind}] ({platform})"
     )?;
     writeln!(
         out,
@@ -336,6 +368,48 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             kernel_gflops(k).map_or("-".to_string(), |g| format!("{g:.1}"))
         )?;
     }
+    let (rt, session) = match &opened {
+        Opened::OpenCl { rt, session } => (rt, session),
+        Opened::Cuda { session, .. } => {
+            writeln!(
+                out,
+                "kernels: {}, loaded by the CUDA driver in {:.2} s",
+                if model.kernel_names().is_empty() {
+                    "none"
+                } else {
+                    "PTX"
+                },
+                session.load_seconds()
+            )?;
+            for d in session.dynamic_local() {
+                writeln!(
+                    out,
+                    "  {}: {} of CUDA dynamic shared memory",
+                    d.kernel,
+                    format_bytes(d.bytes as u64)
+                )?;
+            }
+            let pool = session.pool_stats();
+            writeln!(
+                out,
+                "device memory: {} allocations, {} reuse hits, {} held (peak {}), peak in use {}",
+                pool.allocations,
+                pool.reuse_hits,
+                format_bytes(pool.current_bytes),
+                format_bytes(pool.peak_bytes),
+                format_bytes(pool.peak_in_use_bytes)
+            )?;
+            writeln!(
+                out,
+                "host tensors: {}",
+                host_io_text(tcc_runtime::HostIo::Copy)
+            )?;
+            return Ok(());
+        }
+    };
+    let pool = rt.pool_stats();
+    let transfers = rt.transfer_stats();
+    let cache = rt.cache_stats();
     let origin = session
         .program_origin()
         .map_or("none (no kernels)".to_string(), |o| o.to_string());
@@ -375,6 +449,6 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
         format_bytes(transfers.bytes_to_device),
         format_bytes(transfers.bytes_to_host)
     )?;
-    cli::finish_cache_writes("tcc-benchmark", &rt);
+    cli::finish_cache_writes("tcc-benchmark", rt);
     Ok(())
 }

@@ -1,0 +1,140 @@
+//! Which API runs an artifact's kernels, and what a session of either
+//! offers a caller that runs calls one at a time.
+//!
+//! [`Backend::OpenCl`] is the default: a [`Session`] on any OpenCL device.
+//! [`Backend::Cuda`] is a [`CudaSession`] through NVIDIA's CUDA driver,
+//! needed by artifacts whose kernels take more local memory than NVIDIA's
+//! OpenCL grants (`cuda` module). [`Calls`] is the part of a session the
+//! tools and the in-turns measurement use, implemented by both.
+
+use crate::cuda::CudaSession;
+use crate::error::{Error, Result};
+use crate::session::KernelProfile;
+use crate::tensor::HostTensor;
+use crate::{Model, Session};
+
+/// Environment variable choosing the backend (`opencl` or `cuda`) when a
+/// tool's `--backend` is not given.
+pub const BACKEND_ENV: &str = "TCC_BACKEND";
+
+/// The API that runs the kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Backend {
+    /// OpenCL (any device; the artifact's OpenCL C, SPIR-V or PTX).
+    OpenCl,
+    /// NVIDIA's CUDA driver (the artifact's PTX).
+    Cuda,
+}
+
+impl std::str::FromStr for Backend {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "opencl" => Ok(Backend::OpenCl),
+            "cuda" => Ok(Backend::Cuda),
+            other => Err(Error::InvalidInput(format!(
+                "backend `{other}`: expected opencl or cuda"
+            ))),
+        }
+    }
+}
+
+impl Backend {
+    /// `opencl` or `cuda`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::OpenCl => "opencl",
+            Backend::Cuda => "cuda",
+        }
+    }
+
+    /// `TCC_BACKEND`, when set and non-empty (an unknown value is an error).
+    pub fn from_env() -> Result<Option<Self>> {
+        match std::env::var(BACKEND_ENV) {
+            Ok(v) if !v.is_empty() => v
+                .parse()
+                .map(Some)
+                .map_err(|e| Error::InvalidInput(format!("{BACKEND_ENV}: {e}"))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The backend `model` asks for when none is given: CUDA when its PTX
+    /// has kernels that need CUDA dynamic shared memory (the
+    /// `// tcc-dynamic-local:` markers), else OpenCL.
+    pub fn preferred_for(model: &Model) -> Result<Self> {
+        Ok(if crate::cuda::dynamic_local(model)?.is_empty() {
+            Backend::OpenCl
+        } else {
+            Backend::Cuda
+        })
+    }
+}
+
+/// Calls one at a time on a session of either backend, with the kernel
+/// profile.
+pub trait Calls {
+    /// Runs `function` on host tensors; `sources[i]` says where input `i`
+    /// came from, for error messages.
+    fn run_with_sources(
+        &mut self,
+        function: &str,
+        inputs: &[HostTensor],
+        sources: &[&str],
+    ) -> Result<Vec<HostTensor>>;
+
+    /// Hands outputs of an earlier call back for later calls to write into.
+    fn recycle(&mut self, outputs: Vec<HostTensor>);
+
+    /// Per-kernel device time since the start or the last reset (empty
+    /// without profiling).
+    fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>>;
+
+    fn reset_profile(&mut self) -> Result<()>;
+}
+
+impl Calls for Session {
+    fn run_with_sources(
+        &mut self,
+        function: &str,
+        inputs: &[HostTensor],
+        sources: &[&str],
+    ) -> Result<Vec<HostTensor>> {
+        Session::run_with_sources(self, function, inputs, sources)
+    }
+
+    fn recycle(&mut self, outputs: Vec<HostTensor>) {
+        Session::recycle(self, outputs)
+    }
+
+    fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+        Session::kernel_profile(self)
+    }
+
+    fn reset_profile(&mut self) -> Result<()> {
+        Session::reset_profile(self)
+    }
+}
+
+impl Calls for CudaSession {
+    fn run_with_sources(
+        &mut self,
+        function: &str,
+        inputs: &[HostTensor],
+        sources: &[&str],
+    ) -> Result<Vec<HostTensor>> {
+        CudaSession::run_with_sources(self, function, inputs, sources)
+    }
+
+    fn recycle(&mut self, outputs: Vec<HostTensor>) {
+        CudaSession::recycle(self, outputs)
+    }
+
+    fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+        CudaSession::kernel_profile(self)
+    }
+
+    fn reset_profile(&mut self) -> Result<()> {
+        CudaSession::reset_profile(self)
+    }
+}

@@ -1,0 +1,314 @@
+//! The tools' `--backend=opencl|cuda` flag: choosing the backend, refusing
+//! OpenCL-only options on CUDA, and opening a session of either
+//! ([`Opened`]), so that `tcc-run` and `tcc-benchmark` print the same
+//! things whichever runs the kernels.
+
+use std::fmt::Write as _;
+
+use super::setup::{first_call, open_session, runtime, with_progress};
+use crate::backend::{BACKEND_ENV, Backend, Calls};
+use crate::cuda::{self, CudaDeviceInfo, CudaRuntime, CudaSession};
+use crate::device::DEVICE_ENV;
+use crate::error::{Error, Result};
+use crate::{Model, Runtime, Session};
+
+/// `--backend`, else `TCC_BACKEND`, else `None` (the model decides).
+pub fn backend_flag_or_env(flag: Option<&str>) -> Result<Option<Backend>> {
+    match flag {
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|e| Error::InvalidInput(format!("--backend={text}: {e}"))),
+        None => Backend::from_env(),
+    }
+}
+
+/// The backend a tool runs `model` on: `--backend`, else `TCC_BACKEND`,
+/// else CUDA for an artifact whose PTX needs CUDA dynamic shared memory
+/// (said in one line on stderr), else OpenCL.
+pub fn choose_backend(tool: &str, flag: Option<&str>, model: &Model) -> Result<Backend> {
+    if let Some(backend) = backend_flag_or_env(flag)? {
+        return Ok(backend);
+    }
+    let needs = cuda::dynamic_local(model)?;
+    let Some(largest) = needs.iter().max_by_key(|d| d.bytes) else {
+        return Ok(Backend::OpenCl);
+    };
+    eprintln!(
+        "{tool}: using the CUDA backend: {}'s kernel {} takes {:.1} KiB of CUDA dynamic shared memory, more than OpenCL gives (--backend=opencl runs its OpenCL C instead)",
+        model.path().display(),
+        largest.kernel,
+        largest.bytes as f64 / 1024.0
+    );
+    Ok(Backend::Cuda)
+}
+
+/// The CUDA device ordinal of a tool's `--device` (else `TCC_DEVICE`),
+/// which on the CUDA backend must be a plain integer; 0 when neither is
+/// given.
+pub fn cuda_ordinal(flag: Option<&str>) -> Result<usize> {
+    let (text, origin) = match flag {
+        Some(text) => (text.to_string(), "--device".to_string()),
+        None => match std::env::var(DEVICE_ENV) {
+            Ok(v) if !v.trim().is_empty() => (v, DEVICE_ENV.to_string()),
+            _ => return Ok(0),
+        },
+    };
+    text.trim().parse::<usize>().map_err(|_| {
+        Error::InvalidInput(format!(
+            "{origin}={text}: the CUDA backend takes a CUDA device ordinal (0, 1, ...), not an OpenCL device name or list"
+        ))
+    })
+}
+
+/// Refuses the first OpenCL-only option that was given (`(flag, given)`
+/// pairs) when the backend is CUDA, rather than ignoring it.
+pub fn refuse_opencl_options(options: &[(&str, bool)]) -> Result<()> {
+    match options.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(Error::InvalidInput(format!(
+            "{flag} is an OpenCL option; the CUDA backend (--backend=cuda or {BACKEND_ENV}=cuda) runs one session at a time on one CUDA device"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Checks `--kernel-format` on the CUDA backend, which runs the PTX:
+/// `opencl-c` is an error (an unknown value too).
+pub fn check_cuda_kernel_format(flag: Option<&str>) -> Result<()> {
+    match flag.map(str::parse::<crate::KernelFormat>).transpose()? {
+        Some(crate::KernelFormat::OpenClC) => Err(Error::InvalidInput(
+            "--kernel-format=opencl-c: the CUDA backend runs the artifact's PTX; use --backend=opencl for its OpenCL C".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The CUDA runtime of a tool's `--device` (a CUDA ordinal).
+pub fn cuda_runtime(device: Option<&str>, profiling: bool) -> Result<CudaRuntime> {
+    CudaRuntime::new(cuda_ordinal(device)?, profiling)
+}
+
+/// Creates the CUDA session for `model` (the driver compiles its PTX,
+/// which can take a while on a cold driver cache), with a progress line.
+pub fn open_cuda_session(tool: &str, rt: &CudaRuntime, model: &Model) -> Result<CudaSession> {
+    let message = format!(
+        "loading {} kernels' PTX into the CUDA driver for {}",
+        model.kernel_names().len(),
+        rt.device().name
+    );
+    with_progress(
+        tool,
+        &message,
+        " (ptxas; the driver caches the result)",
+        "kernels ready",
+        || rt.session(model),
+    )
+}
+
+/// The `--list-devices` report of the CUDA backend.
+pub fn format_cuda_device_list(devices: &[CudaDeviceInfo]) -> String {
+    let mut out = String::new();
+    for d in devices {
+        let default = if d.ordinal == 0 { " (default)" } else { "" };
+        let _ = writeln!(out, "CUDA device {}: {}{default}", d.ordinal, d.name);
+        let rows = [
+            ("driver CUDA", d.driver_version.clone()),
+            (
+                "compute",
+                format!("sm_{}{}", d.compute_capability.0, d.compute_capability.1),
+            ),
+            ("multiprocessors", d.multiprocessors.to_string()),
+            ("global memory", super::format_bytes(d.global_mem_bytes)),
+            (
+                "shared memory",
+                format!(
+                    "{} per block, {} opted in",
+                    super::format_bytes(d.shared_mem_per_block),
+                    super::format_bytes(d.shared_mem_per_block_optin)
+                ),
+            ),
+        ];
+        for (k, v) in rows {
+            let _ = writeln!(out, "    {:<16} {v}", format!("{k}:"));
+        }
+    }
+    out
+}
+
+/// A session of either backend with its runtime, opened for a tool.
+pub enum Opened {
+    OpenCl {
+        rt: Runtime,
+        session: Session,
+    },
+    Cuda {
+        rt: CudaRuntime,
+        session: CudaSession,
+    },
+}
+
+impl Opened {
+    /// Opens `model` on `backend`: the runtime of `device` (an OpenCL
+    /// selector, or a CUDA ordinal) with `kernel_format` (OpenCL only)
+    /// and `profiling`, and the session, with progress lines.
+    pub fn open(
+        tool: &str,
+        backend: Backend,
+        device: Option<&str>,
+        kernel_format: Option<&str>,
+        profiling: bool,
+        model: &Model,
+    ) -> Result<Opened> {
+        match backend {
+            Backend::OpenCl => {
+                let rt = runtime(device, kernel_format, profiling)?;
+                let session = open_session(tool, &rt, model)?;
+                Ok(Opened::OpenCl { rt, session })
+            }
+            Backend::Cuda => {
+                check_cuda_kernel_format(kernel_format)?;
+                // Without PTX there is nothing to run: say so before
+                // looking for the driver.
+                cuda::check_runnable(model)?;
+                let rt = cuda_runtime(device, profiling)?;
+                let session = open_cuda_session(tool, &rt, model)?;
+                Ok(Opened::Cuda { rt, session })
+            }
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Opened::OpenCl { .. } => Backend::OpenCl,
+            Opened::Cuda { .. } => Backend::Cuda,
+        }
+    }
+
+    /// The session, for calls one at a time.
+    pub fn calls(&mut self) -> &mut dyn Calls {
+        match self {
+            Opened::OpenCl { session, .. } => session,
+            Opened::Cuda { session, .. } => session,
+        }
+    }
+
+    /// The first call: on OpenCL with a progress line while the driver
+    /// compiles each kernel for its launch size ([`first_call`]).
+    pub fn first_call<T>(&mut self, tool: &str, call: impl FnOnce(&mut dyn Calls) -> T) -> T {
+        match self {
+            Opened::OpenCl { session, .. } => first_call(tool, session, |s| call(s)),
+            Opened::Cuda { session, .. } => call(session),
+        }
+    }
+
+    /// The device name, its kind and its platform (`NVIDIA CUDA` and the
+    /// driver's CUDA version on the CUDA backend).
+    pub fn device_summary(&self) -> (String, String, String) {
+        match self {
+            Opened::OpenCl { rt, .. } => {
+                let d = rt.device();
+                (d.name.clone(), d.kind.to_string(), d.platform_name.clone())
+            }
+            Opened::Cuda { rt, .. } => {
+                let d = rt.device();
+                (
+                    d.name.clone(),
+                    "GPU".into(),
+                    format!("CUDA driver {}", d.driver_version),
+                )
+            }
+        }
+    }
+
+    /// `--verbose`'s line: the device, the kernel form and where the
+    /// program came from.
+    pub fn verbose_line(&self, tool: &str) -> String {
+        match self {
+            Opened::OpenCl { rt, session } => format!(
+                "{tool}: {} ({}); kernels: {}, {} in {:.2} s",
+                rt.device().name,
+                rt.device().platform_name,
+                session.program_format().map_or("none", |f| f.name()),
+                session
+                    .program_origin()
+                    .map_or("nothing to build".to_string(), |o| o.to_string()),
+                session.program_seconds()
+            ),
+            Opened::Cuda { rt, session } => {
+                let dynamic: Vec<String> = session
+                    .dynamic_local()
+                    .iter()
+                    .map(|d| format!("{} {:.1} KiB", d.kernel, d.bytes as f64 / 1024.0))
+                    .collect();
+                format!(
+                    "{tool}: {} (CUDA backend); kernels: {}, loaded by the CUDA driver in {:.2} s{}",
+                    rt.device().summary(),
+                    if session.model().kernel_names().is_empty() {
+                        "none"
+                    } else {
+                        "PTX"
+                    },
+                    session.load_seconds(),
+                    if dynamic.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; dynamic shared memory: {}", dynamic.join(", "))
+                    }
+                )
+            }
+        }
+    }
+
+    /// Writes the OpenCL program cache entries deferred so far (nothing
+    /// on CUDA, which has no program cache of its own).
+    pub fn finish(&self, tool: &str) {
+        if let Opened::OpenCl { rt, .. } = self {
+            super::setup::finish_cache_writes(tool, rt);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_devices_are_ordinals() {
+        assert_eq!(cuda_ordinal(Some("1")).unwrap(), 1);
+        assert_eq!(cuda_ordinal(Some(" 0 ")).unwrap(), 0);
+        for bad in ["all", "0,1", "NVIDIA", "-1", ""] {
+            let e = cuda_ordinal(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("takes a CUDA device ordinal"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn opencl_options_are_refused_on_cuda() {
+        refuse_opencl_options(&[("--cpu-partition", false)]).unwrap();
+        let e = refuse_opencl_options(&[("--cpu-partition", false), ("--in-flight", true)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--in-flight is an OpenCL option"), "{e}");
+        check_cuda_kernel_format(None).unwrap();
+        check_cuda_kernel_format(Some("ptx")).unwrap();
+        assert!(check_cuda_kernel_format(Some("opencl-c")).is_err());
+        assert!(check_cuda_kernel_format(Some("spirv")).is_err());
+    }
+
+    #[test]
+    fn backend_flags() {
+        assert_eq!(
+            backend_flag_or_env(Some("cuda")).unwrap(),
+            Some(Backend::Cuda)
+        );
+        assert_eq!(
+            backend_flag_or_env(Some("opencl")).unwrap(),
+            Some(Backend::OpenCl)
+        );
+        let e = backend_flag_or_env(Some("vulkan")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--backend=vulkan: backend `vulkan`: expected opencl or cuda"
+        );
+    }
+}
