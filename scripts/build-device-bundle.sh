@@ -16,7 +16,8 @@
 #   .device/run-all.sh                   runs every model with tcc-run and checks it with tcc-compare
 #
 # Usage: scripts/build-device-bundle.sh [--release] [--target=nvidia|generic|pocl-cpu]
-# On the device: .device/run-all.sh [--benchmark] [--device=N|NAME] [MODEL...]
+# On the device: .device/run-all.sh [--benchmark] [--device=N|NAME] [--backend=opencl|cuda] [MODEL...]
+# (--backend=cuda runs every model's PTX through NVIDIA's CUDA driver instead of OpenCL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +28,7 @@ for arg in "$@"; do
   case "$arg" in
     --release) profile=release; cargo_profile=(--release) ;;
     --target=*) target=${arg#--target=} ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "build-device-bundle.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -103,23 +104,30 @@ cat > "$out/run-all.sh" <<'EOF'
 # Runs every model of the bundle on the default OpenCL device (or
 # --device=N|NAME) with tcc-run and compares its outputs with the reference
 # outputs (tcc-compare, the suite's tolerance from the model's header).
+# --backend=cuda runs them through NVIDIA's CUDA driver instead (the
+# artifacts' PTX; --device=N is then a CUDA ordinal); --backend=opencl
+# forces OpenCL, also for artifacts that would pick CUDA by themselves.
+# Without --backend, $TCC_BACKEND applies, else each artifact's default.
 # --benchmark also times each model with tcc-benchmark. MODEL names limit
 # the run to those models. Exit status 1 if any model fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 device=()
+backend=()
 benchmark=0
 only=()
 for arg in "$@"; do
   case "$arg" in
     --device=*) device=("$arg") ;;
+    --backend=opencl|--backend=cuda) backend=("$arg") ;;
+    --backend=*) echo "run-all.sh: --backend is opencl or cuda, not ${arg#--backend=}" >&2; exit 2 ;;
     --benchmark) benchmark=1 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     -*) echo "run-all.sh: unknown flag $arg" >&2; exit 2 ;;
     *) only+=("$arg") ;;
   esac
 done
-"$here/bin/tcc-run" --list-devices "${device[@]}" || exit 1
+"$here/bin/tcc-run" --list-devices "${backend[@]}" "${device[@]}" || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0; failed=0; failures=()
@@ -132,7 +140,7 @@ while read -r name tag function num_inputs num_outputs abs rel; do
     outputs+=("--output=@$work/$tag.got$i.npy")
     pairs+=("$work/$tag.got$i.npy" "$models/$tag.expected$i.npy")
   done
-  if "$here/bin/tcc-run" "$models/$name.so" --function="$function" "${device[@]}" "${inputs[@]}" "${outputs[@]}" > "$work/$tag.log" 2>&1 \
+  if "$here/bin/tcc-run" "$models/$name.so" --function="$function" "${backend[@]}" "${device[@]}" "${inputs[@]}" "${outputs[@]}" > "$work/$tag.log" 2>&1 \
      && "$here/bin/tcc-compare" --abs="$abs" --rel="$rel" "${pairs[@]}" >> "$work/$tag.log" 2>&1; then
     echo "PASS $name @$function"
     passed=$((passed + 1))
@@ -142,14 +150,14 @@ while read -r name tag function num_inputs num_outputs abs rel; do
     failed=$((failed + 1)); failures+=("$name@$function")
   fi
   if ((benchmark)); then
-    "$here/bin/tcc-benchmark" "$models/$name.so" --function="$function" "${device[@]}" "${inputs[@]}" --warmup=3 --iterations=20 2>&1 | sed 's/^/    /'
+    "$here/bin/tcc-benchmark" "$models/$name.so" --function="$function" "${backend[@]}" "${device[@]}" "${inputs[@]}" --warmup=3 --iterations=20 2>&1 | sed 's/^/    /'
   fi
 done < "$here/models/MANIFEST"
 if [[ -s $here/SKIPPED ]]; then
   echo "not in the bundle (see $here/SKIPPED):"
   grep -v '^ ' "$here/SKIPPED" | sed 's/^/    /'
 fi
-echo "$passed passed, $failed failed${failures[*]:+: ${failures[*]}}"
+echo "$passed passed, $failed failed${failures[*]:+: ${failures[*]}}${backend[*]:+ (${backend[*]})}"
 ((failed == 0))
 EOF
 chmod +x "$out/run-all.sh"
