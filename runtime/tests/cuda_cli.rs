@@ -254,3 +254,256 @@ fn help_describes_the_backend() {
         assert!(help.contains("TCC_BACKEND"), "{help}");
     }
 }
+
+/// The fake driver (`fixtures/fake_libcuda.c`, kernels run on the host)
+/// and a model whose PTX lists the kernels' real parameters.
+fn fake_cuda(defines: &[&str]) -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
+    let mut all = vec!["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"];
+    all.extend_from_slice(defines);
+    let model = compile_c("test_model.c", dir.path(), "model.so", &all);
+    let (driver, model) = (driver.display().to_string(), model.display().to_string());
+    (dir, driver, model)
+}
+
+#[test]
+fn a_cuda_session_runs_the_artifact_on_a_fake_driver() {
+    let (dir, driver, so) = fake_cuda(&["TCC_TEST_DYNAMIC_LOCAL"]);
+    let cache = tempfile::tempdir().unwrap();
+    let log = dir.path().join("launches.log");
+    let log_env = [("FAKE_CUDA_LOG", log.to_str().unwrap())];
+    let x = ramp(1000);
+    let xp = dir.path().join("x.npy");
+    let yp = dir.path().join("y.npy");
+    tcc_runtime::npy::write_npy(
+        &xp,
+        &tcc_runtime::HostTensor::from_f32(vec![1000], &x).unwrap(),
+    )
+    .unwrap();
+    for function in ["axpb", "axpb_arena"] {
+        let o = run_with(
+            "tcc-run",
+            cache.path(),
+            &[
+                &so,
+                &format!("--function={function}"),
+                &format!("--input=@{}", xp.display()),
+                &format!("--output=@{}", yp.display()),
+                "--verbose",
+            ],
+            &driver,
+            &log_env,
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stdout(&o), format!("EXEC @{function}\n"));
+        let y = tcc_runtime::npy::read_npy(&yp).unwrap().to_f32().unwrap();
+        assert_eq!(y, axpb_expected(&x), "@{function}");
+        let err = stderr(&o);
+        assert!(err.contains("using the CUDA backend"), "{err}");
+        assert!(
+            err.contains("CUDA device 0: tcc fake CUDA device (sm_90, driver CUDA 12.8) (CUDA backend); kernels: PTX, loaded by the CUDA driver in ")
+                && err.contains("; dynamic shared memory: scale 64.0 KiB"),
+            "{err}"
+        );
+    }
+    // Each launch: grid = global / local, scale with its dynamic memory.
+    let launches = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        launches,
+        "scale grid 16 1 1 block 64 1 1 shared 65536\nadd grid 16 1 1 block 64 1 1 shared 0\n"
+            .repeat(2)
+    );
+    // Copies, and a launch without a local size (the runtime's block: 4).
+    std::fs::remove_file(&log).unwrap();
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &[
+            &so,
+            "--function=dup",
+            "--input=2x3xf32=1,2,3,4,5,6",
+            "--backend=cuda",
+        ],
+        &driver,
+        &log_env,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "EXEC @dup\nresult[0]: 2x3xf32=[[1 2 3][4 5 6]]\nresult[1]: 2x3xf32=[[1 2 3][4 5 6]]\n"
+    );
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &[
+            &so,
+            "--function=addk",
+            "--input=4xi32=1,2,3,4",
+            "--backend=cuda",
+        ],
+        &driver,
+        &log_env,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "EXEC @addk\nresult[0]: 4xi32=[11 12 13 14]\n");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "add_i64 grid 1 1 1 block 4 1 1 shared 0\n"
+    );
+    // The artifact's mistakes are refused as on OpenCL.
+    for (function, message) in [
+        (
+            "bad_kernel_index",
+            "kernel index 42 out of range (the artifact has 3 kernels)",
+        ),
+        (
+            "bad_release",
+            "is input 0; only buffers from alloc() may be released",
+        ),
+        (
+            "bad_view",
+            "view of 8192 bytes at offset 4096 is outside @bad_view's 8192-byte arena",
+        ),
+        (
+            "release_view",
+            "is a view of the arena; only buffers from alloc() may be released",
+        ),
+    ] {
+        let o = run_with(
+            "tcc-run",
+            cache.path(),
+            &[
+                &so,
+                &format!("--function={function}"),
+                "--input=4xi32=1",
+                "--backend=cuda",
+            ],
+            &driver,
+            &[],
+        );
+        assert_fails_with(&o, &format!("@{function} failed: runtime call"));
+        assert_fails_with(&o, message);
+    }
+    // tcc-benchmark: per-kernel times from the (fake) events, 0.25 ms each.
+    let o = run_with(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            &so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--warmup=1",
+            "--iterations=3",
+            "--json",
+        ],
+        &driver,
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(report["backend"], "cuda");
+    assert_eq!(report["device"], "tcc fake CUDA device");
+    let kernels = report["kernels"].as_array().unwrap();
+    let names: Vec<&str> = kernels
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{report}");
+    assert!(
+        names.contains(&"scale") && names.contains(&"add"),
+        "{report}"
+    );
+    for k in kernels {
+        assert_eq!(k["calls"], 3, "{report}");
+        assert!(
+            (k["mean_us"].as_f64().unwrap() - 250.0).abs() < 1e-6,
+            "{report}"
+        );
+    }
+    assert!((report["device_ms_per_call"].as_f64().unwrap() - 0.5).abs() < 1e-6);
+    let o = run_with(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            &so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--iterations=2",
+        ],
+        &driver,
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert!(
+        table.starts_with("@axpb on tcc fake CUDA device [GPU] (CUDA driver 12.8)\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  scale: 64.0 KiB of CUDA dynamic shared memory\n"),
+        "{table}"
+    );
+    let o = run_with(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            &so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--iterations=2",
+            "--in-turns-with",
+            &so,
+        ],
+        &driver,
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("build 2"), "{}", stdout(&o));
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &["--list-devices", "--backend=cuda"],
+        &driver,
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("CUDA device 0: tcc fake CUDA device (default)\n"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &[&so, "--function=axpb", "--input=1000xf32=1", "--device=1"],
+        &driver,
+        &[],
+    );
+    assert_fails_with(
+        &o,
+        "there is no CUDA device 1; CUDA devices:\n  CUDA device 0: tcc fake CUDA device",
+    );
+}
+
+#[test]
+fn ptx_the_driver_rejects_reports_ptxas_log() {
+    let (_dir, driver, so) = fake_cuda(&["TCC_TEST_BAD_PTX"]);
+    let cache = tempfile::tempdir().unwrap();
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &[
+            &so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--backend=cuda",
+        ],
+        &driver,
+        &[],
+    );
+    assert_fails_with(
+        &o,
+        "kernel program failed to build for tcc fake CUDA device: cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX\nbuild log:\nptxas fatal   : fake parse error near INVALID",
+    );
+}

@@ -87,8 +87,8 @@ impl CudaDeviceInfo {
         // SAFETY: the driver writes a NUL-terminated name of at most 256 bytes.
         let status = unsafe { (driver.api.device_get_name)(name.as_mut_ptr(), 256, device) };
         driver.check(status, || "cuDeviceGetName".into())?;
-        // SAFETY: NUL-terminated within the buffer (the driver truncates).
         name[255] = 0;
+        // SAFETY: NUL-terminated within the buffer (set just above).
         let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .into_owned();

@@ -144,6 +144,9 @@ enum Plan<'a> {
 /// than 48 KiB of local memory on NVIDIA, so `Auto` builds the portable
 /// form (with a note) and `Ptx` is refused.
 fn plan<'a>(input: &PlanInput<'a>) -> Result<Plan<'a>> {
+    if input.format == KernelFormat::OpenClC {
+        return Ok(Plan::Portable(None));
+    }
     let cuda_only = match input.ptx {
         Some(ptx) => cuda_only_reason(ptx, input.kernel_names).map_err(|reason| {
             Error::MalformedArtifact {
