@@ -107,7 +107,10 @@ fn chosen_block(global: &[u64]) -> Vec<u64> {
 
 /// The largest divisor of `n` (> 0) that is at most `limit` (>= 1).
 fn largest_divisor_at_most(n: u64, limit: u64) -> u64 {
-    (1..=limit.min(n)).rev().find(|d| n % d == 0).unwrap_or(1)
+    (1..=limit.min(n))
+        .rev()
+        .find(|&d| n.is_multiple_of(d))
+        .unwrap_or(1)
 }
 
 #[cfg(test)]
@@ -179,8 +182,8 @@ mod tests {
             let g = geo(&global, None);
             let items: u32 = g.block.iter().product();
             assert!(items as u64 <= CHOSEN_BLOCK_ITEMS, "{g:?}");
-            for d in 0..3 {
-                assert_eq!(g.grid[d] as u64 * g.block[d] as u64, global[d], "{g:?}");
+            for (d, &items) in global.iter().enumerate() {
+                assert_eq!(g.grid[d] as u64 * g.block[d] as u64, items, "{g:?}");
             }
         }
     }

@@ -265,7 +265,7 @@ impl CudaSession {
         let result = self.call(driver, f, inputs, &mut io);
         // Always wait, even after an error: the stream may still use `io`.
         let waited = self.synchronize().map_err(|e| exec_error(f, e));
-        let outputs = result.and_then(|()| waited).and_then(|()| {
+        let outputs = result.and(waited).and_then(|()| {
             f.outputs
                 .iter()
                 .zip(&io[inputs.len()..])
