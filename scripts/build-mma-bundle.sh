@@ -8,18 +8,19 @@
 #   OUT/models/TAG.inputN.npy, .expectedN.npy, MANIFEST
 #                                         inputs and fp32 reference outputs (as build-device-bundle.sh)
 #   OUT/tf32/NAME.so, OUT/fp16/NAME.so    those models and the benchmark products at each precision
+#   OUT/tf32-cuda/NAME.so                 the same in TF32 for the runtime's CUDA backend (--backend=cuda)
 #   OUT/fp32/NAME.so                      the benchmark products in fp32
 #   OUT/check-tf32-device.py              the checker, for a device whose checkout lacks it
 #
 # Usage: scripts/build-mma-bundle.sh [OUT]   (default .device-mma)
-# On the device: python3 OUT/check-tf32-device.py OUT --precision=tf32 --precision=fp16
+# On the device: python3 OUT/check-tf32-device.py OUT --precision=tf32 --precision=tf32-cuda --precision=fp16
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.device-mma}
 bin=target/debug
 LLVM_PREFIX=/usr/lib/llvm-22
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/models" "$out/tf32" "$out/fp16" "$out/fp32"
+mkdir -p "$out/bin" "$out/models" "$out/tf32" "$out/tf32-cuda" "$out/fp16" "$out/fp32"
 cp "$bin/tcc-run" "$bin/tcc-benchmark" "$out/bin/"
 cp scripts/check-tf32-device.py "$out/"
 : > "$out/models/MANIFEST"
@@ -37,6 +38,7 @@ for model in test/models/*.mlir; do
   for precision in tf32 fp16; do
     "$bin/tcc" compile "$model" --target=nvidia --precision=$precision -o "$out/$precision/$name.so"
   done
+  "$bin/tcc" compile "$model" --target=nvidia --precision=tf32 --backend=cuda -o "$out/tf32-cuda/$name.so"
   "$bin/tcc" compile "$model" --target=nvidia -o "$work/$name.so"
   meta=$("$bin/tcc-e2e-inputs" "$model" "$work/$name.so" "$out/models/$name")
   while read -r tag function num_inputs num_outputs abs rel; do
@@ -53,5 +55,6 @@ for name in sgemm_2048 sgemm_4096 dense_2048x1024x4096; do
   for precision in tf32 fp16 fp32; do
     "$bin/tcc" compile "$work/bench/$name.mlir" --target=nvidia --precision=$precision -o "$out/$precision/$name.so"
   done
+  "$bin/tcc" compile "$work/bench/$name.mlir" --target=nvidia --precision=tf32 --backend=cuda -o "$out/tf32-cuda/$name.so"
 done
 du -sh "$out"

@@ -129,8 +129,45 @@ def torch_bench(precision, name, m, k, n):
     return 2 * m * k * n / times[len(times) // 2] / 1e9
 
 
+def check_products(precision):
+    """The benchmark products on random inputs against float64 numpy (the
+    large products are the ones the 256x128 tile of tf32-cuda takes)."""
+    global failures
+    rng = np.random.default_rng(7)
+    for name, m, k, n in BENCH:
+        artifact = os.path.join(dev, precision, f"{name}.so")
+        if not os.path.exists(artifact):
+            continue
+        x = rng.uniform(-1, 1, (1, m, k)).astype(np.float32)
+        w = rng.uniform(-1, 1, (1, k, n)).astype(np.float32)
+        inputs = [x, w]
+        want = x[0].astype(np.float64) @ w[0].astype(np.float64)
+        if name.startswith("dense"):
+            bias = rng.uniform(-1, 1, (1, 1, n)).astype(np.float32)
+            inputs.append(bias)
+            want = np.maximum(want + bias[0].astype(np.float64), 0.0)
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [os.path.join(dev, "bin", "tcc-run"), artifact, "--verbose"] + backend(precision)
+            for i, value in enumerate(inputs):
+                np.save(f"{tmp}/in{i}.npy", value)
+                cmd.append(f"--input=@{tmp}/in{i}.npy")
+            cmd.append(f"--output=@{tmp}/out.npy")
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"FAIL {precision} {name}: {run.stderr.strip()[-300:]}")
+                failures += 1
+                continue
+            got = np.load(f"{tmp}/out.npy")[0].astype(np.float64)
+        error = np.linalg.norm((got - want).ravel()) / np.linalg.norm(want.ravel())
+        verdict = "PASS" if error <= LIMIT[precision] else "FAIL"
+        failures += verdict == "FAIL"
+        form = "PTX" if "kernels: PTX" in run.stderr else "OpenCL C"
+        print(f"{verdict} {precision} {name} (random inputs): kernels {form}, relative error vs float64 {error:.2e}")
+
+
 for precision in precisions:
     check_models(precision)
+    check_products(precision)
 print()
 print(f"{'case':<24} {'precision':<9} {'tcc TF/s':>9} {'cuBLAS TF/s':>12} {'ratio':>6}")
 for name, m, k, n in BENCH:
