@@ -99,7 +99,14 @@ fn every_pass_option_is_in_help_and_documented() {
     let options = registered_options();
     assert_eq!(
         options["tcc-configure-kernels"],
-        ["candidate", "large-tf32-tiles", "target", "templates", "tuning", "windows"],
+        [
+            "candidate",
+            "large-tf32-tiles",
+            "target",
+            "templates",
+            "tuning",
+            "windows"
+        ],
         "tcc-opt --help lists tcc-configure-kernels' options"
     );
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/passes.md"))

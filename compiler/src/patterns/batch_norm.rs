@@ -117,9 +117,121 @@ fn new_constant<'c>(
     builder.constant(attribute, ty)
 }
 
+/// The new weights and bias of a producer that absorbs `factors` (one per
+/// output channel) by `combine` (`name`: the folded op), or `None` where it
+/// cannot: weights or bias not constant, channels not matching, a shift
+/// into a matmul (no bias).
+struct Folded {
+    weights: Option<ConstTensor>,
+    bias: Option<ConstTensor>,
+}
+
+fn plan_fold(
+    producer: OperationRef,
+    kind: Producer,
+    name: &str,
+    combine: fn(f32, f32) -> f32,
+    factors: &[f32],
+) -> Option<Folded> {
+    if matches!(kind, Producer::Matmul) && name != "tosa.mul" {
+        return None;
+    }
+    let weights = ConstTensor::of_value(producer.operand(1).ok()?)?;
+    let channels = channel_count(kind, &weights)?;
+    if channels != factors.len() as i64 {
+        return None;
+    }
+    let scaled = match name {
+        "tosa.mul" => Some(scale_weights(kind, &weights, factors)?),
+        _ => None,
+    };
+    if matches!(kind, Producer::Matmul) {
+        return Some(Folded {
+            weights: scaled,
+            bias: None,
+        });
+    }
+    let bias = ConstTensor::of_value(producer.operand(2).ok()?)?.f32s()?;
+    if bias.len() != 1 && bias.len() != factors.len() {
+        return None;
+    }
+    let folded: Vec<f32> = (0..factors.len())
+        .map(|ch| combine(bias[if bias.len() == 1 { 0 } else { ch }], factors[ch]))
+        .collect();
+    Some(Folded {
+        weights: scaled,
+        bias: Some(ConstTensor::from_f32s(vec![channels], &folded)),
+    })
+}
+
+/// Gives `producer` the weights and bias of `folded`.
+fn apply_fold<'c>(
+    context: &'c Context,
+    producer: OperationRef<'c, 'c>,
+    folded: &Folded,
+) -> Result<(), PassError<'c>> {
+    let builder = TosaBuilder::before(context, producer)?;
+    let mut producer_mut = unsafe { OperationRefMut::from_raw(producer.to_raw()) };
+    for (index, value) in [(1, &folded.weights), (2, &folded.bias)] {
+        if let Some(value) = value {
+            let like = producer
+                .operand(index)
+                .map_err(|e| builder.error(e.to_string()))?;
+            let constant = new_constant(&builder, like, value)?;
+            producer_mut.set_operand(index, constant);
+        }
+    }
+    Ok(())
+}
+
+/// The producers a per-channel affine on `produced` (of the op's result
+/// type, used once) folds into, each with its first channel: the
+/// convolution or matmul producing it, or every input of a channel
+/// concatenation (`tosa.concat` along the last axis, used once) that is
+/// itself such a producer used only there: an ONNX grouped convolution,
+/// imported as one convolution per group and a concat.
+fn fold_targets<'c>(
+    produced: Value<'c, 'c>,
+) -> Option<Vec<(OperationRef<'c, 'c>, Producer, usize)>> {
+    if use_count(produced) != 1 {
+        return None;
+    }
+    let op = defining_op(produced)?;
+    if let Some(kind) = producer_kind(op) {
+        return Some(vec![(op, kind, 0)]);
+    }
+    let rank = StaticTensor::of(produced.r#type())?.rank();
+    if op_name(&op) != "tosa.concat" || !concat_along(op, rank - 1) {
+        return None;
+    }
+    let mut first = 0;
+    let mut targets = Vec::new();
+    for index in 0..op.operand_count() {
+        let input = op.operand(index).ok()?;
+        let producer = defining_op(input)?;
+        let kind = producer_kind(producer)?;
+        if use_count(input) != 1 {
+            return None;
+        }
+        targets.push((producer, kind, first));
+        first += *StaticTensor::of(input.r#type())?.shape.last()? as usize;
+    }
+    Some(targets)
+}
+
+/// Whether the `tosa.concat` `op` joins along dimension `axis`.
+fn concat_along(op: OperationRef, axis: usize) -> bool {
+    op.attribute("axis")
+        .ok()
+        .and_then(|a| melior::ir::attribute::IntegerAttribute::try_from(a).ok())
+        .is_some_and(|a| a.value() == axis as i64)
+}
+
 /// Folds `op` (a `tosa.mul`, `tosa.add` or `tosa.sub`) into the
-/// convolution or matmul producing one of its operands. Returns whether
-/// it rewrote.
+/// convolution or matmul producing one of its operands, or into every
+/// convolution of the channel concat producing it (a grouped
+/// convolution's groups, each taking its channels). Returns whether it
+/// rewrote.
 pub fn fold_into_producer<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
@@ -154,6 +266,9 @@ pub fn fold_into_producer<'c>(
     {
         return Ok(false);
     }
+    let Some(&channels) = tensor.shape.last() else {
+        return Ok(false);
+    };
     // The producer operand (either side for the commutative ops).
     let sides: &[(usize, usize)] = if name == "tosa.sub" {
         &[(0, 1)]
@@ -164,71 +279,73 @@ pub fn fold_into_producer<'c>(
         let (Ok(produced), Ok(constant)) = (op.operand(p), op.operand(c)) else {
             continue;
         };
-        let Some(producer) = defining_op(produced) else {
-            continue;
-        };
-        let Some(kind) = producer_kind(producer) else {
-            continue;
-        };
-        if use_count(produced) != 1 || produced.r#type() != result.r#type() {
+        if produced.r#type() != result.r#type() {
             continue;
         }
-        if matches!(kind, Producer::Matmul) && name != "tosa.mul" {
-            continue;
-        }
-        let Ok(weights_value) = producer.operand(1) else {
+        let Some(targets) = fold_targets(produced) else {
             continue;
         };
-        let Some(weights) = ConstTensor::of_value(weights_value) else {
-            continue;
-        };
-        let Some(channels) = channel_count(kind, &weights) else {
-            continue;
-        };
-        if tensor.shape.last() != Some(&channels) {
-            continue;
-        }
         let Some(factors) = per_channel(constant, tensor.rank(), channels) else {
             continue;
         };
-        let builder = TosaBuilder::before(context, producer)?;
-        let mut producer_mut = unsafe { OperationRefMut::from_raw(producer.to_raw()) };
-        if !matches!(kind, Producer::Matmul) {
-            let Ok(bias_value) = producer.operand(2) else {
-                continue;
-            };
-            let Some(bias) = ConstTensor::of_value(bias_value) else {
-                continue;
-            };
-            let Some(bias) = bias.f32s() else { continue };
-            if bias.len() != 1 && bias.len() != channels as usize {
-                continue;
-            }
-            let folded: Vec<f32> = (0..channels as usize)
-                .map(|ch| combine(bias[if bias.len() == 1 { 0 } else { ch }], factors[ch]))
-                .collect();
-            if name == "tosa.mul" {
-                let Some(scaled) = scale_weights(kind, &weights, &factors) else {
-                    continue;
-                };
-                let w = new_constant(&builder, weights_value, &scaled)?;
-                producer_mut.set_operand(1, w);
-            }
-            let b = new_constant(
-                &builder,
-                bias_value,
-                &ConstTensor::from_f32s(vec![channels], &folded),
-            )?;
-            producer_mut.set_operand(2, b);
-        } else {
-            let Some(scaled) = scale_weights(kind, &weights, &factors) else {
-                continue;
-            };
-            let w = new_constant(&builder, weights_value, &scaled)?;
-            producer_mut.set_operand(1, w);
+        // Every target must fold before any is changed.
+        let plans: Option<Vec<Folded>> = targets
+            .iter()
+            .enumerate()
+            .map(|(i, &(producer, kind, first))| {
+                let end = targets.get(i + 1).map_or(factors.len(), |t| t.2);
+                plan_fold(producer, kind, &name, combine, factors.get(first..end)?)
+            })
+            .collect();
+        let Some(plans) = plans else { continue };
+        for ((producer, _, _), plan) in targets.iter().zip(&plans) {
+            apply_fold(context, *producer, plan)?;
         }
         crate::ir::util::replace_and_erase(op, result, produced);
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Moves a `tosa.clamp` (an activation) after a channel concat of
+/// convolutions or matmuls into the concat's inputs, `clamp(concat(x,
+/// ...)) = concat(clamp(x), ...)`, so that it becomes each producer's
+/// epilogue instead of a kernel of its own: after a grouped convolution
+/// whose BatchNorm folded into its groups, the ReLU is what remains.
+/// Returns whether it rewrote.
+pub fn sink_clamp_into_concat<'c>(
+    context: &'c Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    if op_name(&op) != "tosa.clamp" || op.operand_count() != 1 || op.result_count() != 1 {
+        return Ok(false);
+    }
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(0)) else {
+        return Ok(false);
+    };
+    let result: Value = result.into();
+    let Some(concat) = defining_op(input) else {
+        return Ok(false);
+    };
+    if input.r#type() != result.r#type()
+        || fold_targets(input).is_none_or(|t| t.len() < 2)
+        || op_name(&concat) != "tosa.concat"
+    {
+        return Ok(false);
+    }
+    let attributes: Vec<(&str, melior::ir::Attribute)> = ["min_val", "max_val", "nan_mode"]
+        .into_iter()
+        .filter_map(|name| Some((name, op.attribute(name).ok()?)))
+        .collect();
+    let builder = TosaBuilder::before(context, concat)?;
+    let mut concat_mut = unsafe { OperationRefMut::from_raw(concat.to_raw()) };
+    for index in 0..concat.operand_count() {
+        let part = concat
+            .operand(index)
+            .map_err(|e| builder.error(e.to_string()))?;
+        let clamped = builder.insert("tosa.clamp", &[part], part.r#type(), &attributes)?;
+        concat_mut.set_operand(index, clamped);
+    }
+    crate::ir::util::replace_and_erase(op, result, input);
+    Ok(true)
 }
