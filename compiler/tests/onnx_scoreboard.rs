@@ -21,24 +21,43 @@ fn repo(path: &str) -> PathBuf {
 }
 
 /// The onnx package's backend test data: TCC_ONNX_DATA, else found
-/// through `python3 -c "import onnx"`.
-fn onnx_data() -> Option<PathBuf> {
+/// through `python3 -c "import onnx"` (tried three times: under the
+/// parallel test load of CI, one start of python3 through pyenv's shim
+/// once failed), or why not.
+fn onnx_data() -> Result<PathBuf, String> {
     if let Ok(dir) = std::env::var("TCC_ONNX_DATA") {
-        return Some(PathBuf::from(dir));
+        return Ok(PathBuf::from(dir));
     }
-    let output = Command::new("python3")
-        .args([
-            "-c",
-            "import onnx, os; print(os.path.dirname(onnx.__file__))",
-        ])
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
+    let mut why = String::new();
+    for _ in 0..3 {
+        let output = match Command::new("python3")
+            .args([
+                "-c",
+                "import onnx, os; print(os.path.dirname(onnx.__file__))",
+            ])
+            .output()
+        {
+            Ok(output) => output,
+            Err(e) => {
+                why = format!("cannot run python3: {e}");
+                continue;
+            }
+        };
+        if !output.status.success() {
+            why = format!(
+                "python3 -c 'import onnx' failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+            continue;
+        }
+        let dir =
+            PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("backend/test/data");
+        return match dir.is_dir() {
+            true => Ok(dir),
+            false => Err(format!("{} is not a directory", dir.display())),
+        };
     }
-    let dir =
-        PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("backend/test/data");
-    dir.is_dir().then_some(dir)
+    Err(why)
 }
 
 /// Reports every case to the summary (a pass, a failure, or a skip with
@@ -77,9 +96,11 @@ fn check(test: &str, outcomes: &BTreeMap<String, Outcome>) {
 fn backend_cases() -> Vec<PathBuf> {
     // `make deps` installs the onnx package: its absence is a failure, not
     // a skip.
-    let data = onnx_data().expect(
-        "the ONNX backend test data is missing: run `make deps` (installs the onnx PyPI package) or set TCC_ONNX_DATA",
-    );
+    let data = onnx_data().unwrap_or_else(|why| {
+        panic!(
+            "the ONNX backend test data is missing ({why}): run `make deps` (installs the onnx PyPI package) or set TCC_ONNX_DATA"
+        )
+    });
     scoreboard::find_cases(&[
         data.join("pytorch-converted"),
         data.join("pytorch-operator"),
