@@ -201,6 +201,74 @@ pub type TccMetadataV1Fn = unsafe extern "C" fn() -> *const c_char;
 /// The optional metadata symbol.
 pub const METADATA_SYMBOL: &[u8] = tcc_abi::METADATA_SYMBOL.as_bytes();
 
+/// A `launch` callback's sizes and arguments, read from its pointers once
+/// checked as the ABI requires (the same checks and messages on every
+/// backend): 1 to 3 dimensions, a global size, `expected_args` arguments
+/// (what the kernel declares) and their array when there are any. A local
+/// size of all zeros is none (the runtime chooses).
+pub(crate) struct LaunchArgs<'a> {
+    pub global: &'a [u64],
+    pub local: Option<&'a [u64]>,
+    pub args: &'a [TccArg],
+}
+
+/// Reads a `launch` callback's pointers for kernel `name`.
+///
+/// # Safety
+/// Non-null `global`, `local` and `args` must point at `dims`, `dims` and
+/// `num_args` entries, as the ABI says; `dims` is checked first.
+pub(crate) unsafe fn launch_args<'a>(
+    name: &str,
+    dims: u32,
+    global: *const u64,
+    local: *const u64,
+    num_args: u32,
+    args: *const TccArg,
+    expected_args: usize,
+) -> crate::Result<LaunchArgs<'a>> {
+    use crate::Error;
+    if !(1..=3).contains(&dims) {
+        return Err(Error::InvalidInput(format!(
+            "kernel `{name}`: dims must be 1, 2 or 3, got {dims}"
+        )));
+    }
+    if global.is_null() {
+        return Err(Error::InvalidInput(format!(
+            "kernel `{name}`: global size is NULL"
+        )));
+    }
+    if num_args as usize != expected_args {
+        return Err(Error::InvalidInput(format!(
+            "kernel `{name}` takes {expected_args} arguments, launch passed {num_args}"
+        )));
+    }
+    if num_args > 0 && args.is_null() {
+        return Err(Error::InvalidInput(format!(
+            "kernel `{name}`: args is NULL"
+        )));
+    }
+    // SAFETY: non-null, `dims` entries per the ABI (the caller's promise).
+    let global = unsafe { std::slice::from_raw_parts(global, dims as usize) };
+    let local = if local.is_null() {
+        None
+    } else {
+        // SAFETY: as above.
+        let l = unsafe { std::slice::from_raw_parts(local, dims as usize) };
+        l.iter().any(|&x| x != 0).then_some(l)
+    };
+    let args: &[TccArg] = if num_args == 0 {
+        &[]
+    } else {
+        // SAFETY: non-null, `num_args` entries per the ABI.
+        unsafe { std::slice::from_raw_parts(args, num_args as usize) }
+    };
+    Ok(LaunchArgs {
+        global,
+        local,
+        args,
+    })
+}
+
 /// `(type name, field name, offset)` for every field, plus `(type, "sizeof",
 /// size)`, in a fixed order; the `abi_layout` test compares this list with
 /// the same list computed by a C compiler from the header.

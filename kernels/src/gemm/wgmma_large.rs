@@ -141,12 +141,10 @@ impl WgmmaLarge {
     }
 
     /// C expressions for the tile row of `acc` row `wm` and the tile
-    /// column of `acc` column `wn`.
+    /// column of `acc` column `wn`: the 48 KiB body's fragment layout (this
+    /// body names its work-item's first column `wg_col` too).
     pub(super) fn offsets() -> (String, String) {
-        (
-            "(8 * (wm / 2) + 2 * tig + wm % 2)".to_string(),
-            "(wg_col + wn)".to_string(),
-        )
+        super::wgmma::Wgmma::offsets()
     }
 
     pub(super) fn description() -> String {

@@ -243,42 +243,12 @@ impl CudaCall<'_> {
             ))
         })?;
         let name = &k.name;
-        if !(1..=3).contains(&dims) {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}`: dims must be 1, 2 or 3, got {dims}"
-            )));
-        }
-        if global.is_null() {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}`: global size is NULL"
-            )));
-        }
-        if num_args as usize != k.params.len() {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}` takes {} arguments, launch passed {num_args}",
-                k.params.len()
-            )));
-        }
-        if num_args > 0 && args.is_null() {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}`: args is NULL"
-            )));
-        }
-        // SAFETY: non-null, `dims` entries per the ABI.
-        let global = unsafe { std::slice::from_raw_parts(global, dims as usize) };
-        let local = if local.is_null() {
-            None
-        } else {
-            // SAFETY: as above.
-            let l = unsafe { std::slice::from_raw_parts(local, dims as usize) };
-            l.iter().any(|&x| x != 0).then_some(l)
-        };
-        // SAFETY: non-null (or empty), `num_args` entries per the ABI.
-        let args: &[TccArg] = if num_args == 0 {
-            &[]
-        } else {
-            unsafe { std::slice::from_raw_parts(args, num_args as usize) }
-        };
+        // SAFETY: the artifact passes pointers as the ABI says.
+        let abi::LaunchArgs {
+            global,
+            local,
+            args,
+        } = unsafe { abi::launch_args(name, dims, global, local, num_args, args, k.params.len())? };
         // One 8-byte slot per argument, its value in the first bytes.
         let mut slots: Vec<u64> = Vec::with_capacity(args.len());
         for (i, (a, &size)) in args.iter().zip(&k.params).enumerate() {

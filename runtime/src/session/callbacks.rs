@@ -363,48 +363,28 @@ impl CallContext<'_> {
                 opencl3::error_codes::ClError(opencl3::error_codes::CL_INVALID_COMMAND_QUEUE),
             ));
         }
-        if !(1..=3).contains(&dims) {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}`: dims must be 1, 2 or 3, got {dims}"
-            )));
-        }
-        if global.is_null() {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}`: global size is NULL"
-            )));
-        }
-        if num_args != slot.num_args {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}` takes {} arguments, launch passed {num_args}",
-                slot.num_args
-            )));
-        }
-        if num_args > 0 && args.is_null() {
-            return Err(Error::InvalidInput(format!(
-                "kernel `{name}`: args is NULL"
-            )));
-        }
-        // SAFETY: non-null, `dims` entries per the ABI.
-        let global: Vec<usize> = unsafe { std::slice::from_raw_parts(global, dims as usize) }
+        // SAFETY: the artifact passes pointers as the ABI says.
+        let launch = unsafe {
+            abi::launch_args(
+                name,
+                dims,
+                global,
+                local,
+                num_args,
+                args,
+                slot.num_args as usize,
+            )?
+        };
+        let args = launch.args;
+        let global: Vec<usize> = launch
+            .global
             .iter()
             .map(|&g| to_usize(g, "global size"))
             .collect::<Result<_>>()?;
-        let local: Option<Vec<usize>> = if local.is_null() {
-            None
-        } else {
-            // SAFETY: as above.
-            let l: Vec<usize> = unsafe { std::slice::from_raw_parts(local, dims as usize) }
-                .iter()
-                .map(|&g| to_usize(g, "local size"))
-                .collect::<Result<_>>()?;
-            (l.iter().any(|&x| x != 0)).then_some(l)
-        };
-        // SAFETY: non-null (or empty), `num_args` entries per the ABI.
-        let args: &[TccArg] = if num_args == 0 {
-            &[]
-        } else {
-            unsafe { std::slice::from_raw_parts(args, num_args as usize) }
-        };
+        let local: Option<Vec<usize>> = launch
+            .local
+            .map(|l| l.iter().map(|&x| to_usize(x, "local size")).collect())
+            .transpose()?;
         for (i, a) in args.iter().enumerate() {
             let i = i as u32;
             // SAFETY: the union member read is the one `kind` names; every
