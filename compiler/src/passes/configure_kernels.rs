@@ -175,14 +175,32 @@ impl ConfigureOptions {
             .tuning
             .as_ref()
             .and_then(|record| record.lookup(target, kind, [batch, m, n, k]));
-        if tuned.is_some() {
-            return tuned;
-        }
-        let table = match computed_a {
+        tuned.or_else(|| match computed_a {
             true => target.gemm_config_computed_a(batch, m, n, k),
             false => target.gemm_config(batch, m, n, k),
-        };
+        })
+    }
+
+    /// [`ConfigureOptions::gemm_config`] for a product of float operands:
+    /// with `large-tf32-tiles`, a matmul the nvidia table gives 128x128
+    /// takes the large wgmma body's 256x128 where its sizes divide (a
+    /// tuning record or forced candidate still wins).
+    fn float_gemm_config(
+        &self,
+        target: Target,
+        kind: &str,
+        shape: &GemmShape,
+        computed_a: bool,
+    ) -> Option<GemmConfig> {
+        let table = self.gemm_config(target, kind, shape, computed_a);
+        let chosen = self.candidate.is_some()
+            || self.tuning.as_ref().is_some_and(|record| {
+                record
+                    .lookup(target, kind, [shape.batch, shape.m, shape.n, shape.k])
+                    .is_some()
+            });
         if self.large_tf32_tiles
+            && !chosen
             && target == Target::Nvidia
             && kind == KernelKind::Matmul.name()
             && table.is_some_and(|c| (c.tile_m, c.tile_n, c.split_k) == (128, 128, 1))
@@ -207,7 +225,8 @@ impl ConfigureOptions {
         if self.templates
             && let Some(shape) = gemm_shape(op)
             && float_operands(op)
-            && let Some(config) = self.gemm_config(target, kind, &shape, producer_arithmetic(op))
+            && let Some(config) =
+                self.float_gemm_config(target, kind, &shape, producer_arithmetic(op))
         {
             return KernelStrategy::Gemm { config, shape };
         }
