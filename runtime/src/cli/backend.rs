@@ -25,7 +25,9 @@ pub fn backend_flag_or_env(flag: Option<&str>) -> Result<Option<Backend>> {
 
 /// The backend a tool runs `model` on: `--backend`, else `TCC_BACKEND`,
 /// else CUDA for an artifact whose PTX needs CUDA dynamic shared memory
-/// (said in one line on stderr), else OpenCL.
+/// where the CUDA driver and a device are there (said in one line on
+/// stderr; without them, OpenCL runs the artifact's OpenCL C, also said),
+/// else OpenCL.
 pub fn choose_backend(tool: &str, flag: Option<&str>, model: &Model) -> Result<Backend> {
     if let Some(backend) = backend_flag_or_env(flag)? {
         return Ok(backend);
@@ -34,13 +36,30 @@ pub fn choose_backend(tool: &str, flag: Option<&str>, model: &Model) -> Result<B
     let Some(largest) = needs.iter().max_by_key(|d| d.bytes) else {
         return Ok(Backend::OpenCl);
     };
-    eprintln!(
-        "{tool}: using the CUDA backend: {}'s kernel {} takes {:.1} KiB of CUDA dynamic shared memory, more than OpenCL gives (--backend=opencl runs its OpenCL C instead)",
+    let need = format!(
+        "{}'s kernel {} takes {:.1} KiB of CUDA dynamic shared memory",
         model.path().display(),
         largest.kernel,
         largest.bytes as f64 / 1024.0
     );
-    Ok(Backend::Cuda)
+    match cuda::list_cuda_devices() {
+        Ok(devices) if !devices.is_empty() => {
+            eprintln!(
+                "{tool}: using the CUDA backend: {need}, more than OpenCL gives (--backend=opencl runs its OpenCL C instead)"
+            );
+            Ok(Backend::Cuda)
+        }
+        unavailable => {
+            let why = match unavailable {
+                Err(e) => e.to_string().lines().next().unwrap_or_default().to_string(),
+                Ok(_) => "no CUDA device".to_string(),
+            };
+            eprintln!(
+                "{tool}: {need}, but the CUDA backend is unavailable ({why}): running its OpenCL C through OpenCL"
+            );
+            Ok(Backend::OpenCl)
+        }
+    }
 }
 
 /// The CUDA device ordinal of a tool's `--device` (else `TCC_DEVICE`),
