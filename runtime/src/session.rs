@@ -142,16 +142,13 @@ pub struct Session {
     profile: Vec<KernelProfile>,
     /// Output blocks the caller handed back ([`Session::recycle`]), reused
     /// by later calls instead of fresh memory.
-    pub(crate) spare_outputs: Vec<HostBytes>,
+    pub(crate) spare_outputs: crate::host_bytes::SpareOutputs,
     /// Asynchronous calls in flight and their reusable device buffers
     /// (`Session::submit`, in `async_call`).
     pub(crate) calls: crate::async_call::SessionCalls,
     // Kept alive while kernels exist (kernels also retain it).
     _program: Option<Arc<Program>>,
 }
-
-/// The most recycled output blocks a session keeps.
-const MAX_SPARE_OUTPUTS: usize = 16;
 
 impl Session {
     pub(crate) fn new(rt: &Runtime, model: &Model) -> Result<Self> {
@@ -194,7 +191,7 @@ impl Session {
             zero_constants: art.constants.iter().map(|_| None).collect(),
             pending: Vec::new(),
             profile,
-            spare_outputs: Vec::new(),
+            spare_outputs: Default::default(),
             calls: crate::async_call::SessionCalls::default(),
             _program: program,
         })

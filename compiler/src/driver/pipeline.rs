@@ -25,37 +25,26 @@ pub fn metadata_json(
     tuning: Option<&crate::config::tuning::TuningRecord>,
 ) -> String {
     let stats = crate::driver::stats::collect(&compiled.module);
+    // Whether the PTX asks for CUDA dynamic local memory (only sm_90a PTX
+    // of --backend=cuda compiles the bodies that do).
+    let dynamic_local_ptx = compiled
+        .ptx
+        .as_deref()
+        .is_some_and(|p| p.contains(ptx::DYNAMIC_LOCAL_COMMENT));
     let kernels: Vec<serde_json::Value> = stats
         .kernels
         .iter()
-        .enumerate()
-        .map(|(i, (name, kind, size))| {
-            let flops = compiled
-                .program
-                .kernels
-                .iter()
-                .find(|k| &k.name == name)
-                .map_or(0, |k| k.flops);
-            let _ = i;
+        .map(|(name, kind, size)| {
+            let info = compiled.program.kernels.iter().find(|k| &k.name == name);
             let mut kernel = serde_json::json!({
                 "name": name,
                 "kind": kind,
                 "workgroup_size": size,
-                "flops": flops,
+                "flops": info.map_or(0, |k| k.flops),
             });
-            // CUDA dynamic local memory its PTX needs (--backend=cuda).
-            if let Some(bytes) = compiled
-                .program
-                .kernels
-                .iter()
-                .find(|k| &k.name == name)
+            if let Some(bytes) = info
                 .and_then(|k| k.dynamic_local_bytes)
-                .filter(|_| {
-                    compiled
-                        .ptx
-                        .as_deref()
-                        .is_some_and(|p| p.contains(ptx::DYNAMIC_LOCAL_COMMENT))
-                })
+                .filter(|_| dynamic_local_ptx)
             {
                 kernel["dynamic_local_bytes"] = serde_json::json!(bytes);
             }

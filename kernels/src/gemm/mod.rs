@@ -367,28 +367,26 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let mma = spec
         .tensor_cores
         .and_then(|precision| Layout::mma(&c, precision));
-    const SM90A: &str = "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-    match mma {
-        // The large tile in CUDA's dynamic local memory (sm_90a).
-        _ if WgmmaLarge::applies(spec) => Ok(format!(
-            "{SM90A}{}{}#else\n{fma}#endif\n",
-            gemm_kernel_with(spec, Layout::WgmmaLarge)?,
-            match mma {
-                Some(mma) => format!("#elif defined(TCC_PTX)\n{}", gemm_kernel_with(spec, mma)?),
-                None => String::new(),
-            }
+    // Hopper's wgmma (sm_90a, whose macro clang defines): the large tile
+    // in CUDA's dynamic local memory, or the 48 KiB body beside mma.sync.
+    let wgmma = if WgmmaLarge::applies(spec) {
+        Some(Layout::WgmmaLarge)
+    } else if mma.is_some() && Wgmma::applies(spec) {
+        Some(Layout::Wgmma)
+    } else {
+        None
+    };
+    let mma = mma.map(|mma| gemm_kernel_with(spec, mma)).transpose()?;
+    match (wgmma, mma) {
+        (Some(wgmma), mma) => Ok(format!(
+            "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n{}{}#else\n{fma}#endif\n",
+            gemm_kernel_with(spec, wgmma)?,
+            mma.map_or(String::new(), |mma| format!(
+                "#elif defined(TCC_PTX)\n{mma}"
+            ))
         )),
-        // sm_90a (clang defines the macro for it): Hopper's wgmma.
-        Some(mma) if Wgmma::applies(spec) => Ok(format!(
-            "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n{}#elif defined(TCC_PTX)\n{}#else\n{fma}#endif\n",
-            gemm_kernel_with(spec, Layout::Wgmma)?,
-            gemm_kernel_with(spec, mma)?
-        )),
-        Some(mma) => Ok(format!(
-            "#ifdef TCC_PTX\n{}#else\n{fma}#endif\n",
-            gemm_kernel_with(spec, mma)?
-        )),
-        None => Ok(fma),
+        (None, Some(mma)) => Ok(format!("#ifdef TCC_PTX\n{mma}#else\n{fma}#endif\n")),
+        (None, None) => Ok(fma),
     }
 }
 

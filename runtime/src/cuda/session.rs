@@ -19,16 +19,13 @@ use super::ptx::{dynamic_local_markers, entry_parameters};
 use super::{CudaRuntime, DynamicLocal};
 use crate::buffer_pool::PoolStats;
 use crate::error::{Error, Result};
-use crate::host_bytes::HostBytes;
+use crate::host_bytes::{HostBytes, SpareOutputs};
 use crate::session::{KernelProfile, exec_error};
 use crate::tensor::HostTensor;
 use crate::{FunctionInfo, Model};
 
 /// Bytes of ptxas's error log kept when the driver rejects the PTX.
 const JIT_LOG_BYTES: usize = 64 * 1024;
-
-/// The most recycled output blocks a session keeps (as on OpenCL).
-const MAX_SPARE_OUTPUTS: usize = 16;
 
 /// One of the artifact's kernels, as `launch` finds it by index.
 pub(super) struct CudaKernel {
@@ -61,7 +58,7 @@ pub struct CudaSession {
     profile: Vec<KernelProfile>,
     /// The session's handle counter (see `handles`).
     pub(super) next_handle: u64,
-    spare_outputs: Vec<HostBytes>,
+    spare_outputs: SpareOutputs,
     load_seconds: f64,
 }
 
@@ -113,7 +110,7 @@ impl CudaSession {
                 })
                 .collect(),
             next_handle: 0,
-            spare_outputs: Vec::new(),
+            spare_outputs: SpareOutputs::default(),
             load_seconds: 0.0,
         };
         if !art.kernel_names.is_empty() {
@@ -344,23 +341,13 @@ impl CudaSession {
 
     /// A block for an output of `size` bytes (a recycled one when there is).
     fn output_block(&mut self, size: usize) -> HostBytes {
-        match self.spare_outputs.iter().position(|b| b.len() == size) {
-            Some(index) => self.spare_outputs.swap_remove(index),
-            None => HostBytes::zeroed(size),
-        }
+        self.spare_outputs.take(size)
     }
 
     /// Hands outputs of an earlier call back for later calls to write into
     /// (see `Session::recycle`).
     pub fn recycle(&mut self, outputs: Vec<HostTensor>) {
-        for tensor in outputs {
-            if self.spare_outputs.len() < MAX_SPARE_OUTPUTS
-                && tensor.bytes.is_runtime_allocated()
-                && !tensor.bytes.is_empty()
-            {
-                self.spare_outputs.push(tensor.bytes);
-            }
-        }
+        self.spare_outputs.recycle(outputs)
     }
 
     /// Calls `function` once on zero inputs; returns the call's seconds.

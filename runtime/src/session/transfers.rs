@@ -18,7 +18,7 @@ use opencl3::memory::{
 };
 use opencl3::types::{CL_FALSE, CL_TRUE, cl_event, cl_mem};
 
-use super::{MAX_SPARE_OUTPUTS, Session, exec_error};
+use super::{Session, exec_error};
 use crate::buffer_pool::PoolBuffer;
 use crate::device::HostIo;
 use crate::error::{Error, Result};
@@ -162,15 +162,9 @@ impl Session {
             .collect()
     }
 
-    /// A block for an output of `size` bytes. Every byte of an output is
-    /// written by the call, so a recycled block of the same size serves as
-    /// well as fresh zeroed memory (and its pages are already mapped: a
-    /// fresh 8 MiB block costs 2048 page faults on its first write).
+    /// A block for an output of `size` bytes (see `host_bytes::SpareOutputs`).
     pub(crate) fn output_block(&mut self, size: usize) -> HostBytes {
-        match self.spare_outputs.iter().position(|b| b.len() == size) {
-            Some(index) => self.spare_outputs.swap_remove(index),
-            None => HostBytes::zeroed(size),
-        }
+        self.spare_outputs.take(size)
     }
 
     /// Hands outputs of an earlier call back for later calls to write
@@ -178,14 +172,7 @@ impl Session {
     /// runtime allocated are kept, up to a few, and taken by the next
     /// calls' outputs of the same size instead of fresh memory.
     pub fn recycle(&mut self, outputs: Vec<HostTensor>) {
-        for tensor in outputs {
-            if self.spare_outputs.len() < MAX_SPARE_OUTPUTS
-                && tensor.bytes.is_runtime_allocated()
-                && !tensor.bytes.is_empty()
-            {
-                self.spare_outputs.push(tensor.bytes);
-            }
-        }
+        self.spare_outputs.recycle(outputs)
     }
 }
 
