@@ -144,17 +144,15 @@ enum Plan<'a> {
 /// than 48 KiB of local memory on NVIDIA, so `Auto` builds the portable
 /// form (with a note) and `Ptx` is refused.
 fn plan<'a>(input: &PlanInput<'a>) -> Result<Plan<'a>> {
-    if input.format == KernelFormat::OpenClC {
-        return Ok(Plan::Portable(None));
-    }
-    let cuda_only = match input.ptx {
-        Some(ptx) => cuda_only_reason(ptx, input.kernel_names).map_err(|reason| {
+    // The markers are read only where the PTX might be built.
+    let cuda_only = match (input.format, input.ptx) {
+        (KernelFormat::OpenClC, _) | (_, None) => None,
+        (_, Some(ptx)) => cuda_only_reason(ptx, input.kernel_names).map_err(|reason| {
             Error::MalformedArtifact {
                 path: input.path.to_path_buf(),
                 reason,
             }
         })?,
-        None => None,
     };
     Ok(match (input.format, input.ptx) {
         (KernelFormat::OpenClC, _) => Plan::Portable(None),
