@@ -208,13 +208,13 @@ def time_cases(args):
                 rows.append(row)
         del model
     print()
-    print("| model | batch | precision | tcc device ms | tcc e2e ms | torch eager ms | torch.compile ms | tcc / torch.compile | rel. error vs onnxruntime fp32 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | batch | precision | launches | tcc device ms | tcc e2e ms (CUDA graph) | tcc e2e ms (no graph) | torch eager ms | torch.compile ms | tcc device / torch.compile | rel. error vs onnxruntime fp32 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         def f(key, fmt="{:.3f}"):
             return fmt.format(r[key]) if isinstance(r.get(key), float) else str(r.get(key, "—"))
-        print(f"| {r['model']} | {r['batch']} | {r['precision']} | {f('tcc_device_ms')} | {f('tcc_e2e_ms')} | "
-              f"{f('torch_eager_ms')} | {f('torch_compile_ms')} | {f('tcc_over_compile', '{:.2f}')} | {f('tcc_rel_error', '{:.1e}')} |")
+        print(f"| {r['model']} | {r['batch']} | {r['precision']} | {r.get('tcc_launches', '—')} | {f('tcc_device_ms')} | {f('tcc_e2e_ms')} | "
+              f"{f('tcc_e2e_no_graph_ms')} | {f('torch_eager_ms')} | {f('torch_compile_ms')} | {f('tcc_over_compile', '{:.2f}')} | {f('tcc_rel_error', '{:.1e}')} |")
 
 
 def run_tcc(bundle, case, models, name, batch, reference):
@@ -235,6 +235,15 @@ def run_tcc(bundle, case, models, name, batch, reference):
     result["tcc_device_ms"] = report["device_ms_per_call"]
     result["tcc_e2e_ms"] = report["latency_ms"]["median"]
     result["tcc_kernels"] = len(report["kernels"])
+    result["tcc_launches"] = sum(k["calls"] for k in report["kernels"]) // 50
+    result["tcc_cuda_graphs"] = report.get("cuda_graphs", {}).get("recorded")
+    # The same calls with every kernel launched by the host (no CUDA graph).
+    direct = subprocess.run(
+        [os.path.join(binary, "tcc-benchmark"), artifact, "--backend=cuda", "--warmup=5", "--iterations=50", "--json", *inputs],
+        capture_output=True, text=True, env=dict(env, TCC_CUDA_GRAPHS="0"),
+    )
+    if direct.returncode == 0:
+        result["tcc_e2e_no_graph_ms"] = json.loads(direct.stdout)["latency_ms"]["median"]
     if reference is not None:
         out = os.path.join(tempfile.mkdtemp(), "out.npy")
         run = subprocess.run(
