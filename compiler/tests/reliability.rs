@@ -544,3 +544,167 @@ fn a_file_ending_in_an_identifier_is_parsed_within_its_bytes() {
         .unwrap();
     assert_rejected(&output, &["cut.mlir:2:1: error:", "func.funl"]);
 }
+
+// Issue 38, items 2 and 3: ONNX external data is data in the model's
+// directory. A location that resolves (through a symlink to a file or a
+// directory) outside it was read; a FIFO hung the import forever; 64
+// bytes of data for a 16-byte tensor without a `length` were accepted.
+
+/// test/onnx/models/external_data (w: 16x8 f32 at 0, b: 8 f32 at 512 of
+/// weights.bin) copied to `dir`, with `b`'s external data entries replaced
+/// by `entries`.
+fn external_data_variant(dir: &Path, entries: &[(&str, &str)]) -> PathBuf {
+    use prost::Message;
+    use tcc_compiler::front::onnx::proto::{ModelProto, StringStringEntryProto};
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/onnx/models/external_data");
+    let mut model = ModelProto::decode(&*std::fs::read(source.join("model.onnx")).unwrap()).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    let b = graph
+        .initializer
+        .iter_mut()
+        .find(|t| t.name == "b")
+        .unwrap();
+    b.external_data = entries
+        .iter()
+        .map(|(key, value)| StringStringEntryProto {
+            key: key.to_string(),
+            value: value.to_string(),
+        })
+        .collect();
+    std::fs::copy(source.join("weights.bin"), dir.join("weights.bin")).unwrap();
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap();
+    path
+}
+
+/// Runs `tcc import MODEL`, killing it after 60 s (a hang is a failure).
+fn import_with_deadline(model: &Path) -> Output {
+    let child = tcc()
+        .arg("import")
+        .arg(model)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id();
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if wait
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            unsafe { libc::kill(id as i32, libc::SIGKILL) };
+        }
+    });
+    let output = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    assert!(
+        output.status.code().is_some(),
+        "tcc import {} hung (killed after 60 s)",
+        model.display()
+    );
+    output
+}
+
+#[test]
+fn external_data_stays_inside_the_model_directory() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.bin"), [0x41u8; 32]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "link.bin"), ("offset", "0"), ("length", "32")],
+    );
+    // A link to a file outside the directory.
+    std::os::unix::fs::symlink(outside.path().join("secret.bin"), dir.path().join("link.bin"))
+        .unwrap();
+    let output = import_with_deadline(&model);
+    assert_rejected(&output, &["'b'", "outside the model's directory"]);
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("41414141"));
+    // A link to a directory outside it.
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "d/secret.bin"), ("offset", "0"), ("length", "32")],
+    );
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("d")).unwrap();
+    assert_rejected(
+        &import_with_deadline(&model),
+        &["outside the model's directory"],
+    );
+    // A link to /etc/passwd-like system files, and a link that loops back
+    // out through `..` once resolved.
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "sys.bin"), ("offset", "0"), ("length", "32")],
+    );
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("sys.bin")).unwrap();
+    assert_rejected(
+        &import_with_deadline(&model),
+        &["outside the model's directory"],
+    );
+    // A link that stays inside is followed: the same weights as the file.
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "inside.bin"), ("offset", "512"), ("length", "32")],
+    );
+    std::os::unix::fs::symlink("weights.bin", dir.path().join("inside.bin")).unwrap();
+    let output = import_with_deadline(&model);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let original = import_with_deadline(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/onnx/models/external_data/model.onnx"),
+    );
+    assert_eq!(output.stdout, original.stdout);
+}
+
+#[test]
+fn external_data_must_be_a_regular_file_of_the_declared_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // A FIFO: refused at once, never waited on.
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "pipe"), ("offset", "0"), ("length", "32")],
+    );
+    assert!(
+        Command::new("mkfifo")
+            .arg(dir.path().join("pipe"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_rejected(&import_with_deadline(&model), &["'b'", "is a FIFO"]);
+    // A directory inside the model's directory.
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let model = external_data_variant(dir.path(), &[("location", "sub")]);
+    assert_rejected(&import_with_deadline(&model), &["is a directory"]);
+    // 64 bytes for a 32-byte tensor, no `length`: the data would run to the
+    // end of the file.
+    std::fs::write(dir.path().join("long.bin"), [0u8; 64]).unwrap();
+    let model = external_data_variant(dir.path(), &[("location", "long.bin")]);
+    assert_rejected(
+        &import_with_deadline(&model),
+        &["holds 64 bytes after offset 0 but the tensor needs 32"],
+    );
+    // The same file with the right `length` is fine, and so is the file's
+    // tail without one.
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "long.bin"), ("length", "32")],
+    );
+    let output = import_with_deadline(&model);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "long.bin"), ("offset", "32")],
+    );
+    let output = import_with_deadline(&model);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // A declared length that is not the tensor's.
+    let model = external_data_variant(
+        dir.path(),
+        &[("location", "long.bin"), ("length", "16")],
+    );
+    assert_rejected(
+        &import_with_deadline(&model),
+        &["external data length 16 but the tensor needs 32 bytes"],
+    );
+}
