@@ -303,7 +303,10 @@ fn prepare(args: &Args, model: &Model, out: &mut impl Write) -> anyhow::Result<(
     let waited = Instant::now();
     let stats = rt.cache_stats();
     let cache = match (rt.cache_entries_dir(), &stats.last_disk_problem) {
-        (None, _) => "off (no disk cache)".to_string(),
+        (None, _) => match &stats.refused_dir {
+            Some(why) => format!("off (refused: {why})"),
+            None => "off (no disk cache)".to_string(),
+        },
         (Some(dir), Some(problem)) if stats.disk_errors > 0 => {
             bail!(
                 "the program cache in {} could not be written: {problem}",
