@@ -468,7 +468,11 @@ fn cache_directories_and_files_are_private_whatever_the_umask() {
             .arg("umask 000 && exec \"$@\"")
             .arg("sh")
             .arg(env!("CARGO_BIN_EXE_tcc-run"))
-            .args([so.to_str().unwrap(), "--function=axpb", "--input=1000xf32=1"])
+            .args([
+                so.to_str().unwrap(),
+                "--function=axpb",
+                "--input=1000xf32=1",
+            ])
             .env("TCC_CACHE_DIR", &cache)
             .env("POCL_CACHE_DIR", scratch.path().join("pocl"))
             .env_remove("TCC_DEVICE")
@@ -519,7 +523,11 @@ fn a_cache_another_user_could_write_is_never_loaded() {
     for (dir, loose) in [(&cache, 0o777), (&entries, 0o777), (&entries, 0o770)] {
         chmod(dir, loose);
         let (origin, stats) = fresh(&cache);
-        assert_eq!(origin, Some(ProgramOrigin::SourceBuild), "{dir:?} {loose:o}");
+        assert_eq!(
+            origin,
+            Some(ProgramOrigin::SourceBuild),
+            "{dir:?} {loose:o}"
+        );
         let why = stats.refused_dir.unwrap_or_default();
         assert!(
             why.contains("writable by its group or others"),
@@ -534,7 +542,11 @@ fn a_cache_another_user_could_write_is_never_loaded() {
     let output = tool(
         "tcc-run",
         &cache,
-        &[so.to_str().unwrap(), "--function=axpb", "--input=1000xf32=1"],
+        &[
+            so.to_str().unwrap(),
+            "--function=axpb",
+            "--input=1000xf32=1",
+        ],
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let warnings: Vec<_> = stderr(&output)

@@ -34,9 +34,7 @@ pub(super) fn untrusted(metadata: &fs::Metadata) -> Option<String> {
     }
     let mode = metadata.mode() & 0o7777;
     if mode & 0o022 != 0 {
-        return Some(format!(
-            "writable by its group or others (mode {mode:04o})"
-        ));
+        return Some(format!("writable by its group or others (mode {mode:04o})"));
     }
     None
 }
@@ -53,8 +51,8 @@ fn private_dir(dir: &Path) -> Result<(), String> {
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
     }
-    let metadata = fs::symlink_metadata(dir)
-        .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    let metadata =
+        fs::symlink_metadata(dir).map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
     if metadata.file_type().is_symlink() {
         return Err(format!("{} is a symbolic link", dir.display()));
     }

@@ -438,10 +438,14 @@ fn open_inside(
     path: &Path,
 ) -> std::result::Result<(std::fs::File, std::path::PathBuf), String> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let base = std::fs::canonicalize(base_dir)
-        .map_err(|e| format!("cannot resolve the model's directory {}: {e}", base_dir.display()))?;
-    let resolved = std::fs::canonicalize(path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let base = std::fs::canonicalize(base_dir).map_err(|e| {
+        format!(
+            "cannot resolve the model's directory {}: {e}",
+            base_dir.display()
+        )
+    })?;
+    let resolved =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     if resolved == base || !resolved.starts_with(&base) {
         return Err(format!(
             "{} resolves to {}, outside the model's directory {}",
