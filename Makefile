@@ -4,6 +4,7 @@
 #   make build  build every crate
 #   make test   deps + build + every test (unit, lit, end-to-end, ONNX), one summary line
 #   make run    deps + build + the main job (the bundled example model)
+#   make fuzz   every fuzz target for FUZZ_SECONDS each (default 60; nightly)
 #
 # The build environment (LLVM prefixes, PATH) comes from this file and
 # .cargo/config.toml, never from the user's shell.
@@ -16,7 +17,7 @@ export TABLEGEN_220_PREFIX := $(LLVM_PREFIX)
 export LLVM_SYS_221_PREFIX := $(LLVM_PREFIX)
 CARGO ?= cargo
 
-.PHONY: deps build test run lit clean
+.PHONY: deps build test run lit clean fuzz
 
 deps:
 	@bash scripts/deps.sh
@@ -44,6 +45,12 @@ lit: build
 
 run: build
 	bash scripts/main-job.sh
+
+# Bounded: FUZZ_SECONDS per target (three targets), then a non-zero exit on
+# any crash, hang or leak (docs/reliability.md#fuzzing).
+FUZZ_SECONDS ?= 60
+fuzz:
+	bash scripts/fuzz.sh all $(FUZZ_SECONDS)
 
 clean:
 	$(CARGO) clean

@@ -73,6 +73,16 @@ pub const KERNEL_FLOPS_SYMBOL: &str = "tcc_kernel_flops_v1";
 pub const KERNEL_PTX_SYMBOL: &str = "tcc_kernel_ptx_v1";
 /// Optional: `const char *tcc_metadata_v1(void)`.
 pub const METADATA_SYMBOL: &str = "tcc_metadata_v1";
+/// Optional: `const unsigned char tcc_description_v1[]`, a data symbol:
+/// the checksummed description of the table and the constants that `tcc
+/// inspect` reads without loading the artifact and the loader compares
+/// with the table (runtime/src/artifact/description.rs).
+pub const DESCRIPTION_SYMBOL: &str = "tcc_description_v1";
+/// Optional: `const tcc_constant_desc tcc_constants_v1[]`, a data symbol:
+/// the table's constant descriptors, which `tcc inspect --verify` follows
+/// (through the file's relocations) to hash the constants without loading
+/// the artifact.
+pub const CONSTANTS_SYMBOL: &str = "tcc_constants_v1";
 /// The prefix of each function's entry symbol inside the artifact.
 pub const ENTRY_PREFIX: &str = "tcc_entry_";
 

@@ -146,6 +146,11 @@ tcc_status tcc_model_load_linked(const tcc_linked_model *model,
 tcc_status tcc_model_free(tcc_model *model);
 /* "tcc 0.1.0": the compiler that made it. Valid until the model is freed. */
 tcc_status tcc_model_producer(const tcc_model *model, const char **producer);
+/* Hashes the model's constants and compares them with the checksum its
+ * compiler stored (its tables are checked at load): TCC_ERROR_LOAD, with
+ * the reason in tcc_last_error(), for a damaged artifact or one without a
+ * checksummed description. One pass over the weights. */
+tcc_status tcc_model_verify(const tcc_model *model);
 tcc_status tcc_model_function_count(const tcc_model *model, size_t *count);
 /* Function `index`'s name and number of inputs and outputs (any of the out
  * pointers may be NULL). */

@@ -6,8 +6,12 @@
 //! and every dtype and shape is checked, so a malformed table produces an
 //! error naming the bad field instead of a crash. (A pointer that is
 //! non-null but dangling cannot be detected; that is a compiler bug.)
-//! The table is read in `reader`.
+//! The table is read in `reader`, inside the segments the loader mapped
+//! for the library (`bounds`), and compared with the artifact's
+//! checksummed `description` where it has one.
 
+mod bounds;
+pub mod description;
 mod reader;
 
 use std::ffi::{CStr, c_char};
@@ -162,6 +166,9 @@ pub struct Artifact {
     /// dynamic loader knows a library by that name, and a reused
     /// descriptor number would make a later load return this library.
     pub(crate) memfd: Option<std::fs::File>,
+    /// The checksummed description (`tcc_description_v1`), already
+    /// compared with the table; `None` for an artifact without one.
+    pub description: Option<description::Description>,
 }
 
 // SAFETY: the raw pointers in `constants` and the entry functions point into
@@ -234,6 +241,12 @@ impl Artifact {
             unsafe { library.get::<abi::TccMetadataV1Fn>(&symbol(abi::METADATA_SYMBOL)) }
                 .ok()
                 .map(|s| *s);
+        // SAFETY: a data symbol: its address, read through the segment
+        // checks of `from_symbols`.
+        let description =
+            unsafe { library.get::<*const u8>(&symbol(tcc_abi::DESCRIPTION_SYMBOL.as_bytes())) }
+                .ok()
+                .map(|s| *s);
         // SAFETY: the functions come from `library`, which the artifact keeps.
         unsafe {
             Self::from_symbols(
@@ -243,6 +256,7 @@ impl Artifact {
                     flops,
                     ptx,
                     metadata,
+                    description,
                 },
                 Some(library),
             )
@@ -261,6 +275,13 @@ impl Artifact {
         symbols: LinkedSymbols,
         library: Option<Library>,
     ) -> Result<Self> {
+        // The segments the loader mapped for the artifact: everything the
+        // table points at must lie inside them.
+        let segments = bounds::Segments::containing(symbols.describe as usize);
+        let r = Reader {
+            path,
+            segments: segments.clone(),
+        };
         // SAFETY: calling the artifact's own description function.
         let raw = unsafe { (symbols.describe)() };
         if raw.is_null() {
@@ -269,6 +290,11 @@ impl Artifact {
                 reason: "tcc_artifact_v1() returned NULL".into(),
             });
         }
+        r.check_range(
+            raw as usize,
+            std::mem::size_of::<abi::TccArtifact>(),
+            "the table",
+        )?;
         // SAFETY: non-null, points at the artifact's static table.
         let table = unsafe { &*raw };
         if !(abi::TCC_ABI_VERSION_MIN..=abi::TCC_ABI_VERSION).contains(&table.abi_version) {
@@ -278,7 +304,7 @@ impl Artifact {
                 expected: abi::TCC_ABI_VERSION,
             });
         }
-        let mut r = Reader { path };
+        let mut r = r;
         // SAFETY: the table was produced against tcc_abi.h; `Reader` checks
         // every count and pointer before it is followed.
         let parts = unsafe { r.read(table) }?;
@@ -290,6 +316,11 @@ impl Artifact {
                 if pointer.is_null() {
                     vec![0; parts.kernel_names.len()]
                 } else {
+                    r.check_range(
+                        pointer as usize,
+                        parts.kernel_names.len() * 8,
+                        "tcc_kernel_flops_v1()",
+                    )?;
                     // SAFETY: non-null, num_kernels entries of static data.
                     unsafe { std::slice::from_raw_parts(pointer, parts.kernel_names.len()) }
                         .to_vec()
@@ -308,6 +339,17 @@ impl Artifact {
             if pointer.is_null() {
                 return Ok(None);
             }
+            if let Some(segments) = &segments {
+                let rest = segments.rest(pointer as usize).unwrap_or(0);
+                // SAFETY: `rest` bytes from `pointer` lie in one mapped segment.
+                let bytes = unsafe { std::slice::from_raw_parts(pointer as *const u8, rest) };
+                if !bytes.contains(&0) {
+                    return Err(Error::MalformedArtifact {
+                        path: path.to_path_buf(),
+                        reason: format!("the {what} lies outside the artifact's memory"),
+                    });
+                }
+            }
             // SAFETY: non-null, NUL-terminated static data.
             let text = unsafe { CStr::from_ptr(pointer) }.to_bytes();
             if text.len() as u64 > MAX_SOURCE_BYTES {
@@ -323,7 +365,12 @@ impl Artifact {
         // Optional: the compiler's JSON description (`tcc inspect`).
         let metadata = text(symbols.metadata, "metadata")?
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-        Ok(Artifact {
+        let description = match symbols.description {
+            // SAFETY: checked against the segments before it is read.
+            Some(blob) => Some(unsafe { Self::checked_description(&r, blob) }?),
+            None => None,
+        };
+        let mut artifact = Artifact {
             path: path.to_path_buf(),
             abi_version: table.abi_version,
             kernel_flops,
@@ -338,7 +385,123 @@ impl Artifact {
             constants: parts.constants,
             _library: library,
             memfd: None,
-        })
+            description: None,
+        };
+        if let Some(description) = description {
+            let mut table = artifact.table_description();
+            // The constants are hashed only on request (`verify`).
+            table.constants_sha256 = description.constants_sha256.clone();
+            if let Some(why) = description.difference(&table) {
+                return Err(Error::MalformedArtifact {
+                    path: path.to_path_buf(),
+                    reason: why,
+                });
+            }
+            artifact.description = Some(description);
+        }
+        Ok(artifact)
+    }
+
+    /// The description blob at `blob`, decoded after checking that it lies
+    /// in the artifact's memory and matches its own checksum.
+    ///
+    /// # Safety
+    /// `blob` is the address of the artifact's `tcc_description_v1`.
+    unsafe fn checked_description(r: &Reader, blob: *const u8) -> Result<description::Description> {
+        let bad = |reason: String| Error::MalformedArtifact {
+            path: r.path.to_path_buf(),
+            reason,
+        };
+        r.check_range(blob as usize, description::HEADER_LEN, "tcc_description_v1")?;
+        // SAFETY: checked just above.
+        let header = unsafe { std::slice::from_raw_parts(blob, description::HEADER_LEN) };
+        let len = description::Description::declared_len(header).map_err(bad)? as usize;
+        r.check_range(
+            blob as usize,
+            description::HEADER_LEN + len,
+            "tcc_description_v1",
+        )?;
+        // SAFETY: checked just above.
+        let bytes = unsafe { std::slice::from_raw_parts(blob, description::HEADER_LEN + len) };
+        description::Description::decode(bytes).map_err(bad)
+    }
+
+    /// What the table says, as a description (the constants' digest is
+    /// the description's: only [`Artifact::verify`] hashes them).
+    fn table_description(&self) -> description::Description {
+        use description::{FunctionEntry, KernelEntry, TensorEntry};
+        let tensors = |ts: &[TensorDesc]| -> Vec<TensorEntry> {
+            ts.iter()
+                .map(|t| TensorEntry {
+                    name: t.name.clone(),
+                    dtype: t.dtype.to_abi(),
+                    shape: t.shape.iter().map(|&d| d as u64).collect(),
+                })
+                .collect()
+        };
+        description::Description {
+            abi_version: self.abi_version,
+            producer: self.producer.clone(),
+            source_kind: match self.source_kind {
+                SourceKind::OpenClC => abi::TCC_SOURCE_OPENCL_C,
+                SourceKind::SpirV => abi::TCC_SOURCE_SPIRV,
+                SourceKind::Ptx => abi::TCC_SOURCE_PTX,
+            },
+            source_sha256: description::source_digest(&self.source),
+            build_options: self.build_options.clone(),
+            kernels: self
+                .kernel_names
+                .iter()
+                .zip(&self.kernel_flops)
+                .map(|(name, &flops)| KernelEntry {
+                    name: name.clone(),
+                    flops,
+                })
+                .collect(),
+            functions: self
+                .functions
+                .iter()
+                .map(|f| FunctionEntry {
+                    name: f.name.clone(),
+                    inputs: tensors(&f.inputs),
+                    outputs: tensors(&f.outputs),
+                    arena_bytes: f.arena_bytes,
+                    arena_alignment: f.arena_alignment,
+                })
+                .collect(),
+            constant_bytes: self.constants.iter().map(|c| c.bytes).collect(),
+            constants_sha256: self
+                .description
+                .as_ref()
+                .map(|d| d.constants_sha256.clone())
+                .unwrap_or_default(),
+            ptx_sha256: self.ptx.as_deref().map(description::sha256_hex),
+            metadata: self.metadata.clone(),
+        }
+    }
+
+    /// Hashes the constants and compares them with the checksummed
+    /// description (`--verify`): an error for a damaged artifact, or one
+    /// without a description.
+    pub fn verify(&self) -> Result<()> {
+        let bad = |reason: String| Error::MalformedArtifact {
+            path: self.path.clone(),
+            reason,
+        };
+        let Some(description) = &self.description else {
+            return Err(bad(
+                "it has no checksummed description (tcc_description_v1: compiled by an older tcc, or linked in), so it cannot be verified".into(),
+            ));
+        };
+        // SAFETY: the library is loaded while `self` lives.
+        let digest =
+            description::constants_digest(self.constants.iter().map(|c| unsafe { c.as_slice() }));
+        if digest != description.constants_sha256 {
+            return Err(bad(
+                "its constants do not match their checksum: the artifact is damaged".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -354,6 +517,8 @@ pub struct LinkedSymbols {
     pub ptx: Option<abi::TccKernelPtxV1Fn>,
     /// `tcc_metadata_v1`.
     pub metadata: Option<abi::TccMetadataV1Fn>,
+    /// The address of `tcc_description_v1` (a data symbol), if any.
+    pub description: Option<*const u8>,
 }
 
 impl ConstantRef {

@@ -122,6 +122,8 @@ macro_rules! __paste_linked {
             fn ptx() -> *const ::std::ffi::c_char;
             #[link_name = concat!(stringify!($name), "_tcc_metadata_v1")]
             fn metadata() -> *const ::std::ffi::c_char;
+            #[link_name = concat!(stringify!($name), "_tcc_description_v1")]
+            static description: u8;
         }
         // SAFETY: the symbols are a tcc artifact's, linked into the program.
         unsafe {
@@ -132,6 +134,7 @@ macro_rules! __paste_linked {
                     flops: Some(flops),
                     ptx: Some(ptx),
                     metadata: Some(metadata),
+                    description: Some(&raw const description),
                 },
             )
         }

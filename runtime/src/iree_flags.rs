@@ -16,7 +16,6 @@
 //!   relative one, default 0), exact for integers and booleans. A mismatch
 //!   names the result, the first differing element and both values.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -74,12 +73,7 @@ pub fn write_file(path: &Path, tensor: &HostTensor, append: bool) -> Result<()> 
     let fail =
         |e: std::io::Error| Error::InvalidInput(format!("cannot write {}: {e}", path.display()));
     if append {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(fail)?;
-        file.write_all(&bytes).map_err(fail)
+        crate::output_file::append_output(path, |out| out.write_all(&bytes)).map_err(fail)
     } else if raw {
         crate::output_file::write_output_bytes(path, &bytes, false).map_err(fail)
     } else {

@@ -569,6 +569,19 @@ impl Model {
     pub(crate) fn artifact(&self) -> &Artifact {
         &self.inner
     }
+
+    /// Hashes the constants and compares them with the artifact's
+    /// checksummed description (the table was compared at load time): an
+    /// error for a damaged artifact or one without a description.
+    pub fn verify(&self) -> Result<()> {
+        self.inner.verify()
+    }
+
+    /// The checksummed description the table was checked against, if the
+    /// artifact has one.
+    pub fn description(&self) -> Option<&artifact::description::Description> {
+        self.inner.description.as_ref()
+    }
 }
 
 // Runtimes and models can be shared across threads; a session can move to

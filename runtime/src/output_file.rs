@@ -15,11 +15,164 @@
 //! A new file gets mode 0666 (0777 when `executable`) less the umask, as
 //! `open(2)` would give it; a replaced regular file keeps its mode. This one
 //! function serves `tcc compile -o`, `tcc import -o` and
-//! `tcc-run --output=@FILE`.
+//! `tcc-run --output=@FILE`; [`append_output`] serves `--output=+FILE`.
+//!
+//! No partial file is left behind: a temporary is named
+//! `.tcc-out-<pid>-XXXXXX`; a failing append is cut back to the file's
+//! length before it; the tools call [`remove_partial_files_on_interrupt`],
+//! so that SIGINT or SIGTERM removes the temporaries (and cuts back the
+//! appends) of writes in progress before the process dies of the signal;
+//! and a write removes the temporaries that dead processes (SIGKILL, a
+//! crash) left in its directory.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The prefix of temporary output files; the process id follows.
+pub const TEMP_PREFIX: &str = ".tcc-out-";
+
+/// A write in progress that an interrupt must undo.
+enum Pending {
+    /// A temporary file to remove.
+    Temporary(PathBuf),
+    /// A file being appended to, and its length before.
+    Append(PathBuf, u64),
+}
+
+static PENDING: Mutex<Option<HashMap<u64, Pending>>> = Mutex::new(None);
+static NEXT_PENDING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Registers `pending` until dropped.
+struct PendingGuard(u64);
+
+impl PendingGuard {
+    fn new(pending: Pending) -> Self {
+        let id = NEXT_PENDING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut map = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        map.get_or_insert_with(HashMap::new).insert(id, pending);
+        PendingGuard(id)
+    }
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        let mut map = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(map) = map.as_mut() {
+            map.remove(&self.0);
+        }
+    }
+}
+
+/// Undoes every write in progress: removes temporaries, cuts appends back.
+fn undo_pending_writes() {
+    let mut map = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    for (_, pending) in map.take().unwrap_or_default() {
+        match pending {
+            Pending::Temporary(path) => {
+                let _ = std::fs::remove_file(path);
+            }
+            Pending::Append(path, length) => {
+                if let Ok(file) = OpenOptions::new().write(true).open(&path) {
+                    let _ = file.set_len(length);
+                }
+            }
+        }
+    }
+}
+
+/// From now on, SIGINT and SIGTERM first undo the writes in progress
+/// (temporary files removed, appends cut back), then end the process as the
+/// signal would have (its default action, so the exit status says which).
+/// A thread waits for the signals (`signal-hook`), so the clean-up does not
+/// run in a signal handler. Call once, early in `main`.
+pub fn remove_partial_files_on_interrupt() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("tcc-signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                undo_pending_writes();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        });
+}
+
+/// Removes the temporary outputs (`.tcc-out-<pid>-*`) that processes no
+/// longer running left in `directory`: only regular files of this user,
+/// and only when their process is gone (`kill(pid, 0)` says ESRCH).
+pub fn remove_stale_temporaries(directory: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return;
+    };
+    // SAFETY: no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            .filter(|&pid| pid > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if !gone {
+            continue;
+        }
+        let path = entry.path();
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.uid() == uid) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// Appends what `write` writes to `path` (created if missing). A failure
+/// (a full disk, an interrupt) cuts the file back to its length before, so
+/// it never ends in a partial record. Errors do not repeat `path`.
+pub fn append_output(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let file = OpenOptions::new().create(true).append(true).open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        // A FIFO or device: nothing to cut back.
+        let mut out = BufWriter::new(file);
+        write(&mut out)?;
+        return out.flush();
+    }
+    let before = metadata.len();
+    let _pending = PendingGuard::new(Pending::Append(path.to_path_buf(), before));
+    let written = (|| {
+        let mut out = BufWriter::new(&file);
+        write(&mut out)?;
+        out.flush()?;
+        file.sync_data()
+    })();
+    if let Err(e) = written {
+        return Err(match file.set_len(before) {
+            Ok(()) => e,
+            Err(cut) => io::Error::new(
+                e.kind(),
+                format!("{e}; cutting it back to its {before} bytes failed too: {cut}"),
+            ),
+        });
+    }
+    Ok(())
+}
 
 /// How many symlinks [`resolve_symlinks`] follows before giving up (as
 /// Linux's `ELOOP` limit).
@@ -94,8 +247,10 @@ pub fn write_output(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    remove_stale_temporaries(directory);
+    let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".tcc-out-");
+    builder.prefix(&prefix);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -113,6 +268,7 @@ pub fn write_output(
             ),
         )
     })?;
+    let _pending = PendingGuard::new(Pending::Temporary(temp.path().to_path_buf()));
     {
         let mut out = BufWriter::new(temp.as_file());
         write(&mut out).map_err(|e| named(e, "write"))?;

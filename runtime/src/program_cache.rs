@@ -31,9 +31,13 @@
 //! entry is evicted twice in a row gets a `<key>.bypass` file: from then on
 //! its program is built from source and never cached (delete the file, or
 //! the cache directory, to try again).
+//!
+//! The cache is private ([`private`]): entries are native code, so a cache
+//! directory or entry that another user could have written is refused.
 
 mod build;
 mod entry;
+mod private;
 
 use std::collections::HashMap;
 use std::fs;
@@ -143,6 +147,10 @@ pub struct CacheStats {
     pub lock_timeouts: u64,
     /// What the last reject or disk error was.
     pub last_disk_problem: Option<String>,
+    /// Why the disk cache was not used at all: its directory is not
+    /// private (owned by another user, writable by others, a symlink) or
+    /// could not be created.
+    pub refused_dir: Option<String>,
 }
 
 /// The cache directory: `TCC_CACHE_DIR` if set and non-empty, else the
@@ -165,6 +173,8 @@ pub struct ProgramCache {
     /// [`ProgramCache::finish_writes`] (the runtime's drop, `cache_stats`,
     /// `wait_for_cache_writes`): each holds its key's lock until then.
     deferred: Vec<DeferredEntry>,
+    /// Whether `dir` was created or checked private ([`private::prepare`]).
+    dir_checked: bool,
 }
 
 /// An entry whose writing waits until the process is done with its first
@@ -193,6 +203,7 @@ impl ProgramCache {
             lock_timeout: Duration::from_secs_f64(seconds.min(1e9)),
             max_entry_bytes: MAX_ENTRY_BYTES,
             deferred: Vec::new(),
+            dir_checked: false,
         }
     }
 
@@ -219,6 +230,18 @@ impl ProgramCache {
             self.stats.memory_hits += 1;
             return Ok((p.clone(), ProgramOrigin::MemoryHit));
         }
+        if !self.dir_checked {
+            self.dir_checked = true;
+            if let Some(dir) = &self.dir
+                && let Err(why) = private::prepare(dir)
+            {
+                // As ssh does with a loose ~/.ssh: say so in one line and
+                // go on without it.
+                eprintln!("warning: not using the program cache: {why}");
+                self.stats.refused_dir = Some(why);
+                self.dir = None;
+            }
+        }
         let (program, origin) = match self.dir.clone() {
             Some(dir) => self.through_disk(context, device, source, &key, &dir)?,
             None => {
@@ -243,9 +266,6 @@ impl ProgramCache {
         dir: &Path,
     ) -> Result<(Program, ProgramOrigin)> {
         let paths = EntryPaths::new(dir, key);
-        if let Err(e) = fs::create_dir_all(dir) {
-            self.disk_problem(false, format!("cannot create {}: {e}", dir.display()));
-        }
         let mut waited = false;
         let lock = match KeyLock::acquire(&paths.lock, self.lock_timeout, &mut waited) {
             Ok(Some(lock)) => Some(lock),
@@ -353,7 +373,7 @@ impl ProgramCache {
         } else {
             &paths.evicted
         };
-        if let Err(e) = fs::write(marker, format!("{why}\n")) {
+        if let Err(e) = private::write_small_file(marker, &format!("{why}\n")) {
             self.disk_problem(false, format!("cannot write {}: {e}", marker.display()));
         }
     }
@@ -385,7 +405,9 @@ impl ProgramCache {
         };
         let problem = match decode_entry(&bytes, key) {
             Ok(payload) => {
-                if locked && let Err(e) = fs::write(&paths.loading, std::process::id().to_string())
+                if locked
+                    && let Err(e) =
+                        private::write_small_file(&paths.loading, &std::process::id().to_string())
                 {
                     self.disk_problem(
                         false,

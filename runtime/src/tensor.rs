@@ -282,6 +282,8 @@ impl HostTensor {
             ))
         })?;
         let (shape, dtype) = parse_type(ty)?;
+        check_brackets(values)
+            .map_err(|why| Error::InvalidInput(format!("bad tensor literal `{spec}`: {why}")))?;
         let tokens: Vec<&str> = values
             .split(|c: char| c == ',' || c == '[' || c == ']' || c.is_whitespace())
             .filter(|t| !t.is_empty())
@@ -400,6 +402,40 @@ fn format_float(v: f64, is_half: bool) -> String {
 }
 
 /// Appends the little-endian encoding of `token` as `dtype` to `out`.
+/// Brackets in a literal's values must pair up (`[[1]` is an error).
+fn check_brackets(values: &str) -> std::result::Result<(), String> {
+    let mut depth = 0usize;
+    for (at, c) in values.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth = depth.checked_sub(1).ok_or_else(|| {
+                    format!("unbalanced brackets: the `]` at offset {at} closes nothing")
+                })?
+            }
+            _ => {}
+        }
+    }
+    if depth > 0 {
+        return Err(format!("unbalanced brackets: {depth} `[` not closed"));
+    }
+    Ok(())
+}
+
+/// `token` as a float of at most `max` in magnitude: a number past it
+/// (`1e999`, or `70000` for f16) is an error, not a silent infinity;
+/// `inf`, `-inf` and `nan` spelled out are kept.
+fn finite_float(token: &str, max: f64, dtype: DType) -> std::result::Result<f32, String> {
+    let value: f64 = token.parse().map_err(|e| format!("{e}"))?;
+    if value.is_finite() && value.abs() > max {
+        return Err(format!("out of {dtype} range (largest finite: {max:e})"));
+    }
+    if value.is_infinite() && !token.to_ascii_lowercase().contains("inf") {
+        return Err(format!("out of {dtype} range (largest finite: {max:e})"));
+    }
+    Ok(value as f32)
+}
+
 fn encode_value(dtype: DType, token: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
     let int = |lo: i64, hi: i64| -> std::result::Result<i64, String> {
         let v: i64 = token.parse().map_err(|e| format!("{e}"))?;
@@ -409,14 +445,10 @@ fn encode_value(dtype: DType, token: &str, out: &mut Vec<u8>) -> std::result::Re
         Ok(v)
     };
     match dtype {
-        DType::F32 => out.extend(
-            token
-                .parse::<f32>()
-                .map_err(|e| e.to_string())?
-                .to_le_bytes(),
-        ),
-        DType::F16 => out
-            .extend(f16::from_f32(token.parse::<f32>().map_err(|e| e.to_string())?).to_le_bytes()),
+        DType::F32 => out.extend(finite_float(token, f32::MAX as f64, dtype)?.to_le_bytes()),
+        DType::F16 => {
+            out.extend(f16::from_f32(finite_float(token, f16::MAX.to_f64(), dtype)?).to_le_bytes())
+        }
         DType::I32 => out.extend((int(i32::MIN as i64, i32::MAX as i64)? as i32).to_le_bytes()),
         DType::I64 => out.extend(int(i64::MIN, i64::MAX)?.to_le_bytes()),
         DType::I8 => out.push(int(i8::MIN as i64, i8::MAX as i64)? as i8 as u8),
@@ -432,6 +464,37 @@ fn encode_value(dtype: DType, token: &str, out: &mut Vec<u8>) -> std::result::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unbalanced_brackets_and_out_of_range_floats_are_errors() {
+        for (spec, needle) in [
+            ("1x4x16xf32=[[[1]]", "1 `[` not closed"),
+            ("4xf32=[1 2 3 4]]", "closes nothing"),
+            ("f32=1e999", "out of f32 range"),
+            ("f32=-1e39", "out of f32 range"),
+            ("f16=70000", "out of f16 range"),
+        ] {
+            let e = HostTensor::parse_literal(spec).unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+        for (spec, value) in [
+            ("f32=inf", f32::INFINITY),
+            ("f32=-inf", f32::NEG_INFINITY),
+            ("f32=3.4e38", 3.4e38),
+            ("f32=1e-50", 0.0),
+        ] {
+            let t = HostTensor::parse_literal(spec).unwrap();
+            assert_eq!(t.to_f32().unwrap(), vec![value], "{spec}");
+        }
+        assert!(
+            HostTensor::parse_literal("f32=nan")
+                .unwrap()
+                .to_f32()
+                .unwrap()[0]
+                .is_nan()
+        );
+        assert!(HostTensor::parse_literal("1x2x2xf32=[[[1 2][3 4]]]").is_ok());
+    }
 
     #[test]
     fn dtype_names_round_trip() {

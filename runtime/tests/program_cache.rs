@@ -441,3 +441,177 @@ fn a_process_that_waits_too_long_for_the_lock_builds_without_writing() {
     );
     drop(lock);
 }
+
+// Issue 38, item 4: the cache trusted whatever it found. A cache directory
+// pre-filled by another user was loaded, `umask 000` created the cache
+// directories 0777, and a symlinked `opencl-programs` was followed.
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn cache_directories_and_files_are_private_whatever_the_umask() {
+    let (_dir, so) = test_model(&["TCC_TEST_SALT=41"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("new/tcc");
+    let run = || {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("umask 000 && exec \"$@\"")
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_tcc-run"))
+            .args([
+                so.to_str().unwrap(),
+                "--function=axpb",
+                "--input=1000xf32=1",
+            ])
+            .env("TCC_CACHE_DIR", &cache)
+            .env("POCL_CACHE_DIR", scratch.path().join("pocl"))
+            .env_remove("TCC_DEVICE")
+            .env_remove("TCC_BACKEND");
+        command.output().unwrap()
+    };
+    let output = run();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("warning"), "{}", stderr(&output));
+    let entries = cache.join("opencl-programs");
+    assert_eq!(mode(&cache), 0o700);
+    assert_eq!(mode(&entries), 0o700);
+    let files: Vec<_> = fs::read_dir(&entries)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    for file in &files {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    // The private cache is used by the next run, under the same umask.
+    let again = run();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(again.stdout, output.stdout);
+    assert!(!stderr(&again).contains("warning"), "{}", stderr(&again));
+}
+
+#[test]
+fn a_cache_another_user_could_write_is_never_loaded() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("tcc");
+    let (model_dir, model, entry, _) = cached_entry(&cache, 42);
+    let so = model_dir.path().join("model.so");
+    let entries = entry.parent().unwrap().to_path_buf();
+    let x = HostTensor::from_f32(vec![1000], &ramp(1000)).unwrap();
+    let fresh = |cache: &Path| {
+        let rt = runtime(cache, false);
+        let mut s = rt.session(&model).unwrap();
+        let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
+        assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)));
+        (s.program_origin(), rt.cache_stats())
+    };
+    // The private cache is used.
+    assert_eq!(fresh(&cache).0, Some(ProgramOrigin::DiskHit));
+
+    // A directory writable by others: the run goes on without the cache,
+    // which stays as it was.
+    for (dir, loose) in [(&cache, 0o777), (&entries, 0o777), (&entries, 0o770)] {
+        chmod(dir, loose);
+        let (origin, stats) = fresh(&cache);
+        assert_eq!(
+            origin,
+            Some(ProgramOrigin::SourceBuild),
+            "{dir:?} {loose:o}"
+        );
+        let why = stats.refused_dir.unwrap_or_default();
+        assert!(
+            why.contains("writable by its group or others"),
+            "{dir:?} {loose:o}: {why}"
+        );
+        assert_eq!((stats.disk_hits, stats.disk_writes), (0, 0));
+        assert!(entry.exists());
+        chmod(dir, 0o700);
+    }
+    // The warning is one line on stderr of the tools.
+    chmod(&entries, 0o777);
+    let output = tool(
+        "tcc-run",
+        &cache,
+        &[
+            so.to_str().unwrap(),
+            "--function=axpb",
+            "--input=1000xf32=1",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let warnings: Vec<_> = stderr(&output)
+        .lines()
+        .filter(|l| l.contains("warning: not using the program cache"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&output));
+    assert!(warnings[0].contains("opencl-programs is writable by its group or others (mode 0777)"));
+    chmod(&entries, 0o700);
+
+    // An entry writable by others is evicted and rebuilt, never loaded.
+    chmod(&entry, 0o666);
+    let (origin, stats) = fresh(&cache);
+    assert_eq!(origin, Some(ProgramOrigin::SourceBuild));
+    assert_eq!(stats.disk_rejects, 1, "{stats:?}");
+    assert!(
+        stats
+            .last_disk_problem
+            .unwrap_or_default()
+            .contains("writable by its group or others (mode 0666): not trusted")
+    );
+    assert_eq!(mode(&entry), 0o600);
+    assert_eq!(fresh(&cache).0, Some(ProgramOrigin::DiskHit));
+
+    // A symlinked entries directory is not followed.
+    let elsewhere = scratch.path().join("elsewhere");
+    fs::rename(&entries, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &entries).unwrap();
+    let (origin, stats) = fresh(&cache);
+    assert_eq!(origin, Some(ProgramOrigin::SourceBuild));
+    assert!(
+        stats
+            .refused_dir
+            .unwrap_or_default()
+            .contains("opencl-programs is a symbolic link")
+    );
+    fs::remove_file(&entries).unwrap();
+    fs::rename(&elsewhere, &entries).unwrap();
+
+    // A cache directory or entry owned by another user (needs root to
+    // plant; as another user, the mode checks above stand for it).
+    if unsafe { libc::geteuid() } == 0 {
+        let chown = |path: &Path, uid: u32| {
+            std::os::unix::fs::lchown(path, Some(uid), None).unwrap();
+        };
+        chown(&cache, 65534);
+        let (origin, stats) = fresh(&cache);
+        assert_eq!(origin, Some(ProgramOrigin::SourceBuild));
+        assert!(
+            stats
+                .refused_dir
+                .unwrap_or_default()
+                .contains("is owned by uid 65534, not by this user (uid 0)")
+        );
+        chown(&cache, 0);
+        chown(&entry, 65534);
+        let (origin, stats) = fresh(&cache);
+        assert_eq!(origin, Some(ProgramOrigin::SourceBuild));
+        assert!(
+            stats
+                .last_disk_problem
+                .unwrap_or_default()
+                .contains("owned by uid 65534")
+        );
+        assert_eq!(fresh(&cache).0, Some(ProgramOrigin::DiskHit));
+    }
+}

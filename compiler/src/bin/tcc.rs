@@ -41,6 +41,8 @@ fn tcc_version() -> &'static str {
 fn main() {
     // Usage errors exit with 2 (clap's default), other errors with 1.
     let cli = Cli::parse();
+    // An interrupted `-o` write leaves no temporary file behind.
+    tcc_runtime::output_file::remove_partial_files_on_interrupt();
     let result = match &cli.command {
         Command::Compile(args) => driver::compile::run(args),
         Command::Run(args) => driver::run::run(args),

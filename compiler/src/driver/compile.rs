@@ -156,6 +156,11 @@ pub struct CompileArgs {
     /// The most operations one fused elementwise kernel body may hold, instead of the target's cap (0: no cap). Longer chains are cut into several kernels, whose first driver builds add up linearly where one long kernel's do not.
     #[arg(long, value_name = "N")]
     pub max_fused_ops: Option<i64>,
+    /// The most bytes one tensor (a constant or an intermediate) may hold;
+    /// a larger one is an error before anything allocates it. Default: a
+    /// quarter of this machine's memory.
+    #[arg(long, value_name = "BYTES")]
+    pub max_constant_bytes: Option<u64>,
     #[command(flatten)]
     pub quantize: super::quantize::QuantizeArgs,
 }
@@ -354,6 +359,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         } else {
             super::import::parse_model_with(&session, &input, &input_shapes)?
         };
+        super::limits::check_tensor_bytes(
+            module.as_operation(),
+            args.max_constant_bytes
+                .unwrap_or_else(super::limits::default_max_tensor_bytes),
+        )?;
         run_phases(
             &session,
             &mut module,

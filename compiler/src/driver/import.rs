@@ -113,14 +113,34 @@ pub fn parse_model_with<'c>(
     } else {
         session.parse_file(path)?
     };
-    // An empty file parses to an empty module, which would compile to an
+    // An empty file parses to an empty module, and a module of private
+    // declarations has nothing to call: either would compile to an
     // artifact with no functions.
-    let has_function = crate::ir::util::collect_ops(module.as_operation())
-        .iter()
-        .any(|op| crate::ir::util::op_name(op) == "func.func");
-    if !has_function {
+    use melior::ir::RegionLike;
+    use melior::ir::operation::OperationLike;
+    let functions: Vec<_> = crate::ir::util::collect_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| crate::ir::util::op_name(op) == "func.func")
+        .collect();
+    if functions.is_empty() {
         bail!(
             "{}: the model defines no functions (func.func): there is nothing to compile",
+            path.display()
+        );
+    }
+    let callable = functions.iter().any(|op| {
+        let private = op
+            .attribute("sym_visibility")
+            .ok()
+            .and_then(crate::ir::util::string_value)
+            .as_deref()
+            == Some("private");
+        let has_body = op.region(0).is_ok_and(|r| r.first_block().is_some());
+        !private && has_body
+    });
+    if !callable {
+        bail!(
+            "{}: the model defines no public function with a body (only private functions or declarations): there is nothing to compile",
             path.display()
         );
     }

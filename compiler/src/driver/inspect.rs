@@ -4,18 +4,23 @@
 //! `--backend=cuda` kernel), its constants, arena sizes, target,
 //! producer (tcc version and git commit) and ABI version.
 //!
-//! The ABI tables (functions, kernel names, flops, constants) are read by
-//! the runtime's validating loader; kind, work-group size and target come
-//! from the artifact's optional `tcc_metadata_v1` JSON, and are shown as
-//! unknown for artifacts without it. Nothing runs but the artifact's
-//! description functions; no OpenCL device is needed.
+//! Nothing of the artifact runs: its checksummed description
+//! (`tcc_description_v1`, a data symbol) is read from the ELF file with the
+//! `object` crate, never through the dynamic loader (which would run the
+//! library's initializers). The description's own checksum is always
+//! checked; `--verify` (the default) also hashes the constants, found in
+//! the file through the descriptors `tcc_constants_v1` and their
+//! relocations, and compares them with the checksum the compiler stored.
+//! Kind, work-group size and target come from the compiler's metadata
+//! inside the description. No OpenCL device is needed.
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use clap::Args;
 use serde_json::{Value, json};
-use tcc_runtime::{Model, TensorDesc};
+use tcc_runtime::artifact::description::{ArtifactFile, Description, TensorEntry};
+use tcc_runtime::tensor::DType;
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
@@ -24,16 +29,32 @@ pub struct InspectArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Hash the constants and compare them with the artifact's checksum
+    /// (the default; the description's own checksum is always checked).
+    #[arg(long)]
+    pub verify: bool,
+    /// Skip hashing the constants (one pass over the weights).
+    #[arg(long, conflicts_with = "verify")]
+    pub no_verify: bool,
 }
 
-fn tensor_json(t: &TensorDesc) -> Value {
-    json!({"name": t.name, "dtype": t.dtype.name(), "shape": t.shape, "bytes": t.byte_size()})
+fn tensor_json(t: &TensorEntry) -> Value {
+    let dtype = DType::from_abi(t.dtype);
+    let bytes = dtype.map(|d| t.shape.iter().product::<u64>() * d.size() as u64);
+    json!({
+        "name": t.name,
+        "dtype": dtype.map_or_else(|| format!("dtype {}", t.dtype), |d| d.name().to_string()),
+        "shape": t.shape,
+        "bytes": bytes,
+    })
 }
 
-/// The artifact as one JSON value (what `--json` prints).
-pub fn describe(model: &Model) -> Value {
-    let metadata: Value = model
-        .metadata()
+/// The artifact at `path` as one JSON value (what `--json` prints), from
+/// its description.
+pub fn describe(path: &std::path::Path, description: &Description, verified: bool) -> Value {
+    let metadata: Value = description
+        .metadata
+        .as_deref()
         .and_then(|m| serde_json::from_str(m).ok())
         .unwrap_or(Value::Null);
     let known = |name: &str| {
@@ -43,27 +64,26 @@ pub fn describe(model: &Model) -> Value {
             .cloned()
             .unwrap_or(Value::Null)
     };
-    let kernels: Vec<Value> = model
-        .kernel_names()
+    let kernels: Vec<Value> = description
+        .kernels
         .iter()
-        .zip(model.kernel_flops())
-        .map(|(name, flops)| {
-            let k = known(name);
-            let mut kernel = json!({
-                "name": name,
+        .map(|kernel| {
+            let k = known(&kernel.name);
+            let mut out = json!({
+                "name": kernel.name,
                 "kind": k["kind"],
                 "workgroup_size": k["workgroup_size"],
-                "flops": flops,
+                "flops": kernel.flops,
             });
             // CUDA dynamic local memory its PTX needs (--backend=cuda).
             if k["dynamic_local_bytes"].is_u64() {
-                kernel["dynamic_local_bytes"] = k["dynamic_local_bytes"].clone();
+                out["dynamic_local_bytes"] = k["dynamic_local_bytes"].clone();
             }
-            kernel
+            out
         })
         .collect();
-    let functions: Vec<Value> = model
-        .functions()
+    let functions: Vec<Value> = description
+        .functions
         .iter()
         .map(|f| {
             json!({
@@ -74,26 +94,27 @@ pub fn describe(model: &Model) -> Value {
             })
         })
         .collect();
-    let constants = model.constant_bytes();
+    let constants = &description.constant_bytes;
     json!({
-        "path": model.path().display().to_string(),
-        "abi_version": model.abi_version(),
-        "producer": metadata.get("producer").cloned().unwrap_or_else(|| json!(model.producer())),
+        "path": path.display().to_string(),
+        "abi_version": description.abi_version,
+        "producer": metadata.get("producer").cloned().unwrap_or_else(|| json!(description.producer)),
         "target": metadata["target"],
         "host_triple": metadata["host_triple"],
         "tuning": metadata["tuning"],
         "storage": metadata.get("storage").cloned().unwrap_or_else(|| json!("fp32")),
         "quantization": metadata.get("quantization").cloned().unwrap_or(serde_json::Value::Null),
-        "kernel_format": match model.source_kind() {
-            tcc_runtime::SourceKind::OpenClC => "OpenCL C",
-            tcc_runtime::SourceKind::SpirV => "SPIR-V",
-            tcc_runtime::SourceKind::Ptx => "PTX",
+        "kernel_format": match description.source_kind {
+            tcc_abi::SOURCE_SPIRV => "SPIR-V",
+            tcc_abi::SOURCE_PTX => "PTX",
+            _ => "OpenCL C",
         },
-        "ptx": model.has_ptx(),
+        "ptx": description.ptx_sha256.is_some(),
         "functions": functions,
         "kernels": kernels,
         "constants": {"count": constants.len(), "bytes": constants.iter().sum::<u64>()},
-        "arena_bytes": model.functions().iter().map(|f| f.arena_bytes).max().unwrap_or(0),
+        "arena_bytes": description.functions.iter().map(|f| f.arena_bytes).max().unwrap_or(0),
+        "checksum": if verified { "description and constants verified" } else { "description verified, constants not checked (--no-verify)" },
     })
 }
 
@@ -212,18 +233,33 @@ pub fn render(d: &Value) -> String {
         "arena: {} bytes (largest function)\n",
         d["arena_bytes"]
     ));
+    out.push_str(&format!(
+        "checksum: {}\n",
+        d["checksum"].as_str().unwrap_or_default()
+    ));
     out
 }
 
 pub fn run(args: &InspectArgs) -> Result<()> {
-    let model = Model::load(&args.model)?;
-    let description = describe(&model);
+    let path = &args.model;
+    let damaged = |why: String| anyhow!("malformed artifact {}: {why}", path.display());
+    let file = ArtifactFile::open(path).map_err(damaged)?;
+    let description = file.description().map_err(damaged)?;
+    let verify = !args.no_verify;
+    if verify {
+        let digest = file
+            .constants_digest(description.constant_bytes.len())
+            .map_err(damaged)?;
+        if digest != description.constants_sha256 {
+            return Err(damaged(
+                "its constants do not match their checksum: the artifact is damaged".into(),
+            ));
+        }
+    }
+    let value = describe(path, &description, verify);
     if args.json {
-        super::write_stdout(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&description)?
-        ))
+        super::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
     } else {
-        super::write_stdout(&render(&description))
+        super::write_stdout(&render(&value))
     }
 }

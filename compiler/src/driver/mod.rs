@@ -7,6 +7,7 @@
 pub mod compile;
 pub mod import;
 pub mod inspect;
+pub mod limits;
 pub mod pipeline;
 pub mod profile;
 pub mod progress;

@@ -20,8 +20,9 @@
 // CHECK: @tcc.functions = private constant [2 x { ptr, ptr, i32, i32, ptr, ptr, i64, i64 }] [{ ptr, ptr, i32, i32, ptr, ptr, i64, i64 } { ptr @{{.str.[0-9]+}}, ptr @tcc_entry_first, i32 2, i32 2, ptr @tcc.first.inputs, ptr @tcc.first.outputs, i64 0, i64 0 }, { ptr, ptr, i32, i32, ptr, ptr, i64, i64 } { ptr @{{.str.[0-9]+}}, ptr @tcc_entry_second, i32 0, i32 1, ptr @tcc.second.inputs, ptr @tcc.second.outputs, i64 0, i64 0 }]
 // CHECK: @tcc.constant.0 = private constant [8 x i8] c"\07\00\00\00\09\00\00\00", align 64
 // CHECK: @tcc.constant.1 = private constant [3 x i8] c"\01\00\01", align 64
-// CHECK: @tcc.constants = private constant [2 x { ptr, i64 }] [{ ptr, i64 } { ptr @tcc.constant.0, i64 8 }, { ptr, i64 } { ptr @tcc.constant.1, i64 3 }]
-// CHECK: @tcc.artifact = private constant { i32, i32, ptr, i64, ptr, i32, i32, ptr, ptr, i32, i32, ptr, ptr } { i32 2, i32 0, ptr @.str.0, i64 {{[0-9]+}}, ptr @.str.1, i32 0, i32 2, ptr @tcc.kernel_names, ptr @tcc.functions, i32 2, i32 0, ptr @tcc.constants, ptr @.str.2 }
+// CHECK: @tcc_constants_v1 = {{.*}}constant [2 x { ptr, i64 }] [{ ptr, i64 } { ptr @tcc.constant.0, i64 8 }, { ptr, i64 } { ptr @tcc.constant.1, i64 3 }]
+// CHECK: @tcc.artifact = private constant { i32, i32, ptr, i64, ptr, i32, i32, ptr, ptr, i32, i32, ptr, ptr } { i32 2, i32 0, ptr @.str.0, i64 {{[0-9]+}}, ptr @.str.1, i32 0, i32 2, ptr @tcc.kernel_names, ptr @tcc.functions, i32 2, i32 0, ptr @tcc_constants_v1, ptr @.str.2 }
+// CHECK: @tcc_description_v1 = {{.*}}constant [{{[0-9]+}} x i8] c"TCCDESC\01
 // CHECK: define internal i32 @tcc_entry_first(
 // The constants are fetched by their index, in module order.
 // CHECK: call i32 %{{[0-9]+}}(ptr %{{[0-9]+}}, i32 0, ptr
@@ -36,6 +37,8 @@
 // NAMED-DAG: define {{.*}}ptr @m_tcc_artifact_v1()
 // NAMED-DAG: define {{.*}}ptr @m_tcc_metadata_v1()
 // NAMED-DAG: define {{.*}}ptr @m_tcc_kernel_ptx_v1()
+// NAMED-DAG: @m_tcc_description_v1 = {{.*}}constant
+// NAMED-DAG: @m_tcc_constants_v1 = {{.*}}constant
 // NAMED-NOT: define {{.*}} @tcc_artifact_v1()
 module attributes {gpu.container_module} {
   memref.global "private" constant @small : memref<2xi32> = dense<[7, 9]>

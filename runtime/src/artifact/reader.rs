@@ -7,6 +7,7 @@
 use std::ffi::{CStr, c_char};
 use std::path::Path;
 
+use super::bounds::Segments;
 use super::{ConstantRef, FunctionInfo, TensorDesc};
 use crate::abi::{self, TccArtifact, TccFunctionDesc, TccFunctionDescV1, TccTensorDesc};
 use crate::error::{Error, Result};
@@ -32,6 +33,9 @@ pub(super) struct Parts {
 /// Reads an artifact's table; errors name the artifact at `path`.
 pub(super) struct Reader<'a> {
     pub(super) path: &'a Path,
+    /// The loaded object's segments: every array, string and entry point
+    /// must lie inside them (`None`: not known, pointers are trusted).
+    pub(super) segments: Option<Segments>,
 }
 
 impl Reader<'_> {
@@ -51,7 +55,17 @@ impl Reader<'_> {
                 Err(self.bad(format!("{what} is NULL")))
             };
         }
-        // SAFETY: non-null; the artifact promises a NUL-terminated string.
+        if let Some(segments) = &self.segments {
+            let rest = segments
+                .rest(p as usize)
+                .ok_or_else(|| self.bad(format!("{what} points outside the artifact's memory")))?;
+            // SAFETY: `rest` bytes from `p` lie in one mapped segment.
+            let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, rest) };
+            if !bytes.contains(&0) {
+                return Err(self.bad(format!("{what} runs past the artifact's memory")));
+            }
+        }
+        // SAFETY: non-null; NUL-terminated inside its segment when checked.
         let s = unsafe { CStr::from_ptr(p) };
         s.to_str()
             .map(str::to_owned)
@@ -69,8 +83,22 @@ impl Reader<'_> {
         if p.is_null() {
             return Err(self.bad(format!("{what}: {count} entries but the pointer is NULL")));
         }
+        self.check_range(p as usize, count as usize * size_of::<T>(), what)?;
+        if !(p as usize).is_multiple_of(align_of::<T>()) {
+            return Err(self.bad(format!("{what}: misaligned pointer")));
+        }
         // SAFETY: non-null and, per the ABI, pointing at `count` elements.
         Ok(unsafe { std::slice::from_raw_parts(p, count as usize) })
+    }
+
+    /// Checks that `len` bytes at `address` lie in the artifact's memory.
+    pub(super) fn check_range(&self, address: usize, len: usize, what: &str) -> Result<()> {
+        match &self.segments {
+            Some(segments) if !segments.holds(address, len) => Err(self.bad(format!(
+                "{what}: {len} bytes at {address:#x} lie outside the artifact's memory"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     unsafe fn tensor(&self, d: &TccTensorDesc, what: &str) -> Result<TensorDesc> {
@@ -127,6 +155,7 @@ impl Reader<'_> {
                     a.source_bytes
                 )));
             } else {
+                self.check_range(a.source as usize, a.source_bytes as usize, "source")?;
                 std::slice::from_raw_parts(a.source as *const u8, a.source_bytes as usize).to_vec()
             };
             if source_kind != SourceKind::SpirV {
@@ -174,6 +203,13 @@ impl Reader<'_> {
                 let entry = f
                     .entry
                     .ok_or_else(|| self.bad(format!("function @{name}: entry is NULL")))?;
+                if let Some(segments) = &self.segments
+                    && !segments.executable(entry as usize)
+                {
+                    return Err(self.bad(format!(
+                        "function @{name}: entry points outside the artifact's code"
+                    )));
+                }
                 // Without an arena the alignment does not matter (0 = unset).
                 let arena_alignment = if arena_bytes == 0 {
                     arena_alignment.max(1)
@@ -218,6 +254,10 @@ impl Reader<'_> {
                             c.bytes
                         )))
                     } else {
+                        if c.bytes > 0 {
+                            let bytes = usize::try_from(c.bytes).unwrap_or(usize::MAX);
+                            self.check_range(c.data as usize, bytes, &format!("constants[{i}]"))?;
+                        }
                         Ok(ConstantRef {
                             ptr: c.data as *const u8,
                             bytes: c.bytes,

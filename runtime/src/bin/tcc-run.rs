@@ -94,9 +94,17 @@ struct Args {
     /// Elements printed per output before the rest is elided as "...".
     #[arg(long, default_value_t = 1024)]
     print_max_elements: usize,
+    /// Hash the model's constants and compare them with the checksum the
+    /// compiler stored (the tables are always checked): a damaged artifact
+    /// is an error instead of wrong outputs. Costs one pass over the
+    /// weights.
+    #[arg(long)]
+    verify: bool,
 }
 
 fn main() -> ExitCode {
+    // An interrupted --output write leaves no partial file behind.
+    tcc_runtime::output_file::remove_partial_files_on_interrupt();
     match cli::parse_args::<Args>() {
         Ok(args) => cli::report("tcc-run", run(args)),
         Err(code) => code,
@@ -119,6 +127,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         "missing the model: tcc-run model.so (or --module=model.so) --function=NAME --input=... (see --help)",
     )?;
     let model = Model::load(&model_path)?;
+    if args.verify {
+        model.verify()?;
+    }
     let backend = cli::choose_backend("tcc-run", args.backend.as_deref(), &model)?;
     if backend == Backend::Cuda {
         cli::refuse_opencl_options(&[
@@ -303,7 +314,10 @@ fn prepare(args: &Args, model: &Model, out: &mut impl Write) -> anyhow::Result<(
     let waited = Instant::now();
     let stats = rt.cache_stats();
     let cache = match (rt.cache_entries_dir(), &stats.last_disk_problem) {
-        (None, _) => "off (no disk cache)".to_string(),
+        (None, _) => match &stats.refused_dir {
+            Some(why) => format!("off (refused: {why})"),
+            None => "off (no disk cache)".to_string(),
+        },
         (Some(dir), Some(problem)) if stats.disk_errors > 0 => {
             bail!(
                 "the program cache in {} could not be written: {problem}",

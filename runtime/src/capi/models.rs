@@ -99,6 +99,9 @@ pub extern "C" fn tcc_model_load_linked(
             flops: linked.kernel_flops,
             ptx: linked.kernel_ptx,
             metadata: linked.metadata,
+            // Not in TCC_LINKED_MODEL: a linked-in model is checked against
+            // its segments only.
+            description: None,
         };
         // SAFETY: the functions are a linked-in artifact's (the caller's
         // promise, by way of TCC_LINKED_MODEL).
@@ -120,6 +123,18 @@ pub extern "C" fn tcc_model_producer(
     guard(|| {
         let model = model_of(model, false)?;
         *out_ptr(producer, "producer")? = model.producer.as_ptr();
+        Ok(())
+    })
+}
+
+/// Hashes the model's constants and compares them with the checksum its
+/// compiler stored (`tcc-run --verify`): `TCC_ERROR_LOAD` for a damaged
+/// artifact or one without a checksummed description.
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_model_verify(model: *const c_void) -> TccStatus {
+    guard(|| {
+        let model = model_of(model, false)?;
+        model.model.verify()?;
         Ok(())
     })
 }

@@ -160,12 +160,7 @@ impl KeyLock {
     ) -> std::io::Result<Option<Self>> {
         let deadline = Instant::now() + timeout;
         loop {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)?;
+            let file = super::private::open_lock_file(path)?;
             match file.try_lock() {
                 Ok(()) => {
                     // The holder before us may have removed the file after we
@@ -258,6 +253,9 @@ pub(super) fn read_entry_file(
             metadata.file_type()
         )));
     }
+    if let Some(why) = super::private::untrusted(&metadata) {
+        return Err(ReadProblem::Reject(format!("{why}: not trusted")));
+    }
     if metadata.len() > limit {
         return Err(ReadProblem::Reject(format!(
             "{} bytes, more than the {limit}-byte limit on entries",
@@ -296,8 +294,9 @@ pub(super) fn write_entry(
     };
     let entry = encode_entry(key, &binary);
     let written = (|| -> std::io::Result<()> {
+        // The entries directory is private already (`private::prepare`);
+        // the temporary file is created 0600.
         let dir = path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         tmp.write_all(&entry)?;
         tmp.as_file().sync_all()?;

@@ -355,6 +355,7 @@ impl<'l> HostWriter<'l> {
             entries.push(entry);
         }
         self.artifact(program, &functions, &entries, &constants)?;
+        self.description(program, &functions, &constants, ptx, metadata)?;
         if let Some(ptx) = ptx {
             self.ptx_getter(ptx)?;
         } else if !self.prefix.is_empty() {
@@ -366,6 +367,78 @@ impl<'l> HostWriter<'l> {
             self.string_getter(tcc_abi::METADATA_SYMBOL, None)?;
         }
         Ok(functions)
+    }
+
+    /// The exported data symbol `tcc_description_v1`: what the table says,
+    /// with the SHA-256 of the constants, checksummed
+    /// (`tcc_runtime::artifact::description`). `tcc inspect` reads it from
+    /// the file without loading the artifact; the loader compares it with
+    /// the table, and `--verify` with the constants.
+    fn description(
+        &mut self,
+        program: &Program,
+        functions: &[FunctionDesc],
+        constants: &[Vec<u8>],
+        ptx: Option<&str>,
+        metadata: Option<&str>,
+    ) -> Result<(), CodegenError> {
+        use tcc_runtime::artifact::description::{
+            self as d, Description, FunctionEntry, KernelEntry, TensorEntry,
+        };
+        let tensors = |ts: &[TensorDesc]| -> Result<Vec<TensorEntry>, CodegenError> {
+            ts.iter()
+                .map(|t| {
+                    Ok(TensorEntry {
+                        name: t.name.clone(),
+                        dtype: dtype_code(t.element).map_err(CodegenError::new)?,
+                        shape: t.shape.iter().map(|&x| x as u64).collect(),
+                    })
+                })
+                .collect()
+        };
+        let description = Description {
+            abi_version: ABI_VERSION,
+            producer: concat!("tcc ", env!("CARGO_PKG_VERSION")).to_string(),
+            source_kind: tcc_abi::SOURCE_OPENCL_C,
+            source_sha256: d::source_digest(program.source.as_bytes()),
+            build_options: "-cl-std=CL1.2".into(),
+            kernels: program
+                .kernels
+                .iter()
+                .map(|k| KernelEntry {
+                    name: k.name.clone(),
+                    flops: k.flops,
+                })
+                .collect(),
+            functions: functions
+                .iter()
+                .map(|f| {
+                    Ok(FunctionEntry {
+                        name: f.name.clone(),
+                        inputs: tensors(&f.inputs)?,
+                        outputs: tensors(&f.outputs)?,
+                        arena_bytes: f.arena_bytes,
+                        arena_alignment: d::normalized_alignment(f.arena_bytes, f.arena_alignment),
+                    })
+                })
+                .collect::<Result<_, CodegenError>>()?,
+            constant_bytes: constants.iter().map(|c| c.len() as u64).collect(),
+            constants_sha256: d::constants_digest(constants.iter().map(Vec::as_slice)),
+            ptx_sha256: ptx
+                .filter(|p| !p.is_empty())
+                .map(|p| d::sha256_hex(p.as_bytes())),
+            metadata: metadata.filter(|m| !m.is_empty()).map(str::to_string),
+        };
+        let blob = self.context.const_string(&description.encode(), false);
+        let global = self.module.add_global(
+            blob.get_type(),
+            None,
+            &self.exported(tcc_abi::DESCRIPTION_SYMBOL),
+        );
+        global.set_initializer(&blob);
+        global.set_constant(true);
+        global.set_linkage(Linkage::External);
+        Ok(())
     }
 
     fn tensor_descs(
@@ -493,11 +566,14 @@ impl<'l> HostWriter<'l> {
             )?);
         }
         let constants_array = self.types.constant_desc.const_array(&constant_entries);
+        // Exported, so that `tcc inspect --verify` finds the descriptors
+        // in the file without loading it.
         let constants_global = self.private_global(
             constants_array.get_type(),
-            "tcc.constants",
+            &self.exported(tcc_abi::CONSTANTS_SYMBOL),
             &constants_array,
         );
+        constants_global.set_linkage(Linkage::External);
 
         let t = self.types;
         let u32 = |n: u64| t.i32.const_int(n, false).into();

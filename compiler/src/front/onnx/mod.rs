@@ -10,7 +10,7 @@
 //!   time (shape computations);
 //! - [`emit`]: the MLIR text writer.
 //!
-//! This module depends on nothing else in tcc (only `prost`), so that the
+//! This module depends on nothing else in tcc (only `prost` and `libc`), so that the
 //! fuzz target can compile it on its own.
 
 pub mod dtype;

@@ -328,6 +328,14 @@ fn typed_bytes(tensor: &TensorProto, dtype: DType) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// Reads the `expected` bytes of a tensor stored outside the model
+/// (`data_location = EXTERNAL`). A model directory is data, not trusted:
+/// the location must be a relative path that, once resolved (symlinks
+/// included), stays inside the model's directory and names a regular file;
+/// it is opened with `O_NONBLOCK | O_NOFOLLOW` so that a FIFO cannot hang
+/// the import and a link swapped in after the check is not followed; the
+/// declared `length` (or, without one, the rest of the file after
+/// `offset`) must be exactly the tensor's size.
 fn read_external(
     tensor: &TensorProto,
     base_dir: Option<&Path>,
@@ -362,7 +370,8 @@ fn read_external(
     let location = location
         .ok_or_else(|| ImportError::new(format!("{what}: external data without a location")))?;
     let relative = Path::new(&location);
-    if relative.is_absolute()
+    if location.is_empty()
+        || relative.is_absolute()
         || relative
             .components()
             .any(|c| matches!(c, std::path::Component::ParentDir))
@@ -376,36 +385,104 @@ fn read_external(
             "{what}: external data '{location}' but the model was not read from a file"
         )));
     };
-    let path = base_dir.join(relative);
-    let length = length.unwrap_or(expected as u64);
-    if length != expected as u64 {
+    if let Some(length) = length
+        && length != expected as u64
+    {
         return Err(ImportError::new(format!(
             "{what}: external data length {length} but the tensor needs {expected} bytes"
         )));
     }
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(&path).map_err(|e| {
-        ImportError::new(format!(
-            "{what}: cannot open external data {}: {e}",
-            path.display()
-        ))
-    })?;
-    let file_length = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if offset
-        .checked_add(length)
-        .is_none_or(|end| end > file_length)
-    {
+    let path = base_dir.join(relative);
+    let (mut file, resolved) = open_inside(base_dir, &path)
+        .map_err(|e| ImportError::new(format!("{what}: external data '{location}': {e}")))?;
+    let file_length = file
+        .metadata()
+        .map_err(|e| ImportError::new(format!("{what}: cannot read {}: {e}", resolved.display())))?
+        .len();
+    let end = offset.checked_add(expected as u64);
+    if end.is_none_or(|end| end > file_length) {
         return Err(ImportError::new(format!(
-            "{what}: external data {} is {file_length} bytes, too short for {length} bytes at offset {offset}",
-            path.display()
+            "{what}: external data {} is {file_length} bytes, too short for {expected} bytes at offset {offset}",
+            resolved.display()
         )));
     }
-    file.seek(SeekFrom::Start(offset))
-        .map_err(|e| ImportError::new(format!("{what}: cannot read {}: {e}", path.display())))?;
-    let mut bytes = vec![0u8; expected];
-    file.read_exact(&mut bytes)
-        .map_err(|e| ImportError::new(format!("{what}: cannot read {}: {e}", path.display())))?;
+    if length.is_none() && end != Some(file_length) {
+        return Err(ImportError::new(format!(
+            "{what}: external data {} holds {} bytes after offset {offset} but the tensor needs {expected} (without a 'length', the data runs to the end of the file)",
+            resolved.display(),
+            file_length - offset
+        )));
+    }
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset)).map_err(|e| {
+        ImportError::new(format!("{what}: cannot read {}: {e}", resolved.display()))
+    })?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(expected).map_err(|_| {
+        ImportError::new(format!(
+            "{what}: cannot allocate {expected} bytes for external data"
+        ))
+    })?;
+    bytes.resize(expected, 0);
+    file.read_exact(&mut bytes).map_err(|e| {
+        ImportError::new(format!("{what}: cannot read {}: {e}", resolved.display()))
+    })?;
     Ok(bytes)
+}
+
+/// Opens `path` for reading only if, with every symlink resolved, it lies
+/// inside `base_dir` (itself resolved) and is a regular file. Returns the
+/// open file and the resolved path.
+fn open_inside(
+    base_dir: &Path,
+    path: &Path,
+) -> std::result::Result<(std::fs::File, std::path::PathBuf), String> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let base = std::fs::canonicalize(base_dir).map_err(|e| {
+        format!(
+            "cannot resolve the model's directory {}: {e}",
+            base_dir.display()
+        )
+    })?;
+    let resolved =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    if resolved == base || !resolved.starts_with(&base) {
+        return Err(format!(
+            "{} resolves to {}, outside the model's directory {}",
+            path.display(),
+            resolved.display(),
+            base.display()
+        ));
+    }
+    // Not blocking: a FIFO's open would wait for a writer. Not following a
+    // link: the resolved path has none, unless one was swapped in since.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&resolved)
+        .map_err(|e| format!("cannot open {}: {e}", resolved.display()))?;
+    let file_type = file
+        .metadata()
+        .map_err(|e| format!("cannot read {}: {e}", resolved.display()))?
+        .file_type();
+    if !file_type.is_file() {
+        let kind = if file_type.is_dir() {
+            "a directory"
+        } else if file_type.is_fifo() {
+            "a FIFO"
+        } else if file_type.is_socket() {
+            "a socket"
+        } else if file_type.is_char_device() || file_type.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!(
+            "{} is {kind}, not a regular file",
+            resolved.display()
+        ));
+    }
+    Ok((file, resolved))
 }
 
 #[cfg(test)]

@@ -127,6 +127,8 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // An interrupted --output write leaves no partial file behind.
+    tcc_runtime::output_file::remove_partial_files_on_interrupt();
     match cli::parse_args::<Args>() {
         Ok(args) => cli::report("tcc-benchmark", run(args)),
         Err(code) => code,

@@ -1,0 +1,354 @@
+//! The artifact's checksummed description, `tcc_description_v1`: a plain
+//! byte array (no pointers, so no relocations) that the compiler exports
+//! next to the ABI table. It holds, as JSON, everything the table says
+//! (functions and their tensors, kernels and their flops, constant sizes,
+//! source and build options as digests, producer, metadata) and the
+//! SHA-256 of the constants, behind a header with its own SHA-256:
+//!
+//! ```text
+//! "TCCDESC\x01"  u64 LE length  [32] SHA-256 of the JSON  JSON
+//! ```
+//!
+//! It serves two checks. `tcc inspect` reads it from the ELF file (through
+//! the `object` crate) without loading the artifact, so nothing of the
+//! artifact runs. The loader compares it with what it read from the table:
+//! a damaged table (or description) is an error, not a wrong result; and
+//! on request (`--verify`) it hashes the constants and compares them too.
+//! The machine code is not covered: a flipped bit there is undetectable
+//! (artifacts are code; see docs/reliability.md).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The blob's magic.
+pub const MAGIC: &[u8; 8] = b"TCCDESC\x01";
+/// magic + length + SHA-256.
+pub const HEADER_LEN: usize = 8 + 8 + 32;
+/// Descriptions larger than this are refused (a model's is kilobytes).
+pub const MAX_DESCRIPTION_BYTES: u64 = 64 << 20;
+
+/// One tensor of a function's signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorEntry {
+    pub name: String,
+    /// The `enum tcc_dtype` code.
+    pub dtype: u32,
+    pub shape: Vec<u64>,
+}
+
+/// One function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionEntry {
+    pub name: String,
+    pub inputs: Vec<TensorEntry>,
+    pub outputs: Vec<TensorEntry>,
+    pub arena_bytes: u64,
+    /// As the loader reads it: 1 when `arena_bytes` is 0 and none is set.
+    pub arena_alignment: u64,
+}
+
+/// One kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelEntry {
+    pub name: String,
+    pub flops: u64,
+}
+
+/// What an artifact's table says, with digests of its larger parts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Description {
+    pub abi_version: u32,
+    pub producer: String,
+    /// The `enum tcc_source_kind` code.
+    pub source_kind: u32,
+    /// SHA-256 (hex) of the kernel source, trailing NULs excluded.
+    pub source_sha256: String,
+    pub build_options: String,
+    pub kernels: Vec<KernelEntry>,
+    pub functions: Vec<FunctionEntry>,
+    /// Each constant's size in bytes.
+    pub constant_bytes: Vec<u64>,
+    /// [`constants_digest`] of the constants.
+    pub constants_sha256: String,
+    /// SHA-256 (hex) of the PTX text, if any.
+    pub ptx_sha256: Option<String>,
+    /// The compiler's JSON metadata (`tcc_metadata_v1`), if any.
+    pub metadata: Option<String>,
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The source as the loader keeps it (text sources lose trailing NULs).
+pub fn source_digest(source: &[u8]) -> String {
+    let mut end = source.len();
+    while end > 0 && source[end - 1] == 0 {
+        end -= 1;
+    }
+    sha256_hex(&source[..end])
+}
+
+/// SHA-256 (hex) over the constants in order, each as its length (u64
+/// LE) then its bytes.
+pub fn constants_digest<'a>(constants: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut hasher = Sha256::new();
+    for bytes in constants {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    hex(&hasher.finalize())
+}
+
+/// The arena alignment the loader records (see [`FunctionEntry`]).
+pub fn normalized_alignment(arena_bytes: u64, arena_alignment: u64) -> u64 {
+    if arena_bytes == 0 {
+        arena_alignment.max(1)
+    } else {
+        arena_alignment
+    }
+}
+
+impl Description {
+    /// The blob: header, then the JSON.
+    pub fn encode(&self) -> Vec<u8> {
+        let json = serde_json::to_vec(self).expect("a description serializes");
+        let mut out = Vec::with_capacity(HEADER_LEN + json.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+        out.extend_from_slice(&Sha256::digest(&json));
+        out.extend_from_slice(&json);
+        out
+    }
+
+    /// The JSON length a blob's header declares, after checking its magic
+    /// (`header` holds at least [`HEADER_LEN`] bytes).
+    pub fn declared_len(header: &[u8]) -> Result<u64, String> {
+        if header.len() < HEADER_LEN || &header[..8] != MAGIC {
+            return Err("its description (tcc_description_v1) has a bad header".into());
+        }
+        let len = u64::from_le_bytes(header[8..16].try_into().unwrap());
+        if len > MAX_DESCRIPTION_BYTES {
+            return Err(format!(
+                "its description declares an implausible length of {len} bytes"
+            ));
+        }
+        Ok(len)
+    }
+
+    /// Decodes a blob (header and JSON; trailing bytes are ignored) after
+    /// checking its digest.
+    pub fn decode(blob: &[u8]) -> Result<Self, String> {
+        let len = Self::declared_len(blob)? as usize;
+        let json = blob
+            .get(HEADER_LEN..HEADER_LEN + len)
+            .ok_or("its description is truncated")?;
+        if Sha256::digest(json)[..] != blob[16..48] {
+            return Err(
+                "its description does not match its checksum: the artifact is damaged".into(),
+            );
+        }
+        serde_json::from_slice(json)
+            .map_err(|e| format!("its description is not valid: {e} (the artifact is damaged)"))
+    }
+
+    /// The first difference between `self` (the description) and `table`
+    /// (what the table says), in words, or `None`.
+    pub fn difference(&self, table: &Description) -> Option<String> {
+        if self == table {
+            return None;
+        }
+        let what = if self.abi_version != table.abi_version {
+            "the ABI version".to_string()
+        } else if self.functions.len() != table.functions.len() {
+            format!(
+                "the table lists {} functions, the description {}",
+                table.functions.len(),
+                self.functions.len()
+            )
+        } else if let Some((a, b)) = self
+            .functions
+            .iter()
+            .zip(&table.functions)
+            .find(|(a, b)| a != b)
+        {
+            if a.name == b.name {
+                format!("function @{}", b.name)
+            } else {
+                format!("function @{}, @{} in the description", b.name, a.name)
+            }
+        } else if self.kernels != table.kernels {
+            "the kernels".into()
+        } else if self.constant_bytes != table.constant_bytes {
+            "the constants' sizes".into()
+        } else if self.source_sha256 != table.source_sha256 || self.source_kind != table.source_kind
+        {
+            "the kernel source".into()
+        } else if self.ptx_sha256 != table.ptx_sha256 {
+            "the PTX".into()
+        } else if self.metadata != table.metadata {
+            "the metadata".into()
+        } else {
+            "the producer or build options".into()
+        };
+        Some(format!(
+            "its table does not match its checksummed description ({what}): the artifact is damaged"
+        ))
+    }
+}
+
+/// An artifact's ELF file, read through the `object` crate without
+/// loading it (nothing of it runs).
+pub struct ArtifactFile {
+    cache: object::ReadCache<std::fs::File>,
+}
+
+type Elf<'a> = object::File<'a, &'a object::ReadCache<std::fs::File>>;
+
+impl ArtifactFile {
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot open it: {e}"))?;
+        Ok(ArtifactFile {
+            cache: object::ReadCache::new(file),
+        })
+    }
+
+    fn elf(&self) -> Result<Elf<'_>, String> {
+        object::File::parse(&self.cache).map_err(|e| format!("not a valid ELF file: {e}"))
+    }
+
+    /// The address of the dynamic symbol `name` (with any `NAME_` prefix).
+    fn symbol(elf: &Elf<'_>, name: &str) -> Option<u64> {
+        use object::{Object, ObjectSymbol};
+        elf.dynamic_symbols()
+            .find(|s| {
+                s.name()
+                    .is_ok_and(|n| n == name || n.ends_with(&format!("_{name}")))
+            })
+            .map(|s| s.address())
+    }
+
+    /// `len` bytes of the file's sections at virtual address `address`.
+    fn bytes_at<'a>(elf: &Elf<'a>, address: u64, len: u64) -> Result<&'a [u8], String> {
+        use object::{Object, ObjectSection};
+        for section in elf.sections() {
+            let start = section.address();
+            if address >= start && address < start.saturating_add(section.size()) {
+                return section
+                    .data_range(address, len)
+                    .map_err(|e| format!("cannot read {len} bytes at {address:#x}: {e}"))?
+                    .ok_or_else(|| format!("{len} bytes at {address:#x} run past their section"));
+            }
+        }
+        Err(format!("no section holds the address {address:#x}"))
+    }
+
+    /// The description (`tcc_description_v1`), checked against its own
+    /// checksum.
+    pub fn description(&self) -> Result<Description, String> {
+        let elf = self.elf()?;
+        let name = tcc_abi::DESCRIPTION_SYMBOL;
+        let address = Self::symbol(&elf, name).ok_or_else(|| {
+            format!(
+                "it has no {name} symbol (not a tcc artifact, or one compiled by a tcc older than the checksummed description)"
+            )
+        })?;
+        let header = Self::bytes_at(&elf, address, HEADER_LEN as u64)?;
+        let len = Description::declared_len(header)?;
+        let blob = Self::bytes_at(&elf, address, HEADER_LEN as u64 + len)
+            .map_err(|e| format!("its description is damaged: {e}"))?;
+        Description::decode(blob)
+    }
+
+    /// [`constants_digest`] of the `count` constants that the descriptors
+    /// `tcc_constants_v1` point at, each pointer found through the file's
+    /// dynamic relocations (`R_*_RELATIVE`: the addend is the address).
+    pub fn constants_digest(&self, count: usize) -> Result<String, String> {
+        use object::Object;
+        let elf = self.elf()?;
+        if count == 0 {
+            return Ok(constants_digest([]));
+        }
+        let name = tcc_abi::CONSTANTS_SYMBOL;
+        let table = Self::symbol(&elf, name)
+            .ok_or_else(|| format!("it has no {name} symbol, so its constants cannot be found"))?;
+        let descriptors = Self::bytes_at(&elf, table, count as u64 * 16)?;
+        let mut targets = std::collections::HashMap::new();
+        if let Some(relocations) = elf.dynamic_relocations() {
+            let end = table + count as u64 * 16;
+            for (offset, relocation) in relocations {
+                if (table..end).contains(&offset) {
+                    targets.insert(offset, relocation.addend() as u64);
+                }
+            }
+        }
+        let mut hasher = Sha256::new();
+        for i in 0..count {
+            let entry = &descriptors[i * 16..i * 16 + 16];
+            let bytes = u64::from_le_bytes(entry[8..16].try_into().unwrap());
+            // With RELA relocations the addend is the target; a linker that
+            // also writes it in place (or REL) leaves it in the entry.
+            let address = match targets.get(&(table + i as u64 * 16)) {
+                Some(&target) if target != 0 => target,
+                _ => u64::from_le_bytes(entry[..8].try_into().unwrap()),
+            };
+            hasher.update(bytes.to_le_bytes());
+            if bytes > 0 {
+                hasher.update(Self::bytes_at(&elf, address, bytes)?);
+            }
+        }
+        Ok(hex(&hasher.finalize()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Description {
+        Description {
+            abi_version: 2,
+            producer: "tcc".into(),
+            source_kind: 0,
+            source_sha256: source_digest(b"kernel\0"),
+            build_options: String::new(),
+            kernels: vec![KernelEntry {
+                name: "k".into(),
+                flops: 3,
+            }],
+            functions: vec![],
+            constant_bytes: vec![2],
+            constants_sha256: constants_digest([&[1u8, 2][..]]),
+            ptx_sha256: None,
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn every_flipped_bit_of_a_blob_is_an_error() {
+        let blob = sample().encode();
+        assert_eq!(Description::decode(&blob).unwrap(), sample());
+        for bit in 0..blob.len() * 8 {
+            let mut bad = blob.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(Description::decode(&bad).is_err(), "bit {bit}");
+        }
+        assert!(Description::decode(&blob[..blob.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn the_source_digest_ignores_trailing_nuls_and_constants_lengths_count() {
+        assert_eq!(source_digest(b"abc\0\0"), source_digest(b"abc"));
+        assert_ne!(
+            constants_digest([&[1u8][..], &[2u8][..]]),
+            constants_digest([&[1u8, 2][..]])
+        );
+    }
+}
