@@ -527,6 +527,10 @@ def bad_models():
          [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], domains=["com.microsoft"])
     save("invalid_dim", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [-5, 3])], [vi("y", F, [-5, 3])])
     save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=23)
+    save("nonzero_runtime", [helper.make_node("NonZero", ["x"], ["y"], name="nonzero_of_input")],
+         [vi("x", F, [2, 3])], [vi("y", I64, [2, None])])
+    save("topk_runtime_k", [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk_by_input")],
+         [vi("x", F, [2, 5]), vi("k", I64, [1])], [vi("v", F, [2, None]), vi("i", I64, [2, None])])
     f32_scale = init("s", np.array(0.1, np.float32))
     save("quant_runtime_scale", [helper.make_node("QuantizeLinear", ["x", "scale"], ["q"], name="quantize"),
                                  helper.make_node("DequantizeLinear", ["q", "s"], ["y"])],

@@ -122,9 +122,6 @@ pub fn unique(node: &Node) -> Result<Vec<Value>> {
         }
         None => (x.reshaped(vec![x.numel() as i64]), 0),
     };
-    if data.dtype.is_float() && data.dtype != DType::F32 && data.dtype != DType::F64 {
-        bail!("Unique of {} tensors", data.dtype);
-    }
     let length = data.shape[axis] as usize;
     // Each slice along the axis as its elements (integers exactly as f64
     // where they fit; larger ones compared by their i64 value).

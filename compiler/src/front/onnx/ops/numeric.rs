@@ -114,26 +114,37 @@ pub fn modulo(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     tensor(imp.e.map(&[&a, &b], ty, &|_| body.clone()))
 }
 
-/// BitShift of unsigned integers; a shift by the width or more gives 0.
+/// BitShift. Unsigned types (every opset) shift logically; the signed
+/// types of opset 28 shift right arithmetically. A shift by a negative
+/// amount or by the width or more gives what the sign fill alone gives:
+/// -1 for a right shift of a negative signed value, else 0.
 pub fn bit_shift(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let direction = node.string("direction", "")?;
-    let op = match direction.as_str() {
-        "LEFT" => "arith.shli",
-        "RIGHT" => "arith.shrui",
+    let left = match direction.as_str() {
+        "LEFT" => true,
+        "RIGHT" => false,
         other => bail!("BitShift direction must be LEFT or RIGHT, not '{other}'"),
     };
     let (a, b, ty) = operands(imp, node)?;
     let d = ty.dtype;
     if !d.is_int() {
-        bail!("BitShift of {d} tensors (it takes unsigned integers)");
+        bail!("BitShift of {d} tensors (it takes integers)");
     }
     let t = d.mlir();
     let width = d.size() * 8;
+    let signed = !d.is_unsigned();
+    let (op, fill) = match (left, signed) {
+        (true, _) => ("arith.shli", "%zero".to_string()),
+        (false, false) => ("arith.shrui", "%zero".to_string()),
+        (false, true) => ("arith.shrsi", "%sign".to_string()),
+    };
     tensor(imp.e.map(&[&a, &b], ty, &|_| {
         format!(
             "%width = arith.constant {width} : {t}\n%zero = arith.constant 0 : {t}\n\
+             %minus = arith.constant -1 : {t}\n%negative = arith.cmpi slt, %in0, %zero : {t}\n\
+             %sign = arith.select %negative, %minus, %zero : {t}\n\
              %big = arith.cmpi uge, %in1, %width : {t}\n%shifted = {op} %in0, %in1 : {t}\n\
-             %r = arith.select %big, %zero, %shifted : {t}"
+             %r = arith.select %big, {fill}, %shifted : {t}"
         )
     }))
 }
