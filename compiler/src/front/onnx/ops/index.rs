@@ -661,24 +661,28 @@ pub fn top_k(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         bail!("TopK of bool tensors");
     }
     // Each element's place: how many come before it (greater, or equal
-    // at a lower index; smaller for largest = 0).
-    let (before, equal) = if dtype.is_float() {
-        (
-            format!(
-                "arith.cmpf {}, %in1, %in0 : {}",
-                if largest { "ogt" } else { "olt" },
-                dtype.mlir()
-            ),
-            format!("arith.cmpf oeq, %in1, %in0 : {}", dtype.mlir()),
+    // at a lower index; smaller for largest = 0). NaN counts as greater
+    // than every number and equal to NaN (as onnxruntime and PyTorch
+    // order it), so the places are a permutation.
+    let t = dtype.mlir();
+    let compare = if dtype.is_float() {
+        let (ordered, nan_first) = if largest {
+            ("ogt", "%n1, %num0")
+        } else {
+            ("olt", "%n0, %num1")
+        };
+        format!(
+            "%true = arith.constant true\n%n0 = arith.cmpf uno, %in0, %in0 : {t}\n\
+             %n1 = arith.cmpf uno, %in1, %in1 : {t}\n%num0 = arith.xori %n0, %true : i1\n\
+             %num1 = arith.xori %n1, %true : i1\n%gt_num = arith.cmpf {ordered}, %in1, %in0 : {t}\n\
+             %gt_nan = arith.andi {nan_first} : i1\n%gt = arith.ori %gt_num, %gt_nan : i1\n\
+             %eq_num = arith.cmpf oeq, %in1, %in0 : {t}\n%eq_nan = arith.andi %n0, %n1 : i1\n\
+             %eq = arith.ori %eq_num, %eq_nan : i1\n"
         )
     } else {
-        (
-            format!(
-                "arith.cmpi {}, %in1, %in0 : {}",
-                if largest { "sgt" } else { "slt" },
-                dtype.mlir()
-            ),
-            format!("arith.cmpi eq, %in1, %in0 : {}", dtype.mlir()),
+        format!(
+            "%gt = arith.cmpi {}, %in1, %in0 : {t}\n%eq = arith.cmpi eq, %in1, %in0 : {t}\n",
+            if largest { "sgt" } else { "slt" }
         )
     };
     let all: Vec<usize> = (0..rank).collect();
@@ -694,7 +698,7 @@ pub fn top_k(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         &|_, out| {
             format!(
                 "%i = linalg.index {axis} : index\n%m = linalg.index {rank} : index\n\
-                 %lower = arith.cmpi ult, %m, %i : index\n%gt = {before}\n%eq = {equal}\n\
+                 %lower = arith.cmpi ult, %m, %i : index\n{compare}\
                  %tie = arith.andi %eq, %lower : i1\n%b = arith.ori %gt, %tie : i1\n\
                  %one = arith.constant 1 : i64\n%zero = arith.constant 0 : i64\n\
                  %inc = arith.select %b, %one, %zero : i64\n%r = arith.addi {out}, %inc : i64"
