@@ -145,25 +145,38 @@ pub fn unique(node: &Node) -> Result<Vec<Value>> {
             slices[i].iter().map(|&v| v as f64).collect()
         }
     };
-    let same = |i: usize, j: usize| -> bool {
+    // Equal slices have equal keys: floats by their bits with -0 as +0
+    // and every NaN as one NaN (numpy's unique counts NaNs as equal).
+    let key = |i: usize| -> Vec<i64> {
         if data.dtype.is_float() {
-            compare(&values(i), &values(j)) == Ordering::Equal
+            values(i)
+                .iter()
+                .map(|&v| {
+                    let v = if v == 0.0 {
+                        0.0
+                    } else if v.is_nan() {
+                        f64::NAN
+                    } else {
+                        v
+                    };
+                    v.to_bits() as i64
+                })
+                .collect()
         } else {
-            slices[i] == slices[j]
+            slices[i].clone()
         }
     };
     // First occurrences in input order, then (sorted) in value order.
     let mut firsts: Vec<usize> = Vec::new();
-    let mut inverse_first = vec![0usize; length];
-    for i in 0..length {
-        match firsts.iter().position(|&f| same(f, i)) {
-            Some(p) => inverse_first[i] = p,
-            None => {
-                inverse_first[i] = firsts.len();
+    let mut seen: std::collections::HashMap<Vec<i64>, usize> = std::collections::HashMap::new();
+    let inverse_first: Vec<usize> = (0..length)
+        .map(|i| {
+            *seen.entry(key(i)).or_insert_with(|| {
                 firsts.push(i);
-            }
-        }
-    }
+                firsts.len() - 1
+            })
+        })
+        .collect();
     let mut order: Vec<usize> = (0..firsts.len()).collect();
     if sorted {
         order.sort_by(|&a, &b| {

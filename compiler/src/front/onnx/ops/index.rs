@@ -454,6 +454,9 @@ pub fn one_hot(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let i = imp.val(indices)?;
     let i = imp.e.reshape(&i, &unsqueezed);
     let dtype = i.dtype();
+    // Negative indices count from the end since opset 11 (before, like
+    // any index outside [0, depth), they select no position).
+    let wrapped = if node.opset >= 11 { "%wrap" } else { "%v" };
     let mask = imp
         .e
         .map(&[&i], TType::new(DType::Bool, shape.clone()), &|a| {
@@ -467,7 +470,7 @@ pub fn one_hot(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             format!(
                 "%zero = arith.constant 0 : i64\n%depth = arith.constant {depth} : i64\n{wide}\
              %neg = arith.cmpi slt, %v, %zero : i64\n%wrap = arith.addi %v, %depth : i64\n\
-             %n = arith.select %neg, %wrap, %v : i64\n%p = linalg.index {axis} : index\n\
+             %n = arith.select %neg, {wrapped}, %v : i64\n%p = linalg.index {axis} : index\n\
              %pi = arith.index_cast %p : index to i64\n%r = arith.cmpi eq, %n, %pi : i64"
             )
         });
