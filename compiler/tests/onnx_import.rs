@@ -122,6 +122,27 @@ fn shapes_computed_at_run_time_are_rejected() {
 }
 
 #[test]
+fn outputs_shaped_by_run_time_values_are_rejected() {
+    assert_rejects(
+        "nonzero_runtime",
+        &[
+            "node 'nonzero_of_input'",
+            "output shape depends on the values",
+            "computed at run time",
+            "dynamic shapes",
+        ],
+    );
+    assert_rejects(
+        "topk_runtime_k",
+        &[
+            "node 'topk_by_input'",
+            "k (input #1 'k') is computed at run time",
+            "output shape depends on it",
+        ],
+    );
+}
+
+#[test]
 fn other_domains_and_newer_opsets_are_rejected() {
     assert_rejects("custom_domain", &["'FusedMatMul'", "com.microsoft"]);
     assert_rejects("opset_too_new", &["opset 23", "6 to 21"]);

@@ -527,6 +527,10 @@ def bad_models():
          [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], domains=["com.microsoft"])
     save("invalid_dim", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [-5, 3])], [vi("y", F, [-5, 3])])
     save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=23)
+    save("nonzero_runtime", [helper.make_node("NonZero", ["x"], ["y"], name="nonzero_of_input")],
+         [vi("x", F, [2, 3])], [vi("y", I64, [2, None])])
+    save("topk_runtime_k", [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk_by_input")],
+         [vi("x", F, [2, 5]), vi("k", I64, [1])], [vi("v", F, [2, None]), vi("i", I64, [2, None])])
     f32_scale = init("s", np.array(0.1, np.float32))
     save("quant_runtime_scale", [helper.make_node("QuantizeLinear", ["x", "scale"], ["q"], name="quantize"),
                                  helper.make_node("DequantizeLinear", ["q", "s"], ["y"])],
@@ -567,8 +571,154 @@ def feature_models():
     onnx.save_model(model, os.path.join(extra, "float64_add.onnx"))
 
 
+def index_cases():
+    """Indexed reads and writes, position-dependent ops, the elementwise ops
+    TOSA lacks, and the data-dependent ops on constants (own generator, so
+    the other cases' inputs do not change)."""
+    own = np.random.default_rng(32)
+    I32 = TensorProto.INT32
+    B = TensorProto.BOOL
+
+    def ownf(*shape, low=-1.0, high=1.0):
+        return own.uniform(low, high, size=shape).astype(np.float32)
+
+    # Gathers and scatters at run-time indices (negative ones too), with a
+    # constant gathered buffer as BERT's token-type ids.
+    save_case(
+        "gather_scatter",
+        [
+            helper.make_node("GatherElements", ["x", "ei"], ["ge"], axis=1),
+            helper.make_node("GatherElements", ["buffer", "pos"], ["tokens"], axis=1),
+            helper.make_node("GatherND", ["x3", "ni"], ["gnd"], batch_dims=1),
+            helper.make_node("GatherND", ["x", "ni2"], ["gnd2"]),
+            helper.make_node("ScatterElements", ["x", "si", "su"], ["se_add"], axis=0, reduction="add"),
+            helper.make_node("ScatterElements", ["x", "sj", "su2"], ["se_none"], axis=-1),
+            helper.make_node("ScatterElements", ["x", "si", "su"], ["se_max"], axis=0, reduction="max"),
+            helper.make_node("ScatterND", ["x3", "ndi", "ndu"], ["snd_mul"], reduction="mul"),
+            helper.make_node("ScatterND", ["x3", "ndi1", "ndu1"], ["snd_min"], reduction="min"),
+            helper.make_node("ScatterND", ["x", "ndi2", "ndu2"], ["snd_none"]),
+        ],
+        [vi("x", F, [4, 6]), vi("ei", I64, [4, 3]), vi("pos", I64, [1, 5]), vi("x3", F, [2, 3, 4]),
+         vi("ni", I64, [2, 2, 1]), vi("ni2", I64, [3, 2]), vi("si", I64, [3, 5]), vi("sj", I32, [2, 3]),
+         vi("su", F, [3, 5]), vi("su2", F, [2, 3]), vi("ndi", I64, [3, 2]), vi("ndu", F, [3, 4]), vi("ndi1", I64, [2, 2, 3]),
+         vi("ndu1", F, [2, 2]), vi("ndi2", I64, [2, 1]), vi("ndu2", F, [2, 6])],
+        [vi("ge", F, [4, 3]), vi("tokens", I64, [1, 5]), vi("gnd", F, [2, 2, 4]), vi("gnd2", F, [3]),
+         vi("se_add", F, [4, 6]), vi("se_none", F, [4, 6]), vi("se_max", F, [4, 6]), vi("snd_mul", F, [2, 3, 4]),
+         vi("snd_min", F, [2, 3, 4]), vi("snd_none", F, [4, 6])],
+        [ownf(4, 6), own.integers(-6, 6, size=(4, 3)), np.array([[0, 1, 2, 3, 4]], np.int64), ownf(2, 3, 4),
+         np.array([[[2], [-1]], [[0], [1]]], np.int64), np.array([[0, 5], [-1, -6], [2, 3]], np.int64),
+         own.integers(-4, 4, size=(3, 5)), np.array([[5, 0, -2], [1, 2, 3]], np.int32), ownf(3, 5), ownf(2, 3),
+         np.array([[0, 1], [1, -1], [0, 1]], np.int64), ownf(3, 4, low=0.5, high=2.0),
+         np.array([[[0, 0, 0], [1, 2, 3]], [[0, 0, 0], [-1, -1, -1]]], np.int64), ownf(2, 2),
+         np.array([[3], [0]], np.int64), ownf(2, 6)],
+        [init("buffer", np.array([[0, 0, 1, 1, 2, 0, 1, 2]], np.int64))],
+        opset=18,
+    )
+
+    # Position-dependent ops: OneHot, Trilu, CumSum, TopK (ties, both
+    # orders), Hardmax, ArgMax/ArgMin select_last_index.
+    ties = np.round(ownf(3, 7) * 2) / 2
+    save_case(
+        "index_ops",
+        [
+            helper.make_node("OneHot", ["labels", "depth", "values"], ["onehot"], axis=1),
+            helper.make_node("Trilu", ["x", "k"], ["tril"], upper=0),
+            helper.make_node("Trilu", ["x", "kr"], ["triu"]),
+            helper.make_node("CumSum", ["x", "axis1"], ["cumsum"]),
+            helper.make_node("CumSum", ["x", "axis0"], ["cumsum_rev_excl"], exclusive=1, reverse=1),
+            helper.make_node("CumSum", ["ints", "axis1"], ["cumsum_int"], exclusive=1),
+            helper.make_node("TopK", ["ties", "k3"], ["top_v", "top_i"]),
+            helper.make_node("TopK", ["ties", "k2"], ["low_v", "low_i"], axis=0, largest=0),
+            helper.make_node("TopK", ["ints", "k2"], ["topint_v", "topint_i"]),
+            helper.make_node("Hardmax", ["ties"], ["hardmax"], axis=0),
+            helper.make_node("ArgMax", ["ties"], ["argmax_last"], axis=1, select_last_index=1),
+            helper.make_node("ArgMin", ["ties"], ["argmin_last"], axis=0, keepdims=0, select_last_index=1),
+        ],
+        [vi("labels", I64, [2, 3]), vi("values", F, [2]), vi("x", F, [3, 4, 5]), vi("kr", I64, []),
+         vi("ties", F, [3, 7]), vi("ints", I32, [3, 7])],
+        [vi("onehot", F, [2, 5, 3]), vi("tril", F, [3, 4, 5]), vi("triu", F, [3, 4, 5]), vi("cumsum", F, [3, 4, 5]),
+         vi("cumsum_rev_excl", F, [3, 4, 5]), vi("cumsum_int", I32, [3, 7]), vi("top_v", F, [3, 3]),
+         vi("top_i", I64, [3, 3]), vi("low_v", F, [2, 7]), vi("low_i", I64, [2, 7]), vi("topint_v", I32, [3, 2]),
+         vi("topint_i", I64, [3, 2]), vi("hardmax", F, [3, 7]), vi("argmax_last", I64, [3, 1]),
+         vi("argmin_last", I64, [7])],
+        [np.array([[0, 4, -1], [7, 2, -5]], np.int64), np.array([-0.5, 3.0], np.float32), ownf(3, 4, 5),
+         np.array(-1, np.int64), ties, own.integers(-3, 3, size=(3, 7)).astype(np.int32)],
+        [init("depth", np.array(5, np.int64)), init("k", np.array(1, np.int64)),
+         init("axis1", np.array(1, np.int64)), init("axis0", np.array(0, np.int32)),
+         init("k3", np.array([3], np.int64)), init("k2", np.array([2], np.int64))],
+        opset=18,
+    )
+
+    # Elementwise ops without a TOSA form.
+    special = np.array([[1.5, -2.0, np.inf, -np.inf, np.nan, 0.0]], np.float32)
+    save_case(
+        "numeric_ops",
+        [
+            helper.make_node("Mod", ["a", "b"], ["mod_int"]),
+            helper.make_node("Mod", ["a", "b"], ["fmod_int"], fmod=1),
+            helper.make_node("Mod", ["x", "y"], ["fmod"], fmod=1),
+            helper.make_node("Mod", ["x", "y"], ["mod_float"]),
+            helper.make_node("Tan", ["x"], ["tan"]),
+            helper.make_node("Asin", ["u"], ["asin"]),
+            helper.make_node("Acos", ["u"], ["acos"]),
+            helper.make_node("Atan", ["x"], ["atan"]),
+            helper.make_node("Sinh", ["x"], ["sinh"]),
+            helper.make_node("Cosh", ["x"], ["cosh"]),
+            helper.make_node("Asinh", ["x"], ["asinh"]),
+            helper.make_node("Acosh", ["big"], ["acosh"]),
+            helper.make_node("Atanh", ["u"], ["atanh"]),
+            helper.make_node("IsNaN", ["special"], ["isnan"]),
+            helper.make_node("IsInf", ["special"], ["isinf"]),
+            helper.make_node("IsInf", ["special"], ["isneginf"], detect_positive=0),
+            helper.make_node("Shrink", ["x"], ["shrink"], lambd=0.8, bias=0.3),
+        ],
+        [vi("a", I64, [2, 4]), vi("b", I64, [4]), vi("x", F, [2, 4]), vi("y", F, [2, 4]), vi("u", F, [2, 4]),
+         vi("big", F, [2, 4]), vi("special", F, [1, 6])],
+        [vi("mod_int", I64, [2, 4]), vi("fmod_int", I64, [2, 4]), vi("fmod", F, [2, 4]), vi("mod_float", F, [2, 4]),
+         vi("tan", F, [2, 4]), vi("asin", F, [2, 4]), vi("acos", F, [2, 4]), vi("atan", F, [2, 4]),
+         vi("sinh", F, [2, 4]), vi("cosh", F, [2, 4]), vi("asinh", F, [2, 4]), vi("acosh", F, [2, 4]),
+         vi("atanh", F, [2, 4]), vi("isnan", B, [1, 6]), vi("isinf", B, [1, 6]), vi("isneginf", B, [1, 6]),
+         vi("shrink", F, [2, 4])],
+        [np.array([[7, -7, 7, -7], [0, 5, -9, 12]], np.int64), np.array([3, 3, -3, -4], np.int64),
+         ownf(2, 4, low=-3, high=3), np.array([[1.5, -1.5, 0.7, -2.0], [0.9, 1.1, -0.4, 2.5]], np.float32),
+         ownf(2, 4, low=-0.9, high=0.9), ownf(2, 4, low=1.0, high=4.0), special],
+        opset=18,
+    )
+
+    # Compress, NonZero and Unique on constants (evaluated at import time),
+    # feeding computations on a run-time input.
+    save_case(
+        "data_dependent_constants",
+        [
+            helper.make_node("NonZero", ["mask"], ["nz"]),
+            helper.make_node("Cast", ["nz"], ["nzf"], to=F),
+            helper.make_node("Add", ["x23", "nzf"], ["nonzero_plus"]),
+            helper.make_node("Compress", ["table", "keep"], ["kept"], axis=1),
+            helper.make_node("MatMul", ["x23", "kept"], ["compressed_mm"]),
+            helper.make_node("Unique", ["labels"], ["uy", "ui", "uinv", "uc"]),
+            helper.make_node("Gather", ["v", "uinv"], ["by_inverse"]),
+            helper.make_node("Cast", ["uc"], ["ucf"], to=F),
+            helper.make_node("Mul", ["uy", "ucf"], ["weighted"]),
+            # All four outputs: with only Y, onnx's reference evaluator ignores
+            # sorted = 0.
+            helper.make_node("Unique", ["rows"], ["urows", "urows_i", "urows_inv", "urows_c"], axis=0, sorted=0),
+            helper.make_node("Add", ["urows", "x23"], ["rows_plus"]),
+        ],
+        [vi("x23", F, [2, 3]), vi("v", F, [4])],
+        [vi("nonzero_plus", F, [2, 3]), vi("compressed_mm", F, [2, 2]), vi("by_inverse", F, [7]),
+         vi("weighted", F, [4]), vi("rows_plus", F, [2, 3])],
+        [ownf(2, 3), ownf(4)],
+        [init("mask", np.array([[0, 3, 0], [1, 0, 2]], np.int64)),
+         init("table", ownf(3, 4)), init("keep", np.array([0, 1, 0, 1], bool)),
+         init("labels", np.array([2.5, -1.0, 2.5, 7.0, 0.0, -1.0, 2.5], np.float32)),
+         init("rows", np.array([[1, 2, 3], [1, 2, 3], [0, 0, 1], [0, 0, 1]], np.float32))],
+        opset=18,
+    )
+
+
 if __name__ == "__main__":
     cases()
     quantized_cases()
     bad_models()
     feature_models()
+    index_cases()

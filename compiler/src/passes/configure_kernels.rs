@@ -353,7 +353,7 @@ struct RowReduction {
 /// element: a single-output f32 (or int32 sum) `linalg.generic` whose only reduction
 /// dimension is the innermost, at least 128 long, initialised by a fill,
 /// with a body ending in `combiner(x, acc)` where `acc` (the output) is
-/// used only there.
+/// used only there, and reading neither `linalg.index` nor `tensor.extract`.
 fn row_reduction(op: OperationRef) -> Option<RowReduction> {
     use melior::ir::{BlockLike, RegionLike};
     if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
@@ -409,8 +409,22 @@ fn row_reduction(op: OperationRef) -> Option<RowReduction> {
         }
     }
     let length = length.filter(|l| *l >= 128)?;
-    // The body: yield combiner(x, acc) with acc used once.
+    // The body: yield combiner(x, acc) with acc used once. The template
+    // computes the body per element of a strided row and has no iteration
+    // indices, so a body that reads them (`linalg.index`: CumSum's and
+    // TopK's position tests) or reads a tensor at computed coordinates
+    // (`tensor.extract`) runs as a loop nest.
     let block = op.region(0).ok()?.first_block()?;
+    let mut next = block.first_operation();
+    while let Some(inner) = next {
+        if matches!(
+            crate::ir::util::op_name(&inner).as_str(),
+            "linalg.index" | "tensor.extract"
+        ) {
+            return None;
+        }
+        next = inner.next_in_block();
+    }
     let acc = block.argument(block.argument_count() - 1).ok()?;
     let terminator = block.terminator()?;
     let combined = crate::ir::util::defining_op(terminator.operand(0).ok()?)?;

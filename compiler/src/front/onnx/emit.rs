@@ -57,6 +57,7 @@ mod linalg;
 mod literal;
 mod tosa;
 
+pub use linalg::Operand;
 use literal::{element_literal, hex, nested};
 pub use literal::{float_literal, sanitize, string_literal};
 

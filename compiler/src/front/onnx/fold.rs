@@ -60,7 +60,8 @@ pub fn try_fold(imp: &Importer, node: &Node) -> Result<Option<Vec<Value>>> {
             let (Some(a), Some(b)) = (inputs[0], inputs[1]) else {
                 return Ok(None);
             };
-            if op == "Mod" && a.dtype.is_float() && node.int("fmod", 0)? == 1 {
+            // fmod = 1 (C's remainder) runs as the lowering in ops/numeric.rs.
+            if op == "Mod" && node.int("fmod", 0)? == 1 {
                 return Ok(None);
             }
             let b = if op == "Pow" && b.dtype != a.dtype {

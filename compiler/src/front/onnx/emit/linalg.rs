@@ -127,3 +127,91 @@ impl Emitter {
         }
     }
 }
+
+/// An operand of [`Emitter::generic`]: a value and the results of its
+/// indexing map over the loop dimensions `d0, d1, ...` (`"d2"`, `"0"`).
+pub struct Operand<'a> {
+    pub value: &'a Val,
+    pub map: Vec<String>,
+}
+
+impl<'a> Operand<'a> {
+    /// `value` indexed by the loop dimensions `dims`, in order.
+    pub fn dims(value: &'a Val, dims: &[usize]) -> Self {
+        Operand {
+            value,
+            map: dims.iter().map(|d| format!("d{d}")).collect(),
+        }
+    }
+}
+
+impl Emitter {
+    /// A `linalg.generic` over `loops` dimensions (those in `reductions`
+    /// reduced, the others parallel) with explicit indexing maps and one
+    /// output, initialised by `init`. `body` gets the block argument names
+    /// of the inputs and of the accumulator; it may read `linalg.index`
+    /// and `tensor.extract` values defined outside (data gathered at
+    /// computed coordinates) and must define `%r`.
+    pub fn generic(
+        &mut self,
+        loops: usize,
+        reductions: &[usize],
+        ins: &[Operand],
+        init: Operand,
+        body: &dyn Fn(&[String], &str) -> String,
+    ) -> Val {
+        let dims: Vec<String> = (0..loops).map(|i| format!("d{i}")).collect();
+        let domain = format!("({})", dims.join(", "));
+        let map = |o: &Operand| format!("affine_map<{domain} -> ({})>", o.map.join(", "));
+        let mut maps: Vec<String> = ins.iter().map(map).collect();
+        maps.push(map(&init));
+        let iterators: Vec<&str> = (0..loops)
+            .map(|d| {
+                if reductions.contains(&d) {
+                    "\"reduction\""
+                } else {
+                    "\"parallel\""
+                }
+            })
+            .collect();
+        let args: Vec<String> = (0..ins.len()).map(|i| format!("%in{i}")).collect();
+        let mut block_args: Vec<String> = ins
+            .iter()
+            .zip(&args)
+            .map(|(o, a)| format!("{a}: {}", o.value.dtype().mlir()))
+            .collect();
+        let out = &init.value.ty;
+        block_args.push(format!("%out: {}", out.dtype.mlir()));
+        let result = self.fresh();
+        let values: Vec<String> = ins.iter().map(|o| o.value.ssa.clone()).collect();
+        let types: Vec<String> = ins.iter().map(|o| o.value.ty.mlir()).collect();
+        let ins_text = if ins.is_empty() {
+            String::new()
+        } else {
+            format!("ins({} : {}) ", values.join(", "), types.join(", "))
+        };
+        let mut text = format!(
+            "    {result} = linalg.generic {{indexing_maps = [{}], iterator_types = [{}]}} {ins_text}outs({} : {}) {{\n    ^bb0({}):\n",
+            maps.join(", "),
+            iterators.join(", "),
+            init.value.ssa,
+            out.mlir(),
+            block_args.join(", ")
+        );
+        for line in body(&args, "%out").lines() {
+            let _ = writeln!(text, "      {line}");
+        }
+        let _ = writeln!(
+            text,
+            "      linalg.yield %r : {}\n    }} -> {} {}",
+            out.dtype.mlir(),
+            out.mlir(),
+            self.loc
+        );
+        self.body.push_str(&text);
+        Val {
+            ssa: result,
+            ty: out.clone(),
+        }
+    }
+}

@@ -48,7 +48,13 @@ fn binary_int(op: &str, a: i64, b: i64) -> Result<Option<i64>> {
             if b == 0 {
                 bail!("integer modulo by zero in a constant");
             }
-            a.wrapping_rem(b)
+            // Python's remainder (Mod with fmod = 0): the divisor's sign.
+            let r = a.wrapping_rem(b);
+            if r != 0 && (r < 0) != (b < 0) {
+                r + b
+            } else {
+                r
+            }
         }
         "Max" => a.max(b),
         "Min" => a.min(b),

@@ -4,10 +4,13 @@
 
 pub mod conv;
 pub mod conv_transpose;
+pub mod data_dependent;
 pub mod elementwise;
+pub mod index;
 pub mod matmul;
 pub mod movement;
 pub mod norm;
+pub mod numeric;
 pub mod pad;
 pub mod pool;
 pub mod quant;
@@ -25,17 +28,25 @@ use super::node::{Node, Value};
 /// Every op type the importer handles (for documentation and tests).
 pub const SUPPORTED_OPS: &[&str] = &[
     "Abs",
+    "Acos",
+    "Acosh",
     "Add",
     "And",
     "ArgMax",
     "ArgMin",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
     "AveragePool",
     "BatchNormalization",
+    "BitShift",
     "Cast",
     "CastLike",
     "Ceil",
     "Celu",
     "Clip",
+    "Compress",
     "Concat",
     "Constant",
     "ConstantOfShape",
@@ -43,6 +54,8 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ConvInteger",
     "ConvTranspose",
     "Cos",
+    "Cosh",
+    "CumSum",
     "DepthToSpace",
     "DequantizeLinear",
     "Div",
@@ -55,16 +68,21 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Flatten",
     "Floor",
     "Gather",
+    "GatherElements",
+    "GatherND",
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "Hardmax",
     "HardSigmoid",
     "HardSwish",
     "Identity",
     "InstanceNormalization",
+    "IsInf",
+    "IsNaN",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -79,9 +97,12 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mean",
     "Min",
     "Mish",
+    "Mod",
     "Mul",
     "Neg",
+    "NonZero",
     "Not",
+    "OneHot",
     "Or",
     "Pad",
     "Pow",
@@ -103,11 +124,16 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Relu",
     "Reshape",
     "Round",
+    "Scatter",
+    "ScatterElements",
+    "ScatterND",
     "Selu",
     "Shape",
+    "Shrink",
     "Sigmoid",
     "Sign",
     "Sin",
+    "Sinh",
     "Size",
     "Slice",
     "Softmax",
@@ -119,10 +145,14 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Squeeze",
     "Sub",
     "Sum",
+    "Tan",
     "Tanh",
     "ThresholdedRelu",
     "Tile",
+    "TopK",
     "Transpose",
+    "Trilu",
+    "Unique",
     "Unsqueeze",
     "Where",
     "Xor",
@@ -162,6 +192,14 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Reciprocal" => ew::float_unary(imp, node, "tosa.reciprocal"),
         "Sqrt" | "Floor" | "Ceil" | "Round" | "Sin" | "Cos" => ew::math_unary(imp, node),
         "Sign" => ew::sign(imp, node),
+        "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh" | "Asinh" | "Acosh" | "Atanh" => {
+            numeric::trigonometric(imp, node)
+        }
+        "Mod" => numeric::modulo(imp, node),
+        "BitShift" => numeric::bit_shift(imp, node),
+        "IsNaN" => numeric::is_nan(imp, node),
+        "IsInf" => numeric::is_inf(imp, node),
+        "Shrink" => numeric::shrink(imp, node),
         "Relu" => ew::relu(imp, node),
         "LeakyRelu" | "Elu" | "Selu" | "Celu" | "ThresholdedRelu" | "HardSigmoid" | "HardSwish"
         | "Softplus" | "Softsign" | "Mish" | "Gelu" => ew::activation(imp, node),
@@ -197,6 +235,9 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
         | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSumExp" => reduce::reduce(imp, node),
         "ArgMax" | "ArgMin" => reduce::arg(imp, node),
+        "CumSum" => index::cum_sum(imp, node),
+        "TopK" => index::top_k(imp, node),
+        "Hardmax" => index::hardmax(imp, node),
         // Shapes and data movement.
         "Constant" => shape::constant(imp, node, base_dir),
         "ConstantOfShape" => shape::constant_of_shape(imp, node),
@@ -214,6 +255,16 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Gather" => movement::gather_op(imp, node),
         "Expand" => movement::expand(imp, node),
         "Tile" => movement::tile_op(imp, node),
+        "GatherElements" => index::gather_elements(imp, node),
+        "GatherND" => index::gather_nd(imp, node),
+        "ScatterElements" => index::scatter_elements(imp, node),
+        "Scatter" if node.opset < 11 => index::scatter_elements(imp, node),
+        "ScatterND" => index::scatter_nd(imp, node),
+        "OneHot" => index::one_hot(imp, node),
+        "Trilu" => index::trilu(imp, node),
+        "NonZero" => data_dependent::non_zero(node),
+        "Compress" => data_dependent::compress(node),
+        "Unique" => data_dependent::unique(node),
         "Pad" => pad::pad(imp, node),
         "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
         "Range" => bail!(

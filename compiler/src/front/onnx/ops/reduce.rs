@@ -97,12 +97,19 @@ pub fn arg(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let axis = node.axis(node.int("axis", 0)?, rank, "axis")?;
     let keepdims = node.int("keepdims", 1)? != 0;
-    if node.int("select_last_index", 0)? != 0 {
-        bail!("{} with select_last_index = 1 is not supported", node.op());
-    }
     let x = imp.val(input)?;
     if x.dtype() == DType::Bool {
         bail!("{} of bool tensors", node.op());
+    }
+    if node.opset >= 12 && node.int("select_last_index", 0)? != 0 {
+        let i = super::index::arg_last(imp, node, &x, axis)?;
+        let mut shape = x.shape().to_vec();
+        if !keepdims {
+            shape.remove(axis);
+        } else {
+            shape[axis] = 1;
+        }
+        return one(Value::Tensor(imp.e.reshape(&i, &shape)));
     }
     let x = if node.op() == "ArgMin" {
         imp.e.negate(&x)

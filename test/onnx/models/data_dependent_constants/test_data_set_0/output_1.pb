@@ -1,0 +1,1 @@
+Bcompressed_mmJ.°¦?k,>?uÿ	¼w²÷>

@@ -1,0 +1,1 @@
+B	rows_plusJBÚ?C'…? X@WJä¾&%7¿rQ?
