@@ -4,14 +4,17 @@
 
 pub mod conv;
 pub mod conv_transpose;
+pub mod einsum;
 pub mod elementwise;
 pub mod matmul;
 pub mod movement;
 pub mod norm;
+pub mod normalize;
 pub mod pad;
 pub mod pool;
 pub mod quant;
 pub mod reduce;
+pub mod resize;
 pub mod shape;
 
 use std::path::Path;
@@ -47,6 +50,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "DequantizeLinear",
     "Div",
     "Dropout",
+    "Einsum",
     "Elu",
     "Equal",
     "Erf",
@@ -61,6 +65,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "GroupNormalization",
     "HardSigmoid",
     "HardSwish",
     "Identity",
@@ -71,12 +76,14 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "LpNormalization",
     "LRN",
     "MatMul",
     "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
+    "MeanVarianceNormalization",
     "Min",
     "Mish",
     "Mul",
@@ -102,6 +109,8 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ReduceSumSquare",
     "Relu",
     "Reshape",
+    "Resize",
+    "RMSNormalization",
     "Round",
     "Selu",
     "Shape",
@@ -124,6 +133,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Tile",
     "Transpose",
     "Unsqueeze",
+    "Upsample",
     "Where",
     "Xor",
 ];
@@ -183,6 +193,11 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "InstanceNormalization" => norm::instance_norm(imp, node),
         "LayerNormalization" => norm::layer_norm(imp, node),
         "LRN" => norm::lrn(imp, node),
+        "RMSNormalization" => normalize::rms_norm(imp, node),
+        "GroupNormalization" => normalize::group_norm(imp, node),
+        "MeanVarianceNormalization" => normalize::mean_variance_norm(imp, node),
+        "LpNormalization" => normalize::lp_norm(imp, node),
+        "Einsum" => einsum::einsum(imp, node),
         "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
         "MaxPool" | "AveragePool" => pool::pool(imp, node),
         "GlobalAveragePool" | "GlobalMaxPool" => pool::global_pool(imp, node),
@@ -216,6 +231,8 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Tile" => movement::tile_op(imp, node),
         "Pad" => pad::pad(imp, node),
         "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
+        "Resize" => resize::resize(imp, node),
+        "Upsample" => resize::upsample(imp, node),
         "Range" => bail!(
             "Range with bounds computed at run time is not supported (tcc needs static shapes)"
         ),
