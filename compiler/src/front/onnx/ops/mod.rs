@@ -2,6 +2,7 @@
 //! constants) and returns its outputs; ops tcc cannot express are errors
 //! that name the op.
 
+pub mod attention;
 pub mod conv;
 pub mod conv_transpose;
 pub mod einsum;
@@ -32,6 +33,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "And",
     "ArgMax",
     "ArgMin",
+    "Attention",
     "AveragePool",
     "BatchNormalization",
     "Cast",
@@ -198,6 +200,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "MeanVarianceNormalization" => normalize::mean_variance_norm(imp, node),
         "LpNormalization" => normalize::lp_norm(imp, node),
         "Einsum" => einsum::einsum(imp, node),
+        "Attention" => attention::attention(imp, node),
         "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
         "MaxPool" | "AveragePool" => pool::pool(imp, node),
         "GlobalAveragePool" | "GlobalMaxPool" => pool::global_pool(imp, node),
