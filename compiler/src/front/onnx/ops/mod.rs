@@ -7,6 +7,7 @@ pub mod conv;
 pub mod conv_transpose;
 pub mod einsum;
 pub mod elementwise;
+pub mod grid;
 pub mod matmul;
 pub mod movement;
 pub mod norm;
@@ -30,6 +31,7 @@ use super::node::{Node, Value};
 pub const SUPPORTED_OPS: &[&str] = &[
     "Abs",
     "Add",
+    "AffineGrid",
     "And",
     "ArgMax",
     "ArgMin",
@@ -67,6 +69,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "GridSample",
     "GroupNormalization",
     "HardSigmoid",
     "HardSwish",
@@ -201,6 +204,8 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "LpNormalization" => normalize::lp_norm(imp, node),
         "Einsum" => einsum::einsum(imp, node),
         "Attention" => attention::attention(imp, node),
+        "GridSample" => grid::grid_sample(imp, node),
+        "AffineGrid" => grid::affine_grid(imp, node),
         "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
         "MaxPool" | "AveragePool" => pool::pool(imp, node),
         "GlobalAveragePool" | "GlobalMaxPool" => pool::global_pool(imp, node),
