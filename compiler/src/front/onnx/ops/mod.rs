@@ -18,6 +18,7 @@ pub mod quant;
 pub mod reduce;
 pub mod resize;
 pub mod shape;
+pub mod spatial;
 
 use std::path::Path;
 
@@ -42,7 +43,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CastLike",
     "Ceil",
     "Celu",
+    "CenterCropPad",
     "Clip",
+    "Col2Im",
     "Concat",
     "Constant",
     "ConstantOfShape",
@@ -66,6 +69,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
+    "GlobalLpPool",
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
@@ -82,6 +86,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Log",
     "LogSoftmax",
     "LpNormalization",
+    "LpPool",
     "LRN",
     "MatMul",
     "MatMulInteger",
@@ -209,6 +214,10 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
         "MaxPool" | "AveragePool" => pool::pool(imp, node),
         "GlobalAveragePool" | "GlobalMaxPool" => pool::global_pool(imp, node),
+        "LpPool" => pool::lp_pool(imp, node),
+        "GlobalLpPool" => pool::global_lp_pool(imp, node),
+        "CenterCropPad" => spatial::center_crop_pad(imp, node),
+        "Col2Im" => spatial::col2im(imp, node),
         // Quantized operators (as float computation, see quant.rs).
         "DequantizeLinear" => quant::dequantize_linear(imp, node),
         "QuantizeLinear" => quant::quantize_linear(imp, node),
