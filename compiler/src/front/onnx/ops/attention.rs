@@ -20,6 +20,10 @@ use super::super::node::{Node, Value, require_float};
 use super::super::tensor::Const;
 use super::matmul::matmul_vals;
 
+fn kv_len_of(k: &Val) -> i64 {
+    k.shape()[2]
+}
+
 /// [B, S, H * D] -> [B, H, S, D].
 fn split_heads(imp: &mut Importer, x: &Val, heads: i64, what: &str) -> Result<Val> {
     let s = x.shape().to_vec();
@@ -82,6 +86,12 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         (None, None) => 0,
         _ => bail!("Attention takes past_key and past_value together"),
     };
+    if (q_len as i128) * (kv_len_of(&k) as i128) > super::super::fold::FOLD_LIMIT as i128 {
+        bail!(
+            "Attention with {q_len} queries and {} keys is too large",
+            kv_len_of(&k)
+        );
+    }
     let present_k = k.clone();
     let present_v = v.clone();
     let kv_len = k.shape()[2];

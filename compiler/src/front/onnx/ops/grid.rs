@@ -12,7 +12,7 @@
 //! and `tosa.reduce_sum` over the taps give the result. AffineGrid is a
 //! constant base grid times theta (`tosa.matmul`).
 
-use super::super::dtype::{DType, TType};
+use super::super::dtype::{DType, TType, checked_numel};
 use super::super::emit::{Val, float_literal};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
@@ -103,6 +103,10 @@ impl Body {
 
     /// Reflects `x` into [lo, hi] as the ONNX reference does.
     fn reflect(&mut self, x: &str, lo: f64, hi: f64) -> String {
+        if hi <= lo {
+            // A single aligned position: everything reflects onto it.
+            return self.c(lo);
+        }
         let (lo_c, hi_c, range) = (self.c(lo), self.c(hi), self.c(hi - lo));
         let below = self.cmp("olt", x, &lo_c);
         let above = self.cmp("ogt", x, &hi_c);
@@ -232,8 +236,10 @@ impl Axis {
             }
             _ => i,
         };
-        let m = b.bin("minimumf", &mapped, &top);
-        let clamped = b.bin("maximumf", &m, &zero);
+        // minnumf/maxnumf: a NaN (from a NaN or infinite grid value) becomes
+        // a bound, so the gather never reads outside the input.
+        let m = b.bin("minnumf", &mapped, &top);
+        let clamped = b.bin("maxnumf", &m, &zero);
         (clamped, inside)
     }
 
@@ -329,8 +335,20 @@ pub fn grid_sample(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let align = node.int("align_corners", 0)? != 0;
     let (n, c) = (xs[0], xs[1]);
     let spatial = &xs[2..];
-    let s: i64 = spatial.iter().product();
-    let p: i64 = gs[1..=dims].iter().product();
+    let (Some(s), Some(p)) = (checked_numel(spatial), checked_numel(&gs[1..=dims])) else {
+        bail!("GridSample of X {xs:?} with grid {gs:?} is too large");
+    };
+    let taps = match mode {
+        Mode::Nearest => 1i64,
+        Mode::Linear => 2,
+        Mode::Cubic => 4,
+    }
+    .pow(dims as u32);
+    if (n as i128) * (p as i128) * (taps as i128) * (c as i128) > i32::MAX as i128
+        || s > i32::MAX as i64
+    {
+        bail!("GridSample of X {xs:?} with grid {gs:?} is too large");
+    }
     if n == 0 || c == 0 || s == 0 || p == 0 {
         bail!("GridSample of an empty tensor is not supported");
     }
@@ -470,6 +488,9 @@ pub fn affine_grid(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         );
     }
     let spatial = &size[2..];
+    if checked_numel(&size).is_none_or(|t| t > super::super::fold::FOLD_LIMIT) {
+        bail!("AffineGrid size {size:?} is too large");
+    }
     let coords = |d: i64| -> Vec<f64> {
         (0..d)
             .map(|i| {

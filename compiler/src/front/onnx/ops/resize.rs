@@ -15,7 +15,7 @@
 //! - `tf_crop_and_resize` positions outside the input get weight 0 and the
 //!   `extrapolation_value` added.
 
-use super::super::dtype::DType;
+use super::super::dtype::{DType, checked_numel};
 use super::super::emit::Val;
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
@@ -370,6 +370,19 @@ fn resize_values(
     settings: &Settings,
     plans: &[AxisPlan],
 ) -> Result<Vec<Value>> {
+    let mut out_shape = x.shape();
+    for plan in plans {
+        out_shape[plan.axis] = plan.out;
+    }
+    if checked_numel(&out_shape).is_none_or(|n| n > i32::MAX as i64) {
+        bail!("{} to the shape {out_shape:?} is too large", node.op());
+    }
+    if settings.antialias && plans.iter().any(|p| p.scale < 1.0 / 1024.0) {
+        bail!(
+            "{} antialias with a scale below 1/1024 is not supported",
+            node.op()
+        );
+    }
     if settings.mode != Mode::Nearest && !x.dtype().is_float() {
         bail!(
             "{} of {} tensors is supported in nearest mode only",
@@ -388,7 +401,7 @@ fn resize_values(
                 plan.out
             );
         }
-        if plan.out > 1 << 24 {
+        if plan.out > 1 << 20 {
             bail!(
                 "{} to {} elements along axis {}",
                 node.op(),

@@ -1,7 +1,7 @@
 //! Spatial ops built from gathers, pads and slices with import-time
 //! geometry: MaxPool's Indices output, CenterCropPad and Col2Im.
 
-use super::super::dtype::DType;
+use super::super::dtype::{DType, checked_numel};
 use super::super::emit::Val;
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
@@ -46,9 +46,13 @@ pub fn max_pool_indices(
     let inputs: Vec<i64> = windows.iter().map(|w| w.input).collect();
     let outputs: Vec<i64> = windows.iter().map(|w| w.output).collect();
     let kernels: Vec<i64> = windows.iter().map(|w| w.kernel).collect();
-    let s: i64 = inputs.iter().product();
-    let o: i64 = outputs.iter().product();
-    let k: i64 = kernels.iter().product();
+    let (Some(s), Some(o), Some(k)) = (
+        checked_numel(&inputs),
+        checked_numel(&outputs),
+        checked_numel(&kernels),
+    ) else {
+        bail!("MaxPool indices of {} are too large", x.ty);
+    };
     let nc = n * c;
     if (nc as i128) * (s as i128) >= i32::MAX as i128 || (o as i128) * (k as i128) > 1 << 24 {
         bail!("MaxPool indices of {} are too large", x.ty);
@@ -182,6 +186,13 @@ pub fn center_crop_pad(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             pads[a] = (extra / 2, extra - extra / 2);
         }
     }
+    let mut out = size.clone();
+    for (a, &(b, e)) in pads.iter().enumerate() {
+        out[a] += b + e;
+    }
+    if checked_numel(&out).is_none_or(|n| n > i32::MAX as i64) {
+        bail!("CenterCropPad to {out:?} is too large");
+    }
     let v = imp.val(x)?;
     let cropped = imp.e.slice(&v, &start, &size);
     tensor(imp.e.pad(&cropped, &pads, 0.0))
@@ -219,18 +230,33 @@ pub fn col2im(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let s = input.shape();
     let (n, ck, l) = (s[0], s[1], s[2]);
-    let k: i64 = block.iter().product();
+    let Some(k) = checked_numel(&block).filter(|&k| k <= 1 << 16) else {
+        bail!("Col2Im block {block:?} is too large");
+    };
     if ck % k != 0 {
         bail!("Col2Im: {ck} rows are not a multiple of the block's {k} elements");
     }
     let c = ck / k;
-    let padded: Vec<i64> = (0..d).map(|a| image[a] + pads[a] + pads[d + a]).collect();
-    let blocks: Vec<i64> = (0..d)
-        .map(|a| (padded[a] - (dilations[a] * (block[a] - 1) + 1)) / strides[a] + 1)
+    let limit = 1i128 << 31;
+    let padded: Vec<i128> = (0..d)
+        .map(|a| image[a] as i128 + pads[a] as i128 + pads[d + a] as i128)
         .collect();
-    if blocks.iter().any(|&b| b <= 0) || blocks.iter().product::<i64>() != l {
+    let blocks: Vec<i128> = (0..d)
+        .map(|a| {
+            (padded[a] - (dilations[a] as i128 * (block[a] as i128 - 1) + 1))
+                .div_euclid(strides[a] as i128)
+                + 1
+        })
+        .collect();
+    if padded.iter().chain(&blocks).any(|&v| v > limit)
+        || blocks.iter().any(|&b| b <= 0)
+        || blocks.iter().product::<i128>() != l as i128
+        || (k as i128) * (l as i128) > limit
+    {
         bail!("Col2Im: {l} blocks do not match the image {image:?} with block {block:?}");
     }
+    let padded: Vec<i64> = padded.iter().map(|&v| v as i64).collect();
+    let blocks: Vec<i64> = blocks.iter().map(|&v| v as i64).collect();
     let x = imp.val(input)?;
     // [N, C, K, L].
     let x = imp.e.reshape(&x, &[n, c, k, l]);
