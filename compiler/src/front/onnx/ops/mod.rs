@@ -2,6 +2,7 @@
 //! constants) and returns its outputs; ops tcc cannot express are errors
 //! that name the op.
 
+pub mod attention;
 pub mod conv;
 pub mod conv_transpose;
 pub mod data_dependent;
@@ -11,11 +12,16 @@ pub mod matmul;
 pub mod movement;
 pub mod norm;
 pub mod numeric;
+pub mod einsum;
+pub mod grid;
+pub mod normalize;
 pub mod pad;
 pub mod pool;
 pub mod quant;
 pub mod reduce;
+pub mod resize;
 pub mod shape;
+pub mod spatial;
 
 use std::path::Path;
 
@@ -31,6 +37,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Acos",
     "Acosh",
     "Add",
+    "AffineGrid",
     "And",
     "ArgMax",
     "ArgMin",
@@ -38,6 +45,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Asinh",
     "Atan",
     "Atanh",
+    "Attention",
     "AveragePool",
     "BatchNormalization",
     "BitShift",
@@ -45,8 +53,10 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CastLike",
     "Ceil",
     "Celu",
+    "CenterCropPad",
     "Clip",
     "Compress",
+    "Col2Im",
     "Concat",
     "Constant",
     "ConstantOfShape",
@@ -60,6 +70,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "DequantizeLinear",
     "Div",
     "Dropout",
+    "Einsum",
     "Elu",
     "Equal",
     "Erf",
@@ -73,10 +84,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
+    "GlobalLpPool",
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
     "Hardmax",
+    "GridSample",
+    "GroupNormalization",
     "HardSigmoid",
     "HardSwish",
     "Identity",
@@ -89,12 +103,15 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "LpNormalization",
+    "LpPool",
     "LRN",
     "MatMul",
     "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
+    "MeanVarianceNormalization",
     "Min",
     "Mish",
     "Mod",
@@ -123,6 +140,8 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ReduceSumSquare",
     "Relu",
     "Reshape",
+    "Resize",
+    "RMSNormalization",
     "Round",
     "Scatter",
     "ScatterElements",
@@ -154,6 +173,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Trilu",
     "Unique",
     "Unsqueeze",
+    "Upsample",
     "Where",
     "Xor",
 ];
@@ -221,9 +241,21 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "InstanceNormalization" => norm::instance_norm(imp, node),
         "LayerNormalization" => norm::layer_norm(imp, node),
         "LRN" => norm::lrn(imp, node),
+        "RMSNormalization" => normalize::rms_norm(imp, node),
+        "GroupNormalization" => normalize::group_norm(imp, node),
+        "MeanVarianceNormalization" => normalize::mean_variance_norm(imp, node),
+        "LpNormalization" => normalize::lp_norm(imp, node),
+        "Einsum" => einsum::einsum(imp, node),
+        "Attention" => attention::attention(imp, node),
+        "GridSample" => grid::grid_sample(imp, node),
+        "AffineGrid" => grid::affine_grid(imp, node),
         "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
         "MaxPool" | "AveragePool" => pool::pool(imp, node),
         "GlobalAveragePool" | "GlobalMaxPool" => pool::global_pool(imp, node),
+        "LpPool" => pool::lp_pool(imp, node),
+        "GlobalLpPool" => pool::global_lp_pool(imp, node),
+        "CenterCropPad" => spatial::center_crop_pad(imp, node),
+        "Col2Im" => spatial::col2im(imp, node),
         // Quantized operators (as float computation, see quant.rs).
         "DequantizeLinear" => quant::dequantize_linear(imp, node),
         "QuantizeLinear" => quant::quantize_linear(imp, node),
@@ -267,6 +299,8 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Unique" => data_dependent::unique(node),
         "Pad" => pad::pad(imp, node),
         "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
+        "Resize" => resize::resize(imp, node),
+        "Upsample" => resize::upsample(imp, node),
         "Range" => bail!(
             "Range with bounds computed at run time is not supported (tcc needs static shapes)"
         ),

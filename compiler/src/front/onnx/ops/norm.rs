@@ -157,7 +157,18 @@ pub fn layer_norm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         super::super::emit::float_literal(epsilon as f64, DType::F32)
     );
     let ty = x.ty.clone();
-    tensor(imp.e.op("tcc.layer_norm", &[&x, &scale, &bias], &props, ty))
+    let y = imp.e.op("tcc.layer_norm", &[&x, &scale, &bias], &props, ty);
+    // Mean and InvStdDev, when the graph uses them.
+    let wanted = |i: usize| node.proto.output.get(i).is_some_and(|n| !n.is_empty());
+    if !wanted(1) && !wanted(2) {
+        return tensor(y);
+    }
+    let (mean, inv) = super::normalize::layer_norm_stats(imp, node, &x, axis, epsilon as f64)?;
+    Ok(vec![
+        Value::Tensor(y),
+        Value::Tensor(mean),
+        Value::Tensor(inv),
+    ])
 }
 
 pub fn lrn(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {

@@ -166,10 +166,10 @@ pub fn depth_space(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             bail!("DepthToSpace: {c} channels are not a multiple of {b} x {b}");
         }
         let cc = c / (b * b);
-        let (split, perm): (Vec<i64>, [usize; 6]) = if node.string("mode", "DCR")? == "CRD" {
-            (vec![n, cc, b, b, h, w], [0, 1, 4, 2, 5, 3])
-        } else {
-            (vec![n, b, b, cc, h, w], [0, 3, 4, 1, 5, 2])
+        let (split, perm): (Vec<i64>, [usize; 6]) = match node.string("mode", "DCR")?.as_str() {
+            "CRD" => (vec![n, cc, b, b, h, w], [0, 1, 4, 2, 5, 3]),
+            "DCR" => (vec![n, b, b, cc, h, w], [0, 3, 4, 1, 5, 2]),
+            other => bail!("DepthToSpace mode '{other}' (DCR or CRD)"),
         };
         let r = reshape_value(imp, x, &split)?;
         let t = transpose_value(imp, &r, &perm)?;
@@ -178,8 +178,15 @@ pub fn depth_space(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         if h % b != 0 || w % b != 0 {
             bail!("SpaceToDepth: {h}x{w} is not a multiple of {b}");
         }
+        // DCR (the only layout before opset 28): blocks outermost; CRD:
+        // channels outermost.
+        let perm: [usize; 6] = match node.string("mode", "DCR")?.as_str() {
+            "DCR" => [0, 3, 5, 1, 2, 4],
+            "CRD" => [0, 1, 3, 5, 2, 4],
+            other => bail!("SpaceToDepth mode '{other}' (DCR or CRD)"),
+        };
         let r = reshape_value(imp, x, &[n, c, h / b, b, w / b, b])?;
-        let t = transpose_value(imp, &r, &[0, 3, 5, 1, 2, 4])?;
+        let t = transpose_value(imp, &r, &perm)?;
         reshape_value(imp, &t, &[n, c * b * b, h / b, w / b])?
     };
     one(y)

@@ -241,6 +241,8 @@ pub fn crop(imp: &mut Importer, x: &Val, windows: &[Window]) -> Val {
 enum Kind {
     Max,
     Average,
+    /// The window sums (LpPool, on |x|^p; padding counts as zeros).
+    Sum,
 }
 
 /// What one MaxPool/AveragePool computes, for its TOSA or linalg lowering.
@@ -260,6 +262,26 @@ pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let input = node.input(0)?;
     require_float(input, &format!("{}'s input", node.op()))?;
     let x = imp.val(input)?;
+    let count_include_pad = node.int("count_include_pad", 0)? != 0;
+    let (y, windows) = pool_windows(imp, node, &x, kind, count_include_pad)?;
+    let wants_indices =
+        kind == Kind::Max && node.proto.output.get(1).is_some_and(|n| !n.is_empty());
+    if wants_indices {
+        let indices = super::spatial::max_pool_indices(imp, node, &x, &windows)?;
+        return Ok(vec![Value::Tensor(y), Value::Tensor(indices)]);
+    }
+    one(Value::Tensor(y))
+}
+
+/// Pools `x` (NC...) as the node's window attributes say; returns the
+/// result and the windows.
+fn pool_windows(
+    imp: &mut Importer,
+    node: &Node,
+    x: &Val,
+    kind: Kind,
+    count_include_pad: bool,
+) -> Result<(Val, Vec<Window>)> {
     let rank = x.rank();
     if !(3..=5).contains(&rank) {
         bail!(
@@ -280,10 +302,6 @@ pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let strides = per_axis(node, "strides", n, 1)?;
     let dilations = per_axis(node, "dilations", n, 1)?;
     let ceil_mode = node.int("ceil_mode", 0)? != 0;
-    let count_include_pad = node.int("count_include_pad", 0)? != 0;
-    if kind == Kind::Max && node.int("storage_order", 0)? != 0 && node.proto.output.len() > 1 {
-        bail!("MaxPool indices are not supported");
-    }
     let inputs = &x.shape()[2..];
     let windows = windows(node, inputs, &kernels, &strides, &dilations, ceil_mode)?;
     let pooling = Pooling {
@@ -291,18 +309,80 @@ pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         kind,
         count_include_pad,
     };
-    let x = crop(imp, &x, &windows);
+    let cropped = crop(imp, x, &windows);
     let y = if n <= 2
         && dilations.iter().all(|&d| d == 1)
         && windows
             .iter()
             .all(|w| w.pad_begin < w.kernel && w.pad_end < w.kernel)
     {
-        tosa_pool(imp, x, pooling)?
+        tosa_pool(imp, cropped, pooling)?
     } else {
-        linalg_pool(imp, x, pooling)?
+        linalg_pool(imp, cropped, pooling)?
     };
-    one(Value::Tensor(y))
+    Ok((y, windows))
+}
+
+/// `|x|^p` (p = 1, 2 or any positive value).
+fn abs_pow(imp: &mut Importer, x: &Val, p: i64) -> Result<Val> {
+    Ok(match p {
+        1 => imp.e.unary("tosa.abs", x),
+        2 => imp.e.mul(x, x)?,
+        p if p > 0 => {
+            let a = imp.e.unary("tosa.abs", x);
+            let e = imp.e.scalar(x.dtype(), x.rank(), p as f64);
+            imp.e.binary("tosa.pow", &a, &e)?
+        }
+        p => bail!("LpPool p = {p} must be positive"),
+    })
+}
+
+/// `s^(1/p)`.
+fn root(imp: &mut Importer, s: &Val, p: i64) -> Result<Val> {
+    Ok(match p {
+        1 => s.clone(),
+        2 => {
+            let t = s.dtype().mlir();
+            imp.e.map(&[s], s.ty.clone(), &|a| {
+                format!("%r = math.sqrt {} : {t}", a[0])
+            })
+        }
+        p => {
+            let e = imp.e.scalar(s.dtype(), s.rank(), 1.0 / p as f64);
+            imp.e.binary("tosa.pow", s, &e)?
+        }
+    })
+}
+
+/// LpPool: `(sum over the window of |x|^p)^(1/p)`, padding counting as 0.
+pub fn lp_pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    require_float(input, "LpPool's input")?;
+    let x = imp.val(input)?;
+    let p = node.int("p", 2)?;
+    let a = abs_pow(imp, &x, p)?;
+    let (s, _) = pool_windows(imp, node, &a, Kind::Sum, true)?;
+    one(Value::Tensor(root(imp, &s, p)?))
+}
+
+/// GlobalLpPool: LpPool over every spatial element.
+pub fn global_lp_pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    require_float(input, "GlobalLpPool's input")?;
+    let x = imp.val(input)?;
+    if x.rank() < 3 {
+        bail!("GlobalLpPool needs an N x C x spatial input");
+    }
+    let p = node.int("p", 2)?;
+    let s = x.shape().to_vec();
+    let spatial: i64 = s[2..].iter().product();
+    let flat = imp.e.reshape(&x, &[s[0], s[1], spatial]);
+    let a = abs_pow(imp, &flat, p)?;
+    let sum = imp.e.reduce("tosa.reduce_sum", &a, 2);
+    let y = root(imp, &sum, p)?;
+    let mut out = vec![s[0], s[1]];
+    out.extend(std::iter::repeat_n(1, s.len() - 2));
+    one(Value::Tensor(imp.e.reshape(&y, &out)))
 }
 
 /// Multiplies a channels-last pooled tensor [N, O..., C] by
@@ -369,17 +449,23 @@ fn tosa_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
     );
     let mut y = match pooling.kind {
         Kind::Max => imp.e.op("tosa.max_pool2d", &[&nhwc], &attrs, out_ty),
-        Kind::Average => {
+        Kind::Average | Kind::Sum => {
             let zp = imp.e.zero_point(nhwc.dtype());
             let attrs = format!("acc_type = f32, {attrs}");
             imp.e
                 .op("tosa.avg_pool2d", &[&nhwc, &zp, &zp], &attrs, out_ty)
         }
     };
-    if pooling.kind == Kind::Average {
+    if pooling.kind != Kind::Max {
         // TOSA divides by the window's elements inside the (cropped) input.
+        let sum = pooling.kind == Kind::Sum;
         y = scale_per_axis(imp, &y, &w2, &|w, o| {
-            w.count_in(o, 0, w.used) as f64 / w.onnx_count(o, pooling.count_include_pad) as f64
+            let tosa = w.count_in(o, 0, w.used) as f64;
+            if sum {
+                tosa
+            } else {
+                tosa / w.onnx_count(o, pooling.count_include_pad) as f64
+            }
         })?;
     }
     let y = imp.e.transpose(&y, &[0, 3, 1, 2]);
@@ -418,9 +504,9 @@ fn linalg_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
         (Kind::Max, 1) => "linalg.pooling_nwc_max",
         (Kind::Max, 2) => "linalg.pooling_nhwc_max",
         (Kind::Max, _) => "linalg.pooling_ndhwc_max",
-        (Kind::Average, 1) => "linalg.pooling_nwc_sum",
-        (Kind::Average, 2) => "linalg.pooling_nhwc_sum",
-        (Kind::Average, _) => "linalg.pooling_ndhwc_sum",
+        (_, 1) => "linalg.pooling_nwc_sum",
+        (_, 2) => "linalg.pooling_nhwc_sum",
+        (_, _) => "linalg.pooling_ndhwc_sum",
     };
     let n = pooling.windows.len();
     let attrs = format!(
