@@ -73,8 +73,60 @@ pub(super) fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i6
     Ok((tensor.elem_type, dims, params))
 }
 
+/// The names a node reads: its inputs, and the outer-scope values its
+/// subgraphs (`If` branches, `Loop`/`Scan`/`SequenceMap` bodies) use, which
+/// it depends on like inputs.
+pub(super) fn node_uses(node: &NodeProto) -> Vec<String> {
+    let mut uses: Vec<String> = node
+        .input
+        .iter()
+        .filter(|i| !i.is_empty())
+        .cloned()
+        .collect();
+    for attr in &node.attribute {
+        for g in attr.g.iter().chain(attr.graphs.iter()) {
+            for name in free_names(g) {
+                if !uses.contains(&name) {
+                    uses.push(name);
+                }
+            }
+        }
+    }
+    uses
+}
+
+/// The names a graph uses without defining them (values of the enclosing
+/// graphs).
+pub(super) fn free_names(graph: &GraphProto) -> Vec<String> {
+    let mut defined: HashSet<&str> = graph
+        .input
+        .iter()
+        .map(|i| i.name.as_str())
+        .chain(graph.initializer.iter().map(|i| i.name.as_str()))
+        .collect();
+    for node in &graph.node {
+        defined.extend(node.output.iter().map(String::as_str));
+    }
+    let mut free = Vec::new();
+    let push = |name: String, free: &mut Vec<String>| {
+        if !name.is_empty() && !defined.contains(name.as_str()) && !free.contains(&name) {
+            free.push(name);
+        }
+    };
+    for node in &graph.node {
+        for name in node_uses(node) {
+            push(name, &mut free);
+        }
+    }
+    for output in &graph.output {
+        push(output.name.clone(), &mut free);
+    }
+    free
+}
+
 /// Nodes that some graph output depends on, in a topological order (the
-/// model's own order when it is one).
+/// model's own order when it is one). `known` are the values defined
+/// before the nodes (inputs, initializers, enclosing graphs' values).
 pub(super) fn live_nodes<'g>(
     graph: &'g GraphProto,
     known: &HashSet<&str>,
@@ -90,6 +142,7 @@ pub(super) fn live_nodes<'g>(
             }
         }
     }
+    let uses: Vec<Vec<String>> = graph.node.iter().map(node_uses).collect();
     let mut live = vec![false; graph.node.len()];
     let mut stack: Vec<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
     let mut seen: HashSet<&str> = HashSet::new();
@@ -100,13 +153,7 @@ pub(super) fn live_nodes<'g>(
         if let Some(&index) = producer.get(name) {
             if !live[index] {
                 live[index] = true;
-                stack.extend(
-                    graph.node[index]
-                        .input
-                        .iter()
-                        .filter(|i| !i.is_empty())
-                        .map(String::as_str),
-                );
+                stack.extend(uses[index].iter().map(String::as_str));
             }
         } else if !known.contains(name) {
             bail!(
@@ -122,11 +169,7 @@ pub(super) fn live_nodes<'g>(
         let before = pending.len();
         pending.retain(|&index| {
             let node = &graph.node[index];
-            if node
-                .input
-                .iter()
-                .all(|i| i.is_empty() || available.contains(i.as_str()))
-            {
+            if uses[index].iter().all(|i| available.contains(i.as_str())) {
                 available.extend(node.output.iter().map(String::as_str));
                 order.push((index, node));
                 false

@@ -12,7 +12,9 @@ pub mod pad;
 pub mod pool;
 pub mod quant;
 pub mod reduce;
+pub mod rnn;
 pub mod shape;
+pub mod signal;
 
 use std::path::Path;
 
@@ -31,12 +33,14 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ArgMin",
     "AveragePool",
     "BatchNormalization",
+    "BlackmanWindow",
     "Cast",
     "CastLike",
     "Ceil",
     "Celu",
     "Clip",
     "Concat",
+    "ConcatFromSequence",
     "Constant",
     "ConstantOfShape",
     "Conv",
@@ -45,6 +49,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Cos",
     "DepthToSpace",
     "DequantizeLinear",
+    "DFT",
     "Div",
     "Dropout",
     "Elu",
@@ -52,6 +57,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Erf",
     "Exp",
     "Expand",
+    "EyeLike",
     "Flatten",
     "Floor",
     "Gather",
@@ -61,9 +67,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "GRU",
+    "HammingWindow",
+    "HannWindow",
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "If",
     "InstanceNormalization",
     "LayerNormalization",
     "LeakyRelu",
@@ -71,17 +81,23 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "Loop",
     "LRN",
+    "LSTM",
     "MatMul",
     "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
+    "MelWeightMatrix",
     "Min",
     "Mish",
     "Mul",
     "Neg",
     "Not",
+    "Optional",
+    "OptionalGetElement",
+    "OptionalHasElement",
     "Or",
     "Pad",
     "Pow",
@@ -102,8 +118,17 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ReduceSumSquare",
     "Relu",
     "Reshape",
+    "RNN",
     "Round",
+    "Scan",
     "Selu",
+    "SequenceAt",
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceErase",
+    "SequenceInsert",
+    "SequenceLength",
+    "SequenceMap",
     "Shape",
     "Sigmoid",
     "Sign",
@@ -115,8 +140,10 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Softsign",
     "SpaceToDepth",
     "Split",
+    "SplitToSequence",
     "Sqrt",
     "Squeeze",
+    "STFT",
     "Sub",
     "Sum",
     "Tanh",
@@ -140,6 +167,12 @@ pub fn tensor(v: Val) -> Result<Vec<Value>> {
 /// Imports one node.
 pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> Result<Vec<Value>> {
     let domain = node.proto.domain.as_str();
+    if domain == "ai.onnx.preview.training" {
+        bail!(
+            "'{}' (domain {domain}) is a training op: tcc compiles inference graphs (gradients and optimizer updates are not imported)",
+            node.op()
+        );
+    }
     if !domain.is_empty() && domain != "ai.onnx" {
         bail!(
             "unsupported op '{}' of domain '{domain}': tcc imports only the default ONNX domain",
@@ -216,6 +249,17 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Tile" => movement::tile_op(imp, node),
         "Pad" => pad::pad(imp, node),
         "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
+        // Recurrent ops, unrolled (rnn.rs).
+        "RNN" | "GRU" | "LSTM" => rnn::rnn(imp, node),
+        // Windows, spectra and other values computed at import time.
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => signal::window(imp, node),
+        "MelWeightMatrix" => signal::mel_weight_matrix(node),
+        "DFT" => signal::dft(imp, node),
+        "STFT" => signal::stft(imp, node),
+        "EyeLike" => signal::eye_like(node),
+        op if signal::refused(op).is_some() => {
+            Err(ImportError::new(signal::refused(op).unwrap_or_default()))
+        }
         "Range" => bail!(
             "Range with bounds computed at run time is not supported (tcc needs static shapes)"
         ),
