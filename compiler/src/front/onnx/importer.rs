@@ -47,6 +47,9 @@ pub struct Importer {
     /// Prefixed to node locations: the enclosing nodes and iterations of
     /// an unrolled or inlined subgraph (`loop/3/`), empty in the main graph.
     pub prefix: String,
+    /// Subgraph bodies imported so far (unrolled loops, inlined branches),
+    /// bounded so that nested loops cannot blow up the import.
+    pub bodies: usize,
     /// `(declared, new)` batch when `--input-shape` overrides the static
     /// leading dimension of a graph input.
     pub batch: Option<(i64, i64)>,
@@ -61,6 +64,7 @@ impl Importer {
             node: String::new(),
             demote_f64,
             prefix: String::new(),
+            bodies: 0,
             batch: None,
         }
     }

@@ -28,6 +28,10 @@ use super::scope::{Item, Scope, Seq};
 /// is a copy of the body in the compiled program).
 pub const MAX_UNROLL: i64 = 1 << 14;
 
+/// The most subgraph bodies one import copies in all (nested loops
+/// multiply their trip counts).
+pub const MAX_BODIES: usize = 1 << 16;
+
 /// Imports `proto` when it is a control-flow op.
 pub(super) fn import(
     imp: &mut Importer,
@@ -122,6 +126,12 @@ impl<'g> Body<'g> {
                 self.graph.name,
                 self.graph.input.len(),
                 bindings.len()
+            );
+        }
+        imp.bodies += 1;
+        if imp.bodies > MAX_BODIES {
+            bail!(
+                "the model's control flow unrolls to more than {MAX_BODIES} copies of subgraphs: too many to import"
             );
         }
         let mut child = Scope::child(parent);

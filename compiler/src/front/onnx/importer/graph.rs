@@ -27,6 +27,15 @@ pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
                 model.ir_version
             )
         }
+        None if model
+            .opset_import
+            .iter()
+            .any(|i| i.domain == "ai.onnx.preview.training") =>
+        {
+            bail!(
+                "the model imports only the training domain ai.onnx.preview.training: its ops (gradients, optimizer updates such as Adagrad, Adam, Momentum) are training ops, and tcc compiles inference graphs"
+            )
+        }
         None => bail!("the model does not import the default ONNX domain"),
     }
 }
@@ -36,11 +45,20 @@ pub(super) fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i6
     let Some(ty) = info.r#type.as_ref() else {
         bail!("'{}' has no type", info.name)
     };
-    let Some(type_proto::Value::TensorType(tensor)) = &ty.value else {
-        bail!(
-            "'{}' is not a tensor (sequences, maps and optionals are not supported)",
+    let tensor = match &ty.value {
+        Some(type_proto::Value::TensorType(tensor)) => tensor,
+        Some(type_proto::Value::SequenceType(_)) => bail!(
+            "'{}' is a sequence: tcc's compiled functions take and return tensors only (sequences exist only inside the imported graph, built and consumed by its ops)",
             info.name
-        )
+        ),
+        Some(type_proto::Value::OptionalType(_)) => bail!(
+            "'{}' is an optional: tcc's compiled functions take and return tensors only (optionals exist only inside the imported graph)",
+            info.name
+        ),
+        _ => bail!(
+            "'{}' is not a tensor (maps and sparse tensors are not supported)",
+            info.name
+        ),
     };
     let Some(shape) = &tensor.shape else {
         bail!("'{}' has no shape: tcc needs static shapes", info.name)

@@ -5,6 +5,7 @@
 pub mod conv;
 pub mod conv_transpose;
 pub mod elementwise;
+pub mod loss;
 pub mod matmul;
 pub mod movement;
 pub mod norm;
@@ -94,6 +95,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mish",
     "Mul",
     "Neg",
+    "NegativeLogLikelihoodLoss",
     "Not",
     "Optional",
     "OptionalGetElement",
@@ -136,6 +138,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Size",
     "Slice",
     "Softmax",
+    "SoftmaxCrossEntropyLoss",
     "Softplus",
     "Softsign",
     "SpaceToDepth",
@@ -249,6 +252,9 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Tile" => movement::tile_op(imp, node),
         "Pad" => pad::pad(imp, node),
         "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
+        // Loss functions (inference graphs may report a loss).
+        "NegativeLogLikelihoodLoss" => loss::nll_loss(imp, node),
+        "SoftmaxCrossEntropyLoss" => loss::softmax_cross_entropy(imp, node),
         // Recurrent ops, unrolled (rnn.rs).
         "RNN" | "GRU" | "LSTM" => rnn::rnn(imp, node),
         // Windows, spectra and other values computed at import time.

@@ -11,7 +11,7 @@
 //! steps past an entry's length leave its state unchanged and give zeros
 //! in `Y`, and the reverse direction runs over each entry's own length.
 
-use super::super::dtype::DType;
+use super::super::dtype::{DType, checked_numel};
 use super::super::emit::Val;
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
@@ -19,6 +19,9 @@ use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
 use super::super::tensor::Const;
 use super::shape::{reshape_value, strided_slice_value, transpose_value};
+
+/// The longest sequence unrolled (each step is a copy of the cell).
+const MAX_STEPS: i64 = 1 << 14;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cell {
@@ -300,8 +303,10 @@ pub fn rnn(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         Some(h) => h,
         None => r.shape()[2],
     };
-    if hidden <= 0 || w.shape() != [nd, g * hidden, input] || r.shape() != [nd, g * hidden, hidden]
-    {
+    if hidden <= 0 || hidden > 1 << 24 {
+        bail!("{op}'s hidden_size {hidden} is out of range");
+    }
+    if w.shape() != [nd, g * hidden, input] || r.shape() != [nd, g * hidden, hidden] {
         bail!(
             "{op} with hidden_size {hidden}, {nd} directions and input size {input} needs W of [{nd}, {}, {input}] and R of [{nd}, {}, {hidden}], not {:?} and {:?}",
             g * hidden,
@@ -313,6 +318,11 @@ pub fn rnn(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if steps == 0 || batch == 0 {
         bail!("{op} over an empty sequence or batch");
     }
+    if steps > MAX_STEPS || checked_numel(&[steps, batch, input, g, hidden]).is_none() {
+        bail!(
+            "{op} over {steps} steps of a batch of {batch}: too long to unroll (at most {MAX_STEPS} steps)"
+        );
+    }
     let clip = node.float_opt("clip")?.map(f64::from);
     if clip.is_some_and(|c| c.is_nan() || c < 0.0) {
         bail!("{op}'s clip must be positive");
@@ -320,7 +330,7 @@ pub fn rnn(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let input_forget = cell == Cell::Lstm && node.int("input_forget", 0)? != 0;
     let linear_before_reset = cell == Cell::Gru && node.int("linear_before_reset", 0)? != 0;
     let acts = activations(node, cell, dirs.len())?;
-    let lens = sequence_lens(node, steps, batch)?;
+    let lens = sequence_lens(imp, node, steps, batch, dirs.contains(&true))?;
 
     // Initial states, [D, B, H] (layout 1: [B, D, H]).
     let state = |imp: &mut Importer, index: usize, what: &str| -> Result<Option<Value>> {
@@ -443,7 +453,7 @@ pub fn rnn(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             &dir,
             &xw,
             (steps, batch, hidden),
-            lens.as_deref(),
+            &lens,
             (clip, input_forget, linear_before_reset),
         )?;
         ys.push(y);
@@ -491,29 +501,63 @@ pub fn rnn(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     Ok(outputs)
 }
 
-/// The constant `sequence_lens` (None when absent or every entry is the
-/// full length).
-fn sequence_lens(node: &Node, steps: i64, batch: i64) -> Result<Option<Vec<i64>>> {
-    let Some(lens) = node.const_ints(4, &format!("{}'s sequence_lens", node.op()))? else {
-        return Ok(None);
+/// `sequence_lens`: every entry the full length, known per entry, or
+/// computed at run time (then only the forward direction, whose steps
+/// need no per-entry reordering).
+enum Lens {
+    Full,
+    Known(Vec<i64>),
+    Runtime(Val),
+}
+
+impl Lens {
+    fn known(&self) -> Option<&[i64]> {
+        match self {
+            Lens::Known(l) => Some(l),
+            _ => None,
+        }
+    }
+}
+
+fn sequence_lens(
+    imp: &mut Importer,
+    node: &Node,
+    steps: i64,
+    batch: i64,
+    reverse: bool,
+) -> Result<Lens> {
+    let op = node.op();
+    let lens = match node.opt(4) {
+        None => return Ok(Lens::Full),
+        Some(Value::Tensor(v)) => {
+            if v.shape() != [batch] || !v.dtype().is_int() {
+                bail!(
+                    "{op}'s sequence_lens must be [{batch}] integers, not {}",
+                    v.ty
+                );
+            }
+            if reverse {
+                bail!(
+                    "{op}'s sequence_lens is computed at run time: tcc needs it to be a constant for the reverse and bidirectional directions (each entry's sequence is reversed within its own length)"
+                );
+            }
+            return Ok(Lens::Runtime(imp.e.reshape(v, &[batch, 1])));
+        }
+        Some(Value::Const(c)) => c.i64s(),
     };
     if lens.len() as i64 != batch {
         bail!(
-            "{}'s sequence_lens has {} entries for a batch of {batch}",
-            node.op(),
+            "{op}'s sequence_lens has {} entries for a batch of {batch}",
             lens.len()
         );
     }
     if let Some(bad) = lens.iter().find(|&&l| l < 0 || l > steps) {
-        bail!(
-            "{}'s sequence_lens entry {bad} is outside [0, {steps}]",
-            node.op()
-        );
+        bail!("{op}'s sequence_lens entry {bad} is outside [0, {steps}]");
     }
     Ok(if lens.iter().all(|&l| l == steps) {
-        None
+        Lens::Full
     } else {
-        Some(lens)
+        Lens::Known(lens)
     })
 }
 
@@ -562,7 +606,7 @@ fn run_direction(
     dir: &Dir,
     xw: &Val,
     (steps, batch, hidden): (i64, i64, i64),
-    lens: Option<&[i64]>,
+    lens: &Lens,
     (clip, input_forget, linear_before_reset): (Option<f64>, bool, bool),
 ) -> Result<(Vec<Val>, Val, Option<Val>)> {
     let dtype = xw.dtype();
@@ -573,7 +617,7 @@ fn run_direction(
     let gate =
         |imp: &mut Importer, v: &Val, k: i64| imp.e.slice_axis(v, 1, k * hidden, (k + 1) * hidden);
     for k in 0..steps {
-        let xk = step_input(imp, xw, (steps, batch), k, dir.reverse, lens);
+        let xk = step_input(imp, xw, (steps, batch), k, dir.reverse, lens.known());
         let h_prev = h.clone().unwrap_or_else(|| zeros.clone());
         let (h_new, c_new) = match cell {
             Cell::Rnn => {
@@ -686,18 +730,27 @@ fn run_direction(
                 (imp.e.mul(&og, &hc)?, Some(c_new))
             }
         };
-        match lens {
+        let mask = match lens {
+            Lens::Full => None,
+            Lens::Known(lens) => {
+                let alive: Vec<i64> = lens.iter().map(|&l| (k < l) as i64).collect();
+                let mask = Const::from_i64(DType::Bool, vec![batch, 1], &alive);
+                Some(imp.e.constant(&mask, "sequence_mask")?)
+            }
+            Lens::Runtime(l) => {
+                let step = imp.e.splat(l.dtype(), vec![1, 1], k as f64);
+                Some(imp.e.binary_to("tosa.greater", l, &step, DType::Bool)?)
+            }
+        };
+        match mask {
             None => {
                 outs.push(h_new.clone());
                 h = Some(h_new);
                 c = c_new;
             }
-            Some(lens) => {
+            Some(mask) => {
                 // Entries whose sequence has ended keep their state and
                 // output zeros.
-                let alive: Vec<i64> = lens.iter().map(|&l| (k < l) as i64).collect();
-                let mask = Const::from_i64(DType::Bool, vec![batch, 1], &alive);
-                let mask = imp.e.constant(&mask, "sequence_mask")?;
                 outs.push(imp.e.select(&mask, &h_new, &zeros)?);
                 h = Some(imp.e.select(&mask, &h_new, &h_prev)?);
                 if let Some(cn) = c_new {
@@ -709,7 +762,7 @@ fn run_direction(
     }
     // Outputs by time: the reverse direction's step k is time S-1-k (with
     // lengths: len_b-1-k for entry b, zeros past the length).
-    let by_time: Vec<Val> = match (dir.reverse, lens) {
+    let by_time: Vec<Val> = match (dir.reverse, lens.known()) {
         (false, _) => outs,
         (true, None) => outs.into_iter().rev().collect(),
         (true, Some(lens)) => (0..steps)

@@ -24,7 +24,7 @@ pub fn refused(op: &str) -> Option<String> {
     Some(match op {
         "RandomNormal" | "RandomUniform" | "RandomNormalLike" | "RandomUniformLike"
         | "Bernoulli" | "Multinomial" => format!(
-            "{op} draws random numbers: its result is nondeterministic (onnxruntime draws from its own generator, seeded by the 'seed' attribute or else per run, so no two runtimes agree on its values), and tcc compiles deterministic programs; it does not import it"
+            "{op} draws random numbers: its result is nondeterministic (onnxruntime keeps a generator per node, seeded by the 'seed' attribute or else by a per-process random seed, whose state advances from run to run, so its values differ between runs and runtimes); tcc compiles deterministic programs and does not import it"
         ),
         "StringNormalizer" | "RegexFullMatch" | "StringConcat" | "StringSplit" => {
             format!(
@@ -165,6 +165,9 @@ pub fn eye_like(node: &Node) -> Result<Vec<Value>> {
     let dtype = datatype(node, "dtype", x.dtype())?;
     let k = node.int("k", 0)?;
     let (rows, cols) = (shape[0], shape[1]);
+    if checked_numel(&shape).is_none_or(|n| n > MAX_TWIDDLES) {
+        bail!("EyeLike of {shape:?} is too large a constant");
+    }
     let mut values = vec![0i64; (rows * cols) as usize];
     for r in 0..rows {
         let c = r.saturating_add(k);
@@ -352,6 +355,9 @@ pub fn stft(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let onesided = node.int("onesided", 1)? != 0;
     let frames = 1 + (length - frame_length) / step;
+    if frames > 1 << 14 {
+        bail!("STFT of {frames} frames: too many (at most 16384)");
+    }
     let n = frame_length;
     let k = if onesided { n / 2 + 1 } else { n };
     if checked_numel(&[n, c, k, 2]).is_none_or(|e| e > MAX_TWIDDLES) {
