@@ -327,3 +327,59 @@ fn mutated_models_never_panic() {
         iterations - accepted
     );
 }
+
+#[test]
+fn control_flow_that_depends_on_run_time_values_is_rejected() {
+    assert_rejects(
+        "if_runtime_condition",
+        &[
+            "node 'branchy'",
+            "If's condition ('c') is computed at run time",
+            "taken branch inline",
+        ],
+    );
+    assert_rejects(
+        "loop_runtime_trip_count",
+        &[
+            "node 'looper'",
+            "trip count M ('m') is computed at run time",
+            "unrolls",
+        ],
+    );
+    assert_rejects(
+        "loop_runtime_condition",
+        &[
+            "node 'while_small'",
+            "('cond_out') is not known at import time in iteration 0",
+        ],
+    );
+}
+
+#[test]
+fn sequences_at_the_graph_boundary_are_rejected() {
+    assert_rejects(
+        "sequence_output",
+        &["graph output 's' is a sequence", "tensors only"],
+    );
+    assert_rejects("sequence_input", &["'s' is a sequence", "tensors only"]);
+}
+
+#[test]
+fn random_string_and_training_ops_say_why() {
+    assert_rejects(
+        "random_op",
+        &[
+            "node 'noise'",
+            "RandomNormalLike draws random numbers",
+            "nondeterministic",
+        ],
+    );
+    assert_rejects(
+        "string_op",
+        &["node 'normalize'", "strings are not supported"],
+    );
+    assert_rejects(
+        "training_op",
+        &["node 'update'", "'Adagrad'", "is a training op"],
+    );
+}

@@ -54,7 +54,8 @@ def randf(*shape, low=-1.0, high=1.0):
     return rng.uniform(low, high, size=shape).astype(np.float32)
 
 
-def save_case(name, nodes, inputs, outputs, feeds, initializers=(), opset=17, external=False, expected=None):
+def save_case(name, nodes, inputs, outputs, feeds, initializers=(), opset=17, external=False, expected=None,
+              evaluate=True):
     graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="tcc test/onnx/gen.py")
     model.ir_version = 8 if opset <= 21 else 10
@@ -63,6 +64,10 @@ def save_case(name, nodes, inputs, outputs, feeds, initializers=(), opset=17, ex
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(os.path.join(directory, "test_data_set_0"))
     try:
+        if not evaluate:
+            # Every output comes from `expected` (the evaluator does not
+            # implement the attributes used).
+            raise ValueError("not evaluated")
         reference = ReferenceEvaluator(model)
         results = reference.run(None, dict(zip([i.name for i in inputs], feeds)))
     except (ValueError, onnx.reference.op_run.RuntimeImplementationError):
@@ -556,6 +561,41 @@ def bad_models():
                                    helper.make_node("ConvInteger", ["q", "w"], ["y"], name="wide")],
          [vi("x", F, [1, 512, 3, 3])], [vi("y", TensorProto.INT32, [1, 1, 1, 1])],
          initializers=[f32_scale, init("w", np.full((1, 512, 3, 3), -128, np.int8))])
+    # Control flow and sequences tcc cannot unroll or keep inside the graph.
+    branch = helper.make_graph([helper.make_node("Neg", ["x"], ["n"])], "branch", [], [vi("n", F, [2])])
+    save("if_runtime_condition", [helper.make_node("If", ["c"], ["y"], name="branchy", then_branch=branch,
+                                                   else_branch=branch)],
+         [vi("c", TensorProto.BOOL, []), vi("x", F, [2])], [vi("y", F, [2])])
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Neg", ["v"], ["v_out"])], "body",
+                             [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("v", F, [2])],
+                             [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, [2])])
+    save("loop_runtime_trip_count", [helper.make_node("Loop", ["m", "", "x"], ["y"], name="looper", body=body)],
+         [vi("m", I64, []), vi("x", F, [2])], [vi("y", F, [2])])
+    cond_body = helper.make_graph([helper.make_node("ReduceMax", ["v_out"], ["m"], keepdims=0),
+                                   helper.make_node("Less", ["m", "ten"], ["cond_out"]),
+                                   helper.make_node("Add", ["v", "v"], ["v_out"])], "cond_body",
+                                  [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("v", F, [2])],
+                                  [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, [2])])
+    save("loop_runtime_condition", [helper.make_node("Loop", ["", "t", "x"], ["y"], name="while_small",
+                                                     body=cond_body)],
+         [vi("x", F, [2])], [vi("y", F, [2])],
+         initializers=[init("t", np.array(True)), init("ten", np.array(10.0, np.float32))])
+    save("sequence_output", [helper.make_node("SplitToSequence", ["x"], ["s"], name="splitter")],
+         [vi("x", F, [2, 3])], [helper.make_tensor_sequence_value_info("s", F, None)])
+    save("sequence_input", [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
+         [helper.make_tensor_sequence_value_info("s", F, None)], [vi("y", F, None)])
+    save("random_op", [helper.make_node("RandomNormalLike", ["x"], ["y"], name="noise", seed=1.0)],
+         [vi("x", F, [2])], [vi("y", F, [2])])
+    save("string_op", [helper.make_node("StringNormalizer", ["x"], ["y"], name="normalize")],
+         [vi("x", F, [2])], [vi("y", F, [2])])
+    graph = helper.make_graph([helper.make_node("Adagrad", ["r", "t", "x", "g", "h"], ["x2", "h2"],
+                                                domain="ai.onnx.preview.training", name="update")], "training",
+                              [vi(n, F, [2]) for n in ["r", "t", "x", "g", "h"]], [vi("x2", F, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid("ai.onnx.preview.training", 1)])
+    model.ir_version = 8
+    onnx.save_model(model, os.path.join(BAD, "training_op.onnx"))
     good = save("good", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])],
                 initializers=[init("unused", randf(100))])
     data = good.SerializeToString()
@@ -926,6 +966,438 @@ def spatial_cases():
     )
 
 
+def np_act(name, x, alpha=None, beta=None):
+    """The recurrent ops' activations (onnxruntime's defaults for alpha/beta)."""
+    n = name.lower()
+    if n == "sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if n == "tanh":
+        return np.tanh(x)
+    if n == "relu":
+        return np.maximum(x, 0)
+    if n == "affine":
+        return alpha * x + beta
+    if n == "leakyrelu":
+        return np.where(x >= 0, x, alpha * x)
+    if n == "thresholdedrelu":
+        return np.where(x > alpha, x, 0)
+    if n == "scaledtanh":
+        return alpha * np.tanh(beta * x)
+    if n == "hardsigmoid":
+        return np.clip(alpha * x + beta, 0, 1)
+    if n == "elu":
+        return np.where(x > 0, x, alpha * (np.exp(x) - 1))
+    if n == "softsign":
+        return x / (1 + np.abs(x))
+    if n == "softplus":
+        return np.log1p(np.exp(x))
+    raise ValueError(name)
+
+
+ACT_PARAMS = {"affine": (1, 1), "leakyrelu": (1, 0), "thresholdedrelu": (1, 0), "scaledtanh": (1, 1),
+              "hardsigmoid": (1, 1), "elu": (1, 0)}
+
+
+ACT_DEFAULTS = {"leakyrelu": (0.01, 0.0), "thresholdedrelu": (1.0, 0.0), "hardsigmoid": (0.2, 0.5), "elu": (1.0, 0.0),
+                "affine": (1.0, 0.0), "scaledtanh": (1.0, 1.0)}
+
+
+def np_recurrent(kind, X, W, R, B=None, lens=None, h0=None, c0=None, P=None, activations=None, alphas=(), betas=(),
+                 clip=None, direction="forward", layout=0, input_forget=0, linear_before_reset=0):
+    """RNN/GRU/LSTM in float64 numpy, as onnxruntime computes them (sequence_lens: steps past an entry's length keep
+    its state and give zeros; the reverse direction runs over each entry's own length). Returns Y, Y_h[, Y_c]."""
+    X = X.astype(np.float64)
+    if layout:
+        X = X.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+        c0 = None if c0 is None else c0.transpose(1, 0, 2)
+    S, Bn, _ = X.shape
+    D = 2 if direction == "bidirectional" else 1
+    H = R.shape[-1]
+    G = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    per = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
+    names = list(activations) if activations else per * D
+    if len(names) == len(per) and D == 2:
+        names = names * 2
+    ai, bi = iter(alphas), iter(betas)
+    acts = []
+    for n in names:
+        ta, tb = ACT_PARAMS.get(n.lower(), (0, 0))
+        da, db = ACT_DEFAULTS.get(n.lower(), (0.0, 0.0))
+        a = next(ai, da) if ta else da
+        b = next(bi, db) if tb else db
+        acts.append(lambda x, n=n, a=a, b=b: np_act(n, x, a, b))
+    lens = np.full(Bn, S) if lens is None else np.asarray(lens)
+    cl = (lambda x: np.clip(x, -clip, clip)) if clip is not None else (lambda x: x)
+    Y = np.zeros((S, D, Bn, H))
+    Yh = np.zeros((D, Bn, H))
+    Yc = np.zeros((D, Bn, H))
+    for d in range(D):
+        reverse = direction == "reverse" or d == 1
+        f, g, h = (acts[d * len(per) + i] for i in range(len(per))) if len(per) == 3 else (
+            acts[d * len(per)], acts[d * len(per) + len(per) - 1], None)
+        Wd, Rd = W[d].astype(np.float64), R[d].astype(np.float64)
+        Bd = np.zeros(2 * G * H) if B is None else B[d].astype(np.float64)
+        Wb, Rb = Bd[:G * H], Bd[G * H:]
+        for b in range(Bn):
+            Ht = np.zeros(H) if h0 is None else h0[d, b].astype(np.float64)
+            Ct = np.zeros(H) if c0 is None else c0[d, b].astype(np.float64)
+            L = lens[b]
+            order = range(L - 1, -1, -1) if reverse else range(L)
+            for t in order:
+                x = X[t, b]
+                if kind == "RNN":
+                    Ht = f(cl(x @ Wd.T + Ht @ Rd.T + Wb + Rb))
+                elif kind == "GRU":
+                    gx = x @ Wd.T + Wb
+                    gh = Ht @ Rd.T
+                    z = f(cl(gx[:H] + gh[:H] + Rb[:H]))
+                    r = f(cl(gx[H:2 * H] + gh[H:2 * H] + Rb[H:2 * H]))
+                    if linear_before_reset:
+                        hh = g(cl(gx[2 * H:] + r * (gh[2 * H:] + Rb[2 * H:])))
+                    else:
+                        hh = g(cl(gx[2 * H:] + (r * Ht) @ Rd[2 * H:].T + Rb[2 * H:]))
+                    Ht = (1 - z) * hh + z * Ht
+                else:
+                    gates = x @ Wd.T + Ht @ Rd.T + Wb + Rb
+                    pi, po, pf = (np.zeros(H),) * 3 if P is None else np.split(P[d].astype(np.float64), 3)
+                    i = f(cl(gates[:H] + pi * Ct))
+                    fg = 1 - i if input_forget else f(cl(gates[2 * H:3 * H] + pf * Ct))
+                    c = g(cl(gates[3 * H:]))
+                    Ct = fg * Ct + i * c
+                    o = f(cl(gates[H:2 * H] + po * Ct))
+                    Ht = o * h(Ct)
+                Y[t, d, b] = Ht
+            Yh[d, b] = Ht
+            Yc[d, b] = Ct
+    if layout:
+        Y, Yh, Yc = Y.transpose(2, 0, 1, 3), Yh.transpose(1, 0, 2), Yc.transpose(1, 0, 2)
+    out = [Y.astype(np.float32), Yh.astype(np.float32)]
+    if kind == "LSTM":
+        out.append(Yc.astype(np.float32))
+    return out
+
+
+def recurrent_cases():
+    """RNN/GRU/LSTM with every attribute, checked against np_recurrent (onnx's reference evaluator ignores
+    activations, clip, input_forget and sequence_lens); the evaluator's own results are checked against it first
+    where it implements the attributes."""
+    own = np.random.default_rng(32)
+
+    def f32(*shape, scale=0.5):
+        return (own.standard_normal(shape) * scale).astype(np.float32)
+
+    def case(name, kind, S, Bn, I, H, attrs, with_bias=True, lens=None, h0=False, c0=False, peep=False,
+             runtime_lens=False, opset=14):
+        D = 2 if attrs.get("direction") == "bidirectional" else 1
+        G = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+        layout = attrs.get("layout", 0)
+        X = f32(*((Bn, S, I) if layout else (S, Bn, I)), scale=1.0)
+        W, R = f32(D, G * H, I), f32(D, G * H, H)
+        inits = [init("W", W), init("R", R)]
+        names = ["x", "W", "R"]
+        B = f32(D, 2 * G * H) if with_bias else None
+        names.append("B" if with_bias else "")
+        if with_bias:
+            inits.append(init("B", B))
+        inputs, feeds = [vi("x", F, list(X.shape))], [X]
+        if lens is not None:
+            names.append("lens")
+            if runtime_lens:
+                inputs.append(vi("lens", TensorProto.INT32, [Bn]))
+                feeds.append(np.asarray(lens, np.int32))
+            else:
+                inits.append(init("lens", np.asarray(lens, np.int32)))
+        else:
+            names.append("")
+        state_shape = (Bn, D, H) if layout else (D, Bn, H)
+        h0v = f32(*state_shape) if h0 else None
+        names.append("h0" if h0 else "")
+        if h0:
+            inits.append(init("h0", h0v))
+        c0v = pv = None
+        if kind == "LSTM":
+            c0v = f32(*state_shape) if c0 else None
+            names.append("c0" if c0 else "")
+            if c0:
+                inits.append(init("c0", c0v))
+            pv = f32(D, 3 * H) if peep else None
+            names.append("P" if peep else "")
+            if peep:
+                inits.append(init("P", pv))
+        while names and names[-1] == "":
+            names.pop()
+        outs = ["y", "yh"] + (["yc"] if kind == "LSTM" else [])
+        y_shape = [Bn, S, D, H] if layout else [S, D, Bn, H]
+        outputs = [vi("y", F, y_shape), vi("yh", F, list(state_shape))] + (
+            [vi("yc", F, list(state_shape))] if kind == "LSTM" else [])
+        node = helper.make_node(kind, names, outs, hidden_size=H, **attrs)
+        keys = {"activations": "activations", "activation_alpha": "alphas", "activation_beta": "betas",
+                "clip": "clip", "direction": "direction", "layout": "layout", "input_forget": "input_forget",
+                "linear_before_reset": "linear_before_reset"}
+        kw = {keys[k]: v for k, v in attrs.items()}
+        want = np_recurrent(kind, X, W, R, B, lens, h0v, c0v, pv, **kw)
+        save_case(name, [node], inputs, outputs, feeds, inits, opset=opset,
+                  expected=lambda *_: dict(enumerate(want)), evaluate=False)
+
+    # The evaluator against np_recurrent where it implements everything used.
+    for kind in ("RNN", "GRU", "LSTM"):
+        D, G, H = 2, {"RNN": 1, "GRU": 3, "LSTM": 4}[kind], 3
+        X, W, R, B = f32(4, 2, 5), f32(D, G * H, 5), f32(D, G * H, H), f32(D, 2 * G * H)
+        node = helper.make_node(kind, ["x", "W", "R", "B"], ["y", "yh"], hidden_size=H, direction="bidirectional")
+        graph = helper.make_graph([node], "check", [vi("x", F, [4, 2, 5])], [vi("y", F, None), vi("yh", F, None)],
+                                  initializer=[init("W", W), init("R", R), init("B", B)])
+        got = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])).run(
+            None, {"x": X})
+        want = np_recurrent(kind, X, W, R, B, direction="bidirectional")
+        for a, b in zip(got, want):
+            assert np.allclose(a, b, atol=1e-5), f"np_recurrent disagrees with onnx's evaluator on {kind}"
+
+    case("rnn_bidirectional_acts", "RNN", 5, 3, 4, 6,
+         dict(direction="bidirectional", activations=["Relu", "Affine"], activation_alpha=[0.7], activation_beta=[0.1]),
+         h0=True)
+    case("rnn_reverse_lens_layout1", "RNN", 5, 3, 4, 6,
+         dict(direction="reverse", layout=1, activations=["LeakyRelu"], activation_alpha=[0.2], clip=1.5),
+         lens=[5, 2, 4])
+    case("gru_bidirectional_lens", "GRU", 4, 3, 5, 6, dict(direction="bidirectional"), lens=[4, 1, 3], h0=True)
+    case("gru_linear_before_reset_acts", "GRU", 5, 2, 3, 4,
+         dict(linear_before_reset=1, activations=["HardSigmoid", "Softsign"], activation_alpha=[0.3],
+              activation_beta=[0.4], clip=2.0), h0=True)
+    case("gru_reverse_layout1_nobias", "GRU", 4, 2, 3, 5, dict(direction="reverse", layout=1), with_bias=False)
+    case("lstm_bidirectional_peepholes", "LSTM", 5, 2, 4, 6, dict(direction="bidirectional"),
+         h0=True, c0=True, peep=True)
+    case("lstm_input_forget_clip_lens", "LSTM", 5, 3, 3, 4,
+         dict(input_forget=1, clip=1.0, activations=["Sigmoid", "ScaledTanh", "Elu"], activation_alpha=[0.9, 1.1],
+              activation_beta=[1.2]), lens=[5, 3, 0], c0=True, peep=True)
+    case("lstm_reverse_layout1_lens", "LSTM", 4, 3, 5, 4, dict(direction="reverse", layout=1), lens=[2, 4, 3],
+         h0=True, c0=True)
+    case("lstm_runtime_lens", "LSTM", 4, 3, 3, 5, dict(), lens=[4, 2, 3], runtime_lens=True)
+    case("lstm_opset7_defaults", "LSTM", 3, 2, 3, 4, dict(), opset=7)
+
+
+def control_flow_cases():
+    """If/Loop/Scan unrolled or inlined at import time, subgraphs reading outer values."""
+    own = np.random.default_rng(33)
+
+    def f32(*shape):
+        return own.uniform(-1, 1, size=shape).astype(np.float32)
+
+    # If: the condition folds (a shape comparison); each branch reads outer values.
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["t"])], "then", [], [vi("t", F, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Sub", ["x", "w"], ["e"])], "else", [], [vi("e", F, [2, 3])])
+    nested_then = helper.make_graph([helper.make_node("If", ["not_cond"], ["inner"], then_branch=then_g,
+                                                      else_branch=else_g)], "nested", [], [vi("inner", F, [2, 3])])
+    loop_body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["acc", "w"], ["scaled"]),
+         helper.make_node("Add", ["scaled", "fi"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("ReduceSum", ["acc_out", "ax1"], ["row_sums"], keepdims=0)],
+        "loop_body", [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("acc", F, [2, 3])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", F, [2, 3]), vi("row_sums", F, [2])])
+    # A Loop with only a condition: runs while i < 2 (the condition folds each iteration).
+    while_body = helper.make_graph(
+        [helper.make_node("Add", ["v", "x"], ["v_out"]),
+         helper.make_node("Less", ["i", "two"], ["cond_out"])],
+        "while_body", [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("v", F, [2, 3])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, [2, 3])])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("ReduceSum", ["shape"], ["total"], keepdims=0),
+        helper.make_node("Greater", ["total", "four"], ["cond"]),
+        helper.make_node("Not", ["cond"], ["not_cond"]),
+        helper.make_node("If", ["cond"], ["if_out"], then_branch=nested_then, else_branch=else_g),
+        helper.make_node("Loop", ["three", "true", "x"], ["loop_acc", "loop_rows"], body=loop_body),
+        helper.make_node("Loop", ["", "true", "x"], ["while_out"], body=while_body),
+    ]
+    save_case(
+        "control_flow",
+        nodes,
+        [vi("x", F, [2, 3])],
+        [vi("if_out", F, [2, 3]), vi("loop_acc", F, [2, 3]), vi("loop_rows", F, [3, 2]), vi("while_out", F, [2, 3])],
+        [f32(2, 3)],
+        [init("w", f32(2, 3)), init("four", np.array(4, np.int64)), init("three", np.array(3, np.int64)),
+         init("true", np.array(True)), init("two", np.array(2, np.int64)), init("ax1", np.array([1], np.int64))],
+        opset=16,
+    )
+
+    # A Loop with a trip count and no condition input (onnx's evaluator
+    # runs no iteration for it, against the spec: numpy gives the output).
+    double_body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Add", ["v", "v"], ["v2"]),
+         helper.make_node("Add", ["v2", "fi"], ["v_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "double_body", [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("v", F, [3])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, [3])])
+    save_case(
+        "loop_trip_count_only",
+        [helper.make_node("Loop", ["two", "", "x"], ["y"], body=double_body)],
+        [vi("x", F, [3])], [vi("y", F, [3])], [f32(3)], [init("two", np.array(2, np.int64))], opset=16,
+        expected=lambda x: {0: ((x * 2) * 2 + 1).astype(np.float32)}, evaluate=False)
+
+    # Scan over axis 1 of s in reverse and axis 0 of u forward; one output
+    # stacked on axis 1, one in reverse order on axis 0 (onnx's evaluator
+    # implements neither, so numpy gives the outputs).
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["state", "a"], ["state_out"]),
+         helper.make_node("Mul", ["state_out", "k"], ["out1"]),
+         helper.make_node("Add", ["b", "k"], ["out2"])],
+        "scan_body", [vi("state", F, [2]), vi("a", F, [2]), vi("b", F, [3])],
+        [vi("state_out", F, [2]), vi("out1", F, [2]), vi("out2", F, [3])])
+    s_in, u_in, init0 = f32(2, 4), f32(4, 3), f32(2)
+
+    def scan_expected(s_in, u_in):
+        state, ys1, ys2 = init0.astype(np.float64), [], []
+        for t in range(4):
+            state = state + s_in[:, 3 - t]
+            ys1.append(state * 0.5)
+            ys2.append(u_in[t] + 0.5)
+        return {0: state.astype(np.float32), 1: np.stack(ys1, axis=1).astype(np.float32),
+                2: np.stack(ys2[::-1], axis=0).astype(np.float32)}
+
+    save_case(
+        "scan_axes_directions",
+        [helper.make_node("Scan", ["init", "s", "u"], ["scan_state", "scan_ys", "scan_rev"], body=scan_body,
+                          num_scan_inputs=2, scan_input_axes=[1, 0], scan_input_directions=[1, 0],
+                          scan_output_axes=[1, 0], scan_output_directions=[0, 1])],
+        [vi("s", F, [2, 4]), vi("u", F, [4, 3])],
+        [vi("scan_state", F, [2]), vi("scan_ys", F, [2, 4]), vi("scan_rev", F, [4, 3])],
+        [s_in, u_in],
+        [init("init", init0), init("k", np.array(0.5, np.float32))],
+        opset=16,
+        expected=scan_expected,
+        evaluate=False,
+    )
+
+
+def sequence_cases():
+    """Sequences and optionals built and consumed inside the graph."""
+    own = np.random.default_rng(34)
+    x = own.uniform(-1, 1, size=(4, 3)).astype(np.float32)
+    y = own.uniform(-1, 1, size=(2, 3)).astype(np.float32)
+    map_body = helper.make_graph([helper.make_node("Mul", ["e", "e"], ["sq"])], "map_body",
+                                 [vi("e", F, None)], [vi("sq", F, None)])
+    # A Loop appending to a sequence it carries (torch's list-building pattern).
+    append_body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Add", ["y", "fi"], ["item"]),
+         helper.make_node("SequenceInsert", ["seq_in", "item"], ["seq_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "append_body", [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []),
+                        helper.make_tensor_sequence_value_info("seq_in", F, None)],
+        [vi("cond_out", TensorProto.BOOL, []), helper.make_tensor_sequence_value_info("seq_out", F, None)])
+    nodes = [
+        helper.make_node("SplitToSequence", ["x"], ["rows"], axis=0, keepdims=0),
+        helper.make_node("SplitToSequence", ["x", "split"], ["chunks"], axis=0),
+        helper.make_node("SequenceLength", ["rows"], ["n_rows"]),
+        helper.make_node("SequenceAt", ["rows", "minus_one"], ["last_row"]),
+        helper.make_node("SequenceErase", ["rows", "one"], ["erased"]),
+        helper.make_node("SequenceInsert", ["erased", "last_row", "zero"], ["inserted"]),
+        helper.make_node("ConcatFromSequence", ["inserted"], ["stacked"], axis=1, new_axis=1),
+        helper.make_node("SequenceMap", ["chunks"], ["squares"], body=map_body),
+        helper.make_node("ConcatFromSequence", ["squares"], ["squares_cat"], axis=0),
+        helper.make_node("SequenceConstruct", ["x", "y"], ["pair"]),
+        helper.make_node("SequenceAt", ["pair", "one"], ["second"]),
+        helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+        helper.make_node("Loop", ["three", "true", "empty"], ["built"], body=append_body),
+        helper.make_node("ConcatFromSequence", ["built"], ["built_cat"], axis=0),
+        helper.make_node("Optional", ["y"], ["opt"]),
+        helper.make_node("OptionalHasElement", ["opt"], ["has"]),
+        helper.make_node("OptionalGetElement", ["opt"], ["got"]),
+        helper.make_node("Optional", [], ["none"], type=helper.make_tensor_type_proto(F, [2, 3])),
+        helper.make_node("OptionalHasElement", ["none"], ["has_none"]),
+        helper.make_node("Or", ["has", "has_none"], ["either"]),
+        helper.make_node("Where", ["either", "got", "second"], ["chosen"]),
+    ]
+    save_case(
+        "sequences",
+        nodes,
+        [vi("x", F, [4, 3]), vi("y", F, [2, 3])],
+        [vi("n_rows", I64, []), vi("stacked", F, [3, 4]), vi("squares_cat", F, [4, 3]),
+         vi("built_cat", F, [6, 3]), vi("chosen", F, [2, 3]), vi("has_none", TensorProto.BOOL, [])],
+        [x, y],
+        [init("split", np.array([1, 3], np.int64)), init("minus_one", np.array(-1, np.int64)),
+         init("one", np.array(1, np.int64)), init("zero", np.array(0, np.int64)),
+         init("three", np.array(3, np.int64)), init("true", np.array(True))],
+        opset=18,
+        # onnx's evaluator returns a list from OptionalGetElement of a
+        # tensor, which its Where then refuses: numpy gives the outputs.
+        expected=lambda x, y: {
+            0: np.array(4, np.int64),
+            1: np.stack([x[3], x[0], x[2], x[3]], axis=1),
+            2: x * x,
+            3: np.concatenate([y + i for i in range(3)], axis=0).astype(np.float32),
+            4: y,
+            5: np.array(False),
+        },
+        evaluate=False,
+    )
+
+
+def signal_cases():
+    """Windows, mel filters, EyeLike (constants) and DFT/STFT (matmuls with constant twiddles)."""
+    own = np.random.default_rng(35)
+    signal = own.uniform(-1, 1, size=(2, 16, 1)).astype(np.float32)
+    spectrum = own.uniform(-1, 1, size=(2, 5, 2)).astype(np.float32)
+    nodes = [
+        helper.make_node("HannWindow", ["eight"], ["hann"]),
+        helper.make_node("HammingWindow", ["eight"], ["hamming"], periodic=0),
+        helper.make_node("BlackmanWindow", ["eight"], ["blackman"]),
+        helper.make_node("MelWeightMatrix", ["mel_bins", "dft_len", "rate", "low", "high"], ["mel"]),
+        helper.make_node("EyeLike", ["eye_src"], ["eye"], k=1, dtype=TensorProto.INT32),
+        helper.make_node("DFT", ["signal", "", "one"], ["rfft"], onesided=1),
+        helper.make_node("DFT", ["signal", "twelve", "one"], ["dft_cut"]),
+        helper.make_node("DFT", ["spectrum", "", "one"], ["idft"], inverse=1),
+        helper.make_node("DFT", ["spectrum", "", "one"], ["irfft"], inverse=1, onesided=1),
+        helper.make_node("STFT", ["signal", "four", "hann"], ["stft"]),
+        helper.make_node("Mul", ["signal", "signal"], ["sq"]),
+        helper.make_node("STFT", ["sq", "three", "", "five"], ["stft_full"], onesided=0),
+        helper.make_node("Add", ["mel", "eye_big"], ["mel_plus"]),
+    ]
+    save_case(
+        "signal",
+        nodes,
+        [vi("signal", F, [2, 16, 1]), vi("spectrum", F, [2, 5, 2])],
+        [vi("hann", F, [8]), vi("hamming", F, [8]), vi("blackman", F, [8]), vi("mel_plus", F, [9, 4]),
+         vi("eye", TensorProto.INT32, [3, 4]), vi("rfft", F, [2, 9, 2]), vi("dft_cut", F, [2, 12, 2]),
+         vi("idft", F, [2, 5, 2]), vi("irfft", F, [2, 8, 1]), vi("stft", F, [2, 3, 5, 2]),
+         vi("stft_full", F, [2, 4, 5, 2])],
+        [signal, spectrum],
+        [init("eight", np.array(8, np.int64)), init("one", np.array(1, np.int64)),
+         init("twelve", np.array(12, np.int64)), init("four", np.array(4, np.int64)),
+         init("three", np.array(3, np.int64)), init("five", np.array(5, np.int64)),
+         init("mel_bins", np.array(4, np.int64)), init("dft_len", np.array(16, np.int64)),
+         init("rate", np.array(8000, np.int64)), init("low", np.array(100.0, np.float32)),
+         init("high", np.array(3000.0, np.float32)), init("eye_big", np.zeros((9, 4), np.float32)),
+         init("eye_src", np.zeros((3, 4), np.float32))],
+        opset=20,
+    )
+
+
+def loss_cases():
+    """NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (inference ops, targets given at run time)."""
+    own = np.random.default_rng(36)
+    x = own.uniform(-2, 2, size=(3, 5, 2)).astype(np.float32)
+    t = own.integers(0, 5, size=(3, 2)).astype(np.int64)
+    t[1, 0] = 2  # ignored below
+    save_case(
+        "losses",
+        [helper.make_node("LogSoftmax", ["x"], ["lp"], axis=1),
+         helper.make_node("NegativeLogLikelihoodLoss", ["lp", "t", "w"], ["nll_mean"], ignore_index=2),
+         helper.make_node("NegativeLogLikelihoodLoss", ["lp", "t"], ["nll_none"], reduction="none"),
+         helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["sce_sum", "log_prob"], reduction="sum"),
+         helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["sce_mean"], ignore_index=2),
+         helper.make_node("SoftmaxCrossEntropyLoss", ["x2", "t2", "w"], ["sce_2d"])],
+        [vi("x", F, [3, 5, 2]), vi("t", I64, [3, 2]), vi("x2", F, [4, 5]), vi("t2", I64, [4])],
+        [vi("nll_mean", F, []), vi("nll_none", F, [3, 2]), vi("sce_sum", F, []), vi("log_prob", F, [3, 5, 2]),
+         vi("sce_mean", F, []), vi("sce_2d", F, [])],
+        [x, t, own.uniform(-2, 2, size=(4, 5)).astype(np.float32), own.integers(0, 5, size=4).astype(np.int64)],
+        [init("w", own.uniform(0.2, 1.0, size=5).astype(np.float32))],
+        opset=13,
+    )
+
+
 if __name__ == "__main__":
     cases()
     quantized_cases()
@@ -933,3 +1405,8 @@ if __name__ == "__main__":
     feature_models()
     index_cases()
     spatial_cases()
+    recurrent_cases()
+    control_flow_cases()
+    sequence_cases()
+    signal_cases()
+    loss_cases()

@@ -21,10 +21,13 @@ use super::proto::{GraphProto, ModelProto};
 use super::tensor::Const;
 use super::{ImportOptions, Imported};
 
+mod control;
 mod graph;
 mod inputs;
 mod nodes;
 mod outputs;
+mod scope;
+mod sequence;
 mod text;
 
 use graph::{default_opset, live_nodes};
@@ -41,6 +44,12 @@ pub struct Importer {
     /// The node being imported (names its unnamed constants).
     node: String,
     pub demote_f64: bool,
+    /// Prefixed to node locations: the enclosing nodes and iterations of
+    /// an unrolled or inlined subgraph (`loop/3/`), empty in the main graph.
+    pub prefix: String,
+    /// Subgraph bodies imported so far (unrolled loops, inlined branches),
+    /// bounded so that nested loops cannot blow up the import.
+    pub bodies: usize,
     /// `(declared, new)` batch when `--input-shape` overrides the static
     /// leading dimension of a graph input.
     pub batch: Option<(i64, i64)>,
@@ -54,6 +63,8 @@ impl Importer {
             names: HashMap::new(),
             node: String::new(),
             demote_f64,
+            prefix: String::new(),
+            bodies: 0,
             batch: None,
         }
     }
@@ -146,15 +157,17 @@ pub fn import_model(
         let known: HashSet<&str> = values.keys().map(String::as_str).collect();
         live_nodes(graph, &known)?
     };
-    nodes::import_nodes(
-        &mut imp,
-        graph,
-        &order,
-        (opset, options.name_by_outputs),
+    let mut scope = scope::Scope::new(values);
+    let walk = nodes::Walk {
+        opset,
+        name_by_outputs: options.name_by_outputs,
         base_dir,
-        &mut values,
-    )?;
-    let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &values)?;
+    };
+    nodes::import_nodes(&mut imp, graph, &order, walk, &mut scope)?;
+    for output in &graph.output {
+        scope.check_tensor_output(&output.name)?;
+    }
+    let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &scope.values)?;
     let signature = text::Signature {
         name: &options.function_name,
         arguments: &arguments,

@@ -27,6 +27,15 @@ pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
                 model.ir_version
             )
         }
+        None if model
+            .opset_import
+            .iter()
+            .any(|i| i.domain == "ai.onnx.preview.training") =>
+        {
+            bail!(
+                "the model imports only the training domain ai.onnx.preview.training: its ops (gradients, optimizer updates such as Adagrad, Adam, Momentum) are training ops, and tcc compiles inference graphs"
+            )
+        }
         None => bail!("the model does not import the default ONNX domain"),
     }
 }
@@ -36,11 +45,20 @@ pub(super) fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i6
     let Some(ty) = info.r#type.as_ref() else {
         bail!("'{}' has no type", info.name)
     };
-    let Some(type_proto::Value::TensorType(tensor)) = &ty.value else {
-        bail!(
-            "'{}' is not a tensor (sequences, maps and optionals are not supported)",
+    let tensor = match &ty.value {
+        Some(type_proto::Value::TensorType(tensor)) => tensor,
+        Some(type_proto::Value::SequenceType(_)) => bail!(
+            "'{}' is a sequence: tcc's compiled functions take and return tensors only (sequences exist only inside the imported graph, built and consumed by its ops)",
             info.name
-        )
+        ),
+        Some(type_proto::Value::OptionalType(_)) => bail!(
+            "'{}' is an optional: tcc's compiled functions take and return tensors only (optionals exist only inside the imported graph)",
+            info.name
+        ),
+        _ => bail!(
+            "'{}' is not a tensor (maps and sparse tensors are not supported)",
+            info.name
+        ),
     };
     let Some(shape) = &tensor.shape else {
         bail!("'{}' has no shape: tcc needs static shapes", info.name)
@@ -73,8 +91,60 @@ pub(super) fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i6
     Ok((tensor.elem_type, dims, params))
 }
 
+/// The names a node reads: its inputs, and the outer-scope values its
+/// subgraphs (`If` branches, `Loop`/`Scan`/`SequenceMap` bodies) use, which
+/// it depends on like inputs.
+pub(super) fn node_uses(node: &NodeProto) -> Vec<String> {
+    let mut uses: Vec<String> = node
+        .input
+        .iter()
+        .filter(|i| !i.is_empty())
+        .cloned()
+        .collect();
+    for attr in &node.attribute {
+        for g in attr.g.iter().chain(attr.graphs.iter()) {
+            for name in free_names(g) {
+                if !uses.contains(&name) {
+                    uses.push(name);
+                }
+            }
+        }
+    }
+    uses
+}
+
+/// The names a graph uses without defining them (values of the enclosing
+/// graphs).
+pub(super) fn free_names(graph: &GraphProto) -> Vec<String> {
+    let mut defined: HashSet<&str> = graph
+        .input
+        .iter()
+        .map(|i| i.name.as_str())
+        .chain(graph.initializer.iter().map(|i| i.name.as_str()))
+        .collect();
+    for node in &graph.node {
+        defined.extend(node.output.iter().map(String::as_str));
+    }
+    let mut free = Vec::new();
+    let push = |name: String, free: &mut Vec<String>| {
+        if !name.is_empty() && !defined.contains(name.as_str()) && !free.contains(&name) {
+            free.push(name);
+        }
+    };
+    for node in &graph.node {
+        for name in node_uses(node) {
+            push(name, &mut free);
+        }
+    }
+    for output in &graph.output {
+        push(output.name.clone(), &mut free);
+    }
+    free
+}
+
 /// Nodes that some graph output depends on, in a topological order (the
-/// model's own order when it is one).
+/// model's own order when it is one). `known` are the values defined
+/// before the nodes (inputs, initializers, enclosing graphs' values).
 pub(super) fn live_nodes<'g>(
     graph: &'g GraphProto,
     known: &HashSet<&str>,
@@ -90,6 +160,7 @@ pub(super) fn live_nodes<'g>(
             }
         }
     }
+    let uses: Vec<Vec<String>> = graph.node.iter().map(node_uses).collect();
     let mut live = vec![false; graph.node.len()];
     let mut stack: Vec<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
     let mut seen: HashSet<&str> = HashSet::new();
@@ -100,13 +171,7 @@ pub(super) fn live_nodes<'g>(
         if let Some(&index) = producer.get(name) {
             if !live[index] {
                 live[index] = true;
-                stack.extend(
-                    graph.node[index]
-                        .input
-                        .iter()
-                        .filter(|i| !i.is_empty())
-                        .map(String::as_str),
-                );
+                stack.extend(uses[index].iter().map(String::as_str));
             }
         } else if !known.contains(name) {
             bail!(
@@ -122,11 +187,7 @@ pub(super) fn live_nodes<'g>(
         let before = pending.len();
         pending.retain(|&index| {
             let node = &graph.node[index];
-            if node
-                .input
-                .iter()
-                .all(|i| i.is_empty() || available.contains(i.as_str()))
-            {
+            if uses[index].iter().all(|i| available.contains(i.as_str())) {
                 available.extend(node.output.iter().map(String::as_str));
                 order.push((index, node));
                 false

@@ -10,24 +10,38 @@ use super::super::error::{ImportError, Result, bail};
 use super::super::node::{Node, Value};
 use super::super::ops;
 use super::super::proto::{GraphProto, NodeProto};
-use super::{Importer, Values};
+use super::Importer;
+use super::control;
+use super::graph::node_uses;
+use super::scope::{Item, Scope};
+use super::sequence;
+
+/// What a graph walk needs besides the values: the opset, how ops are
+/// located, where external data lives.
+#[derive(Clone, Copy)]
+pub(crate) struct Walk<'a> {
+    pub opset: i64,
+    pub name_by_outputs: bool,
+    pub base_dir: Option<&'a Path>,
+}
 
 /// Imports the nodes of `order` (`(index in the graph, node)`, as
-/// `live_nodes` orders them) into `values`. Each node's ops are located at
+/// `live_nodes` orders them) into `scope`. Each node's ops are located at
 /// the node's name, or with `name_by_outputs` at its first output's
-/// (`ImportOptions::name_by_outputs`).
-pub(super) fn import_nodes(
+/// (`ImportOptions::name_by_outputs`), under the importer's prefix (the
+/// enclosing nodes and iterations of an unrolled subgraph).
+pub(crate) fn import_nodes(
     imp: &mut Importer,
     graph: &GraphProto,
     order: &[(usize, &NodeProto)],
-    (opset, name_by_outputs): (i64, bool),
-    base_dir: Option<&Path>,
-    values: &mut Values,
+    walk: Walk,
+    scope: &mut Scope,
 ) -> Result<()> {
-    let used: HashSet<&str> = order
+    let opset = walk.opset;
+    let used: HashSet<String> = order
         .iter()
-        .flat_map(|(_, n)| n.input.iter().map(String::as_str))
-        .chain(graph.output.iter().map(|o| o.name.as_str()))
+        .flat_map(|(_, n)| node_uses(n))
+        .chain(graph.output.iter().map(|o| o.name.clone()))
         .collect();
     let total = order.len();
     for (position, &(index, proto)) in order.iter().enumerate() {
@@ -35,7 +49,7 @@ pub(super) fn import_nodes(
         let output_name = proto
             .output
             .first()
-            .filter(|o| name_by_outputs && !o.is_empty());
+            .filter(|o| walk.name_by_outputs && !o.is_empty());
         let location = if let Some(output) = output_name {
             output.clone()
         } else if proto.name.is_empty() {
@@ -43,39 +57,37 @@ pub(super) fn import_nodes(
         } else {
             proto.name.clone()
         };
+        let location = format!("{}{location}", imp.prefix);
         imp.e.set_location(&location);
         imp.node.clone_from(&location);
-        let mut node_inputs = Vec::new();
+        let mut items = Vec::new();
         for name in &proto.input {
             if name.is_empty() {
-                node_inputs.push(None);
+                items.push(None);
             } else {
-                match values.get(name) {
-                    Some(v) => node_inputs.push(Some(v.clone())),
+                match scope.get(name) {
+                    Some(v) => items.push(Some(v)),
                     None => bail!("{}: input '{name}' is not defined", where_()),
                 }
             }
         }
-        let node = Node {
-            proto,
-            opset,
-            inputs: node_inputs,
-        };
-        let outputs = ops::import_node(imp, &node, base_dir).map_err(|e| e.context(where_()))?;
+        let outputs = import_one(imp, proto, items, walk, scope, &location)
+            .map_err(|e| e.context(where_()))?;
         for (i, name) in proto.output.iter().enumerate() {
             if name.is_empty() {
                 continue;
             }
             match outputs.get(i) {
-                Some(Value::Const(c)) if c.dtype == DType::F64 && imp.demote_f64 => {
+                Some(Item::Tensor(Value::Const(c))) if c.dtype == DType::F64 && imp.demote_f64 => {
                     let value = Value::constant(c.cast(DType::F32));
                     imp.name(&value, name);
-                    values.insert(name.clone(), value);
+                    scope.insert(name.clone(), Item::Tensor(value));
                 }
-                Some(value) => {
+                Some(Item::Tensor(value)) => {
                     imp.name(value, name);
-                    values.insert(name.clone(), value.clone());
+                    scope.insert(name.clone(), Item::Tensor(value.clone()));
                 }
+                Some(item) => scope.insert(name.clone(), item.clone()),
                 None if used.contains(name.as_str()) => {
                     bail!(
                         "{}: output #{i} ('{name}') is used but the importer does not produce it",
@@ -87,6 +99,48 @@ pub(super) fn import_nodes(
         }
     }
     Ok(())
+}
+
+/// Imports one node: control flow and the sequence/optional ops here
+/// (they take subgraphs or non-tensor values), every other op by its
+/// importer in `ops`.
+fn import_one(
+    imp: &mut Importer,
+    proto: &NodeProto,
+    items: Vec<Option<Item>>,
+    walk: Walk,
+    scope: &Scope,
+    location: &str,
+) -> Result<Vec<Item>> {
+    let default_domain = proto.domain.is_empty() || proto.domain == "ai.onnx";
+    if default_domain {
+        if let Some(outputs) = control::import(imp, proto, &items, walk, scope, location)? {
+            return Ok(outputs);
+        }
+        if let Some(outputs) = sequence::import(imp, proto, &items, walk.opset)? {
+            return Ok(outputs);
+        }
+    }
+    let mut node_inputs = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        match item {
+            None => node_inputs.push(None),
+            Some(Item::Tensor(v)) => node_inputs.push(Some(v)),
+            Some(other) => bail!(
+                "input #{i} ('{}') is {}; {} takes tensors",
+                proto.input[i],
+                other.kind(),
+                proto.op_type
+            ),
+        }
+    }
+    let node = Node {
+        proto,
+        opset: walk.opset,
+        inputs: node_inputs,
+    };
+    let outputs = ops::import_node(imp, &node, walk.base_dir)?;
+    Ok(outputs.into_iter().map(Item::Tensor).collect())
 }
 
 /// The node for error messages: its name, op, domain and opset, and where

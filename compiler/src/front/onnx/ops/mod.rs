@@ -8,6 +8,7 @@ pub mod conv_transpose;
 pub mod data_dependent;
 pub mod elementwise;
 pub mod index;
+pub mod loss;
 pub mod matmul;
 pub mod movement;
 pub mod norm;
@@ -22,6 +23,8 @@ pub mod reduce;
 pub mod resize;
 pub mod shape;
 pub mod spatial;
+pub mod rnn;
+pub mod signal;
 
 use std::path::Path;
 
@@ -49,15 +52,17 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "AveragePool",
     "BatchNormalization",
     "BitShift",
+    "BlackmanWindow",
     "Cast",
     "CastLike",
     "Ceil",
     "Celu",
     "CenterCropPad",
     "Clip",
-    "Compress",
     "Col2Im",
+    "Compress",
     "Concat",
+    "ConcatFromSequence",
     "Constant",
     "ConstantOfShape",
     "Conv",
@@ -68,6 +73,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CumSum",
     "DepthToSpace",
     "DequantizeLinear",
+    "DFT",
     "Div",
     "Dropout",
     "Einsum",
@@ -76,6 +82,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Erf",
     "Exp",
     "Expand",
+    "EyeLike",
     "Flatten",
     "Floor",
     "Gather",
@@ -88,12 +95,16 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
-    "Hardmax",
     "GridSample",
     "GroupNormalization",
+    "GRU",
+    "HammingWindow",
+    "HannWindow",
+    "Hardmax",
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "If",
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
@@ -103,23 +114,30 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "Loop",
     "LpNormalization",
     "LpPool",
     "LRN",
+    "LSTM",
     "MatMul",
     "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
     "MeanVarianceNormalization",
+    "MelWeightMatrix",
     "Min",
     "Mish",
     "Mod",
     "Mul",
     "Neg",
+    "NegativeLogLikelihoodLoss",
     "NonZero",
     "Not",
     "OneHot",
+    "Optional",
+    "OptionalGetElement",
+    "OptionalHasElement",
     "Or",
     "Pad",
     "Pow",
@@ -142,11 +160,20 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Reshape",
     "Resize",
     "RMSNormalization",
+    "RNN",
     "Round",
+    "Scan",
     "Scatter",
     "ScatterElements",
     "ScatterND",
     "Selu",
+    "SequenceAt",
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceErase",
+    "SequenceInsert",
+    "SequenceLength",
+    "SequenceMap",
     "Shape",
     "Shrink",
     "Sigmoid",
@@ -156,12 +183,15 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Size",
     "Slice",
     "Softmax",
+    "SoftmaxCrossEntropyLoss",
     "Softplus",
     "Softsign",
     "SpaceToDepth",
     "Split",
+    "SplitToSequence",
     "Sqrt",
     "Squeeze",
+    "STFT",
     "Sub",
     "Sum",
     "Tan",
@@ -190,6 +220,12 @@ pub fn tensor(v: Val) -> Result<Vec<Value>> {
 /// Imports one node.
 pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> Result<Vec<Value>> {
     let domain = node.proto.domain.as_str();
+    if domain == "ai.onnx.preview.training" {
+        bail!(
+            "'{}' (domain {domain}) is a training op: tcc compiles inference graphs (gradients and optimizer updates are not imported)",
+            node.op()
+        );
+    }
     if !domain.is_empty() && domain != "ai.onnx" {
         bail!(
             "unsupported op '{}' of domain '{domain}': tcc imports only the default ONNX domain",
@@ -301,6 +337,20 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
         "Resize" => resize::resize(imp, node),
         "Upsample" => resize::upsample(imp, node),
+        // Loss functions (inference graphs may report a loss).
+        "NegativeLogLikelihoodLoss" => loss::nll_loss(imp, node),
+        "SoftmaxCrossEntropyLoss" => loss::softmax_cross_entropy(imp, node),
+        // Recurrent ops, unrolled (rnn.rs).
+        "RNN" | "GRU" | "LSTM" => rnn::rnn(imp, node),
+        // Windows, spectra and other values computed at import time.
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => signal::window(imp, node),
+        "MelWeightMatrix" => signal::mel_weight_matrix(node),
+        "DFT" => signal::dft(imp, node),
+        "STFT" => signal::stft(imp, node),
+        "EyeLike" => signal::eye_like(node),
+        op if signal::refused(op).is_some() => {
+            Err(ImportError::new(signal::refused(op).unwrap_or_default()))
+        }
         "Range" => bail!(
             "Range with bounds computed at run time is not supported (tcc needs static shapes)"
         ),

@@ -1,0 +1,1 @@
+Bnll_meanJXˆ@

@@ -1,0 +1,1 @@
+Bsce_sumJBÝYA
