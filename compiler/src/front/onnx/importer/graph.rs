@@ -27,7 +27,22 @@ pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
                 model.ir_version
             )
         }
-        None => bail!("the model does not import the default ONNX domain"),
+        None => {
+            let domains: Vec<&str> = model
+                .opset_import
+                .iter()
+                .map(|i| i.domain.as_str())
+                .collect();
+            if domains.contains(&"ai.onnx.preview.training") {
+                bail!(
+                    "the model imports the domain ai.onnx.preview.training and not the default ONNX domain: its ops (optimizers, gradients) are training ops, and tcc compiles inference graphs"
+                )
+            }
+            bail!(
+                "the model does not import the default ONNX domain (it imports {})",
+                domains.join(", ")
+            )
+        }
     }
 }
 

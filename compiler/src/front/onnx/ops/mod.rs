@@ -128,6 +128,10 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Xor",
 ];
 
+/// Ops that exist only for training (their domain `ai.onnx.preview.training`
+/// holds the optimizers and `Gradient`): refused as training ops.
+pub const TRAINING_OPS: &[&str] = &["SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"];
+
 pub fn one(value: Value) -> Result<Vec<Value>> {
     Ok(vec![value])
 }
@@ -140,6 +144,12 @@ pub fn tensor(v: Val) -> Result<Vec<Value>> {
 /// Imports one node.
 pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> Result<Vec<Value>> {
     let domain = node.proto.domain.as_str();
+    if domain == "ai.onnx.preview.training" || TRAINING_OPS.contains(&node.op()) {
+        bail!(
+            "'{}' is a training op (a loss, gradient or optimizer): tcc compiles inference graphs",
+            node.op()
+        );
+    }
     if !domain.is_empty() && domain != "ai.onnx" {
         bail!(
             "unsupported op '{}' of domain '{domain}': tcc imports only the default ONNX domain",
