@@ -30,6 +30,10 @@ use tcc_compiler::driver::scoreboard::{self, Outcome};
 
 const EXPECTATIONS: &str = "test/onnx/node-expectations.txt";
 
+/// How the scoreboard says that a wrong result is within the case's own
+/// rtol/atol (its `data.json`).
+const OWN_BOUNDS: &str = "all within the case's own rtol";
+
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
 }
@@ -136,9 +140,25 @@ fn onnx_node_suite_has_no_regressions() {
             totals("all node cases", &outcomes),
             totals("not training-only", &inference),
         );
+        // A wrong result within the case's own bounds is listed by that
+        // reason alone (the numbers in the rest of the message vary with
+        // the device); any other failure keeps its whole message, to be
+        // read and explained.
+        let listed: BTreeMap<String, Outcome> = outcomes
+            .iter()
+            .map(|(name, outcome)| {
+                let outcome = match outcome {
+                    Outcome::Fail(reason) if reason.contains(OWN_BOUNDS) => {
+                        Outcome::Fail(reason[reason.find(OWN_BOUNDS).unwrap_or(0)..].to_string())
+                    }
+                    other => other.clone(),
+                };
+                (name.clone(), outcome)
+            })
+            .collect();
         std::fs::write(
             &path,
-            scoreboard::render_expectations_with(&header, &outcomes),
+            scoreboard::render_expectations_with(&header, &listed),
         )
         .expect("write the expectation list");
         println!("wrote {}", path.display());
@@ -189,6 +209,10 @@ fn onnx_node_suite_has_no_regressions() {
 /// listed without one.
 #[test]
 fn node_expectations_name_existing_cases_and_reasons() {
+    if std::env::var_os("TCC_WRITE_EXPECTATIONS").is_some() {
+        // The list is being rewritten by the test above.
+        return;
+    }
     let expected = scoreboard::read_expectations(&repo(EXPECTATIONS)).expect("expectations");
     let names = case_names(&suite().cases);
     for (name, outcome) in &expected {

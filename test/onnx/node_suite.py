@@ -7,6 +7,8 @@ onnx (1.23 and later) no longer ships the node test cases as .pb files: its
 `tcc onnx-test` reads, one directory per case:
 
     OUT/<case>/model.onnx
+    OUT/<case>/data.json   the case's own rtol/atol (as the onnx package
+                           writes them for its model cases)
     OUT/<case>/test_data_set_<N>/input_<K>.pb, output_<K>.pb
 
 as the onnx package's own `backend-test-tools generate-data` writes them
@@ -25,6 +27,7 @@ generated is committed.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -97,6 +100,8 @@ def main() -> int:
         os.makedirs(directory)
         with open(os.path.join(directory, "model.onnx"), "wb") as f:
             f.write(case.model.SerializeToString())
+        with open(os.path.join(directory, "data.json"), "w") as f:
+            json.dump({"rtol": case.rtol, "atol": case.atol}, f)
         graph = case.model.graph
         for i, (inputs, outputs) in enumerate(case.data_sets):
             data_set = os.path.join(directory, f"test_data_set_{i}")

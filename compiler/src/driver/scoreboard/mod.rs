@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
-use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
+use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
 
 use crate::back::host_llvm;
 use crate::config::Target;
@@ -175,8 +175,8 @@ pub fn run_cases(
 }
 
 /// As [`run_cases`], on `jobs` worker threads (at least 1), each with its
-/// own OpenCL runtime (a runtime builds one program at a time) and MLIR
-/// contexts: most backend cases are tiny, so their time is the per-case
+/// own OpenCL runtime (a runtime builds one program at a time; no disk
+/// program cache, see below) and MLIR contexts: most backend cases are tiny, so their time is the per-case
 /// compilation and kernel builds, which run in parallel. A case that
 /// panics ends as a failure naming the panic, not the whole run.
 pub fn run_cases_parallel(
@@ -197,7 +197,18 @@ pub fn run_cases_parallel(
         let workers: Vec<_> = (0..jobs)
             .map(|_| {
                 scope.spawn(|| -> Result<()> {
-                    let runtime = Runtime::new(DeviceSelector::from_flag_or_env(device))?;
+                    // Without the on-disk program cache: on PoCL a runtime
+                    // keeps each entry's key locked until it writes the
+                    // entry when dropped, so workers building the same
+                    // program would wait on each other's locks. Each
+                    // worker's in-memory cache still shares its builds.
+                    let runtime = Runtime::with_options(
+                        DeviceSelector::from_flag_or_env(device),
+                        RuntimeOptions {
+                            disk_cache: false,
+                            ..RuntimeOptions::default()
+                        },
+                    )?;
                     loop {
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         let Some(case) = cases.get(index) else {
