@@ -2,9 +2,11 @@
 //! upstream MLIR only — TOSA → linalg → loops → LLVM, no tcc fusion, tiling
 //! or code generation — and run on the CPU through MLIR's ExecutionEngine.
 //!
-//! The only tcc pass it uses is `tcc-decompose-composites`, which defines
-//! what the tcc dialect's composite ops mean. End-to-end tests compare the
-//! OpenCL path against this.
+//! The only tcc passes it uses are `tcc-decompose-composites`, which
+//! defines what the tcc dialect's composite ops mean, and
+//! `tcc-reduction-identities`, which corrects upstream's identity of
+//! max/min reductions and max pools (-FLT_MAX, where TOSA means -inf).
+//! End-to-end tests compare the OpenCL path against this.
 
 use std::path::Path;
 
@@ -23,7 +25,7 @@ use crate::ir::util::{body_ops, integer_value, op_name, string_value};
 /// Upstream-only lowering to the LLVM dialect, with C interfaces.
 const LOWER_TO_LLVM: &str = "builtin.module(\
 tcc-decompose-composites,\
-func.func(tosa-optional-decompositions,tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor),canonicalize,\
+func.func(tosa-optional-decompositions,tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor),tcc-reduction-identities,canonicalize,\
 one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},\
 buffer-results-to-out-params{modify-public-functions},\
 func.func(convert-linalg-to-loops),lower-affine,expand-strided-metadata,convert-scf-to-cf,\

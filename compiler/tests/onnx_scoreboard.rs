@@ -123,7 +123,7 @@ fn exporter_cases() -> Vec<PathBuf> {
 #[test]
 fn hand_made_models_pass() {
     let cases = hand_made_cases();
-    assert!(cases.len() >= 17, "{} cases", cases.len());
+    assert!(cases.len() >= 18, "{} cases", cases.len());
     let outcomes = scoreboard::run_cases(&cases, None, true).expect("OpenCL runtime");
     check("hand_made_models_pass", &outcomes);
 }

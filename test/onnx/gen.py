@@ -545,7 +545,7 @@ def bad_models():
     save("custom_domain", [helper.make_node("FusedMatMul", ["x", "x"], ["y"], domain="com.microsoft", name="fused")],
          [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], domains=["com.microsoft"])
     save("invalid_dim", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [-5, 3])], [vi("y", F, [-5, 3])])
-    save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=23)
+    save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=29)
     save("nonzero_runtime", [helper.make_node("NonZero", ["x"], ["y"], name="nonzero_of_input")],
          [vi("x", F, [2, 3])], [vi("y", I64, [2, None])])
     save("topk_runtime_k", [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk_by_input")],
@@ -1398,6 +1398,40 @@ def loss_cases():
     )
 
 
+def hostile_reductions():
+    """Rows of only -inf, only +inf, NaN, and -inf with one -FLT_MAX through
+    ReduceMax/ReduceMin, ArgMax/ArgMin and Softmax/LogSoftmax, and windows
+    of only -inf or +inf, and -inf with -FLT_MAX, through a padded MaxPool
+    and GlobalMaxPool (no NaN there: onnx's reference MaxPool skips NaN,
+    the max reductions propagate it). A reduction that started from
+    -FLT_MAX gave -3.4028235e38 for a row of -inf."""
+    inf, nan, big = np.inf, np.nan, np.finfo(np.float32).max
+    x = np.array([[-inf] * 6, [inf] * 6, [-inf] * 5 + [-big], [inf] * 5 + [big], [nan] + [-inf] * 5,
+                  [-inf, 1.0, -inf, 2.0, -inf, -inf]], np.float32)
+    img = np.full((1, 2, 4, 4), -inf, np.float32)
+    img[0, 0, 2:, 2:] = [[-big, 1.0], [-inf, -inf]]
+    img[0, 1] = inf
+    save_case(
+        "hostile_reductions",
+        [
+            helper.make_node("ReduceMax", ["x"], ["max"], axes=[1], keepdims=0),
+            helper.make_node("ReduceMin", ["x"], ["min"], axes=[1], keepdims=0),
+            helper.make_node("ArgMax", ["x"], ["argmax"], axis=1, keepdims=0),
+            helper.make_node("ArgMin", ["x"], ["argmin"], axis=1, keepdims=0),
+            helper.make_node("Softmax", ["x"], ["softmax"], axis=1),
+            helper.make_node("LogSoftmax", ["x"], ["log_softmax"], axis=1),
+            helper.make_node("MaxPool", ["img"], ["pool"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            helper.make_node("GlobalMaxPool", ["img"], ["global"]),
+        ],
+        [vi("x", F, [6, 6]), vi("img", F, [1, 2, 4, 4])],
+        [vi("max", F, [6]), vi("min", F, [6]), vi("argmax", I64, [6]), vi("argmin", I64, [6]),
+         vi("softmax", F, [6, 6]), vi("log_softmax", F, [6, 6]), vi("pool", F, [1, 2, 4, 4]),
+         vi("global", F, [1, 2, 1, 1])],
+        [x, img],
+        opset=13,
+    )
+
+
 if __name__ == "__main__":
     cases()
     quantized_cases()
@@ -1410,3 +1444,4 @@ if __name__ == "__main__":
     sequence_cases()
     signal_cases()
     loss_cases()
+    hostile_reductions()

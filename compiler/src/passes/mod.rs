@@ -35,6 +35,7 @@ mod quantize_calibration;
 mod quantize_int8;
 mod raise_composites;
 mod record_interface;
+mod reduction_identities;
 mod simplify_math;
 mod unique_results;
 
@@ -77,6 +78,7 @@ pub use quantize_int8::{
 };
 pub use raise_composites::RaiseComposites;
 pub use record_interface::RecordInterface;
+pub use reduction_identities::ReductionIdentities;
 pub use simplify_math::SimplifyMath;
 pub use unique_results::UniqueResults;
 
@@ -99,6 +101,7 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertLayerNormToRows::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (ReductionIdentities::ARGUMENT, ReductionIdentities::SUMMARY),
     (
         GeneralizeReductions::ARGUMENT,
         GeneralizeReductions::SUMMARY,
@@ -145,6 +148,7 @@ pub fn register_all() {
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&ConvertLayerNormToRows);
     pass::register(&DecomposeComposites);
+    pass::register(&ReductionIdentities);
     pass::register(&GeneralizeReductions);
     pass::register(&SimplifyMath);
     pass::register(&CollapseContractions);

@@ -156,6 +156,7 @@ impl Phase {
                 "tcc-decompose-composites",
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
+                "tcc-reduction-identities",
                 "tcc-fold-constants",
                 "tcc-generalize-reductions",
                 "canonicalize",

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
-use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
+use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
 
 use crate::back::host_llvm;
 use crate::config::Target;
@@ -53,6 +53,9 @@ pub struct ScoreboardArgs {
     /// Print every case, not only failures.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Run this many cases at once (worker threads, each with its own OpenCL runtime).
+    #[arg(short, long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: u16,
     /// Run nothing: compile every case for --target into this directory, with its inputs and expected outputs as .npy, for a machine without the compiler (`scripts/onnx/onnx-scoreboard-device.sh` runs them there).
     #[arg(long, value_name = "DIR", requires = "target")]
     pub prepare: Option<PathBuf>,
@@ -171,6 +174,87 @@ pub fn run_cases(
     Ok(outcomes)
 }
 
+/// As [`run_cases`], on `jobs` worker threads (at least 1), each with its
+/// own OpenCL runtime (a runtime builds one program at a time; no disk
+/// program cache, see below) and MLIR contexts: most backend cases are tiny, so their time is the per-case
+/// compilation and kernel builds, which run in parallel. A case that
+/// panics ends as a failure naming the panic, not the whole run.
+pub fn run_cases_parallel(
+    cases: &[PathBuf],
+    device: Option<&str>,
+    verbose: bool,
+    jobs: usize,
+) -> Result<BTreeMap<String, Outcome>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let jobs = jobs.clamp(1, cases.len().max(1));
+    if jobs == 1 {
+        return run_cases(cases, device, verbose);
+    }
+    let next = AtomicUsize::new(0);
+    let outcomes = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| -> Result<()> {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| -> Result<()> {
+                    // Without the on-disk program cache: on PoCL a runtime
+                    // keeps each entry's key locked until it writes the
+                    // entry when dropped, so workers building the same
+                    // program would wait on each other's locks. Each
+                    // worker's in-memory cache still shares its builds.
+                    let runtime = Runtime::with_options(
+                        DeviceSelector::from_flag_or_env(device),
+                        RuntimeOptions {
+                            disk_cache: false,
+                            ..RuntimeOptions::default()
+                        },
+                    )?;
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(case) = cases.get(index) else {
+                            return Ok(());
+                        };
+                        let name = case_name(case);
+                        let start = Instant::now();
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                run_case(case, &runtime)
+                            }))
+                            .unwrap_or_else(|panic| {
+                                let message = panic
+                                    .downcast_ref::<String>()
+                                    .map(String::as_str)
+                                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                                    .unwrap_or("(no message)");
+                                Outcome::Fail(format!("panic: {message}"))
+                            });
+                        if verbose || outcome != Outcome::Pass {
+                            eprintln!(
+                                "{name}: {} ({:.1}s)",
+                                outcome.render(),
+                                start.elapsed().as_secs_f64()
+                            );
+                        }
+                        outcomes
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(name, outcome);
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| anyhow!("a scoreboard worker thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    Ok(outcomes
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
 /// Whether `outcome` is what `expected` says: `pass` must pass;
 /// `unsupported: R` and `fail: R` must end the same way with a reason that
 /// contains `R` (so an expectation names its reason, and a different
@@ -222,11 +306,17 @@ pub fn summary(outcomes: &BTreeMap<String, Outcome>) -> String {
 }
 
 pub fn render_expectations(outcomes: &BTreeMap<String, Outcome>) -> String {
-    let mut text = String::from(
+    render_expectations_with(
         "# ONNX backend test cases (onnx package: backend/test/data/pytorch-converted and pytorch-operator)\n\
          # and what tcc does with them: pass | unsupported: reason | fail: reason.\n\
          # `tcc onnx-test DIRS --expectations test/onnx/expectations.txt` fails when a case does not end as listed (outcome and reason).\n",
-    );
+        outcomes,
+    )
+}
+
+/// An expectation list of `outcomes` after the comment lines `header`.
+pub fn render_expectations_with(header: &str, outcomes: &BTreeMap<String, Outcome>) -> String {
+    let mut text = String::from(header);
     for (name, outcome) in outcomes {
         text.push_str(&format!("{name} {}\n", outcome.render()));
     }
@@ -253,7 +343,12 @@ pub fn run(args: &ScoreboardArgs) -> Result<()> {
             ended.len()
         ));
     }
-    let outcomes = run_cases(&cases, args.device.as_deref(), args.verbose)?;
+    let outcomes = run_cases_parallel(
+        &cases,
+        args.device.as_deref(),
+        args.verbose,
+        args.jobs as usize,
+    )?;
     if let Some(path) = &args.write_expectations {
         crate::driver::write_atomically(path, render_expectations(&outcomes).as_bytes())?;
     }

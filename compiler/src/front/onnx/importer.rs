@@ -34,7 +34,7 @@ use graph::{default_opset, live_nodes};
 
 /// The default-domain opsets the importer implements.
 pub const MIN_OPSET: i64 = 6;
-pub const MAX_OPSET: i64 = 21;
+pub const MAX_OPSET: i64 = 28;
 
 pub struct Importer {
     pub e: Emitter,

@@ -27,16 +27,22 @@ pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
                 model.ir_version
             )
         }
-        None if model
-            .opset_import
-            .iter()
-            .any(|i| i.domain == "ai.onnx.preview.training") =>
-        {
+        None => {
+            let domains: Vec<&str> = model
+                .opset_import
+                .iter()
+                .map(|i| i.domain.as_str())
+                .collect();
+            if domains.contains(&"ai.onnx.preview.training") {
+                bail!(
+                    "the model imports the domain ai.onnx.preview.training and not the default ONNX domain: its ops (optimizers, gradients) are training ops, and tcc compiles inference graphs"
+                )
+            }
             bail!(
-                "the model imports only the training domain ai.onnx.preview.training: its ops (gradients, optimizer updates such as Adagrad, Adam, Momentum) are training ops, and tcc compiles inference graphs"
+                "the model does not import the default ONNX domain (it imports {})",
+                domains.join(", ")
             )
         }
-        None => bail!("the model does not import the default ONNX domain"),
     }
 }
 

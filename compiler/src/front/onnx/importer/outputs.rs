@@ -56,6 +56,12 @@ pub(super) fn results(
         if let Some(Ok((code, dims, _))) = declared.map(declared_type) {
             check_declared(imp, name, &ty, code, &dims)?;
         }
+        if ty.shape.contains(&0) {
+            bail!(
+                "graph output '{name}' is an empty tensor (shape {:?}), which tcc does not support",
+                ty.shape
+            );
+        }
         let mut v = imp.val(&value)?;
         if v.ssa.starts_with("%arg") {
             v = imp.e.unary("tosa.identity", &v);

@@ -208,6 +208,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Xor",
 ];
 
+
 pub fn one(value: Value) -> Result<Vec<Value>> {
     Ok(vec![value])
 }

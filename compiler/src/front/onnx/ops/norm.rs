@@ -30,7 +30,9 @@ pub fn batch_norm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         bail!("BatchNormalization needs an N x C x ... input");
     }
     if node.int("training_mode", 0)? != 0 {
-        bail!("BatchNormalization in training mode is not supported");
+        bail!(
+            "BatchNormalization with training_mode = 1 is a training op (it updates the running statistics): tcc compiles inference graphs"
+        );
     }
     if node.opset < 9 && node.int("spatial", 1)? == 0 {
         bail!("BatchNormalization with spatial = 0 is not supported");

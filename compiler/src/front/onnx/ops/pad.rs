@@ -148,6 +148,19 @@ pub fn pad(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     one(Value::Tensor(y))
 }
 
+/// Whether DepthToSpace / SpaceToDepth orders the block's elements
+/// column-row-depth (`mode = "CRD"`; SpaceToDepth has `mode` from opset 28).
+fn crd_mode(node: &Node) -> Result<bool> {
+    if node.op() == "SpaceToDepth" && node.opset < 28 {
+        return Ok(false);
+    }
+    match node.string("mode", "DCR")?.as_str() {
+        "DCR" => Ok(false),
+        "CRD" => Ok(true),
+        other => bail!("{} mode '{other}' is not one of DCR, CRD", node.op()),
+    }
+}
+
 pub fn depth_space(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?;
     let shape = x.shape();
@@ -166,10 +179,10 @@ pub fn depth_space(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             bail!("DepthToSpace: {c} channels are not a multiple of {b} x {b}");
         }
         let cc = c / (b * b);
-        let (split, perm): (Vec<i64>, [usize; 6]) = match node.string("mode", "DCR")?.as_str() {
-            "CRD" => (vec![n, cc, b, b, h, w], [0, 1, 4, 2, 5, 3]),
-            "DCR" => (vec![n, b, b, cc, h, w], [0, 3, 4, 1, 5, 2]),
-            other => bail!("DepthToSpace mode '{other}' (DCR or CRD)"),
+        let (split, perm): (Vec<i64>, [usize; 6]) = if crd_mode(node)? {
+            (vec![n, cc, b, b, h, w], [0, 1, 4, 2, 5, 3])
+        } else {
+            (vec![n, b, b, cc, h, w], [0, 3, 4, 1, 5, 2])
         };
         let r = reshape_value(imp, x, &split)?;
         let t = transpose_value(imp, &r, &perm)?;
@@ -178,12 +191,12 @@ pub fn depth_space(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         if h % b != 0 || w % b != 0 {
             bail!("SpaceToDepth: {h}x{w} is not a multiple of {b}");
         }
-        // DCR (the only layout before opset 28): blocks outermost; CRD:
-        // channels outermost.
-        let perm: [usize; 6] = match node.string("mode", "DCR")?.as_str() {
-            "DCR" => [0, 3, 5, 1, 2, 4],
-            "CRD" => [0, 1, 3, 5, 2, 4],
-            other => bail!("SpaceToDepth mode '{other}' (DCR or CRD)"),
+        // Output channels ordered (row in block, column in block, channel)
+        // for DCR, (channel, row, column) for CRD (opset 28's `mode`).
+        let perm = if crd_mode(node)? {
+            [0, 1, 3, 5, 2, 4]
+        } else {
+            [0, 3, 5, 1, 2, 4]
         };
         let r = reshape_value(imp, x, &[n, c, h / b, b, w / b, b])?;
         let t = transpose_value(imp, &r, &perm)?;

@@ -241,9 +241,26 @@ fn quantize(imp: &mut Importer, x: &Val, q: &QuantParams) -> Result<Value> {
     })))
 }
 
+/// Checks an attribute that names the float type a quantize/dequantize
+/// computes in (opset 23's `precision` and `output_dtype`): absent, 0
+/// (the scale's type) or float; other types are the element-type work's.
+fn float_precision(node: &Node, attribute: &str) -> Result<()> {
+    match node.int_opt(attribute)? {
+        None | Some(0) | Some(1) => Ok(()),
+        Some(code) => bail!(
+            "{} with {attribute} = {} is not supported (tcc computes it in float)",
+            node.op(),
+            DType::onnx_code_name(code as i32)
+        ),
+    }
+}
+
 /// `DequantizeLinear(x, scale, zero_point)`.
 pub fn dequantize_linear(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?;
+    // Opset 23: `output_dtype` picks the output type (default: the scale's,
+    // float here).
+    float_precision(node, "output_dtype")?;
     let q = QuantParams::read(node, 1, &x.shape(), node.int("axis", 1)?, x.dtype())?;
     one(dequantize(imp, x, &q)?)
 }
@@ -251,6 +268,9 @@ pub fn dequantize_linear(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> 
 /// `QuantizeLinear(x, scale, zero_point)`.
 pub fn quantize_linear(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?;
+    // Opset 23: `precision` is the type the division by the scale is
+    // computed in (default: the scale's, float here).
+    float_precision(node, "precision")?;
     let default = match node.int_opt("output_dtype")? {
         Some(code) if code != 0 => DType::from_onnx(code as i32).ok_or_else(|| {
             ImportError::new(format!(

@@ -249,15 +249,25 @@ pub fn size_of(node: &Node) -> Result<Vec<Value>> {
 pub fn identity(node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?.clone();
     if node.op() == "Dropout" {
-        if node.opset >= 12
-            && let Some(training) = node.const_input(2, "training_mode")?
-            && training.numel() == 1
-            && training.i64_at(0) != 0
-        {
-            bail!("Dropout in training mode is not supported");
+        if node.opset >= 12 && node.opt(2).is_some() {
+            let training = match node.opt(2) {
+                Some(Value::Tensor(_)) => None,
+                _ => node.const_input(2, "training_mode")?,
+            };
+            match training {
+                Some(t) if t.numel() == 1 && t.i64_at(0) == 0 => {}
+                Some(_) => bail!(
+                    "Dropout with training_mode = true is a training op: tcc compiles inference graphs"
+                ),
+                None => bail!(
+                    "Dropout's training_mode is computed at run time; in training mode Dropout is a training op, and tcc compiles inference graphs (training_mode absent or a constant false)"
+                ),
+            }
         }
         if node.opset < 7 && node.int("is_test", 0)? == 0 && node.proto.output.len() > 1 {
-            bail!("Dropout in training mode (is_test = 0) is not supported");
+            bail!(
+                "Dropout with is_test = 0 (training mode) is a training op: tcc compiles inference graphs"
+            );
         }
         let mask = Const::splat_i64(DType::Bool, x.shape(), 1);
         return Ok(vec![x, Value::constant(mask)]);
