@@ -30,6 +30,9 @@ fn dtype_code(element: ElementType) -> Result<u32, String> {
     Ok(match element {
         ElementType::F32 => tcc_abi::DTYPE_F32,
         ElementType::F16 => tcc_abi::DTYPE_F16,
+        ElementType::BF16 => tcc_abi::DTYPE_BF16,
+        ElementType::F64 => tcc_abi::DTYPE_F64,
+        ElementType::I16 => tcc_abi::DTYPE_I16,
         ElementType::I32 => tcc_abi::DTYPE_I32,
         ElementType::I64 => tcc_abi::DTYPE_I64,
         ElementType::I8 => tcc_abi::DTYPE_I8,
