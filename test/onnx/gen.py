@@ -567,8 +567,70 @@ def feature_models():
     onnx.save_model(model, os.path.join(extra, "float64_add.onnx"))
 
 
+def element_type_cases():
+    """Graphs in float16, bfloat16 and float64 (the element types issue):
+    half graphs compute in f32 registers and store 16-bit, so their outputs
+    match the reference evaluator's (which rounds after every op) within
+    half precision."""
+    import ml_dtypes
+
+    def half_net(name, elem, dtype):
+        x = randf(1, 3, 6, 6).astype(dtype)
+        w = (randf(4, 3, 3, 3) * 0.5).astype(dtype)
+        b = randf(4).astype(dtype)
+        m = (randf(16, 8) * 0.5).astype(dtype)
+        gamma = randf(8, low=0.5, high=1.5).astype(dtype)
+        beta = randf(8).astype(dtype)
+        save_case(
+            name,
+            [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Reshape", ["r", "shape"], ["flat"]),
+             helper.make_node("Slice", ["flat", "starts", "ends", "axes"], ["part"]),
+             helper.make_node("MatMul", ["part", "m"], ["mm"]),
+             helper.make_node("Softmax", ["mm"], ["sm"], axis=-1),
+             helper.make_node("LayerNormalization", ["mm", "gamma", "beta"], ["ln"], axis=-1, epsilon=1e-5),
+             helper.make_node("Add", ["sm", "ln"], ["y"]),
+             helper.make_node("ReduceMean", ["y", "raxes"], ["mean"], keepdims=0)],
+            [vi("x", elem, [1, 3, 6, 6])],
+            [vi("y", elem, [4, 8]), vi("mean", elem, [4])],
+            [x],
+            [init("w", w), init("b", b), init("m", m), init("gamma", gamma), init("beta", beta),
+             init("shape", np.array([4, 36], np.int64)), init("starts", np.array([0], np.int64)),
+             init("ends", np.array([16], np.int64)), init("axes", np.array([1], np.int64)),
+             init("raxes", np.array([1], np.int64))],
+            opset=18,
+        )
+
+    half_net("float16_net", TensorProto.FLOAT16, np.float16)
+    half_net("bfloat16_net", TensorProto.BFLOAT16, ml_dtypes.bfloat16)
+    d = TensorProto.DOUBLE
+    a = rng.uniform(0.5, 2.0, size=(3, 5))
+    b = rng.uniform(-1.0, 1.0, size=(3, 5))
+    save_case(
+        "float64_elementwise",
+        [helper.make_node("Mul", ["a", "b"], ["p"]),
+         helper.make_node("Sqrt", ["a"], ["s"]),
+         helper.make_node("Div", ["p", "s"], ["q"]),
+         helper.make_node("Exp", ["b"], ["e"]),
+         helper.make_node("Sub", ["q", "e"], ["y"]),
+         helper.make_node("Tanh", ["y"], ["t"]),
+         helper.make_node("Max", ["t", "c"], ["z"]),
+         helper.make_node("Cast", ["z"], ["z32"], to=TensorProto.FLOAT)],
+        [vi("a", d, [3, 5]), vi("b", d, [3, 5])],
+        [vi("z", d, [3, 5]), vi("z32", F, [3, 5])],
+        [a, b],
+        [init("c", np.array(-0.75, np.float64))],
+    )
+
+
 if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["element_types"]:
+        element_type_cases()
+        sys.exit(0)
     cases()
     quantized_cases()
     bad_models()
     feature_models()
+    element_type_cases()

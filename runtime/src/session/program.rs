@@ -127,7 +127,8 @@ fn check_fp64(device: &crate::DeviceInfo, art: &Artifact, source: &ProgramSource
         path: art.path.clone(),
         reason: format!(
             "its kernels compute in float64, and {} ({}) has no cl_khr_fp64; run it on a device \
-             with fp64, or compile the model with `tcc compile --demote-f64` to compute in float32",
+             with fp64, or import the ONNX model with `tcc import --demote-f64` (float32) and \
+             compile that",
             device.name, device.platform_name
         ),
     })

@@ -111,7 +111,14 @@ impl DType {
     pub fn in_graph(self) -> bool {
         matches!(
             self,
-            DType::F32 | DType::F16 | DType::I64 | DType::I32 | DType::I8 | DType::Bool
+            DType::F32
+                | DType::F16
+                | DType::BF16
+                | DType::F64
+                | DType::I64
+                | DType::I32
+                | DType::I8
+                | DType::Bool
         )
     }
 

@@ -22,6 +22,7 @@ use super::tensor::Const;
 use super::{ImportOptions, Imported};
 
 mod graph;
+mod half;
 mod inputs;
 mod nodes;
 mod outputs;

@@ -10,7 +10,7 @@ use super::super::error::{ImportError, Result, bail};
 use super::super::node::{Node, Value};
 use super::super::ops;
 use super::super::proto::{GraphProto, NodeProto};
-use super::{Importer, Values};
+use super::{Importer, Values, half};
 
 /// Imports the nodes of `order` (`(index in the graph, node)`, as
 /// `live_nodes` orders them) into `values`. Each node's ops are located at
@@ -56,12 +56,8 @@ pub(super) fn import_nodes(
                 }
             }
         }
-        let node = Node {
-            proto,
-            opset,
-            inputs: node_inputs,
-        };
-        let outputs = ops::import_node(imp, &node, base_dir).map_err(|e| e.context(where_()))?;
+        let outputs = import_in_compute_type(imp, proto, opset, node_inputs, base_dir)
+            .map_err(|e| e.context(where_()))?;
         for (i, name) in proto.output.iter().enumerate() {
             if name.is_empty() {
                 continue;
@@ -87,6 +83,39 @@ pub(super) fn import_nodes(
         }
     }
     Ok(())
+}
+
+/// Imports one node; a node computing on f16/bf16 tensors computes in f32
+/// between casts (see `half`).
+fn import_in_compute_type(
+    imp: &mut Importer,
+    proto: &NodeProto,
+    opset: i64,
+    inputs: Vec<Option<Value>>,
+    base_dir: Option<&Path>,
+) -> Result<Vec<Value>> {
+    let node = Node {
+        proto,
+        opset,
+        inputs,
+    };
+    let Some(half) = half::half_compute_type(&node) else {
+        return ops::import_node(imp, &node, base_dir);
+    };
+    let inputs = node
+        .inputs
+        .iter()
+        .map(|input| input.as_ref().map(|v| half::widen(imp, v)).transpose())
+        .collect::<Result<Vec<_>>>()?;
+    let wide = Node {
+        proto,
+        opset,
+        inputs,
+    };
+    ops::import_node(imp, &wide, base_dir)?
+        .into_iter()
+        .map(|output| half::narrow(imp, output, half))
+        .collect()
 }
 
 /// The node for error messages: its name, op, domain and opset, and where
