@@ -496,31 +496,16 @@ mod tests {
         assert!(read_npy(&p).unwrap_err().to_string().contains("version 9"));
     }
 
-    /// A file as numpy writes it, with this descr.
+    /// A file as numpy writes it, with this descr in place of the `<f4`
+    /// of [`npy_bytes`]'s header (same length).
     fn numpy_file(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-        npy_bytes(shape, data)
-            .into_iter()
-            .collect::<Vec<u8>>()
-            .pipe_descr(descr)
-    }
-
-    trait PipeDescr {
-        fn pipe_descr(self, descr: &str) -> Vec<u8>;
-    }
-
-    impl PipeDescr for Vec<u8> {
-        /// Replaces the `<f4` of [`npy_bytes`]'s header (same length).
-        fn pipe_descr(self, descr: &str) -> Vec<u8> {
-            let text = String::from_utf8_lossy(&self).into_owned();
-            let _ = text;
-            let at = self
-                .windows(3)
-                .position(|w| w == b"<f4")
-                .expect("the header's descr");
-            let mut out = self;
-            out[at..at + 3].copy_from_slice(descr.as_bytes());
-            out
-        }
+        let mut out = npy_bytes(shape, data);
+        let at = out
+            .windows(3)
+            .position(|w| w == b"<f4")
+            .expect("the header's descr");
+        out[at..at + 3].copy_from_slice(descr.as_bytes());
+        out
     }
 
     #[test]
@@ -593,11 +578,14 @@ mod tests {
                 .contains("cannot open")
         );
 
-        // float64 data is refused, not converted.
+        // float64 data is read as f64; complex data is refused, not
+        // converted.
         let f64_path = dir.path().join("f64.npy");
         npyz::to_file_1d(&f64_path, vec![1.0f64, 2.0]).unwrap();
-        let e = read_npy(&f64_path).unwrap_err().to_string();
-        assert!(e.contains("`<f8` is not supported"), "{e}");
+        assert_eq!(read_npy(&f64_path).unwrap().format(9), "2xf64=[1 2]");
+        let complex = numpy_file("<c8", "(1,)", &[0; 8]);
+        let e = read_npy_bytes(&complex).unwrap_err().to_string();
+        assert!(e.contains("`<c8` is not supported"), "{e}");
 
         // Truncated data.
         let t = HostTensor::from_f32(vec![64], &[1.0; 64]).unwrap();

@@ -508,8 +508,11 @@ mod tests {
             assert_eq!(DType::from_abi(d.to_abi()), Some(d));
         }
         assert_eq!("i1".parse::<DType>().unwrap(), DType::Bool);
-        assert_eq!(DType::from_abi(6), None);
-        assert!("f64".parse::<DType>().is_err());
+        assert_eq!(DType::from_abi(6), Some(DType::BF16));
+        assert_eq!(DType::from_abi(13), None);
+        assert_eq!("ui16".parse::<DType>().unwrap(), DType::U16);
+        assert!("u16".parse::<DType>().is_err());
+        assert!("f8".parse::<DType>().is_err());
     }
 
     #[test]
@@ -521,7 +524,7 @@ mod tests {
         assert_eq!(type_string(&[], DType::I64), "i64");
         for bad in [
             "2x3",
-            "2x3xf64",
+            "2x3xf8",
             "ax3xf32",
             "2xx3xf32",
             "",
@@ -530,8 +533,10 @@ mod tests {
         ] {
             assert!(parse_type(bad).is_err(), "{bad} should not parse");
         }
-        let e = parse_type("2x3xf64").unwrap_err().to_string();
-        assert!(e.contains("unknown element type `f64`"), "{e}");
+        let e = parse_type("2x3xf8").unwrap_err().to_string();
+        assert!(e.contains("unknown element type `f8`"), "{e}");
+        assert_eq!(parse_type("2xbf16").unwrap(), (vec![2], DType::BF16));
+        assert_eq!(parse_type("ui64").unwrap(), (vec![], DType::U64));
     }
 
     #[test]
