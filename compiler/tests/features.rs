@@ -62,10 +62,7 @@ fn import_demote_f64_computes_in_f32() {
         tcc(&["run", model, "--input", "4xf64=1,2,3,4"]),
         "tcc run (f64)",
     );
-    assert!(
-        out.contains("result[0]: 4xf64=[1.5 3.25 1 4.001]"),
-        "{out}"
-    );
+    assert!(out.contains("result[0]: 4xf64=[1.5 3.25 1 4.001]"), "{out}");
     let mlir = ok(
         tcc(&["import", "--demote-f64", model]),
         "import --demote-f64",

@@ -511,12 +511,32 @@ mod tests {
     #[test]
     fn reads_numpy_standard_descrs_of_the_new_dtypes() {
         let cases: [(&str, DType, Vec<u8>, &str); 7] = [
-            ("<f8", DType::F64, 0.25f64.to_le_bytes().to_vec(), "1xf64=[0.25]"),
-            ("<u2", DType::U16, 65535u16.to_le_bytes().to_vec(), "1xui16=[65535]"),
+            (
+                "<f8",
+                DType::F64,
+                0.25f64.to_le_bytes().to_vec(),
+                "1xf64=[0.25]",
+            ),
+            (
+                "<u2",
+                DType::U16,
+                65535u16.to_le_bytes().to_vec(),
+                "1xui16=[65535]",
+            ),
             ("|u1", DType::U8, vec![200], "1xui8=[200]"),
-            ("<i2", DType::I16, (-2i16).to_le_bytes().to_vec(), "1xi16=[-2]"),
+            (
+                "<i2",
+                DType::I16,
+                (-2i16).to_le_bytes().to_vec(),
+                "1xi16=[-2]",
+            ),
             ("<u4", DType::U32, 7u32.to_le_bytes().to_vec(), "1xui32=[7]"),
-            ("<u8", DType::U64, u64::MAX.to_le_bytes().to_vec(), "1xui64=[18446744073709551615]"),
+            (
+                "<u8",
+                DType::U64,
+                u64::MAX.to_le_bytes().to_vec(),
+                "1xui64=[18446744073709551615]",
+            ),
             // ml_dtypes.bfloat16 1.5 is 0x3FC0.
             ("<V2", DType::BF16, vec![0xC0, 0x3F], "1xbf16=[1.5]"),
         ];

@@ -519,8 +519,8 @@ def bad_models():
                             helper.make_node("Det", ["r"], ["y"], name="the_det")],
          [vi("x", F, [2, 3, 3])], [vi("y", F, [2])])
     save("dynamic_shape", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, ["N", 3])], [vi("y", F, ["N", 3])])
-    save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.UINT16, [4])],
-         [vi("y", TensorProto.UINT16, [4])])
+    save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.STRING, [4])],
+         [vi("y", TensorProto.STRING, [4])])
     save("runtime_shape", [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_by_input")],
          [vi("x", F, [2, 3]), vi("shape", I64, [2])], [vi("y", F, [3, 2])])
     save("custom_domain", [helper.make_node("FusedMatMul", ["x", "x"], ["y"], domain="com.microsoft", name="fused")],
@@ -574,6 +574,9 @@ def element_type_cases():
     half precision."""
     import ml_dtypes
 
+    global rng
+    rng = np.random.default_rng(20261128)  # the same data alone or after cases()
+
     def half_net(name, elem, dtype):
         x = randf(1, 3, 6, 6).astype(dtype)
         w = (randf(4, 3, 3, 3) * 0.5).astype(dtype)
@@ -621,6 +624,45 @@ def element_type_cases():
         [vi("z", d, [3, 5]), vi("z32", F, [3, 5])],
         [a, b],
         [init("c", np.array(-0.75, np.float64))],
+    )
+
+    u8, u16 = TensorProto.UINT8, TensorProto.UINT16
+    a8 = rng.integers(0, 256, size=(3, 8)).astype(np.uint8)
+    b8 = rng.integers(1, 256, size=(3, 8)).astype(np.uint8)
+    save_case(
+        "uint8_arithmetic",
+        [helper.make_node("Add", ["a", "b"], ["sum"]),
+         helper.make_node("Sub", ["a", "b"], ["diff"]),
+         helper.make_node("Div", ["a", "b"], ["quot"]),
+         helper.make_node("Max", ["a", "b"], ["big"]),
+         helper.make_node("Greater", ["a", "b"], ["gt"]),
+         helper.make_node("ArgMax", ["a"], ["at"], axis=1, keepdims=0),
+         helper.make_node("Cast", ["a"], ["af"], to=F),
+         helper.make_node("Cast", ["a"], ["ai"], to=TensorProto.INT8),
+         helper.make_node("Cast", ["c"], ["cu"], to=u8)],
+        [vi("a", u8, [3, 8]), vi("b", u8, [3, 8]), vi("c", TensorProto.INT32, [3, 8])],
+        [vi("sum", u8, [3, 8]), vi("diff", u8, [3, 8]), vi("quot", u8, [3, 8]), vi("big", u8, [3, 8]),
+         vi("gt", TensorProto.BOOL, [3, 8]), vi("at", I64, [3]), vi("af", F, [3, 8]),
+         vi("ai", TensorProto.INT8, [3, 8]), vi("cu", u8, [3, 8])],
+        [a8, b8, rng.integers(-300, 300, size=(3, 8)).astype(np.int32)],
+        opset=13,
+    )
+    a16 = rng.integers(0, 65536, size=(2, 6)).astype(np.uint16)
+    b16 = rng.integers(1, 65536, size=(2, 6)).astype(np.uint16)
+    save_case(
+        "uint16_arithmetic",
+        [helper.make_node("Mul", ["a", "b"], ["prod"]),
+         helper.make_node("Div", ["a", "k"], ["quot"]),
+         helper.make_node("Min", ["a", "b"], ["small"]),
+         helper.make_node("Less", ["a", "b"], ["lt"]),
+         helper.make_node("ReduceMax", ["a"], ["top"], axes=[1], keepdims=0),
+         helper.make_node("Cast", ["a"], ["wide"], to=TensorProto.INT32)],
+        [vi("a", u16, [2, 6]), vi("b", u16, [2, 6])],
+        [vi("prod", u16, [2, 6]), vi("quot", u16, [2, 6]), vi("small", u16, [2, 6]),
+         vi("lt", TensorProto.BOOL, [2, 6]), vi("top", u16, [2]), vi("wide", TensorProto.INT32, [2, 6])],
+        [a16, b16],
+        [init("k", np.array(300, np.uint16))],
+        opset=13,
     )
 
 

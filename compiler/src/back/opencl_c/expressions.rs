@@ -133,9 +133,7 @@ impl KernelWriter {
                 )
             }
             // A cast to a half type rounds the `float` register to it.
-            "arith.sitofp" | "arith.uitofp" | "arith.truncf"
-                if result()?.is_half() =>
-            {
+            "arith.sitofp" | "arith.uitofp" | "arith.truncf" if result()?.is_half() => {
                 let value = self.operand(op, 0)?;
                 let wide = match (name, source()?) {
                     (_, ElementType::I1) => format!("({value} ? 1.0f : 0.0f)"),

@@ -234,10 +234,7 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
             length: 100,
         };
         assert_eq!(exact.bounds(5.0), (0.0, 0.0));
-        assert_eq!(
-            exact.bounds_for(5.0, tcc_runtime::DType::F16),
-            (0.0, 0.0)
-        );
+        assert_eq!(exact.bounds_for(5.0, tcc_runtime::DType::F16), (0.0, 0.0));
         let sum = CaseTolerance {
             exact: false,
             length: 16,

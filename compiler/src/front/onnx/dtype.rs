@@ -117,7 +117,12 @@ impl DType {
                 | DType::F64
                 | DType::I64
                 | DType::I32
+                | DType::I16
                 | DType::I8
+                | DType::U64
+                | DType::U32
+                | DType::U16
+                | DType::U8
                 | DType::Bool
         )
     }

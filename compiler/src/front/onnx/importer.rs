@@ -27,6 +27,7 @@ mod inputs;
 mod nodes;
 mod outputs;
 mod text;
+mod unsigned;
 
 use graph::{default_opset, live_nodes};
 

@@ -22,7 +22,7 @@ use super::Importer;
 
 /// Ops that only move, select or convert elements: they run on half
 /// tensors as they are.
-const MOVES_ELEMENTS: &[&str] = &[
+pub(super) const MOVES_ELEMENTS: &[&str] = &[
     "Cast",
     "CastLike",
     "Identity",

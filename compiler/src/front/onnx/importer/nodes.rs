@@ -10,7 +10,7 @@ use super::super::error::{ImportError, Result, bail};
 use super::super::node::{Node, Value};
 use super::super::ops;
 use super::super::proto::{GraphProto, NodeProto};
-use super::{Importer, Values, half};
+use super::{Importer, Values, half, unsigned};
 
 /// Imports the nodes of `order` (`(index in the graph, node)`, as
 /// `live_nodes` orders them) into `values`. Each node's ops are located at
@@ -86,7 +86,8 @@ pub(super) fn import_nodes(
 }
 
 /// Imports one node; a node computing on f16/bf16 tensors computes in f32
-/// between casts (see `half`).
+/// between casts (see `half`), one on unsigned tensors in int64 (see
+/// `unsigned`).
 fn import_in_compute_type(
     imp: &mut Importer,
     proto: &NodeProto,
@@ -99,6 +100,23 @@ fn import_in_compute_type(
         opset,
         inputs,
     };
+    if let Some(unsigned) = unsigned::unsigned_compute_type(&node)? {
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|input| input.as_ref().map(|v| unsigned::widen(imp, v)).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        let wide = Node {
+            proto,
+            opset,
+            inputs,
+        };
+        return ops::import_node(imp, &wide, base_dir)?
+            .into_iter()
+            .enumerate()
+            .map(|(index, output)| unsigned::narrow(imp, node.op(), index, output, unsigned))
+            .collect();
+    }
     let Some(half) = half::half_compute_type(&node) else {
         return ops::import_node(imp, &node, base_dir);
     };
