@@ -33,6 +33,14 @@ pub const DTYPE_I64: u32 = 3;
 pub const DTYPE_I8: u32 = 4;
 /// One byte per element, 0 or 1.
 pub const DTYPE_BOOL: u32 = 5;
+/// bfloat16: the top 16 bits of an IEEE f32.
+pub const DTYPE_BF16: u32 = 6;
+pub const DTYPE_F64: u32 = 7;
+pub const DTYPE_I16: u32 = 8;
+pub const DTYPE_U8: u32 = 9;
+pub const DTYPE_U16: u32 = 10;
+pub const DTYPE_U32: u32 = 11;
+pub const DTYPE_U64: u32 = 12;
 
 /// `enum tcc_source_kind`: the kernel program's format.
 pub const SOURCE_OPENCL_C: u32 = 0;
@@ -56,6 +64,13 @@ pub const CONSTANTS: &[(&str, u32)] = &[
     ("TCC_DTYPE_I64", DTYPE_I64),
     ("TCC_DTYPE_I8", DTYPE_I8),
     ("TCC_DTYPE_BOOL", DTYPE_BOOL),
+    ("TCC_DTYPE_BF16", DTYPE_BF16),
+    ("TCC_DTYPE_F64", DTYPE_F64),
+    ("TCC_DTYPE_I16", DTYPE_I16),
+    ("TCC_DTYPE_U8", DTYPE_U8),
+    ("TCC_DTYPE_U16", DTYPE_U16),
+    ("TCC_DTYPE_U32", DTYPE_U32),
+    ("TCC_DTYPE_U64", DTYPE_U64),
     ("TCC_SOURCE_OPENCL_C", SOURCE_OPENCL_C),
     ("TCC_SOURCE_SPIRV", SOURCE_SPIRV),
     ("TCC_SOURCE_PTX", SOURCE_PTX),

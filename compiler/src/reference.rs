@@ -42,6 +42,9 @@ fn dtype_of(element: Type) -> Result<DType> {
     Ok(match ElementType::of_type(element) {
         Some(ElementType::F32) => DType::F32,
         Some(ElementType::F16) => DType::F16,
+        Some(ElementType::BF16) => DType::BF16,
+        Some(ElementType::F64) => DType::F64,
+        Some(ElementType::I16) => DType::I16,
         Some(ElementType::I32) => DType::I32,
         Some(ElementType::I64) => DType::I64,
         Some(ElementType::I8) => DType::I8,

@@ -54,13 +54,15 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 fn import_demote_f64_computes_in_f32() {
     let model = repo("test/onnx/extra/float64_add.onnx");
     let model = model.to_str().unwrap();
-    let plain = tcc(&["import", model]);
-    assert_eq!(plain.status.code(), Some(1), "{}", stderr(&plain));
-    assert!(
-        stderr(&plain).contains("element type double") && stderr(&plain).contains("--demote-f64"),
-        "{}",
-        stderr(&plain)
+    // By default float64 stays float64 and computes in double: 1e-3 is
+    // not float32's 0.001 (which would print 4.0010000000000003).
+    let plain = ok(tcc(&["import", model]), "import");
+    assert!(plain.contains("tensor<4xf64>"), "{plain}");
+    let out = ok(
+        tcc(&["run", model, "--input", "4xf64=1,2,3,4"]),
+        "tcc run (f64)",
     );
+    assert!(out.contains("result[0]: 4xf64=[1.5 3.25 1 4.001]"), "{out}");
     let mlir = ok(
         tcc(&["import", "--demote-f64", model]),
         "import --demote-f64",
@@ -308,29 +310,53 @@ fn i8_tensors_wrap_like_the_reference() {
 }
 
 #[test]
-fn f16_tensors_are_rejected_with_a_clear_error() {
+fn half_tensors_compute_in_f32_registers() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(
         dir.path(),
-        "f16.mlir",
-        "func.func @f(%a: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<4xf16> {\n  \
-         %0 = tosa.add %a, %b : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>\n  \
-         return %0 : tensor<4xf16>\n}\n",
+        "half.mlir",
+        "func.func @f(%a: tensor<4xf16>, %b: tensor<4xbf16>) -> (tensor<4xf16>, tensor<4xbf16>) {\n  \
+         %0 = tosa.add %a, %a : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>\n  \
+         %1 = tosa.cast %b : (tensor<4xbf16>) -> tensor<4xf32>\n  \
+         %2 = tosa.exp %1 : (tensor<4xf32>) -> tensor<4xf32>\n  \
+         %3 = tosa.cast %2 : (tensor<4xf32>) -> tensor<4xbf16>\n  \
+         return %0, %3 : tensor<4xf16>, tensor<4xbf16>\n}\n",
     );
-    let path = path.to_str().unwrap();
-    for args in [
-        vec!["compile", path, "-o", "/dev/null"],
-        vec!["run", path, "--input", "4xf16=1", "--input", "4xf16=2"],
-    ] {
-        let o = tcc(&args);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.contains(
-                "argument 0 of @f has the type 'tensor<4xf16>': tcc does not compute in f16"
-            ) && err.contains("convert the model to f32")
-                && !err.contains("panicked"),
-            "{args:?}: {err}"
-        );
-    }
+    let out = ok(
+        tcc(&[
+            "run",
+            path.to_str().unwrap(),
+            "--input",
+            "4xf16=1,2.5,-3,65504",
+            "--input",
+            "4xbf16=0,1,2,-1",
+        ]),
+        "tcc run (f16, bf16)",
+    );
+    // 65504 + 65504 overflows half; e^1 = 2.71828 rounds to bf16's
+    // 2.71875, e^2 = 7.389 to 7.375, e^-1 = 0.36788 to 0.3671875.
+    assert!(out.contains("result[0]: 4xf16=[2 5 -6 inf]"), "{out}");
+    assert!(
+        out.contains("result[1]: 4xbf16=[1 2.71875 7.375 0.3671875]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn float8_tensors_are_rejected_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "f8.mlir",
+        "func.func @f(%a: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {\n  \
+         return %a : tensor<4xf8E4M3FN>\n}\n",
+    );
+    let o = tcc(&["compile", path.to_str().unwrap(), "-o", "/dev/null"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("argument 0 of @f has the type 'tensor<4xf8E4M3FN>': tcc's kernels do not handle f8E4M3FN elements")
+            && !err.contains("panicked"),
+        "{err}"
+    );
 }

@@ -15,6 +15,8 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Storage {
     F16,
+    /// bfloat16, as the top 16 bits of an f32 (`ushort` in C).
+    BF16,
     F32,
     F64,
     /// A boolean, stored as one byte (`uchar`: 0 or 1).
@@ -30,6 +32,7 @@ impl Storage {
     pub fn c_type(self) -> &'static str {
         match self {
             Storage::F16 => "half",
+            Storage::BF16 => "ushort",
             Storage::F32 => "float",
             Storage::F64 => "double",
             Storage::Bool => "uchar",
@@ -63,22 +66,27 @@ impl Buffer {
 
     /// The C expression of the element at `index` (an element offset).
     /// A half buffer's element is read as a `float` (`vload_half`, which
-    /// every OpenCL device has, with or without `cl_khr_fp16`).
+    /// every OpenCL device has, with or without `cl_khr_fp16`); a bf16
+    /// one's bits become the top half of a `float`'s.
     pub fn load(&self, index: &str) -> String {
         match self.storage {
             Storage::Bool => format!("({}[{index}] != 0)", self.name),
             Storage::F16 => format!("vload_half({index}, {})", self.name),
+            Storage::BF16 => format!("as_float((uint){}[{index}] << 16)", self.name),
             _ => format!("{}[{index}]", self.name),
         }
     }
 
     /// The C statement storing `value` at element offset `index`; a half
-    /// buffer takes a `float` rounded to the nearest half (`vstore_half`
-    /// in the default round-to-nearest-even mode).
+    /// buffer takes a `float` rounded to the nearest even half
+    /// (`vstore_half_rte`), a bf16 one the float rounded to nearest even
+    /// bf16 (`tcc_f32_to_bf16`, NaN kept a quiet NaN: see the program
+    /// prelude, [`BF16_HELPERS`]).
     pub fn store(&self, value: &str, index: &str) -> String {
         match self.storage {
             Storage::Bool => format!("{}[{index}] = (uchar)({value} ? 1 : 0);", self.name),
-            Storage::F16 => format!("vstore_half({value}, {index}, {});", self.name),
+            Storage::F16 => format!("vstore_half_rte({value}, {index}, {});", self.name),
+            Storage::BF16 => format!("{}[{index}] = tcc_f32_to_bf16({value});", self.name),
             _ => format!("{}[{index}] = {value};", self.name),
         }
     }
@@ -88,6 +96,10 @@ impl Buffer {
     pub fn load_vector(&self, width: u32, index: &str) -> String {
         match self.storage {
             Storage::F16 => format!("vload_half{width}(0, {} + {index})", self.name),
+            Storage::BF16 => format!(
+                "as_float{width}(convert_uint{width}(vload{width}(0, {} + {index})) << 16)",
+                self.name
+            ),
             _ => format!("vload{width}(0, {} + {index})", self.name),
         }
     }
@@ -96,7 +108,14 @@ impl Buffer {
     /// element offset `index`.
     pub fn store_vector(&self, width: u32, value: &str, index: &str) -> String {
         match self.storage {
-            Storage::F16 => format!("vstore_half{width}({value}, 0, {} + {index});", self.name),
+            Storage::F16 => format!(
+                "vstore_half{width}_rte({value}, 0, {} + {index});",
+                self.name
+            ),
+            Storage::BF16 => format!(
+                "vstore{width}(tcc_f32_to_bf16_{width}({value}), 0, {} + {index});",
+                self.name
+            ),
             _ => format!("vstore{width}({value}, 0, {} + {index});", self.name),
         }
     }
@@ -108,6 +127,20 @@ impl fmt::Display for Buffer {
         f.write_str(&self.name)
     }
 }
+
+/// The OpenCL C helpers a program that stores bf16 needs (the program
+/// prelude includes them): f32 → bf16 rounded to nearest even, a NaN kept
+/// a quiet NaN of the same sign (adding the rounding bias to a NaN's bits
+/// could carry it into an infinity), scalar and for the vector widths the
+/// templates use.
+pub const BF16_HELPERS: &str = "\
+inline ushort tcc_f32_to_bf16(float x) { uint u = as_uint(x); return isnan(x) ? (ushort)((u >> 16) | 0x40) : (ushort)((u + 0x7FFF + ((u >> 16) & 1)) >> 16); }
+inline float tcc_round_bf16(float x) { return as_float((uint)tcc_f32_to_bf16(x) << 16); }
+inline ushort2 tcc_f32_to_bf16_2(float2 x) { return (ushort2)(tcc_f32_to_bf16(x.s0), tcc_f32_to_bf16(x.s1)); }
+inline ushort4 tcc_f32_to_bf16_4(float4 x) { return (ushort4)(tcc_f32_to_bf16_2(x.s01), tcc_f32_to_bf16_2(x.s23)); }
+inline ushort8 tcc_f32_to_bf16_8(float8 x) { return (ushort8)(tcc_f32_to_bf16_4(x.s0123), tcc_f32_to_bf16_4(x.s4567)); }
+inline ushort16 tcc_f32_to_bf16_16(float16 x) { return (ushort16)(tcc_f32_to_bf16_8(x.lo), tcc_f32_to_bf16_8(x.hi)); }
+";
 
 /// Whether a kernel writes through a parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,5 +242,19 @@ mod tests {
         let flags = Buffer::new("a1", Storage::Bool);
         assert_eq!(flags.load("i"), "(a1[i] != 0)");
         assert_eq!(flags.store("v", "i"), "a1[i] = (uchar)(v ? 1 : 0);");
+        let half = Buffer::new("a2", Storage::F16);
+        assert_eq!(half.load("i"), "vload_half(i, a2)");
+        assert_eq!(half.store("v", "i"), "vstore_half_rte(v, i, a2);");
+        assert_eq!(
+            half.store_vector(4, "e", "c"),
+            "vstore_half4_rte(e, 0, a2 + c);"
+        );
+        let brain = Buffer::new("a3", Storage::BF16);
+        assert_eq!(brain.load("i"), "as_float((uint)a3[i] << 16)");
+        assert_eq!(brain.store("v", "i"), "a3[i] = tcc_f32_to_bf16(v);");
+        assert_eq!(
+            brain.load_vector(4, "i"),
+            "as_float4(convert_uint4(vload4(0, a3 + i)) << 16)"
+        );
     }
 }

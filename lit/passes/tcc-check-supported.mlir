@@ -12,8 +12,8 @@
 // CHECK: error: 'tosa.exp' uses the dynamically shaped type
 // CHECK: error: unsupported op 'tosa.sin'
 // CHECK: error: unsupported op 'tosa.cos'
-// CHECK: error: argument 0 of @half has the type 'tensor<4xf16>'
-// CHECK: error: 'tosa.cast' result has the type 'tensor<4xbf16>'
+// CHECK: error: argument 0 of @float8 has the type 'tensor<4xf8E4M3FN>'
+// CHECK: error: 'tosa.cast' result has the type 'tensor<4xf8E5M2>'
 
 func.func @supported(%a: tensor<1x4x8xf32>, %b: tensor<1x8x4xf32>) -> tensor<1x4x4xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
@@ -58,16 +58,27 @@ func.func @several(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Half precision: the kernels compute in f32 only.
-// expected-error @+1 {{argument 0 of @half has the type 'tensor<4xf16>': tcc does not compute in f16}}
-func.func @half(%x: tensor<4xf16>) -> tensor<4xf16> {
-  return %x : tensor<4xf16>
+// Half precision and f64 are in (half stored, computed in f32 registers).
+func.func @half(%x: tensor<4xf16>, %y: tensor<4xbf16>, %z: tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf64>) {
+  %0 = tosa.cast %x : (tensor<4xf16>) -> tensor<4xf32>
+  %1 = tosa.cast %y : (tensor<4xbf16>) -> tensor<4xf32>
+  %2 = tosa.add %0, %1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %3 = tosa.add %z, %z : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  return %2, %3 : tensor<4xf32>, tensor<4xf64>
 }
 
 // -----
 
-func.func @bf16_result(%x: tensor<4xf32>) -> tensor<4xbf16> {
-  // expected-error @+1 {{'tosa.cast' result has the type 'tensor<4xbf16>': tcc does not compute in bf16}}
-  %0 = tosa.cast %x : (tensor<4xf32>) -> tensor<4xbf16>
-  return %0 : tensor<4xbf16>
+// float8 has no kernel form (ONNX float8 is converted at import time).
+// expected-error @+1 {{argument 0 of @float8 has the type 'tensor<4xf8E4M3FN>': tcc's kernels do not handle f8E4M3FN elements}}
+func.func @float8(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+  return %x : tensor<4xf8E4M3FN>
+}
+
+// -----
+
+func.func @float8_result(%x: tensor<4xf32>) -> tensor<4xf8E5M2> {
+  // expected-error @+1 {{'tosa.cast' result has the type 'tensor<4xf8E5M2>': tcc's kernels do not handle f8E5M2 elements}}
+  %0 = tosa.cast %x : (tensor<4xf32>) -> tensor<4xf8E5M2>
+  return %0 : tensor<4xf8E5M2>
 }

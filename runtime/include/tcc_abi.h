@@ -33,6 +33,13 @@ enum tcc_dtype {
   TCC_DTYPE_I64 = 3,
   TCC_DTYPE_I8 = 4,
   TCC_DTYPE_BOOL = 5, /* one byte per element, 0 or 1 */
+  TCC_DTYPE_BF16 = 6, /* bfloat16: the top 16 bits of an IEEE float */
+  TCC_DTYPE_F64 = 7,
+  TCC_DTYPE_I16 = 8,
+  TCC_DTYPE_U8 = 9,
+  TCC_DTYPE_U16 = 10,
+  TCC_DTYPE_U32 = 11,
+  TCC_DTYPE_U64 = 12,
 };
 
 /* Kernel source formats. */

@@ -24,6 +24,13 @@ pub const TCC_DTYPE_I32: u32 = tcc_abi::DTYPE_I32;
 pub const TCC_DTYPE_I64: u32 = tcc_abi::DTYPE_I64;
 pub const TCC_DTYPE_I8: u32 = tcc_abi::DTYPE_I8;
 pub const TCC_DTYPE_BOOL: u32 = tcc_abi::DTYPE_BOOL;
+pub const TCC_DTYPE_BF16: u32 = tcc_abi::DTYPE_BF16;
+pub const TCC_DTYPE_F64: u32 = tcc_abi::DTYPE_F64;
+pub const TCC_DTYPE_I16: u32 = tcc_abi::DTYPE_I16;
+pub const TCC_DTYPE_U8: u32 = tcc_abi::DTYPE_U8;
+pub const TCC_DTYPE_U16: u32 = tcc_abi::DTYPE_U16;
+pub const TCC_DTYPE_U32: u32 = tcc_abi::DTYPE_U32;
+pub const TCC_DTYPE_U64: u32 = tcc_abi::DTYPE_U64;
 
 /// `enum tcc_source_kind`.
 pub const TCC_SOURCE_OPENCL_C: u32 = tcc_abi::SOURCE_OPENCL_C;

@@ -58,6 +58,8 @@ pub struct DeviceInfo {
     pub il_version: Option<String>,
     /// `cl_khr_fp16` is among the device's extensions.
     pub fp16: bool,
+    /// `cl_khr_fp64` is among the device's extensions (f64 kernels need it).
+    pub fp64: bool,
     pub compute_units: u32,
     pub global_mem_bytes: u64,
     pub local_mem_bytes: u64,
@@ -115,6 +117,7 @@ impl DeviceInfo {
                 .to_string(),
             il_version,
             fp16: extensions.split_whitespace().any(|e| e == "cl_khr_fp16"),
+            fp64: extensions.split_whitespace().any(|e| e == "cl_khr_fp64"),
             compute_units: device.max_compute_units().cl(q)?,
             global_mem_bytes: device.global_mem_size().cl(q)?,
             local_mem_bytes: device.local_mem_size().cl(q)?,
@@ -327,6 +330,7 @@ pub(crate) mod tests {
             opencl_c_version: "OpenCL C 1.2".into(),
             il_version: None,
             fp16: false,
+            fp64: true,
             compute_units: 1,
             global_mem_bytes: 1,
             local_mem_bytes: 1,

@@ -1,6 +1,7 @@
 //! Rust element types of tensors, for typed calls (the bindings
-//! `tcc-build` generates): `f32`, `half::f16`, `i32`, `i64`, `i8` and
-//! `bool` map to the ABI's dtypes, and [`HostTensor::from_elements`] /
+//! `tcc-build` generates): `f32`, `half::f16`, `half::bf16`, `f64`, `i64`,
+//! `i32`, `i16`, `i8`, `u64`, `u32`, `u16`, `u8` and `bool` map to the
+//! ABI's dtypes, and [`HostTensor::from_elements`] /
 //! [`HostTensor::to_elements`] convert slices, checking the dtype and the
 //! element count.
 
@@ -33,6 +34,13 @@ numeric!(half::f16, DType::F16);
 numeric!(i32, DType::I32);
 numeric!(i64, DType::I64);
 numeric!(i8, DType::I8);
+numeric!(half::bf16, DType::BF16);
+numeric!(f64, DType::F64);
+numeric!(i16, DType::I16);
+numeric!(u8, DType::U8);
+numeric!(u16, DType::U16);
+numeric!(u32, DType::U32);
+numeric!(u64, DType::U64);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

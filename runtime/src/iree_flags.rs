@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, HostTensor, byte_size, parse_type, type_string};
+use crate::tensor::{HostTensor, byte_size, parse_type, type_string};
 
 /// Splits `TYPE=@FILE` into the type and the file, if `spec` has that form.
 pub fn typed_file(spec: &str) -> Option<(&str, &str)> {
@@ -129,14 +129,7 @@ fn values(t: &HostTensor) -> Vec<f64> {
     let c = t.dtype.size();
     t.bytes
         .chunks_exact(c)
-        .map(|b| match t.dtype {
-            DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-            DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
-            DType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-            DType::I64 => i64::from_le_bytes(b.try_into().unwrap()) as f64,
-            DType::I8 => b[0] as i8 as f64,
-            DType::Bool => b[0] as f64,
-        })
+        .map(|b| t.dtype.value_f64(b))
         .collect()
 }
 
@@ -175,7 +168,7 @@ pub fn compare(
             expected.type_string()
         ));
     }
-    let float = matches!(got.dtype, DType::F32 | DType::F16);
+    let float = got.dtype.is_float();
     // Values as their own type prints them (f32 without f64 noise).
     let show = |v: f64| {
         if float {

@@ -1,6 +1,9 @@
 //! `.npy` files ↔ `HostTensor`, through the `npyz` crate.
 //!
-//! Only the six ABI element types are accepted (`<f4 <f2 <i4 <i8 |i1 |b1`),
+//! Only the ABI's element types are accepted (numpy's standard descrs
+//! `<f4 <f2 <f8 <i8 <i4 <i2 |i1 <u8 <u4 <u2 |u1 |b1`, and `<V2` for
+//! bfloat16, which numpy has no type of its own for: `<V2` is what numpy
+//! writes for an `ml_dtypes.bfloat16` array, two raw bytes per element),
 //! little-endian and C-ordered: anything else is an error, never a silent
 //! conversion. Writes go through [`crate::output_file`]: a regular file is
 //! replaced atomically (temporary file in the target directory, then
@@ -25,7 +28,27 @@ pub fn descr(dtype: DType) -> &'static str {
         DType::I64 => "<i8",
         DType::I8 => "|i1",
         DType::Bool => "|b1",
+        DType::BF16 => "<V2",
+        DType::F64 => "<f8",
+        DType::I16 => "<i2",
+        DType::U8 => "|u1",
+        DType::U16 => "<u2",
+        DType::U32 => "<u4",
+        DType::U64 => "<u8",
     }
+}
+
+/// The dtype of a numpy descr: [`descr`]'s inverse, which also takes the
+/// spellings numpy uses for one-byte and void types (`<i1`, `<u1`, `|V2`).
+pub fn dtype_of_descr(text: &str) -> Option<DType> {
+    let text = match text {
+        "<i1" => "|i1",
+        "<u1" => "|u1",
+        "<b1" => "|b1",
+        "|V2" => "<V2",
+        other => other,
+    };
+    DType::ALL.into_iter().find(|d| descr(*d) == text)
 }
 
 fn npy_error(path: &Path, reason: impl Into<String>) -> Error {
@@ -162,11 +185,11 @@ fn header_type(path: &Path, header: &npyz::NpyHeader) -> Result<(DType, Vec<usiz
             ));
         }
     };
-    let dtype = DType::ALL.into_iter().find(|d| descr(*d) == type_str).ok_or_else(|| {
+    let dtype = dtype_of_descr(&type_str).ok_or_else(|| {
         npy_error(
             path,
             format!(
-                "element type `{type_str}` is not supported (supported: <f4 f32, <f2 f16, <i4 i32, <i8 i64, |i1 i8, |b1 i1; \
+                "element type `{type_str}` is not supported (supported: <f4 f32, <f2 f16, <V2 bf16 (ml_dtypes.bfloat16), <f8 f64, <i8 i64, <i4 i32, <i2 i16, |i1 i8, <u8 ui64, <u4 ui32, <u2 ui16, |u1 ui8, |b1 i1; \
                  convert with numpy's astype, tcc-run does not convert)"
             ),
         )
@@ -283,6 +306,15 @@ fn parse_npy(bytes: &[u8], path: &Path) -> Result<HostTensor> {
             .iter()
             .map(|&v| v as u8)
             .collect(),
+        // Little-endian (the descr says so) and C-ordered: the data are
+        // the tensor's bytes as they are.
+        DType::BF16
+        | DType::F64
+        | DType::I16
+        | DType::U8
+        | DType::U16
+        | DType::U32
+        | DType::U64 => data.to_vec(),
     };
     // Aligned, so that a CPU device reads the tensor in place (no copy per
     // call; see `HostBytes`).
@@ -313,6 +345,10 @@ pub fn npy_bytes(tensor: &HostTensor) -> Result<Vec<u8>> {
 
 fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
     let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
+    if t.dtype == DType::BF16 {
+        // No numpy type: the two raw bytes per element under `<V2`.
+        return write_raw(out, &shape, descr(DType::BF16), &t.bytes);
+    }
     let type_str: npyz::TypeStr = descr(t.dtype)
         .parse()
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{e}")))?;
@@ -337,7 +373,37 @@ fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
         ])),
         DType::I8 => write_as!(i8, |c| c[0] as i8),
         DType::Bool => write_as!(bool, |c| c[0] != 0),
+        DType::F64 => write_as!(f64, |c| f64::from_le_bytes(c.try_into().expect("8 bytes"))),
+        DType::I16 => write_as!(i16, |c| i16::from_le_bytes([c[0], c[1]])),
+        DType::U8 => write_as!(u8, |c| c[0]),
+        DType::U16 => write_as!(u16, |c| u16::from_le_bytes([c[0], c[1]])),
+        DType::U32 => write_as!(u32, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        DType::U64 => write_as!(u64, |c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
+        DType::BF16 => unreachable!("written above"),
     }
+}
+
+/// A version 1 `.npy` file of raw little-endian element bytes under
+/// `descr` (for the types npyz has no Rust element type for).
+fn write_raw<W: Write>(mut out: W, shape: &[u64], descr: &str, data: &[u8]) -> std::io::Result<()> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let shape_text = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let length = u16::try_from(header.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "header too long"))?;
+    out.write_all(b"\x93NUMPY\x01\x00")?;
+    out.write_all(&length.to_le_bytes())?;
+    out.write_all(header.as_bytes())?;
+    out.write_all(data)?;
+    out.flush()
 }
 
 #[cfg(test)]
@@ -430,6 +496,59 @@ mod tests {
         assert!(read_npy(&p).unwrap_err().to_string().contains("version 9"));
     }
 
+    /// A file as numpy writes it, with this descr in place of the `<f4`
+    /// of [`npy_bytes`]'s header (same length).
+    fn numpy_file(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut out = npy_bytes(shape, data);
+        let at = out
+            .windows(3)
+            .position(|w| w == b"<f4")
+            .expect("the header's descr");
+        out[at..at + 3].copy_from_slice(descr.as_bytes());
+        out
+    }
+
+    #[test]
+    fn reads_numpy_standard_descrs_of_the_new_dtypes() {
+        let cases: [(&str, DType, Vec<u8>, &str); 7] = [
+            (
+                "<f8",
+                DType::F64,
+                0.25f64.to_le_bytes().to_vec(),
+                "1xf64=[0.25]",
+            ),
+            (
+                "<u2",
+                DType::U16,
+                65535u16.to_le_bytes().to_vec(),
+                "1xui16=[65535]",
+            ),
+            ("|u1", DType::U8, vec![200], "1xui8=[200]"),
+            (
+                "<i2",
+                DType::I16,
+                (-2i16).to_le_bytes().to_vec(),
+                "1xi16=[-2]",
+            ),
+            ("<u4", DType::U32, 7u32.to_le_bytes().to_vec(), "1xui32=[7]"),
+            (
+                "<u8",
+                DType::U64,
+                u64::MAX.to_le_bytes().to_vec(),
+                "1xui64=[18446744073709551615]",
+            ),
+            // ml_dtypes.bfloat16 1.5 is 0x3FC0.
+            ("<V2", DType::BF16, vec![0xC0, 0x3F], "1xbf16=[1.5]"),
+        ];
+        for (descr, dtype, data, printed) in cases {
+            let t = read_npy_bytes(&numpy_file(descr, "(1,)", &data)).unwrap();
+            assert_eq!(t.dtype, dtype, "{descr}");
+            assert_eq!(t.format(10), printed, "{descr}");
+        }
+        assert_eq!(dtype_of_descr("|V2"), Some(DType::BF16));
+        assert_eq!(dtype_of_descr("<V4"), None);
+    }
+
     #[test]
     fn round_trip_every_dtype() {
         let dir = tempfile::tempdir().unwrap();
@@ -441,6 +560,14 @@ mod tests {
             "2x2xi8=-128,0,1,127",
             "3xi1=1,0,1",
             "0x4xf32=",
+            "2xbf16=1.5,-3",
+            "3xf64=0.1,-1e300,5",
+            "2xi16=-32768,32767",
+            "3xui8=0,128,255",
+            "2xui16=65535,1",
+            "2xui32=4294967295,0",
+            "2xui64=18446744073709551615,3",
+            "1xbf16=0",
         ]
         .iter()
         .enumerate()
@@ -471,11 +598,14 @@ mod tests {
                 .contains("cannot open")
         );
 
-        // float64 data is refused, not converted.
+        // float64 data is read as f64; complex data is refused, not
+        // converted.
         let f64_path = dir.path().join("f64.npy");
         npyz::to_file_1d(&f64_path, vec![1.0f64, 2.0]).unwrap();
-        let e = read_npy(&f64_path).unwrap_err().to_string();
-        assert!(e.contains("`<f8` is not supported"), "{e}");
+        assert_eq!(read_npy(&f64_path).unwrap().format(9), "2xf64=[1 2]");
+        let complex = numpy_file("<c8", "(1,)", &[0; 8]);
+        let e = read_npy_bytes(&complex).unwrap_err().to_string();
+        assert!(e.contains("`<c8` is not supported"), "{e}");
 
         // Truncated data.
         let t = HostTensor::from_f32(vec![64], &[1.0; 64]).unwrap();

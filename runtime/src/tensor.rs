@@ -26,29 +26,36 @@ pub enum DType {
     I8,
     /// `i1`: one byte per element, 0 or 1.
     Bool,
+    /// bfloat16: the top 16 bits of an IEEE f32.
+    BF16,
+    F64,
+    I16,
+    U8,
+    U16,
+    U32,
+    U64,
 }
 
 impl DType {
-    pub const ALL: [DType; 6] = [
+    pub const ALL: [DType; 13] = [
         DType::F32,
         DType::F16,
         DType::I32,
         DType::I64,
         DType::I8,
         DType::Bool,
+        DType::BF16,
+        DType::F64,
+        DType::I16,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
     ];
 
     /// The `enum tcc_dtype` value, or `None` for an unknown code.
     pub fn from_abi(code: u32) -> Option<Self> {
-        Some(match code {
-            abi::TCC_DTYPE_F32 => DType::F32,
-            abi::TCC_DTYPE_F16 => DType::F16,
-            abi::TCC_DTYPE_I32 => DType::I32,
-            abi::TCC_DTYPE_I64 => DType::I64,
-            abi::TCC_DTYPE_I8 => DType::I8,
-            abi::TCC_DTYPE_BOOL => DType::Bool,
-            _ => return None,
-        })
+        DType::ALL.into_iter().find(|d| d.to_abi() == code)
     }
 
     pub fn to_abi(self) -> u32 {
@@ -59,20 +66,28 @@ impl DType {
             DType::I64 => abi::TCC_DTYPE_I64,
             DType::I8 => abi::TCC_DTYPE_I8,
             DType::Bool => abi::TCC_DTYPE_BOOL,
+            DType::BF16 => abi::TCC_DTYPE_BF16,
+            DType::F64 => abi::TCC_DTYPE_F64,
+            DType::I16 => abi::TCC_DTYPE_I16,
+            DType::U8 => abi::TCC_DTYPE_U8,
+            DType::U16 => abi::TCC_DTYPE_U16,
+            DType::U32 => abi::TCC_DTYPE_U32,
+            DType::U64 => abi::TCC_DTYPE_U64,
         }
     }
 
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            DType::F32 | DType::I32 => 4,
-            DType::F16 => 2,
-            DType::I64 => 8,
-            DType::I8 | DType::Bool => 1,
+            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
         }
     }
 
-    /// MLIR-style name: `f32`, `f16`, `i32`, `i64`, `i8`, `i1`.
+    /// MLIR-style name: `f32`, `f16`, `bf16`, `f64`, `i64`, `i32`, `i16`,
+    /// `i8`, `ui8`, `ui16`, `ui32`, `ui64`, `i1`.
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -81,6 +96,37 @@ impl DType {
             DType::I64 => "i64",
             DType::I8 => "i8",
             DType::Bool => "i1",
+            DType::BF16 => "bf16",
+            DType::F64 => "f64",
+            DType::I16 => "i16",
+            DType::U8 => "ui8",
+            DType::U16 => "ui16",
+            DType::U32 => "ui32",
+            DType::U64 => "ui64",
+        }
+    }
+
+    /// Whether the elements are floating point.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
+    }
+
+    /// One element (its `size()` little-endian bytes) as an f64: exact for
+    /// every float type and for integers up to 2^53.
+    pub fn value_f64(self, b: &[u8]) -> f64 {
+        match self {
+            DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+            DType::F16 => f16::from_le_bytes([b[0], b[1]]).to_f64(),
+            DType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_f64(),
+            DType::F64 => f64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+            DType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+            DType::I64 => i64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as f64,
+            DType::I16 => i16::from_le_bytes([b[0], b[1]]) as f64,
+            DType::I8 => b[0] as i8 as f64,
+            DType::U8 | DType::Bool => b[0] as f64,
+            DType::U16 => u16::from_le_bytes([b[0], b[1]]) as f64,
+            DType::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+            DType::U64 => u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as f64,
         }
     }
 }
@@ -99,7 +145,7 @@ impl FromStr for DType {
             .find(|d| d.name() == s)
             .ok_or_else(|| {
                 Error::InvalidInput(format!(
-                    "unknown element type `{s}` (expected one of f32, f16, i32, i64, i8, i1)"
+                    "unknown element type `{s}` (expected one of f32, f16, bf16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1)"
                 ))
             })
     }
@@ -331,13 +377,16 @@ impl HostTensor {
         let b = &self.bytes[i * s..(i + 1) * s];
         match self.dtype {
             DType::F32 => format_float(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64, false),
-            DType::F16 => format_float(f16::from_le_bytes([b[0], b[1]]).to_f64(), true),
-            DType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
+            DType::F16 | DType::BF16 | DType::F64 => format_float(self.dtype.value_f64(b), true),
             DType::I64 => {
                 i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).to_string()
             }
-            DType::I8 => (b[0] as i8).to_string(),
+            DType::U64 => {
+                u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).to_string()
+            }
             DType::Bool => if b[0] != 0 { "1" } else { "0" }.to_string(),
+            // Every other integer fits an f64 exactly.
+            _ => (self.dtype.value_f64(b) as i64).to_string(),
         }
     }
 
@@ -452,6 +501,25 @@ fn encode_value(dtype: DType, token: &str, out: &mut Vec<u8>) -> std::result::Re
         DType::I32 => out.extend((int(i32::MIN as i64, i32::MAX as i64)? as i32).to_le_bytes()),
         DType::I64 => out.extend(int(i64::MIN, i64::MAX)?.to_le_bytes()),
         DType::I8 => out.push(int(i8::MIN as i64, i8::MAX as i64)? as i8 as u8),
+        DType::BF16 => out.extend(
+            half::bf16::from_f32(token.parse::<f32>().map_err(|e| e.to_string())?).to_le_bytes(),
+        ),
+        DType::F64 => out.extend(
+            token
+                .parse::<f64>()
+                .map_err(|e| e.to_string())?
+                .to_le_bytes(),
+        ),
+        DType::I16 => out.extend((int(i16::MIN as i64, i16::MAX as i64)? as i16).to_le_bytes()),
+        DType::U8 => out.push(int(0, u8::MAX as i64)? as u8),
+        DType::U16 => out.extend((int(0, u16::MAX as i64)? as u16).to_le_bytes()),
+        DType::U32 => out.extend((int(0, u32::MAX as i64)? as u32).to_le_bytes()),
+        DType::U64 => out.extend(
+            token
+                .parse::<u64>()
+                .map_err(|e| format!("{e} (expected 0 to {})", u64::MAX))?
+                .to_le_bytes(),
+        ),
         DType::Bool => out.push(match token {
             "0" | "false" => 0,
             "1" | "true" => 1,
@@ -503,8 +571,11 @@ mod tests {
             assert_eq!(DType::from_abi(d.to_abi()), Some(d));
         }
         assert_eq!("i1".parse::<DType>().unwrap(), DType::Bool);
-        assert_eq!(DType::from_abi(6), None);
-        assert!("f64".parse::<DType>().is_err());
+        assert_eq!(DType::from_abi(6), Some(DType::BF16));
+        assert_eq!(DType::from_abi(13), None);
+        assert_eq!("ui16".parse::<DType>().unwrap(), DType::U16);
+        assert!("u16".parse::<DType>().is_err());
+        assert!("f8".parse::<DType>().is_err());
     }
 
     #[test]
@@ -516,7 +587,7 @@ mod tests {
         assert_eq!(type_string(&[], DType::I64), "i64");
         for bad in [
             "2x3",
-            "2x3xf64",
+            "2x3xf8",
             "ax3xf32",
             "2xx3xf32",
             "",
@@ -525,8 +596,10 @@ mod tests {
         ] {
             assert!(parse_type(bad).is_err(), "{bad} should not parse");
         }
-        let e = parse_type("2x3xf64").unwrap_err().to_string();
-        assert!(e.contains("unknown element type `f64`"), "{e}");
+        let e = parse_type("2x3xf8").unwrap_err().to_string();
+        assert!(e.contains("unknown element type `f8`"), "{e}");
+        assert_eq!(parse_type("2xbf16").unwrap(), (vec![2], DType::BF16));
+        assert_eq!(parse_type("ui64").unwrap(), (vec![], DType::U64));
     }
 
     #[test]

@@ -3,34 +3,17 @@
 
 use std::fmt::Write as _;
 
-use tcc_runtime::{DType, HostTensor};
+use tcc_runtime::HostTensor;
 
 use crate::Tolerance;
-use crate::inputs::f16_to_f32;
 
 /// Every element as f64 (integers and booleans exactly).
 pub fn to_f64(tensor: &HostTensor) -> Vec<f64> {
-    let b = &tensor.bytes;
-    match tensor.dtype {
-        DType::F32 => b
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
-            .collect(),
-        DType::F16 => b
-            .chunks_exact(2)
-            .map(|c| f16_to_f32(u16::from_le_bytes(c.try_into().unwrap())) as f64)
-            .collect(),
-        DType::I32 => b
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64)
-            .collect(),
-        DType::I64 => b
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64)
-            .collect(),
-        DType::I8 => b.iter().map(|&x| x as i8 as f64).collect(),
-        DType::Bool => b.iter().map(|&x| x as f64).collect(),
-    }
+    tensor
+        .bytes
+        .chunks_exact(tensor.dtype.size())
+        .map(|c| tensor.dtype.value_f64(c))
+        .collect()
 }
 
 fn multi_index(flat: usize, shape: &[usize]) -> String {

@@ -51,15 +51,32 @@ pub(crate) fn random_tensor(
         }
     };
     match desc.dtype {
-        DType::F32 | DType::F16 => {
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 => {
             let (lo, hi) = range.unwrap_or((-1.0, 1.0));
             for _ in 0..count {
-                let value = (lo + (hi - lo) * rng.unit()) as f32;
-                if desc.dtype == DType::F32 {
-                    bytes.extend_from_slice(&value.to_le_bytes());
-                } else {
-                    bytes.extend_from_slice(&f32_to_f16(value).to_le_bytes());
+                let wide = lo + (hi - lo) * rng.unit();
+                let value = wide as f32;
+                match desc.dtype {
+                    DType::F32 => bytes.extend_from_slice(&value.to_le_bytes()),
+                    DType::F16 => bytes.extend_from_slice(&f32_to_f16(value).to_le_bytes()),
+                    DType::BF16 => {
+                        bytes.extend_from_slice(&half::bf16::from_f32(value).to_le_bytes())
+                    }
+                    _ => bytes.extend_from_slice(&wide.to_le_bytes()),
                 }
+            }
+        }
+        DType::I16 | DType::U8 | DType::U16 | DType::U32 | DType::U64 => {
+            let default = if desc.dtype == DType::I16 {
+                (-8, 8)
+            } else {
+                (0, 16)
+            };
+            let (lo, hi) = int_range(default)?;
+            for _ in 0..count {
+                let value = rng.int(lo, hi);
+                let all = value.to_le_bytes();
+                bytes.extend_from_slice(&all[..desc.dtype.size()]);
             }
         }
         DType::I32 => {
@@ -113,6 +130,7 @@ pub(crate) fn f32_to_f16(value: f32) -> u16 {
     sign | rounded as u16
 }
 
+#[cfg(test)]
 pub(crate) fn f16_to_f32(bits: u16) -> f32 {
     let sign = ((bits & 0x8000) as u32) << 16;
     let exponent = ((bits >> 10) & 0x1f) as u32;

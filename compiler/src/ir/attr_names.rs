@@ -34,6 +34,14 @@ pub const IO_NAMES: &str = "tcc.io_names";
 /// In a function's `arg_attrs`/`res_attrs` entries: the input's or
 /// output's name, as the model gave it.
 pub const NAME: &str = "tcc.name";
+/// A unit entry of a function argument's or result's attributes: its
+/// signless integer tensor holds unsigned values (an ONNX uint8/16/32/64
+/// input or output); the artifact's interface says so.
+pub const UNSIGNED: &str = "tcc.unsigned";
+/// Which of a function's inputs and outputs (in `tcc.io_names`' order)
+/// are unsigned: an array of booleans, written by `tcc-record-interface`
+/// when any is.
+pub const IO_UNSIGNED: &str = "tcc.io_unsigned";
 /// Unit attribute on the one arena allocation of a planned function.
 pub const ARENA: &str = "tcc.arena";
 /// On a planned host function: the arena's size in bytes.

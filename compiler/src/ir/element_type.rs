@@ -1,6 +1,13 @@
 //! The scalar element types kernels and the host ABI handle, read off MLIR
 //! types, with their OpenCL C spellings and sizes (shared by the OpenCL C
 //! writer and the host back end).
+//!
+//! The half types (f16, bf16) are storage types: a kernel holds their
+//! values in `float` registers and computes in f32, loading with a
+//! conversion up and storing rounded to nearest even (`vload_half` /
+//! `vstore_half_rte` for f16, which are core OpenCL C 1.2 and need no
+//! `cl_khr_fp16`; bf16 is the top half of an f32's bits). f64 computes in
+//! `double` (`cl_khr_fp64`).
 
 use melior::ir::Type;
 use melior::ir::r#type::{IntegerType, TypeLike};
@@ -9,6 +16,7 @@ use melior::ir::r#type::{IntegerType, TypeLike};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ElementType {
     F16,
+    BF16,
     F32,
     F64,
     I1,
@@ -25,6 +33,9 @@ impl ElementType {
     pub fn of_type(ty: Type) -> Option<Self> {
         if ty.is_f16() {
             return Some(Self::F16);
+        }
+        if ty.is_bf16() {
+            return Some(Self::BF16);
         }
         if ty.is_f32() {
             return Some(Self::F32);
@@ -46,10 +57,11 @@ impl ElementType {
         })
     }
 
-    /// The C type of a value of this type.
+    /// The C type of a value of this type (half types compute in `float`
+    /// registers).
     pub fn c_type(self) -> &'static str {
         match self {
-            Self::F16 => "half",
+            Self::F16 | Self::BF16 => "float",
             Self::F32 => "float",
             Self::F64 => "double",
             Self::I1 => "bool",
@@ -69,6 +81,7 @@ impl ElementType {
         use tcc_kernels::Storage;
         match self {
             Self::F16 => Storage::F16,
+            Self::BF16 => Storage::BF16,
             Self::F32 => Storage::F32,
             Self::F64 => Storage::F64,
             Self::I1 => Storage::Bool,
@@ -98,14 +111,21 @@ impl ElementType {
     pub fn size_bytes(self) -> usize {
         match self {
             Self::I1 | Self::I8 => 1,
-            Self::F16 | Self::I16 => 2,
+            Self::F16 | Self::BF16 | Self::I16 => 2,
             Self::F32 | Self::I32 => 4,
             Self::F64 | Self::I64 | Self::Index => 8,
         }
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, Self::F16 | Self::F32 | Self::F64)
+        matches!(self, Self::F16 | Self::BF16 | Self::F32 | Self::F64)
+    }
+
+    /// Whether values are stored narrower than the `float` registers that
+    /// hold them (f16, bf16): a value made in a register must be rounded to
+    /// the type where its op defines a rounding (casts).
+    pub fn is_half(self) -> bool {
+        matches!(self, Self::F16 | Self::BF16)
     }
 }
 
@@ -120,6 +140,7 @@ mod tests {
         let of = |text: &str| ElementType::of_type(parse_type(&context, text));
         for (text, expected) in [
             ("f16", ElementType::F16),
+            ("bf16", ElementType::BF16),
             ("f32", ElementType::F32),
             ("f64", ElementType::F64),
             ("i1", ElementType::I1),
@@ -131,7 +152,7 @@ mod tests {
         ] {
             assert_eq!(of(text), Some(expected), "{text}");
         }
-        for other in ["bf16", "si8", "ui32", "i4", "tf32", "tensor<2xf32>"] {
+        for other in ["si8", "ui32", "i4", "tf32", "tensor<2xf32>"] {
             assert_eq!(of(other), None, "{other}");
         }
     }

@@ -175,21 +175,24 @@ fn too_large(ty: melior::ir::Type) -> Option<String> {
     ))
 }
 
-/// Why a tensor's element type is outside tcc's coverage, if it is: the
-/// OpenCL C kernels compute in 32-bit floats (and integers); half-precision
-/// arithmetic would need the cl_khr_fp16 extension, which tcc neither
-/// enables nor checks for, so an f16 kernel would fail in the device's
-/// compiler (or be refused by devices without it).
+/// Why a tensor's element type is outside tcc's coverage, if it is. The
+/// kernels handle f32, f64 (in `double`, where the device has
+/// `cl_khr_fp64`: the runtime checks at load), the half types f16 and bf16
+/// (stored as 16 bits, computed in f32 registers) and signless integers of
+/// 1, 8, 16, 32 and 64 bits (unsigned ONNX types are carried signless, with
+/// unsigned ops). Other float formats (float8, tf32), signed or unsigned
+/// MLIR integers and other widths have no kernel form.
 fn unsupported_element(ty: melior::ir::Type) -> Option<String> {
     let tensor = crate::ir::types::StaticTensor::of(ty)?;
     let element = tensor.element;
-    (element.is_f16() || element.is_bf16() || element.is_f64()).then(|| {
-        format!(
-            "has the type '{}': tcc does not compute in {element} (its kernels use f32 and \
-             integers); convert the model to f32",
-            quote(ty)
-        )
-    })
+    if crate::ir::element_type::ElementType::of_type(element).is_some() {
+        return None;
+    }
+    Some(format!(
+        "has the type '{}': tcc's kernels do not handle {element} elements (they take f32, f64, \
+         f16, bf16 and signless i1/i8/i16/i32/i64)",
+        quote(ty)
+    ))
 }
 
 fn is_static_tensor(ty: melior::ir::Type) -> bool {

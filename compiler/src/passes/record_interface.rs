@@ -1,7 +1,9 @@
 //! `tcc-record-interface`: remembers each public function's interface —
 //! how many results it has and the names of its arguments and results —
 //! as attributes, before bufferization turns results into output
-//! arguments. The host code generator reads them to tell inputs from
+//! arguments; and which of them hold unsigned integers (`tcc.unsigned`
+//! marks, recorded as `tcc.io_unsigned`), so that the artifact's interface
+//! says uint8 where the tensor is a signless i8. The host code generator reads them to tell inputs from
 //! outputs; names come from `tcc.name` argument/result attributes (set by
 //! importers, e.g. ONNX graph input names) and default to "".
 
@@ -16,6 +18,23 @@ use crate::ir::attr_names;
 use crate::ir::util::{body_ops_named, string_value};
 
 pub struct RecordInterface;
+
+/// Whether each entry of an `arg_attrs`/`res_attrs` array has the
+/// `tcc.unsigned` mark.
+fn unsigned_of(attribute: Option<Attribute>, count: usize) -> Vec<bool> {
+    let mut marks = vec![false; count];
+    if let Some(array) = attribute.and_then(|a| ArrayAttribute::try_from(a).ok()) {
+        for (index, mark) in marks.iter_mut().enumerate() {
+            if let Ok(dictionary) = array.element(index)
+                && let Ok(dictionary) =
+                    melior::ir::attribute::DictionaryAttribute::try_from(dictionary)
+            {
+                *mark = dictionary.element_by_name(attr_names::UNSIGNED).is_some();
+            }
+        }
+    }
+    marks
+}
 
 /// `tcc.name` entries of an `arg_attrs`/`res_attrs` array, "" where absent.
 fn names_of(attribute: Option<Attribute>, count: usize) -> Vec<String> {
@@ -71,6 +90,7 @@ impl TccPass for RecordInterface {
                 .collect();
             let mut function = unsafe { OperationRefMut::from_raw(function.to_raw()) };
             let i64_type = IntegerType::new(context, 64).into();
+            let bool_type = IntegerType::new(context, 1).into();
             function.set_discardable_attribute(
                 attr_names::NUM_OUTPUTS,
                 IntegerAttribute::new(i64_type, outputs as i64).into(),
@@ -79,6 +99,18 @@ impl TccPass for RecordInterface {
                 attr_names::IO_NAMES,
                 ArrayAttribute::new(context, &names).into(),
             );
+            let mut unsigned = unsigned_of(function.attribute("arg_attrs").ok(), inputs);
+            unsigned.extend(unsigned_of(function.attribute("res_attrs").ok(), outputs));
+            if unsigned.iter().any(|&u| u) {
+                let marks: Vec<Attribute> = unsigned
+                    .iter()
+                    .map(|&u| IntegerAttribute::new(bool_type, u as i64).into())
+                    .collect();
+                function.set_discardable_attribute(
+                    attr_names::IO_UNSIGNED,
+                    ArrayAttribute::new(context, &marks).into(),
+                );
+            }
         }
         Ok(())
     }

@@ -271,6 +271,13 @@ fn element(dtype: &str) -> Result<&'static str, Error> {
         "i64" => "i64",
         "i8" => "i8",
         "i1" => "bool",
+        "bf16" => "tcc_runtime::half::bf16",
+        "f64" => "f64",
+        "i16" => "i16",
+        "ui8" => "u8",
+        "ui16" => "u16",
+        "ui32" => "u32",
+        "ui64" => "u64",
         other => return Err(err(format!("unknown dtype {other}"))),
     })
 }

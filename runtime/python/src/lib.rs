@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
 use tcc_runtime::{
     DType, DeviceSelector, HostTensor, Model as RtModel, Runtime, Session, TensorDesc,
 };
@@ -39,16 +39,26 @@ fn error(e: tcc_runtime::Error) -> PyErr {
     }
 }
 
+/// The tcc dtype of a numpy `dtype.str` (native order spelled `=` on a
+/// little-endian host too); `ml_dtypes.bfloat16` arrays say `<V2`.
 fn from_numpy_dtype(text: &str) -> Option<DType> {
-    Some(match text {
-        "<f4" | "=f4" => DType::F32,
-        "<f2" | "=f2" => DType::F16,
-        "<i4" | "=i4" => DType::I32,
-        "<i8" | "=i8" => DType::I64,
-        "|i1" => DType::I8,
-        "|b1" => DType::Bool,
-        _ => return None,
-    })
+    let little = match text.strip_prefix('=') {
+        Some(rest) => format!("<{rest}"),
+        None => text.to_string(),
+    };
+    tcc_runtime::npy::dtype_of_descr(&little)
+}
+
+/// The numpy dtype an output of `dtype` is returned as: its descr, and for
+/// bf16 `ml_dtypes.bfloat16` where that package is installed (raw `<V2`
+/// bytes otherwise).
+fn numpy_dtype<'py>(py: Python<'py>, dtype: DType) -> PyResult<Bound<'py, PyAny>> {
+    if dtype == DType::BF16
+        && let Ok(module) = py.import("ml_dtypes")
+    {
+        return module.getattr("bfloat16");
+    }
+    Ok(PyString::new(py, tcc_runtime::npy::descr(dtype)).into_any())
 }
 
 /// One input or output: name, numpy dtype string and shape.
@@ -269,7 +279,7 @@ impl Model {
             let buffer = PyByteArray::new(py, &t.bytes);
             let array = numpy
                 .getattr("frombuffer")?
-                .call1((buffer, tcc_runtime::npy::descr(t.dtype)))?
+                .call1((buffer, numpy_dtype(py, t.dtype)?))?
                 .call_method1("reshape", (PyTuple::new(py, &t.shape)?,))?;
             out.append(array)?;
         }

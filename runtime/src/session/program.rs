@@ -94,8 +94,12 @@ pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram
         platform_name: &device.platform_name,
         portable_name: portable.kind.name(),
     };
+    let portable_build = |source: &ProgramSource| {
+        check_fp64(device, art, source)?;
+        build(source)
+    };
     match plan(&target)? {
-        Plan::Portable(note) => Ok(built(build(&portable)?, portable.kind, note)),
+        Plan::Portable(note) => Ok(built(portable_build(&portable)?, portable.kind, note)),
         Plan::Ptx(ptx) => Ok(built(build(&ptx_source(ptx))?, SourceKind::Ptx, None)),
         Plan::PtxElsePortable(ptx) => match build(&ptx_source(ptx)) {
             Ok(p) => Ok(built(p, SourceKind::Ptx, None)),
@@ -106,10 +110,35 @@ pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram
                     device.name,
                     portable.kind.name()
                 );
-                Ok(built(build(&portable)?, portable.kind, Some(note)))
+                Ok(built(portable_build(&portable)?, portable.kind, Some(note)))
             }
         },
     }
+}
+
+/// An OpenCL C program with f64 kernels (it enables `cl_khr_fp64`) on a
+/// device without that extension: a clear error instead of the device
+/// compiler's, naming the way out (PTX computes in f64 on every NVIDIA GPU).
+fn check_fp64(device: &crate::DeviceInfo, art: &Artifact, source: &ProgramSource) -> Result<()> {
+    if device.fp64 || !needs_fp64(source) {
+        return Ok(());
+    }
+    Err(Error::ArtifactLoad {
+        path: art.path.clone(),
+        reason: format!(
+            "its kernels compute in float64, and {} ({}) has no cl_khr_fp64; run it on a device \
+             with fp64, or import the ONNX model with `tcc import --demote-f64` (float32) and \
+             compile that",
+            device.name, device.platform_name
+        ),
+    })
+}
+
+/// Whether a program's OpenCL C source enables `cl_khr_fp64`.
+fn needs_fp64(source: &ProgramSource) -> bool {
+    source.kind == SourceKind::OpenClC
+        && std::str::from_utf8(source.bytes)
+            .is_ok_and(|text| text.contains("#pragma OPENCL EXTENSION cl_khr_fp64 : enable"))
 }
 
 /// What [`plan`] decides from.

@@ -128,6 +128,7 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
         name,
         element,
         shape: layout.shape,
+        unsigned: false,
     })
 }
 
@@ -183,6 +184,22 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
                 .collect()
         })
         .unwrap_or_default();
+    let unsigned: Vec<bool> = function
+        .attribute(attr_names::IO_UNSIGNED)
+        .ok()
+        .and_then(|a| ArrayAttribute::try_from(a).ok())
+        .map(|array| {
+            (0..array.len())
+                .map(|i| {
+                    array
+                        .element(i)
+                        .ok()
+                        .and_then(integer_value)
+                        .is_some_and(|v| v != 0)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let region = function.region(0).at(&function)?;
     let block = region
         .first_block()
@@ -213,11 +230,12 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
     };
     for index in 0..argument_count {
         let argument = block.argument(index).at(&function)?;
-        let tensor = memref_desc(
+        let mut tensor = memref_desc(
             argument.r#type(),
             names.get(index).cloned().unwrap_or_default(),
         )
         .map_err(|e| CodegenError::at(&function, format!("@{name} argument {index}: {e}")))?;
+        tensor.unsigned = unsigned.get(index).copied().unwrap_or(false);
         if index < argument_count - num_outputs {
             desc.inputs.push(tensor);
         } else {

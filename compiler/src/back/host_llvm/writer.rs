@@ -26,10 +26,22 @@ use crate::ir::util::{body_ops, body_ops_named, op_name};
 pub const ABI_VERSION: u32 = tcc_abi::ABI_VERSION;
 
 /// `enum tcc_dtype` of tcc_abi.h.
-fn dtype_code(element: ElementType) -> Result<u32, String> {
+fn dtype_code(element: ElementType, unsigned: bool) -> Result<u32, String> {
+    if unsigned {
+        return Ok(match element {
+            ElementType::I8 => tcc_abi::DTYPE_U8,
+            ElementType::I16 => tcc_abi::DTYPE_U16,
+            ElementType::I32 => tcc_abi::DTYPE_U32,
+            ElementType::I64 => tcc_abi::DTYPE_U64,
+            other => return Err(format!("{other:?} tensors cannot be unsigned")),
+        });
+    }
     Ok(match element {
         ElementType::F32 => tcc_abi::DTYPE_F32,
         ElementType::F16 => tcc_abi::DTYPE_F16,
+        ElementType::BF16 => tcc_abi::DTYPE_BF16,
+        ElementType::F64 => tcc_abi::DTYPE_F64,
+        ElementType::I16 => tcc_abi::DTYPE_I16,
         ElementType::I32 => tcc_abi::DTYPE_I32,
         ElementType::I64 => tcc_abi::DTYPE_I64,
         ElementType::I8 => tcc_abi::DTYPE_I8,
@@ -44,6 +56,8 @@ pub struct TensorDesc {
     pub name: String,
     pub element: ElementType,
     pub shape: Vec<i64>,
+    /// A signless integer tensor that holds unsigned values (ONNX uint*).
+    pub unsigned: bool,
 }
 
 /// A function of the artifact.
@@ -461,7 +475,7 @@ impl<'l> HostWriter<'l> {
                 &shape_array,
             );
             let tensor_name = self.c_string(&tensor.name);
-            let dtype = dtype_code(tensor.element).map_err(CodegenError::new)?;
+            let dtype = dtype_code(tensor.element, tensor.unsigned).map_err(CodegenError::new)?;
             let t = self.types;
             entries.push(struct_value(
                 &tcc_abi::TENSOR_DESC,

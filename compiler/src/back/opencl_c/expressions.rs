@@ -23,7 +23,6 @@ fn float_literal(value: f64, element: ElementType) -> String {
     }
     match element {
         ElementType::F64 => format!("{value:e}"),
-        ElementType::F16 => format!("(half){:e}f", value as f32),
         _ => {
             let text = format!("{:e}", value as f32);
             if value < 0.0 {
@@ -132,6 +131,26 @@ impl KernelWriter {
                     self.operand(op, 0)?,
                     self.operand(op, 1)?
                 )
+            }
+            // A cast to a half type rounds the `float` register to it.
+            "arith.sitofp" | "arith.uitofp" | "arith.truncf" if result()?.is_half() => {
+                let value = self.operand(op, 0)?;
+                let wide = match (name, source()?) {
+                    (_, ElementType::I1) => format!("({value} ? 1.0f : 0.0f)"),
+                    ("arith.uitofp", from) => {
+                        format!("(float)(({}){value})", from.unsigned_type())
+                    }
+                    // A 64-bit integer or f64 rounds to f32 first, which can
+                    // differ from rounding once to half only at a tie that
+                    // f32 made; through f64 (when there) it is exact.
+                    _ => format!("(float)({value})"),
+                };
+                let round = if result()? == ElementType::F16 {
+                    "tcc_round_f16"
+                } else {
+                    "tcc_round_bf16"
+                };
+                format!("{round}({wide})")
             }
             "arith.sitofp" | "arith.fptosi" | "arith.extf" | "arith.truncf" | "arith.extsi"
             | "arith.trunci" | "arith.index_cast" => {

@@ -112,12 +112,39 @@ const INT8_MMA: &str = "\
 /// `mma` beside them; nothing for an fp32 program without int8 GEMMs.
 pub(super) fn program_prelude<'a>(
     precision: Precision,
-    mut kernels: impl Iterator<Item = &'a str>,
+    kernels: impl Iterator<Item = &'a str>,
 ) -> String {
-    let int8 = kernels.any(|text| text.contains("TCC_MMA_S8("));
-    if int8 {
-        format!("{TENSOR_CORES}{INT8_MMA}")
-    } else {
-        precision_prelude(precision).to_string()
+    let texts: Vec<&str> = kernels.collect();
+    let uses = |name: &str| texts.iter().any(|text| text.contains(name));
+    let mut prelude = String::new();
+    // f64 kernels need the extension enabled before their first `double`;
+    // the runtime checks that the device has it when it loads the program.
+    if uses("double") {
+        prelude.push_str(FP64_PRAGMA);
     }
+    if uses("tcc_round_f16") {
+        prelude.push_str(F16_HELPERS);
+    }
+    if uses("bf16") {
+        prelude.push_str(tcc_kernels::buffer::BF16_HELPERS);
+    }
+    if uses("TCC_MMA_S8(") {
+        prelude.push_str(TENSOR_CORES);
+        prelude.push_str(INT8_MMA);
+    } else {
+        prelude.push_str(precision_prelude(precision));
+    }
+    prelude
 }
+
+/// The line that makes `double` available to a program's kernels (the
+/// runtime refuses such a program on a device without `cl_khr_fp64`,
+/// naming `--demote-f64`).
+pub const FP64_PRAGMA: &str = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+
+/// Rounding a `float` register to the nearest even f16 (what `arith.truncf`
+/// to f16 means), through a private half: `vstore_half_rte` and
+/// `vload_half` are core OpenCL C 1.2, no `cl_khr_fp16` needed.
+const F16_HELPERS: &str = "\
+inline float tcc_round_f16(float x) { ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h); }
+";

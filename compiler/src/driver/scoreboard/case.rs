@@ -20,7 +20,13 @@ fn runtime_dtype(dtype: DType) -> Option<tcc_runtime::DType> {
         DType::I32 => tcc_runtime::DType::I32,
         DType::I8 => tcc_runtime::DType::I8,
         DType::Bool => tcc_runtime::DType::Bool,
-        _ => return None,
+        DType::BF16 => tcc_runtime::DType::BF16,
+        DType::F64 => tcc_runtime::DType::F64,
+        DType::I16 => tcc_runtime::DType::I16,
+        DType::U8 => tcc_runtime::DType::U8,
+        DType::U16 => tcc_runtime::DType::U16,
+        DType::U32 => tcc_runtime::DType::U32,
+        DType::U64 => tcc_runtime::DType::U64,
     })
 }
 
@@ -37,23 +43,8 @@ fn to_host(c: &onnx::tensor::Const, want: DType) -> Result<HostTensor> {
 
 /// Element `i` of a host tensor as f64.
 fn host_value(t: &HostTensor, i: usize) -> f64 {
-    let b = &t.bytes;
-    match t.dtype {
-        tcc_runtime::DType::F32 => {
-            f32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap()) as f64
-        }
-        tcc_runtime::DType::F16 => {
-            onnx::dtype::f16_to_f32(u16::from_le_bytes([b[2 * i], b[2 * i + 1]])) as f64
-        }
-        tcc_runtime::DType::I32 => {
-            i32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap()) as f64
-        }
-        tcc_runtime::DType::I64 => {
-            i64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap()) as f64
-        }
-        tcc_runtime::DType::I8 => b[i] as i8 as f64,
-        tcc_runtime::DType::Bool => (b[i] != 0) as u8 as f64,
-    }
+    let size = t.dtype.size();
+    t.dtype.value_f64(&t.bytes[size * i..size * (i + 1)])
 }
 
 /// Compares one output (dtype, shape, every element); `None` when it
@@ -80,13 +71,13 @@ fn compare(
             got.shape, want_shape
         ));
     }
-    let float = matches!(got.dtype, tcc_runtime::DType::F32 | tcc_runtime::DType::F16);
+    let float = got.dtype.is_float();
     let scale = (0..want.numel())
         .map(|i| want.f64_at(i).abs())
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
     let (atol, rtol) = if float {
-        tolerance.bounds(scale)
+        tolerance.bounds_for(scale, got.dtype)
     } else {
         (0.0, 0.0)
     };
@@ -388,10 +379,7 @@ fn prepare_case(
                 &directory.join(format!("{set_tag}.expected{i}.npy")),
                 &host,
             )?;
-            let float = matches!(
-                host.dtype,
-                tcc_runtime::DType::F32 | tcc_runtime::DType::F16
-            );
+            let float = host.dtype.is_float();
             tolerances.push(if !float || case.tolerance.exact {
                 "exact".to_string()
             } else {
@@ -399,7 +387,7 @@ fn prepare_case(
                     .map(|i| want.f64_at(i).abs())
                     .filter(|v| v.is_finite())
                     .fold(0.0f64, f64::max);
-                let (atol, rtol) = case.tolerance.bounds(scale);
+                let (atol, rtol) = case.tolerance.bounds_for(scale, host.dtype);
                 format!("{atol:e}:{rtol:e}")
             });
         }

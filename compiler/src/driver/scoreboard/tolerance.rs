@@ -96,6 +96,27 @@ impl CaseTolerance {
         )
     }
 
+    /// [`CaseTolerance::bounds`] for an output of element type `dtype`:
+    /// the same rule with that type's machine epsilon in place of
+    /// float32's (f16 2^-10, bf16 2^-7, f64 2^-52), and a relative
+    /// tolerance of one epsilon for the half types, whose reference values
+    /// are rounded to half after every op where tcc rounds once.
+    pub fn bounds_for(&self, scale: f64, dtype: tcc_runtime::DType) -> (f64, f64) {
+        let eps = match dtype {
+            tcc_runtime::DType::F16 => half::f16::EPSILON.to_f64(),
+            tcc_runtime::DType::BF16 => half::bf16::EPSILON.to_f64(),
+            tcc_runtime::DType::F64 => f64::EPSILON,
+            _ => return self.bounds(scale),
+        };
+        let (atol, rtol) = self.bounds(scale);
+        let ratio = eps / f32::EPSILON as f64;
+        let rtol = match dtype {
+            tcc_runtime::DType::F64 => rtol * ratio,
+            _ => eps,
+        };
+        (atol * ratio, rtol)
+    }
+
     pub fn describe(&self) -> String {
         if self.exact {
             "bit for bit".into()
@@ -213,6 +234,7 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
             length: 100,
         };
         assert_eq!(exact.bounds(5.0), (0.0, 0.0));
+        assert_eq!(exact.bounds_for(5.0, tcc_runtime::DType::F16), (0.0, 0.0));
         let sum = CaseTolerance {
             exact: false,
             length: 16,

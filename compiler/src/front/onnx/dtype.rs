@@ -111,7 +111,19 @@ impl DType {
     pub fn in_graph(self) -> bool {
         matches!(
             self,
-            DType::F32 | DType::F16 | DType::I64 | DType::I32 | DType::I8 | DType::Bool
+            DType::F32
+                | DType::F16
+                | DType::BF16
+                | DType::F64
+                | DType::I64
+                | DType::I32
+                | DType::I16
+                | DType::I8
+                | DType::U64
+                | DType::U32
+                | DType::U16
+                | DType::U8
+                | DType::Bool
         )
     }
 

@@ -23,12 +23,14 @@ use super::{ImportOptions, Imported};
 
 mod control;
 mod graph;
+mod half;
 mod inputs;
 mod nodes;
 mod outputs;
 mod scope;
 mod sequence;
 mod text;
+mod unsigned;
 
 use graph::{default_opset, live_nodes};
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::dtype::{DType, TType, checked_numel, f16_to_f32, f32_to_f16};
+use super::dtype::{DType, TType, checked_numel, f16_to_f32};
 use super::error::{ImportError, Result};
 use super::proto::TensorProto;
 
@@ -78,12 +78,9 @@ impl Const {
         match dtype {
             DType::F32 => out.extend_from_slice(&(value as f32).to_le_bytes()),
             DType::F64 => out.extend_from_slice(&value.to_le_bytes()),
-            DType::F16 => out.extend_from_slice(&f32_to_f16(value as f32).to_le_bytes()),
-            DType::BF16 => {
-                let bits = (value as f32).to_bits();
-                let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
-                out.extend_from_slice(&(rounded as u16).to_le_bytes())
-            }
+            // Rounded once, to nearest even (NaN stays NaN).
+            DType::F16 => out.extend_from_slice(&half::f16::from_f64(value).to_le_bytes()),
+            DType::BF16 => out.extend_from_slice(&half::bf16::from_f64(value).to_le_bytes()),
             DType::Bool => out.push((value != 0.0) as u8),
             _ => Self::encode_i64(dtype, if value.is_nan() { 0 } else { value as i64 }, out),
         }

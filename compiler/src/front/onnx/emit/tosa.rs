@@ -152,6 +152,13 @@ impl Emitter {
         if x.dtype() == dtype {
             return x.clone();
         }
+        if x.dtype().mlir() == dtype.mlir() {
+            // Signed to unsigned of one width: the same bits, relabeled.
+            return Val {
+                ssa: x.ssa.clone(),
+                ty: x.ty.with_dtype(dtype),
+            };
+        }
         self.op("tosa.cast", &[x], "", x.ty.with_dtype(dtype))
     }
 

@@ -61,9 +61,10 @@ pub(super) fn define_arguments(
         let ty = input_type(imp, info, overrides.get(info.name.as_str()).copied())?;
         let ssa = format!("%arg{}", arguments.len());
         arguments.push(format!(
-            "{ssa}: {} {{tcc.name = {}}} loc({})",
+            "{ssa}: {} {{tcc.name = {}{}}} loc({})",
             ty.mlir(),
             string_literal(&info.name),
+            unsigned_mark(ty.dtype),
             string_literal(&info.name)
         ));
         inputs.push(IoInfo {
@@ -208,4 +209,15 @@ fn static_shape(
         }
     }
     Ok(shape)
+}
+
+/// The `tcc.unsigned` entry of an argument's or result's attributes when
+/// its (signless) tensor holds unsigned integers: the artifact's
+/// interface then says uint8/16/32/64 (`tcc-record-interface`).
+pub(super) fn unsigned_mark(dtype: DType) -> &'static str {
+    if dtype.is_unsigned() {
+        ", tcc.unsigned"
+    } else {
+        ""
+    }
 }

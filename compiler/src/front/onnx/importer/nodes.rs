@@ -11,6 +11,7 @@ use super::super::node::{Node, Value};
 use super::super::ops;
 use super::super::proto::{GraphProto, NodeProto};
 use super::Importer;
+use super::{half, unsigned};
 use super::control;
 use super::graph::node_uses;
 use super::scope::{Item, Scope};
@@ -134,13 +135,59 @@ fn import_one(
             ),
         }
     }
+    let outputs = import_in_compute_type(imp, proto, walk.opset, node_inputs, walk.base_dir)?;
+    Ok(outputs.into_iter().map(Item::Tensor).collect())
+}
+
+/// Imports one node; a node computing on f16/bf16 tensors computes in f32
+/// between casts (see `half`), one on unsigned tensors in int64 (see
+/// `unsigned`).
+fn import_in_compute_type(
+    imp: &mut Importer,
+    proto: &NodeProto,
+    opset: i64,
+    inputs: Vec<Option<Value>>,
+    base_dir: Option<&Path>,
+) -> Result<Vec<Value>> {
     let node = Node {
         proto,
-        opset: walk.opset,
-        inputs: node_inputs,
+        opset,
+        inputs,
     };
-    let outputs = ops::import_node(imp, &node, walk.base_dir)?;
-    Ok(outputs.into_iter().map(Item::Tensor).collect())
+    if let Some(unsigned) = unsigned::unsigned_compute_type(&node)? {
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|input| input.as_ref().map(|v| unsigned::widen(imp, v)).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        let wide = Node {
+            proto,
+            opset,
+            inputs,
+        };
+        return ops::import_node(imp, &wide, base_dir)?
+            .into_iter()
+            .enumerate()
+            .map(|(index, output)| unsigned::narrow(imp, node.op(), index, output, unsigned))
+            .collect();
+    }
+    let Some(half) = half::half_compute_type(&node) else {
+        return ops::import_node(imp, &node, base_dir);
+    };
+    let inputs = node
+        .inputs
+        .iter()
+        .map(|input| input.as_ref().map(|v| half::widen(imp, v)).transpose())
+        .collect::<Result<Vec<_>>>()?;
+    let wide = Node {
+        proto,
+        opset,
+        inputs,
+    };
+    ops::import_node(imp, &wide, base_dir)?
+        .into_iter()
+        .map(|output| half::narrow(imp, output, half))
+        .collect()
 }
 
 /// The node for error messages: its name, op, domain and opset, and where

@@ -33,7 +33,14 @@ pub(super) fn module_text(
     let result_types: Vec<String> = results
         .iter()
         .zip(outputs.iter())
-        .map(|(v, o)| format!("{} {{tcc.name = {}}}", v.ty.mlir(), string_literal(&o.name)))
+        .map(|(v, o)| {
+            format!(
+                "{} {{tcc.name = {}{}}}",
+                v.ty.mlir(),
+                string_literal(&o.name),
+                super::inputs::unsigned_mark(v.ty.dtype)
+            )
+        })
         .collect();
     let mut text = String::new();
     let producer = if model.producer_name.is_empty() {

@@ -475,9 +475,48 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if !target.in_graph() {
         bail!("Cast to {target} is not supported (tcc has no {target} tensors)");
     }
-    let x = imp.val(input)?;
+    let mut x = imp.val(input)?;
     if x.dtype() == target {
         return tensor(x);
+    }
+    if x.dtype().is_unsigned() {
+        // Unsigned: zero-extend (to int64, exact), or straight to a float.
+        let from = x.dtype().mlir();
+        let (op, wide) = match (target.is_float(), x.dtype()) {
+            (true, _) => ("arith.uitofp", target),
+            (false, DType::U64) => ("", DType::I64),
+            (false, _) => ("arith.extui", DType::I64),
+        };
+        if op.is_empty() {
+            x = Val {
+                ssa: x.ssa.clone(),
+                ty: x.ty.with_dtype(DType::I64),
+            };
+        } else {
+            let to = wide.mlir();
+            x = imp.e.map(&[&x], x.ty.with_dtype(wide), &|a| {
+                format!("%r = {op} {} : {from} to {to}", a[0])
+            });
+        }
+        if x.dtype() == target {
+            return tensor(x);
+        }
+    }
+    if x.dtype().is_float() && target.is_unsigned() {
+        // Through int64 (ONNX truncates toward zero; out-of-range values
+        // are undefined), then wrapped to the width; uint64 directly.
+        let from = x.dtype().mlir();
+        let (op, wide) = if target == DType::U64 {
+            ("arith.fptoui", target)
+        } else {
+            ("arith.fptosi", DType::I64)
+        };
+        let to = wide.mlir();
+        let ty = x.ty.with_dtype(wide);
+        let y = imp.e.map(&[&x], ty, &|a| {
+            format!("%r = {op} {} : {from} to {to}", a[0])
+        });
+        return tensor(imp.e.cast(&y, target));
     }
     if x.dtype().is_float() && target.is_int() {
         // ONNX truncates toward zero (tosa.cast rounds to nearest).

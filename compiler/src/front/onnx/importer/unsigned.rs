@@ -1,0 +1,108 @@
+//! Unsigned integer graphs (uint8, uint16, uint32, uint64) and their
+//! signedness. MLIR's tensors are signless, so an unsigned ONNX tensor is
+//! an `i8`/`i16`/`i32`/`i64` tensor whose ops must read it as unsigned: a
+//! node that computes on uint8/16/32 tensors gets them zero-extended to
+//! int64 (exact), computes there with the signed ops every op importer
+//! already emits (comparisons, division, max/min, clamps, reductions agree
+//! with unsigned ones on values below 2^63), and its int64 results
+//! truncated back to the unsigned type (addition, subtraction and
+//! multiplication wrap as they should). After fusion the extension and the
+//! truncation are parts of the kernel's loads and stores.
+//!
+//! uint64 cannot be widened: its ops that agree bit for bit with the
+//! signed ones (add, sub, mul, bitwise logic, data movement) run as they
+//! are; the others are refused rather than computed wrong for values of
+//! 2^63 and above.
+//!
+//! Quantized ops read uint8 themselves (uint8 carried as `i8` bits, see
+//! `ops/quant.rs`) and are not wrapped; neither are data movement and
+//! selections, which move bits unchanged. `Cast` converts from and to the
+//! unsigned types itself (`ops/elementwise.rs`).
+
+use super::super::dtype::DType;
+use super::super::error::{ImportError, Result, bail};
+use super::super::node::{Node, Value, tensor_value};
+use super::Importer;
+use super::half::MOVES_ELEMENTS;
+
+/// Ops that take unsigned (uint8) tensors as they are.
+const READS_UNSIGNED: &[&str] = &[
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "QLinearConv",
+    "QLinearMatMul",
+    "MatMulInteger",
+    "ConvInteger",
+];
+
+/// uint64 ops whose signed form is the same bits.
+const SAME_BITS_U64: &[&str] = &["Add", "Sub", "Mul", "BitwiseAnd", "BitwiseOr", "BitwiseXor"];
+
+/// Ops whose integer results are int64 whatever their input type.
+const INT64_RESULTS: &[&str] = &["ArgMax", "ArgMin", "NonZero", "Shape", "Size"];
+
+/// The unsigned type a node computes on, if it must be widened; an error
+/// for uint64 ops that would be wrong on large values.
+pub(super) fn unsigned_compute_type(node: &Node) -> Result<Option<DType>> {
+    if MOVES_ELEMENTS.contains(&node.op()) || READS_UNSIGNED.contains(&node.op()) {
+        return Ok(None);
+    }
+    let Some(unsigned) = node
+        .inputs
+        .iter()
+        .flatten()
+        .map(Value::dtype)
+        .find(|d| d.is_unsigned())
+    else {
+        return Ok(None);
+    };
+    if unsigned == DType::U64 {
+        if SAME_BITS_U64.contains(&node.op()) {
+            return Ok(None);
+        }
+        bail!(
+            "{} on uint64 tensors is not supported (tcc computes unsigned integers in int64, \
+             which holds uint64 values only below 2^63; add, sub, mul and bitwise logic are)",
+            node.op()
+        );
+    }
+    Ok(Some(unsigned))
+}
+
+/// `value` zero-extended to int64 when it is uint8/16/32.
+pub(super) fn widen(imp: &mut Importer, value: &Value) -> Result<Value> {
+    let dtype = value.dtype();
+    if !matches!(dtype, DType::U8 | DType::U16 | DType::U32) {
+        return Ok(value.clone());
+    }
+    Ok(match value {
+        Value::Const(c) => Value::constant(c.cast(DType::I64)),
+        Value::Tensor(v) => {
+            let from = dtype.mlir();
+            let ty = v.ty.with_dtype(DType::I64);
+            tensor_value(imp.e.map(&[v], ty, &|a| {
+                format!("%r = arith.extui {} : {from} to i64", a[0])
+            }))
+        }
+    })
+}
+
+/// Output `index` of `op` back in `unsigned` where it is an int64 result
+/// of the widened computation (truncated: the arithmetic wraps).
+pub(super) fn narrow(
+    imp: &mut Importer,
+    op: &str,
+    index: usize,
+    value: Value,
+    unsigned: DType,
+) -> Result<Value> {
+    let int64_result = INT64_RESULTS.contains(&op) || (op == "TopK" && index == 1);
+    if value.dtype() != DType::I64 || int64_result {
+        return Ok(value);
+    }
+    Ok(match &value {
+        Value::Const(c) => Value::constant(c.cast(unsigned)),
+        Value::Tensor(v) => tensor_value(imp.e.cast(v, unsigned)),
+    })
+}
