@@ -130,6 +130,7 @@ impl Phase {
                     "cse",
                     "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
                     "func.func(tcc-raise-composites)",
+                    "func.func(tcc-raise-attention)",
                     "canonicalize",
                     "tcc-propagate-layout",
                     "canonicalize",
@@ -153,6 +154,7 @@ impl Phase {
                 [
                 if templates { "tcc-convert-softmax-to-linalg" } else { "" },
                 if templates { "tcc-convert-layer-norm-to-rows" } else { "" },
+                if templates { "tcc-convert-attention-to-kernel" } else { "" },
                 "tcc-decompose-composites",
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",

@@ -3,6 +3,7 @@
 //! one `__kernel` per dispatch, named after the dispatch.
 
 mod control_flow;
+mod attention;
 mod conv_inputs;
 mod expressions;
 mod gemm;
