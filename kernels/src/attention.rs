@@ -221,7 +221,8 @@ pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
     );
     let _ = writeln!(
         out,
-        "    for (int c0 = 0; c0 < {bk}; c0 += {chunk}) {{\n      \
+        "    /* Chunks past the last key visited are skipped (uniform per group). */\n    \
+         for (int c0 = 0; c0 < {bk} && k0 + c0 < kv_end; c0 += {chunk}) {{\n      \
          float sc[{chunk}];\n      \
          float chunk_max = -INFINITY;\n      \
          #pragma unroll\n      \
@@ -340,6 +341,10 @@ mod tests {
         // Grouped heads: two query heads per key/value head.
         assert!(text.contains("const tcc_index hk = h / 2;"), "{text}");
         assert!(text.contains("const tcc_index kv_end = 77;"), "{text}");
+        assert!(
+            text.contains("for (int c0 = 0; c0 < 32 && k0 + c0 < kv_end; c0 += 16)"),
+            "{text}"
+        );
         // Scale, then the broadcast mask (no head or row stride).
         assert!(
             text.contains("const float x = dot * 0.125f + (j < 77 ? a3[b * 77 + j] : 0.0f);"),

@@ -75,7 +75,7 @@ impl Phase {
         match self {
             Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
             Phase::Graph => {
-                "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
+                "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm/attention to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
                 "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, merge flattened contractions back into matmuls, strength-reduce math"
