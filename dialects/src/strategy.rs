@@ -307,8 +307,6 @@ mod tests {
             )
             .is_none()
         );
-        assert!(
-            Attribute::parse(&context, "#tcc.attention<block_q = 0, block_k = 32>").is_none()
-        );
+        assert!(Attribute::parse(&context, "#tcc.attention<block_q = 0, block_k = 32>").is_none());
     }
 }

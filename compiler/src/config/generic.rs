@@ -3,7 +3,8 @@
 //! devices tcc has met).
 
 use super::{
-    AttentionConfig, GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry,
+    AttentionConfig, GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig,
+    WindowGeometry,
 };
 
 /// Any OpenCL 1.2 device.

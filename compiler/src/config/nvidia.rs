@@ -3,7 +3,8 @@
 //! bandwidth-bound kernels.
 
 use super::{
-    AttentionConfig, GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry,
+    AttentionConfig, GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig,
+    WindowGeometry,
 };
 
 /// NVIDIA GPUs through NVIDIA's OpenCL.

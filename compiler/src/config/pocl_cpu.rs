@@ -3,7 +3,8 @@
 //! scheduling without starving the other cores.
 
 use super::{
-    AttentionConfig, GemmConfig, GemmShape, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry,
+    AttentionConfig, GemmConfig, GemmShape, KernelKind, PoolFolding, TargetConfig, WindowConfig,
+    WindowGeometry,
 };
 
 /// CPUs through PoCL.

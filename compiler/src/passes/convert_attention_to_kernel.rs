@@ -22,6 +22,8 @@ impl TccPass for ConvertAttentionToKernel {
     type Options = NoOptions;
 
     fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
-        replace_each(root, "tcc.attention", fits_kernel, |op| to_kernel(context, op))
+        replace_each(root, "tcc.attention", fits_kernel, |op| {
+            to_kernel(context, op)
+        })
     }
 }

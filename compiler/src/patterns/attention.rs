@@ -158,9 +158,9 @@ pub const KERNEL_MAX_HEAD_DIM: i64 = 2048;
 /// Whether a `tcc.attention` compiles as one kernel: f32, static shapes,
 /// a head dimension the template's tiles fit.
 pub fn fits_kernel(op: OperationRef) -> bool {
-    let all_f32 = op.operands().all(|v| {
-        StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4)
-    });
+    let all_f32 = op
+        .operands()
+        .all(|v| StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4));
     all_f32
         && op
             .operand(0)
@@ -248,8 +248,7 @@ fn scalar_constant(value: Value) -> Option<f32> {
 /// Whether a `tosa.mul`'s shift operand is absent or the constant 0.
 fn zero_shift(mul: OperationRef) -> bool {
     match mul.operand(2) {
-        Ok(shift) => ConstTensor::of_value(shift)
-            .is_some_and(|c| c.bytes.iter().all(|b| *b == 0)),
+        Ok(shift) => ConstTensor::of_value(shift).is_some_and(|c| c.bytes.iter().all(|b| *b == 0)),
         Err(_) => true,
     }
 }
@@ -262,7 +261,9 @@ fn float_matmul(matmul: OperationRef) -> bool {
             .ok()
             .and_then(ConstTensor::of_value)
             .is_some_and(|c| c.bytes.iter().all(|b| *b == 0))
-    }) && result(matmul).and_then(f32_shape).is_some_and(|s| s.len() == 3)
+    }) && result(matmul)
+        .and_then(f32_shape)
+        .is_some_and(|s| s.len() == 3)
 }
 
 /// `value` with reshapes (and, with `scales`, multiplications by a scalar
@@ -311,9 +312,8 @@ fn is_triangle(
     {
         return false;
     }
-    (0..rows as usize).all(|i| {
-        (0..columns as usize).all(|j| keep(i * columns as usize + j) == Some(j <= i))
-    })
+    (0..rows as usize)
+        .all(|i| (0..columns as usize).all(|j| keep(i * columns as usize + j) == Some(j <= i)))
 }
 
 /// What the walk from the softmax back to the scores found.
@@ -375,12 +375,14 @@ fn walk_scores<'c>(
                 let mask_shape = f32_shape(mask)?;
                 let constant = ConstTensor::of_value(mask);
                 let values = constant.as_ref().and_then(ConstTensor::f32s);
-                if let (Some(c), Some(values)) = (&constant, &values)
+                if let Some(values) = &values
                     && values.iter().all(|v| *v == 0.0)
-                    && mask_shape.iter().zip(&shape).all(|(m, s)| m == s || *m == 1)
+                    && mask_shape
+                        .iter()
+                        .zip(&shape)
+                        .all(|(m, s)| m == s || *m == 1)
                 {
                     // A zero mask adds nothing.
-                    let _ = c;
                 } else if let (Some(c), Some(values)) = (&constant, &values)
                     && !inner.causal
                     // The scales after it keep a masked-out fill masked.
@@ -401,7 +403,11 @@ fn walk_scores<'c>(
                     if inner.mask.is_some() || mask_shape.len() != shape.len() {
                         continue;
                     }
-                    if !mask_shape.iter().zip(&shape).all(|(m, s)| m == s || *m == 1) {
+                    if !mask_shape
+                        .iter()
+                        .zip(&shape)
+                        .all(|(m, s)| m == s || *m == 1)
+                    {
                         continue;
                     }
                     // The scales applied after the add scale the mask too.
@@ -564,11 +570,7 @@ pub fn rewrite_attention<'c>(context: &'c Context, m: &AttentionMatch<'c>) -> Re
         ],
     )?;
     let flat = b.reshape(attention, &[n, q_len, dim])?;
-    let old: Value = m
-        .root
-        .result(0)
-        .map_err(|e| b.error(e.to_string()))?
-        .into();
+    let old: Value = m.root.result(0).map_err(|e| b.error(e.to_string()))?.into();
     crate::ir::util::replace_and_erase(m.root, old, flat);
     Ok(())
 }

@@ -24,11 +24,9 @@ fn operand(
 ) -> Result<(AttentionOperand, Vec<i64>), CodegenError> {
     let (value, view) = writer.operand_view(op, index, what)?;
     let shape = memref_shape(value.r#type());
-    let strides: [i64; 4] = view
-        .strides
-        .clone()
-        .try_into()
-        .map_err(|_| CodegenError::at(&op, format!("the attention kernel's {what} is not rank 4")))?;
+    let strides: [i64; 4] = view.strides.clone().try_into().map_err(|_| {
+        CodegenError::at(&op, format!("the attention kernel's {what} is not rank 4"))
+    })?;
     if shape.len() != 4 {
         return Err(CodegenError::at(
             &op,
@@ -55,7 +53,10 @@ impl KernelTemplate for AttentionSpec {
     fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
         let op = writer.only_template_op(kernel, "tcc.flash_attention", "attention")?;
         let KernelStrategy::Attention { block_q, block_k } = kernel.strategy else {
-            return Err(CodegenError::at(&op, "attention kernel without #tcc.attention"));
+            return Err(CodegenError::at(
+                &op,
+                "attention kernel without #tcc.attention",
+            ));
         };
         let (query, q) = operand(writer, op, 0, "query")?;
         let (key, k) = operand(writer, op, 1, "key")?;

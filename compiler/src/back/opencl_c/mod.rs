@@ -2,8 +2,8 @@
 //! bodies of arith, math, memref, scf and gpu ops) to readable OpenCL C 1.2,
 //! one `__kernel` per dispatch, named after the dispatch.
 
-mod control_flow;
 mod attention;
+mod control_flow;
 mod conv_inputs;
 mod expressions;
 mod gemm;

@@ -9,7 +9,8 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, BlockRef, Value, ValueLike};
 use tcc_kernels::{
-    AttentionSpec, GemmSpec, KernelParameters, LayerNormSpec, RowKernel, RowReduceSpec, SoftmaxSpec, WindowSpec,
+    AttentionSpec, GemmSpec, KernelParameters, LayerNormSpec, RowKernel, RowReduceSpec,
+    SoftmaxSpec, WindowSpec,
 };
 
 use super::writer::{KernelArg, KernelWriter, MemrefView, key, parameters};
