@@ -107,3 +107,9 @@ fn opencl_c_depthwise_pool() {
     // targets only for large stride-1 layers, which this model is not.
     insta::assert_snapshot!(emit_for("depthwise_pool.mlir", "opencl-c", "pocl-cpu"));
 }
+
+#[test]
+fn opencl_c_attention() {
+    // The flash-attention template as the nvidia target blocks it.
+    insta::assert_snapshot!(emit_for("attention.mlir", "opencl-c", "nvidia"));
+}

@@ -121,6 +121,7 @@ typedef enum {
   TccStrategySoftmax = 4,
   TccStrategyLayerNorm = 5,
   TccStrategyWindow = 6,
+  TccStrategyAttention = 7,
 } TccStrategyKind;
 
 /* Every strategy's parameters, flat: the fields a kind does not have are
@@ -132,6 +133,7 @@ typedef struct {
   int64_t tileM, tileN, tileK, workM, workN, splitK; /* gemm */
   int64_t batch, m, n, k;                            /* gemm */
   int64_t columns, vector, workItems;                /* window */
+  int64_t blockQ, blockK;                            /* attention */
 } TccKernelStrategy;
 
 /* The strategy attribute `strategy` describes. Returns a null attribute

@@ -18,6 +18,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace tcc;
 
@@ -101,6 +103,15 @@ WindowStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (vector != 1 && vector != 4)
     return emitError() << "vector must be 1 or 4, got " << vector;
   return verifyWorkgroupSize(emitError, workgroupSize);
+}
+
+LogicalResult
+AttentionStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              int64_t blockQ, int64_t blockK) {
+  if (blockQ <= 0 || blockK <= 0)
+    return emitError() << "block_q and block_k must be positive, got "
+                       << blockQ << " and " << blockK;
+  return success();
 }
 
 /// Checks that `axis` names a dimension of a tensor of rank `rank`
@@ -213,6 +224,152 @@ void LayerNormRowsOp::getEffects(
   }
 }
 
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// Writes a shape as `[2, 4, ?]` for diagnostics.
+static std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleave(
+      shape, os,
+      [&](int64_t d) {
+        if (ShapedType::isDynamic(d))
+          os << "?";
+        else
+          os << d;
+      },
+      ", ");
+  os << "]";
+  return text;
+}
+
+/// Whether two sizes can be equal (either is dynamic or they match).
+static bool sameSize(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// The checks tcc.attention and tcc.flash_attention share: query
+/// [B, H, Sq, D], key and value [B, Hkv, Skv, D] with Hkv dividing H, one
+/// float element type, a mask broadcastable to [B, H, Sq, Skv], a finite
+/// scale, and an output of the query's shape.
+static LogicalResult verifyAttention(Operation *op, ShapedType query,
+                                     ShapedType key, ShapedType value,
+                                     ShapedType mask, ShapedType output,
+                                     float scale) {
+  for (auto [name, type] : {std::pair<StringRef, ShapedType>{"query", query},
+                            {"key", key},
+                            {"value", value},
+                            {"output", output}})
+    if (!type.hasRank() || type.getRank() != 4)
+      return op->emitOpError() << "expects a rank-4 " << name
+                               << " ([batch, heads, sequence, head dim]), got "
+                               << Type(type);
+  Type element = query.getElementType();
+  if (!isa<FloatType>(element))
+    return op->emitOpError() << "expects float operands, got " << element;
+  for (ShapedType type : {key, value, output})
+    if (type.getElementType() != element)
+      return op->emitOpError()
+             << "expects one element type, got " << element << " and "
+             << type.getElementType();
+  ArrayRef<int64_t> q = query.getShape(), k = key.getShape(),
+                    v = value.getShape();
+  if (!sameSize(k[0], q[0]) || !sameSize(v[0], q[0]))
+    return op->emitOpError() << "key " << shapeText(k) << " and value "
+                             << shapeText(v) << " must have the query's batch "
+                             << shapeText(q);
+  if (!sameSize(k[1], v[1]) || !sameSize(k[2], v[2]))
+    return op->emitOpError() << "key " << shapeText(k) << " and value "
+                             << shapeText(v)
+                             << " must have the same heads and sequence";
+  if (!sameSize(k[3], q[3]) || !sameSize(v[3], q[3]))
+    return op->emitOpError() << "key " << shapeText(k) << " and value "
+                             << shapeText(v) << " must have the query's head "
+                                                "dimension "
+                             << shapeText(q);
+  if (!ShapedType::isDynamic(k[1]) && !ShapedType::isDynamic(q[1]) &&
+      (k[1] <= 0 || q[1] % k[1] != 0))
+    return op->emitOpError() << "query heads (" << q[1]
+                             << ") must be a multiple of key/value heads ("
+                             << k[1] << ")";
+  if (mask) {
+    if (!mask.hasRank() || mask.getRank() != 4)
+      return op->emitOpError()
+             << "expects a rank-4 mask, got " << Type(mask);
+    if (mask.getElementType() != element)
+      return op->emitOpError() << "expects a mask of element type " << element
+                               << ", got " << mask.getElementType();
+    SmallVector<int64_t> scores = {q[0], q[1], q[2], k[2]};
+    for (int64_t dim = 0; dim < 4; ++dim) {
+      int64_t m = mask.getShape()[dim];
+      if (m != 1 && !sameSize(m, scores[dim]))
+        return op->emitOpError()
+               << "mask " << shapeText(mask.getShape())
+               << " does not broadcast to the scores " << shapeText(scores);
+    }
+  }
+  if (output.getShape() != query.getShape() &&
+      !llvm::all_of(llvm::zip(output.getShape(), q), [](auto pair) {
+        return sameSize(std::get<0>(pair), std::get<1>(pair));
+      }))
+    return op->emitOpError() << "output " << shapeText(output.getShape())
+                             << " must have the query's shape " << shapeText(q);
+  if (!std::isfinite(scale))
+    return op->emitOpError() << "scale must be finite, got " << scale;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  ShapedType mask =
+      getMask() ? cast<ShapedType>(getMask().getType()) : ShapedType();
+  return verifyAttention(*this, cast<ShapedType>(getQuery().getType()),
+                         cast<ShapedType>(getKey().getType()),
+                         cast<ShapedType>(getValue().getType()), mask,
+                         cast<ShapedType>(getOutput().getType()),
+                         getScale().convertToFloat());
+}
+
+LogicalResult FlashAttentionOp::verify() {
+  bool tensors = isa<RankedTensorType>(getInit().getType());
+  for (Value operand : getOperation()->getOperands())
+    if (isa<RankedTensorType>(operand.getType()) != tensors)
+      return emitOpError("expects all tensors or all memrefs");
+  auto init = cast<ShapedType>(getInit().getType());
+  if (!init.getElementType().isF32())
+    return emitOpError("expects f32 operands");
+  for (Value operand : getOperation()->getOperands())
+    if (!cast<ShapedType>(operand.getType()).hasStaticShape())
+      return emitOpError("expects statically shaped operands");
+  if (tensors != (getNumResults() == 1) ||
+      (tensors && getResult()[0].getType() != init))
+    return emitOpError(
+        "returns init's tensor type on tensors and nothing on memrefs");
+  ShapedType mask =
+      getMask() ? cast<ShapedType>(getMask().getType()) : ShapedType();
+  return verifyAttention(*this, cast<ShapedType>(getQuery().getType()),
+                         cast<ShapedType>(getKey().getType()),
+                         cast<ShapedType>(getValue().getType()), mask, init,
+                         getScale().convertToFloat());
+}
+
+void FlashAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (&operand == &getInitMutable())
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
 namespace {
 /// Bufferizes tcc.layer_norm_rows like a linalg op: the memref form writes
 /// the buffer of its init.
@@ -240,11 +397,42 @@ struct LayerNormRowsBufferization
     return success();
   }
 };
+
+/// Bufferizes tcc.flash_attention like a linalg op: the memref form writes
+/// the buffer of its init.
+struct FlashAttentionBufferization
+    : public bufferization::DstBufferizableOpInterfaceExternalModel<
+          FlashAttentionBufferization, FlashAttentionOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto attention = cast<FlashAttentionOp>(op);
+    SmallVector<Value> buffers;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
+    rewriter.setInsertionPoint(op);
+    Value mask = attention.getMask() ? buffers[3] : Value();
+    Value init = buffers.back();
+    auto bufferized = FlashAttentionOp::create(
+        rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1],
+        buffers[2], mask, init, attention.getScaleAttr(),
+        attention.getCausalAttr());
+    bufferized->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, init);
+    return success();
+  }
+};
 } // namespace
 
 void tcc::registerBufferizationModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, TccDialect *) {
     LayerNormRowsOp::attachInterface<LayerNormRowsBufferization>(*context);
+    FlashAttentionOp::attachInterface<FlashAttentionBufferization>(*context);
   });
 }
 

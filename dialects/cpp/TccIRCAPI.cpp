@@ -70,6 +70,10 @@ MlirAttribute tccKernelStrategyGet(MlirContext context,
                                                s->workgroupSize, s->columns,
                                                s->vector, s->workItems);
     break;
+  case TccStrategyAttention:
+    attr = tcc::AttentionStrategyAttr::getChecked(emitError, ctx, s->blockQ,
+                                                  s->blockK);
+    break;
   default:
     break;
   }
@@ -112,6 +116,10 @@ bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
     s->columns = window.getColumns();
     s->vector = window.getVector();
     s->workItems = window.getWorkItems();
+  } else if (auto attention = dyn_cast<tcc::AttentionStrategyAttr>(a)) {
+    s->kind = TccStrategyAttention;
+    s->blockQ = attention.getBlockQ();
+    s->blockK = attention.getBlockK();
   } else {
     return false;
   }

@@ -30,6 +30,8 @@ struct RawStrategy {
     columns: i64,
     vector: i64,
     work_items: i64,
+    block_q: i64,
+    block_k: i64,
 }
 
 unsafe extern "C" {
@@ -44,6 +46,7 @@ const ROW_REDUCE: i32 = 3;
 const SOFTMAX: i32 = 4;
 const LAYER_NORM: i32 = 5;
 const WINDOW: i32 = 6;
+const ATTENTION: i32 = 7;
 
 /// How one kernel is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +76,10 @@ pub enum KernelStrategy {
         config: WindowConfig,
         work_items: i64,
     },
+    /// `#tcc.attention`: the flash-attention template, one work-group of
+    /// `block_q` work-items per `block_q` query rows of one batch and
+    /// head, keys in tiles of `block_k`.
+    Attention { block_q: i64, block_k: i64 },
 }
 
 impl KernelStrategy {
@@ -122,6 +129,10 @@ impl KernelStrategy {
                 },
                 work_items: raw.work_items,
             },
+            ATTENTION => KernelStrategy::Attention {
+                block_q: raw.block_q,
+                block_k: raw.block_k,
+            },
             _ => return None,
         })
     }
@@ -169,6 +180,10 @@ impl KernelStrategy {
                 raw.vector = config.vector.into();
                 raw.work_items = work_items;
             }
+            KernelStrategy::Attention { block_q, block_k } => {
+                raw.kind = ATTENTION;
+                (raw.block_q, raw.block_k) = (block_q, block_k);
+            }
         }
         let attribute = unsafe { tccKernelStrategyGet(context.to_raw(), &raw) };
         (!attribute.ptr.is_null()).then(|| unsafe { Attribute::from_raw(attribute) })
@@ -186,6 +201,7 @@ impl KernelStrategy {
         match *self {
             KernelStrategy::Gemm { config, .. } => config.workgroup_size().into(),
             KernelStrategy::Window { config, .. } => config.workgroup_size.into(),
+            KernelStrategy::Attention { block_q, .. } => block_q,
             KernelStrategy::Loops { workgroup_size, .. }
             | KernelStrategy::RowReduce { workgroup_size }
             | KernelStrategy::Softmax { workgroup_size }
@@ -202,6 +218,7 @@ impl KernelStrategy {
             KernelStrategy::Softmax { .. } => "softmax",
             KernelStrategy::LayerNorm { .. } => "layer_norm",
             KernelStrategy::Window { .. } => "window",
+            KernelStrategy::Attention { .. } => "attention",
         }
     }
 }
@@ -254,6 +271,10 @@ mod tests {
                 },
                 work_items: 3136,
             },
+            KernelStrategy::Attention {
+                block_q: 64,
+                block_k: 32,
+            },
         ];
         for strategy in strategies {
             let attribute = strategy.to_attribute(&context).unwrap();
@@ -286,5 +307,6 @@ mod tests {
             )
             .is_none()
         );
+        assert!(Attribute::parse(&context, "#tcc.attention<block_q = 0, block_k = 32>").is_none());
     }
 }

@@ -120,4 +120,23 @@ def Tcc_WindowStrategyAttr : Tcc_StrategyAttr<"WindowStrategy", "window"> {
   let genVerifyDecl = 1;
 }
 
+def Tcc_AttentionStrategyAttr
+    : Tcc_StrategyAttr<"AttentionStrategy", "attention"> {
+  let summary = "the flash-attention template";
+  let description = [{
+    A `tcc.flash_attention` on the flash-attention template of
+    `tcc-kernels`: one work-group of `block_q` work-items per `block_q`
+    query rows of one batch and head (one row per work-item, its query
+    and output accumulator in registers), walking the keys in tiles of
+    `block_k` rows of K and V staged in local memory, with an online
+    softmax (running maximum and sum).
+
+    ```mlir
+    tcc.strategy = #tcc.attention<block_q = 64, block_k = 32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$block_q, "int64_t":$block_k);
+  let genVerifyDecl = 1;
+}
+
 #endif // TCC_ATTRS_TD

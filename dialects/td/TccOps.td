@@ -159,4 +159,76 @@ def Tcc_LayerNormRowsOp : Tcc_Op<"layer_norm_rows",
   let hasVerifier = 1;
 }
 
+def Tcc_AttentionOp : Tcc_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    `softmax(scale * Q·Kᵀ + mask) · V` over the last axis, per batch and
+    head: `query` is `[B, H, Sq, D]`, `key` and `value` are
+    `[B, Hkv, Skv, D]` with `H` a multiple of `Hkv` (grouped heads: query
+    head `h` reads key/value head `h / (H / Hkv)`), the result is
+    `[B, H, Sq, D]`. The optional `mask` is added to the scaled scores and
+    broadcasts to `[B, H, Sq, Skv]` (each dimension equal or 1). With
+    `causal`, key `j` is masked out of query row `i` where `j > i` (the
+    upper-left aligned triangle of PyTorch's `is_causal` and ONNX
+    `Attention`), as if `-inf` were added there.
+
+    `tcc-raise-attention` creates it from the matmul/softmax chains
+    exporters emit; `tcc-convert-attention-to-kernel` makes an f32 one a
+    single flash-attention kernel; `tcc-decompose-composites` expands it
+    into TOSA (its definition, and the reference oracle's).
+
+    ```mlir
+    %o = tcc.attention %q, %k, %v mask %m : tensor<1x1x1x8xf32> scale = 0.125
+        causal = true : tensor<1x4x8x64xf32>, tensor<1x2x8x64xf32>,
+        tensor<1x2x8x64xf32> -> tensor<1x4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
+                       Tcc_FloatTensor:$value,
+                       Optional<Tcc_FloatTensor>:$mask, F32Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Tcc_FloatTensor:$output);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^ `:` type($mask))?
+    `scale` `=` $scale (`causal` `=` $causal^)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_FlashAttentionOp : Tcc_Op<"flash_attention",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     DestinationStyleOpInterface]> {
+  let summary = "attention as one kernel, destination-passing style";
+  let description = [{
+    `tcc.attention` of f32 operands written into `init` (destination
+    passing, so that it bufferizes like a linalg op); the same operands,
+    shapes, `scale` and `causal`. On tensors it returns the result; on
+    memrefs it writes `init` and returns nothing.
+    `tcc-convert-attention-to-kernel` creates it; the OpenCL C back end
+    compiles it as one flash-attention kernel (`#tcc.attention`).
+
+    ```mlir
+    %o = tcc.flash_attention ins(%q, %k, %v : tensor<1x4x8x64xf32>,
+        tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>)
+        outs(%init : tensor<1x4x8x64xf32>) scale = 0.125 -> tensor<1x4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
+                       Optional<AnyShaped>:$mask, AnyShaped:$init,
+                       F32Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value (`,` $mask^)? `:` type($query) `,`
+    type($key) `,` type($value) (`,` type($mask)^)? `)`
+    `outs` `(` $init `:` type($init) `)` `scale` `=` $scale
+    (`causal` `=` $causal^)? attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TCC_OPS_TD

@@ -7,10 +7,12 @@
 //! local memory, several outputs per work-item in registers (on CPUs a
 //! register-blocked microkernel per work-item instead), cooperative
 //! row reductions (softmax, layer norm, sums and maxima of long rows),
+//! flash attention (one kernel for softmax(Q·Kᵀ)·V),
 //! sliding windows (depthwise convolution, pooling). Templates know
 //! nothing of MLIR.
 
 pub mod address;
+pub mod attention;
 pub mod buffer;
 pub mod gemm;
 pub mod layer_norm;
@@ -21,6 +23,9 @@ pub mod softmax;
 pub mod window;
 
 pub use address::Address;
+pub use attention::{
+    AttentionOperand, AttentionShape, AttentionSpec, attention_kernel, attention_launch,
+};
 pub use buffer::{Access, Buffer, KernelParameter, KernelParameters, Storage};
 pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, TensorCores, gemm_kernel};
 pub use layer_norm::{LayerNormSpec, layer_norm_kernel};

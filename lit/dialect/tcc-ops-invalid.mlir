@@ -134,3 +134,59 @@ func.func @layer_norm_rows_epsilon(%x: tensor<8x64xf32>, %g: tensor<64xf32>, %i:
   %0 = tcc.layer_norm_rows ins(%x, %g, %g : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%i : tensor<8x64xf32>) epsilon = 0.0 -> tensor<8x64xf32>
   return %0 : tensor<8x64xf32>
 }
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x6x64xf32>, %k: tensor<2x8x64xf32>) -> tensor<2x6x64xf32> {
+  // expected-error @+1 {{expects a rank-4 query ([batch, heads, sequence, head dim])}}
+  %0 = tcc.attention %q, %k, %k scale = 0.125 : tensor<2x6x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32> -> tensor<2x6x64xf32>
+  return %0 : tensor<2x6x64xf32>
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<1x4x6x64xf32>, %k: tensor<1x3x8x64xf32>) -> tensor<1x4x6x64xf32> {
+  // expected-error @+1 {{query heads (4) must be a multiple of key/value heads (3)}}
+  %0 = tcc.attention %q, %k, %k scale = 0.125 : tensor<1x4x6x64xf32>, tensor<1x3x8x64xf32>, tensor<1x3x8x64xf32> -> tensor<1x4x6x64xf32>
+  return %0 : tensor<1x4x6x64xf32>
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<1x4x6x64xf32>, %k: tensor<1x4x8x32xf32>) -> tensor<1x4x6x64xf32> {
+  // expected-error @+1 {{must have the query's head dimension}}
+  %0 = tcc.attention %q, %k, %k scale = 0.125 : tensor<1x4x6x64xf32>, tensor<1x4x8x32xf32>, tensor<1x4x8x32xf32> -> tensor<1x4x6x64xf32>
+  return %0 : tensor<1x4x6x64xf32>
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<1x4x6x64xf32>, %k: tensor<1x4x8x64xf32>, %m: tensor<1x1x6x6xf32>) -> tensor<1x4x6x64xf32> {
+  // expected-error @+1 {{mask [1, 1, 6, 6] does not broadcast to the scores [1, 4, 6, 8]}}
+  %0 = tcc.attention %q, %k, %k mask %m : tensor<1x1x6x6xf32> scale = 0.125 : tensor<1x4x6x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x6x64xf32>
+  return %0 : tensor<1x4x6x64xf32>
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<1x4x6x64xf32>) -> tensor<1x4x6x64xf32> {
+  // expected-error @+1 {{scale must be finite}}
+  %0 = tcc.attention %q, %q, %q scale = 0x7F800000 : tensor<1x4x6x64xf32>, tensor<1x4x6x64xf32>, tensor<1x4x6x64xf32> -> tensor<1x4x6x64xf32>
+  return %0 : tensor<1x4x6x64xf32>
+}
+
+// -----
+
+func.func @attention_output(%q: tensor<1x4x6x64xf32>) -> tensor<1x4x6x32xf32> {
+  // expected-error @+1 {{output [1, 4, 6, 32] must have the query's shape [1, 4, 6, 64]}}
+  %0 = tcc.attention %q, %q, %q scale = 1.0 : tensor<1x4x6x64xf32>, tensor<1x4x6x64xf32>, tensor<1x4x6x64xf32> -> tensor<1x4x6x32xf32>
+  return %0 : tensor<1x4x6x32xf32>
+}
+
+// -----
+
+func.func @flash_attention_half(%q: tensor<1x4x6x64xf16>) -> tensor<1x4x6x64xf16> {
+  // expected-error @+1 {{expects f32 operands}}
+  %0 = tcc.flash_attention ins(%q, %q, %q : tensor<1x4x6x64xf16>, tensor<1x4x6x64xf16>, tensor<1x4x6x64xf16>) outs(%q : tensor<1x4x6x64xf16>) scale = 1.0 -> tensor<1x4x6x64xf16>
+  return %0 : tensor<1x4x6x64xf16>
+}

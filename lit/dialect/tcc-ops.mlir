@@ -61,3 +61,21 @@ func.func @layer_norm_rows_buffers(%x: memref<2x3x16xf32>, %g: memref<16xf32>, %
   tcc.layer_norm_rows ins(%x, %g, %g : memref<2x3x16xf32>, memref<16xf32>, memref<16xf32>) outs(%o : memref<2x3x16xf32>) epsilon = 1.0e-03
   return
 }
+
+// CHECK-LABEL: func.func @attention
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} : tensor<2x1x1x8xf32> scale = 1.250000e-01 causal = true : tensor<2x4x6x64xf32>, tensor<2x2x8x64xf32>, tensor<2x2x8x64xf32> -> tensor<2x4x6x64xf32>
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.000000e+00 : tensor<2x4x6x64xf32>
+func.func @attention(%q: tensor<2x4x6x64xf32>, %k: tensor<2x2x8x64xf32>, %v: tensor<2x2x8x64xf32>, %m: tensor<2x1x1x8xf32>) -> tensor<2x4x6x64xf32> {
+  %0 = tcc.attention %q, %k, %v mask %m : tensor<2x1x1x8xf32> scale = 0.125 causal = true : tensor<2x4x6x64xf32>, tensor<2x2x8x64xf32>, tensor<2x2x8x64xf32> -> tensor<2x4x6x64xf32>
+  %1 = tcc.attention %0, %k, %v scale = 1.0 : tensor<2x4x6x64xf32>, tensor<2x2x8x64xf32>, tensor<2x2x8x64xf32> -> tensor<2x4x6x64xf32>
+  return %1 : tensor<2x4x6x64xf32>
+}
+
+// CHECK-LABEL: func.func @flash_attention
+// CHECK: tcc.flash_attention ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32>) outs(%{{.*}} : tensor<1x2x4x8xf32>) scale = 5.000000e-01 causal = true -> tensor<1x2x4x8xf32>
+// CHECK: tcc.flash_attention ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>) outs(%{{.*}} : memref<1x2x4x8xf32>) scale = 5.000000e-01{{$}}
+func.func @flash_attention(%q: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xf32>, %b: memref<1x2x4x8xf32>, %o: memref<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %0 = tcc.flash_attention ins(%q, %q, %q, %m : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32>) outs(%q : tensor<1x2x4x8xf32>) scale = 0.5 causal = true -> tensor<1x2x4x8xf32>
+  tcc.flash_attention ins(%b, %b, %b : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>) outs(%o : memref<1x2x4x8xf32>) scale = 0.5
+  return %0 : tensor<1x2x4x8xf32>
+}

@@ -4,7 +4,7 @@
 // RUN: not tcc-opt %s --tcc-decompose-composites=ops=relu 2>&1 | FileCheck %s --check-prefix=BAD-OP
 // RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-decompose-composites{frobnicate=1})' 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 
-// BAD-OP: tcc-decompose-composites: unknown composite op 'relu' (known: softmax, log_softmax, gelu, silu, layer_norm)
+// BAD-OP: tcc-decompose-composites: unknown composite op 'relu' (known: softmax, log_softmax, gelu, silu, layer_norm, attention)
 // BAD-OPTION: tcc-decompose-composites: unknown option 'frobnicate'; known options: ops
 
 // Softmax subtracts the maximum before exponentiating.
@@ -129,4 +129,30 @@ func.func @silu(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
 func.func @layer_norm(%x: tensor<2x4x8xf32>, %g: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<2x4x8xf32> {
   %0 = tcc.layer_norm %x, %g, %b axis = 1 epsilon = 1.0e-03 : tensor<2x4x8xf32>, tensor<4x8xf32>
   return %0 : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Attention: grouped key/value heads tiled to the query heads, Q·Kᵀ as a
+// rank-3 matmul over batch x heads, the scale, the causal triangle as a
+// select of -inf, the mask, the shifted softmax, ·V.
+// CHECK-LABEL: func.func @attention
+// CHECK: tosa.tile %{{.*}}, %{{.*}} : (tensor<1x2x1x3x8xf32>, !tosa.shape<5>) -> tensor<1x2x2x3x8xf32>
+// CHECK: tosa.transpose %{{.*}} {perms = array<i32: 0, 2, 1>} : (tensor<4x3x8xf32>) -> tensor<4x8x3xf32>
+// CHECK: tosa.matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x2x8xf32>, tensor<4x8x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x2x3xf32>
+// CHECK: %[[S:.*]] = "tosa.const"() <{values = dense<5.000000e-01> : tensor<1x1x1x1xf32>}>
+// CHECK: tosa.mul %{{.*}}, %[[S]]
+// CHECK: %[[T:.*]] = "tosa.const"() <{values = dense<{{\[\[\[\[}}true, false, false], [true, true, false]]]]> : tensor<1x1x2x3xi1>}>
+// CHECK: %[[F:.*]] = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1x1xf32>}>
+// CHECK: tosa.select %[[T]], %{{.*}}, %[[F]]
+// CHECK: tosa.add %{{.*}}, %{{.*}} : (tensor<1x4x2x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x4x2x3xf32>
+// CHECK: tosa.reduce_max %{{.*}} {axis = 3 : i32}
+// CHECK: tosa.exp
+// CHECK: tosa.reduce_sum %{{.*}} {axis = 3 : i32}
+// CHECK: tosa.reciprocal
+// CHECK: tosa.matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x2x3xf32>, tensor<4x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x2x8xf32>
+// CHECK-NOT: tcc.attention
+func.func @attention(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x3x8xf32>, %m: tensor<1x1x1x3xf32>) -> tensor<1x4x2x8xf32> {
+  %0 = tcc.attention %q, %k, %k mask %m : tensor<1x1x1x3xf32> scale = 0.5 causal = true : tensor<1x4x2x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32> -> tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
 }

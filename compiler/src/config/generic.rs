@@ -2,7 +2,10 @@
 //! that every driver accepts (CL_DEVICE_MAX_WORK_GROUP_SIZE >= 256 on all
 //! devices tcc has met).
 
-use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry};
+use super::{
+    AttentionConfig, GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig,
+    WindowGeometry,
+};
 
 /// Any OpenCL 1.2 device.
 pub struct Generic;
@@ -17,7 +20,8 @@ fn workgroup_size(kind: KernelKind) -> i64 {
         KernelKind::Matmul
         | KernelKind::Convolution
         | KernelKind::Softmax
-        | KernelKind::LayerNorm => 128,
+        | KernelKind::LayerNorm
+        | KernelKind::Attention => 128,
     }
 }
 
@@ -51,6 +55,16 @@ impl TargetConfig for Generic {
 
     fn row_workgroup(&self, columns: i64) -> i64 {
         super::gpu_row_workgroup(ROW_WORKGROUP, columns)
+    }
+
+    /// 64 query rows per group (two warps, or one wavefront), K and V
+    /// tiles of at most 32 keys in 16 KiB of local memory (what any
+    /// OpenCL GPU has to spare).
+    fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
+        AttentionConfig {
+            block_q: 64,
+            block_k: super::attention_block_k(head_dim, 16 * 1024, 32),
+        }
     }
 
     fn fold_pools_into_convs(&self) -> PoolFolding {

@@ -88,6 +88,8 @@ pub enum KernelKind {
     LayerNorm,
     /// Convolution or pooling (a windowed reduction).
     Convolution,
+    /// Attention (`tcc.flash_attention`): the flash-attention template.
+    Attention,
 }
 
 impl KernelKind {
@@ -99,6 +101,7 @@ impl KernelKind {
             KernelKind::Softmax => "softmax",
             KernelKind::LayerNorm => "layer_norm",
             KernelKind::Convolution => "convolution",
+            KernelKind::Attention => "attention",
         }
     }
 }
@@ -115,6 +118,23 @@ pub struct LoopConfig {
 }
 
 pub use tcc_kernels::{GemmConfig, GemmShape};
+
+/// The flash-attention template's blocking: query rows per work-group
+/// (one per work-item) and keys per local-memory tile of K and V.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionConfig {
+    pub block_q: i64,
+    pub block_k: i64,
+}
+
+/// Keys per tile such that the K and V tiles of `head_dim` floats take at
+/// most `bytes` of local memory: the largest power of two up to `most`
+/// (at least 1; the template splits tiles above its chunk of 16 keys
+/// into whole chunks, which powers of two are).
+pub fn attention_block_k(head_dim: i64, bytes: i64, most: i64) -> i64 {
+    let fits = (bytes / (2 * 4 * head_dim.max(1))).clamp(1, most.max(1));
+    1i64 << (63 - fits.leading_zeros())
+}
 pub use tcc_kernels::{WindowConfig, WindowGeometry};
 
 /// One target's tuning tables: one implementation per target file
@@ -158,6 +178,10 @@ pub trait TargetConfig: Sync {
     /// Work-items per row of a row template (softmax, layer norm, a long
     /// row reduction) over `columns` elements.
     fn row_workgroup(&self, columns: i64) -> i64;
+
+    /// The flash-attention template's blocking for a head dimension of
+    /// `head_dim` over `q_len` query rows.
+    fn attention(&self, head_dim: i64, q_len: i64) -> AttentionConfig;
 
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
@@ -409,6 +433,11 @@ impl Target {
     /// which walks the row in SIMD lanes (`tcc_kernels`'s row passes).
     pub fn row_workgroup(self, columns: i64) -> i64 {
         self.config().row_workgroup(columns)
+    }
+
+    /// See [`TargetConfig::attention`].
+    pub fn attention(self, head_dim: i64, q_len: i64) -> AttentionConfig {
+        self.config().attention(head_dim, q_len)
     }
 
     /// Whether a long row reduction runs on the row template (one

@@ -2,7 +2,10 @@
 //! 256 work-items per group keeps enough warps resident per SM for
 //! bandwidth-bound kernels.
 
-use super::{GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry};
+use super::{
+    AttentionConfig, GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig,
+    WindowGeometry,
+};
 
 /// NVIDIA GPUs through NVIDIA's OpenCL.
 pub struct Nvidia;
@@ -25,7 +28,8 @@ fn workgroup_size(kind: KernelKind) -> i64 {
         KernelKind::Matmul
         | KernelKind::Convolution
         | KernelKind::Softmax
-        | KernelKind::LayerNorm => 256,
+        | KernelKind::LayerNorm
+        | KernelKind::Attention => 256,
     }
 }
 
@@ -382,6 +386,19 @@ impl TargetConfig for Nvidia {
 
     fn row_workgroup(&self, columns: i64) -> i64 {
         super::gpu_row_workgroup(ROW_WORKGROUP, columns)
+    }
+
+    /// 64 query rows per group (two warps: every query row of a head
+    /// dimension of 64 or 128 keeps its query and accumulator in
+    /// registers), K and V tiles of up to 64 keys in at most 32 KiB of
+    /// shared memory (64 keys at D = 64, 32 at D = 128). Not measured
+    /// yet: `scripts/attention-device.sh` times it against PyTorch's
+    /// flash attention.
+    fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
+        AttentionConfig {
+            block_q: 64,
+            block_k: super::attention_block_k(head_dim, 32 * 1024, 64),
+        }
     }
 
     fn fold_pools_into_convs(&self) -> PoolFolding {

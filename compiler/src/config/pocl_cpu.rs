@@ -3,7 +3,8 @@
 //! scheduling without starving the other cores.
 
 use super::{
-    GemmConfig, GemmShape, KernelKind, PoolFolding, TargetConfig, WindowConfig, WindowGeometry,
+    AttentionConfig, GemmConfig, GemmShape, KernelKind, PoolFolding, TargetConfig, WindowConfig,
+    WindowGeometry,
 };
 
 /// CPUs through PoCL.
@@ -53,7 +54,8 @@ fn workgroup_size(kind: KernelKind) -> i64 {
         | KernelKind::Matmul
         | KernelKind::Convolution
         | KernelKind::Softmax
-        | KernelKind::LayerNorm => 64,
+        | KernelKind::LayerNorm
+        | KernelKind::Attention => 64,
     }
 }
 
@@ -191,6 +193,16 @@ impl TargetConfig for PoclCpu {
 
     fn row_workgroup(&self, _columns: i64) -> i64 {
         ROW_WORKGROUP
+    }
+
+    /// 16 query rows per group (PoCL runs a group's work-items in one
+    /// thread, vectorizing across them), K and V tiles of up to 64 keys
+    /// in at most 32 KiB (an L1 data cache).
+    fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
+        AttentionConfig {
+            block_q: 16,
+            block_k: super::attention_block_k(head_dim, 32 * 1024, 64),
+        }
     }
 
     fn row_reduction_template(&self, contiguous: bool) -> bool {

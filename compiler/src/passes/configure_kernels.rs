@@ -221,6 +221,9 @@ impl ConfigureOptions {
         windows: window::WindowChoice,
     ) -> KernelStrategy {
         let kernel_kind = kind_from_name(kind);
+        if let Some(strategy) = attention_strategy(target, op) {
+            return strategy;
+        }
         let loops = target.loop_config(kernel_kind, work_items(op));
         if self.templates
             && let Some(shape) = gemm_shape(op)
@@ -285,6 +288,21 @@ fn row_template(
     }
 }
 
+/// The flash-attention template for a `tcc.flash_attention` (the only way
+/// it compiles): the target's blocking for its head dimension.
+fn attention_strategy(target: Target, op: OperationRef) -> Option<KernelStrategy> {
+    if crate::ir::util::op_name(&op) != "tcc.flash_attention" {
+        return None;
+    }
+    let query = op.operand(0).ok().and_then(|v| static_shape(v.r#type()))?;
+    let (&head_dim, &q_len) = (query.last()?, query.get(2)?);
+    let config = target.attention(head_dim, q_len);
+    Some(KernelStrategy::Attention {
+        block_q: config.block_q,
+        block_k: config.block_k,
+    })
+}
+
 /// Whether every shaped operand (tensor or buffer) of a contraction holds
 /// f32 (the GEMM template's fp32 arithmetic; int8 products with int32
 /// sums take its int8 form, see `int8`).
@@ -326,6 +344,7 @@ fn kind_from_name(name: &str) -> KernelKind {
         "reduction" => KernelKind::Reduction,
         "softmax" => KernelKind::Softmax,
         "layer_norm" => KernelKind::LayerNorm,
+        "attention" => KernelKind::Attention,
         _ => KernelKind::Elementwise,
     }
 }

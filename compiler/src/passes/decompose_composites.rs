@@ -1,5 +1,5 @@
 //! `tcc-decompose-composites`: expands tcc dialect composite ops (softmax,
-//! log_softmax, layer_norm, gelu, silu) into TOSA so that the upstream
+//! log_softmax, layer_norm, gelu, silu, attention) into TOSA so that the upstream
 //! TOSA → linalg lowering and tcc's fusion see only primitive ops.
 //!
 //! Option `ops` limits the expansion to a comma-separated list of op names
@@ -28,6 +28,7 @@ const EXPANSIONS: &[(&str, Expansion)] = &[
     ("gelu", expand::gelu),
     ("silu", expand::silu),
     ("layer_norm", expand::layer_norm),
+    ("attention", crate::patterns::attention::decompose),
 ];
 
 #[derive(Debug, Default)]

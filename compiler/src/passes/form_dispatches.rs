@@ -55,6 +55,8 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
         KernelKind::Softmax
     } else if name == "tcc.layer_norm_rows" {
         KernelKind::LayerNorm
+    } else if name == "tcc.flash_attention" {
+        KernelKind::Attention
     } else if matches!(
         short,
         "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
@@ -70,10 +72,10 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
 }
 
 /// Ops that run on the device: linalg ops and tcc's destination-style
-/// row ops.
+/// ops (row layer norm, flash attention).
 fn is_dispatchable(op: &OperationRef) -> bool {
     let name = op_name(op);
-    dialect_of(&name) == "linalg" || name == "tcc.layer_norm_rows"
+    dialect_of(&name) == "linalg" || name == "tcc.layer_norm_rows" || name == "tcc.flash_attention"
 }
 
 /// Whether `op` is a convolution or pooling rewritten into a

@@ -7,6 +7,7 @@ mod check_supported;
 mod collapse_contractions;
 mod concat_in_place;
 mod configure_kernels;
+mod convert_attention_to_kernel;
 mod convert_layer_norm_to_rows;
 mod convert_softmax_to_linalg;
 mod decompose_composites;
@@ -33,6 +34,7 @@ mod plan_memory;
 mod propagate_layout;
 mod quantize_calibration;
 mod quantize_int8;
+mod raise_attention;
 mod raise_composites;
 mod record_interface;
 mod reduction_identities;
@@ -45,6 +47,7 @@ pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use collapse_contractions::CollapseContractions;
 pub use concat_in_place::ConcatInPlace;
 pub use configure_kernels::{ConfigureKernels, ROW_COMBINERS};
+pub use convert_attention_to_kernel::ConvertAttentionToKernel;
 pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
@@ -76,6 +79,7 @@ pub use quantize_calibration::{Calibration, Ranges};
 pub use quantize_int8::{
     F32_FALLBACKS_ATTR, QUANTIZATION_ATTR, QUANTIZED_OPS_ATTR, QuantizeInt8, QuantizeOptions,
 };
+pub use raise_attention::RaiseAttention;
 pub use raise_composites::RaiseComposites;
 pub use record_interface::RecordInterface;
 pub use reduction_identities::ReductionIdentities;
@@ -88,6 +92,7 @@ pub const ALL: &[(&str, &str)] = &[
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
     (RaiseComposites::ARGUMENT, RaiseComposites::SUMMARY),
+    (RaiseAttention::ARGUMENT, RaiseAttention::SUMMARY),
     (PropagateLayout::ARGUMENT, PropagateLayout::SUMMARY),
     (FoldConstants::ARGUMENT, FoldConstants::SUMMARY),
     (QuantizeInt8::ARGUMENT, QuantizeInt8::SUMMARY),
@@ -99,6 +104,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         ConvertLayerNormToRows::ARGUMENT,
         ConvertLayerNormToRows::SUMMARY,
+    ),
+    (
+        ConvertAttentionToKernel::ARGUMENT,
+        ConvertAttentionToKernel::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
     (ReductionIdentities::ARGUMENT, ReductionIdentities::SUMMARY),
@@ -145,8 +154,10 @@ pub fn register_all() {
     pass::register(&FoldBatchNorm);
     pass::register(&QuantizeInt8);
     pass::register(&RaiseComposites);
+    pass::register(&RaiseAttention);
     pass::register(&ConvertSoftmaxToLinalg);
     pass::register(&ConvertLayerNormToRows);
+    pass::register(&ConvertAttentionToKernel);
     pass::register(&DecomposeComposites);
     pass::register(&ReductionIdentities);
     pass::register(&GeneralizeReductions);

@@ -58,6 +58,7 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
         "fill" => Some("fill".into()),
         "softmax" => Some("softmax".into()),
         "tcc.layer_norm_rows" => Some("layer_norm".into()),
+        "tcc.flash_attention" => Some("attention".into()),
         "transpose" => Some("transpose".into()),
         "broadcast" => Some("broadcast".into()),
         "copy" | "memref.copy" => Some("copy".into()),

@@ -1,5 +1,6 @@
 //! Rewrite patterns, kept apart from the passes that apply them.
 
+pub mod attention;
 pub mod batch_norm;
 pub mod concat;
 pub mod constant_fold;

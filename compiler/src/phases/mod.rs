@@ -75,7 +75,7 @@ impl Phase {
         match self {
             Phase::Input => "tcc phase 1: verify the input and reject unsupported ops",
             Phase::Graph => {
-                "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm to composites, one channels-last layout, fold constants and BatchNorms, DCE"
+                "tcc phase 2: inline calls, canonicalize, CSE, raise softmax/layer norm/attention to composites, one channels-last layout, fold constants and BatchNorms, DCE"
             }
             Phase::Linalg => {
                 "tcc phase 3: expand composites, TOSA to linalg on tensors, reductions as generics, fuse elementwise ops, merge flattened contractions back into matmuls, strength-reduce math"
@@ -130,6 +130,7 @@ impl Phase {
                     "cse",
                     "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
                     "func.func(tcc-raise-composites)",
+                    "func.func(tcc-raise-attention)",
                     "canonicalize",
                     "tcc-propagate-layout",
                     "canonicalize",
@@ -153,6 +154,7 @@ impl Phase {
                 [
                 if templates { "tcc-convert-softmax-to-linalg" } else { "" },
                 if templates { "tcc-convert-layer-norm-to-rows" } else { "" },
+                if templates { "tcc-convert-attention-to-kernel" } else { "" },
                 "tcc-decompose-composites",
                 "canonicalize",
                 "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",

@@ -22,3 +22,8 @@ func.func private @vector() attributes {s = #tcc.window<workgroup_size = 128, co
 
 // expected-error @+1 {{columns and work_items must be positive}}
 func.func private @columns() attributes {s = #tcc.window<workgroup_size = 128, columns = 0, vector = 4, work_items = 64>}
+
+// -----
+
+// expected-error @+1 {{block_q and block_k must be positive, got 64 and 0}}
+func.func private @attention_blocks() attributes {s = #tcc.attention<block_q = 64, block_k = 0>}

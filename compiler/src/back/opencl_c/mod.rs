@@ -2,6 +2,7 @@
 //! bodies of arith, math, memref, scf and gpu ops) to readable OpenCL C 1.2,
 //! one `__kernel` per dispatch, named after the dispatch.
 
+mod attention;
 mod control_flow;
 mod conv_inputs;
 mod expressions;

@@ -1,5 +1,5 @@
 //! Template kernels: a kernel whose strategy names a template (`#tcc.gemm`,
-//! a row reduction, softmax, layer norm or `#tcc.window`) is not translated op by op but
+//! a row reduction, softmax, layer norm, `#tcc.window` or `#tcc.attention`) is not translated op by op but
 //! instantiated from `tcc-kernels`. Each template writer implements
 //! [`KernelTemplate`]: it reads the template's operands off the kernel
 //! body (marking the buffers it stores to), and then, with every store
@@ -9,7 +9,8 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, BlockRef, Value, ValueLike};
 use tcc_kernels::{
-    GemmSpec, KernelParameters, LayerNormSpec, RowKernel, RowReduceSpec, SoftmaxSpec, WindowSpec,
+    AttentionSpec, GemmSpec, KernelParameters, LayerNormSpec, RowKernel, RowReduceSpec,
+    SoftmaxSpec, WindowSpec,
 };
 
 use super::writer::{KernelArg, KernelWriter, MemrefView, key, parameters};
@@ -38,6 +39,7 @@ impl TemplateKernel<'_, '_, '_> {
             | KernelStrategy::LayerNorm { workgroup_size } => workgroup_size,
             KernelStrategy::Gemm { config, .. } => i64::from(config.workgroup_size()),
             KernelStrategy::Window { config, .. } => i64::from(config.workgroup_size),
+            KernelStrategy::Attention { block_q, .. } => block_q,
         }
     }
 }
@@ -68,6 +70,7 @@ impl KernelWriter {
             KernelStrategy::Softmax { .. } => self.instantiate::<SoftmaxSpec>(kernel, args)?,
             KernelStrategy::LayerNorm { .. } => self.instantiate::<LayerNormSpec>(kernel, args)?,
             KernelStrategy::Window { .. } => self.instantiate::<WindowSpec>(kernel, args)?,
+            KernelStrategy::Attention { .. } => self.instantiate::<AttentionSpec>(kernel, args)?,
         };
         Ok(Some(text))
     }

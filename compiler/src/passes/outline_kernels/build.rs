@@ -58,6 +58,23 @@ pub(super) fn launch_shape(
             let rows = output.iter().product::<i64>() / columns;
             ([rows, 1, 1], [workgroup_size, 1, 1])
         }
+        // Query blocks along x, batch times heads along y.
+        KernelStrategy::Attention { block_q, .. } => {
+            let query = root
+                .operand(0)
+                .ok()
+                .and_then(|v| static_shape(v.r#type()))
+                .unwrap_or_default();
+            let shape = tcc_kernels::AttentionShape {
+                batch: query.first().copied().unwrap_or(1),
+                heads: query.get(1).copied().unwrap_or(1),
+                kv_heads: 1,
+                q_len: query.get(2).copied().unwrap_or(1),
+                kv_len: 1,
+                head_dim: query.get(3).copied().unwrap_or(1),
+            };
+            tcc_kernels::attention_launch(&shape, u32::try_from(block_q).unwrap_or(1))
+        }
         // One work-item per block of outputs.
         KernelStrategy::Window { config, work_items } => {
             let size = i64::from(config.workgroup_size);

@@ -15,7 +15,10 @@ pub(super) use crate::ir::memref::VIEW_OPS;
 /// Whether the op runs on the device (as, or as part of, a kernel).
 pub(in crate::passes) fn is_kernel_op(op: OperationRef) -> bool {
     let name = op_name(&op);
-    dialect_of(&name) == "linalg" || name == "memref.copy" || name == "tcc.layer_norm_rows"
+    dialect_of(&name) == "linalg"
+        || name == "memref.copy"
+        || name == "tcc.layer_norm_rows"
+        || name == "tcc.flash_attention"
 }
 
 /// A whole-buffer copy stays on the host (the runtime's buffer copy).

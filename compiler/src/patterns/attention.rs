@@ -1,0 +1,576 @@
+//! `tcc.attention`: its expansion into TOSA (what it means, for
+//! `tcc-decompose-composites` and the reference), its destination-style
+//! kernel form (`tcc.flash_attention`, for `tcc-convert-attention-to-kernel`)
+//! and the matcher that raises the matmul/softmax chains exporters emit
+//! (for `tcc-raise-attention`).
+
+use melior::Context;
+use melior::ir::attribute::{BoolAttribute, FloatAttribute};
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::r#type::RankedTensorType;
+use melior::ir::{Attribute, Identifier, Type, TypeLike, Value, ValueLike};
+
+use super::{empty_like, insert_before};
+use crate::ir::constant::ConstTensor;
+use crate::ir::element_type::ElementType;
+use crate::ir::operand::operand_at;
+use crate::ir::tosa_builder::TosaBuilder;
+use crate::ir::types::{StaticTensor, normalize_axis};
+use crate::ir::util::{defining_op, integer_value, op_name, use_count};
+use crate::passes::PassError;
+
+type Result<'c, T> = std::result::Result<T, PassError<'c>>;
+
+/// A mask value at or below this is "masked out" in a causal triangle
+/// (`torch.finfo(float32).min`, `-inf`): its exponential is exactly 0 next
+/// to any finite score, as a skipped key's is.
+pub const MASKED_OUT: f32 = -1.0e30;
+
+/// The attributes of a `tcc.attention` or `tcc.flash_attention`.
+fn scale_and_causal<'c>(op: OperationRef<'c, 'c>) -> Result<'c, (f64, bool)> {
+    let scale = op
+        .attribute("scale")
+        .ok()
+        .and_then(|a| FloatAttribute::try_from(a).ok())
+        .map(|a| a.value())
+        .ok_or_else(|| PassError::at(op.location(), "attention without a float scale"))?;
+    let causal = op
+        .attribute("causal")
+        .ok()
+        .and_then(|a| BoolAttribute::try_from(a).ok())
+        .is_some_and(|a| a.value());
+    Ok((scale, causal))
+}
+
+/// A `[rows, columns]` boolean constant, true where key `j <= i`, shaped
+/// `[1, 1, rows, columns]`.
+fn causal_condition<'c>(b: &TosaBuilder<'c>, rows: i64, columns: i64) -> Result<'c, Value<'c, 'c>> {
+    let bits: Vec<i32> = (0..rows)
+        .flat_map(|i| (0..columns).map(move |j| i32::from(j <= i)))
+        .collect();
+    let i1 = melior::ir::r#type::IntegerType::new(b.context(), 1).into();
+    let ty: Type = RankedTensorType::new(&[1, 1, rows as u64, columns as u64], i1, None).into();
+    let attribute = unsafe {
+        Attribute::from_raw(mlir_sys::mlirDenseElementsAttrBoolGet(
+            ty.to_raw(),
+            bits.len() as isize,
+            bits.as_ptr(),
+        ))
+    };
+    b.constant(attribute, ty)
+}
+
+/// `tosa.matmul` of two rank-3 tensors (zero points 0).
+fn matmul<'c>(
+    b: &TosaBuilder<'c>,
+    x: Value<'c, 'c>,
+    y: Value<'c, 'c>,
+) -> Result<'c, Value<'c, 'c>> {
+    let (tx, ty) = (b.tensor(x)?, b.tensor(y)?);
+    let zero_type = StaticTensor {
+        shape: vec![1],
+        element: tx.element,
+    }
+    .to_type();
+    let zero = b.scalar(0.0, 1, tx.element)?;
+    debug_assert_eq!(zero.r#type(), zero_type);
+    let result = StaticTensor {
+        shape: vec![tx.shape[0], tx.shape[1], ty.shape[2]],
+        element: tx.element,
+    }
+    .to_type();
+    b.insert("tosa.matmul", &[x, y, zero, zero], result, &[])
+}
+
+/// Key or value heads `[B, Hkv, S, D]` repeated for `group` query heads
+/// each: `[B, Hkv * group, S, D]`, head `h` reading head `h / group`.
+fn repeat_heads<'c>(
+    b: &TosaBuilder<'c>,
+    x: Value<'c, 'c>,
+    group: i64,
+) -> Result<'c, Value<'c, 'c>> {
+    if group == 1 {
+        return Ok(x);
+    }
+    let t = b.tensor(x)?;
+    let [batch, heads, length, dim] = t.shape[..] else {
+        return Err(b.error("attention operand is not rank 4"));
+    };
+    let wide = b.reshape(x, &[batch, heads, 1, length, dim])?;
+    let multiples = b.const_shape(&[1, 1, group, 1, 1])?;
+    let tiled = StaticTensor {
+        shape: vec![batch, heads, group, length, dim],
+        element: t.element,
+    }
+    .to_type();
+    let tiled = b.insert("tosa.tile", &[wide, multiples], tiled, &[])?;
+    b.reshape(tiled, &[batch, heads * group, length, dim])
+}
+
+/// `tcc.attention` → `softmax(scale * Q·Kᵀ [causal: -inf above the
+/// diagonal] + mask) · V` in TOSA: key and value heads repeated for
+/// grouped queries, the products as rank-3 `tosa.matmul`s over batch x
+/// heads, the causal triangle as a `tosa.select` of `-inf`, the softmax
+/// shifted by the row maximum.
+pub fn decompose<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, Value<'c, 'c>> {
+    let (q, k, v) = (operand_at(op, 0)?, operand_at(op, 1)?, operand_at(op, 2)?);
+    let mask = (op.operand_count() == 4)
+        .then(|| operand_at(op, 3))
+        .transpose()?;
+    let (scale, causal) = scale_and_causal(op)?;
+    let tq = b.tensor(q)?;
+    let tk = b.tensor(k)?;
+    let [batch, heads, q_len, dim] = tq.shape[..] else {
+        return Err(b.error("attention query is not rank 4"));
+    };
+    let (kv_heads, kv_len) = (tk.shape[1], tk.shape[2]);
+    let group = heads / kv_heads.max(1);
+    let element = tq.element;
+    let rows = batch * heads;
+    let k = repeat_heads(b, k, group)?;
+    let v = repeat_heads(b, v, group)?;
+    let q3 = b.reshape(q, &[rows, q_len, dim])?;
+    let kt = b.transpose(b.reshape(k, &[rows, kv_len, dim])?, &[0, 2, 1])?;
+    let scores = b.reshape(matmul(b, q3, kt)?, &[batch, heads, q_len, kv_len])?;
+    let mut scores = b.mul(scores, b.scalar(scale, 4, element)?)?;
+    if causal {
+        let condition = causal_condition(b, q_len, kv_len)?;
+        let fill = b.scalar(f64::NEG_INFINITY, 4, element)?;
+        let ty = scores.r#type();
+        scores = b.insert("tosa.select", &[condition, scores, fill], ty, &[])?;
+    }
+    if let Some(mask) = mask {
+        scores = b.binary("tosa.add", scores, mask)?;
+    }
+    let max = b.reduce("tosa.reduce_max", scores, 3)?;
+    let exp = b.unary("tosa.exp", b.binary("tosa.sub", scores, max)?)?;
+    let sum = b.reduce("tosa.reduce_sum", exp, 3)?;
+    let probabilities = b.mul(exp, b.unary("tosa.reciprocal", sum)?)?;
+    let p3 = b.reshape(probabilities, &[rows, q_len, kv_len])?;
+    let v3 = b.reshape(v, &[rows, kv_len, dim])?;
+    b.reshape(matmul(b, p3, v3)?, &[batch, heads, q_len, dim])
+}
+
+/// The most head dimensions the flash-attention template takes (its K
+/// and V tiles of at least one key must fit the targets' local memory).
+pub const KERNEL_MAX_HEAD_DIM: i64 = 2048;
+
+/// Whether a `tcc.attention` compiles as one kernel: f32, static shapes,
+/// a head dimension the template's tiles fit.
+pub fn fits_kernel(op: OperationRef) -> bool {
+    let all_f32 = op
+        .operands()
+        .all(|v| StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4));
+    all_f32
+        && op
+            .operand(0)
+            .ok()
+            .and_then(|v| StaticTensor::of(v.r#type()))
+            .is_some_and(|t| t.shape[3] <= KERNEL_MAX_HEAD_DIM)
+}
+
+/// Builds `tcc.flash_attention` in front of a `tcc.attention` and returns
+/// its result.
+pub fn to_kernel<'c>(context: &'c Context, op: OperationRef<'c, 'c>) -> Result<'c, Value<'c, 'c>> {
+    let location = op.location();
+    let mut operands: Vec<Value<'c, 'c>> = op.operands().collect();
+    let (scale, causal) = scale_and_causal(op)?;
+    let init = empty_like(op, operands[0])?;
+    operands.push(init);
+    insert_before(
+        op,
+        OperationBuilder::new("tcc.flash_attention", location)
+            .add_operands(&operands)
+            .add_results(&[init.r#type()])
+            .add_attributes(&[
+                (
+                    Identifier::new(context, "scale"),
+                    FloatAttribute::new(context, Type::float32(context), scale).into(),
+                ),
+                (
+                    Identifier::new(context, "causal"),
+                    BoolAttribute::new(context, causal).into(),
+                ),
+            ]),
+        "tcc.flash_attention",
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Recognition
+// ---------------------------------------------------------------------------
+
+/// An attention found in primitive ops: `tosa.matmul(P, V)` whose `P` is a
+/// last-axis `tcc.softmax` of the (scaled, masked) scores `Q·Kᵀ`.
+pub struct AttentionMatch<'c> {
+    /// Q as `[N, Sq, D]` (N = batch x heads), K as `[N, D, Skv]` (the
+    /// matmul's right operand), V as `[N, Skv, D]`; any value of that
+    /// many elements in that row-major order.
+    pub query: Value<'c, 'c>,
+    pub key_transposed: Value<'c, 'c>,
+    pub value: Value<'c, 'c>,
+    /// `[N, Sq, D, Skv]`.
+    pub sizes: [i64; 4],
+    /// How N splits into batch and heads.
+    pub batch: i64,
+    pub heads: i64,
+    pub scale: f64,
+    pub causal: bool,
+    /// The additive mask, rank 4 and broadcastable to `[B, H, Sq, Skv]`
+    /// once reshaped as `mask_shape` says.
+    pub mask: Option<(Value<'c, 'c>, Vec<i64>, f64)>,
+    /// The `tosa.matmul(P, V)`; its result (`[N, Sq, D]`) is replaced.
+    pub root: OperationRef<'c, 'c>,
+}
+
+fn result<'c>(op: OperationRef<'c, 'c>) -> Option<Value<'c, 'c>> {
+    (op.result_count() == 1)
+        .then(|| op.result(0).ok().map(Into::into))
+        .flatten()
+}
+
+fn f32_shape(value: Value) -> Option<Vec<i64>> {
+    StaticTensor::of(value.r#type())
+        .filter(|t| t.element.is_f32())
+        .map(|t| t.shape)
+}
+
+/// The value of a splat-like f32 constant of all-1 shape (a scalar that
+/// broadcasts against anything).
+fn scalar_constant(value: Value) -> Option<f32> {
+    let constant = ConstTensor::of_value(value)?;
+    if constant.shape.iter().any(|&d| d != 1) {
+        return None;
+    }
+    constant.f32s()?.first().copied()
+}
+
+/// Whether a `tosa.mul`'s shift operand is absent or the constant 0.
+fn zero_shift(mul: OperationRef) -> bool {
+    match mul.operand(2) {
+        Ok(shift) => ConstTensor::of_value(shift).is_some_and(|c| c.bytes.iter().all(|b| *b == 0)),
+        Err(_) => true,
+    }
+}
+
+/// Whether the matmul's zero points are constant zeros.
+fn float_matmul(matmul: OperationRef) -> bool {
+    (2..matmul.operand_count()).all(|i| {
+        matmul
+            .operand(i)
+            .ok()
+            .and_then(ConstTensor::of_value)
+            .is_some_and(|c| c.bytes.iter().all(|b| *b == 0))
+    }) && result(matmul)
+        .and_then(f32_shape)
+        .is_some_and(|s| s.len() == 3)
+}
+
+/// `value` with reshapes (and, with `scales`, multiplications by a scalar
+/// constant, whose factors multiply into `scale`) stripped off, while each
+/// stripped op's result has one use.
+fn strip_operand<'c>(mut value: Value<'c, 'c>, scale: &mut f64) -> Value<'c, 'c> {
+    while use_count(value) == 1
+        && let Some(op) = defining_op(value)
+    {
+        match op_name(&op).as_str() {
+            "tosa.reshape" => value = op.operand(0).expect("reshape operand"),
+            "tosa.mul" if zero_shift(op) => {
+                let (Ok(a), Ok(b)) = (op.operand(0), op.operand(1)) else {
+                    break;
+                };
+                if let Some(c) = scalar_constant(b) {
+                    *scale *= f64::from(c);
+                    value = a;
+                } else if let Some(c) = scalar_constant(a) {
+                    *scale *= f64::from(c);
+                    value = b;
+                } else {
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    value
+}
+
+/// Whether a constant `[.., rows, columns]` (leading dimensions 1) is the
+/// causal triangle: `keep(j <= i)` where `keep` says whether element
+/// `(i, j)` keeps its score.
+fn is_triangle(
+    constant: &ConstTensor,
+    rows: i64,
+    columns: i64,
+    keep: impl Fn(usize) -> Option<bool>,
+) -> bool {
+    let shape = &constant.shape;
+    if shape.len() < 2
+        || shape[..shape.len() - 2].iter().any(|&d| d != 1)
+        || shape[shape.len() - 2] != rows
+        || shape[shape.len() - 1] != columns
+    {
+        return false;
+    }
+    (0..rows as usize)
+        .all(|i| (0..columns as usize).all(|j| keep(i * columns as usize + j) == Some(j <= i)))
+}
+
+/// What the walk from the softmax back to the scores found.
+#[derive(Default)]
+struct Chain<'c> {
+    scale: f64,
+    causal: bool,
+    /// The additive mask, the shape of the scores where it is added, and
+    /// the factor the scales applied after it multiply it by.
+    mask: Option<(Value<'c, 'c>, Vec<i64>, f64)>,
+}
+
+/// Walks from `value` (the softmax's input, or an intermediate of the
+/// scores) back to the `tosa.matmul` of the scores: scalar scales,
+/// reshapes that keep the last two dimensions, additive masks and causal
+/// selections, each intermediate used once. Returns the matmul.
+fn walk_scores<'c>(
+    value: Value<'c, 'c>,
+    tail: [i64; 2],
+    chain: &mut Chain<'c>,
+) -> Option<OperationRef<'c, 'c>> {
+    if use_count(value) != 1 {
+        return None;
+    }
+    let op = defining_op(value)?;
+    let shape = f32_shape(value)?;
+    if shape.len() < 2 || shape[shape.len() - 2..] != tail {
+        return None;
+    }
+    match op_name(&op).as_str() {
+        "tosa.matmul" => float_matmul(op).then_some(op),
+        "tosa.reshape" => walk_scores(op.operand(0).ok()?, tail, chain),
+        "tosa.mul" if zero_shift(op) => {
+            let (a, b) = (op.operand(0).ok()?, op.operand(1).ok()?);
+            let (scores, factor) = match (scalar_constant(a), scalar_constant(b)) {
+                (_, Some(c)) => (a, c),
+                (Some(c), _) => (b, c),
+                // A scale that is not a scalar: no attention.
+                _ => return None,
+            };
+            // Walking back, a mask already found was added after this
+            // scale: it stays as it is.
+            chain.scale *= f64::from(factor);
+            walk_scores(scores, tail, chain)
+        }
+        "tosa.add" => {
+            let (a, b) = (op.operand(0).ok()?, op.operand(1).ok()?);
+            // The scores are the operand the walk gets through; the other
+            // is the mask.
+            for (scores, mask) in [(a, b), (b, a)] {
+                if f32_shape(scores).as_deref() != Some(&shape[..]) {
+                    continue;
+                }
+                let mut inner = Chain {
+                    scale: chain.scale,
+                    causal: chain.causal,
+                    mask: chain.mask.clone(),
+                };
+                let mask_shape = f32_shape(mask)?;
+                let constant = ConstTensor::of_value(mask);
+                let values = constant.as_ref().and_then(ConstTensor::f32s);
+                if let Some(values) = &values
+                    && values.iter().all(|v| *v == 0.0)
+                    && mask_shape
+                        .iter()
+                        .zip(&shape)
+                        .all(|(m, s)| m == s || *m == 1)
+                {
+                    // A zero mask adds nothing.
+                } else if let (Some(c), Some(values)) = (&constant, &values)
+                    && !inner.causal
+                    // The scales after it keep a masked-out fill masked.
+                    && inner.scale > 0.0
+                    && is_triangle(c, tail[0], tail[1], |at| {
+                        let v = values[at];
+                        if v == 0.0 {
+                            Some(true)
+                        } else if v <= MASKED_OUT {
+                            Some(false)
+                        } else {
+                            None
+                        }
+                    })
+                {
+                    inner.causal = true;
+                } else {
+                    if inner.mask.is_some() || mask_shape.len() != shape.len() {
+                        continue;
+                    }
+                    if !mask_shape
+                        .iter()
+                        .zip(&shape)
+                        .all(|(m, s)| m == s || *m == 1)
+                    {
+                        continue;
+                    }
+                    // The scales applied after the add scale the mask too.
+                    inner.mask = Some((mask, shape.clone(), inner.scale));
+                }
+                if let Some(found) = walk_scores(scores, tail, &mut inner) {
+                    *chain = inner;
+                    return Some(found);
+                }
+            }
+            None
+        }
+        "tosa.select" => {
+            let condition = ConstTensor::of_value(op.operand(0).ok()?)?;
+            if condition.element != ElementType::I1 || chain.causal || chain.scale <= 0.0 {
+                return None;
+            }
+            let (on_true, on_false) = (op.operand(1).ok()?, op.operand(2).ok()?);
+            let masked_out = |v: Value| scalar_constant(v).is_some_and(|c| c <= MASKED_OUT);
+            // where(triangle, scores, fill) or where(upper, fill, scores).
+            let (scores, keep_when) = if masked_out(on_false) {
+                (on_true, true)
+            } else if masked_out(on_true) {
+                (on_false, false)
+            } else {
+                return None;
+            };
+            if !is_triangle(&condition, tail[0], tail[1], |at| {
+                Some((condition.bytes[at] != 0) == keep_when)
+            }) {
+                return None;
+            }
+            chain.causal = true;
+            walk_scores(scores, tail, chain)
+        }
+        _ => None,
+    }
+}
+
+/// Matches an attention ending at `matmul` (a `tosa.matmul(P, V)`).
+pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatch<'c>> {
+    if op_name(&matmul) != "tosa.matmul" || !float_matmul(matmul) {
+        return None;
+    }
+    let out = f32_shape(result(matmul)?)?;
+    let (p, value) = (matmul.operand(0).ok()?, matmul.operand(1).ok()?);
+    let p_shape = f32_shape(p)?;
+    let (n, q_len, kv_len, dim) = (p_shape[0], p_shape[1], p_shape[2], out[2]);
+    // P back to its softmax through reshapes that keep [Sq, Skv].
+    let mut probabilities = p;
+    let softmax = loop {
+        if use_count(probabilities) != 1 {
+            return None;
+        }
+        let op = defining_op(probabilities)?;
+        match op_name(&op).as_str() {
+            "tcc.softmax" => break op,
+            "tosa.reshape" => probabilities = op.operand(0).ok()?,
+            _ => return None,
+        }
+    };
+    let softmax_shape = f32_shape(result(softmax)?)?;
+    let rank = softmax_shape.len();
+    let axis = softmax.attribute("axis").ok().and_then(integer_value)?;
+    if rank < 2
+        || normalize_axis(axis, rank) != Some(rank - 1)
+        || softmax_shape[rank - 2..] != [q_len, kv_len]
+    {
+        return None;
+    }
+    let mut chain = Chain {
+        scale: 1.0,
+        ..Chain::default()
+    };
+    let scores = walk_scores(softmax.operand(0).ok()?, [q_len, kv_len], &mut chain)?;
+    let (query, key) = (scores.operand(0).ok()?, scores.operand(1).ok()?);
+    let (q_shape, k_shape) = (f32_shape(query)?, f32_shape(key)?);
+    if q_shape != [n, q_len, dim] || k_shape != [n, dim, kv_len] {
+        return None;
+    }
+    let mut scale = chain.scale;
+    let query = strip_operand(query, &mut scale);
+    let key_transposed = strip_operand(key, &mut scale);
+    let (batch, heads) = if rank == 4 && softmax_shape[0] * softmax_shape[1] == n {
+        (softmax_shape[0], softmax_shape[1])
+    } else {
+        (1, n)
+    };
+    // The mask as rank 4 over [B, H, Sq, Skv].
+    let mask = match chain.mask {
+        None => None,
+        Some((mask, at, factor)) => {
+            let mask_shape = f32_shape(mask)?;
+            let leading = &mask_shape[..mask_shape.len() - 2];
+            let tail = &mask_shape[mask_shape.len() - 2..];
+            let shape = if at.len() == 4 && at[0] * at[1] == n && at[..2] == [batch, heads] {
+                mask_shape.clone()
+            } else if leading.iter().all(|&d| d == 1) {
+                vec![1, 1, tail[0], tail[1]]
+            } else if leading.iter().product::<i64>() == n {
+                vec![batch, heads, tail[0], tail[1]]
+            } else {
+                return None;
+            };
+            Some((mask, shape, factor))
+        }
+    };
+    let scale = scale as f32;
+    if !scale.is_finite() {
+        return None;
+    }
+    Some(AttentionMatch {
+        query,
+        key_transposed,
+        value: strip_operand(value, &mut 1.0),
+        sizes: [n, q_len, dim, kv_len],
+        batch,
+        heads,
+        scale: f64::from(scale),
+        causal: chain.causal,
+        mask,
+        root: matmul,
+    })
+}
+
+/// Replaces a matched attention's `tosa.matmul(P, V)` by a `tcc.attention`
+/// over `[B, H, S, D]` reshapes of its operands (the ops it leaves unused
+/// are erased by the canonicalizer that follows).
+pub fn rewrite_attention<'c>(context: &'c Context, m: &AttentionMatch<'c>) -> Result<'c, ()> {
+    let b = TosaBuilder::before(context, m.root)?;
+    let [n, q_len, dim, kv_len] = m.sizes;
+    let (batch, heads) = (m.batch, m.heads);
+    let query = b.reshape(m.query, &[batch, heads, q_len, dim])?;
+    let key = b.reshape(m.key_transposed, &[n, dim, kv_len])?;
+    let key = b.reshape(b.transpose(key, &[0, 2, 1])?, &[batch, heads, kv_len, dim])?;
+    let value = b.reshape(m.value, &[batch, heads, kv_len, dim])?;
+    let mut operands = vec![query, key, value];
+    if let Some((mask, shape, factor)) = &m.mask {
+        let current = b.tensor(*mask)?.shape;
+        let mut mask = if current == *shape {
+            *mask
+        } else {
+            b.reshape(*mask, shape)?
+        };
+        if *factor != 1.0 {
+            mask = b.mul(mask, b.scalar(*factor, 4, Type::float32(context))?)?;
+        }
+        operands.push(mask);
+    }
+    let attention = b.insert(
+        "tcc.attention",
+        &operands,
+        query.r#type(),
+        &[
+            (
+                "scale",
+                FloatAttribute::new(context, Type::float32(context), m.scale).into(),
+            ),
+            ("causal", BoolAttribute::new(context, m.causal).into()),
+        ],
+    )?;
+    let flat = b.reshape(attention, &[n, q_len, dim])?;
+    let old: Value = m.root.result(0).map_err(|e| b.error(e.to_string()))?.into();
+    crate::ir::util::replace_and_erase(m.root, old, flat);
+    Ok(())
+}

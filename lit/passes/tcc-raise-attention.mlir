@@ -1,0 +1,193 @@
+// tcc-raise-attention replaces softmax(scale * Q·Kᵀ + mask)·V chains by
+// tcc.attention, in the forms exporters emit, and leaves near misses alone.
+// RUN: tcc-opt %s --split-input-file --tcc-raise-attention --canonicalize | FileCheck %s
+
+// GPT-2's eager attention as imported from ONNX: 4-D heads reshaped into
+// the rank-3 matmuls, K transposed, the Div by sqrt(d) as a multiply, the
+// causal torch.where with finfo.min, the padding mask, softmax, ·V.
+// CHECK-LABEL: func.func @gpt2_where
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf32>, %[[K:.*]]: tensor<1x2x4x8xf32>, %[[V:.*]]: tensor<1x2x4x8xf32>, %[[M:.*]]: tensor<1x1x1x4xf32>)
+// CHECK-NEXT: %[[A:.*]] = tcc.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<1x1x1x4xf32> scale = 0.353553385 causal = true : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @gpt2_where(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<1x1x1x4xf32>) -> tensor<1x2x4x8xf32> {
+  %min = "tosa.const"() <{values = dense<-3.40282347E+38> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %scale = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %tri = "tosa.const"() <{values = dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>}> : () -> tensor<1x1x4x4xi1>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s3 = tosa.const_shape {values = dense<[2, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 2, 4, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %p3 = tosa.const_shape {values = dense<[2, 4, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %o4 = tosa.const_shape {values = dense<[1, 2, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %q3 = tosa.reshape %q, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %k3 = tosa.reshape %k, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %kt = tosa.transpose %k3 {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = tosa.matmul %q3, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %s_4 = tosa.reshape %s, %s4 : (tensor<2x4x4xf32>, !tosa.shape<4>) -> tensor<1x2x4x4xf32>
+  %scaled = tosa.mul %s_4, %scale, %shift : (tensor<1x2x4x4xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x2x4x4xf32>
+  %causal = tosa.select %tri, %scaled, %min : (tensor<1x1x4x4xi1>, tensor<1x2x4x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %masked = tosa.add %causal, %m : (tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = tcc.softmax %masked axis = 3 : tensor<1x2x4x4xf32>
+  %p_3 = tosa.reshape %p, %p3 : (tensor<1x2x4x4xf32>, !tosa.shape<3>) -> tensor<2x4x4xf32>
+  %v3 = tosa.reshape %v, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %o = tosa.matmul %p_3, %v3, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o_4 = tosa.reshape %o, %o4 : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<1x2x4x8xf32>
+  return %o_4 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Rank-3 heads (N = 2 becomes [1, 2]), the scale on the product, a
+// rank-3 padding mask reshaped to rank 4.
+// CHECK-LABEL: func.func @bert_rank3
+// CHECK: %[[M4:.*]] = tosa.reshape %{{.*}}, %{{.*}} : (tensor<1x1x4xf32>, !tosa.shape<4>) -> tensor<1x1x1x4xf32>
+// CHECK: %[[A:.*]] = tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M4]] : tensor<1x1x1x4xf32> scale = 1.250000e-01 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+// CHECK-NOT: tosa.matmul
+// CHECK-NOT: tcc.softmax
+func.func @bert_rank3(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %m: tensor<1x1x4xf32>) -> tensor<2x4x8xf32> {
+  %scale = "tosa.const"() <{values = dense<0.125> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %scaled = tosa.mul %s, %scale, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %masked = tosa.add %scaled, %m : (tensor<2x4x4xf32>, tensor<1x1x4xf32>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %masked axis = -1 : tensor<2x4x4xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// torch's scaled_dot_product_attention export: Q and Kᵀ each scaled by
+// sqrt(scale), the causal mask as a constant additive triangle (0 / -inf).
+// CHECK-LABEL: func.func @sdpa
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.124999993 causal = true : tensor<1x2x3x8xf32>
+// CHECK-NOT: tosa.matmul
+func.func @sdpa(%q: tensor<2x3x8xf32>, %kt: tensor<2x8x3xf32>, %v: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+  %root = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %tri = "tosa.const"() <{values = dense<[[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]]> : tensor<1x3x3xf32>}> : () -> tensor<1x3x3xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %qs = tosa.mul %q, %root, %shift : (tensor<2x3x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x3x8xf32>
+  %ks = tosa.mul %kt, %root, %shift : (tensor<2x8x3xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x8x3xf32>
+  %s = tosa.matmul %qs, %ks, %zp, %zp : (tensor<2x3x8xf32>, tensor<2x8x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x3xf32>
+  %masked = tosa.add %s, %tri : (tensor<2x3x3xf32>, tensor<1x3x3xf32>) -> tensor<2x3x3xf32>
+  %p = tcc.softmax %masked axis = 2 : tensor<2x3x3xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x8xf32>
+  return %o : tensor<2x3x8xf32>
+}
+
+// -----
+
+// masked_fill(upper triangle, -inf) selects the fill on the true side.
+// A scale applied after a padding mask scales the mask too.
+// CHECK-LABEL: func.func @masked_fill_then_scale
+// CHECK: %[[MS:.*]] = tosa.mul %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x1x1x3xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x1x1x3xf32>
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[MS]] : tensor<1x1x1x3xf32> scale = 5.000000e-01 causal = true
+func.func @masked_fill_then_scale(%q: tensor<2x3x8xf32>, %kt: tensor<2x8x3xf32>, %v: tensor<2x3x8xf32>, %m: tensor<1x1x3xf32>) -> tensor<2x3x8xf32> {
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %fill = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %upper = "tosa.const"() <{values = dense<[[[false, true, true], [false, false, true], [false, false, false]]]> : tensor<1x3x3xi1>}> : () -> tensor<1x3x3xi1>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x3x8xf32>, tensor<2x8x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x3xf32>
+  %filled = tosa.select %upper, %fill, %s : (tensor<1x3x3xi1>, tensor<1x1x1xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %masked = tosa.add %filled, %m : (tensor<2x3x3xf32>, tensor<1x1x3xf32>) -> tensor<2x3x3xf32>
+  %scaled = tosa.mul %masked, %half, %shift : (tensor<2x3x3xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x3x3xf32>
+  %p = tcc.softmax %scaled axis = 2 : tensor<2x3x3xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x8xf32>
+  return %o : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Near misses: each keeps its matmuls and softmax.
+// CHECK-LABEL: func.func @softmax_over_queries
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+func.func @softmax_over_queries(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %s axis = 1 : tensor<2x4x4xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// A multiplicative mask is not additive.
+// CHECK-LABEL: func.func @mask_multiplied
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+func.func @mask_multiplied(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %m: tensor<1x1x4xf32>) -> tensor<2x4x8xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %masked = tosa.mul %s, %m, %shift : (tensor<2x4x4xf32>, tensor<1x1x4xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %masked axis = 2 : tensor<2x4x4xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// A scale that differs per key is not a scalar.
+// CHECK-LABEL: func.func @vector_scale
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+func.func @vector_scale(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %scale = "tosa.const"() <{values = dense<[[[0.5, 0.25, 0.125, 1.0]]]> : tensor<1x1x4xf32>}> : () -> tensor<1x1x4xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %scaled = tosa.mul %s, %scale, %shift : (tensor<2x4x4xf32>, tensor<1x1x4xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %scaled axis = 2 : tensor<2x4x4xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// V multiplied on the wrong side: V·P.
+// CHECK-LABEL: func.func @value_on_the_left
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+func.func @value_on_the_left(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %s axis = 2 : tensor<2x4x4xf32>
+  %o = tosa.matmul %v, %p, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  return %o : tensor<2x4x4xf32>
+}
+
+// -----
+
+// The scores have a second consumer (returned): computing them in the
+// kernel too would do the work twice.
+// CHECK-LABEL: func.func @scores_escape
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+func.func @scores_escape(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>) {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %s axis = 2 : tensor<2x4x4xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o, %s : tensor<2x4x8xf32>, tensor<2x4x4xf32>
+}
+
+// -----
+
+// A constant selection that is not the causal triangle (a band).
+// CHECK-LABEL: func.func @band_select
+// CHECK-NOT: tcc.attention
+// CHECK: tosa.select
+func.func @band_select(%q: tensor<2x3x8xf32>, %kt: tensor<2x8x3xf32>, %v: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+  %fill = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %band = "tosa.const"() <{values = dense<[[[true, true, false], [false, true, true], [false, false, true]]]> : tensor<1x3x3xi1>}> : () -> tensor<1x3x3xi1>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x3x8xf32>, tensor<2x8x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x3xf32>
+  %sel = tosa.select %band, %s, %fill : (tensor<1x3x3xi1>, tensor<2x3x3xf32>, tensor<1x1x1xf32>) -> tensor<2x3x3xf32>
+  %p = tcc.softmax %sel axis = 2 : tensor<2x3x3xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x8xf32>
+  return %o : tensor<2x3x8xf32>
+}
