@@ -111,6 +111,59 @@ pub fn parse_inputs_for(
     Ok((tensors, sources))
 }
 
+/// Inputs for a call of `function` when none are given: zeros of each
+/// input's type, or with `seed` deterministic pseudo-random values
+/// (splitmix64): floats uniform in [0, 1), integers and booleans 0 or 1
+/// (safe as indices and masks). The second vector says which, per input.
+pub fn default_inputs(
+    function: &crate::FunctionInfo,
+    seed: Option<u64>,
+) -> Result<(Vec<HostTensor>, Vec<String>)> {
+    let mut state = seed.unwrap_or(0);
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut tensors = Vec::new();
+    for d in &function.inputs {
+        // Zeros also check the size: a huge type is an error here.
+        let zeros = HostTensor::zeros(d.dtype, d.shape.clone())?;
+        if seed.is_none() {
+            tensors.push(zeros);
+            continue;
+        }
+        let size = d.dtype.size();
+        let mut bytes = vec![0u8; zeros.bytes.len()];
+        for element in bytes.chunks_exact_mut(size) {
+            let bits = next();
+            // 24 random bits: a float in [0, 1) that f16 and f32 both hold.
+            let unit = (bits >> 40) as f32 / (1u32 << 24) as f32;
+            if d.dtype == crate::tensor::DType::F32 {
+                element.copy_from_slice(&unit.to_le_bytes());
+            } else if d.dtype == crate::tensor::DType::F16 {
+                element.copy_from_slice(&half::f16::from_f32(unit).to_le_bytes());
+            } else {
+                // Integers and booleans, little-endian: 0 or 1.
+                element[0] = (bits >> 63) as u8;
+            }
+        }
+        tensors.push(HostTensor::from_bytes(
+            d.dtype,
+            d.shape.clone(),
+            crate::HostBytes::copy_aligned(&bytes),
+        )?);
+    }
+    let what = match seed {
+        Some(s) => format!("random values (seed {s})"),
+        None => "zeros".to_string(),
+    };
+    let sources = vec![what; tensors.len()];
+    Ok((tensors, sources))
+}
+
 /// Where an output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutputArg {
@@ -331,7 +384,22 @@ pub fn format_device_list(devices: &[DeviceInfo]) -> String {
 /// Parses the command line; `--help`/`--version` print and exit 0, a usage
 /// error prints to stderr and exits 1.
 pub fn parse_args<T: clap::Parser>() -> std::result::Result<T, ExitCode> {
-    T::try_parse().map_err(|e| {
+    parse_args_from::<T, _, _>(std::env::args_os())
+}
+
+/// [`parse_args`] on a given command line (the first item is the program).
+pub fn parse_args_from<T, I, S>(argv: I) -> std::result::Result<T, ExitCode>
+where
+    T: clap::Parser,
+    I: IntoIterator<Item = S>,
+    S: Into<std::ffi::OsString> + Clone,
+{
+    let mut cmd = both_spellings(T::command());
+    let parsed = match cmd.try_get_matches_from_mut(argv) {
+        Ok(mut matches) => T::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd)),
+        Err(e) => Err(e),
+    };
+    parsed.map_err(|e| {
         let _ = e.print();
         if e.use_stderr() {
             // Usage errors: 2, as every tcc tool (and clap, and getopt
@@ -341,6 +409,44 @@ pub fn parse_args<T: clap::Parser>() -> std::result::Result<T, ExitCode> {
             ExitCode::SUCCESS
         }
     })
+}
+
+/// Accepts both spellings of every long flag, `--print-max-elements` and
+/// `--print_max_elements`, `--expected_output` and `--expected-output`
+/// (IREE's tools use `_`, tcc's own flags `-`): each flag gets a hidden
+/// alias with the other separator, where no other flag has that name. In
+/// subcommands too.
+pub fn both_spellings(cmd: clap::Command) -> clap::Command {
+    let taken: std::collections::HashSet<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(str::to_string)
+        .collect();
+    let cmd = cmd.mut_args(|arg| {
+        let mut names: Vec<String> = arg.get_long().into_iter().map(str::to_string).collect();
+        names.extend(
+            arg.get_all_aliases()
+                .unwrap_or_default()
+                .into_iter()
+                .map(str::to_string),
+        );
+        let mut arg = arg;
+        for name in &names {
+            for other in [name.replace('-', "_"), name.replace('_', "-")] {
+                if other != *name && !taken.contains(&other) && !names.contains(&other) {
+                    arg = arg.alias(other);
+                }
+            }
+        }
+        arg
+    });
+    let subcommands: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    subcommands
+        .into_iter()
+        .fold(cmd, |cmd, name| cmd.mut_subcommand(name, both_spellings))
 }
 
 /// The `--version` text of every tcc tool: `0.1.0 (git HASH)` (clap puts

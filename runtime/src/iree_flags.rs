@@ -14,7 +14,9 @@
 //!   rtol * |expected|` for floating-point types (`--expected_f32_threshold`
 //!   is IREE's absolute threshold, default 1e-4; `--expected_rtol` adds a
 //!   relative one, default 0), exact for integers and booleans. A mismatch
-//!   names the result, the first differing element and both values.
+//!   names the result, how many elements differ, and the first five with
+//!   both values ("... and N more"); the results themselves are not
+//!   printed unless an `--output` asks (as iree-run-module does).
 
 use std::path::{Path, PathBuf};
 
@@ -152,8 +154,12 @@ fn index_of(mut flat: usize, shape: &[usize]) -> String {
     )
 }
 
-/// Compares result `index` with its expected value; the error says where
-/// they differ.
+/// How many differing elements a `[FAILED]` line lists before "... and N
+/// more".
+pub const SHOWN_MISMATCHES: usize = 5;
+
+/// Compares result `index` with its expected value; the error says in how
+/// many elements they differ and lists the first [`SHOWN_MISMATCHES`].
 pub fn compare(
     index: usize,
     got: &HostTensor,
@@ -179,7 +185,7 @@ pub fn compare(
     };
     let (a, b) = (values(got), values(expected));
     let mut bad = 0usize;
-    let mut first = None;
+    let mut shown = Vec::new();
     for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
         let ok = if float {
             (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= tol.atol + tol.rtol * y.abs()
@@ -188,30 +194,47 @@ pub fn compare(
         };
         if !ok {
             bad += 1;
-            first.get_or_insert((i, x, y));
+            if shown.len() < SHOWN_MISMATCHES {
+                shown.push((i, x, y));
+            }
         }
     }
-    match first {
-        None => Ok(()),
-        Some((i, x, y)) => Err(format!(
-            "result[{index}] ({}) differs from {source} in {bad} of {} elements; first at {}: got {}, expected {}{}",
-            got.type_string(),
-            a.len(),
+    if bad == 0 {
+        return Ok(());
+    }
+    let rule = if float {
+        format!(
+            " (|got - expected| > {} + {} * |expected|)",
+            tol.atol, tol.rtol
+        )
+    } else {
+        String::new()
+    };
+    let mut text = format!(
+        "result[{index}] ({}) differs from {source} in {bad} of {} elements{rule}; the first {}:",
+        got.type_string(),
+        a.len(),
+        if shown.len() == 1 {
+            "one".to_string()
+        } else {
+            shown.len().to_string()
+        }
+    );
+    for &(i, x, y) in &shown {
+        text.push_str(&format!(
+            "\n  at {}: got {}, expected {}",
             index_of(i, &got.shape),
             show(x),
-            show(y),
-            if float {
-                format!(
-                    " (|difference| {:.3e} > {} + {} * |expected|)",
-                    (x - y).abs(),
-                    tol.atol,
-                    tol.rtol
-                )
-            } else {
-                String::new()
-            }
-        )),
+            show(y)
+        ));
+        if float {
+            text.push_str(&format!(" (|difference| {:.3e})", (x - y).abs()));
+        }
     }
+    if bad > shown.len() {
+        text.push_str(&format!("\n  ... and {} more", bad - shown.len()));
+    }
+    Err(text)
 }
 
 /// Checks `results` against `expected` (one per result, in order; fewer is
@@ -259,9 +282,27 @@ mod tests {
         let b = HostTensor::from_f32(vec![2, 2], &[1.0, 2.00005, 3.0, 4.5]).unwrap();
         let e = compare(0, &a, &b, "ref.npy", Tolerance::default()).unwrap_err();
         assert!(
-            e.contains("in 1 of 4 elements; first at (1, 1): got 4, expected 4.5"),
+            e.contains("in 1 of 4 elements (|got - expected| > 0.0001 + 0 * |expected|); the first one:\n  at (1, 1): got 4, expected 4.5 (|difference| 5.000e-1)"),
             "{e}"
         );
+        assert!(!e.contains("more"), "{e}");
+        // Many mismatches: the first five, then how many more.
+        let zeros = HostTensor::from_f32(vec![8], &[0.0; 8]).unwrap();
+        let ramp = HostTensor::from_f32(vec![8], &[1., 2., 3., 4., 5., 6., 7., 0.]).unwrap();
+        let e = compare(0, &zeros, &ramp, "r", Tolerance::default()).unwrap_err();
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 7, "{e}");
+        assert!(
+            lines[0].ends_with(
+                "in 7 of 8 elements (|got - expected| > 0.0001 + 0 * |expected|); the first 5:"
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            lines[5],
+            "  at (4): got 0, expected 5 (|difference| 5.000e0)"
+        );
+        assert_eq!(lines[6], "  ... and 2 more");
         compare(
             0,
             &a,

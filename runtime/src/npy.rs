@@ -343,7 +343,50 @@ pub fn npy_bytes(tensor: &HostTensor) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-fn write_npy_to<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
+/// Writes `t` as numpy writes it: npyz encodes the data, the header is
+/// numpy's own (`np.lib.format`: `(2, 3)` without npyz's trailing `, `,
+/// the growth-axis spaces and 64-byte alignment), which strict readers
+/// such as `iree-run-module --expected_output` require.
+fn write_npy_to<W: Write>(mut out: W, t: &HostTensor) -> std::io::Result<()> {
+    let mut encoded = Vec::new();
+    encode_npyz(&mut encoded, t)?;
+    let (_, data) = header_span(&encoded)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    out.write_all(&numpy_header(descr(t.dtype), &t.shape))?;
+    out.write_all(&encoded[data..])
+}
+
+/// The header `np.save` writes for a C-order array of `descr` and `shape`
+/// (version 1.0, or 2.0 when the header needs more than 65,535 bytes).
+fn numpy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let tuple = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut text = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
+    // numpy leaves room for axis 0 to grow to 21 digits in place.
+    if let Some(first) = dims.first() {
+        text.push_str(&" ".repeat(21usize.saturating_sub(first.len())));
+    }
+    let hlen = text.len() + 1;
+    let (version, size_bytes) = if 64 - (10 + hlen) % 64 + hlen <= 0xffff {
+        (1u8, 2)
+    } else {
+        (2u8, 4)
+    };
+    let pad = 64 - (8 + size_bytes + hlen) % 64;
+    let mut header = b"\x93NUMPY".to_vec();
+    header.extend([version, 0]);
+    let total = (hlen + pad) as u32;
+    header.extend_from_slice(&total.to_le_bytes()[..size_bytes]);
+    header.extend_from_slice(text.as_bytes());
+    header.extend(std::iter::repeat_n(b' ', pad));
+    header.push(b'\n');
+    header
+}
+
+fn encode_npyz<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
     let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
     if t.dtype == DType::BF16 {
         // No numpy type: the two raw bytes per element under `<V2`.

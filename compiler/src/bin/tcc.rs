@@ -38,9 +38,13 @@ fn tcc_version() -> &'static str {
     Box::leak(full.trim_start_matches("tcc ").to_string().into_boxed_str())
 }
 
-fn main() {
-    // Usage errors exit with 2 (clap's default), other errors with 1.
-    let cli = Cli::parse();
+fn main() -> std::process::ExitCode {
+    // Usage errors exit with 2 (clap's default), other errors with 1. Every
+    // flag takes both spellings (`--input-shape`, `--input_shape`).
+    let cli = match tcc_runtime::cli::parse_args::<Cli>() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     // An interrupted `-o` write leaves no temporary file behind.
     tcc_runtime::output_file::remove_partial_files_on_interrupt();
     let result = match &cli.command {
@@ -56,4 +60,5 @@ fn main() {
         eprintln!("{}", tcc_compiler::driver::error_text(&error));
         std::process::exit(1);
     }
+    std::process::ExitCode::SUCCESS
 }

@@ -31,12 +31,14 @@ struct Args {
     call: cli::CallArgs,
     /// Where output N goes, in order: @FILE.npy (written atomically),
     /// @FILE.bin (raw bytes), +FILE.npy or +FILE.bin (appended), or - to
-    /// print. Outputs without an --output are printed.
+    /// print. Outputs without an --output are printed (not with
+    /// --expected_output, whose verdict is the report).
     #[arg(long = "output", value_name = "OUTPUT")]
     outputs: Vec<String>,
     /// What output N should be, in order: @FILE.npy, TYPE=@FILE.bin, a
-    /// literal, or - to skip one. Prints [SUCCESS] or a [FAILED] line per
-    /// mismatch (exit 1).
+    /// literal, or - to skip one. Prints [SUCCESS], or per mismatching
+    /// result a [FAILED] line with the count and the first 5 differing
+    /// elements (exit 1); results are not printed unless --output asks.
     #[arg(
         long = "expected_output",
         value_name = "EXPECTED",
@@ -91,8 +93,9 @@ struct Args {
     /// Print the device, the kernel form and where the program came from on stderr.
     #[arg(long)]
     verbose: bool,
-    /// Elements printed per output before the rest is elided as "...".
-    #[arg(long, default_value_t = 1024)]
+    /// Elements printed per output before the rest is elided as "..."
+    /// (also iree-run-module's --print_max_element_count).
+    #[arg(long, default_value_t = 1024, alias = "print_max_element_count")]
     print_max_elements: usize,
     /// Hash the model's constants and compare them with the checksum the
     /// compiler stored (the tables are always checked): a damaged artifact
@@ -195,7 +198,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     })?;
     writeln!(stdout, "EXEC @{function}")?;
     for (i, r) in results.iter().enumerate() {
-        let arg = outputs.get(i).unwrap_or(&OutputArg::Print);
+        // With --expected_output the verdict is the report: results are
+        // printed only where an --output asks for them.
+        let arg = match outputs.get(i) {
+            Some(arg) => arg,
+            None if !expected.is_empty() => continue,
+            None => &OutputArg::Print,
+        };
         cli::emit_output(arg, i, r, &mut stdout, args.print_max_elements)?;
     }
     let mut matched = true;

@@ -20,7 +20,7 @@ pub(crate) fn measure(
     backend: Backend,
 ) -> anyhow::Result<()> {
     let signature = model.function(function)?;
-    let (tensors, _) = cli::parse_inputs_for(&args.call.inputs, signature)?;
+    let (tensors, _) = crate::inputs(args, signature)?;
     let mut models = vec![model.clone()];
     for path in &args.in_turns_with {
         let other = Model::load(path)?;

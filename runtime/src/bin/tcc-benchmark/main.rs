@@ -60,8 +60,25 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     warmup: usize,
     /// Timed runs.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, conflicts_with = "duration")]
     iterations: usize,
+    /// Measure for this many seconds (per repetition) instead of a fixed
+    /// number of --iterations: calls run until the time is up (at least
+    /// one); the report says how many ran. The synchronous measurement
+    /// only.
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Without --input: random inputs from SEED (default 0; floats
+    /// uniform in [0, 1), integers and booleans 0 or 1) instead of zeros.
+    /// The same seed gives the same inputs.
+    #[arg(
+        long,
+        value_name = "SEED",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "0"
+    )]
+    random_inputs: Option<u64>,
     /// Floating-point operations of one call; enables GFLOP/s.
     #[arg(long)]
     flops: Option<f64>,
@@ -139,6 +156,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.iterations == 0 {
         bail!("--iterations must be at least 1");
     }
+    if let Some(d) = args.duration
+        && !(d.is_finite() && d > 0.0)
+    {
+        bail!("--duration must be a positive number of seconds");
+    }
     if let Some(f) = args.flops
         && !(f.is_finite() && f > 0.0)
     {
@@ -164,7 +186,18 @@ fn run(args: Args) -> anyhow::Result<()> {
             ("--with-model", !args.with_model.is_empty()),
         ])?;
     }
+    if args.random_inputs.is_some() && !args.call.inputs.is_empty() {
+        bail!("--random-inputs makes the inputs when no --input is given; give one or the other");
+    }
+    let duration_refused = |mode: &str| {
+        args.duration.map_or(Ok(()), |_| {
+            Err(anyhow::anyhow!(
+                "--duration times the synchronous measurement, not {mode}; use --iterations"
+            ))
+        })
+    };
     if !args.in_turns_with.is_empty() {
+        duration_refused("--in-turns-with")?;
         return in_turns::measure(&args, &model, &function, backend);
     }
     if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
@@ -178,9 +211,36 @@ fn run(args: Args) -> anyhow::Result<()> {
         || !args.with_model.is_empty()
         || cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
     {
+        duration_refused(
+            "the throughput measurement (--concurrency, --in-flight, several devices)",
+        )?;
         return throughput::measure(&args, &model, &function);
     }
     synchronous::measure(&args, &model, &function, backend)
+}
+
+/// The inputs of a call of `function`: the --input flags, or without any
+/// zeros (or seeded random values with --random-inputs) of the
+/// signature's types, said once on stderr.
+fn inputs(
+    args: &Args,
+    function: &tcc_runtime::FunctionInfo,
+) -> anyhow::Result<(Vec<tcc_runtime::HostTensor>, Vec<String>)> {
+    if !args.call.inputs.is_empty() || function.inputs.is_empty() {
+        return Ok(cli::parse_inputs_for(&args.call.inputs, function)?);
+    }
+    let (tensors, sources) = cli::default_inputs(function, args.random_inputs)?;
+    eprintln!(
+        "tcc-benchmark: no --input given: {} for {}",
+        sources[0],
+        function
+            .inputs
+            .iter()
+            .map(|d| d.type_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok((tensors, sources))
 }
 
 /// How host tensors move, as the reports say it.

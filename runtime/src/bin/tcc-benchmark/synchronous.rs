@@ -25,6 +25,8 @@ fn thread_cpu_seconds() -> f64 {
 
 /// One repetition's timings (milliseconds per call).
 struct Repetition {
+    /// Calls timed (--iterations, or as many as --duration allowed).
+    calls: usize,
     real_ms: f64,
     cpu_ms: f64,
     median_ms: f64,
@@ -61,7 +63,6 @@ fn benchmark_json(
     function: &str,
     model: &str,
     device: &str,
-    iterations: usize,
     reps: &[Repetition],
 ) -> serde_json::Value {
     let name = format!("@{function}/real_time");
@@ -70,7 +71,7 @@ fn benchmark_json(
         benchmarks.push(json!({
             "name": name, "family_index": 0, "per_family_instance_index": 0,
             "run_name": name, "run_type": "iteration", "repetitions": reps.len(),
-            "repetition_index": index, "threads": 1, "iterations": iterations,
+            "repetition_index": index, "threads": 1, "iterations": r.calls,
             "real_time": r.real_ms, "cpu_time": r.cpu_ms, "time_unit": "ms",
             "median_real_time": r.median_ms,
         }));
@@ -111,7 +112,7 @@ pub(crate) fn measure(
     backend: Backend,
 ) -> anyhow::Result<()> {
     // Input types are checked against the signature before any is built.
-    let (tensors, sources) = cli::parse_inputs_for(&args.call.inputs, model.function(function)?)?;
+    let (tensors, sources) = crate::inputs(args, model.function(function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
 
     // On the CUDA backend, calls replay CUDA graphs unless TCC_CUDA_GRAPHS
@@ -147,24 +148,31 @@ pub(crate) fn measure(
     for _ in 0..args.repetitions {
         let mut this = cli::LatencyStats::default();
         let (wall, cpu) = (Instant::now(), thread_cpu_seconds());
-        for _ in 0..args.iterations {
+        let mut count = 0usize;
+        // --duration: calls until the time is up; else --iterations calls.
+        while match args.duration {
+            Some(seconds) => count == 0 || wall.elapsed().as_secs_f64() < seconds,
+            None => count < args.iterations,
+        } {
             let start = Instant::now();
             let outputs = session.run_with_sources(function, &tensors, &sources)?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             latencies_ms.push(ms);
             this.push(ms);
+            count += 1;
             if !args.fresh_outputs {
                 session.recycle(outputs);
             }
         }
         repetitions.push(Repetition {
-            real_ms: wall.elapsed().as_secs_f64() * 1e3 / args.iterations as f64,
-            cpu_ms: (thread_cpu_seconds() - cpu) * 1e3 / args.iterations as f64,
+            calls: count,
+            real_ms: wall.elapsed().as_secs_f64() * 1e3 / count as f64,
+            cpu_ms: (thread_cpu_seconds() - cpu) * 1e3 / count as f64,
             median_ms: this.percentile(50.0),
         });
     }
     // All repetitions' calls: the per-call figures below divide by this.
-    let calls = args.iterations * args.repetitions;
+    let calls: usize = repetitions.iter().map(|r| r.calls).sum();
     let mut kernels = if graphs {
         let mut profiled = open(true)?;
         let session = profiled.calls();
@@ -235,7 +243,6 @@ pub(crate) fn measure(
         function,
         &model.path().display().to_string(),
         &device_name,
-        args.iterations,
         &repetitions,
     );
     if let Some(path) = &args.out_file {
@@ -255,7 +262,8 @@ pub(crate) fn measure(
             "device": device_name,
             "platform": platform,
             "warmup": args.warmup,
-            "iterations": args.iterations,
+            "iterations": calls / args.repetitions,
+            "duration_s": args.duration,
             "repetitions": args.repetitions,
             "latency_ms": { "min": min, "median": median, "p90": p90, "mean": mean, "quantile_samples": latencies_ms.sample_count() },
             "throughput_calls_per_s": calls_per_second,
@@ -317,8 +325,10 @@ pub(crate) fn measure(
     )?;
     writeln!(
         out,
-        "iterations: {} (after {} warm-up){}",
-        args.iterations,
+        "iterations: {}{} (after {} warm-up){}",
+        calls / args.repetitions,
+        args.duration
+            .map_or(String::new(), |d| format!(" in {d} s")),
         args.warmup,
         if args.repetitions > 1 {
             format!(", {} repetitions", args.repetitions)

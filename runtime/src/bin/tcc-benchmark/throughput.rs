@@ -15,7 +15,9 @@ use crate::{Args, host_io_text};
 /// (`tcc_runtime::throughput`), throughput next to latency.
 pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
     let signature = model.function(function)?;
-    let tensors = if args.split {
+    let tensors = if args.call.inputs.is_empty() {
+        crate::inputs(args, signature)?.0
+    } else if args.split {
         cli::parse_inputs_split(&args.call.inputs, signature)?.0
     } else {
         cli::parse_inputs_for(&args.call.inputs, signature)?.0

@@ -5,14 +5,14 @@ inputs, on the GPU machine in one run.
 
 The cases are issue 31's: batch 32, 12 heads, head dimension 64, sequence
 lengths 128, 512 and 2048, causal and not. Each is a one-op model
-(`tcc.attention` on f32 inputs) that scripts/build-attention-bundle.sh
+(`tcc.attention` on f32 inputs) that scripts/bench/build-attention-bundle.sh
 compiles with `tcc compile --target=nvidia` (one flash-attention kernel;
 the bundle's STATS.txt shows its `--stats`). This script times it with
 tcc-benchmark (profiling events, the kernel's mean over --iterations calls
 after 10 warm-up calls) on inputs generated here (uniform in [-1, 1),
 seeded, written as .npy and passed with --input=@FILE) and times SDPA on
 the same tensors as a CUDA graph of 20 calls replayed between two CUDA
-events (median of 10 replays, scripts/cuda_graph_timing.py): in fp32 (TF32
+events (median of 10 replays, scripts/bench/cuda_graph_timing.py): in fp32 (TF32
 off; PyTorch then picks its memory-efficient or math backend) and in fp16
 and bf16 (the flash backend, forced with sdpa_kernel where the installed
 torch has it). It checks tcc's output against SDPA's fp32 output (max

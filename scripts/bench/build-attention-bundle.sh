@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds .device-attention/, the bundle scripts/attention-device.py times on
+# Builds .device-attention/, the bundle scripts/bench/attention-device.py times on
 # the GPU machine (the flash-attention kernel against PyTorch's
 # scaled_dot_product_attention on the same inputs):
 #
@@ -10,11 +10,11 @@
 #   .device-attention/STATS.txt                    `tcc compile --stats` of each case (one attention kernel)
 #   .device-attention/attention-kernel.cl          the emitted OpenCL C of the seq-512 causal case
 #
-# Usage: scripts/build-attention-bundle.sh [--release] [--out=DIR]
+# Usage: scripts/bench/build-attention-bundle.sh [--release] [--out=DIR]
 # On the device (from a checkout, with the bundle carried):
-#   python3 scripts/attention-device.py .device-attention
+#   python3 scripts/bench/attention-device.py .device-attention
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 profile=debug
 cargo_profile=()
@@ -39,7 +39,7 @@ bin=target/$profile
 rm -rf "$out"
 mkdir -p "$out/models" "$out/bin"
 cp "$bin/tcc-benchmark" "$bin/tcc-run" "$out/bin/"
-python3 scripts/attention-device.py --write-models "$out"
+python3 scripts/bench/attention-device.py --write-models "$out"
 
 echo "== compiling the cases (--target=nvidia)"
 : > "$out/STATS.txt"
@@ -53,4 +53,4 @@ grep -q "kind=attention" "$out/STATS.txt" || { echo "no attention kernel in $out
 "$bin/tcc" compile "$out/models/attention-b32-h12-s512-d64-causal.mlir" --target=nvidia --ptx=off \
   --emit=opencl-c > "$out/attention-kernel.cl"
 echo "== $out: $(ls "$out"/models/*.so | wc -l) artifacts, $(du -sh "$out" | cut -f1)"
-echo "   on the device: python3 scripts/attention-device.py $out"
+echo "   on the device: python3 scripts/bench/attention-device.py $out"
