@@ -404,7 +404,7 @@ impl<'l> HostWriter<'l> {
                 .map(|t| {
                     Ok(TensorEntry {
                         name: t.name.clone(),
-                        dtype: dtype_code(t.element).map_err(CodegenError::new)?,
+                        dtype: dtype_code(t.element, t.unsigned).map_err(CodegenError::new)?,
                         shape: t.shape.iter().map(|&x| x as u64).collect(),
                     })
                 })

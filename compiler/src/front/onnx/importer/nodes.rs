@@ -11,11 +11,11 @@ use super::super::node::{Node, Value};
 use super::super::ops;
 use super::super::proto::{GraphProto, NodeProto};
 use super::Importer;
-use super::{half, unsigned};
 use super::control;
 use super::graph::node_uses;
 use super::scope::{Item, Scope};
 use super::sequence;
+use super::{half, unsigned};
 
 /// What a graph walk needs besides the values: the opset, how ops are
 /// located, where external data lives.

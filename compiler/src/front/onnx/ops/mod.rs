@@ -6,25 +6,25 @@ pub mod attention;
 pub mod conv;
 pub mod conv_transpose;
 pub mod data_dependent;
+pub mod einsum;
 pub mod elementwise;
+pub mod grid;
 pub mod index;
 pub mod loss;
 pub mod matmul;
 pub mod movement;
 pub mod norm;
-pub mod numeric;
-pub mod einsum;
-pub mod grid;
 pub mod normalize;
+pub mod numeric;
 pub mod pad;
 pub mod pool;
 pub mod quant;
 pub mod reduce;
 pub mod resize;
-pub mod shape;
-pub mod spatial;
 pub mod rnn;
+pub mod shape;
 pub mod signal;
+pub mod spatial;
 
 use std::path::Path;
 
@@ -207,7 +207,6 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Where",
     "Xor",
 ];
-
 
 pub fn one(value: Value) -> Result<Vec<Value>> {
     Ok(vec![value])
