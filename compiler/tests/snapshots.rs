@@ -47,8 +47,7 @@ fn stable(text: &str) -> String {
             // bytes (and digest) change with the commit too; its contents
             // are tested in compiler/tests/reliability.rs.
             if line.starts_with("@tcc_description_v1 = ") {
-                return "@tcc_description_v1 = [...] (the checksummed description)"
-                    .to_string();
+                return "@tcc_description_v1 = [...] (the checksummed description)".to_string();
             }
             let Some(at) = line.find("(git ") else {
                 return line.to_string();
