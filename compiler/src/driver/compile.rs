@@ -158,7 +158,7 @@ pub struct CompileArgs {
     pub max_fused_ops: Option<i64>,
     /// The most bytes one tensor (a constant or an intermediate) may hold;
     /// a larger one is an error before anything allocates it. Default: a
-    /// quarter of this machine's memory.
+    /// sixteenth of this machine's memory.
     #[arg(long, value_name = "BYTES")]
     pub max_constant_bytes: Option<u64>,
     #[command(flatten)]

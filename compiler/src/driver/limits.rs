@@ -5,13 +5,16 @@
 //! `tensor<4294967296xi8>` used to grow past 8 GB while later phases
 //! materialized the splat, and then abort on a C++ allocation failure
 //! ("Rust cannot catch foreign exceptions"). The default limit is a
-//! quarter of this machine's memory.
+//! sixteenth of this machine's memory: compiling still takes several
+//! times a constant's size (a 4 GiB splat had reached 7.7 GB of RSS when
+//! it was stopped), so a quarter let a 4 GiB splat through on a 23 GB
+//! machine and exhaust it.
 
 use anyhow::{Result, bail};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{TypeLike, ValueLike};
 
-/// A quarter of the physical memory (`sysconf`), or 4 GiB when unknown.
+/// A sixteenth of the physical memory (`sysconf`), or 1 GiB when unknown.
 pub fn default_max_tensor_bytes() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let (pages, page) = unsafe {
@@ -21,9 +24,9 @@ pub fn default_max_tensor_bytes() -> u64 {
         )
     };
     if pages > 0 && page > 0 {
-        (pages as u64).saturating_mul(page as u64) / 4
+        (pages as u64).saturating_mul(page as u64) / 16
     } else {
-        4 << 30
+        1 << 30
     }
 }
 
@@ -76,7 +79,7 @@ pub fn check_tensor_bytes(root: OperationRef, limit: u64) -> Result<()> {
                 .map(|l| format!("{l}: "))
                 .unwrap_or_default();
             bail!(
-                "{at}the {what} '{name}' has the type '{}' of {bytes} bytes, more than the limit of {limit} bytes per tensor (--max-constant-bytes; the default is a quarter of this machine's memory)",
+                "{at}the {what} '{name}' has the type '{}' of {bytes} bytes, more than the limit of {limit} bytes per tensor (--max-constant-bytes; the default is a sixteenth of this machine's memory)",
                 crate::diagnostics::truncate_for_message(&ty.to_string())
             );
         }
