@@ -757,15 +757,19 @@ def index_cases():
             # sorted = 0.
             helper.make_node("Unique", ["rows"], ["urows", "urows_i", "urows_inv", "urows_c"], axis=0, sorted=0),
             helper.make_node("Add", ["urows", "x23"], ["rows_plus"]),
+            # GatherElements of constants folds too.
+            helper.make_node("GatherElements", ["table", "gidx"], ["gathered"], axis=0),
+            helper.make_node("Add", ["gathered", "v"], ["gathered_plus"]),
         ],
         [vi("x23", F, [2, 3]), vi("v", F, [4])],
         [vi("nonzero_plus", F, [2, 3]), vi("compressed_mm", F, [2, 2]), vi("by_inverse", F, [7]),
-         vi("weighted", F, [4]), vi("rows_plus", F, [2, 3])],
+         vi("weighted", F, [4]), vi("rows_plus", F, [2, 3]), vi("gathered_plus", F, [2, 4])],
         [ownf(2, 3), ownf(4)],
         [init("mask", np.array([[0, 3, 0], [1, 0, 2]], np.int64)),
          init("table", ownf(3, 4)), init("keep", np.array([0, 1, 0, 1], bool)),
          init("labels", np.array([2.5, -1.0, 2.5, 7.0, 0.0, -1.0, 2.5], np.float32)),
-         init("rows", np.array([[1, 2, 3], [1, 2, 3], [0, 0, 1], [0, 0, 1]], np.float32))],
+         init("rows", np.array([[1, 2, 3], [1, 2, 3], [0, 0, 1], [0, 0, 1]], np.float32)),
+         init("gidx", np.array([[2, 0, -1, 1], [0, -3, 2, 2]], np.int64))],
         opset=18,
     )
 

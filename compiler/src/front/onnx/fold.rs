@@ -251,6 +251,13 @@ mod tests {
         assert_eq!(binary("Div", &a, &b).unwrap().unwrap().i64s(), vec![3, -3]);
         assert_eq!(binary("Less", &a, &b).unwrap().unwrap().i64s(), vec![0, 1]);
         assert!(binary("Div", &a, &Const::from_i64(DType::I64, vec![1], &[0])).is_err());
+        // Mod with fmod = 0 (the only form folded): the divisor's sign.
+        assert_eq!(binary("Mod", &a, &b).unwrap().unwrap().i64s(), vec![1, 1]);
+        let minus_two = Const::from_i64(DType::I64, vec![1], &[-2]);
+        assert_eq!(
+            binary("Mod", &a, &minus_two).unwrap().unwrap().i64s(),
+            vec![-1, -1]
+        );
         let f = Const::from_f64(DType::F32, vec![2, 2], &[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(
             reduce("ReduceSum", &f, &[1], false).unwrap().f64s(),

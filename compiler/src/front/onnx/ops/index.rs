@@ -22,8 +22,10 @@
 use super::super::dtype::{DType, TType};
 use super::super::emit::{Operand, Val, float_literal};
 use super::super::error::{ImportError, Result, bail};
+use super::super::fold;
 use super::super::importer::Importer;
 use super::super::node::{Node, Value};
+use super::super::tensor::Const;
 use super::shape::strided_slice_value;
 use super::tensor;
 
@@ -177,12 +179,48 @@ pub fn gather_elements(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if is.contains(&0) || ds[axis] == 0 {
         bail!("GatherElements produces an empty tensor, which tcc does not support");
     }
+    if let (Value::Const(c), Value::Const(i)) = (data, indices)
+        && (i.numel() as i64) <= fold::FOLD_LIMIT
+    {
+        return Ok(vec![Value::constant(fold_gather_elements(c, i, axis)?)]);
+    }
     let d = imp.val(data)?;
     let i = imp.val(indices)?;
     let lin = normalized(imp, &i, ds[axis]);
     let coords: Vec<Option<usize>> = (0..rank).map(|a| (a != axis).then_some(a)).collect();
     let dims: Vec<usize> = (0..rank).collect();
     tensor(gather_at(imp, &d, is, &lin, &dims, &coords))
+}
+
+/// GatherElements of constants, at import time (an index out of range is
+/// an error here, where it can be named).
+fn fold_gather_elements(data: &Const, indices: &Const, axis: usize) -> Result<Const> {
+    let ds = &data.shape;
+    let is = &indices.shape;
+    let k = ds[axis];
+    let data_strides = fold::strides(ds);
+    let index_strides = fold::strides(is);
+    let mut flat = Vec::with_capacity(indices.numel());
+    for n in 0..indices.numel() {
+        let mut index = indices.i64_at(n);
+        if index < -k || index >= k {
+            bail!("GatherElements index {index} is out of range for a dimension of {k}");
+        }
+        if index < 0 {
+            index += k;
+        }
+        let mut at = 0;
+        for a in 0..is.len() {
+            let coordinate = if a == axis {
+                index as usize
+            } else {
+                (n / index_strides[a]) % is[a] as usize
+            };
+            at += coordinate * data_strides[a];
+        }
+        flat.push(at);
+    }
+    Ok(fold::pick(data, is.clone(), flat.into_iter()))
 }
 
 pub fn gather_nd(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -476,14 +514,10 @@ pub fn one_hot(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         });
     let (off, on) = match values {
         Value::Const(c) => (
-            imp.e.constant(
-                &super::super::fold::pick(c, vec![1; rank], [0].into_iter()),
-                "off",
-            )?,
-            imp.e.constant(
-                &super::super::fold::pick(c, vec![1; rank], [1].into_iter()),
-                "on",
-            )?,
+            imp.e
+                .constant(&fold::pick(c, vec![1; rank], [0].into_iter()), "off")?,
+            imp.e
+                .constant(&fold::pick(c, vec![1; rank], [1].into_iter()), "on")?,
         ),
         Value::Tensor(v) => {
             let off = imp.e.slice(v, &[0], &[1]);
