@@ -5,9 +5,11 @@
 //! [`Importer`] holds the walk's state (the emitter, constants already
 //! written, the node being imported); [`import_model`] runs the steps, one
 //! module each: `inputs` (initializers and arguments), `graph` (opset,
-//! declared types, live nodes in order), `nodes` (the node walk),
-//! `outputs` (results checked against their declarations) and `text` (the
-//! module around the emitted body).
+//! declared types, live nodes in order), `nodes` (the node walk, in a
+//! nested `scope`; `control` inlines and unrolls subgraphs through it and
+//! `sequence` evaluates the sequence/optional ops), `outputs` (results
+//! checked against their declarations) and `text` (the module around the
+//! emitted body).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

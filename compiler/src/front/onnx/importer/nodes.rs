@@ -1,6 +1,8 @@
 //! The node walk: each live node, in dependency order, imported by its
-//! op's importer (`ops::import_node`) with the values of its inputs; its
-//! outputs join the value table under their ONNX names.
+//! op's importer (`ops::import_node`; control flow and the sequence and
+//! optional ops by `control` and `sequence`, which take subgraphs and
+//! non-tensor values) with the values of its inputs; its outputs join the
+//! scope under their ONNX names.
 
 use std::collections::HashSet;
 use std::path::Path;
