@@ -67,7 +67,7 @@ fn suite() -> &'static Suite {
             String::from_utf8_lossy(&output.stdout).trim(),
             start.elapsed().as_secs_f64()
         );
-        let cases = scoreboard::find_cases(&[out.clone()]).expect("cases");
+        let cases = scoreboard::find_cases(std::slice::from_ref(&out)).expect("cases");
         let training = std::fs::read_to_string(out.join("TRAINING"))
             .expect("TRAINING")
             .lines()

@@ -156,7 +156,7 @@ fn float_constant(value: Value) -> Option<f64> {
 
 /// Whether `value` is one of `user`'s init operands.
 fn is_init_of(value: Value, user: OperationRef) -> bool {
-    init_operands(user).iter().any(|init| *init == value)
+    init_operands(user).contains(&value)
 }
 
 /// A new `arith.constant` of `value` (of `like`'s type) in front of `op`.
