@@ -45,8 +45,11 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    let result = match &cli.command {
-        Command::Compile(args) => driver::compile::run(args),
+    let mut cli = cli;
+    let result = match &mut cli.command {
+        Command::Compile(args) => args
+            .resolve_target()
+            .and_then(|()| driver::compile::run(args)),
         Command::Run(args) => driver::run::run(args),
         Command::Import(args) => driver::import::run(args),
         Command::Inspect(args) => driver::inspect::run(args),

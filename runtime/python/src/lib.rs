@@ -308,27 +308,76 @@ fn load_bytes(data: &[u8], device: Option<&str>, label: &str) -> PyResult<Model>
 }
 
 /// Compiles `path` (MLIR or ONNX) with the tcc compiler (`$TCC`, else
-/// `tcc` on PATH) for `target` and loads the result.
+/// `tcc` on PATH) and loads the result. Every `tcc compile` option has a
+/// keyword: `target` (generic, nvidia, pocl-cpu, host, auto),
+/// `input_shapes` (`{"data": (8, 3, 224, 224)}`), `precision` (fp32,
+/// tf32, fp16), `storage` (fp32, fp16), `tuning` (a `tcc tune` record),
+/// `ptx` (bool), `gpu_arch` ("sm_90"), `backend` (opencl, cuda),
+/// `max_fused_ops`, `quantize` ("int8") with `profile` (a `tcc profile`
+/// file), `calibration` (max, percentile, ...) and `calibration_inputs` (a
+/// directory), and `args` (a list) for any other flag.
 #[pyfunction]
-#[pyo3(signature = (path, target="generic", device=None, tcc=None))]
+#[pyo3(signature = (
+    path, target="generic", device=None, tcc=None, *, input_shapes=None, precision=None,
+    storage=None, tuning=None, ptx=None, gpu_arch=None, backend=None, max_fused_ops=None,
+    quantize=None, profile=None, calibration=None, calibration_inputs=None, args=None
+))]
+#[allow(clippy::too_many_arguments)]
 fn compile(
     py: Python<'_>,
     path: &str,
     target: &str,
     device: Option<&str>,
     tcc: Option<String>,
+    input_shapes: Option<std::collections::BTreeMap<String, Vec<usize>>>,
+    precision: Option<String>,
+    storage: Option<String>,
+    tuning: Option<String>,
+    ptx: Option<bool>,
+    gpu_arch: Option<String>,
+    backend: Option<String>,
+    max_fused_ops: Option<i64>,
+    quantize: Option<String>,
+    profile: Option<String>,
+    calibration: Option<String>,
+    calibration_inputs: Option<String>,
+    args: Option<Vec<String>>,
 ) -> PyResult<Model> {
     let tcc = tcc
         .or_else(|| std::env::var("TCC").ok())
         .unwrap_or_else(|| "tcc".into());
     let directory = tempfile::tempdir().map_err(runtime_error)?;
     let so = directory.path().join("model.so");
+    let mut flags = vec![format!("--target={target}")];
+    for (name, dims) in input_shapes.unwrap_or_default() {
+        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        flags.push(format!("--input-shape={name}={}", dims.join("x")));
+    }
+    let named = [
+        ("precision", precision),
+        ("storage", storage),
+        ("tuning", tuning),
+        ("ptx", ptx.map(|on| if on { "on" } else { "off" }.to_string())),
+        ("gpu-arch", gpu_arch),
+        ("backend", backend),
+        ("max-fused-ops", max_fused_ops.map(|n| n.to_string())),
+        ("quantize", quantize),
+        ("profile", profile),
+        ("calibration", calibration),
+        ("calibration-inputs", calibration_inputs),
+    ];
+    for (flag, value) in named {
+        if let Some(value) = value {
+            flags.push(format!("--{flag}={value}"));
+        }
+    }
+    flags.extend(args.unwrap_or_default());
     let output = py
         .detach(|| {
             std::process::Command::new(&tcc)
                 .args(["compile", path, "-o"])
                 .arg(&so)
-                .arg(format!("--target={target}"))
+                .args(&flags)
                 .output()
         })
         .map_err(|e| {
@@ -338,7 +387,8 @@ fn compile(
         })?;
     if !output.status.success() {
         return Err(runtime_error(format!(
-            "tcc compile {path} failed:\n{}",
+            "tcc compile {path} {} failed:\n{}",
+            flags.join(" "),
             String::from_utf8_lossy(&output.stderr).trim_end()
         )));
     }

@@ -133,3 +133,18 @@ def test_calls_from_several_threads(mlp):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_compile_takes_every_option(mlp):
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 4, 16)
+    (want,) = mlp.run(x)
+    host = tcc.compile(
+        os.path.join(MODELS, "mlp.mlir"), target="host", max_fused_ops=2, storage="fp16"
+    )
+    (got,) = host.run(x)
+    # fp16 storage rounds the weights and activations to half.
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+    with pytest.raises(RuntimeError, match=r"--precision=tf32 .*needs --target=nvidia"):
+        tcc.compile(os.path.join(MODELS, "mlp.mlir"), precision="tf32")
+    with pytest.raises(RuntimeError, match=r"--target=tpu: unknown target"):
+        tcc.compile(os.path.join(MODELS, "mlp.mlir"), target="tpu")
