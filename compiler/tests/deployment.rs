@@ -375,3 +375,59 @@ fn progress_is_drawn_on_a_terminal_only() {
     ]));
     assert!(o.stderr.is_empty(), "{}", text(&o));
 }
+
+/// `--target=auto` builds for the default OpenCL device's kind (PoCL's CPU
+/// here: pocl-cpu), `host` for this CPU; without `--target` a script gets
+/// generic and no probe; tcc-run warns once when an artifact's target does
+/// not suit the device, naming what to rebuild with, and still runs it.
+#[test]
+fn the_right_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let mlp = model("mlp.mlir");
+    let mlp = mlp.to_str().unwrap();
+    let built = |name: &str, extra: &[&str]| {
+        let so = dir.path().join(name);
+        let o = ok(tcc(
+            &[&["compile", mlp, "-o", so.to_str().unwrap()], extra].concat()
+        ));
+        let info = ok(tcc(&["inspect", so.to_str().unwrap(), "--json"]));
+        let json: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        (
+            so,
+            json["target"].as_str().unwrap().to_string(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (auto, target, err) = built("auto.so", &["--target=auto"]);
+    assert_eq!(target, "pocl-cpu", "{err}");
+    assert!(err.contains("--target=auto: pocl-cpu for "), "{err}");
+    let (_, target, _) = built("host.so", &["--target=host"]);
+    assert_eq!(target, "pocl-cpu");
+    // Not a terminal: no device probe, no note.
+    let (generic, target, err) = built("generic.so", &[]);
+    assert_eq!(target, "generic");
+    assert!(!err.contains("note"), "{err}");
+    fails_with(
+        &tcc(&["compile", mlp, "--target=tpu", "-o", "/dev/null"]),
+        "unknown target 'tpu' (targets: generic, nvidia, pocl-cpu, host, auto)",
+    );
+
+    let run = |so: &Path| {
+        let o = Command::new(library_dir().join("tcc-run"))
+            .arg(so)
+            .arg("--input=1x4x16xf32=0.5")
+            .env("TCC_CACHE_DIR", dir.path().join("cache"))
+            .output()
+            .expect("tcc-run (cargo build -p tcc-runtime --bins)");
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = run(&generic);
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(
+        err.contains("generic.so was built for --target=generic, but ")
+            && err.contains("(CPU) runs --target=pocl-cpu builds faster: rebuild with `tcc compile --target=pocl-cpu`"),
+        "{err}"
+    );
+    assert!(!run(&auto).contains("warning"));
+}

@@ -366,3 +366,50 @@ fn prepared_rounds_measured_elsewhere_make_a_record() {
         stderr(&output)
     );
 }
+
+/// SqueezeNet (issue 35): its repeated fire modules compile to identical
+/// convolution kernels that the artifact launches under one name; the
+/// tuner times the kernels the artifact launches, so every shape is
+/// recorded (it failed with "no profile for kernel conv_min_max_17"
+/// before). Bounded: two candidates, one timed call.
+#[test]
+fn squeezenet_tunes_every_convolution_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let generated = Command::new("python3")
+        .arg(repo.join("scripts/bench/gen-real-models.py"))
+        .arg(dir.path())
+        .arg("squeezenet")
+        .output()
+        .expect("python3 with onnx and numpy (make deps)");
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let record = dir.path().join("squeezenet.json");
+    let o = tcc(dir.path())
+        .arg("tune")
+        .arg(dir.path().join("squeezenet.onnx"))
+        .args([
+            "--device=pthread",
+            "--max-candidates=2",
+            "--iterations=1",
+            "-o",
+        ])
+        .arg(&record)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let record = TuningRecord::load(&record).unwrap();
+    assert_eq!(record.target, "pocl-cpu");
+    let shapes: Vec<[i64; 4]> = record.gemms.iter().map(|g| g.shape).collect();
+    // SqueezeNet 1.1's 26 convolutions have 18 distinct shapes; the
+    // first (3x3x3 taps over 111x111) and the classifier among them.
+    assert_eq!(shapes.len(), 18, "{shapes:?}");
+    assert!(shapes.contains(&[1, 12321, 64, 27]), "{shapes:?}");
+    assert!(shapes.contains(&[1, 169, 1000, 512]), "{shapes:?}");
+    assert!(
+        record
+            .gemms
+            .iter()
+            .all(|g| g.best_ms > 0.0 && g.best_ms <= g.default_ms)
+    );
+}

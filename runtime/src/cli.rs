@@ -8,10 +8,12 @@
 mod backend;
 mod call_args;
 mod setup;
+mod target_check;
 
 pub use backend::*;
 pub use call_args::CallArgs;
 pub use setup::*;
+pub use target_check::*;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

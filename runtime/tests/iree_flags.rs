@@ -464,6 +464,14 @@ fn benchmark_duration_and_default_inputs() {
         "{}",
         stderr(&o)
     );
+    // A measurement over 0.7 s says so (not a terminal: a line when it
+    // starts and one when it ends).
+    let err = stderr(&o);
+    assert!(
+        err.contains("tcc-benchmark: measuring for 1.5 s\n")
+            && err.contains("tcc-benchmark: measured after "),
+        "{err}"
+    );
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let calls = report["iterations"].as_u64().unwrap();
     let mean_ms = report["latency_ms"]["mean"].as_f64().unwrap();

@@ -47,8 +47,11 @@ fn main() -> std::process::ExitCode {
     };
     // An interrupted `-o` write leaves no temporary file behind.
     tcc_runtime::output_file::remove_partial_files_on_interrupt();
-    let result = match &cli.command {
-        Command::Compile(args) => driver::compile::run(args),
+    let mut cli = cli;
+    let result = match &mut cli.command {
+        Command::Compile(args) => args
+            .resolve_target()
+            .and_then(|()| driver::compile::run(args)),
         Command::Run(args) => driver::run::run(args),
         Command::Import(args) => driver::import::run(args),
         Command::Inspect(args) => driver::inspect::run(args),

@@ -111,8 +111,17 @@ pub struct CompileArgs {
     /// Which intermediate to write instead of the artifact.
     #[arg(long, value_enum, default_value = "artifact")]
     pub emit: Emit,
-    /// The device family to tune kernels for (generic, nvidia, pocl-cpu).
-    #[arg(long, default_value = "generic", value_parser = parse_target)]
+    /// The device family to tune kernels for: generic (any OpenCL 1.2
+    /// device; the default), nvidia, pocl-cpu, host (this machine's CPU
+    /// through PoCL: pocl-cpu with its vector width) or auto (the default
+    /// OpenCL device's kind: nvidia, pocl-cpu or generic; generic with a
+    /// note when there is no OpenCL device). Without --target an artifact
+    /// is built for generic, and (on a terminal) a note names the better
+    /// target for this machine's default device when there is one.
+    #[arg(long = "target", value_name = "TARGET")]
+    pub target_flag: Option<String>,
+    /// The target `--target` resolves to (set by [`CompileArgs::resolve_target`]).
+    #[arg(skip)]
     pub target: Target,
     /// Print statistics (kernels with kind and work-group size, arena size and liveness lower bound) to stderr: --stats or --stats=text for people, --stats=json for scripts.
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "text", value_name = "FORMAT")]
@@ -181,6 +190,66 @@ pub fn check_symbol_name(name: &str) -> Result<()> {
 }
 
 impl CompileArgs {
+    /// Resolves `--target` (`auto` and `host` included) into
+    /// [`CompileArgs::target`], printing the one-line notes: what `auto`
+    /// found, or, for an artifact built without `--target`, the target
+    /// that suits this machine's default OpenCL device better. Without
+    /// `--target` nothing but that note looks at this machine: the
+    /// artifact stays the same wherever it is built.
+    pub fn resolve_target(&mut self) -> Result<()> {
+        let default_device = || -> Option<tcc_runtime::DeviceInfo> {
+            let devices = tcc_runtime::list_devices().ok()?;
+            let selector = tcc_runtime::DeviceSelector::from_flag_or_env(None);
+            selector.select(&devices).ok()
+        };
+        self.target = match self.target_flag.as_deref() {
+            None => {
+                // For a person at a terminal: scripts and builds (and
+                // the test suite) see no probe and no note.
+                use std::io::IsTerminal as _;
+                let builds_artifact = std::io::stderr().is_terminal()
+                    && self.compile_to.is_none()
+                    && matches!(self.emit, Emit::Artifact | Emit::Obj | Emit::Staticlib);
+                if builds_artifact
+                    && let Some(device) = default_device()
+                    && let better = tcc_runtime::cli::target_for_device(&device)
+                    && better != "generic"
+                {
+                    eprintln!(
+                        "tcc compile: note: building for --target=generic (any OpenCL device); this machine's default device, {} ({}), runs --target={better} builds faster (--target=auto picks it)",
+                        device.name, device.kind
+                    );
+                }
+                Target::Generic
+            }
+            Some("host") => Target::PoclCpu,
+            Some("auto") => match default_device() {
+                Some(device) => {
+                    let target = tcc_runtime::cli::target_for_device(&device);
+                    eprintln!(
+                        "tcc compile: --target=auto: {target} for {} ({})",
+                        device.name, device.kind
+                    );
+                    target.parse().map_err(|e: String| anyhow::anyhow!(e))?
+                }
+                None => {
+                    eprintln!(
+                        "tcc compile: note: --target=auto found no OpenCL device; building for generic"
+                    );
+                    Target::Generic
+                }
+            },
+            Some(text) => text.parse().map_err(|_| {
+                let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+                anyhow::anyhow!(
+                    "--target={text}: unknown target '{text}' (targets: {}, host, auto)",
+                    names.join(", ")
+                )
+            })?,
+        };
+        Ok(())
+    }
+
     /// The PTX to generate, if any: `--ptx`, else on for `--target=nvidia`.
     fn ptx_options(&self) -> Result<Option<ptx::PtxOptions>> {
         let wanted = match self.ptx {
@@ -231,10 +300,6 @@ impl CompileArgs {
 }
 
 fn parse_phase(text: &str) -> Result<Phase, String> {
-    text.parse()
-}
-
-fn parse_target(text: &str) -> Result<Target, String> {
     text.parse()
 }
 

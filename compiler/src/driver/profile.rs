@@ -198,6 +198,8 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             .parse()
             .map_err(|e| anyhow::anyhow!("--target: {e}, or `auto`"))?
     };
+    let stages = Progress::spinner("tcc profile");
+    stages.message("compiling the model with every tensor as an output");
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let mlir = directory.path().join("profiled.mlir");
     std::fs::write(&mlir, &imported.mlir).context("cannot write the imported model")?;
@@ -208,7 +210,13 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     super::super::back::host_llvm::link_shared(&host.object, &library)?;
     let model = Model::load(&library)?;
     let function = imported.function.clone();
+    stages.message(format!(
+        "building {} kernels for {}",
+        model.kernel_names().len(),
+        runtime.device().name
+    ));
     let mut run_session = runtime.session(&model)?;
+    drop(stages);
 
     // The graph's own float outputs and the exposed tensors.
     let profiled: Vec<usize> = (0..imported.outputs.len())

@@ -262,6 +262,9 @@ pub fn report_accuracy(
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let samples = super::profile::read_samples(&samples_dir, &imported.inputs)?;
 
+    // Tens of seconds after the artifact is written: say what is going on.
+    let progress = super::progress::Progress::spinner("tcc compile");
+    progress.message("int8 accuracy report: compiling the f32 model to compare with");
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let reference = directory.path().join("f32.so");
     let session = Session::new();
@@ -270,11 +273,20 @@ pub fn report_accuracy(
     crate::back::host_llvm::link_shared(&host.object, &reference)?;
     let f32_model = Model::load(&reference)?;
     let int8_model = Model::load(artifact)?;
+    progress.message(format!(
+        "int8 accuracy report: building both models' kernels for {}",
+        runtime.device().name
+    ));
     let mut f32_session = runtime.session(&f32_model)?;
     let mut int8_session = runtime.session(&int8_model)?;
     let function = imported.function.clone();
     let mut agreement = Agreement::default();
-    for (label, inputs) in &samples {
+    for (done, (label, inputs)) in samples.iter().enumerate() {
+        progress.message(format!(
+            "int8 accuracy report: sample {}/{} ({label}) on both models",
+            done + 1,
+            samples.len()
+        ));
         let expected = f32_session
             .run(&function, inputs)
             .with_context(|| format!("running the f32 model on {label}"))?;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use tcc_runtime::cli::{self, OutputArg};
-use tcc_runtime::{DeviceKind, DeviceSelector, HostTensor, Model, Runtime};
+use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
 
 use super::compile::compile_to_kernels;
 use super::session::Session;
@@ -32,7 +32,7 @@ pub struct RunArgs {
     /// OpenCL device: index from `tcc-run --list-devices` or a name substring (default: TCC_DEVICE, else first GPU, else first CPU).
     #[arg(long)]
     pub device: Option<String>,
-    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) or `auto` (the one that suits the device) runs on OpenCL. The default is `tcc compile`'s, generic, so that both build the same kernels.
+    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) `host` (this CPU: pocl-cpu) or `auto` (the one that suits the device) runs on OpenCL. The default is `tcc compile`'s, generic, so that both build the same kernels.
     #[arg(long, default_value = "generic")]
     pub target: String,
     /// Print at most this many elements per result.
@@ -42,15 +42,9 @@ pub struct RunArgs {
 
 /// The tuning target that suits a device.
 pub fn target_for(device: &tcc_runtime::DeviceInfo) -> Target {
-    if device.name.to_lowercase().contains("nvidia")
-        || device.platform_name.to_lowercase().contains("nvidia")
-    {
-        Target::Nvidia
-    } else if device.kind == DeviceKind::Cpu {
-        Target::PoclCpu
-    } else {
-        Target::Generic
-    }
+    tcc_runtime::cli::target_for_device(device)
+        .parse()
+        .unwrap_or(Target::Generic)
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -133,6 +127,8 @@ fn run_opencl(
     let runtime = Runtime::new(DeviceSelector::from_flag_or_env(args.device.as_deref()))?;
     let target = if args.target == "auto" {
         target_for(runtime.device())
+    } else if args.target == "host" {
+        Target::PoclCpu
     } else {
         args.target
             .parse()

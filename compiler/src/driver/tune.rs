@@ -74,7 +74,12 @@ struct GemmKernel {
     candidates: usize,
 }
 
-/// The model's GEMM kernels, from its tile-phase IR.
+/// The model's GEMM kernels as the artifact launches them: the `gpu.func`s
+/// of its gpu-phase IR with a GEMM strategy. Not the tile phase's
+/// kernels: outlining merges identical kernels (SqueezeNet's repeated
+/// fire modules launch `conv_min_max_4` for `conv_min_max_6` too), so a
+/// tile-phase name may never be launched, and its time would never be
+/// measured.
 fn gemm_kernels(
     session: &Session,
     args: &TuneArgs,
@@ -82,14 +87,12 @@ fn gemm_kernels(
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Vec<GemmKernel>> {
     let mut module = super::import::parse_model_with(session, &args.input, input_shapes)?;
-    session.run_pipeline(
-        &mut module,
-        &crate::phases::pipeline_to(Phase::Tile, target),
-    )?;
+    session.run_pipeline(&mut module, &crate::phases::pipeline_to(Phase::Gpu, target))?;
     let mut kernels = Vec::new();
     for op in crate::ir::util::collect_ops(module.as_operation()) {
+        let is_kernel = op.name().as_string_ref().as_str() == Ok("gpu.func");
         let Some(crate::ir::strategy::KernelStrategy::Gemm { shape, .. }) =
-            crate::ir::strategy::of(&op)
+            crate::ir::strategy::of(&op).filter(|_| is_kernel)
         else {
             continue;
         };
@@ -101,7 +104,7 @@ fn gemm_kernels(
                 .unwrap_or_default()
         };
         kernels.push(GemmKernel {
-            name: string(crate::ir::attr_names::KERNEL),
+            name: string("sym_name"),
             kind: string(crate::ir::attr_names::KIND),
             shape: [batch, m, n, k],
             candidates: target.gemm_candidates(batch, m, n, k).len(),
@@ -141,6 +144,25 @@ fn compile_round(
     let library = directory.join(format!("round{candidate}.so"));
     host_llvm::link_shared(&host.object, &library)?;
     Ok(library)
+}
+
+/// Checks that the artifact of a round holds every kernel to tune, so that
+/// a kernel whose time could never be measured fails the run before any
+/// measuring, naming it.
+fn check_launched(kernels: &[GemmKernel], library: &std::path::Path) -> Result<()> {
+    let model = Model::load(library)?;
+    for kernel in kernels {
+        if !model.kernel_names().contains(&kernel.name) {
+            bail!(
+                "kernel {} ({} {}) is not among the compiled model's {} kernels, so its time cannot be measured (the tuner and the compiler disagree on the kernels: a bug, please report it)",
+                kernel.name,
+                kernel.kind,
+                kernel.shape.map(|d| d.to_string()).join("x"),
+                model.kernel_names().len()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Loads a compiled round on `runtime` with zero inputs and runs it once.
@@ -302,8 +324,29 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         for round in 0..rounds {
             progress.message(format!("compiling and building round {}", round + 1));
             let started = Instant::now();
-            let library = compile_round(args, target, &input_shapes, round, directory.path())?;
-            turns.push(load_round(runtime, &library)?);
+            let built = compile_round(args, target, &input_shapes, round, directory.path())
+                .and_then(|library| {
+                    // Before any measuring: every kernel to tune must be
+                    // one the artifact launches, or its time never comes.
+                    if round == 0 {
+                        check_launched(&kernels, &library)?;
+                    }
+                    load_round(runtime, &library)
+                });
+            match built {
+                Ok(turn) => turns.push(turn),
+                Err(e) if round == 0 => {
+                    return Err(e.context("round 1 (the target's table, the baseline)"));
+                }
+                Err(e) => {
+                    // The rounds before it are measured and recorded.
+                    progress.println(format!(
+                        "tcc tune: round {}/{rounds} failed, so the record compares the {round} rounds before it: {e:#}",
+                        round + 1
+                    ));
+                    break;
+                }
+            }
             progress.println(format!(
                 "tcc tune: round {}/{rounds} compiled and built in {:.1} s",
                 round + 1,
@@ -318,9 +361,19 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         let started = Instant::now();
         let progress = super::progress::Progress::bar("tcc tune", args.iterations.max(1) as u64);
         progress.message("measuring (interleaved calls of every round)");
-        for _ in 0..args.iterations.max(1) {
-            measure_in_turns(&mut turns, 1)?;
-            progress.step();
+        for iteration in 0..args.iterations.max(1) {
+            match measure_in_turns(&mut turns, 1) {
+                Ok(()) => progress.step(),
+                Err(e) if iteration == 0 => return Err(e.into()),
+                Err(e) => {
+                    // The calls made so far are kept.
+                    progress.println(format!(
+                        "tcc tune: call {} of the rounds failed, the record keeps the {iteration} before it: {e}",
+                        iteration + 1
+                    ));
+                    break;
+                }
+            }
         }
         drop(progress);
         eprintln!(
@@ -362,6 +415,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     } else {
         TuningRecord::new(&device, &driver, target)
     };
+    let mut unmeasured = 0;
     println!("| kind | batch x M x N x K | kernels | table ms | best ms | best config |");
     println!("|---|---|---|---|---|---|");
     for ((kind, shape), members) in shapes {
@@ -374,12 +428,21 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 .sum()
         };
         let Some(default_ms) = summed(0) else {
-            bail!(
-                "no profile for kernel {} in the first round",
-                members[0].name
+            // Not launched by the function that ran (another function's
+            // kernel): the other shapes are still recorded.
+            let missing: Vec<&str> = members
+                .iter()
+                .filter(|kernel| !times[0].contains_key(&kernel.name))
+                .map(|kernel| kernel.name.as_str())
+                .collect();
+            eprintln!(
+                "tcc tune: warning: {kind} {batch}x{m}x{n}x{k} not tuned: no call of kernel {} was timed in the first round (the function that ran does not launch it)",
+                missing.join(", ")
             );
+            unmeasured += 1;
+            continue;
         };
-        let (best_round, best_ms) = (0..rounds.min(candidates.len()))
+        let (best_round, best_ms) = (0..times.len().min(candidates.len()))
             .filter_map(|round| summed(round).map(|ms| (round, ms)))
             .fold(
                 (0, default_ms),
@@ -415,6 +478,11 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             best_ms,
             default_ms,
         });
+    }
+    if record.gemms.is_empty() {
+        bail!(
+            "none of the {unmeasured} GEMM shapes was timed: no record written (see the warnings above)"
+        );
     }
     record
         .gemms

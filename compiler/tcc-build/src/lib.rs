@@ -37,6 +37,23 @@
 //! linked one is compiled again with `--emit=staticlib --name=NAME` and
 //! linked (`tcc_runtime::linked_model!`). Either way the program needs no
 //! model file at run time.
+//!
+//! Compile options apply to every model: [`Build::target`] (`generic`,
+//! `nvidia`, `pocl-cpu`, `host`, `auto`), [`Build::input_shape`],
+//! [`Build::precision`], [`Build::storage`], [`Build::tuning`],
+//! [`Build::ptx`], [`Build::gpu_arch`], [`Build::backend`],
+//! [`Build::max_fused_ops`], and [`Build::arg`] for any other `tcc compile`
+//! flag:
+//!
+//! ```no_run
+//! tcc_build::Build::new()
+//!     .model("resnet", "models/resnet50.onnx")
+//!     .target("pocl-cpu")
+//!     .input_shape("data", &[8, 3, 224, 224])
+//!     .storage("fp16")
+//!     .compile()
+//!     .unwrap_or_else(|e| panic!("{e}"));
+//! ```
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -119,13 +136,72 @@ impl Build {
         self
     }
 
-    /// `--target=` for every model (generic, nvidia, pocl-cpu).
+    /// `--target=` for every model: `generic` (any OpenCL 1.2 device; the
+    /// default), `nvidia` (NVIDIA GPUs; also ships PTX), `pocl-cpu` (CPUs
+    /// through PoCL), `host` (this build machine's CPU: pocl-cpu with its
+    /// vector width) or `auto` (the build machine's default OpenCL
+    /// device's kind). A `generic` build runs everywhere but can be tens
+    /// of times slower on a CPU than a `pocl-cpu` one; pick the target of
+    /// the machine the program runs on.
     pub fn target(mut self, target: &str) -> Self {
         self.target = Some(target.to_string());
         self
     }
 
-    /// Another `tcc compile` argument for every model.
+    /// `--input-shape=NAME=DIMS` for every model: fills an ONNX input's
+    /// dynamic dimensions or changes its batch, e.g. `("data", &[8, 3, 224,
+    /// 224])` (repeat for more inputs).
+    pub fn input_shape(self, name: &str, dims: &[usize]) -> Self {
+        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        self.arg(&format!("--input-shape={name}={}", dims.join("x")))
+    }
+
+    /// `--precision=`: `fp32` (exact, the default), `tf32` or `fp16`
+    /// (GEMMs and convolutions on NVIDIA tensor cores; needs
+    /// `.target("nvidia")`).
+    pub fn precision(self, precision: &str) -> Self {
+        self.arg(&format!("--precision={precision}"))
+    }
+
+    /// `--storage=`: `fp32` (the default) or `fp16` (weights and
+    /// intermediate activations stored as half; inputs and outputs stay
+    /// f32).
+    pub fn storage(self, storage: &str) -> Self {
+        self.arg(&format!("--storage={storage}"))
+    }
+
+    /// `--tuning=FILE`: a record written by `tcc tune` for the device the
+    /// program runs on (its target must match `.target()`).
+    pub fn tuning(self, record: impl AsRef<Path>) -> Self {
+        self.arg(&format!("--tuning={}", record.as_ref().display()))
+    }
+
+    /// `--ptx=on|off`: ship the kernels as PTX beside the OpenCL C
+    /// (default: on for `nvidia`).
+    pub fn ptx(self, on: bool) -> Self {
+        self.arg(if on { "--ptx=on" } else { "--ptx=off" })
+    }
+
+    /// `--gpu-arch=sm_XY`: the NVIDIA architecture the PTX is for.
+    pub fn gpu_arch(self, arch: &str) -> Self {
+        self.arg(&format!("--gpu-arch={arch}"))
+    }
+
+    /// `--backend=opencl|cuda`: which runtime backend launches the NVIDIA
+    /// kernels.
+    pub fn backend(self, backend: &str) -> Self {
+        self.arg(&format!("--backend={backend}"))
+    }
+
+    /// `--max-fused-ops=N`: the most operations one fused elementwise
+    /// kernel may hold (0: no cap).
+    pub fn max_fused_ops(self, n: i64) -> Self {
+        self.arg(&format!("--max-fused-ops={n}"))
+    }
+
+    /// Another `tcc compile` argument for every model (any flag of `tcc
+    /// compile --help`, e.g. `--quantize=int8`); the methods above are
+    /// the common ones.
     pub fn arg(mut self, arg: &str) -> Self {
         self.extra_args.push(arg.to_string());
         self
@@ -532,6 +608,53 @@ mod tests {
         );
         assert_eq!(identifier("gpu_0/data"), "gpu_0_data");
         assert_eq!(camel("my_model"), "MyModel");
+    }
+
+    /// Every option method becomes its `tcc compile` flag.
+    #[test]
+    fn compile_options_reach_tcc_compile() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("args.txt");
+        let fake = dir.path().join("tcc");
+        std::fs::write(
+            &fake,
+            format!("#!/bin/sh\necho \"$@\" > {}\nexit 3\n", log.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = Build::new()
+            .tcc(&fake)
+            .model("m", "m.onnx")
+            .out_dir(dir.path())
+            .target("host")
+            .input_shape("data", &[8, 3, 224, 224])
+            .precision("tf32")
+            .storage("fp16")
+            .tuning("rec.json")
+            .ptx(false)
+            .gpu_arch("sm_90")
+            .backend("cuda")
+            .max_fused_ops(4)
+            .arg("--quantize=int8")
+            .compile()
+            .unwrap_err();
+        assert!(e.0.contains("tcc compile"), "{e}");
+        let args = std::fs::read_to_string(&log).unwrap();
+        for flag in [
+            "--target=host",
+            "--input-shape=data=8x3x224x224",
+            "--precision=tf32",
+            "--storage=fp16",
+            "--tuning=rec.json",
+            "--ptx=off",
+            "--gpu-arch=sm_90",
+            "--backend=cuda",
+            "--max-fused-ops=4",
+            "--quantize=int8",
+        ] {
+            assert!(args.split_whitespace().any(|a| a == flag), "{flag}: {args}");
+        }
     }
 
     #[test]

@@ -205,49 +205,210 @@ impl Model {
         Ok(self.get()?.model.producer().to_string())
     }
 
-    /// Runs `function` (default: the only one) on numpy arrays, one per
-    /// input, in order; returns the outputs as a list of numpy arrays.
-    #[pyo3(signature = (*arrays, function=None))]
+    /// Runs `function` (default: the only one) on numpy arrays: one per
+    /// input in order (`m.run(x, y)`), or by name as a dict (`m.run({"x":
+    /// x})`) or as keyword arguments (`m.run(x=x)`). Returns the outputs as
+    /// a list of numpy arrays. A missing, extra or unknown input, a wrong
+    /// dtype or shape raise `ValueError` naming the input, what it expects
+    /// and what it got.
+    #[pyo3(signature = (*arrays, function=None, **named))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         arrays: &Bound<'py, PyTuple>,
         function: Option<String>,
+        named: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let (_, results) = self.call(py, arrays, function, named)?;
+        PyList::new(py, results)
+    }
+
+    /// As `run`, returning a dict of the outputs by name (`output0`,
+    /// `output1`, ... for unnamed ones).
+    #[pyo3(signature = (*arrays, function=None, **named))]
+    fn run_dict<'py>(
+        &self,
+        py: Python<'py>,
+        arrays: &Bound<'py, PyTuple>,
+        function: Option<String>,
+        named: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (info, results) = self.call(py, arrays, function, named)?;
+        let out = PyDict::new(py);
+        for (i, (desc, array)) in info.outputs.iter().zip(results).enumerate() {
+            let key = if desc.name.is_empty() {
+                format!("output{i}")
+            } else {
+                desc.name.clone()
+            };
+            out.set_item(key, array)?;
+        }
+        Ok(out)
+    }
+
+    /// Releases the device session; later calls raise ValueError.
+    fn close(&self) {
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
+    fn __repr__(&self) -> String {
+        match self.get() {
+            Ok(l) => format!("Model({} on {})", l.model.path().display(), self.device),
+            Err(_) => "Model(closed)".into(),
+        }
+    }
+}
+
+
+/// `input 'x' of @f` or `input 0 of @f` for an unnamed one.
+fn input_label(index: usize, desc: &TensorDesc, function: &str) -> String {
+    if desc.name.is_empty() {
+        format!("input {index} of @{function}")
+    } else {
+        format!("input '{}' of @{function}", desc.name)
+    }
+}
+
+impl Model {
+    /// The arrays of a call in the function's input order: positional, a
+    /// dict as the only positional argument, or keyword arguments.
+    fn ordered_inputs<'py>(
+        info: &tcc_runtime::FunctionInfo,
+        arrays: &Bound<'py, PyTuple>,
+        named: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let name = &info.name;
+        let expected = || {
+            info.inputs
+                .iter()
+                .map(|t| {
+                    if t.name.is_empty() {
+                        t.type_string()
+                    } else {
+                        format!("{}: {}", t.name, t.type_string())
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let dict = match (arrays.len(), named) {
+            (1, None) => arrays.get_item(0)?.cast_into::<PyDict>().ok(),
+            _ => None,
+        };
+        let by_name = match (dict, named) {
+            (Some(d), None) => Some(d),
+            (None, Some(n)) if arrays.is_empty() => Some(n.clone()),
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err(format!(
+                    "@{name}: give the inputs by position or by name, not both"
+                )));
+            }
+            _ => None,
+        };
+        let Some(by_name) = by_name else {
+            if arrays.len() != info.inputs.len() {
+                return Err(PyValueError::new_err(format!(
+                    "@{name} takes {} input(s) ({}), got {}",
+                    info.inputs.len(),
+                    expected(),
+                    arrays.len()
+                )));
+            }
+            return Ok(arrays.iter().collect());
+        };
+        let mut given: Vec<String> = Vec::new();
+        for key in by_name.keys() {
+            let key: String = key.extract().map_err(|_| {
+                PyValueError::new_err(format!("@{name}: input names are strings"))
+            })?;
+            if !info.inputs.iter().any(|t| t.name == key) {
+                return Err(PyValueError::new_err(format!(
+                    "@{name} has no input named '{key}' (its inputs: {})",
+                    expected()
+                )));
+            }
+            given.push(key);
+        }
+        let mut ordered = Vec::new();
+        for (i, desc) in info.inputs.iter().enumerate() {
+            match by_name.get_item(&desc.name)? {
+                Some(array) if !desc.name.is_empty() => ordered.push(array),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "{} is missing: expected {} (got {})",
+                        input_label(i, desc, name),
+                        desc.type_string(),
+                        if given.is_empty() {
+                            "no inputs".to_string()
+                        } else {
+                            given.join(", ")
+                        }
+                    )));
+                }
+            }
+        }
+        Ok(ordered)
+    }
+
+    /// Checks and converts the inputs, runs the call without the GIL, and
+    /// returns the outputs as numpy arrays.
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        arrays: &Bound<'py, PyTuple>,
+        function: Option<String>,
+        named: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<(tcc_runtime::FunctionInfo, Vec<Bound<'py, PyAny>>)> {
         let loaded = self.get()?;
         let name = tcc_runtime::cli::resolve_function(&loaded.model, function.as_deref())
             .map_err(error)?;
         let info = loaded.model.function(&name).map_err(error)?.clone();
-        if arrays.len() != info.inputs.len() {
-            return Err(PyValueError::new_err(format!(
-                "@{name} takes {} input(s) ({}), got {}",
-                info.inputs.len(),
-                info.inputs
-                    .iter()
-                    .map(|t| t.type_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                arrays.len()
-            )));
-        }
+        let arrays = Self::ordered_inputs(&info, arrays, named)?;
         let numpy = PyModule::import(py, "numpy")?;
         let mut inputs = Vec::with_capacity(arrays.len());
         for (i, (array, desc)) in arrays.iter().zip(&info.inputs).enumerate() {
-            if !array.is_instance(&numpy.getattr("ndarray")?)? {
+            let label = input_label(i, desc, &name);
+            // Anything with __array__ or __dlpack__ (torch, CuPy via the
+            // host) becomes a numpy array first.
+            let array = if array.is_instance(&numpy.getattr("ndarray")?)? {
+                array.clone()
+            } else if array.hasattr("__dlpack__")? {
+                numpy.getattr("from_dlpack")?.call1((array,))?
+            } else {
                 return Err(PyValueError::new_err(format!(
-                    "input {i} of @{name}: expected a numpy array ({}), got {}",
+                    "{label}: expected a numpy array ({}), got {}",
                     desc.type_string(),
                     array.get_type().name()?
                 )));
-            }
+            };
             let dtype_text: String = array.getattr("dtype")?.getattr("str")?.extract()?;
             let shape: Vec<usize> = array.getattr("shape")?.extract()?;
-            let dtype = from_numpy_dtype(&dtype_text).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "input {i} of @{name}: numpy dtype {dtype_text} has no tcc type (expected {})",
-                    desc.type_string()
-                ))
-            })?;
+            let want = tcc_runtime::npy::descr(desc.dtype);
+            let dtype = from_numpy_dtype(&dtype_text).filter(|d| *d == desc.dtype);
+            let Some(dtype) = dtype else {
+                let numpy_name: String = array.getattr("dtype")?.getattr("name")?.extract()?;
+                let want_name: String = numpy
+                    .getattr("dtype")?
+                    .call1((want,))?
+                    .getattr("name")?
+                    .extract()?;
+                return Err(PyValueError::new_err(format!(
+                    "{label}: expected {} (numpy {want_name}), got {numpy_name} with shape {:?}: convert it with .astype(np.{want_name})",
+                    desc.type_string(),
+                    shape
+                )));
+            };
+            if shape != desc.shape {
+                return Err(PyValueError::new_err(format!(
+                    "{label}: expected shape {:?} ({}), got {:?}",
+                    desc.shape,
+                    desc.type_string(),
+                    shape
+                )));
+            }
             let contiguous = numpy.getattr("ascontiguousarray")?.call1((array,))?;
             let bytes: Vec<u8> = contiguous
                 .call_method0("tobytes")?
@@ -274,31 +435,16 @@ impl Model {
             results
         });
         let results = results.map_err(error)?;
-        let out = PyList::empty(py);
+        let mut out = Vec::with_capacity(results.len());
         for t in results {
             let buffer = PyByteArray::new(py, &t.bytes);
             let array = numpy
                 .getattr("frombuffer")?
                 .call1((buffer, numpy_dtype(py, t.dtype)?))?
                 .call_method1("reshape", (PyTuple::new(py, &t.shape)?,))?;
-            out.append(array)?;
+            out.push(array);
         }
-        Ok(out)
-    }
-
-    /// Releases the device session; later calls raise ValueError.
-    fn close(&self) {
-        self.loaded
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-    }
-
-    fn __repr__(&self) -> String {
-        match self.get() {
-            Ok(l) => format!("Model({} on {})", l.model.path().display(), self.device),
-            Err(_) => "Model(closed)".into(),
-        }
+        Ok((info, out))
     }
 }
 
@@ -318,27 +464,76 @@ fn load_bytes(data: &[u8], device: Option<&str>, label: &str) -> PyResult<Model>
 }
 
 /// Compiles `path` (MLIR or ONNX) with the tcc compiler (`$TCC`, else
-/// `tcc` on PATH) for `target` and loads the result.
+/// `tcc` on PATH) and loads the result. Every `tcc compile` option has a
+/// keyword: `target` (generic, nvidia, pocl-cpu, host, auto),
+/// `input_shapes` (`{"data": (8, 3, 224, 224)}`), `precision` (fp32,
+/// tf32, fp16), `storage` (fp32, fp16), `tuning` (a `tcc tune` record),
+/// `ptx` (bool), `gpu_arch` ("sm_90"), `backend` (opencl, cuda),
+/// `max_fused_ops`, `quantize` ("int8") with `profile` (a `tcc profile`
+/// file), `calibration` (max, percentile, ...) and `calibration_inputs` (a
+/// directory), and `args` (a list) for any other flag.
 #[pyfunction]
-#[pyo3(signature = (path, target="generic", device=None, tcc=None))]
+#[pyo3(signature = (
+    path, target="generic", device=None, tcc=None, *, input_shapes=None, precision=None,
+    storage=None, tuning=None, ptx=None, gpu_arch=None, backend=None, max_fused_ops=None,
+    quantize=None, profile=None, calibration=None, calibration_inputs=None, args=None
+))]
+#[allow(clippy::too_many_arguments)]
 fn compile(
     py: Python<'_>,
     path: &str,
     target: &str,
     device: Option<&str>,
     tcc: Option<String>,
+    input_shapes: Option<std::collections::BTreeMap<String, Vec<usize>>>,
+    precision: Option<String>,
+    storage: Option<String>,
+    tuning: Option<String>,
+    ptx: Option<bool>,
+    gpu_arch: Option<String>,
+    backend: Option<String>,
+    max_fused_ops: Option<i64>,
+    quantize: Option<String>,
+    profile: Option<String>,
+    calibration: Option<String>,
+    calibration_inputs: Option<String>,
+    args: Option<Vec<String>>,
 ) -> PyResult<Model> {
     let tcc = tcc
         .or_else(|| std::env::var("TCC").ok())
         .unwrap_or_else(|| "tcc".into());
     let directory = tempfile::tempdir().map_err(runtime_error)?;
     let so = directory.path().join("model.so");
+    let mut flags = vec![format!("--target={target}")];
+    for (name, dims) in input_shapes.unwrap_or_default() {
+        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        flags.push(format!("--input-shape={name}={}", dims.join("x")));
+    }
+    let named = [
+        ("precision", precision),
+        ("storage", storage),
+        ("tuning", tuning),
+        ("ptx", ptx.map(|on| if on { "on" } else { "off" }.to_string())),
+        ("gpu-arch", gpu_arch),
+        ("backend", backend),
+        ("max-fused-ops", max_fused_ops.map(|n| n.to_string())),
+        ("quantize", quantize),
+        ("profile", profile),
+        ("calibration", calibration),
+        ("calibration-inputs", calibration_inputs),
+    ];
+    for (flag, value) in named {
+        if let Some(value) = value {
+            flags.push(format!("--{flag}={value}"));
+        }
+    }
+    flags.extend(args.unwrap_or_default());
     let output = py
         .detach(|| {
             std::process::Command::new(&tcc)
                 .args(["compile", path, "-o"])
                 .arg(&so)
-                .arg(format!("--target={target}"))
+                .args(&flags)
                 .output()
         })
         .map_err(|e| {
@@ -348,7 +543,8 @@ fn compile(
         })?;
     if !output.status.success() {
         return Err(runtime_error(format!(
-            "tcc compile {path} failed:\n{}",
+            "tcc compile {path} {} failed:\n{}",
+            flags.join(" "),
             String::from_utf8_lossy(&output.stderr).trim_end()
         )));
     }

@@ -76,11 +76,16 @@ def test_wrong_inputs_raise_value_error(mlp):
     x = np.zeros((1, 4, 16), np.float32)
     with pytest.raises(ValueError, match=r"@mlp takes 1 input\(s\) \(1x4x16xf32\), got 2"):
         mlp.run(x, x)
-    with pytest.raises(ValueError, match="input 0 of @mlp expects 1x4x16xf32, got 1x4x16xi32"):
+    with pytest.raises(
+        ValueError,
+        match=r"input 0 of @mlp: expected 1x4x16xf32 \(numpy float32\), got int32 with shape \[1, 4, 16\]: convert it with .astype\(np.float32\)",
+    ):
         mlp.run(x.astype(np.int32))
-    with pytest.raises(ValueError, match="expects 1x4x16xf32, got 4x16xf32"):
+    with pytest.raises(
+        ValueError, match=r"input 0 of @mlp: expected shape \[1, 4, 16\] \(1x4x16xf32\), got \[4, 16\]"
+    ):
         mlp.run(x[0])
-    with pytest.raises(ValueError, match="numpy dtype <f8 has no tcc type"):
+    with pytest.raises(ValueError, match=r"got float64 .*: convert it with .astype\(np.float32\)"):
         mlp.run(x.astype(np.float64))
     with pytest.raises(ValueError, match="expected a numpy array"):
         mlp.run([[0.0] * 16] * 4)
@@ -133,3 +138,85 @@ def test_calls_from_several_threads(mlp):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_compile_takes_every_option(mlp):
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 4, 16)
+    (want,) = mlp.run(x)
+    host = tcc.compile(
+        os.path.join(MODELS, "mlp.mlir"), target="host", max_fused_ops=2, storage="fp16"
+    )
+    (got,) = host.run(x)
+    # fp16 storage rounds the weights and activations to half.
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+    with pytest.raises(RuntimeError, match=r"--precision=tf32 .*needs --target=nvidia"):
+        tcc.compile(os.path.join(MODELS, "mlp.mlir"), precision="tf32")
+    with pytest.raises(RuntimeError, match=r"--target=tpu: unknown target"):
+        tcc.compile(os.path.join(MODELS, "mlp.mlir"), target="tpu")
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory):
+    """An ONNX model with named inputs and outputs: sum = a + b, prod = a * b."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["sum"]), helper.make_node("Mul", ["a", "b"], ["prod"])],
+        "named",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("a", "b")],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("sum", "prod")],
+    )
+    path = tmp_path_factory.mktemp("named") / "named.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return tcc.compile(str(path))
+
+
+def test_inputs_by_name_and_position_and_outputs_by_name(named):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 2.0, np.float32)
+    by_position = named.run(a, b)
+    by_dict = named.run({"b": b, "a": a})
+    by_keyword = named.run(b=b, a=a)
+    for outputs in (by_position, by_dict, by_keyword):
+        np.testing.assert_array_equal(outputs[0], a + b)
+        np.testing.assert_array_equal(outputs[1], a * b)
+    out = named.run_dict(a=a, b=b)
+    assert list(out) == ["sum", "prod"]
+    np.testing.assert_array_equal(out["prod"], a * b)
+
+
+def test_named_inputs_that_are_wrong_raise_value_error(named):
+    a = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match=r"input 'b' of @\w+ is missing: expected 2x3xf32 \(got a\)"):
+        named.run(a=a)
+    with pytest.raises(ValueError, match=r"has no input named 'c' \(its inputs: a: 2x3xf32, b: 2x3xf32\)"):
+        named.run(a=a, b=a, c=a)
+    with pytest.raises(ValueError, match=r"input 'a' of @\w+: expected 2x3xf32 \(numpy float32\), got float64"):
+        named.run({"a": a.astype(np.float64), "b": a})
+    with pytest.raises(ValueError, match=r"input 'b' of @\w+: expected shape \[2, 3\] \(2x3xf32\), got \[3, 2\]"):
+        named.run(a=a, b=a.T.copy())
+    with pytest.raises(ValueError, match="by position or by name, not both"):
+        named.run(a, b=a)
+
+
+def test_dlpack_exchange_with_numpy(named):
+    class Producer:
+        """Not a numpy array: only the DLPack protocol (as torch and CuPy
+        tensors offer it)."""
+
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (total, _) = named.run(Producer(a), Producer(a))
+    np.testing.assert_array_equal(total, a + a)
+    # The outputs are numpy arrays: any DLPack consumer takes them.
+    back = np.from_dlpack(total)
+    assert np.shares_memory(back, total)

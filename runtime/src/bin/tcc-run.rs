@@ -247,6 +247,9 @@ fn run_on_several(
         args.kernel_format.as_deref(),
         false,
     )?;
+    for rt in group.runtimes() {
+        cli::warn_target_mismatch("tcc-run", model, rt.device());
+    }
     let mut gs = cli::with_progress(
         "tcc-run",
         &format!(
@@ -291,6 +294,7 @@ fn prepare(args: &Args, model: &Model, out: &mut impl Write) -> anyhow::Result<(
         None => model.functions().iter().map(|f| f.name.clone()).collect(),
     };
     let rt = cli::runtime(args.device.as_deref(), args.kernel_format.as_deref(), false)?;
+    cli::warn_target_mismatch("tcc-run", model, rt.device());
     let mut session = cli::open_session("tcc-run", &rt, model)?;
     writeln!(
         out,

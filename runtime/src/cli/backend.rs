@@ -181,6 +181,7 @@ impl Opened {
         match backend {
             Backend::OpenCl => {
                 let rt = runtime(device, kernel_format, profiling)?;
+                super::warn_target_mismatch(tool, model, rt.device());
                 let session = open_session(tool, &rt, model)?;
                 Ok(Opened::OpenCl { rt, session })
             }

@@ -135,42 +135,71 @@ pub(crate) fn measure(
     // Each call's outputs go back to the session for the next call, as a
     // serving loop done with its results would hand them back (unless
     // --fresh-outputs).
-    for _ in 0..args.warmup {
-        let outputs = session.run_with_sources(function, &tensors, &sources)?;
-        if !args.fresh_outputs {
-            session.recycle(outputs);
-        }
-    }
+    // The first call compiles each kernel for its launch size (PoCL):
+    // seconds on a large model, with a progress line.
+    cli::with_progress(
+        "tcc-benchmark",
+        &format!("warming up ({} untimed calls)", args.warmup),
+        " (the first call compiles each kernel for its launch size)",
+        "warmed up",
+        || -> anyhow::Result<()> {
+            for _ in 0..args.warmup {
+                let outputs = session.run_with_sources(function, &tensors, &sources)?;
+                if !args.fresh_outputs {
+                    session.recycle(outputs);
+                }
+            }
+            Ok(())
+        },
+    )?;
     session.reset_profile()?;
     // Constant memory whatever the iteration count (no vector per call).
     let mut latencies_ms = cli::LatencyStats::default();
     let mut repetitions = Vec::with_capacity(args.repetitions);
-    for _ in 0..args.repetitions {
-        let mut this = cli::LatencyStats::default();
-        let (wall, cpu) = (Instant::now(), thread_cpu_seconds());
-        let mut count = 0usize;
-        // --duration: calls until the time is up; else --iterations calls.
-        while match args.duration {
-            Some(seconds) => count == 0 || wall.elapsed().as_secs_f64() < seconds,
-            None => count < args.iterations,
-        } {
-            let start = Instant::now();
-            let outputs = session.run_with_sources(function, &tensors, &sources)?;
-            let ms = start.elapsed().as_secs_f64() * 1e3;
-            latencies_ms.push(ms);
-            this.push(ms);
-            count += 1;
-            if !args.fresh_outputs {
-                session.recycle(outputs);
+    let measuring = match args.duration {
+        Some(seconds) => format!("measuring for {seconds} s"),
+        None => format!("measuring {} calls", args.iterations),
+    };
+    let measuring = if args.repetitions > 1 {
+        format!("{measuring}, {} times", args.repetitions)
+    } else {
+        measuring
+    };
+    cli::with_progress(
+        "tcc-benchmark",
+        &measuring,
+        "",
+        "measured",
+        || -> anyhow::Result<()> {
+            for _ in 0..args.repetitions {
+                let mut this = cli::LatencyStats::default();
+                let (wall, cpu) = (Instant::now(), thread_cpu_seconds());
+                let mut count = 0usize;
+                // --duration: calls until the time is up; else --iterations calls.
+                while match args.duration {
+                    Some(seconds) => count == 0 || wall.elapsed().as_secs_f64() < seconds,
+                    None => count < args.iterations,
+                } {
+                    let start = Instant::now();
+                    let outputs = session.run_with_sources(function, &tensors, &sources)?;
+                    let ms = start.elapsed().as_secs_f64() * 1e3;
+                    latencies_ms.push(ms);
+                    this.push(ms);
+                    count += 1;
+                    if !args.fresh_outputs {
+                        session.recycle(outputs);
+                    }
+                }
+                repetitions.push(Repetition {
+                    calls: count,
+                    real_ms: wall.elapsed().as_secs_f64() * 1e3 / count as f64,
+                    cpu_ms: (thread_cpu_seconds() - cpu) * 1e3 / count as f64,
+                    median_ms: this.percentile(50.0),
+                });
             }
-        }
-        repetitions.push(Repetition {
-            calls: count,
-            real_ms: wall.elapsed().as_secs_f64() * 1e3 / count as f64,
-            cpu_ms: (thread_cpu_seconds() - cpu) * 1e3 / count as f64,
-            median_ms: this.percentile(50.0),
-        });
-    }
+            Ok(())
+        },
+    )?;
     // All repetitions' calls: the per-call figures below divide by this.
     let calls: usize = repetitions.iter().map(|r| r.calls).sum();
     let mut kernels = if graphs {

@@ -28,6 +28,9 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
         args.kernel_format.as_deref(),
         false,
     )?;
+    for rt in group.runtimes() {
+        cli::warn_target_mismatch("tcc-benchmark", model, rt.device());
+    }
     let mut jobs = vec![tcc_runtime::throughput::Job {
         model: model.clone(),
         function: function.to_string(),
