@@ -112,12 +112,32 @@ fn hand_made_cases() -> Vec<PathBuf> {
     scoreboard::find_cases(&[repo("test/onnx/models")]).expect("cases")
 }
 
+/// Small models of the architectures people export (BERT, GPT-2, T5, ViT,
+/// Whisper's encoder, a Llama-style decoder, a U-Net with Resize), each
+/// from torch's TorchScript and dynamo exporters, with onnxruntime's
+/// outputs (`test/onnx/exporters/gen.py`).
+fn exporter_cases() -> Vec<PathBuf> {
+    scoreboard::find_cases(&[repo("test/onnx/exporters")]).expect("cases")
+}
+
 #[test]
 fn hand_made_models_pass() {
     let cases = hand_made_cases();
     assert!(cases.len() >= 17, "{} cases", cases.len());
     let outcomes = scoreboard::run_cases(&cases, None, true).expect("OpenCL runtime");
     check("hand_made_models_pass", &outcomes);
+}
+
+#[test]
+fn exporter_models_pass() {
+    let cases = exporter_cases();
+    assert_eq!(
+        cases.len(),
+        14,
+        "7 architectures x 2 exporters in test/onnx/exporters"
+    );
+    let outcomes = scoreboard::run_cases(&cases, None, false).expect("OpenCL runtime");
+    check("exporter_models_pass", &outcomes);
 }
 
 #[test]
@@ -147,6 +167,7 @@ fn expectations_name_existing_cases_and_reasons() {
     let names: std::collections::BTreeSet<String> = backend_cases()
         .iter()
         .chain(&hand_made_cases())
+        .chain(&exporter_cases())
         .filter_map(|c| c.file_name()?.to_str().map(str::to_string))
         .collect();
     for (name, outcome) in &expected {

@@ -1,5 +1,5 @@
 //! `tcc compile --quantize=int8 --profile=FILE`: profiles the small ONNX
-//! models of `scripts/gen-quant-models.py` (a conv net with a BatchNorm,
+//! models of `scripts/onnx/gen-quant-models.py` (a conv net with a BatchNorm,
 //! an MLP) on their seeded samples on the test's OpenCL device, quantizes
 //! them, and runs the f32 and int8 artifacts side by side. Checks that
 //! every convolution and matmul became int8 (the weights take about a
@@ -59,7 +59,7 @@ fn path(p: &Path) -> &str {
 /// Writes the models and their samples into `dir`.
 fn generate(dir: &Path) {
     let o = Command::new("python3")
-        .arg(repo("scripts/gen-quant-models.py"))
+        .arg(repo("scripts/onnx/gen-quant-models.py"))
         .arg(dir)
         .arg("--samples=16")
         .output()

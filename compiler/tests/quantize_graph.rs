@@ -1,5 +1,5 @@
 //! int8 quantization over a graph with a depthwise convolution and padded
-//! convolutions (`scripts/gen-quant-models.py`'s `dwnet`): the depthwise
+//! convolutions (`scripts/onnx/gen-quant-models.py`'s `dwnet`): the depthwise
 //! convolution becomes int8 with per-channel weights like the others, the
 //! zero pads in front of the int8 convolutions fold into their loads (no
 //! fill and copy kernels: `tcc-fold-conv-inputs`' int8 case), and the
@@ -62,7 +62,7 @@ fn depthwise_and_padded_convolutions_run_in_int8() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let generated = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/gen-quant-models.py"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/onnx/gen-quant-models.py"))
         .arg(dir)
         .arg("--samples=16")
         .status()

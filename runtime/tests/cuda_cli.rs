@@ -429,6 +429,32 @@ fn a_cuda_session_runs_the_artifact_on_a_fake_driver() {
         );
     }
     assert!((report["device_ms_per_call"].as_f64().unwrap() - 0.5).abs() < 1e-6);
+    // The latencies come from CUDA graph replays (the kernel table above
+    // from a profiled session); TCC_CUDA_GRAPHS=0 launches every kernel.
+    assert_eq!(report["cuda_graphs"]["enabled"], true, "{report}");
+    assert_eq!(
+        report["cuda_graphs"]["recorded"],
+        serde_json::json!(["axpb"])
+    );
+    let o = run_with(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            &so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--warmup=1",
+            "--iterations=3",
+            "--json",
+        ],
+        &driver,
+        &[("TCC_CUDA_GRAPHS", "0")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(report["cuda_graphs"]["enabled"], false, "{report}");
+    assert_eq!(report["cuda_graphs"]["recorded"], serde_json::json!([]));
+    assert!((report["device_ms_per_call"].as_f64().unwrap() - 0.5).abs() < 1e-6);
     let o = run_with(
         "tcc-benchmark",
         cache.path(),
@@ -451,6 +477,7 @@ fn a_cuda_session_runs_the_artifact_on_a_fake_driver() {
         table.contains("  scale: 64.0 KiB of CUDA dynamic shared memory\n"),
         "{table}"
     );
+    assert!(table.contains("CUDA graphs: @axpb replayed"), "{table}");
     let o = run_with(
         "tcc-benchmark",
         cache.path(),

@@ -58,7 +58,7 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// into at most 4 slices of at least 64: ResNet-50's batch-1 56x56 1x1 reduction, M = 3136, N =
 /// 64, K = 256, went from 23.1 us on 32x32 tiles to 16.5 in 4 slices of
 /// 32x64, and the 28x28 reduction, M = 784, N = 128, K = 512, from 23.3
-/// (32x32 in 2 slices) to 17.0; `scripts/conv-shapes-device.py`; with at
+/// (32x32 in 2 slices) to 17.0; `scripts/conv-shapes-device.py` (in git history at aaeb302); with at
 /// most 256 rows, 16x64 tiles in 2 slices instead, `few_rows_short_split`;
 /// both layers now take the rules of session 11's second round: K of 512
 /// to 1152 takes 16x64 tiles in 4 slices, `mid_k_four_slices`, and K up to
@@ -166,7 +166,7 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
 /// input through a folded transpose, and from 17.0 to 14.4 reading NHWC
 /// activations as it does inside the graph (cuDNN 11.5; 32x64 tiles in 2
 /// slices: 15.7 and 15.0; 16x64 tiles with k steps of 32 or in 4 slices:
-/// 15.4-16.1; `scripts/conv-shapes-device.py`, docs/benchmarks.md, session
+/// 15.4-16.1; `scripts/conv-shapes-device.py` (in git history at aaeb302), docs/benchmarks.md, session
 /// 11). The 56x56 1x1 reduction (M = 3136, N = 64, K = 256) does not take
 /// them: 16x64 tiles in 2 slices ran 17.9 us there against 16.0 with the
 /// NCHW input (14.3 against 15.9 reading NHWC); it takes
@@ -392,7 +392,7 @@ impl TargetConfig for Nvidia {
     /// dimension of 64 or 128 keeps its query and accumulator in
     /// registers), K and V tiles of up to 64 keys in at most 32 KiB of
     /// shared memory (64 keys at D = 64, 32 at D = 128). Not measured
-    /// yet: `scripts/attention-device.sh` times it against PyTorch's
+    /// yet: `scripts/bench/attention-device.py` times it against PyTorch's
     /// flash attention.
     fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
         AttentionConfig {

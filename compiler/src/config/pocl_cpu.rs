@@ -16,7 +16,7 @@ pub struct PoclCpu;
 /// C (SqueezeNet's squeeze convolutions after its stride-2 pools ran at
 /// 3.5-10 GFLOP/s so); a pooling kernel computes each element once.
 /// Measured side by side with onnxruntime on this project's AVX2 machine
-/// (`scripts/bench-cpu-ab.py`, 3 rounds, docs/benchmarks.md, session
+/// (`scripts/bench/bench-cpu-ab.py`, 3 rounds, docs/benchmarks.md, session
 /// 14): SqueezeNet 7.9-8.3 ms folded, 7.7-7.9 unfolded; Inception v1's
 /// stride-1 pool projections 34.0-34.2 folded, 32.4-32.5 unfolded. (The
 /// first measurement, in session 5 with other kernels, found them level.)
@@ -259,7 +259,7 @@ impl TargetConfig for PoclCpu {
 /// vectorizes across the work-items of a group; the blocks reuse input
 /// columns in registers). Measured on this machine's 2 PoCL cores with
 /// `tcc-benchmark --in-turns-with` (fastest of 10 calls, one-op models of
-/// scripts/window-kernels-device.py): MobileNet-v2's 112x112x32 depthwise
+/// scripts/window-kernels-device.py, in git history at aaeb302): MobileNet-v2's 112x112x32 depthwise
 /// took 17.5 ms as a loop nest and 0.41 ms as windows of 4 columns (2:
 /// 0.52 ms, 1: 1.39 ms); its 7x7x960 one 1.45 and 0.086 ms; ResNet-50's
 /// stem max pool 8.3 and 1.1-1.5 ms; its 7x7x2048 global average pool

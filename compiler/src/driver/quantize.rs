@@ -55,7 +55,7 @@ pub struct QuantizeArgs {
     /// Sample inputs for --quantize's accuracy report (as `tcc profile --inputs`; default: the directory the profile was made from).
     #[arg(long = "calibration-inputs", value_name = "DIR")]
     pub calibration_inputs: Option<PathBuf>,
-    /// Skip --quantize's accuracy report (for artifacts measured on another machine: scripts/quant-accuracy.py --device-bundle).
+    /// Skip --quantize's accuracy report (for artifacts measured on another machine: scripts/onnx/quant-accuracy.py --device-bundle).
     #[arg(long = "no-accuracy-report")]
     pub no_accuracy_report: bool,
 }

@@ -21,7 +21,7 @@
 //! runs a work-group as a loop over its work-items and does not vectorize
 //! the grid-stride loop across them: a BatchNorm + ReLU over 56x56x112
 //! took 0.74 ms flat and 0.10-0.11 ms as rows (2 cores,
-//! `scripts/pocl-cpu-loop-shapes.py`).
+//! `scripts/pocl-cpu-loop-shapes.py`, in git history at aaeb302).
 
 use melior::Context;
 use melior::ir::attribute::IntegerAttribute;

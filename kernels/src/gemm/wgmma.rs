@@ -24,7 +24,8 @@
 //! work-group's first work-item builds its own from zeros with
 //! `tensormap.replace` in a 128-byte slot of a scratch buffer
 //! (`tcc-attach-tensor-map-slots` passes it; field encodings as
-//! `scripts/wgmma-proto/tma.cu`'s field test found them on the H100).
+//! the field test of `scripts/wgmma-proto/tma.cu`, in git history at
+//! aaeb302, found them on the H100).
 //!
 //! A work-group of 256 (two warpgroups) computes the configuration's
 //! 128x128 tile with `m64n128k8` instructions, 64 accumulators per thread;

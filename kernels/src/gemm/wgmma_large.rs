@@ -5,7 +5,7 @@
 //!
 //! Why a second body: the 48 KiB body (`wgmma`) stops at 270 TF/s at
 //! 4096^3 on the H100; session 14's prototype (`scripts/wgmma-proto/tma.cu`,
-//! variant S) found this layout at 377-379 TF/s (cuBLAS 403), and every
+//! variant S, in git history at aaeb302) found this layout at 377-379 TF/s (cuBLAS 403), and every
 //! variant within 48 KiB at or below 270 (docs/benchmarks.md).
 //!
 //! The product runs transposed as in `wgmma`, `C^T = B^T A^T`: wgmma's N

@@ -32,6 +32,10 @@ pub(crate) type CuFunction = *mut c_void;
 pub(crate) type CuStream = *mut c_void;
 /// `CUevent`.
 pub(crate) type CuEvent = *mut c_void;
+/// `CUgraph`.
+pub(crate) type CuGraph = *mut c_void;
+/// `CUgraphExec`.
+pub(crate) type CuGraphExec = *mut c_void;
 
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 const CUDA_ERROR_OUT_OF_MEMORY: CuResult = 2;
@@ -63,6 +67,10 @@ pub(crate) const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
 pub(crate) const STREAM_DEFAULT: c_uint = 0;
 /// `CU_EVENT_DEFAULT`: an event that records timing.
 pub(crate) const EVENT_DEFAULT: c_uint = 0;
+/// `CU_STREAM_CAPTURE_MODE_RELAXED`: a capture that does not forbid
+/// other threads' (or this one's) unrelated driver calls, such as the
+/// pool's `cuMemAlloc` of a temporary while an entry is being recorded.
+pub(crate) const STREAM_CAPTURE_MODE_RELAXED: c_int = 2;
 
 /// Environment variable: the driver library to open instead of
 /// `libcuda.so.1` (a path or a file name for the dynamic loader).
@@ -136,6 +144,12 @@ driver_api! {
     event_synchronize = "cuEventSynchronize": (CuEvent);
     event_elapsed_time = "cuEventElapsedTime": (*mut f32, CuEvent, CuEvent);
     event_destroy = "cuEventDestroy_v2": (CuEvent);
+    stream_begin_capture = "cuStreamBeginCapture_v2": (CuStream, c_int);
+    stream_end_capture = "cuStreamEndCapture": (CuStream, *mut CuGraph);
+    graph_instantiate = "cuGraphInstantiateWithFlags": (*mut CuGraphExec, CuGraph, u64);
+    graph_launch = "cuGraphLaunch": (CuGraphExec, CuStream);
+    graph_exec_destroy = "cuGraphExecDestroy": (CuGraphExec);
+    graph_destroy = "cuGraphDestroy": (CuGraph);
     get_error_name = "cuGetErrorName": (CuResult, *mut *const c_char);
     get_error_string = "cuGetErrorString": (CuResult, *mut *const c_char);
 }

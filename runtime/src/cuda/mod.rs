@@ -22,12 +22,18 @@
 //! - `session`: [`CudaSession`] (module, kernels, constants, arena, calls,
 //!   kernel profile) and `call`: the callbacks.
 //!
+//! Without profiling, each function's launches are recorded once per
+//! session as a CUDA graph and replayed on later calls (`graph`), so a
+//! call costs one `cuGraphLaunch` instead of one `cuLaunchKernel` per
+//! kernel; `TCC_CUDA_GRAPHS=0` (or [`CudaOptions::graphs`]) turns that off.
+//!
 //! Not supported on this backend: asynchronous calls (`Session::submit`),
 //! several devices or device fission, the program cache (the driver
 //! caches its own PTX compiles), host tensors used in place.
 
 mod call;
 pub mod driver;
+mod graph;
 mod handles;
 mod launch;
 mod memory;
@@ -203,6 +209,34 @@ pub(crate) struct CudaContext {
     context: CuContext,
     pub(crate) info: CudaDeviceInfo,
     pub(crate) profiling: bool,
+    pub(crate) graphs: bool,
+}
+
+/// Environment variable: `0` or `off` keeps the CUDA backend from
+/// recording calls as CUDA graphs (the default records them).
+pub const CUDA_GRAPHS_ENV: &str = "TCC_CUDA_GRAPHS";
+
+/// How a [`CudaRuntime`] runs calls.
+#[derive(Clone, Copy, Debug)]
+pub struct CudaOptions {
+    /// Records each kernel launch's device time with a pair of CUDA events.
+    pub profiling: bool,
+    /// Records each function's launches as a CUDA graph on its second call
+    /// and replays the graph from then on (ignored while profiling: the
+    /// events of a replayed graph give no per-kernel times).
+    pub graphs: bool,
+}
+
+impl CudaOptions {
+    /// `profiling` as given; graphs on unless `TCC_CUDA_GRAPHS` is `0` or
+    /// `off`.
+    pub fn from_env(profiling: bool) -> Self {
+        let graphs = !matches!(
+            std::env::var(CUDA_GRAPHS_ENV).as_deref().map(str::trim),
+            Ok("0") | Ok("off") | Ok("false")
+        );
+        CudaOptions { profiling, graphs }
+    }
 }
 
 // SAFETY: a CUDA context may be made current on any thread
@@ -230,8 +264,14 @@ impl Drop for CudaContext {
 
 impl CudaRuntime {
     /// A runtime on CUDA device `ordinal`; `profiling` records each
-    /// kernel launch's device time with a pair of CUDA events.
+    /// kernel launch's device time with a pair of CUDA events; CUDA graphs
+    /// as `TCC_CUDA_GRAPHS` says ([`CudaOptions::from_env`]).
     pub fn new(ordinal: usize, profiling: bool) -> Result<Self> {
+        Self::with_options(ordinal, CudaOptions::from_env(profiling))
+    }
+
+    /// A runtime on CUDA device `ordinal` with the given options.
+    pub fn with_options(ordinal: usize, options: CudaOptions) -> Result<Self> {
         let driver = Driver::get()?;
         let count = device_count(driver)?;
         if ordinal >= count {
@@ -260,7 +300,8 @@ impl CudaRuntime {
             device,
             context,
             info,
-            profiling,
+            profiling: options.profiling,
+            graphs: options.graphs,
         };
         inner.make_current()?;
         Ok(CudaRuntime {
@@ -274,6 +315,12 @@ impl CudaRuntime {
 
     pub fn profiling(&self) -> bool {
         self.inner.profiling
+    }
+
+    /// Whether calls are recorded and replayed as CUDA graphs (never while
+    /// profiling).
+    pub fn graphs(&self) -> bool {
+        self.inner.graphs && !self.inner.profiling
     }
 
     /// Prepares `model` to run here: the driver compiles its PTX

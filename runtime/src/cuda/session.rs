@@ -8,12 +8,15 @@
 //! (whose callbacks, in `call`, enqueue kernels and copies on the stream),
 //! waits for the stream and downloads the outputs (`cuMemcpyDtoH`). With
 //! profiling on, each launch is bracketed by a pair of CUDA events whose
-//! elapsed time is the kernel's device time.
+//! elapsed time is the kernel's device time. Without profiling, calls
+//! from the second on replay a CUDA graph of the function (`graph`).
 
+use std::collections::HashMap;
 use std::ffi::{CString, c_int, c_void};
 use std::time::Instant;
 
-use super::driver::{self, CuEvent, CuFunction, CuModule, CuStream, Driver};
+use super::driver::{self, CuDevicePtr, CuEvent, CuFunction, CuModule, CuStream, Driver};
+use super::graph::GraphState;
 use super::memory::{DeviceMemory, MemoryPool};
 use super::ptx::{dynamic_local_markers, entry_parameters};
 use super::{CudaRuntime, DynamicLocal};
@@ -60,6 +63,8 @@ pub struct CudaSession {
     pub(super) next_handle: u64,
     spare_outputs: SpareOutputs,
     load_seconds: f64,
+    /// Each called function's CUDA graph state (graphs on only).
+    pub(super) graphs: HashMap<String, GraphState>,
 }
 
 // SAFETY: the stream, module, functions and events are driver handles of
@@ -112,6 +117,7 @@ impl CudaSession {
             next_handle: 0,
             spare_outputs: SpareOutputs::default(),
             load_seconds: 0.0,
+            graphs: HashMap::new(),
         };
         if !art.kernel_names.is_empty() {
             let started = Instant::now();
@@ -257,39 +263,64 @@ impl CudaSession {
         let f = model.function(function)?;
         f.check_inputs(inputs, sources)?;
         self.rt.inner.make_current()?;
+        let graphs = self.rt.graphs();
+        if graphs && let Some(outputs) = self.run_graph(f, inputs)? {
+            return Ok(outputs);
+        }
         let driver = self.rt.inner.driver;
         let mut io: Vec<DeviceMemory> = Vec::with_capacity(inputs.len() + f.outputs.len());
         let result = self.call(driver, f, inputs, &mut io);
         // Always wait, even after an error: the stream may still use `io`.
         let waited = self.synchronize().map_err(|e| exec_error(f, e));
-        let outputs = result.and(waited).and_then(|()| {
-            f.outputs
-                .iter()
-                .zip(&io[inputs.len()..])
-                .map(|(d, memory)| {
-                    let mut bytes = self.output_block(d.byte_size());
-                    if !bytes.is_empty() {
-                        // SAFETY: `bytes` has the output's size; the stream
-                        // is idle.
-                        let status = unsafe {
-                            (driver.api.memcpy_dtoh)(
-                                bytes.as_mut_ptr() as *mut c_void,
-                                memory.ptr(),
-                                bytes.len(),
-                            )
-                        };
-                        driver.check(status, || format!("cuMemcpyDtoH({} bytes)", bytes.len()))?;
-                    }
-                    HostTensor::from_bytes(d.dtype, d.shape.clone(), bytes)
-                })
-                .collect::<Result<Vec<_>>>()
-        });
+        let output_ptrs: Vec<CuDevicePtr> = io[inputs.len().min(io.len())..]
+            .iter()
+            .map(DeviceMemory::ptr)
+            .collect();
+        let outputs = result
+            .and(waited)
+            .and_then(|()| self.download(f, &output_ptrs));
         for memory in io {
             self.pool.release(memory);
         }
         let outputs = outputs?;
         self.collect_profile()?;
+        if graphs {
+            // The constants are uploaded now: the next call can be recorded.
+            self.graphs
+                .entry(f.name.clone())
+                .or_insert(GraphState::Recordable);
+        }
         Ok(outputs)
+    }
+
+    /// Copies `f`'s outputs from device memory (one pointer per output;
+    /// the stream must be idle).
+    pub(super) fn download(
+        &mut self,
+        f: &FunctionInfo,
+        outputs: &[CuDevicePtr],
+    ) -> Result<Vec<HostTensor>> {
+        let driver = self.rt.inner.driver;
+        f.outputs
+            .iter()
+            .zip(outputs)
+            .map(|(d, &ptr)| {
+                let mut bytes = self.output_block(d.byte_size());
+                if !bytes.is_empty() {
+                    // SAFETY: `bytes` has the output's size; the stream is
+                    // idle.
+                    let status = unsafe {
+                        (driver.api.memcpy_dtoh)(
+                            bytes.as_mut_ptr() as *mut c_void,
+                            ptr,
+                            bytes.len(),
+                        )
+                    };
+                    driver.check(status, || format!("cuMemcpyDtoH({} bytes)", bytes.len()))?;
+                }
+                HostTensor::from_bytes(d.dtype, d.shape.clone(), bytes)
+            })
+            .collect()
     }
 
     /// Uploads the inputs into `io`, adds the outputs' memory, and calls
@@ -330,7 +361,7 @@ impl CudaSession {
     }
 
     /// Waits for the session's stream.
-    fn synchronize(&self) -> Result<()> {
+    pub(super) fn synchronize(&self) -> Result<()> {
         let driver = self.rt.inner.driver;
         // SAFETY: the stream lives as long as the session.
         let status = unsafe { (driver.api.stream_synchronize)(self.stream) };
@@ -428,6 +459,11 @@ impl Drop for CudaSession {
             return; // Nothing can be freed without the context.
         }
         let _ = self.synchronize();
+        for (_, state) in self.graphs.drain() {
+            if let GraphState::Ready(graph) = state {
+                graph.free(driver, &mut self.pool);
+            }
+        }
         for memory in self.constants.drain(..).flatten() {
             self.pool.release(memory);
         }

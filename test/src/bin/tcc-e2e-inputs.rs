@@ -1,6 +1,6 @@
 //! tcc-e2e-inputs: writes the end-to-end suite's deterministic inputs for a
 //! model as .npy files, the same bytes the suite (tests/e2e.rs) feeds it.
-//! Used by scripts/build-device-bundle.sh.
+//! Used by scripts/bench/build-device-bundle.sh.
 //!
 //!   tcc-e2e-inputs MODEL.mlir MODEL.so OUT_PREFIX
 //!

@@ -53,7 +53,7 @@ pub struct ScoreboardArgs {
     /// Print every case, not only failures.
     #[arg(short, long)]
     pub verbose: bool,
-    /// Run nothing: compile every case for --target into this directory, with its inputs and expected outputs as .npy, for a machine without the compiler (`scripts/onnx-scoreboard-device.sh` runs them there).
+    /// Run nothing: compile every case for --target into this directory, with its inputs and expected outputs as .npy, for a machine without the compiler (`scripts/onnx/onnx-scoreboard-device.sh` runs them there).
     #[arg(long, value_name = "DIR", requires = "target")]
     pub prepare: Option<PathBuf>,
     /// The target --prepare compiles for.

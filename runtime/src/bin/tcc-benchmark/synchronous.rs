@@ -114,14 +114,22 @@ pub(crate) fn measure(
     let (tensors, sources) = cli::parse_inputs_for(&args.call.inputs, model.function(function)?)?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
 
-    let mut opened = Opened::open(
-        "tcc-benchmark",
-        backend,
-        args.device.as_deref(),
-        args.kernel_format.as_deref(),
-        true,
-        model,
-    )?;
+    // On the CUDA backend, calls replay CUDA graphs unless TCC_CUDA_GRAPHS
+    // turns them off; graphs need profiling off, so the latencies come
+    // from a session without events and the kernel table from a second,
+    // profiled session running the same calls.
+    let graphs = backend == Backend::Cuda && tcc_runtime::cuda::CudaOptions::from_env(false).graphs;
+    let open = |profiling| {
+        Opened::open(
+            "tcc-benchmark",
+            backend,
+            args.device.as_deref(),
+            args.kernel_format.as_deref(),
+            profiling,
+            model,
+        )
+    };
+    let mut opened = open(!graphs)?;
     let session = opened.calls();
     // Each call's outputs go back to the session for the next call, as a
     // serving loop done with its results would hand them back (unless
@@ -157,7 +165,21 @@ pub(crate) fn measure(
     }
     // All repetitions' calls: the per-call figures below divide by this.
     let calls = args.iterations * args.repetitions;
-    let mut kernels = session.kernel_profile()?;
+    let mut kernels = if graphs {
+        let mut profiled = open(true)?;
+        let session = profiled.calls();
+        for _ in 0..args.warmup.max(1) {
+            session.run_with_sources(function, &tensors, &sources)?;
+        }
+        session.reset_profile()?;
+        for _ in 0..calls {
+            let outputs = session.run_with_sources(function, &tensors, &sources)?;
+            session.recycle(outputs);
+        }
+        session.kernel_profile()?
+    } else {
+        session.kernel_profile()?
+    };
     let (device_name, device_kind, platform) = opened.device_summary();
     // The kernel table, most device time first.
     kernels.sort_by(|a, b| {
@@ -272,6 +294,13 @@ pub(crate) fn measure(
                 })).collect::<Vec<_>>(),
                 "buffer_pool": session.pool_stats(),
                 "host_io": tcc_runtime::HostIo::Copy,
+                "cuda_graphs": {
+                    "enabled": graphs,
+                    "recorded": session.graphs_recorded(),
+                    "unavailable": session.graph_notes().into_iter()
+                        .map(|(f, why)| json!({ "function": f, "reason": why }))
+                        .collect::<Vec<_>>(),
+                },
             }),
         };
         if let (Some(report), serde_json::Value::Object(details)) =
@@ -388,6 +417,21 @@ pub(crate) fn measure(
                     d.kernel,
                     format_bytes(d.bytes as u64)
                 )?;
+            }
+            let recorded = session.graphs_recorded();
+            if graphs {
+                writeln!(
+                    out,
+                    "CUDA graphs: {} (latencies from graph replays; the kernel table from a profiled session, TCC_CUDA_GRAPHS=0 measures without graphs)",
+                    if recorded.is_empty() {
+                        "none recorded".to_string()
+                    } else {
+                        format!("@{} replayed", recorded.join(", @"))
+                    }
+                )?;
+            }
+            for (f, why) in session.graph_notes() {
+                writeln!(out, "  @{f} runs without a graph: {why}")?;
             }
             let pool = session.pool_stats();
             writeln!(

@@ -1,0 +1,243 @@
+//! CUDA graphs of a session's calls: a function's launches recorded once
+//! and replayed, so that a call costs one `cuGraphLaunch` instead of one
+//! `cuLaunchKernel` per kernel (at batch 1 a transformer's 200-odd
+//! launches cost more host time than its kernels take).
+//!
+//! A function's first call runs as usual; it also uploads every constant
+//! the function reads (synchronous copies, which a stream capture cannot
+//! hold). The second call is recorded: its inputs go into device memory
+//! the graph keeps, the entry runs with the session's stream capturing
+//! (`cuStreamBeginCapture`, relaxed mode, so that a temporary's
+//! `cuMemAlloc` is allowed), and the captured launches, copies and
+//! memsets become a graph, instantiated once and launched. From then on a
+//! call uploads its inputs into the graph's input memory, launches the
+//! graph and downloads the graph's outputs.
+//!
+//! The recorded work reads and writes fixed device addresses: the graph's
+//! own inputs and outputs, the session's arena and constants (which live
+//! as long as the session), and the temporaries the entry took from the
+//! session's pool while being recorded. Those went back to the pool and
+//! may serve other calls; that is safe because a session's calls run one
+//! at a time on one stream, and each call uploads all its inputs before
+//! its work and downloads all its outputs after it, so nothing a graph
+//! leaves in a temporary is read by anyone else, and the pool frees
+//! nothing before the session goes.
+//!
+//! A function whose recording fails (a driver that refuses a captured
+//! operation, say) runs without a graph from then on; the reason is
+//! kept ([`CudaSession::graph_notes`]). Profiling turns graphs off: the
+//! per-kernel events of a replayed graph cannot be read back.
+
+use std::ffi::c_void;
+
+use super::driver::{self, CuGraph, CuGraphExec, Driver};
+use super::memory::DeviceMemory;
+use super::session::CudaSession;
+use crate::artifact::FunctionInfo;
+use crate::error::{Error, Result};
+use crate::session::exec_error;
+use crate::tensor::HostTensor;
+
+/// Where a function stands with graphs in one session.
+pub(super) enum GraphState {
+    /// It ran once without a graph: the next call records one.
+    Recordable,
+    /// Recorded: calls replay it.
+    Ready(CallGraph),
+    /// Recording failed (the reason); calls run without a graph.
+    Unavailable(String),
+}
+
+/// One function's recorded call.
+pub(super) struct CallGraph {
+    graph: CuGraph,
+    exec: CuGraphExec,
+    /// Device memory of the inputs and of the outputs, in order, that the
+    /// graph reads and writes.
+    inputs: Vec<DeviceMemory>,
+    outputs: Vec<DeviceMemory>,
+}
+
+impl CallGraph {
+    /// Destroys the graph and gives its memory back to the session's pool
+    /// (the stream must be idle).
+    pub(super) fn free(self, driver: &Driver, pool: &mut super::memory::MemoryPool) {
+        // SAFETY: handles of this graph, no longer launched.
+        unsafe {
+            (driver.api.graph_exec_destroy)(self.exec);
+            (driver.api.graph_destroy)(self.graph);
+        }
+        for memory in self.inputs.into_iter().chain(self.outputs) {
+            pool.release(memory);
+        }
+    }
+}
+
+impl CudaSession {
+    /// Runs `f` through its graph when it has one, recording it first on
+    /// the call after its first; `None` when the call must run without a
+    /// graph (its first call, or recording failed). The stream is idle
+    /// when this returns.
+    pub(super) fn run_graph(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[HostTensor],
+    ) -> Result<Option<Vec<HostTensor>>> {
+        match self.graphs.get(&f.name) {
+            None | Some(GraphState::Unavailable(_)) => return Ok(None),
+            Some(GraphState::Ready(_)) => {}
+            Some(GraphState::Recordable) => {
+                let state = match self.record(f) {
+                    Ok(graph) => GraphState::Ready(graph),
+                    Err(reason) => {
+                        self.graphs
+                            .insert(f.name.clone(), GraphState::Unavailable(reason.to_string()));
+                        return Ok(None);
+                    }
+                };
+                self.graphs.insert(f.name.clone(), state);
+            }
+        }
+        let Some(GraphState::Ready(graph)) = self.graphs.get(&f.name) else {
+            return Ok(None);
+        };
+        let driver = self.rt.inner.driver;
+        let launched = upload(driver, &graph.inputs, inputs).and_then(|()| {
+            // SAFETY: an instantiated graph of this session's context.
+            let status = unsafe { (driver.api.graph_launch)(graph.exec, self.stream) };
+            driver.check(status, || format!("cuGraphLaunch(@{})", f.name))
+        });
+        let outputs: Vec<_> = graph.outputs.iter().map(DeviceMemory::ptr).collect();
+        // Always wait, even after an error.
+        let waited = self.synchronize();
+        launched
+            .and(waited)
+            .and_then(|()| self.download(f, &outputs))
+            .map(Some)
+            .map_err(|e| exec_error(f, e))
+    }
+
+    /// Records `f`'s entry as a graph, on memory for its inputs and
+    /// outputs that the graph keeps. Nothing runs while recording.
+    fn record(&mut self, f: &FunctionInfo) -> Result<CallGraph> {
+        let driver = self.rt.inner.driver;
+        let mut take = |sizes: Vec<usize>| -> Result<Vec<DeviceMemory>> {
+            sizes
+                .into_iter()
+                .map(|bytes| self.pool.acquire(driver, bytes as u64))
+                .collect()
+        };
+        let inputs = take(f.inputs.iter().map(|d| d.byte_size()).collect())?;
+        let outputs = take(f.outputs.iter().map(|d| d.byte_size()).collect())?;
+        let pairs = |memory: &[DeviceMemory], sizes: Vec<usize>| -> Vec<(u64, u64)> {
+            memory
+                .iter()
+                .zip(sizes)
+                .map(|(m, bytes)| (m.ptr(), bytes as u64))
+                .collect()
+        };
+        let inputs_io = pairs(&inputs, f.inputs.iter().map(|d| d.byte_size()).collect());
+        let outputs_io = pairs(&outputs, f.outputs.iter().map(|d| d.byte_size()).collect());
+        let recorded = self.capture(f, &inputs_io, &outputs_io);
+        match recorded {
+            Ok((graph, exec)) => Ok(CallGraph {
+                graph,
+                exec,
+                inputs,
+                outputs,
+            }),
+            Err(e) => {
+                for memory in inputs.into_iter().chain(outputs) {
+                    self.pool.release(memory);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs the entry with the stream capturing; the instantiated graph.
+    fn capture(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(u64, u64)],
+        outputs: &[(u64, u64)],
+    ) -> Result<(CuGraph, CuGraphExec)> {
+        let driver = self.rt.inner.driver;
+        // SAFETY: the session's stream, idle.
+        let status = unsafe {
+            (driver.api.stream_begin_capture)(self.stream, driver::STREAM_CAPTURE_MODE_RELAXED)
+        };
+        driver.check(status, || "cuStreamBeginCapture".into())?;
+        let executed = self.execute(f, inputs, outputs);
+        let mut graph: CuGraph = std::ptr::null_mut();
+        // SAFETY: ends the capture begun above; the driver writes the graph.
+        let status = unsafe { (driver.api.stream_end_capture)(self.stream, &mut graph) };
+        let ended = driver.check(status, || "cuStreamEndCapture".into());
+        let destroy = |graph: CuGraph| {
+            if !graph.is_null() {
+                // SAFETY: a graph of this capture, never instantiated.
+                unsafe { (driver.api.graph_destroy)(graph) };
+            }
+        };
+        if let Err(e) = executed.and(ended) {
+            destroy(graph);
+            return Err(e);
+        }
+        let mut exec: CuGraphExec = std::ptr::null_mut();
+        // SAFETY: a complete graph; the driver writes the executable one.
+        let status = unsafe { (driver.api.graph_instantiate)(&mut exec, graph, 0) };
+        if let Err(e) = driver.check(status, || "cuGraphInstantiateWithFlags".into()) {
+            destroy(graph);
+            return Err(e);
+        }
+        Ok((graph, exec))
+    }
+
+    /// Why functions run without a graph: `(function, reason)` for each
+    /// whose recording failed.
+    pub fn graph_notes(&self) -> Vec<(String, String)> {
+        self.graphs
+            .iter()
+            .filter_map(|(name, state)| match state {
+                GraphState::Unavailable(reason) => Some((name.clone(), reason.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The functions that replay a recorded graph.
+    pub fn graphs_recorded(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .graphs
+            .iter()
+            .filter(|(_, state)| matches!(state, GraphState::Ready(_)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Copies each input tensor into its device memory (`cuMemcpyHtoD`,
+/// ordered after the stream's earlier work).
+fn upload(driver: &Driver, memory: &[DeviceMemory], inputs: &[HostTensor]) -> Result<()> {
+    if memory.len() != inputs.len() {
+        return Err(Error::InvalidInput(format!(
+            "{} inputs for a graph recorded with {}",
+            inputs.len(),
+            memory.len()
+        )));
+    }
+    for (m, t) in memory.iter().zip(inputs) {
+        if t.bytes.is_empty() {
+            continue;
+        }
+        // SAFETY: the block was sized for this input (checked against the
+        // function's signature before the call).
+        let status = unsafe {
+            (driver.api.memcpy_htod)(m.ptr(), t.bytes.as_ptr() as *const c_void, t.bytes.len())
+        };
+        driver.check(status, || format!("cuMemcpyHtoD({} bytes)", t.bytes.len()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The flash-attention kernel (#tcc.attention) against PyTorch's
+torch.nn.functional.scaled_dot_product_attention on the same shapes and
+inputs, on the GPU machine in one run.
+
+The cases are issue 31's: batch 32, 12 heads, head dimension 64, sequence
+lengths 128, 512 and 2048, causal and not. Each is a one-op model
+(`tcc.attention` on f32 inputs) that scripts/bench/build-attention-bundle.sh
+compiles with `tcc compile --target=nvidia` (one flash-attention kernel;
+the bundle's STATS.txt shows its `--stats`). This script times it with
+tcc-benchmark (profiling events, the kernel's mean over --iterations calls
+after 10 warm-up calls) on inputs generated here (uniform in [-1, 1),
+seeded, written as .npy and passed with --input=@FILE) and times SDPA on
+the same tensors by CUDA events (median of 20 calls after 10 warm-up
+calls, scripts/bench/cuda_timing.py): in fp32 (TF32
+off; PyTorch then picks its memory-efficient or math backend) and in fp16
+and bf16 (the flash backend, forced with sdpa_kernel where the installed
+torch has it). It checks tcc's output against SDPA's fp32 output (max
+absolute difference) and prints one table with the ratios
+(torch us / tcc us: above 1 means tcc is faster).
+
+Usage:
+  attention-device.py --write-models DIR     (here: the models and DIR/CASES.json)
+  attention-device.py BUNDLE [--device=N] [--no-torch] [--filter=TEXT] [--iterations=N]
+                                             (on the device: BUNDLE is .device-attention)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BATCH, HEADS, HEAD_DIM = 32, 12, 64
+LENGTHS = [128, 512, 2048]
+
+
+def cases():
+    return [
+        {"name": f"attention-b{BATCH}-h{HEADS}-s{s}-d{HEAD_DIM}{'-causal' if causal else ''}",
+         "batch": BATCH, "heads": HEADS, "seq": s, "dim": HEAD_DIM, "causal": causal}
+        for s in LENGTHS for causal in (False, True)
+    ]
+
+
+def mlir(case):
+    t = f"tensor<{case['batch']}x{case['heads']}x{case['seq']}x{case['dim']}xf32>"
+    scale = 1.0 / case["dim"] ** 0.5
+    causal = " causal = true" if case["causal"] else ""
+    return (f"func.func @attention(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
+            f"  %o = tcc.attention %q, %k, %v scale = {scale!r}{causal} : {t}, {t}, {t} -> {t}\n"
+            f"  return %o : {t}\n}}\n")
+
+
+def write_models(directory):
+    os.makedirs(os.path.join(directory, "models"), exist_ok=True)
+    for case in cases():
+        with open(os.path.join(directory, "models", case["name"] + ".mlir"), "w") as out:
+            out.write(mlir(case))
+    with open(os.path.join(directory, "CASES.json"), "w") as out:
+        json.dump(cases(), out, indent=1)
+    print(f"{len(cases())} cases in {directory}/models")
+
+
+def tensors(case):
+    import numpy as np
+    rng = np.random.default_rng(case["seq"])
+    shape = (case["batch"], case["heads"], case["seq"], case["dim"])
+    return [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(3)]
+
+
+def tcc_run(bundle, case, arrays, device, iterations, scratch):
+    """The kernel's mean device time (us), its kernel names and its output."""
+    import numpy as np
+    paths = []
+    for name, array in zip("qkv", arrays):
+        path = os.path.join(scratch, f"{name}.npy")
+        np.save(path, array)
+        paths.append(path)
+    artifact = os.path.join(bundle, "models", case["name"] + ".so")
+    binaries = os.path.join(bundle, "bin")
+    common = [f"--input=@{p}" for p in paths] + ([f"--device={device}"] if device else [])
+    command = [os.path.join(binaries, "tcc-benchmark"), artifact, "--json", "--warmup=10",
+               f"--iterations={iterations}"] + common
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: {run.stderr.strip()}")
+    kernels = json.loads(run.stdout)["kernels"]
+    output = os.path.join(scratch, "out.npy")
+    command = [os.path.join(binaries, "tcc-run"), artifact, f"--output=@{output}"] + common
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: {run.stderr.strip()}")
+    return sum(k["mean_us"] for k in kernels), [k["name"] for k in kernels], np.load(output)
+
+
+def torch_runs(case, arrays):
+    """SDPA's fp32 output and its time per call (us) in fp32, fp16, bf16."""
+    import torch
+    import torch.nn.functional as F
+    from cuda_timing import cuda_median_ms
+
+    def graph_us(run):
+        return 1000.0 * cuda_median_ms(run, 10, 20)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    q, k, v = (torch.from_numpy(a).cuda() for a in arrays)
+    causal = case["causal"]
+    times = {}
+    with torch.no_grad():
+        reference = F.scaled_dot_product_attention(q, k, v, is_causal=causal).cpu().numpy()
+        times["fp32"] = graph_us(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+            qh, kh, vh = (t.to(dtype) for t in (q, k, v))
+            run = lambda: F.scaled_dot_product_attention(qh, kh, vh, is_causal=causal)
+            try:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    times[name] = graph_us(run)
+            except ImportError:
+                times[name] = graph_us(run)
+    return reference, times
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] == "--write-models":
+        write_models(argv[1])
+        return 0
+    if not argv or argv[0].startswith("-"):
+        print(__doc__)
+        return 2
+    bundle = argv[0]
+    device, use_torch, text, iterations = None, True, "", 20
+    for arg in argv[1:]:
+        if arg.startswith("--device="):
+            device = arg.split("=", 1)[1]
+        elif arg == "--no-torch":
+            use_torch = False
+        elif arg.startswith("--filter="):
+            text = arg.split("=", 1)[1]
+        elif arg.startswith("--iterations="):
+            iterations = int(arg.split("=", 1)[1])
+        else:
+            print(f"unknown argument {arg}", file=sys.stderr)
+            return 2
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(bundle, "CASES.json")) as f:
+        selected = [case for case in json.load(f) if text in case["name"]]
+    header = "| case | tcc fp32 us | kernels |"
+    rule = "|---|---|---|"
+    if use_torch:
+        header += (" max abs diff | torch fp32 us | fp32 torch/tcc | torch fp16 flash us |"
+                   " fp16 torch/tcc | torch bf16 flash us | bf16 torch/tcc |")
+        rule += "---|---|---|---|---|---|---|"
+    print(header)
+    print(rule)
+    with tempfile.TemporaryDirectory() as scratch:
+        for case in selected:
+            arrays = tensors(case)
+            us, names, output = tcc_run(bundle, case, arrays, device, iterations, scratch)
+            row = f"| {case['name']} | {us:.1f} | {len(names)} ({', '.join(names)}) |"
+            if use_torch:
+                reference, times = torch_runs(case, arrays)
+                diff = float(abs(output - reference).max())
+                row += (f" {diff:.2e} | {times['fp32']:.1f} | {times['fp32'] / us:.2f} |"
+                        f" {times['fp16']:.1f} | {times['fp16'] / us:.2f} |"
+                        f" {times['bf16']:.1f} | {times['bf16'] / us:.2f} |")
+            print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds .device-attention/, the bundle scripts/bench/attention-device.py times on
+# the GPU machine (the flash-attention kernel against PyTorch's
+# scaled_dot_product_attention on the same inputs):
+#
+#   .device-attention/bin/tcc-benchmark, tcc-run   the runtime's tools (link only OpenCL, opened at run time)
+#   .device-attention/CASES.json                   the cases (batch 32, 12 heads, D 64, seq 128/512/2048, causal or not)
+#   .device-attention/models/CASE.mlir             each case as a one-op tcc.attention model
+#   .device-attention/models/CASE.so               compiled with `tcc compile --target=nvidia`
+#   .device-attention/STATS.txt                    `tcc compile --stats` of each case (one attention kernel)
+#   .device-attention/attention-kernel.cl          the emitted OpenCL C of the seq-512 causal case
+#
+# Usage: scripts/build-attention-bundle.sh [--release] [--out=DIR]
+# On the device (from a checkout, with the bundle carried):
+#   python3 scripts/bench/attention-device.py .device-attention
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+profile=debug
+cargo_profile=()
+out=.device-attention
+for arg in "$@"; do
+  case "$arg" in
+    --release) profile=release; cargo_profile=(--release) ;;
+    --out=*) out=${arg#--out=} ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "build-attention-bundle.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+LLVM_PREFIX=/usr/lib/llvm-22
+export PATH="$LLVM_PREFIX/bin:$HOME/.cargo/bin:$PATH"
+cargo=${CARGO:-cargo}
+
+echo "== building ($profile)"
+"$cargo" build "${cargo_profile[@]}" --workspace --bins --lib --locked
+bin=target/$profile
+
+rm -rf "$out"
+mkdir -p "$out/models" "$out/bin"
+cp "$bin/tcc-benchmark" "$bin/tcc-run" "$out/bin/"
+python3 scripts/bench/attention-device.py --write-models "$out"
+
+echo "== compiling the cases (--target=nvidia)"
+: > "$out/STATS.txt"
+for model in "$out"/models/*.mlir; do
+  name=$(basename "$model" .mlir)
+  echo "# tcc compile $name.mlir --target=nvidia --stats" >> "$out/STATS.txt"
+  "$bin/tcc" compile "$model" --target=nvidia --stats -o "$out/models/$name.so" 2>> "$out/STATS.txt"
+done
+grep -q "kind=attention" "$out/STATS.txt" || { echo "no attention kernel in $out/STATS.txt" >&2; exit 1; }
+
+"$bin/tcc" compile "$out/models/attention-b32-h12-s512-d64-causal.mlir" --target=nvidia --ptx=off \
+  --emit=opencl-c > "$out/attention-kernel.cl"
+echo "== $out: $(ls "$out"/models/*.so | wc -l) artifacts, $(du -sh "$out" | cut -f1)"
+echo "   on the device: python3 scripts/bench/attention-device.py $out"
