@@ -11,8 +11,8 @@ the bundle's STATS.txt shows its `--stats`). This script times it with
 tcc-benchmark (profiling events, the kernel's mean over --iterations calls
 after 10 warm-up calls) on inputs generated here (uniform in [-1, 1),
 seeded, written as .npy and passed with --input=@FILE) and times SDPA on
-the same tensors as a CUDA graph of 20 calls replayed between two CUDA
-events (median of 10 replays, scripts/bench/cuda_graph_timing.py): in fp32 (TF32
+the same tensors by CUDA events (median of 20 calls after 10 warm-up
+calls, scripts/bench/cuda_timing.py): in fp32 (TF32
 off; PyTorch then picks its memory-efficient or math backend) and in fp16
 and bf16 (the flash backend, forced with sdpa_kernel where the installed
 torch has it). It checks tcc's output against SDPA's fp32 output (max
@@ -96,7 +96,10 @@ def torch_runs(case, arrays):
     """SDPA's fp32 output and its time per call (us) in fp32, fp16, bf16."""
     import torch
     import torch.nn.functional as F
-    from cuda_graph_timing import graph_us
+    from cuda_timing import cuda_median_ms
+
+    def graph_us(run):
+        return 1000.0 * cuda_median_ms(run, 10, 20)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     q, k, v = (torch.from_numpy(a).cuda() for a in arrays)

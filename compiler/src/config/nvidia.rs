@@ -392,7 +392,7 @@ impl TargetConfig for Nvidia {
     /// dimension of 64 or 128 keeps its query and accumulator in
     /// registers), K and V tiles of up to 64 keys in at most 32 KiB of
     /// shared memory (64 keys at D = 64, 32 at D = 128). Not measured
-    /// yet: `scripts/attention-device.sh` times it against PyTorch's
+    /// yet: `scripts/bench/attention-device.py` times it against PyTorch's
     /// flash attention.
     fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
         AttentionConfig {

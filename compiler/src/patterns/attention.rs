@@ -274,7 +274,10 @@ fn strip_operand<'c>(mut value: Value<'c, 'c>, scale: &mut f64) -> Value<'c, 'c>
         && let Some(op) = defining_op(value)
     {
         match op_name(&op).as_str() {
-            "tosa.reshape" => value = op.operand(0).expect("reshape operand"),
+            "tosa.reshape" => match op.operand(0) {
+                Ok(input) => value = input,
+                Err(_) => break,
+            },
             "tosa.mul" if zero_shift(op) => {
                 let (Ok(a), Ok(b)) = (op.operand(0), op.operand(1)) else {
                     break;
