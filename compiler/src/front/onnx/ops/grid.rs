@@ -360,13 +360,13 @@ pub fn grid_sample(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     // Per spatial axis i: its grid component (reversed order), then each
     // tap's index and weight.
     let mut axis_taps: Vec<Vec<(Val, Val)>> = Vec::new();
-    for i in 0..dims {
+    for (i, &size) in spatial.iter().enumerate() {
         let comp = imp
             .e
             .slice_axis(&g2, 2, (dims - 1 - i) as i64, (dims - i) as i64);
         let comp = imp.e.reshape(&comp, &[n, p]);
         let axis = Axis {
-            size: spatial[i],
+            size,
             align,
             mode,
             padding,
