@@ -124,6 +124,13 @@ fn input_type(
             dtype::MAX_ELEMENTS
         );
     }
+    if shape.contains(&0) {
+        bail!(
+            "graph input '{}' has the shape {} with no elements: tcc does not support empty tensors",
+            info.name,
+            dtype::shape_text(&shape)
+        );
+    }
     Ok(TType::new(dtype, shape))
 }
 

@@ -216,11 +216,11 @@ impl Axis {
         }
     }
 
-    /// Tap `t`'s index, mapped by the padding mode (a float holding an
-    /// integer in [0, size)), and whether it lies inside the input.
-    fn index(&self, b: &mut Body, g: &str, t: usize) -> (String, String) {
-        let x = self.coordinate(b, g);
-        let (start, _) = self.base(b, &x);
+    /// Tap `t`'s index for the coordinate `x`, mapped by the padding mode
+    /// (a float holding an integer in [0, size)), and whether it lies
+    /// inside the input.
+    fn index(&self, b: &mut Body, x: &str, t: usize) -> (String, String) {
+        let (start, _) = self.base(b, x);
         let tc = b.c(t as f64);
         let i = b.bin("addf", &start, &tc);
         let zero = b.c(0.0);
@@ -243,10 +243,10 @@ impl Axis {
         (clamped, inside)
     }
 
-    /// Tap `t`'s weight (0 outside the input with zeros padding).
-    fn weight(&self, b: &mut Body, g: &str, t: usize) -> String {
-        let x = self.coordinate(b, g);
-        let (_, f) = self.base(b, &x);
+    /// Tap `t`'s weight for the coordinate `x` (0 outside the input with
+    /// zeros padding).
+    fn weight(&self, b: &mut Body, x: &str, t: usize) -> String {
+        let (_, f) = self.base(b, x);
         let w = match self.mode {
             Mode::Nearest => b.c(1.0),
             Mode::Linear => {
@@ -283,7 +283,7 @@ impl Axis {
             }
         };
         if self.padding == Padding::Zeros {
-            let (_, inside) = self.index(b, g, t);
+            let (_, inside) = self.index(b, x, t);
             let zero = b.c(0.0);
             b.sel(&inside, &w, &zero)
         } else {
@@ -360,17 +360,24 @@ pub fn grid_sample(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     // Per spatial axis i: its grid component (reversed order), then each
     // tap's index and weight.
     let mut axis_taps: Vec<Vec<(Val, Val)>> = Vec::new();
-    for i in 0..dims {
+    for (i, &size) in spatial.iter().enumerate() {
         let comp = imp
             .e
             .slice_axis(&g2, 2, (dims - 1 - i) as i64, (dims - i) as i64);
         let comp = imp.e.reshape(&comp, &[n, p]);
         let axis = Axis {
-            size: spatial[i],
+            size,
             align,
             mode,
             padding,
         };
+        // The padded source coordinate, once per axis.
+        let coordinate = imp.e.map(&[&comp], f32_ty.clone(), &|a| {
+            let mut b = Body::new("f32");
+            let x = axis.coordinate(&mut b, &a[0]);
+            b.finish(&x)
+        });
+        let comp = coordinate;
         let mut taps = Vec::new();
         for t in 0..axis.taps() {
             let index = imp.e.map(&[&comp], i32_ty.clone(), &|a| {

@@ -72,7 +72,7 @@ pub fn rms_norm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let rank = x.rank();
     let axis = node.axis(node.int("axis", -1)?, rank, "RMSNormalization axis")?;
     let epsilon = node.float("epsilon", 1e-5)? as f64;
-    if !(epsilon >= 0.0) || !epsilon.is_finite() {
+    if epsilon.is_nan() || epsilon < 0.0 || !epsilon.is_finite() {
         bail!("RMSNormalization epsilon {epsilon}");
     }
     let stash = node.int("stash_type", 1)?;

@@ -532,7 +532,7 @@ pub fn resize(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 bail!("Resize has {} scales for {n} axes", s.len());
             }
             for (i, &a) in axes.iter().enumerate() {
-                if !(s[i] > 0.0) || !s[i].is_finite() {
+                if s[i].is_nan() || s[i] <= 0.0 || !s[i].is_finite() {
                     bail!("Resize scale {} must be positive", s[i]);
                 }
                 per_scale[i] = s[i];
@@ -629,7 +629,7 @@ pub fn upsample(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     };
     let mut plans = Vec::new();
     for (a, &s) in scales.iter().enumerate() {
-        if !(s >= 1.0) || !s.is_finite() {
+        if s.is_nan() || s < 1.0 || !s.is_finite() {
             bail!("Upsample scale {s} must be at least 1");
         }
         plans.push(AxisPlan {

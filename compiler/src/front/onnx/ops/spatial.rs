@@ -261,12 +261,10 @@ pub fn col2im(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     // [N, C, K, L].
     let x = imp.e.reshape(&x, &[n, c, k, l]);
     let mut sum: Option<Val> = None;
-    let mut tap_index = 0;
     let mut taps = Vec::new();
     for_each_index(&block, &mut |tap| taps.push(tap.to_vec()));
-    for tap in taps {
+    for (tap_index, tap) in (0i64..).zip(taps) {
         let part = imp.e.slice_axis(&x, 2, tap_index, tap_index + 1);
-        tap_index += 1;
         // [N, C, b0, 1, b1, 1, ...] padded to strides, then flattened.
         let mut split = vec![n, c];
         for &b in &blocks {
