@@ -11,7 +11,7 @@
 
 // PHASE: unknown phase 'tiles' (phases: input, graph, linalg, dispatch, tile, buffer, gpu, codegen)
 // EMIT: invalid value 'cubin' for '--emit <EMIT>'
-// TARGET: unknown target 'amd' (targets: generic, nvidia, pocl-cpu)
+// TARGET: unknown target 'amd' (targets: generic, nvidia, pocl-cpu, host, auto)
 // NO-OUTPUT: the artifact is a shared library: give -o model.so
 // TRUNCATED: truncated.mlir:2:{{[0-9]+}}: error:
 // MISSING: cannot read {{.*}}missing.mlir

@@ -4,7 +4,7 @@
 // buffers stay 64-bit either way (`long`), like the host's index.
 // RUN: split-file %s %t
 // RUN: tcc compile %t/small.mlir --emit=opencl-c | FileCheck %s --check-prefix=SMALL
-// RUN: tcc compile %t/huge.mlir --emit=opencl-c | FileCheck %s --check-prefix=HUGE
+// RUN: tcc compile %t/huge.mlir --emit=opencl-c --max-constant-bytes=17179869184 | FileCheck %s --check-prefix=HUGE
 
 // SMALL: typedef int tcc_index;
 // SMALL-NEXT: typedef uint tcc_uindex;

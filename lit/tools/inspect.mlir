@@ -45,7 +45,7 @@
 // JSON:      "producer": "tcc 0.1.0 (git
 // JSON:      "target": "pocl-cpu"
 
-// NOT-ELF: error: cannot load artifact {{.*}}inspect.mlir: not an ELF file
+// NOT-ELF: error: malformed artifact {{.*}}inspect.mlir: not a valid ELF file
 // MISSING: error: cannot load artifact {{.*}}missing.so: No such file
 // FOREIGN: error: cannot load artifact {{.*}}arm64.so: built for AArch64, this machine is x86-64
 

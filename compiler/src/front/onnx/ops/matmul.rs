@@ -87,6 +87,9 @@ pub fn matmul_vals(imp: &mut Importer, a: &Val, b: &Val) -> Result<Val> {
 pub fn gemm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let (a, b) = (node.input(0)?, node.input(1)?);
     require_float(a, "Gemm's A")?;
+    if a.dtype() != b.dtype() {
+        bail!("Gemm of {} and {}", a.dtype(), b.dtype());
+    }
     if a.rank() != 2 || b.rank() != 2 {
         bail!(
             "Gemm needs 2-D A and B, not {:?} and {:?}",
