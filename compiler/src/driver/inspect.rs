@@ -243,7 +243,8 @@ pub fn render(d: &Value) -> String {
 pub fn run(args: &InspectArgs) -> Result<()> {
     let path = &args.model;
     let damaged = |why: String| anyhow!("malformed artifact {}: {why}", path.display());
-    let file = ArtifactFile::open(path).map_err(damaged)?;
+    let file = ArtifactFile::open(path)
+        .map_err(|why| anyhow!("cannot inspect {}: {why}", path.display()))?;
     let description = file.description().map_err(damaged)?;
     let verify = !args.no_verify;
     if verify {
