@@ -36,8 +36,10 @@ pub const TEMP_PREFIX: &str = ".tcc-out-";
 
 /// A write in progress that an interrupt must undo.
 enum Pending {
-    /// A temporary file to remove.
-    Temporary(PathBuf),
+    /// This process's temporaries (`prefix`, which holds the pid) in a
+    /// directory: registered before the temporary is created, so that a
+    /// signal between its creation and its registration finds it too.
+    TemporariesIn(PathBuf, String),
     /// A file being appended to, and its length before.
     Append(PathBuf, u64),
 }
@@ -71,8 +73,16 @@ fn undo_pending_writes() {
     let mut map = PENDING.lock().unwrap_or_else(|e| e.into_inner());
     for (_, pending) in map.take().unwrap_or_default() {
         match pending {
-            Pending::Temporary(path) => {
-                let _ = std::fs::remove_file(path);
+            Pending::TemporariesIn(directory, prefix) => {
+                for entry in std::fs::read_dir(&directory)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
             }
             Pending::Append(path, length) => {
                 if let Ok(file) = OpenOptions::new().write(true).open(&path) {
@@ -249,6 +259,10 @@ pub fn write_output(
         .unwrap_or(Path::new("."));
     remove_stale_temporaries(directory);
     let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
+    let _pending = PendingGuard::new(Pending::TemporariesIn(
+        directory.to_path_buf(),
+        prefix.clone(),
+    ));
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix);
     #[cfg(unix)]
@@ -268,7 +282,6 @@ pub fn write_output(
             ),
         )
     })?;
-    let _pending = PendingGuard::new(Pending::Temporary(temp.path().to_path_buf()));
     {
         let mut out = BufWriter::new(temp.as_file());
         write(&mut out).map_err(|e| named(e, "write"))?;

@@ -65,3 +65,10 @@ func.func @silu(%x: tensor<96xf32>) -> tensor<96xf32> {
   %0 = tcc.silu %x : tensor<96xf32>
   return %0 : tensor<96xf32>
 }
+
+// Grouped heads (4 query heads over 2 key/value heads), fewer queries than
+// keys, head dimension 40, causal (upper-left aligned), an additive mask.
+func.func @attention_grouped(%q: tensor<2x4x7x40xf32>, %k: tensor<2x2x33x40xf32>, %v: tensor<2x2x33x40xf32>, %m: tensor<2x1x7x33xf32>) -> tensor<2x4x7x40xf32> {
+  %0 = tcc.attention %q, %k, %v mask %m : tensor<2x1x7x33xf32> scale = 0.158113882 causal = true : tensor<2x4x7x40xf32>, tensor<2x2x33x40xf32>, tensor<2x2x33x40xf32> -> tensor<2x4x7x40xf32>
+  return %0 : tensor<2x4x7x40xf32>
+}

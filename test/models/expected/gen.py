@@ -66,6 +66,20 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def attention(q, k, v, mask, scale, causal):
+    """softmax(scale * Q K^T + mask, causal: keys after the query's
+    position masked, upper-left aligned) V, K/V heads shared by groups of
+    query heads."""
+    q, k, v, mask = (a.astype(np.float64) for a in (q, k, v, mask))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = scale * q @ np.swapaxes(k, -1, -2) + mask
+    if causal:
+        sq, sk = s.shape[-2:]
+        s = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None], -np.inf, s)
+    return softmax(s, -1) @ v
+
+
 MODELS = {
     "composites": {
         "softmax_last": lambda x: [softmax(x, -1)],
@@ -79,6 +93,7 @@ MODELS = {
         "gelu_erf": lambda x: [gelu_erf(x)],
         "gelu_tanh": lambda x: [gelu_tanh(x)],
         "silu": lambda x: [silu(x)],
+        "attention_grouped": lambda q, k, v, m: [attention(q, k, v, m, np.float64(np.float32(0.158113882)), True)],
     },
 }
 

@@ -79,6 +79,19 @@ pub fn write_kernels(
                         ),
                     ));
                 }
+                // The kernels target the OpenCL profile without the Float64
+                // capability.
+                if let Ok(argument) = block.argument(index)
+                    && crate::ir::memref::MemRefLayout::of(melior::ir::ValueLike::r#type(&argument))
+                        .is_some_and(|layout| layout.element.is_f64())
+                {
+                    return Err(CodegenError::at(
+                        kernel,
+                        format!(
+                            "kernel {name}: float64 buffers (argument {index}) are not supported by the SPIR-V back end; use --emit=opencl-c"
+                        ),
+                    ));
+                }
             }
         }
         let sizes = crate::ir::dense::int_array_attribute(*kernel, "known_block_size")
