@@ -19,7 +19,8 @@ use support::{CaseResult, Tally};
 /// end does not support (it writes no i1 storage buffers).
 /// (The attention models: `--emit=spirv` compiles without templates, so
 /// `tcc.attention` is decomposed, and its causal triangle is a `select` on a
-/// boolean constant; attention_gpt2's own `where` is one too.)
+/// boolean constant; attention_gpt2's own `where` is one too, and so is
+/// composites.mlir's attention_grouped.)
 const BOOLEAN_BUFFER_MODELS: &[&str] = &[
     "bool_input",
     "compare_select",
@@ -27,6 +28,7 @@ const BOOLEAN_BUFFER_MODELS: &[&str] = &[
     "attention_gpt2",
     "attention_grouped",
     "attention_sdpa",
+    "composites",
 ];
 
 /// The models with float64 buffers, which the SPIR-V back end refuses (its

@@ -403,8 +403,17 @@ fn every_composite_op_has_an_independent_reference() {
             .map(|line| line.split("//").next().unwrap_or_default())
             .collect::<Vec<_>>()
             .join("\n");
-        for word in code.split(|c: char| c.is_whitespace() || c == '(' || c == '"') {
-            if let Some(rest) = word.strip_prefix("tcc.") {
+        // An op's use is `%r = tcc.op ...`: the word after an `=` (attributes
+        // such as `tcc.name = "x"` come before one).
+        let words: Vec<&str> = code
+            .split(|c: char| c.is_whitespace() || c == '(' || c == '"')
+            .filter(|w| !w.is_empty())
+            .collect();
+        for pair in words.windows(2) {
+            if pair[0] != "=" {
+                continue;
+            }
+            if let Some(rest) = pair[1].strip_prefix("tcc.") {
                 let op: String = rest
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
