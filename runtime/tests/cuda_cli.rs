@@ -393,22 +393,21 @@ fn a_cuda_session_runs_the_artifact_on_a_fake_driver() {
         assert_fails_with(&o, message);
     }
     // tcc-benchmark: per-kernel times from the (fake) events, 0.25 ms each.
-    let o = run_with(
-        "tcc-benchmark",
-        cache.path(),
-        &[
-            &so,
+    // tcc-benchmark --json of @axpb, 3 calls after 1, with `env` added.
+    let bench_json = |env: &[(&str, &str)]| -> serde_json::Value {
+        let args = [
+            so.as_str(),
             "--function=axpb",
             "--input=1000xf32=1",
             "--warmup=1",
             "--iterations=3",
             "--json",
-        ],
-        &driver,
-        &[],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        ];
+        let o = run_with("tcc-benchmark", cache.path(), &args, &driver, env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).unwrap()
+    };
+    let report = bench_json(&[]);
     assert_eq!(report["backend"], "cuda");
     assert_eq!(report["device"], "tcc fake CUDA device");
     let kernels = report["kernels"].as_array().unwrap();
@@ -436,22 +435,7 @@ fn a_cuda_session_runs_the_artifact_on_a_fake_driver() {
         report["cuda_graphs"]["recorded"],
         serde_json::json!(["axpb"])
     );
-    let o = run_with(
-        "tcc-benchmark",
-        cache.path(),
-        &[
-            &so,
-            "--function=axpb",
-            "--input=1000xf32=1",
-            "--warmup=1",
-            "--iterations=3",
-            "--json",
-        ],
-        &driver,
-        &[("TCC_CUDA_GRAPHS", "0")],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let report = bench_json(&[("TCC_CUDA_GRAPHS", "0")]);
     assert_eq!(report["cuda_graphs"]["enabled"], false, "{report}");
     assert_eq!(report["cuda_graphs"]["recorded"], serde_json::json!([]));
     assert!((report["device_ms_per_call"].as_f64().unwrap() - 0.5).abs() < 1e-6);
