@@ -782,7 +782,7 @@ fn file_mapper(address: usize) -> impl Fn(usize) -> usize {
 /// (pointers, which the loader's relocations overwrite, are left out).
 fn table_and_constant_ranges(so: &Path) -> Vec<(std::ops::Range<usize>, String)> {
     use std::ffi::CStr;
-    use tcc_runtime::abi::{TccArtifact, TccArtifactV1Fn, TccFunctionDesc};
+    use tcc_runtime::abi::{TccArtifact, TccArtifactV1Fn, TccConstantDesc, TccFunctionDesc};
     let library = unsafe { libloading::Library::new(so) }.unwrap();
     let describe: TccArtifactV1Fn = unsafe { *library.get(b"tcc_artifact_v1").unwrap() };
     let description: *const u8 = unsafe { *library.get(b"tcc_description_v1").unwrap() };
@@ -800,10 +800,23 @@ fn table_and_constant_ranges(so: &Path) -> Vec<(std::ops::Range<usize>, String)>
     let string =
         |p: *const std::ffi::c_char| (p as usize, unsafe { CStr::from_ptr(p) }.to_bytes().len());
     let base = table as *const TccArtifact as usize;
-    add(base, 8, "abi_version, source_kind".into());
-    add(base + 16, 8, "source_bytes".into());
-    add(base + 32, 8, "num_kernels, num_functions".into());
-    add(base + 56, 4, "num_constants".into());
+    let field = |offset: usize| base + offset;
+    add(field(0), 8, "abi_version, source_kind".into());
+    add(
+        field(std::mem::offset_of!(TccArtifact, source_bytes)),
+        8,
+        "source_bytes".into(),
+    );
+    add(
+        field(std::mem::offset_of!(TccArtifact, num_kernels)),
+        8,
+        "num_kernels, num_functions".into(),
+    );
+    add(
+        field(std::mem::offset_of!(TccArtifact, num_constants)),
+        4,
+        "num_constants".into(),
+    );
     add(
         table.source as usize,
         table.source_bytes as usize,
@@ -828,8 +841,16 @@ fn table_and_constant_ranges(so: &Path) -> Vec<(std::ops::Range<usize>, String)>
         let at = f as *const TccFunctionDesc as usize;
         let (p, n) = string(f.v1.name);
         add(p, n, format!("function {i} name"));
-        add(at + 16, 8, format!("function {i} num_inputs, num_outputs"));
-        add(at + 48, 16, format!("function {i} arena"));
+        add(
+            at + std::mem::offset_of!(TccFunctionDesc, v1.num_inputs),
+            8,
+            format!("function {i} num_inputs, num_outputs"),
+        );
+        add(
+            at + std::mem::offset_of!(TccFunctionDesc, arena_bytes),
+            16,
+            format!("function {i} arena"),
+        );
         for (kind, tensors, count) in [
             ("input", f.v1.inputs, f.v1.num_inputs),
             ("output", f.v1.outputs, f.v1.num_outputs),
@@ -856,7 +877,7 @@ fn table_and_constant_ranges(so: &Path) -> Vec<(std::ops::Range<usize>, String)>
     for c in 0..table.num_constants as usize {
         let desc = unsafe { &*table.constants.add(c) };
         add(
-            desc as *const _ as usize + 8,
+            desc as *const _ as usize + std::mem::offset_of!(TccConstantDesc, bytes),
             8,
             format!("constant {c} size"),
         );
@@ -890,9 +911,17 @@ fn damaged_artifacts_are_clear_errors_and_inspect_runs_nothing() {
     let ranges = table_and_constant_ranges(&so);
     assert!(ranges.iter().any(|(_, w)| w == "constant 0"), "{ranges:?}");
 
-    // 100 random single-bit flips (a fixed seed) in the table and the
-    // constants: each is an error at load time (the table) or from
-    // --verify (the constants), never a crash or a silent change.
+    // Every bit of the table's counts, sizes and arena fields, then 100
+    // random single-bit flips (a fixed seed) anywhere in the table, the
+    // description and the constants: each is an error at load time (the
+    // table) or from --verify (the constants), never a crash or a silent
+    // change.
+    let mut flips: Vec<(usize, u64, &str)> = Vec::new();
+    for (range, what) in ranges.iter().filter(|(r, _)| r.len() <= 16) {
+        for byte in range.clone() {
+            flips.extend((0..8).map(|bit| (byte, bit, what.as_str())));
+        }
+    }
     let total: usize = ranges.iter().map(|(r, _)| r.len()).sum();
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = || {
@@ -901,7 +930,7 @@ fn damaged_artifacts_are_clear_errors_and_inspect_runs_nothing() {
         state ^= state << 17;
         state
     };
-    for flip in 0..100 {
+    for _ in 0..100 {
         let mut pick = (next() % total as u64) as usize;
         let (range, what) = ranges
             .iter()
@@ -914,14 +943,25 @@ fn damaged_artifacts_are_clear_errors_and_inspect_runs_nothing() {
                 }
             })
             .unwrap();
-        let byte = range.start + pick;
-        let bit = next() % 8;
+        flips.push((range.start + pick, next() % 8, what.as_str()));
+    }
+    // The ABI lets a text source's length count its terminating NUL, so
+    // the one flip of `source_bytes` that adds that NUL loads the same
+    // source: it is the only flip allowed to load.
+    let source = &ranges.iter().find(|(_, w)| w == "source").unwrap().0;
+    let source_bytes = &ranges.iter().find(|(_, w)| w == "source_bytes").unwrap().0;
+    let counts_the_nul = |bytes: &[u8]| {
+        let length = u64::from_le_bytes(bytes[source_bytes.clone()].try_into().unwrap());
+        length == source.len() as u64 + 1 && original[source.end] == 0
+    };
+    for (flip, &(byte, bit, what)) in flips.iter().enumerate() {
         let mut bytes = original.clone();
         bytes[byte] ^= 1 << bit;
         let path = dir.path().join(format!("flip{flip}.so"));
         std::fs::write(&path, &bytes).unwrap();
         let outcome = match tcc_runtime::Model::load(&path) {
             Err(e) => e.to_string(),
+            Ok(_) if what == "source_bytes" && counts_the_nul(&bytes) => continue,
             Ok(model) => match model.verify() {
                 Err(e) => e.to_string(),
                 Ok(()) => panic!("flip {flip} (byte {byte} bit {bit}, {what}) was not detected"),
