@@ -91,6 +91,13 @@ pub trait Calls {
     fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>>;
 
     fn reset_profile(&mut self) -> Result<()>;
+
+    /// Records a timeline of the next `max_calls` calls (profiling must
+    /// be on; see `timeline`).
+    fn record_timeline(&mut self, max_calls: usize) -> Result<()>;
+
+    /// The timeline recorded so far; stops recording.
+    fn take_timeline(&mut self) -> Option<crate::timeline::Timeline>;
 }
 
 impl Calls for Session {
@@ -114,6 +121,14 @@ impl Calls for Session {
     fn reset_profile(&mut self) -> Result<()> {
         Session::reset_profile(self)
     }
+
+    fn record_timeline(&mut self, max_calls: usize) -> Result<()> {
+        Session::record_timeline(self, max_calls)
+    }
+
+    fn take_timeline(&mut self) -> Option<crate::timeline::Timeline> {
+        Session::take_timeline(self)
+    }
 }
 
 impl Calls for CudaSession {
@@ -136,5 +151,13 @@ impl Calls for CudaSession {
 
     fn reset_profile(&mut self) -> Result<()> {
         CudaSession::reset_profile(self)
+    }
+
+    fn record_timeline(&mut self, max_calls: usize) -> Result<()> {
+        CudaSession::record_timeline(self, max_calls)
+    }
+
+    fn take_timeline(&mut self) -> Option<crate::timeline::Timeline> {
+        CudaSession::take_timeline(self)
     }
 }

@@ -45,6 +45,7 @@ pub mod program_cache;
 pub mod session;
 pub mod tensor;
 pub mod throughput;
+pub mod timeline;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

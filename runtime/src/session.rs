@@ -28,6 +28,7 @@ mod transfers;
 
 use std::ptr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use opencl3::event::Event;
 use opencl3::program::Program;
@@ -46,11 +47,35 @@ use crate::error::{ClResultExt, Error, Result};
 use crate::host_bytes::HostBytes;
 use crate::program_cache::{ProgramOrigin, SourceKind};
 use crate::tensor::{DType, HostTensor, type_string};
+use crate::timeline::{CommandKind, Recorder, Timeline};
 use crate::{Model, Runtime, RuntimeInner, TransferCounters};
 use arena::Arena;
 use lane_memory::LaneMemory;
 use program::{KernelSlot, build_program, kernel_slots};
 use transfers::{read_buffer, write_buffer};
+
+/// A command on the queue whose profiling event is read once the queue
+/// has run it.
+pub(crate) struct PendingCommand {
+    pub(crate) kind: CommandKind,
+    /// Bytes moved (transfers).
+    pub(crate) bytes: Option<u64>,
+    pub(crate) event: Event,
+    /// When the host had enqueued it (calls whose timeline is recorded).
+    pub(crate) enqueued: Option<Instant>,
+}
+
+impl PendingCommand {
+    /// A command of a recorded call, enqueued just now.
+    pub(crate) fn traced(kind: CommandKind, bytes: Option<u64>, event: Event) -> Self {
+        PendingCommand {
+            kind,
+            bytes,
+            event,
+            enqueued: Some(Instant::now()),
+        }
+    }
+}
 
 /// Device time spent in one kernel, summed over its launches.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -137,9 +162,12 @@ pub struct Session {
     lane_memory: Vec<LaneMemory>,
     /// Per constant, whether its bytes are all zero (known once asked).
     zero_constants: Vec<Option<bool>>,
-    /// Launch events not yet read (profiling only), with the kernel index.
-    pending: Vec<(usize, Event)>,
+    /// Commands whose events are not yet read: kernel launches when
+    /// profiling, and every command of a call whose timeline is recorded.
+    pending: Vec<PendingCommand>,
     profile: Vec<KernelProfile>,
+    /// The timeline being recorded ([`Session::record_timeline`]).
+    timeline: Option<crate::timeline::Recorder>,
     /// Output blocks the caller handed back ([`Session::recycle`]), reused
     /// by later calls instead of fresh memory.
     pub(crate) spare_outputs: crate::host_bytes::SpareOutputs,
@@ -191,6 +219,7 @@ impl Session {
             zero_constants: art.constants.iter().map(|_| None).collect(),
             pending: Vec::new(),
             profile,
+            timeline: None,
             spare_outputs: Default::default(),
             calls: crate::async_call::SessionCalls::default(),
             _program: program,
@@ -353,16 +382,81 @@ impl Session {
         Ok(())
     }
 
-    /// Folds finished launch events into `profile`; the queue must be idle.
+    /// Folds finished launch events into `profile`, and ends the recorded
+    /// call in progress with its commands' times; the queue must be idle.
     fn collect_profile(&mut self) -> Result<()> {
-        for (k, ev) in self.pending.drain(..) {
-            let start = ev.profiling_command_start().cl("clGetEventProfilingInfo")?;
-            let end = ev.profiling_command_end().cl("clGetEventProfilingInfo")?;
-            let p = &mut self.profile[k];
-            p.calls += 1;
-            p.total_ns += end.saturating_sub(start);
+        let tracing = self.timeline.as_ref().is_some_and(Recorder::recording);
+        // (command, queued, start, end) on the device's clock.
+        let mut timed = Vec::new();
+        for p in self.pending.drain(..) {
+            let start = p.event.profiling_command_start().cl("clGetEventProfilingInfo")?;
+            let end = p.event.profiling_command_end().cl("clGetEventProfilingInfo")?;
+            if let CommandKind::Kernel(k) = p.kind {
+                let profile = &mut self.profile[k];
+                profile.calls += 1;
+                profile.total_ns += end.saturating_sub(start);
+            }
+            if tracing && let Some(enqueued) = p.enqueued {
+                let queued = p
+                    .event
+                    .profiling_command_queued()
+                    .cl("clGetEventProfilingInfo")?;
+                timed.push((p.kind, p.bytes, enqueued, queued, start, end));
+            }
+        }
+        if let Some(recorder) = self.timeline.as_mut().filter(|r| r.recording()) {
+            // The clocks' offset: the host noted each command's time after
+            // its QUEUED stamp, so host - queued bounds it from above.
+            let offset = timed
+                .iter()
+                .map(|&(_, _, enqueued, queued, _, _)| {
+                    recorder.ns(enqueued) as i128 - queued as i128
+                })
+                .min()
+                .unwrap_or(0);
+            let host = |device: u64| (device as i128 + offset).max(0) as u64;
+            let commands = timed
+                .into_iter()
+                .map(|(kind, bytes, _, _, start, end)| crate::timeline::Command {
+                    kind,
+                    bytes,
+                    start_ns: host(start),
+                    end_ns: host(end.max(start)),
+                })
+                .collect();
+            recorder.end(commands);
         }
         Ok(())
+    }
+
+    /// Records a timeline of this session's next `max_calls` calls of
+    /// [`Session::run`] (host-tensor calls): each call's host span and its
+    /// kernels, uploads, downloads and copies with their device times
+    /// (see `timeline`). Needs a runtime with profiling on. Starts afresh
+    /// when already recording.
+    pub fn record_timeline(&mut self, max_calls: usize) -> Result<()> {
+        if !self.rt.inner.profiling {
+            return Err(Error::InvalidInput(
+                "a timeline needs profiling events: create the runtime with RuntimeOptions { profiling: true, .. }".into(),
+            ));
+        }
+        self.timeline = Some(Recorder::new(max_calls));
+        Ok(())
+    }
+
+    /// The timeline recorded since [`Session::record_timeline`], which
+    /// stops recording (`None` when none was being recorded).
+    pub fn take_timeline(&mut self) -> Option<Timeline> {
+        let recorder = self.timeline.take()?;
+        Some(recorder.finish("OpenCL queue", &self.rt.device().name, &self.model))
+    }
+
+    /// Starts recording the call of `function` that begins now, when a
+    /// timeline is recorded and has room; whether it is recorded.
+    fn begin_traced_call(&mut self, function: &str) -> bool {
+        self.timeline
+            .as_mut()
+            .is_some_and(|recorder| recorder.begin(function))
     }
 }
 

@@ -19,11 +19,12 @@ use super::driver::{CuDevicePtr, CuEvent, CuStream, Driver};
 use super::handles::{HandleTable, Owner, Shared};
 use super::launch::geometry;
 use super::memory::{DeviceMemory, MemoryPool};
-use super::session::{CudaKernel, CudaSession};
+use super::session::{CudaKernel, CudaSession, TracedCommand};
 use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::error::{Error, Result};
 use crate::session::{CallState, check_copy, check_view, exec_error};
+use crate::timeline::{CommandKind, PendingTime};
 
 impl CudaSession {
     /// Calls the artifact's entry for `f` on the given (device pointer,
@@ -36,6 +37,7 @@ impl CudaSession {
     ) -> Result<()> {
         let model = self.model().clone();
         let inner = self.rt.inner.clone();
+        let tracing = self.tracing();
         let mut cx = CudaCall {
             driver: inner.driver,
             stream: self.stream,
@@ -48,6 +50,11 @@ impl CudaSession {
             pool: &mut self.pool,
             spare_events: &mut self.spare_events,
             pending: &mut self.pending,
+            traced: if tracing {
+                Some(&mut self.traced)
+            } else {
+                None
+            },
             table: HandleTable::new(&mut self.next_handle),
             error: None,
         };
@@ -112,6 +119,9 @@ struct CudaCall<'a> {
     pool: &'a mut MemoryPool,
     spare_events: &'a mut Vec<CuEvent>,
     pending: &'a mut Vec<(usize, CuEvent, CuEvent)>,
+    /// The recorded call's commands other than kernels (`None`: the call
+    /// is not recorded).
+    traced: Option<&'a mut Vec<TracedCommand>>,
     table: HandleTable<'a>,
     /// The first failure of a runtime call.
     error: Option<Error>,
@@ -166,38 +176,52 @@ impl CudaCall<'_> {
             hand_out(out, handle);
             return Ok(());
         }
-        let slot = &mut self.constants[index as usize];
-        if slot.is_none() {
+        if self.constants[index as usize].is_none() {
             let memory = self.pool.acquire(self.driver, c.bytes)?;
             // SAFETY: the artifact (and so the constant's memory) outlives
             // the session.
             let data = unsafe { c.as_slice() };
             let (driver, ptr) = (self.driver, memory.ptr());
+            let bytes = Some(data.len() as u64);
             let written = if data.is_empty() {
                 Ok(())
             } else if data.iter().all(|&b| b == 0) {
                 // Writable scratch that starts at zero: no host copy.
-                // SAFETY: the block holds at least `data.len()` bytes.
-                let status =
-                    unsafe { (driver.api.memset_d8_async)(ptr, 0, data.len(), self.stream) };
-                driver.check(status, || format!("cuMemsetD8Async(constant {index})"))
+                self.bracketed(CommandKind::Fill, bytes, |stream| {
+                    // SAFETY: the block holds at least `data.len()` bytes.
+                    let status = unsafe { (driver.api.memset_d8_async)(ptr, 0, data.len(), stream) };
+                    driver.check(status, || format!("cuMemsetD8Async(constant {index})"))
+                })
             } else {
+                let started = std::time::Instant::now();
                 // SAFETY: as above; the copy reads the artifact's memory
                 // before it returns (pageable memory).
                 let status = unsafe {
                     (driver.api.memcpy_htod)(ptr, data.as_ptr() as *const c_void, data.len())
                 };
-                driver.check(status, || {
+                let done = driver.check(status, || {
                     format!("cuMemcpyHtoD(constant {index}, {} bytes)", data.len())
-                })
+                });
+                if done.is_ok()
+                    && let Some(traced) = self.traced.as_deref_mut()
+                {
+                    traced.push(TracedCommand {
+                        kind: CommandKind::ConstantUpload(index),
+                        bytes,
+                        time: PendingTime::Host(started, std::time::Instant::now()),
+                    });
+                }
+                done
             };
             if let Err(e) = written {
                 self.pool.release(memory);
                 return Err(e);
             }
-            *slot = Some(memory);
+            self.constants[index as usize] = Some(memory);
         }
-        let ptr = slot.as_ref().map_or(0, DeviceMemory::ptr);
+        let ptr = self.constants[index as usize]
+            .as_ref()
+            .map_or(0, DeviceMemory::ptr);
         let handle = self.table.issue_shared(
             Shared::Constant(index),
             ptr,
@@ -366,17 +390,63 @@ impl CudaCall<'_> {
         }
         let size = usize::try_from(bytes)
             .map_err(|_| Error::InvalidInput(format!("copy of {bytes} bytes is too large")))?;
-        // SAFETY: both buffers are live and the ranges are checked.
-        let status = unsafe {
-            (self.driver.api.memcpy_dtod_async)(
-                dst_ptr + dst_offset,
-                src_ptr + src_offset,
-                size,
-                self.stream,
-            )
+        let driver = self.driver;
+        self.bracketed(CommandKind::Copy, Some(bytes), |stream| {
+            // SAFETY: both buffers are live and the ranges are checked.
+            let status = unsafe {
+                (driver.api.memcpy_dtod_async)(
+                    dst_ptr + dst_offset,
+                    src_ptr + src_offset,
+                    size,
+                    stream,
+                )
+            };
+            driver.check(status, || format!("cuMemcpyDtoDAsync({bytes} bytes)"))
+        })
+    }
+
+    /// Runs `enqueue` (work on the stream) and, when the call is recorded,
+    /// brackets it with a pair of events kept as a command of `kind`.
+    fn bracketed(
+        &mut self,
+        kind: CommandKind,
+        bytes: Option<u64>,
+        enqueue: impl FnOnce(CuStream) -> Result<()>,
+    ) -> Result<()> {
+        let Some(traced) = self.traced.as_deref_mut() else {
+            return enqueue(self.stream);
         };
-        self.driver
-            .check(status, || format!("cuMemcpyDtoDAsync({bytes} bytes)"))
+        let (driver, stream) = (self.driver, self.stream);
+        let start = take_event(driver, self.spare_events)?;
+        let end = match take_event(driver, self.spare_events) {
+            Ok(e) => e,
+            Err(e) => {
+                self.spare_events.push(start);
+                return Err(e);
+            }
+        };
+        let record = |event: CuEvent| {
+            // SAFETY: an event of this session, on its stream.
+            let status = unsafe { (driver.api.event_record)(event, stream) };
+            driver.check(status, || "cuEventRecord".into())
+        };
+        let done = record(start)
+            .and_then(|()| enqueue(stream))
+            .and_then(|()| record(end));
+        match done {
+            Ok(()) => {
+                traced.push(TracedCommand {
+                    kind,
+                    bytes,
+                    time: PendingTime::Device((start, end)),
+                });
+                Ok(())
+            }
+            Err(e) => {
+                self.spare_events.extend([start, end]);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -388,7 +458,7 @@ fn slot_of(bytes: &[u8]) -> u64 {
 }
 
 /// An event for profiling: a spare one, or a new one.
-fn take_event(driver: &Driver, spare: &mut Vec<CuEvent>) -> Result<CuEvent> {
+pub(super) fn take_event(driver: &Driver, spare: &mut Vec<CuEvent>) -> Result<CuEvent> {
     if let Some(e) = spare.pop() {
         return Ok(e);
     }

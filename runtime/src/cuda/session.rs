@@ -25,10 +25,20 @@ use crate::error::{Error, Result};
 use crate::host_bytes::{HostBytes, SpareOutputs};
 use crate::session::{KernelProfile, exec_error};
 use crate::tensor::HostTensor;
+use crate::timeline::{Command, CommandKind, PendingTime, Recorder, Timeline};
 use crate::{FunctionInfo, Model};
 
 /// Bytes of ptxas's error log kept when the driver rejects the PTX.
 const JIT_LOG_BYTES: usize = 64 * 1024;
+
+/// A command of a recorded call (not a kernel): what it did, its bytes
+/// and how it is timed (an event pair on the stream, or the host's clock
+/// around a synchronous copy).
+pub(super) struct TracedCommand {
+    pub(super) kind: CommandKind,
+    pub(super) bytes: Option<u64>,
+    pub(super) time: PendingTime<(CuEvent, CuEvent)>,
+}
 
 /// One of the artifact's kernels, as `launch` finds it by index.
 pub(super) struct CudaKernel {
@@ -59,6 +69,16 @@ pub struct CudaSession {
     /// Launches not yet read (profiling only): kernel index, start, end.
     pub(super) pending: Vec<(usize, CuEvent, CuEvent)>,
     profile: Vec<KernelProfile>,
+    /// The timeline being recorded ([`CudaSession::record_timeline`]).
+    timeline: Option<Recorder>,
+    /// The recorded call in progress: the event recorded at its start and
+    /// the host's time of recording it.
+    trace_start: Option<(CuEvent, Instant)>,
+    /// Its commands other than kernels (whose events are in `pending`),
+    /// kept by `call`'s callbacks and the session's copies.
+    pub(super) traced: Vec<TracedCommand>,
+    /// Its kernels once their events are read.
+    traced_kernels: Vec<Command>,
     /// The session's handle counter (see `handles`).
     pub(super) next_handle: u64,
     spare_outputs: SpareOutputs,
@@ -114,6 +134,10 @@ impl CudaSession {
                     ..Default::default()
                 })
                 .collect(),
+            timeline: None,
+            trace_start: None,
+            traced: Vec::new(),
+            traced_kernels: Vec::new(),
             next_handle: 0,
             spare_outputs: SpareOutputs::default(),
             load_seconds: 0.0,
@@ -268,6 +292,7 @@ impl CudaSession {
             return Ok(outputs);
         }
         let driver = self.rt.inner.driver;
+        self.begin_traced_call(function)?;
         let mut io: Vec<DeviceMemory> = Vec::with_capacity(inputs.len() + f.outputs.len());
         let result = self.call(driver, f, inputs, &mut io);
         // Always wait, even after an error: the stream may still use `io`.
@@ -284,6 +309,7 @@ impl CudaSession {
         }
         let outputs = outputs?;
         self.collect_profile()?;
+        self.end_traced_call()?;
         if graphs {
             // The constants are uploaded now: the next call can be recorded.
             self.graphs
@@ -307,6 +333,7 @@ impl CudaSession {
             .map(|(d, &ptr)| {
                 let mut bytes = self.output_block(d.byte_size());
                 if !bytes.is_empty() {
+                    let started = Instant::now();
                     // SAFETY: `bytes` has the output's size; the stream is
                     // idle.
                     let status = unsafe {
@@ -317,6 +344,13 @@ impl CudaSession {
                         )
                     };
                     driver.check(status, || format!("cuMemcpyDtoH({} bytes)", bytes.len()))?;
+                    if self.trace_start.is_some() {
+                        self.traced.push(TracedCommand {
+                            kind: CommandKind::Download,
+                            bytes: Some(bytes.len() as u64),
+                            time: PendingTime::Host(started, Instant::now()),
+                        });
+                    }
                 }
                 HostTensor::from_bytes(d.dtype, d.shape.clone(), bytes)
             })
@@ -337,11 +371,19 @@ impl CudaSession {
             let ptr = memory.ptr();
             io.push(memory);
             if !t.bytes.is_empty() {
+                let started = Instant::now();
                 // SAFETY: the block holds at least the tensor's bytes.
                 let status = unsafe {
                     (driver.api.memcpy_htod)(ptr, t.bytes.as_ptr() as *const c_void, t.bytes.len())
                 };
                 driver.check(status, || format!("cuMemcpyHtoD({} bytes)", t.bytes.len()))?;
+                if self.trace_start.is_some() {
+                    self.traced.push(TracedCommand {
+                        kind: CommandKind::Upload,
+                        bytes: Some(t.bytes.len() as u64),
+                        time: PendingTime::Host(started, Instant::now()),
+                    });
+                }
             }
         }
         for d in &f.outputs {
@@ -435,7 +477,21 @@ impl CudaSession {
                     let status = unsafe { (driver.api.event_elapsed_time)(&mut ms, start, end) };
                     driver.check(status, || "cuEventElapsedTime".into())
                 });
-            match elapsed {
+            let placed = elapsed.and_then(|()| match self.trace_start {
+                Some((reference, at)) => {
+                    let start_ns = self.host_ns(reference, at, start)?;
+                    let end_ns = self.host_ns(reference, at, end)?;
+                    self.traced_kernels.push(Command {
+                        kind: CommandKind::Kernel(k),
+                        bytes: None,
+                        start_ns,
+                        end_ns,
+                    });
+                    Ok(())
+                }
+                None => Ok(()),
+            });
+            match placed {
                 Ok(()) => {
                     let p = &mut self.profile[k];
                     p.calls += 1;
@@ -448,6 +504,119 @@ impl CudaSession {
             self.spare_events.extend([start, end]);
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl CudaSession {
+    /// Records a timeline of this session's next `max_calls` calls of
+    /// [`CudaSession::run`]: each call's host span, its kernels (CUDA
+    /// events), its memsets and device copies (an event pair each) and
+    /// its synchronous uploads and downloads (timed on the host); see
+    /// `timeline`. Needs a runtime with profiling on (which also turns
+    /// CUDA graphs off). Starts afresh when already recording.
+    pub fn record_timeline(&mut self, max_calls: usize) -> Result<()> {
+        if !self.rt.inner.profiling {
+            return Err(Error::InvalidInput(
+                "a timeline needs profiling events: create the CUDA runtime with profiling on"
+                    .into(),
+            ));
+        }
+        self.timeline = Some(Recorder::new(max_calls));
+        Ok(())
+    }
+
+    /// The timeline recorded since [`CudaSession::record_timeline`], which
+    /// stops recording (`None` when none was being recorded).
+    pub fn take_timeline(&mut self) -> Option<Timeline> {
+        let recorder = self.timeline.take()?;
+        Some(recorder.finish("CUDA stream", &self.rt.device().name, &self.model))
+    }
+
+    /// When a timeline is recorded and has room, starts recording the
+    /// call beginning now: an event on the (idle) stream marks its start.
+    /// Whether the call in progress is recorded.
+    pub(super) fn tracing(&self) -> bool {
+        self.trace_start.is_some()
+    }
+
+    fn begin_traced_call(&mut self, function: &str) -> Result<()> {
+        self.traced.clear();
+        self.traced_kernels.clear();
+        if let Some((event, _)) = self.trace_start.take() {
+            self.spare_events.push(event);
+        }
+        let Some(recorder) = self.timeline.as_mut() else {
+            return Ok(());
+        };
+        if !recorder.begin(function) {
+            return Ok(());
+        }
+        let driver = self.rt.inner.driver;
+        let event = super::call::take_event(driver, &mut self.spare_events)?;
+        let at = Instant::now();
+        // SAFETY: an event of this session, on its stream.
+        let status = unsafe { (driver.api.event_record)(event, self.stream) };
+        if let Err(e) = driver.check(status, || "cuEventRecord".into()) {
+            self.spare_events.push(event);
+            return Err(e);
+        }
+        self.trace_start = Some((event, at));
+        Ok(())
+    }
+
+    /// Where `event` falls on the host's clock (nanoseconds of the
+    /// recorder), from `reference` recorded at host time `at`.
+    fn host_ns(&self, reference: CuEvent, at: Instant, event: CuEvent) -> Result<u64> {
+        let driver = self.rt.inner.driver;
+        let mut ms: f32 = 0.0;
+        // SAFETY: both events were recorded on the stream and have
+        // completed (the stream is idle).
+        let status = unsafe { (driver.api.event_elapsed_time)(&mut ms, reference, event) };
+        driver.check(status, || "cuEventElapsedTime".into())?;
+        let base = self.timeline.as_ref().map_or(0, |r| r.ns(at));
+        Ok((base as f64 + ms.max(0.0) as f64 * 1e6).round() as u64)
+    }
+
+    /// Ends the recorded call in progress (the stream is idle and the
+    /// kernels' events are read): its commands go to the recorder.
+    fn end_traced_call(&mut self) -> Result<()> {
+        let Some((reference, at)) = self.trace_start.take() else {
+            return Ok(());
+        };
+        let mut commands = std::mem::take(&mut self.traced_kernels);
+        let mut placed = Ok(());
+        for c in std::mem::take(&mut self.traced) {
+            let times = match c.time {
+                PendingTime::Host(start, end) => {
+                    let r = self.timeline.as_ref();
+                    Ok((
+                        r.map_or(0, |r| r.ns(start)),
+                        r.map_or(0, |r| r.ns(end)),
+                    ))
+                }
+                PendingTime::Device((start, end)) => {
+                    let t = self
+                        .host_ns(reference, at, start)
+                        .and_then(|s| Ok((s, self.host_ns(reference, at, end)?)));
+                    self.spare_events.extend([start, end]);
+                    t
+                }
+            };
+            match times {
+                Ok((start_ns, end_ns)) => commands.push(Command {
+                    kind: c.kind,
+                    bytes: c.bytes,
+                    start_ns,
+                    end_ns,
+                }),
+                Err(e) => placed = placed.and(Err(e)),
+            }
+        }
+        self.spare_events.push(reference);
+        if let Some(recorder) = self.timeline.as_mut() {
+            recorder.end(commands);
+        }
+        placed
     }
 }
 
@@ -473,6 +642,14 @@ impl Drop for CudaSession {
         self.pool.free_all(driver);
         for (_, start, end) in self.pending.drain(..) {
             self.spare_events.extend([start, end]);
+        }
+        for c in self.traced.drain(..) {
+            if let PendingTime::Device((start, end)) = c.time {
+                self.spare_events.extend([start, end]);
+            }
+        }
+        if let Some((event, _)) = self.trace_start.take() {
+            self.spare_events.push(event);
         }
         for event in self.spare_events.drain(..) {
             // SAFETY: an event of this session, no longer used.

@@ -22,12 +22,13 @@ use opencl3::types::cl_mem;
 use super::arena::Arena;
 use super::lane_memory::{constant_slot, lane_parts};
 use super::program::KernelSlot;
-use super::transfers::{to_usize, write_buffer};
-use super::{Session, exec_error};
+use super::transfers::{enqueue_write, to_usize};
+use super::{PendingCommand, Session, exec_error};
 use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::buffer_pool::PoolBuffer;
 use crate::error::{Error, Result};
+use crate::timeline::CommandKind;
 use crate::{RuntimeInner, TransferCounters};
 
 impl Session {
@@ -40,6 +41,21 @@ impl Session {
     ) -> Result<()> {
         let rt = self.rt.inner.clone();
         self.execute_on(f, inputs, outputs, &rt.queue, None, 0)
+            .map(drop)
+    }
+
+    /// [`Session::execute`] for a call whose timeline is recorded when
+    /// `tracing`: its constant uploads and copies are kept with their
+    /// events too.
+    pub(crate) fn execute_traced(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(cl_mem, u64)],
+        outputs: &[(cl_mem, u64)],
+        tracing: bool,
+    ) -> Result<()> {
+        let rt = self.rt.inner.clone();
+        self.execute_with(f, inputs, outputs, &rt.queue, None, 0, tracing)
             .map(drop)
     }
 
@@ -58,8 +74,24 @@ impl Session {
         inputs: &[(cl_mem, u64)],
         outputs: &[(cl_mem, u64)],
         queue: &CommandQueue,
+        deferred: Option<&mut Vec<PoolBuffer>>,
+        lane: usize,
+    ) -> Result<bool> {
+        self.execute_with(f, inputs, outputs, queue, deferred, lane, false)
+    }
+
+    /// [`Session::execute_on`], keeping every command's event when
+    /// `tracing` (a recorded call).
+    #[allow(clippy::too_many_arguments)]
+    fn execute_with(
+        &mut self,
+        f: &FunctionInfo,
+        inputs: &[(cl_mem, u64)],
+        outputs: &[(cl_mem, u64)],
+        queue: &CommandQueue,
         mut deferred: Option<&mut Vec<PoolBuffer>>,
         lane: usize,
+        tracing: bool,
     ) -> Result<bool> {
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
@@ -80,6 +112,7 @@ impl Session {
             arena,
             function: f,
             pending: &mut self.pending,
+            tracing,
             live: HashMap::new(),
             error: None,
         };
@@ -195,7 +228,10 @@ struct CallContext<'a> {
     arena: &'a mut Arena,
     /// The function being called (its arena size and alignment).
     function: &'a FunctionInfo,
-    pending: &'a mut Vec<(usize, Event)>,
+    pending: &'a mut Vec<PendingCommand>,
+    /// The call's timeline is recorded: transfers and copies keep their
+    /// events in `pending` too.
+    tracing: bool,
     live: HashMap<usize, Live>,
     /// The first failure of a runtime call.
     error: Option<Error>,
@@ -308,7 +344,18 @@ impl CallContext<'_> {
             // the session, and the session waits for the queue on drop.
             let data = unsafe { c.as_slice() };
             // SAFETY: as above.
-            unsafe { write_buffer(self.queue, b.mem(), data, false) }?;
+            let event = unsafe {
+                enqueue_write(self.queue, b.mem(), data, false, &[], "clEnqueueWriteBuffer")
+            }?;
+            if self.tracing
+                && let Some(event) = event
+            {
+                self.pending.push(PendingCommand::traced(
+                    CommandKind::ConstantUpload(index),
+                    Some(data.len() as u64),
+                    event,
+                ));
+            }
             TransferCounters::add(&self.rt.transfers.bytes_to_device, data.len() as u64);
             *slot = Some(b);
             self.uploaded_shared |= shared;
@@ -439,7 +486,12 @@ impl CallContext<'_> {
             )
         })?;
         if self.rt.profiling {
-            self.pending.push((kernel as usize, event));
+            self.pending.push(PendingCommand {
+                kind: CommandKind::Kernel(kernel as usize),
+                bytes: None,
+                event,
+                enqueued: self.tracing.then(std::time::Instant::now),
+            });
         }
         Ok(())
     }
@@ -472,7 +524,15 @@ impl CallContext<'_> {
             )
         }
         .map_err(|e| Error::cl("clEnqueueCopyBuffer", e.into()))?;
-        drop(Event::new(ev));
+        if self.tracing {
+            self.pending.push(PendingCommand::traced(
+                CommandKind::Copy,
+                Some(bytes),
+                Event::new(ev),
+            ));
+        } else {
+            drop(Event::new(ev));
+        }
         Ok(())
     }
 }

@@ -18,12 +18,13 @@ use opencl3::memory::{
 };
 use opencl3::types::{CL_FALSE, CL_TRUE, cl_event, cl_mem};
 
-use super::{Session, exec_error};
+use super::{PendingCommand, Session, exec_error};
 use crate::buffer_pool::PoolBuffer;
 use crate::device::HostIo;
 use crate::error::{Error, Result};
 use crate::host_bytes::HostBytes;
 use crate::tensor::HostTensor;
+use crate::timeline::CommandKind;
 use crate::{RuntimeInner, TransferCounters};
 
 impl Session {
@@ -49,6 +50,9 @@ impl Session {
         )?;
         // After this session's asynchronous calls on its own queues.
         self.calls.join(&self.rt.inner)?;
+        // A recorded call (`Session::record_timeline`) keeps every
+        // command's event.
+        let tracing = self.begin_traced_call(function);
 
         let rt = self.rt.inner.clone();
         let counters = &rt.transfers;
@@ -107,23 +111,39 @@ impl Session {
             for ((t, &(mem, _)), &copy) in inputs.iter().zip(&in_io).zip(&in_copies) {
                 if copy {
                     // SAFETY: `t.bytes` outlives the wait below.
-                    unsafe { write_buffer(&rt.queue, mem, &t.bytes, false) }?;
+                    let event = unsafe {
+                        enqueue_write(&rt.queue, mem, &t.bytes, false, &[], "clEnqueueWriteBuffer")
+                    }?;
+                    if tracing && let Some(event) = event {
+                        let bytes = Some(t.bytes.len() as u64);
+                        self.pending
+                            .push(PendingCommand::traced(CommandKind::Upload, bytes, event));
+                    }
                     TransferCounters::add(&counters.bytes_to_device, t.bytes.len() as u64);
                 }
             }
-            self.execute(f, &in_io, &out_io)?;
+            self.execute_traced(f, &in_io, &out_io, tracing)?;
             for (i, (r, &(mem, len))) in results.iter_mut().zip(&out_io).enumerate() {
                 if out_host[i] {
                     // Makes the kernels' writes visible to the host; on a
                     // host-memory device this moves no bytes.
                     // SAFETY: the range is the whole buffer; unmapped below.
-                    let (p, _) = unsafe {
+                    let (p, event) = unsafe {
                         map_for_reading(&rt.queue, mem, to_usize(len, "size")?, &[], MAP)
                     }?;
+                    if tracing {
+                        self.pending
+                            .push(PendingCommand::traced(CommandKind::Map, Some(len), event));
+                    }
                     mapped.push((mem, p, i));
                 } else {
                     // SAFETY: `results` outlives the wait below.
-                    unsafe { read_buffer(&rt.queue, mem, r) }?;
+                    let event = unsafe { enqueue_read(&rt.queue, mem, r, &[], "clEnqueueReadBuffer") }?;
+                    if tracing && let Some(event) = event {
+                        let bytes = Some(r.len() as u64);
+                        self.pending
+                            .push(PendingCommand::traced(CommandKind::Download, bytes, event));
+                    }
                     TransferCounters::add(&counters.bytes_to_host, r.len() as u64);
                 }
             }

@@ -136,6 +136,19 @@ struct Args {
     /// and thread 1 this one (repeatable; threads take the models in turn).
     #[arg(long, value_name = "MODEL2.so[@FUNCTION]")]
     with_model: Vec<String>,
+    /// Write a timeline of the calls to FILE as a Chrome/Perfetto trace
+    /// (Trace Event Format JSON: open it in ui.perfetto.dev or
+    /// chrome://tracing): a host track with each call and its host gaps,
+    /// and a track of the OpenCL queue or CUDA stream with every kernel
+    /// (its name as `tcc inspect` shows it, flops where counted), upload,
+    /// download and copy (with its bytes). The warm-up calls come first,
+    /// labelled. The synchronous measurement only.
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
+    /// The most calls --trace records (warm-up included); later calls run
+    /// but are not in the trace.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    trace_calls: usize,
     /// Drop each call's outputs instead of handing them back to the
     /// session for the next call to write into (Session::recycle): every
     /// call then writes fresh host memory (page faults included).
@@ -189,7 +202,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.random_inputs.is_some() && !args.call.inputs.is_empty() {
         bail!("--random-inputs makes the inputs when no --input is given; give one or the other");
     }
+    if args.trace_calls == 0 {
+        bail!("--trace-calls must be at least 1");
+    }
     let duration_refused = |mode: &str| {
+        if args.trace.is_some() {
+            bail!("--trace records the synchronous measurement, not {mode}");
+        }
         args.duration.map_or(Ok(()), |_| {
             Err(anyhow::anyhow!(
                 "--duration times the synchronous measurement, not {mode}; use --iterations"

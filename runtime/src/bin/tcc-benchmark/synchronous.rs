@@ -103,6 +103,50 @@ fn benchmark_json(
     })
 }
 
+/// Writes `timeline` to `path` as a Chrome/Perfetto trace (`--trace`), and
+/// says so on stderr.
+fn write_trace(
+    path: &std::path::Path,
+    timeline: &tcc_runtime::timeline::Timeline,
+    warmup_calls: u64,
+    args: &Args,
+    model: &Model,
+    function: &str,
+) -> anyhow::Result<()> {
+    let mut other = serde_json::Map::new();
+    other.insert("model".into(), json!(model.path().display().to_string()));
+    other.insert("function".into(), json!(function));
+    other.insert("iterations".into(), json!(args.iterations));
+    let info = tcc_runtime::timeline::TraceInfo {
+        process: format!(
+            "tcc-benchmark {} @{function}",
+            model
+                .path()
+                .file_name()
+                .map_or_else(|| model.path().display().to_string(), |n| n.to_string_lossy().into_owned())
+        ),
+        warmup_calls,
+        other,
+    };
+    let text = serde_json::to_string(&timeline.chrome_trace(&info))? + "\n";
+    tcc_runtime::output_file::write_output_bytes(path, text.as_bytes(), false)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    let skipped = if timeline.calls_not_recorded > 0 {
+        format!(
+            " ({} later calls not recorded: --trace-calls)",
+            timeline.calls_not_recorded
+        )
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "tcc-benchmark: trace of {} calls{skipped} -> {} (open in ui.perfetto.dev or chrome://tracing)",
+        timeline.calls.len(),
+        path.display()
+    );
+    Ok(())
+}
+
 /// Runs `function` `--iterations` times (per repetition) after the
 /// warm-up, and prints the report.
 pub(crate) fn measure(
@@ -132,6 +176,11 @@ pub(crate) fn measure(
     };
     let mut opened = open(!graphs)?;
     let session = opened.calls();
+    // --trace: a timeline of the calls, from the profiled session (this
+    // one, unless CUDA graphs time the calls without events).
+    if args.trace.is_some() && !graphs {
+        session.record_timeline(args.trace_calls)?;
+    }
     // Each call's outputs go back to the session for the next call, as a
     // serving loop done with its results would hand them back (unless
     // --fresh-outputs).
@@ -202,9 +251,12 @@ pub(crate) fn measure(
     )?;
     // All repetitions' calls: the per-call figures below divide by this.
     let calls: usize = repetitions.iter().map(|r| r.calls).sum();
-    let mut kernels = if graphs {
+    let (mut kernels, timeline) = if graphs {
         let mut profiled = open(true)?;
         let session = profiled.calls();
+        if args.trace.is_some() {
+            session.record_timeline(args.trace_calls)?;
+        }
         for _ in 0..args.warmup.max(1) {
             session.run_with_sources(function, &tensors, &sources)?;
         }
@@ -213,10 +265,19 @@ pub(crate) fn measure(
             let outputs = session.run_with_sources(function, &tensors, &sources)?;
             session.recycle(outputs);
         }
-        session.kernel_profile()?
+        (
+            session.kernel_profile()?,
+            session.take_timeline().map(|t| (t, args.warmup.max(1))),
+        )
     } else {
-        session.kernel_profile()?
+        (
+            session.kernel_profile()?,
+            session.take_timeline().map(|t| (t, args.warmup)),
+        )
     };
+    if let (Some(path), Some((timeline, warmup))) = (&args.trace, timeline) {
+        write_trace(path, &timeline, warmup as u64, args, model, function)?;
+    }
     let (device_name, device_kind, platform) = opened.device_summary();
     // The kernel table, most device time first.
     kernels.sort_by(|a, b| {
