@@ -389,8 +389,14 @@ impl Session {
         // (command, queued, start, end) on the device's clock.
         let mut timed = Vec::new();
         for p in self.pending.drain(..) {
-            let start = p.event.profiling_command_start().cl("clGetEventProfilingInfo")?;
-            let end = p.event.profiling_command_end().cl("clGetEventProfilingInfo")?;
+            let start = p
+                .event
+                .profiling_command_start()
+                .cl("clGetEventProfilingInfo")?;
+            let end = p
+                .event
+                .profiling_command_end()
+                .cl("clGetEventProfilingInfo")?;
             if let CommandKind::Kernel(k) = p.kind {
                 let profile = &mut self.profile[k];
                 profile.calls += 1;

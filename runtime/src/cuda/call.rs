@@ -189,7 +189,8 @@ impl CudaCall<'_> {
                 // Writable scratch that starts at zero: no host copy.
                 self.bracketed(CommandKind::Fill, bytes, |stream| {
                     // SAFETY: the block holds at least `data.len()` bytes.
-                    let status = unsafe { (driver.api.memset_d8_async)(ptr, 0, data.len(), stream) };
+                    let status =
+                        unsafe { (driver.api.memset_d8_async)(ptr, 0, data.len(), stream) };
                     driver.check(status, || format!("cuMemsetD8Async(constant {index})"))
                 })
             } else {

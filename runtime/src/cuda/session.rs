@@ -589,10 +589,7 @@ impl CudaSession {
             let times = match c.time {
                 PendingTime::Host(start, end) => {
                     let r = self.timeline.as_ref();
-                    Ok((
-                        r.map_or(0, |r| r.ns(start)),
-                        r.map_or(0, |r| r.ns(end)),
-                    ))
+                    Ok((r.map_or(0, |r| r.ns(start)), r.map_or(0, |r| r.ns(end))))
                 }
                 PendingTime::Device((start, end)) => {
                     let t = self

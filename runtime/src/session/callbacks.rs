@@ -345,7 +345,14 @@ impl CallContext<'_> {
             let data = unsafe { c.as_slice() };
             // SAFETY: as above.
             let event = unsafe {
-                enqueue_write(self.queue, b.mem(), data, false, &[], "clEnqueueWriteBuffer")
+                enqueue_write(
+                    self.queue,
+                    b.mem(),
+                    data,
+                    false,
+                    &[],
+                    "clEnqueueWriteBuffer",
+                )
             }?;
             if self.tracing
                 && let Some(event) = event

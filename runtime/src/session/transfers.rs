@@ -116,8 +116,11 @@ impl Session {
                     }?;
                     if tracing && let Some(event) = event {
                         let bytes = Some(t.bytes.len() as u64);
-                        self.pending
-                            .push(PendingCommand::traced(CommandKind::Upload, bytes, event));
+                        self.pending.push(PendingCommand::traced(
+                            CommandKind::Upload,
+                            bytes,
+                            event,
+                        ));
                     }
                     TransferCounters::add(&counters.bytes_to_device, t.bytes.len() as u64);
                 }
@@ -132,17 +135,24 @@ impl Session {
                         map_for_reading(&rt.queue, mem, to_usize(len, "size")?, &[], MAP)
                     }?;
                     if tracing {
-                        self.pending
-                            .push(PendingCommand::traced(CommandKind::Map, Some(len), event));
+                        self.pending.push(PendingCommand::traced(
+                            CommandKind::Map,
+                            Some(len),
+                            event,
+                        ));
                     }
                     mapped.push((mem, p, i));
                 } else {
                     // SAFETY: `results` outlives the wait below.
-                    let event = unsafe { enqueue_read(&rt.queue, mem, r, &[], "clEnqueueReadBuffer") }?;
+                    let event =
+                        unsafe { enqueue_read(&rt.queue, mem, r, &[], "clEnqueueReadBuffer") }?;
                     if tracing && let Some(event) = event {
                         let bytes = Some(r.len() as u64);
-                        self.pending
-                            .push(PendingCommand::traced(CommandKind::Download, bytes, event));
+                        self.pending.push(PendingCommand::traced(
+                            CommandKind::Download,
+                            bytes,
+                            event,
+                        ));
                     }
                     TransferCounters::add(&counters.bytes_to_host, r.len() as u64);
                 }

@@ -120,10 +120,10 @@ fn write_trace(
     let info = tcc_runtime::timeline::TraceInfo {
         process: format!(
             "tcc-benchmark {} @{function}",
-            model
-                .path()
-                .file_name()
-                .map_or_else(|| model.path().display().to_string(), |n| n.to_string_lossy().into_owned())
+            model.path().file_name().map_or_else(
+                || model.path().display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            )
         ),
         warmup_calls,
         other,
