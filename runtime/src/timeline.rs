@@ -406,7 +406,7 @@ mod tests {
             [(1_000, 3_000), (10_000, 10_500), (19_500, 20_000)]
         );
         assert_eq!(call.host_gaps(1_000), [(1_000, 3_000)]);
-        assert_eq!(call.device_busy_ns(), 3_000 + 6_000 + 9_000 - 0);
+        assert_eq!(call.device_busy_ns(), 1_000 + 6_000 + 9_000);
     }
 
     #[test]
