@@ -46,6 +46,7 @@ fn records_every_float_tensor_with_its_range_and_histogram() {
     sample(&samples.join("a.npy"), -2.0, 0.02);
     sample(&samples.join("b.npy"), -1.0, 0.01);
     let out = dir.path().join("profile.json");
+    let report = dir.path().join("profile.html");
     let model = repo("test/onnx/models/quant_qdq/model.onnx");
     let o = profile(
         dir.path(),
@@ -53,6 +54,7 @@ fn records_every_float_tensor_with_its_range_and_histogram() {
             model.to_str().unwrap(),
             &format!("--inputs={}", samples.display()),
             &format!("-o={}", out.display()),
+            &format!("--report={}", report.display()),
             "--bins=8",
         ],
     );
@@ -87,6 +89,80 @@ fn records_every_float_tensor_with_its_range_and_histogram() {
         assert_eq!(t.histogram.iter().sum::<u64>() as i64, count, "{}", t.name);
         assert_eq!(t.nonfinite, 0);
     }
+
+    // The HTML report: well-formed, self-contained, one row per tensor in
+    // the profile's order with its histogram, and the summary's counts.
+    let html = std::fs::read_to_string(&report).unwrap();
+    check_balanced(&html);
+    assert!(
+        !html.contains("http") && !html.contains(" src="),
+        "the page must not fetch anything"
+    );
+    let rows: Vec<&str> = html
+        .split("<td class=\"name\">")
+        .skip(1)
+        .map(|row| row.split("<br/>").next().unwrap())
+        .collect();
+    assert_eq!(rows, names, "one row per tensor, in order");
+    assert_eq!(html.matches("<svg class=\"hist\"").count(), names.len());
+    assert!(html.contains("<dt>tensors</dt><dd>5</dd>"), "{html}");
+    assert!(html.contains("<dt>samples</dt><dd>2</dd>"), "{html}");
+    assert!(html.contains("<dt>bins per tensor</dt><dd>8</dd>"), "{html}");
+    let values: i64 = profile
+        .tensors
+        .iter()
+        .map(|t| t.shape.iter().product::<i64>() * 2)
+        .sum();
+    assert!(
+        html.contains(&format!("<dt>finite values seen</dt><dd>{values}</dd>")),
+        "{html}"
+    );
+    // xd's range as the table shows it (4 significant digits).
+    let xd_row = html.split("<tr id=\"t1\">").nth(1).unwrap();
+    assert!(
+        xd_row.starts_with("<td data-v=\"1\">1</td><td class=\"name\">xd<br/>")
+            && xd_row.contains(">-2.000</td>")
+            && xd_row.contains(">0.8600</td>"),
+        "{xd_row}"
+    );
+}
+
+/// Checks that every element of `html` is closed in order (void elements,
+/// `<.../>` and the contents of `<script>` and `<style>` aside).
+fn check_balanced(html: &str) {
+    const VOID: [&str; 6] = ["meta", "br", "link", "img", "input", "hr"];
+    let mut open: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let end = rest.find('>').expect("an unterminated tag");
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        if tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            let top = open.pop().unwrap_or_else(|| panic!("</{name}> closes nothing"));
+            assert_eq!(top, name.trim(), "</{name}> closes <{top}>");
+            continue;
+        }
+        let name = tag
+            .split(|c: char| c.is_whitespace() || c == '/')
+            .next()
+            .unwrap()
+            .to_string();
+        if tag.ends_with('/') || VOID.contains(&name.as_str()) {
+            continue;
+        }
+        if name == "script" || name == "style" {
+            let close = format!("</{name}>");
+            let end = rest.find(&close).unwrap_or_else(|| panic!("no {close}"));
+            rest = &rest[end + close.len()..];
+            continue;
+        }
+        open.push(name);
+    }
+    assert!(open.is_empty(), "unclosed: {open:?}");
 }
 
 #[test]

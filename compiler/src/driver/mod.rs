@@ -10,6 +10,7 @@ pub mod inspect;
 pub mod limits;
 pub mod pipeline;
 pub mod profile;
+pub mod profile_report;
 pub mod progress;
 pub mod quantize;
 pub mod run;

@@ -51,6 +51,11 @@ pub struct ProfileArgs {
     /// Histogram bins per tensor.
     #[arg(long, default_value_t = 2048)]
     pub bins: usize,
+    /// Also write the profile as a self-contained HTML page (no network):
+    /// a summary, then per tensor its range, percentiles, outlier and
+    /// saturation marks and a histogram, sortable by column.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// A shape for a graph input with dynamic dimensions (NAME=1x3x224x224).
     #[arg(long = "input-shape", value_parser = super::import::parse_input_shape)]
     pub input_shapes: Vec<(String, Vec<i64>)>,
@@ -301,6 +306,11 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         profile.samples,
         args.output.display()
     );
+    if let Some(report) = &args.report {
+        let page = super::profile_report::render(&profile);
+        super::write_atomically(report, page.as_bytes())?;
+        eprintln!("tcc profile: report -> {}", report.display());
+    }
     Ok(())
 }
 
