@@ -292,13 +292,18 @@ pub(super) fn write_entry(
         }
         Err(e) => return Err(format!("clGetProgramInfo(CL_PROGRAM_BINARIES): {e}")),
     };
-    let entry = encode_entry(key, &binary);
+    write_entry_bytes(&encode_entry(key, &binary), path)
+}
+
+/// Writes an encoded entry at `path` (a temporary file, then a rename);
+/// the error says what failed.
+pub(super) fn write_entry_bytes(entry: &[u8], path: &Path) -> std::result::Result<(), String> {
     let written = (|| -> std::io::Result<()> {
         // The entries directory is private already (`private::prepare`);
         // the temporary file is created 0600.
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        tmp.write_all(&entry)?;
+        tmp.write_all(entry)?;
         tmp.as_file().sync_all()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
