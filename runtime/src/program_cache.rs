@@ -200,7 +200,30 @@ struct DeferredEntry {
     device: DeviceInfo,
     key: Key,
     path: PathBuf,
-    _lock: Option<KeyLock>,
+    lock: Option<KeyLock>,
+    /// The artifact file the program came from, when it was loaded from
+    /// one: another process can then build and write the entry
+    /// ([`ProgramCache::hand_over_writes`]).
+    artifact: Option<PathBuf>,
+}
+
+/// A deferred entry passed to another process to write
+/// ([`ProgramCache::hand_over_writes`]): that process inherits `lock` (the
+/// key's lock file, still locked, so other processes keep waiting for the
+/// entry), builds the artifact's program from source (the driver's own
+/// cache has it by now) and writes the entry ([`write_handed_over`]).
+pub struct HandOver {
+    pub artifact: PathBuf,
+    /// The device's global index (`--device=N`).
+    pub device_index: usize,
+    /// The entry's key, in hex (its file name without `.bin`).
+    pub key_hex: String,
+    /// The key's lock file, locked; its descriptor must reach the writer.
+    pub lock: std::fs::File,
+    pub lock_path: PathBuf,
+    key: Key,
+    device: DeviceInfo,
+    entry: PathBuf,
 }
 
 impl ProgramCache {
@@ -388,7 +411,8 @@ impl ProgramCache {
                 device: device.clone(),
                 key: *key,
                 path: paths.entry.clone(),
-                _lock: lock,
+                lock,
+                artifact: prepared.map(|p| p.artifact.clone()),
             });
             return Ok((program, ProgramOrigin::SourceBuild));
         } else {
@@ -541,6 +565,89 @@ impl ProgramCache {
     pub fn pending_writes(&self) -> usize {
         self.deferred.len()
     }
+
+    /// The deferred entries another process can write (those of artifacts
+    /// loaded from a file, whose key lock this process holds), taken out of
+    /// this cache with their locks; the others stay deferred. On PoCL the
+    /// entry's binary costs a compile of every kernel once more (as long as
+    /// the first call's compiles), which the process need not wait for.
+    pub fn hand_over_writes(&mut self) -> Vec<HandOver> {
+        let mut handed = Vec::new();
+        for entry in std::mem::take(&mut self.deferred) {
+            let DeferredEntry {
+                device,
+                key,
+                path,
+                lock,
+                artifact,
+            } = entry;
+            match (artifact, lock) {
+                (Some(artifact), Some(lock)) => match lock.into_parts() {
+                    Ok((file, lock_path)) => handed.push(HandOver {
+                        artifact,
+                        device_index: device.index,
+                        key_hex: entry::hex(&key),
+                        lock: file,
+                        lock_path,
+                        key,
+                        device,
+                        entry: path,
+                    }),
+                    Err(e) => {
+                        self.disk_problem(false, format!("cannot pass on the entry's lock: {e}"));
+                    }
+                },
+                (artifact, lock) => self.deferred.push(DeferredEntry {
+                    device,
+                    key,
+                    path,
+                    lock,
+                    artifact,
+                }),
+            }
+        }
+        handed
+    }
+
+    /// Takes back an entry whose hand-over failed (no process could be
+    /// started): it is deferred again, to be written by this process.
+    pub fn take_back(&mut self, handed: HandOver) {
+        self.deferred.push(DeferredEntry {
+            device: handed.device,
+            key: handed.key,
+            path: handed.entry,
+            lock: Some(KeyLock::from_parts(handed.lock, handed.lock_path)),
+            artifact: Some(handed.artifact),
+        });
+    }
+}
+
+/// In the process a [`HandOver`] went to: builds `source` on `device`
+/// (the artifact's program; the driver's cache makes this quick), checks
+/// that it is the program of `key_hex` (the artifact may have been
+/// rebuilt since), writes its entry next to `lock_path` and releases the
+/// inherited lock `lock`.
+pub fn write_handed_over(
+    context: &Context,
+    device: &DeviceInfo,
+    source: &ProgramSource,
+    key_hex: &str,
+    lock: std::fs::File,
+    lock_path: &Path,
+) -> std::result::Result<(), String> {
+    let lock = KeyLock::from_parts(lock, lock_path.to_path_buf());
+    let key = cache_key(device, source);
+    if entry::hex(&key) != key_hex {
+        return Err(format!(
+            "the artifact's program on {} is not the one whose entry was handed over (rebuilt since?); nothing written",
+            device.name
+        ));
+    }
+    let program = build_from_source(context, device, source).map_err(|e| e.to_string())?;
+    let entry = lock_path.with_extension("bin");
+    let written = write_entry(device, &program, &key, &entry);
+    drop(lock);
+    written
 }
 
 /// Whether entries whose binary costs a compile of every kernel (PoCL's)

@@ -229,3 +229,79 @@ fn a_prepared_binary_for_the_wrong_key_content_is_refused_without_a_disk_cache()
     assert_eq!(origin, ProgramOrigin::SourceBuild, "{st:?}");
     assert_eq!((st.prepared_loads, st.prepared_rejects), (0, 1), "{st:?}");
 }
+
+// Issue 35, item 3: the first `tcc-run` of a model on PoCL spent 10-16 s
+// after printing its result, writing the program cache entry (PoCL
+// compiles every kernel once more for the binary). The entry is now
+// written by a background process that holds the entry's lock.
+
+/// The entry files (`.bin`) in `cache`'s entries directory.
+fn entries(cache: &Path) -> Vec<PathBuf> {
+    fs::read_dir(cache.join("opencl-programs"))
+        .map(|d| {
+            d.map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn nothing_but_the_exit_follows_the_first_result() {
+    let (_dir, so) = test_model(&["TCC_TEST_SALT=65"]);
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        so.to_str().unwrap(),
+        "--function=axpb",
+        "--input=1000xf32=1",
+        "--verbose",
+    ];
+    let first = tool("tcc-run", cache.path(), &args);
+    let err = stderr(&first);
+    assert!(first.status.success(), "{err}");
+    assert!(err.contains("built from source"), "{err}");
+    // The tool itself never asked the driver for the binary.
+    assert!(!err.contains("writing the program cache entry"), "{err}");
+    let pid: u32 = err
+        .split("written in the background (pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no background writer: {err}"));
+    assert_ne!(pid, std::process::id());
+
+    // A second run waits for the writer's lock and loads its entry.
+    let second = tool("tcc-run", cache.path(), &args);
+    let err2 = stderr(&second);
+    assert!(second.status.success(), "{err2}");
+    assert!(err2.contains("loaded from the disk cache"), "{err2}");
+    assert_eq!(first.stdout, second.stdout, "bit-identical outputs");
+    assert_eq!(entries(cache.path()).len(), 1);
+    let left: Vec<_> = fs::read_dir(cache.path().join("opencl-programs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no lock file left behind: {left:?}");
+}
+
+#[test]
+fn tcc_cache_write_foreground_writes_the_entry_before_the_exit() {
+    let (_dir, so) = test_model(&["TCC_TEST_SALT=66"]);
+    let cache = tempfile::tempdir().unwrap();
+    let o = tool_command(
+        "tcc-run",
+        cache.path(),
+        &[
+            so.to_str().unwrap(),
+            "--function=axpb",
+            "--input=1000xf32=1",
+        ],
+    )
+    .env("TCC_CACHE_WRITE", "foreground")
+    .output()
+    .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("in the background"), "{err}");
+    assert_eq!(entries(cache.path()).len(), 1, "{err}");
+}

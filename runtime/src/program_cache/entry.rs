@@ -148,6 +148,9 @@ impl EntryPaths {
 pub(super) struct KeyLock {
     _file: File,
     path: PathBuf,
+    /// Passed to another process ([`KeyLock::into_parts`]): it removes
+    /// the file when done, not this one.
+    handed_over: bool,
 }
 
 impl KeyLock {
@@ -170,6 +173,7 @@ impl KeyLock {
                         return Ok(Some(KeyLock {
                             _file: file,
                             path: path.to_path_buf(),
+                            handed_over: false,
                         }));
                     }
                 }
@@ -186,9 +190,33 @@ impl KeyLock {
     }
 }
 
+impl KeyLock {
+    /// The locked file (a duplicate descriptor of the same open file, so
+    /// the `flock` goes with it) and its path, without unlocking or
+    /// removing it: to pass the lock to another process, which inherits
+    /// the descriptor.
+    pub(super) fn into_parts(mut self) -> std::io::Result<(File, PathBuf)> {
+        let file = self._file.try_clone()?;
+        self.handed_over = true;
+        Ok((file, self.path.clone()))
+    }
+
+    /// A lock held through `file` (a locked descriptor another process
+    /// passed on): dropping it removes `path` and unlocks, as usual.
+    pub(super) fn from_parts(file: File, path: PathBuf) -> Self {
+        KeyLock {
+            _file: file,
+            path,
+            handed_over: false,
+        }
+    }
+}
+
 impl Drop for KeyLock {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        if !self.handed_over {
+            let _ = fs::remove_file(&self.path);
+        }
     }
 }
 

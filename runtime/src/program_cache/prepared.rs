@@ -30,6 +30,8 @@ pub const PREPARED_SUFFIX: &str = ".prepared";
 /// Where an artifact's prepared programs are, and whom they may belong to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PreparedDir {
+    /// The artifact file, as it was loaded.
+    pub artifact: PathBuf,
     pub dir: PathBuf,
     /// The owner of the artifact file: its prepared entries may belong to
     /// it (an artifact installed by another user, root say) or to the user
@@ -45,6 +47,7 @@ impl PreparedDir {
         let mut dir_name = name.to_os_string();
         dir_name.push(PREPARED_SUFFIX);
         Some(PreparedDir {
+            artifact: artifact.to_path_buf(),
             dir: artifact.with_file_name(dir_name),
             artifact_owner: fs::metadata(artifact).ok().map(|m| m.uid()),
         })
