@@ -468,12 +468,14 @@ impl Runtime {
     }
 
     /// In the process a hand-over went to: builds `model`'s portable
-    /// program on this runtime's device and writes it as the entry
+    /// program on this runtime's device with `build_options` (the
+    /// hand-over's) and writes it as the entry
     /// `key_hex`, under the inherited, locked `lock` (`lock_path`), which is
     /// released after.
     pub fn write_handed_over_entry(
         &self,
         model: &Model,
+        build_options: &str,
         key_hex: &str,
         lock: std::fs::File,
         lock_path: &Path,
@@ -488,6 +490,7 @@ impl Runtime {
             &self.inner.context,
             &self.inner.device,
             &source,
+            build_options,
             key_hex,
             lock,
             lock_path,

@@ -205,6 +205,10 @@ struct DeferredEntry {
     /// one: another process can then build and write the entry
     /// ([`ProgramCache::hand_over_writes`]).
     artifact: Option<PathBuf>,
+    /// The build options the program was built with: the source's, or
+    /// those salted after a driver crash ([`driver_cache_salted`]), which
+    /// the writer must build with too.
+    options: String,
 }
 
 /// A deferred entry passed to another process to write
@@ -221,6 +225,8 @@ pub struct HandOver {
     /// The key's lock file, locked; its descriptor must reach the writer.
     pub lock: std::fs::File,
     pub lock_path: PathBuf,
+    /// The build options to build with (see [`write_handed_over`]).
+    pub build_options: String,
     key: Key,
     device: DeviceInfo,
     entry: PathBuf,
@@ -413,6 +419,7 @@ impl ProgramCache {
                 path: paths.entry.clone(),
                 lock,
                 artifact: prepared.map(|p| p.artifact.clone()),
+                options: build_source.options.to_string(),
             });
             return Ok((program, ProgramOrigin::SourceBuild));
         } else {
@@ -580,6 +587,7 @@ impl ProgramCache {
                 path,
                 lock,
                 artifact,
+                options,
             } = entry;
             match (artifact, lock) {
                 (Some(artifact), Some(lock)) => match lock.into_parts() {
@@ -589,6 +597,7 @@ impl ProgramCache {
                         key_hex: entry::hex(&key),
                         lock: file,
                         lock_path,
+                        build_options: options,
                         key,
                         device,
                         entry: path,
@@ -603,6 +612,7 @@ impl ProgramCache {
                     path,
                     lock,
                     artifact,
+                    options,
                 }),
             }
         }
@@ -618,32 +628,42 @@ impl ProgramCache {
             path: handed.entry,
             lock: Some(KeyLock::from_parts(handed.lock, handed.lock_path)),
             artifact: Some(handed.artifact),
+            options: handed.build_options,
         });
     }
 }
 
 /// In the process a [`HandOver`] went to: builds `source` on `device`
-/// (the artifact's program; the driver's cache makes this quick), checks
-/// that it is the program of `key_hex` (the artifact may have been
+/// with `build_options` (the handed-over ones: the source's own, or those
+/// salted after a driver crash; the driver's cache makes this quick),
+/// checks that it is the program of `key_hex` (the artifact may have been
 /// rebuilt since), writes its entry next to `lock_path` and releases the
 /// inherited lock `lock`.
 pub fn write_handed_over(
     context: &Context,
     device: &DeviceInfo,
     source: &ProgramSource,
+    build_options: &str,
     key_hex: &str,
     lock: std::fs::File,
     lock_path: &Path,
 ) -> std::result::Result<(), String> {
     let lock = KeyLock::from_parts(lock, lock_path.to_path_buf());
     let key = cache_key(device, source);
-    if entry::hex(&key) != key_hex {
+    let salted = build_options
+        .strip_prefix(source.options)
+        .is_some_and(|rest| rest.starts_with(" -DTCC_REBUILD_AFTER_DRIVER_CRASH="));
+    if entry::hex(&key) != key_hex || (build_options != source.options && !salted) {
         return Err(format!(
             "the artifact's program on {} is not the one whose entry was handed over (rebuilt since?); nothing written",
             device.name
         ));
     }
-    let program = build_from_source(context, device, source).map_err(|e| e.to_string())?;
+    let build = ProgramSource {
+        options: build_options,
+        ..*source
+    };
+    let program = build_from_source(context, device, &build).map_err(|e| e.to_string())?;
     let entry = lock_path.with_extension("bin");
     let written = write_entry(device, &program, &key, &entry);
     drop(lock);

@@ -105,6 +105,7 @@ fn spawn_entry_writer(handed: &crate::program_cache::HandOver) -> std::io::Resul
     command
         .arg(format!("--write-cache-entry={}", handed.key_hex))
         .arg(format!("--cache-lock-fd={fd}"))
+        .arg(format!("--cache-build-options={}", handed.build_options))
         .arg("--cache-lock")
         .arg(&handed.lock_path)
         .arg(format!("--device={}", handed.device_index))
@@ -130,12 +131,14 @@ fn spawn_entry_writer(handed: &crate::program_cache::HandOver) -> std::io::Resul
     Ok(child.id())
 }
 
-/// `tcc-run --write-cache-entry=KEY --cache-lock-fd=FD --cache-lock=PATH`:
+/// `tcc-run --write-cache-entry=KEY --cache-lock-fd=FD --cache-lock=PATH
+/// --cache-build-options=OPTIONS`:
 /// the background half of [`finish_cache_writes`].
 pub fn write_handed_over_entry(
     model: &Model,
     device: Option<&str>,
     kernel_format: Option<&str>,
+    build_options: &str,
     key_hex: &str,
     lock_fd: i32,
     lock_path: &std::path::Path,
@@ -148,7 +151,7 @@ pub fn write_handed_over_entry(
     // this process, which owns it from here on and uses it nowhere else.
     let lock = unsafe { std::fs::File::from_raw_fd(lock_fd) };
     let rt = runtime(device, kernel_format, false)?;
-    rt.write_handed_over_entry(model, key_hex, lock, lock_path)?;
+    rt.write_handed_over_entry(model, build_options, key_hex, lock, lock_path)?;
     Ok(())
 }
 
