@@ -169,6 +169,10 @@ pub struct Artifact {
     /// The checksummed description (`tcc_description_v1`), already
     /// compared with the table; `None` for an artifact without one.
     pub description: Option<description::Description>,
+    /// Where its prepared programs would be (`<path>.prepared/`, written
+    /// by `tcc compile --prepare`); `None` for a model loaded from memory
+    /// or linked into the program.
+    pub prepared: Option<crate::program_cache::PreparedDir>,
 }
 
 // SAFETY: the raw pointers in `constants` and the entry functions point into
@@ -212,7 +216,9 @@ impl Artifact {
         // has none beyond what the C toolchain adds. This is inherent to
         // running a compiled model.
         let library = unsafe { Library::new(&abs) }.map_err(|e| load_err(e.to_string()))?;
-        Self::from_library(path, library, "")
+        let mut artifact = Self::from_library(path, library, "")?;
+        artifact.prepared = crate::program_cache::PreparedDir::beside(path);
+        Ok(artifact)
     }
 
     /// Validates the artifact a loaded library describes; `prefix` is the
@@ -386,6 +392,7 @@ impl Artifact {
             _library: library,
             memfd: None,
             description: None,
+            prepared: None,
         };
         if let Some(description) = description {
             let mut table = artifact.table_description();

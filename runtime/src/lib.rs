@@ -455,6 +455,50 @@ impl Runtime {
         self.inner.programs().pending_writes()
     }
 
+    /// Takes the deferred cache entries that another process can write
+    /// (see [`program_cache::ProgramCache::hand_over_writes`]); `tcc-run`
+    /// and `tcc-benchmark` pass them to a background `tcc-run`, so that
+    /// nothing but the exit follows their results.
+    pub fn hand_over_cache_writes(&self) -> Vec<program_cache::HandOver> {
+        self.inner.programs().hand_over_writes()
+    }
+
+    /// Defers again an entry whose hand-over failed; this runtime writes it.
+    pub fn take_back_cache_write(&self, handed: program_cache::HandOver) {
+        self.inner.programs().take_back(handed)
+    }
+
+    /// In the process a hand-over went to: builds `model`'s portable
+    /// program on this runtime's device with `build_options` (the
+    /// hand-over's) and writes it as the entry
+    /// `key_hex`, under the inherited, locked `lock` (`lock_path`), which is
+    /// released after.
+    pub fn write_handed_over_entry(
+        &self,
+        model: &Model,
+        build_options: &str,
+        key_hex: &str,
+        lock: std::fs::File,
+        lock_path: &Path,
+    ) -> Result<()> {
+        let art = &model.inner;
+        let source = program_cache::ProgramSource {
+            kind: art.source_kind,
+            bytes: &art.source,
+            options: &art.build_options,
+        };
+        program_cache::write_handed_over(
+            &self.inner.context,
+            &self.inner.device,
+            &source,
+            build_options,
+            key_hex,
+            lock,
+            lock_path,
+        )
+        .map_err(Error::Unsupported)
+    }
+
     /// Directory of the on-disk program cache entries, if enabled.
     pub fn cache_entries_dir(&self) -> Option<PathBuf> {
         self.inner.programs().entries_dir().map(Path::to_path_buf)

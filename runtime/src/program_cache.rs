@@ -34,9 +34,15 @@
 //!
 //! The cache is private ([`private`]): entries are native code, so a cache
 //! directory or entry that another user could have written is refused.
+//!
+//! An artifact may carry prepared programs ([`prepared`]: entries that
+//! `tcc compile --prepare` wrote next to it). On a miss, the entry for the
+//! key is taken from there (checked as strictly), copied into the cache and
+//! loaded like a cache entry, so a driver crash on it is caught the same way.
 
 mod build;
 mod entry;
+mod prepared;
 mod private;
 
 use std::collections::HashMap;
@@ -51,8 +57,9 @@ use serde::Serialize;
 
 pub use build::kernels_with_errors;
 use build::{build_from_source, program_from_binary};
-use entry::{EntryPaths, KeyLock, ReadProblem, read_entry_file, write_entry};
+use entry::{EntryPaths, KeyLock, ReadProblem, read_entry_file, write_entry, write_entry_bytes};
 pub use entry::{EntryProblem, HEADER_LEN, Key, cache_key, decode_entry, encode_entry};
+pub use prepared::{PREPARED_SUFFIX, PreparedDir};
 
 use crate::device::DeviceInfo;
 use crate::error::Result;
@@ -108,6 +115,9 @@ pub enum ProgramOrigin {
     DiskHit,
     /// Reused from this runtime's memory.
     MemoryHit,
+    /// Loaded from the binary `tcc compile --prepare` wrote next to the
+    /// artifact (`<artifact>.prepared/`).
+    Prepared,
 }
 
 impl std::fmt::Display for ProgramOrigin {
@@ -116,6 +126,7 @@ impl std::fmt::Display for ProgramOrigin {
             ProgramOrigin::SourceBuild => "built from source",
             ProgramOrigin::DiskHit => "loaded from the disk cache",
             ProgramOrigin::MemoryHit => "reused from memory",
+            ProgramOrigin::Prepared => "loaded from the artifact's prepared binary",
         })
     }
 }
@@ -145,6 +156,12 @@ pub struct CacheStats {
     pub lock_waits: u64,
     /// Times it gave up waiting and built without writing the entry.
     pub lock_timeouts: u64,
+    /// Programs loaded from an artifact's prepared binary
+    /// (`<artifact>.prepared/`, `tcc compile --prepare`).
+    pub prepared_loads: u64,
+    /// Prepared binaries refused (damaged, for another key, not trusted,
+    /// or refused by the driver); the program was built from source.
+    pub prepared_rejects: u64,
     /// What the last reject or disk error was.
     pub last_disk_problem: Option<String>,
     /// Why the disk cache was not used at all: its directory is not
@@ -183,7 +200,36 @@ struct DeferredEntry {
     device: DeviceInfo,
     key: Key,
     path: PathBuf,
-    _lock: Option<KeyLock>,
+    lock: Option<KeyLock>,
+    /// The artifact file the program came from, when it was loaded from
+    /// one: another process can then build and write the entry
+    /// ([`ProgramCache::hand_over_writes`]).
+    artifact: Option<PathBuf>,
+    /// The build options the program was built with: the source's, or
+    /// those salted after a driver crash ([`driver_cache_salted`]), which
+    /// the writer must build with too.
+    options: String,
+}
+
+/// A deferred entry passed to another process to write
+/// ([`ProgramCache::hand_over_writes`]): that process inherits `lock` (the
+/// key's lock file, still locked, so other processes keep waiting for the
+/// entry), builds the artifact's program from source (the driver's own
+/// cache has it by now) and writes the entry ([`write_handed_over`]).
+pub struct HandOver {
+    pub artifact: PathBuf,
+    /// The device's global index (`--device=N`).
+    pub device_index: usize,
+    /// The entry's key, in hex (its file name without `.bin`).
+    pub key_hex: String,
+    /// The key's lock file, locked; its descriptor must reach the writer.
+    pub lock: std::fs::File,
+    pub lock_path: PathBuf,
+    /// The build options to build with (see [`write_handed_over`]).
+    pub build_options: String,
+    key: Key,
+    device: DeviceInfo,
+    entry: PathBuf,
 }
 
 impl ProgramCache {
@@ -218,12 +264,14 @@ impl ProgramCache {
         self.stats.clone()
     }
 
-    /// The built program for `source`, from memory, disk or the driver.
+    /// The built program for `source`, from memory, disk, the artifact's
+    /// `prepared` binaries or the driver.
     pub fn get_or_build(
         &mut self,
         context: &Context,
         device: &DeviceInfo,
         source: &ProgramSource,
+        prepared: Option<&PreparedDir>,
     ) -> Result<(Arc<Program>, ProgramOrigin)> {
         let key = cache_key(device, source);
         if let Some(p) = self.memory.get(&key) {
@@ -243,12 +291,15 @@ impl ProgramCache {
             }
         }
         let (program, origin) = match self.dir.clone() {
-            Some(dir) => self.through_disk(context, device, source, &key, &dir)?,
-            None => {
-                let program = build_from_source(context, device, source)?;
-                self.stats.source_builds += 1;
-                (program, ProgramOrigin::SourceBuild)
-            }
+            Some(dir) => self.through_disk(context, device, source, &key, &dir, prepared)?,
+            None => match self.load_prepared_directly(context, device, source, &key, prepared) {
+                Some(program) => (program, ProgramOrigin::Prepared),
+                None => {
+                    let program = build_from_source(context, device, source)?;
+                    self.stats.source_builds += 1;
+                    (program, ProgramOrigin::SourceBuild)
+                }
+            },
         };
         let program = Arc::new(program);
         self.memory.insert(key, program.clone());
@@ -264,6 +315,7 @@ impl ProgramCache {
         source: &ProgramSource,
         key: &Key,
         dir: &Path,
+        prepared: Option<&PreparedDir>,
     ) -> Result<(Program, ProgramOrigin)> {
         let paths = EntryPaths::new(dir, key);
         let mut waited = false;
@@ -308,16 +360,45 @@ impl ProgramCache {
             );
             salted_options = driver_cache_salted(device, source.options);
         }
+        // A miss takes the artifact's prepared binary, if it has one for
+        // this key, into the cache; it is then loaded like any entry (with
+        // the `.loading` marker), so a driver crash on it is caught, and a
+        // key whose entry was evicted does not take it again.
+        let mut from_prepared = false;
+        if salted_options.is_none()
+            && lock.is_some()
+            && let Some(prepared) = prepared
+            && !paths.bypass.exists()
+            && !paths.evicted.exists()
+            && fs::symlink_metadata(&paths.entry).is_err()
+        {
+            match prepared.read(key, self.max_entry_bytes) {
+                Ok(Some(bytes)) => match write_entry_bytes(&bytes, &paths.entry) {
+                    Ok(()) => from_prepared = true,
+                    Err(why) => self.disk_problem(false, why),
+                },
+                Ok(None) => {}
+                Err(why) => self.prepared_refused(why),
+            }
+        }
         if salted_options.is_none()
             && !paths.bypass.exists()
             && let Some(program) =
                 self.load_entry(context, device, source, key, &paths, lock.is_some())
         {
-            self.stats.disk_hits += 1;
             if paths.evicted.exists() {
                 let _ = fs::remove_file(&paths.evicted);
             }
+            if from_prepared {
+                self.stats.prepared_loads += 1;
+                return Ok((program, ProgramOrigin::Prepared));
+            }
+            self.stats.disk_hits += 1;
             return Ok((program, ProgramOrigin::DiskHit));
+        }
+        if from_prepared {
+            // `load_entry` evicted it (the driver refused it) and said why.
+            self.stats.prepared_rejects += 1;
         }
         let build_source = ProgramSource {
             options: salted_options.as_deref().unwrap_or(source.options),
@@ -336,7 +417,9 @@ impl ProgramCache {
                 device: device.clone(),
                 key: *key,
                 path: paths.entry.clone(),
-                _lock: lock,
+                lock,
+                artifact: prepared.map(|p| p.artifact.clone()),
+                options: build_source.options.to_string(),
             });
             return Ok((program, ProgramOrigin::SourceBuild));
         } else {
@@ -344,6 +427,44 @@ impl ProgramCache {
         }
         drop(lock);
         Ok((program, ProgramOrigin::SourceBuild))
+    }
+
+    /// Without a disk cache: the program from the artifact's prepared
+    /// binary for `key`, or `None` (none, refused, or not taken by the
+    /// driver: the caller builds from source).
+    fn load_prepared_directly(
+        &mut self,
+        context: &Context,
+        device: &DeviceInfo,
+        source: &ProgramSource,
+        key: &Key,
+        prepared: Option<&PreparedDir>,
+    ) -> Option<Program> {
+        let bytes = match prepared?.read(key, self.max_entry_bytes) {
+            Ok(bytes) => bytes?,
+            Err(why) => {
+                self.prepared_refused(why);
+                return None;
+            }
+        };
+        let payload = decode_entry(&bytes, key).ok()?;
+        match program_from_binary(context, device, payload, source.options) {
+            Ok(program) => {
+                self.stats.prepared_loads += 1;
+                Some(program)
+            }
+            Err(e) => {
+                self.prepared_refused(format!("the driver refused it: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Counts and reports a prepared binary that is not loaded.
+    fn prepared_refused(&mut self, why: String) {
+        eprintln!("warning: not using the prepared program: {why}; building from source");
+        self.stats.prepared_rejects += 1;
+        self.stats.last_disk_problem = Some(format!("prepared program refused: {why}"));
     }
 
     fn disk_problem(&mut self, reject: bool, what: String) {
@@ -451,6 +572,102 @@ impl ProgramCache {
     pub fn pending_writes(&self) -> usize {
         self.deferred.len()
     }
+
+    /// The deferred entries another process can write (those of artifacts
+    /// loaded from a file, whose key lock this process holds), taken out of
+    /// this cache with their locks; the others stay deferred. On PoCL the
+    /// entry's binary costs a compile of every kernel once more (as long as
+    /// the first call's compiles), which the process need not wait for.
+    pub fn hand_over_writes(&mut self) -> Vec<HandOver> {
+        let mut handed = Vec::new();
+        for entry in std::mem::take(&mut self.deferred) {
+            let DeferredEntry {
+                device,
+                key,
+                path,
+                lock,
+                artifact,
+                options,
+            } = entry;
+            match (artifact, lock) {
+                (Some(artifact), Some(lock)) => match lock.into_parts() {
+                    Ok((file, lock_path)) => handed.push(HandOver {
+                        artifact,
+                        device_index: device.index,
+                        key_hex: entry::hex(&key),
+                        lock: file,
+                        lock_path,
+                        build_options: options,
+                        key,
+                        device,
+                        entry: path,
+                    }),
+                    Err(e) => {
+                        self.disk_problem(false, format!("cannot pass on the entry's lock: {e}"));
+                    }
+                },
+                (artifact, lock) => self.deferred.push(DeferredEntry {
+                    device,
+                    key,
+                    path,
+                    lock,
+                    artifact,
+                    options,
+                }),
+            }
+        }
+        handed
+    }
+
+    /// Takes back an entry whose hand-over failed (no process could be
+    /// started): it is deferred again, to be written by this process.
+    pub fn take_back(&mut self, handed: HandOver) {
+        self.deferred.push(DeferredEntry {
+            device: handed.device,
+            key: handed.key,
+            path: handed.entry,
+            lock: Some(KeyLock::from_parts(handed.lock, handed.lock_path)),
+            artifact: Some(handed.artifact),
+            options: handed.build_options,
+        });
+    }
+}
+
+/// In the process a [`HandOver`] went to: builds `source` on `device`
+/// with `build_options` (the handed-over ones: the source's own, or those
+/// salted after a driver crash; the driver's cache makes this quick),
+/// checks that it is the program of `key_hex` (the artifact may have been
+/// rebuilt since), writes its entry next to `lock_path` and releases the
+/// inherited lock `lock`.
+pub fn write_handed_over(
+    context: &Context,
+    device: &DeviceInfo,
+    source: &ProgramSource,
+    build_options: &str,
+    key_hex: &str,
+    lock: std::fs::File,
+    lock_path: &Path,
+) -> std::result::Result<(), String> {
+    let lock = KeyLock::from_parts(lock, lock_path.to_path_buf());
+    let key = cache_key(device, source);
+    let salted = build_options
+        .strip_prefix(source.options)
+        .is_some_and(|rest| rest.starts_with(" -DTCC_REBUILD_AFTER_DRIVER_CRASH="));
+    if entry::hex(&key) != key_hex || (build_options != source.options && !salted) {
+        return Err(format!(
+            "the artifact's program on {} is not the one whose entry was handed over (rebuilt since?); nothing written",
+            device.name
+        ));
+    }
+    let build = ProgramSource {
+        options: build_options,
+        ..*source
+    };
+    let program = build_from_source(context, device, &build).map_err(|e| e.to_string())?;
+    let entry = lock_path.with_extension("bin");
+    let written = write_entry(device, &program, &key, &entry);
+    drop(lock);
+    written
 }
 
 /// Whether entries whose binary costs a compile of every kernel (PoCL's)

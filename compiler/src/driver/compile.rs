@@ -170,6 +170,17 @@ pub struct CompileArgs {
     /// sixteenth of this machine's memory.
     #[arg(long, value_name = "BYTES")]
     pub max_constant_bytes: Option<u64>,
+    /// Build the kernels for a device now, at build time: run the artifact
+    /// once on zeros on DEVICE (a `tcc-run --device` selector; without a
+    /// value the default OpenCL device) through `tcc-run --prepare`, and
+    /// write the driver's binary next to the artifact, in
+    /// `<artifact>.prepared/`. The first run on that device and driver then
+    /// loads the kernels instead of compiling them (PoCL on a CPU: seconds
+    /// instead of tens of seconds); another device or driver finds no entry
+    /// for its key and builds from source as before. Repeat for more
+    /// devices.
+    #[arg(long, value_name = "DEVICE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub prepare: Option<String>,
     #[command(flatten)]
     pub quantize: super::quantize::QuantizeArgs,
 }
@@ -360,6 +371,19 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         if !matches!(args.emit, Emit::Obj | Emit::Staticlib | Emit::LlvmIr) {
             bail!(
                 "--name prefixes the symbols of a model linked into a program: use it with --emit=staticlib, obj or llvm-ir (a shared library keeps tcc_artifact_v1, one model per library)"
+            );
+        }
+    }
+    if args.prepare.is_some() {
+        let to_file = output_path.is_some_and(|p| p != Path::new("-"));
+        if args.emit != Emit::Artifact || args.compile_to.is_some() || !to_file {
+            bail!(
+                "--prepare builds an artifact's kernels for a device: use it with -o model.so (the artifact, written to a file)"
+            );
+        }
+        if let Some(triple) = &args.host_triple {
+            bail!(
+                "--prepare runs the artifact on this machine's device: it cannot with --host-triple={triple} (prepare it on the machine it is for)"
             );
         }
     }
@@ -603,6 +627,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                         args.target,
                         path,
                     )?;
+                }
+                if let Some(device) = &args.prepare {
+                    for entry in super::prepare::prepare_artifact(path, device)? {
+                        eprintln!("tcc compile: --prepare: wrote {}", entry.display());
+                    }
                 }
                 Ok(())
             }

@@ -9,6 +9,7 @@ pub mod import;
 pub mod inspect;
 pub mod limits;
 pub mod pipeline;
+pub mod prepare;
 pub mod profile;
 pub mod profile_report;
 pub mod progress;

@@ -103,6 +103,19 @@ struct Args {
     /// weights.
     #[arg(long)]
     verify: bool,
+    /// (Internal: the background half of a tool's deferred program cache
+    /// write; see `cli::finish_cache_writes`.) The entry's key, in hex.
+    #[arg(long, hide = true, value_name = "KEY", requires_all = ["cache_lock_fd", "cache_lock", "cache_build_options"])]
+    write_cache_entry: Option<String>,
+    /// (Internal) The inherited, locked descriptor of the entry's lock file.
+    #[arg(long, hide = true, value_name = "FD")]
+    cache_lock_fd: Option<i32>,
+    /// (Internal) The entry's lock file.
+    #[arg(long, hide = true, value_name = "PATH")]
+    cache_lock: Option<std::path::PathBuf>,
+    /// (Internal) The build options the entry's program was built with.
+    #[arg(long, hide = true, value_name = "OPTIONS", allow_hyphen_values = true)]
+    cache_build_options: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -130,6 +143,22 @@ fn run(args: Args) -> anyhow::Result<()> {
         "missing the model: tcc-run model.so (or --module=model.so) --function=NAME --input=... (see --help)",
     )?;
     let model = Model::load(&model_path)?;
+    if let (Some(key), Some(fd), Some(lock), Some(options)) = (
+        &args.write_cache_entry,
+        args.cache_lock_fd,
+        &args.cache_lock,
+        &args.cache_build_options,
+    ) {
+        return cli::write_handed_over_entry(
+            &model,
+            args.device.as_deref(),
+            args.kernel_format.as_deref(),
+            options,
+            key,
+            fd,
+            lock,
+        );
+    }
     if args.verify {
         model.verify()?;
     }

@@ -32,10 +32,38 @@ pub fn open_session(tool: &str, rt: &Runtime, model: &Model) -> Result<Session> 
     Ok(session)
 }
 
-/// Writes the program cache entries the runtime deferred (PoCL: after the
-/// first calls, so that they do not wait for it), with a progress line:
-/// the driver compiles every kernel once more for the entry.
+/// Environment variable: `foreground` makes `tcc-run` and `tcc-benchmark`
+/// write deferred program cache entries themselves before they exit,
+/// instead of passing them to a background process.
+pub const CACHE_WRITE_ENV: &str = "TCC_CACHE_WRITE";
+
+/// Finishes the program cache entries the runtime deferred (PoCL: after the
+/// first calls, so that they do not wait for it; the driver compiles every
+/// kernel once more for the entry, as long as the first call took). Each
+/// is passed to a background `tcc-run` that inherits the entry's lock
+/// (other processes wait for the entry as before) and writes it at a lower
+/// priority, so that the tool exits right after its results. Where that
+/// cannot start, or with `TCC_CACHE_WRITE=foreground`, the tool writes them
+/// itself, with a progress line.
 pub fn finish_cache_writes(tool: &str, rt: &Runtime) {
+    if rt.pending_cache_writes() == 0 {
+        return;
+    }
+    if std::env::var(CACHE_WRITE_ENV).as_deref() != Ok("foreground") {
+        for handed in rt.hand_over_cache_writes() {
+            match spawn_entry_writer(&handed) {
+                Ok(pid) => eprintln!(
+                    "{tool}: the program cache entry is written in the background (pid {pid}; a run before it is done waits for it)"
+                ),
+                Err(e) => {
+                    eprintln!(
+                        "{tool}: note: cannot write the program cache entry in the background ({e})"
+                    );
+                    rt.take_back_cache_write(handed);
+                }
+            }
+        }
+    }
     if rt.pending_cache_writes() == 0 {
         return;
     }
@@ -46,6 +74,85 @@ pub fn finish_cache_writes(tool: &str, rt: &Runtime) {
         "written",
         || rt.wait_for_cache_writes(),
     );
+}
+
+/// The `tcc-run` next to this executable (an install or `target/debug`
+/// puts the tools side by side).
+fn tcc_run_beside_this_tool() -> std::io::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let tcc_run = exe.with_file_name("tcc-run");
+    if tcc_run.is_file() {
+        Ok(tcc_run)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no {}", tcc_run.display()),
+        ))
+    }
+}
+
+/// Starts `tcc-run --write-cache-entry=KEY` for `handed`: its own process
+/// group (a Ctrl-C at the terminal later does not reach it), no standard
+/// streams, niceness 10, and the entry's locked lock file as an inherited
+/// descriptor. Returns its process id.
+fn spawn_entry_writer(handed: &crate::program_cache::HandOver) -> std::io::Result<u32> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    let fd = handed.lock.as_raw_fd();
+    let mut command = Command::new(tcc_run_beside_this_tool()?);
+    command
+        .arg(format!("--write-cache-entry={}", handed.key_hex))
+        .arg(format!("--cache-lock-fd={fd}"))
+        .arg(format!("--cache-build-options={}", handed.build_options))
+        .arg("--cache-lock")
+        .arg(&handed.lock_path)
+        .arg(format!("--device={}", handed.device_index))
+        .arg(&handed.artifact)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    // SAFETY: between fork and exec the closure calls only async-signal-
+    // safe functions (fcntl, nice) on a descriptor it does not close.
+    unsafe {
+        command.pre_exec(move || {
+            // The descriptor was opened close-on-exec; this one copy in
+            // the child keeps it (and the flock) across the exec.
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::nice(10);
+            Ok(())
+        });
+    }
+    let child = command.spawn()?;
+    Ok(child.id())
+}
+
+/// `tcc-run --write-cache-entry=KEY --cache-lock-fd=FD --cache-lock=PATH
+/// --cache-build-options=OPTIONS`:
+/// the background half of [`finish_cache_writes`].
+pub fn write_handed_over_entry(
+    model: &Model,
+    device: Option<&str>,
+    kernel_format: Option<&str>,
+    build_options: &str,
+    key_hex: &str,
+    lock_fd: i32,
+    lock_path: &std::path::Path,
+) -> anyhow::Result<()> {
+    use std::os::fd::FromRawFd;
+    if lock_fd < 3 {
+        anyhow::bail!("--cache-lock-fd={lock_fd}: not a descriptor passed on by tcc-run");
+    }
+    // SAFETY: the parent passed this descriptor (its locked lock file) to
+    // this process, which owns it from here on and uses it nowhere else.
+    let lock = unsafe { std::fs::File::from_raw_fd(lock_fd) };
+    let rt = runtime(device, kernel_format, false)?;
+    rt.write_handed_over_entry(model, build_options, key_hex, lock, lock_path)?;
+    Ok(())
 }
 
 /// Runs `work` and, when it lasts more than 0.7 s, shows progress on

@@ -148,6 +148,9 @@ impl EntryPaths {
 pub(super) struct KeyLock {
     _file: File,
     path: PathBuf,
+    /// Passed to another process ([`KeyLock::into_parts`]): it removes
+    /// the file when done, not this one.
+    handed_over: bool,
 }
 
 impl KeyLock {
@@ -170,6 +173,7 @@ impl KeyLock {
                         return Ok(Some(KeyLock {
                             _file: file,
                             path: path.to_path_buf(),
+                            handed_over: false,
                         }));
                     }
                 }
@@ -186,9 +190,33 @@ impl KeyLock {
     }
 }
 
+impl KeyLock {
+    /// The locked file (a duplicate descriptor of the same open file, so
+    /// the `flock` goes with it) and its path, without unlocking or
+    /// removing it: to pass the lock to another process, which inherits
+    /// the descriptor.
+    pub(super) fn into_parts(mut self) -> std::io::Result<(File, PathBuf)> {
+        let file = self._file.try_clone()?;
+        self.handed_over = true;
+        Ok((file, self.path.clone()))
+    }
+
+    /// A lock held through `file` (a locked descriptor another process
+    /// passed on): dropping it removes `path` and unlocks, as usual.
+    pub(super) fn from_parts(file: File, path: PathBuf) -> Self {
+        KeyLock {
+            _file: file,
+            path,
+            handed_over: false,
+        }
+    }
+}
+
 impl Drop for KeyLock {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        if !self.handed_over {
+            let _ = fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -292,13 +320,18 @@ pub(super) fn write_entry(
         }
         Err(e) => return Err(format!("clGetProgramInfo(CL_PROGRAM_BINARIES): {e}")),
     };
-    let entry = encode_entry(key, &binary);
+    write_entry_bytes(&encode_entry(key, &binary), path)
+}
+
+/// Writes an encoded entry at `path` (a temporary file, then a rename);
+/// the error says what failed.
+pub(super) fn write_entry_bytes(entry: &[u8], path: &Path) -> std::result::Result<(), String> {
     let written = (|| -> std::io::Result<()> {
         // The entries directory is private already (`private::prepare`);
         // the temporary file is created 0600.
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        tmp.write_all(&entry)?;
+        tmp.write_all(entry)?;
         tmp.as_file().sync_all()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())

@@ -75,7 +75,7 @@ pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram
     let build = |source: &ProgramSource| {
         inner
             .programs()
-            .get_or_build(&inner.context, device, source)
+            .get_or_build(&inner.context, device, source, art.prepared.as_ref())
     };
     let built = |(program, origin): (Arc<Program>, ProgramOrigin), format, note| BuiltProgram {
         program,
