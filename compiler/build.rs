@@ -9,7 +9,13 @@ fn main() {
         Ok(descriptors) => descriptors,
         Err(error) => panic!("cannot compile proto/onnx.proto: {error}"),
     };
-    if let Err(error) = prost_build::Config::new().compile_fds(descriptors) {
+    // Tensor bytes as `bytes::Bytes`: decoding from a `Bytes` of the mapped
+    // file then slices the weights out of the mapping instead of copying
+    // them (the importer keeps them mapped until they reach the artifact).
+    if let Err(error) = prost_build::Config::new()
+        .bytes([".onnx.TensorProto.raw_data"])
+        .compile_fds(descriptors)
+    {
         panic!("cannot generate Rust code for proto/onnx.proto: {error}");
     }
 }

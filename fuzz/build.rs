@@ -3,5 +3,5 @@
 fn main() {
     println!("cargo:rerun-if-changed=../compiler/proto/onnx.proto");
     let descriptors = protox::compile(["onnx.proto"], ["../compiler/proto"]).expect("compile onnx.proto");
-    prost_build::Config::new().compile_fds(descriptors).expect("generate onnx.rs");
+    prost_build::Config::new().bytes([".onnx.TensorProto.raw_data"]).compile_fds(descriptors).expect("generate onnx.rs");
 }

@@ -112,6 +112,27 @@ MlirModule tccParseModule(MlirContext context, MlirStringRef source,
 bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
                           size_t *size);
 
+/* Makes a failed C++ allocation (MLIR, LLVM) print one line and exit 1
+ * instead of throwing std::bad_alloc through Rust, which aborts. */
+void tccInstallOutOfMemoryHandlers(void);
+
+/* The key of a dense_resource elements attribute's resource (as the
+ * context holds it: the parser may have added a `_N` suffix to the key the
+ * text gave). Returns false when `attr` is not a dense_resource attribute. */
+bool tccDenseResourceKey(MlirAttribute attr, MlirStringRef *key);
+
+/* Called with its user data when a blob given to tccDenseResourceSetBlob is
+ * no longer used (when the context is destroyed or the blob replaced). */
+typedef void (*TccBlobDeleter)(void *userData);
+
+/* Makes `data` (`size` bytes, aligned to `align`) the blob of the resource
+ * a dense_resource attribute names, without copying it: the caller keeps
+ * the bytes alive until `deleter(userData)` is called. Returns false when
+ * `attr` is not a dense_resource attribute. */
+bool tccDenseResourceSetBlob(MlirAttribute attr, const void *data,
+                             size_t size, size_t align,
+                             TccBlobDeleter deleter, void *userData);
+
 /* The kernel strategies of TccAttrs.td (`#tcc.loops<...>`, ...). */
 typedef enum {
   TccStrategyNone = 0, /* not a strategy attribute */

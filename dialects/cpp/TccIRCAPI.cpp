@@ -17,8 +17,39 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/ErrorHandling.h"
+
+#include <mutex>
+#include <new>
+#include <unistd.h>
 
 using namespace mlir;
+
+//===----------------------------------------------------------------------===//
+// Out of memory
+//===----------------------------------------------------------------------===//
+
+/* A failed C++ allocation would throw std::bad_alloc through Rust frames,
+ * which aborts the process ("Rust cannot catch foreign exceptions", exit
+ * 134). Instead: one line on stderr and exit 1. */
+[[noreturn]] static void tccOutOfMemory() {
+  static const char message[] =
+      "error: out of memory: an allocation of MLIR or LLVM failed (a "
+      "constant or intermediate too large for this machine: lower "
+      "--max-constant-bytes to find it)\n";
+  ssize_t ignored = write(2, message, sizeof message - 1);
+  (void)ignored;
+  _exit(1);
+}
+
+extern "C" void tccInstallOutOfMemoryHandlers(void) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::set_new_handler([] { tccOutOfMemory(); });
+    llvm::install_bad_alloc_error_handler(
+        [](void *, const char *, bool) { tccOutOfMemory(); });
+  });
+}
 
 extern "C" bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
                                      size_t *size) {
@@ -31,6 +62,32 @@ extern "C" bool tccDenseResourceBlob(MlirAttribute attr, const void **data,
   ArrayRef<char> bytes = blob->getData();
   *data = bytes.data();
   *size = bytes.size();
+  return true;
+}
+
+extern "C" bool tccDenseResourceKey(MlirAttribute attr, MlirStringRef *key) {
+  auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  if (!resource)
+    return false;
+  StringRef name = resource.getRawHandle().getKey();
+  *key = mlirStringRefCreate(name.data(), name.size());
+  return true;
+}
+
+extern "C" bool tccDenseResourceSetBlob(MlirAttribute attr, const void *data,
+                                        size_t size, size_t align,
+                                        TccBlobDeleter deleter,
+                                        void *userData) {
+  auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  if (!resource || !resource.getRawHandle().getResource())
+    return false;
+  AsmResourceBlob blob = UnmanagedAsmResourceBlob::allocateWithAlign(
+      ArrayRef<char>(static_cast<const char *>(data), size), align,
+      [deleter, userData](void *, size_t, size_t) {
+        if (deleter)
+          deleter(userData);
+      });
+  resource.getRawHandle().getResource()->setBlob(std::move(blob));
   return true;
 }
 

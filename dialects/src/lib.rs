@@ -115,6 +115,72 @@ unsafe extern "C" {
         data: *mut *const c_void,
         size: *mut usize,
     ) -> bool;
+    fn tccInstallOutOfMemoryHandlers();
+    fn tccDenseResourceKey(attr: mlir_sys::MlirAttribute, key: *mut mlir_sys::MlirStringRef)
+    -> bool;
+    fn tccDenseResourceSetBlob(
+        attr: mlir_sys::MlirAttribute,
+        data: *const c_void,
+        size: usize,
+        align: usize,
+        deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+        user_data: *mut c_void,
+    ) -> bool;
+}
+
+/// The key of the resource a `dense_resource` attribute names, as the
+/// context holds it (`None` for other attributes).
+///
+/// # Safety
+/// `attr` must be a valid attribute.
+pub unsafe fn dense_resource_key(attr: mlir_sys::MlirAttribute) -> Option<String> {
+    let mut key = mlir_sys::MlirStringRef {
+        data: std::ptr::null(),
+        length: 0,
+    };
+    if !unsafe { tccDenseResourceKey(attr, &mut key) } {
+        return None;
+    }
+    if key.data.is_null() {
+        return Some(String::new());
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(key.data as *const u8, key.length) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Gives the resource a `dense_resource` attribute names the bytes `data`
+/// without copying them: `owner` keeps them alive and is dropped when the
+/// context no longer needs them (when it is destroyed or the blob
+/// replaced). Returns false (dropping `owner`) when `attr` is not a
+/// `dense_resource` attribute.
+///
+/// # Safety
+/// `attr` must be a valid attribute, and `data` must stay valid and
+/// unchanged for as long as `owner` lives.
+pub unsafe fn set_dense_resource_blob<T: Send + 'static>(
+    attr: mlir_sys::MlirAttribute,
+    data: &[u8],
+    align: usize,
+    owner: T,
+) -> bool {
+    unsafe extern "C" fn drop_owner<T>(user_data: *mut c_void) {
+        drop(unsafe { Box::from_raw(user_data as *mut T) });
+    }
+    let user_data = Box::into_raw(Box::new(owner)) as *mut c_void;
+    let set = unsafe {
+        tccDenseResourceSetBlob(
+            attr,
+            data.as_ptr() as *const c_void,
+            data.len(),
+            align,
+            Some(drop_owner::<T>),
+            user_data,
+        )
+    };
+    if !set {
+        unsafe { drop_owner::<T>(user_data) };
+    }
+    set
 }
 
 /// The bytes of a `dense_resource` attribute's blob (without MLIR's
@@ -428,7 +494,11 @@ pub fn parse_module<'c>(
 }
 
 /// A melior context with every dialect registered and loaded lazily.
+/// Installs the out-of-memory handlers first: a failed MLIR or LLVM
+/// allocation is then an error line and exit 1, not an abort.
 pub fn new_context() -> melior::Context {
+    // SAFETY: installs process-wide handlers once; no preconditions.
+    unsafe { tccInstallOutOfMemoryHandlers() };
     let registry = melior::dialect::DialectRegistry::new();
     register_all_dialects(&registry);
     let context = melior::Context::new();

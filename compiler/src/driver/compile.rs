@@ -562,6 +562,8 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             tuning.as_ref(),
         )),
         triple: args.host_triple.clone(),
+        llvm_ir: dump.is_some() || args.emit == Emit::LlvmIr,
+        weights_object: None,
     };
     let host = || compiled.host_with(&module_name, &host_options);
     if let Some(directory) = dump {
@@ -609,16 +611,28 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "the artifact is a shared library: give -o model.so, or -o - for standard output (or --emit=mlir|llvm-ir|opencl-c to print text)"
                 )
             };
-            let object = host()?.object;
+            // The weights go into an object of their own, written from
+            // the attributes' bytes without passing through LLVM.
+            let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+            let weights = directory.path().join("weights.o");
+            let object = compiled
+                .host_with(
+                    &module_name,
+                    &host_llvm::HostOptions {
+                        weights_object: Some(weights.clone()),
+                        llvm_ir: false,
+                        ..host_options.clone()
+                    },
+                )?
+                .object;
+            let triple = args.host_triple.as_deref();
             if path == Path::new("-") {
-                let directory =
-                    tempfile::tempdir().context("cannot create a temporary directory")?;
                 let library = directory.path().join("model.so");
-                host_llvm::link_shared_for(&object, &library, args.host_triple.as_deref())?;
+                host_llvm::link_shared_objects(&object, &[&weights], &library, triple)?;
                 let bytes = std::fs::read(&library).context("cannot read the linked library")?;
                 write_binary(path, &bytes)
             } else {
-                host_llvm::link_shared_for(&object, path, args.host_triple.as_deref())?;
+                host_llvm::link_shared_objects(&object, &[&weights], path, triple)?;
                 if choice.quantize.is_some() && args.host_triple.is_none() {
                     super::quantize::report_accuracy(
                         &args.quantize,

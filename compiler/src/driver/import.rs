@@ -68,6 +68,96 @@ pub fn is_onnx(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
+/// Parses an imported model and gives its `dense_resource` constants the
+/// bytes the importer kept out of the text ([`ConstStyle::Blob`]), shared
+/// with the mapped model file rather than copied.
+pub fn parse_imported<'c>(
+    session: &'c Session,
+    name: &str,
+    imported: onnx::Imported,
+) -> Result<Module<'c>> {
+    let onnx::Imported { mlir, blobs, .. } = imported;
+    let module = session.parse(name, &mlir)?;
+    drop(mlir);
+    attach_blobs(&module, blobs)?;
+    Ok(module)
+}
+
+/// The importer's key of a blob from the key the context gives its
+/// resource: the text's `NAME_bN`, or `NAME_bN_M` when the parser renamed
+/// it because the context already held a resource of that name.
+fn importer_key(key: &str) -> &str {
+    let ends_in_index = |k: &str| {
+        k.rsplit_once("_b").is_some_and(|(_, index)| {
+            !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    if ends_in_index(key) {
+        return key;
+    }
+    match key.rsplit_once('_') {
+        Some((stem, suffix))
+            if !suffix.is_empty()
+                && suffix.bytes().all(|b| b.is_ascii_digit())
+                && ends_in_index(stem) =>
+        {
+            stem
+        }
+        _ => key,
+    }
+}
+
+/// Attaches `blobs` to the `tosa.const` ops of `module` that name them.
+fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>) -> Result<()> {
+    use melior::ir::attribute::AttributeLike;
+    use melior::ir::operation::OperationLike;
+    if blobs.is_empty() {
+        return Ok(());
+    }
+    let mut by_key: std::collections::HashMap<String, onnx::Blob> =
+        blobs.into_iter().map(|b| (b.key.clone(), b)).collect();
+    for op in crate::ir::util::collect_ops(module.as_operation()) {
+        if crate::ir::util::op_name(&op) != "tosa.const" {
+            continue;
+        }
+        let Ok(attribute) = op.attribute("values") else {
+            continue;
+        };
+        let Some(key) = (unsafe { tcc_dialects::dense_resource_key(attribute.to_raw()) }) else {
+            continue;
+        };
+        let Some(blob) = by_key.remove(importer_key(&key)) else {
+            continue;
+        };
+        // The blob's elements must be aligned as it says: a tensor at an
+        // odd offset of the file is copied (the allocator aligns it).
+        let bytes = if (blob.bytes.as_ptr() as usize) % blob.alignment == 0 {
+            blob.bytes
+        } else {
+            bytes::Bytes::from(blob.bytes.to_vec())
+        };
+        let alignment = if (bytes.as_ptr() as usize) % blob.alignment == 0 {
+            blob.alignment
+        } else {
+            1
+        };
+        // SAFETY: `bytes` (a shared, immutable buffer) is moved in as the
+        // owner of the slice and dropped only when MLIR releases the blob.
+        let attached = unsafe {
+            tcc_dialects::set_dense_resource_blob(
+                attribute.to_raw(),
+                &bytes[..],
+                alignment,
+                bytes.clone(),
+            )
+        };
+        if !attached {
+            bail!("cannot attach the bytes of constant {key}");
+        }
+    }
+    Ok(())
+}
+
 /// Imports an ONNX file to MLIR text.
 pub fn import_text(path: &Path, options: &ImportOptions) -> Result<String> {
     Ok(onnx::import_file(path, options)
@@ -89,6 +179,7 @@ pub fn parse_model_with<'c>(
     let module = if is_onnx(path) {
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
+            const_style: ConstStyle::Blob,
             ..ImportOptions::default()
         };
         // Large models take seconds to import and parse: a spinner on a
@@ -100,9 +191,9 @@ pub fn parse_model_with<'c>(
             super::progress::Progress::none()
         };
         progress.message(format!("importing {}", path.display()));
-        let text = import_text(path, &options)?;
+        let imported = onnx::import_file(path, &options).map_err(|e| anyhow!("{e}"))?;
         progress.message(format!("parsing the imported {}", path.display()));
-        let module = session.parse(&path.display().to_string(), &text)?;
+        let module = parse_imported(session, &path.display().to_string(), imported)?;
         drop(progress);
         module
     } else if !input_shapes.is_empty() {
@@ -193,7 +284,10 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let options = ImportOptions {
         const_style: match args.constants {
             Constants::Hex => ConstStyle::Hex,
-            Constants::Resource => ConstStyle::Resource,
+            // The importer's text as is must hold its blobs; otherwise
+            // MLIR prints them from the attached bytes.
+            Constants::Resource if args.raw => ConstStyle::Resource,
+            Constants::Resource => ConstStyle::Blob,
         },
         demote_f64: args.demote_f64,
         input_shapes: args
@@ -206,11 +300,11 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let imported = onnx::import_file(&args.input, &options).map_err(|e| anyhow!("{e}"))?;
     // Verify before writing anything.
     let session = Session::new();
-    let module = session.parse(&args.input.display().to_string(), &imported.mlir)?;
-    let text = if args.raw {
-        imported.mlir
-    } else {
-        print_with_locations(&module)
+    let raw = args.raw.then(|| imported.mlir.clone());
+    let module = parse_imported(&session, &args.input.display().to_string(), imported)?;
+    let text = match raw {
+        Some(text) => text,
+        None => print_with_locations(&module),
     };
     match &args.output {
         Some(path) => write_atomically(path, text.as_bytes()),

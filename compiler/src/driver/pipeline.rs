@@ -199,12 +199,15 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
+    let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let weights = directory.path().join("weights.o");
     let options = host_llvm::HostOptions {
         metadata: Some(metadata_json(&compiled, target, None, None)),
+        weights_object: Some(weights.clone()),
         ..Default::default()
     };
     let host = compiled.host_with(module_name, &options)?;
-    host_llvm::link_shared(&host.object, output)?;
+    host_llvm::link_shared_objects(&host.object, &[&weights], output, None)?;
     Ok(())
 }
 

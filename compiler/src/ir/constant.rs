@@ -97,6 +97,49 @@ impl ConstTensor {
         })
     }
 
+    /// The bytes [`ConstTensor::from_attribute`] reads, borrowed from the
+    /// attribute where it stores them as they are (a `dense_resource`
+    /// blob, a dense attribute that is not a splat) and copied only where
+    /// they must be converted (splats expanded, booleans normalized): the
+    /// host writer writes weights without copying them.
+    pub fn attribute_bytes<'c>(
+        attribute: Attribute<'c>,
+    ) -> Result<std::borrow::Cow<'c, [u8]>, String> {
+        use std::borrow::Cow;
+        let ty = attribute.r#type();
+        let shape = shape_of(ty)?;
+        let element = element_of(ty).ok_or_else(|| format!("unsupported constant type {ty}"))?;
+        let count = element_count(&shape)?;
+        let raw = attribute.to_raw();
+        if element != ElementType::I1 && count > 0 {
+            let size = element.size_bytes();
+            let expected = count
+                .checked_mul(size)
+                .ok_or_else(|| format!("constant {ty} is too large"))?;
+            if unsafe { mlir_sys::mlirAttributeIsADenseResourceElements(raw) } {
+                // SAFETY: the blob lives as long as the context ('c).
+                if let Some(blob) = unsafe { tcc_dialects::dense_resource_blob(raw) }
+                    && blob.len() == expected
+                {
+                    return Ok(Cow::Borrowed(blob));
+                }
+            } else if let Ok(dense) = DenseElementsAttribute::try_from(attribute)
+                && !unsafe { mlir_sys::mlirDenseElementsAttrIsSplat(raw) }
+            {
+                let data = dense.raw_data() as *const u8;
+                if !data.is_null() {
+                    // SAFETY: a dense attribute's storage is uniqued in and
+                    // owned by the context ('c); non-splat storage holds
+                    // every element.
+                    return Ok(Cow::Borrowed(unsafe {
+                        std::slice::from_raw_parts(data, expected)
+                    }));
+                }
+            }
+        }
+        Self::from_attribute(attribute).map(|tensor| Cow::Owned(tensor.bytes))
+    }
+
     /// The constant a value holds, when it is the result of `tosa.const`
     /// or `arith.constant` with a dense or dense_resource attribute.
     pub fn of_value(value: Value) -> Option<Self> {

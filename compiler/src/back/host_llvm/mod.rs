@@ -9,6 +9,7 @@ mod builder;
 mod lower;
 
 pub use lower::lower_module;
+mod weights;
 mod writer;
 
 use std::path::Path;
@@ -30,6 +31,7 @@ use super::opencl_c::Program;
 /// The host side of an artifact, in the forms `--emit` can write.
 pub struct HostOutput {
     pub functions: Vec<FunctionDesc>,
+    /// The module as LLVM IR text: empty unless [`HostOptions::llvm_ir`].
     pub llvm_ir: String,
     pub object: Vec<u8>,
 }
@@ -46,6 +48,13 @@ pub struct HostOptions {
     /// The LLVM target triple of the host code (`--host-triple`); `None`
     /// for the machine tcc runs on.
     pub triple: Option<String>,
+    /// Write the constants into this ELF object (link it with the host
+    /// object: [`link_shared_objects`]) instead of into the LLVM module:
+    /// weights then reach the file without being copied into LLVM.
+    pub weights_object: Option<std::path::PathBuf>,
+    /// Print the module as LLVM IR into [`HostOutput::llvm_ir`] (costly:
+    /// inline weights print as text).
+    pub llvm_ir: bool,
 }
 
 /// The host triples `--host-triple` accepts: LLVM's x86 and AArch64 back
@@ -109,7 +118,11 @@ pub fn emit_with(
 ) -> Result<HostOutput, CodegenError> {
     let context = LlvmContext::create();
     let mut writer = writer::HostWriter::new(&context, name).with_prefix(&options.symbol_prefix);
-    let functions = writer.write(mlir, program, ptx, options.metadata.as_deref())?;
+    let weights = options
+        .weights_object
+        .as_deref()
+        .map(|path| (path, options.triple.as_deref()));
+    let functions = writer.write(mlir, program, ptx, options.metadata.as_deref(), weights)?;
     let module = writer.module;
     module
         .verify()
@@ -120,7 +133,11 @@ pub fn emit_with(
     module
         .run_passes("default<O2>", &machine, PassBuilderOptions::create())
         .map_err(|e| CodegenError::new(format!("LLVM optimization failed: {}", e.to_string())))?;
-    let llvm_ir = module.print_to_string().to_string();
+    let llvm_ir = if options.llvm_ir {
+        module.print_to_string().to_string()
+    } else {
+        String::new()
+    };
     let object = machine
         .write_to_memory_buffer(&module, FileType::Object)
         .map_err(|e| CodegenError::new(format!("object emission failed: {}", e.to_string())))?
@@ -163,6 +180,17 @@ pub fn link_shared_for(
     output: &Path,
     triple: Option<&str>,
 ) -> Result<(), CodegenError> {
+    link_shared_objects(object, &[], output, triple)
+}
+
+/// As [`link_shared_for`], with more objects (the weights object of
+/// [`HostOptions::weights_object`]) linked in.
+pub fn link_shared_objects(
+    object: &[u8],
+    extra: &[&Path],
+    output: &Path,
+    triple: Option<&str>,
+) -> Result<(), CodegenError> {
     let directory = tempfile::tempdir()
         .map_err(|e| CodegenError::new(format!("cannot create a temporary directory: {e}")))?;
     let object_path = directory.path().join("model.o");
@@ -188,6 +216,7 @@ pub fn link_shared_for(
         .arg("-o")
         .arg(&library_path)
         .arg(&object_path)
+        .args(extra)
         .output()
         .map_err(|e| {
             CodegenError::new(format!(
@@ -201,7 +230,13 @@ pub fn link_shared_for(
             String::from_utf8_lossy(&result.stderr)
         )));
     }
-    let bytes = std::fs::read(&library_path)
+    // Mapped, not read: a library of a large model's weights is copied
+    // once, from the page cache into the output.
+    let library = std::fs::File::open(&library_path)
+        .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
+    // SAFETY: a private read-only mapping of a file in this process's own
+    // temporary directory, which nothing else writes.
+    let bytes = unsafe { memmap2::Mmap::map(&library) }
         .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
     crate::driver::write_atomically(output, &bytes).map_err(|e| CodegenError::new(format!("{e:#}")))
 }

@@ -7,6 +7,8 @@
 //! as the `tcc-abi` table declares it (which `runtime/include/tcc_abi.h` is
 //! checked against).
 
+use std::borrow::Cow;
+
 use inkwell::AddressSpace;
 use inkwell::builder::Builder;
 use inkwell::context::Context as LlvmContext;
@@ -84,13 +86,13 @@ pub(super) fn byte_size(desc: &TensorDesc) -> u64 {
 }
 
 /// The raw little-endian bytes of a dense or dense_resource constant
-/// (splats expanded, booleans one byte each).
-fn constant_bytes(
+/// (splats expanded, booleans one byte each), borrowed from the attribute
+/// where it holds them as they are.
+fn constant_bytes<'c>(
     op: OperationRef,
-    attribute: melior::ir::Attribute,
-) -> Result<Vec<u8>, CodegenError> {
-    crate::ir::constant::ConstTensor::from_attribute(attribute)
-        .map(|tensor| tensor.bytes)
+    attribute: melior::ir::Attribute<'c>,
+) -> Result<Cow<'c, [u8]>, CodegenError> {
+    crate::ir::constant::ConstTensor::attribute_bytes(attribute)
         .map_err(|message| CodegenError::at(&op, message))
 }
 
@@ -98,7 +100,7 @@ fn constant_bytes(
 /// (IEEE half, rounded to nearest even).
 fn stored_bytes(
     op: OperationRef,
-    bytes: Vec<u8>,
+    bytes: &[u8],
     storage: melior::ir::Type,
 ) -> Result<Vec<u8>, CodegenError> {
     if !melior::ir::r#type::TypeLike::is_f16(&storage) {
@@ -287,17 +289,22 @@ impl<'l> HostWriter<'l> {
 
     /// Writes the whole artifact: one entry per host function, the kernel
     /// program and the constants. Returns the functions it describes.
-    pub fn write(
+    ///
+    /// With `weights`, the constants go into that separate object
+    /// ([`super::weights`], for `triple`) and the module only declares
+    /// them; without, they are globals of the module.
+    pub fn write<'c>(
         &mut self,
-        mlir: &Module,
+        mlir: &Module<'c>,
         program: &Program,
         ptx: Option<&str>,
         metadata: Option<&str>,
+        weights: Option<(&std::path::Path, Option<&str>)>,
     ) -> Result<Vec<FunctionDesc>, CodegenError> {
         let module_op = mlir.as_operation();
         // Constants: every memref.global, in module order.
         let constant_index = super::lower::constant_indices(module_op);
-        let mut constants: Vec<Vec<u8>> = Vec::new();
+        let mut constants: Vec<Cow<'c, [u8]>> = Vec::new();
         for op in body_ops(module_op)
             .iter()
             .filter(|op| op_name(*op) == "memref.global")
@@ -305,9 +312,11 @@ impl<'l> HostWriter<'l> {
             let value = op.attribute("initial_value").map_err(|_| {
                 CodegenError::at(op, "a constant (memref.global) has no initial value")
             })?;
+            // SAFETY: the attribute belongs to `mlir`'s context ('c).
+            let value: melior::ir::Attribute<'c> = unsafe { melior::ir::Attribute::from_raw(melior::ir::attribute::AttributeLike::to_raw(&value)) };
             let bytes = constant_bytes(*op, value)?;
             constants.push(match crate::ir::storage::op_storage(op) {
-                Some(storage) => stored_bytes(*op, bytes, storage)?,
+                Some(storage) => Cow::Owned(stored_bytes(*op, &bytes, storage)?),
                 None => bytes,
             });
         }
@@ -368,7 +377,10 @@ impl<'l> HostWriter<'l> {
                 })?;
             entries.push(entry);
         }
-        self.artifact(program, &functions, &entries, &constants)?;
+        if let Some((path, triple)) = weights {
+            super::weights::write_object(path, triple, &constants)?;
+        }
+        self.artifact(program, &functions, &entries, &constants, weights.is_some())?;
         self.description(program, &functions, &constants, ptx, metadata)?;
         if let Some(ptx) = ptx {
             self.ptx_getter(ptx)?;
@@ -392,7 +404,7 @@ impl<'l> HostWriter<'l> {
         &mut self,
         program: &Program,
         functions: &[FunctionDesc],
-        constants: &[Vec<u8>],
+        constants: &[Cow<'_, [u8]>],
         ptx: Option<&str>,
         metadata: Option<&str>,
     ) -> Result<(), CodegenError> {
@@ -437,7 +449,7 @@ impl<'l> HostWriter<'l> {
                 })
                 .collect::<Result<_, CodegenError>>()?,
             constant_bytes: constants.iter().map(|c| c.len() as u64).collect(),
-            constants_sha256: d::constants_digest(constants.iter().map(Vec::as_slice)),
+            constants_sha256: d::constants_digest(constants.iter().map(|c| &c[..])),
             ptx_sha256: ptx
                 .filter(|p| !p.is_empty())
                 .map(|p| d::sha256_hex(p.as_bytes())),
@@ -510,7 +522,8 @@ impl<'l> HostWriter<'l> {
         program: &Program,
         functions: &[FunctionDesc],
         entries: &[FunctionValue<'l>],
-        constants: &[Vec<u8>],
+        constants: &[Cow<'_, [u8]>],
+        external_constants: bool,
     ) -> Result<(), CodegenError> {
         // Kernel program and names.
         let source = self.c_string(&program.source);
@@ -565,10 +578,26 @@ impl<'l> HostWriter<'l> {
         // Constants (weights), 64-byte aligned.
         let mut constant_entries = Vec::new();
         for (index, bytes) in constants.iter().enumerate() {
-            let data = self.context.const_string(bytes, false);
-            let global =
-                self.private_global(data.get_type(), &format!("tcc.constant.{index}"), &data);
-            global.set_alignment(64);
+            let name = super::weights::constant_symbol(index);
+            let global = if external_constants {
+                // Defined by the weights object, inside the same library.
+                let length = u32::try_from(bytes.len()).map_err(|_| {
+                    CodegenError::new(format!(
+                        "constant {index} holds {} bytes: the host writer takes at most 4 GiB per constant",
+                        bytes.len()
+                    ))
+                })?;
+                let ty = self.context.i8_type().array_type(length);
+                let global = self.module.add_global(ty, None, &name);
+                global.set_constant(true);
+                global.set_linkage(Linkage::External);
+                global.set_visibility(inkwell::GlobalVisibility::Hidden);
+                global
+            } else {
+                let data = self.context.const_string(bytes, false);
+                self.private_global(data.get_type(), &name, &data)
+            };
+            global.set_alignment(super::weights::CONSTANT_ALIGNMENT as u32);
             let t = self.types;
             constant_entries.push(struct_value(
                 &tcc_abi::CONSTANT_DESC,

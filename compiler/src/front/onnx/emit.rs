@@ -40,6 +40,23 @@ pub enum ConstStyle {
     /// `dense_resource<name>` with the bytes in the file's
     /// `dialect_resources` section.
     Resource,
+    /// `dense_resource<name>` with no resource section: the bytes stay in
+    /// [`Emitter::take_blobs`] (shared with the mapped model file, never
+    /// hex-encoded) and the compiler attaches them to the parsed module.
+    /// What `tcc compile` uses: a 500 MB model's weights are then neither
+    /// written as 1 GB of hex nor parsed back.
+    Blob,
+}
+
+/// A large constant's bytes kept out of the module text
+/// ([`ConstStyle::Blob`]), named by its `dense_resource` key.
+#[derive(Clone, Debug)]
+pub struct Blob {
+    pub key: String,
+    /// The raw little-endian elements (shared, not copied).
+    pub bytes: bytes::Bytes,
+    /// The element size: the alignment the blob asks for.
+    pub alignment: usize,
 }
 
 /// Constants with at most this many elements are written as element lists.
@@ -51,6 +68,7 @@ pub struct Emitter {
     loc: String,
     style: ConstStyle,
     resources: Vec<(String, String)>,
+    blobs: Vec<Blob>,
 }
 
 mod linalg;
@@ -112,7 +130,14 @@ impl Emitter {
             loc: "loc(unknown)".into(),
             style,
             resources: Vec::new(),
+            blobs: Vec::new(),
         }
+    }
+
+    /// The blobs of [`ConstStyle::Blob`] constants written so far (moved
+    /// out).
+    pub fn take_blobs(&mut self) -> Vec<Blob> {
+        std::mem::take(&mut self.blobs)
     }
 
     /// Ops emitted from now on carry the location `loc("name")`.
@@ -214,6 +239,17 @@ impl Emitter {
                 let alignment = (c.dtype.size() as u32).max(1).to_le_bytes();
                 self.resources
                     .push((key.clone(), format!("{}{}", hex(&alignment), hex(&c.bytes))));
+                format!("dense_resource<{key}> : {ty}")
+            }
+            ConstStyle::Blob if resource_type => {
+                // `_bN`: the driver finds the blob from this suffix also
+                // when the parser renames a key already in its context.
+                let key = format!("{}_b{}", sanitize(hint), self.blobs.len());
+                self.blobs.push(Blob {
+                    key: key.clone(),
+                    bytes: c.bytes.clone(),
+                    alignment: c.dtype.size().max(1),
+                });
                 format!("dense_resource<{key}> : {ty}")
             }
             _ => format!("dense<\"0x{}\"> : {ty}", hex(&c.bytes)),

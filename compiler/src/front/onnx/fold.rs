@@ -155,7 +155,7 @@ pub fn try_fold(imp: &Importer, node: &Node) -> Result<Option<Vec<Value>>> {
             Const {
                 dtype: a.dtype,
                 shape,
-                bytes,
+                bytes: bytes.into(),
                 splat: false,
             }
         }

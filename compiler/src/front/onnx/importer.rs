@@ -181,6 +181,7 @@ pub fn import_model(
     let mlir = text::module_text(model, opset, &signature, &imp.e);
     Ok(Imported {
         mlir,
+        blobs: imp.e.take_blobs(),
         function: options.function_name.clone(),
         inputs,
         outputs,

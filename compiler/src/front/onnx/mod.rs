@@ -26,7 +26,7 @@ pub mod tensor;
 use std::path::Path;
 
 pub use dtype::{DType, TType};
-pub use emit::ConstStyle;
+pub use emit::{Blob, ConstStyle};
 pub use error::{ImportError, Result};
 
 /// How to import.
@@ -74,6 +74,9 @@ pub struct IoInfo {
 pub struct Imported {
     /// The MLIR module as text.
     pub mlir: String,
+    /// The bytes of the `dense_resource` constants the text names but does
+    /// not hold ([`ConstStyle::Blob`]; empty for the other styles).
+    pub blobs: Vec<Blob>,
     /// The function's name.
     pub function: String,
     pub inputs: Vec<IoInfo>,
@@ -82,8 +85,15 @@ pub struct Imported {
     pub opset: i64,
 }
 
-/// Parses serialized ONNX model bytes.
+/// Parses serialized ONNX model bytes (copied: see [`parse_shared`]).
 pub fn parse_model(bytes: &[u8]) -> Result<proto::ModelProto> {
+    parse_shared(bytes::Bytes::copy_from_slice(bytes))
+}
+
+/// Parses serialized ONNX model bytes without copying the tensors' raw
+/// data: each `raw_data` is a slice of `bytes` (of the mapped file, for
+/// [`import_file`]).
+pub fn parse_shared(bytes: bytes::Bytes) -> Result<proto::ModelProto> {
     use prost::Message as _;
     if bytes.is_empty() {
         return Err(ImportError::new("not an ONNX model: the file is empty"));
@@ -102,13 +112,43 @@ pub fn import_bytes(
     base_dir: Option<&Path>,
     options: &ImportOptions,
 ) -> Result<Imported> {
-    let model = parse_model(bytes)?;
+    import_shared(bytes::Bytes::copy_from_slice(bytes), base_dir, options)
+}
+
+/// As [`import_bytes`], sharing `bytes` with the imported constants.
+pub fn import_shared(
+    bytes: bytes::Bytes,
+    base_dir: Option<&Path>,
+    options: &ImportOptions,
+) -> Result<Imported> {
+    let model = parse_shared(bytes)?;
     importer::import_model(&model, base_dir, options)
+}
+
+/// The model file's bytes, mapped read-only rather than read: weights are
+/// then paged in from the page cache as they are used, and shared by the
+/// importer's constants and (with [`ConstStyle::Blob`]) the compiler's
+/// blobs, instead of being copied. A file that cannot be mapped (a pipe,
+/// `/proc`) is read.
+pub fn map_file(path: &Path) -> std::io::Result<bytes::Bytes> {
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if metadata.is_file() && metadata.len() > 0 {
+        // SAFETY: the mapping is read-only and private; as with any mapped
+        // input (onnxruntime maps models too), a file truncated by another
+        // process while tcc runs is outside what tcc can guard against.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(bytes::Bytes::from_owner(map));
+        }
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+    Ok(bytes.into())
 }
 
 /// Imports the model file at `path`.
 pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported> {
-    let bytes = std::fs::read(path)
+    let bytes = map_file(path)
         .map_err(|e| ImportError::new(format!("cannot read {}: {e}", path.display())))?;
     let base_dir = path.parent().map(|p| {
         if p.as_os_str().is_empty() {
@@ -117,5 +157,5 @@ pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported> {
             p
         }
     });
-    import_bytes(&bytes, base_dir, options).map_err(|e| e.context(path.display()))
+    import_shared(bytes, base_dir, options).map_err(|e| e.context(path.display()))
 }

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use bytes::Bytes;
+
 use super::dtype::{DType, TType, checked_numel, f16_to_f32};
 use super::error::{ImportError, Result};
 use super::proto::TensorProto;
@@ -13,8 +15,10 @@ use super::proto::TensorProto;
 pub struct Const {
     pub dtype: DType,
     pub shape: Vec<i64>,
-    /// One element when `splat`, else every element.
-    pub bytes: Vec<u8>,
+    /// One element when `splat`, else every element. Shared, not copied:
+    /// an initializer's bytes are a slice of the mapped model file, and a
+    /// reshaped or renamed constant shares them.
+    pub bytes: Bytes,
     pub splat: bool,
 }
 
@@ -105,7 +109,7 @@ impl Const {
         Const {
             dtype,
             shape,
-            bytes,
+            bytes: bytes.into(),
             splat: false,
         }
     }
@@ -118,7 +122,7 @@ impl Const {
         Const {
             dtype,
             shape,
-            bytes,
+            bytes: bytes.into(),
             splat: false,
         }
     }
@@ -129,7 +133,7 @@ impl Const {
         Const {
             dtype,
             shape,
-            bytes,
+            bytes: bytes.into(),
             splat: true,
         }
     }
@@ -140,7 +144,7 @@ impl Const {
         Const {
             dtype,
             shape,
-            bytes,
+            bytes: bytes.into(),
             splat: true,
         }
     }
@@ -182,7 +186,7 @@ impl Const {
         Const {
             dtype,
             shape: self.shape.clone(),
-            bytes,
+            bytes: bytes.into(),
             splat: self.splat,
         }
     }
@@ -203,7 +207,7 @@ impl Const {
         if self.splat {
             self.bytes.repeat(self.numel())
         } else {
-            self.bytes.clone()
+            self.bytes.to_vec()
         }
     }
 }
@@ -237,7 +241,7 @@ pub fn decode(tensor: &TensorProto, base_dir: Option<&Path>, what: &str) -> Resu
         .checked_mul(size)
         .ok_or_else(|| ImportError::new(format!("{what}: tensor too large")))?;
     let bytes = if tensor.data_location == 1 {
-        read_external(tensor, base_dir, what, expected)?
+        Bytes::from(read_external(tensor, base_dir, what, expected)?)
     } else if !tensor.raw_data.is_empty() {
         if tensor.raw_data.len() != expected {
             return Err(ImportError::new(format!(
@@ -249,14 +253,14 @@ pub fn decode(tensor: &TensorProto, base_dir: Option<&Path>, what: &str) -> Resu
     } else {
         let typed = typed_bytes(tensor, dtype);
         match typed {
-            Some(bytes) if bytes.len() == expected => bytes,
+            Some(bytes) if bytes.len() == expected => Bytes::from(bytes),
             Some(bytes) if count > 0 => {
                 return Err(ImportError::new(format!(
                     "{what}: holds {} elements but its shape {shape:?} has {count}",
                     bytes.len() / size
                 )));
             }
-            _ if count == 0 => Vec::new(),
+            _ if count == 0 => Bytes::new(),
             _ => {
                 return Err(ImportError::new(format!(
                     "{what}: no data for a {shape:?} {dtype} tensor"

@@ -30,7 +30,7 @@ pub fn pick(c: &Const, shape: Vec<i64>, indices: impl Iterator<Item = usize>) ->
     Const {
         dtype: c.dtype,
         shape,
-        bytes,
+        bytes: bytes.into(),
         splat: false,
     }
 }
@@ -142,7 +142,7 @@ pub fn concat(parts: &[&Const], axis: usize) -> Const {
     Const {
         dtype: parts[0].dtype,
         shape,
-        bytes,
+        bytes: bytes.into(),
         splat: false,
     }
 }

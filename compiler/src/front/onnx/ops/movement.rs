@@ -217,7 +217,7 @@ pub fn expand(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             Const {
                 dtype: c.dtype,
                 shape,
-                bytes: c.bytes[..c.dtype.size()].to_vec(),
+                bytes: c.bytes.slice(..c.dtype.size()),
                 splat: true,
             }
         } else {

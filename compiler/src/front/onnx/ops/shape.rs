@@ -208,7 +208,7 @@ pub fn constant_of_shape(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> 
     let mut c = Const {
         dtype: value.dtype,
         shape,
-        bytes: value.bytes[..value.dtype.size()].to_vec(),
+        bytes: value.bytes.slice(..value.dtype.size()),
         splat: true,
     };
     if value.splat {
