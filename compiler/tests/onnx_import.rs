@@ -383,3 +383,18 @@ fn random_string_and_training_ops_say_why() {
         &["node 'update'", "'Adagrad'", "is a training op"],
     );
 }
+
+/// An empty constant (a dimension of 0) that reaches the graph as a
+/// tensor: TOSA has no empty tensors, and its verifier's message named no
+/// node (issue 38, item 9); now the importer refuses it with the node.
+#[test]
+fn empty_constants_are_refused_with_their_node() {
+    assert_rejects(
+        "empty_constant",
+        &[
+            "node 'empty_product'",
+            "(MatMul, opset 13; node 1 of 2",
+            "is an empty tensor (shape [2, 0]), which tcc does not support",
+        ],
+    );
+}

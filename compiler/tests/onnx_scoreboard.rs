@@ -108,6 +108,19 @@ fn backend_cases() -> Vec<PathBuf> {
     .expect("cases")
 }
 
+/// Runs `cases` on worker threads without the on-disk program cache
+/// (`scoreboard::run_cases_parallel`). With PoCL, storing a program in the
+/// disk cache asks for its binary, which compiles every kernel a second
+/// time (a generic work-group function): nothing here loads those entries
+/// again, so the cache only doubled the kernel builds. The workers use
+/// every core (the cases mostly wait on the kernel compiler).
+fn run(cases: &[PathBuf], verbose: bool) -> BTreeMap<String, Outcome> {
+    let jobs = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .max(2);
+    scoreboard::run_cases_parallel(cases, None, verbose, jobs).expect("OpenCL runtime")
+}
+
 fn hand_made_cases() -> Vec<PathBuf> {
     scoreboard::find_cases(&[repo("test/onnx/models")]).expect("cases")
 }
@@ -124,7 +137,7 @@ fn exporter_cases() -> Vec<PathBuf> {
 fn hand_made_models_pass() {
     let cases = hand_made_cases();
     assert!(cases.len() >= 18, "{} cases", cases.len());
-    let outcomes = scoreboard::run_cases(&cases, None, true).expect("OpenCL runtime");
+    let outcomes = run(&cases, true);
     check("hand_made_models_pass", &outcomes);
 }
 
@@ -136,7 +149,7 @@ fn exporter_models_pass() {
         14,
         "7 architectures x 2 exporters in test/onnx/exporters"
     );
-    let outcomes = scoreboard::run_cases(&cases, None, false).expect("OpenCL runtime");
+    let outcomes = run(&cases, false);
     check("exporter_models_pass", &outcomes);
 }
 
@@ -148,7 +161,7 @@ fn onnx_backend_test_data_has_no_regressions() {
         117,
         "the onnx package's pytorch-converted + pytorch-operator cases"
     );
-    let outcomes = scoreboard::run_cases(&cases, None, false).expect("OpenCL runtime");
+    let outcomes = run(&cases, false);
     check("onnx_backend_test_data_has_no_regressions", &outcomes);
     let passed = outcomes.values().filter(|o| **o == Outcome::Pass).count();
     assert!(

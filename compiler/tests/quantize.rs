@@ -14,7 +14,9 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
 use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
 
 use tcc_runtime::{HostTensor, Model, Runtime};
 
@@ -56,19 +58,38 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// Writes the models and their samples into `dir`.
-fn generate(dir: &Path) {
-    let o = Command::new("python3")
-        .arg(repo("scripts/onnx/gen-quant-models.py"))
-        .arg(dir)
-        .arg("--samples=16")
-        .output()
-        .expect("python3 (with numpy and onnx: make deps)");
-    assert!(o.status.success(), "gen-quant-models.py: {}", stderr(&o));
+/// The models and their samples (`scripts/onnx/gen-quant-models.py`),
+/// written once per test process and shared by the tests, which only read
+/// them (each writes its artifacts into a directory of its own).
+fn models() -> &'static Path {
+    static MODELS: OnceLock<PathBuf> = OnceLock::new();
+    MODELS.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("quantize-models-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let o = Command::new("python3")
+            .arg(repo("scripts/onnx/gen-quant-models.py"))
+            .arg(&dir)
+            .arg("--samples=16")
+            .output()
+            .expect("python3 (with numpy and onnx: make deps)");
+        assert!(o.status.success(), "gen-quant-models.py: {}", stderr(&o));
+        dir
+    })
 }
 
-/// Profiles `model` on its samples into `dir/<model>.profile.json`.
-fn profile(dir: &Path, model: &str) -> PathBuf {
+/// The profile of `model` on its samples (`tcc profile`), made once per
+/// test process: the tests read it, and edit copies of their own.
+fn profile(model: &str) -> PathBuf {
+    static PROFILES: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut profiles = PROFILES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(profile) = profiles.get(model) {
+        return profile.clone();
+    }
+    let dir = models();
     let out = dir.join(format!("{model}.profile.json"));
     let o = tcc(
         dir,
@@ -80,19 +101,20 @@ fn profile(dir: &Path, model: &str) -> PathBuf {
         ],
     );
     assert!(o.status.success(), "tcc profile {model}: {}", stderr(&o));
+    profiles.insert(model.to_string(), out.clone());
     out
 }
 
 /// `tcc compile` of `model` with `extra` flags into `output`.
 fn compile(dir: &Path, model: &str, extra: &[&str], output: &Path) -> Output {
-    let onnx = dir.join(format!("{model}.onnx"));
+    let onnx = models().join(format!("{model}.onnx"));
     let mut args = vec!["compile", path(&onnx), "-o", path(output)];
     args.extend_from_slice(extra);
     tcc(dir, &args)
 }
 
-fn samples(dir: &Path, model: &str) -> Vec<HostTensor> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join(format!("{model}-samples")))
+fn samples(model: &str) -> Vec<HostTensor> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(models().join(format!("{model}-samples")))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -161,11 +183,10 @@ fn quantized_models_stay_within_the_int8_bound() {
     let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    generate(dir);
     let runtime = runtime();
     let mut report = Vec::new();
     for (model, contractions) in [("convnet", 3), ("mlp", 2)] {
-        let profile = profile(dir, model);
+        let profile = profile(model);
         let f32_path = dir.join(format!("{model}-f32.so"));
         let int8_path = dir.join(format!("{model}-int8.so"));
         let o = compile(dir, model, &[], &f32_path);
@@ -211,7 +232,7 @@ fn quantized_models_stay_within_the_int8_bound() {
             "{inspect}"
         );
 
-        let (error, agree, rows) = compare(&runtime, &f32_path, &int8_path, &samples(dir, model));
+        let (error, agree, rows) = compare(&runtime, &f32_path, &int8_path, &samples(model));
         report.push(format!(
             "{model}: relative error {error:.3e}, top-1 {agree}/{rows}, constants {int8_bytes}/{f32_bytes} bytes"
         ));
@@ -256,9 +277,8 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    generate(dir);
-    let convnet = profile(dir, "convnet");
-    let mlp = profile(dir, "mlp");
+    let convnet = profile("convnet");
+    let mlp = profile("mlp");
     let out = dir.join("out.so");
     let quantize = |model: &str, profile: &Path| {
         compile(
@@ -321,7 +341,7 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     let f32_path = dir.join("convnet-f32.so");
     let o = compile(dir, "convnet", &[], &f32_path);
     assert!(o.status.success(), "{}", stderr(&o));
-    let (error, _, _) = compare(&runtime(), &f32_path, &out, &samples(dir, "convnet"));
+    let (error, _, _) = compare(&runtime(), &f32_path, &out, &samples("convnet"));
     assert!(error <= RELATIVE_ERROR_BOUND, "relative error {error}");
 
     // Without a device the accuracy report says so; the artifact is
@@ -330,7 +350,7 @@ fn bad_profiles_are_errors_or_stated_fallbacks() {
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .args([
             "compile",
-            path(&dir.join("mlp.onnx")),
+            path(&models().join("mlp.onnx")),
             "-o",
             path(&out),
             "--quantize=int8",
@@ -384,7 +404,7 @@ fn compile_with_int8_gemm(
     output: &Path,
     int8_gemm: &str,
 ) -> Output {
-    let onnx = dir.join(format!("{model}.onnx"));
+    let onnx = models().join(format!("{model}.onnx"));
     let mut args = vec!["compile", path(&onnx), "-o", path(output)];
     args.extend_from_slice(extra);
     Command::new(env!("CARGO_BIN_EXE_tcc"))
@@ -423,14 +443,21 @@ fn int8_gemm_template_matches_the_loop_nests_bit_for_bit() {
     let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    generate(dir);
     let runtime = runtime();
     for model in ["convnet", "mlp", "widenet"] {
-        let profile = profile(dir, model);
+        let profile = profile(model);
         let profile_flag = format!("--profile={}", path(&profile));
-        let inputs = samples(dir, model);
+        let inputs = samples(model);
         for target in ["--target=generic", "--target=nvidia", "--target=pocl-cpu"] {
-            let flags = ["--quantize=int8", profile_flag.as_str(), target];
+            // The accuracy report (the f32 model compiled again and both
+            // run on the samples) is not what this test checks: it runs in
+            // quantized_models_stay_within_the_int8_bound.
+            let flags = [
+                "--quantize=int8",
+                profile_flag.as_str(),
+                target,
+                "--no-accuracy-report",
+            ];
             let build = |int8_gemm: &str| {
                 let output = dir.join(format!("{model}-{}-{int8_gemm}.so", &target[9..]));
                 let o = compile_with_int8_gemm(dir, model, &flags, &output, int8_gemm);

@@ -717,13 +717,19 @@ fn external_data_must_be_a_regular_file_of_the_declared_size() {
 // outputs with exit 0; some flips and patched tables (`num_functions =
 // 0xffff`, a function with 0 outputs) crashed the loader.
 
-fn compile_mlp(dir: &Path) -> PathBuf {
-    let so = dir.join("mlp.so");
+/// `test/models/mlp.mlir` compiled for pocl-cpu with the CPU kernels of
+/// `vector_floats` (8: AVX2, 16: AVX-512; `TCC_CPU_VECTOR_FLOATS`), so
+/// that the artifact's layout is the same on every machine (by default
+/// pocl-cpu's kernels follow the host CPU, and the artifact's size with
+/// them).
+fn compile_mlp(dir: &Path, vector_floats: &str) -> PathBuf {
+    let so = dir.join(format!("mlp-{vector_floats}.so"));
     let output = tcc()
         .arg("compile")
         .arg(models().join("mlp.mlir"))
         .args(["--target=pocl-cpu", "-o"])
         .arg(&so)
+        .env("TCC_CPU_VECTOR_FLOATS", vector_floats)
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
@@ -893,10 +899,19 @@ fn table_and_constant_ranges(so: &Path) -> Vec<(std::ops::Range<usize>, String)>
     ranges
 }
 
+/// Both layouts CI machines give an artifact (AVX2 and AVX-512 CPU
+/// kernels), whichever CPU runs the test: the flips land where each
+/// layout has its tables and constants.
 #[test]
 fn damaged_artifacts_are_clear_errors_and_inspect_runs_nothing() {
+    for vector_floats in ["8", "16"] {
+        damaged_artifacts_are_clear_errors(vector_floats);
+    }
+}
+
+fn damaged_artifacts_are_clear_errors(vector_floats: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let so = compile_mlp(dir.path());
+    let so = compile_mlp(dir.path(), vector_floats);
     let original = std::fs::read(&so).unwrap();
     let good = tcc_runtime::Model::load(&so).unwrap();
     good.verify().unwrap();
@@ -964,12 +979,14 @@ fn damaged_artifacts_are_clear_errors_and_inspect_runs_nothing() {
             Ok(_) if what == "source_bytes" && counts_the_nul(&bytes) => continue,
             Ok(model) => match model.verify() {
                 Err(e) => e.to_string(),
-                Ok(()) => panic!("flip {flip} (byte {byte} bit {bit}, {what}) was not detected"),
+                Ok(()) => panic!(
+                    "flip {flip} (byte {byte} bit {bit}, {what}; {vector_floats}-float CPU kernels) was not detected"
+                ),
             },
         };
         assert!(
             outcome.contains("damaged") || outcome.contains("malformed") || outcome.contains("ABI"),
-            "flip {flip} ({what}): {outcome}"
+            "flip {flip} ({what}; {vector_floats}-float CPU kernels): {outcome}"
         );
         // `tcc inspect` (which reads the description and, with --verify,
         // the constants) refuses flips in those.

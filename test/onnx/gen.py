@@ -545,6 +545,12 @@ def bad_models():
     save("custom_domain", [helper.make_node("FusedMatMul", ["x", "x"], ["y"], domain="com.microsoft", name="fused")],
          [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], domains=["com.microsoft"])
     save("invalid_dim", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [-5, 3])], [vi("y", F, [-5, 3])])
+    # Empty constants reaching the graph as tensors (TOSA has no empty
+    # tensors): refused with the node that uses them.
+    save("empty_constant", [helper.make_node("MatMul", ["a", "b"], ["t"], name="empty_product"),
+                            helper.make_node("Add", ["x", "t"], ["y"])],
+         [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+         initializers=[init("a", np.zeros((2, 0), np.float32)), init("b", np.zeros((0, 3), np.float32))])
     save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=29)
     save("nonzero_runtime", [helper.make_node("NonZero", ["x"], ["y"], name="nonzero_of_input")],
          [vi("x", F, [2, 3])], [vi("y", I64, [2, None])])

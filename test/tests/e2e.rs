@@ -8,18 +8,22 @@
 //! independently computed outputs (numpy, for the composite ops), both the
 //! device's and the reference's outputs are compared with them too.
 //!
-//! Each model runs in a child process (this test binary, re-executed with
-//! a filter for that one test) so that a crash or a hang in the compiler,
-//! the runtime or an OpenCL driver fails that model only, and can be listed
-//! in test/expected-failures.txt. TCC_E2E_IN_PROCESS=1 runs models in this
-//! process instead (for a debugger); TCC_E2E_TIMEOUT (seconds, default 300)
-//! bounds a child.
+//! Each model runs in a worker child process (this test binary, re-executed
+//! with a filter for one model test and `TCC_E2E_WORKER` set), which runs
+//! the models the parent's tests send it one after another on one OpenCL
+//! runtime, so that a crash or a hang in the compiler, the runtime or an
+//! OpenCL driver fails the model it happened in only (the worker is
+//! replaced; so is one whose model failed), and can be listed in
+//! test/expected-failures.txt. TCC_E2E_IN_PROCESS=1 runs models in this
+//! process instead (for a debugger); TCC_E2E_TIMEOUT (seconds, default
+//! 300) bounds a model.
 //!
 //! There is no skipping: without an OpenCL device every model test fails.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,10 +31,8 @@ use anyhow::{Context as _, Result, anyhow};
 use support::{CaseResult, Tally};
 use tcc_compiler::config::Target;
 use tcc_e2e::{ModelSpec, compare, expected_failures, list_models};
-use tcc_runtime::{DeviceSelector, Model, Runtime, RuntimeOptions};
+use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
 
-/// Set in a child to the model it must run in-process.
-const CHILD_ENV: &str = "TCC_E2E_CHILD";
 /// Printed by a child whose failure is the environment's (no OpenCL
 /// device), not the model's: never an expected failure.
 const ENVIRONMENT_MARKER: &str = "TCC-E2E-ENVIRONMENT-ERROR";
@@ -56,6 +58,34 @@ fn runtime() -> Result<Runtime> {
     };
     Runtime::with_options(DeviceSelector::from_flag_or_env(None), options)
         .context("no usable OpenCL device")
+}
+
+/// The upstream-MLIR reference outputs of `function` of the model at
+/// `path` on `inputs`. They do not depend on the target, so a worker that
+/// runs the same model for another target with the same inputs reuses
+/// them (the reference compiles and runs the model on the CPU each time).
+fn reference(
+    path: &std::path::Path,
+    function: &str,
+    inputs: &[HostTensor],
+) -> Result<Vec<HostTensor>> {
+    type Runs = Vec<(std::path::PathBuf, String, Vec<HostTensor>, Vec<HostTensor>)>;
+    static RUNS: std::sync::Mutex<Runs> = std::sync::Mutex::new(Vec::new());
+    let runs = || RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((.., outputs)) = runs()
+        .iter()
+        .find(|(p, f, i, _)| p == path && f == function && i == inputs)
+    {
+        return Ok(outputs.clone());
+    }
+    let outputs = tcc_compiler::reference::run(path, function, inputs)?;
+    let mut runs = runs();
+    // Only the last few models are kept: a model's targets run close together.
+    if runs.len() >= 16 {
+        runs.remove(0);
+    }
+    runs.push((path.to_path_buf(), function.to_string(), inputs.to_vec(), outputs.clone()));
+    Ok(outputs)
 }
 
 /// Compiles, runs and compares one model in this process. `Err` is the
@@ -94,7 +124,7 @@ fn run_model(name: &str, target: &str, runtime: &Runtime) -> Result<()> {
         let got = session
             .run(fname, &inputs)
             .map_err(|e| anyhow!("running @{fname} on {} failed: {e}", runtime.device().name))?;
-        let want = tcc_compiler::reference::run(&spec.path, fname, &inputs)
+        let want = reference(&spec.path, fname, &inputs)
             .map_err(|e| anyhow!("the reference run of @{fname} failed: {e:#}"))?;
         spec.check_scale(&want)?;
         if let Some(fixtures) = &fixtures {
@@ -152,38 +182,157 @@ enum Outcome {
     Environment(String),
 }
 
-fn in_child(name: &str, target: &str) {
-    let runtime = match runtime() {
-        Ok(runtime) => runtime,
-        Err(e) => panic!("{ENVIRONMENT_MARKER}: {e:#}"),
-    };
-    if let Err(e) = run_model(name, target, &runtime) {
-        panic!("{e:#}");
+/// Set in a worker child: it serves models read from its stdin.
+const WORKER_ENV: &str = "TCC_E2E_WORKER";
+/// Ends a worker's output for one model: `TCC-E2E-END <status>`.
+const END_MARKER: &str = "TCC-E2E-END";
+/// Models one worker runs before the next takes over (bounds how much
+/// one process accumulates: loaded libraries, built programs).
+const MODELS_PER_WORKER: usize = 24;
+
+/// A worker child's loop: one model per stdin line (`NAME TARGET`), its
+/// output (the compiler's, the driver's, the failure report) on stdout
+/// and stderr, which the parent reads from one pipe, then an end line.
+/// One OpenCL runtime serves them all: its set-up (PoCL loads its kernel
+/// library, about 0.7 s of CPU) and the process start were most of a
+/// small model's cost when every model had a process of its own.
+fn serve() {
+    unsafe extern "C" {
+        fn fflush(stream: *mut std::ffi::c_void) -> i32;
+    }
+    let runtime = runtime();
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    while {
+        line.clear();
+        stdin.read_line(&mut line).unwrap_or(0) > 0
+    } {
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(target)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let status = match &runtime {
+            Err(e) => {
+                eprintln!("{ENVIRONMENT_MARKER}: {e:#}");
+                "fail"
+            }
+            Ok(runtime) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_model(name, target, runtime)
+            })) {
+                Ok(Ok(())) => "ok",
+                Ok(Err(e)) => {
+                    eprintln!("{e:#}");
+                    "fail"
+                }
+                // A panic may leave the runtime in any state: this worker
+                // ends after reporting it.
+                Err(panic) => {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| panic.downcast_ref::<&str>().copied())
+                        .unwrap_or("(no message)");
+                    eprintln!("{name} ({target}): panic: {message}");
+                    "panic"
+                }
+            },
+        };
+        let _ = std::io::stdout().flush();
+        // SAFETY: fflush(NULL) flushes every C stdio stream (a driver's).
+        unsafe { fflush(std::ptr::null_mut()) };
+        println!("{END_MARKER} {status}");
+        let _ = std::io::stdout().flush();
+        if status == "panic" {
+            std::process::exit(0);
+        }
     }
 }
 
-fn run_child(test: &str, name: &str) -> Outcome {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let log_dir = tempfile::tempdir().expect("a temporary directory");
-    let log_path = log_dir.path().join("child.log");
-    let log = std::fs::File::create(&log_path).expect("a log file");
+/// A worker child and the lines of its output.
+struct Worker {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    served: usize,
+    _caches: tempfile::TempDir,
+}
+
+/// The idle workers; a test takes one (or starts one) and gives it back.
+static IDLE: std::sync::Mutex<Vec<Worker>> = std::sync::Mutex::new(Vec::new());
+
+/// Starts a worker: this test binary, re-executed with a filter for one
+/// model test (`test`), which serves models instead of running its own.
+fn start_worker(test: &str) -> std::io::Result<Worker> {
+    let exe = std::env::current_exe()?;
+    let caches = tempfile::tempdir()?;
+    let (reader, writer) = std::io::pipe()?;
     let mut command = Command::new(exe);
-    // Each child gets its own program caches (tcc's and PoCL's): children
+    // Each worker gets its own program caches (tcc's and PoCL's): workers
     // run concurrently, and a model's result must not depend on another
     // process writing the same cache entry at the same moment.
-    support::isolate_command(&mut command, log_dir.path());
-    let mut child = match command
+    support::isolate_command(&mut command, caches.path());
+    let mut child = command
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, test)
+        .env(WORKER_ENV, "1")
         .env("RUST_BACKTRACE", "0")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("log handle"))
-        .stderr(log)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => return Outcome::Environment(format!("cannot start the child test process: {e}")),
+        .stdin(Stdio::piped())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        // The pipe's write ends now belong to the child only (the Command
+        // holding them is dropped below), so the reader sees EOF when the
+        // child dies.
+        .spawn()?;
+    drop(command);
+    let stdin = child.stdin.take().expect("piped stdin");
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        let mut reader = std::io::BufReader::new(reader);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                // Lossy: a driver may print bytes that are not UTF-8.
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                    if send.send(text).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    Ok(Worker {
+        child,
+        stdin,
+        lines,
+        served: 0,
+        _caches: caches,
+    })
+}
+
+/// Runs one model in a worker child, so that a crash or a hang fails this
+/// model only (the worker is then replaced).
+fn run_in_worker(test: &str, name: &str, target: &str) -> Outcome {
+    let idle = IDLE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .pop();
+    let mut worker = match idle {
+        Some(worker) => worker,
+        None => match start_worker(test) {
+            Ok(worker) => worker,
+            Err(e) => {
+                return Outcome::Environment(format!("cannot start a worker test process: {e}"));
+            }
+        },
     };
+    if let Err(e) = writeln!(worker.stdin, "{name} {target}").and_then(|()| worker.stdin.flush()) {
+        let _ = worker.child.kill();
+        let _ = worker.child.wait();
+        return Outcome::Environment(format!("cannot send the model to a worker: {e}"));
+    }
     let limit = Duration::from_secs(
         std::env::var("TCC_E2E_TIMEOUT")
             .ok()
@@ -191,52 +340,71 @@ fn run_child(test: &str, name: &str) -> Outcome {
             .unwrap_or(300),
     );
     let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => {
-                return Outcome::Environment(format!(
-                    "cannot wait for the child test process: {e}"
+    let mut output = Vec::new();
+    let end = loop {
+        let left = limit.saturating_sub(start.elapsed());
+        match worker.lines.recv_timeout(left) {
+            // The end line may follow other output on its line (libtest's
+            // `test NAME ... ` before the first model).
+            Ok(line) => match line.find(END_MARKER) {
+                Some(at) => {
+                    output.push(line[..at].to_string());
+                    break Some(line[at + END_MARKER.len()..].trim().to_string());
+                }
+                None => output.push(line),
+            },
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = worker.child.kill();
+                let _ = worker.child.wait();
+                return Outcome::Fail(format!(
+                    "{name}: timed out after {} s\n{}",
+                    limit.as_secs(),
+                    tidy_child_output(&output.join("\n"))
                 ));
             }
+            // The worker died with this model: a crash.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
         }
     };
-    // Lossy: a driver may print bytes that are not UTF-8 (a failed
-    // read_to_string would leave the output empty).
-    let output =
-        String::from_utf8_lossy(&std::fs::read(&log_path).unwrap_or_default()).into_owned();
-    let ran_one = output.contains("test result: ok. 1 passed");
-    let raw_output = output.clone();
-    let output = tidy_child_output(&output);
-    match status {
-        None => Outcome::Fail(format!(
-            "{name}: timed out after {} s\n{output}",
-            limit.as_secs()
-        )),
-        Some(status) if status.success() => {
-            // A filter that matched nothing also exits 0: make sure it ran.
-            if ran_one {
-                Outcome::Pass
+    let output = output.join("\n");
+    let tidy = tidy_child_output(&output);
+    match end.as_deref() {
+        Some("ok") => {
+            worker.served += 1;
+            if worker.served < MODELS_PER_WORKER {
+                IDLE.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(worker);
             } else {
-                Outcome::Environment(format!(
-                    "the child ran no test (exit 0); its whole output:\n{raw_output}"
-                ))
+                drop(worker.stdin);
+                let _ = worker.child.wait();
+            }
+            Outcome::Pass
+        }
+        Some(status) => {
+            // A failed model may have left the runtime in any state: the
+            // worker ends, and the next model gets a fresh one.
+            drop(worker.stdin);
+            let _ = worker.child.wait();
+            if tidy.contains(ENVIRONMENT_MARKER) {
+                Outcome::Environment(tidy)
+            } else if status == "fail" || status == "panic" {
+                Outcome::Fail(tidy)
+            } else {
+                Outcome::Environment(format!("a worker ended a model with '{status}':\n{output}"))
             }
         }
-        Some(_) if output.contains(ENVIRONMENT_MARKER) => Outcome::Environment(output),
-        Some(status) => {
+        None => {
             use std::os::unix::process::ExitStatusExt as _;
-            match status.signal() {
+            let status = worker.child.wait();
+            match status.as_ref().ok().and_then(|s| s.signal()) {
                 Some(signal) => Outcome::Fail(format!(
-                    "{name}: the test process was killed by signal {signal} (a crash)\n{output}"
+                    "{name}: the test process was killed by signal {signal} (a crash)\n{tidy}"
                 )),
-                None => Outcome::Fail(output),
+                None if tidy.contains(ENVIRONMENT_MARKER) => Outcome::Environment(tidy),
+                None => Outcome::Fail(format!(
+                    "{name}: the test process exited ({status:?}) while running the model\n{tidy}"
+                )),
             }
         }
     }
@@ -265,8 +433,8 @@ fn tidy_child_output(output: &str) -> String {
 }
 
 fn check_model(test: &str, name: &str, target: &str) {
-    if std::env::var(CHILD_ENV).as_deref() == Ok(test) {
-        return in_child(name, target);
+    if std::env::var_os(WORKER_ENV).is_some() {
+        return serve();
     }
     let outcome = if std::env::var_os("TCC_E2E_IN_PROCESS").is_some() {
         match runtime() {
@@ -277,7 +445,7 @@ fn check_model(test: &str, name: &str, target: &str) {
             },
         }
     } else {
-        run_child(test, name)
+        run_in_worker(test, name, target)
     };
     let expected = expected_failures().expect("test/expected-failures.txt parses");
     let listed = expected
@@ -355,7 +523,7 @@ fn every_tolerance_is_within_the_rule() {
 /// Without an OpenCL device the suite fails instead of passing vacuously.
 #[test]
 fn opencl_device_is_available() {
-    if std::env::var_os(CHILD_ENV).is_some() {
+    if std::env::var_os(WORKER_ENV).is_some() {
         return;
     }
     let runtime = runtime().unwrap_or_else(|e| {
