@@ -107,7 +107,10 @@ fn records_every_float_tensor_with_its_range_and_histogram() {
     assert_eq!(html.matches("<svg class=\"hist\"").count(), names.len());
     assert!(html.contains("<dt>tensors</dt><dd>5</dd>"), "{html}");
     assert!(html.contains("<dt>samples</dt><dd>2</dd>"), "{html}");
-    assert!(html.contains("<dt>bins per tensor</dt><dd>8</dd>"), "{html}");
+    assert!(
+        html.contains("<dt>bins per tensor</dt><dd>8</dd>"),
+        "{html}"
+    );
     let values: i64 = profile
         .tensors
         .iter()
@@ -142,7 +145,9 @@ fn check_balanced(html: &str) {
             continue;
         }
         if let Some(name) = tag.strip_prefix('/') {
-            let top = open.pop().unwrap_or_else(|| panic!("</{name}> closes nothing"));
+            let top = open
+                .pop()
+                .unwrap_or_else(|| panic!("</{name}> closes nothing"));
             assert_eq!(top, name.trim(), "</{name}> closes <{top}>");
             continue;
         }

@@ -61,11 +61,16 @@ fn timed_events(trace: &Value, queue: &str) -> Vec<Value> {
     timed
 }
 
+/// A device command as the tests compare it: category, name, bytes.
+type Moved = (String, String, Option<u64>);
+/// A call's host span (start, end) and its device commands.
+type CallEvents = ((f64, f64), Vec<Moved>);
+
 /// Per call index: its host span (start, end) and its device events
 /// (category, name, bytes) in start order; checks that each call's
 /// device events start inside its span and do not overlap (one in-order
 /// queue or stream).
-fn by_call(timed: &[Value]) -> BTreeMap<u64, ((f64, f64), Vec<(String, String, Option<u64>)>)> {
+fn by_call(timed: &[Value]) -> BTreeMap<u64, CallEvents> {
     let mut calls = BTreeMap::new();
     for e in timed.iter().filter(|e| e["cat"] == "call") {
         let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
@@ -104,7 +109,7 @@ fn by_call(timed: &[Value]) -> BTreeMap<u64, ((f64, f64), Vec<(String, String, O
 }
 
 /// The kernels of a call's commands, in order.
-fn kernels(commands: &[(String, String, Option<u64>)]) -> Vec<&str> {
+fn kernels(commands: &[Moved]) -> Vec<&str> {
     commands
         .iter()
         .filter(|(cat, _, _)| cat == "kernel")

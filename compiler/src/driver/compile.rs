@@ -523,6 +523,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     check_tuning_target(&choice, args.target)?;
     let module = phases_to(Phase::Gpu, true, &choice)?;
     super::quantize::print_summary(&module);
+    // After the phases, code generation: seconds on a large model (the
+    // host object holds every weight), under a spinner on a terminal.
+    let codegen = super::progress::Progress::spinner("tcc compile");
+    codegen.message("codegen: OpenCL C kernels");
     let program = opencl_c::write_program_with(&module, precision, choice.dynamic_local)?;
     let mut compiled = Compiled {
         module,
@@ -530,8 +534,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         ptx: None,
     };
     if let Some(options) = &ptx_options {
+        codegen.message("codegen: PTX kernels (clang)");
         compiled.add_ptx(options)?;
     }
+    codegen.message("codegen: host program and constants (LLVM), linking");
     if let Some(format) = args.stats {
         eprint!(
             "{}",
@@ -633,6 +639,8 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 write_binary(path, &bytes)
             } else {
                 host_llvm::link_shared_objects(&object, &[&weights], path, triple)?;
+                // The accuracy report has its own progress.
+                drop(codegen);
                 if choice.quantize.is_some() && args.host_triple.is_none() {
                     super::quantize::report_accuracy(
                         &args.quantize,

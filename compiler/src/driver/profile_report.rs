@@ -18,7 +18,8 @@
 //!   calibration suits it better);
 //! - *saturated*: at least [`SATURATION_SHARE`] of the values sit in the
 //!   first or last bin, far more than in the bins beside it (a clip, a
-//!   ReLU6, a sigmoid's flat end: the range end is a hard limit);
+//!   ReLU6, a sigmoid's flat end: the range end is a hard limit), unless
+//!   that end is 0: then it is *zeros* (a ReLU's, exact in int8);
 //! - *constant*: every value was the same.
 
 use std::fmt::Write as _;
@@ -48,6 +49,9 @@ pub struct TensorSummary {
     /// end saturates, else `None`.
     pub saturated_low: Option<f64>,
     pub saturated_high: Option<f64>,
+    /// The share of the values piled at an end of the range that is 0
+    /// (a ReLU's zeros), which is not saturation.
+    pub zeros: Option<f64>,
 }
 
 impl TensorSummary {
@@ -75,13 +79,28 @@ impl TensorSummary {
             let mean = near.iter().sum::<f64>() / near.len().max(1) as f64;
             (share >= SATURATION_SHARE && at_end > 10.0 * mean).then_some(share)
         };
+        let low = end_share(0, &mut (1..bins));
+        let high = end_share(
+            bins.saturating_sub(1),
+            &mut (0..bins.saturating_sub(1)).rev(),
+        );
+        // A pile at an end that is zero is a ReLU's (or a mask's) zeros:
+        // exact in int8, not a clip of the range.
+        let (zeros_low, zeros_high) = (t.min == 0.0, t.max == 0.0);
         TensorSummary {
             count,
             p_low,
             p_high,
             outlier_ratio,
-            saturated_low: end_share(0, &mut (1..bins)),
-            saturated_high: end_share(bins.saturating_sub(1), &mut (0..bins.saturating_sub(1)).rev()),
+            saturated_low: low.filter(|_| !zeros_low),
+            saturated_high: high.filter(|_| !zeros_high),
+            zeros: if zeros_low {
+                low
+            } else if zeros_high {
+                high
+            } else {
+                None
+            },
         }
     }
 
@@ -111,6 +130,9 @@ impl TensorSummary {
         }
         if let Some(share) = self.saturated_high {
             marks.push(("sat", format!("saturated at max: {:.1} %", share * 100.0)));
+        }
+        if let Some(share) = self.zeros {
+            marks.push(("info", format!("zeros: {:.1} %", share * 100.0)));
         }
         if self.count == 0 {
             marks.push(("bad", "no finite values".to_string()));
@@ -160,7 +182,11 @@ fn escape(text: &str) -> String {
 /// A number as the page shows it: 4 significant digits.
 fn num(v: f64) -> String {
     if !v.is_finite() {
-        return if v.is_nan() { "NaN".into() } else { "∞".into() };
+        return if v.is_nan() {
+            "NaN".into()
+        } else {
+            "∞".into()
+        };
     }
     if v == 0.0 {
         return "0".into();
@@ -262,7 +288,7 @@ th { position: sticky; top: 0; background: #f6f6f6; cursor: pointer; user-select
 th.sorted-up::after { content: ' \\25B2'; } th.sorted-down::after { content: ' \\25BC'; }
 td.name, th.name { text-align: left; max-width: 28em; overflow-wrap: anywhere; }
 td.name small { color: #777; }
-td.marks { text-align: left; max-width: 18em; }
+td.marks, th.marks, th.hist { text-align: left; max-width: 18em; }
 .mark { display: inline-block; border-radius: 3px; padding: 0 5px; margin: 1px; font-size: 12px; }
 .mark.bad { background: #fdd; color: #900; } .mark.warn { background: #fea; color: #740; }
 .mark.sat { background: #def; color: #036; } .mark.info { background: #eee; color: #555; }
@@ -381,7 +407,8 @@ pub fn render(profile: &Profile) -> String {
          Marks: <span class=\"mark warn\">outliers</span> when |max| is {OUTLIER_RATIO}x the 99.99th percentile or more \
          (min/max calibration would waste int8 range on a few values); \
          <span class=\"mark sat\">saturated</span> when {}&#160;% or more of the values sit in an end bin, \
-         far more than beside it (a clip or a flat activation); <span class=\"mark bad\">non-finite</span> NaNs or infinities (not binned).</p>",
+         far more than beside it (a clip or a flat activation), unless that end is 0 (<span class=\"mark info\">zeros</span>: a ReLU's, exact in int8); \
+         <span class=\"mark bad\">non-finite</span> NaNs or infinities (not binned).</p>",
         SATURATION_SHARE * 100.0
     );
     // The table.
@@ -395,7 +422,7 @@ pub fn render(profile: &Profile) -> String {
         ("p99.99 %", ""),
         ("|max| / p99.99", ""),
         ("marks", "marks"),
-        ("histogram", ""),
+        ("histogram", "hist"),
     ]
     .iter()
     .enumerate()
@@ -494,7 +521,11 @@ mod tests {
         let t = tensor(-1.0, 100.0, bins);
         let s = TensorSummary::of(&t);
         assert!(s.outlier_ratio > 50.0, "{s:?}");
-        assert!(s.marks(&t).iter().any(|(c, m)| *c == "warn" && m.starts_with("outliers")));
+        assert!(
+            s.marks(&t)
+                .iter()
+                .any(|(c, m)| *c == "warn" && m.starts_with("outliers"))
+        );
         assert_eq!(s.saturated_high, None);
         // A clip at 6: a fifth of the values in the last bin.
         let mut bins = vec![10u64; 100];
@@ -503,6 +534,14 @@ mod tests {
         let s = TensorSummary::of(&t);
         assert!(s.saturated_high.is_some_and(|x| x > 0.2), "{s:?}");
         assert!(s.outlier_ratio < OUTLIER_RATIO);
+        // A ReLU's zeros pile at min = 0: not saturation.
+        let mut bins = vec![10u64; 100];
+        bins[0] = 500;
+        let t = tensor(0.0, 6.0, bins);
+        let s = TensorSummary::of(&t);
+        assert_eq!((s.saturated_low, s.saturated_high), (None, None));
+        assert!(s.zeros.is_some_and(|x| x > 0.3), "{s:?}");
+        assert_eq!(s.marks(&t)[0].0, "info");
         // Evenly spread values: no marks.
         let t = tensor(-1.0, 1.0, vec![5; 64]);
         assert!(TensorSummary::of(&t).marks(&t).is_empty());

@@ -82,16 +82,30 @@ pub(crate) fn measure(
             Runtimes::Cuda(rt) => Turn::new_cuda(rt, build, function, tensors.clone())?,
         });
     }
-    for _ in 0..args.warmup {
-        for turn in &mut turns {
-            turn.measure()?;
-        }
-    }
-    // The warm-up calls' times are not kept.
-    for turn in &mut turns {
-        turn.forget();
-    }
-    measure_in_turns(&mut turns, args.iterations)?;
+    // One profiled call per build and round: seconds on a large model.
+    cli::with_progress(
+        "tcc-benchmark",
+        &format!(
+            "calling {} builds in turns ({} warm-up and {} timed rounds)",
+            turns.len(),
+            args.warmup,
+            args.iterations
+        ),
+        "",
+        "measured",
+        || -> anyhow::Result<()> {
+            for _ in 0..args.warmup {
+                for turn in &mut turns {
+                    turn.measure()?;
+                }
+            }
+            // The warm-up calls' times are not kept.
+            for turn in &mut turns {
+                turn.forget();
+            }
+            Ok(measure_in_turns(&mut turns, args.iterations)?)
+        },
+    )?;
     let mut out = std::io::stdout().lock();
     let totals: Vec<f64> = turns.iter().map(|t| t.fastest().values().sum()).collect();
     if args.json {

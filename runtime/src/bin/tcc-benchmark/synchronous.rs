@@ -257,18 +257,27 @@ pub(crate) fn measure(
         if args.trace.is_some() {
             session.record_timeline(args.trace_calls)?;
         }
-        for _ in 0..args.warmup.max(1) {
-            session.run_with_sources(function, &tensors, &sources)?;
-        }
-        session.reset_profile()?;
-        for _ in 0..calls {
-            let outputs = session.run_with_sources(function, &tensors, &sources)?;
-            session.recycle(outputs);
-        }
-        (
-            session.kernel_profile()?,
-            session.take_timeline().map(|t| (t, args.warmup.max(1))),
-        )
+        // As long again as the measurement: said on stderr.
+        cli::with_progress(
+            "tcc-benchmark",
+            &format!("timing the kernels: a profiled session repeats the {calls} calls"),
+            " (CUDA graphs timed the calls without events)",
+            "kernels timed",
+            || -> anyhow::Result<_> {
+                for _ in 0..args.warmup.max(1) {
+                    session.run_with_sources(function, &tensors, &sources)?;
+                }
+                session.reset_profile()?;
+                for _ in 0..calls {
+                    let outputs = session.run_with_sources(function, &tensors, &sources)?;
+                    session.recycle(outputs);
+                }
+                Ok((
+                    session.kernel_profile()?,
+                    session.take_timeline().map(|t| (t, args.warmup.max(1))),
+                ))
+            },
+        )?
     } else {
         (
             session.kernel_profile()?,
