@@ -431,3 +431,101 @@ fn the_right_target() {
     );
     assert!(!run(&auto).contains("warning"));
 }
+
+/// `tcc compile --prepare` (issue 35 item 3, issue 37): the driver's binary
+/// for this machine's device lands next to the artifact, and a first run on
+/// empty tcc and PoCL caches loads it instead of compiling the kernels; the
+/// flag is refused where there is no artifact file to prepare.
+#[test]
+fn prepare_moves_the_kernel_build_to_build_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mlp = model("mlp.mlir");
+    let so = dir.path().join("mlp.so");
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .args(["compile", mlp.to_str().unwrap(), "--target=pocl-cpu"])
+        .arg("-o")
+        .arg(&so)
+        .arg("--prepare")
+        .env("POCL_CACHE_DIR", dir.path().join("pocl-build"))
+        .output()
+        .unwrap();
+    let err = text(&ok(o));
+    assert!(err.contains("tcc compile: --prepare: wrote "), "{err}");
+    let prepared = dir.path().join("mlp.so.prepared");
+    let entries: Vec<PathBuf> = std::fs::read_dir(&prepared)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert!(entries[0].extension().is_some_and(|x| x == "bin"));
+
+    let run = |tag: &str| {
+        let o = Command::new(library_dir().join("tcc-run"))
+            .arg(&so)
+            .args(["--input=1x4x16xf32=0.5", "--verbose"])
+            .env("TCC_CACHE_DIR", dir.path().join(format!("cache-{tag}")))
+            .env("POCL_CACHE_DIR", dir.path().join(format!("pocl-{tag}")))
+            .output()
+            .expect("tcc-run (cargo build -p tcc-runtime --bins)");
+        assert!(o.status.success(), "{}", text(&o));
+        o
+    };
+    let first = run("a");
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        err.contains("loaded from the artifact's prepared binary"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("in the background"),
+        "nothing to write: {err}"
+    );
+
+    // A damaged entry is refused, and the kernels are built from source
+    // with the same results.
+    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&entries[0], &bytes).unwrap();
+    let second = run("b");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("warning: not using the prepared program: ")
+            && err.contains("payload hash mismatch"),
+        "{err}"
+    );
+    assert!(err.contains("built from source"), "{err}");
+    assert_eq!(first.stdout, second.stdout);
+
+    for extra in [&["--emit=mlir"][..], &["--compile-to=linalg"]] {
+        let o = tcc(&[
+            &["compile", mlp.to_str().unwrap(), "--prepare", "-o"],
+            &[dir.path().join("x").to_str().unwrap()][..],
+            extra,
+        ]
+        .concat());
+        fails_with(&o, "--prepare builds an artifact's kernels for a device");
+    }
+    fails_with(
+        &tcc(&["compile", mlp.to_str().unwrap(), "--prepare", "-o", "-"]),
+        "--prepare builds an artifact's kernels for a device",
+    );
+    // No such device: tcc-run's own error, then tcc compile's, exit 1.
+    let o = tcc(&[
+        "compile",
+        mlp.to_str().unwrap(),
+        "--prepare=no-such-device",
+        "-o",
+        dir.path().join("y.so").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no OpenCL device matches \"no-such-device\"")
+            && err.contains("error: --prepare: `tcc-run --prepare ")
+            && err.contains("the artifact is written, unprepared"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!dir.path().join("y.so.prepared").exists());
+}
