@@ -569,8 +569,10 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// The native part of the `tcc` package (python/tcc/__init__.py re-exports
+/// it as `tcc`).
 #[pymodule]
-fn tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", tcc_runtime::version_string())?;
     m.add_class::<Model>()?;
     m.add_class::<Function>()?;
