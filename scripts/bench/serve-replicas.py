@@ -13,7 +13,7 @@ layout compiler/tests/python.rs makes on PYTHONPATH) and Ray installed
 dimension is the batch when every input and output shares it.
 
 Usage: scripts/bench/serve-replicas.py ARTIFACT [--replicas=1,2,4]
-       [--clients=8] [--requests=1000] [--rows=1] [--seed=0]
+       [--clients=8] [--requests=1000] [--rows=1] [--seed=0] [--batch-wait-ms=MS]
 """
 
 import argparse
@@ -41,6 +41,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--batch-wait-ms", type=float, default=None, help="default: the deployment's (measured)"
+    )
     args = parser.parse_args()
     artifact = os.path.abspath(args.artifact)
 
@@ -71,10 +74,17 @@ def main() -> None:
         port = s.getsockname()[1]
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
-        print("replicas  requests/s  rows/s  p50 ms  p99 ms  calls", flush=True)
+        print("replicas  requests/s  rows/s  p50 ms  p99 ms  calls  batch wait ms", flush=True)
         for replicas in [int(r) for r in args.replicas.split(",")]:
             handle = serve.run(
-                tcc.serve.application(artifact, num_replicas=replicas, num_cpus=0),
+                tcc.serve.application(
+                    artifact,
+                    num_replicas=replicas,
+                    num_cpus=0,
+                    batch_wait_timeout_s=None
+                    if args.batch_wait_ms is None
+                    else args.batch_wait_ms / 1e3,
+                ),
                 name="bench",
                 route_prefix=None,
             )
@@ -82,12 +92,13 @@ def main() -> None:
             before = calls(handle, replicas)
             seconds, latencies = run_clients(handle, request, args.clients, args.requests)
             made = calls(handle, replicas) - before
+            wait = handle.describe.remote().result(timeout_s=60)["batch_wait_timeout_s"]
             latencies.sort()
             p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
             print(
                 f"{replicas:8d}  {args.requests / seconds:10.1f}  "
                 f"{args.requests * rows / seconds:6.0f}  "
-                f"{statistics.median(latencies) * 1e3:6.1f}  {p99 * 1e3:6.1f}  {made:5d}",
+                f"{statistics.median(latencies) * 1e3:6.1f}  {p99 * 1e3:6.1f}  {made:5d}  {wait * 1e3:13.1f}",
                 flush=True,
             )
             serve.delete("bench")
