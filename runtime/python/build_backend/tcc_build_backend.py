@@ -36,8 +36,18 @@ __all__ = [
     "prepare_metadata_for_build_wheel",
 ]
 
-# Lines of the build shown on the terminal (their start, after spaces).
-SHOWN = ("Compiling ", "Finished ", "error", "warning: unused", "📦", "Built wheel")
+# Lines of the build shown on the terminal (their start, after spaces):
+# cargo's steps, waits and errors, and maturin's result.
+SHOWN = (
+    "Compiling ",
+    "Finished ",
+    "Updating ",
+    "Downloading ",
+    "Blocking ",
+    "error",
+    "📦",
+    "Built wheel",
+)
 
 
 def _progress_terminal():
