@@ -260,3 +260,22 @@ def test_the_app_builder_takes_serve_run_arguments(cluster):
         tcc.serve.app({"artifact": cluster["mlp"], "replicas": "2"})
     with pytest.raises(ValueError, match="needs artifact="):
         tcc.serve.app({})
+
+
+def test_max_batch_size_bounds_the_rows_of_a_request(tmp_path):
+    """The deployment's class, constructed in this process (no Ray): a
+    max_batch_size below the compiled batch bounds a request's rows, and
+    one above it is the replica's error (its health check fails)."""
+    cls = tcc.serve.TccModel.func_or_class
+    artifact = compile_artifact("clamp_minmax", str(tmp_path))
+    replica = cls(artifact, max_batch_size=3)
+    replica.check_health()
+    assert replica.describe()["max_batch_size"] == 3
+    x = np.zeros((3, 12), np.float32)
+    assert replica._validate((x, x), {}, from_json=False).rows == 3
+    four = np.zeros((4, 12), np.float32)
+    with pytest.raises(ValueError, match=r"1 <= n <= 3 .*got \(4, 12\)"):
+        replica._validate((four, four), {}, from_json=False)
+    too_big = cls(artifact, max_batch_size=6)
+    with pytest.raises(RuntimeError, match="max_batch_size=6 .*between 1 and the compiled batch size 5"):
+        too_big.check_health()

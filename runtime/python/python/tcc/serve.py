@@ -301,12 +301,13 @@ class TccModel:
                 )
             if self.batch:
                 n = array.shape[0] if array.ndim == len(shape) else -1
-                if n < 1 or n > self.batch or array.shape[1:] != shape[1:]:
+                # At most the rows of one call (max_batch_size <= B).
+                if n < 1 or n > self.max_rows or array.shape[1:] != shape[1:]:
                     want = ("n",) + shape[1:]
                     raise ValueError(
                         f"{label}: expected shape ({', '.join(map(str, want))}) with "
-                        f"1 <= n <= {self.batch} (the artifact's {_type_string(shape, dtype)}, "
-                        f"batched by rows), got {array.shape}"
+                        f"1 <= n <= {self.max_rows} (the artifact's "
+                        f"{_type_string(shape, dtype)}, batched by rows), got {array.shape}"
                     )
                 if rows is not None and n != rows:
                     raise ValueError(
