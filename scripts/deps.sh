@@ -49,6 +49,18 @@ if ! python3 -c "import pytest, numpy" 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check pytest numpy
 fi
 
+# Ray Serve runs tcc.serve (runtime/python/python/tcc/serve.py) and its
+# test (runtime/python/tests/test_serve.py), which fails without it. About
+# 40 s and 300 MB on a fresh machine; a second run checks the version only.
+RAY_VERSION=2.60.0
+# (Checked without importing Ray, which takes seconds.)
+if ! python3 -c "
+import importlib.metadata as m, importlib.util as u, sys
+sys.exit(m.version('ray') != '$RAY_VERSION' or not all(u.find_spec(x) for x in ('fastapi', 'uvicorn', 'starlette')))" 2>/dev/null; then
+  echo "deps: installing ray[serve]==$RAY_VERSION from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check "ray[serve]==$RAY_VERSION"
+fi
+
 command -v cargo >/dev/null || { echo "deps: cargo not found; install Rust (rustup) first" >&2; exit 1; }
 [ -x /usr/lib/llvm-22/bin/lit ] || { echo "deps: LLVM lit missing from llvm-22-tools" >&2; exit 1; }
 [ -f /usr/lib/clc/nvptx64--.bc ] || { echo "deps: libclc-22 has no /usr/lib/clc/nvptx64--.bc" >&2; exit 1; }

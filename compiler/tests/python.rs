@@ -1,8 +1,10 @@
-//! The Python module (runtime/python, pyo3 abi3): built on its own into
-//! target/python (a nested cargo cannot share the outer one's lock), copied
-//! as `tcc.abi3.so` into a scratch directory on `PYTHONPATH`, and tested
-//! with pytest (runtime/python/tests), against the tcc under test (`TCC`).
-//! Each pytest case is one case of the summary (docs/testing.md).
+//! The Python package (runtime/python, pyo3 abi3): the native module built
+//! on its own into target/python (a nested cargo cannot share the outer
+//! one's lock), laid out as the wheel has it (`tcc/_tcc.abi3.so` beside
+//! python/tcc's `__init__.py` and `serve.py`) in a scratch directory on
+//! `PYTHONPATH`, and tested with pytest (runtime/python/tests: the module,
+//! and `tcc.serve` on a local Ray cluster), against the tcc under test
+//! (`TCC`). Each pytest case is one case of the summary (docs/testing.md).
 
 #[path = "../../test/support/mod.rs"]
 mod support;
@@ -33,11 +35,17 @@ fn python_module_passes_its_pytest_suite() {
         String::from_utf8_lossy(&build.stderr)
     );
     let scratch = tempfile::tempdir().unwrap();
+    let package = scratch.path().join("tcc");
+    std::fs::create_dir(&package).unwrap();
     std::fs::copy(
-        target.join("debug/libtcc.so"),
-        scratch.path().join("tcc.abi3.so"),
+        target.join("debug/lib_tcc.so"),
+        package.join("_tcc.abi3.so"),
     )
     .unwrap();
+    for entry in std::fs::read_dir(crate_dir.join("python/tcc")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, package.join(path.file_name().unwrap())).unwrap();
+    }
 
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let mut command = Command::new(&python);

@@ -121,6 +121,18 @@ struct Loaded {
     called: std::sync::atomic::AtomicBool,
 }
 
+/// A model closed or dropped writes the program cache entries still
+/// deferred (on PoCL until the first call): each holds its key's lock,
+/// which another process loading the same artifact waits for (up to
+/// `TCC_CACHE_LOCK_TIMEOUT`), and the runtime itself lives as long as the
+/// process. A model loaded only to read its functions would otherwise keep
+/// every other process (the replicas of `tcc.serve`) waiting.
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        self.runtime.wait_for_cache_writes();
+    }
+}
+
 /// A model loaded on a device. `run` calls a function on numpy arrays.
 #[pyclass(module = "tcc")]
 struct Model {
@@ -569,8 +581,10 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// The native part of the `tcc` package (python/tcc/__init__.py re-exports
+/// it as `tcc`).
 #[pymodule]
-fn tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", tcc_runtime::version_string())?;
     m.add_class::<Model>()?;
     m.add_class::<Function>()?;

@@ -220,3 +220,28 @@ def test_dlpack_exchange_with_numpy(named):
     # The outputs are numpy arrays: any DLPack consumer takes them.
     back = np.from_dlpack(total)
     assert np.shares_memory(back, total)
+
+
+def test_a_model_closed_without_a_call_writes_its_program_cache_entry(tmp_path):
+    """On PoCL the program cache entry of a fresh build waits for the first
+    call and holds its key's lock until written; closing the model writes
+    it, so another process loading the same artifact (a tcc.serve replica)
+    does not wait for the lock."""
+    import subprocess
+    import sys
+
+    so = tmp_path / "mlp.so"
+    subprocess.run([os.environ["TCC"], "compile", os.path.join(MODELS, "mlp.mlir"), "-o", str(so)], check=True)
+    cache = tmp_path / "cache"
+    script = (
+        "import glob, sys, tcc\n"
+        "m = tcc.load(sys.argv[1])\n"
+        "m.close()\n"
+        "print(len(glob.glob(sys.argv[2] + '/opencl-programs/*.bin')))\n"
+    )
+    env = dict(os.environ, TCC_CACHE_DIR=str(cache))
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(so), str(cache)],
+        env=env, check=True, capture_output=True, text=True, timeout=300,
+    )
+    assert out.stdout.strip() == "1", out

@@ -1,6 +1,6 @@
-"""Type stubs of the tcc module (runtime/python/src/lib.rs): compile a
-model with the tcc compiler, load an artifact, run its functions on numpy
-arrays (or any DLPack producer)."""
+"""Type stubs of the tcc package (the native tcc._tcc,
+runtime/python/src/lib.rs): compile a model with the tcc compiler, load an
+artifact, run its functions on numpy arrays (or any DLPack producer)."""
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 

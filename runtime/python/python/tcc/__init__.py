@@ -1,0 +1,30 @@
+"""tcc for Python: compile a model with the tcc compiler, load an artifact
+from a file or from bytes, list devices and functions, and run functions on
+numpy arrays.
+
+The functions and classes come from the native module ``tcc._tcc``
+(runtime/python/src/lib.rs); ``tcc.serve`` serves an artifact with Ray
+Serve (it imports Ray only when it is imported itself).
+"""
+
+from ._tcc import (  # noqa: F401
+    Function,
+    Model,
+    Tensor,
+    __version__,
+    compile,
+    devices,
+    load,
+    load_bytes,
+)
+
+__all__ = [
+    "Function",
+    "Model",
+    "Tensor",
+    "__version__",
+    "compile",
+    "devices",
+    "load",
+    "load_bytes",
+]
