@@ -1,10 +1,12 @@
-//! `tcc compile --storage=fp16`: compiles test models both ways and runs
-//! both artifacts on the test's OpenCL device with the same deterministic
-//! inputs. Checks that the half artifact holds at most half the constant
-//! bytes (f32 weights become half; integer constants keep their size), that
-//! its outputs differ from the f32 ones (the storage really is half) but by
-//! no more than half precision allows, that `tcc inspect` says so, and that
-//! the SPIR-V form refuses the option.
+//! `tcc compile --storage=fp16` and `--precision=fp16|bf16` (16-bit
+//! storage on a non-NVIDIA target: fp32 arithmetic): compiles test models
+//! in fp32 and each 16-bit way and runs the artifacts on the test's OpenCL
+//! device with the same deterministic inputs. Checks that the 16-bit
+//! artifact holds at most half the constant bytes (f32 weights become 16
+//! bits; integer constants keep their size), that its outputs differ from
+//! the f32 ones (the storage really is narrower) but by no more than the
+//! type's precision allows, that `tcc inspect` says so, and that the
+//! SPIR-V form refuses the option.
 
 #[path = "../../test/support/mod.rs"]
 mod support;
@@ -21,6 +23,17 @@ use tcc_runtime::{HostTensor, Model};
 /// largest measured is conv_gemm's 6.3e-4, docs/benchmarks.md) while a
 /// wrong kernel errs by order 1.
 const RELATIVE_ERROR_BOUND: f64 = 4.0 / 2048.0;
+
+/// The same bound for bfloat16, whose rounding errs by at most 2^-8
+/// (8 significant bits): four units of 2^-8.
+const BF16_RELATIVE_ERROR_BOUND: f64 = 4.0 / 256.0;
+
+/// The 16-bit ways of compiling, with their bounds.
+const HALF_FLAGS: &[(&str, f64)] = &[
+    ("--storage=fp16", RELATIVE_ERROR_BOUND),
+    ("--precision=fp16", RELATIVE_ERROR_BOUND),
+    ("--precision=bf16", BF16_RELATIVE_ERROR_BOUND),
+];
 
 /// Models with f32 inputs covering every kernel form: loop kernels (with
 /// and without accumulation through memory), the GEMM and convolution
@@ -47,18 +60,18 @@ fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
 }
 
-fn compile(model: &str, storage: &str, output: &Path) {
+fn compile(model: &str, flag: &str, output: &Path) {
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .arg("compile")
         .arg(repo(&format!("test/models/{model}.mlir")))
-        .arg(format!("--storage={storage}"))
+        .arg(flag)
         .arg("-o")
         .arg(output)
         .output()
         .expect("run tcc compile");
     assert!(
         o.status.success(),
-        "tcc compile {model} --storage={storage}: {}",
+        "tcc compile {model} {flag}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
 }
@@ -94,51 +107,18 @@ fn half_storage_halves_the_weights_and_stays_within_half_precision() {
     let mut differing = 0;
     for name in MODELS {
         let full = dir.path().join(format!("{name}-fp32.so"));
-        let half = dir.path().join(format!("{name}-fp16.so"));
-        compile(name, "fp32", &full);
-        compile(name, "fp16", &half);
+        compile(name, "--storage=fp32", &full);
         let full = Model::load(&full).unwrap();
-        let half = Model::load(&half).unwrap();
-        let (full_bytes, half_bytes): (u64, u64) = (
-            full.constant_bytes().iter().sum(),
-            half.constant_bytes().iter().sum(),
-        );
-        assert!(
-            half_bytes * 2 <= full_bytes + 64 && (full_bytes == 0 || half_bytes < full_bytes),
-            "{name}: constants take {half_bytes} bytes with half storage, {full_bytes} in f32"
-        );
-        let mut full_session = runtime.session(&full).unwrap();
-        let mut half_session = runtime.session(&half).unwrap();
-        for function in full.functions().to_vec() {
-            let inputs = inputs(&full, &function.name);
-            let want = full_session.run(&function.name, &inputs).unwrap();
-            let got = half_session.run(&function.name, &inputs).unwrap();
-            assert_eq!(want.len(), got.len());
-            for (index, (g, w)) in got.iter().zip(&want).enumerate() {
-                let (Ok(g), Ok(w)) = (g.to_f32(), w.to_f32()) else {
-                    assert_eq!(g, w, "{name} @{} output {index}", function.name);
-                    continue;
-                };
-                assert!(
-                    g.iter().all(|v| v.is_finite()) == w.iter().all(|v| v.is_finite()),
-                    "{name} @{} output {index}: non-finite values with half storage",
-                    function.name
-                );
-                let error = relative_error(&g, &w);
-                if g != w {
-                    differing += 1;
-                }
-                report.push(format!(
-                    "{name} @{} output {index}: {error:.2e}",
-                    function.name
-                ));
-                assert!(
-                    error <= RELATIVE_ERROR_BOUND,
-                    "{name} @{} output {index}: relative error {error:.3e} with half storage\n{}",
-                    function.name,
-                    report.join("\n")
-                );
-            }
+        for (index, &(flag, bound)) in HALF_FLAGS.iter().enumerate() {
+            let half = dir.path().join(format!("{name}-half{index}.so"));
+            compile(name, flag, &half);
+            let half = Model::load(&half).unwrap();
+            compare(
+                (name, flag, bound),
+                &runtime,
+                (&full, &half),
+                (&mut report, &mut differing),
+            );
         }
     }
     println!("{}", report.join("\n"));
@@ -150,12 +130,65 @@ fn half_storage_halves_the_weights_and_stays_within_half_precision() {
     );
 }
 
+/// Runs every function of the f32 and the 16-bit artifact of `name`
+/// (compiled with `flag`) on the same inputs and checks the relative
+/// error against `bound`, adding a line per output to `report` and
+/// counting the outputs that differ at all.
+fn compare(
+    (name, flag, bound): (&str, &str, f64),
+    runtime: &tcc_runtime::Runtime,
+    (full, half): (&Model, &Model),
+    (report, differing): (&mut Vec<String>, &mut usize),
+) {
+    let (full_bytes, half_bytes): (u64, u64) = (
+        full.constant_bytes().iter().sum(),
+        half.constant_bytes().iter().sum(),
+    );
+    assert!(
+        half_bytes * 2 <= full_bytes + 64 && (full_bytes == 0 || half_bytes < full_bytes),
+        "{name} {flag}: constants take {half_bytes} bytes with half storage, {full_bytes} in f32"
+    );
+    let mut full_session = runtime.session(full).unwrap();
+    let mut half_session = runtime.session(half).unwrap();
+    for function in full.functions().to_vec() {
+        let inputs = inputs(full, &function.name);
+        let want = full_session.run(&function.name, &inputs).unwrap();
+        let got = half_session.run(&function.name, &inputs).unwrap();
+        assert_eq!(want.len(), got.len());
+        for (index, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (Ok(g), Ok(w)) = (g.to_f32(), w.to_f32()) else {
+                assert_eq!(g, w, "{name} {flag} @{} output {index}", function.name);
+                continue;
+            };
+            assert!(
+                g.iter().all(|v| v.is_finite()) == w.iter().all(|v| v.is_finite()),
+                "{name} {flag} @{} output {index}: non-finite values with half storage",
+                function.name
+            );
+            let error = relative_error(&g, &w);
+            if g != w {
+                *differing += 1;
+            }
+            report.push(format!(
+                "{name} {flag} @{} output {index}: {error:.2e}",
+                function.name
+            ));
+            assert!(
+                error <= bound,
+                "{name} {flag} @{} output {index}: relative error {error:.3e} with half storage\n{}",
+                function.name,
+                report.join("\n")
+            );
+        }
+    }
+}
+
 #[test]
 fn inspect_names_the_storage_and_spirv_refuses_it() {
     let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let half = dir.path().join("mlp.so");
-    compile("mlp", "fp16", &half);
+    compile("mlp", "--storage=fp16", &half);
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .arg("inspect")
         .arg(&half)
@@ -163,7 +196,7 @@ fn inspect_names_the_storage_and_spirv_refuses_it() {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("storage: fp16 (weights and intermediates; inputs and outputs f32)"),
+        text.contains("storage: fp16 (weights and intermediates; inputs and outputs as the model declares them)"),
         "{text}"
     );
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
@@ -178,5 +211,51 @@ fn inspect_names_the_storage_and_spirv_refuses_it() {
             .contains("--storage=fp16 needs the OpenCL C or PTX kernels"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn bf16_is_named_and_precisions_the_device_cannot_do_are_refused() {
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let half = dir.path().join("mlp-bf16.so");
+    compile("mlp", "--precision=bf16", &half);
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("inspect")
+        .arg(&half)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "storage: bf16 (weights and intermediates; inputs and outputs as the model declares them)"
+        ),
+        "{text}"
+    );
+    let refused = |args: &[&str], message: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+            .arg("compile")
+            .arg(repo("test/models/mlp.mlir"))
+            .args(args)
+            .arg("-o")
+            .arg(dir.path().join("refused.so"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    };
+    // BF16 (and FP16) tensor cores with cp.async are sm_80's.
+    refused(
+        &["--target=nvidia", "--precision=bf16", "--gpu-arch=sm_75"],
+        "--precision=bf16 needs BF16 tensor cores with cp.async (sm_80 or newer), not --gpu-arch=sm_75",
+    );
+    refused(
+        &["--precision=bf16", "--storage=fp16"],
+        "--storage=fp16 contradicts --precision=bf16, which stores bf16",
+    );
+    refused(
+        &["--precision=fp16", "--emit=spirv"],
+        "--precision=fp16 needs the OpenCL C or PTX kernels",
     );
 }
