@@ -259,3 +259,154 @@ fn bf16_is_named_and_precisions_the_device_cannot_do_are_refused() {
         "--precision=fp16 needs the OpenCL C or PTX kernels",
     );
 }
+
+/// Two products whose intermediate (4 x 30000 = 120000) overflows half but
+/// not fp32; the second scales it back to 480.
+const OVERFLOWING: &str = r#"
+func.func @overflow(%x: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> {
+  %w1 = "tosa.const"() <{values = dense<30000.0> : tensor<1x4x4xf32>}> : () -> tensor<1x4x4xf32>
+  %w2 = "tosa.const"() <{values = dense<0.001> : tensor<1x4x4xf32>}> : () -> tensor<1x4x4xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w1, %zp, %zp : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4xf32>
+  %o = tosa.matmul %h, %w2, %zp, %zp : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4xf32>
+  return %o : tensor<1x4x4xf32>
+}
+"#;
+
+#[test]
+fn check_numerics_names_the_kernel_whose_half_output_overflowed() {
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("overflow.mlir");
+    std::fs::write(&source, OVERFLOWING).unwrap();
+    let runtime = support::uncached_runtime();
+    let ones = |model: &Model| support::f32_inputs(model, "overflow", |_, _| 1.0);
+    let mut artifacts = Vec::new();
+    for flag in ["--precision=fp32", "--precision=fp16", "--precision=bf16"] {
+        let path = dir.path().join(format!("overflow{}.so", artifacts.len()));
+        // pocl-cpu: the products are GEMM templates, whose outputs are
+        // stored in 16 bits (generic's loop kernels accumulate through
+        // their output, which therefore stays f32).
+        let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+            .arg("compile")
+            .arg(&source)
+            .arg("--target=pocl-cpu")
+            .arg(flag)
+            .arg("-o")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        artifacts.push((flag, Model::load(&path).unwrap()));
+    }
+    for (flag, model) in &artifacts {
+        let mut session = runtime.session(model).unwrap();
+        session.check_numerics().unwrap();
+        let result = session.run("overflow", &ones(model));
+        if *flag == "--precision=fp16" {
+            // The first product's half output is infinite: the check stops
+            // there, naming that kernel.
+            let message = result.unwrap_err().to_string();
+            let first = &model.kernel_names()[0];
+            assert!(
+                message.contains(&format!(
+                    "check-numerics: kernel `{first}` (launch 1 of the call) produced inf at element 0"
+                )) && message.contains("(f16 storage)"),
+                "{message}"
+            );
+            // Without the check the overflow reaches the output.
+            let mut plain = runtime.session(model).unwrap();
+            let out = plain.run("overflow", &ones(model)).unwrap();
+            assert!(out[0].to_f32().unwrap().iter().all(|v| v.is_infinite()));
+        } else {
+            // fp32 and bf16 (fp32's range) stay finite: 4 x 30000 x 4 x
+            // 0.001 = 480.
+            let out = result.unwrap_or_else(|e| panic!("{flag}: {e}"));
+            let values = out[0].to_f32().unwrap();
+            assert!(
+                values.iter().all(|v| (v - 480.0).abs() <= 480.0 * 0.02),
+                "{flag}: {values:?}"
+            );
+        }
+    }
+}
+
+/// A half ONNX graph compiles natively: its inputs and outputs stay f16 or
+/// bf16, and with the matching `--precision` its weights (widened to f32
+/// at import) are stored in 16 bits again, exactly, so the outputs are the
+/// default artifact's bit for bit with half the constant bytes.
+#[test]
+fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
+    use tcc_runtime::{DType, HostTensor};
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = support::uncached_runtime();
+    for (graph, flag, dtype) in [
+        ("float16_net", "--precision=fp16", DType::F16),
+        ("bfloat16_net", "--precision=bf16", DType::BF16),
+    ] {
+        let model = repo(&format!("test/onnx/models/{graph}/model.onnx"));
+        let mut loaded = Vec::new();
+        for flag in ["--precision=fp32", flag] {
+            let path = dir.path().join(format!("{graph}{}.so", loaded.len()));
+            let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+                .arg("compile")
+                .arg(&model)
+                .arg(flag)
+                .arg("-o")
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            loaded.push(Model::load(&path).unwrap());
+        }
+        let (full, half) = (&loaded[0], &loaded[1]);
+        let function = &half.functions()[0];
+        assert!(
+            function
+                .inputs
+                .iter()
+                .chain(&function.outputs)
+                .all(|t| t.dtype == dtype),
+            "{graph} {flag}: {function:?}"
+        );
+        let (full_bytes, half_bytes): (u64, u64) = (
+            full.constant_bytes().iter().sum(),
+            half.constant_bytes().iter().sum(),
+        );
+        assert!(
+            half_bytes * 2 <= full_bytes + 64 && half_bytes < full_bytes,
+            "{graph} {flag}: {half_bytes} constant bytes, {full_bytes} without"
+        );
+        let mut state = 0x1234_5678_u32;
+        let inputs: Vec<HostTensor> = function
+            .inputs
+            .iter()
+            .map(|t| {
+                let count: usize = t.shape.iter().product();
+                let bytes = (0..count)
+                    .flat_map(|_| {
+                        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        let v = (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0;
+                        match dtype {
+                            DType::F16 => half::f16::from_f32(v).to_le_bytes(),
+                            _ => half::bf16::from_f32(v).to_le_bytes(),
+                        }
+                    })
+                    .collect();
+                HostTensor::new(dtype, t.shape.clone(), bytes).unwrap()
+            })
+            .collect();
+        let want = runtime
+            .session(full)
+            .unwrap()
+            .run(&function.name, &inputs)
+            .unwrap();
+        let got = runtime
+            .session(half)
+            .unwrap()
+            .run(&function.name, &inputs)
+            .unwrap();
+        assert_eq!(got, want, "{graph} {flag}");
+    }
+}

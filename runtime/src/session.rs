@@ -23,6 +23,7 @@
 mod arena;
 mod callbacks;
 mod lane_memory;
+mod numerics;
 mod program;
 mod transfers;
 
@@ -140,6 +141,8 @@ pub struct Session {
     /// Launch events not yet read (profiling only), with the kernel index.
     pending: Vec<(usize, Event)>,
     profile: Vec<KernelProfile>,
+    /// The NaN/infinity check of every launch (`Session::check_numerics`).
+    numerics: Option<numerics::NumericsCheck>,
     /// Output blocks the caller handed back ([`Session::recycle`]), reused
     /// by later calls instead of fresh memory.
     pub(crate) spare_outputs: crate::host_bytes::SpareOutputs,
@@ -191,6 +194,7 @@ impl Session {
             zero_constants: art.constants.iter().map(|_| None).collect(),
             pending: Vec::new(),
             profile,
+            numerics: None,
             spare_outputs: Default::default(),
             calls: crate::async_call::SessionCalls::default(),
             _program: program,

@@ -531,7 +531,13 @@ fn set_argument_attribute<'c>(
 /// The 16-bit type the module stores constants or kernels' buffers as,
 /// if any (what the artifact's metadata reports).
 pub fn half_storage(module: OperationRef) -> Option<HalfType> {
-    let kind = |ty: Type| if ty.is_bf16() { HalfType::BF16 } else { HalfType::F16 };
+    let kind = |ty: Type| {
+        if ty.is_bf16() {
+            HalfType::BF16
+        } else {
+            HalfType::F16
+        }
+    };
     body_ops_named(module, "memref.global")
         .iter()
         .find_map(|global| op_storage(global).map(kind))
@@ -539,8 +545,7 @@ pub fn half_storage(module: OperationRef) -> Option<HalfType> {
             crate::ir::util::ops_named(module, "gpu.func")
                 .iter()
                 .find_map(|kernel| {
-                    (0..kernel_arity(*kernel))
-                        .find_map(|i| argument_storage(*kernel, i).map(kind))
+                    (0..kernel_arity(*kernel)).find_map(|i| argument_storage(*kernel, i).map(kind))
                 })
         })
 }

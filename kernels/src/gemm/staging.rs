@@ -346,7 +346,11 @@ pub(super) fn copy_tile_async(out: &mut String, t: &TileStaging, threads: u32, k
     let (ol, og, _, _, on) = t.outer;
     let (il, ig, _, _, inn) = t.inner;
     let (tile, buffer, address) = (t.tile, t.buffer, t.address);
-    let bytes = if t.tile_storage == Storage::F32 { 16 } else { 8 };
+    let bytes = if t.tile_storage == Storage::F32 {
+        16
+    } else {
+        8
+    };
     staging_rounds(out, t, threads, Some(k_base), &|out: &mut String| {
         let _ = writeln!(
             out,

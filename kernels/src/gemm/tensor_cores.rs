@@ -241,7 +241,10 @@ impl StageFill<'_, '_> {
         };
         for (operand, copied, tile, registers) in fill.operands() {
             if !copied {
-                let staging = fill.sources.staging(fill.spec, operand, tile, false).holding(fill.tile_storage);
+                let staging = fill
+                    .sources
+                    .staging(fill.spec, operand, tile, false)
+                    .holding(fill.tile_storage);
                 declare_staging_registers(out, &staging, registers, threads);
             }
         }
@@ -263,7 +266,10 @@ impl StageFill<'_, '_> {
         };
         for (operand, copied, tile, registers) in fill.operands() {
             let tile = format!("{tile}[{stage}]");
-            let staging = fill.sources.staging(fill.spec, operand, &tile, false).holding(fill.tile_storage);
+            let staging = fill
+                .sources
+                .staging(fill.spec, operand, &tile, false)
+                .holding(fill.tile_storage);
             if copied {
                 copy_tile_async(out, &staging, threads, k_base);
             } else {
@@ -285,7 +291,10 @@ impl StageFill<'_, '_> {
         for (operand, copied, tile, registers) in fill.operands() {
             if !copied {
                 let tile = format!("{tile}[{stage}]");
-                let staging = fill.sources.staging(fill.spec, operand, &tile, false).holding(fill.tile_storage);
+                let staging = fill
+                    .sources
+                    .staging(fill.spec, operand, &tile, false)
+                    .holding(fill.tile_storage);
                 store_tile(out, &staging, threads, registers);
             }
         }

@@ -80,6 +80,7 @@ impl Session {
             arena,
             function: f,
             pending: &mut self.pending,
+            numerics: self.numerics.as_ref().map(|check| (check, 0)),
             live: HashMap::new(),
             error: None,
         };
@@ -196,6 +197,9 @@ struct CallContext<'a> {
     /// The function being called (its arena size and alignment).
     function: &'a FunctionInfo,
     pending: &'a mut Vec<(usize, Event)>,
+    /// `Session::check_numerics`: what each kernel writes, and the
+    /// launches of this call so far.
+    numerics: Option<(&'a super::numerics::NumericsCheck, usize)>,
     live: HashMap<usize, Live>,
     /// The first failure of a runtime call.
     error: Option<Error>,
@@ -419,6 +423,28 @@ impl CallContext<'_> {
         if global.contains(&0) {
             return Ok(()); // An empty NDRange does nothing.
         }
+        // `--check-numerics`: the written float buffers before the launch.
+        let check = self.numerics.as_mut().map(|(check, launches)| {
+            *launches += 1;
+            (*check, *launches)
+        });
+        let checked = match check {
+            Some((check, launch)) => {
+                let mut buffers = Vec::new();
+                for &(index, float) in check.writes.get(kernel as usize).into_iter().flatten() {
+                    let Some(arg) = args.get(index).filter(|a| a.kind == abi::TCC_ARG_BUFFER)
+                    else {
+                        continue;
+                    };
+                    // SAFETY: the kind says the union holds a buffer.
+                    let (mem, bytes) =
+                        self.lookup(unsafe { arg.value.buffer }, "checked buffer")?;
+                    buffers.push((index, float, mem, self.read_back(mem, bytes)?));
+                }
+                Some((launch, buffers))
+            }
+            None => None,
+        };
         // SAFETY: all arguments are set; the size arrays have `dims` entries.
         let event = unsafe {
             self.queue.enqueue_nd_range_kernel(
@@ -441,7 +467,32 @@ impl CallContext<'_> {
         if self.rt.profiling {
             self.pending.push((kernel as usize, event));
         }
+        if let Some((launch, buffers)) = checked {
+            for (index, float, mem, before) in buffers {
+                let after = self.read_back(mem, before.len() as u64)?;
+                if let Some(found) = super::numerics::first_new_non_finite(&before, &after, float) {
+                    return Err(super::numerics::non_finite_error(
+                        name,
+                        launch,
+                        (index, float),
+                        found,
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The `bytes` of `mem`, once the queue has finished everything before
+    /// (`--check-numerics`).
+    fn read_back(&self, mem: cl_mem, bytes: u64) -> Result<Vec<u8>> {
+        let mut data = vec![0u8; to_usize(bytes, "buffer size")?];
+        // SAFETY: `data` outlives the read: the queue finishes it below.
+        unsafe { super::transfers::read_buffer(self.queue, mem, &mut data) }?;
+        self.queue
+            .finish()
+            .map_err(|e| Error::cl("clFinish (check-numerics)", e))?;
+        Ok(data)
     }
 
     fn copy(
