@@ -314,6 +314,20 @@ fn check_numerics_names_the_kernel_whose_half_output_overflowed() {
                 )) && message.contains("(f16 storage)"),
                 "{message}"
             );
+            // tcc-run --check-numerics says the same and exits 1.
+            let exe = std::env::current_exe().unwrap();
+            let tcc_run = exe.parent().unwrap().parent().unwrap().join("tcc-run");
+            let o = Command::new(tcc_run)
+                .arg(model.path())
+                .args(["--input=1x4x4xf32=1", "--check-numerics"])
+                .output()
+                .expect("tcc-run (cargo build -p tcc-runtime --bins)");
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{stderr}");
+            assert!(
+                stderr.contains(&format!("check-numerics: kernel `{first}`")),
+                "{stderr}"
+            );
             // Without the check the overflow reaches the output.
             let mut plain = runtime.session(model).unwrap();
             let out = plain.run("overflow", &ones(model)).unwrap();
