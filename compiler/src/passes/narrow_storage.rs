@@ -52,7 +52,7 @@ use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users};
 
 /// The attribute that marks a buffer (or kernel argument) stored narrower
-/// than its element type: a type attribute, `f16`.
+/// than its element type: a type attribute, `f16` or `bf16`.
 pub use crate::ir::attr_names::STORAGE as STORAGE_ATTR;
 pub use crate::ir::storage::{argument_storage, op_storage};
 
