@@ -1,10 +1,12 @@
-//! `tcc compile --storage=fp16`: compiles test models both ways and runs
-//! both artifacts on the test's OpenCL device with the same deterministic
-//! inputs. Checks that the half artifact holds at most half the constant
-//! bytes (f32 weights become half; integer constants keep their size), that
-//! its outputs differ from the f32 ones (the storage really is half) but by
-//! no more than half precision allows, that `tcc inspect` says so, and that
-//! the SPIR-V form refuses the option.
+//! `tcc compile --storage=fp16` and `--precision=fp16|bf16` (16-bit
+//! storage on a non-NVIDIA target: fp32 arithmetic): compiles test models
+//! in fp32 and each 16-bit way and runs the artifacts on the test's OpenCL
+//! device with the same deterministic inputs. Checks that the 16-bit
+//! artifact holds at most half the constant bytes (f32 weights become 16
+//! bits; integer constants keep their size), that its outputs differ from
+//! the f32 ones (the storage really is narrower) but by no more than the
+//! type's precision allows, that `tcc inspect` says so, and that the
+//! SPIR-V form refuses the option.
 
 #[path = "../../test/support/mod.rs"]
 mod support;
@@ -21,6 +23,17 @@ use tcc_runtime::{HostTensor, Model};
 /// largest measured is conv_gemm's 6.3e-4, docs/benchmarks.md) while a
 /// wrong kernel errs by order 1.
 const RELATIVE_ERROR_BOUND: f64 = 4.0 / 2048.0;
+
+/// The same bound for bfloat16, whose rounding errs by at most 2^-8
+/// (8 significant bits): four units of 2^-8.
+const BF16_RELATIVE_ERROR_BOUND: f64 = 4.0 / 256.0;
+
+/// The 16-bit ways of compiling, with their bounds.
+const HALF_FLAGS: &[(&str, f64)] = &[
+    ("--storage=fp16", RELATIVE_ERROR_BOUND),
+    ("--precision=fp16", RELATIVE_ERROR_BOUND),
+    ("--precision=bf16", BF16_RELATIVE_ERROR_BOUND),
+];
 
 /// Models with f32 inputs covering every kernel form: loop kernels (with
 /// and without accumulation through memory), the GEMM and convolution
@@ -47,18 +60,18 @@ fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
 }
 
-fn compile(model: &str, storage: &str, output: &Path) {
+fn compile(model: &str, flag: &str, output: &Path) {
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .arg("compile")
         .arg(repo(&format!("test/models/{model}.mlir")))
-        .arg(format!("--storage={storage}"))
+        .arg(flag)
         .arg("-o")
         .arg(output)
         .output()
         .expect("run tcc compile");
     assert!(
         o.status.success(),
-        "tcc compile {model} --storage={storage}: {}",
+        "tcc compile {model} {flag}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
 }
@@ -94,51 +107,18 @@ fn half_storage_halves_the_weights_and_stays_within_half_precision() {
     let mut differing = 0;
     for name in MODELS {
         let full = dir.path().join(format!("{name}-fp32.so"));
-        let half = dir.path().join(format!("{name}-fp16.so"));
-        compile(name, "fp32", &full);
-        compile(name, "fp16", &half);
+        compile(name, "--storage=fp32", &full);
         let full = Model::load(&full).unwrap();
-        let half = Model::load(&half).unwrap();
-        let (full_bytes, half_bytes): (u64, u64) = (
-            full.constant_bytes().iter().sum(),
-            half.constant_bytes().iter().sum(),
-        );
-        assert!(
-            half_bytes * 2 <= full_bytes + 64 && (full_bytes == 0 || half_bytes < full_bytes),
-            "{name}: constants take {half_bytes} bytes with half storage, {full_bytes} in f32"
-        );
-        let mut full_session = runtime.session(&full).unwrap();
-        let mut half_session = runtime.session(&half).unwrap();
-        for function in full.functions().to_vec() {
-            let inputs = inputs(&full, &function.name);
-            let want = full_session.run(&function.name, &inputs).unwrap();
-            let got = half_session.run(&function.name, &inputs).unwrap();
-            assert_eq!(want.len(), got.len());
-            for (index, (g, w)) in got.iter().zip(&want).enumerate() {
-                let (Ok(g), Ok(w)) = (g.to_f32(), w.to_f32()) else {
-                    assert_eq!(g, w, "{name} @{} output {index}", function.name);
-                    continue;
-                };
-                assert!(
-                    g.iter().all(|v| v.is_finite()) == w.iter().all(|v| v.is_finite()),
-                    "{name} @{} output {index}: non-finite values with half storage",
-                    function.name
-                );
-                let error = relative_error(&g, &w);
-                if g != w {
-                    differing += 1;
-                }
-                report.push(format!(
-                    "{name} @{} output {index}: {error:.2e}",
-                    function.name
-                ));
-                assert!(
-                    error <= RELATIVE_ERROR_BOUND,
-                    "{name} @{} output {index}: relative error {error:.3e} with half storage\n{}",
-                    function.name,
-                    report.join("\n")
-                );
-            }
+        for (index, &(flag, bound)) in HALF_FLAGS.iter().enumerate() {
+            let half = dir.path().join(format!("{name}-half{index}.so"));
+            compile(name, flag, &half);
+            let half = Model::load(&half).unwrap();
+            compare(
+                (name, flag, bound),
+                &runtime,
+                (&full, &half),
+                (&mut report, &mut differing),
+            );
         }
     }
     println!("{}", report.join("\n"));
@@ -150,12 +130,65 @@ fn half_storage_halves_the_weights_and_stays_within_half_precision() {
     );
 }
 
+/// Runs every function of the f32 and the 16-bit artifact of `name`
+/// (compiled with `flag`) on the same inputs and checks the relative
+/// error against `bound`, adding a line per output to `report` and
+/// counting the outputs that differ at all.
+fn compare(
+    (name, flag, bound): (&str, &str, f64),
+    runtime: &tcc_runtime::Runtime,
+    (full, half): (&Model, &Model),
+    (report, differing): (&mut Vec<String>, &mut usize),
+) {
+    let (full_bytes, half_bytes): (u64, u64) = (
+        full.constant_bytes().iter().sum(),
+        half.constant_bytes().iter().sum(),
+    );
+    assert!(
+        half_bytes * 2 <= full_bytes + 64 && (full_bytes == 0 || half_bytes < full_bytes),
+        "{name} {flag}: constants take {half_bytes} bytes with half storage, {full_bytes} in f32"
+    );
+    let mut full_session = runtime.session(full).unwrap();
+    let mut half_session = runtime.session(half).unwrap();
+    for function in full.functions().to_vec() {
+        let inputs = inputs(full, &function.name);
+        let want = full_session.run(&function.name, &inputs).unwrap();
+        let got = half_session.run(&function.name, &inputs).unwrap();
+        assert_eq!(want.len(), got.len());
+        for (index, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (Ok(g), Ok(w)) = (g.to_f32(), w.to_f32()) else {
+                assert_eq!(g, w, "{name} {flag} @{} output {index}", function.name);
+                continue;
+            };
+            assert!(
+                g.iter().all(|v| v.is_finite()) == w.iter().all(|v| v.is_finite()),
+                "{name} {flag} @{} output {index}: non-finite values with half storage",
+                function.name
+            );
+            let error = relative_error(&g, &w);
+            if g != w {
+                *differing += 1;
+            }
+            report.push(format!(
+                "{name} {flag} @{} output {index}: {error:.2e}",
+                function.name
+            ));
+            assert!(
+                error <= bound,
+                "{name} {flag} @{} output {index}: relative error {error:.3e} with half storage\n{}",
+                function.name,
+                report.join("\n")
+            );
+        }
+    }
+}
+
 #[test]
 fn inspect_names_the_storage_and_spirv_refuses_it() {
     let _serial = support::device_and_spawn_lock();
     let dir = tempfile::tempdir().unwrap();
     let half = dir.path().join("mlp.so");
-    compile("mlp", "fp16", &half);
+    compile("mlp", "--storage=fp16", &half);
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .arg("inspect")
         .arg(&half)
@@ -163,7 +196,7 @@ fn inspect_names_the_storage_and_spirv_refuses_it() {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("storage: fp16 (weights and intermediates; inputs and outputs f32)"),
+        text.contains("storage: fp16 (weights and intermediates; inputs and outputs as the model declares them)"),
         "{text}"
     );
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
@@ -179,4 +212,215 @@ fn inspect_names_the_storage_and_spirv_refuses_it() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+#[test]
+fn bf16_is_named_and_precisions_the_device_cannot_do_are_refused() {
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let half = dir.path().join("mlp-bf16.so");
+    compile("mlp", "--precision=bf16", &half);
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("inspect")
+        .arg(&half)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "storage: bf16 (weights and intermediates; inputs and outputs as the model declares them)"
+        ),
+        "{text}"
+    );
+    let refused = |args: &[&str], message: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+            .arg("compile")
+            .arg(repo("test/models/mlp.mlir"))
+            .args(args)
+            .arg("-o")
+            .arg(dir.path().join("refused.so"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    };
+    // BF16 (and FP16) tensor cores with cp.async are sm_80's.
+    refused(
+        &["--target=nvidia", "--precision=bf16", "--gpu-arch=sm_75"],
+        "--precision=bf16 needs BF16 tensor cores with cp.async (sm_80 or newer), not --gpu-arch=sm_75",
+    );
+    refused(
+        &["--precision=bf16", "--storage=fp16"],
+        "--storage=fp16 contradicts --precision=bf16, which stores bf16",
+    );
+    refused(
+        &["--precision=fp16", "--emit=spirv"],
+        "--precision=fp16 needs the OpenCL C or PTX kernels",
+    );
+}
+
+/// Two products whose intermediate (4 x 30000 = 120000) overflows half but
+/// not fp32; the second scales it back to 480.
+const OVERFLOWING: &str = r#"
+func.func @overflow(%x: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> {
+  %w1 = "tosa.const"() <{values = dense<30000.0> : tensor<1x4x4xf32>}> : () -> tensor<1x4x4xf32>
+  %w2 = "tosa.const"() <{values = dense<0.001> : tensor<1x4x4xf32>}> : () -> tensor<1x4x4xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w1, %zp, %zp : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4xf32>
+  %o = tosa.matmul %h, %w2, %zp, %zp : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4xf32>
+  return %o : tensor<1x4x4xf32>
+}
+"#;
+
+#[test]
+fn check_numerics_names_the_kernel_whose_half_output_overflowed() {
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("overflow.mlir");
+    std::fs::write(&source, OVERFLOWING).unwrap();
+    let runtime = support::uncached_runtime();
+    let ones = |model: &Model| support::f32_inputs(model, "overflow", |_, _| 1.0);
+    let mut artifacts = Vec::new();
+    for flag in ["--precision=fp32", "--precision=fp16", "--precision=bf16"] {
+        let path = dir.path().join(format!("overflow{}.so", artifacts.len()));
+        // pocl-cpu: the products are GEMM templates, whose outputs are
+        // stored in 16 bits (generic's loop kernels accumulate through
+        // their output, which therefore stays f32).
+        let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+            .arg("compile")
+            .arg(&source)
+            .arg("--target=pocl-cpu")
+            .arg(flag)
+            .arg("-o")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        artifacts.push((flag, Model::load(&path).unwrap()));
+    }
+    for (flag, model) in &artifacts {
+        let mut session = runtime.session(model).unwrap();
+        session.check_numerics().unwrap();
+        let result = session.run("overflow", &ones(model));
+        if *flag == "--precision=fp16" {
+            // The first product's half output is infinite: the check stops
+            // there, naming that kernel.
+            let message = result.unwrap_err().to_string();
+            let first = &model.kernel_names()[0];
+            assert!(
+                message.contains(&format!(
+                    "check-numerics: kernel `{first}` (launch 1 of the call) produced inf at element 0"
+                )) && message.contains("(f16 storage)"),
+                "{message}"
+            );
+            // tcc-run --check-numerics says the same and exits 1.
+            let exe = std::env::current_exe().unwrap();
+            let tcc_run = exe.parent().unwrap().parent().unwrap().join("tcc-run");
+            let o = Command::new(tcc_run)
+                .arg(model.path())
+                .args(["--input=1x4x4xf32=1", "--check-numerics"])
+                .output()
+                .expect("tcc-run (cargo build -p tcc-runtime --bins)");
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{stderr}");
+            assert!(
+                stderr.contains(&format!("check-numerics: kernel `{first}`")),
+                "{stderr}"
+            );
+            // Without the check the overflow reaches the output.
+            let mut plain = runtime.session(model).unwrap();
+            let out = plain.run("overflow", &ones(model)).unwrap();
+            assert!(out[0].to_f32().unwrap().iter().all(|v| v.is_infinite()));
+        } else {
+            // fp32 and bf16 (fp32's range) stay finite: 4 x 30000 x 4 x
+            // 0.001 = 480.
+            let out = result.unwrap_or_else(|e| panic!("{flag}: {e}"));
+            let values = out[0].to_f32().unwrap();
+            assert!(
+                values.iter().all(|v| (v - 480.0).abs() <= 480.0 * 0.02),
+                "{flag}: {values:?}"
+            );
+        }
+    }
+}
+
+/// A half ONNX graph compiles natively: its inputs and outputs stay f16 or
+/// bf16, and with the matching `--precision` its weights (widened to f32
+/// at import) are stored in 16 bits again, exactly, so the outputs are the
+/// default artifact's bit for bit with half the constant bytes.
+#[test]
+fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
+    use tcc_runtime::{DType, HostTensor};
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = support::uncached_runtime();
+    for (graph, flag, dtype) in [
+        ("float16_net", "--precision=fp16", DType::F16),
+        ("bfloat16_net", "--precision=bf16", DType::BF16),
+    ] {
+        let model = repo(&format!("test/onnx/models/{graph}/model.onnx"));
+        let mut loaded = Vec::new();
+        for flag in ["--precision=fp32", flag] {
+            let path = dir.path().join(format!("{graph}{}.so", loaded.len()));
+            let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+                .arg("compile")
+                .arg(&model)
+                .arg(flag)
+                .arg("-o")
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            loaded.push(Model::load(&path).unwrap());
+        }
+        let (full, half) = (&loaded[0], &loaded[1]);
+        let function = &half.functions()[0];
+        assert!(
+            function
+                .inputs
+                .iter()
+                .chain(&function.outputs)
+                .all(|t| t.dtype == dtype),
+            "{graph} {flag}: {function:?}"
+        );
+        let (full_bytes, half_bytes): (u64, u64) = (
+            full.constant_bytes().iter().sum(),
+            half.constant_bytes().iter().sum(),
+        );
+        assert!(
+            half_bytes * 2 <= full_bytes + 64 && half_bytes < full_bytes,
+            "{graph} {flag}: {half_bytes} constant bytes, {full_bytes} without"
+        );
+        let mut state = 0x1234_5678_u32;
+        let inputs: Vec<HostTensor> = function
+            .inputs
+            .iter()
+            .map(|t| {
+                let count: usize = t.shape.iter().product();
+                let bytes = (0..count)
+                    .flat_map(|_| {
+                        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        let v = (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0;
+                        match dtype {
+                            DType::F16 => half::f16::from_f32(v).to_le_bytes(),
+                            _ => half::bf16::from_f32(v).to_le_bytes(),
+                        }
+                    })
+                    .collect();
+                HostTensor::new(dtype, t.shape.clone(), bytes).unwrap()
+            })
+            .collect();
+        let want = runtime
+            .session(full)
+            .unwrap()
+            .run(&function.name, &inputs)
+            .unwrap();
+        let got = runtime
+            .session(half)
+            .unwrap()
+            .run(&function.name, &inputs)
+            .unwrap();
+        assert_eq!(got, want, "{graph} {flag}");
+    }
 }

@@ -16,7 +16,9 @@
 // RUN: not tcc compile %s --target=nvidia --precision=tf32 --ptx=off -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-NO-PTX
 // RUN: not tcc compile %s --target=nvidia --precision=tf32 --gpu-arch=sm_75 -o %t.so 2>&1 | FileCheck %s --check-prefix=TF32-SM75
 // RUN: tcc compile %s --target=nvidia --precision=fp16 --emit=ptx | FileCheck %s --check-prefix=FP16 --implicit-check-not=__local_depot
-// RUN: not tcc compile %s --target=pocl-cpu --precision=fp16 -o %t.so 2>&1 | FileCheck %s --check-prefix=FP16-CPU
+// RUN: tcc compile %s --target=nvidia --precision=bf16 --emit=ptx | FileCheck %s --check-prefix=BF16 --implicit-check-not=__local_depot
+// RUN: tcc compile %s --target=pocl-cpu --precision=fp16 -o %t.so 2>&1 | FileCheck %s --check-prefix=FP16-CPU
+// RUN: not tcc compile %s --target=nvidia --precision=bf16 --gpu-arch=sm_75 -o %t.so 2>&1 | FileCheck %s --check-prefix=BF16-SM75
 
 // CHECK: .version 8.0
 // CHECK: .target sm_90
@@ -50,14 +52,26 @@
 // TF32-CL: #endif
 // TF32-GENERIC: --precision=tf32 runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target=generic)
 // TF32-NO-PTX: --precision=tf32 reaches tensor cores only through PTX: drop --ptx=off
-// TF32-SM75: --precision=tf32 needs tensor cores with cp.async (sm_80 or newer), not --gpu-arch=sm_75
+// TF32-SM75: --precision=tf32 needs TF32 tensor cores with cp.async (sm_80 or newer), not --gpu-arch=sm_75
 
-// --precision=fp16: the same pipeline, operands packed into half pairs.
+// --precision=fp16|bf16: the local tiles hold halves. The operands here
+// are the functions' fp32 arguments (inputs keep their type), so they are
+// rounded to the tile's type as they are staged (`cvt.rn.f16.f32`); the
+// fragments are read as 32-bit words of half pairs (A) or two 16-bit
+// loads (B), and the mma takes them as they are.
 // FP16: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
-// FP16: cp.async.cg.shared.global
-// FP16: cvt.rn.f16x2.f32
+// FP16: cvt.rn.f16.f32
+// FP16: st.shared.v4.b16
+// FP16: ld.shared.b32
+// FP16: ld.shared.b16
 // FP16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// FP16-CPU: --precision=fp16 runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target=pocl-cpu)
+// BF16: .entry [[GEMM:[a-z_]*matmul[a-z_0-9]*]](
+// BF16: cvt.rn.bf16.f32
+// BF16: ld.shared.b32
+// BF16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// Elsewhere 16-bit storage with fp32 arithmetic, said in one line.
+// FP16-CPU: note: --precision=fp16 on --target=pocl-cpu without PTX: weights and activations are stored in fp16, GEMMs and convolutions compute in fp32
+// BF16-SM75: --precision=bf16 needs BF16 tensor cores with cp.async (sm_80 or newer), not --gpu-arch=sm_75
 
 // SM80: .version 7.1
 // SM80: .target sm_80

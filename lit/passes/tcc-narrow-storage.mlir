@@ -4,7 +4,12 @@
 // kernel argument they reach); model inputs and outputs, buffers a loop
 // kernel both loads and stores, buffers the host copies, split-K
 // workspaces and kernel arguments shared with an f32 buffer stay f32.
+// With `type=bf16` (`tcc compile --precision=bf16`) the same buffers are
+// marked `tcc.storage = bf16`; another type is refused.
 // RUN: tcc-opt %s --split-input-file --tcc-narrow-storage | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-narrow-storage{type=bf16})' | FileCheck %s --check-prefix=BF16 --implicit-check-not="tcc.storage = f16"
+// RUN: not tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-narrow-storage{type=f8})' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: type must be f16 or bf16, not 'f8'
 
 // The weight and the intermediate between the two kernels are narrowed;
 // the model's input %x and output %y are not.
@@ -13,6 +18,11 @@
 // CHECK: %[[TMP:.*]] = memref.alloc() {tcc.storage = f16} : memref<4xf32>
 // CHECK: gpu.func @scale(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32> {tcc.storage = f16}, %{{.*}}: memref<4xf32> {tcc.storage = f16}) kernel
 // CHECK: gpu.func @square(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32> {tcc.storage = f16}) kernel
+// BF16: memref.global "private" constant @weight : memref<4xf32> = dense<{{.*}}> {tcc.storage = bf16}
+// BF16-LABEL: func.func @chain(
+// BF16: %[[TMP:.*]] = memref.alloc() {tcc.storage = bf16} : memref<4xf32>
+// BF16: gpu.func @scale(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32> {tcc.storage = bf16}, %{{.*}}: memref<4xf32> {tcc.storage = bf16}) kernel
+// BF16: gpu.func @square(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32> {tcc.storage = bf16}) kernel
 module attributes {gpu.container_module} {
   memref.global "private" constant @weight : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
   func.func @chain(%x: memref<4xf32>, %y: memref<4xf32>) {

@@ -23,6 +23,7 @@
 mod arena;
 mod callbacks;
 mod lane_memory;
+mod numerics;
 mod program;
 mod transfers;
 
@@ -168,6 +169,8 @@ pub struct Session {
     profile: Vec<KernelProfile>,
     /// The timeline being recorded ([`Session::record_timeline`]).
     timeline: Option<crate::timeline::Recorder>,
+    /// The NaN/infinity check of every launch (`Session::check_numerics`).
+    numerics: Option<numerics::NumericsCheck>,
     /// Output blocks the caller handed back ([`Session::recycle`]), reused
     /// by later calls instead of fresh memory.
     pub(crate) spare_outputs: crate::host_bytes::SpareOutputs,
@@ -220,6 +223,7 @@ impl Session {
             pending: Vec::new(),
             profile,
             timeline: None,
+            numerics: None,
             spare_outputs: Default::default(),
             calls: crate::async_call::SessionCalls::default(),
             _program: program,

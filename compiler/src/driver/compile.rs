@@ -50,8 +50,10 @@ pub enum PrecisionArg {
     Fp32,
     /// TF32 tensor cores with fp32 accumulation (PyTorch's allow_tf32): PTX for NVIDIA only.
     Tf32,
-    /// FP16 tensor cores (inputs rounded to half) with fp32 accumulation: PTX for NVIDIA only.
+    /// Weights and activations stored as IEEE half, elementwise math and reductions in fp32 registers; on NVIDIA PTX, GEMMs on FP16 tensor cores with fp32 accumulation.
     Fp16,
+    /// As fp16 with bfloat16 (fp32's range, 8 significant bits); BF16 tensor cores need sm_80 or newer.
+    Bf16,
 }
 
 impl PrecisionArg {
@@ -61,6 +63,16 @@ impl PrecisionArg {
             PrecisionArg::Fp32 => "fp32",
             PrecisionArg::Tf32 => "tf32",
             PrecisionArg::Fp16 => "fp16",
+            PrecisionArg::Bf16 => "bf16",
+        }
+    }
+
+    /// The 16-bit storage the precision implies, if any.
+    fn half_storage(self) -> Option<StorageArg> {
+        match self {
+            PrecisionArg::Fp16 => Some(StorageArg::Fp16),
+            PrecisionArg::Bf16 => Some(StorageArg::Bf16),
+            PrecisionArg::Fp32 | PrecisionArg::Tf32 => None,
         }
     }
 }
@@ -82,8 +94,20 @@ pub enum BackendArg {
 pub enum StorageArg {
     /// f32, as the model says (the default).
     Fp32,
-    /// IEEE half (kernels still compute in f32; inputs and outputs stay f32).
+    /// IEEE half (kernels still compute in f32; inputs and outputs keep their types).
     Fp16,
+    /// bfloat16 (kernels still compute in f32; inputs and outputs keep their types).
+    Bf16,
+}
+
+impl StorageArg {
+    fn name(self) -> &'static str {
+        match self {
+            StorageArg::Fp32 => "fp32",
+            StorageArg::Fp16 => "fp16",
+            StorageArg::Bf16 => "bf16",
+        }
+    }
 }
 
 /// `--ptx`: whether the artifact carries PTX beside the OpenCL C.
@@ -135,15 +159,15 @@ pub struct CompileArgs {
     /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs).
     #[arg(long = "gpu-arch", default_value = ptx::DEFAULT_ARCH, value_name = "SM")]
     pub gpu_arch: String,
-    /// Arithmetic of GEMMs and convolutions: fp32 (exact, default), tf32 (tensor cores, inputs rounded to 10 mantissa bits, fp32 accumulation) or fp16 (tensor cores, inputs rounded to half, fp32 accumulation); tf32 and fp16 need --target=nvidia and PTX, sm_80 or newer; the OpenCL C fallback stays fp32.
+    /// Precision: fp32 (exact, default); tf32 (NVIDIA PTX tensor cores, GEMM inputs rounded to 10 mantissa bits, fp32 accumulation); fp16 or bf16 (weights and activations stored in 16 bits, converted at the model's inputs and outputs, elementwise math, softmax and norm statistics in fp32 registers; on --target=nvidia with PTX, sm_80 or newer, GEMMs and convolutions on fp16/bf16 tensor cores with fp32 accumulation, elsewhere in fp32 arithmetic). See docs/user-guide.md for the error bounds.
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
     /// The runtime backend that launches the NVIDIA kernels: opencl (default; 48 KiB of local memory per kernel) or cuda (the runtime's CUDA-driver backend, which gives --precision=tf32 matmuls a 256x128 tile in 193 KiB of dynamic local memory; the PTX then runs only there, and tcc-run picks that backend by itself). Needs --target=nvidia and PTX.
     #[arg(long, value_enum, default_value = "opencl")]
     pub backend: BackendArg,
-    /// How weights and intermediate activations are stored on the device: fp32 (default) or fp16 (IEEE half: half the weights' bytes and memory traffic; kernels compute in f32, each stored value is rounded to half, and the model's inputs and outputs stay f32).
-    #[arg(long, value_enum, default_value = "fp32")]
-    pub storage: StorageArg,
+    /// How weights and intermediate activations are stored on the device: fp32 (default; fp16/bf16 with --precision=fp16/bf16), fp16 (IEEE half) or bf16: half the weights' bytes and memory traffic; kernels compute in f32, each stored value is rounded to nearest even, and the model's inputs and outputs keep their types.
+    #[arg(long, value_enum)]
+    pub storage: Option<StorageArg>,
     /// A tuning record written by `tcc tune` for the device the model will run on: its measured GEMM and convolution configurations replace the target's table for the shapes it names (its target must match --target). Also --tuning-db.
     #[arg(long, alias = "tuning-db", value_name = "FILE")]
     pub tuning: Option<PathBuf>,
@@ -272,7 +296,7 @@ impl CompileArgs {
             bail!("--emit=ptx contradicts --ptx=off");
         }
         let precision = self.precision.name();
-        if self.precision != PrecisionArg::Fp32 {
+        if self.precision == PrecisionArg::Tf32 {
             if self.target != Target::Nvidia {
                 bail!(
                     "--precision={precision} runs GEMMs on NVIDIA tensor cores: it needs --target=nvidia (got --target={})",
@@ -300,13 +324,59 @@ impl CompileArgs {
             return Ok(None);
         }
         let options = ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?;
-        if self.precision != PrecisionArg::Fp32 && options.compute_capability() < 80 {
+        if self.precision != PrecisionArg::Fp32
+            && self.target == Target::Nvidia
+            && options.compute_capability() < 80
+        {
             bail!(
-                "--precision={precision} needs tensor cores with cp.async (sm_80 or newer), not --gpu-arch={}",
+                "--precision={precision} needs {} tensor cores with cp.async (sm_80 or newer), not --gpu-arch={}",
+                precision.to_uppercase(),
                 self.gpu_arch
             );
         }
         Ok(Some(options))
+    }
+
+    /// How weights and intermediates are stored: `--storage`, else what
+    /// `--precision` implies.
+    fn storage(&self) -> Result<StorageArg> {
+        let implied = self.precision.half_storage();
+        match (self.storage, implied) {
+            (Some(storage), Some(half)) if storage != half && storage != StorageArg::Fp32 => {
+                bail!(
+                    "--storage={} contradicts --precision={}, which stores {}: drop --storage",
+                    storage.name(),
+                    self.precision.name(),
+                    half.name()
+                )
+            }
+            (Some(storage), _) => Ok(storage),
+            (None, implied) => Ok(implied.unwrap_or(StorageArg::Fp32)),
+        }
+    }
+
+    /// The GEMMs' arithmetic in the OpenCL C and PTX writers: the
+    /// precision's tensor cores where the PTX reaches them (`--target=nvidia`
+    /// with PTX), else fp32 (`--precision=fp16|bf16` elsewhere is 16-bit
+    /// storage with fp32 arithmetic, which the compiler says in one line).
+    fn gemm_precision(&self, ptx: bool) -> opencl_c::Precision {
+        let tensor_cores = ptx && self.target == Target::Nvidia;
+        match self.precision {
+            PrecisionArg::Fp32 => opencl_c::Precision::Fp32,
+            PrecisionArg::Tf32 => opencl_c::Precision::Tf32,
+            PrecisionArg::Fp16 if tensor_cores => opencl_c::Precision::Fp16,
+            PrecisionArg::Bf16 if tensor_cores => opencl_c::Precision::Bf16,
+            PrecisionArg::Fp16 | PrecisionArg::Bf16 => {
+                eprintln!(
+                    "note: --precision={} on --target={}{}: weights and activations are stored in {}, GEMMs and convolutions compute in fp32 (tensor cores are reached by --target=nvidia's PTX)",
+                    self.precision.name(),
+                    self.target.name(),
+                    if ptx { "" } else { " without PTX" },
+                    self.precision.name()
+                );
+                opencl_c::Precision::Fp32
+            }
+        }
     }
 }
 
@@ -427,9 +497,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         tuning: args.tuning.clone(),
         candidate: None,
         max_fused_ops: args.max_fused_ops,
-        storage: match args.storage {
+        storage: match args.storage()? {
             StorageArg::Fp32 => Storage::Fp32,
             StorageArg::Fp16 => Storage::Fp16,
+            StorageArg::Bf16 => Storage::Bf16,
         },
         quantize: args.quantize.pass_options()?,
         tensor_map_slots: args.precision == PrecisionArg::Tf32,
@@ -489,8 +560,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             );
         }
         if choice.storage != Storage::Fp32 {
+            let flag = match args.storage {
+                Some(storage) => format!("--storage={}", storage.name()),
+                None => format!("--precision={}", args.precision.name()),
+            };
             bail!(
-                "--storage=fp16 needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only"
+                "{flag} needs the OpenCL C or PTX kernels: --emit=spirv writes f32 loop-nest kernels only"
             );
         }
         let Some(directory) = output else {
@@ -514,11 +589,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         return Ok(());
     }
     let ptx_options = args.ptx_options()?;
-    let precision = match args.precision {
-        PrecisionArg::Fp32 => opencl_c::Precision::Fp32,
-        PrecisionArg::Tf32 => opencl_c::Precision::Tf32,
-        PrecisionArg::Fp16 => opencl_c::Precision::Fp16,
-    };
+    let precision = args.gemm_precision(ptx_options.is_some());
     choice.check().map_err(anyhow::Error::msg)?;
     check_tuning_target(&choice, args.target)?;
     let module = phases_to(Phase::Gpu, true, &choice)?;

@@ -156,8 +156,10 @@ pub fn render(d: &Value) -> String {
             }
         ));
     }
-    if d["storage"] == "fp16" {
-        out.push_str("  storage: fp16 (weights and intermediates; inputs and outputs f32)\n");
+    if let Some(storage @ ("fp16" | "bf16")) = d["storage"].as_str() {
+        out.push_str(&format!(
+            "  storage: {storage} (weights and intermediates; inputs and outputs as the model declares them)\n"
+        ));
     }
     if d["quantization"]["type"] == "int8" {
         out.push_str(&format!(

@@ -42,6 +42,27 @@ pub fn metadata_json(
                 "workgroup_size": size,
                 "flops": info.map_or(0, |k| k.flops),
             });
+            // The float buffers the kernel writes, with their stored
+            // type (`tcc-run --check-numerics` scans them).
+            if let Some(info) = info {
+                let writes: Vec<serde_json::Value> = info
+                    .args
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, arg)| arg.written)
+                    .filter_map(|(index, arg)| {
+                        let stored = match arg.storage {
+                            tcc_kernels::Storage::F16 => "f16",
+                            tcc_kernels::Storage::BF16 => "bf16",
+                            tcc_kernels::Storage::F32 => "f32",
+                            tcc_kernels::Storage::F64 => "f64",
+                            _ => return None,
+                        };
+                        Some(serde_json::json!([index, stored]))
+                    })
+                    .collect();
+                kernel["writes"] = serde_json::json!(writes);
+            }
             if let Some(bytes) = info
                 .and_then(|k| k.dynamic_local_bytes)
                 .filter(|_| dynamic_local_ptx)
@@ -75,10 +96,11 @@ pub fn metadata_json(
         "kernels": kernels,
         "functions": functions,
     });
-    // Weights and intermediates held as half (`--storage=fp16`; absent
-    // when everything is stored as the model says).
-    if crate::passes::uses_half_storage(compiled.module.as_operation()) {
-        metadata["storage"] = serde_json::json!("fp16");
+    // Weights and intermediates held as half (`--storage=fp16`,
+    // `--precision=fp16|bf16`; absent when everything is stored as the
+    // model says).
+    if let Some(half) = crate::passes::half_storage(compiled.module.as_operation()) {
+        metadata["storage"] = serde_json::json!(half.name());
     }
     // Post-training int8 quantization (`--quantize=int8`; absent without).
     if let Some((int8, f32)) = super::quantize::summary(&compiled.module) {

@@ -53,5 +53,5 @@ pub const ARENA_ALIGNMENT: &str = "tcc.arena_alignment";
 pub const LIVE_BYTES_BOUND: &str = "tcc.live_bytes_bound";
 /// On a constant `memref.global`, a `memref.alloc` or (in `arg_attrs`) a
 /// kernel argument: the type the buffer is stored as when narrower than
-/// its element type (`f16` under `--storage=fp16`; see `ir::storage`).
+/// its element type (`f16` or `bf16` under `--precision=fp16|bf16` or `--storage`; see `ir::storage`).
 pub const STORAGE: &str = "tcc.storage";

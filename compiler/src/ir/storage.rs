@@ -1,5 +1,5 @@
 //! Which buffers are stored narrower than their element type: the
-//! `tcc.storage` marks that `tcc-narrow-storage` writes (`--storage=fp16`)
+//! `tcc.storage` marks that `tcc-narrow-storage` writes (`--precision=fp16|bf16`, `--storage`)
 //! on constant globals, allocations and kernel arguments, read by the
 //! memory plan and the back ends.
 

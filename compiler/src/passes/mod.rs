@@ -65,7 +65,8 @@ pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
 pub use narrow_storage::{
-    NarrowStorage, STORAGE_ATTR, argument_storage, op_storage, uses_half_storage,
+    HalfType, NarrowStorage, STORAGE_ATTR, argument_storage, half_storage, op_storage,
+    uses_half_storage,
 };
 pub use order_globals::OrderGlobals;
 pub use outline_kernels::{KERNEL_MODULE, OutlineKernels};

@@ -1,15 +1,18 @@
 //! `tcc-narrow-storage`: keeps the model's weights and intermediate
-//! activations in device memory as IEEE half (fp16) while every kernel
-//! still computes in f32 (`tcc compile --storage=fp16`). It halves the
-//! artifact's weights and the bytes each kernel reads and writes; devices
-//! without fp16 arithmetic (NVIDIA's OpenCL has no `cl_khr_fp16`) load and
-//! store half through OpenCL C's `vload_half`/`vstore_half`, which every
-//! OpenCL device has.
+//! activations in device memory as IEEE half (fp16, `type=f16`, the
+//! default) or bfloat16 (`type=bf16`) while every kernel still computes in
+//! f32 registers (`tcc compile --precision=fp16|bf16`, and
+//! `--storage=fp16`). It halves the artifact's weights and the bytes each
+//! kernel reads and writes; devices without fp16 arithmetic (NVIDIA's
+//! OpenCL has no `cl_khr_fp16`) load and store half through OpenCL C's
+//! `vload_half`/`vstore_half`, which every OpenCL device has, and bf16 as
+//! 16-bit integers shifted into the top of a float's bits. The GEMM
+//! template's tensor-core body reads such operands as they are stored.
 //!
 //! The IR keeps f32 memref types (the element type is the type kernels
 //! compute in, and `gpu.launch_func` operands must match their kernel's
 //! signature); the pass marks what is stored narrower with
-//! `tcc.storage = f16`:
+//! `tcc.storage = f16` (or `bf16`):
 //!
 //! - on a constant `memref.global` (the host writer converts its bytes),
 //! - on an intermediate `memref.alloc` (`tcc-plan-memory` sizes it by the
@@ -22,8 +25,9 @@
 //! - the host uses it other than by views, launches and deallocation (a
 //!   `memref.copy` copies bytes and must see equal storage on both sides);
 //! - a loop kernel both loads and stores it (an accumulation through memory,
-//!   such as a convolution summing into its output, would round every
-//!   partial sum to half);
+//!   such as a convolution or a reduction summing into its output, would
+//!   round every partial sum to half: the error would grow with the length
+//!   of the sum instead of staying one rounding);
 //! - it is a split-K GEMM's partial-tile workspace;
 //! - some launch passes it to a kernel argument that another, f32, buffer
 //!   also reaches.
@@ -40,29 +44,85 @@ use melior::ir::r#type::TypeLike;
 use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
-use super::pass::{self, NoOptions, PassError, PassResult, TccPass};
+use super::pass::{
+    self, PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, TccPass,
+};
 use crate::ir::memref::VIEW_OPS;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::{body_ops_named, collect_ops, op_name, string_value, users};
 
 /// The attribute that marks a buffer (or kernel argument) stored narrower
-/// than its element type: a type attribute, `f16`.
+/// than its element type: a type attribute, `f16` or `bf16`.
 pub use crate::ir::attr_names::STORAGE as STORAGE_ATTR;
 pub use crate::ir::storage::{argument_storage, op_storage};
 
 pub struct NarrowStorage;
 
+/// The 16-bit type buffers are stored as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HalfType {
+    /// IEEE binary16: 11 significant bits, finite up to 65504.
+    #[default]
+    F16,
+    /// bfloat16: f32's exponent range, 8 significant bits.
+    BF16,
+}
+
+impl HalfType {
+    /// The MLIR type of the `tcc.storage` mark.
+    pub fn mlir_type(self, context: &Context) -> Type<'_> {
+        match self {
+            HalfType::F16 => Type::float16(context),
+            HalfType::BF16 => Type::bfloat16(context),
+        }
+    }
+
+    /// How `tcc compile`'s flags and the artifact's metadata name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HalfType::F16 => "fp16",
+            HalfType::BF16 => "bf16",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct NarrowStorageOptions {
+    pub half: HalfType,
+}
+
+impl PassOptions for NarrowStorageOptions {
+    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
+        name: "type",
+        kind: PassOptionKind::String,
+        default: "f16",
+        description: "The 16-bit storage type: f16 (IEEE half) or bf16 (bfloat16)",
+    }];
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match (key, value) {
+            ("type", "f16") => self.half = HalfType::F16,
+            ("type", "bf16") => self.half = HalfType::BF16,
+            ("type", other) => {
+                return Err(format!("type must be f16 or bf16, not '{other}'"));
+            }
+            (other, _) => return Err(format!("unknown option '{other}'")),
+        }
+        Ok(())
+    }
+}
+
 impl TccPass for NarrowStorage {
     const ARGUMENT: &'static str = "tcc-narrow-storage";
-    const SUMMARY: &'static str = "Store weights and intermediate activations as fp16 (kernels still compute in f32): mark buffers and kernel arguments tcc.storage = f16";
+    const SUMMARY: &'static str = "Store weights and intermediate activations as fp16 or bf16 (kernels still compute in f32): mark buffers and kernel arguments tcc.storage = f16 or bf16";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
-    type Options = NoOptions;
+    type Options = NarrowStorageOptions;
 
     fn run<'c>(
         &self,
         context: &'c Context,
         module: pass::Root<'c>,
-        _: &NoOptions,
+        options: &NarrowStorageOptions,
     ) -> PassResult<'c> {
         let kernels = kernel_functions(module);
         let narrowable: HashMap<String, Vec<bool>> = kernels
@@ -71,7 +131,7 @@ impl TccPass for NarrowStorage {
             .collect();
         let globals = constant_globals(module);
         let plan = Plan::build(module, &kernels, &narrowable, &globals)?;
-        plan.apply(context, &kernels, &globals)
+        plan.apply(context, options.half, &kernels, &globals)
     }
 }
 
@@ -348,10 +408,11 @@ impl<'c> Plan<'c> {
     fn apply(
         &self,
         context: &'c melior::Context,
+        half: HalfType,
         kernels: &HashMap<String, OperationRef<'c, 'c>>,
         globals: &HashMap<String, OperationRef<'c, 'c>>,
     ) -> Result<(), PassError<'c>> {
-        let f16: Attribute = TypeAttribute::new(Type::float16(context)).into();
+        let f16: Attribute = TypeAttribute::new(half.mlir_type(context)).into();
         for root in &self.narrowed {
             let op = match root {
                 Root::Global(symbol) => globals.get(symbol),
@@ -467,15 +528,29 @@ fn set_argument_attribute<'c>(
     unsafe { OperationRefMut::from_raw(function.to_raw()) }.set_attribute("arg_attrs", array);
 }
 
-/// Whether the module stores a constant or a kernel's buffer as half
-/// (what the artifact's metadata reports).
-pub fn uses_half_storage(module: OperationRef) -> bool {
+/// The 16-bit type the module stores constants or kernels' buffers as,
+/// if any (what the artifact's metadata reports).
+pub fn half_storage(module: OperationRef) -> Option<HalfType> {
+    let kind = |ty: Type| {
+        if ty.is_bf16() {
+            HalfType::BF16
+        } else {
+            HalfType::F16
+        }
+    };
     body_ops_named(module, "memref.global")
         .iter()
-        .any(|global| op_storage(global).is_some())
-        || crate::ir::util::ops_named(module, "gpu.func")
-            .iter()
-            .any(|kernel| {
-                (0..kernel_arity(*kernel)).any(|i| argument_storage(*kernel, i).is_some())
-            })
+        .find_map(|global| op_storage(global).map(kind))
+        .or_else(|| {
+            crate::ir::util::ops_named(module, "gpu.func")
+                .iter()
+                .find_map(|kernel| {
+                    (0..kernel_arity(*kernel)).find_map(|i| argument_storage(*kernel, i).map(kind))
+                })
+        })
+}
+
+/// Whether the module stores a constant or a kernel's buffer as half.
+pub fn uses_half_storage(module: OperationRef) -> bool {
+    half_storage(module).is_some()
 }

@@ -218,7 +218,11 @@ impl Phase {
                 "canonicalize",
                 "cse",
                 // Before the plan, which sizes half buffers by their storage.
-                if choice.storage == Storage::Fp16 { "tcc-narrow-storage" } else { "" },
+                match choice.storage {
+                    Storage::Fp32 => "",
+                    Storage::Fp16 => "tcc-narrow-storage",
+                    Storage::Bf16 => "tcc-narrow-storage{type=bf16}",
+                },
                 "tcc-plan-memory",
                 // Last: kernels equal after everything above share one.
                 "tcc-dedupe-kernels",
@@ -294,8 +298,9 @@ pub struct GemmChoice {
 }
 
 /// The element type weights and intermediate activations are stored in
-/// (`tcc compile --storage`); kernels compute in f32 either way, and the
-/// model's inputs and outputs keep their types.
+/// (`tcc compile --storage`, and `--precision=fp16|bf16`); kernels compute
+/// in f32 registers either way, and the model's inputs and outputs keep
+/// their types.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Storage {
     /// As the model says (f32).
@@ -303,6 +308,8 @@ pub enum Storage {
     Fp32,
     /// IEEE half: `tcc-narrow-storage` in the gpu phase.
     Fp16,
+    /// bfloat16: `tcc-narrow-storage{type=bf16}` in the gpu phase.
+    Bf16,
 }
 
 impl GemmChoice {

@@ -156,16 +156,18 @@ impl Build {
         self.arg(&format!("--input-shape={name}={}", dims.join("x")))
     }
 
-    /// `--precision=`: `fp32` (exact, the default), `tf32` or `fp16`
-    /// (GEMMs and convolutions on NVIDIA tensor cores; needs
-    /// `.target("nvidia")`).
+    /// `--precision=`: `fp32` (exact, the default), `tf32` (GEMMs and
+    /// convolutions on NVIDIA tensor cores; needs `.target("nvidia")`),
+    /// `fp16` or `bf16` (weights and activations stored in 16 bits, math
+    /// in fp32 registers; GEMMs on the FP16/BF16 tensor cores on nvidia).
     pub fn precision(self, precision: &str) -> Self {
         self.arg(&format!("--precision={precision}"))
     }
 
-    /// `--storage=`: `fp32` (the default) or `fp16` (weights and
-    /// intermediate activations stored as half; inputs and outputs stay
-    /// f32).
+    /// `--storage=`: `fp32` (the default; `fp16`/`bf16` with that
+    /// `precision`), `fp16` or `bf16` (weights and intermediate
+    /// activations stored in 16 bits; inputs and outputs keep their
+    /// types).
     pub fn storage(self, storage: &str) -> Self {
         self.arg(&format!("--storage={storage}"))
     }

@@ -24,6 +24,30 @@ pub(super) struct TileStaging<'a> {
     /// Stored as `tile[inner][outer]` rather than `tile[outer][inner]`.
     pub(super) transposed: bool,
     pub(super) vector: bool,
+    /// What the local tile holds: fp32 (`float`), or the bits of IEEE half
+    /// or bfloat16 (`ushort`, the FP16/BF16 tensor-core tiles).
+    pub(super) tile_storage: Storage,
+}
+
+impl TileStaging<'_> {
+    /// The same staging into a tile of `storage` elements.
+    pub(super) fn holding(self, storage: Storage) -> Self {
+        TileStaging {
+            tile_storage: storage,
+            ..self
+        }
+    }
+}
+
+/// The C expression of fp32 `value` as the bits of a half tile's element
+/// (rounded to nearest even by the PTX `cvt`, tensor-core bodies only), or
+/// `value` itself for an fp32 tile.
+fn tile_element(storage: Storage, value: &str) -> String {
+    match storage {
+        Storage::F16 => format!("tcc_f16_bits({value})"),
+        Storage::BF16 => format!("tcc_bf16_bits({value})"),
+        _ => value.to_string(),
+    }
 }
 
 /// Which operand a tile holds.
@@ -83,6 +107,7 @@ impl<'a> Sources<'a> {
             element,
             transposed,
             vector,
+            tile_storage: Storage::F32,
         }
     }
 }
@@ -269,9 +294,34 @@ pub(super) fn store_tile(out: &mut String, t: &TileStaging, threads: u32, regist
     let (il, _, _, _, _) = t.inner;
     let (row, col) = if t.transposed { (il, ol) } else { (ol, il) };
     let tile = t.tile;
+    let half = t.tile_storage != Storage::F32;
     staging_rounds(out, t, threads, None, &|out: &mut String| {
+        let element = |value: &str| tile_element(t.tile_storage, value);
         if !t.vector {
-            let _ = writeln!(out, "      {tile}[{row}][{col}] = {registers}[r];");
+            let _ = writeln!(
+                out,
+                "      {tile}[{row}][{col}] = {};",
+                element(&format!("{registers}[r]"))
+            );
+        } else if half && !t.transposed {
+            let lanes: Vec<String> = ["x", "y", "z", "w"]
+                .iter()
+                .map(|lane| element(&format!("{registers}[r].{lane}")))
+                .collect();
+            let _ = writeln!(
+                out,
+                "      vstore4((ushort4)({}), 0, &{tile}[{row}][{col}]);",
+                lanes.join(", ")
+            );
+        } else if half {
+            let _ = writeln!(
+                out,
+                "      {tile}[{row}][{col}] = {}; {tile}[{row} + 1][{col}] = {}; {tile}[{row} + 2][{col}] = {}; {tile}[{row} + 3][{col}] = {};",
+                element(&format!("{registers}[r].x")),
+                element(&format!("{registers}[r].y")),
+                element(&format!("{registers}[r].z")),
+                element(&format!("{registers}[r].w"))
+            );
         } else if t.transposed {
             let _ = writeln!(
                 out,
@@ -286,18 +336,25 @@ pub(super) fn store_tile(out: &mut String, t: &TileStaging, threads: u32, regist
     });
 }
 
-/// Emits `t`'s tile at k base `k_base` as 16-byte `cp.async` copies
-/// straight into local memory (`tcc_cp_async16`, PTX form only), those
-/// outside the operand zero-filled (a source size of 0 reads nothing):
-/// `t` must be a float4-aligned, untransposed, loaded (not computed) tile.
+/// Emits `t`'s tile at k base `k_base` as `cp.async` copies of four
+/// elements straight into local memory (PTX form only): 16 bytes of
+/// floats (`tcc_cp_async16`), or 8 of halves into a half tile
+/// (`tcc_cp_async8`), those outside the operand zero-filled (a source size
+/// of 0 reads nothing). `t` must be a 4-element-aligned, untransposed,
+/// loaded (not computed) tile whose buffer stores what the tile holds.
 pub(super) fn copy_tile_async(out: &mut String, t: &TileStaging, threads: u32, k_base: &str) {
     let (ol, og, _, _, on) = t.outer;
     let (il, ig, _, _, inn) = t.inner;
     let (tile, buffer, address) = (t.tile, t.buffer, t.address);
+    let bytes = if t.tile_storage == Storage::F32 {
+        16
+    } else {
+        8
+    };
     staging_rounds(out, t, threads, Some(k_base), &|out: &mut String| {
         let _ = writeln!(
             out,
-            "      const int inside = {og} < {on} && {ig} < {inn};\n      tcc_cp_async16(&{tile}[{ol}][{il}], {buffer} + (inside ? {address} : 0), inside ? 16 : 0);"
+            "      const int inside = {og} < {on} && {ig} < {inn};\n      tcc_cp_async{bytes}(&{tile}[{ol}][{il}], {buffer} + (inside ? {address} : 0), inside ? {bytes} : 0);"
         );
     });
 }

@@ -1,17 +1,22 @@
-//! The tensor-core main loop of the GEMM template (`--precision=tf32` and
-//! `fp16`, PTX form only): a multi-stage local-memory pipeline fed by
-//! `cp.async` and `mma.sync` warps reading their fragments with few,
+//! The tensor-core main loop of the GEMM template (`--precision=tf32`,
+//! `fp16` and `bf16`, PTX form only): a multi-stage local-memory pipeline
+//! fed by `cp.async` and `mma.sync` warps reading their fragments with few,
 //! conflict-free local loads.
 //!
 //! Local tiles, `stages` deep: A as `tile_a[stage][m][k + pad]` (K
 //! contiguous, as the fragments read it) and B as `tile_b[stage][k][n +
-//! pad]`. An operand that is a plain row-major float buffer with its
-//! contiguous axis 16-byte aligned (`GemmOperand::vectorizable`) is copied
-//! global -> local by 16-byte `cp.async.cg` copies (zero-filled outside the
-//! operand), with no registers in between; any other (an implicit-GEMM
-//! convolution's computed A, a strided or half operand) is fetched into
-//! registers before the step's arithmetic and stored after it, as the fp32
-//! template does. One barrier per k step: at step `kt` every work-item
+//! pad]`, of fp32 words for TF32 and of 16-bit halves (`ushort`: IEEE half
+//! or bfloat16 bits) for FP16 and BF16. An operand that the tile holds as
+//! it is stored (an fp32 buffer for TF32; a buffer stored as that half
+//! type, `tcc-narrow-storage` or a half ONNX graph, for FP16/BF16), plain
+//! row-major with its contiguous axis 4-element aligned
+//! (`GemmOperand::vectorizable`), is copied global -> local by `cp.async`
+//! (16 bytes, `.cg`, of four floats; 8 bytes, `.ca`, of four halves),
+//! zero-filled outside the operand, with no registers in between; any
+//! other (an implicit-GEMM convolution's computed A, a strided operand, an
+//! fp32 operand of a half GEMM) is fetched into fp32 registers before the
+//! step's arithmetic and stored after it (a half tile rounding it to
+//! nearest even: `cvt.rn.f16.f32` / `cvt.rn.bf16.f32`). One barrier per k step: at step `kt` every work-item
 //! waits for its copies of tile `kt`, the barrier makes everyone's visible
 //! and frees the stage computed at `kt - 1`, which then receives tile
 //! `kt + stages - 1`.
@@ -22,14 +27,17 @@
 //! `B[tig + 4][group]`; the fp32 bits are rounded to TF32 by adding half a
 //! TF32 ulp (`0x1000`: the tensor core ignores the 13 low bits, so this is
 //! round-to-nearest, ties away from zero, what `cvt.rna` does, for one
-//! integer add). FP16: A as `float2` pairs `A[row][2 tig ..]`, B as words
-//! `B[2 tig][group]`, `B[2 tig + 1][group]`, packed to half pairs by
-//! `cvt.rn.f16x2.f32`. Paddings put each warp's fragment reads in distinct
-//! banks: rows of A 20 words apart (TF32, `ldmatrix` rows 16 bytes wide) or
-//! 24 (FP16, 8-byte reads), rows of B 8 (TF32) or 4 (FP16) banks apart.
+//! integer add). FP16 and BF16 (`m16n8k16`): A as one 32-bit word per
+//! half pair `A[row][2 tig ..]` read straight from the tile, B as the two
+//! halves `B[2 tig][group]`, `B[2 tig + 1][group]` packed into a word.
+//! Paddings put each warp's fragment reads in distinct banks: rows of A 20
+//! words apart (TF32, `ldmatrix` rows 16 bytes wide) or 8 halves longer
+//! than the k step (16-bit: 12 words for a k step of 16, 20 for 32), rows
+//! of B 8 words (TF32) or 4 halves (16-bit) longer than the n tile.
 //!
 //! Local memory is at most 48 KiB on NVIDIA's OpenCL: a 128x128 tile with
-//! a k step of 16 fits two stages (37 KiB); smaller tiles take up to four.
+//! a k step of 16 fits two stages of fp32 (37 KiB) and four of halves;
+//! smaller tiles take up to four.
 
 use std::fmt::Write as _;
 
@@ -45,8 +53,12 @@ use crate::Storage;
 pub enum TensorCores {
     /// `mma.sync.m16n8k8` on TF32 inputs (fp32 rounded to 10 mantissa bits).
     Tf32,
-    /// `mma.sync.m16n8k16` on FP16 inputs (rounded to nearest half).
+    /// `mma.sync.m16n8k16` on FP16 inputs (as stored, or rounded to
+    /// nearest half).
     Fp16,
+    /// `mma.sync.m16n8k16` on BF16 inputs (as stored, or rounded to
+    /// nearest bfloat16): sm_80 and newer.
+    Bf16,
     /// An int8 GEMM (`tcc-quantize-int8`'s products): A and B hold int8
     /// values, summed exactly into int32 accumulators (`acc` is an
     /// `int`); the PTX body multiplies on `mma.sync.m16n8k32` s8, the
@@ -60,7 +72,17 @@ impl TensorCores {
         match self {
             TensorCores::Tf32 => "TF32",
             TensorCores::Fp16 => "FP16",
+            TensorCores::Bf16 => "BF16",
             TensorCores::S8 => "int8",
+        }
+    }
+
+    /// The 16-bit storage the local tiles hold (FP16, BF16), if any.
+    pub(super) fn half_storage(self) -> Option<Storage> {
+        match self {
+            TensorCores::Fp16 => Some(Storage::F16),
+            TensorCores::Bf16 => Some(Storage::BF16),
+            TensorCores::Tf32 | TensorCores::S8 => None,
         }
     }
 
@@ -68,17 +90,17 @@ impl TensorCores {
     pub(super) fn mma_k(self) -> u32 {
         match self {
             TensorCores::Tf32 => 8,
-            TensorCores::Fp16 => 16,
+            TensorCores::Fp16 | TensorCores::Bf16 => 16,
             TensorCores::S8 => 32,
         }
     }
 
-    /// Words each row of the local A and B tiles is padded by (see the
-    /// module comment).
+    /// Elements (words, or halves) each row of the local A and B tiles is
+    /// padded by (see the module comment).
     fn pads(self) -> (u32, u32) {
         match self {
             TensorCores::Tf32 => (4, 8),
-            TensorCores::Fp16 => (8, 4),
+            TensorCores::Fp16 | TensorCores::Bf16 => (8, 4),
             TensorCores::S8 => (int8::PAD, int8::PAD),
         }
     }
@@ -107,7 +129,12 @@ impl Pipeline {
         let (pad_a, pad_b) = precision.pads();
         let stage_bytes = match precision {
             TensorCores::S8 => int8::stage_bytes(c),
-            _ => 4 * (c.tile_m * (c.tile_k + pad_a) + c.tile_k * (c.tile_n + pad_b)),
+            TensorCores::Tf32 => {
+                4 * (c.tile_m * (c.tile_k + pad_a) + c.tile_k * (c.tile_n + pad_b))
+            }
+            TensorCores::Fp16 | TensorCores::Bf16 => {
+                2 * (c.tile_m * (c.tile_k + pad_a) + c.tile_k * (c.tile_n + pad_b))
+            }
         };
         let flag = if c.split_k > 1 { 16 } else { 0 };
         let stages = ((LOCAL_MEMORY_LIMIT - flag) / stage_bytes).min(MAX_STAGES);
@@ -119,19 +146,26 @@ impl Pipeline {
     }
 }
 
-/// Whether `cp.async` copies A: a float buffer read through its strides,
-/// float4-aligned along k.
-fn a_async(spec: &GemmSpec) -> bool {
-    spec.a.buffer.storage == Storage::F32
+/// The storage the local tiles of `precision` hold: fp32 words, or its
+/// halves.
+fn tile_storage(precision: TensorCores) -> Storage {
+    precision.half_storage().unwrap_or(Storage::F32)
+}
+
+/// Whether `cp.async` copies A: a buffer stored as the tile holds it, read
+/// through its strides, 4-element aligned along k.
+fn a_async(spec: &GemmSpec, precision: TensorCores) -> bool {
+    spec.a.buffer.storage == tile_storage(precision)
         && spec.a_offset.is_none()
         && spec.a_element.is_none()
         && spec.a.vectorizable(spec.shape.k)
         && spec.config.tile_k.is_multiple_of(4)
 }
 
-/// Whether `cp.async` copies B: a float buffer staged as float4.
-fn b_async(spec: &GemmSpec, sources: &Sources) -> bool {
-    spec.b.buffer.storage == Storage::F32 && sources.b_vector
+/// Whether `cp.async` copies B: a buffer stored as the tile holds it,
+/// staged 4 elements at a time.
+fn b_async(spec: &GemmSpec, sources: &Sources, precision: TensorCores) -> bool {
+    spec.b.buffer.storage == tile_storage(precision) && sources.b_vector
 }
 
 /// Declares the pipeline's local tiles.
@@ -140,16 +174,20 @@ pub(super) fn local_tiles(out: &mut String, spec: &GemmSpec, pipeline: Pipeline)
     if spec.tensor_cores == Some(TensorCores::S8) {
         return int8::local_tiles(out, &c, Some(pipeline.stages));
     }
+    let ty = match spec.tensor_cores.and_then(TensorCores::half_storage) {
+        Some(_) => "ushort",
+        None => "float",
+    };
     let _ = writeln!(
         out,
-        "  __local float tile_a[{}][{}][{}] __attribute__((aligned(16)));",
+        "  __local {ty} tile_a[{}][{}][{}] __attribute__((aligned(16)));",
         pipeline.stages,
         c.tile_m,
         c.tile_k + pipeline.pad_a
     );
     let _ = writeln!(
         out,
-        "  __local float tile_b[{}][{}][{}] __attribute__((aligned(16)));",
+        "  __local {ty} tile_b[{}][{}][{}] __attribute__((aligned(16)));",
         pipeline.stages,
         c.tile_k,
         c.tile_n + pipeline.pad_b
@@ -170,6 +208,8 @@ struct FloatFill<'s, 'a> {
     sources: &'s Sources<'a>,
     a_async: bool,
     b_async: bool,
+    /// What the local tiles hold: fp32, or the halves of FP16/BF16.
+    tile_storage: Storage,
 }
 
 impl FloatFill<'_, '_> {
@@ -201,7 +241,10 @@ impl StageFill<'_, '_> {
         };
         for (operand, copied, tile, registers) in fill.operands() {
             if !copied {
-                let staging = fill.sources.staging(fill.spec, operand, tile, false);
+                let staging = fill
+                    .sources
+                    .staging(fill.spec, operand, tile, false)
+                    .holding(fill.tile_storage);
                 declare_staging_registers(out, &staging, registers, threads);
             }
         }
@@ -223,7 +266,10 @@ impl StageFill<'_, '_> {
         };
         for (operand, copied, tile, registers) in fill.operands() {
             let tile = format!("{tile}[{stage}]");
-            let staging = fill.sources.staging(fill.spec, operand, &tile, false);
+            let staging = fill
+                .sources
+                .staging(fill.spec, operand, &tile, false)
+                .holding(fill.tile_storage);
             if copied {
                 copy_tile_async(out, &staging, threads, k_base);
             } else {
@@ -245,7 +291,10 @@ impl StageFill<'_, '_> {
         for (operand, copied, tile, registers) in fill.operands() {
             if !copied {
                 let tile = format!("{tile}[{stage}]");
-                let staging = fill.sources.staging(fill.spec, operand, &tile, false);
+                let staging = fill
+                    .sources
+                    .staging(fill.spec, operand, &tile, false)
+                    .holding(fill.tile_storage);
                 store_tile(out, &staging, threads, registers);
             }
         }
@@ -275,8 +324,9 @@ pub(super) fn main_loop<'a>(
         _ => StageFill::Float(FloatFill {
             spec,
             sources,
-            a_async: a_async(spec),
-            b_async: b_async(spec, sources),
+            a_async: a_async(spec, precision),
+            b_async: b_async(spec, sources, precision),
+            tile_storage: tile_storage(precision),
         }),
     };
     let (a_async, b_async) = fill.copied();
@@ -372,20 +422,23 @@ fn mma_steps(out: &mut String, precision: TensorCores, tile_k: u32, mi: u32, ni:
                 "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = as_uint(tile_b[stage][ks + tig][col]) + 0x1000u;\n        fb[n][1] = as_uint(tile_b[stage][ks + tig + 4][col]) + 0x1000u;\n      }}"
             );
         }
-        TensorCores::Fp16 | TensorCores::S8 => {
+        TensorCores::Fp16 | TensorCores::Bf16 | TensorCores::S8 => {
+            // The tiles hold the halves: an A pair along k is one aligned
+            // word; a B pair is two rows of one column.
             let _ = writeln!(
                 out,
-                "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m) {{\n        const int r = warp_row + m * 16 + group;\n        const float2 a0 = vload2(0, &tile_a[stage][r][ks + 2 * tig]), a1 = vload2(0, &tile_a[stage][r + 8][ks + 2 * tig]);\n        const float2 a2 = vload2(0, &tile_a[stage][r][ks + 2 * tig + 8]), a3 = vload2(0, &tile_a[stage][r + 8][ks + 2 * tig + 8]);\n        fa[m][0] = tcc_f16x2(a0.x, a0.y); fa[m][1] = tcc_f16x2(a1.x, a1.y);\n        fa[m][2] = tcc_f16x2(a2.x, a2.y); fa[m][3] = tcc_f16x2(a3.x, a3.y);\n      }}"
+                "      #pragma unroll\n      for (int m = 0; m < {mi}; ++m) {{\n        const int r = warp_row + m * 16 + group;\n        fa[m][0] = *(__local const uint*)&tile_a[stage][r][ks + 2 * tig]; fa[m][1] = *(__local const uint*)&tile_a[stage][r + 8][ks + 2 * tig];\n        fa[m][2] = *(__local const uint*)&tile_a[stage][r][ks + 2 * tig + 8]; fa[m][3] = *(__local const uint*)&tile_a[stage][r + 8][ks + 2 * tig + 8];\n      }}"
             );
             let _ = writeln!(
                 out,
-                "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = tcc_f16x2(tile_b[stage][ks + 2 * tig][col], tile_b[stage][ks + 2 * tig + 1][col]);\n        fb[n][1] = tcc_f16x2(tile_b[stage][ks + 2 * tig + 8][col], tile_b[stage][ks + 2 * tig + 9][col]);\n      }}"
+                "      #pragma unroll\n      for (int n = 0; n < {ni}; ++n) {{\n        const int col = warp_col + n * 8 + group;\n        fb[n][0] = (uint)tile_b[stage][ks + 2 * tig][col] | ((uint)tile_b[stage][ks + 2 * tig + 1][col] << 16);\n        fb[n][1] = (uint)tile_b[stage][ks + 2 * tig + 8][col] | ((uint)tile_b[stage][ks + 2 * tig + 9][col] << 16);\n      }}"
             );
         }
     }
     let mma = match precision {
         TensorCores::Tf32 => "TCC_MMA_TF32",
         TensorCores::Fp16 | TensorCores::S8 => "TCC_MMA_F16",
+        TensorCores::Bf16 => "TCC_MMA_BF16",
     };
     let _ = writeln!(
         out,

@@ -1,6 +1,7 @@
 //! Tests of the tiled GEMM template.
 
 use super::*;
+use crate::Storage;
 
 /// 32x32x8 tiles of 2x2 outputs per work-item, no split (see [`tiles`]).
 pub(crate) const SMALL_TILES: [u32; 6] = [32, 32, 8, 2, 2, 1];
@@ -389,17 +390,22 @@ fn tf32_puts_a_tensor_core_body_under_tcc_ptx_and_keeps_fp32_otherwise() {
 #[test]
 fn large_tiles_fit_two_stages_in_48_kib() {
     let config = tiles([128, 128, 16, 8, 8, 1]);
-    for precision in [TensorCores::Tf32, TensorCores::Fp16] {
+    for precision in [TensorCores::Tf32, TensorCores::Fp16, TensorCores::Bf16] {
+        // Tiles of halves take half the bytes: four stages of 128x128x16.
+        let stages = if precision == TensorCores::Tf32 { 2 } else { 4 };
         let pipeline = Pipeline::new(&config, precision).unwrap();
-        assert_eq!(pipeline.stages, 2, "{precision:?}");
+        assert_eq!(pipeline.stages, stages, "{precision:?}");
         let text = gemm_kernel(&aligned_spec(config, precision)).unwrap();
         let (ptx, _) = bodies(&text);
         assert_contains(
             ptx,
             &[
                 "(2x4 warps of 4x4 mma tiles)",
-                "TCC_CP_ASYNC_WAIT(0);",
-                "const int ahead = kt + 1, ahead_stage = ahead % 2, stage = kt % 2;",
+                &format!("TCC_CP_ASYNC_WAIT({});", stages - 2),
+                &format!(
+                    "const int ahead = kt + {}, ahead_stage = ahead % {stages}, stage = kt % {stages};",
+                    stages - 1
+                ),
             ],
         );
     }
@@ -427,27 +433,81 @@ fn large_tiles_fit_two_stages_in_48_kib() {
 }
 
 #[test]
-fn fp16_packs_half_pairs_for_m16n8k16() {
+fn fp16_tiles_hold_halves_and_fragments_read_them_as_words() {
     let config = tiles([64, 64, 16, 4, 4, 1]);
+    // fp32 operands: fetched into registers and rounded to half as they
+    // are stored into the 16-bit tiles (four stages of halves fit).
     let text = gemm_kernel(&aligned_spec(config, TensorCores::Fp16)).unwrap();
     let (ptx, _) = bodies(&text);
     assert_contains(
         ptx,
         &[
             "on FP16 tensor cores (2x4 warps of 2x2 mma tiles)",
-            "__local float tile_a[4][64][24] __attribute__((aligned(16)));",
-            "__local float tile_b[4][16][68] __attribute__((aligned(16)));",
+            "4-stage local pipeline: A through registers, B through registers",
+            "__local ushort tile_a[4][64][24] __attribute__((aligned(16)));",
+            "__local ushort tile_b[4][16][68] __attribute__((aligned(16)));",
+            "vstore4((ushort4)(tcc_f16_bits(fetch_a[r].x), tcc_f16_bits(fetch_a[r].y), tcc_f16_bits(fetch_a[r].z), tcc_f16_bits(fetch_a[r].w)), 0, &tile_a[ahead_stage][mm][kk]);",
             "for (int ks = 0; ks < 16; ks += 16) {",
-            "const float2 a0 = vload2(0, &tile_a[stage][r][ks + 2 * tig])",
-            "fa[m][0] = tcc_f16x2(a0.x, a0.y);",
-            "fb[n][1] = tcc_f16x2(tile_b[stage][ks + 2 * tig + 8][col], tile_b[stage][ks + 2 * tig + 9][col]);",
+            "fa[m][0] = *(__local const uint*)&tile_a[stage][r][ks + 2 * tig];",
+            "fa[m][3] = *(__local const uint*)&tile_a[stage][r + 8][ks + 2 * tig + 8];",
+            "fb[n][1] = (uint)tile_b[stage][ks + 2 * tig + 8][col] | ((uint)tile_b[stage][ks + 2 * tig + 9][col] << 16);",
             "TCC_MMA_F16(acc[2 * m][2 * n]",
         ],
     );
+    assert!(!ptx.contains("tcc_f16x2"), "{ptx}");
     // A k step shorter than one m16n8k16 keeps the fp32 body.
     let short = tiles([64, 64, 8, 4, 4, 1]);
     assert_eq!(Layout::mma(&short, TensorCores::Fp16), None);
+    assert_eq!(Layout::mma(&short, TensorCores::Bf16), None);
     assert!(Layout::mma(&short, TensorCores::Tf32).is_some());
+}
+
+#[test]
+fn half_stored_operands_are_copied_into_the_tiles_by_8_byte_cp_async() {
+    let config = tiles([64, 64, 16, 4, 4, 1]);
+    for (precision, storage, mma) in [
+        (TensorCores::Fp16, Storage::F16, "TCC_MMA_F16("),
+        (TensorCores::Bf16, Storage::BF16, "TCC_MMA_BF16("),
+    ] {
+        let mut spec = aligned_spec(config, precision);
+        spec.a.buffer = Buffer::new("a1", storage);
+        spec.b.buffer = Buffer::new("a2", storage);
+        let text = gemm_kernel(&spec).unwrap();
+        let (ptx, fp32) = bodies(&text);
+        assert_contains(
+            ptx,
+            &[
+                "4-stage local pipeline: A by cp.async, B by cp.async",
+                "__local ushort tile_a[4][64][24]",
+                "tcc_cp_async8(&tile_a[ahead_stage][mm][kk], a1 + (inside ? ",
+                "tcc_cp_async8(&tile_b[ahead_stage][kk][nn], a2 + (inside ? ",
+                "inside ? 8 : 0);",
+                mma,
+            ],
+        );
+        assert!(!ptx.contains("tcc_cp_async16"), "{ptx}");
+        // A half operand of another type (bf16 data on FP16 tensor cores)
+        // is converted through registers, never copied as raw bits.
+        let other = if storage == Storage::F16 {
+            Storage::BF16
+        } else {
+            Storage::F16
+        };
+        let mut mixed = spec.clone();
+        mixed.b.buffer = Buffer::new("a2", other);
+        let text = gemm_kernel(&mixed).unwrap();
+        let (mixed_ptx, _) = bodies(&text);
+        assert_contains(
+            mixed_ptx,
+            &["4-stage local pipeline: A by cp.async, B through registers"],
+        );
+        // The fp32 body (other devices) reads the halves as floats.
+        let load = match storage {
+            Storage::F16 => "vload_half4(",
+            _ => "as_float4(convert_uint4(vload4(",
+        };
+        assert_contains(fp32, &[load]);
+    }
 }
 
 #[test]

@@ -116,6 +116,13 @@ struct Args {
     /// (Internal) The build options the entry's program was built with.
     #[arg(long, hide = true, value_name = "OPTIONS", allow_hyphen_values = true)]
     cache_build_options: Option<String>,
+    /// After each kernel launch, read back the float buffers the kernel
+    /// writes (f32, f16, bf16, f64) and stop at the first NaN or infinity
+    /// a kernel produced, naming the kernel (OpenCL backend; serializes
+    /// the queue: for debugging, e.g. a --precision=fp16 model whose
+    /// values overflow half).
+    #[arg(long)]
+    check_numerics: bool,
 }
 
 fn main() -> ExitCode {
@@ -167,6 +174,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         cli::refuse_opencl_options(&[
             ("--prepare", args.prepare),
             ("--cpu-partition", args.cpu_partition != 1),
+            ("--check-numerics", args.check_numerics),
         ])?;
     }
     if args.prepare {
@@ -204,6 +212,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     if backend == Backend::OpenCl
         && cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
     {
+        if args.check_numerics {
+            bail!("--check-numerics runs on one device: drop --cpu-partition or the device list");
+        }
         return run_on_several(&args, &model, &function, &outputs, &mut stdout);
     }
     // Check the inputs' types against the signature before any is built
@@ -221,6 +232,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     )?;
     if args.verbose {
         eprintln!("{}", opened.verbose_line("tcc-run"));
+    }
+    if args.check_numerics
+        && let cli::Opened::OpenCl { session, .. } = &mut opened
+    {
+        session.check_numerics()?;
     }
     let results = opened.first_call("tcc-run", |s| {
         s.run_with_sources(&function, &tensors, &sources)

@@ -113,6 +113,7 @@ impl Session {
             function: f,
             pending: &mut self.pending,
             tracing,
+            numerics: self.numerics.as_ref().map(|check| (check, 0)),
             live: HashMap::new(),
             error: None,
         };
@@ -232,6 +233,9 @@ struct CallContext<'a> {
     /// The call's timeline is recorded: transfers and copies keep their
     /// events in `pending` too.
     tracing: bool,
+    /// `Session::check_numerics`: what each kernel writes, and the
+    /// launches of this call so far.
+    numerics: Option<(&'a super::numerics::NumericsCheck, usize)>,
     live: HashMap<usize, Live>,
     /// The first failure of a runtime call.
     error: Option<Error>,
@@ -473,6 +477,28 @@ impl CallContext<'_> {
         if global.contains(&0) {
             return Ok(()); // An empty NDRange does nothing.
         }
+        // `--check-numerics`: the written float buffers before the launch.
+        let check = self.numerics.as_mut().map(|(check, launches)| {
+            *launches += 1;
+            (*check, *launches)
+        });
+        let checked = match check {
+            Some((check, launch)) => {
+                let mut buffers = Vec::new();
+                for &(index, float) in check.writes.get(kernel as usize).into_iter().flatten() {
+                    let Some(arg) = args.get(index).filter(|a| a.kind == abi::TCC_ARG_BUFFER)
+                    else {
+                        continue;
+                    };
+                    // SAFETY: the kind says the union holds a buffer.
+                    let (mem, bytes) =
+                        self.lookup(unsafe { arg.value.buffer }, "checked buffer")?;
+                    buffers.push((index, float, mem, self.read_back(mem, bytes)?));
+                }
+                Some((launch, buffers))
+            }
+            None => None,
+        };
         // SAFETY: all arguments are set; the size arrays have `dims` entries.
         let event = unsafe {
             self.queue.enqueue_nd_range_kernel(
@@ -500,7 +526,32 @@ impl CallContext<'_> {
                 enqueued: self.tracing.then(std::time::Instant::now),
             });
         }
+        if let Some((launch, buffers)) = checked {
+            for (index, float, mem, before) in buffers {
+                let after = self.read_back(mem, before.len() as u64)?;
+                if let Some(found) = super::numerics::first_new_non_finite(&before, &after, float) {
+                    return Err(super::numerics::non_finite_error(
+                        name,
+                        launch,
+                        (index, float),
+                        found,
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The `bytes` of `mem`, once the queue has finished everything before
+    /// (`--check-numerics`).
+    fn read_back(&self, mem: cl_mem, bytes: u64) -> Result<Vec<u8>> {
+        let mut data = vec![0u8; to_usize(bytes, "buffer size")?];
+        // SAFETY: `data` outlives the read: the queue finishes it below.
+        unsafe { super::transfers::read_buffer(self.queue, mem, &mut data) }?;
+        self.queue
+            .finish()
+            .map_err(|e| Error::cl("clFinish (check-numerics)", e))?;
+        Ok(data)
     }
 
     fn copy(

@@ -133,13 +133,14 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
 }
 
 /// The bytes a buffer of `tensor` takes on the device: half of its f32
-/// bytes where `tcc-narrow-storage` stores it as f16 (the op, an
+/// bytes where `tcc-narrow-storage` stores it as f16 or bf16 (the op, an
 /// allocation or an arena view, carries `tcc.storage`).
 fn stored_byte_size(op: OperationRef, tensor: &TensorDesc) -> u64 {
     let bytes = byte_size(tensor);
     match crate::ir::storage::op_storage(&op) {
         Some(storage)
-            if melior::ir::r#type::TypeLike::is_f16(&storage)
+            if (melior::ir::r#type::TypeLike::is_f16(&storage)
+                || melior::ir::r#type::TypeLike::is_bf16(&storage))
                 && tensor.element.size_bytes() == 4 =>
         {
             bytes / 2

@@ -97,13 +97,15 @@ fn constant_bytes<'c>(
 }
 
 /// A constant's f32 bytes in the storage `tcc-narrow-storage` chose for it
-/// (IEEE half, rounded to nearest even).
+/// (IEEE half or bfloat16, rounded to nearest even).
 fn stored_bytes(
     op: OperationRef,
     bytes: &[u8],
     storage: melior::ir::Type,
 ) -> Result<Vec<u8>, CodegenError> {
-    if !melior::ir::r#type::TypeLike::is_f16(&storage) {
+    use melior::ir::r#type::TypeLike;
+    let bf16 = storage.is_bf16();
+    if !storage.is_f16() && !bf16 {
         return Err(CodegenError::at(
             &op,
             format!("unsupported storage type {storage}"),
@@ -119,7 +121,11 @@ fn stored_bytes(
         .chunks_exact(4)
         .flat_map(|b| {
             let value = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            half::f16::from_f32(value).to_bits().to_le_bytes()
+            if bf16 {
+                half::bf16::from_f32(value).to_bits().to_le_bytes()
+            } else {
+                half::f16::from_f32(value).to_bits().to_le_bytes()
+            }
         })
         .collect())
 }

@@ -551,6 +551,7 @@ impl KernelWriter {
                 Precision::Fp32 => None,
                 Precision::Tf32 => Some(TensorCores::Tf32),
                 Precision::Fp16 => Some(TensorCores::Fp16),
+                Precision::Bf16 => Some(TensorCores::Bf16),
             },
             dynamic_local: self.dynamic_local,
         })

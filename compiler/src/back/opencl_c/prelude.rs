@@ -60,16 +60,23 @@ inline float tcc_expf(float x) { return exp(x); }
 /// The inline PTX of the tensor-core GEMM pipeline (`tcc-kernels`'
 /// `gemm::tensor_cores`), only in programs compiled for tensor cores so
 /// that fp32 programs stay as they were: 16-byte `cp.async` copies into
-/// local memory (a source size below 16 zero-fills the rest) with their
-/// commit and wait, `ldmatrix` of four 8x8 16-bit blocks (8x4 words),
-/// fp32 pairs packed into half pairs, and the FP16 `mma.sync.m16n8k16`.
+/// local memory (a source size below 16 zero-fills the rest) and 8-byte
+/// ones of four halves, with their commit and wait, `ldmatrix` of four 8x8
+/// 16-bit blocks (8x4 words), fp32 pairs packed into half pairs, fp32
+/// rounded to the bits of a half or a bfloat16 (the half tiles' register
+/// staging), and the FP16 and BF16 `mma.sync.m16n8k16`.
 /// (The TF32 `mma` and `tcc_tf32` are in [`PRELUDE`].)
 const TENSOR_CORES: &str = "\
 #ifdef TCC_PTX
-/* Tensor-core GEMM pipeline (--precision=tf32|fp16). */
+/* Tensor-core GEMM pipeline (--precision=tf32|fp16|bf16). */
 inline void tcc_cp_async16(__local float* dst, __global const float* src, int bytes) {
   __asm__ volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"((uint)(ulong)dst), \"l\"(src), \"r\"(bytes) : \"memory\");
 }
+inline void tcc_cp_async8(__local void* dst, __global const void* src, int bytes) {
+  __asm__ volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"((uint)(ulong)dst), \"l\"(src), \"r\"(bytes) : \"memory\");
+}
+inline ushort tcc_f16_bits(float x) { ushort r; __asm__(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(x)); return r; }
+inline ushort tcc_bf16_bits(float x) { ushort r; __asm__(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(x)); return r; }
 inline void tcc_cp_async_commit(void) { __asm__ volatile(\"cp.async.commit_group;\" ::: \"memory\"); }
 #define TCC_CP_ASYNC_WAIT(n) __asm__ volatile(\"cp.async.wait_group \" #n \";\" ::: \"memory\")
 #define TCC_LDMATRIX_X4(r0, r1, r2, r3, p) \\
@@ -81,6 +88,10 @@ inline uint tcc_f16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.f16x2.f32 %
   __asm__(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
           : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
           : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
+#define TCC_MMA_BF16(c0, c1, c2, c3, a0, a1, a2, a3, b0, b1) \\
+  __asm__(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
+          : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
+          : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))
 #endif
 ";
 
@@ -89,7 +100,7 @@ inline uint tcc_f16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.f16x2.f32 %
 fn precision_prelude(precision: Precision) -> &'static str {
     match precision {
         Precision::Fp32 => "",
-        Precision::Tf32 | Precision::Fp16 => TENSOR_CORES,
+        Precision::Tf32 | Precision::Fp16 | Precision::Bf16 => TENSOR_CORES,
     }
 }
 

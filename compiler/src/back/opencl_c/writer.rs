@@ -122,9 +122,13 @@ pub enum Precision {
     /// inputs rounded to 10 mantissa bits, fp32 accumulation) in the PTX
     /// form; the OpenCL C form stays fp32.
     Tf32,
-    /// As `Tf32` with FP16 inputs (rounded to nearest half) on the FP16
-    /// tensor cores, fp32 accumulation.
+    /// As `Tf32` with FP16 inputs (half operands as stored, fp32 ones
+    /// rounded to nearest half) on the FP16 tensor cores, fp32
+    /// accumulation.
     Fp16,
+    /// As `Fp16` with BF16 inputs on the BF16 tensor cores (sm_80 and
+    /// newer).
+    Bf16,
 }
 
 /// Translates every `gpu.func` of the module's kernel module.
@@ -203,10 +207,11 @@ fn argument_storage(
     match crate::ir::storage::argument_storage(kernel, index) {
         None => Ok(element.storage()),
         Some(storage) if storage.is_f16() && element == ElementType::F32 => Ok(Storage::F16),
+        Some(storage) if storage.is_bf16() && element == ElementType::F32 => Ok(Storage::BF16),
         Some(storage) => Err(CodegenError::at(
             &kernel,
             format!(
-                "kernel argument {index} of {element:?} elements is marked stored as {storage}: only f32 buffers may be stored as f16"
+                "kernel argument {index} of {element:?} elements is marked stored as {storage}: only f32 buffers may be stored as f16 or bf16"
             ),
         )),
     }
