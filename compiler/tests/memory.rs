@@ -99,16 +99,17 @@ fn add_model(path: &Path, elements: usize) {
     std::fs::write(path, model.encode_to_vec()).expect("write the model");
 }
 
-/// `y = x + c` with `c` a splat `tosa.const` of `elements` float32s.
+/// Returns `x + c` and `c`, a splat `tosa.const` of `elements` float32s
+/// (returned, so that the artifact must hold all its bytes).
 fn splat_model(path: &Path, elements: usize) {
     let ty = format!("tensor<{elements}xf32>");
     std::fs::write(
         path,
         format!(
-            "func.func @main(%x: {ty}) -> {ty} {{\n  \
+            "func.func @main(%x: {ty}) -> ({ty}, {ty}) {{\n  \
                %c = \"tosa.const\"() <{{values = dense<1.5> : {ty}}}> : () -> {ty}\n  \
                %y = tosa.add %x, %c : ({ty}, {ty}) -> {ty}\n  \
-               return %y : {ty}\n}}\n"
+               return %y, %c : {ty}, {ty}\n}}\n"
         ),
     )
     .expect("write the model");

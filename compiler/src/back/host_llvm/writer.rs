@@ -313,7 +313,11 @@ impl<'l> HostWriter<'l> {
                 CodegenError::at(op, "a constant (memref.global) has no initial value")
             })?;
             // SAFETY: the attribute belongs to `mlir`'s context ('c).
-            let value: melior::ir::Attribute<'c> = unsafe { melior::ir::Attribute::from_raw(melior::ir::attribute::AttributeLike::to_raw(&value)) };
+            let value: melior::ir::Attribute<'c> = unsafe {
+                melior::ir::Attribute::from_raw(melior::ir::attribute::AttributeLike::to_raw(
+                    &value,
+                ))
+            };
             let bytes = constant_bytes(*op, value)?;
             constants.push(match crate::ir::storage::op_storage(op) {
                 Some(storage) => Cow::Owned(stored_bytes(*op, &bytes, storage)?),
