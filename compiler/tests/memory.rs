@@ -17,6 +17,8 @@ use tcc_compiler::front::onnx::proto;
 
 /// The peak resident bytes of `tcc ARGS` (the process and the children it
 /// waited for), failing the test on a non-zero exit.
+// The child is reaped by `wait4` (which gives its rusage), not `wait`.
+#[allow(clippy::zombie_processes)]
 fn peak_rss(args: &[&str]) -> u64 {
     let child = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .args(args)

@@ -131,12 +131,12 @@ fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>) -> Result<()> {
         };
         // The blob's elements must be aligned as it says: a tensor at an
         // odd offset of the file is copied (the allocator aligns it).
-        let bytes = if (blob.bytes.as_ptr() as usize) % blob.alignment == 0 {
+        let bytes = if (blob.bytes.as_ptr() as usize).is_multiple_of(blob.alignment) {
             blob.bytes
         } else {
             bytes::Bytes::from(blob.bytes.to_vec())
         };
-        let alignment = if (bytes.as_ptr() as usize) % blob.alignment == 0 {
+        let alignment = if (bytes.as_ptr() as usize).is_multiple_of(blob.alignment) {
             blob.alignment
         } else {
             1

@@ -109,7 +109,7 @@ fn stored_bytes(
             format!("unsupported storage type {storage}"),
         ));
     }
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(CodegenError::at(
             &op,
             "half storage of a constant that is not f32",
