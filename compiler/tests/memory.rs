@@ -17,6 +17,8 @@ use tcc_compiler::front::onnx::proto;
 
 /// The peak resident bytes of `tcc ARGS` (the process and the children it
 /// waited for), failing the test on a non-zero exit.
+// The child is reaped by `wait4` (which gives its rusage), not `wait`.
+#[allow(clippy::zombie_processes)]
 fn peak_rss(args: &[&str]) -> u64 {
     let child = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .args(args)
@@ -99,16 +101,17 @@ fn add_model(path: &Path, elements: usize) {
     std::fs::write(path, model.encode_to_vec()).expect("write the model");
 }
 
-/// `y = x + c` with `c` a splat `tosa.const` of `elements` float32s.
+/// Returns `x + c` and `c`, a splat `tosa.const` of `elements` float32s
+/// (returned, so that the artifact must hold all its bytes).
 fn splat_model(path: &Path, elements: usize) {
     let ty = format!("tensor<{elements}xf32>");
     std::fs::write(
         path,
         format!(
-            "func.func @main(%x: {ty}) -> {ty} {{\n  \
+            "func.func @main(%x: {ty}) -> ({ty}, {ty}) {{\n  \
                %c = \"tosa.const\"() <{{values = dense<1.5> : {ty}}}> : () -> {ty}\n  \
                %y = tosa.add %x, %c : ({ty}, {ty}) -> {ty}\n  \
-               return %y : {ty}\n}}\n"
+               return %y, %c : {ty}, {ty}\n}}\n"
         ),
     )
     .expect("write the model");

@@ -116,8 +116,10 @@ unsafe extern "C" {
         size: *mut usize,
     ) -> bool;
     fn tccInstallOutOfMemoryHandlers();
-    fn tccDenseResourceKey(attr: mlir_sys::MlirAttribute, key: *mut mlir_sys::MlirStringRef)
-    -> bool;
+    fn tccDenseResourceKey(
+        attr: mlir_sys::MlirAttribute,
+        key: *mut mlir_sys::MlirStringRef,
+    ) -> bool;
     fn tccDenseResourceSetBlob(
         attr: mlir_sys::MlirAttribute,
         data: *const c_void,

@@ -702,6 +702,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     },
                 )?
                 .object;
+            // The module, and with its context the weights' blobs (the
+            // mapped model), are no longer needed: release them before
+            // the library is linked and copied to the output.
+            drop(compiled);
+            drop(session);
             let triple = args.host_triple.as_deref();
             if path == Path::new("-") {
                 let library = directory.path().join("model.so");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use melior::ir::Module;
 
@@ -131,12 +131,12 @@ fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>) -> Result<()> {
         };
         // The blob's elements must be aligned as it says: a tensor at an
         // odd offset of the file is copied (the allocator aligns it).
-        let bytes = if (blob.bytes.as_ptr() as usize) % blob.alignment == 0 {
+        let bytes = if (blob.bytes.as_ptr() as usize).is_multiple_of(blob.alignment) {
             blob.bytes
         } else {
             bytes::Bytes::from(blob.bytes.to_vec())
         };
-        let alignment = if (bytes.as_ptr() as usize) % blob.alignment == 0 {
+        let alignment = if (bytes.as_ptr() as usize).is_multiple_of(blob.alignment) {
             blob.alignment
         } else {
             1
@@ -252,13 +252,25 @@ pub fn mlir_path(path: &Path) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
     Ok((Some(directory), mlir))
 }
 
-/// Prints a module with locations (the ONNX node names).
-fn print_with_locations(module: &Module) -> String {
-    unsafe extern "C" fn collect(part: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
-        let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
-        unsafe { &mut *(user_data as *mut String) }.push_str(&String::from_utf8_lossy(text));
+/// Prints a module with locations (the ONNX node names) into `out`, piece
+/// by piece as MLIR prints it (a large model's blobs print as hundreds of
+/// megabytes of hex: never held as one string).
+fn print_with_locations(module: &Module, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    struct Sink<'a> {
+        out: &'a mut dyn std::io::Write,
+        error: Option<std::io::Error>,
     }
-    let mut text = String::new();
+    unsafe extern "C" fn collect(part: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
+        let sink = unsafe { &mut *(user_data as *mut Sink) };
+        if sink.error.is_some() || part.length == 0 {
+            return;
+        }
+        let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
+        if let Err(e) = sink.out.write_all(text) {
+            sink.error = Some(e);
+        }
+    }
+    let mut sink = Sink { out, error: None };
     unsafe {
         let flags = mlir_sys::mlirOpPrintingFlagsCreate();
         mlir_sys::mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
@@ -266,12 +278,14 @@ fn print_with_locations(module: &Module) -> String {
             module.as_operation().to_raw(),
             flags,
             Some(collect),
-            &mut text as *mut String as *mut std::ffi::c_void,
+            &mut sink as *mut Sink as *mut std::ffi::c_void,
         );
         mlir_sys::mlirOpPrintingFlagsDestroy(flags);
     }
-    text.push('\n');
-    text
+    if let Some(error) = sink.error {
+        return Err(error);
+    }
+    sink.out.write_all(b"\n")
 }
 
 pub fn run(args: &ImportArgs) -> Result<()> {
@@ -302,12 +316,19 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let session = Session::new();
     let raw = args.raw.then(|| imported.mlir.clone());
     let module = parse_imported(&session, &args.input.display().to_string(), imported)?;
-    let text = match raw {
-        Some(text) => text,
-        None => print_with_locations(&module),
-    };
-    match &args.output {
-        Some(path) => write_atomically(path, text.as_bytes()),
-        None => super::write_stdout(&text),
+    match (raw, &args.output) {
+        (Some(text), Some(path)) => write_atomically(path, text.as_bytes()),
+        (Some(text), None) => super::write_stdout(&text),
+        (None, Some(path)) => tcc_runtime::output_file::write_output(path, false, |out| {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+            print_with_locations(&module, &mut out)?;
+            std::io::Write::flush(&mut out)
+        })
+        .with_context(|| format!("cannot write {}", path.display())),
+        (None, None) => {
+            let mut text = Vec::new();
+            print_with_locations(&module, &mut text)?;
+            super::write_stdout(&String::from_utf8_lossy(&text))
+        }
     }
 }

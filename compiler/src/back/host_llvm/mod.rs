@@ -230,13 +230,12 @@ pub fn link_shared_objects(
             String::from_utf8_lossy(&result.stderr)
         )));
     }
-    // Mapped, not read: a library of a large model's weights is copied
-    // once, from the page cache into the output.
-    let library = std::fs::File::open(&library_path)
+    // Streamed, not read: a library of a large model's weights is copied
+    // from the page cache into the output through a small buffer.
+    let mut library = std::fs::File::open(&library_path)
         .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
-    // SAFETY: a private read-only mapping of a file in this process's own
-    // temporary directory, which nothing else writes.
-    let bytes = unsafe { memmap2::Mmap::map(&library) }
-        .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
-    crate::driver::write_atomically(output, &bytes).map_err(|e| CodegenError::new(format!("{e:#}")))
+    tcc_runtime::output_file::write_output(output, true, |out| {
+        std::io::copy(&mut library, out).map(|_| ())
+    })
+    .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", output.display())))
 }

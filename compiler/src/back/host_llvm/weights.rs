@@ -53,11 +53,7 @@ pub fn write_object(
     triple: Option<&str>,
     constants: &[Cow<'_, [u8]>],
 ) -> Result<(), CodegenError> {
-    let mut object = Object::new(
-        BinaryFormat::Elf,
-        architecture(triple)?,
-        Endianness::Little,
-    );
+    let mut object = Object::new(BinaryFormat::Elf, architecture(triple)?, Endianness::Little);
     for (index, bytes) in constants.iter().enumerate() {
         let name = constant_symbol(index);
         // ELF has no segment names.

@@ -111,7 +111,7 @@ fn stored_bytes(
             format!("unsupported storage type {storage}"),
         ));
     }
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(CodegenError::at(
             &op,
             "half storage of a constant that is not f32",
@@ -319,7 +319,11 @@ impl<'l> HostWriter<'l> {
                 CodegenError::at(op, "a constant (memref.global) has no initial value")
             })?;
             // SAFETY: the attribute belongs to `mlir`'s context ('c).
-            let value: melior::ir::Attribute<'c> = unsafe { melior::ir::Attribute::from_raw(melior::ir::attribute::AttributeLike::to_raw(&value)) };
+            let value: melior::ir::Attribute<'c> = unsafe {
+                melior::ir::Attribute::from_raw(melior::ir::attribute::AttributeLike::to_raw(
+                    &value,
+                ))
+            };
             let bytes = constant_bytes(*op, value)?;
             constants.push(match crate::ir::storage::op_storage(op) {
                 Some(storage) => Cow::Owned(stored_bytes(*op, &bytes, storage)?),

@@ -501,7 +501,9 @@ mod tests {
         let raw = TensorProto {
             dims: vec![2],
             data_type: 1,
-            raw_data: [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat(),
+            raw_data: [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()]
+                .concat()
+                .into(),
             ..Default::default()
         };
         let a = decode(&typed, None, "t").unwrap();
