@@ -27,6 +27,12 @@ fn runtime_dtype(dtype: DType) -> Option<tcc_runtime::DType> {
         DType::U16 => tcc_runtime::DType::U16,
         DType::U32 => tcc_runtime::DType::U32,
         DType::U64 => tcc_runtime::DType::U64,
+        // One value a byte at the interface (see the importer's narrow types).
+        DType::I4 | DType::I2 => tcc_runtime::DType::I8,
+        DType::U4 | DType::U2 => tcc_runtime::DType::U8,
+        DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ | DType::F4E2M1 => {
+            return None;
+        }
     })
 }
 

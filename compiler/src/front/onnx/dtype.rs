@@ -21,6 +21,20 @@ pub enum DType {
     U32,
     U64,
     Bool,
+    /// The narrow types (`narrow.rs` in ops): float8 of four encodings,
+    /// float4e2m1, int4/uint4, int2/uint2. One element per byte in the
+    /// graph (`i8`; ONNX packs the 4- and 2-bit types, the decoder unpacks
+    /// them, sign-extended for int4/int2), taken by Cast, CastLike,
+    /// QuantizeLinear, DequantizeLinear and data movement only.
+    F8E4M3FN,
+    F8E4M3FNUZ,
+    F8E5M2,
+    F8E5M2FNUZ,
+    F4E2M1,
+    I4,
+    U4,
+    I2,
+    U2,
 }
 
 impl DType {
@@ -40,6 +54,15 @@ impl DType {
             12 => DType::U32,
             13 => DType::U64,
             16 => DType::BF16,
+            17 => DType::F8E4M3FN,
+            18 => DType::F8E4M3FNUZ,
+            19 => DType::F8E5M2,
+            20 => DType::F8E5M2FNUZ,
+            21 => DType::U4,
+            22 => DType::I4,
+            23 => DType::F4E2M1,
+            25 => DType::U2,
+            26 => DType::I2,
             _ => return None,
         })
     }
@@ -59,6 +82,9 @@ impl DType {
             21 => "uint4".into(),
             22 => "int4".into(),
             23 => "float4e2m1".into(),
+            24 => "float8e8m0".into(),
+            25 => "uint2".into(),
+            26 => "int2".into(),
             _ => match DType::from_onnx(code) {
                 Some(dtype) => dtype.to_string(),
                 None => format!("data type {code}"),
@@ -82,16 +108,35 @@ impl DType {
             DType::U32 => 12,
             DType::U64 => 13,
             DType::BF16 => 16,
+            DType::F8E4M3FN => 17,
+            DType::F8E4M3FNUZ => 18,
+            DType::F8E5M2 => 19,
+            DType::F8E5M2FNUZ => 20,
+            DType::U4 => 21,
+            DType::I4 => 22,
+            DType::F4E2M1 => 23,
+            DType::U2 => 25,
+            DType::I2 => 26,
         }
     }
 
-    /// Bytes per element in ONNX's raw (little-endian) layout.
+    /// Bytes per element in the importer's little-endian layout (ONNX's
+    /// raw layout, except that the 4- and 2-bit types take a byte each).
     pub fn size(self) -> usize {
         match self {
             DType::F64 | DType::I64 | DType::U64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1
+            | DType::I4
+            | DType::U4
+            | DType::I2
+            | DType::U2 => 1,
         }
     }
 
@@ -100,11 +145,34 @@ impl DType {
     }
 
     pub fn is_int(self) -> bool {
-        !self.is_float() && self != DType::Bool
+        !self.is_float() && self != DType::Bool && !self.is_minifloat()
     }
 
     pub fn is_unsigned(self) -> bool {
-        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+        matches!(
+            self,
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::U4 | DType::U2
+        )
+    }
+
+    /// The float8 types and float4e2m1 (bits in an `i8`).
+    pub fn is_minifloat(self) -> bool {
+        matches!(
+            self,
+            DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ | DType::F4E2M1
+        )
+    }
+
+    /// The narrow types: minifloats and the 4- and 2-bit integers.
+    pub fn is_narrow(self) -> bool {
+        self.is_minifloat() || matches!(self, DType::I4 | DType::U4 | DType::I2 | DType::U2)
+    }
+
+    /// Whether a graph input or output of this type can cross the
+    /// artifact's interface: the 4- and 2-bit integers do as int8/uint8
+    /// (one value a byte); the minifloats have no runtime type yet.
+    pub fn at_interface(self) -> bool {
+        self.in_graph() && !self.is_minifloat()
     }
 
     /// Whether tcc compiles tensors of this type (the runtime ABI's types).
@@ -124,7 +192,7 @@ impl DType {
                 | DType::U16
                 | DType::U8
                 | DType::Bool
-        )
+        ) || self.is_narrow()
     }
 
     /// The MLIR element type.
@@ -139,6 +207,7 @@ impl DType {
             DType::I16 | DType::U16 => "i16",
             DType::I8 | DType::U8 => "i8",
             DType::Bool => "i1",
+            _ => "i8",
         }
     }
 }
@@ -159,7 +228,172 @@ impl fmt::Display for DType {
             DType::U32 => "uint32",
             DType::U64 => "uint64",
             DType::Bool => "bool",
+            DType::F8E4M3FN => "float8e4m3fn",
+            DType::F8E4M3FNUZ => "float8e4m3fnuz",
+            DType::F8E5M2 => "float8e5m2",
+            DType::F8E5M2FNUZ => "float8e5m2fnuz",
+            DType::F4E2M1 => "float4e2m1",
+            DType::I4 => "int4",
+            DType::U4 => "uint4",
+            DType::I2 => "int2",
+            DType::U2 => "uint2",
         })
+    }
+}
+
+/// How a minifloat's special values are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Specials {
+    /// e4m3fn: no infinities; NaN is S.1111.111.
+    NanAllOnes,
+    /// e5m2: IEEE-like; exponent all ones is infinity (mantissa 0) or NaN.
+    Ieee,
+    /// fnuz: no infinities, no negative zero; NaN is 1.0000000.
+    NanNegativeZero,
+    /// float4e2m1: neither infinities nor NaN.
+    None,
+}
+
+/// The layout of a minifloat: sign bit, `exponent` bits, `mantissa` bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Minifloat {
+    pub exponent: u32,
+    pub mantissa: u32,
+    pub bias: i32,
+    pub specials: Specials,
+}
+
+impl Minifloat {
+    pub fn of(dtype: DType) -> Option<Minifloat> {
+        let (exponent, mantissa, bias, specials) = match dtype {
+            DType::F8E4M3FN => (4, 3, 7, Specials::NanAllOnes),
+            DType::F8E4M3FNUZ => (4, 3, 8, Specials::NanNegativeZero),
+            DType::F8E5M2 => (5, 2, 15, Specials::Ieee),
+            DType::F8E5M2FNUZ => (5, 2, 16, Specials::NanNegativeZero),
+            DType::F4E2M1 => (2, 1, 1, Specials::None),
+            _ => return None,
+        };
+        Some(Minifloat {
+            exponent,
+            mantissa,
+            bias,
+            specials,
+        })
+    }
+
+    /// The sign bit's position.
+    pub fn sign_shift(self) -> u32 {
+        self.exponent + self.mantissa
+    }
+
+    /// The largest finite value's bits (without the sign).
+    pub fn max_bits(self) -> u32 {
+        let all = (1u32 << self.sign_shift()) - 1;
+        match self.specials {
+            Specials::NanAllOnes => all - 1,
+            Specials::Ieee => all - (1 << self.mantissa),
+            Specials::NanNegativeZero | Specials::None => all,
+        }
+    }
+
+    /// The smallest normal exponent (unbiased).
+    pub fn min_exponent(self) -> i32 {
+        1 - self.bias
+    }
+
+    /// The value of `bits` (the low `sign_shift() + 1` bits).
+    pub fn decode(self, bits: u8) -> f64 {
+        let bits = bits as u32;
+        let sign = (bits >> self.sign_shift()) & 1;
+        let magnitude = bits & ((1 << self.sign_shift()) - 1);
+        let nan = match self.specials {
+            Specials::NanAllOnes => magnitude == (1 << self.sign_shift()) - 1,
+            Specials::Ieee => magnitude > ((1 << self.exponent) - 1) << self.mantissa,
+            Specials::NanNegativeZero => sign == 1 && magnitude == 0,
+            Specials::None => false,
+        };
+        if nan {
+            return f64::NAN;
+        }
+        let exponent = (magnitude >> self.mantissa) as i32;
+        let mantissa = (magnitude & ((1 << self.mantissa) - 1)) as f64;
+        let value = if self.specials == Specials::Ieee && exponent == (1 << self.exponent) - 1 {
+            f64::INFINITY
+        } else if exponent == 0 {
+            mantissa * 2f64.powi(self.min_exponent() - self.mantissa as i32)
+        } else {
+            (mantissa + (1u32 << self.mantissa) as f64)
+                * 2f64.powi(exponent - self.bias - self.mantissa as i32)
+        };
+        if sign == 1 { -value } else { value }
+    }
+
+    /// The bits of `value` rounded to nearest even; out of range: the
+    /// largest finite value when `saturate`, else infinity (e5m2) or NaN.
+    /// NaN gives NaN (float4e2m1, which has none: the largest value).
+    pub fn encode(self, value: f64, saturate: bool) -> u8 {
+        let sign_bit = 1u32 << self.sign_shift();
+        let sign = if value.is_sign_negative() {
+            sign_bit
+        } else {
+            0
+        };
+        let nan_bits = match self.specials {
+            Specials::NanAllOnes => sign | (sign_bit - 1),
+            Specials::Ieee => {
+                sign | (((1 << self.exponent) - 1) << self.mantissa) | (1 << (self.mantissa - 1))
+            }
+            Specials::NanNegativeZero => sign_bit,
+            Specials::None => sign | self.max_bits(),
+        };
+        if value.is_nan() {
+            return nan_bits as u8;
+        }
+        let max = self.decode(self.max_bits() as u8);
+        let a = value.abs();
+        // Round to the grid of a's binade (or the subnormal grid).
+        let exponent = if a == 0.0 {
+            self.min_exponent()
+        } else {
+            (a.log2().floor() as i32).max(self.min_exponent())
+        };
+        let quantum = 2f64.powi(exponent - self.mantissa as i32);
+        let rounded = (a / quantum).round_ties_even() * quantum;
+        let magnitude = if rounded > max || a.is_infinite() {
+            if saturate || self.specials == Specials::None {
+                self.max_bits()
+            } else if self.specials == Specials::Ieee {
+                return (sign | (((1 << self.exponent) - 1) << self.mantissa)) as u8;
+            } else {
+                return nan_bits as u8;
+            }
+        } else if rounded < 2f64.powi(self.min_exponent()) {
+            (rounded / 2f64.powi(self.min_exponent() - self.mantissa as i32)) as u32
+        } else {
+            let e = rounded.log2().floor() as i32;
+            let m = (rounded / 2f64.powi(e - self.mantissa as i32)) as u32 - (1 << self.mantissa);
+            (((e + self.bias) as u32) << self.mantissa) | m
+        };
+        if magnitude == 0 && self.specials == Specials::NanNegativeZero {
+            return 0;
+        }
+        (sign | magnitude) as u8
+    }
+}
+
+/// The value of a 4- or 2-bit integer's low bits (sign-extended for int4
+/// and int2), or of any value wrapped to the type, as the byte the
+/// importer keeps.
+pub fn wrap_narrow_int(dtype: DType, value: i64) -> u8 {
+    let bits = match dtype {
+        DType::I4 | DType::U4 => 4,
+        _ => 2,
+    };
+    let low = (value as u64) & ((1 << bits) - 1);
+    if matches!(dtype, DType::I4 | DType::I2) && low >> (bits - 1) == 1 {
+        (low as i64 - (1 << bits)) as i8 as u8
+    } else {
+        low as u8
     }
 }
 

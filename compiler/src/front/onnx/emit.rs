@@ -228,8 +228,12 @@ impl Emitter {
                 c.dtype
             );
         }
-        let literal = self.dense_literal(c, hint);
         let ty = c.ty();
+        if ty.numel() == 0 {
+            // No elements (TOSA has no empty constants): an empty tensor.
+            return Ok(self.empty(&ty));
+        }
+        let literal = self.dense_literal(c, hint);
         let ssa = self.op_typed(
             "tosa.const",
             &[],

@@ -71,7 +71,21 @@ pub(super) fn define_arguments(
             name: info.name.clone(),
             ty: ty.clone(),
         });
-        values.insert(info.name.clone(), Value::Tensor(Val { ssa, ty }));
+        // An input with no elements has no values to read: its nodes see
+        // it as the (empty) constant it is, so that what depends only on
+        // it — empty axes, a CastLike's type, shapes — is known at import
+        // time; the argument stays in the interface.
+        let value = if ty.numel() == 0 {
+            Value::constant(tensor::Const {
+                dtype: ty.dtype,
+                shape: ty.shape.clone(),
+                bytes: Vec::new(),
+                splat: false,
+            })
+        } else {
+            Value::Tensor(Val { ssa, ty })
+        };
+        values.insert(info.name.clone(), value);
     }
     for (name, _) in &options.input_shapes {
         if !inputs.iter().any(|i| &i.name == name) {
@@ -101,7 +115,7 @@ fn input_type(
         );
     };
     let dtype = imp.graph_dtype(dtype);
-    if !dtype.in_graph() {
+    if !dtype.at_interface() {
         let hint = if dtype == DType::F64 {
             " (import with --demote-f64 to compute in float32)"
         } else {
@@ -122,13 +136,6 @@ fn input_type(
             info.name,
             dtype::shape_text(&shape),
             dtype::MAX_ELEMENTS
-        );
-    }
-    if shape.contains(&0) {
-        bail!(
-            "graph input '{}' has the shape {} with no elements: tcc does not support empty tensors",
-            info.name,
-            dtype::shape_text(&shape)
         );
     }
     Ok(TType::new(dtype, shape))

@@ -6,7 +6,7 @@ use super::super::emit::{Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
-use super::tensor;
+use super::{narrow, tensor};
 
 /// The first input, materialized, required to be a float tensor.
 fn float_input(imp: &mut Importer, node: &Node) -> Result<Val> {
@@ -606,10 +606,35 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if !target.in_graph() {
         bail!("Cast to {target} is not supported (tcc has no {target} tensors)");
     }
-    let mut x = imp.val(input)?;
+    // Opset 19: out-of-range values to float8 saturate unless `saturate = 0`.
+    let saturate = node.opset < 19 || node.int("saturate", 1)? != 0;
+    let x = imp.val(input)?;
+    tensor(convert(imp, x, target, saturate)?)
+}
+
+/// `x` converted to `target` as ONNX's Cast does (`saturate` for the
+/// float8 targets).
+pub fn convert(imp: &mut Importer, x: Val, target: DType, saturate: bool) -> Result<Val> {
     if x.dtype() == target {
-        return tensor(x);
+        return Ok(x);
     }
+    if x.dtype().is_narrow() || target.is_narrow() {
+        let x = narrow::widen(imp, &x);
+        if target.is_minifloat() {
+            let x = match x.dtype() {
+                DType::F32 => x,
+                DType::F16 | DType::BF16 | DType::F64 => imp.e.cast(&x, DType::F32),
+                _ => convert(imp, x, DType::F32, saturate)?,
+            };
+            return narrow::encode(imp, &x, target, saturate);
+        }
+        if target.is_narrow() {
+            let x = convert(imp, x, DType::I64, saturate)?;
+            return narrow::wrap(imp, &x, target);
+        }
+        return convert(imp, x, target, saturate);
+    }
+    let mut x = x;
     if x.dtype().is_unsigned() {
         // Unsigned: zero-extend (to int64, exact), or straight to a float.
         let from = x.dtype().mlir();
@@ -630,7 +655,7 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             });
         }
         if x.dtype() == target {
-            return tensor(x);
+            return Ok(x);
         }
     }
     if x.dtype().is_float() && target.is_unsigned() {
@@ -647,15 +672,15 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         let y = imp.e.map(&[&x], ty, &|a| {
             format!("%r = {op} {} : {from} to {to}", a[0])
         });
-        return tensor(imp.e.cast(&y, target));
+        return Ok(imp.e.cast(&y, target));
     }
     if x.dtype().is_float() && target.is_int() {
         // ONNX truncates toward zero (tosa.cast rounds to nearest).
         let (from, to) = (x.dtype().mlir(), target.mlir());
         let ty = x.ty.with_dtype(target);
-        return tensor(imp.e.map(&[&x], ty, &|a| {
+        return Ok(imp.e.map(&[&x], ty, &|a| {
             format!("%r = arith.fptosi {} : {from} to {to}", a[0])
         }));
     }
-    tensor(imp.e.cast(&x, target))
+    Ok(imp.e.cast(&x, target))
 }

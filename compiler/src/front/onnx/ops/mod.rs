@@ -13,6 +13,7 @@ pub mod index;
 pub mod loss;
 pub mod matmul;
 pub mod movement;
+pub mod narrow;
 pub mod norm;
 pub mod normalize;
 pub mod numeric;
