@@ -168,11 +168,24 @@ impl DType {
         self.is_minifloat() || matches!(self, DType::I4 | DType::U4 | DType::I2 | DType::U2)
     }
 
+    /// The layout of a minifloat type.
+    pub fn minifloat(self) -> Option<Minifloat> {
+        Some(match self {
+            DType::F8E4M3FN => Minifloat::F8E4M3FN,
+            DType::F8E4M3FNUZ => Minifloat::F8E4M3FNUZ,
+            DType::F8E5M2 => Minifloat::F8E5M2,
+            DType::F8E5M2FNUZ => Minifloat::F8E5M2FNUZ,
+            DType::F4E2M1 => Minifloat::F4E2M1,
+            _ => return None,
+        })
+    }
+
     /// Whether a graph input or output of this type can cross the
     /// artifact's interface: the 4- and 2-bit integers do as int8/uint8
-    /// (one value a byte); the minifloats have no runtime type yet.
+    /// (one value a byte), the minifloats as the runtime's one-byte
+    /// minifloat types.
     pub fn at_interface(self) -> bool {
-        self.in_graph() && !self.is_minifloat()
+        self.in_graph()
     }
 
     /// Whether tcc compiles tensors of this type (the runtime ABI's types).
@@ -241,145 +254,7 @@ impl fmt::Display for DType {
     }
 }
 
-/// How a minifloat's special values are encoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Specials {
-    /// e4m3fn: no infinities; NaN is S.1111.111.
-    NanAllOnes,
-    /// e5m2: IEEE-like; exponent all ones is infinity (mantissa 0) or NaN.
-    Ieee,
-    /// fnuz: no infinities, no negative zero; NaN is 1.0000000.
-    NanNegativeZero,
-    /// float4e2m1: neither infinities nor NaN.
-    None,
-}
-
-/// The layout of a minifloat: sign bit, `exponent` bits, `mantissa` bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Minifloat {
-    pub exponent: u32,
-    pub mantissa: u32,
-    pub bias: i32,
-    pub specials: Specials,
-}
-
-impl Minifloat {
-    pub fn of(dtype: DType) -> Option<Minifloat> {
-        let (exponent, mantissa, bias, specials) = match dtype {
-            DType::F8E4M3FN => (4, 3, 7, Specials::NanAllOnes),
-            DType::F8E4M3FNUZ => (4, 3, 8, Specials::NanNegativeZero),
-            DType::F8E5M2 => (5, 2, 15, Specials::Ieee),
-            DType::F8E5M2FNUZ => (5, 2, 16, Specials::NanNegativeZero),
-            DType::F4E2M1 => (2, 1, 1, Specials::None),
-            _ => return None,
-        };
-        Some(Minifloat {
-            exponent,
-            mantissa,
-            bias,
-            specials,
-        })
-    }
-
-    /// The sign bit's position.
-    pub fn sign_shift(self) -> u32 {
-        self.exponent + self.mantissa
-    }
-
-    /// The largest finite value's bits (without the sign).
-    pub fn max_bits(self) -> u32 {
-        let all = (1u32 << self.sign_shift()) - 1;
-        match self.specials {
-            Specials::NanAllOnes => all - 1,
-            Specials::Ieee => all - (1 << self.mantissa),
-            Specials::NanNegativeZero | Specials::None => all,
-        }
-    }
-
-    /// The smallest normal exponent (unbiased).
-    pub fn min_exponent(self) -> i32 {
-        1 - self.bias
-    }
-
-    /// The value of `bits` (the low `sign_shift() + 1` bits).
-    pub fn decode(self, bits: u8) -> f64 {
-        let bits = bits as u32;
-        let sign = (bits >> self.sign_shift()) & 1;
-        let magnitude = bits & ((1 << self.sign_shift()) - 1);
-        let nan = match self.specials {
-            Specials::NanAllOnes => magnitude == (1 << self.sign_shift()) - 1,
-            Specials::Ieee => magnitude > ((1 << self.exponent) - 1) << self.mantissa,
-            Specials::NanNegativeZero => sign == 1 && magnitude == 0,
-            Specials::None => false,
-        };
-        if nan {
-            return f64::NAN;
-        }
-        let exponent = (magnitude >> self.mantissa) as i32;
-        let mantissa = (magnitude & ((1 << self.mantissa) - 1)) as f64;
-        let value = if self.specials == Specials::Ieee && exponent == (1 << self.exponent) - 1 {
-            f64::INFINITY
-        } else if exponent == 0 {
-            mantissa * 2f64.powi(self.min_exponent() - self.mantissa as i32)
-        } else {
-            (mantissa + (1u32 << self.mantissa) as f64)
-                * 2f64.powi(exponent - self.bias - self.mantissa as i32)
-        };
-        if sign == 1 { -value } else { value }
-    }
-
-    /// The bits of `value` rounded to nearest even; out of range: the
-    /// largest finite value when `saturate`, else infinity (e5m2) or NaN.
-    /// NaN gives NaN (float4e2m1, which has none: the largest value).
-    pub fn encode(self, value: f64, saturate: bool) -> u8 {
-        let sign_bit = 1u32 << self.sign_shift();
-        let sign = if value.is_sign_negative() {
-            sign_bit
-        } else {
-            0
-        };
-        let nan_bits = match self.specials {
-            Specials::NanAllOnes => sign | (sign_bit - 1),
-            Specials::Ieee => {
-                sign | (((1 << self.exponent) - 1) << self.mantissa) | (1 << (self.mantissa - 1))
-            }
-            Specials::NanNegativeZero => sign_bit,
-            Specials::None => sign | self.max_bits(),
-        };
-        if value.is_nan() {
-            return nan_bits as u8;
-        }
-        let max = self.decode(self.max_bits() as u8);
-        let a = value.abs();
-        // Round to the grid of a's binade (or the subnormal grid).
-        let exponent = if a == 0.0 {
-            self.min_exponent()
-        } else {
-            (a.log2().floor() as i32).max(self.min_exponent())
-        };
-        let quantum = 2f64.powi(exponent - self.mantissa as i32);
-        let rounded = (a / quantum).round_ties_even() * quantum;
-        let magnitude = if rounded > max || a.is_infinite() {
-            if saturate || self.specials == Specials::None {
-                self.max_bits()
-            } else if self.specials == Specials::Ieee {
-                return (sign | (((1 << self.exponent) - 1) << self.mantissa)) as u8;
-            } else {
-                return nan_bits as u8;
-            }
-        } else if rounded < 2f64.powi(self.min_exponent()) {
-            (rounded / 2f64.powi(self.min_exponent() - self.mantissa as i32)) as u32
-        } else {
-            let e = rounded.log2().floor() as i32;
-            let m = (rounded / 2f64.powi(e - self.mantissa as i32)) as u32 - (1 << self.mantissa);
-            (((e + self.bias) as u32) << self.mantissa) | m
-        };
-        if magnitude == 0 && self.specials == Specials::NanNegativeZero {
-            return 0;
-        }
-        (sign | magnitude) as u8
-    }
-}
+pub use tcc_abi::minifloat::{Minifloat, Specials};
 
 /// The value of a 4- or 2-bit integer's low bits (sign-extended for int4
 /// and int2), or of any value wrapped to the type, as the byte the

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::dtype::{DType, Minifloat, TType, checked_numel, f16_to_f32, wrap_narrow_int};
+use super::dtype::{DType, TType, checked_numel, f16_to_f32, wrap_narrow_int};
 use super::error::{ImportError, Result};
 use super::proto::TensorProto;
 
@@ -42,7 +42,7 @@ impl Const {
             DType::F16 => f16_to_f32(u16::from_le_bytes([b[0], b[1]])) as f64,
             DType::BF16 => f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16) as f64,
             DType::U64 => u64::from_le_bytes(b.try_into().expect("8 bytes")) as f64,
-            d if d.is_minifloat() => Minifloat::of(d).expect("a minifloat").decode(b[0]),
+            d if d.is_minifloat() => d.minifloat().expect("a minifloat").decode(b[0]),
             _ => self.i64_at(index) as f64,
         }
     }
@@ -85,7 +85,7 @@ impl Const {
             DType::Bool => out.push((value != 0.0) as u8),
             // Saturating, as Cast's default `saturate = 1`.
             d if d.is_minifloat() => {
-                out.push(Minifloat::of(d).expect("a minifloat").encode(value, true))
+                out.push(d.minifloat().expect("a minifloat").encode(value, true))
             }
             _ => Self::encode_i64(dtype, if value.is_nan() { 0 } else { value as i64 }, out),
         }
@@ -578,6 +578,48 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(decode(&ints, None, "t").unwrap().i64s(), vec![-1, 7]);
+    }
+
+    #[test]
+    fn packed_narrow_integers_unpack_low_bits_first() {
+        // int4 [-8, 7, 1] packed low nibble first: 0x78, 0x01.
+        let int4 = TensorProto {
+            dims: vec![3],
+            data_type: 22,
+            raw_data: vec![0x78, 0x01],
+            ..Default::default()
+        };
+        let c = decode(&int4, None, "t").unwrap();
+        assert_eq!((c.dtype, c.i64s()), (DType::I4, vec![-8, 7, 1]));
+        // uint2 [3, 0, 1, 2, 1] in int32_data (one packed byte each).
+        let uint2 = TensorProto {
+            dims: vec![5],
+            data_type: 25,
+            int32_data: vec![0b10_01_00_11, 0b01],
+            ..Default::default()
+        };
+        assert_eq!(
+            decode(&uint2, None, "t").unwrap().i64s(),
+            vec![3, 0, 1, 2, 1]
+        );
+        let short = TensorProto {
+            dims: vec![5],
+            data_type: 22,
+            raw_data: vec![0x11, 0x11],
+            ..Default::default()
+        };
+        assert!(decode(&short, None, "t").is_err());
+    }
+
+    #[test]
+    fn narrow_casts_round_wrap_and_saturate() {
+        let c = Const::from_f64(DType::F32, vec![4], &[1.0, 464.0, 1e6, -0.0]);
+        let f8 = c.cast(DType::F8E4M3FN);
+        assert_eq!(f8.bytes, vec![0x38, 0x7E, 0x7E, 0x80]);
+        assert_eq!(f8.f64s()[1], 448.0);
+        let ints = Const::from_i64(DType::I64, vec![4], &[8, -9, 17, 100]);
+        assert_eq!(ints.cast(DType::I4).i64s(), vec![-8, 7, 1, 4]);
+        assert_eq!(ints.cast(DType::U4).i64s(), vec![8, 7, 1, 4]);
     }
 
     #[test]

@@ -226,12 +226,18 @@ fn static_shape(
 }
 
 /// The `tcc.unsigned` entry of an argument's or result's attributes when
-/// its (signless) tensor holds unsigned integers: the artifact's
-/// interface then says uint8/16/32/64 (`tcc-record-interface`).
-pub(super) fn unsigned_mark(dtype: DType) -> &'static str {
-    if dtype.is_unsigned() {
-        ", tcc.unsigned"
-    } else {
-        ""
-    }
+/// its (signless) tensor holds unsigned integers: the artifact's interface
+/// then says uint8/16/32/64 (`tcc-record-interface`); the `tcc.minifloat`
+/// entry when its `i8` tensor holds a float8 or float4's bits.
+pub(super) fn unsigned_mark(dtype: DType) -> String {
+    let minifloat = match dtype {
+        DType::F8E4M3FN => "f8E4M3FN",
+        DType::F8E4M3FNUZ => "f8E4M3FNUZ",
+        DType::F8E5M2 => "f8E5M2",
+        DType::F8E5M2FNUZ => "f8E5M2FNUZ",
+        DType::F4E2M1 => "f4E2M1FN",
+        _ if dtype.is_unsigned() => return ", tcc.unsigned".into(),
+        _ => return String::new(),
+    };
+    format!(", tcc.minifloat = \"{minifloat}\"")
 }

@@ -19,7 +19,7 @@ use super::super::importer::Importer;
 /// f32, a 4- or 2-bit integer relabeled as the int8/uint8 it is stored as.
 pub fn widen(imp: &mut Importer, x: &Val) -> Val {
     let dtype = x.dtype();
-    if let Some(format) = Minifloat::of(dtype) {
+    if let Some(format) = dtype.minifloat() {
         return decode(imp, x, format);
     }
     let wide = match dtype {
@@ -89,9 +89,10 @@ fn decode(imp: &mut Importer, x: &Val, f: Minifloat) -> Val {
 
 /// The f32 `x` encoded as the minifloat `target` (round half to even;
 /// beyond the largest finite value: it when `saturate` or for float4e2m1,
-/// else infinity for e5m2 and NaN for the others; NaN stays NaN).
+/// else infinity for e5m2 and NaN for the others; NaN stays NaN, and is a
+/// zero of the other sign in float4e2m1, as ONNX's reference has it).
 pub fn encode(imp: &mut Importer, x: &Val, target: DType, saturate: bool) -> Result<Val> {
-    let Some(f) = Minifloat::of(target) else {
+    let Some(f) = target.minifloat() else {
         bail!("{target} is not a minifloat");
     };
     if x.dtype() != DType::F32 {
@@ -114,8 +115,9 @@ pub fn encode(imp: &mut Importer, x: &Val, target: DType, saturate: bool) -> Res
             all_exponent | (1 << (f.mantissa - 1))
         ),
         Specials::NanNegativeZero => "%nanv = arith.constant 128 : i32\n".to_string(),
+        // float4 has no NaN: a zero of the other sign, as ONNX's reference.
         Specials::None => format!(
-            "%nanm = arith.constant {max_bits} : i32\n%nanv = arith.ori %signv, %nanm : i32\n"
+            "%nanm = arith.constant {sign_bit} : i32\n%nanv = arith.xori %signv, %nanm : i32\n"
         ),
     };
     let overflow = if saturate || f.specials == Specials::None {
@@ -149,9 +151,9 @@ pub fn encode(imp: &mut Importer, x: &Val, target: DType, saturate: bool) -> Res
              %emin = arith.constant {emin} : i32\n%ec = arith.maxsi %eu, %emin : i32\n\
              %qoff = arith.constant {qoff} : i32\n%qe = arith.addi %ec, %qoff : i32\n\
              %qb = arith.shli %qe, %twentythree : i32\n%q = arith.bitcast %qb : i32 to f32\n\
-             %n = arith.divf %a, %q : f32\n%rn = math.roundeven %n : f32\n%r = arith.mulf %rn, %q : f32\n\
-             %max = arith.constant {max_lit} : f32\n%over = arith.cmpf ogt, %r, %max : f32\n\
-             %rs = arith.select %over, %max, %r : f32\n%rb = arith.bitcast %rs : f32 to i32\n\
+             %n = arith.divf %a, %q : f32\n%rn = math.roundeven %n : f32\n%rv = arith.mulf %rn, %q : f32\n\
+             %max = arith.constant {max_lit} : f32\n%over = arith.cmpf ogt, %rv, %max : f32\n\
+             %rs = arith.select %over, %max, %rv : f32\n%rb = arith.bitcast %rs : f32 to i32\n\
              %re = arith.shrui %rb, %twentythree : i32\n%reu = arith.subi %re, %bias32 : i32\n\
              %sub = arith.cmpi slt, %reu, %emin : i32\n%unit = arith.constant {unit} : f32\n\
              %subf = arith.mulf %rs, %unit : f32\n%subi = arith.fptosi %subf : f32 to i32\n\
