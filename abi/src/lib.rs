@@ -18,6 +18,8 @@
 //! kinds) and the exported symbols' names are here too. This crate depends
 //! on nothing, so that the runtime stays free of LLVM and MLIR.
 
+pub mod minifloat;
+
 /// `TCC_ABI_VERSION`: the version the compiler writes and the runtime
 /// implements.
 pub const ABI_VERSION: u32 = 2;
@@ -41,6 +43,12 @@ pub const DTYPE_U8: u32 = 9;
 pub const DTYPE_U16: u32 = 10;
 pub const DTYPE_U32: u32 = 11;
 pub const DTYPE_U64: u32 = 12;
+/// The minifloats (one byte an element, see [`minifloat`]).
+pub const DTYPE_F8E4M3FN: u32 = 13;
+pub const DTYPE_F8E4M3FNUZ: u32 = 14;
+pub const DTYPE_F8E5M2: u32 = 15;
+pub const DTYPE_F8E5M2FNUZ: u32 = 16;
+pub const DTYPE_F4E2M1: u32 = 17;
 
 /// `enum tcc_source_kind`: the kernel program's format.
 pub const SOURCE_OPENCL_C: u32 = 0;
@@ -71,6 +79,11 @@ pub const CONSTANTS: &[(&str, u32)] = &[
     ("TCC_DTYPE_U16", DTYPE_U16),
     ("TCC_DTYPE_U32", DTYPE_U32),
     ("TCC_DTYPE_U64", DTYPE_U64),
+    ("TCC_DTYPE_F8E4M3FN", DTYPE_F8E4M3FN),
+    ("TCC_DTYPE_F8E4M3FNUZ", DTYPE_F8E4M3FNUZ),
+    ("TCC_DTYPE_F8E5M2", DTYPE_F8E5M2),
+    ("TCC_DTYPE_F8E5M2FNUZ", DTYPE_F8E5M2FNUZ),
+    ("TCC_DTYPE_F4E2M1", DTYPE_F4E2M1),
     ("TCC_SOURCE_OPENCL_C", SOURCE_OPENCL_C),
     ("TCC_SOURCE_SPIRV", SOURCE_SPIRV),
     ("TCC_SOURCE_PTX", SOURCE_PTX),

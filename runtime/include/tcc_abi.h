@@ -40,6 +40,13 @@ enum tcc_dtype {
   TCC_DTYPE_U16 = 10,
   TCC_DTYPE_U32 = 11,
   TCC_DTYPE_U64 = 12,
+  /* The minifloats: one byte an element (ONNX float8 e4m3fn, e4m3fnuz,
+   * e5m2, e5m2fnuz; float4e2m1 in the low 4 bits). */
+  TCC_DTYPE_F8E4M3FN = 13,
+  TCC_DTYPE_F8E4M3FNUZ = 14,
+  TCC_DTYPE_F8E5M2 = 15,
+  TCC_DTYPE_F8E5M2FNUZ = 16,
+  TCC_DTYPE_F4E2M1 = 17,
 };
 
 /* Kernel source formats. */

@@ -31,6 +31,11 @@ pub const TCC_DTYPE_U8: u32 = tcc_abi::DTYPE_U8;
 pub const TCC_DTYPE_U16: u32 = tcc_abi::DTYPE_U16;
 pub const TCC_DTYPE_U32: u32 = tcc_abi::DTYPE_U32;
 pub const TCC_DTYPE_U64: u32 = tcc_abi::DTYPE_U64;
+pub const TCC_DTYPE_F8E4M3FN: u32 = tcc_abi::DTYPE_F8E4M3FN;
+pub const TCC_DTYPE_F8E4M3FNUZ: u32 = tcc_abi::DTYPE_F8E4M3FNUZ;
+pub const TCC_DTYPE_F8E5M2: u32 = tcc_abi::DTYPE_F8E5M2;
+pub const TCC_DTYPE_F8E5M2FNUZ: u32 = tcc_abi::DTYPE_F8E5M2FNUZ;
+pub const TCC_DTYPE_F4E2M1: u32 = tcc_abi::DTYPE_F4E2M1;
 
 /// `enum tcc_source_kind`.
 pub const TCC_SOURCE_OPENCL_C: u32 = tcc_abi::SOURCE_OPENCL_C;

@@ -35,6 +35,9 @@ pub fn descr(dtype: DType) -> &'static str {
         DType::U16 => "<u2",
         DType::U32 => "<u4",
         DType::U64 => "<u8",
+        // ml_dtypes' own descrs: e5m2 has `<f1`, the others are void.
+        DType::F8E5M2 => "<f1",
+        DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2FNUZ | DType::F4E2M1 => "<V1",
     }
 }
 
@@ -46,6 +49,9 @@ pub fn dtype_of_descr(text: &str) -> Option<DType> {
         "<u1" => "|u1",
         "<b1" => "|b1",
         "|V2" => "<V2",
+        // ml_dtypes' float8 e4m3fn/e4m3fnuz/e5m2fnuz and float4 all say
+        // `<V1`: which one a file holds is not written down.
+        "<V1" | "|V1" => return None,
         other => other,
     };
     DType::ALL.into_iter().find(|d| descr(*d) == text)
@@ -189,7 +195,8 @@ fn header_type(path: &Path, header: &npyz::NpyHeader) -> Result<(DType, Vec<usiz
         npy_error(
             path,
             format!(
-                "element type `{type_str}` is not supported (supported: <f4 f32, <f2 f16, <V2 bf16 (ml_dtypes.bfloat16), <f8 f64, <i8 i64, <i4 i32, <i2 i16, |i1 i8, <u8 ui64, <u4 ui32, <u2 ui16, |u1 ui8, |b1 i1; \
+                "element type `{type_str}` is not supported (supported: <f4 f32, <f2 f16, <V2 bf16 (ml_dtypes.bfloat16), <f8 f64, <i8 i64, <i4 i32, <i2 i16, |i1 i8, <u8 ui64, <u4 ui32, <u2 ui16, |u1 ui8, |b1 i1, <f1 f8E5M2 (ml_dtypes.float8_e5m2); \
+                 the other float8 types and float4 are `<V1` in every ml_dtypes array, which does not say which, so give them as literals; \
                  convert with numpy's astype, tcc-run does not convert)"
             ),
         )
@@ -314,7 +321,12 @@ fn parse_npy(bytes: &[u8], path: &Path) -> Result<HostTensor> {
         | DType::U8
         | DType::U16
         | DType::U32
-        | DType::U64 => data.to_vec(),
+        | DType::U64
+        | DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F4E2M1 => data.to_vec(),
     };
     // Aligned, so that a CPU device reads the tensor in place (no copy per
     // call; see `HostBytes`).
@@ -388,9 +400,10 @@ fn numpy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
 
 fn encode_npyz<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
     let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
-    if t.dtype == DType::BF16 {
-        // No numpy type: the two raw bytes per element under `<V2`.
-        return write_raw(out, &shape, descr(DType::BF16), &t.bytes);
+    if t.dtype == DType::BF16 || t.dtype.minifloat().is_some() {
+        // No numpy type: the raw bytes of each element under ml_dtypes'
+        // descr (`<V2` for bfloat16, `<f1`/`<V1` for the minifloats).
+        return write_raw(out, &shape, descr(t.dtype), &t.bytes);
     }
     let type_str: npyz::TypeStr = descr(t.dtype)
         .parse()
@@ -422,7 +435,12 @@ fn encode_npyz<W: Write>(out: W, t: &HostTensor) -> std::io::Result<()> {
         DType::U16 => write_as!(u16, |c| u16::from_le_bytes([c[0], c[1]])),
         DType::U32 => write_as!(u32, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
         DType::U64 => write_as!(u64, |c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
-        DType::BF16 => unreachable!("written above"),
+        DType::BF16
+        | DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F4E2M1 => unreachable!("written above"),
     }
 }
 

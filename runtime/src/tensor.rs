@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::abi;
 use crate::error::{Error, Result};
 pub use crate::host_bytes::HostBytes;
+use tcc_abi::minifloat::Minifloat;
 
 /// Element type of a tensor crossing the ABI (`enum tcc_dtype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -34,10 +35,17 @@ pub enum DType {
     U16,
     U32,
     U64,
+    /// The minifloats, one byte an element (`tcc_abi::minifloat`).
+    F8E4M3FN,
+    F8E4M3FNUZ,
+    F8E5M2,
+    F8E5M2FNUZ,
+    /// float4e2m1 in the low 4 bits of its byte.
+    F4E2M1,
 }
 
 impl DType {
-    pub const ALL: [DType; 13] = [
+    pub const ALL: [DType; 18] = [
         DType::F32,
         DType::F16,
         DType::I32,
@@ -51,6 +59,11 @@ impl DType {
         DType::U16,
         DType::U32,
         DType::U64,
+        DType::F8E4M3FN,
+        DType::F8E4M3FNUZ,
+        DType::F8E5M2,
+        DType::F8E5M2FNUZ,
+        DType::F4E2M1,
     ];
 
     /// The `enum tcc_dtype` value, or `None` for an unknown code.
@@ -73,6 +86,11 @@ impl DType {
             DType::U16 => abi::TCC_DTYPE_U16,
             DType::U32 => abi::TCC_DTYPE_U32,
             DType::U64 => abi::TCC_DTYPE_U64,
+            DType::F8E4M3FN => abi::TCC_DTYPE_F8E4M3FN,
+            DType::F8E4M3FNUZ => abi::TCC_DTYPE_F8E4M3FNUZ,
+            DType::F8E5M2 => abi::TCC_DTYPE_F8E5M2,
+            DType::F8E5M2FNUZ => abi::TCC_DTYPE_F8E5M2FNUZ,
+            DType::F4E2M1 => abi::TCC_DTYPE_F4E2M1,
         }
     }
 
@@ -83,6 +101,11 @@ impl DType {
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1 => 1,
         }
     }
 
@@ -103,12 +126,30 @@ impl DType {
             DType::U16 => "ui16",
             DType::U32 => "ui32",
             DType::U64 => "ui64",
+            DType::F8E4M3FN => "f8E4M3FN",
+            DType::F8E4M3FNUZ => "f8E4M3FNUZ",
+            DType::F8E5M2 => "f8E5M2",
+            DType::F8E5M2FNUZ => "f8E5M2FNUZ",
+            DType::F4E2M1 => "f4E2M1FN",
         }
     }
 
     /// Whether the elements are floating point.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
+            || self.minifloat().is_some()
+    }
+
+    /// The layout of a minifloat type.
+    pub fn minifloat(self) -> Option<Minifloat> {
+        Some(match self {
+            DType::F8E4M3FN => Minifloat::F8E4M3FN,
+            DType::F8E4M3FNUZ => Minifloat::F8E4M3FNUZ,
+            DType::F8E5M2 => Minifloat::F8E5M2,
+            DType::F8E5M2FNUZ => Minifloat::F8E5M2FNUZ,
+            DType::F4E2M1 => Minifloat::F4E2M1,
+            _ => return None,
+        })
     }
 
     /// One element (its `size()` little-endian bytes) as an f64: exact for
@@ -127,6 +168,11 @@ impl DType {
             DType::U16 => u16::from_le_bytes([b[0], b[1]]) as f64,
             DType::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
             DType::U64 => u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as f64,
+            DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1 => self.minifloat().expect("a minifloat").decode(b[0]),
         }
     }
 }
@@ -145,7 +191,7 @@ impl FromStr for DType {
             .find(|d| d.name() == s)
             .ok_or_else(|| {
                 Error::InvalidInput(format!(
-                    "unknown element type `{s}` (expected one of f32, f16, bf16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1)"
+                    "unknown element type `{s}` (expected one of f32, f16, bf16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, f4E2M1FN)"
                 ))
             })
     }
@@ -377,7 +423,14 @@ impl HostTensor {
         let b = &self.bytes[i * s..(i + 1) * s];
         match self.dtype {
             DType::F32 => format_float(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64, false),
-            DType::F16 | DType::BF16 | DType::F64 => format_float(self.dtype.value_f64(b), true),
+            DType::F16
+            | DType::BF16
+            | DType::F64
+            | DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1 => format_float(self.dtype.value_f64(b), true),
             DType::I64 => {
                 i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).to_string()
             }
@@ -520,6 +573,13 @@ fn encode_value(dtype: DType, token: &str, out: &mut Vec<u8>) -> std::result::Re
                 .map_err(|e| format!("{e} (expected 0 to {})", u64::MAX))?
                 .to_le_bytes(),
         ),
+        DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ | DType::F4E2M1 => {
+            let format = dtype.minifloat().expect("a minifloat");
+            let max = format.decode(format.max_bits() as u8);
+            // Rounded to nearest even; a number past the largest finite
+            // value is an error, as for the other float types.
+            out.push(format.encode(finite_float(token, max, dtype)? as f64, false))
+        }
         DType::Bool => out.push(match token {
             "0" | "false" => 0,
             "1" | "true" => 1,
@@ -572,10 +632,24 @@ mod tests {
         }
         assert_eq!("i1".parse::<DType>().unwrap(), DType::Bool);
         assert_eq!(DType::from_abi(6), Some(DType::BF16));
-        assert_eq!(DType::from_abi(13), None);
+        assert_eq!(DType::from_abi(13), Some(DType::F8E4M3FN));
+        assert_eq!(DType::from_abi(18), None);
         assert_eq!("ui16".parse::<DType>().unwrap(), DType::U16);
         assert!("u16".parse::<DType>().is_err());
         assert!("f8".parse::<DType>().is_err());
+    }
+
+    #[test]
+    fn minifloat_literals_round_and_print() {
+        // 0.3 rounds to 0.3125 = 1.25 * 2^-2 in e4m3fn (0x2A); 448 is its
+        // largest value.
+        let t = HostTensor::parse_literal("3xf8E4M3FN=0.3,-448,0").unwrap();
+        assert_eq!(t.bytes.to_vec(), vec![0x2A, 0xFE, 0x00]);
+        assert_eq!(t.format(1024), "3xf8E4M3FN=[0.3125 -448 0]");
+        assert!(HostTensor::parse_literal("1xf8E4M3FN=500").is_err());
+        let e5m2 = HostTensor::parse_literal("2xf8E5M2=inf,-1.5").unwrap();
+        assert_eq!(e5m2.bytes.to_vec(), vec![0x7C, 0xBE]);
+        assert_eq!(DType::F4E2M1.value_f64(&[0xF]), -6.0);
     }
 
     #[test]

@@ -51,7 +51,15 @@ pub(crate) fn random_tensor(
         }
     };
     match desc.dtype {
-        DType::F32 | DType::F16 | DType::BF16 | DType::F64 => {
+        DType::F32
+        | DType::F16
+        | DType::BF16
+        | DType::F64
+        | DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F4E2M1 => {
             let (lo, hi) = range.unwrap_or((-1.0, 1.0));
             for _ in 0..count {
                 let wide = lo + (hi - lo) * rng.unit();
@@ -61,6 +69,9 @@ pub(crate) fn random_tensor(
                     DType::F16 => bytes.extend_from_slice(&f32_to_f16(value).to_le_bytes()),
                     DType::BF16 => {
                         bytes.extend_from_slice(&half::bf16::from_f32(value).to_le_bytes())
+                    }
+                    d if d.minifloat().is_some() => {
+                        bytes.push(d.minifloat().expect("a minifloat").encode(wide, true))
                     }
                     _ => bytes.extend_from_slice(&wide.to_le_bytes()),
                 }

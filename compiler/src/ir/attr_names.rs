@@ -42,6 +42,15 @@ pub const UNSIGNED: &str = "tcc.unsigned";
 /// are unsigned: an array of booleans, written by `tcc-record-interface`
 /// when any is.
 pub const IO_UNSIGNED: &str = "tcc.io_unsigned";
+/// Argument/result attribute (a string, `"f8E4M3FN"`, `"f8E4M3FNUZ"`,
+/// `"f8E5M2"`, `"f8E5M2FNUZ"` or `"f4E2M1FN"`): the `i8` tensor holds the
+/// bits of that minifloat (an ONNX float8/float4 input or output); the
+/// artifact's interface says so.
+pub const MINIFLOAT: &str = "tcc.minifloat";
+/// Which minifloat each of a function's inputs and outputs (in
+/// `tcc.io_names`' order) holds, "" for none: an array of strings,
+/// written by `tcc-record-interface` when any does.
+pub const IO_MINIFLOAT: &str = "tcc.io_minifloat";
 /// Unit attribute on the one arena allocation of a planned function.
 pub const ARENA: &str = "tcc.arena";
 /// On a planned host function: the arena's size in bytes.

@@ -3,7 +3,8 @@
 //! as attributes, before bufferization turns results into output
 //! arguments; and which of them hold unsigned integers (`tcc.unsigned`
 //! marks, recorded as `tcc.io_unsigned`), so that the artifact's interface
-//! says uint8 where the tensor is a signless i8. The host code generator reads them to tell inputs from
+//! says uint8 where the tensor is a signless i8; likewise the minifloat
+//! an `i8` tensor holds (`tcc.minifloat`, recorded as `tcc.io_minifloat`). The host code generator reads them to tell inputs from
 //! outputs; names come from `tcc.name` argument/result attributes (set by
 //! importers, e.g. ONNX graph input names) and default to "".
 
@@ -34,6 +35,24 @@ fn unsigned_of(attribute: Option<Attribute>, count: usize) -> Vec<bool> {
         }
     }
     marks
+}
+
+/// The string entries `key` of an `arg_attrs`/`res_attrs` array, ""
+/// where absent.
+fn strings_of(attribute: Option<Attribute>, count: usize, key: &str) -> Vec<String> {
+    let mut names = vec![String::new(); count];
+    if let Some(array) = attribute.and_then(|a| ArrayAttribute::try_from(a).ok()) {
+        for (index, name) in names.iter_mut().enumerate() {
+            if let Ok(dictionary) = array.element(index)
+                && let Ok(dictionary) =
+                    melior::ir::attribute::DictionaryAttribute::try_from(dictionary)
+                && let Some(value) = dictionary.element_by_name(key).and_then(string_value)
+            {
+                *name = value;
+            }
+        }
+    }
+    names
 }
 
 /// `tcc.name` entries of an `arg_attrs`/`res_attrs` array, "" where absent.
@@ -108,6 +127,26 @@ impl TccPass for RecordInterface {
                     .collect();
                 function.set_discardable_attribute(
                     attr_names::IO_UNSIGNED,
+                    ArrayAttribute::new(context, &marks).into(),
+                );
+            }
+            let mut minifloats = strings_of(
+                function.attribute("arg_attrs").ok(),
+                inputs,
+                attr_names::MINIFLOAT,
+            );
+            minifloats.extend(strings_of(
+                function.attribute("res_attrs").ok(),
+                outputs,
+                attr_names::MINIFLOAT,
+            ));
+            if minifloats.iter().any(|m| !m.is_empty()) {
+                let marks: Vec<Attribute> = minifloats
+                    .iter()
+                    .map(|m| StringAttribute::new(context, m).into())
+                    .collect();
+                function.set_discardable_attribute(
+                    attr_names::IO_MINIFLOAT,
                     ArrayAttribute::new(context, &marks).into(),
                 );
             }

@@ -129,6 +129,7 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
         element,
         shape: layout.shape,
         unsigned: false,
+        minifloat: String::new(),
     })
 }
 
@@ -201,6 +202,22 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
                 .collect()
         })
         .unwrap_or_default();
+    let minifloats: Vec<String> = function
+        .attribute(attr_names::IO_MINIFLOAT)
+        .ok()
+        .and_then(|a| ArrayAttribute::try_from(a).ok())
+        .map(|array| {
+            (0..array.len())
+                .map(|i| {
+                    array
+                        .element(i)
+                        .ok()
+                        .and_then(string_value)
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let region = function.region(0).at(&function)?;
     let block = region
         .first_block()
@@ -237,6 +254,7 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         )
         .map_err(|e| CodegenError::at(&function, format!("@{name} argument {index}: {e}")))?;
         tensor.unsigned = unsigned.get(index).copied().unwrap_or(false);
+        tensor.minifloat = minifloats.get(index).cloned().unwrap_or_default();
         if index < argument_count - num_outputs {
             desc.inputs.push(tensor);
         } else {

@@ -28,7 +28,20 @@ use crate::ir::util::{body_ops, body_ops_named, op_name};
 pub const ABI_VERSION: u32 = tcc_abi::ABI_VERSION;
 
 /// `enum tcc_dtype` of tcc_abi.h.
-fn dtype_code(element: ElementType, unsigned: bool) -> Result<u32, String> {
+fn dtype_code(element: ElementType, unsigned: bool, minifloat: &str) -> Result<u32, String> {
+    if !minifloat.is_empty() {
+        if element != ElementType::I8 {
+            return Err(format!("{element:?} tensors cannot hold {minifloat} bits"));
+        }
+        return Ok(match minifloat {
+            "f8E4M3FN" => tcc_abi::DTYPE_F8E4M3FN,
+            "f8E4M3FNUZ" => tcc_abi::DTYPE_F8E4M3FNUZ,
+            "f8E5M2" => tcc_abi::DTYPE_F8E5M2,
+            "f8E5M2FNUZ" => tcc_abi::DTYPE_F8E5M2FNUZ,
+            "f4E2M1FN" => tcc_abi::DTYPE_F4E2M1,
+            other => return Err(format!("unknown minifloat '{other}'")),
+        });
+    }
     if unsigned {
         return Ok(match element {
             ElementType::I8 => tcc_abi::DTYPE_U8,
@@ -60,6 +73,9 @@ pub struct TensorDesc {
     pub shape: Vec<i64>,
     /// A signless integer tensor that holds unsigned values (ONNX uint*).
     pub unsigned: bool,
+    /// An `i8` tensor that holds a minifloat's bits (`tcc.minifloat`):
+    /// its MLIR name, "" for none.
+    pub minifloat: String,
 }
 
 /// A function of the artifact.
@@ -426,7 +442,8 @@ impl<'l> HostWriter<'l> {
                 .map(|t| {
                     Ok(TensorEntry {
                         name: t.name.clone(),
-                        dtype: dtype_code(t.element, t.unsigned).map_err(CodegenError::new)?,
+                        dtype: dtype_code(t.element, t.unsigned, &t.minifloat)
+                            .map_err(CodegenError::new)?,
                         shape: t.shape.iter().map(|&x| x as u64).collect(),
                     })
                 })
@@ -497,7 +514,8 @@ impl<'l> HostWriter<'l> {
                 &shape_array,
             );
             let tensor_name = self.c_string(&tensor.name);
-            let dtype = dtype_code(tensor.element, tensor.unsigned).map_err(CodegenError::new)?;
+            let dtype = dtype_code(tensor.element, tensor.unsigned, &tensor.minifloat)
+                .map_err(CodegenError::new)?;
             let t = self.types;
             entries.push(struct_value(
                 &tcc_abi::TENSOR_DESC,

@@ -27,6 +27,14 @@ fn runtime_dtype(dtype: DType) -> Option<tcc_runtime::DType> {
         DType::U16 => tcc_runtime::DType::U16,
         DType::U32 => tcc_runtime::DType::U32,
         DType::U64 => tcc_runtime::DType::U64,
+        // One value a byte at the interface (see the importer's narrow types).
+        DType::I4 | DType::I2 => tcc_runtime::DType::I8,
+        DType::U4 | DType::U2 => tcc_runtime::DType::U8,
+        DType::F8E4M3FN => tcc_runtime::DType::F8E4M3FN,
+        DType::F8E4M3FNUZ => tcc_runtime::DType::F8E4M3FNUZ,
+        DType::F8E5M2 => tcc_runtime::DType::F8E5M2,
+        DType::F8E5M2FNUZ => tcc_runtime::DType::F8E5M2FNUZ,
+        DType::F4E2M1 => tcc_runtime::DType::F4E2M1,
     })
 }
 
@@ -81,7 +89,8 @@ fn compare(
     } else {
         (0.0, 0.0)
     };
-    let bitwise = !float || tolerance.exact;
+    // The minifloats come from conversions, which are exact.
+    let bitwise = !float || tolerance.exact || got.dtype.minifloat().is_some();
     let mut worst: Option<(usize, f64, f64)> = None;
     let mut bad = 0usize;
     // Whether every element is within the case's own bounds (its

@@ -21,6 +21,20 @@ pub enum DType {
     U32,
     U64,
     Bool,
+    /// The narrow types (`narrow.rs` in ops): float8 of four encodings,
+    /// float4e2m1, int4/uint4, int2/uint2. One element per byte in the
+    /// graph (`i8`; ONNX packs the 4- and 2-bit types, the decoder unpacks
+    /// them, sign-extended for int4/int2), taken by Cast, CastLike,
+    /// QuantizeLinear, DequantizeLinear and data movement only.
+    F8E4M3FN,
+    F8E4M3FNUZ,
+    F8E5M2,
+    F8E5M2FNUZ,
+    F4E2M1,
+    I4,
+    U4,
+    I2,
+    U2,
 }
 
 impl DType {
@@ -40,6 +54,15 @@ impl DType {
             12 => DType::U32,
             13 => DType::U64,
             16 => DType::BF16,
+            17 => DType::F8E4M3FN,
+            18 => DType::F8E4M3FNUZ,
+            19 => DType::F8E5M2,
+            20 => DType::F8E5M2FNUZ,
+            21 => DType::U4,
+            22 => DType::I4,
+            23 => DType::F4E2M1,
+            25 => DType::U2,
+            26 => DType::I2,
             _ => return None,
         })
     }
@@ -59,6 +82,9 @@ impl DType {
             21 => "uint4".into(),
             22 => "int4".into(),
             23 => "float4e2m1".into(),
+            24 => "float8e8m0".into(),
+            25 => "uint2".into(),
+            26 => "int2".into(),
             _ => match DType::from_onnx(code) {
                 Some(dtype) => dtype.to_string(),
                 None => format!("data type {code}"),
@@ -82,16 +108,35 @@ impl DType {
             DType::U32 => 12,
             DType::U64 => 13,
             DType::BF16 => 16,
+            DType::F8E4M3FN => 17,
+            DType::F8E4M3FNUZ => 18,
+            DType::F8E5M2 => 19,
+            DType::F8E5M2FNUZ => 20,
+            DType::U4 => 21,
+            DType::I4 => 22,
+            DType::F4E2M1 => 23,
+            DType::U2 => 25,
+            DType::I2 => 26,
         }
     }
 
-    /// Bytes per element in ONNX's raw (little-endian) layout.
+    /// Bytes per element in the importer's little-endian layout (ONNX's
+    /// raw layout, except that the 4- and 2-bit types take a byte each).
     pub fn size(self) -> usize {
         match self {
             DType::F64 | DType::I64 | DType::U64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1
+            | DType::I4
+            | DType::U4
+            | DType::I2
+            | DType::U2 => 1,
         }
     }
 
@@ -100,11 +145,47 @@ impl DType {
     }
 
     pub fn is_int(self) -> bool {
-        !self.is_float() && self != DType::Bool
+        !self.is_float() && self != DType::Bool && !self.is_minifloat()
     }
 
     pub fn is_unsigned(self) -> bool {
-        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+        matches!(
+            self,
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::U4 | DType::U2
+        )
+    }
+
+    /// The float8 types and float4e2m1 (bits in an `i8`).
+    pub fn is_minifloat(self) -> bool {
+        matches!(
+            self,
+            DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ | DType::F4E2M1
+        )
+    }
+
+    /// The narrow types: minifloats and the 4- and 2-bit integers.
+    pub fn is_narrow(self) -> bool {
+        self.is_minifloat() || matches!(self, DType::I4 | DType::U4 | DType::I2 | DType::U2)
+    }
+
+    /// The layout of a minifloat type.
+    pub fn minifloat(self) -> Option<Minifloat> {
+        Some(match self {
+            DType::F8E4M3FN => Minifloat::F8E4M3FN,
+            DType::F8E4M3FNUZ => Minifloat::F8E4M3FNUZ,
+            DType::F8E5M2 => Minifloat::F8E5M2,
+            DType::F8E5M2FNUZ => Minifloat::F8E5M2FNUZ,
+            DType::F4E2M1 => Minifloat::F4E2M1,
+            _ => return None,
+        })
+    }
+
+    /// Whether a graph input or output of this type can cross the
+    /// artifact's interface: the 4- and 2-bit integers do as int8/uint8
+    /// (one value a byte), the minifloats as the runtime's one-byte
+    /// minifloat types.
+    pub fn at_interface(self) -> bool {
+        self.in_graph()
     }
 
     /// Whether tcc compiles tensors of this type (the runtime ABI's types).
@@ -124,7 +205,7 @@ impl DType {
                 | DType::U16
                 | DType::U8
                 | DType::Bool
-        )
+        ) || self.is_narrow()
     }
 
     /// The MLIR element type.
@@ -139,6 +220,7 @@ impl DType {
             DType::I16 | DType::U16 => "i16",
             DType::I8 | DType::U8 => "i8",
             DType::Bool => "i1",
+            _ => "i8",
         }
     }
 }
@@ -159,7 +241,34 @@ impl fmt::Display for DType {
             DType::U32 => "uint32",
             DType::U64 => "uint64",
             DType::Bool => "bool",
+            DType::F8E4M3FN => "float8e4m3fn",
+            DType::F8E4M3FNUZ => "float8e4m3fnuz",
+            DType::F8E5M2 => "float8e5m2",
+            DType::F8E5M2FNUZ => "float8e5m2fnuz",
+            DType::F4E2M1 => "float4e2m1",
+            DType::I4 => "int4",
+            DType::U4 => "uint4",
+            DType::I2 => "int2",
+            DType::U2 => "uint2",
         })
+    }
+}
+
+pub use tcc_abi::minifloat::{Minifloat, Specials};
+
+/// The value of a 4- or 2-bit integer's low bits (sign-extended for int4
+/// and int2), or of any value wrapped to the type, as the byte the
+/// importer keeps.
+pub fn wrap_narrow_int(dtype: DType, value: i64) -> u8 {
+    let bits = match dtype {
+        DType::I4 | DType::U4 => 4,
+        _ => 2,
+    };
+    let low = (value as u64) & ((1 << bits) - 1);
+    if matches!(dtype, DType::I4 | DType::I2) && low >> (bits - 1) == 1 {
+        (low as i64 - (1 << bits)) as i8 as u8
+    } else {
+        low as u8
     }
 }
 

@@ -264,17 +264,12 @@ impl Emitter {
                 c.dtype
             );
         }
-        // TOSA has no empty tensors (its verifier refuses a zero dimension):
-        // an empty constant that reaches the graph as a tensor is refused
-        // here, with the node that uses it, rather than by the verifier.
-        if c.shape.contains(&0) {
-            bail!(
-                "constant {hint} is an empty tensor (shape {:?}), which tcc does not support",
-                c.shape
-            );
+        let ty = c.ty();
+        if ty.numel() == 0 {
+            // No elements (TOSA has no empty constants): an empty tensor.
+            return Ok(self.empty(&ty));
         }
         let literal = self.dense_literal(c, hint);
-        let ty = c.ty();
         let ssa = self.op_typed(
             "tosa.const",
             &[],

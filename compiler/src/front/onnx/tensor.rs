@@ -7,7 +7,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use super::dtype::{DType, TType, checked_numel, f16_to_f32};
+use super::dtype::{DType, TType, checked_numel, f16_to_f32, wrap_narrow_int};
 use super::error::{ImportError, Result};
 use super::proto::TensorProto;
 
@@ -46,6 +46,7 @@ impl Const {
             DType::F16 => f16_to_f32(u16::from_le_bytes([b[0], b[1]])) as f64,
             DType::BF16 => f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16) as f64,
             DType::U64 => u64::from_le_bytes(b.try_into().expect("8 bytes")) as f64,
+            d if d.is_minifloat() => d.minifloat().expect("a minifloat").decode(b[0]),
             _ => self.i64_at(index) as f64,
         }
     }
@@ -59,8 +60,8 @@ impl Const {
             DType::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
             DType::I16 => i16::from_le_bytes([b[0], b[1]]) as i64,
             DType::U16 => u16::from_le_bytes([b[0], b[1]]) as i64,
-            DType::I8 => b[0] as i8 as i64,
-            DType::U8 => b[0] as i64,
+            DType::I8 | DType::I4 | DType::I2 => b[0] as i8 as i64,
+            DType::U8 | DType::U4 | DType::U2 => b[0] as i64,
             DType::Bool => (b[0] != 0) as i64,
             _ => {
                 let value = self.f64_at(index);
@@ -86,6 +87,10 @@ impl Const {
             DType::F16 => out.extend_from_slice(&half::f16::from_f64(value).to_le_bytes()),
             DType::BF16 => out.extend_from_slice(&half::bf16::from_f64(value).to_le_bytes()),
             DType::Bool => out.push((value != 0.0) as u8),
+            // Saturating, as Cast's default `saturate = 1`.
+            d if d.is_minifloat() => {
+                out.push(d.minifloat().expect("a minifloat").encode(value, true))
+            }
             _ => Self::encode_i64(dtype, if value.is_nan() { 0 } else { value as i64 }, out),
         }
     }
@@ -97,6 +102,9 @@ impl Const {
             DType::I16 | DType::U16 => out.extend_from_slice(&(value as i16).to_le_bytes()),
             DType::I8 | DType::U8 => out.push(value as u8),
             DType::Bool => out.push((value != 0) as u8),
+            DType::I4 | DType::U4 | DType::I2 | DType::U2 => {
+                out.push(wrap_narrow_int(dtype, value))
+            }
             _ => Self::encode_f64(dtype, value as f64, out),
         }
     }
@@ -172,12 +180,13 @@ impl Const {
         }
         let count = if self.splat { 1 } else { self.numel() };
         let mut bytes = Vec::with_capacity(count * dtype.size());
+        let float = |d: DType| d.is_float() || d.is_minifloat();
         for i in 0..count {
-            if self.dtype.is_float() && (dtype.is_float() || dtype == DType::Bool) {
+            if float(self.dtype) && (float(dtype) || dtype == DType::Bool) {
                 Self::encode_f64(dtype, self.f64_at(i), &mut bytes);
-            } else if self.dtype.is_float() {
+            } else if float(self.dtype) {
                 Self::encode_i64(dtype, self.i64_at(i), &mut bytes);
-            } else if dtype.is_float() {
+            } else if float(dtype) {
                 Self::encode_f64(dtype, self.f64_at(i), &mut bytes);
             } else {
                 Self::encode_i64(dtype, self.i64_at(i), &mut bytes);
@@ -237,9 +246,20 @@ pub fn decode(tensor: &TensorProto, base_dir: Option<&Path>, what: &str) -> Resu
         )));
     }
     let size = dtype.size();
-    let expected = count
-        .checked_mul(size)
-        .ok_or_else(|| ImportError::new(format!("{what}: tensor too large")))?;
+    // The 4- and 2-bit types are packed in ONNX (two or four to a byte,
+    // the first in the low bits): read packed, unpacked below.
+    let per_byte = match dtype {
+        DType::I4 | DType::U4 | DType::F4E2M1 => 2,
+        DType::I2 | DType::U2 => 4,
+        _ => 1,
+    };
+    let expected = if per_byte > 1 {
+        count.div_ceil(per_byte)
+    } else {
+        count
+            .checked_mul(size)
+            .ok_or_else(|| ImportError::new(format!("{what}: tensor too large")))?
+    };
     let bytes = if tensor.data_location == 1 {
         Bytes::from(read_external(tensor, base_dir, what, expected)?)
     } else if !tensor.raw_data.is_empty() {
@@ -268,12 +288,38 @@ pub fn decode(tensor: &TensorProto, base_dir: Option<&Path>, what: &str) -> Resu
             }
         }
     };
+    let bytes = if per_byte > 1 {
+        unpack(dtype, &bytes, count)
+    } else {
+        bytes
+    };
     Ok(Const {
         dtype,
         shape,
         bytes,
         splat: false,
     })
+}
+
+/// The `count` elements of packed 4- or 2-bit data, a byte each (the
+/// integers sign-extended for int4 and int2; float4e2m1 as its 4 bits).
+fn unpack(dtype: DType, packed: &[u8], count: usize) -> Vec<u8> {
+    let bits = if matches!(dtype, DType::I2 | DType::U2) {
+        2
+    } else {
+        4
+    };
+    let per_byte = 8 / bits;
+    (0..count)
+        .map(|i| {
+            let field = (packed[i / per_byte] >> (bits * (i % per_byte))) & ((1 << bits) - 1);
+            if dtype == DType::F4E2M1 {
+                field
+            } else {
+                wrap_narrow_int(dtype, field as i64)
+            }
+        })
+        .collect()
 }
 
 /// The typed repeated field of `dtype` converted to raw little-endian
@@ -310,6 +356,15 @@ fn typed_bytes(tensor: &TensorProto, dtype: DType) -> Option<Vec<u8>> {
         | DType::Bool
         | DType::F16
         | DType::BF16
+        | DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F4E2M1
+        | DType::I4
+        | DType::U4
+        | DType::I2
+        | DType::U2
             if !tensor.int32_data.is_empty() =>
         {
             for &v in &tensor.int32_data {
@@ -529,6 +584,48 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(decode(&ints, None, "t").unwrap().i64s(), vec![-1, 7]);
+    }
+
+    #[test]
+    fn packed_narrow_integers_unpack_low_bits_first() {
+        // int4 [-8, 7, 1] packed low nibble first: 0x78, 0x01.
+        let int4 = TensorProto {
+            dims: vec![3],
+            data_type: 22,
+            raw_data: vec![0x78, 0x01],
+            ..Default::default()
+        };
+        let c = decode(&int4, None, "t").unwrap();
+        assert_eq!((c.dtype, c.i64s()), (DType::I4, vec![-8, 7, 1]));
+        // uint2 [3, 0, 1, 2, 1] in int32_data (one packed byte each).
+        let uint2 = TensorProto {
+            dims: vec![5],
+            data_type: 25,
+            int32_data: vec![0b10_01_00_11, 0b01],
+            ..Default::default()
+        };
+        assert_eq!(
+            decode(&uint2, None, "t").unwrap().i64s(),
+            vec![3, 0, 1, 2, 1]
+        );
+        let short = TensorProto {
+            dims: vec![5],
+            data_type: 22,
+            raw_data: vec![0x11, 0x11],
+            ..Default::default()
+        };
+        assert!(decode(&short, None, "t").is_err());
+    }
+
+    #[test]
+    fn narrow_casts_round_wrap_and_saturate() {
+        let c = Const::from_f64(DType::F32, vec![4], &[1.0, 464.0, 1e6, -0.0]);
+        let f8 = c.cast(DType::F8E4M3FN);
+        assert_eq!(f8.bytes, vec![0x38, 0x7E, 0x7E, 0x80]);
+        assert_eq!(f8.f64s()[1], 448.0);
+        let ints = Const::from_i64(DType::I64, vec![4], &[8, -9, 17, 100]);
+        assert_eq!(ints.cast(DType::I4).i64s(), vec![-8, 7, 1, 4]);
+        assert_eq!(ints.cast(DType::U4).i64s(), vec![8, 7, 1, 4]);
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub(super) const MOVES_ELEMENTS: &[&str] = &[
     "Where",
     "Constant",
     "ConstantOfShape",
+    "BitCast",
+    "ReverseSequence",
+    "TensorScatter",
 ];
 
 /// The half type a node computes in, if it must be widened: the first

@@ -71,7 +71,21 @@ pub(super) fn define_arguments(
             name: info.name.clone(),
             ty: ty.clone(),
         });
-        values.insert(info.name.clone(), Value::Tensor(Val { ssa, ty }));
+        // An input with no elements has no values to read: its nodes see
+        // it as the (empty) constant it is, so that what depends only on
+        // it — empty axes, a CastLike's type, shapes — is known at import
+        // time; the argument stays in the interface.
+        let value = if ty.numel() == 0 {
+            Value::constant(tensor::Const {
+                dtype: ty.dtype,
+                shape: ty.shape.clone(),
+                bytes: Vec::new(),
+                splat: false,
+            })
+        } else {
+            Value::Tensor(Val { ssa, ty })
+        };
+        values.insert(info.name.clone(), value);
     }
     for (name, _) in &options.input_shapes {
         if !inputs.iter().any(|i| &i.name == name) {
@@ -101,7 +115,7 @@ fn input_type(
         );
     };
     let dtype = imp.graph_dtype(dtype);
-    if !dtype.in_graph() {
+    if !dtype.at_interface() {
         let hint = if dtype == DType::F64 {
             " (import with --demote-f64 to compute in float32)"
         } else {
@@ -122,13 +136,6 @@ fn input_type(
             info.name,
             dtype::shape_text(&shape),
             dtype::MAX_ELEMENTS
-        );
-    }
-    if shape.contains(&0) {
-        bail!(
-            "graph input '{}' has the shape {} with no elements: tcc does not support empty tensors",
-            info.name,
-            dtype::shape_text(&shape)
         );
     }
     Ok(TType::new(dtype, shape))
@@ -219,12 +226,18 @@ fn static_shape(
 }
 
 /// The `tcc.unsigned` entry of an argument's or result's attributes when
-/// its (signless) tensor holds unsigned integers: the artifact's
-/// interface then says uint8/16/32/64 (`tcc-record-interface`).
-pub(super) fn unsigned_mark(dtype: DType) -> &'static str {
-    if dtype.is_unsigned() {
-        ", tcc.unsigned"
-    } else {
-        ""
-    }
+/// its (signless) tensor holds unsigned integers: the artifact's interface
+/// then says uint8/16/32/64 (`tcc-record-interface`); the `tcc.minifloat`
+/// entry when its `i8` tensor holds a float8 or float4's bits.
+pub(super) fn unsigned_mark(dtype: DType) -> String {
+    let minifloat = match dtype {
+        DType::F8E4M3FN => "f8E4M3FN",
+        DType::F8E4M3FNUZ => "f8E4M3FNUZ",
+        DType::F8E5M2 => "f8E5M2",
+        DType::F8E5M2FNUZ => "f8E5M2FNUZ",
+        DType::F4E2M1 => "f4E2M1FN",
+        _ if dtype.is_unsigned() => return ", tcc.unsigned".into(),
+        _ => return String::new(),
+    };
+    format!(", tcc.minifloat = \"{minifloat}\"")
 }

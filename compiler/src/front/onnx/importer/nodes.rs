@@ -156,6 +156,21 @@ fn import_in_compute_type(
         opset,
         inputs,
     };
+    if let Some(narrow) = node
+        .inputs
+        .iter()
+        .flatten()
+        .map(Value::dtype)
+        .find(|d| d.is_narrow())
+        && !half::MOVES_ELEMENTS.contains(&node.op())
+        && !matches!(node.op(), "QuantizeLinear" | "DequantizeLinear")
+    {
+        bail!(
+            "{} on {narrow} tensors is not supported: tcc takes the narrow types (float8, float4, int4, int2) \
+             in Cast, CastLike, QuantizeLinear, DequantizeLinear and data movement",
+            node.op()
+        );
+    }
     if let Some(unsigned) = unsigned::unsigned_compute_type(&node)? {
         let inputs = node
             .inputs

@@ -47,7 +47,7 @@ pub(super) fn results(
             bail!("graph output '{name}' is not defined")
         };
         let ty = value.ty();
-        if !ty.dtype.in_graph() {
+        if !ty.dtype.at_interface() {
             bail!(
                 "graph output '{name}' has element type {}, which tcc does not support",
                 ty.dtype
@@ -55,12 +55,6 @@ pub(super) fn results(
         }
         if let Some(Ok((code, dims, _))) = declared.map(declared_type) {
             check_declared(imp, name, &ty, code, &dims)?;
-        }
-        if ty.shape.contains(&0) {
-            bail!(
-                "graph output '{name}' is an empty tensor (shape {:?}), which tcc does not support",
-                ty.shape
-            );
         }
         let mut v = imp.val(&value)?;
         if v.ssa.starts_with("%arg") {

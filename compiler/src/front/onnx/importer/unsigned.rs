@@ -37,7 +37,15 @@ const READS_UNSIGNED: &[&str] = &[
 ];
 
 /// uint64 ops whose signed form is the same bits.
-const SAME_BITS_U64: &[&str] = &["Add", "Sub", "Mul", "BitwiseAnd", "BitwiseOr", "BitwiseXor"];
+const SAME_BITS_U64: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "BitwiseNot",
+];
 
 /// Ops whose integer results are int64 whatever their input type.
 const INT64_RESULTS: &[&str] = &["ArgMax", "ArgMin", "NonZero", "Shape", "Size"];

@@ -6,7 +6,7 @@ use super::super::emit::{Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
-use super::tensor;
+use super::{narrow, tensor};
 
 /// The first input, materialized, required to be a float tensor.
 fn float_input(imp: &mut Importer, node: &Node) -> Result<Val> {
@@ -92,6 +92,31 @@ fn softplus(imp: &mut Importer, x: &Val) -> Result<Val> {
     imp.e.add(&positive, &l)
 }
 
+/// `x * sigmoid(alpha * x)` (Swish, opset 24; SwiGLU's gate).
+fn swish(imp: &mut Importer, x: &Val, alpha: f64) -> Result<Val> {
+    let ax = imp.e.scale(x, alpha)?;
+    let s = imp.e.unary("tosa.sigmoid", &ax);
+    imp.e.mul(x, &s)
+}
+
+/// SwiGLU (opset 28): `Swish_alpha(A) * B` of two inputs of one shape.
+pub fn swiglu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let a = float_input(imp, node)?;
+    let b = node.input(1)?;
+    require_float(b, "SwiGLU's input B")?;
+    let b = imp.val(b)?;
+    if a.shape() != b.shape() || a.dtype() != b.dtype() {
+        bail!(
+            "SwiGLU's inputs must have one type and shape (no broadcasting), not {} and {}",
+            a.ty,
+            b.ty
+        );
+    }
+    let alpha = node.float("alpha", 1.0)? as f64;
+    let gate = swish(imp, &a, alpha)?;
+    tensor(imp.e.mul(&gate, &b)?)
+}
+
 pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = float_input(imp, node)?;
     let d = x.dtype();
@@ -157,6 +182,10 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             let a = imp.e.unary("tosa.abs", &x);
             let a1 = imp.e.offset(&a, 1.0)?;
             imp.e.div(&x, &a1)?
+        }
+        "Swish" => {
+            let alpha = node.float("alpha", 1.0)? as f64;
+            swish(imp, &x, alpha)?
         }
         "Mish" => {
             let sp = softplus(imp, &x)?;
@@ -401,6 +430,108 @@ pub fn logical(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     tensor(y)
 }
 
+/// BitwiseAnd, BitwiseOr, BitwiseXor (numpy broadcasting) and
+/// BitwiseNot of integer tensors (opset 18).
+pub fn bitwise(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    if !x.dtype().is_int() {
+        bail!("{} needs integer tensors, not {}", node.op(), x.dtype());
+    }
+    let t = x.dtype().mlir();
+    if node.op() == "BitwiseNot" {
+        return tensor(imp.e.map(&[&x], x.ty.clone(), &|a| {
+            format!(
+                "%ones = arith.constant -1 : {t}\n%r = arith.xori {}, %ones : {t}",
+                a[0]
+            )
+        }));
+    }
+    let y = imp.val(node.input(1)?)?;
+    if y.dtype() != x.dtype() {
+        bail!(
+            "{}'s inputs have different element types ({} and {})",
+            node.op(),
+            x.dtype(),
+            y.dtype()
+        );
+    }
+    let op = match node.op() {
+        "BitwiseAnd" => "arith.andi",
+        "BitwiseOr" => "arith.ori",
+        "BitwiseXor" => "arith.xori",
+        other => bail!("no bitwise op {other}"),
+    };
+    let shape = broadcast_shapes(x.shape(), y.shape()).ok_or_else(|| {
+        ImportError::new(format!(
+            "{}: shapes {:?} and {:?} do not broadcast",
+            node.op(),
+            x.shape(),
+            y.shape()
+        ))
+    })?;
+    let ty = x.ty.with_shape(shape);
+    tensor(imp.e.map(&[&x, &y], ty, &|a| {
+        format!("%r = {op} {}, {} : {t}", a[0], a[1])
+    }))
+}
+
+/// BitCast (opset 26): the input's bits as another type of the same
+/// width, little endian (a bool is the byte 0 or 1).
+pub fn bit_cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    let to_code = node
+        .int_opt("to")?
+        .ok_or_else(|| ImportError::new("BitCast needs the attribute 'to'"))?;
+    let to = DType::from_onnx(to_code as i32).ok_or_else(|| {
+        ImportError::new(format!(
+            "BitCast to {} is not supported",
+            DType::onnx_code_name(to_code as i32)
+        ))
+    })?;
+    let from = input.dtype();
+    if from.size() != to.size() {
+        bail!(
+            "BitCast from {from} ({} bytes) to {to} ({} bytes): the widths must agree",
+            from.size(),
+            to.size()
+        );
+    }
+    if let Value::Const(c) = input {
+        let bytes = c.full_bytes();
+        if to == DType::Bool {
+            // ONNX's bool is one byte, 0 or 1; any other byte is not a bool.
+            if bytes.iter().any(|&b| b > 1) {
+                bail!("BitCast of bytes other than 0 and 1 to bool");
+            }
+        }
+        let c = super::super::tensor::Const {
+            dtype: to,
+            shape: c.shape.clone(),
+            bytes,
+            splat: false,
+        };
+        return super::one(Value::constant(c));
+    }
+    let x = imp.val(input)?;
+    let ty = x.ty.with_dtype(to);
+    let (f, t) = (from.mlir(), to.mlir());
+    if f == t {
+        return tensor(Val { ssa: x.ssa, ty });
+    }
+    let y = match (from, to) {
+        (DType::Bool, _) => imp.e.map(&[&x], ty, &|a| {
+            format!("%r = arith.extui {} : i1 to {t}", a[0])
+        }),
+        (_, DType::Bool) => bail!(
+            "BitCast of {from} to bool at run time is not supported (a byte other than 0 and 1 is no bool)"
+        ),
+        _ => imp.e.map(&[&x], ty, &|a| {
+            format!("%r = arith.bitcast {} : {f} to {t}", a[0])
+        }),
+    };
+    tensor(y)
+}
+
 pub fn not(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = imp.val(node.input(0)?)?;
     if x.dtype() != DType::Bool {
@@ -475,10 +606,35 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if !target.in_graph() {
         bail!("Cast to {target} is not supported (tcc has no {target} tensors)");
     }
-    let mut x = imp.val(input)?;
+    // Opset 19: out-of-range values to float8 saturate unless `saturate = 0`.
+    let saturate = node.opset < 19 || node.int("saturate", 1)? != 0;
+    let x = imp.val(input)?;
+    tensor(convert(imp, x, target, saturate)?)
+}
+
+/// `x` converted to `target` as ONNX's Cast does (`saturate` for the
+/// float8 targets).
+pub fn convert(imp: &mut Importer, x: Val, target: DType, saturate: bool) -> Result<Val> {
     if x.dtype() == target {
-        return tensor(x);
+        return Ok(x);
     }
+    if x.dtype().is_narrow() || target.is_narrow() {
+        let x = narrow::widen(imp, &x);
+        if target.is_minifloat() {
+            let x = match x.dtype() {
+                DType::F32 => x,
+                DType::F16 | DType::BF16 | DType::F64 => imp.e.cast(&x, DType::F32),
+                _ => convert(imp, x, DType::F32, saturate)?,
+            };
+            return narrow::encode(imp, &x, target, saturate);
+        }
+        if target.is_narrow() {
+            let x = convert(imp, x, DType::I64, saturate)?;
+            return narrow::wrap(imp, &x, target);
+        }
+        return convert(imp, x, target, saturate);
+    }
+    let mut x = x;
     if x.dtype().is_unsigned() {
         // Unsigned: zero-extend (to int64, exact), or straight to a float.
         let from = x.dtype().mlir();
@@ -499,7 +655,7 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             });
         }
         if x.dtype() == target {
-            return tensor(x);
+            return Ok(x);
         }
     }
     if x.dtype().is_float() && target.is_unsigned() {
@@ -516,15 +672,15 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         let y = imp.e.map(&[&x], ty, &|a| {
             format!("%r = {op} {} : {from} to {to}", a[0])
         });
-        return tensor(imp.e.cast(&y, target));
+        return Ok(imp.e.cast(&y, target));
     }
     if x.dtype().is_float() && target.is_int() {
         // ONNX truncates toward zero (tosa.cast rounds to nearest).
         let (from, to) = (x.dtype().mlir(), target.mlir());
         let ty = x.ty.with_dtype(target);
-        return tensor(imp.e.map(&[&x], ty, &|a| {
+        return Ok(imp.e.map(&[&x], ty, &|a| {
             format!("%r = arith.fptosi {} : {from} to {to}", a[0])
         }));
     }
-    tensor(imp.e.cast(&x, target))
+    Ok(imp.e.cast(&x, target))
 }

@@ -576,35 +576,42 @@ pub fn trilu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }))
 }
 
+/// CumSum, and CumProd (opset 26): the running sum or product along an
+/// axis (`exclusive`, `reverse`).
 pub fn cum_sum(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let op = node.op();
+    let product = op == "CumProd";
     let input = node.input(0)?;
     let rank = input.rank();
     if rank == 0 {
-        bail!("CumSum of a scalar");
+        bail!("{op} of a scalar");
     }
     let exclusive = node.int("exclusive", 0)? != 0;
     let reverse = node.int("reverse", 0)? != 0;
     let x = imp.val(input)?;
     if x.dtype() == DType::Bool {
-        bail!("CumSum of bool tensors");
+        bail!("{op} of bool tensors");
     }
     if x.shape().contains(&0) {
         return tensor(x);
     }
+    let along = |imp: &mut Importer, axis: usize| {
+        cumulative_along(imp, &x, axis, exclusive, reverse, product)
+    };
     match node.input(1)? {
         Value::Const(c) if c.numel() == 1 => {
-            let axis = node.axis(c.i64_at(0), rank, "CumSum axis")?;
-            tensor(cum_sum_along(imp, &x, axis, exclusive, reverse))
+            let axis = node.axis(c.i64_at(0), rank, &format!("{op} axis"))?;
+            tensor(along(imp, axis))
         }
         Value::Tensor(a) if a.ty.numel() == 1 && a.dtype().is_int() => {
-            // An axis known only at run time: the sums along every axis,
-            // the one asked for selected (an axis out of range gives the
-            // sums along the last).
+            // An axis known only at run time: the results along every
+            // axis, the one asked for selected (an axis out of range gives
+            // the result along the last).
             let a = imp.e.reshape(a, &vec![1; rank]);
             let a = imp.e.cast(&a, DType::I64);
-            let mut y = cum_sum_along(imp, &x, rank - 1, exclusive, reverse);
+            let mut y = along(imp, rank - 1);
             for axis in (0..rank - 1).rev() {
-                let along = cum_sum_along(imp, &x, axis, exclusive, reverse);
+                let on_axis = along(imp, axis);
                 let mut hit = None;
                 for value in [axis as i64, axis as i64 - rank as i64] {
                     let v = imp.e.scalar(DType::I64, rank, value as f64);
@@ -614,17 +621,25 @@ pub fn cum_sum(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                         Some(h) => imp.e.binary("tosa.logical_or", &h, &eq)?,
                     });
                 }
-                y = imp.e.select(&hit.expect("two tests"), &along, &y)?;
+                y = imp.e.select(&hit.expect("two tests"), &on_axis, &y)?;
             }
             tensor(y)
         }
-        other => bail!("CumSum's axis must be one integer, not {}", other.ty()),
+        other => bail!("{op}'s axis must be one integer, not {}", other.ty()),
     }
 }
 
-/// CumSum along a known axis: a reduction over the axis (the last loop
-/// dimension) of the elements whose position counts for the output's.
-fn cum_sum_along(imp: &mut Importer, x: &Val, axis: usize, exclusive: bool, reverse: bool) -> Val {
+/// CumSum (or CumProd) along a known axis: a reduction over the axis
+/// (the last loop dimension) of the elements whose position counts for
+/// the output's (the others contribute 0, or 1 to a product).
+fn cumulative_along(
+    imp: &mut Importer,
+    x: &Val,
+    axis: usize,
+    exclusive: bool,
+    reverse: bool,
+    product: bool,
+) -> Val {
     let rank = x.rank();
     let dtype = x.dtype();
     // The element at m counts for position i when m <= i (forward),
@@ -635,14 +650,16 @@ fn cum_sum_along(imp: &mut Importer, x: &Val, axis: usize, exclusive: bool, reve
         (true, false) => "uge",
         (true, true) => "ugt",
     };
-    let add = if dtype.is_float() {
-        "arith.addf"
-    } else {
-        "arith.addi"
+    let combine = match (dtype.is_float(), product) {
+        (true, false) => "arith.addf",
+        (false, false) => "arith.addi",
+        (true, true) => "arith.mulf",
+        (false, true) => "arith.muli",
     };
+    let identity = if product { 1.0 } else { 0.0 };
     let t = dtype.mlir();
-    let zero = literal(dtype, 0.0);
-    let init = imp.e.filled(&x.ty, 0.0);
+    let neutral = literal(dtype, identity);
+    let init = imp.e.filled(&x.ty, identity);
     let map: Vec<usize> = (0..rank)
         .map(|a| if a == axis { rank } else { a })
         .collect();
@@ -654,12 +671,84 @@ fn cum_sum_along(imp: &mut Importer, x: &Val, axis: usize, exclusive: bool, reve
         &|a, out| {
             format!(
                 "%i = linalg.index {axis} : index\n%m = linalg.index {rank} : index\n\
-                 %in = arith.cmpi {predicate}, %m, %i : index\n%zero = arith.constant {zero} : {t}\n\
-                 %v = arith.select %in, {}, %zero : {t}\n%r = {add} {out}, %v : {t}",
+                 %in = arith.cmpi {predicate}, %m, %i : index\n%neutral = arith.constant {neutral} : {t}\n\
+                 %v = arith.select %in, {}, %neutral : {t}\n%r = {combine} {out}, %v : {t}",
                 a[0]
             )
         },
     )
+}
+
+/// ReverseSequence: along `time_axis`, batch entry b's first
+/// `sequence_lens[b]` elements reversed, the rest copied; a read at a
+/// computed position (`tensor.extract`), the lengths clamped to the axis.
+pub fn reverse_sequence(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    let rank = input.rank();
+    if rank < 2 {
+        bail!(
+            "ReverseSequence needs a tensor of rank 2 or more, not {}",
+            input.ty()
+        );
+    }
+    let time = node.axis(node.int("time_axis", 0)?, rank, "time_axis")?;
+    let batch = node.axis(node.int("batch_axis", 1)?, rank, "batch_axis")?;
+    if time > 1 || batch > 1 || time == batch {
+        bail!(
+            "ReverseSequence's time_axis and batch_axis must be 0 and 1 in some order, not {time} and {batch}"
+        );
+    }
+    let x = imp.val(input)?;
+    let lens = imp.val(node.input(1)?)?;
+    if lens.shape() != [x.shape()[batch]] || !lens.dtype().is_int() {
+        bail!(
+            "ReverseSequence's sequence_lens must be an integer vector of the batch size {}, not {}",
+            x.shape()[batch],
+            lens.ty
+        );
+    }
+    if x.shape().contains(&0) {
+        return tensor(x);
+    }
+    let lens = imp.e.cast(&lens, DType::I64);
+    let steps = x.shape()[time];
+    let init = imp.e.empty(&x.ty);
+    let source = x.ssa.clone();
+    let source_ty = x.ty.mlir();
+    let indices: Vec<String> = (0..rank)
+        .map(|a| {
+            if a == time {
+                "%src".to_string()
+            } else {
+                format!("%d{a}")
+            }
+        })
+        .collect();
+    let dims: String = (0..rank)
+        .filter(|&a| a != time)
+        .map(|a| format!("%d{a} = linalg.index {a} : index\n"))
+        .collect();
+    let y = imp.e.generic(
+        rank,
+        &[],
+        &[Operand::dims(&lens, &[batch])],
+        Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
+        &|a, _out| {
+            format!(
+                "{dims}%t = linalg.index {time} : index\n%ti = arith.index_cast %t : index to i64\n\
+                 %zero = arith.constant 0 : i64\n%steps = arith.constant {steps} : i64\n\
+                 %l0 = arith.maxsi {len}, %zero : i64\n%l = arith.minsi %l0, %steps : i64\n\
+                 %one = arith.constant 1 : i64\n%lm1 = arith.subi %l, %one : i64\n\
+                 %rev = arith.subi %lm1, %ti : i64\n%inside = arith.cmpi slt, %ti, %l : i64\n\
+                 %srci = arith.select %inside, %rev, %ti : i64\n\
+                 %src = arith.index_cast %srci : i64 to index\n\
+                 %r = tensor.extract {source}[{}] : {source_ty}",
+                indices.join(", "),
+                len = a[0],
+            )
+        },
+    );
+    tensor(y)
 }
 
 pub fn top_k(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -830,4 +919,214 @@ pub fn hardmax(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         )
     });
     tensor(imp.e.reshape(&y, &shape))
+}
+
+/// TensorScatter (opset 24): the KV-cache update. Each output element
+/// along `axis` at cache position c of batch entry b reads the update at
+/// `s = c - write_indices[b]` (modulo the cache length when `mode =
+/// circular`) when `0 <= s < sequence_length`, else the past cache: a
+/// gather over the output, so no two work-items write one element.
+pub fn tensor_scatter(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let past = imp.val(node.input(0)?)?;
+    let update = imp.val(node.input(1)?)?;
+    let rank = past.rank();
+    if rank < 2 {
+        bail!(
+            "TensorScatter's caches must have rank 2 or more, not {}",
+            past.ty
+        );
+    }
+    let axis = node.axis(node.int("axis", -2)?, rank, "TensorScatter axis")?;
+    if axis == 0 {
+        bail!("TensorScatter's axis must not be the batch axis 0");
+    }
+    let circular = match node.string("mode", "linear")?.as_str() {
+        "linear" => false,
+        "circular" => true,
+        other => bail!("TensorScatter mode '{other}' is not linear or circular"),
+    };
+    if update.dtype() != past.dtype()
+        || update.rank() != rank
+        || (0..rank).any(|a| a != axis && update.shape()[a] != past.shape()[a])
+        || update.shape()[axis] > past.shape()[axis]
+    {
+        bail!(
+            "TensorScatter's update {} does not fit the cache {} along axis {axis}",
+            update.ty,
+            past.ty
+        );
+    }
+    let (batch, max_len, len) = (past.shape()[0], past.shape()[axis], update.shape()[axis]);
+    if past.shape().contains(&0) || len == 0 {
+        return tensor(past);
+    }
+    let write = match node.opt(2) {
+        Some(w) => {
+            if !w.dtype().is_int() || w.shape() != [batch] {
+                bail!(
+                    "TensorScatter's write_indices must be integers of shape [{batch}], not {}",
+                    w.ty()
+                );
+            }
+            let w = imp.val(w)?;
+            imp.e.cast(&w, DType::I64)
+        }
+        None => {
+            let c = Const::splat_i64(DType::I64, vec![batch], 0);
+            imp.e.constant(&c, "write_indices")?
+        }
+    };
+    let t = past.dtype().mlir();
+    let update_ssa = update.ssa.clone();
+    let update_ty = update.ty.mlir();
+    let indices: Vec<String> = (0..rank)
+        .map(|a| {
+            if a == axis {
+                "%s".to_string()
+            } else {
+                format!("%d{a}")
+            }
+        })
+        .collect();
+    let dims: String = (0..rank)
+        .map(|a| format!("%d{a} = linalg.index {a} : index\n"))
+        .collect();
+    let position = if circular {
+        format!(
+            "%max = arith.constant {max_len} : i64\n%m = arith.remsi %diff, %max : i64\n\
+             %neg = arith.cmpi slt, %m, %zero : i64\n%mp = arith.addi %m, %max : i64\n\
+             %rel = arith.select %neg, %mp, %m : i64\n"
+        )
+    } else {
+        "%rel = arith.addi %diff, %zero : i64\n".to_string()
+    };
+    let init = imp.e.empty(&past.ty);
+    let y = imp.e.generic(
+        rank,
+        &[],
+        &[
+            Operand::dims(&past, &(0..rank).collect::<Vec<_>>()),
+            Operand::dims(&write, &[0]),
+        ],
+        Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
+        &|a, _out| {
+            format!(
+                "{dims}%c = arith.index_cast %d{axis} : index to i64\n%zero = arith.constant 0 : i64\n\
+                 %diff = arith.subi %c, {w} : i64\n{position}\
+                 %len = arith.constant {len} : i64\n%last = arith.constant {last} : i64\n\
+                 %ge = arith.cmpi sge, %rel, %zero : i64\n%lt = arith.cmpi slt, %rel, %len : i64\n\
+                 %hit = arith.andi %ge, %lt : i1\n%lo = arith.maxsi %rel, %zero : i64\n\
+                 %clamped = arith.minsi %lo, %last : i64\n%s = arith.index_cast %clamped : i64 to index\n\
+                 %u = tensor.extract {update_ssa}[{}] : {update_ty}\n\
+                 %r = arith.select %hit, %u, {past} : {t}",
+                indices.join(", "),
+                w = a[1],
+                past = a[0],
+                last = len - 1,
+            )
+        },
+    );
+    tensor(y)
+}
+
+/// MaxUnpool: each element of X written at its flat index `I` into a zero
+/// output of the shape MaxPool came from (`(in - 1) * stride - pads +
+/// kernel` per spatial axis), then placed at the origin of `output_shape`
+/// when that is given (a constant). Written as a gather, as the scatters
+/// are: each output element reduces over the inputs whose index is its
+/// own, in input order (a repeated index keeps the last, as the ONNX
+/// reference does); an index out of range writes nothing.
+pub fn max_unpool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    let indices = node.input(1)?;
+    let rank = x.rank();
+    if rank < 3 {
+        bail!("MaxUnpool's input must be [N, C, spatial...], not {}", x.ty);
+    }
+    if !indices.dtype().is_int() || indices.shape() != x.shape() {
+        bail!(
+            "MaxUnpool's indices must be integers of the input's shape {:?}, not {}",
+            x.shape(),
+            indices.ty()
+        );
+    }
+    let spatial = rank - 2;
+    let kernel = node
+        .ints("kernel_shape")?
+        .filter(|k| k.len() == spatial)
+        .ok_or_else(|| {
+            ImportError::new(format!(
+                "MaxUnpool needs kernel_shape with {spatial} entries"
+            ))
+        })?;
+    let strides = node.ints("strides")?.unwrap_or_else(|| vec![1; spatial]);
+    let pads = node.ints("pads")?.unwrap_or_else(|| vec![0; 2 * spatial]);
+    if strides.len() != spatial || pads.len() != 2 * spatial {
+        bail!("MaxUnpool's strides and pads do not match {spatial} spatial axes");
+    }
+    let mut inferred = x.shape()[..2].to_vec();
+    for a in 0..spatial {
+        let d = (x.shape()[a + 2] - 1) * strides[a] - pads[a] - pads[a + spatial] + kernel[a];
+        if d <= 0 {
+            bail!(
+                "MaxUnpool's output would have a spatial size {d} on axis {}",
+                a + 2
+            );
+        }
+        inferred.push(d);
+    }
+    let shape = match node.opt(2) {
+        None => inferred.clone(),
+        Some(_) => {
+            let shape = node
+                .const_ints(2, "the output_shape")?
+                .ok_or_else(|| ImportError::new("MaxUnpool's output_shape is missing"))?;
+            if shape.len() != rank || shape.iter().zip(&inferred).any(|(s, i)| s < i) {
+                bail!(
+                    "MaxUnpool's output_shape {shape:?} is smaller than the unpooled shape {inferred:?}"
+                );
+            }
+            shape
+        }
+    };
+    let count = x.ty.numel();
+    let flat_x = imp.e.reshape(&x, &[count]);
+    let flat_i = {
+        let i = imp.val(indices)?;
+        let i = imp.e.cast(&i, DType::I64);
+        imp.e.reshape(&i, &[count])
+    };
+    let t = x.dtype().mlir();
+    // The flat index, in the inferred shape, of the output position; -1
+    // outside it (the output_shape's margin, which stays 0).
+    let mut text =
+        String::from("%flat0 = arith.constant 0 : i64\n%outside0 = arith.constant false\n");
+    for a in 0..rank {
+        text.push_str(&format!(
+            "%p{a} = linalg.index {a} : index\n%q{a} = arith.index_cast %p{a} : index to i64\n\
+             %extent{a} = arith.constant {} : i64\n%scaled{a} = arith.muli %flat{a}, %extent{a} : i64\n\
+             %flat{} = arith.addi %scaled{a}, %q{a} : i64\n%beyond{a} = arith.cmpi sge, %q{a}, %extent{a} : i64\n\
+             %outside{} = arith.ori %outside{a}, %beyond{a} : i1\n",
+            inferred[a],
+            a + 1,
+            a + 1,
+        ));
+    }
+    let out_ty = x.ty.with_shape(shape);
+    let init = imp.e.filled(&out_ty, 0.0);
+    let y = imp.e.generic(
+        rank + 1,
+        &[rank],
+        &[Operand::dims(&flat_x, &[rank]), Operand::dims(&flat_i, &[rank])],
+        Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
+        &|a, out| {
+            format!(
+                "{text}%same = arith.cmpi eq, {}, %flat{rank} : i64\n%true = arith.constant true\n\
+                 %inside = arith.xori %outside{rank}, %true : i1\n%hit = arith.andi %same, %inside : i1\n\
+                 %r = arith.select %hit, {}, {out} : {t}",
+                a[1], a[0]
+            )
+        },
+    );
+    tensor(y)
 }

@@ -13,6 +13,7 @@ pub mod index;
 pub mod loss;
 pub mod matmul;
 pub mod movement;
+pub mod narrow;
 pub mod norm;
 pub mod normalize;
 pub mod numeric;
@@ -22,6 +23,7 @@ pub mod quant;
 pub mod reduce;
 pub mod resize;
 pub mod rnn;
+pub mod rotary;
 pub mod shape;
 pub mod signal;
 pub mod spatial;
@@ -51,7 +53,12 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Attention",
     "AveragePool",
     "BatchNormalization",
+    "BitCast",
     "BitShift",
+    "BitwiseAnd",
+    "BitwiseNot",
+    "BitwiseOr",
+    "BitwiseXor",
     "BlackmanWindow",
     "Cast",
     "CastLike",
@@ -70,12 +77,14 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ConvTranspose",
     "Cos",
     "Cosh",
+    "CumProd",
     "CumSum",
     "DepthToSpace",
     "DequantizeLinear",
     "DFT",
     "Div",
     "Dropout",
+    "DynamicQuantizeLinear",
     "Einsum",
     "Elu",
     "Equal",
@@ -123,6 +132,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "MatMulInteger",
     "Max",
     "MaxPool",
+    "MaxUnpool",
     "Mean",
     "MeanVarianceNormalization",
     "MelWeightMatrix",
@@ -149,6 +159,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Reciprocal",
     "ReduceL1",
     "ReduceL2",
+    "ReduceLogSum",
     "ReduceLogSumExp",
     "ReduceMax",
     "ReduceMean",
@@ -159,8 +170,10 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "ReverseSequence",
     "RMSNormalization",
     "RNN",
+    "RotaryEmbedding",
     "Round",
     "Scan",
     "Scatter",
@@ -194,8 +207,11 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "STFT",
     "Sub",
     "Sum",
+    "SwiGLU",
+    "Swish",
     "Tan",
     "Tanh",
+    "TensorScatter",
     "ThresholdedRelu",
     "Tile",
     "TopK",
@@ -258,7 +274,10 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Shrink" => numeric::shrink(imp, node),
         "Relu" => ew::relu(imp, node),
         "LeakyRelu" | "Elu" | "Selu" | "Celu" | "ThresholdedRelu" | "HardSigmoid" | "HardSwish"
-        | "Softplus" | "Softsign" | "Mish" | "Gelu" => ew::activation(imp, node),
+        | "Softplus" | "Softsign" | "Mish" | "Gelu" | "Swish" => ew::activation(imp, node),
+        "SwiGLU" => ew::swiglu(imp, node),
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => ew::bitwise(imp, node),
+        "BitCast" => ew::bit_cast(imp, node),
         "PRelu" => ew::prelu(imp, node),
         "Clip" => ew::clip(imp, node),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" => ew::arithmetic(imp, node),
@@ -283,6 +302,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "LpNormalization" => normalize::lp_norm(imp, node),
         "Einsum" => einsum::einsum(imp, node),
         "Attention" => attention::attention(imp, node),
+        "RotaryEmbedding" => rotary::rotary_embedding(imp, node),
         "GridSample" => grid::grid_sample(imp, node),
         "AffineGrid" => grid::affine_grid(imp, node),
         "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
@@ -295,15 +315,19 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         // Quantized operators (as float computation, see quant.rs).
         "DequantizeLinear" => quant::dequantize_linear(imp, node),
         "QuantizeLinear" => quant::quantize_linear(imp, node),
+        "DynamicQuantizeLinear" => quant::dynamic_quantize_linear(imp, node),
         "QLinearConv" => quant::qlinear_conv(imp, node),
         "QLinearMatMul" => quant::qlinear_matmul(imp, node),
         "MatMulInteger" => quant::matmul_integer(imp, node),
         "ConvInteger" => quant::conv_integer(imp, node),
         // Reductions.
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
-        | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSumExp" => reduce::reduce(imp, node),
+        | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => {
+            reduce::reduce(imp, node)
+        }
         "ArgMax" | "ArgMin" => reduce::arg(imp, node),
-        "CumSum" => index::cum_sum(imp, node),
+        "CumSum" | "CumProd" => index::cum_sum(imp, node),
+        "ReverseSequence" => index::reverse_sequence(imp, node),
         "TopK" => index::top_k(imp, node),
         "Hardmax" => index::hardmax(imp, node),
         // Shapes and data movement.
@@ -328,6 +352,8 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "ScatterElements" => index::scatter_elements(imp, node),
         "Scatter" if node.opset < 11 => index::scatter_elements(imp, node),
         "ScatterND" => index::scatter_nd(imp, node),
+        "TensorScatter" => index::tensor_scatter(imp, node),
+        "MaxUnpool" => index::max_unpool(imp, node),
         "OneHot" => index::one_hot(imp, node),
         "Trilu" => index::trilu(imp, node),
         "NonZero" => data_dependent::non_zero(node),

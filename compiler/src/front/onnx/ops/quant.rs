@@ -456,3 +456,61 @@ pub fn conv_integer(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let y = float_op(imp, node, vec![Some(x_f), Some(w_f)], conv::conv)?;
     one(to_int32(imp, &y))
 }
+
+/// `DynamicQuantizeLinear(x) -> (y, y_scale, y_zero_point)`: uint8
+/// quantization with the scale and zero point computed from the data at
+/// run time, as the spec defines them: the range `[min(0, min x), max(0,
+/// max x)]` over 255 steps, the zero point `saturate(round(-min / scale))`,
+/// then `y = saturate(round(x / scale) + zero_point)` (rounding half to
+/// even, the division a true one).
+pub fn dynamic_quantize_linear(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let input = node.input(0)?;
+    if input.dtype() != DType::F32 {
+        bail!(
+            "DynamicQuantizeLinear's input must be float, not {}",
+            input.dtype()
+        );
+    }
+    let x = imp.val(input)?;
+    let flat = imp.e.reshape(&x, &[x.ty.numel()]);
+    let low = imp.e.reduce_axes("tosa.reduce_min", &flat, &[0]);
+    let high = imp.e.reduce_axes("tosa.reduce_max", &flat, &[0]);
+    let scalar = TType::new(DType::F32, vec![1]);
+    let scale = imp.e.map(&[&low, &high], scalar.clone(), &|a| {
+        format!(
+            "%zero = arith.constant 0.0 : f32\n%steps = arith.constant 255.0 : f32\n\
+             %lo = arith.minimumf {}, %zero : f32\n%hi = arith.maximumf {}, %zero : f32\n\
+             %range = arith.subf %hi, %lo : f32\n%r = arith.divf %range, %steps : f32",
+            a[0], a[1]
+        )
+    });
+    // The zero point as a float (an integer in [0, 255]).
+    let zero = imp.e.map(&[&low, &scale], scalar, &|a| {
+        format!(
+            "%zero = arith.constant 0.0 : f32\n%top = arith.constant 255.0 : f32\n\
+             %lo = arith.minimumf {}, %zero : f32\n%q = arith.divf %lo, {} : f32\n\
+             %n = arith.negf %q : f32\n%rn = math.roundeven %n : f32\n\
+             %c = arith.maximumf %rn, %zero : f32\n%r = arith.minimumf %c, %top : f32",
+            a[0], a[1]
+        )
+    });
+    let y = imp.e.map(&[&x, &scale, &zero], x.ty.with_dtype(DType::U8), &|a| {
+        format!(
+            "%q = arith.divf {}, {} : f32\n%n = math.roundeven %q : f32\n%z = arith.addf %n, {} : f32\n\
+             %lo = arith.constant 0.0 : f32\n%hi = arith.constant 255.0 : f32\n\
+             %c = arith.maximumf %z, %lo : f32\n%s = arith.minimumf %c, %hi : f32\n\
+             %r = arith.fptoui %s : f32 to i8",
+            a[0], a[1], a[2]
+        )
+    });
+    let zero_point = imp.e.map(&[&zero], TType::new(DType::U8, vec![1]), &|a| {
+        format!("%r = arith.fptoui {} : f32 to i8", a[0])
+    });
+    let scale = imp.e.reshape(&scale, &[]);
+    let zero_point = imp.e.reshape(&zero_point, &[]);
+    Ok(vec![
+        tensor_value(y),
+        tensor_value(scale),
+        tensor_value(zero_point),
+    ])
+}

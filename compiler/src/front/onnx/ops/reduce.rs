@@ -76,6 +76,10 @@ pub fn reduce(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 s
             }
         }
+        "ReduceLogSum" => {
+            let s = reduce_sum(imp, &x);
+            imp.e.unary("tosa.log", &s)
+        }
         "ReduceLogSumExp" => {
             let m = imp.e.reduce_axes("tosa.reduce_max", &x, &axes);
             let shifted = imp.e.sub(&x, &m)?;

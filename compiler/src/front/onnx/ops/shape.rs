@@ -45,13 +45,16 @@ pub fn strided_slice_value(
             c, starts, steps, sizes,
         )));
     }
-    let t = imp.val(v)?;
     if sizes.contains(&0) {
-        bail!(
-            "slicing {} produces an empty tensor, which tcc does not support",
-            t.ty
-        );
+        // No elements to read: the (empty) constant.
+        return Ok(Value::constant(Const {
+            dtype: v.dtype(),
+            shape: sizes.to_vec(),
+            bytes: Vec::new(),
+            splat: false,
+        }));
     }
+    let t = imp.val(v)?;
     // Unit steps as one tosa.slice (a negative step's range is reversed
     // and gathered below).
     let rank = t.rank();
