@@ -69,6 +69,11 @@ pub struct Emitter {
     style: ConstStyle,
     resources: Vec<(String, String)>,
     blobs: Vec<Blob>,
+    /// The first operand type with a zero dimension given to a TOSA op
+    /// since it was last taken ([`Emitter::take_empty_operand`]):
+    /// TOSA has no empty tensors, so the node walk turns it into an error
+    /// naming the node rather than leaving it to the verifier.
+    empty_operand: Option<(String, String)>,
 }
 
 mod linalg;
@@ -78,6 +83,13 @@ mod tosa;
 pub use linalg::Operand;
 use literal::{element_literal, hex, nested};
 pub use literal::{float_literal, sanitize, string_literal};
+
+/// Whether an MLIR tensor type (`tensor<2x0xf32>`) has a zero dimension.
+fn has_zero_dim(ty: &str) -> bool {
+    ty.strip_prefix("tensor<")
+        .and_then(|rest| rest.strip_suffix('>'))
+        .is_some_and(|body| body.split('x').rev().skip(1).any(|dim| dim == "0"))
+}
 
 /// numpy broadcasting of two shapes.
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
@@ -131,7 +143,14 @@ impl Emitter {
             style,
             resources: Vec::new(),
             blobs: Vec::new(),
+            empty_operand: None,
         }
+    }
+
+    /// The op and operand type of the first empty tensor given to a TOSA
+    /// op since the last call, if any.
+    pub fn take_empty_operand(&mut self) -> Option<(String, String)> {
+        self.empty_operand.take()
     }
 
     /// The blobs of [`ConstStyle::Blob`] constants written so far (moved
@@ -189,6 +208,12 @@ impl Emitter {
         let ssa = self.fresh();
         let names: Vec<&str> = operands.iter().map(|(n, _)| *n).collect();
         let types: Vec<&str> = operands.iter().map(|(_, t)| t.as_str()).collect();
+        if self.empty_operand.is_none()
+            && name.starts_with("tosa.")
+            && let Some(empty) = types.iter().find(|t| has_zero_dim(t))
+        {
+            self.empty_operand = Some((name.to_string(), empty.to_string()));
+        }
         let props = if props.is_empty() {
             String::new()
         } else {
@@ -319,6 +344,15 @@ impl Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_dimensions_are_found_in_tensor_types() {
+        assert!(has_zero_dim("tensor<2x0xf32>"));
+        assert!(has_zero_dim("tensor<0xi64>"));
+        assert!(!has_zero_dim("tensor<2x10xf32>"));
+        assert!(!has_zero_dim("tensor<f32>"));
+        assert!(!has_zero_dim("!tosa.shape<0>"));
+    }
 
     #[test]
     fn float_literals_parse_as_mlir_floats() {

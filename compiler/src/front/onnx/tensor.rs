@@ -289,7 +289,7 @@ pub fn decode(tensor: &TensorProto, base_dir: Option<&Path>, what: &str) -> Resu
         }
     };
     let bytes = if per_byte > 1 {
-        unpack(dtype, &bytes, count)
+        Bytes::from(unpack(dtype, &bytes, count))
     } else {
         bytes
     };

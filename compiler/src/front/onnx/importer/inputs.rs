@@ -79,7 +79,7 @@ pub(super) fn define_arguments(
             Value::constant(tensor::Const {
                 dtype: ty.dtype,
                 shape: ty.shape.clone(),
-                bytes: Vec::new(),
+                bytes: Default::default(),
                 splat: false,
             })
         } else {

@@ -76,6 +76,13 @@ pub(crate) fn import_nodes(
         }
         let outputs = import_one(imp, proto, items, walk, scope, &location)
             .map_err(|e| e.context(where_()))?;
+        if let Some((op, ty)) = imp.e.take_empty_operand() {
+            bail!(
+                "{}: an input is an empty tensor ({ty}), which tcc supports only where the \
+                 importer computes the result without a kernel (here {op} would take it)",
+                where_()
+            );
+        }
         for (i, name) in proto.output.iter().enumerate() {
             if name.is_empty() {
                 continue;

@@ -507,7 +507,7 @@ pub fn bit_cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         let c = super::super::tensor::Const {
             dtype: to,
             shape: c.shape.clone(),
-            bytes,
+            bytes: bytes.into(),
             splat: false,
         };
         return super::one(Value::constant(c));

@@ -50,7 +50,7 @@ pub fn strided_slice_value(
         return Ok(Value::constant(Const {
             dtype: v.dtype(),
             shape: sizes.to_vec(),
-            bytes: Vec::new(),
+            bytes: Default::default(),
             splat: false,
         }));
     }
