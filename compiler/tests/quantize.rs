@@ -13,8 +13,8 @@
 #[path = "../../test/support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
