@@ -2,8 +2,8 @@
 #
 #   make deps   install the toolchain (LLVM/MLIR 22, OpenCL, lit) — idempotent
 #   make build  build every crate
-#   make test   deps + build + every test (unit, lit, end-to-end, ONNX; the
-#               runtime's again under AddressSanitizer), one summary line
+#   make test   deps + build + every test (unit, lit, end-to-end, ONNX), one summary line
+#   make test-asan  the runtime's tests under AddressSanitizer (target/asan)
 #   make run    deps + build + the main job (the bundled example model)
 #   make fuzz   every fuzz target for FUZZ_SECONDS each (default 60; nightly)
 #
@@ -37,9 +37,7 @@ test: deps
 	mkdir -p target; rm -rf target/test-caches target/test-default-cache; mkdir -p target/test-caches target/test-default-cache
 	{ $(CARGO) build --workspace --bins --lib --locked && \
 	  TCC_TEST_CACHE_ROOT=$(CURDIR)/target/test-caches XDG_CACHE_HOME=$(CURDIR)/target/test-default-cache \
-	  $(CARGO) test --workspace --locked --no-fail-fast; tests=$$?; \
-	  XDG_CACHE_HOME=$(CURDIR)/target/test-default-cache $(MAKE) --no-print-directory test-asan; asan=$$?; \
-	  [ $$tests -eq 0 ] && [ $$asan -eq 0 ]; } 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
+	  $(CARGO) test --workspace --locked --no-fail-fast; } 2>&1 | tee target/test.log; status=$${PIPESTATUS[0]}; \
 	  bash scripts/summarize-tests.sh target/test.log $$status $(CURDIR)/target/test-default-cache; summary=$$?; \
 	  if [ $$status -ne 0 ]; then exit $$status; fi; exit $$summary
 
@@ -47,8 +45,8 @@ test: deps
 # compiler: C fixtures, PoCL, the fake CUDA driver) once more under
 # AddressSanitizer, in target/asan. Stable rustc takes -Zsanitizer with
 # RUSTC_BOOTSTRAP; the explicit --target keeps the flag off build scripts
-# and proc macros. Part of `make test` (its results count in the summary
-# line); docs/reliability.md#addresssanitizer.
+# and proc macros. Not yet part of `make test`: its first complete run is
+# pending (docs/testing.md#addresssanitizer).
 ASAN_ENV := RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address -Clink-arg=-fuse-ld=lld" \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan-suppressions.txt:print_suppressions=0

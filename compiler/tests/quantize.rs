@@ -13,8 +13,8 @@
 #[path = "../../test/support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
@@ -64,8 +64,16 @@ fn path(p: &Path) -> &str {
 fn models() -> &'static Path {
     static MODELS: OnceLock<PathBuf> = OnceLock::new();
     MODELS.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("quantize-models-{}", std::process::id()));
+        // In this process's own cache directory (test/support), removed
+        // when it exits.
+        let root = support::isolated_cache_dir()
+            .as_deref()
+            .and_then(Path::parent)
+            .map_or_else(
+                || PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+                Path::to_path_buf,
+            );
+        let dir = root.join(format!("quantize-models-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let o = Command::new("python3")

@@ -71,7 +71,10 @@ fn reference(
 ) -> Result<Vec<HostTensor>> {
     type Runs = Vec<(std::path::PathBuf, String, Vec<HostTensor>, Vec<HostTensor>)>;
     static RUNS: std::sync::Mutex<Runs> = std::sync::Mutex::new(Vec::new());
-    let runs = || RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let runs = || {
+        RUNS.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
     if let Some((.., outputs)) = runs()
         .iter()
         .find(|(p, f, i, _)| p == path && f == function && i == inputs)
@@ -84,7 +87,12 @@ fn reference(
     if runs.len() >= 16 {
         runs.remove(0);
     }
-    runs.push((path.to_path_buf(), function.to_string(), inputs.to_vec(), outputs.clone()));
+    runs.push((
+        path.to_path_buf(),
+        function.to_string(),
+        inputs.to_vec(),
+        outputs.clone(),
+    ));
     Ok(outputs)
 }
 
@@ -200,6 +208,9 @@ fn serve() {
     unsafe extern "C" {
         fn fflush(stream: *mut std::ffi::c_void) -> i32;
     }
+    // Ends libtest's `test NAME ... ` line, so that the first model's
+    // output starts a line of its own.
+    println!();
     let runtime = runtime();
     let stdin = std::io::stdin();
     let mut line = String::new();
@@ -260,11 +271,42 @@ struct Worker {
 /// The idle workers; a test takes one (or starts one) and gives it back.
 static IDLE: std::sync::Mutex<Vec<Worker>> = std::sync::Mutex::new(Vec::new());
 
+/// Ends the idle workers when this process exits (an `atexit` handler,
+/// registered with the first worker): each reads the end of its input,
+/// exits, and is waited for, and its caches are removed.
+extern "C" fn end_idle_workers() {
+    let workers = std::mem::take(
+        &mut *IDLE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for mut worker in workers {
+        drop(worker.stdin);
+        let _ = worker.child.wait();
+    }
+}
+
 /// Starts a worker: this test binary, re-executed with a filter for one
 /// model test (`test`), which serves models instead of running its own.
 fn start_worker(test: &str) -> std::io::Result<Worker> {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        unsafe extern "C" {
+            fn atexit(callback: extern "C" fn()) -> i32;
+        }
+        // SAFETY: registers a plain function, run once at exit.
+        unsafe { atexit(end_idle_workers) };
+    });
     let exe = std::env::current_exe()?;
-    let caches = tempfile::tempdir()?;
+    // Under this process's own cache directory (test/support), which is
+    // removed when it exits: workers still idle then are never dropped.
+    let caches = match support::isolated_cache_dir()
+        .as_deref()
+        .and_then(std::path::Path::parent)
+    {
+        Some(root) => tempfile::tempdir_in(root)?,
+        None => tempfile::tempdir()?,
+    };
     let (reader, writer) = std::io::pipe()?;
     let mut command = Command::new(exe);
     // Each worker gets its own program caches (tcc's and PoCL's): workers
@@ -386,7 +428,7 @@ fn run_in_worker(test: &str, name: &str, target: &str) -> Outcome {
             // worker ends, and the next model gets a fresh one.
             drop(worker.stdin);
             let _ = worker.child.wait();
-            if tidy.contains(ENVIRONMENT_MARKER) {
+            if output.contains(ENVIRONMENT_MARKER) {
                 Outcome::Environment(tidy)
             } else if status == "fail" || status == "panic" {
                 Outcome::Fail(tidy)
@@ -401,7 +443,7 @@ fn run_in_worker(test: &str, name: &str, target: &str) -> Outcome {
                 Some(signal) => Outcome::Fail(format!(
                     "{name}: the test process was killed by signal {signal} (a crash)\n{tidy}"
                 )),
-                None if tidy.contains(ENVIRONMENT_MARKER) => Outcome::Environment(tidy),
+                None if output.contains(ENVIRONMENT_MARKER) => Outcome::Environment(tidy),
                 None => Outcome::Fail(format!(
                     "{name}: the test process exited ({status:?}) while running the model\n{tidy}"
                 )),
