@@ -24,6 +24,12 @@ use tcc_runtime::{CudaInput, CudaTensor, DType, TensorDesc};
 pub const DEVICE_CPU: i32 = 1;
 /// `kDLCUDA`.
 pub const DEVICE_CUDA: i32 = 2;
+
+/// Whether DLPack device type `kind` is host memory numpy reads
+/// (`kDLCPU`, `kDLCUDAHost` pinned memory, `kDLROCMHost`).
+pub fn is_host(kind: i32) -> bool {
+    matches!(kind, DEVICE_CPU | 3 | 11)
+}
 /// DLPack's name for each device type, for messages.
 pub fn device_name(kind: i32) -> String {
     match kind {

@@ -488,7 +488,7 @@ impl Model {
                             "{label}: __dlpack_device__() did not return (device type, id)"
                         ))
                     })?;
-                if kind != dlpack::DEVICE_CPU {
+                if !dlpack::is_host(kind) {
                     let Some(ordinal) = cuda_ordinal.filter(|_| kind == dlpack::DEVICE_CUDA) else {
                         return Err(PyValueError::new_err(if kind == dlpack::DEVICE_CUDA {
                             format!(

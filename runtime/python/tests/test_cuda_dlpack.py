@@ -264,3 +264,25 @@ def test_cuda_tensors_on_an_opencl_model_raise_value_error(fake):
         tcc.load(MODEL, backend="vulkan")
     with pytest.raises(ValueError, match="the CUDA backend takes a CUDA device ordinal"):
         tcc.load(MODEL, backend="cuda", device="gpu")
+
+
+def test_pinned_host_tensors_go_through_numpy_and_other_devices_are_refused(fake):
+    class OnDevice:
+        """A host array that reports DLPack device type `kind`."""
+
+        def __init__(self, array, kind):
+            self.array, self.kind = array, kind
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return (self.kind, 0)
+
+    mlp = tcc.compile(os.path.join(os.environ["TCC_MODELS"], "mlp.mlir"), target="generic")
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 4, 16)
+    (expected,) = mlp.run(x)
+    (pinned,) = mlp.run(OnDevice(x, 3))  # kDLCUDAHost: host memory numpy reads
+    np.testing.assert_array_equal(pinned, expected)
+    with pytest.raises(ValueError, match="input 0 of @mlp is a tensor on a ROCm device"):
+        mlp.run(OnDevice(x, 10))
