@@ -4,7 +4,10 @@
 //! python/tcc's `__init__.py` and `serve.py`) in a scratch directory on
 //! `PYTHONPATH`, and tested with pytest (runtime/python/tests: the module,
 //! and `tcc.serve` on a local Ray cluster), against the tcc under test
-//! (`TCC`). Each pytest case is one case of the summary (docs/testing.md).
+//! (`TCC`), and the CUDA backend's DLPack path on the fake CUDA driver
+//! with the runtime's C test model (`TCC_FAKE_LIBCUDA`,
+//! `TCC_FAKE_CUDA_MODEL`). Each pytest case is one case of the summary
+//! (docs/testing.md).
 
 #[path = "../../test/support/mod.rs"]
 mod support;
@@ -47,6 +50,38 @@ fn python_module_passes_its_pytest_suite() {
         std::fs::copy(&path, package.join(path.file_name().unwrap())).unwrap();
     }
 
+    // The CUDA backend's DLPack path runs on the fake driver
+    // (runtime/tests/fixtures/fake_libcuda.c) with the runtime's C test
+    // model (its PTX flavour): test_cuda_dlpack.py.
+    let fixtures = repo.join("runtime/tests/fixtures");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let compile_fixture = |source: &str, out: &str, defines: &[&str]| {
+        let output = scratch.path().join(out);
+        let res = Command::new(&cc)
+            .args([
+                "-shared", "-fPIC", "-O1", "-std=c11", "-Wall", "-Werror", "-I",
+            ])
+            .arg(repo.join("runtime/include"))
+            .args(defines.iter().map(|d| format!("-D{d}")))
+            .arg(fixtures.join(source))
+            .arg("-o")
+            .arg(&output)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run C compiler `{cc}`: {e}"));
+        assert!(
+            res.status.success(),
+            "compiling {source} failed:\n{}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        output
+    };
+    let fake_libcuda = compile_fixture("fake_libcuda.c", "libcuda-fake.so", &[]);
+    let cuda_model = compile_fixture(
+        "test_model.c",
+        "cuda-model.so",
+        &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
+    );
+
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let mut command = Command::new(&python);
     command
@@ -57,6 +92,10 @@ fn python_module_passes_its_pytest_suite() {
         .env("PYTHONPATH", scratch.path())
         .env("TCC", env!("CARGO_BIN_EXE_tcc"))
         .env("TCC_MODELS", repo.join("test/models"))
+        .env("TCC_FAKE_LIBCUDA", &fake_libcuda)
+        .env("TCC_FAKE_CUDA_MODEL", &cuda_model)
+        .env_remove("TCC_LIBCUDA")
+        .env_remove("TCC_BACKEND")
         .env_remove("TCC_DEVICE");
     support::isolate_command(&mut command, scratch.path());
     let out = command

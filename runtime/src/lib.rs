@@ -58,7 +58,7 @@ pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
 pub use async_call::{CallHandle, ComputeQueues, StagingStats};
 pub use backend::{BACKEND_ENV, Backend, Calls};
 pub use buffer_pool::PoolStats;
-pub use cuda::{CudaDeviceInfo, CudaRuntime, CudaSession};
+pub use cuda::{CudaDeviceInfo, CudaInput, CudaRuntime, CudaSession, CudaTensor};
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
 pub use devices::{DeviceGroup, DeviceList, GroupSession, SplitPlan, partition_device};
 pub use element::Element;

@@ -16,6 +16,13 @@
 //! everything else (a truncated artifact, no device, a failed build). A
 //! model may be used from several threads; its calls run one at a time,
 //! with the GIL released.
+//!
+//! `tcc.load(path, backend="cuda")` runs a PTX artifact through the
+//! runtime's CUDA-driver backend; such a model takes CUDA tensors (torch,
+//! CuPy: any DLPack producer on kDLCUDA) without a copy and returns its
+//! outputs as [`dlpack::CudaArray`]s, DLPack producers on the GPU.
+
+mod dlpack;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -23,14 +30,15 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
 use tcc_runtime::{
-    DType, DeviceSelector, HostTensor, Model as RtModel, Runtime, Session, TensorDesc,
+    Backend, CudaInput, CudaRuntime, CudaSession, CudaTensor, DType, DeviceSelector, HostTensor,
+    Model as RtModel, Runtime, Session, TensorDesc,
 };
 
 fn runtime_error(e: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
 }
 
-fn error(e: tcc_runtime::Error) -> PyErr {
+pub(crate) fn error(e: tcc_runtime::Error) -> PyErr {
     match e {
         tcc_runtime::Error::InvalidInput(_) | tcc_runtime::Error::NoSuchFunction { .. } => {
             PyValueError::new_err(e.to_string())
@@ -52,7 +60,7 @@ fn from_numpy_dtype(text: &str) -> Option<DType> {
 /// The numpy dtype an output of `dtype` is returned as: its descr, and for
 /// bf16 `ml_dtypes.bfloat16` where that package is installed (raw `<V2`
 /// bytes otherwise).
-fn numpy_dtype<'py>(py: Python<'py>, dtype: DType) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn numpy_dtype<'py>(py: Python<'py>, dtype: DType) -> PyResult<Bound<'py, PyAny>> {
     if dtype == DType::BF16
         && let Ok(module) = py.import("ml_dtypes")
     {
@@ -112,10 +120,21 @@ impl Function {
     }
 }
 
+/// The session of a loaded model on either backend.
+enum Engine {
+    OpenCl {
+        runtime: Runtime,
+        session: Mutex<Session>,
+    },
+    Cuda {
+        runtime: CudaRuntime,
+        session: Mutex<CudaSession>,
+    },
+}
+
 struct Loaded {
     model: RtModel,
-    runtime: Runtime,
-    session: Mutex<Session>,
+    engine: Engine,
     /// Whether a call has run (after the first, deferred program cache
     /// entries are written: the runtime lives as long as the process).
     called: std::sync::atomic::AtomicBool,
@@ -129,7 +148,9 @@ struct Loaded {
 /// every other process (the replicas of `tcc.serve`) waiting.
 impl Drop for Loaded {
     fn drop(&mut self) {
-        self.runtime.wait_for_cache_writes();
+        if let Engine::OpenCl { runtime, .. } = &self.engine {
+            runtime.wait_for_cache_writes();
+        }
     }
 }
 
@@ -162,16 +183,74 @@ fn runtime_for(device: Option<&str>) -> PyResult<Runtime> {
     Ok(runtime)
 }
 
+/// The CUDA device ordinal of a `device` option on the CUDA backend:
+/// `None` (device 0), `"1"` or `"cuda:1"`.
+fn cuda_ordinal(device: Option<&str>) -> PyResult<usize> {
+    let Some(text) = device else { return Ok(0) };
+    let digits = text.strip_prefix("cuda:").unwrap_or(text).trim();
+    digits.parse().map_err(|_| {
+        PyValueError::new_err(format!(
+            "device `{text}`: the CUDA backend takes a CUDA device ordinal (\"0\", \"cuda:1\")"
+        ))
+    })
+}
+
+/// One CUDA runtime per device ordinal for the whole process.
+fn cuda_runtime_for(ordinal: usize) -> PyResult<CudaRuntime> {
+    static RUNTIMES: std::sync::OnceLock<Mutex<std::collections::HashMap<usize, CudaRuntime>>> =
+        std::sync::OnceLock::new();
+    let mut runtimes = RUNTIMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(runtime) = runtimes.get(&ordinal) {
+        return Ok(runtime.clone());
+    }
+    let runtime = CudaRuntime::new(ordinal, false).map_err(error)?;
+    runtimes.insert(ordinal, runtime.clone());
+    Ok(runtime)
+}
+
 impl Model {
-    fn open(model: RtModel, device: Option<&str>) -> PyResult<Self> {
-        let runtime = runtime_for(device)?;
-        let session = runtime.session(&model).map_err(error)?;
+    /// Opens `model` on `backend` (`opencl` or `cuda`; default:
+    /// `TCC_BACKEND`, else what the artifact asks for).
+    fn open(model: RtModel, device: Option<&str>, backend: Option<&str>) -> PyResult<Self> {
+        let backend = match backend {
+            Some(name) => name.parse::<Backend>().map_err(error)?,
+            None => match Backend::from_env().map_err(error)? {
+                Some(b) => b,
+                None => Backend::preferred_for(&model).map_err(error)?,
+            },
+        };
+        let (device, engine) = match backend {
+            Backend::OpenCl => {
+                let runtime = runtime_for(device)?;
+                let session = runtime.session(&model).map_err(error)?;
+                (
+                    runtime.device().name.clone(),
+                    Engine::OpenCl {
+                        runtime,
+                        session: Mutex::new(session),
+                    },
+                )
+            }
+            Backend::Cuda => {
+                let runtime = cuda_runtime_for(cuda_ordinal(device)?)?;
+                let session = runtime.session(&model).map_err(error)?;
+                (
+                    runtime.device().name.clone(),
+                    Engine::Cuda {
+                        runtime,
+                        session: Mutex::new(session),
+                    },
+                )
+            }
+        };
         Ok(Model {
-            device: runtime.device().name.clone(),
+            device,
             loaded: Mutex::new(Some(Arc::new(Loaded {
                 model,
-                runtime,
-                session: Mutex::new(session),
+                engine,
                 called: std::sync::atomic::AtomicBool::new(false),
             }))),
         })
@@ -211,6 +290,15 @@ impl Model {
         self.device.clone()
     }
 
+    /// The backend that runs it: "opencl" or "cuda".
+    #[getter]
+    fn backend(&self) -> PyResult<&'static str> {
+        Ok(match self.get()?.engine {
+            Engine::OpenCl { .. } => "opencl",
+            Engine::Cuda { .. } => "cuda",
+        })
+    }
+
     /// The compiler that made it ("tcc 0.1.0").
     #[getter]
     fn producer(&self) -> PyResult<String> {
@@ -220,7 +308,8 @@ impl Model {
     /// Runs `function` (default: the only one) on numpy arrays: one per
     /// input in order (`m.run(x, y)`), or by name as a dict (`m.run({"x":
     /// x})`) or as keyword arguments (`m.run(x=x)`). Returns the outputs as
-    /// a list of numpy arrays. A missing, extra or unknown input, a wrong
+    /// a list of numpy arrays; on the CUDA backend, when an input is a CUDA
+    /// tensor (DLPack), as `CudaArray`s on the GPU. A missing, extra or unknown input, a wrong
     /// dtype or shape raise `ValueError` naming the input, what it expects
     /// and what it got.
     #[pyo3(signature = (*arrays, function=None, **named))]
@@ -273,7 +362,6 @@ impl Model {
         }
     }
 }
-
 
 /// `input 'x' of @f` or `input 0 of @f` for an unnamed one.
 fn input_label(index: usize, desc: &TensorDesc, function: &str) -> String {
@@ -333,9 +421,9 @@ impl Model {
         };
         let mut given: Vec<String> = Vec::new();
         for key in by_name.keys() {
-            let key: String = key.extract().map_err(|_| {
-                PyValueError::new_err(format!("@{name}: input names are strings"))
-            })?;
+            let key: String = key
+                .extract()
+                .map_err(|_| PyValueError::new_err(format!("@{name}: input names are strings")))?;
             if !info.inputs.iter().any(|t| t.name == key) {
                 return Err(PyValueError::new_err(format!(
                     "@{name} has no input named '{key}' (its inputs: {})",
@@ -380,12 +468,47 @@ impl Model {
         let info = loaded.model.function(&name).map_err(error)?.clone();
         let arrays = Self::ordered_inputs(&info, arrays, named)?;
         let numpy = PyModule::import(py, "numpy")?;
+        let cuda_ordinal = match &loaded.engine {
+            Engine::Cuda { runtime, .. } => Some(runtime.device().ordinal),
+            Engine::OpenCl { .. } => None,
+        };
         let mut inputs = Vec::with_capacity(arrays.len());
+        let mut on_device = Vec::new();
         for (i, (array, desc)) in arrays.iter().zip(&info.inputs).enumerate() {
             let label = input_label(i, desc, &name);
-            // Anything with __array__ or __dlpack__ (torch, CuPy via the
-            // host) becomes a numpy array first.
-            let array = if array.is_instance(&numpy.getattr("ndarray")?)? {
+            let is_numpy = array.is_instance(&numpy.getattr("ndarray")?)?;
+            // A DLPack producer on the GPU: read in place on the CUDA
+            // backend.
+            if !is_numpy && array.hasattr("__dlpack_device__")? {
+                let (kind, id): (i32, i64) = array
+                    .call_method0("__dlpack_device__")?
+                    .extract()
+                    .map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "{label}: __dlpack_device__() did not return (device type, id)"
+                        ))
+                    })?;
+                if !dlpack::is_host(kind) {
+                    let Some(ordinal) = cuda_ordinal.filter(|_| kind == dlpack::DEVICE_CUDA) else {
+                        return Err(PyValueError::new_err(if kind == dlpack::DEVICE_CUDA {
+                            format!(
+                                "{label} is a tensor on CUDA device {id}, and this model runs on OpenCL ({}): load it with backend=\"cuda\" (a PTX artifact) to take GPU tensors without a copy, or pass a host array",
+                                self.device
+                            )
+                        } else {
+                            format!(
+                                "{label} is a tensor on a {} device: tcc takes host arrays, and CUDA tensors on the CUDA backend",
+                                dlpack::device_name(kind)
+                            )
+                        }));
+                    };
+                    on_device.push((i, dlpack::import(array, &label, desc, ordinal)?));
+                    continue;
+                }
+            }
+            // Anything with __array__ or __dlpack__ on the host (a CPU
+            // torch tensor) becomes a numpy array first.
+            let array = if is_numpy {
                 array.clone()
             } else if array.hasattr("__dlpack__")? {
                 numpy.getattr("from_dlpack")?.call1((array,))?
@@ -427,24 +550,32 @@ impl Model {
                 .cast::<PyBytes>()?
                 .as_bytes()
                 .to_vec();
-            inputs.push(HostTensor::new(dtype, shape, bytes).map_err(error)?);
+            inputs.push((i, HostTensor::new(dtype, shape, bytes).map_err(error)?));
         }
+        if !on_device.is_empty() {
+            let out = Self::call_on_device(py, &loaded, &name, inputs, &on_device)?;
+            return Ok((info, out));
+        }
+        let inputs: Vec<HostTensor> = inputs.into_iter().map(|(_, t)| t).collect();
         info.check_inputs(&inputs, &[]).map_err(error)?;
         // The call itself without the GIL: other Python threads run.
-        let results = py.detach(|| {
-            let mut session = loaded
-                .session
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let results = session.run(&name, &inputs);
-            if results.is_ok()
-                && !loaded
-                    .called
-                    .swap(true, std::sync::atomic::Ordering::SeqCst)
-            {
-                loaded.runtime.wait_for_cache_writes();
+        let results = py.detach(|| match &loaded.engine {
+            Engine::OpenCl { runtime, session } => {
+                let mut session = session.lock().unwrap_or_else(PoisonError::into_inner);
+                let results = session.run(&name, &inputs);
+                if results.is_ok()
+                    && !loaded
+                        .called
+                        .swap(true, std::sync::atomic::Ordering::SeqCst)
+                {
+                    runtime.wait_for_cache_writes();
+                }
+                results
             }
-            results
+            Engine::Cuda { session, .. } => session
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .run(&name, &inputs),
         });
         let results = results.map_err(error)?;
         let mut out = Vec::with_capacity(results.len());
@@ -458,21 +589,76 @@ impl Model {
         }
         Ok((info, out))
     }
+
+    /// A call on the CUDA backend with at least one input on the device:
+    /// host inputs are uploaded, device inputs read in place, and the
+    /// outputs stay on the device as `CudaArray`s.
+    fn call_on_device<'py>(
+        py: Python<'py>,
+        loaded: &Loaded,
+        name: &str,
+        host: Vec<(usize, HostTensor)>,
+        on_device: &[(usize, dlpack::Imported<'py>)],
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let Engine::Cuda { runtime, session } = &loaded.engine else {
+            return Err(PyValueError::new_err("device inputs need the CUDA backend"));
+        };
+        let count = host.len() + on_device.len();
+        let mut ordered: Vec<Option<CudaInput>> = vec![None; count];
+        for (i, imported) in on_device {
+            ordered[*i] = Some(imported.input.clone());
+        }
+        let results = py.detach(move || {
+            let uploaded = host
+                .iter()
+                .map(|(i, t)| CudaTensor::upload(runtime, t).map(|d| (*i, d)))
+                .collect::<tcc_runtime::Result<Vec<_>>>()?;
+            for (i, d) in &uploaded {
+                ordered[*i] = Some(d.as_input());
+            }
+            let ordered: Vec<CudaInput> = ordered.into_iter().flatten().collect();
+            let mut session = session.lock().unwrap_or_else(PoisonError::into_inner);
+            // SAFETY: each input is live device memory of this device for
+            // the whole call: `uploaded` is held here, and each imported
+            // tensor's capsule by `on_device` (the caller's); the producers
+            // ordered their work on the legacy default stream
+            // (`__dlpack__(stream=1)`), which the session's stream follows.
+            unsafe { session.run_device(name, &ordered) }
+        });
+        let results = results.map_err(error)?;
+        results
+            .into_iter()
+            .map(|t| Ok(Bound::new(py, dlpack::CudaArray::new(t))?.into_any()))
+            .collect()
+    }
 }
 
-/// Loads a compiled model (`model.so`) onto a device (default: TCC_DEVICE,
-/// else the first GPU, else the first CPU device).
+/// Loads a compiled model (`model.so`) onto a device. `backend`:
+/// "opencl" or "cuda" (default: TCC_BACKEND, else "cuda" for artifacts
+/// whose kernels need it, else "opencl"). On OpenCL, `device` selects as
+/// TCC_DEVICE does (default: the first GPU, else the first CPU device);
+/// on CUDA it is the device ordinal ("0", "cuda:1"; default 0).
 #[pyfunction]
-#[pyo3(signature = (path, device=None))]
-fn load(path: &str, device: Option<&str>) -> PyResult<Model> {
-    Model::open(RtModel::load(path).map_err(error)?, device)
+#[pyo3(signature = (path, device=None, backend=None))]
+fn load(path: &str, device: Option<&str>, backend: Option<&str>) -> PyResult<Model> {
+    Model::open(RtModel::load(path).map_err(error)?, device, backend)
 }
 
-/// Loads a compiled model from its bytes (no file is written).
+/// Loads a compiled model from its bytes (no file is written); `device`
+/// and `backend` as for `load`.
 #[pyfunction]
-#[pyo3(signature = (data, device=None, label="model in memory"))]
-fn load_bytes(data: &[u8], device: Option<&str>, label: &str) -> PyResult<Model> {
-    Model::open(RtModel::load_bytes(data, label).map_err(error)?, device)
+#[pyo3(signature = (data, device=None, label="model in memory", backend=None))]
+fn load_bytes(
+    data: &[u8],
+    device: Option<&str>,
+    label: &str,
+    backend: Option<&str>,
+) -> PyResult<Model> {
+    Model::open(
+        RtModel::load_bytes(data, label).map_err(error)?,
+        device,
+        backend,
+    )
 }
 
 /// Compiles `path` (MLIR or ONNX) with the tcc compiler (`$TCC`, else
@@ -480,7 +666,8 @@ fn load_bytes(data: &[u8], device: Option<&str>, label: &str) -> PyResult<Model>
 /// keyword: `target` (generic, nvidia, pocl-cpu, host, auto),
 /// `input_shapes` (`{"data": (8, 3, 224, 224)}`), `precision` (fp32,
 /// tf32, fp16), `storage` (fp32, fp16), `tuning` (a `tcc tune` record),
-/// `ptx` (bool), `gpu_arch` ("sm_90"), `backend` (opencl, cuda),
+/// `ptx` (bool), `gpu_arch` ("sm_90"), `backend` (opencl, cuda: also the
+/// backend the model is loaded on),
 /// `max_fused_ops`, `quantize` ("int8") with `profile` (a `tcc profile`
 /// file), `calibration` (max, percentile, ...) and `calibration_inputs` (a
 /// directory), and `args` (a list) for any other flag.
@@ -511,6 +698,8 @@ fn compile(
     calibration_inputs: Option<String>,
     args: Option<Vec<String>>,
 ) -> PyResult<Model> {
+    // `backend` is a compile flag and the backend the model is loaded on.
+    let run_backend = backend.clone();
     let tcc = tcc
         .or_else(|| std::env::var("TCC").ok())
         .unwrap_or_else(|| "tcc".into());
@@ -525,7 +714,10 @@ fn compile(
         ("precision", precision),
         ("storage", storage),
         ("tuning", tuning),
-        ("ptx", ptx.map(|on| if on { "on" } else { "off" }.to_string())),
+        (
+            "ptx",
+            ptx.map(|on| if on { "on" } else { "off" }.to_string()),
+        ),
         ("gpu-arch", gpu_arch),
         ("backend", backend),
         ("max-fused-ops", max_fused_ops.map(|n| n.to_string())),
@@ -561,7 +753,11 @@ fn compile(
         )));
     }
     let bytes = std::fs::read(&so).map_err(runtime_error)?;
-    Model::open(RtModel::load_bytes(&bytes, path).map_err(error)?, device)
+    Model::open(
+        RtModel::load_bytes(&bytes, path).map_err(error)?,
+        device,
+        run_backend.as_deref(),
+    )
 }
 
 /// The OpenCL devices: a list of dicts (index, name, platform, kind).
@@ -589,6 +785,7 @@ fn _tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Model>()?;
     m.add_class::<Function>()?;
     m.add_class::<Tensor>()?;
+    m.add_class::<dlpack::CudaArray>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(load_bytes, m)?)?;

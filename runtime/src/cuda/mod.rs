@@ -20,7 +20,9 @@
 //! - `memory`: the session's pool of device memory;
 //! - `handles`: the handles of one entry call;
 //! - `session`: [`CudaSession`] (module, kernels, constants, arena, calls,
-//!   kernel profile) and `call`: the callbacks.
+//!   kernel profile) and `call`: the callbacks;
+//! - `tensor`: calls on device memory ([`CudaSession::run_device`] on
+//!   [`CudaInput`]s, outputs as [`CudaTensor`]s), no host copies.
 //!
 //! Without profiling, each function's launches are recorded once per
 //! session as a CUDA graph and replayed on later calls (`graph`), so a
@@ -29,7 +31,8 @@
 //!
 //! Not supported on this backend: asynchronous calls (`Session::submit`),
 //! several devices or device fission, the program cache (the driver
-//! caches its own PTX compiles), host tensors used in place.
+//! caches its own PTX compiles), host tensors used in place. Device tensors
+//! (the caller's, by address) are, through `run_device`.
 
 mod call;
 pub mod driver;
@@ -39,6 +42,7 @@ mod launch;
 mod memory;
 pub mod ptx;
 mod session;
+mod tensor;
 
 use std::ffi::{c_char, c_int};
 use std::sync::Arc;
@@ -50,6 +54,7 @@ use crate::error::{Error, Result};
 use driver::{CuContext, CuDevice, Driver};
 pub use ptx::{DYNAMIC_LOCAL_MARKER, DynamicLocal};
 pub use session::CudaSession;
+pub use tensor::{CudaInput, CudaTensor};
 
 /// One CUDA device, as the driver describes it.
 #[derive(Clone, Debug, Serialize)]

@@ -463,7 +463,7 @@ impl CudaSession {
 
     /// Folds finished launches' event pairs into `profile`; the stream
     /// must be idle.
-    fn collect_profile(&mut self) -> Result<()> {
+    pub(super) fn collect_profile(&mut self) -> Result<()> {
         let driver = self.rt.inner.driver;
         let mut first_error = None;
         for (k, start, end) in std::mem::take(&mut self.pending) {

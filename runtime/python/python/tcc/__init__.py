@@ -1,6 +1,8 @@
 """tcc for Python: compile a model with the tcc compiler, load an artifact
 from a file or from bytes, list devices and functions, and run functions on
-numpy arrays.
+numpy arrays, or on CUDA tensors without a copy (DLPack: a model loaded
+with ``backend="cuda"`` takes torch.cuda tensors and CuPy arrays and
+returns ``CudaArray`` outputs on the GPU).
 
 The functions and classes come from the native module ``tcc._tcc``
 (runtime/python/src/lib.rs); ``tcc.serve`` serves an artifact with Ray
@@ -8,6 +10,7 @@ Serve (it imports Ray only when it is imported itself).
 """
 
 from ._tcc import (  # noqa: F401
+    CudaArray,
     Function,
     Model,
     Tensor,
@@ -19,6 +22,7 @@ from ._tcc import (  # noqa: F401
 )
 
 __all__ = [
+    "CudaArray",
     "Function",
     "Model",
     "Tensor",

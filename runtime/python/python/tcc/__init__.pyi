@@ -1,8 +1,9 @@
 """Type stubs of the tcc package (the native tcc._tcc,
 runtime/python/src/lib.rs): compile a model with the tcc compiler, load an
-artifact, run its functions on numpy arrays (or any DLPack producer)."""
+artifact, run its functions on numpy arrays (or any DLPack producer), and
+on the CUDA backend on CUDA tensors without a copy."""
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +25,48 @@ class Function:
     outputs: List[Tensor]
     signature: str
 
+class CudaArray:
+    """An output in CUDA device memory (a call on the CUDA backend with a CUDA
+    tensor input): a DLPack producer on the GPU that torch.from_dlpack and
+    cupy.from_dlpack take without a copy. The memory lives as long as this
+    object or any capsule a consumer took from it."""
+
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def dtype(self) -> str:
+        """The numpy dtype string ("<f4")."""
+        ...
+    @property
+    def device(self) -> int:
+        """The CUDA device ordinal."""
+        ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def data_ptr(self) -> int:
+        """The device address (CUdeviceptr)."""
+        ...
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(2, ordinal): kDLCUDA."""
+        ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """A "dltensor" capsule without a copy (the data is complete: no
+        stream wait is needed). BufferError for another dl_device or
+        copy=True."""
+        ...
+    def numpy(self) -> npt.NDArray[Any]:
+        """A copy on the host."""
+        ...
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> npt.NDArray[Any]: ...
+
 class Model:
     """A model loaded on a device."""
 
@@ -32,25 +75,43 @@ class Model:
     @property
     def device(self) -> str: ...
     @property
+    def backend(self) -> Literal["opencl", "cuda"]: ...
+    @property
     def producer(self) -> str: ...
     def run(
         self, *arrays: Any, function: Optional[str] = None, **named: Any
-    ) -> List[npt.NDArray[Any]]:
+    ) -> List[Union[npt.NDArray[Any], CudaArray]]:
         """Runs `function` (default: the only one) on arrays by position
         (`m.run(x, y)`), by name as a dict (`m.run({"x": x})`) or as keyword
-        arguments (`m.run(x=x)`). numpy arrays or DLPack producers. Raises
+        arguments (`m.run(x=x)`). numpy arrays or DLPack producers. On the
+        CUDA backend, CUDA tensors (torch.cuda, CuPy, CudaArray) are read in
+        place and the outputs are CudaArrays; otherwise numpy arrays. Raises
         ValueError naming the input, expected and got, for a missing, extra
-        or unknown name, a wrong dtype (with the `.astype` to use) or shape."""
+        or unknown name, a wrong dtype (with the `.astype` to use) or shape,
+        a non-contiguous CUDA tensor, one on another device, or a CUDA
+        tensor given to an OpenCL model."""
         ...
     def run_dict(
         self, *arrays: Any, function: Optional[str] = None, **named: Any
-    ) -> Dict[str, npt.NDArray[Any]]:
+    ) -> Dict[str, Union[npt.NDArray[Any], CudaArray]]:
         """As `run`, the outputs as a dict by name (`output0`, ... when unnamed)."""
         ...
     def close(self) -> None: ...
 
-def load(path: str, device: Optional[str] = None) -> Model: ...
-def load_bytes(data: bytes, device: Optional[str] = None, label: str = "model in memory") -> Model: ...
+def load(
+    path: str, device: Optional[str] = None, backend: Optional[Literal["opencl", "cuda"]] = None
+) -> Model:
+    """Loads an artifact. backend: "opencl" or "cuda" (default: TCC_BACKEND,
+    else "cuda" for artifacts whose kernels need it, else "opencl"). device:
+    an OpenCL selector as TCC_DEVICE takes, or on CUDA an ordinal ("0",
+    "cuda:1")."""
+    ...
+def load_bytes(
+    data: bytes,
+    device: Optional[str] = None,
+    label: str = "model in memory",
+    backend: Optional[Literal["opencl", "cuda"]] = None,
+) -> Model: ...
 def compile(
     path: str,
     target: str = "generic",

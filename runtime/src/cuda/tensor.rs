@@ -1,0 +1,219 @@
+//! Calls on device memory: [`CudaSession::run_device`] runs a function on
+//! tensors that already live on the GPU (the caller's, e.g. a torch or
+//! CuPy tensor, or an earlier call's output) and returns its outputs as
+//! [`CudaTensor`]s, device allocations that tcc owns, without a host copy
+//! in either direction. This is what DLPack exchange in the Python module
+//! is built on.
+//!
+//! Stream ordering: the session's stream is a blocking stream
+//! (`CU_STREAM_DEFAULT`) of the device's primary context, so its work runs
+//! after work queued earlier on the legacy default stream (a DLPack
+//! consumer asks the producer to order its work there, `stream=1`). Before
+//! `run_device` returns it waits for the session's stream
+//! (`cuStreamSynchronize`): the outputs are complete and the inputs are no
+//! longer read, so the caller may use or free either at once, on any
+//! stream.
+
+use std::ffi::c_void;
+
+use super::CudaRuntime;
+use super::driver::CuDevicePtr;
+use super::session::CudaSession;
+use crate::error::{Error, Result};
+use crate::session::exec_error;
+use crate::tensor::{DType, HostTensor, byte_size, type_string};
+
+/// A tensor in device memory that the caller owns: its address in the
+/// session's CUDA context (the device's primary context), element type and
+/// shape, elements dense in row-major order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaInput {
+    pub ptr: u64,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// A tensor in device memory owned by tcc (`cuMemAlloc`, freed by `Drop`),
+/// dense and row-major. It keeps its runtime's context alive, so it may
+/// outlive the session that made it.
+pub struct CudaTensor {
+    rt: CudaRuntime,
+    ptr: CuDevicePtr,
+    bytes: usize,
+    dtype: DType,
+    shape: Vec<usize>,
+}
+
+// SAFETY: the allocation belongs to the runtime's context, which any
+// thread may make current; the tensor only reads its fields.
+unsafe impl Send for CudaTensor {}
+unsafe impl Sync for CudaTensor {}
+
+impl std::fmt::Debug for CudaTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CudaTensor({} at {:#x} on CUDA device {})",
+            self.type_string(),
+            self.ptr,
+            self.device_ordinal()
+        )
+    }
+}
+
+impl CudaTensor {
+    /// A new, uninitialized tensor on `rt`'s device.
+    pub fn alloc(rt: &CudaRuntime, dtype: DType, shape: Vec<usize>) -> Result<Self> {
+        let bytes = byte_size(&shape, dtype).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "tensor {} is too large",
+                type_string(&shape, dtype)
+            ))
+        })?;
+        let inner = &rt.inner;
+        inner.make_current()?;
+        let mut ptr: CuDevicePtr = 0;
+        // A zero-byte tensor still gets a distinct, valid address.
+        // SAFETY: the driver writes the new allocation's address.
+        let status = unsafe { (inner.driver.api.mem_alloc)(&mut ptr, bytes.max(1)) };
+        inner
+            .driver
+            .check(status, || format!("cuMemAlloc({bytes} bytes)"))?;
+        Ok(CudaTensor {
+            rt: rt.clone(),
+            ptr,
+            bytes,
+            dtype,
+            shape,
+        })
+    }
+
+    /// A copy of a host tensor on `rt`'s device (`cuMemcpyHtoD`).
+    pub fn upload(rt: &CudaRuntime, host: &HostTensor) -> Result<Self> {
+        let t = Self::alloc(rt, host.dtype, host.shape.clone())?;
+        if t.bytes > 0 {
+            let driver = rt.inner.driver;
+            // SAFETY: the allocation holds the host tensor's bytes.
+            let status = unsafe {
+                (driver.api.memcpy_htod)(t.ptr, host.bytes.as_ptr() as *const c_void, t.bytes)
+            };
+            driver.check(status, || format!("cuMemcpyHtoD({} bytes)", t.bytes))?;
+        }
+        Ok(t)
+    }
+
+    /// Copies the tensor to the host (`cuMemcpyDtoH`, which waits for the
+    /// work queued before it on the legacy default stream).
+    pub fn to_host(&self) -> Result<HostTensor> {
+        let mut bytes = vec![0u8; self.bytes];
+        if self.bytes > 0 {
+            self.rt.inner.make_current()?;
+            let driver = self.rt.inner.driver;
+            // SAFETY: `bytes` has the allocation's size.
+            let status = unsafe {
+                (driver.api.memcpy_dtoh)(bytes.as_mut_ptr() as *mut c_void, self.ptr, self.bytes)
+            };
+            driver.check(status, || format!("cuMemcpyDtoH({} bytes)", self.bytes))?;
+        }
+        HostTensor::new(self.dtype, self.shape.clone(), bytes)
+    }
+
+    /// The device address (`CUdeviceptr`).
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn byte_size(&self) -> usize {
+        self.bytes
+    }
+
+    /// The CUDA device ordinal of the allocation.
+    pub fn device_ordinal(&self) -> usize {
+        self.rt.device().ordinal
+    }
+
+    /// `1000xf32`.
+    pub fn type_string(&self) -> String {
+        type_string(&self.shape, self.dtype)
+    }
+
+    /// The tensor as an input of a later call (borrowed: keep `self`
+    /// alive until that call returns).
+    pub fn as_input(&self) -> CudaInput {
+        CudaInput {
+            ptr: self.ptr,
+            dtype: self.dtype,
+            shape: self.shape.clone(),
+        }
+    }
+}
+
+impl Drop for CudaTensor {
+    fn drop(&mut self) {
+        if self.rt.inner.make_current().is_ok() {
+            // SAFETY: the allocation came from cuMemAlloc and no call of a
+            // session uses it any more (`run_device` waits for its work).
+            unsafe { (self.rt.inner.driver.api.mem_free)(self.ptr) };
+        }
+    }
+}
+
+impl CudaSession {
+    /// Runs `function` on tensors in this device's memory and returns its
+    /// outputs in new device allocations: no host copy of an input or an
+    /// output. The inputs are checked against the function's types (count,
+    /// dtype and shape: [`Error::InvalidInput`] otherwise); a null address
+    /// of a non-empty input is refused. Waits for the session's stream
+    /// before returning (see the module's notes on stream ordering). Calls
+    /// on device memory do not use the session's CUDA graphs (a graph
+    /// replays the addresses it was recorded with).
+    ///
+    /// # Safety
+    /// Each input's `ptr` must address at least its tensor's bytes of
+    /// device memory valid in this device's primary context, unchanged and
+    /// alive until this call returns, and its producing work ordered before
+    /// the legacy default stream's later work.
+    pub unsafe fn run_device(
+        &mut self,
+        function: &str,
+        inputs: &[CudaInput],
+    ) -> Result<Vec<CudaTensor>> {
+        let model = self.model().clone();
+        let f = model.function(function)?;
+        f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
+        let mut input_io = Vec::with_capacity(inputs.len());
+        for (i, t) in inputs.iter().enumerate() {
+            let bytes = byte_size(&t.shape, t.dtype).unwrap_or(0) as u64;
+            if t.ptr == 0 && bytes > 0 {
+                return Err(Error::InvalidInput(format!(
+                    "input {i} of @{}: its device address is NULL",
+                    f.name
+                )));
+            }
+            input_io.push((t.ptr, bytes));
+        }
+        let rt = self.runtime().clone();
+        let outputs = f
+            .outputs
+            .iter()
+            .map(|d| CudaTensor::alloc(&rt, d.dtype, d.shape.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let output_io: Vec<(u64, u64)> = outputs.iter().map(|t| (t.ptr, t.bytes as u64)).collect();
+        rt.inner.make_current()?;
+        let result = self.execute(f, &input_io, &output_io);
+        // Always wait, even after an error: the stream may still use the
+        // memory.
+        let waited = self.synchronize().map_err(|e| exec_error(f, e));
+        result.and(waited)?;
+        self.collect_profile()?;
+        Ok(outputs)
+    }
+}

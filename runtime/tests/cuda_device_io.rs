@@ -1,0 +1,178 @@
+//! Calls on device memory (`CudaSession::run_device`), on the fake driver
+//! (`fixtures/fake_libcuda.c`: device memory is host memory, kernels run
+//! on the host and record their buffer arguments, memcpy calls are
+//! counted): the caller's device pointer reaches the kernels as it is,
+//! outputs come back as tcc-owned device allocations that chain into a
+//! later call and outlive the session, and none of it copies through the
+//! host; wrong dtypes, shapes, counts and NULL addresses are refused with
+//! the input named. The driver library is set through `TCC_LIBCUDA`
+//! before the first use of the backend in this binary, which holds this
+//! one test.
+
+#[path = "../../test/support/mod.rs"]
+mod support;
+
+mod common;
+
+use common::*;
+use tcc_runtime::cuda::{CudaInput, CudaOptions, CudaRuntime, CudaTensor};
+use tcc_runtime::{DType, HostTensor, Model};
+
+/// The fake driver's counters, read through its exported functions (the
+/// same library the runtime opened: `dlopen` of one path is one handle).
+struct Fake {
+    lib: libloading::Library,
+}
+
+impl Fake {
+    fn copies(&self) -> (u32, u32) {
+        let (mut htod, mut dtoh) = (0u32, 0u32);
+        // SAFETY: the fixture exports `void fake_cuda_copies(unsigned *,
+        // unsigned *)`.
+        unsafe {
+            let f: libloading::Symbol<unsafe extern "C" fn(*mut u32, *mut u32)> =
+                self.lib.get(b"fake_cuda_copies").unwrap();
+            f(&mut htod, &mut dtoh);
+        }
+        (htod, dtoh)
+    }
+
+    fn launched_pointers(&self) -> Vec<u64> {
+        let mut out = vec![0u64; 256];
+        // SAFETY: the fixture exports `int fake_cuda_launched_pointers(
+        // unsigned long long *, int)` writing at most `max` entries.
+        let n = unsafe {
+            let f: libloading::Symbol<unsafe extern "C" fn(*mut u64, i32) -> i32> =
+                self.lib.get(b"fake_cuda_launched_pointers").unwrap();
+            f(out.as_mut_ptr(), 256)
+        };
+        out.truncate(n as usize);
+        out
+    }
+}
+
+#[test]
+fn device_inputs_and_outputs_stay_on_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
+    let so = compile_c(
+        "test_model.c",
+        dir.path(),
+        "model.so",
+        &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
+    );
+    // SAFETY: the only test of this binary sets the environment before
+    // anything reads it (the driver is opened below).
+    unsafe {
+        std::env::set_var("TCC_LIBCUDA", &driver);
+        std::env::remove_var("FAKE_CUDA_LOG");
+    }
+    let model = Model::load(&so).unwrap();
+    let rt = CudaRuntime::with_options(
+        0,
+        CudaOptions {
+            profiling: false,
+            graphs: true,
+        },
+    )
+    .unwrap();
+    // SAFETY: the runtime has opened this library already.
+    let fake = Fake {
+        lib: unsafe { libloading::Library::new(&driver) }.unwrap(),
+    };
+    let mut session = rt.session(&model).unwrap();
+    // A host call first: the constants are uploaded once, and the host
+    // path's copies are counted.
+    let x: Vec<f32> = ramp(1000);
+    session
+        .run("axpb", &[HostTensor::from_f32(vec![1000], &x).unwrap()])
+        .unwrap();
+    let (htod, dtoh) = fake.copies();
+    assert!(
+        htod >= 1 && dtoh == 1,
+        "host path: {htod} uploads, {dtoh} downloads"
+    );
+    fake.launched_pointers();
+
+    // The caller's tensor, uploaded once before the calls.
+    let input = CudaTensor::upload(&rt, &HostTensor::from_f32(vec![1000], &x).unwrap()).unwrap();
+    let mut before = fake.copies();
+    for function in ["axpb", "axpb_arena"] {
+        // Several calls: device calls never replay a graph (a graph
+        // replays the addresses it was recorded with).
+        for call in 0..3 {
+            // SAFETY: `input` is live device memory of this context.
+            let outputs = unsafe { session.run_device(function, &[input.as_input()]) }.unwrap();
+            assert_eq!(outputs.len(), 1);
+            let y = &outputs[0];
+            assert_eq!((y.dtype(), y.shape()), (DType::F32, &[1000usize][..]));
+            assert_eq!(y.device_ordinal(), 0);
+            let pointers = fake.launched_pointers();
+            // scale(x, t) then add(t, b, y): the caller's x and the
+            // returned y are the kernels' buffers, as they are.
+            assert_eq!(pointers.len(), 5, "@{function} call {call}: {pointers:x?}");
+            assert_eq!(pointers[0], input.ptr(), "@{function} call {call}");
+            assert_eq!(pointers[4], y.ptr(), "@{function} call {call}");
+            assert_eq!(
+                fake.copies(),
+                before,
+                "@{function} call {call}: a host copy"
+            );
+            let host = y.to_host().unwrap();
+            assert_eq!(host.to_f32().unwrap(), axpb_expected(&x));
+            // That download is the only copy.
+            before.1 += 1;
+            assert_eq!(fake.copies(), before);
+        }
+    }
+
+    // An output chains into the next call without leaving the device, and
+    // outlives the session and its runtime handle.
+    let base = fake.copies();
+    // SAFETY: as above.
+    let y1 = unsafe { session.run_device("axpb", &[input.as_input()]) }.unwrap();
+    // SAFETY: `y1` is live device memory of this context.
+    let y2 = unsafe { session.run_device("axpb", &[y1[0].as_input()]) }.unwrap();
+    assert_eq!(fake.copies(), base);
+    let pointers = fake.launched_pointers();
+    assert_eq!(pointers[5], y1[0].ptr());
+    drop(session);
+    drop(rt);
+    let once = axpb_expected(&x);
+    assert_eq!(
+        y2[0].to_host().unwrap().to_f32().unwrap(),
+        axpb_expected(&once)
+    );
+
+    // Bad inputs name the input, what it expects and what it got.
+    let rt = CudaRuntime::new(0, false).unwrap();
+    let mut session = rt.session(&model).unwrap();
+    let bad = |session: &mut tcc_runtime::CudaSession, inputs: &[CudaInput]| {
+        // SAFETY: every case is refused before a kernel reads memory.
+        unsafe { session.run_device("axpb", inputs) }
+            .unwrap_err()
+            .to_string()
+    };
+    let f64_input = CudaInput {
+        dtype: DType::F64,
+        ..input.as_input()
+    };
+    assert_eq!(
+        bad(&mut session, &[f64_input]),
+        "input 0 of @axpb expects 1000xf32, got 1000xf64 from the caller"
+    );
+    let wrong_shape = CudaInput {
+        shape: vec![10, 100],
+        ..input.as_input()
+    };
+    assert!(bad(&mut session, &[wrong_shape]).contains("expects 1000xf32, got 10x100xf32"));
+    assert!(bad(&mut session, &[]).contains("@axpb expects 1 input (1000xf32), got 0"));
+    let null = CudaInput {
+        ptr: 0,
+        ..input.as_input()
+    };
+    assert_eq!(
+        bad(&mut session, &[null]),
+        "input 0 of @axpb: its device address is NULL"
+    );
+}
