@@ -592,7 +592,7 @@ mod tests {
         let int4 = TensorProto {
             dims: vec![3],
             data_type: 22,
-            raw_data: vec![0x78, 0x01],
+            raw_data: vec![0x78, 0x01].into(),
             ..Default::default()
         };
         let c = decode(&int4, None, "t").unwrap();
@@ -611,7 +611,7 @@ mod tests {
         let short = TensorProto {
             dims: vec![5],
             data_type: 22,
-            raw_data: vec![0x11, 0x11],
+            raw_data: vec![0x11, 0x11].into(),
             ..Default::default()
         };
         assert!(decode(&short, None, "t").is_err());
