@@ -81,9 +81,11 @@ struct DlManagedTensor {
 }
 
 /// DLPack's (code, bits) of a tcc dtype (`kDLInt` 0, `kDLUInt` 1,
-/// `kDLFloat` 2, `kDLBfloat` 4, `kDLBool` 6).
-fn dl_dtype(dtype: DType) -> (u8, u8) {
-    match dtype {
+/// `kDLFloat` 2, `kDLBfloat` 4, `kDLBool` 6, and DLPack 1.1's float8
+/// codes 10-13). `None` for float4e2m1: DLPack packs it two to a byte,
+/// tcc stores one per byte.
+fn dl_dtype(dtype: DType) -> Option<(u8, u8)> {
+    Some(match dtype {
         DType::F32 => (2, 32),
         DType::F16 => (2, 16),
         DType::F64 => (2, 64),
@@ -97,7 +99,17 @@ fn dl_dtype(dtype: DType) -> (u8, u8) {
         DType::U32 => (1, 32),
         DType::U64 => (1, 64),
         DType::Bool => (6, 8),
-    }
+        DType::F8E4M3FN => (10, 8),
+        DType::F8E4M3FNUZ => (11, 8),
+        DType::F8E5M2 => (12, 8),
+        DType::F8E5M2FNUZ => (13, 8),
+        DType::F4E2M1 => return None,
+    })
+}
+
+/// The error for a dtype DLPack cannot describe as tcc stores it.
+fn no_dl_dtype(dtype: DType) -> String {
+    format!("{dtype:?} tensors do not cross DLPack: DLPack packs them two to a byte, tcc stores one per byte")
 }
 
 /// `float32`, `int64`, `bool`, ... for a DLPack dtype.
@@ -109,6 +121,10 @@ fn dl_dtype_name(t: DlDataType) -> String {
         4 => "bfloat",
         5 => "complex",
         6 => "bool",
+        10 if t.bits == 8 => return "float8_e4m3fn".into(),
+        11 if t.bits == 8 => return "float8_e4m3fnuz".into(),
+        12 if t.bits == 8 => return "float8_e5m2".into(),
+        13 if t.bits == 8 => return "float8_e5m2fnuz".into(),
         _ => return format!("DLPack dtype code {} of {} bits", t.code, t.bits),
     };
     let base = if t.code == 6 {
@@ -188,7 +204,8 @@ pub fn import<'py>(
         // SAFETY: `shape` holds `ndim` entries.
         unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) }.to_vec()
     };
-    let (code, bits) = dl_dtype(desc.dtype);
+    let (code, bits) =
+        dl_dtype(desc.dtype).ok_or_else(|| PyValueError::new_err(format!("{label}: {}", no_dl_dtype(desc.dtype))))?;
     if t.dtype.code != code || t.dtype.bits != bits || t.dtype.lanes != 1 {
         return Err(PyValueError::new_err(format!(
             "{label}: expected {want} ({}), got {} with shape {shape:?}: convert it on the device first (e.g. .to(torch.{}) or .astype(cupy.{}))",
@@ -359,7 +376,8 @@ impl CudaArray {
             ));
         }
         let t = &self.tensor;
-        let (code, bits) = dl_dtype(t.dtype());
+        let (code, bits) =
+            dl_dtype(t.dtype()).ok_or_else(|| PyBufferError::new_err(no_dl_dtype(t.dtype())))?;
         let mut export = Box::new(Export {
             managed: DlManagedTensor {
                 dl_tensor: DlTensor {

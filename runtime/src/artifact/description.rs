@@ -132,7 +132,10 @@ impl Description {
     /// (`header` holds at least [`HEADER_LEN`] bytes).
     pub fn declared_len(header: &[u8]) -> Result<u64, String> {
         if header.len() < HEADER_LEN || &header[..8] != MAGIC {
-            return Err("its description (tcc_description_v1) has a bad header".into());
+            return Err(
+                "its description (tcc_description_v1) has a bad header: the artifact is damaged"
+                    .into(),
+            );
         }
         let len = u64::from_le_bytes(header[8..16].try_into().unwrap());
         if len > MAX_DESCRIPTION_BYTES {

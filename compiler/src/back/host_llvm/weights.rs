@@ -39,8 +39,9 @@ fn architecture(triple: Option<&str>) -> Result<Architecture, CodegenError> {
         Ok(Architecture::X86_64)
     } else {
         Err(CodegenError::new(format!(
-            "no ELF architecture for the host triple {}",
-            triple.unwrap_or_default()
+            "--host-triple={}: tcc's LLVM has the x86-64 and AArch64 back ends ({})",
+            triple.unwrap_or_default(),
+            super::HOST_TRIPLES.join(", ")
         )))
     }
 }
