@@ -156,6 +156,17 @@ fn key(value: Value) -> usize {
 
 /// The ABI description of a host function: its name, its inputs and
 /// outputs (`tcc.num_outputs` trailing arguments) and its arena.
+/// The elements of the array attribute `name` of `function` (none when it
+/// is missing or not an array; `None` for an element that cannot be read).
+fn array_elements<'c>(function: &OperationRef<'c, '_>, name: &str) -> Vec<Option<Attribute<'c>>> {
+    function
+        .attribute(name)
+        .ok()
+        .and_then(|a| ArrayAttribute::try_from(a).ok())
+        .map(|array| (0..array.len()).map(|i| array.element(i).ok()).collect())
+        .unwrap_or_default()
+}
+
 pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
     let name = function
         .attribute("sym_name")
@@ -176,48 +187,18 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
                 ),
             )
         })?;
-    let names: Vec<String> = function
-        .attribute(attr_names::IO_NAMES)
-        .ok()
-        .and_then(|a| ArrayAttribute::try_from(a).ok())
-        .map(|array| {
-            (0..array.len())
-                .filter_map(|i| array.element(i).ok().and_then(string_value))
-                .collect()
-        })
-        .unwrap_or_default();
-    let unsigned: Vec<bool> = function
-        .attribute(attr_names::IO_UNSIGNED)
-        .ok()
-        .and_then(|a| ArrayAttribute::try_from(a).ok())
-        .map(|array| {
-            (0..array.len())
-                .map(|i| {
-                    array
-                        .element(i)
-                        .ok()
-                        .and_then(integer_value)
-                        .is_some_and(|v| v != 0)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let minifloats: Vec<String> = function
-        .attribute(attr_names::IO_MINIFLOAT)
-        .ok()
-        .and_then(|a| ArrayAttribute::try_from(a).ok())
-        .map(|array| {
-            (0..array.len())
-                .map(|i| {
-                    array
-                        .element(i)
-                        .ok()
-                        .and_then(string_value)
-                        .unwrap_or_default()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let names: Vec<String> = array_elements(&function, attr_names::IO_NAMES)
+        .into_iter()
+        .filter_map(|e| e.and_then(string_value))
+        .collect();
+    let unsigned: Vec<bool> = array_elements(&function, attr_names::IO_UNSIGNED)
+        .into_iter()
+        .map(|e| e.and_then(integer_value).is_some_and(|v| v != 0))
+        .collect();
+    let minifloats: Vec<String> = array_elements(&function, attr_names::IO_MINIFLOAT)
+        .into_iter()
+        .map(|e| e.and_then(string_value).unwrap_or_default())
+        .collect();
     let region = function.region(0).at(&function)?;
     let block = region
         .first_block()
