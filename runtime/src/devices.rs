@@ -41,10 +41,10 @@ use std::time::{Duration, Instant};
 
 use opencl3::device::{CL_DEVICE_PARTITION_EQUALLY, cl_device_partition_property};
 
-mod split;
+pub(crate) mod split;
 
 pub use split::SplitPlan;
-use split::split_views;
+use split::{concat_parts, split_views};
 
 use crate::async_call::CallHandle;
 use crate::device::{DeviceInfo, DeviceSelector, list_devices};
@@ -475,20 +475,7 @@ impl GroupSession {
             })?;
             parts_out.push(out);
         }
-        // Concatenate along axis 0.
-        let outputs = (0..f.outputs.len())
-            .map(|o| {
-                let d = &f.outputs[o];
-                let mut shape = d.shape.clone();
-                shape[0] *= plan.parts;
-                let mut bytes = crate::HostBytes::zeroed(d.byte_size() * plan.parts);
-                let chunk = d.byte_size();
-                for (j, p) in parts_out.iter().enumerate() {
-                    bytes[j * chunk..(j + 1) * chunk].copy_from_slice(&p[o].bytes);
-                }
-                HostTensor::from_bytes(d.dtype, shape, bytes)
-            })
-            .collect::<Result<Vec<_>>>();
+        let outputs = concat_parts(f, &parts_out);
         // The parts' output blocks serve the next split call's parts.
         for (j, p) in parts_out.into_iter().enumerate() {
             self.sessions[j % n].recycle(p);

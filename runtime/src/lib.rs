@@ -36,6 +36,7 @@ pub mod element;
 pub mod elf;
 mod embed;
 pub mod error;
+pub mod hal;
 pub mod host_bytes;
 pub mod in_turns;
 pub mod iree_flags;

@@ -525,3 +525,35 @@ fn ptx_the_driver_rejects_reports_ptxas_log() {
         "kernel program failed to build for tcc fake CUDA device: cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX\nbuild log:\nptxas fatal   : fake parse error near INVALID",
     );
 }
+
+#[test]
+fn ptx_runs_through_cuda_by_default_where_the_driver_is() {
+    // PTX with no kernel that needs CUDA: the driver being there is enough.
+    let (_dir, driver, so) = fake_cuda(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let args = [so.as_str(), "--function=axpb", "--input=1000xf32=1", "--verbose"];
+    let o = run_with("tcc-run", cache.path(), &args, &driver, &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        err.matches(&format!(
+            "tcc-run: using the CUDA backend: {so} carries PTX and NVIDIA's driver is here (--backend=opencl runs it through OpenCL instead)"
+        ))
+        .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("(CUDA backend); kernels: PTX"), "{err}");
+    // --backend=opencl still chooses OpenCL, and says nothing of CUDA.
+    let mut opencl = args.to_vec();
+    opencl.push("--backend=opencl");
+    let o = run_with("tcc-run", cache.path(), &opencl, &driver, &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("CUDA backend"), "{err}");
+    // Without the driver: OpenCL, silently (nothing needs CUDA).
+    let o = run_with("tcc-run", cache.path(), &args, NO_DRIVER, &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("CUDA"), "{err}");
+}

@@ -24,32 +24,40 @@ pub fn backend_flag_or_env(flag: Option<&str>) -> Result<Option<Backend>> {
 }
 
 /// The backend a tool runs `model` on: `--backend`, else `TCC_BACKEND`,
-/// else CUDA for an artifact whose PTX needs CUDA dynamic shared memory
-/// where the CUDA driver and a device are there (said in one line on
-/// stderr; without them, OpenCL runs the artifact's OpenCL C, also said),
-/// else OpenCL.
+/// else CUDA for an artifact that carries PTX where NVIDIA's driver and a
+/// device are there (said in one line on stderr: NVIDIA's CUDA driver runs
+/// the same kernels faster than its OpenCL, and grants the dynamic shared
+/// memory that some kernels need), else OpenCL. Without the driver, an
+/// artifact whose PTX needs CUDA dynamic shared memory runs its OpenCL C
+/// through OpenCL, also said.
 pub fn choose_backend(tool: &str, flag: Option<&str>, model: &Model) -> Result<Backend> {
     if let Some(backend) = backend_flag_or_env(flag)? {
         return Ok(backend);
     }
-    let needs = cuda::dynamic_local(model)?;
-    let Some(largest) = needs.iter().max_by_key(|d| d.bytes) else {
+    if model.artifact().ptx.is_none() || model.kernel_names().is_empty() {
         return Ok(Backend::OpenCl);
-    };
-    let need = format!(
-        "{}'s kernel {} takes {:.1} KiB of CUDA dynamic shared memory",
-        model.path().display(),
-        largest.kernel,
-        largest.bytes as f64 / 1024.0
-    );
-    match cuda::list_cuda_devices() {
-        Ok(devices) if !devices.is_empty() => {
+    }
+    let needs = cuda::dynamic_local(model)?;
+    let need = needs.iter().max_by_key(|d| d.bytes).map(|largest| {
+        format!(
+            "{}'s kernel {} takes {:.1} KiB of CUDA dynamic shared memory",
+            model.path().display(),
+            largest.kernel,
+            largest.bytes as f64 / 1024.0
+        )
+    });
+    match (cuda::list_cuda_devices(), need) {
+        (Ok(devices), need) if !devices.is_empty() => {
+            let why = need.map_or_else(
+                || format!("{} carries PTX", model.path().display()),
+                |need| format!("{need}, more than OpenCL gives"),
+            );
             eprintln!(
-                "{tool}: using the CUDA backend: {need}, more than OpenCL gives (--backend=opencl runs its OpenCL C instead)"
+                "{tool}: using the CUDA backend: {why} and NVIDIA's driver is here (--backend=opencl runs it through OpenCL instead)"
             );
             Ok(Backend::Cuda)
         }
-        unavailable => {
+        (unavailable, Some(need)) => {
             let why = match unavailable {
                 Err(e) => e.to_string().lines().next().unwrap_or_default().to_string(),
                 Ok(_) => "no CUDA device".to_string(),
@@ -59,6 +67,7 @@ pub fn choose_backend(tool: &str, flag: Option<&str>, model: &Model) -> Result<B
             );
             Ok(Backend::OpenCl)
         }
+        (_, None) => Ok(Backend::OpenCl),
     }
 }
 

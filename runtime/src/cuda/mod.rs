@@ -29,10 +29,16 @@
 //! call costs one `cuGraphLaunch` instead of one `cuLaunchKernel` per
 //! kernel; `TCC_CUDA_GRAPHS=0` (or [`CudaOptions::graphs`]) turns that off.
 //!
-//! Not supported on this backend: asynchronous calls (`Session::submit`),
-//! several devices or device fission, the program cache (the driver
-//! caches its own PTX compiles), host tensors used in place. Device tensors
-//! (the caller's, by address) are, through `run_device`.
+//! The driver-neutral core (`hal`) gives this driver what it gives every
+//! driver: asynchronous calls ([`crate::hal::Lanes`]: several sessions,
+//! each with its own stream, on worker threads) and several devices
+//! ([`crate::hal::Group`]: round robin and the data-parallel split). The
+//! driver's compiled modules are cached per runtime ([`CudaContext`]'s
+//! module cache, [`CudaRuntime::module_cache_stats`]), so that a second
+//! session of a model costs no `cuModuleLoadDataEx`; across processes
+//! the CUDA driver's own JIT cache keeps the compiled PTX. Not supported
+//! here: device fission, host tensors used in place. Device tensors (the
+//! caller's, by address) are, through `run_device`.
 
 mod call;
 pub mod driver;
@@ -215,6 +221,25 @@ pub(crate) struct CudaContext {
     pub(crate) info: CudaDeviceInfo,
     pub(crate) profiling: bool,
     pub(crate) graphs: bool,
+    /// The modules loaded in this context, by the SHA-256 of their PTX
+    /// (see [`CudaContext::module`]).
+    modules: std::sync::Mutex<ModuleCache>,
+}
+
+/// The context's compiled modules, and how often one was loaded or found.
+#[derive(Default)]
+struct ModuleCache {
+    modules: Vec<([u8; 32], driver::CuModule)>,
+    stats: ModuleCacheStats,
+}
+
+/// How the CUDA driver's compiled modules were found: loaded
+/// (`cuModuleLoadDataEx`, the driver's JIT or its own disk cache) or taken
+/// from the runtime's module cache (no driver call).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ModuleCacheStats {
+    pub loads: u64,
+    pub hits: u64,
 }
 
 /// Environment variable: `0` or `off` keeps the CUDA backend from
@@ -246,7 +271,9 @@ impl CudaOptions {
 
 // SAFETY: a CUDA context may be made current on any thread
 // (`cuCtxSetCurrent`, which every operation does first); the handle
-// itself is an immutable pointer the driver owns.
+// itself is an immutable pointer the driver owns, and so are the cached
+// modules' (behind a mutex; a module's functions may be launched from
+// any thread where its context is current).
 unsafe impl Send for CudaContext {}
 unsafe impl Sync for CudaContext {}
 
@@ -259,8 +286,49 @@ impl CudaContext {
     }
 }
 
+impl CudaContext {
+    /// The module of `ptx` in this context: the one loaded before for the
+    /// same PTX (any session of any model with that PTX; sessions share a
+    /// module's functions, whose dynamic shared memory limit is the
+    /// kernel's own), else `load(ptx)`'s, kept until the runtime is
+    /// dropped. A session (or a lane of [`crate::hal::Lanes`]) opened
+    /// after the first thus costs no driver compile.
+    pub(crate) fn module(
+        &self,
+        ptx: &[u8],
+        load: impl FnOnce(&[u8]) -> Result<driver::CuModule>,
+    ) -> Result<driver::CuModule> {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(ptx).into();
+        let mut cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, m)) = cache.modules.iter().find(|(d, _)| *d == digest) {
+            let m = *m;
+            cache.stats.hits += 1;
+            return Ok(m);
+        }
+        let m = load(ptx)?;
+        cache.stats.loads += 1;
+        cache.modules.push((digest, m));
+        Ok(m)
+    }
+}
+
 impl Drop for CudaContext {
     fn drop(&mut self) {
+        let modules = std::mem::take(
+            &mut self
+                .modules
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .modules,
+        );
+        if !modules.is_empty() && self.make_current().is_ok() {
+            for (_, m) in modules {
+                // SAFETY: every session of this context is gone (each holds
+                // the context alive), so no work of the module is left.
+                unsafe { (self.driver.api.module_unload)(m) };
+            }
+        }
         // SAFETY: releases the retain of `CudaRuntime::new`; sessions hold
         // this context alive until they are gone.
         unsafe { (self.driver.api.primary_ctx_release)(self.device) };
@@ -307,6 +375,7 @@ impl CudaRuntime {
             info,
             profiling: options.profiling,
             graphs: options.graphs,
+            modules: Default::default(),
         };
         inner.make_current()?;
         Ok(CudaRuntime {
@@ -333,6 +402,16 @@ impl CudaRuntime {
     /// get their limit raised.
     pub fn session(&self, model: &Model) -> Result<CudaSession> {
         CudaSession::new(self, model)
+    }
+
+    /// How often a session's module was loaded by the driver or taken
+    /// from this runtime's module cache.
+    pub fn module_cache_stats(&self) -> ModuleCacheStats {
+        self.inner
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stats
     }
 
     /// Waits until everything queued in the context has finished.

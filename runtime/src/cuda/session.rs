@@ -1,6 +1,7 @@
 //! [`CudaSession`]: one model on one CUDA device. It owns the model's
-//! CUDA module (its PTX, compiled by the driver when the session is
-//! created), one function per kernel in the artifact's order, the
+//! CUDA module (its PTX, compiled by the driver when the first session
+//! of the model on the runtime is created, then taken from the runtime's
+//! module cache), one function per kernel in the artifact's order, the
 //! constants (uploaded on first use, once per session), the arena of the
 //! static memory plan, a pool of device memory and a stream.
 //!
@@ -145,7 +146,7 @@ impl CudaSession {
         };
         if !art.kernel_names.is_empty() {
             let started = Instant::now();
-            session.module = load_module(driver, ptx, &inner.info.name)?;
+            session.module = inner.module(ptx, |ptx| load_module(driver, ptx, &inner.info.name))?;
             session.load_seconds = started.elapsed().as_secs_f64();
         }
         for name in &art.kernel_names {
@@ -652,11 +653,8 @@ impl Drop for CudaSession {
             // SAFETY: an event of this session, no longer used.
             unsafe { (driver.api.event_destroy)(event) };
         }
+        // The module stays in the runtime's module cache (`CudaContext`).
         self.kernels.clear();
-        if !self.module.is_null() {
-            // SAFETY: the module's work is done (the stream is idle).
-            unsafe { (driver.api.module_unload)(self.module) };
-        }
         // SAFETY: the stream is idle and not used again.
         unsafe { (driver.api.stream_destroy)(self.stream) };
     }

@@ -1,7 +1,9 @@
 //! How a batch splits over a function's signature ([`SplitPlan`]: which
 //! inputs are cut along axis 0, into how many parts) and the parts
 //! themselves, as views of the caller's tensors (no copy) for
-//! [`GroupSession::run_split`](super::GroupSession::run_split).
+//! [`GroupSession::run_split`](super::GroupSession::run_split) and the
+//! driver-neutral [`crate::hal::Group::run_split`], and the concatenation
+//! of the parts' outputs that both use.
 
 use crate::FunctionInfo;
 use crate::async_call::InputView;
@@ -10,7 +12,7 @@ use crate::tensor::{HostTensor, type_string};
 
 /// Part `j` of `parts` of a split call's inputs, as views of them: the
 /// split ones cut along axis 0, the others whole.
-pub(super) fn split_views<'a>(
+pub(crate) fn split_views<'a>(
     inputs: &'a [HostTensor],
     split: &[bool],
     parts: usize,
@@ -114,4 +116,23 @@ impl SplitPlan {
         }
         Ok(SplitPlan { parts, split })
     }
+}
+
+/// The outputs of a split call: each output of the parts (`parts[j]` is
+/// part `j`'s outputs, each of `f`'s per-part type) concatenated along
+/// axis 0.
+pub(crate) fn concat_parts(f: &FunctionInfo, parts: &[Vec<HostTensor>]) -> Result<Vec<HostTensor>> {
+    (0..f.outputs.len())
+        .map(|o| {
+            let d = &f.outputs[o];
+            let mut shape = d.shape.clone();
+            shape[0] *= parts.len();
+            let mut bytes = crate::HostBytes::zeroed(d.byte_size() * parts.len());
+            let chunk = d.byte_size();
+            for (j, p) in parts.iter().enumerate() {
+                bytes[j * chunk..(j + 1) * chunk].copy_from_slice(&p[o].bytes);
+            }
+            HostTensor::from_bytes(d.dtype, shape, bytes)
+        })
+        .collect()
 }

@@ -1,0 +1,144 @@
+//! Several devices of one driver for any driver: [`Group`] holds one
+//! [`Lanes`] per device (the same model on each) and places whole calls
+//! on the least busy device, round robin among equals, or splits a batch
+//! along axis 0 across the devices ([`Group::run_split`], the plan of
+//! [`SplitPlan`]): every part is in flight before the first is waited
+//! for, and the parts' outputs are concatenated in order.
+//!
+//! An error of one device's call (its memory exhausted, say) is that
+//! call's error, naming the device; the other devices' sessions go on.
+
+use super::{Device, Lanes, Pending};
+use crate::devices::SplitPlan;
+use crate::devices::split::{concat_parts, split_views};
+use crate::error::{Error, Result};
+use crate::tensor::HostTensor;
+use crate::{HostBytes, KernelProfile, Model};
+
+/// One model on several devices of a driver (see the module
+/// documentation).
+pub struct Group<D: Device> {
+    devices: Vec<Lanes<D>>,
+    /// Where the round robin starts looking next.
+    next: usize,
+}
+
+impl<D: Device> Group<D> {
+    /// Opens `model` on every device of `devices` (at least one), with
+    /// `in_flight` calls at once on each.
+    pub fn new(devices: &[D], model: &Model, in_flight: usize) -> Result<Self> {
+        if devices.is_empty() {
+            return Err(Error::InvalidInput("a device group needs a device".into()));
+        }
+        let devices = devices
+            .iter()
+            .map(|d| {
+                Lanes::new(d, model, in_flight).map_err(|e| match e {
+                    Error::InvalidInput(m) => {
+                        Error::InvalidInput(format!("on device {}: {m}", d.summary()))
+                    }
+                    e => e,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Group { devices, next: 0 })
+    }
+
+    /// Each device's lanes.
+    pub fn devices(&self) -> &[Lanes<D>] {
+        &self.devices
+    }
+
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    /// The device for the next whole call: the one with the fewest calls
+    /// in flight, the first such after the previous choice.
+    fn pick(&mut self) -> usize {
+        let n = self.devices.len();
+        let mut best = self.next % n;
+        let mut best_load = usize::MAX;
+        for step in 0..n {
+            let i = (self.next + step) % n;
+            let load = self.devices[i].calls_running();
+            if load < best_load {
+                best = i;
+                best_load = load;
+            }
+        }
+        self.next = (best + 1) % n;
+        best
+    }
+
+    /// Starts a whole call on the least busy device; [`Pending::device`]
+    /// says which.
+    pub fn submit(&mut self, function: &str, inputs: Vec<HostTensor>) -> Result<Pending> {
+        let i = self.pick();
+        Ok(self.devices[i].submit(function, inputs)?.with_device(i))
+    }
+
+    /// A whole call on the least busy device, waited for.
+    pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        self.submit(function, inputs.to_vec())?.wait()
+    }
+
+    /// Runs `function` on a batch split along axis 0 across the devices:
+    /// part `j` on device `j % len`. Inputs of exactly the function's
+    /// types make one whole call.
+    pub fn run_split(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        let model = self.devices[0].model().clone();
+        let f = model.function(function)?;
+        let plan = SplitPlan::new(f, inputs.iter().map(|t| (t.dtype, t.shape.as_slice())))?;
+        if plan.parts == 1 {
+            return self.run(function, inputs);
+        }
+        let n = self.devices.len();
+        let mut pending = Vec::with_capacity(plan.parts);
+        for j in 0..plan.parts {
+            let part = split_views(inputs, &plan.split, plan.parts, j)
+                .into_iter()
+                .map(|v| HostTensor::from_bytes(v.dtype, v.shape, HostBytes::from(v.bytes.to_vec())))
+                .collect::<Result<Vec<_>>>()?;
+            pending.push(self.devices[j % n].submit(function, part)?);
+        }
+        // Waiting in order; an error drops the other handles, whose calls
+        // finish on their lanes.
+        let mut parts = Vec::with_capacity(plan.parts);
+        for (j, p) in pending.into_iter().enumerate() {
+            parts.push(p.wait().map_err(|e| match e {
+                Error::Execution { function, message } => Error::Execution {
+                    function,
+                    message: format!("part {j} of {}: {message}", plan.parts),
+                },
+                e => e,
+            })?);
+        }
+        let outputs = concat_parts(f, &parts);
+        for (j, p) in parts.into_iter().enumerate() {
+            self.devices[j % n].recycle(p);
+        }
+        outputs
+    }
+
+    /// Per-kernel device time of every device and lane, summed.
+    pub fn kernel_profile(&mut self, reset: bool) -> Result<Vec<KernelProfile>> {
+        let mut total: Vec<KernelProfile> = Vec::new();
+        for d in &mut self.devices {
+            for k in d.kernel_profile(reset)? {
+                match total.iter_mut().find(|t| t.name == k.name) {
+                    Some(t) => {
+                        t.calls += k.calls;
+                        t.total_ns += k.total_ns;
+                    }
+                    None => total.push(k),
+                }
+            }
+        }
+        Ok(total)
+    }
+}

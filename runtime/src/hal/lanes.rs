@@ -1,0 +1,284 @@
+//! Asynchronous calls for any driver: [`Lanes`] keeps several sessions of
+//! one model on one device, each owned by a worker thread, and hands each
+//! submitted call to the lane with the fewest calls queued. The caller
+//! gets a [`Pending`] at once and waits on it when it wants the outputs.
+//!
+//! Why threads: a driver session runs one call at a time and blocks until
+//! its outputs are on the host. With one session per lane, each on its
+//! own queue (CUDA: its own stream), up to `lanes` calls are on the
+//! device at once, the upload of one overlapping the kernels of another.
+//! A CUDA session opened on a device whose runtime already holds the
+//! model's module takes it from the runtime's module cache, so extra
+//! lanes cost their memory (arena, constants) and no second PTX compile.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use super::{Device, DriverSession};
+use crate::error::{Error, Result};
+use crate::tensor::HostTensor;
+use crate::{KernelProfile, Model};
+
+/// A call handed to a lane: the function, its inputs, and where its
+/// result goes.
+struct Job {
+    function: String,
+    inputs: Vec<HostTensor>,
+    reply: mpsc::SyncSender<Result<Vec<HostTensor>>>,
+}
+
+/// What a worker is asked to do.
+enum Request {
+    Call(Job),
+    /// Outputs of earlier calls to write later outputs into.
+    Recycle(Vec<HostTensor>),
+    /// The lane's kernel profile (and reset it, when `true`).
+    Profile(bool, mpsc::SyncSender<Result<Vec<KernelProfile>>>),
+}
+
+struct Lane {
+    requests: Option<mpsc::Sender<Request>>,
+    /// Calls queued on this lane and not yet finished.
+    queued: Arc<AtomicUsize>,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// Several sessions of one model on one device, for calls in flight at
+/// once (see the module documentation).
+pub struct Lanes<D: Device> {
+    device: D,
+    model: Model,
+    lanes: Vec<Lane>,
+    /// Where the choice of lane starts looking next.
+    next: usize,
+}
+
+/// A call submitted to [`Lanes`] (or a [`super::Group`]); [`Pending::wait`]
+/// gives its outputs. Dropping it without waiting lets the call finish
+/// on its lane and throws the outputs away.
+pub struct Pending {
+    reply: mpsc::Receiver<Result<Vec<HostTensor>>>,
+    function: String,
+    device: usize,
+    summary: String,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("function", &self.function)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl Pending {
+    /// Which device of a group ran the call (0 on [`Lanes`] of their own).
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// Waits for the call; its outputs or its error (naming the device).
+    pub fn wait(self) -> Result<Vec<HostTensor>> {
+        match self.reply.recv() {
+            Ok(result) => result.map_err(|e| super::on_device(&self.summary, e)),
+            Err(_) => Err(Error::Execution {
+                function: self.function,
+                message: format!(
+                    "on device {}: the lane running the call stopped (its thread panicked)",
+                    self.summary
+                ),
+            }),
+        }
+    }
+
+    pub(super) fn with_device(mut self, device: usize) -> Self {
+        self.device = device;
+        self
+    }
+}
+
+impl<D: Device> Lanes<D> {
+    /// Opens `lanes` (at least 1) sessions of `model` on `device`.
+    pub fn new(device: &D, model: &Model, lanes: usize) -> Result<Self> {
+        if lanes == 0 {
+            return Err(Error::InvalidInput(
+                "the number of calls in flight must be at least 1".into(),
+            ));
+        }
+        let mut out = Lanes {
+            device: device.clone(),
+            model: model.clone(),
+            lanes: Vec::with_capacity(lanes),
+            next: 0,
+        };
+        for i in 0..lanes {
+            let session = device.open(model)?;
+            out.lanes.push(spawn(session, i)?);
+        }
+        Ok(out)
+    }
+
+    pub fn device(&self) -> &D {
+        &self.device
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// How many calls can be in flight at once.
+    pub fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+
+    /// Calls submitted and not yet finished, over all lanes.
+    pub fn calls_running(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|l| l.queued.load(Ordering::SeqCst))
+            .sum()
+    }
+
+    /// Starts `function` on `inputs` on the least busy lane (checked
+    /// against the signature here, so a bad input fails at once).
+    pub fn submit(&mut self, function: &str, inputs: Vec<HostTensor>) -> Result<Pending> {
+        self.model.function(function)?.check_inputs(&inputs, &[])?;
+        let n = self.lanes.len();
+        let mut best = self.next % n;
+        let mut best_load = usize::MAX;
+        for step in 0..n {
+            let i = (self.next + step) % n;
+            let load = self.lanes[i].queued.load(Ordering::SeqCst);
+            if load < best_load {
+                best = i;
+                best_load = load;
+            }
+        }
+        self.next = (best + 1) % n;
+        let lane = &self.lanes[best];
+        let (reply, receive) = mpsc::sync_channel(1);
+        lane.queued.fetch_add(1, Ordering::SeqCst);
+        let job = Job {
+            function: function.to_string(),
+            inputs,
+            reply,
+        };
+        let sent = lane
+            .requests
+            .as_ref()
+            .map(|r| r.send(Request::Call(job)).is_ok())
+            .unwrap_or(false);
+        if !sent {
+            lane.queued.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::Execution {
+                function: function.to_string(),
+                message: format!(
+                    "on device {}: lane {best} stopped (its thread panicked)",
+                    self.device.summary()
+                ),
+            });
+        }
+        Ok(Pending {
+            reply: receive,
+            function: function.to_string(),
+            device: 0,
+            summary: self.device.summary(),
+        })
+    }
+
+    /// A call waited for.
+    pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        self.submit(function, inputs.to_vec())?.wait()
+    }
+
+    /// Hands outputs back for later calls to write into (to one lane).
+    pub fn recycle(&mut self, outputs: Vec<HostTensor>) {
+        let i = self.next % self.lanes.len();
+        if let Some(r) = &self.lanes[i].requests {
+            let _ = r.send(Request::Recycle(outputs));
+        }
+    }
+
+    /// The per-kernel device time of every lane, summed (profiling
+    /// devices only; empty otherwise); `reset` starts it again.
+    pub fn kernel_profile(&mut self, reset: bool) -> Result<Vec<KernelProfile>> {
+        let mut total: Vec<KernelProfile> = Vec::new();
+        for lane in &self.lanes {
+            let (reply, receive) = mpsc::sync_channel(1);
+            let Some(r) = &lane.requests else { continue };
+            if r.send(Request::Profile(reset, reply)).is_err() {
+                continue;
+            }
+            let Ok(profile) = receive.recv() else {
+                continue;
+            };
+            for k in profile? {
+                match total.iter_mut().find(|t| t.name == k.name) {
+                    Some(t) => {
+                        t.calls += k.calls;
+                        t.total_ns += k.total_ns;
+                    }
+                    None => total.push(k),
+                }
+            }
+        }
+        Ok(total)
+    }
+}
+
+impl<D: Device> Drop for Lanes<D> {
+    fn drop(&mut self) {
+        // Closing each lane's queue ends its worker once its calls are done.
+        for lane in &mut self.lanes {
+            lane.requests = None;
+        }
+        for lane in &mut self.lanes {
+            if let Some(w) = lane.worker.take() {
+                let _ = w.join();
+            }
+        }
+    }
+}
+
+/// Starts lane `index`'s worker, which owns `session`.
+fn spawn<S: DriverSession>(mut session: S, index: usize) -> Result<Lane> {
+    let (requests, receive) = mpsc::channel::<Request>();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let counter = queued.clone();
+    let worker = std::thread::Builder::new()
+        .name(format!("tcc-lane-{index}"))
+        .spawn(move || {
+            while let Ok(request) = receive.recv() {
+                match request {
+                    Request::Call(job) => {
+                        let result = session.run_with_sources(&job.function, &job.inputs, &[]);
+                        counter.fetch_sub(1, Ordering::SeqCst);
+                        // The caller may have dropped its handle.
+                        let _ = job.reply.send(result);
+                    }
+                    Request::Recycle(outputs) => session.recycle(outputs),
+                    Request::Profile(reset, reply) => {
+                        let profile = session.kernel_profile();
+                        let profile = match (profile, reset) {
+                            (Ok(p), true) => session.reset_profile().map(|()| p),
+                            (p, _) => p,
+                        };
+                        let _ = reply.send(profile);
+                    }
+                }
+            }
+        })
+        .map_err(|e| Error::Unsupported(format!("cannot start a lane's thread: {e}")))?;
+    Ok(Lane {
+        requests: Some(requests),
+        queued,
+        worker: Some(worker),
+    })
+}

@@ -1,0 +1,250 @@
+//! The driver-neutral runtime core (as IREE's HAL): what every driver
+//! offers, and what is built once on top of that for all of them.
+//!
+//! A driver is one API that runs an artifact's kernels: OpenCL
+//! ([`crate::Runtime`] and [`crate::Session`]; the artifact's OpenCL C,
+//! SPIR-V or PTX) and NVIDIA's CUDA driver ([`crate::CudaRuntime`] and
+//! [`crate::CudaSession`]; the artifact's PTX). Each implements two small
+//! traits:
+//!
+//! - [`Device`]: one device of the driver, on which models open
+//!   ([`Device::open`]); cheap to clone and shared between threads;
+//! - [`DriverSession`]: one model on one device, running calls one at a
+//!   time on host tensors ([`Calls`]: the call itself, recycled outputs,
+//!   the kernel profile and the timeline).
+//!
+//! On those the core builds, once for every driver:
+//!
+//! - [`Lanes`]: asynchronous calls: several sessions of one model on one
+//!   device, each on a worker thread of its own (on CUDA each session has
+//!   a stream of its own, so calls overlap on the device), with
+//!   [`Pending`] handles to wait on;
+//! - [`Group`]: several devices: whole calls placed round robin on the
+//!   least busy device, and the data-parallel split of a batch along axis
+//!   0 ([`crate::SplitPlan`]), its parts run on the devices at once and
+//!   their outputs concatenated;
+//! - [`AnyDevice`] / [`open_devices`]: a device of whichever driver a
+//!   tool chose ([`Backend`]), so that `tcc-run` and `tcc-benchmark` open
+//!   a driver's devices by one path.
+//!
+//! The OpenCL driver keeps, beneath this, its own native asynchronous
+//! calls on OpenCL queues and events (`Session::submit`, several lanes of
+//! arena memory in one session) and its zero-copy split
+//! ([`crate::GroupSession`]); the split's plan and the concatenation of
+//! its parts are shared with [`Group`] (`devices::split`).
+
+mod group;
+mod lanes;
+
+pub use group::Group;
+pub use lanes::{Lanes, Pending};
+
+use crate::backend::{Backend, Calls};
+use crate::cuda::{CudaRuntime, CudaSession};
+use crate::error::{Error, Result};
+use crate::{Model, Runtime, Session};
+
+/// One device of a driver, on which sessions of models open.
+pub trait Device: Clone + Send + Sync + 'static {
+    /// A model loaded on this device.
+    type Session: DriverSession;
+
+    /// The driver this device belongs to.
+    fn driver(&self) -> Backend;
+
+    /// One line naming the device (and its driver) for messages.
+    fn summary(&self) -> String;
+
+    /// Loads `model` here: the driver builds or loads its kernels, and
+    /// the session allocates its memory.
+    fn open(&self, model: &Model) -> Result<Self::Session>;
+}
+
+/// One model on one device of a driver: calls one at a time.
+pub trait DriverSession: Calls + Send + 'static {
+    /// The model this session runs.
+    fn model(&self) -> &Model;
+}
+
+impl Device for Runtime {
+    type Session = Session;
+
+    fn driver(&self) -> Backend {
+        Backend::OpenCl
+    }
+
+    fn summary(&self) -> String {
+        self.device().summary()
+    }
+
+    fn open(&self, model: &Model) -> Result<Session> {
+        self.session(model)
+    }
+}
+
+impl DriverSession for Session {
+    fn model(&self) -> &Model {
+        Session::model(self)
+    }
+}
+
+impl Device for CudaRuntime {
+    type Session = CudaSession;
+
+    fn driver(&self) -> Backend {
+        Backend::Cuda
+    }
+
+    fn summary(&self) -> String {
+        self.device().summary()
+    }
+
+    fn open(&self, model: &Model) -> Result<CudaSession> {
+        self.session(model)
+    }
+}
+
+impl DriverSession for CudaSession {
+    fn model(&self) -> &Model {
+        CudaSession::model(self)
+    }
+}
+
+/// A device of either driver, for code that chooses the driver at run
+/// time (the tools' `--backend`).
+#[derive(Clone)]
+pub enum AnyDevice {
+    OpenCl(Runtime),
+    Cuda(CudaRuntime),
+}
+
+/// A session of either driver (see [`AnyDevice`]).
+pub enum AnySession {
+    OpenCl(Box<Session>),
+    Cuda(Box<CudaSession>),
+}
+
+impl Device for AnyDevice {
+    type Session = AnySession;
+
+    fn driver(&self) -> Backend {
+        match self {
+            AnyDevice::OpenCl(_) => Backend::OpenCl,
+            AnyDevice::Cuda(_) => Backend::Cuda,
+        }
+    }
+
+    fn summary(&self) -> String {
+        match self {
+            AnyDevice::OpenCl(rt) => Device::summary(rt),
+            AnyDevice::Cuda(rt) => Device::summary(rt),
+        }
+    }
+
+    fn open(&self, model: &Model) -> Result<AnySession> {
+        Ok(match self {
+            AnyDevice::OpenCl(rt) => AnySession::OpenCl(Box::new(rt.open(model)?)),
+            AnyDevice::Cuda(rt) => AnySession::Cuda(Box::new(rt.open(model)?)),
+        })
+    }
+}
+
+impl AnySession {
+    fn calls(&mut self) -> &mut dyn Calls {
+        match self {
+            AnySession::OpenCl(s) => s.as_mut(),
+            AnySession::Cuda(s) => s.as_mut(),
+        }
+    }
+}
+
+impl Calls for AnySession {
+    fn run_with_sources(
+        &mut self,
+        function: &str,
+        inputs: &[crate::HostTensor],
+        sources: &[&str],
+    ) -> Result<Vec<crate::HostTensor>> {
+        self.calls().run_with_sources(function, inputs, sources)
+    }
+
+    fn recycle(&mut self, outputs: Vec<crate::HostTensor>) {
+        self.calls().recycle(outputs)
+    }
+
+    fn kernel_profile(&mut self) -> Result<Vec<crate::KernelProfile>> {
+        self.calls().kernel_profile()
+    }
+
+    fn reset_profile(&mut self) -> Result<()> {
+        self.calls().reset_profile()
+    }
+
+    fn record_timeline(&mut self, max_calls: usize) -> Result<()> {
+        self.calls().record_timeline(max_calls)
+    }
+
+    fn take_timeline(&mut self) -> Option<crate::timeline::Timeline> {
+        self.calls().take_timeline()
+    }
+}
+
+impl DriverSession for AnySession {
+    fn model(&self) -> &Model {
+        match self {
+            AnySession::OpenCl(s) => s.model(),
+            AnySession::Cuda(s) => s.model(),
+        }
+    }
+}
+
+/// The devices named by `ordinals` of the CUDA driver (each once), or
+/// every OpenCL device that `list` names, as [`AnyDevice`]s; `profiling`
+/// records each kernel's device time.
+pub fn open_devices(
+    backend: Backend,
+    list: &crate::DeviceList,
+    ordinals: &[usize],
+    profiling: bool,
+) -> Result<Vec<AnyDevice>> {
+    match backend {
+        Backend::OpenCl => {
+            let options = crate::RuntimeOptions {
+                profiling,
+                ..Default::default()
+            };
+            let group = crate::DeviceGroup::open(list, 1, options)?;
+            Ok(group
+                .runtimes()
+                .iter()
+                .cloned()
+                .map(AnyDevice::OpenCl)
+                .collect())
+        }
+        Backend::Cuda => {
+            let mut seen = Vec::new();
+            for &o in ordinals {
+                if seen.contains(&o) {
+                    return Err(Error::InvalidInput(format!(
+                        "CUDA device {o} is named twice"
+                    )));
+                }
+                seen.push(o);
+            }
+            seen.iter()
+                .map(|&o| CudaRuntime::new(o, profiling).map(AnyDevice::Cuda))
+                .collect()
+        }
+    }
+}
+
+/// The error `e` of a call on `device`, saying which device it was.
+pub(crate) fn on_device(summary: &str, e: Error) -> Error {
+    match e {
+        Error::Execution { function, message } => Error::Execution {
+            function,
+            message: format!("on device {summary}: {message}"),
+        },
+        e => e,
+    }
+}

@@ -1,0 +1,367 @@
+//! The conformance suite of the runtime's drivers (as IREE's `hal/cts`):
+//! the same tests, written once against the driver-neutral core
+//! (`tcc_runtime::hal`: [`Device`], [`Lanes`], [`Group`]), run for every
+//! driver present on this machine.
+//!
+//! Drivers:
+//! - `opencl`: the OpenCL platform's devices (PoCL here, with two CPU
+//!   devices through `POCL_DEVICES="pthread pthread"`; NVIDIA's OpenCL on
+//!   the GPU machine);
+//! - `cuda`: NVIDIA's driver (`libcuda.so.1`) where it opens and has a
+//!   device. Where it does not, the CUDA driver's code runs on the fake
+//!   driver (`fixtures/fake_libcuda.c`, two devices: device memory is host
+//!   memory and kernels run on the host) as `cuda (fake driver)`, and the
+//!   real one is reported as not present: each test prints which drivers
+//!   it ran on and which are not present, and counts only those it ran.
+//!
+//! The driver library is chosen through `TCC_LIBCUDA` once, before any
+//! test of this binary touches a driver.
+
+#[path = "../../test/support/mod.rs"]
+mod support;
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use common::*;
+use tcc_runtime::cuda::{CudaOptions, CudaRuntime};
+use tcc_runtime::hal::{AnyDevice, Device, Group, Lanes};
+use tcc_runtime::{Backend, Calls, DType, DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
+
+/// The machine's drivers, found once.
+struct Drivers {
+    /// Where the fake CUDA driver and the test model were built.
+    _dir: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    model: PathBuf,
+    /// Whether CUDA runs on the fake driver (NVIDIA's is not present).
+    cuda_fake: bool,
+    /// Drivers not present, with the reason.
+    absent: Vec<String>,
+}
+
+/// Whether NVIDIA's driver opens here and has a device (asked through its
+/// own entry points, so the runtime's copy of the library is not yet
+/// opened).
+fn nvidia_driver() -> Result<(), String> {
+    // SAFETY: loading NVIDIA's driver library runs its initialisers only.
+    let lib = unsafe { libloading::Library::new("libcuda.so.1") }
+        .map_err(|e| format!("cannot open libcuda.so.1: {e}"))?;
+    // SAFETY: cuInit(unsigned) and cuDeviceGetCount(int *) of cuda.h.
+    unsafe {
+        let init: libloading::Symbol<unsafe extern "C" fn(u32) -> i32> =
+            lib.get(b"cuInit").map_err(|e| e.to_string())?;
+        let count: libloading::Symbol<unsafe extern "C" fn(*mut i32) -> i32> =
+            lib.get(b"cuDeviceGetCount").map_err(|e| e.to_string())?;
+        if init(0) != 0 {
+            return Err("cuInit failed".into());
+        }
+        let mut n = 0;
+        if count(&mut n) != 0 || n < 1 {
+            return Err("no CUDA device".into());
+        }
+    }
+    Ok(())
+}
+
+fn drivers() -> &'static Drivers {
+    static DRIVERS: OnceLock<Drivers> = OnceLock::new();
+    DRIVERS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let model = compile_c(
+            "test_model.c",
+            dir.path(),
+            "model.so",
+            &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
+        );
+        let mut absent = Vec::new();
+        let cuda_fake = match nvidia_driver() {
+            Ok(()) => false,
+            Err(why) => {
+                absent.push(format!("cuda (NVIDIA's driver: {why})"));
+                let fake = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
+                // SAFETY: set once, inside this initialiser that every test
+                // waits for before it touches a driver or the environment.
+                unsafe {
+                    std::env::set_var("TCC_LIBCUDA", &fake);
+                    std::env::set_var("FAKE_CUDA_DEVICES", "2");
+                    std::env::remove_var("FAKE_CUDA_LOG");
+                    std::env::remove_var("FAKE_CUDA_REFUSE_CAPTURE");
+                }
+                true
+            }
+        };
+        if std::env::var_os("POCL_DEVICES").is_none() {
+            // SAFETY: as above, before OpenCL is first touched.
+            unsafe { std::env::set_var("POCL_DEVICES", "pthread pthread") };
+        }
+        if let Err(e) = tcc_runtime::list_devices() {
+            absent.push(format!("opencl ({e})"));
+        }
+        Drivers {
+            _dir: dir,
+            cache: tempfile::tempdir().unwrap(),
+            model,
+            cuda_fake,
+            absent,
+        }
+    })
+}
+
+/// Up to two devices of each present driver: its name and the devices
+/// (with profiling as asked).
+fn present(profiling: bool) -> Vec<(String, Vec<AnyDevice>)> {
+    let d = drivers();
+    let mut out = Vec::new();
+    if let Ok(list) = tcc_runtime::list_devices() {
+        let devices = (0..list.len().min(2))
+            .map(|i| {
+                let options = RuntimeOptions {
+                    profiling,
+                    cache_dir: Some(d.cache.path().to_path_buf()),
+                    ..Default::default()
+                };
+                AnyDevice::OpenCl(Runtime::with_options(DeviceSelector::Index(i), options).unwrap())
+            })
+            .collect();
+        out.push(("opencl".to_string(), devices));
+    }
+    let count = tcc_runtime::cuda::list_cuda_devices().map_or(0, |l| l.len());
+    if count > 0 {
+        let devices = (0..count.min(2))
+            .map(|i| {
+                let options = CudaOptions {
+                    profiling,
+                    graphs: true,
+                };
+                AnyDevice::Cuda(CudaRuntime::with_options(i, options).unwrap())
+            })
+            .collect();
+        let name = if d.cuda_fake {
+            "cuda (fake driver)"
+        } else {
+            "cuda"
+        };
+        out.push((name.to_string(), devices));
+    }
+    out
+}
+
+/// Runs `test` on every present driver's devices, saying on stderr which
+/// drivers it ran on and which are not present.
+fn for_each_driver(test: &str, profiling: bool, run: impl Fn(&str, &[AnyDevice])) {
+    let drivers = present(profiling);
+    assert!(!drivers.is_empty(), "no driver is present");
+    for (name, devices) in &drivers {
+        run(name, devices);
+    }
+    let ran: Vec<&str> = drivers.iter().map(|(n, _)| n.as_str()).collect();
+    eprintln!(
+        "conformance {test}: ran on {}; not present: {}",
+        ran.join(", "),
+        if drivers_absent().is_empty() {
+            "none".to_string()
+        } else {
+            drivers_absent().join(", ")
+        }
+    );
+}
+
+fn drivers_absent() -> &'static [String] {
+    &drivers().absent
+}
+
+fn model() -> Model {
+    Model::load(&drivers().model).unwrap()
+}
+
+fn axpb_input(scale: f32) -> HostTensor {
+    let x: Vec<f32> = ramp(1000).iter().map(|v| v * scale).collect();
+    HostTensor::from_f32(vec![1000], &x).unwrap()
+}
+
+fn assert_axpb(driver: &str, x: &HostTensor, y: &[HostTensor]) {
+    assert_eq!(y.len(), 1, "{driver}");
+    assert_eq!(y[0].shape, [1000], "{driver}");
+    assert_eq!(
+        y[0].to_f32().unwrap(),
+        axpb_expected(&x.to_f32().unwrap()),
+        "{driver}"
+    );
+}
+
+#[test]
+fn every_driver_runs_the_model_functions() {
+    for_each_driver("functions", false, |driver, devices| {
+        let device = &devices[0];
+        assert_eq!(
+            device.driver(),
+            if driver == "opencl" {
+                Backend::OpenCl
+            } else {
+                Backend::Cuda
+            }
+        );
+        let mut s = device.open(&model()).unwrap();
+        // Several calls: constants uploaded once, temporaries reused.
+        for (k, function) in ["axpb", "axpb_arena", "axpb", "axpb_arena"].iter().enumerate() {
+            let x = axpb_input(k as f32 + 1.0);
+            let y = s.run_with_sources(function, std::slice::from_ref(&x), &[]).unwrap();
+            assert_axpb(driver, &x, &y);
+            s.recycle(y);
+        }
+        let x = HostTensor::from_f32(vec![2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let out = s.run_with_sources("dup", &[x], &[]).unwrap();
+        assert_eq!(out.len(), 2, "{driver}");
+        for o in &out {
+            assert_eq!(o.shape, [2, 3]);
+            assert_eq!(o.to_f32().unwrap(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{driver}");
+        }
+        let x = HostTensor::from_i32(vec![4], &[1, -2, 3, 100]).unwrap();
+        let y = s.run_with_sources("addk", &[x], &[]).unwrap();
+        assert_eq!(y[0].dtype, DType::I32);
+        assert_eq!(y[0].to_i32().unwrap(), [11, 8, 13, 110], "{driver}");
+    });
+}
+
+#[test]
+fn every_driver_refuses_bad_calls_and_goes_on() {
+    for_each_driver("bad calls", false, |driver, devices| {
+        let mut s = devices[0].open(&model()).unwrap();
+        let wrong = HostTensor::from_f32(vec![999], &vec![0.0; 999]).unwrap();
+        let e = s.run_with_sources("axpb", &[wrong], &["x.npy"]).unwrap_err().to_string();
+        assert!(e.contains("x.npy") && e.contains("1000xf32"), "{driver}: {e}");
+        let e = s.run_with_sources("nope", &[], &[]).unwrap_err().to_string();
+        assert!(e.contains("nope"), "{driver}: {e}");
+        let i4 = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
+        for (function, message) in [
+            ("bad_kernel_index", "42"),
+            ("bad_release", "release"),
+            ("bad_view", "outside @bad_view's 8192-byte arena"),
+            ("release_view", "release"),
+        ] {
+            let e = s
+                .run_with_sources(function, std::slice::from_ref(&i4), &[])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(function) && e.contains(message), "{driver} @{function}: {e}");
+        }
+        // The session still runs after each refusal.
+        let x = axpb_input(0.5);
+        let y = s.run_with_sources("axpb", std::slice::from_ref(&x), &[]).unwrap();
+        assert_axpb(driver, &x, &y);
+    });
+}
+
+#[test]
+fn every_driver_runs_calls_in_flight() {
+    for_each_driver("calls in flight", false, |driver, devices| {
+        let mut lanes = Lanes::new(&devices[0], &model(), 4).unwrap();
+        assert_eq!(lanes.len(), 4);
+        let inputs: Vec<HostTensor> = (0..12).map(|k| axpb_input(k as f32 - 5.0)).collect();
+        let pending: Vec<_> = inputs
+            .iter()
+            .map(|x| lanes.submit("axpb_arena", vec![x.clone()]).unwrap())
+            .collect();
+        for (x, p) in inputs.iter().zip(pending) {
+            assert_axpb(driver, x, &p.wait().unwrap());
+        }
+        assert_eq!(lanes.calls_running(), 0, "{driver}");
+        // A bad input fails at submission; the lanes go on.
+        let e = lanes.submit("axpb", vec![]).unwrap_err().to_string();
+        assert!(e.contains("expects 1 input"), "{driver}: {e}");
+        // A call that fails on a lane fails its handle only.
+        let i4 = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
+        let bad = lanes.submit("bad_kernel_index", vec![i4]).unwrap();
+        let good = lanes.submit("axpb", vec![inputs[3].clone()]).unwrap();
+        let e = bad.wait().unwrap_err().to_string();
+        assert!(e.contains("on device") && e.contains("42"), "{driver}: {e}");
+        assert_axpb(driver, &inputs[3], &good.wait().unwrap());
+        let e = Lanes::new(&devices[0], &model(), 0).err().unwrap().to_string();
+        assert!(e.contains("at least 1"), "{driver}: {e}");
+    });
+}
+
+#[test]
+fn every_driver_runs_on_several_devices() {
+    for_each_driver("several devices", false, |driver, devices| {
+        assert!(devices.len() >= 2, "{driver}: this test needs two devices");
+        let mut group = Group::new(devices, &model(), 1).unwrap();
+        assert_eq!(group.len(), 2);
+        // Round robin: equally busy devices take calls in turn.
+        let inputs: Vec<HostTensor> = (0..4).map(|k| axpb_input(k as f32)).collect();
+        let pending: Vec<_> = inputs
+            .iter()
+            .map(|x| group.submit("axpb", vec![x.clone()]).unwrap())
+            .collect();
+        let placed: Vec<usize> = pending.iter().map(|p| p.device()).collect();
+        assert_eq!(placed, [0, 1, 0, 1], "{driver}");
+        for (x, p) in inputs.iter().zip(pending) {
+            assert_axpb(driver, x, &p.wait().unwrap());
+        }
+        // The data-parallel split: a batch of 4 parts, two per device,
+        // equals the parts run one by one.
+        let parts: Vec<Vec<f32>> = (0..4)
+            .map(|j| ramp(1000).iter().map(|v| v * (j as f32 + 1.5)).collect())
+            .collect();
+        let batch = HostTensor::from_f32(vec![4000], &parts.concat()).unwrap();
+        let out = group.run_split("axpb_arena", std::slice::from_ref(&batch)).unwrap();
+        assert_eq!(out[0].shape, [4000], "{driver}");
+        let want: Vec<f32> = parts.iter().flat_map(|p| axpb_expected(p)).collect();
+        assert_eq!(out[0].to_f32().unwrap(), want, "{driver}");
+        // A batch that does not divide into parts is refused, naming it.
+        let odd = HostTensor::from_f32(vec![1500], &vec![0.0; 1500]).unwrap();
+        let e = group.run_split("axpb", &[odd]).unwrap_err().to_string();
+        assert!(e.contains("multiple of 1000"), "{driver}: {e}");
+    });
+}
+
+#[test]
+fn every_driver_profiles_kernels() {
+    for_each_driver("profiling", true, |driver, devices| {
+        let mut s = devices[0].open(&model()).unwrap();
+        for _ in 0..3 {
+            s.run_with_sources("axpb", &[axpb_input(1.0)], &[]).unwrap();
+        }
+        let profile = s.kernel_profile().unwrap();
+        for kernel in ["scale", "add"] {
+            let k = profile.iter().find(|k| k.name == kernel).unwrap();
+            assert_eq!(k.calls, 3, "{driver} {kernel}");
+            assert!(k.total_ns > 0, "{driver} {kernel}");
+        }
+        s.reset_profile().unwrap();
+        assert!(
+            s.kernel_profile().unwrap().iter().all(|k| k.calls == 0),
+            "{driver}"
+        );
+        // The same through lanes: each lane's profile, summed.
+        let mut lanes = Lanes::new(&devices[0], &model(), 2).unwrap();
+        let pending: Vec<_> = (0..4)
+            .map(|_| lanes.submit("axpb", vec![axpb_input(2.0)]).unwrap())
+            .collect();
+        for p in pending {
+            p.wait().unwrap();
+        }
+        let profile = lanes.kernel_profile(true).unwrap();
+        let scale = profile.iter().find(|k| k.name == "scale").unwrap();
+        assert_eq!(scale.calls, 4, "{driver}");
+    });
+}
+
+#[test]
+fn a_second_cuda_session_takes_the_module_from_the_cache() {
+    // CUDA's own: the driver's compiled module is cached per runtime.
+    for_each_driver("module cache", false, |driver, devices| {
+        let AnyDevice::Cuda(rt) = &devices[1] else {
+            return;
+        };
+        let before = rt.module_cache_stats();
+        let _a = rt.session(&model()).unwrap();
+        let _b = rt.session(&model()).unwrap();
+        let after = rt.module_cache_stats();
+        assert_eq!(after.loads - before.loads, u64::from(before.loads == 0), "{driver}");
+        assert!(after.hits - before.hits >= 1, "{driver}");
+    });
+}
