@@ -109,6 +109,13 @@ tcc_status tcc_device_name(size_t index, char *buffer, size_t size,
  * case-insensitive substring of the device or platform name. */
 tcc_status tcc_runtime_create(const char *device, tcc_runtime **out);
 tcc_status tcc_runtime_create_by_index(size_t index, tcc_runtime **out);
+/* A runtime on CUDA device `ordinal` through NVIDIA's driver (libcuda.so.1,
+ * or the library TCC_LIBCUDA names), for artifacts with PTX (`tcc compile
+ * --target=nvidia`). Its sessions take the same calls; their calls in
+ * flight (tcc_session_set_max_in_flight) are that many sessions on CUDA
+ * streams of their own; tcc_session_set_compute_queues is OpenCL only.
+ * TCC_ERROR_DEVICE without the driver or the device. */
+tcc_status tcc_runtime_create_cuda(size_t ordinal, tcc_runtime **out);
 /* The device's name; valid until the runtime is freed. */
 tcc_status tcc_runtime_device(const tcc_runtime *runtime, const char **name);
 tcc_status tcc_runtime_free(tcc_runtime *runtime);
@@ -191,7 +198,9 @@ tcc_status tcc_session_run_async(tcc_session *session, const char *function,
                                  tcc_call **call);
 /* How many of the session's tcc_session_run_async calls may be in flight
  * at once (default 4; at least 1, else TCC_ERROR_INVALID_ARGUMENT). One
- * beyond it first waits for the oldest call's device work. */
+ * beyond it first waits for the oldest call's device work. On a CUDA
+ * runtime: default 1, and that many sessions of the model, each on a
+ * stream of its own (calls beyond them queue in turn). */
 tcc_status tcc_session_set_max_in_flight(tcc_session *session, size_t depth);
 /* Which compute queues the session's asynchronous calls use: "auto" (the
  * default: on a GPU one queue of the session's own per call in flight, on

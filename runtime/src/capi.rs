@@ -32,6 +32,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crate::hal::AnyDevice;
 pub use calls::*;
 pub use models::*;
 use registry::{Object, RuntimeObject, register, runtime_of};
@@ -100,7 +101,8 @@ impl From<Error> for Failure {
             Error::NoPlatform(_)
             | Error::NoSuchDevice { .. }
             | Error::OpenCl { .. }
-            | Error::OutOfDeviceMemory(_) => TCC_ERROR_DEVICE,
+            | Error::OutOfDeviceMemory(_)
+            | Error::CudaUnavailable(_) => TCC_ERROR_DEVICE,
             _ => TCC_ERROR_RUN,
         };
         Failure(status, e.to_string())
@@ -309,8 +311,29 @@ fn create_runtime(selector: DeviceSelector, out: *mut *mut c_void) -> CResult<()
     let out = handle_out(out, "out")?;
     let runtime = shared_runtime(selector)?;
     let device = c_string(&runtime.device().summary());
-    *out = register(Object::Runtime(Arc::new(RuntimeObject { runtime, device })));
+    *out = register(Object::Runtime(Arc::new(RuntimeObject {
+        runtime: AnyDevice::OpenCl(runtime),
+        device,
+    })));
     Ok(())
+}
+
+/// A runtime on CUDA device `ordinal` through NVIDIA's driver (the
+/// artifact's PTX): its sessions run through the driver-neutral core
+/// (`hal::Lanes`), with `tcc_session_set_max_in_flight` sessions on
+/// streams of their own.
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_runtime_create_cuda(ordinal: usize, out: *mut *mut c_void) -> TccStatus {
+    guard(|| {
+        let out = handle_out(out, "out")?;
+        let runtime = crate::CudaRuntime::new(ordinal, false)?;
+        let device = c_string(&format!("{} (CUDA)", runtime.device().summary()));
+        *out = register(Object::Runtime(Arc::new(RuntimeObject {
+            runtime: AnyDevice::Cuda(runtime),
+            device,
+        })));
+        Ok(())
+    })
 }
 
 #[unsafe(no_mangle)]

@@ -200,14 +200,7 @@ impl Session {
             None => Vec::new(),
         };
         let arena = Arena::new(&rt.inner, art)?;
-        let profile = art
-            .kernel_names
-            .iter()
-            .map(|n| KernelProfile {
-                name: n.clone(),
-                ..Default::default()
-            })
-            .collect();
+        let profile = crate::hal::shared::profile_table(&art.kernel_names);
         Ok(Session {
             rt: rt.clone(),
             model: model.clone(),
@@ -369,20 +362,12 @@ impl Session {
         self.calls.join(&self.rt.inner)?;
         self.rt.inner.queue.finish().cl("clFinish")?;
         self.collect_profile()?;
-        Ok(self
-            .profile
-            .iter()
-            .filter(|p| p.calls > 0)
-            .cloned()
-            .collect())
+        Ok(crate::hal::shared::launched(&self.profile))
     }
 
     pub fn reset_profile(&mut self) -> Result<()> {
         self.kernel_profile()?;
-        for p in &mut self.profile {
-            p.calls = 0;
-            p.total_ns = 0;
-        }
+        crate::hal::shared::reset(&mut self.profile);
         Ok(())
     }
 

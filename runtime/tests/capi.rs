@@ -37,8 +37,9 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds examples/c/<name>.c into `dir`, linked against the shared library
-/// (or the static one), with extra flags.
+/// Builds examples/c/<name>.c (or `name` itself, a path from the
+/// repository's root, when it holds a `/`) into `dir`, linked against the
+/// shared library (or the static one), with extra flags.
 fn build_example(name: &str, dir: &Path, out: &str, static_lib: bool, flags: &[&str]) -> PathBuf {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let lib = library_dir();
@@ -48,7 +49,11 @@ fn build_example(name: &str, dir: &Path, out: &str, static_lib: bool, flags: &[&
         .args(flags)
         .arg("-I")
         .arg(repo().join("runtime/include"))
-        .arg(repo().join(format!("examples/c/{name}.c")))
+        .arg(if name.contains('/') {
+            repo().join(name)
+        } else {
+            repo().join(format!("examples/c/{name}.c"))
+        })
         .arg("-o")
         .arg(&output);
     if static_lib {
@@ -91,6 +96,66 @@ fn run(exe: &Path, args: &[&Path], extra: &[&str], cache: &Path) -> (bool, Strin
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.success(), text)
+}
+
+#[test]
+fn the_c_api_runs_on_the_cuda_driver() {
+    // The fake driver (device memory is host memory, kernels run on the
+    // host) and the test artifact with its PTX.
+    let dir = tempfile::tempdir().unwrap();
+    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
+    let so = compile_c(
+        "test_model.c",
+        dir.path(),
+        "model.so",
+        &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
+    );
+    let exe = build_example(
+        "runtime/tests/fixtures/capi_cuda.c",
+        dir.path(),
+        "capi_cuda",
+        false,
+        &[],
+    );
+    let out = Command::new(&exe)
+        .arg(&so)
+        .env("TCC_LIBCUDA", &driver)
+        .env("FAKE_CUDA_DEVICES", "1")
+        .output()
+        .expect("run capi_cuda");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("ordinal 5: there is no CUDA device 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "device: CUDA device 0: tcc fake CUDA device (sm_90, driver CUDA 12.8) (CUDA)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("compute queues: compute queues are OpenCL's"),
+        "{text}"
+    );
+    assert!(text.ends_with("ok\n"), "{text}");
+    // Without the driver: a clean TCC_ERROR_DEVICE naming it.
+    let out = Command::new(&exe)
+        .arg(&so)
+        .env("TCC_LIBCUDA", "/nonexistent/libcuda.so.1")
+        .output()
+        .expect("run capi_cuda");
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success());
+    assert!(
+        text.contains("TCC_ERROR_DEVICE") && text.contains("libcuda"),
+        "{text}"
+    );
 }
 
 #[test]

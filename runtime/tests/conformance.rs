@@ -28,7 +28,9 @@ use std::sync::OnceLock;
 use common::*;
 use tcc_runtime::cuda::{CudaOptions, CudaRuntime};
 use tcc_runtime::hal::{AnyDevice, Device, Group, Lanes};
-use tcc_runtime::{Backend, Calls, DType, DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
+use tcc_runtime::{
+    Backend, Calls, DType, DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions,
+};
 
 /// The machine's drivers, found once.
 struct Drivers {
@@ -206,9 +208,14 @@ fn every_driver_runs_the_model_functions() {
         );
         let mut s = device.open(&model()).unwrap();
         // Several calls: constants uploaded once, temporaries reused.
-        for (k, function) in ["axpb", "axpb_arena", "axpb", "axpb_arena"].iter().enumerate() {
+        for (k, function) in ["axpb", "axpb_arena", "axpb", "axpb_arena"]
+            .iter()
+            .enumerate()
+        {
             let x = axpb_input(k as f32 + 1.0);
-            let y = s.run_with_sources(function, std::slice::from_ref(&x), &[]).unwrap();
+            let y = s
+                .run_with_sources(function, std::slice::from_ref(&x), &[])
+                .unwrap();
             assert_axpb(driver, &x, &y);
             s.recycle(y);
         }
@@ -217,7 +224,11 @@ fn every_driver_runs_the_model_functions() {
         assert_eq!(out.len(), 2, "{driver}");
         for o in &out {
             assert_eq!(o.shape, [2, 3]);
-            assert_eq!(o.to_f32().unwrap(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{driver}");
+            assert_eq!(
+                o.to_f32().unwrap(),
+                [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                "{driver}"
+            );
         }
         let x = HostTensor::from_i32(vec![4], &[1, -2, 3, 100]).unwrap();
         let y = s.run_with_sources("addk", &[x], &[]).unwrap();
@@ -231,9 +242,18 @@ fn every_driver_refuses_bad_calls_and_goes_on() {
     for_each_driver("bad calls", false, |driver, devices| {
         let mut s = devices[0].open(&model()).unwrap();
         let wrong = HostTensor::from_f32(vec![999], &vec![0.0; 999]).unwrap();
-        let e = s.run_with_sources("axpb", &[wrong], &["x.npy"]).unwrap_err().to_string();
-        assert!(e.contains("x.npy") && e.contains("1000xf32"), "{driver}: {e}");
-        let e = s.run_with_sources("nope", &[], &[]).unwrap_err().to_string();
+        let e = s
+            .run_with_sources("axpb", &[wrong], &["x.npy"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.npy") && e.contains("1000xf32"),
+            "{driver}: {e}"
+        );
+        let e = s
+            .run_with_sources("nope", &[], &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("nope"), "{driver}: {e}");
         let i4 = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
         for (function, message) in [
@@ -246,11 +266,16 @@ fn every_driver_refuses_bad_calls_and_goes_on() {
                 .run_with_sources(function, std::slice::from_ref(&i4), &[])
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains(function) && e.contains(message), "{driver} @{function}: {e}");
+            assert!(
+                e.contains(function) && e.contains(message),
+                "{driver} @{function}: {e}"
+            );
         }
         // The session still runs after each refusal.
         let x = axpb_input(0.5);
-        let y = s.run_with_sources("axpb", std::slice::from_ref(&x), &[]).unwrap();
+        let y = s
+            .run_with_sources("axpb", std::slice::from_ref(&x), &[])
+            .unwrap();
         assert_axpb(driver, &x, &y);
     });
 }
@@ -279,7 +304,10 @@ fn every_driver_runs_calls_in_flight() {
         let e = bad.wait().unwrap_err().to_string();
         assert!(e.contains("on device") && e.contains("42"), "{driver}: {e}");
         assert_axpb(driver, &inputs[3], &good.wait().unwrap());
-        let e = Lanes::new(&devices[0], &model(), 0).err().unwrap().to_string();
+        let e = Lanes::new(&devices[0], &model(), 0)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("at least 1"), "{driver}: {e}");
     });
 }
@@ -307,7 +335,9 @@ fn every_driver_runs_on_several_devices() {
             .map(|j| ramp(1000).iter().map(|v| v * (j as f32 + 1.5)).collect())
             .collect();
         let batch = HostTensor::from_f32(vec![4000], &parts.concat()).unwrap();
-        let out = group.run_split("axpb_arena", std::slice::from_ref(&batch)).unwrap();
+        let out = group
+            .run_split("axpb_arena", std::slice::from_ref(&batch))
+            .unwrap();
         assert_eq!(out[0].shape, [4000], "{driver}");
         let want: Vec<f32> = parts.iter().flat_map(|p| axpb_expected(p)).collect();
         assert_eq!(out[0].to_f32().unwrap(), want, "{driver}");
@@ -361,7 +391,11 @@ fn a_second_cuda_session_takes_the_module_from_the_cache() {
         let _a = rt.session(&model()).unwrap();
         let _b = rt.session(&model()).unwrap();
         let after = rt.module_cache_stats();
-        assert_eq!(after.loads - before.loads, u64::from(before.loads == 0), "{driver}");
+        assert_eq!(
+            after.loads - before.loads,
+            u64::from(before.loads == 0),
+            "{driver}"
+        );
         assert!(after.hits - before.hits >= 1, "{driver}");
     });
 }

@@ -160,15 +160,9 @@ fn opencl_only_options_are_refused_on_cuda() {
         ),
         (
             "tcc-benchmark",
-            "--in-flight=2",
-            "--in-flight is an OpenCL option",
-        ),
-        (
-            "tcc-benchmark",
             "--concurrency=2",
             "--concurrency is an OpenCL option",
         ),
-        ("tcc-benchmark", "--split", "--split is an OpenCL option"),
         (
             "tcc-benchmark",
             "--compute-queues=2",
@@ -531,7 +525,12 @@ fn ptx_runs_through_cuda_by_default_where_the_driver_is() {
     // PTX with no kernel that needs CUDA: the driver being there is enough.
     let (_dir, driver, so) = fake_cuda(&[]);
     let cache = tempfile::tempdir().unwrap();
-    let args = [so.as_str(), "--function=axpb", "--input=1000xf32=1", "--verbose"];
+    let args = [
+        so.as_str(),
+        "--function=axpb",
+        "--input=1000xf32=1",
+        "--verbose",
+    ];
     let o = run_with("tcc-run", cache.path(), &args, &driver, &[]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
@@ -556,4 +555,49 @@ fn ptx_runs_through_cuda_by_default_where_the_driver_is() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(!err.contains("CUDA"), "{err}");
+}
+
+#[test]
+fn cuda_benchmark_keeps_calls_in_flight_and_splits_across_devices() {
+    let (_dir, driver, so) = fake_cuda(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let two = [("FAKE_CUDA_DEVICES", "2")];
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec![so.as_str(), "--backend=cuda", "--json", "--iterations=8"];
+        all.extend_from_slice(args);
+        let o = run_with("tcc-benchmark", cache.path(), &all, &driver, &two);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // Four calls in flight on one device: four sessions, one module load.
+    let r = json(&["--function=axpb", "--input=1000xf32=1", "--in-flight=4"]);
+    assert_eq!(r["in_flight"], 4);
+    assert_eq!(r["iterations"], 8);
+    assert_eq!(r["devices"].as_array().unwrap().len(), 1);
+    assert_eq!(r["module_cache"][0]["loads"], 1);
+    assert_eq!(r["module_cache"][0]["hits"], 3);
+    assert!(r["throughput_calls_per_s"].as_f64().unwrap() > 0.0);
+    // Two devices, the batch of 2000 split into two parts of 1000.
+    let r = json(&[
+        "--function=axpb_arena",
+        "--input=2000xf32=1",
+        "--device=0,1",
+        "--split",
+    ]);
+    assert_eq!(r["devices"].as_array().unwrap().len(), 2);
+    assert_eq!(r["batch"], 2000);
+    assert_eq!(r["split"], true);
+    // A device named twice, or one that does not exist, is refused.
+    let mut args = vec![
+        so.as_str(),
+        "--backend=cuda",
+        "--function=axpb",
+        "--input=1000xf32=1",
+        "--device=1,1",
+    ];
+    let o = run_with("tcc-benchmark", cache.path(), &args, &driver, &two);
+    assert_fails_with(&o, "CUDA device 1 is named twice");
+    args[4] = "--device=0,5";
+    let o = run_with("tcc-benchmark", cache.path(), &args, &driver, &two);
+    assert_fails_with(&o, "there is no CUDA device 5");
 }

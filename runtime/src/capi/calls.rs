@@ -10,6 +10,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::registry::CSession;
 use super::registry::{
     CallObject, Object, SessionObject, call_of, model_of, register, runtime_of, session_of,
 };
@@ -17,6 +18,7 @@ use super::{
     CResult, Failure, TCC_ERROR_INTERNAL, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT,
     TccStatus, TccTensor, c_str, guard, handle_out, invalid, out_ptr,
 };
+use crate::hal::{AnyDevice, Lanes};
 use crate::{CallHandle, DType, HostTensor};
 
 #[unsafe(no_mangle)]
@@ -29,7 +31,10 @@ pub extern "C" fn tcc_session_create(
         let out = handle_out(out, "out")?;
         let runtime = runtime_of(runtime, false)?;
         let model = model_of(model, false)?;
-        let session = runtime.runtime.session(&model.model)?;
+        let session = match &runtime.runtime {
+            AnyDevice::OpenCl(rt) => CSession::OpenCl(Box::new(rt.session(&model.model)?)),
+            AnyDevice::Cuda(rt) => CSession::Cuda(Lanes::new(rt, &model.model, 1)?),
+        };
         *out = register(Object::Session(Arc::new(SessionObject {
             session: Mutex::new(session),
             model,
@@ -50,7 +55,17 @@ pub extern "C" fn tcc_session_set_max_in_flight(session: *mut c_void, depth: usi
             return Err(invalid("the in-flight depth must be at least 1"));
         }
         let session = session_of(session, false)?;
-        session.lock().set_max_in_flight(depth);
+        let mut session = session.lock();
+        match &mut *session {
+            CSession::OpenCl(s) => s.set_max_in_flight(depth),
+            CSession::Cuda(lanes) => {
+                if lanes.len() != depth {
+                    // As many sessions as calls in flight, each on a stream
+                    // of its own (the module comes from the runtime's cache).
+                    *lanes = Lanes::new(&lanes.device().clone(), &lanes.model().clone(), depth)?;
+                }
+            }
+        }
         Ok(())
     })
 }
@@ -64,7 +79,14 @@ pub extern "C" fn tcc_session_set_compute_queues(
         let setting = c_str(setting, "setting")?;
         let queues = crate::ComputeQueues::parse(&setting)?;
         let session = session_of(session, false)?;
-        session.lock().set_compute_queues(queues)?;
+        match &mut *session.lock() {
+            CSession::OpenCl(s) => s.set_compute_queues(queues)?,
+            CSession::Cuda(_) => {
+                return Err(invalid(
+                    "compute queues are OpenCL's; a CUDA session's calls in flight each have a stream (tcc_session_set_max_in_flight)",
+                ));
+            }
+        }
         Ok(())
     })
 }
@@ -226,12 +248,15 @@ fn prepare(
 }
 
 impl PreparedCall {
-    fn session(&self) -> std::sync::MutexGuard<'_, crate::Session> {
+    fn session(&self) -> std::sync::MutexGuard<'_, CSession> {
         self.session.lock()
     }
 
     fn execute(self) -> CResult<()> {
-        let results = self.session().run(&self.function, &self.inputs)?;
+        let results = match &mut *self.session() {
+            CSession::OpenCl(s) => s.run(&self.function, &self.inputs)?,
+            CSession::Cuda(lanes) => lanes.run(&self.function, &self.inputs)?,
+        };
         write_outputs(&self.function, &self.outputs, &results)
     }
 
@@ -239,10 +264,17 @@ impl PreparedCall {
     /// while it is enqueued. A failure is kept for `tcc_call_wait`.
     fn submit(mut self) -> PendingCall {
         let inputs = std::mem::take(&mut self.inputs);
-        let submitted = self.session().submit(&self.function, inputs);
+        let submitted = match &mut *self.session() {
+            CSession::OpenCl(s) => s
+                .submit(&self.function, inputs)
+                .map(|h| InFlight::OpenCl(Box::new(h))),
+            CSession::Cuda(lanes) => lanes
+                .submit(&self.function, inputs)
+                .map(|p| InFlight::Cuda(Box::new(p))),
+        };
         match submitted {
             Ok(handle) => PendingCall::InFlight {
-                handle: Box::new(handle),
+                handle,
                 function: self.function,
                 outputs: self.outputs,
             },
@@ -274,9 +306,31 @@ fn write_outputs(function: &str, slots: &[OutputSlot], results: &[HostTensor]) -
 }
 
 /// A call of `tcc_session_run_async` until `tcc_call_wait`.
+/// A call in flight on either driver.
+pub(super) enum InFlight {
+    OpenCl(Box<CallHandle>),
+    Cuda(Box<crate::hal::Pending>),
+}
+
+impl InFlight {
+    fn is_ready(&mut self) -> bool {
+        match self {
+            InFlight::OpenCl(h) => h.is_ready(),
+            InFlight::Cuda(p) => p.is_done(),
+        }
+    }
+
+    fn wait(self) -> crate::Result<Vec<HostTensor>> {
+        match self {
+            InFlight::OpenCl(mut h) => h.wait(),
+            InFlight::Cuda(p) => p.wait(),
+        }
+    }
+}
+
 pub(super) enum PendingCall {
     InFlight {
-        handle: Box<CallHandle>,
+        handle: InFlight,
         function: String,
         outputs: Vec<OutputSlot>,
     },
@@ -320,7 +374,12 @@ pub extern "C" fn tcc_session_run_async(
 pub extern "C" fn tcc_call_done(call: *const c_void, done: *mut c_int) -> TccStatus {
     guard(|| {
         let call = call_of(call, false)?;
-        let ready = match &*call.call.lock().unwrap_or_else(PoisonError::into_inner) {
+        let ready = match call
+            .call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
             Some(PendingCall::InFlight { handle, .. }) => handle.is_ready(),
             Some(PendingCall::Failed(_)) | None => true,
         };
@@ -340,7 +399,7 @@ pub extern "C" fn tcc_call_wait(call: *mut c_void) -> TccStatus {
             .take();
         match pending {
             Some(PendingCall::InFlight {
-                mut handle,
+                handle,
                 function,
                 outputs,
             }) => write_outputs(&function, &outputs, &handle.wait()?),

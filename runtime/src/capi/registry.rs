@@ -8,10 +8,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::{CResult, Failure, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT};
-use crate::{Model, Runtime, Session};
+use crate::cuda::CudaRuntime;
+use crate::hal::{AnyDevice, Lanes};
+use crate::{Model, Session};
 
 pub(super) struct RuntimeObject {
-    pub(super) runtime: Runtime,
+    /// An OpenCL runtime, or a CUDA one (`tcc_runtime_create_cuda`).
+    pub(super) runtime: AnyDevice,
     pub(super) device: CString,
 }
 
@@ -34,15 +37,22 @@ pub(super) struct ModelObject {
     pub(super) functions: Vec<FunctionObject>,
 }
 
+/// A session of either driver: OpenCL's own (with its native
+/// asynchronous calls), or CUDA's through the core's lanes.
+pub(super) enum CSession {
+    OpenCl(Box<Session>),
+    Cuda(Lanes<CudaRuntime>),
+}
+
 pub(super) struct SessionObject {
-    pub(super) session: Mutex<Session>,
+    pub(super) session: Mutex<CSession>,
     pub(super) model: Arc<ModelObject>,
 }
 
 impl SessionObject {
     /// The session, locked (a panic in another call does not poison it
     /// for the C caller).
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, CSession> {
         self.session
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -89,12 +89,39 @@ pub fn cuda_ordinal(flag: Option<&str>) -> Result<usize> {
     })
 }
 
+/// The CUDA device ordinals of a tool's `--device` (else `TCC_DEVICE`):
+/// one ordinal, a comma-separated list (`0,1`), or `all`; `[0]` when
+/// neither is given. A device named twice is an error.
+pub fn cuda_ordinals(flag: Option<&str>) -> Result<Vec<usize>> {
+    let text = match flag {
+        Some(text) => text.to_string(),
+        None => match std::env::var(DEVICE_ENV) {
+            Ok(v) if !v.trim().is_empty() => v,
+            _ => return Ok(vec![0]),
+        },
+    };
+    if text.trim() == "all" {
+        return Ok((0..cuda::list_cuda_devices()?.len()).collect());
+    }
+    let mut out: Vec<usize> = Vec::new();
+    for part in text.split(',') {
+        let o = cuda_ordinal(Some(part))?;
+        if out.contains(&o) {
+            return Err(Error::InvalidInput(format!(
+                "--device={text}: CUDA device {o} is named twice"
+            )));
+        }
+        out.push(o);
+    }
+    Ok(out)
+}
+
 /// Refuses the first OpenCL-only option that was given (`(flag, given)`
 /// pairs) when the backend is CUDA, rather than ignoring it.
 pub fn refuse_opencl_options(options: &[(&str, bool)]) -> Result<()> {
     match options.iter().find(|(_, given)| *given) {
         Some((flag, _)) => Err(Error::InvalidInput(format!(
-            "{flag} is an OpenCL option; the CUDA backend (--backend=cuda or {BACKEND_ENV}=cuda) runs one session at a time on one CUDA device"
+            "{flag} is an OpenCL option; the CUDA backend (--backend=cuda or {BACKEND_ENV}=cuda) takes --in-flight, --split and several --device ordinals, not this"
         ))),
         None => Ok(()),
     }

@@ -261,12 +261,7 @@ impl CudaCall<'_> {
         num_args: u32,
         args: *const TccArg,
     ) -> Result<()> {
-        let k = self.kernels.get(kernel as usize).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "kernel index {kernel} out of range (the artifact has {} kernels)",
-                self.kernels.len()
-            ))
-        })?;
+        let k = crate::hal::shared::kernel_at(self.kernels, kernel)?;
         let name = &k.name;
         // SAFETY: the artifact passes pointers as the ABI says.
         let abi::LaunchArgs {

@@ -127,14 +127,7 @@ impl CudaSession {
             pool: MemoryPool::default(),
             spare_events: Vec::new(),
             pending: Vec::new(),
-            profile: art
-                .kernel_names
-                .iter()
-                .map(|n| KernelProfile {
-                    name: n.clone(),
-                    ..Default::default()
-                })
-                .collect(),
+            profile: crate::hal::shared::profile_table(&art.kernel_names),
             timeline: None,
             trace_start: None,
             traced: Vec::new(),
@@ -445,20 +438,12 @@ impl CudaSession {
         self.rt.inner.make_current()?;
         self.synchronize()?;
         self.collect_profile()?;
-        Ok(self
-            .profile
-            .iter()
-            .filter(|p| p.calls > 0)
-            .cloned()
-            .collect())
+        Ok(crate::hal::shared::launched(&self.profile))
     }
 
     pub fn reset_profile(&mut self) -> Result<()> {
         self.kernel_profile()?;
-        for p in &mut self.profile {
-            p.calls = 0;
-            p.total_ns = 0;
-        }
+        crate::hal::shared::reset(&mut self.profile);
         Ok(())
     }
 

@@ -98,14 +98,58 @@ impl<D: Device> Group<D> {
             return self.run(function, inputs);
         }
         let n = self.devices.len();
-        let mut pending = Vec::with_capacity(plan.parts);
-        for j in 0..plan.parts {
-            let part = split_views(inputs, &plan.split, plan.parts, j)
+        // Each device's parts are cut from the batch (a copy: a lane's
+        // session owns its inputs) and submitted from a thread of its own,
+        // so that the devices' copies run at once and the devices start
+        // together.
+        let (split, parts) = (&plan.split, plan.parts);
+        let submitted: Vec<Result<Vec<(usize, Pending)>>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = self
+                .devices
+                .iter_mut()
+                .enumerate()
+                .take(parts)
+                .map(|(i, lanes)| {
+                    scope.spawn(move || {
+                        (i..parts)
+                            .step_by(n)
+                            .map(|j| {
+                                let part = split_views(inputs, split, parts, j)
+                                    .into_iter()
+                                    .map(|v| {
+                                        HostTensor::from_bytes(
+                                            v.dtype,
+                                            v.shape,
+                                            HostBytes::copy_aligned(v.bytes),
+                                        )
+                                    })
+                                    .collect::<Result<Vec<_>>>()?;
+                                Ok((j, lanes.submit(function, part)?.with_device(i)))
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            workers
                 .into_iter()
-                .map(|v| HostTensor::from_bytes(v.dtype, v.shape, HostBytes::from(v.bytes.to_vec())))
-                .collect::<Result<Vec<_>>>()?;
-            pending.push(self.devices[j % n].submit(function, part)?);
-        }
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(Error::Execution {
+                            function: function.to_string(),
+                            message: "a thread submitting part of a split call panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let mut pending: Vec<(usize, Pending)> = submitted
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        pending.sort_by_key(|(j, _)| *j);
+        let pending = pending.into_iter().map(|(_, p)| p);
         // Waiting in order; an error drops the other handles, whose calls
         // finish on their lanes.
         let mut parts = Vec::with_capacity(plan.parts);

@@ -60,6 +60,8 @@ pub struct Lanes<D: Device> {
 /// on its lane and throws the outputs away.
 pub struct Pending {
     reply: mpsc::Receiver<Result<Vec<HostTensor>>>,
+    /// The result, once `is_done` has taken it from the lane.
+    ready: Option<Result<Vec<HostTensor>>>,
     function: String,
     device: usize,
     summary: String,
@@ -81,8 +83,12 @@ impl Pending {
     }
 
     /// Waits for the call; its outputs or its error (naming the device).
-    pub fn wait(self) -> Result<Vec<HostTensor>> {
-        match self.reply.recv() {
+    pub fn wait(mut self) -> Result<Vec<HostTensor>> {
+        let received = match self.ready.take() {
+            Some(result) => Ok(result),
+            None => self.reply.recv(),
+        };
+        match received {
             Ok(result) => result.map_err(|e| super::on_device(&self.summary, e)),
             Err(_) => Err(Error::Execution {
                 function: self.function,
@@ -91,6 +97,21 @@ impl Pending {
                     self.summary
                 ),
             }),
+        }
+    }
+
+    /// Whether the call has finished (`wait` would not block).
+    pub fn is_done(&mut self) -> bool {
+        if self.ready.is_some() {
+            return true;
+        }
+        match self.reply.try_recv() {
+            Ok(result) => {
+                self.ready = Some(result);
+                true
+            }
+            Err(mpsc::TryRecvError::Empty) => false,
+            Err(mpsc::TryRecvError::Disconnected) => true,
         }
     }
 
@@ -187,6 +208,7 @@ impl<D: Device> Lanes<D> {
         }
         Ok(Pending {
             reply: receive,
+            ready: None,
             function: function.to_string(),
             device: 0,
             summary: self.device.summary(),

@@ -35,6 +35,7 @@
 
 mod group;
 mod lanes;
+pub(crate) mod shared;
 
 pub use group::Group;
 pub use lanes::{Lanes, Pending};

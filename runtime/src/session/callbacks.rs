@@ -408,12 +408,7 @@ impl CallContext<'_> {
         num_args: u32,
         args: *const TccArg,
     ) -> Result<()> {
-        let slot = self.kernels.get(kernel as usize).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "kernel index {kernel} out of range (the artifact has {} kernels)",
-                self.kernels.len()
-            ))
-        })?;
+        let slot = crate::hal::shared::kernel_at(self.kernels, kernel)?;
         let name = &slot.name;
         if self.rt.faults.take(crate::Fault::Launch) {
             return Err(Error::cl(

@@ -9,6 +9,7 @@
 //! or across devices.
 
 mod in_turns;
+mod lanes;
 mod synchronous;
 mod throughput;
 
@@ -42,14 +43,15 @@ struct Args {
     call: cli::CallArgs,
     /// Device: global index or name substring (default: $TCC_DEVICE, else
     /// the first GPU, else the first CPU). With --backend=cuda: a CUDA
-    /// device ordinal (default 0).
+    /// device ordinal (default 0), or several (`0,1`, `all`) for whole
+    /// calls round robin or --split.
     #[arg(long)]
     device: Option<String>,
     /// Which API runs the kernels: opencl or cuda (the artifact's PTX
     /// through NVIDIA's driver; kernel times from CUDA events; the
-    /// synchronous and --in-turns-with measurements only). Default:
-    /// $TCC_BACKEND, else cuda for an artifact whose kernels need CUDA
-    /// dynamic shared memory (said on stderr), else opencl.
+    /// synchronous, --in-turns-with, --in-flight and several-device
+    /// measurements). Default: $TCC_BACKEND, else cuda for an artifact
+    /// with PTX where NVIDIA's driver is (said on stderr), else opencl.
     #[arg(long, value_name = "opencl|cuda")]
     backend: Option<String>,
     /// Which form of the kernels to build: auto, ptx or opencl-c (default:
@@ -109,6 +111,8 @@ struct Args {
     concurrency: usize,
     /// Asynchronous calls each thread keeps in flight (Session::submit);
     /// 1 with one device and one thread is the plain synchronous loop.
+    /// With --backend=cuda: calls in flight per device (that many
+    /// sessions, each on a CUDA stream of its own).
     #[arg(long, default_value_t = 1)]
     in_flight: usize,
     /// Split each CPU device into N parts of equal cores (device fission);
@@ -191,9 +195,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     if backend == Backend::Cuda {
         cli::refuse_opencl_options(&[
             ("--concurrency", args.concurrency != 1),
-            ("--in-flight", args.in_flight != 1),
             ("--cpu-partition", args.cpu_partition != 1),
-            ("--split", args.split),
             ("--own-queues", args.own_queues),
             ("--compute-queues", args.compute_queues.is_some()),
             ("--with-model", !args.with_model.is_empty()),
@@ -221,6 +223,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
         bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
+    }
+    if backend == Backend::Cuda
+        && (args.in_flight > 1
+            || args.split
+            || cli::cuda_ordinals(args.device.as_deref())?.len() > 1)
+    {
+        duration_refused("the throughput measurement (--in-flight, several devices)")?;
+        return lanes::measure(&args, &model, &function);
     }
     if args.concurrency > 1
         || args.in_flight > 1
