@@ -356,19 +356,11 @@ impl GroupSession {
     /// The device for the next whole call: the one with the fewest calls
     /// in flight, the first such after the previous choice.
     fn pick(&mut self) -> usize {
-        let n = self.sessions.len();
-        let mut best = self.next % n;
-        let mut best_load = usize::MAX;
-        for step in 0..n {
-            let i = (self.next + step) % n;
-            let load = self.sessions[i].calls_running();
-            if load < best_load {
-                best = i;
-                best_load = load;
-            }
-        }
-        self.next = (best + 1) % n;
-        best
+        let sessions = &mut self.sessions;
+        let n = sessions.len();
+        // `calls_running` takes `&mut` (it reaps finished calls).
+        let loads: Vec<usize> = sessions.iter_mut().map(|s| s.calls_running()).collect();
+        crate::hal::shared::least_busy(&mut self.next, n, |i| loads[i])
     }
 
     /// Starts a whole call on the least busy device (round robin among
@@ -441,14 +433,7 @@ impl GroupSession {
                 .collect();
             workers
                 .into_iter()
-                .map(|w| {
-                    w.join().unwrap_or_else(|_| {
-                        Err(Error::Execution {
-                            function: function.to_string(),
-                            message: "a thread submitting part of a split call panicked".into(),
-                        })
-                    })
-                })
+                .map(|w| crate::hal::shared::joined(function, w))
                 .collect()
         });
         let mut submitted: Vec<SubmittedPart> = submitted

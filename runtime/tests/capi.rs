@@ -103,13 +103,7 @@ fn the_c_api_runs_on_the_cuda_driver() {
     // The fake driver (device memory is host memory, kernels run on the
     // host) and the test artifact with its PTX.
     let dir = tempfile::tempdir().unwrap();
-    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
-    let so = compile_c(
-        "test_model.c",
-        dir.path(),
-        "model.so",
-        &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
-    );
+    let (driver, so) = fake_cuda_build(dir.path(), &[]);
     let exe = build_example(
         "runtime/tests/fixtures/capi_cuda.c",
         dir.path(),

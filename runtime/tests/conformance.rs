@@ -72,18 +72,12 @@ fn drivers() -> &'static Drivers {
     static DRIVERS: OnceLock<Drivers> = OnceLock::new();
     DRIVERS.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let model = compile_c(
-            "test_model.c",
-            dir.path(),
-            "model.so",
-            &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
-        );
+        let (fake, model) = fake_cuda_build(dir.path(), &[]);
         let mut absent = Vec::new();
         let cuda_fake = match nvidia_driver() {
             Ok(()) => false,
             Err(why) => {
                 absent.push(format!("cuda (NVIDIA's driver: {why})"));
-                let fake = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
                 // SAFETY: set once, inside this initialiser that every test
                 // waits for before it touches a driver or the environment.
                 unsafe {

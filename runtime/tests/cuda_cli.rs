@@ -260,10 +260,7 @@ fn help_describes_the_backend() {
 /// and a model whose PTX lists the kernels' real parameters.
 fn fake_cuda(defines: &[&str]) -> (tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();
-    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
-    let mut all = vec!["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"];
-    all.extend_from_slice(defines);
-    let model = compile_c("test_model.c", dir.path(), "model.so", &all);
+    let (driver, model) = fake_cuda_build(dir.path(), defines);
     let (driver, model) = (driver.display().to_string(), model.display().to_string());
     (dir, driver, model)
 }

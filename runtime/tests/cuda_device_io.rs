@@ -54,13 +54,7 @@ impl Fake {
 #[test]
 fn device_inputs_and_outputs_stay_on_the_device() {
     let dir = tempfile::tempdir().unwrap();
-    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
-    let so = compile_c(
-        "test_model.c",
-        dir.path(),
-        "model.so",
-        &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
-    );
+    let (driver, so) = fake_cuda_build(dir.path(), &[]);
     // SAFETY: the only test of this binary sets the environment before
     // anything reads it (the driver is opened below).
     unsafe {

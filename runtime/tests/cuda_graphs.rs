@@ -49,13 +49,7 @@ fn take_log(path: &std::path::Path) -> String {
 #[test]
 fn calls_replay_a_recorded_graph() {
     let dir = tempfile::tempdir().unwrap();
-    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
-    let so = compile_c(
-        "test_model.c",
-        dir.path(),
-        "model.so",
-        &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
-    );
+    let (driver, so) = fake_cuda_build(dir.path(), &[]);
     let log = dir.path().join("launches.log");
     // SAFETY: the only test of this binary sets the environment before
     // anything reads it (the driver is opened below).

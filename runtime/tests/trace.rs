@@ -245,13 +245,7 @@ fn opencl_trace_has_every_kernel_and_copy_of_every_call() {
 #[test]
 fn cuda_trace_from_the_fake_driver() {
     let dir = tempfile::tempdir().unwrap();
-    let driver = compile_c("fake_libcuda.c", dir.path(), "libcuda-fake.so", &[]);
-    let so = compile_c(
-        "test_model.c",
-        dir.path(),
-        "model.so",
-        &["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"],
-    );
+    let (driver, so) = fake_cuda_build(dir.path(), &[]);
     let cache = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.json");
     let trace_flag = format!("--trace={}", path.display());

@@ -20,9 +20,10 @@ use super::handles::{HandleTable, Owner, Shared};
 use super::launch::geometry;
 use super::memory::{DeviceMemory, MemoryPool};
 use super::session::{CudaKernel, CudaSession, TracedCommand};
-use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
+use crate::abi::{self, TccArg, TccBuffer};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::error::{Error, Result};
+use crate::hal::callbacks::{Callbacks, api_table};
 use crate::session::{CallState, check_copy, check_view, exec_error};
 use crate::timeline::{CommandKind, PendingTime};
 
@@ -68,17 +69,7 @@ impl CudaSession {
         };
         let in_handles = handles(inputs, "input");
         let out_handles = handles(outputs, "output");
-        let api = TccRuntimeApi {
-            abi_version: abi::TCC_ABI_VERSION,
-            reserved: 0,
-            ctx: &mut cx as *mut CudaCall as *mut c_void,
-            alloc: Some(entry::alloc),
-            release: Some(entry::release),
-            constant: Some(entry::constant),
-            launch: Some(entry::launch),
-            copy: Some(entry::copy),
-            view: Some(entry::view),
-        };
+        let api = api_table(&mut cx);
         // SAFETY: the entry point comes from the validated artifact; the
         // handle arrays have the lengths its descriptor declares; `cx`
         // outlives the call.
@@ -147,7 +138,7 @@ fn check_out(out: *mut *mut TccBuffer) -> Result<()> {
     Ok(())
 }
 
-impl CudaCall<'_> {
+impl Callbacks for CudaCall<'_> {
     fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
         check_out(out)?;
         let memory = self.pool.acquire(self.driver, bytes)?;
@@ -400,7 +391,9 @@ impl CudaCall<'_> {
             driver.check(status, || format!("cuMemcpyDtoDAsync({bytes} bytes)"))
         })
     }
+}
 
+impl CudaCall<'_> {
     /// Runs `enqueue` (work on the stream) and, when the call is recorded,
     /// brackets it with a pair of events kept as a command of `kind`.
     fn bracketed(
@@ -463,26 +456,6 @@ pub(super) fn take_event(driver: &Driver, spare: &mut Vec<CuEvent>) -> Result<Cu
     let status = unsafe { (driver.api.event_create)(&mut event, super::driver::EVENT_DEFAULT) };
     driver.check(status, || "cuEventCreate".into())?;
     Ok(event)
-}
-
-/// The C entry points of the callbacks, one per `tcc_runtime_api` field
-/// and of the same name: each runs the [`CudaCall`] method of that name
-/// under `session::guarded`.
-mod entry {
-    use std::ffi::c_void;
-
-    use super::CudaCall;
-    use crate::abi::{TccArg, TccBuffer, runtime_callbacks};
-    use crate::session::guarded;
-
-    macro_rules! entries {
-        ($($(#[$doc:meta])* $field:ident: $type:ident($($arg:ident: $ty:ty),*) $(-> $status:ty)?;)*) => {
-            $($(#[$doc])* pub(super) unsafe extern "C" fn $field(ctx: *mut c_void, $($arg: $ty),*) $(-> $status)? {
-                guarded(ctx, stringify!($field), |cx: &mut CudaCall| cx.$field($($arg),*))
-            })*
-        };
-    }
-    runtime_callbacks!(entries);
 }
 
 #[cfg(test)]

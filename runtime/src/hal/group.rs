@@ -8,6 +8,7 @@
 //! An error of one device's call (its memory exhausted, say) is that
 //! call's error, naming the device; the other devices' sessions go on.
 
+use super::shared::{add_profiles, joined, least_busy};
 use super::{Device, Lanes, Pending};
 use crate::devices::SplitPlan;
 use crate::devices::split::{concat_parts, split_views};
@@ -60,19 +61,10 @@ impl<D: Device> Group<D> {
     /// The device for the next whole call: the one with the fewest calls
     /// in flight, the first such after the previous choice.
     fn pick(&mut self) -> usize {
-        let n = self.devices.len();
-        let mut best = self.next % n;
-        let mut best_load = usize::MAX;
-        for step in 0..n {
-            let i = (self.next + step) % n;
-            let load = self.devices[i].calls_running();
-            if load < best_load {
-                best = i;
-                best_load = load;
-            }
-        }
-        self.next = (best + 1) % n;
-        best
+        let devices = &self.devices;
+        least_busy(&mut self.next, devices.len(), |i| {
+            devices[i].calls_running()
+        })
     }
 
     /// Starts a whole call on the least busy device; [`Pending::device`]
@@ -130,17 +122,7 @@ impl<D: Device> Group<D> {
                     })
                 })
                 .collect();
-            workers
-                .into_iter()
-                .map(|w| {
-                    w.join().unwrap_or_else(|_| {
-                        Err(Error::Execution {
-                            function: function.to_string(),
-                            message: "a thread submitting part of a split call panicked".into(),
-                        })
-                    })
-                })
-                .collect()
+            workers.into_iter().map(|w| joined(function, w)).collect()
         });
         let mut pending: Vec<(usize, Pending)> = submitted
             .into_iter()
@@ -173,15 +155,7 @@ impl<D: Device> Group<D> {
     pub fn kernel_profile(&mut self, reset: bool) -> Result<Vec<KernelProfile>> {
         let mut total: Vec<KernelProfile> = Vec::new();
         for d in &mut self.devices {
-            for k in d.kernel_profile(reset)? {
-                match total.iter_mut().find(|t| t.name == k.name) {
-                    Some(t) => {
-                        t.calls += k.calls;
-                        t.total_ns += k.total_ns;
-                    }
-                    None => total.push(k),
-                }
-            }
+            add_profiles(&mut total, d.kernel_profile(reset)?);
         }
         Ok(total)
     }

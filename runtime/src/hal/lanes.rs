@@ -171,18 +171,10 @@ impl<D: Device> Lanes<D> {
     /// against the signature here, so a bad input fails at once).
     pub fn submit(&mut self, function: &str, inputs: Vec<HostTensor>) -> Result<Pending> {
         self.model.function(function)?.check_inputs(&inputs, &[])?;
-        let n = self.lanes.len();
-        let mut best = self.next % n;
-        let mut best_load = usize::MAX;
-        for step in 0..n {
-            let i = (self.next + step) % n;
-            let load = self.lanes[i].queued.load(Ordering::SeqCst);
-            if load < best_load {
-                best = i;
-                best_load = load;
-            }
-        }
-        self.next = (best + 1) % n;
+        let lanes = &self.lanes;
+        let best = super::shared::least_busy(&mut self.next, lanes.len(), |i| {
+            lanes[i].queued.load(Ordering::SeqCst)
+        });
         let lane = &self.lanes[best];
         let (reply, receive) = mpsc::sync_channel(1);
         lane.queued.fetch_add(1, Ordering::SeqCst);
@@ -241,15 +233,7 @@ impl<D: Device> Lanes<D> {
             let Ok(profile) = receive.recv() else {
                 continue;
             };
-            for k in profile? {
-                match total.iter_mut().find(|t| t.name == k.name) {
-                    Some(t) => {
-                        t.calls += k.calls;
-                        t.total_ns += k.total_ns;
-                    }
-                    None => total.push(k),
-                }
-            }
+            super::shared::add_profiles(&mut total, profile?);
         }
         Ok(total)
     }

@@ -33,6 +33,7 @@
 //! ([`crate::GroupSession`]); the split's plan and the concatenation of
 //! its parts are shared with [`Group`] (`devices::split`).
 
+pub(crate) mod callbacks;
 mod group;
 mod lanes;
 pub(crate) mod shared;

@@ -17,6 +17,52 @@ pub(crate) fn kernel_at<T>(kernels: &[T], kernel: u32) -> Result<&T> {
     })
 }
 
+/// Of `n` places (devices, lanes), the one with the least `load`: the
+/// first such from `*next` on, which then moves past it (round robin
+/// among equals).
+pub(crate) fn least_busy(next: &mut usize, n: usize, load: impl Fn(usize) -> usize) -> usize {
+    let mut best = *next % n;
+    let mut best_load = usize::MAX;
+    for step in 0..n {
+        let i = (*next + step) % n;
+        let l = load(i);
+        if l < best_load {
+            best = i;
+            best_load = l;
+        }
+    }
+    *next = (best + 1) % n;
+    best
+}
+
+/// Adds `more` (another session's or lane's profile) into `total`, kernel
+/// by kernel.
+pub(crate) fn add_profiles(total: &mut Vec<KernelProfile>, more: Vec<KernelProfile>) {
+    for k in more {
+        match total.iter_mut().find(|t| t.name == k.name) {
+            Some(t) => {
+                t.calls += k.calls;
+                t.total_ns += k.total_ns;
+            }
+            None => total.push(k),
+        }
+    }
+}
+
+/// The result of a thread that submitted parts of a split call of
+/// `function`; its panic is that call's error.
+pub(crate) fn joined<T>(
+    function: &str,
+    worker: std::thread::ScopedJoinHandle<'_, Result<T>>,
+) -> Result<T> {
+    worker.join().unwrap_or_else(|_| {
+        Err(Error::Execution {
+            function: function.to_string(),
+            message: "a thread submitting part of a split call panicked".into(),
+        })
+    })
+}
+
 /// An empty profile table, one row per kernel name in the artifact's order.
 pub(crate) fn profile_table(names: &[String]) -> Vec<KernelProfile> {
     names

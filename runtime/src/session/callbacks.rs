@@ -24,10 +24,11 @@ use super::lane_memory::{constant_slot, lane_parts};
 use super::program::KernelSlot;
 use super::transfers::{enqueue_write, to_usize};
 use super::{PendingCommand, Session, exec_error};
-use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
+use crate::abi::{self, TccArg, TccBuffer};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::buffer_pool::PoolBuffer;
 use crate::error::{Error, Result};
+use crate::hal::callbacks::{Callbacks, api_table};
 use crate::timeline::CommandKind;
 use crate::{RuntimeInner, TransferCounters};
 
@@ -127,17 +128,7 @@ impl Session {
             inputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
         let out_ptrs: Vec<*mut TccBuffer> =
             outputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
-        let api = TccRuntimeApi {
-            abi_version: abi::TCC_ABI_VERSION,
-            reserved: 0,
-            ctx: &mut cx as *mut CallContext as *mut c_void,
-            alloc: Some(entry::alloc),
-            release: Some(entry::release),
-            constant: Some(entry::constant),
-            launch: Some(entry::launch),
-            copy: Some(entry::copy),
-            view: Some(entry::view),
-        };
+        let api = api_table(&mut cx);
         // SAFETY: the entry point comes from the validated artifact; the
         // buffer arrays have the lengths its descriptor declares; `cx`
         // outlives the call.
@@ -263,6 +254,20 @@ impl CallContext<'_> {
             })
     }
 
+    /// The `bytes` of `mem`, once the queue has finished everything before
+    /// (`--check-numerics`).
+    fn read_back(&self, mem: cl_mem, bytes: u64) -> Result<Vec<u8>> {
+        let mut data = vec![0u8; to_usize(bytes, "buffer size")?];
+        // SAFETY: `data` outlives the read: the queue finishes it below.
+        unsafe { super::transfers::read_buffer(self.queue, mem, &mut data) }?;
+        self.queue
+            .finish()
+            .map_err(|e| Error::cl("clFinish (check-numerics)", e))?;
+        Ok(data)
+    }
+}
+
+impl Callbacks for CallContext<'_> {
     fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
         if out.is_null() {
             return Err(Error::InvalidInput("output pointer is NULL".into()));
@@ -537,18 +542,6 @@ impl CallContext<'_> {
         Ok(())
     }
 
-    /// The `bytes` of `mem`, once the queue has finished everything before
-    /// (`--check-numerics`).
-    fn read_back(&self, mem: cl_mem, bytes: u64) -> Result<Vec<u8>> {
-        let mut data = vec![0u8; to_usize(bytes, "buffer size")?];
-        // SAFETY: `data` outlives the read: the queue finishes it below.
-        unsafe { super::transfers::read_buffer(self.queue, mem, &mut data) }?;
-        self.queue
-            .finish()
-            .map_err(|e| Error::cl("clFinish (check-numerics)", e))?;
-        Ok(data)
-    }
-
     fn copy(
         &mut self,
         dst: *mut TccBuffer,
@@ -702,23 +695,4 @@ fn status_of<C: CallState>(
         )));
     }
     STATUS_ERROR
-}
-
-/// The C entry points of the callbacks, one per `tcc_runtime_api` field
-/// and of the same name: each runs the [`CallContext`] method of that name
-/// under [`guarded`].
-mod entry {
-    use std::ffi::c_void;
-
-    use super::{CallContext, guarded};
-    use crate::abi::{TccArg, TccBuffer, runtime_callbacks};
-
-    macro_rules! entries {
-        ($($(#[$doc:meta])* $field:ident: $type:ident($($arg:ident: $ty:ty),*) $(-> $status:ty)?;)*) => {
-            $($(#[$doc])* pub(super) unsafe extern "C" fn $field(ctx: *mut c_void, $($arg: $ty),*) $(-> $status)? {
-                guarded(ctx, stringify!($field), |cx: &mut CallContext| cx.$field($($arg),*))
-            })*
-        };
-    }
-    runtime_callbacks!(entries);
 }

@@ -48,6 +48,16 @@ pub fn test_model(defines: &[&str]) -> (tempfile::TempDir, PathBuf) {
     (dir, so)
 }
 
+/// The fake CUDA driver (`fixtures/fake_libcuda.c`) and the test model
+/// with its PTX (the kernels' real parameter lists) and the arena
+/// functions, plus `defines`, built into `dir`: (driver, model).
+pub fn fake_cuda_build(dir: &Path, defines: &[&str]) -> (PathBuf, PathBuf) {
+    let driver = compile_c("fake_libcuda.c", dir, "libcuda-fake.so", &[]);
+    let mut all = vec!["TCC_TEST_PTX", "TCC_TEST_CUDA_PTX", "TCC_TEST_ARENA"];
+    all.extend_from_slice(defines);
+    (driver, compile_c("test_model.c", dir, "model.so", &all))
+}
+
 /// A runtime on the default device with the given cache directory.
 pub fn runtime(cache_dir: &Path, profiling: bool) -> Runtime {
     let options = RuntimeOptions {
