@@ -40,19 +40,19 @@ nvidia-smi -L 2>/dev/null
 "$bin/tcc-run" --list-devices --backend=cuda
 ngpus=$("$bin/tcc-run" --list-devices --backend=cuda | grep -c '^CUDA device')
 
-# bench NAME BASELINE_ITEMS_PER_S MODEL ARGS...: one tcc-benchmark --json
-# run on the CUDA backend; prints a line and echoes items/s into $out/NAME.ips.
+# bench NAME BASELINE_ITEMS_PER_S BATCH MODEL ARGS...: one tcc-benchmark
+# --json run on the CUDA backend; prints a line and echoes items/s (calls/s
+# times BATCH, the images of one call) into $out/NAME.ips.
 bench() {
-  local name=$1 base=$2 model=$3; shift 3
+  local name=$1 base=$2 batch=$3 model=$4; shift 4
   if ! "$bin/tcc-benchmark" "$models/$model" --backend=cuda "$@" --json > "$out/$name.json" 2> "$out/$name.err"; then
     echo "$name: FAILED"; sed 's/^/    /' "$out/$name.err" | tail -5; echo 0 > "$out/$name.ips"; return
   fi
-  python3 - "$out/$name.json" "$name" "$base" "$out/$name.ips" <<'PY'
+  python3 - "$out/$name.json" "$name" "$base" "$out/$name.ips" "$batch" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); name = sys.argv[2]; base = float(sys.argv[3])
 cps = r["throughput_calls_per_s"]
-batch = r.get("batch") or 1
-ips = r.get("items_per_second") or cps * batch
+ips = cps * int(sys.argv[5])
 lat = r["latency_ms"]["mean"]
 extra = ""
 if "module_cache" in r:
@@ -72,22 +72,22 @@ echo "== 1. the default backend for an artifact with PTX"
 
 echo "== 2. ResNet-50 batch 1: sequential against calls in flight"
 R=(resnet50.so --input=@"$models/resnet50.input.npy" --warmup=20 --iterations="$iterations")
-bench r50_b1_sequential 0 "${R[@]}"
+bench r50_b1_sequential 0 1 "${R[@]}"
 base=$(ips r50_b1_sequential)
 for n in 2 4 8; do
-  bench "r50_b1_in_flight_$n" "$base" "${R[@]}" --in-flight="$n"
+  bench "r50_b1_in_flight_$n" "$base" 1 "${R[@]}" --in-flight="$n"
 done
 
 echo "== 3. the module cache (the first session's module load)"
-CUDA_CACHE_DISABLE=1 bench r50_b1_jit_cold 0 resnet50.so --input=@"$models/resnet50.input.npy" --warmup=1 --iterations=5
-bench r50_b1_jit_driver_cache 0 resnet50.so --input=@"$models/resnet50.input.npy" --warmup=1 --iterations=5
+CUDA_CACHE_DISABLE=1 bench r50_b1_jit_cold 0 1 resnet50.so --input=@"$models/resnet50.input.npy" --warmup=1 --iterations=5
+bench r50_b1_jit_driver_cache 0 1 resnet50.so --input=@"$models/resnet50.input.npy" --warmup=1 --iterations=5
 
 if ((ngpus >= 2)); then
   echo "== 4. two GPUs: batch 32 on one, a batch of 64 split across two"
-  bench r50_b32_one_gpu 0 resnet50_b32.so --input=32x3x224x224xf32=0.5 --device=0 --warmup=5 --iterations="$split_iterations"
+  bench r50_b32_one_gpu 0 32 resnet50_b32.so --input=32x3x224x224xf32=0.5 --device=0 --warmup=5 --iterations="$split_iterations"
   base=$(ips r50_b32_one_gpu)
-  bench r50_b64_split_two_gpus "$base" resnet50_b32.so --input=64x3x224x224xf32=0.5 --split --device=0,1 --warmup=5 --iterations="$split_iterations"
-  bench r50_b32_round_robin_two_gpus "$base" resnet50_b32.so --input=32x3x224x224xf32=0.5 --device=0,1 --in-flight=2 --warmup=5 --iterations="$split_iterations"
+  bench r50_b64_split_two_gpus "$base" 64 resnet50_b32.so --input=64x3x224x224xf32=0.5 --split --device=0,1 --warmup=5 --iterations="$split_iterations"
+  bench r50_b32_round_robin_two_gpus "$base" 32 resnet50_b32.so --input=32x3x224x224xf32=0.5 --device=0,1 --in-flight=2 --warmup=5 --iterations="$split_iterations"
 else
   echo "== 4. skipped: $ngpus CUDA device(s); the split needs two"
 fi
