@@ -324,17 +324,25 @@ fn every_driver_runs_on_several_devices() {
             assert_axpb(driver, x, &p.wait().unwrap());
         }
         // The data-parallel split: a batch of 4 parts, two per device,
-        // equals the parts run one by one.
-        let parts: Vec<Vec<f32>> = (0..4)
-            .map(|j| ramp(1000).iter().map(|v| v * (j as f32 + 1.5)).collect())
-            .collect();
-        let batch = HostTensor::from_f32(vec![4000], &parts.concat()).unwrap();
-        let out = group
-            .run_split("axpb_arena", std::slice::from_ref(&batch))
-            .unwrap();
-        assert_eq!(out[0].shape, [4000], "{driver}");
-        let want: Vec<f32> = parts.iter().flat_map(|p| axpb_expected(p)).collect();
-        assert_eq!(out[0].to_f32().unwrap(), want, "{driver}");
+        // equals the parts run one by one; the second call, on other
+        // values, cuts its parts into the first call's input memory.
+        for round in 0..2 {
+            let parts: Vec<Vec<f32>> = (0..4)
+                .map(|j| {
+                    ramp(1000)
+                        .iter()
+                        .map(|v| v * (j as f32 + 1.5) - round as f32)
+                        .collect()
+                })
+                .collect();
+            let batch = HostTensor::from_f32(vec![4000], &parts.concat()).unwrap();
+            let out = group
+                .run_split("axpb_arena", std::slice::from_ref(&batch))
+                .unwrap();
+            assert_eq!(out[0].shape, [4000], "{driver}");
+            let want: Vec<f32> = parts.iter().flat_map(|p| axpb_expected(p)).collect();
+            assert_eq!(out[0].to_f32().unwrap(), want, "{driver} round {round}");
+        }
         // A batch that does not divide into parts is refused, naming it.
         let odd = HostTensor::from_f32(vec![1500], &vec![0.0; 1500]).unwrap();
         let e = group.run_split("axpb", &[odd]).unwrap_err().to_string();

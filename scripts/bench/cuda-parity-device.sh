@@ -23,6 +23,11 @@
 # its baseline. The raw JSON of every run goes to $OUT (default
 # /tmp/tcc-cuda-parity-results).
 #
+# Sections 1-3 run where the bundle holds models/resnet50.so, section 4
+# where it holds models/resnet50_b32.so (build-cuda-parity-bundle.sh
+# --split: a second trip, the two artifacts being over the 64 MiB a trip
+# carries).
+#
 # Usage: cuda-parity-device.sh [BUNDLE_DIR]   (default: the directory of this script)
 # (ITERATIONS: timed calls per batch-1 case, default 300; SPLIT_ITERATIONS:
 #  per batch-32/64 case, default 40.)
@@ -66,6 +71,7 @@ PY
 }
 ips() { cat "$out/$1.ips" 2>/dev/null || echo 0; }
 
+if [[ -e $models/resnet50.so ]]; then
 echo "== 1. the default backend for an artifact with PTX"
 "$bin/tcc-run" "$models/resnet50.so" --input=@"$models/resnet50.input.npy" --print-max-elements=3 2>&1 | grep -E 'CUDA backend|result' | head -3
 "$bin/tcc-run" "$models/resnet50.so" --input=@"$models/resnet50.input.npy" --backend=opencl --verbose 2>&1 | grep -E 'CUDA|OpenCL|device' | head -3
@@ -82,13 +88,17 @@ echo "== 3. the module cache (the first session's module load)"
 CUDA_CACHE_DISABLE=1 bench r50_b1_jit_cold 0 1 resnet50.so --input=@"$models/resnet50.input.npy" --warmup=1 --iterations=5
 bench r50_b1_jit_driver_cache 0 1 resnet50.so --input=@"$models/resnet50.input.npy" --warmup=1 --iterations=5
 
-if ((ngpus >= 2)); then
+else
+  echo "== 1-3. skipped: no models/resnet50.so in this bundle (built with --split)"
+fi
+
+if ((ngpus >= 2)) && [[ -e $models/resnet50_b32.so ]]; then
   echo "== 4. two GPUs: batch 32 on one, a batch of 64 split across two"
   bench r50_b32_one_gpu 0 32 resnet50_b32.so --input=32x3x224x224xf32=0.5 --device=0 --warmup=5 --iterations="$split_iterations"
   base=$(ips r50_b32_one_gpu)
   bench r50_b64_split_two_gpus "$base" 64 resnet50_b32.so --input=64x3x224x224xf32=0.5 --split --device=0,1 --warmup=5 --iterations="$split_iterations"
   bench r50_b32_round_robin_two_gpus "$base" 32 resnet50_b32.so --input=32x3x224x224xf32=0.5 --device=0,1 --in-flight=2 --warmup=5 --iterations="$split_iterations"
 else
-  echo "== 4. skipped: $ngpus CUDA device(s); the split needs two"
+  echo "== 4. skipped: $ngpus CUDA device(s) (the split needs two) or no models/resnet50_b32.so (build-cuda-parity-bundle.sh --split)"
 fi
 echo "== raw results in $out"

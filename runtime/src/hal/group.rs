@@ -22,6 +22,10 @@ pub struct Group<D: Device> {
     devices: Vec<Lanes<D>>,
     /// Where the round robin starts looking next.
     next: usize,
+    /// The last split call's parts' inputs, by part: the next split call
+    /// of the same types copies its parts into them instead of into new
+    /// memory (whose first touch costs page faults).
+    spare_parts: Vec<Vec<HostTensor>>,
 }
 
 impl<D: Device> Group<D> {
@@ -42,7 +46,11 @@ impl<D: Device> Group<D> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Group { devices, next: 0 })
+        Ok(Group {
+            devices,
+            next: 0,
+            spare_parts: Vec::new(),
+        })
     }
 
     /// Each device's lanes.
@@ -95,27 +103,27 @@ impl<D: Device> Group<D> {
         // so that the devices' copies run at once and the devices start
         // together.
         let (split, parts) = (&plan.split, plan.parts);
+        let mut spares = std::mem::take(&mut self.spare_parts);
+        spares.resize_with(parts, Vec::new);
+        // Device `i` takes parts i, i + n, ...: their spare inputs with them.
+        let mut spares_by_device: Vec<Vec<Vec<HostTensor>>> = (0..n).map(|_| Vec::new()).collect();
+        for (j, s) in spares.into_iter().enumerate() {
+            spares_by_device[j % n].push(s);
+        }
         let submitted: Vec<Result<Vec<(usize, Pending)>>> = std::thread::scope(|scope| {
             let workers: Vec<_> = self
                 .devices
                 .iter_mut()
                 .enumerate()
+                .zip(spares_by_device)
                 .take(parts)
-                .map(|(i, lanes)| {
+                .map(|((i, lanes), spares)| {
                     scope.spawn(move || {
                         (i..parts)
                             .step_by(n)
-                            .map(|j| {
-                                let part = split_views(inputs, split, parts, j)
-                                    .into_iter()
-                                    .map(|v| {
-                                        HostTensor::from_bytes(
-                                            v.dtype,
-                                            v.shape,
-                                            HostBytes::copy_aligned(v.bytes),
-                                        )
-                                    })
-                                    .collect::<Result<Vec<_>>>()?;
+                            .zip(spares)
+                            .map(|(j, spare)| {
+                                let part = cut_part(split_views(inputs, split, parts, j), spare)?;
                                 Ok((j, lanes.submit(function, part)?.with_device(i)))
                             })
                             .collect()
@@ -134,15 +142,28 @@ impl<D: Device> Group<D> {
         let pending = pending.into_iter().map(|(_, p)| p);
         // Waiting in order; an error drops the other handles, whose calls
         // finish on their lanes.
+        // Every part is waited for before an error is returned: the lanes
+        // give each part's inputs back for the next split call.
         let mut parts = Vec::with_capacity(plan.parts);
-        for (j, p) in pending.into_iter().enumerate() {
-            parts.push(p.wait().map_err(|e| match e {
-                Error::Execution { function, message } => Error::Execution {
-                    function,
-                    message: format!("part {j} of {}: {message}", plan.parts),
-                },
-                e => e,
-            })?);
+        let mut failed = None;
+        for (j, p) in pending.enumerate() {
+            let (result, inputs) = p.wait_keeping_inputs();
+            self.spare_parts.push(inputs);
+            match result {
+                Ok(out) => parts.push(out),
+                Err(e) => {
+                    failed.get_or_insert(match e {
+                        Error::Execution { function, message } => Error::Execution {
+                            function,
+                            message: format!("part {j} of {}: {message}", plan.parts),
+                        },
+                        e => e,
+                    });
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
         let outputs = concat_parts(f, &parts);
         for (j, p) in parts.into_iter().enumerate() {
@@ -159,4 +180,29 @@ impl<D: Device> Group<D> {
         }
         Ok(total)
     }
+}
+
+/// Part of a split call's inputs as tensors of their own: copied into
+/// `spare` (the inputs of an earlier part of the same types) where it
+/// fits, else into new memory.
+fn cut_part(
+    views: Vec<crate::async_call::InputView<'_>>,
+    spare: Vec<HostTensor>,
+) -> Result<Vec<HostTensor>> {
+    let fits = spare.len() == views.len()
+        && spare
+            .iter()
+            .zip(&views)
+            .all(|(t, v)| t.dtype == v.dtype && t.shape == v.shape);
+    if fits {
+        let mut spare = spare;
+        for (t, v) in spare.iter_mut().zip(&views) {
+            t.bytes.copy_from_slice(v.bytes);
+        }
+        return Ok(spare);
+    }
+    views
+        .into_iter()
+        .map(|v| HostTensor::from_bytes(v.dtype, v.shape, HostBytes::copy_aligned(v.bytes)))
+        .collect()
 }

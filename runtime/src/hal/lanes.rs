@@ -26,8 +26,12 @@ use crate::{KernelProfile, Model};
 struct Job {
     function: String,
     inputs: Vec<HostTensor>,
-    reply: mpsc::SyncSender<Result<Vec<HostTensor>>>,
+    reply: mpsc::SyncSender<Done>,
 }
+
+/// A finished call: its outputs (or error), and its inputs back, whose
+/// memory a split call reuses for its next parts.
+type Done = (Result<Vec<HostTensor>>, Vec<HostTensor>);
 
 /// What a worker is asked to do.
 enum Request {
@@ -59,9 +63,9 @@ pub struct Lanes<D: Device> {
 /// gives its outputs. Dropping it without waiting lets the call finish
 /// on its lane and throws the outputs away.
 pub struct Pending {
-    reply: mpsc::Receiver<Result<Vec<HostTensor>>>,
+    reply: mpsc::Receiver<Done>,
     /// The result, once `is_done` has taken it from the lane.
-    ready: Option<Result<Vec<HostTensor>>>,
+    ready: Option<Done>,
     function: String,
     device: usize,
     summary: String,
@@ -83,20 +87,32 @@ impl Pending {
     }
 
     /// Waits for the call; its outputs or its error (naming the device).
-    pub fn wait(mut self) -> Result<Vec<HostTensor>> {
+    pub fn wait(self) -> Result<Vec<HostTensor>> {
+        self.wait_keeping_inputs().0
+    }
+
+    /// Like `wait`, with the call's inputs given back (empty when the lane
+    /// stopped).
+    pub(super) fn wait_keeping_inputs(mut self) -> Done {
         let received = match self.ready.take() {
-            Some(result) => Ok(result),
+            Some(done) => Ok(done),
             None => self.reply.recv(),
         };
         match received {
-            Ok(result) => result.map_err(|e| super::on_device(&self.summary, e)),
-            Err(_) => Err(Error::Execution {
-                function: self.function,
-                message: format!(
-                    "on device {}: the lane running the call stopped (its thread panicked)",
-                    self.summary
-                ),
-            }),
+            Ok((result, inputs)) => (
+                result.map_err(|e| super::on_device(&self.summary, e)),
+                inputs,
+            ),
+            Err(_) => (
+                Err(Error::Execution {
+                    function: self.function,
+                    message: format!(
+                        "on device {}: the lane running the call stopped (its thread panicked)",
+                        self.summary
+                    ),
+                }),
+                Vec::new(),
+            ),
         }
     }
 
@@ -267,7 +283,7 @@ fn spawn<S: DriverSession>(mut session: S, index: usize) -> Result<Lane> {
                         let result = session.run_with_sources(&job.function, &job.inputs, &[]);
                         counter.fetch_sub(1, Ordering::SeqCst);
                         // The caller may have dropped its handle.
-                        let _ = job.reply.send(result);
+                        let _ = job.reply.send((result, job.inputs));
                     }
                     Request::Recycle(outputs) => session.recycle(outputs),
                     Request::Profile(reset, reply) => {
