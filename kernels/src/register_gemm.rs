@@ -17,7 +17,9 @@
 //! Rows past M are clamped to the last row (their results are never
 //! stored) so that the k loop needs no row guard; a tile reaching past N
 //! assembles its B vectors from guarded scalar loads, the others load
-//! whole vectors. Where A is computed (an implicit-GEMM convolution's
+//! whole vectors. (B in panels is padded to whole panels: the edge tile
+//! loads whole vectors of the panels there are, and zero past them, never
+//! bytes past the filter.) Where A is computed (an implicit-GEMM convolution's
 //! windows), the computation is written once per output row with that
 //! row's `i`, so what depends only on the row (its image and pixel)
 //! hoists out of the k loop. A convolution's K is walked as its window's

@@ -4,7 +4,7 @@ onnxruntime's CPU provider and IREE's llvm-cpu back end, the same ONNX
 graph and inputs on the same machine in one run (issue 37's table).
 
   python3 scripts/bench/bench-cpu-models.py [--out=DIR] [--rounds=N] [--threads=N]
-      [--no-iree] [--tuning=FILE] MODEL...
+      [--no-iree] [--no-first-result] [--tuning=FILE] MODEL...
 
 MODEL is a path to an `.onnx` file (e.g. the exported transformers and
 torchvision models, /work/models/tx/*.onnx on the build machine) or one
@@ -28,7 +28,9 @@ threads (default: every core) for both. One Markdown row per model and
 round; quote the ratios, not the milliseconds, on a shared machine.
 
 onnxruntime and IREE 3.13 are installed with pip when missing (`--no-iree`
-skips IREE). DIR defaults to target/bench-cpu-models.
+skips IREE; `--no-first-result` the prepared build and its cold call).
+DIR defaults to target/bench-cpu-models; TCC_BIN_DIR (default
+target/debug, built first) names another build's binaries.
 """
 import json
 import os
@@ -41,7 +43,7 @@ import numpy as np
 import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, "target", "debug")
+BIN = os.environ.get("TCC_BIN_DIR") or os.path.join(ROOT, "target", "debug")
 IREE_VERSION = "3.13.0"
 LIGHT = ["resnet50", "densenet121", "squeezenet", "inception_v1", "shufflenet",
          "bvlc_alexnet", "vgg19", "zfnet512", "inception_v2"]
@@ -150,7 +152,7 @@ def iree_session(onnx_path, stem, threads):
 
 def main():
     options = {a.split("=")[0]: (a.split("=", 1) + [""])[1] for a in sys.argv[1:] if a.startswith("--")}
-    known = {"--out", "--rounds", "--threads", "--no-iree", "--tuning", "--help", "-h"}
+    known = {"--out", "--rounds", "--threads", "--no-iree", "--no-first-result", "--tuning", "--help", "-h"}
     unknown = set(options) - known
     models = [a for a in sys.argv[1:] if not a.startswith("-")]
     if unknown or "--help" in options or not models:
@@ -172,7 +174,8 @@ def main():
             import iree.runtime  # noqa: F401
         except ImportError:
             pip_install(f"iree-base-compiler[onnx]=={IREE_VERSION}", f"iree-base-runtime=={IREE_VERSION}")
-    run(["make", "-s", "build"], cwd=ROOT)
+    if "TCC_BIN_DIR" not in os.environ:
+        run(["make", "-s", "build"], cwd=ROOT)
     print(f"CPU: {os.cpu_count()} cores; onnxruntime {ort.__version__} and IREE with {threads} threads")
     print("| model | round | kernels | compile s | first result s | max error | tcc ms | onnxruntime ms "
           "| IREE ms | tcc / onnxruntime | tcc / IREE |")
@@ -194,7 +197,7 @@ def main():
         compile_s = time.perf_counter() - start
         kernels = next((line.split(":", 1)[1].strip() for line in (compiled.stdout + compiled.stderr).splitlines()
                         if line.startswith("kernels:")), "?")
-        first = tcc_first_result(onnx_path, stem, inputs, tuning)
+        first = None if "--no-first-result" in options else tcc_first_result(onnx_path, stem, inputs, tuning)
         options_ = ort.SessionOptions()
         options_.intra_op_num_threads = threads
         session = ort.InferenceSession(onnx_path, options_, providers=["CPUExecutionProvider"])
@@ -212,12 +215,13 @@ def main():
                 iree = lambda: [np.asarray(o) for o in np.atleast_1d(iree_function(*values))]  # noqa: E731
             except subprocess.CalledProcessError as e:
                 print(f"{name}: IREE failed: {(e.stderr or '').strip().splitlines()[-1:]}", file=sys.stderr)
+        first_cell = "-" if first is None else f"{first:.1f}"
         for r in range(rounds):
             tcc = tcc_ms(artifact, inputs)
             onnxruntime = median_ms(lambda: session.run(None, feed))
             iree_ms = median_ms(iree) if iree else None
             iree_cell, vs_iree = (f"{iree_ms:.1f}", f"{tcc / iree_ms:.2f}x") if iree_ms else ("-", "-")
-            print(f"| {name} | {r + 1} | {kernels} | {compile_s:.1f} | {first:.1f} | {error_cell} | "
+            print(f"| {name} | {r + 1} | {kernels} | {compile_s:.1f} | {first_cell} | {error_cell} | "
                   f"{tcc:.1f} | {onnxruntime:.1f} | {iree_cell} | {tcc / onnxruntime:.2f}x | {vs_iree} |",
                   flush=True)
 
