@@ -17,7 +17,9 @@
 //! Rows past M are clamped to the last row (their results are never
 //! stored) so that the k loop needs no row guard; a tile reaching past N
 //! assembles its B vectors from guarded scalar loads, the others load
-//! whole vectors. Where A is computed (an implicit-GEMM convolution's
+//! whole vectors. (B in panels is padded to whole panels: the edge tile
+//! loads whole vectors of the panels there are, and zero past them, never
+//! bytes past the filter.) Where A is computed (an implicit-GEMM convolution's
 //! windows), the computation is written once per output row with that
 //! row's `i`, so what depends only on the row (its image and pixel)
 //! hoists out of the k loop. A convolution's K is walked as its window's
@@ -151,6 +153,9 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         spec.b_panel.is_some() || (spec.b_offset.is_none() && spec.b.col_stride == 1);
     // Only the last column tile can reach past N.
     let edge = s.n % columns as i64 != 0;
+    // The first column of the last column tile (the only one that can
+    // reach past N).
+    let last_col0 = (tiles_n - 1) * i64::from(columns);
     if edge {
         let _ = writeln!(out, "  const int full = col0 + {columns} <= {};", s.n);
     }
@@ -203,7 +208,23 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
                         spec.b.buffer.load_vector(width, &b_address)
                     };
                     // Panels hold whole panels of columns, zero past N:
-                    // the edge block loads them whole too.
+                    // the edge block loads them whole too, but only the
+                    // panels there are. A vector past the last panel is
+                    // zero in the edge block: loaded, it would read past
+                    // the filter, and whatever lies there (the next
+                    // weights, denormals among them) would feed its
+                    // multiply-adds (ShuffleNet's edge blocks ran 2-6x
+                    // slower with some weights than with others so).
+                    if let Some(panel) = spec.b_panel
+                        && edge
+                        && last_col0 + i64::from(first) >= (s.n + panel - 1) / panel * panel
+                    {
+                        let _ = writeln!(
+                            out,
+                            "      if (full) {{\n        const tcc_index j = col0 + {first};\n        rb{v} = {load};\n      }} else\n        rb{v} = ({ty})(0.0f);"
+                        );
+                        continue;
+                    }
                     let guarded = edge && spec.b_panel.is_none();
                     let _ = writeln!(
                         out,
@@ -403,6 +424,35 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("if (j >= 50) break;"), "{text}");
+    }
+
+    #[test]
+    fn b_in_panels_never_loads_past_the_last_panel() {
+        // N = 34 in panels of 16: three panels (48 columns). The last
+        // 32-column block starts at 32: its first vector is panel 2, its
+        // second would be a fourth panel, past the filter: zero there.
+        let mut ragged = spec(GemmConfig::register_blocked(4, 32));
+        ragged.shape.n = 34;
+        ragged.b_panel = Some(16);
+        let text = gemm_kernel(&ragged).unwrap();
+        assert!(
+            text.contains("      {\n        const tcc_index j = col0 + 0;\n        rb0 = vload16("),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "      if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, a2 + 0 + (j / 16) * 480 + k * 16 + (j % 16));\n      } else\n        rb1 = (float16)(0.0f);"
+            ),
+            "{text}"
+        );
+        // N = 68 in 64-column blocks: five panels; the edge block (at 64)
+        // has one, its other three vectors are zero there.
+        let mut wide = spec(GemmConfig::register_blocked(4, 64));
+        wide.shape.n = 68;
+        wide.b_panel = Some(16);
+        let text = gemm_kernel(&wide).unwrap();
+        assert_eq!(text.matches("} else\n        rb").count(), 3, "{text}");
+        assert!(!text.contains("rb0 = (float16)(0.0f)"), "{text}");
     }
 
     #[test]

@@ -23,7 +23,7 @@ import numpy as np
 
 try:
     import onnxruntime as ort
-except ImportError:  # as scripts/bench/bench-cpu-models.sh: from PyPI
+except ImportError:  # as scripts/bench/bench-cpu-models.py: from PyPI
     subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "onnxruntime"])
     import onnxruntime as ort
 

@@ -152,7 +152,8 @@ fn gemm_alternatives(m: i64, n: i64) -> Vec<GemmConfig> {
 /// register-blocked GEMM: 16 output channels (one AVX-512 vector, two
 /// AVX2 ones) where the block's columns are whole panels (N need not be:
 /// the last panel is padded with zero channels, so the block at the edge
-/// loads whole vectors rather than column by column).
+/// loads whole vectors rather than column by column, of the panels there
+/// are: its vectors past the last panel are zero, not read).
 /// Read as stored, each k step of a block loads from a row N floats past
 /// the last, a power-of-two stride through the whole filter; from panels
 /// the block reads in order. On this project's AVX2 machine ResNet-50's
