@@ -188,7 +188,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let model = Model::load(&model_path)?;
     let function = cli::resolve_function(&model, args.call.function.as_deref())?;
     let backend = cli::choose_backend("tcc-benchmark", args.backend.as_deref(), &model)?;
-    if backend == Backend::Cuda {
+    if backend != Backend::OpenCl {
         cli::refuse_opencl_options(&[
             ("--concurrency", args.concurrency != 1),
             ("--in-flight", args.in_flight != 1),
