@@ -135,7 +135,7 @@ fn tcc_run_picks_vulkan_for_shader_spirv() {
     let so = dir.path().join("mlp.so");
     compile(&model("mlp.mlir"), &so, &["--target=vulkan"]);
     let so = so.to_str().unwrap();
-    let o = tcc_run(&[so, "--input=1x4x16xf32=0.5", "--profile"], &[]);
+    let o = tcc_run(&[so, "--input=1x4x16xf32=0.5"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -147,6 +147,22 @@ fn tcc_run_picks_vulkan_for_shader_spirv() {
         "{}",
         text(&o)
     );
+    // tcc-benchmark times the dispatches with Vulkan timestamps.
+    let o = Command::new(bin_dir().join("tcc-benchmark"))
+        .args([so, "--input=1x4x16xf32=0.5", "--iterations=3", "--warmup=1"])
+        .output()
+        .expect("tcc-benchmark");
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("SPIR-V entry points on Vulkan device"),
+        "{out}"
+    );
+    let timed = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("batch_matmul_add_min_max_0"))
+        .unwrap_or_else(|| panic!("no kernel row in:\n{out}"));
+    assert!(timed.split_whitespace().nth(1) == Some("3"), "{timed}");
     // The same artifact on OpenCL: refused, pointing at Vulkan.
     let o = tcc_run(&[so, "--backend=opencl", "--input=1x4x16xf32=0.5"], &[]);
     fails_with(&o, "SPIR-V for Vulkan (Shader capability)");

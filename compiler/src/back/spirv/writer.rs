@@ -235,6 +235,21 @@ fn convert(
                         ),
                     ));
                 }
+                // 16-bit floats need Float16 and 16-bit storage, which the
+                // Vulkan environment does not declare (upstream's narrow-type
+                // emulation gives wrong values for them).
+                if environment == Environment::Vulkan
+                    && let Ok(argument) = block.argument(index)
+                    && crate::ir::memref::MemRefLayout::of(melior::ir::ValueLike::r#type(&argument))
+                        .is_some_and(|layout| layout.element.is_f16() || layout.element.is_bf16())
+                {
+                    return Err(CodegenError::at(
+                        kernel,
+                        format!(
+                            "kernel {name}: 16-bit float buffers (argument {index}) are not supported by the Vulkan SPIR-V back end; use an OpenCL C target"
+                        ),
+                    ));
+                }
                 // The kernels target the OpenCL profile without the Float64
                 // capability.
                 if let Ok(argument) = block.argument(index)
