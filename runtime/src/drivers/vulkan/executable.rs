@@ -38,7 +38,7 @@ pub(crate) struct Executable {
 
 /// SPIR-V words of a little-endian module, checked for its magic number.
 fn words(bytes: &[u8]) -> Result<Vec<u32>> {
-    if bytes.len() % 4 != 0 || bytes.len() < 20 {
+    if !bytes.len().is_multiple_of(4) || bytes.len() < 20 {
         return Err(Error::Unsupported(format!(
             "Vulkan: the artifact's kernels are not a SPIR-V module ({} bytes)",
             bytes.len()
@@ -57,9 +57,13 @@ fn words(bytes: &[u8]) -> Result<Vec<u32>> {
     Ok(words)
 }
 
+/// Whether a module is for Vulkan, and its entry points with their
+/// `LocalSize`.
+type EntryPoints = (bool, Vec<(String, [u32; 3])>);
+
 /// The entry points' names with their `LocalSize`, and whether the module
 /// declares the Shader capability (Vulkan) rather than Kernel (OpenCL).
-pub(crate) fn entry_points(words: &[u32]) -> Result<(bool, Vec<(String, [u32; 3])>)> {
+pub(crate) fn entry_points(words: &[u32]) -> Result<EntryPoints> {
     const OP_CAPABILITY: u32 = 17;
     const OP_ENTRY_POINT: u32 = 15;
     const OP_EXECUTION_MODE: u32 = 16;
