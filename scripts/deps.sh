@@ -13,6 +13,8 @@ packages=(
   zlib1g-dev libzstd-dev libffi-dev libxml2-dev libedit-dev libcurl4-openssl-dev
   # OpenCL: ICD loader, headers, PoCL (CPU device), clinfo; SPIR-V validator
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo spirv-tools
+  # Vulkan: the loader and Mesa's lavapipe (a CPU device), for --target=vulkan
+  libvulkan1 mesa-vulkan-drivers
   # python3 runs LLVM's lit
   python3
 )

@@ -8,12 +8,13 @@
 //! tools and the in-turns measurement use, implemented by both.
 
 use crate::cuda::CudaSession;
+use crate::drivers::vulkan::VulkanSession;
 use crate::error::{Error, Result};
 use crate::session::KernelProfile;
 use crate::tensor::HostTensor;
 use crate::{Model, Session};
 
-/// Environment variable choosing the backend (`opencl` or `cuda`) when a
+/// Environment variable choosing the backend (`opencl`, `cuda` or `vulkan`) when a
 /// tool's `--backend` is not given.
 pub const BACKEND_ENV: &str = "TCC_BACKEND";
 
@@ -24,6 +25,8 @@ pub enum Backend {
     OpenCl,
     /// NVIDIA's CUDA driver (the artifact's PTX).
     Cuda,
+    /// Vulkan (the Shader SPIR-V of `tcc compile --target=vulkan`).
+    Vulkan,
 }
 
 impl std::str::FromStr for Backend {
@@ -32,19 +35,21 @@ impl std::str::FromStr for Backend {
         match text {
             "opencl" => Ok(Backend::OpenCl),
             "cuda" => Ok(Backend::Cuda),
+            "vulkan" => Ok(Backend::Vulkan),
             other => Err(Error::InvalidInput(format!(
-                "backend `{other}`: expected opencl or cuda"
+                "backend `{other}`: expected opencl, cuda or vulkan"
             ))),
         }
     }
 }
 
 impl Backend {
-    /// `opencl` or `cuda`.
+    /// `opencl`, `cuda` or `vulkan`.
     pub fn name(self) -> &'static str {
         match self {
             Backend::OpenCl => "opencl",
             Backend::Cuda => "cuda",
+            Backend::Vulkan => "vulkan",
         }
     }
 
@@ -159,5 +164,38 @@ impl Calls for CudaSession {
 
     fn take_timeline(&mut self) -> Option<crate::timeline::Timeline> {
         CudaSession::take_timeline(self)
+    }
+}
+
+impl Calls for VulkanSession {
+    fn run_with_sources(
+        &mut self,
+        function: &str,
+        inputs: &[HostTensor],
+        sources: &[&str],
+    ) -> Result<Vec<HostTensor>> {
+        VulkanSession::run_with_sources(self, function, inputs, sources)
+    }
+
+    /// Outputs are fresh host vectors on Vulkan: nothing to hand back.
+    fn recycle(&mut self, _outputs: Vec<HostTensor>) {}
+
+    fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+        VulkanSession::kernel_profile(self)
+    }
+
+    fn reset_profile(&mut self) -> Result<()> {
+        VulkanSession::reset_profile(self)
+    }
+
+    fn record_timeline(&mut self, _max_calls: usize) -> Result<()> {
+        Err(Error::Unsupported(
+            "the Vulkan backend records no timeline (--timeline needs --backend=opencl or cuda)"
+                .into(),
+        ))
+    }
+
+    fn take_timeline(&mut self) -> Option<crate::timeline::Timeline> {
+        None
     }
 }

@@ -108,6 +108,15 @@ pub enum Error {
         description: String,
     },
 
+    /// The Vulkan backend cannot start: no loader, no device, or no device
+    /// with what it needs.
+    #[error("the Vulkan backend needs a Vulkan driver and device: {0}")]
+    VulkanUnavailable(String),
+
+    /// A Vulkan call failed or the driver refused what it was given.
+    #[error("Vulkan: {what} failed: {code}")]
+    Vulkan { what: String, code: String },
+
     /// Reading or writing a `.npy` file failed.
     #[error("{}: {reason}", path.display())]
     Npy { path: PathBuf, reason: String },

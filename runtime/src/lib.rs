@@ -32,6 +32,7 @@ pub mod cli;
 pub mod cuda;
 pub mod device;
 pub mod devices;
+pub mod drivers;
 pub mod element;
 pub mod elf;
 mod embed;
@@ -62,6 +63,7 @@ pub use buffer_pool::PoolStats;
 pub use cuda::{CudaDeviceInfo, CudaInput, CudaRuntime, CudaSession, CudaTensor};
 pub use device::{DeviceInfo, DeviceKind, DeviceSelector, HostIo, host_io_for, list_devices};
 pub use devices::{DeviceGroup, DeviceList, GroupSession, SplitPlan, partition_device};
+pub use drivers::vulkan::{VulkanDeviceInfo, VulkanRuntime, VulkanSession};
 pub use element::Element;
 pub use error::{Error, Result};
 /// `half::f16`, the element type of f16 tensors.

@@ -15,8 +15,9 @@
 #   .device/SKIPPED                      models left out, with the reason
 #   .device/run-all.sh                   runs every model with tcc-run and checks it with tcc-compare
 #
-# Usage: scripts/bench/build-device-bundle.sh [--release] [--target=nvidia|generic|pocl-cpu]
-# On the device: .device/run-all.sh [--benchmark] [--device=N|NAME] [--backend=opencl|cuda] [MODEL...]
+# Usage: scripts/bench/build-device-bundle.sh [--release] [--target=nvidia|generic|pocl-cpu|vulkan]
+# On the device: .device/run-all.sh [--benchmark] [--device=N|NAME] [--backend=opencl|cuda|vulkan] [MODEL...]
+# (--target=vulkan builds Shader SPIR-V artifacts, which run through Vulkan)
 # (--backend=cuda runs every model's PTX through NVIDIA's CUDA driver instead of OpenCL)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -119,8 +120,8 @@ only=()
 for arg in "$@"; do
   case "$arg" in
     --device=*) device=("$arg") ;;
-    --backend=opencl|--backend=cuda) backend=("$arg") ;;
-    --backend=*) echo "run-all.sh: --backend is opencl or cuda, not ${arg#--backend=}" >&2; exit 2 ;;
+    --backend=opencl|--backend=cuda|--backend=vulkan) backend=("$arg") ;;
+    --backend=*) echo "run-all.sh: --backend is opencl, cuda or vulkan, not ${arg#--backend=}" >&2; exit 2 ;;
     --benchmark) benchmark=1 ;;
     -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     -*) echo "run-all.sh: unknown flag $arg" >&2; exit 2 ;;

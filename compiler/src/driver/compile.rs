@@ -43,6 +43,39 @@ pub enum Emit {
     Ptx,
 }
 
+/// The API that launches an artifact's kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LaunchApi {
+    /// OpenCL C (and PTX) kernels for OpenCL or CUDA.
+    #[default]
+    OpenCl,
+    /// Shader-capability SPIR-V for Vulkan (`--target=vulkan`).
+    Vulkan,
+    /// Kernel-capability SPIR-V for OpenCL drivers with IL support
+    /// (`--target=opencl-spirv`).
+    OpenClSpirv,
+}
+
+impl LaunchApi {
+    /// The SPIR-V environment of the artifact's kernels, for the SPIR-V
+    /// targets.
+    fn spirv(self) -> Option<crate::back::spirv::Environment> {
+        match self {
+            LaunchApi::OpenCl => None,
+            LaunchApi::Vulkan => Some(crate::back::spirv::Environment::Vulkan),
+            LaunchApi::OpenClSpirv => Some(crate::back::spirv::Environment::OpenCl),
+        }
+    }
+
+    fn target_name(self) -> &'static str {
+        match self {
+            LaunchApi::OpenCl => "generic",
+            LaunchApi::Vulkan => "vulkan",
+            LaunchApi::OpenClSpirv => "opencl-spirv",
+        }
+    }
+}
+
 /// `--precision`: the arithmetic of GEMMs and convolutions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PrecisionArg {
@@ -142,11 +175,18 @@ pub struct CompileArgs {
     /// note when there is no OpenCL device). Without --target an artifact
     /// is built for generic, and (on a terminal) a note names the better
     /// target for this machine's default device when there is one.
+    /// vulkan: Shader-capability SPIR-V of the portable loop-nest kernels,
+    /// launched through Vulkan (`tcc-run --backend=vulkan`).
     #[arg(long = "target", value_name = "TARGET")]
     pub target_flag: Option<String>,
     /// The target `--target` resolves to (set by [`CompileArgs::resolve_target`]).
     #[arg(skip)]
     pub target: Target,
+    /// Where the kernels are launched (set by
+    /// [`CompileArgs::resolve_target`]): OpenCL (or CUDA) unless
+    /// `--target=vulkan`.
+    #[arg(skip)]
+    pub launch: LaunchApi,
     /// Print statistics (kernels with kind and work-group size, arena size and liveness lower bound) to stderr: --stats or --stats=text for people, --stats=json for scripts.
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "text", value_name = "FORMAT")]
     pub stats: Option<StatsFormat>,
@@ -258,6 +298,18 @@ impl CompileArgs {
                 Target::Generic
             }
             Some("host") => Target::PoclCpu,
+            // Vulkan kernels are the portable loop nests, tuned as for any
+            // device; what differs is their SPIR-V and the launch API.
+            Some("vulkan") => {
+                self.launch = LaunchApi::Vulkan;
+                Target::Generic
+            }
+            // Kernel-capability SPIR-V for OpenCL drivers that report IL
+            // support (`clCreateProgramWithIL`).
+            Some("opencl-spirv") => {
+                self.launch = LaunchApi::OpenClSpirv;
+                Target::Generic
+            }
             Some("auto") => match default_device() {
                 Some(device) => {
                     let target = tcc_runtime::cli::target_for_device(&device);
@@ -277,7 +329,7 @@ impl CompileArgs {
             Some(text) => text.parse().map_err(|_| {
                 let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
                 anyhow::anyhow!(
-                    "--target={text}: unknown target '{text}' (targets: {}, host, auto)",
+                    "--target={text}: unknown target '{text}' (targets: {}, host, vulkan, opencl-spirv, auto)",
                     names.join(", ")
                 )
             })?,
@@ -577,7 +629,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 .run_pipeline(module, pipeline)
                 .map_err(|e| format!("{e:#}"))
         };
-        let kernels = crate::back::spirv::write_kernels(&session.context, &module, &run)?;
+        let environment = args
+            .launch
+            .spirv()
+            .unwrap_or(crate::back::spirv::Environment::OpenCl);
+        let kernels =
+            crate::back::spirv::write_kernels(&session.context, &module, environment, &run)?;
         std::fs::create_dir_all(directory)
             .with_context(|| format!("cannot create {}", directory.display()))?;
         for kernel in kernels {
@@ -588,17 +645,44 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let ptx_options = args.ptx_options()?;
+    let spirv_environment = args.launch.spirv();
+    let vulkan = spirv_environment.is_some();
+    if vulkan {
+        check_spirv_flags(args, &choice)?;
+    }
+    let ptx_options = if vulkan { None } else { args.ptx_options()? };
     let precision = args.gemm_precision(ptx_options.is_some());
     choice.check().map_err(anyhow::Error::msg)?;
     check_tuning_target(&choice, args.target)?;
-    let module = phases_to(Phase::Gpu, true, &choice)?;
+    // Vulkan runs the portable loop-nest kernels (no OpenCL C templates).
+    let module = phases_to(Phase::Gpu, !vulkan, &choice)?;
     super::quantize::print_summary(&module);
     // After the phases, code generation: seconds on a large model (the
     // host object holds every weight), under a spinner on a terminal.
     let codegen = super::progress::Progress::spinner("tcc compile");
     codegen.message("codegen: OpenCL C kernels");
     let program = opencl_c::write_program_with(&module, precision, choice.dynamic_local)?;
+    let kernel_binary = if let Some(environment) = spirv_environment {
+        codegen.message("codegen: SPIR-V kernels");
+        let run = |module: &mut melior::ir::Module, pipeline: &str| {
+            session
+                .run_pipeline(module, pipeline)
+                .map_err(|e| format!("{e:#}"))
+        };
+        let spirv =
+            crate::back::spirv::write_program(&session.context, &module, environment, &run)?;
+        let numbered: Vec<&str> = program.kernels.iter().map(|k| k.name.as_str()).collect();
+        if spirv.kernels != numbered {
+            bail!(
+                "the SPIR-V entry points ({}) do not match the kernels the host code launches ({})",
+                spirv.kernels.join(", "),
+                numbered.join(", ")
+            );
+        }
+        Some((tcc_abi::SOURCE_SPIRV, spirv.binary))
+    } else {
+        None
+    };
     let mut compiled = Compiled {
         module,
         program,
@@ -641,6 +725,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         triple: args.host_triple.clone(),
         llvm_ir: dump.is_some() || args.emit == Emit::LlvmIr,
         weights_object: None,
+        kernel_binary,
     };
     let host = || compiled.host_with(&module_name, &host_options);
     if let Some(directory) = dump {
@@ -735,4 +820,61 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             }
         }
     }
+}
+
+/// `--target=vulkan|opencl-spirv` ship fp32 loop-nest kernels as SPIR-V:
+/// the flags that need OpenCL C, PTX or CUDA are refused with the reason.
+fn check_spirv_flags(args: &CompileArgs, choice: &GemmChoice) -> Result<()> {
+    let target = args.launch.target_name();
+    if choice.quantize.is_some() {
+        bail!(
+            "--quantize=int8 needs the OpenCL C or PTX kernels: --target={target} writes f32 loop-nest kernels only"
+        );
+    }
+    if choice.storage != Storage::Fp32 || args.precision != PrecisionArg::Fp32 {
+        bail!(
+            "--precision={} needs the OpenCL C or PTX kernels: --target={target} writes f32 loop-nest kernels only",
+            args.precision.name()
+        );
+    }
+    if args.ptx == Some(PtxSwitch::On) || args.backend == BackendArg::Cuda {
+        bail!(
+            "--target={target} ships SPIR-V kernels: PTX and --backend=cuda need --target=nvidia"
+        );
+    }
+    if matches!(args.emit, Emit::OpenclC | Emit::Ptx) {
+        bail!(
+            "--target={target} ships SPIR-V kernels: --emit=spirv writes them (one .spv per kernel), --emit=artifact the model"
+        );
+    }
+    if args.tuning.is_some() {
+        bail!(
+            "--tuning records configure the OpenCL C kernels; --target={target} runs the portable loop-nest kernels"
+        );
+    }
+    Ok(())
+}
+
+/// Compiles the model at `input` into the artifact `output` as
+/// `tcc compile INPUT --target=TARGET -o OUTPUT` does, for any name the
+/// flag takes (`vulkan` included): the library entry point of the tests
+/// that run a target's artifacts.
+pub fn compile_file_for(input: &Path, target: &str, output: &Path) -> Result<()> {
+    #[derive(clap::Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: CompileArgs,
+    }
+    let mut args = <Command as clap::Parser>::try_parse_from([
+        std::ffi::OsStr::new("tcc-compile"),
+        input.as_os_str(),
+        std::ffi::OsStr::new("--target"),
+        std::ffi::OsStr::new(target),
+        std::ffi::OsStr::new("-o"),
+        output.as_os_str(),
+    ])
+    .context("tcc compile arguments")?
+    .args;
+    args.resolve_target()?;
+    run(&args)
 }

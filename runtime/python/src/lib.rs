@@ -234,6 +234,13 @@ impl Model {
                     },
                 )
             }
+            Backend::Vulkan => {
+                return Err(error(tcc_runtime::Error::Unsupported(
+                    "the Python module runs models on OpenCL or CUDA; the Vulkan backend is \
+                     reached through tcc-run and the Rust API (VulkanRuntime)"
+                        .into(),
+                )));
+            }
             Backend::Cuda => {
                 let runtime = cuda_runtime_for(cuda_ordinal(device)?)?;
                 let session = runtime.session(&model).map_err(error)?;

@@ -141,6 +141,9 @@ fn run(args: Args) -> anyhow::Result<()> {
             Some(Backend::Cuda) => {
                 cli::format_cuda_device_list(&tcc_runtime::cuda::list_cuda_devices()?)
             }
+            Some(Backend::Vulkan) => {
+                format!("{}\n", tcc_runtime::VulkanRuntime::new()?.info().summary())
+            }
             _ => cli::format_device_list(&list_devices()?),
         };
         write!(stdout, "{text}")?;
@@ -170,7 +173,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         model.verify()?;
     }
     let backend = cli::choose_backend("tcc-run", args.backend.as_deref(), &model)?;
-    if backend == Backend::Cuda {
+    if backend != Backend::OpenCl {
         cli::refuse_opencl_options(&[
             ("--prepare", args.prepare),
             ("--cpu-partition", args.cpu_partition != 1),

@@ -9,6 +9,7 @@ use super::setup::{first_call, open_session, runtime, with_progress};
 use crate::backend::{BACKEND_ENV, Backend, Calls};
 use crate::cuda::{self, CudaDeviceInfo, CudaRuntime, CudaSession};
 use crate::device::DEVICE_ENV;
+use crate::drivers::vulkan::{VULKAN_DEVICE_ENV, VulkanRuntime, VulkanSession};
 use crate::error::{Error, Result};
 use crate::{Model, Runtime, Session};
 
@@ -33,6 +34,15 @@ pub fn backend_flag_or_env(flag: Option<&str>) -> Result<Option<Backend>> {
 pub fn choose_backend(tool: &str, flag: Option<&str>, model: &Model) -> Result<Backend> {
     if let Some(backend) = backend_flag_or_env(flag)? {
         return Ok(backend);
+    }
+    // Shader SPIR-V (`--target=vulkan`) runs on Vulkan only.
+    if model.source_kind() == crate::program_cache::SourceKind::SpirV
+        && crate::drivers::vulkan::is_shader_spirv(model)
+    {
+        eprintln!(
+            "{tool}: using the Vulkan backend: the artifact's kernels are Shader SPIR-V (--target=vulkan)"
+        );
+        return Ok(Backend::Vulkan);
     }
     if model.artifact().ptx.is_none() || model.kernel_names().is_empty() {
         return Ok(Backend::OpenCl);
@@ -121,7 +131,7 @@ pub fn cuda_ordinals(flag: Option<&str>) -> Result<Vec<usize>> {
 pub fn refuse_opencl_options(options: &[(&str, bool)]) -> Result<()> {
     match options.iter().find(|(_, given)| *given) {
         Some((flag, _)) => Err(Error::InvalidInput(format!(
-            "{flag} is an OpenCL option; the CUDA backend (--backend=cuda or {BACKEND_ENV}=cuda) takes --in-flight, --split and several --device ordinals, not this"
+            "{flag} is an OpenCL option; the CUDA backend (--backend=cuda or {BACKEND_ENV}=cuda) takes --in-flight, --split and several --device ordinals, and the Vulkan backend (--backend=vulkan) runs one session at a time on one device; neither takes this"
         ))),
         None => Ok(()),
     }
@@ -200,6 +210,10 @@ pub enum Opened {
         rt: CudaRuntime,
         session: CudaSession,
     },
+    Vulkan {
+        rt: VulkanRuntime,
+        session: VulkanSession,
+    },
 }
 
 impl Opened {
@@ -230,6 +244,21 @@ impl Opened {
                 let session = open_cuda_session(tool, &rt, model)?;
                 Ok(Opened::Cuda { rt, session })
             }
+            Backend::Vulkan => {
+                if let Some(format) = kernel_format {
+                    return Err(Error::InvalidInput(format!(
+                        "--kernel-format={format}: the Vulkan backend runs the artifact's SPIR-V"
+                    )));
+                }
+                if let Some(device) = device {
+                    return Err(Error::InvalidInput(format!(
+                        "--device={device} names an OpenCL or CUDA device; the Vulkan backend takes {VULKAN_DEVICE_ENV}=INDEX"
+                    )));
+                }
+                let rt = VulkanRuntime::new()?.with_profiling(profiling);
+                let session = rt.session(model)?;
+                Ok(Opened::Vulkan { rt, session })
+            }
         }
     }
 
@@ -237,6 +266,7 @@ impl Opened {
         match self {
             Opened::OpenCl { .. } => Backend::OpenCl,
             Opened::Cuda { .. } => Backend::Cuda,
+            Opened::Vulkan { .. } => Backend::Vulkan,
         }
     }
 
@@ -245,6 +275,7 @@ impl Opened {
         match self {
             Opened::OpenCl { session, .. } => session,
             Opened::Cuda { session, .. } => session,
+            Opened::Vulkan { session, .. } => session,
         }
     }
 
@@ -254,6 +285,7 @@ impl Opened {
         match self {
             Opened::OpenCl { session, .. } => first_call(tool, session, |s| call(s)),
             Opened::Cuda { session, .. } => call(session),
+            Opened::Vulkan { session, .. } => call(session),
         }
     }
 
@@ -271,6 +303,14 @@ impl Opened {
                     d.name.clone(),
                     "GPU".into(),
                     format!("CUDA driver {}", d.driver_version),
+                )
+            }
+            Opened::Vulkan { rt, .. } => {
+                let d = rt.info();
+                (
+                    d.name.clone(),
+                    d.kind.clone(),
+                    format!("Vulkan {}", d.driver),
                 )
             }
         }
@@ -312,6 +352,11 @@ impl Opened {
                     }
                 )
             }
+            Opened::Vulkan { rt, session } => format!(
+                "{tool}: {} (Vulkan backend); kernels: {} SPIR-V entry points",
+                rt.info().summary(),
+                session.model().kernel_names().len()
+            ),
         }
     }
 
@@ -361,10 +406,14 @@ mod tests {
             backend_flag_or_env(Some("opencl")).unwrap(),
             Some(Backend::OpenCl)
         );
-        let e = backend_flag_or_env(Some("vulkan")).unwrap_err().to_string();
+        assert_eq!(
+            backend_flag_or_env(Some("vulkan")).unwrap(),
+            Some(Backend::Vulkan)
+        );
+        let e = backend_flag_or_env(Some("metal")).unwrap_err().to_string();
         assert_eq!(
             e,
-            "--backend=vulkan: backend `vulkan`: expected opencl or cuda"
+            "--backend=metal: backend `metal`: expected opencl, cuda or vulkan"
         );
     }
 }

@@ -29,8 +29,13 @@ pub fn model_target(model: &Model) -> Option<String> {
 
 /// The warning for running `model` on `device` when its target is not the
 /// one that suits the device, saying what to rebuild with; `None` when
-/// they match or the artifact does not say.
+/// they match or the artifact does not say. SPIR-V artifacts
+/// (`--target=vulkan|opencl-spirv`) hold the portable kernels, which no
+/// OpenCL C target would improve: no warning.
 pub fn target_mismatch(model: &Model, device: &DeviceInfo) -> Option<String> {
+    if model.source_kind() == crate::program_cache::SourceKind::SpirV {
+        return None;
+    }
     let built = model_target(model)?;
     let suits = target_for_device(device);
     (built != suits).then(|| {

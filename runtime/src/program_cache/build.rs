@@ -24,13 +24,7 @@ pub(super) fn build_from_source(
                 .map_err(|e| Error::cl("clCreateProgramWithSource", e))?
         }
         SourceKind::SpirV => {
-            if device.il_version.is_none() {
-                return Err(Error::Unsupported(format!(
-                    "the artifact's kernels are SPIR-V but {} accepts no intermediate language \
-                     (CL_DEVICE_IL_VERSION is empty); compile the model to OpenCL C instead",
-                    device.name
-                )));
-            }
+            il_accepts(&device.name, device.il_version.as_deref(), source.bytes)?;
             Program::create_from_il(context, source.bytes)
                 .map_err(|e| Error::cl("clCreateProgramWithIL", e))?
         }
@@ -167,5 +161,116 @@ mod tests {
                 .starts_with("kernel program failed to build for pthread: CL_BUILD_PROGRAM_FAILURE (errors in kernel softmax_1)\nbuild log:"),
             "{error}"
         );
+    }
+}
+
+/// Whether an OpenCL device that reports `il_version`
+/// (`CL_DEVICE_IL_VERSION`, e.g. "SPIR-V_1.0 SPIR-V_1.1") takes the SPIR-V
+/// module `spirv` through `clCreateProgramWithIL`: its IL list must name
+/// SPIR-V at the module's version or later, and the module must be for
+/// OpenCL (Kernel capability, `tcc compile --target=opencl-spirv`), not for
+/// Vulkan (Shader). The error names the device and what it lacks.
+pub(crate) fn il_accepts(device: &str, il_version: Option<&str>, spirv: &[u8]) -> Result<()> {
+    let word = |i: usize| {
+        spirv
+            .get(i * 4..i * 4 + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if word(0) != Some(0x0723_0203) {
+        return Err(Error::Unsupported(
+            "the artifact's SPIR-V kernels are not a SPIR-V module (bad magic number)".into(),
+        ));
+    }
+    let version = word(1).unwrap_or(0);
+    let (major, minor) = ((version >> 16) & 0xff, (version >> 8) & 0xff);
+    if crate::drivers::vulkan::spirv_is_shader(spirv) {
+        return Err(Error::Unsupported(format!(
+            "the artifact's kernels are SPIR-V for Vulkan (Shader capability), which OpenCL \
+             does not load: run it with --backend=vulkan, or compile the model with \
+             --target=opencl-spirv for {device}"
+        )));
+    }
+    let reported: Vec<(u32, u32)> = il_version
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|il| {
+            let (ma, mi) = il.strip_prefix("SPIR-V_")?.split_once('.')?;
+            Some((ma.parse().ok()?, mi.parse().ok()?))
+        })
+        .collect();
+    if reported.iter().any(|&v| v >= (major, minor)) {
+        return Ok(());
+    }
+    let what = match il_version {
+        Some(il) if !il.trim().is_empty() => format!("CL_DEVICE_IL_VERSION is \"{}\"", il.trim()),
+        _ => "CL_DEVICE_IL_VERSION is empty".to_string(),
+    };
+    Err(Error::Unsupported(format!(
+        "the artifact's kernels are SPIR-V {major}.{minor} but {device} accepts no SPIR-V \
+         {major}.{minor} intermediate language ({what}); compile the model to OpenCL C \
+         (any --target but vulkan and opencl-spirv), or to --target=vulkan for a Vulkan device"
+    )))
+}
+
+#[cfg(test)]
+mod il_tests {
+    use super::il_accepts;
+
+    /// A module header (magic, version 1.`minor`) and one OpCapability.
+    fn module(minor: u32, capability: u32) -> Vec<u8> {
+        [
+            0x0723_0203,
+            minor << 8 | 1 << 16,
+            0,
+            1,
+            0,
+            2 << 16 | 17,
+            capability,
+        ]
+        .iter()
+        .flat_map(|w: &u32| w.to_le_bytes())
+        .collect()
+    }
+
+    const KERNEL: u32 = 6;
+    const SHADER: u32 = 1;
+
+    #[test]
+    fn il_is_chosen_from_the_device_report() {
+        il_accepts(
+            "dev",
+            Some("SPIR-V_1.0 SPIR-V_1.1 SPIR-V_1.2"),
+            &module(0, KERNEL),
+        )
+        .unwrap();
+        il_accepts("dev", Some("SPIR-V_1.2"), &module(2, KERNEL)).unwrap();
+        let e = il_accepts("dev", Some("SPIR-V_1.0"), &module(3, KERNEL))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SPIR-V 1.3 but dev accepts no SPIR-V 1.3"),
+            "{e}"
+        );
+        assert!(e.contains("CL_DEVICE_IL_VERSION is \"SPIR-V_1.0\""), "{e}");
+        for none in [None, Some(""), Some("  ")] {
+            let e = il_accepts("PoCL cpu", none, &module(0, KERNEL))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("PoCL cpu accepts no SPIR-V 1.0"), "{e}");
+            assert!(e.contains("CL_DEVICE_IL_VERSION is empty"), "{e}");
+        }
+    }
+
+    #[test]
+    fn shader_spirv_is_refused_with_the_vulkan_hint() {
+        let e = il_accepts("dev", Some("SPIR-V_1.5"), &module(3, SHADER))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SPIR-V for Vulkan (Shader capability)"), "{e}");
+        assert!(e.contains("--backend=vulkan"), "{e}");
+        let e = il_accepts("dev", Some("SPIR-V_1.5"), b"not spirv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a SPIR-V module"), "{e}");
     }
 }

@@ -55,6 +55,9 @@ pub struct HostOptions {
     /// Print the module as LLVM IR into [`HostOutput::llvm_ir`] (costly:
     /// inline weights print as text).
     pub llvm_ir: bool,
+    /// The kernel program as a binary of this `tcc_source_kind` (SPIR-V
+    /// for `--target=vulkan`) instead of the program's OpenCL C.
+    pub kernel_binary: Option<(u32, Vec<u8>)>,
 }
 
 /// The host triples `--host-triple` accepts: LLVM's x86 and AArch64 back
@@ -117,7 +120,9 @@ pub fn emit_with(
     options: &HostOptions,
 ) -> Result<HostOutput, CodegenError> {
     let context = LlvmContext::create();
-    let mut writer = writer::HostWriter::new(&context, name).with_prefix(&options.symbol_prefix);
+    let mut writer = writer::HostWriter::new(&context, name)
+        .with_prefix(&options.symbol_prefix)
+        .with_kernel_binary(options.kernel_binary.clone());
     let weights = options
         .weights_object
         .as_deref()

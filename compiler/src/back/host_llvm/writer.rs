@@ -227,6 +227,9 @@ pub struct HostWriter<'l> {
     strings: usize,
     /// Prefix of every exported symbol (`--name=NAME` gives `NAME_`).
     prefix: String,
+    /// The kernels as a binary program (SPIR-V) instead of the program's
+    /// OpenCL C: the `tcc_source_kind` and the bytes.
+    kernel_binary: Option<(u32, Vec<u8>)>,
 }
 
 fn llvm_error(error: impl std::fmt::Display) -> CodegenError {
@@ -242,6 +245,7 @@ impl<'l> HostWriter<'l> {
             types: Types::new(context),
             strings: 0,
             prefix: String::new(),
+            kernel_binary: None,
         }
     }
 
@@ -251,6 +255,26 @@ impl<'l> HostWriter<'l> {
     pub fn with_prefix(mut self, prefix: &str) -> Self {
         self.prefix = prefix.to_string();
         self
+    }
+
+    /// Ships `bytes` (of `tcc_source_kind` `kind`, e.g. SPIR-V) as the
+    /// artifact's kernel program instead of the OpenCL C; the program's
+    /// kernel list still names and numbers the kernels.
+    pub fn with_kernel_binary(mut self, binary: Option<(u32, Vec<u8>)>) -> Self {
+        self.kernel_binary = binary;
+        self
+    }
+
+    /// The artifact's kernel program: its kind, bytes and build options.
+    fn kernel_source<'p>(&'p self, program: &'p Program) -> (u32, &'p [u8], &'static str) {
+        match &self.kernel_binary {
+            Some((kind, bytes)) => (*kind, bytes, ""),
+            None => (
+                tcc_abi::SOURCE_OPENCL_C,
+                program.source.as_bytes(),
+                "-cl-std=CL1.2",
+            ),
+        }
     }
 
     fn exported(&self, name: &str) -> String {
@@ -284,6 +308,21 @@ impl<'l> HostWriter<'l> {
     }
 
     /// A private constant C string; returns its address.
+    /// Bytes (not NUL-terminated) as a private constant, 4-byte aligned
+    /// (SPIR-V is read as words).
+    fn byte_string(&mut self, bytes: &[u8]) -> PointerValue<'l> {
+        let value = self.context.const_string(bytes, false);
+        let global =
+            self.module
+                .add_global(value.get_type(), None, &format!(".bytes.{}", self.strings));
+        self.strings += 1;
+        global.set_initializer(&value);
+        global.set_constant(true);
+        global.set_alignment(4);
+        global.set_linkage(Linkage::Private);
+        global.as_pointer_value()
+    }
+
     fn c_string(&mut self, text: &str) -> PointerValue<'l> {
         let value = self.context.const_string(text.as_bytes(), true);
         let global =
@@ -452,9 +491,9 @@ impl<'l> HostWriter<'l> {
         let description = Description {
             abi_version: ABI_VERSION,
             producer: concat!("tcc ", env!("CARGO_PKG_VERSION")).to_string(),
-            source_kind: tcc_abi::SOURCE_OPENCL_C,
-            source_sha256: d::source_digest(program.source.as_bytes()),
-            build_options: "-cl-std=CL1.2".into(),
+            source_kind: self.kernel_source(program).0,
+            source_sha256: d::source_digest(self.kernel_source(program).1),
+            build_options: self.kernel_source(program).2.into(),
             kernels: program
                 .kernels
                 .iter()
@@ -554,8 +593,16 @@ impl<'l> HostWriter<'l> {
         external_constants: bool,
     ) -> Result<(), CodegenError> {
         // Kernel program and names.
-        let source = self.c_string(&program.source);
-        let options = self.c_string("-cl-std=CL1.2");
+        let (source_kind, source_bytes, build_options) = {
+            let (kind, bytes, options) = self.kernel_source(program);
+            (kind, bytes.to_vec(), options)
+        };
+        let source = if source_kind == tcc_abi::SOURCE_OPENCL_C {
+            self.c_string(&program.source)
+        } else {
+            self.byte_string(&source_bytes)
+        };
+        let options = self.c_string(build_options);
         let producer = self.c_string(concat!("tcc ", env!("CARGO_PKG_VERSION")));
         let mut names = Vec::new();
         for kernel in &program.kernels {
@@ -653,11 +700,11 @@ impl<'l> HostWriter<'l> {
             t.artifact,
             &[
                 ("abi_version", u32(ABI_VERSION as u64)),
-                ("source_kind", u32(tcc_abi::SOURCE_OPENCL_C as u64)),
+                ("source_kind", u32(source_kind as u64)),
                 ("source", source.into()),
                 (
                     "source_bytes",
-                    t.i64.const_int(program.source.len() as u64, false).into(),
+                    t.i64.const_int(source_bytes.len() as u64, false).into(),
                 ),
                 ("build_options", options.into()),
                 ("num_kernels", u32(program.kernels.len() as u64)),

@@ -10,7 +10,7 @@ use melior::ir::operation::{
 use melior::ir::{Block, BlockLike, Identifier, Location, Module, Region, RegionLike, TypeLike};
 
 use crate::back::CodegenError;
-use crate::ir::util::{body_ops_named, ops_named, string_value};
+use crate::ir::util::{body_ops, body_ops_named, ops_named, string_value};
 
 /// One kernel as a SPIR-V binary.
 pub struct SpirvKernel {
@@ -18,25 +18,178 @@ pub struct SpirvKernel {
     pub binary: Vec<u8>,
 }
 
-const TARGET_ENV: &str =
-    "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Kernel], []>, #spirv.resource_limits<>>";
+/// The SPIR-V environment kernels are written for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Environment {
+    /// OpenCL: Kernel capability, Physical64 addressing, OpenCL memory
+    /// model (for `clCreateProgramWithIL`).
+    #[default]
+    OpenCl,
+    /// Vulkan 1.1+: Shader capability, logical addressing, GLSL450 memory
+    /// model; buffers are storage buffers of descriptor set 0 (binding =
+    /// argument number), scalars a push-constant block, the work-group size
+    /// the `LocalSize` of each entry point.
+    Vulkan,
+}
 
-const PIPELINE: &str = "builtin.module(\
+impl Environment {
+    fn target_env(self) -> &'static str {
+        match self {
+            Environment::OpenCl => {
+                "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Kernel], []>, #spirv.resource_limits<>>"
+            }
+            // SPIR-V 1.3 (Vulkan 1.1) with storage buffers; the
+            // work-group limits are Vulkan's guaranteed minimum for
+            // invocations (lavapipe and NVIDIA give 1024).
+            Environment::Vulkan => {
+                "#spirv.target_env<#spirv.vce<v1.3, [Shader, Int64], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan, #spirv.resource_limits<max_compute_workgroup_invocations = 1024, max_compute_workgroup_size = [1024, 1024, 64]>>"
+            }
+        }
+    }
+
+    /// The conversion: for OpenCL through `gpu-module-to-binary`; for
+    /// Vulkan up to the lowered `spirv.module`s, which upstream puts beside
+    /// their `gpu.module`s (not inside, as for Kernel targets), so the
+    /// writer moves them in before serializing ([`BINARY`]).
+    fn pipeline(self) -> &'static str {
+        match self {
+            Environment::OpenCl => {
+                "builtin.module(\
 spirv-attach-target{caps=Addresses,Int64,Kernel ver=v1.0},\
 gpu.module(fold-memref-alias-ops,lower-affine,arith-expand,canonicalize,map-memref-spirv-storage-class{client-api=opencl},convert-math-to-spirv),\
 convert-gpu-to-spirv{use-64bit-index=true},\
 gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)),\
-gpu-module-to-binary)";
+gpu-module-to-binary)"
+            }
+            Environment::Vulkan => {
+                "builtin.module(\
+spirv-attach-target{caps=Shader,Int64 exts=SPV_KHR_storage_buffer_storage_class ver=v1.3 client_api=Vulkan},\
+gpu.module(fold-memref-alias-ops,lower-affine,arith-expand,canonicalize,map-memref-spirv-storage-class{client-api=vulkan},convert-math-to-spirv),\
+convert-gpu-to-spirv{use-64bit-index=false},\
+spirv.module(spirv-lower-abi-attrs,spirv-update-vce))"
+            }
+        }
+    }
+
+    /// `opencl` or `vulkan`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Environment::OpenCl => "opencl",
+            Environment::Vulkan => "vulkan",
+        }
+    }
+}
+
+/// Serializes each `gpu.module`'s nested `spirv.module` (Vulkan's second step).
+const BINARY: &str = "builtin.module(gpu-module-to-binary)";
+
+/// Moves every top-level `spirv.module @__spv__NAME` (upstream's Shader
+/// output) into the `gpu.module @NAME` it was converted from, where
+/// `gpu-module-to-binary` serializes it.
+fn nest_spirv_modules(module: &Module) -> Result<(), CodegenError> {
+    let top = body_ops(module.as_operation());
+    let gpu_modules: Vec<(String, mlir_sys::MlirOperation)> = top
+        .iter()
+        .filter(|op| op.name().as_string_ref().as_str().ok() == Some("gpu.module"))
+        .filter_map(|op| {
+            let name = op.attribute("sym_name").ok().and_then(string_value)?;
+            Some((name, op.to_raw()))
+        })
+        .collect();
+    for op in top
+        .iter()
+        .filter(|op| op.name().as_string_ref().as_str().ok() == Some("spirv.module"))
+    {
+        let name = op
+            .attribute("sym_name")
+            .ok()
+            .and_then(string_value)
+            .unwrap_or_default();
+        let parent = name.strip_prefix("__spv__").unwrap_or(&name);
+        let (_, gpu_module) = gpu_modules
+            .iter()
+            .find(|(n, _)| n == parent)
+            .ok_or_else(|| {
+                CodegenError::at(
+                    op,
+                    format!("spirv.module @{name} has no gpu.module @{parent}"),
+                )
+            })?;
+        // SAFETY: both operations are live in `module`; the spirv.module is
+        // detached before the gpu.module's block takes ownership of it.
+        unsafe {
+            let raw = op.to_raw();
+            mlir_sys::mlirOperationRemoveFromParent(raw);
+            let block =
+                mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(*gpu_module, 0));
+            mlir_sys::mlirBlockInsertOwnedOperation(block, 0, raw);
+        }
+    }
+    Ok(())
+}
 
 /// Runs a textual pass pipeline on a module (the driver's, with its
 /// diagnostics and timing); the error says why it failed.
 pub type PipelineRunner<'a> = dyn Fn(&mut Module, &str) -> Result<(), String> + 'a;
 
-/// Translates every kernel of `module` (after the gpu phase) to SPIR-V,
-/// running upstream's conversion through `run_pipeline`.
+/// Translates every kernel of `module` (after the gpu phase) to SPIR-V for
+/// `environment`, one module per kernel, running upstream's conversion
+/// through `run_pipeline`.
 pub fn write_kernels(
     context: &melior::Context,
     module: &Module,
+    environment: Environment,
+    run_pipeline: &PipelineRunner,
+) -> Result<Vec<SpirvKernel>, CodegenError> {
+    convert(context, module, environment, false, run_pipeline)
+}
+
+/// Translates every kernel of `module` into one SPIR-V module with one
+/// entry point per kernel (named after it), as an artifact ships it: the
+/// OpenCL driver builds it as one program, the Vulkan driver makes one
+/// shader module and a pipeline per entry point.
+pub fn write_program(
+    context: &melior::Context,
+    module: &Module,
+    environment: Environment,
+    run_pipeline: &PipelineRunner,
+) -> Result<SpirvProgram, CodegenError> {
+    let kernels: Vec<String> = ops_named(module.as_operation(), "gpu.func")
+        .iter()
+        .map(|k| {
+            k.attribute("sym_name")
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut binaries = convert(context, module, environment, true, run_pipeline)?;
+    let binary = match binaries.len() {
+        0 => Vec::new(),
+        1 => binaries.remove(0).binary,
+        n => {
+            return Err(CodegenError::new(format!(
+                "SPIR-V conversion made {n} modules of one"
+            )));
+        }
+    };
+    Ok(SpirvProgram { binary, kernels })
+}
+
+/// Every kernel of a module in one SPIR-V binary.
+pub struct SpirvProgram {
+    /// The SPIR-V module (empty when there are no kernels).
+    pub binary: Vec<u8>,
+    /// The entry points, in the module's kernel order (the host code's
+    /// kernel numbers).
+    pub kernels: Vec<String>,
+}
+
+fn convert(
+    context: &melior::Context,
+    module: &Module,
+    environment: Environment,
+    one_module: bool,
     run_pipeline: &PipelineRunner,
 ) -> Result<Vec<SpirvKernel>, CodegenError> {
     let location = Location::unknown(context);
@@ -45,6 +198,9 @@ pub fn write_kernels(
     if kernels.is_empty() {
         return Ok(Vec::new());
     }
+    let target = Attribute::parse(context, environment.target_env())
+        .ok_or_else(|| CodegenError::new("cannot build the SPIR-V target environment"))?;
+    let mut shared: Option<mlir_sys::MlirOperation> = None;
     for kernel in &kernels {
         let name = kernel
             .attribute("sym_name")
@@ -79,6 +235,21 @@ pub fn write_kernels(
                         ),
                     ));
                 }
+                // 16-bit floats need Float16 and 16-bit storage, which the
+                // Vulkan environment does not declare (upstream's narrow-type
+                // emulation gives wrong values for them).
+                if environment == Environment::Vulkan
+                    && let Ok(argument) = block.argument(index)
+                    && crate::ir::memref::MemRefLayout::of(melior::ir::ValueLike::r#type(&argument))
+                        .is_some_and(|layout| layout.element.is_f16() || layout.element.is_bf16())
+                {
+                    return Err(CodegenError::at(
+                        kernel,
+                        format!(
+                            "kernel {name}: 16-bit float buffers (argument {index}) are not supported by the Vulkan SPIR-V back end; use an OpenCL C target"
+                        ),
+                    ));
+                }
                 // The kernels target the OpenCL profile without the Float64
                 // capability.
                 if let Ok(argument) = block.argument(index)
@@ -110,36 +281,51 @@ pub fn write_kernels(
                 format!("kernel {name}: cannot build its entry point ABI"),
             )
         })?;
-        let target = Attribute::parse(context, TARGET_ENV)
-            .ok_or_else(|| CodegenError::new("cannot build the SPIR-V target environment"))?;
-        let region = Region::new();
-        let block = region.append_block(Block::new(&[]));
-        let clone = unsafe {
-            melior::ir::operation::Operation::from_raw(mlir_sys::mlirOperationClone(
-                kernel.to_raw(),
-            ))
+        let container = match shared {
+            Some(gpu_module) if one_module => gpu_module,
+            _ => {
+                let region = Region::new();
+                region.append_block(Block::new(&[]));
+                let module_name = if one_module { "tcc_kernels" } else { &name };
+                let gpu_module = OperationBuilder::new("gpu.module", kernel.location())
+                    .add_attributes(&[
+                        (
+                            Identifier::new(context, "sym_name"),
+                            StringAttribute::new(context, module_name).into(),
+                        ),
+                        (Identifier::new(context, "spirv.target_env"), target),
+                    ])
+                    .add_regions([region])
+                    .build()
+                    .map_err(|e| {
+                        CodegenError::at(kernel, format!("cannot build a gpu.module: {e}"))
+                    })?;
+                let gpu_module = spirv.body().append_operation(gpu_module).to_raw();
+                shared = Some(gpu_module);
+                gpu_module
+            }
         };
-        let clone = block.append_operation(clone);
-        let mut clone = unsafe { OperationRefMut::from_raw(clone.to_raw()) };
-        clone.set_discardable_attribute("spirv.entry_point_abi", abi);
-        let gpu_module = OperationBuilder::new("gpu.module", kernel.location())
-            .add_attributes(&[
-                (
-                    Identifier::new(context, "sym_name"),
-                    StringAttribute::new(context, &name).into(),
-                ),
-                (Identifier::new(context, "spirv.target_env"), target),
-            ])
-            .add_regions([region])
-            .build()
-            .map_err(|e| CodegenError::at(kernel, format!("cannot build a gpu.module: {e}")))?;
-        spirv.body().append_operation(gpu_module);
+        // SAFETY: `container` is a live gpu.module of `spirv` with one
+        // block; the clone is handed to that block, which owns it.
+        unsafe {
+            let clone = mlir_sys::mlirOperationClone(kernel.to_raw());
+            let mut clone_ref = OperationRefMut::from_raw(clone);
+            clone_ref.set_discardable_attribute("spirv.entry_point_abi", abi);
+            let block =
+                mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(container, 0));
+            mlir_sys::mlirBlockAppendOwnedOperation(block, clone);
+        }
     }
     spirv
         .as_operation_mut()
         .set_discardable_attribute("gpu.container_module", Attribute::unit(context));
-    run_pipeline(&mut spirv, PIPELINE)
+    run_pipeline(&mut spirv, environment.pipeline())
         .map_err(|e| CodegenError::new(format!("SPIR-V conversion failed:\n{e}")))?;
+    if environment == Environment::Vulkan {
+        nest_spirv_modules(&spirv)?;
+        run_pipeline(&mut spirv, BINARY)
+            .map_err(|e| CodegenError::new(format!("SPIR-V serialization failed:\n{e}")))?;
+    }
 
     let mut result = Vec::new();
     for binary in body_ops_named(spirv.as_operation(), "gpu.binary") {

@@ -68,6 +68,9 @@ pub(crate) fn measure(
             );
             (Runtimes::Cuda(rt), about)
         }
+        Backend::Vulkan => {
+            bail!("--in-turns-with runs on the OpenCL or CUDA backend, not on Vulkan")
+        }
     };
     let mut turns = Vec::new();
     for (index, build) in models.iter().enumerate() {

@@ -192,7 +192,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let model = Model::load(&model_path)?;
     let function = cli::resolve_function(&model, args.call.function.as_deref())?;
     let backend = cli::choose_backend("tcc-benchmark", args.backend.as_deref(), &model)?;
-    if backend == Backend::Cuda {
+    if backend != Backend::OpenCl {
         cli::refuse_opencl_options(&[
             ("--concurrency", args.concurrency != 1),
             ("--cpu-partition", args.cpu_partition != 1),
@@ -223,6 +223,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
         bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
+    }
+    if backend == Backend::Vulkan
+        && (args.in_flight > 1 || args.split || cli::wants_several_devices(args.device.as_deref(), 1)?)
+    {
+        bail!(
+            "the Vulkan backend runs one call at a time on one device: --in-flight, --split and several --device values run on the OpenCL or CUDA backend"
+        );
     }
     if backend == Backend::Cuda
         && (args.in_flight > 1

@@ -409,6 +409,14 @@ pub(crate) fn measure(
                         .collect::<Vec<_>>(),
                 },
             }),
+            Opened::Vulkan { rt, .. } => json!({
+                "backend": "vulkan",
+                "vulkan_device": rt.info(),
+                "program_origin": null,
+                "program_format": (!model.kernel_names().is_empty()).then_some("SPIR-V"),
+                "program_note": null,
+                "host_io": tcc_runtime::HostIo::Copy,
+            }),
         };
         if let (Some(report), serde_json::Value::Object(details)) =
             (report.as_object_mut(), details)
@@ -508,6 +516,20 @@ pub(crate) fn measure(
     }
     let (rt, session) = match &opened {
         Opened::OpenCl { rt, session } => (rt, session),
+        Opened::Vulkan { rt, .. } => {
+            writeln!(
+                out,
+                "kernels: {} SPIR-V entry points on {}",
+                model.kernel_names().len(),
+                rt.info().summary()
+            )?;
+            writeln!(
+                out,
+                "host tensors: {}",
+                host_io_text(tcc_runtime::HostIo::Copy)
+            )?;
+            return Ok(());
+        }
         Opened::Cuda { session, .. } => {
             writeln!(
                 out,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (no Rust, no LLVM; NVIDIA's driver with its Vulkan
+# ICD and Debian's libvulkan1): issue 34's Vulkan checks, from the bundle of
+# scripts/bench/build-vulkan-bundle.sh.
+#
+# 1. Every e2e model through Vulkan (`run-all.sh --backend=vulkan`), each
+#    output compared with the upstream-MLIR reference (tcc-compare).
+# 2. ResNet-50 and BERT-base at batch 1 and 32: tcc-benchmark's median
+#    latency through Vulkan and through the CUDA backend, and the ratio
+#    (the target: Vulkan within 1.5x of CUDA).
+#
+# Usage: vulkan-device.sh [BUNDLE_DIR] (default: this script's folder).
+# ITERATIONS (default 50) and WARMUP (default 10) set the timing runs.
+set -uo pipefail
+here=$(cd "${1:-$(dirname "$0")}" && pwd)
+b=$here/bin
+export TCC_CACHE_DIR=${TCC_CACHE_DIR:-/tmp/tcc-vulkan-cache}
+echo "== devices"
+"$b/tcc-run" --list-devices --backend=vulkan || exit 1
+"$b/tcc-run" --list-devices --backend=cuda || true
+echo "== e2e models through Vulkan"
+"$here/run-all.sh" --backend=vulkan
+e2e=$?
+echo "== timing (median ms; Vulkan / CUDA)"
+median() {
+  python3 -c "import json,sys; print('%.3f' % json.load(sys.stdin)['latency_ms']['median'])"
+}
+printf '%-10s %5s %12s %12s %8s\n' model batch vulkan_ms cuda_ms ratio
+while read -r model batch flags; do
+  read -ra inputs <<< "$flags"
+  times=()
+  for kind in vulkan cuda; do
+    artifact=$here/timing/$model.b$batch.$kind.so
+    if [[ -e $artifact ]]; then
+      t=$("$b/tcc-benchmark" "$artifact" --backend="$kind" "${inputs[@]}" \
+            --warmup="${WARMUP:-10}" --iterations="${ITERATIONS:-50}" --json 2> "$here/timing/$model.b$batch.$kind.log" | median) || t=failed
+    else
+      t=missing
+    fi
+    times+=("${t:-failed}")
+  done
+  ratio=$(python3 -c "import sys
+try: print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))
+except ValueError: print('-')" "${times[0]}" "${times[1]}")
+  printf '%-10s %5s %12s %12s %8s\n' "$model" "$batch" "${times[0]}" "${times[1]}" "$ratio"
+done < "$here/timing/INPUTS"
+[[ -s $here/timing/FAILED ]] && { echo "== not compiled"; cat "$here/timing/FAILED"; }
+exit $e2e
