@@ -104,7 +104,10 @@ impl PassOptions for AttachTargetOptions {
             "target" | "precision" | "api" | "arch" if value.is_empty() => {}
             "arch" => self.arch = Some(value.to_string()),
             "vector-width" if value == "0" => {}
-            "target" => self.target = Some(value.to_string()),
+            "target" => {
+                targets::known(value)?;
+                self.target = Some(value.to_string());
+            }
             "precision" => self.precision = Some(value.parse()?),
             "api" => self.api = Some(value.parse()?),
             "vector-width" => {
