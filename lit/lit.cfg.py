@@ -27,9 +27,8 @@ for tool, directory in [("tcc-opt", bin_dir), ("tcc", bin_dir), ("FileCheck", ll
         lit_config.fatal(f"required tool {tool} not found at {path} (run `make deps` / `make build`)")
 
 config.environment["PATH"] = os.pathsep.join([bin_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))])
-# The pocl-cpu target sizes its register blocks for the compiling CPU's SIMD
-# registers (compiler/src/config/pocl_cpu.rs); the tests fix AVX-512's
-# table (16 floats) unless a RUN line sets another.
-config.environment["TCC_CPU_VECTOR_FLOATS"] = "16"
+# Tests state their target (--target=pocl-cpu-avx512, a module's
+# #tcc.target): nothing in the compiler reads the compiling machine unless
+# --target=host asks.
 # Keep diagnostics free of colour codes so CHECK lines match.
 config.environment["TERM"] = "dumb"

@@ -413,3 +413,45 @@ fn squeezenet_tunes_every_convolution_shape() {
             .all(|g| g.best_ms > 0.0 && g.best_ms <= g.default_ms)
     );
 }
+
+/// A record's path never travels in pipeline text (the driver loads the
+/// record and `tcc-apply-tuning` attaches its choices to the ops), so any
+/// path works, quotes and braces included; the choice shows on the op as
+/// `tcc.tuning` and becomes its strategy.
+#[test]
+fn records_at_paths_with_quotes_and_braces_are_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("dense.mlir");
+    std::fs::write(&model, MODEL).unwrap();
+    let odd = dir.path().join("a \"quoted\" {braced} dir");
+    std::fs::create_dir(&odd).unwrap();
+    let record_path = odd.join("record }{\".json");
+    let mut record = TuningRecord::new("pthread-test", "6.0", Target::PoclCpu);
+    record.gemms.push(tcc_compiler::config::tuning::TunedGemm {
+        kind: "matmul".into(),
+        shape: [1, 64, 96, 128],
+        config: [8, 16, 4, 8, 16, 1],
+        best_ms: 0.5,
+        default_ms: 0.75,
+    });
+    std::fs::write(&record_path, record.to_json()).unwrap();
+    let tiled = tcc(dir.path())
+        .args([
+            "compile",
+            model.to_str().unwrap(),
+            "--target=pocl-cpu",
+            "--compile-to=tile",
+        ])
+        .arg(format!("--tuning={}", record_path.display()))
+        .output()
+        .unwrap();
+    assert!(tiled.status.success(), "{}", stderr(&tiled));
+    let text = String::from_utf8_lossy(&tiled.stdout);
+    let chosen = "#tcc.gemm<tile_m = 8, tile_n = 16, tile_k = 4, work_m = 8, work_n = 16, split_k = 1, batch = 1, m = 64, n = 96, k = 128>";
+    assert!(text.contains(&format!("tcc.tuning = {chosen}")), "{text}");
+    assert!(text.contains(&format!("tcc.strategy = {chosen}")), "{text}");
+    // The table's choice for the same product differs, so the record
+    // decided.
+    let table = Target::PoclCpu.gemm_config(1, 64, 96, 128).unwrap();
+    assert_ne!((table.tile_m, table.tile_n), (8, 16), "{table:?}");
+}

@@ -155,7 +155,31 @@ typedef struct {
   int64_t batch, m, n, k;                            /* gemm */
   int64_t columns, vector, workItems;                /* window */
   int64_t blockQ, blockK;                            /* attention */
+  int32_t precision; /* gemm: a TccPrecision */
 } TccKernelStrategy;
+
+/* The GEMMs' arithmetic (`precision` of `#tcc.gemm` and `#tcc.target`). */
+typedef enum {
+  TccPrecisionFp32 = 0,
+  TccPrecisionTf32 = 1,
+  TccPrecisionFp16 = 2,
+  TccPrecisionBf16 = 3,
+} TccPrecision;
+
+/* The parameters of `#tcc.target<...>` (TccAttrs.td). Strings read from an
+ * attribute live as long as its context. */
+typedef struct {
+  MlirStringRef name, family, arch, api;
+  int32_t precision; /* a TccPrecision */
+  int64_t vectorWidth, maxLocalBytes, maxWorkgroupSize;
+} TccTargetDesc;
+
+/* The `#tcc.target` attribute `target` describes; a null attribute when its
+ * parameters fail the verifier (which reports through the context). */
+MlirAttribute tccTargetAttrGet(MlirContext context, const TccTargetDesc *target);
+/* Reads a `#tcc.target` attribute into `*target`; false for any other
+ * attribute. */
+bool tccTargetAttrRead(MlirAttribute attr, TccTargetDesc *target);
 
 /* The strategy attribute `strategy` describes. Returns a null attribute
  * if its kind is unknown or its parameters fail the attribute's verifier

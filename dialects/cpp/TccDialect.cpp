@@ -43,6 +43,11 @@ void TccDialect::initialize() {
 // Kernel strategies
 //===----------------------------------------------------------------------===//
 
+/// Whether `precision` names a GEMM arithmetic.
+static bool isPrecision(StringRef precision) {
+  return llvm::is_contained({"fp32", "tf32", "fp16", "bf16"}, precision);
+}
+
 /// Checks that a work-group size is positive.
 static LogicalResult
 verifyWorkgroupSize(function_ref<InFlightDiagnostic()> emitError,
@@ -66,11 +71,14 @@ LoopsStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult GemmStrategyAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t tileM, int64_t tileN,
     int64_t tileK, int64_t workM, int64_t workN, int64_t splitK, int64_t batch,
-    int64_t m, int64_t n, int64_t k) {
+    int64_t m, int64_t n, int64_t k, StringRef precision) {
   for (int64_t size : {tileM, tileN, tileK, workM, workN, splitK, batch, m, n,
                        k})
     if (size <= 0)
       return emitError() << "GEMM tiles and shape must be positive";
+  if (!isPrecision(precision))
+    return emitError() << "precision must be fp32, tf32, fp16 or bf16, got '"
+                       << precision << "'";
   if (tileM % workM != 0 || tileN % workN != 0)
     return emitError() << "work_m and work_n must divide tile_m and tile_n";
   return success();
@@ -111,6 +119,30 @@ AttentionStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (blockQ <= 0 || blockK <= 0)
     return emitError() << "block_q and block_k must be positive, got "
                        << blockQ << " and " << blockK;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef name, StringRef family,
+                                 StringRef arch, StringRef api,
+                                 StringRef precision, int64_t vectorWidth,
+                                 int64_t maxLocalBytes,
+                                 int64_t maxWorkgroupSize) {
+  if (name.empty() || family.empty())
+    return emitError() << "a target needs a name and a family";
+  if (!llvm::is_contained({"opencl", "cuda", "vulkan"}, api))
+    return emitError() << "api must be opencl, cuda or vulkan, got '" << api
+                       << "'";
+  if (!isPrecision(precision))
+    return emitError() << "precision must be fp32, tf32, fp16 or bf16, got '"
+                       << precision << "'";
+  if (vectorWidth <= 0 || maxLocalBytes <= 0 || maxWorkgroupSize <= 0)
+    return emitError() << "vector_width, max_local_bytes and "
+                          "max_workgroup_size must be positive";
   return success();
 }
 

@@ -12,6 +12,7 @@
 #include "TccDialect.h"
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Support.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -95,6 +96,20 @@ extern "C" bool tccDenseResourceSetBlob(MlirAttribute attr, const void *data,
 // Kernel strategies
 //===----------------------------------------------------------------------===//
 
+/* TccPrecision codes and their names in the attributes. */
+static const char *const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
+
+static StringRef precisionName(int32_t code) {
+  return code >= 0 && code < 4 ? kPrecisions[code] : "invalid";
+}
+
+static int32_t precisionCode(StringRef name) {
+  for (int32_t code = 0; code < 4; ++code)
+    if (name == kPrecisions[code])
+      return code;
+  return -1;
+}
+
 MlirAttribute tccKernelStrategyGet(MlirContext context,
                                    const TccKernelStrategy *s) {
   MLIRContext *ctx = unwrap(context);
@@ -108,7 +123,7 @@ MlirAttribute tccKernelStrategyGet(MlirContext context,
   case TccStrategyGemm:
     attr = tcc::GemmStrategyAttr::getChecked(
         emitError, ctx, s->tileM, s->tileN, s->tileK, s->workM, s->workN,
-        s->splitK, s->batch, s->m, s->n, s->k);
+        s->splitK, s->batch, s->m, s->n, s->k, precisionName(s->precision));
     break;
   case TccStrategyRowReduce:
     attr = tcc::RowReduceStrategyAttr::getChecked(emitError, ctx,
@@ -158,6 +173,7 @@ bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
     s->m = gemm.getM();
     s->n = gemm.getN();
     s->k = gemm.getK();
+    s->precision = precisionCode(gemm.getPrecision());
   } else if (auto row = dyn_cast<tcc::RowReduceStrategyAttr>(a)) {
     s->kind = TccStrategyRowReduce;
     s->workgroupSize = row.getWorkgroupSize();
@@ -180,6 +196,36 @@ bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
   } else {
     return false;
   }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+MlirAttribute tccTargetAttrGet(MlirContext context, const TccTargetDesc *t) {
+  MLIRContext *ctx = unwrap(context);
+  auto emitError = [&]() { return mlir::emitError(UnknownLoc::get(ctx)); };
+  return wrap(tcc::TargetAttr::getChecked(
+      emitError, ctx, unwrap(t->name), unwrap(t->family), unwrap(t->arch),
+      unwrap(t->api), precisionName(t->precision), t->vectorWidth,
+      t->maxLocalBytes, t->maxWorkgroupSize));
+}
+
+bool tccTargetAttrRead(MlirAttribute attr, TccTargetDesc *t) {
+  *t = TccTargetDesc{};
+  auto target = dyn_cast_or_null<tcc::TargetAttr>(unwrap(attr));
+  if (!target)
+    return false;
+  auto ref = [](StringRef s) { return mlirStringRefCreate(s.data(), s.size()); };
+  t->name = ref(target.getName());
+  t->family = ref(target.getFamily());
+  t->arch = ref(target.getArch());
+  t->api = ref(target.getApi());
+  t->precision = precisionCode(target.getPrecision());
+  t->vectorWidth = target.getVectorWidth();
+  t->maxLocalBytes = target.getMaxLocalBytes();
+  t->maxWorkgroupSize = target.getMaxWorkgroupSize();
   return true;
 }
 

@@ -6,9 +6,10 @@
 //! [`register_all_dialects`], [`register_all_passes`],
 //! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`];
 //! [`strategy`] reads and writes the typed kernel strategy
-//! (`td/TccAttrs.td`).
+//! (`td/TccAttrs.td`) and [`target`] the target attribute (`#tcc.target`).
 
 pub mod strategy;
+pub mod target;
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::Mutex;

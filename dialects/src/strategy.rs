@@ -9,6 +9,8 @@ use melior::ir::attribute::AttributeLike;
 use mlir_sys::{MlirAttribute, MlirContext};
 pub use tcc_kernels::{GemmConfig, GemmShape, WindowConfig};
 
+pub use crate::target::Precision;
+
 /// `TccKernelStrategy` of `cpp/TccCAPI.h`: every strategy's parameters,
 /// flat.
 #[repr(C)]
@@ -32,6 +34,7 @@ struct RawStrategy {
     work_items: i64,
     block_q: i64,
     block_k: i64,
+    precision: i32,
 }
 
 unsafe extern "C" {
@@ -58,10 +61,12 @@ pub enum KernelStrategy {
         workgroup_size: i64,
         max_workgroups: Option<i64>,
     },
-    /// `#tcc.gemm`: the tiled GEMM template for a product of `shape`.
+    /// `#tcc.gemm`: the tiled GEMM template for a product of `shape`, in
+    /// `precision` (tensor cores where not fp32).
     Gemm {
         config: GemmConfig,
         shape: GemmShape,
+        precision: Precision,
     },
     /// `#tcc.row_reduce`: one work-group per output element.
     RowReduce { workgroup_size: i64 },
@@ -111,6 +116,7 @@ impl KernelStrategy {
                     n: raw.n,
                     k: raw.k,
                 },
+                precision: Precision::from_code(raw.precision)?,
             },
             ROW_REDUCE => KernelStrategy::RowReduce {
                 workgroup_size: size,
@@ -151,8 +157,13 @@ impl KernelStrategy {
                 raw.workgroup_size = workgroup_size;
                 raw.max_workgroups = max_workgroups.unwrap_or(0);
             }
-            KernelStrategy::Gemm { config, shape } => {
+            KernelStrategy::Gemm {
+                config,
+                shape,
+                precision,
+            } => {
                 raw.kind = GEMM;
+                raw.precision = precision.code();
                 raw.tile_m = config.tile_m.into();
                 raw.tile_n = config.tile_n.into();
                 raw.tile_k = config.tile_k.into();
@@ -255,6 +266,24 @@ mod tests {
                     n: 512,
                     k: 4608,
                 },
+                precision: Precision::Fp32,
+            },
+            KernelStrategy::Gemm {
+                config: GemmConfig {
+                    tile_m: 128,
+                    tile_n: 128,
+                    tile_k: 32,
+                    work_m: 8,
+                    work_n: 8,
+                    split_k: 1,
+                },
+                shape: GemmShape {
+                    batch: 1,
+                    m: 256,
+                    n: 256,
+                    k: 256,
+                },
+                precision: Precision::Bf16,
             },
             KernelStrategy::RowReduce {
                 workgroup_size: 128,
@@ -287,6 +316,20 @@ mod tests {
             .unwrap()
             .to_string();
         assert_eq!(text, "#tcc.softmax<workgroup_size = 8>");
+        // fp32, the default precision, is not printed.
+        let gemm = Attribute::parse(
+            &context,
+            "#tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 64>",
+        )
+        .unwrap();
+        assert!(matches!(
+            KernelStrategy::from_attribute(gemm),
+            Some(KernelStrategy::Gemm {
+                precision: Precision::Fp32,
+                ..
+            })
+        ));
+        assert!(!gemm.to_string().contains("precision"), "{gemm}");
         assert!(
             KernelStrategy::from_attribute(Attribute::parse(&context, "64 : i64").unwrap())
                 .is_none()
@@ -308,5 +351,12 @@ mod tests {
             .is_none()
         );
         assert!(Attribute::parse(&context, "#tcc.attention<block_q = 0, block_k = 32>").is_none());
+        assert!(
+            Attribute::parse(
+                &context,
+                "#tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 64, precision = \"fp8\">"
+            )
+            .is_none()
+        );
     }
 }

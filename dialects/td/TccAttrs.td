@@ -44,6 +44,9 @@ def Tcc_GemmStrategyAttr : Tcc_StrategyAttr<"GemmStrategy", "gemm"> {
     `tile_m x tile_n`, K in steps of `tile_k`, `work_m x work_n` outputs
     per work-item, K split over `split_k` work-groups. A tile of exactly
     one work-item's outputs is the register-blocked form for CPUs.
+    `precision` is the arithmetic of the products: `fp32` (the default,
+    not printed), or the tensor cores' `tf32`, `fp16` or `bf16` (fp32
+    accumulators), which the OpenCL C and PTX writers read.
 
     ```mlir
     tcc.strategy = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16,
@@ -54,7 +57,8 @@ def Tcc_GemmStrategyAttr : Tcc_StrategyAttr<"GemmStrategy", "gemm"> {
                         "int64_t":$tile_k, "int64_t":$work_m,
                         "int64_t":$work_n, "int64_t":$split_k,
                         "int64_t":$batch, "int64_t":$m, "int64_t":$n,
-                        "int64_t":$k);
+                        "int64_t":$k,
+                        StringRefParameter<"arithmetic", "\"fp32\"">:$precision);
   let genVerifyDecl = 1;
 }
 
@@ -136,6 +140,50 @@ def Tcc_AttentionStrategyAttr
     ```
   }];
   let parameters = (ins "int64_t":$block_q, "int64_t":$block_k);
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+def Tcc_TargetAttr : AttrDef<Tcc_Dialect, "Target"> {
+  let mnemonic = "target";
+  let summary = "the device a module is compiled for";
+  let description = [{
+    What the compiler knows of the device, written once on the module (as
+    `tcc.target`) by `tcc-attach-target` in the input phase from a table of
+    known targets (`compiler/src/config/targets.rs`) and the command line,
+    and read by every pass and back end that depends on the device:
+
+    - `name`: the known target it came from (`nvidia-sm90`,
+      `pocl-cpu-avx2`, ...);
+    - `family`: whose tuning tables apply (`generic`, `nvidia`,
+      `pocl-cpu`);
+    - `arch`: the device architecture (`sm_90`, `x86-64-v3`; empty where
+      the kernels are portable);
+    - `api`: how the kernels are launched (`opencl`, `cuda`, `vulkan`);
+    - `precision`: the GEMMs' arithmetic (`fp32`, `tf32`, `fp16`, `bf16`);
+    - `vector_width`: floats in one SIMD register (CPUs) or one vector
+      load (GPUs);
+    - `max_local_bytes`: local (shared) memory one work-group may use;
+    - `max_workgroup_size`: work-items one work-group may hold.
+
+    ```mlir
+    module attributes {tcc.target = #tcc.target<name = "nvidia-sm90",
+        family = "nvidia", arch = "sm_90", api = "opencl", precision = "fp32",
+        vector_width = 4, max_local_bytes = 49152, max_workgroup_size = 1024>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"known target">:$name,
+                        StringRefParameter<"tuning family">:$family,
+                        StringRefParameter<"architecture">:$arch,
+                        StringRefParameter<"launch API">:$api,
+                        StringRefParameter<"GEMM precision">:$precision,
+                        "int64_t":$vector_width,
+                        "int64_t":$max_local_bytes,
+                        "int64_t":$max_workgroup_size);
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 

@@ -1,9 +1,10 @@
-// tcc-attach-tensor-map-slots: on the nvidia target, every GEMM kernel whose
+// tcc-attach-tensor-map-slots: on an nvidia target at precision tf32 (the
+// module's #tcc.target), every GEMM kernel whose
 // tile (128x128, 256 work-items, unsplit) and shape (M, N multiples of 128,
 // K of 32) allow the TF32 wgmma body gets a scratch buffer of one 128-byte
 // tensor-map slot per work-group (allocated before each launch) as one more
-// argument, and is marked tcc.tensor_map_slots; other kernels and other
-// targets are left alone.
+// argument, and is marked tcc.tensor_map_slots; other kernels, other
+// targets and fp32 are left alone.
 // RUN: tcc-opt %s --split-input-file --tcc-attach-tensor-map-slots | FileCheck %s
 
 // Two batches of 2 x 3 work-groups: 12 slots of 128 bytes.
@@ -17,7 +18,7 @@
 // CHECK: gpu.func @small(%{{.*}}: memref<1x64x64xf32>, %{{.*}}: memref<1x64x64xf32>, %{{.*}}: memref<1x64x64xf32>) kernel attributes {tcc.strategy
 // CHECK-NOT: tcc.tensor_map_slots
 // CHECK: gpu.func @short_k(
-module attributes {gpu.container_module, tcc.target = "nvidia"} {
+module attributes {gpu.container_module, tcc.target = #tcc.target<name = "nvidia-sm90", family = "nvidia", arch = "sm_90", api = "opencl", precision = "tf32", vector_width = 4, max_local_bytes = 49152, max_workgroup_size = 1024>} {
   func.func @dense(%a: memref<2x256x64xf32>, %b: memref<2x64x384xf32>, %c: memref<2x256x384xf32>, %x: memref<1x64x64xf32>, %y: memref<1x64x64xf32>, %p: memref<1x128x48xf32>, %q: memref<1x48x128xf32>, %r: memref<1x128x128xf32>) {
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
@@ -51,7 +52,7 @@ module attributes {gpu.container_module, tcc.target = "nvidia"} {
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch_func @tcc_kernels::@big {{.*}} args(%{{.*}} : memref<1x128x128xf32>, %{{.*}} : memref<1x128x64xf32>, %{{.*}} : memref<1x64x128xf32>)
 // CHECK-NOT: tcc.tensor_map_slots
-module attributes {gpu.container_module, tcc.target = "generic"} {
+module attributes {gpu.container_module, tcc.target = #tcc.target<name = "opencl-generic", family = "generic", arch = "", api = "opencl", precision = "tf32", vector_width = 4, max_local_bytes = 32768, max_workgroup_size = 256>} {
   func.func @generic(%a: memref<1x128x64xf32>, %b: memref<1x64x128xf32>, %c: memref<1x128x128xf32>) {
     %c1 = arith.constant 1 : index
     %c16 = arith.constant 16 : index

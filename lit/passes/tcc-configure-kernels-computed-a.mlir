@@ -5,8 +5,8 @@
 // producer's arithmetic serves 64 columns. The same convolution reading a
 // plain input keeps 6 x 16; AVX-512's table (16 floats) is the same for
 // both.
-// RUN: env TCC_CPU_VECTOR_FLOATS=8 tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=AVX2
-// RUN: env TCC_CPU_VECTOR_FLOATS=16 tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=AVX512
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx2})' | FileCheck %s --check-prefix=AVX2
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx512})' | FileCheck %s --check-prefix=AVX512
 
 // AVX2-LABEL: func.func @bn_relu_then_conv
 // AVX2: tcc.conv = "conv_2d_nhwc_hwcf"

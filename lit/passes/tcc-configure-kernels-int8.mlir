@@ -2,12 +2,15 @@
 // tcc-quantize-int8 makes) the GEMM template on the GPU targets, with the
 // fp32 table's tiles and a k step of 64 (two mma.sync.m16n8k32); on pocl-cpu
 // (no integer register-blocked form) with the generic target's tiles; loop
-// nests under TCC_INT8_GEMM=off; TCC_INT8_GEMM=N sets the k step.
+// nests under int8-gemm=off; int8-gemm=N sets the k step (tcc compile maps
+// the deprecated TCC_INT8_GEMM to it), a multiple of 32 or an error.
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
-// RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=pocl-cpu | FileCheck %s --check-prefix=GENERIC
-// RUN: env TCC_INT8_GEMM=off tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=LOOPS
-// RUN: env TCC_INT8_GEMM=32 tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=K32
+// RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=pocl-cpu-avx512 | FileCheck %s --check-prefix=GENERIC
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia int8-gemm=off})' | FileCheck %s --check-prefix=LOOPS
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia int8-gemm=32})' | FileCheck %s --check-prefix=K32
+// RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{int8-gemm=48})' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: int8-gemm must be on, off or a k step that is a multiple of 32, not '48'
 
 // NVIDIA: tcc.strategy = #tcc.gemm<tile_m = 16, tile_n = 16, tile_k = 64, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
 // GENERIC: tcc.strategy = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 64, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 96, k = 128>

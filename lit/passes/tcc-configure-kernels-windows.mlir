@@ -5,19 +5,18 @@
 // count. pocl-cpu takes it everywhere, in blocks of 4 columns wherever the
 // rows have them; the GPU targets only where it measured faster on the
 // H100 (stride 1, at most 16 window columns, at least 2^20 outputs) and
-// keep loop nests for the rest. windows=on|off|N (or TCC_WINDOWS) forces
-// the choice; templates=false (SPIR-V) never takes it.
+// keep loop nests for the rest. windows=on|off|N forces the choice
+// (tcc compile maps the deprecated TCC_WINDOWS to it); templates=false
+// (SPIR-V) never takes it. pocl-cpu runs state their CPU (avx512).
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
-// RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=pocl-cpu | FileCheck %s --check-prefix=POCL
-// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=pocl-cpu windows=2})' | FileCheck %s --check-prefix=FORCED
+// RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=pocl-cpu-avx512 | FileCheck %s --check-prefix=POCL
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=pocl-cpu-avx512 windows=2})' | FileCheck %s --check-prefix=FORCED
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=nvidia windows=on})' | FileCheck %s --check-prefix=FORCED-NV
-// RUN: env TCC_WINDOWS=off tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=OFF
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=nvidia windows=off})' | FileCheck %s --check-prefix=OFF
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=nvidia templates=false})' | FileCheck %s --check-prefix=OFF
 // RUN: not tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-configure-kernels{windows=sideways})' 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: env TCC_WINDOWS=sideways not tcc-opt %s --split-input-file --tcc-configure-kernels 2>&1 | FileCheck %s --check-prefix=BADENV
 // BAD: windows must be auto, on, off or a number of columns, not 'sideways'
-// BADENV: TCC_WINDOWS: windows must be auto, on, off or a number of columns, not 'sideways'
 
 // MobileNet-v2's first depthwise layer at batch 8 (3x3, pad 1, bias and
 // ReLU6 fused): 4 columns of 4 channels per work-item on the GPUs,

@@ -3,20 +3,20 @@
 // that many points, never more than it has.
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
 // RUN: tcc-opt %s --tcc-phase-linalg --tcc-form-dispatches --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
-// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=POCL
-// RUN: env TCC_CPU_VECTOR_FLOATS=8 tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu})' | FileCheck %s --check-prefix=AVX2
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx512})' | FileCheck %s --check-prefix=POCL
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx2})' | FileCheck %s --check-prefix=AVX2
 // RUN: not tcc-opt %s --tcc-configure-kernels=target=amd 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu tuning=%S/Inputs/pocl-cpu-tuning.json})' | FileCheck %s --check-prefix=TUNED
-// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu candidate=1})' | FileCheck %s --check-prefix=CANDIDATE
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx512 tuning=%S/Inputs/pocl-cpu-tuning.json})' | FileCheck %s --check-prefix=TUNED
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx512 candidate=1})' | FileCheck %s --check-prefix=CANDIDATE
 // RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{target=pocl-cpu tuning=%S/Inputs/missing.json})' 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{target=pocl-cpu candidate=-1})' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// BAD: tcc-configure-kernels: unknown target 'amd' (targets: generic, nvidia, pocl-cpu)
+// BAD: tcc-configure-kernels: unknown target 'amd' (targets: opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, host, generic, nvidia, pocl-cpu)
 // MISSING: cannot read tuning record {{.*}}missing.json
 // NEGATIVE: candidate must be a non-negative integer, not '-1'
 
-// GENERIC: module attributes {tcc.target = "generic"}
-// NVIDIA: module attributes {tcc.target = "nvidia"}
-// POCL: module attributes {tcc.target = "pocl-cpu"}
+// GENERIC: module attributes {tcc.target = #tcc.target<name = "opencl-generic", family = "generic", arch = "", api = "opencl", precision = "fp32", vector_width = 4, max_local_bytes = 32768, max_workgroup_size = 256>}
+// NVIDIA: module attributes {tcc.target = #tcc.target<name = "nvidia-sm90", family = "nvidia", arch = "sm_90", api = "opencl", precision = "fp32", vector_width = 4, max_local_bytes = 49152, max_workgroup_size = 1024>}
+// POCL: module attributes {tcc.target = #tcc.target<name = "pocl-cpu-avx512", family = "pocl-cpu", arch = "x86-64-v4", api = "opencl", precision = "fp32", vector_width = 16, max_local_bytes = 65536, max_workgroup_size = 4096>}
 
 // GENERIC-LABEL: func.func @big
 // GENERIC: tcc.strategy = #tcc.loops<workgroup_size = 128>
@@ -52,7 +52,7 @@ func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
 }
 
 // A 64x128 @ 128x96 product: the pocl-cpu table takes 4x64 register
-// blocks on AVX-512 (lit's default, TCC_CPU_VECTOR_FLOATS=16) and 6x16
+// blocks on AVX-512 (pocl-cpu-avx512) and 6x16
 // with AVX2's 8-float registers; the tuning record names this shape
 // (8x16), and `candidate=1` forces the target's second candidate (4x16).
 // Templates size their own grids: no max_workgroups.

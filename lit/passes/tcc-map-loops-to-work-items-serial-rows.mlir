@@ -1,7 +1,7 @@
 // tcc-map-loops-to-work-items{serial-rows}: the rows of a kernel's nests
 // (all but the fewest innermost dimensions holding at least 8 elements)
 // are mapped onto work-items, and each work-item walks its rows' inner
-// dimensions in order. `auto` takes the module's tcc.target: pocl-cpu
+// dimensions in order. `auto` takes the module's #tcc.target: pocl-cpu
 // maps rows, the GPU targets elements.
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-map-loops-to-work-items{serial-rows=true})' | FileCheck %s
 // RUN: tcc-opt %s --split-input-file --tcc-map-loops-to-work-items | FileCheck %s --check-prefix=AUTO
@@ -26,7 +26,7 @@
 // AUTO-LABEL: gpu.func @bias_relu
 // AUTO: scf.for %[[L:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // AUTO: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-module attributes {gpu.container_module, tcc.target = "pocl-cpu"} {
+module attributes {gpu.container_module, tcc.target = #tcc.target<name = "pocl-cpu-avx512", family = "pocl-cpu", arch = "x86-64-v4", api = "opencl", precision = "fp32", vector_width = 16, max_local_bytes = 65536, max_workgroup_size = 4096>} {
   gpu.module @tcc_kernels {
     gpu.func @bias_relu(%out: memref<64x32xf32>, %in: memref<64x32xf32>, %bias: memref<32xf32>) kernel attributes {known_block_size = array<i32: 16, 1, 1>} {
       %c0 = arith.constant 0 : index
@@ -68,7 +68,7 @@ module attributes {gpu.container_module, tcc.target = "pocl-cpu"} {
 // AUTO-NEXT: scf.for %{{.*}} = %{{.*}} to %[[C896]] step %{{.*}} {
 // AUTO-NOT: scf.for
 // AUTO: memref.store
-module attributes {gpu.container_module, tcc.target = "nvidia"} {
+module attributes {gpu.container_module, tcc.target = #tcc.target<name = "nvidia-sm90", family = "nvidia", arch = "sm_90", api = "opencl", precision = "fp32", vector_width = 4, max_local_bytes = 49152, max_workgroup_size = 1024>} {
   gpu.module @tcc_kernels {
     gpu.func @blocks(%out: memref<32x7x4xf32>, %in: memref<32x4x7xf32>) kernel attributes {known_block_size = array<i32: 16, 1, 1>} {
       %c0 = arith.constant 0 : index

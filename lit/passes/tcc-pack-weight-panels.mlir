@@ -6,7 +6,7 @@
 // generic form (its kernel attributes kept). Output channels that are
 // not whole panels are padded with zero ones. Filters that are not
 // constants and other targets are left alone.
-// RUN: env TCC_CPU_VECTOR_FLOATS=8 tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu},tcc-pack-weight-panels)' | FileCheck %s
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx2},tcc-pack-weight-panels)' | FileCheck %s
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=nvidia},tcc-pack-weight-panels)' | FileCheck %s --check-prefix=NVIDIA
 
 // NVIDIA-NOT: floordiv

@@ -12,7 +12,7 @@
 // per tap, then runs the channel loop with `tcc_inside` true (the pad
 // select folds away) where all rows are inside the image, false
 // elsewhere; the 1x1 one has no check.
-// RUN: tcc compile %s --emit=opencl-c --target=pocl-cpu -o %t.cpu && cat %t.cpu/*.cl | FileCheck %s --check-prefix=CPU
+// RUN: tcc compile %s --emit=opencl-c --target=pocl-cpu-avx512 -o %t.cpu && cat %t.cpu/*.cl | FileCheck %s --check-prefix=CPU
 
 // CHECK-LABEL: void conv_{{[0-9]+}}(
 // CHECK: /* tile {{.*}} M=800 N=96 K=576 batch=1 */

@@ -4,8 +4,8 @@
 // RUN: tcc compile %s --compile-to=tile --target=nvidia | FileCheck %s --check-prefix=TILE
 // RUN: tcc compile %s --compile-to=gpu --target=nvidia | FileCheck %s --check-prefix=GPU
 // RUN: tcc compile %s --emit=opencl-c --target=nvidia | FileCheck %s --check-prefix=CL
-// RUN: tcc compile %s --compile-to=tile --target=pocl-cpu | FileCheck %s --check-prefix=POCL
-// RUN: tcc compile %s --emit=opencl-c --target=pocl-cpu | FileCheck %s --check-prefix=CPU
+// RUN: tcc compile %s --compile-to=tile --target=pocl-cpu-avx512 | FileCheck %s --check-prefix=POCL
+// RUN: tcc compile %s --emit=opencl-c --target=pocl-cpu-avx512 | FileCheck %s --check-prefix=CPU
 
 // A 200x96 output has 8 64x64 tiles, fewer than the H100's 132 SMs: the
 // nvidia configuration takes 16x16 tiles (13 x 6 work-groups of 8x8).

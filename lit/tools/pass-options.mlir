@@ -7,8 +7,9 @@
 // RUN: tcc-opt --help | FileCheck %s --check-prefix=HELP
 // HELP:      --tcc-configure-kernels
 // HELP-NEXT:   --candidate=<string> {{.*}}- Take every GEMM's N-th candidate
+// HELP-NEXT:   --int8-gemm=<string> {{.*}}- int8 contractions on the GEMM template
 // HELP-NEXT:   --large-tf32-tiles {{.*}}- On nvidia, matmuls the table gives 128x128 tiles take 256x128 tiles
-// HELP-NEXT:   --target=<string> {{.*}}- The device family {{.*}}generic, nvidia or pocl-cpu
+// HELP-NEXT:   --target=<string> {{.*}}- A known target {{.*}}for a module without #tcc.target
 // HELP-NEXT:   --templates {{.*}}- Allow kernel templates
 // HELP-NEXT:   --tuning=<string> {{.*}}- A tuning record
 // HELP:      --tcc-fuse-elementwise
@@ -18,16 +19,16 @@
 
 // RUN: tcc-opt %s --dump-pass-pipeline --pass-pipeline='builtin.module(tcc-fuse-elementwise{max-ops=7},tcc-configure-kernels{target=nvidia},tcc-decompose-composites{ops={softmax,gelu}})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DUMP
 // DUMP:      tcc-fuse-elementwise{max-ops=7},
-// DUMP-NEXT: tcc-configure-kernels{candidate= large-tf32-tiles=false target=nvidia templates=true tuning= windows=auto},
+// DUMP-NEXT: tcc-configure-kernels{candidate= int8-gemm=on large-tf32-tiles=false target=nvidia templates=true tuning= windows=auto},
 // DUMP-NEXT: tcc-decompose-composites{ops={softmax,gelu}}
 
 // The printed pipeline is a valid one.
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{candidate= target=nvidia templates=true tuning=})' | FileCheck %s --check-prefix=REPARSE
-// REPARSE: module attributes {tcc.target = "nvidia"}
+// REPARSE: module attributes {tcc.target = #tcc.target<name = "nvidia-sm90", family = "nvidia", arch = "sm_90", api = "opencl", precision = "fp32", vector_width = 4, max_local_bytes = 49152, max_workgroup_size = 1024>}
 
 // RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{target=bogus})' 2>&1 | FileCheck %s --check-prefix=BADPIPE
 // BADPIPE-NOT: <unknown>
-// BADPIPE: tcc-opt: error: --pass-pipeline:1:38: tcc-configure-kernels: unknown target 'bogus' (targets: generic, nvidia, pocl-cpu)
+// BADPIPE: tcc-opt: error: --pass-pipeline:1:38: tcc-configure-kernels: unknown target 'bogus' (targets: opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, host, generic, nvidia, pocl-cpu)
 // BADPIPE-NEXT: {{^}}  builtin.module(tcc-configure-kernels{target=bogus})
 // BADPIPE-NEXT: {{^}}                                       ^
 // BADPIPE-NOT: <unknown>

@@ -49,7 +49,7 @@ impl TargetConfig for Generic {
         workgroup_size(kind)
     }
 
-    fn gemm(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
+    fn gemm(&self, m: i64, n: i64, _k: i64, _vector_width: u32) -> Option<GemmConfig> {
         gemm(m, n)
     }
 

@@ -10,6 +10,7 @@
 pub mod generic;
 pub mod nvidia;
 pub mod pocl_cpu;
+pub mod targets;
 pub mod tuning;
 
 use std::fmt;
@@ -151,16 +152,17 @@ pub trait TargetConfig: Sync {
         None
     }
 
-    /// The table's tiled-GEMM configuration for an `m x n x k` product,
-    /// or `None` to compile it as loops.
-    fn gemm(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig>;
+    /// The table's tiled-GEMM configuration for an `m x n x k` product
+    /// on a device of `vector_width` floats per SIMD register (the
+    /// target's `vector_width`), or `None` to compile it as loops.
+    fn gemm(&self, m: i64, n: i64, k: i64, vector_width: u32) -> Option<GemmConfig>;
 
     /// As [`TargetConfig::gemm`], for a convolution whose A operand is
     /// computed per load by a folded producer (a BatchNorm + ReLU before
     /// it, `tcc-fold-conv-inputs`): each A element then costs arithmetic,
     /// which a wider block of C amortizes over more columns.
-    fn gemm_computed_a(&self, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
-        self.gemm(m, n, k)
+    fn gemm_computed_a(&self, m: i64, n: i64, k: i64, vector_width: u32) -> Option<GemmConfig> {
+        self.gemm(m, n, k, vector_width)
     }
 
     /// The panel width (in output channels) a convolution's constant
@@ -326,12 +328,36 @@ impl Target {
         }
     }
 
-    /// The tiled-GEMM configuration for `batch` products of `m x n x k`,
-    /// or `None` to compile it like any other kernel (one output per
-    /// work-item). Batched products never split K: their batch already
-    /// multiplies the work-groups.
+    /// The floats per SIMD register of the family's own known target
+    /// (`generic`, `nvidia`, `pocl-cpu`: `opencl-generic`, `nvidia-sm90`,
+    /// `pocl-cpu-avx2`), for callers without a module's `#tcc.target`.
+    pub fn default_vector_width(self) -> u32 {
+        targets::known(self.name())
+            .ok()
+            .and_then(|desc| u32::try_from(desc.vector_width).ok())
+            .unwrap_or(4)
+    }
+
+    /// The tiled-GEMM configuration for `batch` products of `m x n x k`
+    /// on the family's own known target (see [`Target::gemm_config_for`]).
     pub fn gemm_config(self, batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
-        let mut config = self.config().gemm(m, n, k)?;
+        self.gemm_config_for(self.default_vector_width(), batch, m, n, k)
+    }
+
+    /// The tiled-GEMM configuration for `batch` products of `m x n x k`
+    /// on a device of `vector_width` floats per SIMD register, or `None`
+    /// to compile it like any other kernel (one output per work-item).
+    /// Batched products never split K: their batch already multiplies
+    /// the work-groups.
+    pub fn gemm_config_for(
+        self,
+        vector_width: u32,
+        batch: i64,
+        m: i64,
+        n: i64,
+        k: i64,
+    ) -> Option<GemmConfig> {
+        let mut config = self.config().gemm(m, n, k, vector_width)?;
         if batch > 1 {
             config.split_k = 1;
         }
@@ -342,7 +368,20 @@ impl Target {
     /// As [`Target::gemm_config`], for a convolution whose A is computed
     /// per load by a folded producer ([`TargetConfig::gemm_computed_a`]).
     pub fn gemm_config_computed_a(self, batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
-        let mut config = self.config().gemm_computed_a(m, n, k)?;
+        self.gemm_config_computed_a_for(self.default_vector_width(), batch, m, n, k)
+    }
+
+    /// As [`Target::gemm_config_for`], for a convolution whose A is
+    /// computed per load by a folded producer.
+    pub fn gemm_config_computed_a_for(
+        self,
+        vector_width: u32,
+        batch: i64,
+        m: i64,
+        n: i64,
+        k: i64,
+    ) -> Option<GemmConfig> {
+        let mut config = self.config().gemm_computed_a(m, n, k, vector_width)?;
         if batch > 1 {
             config.split_k = 1;
         }
@@ -360,7 +399,20 @@ impl Target {
     /// choice first, then the target's alternatives, each valid and none
     /// twice. Empty where the table takes no tiled kernel.
     pub fn gemm_candidates(self, batch: i64, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
-        let Some(default) = self.gemm_config(batch, m, n, k) else {
+        self.gemm_candidates_for(self.default_vector_width(), batch, m, n, k)
+    }
+
+    /// As [`Target::gemm_candidates`], on a device of `vector_width`
+    /// floats per SIMD register.
+    pub fn gemm_candidates_for(
+        self,
+        vector_width: u32,
+        batch: i64,
+        m: i64,
+        n: i64,
+        k: i64,
+    ) -> Vec<GemmConfig> {
+        let Some(default) = self.gemm_config_for(vector_width, batch, m, n, k) else {
             return Vec::new();
         };
         let mut candidates = vec![default];
@@ -385,15 +437,10 @@ impl Target {
         }
     }
 
-    /// The target a module was configured for (its `tcc.target`, set by
-    /// `tcc-configure-kernels`), if it names one.
+    /// The family of the module's target (its `#tcc.target`, written by
+    /// `tcc-attach-target`), if it has one.
     pub fn of_module(module: melior::ir::operation::OperationRef) -> Option<Target> {
-        use melior::ir::operation::OperationLike;
-        module
-            .attribute(crate::ir::attr_names::TARGET)
-            .ok()
-            .and_then(crate::ir::util::string_value)
-            .and_then(|t| t.parse().ok())
+        targets::of_module(module).and_then(|desc| targets::family(&desc).ok())
     }
 
     /// Whether loop-nest kernels map rows onto work-items (see
@@ -641,7 +688,9 @@ mod tests {
         assert!(!Target::PoclCpu.fold_producers_into_convs());
         assert!(Target::Nvidia.fold_producers_into_convs());
         assert!(Target::Generic.fold_producers_into_convs());
-        let cpu_dispatch = crate::phases::Phase::Dispatch.passes(Target::PoclCpu);
+        let cpu_dispatch = crate::phases::Phase::Dispatch
+            .passes(Target::PoclCpu)
+            .to_string();
         assert!(
             cpu_dispatch.contains("conv-producers=false"),
             "{cpu_dispatch}"
@@ -653,7 +702,9 @@ mod tests {
             cpu_dispatch.contains("conv-pad-channels=8"),
             "{cpu_dispatch}"
         );
-        let gpu_dispatch = crate::phases::Phase::Dispatch.passes(Target::Nvidia);
+        let gpu_dispatch = crate::phases::Phase::Dispatch
+            .passes(Target::Nvidia)
+            .to_string();
         assert!(
             gpu_dispatch.contains("pools=strided conv-producers=true conv-pad-channels=0"),
             "{gpu_dispatch}"

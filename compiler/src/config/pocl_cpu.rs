@@ -63,7 +63,8 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// of one work-item per `rows x columns` block of C, operands read
 /// straight from memory), which PoCL compiles to SIMD multiply-adds along
 /// the block's columns. The block fills the vector registers of the CPU
-/// tcc compiles on ([`host_vector_floats`]) without spilling them: the
+/// target (`vector_width` of its `#tcc.target`: `pocl-cpu-avx2`,
+/// `pocl-cpu-avx512`, or `host`'s) without spilling them: the
 /// accumulators, one row of B and the broadcast A element.
 ///
 /// - AVX-512 (32 registers of 16 floats): outputs at least 64 wide take
@@ -107,27 +108,6 @@ pub fn gemm_computed_a_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> 
         return Some(GemmConfig::register_blocked(m.clamp(1, 4) as u32, 64));
     }
     gemm_for_vector_floats(m, n, vector_floats)
-}
-
-/// The floats in one SIMD register of the CPU this process runs on (16
-/// with AVX-512, else 8): CPU kernels are compiled where they run, as
-/// with IREE's `--iree-llvmcpu-target-cpu=host`, since PoCL compiles them
-/// for its host. `TCC_CPU_VECTOR_FLOATS=8|16` chooses for another CPU
-/// (any other value is ignored: the host's).
-pub fn host_vector_floats() -> u32 {
-    static FLOATS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *FLOATS.get_or_init(|| {
-        match std::env::var("TCC_CPU_VECTOR_FLOATS").ok().as_deref() {
-            Some("16") => return 16,
-            Some("8") => return 8,
-            _ => {}
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return 16;
-        }
-        8
-    })
 }
 
 /// Register blocks `tcc tune` tries besides the table's: 4 to 12 rows (no
@@ -176,12 +156,12 @@ impl TargetConfig for PoclCpu {
         Some(MAX_LOOP_WORKGROUPS)
     }
 
-    fn gemm(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
-        gemm_for_vector_floats(m, n, host_vector_floats())
+    fn gemm(&self, m: i64, n: i64, _k: i64, vector_width: u32) -> Option<GemmConfig> {
+        gemm_for_vector_floats(m, n, vector_width)
     }
 
-    fn gemm_computed_a(&self, m: i64, n: i64, _k: i64) -> Option<GemmConfig> {
-        gemm_computed_a_for_vector_floats(m, n, host_vector_floats())
+    fn gemm_computed_a(&self, m: i64, n: i64, _k: i64, vector_width: u32) -> Option<GemmConfig> {
+        gemm_computed_a_for_vector_floats(m, n, vector_width)
     }
 
     fn gemm_alternatives(&self, m: i64, n: i64, _k: i64) -> Vec<GemmConfig> {

@@ -19,6 +19,7 @@ use super::stats::StatsFormat;
 use super::write_atomically;
 use crate::back::{host_llvm, opencl_c, ptx};
 use crate::config::Target;
+use crate::config::targets::{self, LaunchApi, Precision};
 use crate::config::tuning::TuningRecord;
 use crate::phases::{GemmChoice, Phase, Storage};
 
@@ -43,9 +44,10 @@ pub enum Emit {
     Ptx,
 }
 
-/// The API that launches an artifact's kernels.
+/// The form the artifact's kernels take and the API that launches them:
+/// OpenCL C (and PTX), or SPIR-V for Vulkan or for OpenCL's IL.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LaunchApi {
+pub enum KernelRoute {
     /// OpenCL C (and PTX) kernels for OpenCL or CUDA.
     #[default]
     OpenCl,
@@ -56,22 +58,22 @@ pub enum LaunchApi {
     OpenClSpirv,
 }
 
-impl LaunchApi {
+impl KernelRoute {
     /// The SPIR-V environment of the artifact's kernels, for the SPIR-V
     /// targets.
     fn spirv(self) -> Option<crate::back::spirv::Environment> {
         match self {
-            LaunchApi::OpenCl => None,
-            LaunchApi::Vulkan => Some(crate::back::spirv::Environment::Vulkan),
-            LaunchApi::OpenClSpirv => Some(crate::back::spirv::Environment::OpenCl),
+            KernelRoute::OpenCl => None,
+            KernelRoute::Vulkan => Some(crate::back::spirv::Environment::Vulkan),
+            KernelRoute::OpenClSpirv => Some(crate::back::spirv::Environment::OpenCl),
         }
     }
 
     fn target_name(self) -> &'static str {
         match self {
-            LaunchApi::OpenCl => "generic",
-            LaunchApi::Vulkan => "vulkan",
-            LaunchApi::OpenClSpirv => "opencl-spirv",
+            KernelRoute::OpenCl => "generic",
+            KernelRoute::Vulkan => "vulkan",
+            KernelRoute::OpenClSpirv => "opencl-spirv",
         }
     }
 }
@@ -168,11 +170,14 @@ pub struct CompileArgs {
     /// Which intermediate to write instead of the artifact.
     #[arg(long, value_enum, default_value = "artifact")]
     pub emit: Emit,
-    /// The device family to tune kernels for: generic (any OpenCL 1.2
-    /// device; the default), nvidia, pocl-cpu, host (this machine's CPU
-    /// through PoCL: pocl-cpu with its vector width) or auto (the default
-    /// OpenCL device's kind: nvidia, pocl-cpu or generic; generic with a
-    /// note when there is no OpenCL device). Without --target an artifact
+    /// The device to compile for, a known target: opencl-generic (any
+    /// OpenCL 1.2 device; the default), nvidia-sm90, nvidia-sm80,
+    /// pocl-cpu-avx2, pocl-cpu-avx512, the family names generic, nvidia,
+    /// pocl-cpu (= opencl-generic, nvidia-sm90, pocl-cpu-avx2), host (this
+    /// machine's CPU through PoCL: the only one that looks at it) or auto
+    /// (the default OpenCL device's kind: nvidia, host or generic; generic
+    /// with a note when there is no OpenCL device). The input phase writes
+    /// it on the module as #tcc.target. Without --target an artifact
     /// is built for generic, and (on a terminal) a note names the better
     /// target for this machine's default device when there is one.
     /// vulkan: Shader-capability SPIR-V of the portable loop-nest kernels,
@@ -186,7 +191,11 @@ pub struct CompileArgs {
     /// [`CompileArgs::resolve_target`]): OpenCL (or CUDA) unless
     /// `--target=vulkan`.
     #[arg(skip)]
-    pub launch: LaunchApi,
+    pub launch: KernelRoute,
+    /// The known target `--target` names (`config/targets.rs`; `host`
+    /// for `--target=auto` on a CPU), `None` without `--target`.
+    #[arg(skip)]
+    pub target_name: Option<String>,
     /// Print statistics (kernels with kind and work-group size, arena size and liveness lower bound) to stderr: --stats or --stats=text for people, --stats=json for scripts.
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "text", value_name = "FORMAT")]
     pub stats: Option<StatsFormat>,
@@ -196,9 +205,9 @@ pub struct CompileArgs {
     /// Ship the kernels as PTX for NVIDIA beside the OpenCL C (default: on for --target=nvidia, off otherwise); the runtime loads the PTX on NVIDIA drivers and falls back to the OpenCL C elsewhere.
     #[arg(long, value_enum)]
     pub ptx: Option<PtxSwitch>,
-    /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs).
-    #[arg(long = "gpu-arch", default_value = ptx::DEFAULT_ARCH, value_name = "SM")]
-    pub gpu_arch: String,
+    /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs). Default: the target's (nvidia-sm80: sm_80), else sm_90.
+    #[arg(long = "gpu-arch", value_name = "SM")]
+    pub gpu_arch: Option<String>,
     /// Precision: fp32 (exact, default); tf32 (NVIDIA PTX tensor cores, GEMM inputs rounded to 10 mantissa bits, fp32 accumulation); fp16 or bf16 (weights and activations stored in 16 bits, converted at the model's inputs and outputs, elementwise math, softmax and norm statistics in fp32 registers; on --target=nvidia with PTX, sm_80 or newer, GEMMs and convolutions on fp16/bf16 tensor cores with fp32 accumulation, elsewhere in fp32 arithmetic). See docs/user-guide.md for the error bounds.
     #[arg(long, value_enum, default_value = "fp32")]
     pub precision: PrecisionArg,
@@ -297,27 +306,33 @@ impl CompileArgs {
                 }
                 Target::Generic
             }
-            Some("host") => Target::PoclCpu,
             // Vulkan kernels are the portable loop nests, tuned as for any
             // device; what differs is their SPIR-V and the launch API.
             Some("vulkan") => {
-                self.launch = LaunchApi::Vulkan;
+                self.launch = KernelRoute::Vulkan;
                 Target::Generic
             }
             // Kernel-capability SPIR-V for OpenCL drivers that report IL
             // support (`clCreateProgramWithIL`).
             Some("opencl-spirv") => {
-                self.launch = LaunchApi::OpenClSpirv;
+                self.launch = KernelRoute::OpenClSpirv;
                 Target::Generic
             }
             Some("auto") => match default_device() {
                 Some(device) => {
-                    let target = tcc_runtime::cli::target_for_device(&device);
+                    let family = tcc_runtime::cli::target_for_device(&device);
+                    // A CPU device is this machine's CPU: `host`.
+                    let name = if family == Target::PoclCpu.name() {
+                        "host"
+                    } else {
+                        family
+                    };
                     eprintln!(
-                        "tcc compile: --target=auto: {target} for {} ({})",
+                        "tcc compile: --target=auto: {name} for {} ({})",
                         device.name, device.kind
                     );
-                    target.parse().map_err(|e: String| anyhow::anyhow!(e))?
+                    self.target_name = Some(name.to_string());
+                    family.parse().map_err(|e: String| anyhow::anyhow!(e))?
                 }
                 None => {
                     eprintln!(
@@ -326,13 +341,12 @@ impl CompileArgs {
                     Target::Generic
                 }
             },
-            Some(text) => text.parse().map_err(|_| {
-                let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
-                anyhow::anyhow!(
-                    "--target={text}: unknown target '{text}' (targets: {}, host, vulkan, opencl-spirv, auto)",
-                    names.join(", ")
-                )
-            })?,
+            Some(text) => {
+                let desc = targets::known(text)
+                    .map_err(|e| anyhow::anyhow!("--target={text}: {e}, auto"))?;
+                self.target_name = Some(text.to_string());
+                targets::family(&desc).map_err(anyhow::Error::msg)?
+            }
         };
         Ok(())
     }
@@ -375,18 +389,32 @@ impl CompileArgs {
         if !wanted {
             return Ok(None);
         }
-        let options = ptx::PtxOptions::with_arch(&self.gpu_arch).map_err(anyhow::Error::msg)?;
-        if self.precision != PrecisionArg::Fp32
-            && self.target == Target::Nvidia
-            && options.compute_capability() < 80
-        {
-            bail!(
-                "--precision={precision} needs {} tensor cores with cp.async (sm_80 or newer), not --gpu-arch={}",
-                precision.to_uppercase(),
-                self.gpu_arch
-            );
+        let options =
+            ptx::PtxOptions::with_arch(&self.gpu_arch_or_target()).map_err(anyhow::Error::msg)?;
+        // Early, before anything compiles; `Compiled::add_ptx` checks the
+        // module's target again.
+        if self.target == Target::Nvidia {
+            let precision: Precision = precision.parse().map_err(anyhow::Error::msg)?;
+            options
+                .check_precision(precision)
+                .map_err(anyhow::Error::msg)?;
         }
         Ok(Some(options))
+    }
+
+    /// The PTX's architecture: `--gpu-arch`, else the nvidia target's own
+    /// (`nvidia-sm80`: sm_80), else [`ptx::DEFAULT_ARCH`].
+    fn gpu_arch_or_target(&self) -> String {
+        let target_arch = self
+            .target_name
+            .as_deref()
+            .and_then(|name| targets::known(name).ok())
+            .filter(|desc| desc.family == Target::Nvidia.name())
+            .map(|desc| desc.arch);
+        self.gpu_arch
+            .clone()
+            .or(target_arch)
+            .unwrap_or_else(|| ptx::DEFAULT_ARCH.to_string())
     }
 
     /// How weights and intermediates are stored: `--storage`, else what
@@ -411,13 +439,13 @@ impl CompileArgs {
     /// precision's tensor cores where the PTX reaches them (`--target=nvidia`
     /// with PTX), else fp32 (`--precision=fp16|bf16` elsewhere is 16-bit
     /// storage with fp32 arithmetic, which the compiler says in one line).
-    fn gemm_precision(&self, ptx: bool) -> opencl_c::Precision {
+    fn gemm_precision(&self, ptx: bool) -> Precision {
         let tensor_cores = ptx && self.target == Target::Nvidia;
         match self.precision {
-            PrecisionArg::Fp32 => opencl_c::Precision::Fp32,
-            PrecisionArg::Tf32 => opencl_c::Precision::Tf32,
-            PrecisionArg::Fp16 if tensor_cores => opencl_c::Precision::Fp16,
-            PrecisionArg::Bf16 if tensor_cores => opencl_c::Precision::Bf16,
+            PrecisionArg::Fp32 => Precision::Fp32,
+            PrecisionArg::Tf32 => Precision::Tf32,
+            PrecisionArg::Fp16 if tensor_cores => Precision::Fp16,
+            PrecisionArg::Bf16 if tensor_cores => Precision::Bf16,
             PrecisionArg::Fp16 | PrecisionArg::Bf16 => {
                 eprintln!(
                     "note: --precision={} on --target={}{}: weights and activations are stored in {}, GEMMs and convolutions compute in fp32 (tensor cores are reached by --target=nvidia's PTX)",
@@ -426,10 +454,52 @@ impl CompileArgs {
                     if ptx { "" } else { " without PTX" },
                     self.precision.name()
                 );
-                opencl_c::Precision::Fp32
+                Precision::Fp32
             }
         }
     }
+}
+
+/// Maps the environment variables that once changed compilation from
+/// inside the compiler onto their options, with a deprecation note each:
+/// `TCC_CPU_VECTOR_FLOATS=8|16` (the target's vector width: name
+/// `--target=pocl-cpu-avx2|pocl-cpu-avx512` instead), `TCC_WINDOWS`
+/// (`tcc-configure-kernels{windows=...}`) and `TCC_INT8_GEMM`
+/// (`tcc-configure-kernels{int8-gemm=...}`). Nothing else in the compiler
+/// reads the environment to decide how to compile.
+pub(super) fn apply_deprecated_env(choice: &mut GemmChoice) -> Result<()> {
+    let read = |name: &str, instead: &str| {
+        let value = std::env::var(name).ok()?;
+        eprintln!("tcc: warning: {name} is deprecated: {instead}");
+        Some(value)
+    };
+    if let Some(value) = read(
+        "TCC_CPU_VECTOR_FLOATS",
+        "name the CPU with --target=pocl-cpu-avx2 or --target=pocl-cpu-avx512",
+    ) {
+        // As before: 8 or 16, anything else ignored.
+        if let Ok(width @ (8 | 16)) = value.parse::<i64>() {
+            choice.vector_width = Some(width);
+        }
+    }
+    if let Some(value) = read(
+        "TCC_WINDOWS",
+        "it sets tcc-configure-kernels{windows=...} (tcc-opt)",
+    ) {
+        let windows = value
+            .parse()
+            .map_err(|e| anyhow::anyhow!("TCC_WINDOWS: {e}"))?;
+        choice.windows = Some(windows);
+    }
+    if let Some(value) = read(
+        "TCC_INT8_GEMM",
+        "it sets tcc-configure-kernels{int8-gemm=...} (tcc-opt)",
+    ) {
+        // As before: off, or a k step that is a multiple of 32; anything
+        // else keeps the template's own.
+        choice.int8_gemm = value.parse().ok();
+    }
+    Ok(())
 }
 
 fn parse_phase(text: &str) -> Result<Phase, String> {
@@ -545,7 +615,13 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     if args.max_fused_ops.is_some_and(|n| n < 0) {
         bail!("--max-fused-ops must be a count of operations (0: no cap)");
     }
-    let choice = GemmChoice {
+    // The PTX and the GEMMs' precision come first: the precision is a
+    // field of the module's target, written in the input phase.
+    let ptx_options = match args.emit {
+        Emit::Spirv => None,
+        _ => args.ptx_options()?,
+    };
+    let mut choice = GemmChoice {
         tuning: args.tuning.clone(),
         candidate: None,
         max_fused_ops: args.max_fused_ops,
@@ -555,15 +631,29 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             StorageArg::Bf16 => Storage::Bf16,
         },
         quantize: args.quantize.pass_options()?,
-        tensor_map_slots: args.precision == PrecisionArg::Tf32,
-        dynamic_local: args.precision == PrecisionArg::Tf32 && args.backend == BackendArg::Cuda,
+        target_name: args.target_name.clone(),
+        precision: match args.emit {
+            Emit::Spirv => Precision::Fp32,
+            _ => args.gemm_precision(ptx_options.is_some()),
+        },
+        api: match (args.launch, args.backend) {
+            (KernelRoute::Vulkan, _) => LaunchApi::Vulkan,
+            (_, BackendArg::Cuda) => LaunchApi::Cuda,
+            (_, BackendArg::Opencl) => LaunchApi::OpenCl,
+        },
+        // The PTX's architecture, where it is not the target's own.
+        arch: ptx_options
+            .as_ref()
+            .filter(|_| args.target == Target::Nvidia)
+            .map(|options| options.arch.clone()),
+        ..GemmChoice::default()
     };
+    apply_deprecated_env(&mut choice)?;
     if choice.quantize.is_some() && from.is_some_and(|from| from >= Phase::Graph) {
         bail!(
             "--quantize runs in the graph phase: --compile-from must name the input phase or none"
         );
     }
-    choice.check().map_err(anyhow::Error::msg)?;
     // The model parsed (or imported) and run from `--compile-from` to `last`.
     let phases_to = |last: Phase, templates: bool, choice: &GemmChoice| {
         let mut module = if choice.quantize.is_some() {
@@ -623,7 +713,14 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         let Some(directory) = output else {
             bail!("--emit=spirv writes one .spv per kernel: give -o DIRECTORY")
         };
-        let module = phases_to(Phase::Gpu, false, &GemmChoice::default())?;
+        let module = phases_to(
+            Phase::Gpu,
+            false,
+            &GemmChoice {
+                target_name: choice.target_name.clone(),
+                ..GemmChoice::default()
+            },
+        )?;
         let run = |module: &mut melior::ir::Module, pipeline: &str| {
             session
                 .run_pipeline(module, pipeline)
@@ -650,9 +747,6 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     if vulkan {
         check_spirv_flags(args, &choice)?;
     }
-    let ptx_options = if vulkan { None } else { args.ptx_options()? };
-    let precision = args.gemm_precision(ptx_options.is_some());
-    choice.check().map_err(anyhow::Error::msg)?;
     check_tuning_target(&choice, args.target)?;
     // Vulkan runs the portable loop-nest kernels (no OpenCL C templates).
     let module = phases_to(Phase::Gpu, !vulkan, &choice)?;
@@ -661,7 +755,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     // host object holds every weight), under a spinner on a terminal.
     let codegen = super::progress::Progress::spinner("tcc compile");
     codegen.message("codegen: OpenCL C kernels");
-    let program = opencl_c::write_program_with(&module, precision, choice.dynamic_local)?;
+    let program = opencl_c::write_program(&module)?;
     let kernel_binary = if let Some(environment) = spirv_environment {
         codegen.message("codegen: SPIR-V kernels");
         let run = |module: &mut melior::ir::Module, pipeline: &str| {

@@ -149,8 +149,14 @@ impl Compiled<'_> {
         )?)
     }
 
-    /// Compiles the OpenCL C program to PTX for `options.arch`.
+    /// Compiles the OpenCL C program to PTX for `options.arch`, which
+    /// must have the tensor cores of the module's precision.
     pub fn add_ptx(&mut self, options: &ptx::PtxOptions) -> Result<()> {
+        if let Some(target) = crate::config::targets::of_module(self.module.as_operation()) {
+            options
+                .check_precision(target.precision)
+                .map_err(anyhow::Error::msg)?;
+        }
         let toolchain = ptx::Toolchain::find()?;
         self.ptx = Some(ptx::write_ptx(&self.program, options, &toolchain)?);
         Ok(())
@@ -173,34 +179,33 @@ pub fn compile_to_kernels_with<'c>(
     target: Target,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Compiled<'c>> {
-    compile_to_kernels_in(
-        session,
-        input,
-        target,
-        input_shapes,
-        opencl_c::Precision::Fp32,
-        &GemmChoice::default(),
-    )
+    compile_to_kernels_in(session, input, target, input_shapes, &GemmChoice::default())
 }
 
-/// As [`compile_to_kernels_with`], with the GEMMs' precision and how
-/// their configurations are chosen.
+/// As [`compile_to_kernels_with`], with how the GEMMs' configurations
+/// and precision are chosen.
 pub fn compile_to_kernels_in<'c>(
     session: &'c Session,
     input: &Path,
     target: Target,
     input_shapes: &[(String, Vec<i64>)],
-    precision: opencl_c::Precision,
     choice: &GemmChoice,
 ) -> Result<Compiled<'c>> {
-    choice.check().map_err(anyhow::Error::msg)?;
-    check_tuning_target(choice, target)?;
+    let mut choice = choice.clone();
+    super::compile::apply_deprecated_env(&mut choice)?;
+    check_tuning_target(&choice, target)?;
     let mut module = super::import::parse_model_with(session, input, input_shapes)?;
-    session.run_pipeline(
+    run_phases(
+        session,
         &mut module,
-        &crate::phases::pipeline_to_choosing(Phase::Gpu, target, true, choice),
+        None,
+        Phase::Gpu,
+        target,
+        true,
+        &choice,
+        None,
     )?;
-    let program = opencl_c::write_program_with(&module, precision, choice.dynamic_local)?;
+    let program = opencl_c::write_program(&module)?;
     Ok(Compiled {
         module,
         program,
@@ -248,13 +253,48 @@ pub fn run_phases(
     choice: &GemmChoice,
     dump: Option<&Path>,
 ) -> Result<()> {
+    // The tuning record's choices go onto the kernels between the
+    // dispatch and tile phases, in code: its path is no part of a pipeline.
+    let tuning = match &choice.tuning {
+        Some(path) if Phase::range(from, last).contains(&Phase::Tile) => {
+            Some(crate::config::tuning::TuningRecord::load(path).map_err(anyhow::Error::msg)?)
+        }
+        _ => None,
+    };
+    let apply_tuning = |module: &mut Module| -> Result<()> {
+        if let Some(record) = &tuning {
+            crate::passes::apply_tuning(&session.context, module.as_operation(), record)
+                .map_err(anyhow::Error::msg)?;
+        }
+        Ok(())
+    };
     // On a terminal the phases run one at a time under a spinner naming
-    // each; elsewhere (logs, tests) as one pipeline unless dumped.
+    // each; elsewhere (logs, tests) as one pipeline (two around a tuning
+    // record) unless dumped.
     let progress = super::progress::Progress::spinner("tcc compile");
     if dump.is_none() && !progress.is_drawn() {
-        return session.run_pipeline(
+        if tuning.is_none() {
+            return session.run_passes(
+                module,
+                &crate::phases::pipeline_between(from, last, target, templates, choice),
+            );
+        }
+        if from.is_none_or(|from| from < Phase::Dispatch) {
+            session.run_passes(
+                module,
+                &crate::phases::pipeline_between(from, Phase::Dispatch, target, templates, choice),
+            )?;
+        }
+        apply_tuning(module)?;
+        return session.run_passes(
             module,
-            &crate::phases::pipeline_between(from, last, target, templates, choice),
+            &crate::phases::pipeline_between(
+                Some(Phase::Dispatch),
+                last,
+                target,
+                templates,
+                choice,
+            ),
         );
     }
     if let Some(directory) = dump {
@@ -262,6 +302,11 @@ pub fn run_phases(
             .with_context(|| format!("cannot create {}", directory.display()))?;
     }
     let phases = Phase::range(from, last);
+    if from.is_some() && !phases.is_empty() {
+        let mut resume = crate::phases::Pipeline::new();
+        resume.add(crate::phases::resume_target(choice));
+        session.run_passes(module, &resume)?;
+    }
     for (index, phase) in phases.iter().copied().enumerate() {
         progress.message(format!(
             "phase {} ({}/{})",
@@ -269,10 +314,10 @@ pub fn run_phases(
             index + 1,
             phases.len()
         ));
-        let passes = phase.passes_choosing(target, templates, choice);
-        if !passes.is_empty() {
-            session.run_pipeline(module, &format!("builtin.module({passes})"))?;
+        if phase == Phase::Tile {
+            apply_tuning(module)?;
         }
+        session.run_passes(module, &phase.passes_choosing(target, templates, choice))?;
         let Some(directory) = dump else { continue };
         if phase == Phase::Codegen {
             continue;

@@ -64,7 +64,7 @@ impl QuantizeArgs {
     /// The checked options of `tcc-quantize-int8`, or `None` without
     /// `--quantize`. The profile is read here too, so that a bad one fails
     /// before anything compiles.
-    pub fn pass_options(&self) -> Result<Option<String>> {
+    pub fn pass_options(&self) -> Result<Option<Vec<(&'static str, String)>>> {
         let Some(QuantizeArg::Int8) = self.quantize else {
             if self.no_accuracy_report {
                 bail!("--no-accuracy-report applies to --quantize=int8");
@@ -90,10 +90,11 @@ impl QuantizeArgs {
         if text.contains(['"', '{', '}']) {
             bail!("the profile's path {text} contains a quote or a brace");
         }
-        Ok(Some(format!(
-            "profile=\"{text}\" calibration={method} percentile={}",
-            self.percentile
-        )))
+        Ok(Some(vec![
+            ("profile", format!("\"{text}\"")),
+            ("calibration", method.to_string()),
+            ("percentile", self.percentile.to_string()),
+        ]))
     }
 }
 

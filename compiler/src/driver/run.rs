@@ -11,7 +11,6 @@ use clap::Args;
 use tcc_runtime::cli::{self, OutputArg};
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
 
-use super::compile::compile_to_kernels;
 use super::session::Session;
 use crate::back::host_llvm;
 use crate::config::Target;
@@ -32,7 +31,7 @@ pub struct RunArgs {
     /// OpenCL device: index from `tcc-run --list-devices` or a name substring (default: TCC_DEVICE, else first GPU, else first CPU).
     #[arg(long)]
     pub device: Option<String>,
-    /// `reference` runs the upstream-MLIR CPU lowering; a tuning target (generic, nvidia, pocl-cpu) `host` (this CPU: pocl-cpu) or `auto` (the one that suits the device) runs on OpenCL. The default is `tcc compile`'s, generic, so that both build the same kernels.
+    /// `reference` runs the upstream-MLIR CPU lowering; a known target (opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, or the family names generic, nvidia, pocl-cpu), `host` (this CPU) or `auto` (the one that suits the device) runs on OpenCL. The default is `tcc compile`'s, generic, so that both build the same kernels.
     #[arg(long, default_value = "generic")]
     pub target: String,
     /// Print at most this many elements per result.
@@ -125,17 +124,26 @@ fn run_opencl(
     sources: &[String],
 ) -> Result<(String, Vec<HostTensor>)> {
     let runtime = Runtime::new(DeviceSelector::from_flag_or_env(args.device.as_deref()))?;
-    let target = if args.target == "auto" {
-        target_for(runtime.device())
-    } else if args.target == "host" {
-        Target::PoclCpu
+    // A known target (`config/targets.rs`); `auto` takes the device's
+    // family, and on a CPU this machine's (`host`).
+    let name = if args.target == "auto" {
+        match target_for(runtime.device()) {
+            Target::PoclCpu => "host".to_string(),
+            family => family.name().to_string(),
+        }
     } else {
-        args.target
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--target: {e}, or `reference` or `auto`"))?
+        args.target.clone()
     };
+    let desc = crate::config::targets::known(&name)
+        .map_err(|e| anyhow::anyhow!("--target: {e}, or `reference` or `auto`"))?;
+    let target = crate::config::targets::family(&desc).map_err(anyhow::Error::msg)?;
     let session = Session::new();
-    let compiled = compile_to_kernels(&session, &args.input, target)?;
+    let choice = crate::phases::GemmChoice {
+        target_name: Some(name),
+        ..Default::default()
+    };
+    let compiled =
+        super::pipeline::compile_to_kernels_in(&session, &args.input, target, &[], &choice)?;
     let module_name = args
         .input
         .file_stem()

@@ -78,14 +78,52 @@ impl Session {
     /// Runs a textual pipeline over the module, with the session's
     /// instrumentation (timing, IR printing).
     pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<()> {
-        let mut error = String::new();
-        unsafe extern "C" fn collect(
-            part: mlir_sys::MlirStringRef,
-            user_data: *mut std::ffi::c_void,
-        ) {
-            let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
-            unsafe { &mut *(user_data as *mut String) }.push_str(&String::from_utf8_lossy(text));
+        self.run_built(module, |manager| {
+            let mut error = String::new();
+            // SAFETY: a live pass manager; the callback writes into `error`.
+            let parsed = unsafe {
+                mlir_sys::mlirParsePassPipeline(
+                    mlir_sys::mlirPassManagerGetAsOpPassManager(manager),
+                    mlir_sys::MlirStringRef {
+                        data: pipeline.as_ptr() as *const _,
+                        length: pipeline.len(),
+                    },
+                    Some(collect_text),
+                    &mut error as *mut String as *mut std::ffi::c_void,
+                )
+            };
+            if parsed.value == 0 {
+                bail!("invalid pass pipeline {pipeline}: {error}");
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs a pipeline built in code ([`crate::phases::Pipeline`]) over the
+    /// module: the pass manager is built pass by pass, with the session's
+    /// instrumentation.
+    pub fn run_passes(
+        &self,
+        module: &mut Module,
+        pipeline: &crate::phases::Pipeline,
+    ) -> Result<()> {
+        if pipeline.is_empty() {
+            return Ok(());
         }
+        self.run_built(module, |manager| {
+            // SAFETY: a live pass manager.
+            let root = unsafe { mlir_sys::mlirPassManagerGetAsOpPassManager(manager) };
+            pipeline.add_to(root).map_err(anyhow::Error::msg)
+        })
+    }
+
+    /// Creates a pass manager, lets `populate` add its passes, and runs it
+    /// over the module with the session's instrumentation.
+    fn run_built(
+        &self,
+        module: &mut Module,
+        populate: impl FnOnce(mlir_sys::MlirPassManager) -> Result<()>,
+    ) -> Result<()> {
         /// Destroys the pass manager (which prints the timing report) on
         /// every path out.
         struct Manager(mlir_sys::MlirPassManager);
@@ -97,20 +135,7 @@ impl Session {
         }
         // SAFETY: plain MLIR C API calls on a context that outlives them.
         let manager = Manager(unsafe { mlir_sys::mlirPassManagerCreate(self.context.to_raw()) });
-        let parsed = unsafe {
-            mlir_sys::mlirParsePassPipeline(
-                mlir_sys::mlirPassManagerGetAsOpPassManager(manager.0),
-                mlir_sys::MlirStringRef {
-                    data: pipeline.as_ptr() as *const _,
-                    length: pipeline.len(),
-                },
-                Some(collect),
-                &mut error as *mut String as *mut std::ffi::c_void,
-            )
-        };
-        if parsed.value == 0 {
-            bail!("invalid pass pipeline {pipeline}: {error}");
-        }
+        populate(manager.0)?;
         if self.instrumentation.timing {
             // SAFETY: as above.
             unsafe { mlir_sys::mlirPassManagerEnableTiming(manager.0) };
@@ -143,6 +168,13 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// Appends a piece of text MLIR reports to the `String` at `user_data`.
+unsafe extern "C" fn collect_text(part: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
+    // SAFETY: MLIR passes a valid string; `user_data` is a `String`.
+    let text = unsafe { std::slice::from_raw_parts(part.data as *const u8, part.length) };
+    unsafe { &mut *(user_data as *mut String) }.push_str(&String::from_utf8_lossy(text));
 }
 
 impl Default for Session {

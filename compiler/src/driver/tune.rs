@@ -24,7 +24,7 @@ use tcc_runtime::{HostTensor, Model};
 
 use super::compile::compile_to_kernels_in;
 use super::session::Session;
-use crate::back::{host_llvm, opencl_c};
+use crate::back::host_llvm;
 use crate::config::Target;
 use crate::config::tuning::{TunedGemm, TuningRecord};
 use crate::phases::{GemmChoice, Phase};
@@ -87,7 +87,7 @@ fn gemm_kernels(
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Vec<GemmKernel>> {
     let mut module = super::import::parse_model_with(session, &args.input, input_shapes)?;
-    session.run_pipeline(&mut module, &crate::phases::pipeline_to(Phase::Gpu, target))?;
+    session.run_passes(&mut module, &crate::phases::pipeline_to(Phase::Gpu, target))?;
     let mut kernels = Vec::new();
     for op in crate::ir::util::collect_ops(module.as_operation()) {
         let is_kernel = op.name().as_string_ref().as_str() == Ok("gpu.func");
@@ -129,14 +129,7 @@ fn compile_round(
         max_fused_ops: None,
         ..GemmChoice::default()
     };
-    let mut compiled = compile_to_kernels_in(
-        &session,
-        &args.input,
-        target,
-        input_shapes,
-        opencl_c::Precision::Fp32,
-        &choice,
-    )?;
+    let mut compiled = compile_to_kernels_in(&session, &args.input, target, input_shapes, &choice)?;
     if target == Target::Nvidia {
         compiled.add_ptx(&crate::back::ptx::PtxOptions::default())?;
     }

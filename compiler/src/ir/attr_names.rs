@@ -13,8 +13,13 @@ pub const KIND: &str = "tcc.kind";
 /// `#tcc.softmax` or `#tcc.layer_norm` attribute
 /// ([`tcc_dialects::strategy::KernelStrategy`]).
 pub const STRATEGY: &str = "tcc.strategy";
-/// On the module: the target the kernels are configured for.
+/// On the module: its `#tcc.target` (`tcc-attach-target`), what it is
+/// compiled for.
 pub const TARGET: &str = "tcc.target";
+/// On a kernel's root op: a tuning record's `#tcc.gemm` choice for it
+/// (`tcc-apply-tuning`), which `tcc-configure-kernels` takes over the
+/// target's table.
+pub const TUNING: &str = "tcc.tuning";
 /// On a matmul or convolution `gpu.func`: its floating-point operations
 /// per launch, for profiling reports.
 pub const FLOPS: &str = "tcc.flops";

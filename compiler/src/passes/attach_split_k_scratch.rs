@@ -80,7 +80,7 @@ fn split_k_kernels<'c>(
 ) -> Result<Vec<SplitKKernel<'c>>, PassError<'c>> {
     let mut kernels = Vec::new();
     for (op, name) in kernel_funcs(module) {
-        let Some(KernelStrategy::Gemm { config, shape }) = strategy::of(&op) else {
+        let Some(KernelStrategy::Gemm { config, shape, .. }) = strategy::of(&op) else {
             continue;
         };
         if config.split_k <= 1 {

@@ -10,9 +10,9 @@
 //! work-group builds its own in its slot. The buffer is a `memref.alloc`
 //! before each launch, which `tcc-plan-memory` places in the arena like any
 //! intermediate (dead once the kernel has run; what it held does not
-//! matter). Only modules for the `nvidia` target are touched; the compile
-//! driver runs the pass at `--precision=tf32` only, where the body can be
-//! taken.
+//! matter). Only modules whose `#tcc.target` is of the `nvidia` family
+//! with `precision = "tf32"` (`tcc compile --target=nvidia
+//! --precision=tf32`), where the body can be taken, are touched.
 
 use melior::Context;
 use melior::ir::Attribute;
@@ -25,6 +25,7 @@ use super::kernel_arguments::{
 };
 use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::config::Target;
+use crate::config::targets::{self, Precision};
 use crate::ir::strategy::{self, KernelStrategy};
 
 pub struct AttachTensorMapSlots;
@@ -41,7 +42,10 @@ impl TccPass for AttachTensorMapSlots {
     type Options = NoOptions;
 
     fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
-        if Target::of_module(module) != Some(Target::Nvidia) {
+        let tf32_nvidia = targets::of_module(module).is_some_and(|desc| {
+            desc.precision == Precision::Tf32 && targets::family(&desc) == Ok(Target::Nvidia)
+        });
+        if !tf32_nvidia {
             return Ok(());
         }
         // The GEMM kernels that may take the wgmma body, and their slots.
@@ -49,7 +53,7 @@ impl TccPass for AttachTensorMapSlots {
             .into_iter()
             .filter(|(op, _)| op.attribute(SLOTS_ATTRIBUTE).is_err())
             .filter_map(|(op, name)| {
-                let Some(KernelStrategy::Gemm { config, shape }) = strategy::of(&op) else {
+                let Some(KernelStrategy::Gemm { config, shape, .. }) = strategy::of(&op) else {
                     return None;
                 };
                 let bytes = tcc_kernels::gemm::tensor_map_slot_bytes(&config, &shape)?;

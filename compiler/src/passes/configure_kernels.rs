@@ -2,35 +2,44 @@
 //! configuration (`config/`) how each kernel is compiled and records the
 //! answer once, as the kernel root op's typed strategy (`tcc.strategy =
 //! #tcc.loops<...>`, `#tcc.gemm<...>`, `#tcc.row_reduce<...>`,
-//! `#tcc.softmax<...>` or `#tcc.layer_norm<...>`), and the target as
-//! `tcc.target` on the module. Outlining copies the strategy onto the
-//! kernel's `gpu.func`; the mechanism never consults the target itself.
+//! `#tcc.softmax<...>` or `#tcc.layer_norm<...>`) from the module's
+//! `#tcc.target` (written by `tcc-attach-target` in the input phase): its
+//! family's tables, its vector width for CPU register blocks, and its
+//! precision, which a float GEMM's `#tcc.gemm` carries to the writers.
+//! Outlining copies the strategy onto the kernel's `gpu.func`; the
+//! mechanism never consults the target itself.
 //!
 //! It runs in the tile phase, on the dispatch phase's kernels, and again
 //! at the start of the gpu phase for the device ops bufferization made or
 //! stripped of their attributes (a `memref.copy` that becomes a kernel, a
-//! bufferized `linalg.softmax`), with the module's target when no
-//! `target=` is given. A tuning record (`tuning=FILE`, written by `tcc
+//! bufferized `linalg.softmax`). `target=NAME` names a known target for
+//! a module that states none (a tcc-opt run of this pass alone), which it
+//! then gets. A tuning record (`tuning=FILE`, written by `tcc
 //! tune`) overrides the target's GEMM table for the shapes it measured;
 //! `candidate=N` forces every GEMM's N-th candidate configuration, for
-//! the tuner's measurements. `windows=on|off|N` (or, when the option is
-//! left at `auto`, the `TCC_WINDOWS` environment variable) forces the
+//! the tuner's measurements. `windows=on|off|N` forces the
 //! window template on (in blocks of N output columns) or off for
 //! depthwise convolutions and poolings (`window.rs`), to time and test
-//! it against the loop nest; `TCC_INT8_GEMM` does the same for int8
-//! contractions (`int8.rs`).
+//! it against the loop nest; `int8-gemm=off|N` does the same for int8
+//! contractions (`int8.rs`). (`tcc compile` maps the deprecated
+//! `TCC_WINDOWS` and `TCC_INT8_GEMM` environment variables to these.)
 
 mod int8;
 mod window;
 
+pub use int8::Int8Gemm;
+pub use window::WindowChoice;
+
 use melior::Context;
-use melior::ir::attribute::{AttributeLike, StringAttribute};
+use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{TypeLike, Value, ValueLike};
 
+use super::apply_tuning::tuned;
 use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
 };
+use crate::config::targets::{self, Precision, TargetDesc};
 use crate::config::tuning::TuningRecord;
 use crate::config::{GemmConfig, KernelKind, Target};
 use crate::ir::attr_names::{KIND, TARGET};
@@ -41,10 +50,11 @@ use crate::ir::util::{collect_ops, op_name, string_value};
 
 pub struct ConfigureKernels;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ConfigureOptions {
-    /// The target; `None`: the module's `tcc.target`, else generic.
-    pub target: Option<Target>,
+    /// A known target for a module without `#tcc.target`; `None`: the
+    /// module's, else `opencl-generic`.
+    pub target: Option<String>,
     /// Allow kernel templates (tiled GEMM, row reductions); off for back
     /// ends that translate loop nests only.
     pub templates: bool,
@@ -60,8 +70,15 @@ pub struct ConfigureOptions {
     pub windows: window::WindowChoice,
     /// Large matmuls on NVIDIA take the 256x128 tile whose TF32 wgmma
     /// body stages its operands in CUDA dynamic local memory, instead of
-    /// the table's 128x128 (`tcc compile --backend=cuda --precision=tf32`).
+    /// the table's 128x128 (`tcc compile --backend=cuda --precision=tf32`,
+    /// whose target says `api = "cuda"` and `precision = "tf32"`).
     pub large_tf32_tiles: bool,
+    /// Whether int8 contractions take the GEMM template.
+    pub int8_gemm: int8::Int8Gemm,
+    /// The module's target's floats per SIMD register (set by `run`).
+    vector_width: u32,
+    /// The module's target's GEMM precision (set by `run`).
+    precision: Precision,
 }
 
 impl Default for ConfigureOptions {
@@ -73,6 +90,9 @@ impl Default for ConfigureOptions {
             candidate: None,
             windows: window::WindowChoice::Auto,
             large_tf32_tiles: false,
+            int8_gemm: int8::Int8Gemm::On,
+            vector_width: 4,
+            precision: Precision::Fp32,
         }
     }
 }
@@ -83,7 +103,7 @@ impl PassOptions for ConfigureOptions {
             name: "target",
             kind: PassOptionKind::String,
             default: "",
-            description: "The device family whose configuration tables apply: generic, nvidia or pocl-cpu (empty: the module's tcc.target, else generic)",
+            description: "A known target (tcc-attach-target's names) for a module without #tcc.target, which then gets it; a module's own target must be of the same family (empty: the module's #tcc.target, else opencl-generic)",
         },
         PassOptionInfo {
             name: "templates",
@@ -107,13 +127,19 @@ impl PassOptions for ConfigureOptions {
             name: "windows",
             kind: PassOptionKind::String,
             default: "auto",
-            description: "Depthwise convolutions and poolings on the window template: auto (the target's choice, or the TCC_WINDOWS environment variable), on, off, or N (on, in blocks of N output columns)",
+            description: "Depthwise convolutions and poolings on the window template: auto (the target's choice), on, off, or N (on, in blocks of N output columns)",
+        },
+        PassOptionInfo {
+            name: "int8-gemm",
+            kind: PassOptionKind::String,
+            default: "on",
+            description: "int8 contractions on the GEMM template's int8 form: on, off (loop nests, int32 row sums too) or N (on, with a k step of N, a multiple of 32)",
         },
         PassOptionInfo {
             name: "large-tf32-tiles",
             kind: PassOptionKind::Bool,
             default: "false",
-            description: "On nvidia, matmuls the table gives 128x128 tiles take 256x128 tiles where their sizes divide, for the TF32 wgmma body in CUDA dynamic local memory (tcc compile --backend=cuda --precision=tf32)",
+            description: "On nvidia, matmuls the table gives 128x128 tiles take 256x128 tiles where their sizes divide, for the TF32 wgmma body in CUDA dynamic local memory (default: where the module's #tcc.target has api cuda and precision tf32, as tcc compile --backend=cuda --precision=tf32 writes it)",
         },
     ];
 
@@ -124,8 +150,13 @@ impl PassOptions for ConfigureOptions {
                 self.windows = value.parse()?;
                 Ok(())
             }
+            "int8-gemm" => {
+                self.int8_gemm = value.parse()?;
+                Ok(())
+            }
             "target" => {
-                self.target = Some(value.parse()?);
+                targets::known(value)?;
+                self.target = Some(value.to_string());
                 Ok(())
             }
             "templates" => {
@@ -156,7 +187,8 @@ impl PassOptions for ConfigureOptions {
 impl ConfigureOptions {
     /// The GEMM configuration for a kernel of `kind` computing a
     /// `batch x m x n x k` product: the forced candidate, else the tuning
-    /// record's, else the target's table.
+    /// record's (`tuned`: the op's `tcc.tuning`, from `tcc-apply-tuning`;
+    /// else this pass's `tuning=` record), else the target's table.
     /// With `computed_a` (a convolution whose A a folded producer
     /// computes), the target's table for that case.
     fn gemm_config(
@@ -165,19 +197,21 @@ impl ConfigureOptions {
         kind: &str,
         shape: &GemmShape,
         computed_a: bool,
+        tuned: Option<GemmConfig>,
     ) -> Option<GemmConfig> {
         let GemmShape { batch, m, n, k } = *shape;
         if let Some(index) = self.candidate {
-            let candidates = target.gemm_candidates(batch, m, n, k);
+            let candidates = target.gemm_candidates_for(self.vector_width, batch, m, n, k);
             return candidates.get(index).or(candidates.first()).copied();
         }
-        let tuned = self
-            .tuning
-            .as_ref()
-            .and_then(|record| record.lookup(target, kind, [batch, m, n, k]));
+        let tuned = tuned.or_else(|| {
+            self.tuning
+                .as_ref()
+                .and_then(|record| record.lookup(target, kind, [batch, m, n, k]))
+        });
         tuned.or_else(|| match computed_a {
-            true => target.gemm_config_computed_a(batch, m, n, k),
-            false => target.gemm_config(batch, m, n, k),
+            true => target.gemm_config_computed_a_for(self.vector_width, batch, m, n, k),
+            false => target.gemm_config_for(self.vector_width, batch, m, n, k),
         })
     }
 
@@ -191,9 +225,11 @@ impl ConfigureOptions {
         kind: &str,
         shape: &GemmShape,
         computed_a: bool,
+        tuned: Option<GemmConfig>,
     ) -> Option<GemmConfig> {
-        let table = self.gemm_config(target, kind, shape, computed_a);
+        let table = self.gemm_config(target, kind, shape, computed_a, tuned);
         let chosen = self.candidate.is_some()
+            || tuned.is_some()
             || self.tuning.as_ref().is_some_and(|record| {
                 record
                     .lookup(target, kind, [shape.batch, shape.m, shape.n, shape.k])
@@ -229,23 +265,32 @@ impl ConfigureOptions {
             && let Some(shape) = gemm_shape(op)
             && float_operands(op)
             && let Some(config) =
-                self.float_gemm_config(target, kind, &shape, producer_arithmetic(op))
+                self.float_gemm_config(target, kind, &shape, producer_arithmetic(op), tuned(op))
         {
-            return KernelStrategy::Gemm { config, shape };
+            return KernelStrategy::Gemm {
+                config,
+                shape,
+                precision: self.precision,
+            };
         }
         if self.templates
             && let Some(shape) = gemm_shape(op)
             && int8::int8_operands(op)
             && let Some(config) = int8::int8_config(
                 target,
-                self.gemm_config(target, kind, &shape, false),
+                self.int8_gemm,
+                self.gemm_config(target, kind, &shape, false, tuned(op)),
                 &shape,
             )
         {
-            return KernelStrategy::Gemm { config, shape };
+            return KernelStrategy::Gemm {
+                config,
+                shape,
+                precision: Precision::Fp32,
+            };
         }
         if self.templates
-            && let Some(reduction) = row_reduction(op)
+            && let Some(reduction) = row_reduction(op, self.int8_gemm == int8::Int8Gemm::Off)
             && target.row_reduction_template(reduction.contiguous)
         {
             return KernelStrategy::RowReduce {
@@ -373,7 +418,8 @@ struct RowReduction {
 /// dimension is the innermost, at least 128 long, initialised by a fill,
 /// with a body ending in `combiner(x, acc)` where `acc` (the output) is
 /// used only there, and reading neither `linalg.index` nor `tensor.extract`.
-fn row_reduction(op: OperationRef) -> Option<RowReduction> {
+/// With `int8_off` (`int8-gemm=off`) int32 sums stay loop nests.
+fn row_reduction(op: OperationRef, int8_off: bool) -> Option<RowReduction> {
     use melior::ir::{BlockLike, RegionLike};
     if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
         return None;
@@ -396,7 +442,7 @@ fn row_reduction(op: OperationRef) -> Option<RowReduction> {
         mlir_sys::mlirTypeIsAInteger(result.element.to_raw())
             && mlir_sys::mlirIntegerTypeGetWidth(result.element.to_raw()) == 32
     };
-    if !result.element.is_f32() && (!integer_sum || int8::templates_off()) {
+    if !result.element.is_f32() && (!integer_sum || int8_off) {
         return None;
     }
     // The init must be a fill (the kernel starts from its value).
@@ -516,6 +562,8 @@ impl TccPass for ConfigureKernels {
     const SUMMARY: &'static str =
         "Attach each kernel's typed strategy from the target's tuning tables";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
+    /// The strategies and `#tcc.target` are tcc attributes.
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["tcc"];
     type Options = ConfigureOptions;
 
     fn run<'c>(
@@ -524,13 +572,15 @@ impl TccPass for ConfigureKernels {
         module: Root<'c>,
         options: &ConfigureOptions,
     ) -> PassResult<'c> {
-        let target = options
-            .target
-            .unwrap_or_else(|| Target::of_module(module).unwrap_or_default());
-        let windows = options
-            .windows
-            .resolved()
-            .map_err(|e| PassError::at(module.location(), e))?;
+        let desc = module_target(context, module, options.target.as_deref())?;
+        let target = targets::family(&desc).map_err(|e| PassError::at(module.location(), e))?;
+        let mut options = options.clone();
+        options.vector_width = u32::try_from(desc.vector_width).unwrap_or(4);
+        options.precision = desc.precision;
+        options.large_tf32_tiles |= desc.api == targets::LaunchApi::Cuda
+            && desc.precision == Precision::Tf32
+            && target == Target::Nvidia;
+        let windows = options.windows;
         for op in collect_ops(module) {
             if strategy::has(&op) {
                 continue;
@@ -544,8 +594,40 @@ impl TccPass for ConfigureKernels {
             strategy::set(context, &mut op, &strategy)
                 .map_err(|e| PassError::at(op.location(), e))?;
         }
-        let name = StringAttribute::new(context, target.name()).into();
-        crate::ir::util::set_discardable_attribute(module, TARGET, name);
         Ok(())
     }
+}
+
+/// The module's `#tcc.target`; a module without one gets `option`'s
+/// known target (else `opencl-generic`) written on it. A module's own
+/// target must be of the family `option` names.
+fn module_target<'c>(
+    context: &'c Context,
+    module: Root<'c>,
+    option: Option<&str>,
+) -> Result<TargetDesc, PassError<'c>> {
+    let fail = |message: String| PassError::at(module.location(), message);
+    if let Ok(attribute) = module.attribute(TARGET) {
+        let desc = TargetDesc::from_attribute(attribute).ok_or_else(|| {
+            fail(format!(
+                "the module's tcc.target ({attribute}) is not a #tcc.target attribute: state the target as tcc-attach-target writes it"
+            ))
+        })?;
+        if let Some(name) = option {
+            let wanted = targets::known(name).map_err(fail)?;
+            if wanted.family != desc.family {
+                return Err(fail(format!(
+                    "target={name} contradicts the module's target {} (family {})",
+                    desc.name, desc.family
+                )));
+            }
+        }
+        return Ok(desc);
+    }
+    let desc = targets::known(option.unwrap_or("opencl-generic")).map_err(fail)?;
+    let attribute = desc
+        .to_attribute(context)
+        .ok_or_else(|| fail(format!("invalid target {desc:?}")))?;
+    crate::ir::util::set_discardable_attribute(module, TARGET, attribute);
+    Ok(desc)
 }

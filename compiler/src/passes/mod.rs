@@ -1,7 +1,9 @@
 //! tcc's own passes, one per file, each registered in MLIR's pass registry
 //! under its `tcc-*` argument by [`register_all`].
 
+mod apply_tuning;
 mod attach_split_k_scratch;
+mod attach_target;
 mod attach_tensor_map_slots;
 mod check_supported;
 mod collapse_contractions;
@@ -41,12 +43,14 @@ mod reduction_identities;
 mod simplify_math;
 mod unique_results;
 
+pub use apply_tuning::{ApplyTuning, apply as apply_tuning};
 pub use attach_split_k_scratch::AttachSplitKScratch;
+pub use attach_target::{AttachTarget, AttachTargetOptions};
 pub use attach_tensor_map_slots::{AttachTensorMapSlots, SLOTS_ATTRIBUTE};
 pub use check_supported::{CheckSupported, SUPPORTED_TOSA_OPS};
 pub use collapse_contractions::CollapseContractions;
 pub use concat_in_place::ConcatInPlace;
-pub use configure_kernels::{ConfigureKernels, ROW_COMBINERS};
+pub use configure_kernels::{ConfigureKernels, Int8Gemm, ROW_COMBINERS, WindowChoice};
 pub use convert_attention_to_kernel::ConvertAttentionToKernel;
 pub use convert_layer_norm_to_rows::ConvertLayerNormToRows;
 pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
@@ -90,6 +94,7 @@ pub use unique_results::UniqueResults;
 /// Every tcc pass: (argument, summary), in pipeline order. Kept in step
 /// with docs/passes.md by a test.
 pub const ALL: &[(&str, &str)] = &[
+    (AttachTarget::ARGUMENT, AttachTarget::SUMMARY),
     (CheckSupported::ARGUMENT, CheckSupported::SUMMARY),
     (RecordInterface::ARGUMENT, RecordInterface::SUMMARY),
     (RaiseComposites::ARGUMENT, RaiseComposites::SUMMARY),
@@ -125,6 +130,7 @@ pub const ALL: &[(&str, &str)] = &[
     (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
+    (ApplyTuning::ARGUMENT, ApplyTuning::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
     (PackWeightPanels::ARGUMENT, PackWeightPanels::SUMMARY),
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
@@ -149,6 +155,8 @@ pub const ALL: &[(&str, &str)] = &[
 pub fn register_all() {
     tcc_dialects::register_all_passes();
     pass::register(&CheckSupported);
+    pass::register(&AttachTarget);
+    pass::register(&ApplyTuning);
     pass::register(&RecordInterface);
     pass::register(&PropagateLayout);
     pass::register(&FoldConstants);

@@ -37,7 +37,7 @@ impl TccPass for PackWeightPanels {
         let candidates: Vec<_> = collect_ops(module)
             .into_iter()
             .filter_map(|op| match strategy::of(&op) {
-                Some(KernelStrategy::Gemm { config, shape }) => target
+                Some(KernelStrategy::Gemm { config, shape, .. }) => target
                     .weight_panel(&config, &shape)
                     .map(|panel| (op, panel)),
                 _ => None,

@@ -1,7 +1,7 @@
 //! The compilation pipeline as phases, IREE-style: each phase is a builder
-//! that appends its passes to a textual pipeline, a named tcc-opt pipeline
-//! (`--tcc-phase-<name>` runs that phase alone) and a `tcc compile
-//! --compile-to=<phase>` stop.
+//! that appends its passes, with typed options, to a [`Pipeline`] (built
+//! in code, never as text), a named tcc-opt pipeline (`--tcc-phase-<name>`
+//! runs that phase alone) and a `tcc compile --compile-to=<phase>` stop.
 //!
 //! Phases run in order; `pipeline_to(phase, target)` is the concatenation of
 //! every phase up to and including `phase`, and [`Phase::range`] the phases
@@ -11,7 +11,12 @@
 use std::fmt;
 use std::str::FromStr;
 
+mod pipeline;
+
+pub use pipeline::{Anchor, PassStep, Pipeline};
+
 use crate::config::Target;
+use crate::config::targets::{LaunchApi, Precision};
 
 /// The phases of `tcc compile`, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -96,143 +101,175 @@ impl Phase {
         }
     }
 
-    /// The passes of this phase alone, as textual pipeline elements anchored
-    /// on `builtin.module`. Codegen has no MLIR passes of its own (it is the
-    /// back ends), so its pipeline is empty.
-    pub fn passes(self, target: Target) -> String {
+    /// The passes of this phase alone. Codegen has no MLIR passes of its
+    /// own (it is the back ends), so its pipeline is empty.
+    pub fn passes(self, target: Target) -> Pipeline {
         self.passes_with(target, true)
     }
 
     /// As [`Phase::passes`]; `templates = false` compiles every kernel as a
     /// loop nest (no tiled-GEMM or row-softmax templates), which is what
     /// back ends other than OpenCL C (SPIR-V) can translate.
-    pub fn passes_with(self, target: Target, templates: bool) -> String {
+    pub fn passes_with(self, target: Target, templates: bool) -> Pipeline {
         self.passes_choosing(target, templates, &GemmChoice::default())
     }
 
-    /// As [`Phase::passes_with`], with the tile phase's GEMM
-    /// configurations taken from a tuning record or forced to one
-    /// candidate (see [`GemmChoice`]).
-    pub fn passes_choosing(self, target: Target, templates: bool, choice: &GemmChoice) -> String {
+    /// As [`Phase::passes_with`], with what the command line chose (see
+    /// [`GemmChoice`]): built in code, step by step.
+    pub fn passes_choosing(self, target: Target, templates: bool, choice: &GemmChoice) -> Pipeline {
+        let mut p = Pipeline::new();
         match self {
-            Phase::Input => "tcc-check-supported,tcc-record-interface".into(),
+            Phase::Input => {
+                p.add(choice.attach_target(Some(target)))
+                    .pass("tcc-check-supported")
+                    .pass("tcc-record-interface");
+            }
             Phase::Graph => {
+                p.pass("inline")
+                    .pass("canonicalize")
+                    .pass("cse")
+                    .add(
+                        PassStep::new("tosa-layerwise-constant-fold")
+                            .on_functions()
+                            .flag("aggressive-reduce-constant"),
+                    )
+                    .func_pass("tcc-raise-composites")
+                    .func_pass("tcc-raise-attention")
+                    .pass("canonicalize")
+                    .pass("tcc-propagate-layout")
+                    .pass("canonicalize")
+                    .pass("tcc-fold-constants");
                 // After constant folding (the weights are constants) and
                 // before BatchNorm folding (a convolution's profile tensor
                 // is still its own output).
-                let quantize = choice
-                    .quantize
-                    .as_ref()
-                    .map(|options| format!("tcc-quantize-int8{{{options}}}"));
-                [
-                    "inline",
-                    "canonicalize",
-                    "cse",
-                    "func.func(tosa-layerwise-constant-fold{aggressive-reduce-constant})",
-                    "func.func(tcc-raise-composites)",
-                    "func.func(tcc-raise-attention)",
-                    "canonicalize",
-                    "tcc-propagate-layout",
-                    "canonicalize",
-                    "tcc-fold-constants",
-                    quantize.as_deref().unwrap_or_default(),
-                    "tcc-fold-batch-norm",
-                    "canonicalize",
-                    "cse",
-                    "symbol-dce",
-                ]
-                .into_iter()
-                .filter(|p| !p.is_empty())
-                .collect::<Vec<_>>()
-                .join(",")
+                if let Some(options) = &choice.quantize {
+                    let mut step = PassStep::new("tcc-quantize-int8");
+                    for (key, value) in options {
+                        step = step.option(key, value);
+                    }
+                    p.add(step);
+                }
+                p.pass("tcc-fold-batch-norm")
+                    .pass("canonicalize")
+                    .pass("cse")
+                    .pass("symbol-dce");
             }
             Phase::Linalg => {
-                let fuse = format!(
-                    "tcc-fuse-elementwise{{max-ops={}}}",
-                    choice.max_fused_ops.unwrap_or(target.max_fused_ops())
-                );
-                [
-                if templates { "tcc-convert-softmax-to-linalg" } else { "" },
-                if templates { "tcc-convert-layer-norm-to-rows" } else { "" },
-                if templates { "tcc-convert-attention-to-kernel" } else { "" },
-                "tcc-decompose-composites",
-                "canonicalize",
-                "func.func(tosa-optional-decompositions,tosa-to-linalg-named{prefer-conv2d-kernel-layout-hwcf},tosa-to-linalg,tosa-to-arith,tosa-to-tensor)",
-                "tcc-reduction-identities",
-                "tcc-fold-constants",
-                "tcc-generalize-reductions",
-                "canonicalize",
-                "cse",
-                fuse.as_str(),
-                "canonicalize",
-                // After fusion, whose reshape propagation folds a flatten
-                // into the fully connected layer after it.
-                "tcc-collapse-contractions",
-                "canonicalize",
-                // After fusion, which puts constant exponents in the bodies.
-                "tcc-simplify-math",
-                "cse",
-            ]
-                .into_iter()
-                .filter(|p| !p.is_empty())
-                .collect::<Vec<_>>()
-                .join(",")
+                if templates {
+                    p.pass("tcc-convert-softmax-to-linalg")
+                        .pass("tcc-convert-layer-norm-to-rows")
+                        .pass("tcc-convert-attention-to-kernel");
+                }
+                p.pass("tcc-decompose-composites")
+                    .pass("canonicalize")
+                    .func_pass("tosa-optional-decompositions")
+                    .add(
+                        PassStep::new("tosa-to-linalg-named")
+                            .on_functions()
+                            .flag("prefer-conv2d-kernel-layout-hwcf"),
+                    )
+                    .func_pass("tosa-to-linalg")
+                    .func_pass("tosa-to-arith")
+                    .func_pass("tosa-to-tensor")
+                    .pass("tcc-reduction-identities")
+                    .pass("tcc-fold-constants")
+                    .pass("tcc-generalize-reductions")
+                    .pass("canonicalize")
+                    .pass("cse")
+                    .add(PassStep::new("tcc-fuse-elementwise").option(
+                        "max-ops",
+                        choice.max_fused_ops.unwrap_or(target.max_fused_ops()),
+                    ))
+                    .pass("canonicalize")
+                    // After fusion, whose reshape propagation folds a
+                    // flatten into the fully connected layer after it.
+                    .pass("tcc-collapse-contractions")
+                    .pass("canonicalize")
+                    // After fusion, which puts constant exponents in the
+                    // bodies.
+                    .pass("tcc-simplify-math")
+                    .pass("cse");
             }
-            Phase::Dispatch => format!(
-                "tcc-concat-in-place,tcc-fold-conv-inputs{{pools={} conv-producers={} conv-pad-channels={}}},tcc-fold-pad-slices,tcc-form-dispatches",
-                target.fold_pools_into_convs().name(),
-                target.fold_producers_into_convs(),
-                target.conv_pad_channels().unwrap_or(0)
-            ),
-            Phase::Tile => format!(
-                "tcc-hoist-parallel-dims,tcc-configure-kernels{{target={} templates={templates}{}}},tcc-pack-weight-panels",
-                target.name(),
-                choice.options()
-            ),
-            Phase::Buffer => [
-                "tcc-unique-results",
-                "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
-                "canonicalize",
-                "buffer-results-to-out-params{hoist-static-allocs modify-public-functions}",
-                "canonicalize",
-                "cse",
-                // CSE makes an in-place concat's copies self-copies
-                // (`memref.copy %v, %v`), which canonicalize erases.
-                "canonicalize",
-                "tcc-elide-output-copies",
-                // Bufferization creates the constants' globals in an order
-                // that varies between runs.
-                "tcc-order-globals",
-            ]
-            .join(","),
-            Phase::Gpu => [
+            Phase::Dispatch => {
+                p.pass("tcc-concat-in-place")
+                    .add(
+                        PassStep::new("tcc-fold-conv-inputs")
+                            .option("pools", target.fold_pools_into_convs().name())
+                            .option("conv-producers", target.fold_producers_into_convs())
+                            .option("conv-pad-channels", target.conv_pad_channels().unwrap_or(0)),
+                    )
+                    .pass("tcc-fold-pad-slices")
+                    .pass("tcc-form-dispatches");
+            }
+            Phase::Tile => {
+                let mut configure =
+                    PassStep::new("tcc-configure-kernels").option("templates", templates);
+                if let Some(candidate) = choice.candidate {
+                    configure = configure.option("candidate", candidate);
+                }
+                if let Some(windows) = choice.windows {
+                    configure = configure.option("windows", windows);
+                }
+                if let Some(int8_gemm) = choice.int8_gemm {
+                    configure = configure.option("int8-gemm", int8_gemm);
+                }
+                p.pass("tcc-hoist-parallel-dims")
+                    .add(configure)
+                    .pass("tcc-pack-weight-panels");
+            }
+            Phase::Buffer => {
+                p.pass("tcc-unique-results")
+                    .add(
+                        PassStep::new("one-shot-bufferize")
+                            .flag("bufferize-function-boundaries")
+                            .option("function-boundary-type-conversion", "identity-layout-map"),
+                    )
+                    .pass("canonicalize")
+                    .add(
+                        PassStep::new("buffer-results-to-out-params")
+                            .flag("hoist-static-allocs")
+                            .flag("modify-public-functions"),
+                    )
+                    .pass("canonicalize")
+                    .pass("cse")
+                    // CSE makes an in-place concat's copies self-copies
+                    // (`memref.copy %v, %v`), which canonicalize erases.
+                    .pass("canonicalize")
+                    .pass("tcc-elide-output-copies")
+                    // Bufferization creates the constants' globals in an
+                    // order that varies between runs.
+                    .pass("tcc-order-globals");
+            }
+            Phase::Gpu => {
                 // Strategies for the device ops bufferization made or
                 // stripped, for the module's target.
-                "tcc-configure-kernels",
-                "tcc-outline-kernels",
-                "tcc-attach-split-k-scratch",
-                if choice.tensor_map_slots { "tcc-attach-tensor-map-slots" } else { "" },
-                "tcc-lower-kernel-loops",
-                "tcc-map-loops-to-work-items",
-                "lower-affine",
-                "canonicalize",
-                "cse",
+                p.pass("tcc-configure-kernels")
+                    .pass("tcc-outline-kernels")
+                    .pass("tcc-attach-split-k-scratch")
+                    // Only on nvidia at precision tf32 (the module's target).
+                    .pass("tcc-attach-tensor-map-slots")
+                    .pass("tcc-lower-kernel-loops")
+                    .pass("tcc-map-loops-to-work-items")
+                    .pass("lower-affine")
+                    .pass("canonicalize")
+                    .pass("cse");
                 // Before the plan, which sizes half buffers by their storage.
                 match choice.storage {
-                    Storage::Fp32 => "",
-                    Storage::Fp16 => "tcc-narrow-storage",
-                    Storage::Bf16 => "tcc-narrow-storage{type=bf16}",
-                },
-                "tcc-plan-memory",
-                // Last: kernels equal after everything above share one.
-                "tcc-dedupe-kernels",
-            ]
-            .into_iter()
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join(","),
-            Phase::Codegen => String::new(),
+                    Storage::Fp32 => {}
+                    Storage::Fp16 => {
+                        p.pass("tcc-narrow-storage");
+                    }
+                    Storage::Bf16 => {
+                        p.add(PassStep::new("tcc-narrow-storage").option("type", "bf16"));
+                    }
+                }
+                p.pass("tcc-plan-memory")
+                    // Last: kernels equal after everything above share one.
+                    .pass("tcc-dedupe-kernels");
+            }
+            Phase::Codegen => {}
         }
+        p
     }
 }
 
@@ -256,14 +293,13 @@ impl FromStr for Phase {
     }
 }
 
-/// The whole pipeline from the input up to and including `last`, as a
-/// `builtin.module(...)` textual pipeline.
-pub fn pipeline_to(last: Phase, target: Target) -> String {
+/// The whole pipeline from the input up to and including `last`.
+pub fn pipeline_to(last: Phase, target: Target) -> Pipeline {
     pipeline_to_with(last, target, true)
 }
 
 /// As [`pipeline_to`], with or without kernel templates.
-pub fn pipeline_to_with(last: Phase, target: Target, templates: bool) -> String {
+pub fn pipeline_to_with(last: Phase, target: Target, templates: bool) -> Pipeline {
     pipeline_to_choosing(last, target, templates, &GemmChoice::default())
 }
 
@@ -272,7 +308,10 @@ pub fn pipeline_to_with(last: Phase, target: Target, templates: bool) -> String 
 /// rounds) and the fusion cap (`tcc compile --max-fused-ops=N`).
 #[derive(Clone, Debug, Default)]
 pub struct GemmChoice {
-    /// A tuning record (`tcc tune`'s output) to take configurations from.
+    /// A tuning record (`tcc tune`'s output) to take configurations from:
+    /// the driver loads it and attaches its choices to the kernels
+    /// (`tcc-apply-tuning`) between the dispatch and tile phases, so that
+    /// its path never travels in the pipeline text.
     pub tuning: Option<std::path::PathBuf>,
     /// Force every GEMM's `candidate`-th configuration.
     pub candidate: Option<usize>,
@@ -283,18 +322,33 @@ pub struct GemmChoice {
     /// (`tcc compile --storage`).
     pub storage: Storage,
     /// Post-training int8 quantization (`tcc compile --quantize=int8`):
-    /// the options of `tcc-quantize-int8` (`profile=FILE ...`), which then
-    /// runs in the graph phase.
-    pub quantize: Option<String>,
-    /// GEMMs may take the TF32 `wgmma` body (`tcc compile
-    /// --precision=tf32`), which builds its tensor maps in slots that
-    /// `tcc-attach-tensor-map-slots` passes in the gpu phase.
-    pub tensor_map_slots: bool,
-    /// The kernels are launched through the CUDA driver (`tcc compile
-    /// --backend=cuda --precision=tf32`): large TF32 products take the
-    /// 256x128 tile (`tcc-configure-kernels{large-tf32-tiles}`) whose
-    /// wgmma body stages its operands in CUDA dynamic local memory.
-    pub dynamic_local: bool,
+    /// the options of `tcc-quantize-int8` (`profile`, ...) as key/value
+    /// pairs, with which it then runs in the graph phase.
+    pub quantize: Option<Vec<(&'static str, String)>>,
+    /// The known target `--target` named (`nvidia-sm80`, `host`, ...);
+    /// `None`: the family's own (`Target::name`), or, where the pipeline
+    /// starts after the input phase, the module's.
+    pub target_name: Option<String>,
+    /// The GEMMs' arithmetic (`--precision`, where the target reaches its
+    /// tensor cores), written into the module's `#tcc.target`; the tile
+    /// phase copies it into each float `#tcc.gemm`, and TF32 GEMMs on
+    /// nvidia get tensor-map slots for the `wgmma` body.
+    pub precision: Precision,
+    /// How the kernels are launched (`--backend`): with `cuda` and TF32,
+    /// large products take the 256x128 tile whose wgmma body stages its
+    /// operands in CUDA dynamic local memory.
+    pub api: LaunchApi,
+    /// The architecture instead of the target's (`--gpu-arch`).
+    pub arch: Option<String>,
+    /// Floats per SIMD register instead of the target's (the deprecated
+    /// `TCC_CPU_VECTOR_FLOATS`).
+    pub vector_width: Option<i64>,
+    /// Depthwise convolutions and poolings on the window template, forced
+    /// (the deprecated `TCC_WINDOWS`); `None`: the target's choice.
+    pub windows: Option<crate::passes::WindowChoice>,
+    /// int8 contractions on the GEMM template or not (the deprecated
+    /// `TCC_INT8_GEMM`); `None`: on.
+    pub int8_gemm: Option<crate::passes::Int8Gemm>,
 }
 
 /// The element type weights and intermediate activations are stored in
@@ -313,33 +367,32 @@ pub enum Storage {
 }
 
 impl GemmChoice {
-    /// The options of `tcc-configure-kernels` that say this (with a
-    /// leading space), or nothing.
-    fn options(&self) -> String {
-        let mut text = String::new();
-        if let Some(path) = &self.tuning {
-            text.push_str(&format!(" tuning=\"{}\"", path.display()));
+    /// The `tcc-attach-target` step: the known target (`target`'s own
+    /// where `--target` named none; none at all when `target` is `None`,
+    /// a pipeline resuming after the input phase, which keeps the
+    /// module's) and the command line's changes to it.
+    fn attach_target(&self, target: Option<Target>) -> PassStep {
+        let mut step = PassStep::new("tcc-attach-target");
+        let name = self
+            .target_name
+            .clone()
+            .or_else(|| target.map(|t| t.name().to_string()));
+        if let Some(name) = name {
+            step = step.option("target", name);
         }
-        if let Some(candidate) = self.candidate {
-            text.push_str(&format!(" candidate={candidate}"));
+        if self.precision != Precision::Fp32 {
+            step = step.option("precision", self.precision);
         }
-        if self.dynamic_local {
-            text.push_str(" large-tf32-tiles=true");
+        if self.api != LaunchApi::OpenCl {
+            step = step.option("api", self.api);
         }
-        text
-    }
-
-    /// Checks that a record's path can travel in a textual pipeline.
-    pub fn check(&self) -> Result<(), String> {
-        if let Some(path) = &self.tuning {
-            let text = path.display().to_string();
-            if text.contains(['"', '{', '}']) {
-                return Err(format!(
-                    "the tuning record's path {text} contains a quote or a brace"
-                ));
-            }
+        if let Some(arch) = &self.arch {
+            step = step.option("arch", arch);
         }
-        Ok(())
+        if let Some(width) = self.vector_width {
+            step = step.option("vector-width", width);
+        }
+        step
     }
 }
 
@@ -349,40 +402,52 @@ pub fn pipeline_to_choosing(
     target: Target,
     templates: bool,
     choice: &GemmChoice,
-) -> String {
+) -> Pipeline {
     pipeline_between(None, last, target, templates, choice)
 }
 
-/// The phases after `from` (all when `None`) up to and including `last`,
-/// as a `builtin.module(...)` textual pipeline (`tcc compile
-/// --compile-from`).
+/// The phases after `from` (all when `None`) up to and including `last`
+/// (`tcc compile --compile-from`). A pipeline that starts after the input
+/// phase begins with the target step: the module keeps the target it was
+/// compiled for unless the command line names one.
 pub fn pipeline_between(
     from: Option<Phase>,
     last: Phase,
     target: Target,
     templates: bool,
     choice: &GemmChoice,
-) -> String {
-    let elements: Vec<String> = Phase::range(from, last)
-        .into_iter()
-        .map(|p| p.passes_choosing(target, templates, choice))
-        .filter(|p| !p.is_empty())
-        .collect();
-    format!("builtin.module({})", elements.join(","))
+) -> Pipeline {
+    let mut pipeline = Pipeline::new();
+    for phase in Phase::range(from, last) {
+        pipeline.extend(phase.passes_choosing(target, templates, choice));
+    }
+    if from.is_some() && !pipeline.is_empty() {
+        pipeline.steps.insert(0, resume_target(choice));
+    }
+    pipeline
+}
+
+/// The target step of a pipeline that starts after the input phase.
+pub fn resume_target(choice: &GemmChoice) -> PassStep {
+    choice.attach_target(None)
 }
 
 /// Registers `tcc-phase-<name>` pipelines (for the default target) so that
 /// tcc-opt can run one phase at a time.
 pub fn register_phase_pipelines() {
     for phase in Phase::ALL {
-        let passes = phase.passes(Target::default());
+        let mut passes = phase.passes(Target::default());
         if passes.is_empty() {
             continue;
+        }
+        // tcc-opt's input phase keeps a module's own target.
+        if phase == Phase::Input {
+            passes.steps[0] = PassStep::new("tcc-attach-target");
         }
         tcc_dialects::register_pass_pipeline(
             &format!("tcc-phase-{}", phase.name()),
             phase.summary(),
-            &passes,
+            &passes.elements(),
         );
     }
 }
@@ -402,10 +467,10 @@ mod tests {
 
     #[test]
     fn pipeline_to_graph_stops_before_linalg() {
-        let text = pipeline_to(Phase::Graph, Target::default());
+        let text = pipeline_to(Phase::Graph, Target::default()).to_string();
         assert!(
             text.starts_with(
-                "builtin.module(tcc-check-supported,tcc-record-interface,inline,canonicalize"
+                "builtin.module(tcc-attach-target{target=generic},tcc-check-supported,tcc-record-interface,inline,canonicalize"
             ),
             "{text}"
         );
@@ -429,11 +494,51 @@ mod tests {
             Target::default(),
             true,
             &GemmChoice::default(),
-        );
+        )
+        .to_string();
         assert!(
-            text.starts_with("builtin.module(tcc-configure-kernels,tcc-outline-kernels,"),
+            text.starts_with(
+                "builtin.module(tcc-attach-target,tcc-configure-kernels,tcc-outline-kernels,"
+            ),
             "{text}"
         );
         assert!(!text.contains("one-shot-bufferize"), "{text}");
+    }
+
+    #[test]
+    fn the_command_line_reaches_the_target_step_and_the_tile_phase() {
+        let choice = GemmChoice {
+            target_name: Some("nvidia-sm80".into()),
+            precision: Precision::Bf16,
+            api: LaunchApi::Cuda,
+            windows: Some(crate::passes::WindowChoice::Off),
+            candidate: Some(2),
+            tuning: Some("a \"quoted\" {braced} record.json".into()),
+            ..GemmChoice::default()
+        };
+        let input = Phase::Input
+            .passes_choosing(Target::Nvidia, true, &choice)
+            .to_string();
+        assert!(
+            input.starts_with(
+                "builtin.module(tcc-attach-target{target=nvidia-sm80 precision=bf16 api=cuda},"
+            ),
+            "{input}"
+        );
+        let tile = Phase::Tile
+            .passes_choosing(Target::Nvidia, true, &choice)
+            .to_string();
+        assert_eq!(
+            tile,
+            "builtin.module(tcc-hoist-parallel-dims,tcc-configure-kernels{templates=true candidate=2 windows=off},tcc-pack-weight-panels)"
+        );
+        // The tuning record travels as attributes, not in the pipeline.
+        let whole = pipeline_to_choosing(Phase::Gpu, Target::Nvidia, true, &choice).to_string();
+        assert!(!whole.contains("record.json"), "{whole}");
+        // Resuming keeps the module's target unless --target names one.
+        assert_eq!(
+            resume_target(&GemmChoice::default()),
+            PassStep::new("tcc-attach-target")
+        );
     }
 }

@@ -560,12 +560,18 @@ impl KernelWriter {
 
 impl KernelTemplate for GemmSpec {
     fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
-        let KernelStrategy::Gemm { config, shape } = kernel.strategy else {
+        let KernelStrategy::Gemm {
+            config,
+            shape,
+            precision,
+        } = kernel.strategy
+        else {
             return Err(CodegenError::at(
                 &kernel.op,
                 "a GEMM template without #tcc.gemm",
             ));
         };
+        writer.precision = precision;
         writer.gemm_spec(kernel, (config, shape))
     }
 

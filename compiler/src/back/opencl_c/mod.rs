@@ -16,6 +16,4 @@ mod template;
 mod window;
 mod writer;
 
-pub use writer::{
-    ElementType, KernelArg, KernelInfo, Precision, Program, write_program, write_program_with,
-};
+pub use writer::{ElementType, KernelArg, KernelInfo, Precision, Program, write_program};

@@ -112,38 +112,25 @@ pub(super) fn index_literal(number: i64) -> String {
     }
 }
 
-/// The arithmetic the kernels may use (`tcc compile --precision`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Precision {
-    /// IEEE fp32 everywhere (the default).
-    #[default]
-    Fp32,
-    /// GEMMs and convolutions multiply on tensor cores in TF32 (fp32
-    /// inputs rounded to 10 mantissa bits, fp32 accumulation) in the PTX
-    /// form; the OpenCL C form stays fp32.
-    Tf32,
-    /// As `Tf32` with FP16 inputs (half operands as stored, fp32 ones
-    /// rounded to nearest half) on the FP16 tensor cores, fp32
-    /// accumulation.
-    Fp16,
-    /// As `Fp16` with BF16 inputs on the BF16 tensor cores (sm_80 and
-    /// newer).
-    Bf16,
-}
+/// The arithmetic the kernels may use (`precision` of the module's
+/// `#tcc.target` and of each `#tcc.gemm`).
+pub use tcc_dialects::target::Precision;
 
-/// Translates every `gpu.func` of the module's kernel module.
+/// Translates every `gpu.func` of the module's kernel module. Each GEMM
+/// multiplies in its `#tcc.gemm`'s precision; the module's `#tcc.target`
+/// says which helpers the program's prelude holds (its precision), and
+/// whether the kernels are launched through the CUDA driver (`api =
+/// "cuda"`), which gives TF32 GEMMs dynamic local memory past 48 KiB.
 pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
-    write_program_with(module, Precision::Fp32, false)
-}
-
-/// As [`write_program`], with the GEMMs' precision, and whether the
-/// kernels are launched through the CUDA driver (`tcc compile
-/// --backend=cuda`), which gives GEMMs dynamic local memory past 48 KiB.
-pub fn write_program_with(
-    module: &Module,
-    precision: Precision,
-    dynamic_local: bool,
-) -> Result<Program, CodegenError> {
+    let target = module
+        .as_operation()
+        .attribute(crate::ir::attr_names::TARGET)
+        .ok()
+        .and_then(tcc_dialects::target::TargetDesc::from_attribute);
+    let precision = target.as_ref().map_or(Precision::Fp32, |t| t.precision);
+    let dynamic_local = target.as_ref().is_some_and(|t| {
+        t.api == tcc_dialects::target::LaunchApi::Cuda && t.precision == Precision::Tf32
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
@@ -255,7 +242,8 @@ pub(super) struct KernelWriter {
     pub(super) written_args: Vec<bool>,
     /// C types of the mutable locals (loop-carried values, scf.if results).
     pub(super) declared_types: HashMap<String, &'static str>,
-    /// GEMM kernels multiply on tensor cores in their PTX form unless fp32.
+    /// The GEMM kernel being written multiplies on tensor cores in its PTX
+    /// form unless fp32 (its `#tcc.gemm`'s precision).
     pub(super) precision: Precision,
     /// GEMM kernels may take CUDA dynamic local memory (`GemmSpec::dynamic_local`).
     pub(super) dynamic_local: bool,

@@ -56,6 +56,24 @@ impl PtxOptions {
         Ok(PtxOptions { arch: arch.into() })
     }
 
+    /// Checks that the architecture has the tensor cores `precision` (the
+    /// module's `#tcc.target` and its GEMMs' `#tcc.gemm`) multiplies on:
+    /// TF32, FP16 and BF16 bodies need `mma.sync` with `cp.async`, sm_80
+    /// or newer.
+    pub fn check_precision(
+        &self,
+        precision: crate::back::opencl_c::Precision,
+    ) -> Result<(), String> {
+        if precision.tensor_cores() && self.compute_capability() < 80 {
+            return Err(format!(
+                "--precision={precision} needs {} tensor cores with cp.async (sm_80 or newer), not --gpu-arch={}",
+                precision.name().to_uppercase(),
+                self.arch
+            ));
+        }
+        Ok(())
+    }
+
     /// The compute capability as a number (`sm_90` → 90).
     pub fn compute_capability(&self) -> u32 {
         self.arch

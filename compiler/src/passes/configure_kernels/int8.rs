@@ -11,11 +11,13 @@
 //! ResNet-50 at batch 1 on PoCL they took 1.27x less kernel time than the
 //! loop nests (docs/benchmarks.md).
 //!
-//! `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests, int32
-//! row sums (an int8 matrix-vector product, which the row-reduction
-//! template takes otherwise) included (what tcc did before the templates
-//! took them: to time and test the templates against them); `TCC_INT8_GEMM=N` takes a k step of N (a multiple of
-//! 32) instead.
+//! `tcc-configure-kernels{int8-gemm=off}` (`tcc compile` maps the
+//! deprecated `TCC_INT8_GEMM` environment variable to it) keeps every int8
+//! contraction in loop nests, int32 row sums (an int8 matrix-vector
+//! product, which the row-reduction template takes otherwise) included
+//! (what tcc did before the templates took them: to time and test the
+//! templates against them); `int8-gemm=N` takes a k step of N (a multiple
+//! of 32) instead.
 
 use melior::ir::TypeLike;
 use melior::ir::ValueLike;
@@ -24,14 +26,50 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use crate::config::{GemmConfig, Target};
 use crate::ir::contraction::GemmShape;
 
-/// The environment variable that turns the int8 template off or sets its
-/// k step.
-pub const INT8_GEMM_ENV: &str = "TCC_INT8_GEMM";
+/// Whether int8 contractions take the GEMM template
+/// (`int8-gemm=on|off|N`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Int8Gemm {
+    /// The template, with its k step of 64.
+    #[default]
+    On,
+    /// Loop nests (int32 row sums too).
+    Off,
+    /// The template with a k step of this many (a multiple of 32).
+    TileK(u32),
+}
+
+impl std::fmt::Display for Int8Gemm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Int8Gemm::On => f.write_str("on"),
+            Int8Gemm::Off => f.write_str("off"),
+            Int8Gemm::TileK(k) => write!(f, "{k}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Int8Gemm {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "" | "on" => Ok(Int8Gemm::On),
+            "off" => Ok(Int8Gemm::Off),
+            other => match other.parse::<u32>() {
+                Ok(k) if k > 0 && k.is_multiple_of(MMA_K) => Ok(Int8Gemm::TileK(k)),
+                _ => Err(format!(
+                    "int8-gemm must be on, off or a k step that is a multiple of {MMA_K}, not '{other}'"
+                )),
+            },
+        }
+    }
+}
 
 /// The k step of int8 tiles: two `mma.sync.m16n8k32`.
 const INT8_TILE_K: u32 = 64;
 
-/// What `TCC_INT8_GEMM=N` must be a multiple of: one `mma` k.
+/// What `int8-gemm=N` must be a multiple of: one `mma` k.
 const MMA_K: u32 = 32;
 
 /// Whether `op` is an int8 contraction: every shaped operand holds i8
@@ -54,30 +92,19 @@ pub(super) fn int8_operands(op: OperationRef) -> bool {
     !inputs.is_empty() && inputs.iter().all(|t| is_int(*t, 8)) && is_int(*accumulator, 32)
 }
 
-/// Whether `TCC_INT8_GEMM=off` keeps every int8 contraction in loop nests
-/// (the GEMM template's int8 form and the row template's int32 sums).
-pub(super) fn templates_off() -> bool {
-    std::env::var(INT8_GEMM_ENV).as_deref() == Ok("off")
-}
-
 /// The int8 template's configuration for `shape` from the fp32 one
 /// `config` (the table's, or the tuning record's, for the same shape) on
 /// `target`, or `None` for loop nests.
 pub(super) fn int8_config(
     target: Target,
+    choice: Int8Gemm,
     config: Option<GemmConfig>,
     shape: &GemmShape,
 ) -> Option<GemmConfig> {
-    if templates_off() {
-        return None;
-    }
-    let tile_k = match std::env::var(INT8_GEMM_ENV).as_deref() {
-        Ok(value) => value
-            .parse::<u32>()
-            .ok()
-            .filter(|k| *k > 0 && k.is_multiple_of(MMA_K))
-            .unwrap_or(INT8_TILE_K),
-        Err(_) => INT8_TILE_K,
+    let tile_k = match choice {
+        Int8Gemm::Off => return None,
+        Int8Gemm::On => INT8_TILE_K,
+        Int8Gemm::TileK(k) => k,
     };
     let config = match target {
         Target::PoclCpu => Target::Generic.gemm_config(shape.batch, shape.m, shape.n, shape.k),

@@ -24,14 +24,10 @@ const WINDOW_OPS: &[&str] = &[
     "pooling_nhwc_sum",
 ];
 
-/// The environment variable that sets `windows=` where the option is
-/// left at `auto`.
-pub const WINDOWS_ENV: &str = "TCC_WINDOWS";
-
 /// Whether window ops take the template (`windows=auto|on|off|N`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowChoice {
-    /// As the target's configuration says (`TCC_WINDOWS` overriding).
+    /// As the target's configuration says.
     Auto,
     /// Always (the generic GPU configuration where the target has none).
     On,
@@ -40,6 +36,17 @@ pub enum WindowChoice {
     /// Always, with blocks of this many output columns (to time or test
     /// the blocks; the target's other parameters kept).
     Columns(u32),
+}
+
+impl std::fmt::Display for WindowChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WindowChoice::Auto => f.write_str("auto"),
+            WindowChoice::On => f.write_str("on"),
+            WindowChoice::Off => f.write_str("off"),
+            WindowChoice::Columns(columns) => write!(f, "{columns}"),
+        }
+    }
 }
 
 impl FromStr for WindowChoice {
@@ -60,20 +67,8 @@ impl FromStr for WindowChoice {
     }
 }
 
-impl WindowChoice {
-    /// The choice in force: an explicit option, else `TCC_WINDOWS`.
-    pub(super) fn resolved(self) -> Result<Self, String> {
-        match (self, std::env::var(WINDOWS_ENV)) {
-            (WindowChoice::Auto, Ok(value)) => {
-                value.parse().map_err(|e| format!("{WINDOWS_ENV}: {e}"))
-            }
-            (choice, _) => Ok(choice),
-        }
-    }
-}
-
 /// The `#tcc.window` strategy of the kernel rooted at `op` (on tensors),
-/// if it is a window the template runs and the (resolved) choice takes it.
+/// if it is a window the template runs and the choice takes it.
 pub(super) fn strategy(
     target: Target,
     op: OperationRef,

@@ -36,7 +36,7 @@ pub(super) fn launch_shape(
 ) -> ([i64; 3], [i64; 3]) {
     match *strategy {
         // Tiles along (n, m); the batch times the split-K slices along z.
-        KernelStrategy::Gemm { config, shape } => {
+        KernelStrategy::Gemm { config, shape, .. } => {
             let (tiles_n, tiles_m) = config.tiles(&shape);
             let (threads_n, threads_m) = config.threads();
             (
