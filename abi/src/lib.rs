@@ -15,9 +15,13 @@
 //!   generated from the table against it.
 //!
 //! The numbers of the ABI (version, element type codes, source and argument
-//! kinds) and the exported symbols' names are here too. This crate depends
-//! on nothing, so that the runtime stays free of LLVM and MLIR.
+//! kinds) and the exported symbols' names are here too, and so is the
+//! artifact's checksummed self-description ([`description`]), which the
+//! compiler writes and the runtime and `tcc inspect` read. This crate
+//! depends on nothing of LLVM or MLIR (serde and sha2 only), so that the
+//! runtime stays free of them.
 
+pub mod description;
 pub mod minifloat;
 
 /// `TCC_ABI_VERSION`: the version the compiler writes and the runtime
@@ -26,6 +30,26 @@ pub const ABI_VERSION: u32 = 2;
 /// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI the runtime still loads
 /// (version 1: function descriptors without the arena, [`FUNCTION_DESC_V1`]).
 pub const ABI_VERSION_MIN: u32 = 1;
+
+/// The most elements a tensor may have (2^32), in the compiler's input
+/// (the ONNX importer, `tcc-check-supported`) and so in every artifact:
+/// with it, every size computed from shapes (elements, bytes, work items,
+/// arena offsets) fits in an `i64` with room to spare.
+pub const MAX_TENSOR_ELEMENTS: i64 = 1 << 32;
+
+/// The element count of `shape` when every dimension is non-negative and
+/// the product is at most [`MAX_TENSOR_ELEMENTS`] (checked arithmetic),
+/// else `None`.
+pub fn checked_element_count(shape: &[i64]) -> Option<i64> {
+    let mut count: i64 = 1;
+    for &d in shape {
+        if d < 0 {
+            return None;
+        }
+        count = count.checked_mul(d)?;
+    }
+    (count <= MAX_TENSOR_ELEMENTS).then_some(count)
+}
 
 /// `enum tcc_dtype`.
 pub const DTYPE_F32: u32 = 0;
@@ -111,6 +135,9 @@ pub const DESCRIPTION_SYMBOL: &str = "tcc_description_v1";
 /// (through the file's relocations) to hash the constants without loading
 /// the artifact.
 pub const CONSTANTS_SYMBOL: &str = "tcc_constants_v1";
+/// The comment line by which an artifact's PTX says that a kernel needs
+/// CUDA dynamic shared memory: `// tcc-dynamic-local: KERNEL BYTES`.
+pub const DYNAMIC_LOCAL_MARKER: &str = "// tcc-dynamic-local:";
 /// The prefix of each function's entry symbol inside the artifact.
 pub const ENTRY_PREFIX: &str = "tcc_entry_";
 

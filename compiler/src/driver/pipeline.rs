@@ -229,7 +229,7 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
         ..Default::default()
     };
     let host = compiled.host_with(module_name, &options)?;
-    host_llvm::link_shared_objects(&host.object, &[&weights], output, None)?;
+    super::link::link_shared_objects(&host.object, &[&weights], output, None)?;
     Ok(())
 }
 

@@ -142,7 +142,7 @@ fn compile_round(
     }
     let host = compiled.host("tune")?;
     let library = directory.join(format!("round{candidate}.so"));
-    host_llvm::link_shared(&host.object, &library)?;
+    super::link::link_shared(&host.object, &library)?;
     Ok(library)
 }
 

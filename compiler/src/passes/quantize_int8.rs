@@ -50,8 +50,8 @@ use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
 };
 use super::quantize_calibration::{Calibration, Ranges};
-use crate::back::opencl_c::ElementType;
-use crate::driver::profile::TensorRange;
+use crate::ir::element_type::ElementType;
+use super::quantize_calibration::TensorRange;
 use crate::ir::constant::ConstTensor;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;

@@ -17,7 +17,7 @@ use crate::ir::operand::operand_at;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::{StaticTensor, normalize_axis};
 use crate::ir::util::{defining_op, integer_value, op_name, use_count};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 

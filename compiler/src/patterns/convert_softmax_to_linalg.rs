@@ -10,7 +10,7 @@ use melior::ir::{Identifier, Value, ValueLike};
 
 use super::{empty_like, insert_before};
 use crate::ir::types::StaticTensor;
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 /// Builds `linalg.softmax` in front of `op` and returns its result.
 pub fn rewrite<'c>(

@@ -12,7 +12,7 @@ use melior::ir::{Value, ValueLike};
 use crate::ir::operand::operand_at;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::{StaticTensor, normalize_axis};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 

@@ -18,7 +18,7 @@ use crate::ir::constant::ConstTensor;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, op_name, use_count};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 /// Which operand holds the weights and how output channels lie in them.
 #[derive(Clone, Copy)]

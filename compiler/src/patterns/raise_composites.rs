@@ -20,7 +20,7 @@ use melior::ir::{Attribute, BlockLike, Identifier, Type, TypeLike, Value, ValueL
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, integer_value, op_name, same_op, use_count, users};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 

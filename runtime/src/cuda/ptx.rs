@@ -16,8 +16,8 @@
 
 use std::collections::HashMap;
 
-/// The comment that starts a dynamic-local marker line.
-pub const DYNAMIC_LOCAL_MARKER: &str = "// tcc-dynamic-local:";
+/// The comment that starts a dynamic-local marker line (tcc-abi's).
+pub use tcc_abi::DYNAMIC_LOCAL_MARKER;
 
 /// One kernel's dynamic shared memory, from its marker.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -423,7 +423,7 @@ impl<'l> HostWriter<'l> {
 
     /// The exported data symbol `tcc_description_v1`: what the table says,
     /// with the SHA-256 of the constants, checksummed
-    /// (`tcc_runtime::artifact::description`). `tcc inspect` reads it from
+    /// (`tcc_abi::description`). `tcc inspect` reads it from
     /// the file without loading the artifact; the loader compares it with
     /// the table, and `--verify` with the constants.
     fn description(
@@ -434,7 +434,7 @@ impl<'l> HostWriter<'l> {
         ptx: Option<&str>,
         metadata: Option<&str>,
     ) -> Result<(), CodegenError> {
-        use tcc_runtime::artifact::description::{
+        use tcc_abi::description::{
             self as d, Description, FunctionEntry, KernelEntry, TensorEntry,
         };
         let tensors = |ts: &[TensorDesc]| -> Result<Vec<TensorEntry>, CodegenError> {

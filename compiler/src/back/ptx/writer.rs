@@ -82,10 +82,10 @@ pub fn write_ptx(
 
 /// The comment line by which the PTX tells the runtime's CUDA backend
 /// that a kernel needs `bytes` of dynamic local memory:
-/// `// tcc-dynamic-local: KERNEL BYTES`. The runtime owns the format
-/// (`tcc_runtime::cuda::ptx` reads it); NVIDIA's OpenCL cannot launch such
-/// a kernel, and the runtime builds the OpenCL C there instead.
-pub use tcc_runtime::cuda::DYNAMIC_LOCAL_MARKER as DYNAMIC_LOCAL_COMMENT;
+/// `// tcc-dynamic-local: KERNEL BYTES` (tcc-abi declares it; the runtime's
+/// `cuda::ptx` reads it); NVIDIA's OpenCL cannot launch such a kernel, and
+/// the runtime builds the OpenCL C there instead.
+pub use tcc_abi::DYNAMIC_LOCAL_MARKER as DYNAMIC_LOCAL_COMMENT;
 
 /// Declares the dynamic local memory the kernels' sm_90a bodies address
 /// (`.extern .shared` of [`tcc_kernels::gemm::DYNAMIC_LOCAL_SYMBOL`]) and

@@ -22,7 +22,7 @@ use crate::ir::attr_names;
 use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::op_name;
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 /// Builds ops at the end of one block.
 pub(crate) struct Builder<'c> {

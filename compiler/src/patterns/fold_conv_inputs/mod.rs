@@ -56,6 +56,7 @@ use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
 pub(crate) use pool::window_strides;
 use pool::{fusible_pool, pool_feeding_pointwise_conv};
+pub use crate::ir::contraction::window_layout;
 
 /// The most producer body ops (arith only) recomputed per input load: a
 /// 3x3 stride-1 window reads each input element about 9 times, so a cheap
@@ -389,7 +390,7 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
             && use_count(operand) == 1
             && let Some(definer) = defining_op(operand)
             && dialect_of(&op_name(&definer)) == "linalg"
-            && crate::passes::kind_of(definer) != crate::config::KernelKind::Elementwise
+            && crate::patterns::form_dispatches::kind_of(definer) != crate::config::KernelKind::Elementwise
         {
             return false;
         }
@@ -614,20 +615,4 @@ fn is_int8_conv(op: OperationRef, window: &Window, output: &StaticTensor) -> boo
         && melior::ir::r#type::IntegerType::try_from(output.element).is_ok_and(|t| t.width() == 32)
         && int8_operand(0)
         && int8_operand(1)
-}
-
-/// For a window op, named or rewritten: the name of the op it computes
-/// (without `linalg.`) and the operand positions of its filter (or
-/// window) and output. Named ops take the input first; rewritten generics
-/// have no input operand.
-pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
-    if op_name(&op) == "linalg.generic"
-        && let Some(conv) = op
-            .attribute(attr_names::CONV)
-            .ok()
-            .and_then(crate::ir::util::string_value)
-    {
-        return (conv, 0, 1);
-    }
-    (short_name(&op), 1, 2)
 }

@@ -11,7 +11,7 @@ use crate::config::PoolFolding;
 use crate::ir::attr_names;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count, users};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 /// A window op's strides: a named op's `strides`, a rewritten generic's
 /// [`attr_names::STRIDES`].
