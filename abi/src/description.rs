@@ -48,12 +48,8 @@ pub struct FunctionEntry {
     pub arena_alignment: u64,
 }
 
-/// One kernel.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KernelEntry {
-    pub name: String,
-    pub flops: u64,
-}
+/// One kernel: its launch record, as the table holds it.
+pub type KernelEntry = crate::LaunchRecord;
 
 /// What an artifact's table says, with digests of its larger parts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,7 +209,7 @@ mod tests {
 
     fn sample() -> Description {
         Description {
-            abi_version: 2,
+            abi_version: crate::ABI_VERSION,
             producer: "tcc".into(),
             source_kind: 0,
             source_sha256: source_digest(b"kernel\0"),
@@ -221,6 +217,14 @@ mod tests {
             kernels: vec![KernelEntry {
                 name: "k".into(),
                 flops: 3,
+                workgroup_size: [64, 1, 1],
+                dynamic_local_bytes: 0,
+                args: vec![crate::KernelArgRecord {
+                    kind: crate::ARG_BUFFER,
+                    dtype: crate::DTYPE_F32,
+                    elements: 2,
+                    written: true,
+                }],
             }],
             functions: vec![],
             constant_bytes: vec![2],

@@ -129,7 +129,6 @@ fn name_prefixes_every_exported_symbol_and_is_checked() {
     };
     for symbol in [
         "tcc_artifact_v1",
-        "tcc_kernel_flops_v1",
         "tcc_kernel_ptx_v1",
         "tcc_metadata_v1",
     ] {

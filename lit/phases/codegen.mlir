@@ -27,4 +27,3 @@
 // The artifact is a shared library exporting the runtime's entry points.
 // ELF: Type: DYN (Shared object file)
 // SYMBOLS: T tcc_artifact_v1
-// SYMBOLS: T tcc_kernel_flops_v1

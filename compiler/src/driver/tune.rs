@@ -24,7 +24,7 @@ use tcc_runtime::{HostTensor, Model};
 
 use super::compile::compile_to_kernels_in;
 use super::session::Session;
-use crate::back::{host_llvm, opencl_c};
+use crate::back::opencl_c;
 use crate::config::Target;
 use crate::config::tuning::{TunedGemm, TuningRecord};
 use crate::phases::{GemmChoice, Phase};

@@ -26,7 +26,6 @@ use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
 use crate::ir::attr_names;
-use crate::ir::dense::operand_segment_sizes;
 use crate::ir::util::{
     body_ops, dialect_of, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
 };

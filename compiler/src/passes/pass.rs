@@ -10,7 +10,6 @@
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use melior::ir::Location;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::{Context, ContextRef};
 use mlir_sys::{

@@ -6,6 +6,7 @@
 //! source (and PTX for NVIDIA, when compiled) and the weights. The runtime loads it without LLVM.
 
 mod builder;
+mod launch;
 mod lower;
 
 pub use lower::lower_module;
@@ -23,6 +24,7 @@ use inkwell::targets::{
 };
 use melior::ir::Module;
 
+pub use launch::launch_records;
 pub use writer::{ABI_VERSION, FunctionDesc, TensorDesc};
 
 use super::CodegenError;

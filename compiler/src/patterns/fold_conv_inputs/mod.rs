@@ -50,7 +50,6 @@ use melior::ir::{Attribute, BlockLike, RegionLike, TypeLike, Value, ValueLike};
 
 use crate::config::PoolFolding;
 use crate::ir::affine::{IteratorType, iterator_types};
-use crate::ir::attr_names;
 use crate::ir::dense::int_elements;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
