@@ -143,11 +143,7 @@ impl<'ast> Visit<'ast> for Paths {
 
 /// The module a path written in module `from` names, if it is one of tcc's
 /// (`crate::`, `super::`, `self::`): the longest known module prefix.
-fn resolve(
-    from: &[String],
-    path: &[String],
-    known: &BTreeSet<Vec<String>>,
-) -> Option<Vec<String>> {
+fn resolve(from: &[String], path: &[String], known: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
     let mut base: Vec<String>;
     let mut rest = path;
     match path.first().map(String::as_str) {
@@ -197,8 +193,8 @@ fn import_graph(src: &Path) -> (Vec<Module>, BTreeSet<(usize, usize)>, Vec<Strin
     let mut runtime_uses = Vec::new();
     for (i, module) in modules.iter().enumerate() {
         let text = std::fs::read_to_string(&module.file).unwrap();
-        let file = syn::parse_file(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", module.file.display()));
+        let file =
+            syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", module.file.display()));
         let mut paths = Paths::default();
         paths.visit_file(&file);
         for (scope, path) in &paths.paths {
@@ -365,8 +361,10 @@ fn no_import_circle_spans_two_folders() {
             .map(|&i| modules[i].path[0].as_str())
             .collect();
         if folders.len() > 1 {
-            let mut files: Vec<String> =
-                component.iter().map(|&i| modules[i].path.join("::")).collect();
+            let mut files: Vec<String> = component
+                .iter()
+                .map(|&i| modules[i].path.join("::"))
+                .collect();
             files.sort();
             wrong.push(format!(
                 "a circle of {} files spans {:?}: {}",

@@ -28,8 +28,8 @@ pub fn metadata_json(
     // Each kernel's entry: its launch record (what the artifact's table
     // holds: flops, written buffers, dynamic local memory) with the kind
     // and strategy work-group size the statistics give it.
-    let records = host_llvm::launch_records(&compiled.program, compiled.ptx.as_deref())
-        .unwrap_or_default();
+    let records =
+        host_llvm::launch_records(&compiled.program, compiled.ptx.as_deref()).unwrap_or_default();
     let kernels: Vec<serde_json::Value> = stats
         .kernels
         .iter()

@@ -7,8 +7,8 @@ use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
 pub use tcc_kernels::GemmShape;
 
-use super::types::static_shape;
 use super::attr_names;
+use super::types::static_shape;
 use super::util::op_name;
 
 /// The default (row-major, untransposed) indexing maps of the named
@@ -88,5 +88,9 @@ pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
         return (conv, 0, 1);
     }
     let name = op_name(&op);
-    (name.strip_prefix("linalg.").unwrap_or(&name).to_string(), 1, 2)
+    (
+        name.strip_prefix("linalg.").unwrap_or(&name).to_string(),
+        1,
+        2,
+    )
 }

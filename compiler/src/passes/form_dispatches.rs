@@ -26,12 +26,12 @@ use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
 use crate::ir::attr_names;
+pub use crate::ir::operand::init_operands;
 use crate::ir::util::{
     body_ops, dialect_of, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
 };
-pub use crate::ir::operand::init_operands;
-pub use crate::patterns::form_dispatches::{is_window_generic, kind_of};
 use crate::patterns::form_dispatches::{is_contraction_or_conv, kernel_name, op_parts};
+pub use crate::patterns::form_dispatches::{is_window_generic, kind_of};
 
 pub struct FormDispatches;
 

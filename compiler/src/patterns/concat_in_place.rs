@@ -28,9 +28,9 @@ use melior::ir::operation::{
 };
 use melior::ir::{BlockLike, Identifier, Type, TypeLike, Value, ValueLike};
 
+use crate::ir::error::PassError;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{body_ops, defining_op, op_name, use_count, users};
-use crate::ir::error::PassError;
 
 /// One `tensor.insert_slice` of a concat: what goes where.
 #[derive(Clone)]

@@ -11,10 +11,10 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
 use crate::ir::constant::{ConstTensor, FOLD_ELEMENT_LIMIT};
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::op_name;
-use crate::ir::error::PassError;
 use crate::patterns::propagate_layout::transpose_perm;
 
 fn operand_constant(op: OperationRef, index: usize) -> Option<ConstTensor> {

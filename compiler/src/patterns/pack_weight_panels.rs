@@ -16,11 +16,11 @@ use melior::ir::{Attribute, Value, ValueLike};
 
 use crate::ir::constant::ConstTensor;
 use crate::ir::element_type::ElementType;
+use crate::ir::error::PassError;
 use crate::ir::filter_panels::{HWCF_MAP_TEXT, operand_map_text, panel_map_text};
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, erase_op, op_name, use_count};
-use crate::ir::error::PassError;
 
 /// Gives a named `linalg.conv_2d_nhwc_hwcf` with a constant filter the
 /// generic form of `tcc-fold-conv-inputs` (loads reading its input as it

@@ -111,4 +111,3 @@ impl ArtifactFile {
         Ok(hex(&hasher.finalize()))
     }
 }
-

@@ -65,7 +65,10 @@ fn record(kernel: &KernelInfo, dynamic_local: bool) -> Result<LaunchRecord, Code
         name: kernel.name.clone(),
         flops: kernel.flops,
         workgroup_size,
-        dynamic_local_bytes: kernel.dynamic_local_bytes.filter(|_| dynamic_local).unwrap_or(0),
+        dynamic_local_bytes: kernel
+            .dynamic_local_bytes
+            .filter(|_| dynamic_local)
+            .unwrap_or(0),
         args,
     })
 }

@@ -411,7 +411,14 @@ impl<'l> HostWriter<'l> {
             super::weights::write_object(path, triple, &constants)?;
         }
         let kernels = super::launch::launch_records(program, ptx)?;
-        self.artifact(program, &kernels, &functions, &entries, &constants, weights.is_some())?;
+        self.artifact(
+            program,
+            &kernels,
+            &functions,
+            &entries,
+            &constants,
+            weights.is_some(),
+        )?;
         self.description(program, &kernels, &functions, &constants, ptx, metadata)?;
         if let Some(ptx) = ptx {
             self.ptx_getter(ptx)?;
@@ -559,7 +566,8 @@ impl<'l> HostWriter<'l> {
         for (index, kernel) in kernels.iter().enumerate() {
             let name = self.c_string(&kernel.name);
             let t = self.types;
-            let u32 = |n: u32| -> BasicValueEnum<'l> { t.i32.const_int(u64::from(n), false).into() };
+            let u32 =
+                |n: u32| -> BasicValueEnum<'l> { t.i32.const_int(u64::from(n), false).into() };
             let mut arg_entries = Vec::new();
             for arg in &kernel.args {
                 arg_entries.push(struct_value(

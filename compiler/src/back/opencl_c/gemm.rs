@@ -439,7 +439,11 @@ impl KernelWriter {
         };
         // Kernels that may take the TF32 wgmma body end with its tensor-map
         // slots (`tcc-attach-tensor-map-slots`); the body writes them.
-        let tensor_map_slots = if kernel.op.attribute(crate::ir::attr_names::TENSOR_MAP_SLOTS).is_ok() {
+        let tensor_map_slots = if kernel
+            .op
+            .attribute(crate::ir::attr_names::TENSOR_MAP_SLOTS)
+            .is_ok()
+        {
             let count = block.argument_count();
             if count == 0 {
                 return Err(CodegenError::at(

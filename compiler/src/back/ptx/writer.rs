@@ -108,7 +108,10 @@ fn declare_dynamic_local(
     program: &Program,
     options: &PtxOptions,
 ) -> Result<String, CodegenError> {
-    let needed = program.kernels.iter().any(|k| k.dynamic_local_bytes.is_some());
+    let needed = program
+        .kernels
+        .iter()
+        .any(|k| k.dynamic_local_bytes.is_some());
     if !needed || !options.arch.ends_with('a') {
         return Ok(ptx);
     }

@@ -50,12 +50,12 @@ use melior::ir::{Attribute, BlockLike, RegionLike, TypeLike, Value, ValueLike};
 
 use crate::config::PoolFolding;
 use crate::ir::affine::{IteratorType, iterator_types};
+pub use crate::ir::contraction::window_layout;
 use crate::ir::dense::int_elements;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
 pub(crate) use pool::window_strides;
 use pool::{fusible_pool, pool_feeding_pointwise_conv};
-pub use crate::ir::contraction::window_layout;
 
 /// The most producer body ops (arith only) recomputed per input load: a
 /// 3x3 stride-1 window reads each input element about 9 times, so a cheap
@@ -389,7 +389,8 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
             && use_count(operand) == 1
             && let Some(definer) = defining_op(operand)
             && dialect_of(&op_name(&definer)) == "linalg"
-            && crate::patterns::form_dispatches::kind_of(definer) != crate::config::KernelKind::Elementwise
+            && crate::patterns::form_dispatches::kind_of(definer)
+                != crate::config::KernelKind::Elementwise
         {
             return false;
         }

@@ -10,10 +10,10 @@ use melior::ir::{Value, ValueLike};
 
 use super::{result_of, transpose_perm, transposed_operand};
 use crate::ir::constant::ConstTensor;
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, replace_and_erase, users};
-use crate::ir::error::PassError;
 
 /// `reshape(transpose(x, P), R)` where the reshape only merges dimensions
 /// that lie next to each other, in order, in `x` (and adds or drops unit

@@ -23,10 +23,10 @@ use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, Opera
 use melior::ir::{BlockLike, Type, TypeLike, Value, ValueLike};
 
 use crate::ir::constant::ConstTensor;
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
-use crate::ir::error::PassError;
 
 mod cluster;
 mod compose;
