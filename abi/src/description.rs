@@ -136,7 +136,7 @@ impl Description {
         let len = u64::from_le_bytes(header[8..16].try_into().unwrap());
         if len > MAX_DESCRIPTION_BYTES {
             return Err(format!(
-                "its description declares an implausible length of {len} bytes"
+                "its description declares an implausible length of {len} bytes: the artifact is damaged"
             ));
         }
         Ok(len)
