@@ -15,17 +15,44 @@
 //!   generated from the table against it.
 //!
 //! The numbers of the ABI (version, element type codes, source and argument
-//! kinds) and the exported symbols' names are here too. This crate depends
-//! on nothing, so that the runtime stays free of LLVM and MLIR.
+//! kinds) and the exported symbols' names are here too, and so is the
+//! artifact's checksummed self-description ([`description`]), which the
+//! compiler writes and the runtime and `tcc inspect` read. This crate
+//! depends on nothing of LLVM or MLIR (serde and sha2 only), so that the
+//! runtime stays free of them.
 
+pub mod description;
 pub mod minifloat;
 
 /// `TCC_ABI_VERSION`: the version the compiler writes and the runtime
-/// implements.
-pub const ABI_VERSION: u32 = 2;
-/// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI the runtime still loads
-/// (version 1: function descriptors without the arena, [`FUNCTION_DESC_V1`]).
-pub const ABI_VERSION_MIN: u32 = 1;
+/// implements. Version 3 gave each kernel one launch record
+/// ([`KERNEL_DESC`]) in place of a list of names, a separate flops table
+/// and comments inside the PTX.
+pub const ABI_VERSION: u32 = 3;
+/// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI the runtime still loads.
+/// Older artifacts (versions 1 and 2, without launch records) are refused
+/// with a message that says to rebuild them with this tcc.
+pub const ABI_VERSION_MIN: u32 = 3;
+
+/// The most elements a tensor may have (2^32), in the compiler's input
+/// (the ONNX importer, `tcc-check-supported`) and so in every artifact:
+/// with it, every size computed from shapes (elements, bytes, work items,
+/// arena offsets) fits in an `i64` with room to spare.
+pub const MAX_TENSOR_ELEMENTS: i64 = 1 << 32;
+
+/// The element count of `shape` when every dimension is non-negative and
+/// the product is at most [`MAX_TENSOR_ELEMENTS`] (checked arithmetic),
+/// else `None`.
+pub fn checked_element_count(shape: &[i64]) -> Option<i64> {
+    let mut count: i64 = 1;
+    for &d in shape {
+        if d < 0 {
+            return None;
+        }
+        count = count.checked_mul(d)?;
+    }
+    (count <= MAX_TENSOR_ELEMENTS).then_some(count)
+}
 
 /// `enum tcc_dtype`.
 pub const DTYPE_F32: u32 = 0;
@@ -61,6 +88,10 @@ pub const ARG_I32: u32 = 1;
 pub const ARG_I64: u32 = 2;
 pub const ARG_F32: u32 = 3;
 
+/// `TCC_ARG_WRITTEN`: a [`KERNEL_ARG`]'s `flags` bit: the kernel writes
+/// the buffer.
+pub const ARG_WRITTEN: u32 = 1;
+
 /// Every enumerator and macro of the header with its value, for the
 /// header check.
 pub const CONSTANTS: &[(&str, u32)] = &[
@@ -91,12 +122,11 @@ pub const CONSTANTS: &[(&str, u32)] = &[
     ("TCC_ARG_I32", ARG_I32),
     ("TCC_ARG_I64", ARG_I64),
     ("TCC_ARG_F32", ARG_F32),
+    ("TCC_ARG_WRITTEN", ARG_WRITTEN),
 ];
 
 /// The symbol every artifact exports: `const tcc_artifact *tcc_artifact_v1(void)`.
 pub const ARTIFACT_SYMBOL: &str = "tcc_artifact_v1";
-/// Optional: `const uint64_t *tcc_kernel_flops_v1(void)`.
-pub const KERNEL_FLOPS_SYMBOL: &str = "tcc_kernel_flops_v1";
 /// Optional (ABI 2): `const char *tcc_kernel_ptx_v1(void)`.
 pub const KERNEL_PTX_SYMBOL: &str = "tcc_kernel_ptx_v1";
 /// Optional: `const char *tcc_metadata_v1(void)`.
@@ -252,6 +282,41 @@ pub const FUNCTION_DESC_V1: Struct = Struct {
     fields: FUNCTION_DESC.fields.split_at(6).0,
 };
 
+/// `tcc_kernel_arg`: one argument of a kernel, as its launch record
+/// states it (ABI 3): its kind ([`ARG_BUFFER`], ...), the `enum tcc_dtype`
+/// of the elements as the buffer stores them, how many elements, and
+/// flags ([`ARG_WRITTEN`]).
+pub const KERNEL_ARG: Struct = Struct {
+    name: "tcc_kernel_arg",
+    fields: &[
+        ("kind", U32),
+        ("dtype", U32),
+        ("elements", U64),
+        ("flags", U32),
+        ("reserved", U32),
+    ],
+};
+
+/// `tcc_kernel_desc`: one kernel's launch record (ABI 3), the one place an
+/// artifact states what launching the kernel takes: its name (in the
+/// kernel program), work-group size, the CUDA dynamic shared memory its
+/// PTX form needs (0: none), its floating-point operations per launch (0:
+/// not counted) and its arguments in order.
+pub const KERNEL_DESC: Struct = Struct {
+    name: "tcc_kernel_desc",
+    fields: &[
+        ("name", Ptr),
+        ("flops", U64),
+        ("workgroup_x", U32),
+        ("workgroup_y", U32),
+        ("workgroup_z", U32),
+        ("dynamic_local_bytes", U32),
+        ("num_args", U32),
+        ("reserved", U32),
+        ("args", Ptr),
+    ],
+};
+
 /// `tcc_constant_desc`: one constant (weights).
 pub const CONSTANT_DESC: Struct = Struct {
     name: "tcc_constant_desc",
@@ -269,7 +334,7 @@ pub const ARTIFACT: Struct = Struct {
         ("build_options", Ptr),
         ("num_kernels", U32),
         ("num_functions", U32),
-        ("kernel_names", Ptr),
+        ("kernels", Ptr),
         ("functions", Ptr),
         ("num_constants", U32),
         ("reserved", U32),
@@ -285,9 +350,41 @@ pub const STRUCTS: &[Struct] = &[
     TENSOR_DESC,
     FUNCTION_DESC,
     FUNCTION_DESC_V1,
+    KERNEL_ARG,
+    KERNEL_DESC,
     CONSTANT_DESC,
     ARTIFACT,
 ];
+
+/// One kernel's launch record as Rust sees it: what [`KERNEL_DESC`] and
+/// its [`KERNEL_ARG`]s hold. The compiler builds it from its kernels and
+/// writes it into the artifact's table (and its description and
+/// metadata); the runtime reads it back from the table.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LaunchRecord {
+    pub name: String,
+    /// Floating-point operations per launch (0: not counted).
+    pub flops: u64,
+    /// The work-group size the kernel is launched with (x, y, z).
+    pub workgroup_size: [u32; 3],
+    /// CUDA dynamic shared memory the kernel's PTX form needs, in bytes
+    /// (0: none; only sm_90a PTX of `--backend=cuda` needs any).
+    pub dynamic_local_bytes: u32,
+    pub args: Vec<KernelArgRecord>,
+}
+
+/// One argument of a [`LaunchRecord`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelArgRecord {
+    /// `enum tcc_arg_kind` ([`ARG_BUFFER`], ...).
+    pub kind: u32,
+    /// `enum tcc_dtype` of the elements as stored.
+    pub dtype: u32,
+    /// How many elements the buffer holds.
+    pub elements: u64,
+    /// Whether the kernel writes the buffer.
+    pub written: bool,
+}
 
 #[cfg(test)]
 mod tests {
@@ -302,6 +399,11 @@ mod tests {
         assert_eq!(size(&FUNCTION_DESC), 56);
         assert_eq!(size(&FUNCTION_DESC_V1), 40);
         assert_eq!(size(&CONSTANT_DESC), 16);
+        assert_eq!(size(&KERNEL_ARG), 24);
+        assert_eq!(size(&KERNEL_DESC), 48);
+        let (fields, _) = KERNEL_DESC.layout();
+        assert!(fields.contains(&("dynamic_local_bytes", 28)));
+        assert!(fields.contains(&("args", 40)));
         assert_eq!(size(&ARTIFACT), 80);
         let (fields, _) = ARTIFACT.layout();
         assert!(fields.contains(&("num_constants", 56)));

@@ -16,4 +16,5 @@ pub mod ir;
 pub mod passes;
 pub mod patterns;
 pub mod phases;
-pub mod reference;
+/// The reference oracle (`driver::reference`), at its old path.
+pub use driver::reference;

@@ -788,12 +788,12 @@ fn file_mapper(address: usize) -> impl Fn(usize) -> usize {
 /// (pointers, which the loader's relocations overwrite, are left out).
 fn table_and_constant_ranges(so: &Path) -> Vec<(std::ops::Range<usize>, String)> {
     use std::ffi::CStr;
-    use tcc_runtime::abi::{TccArtifact, TccArtifactV1Fn, TccConstantDesc, TccFunctionDesc};
+    use tcc_runtime::abi::{
+        TccArtifact, TccArtifactV1Fn, TccConstantDesc, TccFunctionDesc, TccKernelArg, TccKernelDesc,
+    };
     let library = unsafe { libloading::Library::new(so) }.unwrap();
     let describe: TccArtifactV1Fn = unsafe { *library.get(b"tcc_artifact_v1").unwrap() };
     let description: *const u8 = unsafe { *library.get(b"tcc_description_v1").unwrap() };
-    let flops: unsafe extern "C" fn() -> *const u64 =
-        unsafe { *library.get(b"tcc_kernel_flops_v1").unwrap() };
     let table: &TccArtifact = unsafe { &*describe() };
     let to_file = file_mapper(table as *const TccArtifact as usize);
     let mut ranges = Vec::new();
@@ -832,15 +832,26 @@ fn table_and_constant_ranges(so: &Path) -> Vec<(std::ops::Range<usize>, String)>
     add(p, n, "build_options".into());
     let (p, n) = string(table.producer);
     add(p, n, "producer".into());
-    for k in 0..table.num_kernels as usize {
-        let (p, n) = string(unsafe { *table.kernel_names.add(k) });
-        add(p, n, format!("kernel name {k}"));
+    // Each launch record: its name, flops to num_args, and each
+    // argument's kind to flags (the reserved words are not read).
+    let kernels = unsafe { std::slice::from_raw_parts(table.kernels, table.num_kernels as usize) };
+    for (k, kernel) in kernels.iter().enumerate() {
+        let at = kernel as *const TccKernelDesc as usize;
+        let (p, n) = string(kernel.name);
+        add(p, n, format!("kernel {k} name"));
+        let from = std::mem::offset_of!(TccKernelDesc, flops);
+        let to = std::mem::offset_of!(TccKernelDesc, reserved);
+        add(at + from, to - from, format!("kernel {k} launch record"));
+        let args = unsafe { std::slice::from_raw_parts(kernel.args, kernel.num_args as usize) };
+        for (j, arg) in args.iter().enumerate() {
+            let at = arg as *const TccKernelArg as usize;
+            add(
+                at,
+                std::mem::offset_of!(TccKernelArg, reserved),
+                format!("kernel {k} argument {j}"),
+            );
+        }
     }
-    add(
-        unsafe { flops() } as usize,
-        table.num_kernels as usize * 8,
-        "flops".into(),
-    );
     let functions =
         unsafe { std::slice::from_raw_parts(table.functions, table.num_functions as usize) };
     for (i, f) in functions.iter().enumerate() {

@@ -12,7 +12,7 @@
 // RUN: tcc inspect %t.arm64.so 2>&1 | FileCheck %s --check-prefix=FOREIGN
 
 // TEXT: inspect.mlir.tmp.so
-// TEXT-NEXT:   ABI version: 2 (this runtime loads 1..=2)
+// TEXT-NEXT:   ABI version: 3 (this runtime loads 3..=3)
 // TEXT-NEXT:   producer: tcc 0.1.0 (git {{[0-9a-f]+|unknown}})
 // TEXT-NEXT:   target: pocl-cpu
 // TEXT-NEXT:   host: x86_64-{{.*}}linux-gnu
@@ -26,7 +26,7 @@
 // TEXT-NEXT: constants: 1 (16 bytes)
 // TEXT-NEXT: arena: 4096 bytes (largest function)
 
-// JSON:      "abi_version": 2,
+// JSON:      "abi_version": 3,
 // JSON:      "arena_bytes": 4096,
 // JSON:      "constants": {
 // JSON-NEXT:   "bytes": 16,

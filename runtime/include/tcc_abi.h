@@ -21,9 +21,10 @@
 
 #include <stdint.h>
 
-#define TCC_ABI_VERSION 2u
-/* The oldest version the runtime still loads. */
-#define TCC_ABI_VERSION_MIN 1u
+#define TCC_ABI_VERSION 3u
+/* The oldest version the runtime still loads (older artifacts, without
+ * launch records, must be rebuilt). */
+#define TCC_ABI_VERSION_MIN 3u
 
 /* Element types of tensors crossing the ABI. */
 enum tcc_dtype {
@@ -66,6 +67,8 @@ enum tcc_arg_kind {
   TCC_ARG_I64 = 2,
   TCC_ARG_F32 = 3,
 };
+/* tcc_kernel_arg.flags: the kernel writes the buffer. */
+#define TCC_ARG_WRITTEN 1u
 typedef struct {
   uint32_t kind; /* enum tcc_arg_kind */
   uint32_t reserved;
@@ -92,7 +95,7 @@ typedef struct {
   void (*release)(void *ctx, tcc_buffer *buffer);
   /* The device copy of constant `index` (uploaded on first use, cached). */
   int32_t (*constant)(void *ctx, uint32_t index, tcc_buffer **out);
-  /* Enqueues kernel `kernel` (index into tcc_artifact.kernel_names) over an
+  /* Enqueues kernel `kernel` (index into tcc_artifact.kernels) over an
    * NDRange of `global` work-items in work-groups of `local`, without
    * waiting for it. `dims` is 1, 2 or 3. `local` may be NULL (or all zero)
    * to let the driver choose. `num_args` must equal the kernel's parameter
@@ -159,6 +162,28 @@ typedef struct {
   uint64_t bytes;
 } tcc_constant_desc;
 
+/* One argument of a kernel, as its launch record states it. */
+typedef struct {
+  uint32_t kind;  /* enum tcc_arg_kind */
+  uint32_t dtype; /* enum tcc_dtype of the elements as the buffer stores them */
+  uint64_t elements;
+  uint32_t flags; /* TCC_ARG_WRITTEN */
+  uint32_t reserved;
+} tcc_kernel_arg;
+
+/* One kernel's launch record: everything launching it takes. */
+typedef struct {
+  const char *name; /* the kernel's name in the program */
+  uint64_t flops;   /* floating-point operations per launch; 0: not counted */
+  uint32_t workgroup_x;
+  uint32_t workgroup_y;
+  uint32_t workgroup_z;
+  uint32_t dynamic_local_bytes; /* CUDA dynamic shared memory; 0: none */
+  uint32_t num_args;
+  uint32_t reserved;
+  const tcc_kernel_arg *args;
+} tcc_kernel_desc;
+
 typedef struct {
   uint32_t abi_version; /* TCC_ABI_VERSION */
   uint32_t source_kind; /* enum tcc_source_kind */
@@ -167,7 +192,7 @@ typedef struct {
   const char *build_options; /* for clBuildProgram */
   uint32_t num_kernels;
   uint32_t num_functions;
-  const char *const *kernel_names;
+  const tcc_kernel_desc *kernels; /* num_kernels launch records */
   const tcc_function_desc *functions;
   uint32_t num_constants;
   uint32_t reserved;
@@ -177,11 +202,6 @@ typedef struct {
 
 /* Every artifact exports this symbol. */
 const tcc_artifact *tcc_artifact_v1(void);
-
-/* Optional: floating-point operations per launch of each kernel
- * (num_kernels entries, in kernel_names order; 0 where not counted). The
- * runtime reports GFLOP/s per kernel when an artifact exports it. */
-const uint64_t *tcc_kernel_flops_v1(void);
 
 /* Optional: the same kernels (same names) as NUL-terminated PTX text, for
  * NVIDIA drivers, which load it with clCreateProgramWithBinary instead of
@@ -194,7 +214,7 @@ const char *tcc_kernel_ptx_v1(void);
  *
  * `tcc compile --emit=obj|staticlib --name=NAME` prefixes every one of
  * these symbols with `NAME_` (`NAME_tcc_artifact_v1`, ...) so that several
- * models link into one program; such an object always defines all four
+ * models link into one program; such an object always defines all three
  * (the optional ones returning NULL when empty). */
 const char *tcc_metadata_v1(void);
 

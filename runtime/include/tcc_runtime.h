@@ -131,7 +131,6 @@ tcc_status tcc_model_load_memory(const void *data, size_t bytes,
 typedef struct tcc_linked_model {
   const char *name;
   const void *(*artifact)(void);       /* NAME_tcc_artifact_v1 */
-  const uint64_t *(*kernel_flops)(void); /* NAME_tcc_kernel_flops_v1 */
   const char *(*kernel_ptx)(void);     /* NAME_tcc_kernel_ptx_v1 */
   const char *(*metadata)(void);       /* NAME_tcc_metadata_v1 */
 } tcc_linked_model;
@@ -142,12 +141,10 @@ tcc_status tcc_model_load_linked(const tcc_linked_model *model,
  * then: tcc_model_load_linked(TCC_LINKED_MODEL(mlp), &model); */
 #define TCC_DECLARE_LINKED_MODEL(NAME)                                        \
   extern const void *NAME##_tcc_artifact_v1(void);                            \
-  extern const uint64_t *NAME##_tcc_kernel_flops_v1(void);                    \
   extern const char *NAME##_tcc_kernel_ptx_v1(void);                          \
   extern const char *NAME##_tcc_metadata_v1(void)
 #define TCC_LINKED_MODEL(NAME)                                                \
   (&(const tcc_linked_model){#NAME, NAME##_tcc_artifact_v1,                   \
-                             NAME##_tcc_kernel_flops_v1,                      \
                              NAME##_tcc_kernel_ptx_v1, NAME##_tcc_metadata_v1})
 
 tcc_status tcc_model_free(tcc_model *model);

@@ -14,7 +14,7 @@ use std::ffi::{c_char, c_void};
 /// `TCC_ABI_VERSION`: the ABI version this runtime implements.
 pub const TCC_ABI_VERSION: u32 = tcc_abi::ABI_VERSION;
 /// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI this runtime still loads
-/// (version 1: no arena, function descriptors of `TccFunctionDescV1`).
+/// (older artifacts, without launch records, are refused: rebuild them).
 pub const TCC_ABI_VERSION_MIN: u32 = tcc_abi::ABI_VERSION_MIN;
 
 /// `enum tcc_dtype`.
@@ -159,6 +159,30 @@ pub struct TccFunctionDesc {
     pub arena_alignment: u64,
 }
 
+/// `tcc_kernel_arg`: one argument of a launch record.
+#[repr(C)]
+pub struct TccKernelArg {
+    pub kind: u32,
+    pub dtype: u32,
+    pub elements: u64,
+    pub flags: u32,
+    pub reserved: u32,
+}
+
+/// `tcc_kernel_desc`: one kernel's launch record.
+#[repr(C)]
+pub struct TccKernelDesc {
+    pub name: *const c_char,
+    pub flops: u64,
+    pub workgroup_x: u32,
+    pub workgroup_y: u32,
+    pub workgroup_z: u32,
+    pub dynamic_local_bytes: u32,
+    pub num_args: u32,
+    pub reserved: u32,
+    pub args: *const TccKernelArg,
+}
+
 /// `tcc_constant_desc`.
 #[repr(C)]
 pub struct TccConstantDesc {
@@ -176,7 +200,7 @@ pub struct TccArtifact {
     pub build_options: *const c_char,
     pub num_kernels: u32,
     pub num_functions: u32,
-    pub kernel_names: *const *const c_char,
+    pub kernels: *const TccKernelDesc,
     pub functions: *const TccFunctionDesc,
     pub num_constants: u32,
     pub reserved: u32,
@@ -189,12 +213,6 @@ pub type TccArtifactV1Fn = unsafe extern "C" fn() -> *const TccArtifact;
 
 /// Name of the symbol every artifact exports.
 pub const ARTIFACT_SYMBOL: &[u8] = tcc_abi::ARTIFACT_SYMBOL.as_bytes();
-
-/// `const uint64_t *tcc_kernel_flops_v1(void)`: optional, one entry per kernel.
-pub type TccKernelFlopsV1Fn = unsafe extern "C" fn() -> *const u64;
-
-/// The optional per-kernel flop counts' symbol.
-pub const KERNEL_FLOPS_SYMBOL: &[u8] = tcc_abi::KERNEL_FLOPS_SYMBOL.as_bytes();
 
 /// `const char *tcc_kernel_ptx_v1(void)`: optional, the kernels as
 /// NUL-terminated PTX text for NVIDIA drivers (the OpenCL C in the artifact
@@ -303,8 +321,10 @@ pub fn layout_table() -> Vec<(&'static str, &'static str, usize)> {
         fields!(TccTensorDesc, "tcc_tensor_desc"; name, dtype, rank, shape),
         fields!(TccFunctionDesc, "tcc_function_desc"; v1.name, v1.entry, v1.num_inputs, v1.num_outputs, v1.inputs, v1.outputs, arena_bytes, arena_alignment),
         fields!(TccFunctionDescV1, "tcc_function_desc_v1"; name, entry, num_inputs, num_outputs, inputs, outputs),
+        fields!(TccKernelArg, "tcc_kernel_arg"; kind, dtype, elements, flags, reserved),
+        fields!(TccKernelDesc, "tcc_kernel_desc"; name, flops, workgroup_x, workgroup_y, workgroup_z, dynamic_local_bytes, num_args, reserved, args),
         fields!(TccConstantDesc, "tcc_constant_desc"; data, bytes),
-        fields!(TccArtifact, "tcc_artifact"; abi_version, source_kind, source, source_bytes, build_options, num_kernels, num_functions, kernel_names, functions, num_constants, reserved, constants, producer),
+        fields!(TccArtifact, "tcc_artifact"; abi_version, source_kind, source, source_bytes, build_options, num_kernels, num_functions, kernels, functions, num_constants, reserved, constants, producer),
     ]
     .concat()
 }

@@ -55,7 +55,7 @@ pub struct FunctionInfo {
     pub inputs: Vec<TensorDesc>,
     pub outputs: Vec<TensorDesc>,
     /// Bytes of the function's arena (its static memory plan); 0 without
-    /// one (and for ABI version 1 artifacts).
+    /// one.
     pub arena_bytes: u64,
     /// Alignment of every view offset in the arena.
     pub arena_alignment: u64,
@@ -145,9 +145,14 @@ pub struct Artifact {
     pub source_kind: SourceKind,
     pub source: Vec<u8>,
     pub build_options: String,
+    /// Each kernel's launch record (name, work-group size, CUDA dynamic
+    /// local memory, flops, arguments), in the table's order: the index a
+    /// `launch` callback names.
+    pub kernels: Vec<tcc_abi::LaunchRecord>,
+    /// The kernels' names, in the same order (from [`Self::kernels`]).
     pub kernel_names: Vec<String>,
     /// Floating-point operations per launch of each kernel (0: not
-    /// counted), from the optional `tcc_kernel_flops_v1`.
+    /// counted; from [`Self::kernels`]).
     pub kernel_flops: Vec<u64>,
     /// The same kernels as PTX, from the optional `tcc_kernel_ptx_v1`
     /// (`tcc compile --target=nvidia`).
@@ -236,10 +241,6 @@ impl Artifact {
                     ),
                 })?;
         // SAFETY: optional symbols, types fixed by tcc_abi.h.
-        let flops =
-            unsafe { library.get::<abi::TccKernelFlopsV1Fn>(&symbol(abi::KERNEL_FLOPS_SYMBOL)) }
-                .ok()
-                .map(|s| *s);
         let ptx = unsafe { library.get::<abi::TccKernelPtxV1Fn>(&symbol(abi::KERNEL_PTX_SYMBOL)) }
             .ok()
             .map(|s| *s);
@@ -259,7 +260,6 @@ impl Artifact {
                 path,
                 LinkedSymbols {
                     describe,
-                    flops,
                     ptx,
                     metadata,
                     description,
@@ -314,26 +314,6 @@ impl Artifact {
         // SAFETY: the table was produced against tcc_abi.h; `Reader` checks
         // every count and pointer before it is followed.
         let parts = unsafe { r.read(table) }?;
-        // Optional: per-kernel flop counts.
-        let kernel_flops = match symbols.flops {
-            Some(getter) => {
-                // SAFETY: returns num_kernels entries or NULL.
-                let pointer = unsafe { getter() };
-                if pointer.is_null() {
-                    vec![0; parts.kernel_names.len()]
-                } else {
-                    r.check_range(
-                        pointer as usize,
-                        parts.kernel_names.len() * 8,
-                        "tcc_kernel_flops_v1()",
-                    )?;
-                    // SAFETY: non-null, num_kernels entries of static data.
-                    unsafe { std::slice::from_raw_parts(pointer, parts.kernel_names.len()) }
-                        .to_vec()
-                }
-            }
-            None => vec![0; parts.kernel_names.len()],
-        };
         let text = |getter: Option<unsafe extern "C" fn() -> *const c_char>,
                     what: &str|
          -> Result<Option<Vec<u8>>> {
@@ -379,14 +359,15 @@ impl Artifact {
         let mut artifact = Artifact {
             path: path.to_path_buf(),
             abi_version: table.abi_version,
-            kernel_flops,
+            kernel_names: parts.kernels.iter().map(|k| k.name.clone()).collect(),
+            kernel_flops: parts.kernels.iter().map(|k| k.flops).collect(),
+            kernels: parts.kernels,
             ptx,
             metadata,
             producer: parts.producer,
             source_kind: parts.source_kind,
             source: parts.source,
             build_options: parts.build_options,
-            kernel_names: parts.kernel_names,
             functions: parts.functions,
             constants: parts.constants,
             _library: library,
@@ -436,7 +417,7 @@ impl Artifact {
     /// What the table says, as a description (the constants' digest is
     /// the description's: only [`Artifact::verify`] hashes them).
     fn table_description(&self) -> description::Description {
-        use description::{FunctionEntry, KernelEntry, TensorEntry};
+        use description::{FunctionEntry, TensorEntry};
         let tensors = |ts: &[TensorDesc]| -> Vec<TensorEntry> {
             ts.iter()
                 .map(|t| TensorEntry {
@@ -456,15 +437,7 @@ impl Artifact {
             },
             source_sha256: description::source_digest(&self.source),
             build_options: self.build_options.clone(),
-            kernels: self
-                .kernel_names
-                .iter()
-                .zip(&self.kernel_flops)
-                .map(|(name, &flops)| KernelEntry {
-                    name: name.clone(),
-                    flops,
-                })
-                .collect(),
+            kernels: self.kernels.clone(),
             functions: self
                 .functions
                 .iter()
@@ -518,8 +491,6 @@ impl Artifact {
 pub struct LinkedSymbols {
     /// `tcc_artifact_v1`.
     pub describe: TccArtifactV1Fn,
-    /// `tcc_kernel_flops_v1`.
-    pub flops: Option<abi::TccKernelFlopsV1Fn>,
     /// `tcc_kernel_ptx_v1`.
     pub ptx: Option<abi::TccKernelPtxV1Fn>,
     /// `tcc_metadata_v1`.

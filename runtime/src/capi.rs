@@ -80,7 +80,6 @@ pub struct TccTensorInfo {
 pub struct TccLinkedModel {
     pub name: *const c_char,
     pub artifact: Option<unsafe extern "C" fn() -> *const c_void>,
-    pub kernel_flops: Option<unsafe extern "C" fn() -> *const u64>,
     pub kernel_ptx: Option<unsafe extern "C" fn() -> *const c_char>,
     pub metadata: Option<unsafe extern "C" fn() -> *const c_char>,
 }

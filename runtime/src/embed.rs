@@ -116,8 +116,6 @@ macro_rules! __paste_linked {
         unsafe extern "C" {
             #[link_name = concat!(stringify!($name), "_tcc_artifact_v1")]
             fn describe() -> *const $crate::abi::TccArtifact;
-            #[link_name = concat!(stringify!($name), "_tcc_kernel_flops_v1")]
-            fn flops() -> *const u64;
             #[link_name = concat!(stringify!($name), "_tcc_kernel_ptx_v1")]
             fn ptx() -> *const ::std::ffi::c_char;
             #[link_name = concat!(stringify!($name), "_tcc_metadata_v1")]
@@ -131,7 +129,6 @@ macro_rules! __paste_linked {
                 stringify!($name),
                 $crate::artifact::LinkedSymbols {
                     describe,
-                    flops: Some(flops),
                     ptx: Some(ptx),
                     metadata: Some(metadata),
                     description: Some(&raw const description),

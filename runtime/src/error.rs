@@ -37,10 +37,11 @@ pub enum Error {
 
     /// The artifact was built for another ABI version.
     #[error(
-        "artifact {} uses tcc ABI version {found}, this runtime supports versions {}..={expected}; \
-         rebuild the model with a matching tcc",
+        "artifact {} uses tcc ABI version {found}, this runtime supports versions {}..={expected}: \
+         rebuild the model with this tcc (`tcc compile`, tcc {})",
         path.display(),
-        crate::abi::TCC_ABI_VERSION_MIN
+        crate::abi::TCC_ABI_VERSION_MIN,
+        env!("CARGO_PKG_VERSION")
     )]
     AbiVersion {
         path: PathBuf,

@@ -600,6 +600,12 @@ impl Model {
         &self.inner.kernel_names
     }
 
+    /// Each kernel's launch record (name, work-group size, CUDA dynamic
+    /// local memory, flops, arguments), in `kernel_names` order.
+    pub fn kernels(&self) -> &[tcc_abi::LaunchRecord] {
+        &self.inner.kernels
+    }
+
     /// Floating-point operations per launch of each kernel, in
     /// `kernel_names` order (0 where the artifact does not count them).
     pub fn kernel_flops(&self) -> &[u64] {

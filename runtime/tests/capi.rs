@@ -317,16 +317,12 @@ fn models_loaded_from_memory_one_after_another_stay_distinct() {
 }
 
 #[test]
-fn c_api_runs_an_abi_version_1_artifact() {
-    // Older artifacts through the same header: the version 1 layout (no
-    // arena fields) loads and runs from C.
+fn c_api_refuses_an_abi_version_1_artifact_with_a_rebuild_message() {
+    // Artifacts from before launch records (ABI 1 and 2) do not load;
+    // from C too, the message says to rebuild.
     let (dir, so) = test_model(&["TCC_TEST_ABI_V1"]);
     let exe = build_example("run_model", dir.path(), "run_model", false, &[]);
     let (ok, text) = run(&exe, &[&so], &["axpb"], &dir.path().join("cache"));
-    assert!(ok, "{text}");
-    assert!(
-        text.contains("ok: @axpb from a file and from memory agree"),
-        "{text}"
-    );
-    assert_eq!(Model::load(&so).unwrap().abi_version(), 1);
+    assert!(!ok, "{text}");
+    assert!(text.contains("rebuild the model with this tcc"), "{text}");
 }

@@ -212,15 +212,15 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
     let o = tool("tcc-run", cache.path(), &["/nonexistent/model.so"]);
     assert_fails_with(&o, "cannot load artifact /nonexistent/model.so");
 
-    let (_d2, v3) = test_model(&["TCC_TEST_ABI_VERSION=3"]);
+    let (_d2, v4) = test_model(&["TCC_TEST_ABI_VERSION=4"]);
     let o = tool(
         "tcc-run",
         cache.path(),
-        &[v3.to_str().unwrap(), "--function=addk", "--input=4xi32=1"],
+        &[v4.to_str().unwrap(), "--function=addk", "--input=4xi32=1"],
     );
     assert_fails_with(
         &o,
-        "uses tcc ABI version 3, this runtime supports versions 1..=2",
+        "uses tcc ABI version 4, this runtime supports versions 3..=3: rebuild the model with this tcc",
     );
 
     let (_d3, broken) = test_model(&["TCC_TEST_BAD_KERNEL"]);

@@ -414,17 +414,19 @@ fn artifacts_that_cannot_load_say_why() {
         "{e}"
     );
 
-    for version in [0, 3] {
+    // 2: an artifact from before launch records; 4: from a newer tcc.
+    for version in [0, 2, 4] {
         let (_dir, so) = test_model(&[&format!("TCC_TEST_ABI_VERSION={version}")]);
         let e = Model::load(&so).unwrap_err();
         assert!(
-            matches!(e, Error::AbiVersion { found, expected: 2, .. } if found == version),
+            matches!(e, Error::AbiVersion { found, expected: 3, .. } if found == version),
             "{e:?}"
         );
         let msg = e.to_string();
         assert!(
             msg.contains(&format!(
-                "uses tcc ABI version {version}, this runtime supports versions 1..=2"
+                "uses tcc ABI version {version}, this runtime supports versions 3..=3: \
+                 rebuild the model with this tcc"
             )),
             "{msg}"
         );
@@ -546,22 +548,47 @@ fn views_fall_back_to_buffers_when_the_device_needs_more_alignment() {
 }
 
 #[test]
-fn abi_version_1_artifacts_still_load_and_run() {
+fn abi_version_1_artifacts_are_refused_with_a_rebuild_message() {
+    // Version 1 (no arenas, no launch records) is older than the oldest
+    // version this runtime loads: the error says to rebuild.
     let (_dir, so) = test_model(&["TCC_TEST_ABI_V1"]);
-    let cache = tempfile::tempdir().unwrap();
-    let rt = runtime(cache.path(), false);
+    let e = Model::load(&so).unwrap_err();
+    assert!(matches!(e, Error::AbiVersion { found: 1, .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("rebuild the model with this tcc"),
+        "{e}"
+    );
+}
+
+#[test]
+fn launch_records_are_read_from_the_table() {
+    let (_dir, so) = test_model(&[]);
     let model = Model::load(&so).unwrap();
-    let f = model.function("axpb").unwrap();
-    assert_eq!((f.arena_bytes, f.arena_alignment), (0, 1));
-    let mut session = rt.session(&model).unwrap();
-    let x = ramp(1000);
-    let out = session
-        .run("axpb", &[HostTensor::from_f32(vec![1000], &x).unwrap()])
-        .unwrap();
-    assert_eq!(out[0].to_f32().unwrap(), axpb_expected(&x));
-    let k = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
-    let out = session.run("addk", &[k]).unwrap();
-    assert_eq!(out[0].to_i32().unwrap(), vec![11, 12, 13, 14]);
+    let kernels = model.kernels();
+    assert_eq!(kernels.len(), 3);
+    let scale = &kernels[0];
+    assert_eq!(scale.name, "scale");
+    assert_eq!(scale.workgroup_size, [64, 1, 1]);
+    assert_eq!(scale.flops, 1000);
+    assert_eq!(scale.dynamic_local_bytes, 0);
+    let kinds: Vec<u32> = scale.args.iter().map(|a| a.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            tcc_abi::ARG_BUFFER,
+            tcc_abi::ARG_BUFFER,
+            tcc_abi::ARG_F32,
+            tcc_abi::ARG_I32
+        ]
+    );
+    assert!(!scale.args[0].written && scale.args[1].written);
+    assert_eq!(scale.args[1].elements, 1000);
+    assert_eq!(model.kernel_flops(), [1000, 1000, 0]);
+    assert_eq!(kernels[2].args[2].dtype, tcc_abi::DTYPE_I64);
+
+    let (_dir, so) = test_model(&["TCC_TEST_PTX", "TCC_TEST_DYNAMIC_LOCAL"]);
+    let model = Model::load(&so).unwrap();
+    assert_eq!(model.kernels()[0].dynamic_local_bytes, 65536);
 }
 
 /// The SPIR-V loading path: an artifact whose kernels are SPIR-V loads,

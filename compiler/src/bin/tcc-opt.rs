@@ -13,7 +13,7 @@
 const STACK_BYTES: usize = 1 << 30;
 
 fn main() {
-    tcc_compiler::passes::register_all();
+    tcc_compiler::phases::register_all();
     let run = || tcc_dialects::opt_main_with_version(std::env::args(), tcc_runtime::cli::version());
     let driver = std::thread::Builder::new()
         .name("tcc-opt".into())

@@ -688,27 +688,6 @@ mod tests {
         assert!(!Target::PoclCpu.fold_producers_into_convs());
         assert!(Target::Nvidia.fold_producers_into_convs());
         assert!(Target::Generic.fold_producers_into_convs());
-        let cpu_dispatch = crate::phases::Phase::Dispatch
-            .passes(Target::PoclCpu)
-            .to_string();
-        assert!(
-            cpu_dispatch.contains("conv-producers=false"),
-            "{cpu_dispatch}"
-        );
-        // Nor pools (unrolled into a 1x1 convolution's k loop), nor the
-        // pads of convolutions past a stem's few channels.
-        assert!(cpu_dispatch.contains("pools=none"), "{cpu_dispatch}");
-        assert!(
-            cpu_dispatch.contains("conv-pad-channels=8"),
-            "{cpu_dispatch}"
-        );
-        let gpu_dispatch = crate::phases::Phase::Dispatch
-            .passes(Target::Nvidia)
-            .to_string();
-        assert!(
-            gpu_dispatch.contains("pools=strided conv-producers=true conv-pad-channels=0"),
-            "{gpu_dispatch}"
-        );
     }
 
     #[test]

@@ -889,11 +889,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             let triple = args.host_triple.as_deref();
             if path == Path::new("-") {
                 let library = directory.path().join("model.so");
-                host_llvm::link_shared_objects(&object, &[&weights], &library, triple)?;
+                super::link::link_shared_objects(&object, &[&weights], &library, triple)?;
                 let bytes = std::fs::read(&library).context("cannot read the linked library")?;
                 write_binary(path, &bytes)
             } else {
-                host_llvm::link_shared_objects(&object, &[&weights], path, triple)?;
+                super::link::link_shared_objects(&object, &[&weights], path, triple)?;
                 // The accuracy report has its own progress.
                 drop(codegen);
                 if choice.quantize.is_some() && args.host_triple.is_none() {

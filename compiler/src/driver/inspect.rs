@@ -75,9 +75,10 @@ pub fn describe(path: &std::path::Path, description: &Description, verified: boo
                 "workgroup_size": k["workgroup_size"],
                 "flops": kernel.flops,
             });
-            // CUDA dynamic local memory its PTX needs (--backend=cuda).
-            if k["dynamic_local_bytes"].is_u64() {
-                out["dynamic_local_bytes"] = k["dynamic_local_bytes"].clone();
+            // CUDA dynamic local memory its PTX needs (--backend=cuda), as
+            // its launch record says.
+            if kernel.dynamic_local_bytes > 0 {
+                out["dynamic_local_bytes"] = json!(kernel.dynamic_local_bytes);
             }
             out
         })

@@ -25,49 +25,45 @@ pub fn metadata_json(
     tuning: Option<&crate::config::tuning::TuningRecord>,
 ) -> String {
     let stats = crate::driver::stats::collect(&compiled.module);
-    // Whether the PTX asks for CUDA dynamic local memory (only sm_90a PTX
-    // of --backend=cuda compiles the bodies that do).
-    let dynamic_local_ptx = compiled
-        .ptx
-        .as_deref()
-        .is_some_and(|p| p.contains(ptx::DYNAMIC_LOCAL_COMMENT));
+    // Each kernel's entry: its launch record (what the artifact's table
+    // holds: flops, written buffers, dynamic local memory) with the kind
+    // and strategy work-group size the statistics give it.
+    let records =
+        host_llvm::launch_records(&compiled.program, compiled.ptx.as_deref()).unwrap_or_default();
     let kernels: Vec<serde_json::Value> = stats
         .kernels
         .iter()
         .map(|(name, kind, size)| {
-            let info = compiled.program.kernels.iter().find(|k| &k.name == name);
+            let record = records.iter().find(|k| &k.name == name);
             let mut kernel = serde_json::json!({
                 "name": name,
                 "kind": kind,
                 "workgroup_size": size,
-                "flops": info.map_or(0, |k| k.flops),
+                "flops": record.map_or(0, |k| k.flops),
             });
             // The float buffers the kernel writes, with their stored
             // type (`tcc-run --check-numerics` scans them).
-            if let Some(info) = info {
-                let writes: Vec<serde_json::Value> = info
+            if let Some(record) = record {
+                let writes: Vec<serde_json::Value> = record
                     .args
                     .iter()
                     .enumerate()
                     .filter(|(_, arg)| arg.written)
                     .filter_map(|(index, arg)| {
-                        let stored = match arg.storage {
-                            tcc_kernels::Storage::F16 => "f16",
-                            tcc_kernels::Storage::BF16 => "bf16",
-                            tcc_kernels::Storage::F32 => "f32",
-                            tcc_kernels::Storage::F64 => "f64",
+                        let stored = match arg.dtype {
+                            tcc_abi::DTYPE_F16 => "f16",
+                            tcc_abi::DTYPE_BF16 => "bf16",
+                            tcc_abi::DTYPE_F32 => "f32",
+                            tcc_abi::DTYPE_F64 => "f64",
                             _ => return None,
                         };
                         Some(serde_json::json!([index, stored]))
                     })
                     .collect();
                 kernel["writes"] = serde_json::json!(writes);
-            }
-            if let Some(bytes) = info
-                .and_then(|k| k.dynamic_local_bytes)
-                .filter(|_| dynamic_local_ptx)
-            {
-                kernel["dynamic_local_bytes"] = serde_json::json!(bytes);
+                if record.dynamic_local_bytes > 0 {
+                    kernel["dynamic_local_bytes"] = serde_json::json!(record.dynamic_local_bytes);
+                }
             }
             kernel
         })
@@ -234,7 +230,7 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
         ..Default::default()
     };
     let host = compiled.host_with(module_name, &options)?;
-    host_llvm::link_shared_objects(&host.object, &[&weights], output, None)?;
+    super::link::link_shared_objects(&host.object, &[&weights], output, None)?;
     Ok(())
 }
 

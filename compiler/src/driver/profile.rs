@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
-use serde::{Deserialize, Serialize};
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
 
 use super::compile::compile_to_kernels_with;
@@ -61,42 +60,8 @@ pub struct ProfileArgs {
     pub input_shapes: Vec<(String, Vec<i64>)>,
 }
 
-/// The calibration profile `tcc profile` writes.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Profile {
-    /// Always `tcc-profile`.
-    pub format: String,
-    pub version: u32,
-    /// The model's file name.
-    pub model: String,
-    /// How many samples were run.
-    pub samples: usize,
-    /// Every float tensor the model computes, in graph order, then the
-    /// graph's float inputs.
-    pub tensors: Vec<TensorRange>,
-    /// The samples' directory (absent in profiles from before it was
-    /// recorded).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inputs: Option<String>,
-}
-
-/// What one tensor held over all samples.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct TensorRange {
-    pub name: String,
-    pub shape: Vec<i64>,
-    /// The smallest and largest finite values (0 and 0 when there were none).
-    pub min: f32,
-    pub max: f32,
-    /// NaNs and infinities seen.
-    pub nonfinite: u64,
-    /// Counts of the finite values in equal bins from `min` to `max` (all
-    /// in the first bin when `min == max`).
-    pub histogram: Vec<u64>,
-}
-
-pub const FORMAT: &str = "tcc-profile";
-pub const VERSION: u32 = 1;
+/// The profile's format belongs to the pass that reads it.
+pub use crate::passes::profile::{FORMAT, Profile, TensorRange, VERSION};
 
 /// The samples in `dir`, each one tensor per graph input (in input order).
 pub(super) fn read_samples(
@@ -212,7 +177,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let compiled = compile_to_kernels_with(&session, &mlir, target, &[])?;
     let host = compiled.host("profiled")?;
     let library = directory.path().join("profiled.so");
-    super::super::back::host_llvm::link_shared(&host.object, &library)?;
+    super::link::link_shared(&host.object, &library)?;
     let model = Model::load(&library)?;
     let function = imported.function.clone();
     stages.message(format!(

@@ -271,7 +271,7 @@ pub fn report_accuracy(
     let session = Session::new();
     let compiled = super::compile::compile_to_kernels_with(&session, input, target, input_shapes)?;
     let host = compiled.host("f32")?;
-    crate::back::host_llvm::link_shared(&host.object, &reference)?;
+    super::link::link_shared(&host.object, &reference)?;
     let f32_model = Model::load(&reference)?;
     let int8_model = Model::load(artifact)?;
     progress.message(format!(

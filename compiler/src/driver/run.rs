@@ -66,7 +66,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             None => single_function(&args.input)?,
         };
         let (_imported, input) = super::import::mlir_path(&args.input)?;
-        let results = crate::reference::run(&input, &function, &tensors)?;
+        let results = super::reference::run(&input, &function, &tensors)?;
         (function, results)
     } else {
         run_opencl(args, &tensors, &sources)?
@@ -152,7 +152,7 @@ fn run_opencl(
     let host = host_llvm::emit(&compiled.module, &compiled.program, None, module_name)?;
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let library = directory.path().join(format!("{module_name}.so"));
-    host_llvm::link_shared(&host.object, &library)?;
+    super::link::link_shared(&host.object, &library)?;
     let model = Model::load(&library)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();

@@ -30,7 +30,7 @@ pub struct Instrumentation {
 
 impl Session {
     pub fn new() -> Self {
-        crate::passes::register_all();
+        crate::phases::register_all();
         let context = tcc_dialects::new_context();
         let diagnostics = DiagnosticSink::attach(&context);
         Self {

@@ -24,7 +24,6 @@ use tcc_runtime::{HostTensor, Model};
 
 use super::compile::compile_to_kernels_in;
 use super::session::Session;
-use crate::back::host_llvm;
 use crate::config::Target;
 use crate::config::tuning::{TunedGemm, TuningRecord};
 use crate::phases::{GemmChoice, Phase};
@@ -135,7 +134,7 @@ fn compile_round(
     }
     let host = compiled.host("tune")?;
     let library = directory.join(format!("round{candidate}.so"));
-    host_llvm::link_shared(&host.object, &library)?;
+    super::link::link_shared(&host.object, &library)?;
     Ok(library)
 }
 

@@ -23,8 +23,12 @@ pub const TUNING: &str = "tcc.tuning";
 /// On a matmul or convolution `gpu.func`: its floating-point operations
 /// per launch, for profiling reports.
 pub const FLOPS: &str = "tcc.flops";
+/// The unit attribute on a `gpu.func` whose last argument is its
+/// tensor-map slots (`tcc-attach-tensor-map-slots`; the OpenCL C writer
+/// reads it).
+pub const TENSOR_MAP_SLOTS: &str = "tcc.tensor_map_slots";
 /// On a `linalg.generic` that replaced a window op (see
-/// `patterns::conv_inputs`): the name of the op it computes
+/// `patterns::fold_conv_inputs`): the name of the op it computes
 /// (`"conv_2d_nhwc_hwcf"`, `"depthwise_conv_2d_nhwc_hwc"`, ...).
 pub const CONV: &str = "tcc.conv";
 /// On such a rewritten window generic: its strides (the generic has them

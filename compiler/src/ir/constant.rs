@@ -11,7 +11,7 @@ use melior::ir::{Attribute, Type, TypeLike, Value};
 
 use super::types::StaticTensor;
 use super::util::{defining_op, op_name};
-use crate::back::opencl_c::ElementType;
+use crate::ir::element_type::ElementType;
 
 /// The most elements a folding pass materializes for one constant: beyond
 /// it, the op stays and runs on the device (a guard against a broadcast of

@@ -7,6 +7,7 @@ use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
 pub use tcc_kernels::GemmShape;
 
+use super::attr_names;
 use super::types::static_shape;
 use super::util::op_name;
 
@@ -27,7 +28,7 @@ fn operand_shape(op: OperationRef, index: usize) -> Option<Vec<i64>> {
 /// `N = F` and `K = KH*KW*C`. Shapes must be static.
 pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
     let name = op_name(&op);
-    let (window, filter_index, output_index) = crate::patterns::conv_inputs::window_layout(op);
+    let (window, filter_index, output_index) = window_layout(op);
     if window == "conv_2d_nhwc_hwcf" {
         let output = operand_shape(op, output_index)?;
         // Plain HWCF or in panels (`tcc-pack-weight-panels`).
@@ -71,4 +72,25 @@ pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
         n: b[rb - 1],
         k: a[ra - 1],
     })
+}
+
+/// For a window op, named or rewritten: the name of the op it computes
+/// (without `linalg.`) and the operand positions of its filter (or
+/// window) and output. Named ops take the input first; rewritten generics
+/// have no input operand.
+pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
+    if op_name(&op) == "linalg.generic"
+        && let Some(conv) = op
+            .attribute(attr_names::CONV)
+            .ok()
+            .and_then(crate::ir::util::string_value)
+    {
+        return (conv, 0, 1);
+    }
+    let name = op_name(&op);
+    (
+        name.strip_prefix("linalg.").unwrap_or(&name).to_string(),
+        1,
+        2,
+    )
 }

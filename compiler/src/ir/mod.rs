@@ -6,6 +6,7 @@ pub mod constant;
 pub mod contraction;
 pub mod dense;
 pub mod element_type;
+pub mod error;
 pub mod filter_panels;
 pub mod memref;
 pub mod operand;

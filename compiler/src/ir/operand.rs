@@ -5,6 +5,9 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Location, Value};
 
+use crate::ir::dense::operand_segment_sizes;
+use crate::ir::util::{dialect_of, op_name};
+
 /// A malformed op met while reading IR: the op's location and what is
 /// wrong. Passes turn it into their `PassError` with `?`.
 #[derive(Debug)]
@@ -59,6 +62,27 @@ pub fn result_at<'c>(op: OperationRef<'c, 'c>, index: usize) -> Result<Value<'c,
             ),
         )
     })
+}
+
+/// The DPS init operands of a linalg op (its `outs`).
+pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
+    let Some(sizes) = operand_segment_sizes(op) else {
+        // Linalg ops with a single init and no operand segments
+        // (linalg.map, transpose, broadcast, softmax): the init is last.
+        if dialect_of(&op_name(&op)) == "linalg" && op.operand_count() > 0 {
+            return op.operand(op.operand_count() - 1).into_iter().collect();
+        }
+        return Vec::new();
+    };
+    let (Some(&ins), Some(&outs)) = (sizes.first(), sizes.get(1)) else {
+        return Vec::new();
+    };
+    let (Ok(ins), Ok(outs)) = (usize::try_from(ins), usize::try_from(outs)) else {
+        return Vec::new();
+    };
+    (ins..ins + outs)
+        .filter_map(|i| op.operand(i).ok())
+        .collect()
 }
 
 #[cfg(test)]

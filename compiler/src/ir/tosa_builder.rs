@@ -10,7 +10,7 @@ use melior::ir::{
 };
 
 use super::types::{StaticTensor, broadcast_shapes};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 pub struct TosaBuilder<'c> {
     context: &'c Context,

@@ -5,15 +5,15 @@ use melior::ir::{ShapedTypeLike, Type, TypeLike};
 
 /// The most elements tcc accepts in one tensor (2^32), at the input of
 /// `tcc compile` (`tcc-check-supported`) and in the ONNX importer alike
-/// (one constant, defined with the importer). With it, every size tcc
+/// (one constant, `tcc_abi::MAX_TENSOR_ELEMENTS`). With it, every size tcc
 /// computes from shapes (elements, bytes, work items, arena offsets) fits
 /// in an `i64` with room to spare.
-pub const MAX_TENSOR_ELEMENTS: i64 = crate::front::onnx::dtype::MAX_ELEMENTS;
+pub const MAX_TENSOR_ELEMENTS: i64 = tcc_abi::MAX_TENSOR_ELEMENTS;
 
 /// The element count of `shape` when every dimension is non-negative and
 /// the product is at most [`MAX_TENSOR_ELEMENTS`] (checked arithmetic).
 pub fn checked_element_count(shape: &[i64]) -> Option<i64> {
-    crate::front::onnx::dtype::checked_numel(shape)
+    tcc_abi::checked_element_count(shape)
 }
 
 /// A statically shaped ranked tensor type: its dimensions and element type.

@@ -30,9 +30,7 @@ use crate::ir::strategy::{self, KernelStrategy};
 
 pub struct AttachTensorMapSlots;
 
-/// The unit attribute on a `gpu.func` whose last argument is its
-/// tensor-map slots.
-pub const SLOTS_ATTRIBUTE: &str = "tcc.tensor_map_slots";
+pub use crate::ir::attr_names::TENSOR_MAP_SLOTS as SLOTS_ATTRIBUTE;
 
 impl TccPass for AttachTensorMapSlots {
     const ARGUMENT: &'static str = "tcc-attach-tensor-map-slots";

@@ -1,5 +1,5 @@
 //! `tcc-concat-in-place`: concatenations without copy kernels
-//! (`patterns::concat`). Concats that repeat a larger concat's first parts
+//! (`patterns::concat_in_place`). Concats that repeat a larger concat's first parts
 //! (DenseNet's dense blocks) become views of one buffer that each part is
 //! inserted into once, and a part's producer writes straight into its slice
 //! of that buffer instead of a buffer of its own. Runs on tensors, before
@@ -10,7 +10,7 @@ use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::ir::util::ops_named;
-use crate::patterns::concat::concat_in_place;
+use crate::patterns::concat_in_place::concat_in_place;
 
 pub struct ConcatInPlace;
 

@@ -7,8 +7,8 @@
 use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass, replace_each};
+use crate::patterns::convert_layer_norm_to_rows::rewrite;
 use crate::patterns::is_last_axis_f32;
-use crate::patterns::layer_norm_to_rows::rewrite;
 
 pub struct ConvertLayerNormToRows;
 

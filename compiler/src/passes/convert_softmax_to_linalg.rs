@@ -7,8 +7,8 @@
 use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass, replace_each};
+use crate::patterns::convert_softmax_to_linalg::rewrite;
 use crate::patterns::is_last_axis_f32;
-use crate::patterns::softmax_to_linalg::rewrite;
 
 pub struct ConvertSoftmaxToLinalg;
 

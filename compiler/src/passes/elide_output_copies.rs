@@ -3,12 +3,12 @@
 //! argument through a `memref.copy` (`buffer-results-to-out-params` only
 //! forwards plain allocations); that copy is a kernel of its own. This
 //! pass makes the allocation a view of the output argument instead
-//! (`patterns::output_copy`), so the producer writes the output in place.
+//! (`patterns::elide_output_copies`), so the producer writes the output in place.
 
 use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass, for_each_body_op};
-use crate::patterns::output_copy::elide_output_copy;
+use crate::patterns::elide_output_copies::elide_output_copy;
 
 pub struct ElideOutputCopies;
 

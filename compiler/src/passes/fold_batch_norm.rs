@@ -1,14 +1,14 @@
 //! `tcc-fold-batch-norm`: folds per-channel scales and shifts by constants
 //! (an inference BatchNormalization, or any `x * s + t` with `s`, `t`
 //! constant per output channel) into the weights and bias of the
-//! convolution or matmul that produces `x` (`patterns::batch_norm`), so the
+//! convolution or matmul that produces `x` (`patterns::fold_batch_norm`), so the
 //! BatchNorm costs nothing at run time and the convolution's epilogue is
 //! only what really remains (activation, residual add).
 //!
 //! A grouped convolution is imported as one convolution per group joined
 //! by a channel concat; a BatchNorm after it folds into each group's
 //! weights (its channels' slice), and a clamp (ReLU) after such a concat
-//! moves into the concat's inputs (`patterns::batch_norm::
+//! moves into the concat's inputs (`patterns::fold_batch_norm::
 //! sink_clamp_into_concat`), where it becomes each group's epilogue:
 //! ShuffleNet's grouped 1x1 convolutions then have no kernel of their own
 //! behind them.
@@ -21,7 +21,7 @@
 use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass, for_each_body_op};
-use crate::patterns::batch_norm::{fold_into_producer, sink_clamp_into_concat};
+use crate::patterns::fold_batch_norm::{fold_into_producer, sink_clamp_into_concat};
 
 pub struct FoldBatchNorm;
 

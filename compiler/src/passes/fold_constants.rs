@@ -1,5 +1,5 @@
 //! `tcc-fold-constants`: evaluates at compile time every TOSA op whose
-//! operands are all constants (`patterns::constant_fold`: transposes,
+//! operands are all constants (`patterns::fold_constants`: transposes,
 //! reshapes, slices, concats, f32 arithmetic and activations), whatever
 //! the constants' attribute kind (`dense` or an importer's
 //! `dense_resource` blob, which upstream folders cannot read). No kernel
@@ -13,7 +13,7 @@
 use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass, for_each_body_op};
-use crate::patterns::constant_fold::{evaluate, replace_with_constant};
+use crate::patterns::fold_constants::{evaluate, replace_with_constant};
 
 pub struct FoldConstants;
 

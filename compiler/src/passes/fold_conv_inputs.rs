@@ -12,14 +12,14 @@
 //!   shuffle's pad: the loads then read that merge of the unpadded
 //!   tensor), and/or
 //! - an all-parallel `linalg.generic` of at most
-//!   [`MAX_PRODUCER_OPS`](crate::patterns::conv_inputs::MAX_PRODUCER_OPS)
+//!   [`MAX_PRODUCER_OPS`](crate::patterns::fold_conv_inputs::MAX_PRODUCER_OPS)
 //!   arith ops with broadcast-only indexing, used by nothing else (nor is
 //!   the pad between them),
 //!
 //! becomes a `linalg.generic` over the same iteration space, marked
 //! `tcc.conv = "<op>"`, that reads the unpadded source with clamped
 //! coordinates, recomputes the producer per load and selects the pad value
-//! outside the source (see `patterns/conv_inputs.rs`). A max or sum
+//! outside the source (see `patterns/fold_conv_inputs.rs`). A max or sum
 //! pooling used only by a 1x1 convolution is that convolution's producer
 //! too: its window (at most 3x3) is unrolled into the loads, so the pooled
 //! tensor is never written (one kernel less per Inception pool projection
@@ -48,7 +48,7 @@ use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
 };
 use crate::ir::util::{collect_ops, erase_op, is_unused};
-use crate::patterns::conv_inputs::{Folding, plan, rewrite};
+use crate::patterns::fold_conv_inputs::{Folding, plan, rewrite};
 
 pub struct FoldConvInputs;
 

@@ -1,7 +1,7 @@
 //! `tcc-fold-pad-slices`: folds a constant pad read through shifted
 //! slices into the elementwise generic that consumes the slices, so that
 //! neither the padded tensor nor the elementwise producer of its source
-//! becomes a kernel (see `patterns/pad_slices.rs`).
+//! becomes a kernel (see `patterns/fold_pad_slices.rs`).
 //!
 //! Runs in the dispatch phase before `tcc-form-dispatches`. ONNX's LRN is
 //! the case in the models tcc meets: in Inception v1 each LRN was four
@@ -16,7 +16,7 @@ use melior::ir::{Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::{collect_ops, erase_op, is_unused, op_name};
-use crate::patterns::pad_slices::{plan, rewrite};
+use crate::patterns::fold_pad_slices::{plan, rewrite};
 
 pub struct FoldPadSlices;
 

@@ -26,50 +26,14 @@ use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
 use crate::ir::attr_names;
-use crate::ir::dense::operand_segment_sizes;
+pub use crate::ir::operand::init_operands;
 use crate::ir::util::{
     body_ops, dialect_of, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
 };
-use crate::patterns::kernel_naming::{kernel_name, op_parts};
+use crate::patterns::form_dispatches::{is_contraction_or_conv, kernel_name, op_parts};
+pub use crate::patterns::form_dispatches::{is_window_generic, kind_of};
 
 pub struct FormDispatches;
-
-fn is_contraction_or_conv(name: &str) -> bool {
-    let short = name.strip_prefix("linalg.").unwrap_or(name);
-    matches!(
-        short,
-        "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
-    ) || short.starts_with("conv_")
-        || short.starts_with("depthwise_conv")
-        || short.starts_with("pooling_")
-}
-
-/// The kind of kernel an op roots.
-pub fn kind_of(op: OperationRef) -> KernelKind {
-    if is_window_generic(op) {
-        return KernelKind::Convolution;
-    }
-    let name = op_name(&op);
-    let short = name.strip_prefix("linalg.").unwrap_or(&name);
-    if short == "softmax" {
-        KernelKind::Softmax
-    } else if name == "tcc.layer_norm_rows" {
-        KernelKind::LayerNorm
-    } else if name == "tcc.flash_attention" {
-        KernelKind::Attention
-    } else if matches!(
-        short,
-        "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
-    ) {
-        KernelKind::Matmul
-    } else if is_contraction_or_conv(&name) {
-        KernelKind::Convolution
-    } else if short == "reduce" || has_reduction_iterator(op) {
-        KernelKind::Reduction
-    } else {
-        KernelKind::Elementwise
-    }
-}
 
 /// Ops that run on the device: linalg ops and tcc's destination-style
 /// ops (row layer norm, flash attention).
@@ -78,35 +42,8 @@ fn is_dispatchable(op: &OperationRef) -> bool {
     dialect_of(&name) == "linalg" || name == "tcc.layer_norm_rows" || name == "tcc.flash_attention"
 }
 
-/// Whether `op` is a convolution or pooling rewritten into a
-/// `linalg.generic` by `tcc-fold-conv-inputs`.
-pub fn is_window_generic(op: OperationRef) -> bool {
-    op_name(&op) == "linalg.generic" && op.attribute(attr_names::CONV).is_ok()
-}
-
 fn is_all_parallel_generic(op: OperationRef) -> bool {
     op_name(&op) == "linalg.generic" && !has_reduction_iterator(op)
-}
-
-/// The DPS init operands of a linalg op (its `outs`).
-pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
-    let Some(sizes) = operand_segment_sizes(op) else {
-        // Linalg ops with a single init and no operand segments
-        // (linalg.map, transpose, broadcast, softmax): the init is last.
-        if dialect_of(&op_name(&op)) == "linalg" && op.operand_count() > 0 {
-            return op.operand(op.operand_count() - 1).into_iter().collect();
-        }
-        return Vec::new();
-    };
-    let (Some(&ins), Some(&outs)) = (sizes.first(), sizes.get(1)) else {
-        return Vec::new();
-    };
-    let (Ok(ins), Ok(outs)) = (usize::try_from(ins), usize::try_from(outs)) else {
-        return Vec::new();
-    };
-    (ins..ins + outs)
-        .filter_map(|i| op.operand(i).ok())
-        .collect()
 }
 
 fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {

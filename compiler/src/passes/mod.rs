@@ -81,6 +81,11 @@ pub use pass::{
 pub use plan_memory::PlanMemory;
 pub use propagate_layout::PropagateLayout;
 pub use quantize_calibration::{Calibration, Ranges};
+/// The calibration profile's format (`tcc profile` writes it,
+/// `tcc-quantize-int8` reads it).
+pub mod profile {
+    pub use super::quantize_calibration::{FORMAT, Profile, TensorRange, VERSION};
+}
 pub use quantize_int8::{
     F32_FALLBACKS_ATTR, QUANTIZATION_ATTR, QUANTIZED_OPS_ATTR, QuantizeInt8, QuantizeOptions,
 };
@@ -150,8 +155,8 @@ pub const ALL: &[(&str, &str)] = &[
     (LowerHostToLlvm::ARGUMENT, LowerHostToLlvm::SUMMARY),
 ];
 
-/// Registers every upstream pass, every tcc pass and the phase pipelines.
-/// Idempotent.
+/// Registers every upstream pass and every tcc pass (the phase pipelines,
+/// which name them, are `phases::register_all`'s). Idempotent.
 pub fn register_all() {
     tcc_dialects::register_all_passes();
     pass::register(&CheckSupported);
@@ -192,5 +197,4 @@ pub fn register_all() {
     pass::register(&PlanMemory);
     pass::register(&DedupeKernels);
     pass::register(&LowerHostToLlvm);
-    crate::phases::register_phase_pipelines();
 }

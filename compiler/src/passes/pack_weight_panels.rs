@@ -1,6 +1,6 @@
 //! `tcc-pack-weight-panels`: packs the constant filters of convolutions
 //! that run on the register-blocked GEMM into panels of output channels
-//! (`patterns::weight_panels`), where the target asks for it
+//! (`patterns::pack_weight_panels`), where the target asks for it
 //! (`TargetConfig::weight_panel`: pocl-cpu's register blocks of whole
 //! panels), so that the
 //! kernel reads its weights in order instead of one row of N per k.
@@ -17,7 +17,7 @@ use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::config::Target;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::util::collect_ops;
-use crate::patterns::weight_panels::{PackedFilters, pack_filter};
+use crate::patterns::pack_weight_panels::{PackedFilters, pack_filter};
 
 pub struct PackWeightPanels;
 

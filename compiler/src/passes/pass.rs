@@ -10,7 +10,6 @@
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use melior::ir::Location;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::{Context, ContextRef};
 use mlir_sys::{
@@ -19,27 +18,7 @@ use mlir_sys::{
 use tcc_dialects::RustPassRegistration;
 pub use tcc_dialects::{PassOptionInfo, PassOptionKind};
 
-/// An error that a pass reports: a message, and where in the IR it applies.
-#[derive(Debug)]
-pub struct PassError<'c> {
-    pub location: Option<Location<'c>>,
-    pub message: String,
-}
-
-impl<'c> PassError<'c> {
-    pub fn at(location: Location<'c>, message: impl Into<String>) -> Self {
-        Self {
-            location: Some(location),
-            message: message.into(),
-        }
-    }
-}
-
-impl<'c> From<crate::ir::operand::IrError<'c>> for PassError<'c> {
-    fn from(error: crate::ir::operand::IrError<'c>) -> Self {
-        Self::at(error.location, error.message)
-    }
-}
+pub use crate::ir::error::PassError;
 
 /// Options of a pass, parsed from `key=value` pairs separated by spaces.
 pub trait PassOptions: Default {

@@ -6,7 +6,7 @@
 //! scale and shift, activations, residual adds, concats) then run in NCHW
 //! and every convolution costs two transpose kernels. This pass sinks
 //! transposes through every op that does not care about layout
-//! (`patterns::transpose`), so that the transposes of neighbouring
+//! (`patterns::propagate_layout`), so that the transposes of neighbouring
 //! convolutions meet and cancel (TOSA canonicalization), sinks a transpose
 //! through a whole cluster of such ops where no single op can go first but
 //! the cluster as a whole removes transposes (a local response
@@ -26,8 +26,8 @@ use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::ir::util::{body_ops, ops_named};
-use crate::patterns::constant_fold::{evaluate, replace_with_constant};
-use crate::patterns::transpose::{
+use crate::patterns::fold_constants::{evaluate, replace_with_constant};
+use crate::patterns::propagate_layout::{
     compose_transposes, sink_cluster, sink_transposes, transpose_to_reshape,
 };
 

@@ -12,7 +12,46 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::driver::profile::{FORMAT, Profile, TensorRange, VERSION};
+use serde::{Deserialize, Serialize};
+
+/// The calibration profile `tcc profile` writes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Profile {
+    /// Always `tcc-profile`.
+    pub format: String,
+    pub version: u32,
+    /// The model's file name.
+    pub model: String,
+    /// How many samples were run.
+    pub samples: usize,
+    /// Every float tensor the model computes, in graph order, then the
+    /// graph's float inputs.
+    pub tensors: Vec<TensorRange>,
+    /// The samples' directory (absent in profiles from before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
+}
+
+/// What one tensor held over all samples.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TensorRange {
+    pub name: String,
+    pub shape: Vec<i64>,
+    /// The smallest and largest finite values (0 and 0 when there were none).
+    pub min: f32,
+    pub max: f32,
+    /// NaNs and infinities seen.
+    pub nonfinite: u64,
+    /// Counts of the finite values in equal bins from `min` to `max` (all
+    /// in the first bin when `min == max`).
+    pub histogram: Vec<u64>,
+}
+
+/// The profile's `format`.
+pub const FORMAT: &str = "tcc-profile";
+/// The profile's `version`.
+pub const VERSION: u32 = 1;
 
 /// How an activation's clipping bound is chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]

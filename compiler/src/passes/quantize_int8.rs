@@ -49,10 +49,10 @@ use melior::ir::{Attribute, BlockLike, Location, RegionLike, Type, TypeLike, Val
 use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
 };
+use super::quantize_calibration::TensorRange;
 use super::quantize_calibration::{Calibration, Ranges};
-use crate::back::opencl_c::ElementType;
-use crate::driver::profile::TensorRange;
 use crate::ir::constant::ConstTensor;
+use crate::ir::element_type::ElementType;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{

@@ -13,11 +13,11 @@ use melior::ir::{Attribute, Identifier, Type, TypeLike, Value, ValueLike};
 use super::{empty_like, insert_before};
 use crate::ir::constant::ConstTensor;
 use crate::ir::element_type::ElementType;
+use crate::ir::error::PassError;
 use crate::ir::operand::operand_at;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::{StaticTensor, normalize_axis};
 use crate::ir::util::{defining_op, integer_value, op_name, use_count};
-use crate::passes::PassError;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 

@@ -9,7 +9,7 @@ use melior::ir::{
 };
 
 use crate::ir::affine::{IteratorType, identity_map_attribute, iterator_types_attribute};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 /// `linalg.generic ins(source) outs(target) { yield in }`; with
 /// `result = Some(type)` on tensors.

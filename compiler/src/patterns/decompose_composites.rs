@@ -9,10 +9,10 @@ use melior::ir::attribute::{FloatAttribute, IntegerAttribute, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
+use crate::ir::error::PassError;
 use crate::ir::operand::operand_at;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::{StaticTensor, normalize_axis};
-use crate::passes::PassError;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 

@@ -1,25 +1,25 @@
 //! Rewrite patterns, kept apart from the passes that apply them.
 
 pub mod attention;
-pub mod batch_norm;
-pub mod concat;
-pub mod constant_fold;
-pub mod conv_inputs;
+pub mod concat_in_place;
+pub mod convert_layer_norm_to_rows;
+pub mod convert_softmax_to_linalg;
 pub mod copy;
 pub mod decompose_composites;
-pub mod kernel_naming;
-pub mod layer_norm_to_rows;
-pub mod output_copy;
-pub mod pad_slices;
+pub mod elide_output_copies;
+pub mod fold_batch_norm;
+pub mod fold_constants;
+pub mod fold_conv_inputs;
+pub mod fold_pad_slices;
+pub mod form_dispatches;
+pub mod pack_weight_panels;
+pub mod propagate_layout;
 pub mod raise_composites;
-pub mod softmax_to_linalg;
-pub mod transpose;
-pub mod weight_panels;
 
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
 
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 /// Whether `op` (a `tcc.softmax` or `tcc.layer_norm`) works along the last
 /// axis of an f32 tensor: the case the one-kernel row templates take.

@@ -17,10 +17,10 @@ use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Attribute, BlockLike, Identifier, Type, TypeLike, Value, ValueLike};
 
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, integer_value, op_name, same_op, use_count, users};
-use crate::passes::PassError;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 

@@ -432,6 +432,14 @@ pub fn resume_target(choice: &GemmChoice) -> PassStep {
     choice.attach_target(None)
 }
 
+/// Registers every pass ([`crate::passes::register_all`]) and the phase
+/// pipelines that name them: what a tool calls before it parses a pipeline.
+/// Idempotent.
+pub fn register_all() {
+    crate::passes::register_all();
+    register_phase_pipelines();
+}
+
 /// Registers `tcc-phase-<name>` pipelines (for the default target) so that
 /// tcc-opt can run one phase at a time.
 pub fn register_phase_pipelines() {
@@ -455,6 +463,28 @@ pub fn register_phase_pipelines() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dispatch_phase_passes_the_targets_folding_choices() {
+        // pocl-cpu keeps a convolution's producer as its own kernel.
+        let cpu_dispatch = Phase::Dispatch.passes(Target::PoclCpu).to_string();
+        assert!(
+            cpu_dispatch.contains("conv-producers=false"),
+            "{cpu_dispatch}"
+        );
+        // Nor pools (unrolled into a 1x1 convolution's k loop), nor the
+        // pads of convolutions past a stem's few channels.
+        assert!(cpu_dispatch.contains("pools=none"), "{cpu_dispatch}");
+        assert!(
+            cpu_dispatch.contains("conv-pad-channels=8"),
+            "{cpu_dispatch}"
+        );
+        let gpu_dispatch = Phase::Dispatch.passes(Target::Nvidia).to_string();
+        assert!(
+            gpu_dispatch.contains("pools=strided conv-producers=true conv-pad-channels=0"),
+            "{gpu_dispatch}"
+        );
+    }
 
     #[test]
     fn phases_parse_by_name_and_reject_unknown() {

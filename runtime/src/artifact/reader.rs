@@ -9,7 +9,9 @@ use std::path::Path;
 
 use super::bounds::Segments;
 use super::{ConstantRef, FunctionInfo, TensorDesc};
-use crate::abi::{self, TccArtifact, TccFunctionDesc, TccFunctionDescV1, TccTensorDesc};
+use crate::abi::{
+    self, TccArtifact, TccFunctionDesc, TccFunctionDescV1, TccKernelDesc, TccTensorDesc,
+};
 use crate::error::{Error, Result};
 use crate::program_cache::SourceKind;
 use crate::tensor::{DType, byte_size, type_string};
@@ -25,7 +27,7 @@ pub(super) struct Parts {
     pub(super) source_kind: SourceKind,
     pub(super) source: Vec<u8>,
     pub(super) build_options: String,
-    pub(super) kernel_names: Vec<String>,
+    pub(super) kernels: Vec<tcc_abi::LaunchRecord>,
     pub(super) functions: Vec<FunctionInfo>,
     pub(super) constants: Vec<ConstantRef>,
 }
@@ -127,6 +129,61 @@ impl Reader<'_> {
         Ok(TensorDesc { name, dtype, shape })
     }
 
+    /// Launch record `index`: a name, a work-group of 1 to 1024 work-items
+    /// in each dimension, and arguments of known kinds and element types.
+    unsafe fn kernel(&self, k: &TccKernelDesc, index: usize) -> Result<tcc_abi::LaunchRecord> {
+        // SAFETY: forwarded contract of `read`.
+        let name = unsafe { self.string(k.name, &format!("kernels[{index}].name"), false) }?;
+        let workgroup_size = [k.workgroup_x, k.workgroup_y, k.workgroup_z];
+        if workgroup_size.iter().any(|&w| w == 0 || w > 1024) {
+            return Err(self.bad(format!(
+                "kernel `{name}`: implausible work-group size {workgroup_size:?}"
+            )));
+        }
+        // SAFETY: as above.
+        let args = unsafe { self.slice(k.args, k.num_args, &format!("kernel `{name}` args")) }?
+            .iter()
+            .enumerate()
+            .map(|(j, arg)| {
+                let known_kind = matches!(
+                    arg.kind,
+                    abi::TCC_ARG_BUFFER | abi::TCC_ARG_I32 | abi::TCC_ARG_I64 | abi::TCC_ARG_F32
+                );
+                if !known_kind {
+                    return Err(self.bad(format!(
+                        "kernel `{name}` argument {j}: unknown kind {}",
+                        arg.kind
+                    )));
+                }
+                if DType::from_abi(arg.dtype).is_none() {
+                    return Err(self.bad(format!(
+                        "kernel `{name}` argument {j}: unknown dtype code {}",
+                        arg.dtype
+                    )));
+                }
+                if arg.flags & !tcc_abi::ARG_WRITTEN != 0 {
+                    return Err(self.bad(format!(
+                        "kernel `{name}` argument {j}: unknown flags {:#x}",
+                        arg.flags
+                    )));
+                }
+                Ok(tcc_abi::KernelArgRecord {
+                    kind: arg.kind,
+                    dtype: arg.dtype,
+                    elements: arg.elements,
+                    written: arg.flags & tcc_abi::ARG_WRITTEN != 0,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(tcc_abi::LaunchRecord {
+            name,
+            flops: k.flops,
+            workgroup_size,
+            dynamic_local_bytes: k.dynamic_local_bytes,
+            args,
+        })
+    }
+
     /// The validated contents of the table `a`.
     ///
     /// # Safety
@@ -169,34 +226,29 @@ impl Reader<'_> {
             }
             let build_options = self.string(a.build_options, "build_options", true)?;
 
-            let kernel_names = self
-                .slice(a.kernel_names, a.num_kernels, "kernel_names")?
+            let mut kernels: Vec<tcc_abi::LaunchRecord> = Vec::new();
+            for (i, k) in self
+                .slice(a.kernels, a.num_kernels, "kernels")?
                 .iter()
                 .enumerate()
-                .map(|(i, &p)| self.string(p, &format!("kernel_names[{i}]"), false))
-                .collect::<Result<Vec<_>>>()?;
+            {
+                let record = self.kernel(k, i)?;
+                if kernels.iter().any(|other| other.name == record.name) {
+                    return Err(self.bad(format!("kernel `{}` is listed twice", record.name)));
+                }
+                kernels.push(record);
+            }
 
-            // Version 1 descriptors lack the arena fields (a shorter stride).
-            let descs: Vec<(&TccFunctionDescV1, u64, u64)> = if a.abi_version == 1 {
-                self.slice(
-                    a.functions as *const TccFunctionDescV1,
-                    a.num_functions,
-                    "functions",
-                )?
+            let descs: Vec<(&TccFunctionDescV1, u64, u64)> = self
+                .slice(a.functions, a.num_functions, "functions")?
                 .iter()
-                .map(|f| (f, 0, 1))
-                .collect()
-            } else {
-                self.slice(a.functions, a.num_functions, "functions")?
-                    .iter()
-                    .map(|f| {
-                        // SAFETY: TccFunctionDesc starts with the v1 fields
-                        // in the same layout (checked by the layout test).
-                        let head = &*(f as *const TccFunctionDesc as *const TccFunctionDescV1);
-                        (head, f.arena_bytes, f.arena_alignment)
-                    })
-                    .collect()
-            };
+                .map(|f| {
+                    // SAFETY: TccFunctionDesc starts with the v1 fields in
+                    // the same layout (checked by the layout test).
+                    let head = &*(f as *const TccFunctionDesc as *const TccFunctionDescV1);
+                    (head, f.arena_bytes, f.arena_alignment)
+                })
+                .collect();
             let mut functions: Vec<FunctionInfo> = Vec::new();
             for (i, (f, arena_bytes, arena_alignment)) in descs.into_iter().enumerate() {
                 let name = self.string(f.name, &format!("functions[{i}].name"), false)?;
@@ -271,7 +323,7 @@ impl Reader<'_> {
                 source_kind,
                 source,
                 build_options,
-                kernel_names,
+                kernels,
                 functions,
                 constants,
             })

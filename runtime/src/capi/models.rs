@@ -96,7 +96,6 @@ pub extern "C" fn tcc_model_load_linked(
                     crate::abi::TccArtifactV1Fn,
                 >(describe)
             },
-            flops: linked.kernel_flops,
             ptx: linked.kernel_ptx,
             metadata: linked.metadata,
             // Not in TCC_LINKED_MODEL: a linked-in model is checked against

@@ -58,7 +58,6 @@ use serde::Serialize;
 use crate::Model;
 use crate::error::{Error, Result};
 use driver::{CuContext, CuDevice, Driver};
-pub use ptx::{DYNAMIC_LOCAL_MARKER, DynamicLocal};
 pub use session::CudaSession;
 pub use tensor::{CudaInput, CudaTensor};
 
@@ -177,24 +176,38 @@ fn device_count(driver: &Driver) -> Result<usize> {
     Ok(count as usize)
 }
 
-/// The kernels of `model` that need CUDA dynamic shared memory, from its
-/// PTX's `// tcc-dynamic-local: KERNEL BYTES` lines (none without PTX); a
-/// malformed marker is [`Error::MalformedArtifact`].
+/// One kernel's CUDA dynamic shared memory, from its launch record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DynamicLocal {
+    pub kernel: String,
+    pub bytes: u32,
+}
+
+/// The kernels whose launch records ask for CUDA dynamic shared memory,
+/// in table order.
+pub fn dynamic_local_of(kernels: &[tcc_abi::LaunchRecord]) -> Vec<DynamicLocal> {
+    kernels
+        .iter()
+        .filter(|k| k.dynamic_local_bytes > 0)
+        .map(|k| DynamicLocal {
+            kernel: k.name.clone(),
+            bytes: k.dynamic_local_bytes,
+        })
+        .collect()
+}
+
+/// The kernels of `model` that need CUDA dynamic shared memory (their
+/// launch records say so; none without PTX, which alone uses it).
 pub fn dynamic_local(model: &Model) -> Result<Vec<DynamicLocal>> {
     let art = model.artifact();
-    match art.ptx.as_deref() {
-        None => Ok(Vec::new()),
-        Some(ptx) => ptx::dynamic_local_markers(&String::from_utf8_lossy(ptx), &art.kernel_names)
-            .map_err(|reason| Error::MalformedArtifact {
-                path: art.path.clone(),
-                reason,
-            }),
-    }
+    Ok(match art.ptx {
+        None => Vec::new(),
+        Some(_) => dynamic_local_of(&art.kernels),
+    })
 }
 
 /// Checks that `model` can run on the CUDA backend without a device: it
-/// carries PTX (`tcc compile --target=nvidia`) and its dynamic-local
-/// markers are well formed.
+/// carries PTX (`tcc compile --target=nvidia`).
 pub fn check_runnable(model: &Model) -> Result<()> {
     let art = model.artifact();
     if art.ptx.is_none() && !art.kernel_names.is_empty() {

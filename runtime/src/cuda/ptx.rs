@@ -1,85 +1,14 @@
 //! What the CUDA backend reads from an artifact's PTX text, without the
-//! driver: the compiler's dynamic-local markers and each kernel's
-//! parameter list.
+//! driver: each kernel's parameter list. (What a kernel needs at launch,
+//! its CUDA *dynamic* shared memory included, is its launch record in the
+//! artifact's table, not text in the PTX.)
 //!
-//! - A kernel that needs CUDA *dynamic* shared memory (more than the
-//!   48 KiB a kernel may have statically, which is also all NVIDIA's
-//!   OpenCL grants) is announced by a module-scope comment line
-//!   `// tcc-dynamic-local: <kernel_name> <bytes>`, one per such kernel.
-//!   The CUDA session raises the kernel's limit to `bytes` and launches it
-//!   with that much dynamic shared memory; the OpenCL path refuses such
-//!   PTX (`session/program.rs`).
-//! - `.entry NAME( .param ..., ... )` gives each kernel's parameters, so
-//!   that a launch with the wrong number or sizes of arguments is an error
-//!   instead of a crash inside the driver (`cuLaunchKernel` trusts the
-//!   argument array).
+//! `.entry NAME( .param ..., ... )` gives each kernel's parameters, so
+//! that a launch with the wrong number or sizes of arguments is an error
+//! instead of a crash inside the driver (`cuLaunchKernel` trusts the
+//! argument array).
 
 use std::collections::HashMap;
-
-/// The comment that starts a dynamic-local marker line.
-pub const DYNAMIC_LOCAL_MARKER: &str = "// tcc-dynamic-local:";
-
-/// One kernel's dynamic shared memory, from its marker.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DynamicLocal {
-    pub kernel: String,
-    pub bytes: u32,
-}
-
-/// The dynamic-local markers of `ptx`, in order. A line that starts with
-/// the marker (after leading white space) must read exactly
-/// `// tcc-dynamic-local: KERNEL BYTES`, name one of `kernels` and not
-/// repeat a kernel; otherwise the error names the line.
-pub fn dynamic_local_markers(
-    ptx: &str,
-    kernels: &[String],
-) -> std::result::Result<Vec<DynamicLocal>, String> {
-    let mut found: Vec<DynamicLocal> = Vec::new();
-    for (index, line) in ptx.lines().enumerate() {
-        let Some(rest) = line.trim_start().strip_prefix(DYNAMIC_LOCAL_MARKER) else {
-            // Catches `//tcc-dynamic-local:` and other near misses.
-            if line.contains("tcc-dynamic-local") {
-                return Err(malformed(index, line));
-            }
-            continue;
-        };
-        let words: Vec<&str> = rest.split_whitespace().collect();
-        let [kernel, bytes] = words.as_slice() else {
-            return Err(malformed(index, line));
-        };
-        let bytes = bytes
-            .parse::<u32>()
-            .ok()
-            .filter(|_| bytes.bytes().all(|b| b.is_ascii_digit()))
-            .ok_or_else(|| malformed(index, line))?;
-        if !kernels.iter().any(|k| k == kernel) {
-            return Err(format!(
-                "PTX line {}: `{}` names kernel `{kernel}`, which the artifact does not have",
-                index + 1,
-                line.trim()
-            ));
-        }
-        if found.iter().any(|d| d.kernel == *kernel) {
-            return Err(format!(
-                "PTX line {}: a second dynamic-local marker for kernel `{kernel}`",
-                index + 1
-            ));
-        }
-        found.push(DynamicLocal {
-            kernel: kernel.to_string(),
-            bytes,
-        });
-    }
-    Ok(found)
-}
-
-fn malformed(index: usize, line: &str) -> String {
-    format!(
-        "PTX line {}: `{}` is not a marker of the form `{DYNAMIC_LOCAL_MARKER} KERNEL BYTES`",
-        index + 1,
-        line.trim()
-    )
-}
 
 /// Each `.entry`'s parameters, by kernel name: the byte size of each
 /// parameter, in order (`.u64` 8, `.u32`/`.f32` 4, `.b8 name[16]` 16, ...).
@@ -159,67 +88,6 @@ fn parameter_size(param: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn kernels() -> Vec<String> {
-        vec!["gemm_0".into(), "add_1".into()]
-    }
-
-    #[test]
-    fn markers_are_read() {
-        let ptx = "//\n// tcc-dynamic-local: gemm_0 197632\n.version 8.0\n  // tcc-dynamic-local: add_1 0\n";
-        assert_eq!(
-            dynamic_local_markers(ptx, &kernels()).unwrap(),
-            vec![
-                DynamicLocal {
-                    kernel: "gemm_0".into(),
-                    bytes: 197632
-                },
-                DynamicLocal {
-                    kernel: "add_1".into(),
-                    bytes: 0
-                },
-            ]
-        );
-        assert_eq!(
-            dynamic_local_markers(".version 8.0\n// plain comment\n", &kernels()).unwrap(),
-            vec![]
-        );
-    }
-
-    #[test]
-    fn malformed_markers_name_the_line() {
-        for (ptx, line) in [
-            ("// tcc-dynamic-local: gemm_0\n", 1),
-            (".version 8.0\n// tcc-dynamic-local: gemm_0 12 extra\n", 2),
-            ("// tcc-dynamic-local: gemm_0 -5\n", 1),
-            ("// tcc-dynamic-local: gemm_0 +5\n", 1),
-            ("// tcc-dynamic-local: gemm_0 99999999999\n", 1),
-            ("// tcc-dynamic-local: gemm_0 12KiB\n", 1),
-            ("\n\n//tcc-dynamic-local: gemm_0 12\n", 3),
-        ] {
-            let e = dynamic_local_markers(ptx, &kernels()).unwrap_err();
-            assert!(
-                e.starts_with(&format!("PTX line {line}: `")) && e.contains("is not a marker"),
-                "{ptx:?}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn markers_must_name_a_kernel_once() {
-        let e =
-            dynamic_local_markers("// tcc-dynamic-local: conv_9 1024\n", &kernels()).unwrap_err();
-        assert!(
-            e.contains("kernel `conv_9`, which the artifact does not have"),
-            "{e}"
-        );
-        let e = dynamic_local_markers(
-            "// tcc-dynamic-local: gemm_0 1024\n// tcc-dynamic-local: gemm_0 2048\n",
-            &kernels(),
-        )
-        .unwrap_err();
-        assert!(e.starts_with("PTX line 2: a second"), "{e}");
-    }
 
     #[test]
     fn entry_parameters_of_clang_ptx() {

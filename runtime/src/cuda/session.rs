@@ -19,7 +19,7 @@ use std::time::Instant;
 use super::driver::{self, CuDevicePtr, CuEvent, CuFunction, CuModule, CuStream, Driver};
 use super::graph::GraphState;
 use super::memory::{DeviceMemory, MemoryPool};
-use super::ptx::{dynamic_local_markers, entry_parameters};
+use super::ptx::entry_parameters;
 use super::{CudaRuntime, DynamicLocal};
 use crate::buffer_pool::PoolStats;
 use crate::error::{Error, Result};
@@ -105,7 +105,7 @@ impl CudaSession {
             path: art.path.clone(),
             reason,
         };
-        let dynamic_local = dynamic_local_markers(&text, &art.kernel_names).map_err(malformed)?;
+        let dynamic_local = super::dynamic_local(model)?;
         let params = entry_parameters(&text).map_err(malformed)?;
         let inner = &rt.inner;
         inner.make_current()?;

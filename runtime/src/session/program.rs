@@ -87,7 +87,7 @@ pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram
     let target = PlanInput {
         format: inner.kernel_format,
         ptx: art.ptx.as_deref(),
-        kernel_names: &art.kernel_names,
+        kernels: &art.kernels,
         path: &art.path,
         nvidia,
         device_name: &device.name,
@@ -145,7 +145,8 @@ fn needs_fp64(source: &ProgramSource) -> bool {
 struct PlanInput<'a> {
     format: KernelFormat,
     ptx: Option<&'a [u8]>,
-    kernel_names: &'a [String],
+    /// The kernels' launch records (their dynamic local memory).
+    kernels: &'a [tcc_abi::LaunchRecord],
     path: &'a std::path::Path,
     /// The device is on NVIDIA's OpenCL platform.
     nvidia: bool,
@@ -168,20 +169,14 @@ enum Plan<'a> {
 }
 
 /// The form [`build_program`] builds: the kernel format asked for, the
-/// artifact's PTX and the device decide. PTX with dynamic-local markers
-/// (`cuda::ptx`) is for the CUDA backend only: OpenCL cannot grant more
+/// artifact's PTX and the device decide. PTX whose kernels' launch records
+/// ask for dynamic local memory is for the CUDA backend only: OpenCL cannot grant more
 /// than 48 KiB of local memory on NVIDIA, so `Auto` builds the portable
 /// form (with a note) and `Ptx` is refused.
 fn plan<'a>(input: &PlanInput<'a>) -> Result<Plan<'a>> {
-    // The markers are read only where the PTX might be built.
     let cuda_only = match (input.format, input.ptx) {
         (KernelFormat::OpenClC, _) | (_, None) => None,
-        (_, Some(ptx)) => cuda_only_reason(ptx, input.kernel_names).map_err(|reason| {
-            Error::MalformedArtifact {
-                path: input.path.to_path_buf(),
-                reason,
-            }
-        })?,
+        (_, Some(_)) => cuda_only_reason(input.kernels),
     };
     Ok(match (input.format, input.ptx) {
         (KernelFormat::OpenClC, _) => Plan::Portable(None),
@@ -213,27 +208,22 @@ fn plan<'a>(input: &PlanInput<'a>) -> Result<Plan<'a>> {
     })
 }
 
-/// Why `ptx` cannot run on OpenCL, if it carries dynamic-local markers:
-/// "the artifact's PTX needs the CUDA backend (kernel K takes N KiB of
-/// local memory; NVIDIA's OpenCL gives 48 KiB)".
-fn cuda_only_reason(
-    ptx: &[u8],
-    kernel_names: &[String],
-) -> std::result::Result<Option<String>, String> {
-    let markers =
-        crate::cuda::ptx::dynamic_local_markers(&String::from_utf8_lossy(ptx), kernel_names)?;
-    let Some(largest) = markers.iter().max_by_key(|m| m.bytes) else {
-        return Ok(None);
-    };
+/// Why the artifact's PTX cannot run on OpenCL, if a kernel's launch
+/// record asks for dynamic local memory: "the artifact's PTX needs the
+/// CUDA backend (kernel K takes N KiB of local memory; NVIDIA's OpenCL
+/// gives 48 KiB)".
+fn cuda_only_reason(kernels: &[tcc_abi::LaunchRecord]) -> Option<String> {
+    let markers = crate::cuda::dynamic_local_of(kernels);
+    let largest = markers.iter().max_by_key(|m| m.bytes)?;
     let others = match markers.len() {
         1 => String::new(),
         n => format!(", {} kernels in all", n),
     };
-    Ok(Some(format!(
+    Some(format!(
         "the artifact's PTX needs the CUDA backend (kernel {} takes {:.1} KiB of local memory{others}; NVIDIA's OpenCL gives 48 KiB)",
         largest.kernel,
         largest.bytes as f64 / 1024.0
-    )))
+    ))
 }
 
 fn ptx_source(ptx: &[u8]) -> ProgramSource<'_> {
@@ -248,20 +238,28 @@ fn ptx_source(ptx: &[u8]) -> ProgramSource<'_> {
 mod tests {
     use super::*;
 
-    const MARKED: &[u8] =
-        b"//\n// tcc-dynamic-local: gemm_0 197632\n.version 8.0\n.visible .entry gemm_0()\n{ ret; }\n";
-    const PLAIN: &[u8] = b"//\n.version 8.0\n.visible .entry gemm_0()\n{ ret; }\n";
+    const PTX: &[u8] = b"//\n.version 8.0\n.visible .entry gemm_0()\n{ ret; }\n";
+
+    /// gemm_0's launch record, asking for `bytes` of dynamic local memory.
+    fn gemm(bytes: u32) -> Vec<tcc_abi::LaunchRecord> {
+        vec![tcc_abi::LaunchRecord {
+            name: "gemm_0".into(),
+            workgroup_size: [256, 1, 1],
+            dynamic_local_bytes: bytes,
+            ..Default::default()
+        }]
+    }
 
     fn input<'a>(
         format: KernelFormat,
         ptx: Option<&'a [u8]>,
         nvidia: bool,
-        names: &'a [String],
+        kernels: &'a [tcc_abi::LaunchRecord],
     ) -> PlanInput<'a> {
         PlanInput {
             format,
             ptx,
-            kernel_names: names,
+            kernels,
             path: std::path::Path::new("m.so"),
             nvidia,
             device_name: "NVIDIA H100",
@@ -272,10 +270,10 @@ mod tests {
 
     #[test]
     fn auto_builds_the_opencl_c_of_ptx_that_needs_cuda() {
-        let names = vec!["gemm_0".to_string()];
+        let (marked, plain) = (gemm(197632), gemm(0));
         for nvidia in [true, false] {
             let Plan::Portable(Some(note)) =
-                plan(&input(KernelFormat::Auto, Some(MARKED), nvidia, &names)).unwrap()
+                plan(&input(KernelFormat::Auto, Some(PTX), nvidia, &marked)).unwrap()
             else {
                 panic!("expected the portable form with a note");
             };
@@ -284,25 +282,25 @@ mod tests {
                 "the artifact's PTX needs the CUDA backend (kernel gemm_0 takes 193.0 KiB of local memory; NVIDIA's OpenCL gives 48 KiB): built its OpenCL C; run with --backend=cuda for the PTX"
             );
         }
-        // Without markers nothing changes.
+        // Without dynamic local memory nothing changes.
         assert_eq!(
-            plan(&input(KernelFormat::Auto, Some(PLAIN), true, &names)).unwrap(),
-            Plan::PtxElsePortable(PLAIN)
+            plan(&input(KernelFormat::Auto, Some(PTX), true, &plain)).unwrap(),
+            Plan::PtxElsePortable(PTX)
         );
         assert_eq!(
-            plan(&input(KernelFormat::Ptx, Some(PLAIN), false, &names)).unwrap(),
-            Plan::Ptx(PLAIN)
+            plan(&input(KernelFormat::Ptx, Some(PTX), false, &plain)).unwrap(),
+            Plan::Ptx(PTX)
         );
         assert_eq!(
-            plan(&input(KernelFormat::OpenClC, Some(MARKED), true, &names)).unwrap(),
+            plan(&input(KernelFormat::OpenClC, Some(PTX), true, &marked)).unwrap(),
             Plan::Portable(None)
         );
     }
 
     #[test]
     fn forced_ptx_that_needs_cuda_is_unsupported() {
-        let names = vec!["gemm_0".to_string()];
-        let e = plan(&input(KernelFormat::Ptx, Some(MARKED), true, &names)).unwrap_err();
+        let marked = gemm(197632);
+        let e = plan(&input(KernelFormat::Ptx, Some(PTX), true, &marked)).unwrap_err();
         assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
         let e = e.to_string();
         assert!(
@@ -311,14 +309,5 @@ mod tests {
             ) && e.contains("run with --backend=cuda for the PTX"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn a_malformed_marker_is_a_malformed_artifact() {
-        let names = vec!["gemm_0".to_string()];
-        let bad: &[u8] = b"// tcc-dynamic-local: gemm_0 lots\n";
-        let e = plan(&input(KernelFormat::Auto, Some(bad), true, &names)).unwrap_err();
-        assert!(matches!(e, Error::MalformedArtifact { .. }), "{e:?}");
-        assert!(e.to_string().contains("PTX line 1"), "{e}");
     }
 }

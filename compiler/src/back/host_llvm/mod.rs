@@ -6,6 +6,7 @@
 //! source (and PTX for NVIDIA, when compiled) and the weights. The runtime loads it without LLVM.
 
 mod builder;
+mod launch;
 mod lower;
 
 pub use lower::lower_module;
@@ -23,6 +24,7 @@ use inkwell::targets::{
 };
 use melior::ir::Module;
 
+pub use launch::launch_records;
 pub use writer::{ABI_VERSION, FunctionDesc, TensorDesc};
 
 use super::CodegenError;
@@ -49,7 +51,7 @@ pub struct HostOptions {
     /// for the machine tcc runs on.
     pub triple: Option<String>,
     /// Write the constants into this ELF object (link it with the host
-    /// object: [`link_shared_objects`]) instead of into the LLVM module:
+    /// object: [`link_library`]) instead of into the LLVM module:
     /// weights then reach the file without being copied into LLVM.
     pub weights_object: Option<std::path::PathBuf>,
     /// Print the module as LLVM IR into [`HostOutput::llvm_ir`] (costly:
@@ -155,12 +157,6 @@ pub fn emit_with(
     })
 }
 
-/// Links an object into a shared library with the system C compiler driver
-/// (`$CC`, else `cc`).
-pub fn link_shared(object: &[u8], output: &Path) -> Result<(), CodegenError> {
-    link_shared_for(object, output, None)
-}
-
 /// Packs an object into a static library (GNU `ar` format with a symbol
 /// index, written by `ar_archive_writer`, so no `ar` tool is needed), with
 /// one member `MEMBER.o`.
@@ -177,25 +173,30 @@ pub fn static_library(object: &[u8], member: &str) -> Result<Vec<u8>, CodegenErr
     Ok(out.into_inner())
 }
 
-/// Links a host object for `triple` (`None`: this machine, with `$CC`;
-/// another triple: with LLVM's `ld.lld`, which links any ELF target, as the
-/// object needs no C library).
-pub fn link_shared_for(
-    object: &[u8],
-    output: &Path,
-    triple: Option<&str>,
-) -> Result<(), CodegenError> {
-    link_shared_objects(object, &[], output, triple)
+/// A shared library linked into a temporary directory (removed when this
+/// is dropped); the driver writes it to its output (`driver::link`).
+pub struct LinkedLibrary {
+    directory: tempfile::TempDir,
 }
 
-/// As [`link_shared_for`], with more objects (the weights object of
-/// [`HostOptions::weights_object`]) linked in.
-pub fn link_shared_objects(
+impl LinkedLibrary {
+    /// Where the library lies until this is dropped.
+    pub fn path(&self) -> std::path::PathBuf {
+        self.directory.path().join("model.so")
+    }
+}
+
+/// Links a host object and more objects (the weights object of
+/// [`HostOptions::weights_object`]) into a shared library for `triple`
+/// (`None`: this machine, with `$CC`; another triple: with LLVM's
+/// `ld.lld`, which links any ELF target, as the object needs no C
+/// library). `output` names the library in errors.
+pub fn link_library(
     object: &[u8],
     extra: &[&Path],
     output: &Path,
     triple: Option<&str>,
-) -> Result<(), CodegenError> {
+) -> Result<LinkedLibrary, CodegenError> {
     let directory = tempfile::tempdir()
         .map_err(|e| CodegenError::new(format!("cannot create a temporary directory: {e}")))?;
     let object_path = directory.path().join("model.o");
@@ -235,12 +236,5 @@ pub fn link_shared_objects(
             String::from_utf8_lossy(&result.stderr)
         )));
     }
-    // Streamed, not read: a library of a large model's weights is copied
-    // from the page cache into the output through a small buffer.
-    let mut library = std::fs::File::open(&library_path)
-        .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
-    tcc_runtime::output_file::write_output(output, true, |out| {
-        std::io::copy(&mut library, out).map(|_| ())
-    })
-    .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", output.display())))
+    Ok(LinkedLibrary { directory })
 }

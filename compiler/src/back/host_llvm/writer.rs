@@ -3,7 +3,7 @@
 //! `int32_t tcc_entry_<name>(const tcc_runtime_api *rt, tcc_buffer *const
 //! *inputs, tcc_buffer *const *outputs)`; with inkwell the module then gains
 //! the artifact's self-description `tcc_artifact_v1()` (kernel source,
-//! kernel names, function signatures, constants, per-kernel flops) laid out
+//! each kernel's launch record, function signatures, constants) laid out
 //! as the `tcc-abi` table declares it (which `runtime/include/tcc_abi.h` is
 //! checked against).
 
@@ -153,6 +153,8 @@ struct Types<'l> {
     ptr: inkwell::types::PointerType<'l>,
     tensor_desc: StructType<'l>,
     function_desc: StructType<'l>,
+    kernel_arg: StructType<'l>,
+    kernel_desc: StructType<'l>,
     constant_desc: StructType<'l>,
     artifact: StructType<'l>,
 }
@@ -212,6 +214,8 @@ impl<'l> Types<'l> {
             ptr: context.ptr_type(AddressSpace::default()),
             tensor_desc: struct_type(context, &tcc_abi::TENSOR_DESC),
             function_desc: struct_type(context, &tcc_abi::FUNCTION_DESC),
+            kernel_arg: struct_type(context, &tcc_abi::KERNEL_ARG),
+            kernel_desc: struct_type(context, &tcc_abi::KERNEL_DESC),
             constant_desc: struct_type(context, &tcc_abi::CONSTANT_DESC),
             artifact: struct_type(context, &tcc_abi::ARTIFACT),
         }
@@ -445,8 +449,16 @@ impl<'l> HostWriter<'l> {
         if let Some((path, triple)) = weights {
             super::weights::write_object(path, triple, &constants)?;
         }
-        self.artifact(program, &functions, &entries, &constants, weights.is_some())?;
-        self.description(program, &functions, &constants, ptx, metadata)?;
+        let kernels = super::launch::launch_records(program, ptx)?;
+        self.artifact(
+            program,
+            &kernels,
+            &functions,
+            &entries,
+            &constants,
+            weights.is_some(),
+        )?;
+        self.description(program, &kernels, &functions, &constants, ptx, metadata)?;
         if let Some(ptx) = ptx {
             self.ptx_getter(ptx)?;
         } else if !self.prefix.is_empty() {
@@ -462,20 +474,19 @@ impl<'l> HostWriter<'l> {
 
     /// The exported data symbol `tcc_description_v1`: what the table says,
     /// with the SHA-256 of the constants, checksummed
-    /// (`tcc_runtime::artifact::description`). `tcc inspect` reads it from
+    /// (`tcc_abi::description`). `tcc inspect` reads it from
     /// the file without loading the artifact; the loader compares it with
     /// the table, and `--verify` with the constants.
     fn description(
         &mut self,
         program: &Program,
+        kernels: &[tcc_abi::LaunchRecord],
         functions: &[FunctionDesc],
         constants: &[Cow<'_, [u8]>],
         ptx: Option<&str>,
         metadata: Option<&str>,
     ) -> Result<(), CodegenError> {
-        use tcc_runtime::artifact::description::{
-            self as d, Description, FunctionEntry, KernelEntry, TensorEntry,
-        };
+        use tcc_abi::description::{self as d, Description, FunctionEntry, TensorEntry};
         let tensors = |ts: &[TensorDesc]| -> Result<Vec<TensorEntry>, CodegenError> {
             ts.iter()
                 .map(|t| {
@@ -494,14 +505,7 @@ impl<'l> HostWriter<'l> {
             source_kind: self.kernel_source(program).0,
             source_sha256: d::source_digest(self.kernel_source(program).1),
             build_options: self.kernel_source(program).2.into(),
-            kernels: program
-                .kernels
-                .iter()
-                .map(|k| KernelEntry {
-                    name: k.name.clone(),
-                    flops: k.flops,
-                })
-                .collect(),
+            kernels: kernels.to_vec(),
             functions: functions
                 .iter()
                 .map(|f| {
@@ -587,12 +591,13 @@ impl<'l> HostWriter<'l> {
     fn artifact(
         &mut self,
         program: &Program,
+        kernels: &[tcc_abi::LaunchRecord],
         functions: &[FunctionDesc],
         entries: &[FunctionValue<'l>],
         constants: &[Cow<'_, [u8]>],
         external_constants: bool,
     ) -> Result<(), CodegenError> {
-        // Kernel program and names.
+        // Kernel program and launch records.
         let (source_kind, source_bytes, build_options) = {
             let (kind, bytes, options) = self.kernel_source(program);
             (kind, bytes.to_vec(), options)
@@ -604,13 +609,55 @@ impl<'l> HostWriter<'l> {
         };
         let options = self.c_string(build_options);
         let producer = self.c_string(concat!("tcc ", env!("CARGO_PKG_VERSION")));
-        let mut names = Vec::new();
-        for kernel in &program.kernels {
-            names.push(self.c_string(&kernel.name));
+        let mut kernel_entries = Vec::new();
+        for (index, kernel) in kernels.iter().enumerate() {
+            let name = self.c_string(&kernel.name);
+            let t = self.types;
+            let u32 =
+                |n: u32| -> BasicValueEnum<'l> { t.i32.const_int(u64::from(n), false).into() };
+            let mut arg_entries = Vec::new();
+            for arg in &kernel.args {
+                arg_entries.push(struct_value(
+                    &tcc_abi::KERNEL_ARG,
+                    t.kernel_arg,
+                    &[
+                        ("kind", u32(arg.kind)),
+                        ("dtype", u32(arg.dtype)),
+                        ("elements", t.i64.const_int(arg.elements, false).into()),
+                        (
+                            "flags",
+                            u32(if arg.written { tcc_abi::ARG_WRITTEN } else { 0 }),
+                        ),
+                        ("reserved", u32(0)),
+                    ],
+                )?);
+            }
+            let args_array = t.kernel_arg.const_array(&arg_entries);
+            let args = self.private_global(
+                args_array.get_type(),
+                &format!("tcc.kernel{index}.args"),
+                &args_array,
+            );
+            let [x, y, z] = kernel.workgroup_size;
+            kernel_entries.push(struct_value(
+                &tcc_abi::KERNEL_DESC,
+                t.kernel_desc,
+                &[
+                    ("name", name.into()),
+                    ("flops", t.i64.const_int(kernel.flops, false).into()),
+                    ("workgroup_x", u32(x)),
+                    ("workgroup_y", u32(y)),
+                    ("workgroup_z", u32(z)),
+                    ("dynamic_local_bytes", u32(kernel.dynamic_local_bytes)),
+                    ("num_args", u32(kernel.args.len() as u32)),
+                    ("reserved", u32(0)),
+                    ("args", args.as_pointer_value().into()),
+                ],
+            )?);
         }
-        let names_array = self.types.ptr.const_array(&names);
-        let kernel_names =
-            self.private_global(names_array.get_type(), "tcc.kernel_names", &names_array);
+        let kernels_array = self.types.kernel_desc.const_array(&kernel_entries);
+        let kernels_global =
+            self.private_global(kernels_array.get_type(), "tcc.kernels", &kernels_array);
 
         // Functions.
         let mut function_entries = Vec::new();
@@ -707,9 +754,9 @@ impl<'l> HostWriter<'l> {
                     t.i64.const_int(source_bytes.len() as u64, false).into(),
                 ),
                 ("build_options", options.into()),
-                ("num_kernels", u32(program.kernels.len() as u64)),
+                ("num_kernels", u32(kernels.len() as u64)),
                 ("num_functions", u32(functions.len() as u64)),
-                ("kernel_names", kernel_names.as_pointer_value().into()),
+                ("kernels", kernels_global.as_pointer_value().into()),
                 ("functions", functions_global.as_pointer_value().into()),
                 ("num_constants", u32(constants.len() as u64)),
                 ("reserved", u32(0)),
@@ -717,26 +764,6 @@ impl<'l> HostWriter<'l> {
                 ("producer", producer.into()),
             ],
         )?;
-        // Optional (ABI v1): floating-point operations per launch of each kernel.
-        let flops: Vec<IntValue> = program
-            .kernels
-            .iter()
-            .map(|k| t.i64.const_int(k.flops, false))
-            .collect();
-        let flops_array = t.i64.const_array(&flops);
-        let flops_global =
-            self.private_global(flops_array.get_type(), "tcc.kernel_flops", &flops_array);
-        let t = self.types;
-        let flops_getter = self.module.add_function(
-            &self.exported(tcc_abi::KERNEL_FLOPS_SYMBOL),
-            t.ptr.fn_type(&[], false),
-            Some(Linkage::External),
-        );
-        let block = self.context.append_basic_block(flops_getter, "entry");
-        self.builder.position_at_end(block);
-        self.builder
-            .build_return(Some(&flops_global.as_pointer_value()))
-            .map_err(llvm_error)?;
         let artifact_type = t.artifact;
         let ptr = t.ptr;
         let artifact_global = self.private_global(artifact_type, "tcc.artifact", &artifact);

@@ -188,7 +188,7 @@ struct Contraction {
 /// `tcc-fold-conv-inputs` (input padding and producer in its body).
 fn is_conv_generic(op: OperationRef) -> bool {
     op_name(&op) == "linalg.generic"
-        && crate::patterns::conv_inputs::window_layout(op).0 == "conv_2d_nhwc_hwcf"
+        && crate::ir::contraction::window_layout(op).0 == "conv_2d_nhwc_hwcf"
 }
 
 impl KernelWriter {
@@ -439,7 +439,11 @@ impl KernelWriter {
         };
         // Kernels that may take the TF32 wgmma body end with its tensor-map
         // slots (`tcc-attach-tensor-map-slots`); the body writes them.
-        let tensor_map_slots = if kernel.op.attribute(crate::passes::SLOTS_ATTRIBUTE).is_ok() {
+        let tensor_map_slots = if kernel
+            .op
+            .attribute(crate::ir::attr_names::TENSOR_MAP_SLOTS)
+            .is_ok()
+        {
             let count = block.argument_count();
             if count == 0 {
                 return Err(CodegenError::at(

@@ -234,7 +234,7 @@ impl KernelWriter {
         let mut window: Option<(OperationRef, String)> = None;
         let mut epilogue: Option<OperationRef> = None;
         for op in self.template_ops(kernel.block)? {
-            let (name, _, _) = crate::patterns::conv_inputs::window_layout(op);
+            let (name, _, _) = crate::ir::contraction::window_layout(op);
             match op_name(&op).as_str() {
                 "linalg.fill" if window.is_none() => fill = Some(self.fill(op)?),
                 _ if window.is_none() && window_dims(&name).is_some() => window = Some((op, name)),

@@ -20,7 +20,7 @@ mod toolchain;
 mod writer;
 
 pub use toolchain::Toolchain;
-pub use writer::{DYNAMIC_LOCAL_COMMENT, write_ptx};
+pub use writer::{declares_dynamic_local, write_ptx};
 
 /// What to generate PTX for.
 #[derive(Clone, Debug, PartialEq, Eq)]

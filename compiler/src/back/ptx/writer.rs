@@ -80,43 +80,48 @@ pub fn write_ptx(
     Ok(ptx)
 }
 
-/// The comment line by which the PTX tells the runtime's CUDA backend
-/// that a kernel needs `bytes` of dynamic local memory:
-/// `// tcc-dynamic-local: KERNEL BYTES`. The runtime owns the format
-/// (`tcc_runtime::cuda::ptx` reads it); NVIDIA's OpenCL cannot launch such
-/// a kernel, and the runtime builds the OpenCL C there instead.
-pub use tcc_runtime::cuda::DYNAMIC_LOCAL_MARKER as DYNAMIC_LOCAL_COMMENT;
+/// The declaration of the dynamic local memory the kernels' sm_90a bodies
+/// address (`.extern .shared` of [`tcc_kernels::gemm::DYNAMIC_LOCAL_SYMBOL`]).
+fn dynamic_local_declaration() -> String {
+    format!(
+        ".extern .shared .align 16 .b8 {}[];\n",
+        tcc_kernels::gemm::DYNAMIC_LOCAL_SYMBOL
+    )
+}
+
+/// Whether `ptx` (as [`write_ptx`] wrote it) declares dynamic local
+/// memory: then the kernels whose sm_90a bodies use it need it at launch,
+/// which their launch records say (`back::host_llvm::launch_records`);
+/// NVIDIA's OpenCL cannot launch them, and the runtime builds the OpenCL C
+/// there instead.
+pub fn declares_dynamic_local(ptx: &str) -> bool {
+    ptx.contains(&dynamic_local_declaration())
+}
 
 /// Declares the dynamic local memory the kernels' sm_90a bodies address
-/// (`.extern .shared` of [`tcc_kernels::gemm::DYNAMIC_LOCAL_SYMBOL`]) and
-/// states each such kernel's need as a [`DYNAMIC_LOCAL_COMMENT`] line,
-/// after the module's `.address_size`. Only sm_90a programs compile those
-/// bodies; other PTX is returned as it is.
+/// after the module's `.address_size`, where a kernel of `program` needs
+/// any. Only sm_90a programs compile those bodies; other PTX is returned
+/// as it is. (How much each kernel needs is its launch record's, not the
+/// PTX's.)
 fn declare_dynamic_local(
     ptx: String,
     program: &Program,
     options: &PtxOptions,
 ) -> Result<String, CodegenError> {
-    let needs: Vec<(&str, u32)> = program
+    let needed = program
         .kernels
         .iter()
-        .filter_map(|k| Some((k.name.as_str(), k.dynamic_local_bytes?)))
-        .collect();
-    if needs.is_empty() || !options.arch.ends_with('a') {
+        .any(|k| k.dynamic_local_bytes.is_some());
+    if !needed || !options.arch.ends_with('a') {
         return Ok(ptx);
     }
-    let symbol = tcc_kernels::gemm::DYNAMIC_LOCAL_SYMBOL;
     let Some(at) = ptx.find(".address_size") else {
         return Err(CodegenError::new(
             "the kernels' PTX has no .address_size directive to declare dynamic local memory after",
         ));
     };
     let line_end = ptx[at..].find('\n').map_or(ptx.len(), |n| at + n + 1);
-    let mut header = String::from("\n");
-    for (name, bytes) in needs {
-        header.push_str(&format!("{DYNAMIC_LOCAL_COMMENT} {name} {bytes}\n"));
-    }
-    header.push_str(&format!(".extern .shared .align 16 .b8 {symbol}[];\n"));
+    let header = format!("\n{}", dynamic_local_declaration());
     Ok(format!("{}{header}{}", &ptx[..line_end], &ptx[line_end..]))
 }
 
@@ -279,7 +284,7 @@ mod tests {
         "//\n.version 8.3\n.target sm_90a\n.address_size 64\n\n.visible .entry big(\n";
 
     #[test]
-    fn kernels_needing_dynamic_local_memory_are_stated_after_the_header() {
+    fn dynamic_local_memory_is_declared_after_the_header() {
         let program = Program {
             kernels: vec![kernel("small", None), kernel("big", Some(197632))],
             ..Program::default()
@@ -288,8 +293,10 @@ mod tests {
         let ptx = declare_dynamic_local(PTX.into(), &program, &sm90a).unwrap();
         assert_eq!(
             ptx,
-            "//\n.version 8.3\n.target sm_90a\n.address_size 64\n\n// tcc-dynamic-local: big 197632\n.extern .shared .align 16 .b8 tcc_dynamic_local[];\n\n.visible .entry big(\n"
+            "//\n.version 8.3\n.target sm_90a\n.address_size 64\n\n.extern .shared .align 16 .b8 tcc_dynamic_local[];\n\n.visible .entry big(\n"
         );
+        assert!(declares_dynamic_local(&ptx));
+        assert!(!declares_dynamic_local(PTX));
     }
 
     #[test]

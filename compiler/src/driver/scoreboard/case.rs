@@ -315,7 +315,7 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
         let compiled = compile_to_kernels(&session, &mlir, target)?;
         let host = host_llvm::emit(&compiled.module, &compiled.program, None, "model")?;
         let library = directory.path().join("model.so");
-        host_llvm::link_shared(&host.object, &library)?;
+        crate::driver::link::link_shared(&host.object, &library)?;
         let loaded = Model::load(&library)?;
         let mut run_session = runtime.session(&loaded)?;
         for set in &case.sets {

@@ -338,23 +338,16 @@ impl fmt::Display for TType {
 }
 
 /// The largest tensor tcc accepts (elements), in the importer and at the
-/// input of `tcc compile` alike (`ir::types::MAX_TENSOR_ELEMENTS` is this
-/// constant). It lives here because the ONNX fuzz target compiles this
-/// module on its own.
-pub const MAX_ELEMENTS: i64 = 1 << 32;
+/// input of `tcc compile` alike: [`tcc_abi::MAX_TENSOR_ELEMENTS`] (the one
+/// constant, in the crate the ONNX fuzz target, which compiles this module
+/// on its own, links too).
+pub const MAX_ELEMENTS: i64 = tcc_abi::MAX_TENSOR_ELEMENTS;
 
 /// The element count of a shape from untrusted input: every dimension
 /// non-negative and the product at most [`MAX_ELEMENTS`] (checked
-/// arithmetic).
+/// arithmetic; [`tcc_abi::checked_element_count`]).
 pub fn checked_numel(shape: &[i64]) -> Option<i64> {
-    let mut count: i64 = 1;
-    for &d in shape {
-        if d < 0 {
-            return None;
-        }
-        count = count.checked_mul(d)?;
-    }
-    (count <= MAX_ELEMENTS).then_some(count)
+    tcc_abi::checked_element_count(shape)
 }
 
 /// A shape for messages: `3x224x224`, `[]` for a scalar.

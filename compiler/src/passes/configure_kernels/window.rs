@@ -4,7 +4,7 @@
 //! by a fill of its output; at most one elementwise epilogue reading the
 //! window's result), and the `#tcc.window` the target gives them.
 
-use crate::patterns::conv_inputs::{window_dilations, window_strides};
+use crate::patterns::fold_conv_inputs::{window_dilations, window_strides};
 use std::str::FromStr;
 
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -96,7 +96,7 @@ pub(super) fn strategy(
 /// The geometry of a window op the template runs, `None` for any other
 /// op or kernel.
 fn geometry(op: OperationRef) -> Option<WindowGeometry> {
-    let (name, filter, output) = crate::patterns::conv_inputs::window_layout(op);
+    let (name, filter, output) = crate::ir::contraction::window_layout(op);
     if !WINDOW_OPS.contains(&name.as_str()) || op.result_count() != 1 {
         return None;
     }

@@ -105,7 +105,7 @@ pub(super) fn work_items(members: &[OperationRef]) -> i64 {
 fn kernel_flops(members: &[OperationRef]) -> i64 {
     let mut flops = 0i64;
     for member in members {
-        let (short, filter, output) = crate::patterns::conv_inputs::window_layout(*member);
+        let (short, filter, output) = crate::ir::contraction::window_layout(*member);
         let short = short.as_str();
         let shape = |index: usize| -> Vec<i64> {
             member

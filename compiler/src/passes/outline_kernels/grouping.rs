@@ -8,7 +8,7 @@ use melior::ir::{TypeLike, Value, ValueLike};
 use super::capture::{raw_key, view_chain};
 use crate::ir::attr_names::KERNEL;
 use crate::ir::util::{body_ops, dialect_of, op_name, string_value};
-use crate::patterns::kernel_naming::{kernel_name, op_parts};
+use crate::patterns::form_dispatches::{kernel_name, op_parts};
 
 pub(super) use crate::ir::memref::VIEW_OPS;
 

@@ -23,10 +23,10 @@ use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, Opera
 use melior::ir::{BlockLike, Type, TypeLike, Value, ValueLike};
 
 use crate::ir::constant::ConstTensor;
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
-use crate::passes::PassError;
 
 mod cluster;
 mod compose;
@@ -343,7 +343,7 @@ fn sink_through_window<'c>(
     let mut operands = vec![source];
     if name == "tosa.slice" {
         for index in [1, 2] {
-            let Some(values) = crate::patterns::constant_fold::shape_operand(op, index) else {
+            let Some(values) = crate::patterns::fold_constants::shape_operand(op, index) else {
                 return Ok(false);
             };
             if values.len() != rank {
@@ -356,7 +356,7 @@ fn sink_through_window<'c>(
             operands.push(builder.const_shape(&moved)?);
         }
     } else {
-        let Some(values) = crate::patterns::constant_fold::shape_operand(op, 1) else {
+        let Some(values) = crate::patterns::fold_constants::shape_operand(op, 1) else {
             return Ok(false);
         };
         if values.len() != 2 * rank {

@@ -16,11 +16,11 @@ use melior::ir::{Attribute, Value, ValueLike};
 
 use crate::ir::constant::ConstTensor;
 use crate::ir::element_type::ElementType;
+use crate::ir::error::PassError;
 use crate::ir::filter_panels::{HWCF_MAP_TEXT, operand_map_text, panel_map_text};
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, erase_op, op_name, use_count};
-use crate::passes::PassError;
 
 /// Gives a named `linalg.conv_2d_nhwc_hwcf` with a constant filter the
 /// generic form of `tcc-fold-conv-inputs` (loads reading its input as it
@@ -31,7 +31,7 @@ fn as_generic<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
 ) -> Result<OperationRef<'c, 'c>, PassError<'c>> {
-    let Some(plan) = crate::patterns::conv_inputs::plain_conv_plan(op) else {
+    let Some(plan) = crate::patterns::fold_conv_inputs::plain_conv_plan(op) else {
         return Ok(op);
     };
     let filter_ok = op.operand(1).is_ok_and(|filter| {
@@ -42,7 +42,7 @@ fn as_generic<'c>(
         return Ok(op);
     }
     let error = |message: String| PassError::at(op.location(), message);
-    let replacement = crate::patterns::conv_inputs::rewrite(context, &plan)?;
+    let replacement = crate::patterns::fold_conv_inputs::rewrite(context, &plan)?;
     let generic = defining_op(replacement).ok_or_else(|| error("the rewrite made no op".into()))?;
     let mut generic_mut = unsafe { OperationRefMut::from_raw(generic.to_raw()) };
     // The kernel's name, kind and strategy (tcc-form-dispatches,
@@ -62,7 +62,7 @@ fn as_generic<'c>(
 /// reading a constant f32 HWCF filter through the plain map.
 pub fn packable(op: OperationRef, panel: i64) -> bool {
     if op_name(&op) != "linalg.generic"
-        || crate::patterns::conv_inputs::window_layout(op).0 != "conv_2d_nhwc_hwcf"
+        || crate::ir::contraction::window_layout(op).0 != "conv_2d_nhwc_hwcf"
         || panel <= 0
     {
         return false;

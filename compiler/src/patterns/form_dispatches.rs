@@ -5,7 +5,9 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{TypeLike, ValueLike};
 
+use crate::config::KernelKind;
 use crate::ir::affine::has_reduction_iterator;
+use crate::ir::attr_names;
 use crate::ir::util::{collect_ops, op_name};
 
 /// Short name of a scalar op inside a linalg body, or `None` for ops that
@@ -126,6 +128,50 @@ pub fn kernel_name(parts: &[String], index: usize) -> String {
     }
     unique.truncate(6);
     format!("{}_{index}", unique.join("_"))
+}
+
+/// Whether `name` (an op name) is a contraction, convolution or pooling.
+pub fn is_contraction_or_conv(name: &str) -> bool {
+    let short = name.strip_prefix("linalg.").unwrap_or(name);
+    matches!(
+        short,
+        "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
+    ) || short.starts_with("conv_")
+        || short.starts_with("depthwise_conv")
+        || short.starts_with("pooling_")
+}
+
+/// The kind of kernel an op roots.
+pub fn kind_of(op: OperationRef) -> KernelKind {
+    if is_window_generic(op) {
+        return KernelKind::Convolution;
+    }
+    let name = op_name(&op);
+    let short = name.strip_prefix("linalg.").unwrap_or(&name);
+    if short == "softmax" {
+        KernelKind::Softmax
+    } else if name == "tcc.layer_norm_rows" {
+        KernelKind::LayerNorm
+    } else if name == "tcc.flash_attention" {
+        KernelKind::Attention
+    } else if matches!(
+        short,
+        "matmul" | "batch_matmul" | "matvec" | "batch_matvec" | "vecmat"
+    ) {
+        KernelKind::Matmul
+    } else if is_contraction_or_conv(&name) {
+        KernelKind::Convolution
+    } else if short == "reduce" || has_reduction_iterator(op) {
+        KernelKind::Reduction
+    } else {
+        KernelKind::Elementwise
+    }
+}
+
+/// Whether `op` is a convolution or pooling rewritten into a
+/// `linalg.generic` by `tcc-fold-conv-inputs`.
+pub fn is_window_generic(op: OperationRef) -> bool {
+    op_name(&op) == "linalg.generic" && op.attribute(attr_names::CONV).is_ok()
 }
 
 #[cfg(test)]

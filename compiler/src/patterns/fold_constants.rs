@@ -11,11 +11,11 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
 use crate::ir::constant::{ConstTensor, FOLD_ELEMENT_LIMIT};
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::op_name;
-use crate::passes::PassError;
-use crate::patterns::transpose::transpose_perm;
+use crate::patterns::propagate_layout::transpose_perm;
 
 fn operand_constant(op: OperationRef, index: usize) -> Option<ConstTensor> {
     let value: Value = op.operand(index).ok()?;
@@ -172,7 +172,7 @@ pub fn evaluate(op: OperationRef) -> Option<ConstTensor> {
         }
     };
     // Booleans are stored one byte each here but bit-packed in attributes.
-    (folded.shape == shape && folded.element != crate::back::opencl_c::ElementType::I1)
+    (folded.shape == shape && folded.element != crate::ir::element_type::ElementType::I1)
         .then_some(folded)
 }
 

@@ -10,10 +10,10 @@ use melior::ir::{Value, ValueLike};
 
 use super::{result_of, transpose_perm, transposed_operand};
 use crate::ir::constant::ConstTensor;
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, replace_and_erase, users};
-use crate::passes::PassError;
 
 /// `reshape(transpose(x, P), R)` where the reshape only merges dimensions
 /// that lie next to each other, in order, in `x` (and adds or drops unit
@@ -102,8 +102,8 @@ pub fn compose_transposes<'c>(
     let Some(outer) = transpose_perm(op) else {
         return Ok(false);
     };
-    if let Some(value) = crate::patterns::constant_fold::evaluate(op) {
-        crate::patterns::constant_fold::replace_with_constant(context, op, &value)?;
+    if let Some(value) = crate::patterns::fold_constants::evaluate(op) {
+        crate::patterns::fold_constants::replace_with_constant(context, op, &value)?;
         return Ok(true);
     }
     let input: Value = op

@@ -17,7 +17,7 @@ use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::{BlockLike, RegionLike, Type, ValueLike};
 use tcc_runtime::{DType, HostTensor};
 
-use crate::driver::session::Session;
+use super::session::Session;
 use crate::ir::attr_names;
 use crate::ir::element_type::ElementType;
 use crate::ir::util::{body_ops, integer_value, op_name, string_value};

@@ -9,8 +9,8 @@ use melior::ir::operation::{OperationLike, OperationRef};
 
 use super::{AXIS_OPS, ELEMENTWISE, inverse, rank_of, result_of, sink, transpose_perm};
 use crate::ir::constant::ConstTensor;
+use crate::ir::error::PassError;
 use crate::ir::util::{defining_op, op_name, same_op, users};
-use crate::passes::PassError;
 
 /// The most ops a layout cluster may hold (a bound on the analysis; the
 /// clusters between two convolutions are a few dozen ops).

@@ -27,13 +27,14 @@ use melior::ir::{
     ValueLike,
 };
 
-use super::conv_inputs::{Builder, clone_remapped, fusible_producer, inline_producer};
+use super::fold_conv_inputs::{Builder, clone_remapped, fusible_producer, inline_producer};
 use crate::ir::affine::{IteratorType, iterator_types};
 use crate::ir::attr_names;
+use crate::ir::error::PassError;
+use crate::ir::operand::init_operands;
 use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, integer_value, op_name, same_op, use_count, users};
-use crate::passes::{PassError, init_operands};
 
 /// One input of the generic read through a slice of a pad.
 struct ShiftedRead<'c> {

@@ -19,10 +19,10 @@ use super::pool::{inline_pool, pool_parts};
 use super::{Combine, Plan, map_results, pair, transpose_permutation};
 use crate::ir::affine::{IteratorType, iterator_types_attribute, projection_map_attribute};
 use crate::ir::attr_names;
+use crate::ir::error::PassError;
 use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::op_name;
-use crate::passes::PassError;
 
 /// Builds ops at the end of one block.
 pub(crate) struct Builder<'c> {

@@ -9,8 +9,8 @@ use melior::ir::r#type::IntegerType;
 use melior::ir::{Identifier, Value, ValueLike};
 
 use super::{empty_like, insert_before};
+use crate::ir::error::PassError;
 use crate::ir::types::StaticTensor;
-use crate::passes::PassError;
 
 /// Builds `linalg.softmax` in front of `op` and returns its result.
 pub fn rewrite<'c>(

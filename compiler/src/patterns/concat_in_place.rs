@@ -28,9 +28,9 @@ use melior::ir::operation::{
 };
 use melior::ir::{BlockLike, Identifier, Type, TypeLike, Value, ValueLike};
 
+use crate::ir::error::PassError;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{body_ops, defining_op, op_name, use_count, users};
-use crate::passes::PassError;
 
 /// One `tensor.insert_slice` of a concat: what goes where.
 #[derive(Clone)]
@@ -179,7 +179,7 @@ fn build_extract<'c>(
 fn init_root<'c>(op: OperationRef<'c, 'c>) -> Option<(OperationRef<'c, 'c>, OperationRef<'c, 'c>)> {
     let mut current = op;
     for _ in 0..4 {
-        let inits = crate::passes::init_operands(current);
+        let inits = crate::ir::operand::init_operands(current);
         let [init] = inits.as_slice() else {
             return None;
         };

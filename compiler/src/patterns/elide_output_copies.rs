@@ -12,8 +12,8 @@ use melior::Context;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::{BlockLike, Identifier, Value, ValueLike};
 
+use crate::ir::error::PassError;
 use crate::ir::util::{defining_op, erase_op, op_name, users};
-use crate::passes::PassError;
 
 /// Rewrites `memref.copy(reshape(%alloc), %out)` when `%out` is an argument
 /// of the function used only by this copy and `%alloc` is an allocation

@@ -9,7 +9,7 @@ use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::{Identifier, Value, ValueLike};
 
 use super::{empty_like, insert_before};
-use crate::passes::PassError;
+use crate::ir::error::PassError;
 
 /// Builds `tcc.layer_norm_rows` in front of `op` and returns its result.
 pub fn rewrite<'c>(

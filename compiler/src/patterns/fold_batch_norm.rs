@@ -15,10 +15,10 @@ use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, Opera
 use melior::ir::{Value, ValueLike};
 
 use crate::ir::constant::ConstTensor;
+use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, op_name, use_count};
-use crate::passes::PassError;
 
 /// Which operand holds the weights and how output channels lie in them.
 #[derive(Clone, Copy)]

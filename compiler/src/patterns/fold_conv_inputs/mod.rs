@@ -50,7 +50,7 @@ use melior::ir::{Attribute, BlockLike, RegionLike, TypeLike, Value, ValueLike};
 
 use crate::config::PoolFolding;
 use crate::ir::affine::{IteratorType, iterator_types};
-use crate::ir::attr_names;
+pub use crate::ir::contraction::window_layout;
 use crate::ir::dense::int_elements;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
@@ -389,7 +389,8 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
             && use_count(operand) == 1
             && let Some(definer) = defining_op(operand)
             && dialect_of(&op_name(&definer)) == "linalg"
-            && crate::passes::kind_of(definer) != crate::config::KernelKind::Elementwise
+            && crate::patterns::form_dispatches::kind_of(definer)
+                != crate::config::KernelKind::Elementwise
         {
             return false;
         }
@@ -614,20 +615,4 @@ fn is_int8_conv(op: OperationRef, window: &Window, output: &StaticTensor) -> boo
         && melior::ir::r#type::IntegerType::try_from(output.element).is_ok_and(|t| t.width() == 32)
         && int8_operand(0)
         && int8_operand(1)
-}
-
-/// For a window op, named or rewritten: the name of the op it computes
-/// (without `linalg.`) and the operand positions of its filter (or
-/// window) and output. Named ops take the input first; rewritten generics
-/// have no input operand.
-pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
-    if op_name(&op) == "linalg.generic"
-        && let Some(conv) = op
-            .attribute(attr_names::CONV)
-            .ok()
-            .and_then(crate::ir::util::string_value)
-    {
-        return (conv, 0, 1);
-    }
-    (short_name(&op), 1, 2)
 }

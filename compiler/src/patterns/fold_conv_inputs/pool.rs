@@ -9,9 +9,9 @@ use super::build::{Builder, clone_remapped};
 use super::{Combine, MAX_UNROLLED_WINDOW, WINDOWS, Window, dense_i64, pair};
 use crate::config::PoolFolding;
 use crate::ir::attr_names;
+use crate::ir::error::PassError;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count, users};
-use crate::passes::PassError;
 
 /// A window op's strides: a named op's `strides`, a rewritten generic's
 /// [`attr_names::STRIDES`].
