@@ -284,19 +284,45 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     let _ = writeln!(
         out,
         "  for (tcc_index k0 = 0; k0 < kv_end; k0 += {bk}) {{\n    \
-         barrier(CLK_LOCAL_MEM_FENCE);\n    \
-         for (int e = lid; e < {kv_elems}; e += {bq}) {{\n      \
-         const int jj = e / {d}, dd = e % {d};\n      \
-         const tcc_index j = k0 + jj;\n      \
-         const int inside = j < {kv};\n      \
-         k_half[jj * {qk_row} + dd] = {half_bits}(inside ? {} : 0.0f);\n      \
-         vt_half[dd * {vt_row} + jj] = {half_bits}(inside ? {} : 0.0f);\n    }}\n    \
-         barrier(CLK_LOCAL_MEM_FENCE);",
-        spec.key.buffer.load(&k_at),
-        spec.value.buffer.load(&v_at),
-        kv_elems = i64::from(bk) * d,
-        kv = s.kv_len,
+         barrier(CLK_LOCAL_MEM_FENCE);"
     );
+    if quad_aligned(&spec.key, d) && quad_aligned(&spec.value, d) {
+        // Four consecutive elements of a row per load (vload4 and its
+        // half forms), K stored as two half pairs, V transposed.
+        let _ = writeln!(
+            out,
+            "    for (int e = lid; e < {quads}; e += {bq}) {{\n      \
+             const int jj = (4 * e) / {d}, dd = (4 * e) % {d};\n      \
+             const tcc_index j = k0 + jj;\n      \
+             const int inside = j < {kv};\n      \
+             const float4 kq = inside ? {} : (float4)(0.0f);\n      \
+             const float4 vq = inside ? {} : (float4)(0.0f);\n      \
+             *(__local uint2*)&k_half[jj * {qk_row} + dd] = (uint2)({pack}(kq.s0, kq.s1), {pack}(kq.s2, kq.s3));\n      \
+             vt_half[dd * {vt_row} + jj] = {half_bits}(vq.s0);\n      \
+             vt_half[(dd + 1) * {vt_row} + jj] = {half_bits}(vq.s1);\n      \
+             vt_half[(dd + 2) * {vt_row} + jj] = {half_bits}(vq.s2);\n      \
+             vt_half[(dd + 3) * {vt_row} + jj] = {half_bits}(vq.s3);\n    }}",
+            spec.key.buffer.load_vector(4, &k_at),
+            spec.value.buffer.load_vector(4, &v_at),
+            quads = i64::from(bk) * d / 4,
+            kv = s.kv_len,
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "    for (int e = lid; e < {kv_elems}; e += {bq}) {{\n      \
+             const int jj = e / {d}, dd = e % {d};\n      \
+             const tcc_index j = k0 + jj;\n      \
+             const int inside = j < {kv};\n      \
+             k_half[jj * {qk_row} + dd] = {half_bits}(inside ? {} : 0.0f);\n      \
+             vt_half[dd * {vt_row} + jj] = {half_bits}(inside ? {} : 0.0f);\n    }}",
+            spec.key.buffer.load(&k_at),
+            spec.value.buffer.load(&v_at),
+            kv_elems = i64::from(bk) * d,
+            kv = s.kv_len,
+        );
+    }
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
     // S = Q·Kᵀ for one m16 tile of the warp.
     let _ = writeln!(
         out,
@@ -398,6 +424,16 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         q_len = s.q_len,
     );
     out
+}
+
+/// Whether rows of `operand` can be read four elements at a time: the
+/// head dimension contiguous and every row start a multiple of four
+/// elements (so that `vload4` and its half forms are aligned).
+fn quad_aligned(operand: &AttentionOperand, head_dim: i64) -> bool {
+    operand.strides[3] == 1
+        && head_dim % 4 == 0
+        && operand.offset % 4 == 0
+        && operand.strides[..3].iter().all(|s| s % 4 == 0)
 }
 
 /// The exact fp32 body: one work-item per query row.
@@ -638,8 +674,13 @@ mod tests {
         assert!(ptx.contains("__local ushort q_half[4608]"), "{ptx}");
         assert!(ptx.contains("__local ushort k_half[2304]"), "{ptx}");
         assert!(ptx.contains("__local ushort vt_half[2560]"), "{ptx}");
+        // Rows of K and V read four elements at a time.
         assert!(
-            ptx.contains("vt_half[dd * 40 + jj] = tcc_f16_bits(inside ? a2[b * 9856 + hk * 4928 + j * 64 + dd] : 0.0f);"),
+            ptx.contains("const float4 vq = inside ? vload4(0, a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains("vt_half[(dd + 3) * 40 + jj] = tcc_f16_bits(vq.s3);"),
             "{ptx}"
         );
         // Both products on FP16 tensor cores, P packed from the S
@@ -690,6 +731,15 @@ mod tests {
             operand.strides = [0, 77 * 128, 128, 1];
         }
         assert!(tensor_cores_fit(&wide));
+        // A value whose head dimension is not contiguous: element loads.
+        let mut strided = bf16.clone();
+        strided.value.strides = [9856, 4928, 1, 77];
+        let text = attention_kernel(&strided).unwrap();
+        assert!(
+            text.contains("vt_half[dd * 40 + jj] = tcc_bf16_bits(inside ?"),
+            "{text}"
+        );
+        assert!(!text.contains("vload4(0, a2"), "{text}");
         // Not whole warps of 32 rows, a head dimension off the k step of
         // 16, or TF32: the fp32 body alone.
         let changes: [fn(&mut AttentionSpec); 3] = [
