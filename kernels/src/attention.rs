@@ -302,8 +302,8 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
              vt_half[(dd + 1) * {vt_row} + jj] = {half_bits}(vq.s1);\n      \
              vt_half[(dd + 2) * {vt_row} + jj] = {half_bits}(vq.s2);\n      \
              vt_half[(dd + 3) * {vt_row} + jj] = {half_bits}(vq.s3);\n    }}",
-            spec.key.buffer.load_vector(4, &k_at),
-            spec.value.buffer.load_vector(4, &v_at),
+            load_quad(&spec.key.buffer, &k_at),
+            load_quad(&spec.value.buffer, &v_at),
             quads = i64::from(bk) * d / 4,
             kv = s.kv_len,
         );
@@ -434,6 +434,16 @@ fn quad_aligned(operand: &AttentionOperand, head_dim: i64) -> bool {
         && head_dim % 4 == 0
         && operand.offset % 4 == 0
         && operand.strides[..3].iter().all(|s| s % 4 == 0)
+}
+
+/// Four elements from `index` as a `float4`: one 16-byte load for an fp32
+/// buffer (`quad_aligned` rows; libclc's `vload4` would load them one by
+/// one), `vload_half4` and its bf16 form otherwise.
+fn load_quad(buffer: &Buffer, index: &str) -> String {
+    match buffer.storage {
+        crate::Storage::F32 => format!("*(__global const float4*)({} + {index})", buffer.name),
+        _ => buffer.load_vector(4, index),
+    }
 }
 
 /// The exact fp32 body: one work-item per query row.
@@ -676,7 +686,7 @@ mod tests {
         assert!(ptx.contains("__local ushort vt_half[2560]"), "{ptx}");
         // Rows of K and V read four elements at a time.
         assert!(
-            ptx.contains("const float4 vq = inside ? vload4(0, a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
+            ptx.contains("const float4 vq = inside ? *(__global const float4*)(a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
             "{ptx}"
         );
         assert!(
@@ -739,7 +749,7 @@ mod tests {
             text.contains("vt_half[dd * 40 + jj] = tcc_bf16_bits(inside ?"),
             "{text}"
         );
-        assert!(!text.contains("vload4(0, a2"), "{text}");
+        assert!(!text.contains("float4*)(a2"), "{text}");
         // Not whole warps of 32 rows, a head dimension off the k step of
         // 16, or TF32: the fp32 body alone.
         let changes: [fn(&mut AttentionSpec); 3] = [
