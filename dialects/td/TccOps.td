@@ -170,7 +170,9 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [Pure]> {
     broadcasts to `[B, H, Sq, Skv]` (each dimension equal or 1). With
     `causal`, key `j` is masked out of query row `i` where `j > i` (the
     upper-left aligned triangle of PyTorch's `is_causal` and ONNX
-    `Attention`), as if `-inf` were added there.
+    `Attention`), as if `-inf` were added there. A query row left without
+    any key (every score `-inf`) is 0, not the softmax's NaN (what the
+    NaN guard of torch's `scaled_dot_product_attention` export writes).
 
     `tcc-raise-attention` creates it from the matmul/softmax chains
     exporters emit; `tcc-convert-attention-to-kernel` makes an f32 one a

@@ -20,14 +20,15 @@
 //! past the row (`j > i`) count as `-inf` scores, which is what the
 //! composite's decomposition adds; with `causal`, tiles wholly above the
 //! work-group's last row are not visited at all. A row whose every score
-//! is `-inf` gives `0 * (1 / 0)`, NaN, as the unfused softmax's
-//! `exp(-inf - -inf)` does; where the maximum is still `-inf` the update
+//! is `-inf` (a padding mask that leaves a query no key) is 0, as
+//! `tcc.attention` defines it (the NaN guard of torch's
+//! `scaled_dot_product_attention` export); where the maximum is still `-inf` the update
 //! subtracts 0 instead, so that such keys add nothing (rather than NaN) to
 //! a row that later finds a finite score.
 
 use std::fmt::Write as _;
 
-use crate::{Address, Buffer, KernelParameters};
+use crate::{Address, Buffer, KernelParameters, TensorCores};
 
 /// Most keys whose scores a work-item keeps in registers at once.
 pub const CHUNK: u32 = 16;
@@ -80,6 +81,11 @@ pub struct AttentionSpec {
     /// Added to the scaled scores; broadcast dimensions have stride 0.
     pub mask: Option<AttentionOperand>,
     pub output: AttentionOperand,
+    /// `Fp16` or `Bf16` (`--precision`): the PTX form multiplies on
+    /// `mma.sync.m16n8k16` tensor cores (see [`tensor_core_body`]), the
+    /// OpenCL C form keeps the exact fp32 body. `None` (and any other
+    /// arithmetic): the fp32 body only.
+    pub tensor_cores: Option<TensorCores>,
 }
 
 /// The launch of an attention kernel: (work-groups, work-items per group)
@@ -146,23 +152,307 @@ impl AttentionSpec {
     }
 }
 
-/// Instantiates the template.
+/// Instantiates the template: the fp32 body, and with `tensor_cores`
+/// (when the shape suits them) the tensor-core body under `#ifdef
+/// TCC_PTX` in front of it.
 pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
     spec.check()?;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", spec.comment);
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size({}, 1, 1)))\nvoid {}({}) {{",
+        spec.block_q, spec.name, spec.parameters
+    );
+    let fp32 = fp32_body(spec);
+    match spec.tensor_cores.filter(|_| tensor_cores_fit(spec)) {
+        Some(arithmetic) => {
+            let _ = write!(
+                out,
+                "#ifdef TCC_PTX\n{}#else\n{fp32}#endif\n}}\n",
+                tensor_core_body(spec, arithmetic)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "{fp32}}}");
+        }
+    }
+    Ok(out)
+}
+
+/// Rows of queries one warp of the tensor-core body takes (two m16 tiles).
+const WARP_ROWS: u32 = 32;
+
+/// Whether the tensor-core body applies: FP16 or BF16, whole warps of
+/// [`WARP_ROWS`] rows, key tiles and the head dimension in steps of 16
+/// (the `k` of `m16n8k16`), and its half tiles within 48 KiB.
+pub fn tensor_cores_fit(spec: &AttentionSpec) -> bool {
+    let d = spec.shape.head_dim;
+    matches!(
+        spec.tensor_cores,
+        Some(TensorCores::Fp16 | TensorCores::Bf16)
+    ) && spec.block_q.is_multiple_of(WARP_ROWS)
+        && spec.block_k.is_multiple_of(16)
+        && d % 16 == 0
+        && tensor_core_local_bytes(spec) <= 48 * 1024
+}
+
+/// The tensor-core body's local memory: Q and K tiles of `d + 8` halves
+/// per row, V transposed with rows of `block_k + 8` halves.
+fn tensor_core_local_bytes(spec: &AttentionSpec) -> i64 {
+    let d = spec.shape.head_dim;
+    let (bq, bk) = (i64::from(spec.block_q), i64::from(spec.block_k));
+    2 * ((bq + bk) * (d + 8) + d * (bk + 8))
+}
+
+/// The tensor-core body (PTX only; FA2's register layout). The work-group
+/// stages its `block_q` query rows once and each K tile as 16-bit halves
+/// (rounded to nearest even from the stored values; exact when storage is
+/// already that half type), V transposed so that the `·V` product's B
+/// fragments are word loads too; rows are padded by 8 halves so that a
+/// warp's fragment loads fall in distinct banks. Each warp owns 32 query
+/// rows as two m16 tiles, taken one after the other per key tile: `S =
+/// Q·Kᵀ` by `mma.sync.m16n8k16` into fp32 accumulators (a thread holds
+/// rows `g` and `g + 8` of the tile, columns `2 t .. 2 t + 1` of each n8
+/// block), the scale, mask and causal/sequence bounds as in the fp32 body,
+/// the row maximum over the four threads of a row (`shfl.bfly`), the
+/// online-softmax rescale, then `P` rounded to halves straight from the
+/// accumulator registers (their layout is the A fragment's) and `O += P·V`
+/// on the tensor cores. The row sums are kept per thread in fp32 and
+/// summed over the quad at the end; a row without any key stores 0.
+fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
+    let s = spec.shape;
+    let (bq, bk, d) = (spec.block_q, spec.block_k, s.head_dim);
+    let group = s.heads / s.kv_heads;
+    let (half_bits, pack, mma) = match arithmetic {
+        TensorCores::Bf16 => ("tcc_bf16_bits", "tcc_bf16x2", "TCC_MMA_BF16"),
+        _ => ("tcc_f16_bits", "tcc_f16x2", "TCC_MMA_F16"),
+    };
+    let (qk_row, vt_row) = (d + 8, i64::from(bk) + 8);
+    let n_tiles = bk / 8;
+    let d_tiles = d / 8;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  /* Tensor cores ({name}): mma.sync.m16n8k16, fp32 accumulators. */\n  \
+         __local ushort q_half[{q_tile}] __attribute__((aligned(16)));\n  \
+         __local ushort k_half[{k_tile}] __attribute__((aligned(16)));\n  \
+         __local ushort vt_half[{v_tile}] __attribute__((aligned(16)));\n  \
+         const int lid = (int)get_local_id(0);\n  \
+         const int warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;\n  \
+         const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
+         const tcc_index bh = (tcc_index)get_group_id(1);\n  \
+         const tcc_index b = bh / {heads}, h = bh % {heads};\n  \
+         const tcc_index hk = h / {group};",
+        name = arithmetic.name(),
+        q_tile = i64::from(bq) * qk_row,
+        k_tile = i64::from(bk) * qk_row,
+        v_tile = d * vt_row,
+        heads = s.heads,
+    );
+    // Q once, rows past the sequence as zeros.
+    let q_at = spec.query.address(["b", "h", "i", "dd"]);
+    let _ = writeln!(
+        out,
+        "  for (int e = lid; e < {q_elems}; e += {bq}) {{\n    \
+         const int r = e / {d}, dd = e % {d};\n    \
+         const tcc_index i = q0 + r;\n    \
+         q_half[r * {qk_row} + dd] = {half_bits}(i < {q_len} ? {} : 0.0f);\n  }}",
+        spec.query.buffer.load(&q_at),
+        q_elems = i64::from(bq) * d,
+        q_len = s.q_len,
+    );
+    let _ = writeln!(
+        out,
+        "  float o[2][{d_tiles}][4];\n  float m[2][2], l[2][2];\n  \
+         #pragma unroll\n  for (int mt = 0; mt < 2; ++mt) {{\n    \
+         m[mt][0] = m[mt][1] = -INFINITY;\n    l[mt][0] = l[mt][1] = 0.0f;\n    \
+         #pragma unroll\n    for (int dn = 0; dn < {d_tiles}; ++dn)\n      \
+         o[mt][dn][0] = o[mt][dn][1] = o[mt][dn][2] = o[mt][dn][3] = 0.0f;\n  }}"
+    );
+    if spec.causal {
+        let _ = writeln!(
+            out,
+            "  const tcc_index kv_end = min((tcc_index){kv}, q0 + {bq});",
+            kv = s.kv_len
+        );
+    } else {
+        let _ = writeln!(out, "  const tcc_index kv_end = {};", s.kv_len);
+    }
+    let k_at = spec.key.address(["b", "hk", "j", "dd"]);
+    let v_at = spec.value.address(["b", "hk", "j", "dd"]);
+    let _ = writeln!(
+        out,
+        "  for (tcc_index k0 = 0; k0 < kv_end; k0 += {bk}) {{\n    \
+         barrier(CLK_LOCAL_MEM_FENCE);"
+    );
+    if quad_aligned(&spec.key, d) && quad_aligned(&spec.value, d) {
+        // Four consecutive elements of a row per load (vload4 and its
+        // half forms), K stored as two half pairs, V transposed.
+        let _ = writeln!(
+            out,
+            "    for (int e = lid; e < {quads}; e += {bq}) {{\n      \
+             const int jj = (4 * e) / {d}, dd = (4 * e) % {d};\n      \
+             const tcc_index j = k0 + jj;\n      \
+             const int inside = j < {kv};\n      \
+             const float4 kq = inside ? {} : (float4)(0.0f);\n      \
+             const float4 vq = inside ? {} : (float4)(0.0f);\n      \
+             *(__local uint2*)&k_half[jj * {qk_row} + dd] = (uint2)({pack}(kq.s0, kq.s1), {pack}(kq.s2, kq.s3));\n      \
+             vt_half[dd * {vt_row} + jj] = {half_bits}(vq.s0);\n      \
+             vt_half[(dd + 1) * {vt_row} + jj] = {half_bits}(vq.s1);\n      \
+             vt_half[(dd + 2) * {vt_row} + jj] = {half_bits}(vq.s2);\n      \
+             vt_half[(dd + 3) * {vt_row} + jj] = {half_bits}(vq.s3);\n    }}",
+            load_quad(&spec.key.buffer, &k_at),
+            load_quad(&spec.value.buffer, &v_at),
+            quads = i64::from(bk) * d / 4,
+            kv = s.kv_len,
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "    for (int e = lid; e < {kv_elems}; e += {bq}) {{\n      \
+             const int jj = e / {d}, dd = e % {d};\n      \
+             const tcc_index j = k0 + jj;\n      \
+             const int inside = j < {kv};\n      \
+             k_half[jj * {qk_row} + dd] = {half_bits}(inside ? {} : 0.0f);\n      \
+             vt_half[dd * {vt_row} + jj] = {half_bits}(inside ? {} : 0.0f);\n    }}",
+            spec.key.buffer.load(&k_at),
+            spec.value.buffer.load(&v_at),
+            kv_elems = i64::from(bk) * d,
+            kv = s.kv_len,
+        );
+    }
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    // S = Q·Kᵀ for one m16 tile of the warp.
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int mt = 0; mt < 2; ++mt) {{\n      \
+         const int r0 = warp * {WARP_ROWS} + mt * 16;\n      \
+         float sc[{n_tiles}][4];\n      \
+         #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt)\n        \
+         sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;\n      \
+         #pragma unroll\n      for (int kk = 0; kk < {d}; kk += 16) {{\n        \
+         const uint a0 = *(__local const uint*)&q_half[(r0 + g) * {qk_row} + kk + 2 * t];\n        \
+         const uint a1 = *(__local const uint*)&q_half[(r0 + g + 8) * {qk_row} + kk + 2 * t];\n        \
+         const uint a2 = *(__local const uint*)&q_half[(r0 + g) * {qk_row} + kk + 8 + 2 * t];\n        \
+         const uint a3 = *(__local const uint*)&q_half[(r0 + g + 8) * {qk_row} + kk + 8 + 2 * t];\n        \
+         #pragma unroll\n        for (int nt = 0; nt < {n_tiles}; ++nt) {{\n          \
+         const uint b0 = *(__local const uint*)&k_half[(nt * 8 + g) * {qk_row} + kk + 2 * t];\n          \
+         const uint b1 = *(__local const uint*)&k_half[(nt * 8 + g) * {qk_row} + kk + 8 + 2 * t];\n          \
+         {mma}(sc[nt][0], sc[nt][1], sc[nt][2], sc[nt][3], a0, a1, a2, a3, b0, b1);\n        }}\n      }}"
+    );
+    // Scale, mask, bounds; the tile's row maxima.
+    let mut score = format!("sc[nt][e] * {}", float_literal(spec.scale));
+    if let Some(mask) = &spec.mask {
+        let at = mask.address(["b", "h", "qi", "j"]);
+        score = format!(
+            "{score} + (j < {kv} ? {} : 0.0f)",
+            mask.buffer.load(&at),
+            kv = s.kv_len
+        );
+    }
+    let live = if spec.causal {
+        format!("j < {} && j <= qi", s.kv_len)
+    } else {
+        format!("j < {}", s.kv_len)
+    };
+    let _ = writeln!(
+        out,
+        "      float tile_max[2] = {{-INFINITY, -INFINITY}};\n      \
+         #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt) {{\n        \
+         #pragma unroll\n        for (int e = 0; e < 4; ++e) {{\n          \
+         const tcc_index i = q0 + r0 + g + (e / 2) * 8;\n          \
+         const tcc_index qi = i < {q_len} ? i : {last};\n          \
+         const tcc_index j = k0 + nt * 8 + 2 * t + (e % 2);\n          \
+         const float x = {score};\n          \
+         sc[nt][e] = ({live}) ? x : -INFINITY;\n          \
+         tile_max[e / 2] = tcc_maximumf(tile_max[e / 2], sc[nt][e]);\n        }}\n      }}\n      \
+         float base[2];\n      \
+         #pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n        \
+         float x = tile_max[r];\n        \
+         x = tcc_maximumf(x, tcc_shfl_xor(x, 1));\n        \
+         x = tcc_maximumf(x, tcc_shfl_xor(x, 2));\n        \
+         const float m_new = tcc_maximumf(m[mt][r], x);\n        \
+         /* While every score so far is -inf, subtract 0: exp(-inf) = 0. */\n        \
+         base[r] = m_new == -INFINITY ? 0.0f : m_new;\n        \
+         const float correction = tcc_expf(m[mt][r] - base[r]);\n        \
+         m[mt][r] = m_new;\n        \
+         l[mt][r] *= correction;\n        \
+         #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn) {{\n          \
+         o[mt][dn][2 * r] *= correction;\n          \
+         o[mt][dn][2 * r + 1] *= correction;\n        }}\n      }}",
+        q_len = s.q_len,
+        last = s.q_len - 1,
+    );
+    // P = exp(S - m) into A fragments; O += P·V.
+    let _ = writeln!(
+        out,
+        "      #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt)\n        \
+         #pragma unroll\n        for (int e = 0; e < 4; ++e) {{\n          \
+         sc[nt][e] = tcc_expf(sc[nt][e] - base[e / 2]);\n          \
+         l[mt][e / 2] += sc[nt][e];\n        }}\n      \
+         #pragma unroll\n      for (int kt = 0; kt < {k_steps}; ++kt) {{\n        \
+         const uint a0 = {pack}(sc[2 * kt][0], sc[2 * kt][1]);\n        \
+         const uint a1 = {pack}(sc[2 * kt][2], sc[2 * kt][3]);\n        \
+         const uint a2 = {pack}(sc[2 * kt + 1][0], sc[2 * kt + 1][1]);\n        \
+         const uint a3 = {pack}(sc[2 * kt + 1][2], sc[2 * kt + 1][3]);\n        \
+         #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn) {{\n          \
+         const uint b0 = *(__local const uint*)&vt_half[(dn * 8 + g) * {vt_row} + kt * 16 + 2 * t];\n          \
+         const uint b1 = *(__local const uint*)&vt_half[(dn * 8 + g) * {vt_row} + kt * 16 + 8 + 2 * t];\n          \
+         {mma}(o[mt][dn][0], o[mt][dn][1], o[mt][dn][2], o[mt][dn][3], a0, a1, a2, a3, b0, b1);\n        }}\n      }}\n    }}\n  }}",
+        k_steps = bk / 16,
+    );
+    let o_at = spec.output.address(["b", "h", "i", "dd"]);
+    let _ = writeln!(
+        out,
+        "  #pragma unroll\n  for (int mt = 0; mt < 2; ++mt)\n    \
+         #pragma unroll\n    for (int r = 0; r < 2; ++r) {{\n      \
+         float sum = l[mt][r];\n      \
+         sum += tcc_shfl_xor(sum, 1);\n      \
+         sum += tcc_shfl_xor(sum, 2);\n      \
+         /* A row without any key (sum 0) is 0, not NaN. */\n      \
+         const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;\n      \
+         const tcc_index i = q0 + warp * {WARP_ROWS} + mt * 16 + g + r * 8;\n      \
+         if (i < {q_len}) {{\n        \
+         #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn)\n          \
+         #pragma unroll\n          for (int c = 0; c < 2; ++c) {{\n            \
+         const int dd = dn * 8 + 2 * t + c;\n            \
+         {}\n          }}\n      }}\n    }}",
+        spec.output
+            .buffer
+            .store("o[mt][dn][2 * r + c] * inverse", &o_at),
+        q_len = s.q_len,
+    );
+    out
+}
+
+/// Whether rows of `operand` can be read four elements at a time: the
+/// head dimension contiguous and every row start a multiple of four
+/// elements (so that `vload4` and its half forms are aligned).
+fn quad_aligned(operand: &AttentionOperand, head_dim: i64) -> bool {
+    operand.strides[3] == 1
+        && head_dim % 4 == 0
+        && operand.offset % 4 == 0
+        && operand.strides[..3].iter().all(|s| s % 4 == 0)
+}
+
+/// Four elements from `index` as a `float4`: one 16-byte load for an fp32
+/// buffer (`quad_aligned` rows; libclc's `vload4` would load them one by
+/// one), `vload_half4` and its bf16 form otherwise.
+fn load_quad(buffer: &Buffer, index: &str) -> String {
+    match buffer.storage {
+        crate::Storage::F32 => format!("*(__global const float4*)({} + {index})", buffer.name),
+        _ => buffer.load_vector(4, index),
+    }
+}
+
+/// The exact fp32 body: one work-item per query row.
+fn fp32_body(spec: &AttentionSpec) -> String {
     let s = spec.shape;
     let (bq, bk, d) = (spec.block_q, spec.block_k, s.head_dim);
     let group = s.heads / s.kv_heads;
     let chunk = bk.min(CHUNK);
     let mut out = String::new();
-    let w = |out: &mut String, line: &str| {
-        let _ = writeln!(out, "{line}");
-    };
-    w(&mut out, &spec.comment);
-    let _ = writeln!(
-        out,
-        "__kernel __attribute__((reqd_work_group_size({bq}, 1, 1)))\nvoid {}({}) {{",
-        spec.name, spec.parameters
-    );
     let _ = writeln!(
         out,
         "  __local float k_tile[{tile}];\n  __local float v_tile[{tile}];",
@@ -276,14 +566,17 @@ pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
     let _ = writeln!(
         out,
         "  if (i < {q_len}) {{\n    \
-         const float inverse = 1.0f / l;\n    \
+         /* A row without any key (l = 0) is 0, not NaN. */\n    \
+         const float inverse = l > 0.0f ? 1.0f / l : 0.0f;\n    \
          #pragma unroll\n    \
          for (int dd = 0; dd < {d}; ++dd)\n      \
          {}\n  }}\n}}",
         spec.output.buffer.store("acc[dd] * inverse", &o_at),
         q_len = s.q_len,
     );
-    Ok(out)
+    // The kernel's closing brace is the caller's.
+    out.truncate(out.trim_end().len() - 1);
+    out
 }
 
 #[cfg(test)]
@@ -330,6 +623,7 @@ mod tests {
                 strides: [77, 0, 0, 1],
             }),
             output: operand("a4", [2, 4, 77, 64]),
+            tensor_cores: None,
         }
     }
 
@@ -374,6 +668,105 @@ mod tests {
         );
         // No mask is read.
         assert!(!text.contains("a3["), "{text}");
+    }
+
+    #[test]
+    fn fp16_adds_a_tensor_core_body_for_ptx() {
+        let mut spec = spec(true, true);
+        spec.tensor_cores = Some(TensorCores::Fp16);
+        let text = attention_kernel(&spec).unwrap();
+        let (ptx, fp32) = text
+            .split_once("#ifdef TCC_PTX\n")
+            .and_then(|(_, rest)| rest.split_once("#else\n"))
+            .expect("a PTX body and an fp32 body");
+        // Q (64 rows) and K (32 keys) rows padded to 72 halves, V
+        // transposed with rows of 40.
+        assert!(ptx.contains("__local ushort q_half[4608]"), "{ptx}");
+        assert!(ptx.contains("__local ushort k_half[2304]"), "{ptx}");
+        assert!(ptx.contains("__local ushort vt_half[2560]"), "{ptx}");
+        // Rows of K and V read four elements at a time.
+        assert!(
+            ptx.contains("const float4 vq = inside ? *(__global const float4*)(a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains("vt_half[(dd + 3) * 40 + jj] = tcc_f16_bits(vq.s3);"),
+            "{ptx}"
+        );
+        // Both products on FP16 tensor cores, P packed from the S
+        // accumulators.
+        assert_eq!(ptx.matches("TCC_MMA_F16(").count(), 2, "{ptx}");
+        assert!(
+            ptx.contains("const uint a0 = tcc_f16x2(sc[2 * kt][0], sc[2 * kt][1]);"),
+            "{ptx}"
+        );
+        // The row statistics over the four threads of a row.
+        assert!(ptx.contains("tcc_shfl_xor(x, 2)"), "{ptx}");
+        assert!(ptx.contains("sum += tcc_shfl_xor(sum, 1);"), "{ptx}");
+        // The mask, scale and causal bounds as in the fp32 body.
+        assert!(
+            ptx.contains("const float x = sc[nt][e] * 0.125f + (j < 77 ? a3[b * 77 + j] : 0.0f);"),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains("sc[nt][e] = (j < 77 && j <= qi) ? x : -INFINITY;"),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains("const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;"),
+            "{ptx}"
+        );
+        // The portable body is the exact fp32 one, unchanged.
+        assert!(fp32.contains("acc[dd] = fma(p, v_tile[jj * 64 + dd], acc[dd]);"));
+        assert!(!fp32.contains("TCC_MMA"));
+        assert!(text.trim_end().ends_with("#endif\n}"), "{text}");
+    }
+
+    #[test]
+    fn bf16_and_shapes_the_tensor_cores_do_not_take() {
+        let mut bf16 = spec(false, false);
+        bf16.tensor_cores = Some(TensorCores::Bf16);
+        let text = attention_kernel(&bf16).unwrap();
+        assert_eq!(text.matches("TCC_MMA_BF16(").count(), 2, "{text}");
+        assert!(text.contains("tcc_bf16x2(") && text.contains("tcc_bf16_bits("));
+        // Head dimension 128 with 32-key tiles fits (35.5 KiB of halves).
+        let mut wide = bf16.clone();
+        wide.shape.head_dim = 128;
+        for operand in [
+            &mut wide.query,
+            &mut wide.key,
+            &mut wide.value,
+            &mut wide.output,
+        ] {
+            operand.strides = [0, 77 * 128, 128, 1];
+        }
+        assert!(tensor_cores_fit(&wide));
+        // A value whose head dimension is not contiguous: element loads.
+        let mut strided = bf16.clone();
+        strided.value.strides = [9856, 4928, 1, 77];
+        let text = attention_kernel(&strided).unwrap();
+        assert!(
+            text.contains("vt_half[dd * 40 + jj] = tcc_bf16_bits(inside ?"),
+            "{text}"
+        );
+        assert!(!text.contains("float4*)(a2"), "{text}");
+        // Not whole warps of 32 rows, a head dimension off the k step of
+        // 16, or TF32: the fp32 body alone.
+        let changes: [fn(&mut AttentionSpec); 3] = [
+            |s| s.block_q = 48,
+            |s| s.shape.head_dim = 72,
+            |s| s.tensor_cores = Some(TensorCores::Tf32),
+        ];
+        for change in changes {
+            let mut other = bf16.clone();
+            change(&mut other);
+            let text = attention_kernel(&other).unwrap();
+            assert!(!text.contains("TCC_PTX"), "{text}");
+            assert!(text.trim_end().ends_with('}'), "{text}");
+        }
+        // fp32 (no tensor cores): one body, as before.
+        let text = attention_kernel(&spec(false, false)).unwrap();
+        assert!(!text.contains("TCC_PTX") && !text.contains("#endif"));
     }
 
     #[test]

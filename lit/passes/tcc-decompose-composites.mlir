@@ -150,6 +150,9 @@ func.func @layer_norm(%x: tensor<2x4x8xf32>, %g: tensor<4x8xf32>, %b: tensor<4x8
 // CHECK: tosa.exp
 // CHECK: tosa.reduce_sum %{{.*}} {axis = 3 : i32}
 // CHECK: tosa.reciprocal
+// A row without any key (its maximum -inf) is 0.
+// CHECK: %[[EMPTY:.*]] = tosa.equal %{{.*}}, %{{.*}} : (tensor<1x4x2x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x2x1xi1>
+// CHECK: tosa.select %[[EMPTY]], %{{.*}}, %{{.*}} : (tensor<1x4x2x1xi1>, tensor<1x1x1x1xf32>, tensor<1x4x2x3xf32>) -> tensor<1x4x2x3xf32>
 // CHECK: tosa.matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x2x3xf32>, tensor<4x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x2x8xf32>
 // CHECK-NOT: tcc.attention
 func.func @attention(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x3x8xf32>, %m: tensor<1x1x1x3xf32>) -> tensor<1x4x2x8xf32> {

@@ -191,3 +191,158 @@ func.func @band_select(%q: tensor<2x3x8xf32>, %kt: tensor<2x8x3xf32>, %v: tensor
   %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x8xf32>
   return %o : tensor<2x3x8xf32>
 }
+
+// -----
+
+// transformers' sdpa attention as torch 2.11 exports it (BERT): a boolean
+// padding mask as where(mask, 0, -inf) added to the scores, and the NaN
+// guard where(isnan(P), 0, P) after the softmax (IsNaN as the importer
+// writes it: a generic of `cmpf uno`). Rows left without keys are 0 in
+// tcc.attention too, so the guard goes with the chain.
+// CHECK-LABEL: func.func @sdpa_nan_guard
+// CHECK: %[[M:.*]] = tosa.select
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] : tensor<1x1x4x4xf32> scale = 0.353553385 : tensor<1x2x4x8xf32>
+// CHECK-NOT: tcc.softmax
+// CHECK-NOT: linalg.generic
+func.func @sdpa_nan_guard(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %keep: tensor<1x1x4x4xi1>) -> tensor<2x4x8xf32> {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %scale = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s4 = tosa.const_shape {values = dense<[1, 2, 4, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %p3 = tosa.const_shape {values = dense<[2, 4, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %s_4 = tosa.reshape %s, %s4 : (tensor<2x4x4xf32>, !tosa.shape<4>) -> tensor<1x2x4x4xf32>
+  %scaled = tosa.mul %s_4, %scale, %shift : (tensor<1x2x4x4xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x2x4x4xf32>
+  %bias = tosa.select %keep, %zero, %ninf : (tensor<1x1x4x4xi1>, tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x4x4xf32>
+  %masked = tosa.add %scaled, %bias : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = tcc.softmax %masked axis = 3 : tensor<1x2x4x4xf32>
+  %e = tensor.empty() : tensor<1x2x4x4xi1>
+  %nan = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p : tensor<1x2x4x4xf32>) outs(%e : tensor<1x2x4x4xi1>) {
+  ^bb0(%in: f32, %out: i1):
+    %c = arith.cmpf uno, %in, %in : f32
+    linalg.yield %c : i1
+  } -> tensor<1x2x4x4xi1>
+  %guarded = tosa.select %nan, %zero, %p : (tensor<1x2x4x4xi1>, tensor<1x1x1x1xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %g3 = tosa.reshape %guarded, %p3 : (tensor<1x2x4x4xf32>, !tosa.shape<3>) -> tensor<2x4x4xf32>
+  %o = tosa.matmul %g3, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// The NaN guard in TOSA's words (not(equal(P, P))), head dimension 128,
+// the causal mask as Trilu/Where leave it after constant folding (an
+// additive 0 / -inf triangle).
+// CHECK-LABEL: func.func @nan_guard_tosa_head_dim_128
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 0.0883883461 causal = true : tensor<1x2x3x128xf32>
+// CHECK-NOT: tcc.softmax
+// CHECK-NOT: tosa.logical_not
+func.func @nan_guard_tosa_head_dim_128(%q: tensor<2x3x128xf32>, %kt: tensor<2x128x3xf32>, %v: tensor<2x3x128xf32>) -> tensor<2x3x128xf32> {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %scale = "tosa.const"() <{values = dense<0.0883883461> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %tri = "tosa.const"() <{values = dense<[[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]]> : tensor<1x3x3xf32>}> : () -> tensor<1x3x3xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x3x128xf32>, tensor<2x128x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x3xf32>
+  %scaled = tosa.mul %s, %scale, %shift : (tensor<2x3x3xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x3x3xf32>
+  %masked = tosa.add %scaled, %tri : (tensor<2x3x3xf32>, tensor<1x3x3xf32>) -> tensor<2x3x3xf32>
+  %p = tcc.softmax %masked axis = 2 : tensor<2x3x3xf32>
+  %same = tosa.equal %p, %p : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xi1>
+  %nan = tosa.logical_not %same : (tensor<2x3x3xi1>) -> tensor<2x3x3xi1>
+  %guarded = tosa.select %nan, %zero, %p : (tensor<2x3x3xi1>, tensor<1x1x1xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %o = tosa.matmul %guarded, %v, %zp, %zp : (tensor<2x3x3xf32>, tensor<2x3x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x128xf32>
+  return %o : tensor<2x3x128xf32>
+}
+
+// -----
+
+// ONNX Attention (opset 23) with a runtime mask, as the importer writes
+// it: the bias added to the scores, and zeros selected on the rows where
+// the bias is -inf at every key (a count of the allowed keys).
+// CHECK-LABEL: func.func @onnx_attention_empty_rows
+// CHECK-SAME: %[[M:[^:]*]]: tensor<1x1x4x4xf32>
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] : tensor<1x1x4x4xf32> scale = 0.353553385 : tensor<1x2x4x8xf32>
+// CHECK-NOT: tcc.softmax
+func.func @onnx_attention_empty_rows(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %bias: tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %scale = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s3 = tosa.const_shape {values = dense<[2, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 2, 4, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %p3 = tosa.const_shape {values = dense<[2, 4, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %o4 = tosa.const_shape {values = dense<[1, 2, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %q3 = tosa.reshape %q, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %k3 = tosa.reshape %k, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %kt = tosa.transpose %k3 {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = tosa.matmul %q3, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %s_4 = tosa.reshape %s, %s4 : (tensor<2x4x4xf32>, !tosa.shape<4>) -> tensor<1x2x4x4xf32>
+  %scaled = tosa.mul %s_4, %scale, %shift : (tensor<1x2x4x4xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x2x4x4xf32>
+  %masked = tosa.add %scaled, %bias : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = tcc.softmax %masked axis = 3 : tensor<1x2x4x4xf32>
+  %is_masked = tosa.equal %bias, %ninf : (tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x4x4xi1>
+  %allowed = tosa.select %is_masked, %zero, %one : (tensor<1x1x4x4xi1>, tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x4x4xf32>
+  %count = tosa.reduce_sum %allowed {axis = 3 : i32} : (tensor<1x1x4x4xf32>) -> tensor<1x1x4x1xf32>
+  %none = tosa.equal %count, %zero : (tensor<1x1x4x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x4x1xi1>
+  %guarded = tosa.select %none, %zero, %p : (tensor<1x1x4x1xi1>, tensor<1x1x1x1xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p_3 = tosa.reshape %guarded, %p3 : (tensor<1x2x4x4xf32>, !tosa.shape<3>) -> tensor<2x4x4xf32>
+  %v3 = tosa.reshape %v, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %o = tosa.matmul %p_3, %v3, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o_4 = tosa.reshape %o, %o4 : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<1x2x4x8xf32>
+  return %o_4 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Near miss: an empty-row guard counted from another tensor than the
+// mask added to the scores zeroes rows tcc.attention would not.
+// CHECK-LABEL: func.func @empty_rows_of_another_mask
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+func.func @empty_rows_of_another_mask(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %bias: tensor<1x4x4xf32>, %other: tensor<1x4x4xf32>) -> tensor<2x4x8xf32> {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %masked = tosa.add %s, %bias : (tensor<2x4x4xf32>, tensor<1x4x4xf32>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %masked axis = 2 : tensor<2x4x4xf32>
+  %is_masked = tosa.equal %other, %ninf : (tensor<1x4x4xf32>, tensor<1x1x1xf32>) -> tensor<1x4x4xi1>
+  %allowed = tosa.select %is_masked, %zero, %one : (tensor<1x4x4xi1>, tensor<1x1x1xf32>, tensor<1x1x1xf32>) -> tensor<1x4x4xf32>
+  %count = tosa.reduce_sum %allowed {axis = 2 : i32} : (tensor<1x4x4xf32>) -> tensor<1x4x1xf32>
+  %none = tosa.equal %count, %zero : (tensor<1x4x1xf32>, tensor<1x1x1xf32>) -> tensor<1x4x1xi1>
+  %guarded = tosa.select %none, %zero, %p : (tensor<1x4x1xi1>, tensor<1x1x1xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = tosa.matmul %guarded, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Near miss: a NaN test whose result is also returned, and a guard that
+// fills with 1 rather than 0, keep their chains.
+// CHECK-LABEL: func.func @nan_guard_misses
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+// CHECK: tcc.softmax
+func.func @nan_guard_misses(%q: tensor<2x3x8xf32>, %kt: tensor<2x8x3xf32>, %v: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x3xi1>, tensor<2x3x8xf32>) {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x3x8xf32>, tensor<2x8x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x3xf32>
+  %p = tcc.softmax %s axis = 2 : tensor<2x3x3xf32>
+  %same = tosa.equal %p, %p : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xi1>
+  %nan = tosa.logical_not %same : (tensor<2x3x3xi1>) -> tensor<2x3x3xi1>
+  %guarded = tosa.select %nan, %zero, %p : (tensor<2x3x3xi1>, tensor<1x1x1xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %o = tosa.matmul %guarded, %v, %zp, %zp : (tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x8xf32>
+  %s2 = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x3x8xf32>, tensor<2x8x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x3xf32>
+  %p2 = tcc.softmax %s2 axis = 2 : tensor<2x3x3xf32>
+  %same2 = tosa.equal %p2, %p2 : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xi1>
+  %nan2 = tosa.logical_not %same2 : (tensor<2x3x3xi1>) -> tensor<2x3x3xi1>
+  %filled = tosa.select %nan2, %one, %p2 : (tensor<2x3x3xi1>, tensor<1x1x1xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %o2 = tosa.matmul %filled, %v, %zp, %zp : (tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3x8xf32>
+  return %o, %nan, %o2 : tensor<2x3x8xf32>, tensor<2x3x3xi1>, tensor<2x3x8xf32>
+}

@@ -7,6 +7,7 @@
 #   .device-attention/CASES.json                   the cases (batch 32, 12 heads, D 64, seq 128/512/2048, causal or not)
 #   .device-attention/models/CASE.mlir             each case as a one-op tcc.attention model
 #   .device-attention/models/CASE.so               compiled with `tcc compile --target=nvidia`
+#   .device-attention/models/CASE.P.so             the same with --precision=P (fp16, bf16: tensor cores)
 #   .device-attention/STATS.txt                    `tcc compile --stats` of each case (one attention kernel)
 #   .device-attention/attention-kernel.cl          the emitted OpenCL C of the seq-512 causal case
 #
@@ -47,6 +48,11 @@ for model in "$out"/models/*.mlir; do
   name=$(basename "$model" .mlir)
   echo "# tcc compile $name.mlir --target=nvidia --stats" >> "$out/STATS.txt"
   "$bin/tcc" compile "$model" --target=nvidia --stats -o "$out/models/$name.so" 2>> "$out/STATS.txt"
+  for precision in fp16 bf16; do
+    echo "# tcc compile $name.mlir --target=nvidia --precision=$precision --stats" >> "$out/STATS.txt"
+    "$bin/tcc" compile "$model" --target=nvidia --precision=$precision --stats \
+      -o "$out/models/$name.$precision.so" 2>> "$out/STATS.txt"
+  done
 done
 grep -q "kind=attention" "$out/STATS.txt" || { echo "no attention kernel in $out/STATS.txt" >&2; exit 1; }
 

@@ -13,7 +13,9 @@
 #   .device-tx/FAILED               what did not compile, with the reason
 #
 # Usage: scripts/bench/build-transformers-bundle.sh TX_MODELS_TAR_XZ [--batches=1,32]
-#          [--precisions=fp32,fp16] [MODEL...]
+#          [--precisions=fp32,fp16] [--runtime-bin=DIR] [MODEL...]
+# --runtime-bin=DIR takes tcc-run and tcc-benchmark from DIR (built
+# already) instead of building them with --release here.
 # There: `for f in .device-tx/art/*.xz; do unxz -k $f; done` is done by
 #        `python3 scripts/bench/transformers-device.py time .device-tx`.
 set -euo pipefail
@@ -23,11 +25,13 @@ cd "$(dirname "$0")/../.."
 archive=$1; shift
 batches=1,32
 precisions=fp32
+runtime_bin=
 models=()
 for arg in "$@"; do
   case "$arg" in
     --batches=*) batches=${arg#--batches=} ;;
     --precisions=*) precisions=${arg#--precisions=} ;;
+    --runtime-bin=*) runtime_bin=${arg#--runtime-bin=} ;;
     -*) echo "build-transformers-bundle.sh: unknown option $arg" >&2; exit 2 ;;
     *) models+=("$arg") ;;
   esac
@@ -35,14 +39,17 @@ done
 
 export PATH=/usr/lib/llvm-22/bin:$HOME/.cargo/bin:$PATH
 export MLIR_SYS_220_PREFIX=/usr/lib/llvm-22 TABLEGEN_220_PREFIX=/usr/lib/llvm-22 LLVM_SYS_221_PREFIX=/usr/lib/llvm-22
-cargo build --release -p tcc-runtime --bin tcc-run --bin tcc-benchmark
+if [[ -z $runtime_bin ]]; then
+  cargo build --release -p tcc-runtime --bin tcc-run --bin tcc-benchmark
+  runtime_bin=target/release
+fi
 cargo build -p tcc-compiler --bin tcc
 tcc=target/debug/tcc
 
 out=.device-tx
 rm -rf "$out"
 mkdir -p "$out/art" "$out/bin" "$out/onnx"
-cp target/release/tcc-run target/release/tcc-benchmark "$out/bin/"
+cp "$runtime_bin/tcc-run" "$runtime_bin/tcc-benchmark" "$out/bin/"
 cp "$archive" "$out/tx-models.tar.xz"
 tar -C "$out/onnx" -xf "$archive"
 [[ ${#models[@]} -gt 0 ]] || models=($(ls "$out/onnx" | sed -n 's/\.onnx$//p'))

@@ -391,9 +391,10 @@ impl TargetConfig for Nvidia {
     /// 64 query rows per group (two warps: every query row of a head
     /// dimension of 64 or 128 keeps its query and accumulator in
     /// registers), K and V tiles of up to 64 keys in at most 32 KiB of
-    /// shared memory (64 keys at D = 64, 32 at D = 128). Not measured
-    /// yet: `scripts/bench/attention-device.py` times it against PyTorch's
-    /// flash attention.
+    /// shared memory (64 keys at D = 64, 32 at D = 128). At fp16/bf16 the
+    /// PTX form's tensor-core body takes the same groups: each warp two
+    /// m16 tiles of 32 rows. `scripts/bench/attention-device.py` times it
+    /// against PyTorch's flash attention (docs/benchmarks.md).
     fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
         AttentionConfig {
             block_q: 64,

@@ -23,6 +23,16 @@
 //!   mask_value)`), or of the upper triangle with the operands swapped
 //!   (`masked_fill`): `causal`.
 //!
+//! Between the softmax and `·V` it takes one guard of the rows a mask
+//! leaves without any key (all scores `-inf`, softmax NaN), which
+//! `tcc.attention` defines as 0: the `where(isnan(P), 0, P)` torch
+//! writes after the softmax of `scaled_dot_product_attention`
+//! (transformers' `sdpa` attention: BERT, GPT-2), with IsNaN as the
+//! importer's `cmpf uno` generic or as `not(equal(P, P))`; or ONNX
+//! `Attention`'s `where(no key allowed, 0, P)`, accepted only when its
+//! condition is computed from the very mask added to the scores (or is a
+//! constant equal to that mask's all-`-inf` rows).
+//!
 //! Every intermediate from the scores to `P` must have one use (a model
 //! that also returns the scores or the probabilities keeps its chain),
 //! the softmax must be over the last axis, the scale a scalar, the mask

@@ -8,7 +8,7 @@ use melior::Context;
 use melior::ir::attribute::{BoolAttribute, FloatAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::RankedTensorType;
-use melior::ir::{Attribute, Identifier, Type, TypeLike, Value, ValueLike};
+use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, TypeLike, Value, ValueLike};
 
 use super::{empty_like, insert_before};
 use crate::ir::constant::ConstTensor;
@@ -146,6 +146,26 @@ pub fn decompose<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c
     let exp = b.unary("tosa.exp", b.binary("tosa.sub", scores, max)?)?;
     let sum = b.reduce("tosa.reduce_sum", exp, 3)?;
     let probabilities = b.mul(exp, b.unary("tosa.reciprocal", sum)?)?;
+    // A row without any key (every score -inf: its maximum is -inf) is 0,
+    // not the softmax's NaN.
+    let empty_row = StaticTensor {
+        shape: b.tensor(max)?.shape,
+        element: melior::ir::r#type::IntegerType::new(b.context(), 1).into(),
+    }
+    .to_type();
+    let empty_row = b.insert(
+        "tosa.equal",
+        &[max, b.scalar(f64::NEG_INFINITY, 4, element)?],
+        empty_row,
+        &[],
+    )?;
+    let zero = b.scalar(0.0, 4, element)?;
+    let probabilities = b.insert(
+        "tosa.select",
+        &[empty_row, zero, probabilities],
+        probabilities.r#type(),
+        &[],
+    )?;
     let p3 = b.reshape(probabilities, &[rows, q_len, kv_len])?;
     let v3 = b.reshape(v, &[rows, kv_len, dim])?;
     b.reshape(matmul(b, p3, v3)?, &[batch, heads, q_len, dim])
@@ -319,6 +339,159 @@ fn is_triangle(
         .all(|i| (0..columns as usize).all(|j| keep(i * columns as usize + j) == Some(j <= i)))
 }
 
+/// `arith.cmpf`'s `uno` predicate (true where either operand is NaN).
+const CMPF_UNO: i64 = 14;
+
+/// Whether `condition` is `isnan(x)` and used only once: an ONNX `IsNaN`
+/// as the importer writes it (a `linalg.generic` over `x` alone whose body
+/// is `arith.cmpf uno, %in, %in`) or as TOSA can (`logical_not(equal(x,
+/// x))`).
+fn is_nan_of<'c>(condition: Value<'c, 'c>, x: Value<'c, 'c>) -> bool {
+    if use_count(condition) != 1 {
+        return false;
+    }
+    let Some(op) = defining_op(condition) else {
+        return false;
+    };
+    match op_name(&op).as_str() {
+        "linalg.generic" => {
+            // One input, x; one output; the body `cmpf uno, %in, %in`.
+            if op.operand_count() != 2 || op.operand(0).ok() != Some(x) {
+                return false;
+            }
+            let body = crate::ir::util::body_ops(op);
+            let [compare, yield_] = &body[..] else {
+                return false;
+            };
+            let Ok(region) = op.region(0) else {
+                return false;
+            };
+            let Some(block) = region.first_block() else {
+                return false;
+            };
+            let Ok(input) = block.argument(0) else {
+                return false;
+            };
+            let input: Value = input.into();
+            op_name(compare) == "arith.cmpf"
+                && compare.attribute("predicate").ok().and_then(integer_value) == Some(CMPF_UNO)
+                && compare.operand(0).ok() == Some(input)
+                && compare.operand(1).ok() == Some(input)
+                && op_name(yield_) == "linalg.yield"
+                && yield_.operand_count() == 1
+                && compare
+                    .result(0)
+                    .ok()
+                    .is_some_and(|r| yield_.operand(0).ok() == Some(r.into()))
+        }
+        "tosa.logical_not" => op.operand(0).ok().is_some_and(|equal| {
+            use_count(equal) == 1
+                && defining_op(equal).is_some_and(|e| {
+                    op_name(&e) == "tosa.equal"
+                        && e.operand(0).ok() == Some(x)
+                        && e.operand(1).ok() == Some(x)
+                })
+        }),
+        _ => false,
+    }
+}
+
+/// The NaN guard `torch.onnx` writes after the softmax of
+/// `scaled_dot_product_attention` (transformers' `sdpa` attention):
+/// `where(isnan(P), 0, P)`, which turns the rows a mask leaves without
+/// any key (all `-inf`, softmax NaN) into zeros, as `tcc.attention`
+/// defines them. Returns `P` when `select` is that guard and `P`'s only
+/// uses are the guard's.
+fn nan_guard<'c>(select: OperationRef<'c, 'c>) -> Option<Value<'c, 'c>> {
+    let (condition, zero, x) = (
+        select.operand(0).ok()?,
+        select.operand(1).ok()?,
+        select.operand(2).ok()?,
+    );
+    if scalar_constant(zero) != Some(0.0) || !is_nan_of(condition, x) {
+        return None;
+    }
+    // x is read by the guard's select and its IsNaN (once as a generic's
+    // input, twice by `equal(x, x)`), and nothing else.
+    let expected = match defining_op(condition).map(|op| op_name(&op)) {
+        Some(name) if name == "linalg.generic" => 2,
+        _ => 3,
+    };
+    (use_count(x) == expected).then_some(x)
+}
+
+/// Whether `condition` is true exactly on the query rows where `mask`
+/// (the additive mask the walk found, if any) is `-inf` at every key,
+/// the rows `tcc.attention` makes 0: what ONNX `Attention`'s import
+/// selects zeros on (`equal(reduce_sum(select(equal(mask, -inf), 0, 1)),
+/// 0)` for a runtime mask, a constant of the rows for a constant one). A
+/// constant all-false condition guards nothing and always matches.
+fn guards_empty_rows<'c>(condition: Value<'c, 'c>, mask: Option<Value<'c, 'c>>) -> bool {
+    if let Some(constant) = ConstTensor::of_value(condition) {
+        if constant.element != ElementType::I1 {
+            return false;
+        }
+        if constant.bytes.iter().all(|b| *b == 0) {
+            return true;
+        }
+        // Compare with the constant mask's rows.
+        let Some(mask) = mask.and_then(ConstTensor::of_value) else {
+            return false;
+        };
+        let Some(values) = mask.f32s() else {
+            return false;
+        };
+        let columns = mask.shape.last().copied().unwrap_or(1).max(1) as usize;
+        let mut rows_shape = mask.shape.clone();
+        if let Some(last) = rows_shape.last_mut() {
+            *last = 1;
+        }
+        if constant.shape != rows_shape {
+            return false;
+        }
+        return values
+            .chunks(columns)
+            .zip(&constant.bytes)
+            .all(|(row, flag)| row.iter().all(|v| *v == f32::NEG_INFINITY) == (*flag != 0));
+    }
+    let Some(mask) = mask else {
+        return false;
+    };
+    let is_scalar = |v: Value, c: f32| scalar_constant(v) == Some(c);
+    fn operands<'c>(op: &OperationRef<'c, 'c>, name: &str, n: usize) -> Option<Vec<Value<'c, 'c>>> {
+        (op_name(op) == name && op.operand_count() == n).then(|| op.operands().collect())
+    }
+    (|| {
+        let equal = defining_op(condition)?;
+        let [count, zero] = operands(&equal, "tosa.equal", 2)?[..] else {
+            return None;
+        };
+        let sum = defining_op(count)?;
+        let rank = f32_shape(mask)?.len() as i64;
+        let [allowed] = operands(&sum, "tosa.reduce_sum", 1)?[..] else {
+            return None;
+        };
+        let axis = sum.attribute("axis").ok().and_then(integer_value)?;
+        let select = defining_op(allowed)?;
+        let [masked, none, one] = operands(&select, "tosa.select", 3)?[..] else {
+            return None;
+        };
+        let compare = defining_op(masked)?;
+        let [m, minus_inf] = operands(&compare, "tosa.equal", 2)?[..] else {
+            return None;
+        };
+        Some(
+            is_scalar(zero, 0.0)
+                && axis == rank - 1
+                && is_scalar(none, 0.0)
+                && is_scalar(one, 1.0)
+                && m == mask
+                && is_scalar(minus_inf, f32::NEG_INFINITY),
+        )
+    })()
+    .unwrap_or(false)
+}
+
 /// What the walk from the softmax back to the scores found.
 #[derive(Default)]
 struct Chain<'c> {
@@ -459,8 +632,11 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
     let (p, value) = (matmul.operand(0).ok()?, matmul.operand(1).ok()?);
     let p_shape = f32_shape(p)?;
     let (n, q_len, kv_len, dim) = (p_shape[0], p_shape[1], p_shape[2], out[2]);
-    // P back to its softmax through reshapes that keep [Sq, Skv].
+    // P back to its softmax through reshapes that keep [Sq, Skv] and at
+    // most one NaN guard.
     let mut probabilities = p;
+    let mut guarded = false;
+    let mut empty_rows = None;
     let softmax = loop {
         if use_count(probabilities) != 1 {
             return None;
@@ -469,6 +645,30 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
         match op_name(&op).as_str() {
             "tcc.softmax" => break op,
             "tosa.reshape" => probabilities = op.operand(0).ok()?,
+            "tosa.select" if !guarded => {
+                guarded = true;
+                if let Some(guarded_value) = nan_guard(op) {
+                    // The softmax is the guarded value itself: its uses
+                    // are the guard's (checked by `nan_guard`).
+                    let softmax = defining_op(guarded_value)?;
+                    if op_name(&softmax) != "tcc.softmax" {
+                        return None;
+                    }
+                    break softmax;
+                }
+                // Else an empty-row guard, checked against the mask once
+                // the walk has found it.
+                let (condition, zero, x) = (
+                    op.operand(0).ok()?,
+                    op.operand(1).ok()?,
+                    op.operand(2).ok()?,
+                );
+                if scalar_constant(zero) != Some(0.0) {
+                    return None;
+                }
+                empty_rows = Some(condition);
+                probabilities = x;
+            }
             _ => return None,
         }
     };
@@ -518,6 +718,11 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
             Some((mask, shape, factor))
         }
     };
+    if let Some(condition) = empty_rows
+        && !guards_empty_rows(condition, mask.as_ref().map(|m| m.0))
+    {
+        return None;
+    }
     let scale = scale as f32;
     if !scale.is_finite() {
         return None;

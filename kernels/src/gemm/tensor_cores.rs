@@ -68,7 +68,7 @@ pub enum TensorCores {
 
 impl TensorCores {
     /// How the kernel's comment names the arithmetic.
-    pub(super) fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             TensorCores::Tf32 => "TF32",
             TensorCores::Fp16 => "FP16",

@@ -1,17 +1,19 @@
 //! Kernels of kind `attention` (a `tcc.flash_attention`): instantiated from
 //! the flash-attention template of `tcc-kernels`, with the operands'
 //! layouts (offsets and strides of their views) read off the kernel IR. A
-//! mask dimension of size 1 broadcasts (stride 0).
+//! mask dimension of size 1 broadcasts (stride 0). With `--precision=fp16`
+//! or `bf16` the template adds its tensor-core body for the PTX form.
 
 use melior::ir::ValueLike;
 use melior::ir::attribute::{BoolAttribute, FloatAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use tcc_kernels::{
-    AttentionOperand, AttentionShape, AttentionSpec, KernelParameters, attention_kernel,
+    AttentionOperand, AttentionShape, AttentionSpec, KernelParameters, TensorCores,
+    attention_kernel,
 };
 
 use super::template::{KernelTemplate, TemplateKernel};
-use super::writer::{KernelWriter, memref_shape};
+use super::writer::{KernelWriter, Precision, memref_shape};
 use crate::back::CodegenError;
 use crate::ir::strategy::KernelStrategy;
 
@@ -107,6 +109,14 @@ impl KernelTemplate for AttentionSpec {
             value,
             mask,
             output,
+            // fp16/bf16: the PTX form multiplies on tensor cores (when the
+            // shape suits them, `tensor_cores_fit`); fp32 and TF32 keep
+            // the exact fp32 body.
+            tensor_cores: match writer.precision {
+                Precision::Fp16 => Some(TensorCores::Fp16),
+                Precision::Bf16 => Some(TensorCores::Bf16),
+                Precision::Fp32 | Precision::Tf32 => None,
+            },
         })
     }
 

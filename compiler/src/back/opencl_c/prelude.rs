@@ -64,7 +64,9 @@ inline float tcc_expf(float x) { return exp(x); }
 /// ones of four halves, with their commit and wait, `ldmatrix` of four 8x8
 /// 16-bit blocks (8x4 words), fp32 pairs packed into half pairs, fp32
 /// rounded to the bits of a half or a bfloat16 (the half tiles' register
-/// staging), and the FP16 and BF16 `mma.sync.m16n8k16`.
+/// staging), and the FP16 and BF16 `mma.sync.m16n8k16`; for the
+/// flash-attention kernel's tensor-core body also bfloat16 pairs and a
+/// warp butterfly shuffle (its row maxima and sums over a quad).
 /// (The TF32 `mma` and `tcc_tf32` are in [`PRELUDE`].)
 const TENSOR_CORES: &str = "\
 #ifdef TCC_PTX
@@ -84,6 +86,9 @@ inline void tcc_cp_async_commit(void) { __asm__ volatile(\"cp.async.commit_group
                    : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"((uint)(ulong)(p)) : \"memory\")
 /* lo in the low half, as a fragment's element pairs are ordered. */
 inline uint tcc_f16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }
+inline uint tcc_bf16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }
+/* x from the lane whose id differs in the bits of `lanes` (a warp's butterfly). */
+inline float tcc_shfl_xor(float x, int lanes) { uint r; __asm__ volatile(\"shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\" : \"=r\"(r) : \"r\"(as_uint(x)), \"r\"(lanes)); return as_float(r); }
 #define TCC_MMA_F16(c0, c1, c2, c3, a0, a1, a2, a3, b0, b1) \\
   __asm__(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\
           : \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) \\
