@@ -6,8 +6,10 @@
 //! [`register_all_dialects`], [`register_all_passes`],
 //! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`];
 //! [`strategy`] reads and writes the typed kernel strategy
-//! (`td/TccAttrs.td`).
+//! (`td/TccAttrs.td`); [`conv`] the typed convolution window
+//! (`td/TccConv.td`).
 
+pub mod conv;
 pub mod strategy;
 
 use std::ffi::{CString, c_char, c_int, c_void};

@@ -81,7 +81,7 @@ fn is_dispatchable(op: &OperationRef) -> bool {
 /// Whether `op` is a convolution or pooling rewritten into a
 /// `linalg.generic` by `tcc-fold-conv-inputs`.
 pub fn is_window_generic(op: OperationRef) -> bool {
-    op_name(&op) == "linalg.generic" && op.attribute(attr_names::CONV).is_ok()
+    op_name(&op) == "linalg.generic" && crate::ir::conv::of(&op).is_some()
 }
 
 fn is_all_parallel_generic(op: OperationRef) -> bool {

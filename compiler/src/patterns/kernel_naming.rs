@@ -45,12 +45,9 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
     let name = op_name(&op);
     // A window op rewritten by `tcc-fold-conv-inputs` is named after the
     // op it computes.
-    let conv = op
-        .attribute(crate::ir::attr_names::CONV)
-        .ok()
-        .and_then(crate::ir::util::string_value);
+    let conv = crate::ir::conv::of(&op);
     let short = match &conv {
-        Some(conv) => conv.as_str(),
+        Some(conv) => conv.kind.name(),
         None => name.strip_prefix("linalg.").unwrap_or(&name),
     };
     let named = match short {

@@ -50,7 +50,6 @@ use melior::ir::{Attribute, BlockLike, RegionLike, TypeLike, Value, ValueLike};
 
 use crate::config::PoolFolding;
 use crate::ir::affine::{IteratorType, iterator_types};
-use crate::ir::attr_names;
 use crate::ir::dense::int_elements;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
@@ -622,12 +621,9 @@ fn is_int8_conv(op: OperationRef, window: &Window, output: &StaticTensor) -> boo
 /// have no input operand.
 pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
     if op_name(&op) == "linalg.generic"
-        && let Some(conv) = op
-            .attribute(attr_names::CONV)
-            .ok()
-            .and_then(crate::ir::util::string_value)
+        && let Some(conv) = crate::ir::conv::of(&op)
     {
-        return (conv, 0, 1);
+        return (conv.kind.name().to_string(), 0, 1);
     }
     (short_name(&op), 1, 2)
 }
