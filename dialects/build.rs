@@ -39,6 +39,8 @@ fn main() {
         ("-gen-attrdef-decls", "TccAttrs.h.inc"),
         ("-gen-attrdef-defs", "TccAttrs.cpp.inc"),
         ("-gen-attrdef-doc", "TccAttrs.md"),
+        ("-gen-enum-decls", "TccEnums.h.inc"),
+        ("-gen-enum-defs", "TccEnums.cpp.inc"),
         ("-gen-op-decls", "TccOps.h.inc"),
         ("-gen-op-defs", "TccOps.cpp.inc"),
         ("-gen-op-doc", "TccOps.md"),
@@ -68,6 +70,7 @@ fn main() {
         .file("cpp/TccLinalg.cpp")
         .file("cpp/TccMath.cpp")
         .file("cpp/TccFusion.cpp")
+        .file("cpp/TccStructure.cpp")
         .compile("tcc_dialects_cpp");
 
     println!("cargo:rerun-if-changed=td");

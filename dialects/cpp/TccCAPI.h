@@ -190,6 +190,18 @@ MlirAttribute tccKernelStrategyGet(MlirContext context,
  * Returns false (kind TccStrategyNone) for any other attribute. */
 bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *strategy);
 
+/* `#tcc.conv<kind, strides = [sh, sw], dilations = [dh, dw]>` (TccConv.td);
+ * `kind` is a `tcc::WindowKind` (0 conv_2d_nhwc_hwcf,
+ * 1 depthwise_conv_2d_nhwc_hwcm, 2 depthwise_conv_2d_nhwc_hwc,
+ * 3 pooling_nhwc_max, 4 pooling_nhwc_sum). Returns a null attribute for
+ * an unknown kind or parameters that fail the attribute's verifier. */
+MlirAttribute tccConvAttrGet(MlirContext context, int32_t kind,
+                             const int64_t strides[2],
+                             const int64_t dilations[2]);
+/* Reads a `#tcc.conv` attribute. Returns false for any other attribute. */
+bool tccConvAttrRead(MlirAttribute attr, int32_t *kind, int64_t strides[2],
+                     int64_t dilations[2]);
+
 /* Inserts a gpu.launch_func of `kernel` (a gpu.func inside a gpu.module)
  * before `before`: `grid` work-groups of `block` work-items (as index
  * constants inserted there too), passing `operands`. Returns the launch. */

@@ -11,6 +11,8 @@
 
 #include "TccOpsDialect.h.inc"
 
+#include "TccEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "TccAttrs.h.inc"
 

@@ -6,8 +6,10 @@
 //! [`register_all_dialects`], [`register_all_passes`],
 //! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`];
 //! [`strategy`] reads and writes the typed kernel strategy
-//! (`td/TccAttrs.td`) and [`target`] the target attribute (`#tcc.target`).
+//! (`td/TccAttrs.td`), [`target`] the target attribute (`#tcc.target`)
+//! and [`conv`] the typed convolution window (`td/TccConv.td`).
 
+pub mod conv;
 pub mod strategy;
 pub mod target;
 

@@ -26,9 +26,13 @@ def Tcc_Dialect : Dialect {
     them to TOSA for everything else.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Checks the structural attributes other dialects' ops carry
+  // (`tcc.conv`, `tcc.kernel`, `tcc.kind`): TccDialect.cpp.
+  let hasOperationAttrVerify = 1;
 }
 
 include "TccAttrs.td"
+include "TccConv.td"
 
 class Tcc_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tcc_Dialect, mnemonic, traits>;

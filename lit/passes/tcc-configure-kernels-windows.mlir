@@ -22,12 +22,12 @@
 // ReLU6 fused): 4 columns of 4 channels per work-item on the GPUs,
 // 8 x 112 x 28 x 8 = 200704 work-items.
 // NVIDIA-LABEL: func.func @depthwise_relu6
-// NVIDIA: tcc.conv = "depthwise_conv_2d_nhwc_hwcm"
+// NVIDIA: tcc.conv = #tcc.conv<depthwise_conv_2d_nhwc_hwcm
 // NVIDIA-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 4, vector = 4, work_items = 200704>
 // GENERIC-LABEL: func.func @depthwise_relu6
 // GENERIC: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 4, vector = 4, work_items = 200704>
 // POCL-LABEL: func.func @depthwise_relu6
-// POCL: tcc.conv = "depthwise_conv_2d_nhwc_hwcm"
+// POCL: tcc.conv = #tcc.conv<depthwise_conv_2d_nhwc_hwcm
 // POCL-SAME: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 200704>
 // FORCED-LABEL: func.func @depthwise_relu6
 // FORCED: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 2, vector = 4, work_items = 401408>
@@ -75,9 +75,9 @@ func.func @late_and_scalar(%x: tensor<1x7x7x960xf32>, %w: tensor<3x3x960x1xf32>,
 // NVIDIA-LABEL: func.func @pools
 // NVIDIA-NOT: #tcc.window
 // FORCED-NV-LABEL: func.func @pools
-// FORCED-NV: tcc.conv = "pooling_nhwc_max"
+// FORCED-NV: tcc.conv = #tcc.conv<pooling_nhwc_max
 // FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 4, vector = 4, work_items = 401408>
-// FORCED-NV: tcc.conv = "pooling_nhwc_sum"
+// FORCED-NV: tcc.conv = #tcc.conv<pooling_nhwc_sum
 // FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 12544>
 // FORCED-NV: linalg.pooling_nhwc_sum
 // FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 512>

@@ -17,7 +17,7 @@
 // CHECK-LABEL: func.func @named_1x1
 // CHECK: %[[W:.+]] = arith.constant dense<{{\[\[\[\[\[}}0.000000e+00, 1.000000e+02, {{.*}}, 1.500000e+03], [1.000000e+00, 1.010000e+02, {{.*}}, 1.501000e+03]]]], {{\[\[\[\[}}1.600000e+03, {{.*}}, 3.100000e+03], [1.601000e+03, {{.*}}, 3.101000e+03]]]]]> : tensor<2x1x1x2x16xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<2x1x1x2x16xf32>)
-// CHECK-SAME: tcc.conv = "conv_2d_nhwc_hwcf", tcc.kernel = "conv_0", tcc.kind = "convolution", tcc.strategy = #tcc.gemm<{{.*}} n = 32, k = 2>
+// CHECK-SAME: tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, {{.*}}>, tcc.kernel = "conv_0", tcc.kind = "convolution", tcc.strategy = #tcc.gemm<{{.*}} n = 32, k = 2>
 // CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 // CHECK: return
 func.func @named_1x1(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x32xf32> {
@@ -32,7 +32,7 @@ func.func @named_1x1(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x32xf32> {
 // CHECK-LABEL: func.func @padded_3x3
 // CHECK: %[[W:.+]] = arith.constant dense<2.500000e-01> : tensor<1x3x3x4x16xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<1x3x3x4x16xf32>)
-// CHECK-SAME: tcc.conv = "conv_2d_nhwc_hwcf"
+// CHECK-SAME: tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
 func.func @padded_3x3(%x: tensor<1x6x6x4xf32>) -> tensor<1x6x6x16xf32> {
   %w = "tosa.const"() <{values = dense<0.25> : tensor<16x3x3x4xf32>}> : () -> tensor<16x3x3x4xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<16xf32>}> : () -> tensor<16xf32>

@@ -14,7 +14,7 @@
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 // CHECK: %[[FILL:.*]] = linalg.fill
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x4x4xi8>) outs(%[[FILL]] : tensor<1x8x8x4xi32>) attrs = {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: 1, 1>}
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x4x4xi8>) outs(%[[FILL]] : tensor<1x8x8x4xi32>) attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]>}
 // CHECK: ^bb0(%[[WV:.*]]: i8, %[[ACC:.*]]: i32):
 // CHECK: %[[IN:.*]] = tensor.extract %[[X]][{{.*}}] : tensor<1x8x8x4xi8>
 // CHECK: %[[A:.*]] = arith.select %{{.*}}, %[[IN]], %[[ZERO]] : i8

@@ -80,12 +80,9 @@ pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
 /// have no input operand.
 pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
     if op_name(&op) == "linalg.generic"
-        && let Some(conv) = op
-            .attribute(attr_names::CONV)
-            .ok()
-            .and_then(crate::ir::util::string_value)
+        && let Some(conv) = crate::ir::conv::of(&op)
     {
-        return (conv, 0, 1);
+        return (conv.kind.name().to_string(), 0, 1);
     }
     let name = op_name(&op);
     (

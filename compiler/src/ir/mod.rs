@@ -4,6 +4,7 @@ pub mod affine;
 pub mod attr_names;
 pub mod constant;
 pub mod contraction;
+pub mod conv;
 pub mod dense;
 pub mod element_type;
 pub mod error;

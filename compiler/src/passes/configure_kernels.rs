@@ -364,7 +364,7 @@ fn float_operands(op: OperationRef) -> bool {
 /// body holds more float operations than its own multiply-accumulate, the
 /// pad's select aside: a BatchNorm + ReLU, an unrolled pool).
 fn producer_arithmetic(op: OperationRef) -> bool {
-    if op.attribute(crate::ir::attr_names::CONV).is_err() {
+    if crate::ir::conv::of(&op).is_none() {
         return false;
     }
     let float_ops = crate::ir::util::body_ops(op)

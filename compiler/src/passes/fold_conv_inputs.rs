@@ -17,7 +17,8 @@
 //!   the pad between them),
 //!
 //! becomes a `linalg.generic` over the same iteration space, marked
-//! `tcc.conv = "<op>"`, that reads the unpadded source with clamped
+//! `tcc.conv = #tcc.conv<op, strides = [..], dilations = [..]>` (verified
+//! against the generic by the tcc dialect), that reads the unpadded source with clamped
 //! coordinates, recomputes the producer per load and selects the pad value
 //! outside the source (see `patterns/fold_conv_inputs.rs`). A max or sum
 //! pooling used only by a 1x1 convolution is that convolution's producer
@@ -108,7 +109,7 @@ impl TccPass for FoldConvInputs {
     const ARGUMENT: &'static str = "tcc-fold-conv-inputs";
     const SUMMARY: &'static str =
         "Fold constant padding and cheap elementwise producers into convolution and pooling loads";
-    const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith"];
+    const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "arith", "tcc"];
     type Options = FoldConvInputsOptions;
 
     fn run<'c>(

@@ -47,12 +47,9 @@ pub fn op_parts(op: OperationRef) -> Vec<String> {
     let name = op_name(&op);
     // A window op rewritten by `tcc-fold-conv-inputs` is named after the
     // op it computes.
-    let conv = op
-        .attribute(crate::ir::attr_names::CONV)
-        .ok()
-        .and_then(crate::ir::util::string_value);
+    let conv = crate::ir::conv::of(&op);
     let short = match &conv {
-        Some(conv) => conv.as_str(),
+        Some(conv) => conv.kind.name(),
         None => name.strip_prefix("linalg.").unwrap_or(&name),
     };
     let named = match short {
@@ -171,7 +168,7 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
 /// Whether `op` is a convolution or pooling rewritten into a
 /// `linalg.generic` by `tcc-fold-conv-inputs`.
 pub fn is_window_generic(op: OperationRef) -> bool {
-    op_name(&op) == "linalg.generic" && op.attribute(attr_names::CONV).is_ok()
+    op_name(&op) == "linalg.generic" && crate::ir::conv::of(&op).is_some()
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ module {
     %cst32 = arith.constant 0 : i32
     %0 = tensor.empty() : tensor<2x16x16x64xi32>
     %1 = linalg.fill ins(%cst32 : i32) outs(%0 : tensor<2x16x16x64xi32>) -> tensor<2x16x16x64xi32>
-    %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%arg1 : tensor<3x3x32x64xi8>) outs(%1 : tensor<2x16x16x64xi32>) attrs =  {tcc.conv = "conv_2d_nhwc_hwcf", tcc.strides = array<i64: 1, 1>} {
+    %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%arg1 : tensor<3x3x32x64xi8>) outs(%1 : tensor<2x16x16x64xi32>) attrs =  {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]>} {
     ^bb0(%in: i8, %out: i32):
       %3 = linalg.index 0 : index
       %4 = linalg.index 6 : index

@@ -7,7 +7,6 @@
 //! computation, filter, fill and epilogue into the C text the template
 //! places.
 
-use melior::ir::attribute::DenseI64ArrayAttribute;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 use tcc_kernels::{
@@ -75,14 +74,11 @@ fn named_pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
 }
 
 /// The (stride, dilation) of a `tcc.conv` generic's columns, where its
-/// body shows them: the stride is `tcc.strides`; the dilation is 1 when
-/// the window column index is only ever added (a dilated window
+/// body shows them: the stride is its `#tcc.conv`'s; the dilation is 1
+/// when the window column index is only ever added (a dilated window
 /// multiplies it first), else unknown.
 fn generic_column_steps(op: OperationRef, body: &[OperationRef], kw: i64) -> Option<[i64; 2]> {
-    let strides =
-        DenseI64ArrayAttribute::try_from(op.attribute(crate::ir::attr_names::STRIDES).ok()?)
-            .ok()?;
-    let stride = strides.element(1).ok()?;
+    let stride = crate::ir::conv::of(&op)?.strides[1];
     let undilated = body.iter().all(|inner| {
         op_name(inner) != "linalg.index"
             || inner

@@ -4,10 +4,7 @@
 //! combiner.
 
 use melior::Context;
-use melior::ir::attribute::{
-    ArrayAttribute, DenseI32ArrayAttribute, DenseI64ArrayAttribute, IntegerAttribute,
-    StringAttribute,
-};
+use melior::ir::attribute::{ArrayAttribute, DenseI32ArrayAttribute, IntegerAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::{IntegerType, Type};
 use melior::ir::{
@@ -20,6 +17,7 @@ use super::{Combine, Plan, map_results, pair, transpose_permutation};
 use crate::ir::affine::{IteratorType, iterator_types_attribute, projection_map_attribute};
 use crate::ir::attr_names;
 use crate::ir::error::PassError;
+use crate::ir::conv::{ConvWindow, WindowKind};
 use crate::ir::operand::operand_at;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::op_name;
@@ -294,6 +292,20 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
             }
         })
         .collect();
+    let kind = WindowKind::from_name(window.name)
+        .ok_or_else(|| PassError::at(location, format!("unknown window op {}", window.name)))?;
+    let conv = ConvWindow {
+        kind,
+        strides: [sh, sw],
+        dilations: [dh, dw],
+    }
+    .to_attribute(context)
+    .ok_or_else(|| {
+        PassError::at(
+            location,
+            format!("invalid strides {sh}x{sw} or dilations {dh}x{dw}"),
+        )
+    })?;
     let mut attributes = vec![
         (
             Identifier::new(context, "indexing_maps"),
@@ -307,14 +319,7 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
             Identifier::new(context, "operandSegmentSizes"),
             DenseI32ArrayAttribute::new(context, &[1, 1]).into(),
         ),
-        (
-            Identifier::new(context, attr_names::CONV),
-            StringAttribute::new(context, window.name).into(),
-        ),
-        (
-            Identifier::new(context, attr_names::STRIDES),
-            DenseI64ArrayAttribute::new(context, &[sh, sw]).into(),
-        ),
+        (Identifier::new(context, attr_names::CONV), conv),
     ];
     // Keep the discardable attributes (kernel names, if already formed).
     for name in [attr_names::KERNEL, attr_names::KIND] {

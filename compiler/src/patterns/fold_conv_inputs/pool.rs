@@ -6,19 +6,17 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 
 use super::build::{Builder, clone_remapped};
-use super::{Combine, MAX_UNROLLED_WINDOW, WINDOWS, Window, dense_i64, pair};
+use super::{Combine, MAX_UNROLLED_WINDOW, WINDOWS, Window, pair};
 use crate::config::PoolFolding;
-use crate::ir::attr_names;
 use crate::ir::error::PassError;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count, users};
 
 /// A window op's strides: a named op's `strides`, a rewritten generic's
-/// [`attr_names::STRIDES`].
+/// from its `#tcc.conv` ([`crate::ir::attr_names::CONV`]).
 pub(crate) fn window_strides(op: OperationRef) -> Option<[i64; 2]> {
     if op_name(&op) == "linalg.generic" {
-        let values = dense_i64(op, attr_names::STRIDES)?;
-        return <[i64; 2]>::try_from(values).ok();
+        return crate::ir::conv::of(&op).map(|window| window.strides);
     }
     pair(op, "strides")
 }
@@ -33,8 +31,8 @@ fn is_pointwise_conv(consumer: OperationRef) -> bool {
             .is_some_and(|f| f.rank() == 4 && f.shape[0] == 1 && f.shape[1] == 1)
 }
 
-/// The pieces of a pooling generic (`tcc.conv = "pooling_nhwc_max"` or
-/// `"pooling_nhwc_sum"`, after its own padding was folded) that unrolling
+/// The pieces of a pooling generic (`tcc.conv = #tcc.conv<pooling_nhwc_max, ...>` or
+/// `pooling_nhwc_sum`, after its own padding was folded) that unrolling
 /// its window into a consumer's loads needs.
 pub(super) struct PoolParts<'c> {
     window: &'static Window,
@@ -57,10 +55,7 @@ pub(super) fn pool_parts<'c>(op: OperationRef<'c, 'c>) -> Option<PoolParts<'c>> 
     if op_name(&op) != "linalg.generic" || op.operand_count() != 2 || op.result_count() != 1 {
         return None;
     }
-    let name = op
-        .attribute(attr_names::CONV)
-        .ok()
-        .and_then(crate::ir::util::string_value)?;
+    let name = crate::ir::conv::of(&op)?.kind.name();
     let window = WINDOWS
         .iter()
         .find(|w| w.name == name && w.combine != Combine::MulAdd)?;
