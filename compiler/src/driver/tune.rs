@@ -24,7 +24,7 @@ use tcc_runtime::{HostTensor, Model};
 
 use super::compile::compile_to_kernels_in;
 use super::session::Session;
-use crate::back::{host_llvm, opencl_c};
+use crate::back::opencl_c;
 use crate::config::Target;
 use crate::config::tuning::{TunedGemm, TuningRecord};
 use crate::phases::{GemmChoice, Phase};
@@ -140,9 +140,8 @@ fn compile_round(
     if target == Target::Nvidia {
         compiled.add_ptx(&crate::back::ptx::PtxOptions::default())?;
     }
-    let host = compiled.host("tune")?;
     let library = directory.join(format!("round{candidate}.so"));
-    host_llvm::link_shared(&host.object, &library)?;
+    compiled.link("tune", &library)?;
     Ok(library)
 }
 
