@@ -222,6 +222,10 @@ fn emit_obj_is_a_relocatable_object_with_the_entry_points() {
     let symbols = ok(nm, "llvm-nm");
     assert!(symbols.contains("T tcc_artifact_v1"), "{symbols}");
     assert!(symbols.contains("tcc_entry_mlp"), "{symbols}");
+    // The weights come from the weights object (merged in by the linker),
+    // defined in read-only data, not LLVM's private globals.
+    assert!(symbols.contains(" R tcc.constant.0\n"), "{symbols}");
+    assert!(!symbols.contains(" U tcc.constant."), "{symbols}");
 }
 
 #[test]

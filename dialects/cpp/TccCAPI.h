@@ -133,6 +133,12 @@ bool tccDenseResourceSetBlob(MlirAttribute attr, const void *data,
                              size_t size, size_t align,
                              TccBlobDeleter deleter, void *userData);
 
+/* The dense_resource attribute `attr` seen as `type` (a static shape with
+ * the same element type and element count): the same resource and blob,
+ * so a reshaped weight costs no copy. A null attribute when `attr` is not
+ * a dense_resource attribute or the types do not agree. */
+MlirAttribute tccDenseResourceReshape(MlirAttribute attr, MlirType type);
+
 /* The kernel strategies of TccAttrs.td (`#tcc.loops<...>`, ...). */
 typedef enum {
   TccStrategyNone = 0, /* not a strategy attribute */

@@ -92,6 +92,17 @@ extern "C" bool tccDenseResourceSetBlob(MlirAttribute attr, const void *data,
   return true;
 }
 
+extern "C" MlirAttribute tccDenseResourceReshape(MlirAttribute attr,
+                                                 MlirType type) {
+  auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  auto shaped = llvm::dyn_cast<ShapedType>(unwrap(type));
+  if (!resource || !shaped || !shaped.hasStaticShape() ||
+      shaped.getElementType() != resource.getType().getElementType() ||
+      shaped.getNumElements() != resource.getType().getNumElements())
+    return MlirAttribute{nullptr};
+  return wrap(DenseResourceElementsAttr::get(shaped, resource.getRawHandle()));
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel strategies
 //===----------------------------------------------------------------------===//

@@ -131,6 +131,10 @@ unsafe extern "C" {
         deleter: Option<unsafe extern "C" fn(*mut c_void)>,
         user_data: *mut c_void,
     ) -> bool;
+    fn tccDenseResourceReshape(
+        attr: mlir_sys::MlirAttribute,
+        ty: mlir_sys::MlirType,
+    ) -> mlir_sys::MlirAttribute;
 }
 
 /// The key of the resource a `dense_resource` attribute names, as the
@@ -186,6 +190,20 @@ pub unsafe fn set_dense_resource_blob<T: Send + 'static>(
         unsafe { drop_owner::<T>(user_data) };
     }
     set
+}
+
+/// The `dense_resource` attribute `attr` as the static shaped type `ty`
+/// (same element type and count): the same resource, so its blob is
+/// shared, not copied. `None` for other attributes or types that differ.
+///
+/// # Safety
+/// `attr` and `ty` must be valid and of one context.
+pub unsafe fn dense_resource_reshape(
+    attr: mlir_sys::MlirAttribute,
+    ty: mlir_sys::MlirType,
+) -> Option<mlir_sys::MlirAttribute> {
+    let reshaped = unsafe { tccDenseResourceReshape(attr, ty) };
+    (!reshaped.ptr.is_null()).then_some(reshaped)
 }
 
 /// The bytes of a `dense_resource` attribute's blob (without MLIR's

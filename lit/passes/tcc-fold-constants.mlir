@@ -72,3 +72,27 @@ func.func @resource() -> tensor<3x2xf32> {
     }
   }
 #-}
+
+// -----
+
+// A reshape of a dense_resource weight (the importer's MatMul weight made
+// the batch matmul's 3-D operand) is the same blob seen with the new
+// shape: a dense_resource on the same key, not a copy of its bytes.
+// CHECK-LABEL: func.func @resource_reshape
+// CHECK: %[[C:.*]] = "tosa.const"() <{values = dense_resource<matrix> : tensor<1x2x3xf32>}>
+// CHECK-NEXT: return %[[C]]
+// CHECK: matrix: "0x04000000
+func.func @resource_reshape() -> tensor<1x2x3xf32> {
+  %w = "tosa.const"() <{values = dense_resource<matrix> : tensor<2x3xf32>}> : () -> tensor<2x3xf32>
+  %shape = tosa.const_shape {values = dense<[1, 2, 3]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %r = tosa.reshape %w, %shape : (tensor<2x3xf32>, !tosa.shape<3>) -> tensor<1x2x3xf32>
+  return %r : tensor<1x2x3xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      matrix: "0x040000000000803F0000004000004040000080400000A0400000C040"
+    }
+  }
+#-}

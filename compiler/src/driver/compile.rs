@@ -821,6 +821,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         weights_object: None,
         kernel_binary,
     };
+    // Binary outputs print no IR.
+    let host_options_objects = host_llvm::HostOptions {
+        llvm_ir: false,
+        ..host_options.clone()
+    };
     let host = || compiled.host_with(&module_name, &host_options);
     if let Some(directory) = dump {
         write_atomically(
@@ -850,7 +855,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             let Some(path) = output_path else {
                 bail!("--emit=obj writes a binary file: give -o FILE (or -o - for standard output)")
             };
-            write_binary(path, &host()?.object)
+            // The host object and the weights object, merged by the
+            // linker (`ld.lld -r`): the weights never enter LLVM.
+            let object = compiled
+                .host_objects(&module_name, &host_options_objects)?
+                .relocatable()?;
+            write_binary(path, &object)
         }
         (Emit::Staticlib, _) => {
             let Some(path) = output_path else {
@@ -858,7 +868,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "--emit=staticlib writes a binary file: give -o libNAME.a (or -o - for standard output)"
                 )
             };
-            let library = host_llvm::static_library(&host()?.object, &module_name)?;
+            let library = compiled
+                .host_objects(&module_name, &host_options_objects)?
+                .static_library(&module_name)?;
             write_binary(path, &library)
         }
         (Emit::Artifact, _) => {
@@ -869,31 +881,21 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             };
             // The weights go into an object of their own, written from
             // the attributes' bytes without passing through LLVM.
-            let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
-            let weights = directory.path().join("weights.o");
-            let object = compiled
-                .host_with(
-                    &module_name,
-                    &host_llvm::HostOptions {
-                        weights_object: Some(weights.clone()),
-                        llvm_ir: false,
-                        ..host_options.clone()
-                    },
-                )?
-                .object;
+            let objects = compiled.host_objects(&module_name, &host_options_objects)?;
             // The module, and with its context the weights' blobs (the
             // mapped model), are no longer needed: release them before
             // the library is linked and copied to the output.
             drop(compiled);
             drop(session);
-            let triple = args.host_triple.as_deref();
             if path == Path::new("-") {
+                let directory =
+                    tempfile::tempdir().context("cannot create a temporary directory")?;
                 let library = directory.path().join("model.so");
-                super::link::link_shared_objects(&object, &[&weights], &library, triple)?;
+                objects.link(&library)?;
                 let bytes = std::fs::read(&library).context("cannot read the linked library")?;
                 write_binary(path, &bytes)
             } else {
-                super::link::link_shared_objects(&object, &[&weights], path, triple)?;
+                objects.link(path)?;
                 // The accuracy report has its own progress.
                 drop(codegen);
                 if choice.quantize.is_some() && args.host_triple.is_none() {

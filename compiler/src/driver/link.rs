@@ -25,7 +25,11 @@ pub fn link_shared_objects(
     triple: Option<&str>,
 ) -> Result<(), CodegenError> {
     let linked = host_llvm::link_library(object, extra, output, triple)?;
-    // Streamed, not read: a library of a large model's weights is copied
+    write_linked(&linked, output)
+}
+
+/// Writes the library linked in a temporary directory to `output`.
+fn write_linked(linked: &host_llvm::LinkedLibrary, output: &Path) -> Result<(), CodegenError> {    // Streamed, not read: a library of a large model's weights is copied
     // from the page cache into the output through a small buffer.
     let mut library = std::fs::File::open(linked.path())
         .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;
@@ -33,4 +37,13 @@ pub fn link_shared_objects(
         std::io::copy(&mut library, out).map(|_| ())
     })
     .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", output.display())))
+}
+
+impl host_llvm::HostObjects {
+    /// Links the host and weights objects into the shared library
+    /// `output`, written as [`link_shared_objects`] writes it.
+    pub fn link(&self, output: &Path) -> Result<(), CodegenError> {
+        let linked = self.link_library(output)?;
+        write_linked(&linked, output)
+    }
 }

@@ -145,6 +145,32 @@ impl Compiled<'_> {
         )?)
     }
 
+    /// The host side as objects, the weights in an object of their own
+    /// (see [`host_llvm::HostObjects`]): what every binary output is made of.
+    pub fn host_objects(
+        &self,
+        module_name: &str,
+        options: &host_llvm::HostOptions,
+    ) -> Result<host_llvm::HostObjects> {
+        Ok(host_llvm::emit_objects(
+            &self.module,
+            &self.program,
+            self.ptx.as_deref(),
+            module_name,
+            options,
+        )?)
+    }
+
+    /// Links the model into the shared library `output` (host object and
+    /// weights object), as `tcc compile` does but without metadata: the
+    /// library `tcc run`, `tcc tune`, `tcc profile` and the scoreboard
+    /// load in process.
+    pub fn link(&self, module_name: &str, output: &Path) -> Result<()> {
+        self.host_objects(module_name, &host_llvm::HostOptions::default())?
+            .link(output)?;
+        Ok(())
+    }
+
     /// Compiles the OpenCL C program to PTX for `options.arch`, which
     /// must have the tensor cores of the module's precision.
     pub fn add_ptx(&mut self, options: &ptx::PtxOptions) -> Result<()> {
@@ -222,15 +248,11 @@ pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
-    let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let weights = directory.path().join("weights.o");
     let options = host_llvm::HostOptions {
         metadata: Some(metadata_json(&compiled, target, None, None)),
-        weights_object: Some(weights.clone()),
         ..Default::default()
     };
-    let host = compiled.host_with(module_name, &options)?;
-    super::link::link_shared_objects(&host.object, &[&weights], output, None)?;
+    compiled.host_objects(module_name, &options)?.link(output)?;
     Ok(())
 }
 

@@ -175,9 +175,8 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     std::fs::write(&mlir, &imported.mlir).context("cannot write the imported model")?;
     let session = Session::new();
     let compiled = compile_to_kernels_with(&session, &mlir, target, &[])?;
-    let host = compiled.host("profiled")?;
     let library = directory.path().join("profiled.so");
-    super::link::link_shared(&host.object, &library)?;
+    compiled.link("profiled", &library)?;
     let model = Model::load(&library)?;
     let function = imported.function.clone();
     stages.message(format!(

@@ -270,8 +270,7 @@ pub fn report_accuracy(
     let reference = directory.path().join("f32.so");
     let session = Session::new();
     let compiled = super::compile::compile_to_kernels_with(&session, input, target, input_shapes)?;
-    let host = compiled.host("f32")?;
-    super::link::link_shared(&host.object, &reference)?;
+    compiled.link("f32", &reference)?;
     let f32_model = Model::load(&reference)?;
     let int8_model = Model::load(artifact)?;
     progress.message(format!(

@@ -12,7 +12,6 @@ use tcc_runtime::cli::{self, OutputArg};
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
 
 use super::session::Session;
-use crate::back::host_llvm;
 use crate::config::Target;
 
 #[derive(Args, Debug)]
@@ -149,10 +148,9 @@ fn run_opencl(
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
-    let host = host_llvm::emit(&compiled.module, &compiled.program, None, module_name)?;
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
     let library = directory.path().join(format!("{module_name}.so"));
-    super::link::link_shared(&host.object, &library)?;
+    compiled.link(module_name, &library)?;
     let model = Model::load(&library)?;
     let function = cli::resolve_function(&model, args.function.as_deref())?;
     let sources: Vec<&str> = sources.iter().map(String::as_str).collect();

@@ -132,9 +132,8 @@ fn compile_round(
     if target == Target::Nvidia {
         compiled.add_ptx(&crate::back::ptx::PtxOptions::default())?;
     }
-    let host = compiled.host("tune")?;
     let library = directory.join(format!("round{candidate}.so"));
-    super::link::link_shared(&host.object, &library)?;
+    compiled.link("tune", &library)?;
     Ok(library)
 }
 

@@ -13,7 +13,7 @@
 use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass, for_each_body_op};
-use crate::patterns::fold_constants::{evaluate, replace_with_constant};
+use crate::patterns::fold_constants::fold;
 
 pub struct FoldConstants;
 
@@ -27,9 +27,6 @@ impl TccPass for FoldConstants {
 
     fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         // Program order: a folded op's constant is seen by its users.
-        for_each_body_op(root, |op| match evaluate(op) {
-            Some(value) => replace_with_constant(context, op, &value),
-            None => Ok(()),
-        })
+        for_each_body_op(root, |op| fold(context, op).map(|_| ()))
     }
 }

@@ -26,7 +26,7 @@ use melior::ir::operation::OperationRef;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::ir::util::{body_ops, ops_named};
-use crate::patterns::fold_constants::{evaluate, replace_with_constant};
+use crate::patterns::fold_constants::fold;
 use crate::patterns::propagate_layout::{
     compose_transposes, sink_cluster, sink_transposes, transpose_to_reshape,
 };
@@ -52,10 +52,7 @@ impl TccPass for PropagateLayout {
                 // Constant subexpressions (a reshape of a weight blob, say)
                 // first, so they count as constants below.
                 for op in body_ops(function) {
-                    if let Some(value) = evaluate(op) {
-                        replace_with_constant(context, op, &value)?;
-                        changed = true;
-                    }
+                    changed |= fold(context, op)?;
                 }
                 for op in body_ops(function) {
                     changed |= sink_transposes(context, op)?;

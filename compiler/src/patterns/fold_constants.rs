@@ -8,7 +8,7 @@
 
 use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Value, ValueLike};
+use melior::ir::{Attribute, TypeLike, Value, ValueLike};
 
 use crate::ir::constant::{ConstTensor, FOLD_ELEMENT_LIMIT};
 use crate::ir::error::PassError;
@@ -176,6 +176,62 @@ pub fn evaluate(op: OperationRef) -> Option<ConstTensor> {
         .then_some(folded)
 }
 
+/// The constant `op` computes without changing any byte: a `tosa.reshape`
+/// of a constant. A `dense_resource` operand (an ONNX weight, mapped from
+/// the file) gives a `dense_resource` of the new shape on the same blob, so
+/// the weight is not copied at all; a `dense` operand gives MLIR's reshaped
+/// `dense` attribute. [`evaluate`] would read the bytes into a vector and
+/// build a new attribute from them: a weight of a `MatMul` (reshaped to
+/// the batch matmul's 3-D operand) would then be held twice, and a
+/// transformer's weights are mostly such matrices.
+pub fn view<'c>(op: OperationRef<'c, 'c>) -> Option<Attribute<'c>> {
+    if op.result_count() != 1 || op_name(&op) != "tosa.reshape" {
+        return None;
+    }
+    let result: Value = op.result(0).ok()?.into();
+    let ty = result.r#type();
+    StaticTensor::of(ty)?;
+    let producer = crate::ir::util::defining_op(op.operand(0).ok()?)?;
+    let attribute = match op_name(&producer).as_str() {
+        "tosa.const" => producer.attribute("values").ok()?,
+        "arith.constant" => producer.attribute("value").ok()?,
+        _ => return None,
+    };
+    let raw = attribute.to_raw();
+    let reshaped = if unsafe { mlir_sys::mlirAttributeIsADenseResourceElements(raw) } {
+        // A blob that does not hold exactly the tensor's bytes stays an op
+        // (`ConstTensor::from_attribute` reports it where it is read).
+        ConstTensor::attribute_bytes(attribute).ok()?;
+        unsafe { tcc_dialects::dense_resource_reshape(raw, ty.to_raw()) }?
+    } else if unsafe { mlir_sys::mlirAttributeIsADenseElements(raw) } {
+        let reshaped = unsafe { mlir_sys::mlirDenseElementsAttrReshapeGet(raw, ty.to_raw()) };
+        (!reshaped.ptr.is_null()).then_some(reshaped)?
+    } else {
+        return None;
+    };
+    Some(unsafe { Attribute::from_raw(reshaped) })
+}
+
+/// Folds `op` when its operands are constants: into a view of its operand
+/// ([`view`]) where it only reshapes one, else into the value [`evaluate`]
+/// computes. Returns whether it folded.
+pub fn fold<'c>(
+    context: &'c melior::Context,
+    op: OperationRef<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    if let Some(attribute) = view(op) {
+        replace_with_attribute(context, op, attribute)?;
+        return Ok(true);
+    }
+    match evaluate(op) {
+        Some(value) => {
+            replace_with_constant(context, op, &value)?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
 /// Replaces `op`'s single result by a `tosa.const` holding `value`.
 pub fn replace_with_constant<'c>(
     context: &'c melior::Context,
@@ -187,10 +243,25 @@ pub fn replace_with_constant<'c>(
         .result(0)
         .map_err(|e| PassError::at(location, e.to_string()))?
         .into();
-    let ty = result.r#type();
     let attribute = value
-        .to_attribute(ty)
+        .to_attribute(result.r#type())
         .map_err(|message| PassError::at(location, message))?;
+    replace_with_attribute(context, op, attribute)
+}
+
+/// Replaces `op`'s single result by a constant op holding `attribute` (of
+/// the result's type).
+fn replace_with_attribute<'c>(
+    context: &'c melior::Context,
+    op: OperationRef<'c, 'c>,
+    attribute: Attribute<'c>,
+) -> Result<(), PassError<'c>> {
+    let location = op.location();
+    let result: Value = op
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into();
+    let ty = result.r#type();
     let builder = TosaBuilder::before(context, op)?;
     // TOSA ops fold into `tosa.const`; ops of the lowered phases (after
     // tosa-to-arith) into `arith.constant`.

@@ -237,6 +237,9 @@ pub fn open_devices(
                 .map(|&o| CudaRuntime::new(o, profiling).map(AnyDevice::Cuda))
                 .collect()
         }
+        Backend::Vulkan => Err(Error::InvalidInput(
+            "the Vulkan driver runs one call at a time on one device (tcc-run or tcc-benchmark --backend=vulkan); calls in flight and several devices run on the OpenCL or CUDA driver".into(),
+        )),
     }
 }
 

@@ -157,16 +157,139 @@ pub fn emit_with(
     })
 }
 
+/// The host side as objects, every constant outside LLVM: the host object
+/// (which declares the weights) and the weights object beside it (written
+/// by [`weights`] from the attributes' bytes), in a temporary directory
+/// that lives as long as this value. Every binary output is made of them:
+/// a shared library ([`HostObjects::link`]), one relocatable object
+/// ([`HostObjects::relocatable`], `--emit=obj`) or a static library of the
+/// two ([`HostObjects::static_library`], `--emit=staticlib`).
+pub struct HostObjects {
+    pub functions: Vec<FunctionDesc>,
+    pub object: Vec<u8>,
+    weights: std::path::PathBuf,
+    triple: Option<String>,
+    directory: tempfile::TempDir,
+}
+
+/// As [`emit_with`], with the weights written into an object of their own
+/// (`options.weights_object` is ignored: the object lives in a temporary
+/// directory of the result).
+pub fn emit_objects(
+    mlir: &Module,
+    program: &Program,
+    ptx: Option<&str>,
+    name: &str,
+    options: &HostOptions,
+) -> Result<HostObjects, CodegenError> {
+    let directory = tempfile::tempdir()
+        .map_err(|e| CodegenError::new(format!("cannot create a temporary directory: {e}")))?;
+    let weights = directory.path().join("weights.o");
+    let host = emit_with(
+        mlir,
+        program,
+        ptx,
+        name,
+        &HostOptions {
+            weights_object: Some(weights.clone()),
+            ..options.clone()
+        },
+    )?;
+    Ok(HostObjects {
+        functions: host.functions,
+        object: host.object,
+        weights,
+        triple: options.triple.clone(),
+        directory,
+    })
+}
+
+/// The LLVM 22 linker (`make deps` installs lld-22).
+fn lld() -> String {
+    ["/usr/lib/llvm-22/bin/ld.lld", "ld.lld-22"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .map_or_else(|| "ld.lld".to_string(), |p| p.to_string())
+}
+
+impl HostObjects {
+    /// The weights object's path.
+    pub fn weights(&self) -> &Path {
+        &self.weights
+    }
+
+    /// Links the two objects into a shared library in a temporary
+    /// directory, for `output` (the driver writes it there:
+    /// `driver::link::link_objects`).
+    pub fn link_library(&self, output: &Path) -> Result<LinkedLibrary, CodegenError> {
+        link_library(
+            &self.object,
+            &[&self.weights],
+            output,
+            self.triple.as_deref(),
+        )
+    }
+
+    /// The two objects as one relocatable object (`ld.lld -r`): what
+    /// `--emit=obj` writes. The linker reads the weights from the file and
+    /// writes them out; they never enter LLVM.
+    pub fn relocatable(&self) -> Result<Vec<u8>, CodegenError> {
+        let directory = self.directory.path();
+        let host = directory.join("host.o");
+        let merged = directory.join("merged.o");
+        std::fs::write(&host, &self.object)
+            .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", host.display())))?;
+        let linker = lld();
+        let result = Command::new(&linker)
+            .arg("-r")
+            .arg("-o")
+            .arg(&merged)
+            .arg(&host)
+            .arg(&self.weights)
+            .output()
+            .map_err(|e| {
+                CodegenError::new(format!(
+                    "cannot run the linker '{linker}': {e} (make deps installs lld-22)"
+                ))
+            })?;
+        if !result.status.success() {
+            return Err(CodegenError::new(format!(
+                "merging the host and weights objects failed:\n{}",
+                String::from_utf8_lossy(&result.stderr)
+            )));
+        }
+        std::fs::read(&merged)
+            .map_err(|e| CodegenError::new(format!("cannot read {}: {e}", merged.display())))
+    }
+
+    /// A static library (GNU `ar` with a symbol index) of two members,
+    /// `MEMBER.o` (the host code) and `MEMBER_weights.o`: a program linking
+    /// it pulls the weights in through the host object's references.
+    pub fn static_library(&self, member: &str) -> Result<Vec<u8>, CodegenError> {
+        let weights = std::fs::read(&self.weights).map_err(|e| {
+            CodegenError::new(format!("cannot read {}: {e}", self.weights.display()))
+        })?;
+        archive(&[
+            (&self.object, format!("{member}.o")),
+            (&weights, format!("{member}_weights.o")),
+        ])
+    }
+}
+
 /// Packs an object into a static library (GNU `ar` format with a symbol
 /// index, written by `ar_archive_writer`, so no `ar` tool is needed), with
 /// one member `MEMBER.o`.
 pub fn static_library(object: &[u8], member: &str) -> Result<Vec<u8>, CodegenError> {
+    archive(&[(object, format!("{member}.o"))])
+}
+
+/// A GNU `ar` archive with a symbol index of `members` (bytes, name).
+fn archive(members: &[(&[u8], String)]) -> Result<Vec<u8>, CodegenError> {
     use ar_archive_writer::{ArchiveKind, DEFAULT_OBJECT_READER, NewArchiveMember};
-    let members = [NewArchiveMember::new(
-        object,
-        &DEFAULT_OBJECT_READER,
-        format!("{member}.o"),
-    )];
+    let members: Vec<_> = members
+        .iter()
+        .map(|(bytes, name)| NewArchiveMember::new(*bytes, &DEFAULT_OBJECT_READER, name.clone()))
+        .collect();
     let mut out = std::io::Cursor::new(Vec::new());
     ar_archive_writer::write_archive_to_stream(&mut out, &members, ArchiveKind::Gnu, false, None)
         .map_err(|e| CodegenError::new(format!("cannot write the static library: {e}")))?;
@@ -207,11 +330,7 @@ pub fn link_library(
     let compiler = if native {
         std::env::var("CC").unwrap_or_else(|_| "cc".into())
     } else {
-        // The LLVM 22 linker (`make deps` installs lld-22).
-        ["/usr/lib/llvm-22/bin/ld.lld", "ld.lld-22"]
-            .iter()
-            .find(|p| Path::new(p).exists())
-            .map_or_else(|| "ld.lld".to_string(), |p| p.to_string())
+        lld()
     };
     let mut command = Command::new(&compiler);
     if native {

@@ -22,9 +22,12 @@ use super::super::CodegenError;
 /// The alignment of every constant (as the inline form's globals).
 pub const CONSTANT_ALIGNMENT: u64 = 64;
 
-/// The name of constant `index` (a symbol local to the shared library).
-pub fn constant_symbol(index: usize) -> String {
-    format!("tcc.constant.{index}")
+/// The name of constant `index` (a hidden symbol: local to the shared
+/// library, but global in a relocatable object or a static library, so it
+/// carries the model's symbol prefix there, `NAME_tcc.constant.N`, and two
+/// models' objects link into one program).
+pub fn constant_symbol(prefix: &str, index: usize) -> String {
+    format!("{prefix}tcc.constant.{index}")
 }
 
 /// The ELF architecture of a host triple (`None`: this machine).
@@ -52,11 +55,12 @@ fn architecture(triple: Option<&str>) -> Result<Architecture, CodegenError> {
 pub fn write_object(
     path: &Path,
     triple: Option<&str>,
+    prefix: &str,
     constants: &[Cow<'_, [u8]>],
 ) -> Result<(), CodegenError> {
     let mut object = Object::new(BinaryFormat::Elf, architecture(triple)?, Endianness::Little);
     for (index, bytes) in constants.iter().enumerate() {
-        let name = constant_symbol(index);
+        let name = constant_symbol(prefix, index);
         // ELF has no segment names.
         let section = object.add_section(
             Vec::new(),

@@ -447,7 +447,7 @@ impl<'l> HostWriter<'l> {
             entries.push(entry);
         }
         if let Some((path, triple)) = weights {
-            super::weights::write_object(path, triple, &constants)?;
+            super::weights::write_object(path, triple, &self.prefix, &constants)?;
         }
         let kernels = super::launch::launch_records(program, ptx)?;
         self.artifact(
@@ -700,7 +700,7 @@ impl<'l> HostWriter<'l> {
         // Constants (weights), 64-byte aligned.
         let mut constant_entries = Vec::new();
         for (index, bytes) in constants.iter().enumerate() {
-            let name = super::weights::constant_symbol(index);
+            let name = super::weights::constant_symbol(&self.prefix, index);
             let global = if external_constants {
                 // Defined by the weights object, inside the same library.
                 let length = u32::try_from(bytes.len()).map_err(|_| {

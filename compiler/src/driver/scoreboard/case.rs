@@ -313,9 +313,8 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
         std::fs::write(&mlir, &case.imported.mlir)?;
         let target = target_for(runtime.device());
         let compiled = compile_to_kernels(&session, &mlir, target)?;
-        let host = host_llvm::emit(&compiled.module, &compiled.program, None, "model")?;
         let library = directory.path().join("model.so");
-        crate::driver::link::link_shared(&host.object, &library)?;
+        compiled.link("model", &library)?;
         let loaded = Model::load(&library)?;
         let mut run_session = runtime.session(&loaded)?;
         for set in &case.sets {

@@ -26,7 +26,6 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
 
-use crate::back::host_llvm;
 use crate::config::Target;
 use crate::driver::compile::compile_to_kernels;
 use crate::driver::run::target_for;

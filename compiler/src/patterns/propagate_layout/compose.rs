@@ -102,8 +102,7 @@ pub fn compose_transposes<'c>(
     let Some(outer) = transpose_perm(op) else {
         return Ok(false);
     };
-    if let Some(value) = crate::patterns::fold_constants::evaluate(op) {
-        crate::patterns::fold_constants::replace_with_constant(context, op, &value)?;
+    if crate::patterns::fold_constants::fold(context, op)? {
         return Ok(true);
     }
     let input: Value = op
