@@ -29,7 +29,8 @@ pub fn link_shared_objects(
 }
 
 /// Writes the library linked in a temporary directory to `output`.
-fn write_linked(linked: &host_llvm::LinkedLibrary, output: &Path) -> Result<(), CodegenError> {    // Streamed, not read: a library of a large model's weights is copied
+fn write_linked(linked: &host_llvm::LinkedLibrary, output: &Path) -> Result<(), CodegenError> {
+    // Streamed, not read: a library of a large model's weights is copied
     // from the page cache into the output through a small buffer.
     let mut library = std::fs::File::open(linked.path())
         .map_err(|e| CodegenError::new(format!("cannot read the linked library: {e}")))?;

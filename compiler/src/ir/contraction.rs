@@ -7,7 +7,6 @@ use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
 pub use tcc_kernels::GemmShape;
 
-use super::attr_names;
 use super::types::static_shape;
 use super::util::op_name;
 

@@ -7,7 +7,6 @@ use melior::ir::{TypeLike, ValueLike};
 
 use crate::config::KernelKind;
 use crate::ir::affine::has_reduction_iterator;
-use crate::ir::attr_names;
 use crate::ir::util::{collect_ops, op_name};
 
 /// Short name of a scalar op inside a linalg body, or `None` for ops that

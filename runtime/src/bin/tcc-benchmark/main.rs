@@ -225,7 +225,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
     }
     if backend == Backend::Vulkan
-        && (args.in_flight > 1 || args.split || cli::wants_several_devices(args.device.as_deref(), 1)?)
+        && (args.in_flight > 1
+            || args.split
+            || cli::wants_several_devices(args.device.as_deref(), 1)?)
     {
         bail!(
             "the Vulkan backend runs one call at a time on one device: --in-flight, --split and several --device values run on the OpenCL or CUDA backend"
