@@ -56,4 +56,4 @@ func.func @add_exp(%a: tensor<4x64xf32>, %b: tensor<4x64xf32>) -> tensor<4x64xf3
 // FP16: error: --precision=fp16 needs the OpenCL C or PTX kernels: --target=vulkan writes f32 loop-nest kernels only
 // OPENCL-C: error: --target=vulkan ships SPIR-V kernels: --emit=spirv writes them (one .spv per kernel), --emit=artifact the model
 // PTX: error: --target=vulkan ships SPIR-V kernels: PTX and --backend=cuda need --target=nvidia
-// UNKNOWN: error: --target=vulkn: unknown target 'vulkn' (targets: generic, nvidia, pocl-cpu, host, vulkan, opencl-spirv, auto)
+// UNKNOWN: error: --target=vulkn: unknown target 'vulkn' (targets: opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, host, generic, nvidia, pocl-cpu, vulkan, opencl-spirv, auto)

@@ -11,7 +11,7 @@
 
 // PHASE: unknown phase 'tiles' (phases: input, graph, linalg, dispatch, tile, buffer, gpu, codegen)
 // EMIT: invalid value 'cubin' for '--emit <EMIT>'
-// TARGET: unknown target 'amd' (targets: opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, host, generic, nvidia, pocl-cpu), auto
+// TARGET: unknown target 'amd' (targets: opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, host, generic, nvidia, pocl-cpu, vulkan, opencl-spirv, auto)
 // NO-OUTPUT: the artifact is a shared library: give -o model.so
 // TRUNCATED: truncated.mlir:2:{{[0-9]+}}: error:
 // MISSING: cannot read {{.*}}missing.mlir

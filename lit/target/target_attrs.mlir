@@ -32,7 +32,7 @@
 // HOST: module attributes {tcc.target = #tcc.target<name = "pocl-cpu-avx{{2|512}}", family = "pocl-cpu", arch = "x86-64-v{{3|4}}", api = "opencl", precision = "fp32", vector_width = {{8|16}},
 // CUDA: module attributes {tcc.target = #tcc.target<name = "nvidia-sm90", family = "nvidia", arch = "sm_90", api = "cuda", precision = "tf32", vector_width = 4, max_local_bytes = 49152, max_workgroup_size = 1024>}
 // WIDE: module attributes {tcc.target = #tcc.target<name = "pocl-cpu-avx2", family = "pocl-cpu", arch = "x86-64-v3", api = "opencl", precision = "fp32", vector_width = 16,
-// UNKNOWN-CLI: --target=nvidia-sm75: unknown target 'nvidia-sm75' (targets: opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, host, generic, nvidia, pocl-cpu), auto
+// UNKNOWN-CLI: --target=nvidia-sm75: unknown target 'nvidia-sm75' (targets: opencl-generic, nvidia-sm90, nvidia-sm80, pocl-cpu-avx2, pocl-cpu-avx512, host, generic, nvidia, pocl-cpu, vulkan, opencl-spirv, auto)
 // UNKNOWN: tcc-attach-target: unknown target 'nvidia-sm75'
 // PRECISION: unknown precision 'fp8' (fp32, tf32, fp16, bf16)
 // API: unknown launch API 'metal' (opencl, cuda, vulkan)

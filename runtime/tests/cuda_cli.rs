@@ -104,13 +104,16 @@ fn the_flag_wins_over_tcc_backend() {
         NO_DRIVER,
         &[("TCC_BACKEND", "metal")],
     );
-    assert_fails_with(&o, "TCC_BACKEND: backend `metal`: expected opencl or cuda");
+    assert_fails_with(
+        &o,
+        "TCC_BACKEND: backend `metal`: expected opencl, cuda or vulkan",
+    );
     let mut bad = args.to_vec();
-    bad.push("--backend=vulkan");
+    bad.push("--backend=webgpu");
     let o = run_with("tcc-run", cache.path(), &bad, NO_DRIVER, &[]);
     assert_fails_with(
         &o,
-        "--backend=vulkan: backend `vulkan`: expected opencl or cuda",
+        "--backend=webgpu: backend `webgpu`: expected opencl, cuda or vulkan",
     );
 }
 

@@ -342,8 +342,13 @@ impl CompileArgs {
                 }
             },
             Some(text) => {
-                let desc = targets::known(text)
-                    .map_err(|e| anyhow::anyhow!("--target={text}: {e}, auto"))?;
+                let desc = targets::known(text).map_err(|_| {
+                    let names: Vec<_> = targets::names().into_iter().map(|(n, _)| n).collect();
+                    anyhow::anyhow!(
+                        "--target={text}: unknown target '{text}' (targets: {}, vulkan, opencl-spirv, auto)",
+                        names.join(", ")
+                    )
+                })?;
                 self.target_name = Some(text.to_string());
                 targets::family(&desc).map_err(anyhow::Error::msg)?
             }

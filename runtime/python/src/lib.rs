@@ -235,9 +235,9 @@ impl Model {
                 )
             }
             Backend::Vulkan => {
-                return Err(error(tcc_runtime::Error::Unsupported(
-                    "the Python module runs models on OpenCL or CUDA; the Vulkan backend is \
-                     reached through tcc-run and the Rust API (VulkanRuntime)"
+                return Err(error(tcc_runtime::Error::InvalidInput(
+                    "backend=\"vulkan\": the Python module runs models on OpenCL or CUDA; the \
+                     Vulkan backend is reached through tcc-run and the Rust API (VulkanRuntime)"
                         .into(),
                 )));
             }

@@ -260,7 +260,9 @@ def test_cuda_tensors_on_an_opencl_model_raise_value_error(fake):
     assert mlp.backend == "opencl"
     with pytest.raises(ValueError, match=r'input 0 of @mlp is a tensor on CUDA device 0, and this model runs on OpenCL .*backend="cuda"'):
         mlp.run(FakeCudaTensor(np.zeros((1, 4, 16), np.float32)))
-    with pytest.raises(ValueError, match="backend `vulkan`: expected opencl or cuda"):
+    with pytest.raises(ValueError, match="backend `metal`: expected opencl, cuda or vulkan"):
+        tcc.load(MODEL, backend="metal")
+    with pytest.raises(ValueError, match='backend="vulkan": the Python module runs models on OpenCL or CUDA'):
         tcc.load(MODEL, backend="vulkan")
     with pytest.raises(ValueError, match="the CUDA backend takes a CUDA device ordinal"):
         tcc.load(MODEL, backend="cuda", device="gpu")

@@ -124,6 +124,8 @@ driver_api! {
     mem_free = "cuMemFree_v2": (CuDevicePtr);
     memcpy_htod = "cuMemcpyHtoD_v2": (CuDevicePtr, *const c_void, usize);
     memcpy_dtoh = "cuMemcpyDtoH_v2": (*mut c_void, CuDevicePtr, usize);
+    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": (CuDevicePtr, *const c_void, usize, CuStream);
+    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": (*mut c_void, CuDevicePtr, usize, CuStream);
     memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": (CuDevicePtr, CuDevicePtr, usize, CuStream);
     memset_d8_async = "cuMemsetD8Async": (CuDevicePtr, u8, usize, CuStream);
     module_load_data_ex = "cuModuleLoadDataEx":

@@ -30,7 +30,7 @@
 
 use std::ffi::c_void;
 
-use super::driver::{self, CuGraph, CuGraphExec, Driver};
+use super::driver::{self, CuGraph, CuGraphExec, CuStream, Driver};
 use super::memory::DeviceMemory;
 use super::session::CudaSession;
 use crate::artifact::FunctionInfo;
@@ -102,7 +102,7 @@ impl CudaSession {
             return Ok(None);
         };
         let driver = self.rt.inner.driver;
-        let launched = upload(driver, &graph.inputs, inputs).and_then(|()| {
+        let launched = upload(driver, self.stream, &graph.inputs, inputs).and_then(|()| {
             // SAFETY: an instantiated graph of this session's context.
             let status = unsafe { (driver.api.graph_launch)(graph.exec, self.stream) };
             driver.check(status, || format!("cuGraphLaunch(@{})", f.name))
@@ -218,9 +218,17 @@ impl CudaSession {
     }
 }
 
-/// Copies each input tensor into its device memory (`cuMemcpyHtoD`,
-/// ordered after the stream's earlier work).
-fn upload(driver: &Driver, memory: &[DeviceMemory], inputs: &[HostTensor]) -> Result<()> {
+/// Copies each input tensor into its device memory on `stream`
+/// (`cuMemcpyHtoDAsync`: ordered after the stream's earlier work; from
+/// pageable memory the driver has staged the bytes when it returns). Not
+/// on the legacy default stream, which would wait for every other
+/// session's stream in the context and serialize calls in flight.
+fn upload(
+    driver: &Driver,
+    stream: CuStream,
+    memory: &[DeviceMemory],
+    inputs: &[HostTensor],
+) -> Result<()> {
     if memory.len() != inputs.len() {
         return Err(Error::InvalidInput(format!(
             "{} inputs for a graph recorded with {}",
@@ -235,9 +243,16 @@ fn upload(driver: &Driver, memory: &[DeviceMemory], inputs: &[HostTensor]) -> Re
         // SAFETY: the block was sized for this input (checked against the
         // function's signature before the call).
         let status = unsafe {
-            (driver.api.memcpy_htod)(m.ptr(), t.bytes.as_ptr() as *const c_void, t.bytes.len())
+            (driver.api.memcpy_htod_async)(
+                m.ptr(),
+                t.bytes.as_ptr() as *const c_void,
+                t.bytes.len(),
+                stream,
+            )
         };
-        driver.check(status, || format!("cuMemcpyHtoD({} bytes)", t.bytes.len()))?;
+        driver.check(status, || {
+            format!("cuMemcpyHtoDAsync({} bytes)", t.bytes.len())
+        })?;
     }
     Ok(())
 }

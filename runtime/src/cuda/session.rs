@@ -5,9 +5,11 @@
 //! constants (uploaded on first use, once per session), the arena of the
 //! static memory plan, a pool of device memory and a stream.
 //!
-//! A call uploads its inputs (`cuMemcpyHtoD`), calls the artifact's entry
-//! (whose callbacks, in `call`, enqueue kernels and copies on the stream),
-//! waits for the stream and downloads the outputs (`cuMemcpyDtoH`). With
+//! A call uploads its inputs (`cuMemcpyHtoDAsync` on the session's
+//! stream: never the legacy default stream, whose synchronous copies wait
+//! for every stream of the context), calls the artifact's entry (whose
+//! callbacks, in `call`, enqueue kernels and copies on the stream), waits
+//! for the stream and downloads the outputs (`cuMemcpyDtoHAsync`). With
 //! profiling on, each launch is bracketed by a pair of CUDA events whose
 //! elapsed time is the kernel's device time. Without profiling, calls
 //! from the second on replay a CUDA graph of the function (`graph`).
@@ -329,15 +331,21 @@ impl CudaSession {
                 if !bytes.is_empty() {
                     let started = Instant::now();
                     // SAFETY: `bytes` has the output's size; the stream is
-                    // idle.
+                    // idle. On the session's stream, not the legacy default
+                    // one (which waits for every stream in the context);
+                    // into pageable memory the call returns when the bytes
+                    // are there.
                     let status = unsafe {
-                        (driver.api.memcpy_dtoh)(
+                        (driver.api.memcpy_dtoh_async)(
                             bytes.as_mut_ptr() as *mut c_void,
                             ptr,
                             bytes.len(),
+                            self.stream,
                         )
                     };
-                    driver.check(status, || format!("cuMemcpyDtoH({} bytes)", bytes.len()))?;
+                    driver.check(status, || {
+                        format!("cuMemcpyDtoHAsync({} bytes)", bytes.len())
+                    })?;
                     if self.trace_start.is_some() {
                         self.traced.push(TracedCommand {
                             kind: CommandKind::Download,
@@ -366,11 +374,21 @@ impl CudaSession {
             io.push(memory);
             if !t.bytes.is_empty() {
                 let started = Instant::now();
-                // SAFETY: the block holds at least the tensor's bytes.
+                // SAFETY: the block holds at least the tensor's bytes. On
+                // the session's stream (ordered before its kernels; staged
+                // by the driver when the call returns), not the legacy
+                // default stream, which would serialize calls in flight.
                 let status = unsafe {
-                    (driver.api.memcpy_htod)(ptr, t.bytes.as_ptr() as *const c_void, t.bytes.len())
+                    (driver.api.memcpy_htod_async)(
+                        ptr,
+                        t.bytes.as_ptr() as *const c_void,
+                        t.bytes.len(),
+                        self.stream,
+                    )
                 };
-                driver.check(status, || format!("cuMemcpyHtoD({} bytes)", t.bytes.len()))?;
+                driver.check(status, || {
+                    format!("cuMemcpyHtoDAsync({} bytes)", t.bytes.len())
+                })?;
                 if self.trace_start.is_some() {
                     self.traced.push(TracedCommand {
                         kind: CommandKind::Upload,
