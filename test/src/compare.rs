@@ -94,3 +94,31 @@ pub fn compare(
     let _ = write!(message, "; first: {}", examples.join(", "));
     Err(message)
 }
+
+/// Compares a call's outputs of `@function` with the reference's, pushing
+/// a line per difference onto `failures`: a different number of outputs,
+/// or each output out of `tolerance` (see [`compare`]).
+pub fn compare_outputs(
+    function: &str,
+    got: &[HostTensor],
+    want: &[HostTensor],
+    tolerance: Tolerance,
+    failures: &mut Vec<String>,
+) {
+    if got.len() != want.len() {
+        failures.push(format!(
+            "@{function}: {} outputs, the reference has {}",
+            got.len(),
+            want.len()
+        ));
+        return;
+    }
+    for (index, (g, w)) in got.iter().zip(want).enumerate() {
+        if let Err(message) = compare(g, w, tolerance) {
+            failures.push(format!(
+                "@{function} output {index} ({}): {message}",
+                w.type_string()
+            ));
+        }
+    }
+}

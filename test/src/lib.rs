@@ -20,7 +20,7 @@ mod fixtures;
 mod inputs;
 mod spec;
 
-pub use compare::{compare, to_f64};
+pub use compare::{compare, compare_outputs, to_f64};
 pub use fixtures::Fixtures;
 pub use spec::{ModelSpec, RULE_ABS, RULE_REL, Tolerance, accumulation_bound};
 

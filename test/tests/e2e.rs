@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, anyhow};
 use support::{CaseResult, Tally};
 use tcc_compiler::config::Target;
-use tcc_e2e::{ModelSpec, compare, expected_failures, list_models};
+use tcc_e2e::{ModelSpec, compare, compare_outputs, expected_failures, list_models};
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
 
 /// Printed by a child whose failure is the environment's (no OpenCL
@@ -153,22 +153,7 @@ fn run_model(name: &str, target: &str, runtime: &Runtime) -> Result<()> {
                 }
             }
         }
-        if got.len() != want.len() {
-            failures.push(format!(
-                "@{fname}: {} outputs, the reference has {}",
-                got.len(),
-                want.len()
-            ));
-            continue;
-        }
-        for (index, (g, w)) in got.iter().zip(&want).enumerate() {
-            if let Err(message) = compare(g, w, spec.tolerance) {
-                failures.push(format!(
-                    "@{fname} output {index} ({}): {message}",
-                    w.type_string()
-                ));
-            }
-        }
+        compare_outputs(fname, &got, &want, spec.tolerance, &mut failures);
     }
     if failures.is_empty() {
         Ok(())

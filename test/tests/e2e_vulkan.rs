@@ -18,7 +18,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow};
 use support::{CaseResult, Tally};
-use tcc_e2e::{ModelSpec, compare, list_models, parse_expected_failures};
+use tcc_e2e::{ModelSpec, compare_outputs, list_models, parse_expected_failures};
 use tcc_runtime::{Model, VulkanRuntime};
 
 fn expectations() -> Result<BTreeMap<String, String>> {
@@ -49,22 +49,7 @@ fn run_model(name: &str, runtime: &VulkanRuntime) -> Result<()> {
             .map_err(|e| anyhow!("running @{fname} failed: {e}"))?;
         let want = tcc_compiler::reference::run(&spec.path, fname, &inputs)
             .map_err(|e| anyhow!("the reference run of @{fname} failed: {e:#}"))?;
-        if got.len() != want.len() {
-            failures.push(format!(
-                "@{fname}: {} outputs, the reference has {}",
-                got.len(),
-                want.len()
-            ));
-            continue;
-        }
-        for (index, (g, w)) in got.iter().zip(&want).enumerate() {
-            if let Err(message) = compare(g, w, spec.tolerance) {
-                failures.push(format!(
-                    "@{fname} output {index} ({}): {message}",
-                    w.type_string()
-                ));
-            }
-        }
+        compare_outputs(fname, &got, &want, spec.tolerance, &mut failures);
     }
     if failures.is_empty() {
         Ok(())

@@ -220,7 +220,7 @@ impl HostObjects {
 
     /// Links the two objects into a shared library in a temporary
     /// directory, for `output` (the driver writes it there:
-    /// `driver::link::link_objects`).
+    /// `driver::link`).
     pub fn link_library(&self, output: &Path) -> Result<LinkedLibrary, CodegenError> {
         link_library(
             &self.object,
@@ -276,14 +276,8 @@ impl HostObjects {
     }
 }
 
-/// Packs an object into a static library (GNU `ar` format with a symbol
-/// index, written by `ar_archive_writer`, so no `ar` tool is needed), with
-/// one member `MEMBER.o`.
-pub fn static_library(object: &[u8], member: &str) -> Result<Vec<u8>, CodegenError> {
-    archive(&[(object, format!("{member}.o"))])
-}
-
-/// A GNU `ar` archive with a symbol index of `members` (bytes, name).
+/// A GNU `ar` archive with a symbol index of `members` (bytes, name),
+/// written by `ar_archive_writer`, so no `ar` tool is needed.
 fn archive(members: &[(&[u8], String)]) -> Result<Vec<u8>, CodegenError> {
     use ar_archive_writer::{ArchiveKind, DEFAULT_OBJECT_READER, NewArchiveMember};
     let members: Vec<_> = members

@@ -761,12 +761,7 @@ impl VulkanCall<'_, '_> {
                 .executable
                 .as_deref()
                 .map_or(&[][..], |e| &e.kernels[..]);
-            let k = kernels.get(kernel as usize).ok_or_else(|| {
-                Error::InvalidInput(format!(
-                    "kernel index {kernel} out of range (the artifact has {} kernels)",
-                    kernels.len()
-                ))
-            })?;
+            let k = crate::hal::shared::kernel_at(kernels, kernel)?;
             (k.name.clone(), k.local_size)
         };
         // SAFETY: the artifact passes pointers as the ABI says.
