@@ -4,8 +4,7 @@
 //! compiler's introspection flags (`--mlir-timing`,
 //! `--mlir-print-ir-after-all`, `--dump-phases-to`).
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

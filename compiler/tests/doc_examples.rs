@@ -6,8 +6,7 @@
 //! and the built tools first on `PATH`. A block that exits non-zero fails
 //! the test; each block is one case of the summary (docs/testing.md).
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

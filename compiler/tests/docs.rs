@@ -2,8 +2,7 @@
 //! tcc-opt registers (passes in `--list-passes`, passes and pipelines in
 //! `--help`), with the same summaries.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::process::Command;

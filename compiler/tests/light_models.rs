@@ -8,8 +8,7 @@
 //! - a batch override (`--input-shape`) scales ResNet-50's plan and its
 //!   batch-preserving Reshape.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;

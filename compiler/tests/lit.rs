@@ -4,8 +4,7 @@
 //! is missing, when lit fails, or when lit reports a different set of tests
 //! than the `.mlir` files under lit/.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

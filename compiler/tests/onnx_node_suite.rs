@@ -16,8 +16,7 @@
 //! onnx_node_suite` writes the observed outcomes to the expectation list
 //! instead of checking them (then review the diff).
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -134,7 +133,7 @@ fn onnx_node_suite_has_no_regressions() {
             "# The ONNX backend node suite (test/onnx/node_suite.py writes the cases of the installed onnx\n\
              # package) and what tcc does with them: pass | unsupported: reason | fail: reason.\n\
              # compiler/tests/onnx_node_suite.rs fails when a case does not end as listed (outcome and reason).\n\
-             # Regenerate: TCC_WRITE_EXPECTATIONS=1 cargo test -p tcc-compiler --test onnx_node_suite\n\
+             # Regenerate: TCC_WRITE_EXPECTATIONS=1 cargo test -p tcc-compiler --test integration onnx_node_suite\n\
              # {}\n\
              # {}\n",
             totals("all node cases", &outcomes),

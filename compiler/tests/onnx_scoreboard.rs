@@ -6,8 +6,7 @@
 //! same outcome and reason) is a failure. Each case is reported to the
 //! summary line on its own.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,8 +4,7 @@
 //! writes against values computed here; and its errors for an empty
 //! sample directory, a sample missing an input and an MLIR model.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

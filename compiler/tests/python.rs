@@ -1,6 +1,7 @@
 //! The Python package (runtime/python, pyo3 abi3): the native module built
-//! on its own into target/python (a nested cargo cannot share the outer
-//! one's lock), laid out as the wheel has it (`tcc/_tcc.abi3.so` beside
+//! on its own into target/nested (a nested cargo cannot share the outer
+//! one's lock; shared with examples/rust's build), laid out as the wheel
+//! has it (`tcc/_tcc.abi3.so` beside
 //! python/tcc's `__init__.py` and `serve.py`) in a scratch directory on
 //! `PYTHONPATH`, and tested with pytest (runtime/python/tests: the module,
 //! and `tcc.serve` on a local Ray cluster), against the tcc under test
@@ -9,8 +10,7 @@
 //! `TCC_FAKE_CUDA_MODEL`). Each pytest case is one case of the summary
 //! (docs/testing.md).
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;
@@ -21,7 +21,7 @@ use support::{CaseResult, Tally};
 fn python_module_passes_its_pytest_suite() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let crate_dir = repo.join("runtime/python");
-    let target = repo.join("target/python");
+    let target = repo.join("target/nested");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let build = Command::new(&cargo)
         .args(["build", "--quiet", "--locked", "--manifest-path"])

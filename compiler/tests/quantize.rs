@@ -10,8 +10,7 @@
 //! model's, a zero or non-finite range (stated f32 fallbacks, no NaNs),
 //! and flags without their partners.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

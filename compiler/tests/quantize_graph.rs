@@ -7,8 +7,7 @@
 //! (relative Frobenius error at most 1/16) with the same top-1 classes on
 //! the 16 seeded samples, on the test's OpenCL device.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

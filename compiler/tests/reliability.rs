@@ -3,8 +3,7 @@
 //! accepted silently or damage a file, and checks the clear error (exit 1)
 //! or the correct result that replaced it.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,12 +1,11 @@
 //! examples/rust (issue 11): a crate whose build.rs compiles two models with
 //! tcc-build (one embedded as bytes, one linked as a static library) and
 //! whose main calls them through the generated typed bindings. Built with
-//! the tcc under test (`TCC`) in its own target directory
-//! (target/examples-rust: a nested cargo cannot share the outer one's lock)
-//! and run.
+//! the tcc under test (`TCC`) in target/nested (a nested cargo cannot
+//! share the outer one's lock; the Python module's build shares this one,
+//! so the runtime and its dependencies compile once for both) and run.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;
@@ -15,7 +14,7 @@ use std::process::Command;
 fn rust_example_builds_with_tcc_build_and_runs() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let manifest = repo.join("examples/rust/Cargo.toml");
-    let target = repo.join("target/examples-rust");
+    let target = repo.join("target/nested");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let scratch = tempfile::tempdir().unwrap();
     let mut command = Command::new(&cargo);

@@ -8,8 +8,7 @@
 //! (a listed gap as a skip, with its reason). Fails, never skips, when
 //! spirv-val is missing.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -8,8 +8,7 @@
 //! type's precision allows, that `tcc inspect` says so, and that the
 //! SPIR-V form refuses the option.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -6,8 +6,7 @@
 //! target's work-groups and in pocl-cpu's. The e2e suite runs the same
 //! models with each target's own choice.
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
