@@ -363,3 +363,55 @@ fn float8_tensors_are_rejected_with_a_clear_error() {
         "{err}"
     );
 }
+
+/// ONNX `Attention` (opset 23) with a runtime mask and grouped K/V heads
+/// imports as one `tcc.attention` (the mask its operand, the K/V heads not
+/// repeated); with a softcap it stays the composite that
+/// `tcc-raise-attention` looks at (a `tcc.softmax` between two matmuls).
+#[test]
+fn onnx_attention_imports_as_one_attention_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import sys, onnx
+from onnx import helper, TensorProto as T
+def model(path, **attrs):
+    node = helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"], **attrs)
+    graph = helper.make_graph([node], "g",
+        [helper.make_tensor_value_info("q", T.FLOAT, [2, 4, 8, 16]),
+         helper.make_tensor_value_info("k", T.FLOAT, [2, 2, 8, 16]),
+         helper.make_tensor_value_info("v", T.FLOAT, [2, 2, 8, 16]),
+         helper.make_tensor_value_info("mask", T.FLOAT, [2, 1, 8, 8])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [2, 4, 8, 16])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)]), path)
+model(sys.argv[1] + "/plain.onnx")
+model(sys.argv[1] + "/softcap.onnx", softcap=30.0)
+"#;
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path())
+        .status()
+        .expect("python3 (make deps installs the onnx package)");
+    assert!(status.success(), "writing the models failed");
+    let plain = ok(
+        tcc(&["import", dir.path().join("plain.onnx").to_str().unwrap()]),
+        "tcc import plain.onnx",
+    );
+    assert_eq!(plain.matches("tcc.attention").count(), 1, "{plain}");
+    assert!(
+        plain.contains("tcc.attention %arg0, %arg1, %arg2 mask %arg3 : tensor<2x1x8x8xf32>"),
+        "{plain}"
+    );
+    for absent in ["tcc.softmax", "tosa.matmul", "tosa.tile"] {
+        assert!(!plain.contains(absent), "{absent} in:\n{plain}");
+    }
+    let capped = ok(
+        tcc(&["import", dir.path().join("softcap.onnx").to_str().unwrap()]),
+        "tcc import softcap.onnx",
+    );
+    assert!(!capped.contains("tcc.attention"), "{capped}");
+    assert!(
+        capped.contains("tcc.softmax") && capped.contains("tosa.tanh"),
+        "{capped}"
+    );
+}

@@ -37,7 +37,9 @@
 //! that also returns the scores or the probabilities keeps its chain),
 //! the softmax must be over the last axis, the scale a scalar, the mask
 //! additive, and V the matmul's right operand; anything else is left
-//! alone. ONNX `Attention` (opset 23) reaches this pass as the same chain.
+//! alone. ONNX `Attention` (opset 23) is imported as `tcc.attention`
+//! directly unless it has a softcap or returns its scores; those reach
+//! this pass as the same chain.
 //! Runs in the graph phase after `tcc-raise-composites` (which raises
 //! softmaxes written in primitive ops) and constant folding.
 

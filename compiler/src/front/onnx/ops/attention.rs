@@ -1,19 +1,23 @@
-//! Attention (opsets 23-25) as the composite a later attention-fusion pass
-//! looks for: `Q x K^T` (`tosa.matmul`), a scale, the optional softcap
-//! (`tanh`), one additive bias, `tcc.softmax` over the keys and `P x V`.
+//! Attention (opsets 23-25). Where the node is exactly `tcc.attention`
+//! (no softcap, the scores not asked for as an output) it becomes that op
+//! with one additive mask: Q, K and V as 4-D heads (grouped K/V heads read
+//! by the op itself), the scale, and the bias below. Otherwise it is the
+//! composite: `Q x K^T` (`tosa.matmul`), a scale, the optional softcap
+//! (`tanh`), the bias, `tcc.softmax` over the keys and `P x V`.
 //!
 //! The bias is the sum of what applies: `attn_mask` (float, or bool as
 //! 0 / -inf; padded with -inf to the key length), the causal and sliding
 //! window masks (import-time constants aligned bottom-right by the past
 //! length) and, for `nonpad_kv_seqlen`, a runtime comparison. 3-D inputs
-//! are split into heads (`q_num_heads`, `kv_num_heads`), grouped-query K
-//! and V heads repeated, `past_key`/`past_value` concatenated in front of
-//! K and V (the `present_*` outputs). Rows whose bias masks every key give
-//! 0, as the spec defines, by a `tosa.select` on a count of the allowed
-//! keys.
+//! are split into heads (`q_num_heads`, `kv_num_heads`), `past_key`/
+//! `past_value` concatenated in front of K and V (the `present_*`
+//! outputs); in the composite grouped-query K and V heads are repeated.
+//! Rows whose bias masks every key give 0, as the spec defines (and
+//! `tcc.attention` defines); in the composite by a `tosa.select` on a
+//! count of the allowed keys.
 
 use super::super::dtype::DType;
-use super::super::emit::Val;
+use super::super::emit::{Val, float_literal};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -99,14 +103,19 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if v.shape()[1] != kv_heads || v.shape()[2] != kv_len {
         bail!("Attention K {:?} and V {:?} differ", k.shape(), v.shape());
     }
+    // Without a softcap and without the scores as an output, the node is
+    // exactly `tcc.attention` (whose fully masked rows are 0, as here):
+    // one op instead of the chain `tcc-raise-attention` would have to
+    // find again. The op reads grouped K/V heads itself.
+    let softcap = node.float("softcap", 0.0)? as f64;
+    let qk_wanted = node.proto.output.get(3).is_some_and(|n| !n.is_empty());
+    let direct = softcap == 0.0 && !qk_wanted && v.shape()[3] == head;
+    if q_heads != kv_heads && (kv_heads == 0 || q_heads % kv_heads != 0) {
+        bail!("Attention: {q_heads} query heads are not a multiple of {kv_heads} key/value heads");
+    }
     // Grouped-query attention: each K/V head serves q_heads / kv_heads
     // consecutive query heads.
-    if q_heads != kv_heads {
-        if kv_heads == 0 || q_heads % kv_heads != 0 {
-            bail!(
-                "Attention: {q_heads} query heads are not a multiple of {kv_heads} key/value heads"
-            );
-        }
+    if q_heads != kv_heads && !direct {
         let reps = q_heads / kv_heads;
         let repeat = |imp: &mut Importer, x: &Val| -> Val {
             let s = x.shape().to_vec();
@@ -121,10 +130,18 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         Some(s) => s as f64,
         None => 1.0 / (head as f64).sqrt(),
     };
-    let kt = imp.e.transpose(&k, &[0, 1, 3, 2]);
-    let qk = matmul_vals(imp, &q, &kt)?;
-    let mut qk = imp.e.scale(&qk, scale)?;
-    let softcap = node.float("softcap", 0.0)? as f64;
+    let scores_shape = [batch, q_heads, q_len, kv_len];
+    let mut qk = if direct {
+        // Not emitted: only its type is needed below.
+        Val {
+            ssa: String::new(),
+            ty: q.ty.with_shape(scores_shape.to_vec()),
+        }
+    } else {
+        let kt = imp.e.transpose(&k, &[0, 1, 3, 2]);
+        let qk = matmul_vals(imp, &q, &kt)?;
+        imp.e.scale(&qk, scale)?
+    };
     if softcap > 0.0 {
         let d = imp.e.scale(&qk, 1.0 / softcap)?;
         let t = imp.e.unary("tosa.tanh", &d);
@@ -322,6 +339,34 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             None => part,
         });
     }
+    if direct {
+        let mask = match &bias {
+            Some(b) => {
+                let b = imp.e.to_rank(b, 4);
+                let fits = b
+                    .shape()
+                    .iter()
+                    .zip(scores_shape)
+                    .all(|(&m, full)| m == 1 || m == full);
+                if !fits {
+                    bail!(
+                        "Attention attn_mask does not broadcast to the scores {:?}",
+                        qk.shape()
+                    );
+                }
+                Some(b)
+            }
+            None => None,
+        };
+        let mut operands = vec![&q, &k, &v];
+        if let Some(m) = &mask {
+            operands.push(m);
+        }
+        let ty = q.ty.clone();
+        let props = format!("scale = {} : f32", float_literal(scale, DType::F32));
+        let y = imp.e.op("tcc.attention", &operands, &props, ty);
+        return Ok(attention_outputs(imp, y, rank, present_k, present_v, None));
+    }
     let scores = match &bias {
         Some(b) => imp.e.add(&qk, b)?,
         None => qk.clone(),
@@ -382,13 +427,6 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         }
     }
     let y = matmul_vals(imp, &probs, &v)?;
-    let y = if rank == 3 {
-        let t = imp.e.transpose(&y, &[0, 2, 1, 3]);
-        let s = t.shape().to_vec();
-        imp.e.reshape(&t, &[s[0], s[1], s[2] * s[3]])
-    } else {
-        y
-    };
     let mode = node.int("qk_matmul_output_mode", 0)?;
     let qk_out = match mode {
         0 | 1 => qk_capped,
@@ -396,10 +434,39 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         3 => probs,
         other => bail!("Attention qk_matmul_output_mode {other} (0 to 3)"),
     };
-    Ok(vec![
+    Ok(attention_outputs(
+        imp,
+        y,
+        rank,
+        present_k,
+        present_v,
+        Some(qk_out),
+    ))
+}
+
+/// The node's outputs: `Y` ([B, H, S, D], merged back to [B, S, H * D]
+/// for 3-D inputs), `present_key`, `present_value` and, where computed,
+/// the scores output (`qk_matmul_output_mode`).
+fn attention_outputs(
+    imp: &mut Importer,
+    y: Val,
+    rank: usize,
+    present_k: Val,
+    present_v: Val,
+    qk_out: Option<Val>,
+) -> Vec<Value> {
+    let y = if rank == 3 {
+        let t = imp.e.transpose(&y, &[0, 2, 1, 3]);
+        let s = t.shape().to_vec();
+        imp.e.reshape(&t, &[s[0], s[1], s[2] * s[3]])
+    } else {
+        y
+    };
+    let mut outputs = vec![
         Value::Tensor(y),
         Value::Tensor(present_k),
         Value::Tensor(present_v),
-        Value::Tensor(qk_out),
-    ])
+    ];
+    outputs.extend(qk_out.map(Value::Tensor));
+    outputs
 }
