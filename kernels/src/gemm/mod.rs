@@ -24,7 +24,9 @@
 //! body under `#ifdef TCC_PTX`: the same work-group tile, epilogue and
 //! split-K, with warps of `mma.sync` tiles fed by a multi-stage `cp.async`
 //! pipeline (`tensor_cores`); on Hopper (sm_90a) a TF32 GEMM whose
-//! operands and sizes qualify takes warpgroup `wgmma` instead (`wgmma`).
+//! operands and sizes qualify takes warpgroup `wgmma` instead (`wgmma`;
+//! `wgmma_large` for the CUDA launch's dynamic local memory), and so does
+//! an FP16/BF16 GEMM of 16-bit operands launched by CUDA (`wgmma_half`).
 //! An int8 GEMM (`TensorCores::S8`) sums int8
 //! products exactly in int32 in both bodies (`int8`).
 
