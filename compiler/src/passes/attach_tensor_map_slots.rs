@@ -38,7 +38,7 @@ pub use crate::ir::attr_names::TENSOR_MAP_SLOTS as SLOTS_ATTRIBUTE;
 
 impl TccPass for AttachTensorMapSlots {
     const ARGUMENT: &'static str = "tcc-attach-tensor-map-slots";
-    const SUMMARY: &'static str = "Give GEMM kernels that may take the TF32 wgmma body a scratch buffer of 128-byte tensor-map slots, one per work-group";
+    const SUMMARY: &'static str = "Give GEMM kernels that may take the TF32 (or, launched by CUDA, FP16/BF16) wgmma body a scratch buffer of 128-byte tensor-map slots, one per work-group";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref", "gpu"];
     type Options = NoOptions;
