@@ -100,6 +100,7 @@ fn every_pass_option_is_in_help_and_documented() {
         options["tcc-configure-kernels"],
         [
             "candidate",
+            "half-wgmma-tiles",
             "int8-gemm",
             "large-tf32-tiles",
             "target",

@@ -423,3 +423,66 @@ fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
         assert_eq!(got, want, "{graph} {flag}");
     }
 }
+
+/// A product of two 16-bit intermediates, `C = (X Y) (U V)` with M = 2048,
+/// N = 1152, K = 512 (rank 64), compiled for the CUDA driver at `flag`:
+/// the PTX it writes.
+fn half_product_ptx(flag: &str, backend: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("product.mlir");
+    let (m, n, k, r) = (2048, 1152, 512, 64);
+    std::fs::write(
+        &model,
+        format!(
+            r#"func.func @product(%x: tensor<1x{m}x{r}xf32>, %y: tensor<1x{r}x{k}xf32>, %u: tensor<1x{k}x{r}xf32>, %v: tensor<1x{r}x{n}xf32>) -> tensor<1x{m}x{n}xf32> {{
+  %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
+  %a = tosa.matmul %x, %y, %zp, %zp : (tensor<1x{m}x{r}xf32>, tensor<1x{r}x{k}xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x{m}x{k}xf32>
+  %b = tosa.matmul %u, %v, %zp, %zp : (tensor<1x{k}x{r}xf32>, tensor<1x{r}x{n}xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x{k}x{n}xf32>
+  %c = tosa.matmul %a, %b, %zp, %zp : (tensor<1x{m}x{k}xf32>, tensor<1x{k}x{n}xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x{m}x{n}xf32>
+  return %c : tensor<1x{m}x{n}xf32>
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let ptx = dir.path().join("product.ptx");
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("compile")
+        .arg(&model)
+        .args(["--target=nvidia", flag, "--emit=ptx", "-o"])
+        .arg(&ptx)
+        .args(backend)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(&ptx).unwrap()
+}
+
+/// With `--backend=cuda`, the product of two 16-bit intermediates takes
+/// the Hopper `wgmma` body (sm_90a, its 128x192 tile in dynamic local
+/// memory, both operands by the TMA); clang turns its inline PTX into
+/// the module (the device run is the check that ptxas and the GPU agree,
+/// docs/benchmarks.md). Through OpenCL it keeps `mma.sync`.
+#[test]
+fn half_products_for_the_cuda_driver_take_the_wgmma_body() {
+    for (flag, ty) in [("--precision=fp16", "f16"), ("--precision=bf16", "bf16")] {
+        let ptx = half_product_ptx(flag, &["--backend=cuda"]);
+        for needle in [
+            ".target sm_90a".to_string(),
+            ".extern .shared .align 16 .b8 tcc_dynamic_local[];".to_string(),
+            format!("wgmma.mma_async.sync.aligned.m64n192k16.f32.{ty}.{ty}"),
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                .to_string(),
+            "tensormap.replace.tile.elemtype.global.b1024.b32".to_string(),
+            format!("mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32"),
+        ] {
+            assert!(ptx.contains(&needle), "{flag}: {needle} not in the PTX");
+        }
+        let opencl = half_product_ptx(flag, &[]);
+        assert!(
+            !opencl.contains("wgmma.mma_async"),
+            "{flag}: wgmma through OpenCL"
+        );
+        assert!(!opencl.contains("tcc_dynamic_local"), "{flag}");
+    }
+}

@@ -7,6 +7,7 @@
 // RUN: tcc-opt --help | FileCheck %s --check-prefix=HELP
 // HELP:      --tcc-configure-kernels
 // HELP-NEXT:   --candidate=<string> {{.*}}- Take every GEMM's N-th candidate
+// HELP-NEXT:   --half-wgmma-tiles {{.*}}- On nvidia, matmuls whose sizes fit take a 128-row tile of the FP16/BF16 wgmma body
 // HELP-NEXT:   --int8-gemm=<string> {{.*}}- int8 contractions on the GEMM template
 // HELP-NEXT:   --large-tf32-tiles {{.*}}- On nvidia, matmuls the table gives 128x128 tiles take 256x128 tiles
 // HELP-NEXT:   --target=<string> {{.*}}- A known target {{.*}}for a module without #tcc.target
@@ -19,7 +20,7 @@
 
 // RUN: tcc-opt %s --dump-pass-pipeline --pass-pipeline='builtin.module(tcc-fuse-elementwise{max-ops=7},tcc-configure-kernels{target=nvidia},tcc-decompose-composites{ops={softmax,gelu}})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DUMP
 // DUMP:      tcc-fuse-elementwise{max-ops=7},
-// DUMP-NEXT: tcc-configure-kernels{candidate= int8-gemm=on large-tf32-tiles=false target=nvidia templates=true tuning= windows=auto},
+// DUMP-NEXT: tcc-configure-kernels{candidate= half-wgmma-tiles=false int8-gemm=on large-tf32-tiles=false target=nvidia templates=true tuning= windows=auto},
 // DUMP-NEXT: tcc-decompose-composites{ops={softmax,gelu}}
 
 // The printed pipeline is a valid one.

@@ -13,9 +13,12 @@
 #   .device-tx/FAILED               what did not compile, with the reason
 #
 # Usage: scripts/bench/build-transformers-bundle.sh TX_MODELS_TAR_XZ [--batches=1,32]
-#          [--precisions=fp32,fp16] [--runtime-bin=DIR] [MODEL...]
+#          [--precisions=fp32,fp16] [--runtime-bin=DIR] [--cuda] [--out=DIR] [MODEL...]
 # --runtime-bin=DIR takes tcc-run and tcc-benchmark from DIR (built
-# already) instead of building them with --release here.
+# already) instead of building them with --release here. --cuda compiles
+# with --backend=cuda (kernels for the CUDA driver: dynamic local memory,
+# the large TF32 and the FP16/BF16 wgmma GEMM bodies); --out=DIR writes
+# the bundle there instead of .device-tx.
 # There: `for f in .device-tx/art/*.xz; do unxz -k $f; done` is done by
 #        `python3 scripts/bench/transformers-device.py time .device-tx`.
 set -euo pipefail
@@ -26,12 +29,16 @@ archive=$1; shift
 batches=1,32
 precisions=fp32
 runtime_bin=
+backend=()
+out=.device-tx
 models=()
 for arg in "$@"; do
   case "$arg" in
     --batches=*) batches=${arg#--batches=} ;;
     --precisions=*) precisions=${arg#--precisions=} ;;
     --runtime-bin=*) runtime_bin=${arg#--runtime-bin=} ;;
+    --cuda) backend=(--backend=cuda) ;;
+    --out=*) out=${arg#--out=} ;;
     -*) echo "build-transformers-bundle.sh: unknown option $arg" >&2; exit 2 ;;
     *) models+=("$arg") ;;
   esac
@@ -46,7 +53,6 @@ fi
 cargo build -p tcc-compiler --bin tcc
 tcc=target/debug/tcc
 
-out=.device-tx
 rm -rf "$out"
 mkdir -p "$out/art" "$out/bin" "$out/onnx"
 cp "$runtime_bin/tcc-run" "$runtime_bin/tcc-benchmark" "$out/bin/"
@@ -89,7 +95,7 @@ for model in "${models[@]}"; do
       art=art/$model.b$batch.$precision.so
       echo "== $model batch $batch $precision"
       start=$(date +%s)
-      if "$tcc" compile "$onnx" --target=nvidia "${shapes[@]}" "${flags[@]}" -o "$out/$art" 2> "$out/log"; then
+      if "$tcc" compile "$onnx" --target=nvidia "${shapes[@]}" "${flags[@]}" "${backend[@]}" -o "$out/$art" 2> "$out/log"; then
         xz -T0 -1 -f "$out/$art"
         echo "   $(( $(date +%s) - start )) s, $(du -h "$out/$art.xz" | cut -f1) compressed"
         printf '{"model":"%s","batch":%s,"precision":"%s","artifact":"%s","inputs":[%s]}\n' \

@@ -12,7 +12,11 @@
 //! intermediate (dead once the kernel has run; what it held does not
 //! matter). Only modules whose `#tcc.target` is of the `nvidia` family
 //! with `precision = "tf32"` (`tcc compile --target=nvidia
-//! --precision=tf32`), where the body can be taken, are touched.
+//! --precision=tf32`), where the body can be taken, are touched, and
+//! those with `precision = "fp16"` or `"bf16"` and `api = cuda` (`tcc
+//! compile --backend=cuda --precision=fp16`), whose GEMMs may take the
+//! FP16/BF16 `wgmma` body (`tcc_kernels::gemm::half_tensor_map_slot_bytes`:
+//! two slots per work-group, A's map and B's).
 
 use melior::Context;
 use melior::ir::Attribute;
@@ -34,18 +38,28 @@ pub use crate::ir::attr_names::TENSOR_MAP_SLOTS as SLOTS_ATTRIBUTE;
 
 impl TccPass for AttachTensorMapSlots {
     const ARGUMENT: &'static str = "tcc-attach-tensor-map-slots";
-    const SUMMARY: &'static str = "Give GEMM kernels that may take the TF32 wgmma body a scratch buffer of 128-byte tensor-map slots, one per work-group";
+    const SUMMARY: &'static str = "Give GEMM kernels that may take the TF32 (or, launched by CUDA, FP16/BF16) wgmma body a scratch buffer of 128-byte tensor-map slots, one per work-group";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["memref", "gpu"];
     type Options = NoOptions;
 
     fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
-        let tf32_nvidia = targets::of_module(module).is_some_and(|desc| {
-            desc.precision == Precision::Tf32 && targets::family(&desc) == Ok(Target::Nvidia)
-        });
-        if !tf32_nvidia {
+        let Some(desc) = targets::of_module(module) else {
+            return Ok(());
+        };
+        if targets::family(&desc) != Ok(Target::Nvidia) {
             return Ok(());
         }
+        // TF32: one map (A's) per work-group of the 48 KiB body, two of the
+        // large tile; FP16/BF16 launched by the CUDA driver: two (A's and
+        // B's) per work-group of the half body.
+        let slot_bytes: fn(&_, &_) -> Option<i64> = match desc.precision {
+            Precision::Tf32 => tcc_kernels::gemm::tensor_map_slot_bytes,
+            Precision::Fp16 | Precision::Bf16 if desc.api == targets::LaunchApi::Cuda => {
+                tcc_kernels::gemm::half_tensor_map_slot_bytes
+            }
+            _ => return Ok(()),
+        };
         // The GEMM kernels that may take the wgmma body, and their slots.
         let kernels: Vec<_> = kernel_funcs(module)
             .into_iter()
@@ -54,7 +68,7 @@ impl TccPass for AttachTensorMapSlots {
                 let Some(KernelStrategy::Gemm { config, shape, .. }) = strategy::of(&op) else {
                     return None;
                 };
-                let bytes = tcc_kernels::gemm::tensor_map_slot_bytes(&config, &shape)?;
+                let bytes = slot_bytes(&config, &shape)?;
                 Some((op, name, bytes))
             })
             .collect();

@@ -73,6 +73,12 @@ pub struct ConfigureOptions {
     /// the table's 128x128 (`tcc compile --backend=cuda --precision=tf32`,
     /// whose target says `api = "cuda"` and `precision = "tf32"`).
     pub large_tf32_tiles: bool,
+    /// Matmuls on NVIDIA whose sizes fit a tile of the FP16/BF16 wgmma
+    /// body (128 x 128, 192 or 256: `tcc_kernels::gemm::half_tile_for`)
+    /// take it instead of the table's (`tcc compile --backend=cuda
+    /// --precision=fp16|bf16`, whose target says `api = "cuda"` and that
+    /// precision): the table's smaller tiles suit `mma.sync`, not it.
+    pub half_wgmma_tiles: bool,
     /// Whether int8 contractions take the GEMM template.
     pub int8_gemm: int8::Int8Gemm,
     /// The module's target's floats per SIMD register (set by `run`).
@@ -90,6 +96,7 @@ impl Default for ConfigureOptions {
             candidate: None,
             windows: window::WindowChoice::Auto,
             large_tf32_tiles: false,
+            half_wgmma_tiles: false,
             int8_gemm: int8::Int8Gemm::On,
             vector_width: 4,
             precision: Precision::Fp32,
@@ -141,6 +148,12 @@ impl PassOptions for ConfigureOptions {
             default: "false",
             description: "On nvidia, matmuls the table gives 128x128 tiles take 256x128 tiles where their sizes divide, for the TF32 wgmma body in CUDA dynamic local memory (default: where the module's #tcc.target has api cuda and precision tf32, as tcc compile --backend=cuda --precision=tf32 writes it)",
         },
+        PassOptionInfo {
+            name: "half-wgmma-tiles",
+            kind: PassOptionKind::Bool,
+            default: "false",
+            description: "On nvidia, matmuls whose sizes fit take a 128-row tile of the FP16/BF16 wgmma body in CUDA dynamic local memory (default: where the module's #tcc.target has api cuda and precision fp16 or bf16, as tcc compile --backend=cuda --precision=fp16 writes it)",
+        },
     ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -165,6 +178,10 @@ impl PassOptions for ConfigureOptions {
             }
             "large-tf32-tiles" => {
                 self.large_tf32_tiles = super::pass::parse_bool(key, value)?;
+                Ok(())
+            }
+            "half-wgmma-tiles" => {
+                self.half_wgmma_tiles = super::pass::parse_bool(key, value)?;
                 Ok(())
             }
             "tuning" => {
@@ -217,8 +234,9 @@ impl ConfigureOptions {
 
     /// [`ConfigureOptions::gemm_config`] for a product of float operands:
     /// with `large-tf32-tiles`, a matmul the nvidia table gives 128x128
-    /// takes the large wgmma body's 256x128 where its sizes divide (a
-    /// tuning record or forced candidate still wins).
+    /// takes the large wgmma body's 256x128 where its sizes divide; with
+    /// `half-wgmma-tiles`, a matmul whose sizes fit a half wgmma body's
+    /// tile takes it (a tuning record or forced candidate still wins).
     fn float_gemm_config(
         &self,
         target: Target,
@@ -243,6 +261,15 @@ impl ConfigureOptions {
             && tcc_kernels::gemm::large_tile_fits(shape)
         {
             return Some(tcc_kernels::gemm::LARGE_TILE);
+        }
+        if self.half_wgmma_tiles
+            && !chosen
+            && target == Target::Nvidia
+            && kind == KernelKind::Matmul.name()
+            && !computed_a
+            && let Some(config) = tcc_kernels::gemm::half_tile_for(shape)
+        {
+            return Some(config);
         }
         table
     }
@@ -579,6 +606,9 @@ impl TccPass for ConfigureKernels {
         options.precision = desc.precision;
         options.large_tf32_tiles |= desc.api == targets::LaunchApi::Cuda
             && desc.precision == Precision::Tf32
+            && target == Target::Nvidia;
+        options.half_wgmma_tiles |= desc.api == targets::LaunchApi::Cuda
+            && matches!(desc.precision, Precision::Fp16 | Precision::Bf16)
             && target == Target::Nvidia;
         let windows = options.windows;
         for op in collect_ops(module) {

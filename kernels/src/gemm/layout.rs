@@ -7,6 +7,7 @@ use super::GemmConfig;
 use super::emit::output_offset;
 use super::tensor_cores::{Pipeline, TensorCores};
 use super::wgmma::Wgmma;
+use super::wgmma_half::WgmmaHalf;
 use super::wgmma_large::WgmmaLarge;
 
 /// How a work-group's work-items share its tile.
@@ -30,6 +31,9 @@ pub(super) enum Layout {
     /// Two warpgroups of TF32 `wgmma` over a 256x128 tile in CUDA's
     /// dynamic local memory (`wgmma_large`).
     WgmmaLarge,
+    /// Two warpgroups of FP16/BF16 `wgmma` over a 128x128 tile in CUDA's
+    /// dynamic local memory (`wgmma_half`).
+    WgmmaHalf,
 }
 
 impl Layout {
@@ -69,6 +73,7 @@ impl Layout {
             Layout::Mma { mi, ni, .. } => (2 * mi, 2 * ni),
             Layout::Wgmma => Wgmma::acc(),
             Layout::WgmmaLarge => WgmmaLarge::acc(),
+            Layout::WgmmaHalf => WgmmaHalf::acc(c),
         }
     }
 
@@ -89,6 +94,7 @@ impl Layout {
             ),
             Layout::Wgmma => Wgmma::offsets(),
             Layout::WgmmaLarge => WgmmaLarge::offsets(),
+            Layout::WgmmaHalf => WgmmaHalf::offsets(),
         }
     }
 }

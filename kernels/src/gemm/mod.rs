@@ -24,7 +24,9 @@
 //! body under `#ifdef TCC_PTX`: the same work-group tile, epilogue and
 //! split-K, with warps of `mma.sync` tiles fed by a multi-stage `cp.async`
 //! pipeline (`tensor_cores`); on Hopper (sm_90a) a TF32 GEMM whose
-//! operands and sizes qualify takes warpgroup `wgmma` instead (`wgmma`).
+//! operands and sizes qualify takes warpgroup `wgmma` instead (`wgmma`;
+//! `wgmma_large` for the CUDA launch's dynamic local memory), and so does
+//! an FP16/BF16 GEMM of 16-bit operands launched by CUDA (`wgmma_half`).
 //! An int8 GEMM (`TensorCores::S8`) sums int8
 //! products exactly in int32 in both bodies (`int8`).
 
@@ -39,6 +41,9 @@ mod tensor_cores;
 #[cfg(test)]
 pub(crate) mod tests;
 mod wgmma;
+mod wgmma_half;
+#[cfg(test)]
+mod wgmma_half_tests;
 mod wgmma_large;
 #[cfg(test)]
 mod wgmma_tests;
@@ -56,6 +61,8 @@ use tensor_cores::Pipeline;
 pub use tensor_cores::TensorCores;
 use wgmma::Wgmma;
 pub use wgmma::{TENSOR_MAP_BYTES, tensor_map_slot_bytes};
+use wgmma_half::WgmmaHalf;
+pub use wgmma_half::{half_dynamic_local_bytes, half_tensor_map_slot_bytes, half_tile_for};
 use wgmma_large::WgmmaLarge;
 pub use wgmma_large::{
     DYNAMIC_LOCAL_BYTES, DYNAMIC_LOCAL_SYMBOL, LARGE_TILE, dynamic_local_bytes,
@@ -371,6 +378,8 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     // in CUDA's dynamic local memory, or the 48 KiB body beside mma.sync.
     let wgmma = if WgmmaLarge::applies(spec) {
         Some(Layout::WgmmaLarge)
+    } else if WgmmaHalf::applies(spec) {
+        Some(Layout::WgmmaHalf)
     } else if mma.is_some() && Wgmma::applies(spec) {
         Some(Layout::Wgmma)
     } else {
@@ -431,6 +440,8 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             ),
             Layout::Wgmma => Wgmma::description(),
             Layout::WgmmaLarge => WgmmaLarge::description(),
+            Layout::WgmmaHalf =>
+                WgmmaHalf::description(spec.tensor_cores.unwrap_or(TensorCores::Fp16), &c),
         },
         s.m,
         s.n,
@@ -464,6 +475,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         Layout::Mma { pipeline, .. } => tensor_cores::local_tiles(&mut out, spec, pipeline),
         Layout::Wgmma => Wgmma::local_tiles(&mut out),
         Layout::WgmmaLarge => WgmmaLarge::local_tiles(&mut out),
+        Layout::WgmmaHalf => WgmmaHalf::local_tiles(&mut out, &c),
     }
     match layout {
         Layout::Fma { .. } if c.local_stages() == 2 => fma::warp_tiled_ids(&mut out, &c),
@@ -570,6 +582,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         ),
         Layout::Wgmma => Wgmma::main_loop(&mut out, spec, &a_address),
         Layout::WgmmaLarge => WgmmaLarge::main_loop(&mut out, spec),
+        Layout::WgmmaHalf => WgmmaHalf::main_loop(&mut out, spec),
     }
     let (row_offset, col_offset) = layout.offsets(&c);
     if let Some((workspace, counters)) = &spec.split_k_scratch {

@@ -282,11 +282,28 @@ pub(super) fn build_tensor_map(
     row_bytes: i64,
     box_: [u32; 2],
 ) {
+    build_typed_tensor_map(out, operand, base, ("float", 7), dims, row_bytes, box_);
+}
+
+/// [`build_tensor_map`] of elements of C type `element.0` and the tensor
+/// map element type `element.1` (7: f32; 1: u16, which the halves take:
+/// the copy moves bits, and u16's code is the same in every encoding of
+/// the field).
+pub(super) fn build_typed_tensor_map(
+    out: &mut String,
+    operand: &str,
+    base: &str,
+    element: (&str, u32),
+    dims: [i64; 2],
+    row_bytes: i64,
+    box_: [u32; 2],
+) {
+    let (ctype, elemtype) = element;
     let _ = writeln!(
         out,
         "    #pragma unroll
     for (int q = 0; q < {words}; ++q) {map}[q] = 0u;
-    __global const float* {operand}_base = {base};
+    __global const {ctype}* {operand}_base = {base};
     __asm__ volatile(\"tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\" :: \"l\"({map}), \"l\"({operand}_base) : \"memory\");
     __asm__ volatile(\"tensormap.replace.tile.rank.global.b1024.b32 [%0], %1;\" :: \"l\"({map}), \"r\"(1) : \"memory\");
     __asm__ volatile(\"tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"({map}), \"r\"({box0}) : \"memory\");
@@ -296,7 +313,7 @@ pub(super) fn build_tensor_map(
     __asm__ volatile(\"tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"({map}), \"l\"((ulong){row_bytes}) : \"memory\");
     __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 0, %1;\" :: \"l\"({map}), \"r\"(1) : \"memory\");
     __asm__ volatile(\"tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 1, %1;\" :: \"l\"({map}), \"r\"(1) : \"memory\");
-    __asm__ volatile(\"tensormap.replace.tile.elemtype.global.b1024.b32 [%0], 7;\" :: \"l\"({map}) : \"memory\");
+    __asm__ volatile(\"tensormap.replace.tile.elemtype.global.b1024.b32 [%0], {elemtype};\" :: \"l\"({map}) : \"memory\");
     __asm__ volatile(\"tensormap.replace.tile.swizzle_mode.global.b1024.b32 [%0], 3;\" :: \"l\"({map}) : \"memory\");",
         words = TENSOR_MAP_BYTES / 4,
         map = format!("{operand}_map"),

@@ -129,7 +129,11 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
         .and_then(tcc_dialects::target::TargetDesc::from_attribute);
     let precision = target.as_ref().map_or(Precision::Fp32, |t| t.precision);
     let dynamic_local = target.as_ref().is_some_and(|t| {
-        t.api == tcc_dialects::target::LaunchApi::Cuda && t.precision == Precision::Tf32
+        t.api == tcc_dialects::target::LaunchApi::Cuda
+            && matches!(
+                t.precision,
+                Precision::Tf32 | Precision::Fp16 | Precision::Bf16
+            )
     });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {

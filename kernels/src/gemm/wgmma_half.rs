@@ -1,0 +1,400 @@
+//! The Hopper FP16/BF16 GEMM body (`--precision=fp16|bf16`, sm_90a, for
+//! kernels the runtime launches through the CUDA driver: `tcc compile
+//! --backend=cuda`): warpgroup `wgmma` with both operands read from
+//! dynamic local memory through matrix descriptors, copied there by the
+//! tensor memory accelerator, fp32 accumulation.
+//!
+//! Why: the `mma.sync` body (`tensor_cores`) that half products took
+//! before runs 128x128 tiles out of 48 KiB of local memory, loading every
+//! fragment with its own local loads; on the H200 that left BERT's fp16
+//! GEMMs at a fraction of cuBLAS (docs/benchmarks.md, issue 31). `wgmma`
+//! reads both operands from shared memory itself, and the TMA copies
+//! them without work-items in between.
+//!
+//! Unlike TF32 (`wgmma`, `wgmma_large`), 16-bit `wgmma` reads B in either
+//! major order, so the product runs as it is, `C = A B`: wgmma's M is C's
+//! rows (64 per warpgroup, two warpgroups: 128), its N the tile's 128
+//! columns. A's k tile (128 rows x 64 halves, 128 bytes a row) is K-major,
+//! B's (64 k rows x 128 columns, as two boxes of 64 columns) is MN-major
+//! (`imm-trans-b` 1); the TMA writes both in the 128-byte swizzle. The
+//! descriptors (PTX ISA, "Matrix Descriptor"; the canonical layouts of
+//! CUTLASS's `make_gmma_desc`): K-major A with the stride byte offset 1024
+//! between 8-row atoms, a k step of 16 advancing the start by 32 bytes
+//! inside the swizzled row; MN-major B with the leading byte offset between
+//! its 64-column boxes (8 KiB) and the stride byte offset between 8-k-row
+//! atoms (1024), a k step of 16 advancing the start by 2 atoms.
+//!
+//! Each of [`STAGES`] stages holds both k tiles (32 KiB) with one mbarrier
+//! counting their bytes; work-item 0 refills the stage read two k tiles
+//! back (every warpgroup has waited for its `wgmma`s by then: one group
+//! stays in flight, `wgmma.wait_group 1`), so two k tiles are in flight
+//! ahead of the one computed.
+
+use std::fmt::Write as _;
+
+use super::wgmma::{
+    TENSOR_MAP_BYTES, build_typed_tensor_map, descriptor, landed_wait, map_slot, tensor_map_fences,
+};
+use super::wgmma_large::dynamic_local_marker;
+use super::{GemmConfig, GemmShape, GemmSpec, TensorCores};
+use crate::Storage;
+
+/// Rows of C per work-group: two warpgroups of 64 (wgmma's M).
+const ROWS: u32 = 128;
+/// The widths of C a work-group's tile may have (wgmma's N), widest first:
+/// `tcc-configure-kernels` picks one per product ([`half_tile_for`]).
+const WIDTHS: [u32; 3] = [256, 192, 128];
+/// The k of one stage (one 128-byte swizzled row of halves) and the stages.
+const STAGE_K: u32 = 64;
+const STAGES: u32 = 4;
+/// k per `wgmma` (16-bit inputs).
+const WGMMA_K: u32 = 16;
+/// Work-items per work-group: two warpgroups.
+const THREADS: u32 = 256;
+/// Bytes of one half.
+const HALF: u32 = 2;
+/// Bytes of A's k tile and of one of B's boxes (64 columns of the stage's
+/// k rows).
+const A_TILE_BYTES: u32 = ROWS * STAGE_K * HALF;
+const B_BOX_COLUMNS: u32 = 64;
+const B_BOX_BYTES: u32 = B_BOX_COLUMNS * STAGE_K * HALF;
+/// Streaming multiprocessors of the H100 and H200 the tile choice fills.
+const SMS: i64 = 132;
+
+/// Bytes of one stage of a tile `columns` wide.
+fn stage_bytes(columns: u32) -> u32 {
+    A_TILE_BYTES + columns * STAGE_K * HALF
+}
+
+/// The dynamic local memory the body takes for a tile `columns` wide: the
+/// stages, and 1024 bytes to align them to the 1024-byte atoms of the
+/// 128-byte swizzle (193 KiB at the widest).
+pub fn half_dynamic_local_bytes(columns: u32) -> u32 {
+    STAGES * stage_bytes(columns) + 1024
+}
+
+/// The tile `128 x columns` of 256 work-items (8 x columns / 16 outputs
+/// each in the fallbacks).
+const fn tile(columns: u32) -> GemmConfig {
+    GemmConfig {
+        tile_m: ROWS,
+        tile_n: columns,
+        tile_k: 16,
+        work_m: 8,
+        work_n: columns / 16,
+        split_k: 1,
+    }
+}
+
+/// Whether a product of `config` over `shape` may take this body whatever
+/// its operands: a `128 x width` tile of 256 work-items unsplit, and M,
+/// N, K multiples of the tile and the stage's k.
+fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
+    WIDTHS.contains(&config.tile_n)
+        && *config == tile(config.tile_n)
+        && config.workgroup_size() == THREADS
+        && shape.m > 0
+        && shape.n > 0
+        && shape.k > 0
+        && shape.m % ROWS as i64 == 0
+        && shape.n % config.tile_n as i64 == 0
+        && shape.k % STAGE_K as i64 == 0
+}
+
+/// The tile of this body a product of `shape` takes, if any (products of
+/// at least one 128x128 tile's work per SM): of the widths that divide N,
+/// the one whose waves of work-groups take the least time, a work-group's time
+/// taken as its width (the widest on a tie: it reads the least per
+/// product). 4096^3 takes 128x256 (512 work-groups); M = 4096 with N =
+/// 768 takes 128x192, one wave of 128, where 128x256 leaves 36 of 132 SMs
+/// idle and 128x128 runs two waves; fewer tiles than SMs keep the table's
+/// split-K or smaller tiles.
+pub fn half_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
+    let batch = shape.batch.max(1);
+    // Less work than one 128x128 tile per SM: the table's choice.
+    if batch * shape.m * shape.n < SMS * (ROWS * ROWS) as i64 {
+        return None;
+    }
+    WIDTHS
+        .iter()
+        .map(|&width| tile(width))
+        .filter(|config| fits(config, shape))
+        .map(|config| {
+            let groups = batch * (shape.m / ROWS as i64) * (shape.n / config.tile_n as i64);
+            ((groups + SMS - 1) / SMS * config.tile_n as i64, config)
+        })
+        .min_by_key(|(time, config)| (*time, std::cmp::Reverse(config.tile_n)))
+        .map(|(_, config)| config)
+}
+
+/// The tensor-map scratch an FP16/BF16 GEMM of `config` over `shape`
+/// needs if it may take this body: two maps (A's and B's) per
+/// work-group. `None` when its tile, work-group or shape rule it out.
+pub fn half_tensor_map_slot_bytes(config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
+    fits(config, shape).then(|| {
+        2 * TENSOR_MAP_BYTES
+            * shape.batch.max(1)
+            * (shape.m / ROWS as i64)
+            * (shape.n / config.tile_n as i64)
+    })
+}
+
+/// The 16-bit `wgmma` body of one GEMM.
+pub(super) struct WgmmaHalf;
+
+impl WgmmaHalf {
+    /// Whether `spec` takes this body: FP16 or BF16 launched with dynamic
+    /// local memory, on the 128x128 tile with sizes that divide it, A and
+    /// B buffers stored in that half type read through plain row-major
+    /// strides whose rows and batches keep the 16-byte alignment the TMA
+    /// needs, no split of K, and the tensor-map slots passed.
+    pub(super) fn applies(spec: &GemmSpec) -> bool {
+        let Some(storage) = spec.tensor_cores.and_then(TensorCores::half_storage) else {
+            return false;
+        };
+        let aligned = |operand: &super::GemmOperand| {
+            operand.col_stride == 1
+                && operand.row_stride % 8 == 0
+                && operand.batch_stride % 8 == 0
+                && operand.offset % 8 == 0
+        };
+        spec.dynamic_local
+            && fits(&spec.config, &spec.shape)
+            && spec.tensor_map_slots.is_some()
+            && spec.split_k_scratch.is_none()
+            && spec.a.buffer.storage == storage
+            && spec.b.buffer.storage == storage
+            && spec.a_offset.is_none()
+            && spec.a_element.is_none()
+            && spec.b_offset.is_none()
+            && aligned(&spec.a)
+            && aligned(&spec.b)
+    }
+
+    /// The accumulator's dimensions: `acc[wm][wn]` holds C row `wg_row + 8
+    /// wm` and column `8 (wn / 2) + 2 tig + wn % 2` of the tile (the wgmma
+    /// D fragment).
+    pub(super) fn acc(config: &GemmConfig) -> (u32, u32) {
+        (2, config.tile_n / 4)
+    }
+
+    /// C expressions for the tile row of `acc` row `wm` and the tile
+    /// column of `acc` column `wn`.
+    pub(super) fn offsets() -> (String, String) {
+        (
+            "(wg_row + 8 * wm)".to_string(),
+            "(8 * (wn / 2) + 2 * tig + wn % 2)".to_string(),
+        )
+    }
+
+    pub(super) fn description(precision: TensorCores, config: &GemmConfig) -> String {
+        format!(
+            " on {} wgmma (2 warpgroups of m64n{}k{WGMMA_K}, {STAGES} stages of k {STAGE_K} of A and B copied by the TMA into {} bytes of CUDA dynamic local memory)",
+            precision.name(),
+            config.tile_n,
+            half_dynamic_local_bytes(config.tile_n),
+        )
+    }
+
+    /// Declares the stages' mbarriers (the stages are dynamic local
+    /// memory) and states the dynamic local memory needed.
+    pub(super) fn local_tiles(out: &mut String, config: &GemmConfig) {
+        let _ = writeln!(
+            out,
+            "  {}\n  __local ulong tile_full[{STAGES}] __attribute__((aligned(8)));",
+            dynamic_local_marker(half_dynamic_local_bytes(config.tile_n)),
+        );
+    }
+
+    /// The work-item's fragment coordinates, the tensor maps and the k
+    /// loop.
+    pub(super) fn main_loop(out: &mut String, spec: &GemmSpec) {
+        let s = spec.shape;
+        let columns = spec.config.tile_n;
+        let k_tiles = s.k / STAGE_K as i64;
+        let precision = spec.tensor_cores.expect("WgmmaHalf::applies checked it");
+        let storage = precision.half_storage().unwrap_or(Storage::F16);
+        let slots = spec
+            .tensor_map_slots
+            .as_ref()
+            .expect("WgmmaHalf::applies checked the slots");
+        let _ = writeln!(
+            out,
+            "  /* wgmma, {name}: C = A B; A's (K-major) and B's (MN-major) k tiles by the TMA into 128-byte swizzled rows of dynamic local memory */
+  const int warp = tid / 32, lane = tid % 32, group = lane / 4, tig = lane % 4;
+  /* this work-item's first C row: warpgroup warp / 4, its warp's 16 rows */
+  const int wg_row = 64 * (warp / 4) + 16 * (warp % 4) + group;
+  uint stages;
+  __asm__(\"mov.u32 %0, {symbol};\" : \"=r\"(stages));
+  stages = (stages + 1023u) & ~1023u;
+  /* this work-group's tensor maps of A and B (tcc-attach-tensor-map-slots) */
+  __global uint* a_map = {a_slot};
+  __global uint* b_map = a_map + {map_words};
+  if (tid == 0) {{",
+            name = precision.name(),
+            symbol = super::DYNAMIC_LOCAL_SYMBOL,
+            a_slot = map_slot(slots, 2 * TENSOR_MAP_BYTES),
+            map_words = TENSOR_MAP_BYTES / 4,
+        );
+        let element = (storage.c_type(), 1);
+        build_typed_tensor_map(
+            out,
+            "a",
+            &format!("{} + {}", spec.a.buffer, spec.a.address("b", "0", "0")),
+            element,
+            [s.k, s.m],
+            spec.a.row_stride * HALF as i64,
+            [STAGE_K, ROWS],
+        );
+        build_typed_tensor_map(
+            out,
+            "b",
+            &format!("{} + {}", spec.b.buffer, spec.b.address("b", "0", "0")),
+            element,
+            [s.n, s.k],
+            spec.b.row_stride * HALF as i64,
+            [B_BOX_COLUMNS, STAGE_K],
+        );
+        tensor_map_fences(out, &["a_map", "b_map"]);
+        let _ = writeln!(
+            out,
+            "    #pragma unroll
+    for (int st = 0; st < {STAGES}; ++st)
+      __asm__ volatile(\"mbarrier.init.shared::cta.b64 [%0], 1;\" :: \"r\"((uint)(ulong)&tile_full[st]) : \"memory\");
+    __asm__ volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");
+  }}
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (tid == 0) {{"
+        );
+        for unit in 0..(STAGES as i64).min(k_tiles) {
+            copy_stage(out, &unit.to_string(), columns);
+        }
+        let _ = writeln!(out, "  }}");
+        let _ = writeln!(
+            out,
+            "  const uint a_rows = (uint)(warp / 4) * {};\n  for (int kt = 0; kt < {k_tiles}; ++kt) {{",
+            64 * STAGE_K * HALF
+        );
+        step(out, precision, k_tiles, columns);
+        let _ = writeln!(
+            out,
+            "  }}\n  __asm__ volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");"
+        );
+    }
+}
+
+/// Work-item 0's copy of k tile `unit` into its stage (`unit % STAGES`):
+/// the stage's mbarrier expects both tiles' bytes, which one bulk tensor
+/// copy of A (box origin k `64 unit`, row `row0`) and two of B (column
+/// `col0 + 64 box`, k `64 unit`) complete.
+fn copy_stage(out: &mut String, unit: &str, columns: u32) {
+    let stage_bytes = stage_bytes(columns);
+    let _ = writeln!(
+        out,
+        "    {{
+      const uint slot = (uint)({unit}) % {STAGES}u;
+      const uint st = stages + slot * {stage_bytes}u;
+      const uint full = (uint)(ulong)&tile_full[slot];
+      __asm__ volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {stage_bytes};\" :: \"r\"(full) : \"memory\");
+      __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
+                       :: \"r\"(st), \"l\"(a_map), \"r\"((int)({unit}) * {STAGE_K}), \"r\"((int)row0), \"r\"(full) : \"memory\");
+      #pragma unroll
+      for (int box = 0; box < {boxes}; ++box)
+        __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
+                         :: \"r\"(st + {A_TILE_BYTES}u + (uint)box * {B_BOX_BYTES}u), \"l\"(b_map), \"r\"((int)col0 + {B_BOX_COLUMNS} * box),
+                            \"r\"((int)({unit}) * {STAGE_K}), \"r\"(full) : \"memory\");
+    }}",
+        boxes = columns / B_BOX_COLUMNS,
+    );
+}
+
+/// A matrix descriptor of an MN-major operand in the 128-byte swizzle:
+/// the start address >> 4 in bits 0-13, the leading byte offset (from one
+/// 64-element run along MN to the next: one B box) >> 4 in bits 16-29, the
+/// stride byte offset (from one 8-row atom along K to the next) >> 4 in
+/// bits 32-45, swizzle mode 1 (128 bytes) in bits 62-63.
+fn mn_major_descriptor(address: &str) -> String {
+    let (leading, stride) = ((B_BOX_BYTES as u64) >> 4, 1024u64 >> 4);
+    format!(
+        "(ulong)((({address}) & 0x3FFFF) >> 4) | {}ul",
+        (leading << 16) | (stride << 32) | (1u64 << 62)
+    )
+}
+
+/// One k tile `kt`: wait for its stage, refill the stage read two tiles
+/// back, then four `m64n128k16` per warpgroup (A: its 64 rows of the
+/// stage's A tile, advanced 32 bytes per k step inside the swizzled rows;
+/// B: the stage's B boxes, advanced 16 k rows, two atoms, per k step),
+/// left in flight.
+fn step(out: &mut String, precision: TensorCores, k_tiles: i64, columns: u32) {
+    let _ = writeln!(out, "    const uint slot = (uint)kt % {STAGES}u;");
+    landed_wait(
+        out,
+        "tile_full[slot]",
+        &format!("((uint)kt / {STAGES}u) & 1u"),
+    );
+    let _ = writeln!(
+        out,
+        "    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0 && kt >= 2 && kt + {ahead} < {k_tiles}) {{",
+        ahead = STAGES - 2
+    );
+    copy_stage(out, &format!("kt + {}", STAGES - 2), columns);
+    let _ = writeln!(
+        out,
+        "    }}
+    const uint st = stages + slot * {}u;
+    __asm__ volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");",
+        stage_bytes(columns)
+    );
+    for s in 0..STAGE_K / WGMMA_K {
+        wgmma_half_instruction(
+            out,
+            precision,
+            columns,
+            &descriptor(&format!("st + a_rows + {}", s * WGMMA_K * HALF)),
+            &mn_major_descriptor(&format!(
+                "st + {}",
+                A_TILE_BYTES + s * WGMMA_K * B_BOX_COLUMNS * HALF
+            )),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "    __asm__ volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");
+    __asm__ volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");"
+    );
+}
+
+/// One `wgmma.mma_async.m64n128k16` of `precision`'s halves, A and B
+/// through the descriptors (B transposed: MN-major): D element `d` is
+/// `acc[(d / 2) % 2][2 (d / 4) + d % 2]` (row `group + 8 ((d / 2) % 2)`,
+/// column `8 (d / 4) + 2 tig + d % 2` of the warp's 16 rows).
+fn wgmma_half_instruction(
+    out: &mut String,
+    precision: TensorCores,
+    columns: u32,
+    a_desc: &str,
+    b_desc: &str,
+) {
+    let elements = columns / 2;
+    let ty = match precision {
+        TensorCores::Bf16 => "bf16",
+        _ => "f16",
+    };
+    let outputs: Vec<String> = (0..elements).map(|d| format!("%{d}")).collect();
+    let accumulators: Vec<String> = (0..elements)
+        .map(|d| format!("\"+f\"(acc[{}][{}])", (d / 2) % 2, 2 * (d / 4) + d % 2))
+        .collect();
+    let _ = writeln!(
+        out,
+        "    __asm__ volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{scale}, 0; wgmma.mma_async.sync.aligned.m64n{columns}k{WGMMA_K}.f32.{ty}.{ty} {{{}}}, %{a}, %{b}, p, 1, 1, 0, 1; }}\"
+      : {}
+      : \"l\"({a_desc}), \"l\"({b_desc}), \"r\"(1));",
+        outputs.join(", "),
+        accumulators.join(", "),
+        a = elements,
+        b = elements + 1,
+        scale = elements + 2,
+    );
+}

@@ -1,0 +1,203 @@
+//! Tests of the FP16/BF16 `wgmma` body's tile choice, selection and
+//! emitted structure.
+
+use super::tests::{aligned_spec, assert_contains};
+use super::*;
+use crate::Storage;
+
+const WGMMA_GUARD: &str = "#if defined(TCC_PTX) && defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+
+fn shape(batch: i64, m: i64, n: i64, k: i64) -> GemmShape {
+    GemmShape { batch, m, n, k }
+}
+
+/// A 512x512x192 product of `precision` halves (A and B stored in that
+/// half type) on the 128x256 tile, launched through the CUDA driver.
+fn half_spec(precision: TensorCores) -> GemmSpec {
+    let config = half_tile_for(&shape(1, 4096, 4096, 4096)).unwrap();
+    let mut spec = aligned_spec(config, precision);
+    let storage = precision.half_storage().unwrap();
+    spec.a.buffer = Buffer::new("a1", storage);
+    spec.b.buffer = Buffer::new("a2", storage);
+    spec.shape = shape(1, 512, 512, 192);
+    spec.a.row_stride = 192;
+    spec.b.row_stride = 512;
+    spec.store = "a0[i * 512 + j] = acc_value;".into();
+    spec.tensor_map_slots = Some(Buffer::new("a3", Storage::I8));
+    spec.dynamic_local = true;
+    spec
+}
+
+#[test]
+fn tiles_are_chosen_by_waves_of_work_groups() {
+    let width = |batch, m, n, k| half_tile_for(&shape(batch, m, n, k)).map(|c| c.tile_n);
+    // 512 work-groups of 128x256 (four waves of 132) against 1024 of
+    // 128x128: the same waves of wider tiles.
+    assert_eq!(width(1, 4096, 4096, 4096), Some(256));
+    // N = 768: 128x192 is one wave of 128 work-groups; 128x256 one wave of
+    // 96 (36 SMs idle, each work-group a third longer), 128x128 two.
+    assert_eq!(width(1, 4096, 768, 768), Some(192));
+    assert_eq!(width(1, 4096, 768, 3072), Some(192));
+    assert_eq!(width(1, 4096, 2304, 768), Some(192));
+    assert_eq!(width(1, 4096, 3072, 768), Some(256));
+    // Batched heads: 12 x (512 / 128) x (512 / 256) = 96 work-groups of
+    // the widest against 192 of 128 (two waves) or none of 192.
+    assert_eq!(width(12, 512, 512, 64), Some(256));
+    // Too little work (batch 1 BERT), or sizes that do not divide: the
+    // table's tiles.
+    assert_eq!(width(1, 128, 768, 768), None);
+    assert_eq!(width(1, 4096, 768, 100), None);
+    assert_eq!(width(1, 4000, 768, 768), None);
+    let config = half_tile_for(&shape(1, 4096, 768, 768)).unwrap();
+    assert_eq!(
+        (config.tile_m, config.workgroup_size(), config.split_k),
+        (128, 256, 1)
+    );
+    config.validate().unwrap();
+}
+
+#[test]
+fn a_qualifying_fp16_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
+    let text = gemm_kernel(&half_spec(TensorCores::Fp16)).unwrap();
+    let wgmma = text.find(WGMMA_GUARD).expect("wgmma body");
+    let mma = text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body");
+    let fp32 = text.find("#else\n").expect("fp32 body");
+    assert!(wgmma == 0 && wgmma < mma && mma < fp32, "{text}");
+    let body = &text[..mma];
+    // One k loop of three k tiles, four m64n256k16 per tile with both
+    // operands through descriptors, B transposed (MN-major).
+    assert_eq!(
+        body.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16")
+            .count(),
+        4,
+        "{body}"
+    );
+    assert_contains(
+        body,
+        &[
+            "on FP16 wgmma (2 warpgroups of m64n256k16, 4 stages of k 64",
+            "/* tcc-dynamic-local: 197632 */",
+            "__local ulong tile_full[4] __attribute__((aligned(8)));",
+            "for (int kt = 0; kt < 3; ++kt) {",
+            "p, 1, 1, 0, 1; }",
+            // Two maps per work-group: A's and B's, both of u16 elements
+            // with 128-byte rows swizzled.
+            "__global uint* a_map = (__global uint*)(a3 + 256 * (",
+            "__global uint* b_map = a_map + 32;",
+            "__global const half* a_base = a1 + 0 * 192 + 0;",
+            "__global const half* b_base = a2 + 0 * 512 + 0;",
+            "tensormap.replace.tile.elemtype.global.b1024.b32 [%0], 1;",
+            "tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 0, %1;\" :: \"l\"(a_map), \"r\"(64)",
+            "tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;\" :: \"l\"(a_map), \"r\"(128)",
+            "tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"(a_map), \"l\"((ulong)384)",
+            "tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"(b_map), \"l\"((ulong)1024)",
+            // A stage: A's 16 KiB and four B boxes of 8 KiB.
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 49152;",
+            "for (int box = 0; box < 4; ++box)",
+            "if (tid == 0 && kt >= 2 && kt + 2 < 3) {",
+            "wgmma.wait_group.sync.aligned 1;",
+            "wgmma.wait_group.sync.aligned 0;",
+            // B's descriptor: 8 KiB between 64-column boxes, 1024 bytes
+            // between 8-row atoms, the 128-byte swizzle.
+            "| 4611686293338849280ul",
+            // The D fragment: rows group and group + 8 of each warp's 16.
+            "const int wg_row = 64 * (warp / 4) + 16 * (warp % 4) + group;",
+            "const tcc_index i = row0 + (wg_row + 8 * wm);",
+            "const tcc_index j = col0 + (8 * (wn / 2) + 2 * tig + wn % 2);",
+            "float acc[2][64];",
+            "a0[i * 512 + j] = acc_value;",
+        ],
+    );
+    // A's k steps advance 32 bytes inside the swizzled rows, B's two atoms.
+    for step in [
+        "st + a_rows + 0",
+        "st + a_rows + 32",
+        "st + a_rows + 96",
+        "st + 16384",
+        "st + 22528",
+    ] {
+        assert!(body.contains(step), "{step} not in {body}");
+    }
+    assert!(
+        text[mma..fp32].contains("mma.sync") || text[mma..fp32].contains("TCC_MMA"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bf16_takes_the_bf16_instruction_and_ushort_operands() {
+    let text = gemm_kernel(&half_spec(TensorCores::Bf16)).unwrap();
+    let body = &text[..text.find("#elif defined(TCC_PTX)\n").unwrap()];
+    assert_contains(
+        body,
+        &[
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+            "__global const ushort* a_base = a1 + 0 * 192 + 0;",
+            "on BF16 wgmma",
+        ],
+    );
+}
+
+#[test]
+fn the_accumulator_order_follows_the_d_fragment() {
+    let text = gemm_kernel(&half_spec(TensorCores::Fp16)).unwrap();
+    // D element d: row group + 8 ((d / 2) % 2), column 8 (d / 4) + 2 tig +
+    // d % 2, so d = 0..3 are acc[0][0], acc[0][1], acc[1][0], acc[1][1].
+    assert!(
+        text.contains(": \"+f\"(acc[0][0]), \"+f\"(acc[0][1]), \"+f\"(acc[1][0]), \"+f\"(acc[1][1]), \"+f\"(acc[0][2]),"),
+        "{text}"
+    );
+}
+
+#[test]
+fn other_half_products_keep_mma_sync() {
+    let wgmma = |spec: &GemmSpec| gemm_kernel(spec).unwrap().starts_with(WGMMA_GUARD);
+    assert!(wgmma(&half_spec(TensorCores::Fp16)));
+    // OpenCL's launch: no dynamic local memory.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.dynamic_local = false;
+    assert!(!wgmma(&spec));
+    // An fp32 operand (a model input) is converted on its way in.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.a.buffer = Buffer::f32("a1");
+    assert!(!wgmma(&spec));
+    // BF16 arithmetic on FP16 storage.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.tensor_cores = Some(TensorCores::Bf16);
+    assert!(!wgmma(&spec));
+    // Rows the TMA cannot address (not 16-byte aligned), a strided B.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.a.row_stride = 196;
+    assert!(!wgmma(&spec));
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.b.col_stride = 2;
+    assert!(!wgmma(&spec));
+    // K not a multiple of the stage's 64; no slots.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.shape.k = 160;
+    spec.a.row_stride = 160;
+    assert!(!wgmma(&spec));
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.tensor_map_slots = None;
+    assert!(!wgmma(&spec));
+}
+
+#[test]
+fn half_products_take_two_maps_per_work_group() {
+    let config = half_tile_for(&shape(1, 4096, 768, 768)).unwrap();
+    assert_eq!(
+        half_tensor_map_slot_bytes(&config, &shape(2, 512, 768, 128)),
+        Some(2 * 128 * 2 * 4 * 4)
+    );
+    assert_eq!(
+        half_tensor_map_slot_bytes(&config, &shape(1, 512, 640, 128)),
+        None
+    );
+    assert_eq!(
+        half_tensor_map_slot_bytes(&LARGE_TILE, &shape(1, 512, 768, 128)),
+        None
+    );
+    assert_eq!(half_dynamic_local_bytes(192), 4 * (16384 + 24576) + 1024);
+}

@@ -1,0 +1,54 @@
+// tcc-configure-kernels{half-wgmma-tiles=true} (what `tcc compile
+// --backend=cuda --precision=fp16|bf16` asks for): on nvidia, a matmul
+// with at least one 128x128 tile's work per SM whose M, K divide 128 and
+// 64 takes a 128-row tile of the FP16/BF16 wgmma body, 256, 192 or 128
+// columns wide, whichever divides N and runs the fewest waves of
+// work-groups (times their width); smaller products, sizes that do not
+// divide, other targets and every matmul without the option keep the
+// table's tile.
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia half-wgmma-tiles=true})' | FileCheck %s
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia})' | FileCheck %s --check-prefix=TABLE --implicit-check-not="tile_n = 192" --implicit-check-not="tile_n = 256"
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=generic half-wgmma-tiles=true})' | FileCheck %s --check-prefix=GENERIC --implicit-check-not="tile_n = 192" --implicit-check-not="tile_n = 256"
+// RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{half-wgmma-tiles=maybe})' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: half-wgmma-tiles
+
+// BERT's QKV projection at batch 32 (M = 4096, N = 2304): 128x192 tiles,
+// three waves of 132 (128x256: three waves too, each a third longer).
+// CHECK-LABEL: func.func @qkv
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 192, tile_k = 16, work_m = 8, work_n = 12, split_k = 1, batch = 1, m = 4096, n = 2304, k = 768>
+// TABLE-LABEL: func.func @qkv
+// TABLE: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 128, tile_k = 16, work_m = 8, work_n = 8, split_k = 1, batch = 1, m = 4096, n = 2304, k = 768>
+// GENERIC-LABEL: func.func @qkv
+func.func @qkv(%x: tensor<1x4096x768xf32>, %w: tensor<1x768x2304xf32>) -> tensor<1x4096x2304xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4096x768xf32>, tensor<1x768x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4096x2304xf32>
+  return %h : tensor<1x4096x2304xf32>
+}
+
+// The square 4096 product: 128x256, four waves.
+// CHECK-LABEL: func.func @square
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 256, tile_k = 16, work_m = 8, work_n = 16, split_k = 1, batch = 1, m = 4096, n = 4096, k = 4096>
+func.func @square(%x: tensor<1x4096x4096xf32>, %w: tensor<1x4096x4096xf32>) -> tensor<1x4096x4096xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4096x4096xf32>, tensor<1x4096x4096xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4096x4096xf32>
+  return %h : tensor<1x4096x4096xf32>
+}
+
+// Batch 1 (M = 128): six 128x128 tiles for 132 SMs, the table's split-K.
+// CHECK-LABEL: func.func @skinny
+// CHECK-NOT: tile_m = 128, tile_n = 192
+// CHECK: tcc.strategy = #tcc.gemm<{{.*}} m = 128, n = 768, k = 768>
+func.func @skinny(%x: tensor<1x128x768xf32>, %w: tensor<1x768x768xf32>) -> tensor<1x128x768xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
+  return %h : tensor<1x128x768xf32>
+}
+
+// K = 96 is not a multiple of the body's k stage (64): the table's tile.
+// CHECK-LABEL: func.func @short_k
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 128, tile_k = 16, work_m = 8, work_n = 8
+func.func @short_k(%x: tensor<1x4096x96xf32>, %w: tensor<1x96x2304xf32>) -> tensor<1x4096x2304xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4096x96xf32>, tensor<1x96x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4096x2304xf32>
+  return %h : tensor<1x4096x2304xf32>
+}
