@@ -206,6 +206,33 @@ fn bad_dimension_declarations_are_clear_errors() {
         error.contains("graph input 'x' has the dynamic dimension 'batch' (shape batchx32): give its range with --dim batch=MIN..MAX"),
         "{error}"
     );
+    let two = path(&dir, "two_inputs.onnx");
+    let error = fails(tcc(&[
+        "import",
+        &two,
+        "--dim",
+        "batch=1..8",
+        "--input-shape",
+        "a=4x16",
+    ]));
+    assert!(
+        error.contains("--input-shape gives 'a' a static shape, which fixes its dimension 'batch', but other inputs keep 'batch' symbolic"),
+        "{error}"
+    );
+    let both = ok(tcc(&[
+        "import",
+        &two,
+        "--dim",
+        "batch=1..8",
+        "--input-shape",
+        "a=4x16",
+        "--input-shape",
+        "b=4x16",
+    ]));
+    assert!(
+        both.contains("tensor<4x16xf32>") && !both.contains('?'),
+        "{both}"
+    );
     let error = fails(tcc(&["import", &mlp, "--dim", "seq=1..8"]));
     assert!(
         error.contains("--dim names 'seq', which no graph input of the model declares (its inputs' dynamic dimensions are: batch)"),

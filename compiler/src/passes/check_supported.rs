@@ -379,7 +379,8 @@ fn symbolic_argument(
 /// has one.
 fn node_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
     let text = op.location().to_string();
-    let name = text.strip_prefix("loc(\"")?;
-    let end = name.find('"')?;
-    Some(name[..end].to_string())
+    // A name location prints as `loc("fc1")`; a file location as
+    // `loc("file.mlir":3:8)`, which names no node.
+    let name = text.strip_prefix("loc(\"")?.strip_suffix("\")")?;
+    (!name.contains('"')).then(|| name.to_string())
 }

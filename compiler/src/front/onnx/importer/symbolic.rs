@@ -72,6 +72,34 @@ where
             .map(|(n, p)| ((*n).clone(), pick(p)))
             .collect()
     };
+    // An input given a static shape fixes its dimensions; another input
+    // naming the same one cannot keep it symbolic.
+    if let Some(graph) = model.graph.as_ref() {
+        let overridden = |name: &str| options.input_shapes.iter().any(|(n, _)| n == name);
+        let params_of = |info: &super::super::proto::ValueInfoProto| {
+            declared_type(info).map_or(Vec::new(), |(_, dims, params)| {
+                dims.iter()
+                    .zip(params)
+                    .filter(|(d, p)| d.is_none() && names.iter().any(|n| *n == p))
+                    .map(|(_, p)| p)
+                    .collect::<Vec<String>>()
+            })
+        };
+        let free: Vec<String> = graph
+            .input
+            .iter()
+            .filter(|i| !overridden(&i.name))
+            .flat_map(params_of)
+            .collect();
+        for info in graph.input.iter().filter(|i| overridden(&i.name)) {
+            if let Some(p) = params_of(info).into_iter().find(|p| free.contains(p)) {
+                bail!(
+                    "--input-shape gives '{}' a static shape, which fixes its dimension '{p}', but other inputs keep '{p}' symbolic (--dim {p}=...): give every input naming '{p}' a shape, or none",
+                    info.name
+                );
+            }
+        }
+    }
     let (first, used) = import(probes(|p| p.0))?;
     if used.is_empty() {
         // Every input naming the dimension was given a static shape
