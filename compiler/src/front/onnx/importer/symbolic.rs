@@ -80,7 +80,7 @@ where
             declared_type(info).map_or(Vec::new(), |(_, dims, params)| {
                 dims.iter()
                     .zip(params)
-                    .filter(|(d, p)| d.is_none() && names.iter().any(|n| *n == p))
+                    .filter(|(d, p)| d.is_none() && names.contains(&p))
                     .map(|(_, p)| p)
                     .collect::<Vec<String>>()
             })
@@ -366,7 +366,6 @@ fn merge(a: &str, b: &str, symbols: &[Symbol]) -> Result<String> {
 fn check_inferred_shapes(text: &str, lines: &[String], symbols: &[Symbol]) -> Result<()> {
     for line in lines {
         let Some(name) = line
-            .trim_start()
             .split_whitespace()
             .next()
             .filter(|n| n.starts_with('%'))
