@@ -187,6 +187,17 @@ MlirAttribute tccTargetAttrGet(MlirContext context, const TccTargetDesc *target)
  * attribute. */
 bool tccTargetAttrRead(MlirAttribute attr, TccTargetDesc *target);
 
+/* The `#tcc.dims` attribute of `count` symbolic dimensions (TccAttrs.td);
+ * a null attribute when they fail the verifier (which reports through the
+ * context). */
+MlirAttribute tccDimsAttrGet(MlirContext context, intptr_t count,
+                             const MlirStringRef *names, const int64_t *min,
+                             const int64_t *max);
+/* Reads a `#tcc.dims` attribute: its `names` (an array of strings) and its
+ * `min` and `max` (dense i64 arrays); false for any other attribute. */
+bool tccDimsAttrRead(MlirAttribute attr, MlirAttribute *names,
+                     MlirAttribute *min, MlirAttribute *max);
+
 /* The strategy attribute `strategy` describes. Returns a null attribute
  * if its kind is unknown or its parameters fail the attribute's verifier
  * (which then reports through the context's diagnostics). */

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OpImplementation.h"
@@ -143,6 +144,38 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (vectorWidth <= 0 || maxLocalBytes <= 0 || maxWorkgroupSize <= 0)
     return emitError() << "vector_width, max_local_bytes and "
                           "max_workgroup_size must be positive";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The symbolic dimensions
+//===----------------------------------------------------------------------===//
+
+LogicalResult DimsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayAttr names, DenseI64ArrayAttr min,
+                               DenseI64ArrayAttr max) {
+  if (!names || !min || !max)
+    return emitError() << "#tcc.dims needs names, min and max";
+  size_t count = names.size();
+  if (static_cast<size_t>(min.size()) != count ||
+      static_cast<size_t>(max.size()) != count)
+    return emitError() << "#tcc.dims has " << count << " names but "
+                       << min.size() << " minimums and " << max.size()
+                       << " maximums";
+  llvm::StringSet<> seen;
+  for (size_t i = 0; i < count; ++i) {
+    auto name = dyn_cast<StringAttr>(names[i]);
+    if (!name || name.getValue().empty())
+      return emitError() << "#tcc.dims: every name must be a non-empty string";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "#tcc.dims names '" << name.getValue()
+                         << "' twice";
+    int64_t lo = min[i], hi = max[i];
+    if (lo < 1 || lo > hi || hi > 2147483647)
+      return emitError() << "#tcc.dims: the range of '" << name.getValue()
+                         << "' must satisfy 1 <= min <= max <= 2147483647, got "
+                         << lo << ".." << hi;
+  }
   return success();
 }
 

@@ -240,6 +240,35 @@ bool tccTargetAttrRead(MlirAttribute attr, TccTargetDesc *t) {
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// The symbolic dimensions
+//===----------------------------------------------------------------------===//
+
+MlirAttribute tccDimsAttrGet(MlirContext context, intptr_t count,
+                             const MlirStringRef *names, const int64_t *min,
+                             const int64_t *max) {
+  MLIRContext *ctx = unwrap(context);
+  auto emitError = [&]() { return mlir::emitError(UnknownLoc::get(ctx)); };
+  SmallVector<Attribute> symbols;
+  for (intptr_t i = 0; i < count; ++i)
+    symbols.push_back(StringAttr::get(ctx, unwrap(names[i])));
+  return wrap(tcc::DimsAttr::getChecked(
+      emitError, ctx, ArrayAttr::get(ctx, symbols),
+      DenseI64ArrayAttr::get(ctx, ArrayRef<int64_t>(min, count)),
+      DenseI64ArrayAttr::get(ctx, ArrayRef<int64_t>(max, count))));
+}
+
+bool tccDimsAttrRead(MlirAttribute attr, MlirAttribute *names,
+                     MlirAttribute *min, MlirAttribute *max) {
+  auto dims = dyn_cast_or_null<tcc::DimsAttr>(unwrap(attr));
+  if (!dims)
+    return false;
+  *names = wrap(Attribute(dims.getNames()));
+  *min = wrap(Attribute(dims.getMin()));
+  *max = wrap(Attribute(dims.getMax()));
+  return true;
+}
+
 MlirOperation tccBuildLaunchFunc(MlirOperation before, MlirOperation kernel,
                                  const int64_t grid[3], const int64_t block[3],
                                  intptr_t numOperands, const MlirValue *operands,

@@ -7,9 +7,11 @@
 //! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`];
 //! [`strategy`] reads and writes the typed kernel strategy
 //! (`td/TccAttrs.td`), [`target`] the target attribute (`#tcc.target`)
-//! and [`conv`] the typed convolution window (`td/TccConv.td`).
+//! and [`conv`] the typed convolution window (`td/TccConv.td`); [`dims`]
+//! the symbolic dimensions of a module and their ranges (`#tcc.dims`).
 
 pub mod conv;
+pub mod dims;
 pub mod strategy;
 pub mod target;
 

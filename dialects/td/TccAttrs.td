@@ -147,6 +147,32 @@ def Tcc_AttentionStrategyAttr
 // The target
 //===----------------------------------------------------------------------===//
 
+def Tcc_DimsAttr : AttrDef<Tcc_Dialect, "Dims"> {
+  let mnemonic = "dims";
+  let summary = "the symbolic dimensions of a module and their ranges";
+  let description = [{
+    The dimensions a module keeps symbolic (`?` in its types) and the
+    range each may take at run time, declared by `tcc compile --dim
+    NAME=MIN..MAX` and written on the module as `tcc.dims`. A function
+    argument names which of its dimensions are which symbol with
+    `tcc.dim_names` (an array of strings, `""` for a static dimension), so
+    the same name ties the inputs together.
+
+    - `names`: the symbols, unique and non-empty;
+    - `min`, `max`: the inclusive range of each, `1 <= min <= max <= 2^31-1`.
+
+    ```mlir
+    module attributes {tcc.dims = #tcc.dims<names = ["batch"],
+        min = [1], max = [64]>}
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$names,
+                        "::mlir::DenseI64ArrayAttr":$min,
+                        "::mlir::DenseI64ArrayAttr":$max);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tcc_TargetAttr : AttrDef<Tcc_Dialect, "Target"> {
   let mnemonic = "target";
   let summary = "the device a module is compiled for";

@@ -82,3 +82,64 @@ func.func @float8_result(%x: tensor<4xf32>) -> tensor<4xf8E5M2> {
   %0 = tosa.cast %x : (tensor<4xf32>) -> tensor<4xf8E5M2>
   return %0 : tensor<4xf8E5M2>
 }
+
+// -----
+
+// A symbolic batch (`tcc compile --dim batch=1..64`): declared on the
+// module, named on the argument. The argument is accepted; the first op
+// computing on it is refused, naming the dimension and its range, and the
+// ops after it are not reported again.
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @symbolic(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}) -> tensor<?x4xf32> {
+    // expected-error @+1 {{'tosa.exp' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by 'tosa.exp'}}
+    %0 = tosa.exp %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
+    %1 = tosa.exp %0 : (tensor<?x4xf32>) -> tensor<?x4xf32>
+    return %1 : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+// With one declared dimension an argument's `?`s need no names (MLIR
+// models); a function that only passes the value through compiles.
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @unnamed(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+    return %x : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+module attributes {tcc.dims = #tcc.dims<names = ["batch", "seq"], min = [1, 1], max = [64, 128]>} {
+  // expected-error @+1 {{argument 0 of @two_dims has the type 'tensor<?x4xf32>': name its dynamic dimensions with tcc.dim_names (one of batch, seq per dimension}}
+  func.func @two_dims(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+    return %x : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  // expected-error @+1 {{argument 0 of @undeclared has the type 'tensor<?x4xf32>': dimension 0 is 'seq', which is not declared (declare it with --dim seq=MIN..MAX; declared: batch)}}
+  func.func @undeclared(%x: tensor<?x4xf32> {tcc.dim_names = ["seq", ""]}) -> tensor<?x4xf32> {
+    return %x : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  // expected-error @+1 {{argument 0 of @named_static has the type 'tensor<?x4xf32>': dimension 1 is named 'batch' but is static (4)}}
+  func.func @named_static(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", "batch"]}) -> tensor<?x4xf32> {
+    return %x : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  // expected-error @+1 {{argument 0 of @wrong_rank has the type 'tensor<?x4xf32>': its tcc.dim_names has 1 entries for a tensor of rank 2}}
+  func.func @wrong_rank(%x: tensor<?x4xf32> {tcc.dim_names = ["batch"]}) -> tensor<?x4xf32> {
+    return %x : tensor<?x4xf32>
+  }
+}

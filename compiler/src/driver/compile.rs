@@ -5,6 +5,7 @@
 //! pipeline itself is `pipeline.rs`.
 
 use std::path::{Path, PathBuf};
+use tcc_dialects::dims::DimRange;
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, ValueEnum};
@@ -202,6 +203,9 @@ pub struct CompileArgs {
     /// A shape for an ONNX graph input: fills its dynamic dimensions and may change its batch (first dimension), e.g. data=32x3x224x224 (repeat).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
+    /// Keep a dynamic dimension symbolic, with its range: batch=1..64 (repeat). ONNX dim_params of that name stay `?`, tied by name; --input-shape still specializes an input.
+    #[arg(long = "dim", value_name = "NAME=MIN..MAX", value_parser = super::import::parse_dim)]
+    pub dims: Vec<DimRange>,
     /// Ship the kernels as PTX for NVIDIA beside the OpenCL C (default: on for --target=nvidia, off otherwise); the runtime loads the PTX on NVIDIA drivers and falls back to the OpenCL C elsewhere.
     #[arg(long, value_enum)]
     pub ptx: Option<PtxSwitch>,
@@ -616,6 +620,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         if !input_shapes.is_empty() {
             bail!("--input-shape applies to ONNX models, not to --compile-from={from}");
         }
+        if !args.dims.is_empty() {
+            bail!("--dim applies to the input phase, not to --compile-from={from}");
+        }
     }
     if args.max_fused_ops.is_some_and(|n| n < 0) {
         bail!("--max-fused-ops must be a count of operations (0: no cap)");
@@ -664,7 +671,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         let mut module = if choice.quantize.is_some() {
             super::quantize::parse_named(&session, &input, &input_shapes)?
         } else {
-            super::import::parse_model_with(&session, &input, &input_shapes)?
+            super::import::parse_model_dims(&session, &input, &input_shapes, &args.dims)?
         };
         super::limits::check_tensor_bytes(
             module.as_operation(),

@@ -31,6 +31,9 @@ pub struct ImportArgs {
     /// A shape for a graph input: fills its dynamic dimensions and may change its batch (first dimension): NAME=32x3x224x224 (repeat).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
+    /// Keep a dynamic dimension symbolic, with its range: batch=1..64 (repeat); its dim_params stay `?` and the module records the ranges (tcc.dims).
+    #[arg(long = "dim", value_name = "NAME=MIN..MAX", value_parser = parse_dim)]
+    pub dims: Vec<tcc_dialects::dims::DimRange>,
     /// Import float64 tensors as float32 (tcc has no float64).
     #[arg(long)]
     pub demote_f64: bool,
@@ -40,6 +43,37 @@ pub struct ImportArgs {
     /// Write the importer's text as is (generic op syntax, not re-printed by MLIR).
     #[arg(long)]
     pub raw: bool,
+}
+
+/// `--dim NAME=MIN..MAX`.
+pub fn parse_dim(text: &str) -> std::result::Result<tcc_dialects::dims::DimRange, String> {
+    text.parse()
+}
+
+/// Records `--dim`'s ranges on the module (`tcc.dims`); nothing without
+/// them. Each name once.
+fn attach_dims(
+    session: &Session,
+    module: &Module,
+    dims: &[tcc_dialects::dims::DimRange],
+) -> Result<()> {
+    if dims.is_empty() {
+        return Ok(());
+    }
+    for (i, d) in dims.iter().enumerate() {
+        if dims[..i].iter().any(|e| e.name == d.name) {
+            bail!("--dim declares '{}' twice", d.name);
+        }
+    }
+    let attribute = tcc_dialects::dims::Dims(dims.to_vec())
+        .to_attribute(&session.context)
+        .ok_or_else(|| anyhow!("--dim: invalid ranges {dims:?}"))?;
+    crate::ir::util::set_discardable_attribute(
+        module.as_operation(),
+        tcc_dialects::dims::DIMS,
+        attribute,
+    );
+    Ok(())
 }
 
 /// Parses `NAME=2x3x4`.
@@ -176,9 +210,24 @@ pub fn parse_model_with<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Module<'c>> {
+    parse_model_dims(session, path, input_shapes, &[])
+}
+
+/// As [`parse_model_with`], keeping the dimensions `dims` names symbolic
+/// (`tcc compile --dim`): an ONNX model's `dim_param`s of those names
+/// become `?`, and the module records the ranges as `tcc.dims`
+/// (`#tcc.dims`), which `tcc-check-supported` checks the arguments
+/// against.
+pub fn parse_model_dims<'c>(
+    session: &'c Session,
+    path: &Path,
+    input_shapes: &[(String, Vec<i64>)],
+    dims: &[tcc_dialects::dims::DimRange],
+) -> Result<Module<'c>> {
     let module = if is_onnx(path) {
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
+            symbolic_dims: dims.iter().map(|d| d.name.clone()).collect(),
             const_style: ConstStyle::Blob,
             ..ImportOptions::default()
         };
@@ -219,6 +268,7 @@ pub fn parse_model_with<'c>(
             path.display()
         );
     }
+    attach_dims(session, &module, dims)?;
     let callable = functions.iter().any(|op| {
         let private = op
             .attribute("sym_visibility")
@@ -309,13 +359,20 @@ pub fn run(args: &ImportArgs) -> Result<()> {
             .iter()
             .map(|s| parse_input_shape(s))
             .collect::<Result<_>>()?,
+        symbolic_dims: args.dims.iter().map(|d| d.name.clone()).collect(),
         ..ImportOptions::default()
     };
+    if args.raw && !args.dims.is_empty() {
+        bail!(
+            "--raw writes the importer's text, which does not hold --dim's ranges; leave out --raw"
+        );
+    }
     let imported = onnx::import_file(&args.input, &options).map_err(|e| anyhow!("{e}"))?;
     // Verify before writing anything.
     let session = Session::new();
     let raw = args.raw.then(|| imported.mlir.clone());
     let module = parse_imported(&session, &args.input.display().to_string(), imported)?;
+    attach_dims(&session, &module, &args.dims)?;
     match (raw, &args.output) {
         (Some(text), Some(path)) => write_atomically(path, text.as_bytes()),
         (Some(text), None) => super::write_stdout(&text),

@@ -1,6 +1,10 @@
 //! `tcc-check-supported`: the input phase's gate. Rejects, with the op's
 //! location, every op outside tcc's coverage list, every dynamically
-//! shaped tensor, and every tensor of more than
+//! shaped tensor (an argument's symbolic dimensions declared by the
+//! module's `tcc.dims` and named by its `tcc.dim_names` are checked and
+//! accepted; the first op computing on them is refused, naming the
+//! dimension, until the later phases compile them: docs/architecture.md,
+//! "Dynamic shapes"), and every tensor of more than
 //! [`MAX_TENSOR_ELEMENTS`](crate::ir::types::MAX_TENSOR_ELEMENTS) elements
 //! (the ONNX importer's limit), so that later phases only meet what they
 //! can compile and every size they compute fits.
@@ -8,6 +12,8 @@
 use melior::Context;
 use melior::ir::operation::OperationLike;
 use melior::ir::{TypeLike, ValueLike};
+
+use tcc_dialects::dims::{DIM_NAMES, Dims, string_array};
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
@@ -77,6 +83,25 @@ impl TccPass for CheckSupported {
 
     fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let mut errors = Vec::new();
+        let dims = match root.attribute(tcc_dialects::dims::DIMS) {
+            Ok(attribute) => match Dims::from_attribute(attribute) {
+                Some(dims) => dims,
+                None => {
+                    return Err(PassError::at(
+                        root.location(),
+                        format!(
+                            "the module's '{}' is not a #tcc.dims attribute",
+                            tcc_dialects::dims::DIMS
+                        ),
+                    ));
+                }
+            },
+            Err(_) => Dims::default(),
+        };
+        // The declared dimensions some argument uses, and whether an op
+        // computing on them was reported.
+        let mut symbolic_in_use: Vec<String> = Vec::new();
+        let mut reported_symbolic = false;
         for op in collect_ops(root) {
             let name = op_name(&op);
             let dialect = dialect_of(&name);
@@ -109,7 +134,29 @@ impl TccPass for CheckSupported {
                             continue;
                         };
                         let ty = argument.r#type();
-                        if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
+                        if (ty.is_ranked_tensor() || ty.is_tensor())
+                            && !is_static_tensor(ty)
+                            && !dims.is_empty()
+                        {
+                            let names = argument_dim_names(&op, index);
+                            match symbolic_argument(ty, names.as_deref(), &dims) {
+                                Ok(used) => {
+                                    for name in used {
+                                        if !symbolic_in_use.contains(&name) {
+                                            symbolic_in_use.push(name);
+                                        }
+                                    }
+                                }
+                                Err(why) => errors.push(PassError::at(
+                                    op.location(),
+                                    format!(
+                                        "argument {index} of @{function} has the type '{}': {why}",
+                                        quote(ty)
+                                    ),
+                                )),
+                            }
+                        } else if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty)
+                        {
                             errors.push(PassError::at(
                                 op.location(),
                                 format!("argument {index} of @{function} has the dynamically shaped type '{}': tcc needs static shapes", quote(ty)),
@@ -127,7 +174,30 @@ impl TccPass for CheckSupported {
             }
             for value in op.results() {
                 let ty = value.r#type();
-                if (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty) {
+                let dynamic = (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty);
+                if dynamic && !symbolic_in_use.is_empty() {
+                    // One error for the first op: every later op would
+                    // repeat it.
+                    if !reported_symbolic {
+                        reported_symbolic = true;
+                        let ranges: Vec<String> = symbolic_in_use
+                            .iter()
+                            .filter_map(|n| dims.get(n))
+                            .map(|d| format!("'{}' ({}..{})", d.name, d.min, d.max))
+                            .collect();
+                        errors.push(PassError::at(
+                            op.location(),
+                            format!(
+                                "'{name}'{} computes on the dynamically shaped type '{}' (dynamic dimension {}): dynamic dimension not supported yet by '{name}' in tcc's graph, linalg, tile and gpu phases; compile one shape with --input-shape",
+                                node_name(&op).map_or(String::new(), |n| format!(" (node '{n}')")),
+                                quote(ty),
+                                ranges.join(", ")
+                            ),
+                        ));
+                    }
+                    break;
+                }
+                if dynamic {
                     errors.push(PassError::at(
                         op.location(),
                         format!("'{name}' uses the dynamically shaped type '{}': tcc needs static shapes", quote(ty)),
@@ -197,4 +267,120 @@ fn unsupported_element(ty: melior::ir::Type) -> Option<String> {
 
 fn is_static_tensor(ty: melior::ir::Type) -> bool {
     crate::ir::types::StaticTensor::of(ty).is_some()
+}
+
+/// The `tcc.dim_names` of argument `index` of the function `op`, if it has
+/// them (`None` also when they are not an array of strings).
+fn argument_dim_names<'c: 'a, 'a>(
+    op: &impl OperationLike<'c, 'a>,
+    index: usize,
+) -> Option<Vec<String>> {
+    use melior::ir::attribute::AttributeLike;
+    let attrs = op.attribute("arg_attrs").ok()?;
+    let raw = attrs.to_raw();
+    unsafe {
+        if !mlir_sys::mlirAttributeIsAArray(raw)
+            || index as isize >= mlir_sys::mlirArrayAttrGetNumElements(raw)
+        {
+            return None;
+        }
+        let dictionary = mlir_sys::mlirArrayAttrGetElement(raw, index as isize);
+        if !mlir_sys::mlirAttributeIsADictionary(dictionary) {
+            return None;
+        }
+        let name = mlir_sys::MlirStringRef {
+            data: DIM_NAMES.as_ptr() as *const _,
+            length: DIM_NAMES.len(),
+        };
+        let names = mlir_sys::mlirDictionaryAttrGetElementByName(dictionary, name);
+        if names.ptr.is_null() {
+            return None;
+        }
+        string_array(melior::ir::Attribute::from_raw(names))
+    }
+}
+
+/// Checks a dynamically shaped argument against the declared dimensions:
+/// each `?` must be named (by `names`, or, with no names and one declared
+/// dimension, by that one) and each name declared and on a `?`. The names
+/// it uses, or why it is refused.
+fn symbolic_argument(
+    ty: melior::ir::Type,
+    names: Option<&[String]>,
+    dims: &Dims,
+) -> Result<Vec<String>, String> {
+    let declared: Vec<&str> = dims.0.iter().map(|d| d.name.as_str()).collect();
+    let Ok(tensor) = melior::ir::r#type::RankedTensorType::try_from(ty) else {
+        return Err("an unranked tensor: tcc needs a rank".into());
+    };
+    use melior::ir::r#type::{DimSize, ShapedTypeLike};
+    let rank = tensor.rank();
+    let extents: Vec<Option<u64>> = (0..rank)
+        .map(|i| match tensor.dim_size(i) {
+            Ok(DimSize::Static(d)) => Some(d),
+            _ => None,
+        })
+        .collect();
+    let dynamic = |i: usize| extents[i].is_none();
+    let names: Vec<String> = match names {
+        Some(names) => {
+            if names.len() != rank {
+                return Err(format!(
+                    "its {DIM_NAMES} has {} entries for a tensor of rank {rank}",
+                    names.len()
+                ));
+            }
+            names.to_vec()
+        }
+        None if declared.len() == 1 => (0..rank)
+            .map(|i| {
+                if dynamic(i) {
+                    declared[0].to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .collect(),
+        None => {
+            return Err(format!(
+                "name its dynamic dimensions with {DIM_NAMES} (one of {} per dimension, \"\" for a static one)",
+                declared.join(", ")
+            ));
+        }
+    };
+    let mut used = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        match (dynamic(i), name.is_empty()) {
+            (true, true) => {
+                return Err(format!(
+                    "dimension {i} is dynamic but has no name: declare it with --dim NAME=MIN..MAX and name it in {DIM_NAMES}"
+                ));
+            }
+            (false, false) => {
+                return Err(format!(
+                    "dimension {i} is named '{name}' but is static ({})",
+                    extents[i].unwrap_or_default()
+                ));
+            }
+            (true, false) if dims.get(name).is_none() => {
+                return Err(format!(
+                    "dimension {i} is '{name}', which is not declared (declare it with --dim {name}=MIN..MAX; declared: {})",
+                    declared.join(", ")
+                ));
+            }
+            (true, false) => used.push(name.clone()),
+            (false, true) => {}
+        }
+    }
+    Ok(used)
+}
+
+/// The name of an op's name location (`loc("fc1")`: an ONNX node), if it
+/// has one.
+fn node_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
+    let text = op.location().to_string();
+    // A name location prints as `loc("fc1")`; a file location as
+    // `loc("file.mlir":3:8)`, which names no node.
+    let name = text.strip_prefix("loc(\"")?.strip_suffix("\")")?;
+    (!name.contains('"')).then(|| name.to_string())
 }

@@ -31,6 +31,7 @@ mod nodes;
 mod outputs;
 mod scope;
 mod sequence;
+pub mod symbolic;
 mod text;
 mod unsigned;
 
@@ -57,6 +58,11 @@ pub struct Importer {
     /// `(declared, new)` batch when `--input-shape` overrides the static
     /// leading dimension of a graph input.
     pub batch: Option<(i64, i64)>,
+    /// The value each symbolic `dim_param` takes in this import (a probe:
+    /// see [`symbolic`]); empty when every shape is static.
+    pub probes: HashMap<String, i64>,
+    /// The symbolic dimensions the graph inputs used, in first use.
+    pub probed: Vec<String>,
 }
 
 impl Importer {
@@ -70,6 +76,8 @@ impl Importer {
             prefix: String::new(),
             bodies: 0,
             batch: None,
+            probes: HashMap::new(),
+            probed: Vec::new(),
         }
     }
 
@@ -152,8 +160,25 @@ pub fn import_model(
     base_dir: Option<&Path>,
     options: &ImportOptions,
 ) -> Result<Imported> {
+    if options.symbolic_dims.is_empty() {
+        return import_with(model, base_dir, options, HashMap::new()).map(|(i, _)| i);
+    }
+    symbolic::import(model, options, |probes| {
+        import_with(model, base_dir, options, probes)
+    })
+}
+
+/// One import of `model`, the symbolic dimensions taking the values of
+/// `probes`; also returns the symbolic dimensions the inputs used.
+fn import_with(
+    model: &ModelProto,
+    base_dir: Option<&Path>,
+    options: &ImportOptions,
+    probes: HashMap<String, i64>,
+) -> Result<(Imported, Vec<String>)> {
     let (graph, opset) = checked_graph(model)?;
     let mut imp = Importer::new(options.const_style, options.demote_f64);
+    imp.probes = probes;
     let mut values: Values = HashMap::new();
     inputs::define_initializers(&mut imp, graph, base_dir, &mut values)?;
     let (arguments, inputs) = inputs::define_arguments(&mut imp, graph, options, &mut values)?;
@@ -179,14 +204,15 @@ pub fn import_model(
         outputs: &outputs,
     };
     let mlir = text::module_text(model, opset, &signature, &imp.e);
-    Ok(Imported {
+    let imported = Imported {
         mlir,
         blobs: imp.e.take_blobs(),
         function: options.function_name.clone(),
         inputs,
         outputs,
         opset,
-    })
+    };
+    Ok((imported, imp.probed))
 }
 
 /// The model's graph and default-domain opset, refusing what is not an

@@ -38,6 +38,10 @@ pub struct ImportOptions {
     pub demote_f64: bool,
     /// Static shapes for graph inputs with dynamic dimensions.
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// The `dim_param`s to keep symbolic (`tcc compile --dim NAME=..`):
+    /// they become `?` in the imported types, tied by name through each
+    /// argument's `tcc.dim_names` (see `importer::symbolic`).
+    pub symbolic_dims: Vec<String>,
     /// The name of the imported function.
     pub function_name: String,
     /// Also return every float32 tensor that a node computes at run time,
@@ -55,6 +59,7 @@ impl Default for ImportOptions {
             const_style: ConstStyle::Resource,
             demote_f64: false,
             input_shapes: Vec::new(),
+            symbolic_dims: Vec::new(),
             function_name: "main".into(),
             expose_intermediates: false,
             name_by_outputs: false,

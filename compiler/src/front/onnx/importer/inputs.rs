@@ -58,10 +58,16 @@ pub(super) fn define_arguments(
         if values.contains_key(&info.name) {
             continue;
         }
-        let ty = input_type(imp, info, overrides.get(info.name.as_str()).copied())?;
+        let overridden = overrides.get(info.name.as_str()).copied();
+        let ty = input_type(imp, info, overridden)?;
+        let dim_names = if overridden.is_none() {
+            symbolic_names(imp, info)?
+        } else {
+            String::new()
+        };
         let ssa = format!("%arg{}", arguments.len());
         arguments.push(format!(
-            "{ssa}: {} {{tcc.name = {}{}}} loc({})",
+            "{ssa}: {} {{tcc.name = {}{}{dim_names}}} loc({})",
             ty.mlir(),
             string_literal(&info.name),
             unsigned_mark(ty.dtype),
@@ -128,7 +134,7 @@ fn input_type(
     }
     let shape: Vec<i64> = match shape {
         Some(shape) => overridden_shape(imp, info, &dims, &params, shape)?,
-        None => static_shape(info, &dims, &params)?,
+        None => static_shape(imp, info, &dims, &params)?,
     };
     if checked_numel(&shape).is_none() {
         bail!(
@@ -204,8 +210,38 @@ fn overridden_shape(
     Ok(shape.to_vec())
 }
 
-/// The declared shape of a graph input, which must be static.
+/// The `tcc.dim_names` entry of a graph input's attributes: which of its
+/// dimensions are symbolic (`--dim`) and as which name, `""` for a static
+/// one; empty text when none is. Records the names the inputs use.
+fn symbolic_names(imp: &mut Importer, info: &ValueInfoProto) -> Result<String> {
+    let (_, dims, params) = declared_type(info).map_err(|e| e.context("graph input"))?;
+    let names: Vec<&str> = dims
+        .iter()
+        .zip(&params)
+        .map(|(d, p)| {
+            if d.is_none() && imp.probes.contains_key(p) {
+                p.as_str()
+            } else {
+                ""
+            }
+        })
+        .collect();
+    if names.iter().all(|n| n.is_empty()) {
+        return Ok(String::new());
+    }
+    for name in &names {
+        if !name.is_empty() && !imp.probed.iter().any(|p| p == name) {
+            imp.probed.push(name.to_string());
+        }
+    }
+    let quoted: Vec<String> = names.iter().map(|n| string_literal(n)).collect();
+    Ok(format!(", tcc.dim_names = [{}]", quoted.join(", ")))
+}
+
+/// The declared shape of a graph input, which must be static but for the
+/// symbolic dimensions (`--dim`), which take their probe's value here.
 fn static_shape(
+    imp: &Importer,
     info: &ValueInfoProto,
     dims: &[Option<i64>],
     params: &[String],
@@ -214,8 +250,9 @@ fn static_shape(
     for (d, p) in dims.iter().zip(params) {
         match d {
             Some(d) => shape.push(*d),
+            None if imp.probes.contains_key(p) => shape.push(imp.probes[p]),
             None => bail!(
-                "graph input '{}' has the dynamic dimension '{p}' (shape {}): tcc needs static shapes; give one with --input-shape {}=DIMS",
+                "graph input '{}' has the dynamic dimension '{p}' (shape {}): give its range with --dim {p}=MIN..MAX, or a static shape with --input-shape {}=DIMS",
                 info.name,
                 declared_dims(dims, params).join("x"),
                 info.name
