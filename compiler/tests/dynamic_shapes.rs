@@ -6,8 +6,7 @@
 //! the op and the dimension named. The models are written at test time by
 //! `test/onnx/dynamic/models.py` (the onnx package).
 
-#[path = "../../test/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

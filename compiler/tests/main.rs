@@ -13,6 +13,7 @@ mod support;
 mod deployment;
 mod doc_examples;
 mod docs;
+mod dynamic_shapes;
 mod features;
 mod layers;
 mod light_models;
