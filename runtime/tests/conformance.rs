@@ -38,6 +38,9 @@ struct Drivers {
     _dir: tempfile::TempDir,
     cache: tempfile::TempDir,
     model: PathBuf,
+    /// The fake CUDA driver library (opened by the runtime only when
+    /// `cuda_fake`).
+    fake: PathBuf,
     /// Whether CUDA runs on the fake driver (NVIDIA's is not present).
     cuda_fake: bool,
     /// Drivers not present, with the reason.
@@ -100,6 +103,7 @@ fn drivers() -> &'static Drivers {
             _dir: dir,
             cache: tempfile::tempdir().unwrap(),
             model,
+            fake: fake.clone(),
             cuda_fake,
             absent,
         }
@@ -399,5 +403,80 @@ fn a_second_cuda_session_takes_the_module_from_the_cache() {
             "{driver}"
         );
         assert!(after.hits - before.hits >= 1, "{driver}");
+    });
+}
+
+/// A counter the fake CUDA driver exports (`unsigned NAME(void)` or
+/// `int NAME(void)`), read through the library the runtime opened.
+fn fake_counter(name: &str) -> u64 {
+    // SAFETY: the runtime opened this path already (one handle); the
+    // fixture exports `name` as a function of no arguments returning a
+    // 32-bit count.
+    unsafe {
+        let lib = libloading::Library::new(&drivers().fake).unwrap();
+        let f: libloading::Symbol<unsafe extern "C" fn() -> u32> =
+            lib.get(name.as_bytes()).unwrap();
+        u64::from(f())
+    }
+}
+
+#[test]
+fn every_driver_stages_split_parts_once_and_reuses_them() {
+    for_each_driver("staging", false, |driver, devices| {
+        let mut group = Group::new(devices, &model(), 1).unwrap();
+        let fake = driver == "cuda (fake driver)";
+        let counters = || {
+            fake.then(|| {
+                (
+                    fake_counter("fake_cuda_pinned_uploads"),
+                    fake_counter("fake_cuda_live_pinned"),
+                )
+            })
+        };
+        let mut live_after_first = None;
+        for round in 0..3 {
+            let before = counters();
+            let batch: Vec<f32> = (0..4000).map(|i| i as f32 * 0.5 - round as f32).collect();
+            let batch = HostTensor::from_f32(vec![4000], &batch).unwrap();
+            let out = group
+                .run_split("axpb_arena", std::slice::from_ref(&batch))
+                .unwrap();
+            let want: Vec<f32> = batch
+                .to_f32()
+                .unwrap()
+                .chunks(1000)
+                .flat_map(axpb_expected)
+                .collect();
+            assert_eq!(out[0].to_f32().unwrap(), want, "{driver} round {round}");
+            // Each device keeps its two parts' staging for the next call.
+            let spares: Vec<usize> = group.devices().iter().map(|l| l.spare_inputs()).collect();
+            assert_eq!(spares, [2, 2], "{driver} round {round}");
+            if let (Some((uploads, _)), Some((uploads_after, live))) = (before, counters()) {
+                // Every part is uploaded from page-locked memory ...
+                assert_eq!(uploads_after - uploads, 4, "{driver} round {round}");
+                // ... allocated by the first call only.
+                assert_eq!(*live_after_first.get_or_insert(live), live, "{driver}");
+            }
+        }
+        if fake {
+            assert!(live_after_first.unwrap() >= 4, "{driver}");
+        }
+        // Whole calls placed round robin are staged the same way: a part
+        // had the same type (1000xf32), so its staging serves.
+        let before = counters();
+        let x = axpb_input(3.0);
+        for _ in 0..4 {
+            assert_axpb(
+                driver,
+                &x,
+                &group.run("axpb", std::slice::from_ref(&x)).unwrap(),
+            );
+        }
+        let spares: Vec<usize> = group.devices().iter().map(|l| l.spare_inputs()).collect();
+        assert_eq!(spares, [2, 2], "{driver}");
+        if let (Some((uploads, live)), Some((uploads_after, live_after))) = (before, counters()) {
+            assert_eq!(uploads_after - uploads, 4, "{driver}");
+            assert_eq!(live_after, live, "{driver}");
+        }
     });
 }

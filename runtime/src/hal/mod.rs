@@ -60,6 +60,15 @@ pub trait Device: Clone + Send + Sync + 'static {
     /// Loads `model` here: the driver builds or loads its kernels, and
     /// the session allocates its memory.
     fn open(&self, model: &Model) -> Result<Self::Session>;
+
+    /// `len` zeroed bytes of host memory that calls on this device copy
+    /// from fastest, for staged inputs ([`Lanes::submit_staged`]): by
+    /// default ordinary page-aligned memory; CUDA's page-locked memory,
+    /// which its copies move by DMA without waiting (ordinary memory
+    /// where the driver refuses to pin more).
+    fn staging(&self, len: usize) -> crate::HostBytes {
+        crate::HostBytes::zeroed(len)
+    }
 }
 
 /// One model on one device of a driver: calls one at a time.
@@ -103,6 +112,11 @@ impl Device for CudaRuntime {
 
     fn open(&self, model: &Model) -> Result<CudaSession> {
         self.session(model)
+    }
+
+    fn staging(&self, len: usize) -> crate::HostBytes {
+        self.pinned(len)
+            .unwrap_or_else(|_| crate::HostBytes::zeroed(len))
     }
 }
 
@@ -148,6 +162,13 @@ impl Device for AnyDevice {
             AnyDevice::OpenCl(rt) => AnySession::OpenCl(Box::new(rt.open(model)?)),
             AnyDevice::Cuda(rt) => AnySession::Cuda(Box::new(rt.open(model)?)),
         })
+    }
+
+    fn staging(&self, len: usize) -> crate::HostBytes {
+        match self {
+            AnyDevice::OpenCl(rt) => rt.staging(len),
+            AnyDevice::Cuda(rt) => rt.staging(len),
+        }
     }
 }
 

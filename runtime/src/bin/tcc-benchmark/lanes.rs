@@ -67,7 +67,7 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
                 p.wait()?;
                 latencies.push(t.elapsed());
             }
-            in_flight.push_back((Instant::now(), group.submit(function, tensors.clone())?));
+            in_flight.push_back((Instant::now(), group.submit_staged(function, &tensors)?));
         }
         for (t, p) in in_flight {
             p.wait()?;

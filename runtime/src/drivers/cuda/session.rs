@@ -375,9 +375,11 @@ impl CudaSession {
             if !t.bytes.is_empty() {
                 let started = Instant::now();
                 // SAFETY: the block holds at least the tensor's bytes. On
-                // the session's stream (ordered before its kernels; staged
-                // by the driver when the call returns), not the legacy
-                // default stream, which would serialize calls in flight.
+                // the session's stream (ordered before its kernels; from
+                // pageable memory staged by the driver when the call
+                // returns, from page-locked memory DMA that the wait at the
+                // end of the call covers), not the legacy default stream,
+                // which would serialize calls in flight.
                 let status = unsafe {
                     (driver.api.memcpy_htod_async)(
                         ptr,
