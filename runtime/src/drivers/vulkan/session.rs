@@ -38,6 +38,16 @@ pub struct VulkanRuntime {
 }
 
 impl VulkanRuntime {
+    /// Opens Vulkan device `index` (among the loader's physical devices),
+    /// for several devices at once (`hal::Group`); each runtime has an
+    /// instance of its own.
+    pub fn with_device(index: usize) -> Result<Self> {
+        Ok(VulkanRuntime {
+            device: Arc::new(Device::open(Some(index))?),
+            profiling: false,
+        })
+    }
+
     /// Opens the device `TCC_VULKAN_DEVICE` names (an index), else the
     /// first usable one. Without a loader or a device the error says so.
     pub fn new() -> Result<Self> {
@@ -368,12 +378,22 @@ impl VulkanSession {
         unsafe {
             d.end_command_buffer(self.command_buffer)
                 .map_err(|e| vk_error("vkEndCommandBuffer", e))?;
-            d.queue_submit(
-                self.device.queue,
-                &[vk::SubmitInfo::default().command_buffers(&cbs)],
-                self.fence,
-            )
-            .map_err(|e| vk_error("vkQueueSubmit", e))?;
+            {
+                // The queue is the device's, shared by its sessions (the
+                // lanes of `hal::Lanes` submit from threads of their own):
+                // Vulkan wants submits to one queue serialized.
+                let _queue = self
+                    .device
+                    .queue_lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                d.queue_submit(
+                    self.device.queue,
+                    &[vk::SubmitInfo::default().command_buffers(&cbs)],
+                    self.fence,
+                )
+                .map_err(|e| vk_error("vkQueueSubmit", e))?;
+            }
             let waited = d
                 .wait_for_fences(&[self.fence], true, u64::MAX)
                 .map_err(|e| vk_error("vkWaitForFences", e));
