@@ -37,7 +37,7 @@ use opencl3::types::cl_mem;
 use serde::Serialize;
 
 pub use arena::ArenaStats;
-pub(crate) use callbacks::{CallState, check_copy, check_view, guarded};
+pub(crate) use callbacks::{CallState, check_view, guarded};
 pub(crate) use transfers::{
     enqueue_read, enqueue_write, input_in_place, map_for_reading, output_in_place, unmap_output,
 };
