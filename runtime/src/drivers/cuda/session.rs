@@ -148,12 +148,7 @@ impl CudaSession {
             let kernel = session.kernel(name, &params)?;
             session.kernels.push(kernel);
         }
-        let plan_bytes = art
-            .functions
-            .iter()
-            .map(|f| f.arena_bytes)
-            .max()
-            .unwrap_or(0);
+        let plan_bytes = art.arena_bytes();
         if plan_bytes > 0 {
             session.arena = Some(session.pool.acquire(driver, plan_bytes)?);
         }
@@ -441,11 +436,7 @@ impl CudaSession {
     pub fn warm_up(&mut self, function: &str) -> Result<f64> {
         let model = self.model.clone();
         let f = model.function(function)?;
-        let zeros = f
-            .inputs
-            .iter()
-            .map(|d| HostTensor::zeros(d.dtype, d.shape.clone()))
-            .collect::<Result<Vec<_>>>()?;
+        let zeros = f.zero_inputs()?;
         let started = Instant::now();
         self.run(&f.name, &zeros)?;
         Ok(started.elapsed().as_secs_f64())

@@ -268,11 +268,7 @@ impl Session {
     pub fn warm_up(&mut self, function: &str) -> Result<f64> {
         let model = self.model.clone();
         let f = model.function(function)?;
-        let zeros = f
-            .inputs
-            .iter()
-            .map(|d| HostTensor::zeros(d.dtype, d.shape.clone()))
-            .collect::<Result<Vec<_>>>()?;
+        let zeros = f.zero_inputs()?;
         let started = std::time::Instant::now();
         self.run(&f.name, &zeros)?;
         Ok(started.elapsed().as_secs_f64())
