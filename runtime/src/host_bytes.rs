@@ -282,18 +282,13 @@ mod tests {
         let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).unwrap();
         let freed = Arc::new(AtomicUsize::new(0));
         let counter = freed.clone();
+        let free = Box::new(move |p| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: the block allocated above, with its layout.
+            unsafe { dealloc(p, layout) };
+        });
         // SAFETY: 100 zeroed bytes aligned to HOST_ALIGN, freed by `free`.
-        let mut b = unsafe {
-            HostBytes::from_driver(
-                ptr,
-                100,
-                Box::new(move |p| {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    // SAFETY: the block allocated above, with its layout.
-                    unsafe { dealloc(p, layout) };
-                }),
-            )
-        };
+        let mut b = unsafe { HostBytes::from_driver(ptr, 100, free) };
         assert!(b.is_pinned() && b.is_runtime_allocated() && b.len() == 100);
         b[7] = 3;
         let c = b.clone();
