@@ -31,7 +31,8 @@
 # Usage: scripts/bench/build-vulkan-bundle.sh [--part=all|e2e|timing] [--batches=1,32]
 #          [--models=resnet50,bert] [--tx-models=tx-models.tar.xz]
 # --part=e2e and --part=timing make one trip each where both together are
-# over the limit. Then carry .device-vulkan and run
+# over the limit (and --part=timing --batches=B --models=M one per model and
+# batch where the timing artifacts alone are). Then carry .device-vulkan and run
 # .device-vulkan/vulkan-device.sh there (it runs what the bundle holds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -141,6 +142,6 @@ fi
 size_kib=$(du -sk "$out" | cut -f1)
 echo "== wrote $out ($((size_kib / 1024)) MiB)"
 if ((size_kib > limit_mib * 1024)); then
-  echo "build-vulkan-bundle.sh: $out is over $limit_mib MiB: build it in two trips (--part=e2e, then --part=timing)" >&2
+  echo "build-vulkan-bundle.sh: $out is over $limit_mib MiB: build it in more trips (--part=e2e; then --part=timing with one --batches=B, and one --models=M, per trip)" >&2
   exit 1
 fi
