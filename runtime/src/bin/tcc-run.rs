@@ -326,12 +326,7 @@ fn run_on_several(
         );
     }
     let results = gs.run_split(function, &tensors)?;
-    writeln!(stdout, "EXEC @{function}")?;
-    for (i, r) in results.iter().enumerate() {
-        let arg = outputs.get(i).unwrap_or(&OutputArg::Print);
-        cli::emit_output(arg, i, r, &mut *stdout, args.print_max_elements)?;
-    }
-    stdout.flush()?;
+    print_results(args, function, outputs, &results, stdout)?;
     drop(gs);
     for rt in group.runtimes() {
         cli::finish_cache_writes("tcc-run", rt);
@@ -370,6 +365,17 @@ fn run_on_core_group(
         );
     }
     let results = group.run_split(function, &tensors)?;
+    print_results(args, function, outputs, &results, stdout)
+}
+
+/// A split call's outputs, as `--output` says (else printed).
+fn print_results(
+    args: &Args,
+    function: &str,
+    outputs: &[OutputArg],
+    results: &[tcc_runtime::HostTensor],
+    stdout: &mut impl Write,
+) -> anyhow::Result<()> {
     writeln!(stdout, "EXEC @{function}")?;
     for (i, r) in results.iter().enumerate() {
         let arg = outputs.get(i).unwrap_or(&OutputArg::Print);
