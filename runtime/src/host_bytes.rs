@@ -94,7 +94,7 @@ impl HostBytes {
         len: usize,
         free: Box<dyn Fn(*mut u8) + Send + Sync>,
     ) -> Self {
-        debug_assert!(len > 0 && ptr.as_ptr() as usize % HOST_ALIGN == 0);
+        debug_assert!(len > 0 && (ptr.as_ptr() as usize).is_multiple_of(HOST_ALIGN));
         HostBytes(Storage::Driver { ptr, len, free })
     }
 

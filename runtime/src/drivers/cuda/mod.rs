@@ -450,7 +450,7 @@ impl CudaRuntime {
                 "cuMemHostAlloc({len} bytes) returned no memory"
             )));
         };
-        if block.as_ptr() as usize % crate::host_bytes::HOST_ALIGN != 0 {
+        if !(block.as_ptr() as usize).is_multiple_of(crate::host_bytes::HOST_ALIGN) {
             // SAFETY: the block just allocated, not used.
             unsafe { (driver.api.mem_free_host)(ptr) };
             return Err(Error::Unsupported(format!(
