@@ -116,6 +116,12 @@ tcc_status tcc_runtime_create_by_index(size_t index, tcc_runtime **out);
  * streams of their own; tcc_session_set_compute_queues is OpenCL only.
  * TCC_ERROR_DEVICE without the driver or the device. */
 tcc_status tcc_runtime_create_cuda(size_t ordinal, tcc_runtime **out);
+/* A runtime on Vulkan device `index` (libvulkan.so.1, or the loader
+ * TCC_VULKAN_LOADER names), for artifacts of `tcc compile --target=vulkan`
+ * (Shader SPIR-V). Its sessions take the same calls, calls in flight as
+ * on CUDA (that many sessions); tcc_session_set_compute_queues is OpenCL
+ * only. TCC_ERROR_DEVICE without a loader, a driver or the device. */
+tcc_status tcc_runtime_create_vulkan(size_t index, tcc_runtime **out);
 /* The device's name; valid until the runtime is freed. */
 tcc_status tcc_runtime_device(const tcc_runtime *runtime, const char **name);
 tcc_status tcc_runtime_free(tcc_runtime *runtime);

@@ -64,6 +64,14 @@ pub struct FunctionInfo {
 }
 
 impl FunctionInfo {
+    /// Zero tensors of its inputs' types (a warm-up call's inputs).
+    pub fn zero_inputs(&self) -> Result<Vec<HostTensor>> {
+        self.inputs
+            .iter()
+            .map(|d| HostTensor::zeros(d.dtype, d.shape.clone()))
+            .collect()
+    }
+
     /// `@mlp(x: 1x8x128xf32) -> (1x8x64xf32)`.
     pub fn signature(&self) -> String {
         let list = |ts: &[TensorDesc]| {
@@ -201,6 +209,16 @@ impl std::fmt::Debug for Artifact {
 }
 
 impl Artifact {
+    /// The largest static memory plan of its functions: the arena every
+    /// driver's session allocates once (0: no plan).
+    pub(crate) fn arena_bytes(&self) -> u64 {
+        self.functions
+            .iter()
+            .map(|f| f.arena_bytes)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Opens `path`, calls `tcc_artifact_v1` and validates what it returns.
     /// The file's ELF headers are checked first (`elf::check_file`), so a
     /// truncated or foreign file is an error rather than a crash in the

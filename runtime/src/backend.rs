@@ -53,6 +53,15 @@ impl Backend {
         }
     }
 
+    /// `OpenCL`, `CUDA` or `Vulkan`, for messages.
+    pub fn title(self) -> &'static str {
+        match self {
+            Backend::OpenCl => "OpenCL",
+            Backend::Cuda => "CUDA",
+            Backend::Vulkan => "Vulkan",
+        }
+    }
+
     /// `TCC_BACKEND`, when set and non-empty (an unknown value is an error).
     pub fn from_env() -> Result<Option<Self>> {
         match std::env::var(BACKEND_ENV) {
@@ -64,10 +73,16 @@ impl Backend {
         }
     }
 
-    /// The backend `model` asks for when none is given: CUDA when its PTX
-    /// has kernels that need CUDA dynamic shared memory (the
-    /// `// tcc-dynamic-local:` markers), else OpenCL.
+    /// The backend `model` asks for when none is given: Vulkan for Shader
+    /// SPIR-V (`--target=vulkan`), CUDA when its PTX has kernels that need
+    /// CUDA dynamic shared memory (the `// tcc-dynamic-local:` markers),
+    /// else OpenCL.
     pub fn preferred_for(model: &Model) -> Result<Self> {
+        if model.source_kind() == crate::program_cache::SourceKind::SpirV
+            && crate::drivers::vulkan::is_shader_spirv(model)
+        {
+            return Ok(Backend::Vulkan);
+        }
         Ok(if crate::cuda::dynamic_local(model)?.is_empty() {
             Backend::OpenCl
         } else {

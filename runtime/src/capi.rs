@@ -101,7 +101,8 @@ impl From<Error> for Failure {
             | Error::NoSuchDevice { .. }
             | Error::OpenCl { .. }
             | Error::OutOfDeviceMemory(_)
-            | Error::CudaUnavailable(_) => TCC_ERROR_DEVICE,
+            | Error::CudaUnavailable(_)
+            | Error::VulkanUnavailable(_) => TCC_ERROR_DEVICE,
             _ => TCC_ERROR_RUN,
         };
         Failure(status, e.to_string())
@@ -329,6 +330,22 @@ pub extern "C" fn tcc_runtime_create_cuda(ordinal: usize, out: *mut *mut c_void)
         let device = c_string(&format!("{} (CUDA)", runtime.device().summary()));
         *out = register(Object::Runtime(Arc::new(RuntimeObject {
             runtime: AnyDevice::Cuda(runtime),
+            device,
+        })));
+        Ok(())
+    })
+}
+
+/// A runtime on Vulkan device `index` (the Shader SPIR-V of `tcc compile
+/// --target=vulkan`), its sessions through the core's lanes as CUDA's.
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_runtime_create_vulkan(index: usize, out: *mut *mut c_void) -> TccStatus {
+    guard(|| {
+        let out = handle_out(out, "out")?;
+        let runtime = crate::VulkanRuntime::with_device(index)?;
+        let device = c_string(&runtime.info().summary());
+        *out = register(Object::Runtime(Arc::new(RuntimeObject {
+            runtime: AnyDevice::Vulkan(runtime),
             device,
         })));
         Ok(())

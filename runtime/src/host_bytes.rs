@@ -33,6 +33,14 @@ enum Storage {
     /// `len` bytes at `ptr`, allocated with `Layout(len, HOST_ALIGN)`
     /// (never empty: an empty tensor is an empty `Vec`).
     Aligned { ptr: NonNull<u8>, len: usize },
+    /// `len` bytes a driver allocated (CUDA's page-locked host memory,
+    /// which its copies move by DMA without waiting), given back to the
+    /// driver by `free` when dropped.
+    Driver {
+        ptr: NonNull<u8>,
+        len: usize,
+        free: Box<dyn Fn(*mut u8) + Send + Sync>,
+    },
 }
 
 // SAFETY: `Aligned` owns its block exclusively, like a `Vec<u8>`.
@@ -74,6 +82,29 @@ impl HostBytes {
         HostBytes(Storage::Aligned { ptr, len })
     }
 
+    /// `len` bytes at `ptr` that a driver allocated, aligned to
+    /// [`HOST_ALIGN`] and pinned (page-locked); `free(ptr)` gives them back
+    /// when the bytes are dropped.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` (> 0) initialised bytes, aligned to
+    /// [`HOST_ALIGN`], owned by the result until `free` is called with it.
+    pub(crate) unsafe fn from_driver(
+        ptr: NonNull<u8>,
+        len: usize,
+        free: Box<dyn Fn(*mut u8) + Send + Sync>,
+    ) -> Self {
+        debug_assert!(len > 0 && (ptr.as_ptr() as usize).is_multiple_of(HOST_ALIGN));
+        HostBytes(Storage::Driver { ptr, len, free })
+    }
+
+    /// Whether the bytes are a driver's page-locked memory (see
+    /// [`crate::hal::Device::staging`]): its copies from and to them need
+    /// no staging of their own.
+    pub fn is_pinned(&self) -> bool {
+        matches!(self.0, Storage::Driver { .. })
+    }
+
     fn layout(len: usize) -> Layout {
         Layout::from_size_align(len, HOST_ALIGN).expect("a tensor larger than the address space")
     }
@@ -86,7 +117,7 @@ impl HostBytes {
     /// Whether the runtime allocated these bytes itself, aligned to
     /// [`HOST_ALIGN`] (`false`: the caller's `Vec`).
     pub fn is_runtime_allocated(&self) -> bool {
-        matches!(self.0, Storage::Aligned { .. })
+        matches!(self.0, Storage::Aligned { .. } | Storage::Driver { .. })
     }
 
     /// The bytes as a `Vec<u8>`: the caller's vector back, or a copy of an
@@ -94,16 +125,18 @@ impl HostBytes {
     pub fn into_vec(mut self) -> Vec<u8> {
         match &mut self.0 {
             Storage::Vec(v) => std::mem::take(v),
-            Storage::Aligned { .. } => self.to_vec(),
+            Storage::Aligned { .. } | Storage::Driver { .. } => self.to_vec(),
         }
     }
 }
 
 impl Drop for HostBytes {
     fn drop(&mut self) {
-        if let Storage::Aligned { ptr, len } = self.0 {
+        match &self.0 {
             // SAFETY: allocated in `allocate` with exactly this layout.
-            unsafe { dealloc(ptr.as_ptr(), Self::layout(len)) };
+            Storage::Aligned { ptr, len } => unsafe { dealloc(ptr.as_ptr(), Self::layout(*len)) },
+            Storage::Driver { ptr, free, .. } => free(ptr.as_ptr()),
+            Storage::Vec(_) => {}
         }
     }
 }
@@ -114,7 +147,7 @@ impl Deref for HostBytes {
         match &self.0 {
             Storage::Vec(v) => v,
             // SAFETY: `len` initialised bytes owned by `self`.
-            Storage::Aligned { ptr, len } => unsafe {
+            Storage::Aligned { ptr, len } | Storage::Driver { ptr, len, .. } => unsafe {
                 std::slice::from_raw_parts(ptr.as_ptr(), *len)
             },
         }
@@ -126,7 +159,7 @@ impl DerefMut for HostBytes {
         match &mut self.0 {
             Storage::Vec(v) => v,
             // SAFETY: as in `deref`, and `&mut self` is exclusive.
-            Storage::Aligned { ptr, len } => unsafe {
+            Storage::Aligned { ptr, len } | Storage::Driver { ptr, len, .. } => unsafe {
                 std::slice::from_raw_parts_mut(ptr.as_ptr(), *len)
             },
         }
@@ -134,11 +167,12 @@ impl DerefMut for HostBytes {
 }
 
 impl Clone for HostBytes {
-    /// Clones keep the alignment of runtime-allocated bytes.
+    /// Clones keep the alignment of runtime-allocated bytes (a clone of
+    /// pinned bytes is ordinary aligned memory).
     fn clone(&self) -> Self {
         match &self.0 {
             Storage::Vec(v) => HostBytes(Storage::Vec(v.clone())),
-            Storage::Aligned { .. } => Self::copy_aligned(self),
+            Storage::Aligned { .. } | Storage::Driver { .. } => Self::copy_aligned(self),
         }
     }
 }
@@ -237,6 +271,33 @@ mod tests {
         assert_eq!(b.as_ptr(), p);
         let back = b.into_vec();
         assert_eq!(back.as_ptr(), p, "into_vec gives the same vector back");
+    }
+
+    #[test]
+    fn driver_memory_is_given_back_once_and_clones_are_ordinary() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let layout = Layout::from_size_align(100, HOST_ALIGN).unwrap();
+        // SAFETY: a non-empty layout; the block is zeroed.
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).unwrap();
+        let freed = Arc::new(AtomicUsize::new(0));
+        let counter = freed.clone();
+        let free = Box::new(move |p| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: the block allocated above, with its layout.
+            unsafe { dealloc(p, layout) };
+        });
+        // SAFETY: 100 zeroed bytes aligned to HOST_ALIGN, freed by `free`.
+        let mut b = unsafe { HostBytes::from_driver(ptr, 100, free) };
+        assert!(b.is_pinned() && b.is_runtime_allocated() && b.len() == 100);
+        b[7] = 3;
+        let c = b.clone();
+        assert!(!c.is_pinned() && c == b);
+        assert_eq!(b.clone().into_vec()[7], 3);
+        drop(b);
+        assert_eq!(freed.load(Ordering::SeqCst), 1);
+        drop(c);
+        assert_eq!(freed.load(Ordering::SeqCst), 1);
     }
 }
 

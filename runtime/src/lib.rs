@@ -29,7 +29,6 @@ pub mod backend;
 pub mod buffer_pool;
 pub mod capi;
 pub mod cli;
-pub mod cuda;
 pub mod device;
 pub mod devices;
 pub mod drivers;
@@ -44,10 +43,14 @@ pub mod iree_flags;
 pub mod npy;
 pub mod output_file;
 pub mod program_cache;
-pub mod session;
 pub mod tensor;
 pub mod throughput;
 pub mod timeline;
+
+// The drivers' modules under their former paths (`tcc_runtime::cuda`,
+// `tcc_runtime::session`): the public API did not move with the files.
+pub use drivers::cuda;
+pub use drivers::opencl::session;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -153,6 +153,51 @@ fn the_c_api_runs_on_the_cuda_driver() {
 }
 
 #[test]
+fn the_c_api_runs_on_the_vulkan_driver() {
+    // lavapipe here; the test artifact with Shader SPIR-V kernels.
+    let dir = tempfile::tempdir().unwrap();
+    let so = vulkan_model_build(dir.path());
+    let exe = build_example(
+        "runtime/tests/fixtures/capi_cuda.c",
+        dir.path(),
+        "capi_vulkan",
+        false,
+        &[],
+    );
+    let out = Command::new(&exe)
+        .arg(&so)
+        .arg("vulkan")
+        .output()
+        .expect("run capi_vulkan");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("ordinal 5: the Vulkan backend needs a Vulkan driver and device: Vulkan device 5 does not exist"), "{text}");
+    assert!(text.contains("device: Vulkan device 0: "), "{text}");
+    assert!(
+        text.contains("compute queues: compute queues are OpenCL's; a Vulkan session's"),
+        "{text}"
+    );
+    assert!(text.ends_with("ok\n"), "{text}");
+    // Without a loader: a clean TCC_ERROR_DEVICE naming it.
+    let out = Command::new(&exe)
+        .arg(&so)
+        .arg("vulkan")
+        .env("TCC_VULKAN_LOADER", "/nonexistent/libvulkan.so.1")
+        .output()
+        .expect("run capi_vulkan");
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success());
+    assert!(
+        text.contains("TCC_ERROR_DEVICE") && text.contains("Vulkan loader"),
+        "{text}"
+    );
+}
+
+#[test]
 fn c_example_runs_a_model_from_a_file_and_from_memory() {
     let (dir, so) = test_model(&[]);
     let exe = build_example("run_model", dir.path(), "run_model", false, &[]);

@@ -150,10 +150,12 @@ fn opencl_only_options_are_refused_on_cuda() {
             "--cpu-partition=2",
             "--cpu-partition is an OpenCL option",
         ),
+        // `all` is every CUDA device (the batch split across them, as
+        // tcc-benchmark's): without the driver, that it is missing.
         (
             "tcc-run",
             "--device=all",
-            "--device=all: the CUDA backend takes a CUDA device ordinal",
+            "the CUDA backend needs NVIDIA's driver (libcuda.so.1)",
         ),
         ("tcc-run", "--device=pthread", "takes a CUDA device ordinal"),
         (
@@ -600,4 +602,75 @@ fn cuda_benchmark_keeps_calls_in_flight_and_splits_across_devices() {
     args[4] = "--device=0,5";
     let o = run_with("tcc-benchmark", cache.path(), &args, &driver, &two);
     assert_fails_with(&o, "there is no CUDA device 5");
+}
+
+#[test]
+fn cuda_run_splits_a_batch_across_devices() {
+    let (_dir, driver, so) = fake_cuda(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let two = [("FAKE_CUDA_DEVICES", "2")];
+    // A batch of 2000: two parts of 1000, one per device (hal::Group), the
+    // outputs concatenated: y = 2x + b, b[i] = i/2 within each part.
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &[
+            so.as_str(),
+            "--backend=cuda",
+            "--function=axpb",
+            "--input=2000xf32=1",
+            "--device=0,1",
+            "--verbose",
+            "--print-max-elements=4000",
+        ],
+        &driver,
+        &two,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the batch runs as 2 part(s) over 2 CUDA device(s)"),
+        "{}",
+        stderr(&o)
+    );
+    let out = stdout(&o);
+    let values: Vec<f32> = out
+        .split_once("2000xf32=[")
+        .unwrap_or_else(|| panic!("{out}"))
+        .1
+        .trim_end()
+        .trim_end_matches(']')
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let want: Vec<f32> = (0..2000).map(|i| 2.0 + 0.5 * (i % 1000) as f32).collect();
+    assert_eq!(values, want);
+    // All devices of the driver, and a device named twice.
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &[
+            so.as_str(),
+            "--backend=cuda",
+            "--function=axpb",
+            "--input=2000xf32=1",
+            "--device=all",
+        ],
+        &driver,
+        &two,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_with(
+        "tcc-run",
+        cache.path(),
+        &[
+            so.as_str(),
+            "--backend=cuda",
+            "--function=axpb",
+            "--input=2000xf32=1",
+            "--device=1,1",
+        ],
+        &driver,
+        &two,
+    );
+    assert_fails_with(&o, "CUDA device 1 is named twice");
 }

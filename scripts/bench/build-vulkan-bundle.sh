@@ -2,69 +2,107 @@
 # Builds .device-vulkan/, what scripts/bench/vulkan-device.sh needs on the
 # GPU machine to check issue 34's Vulkan targets (every e2e model through
 # NVIDIA's Vulkan driver; ResNet-50 and BERT-base within 1.5x of the CUDA
-# backend at batch 1 and 32):
+# backend at batch 1 and 32), small enough to travel (the device tool
+# carries 64 MiB in all; this script refuses a bundle over LIMIT_MIB,
+# default 60):
 #
-#   .device-vulkan/bin/tcc-run, tcc-benchmark, tcc-compare   runtime CLIs (release)
-#   .device-vulkan/models/...              every test/models model with --target=vulkan,
-#                                          its inputs and reference outputs, MANIFEST, run-all.sh
-#                                          (scripts/bench/build-device-bundle.sh --target=vulkan)
-#   .device-vulkan/timing/M.bB.vulkan.so   M (resnet50, bert) at batch B, --target=vulkan
-#   .device-vulkan/timing/M.bB.cuda.so     the same, --target=nvidia --backend=cuda
-#   .device-vulkan/timing/INPUTS           M B tcc-benchmark --input flags, a line each
-#   .device-vulkan/timing/FAILED           what did not compile, with the reason
-#   .device-vulkan/vulkan-device.sh        the measuring script
+#   .device-vulkan/bin/tcc-run, tcc-benchmark, tcc-compare   runtime CLIs (release, stripped)
+#   .device-vulkan/lib/libvulkan.so.1      Debian's Vulkan loader (libvulkan1), only the
+#                                          library: the GPU machine has NVIDIA's Vulkan ICD
+#                                          but maybe not the loader (vulkan-device.sh uses
+#                                          its own loader where ldconfig knows one)
+#   .device-vulkan/models.tar.xz           (part e2e) every test/models model with
+#                                          --target=vulkan, its inputs and reference outputs,
+#                                          MANIFEST (scripts/bench/build-device-bundle.sh
+#                                          --target=vulkan); run-all.sh, SKIPPED beside it
+#   .device-vulkan/timing.tar.xz           (part timing) timing/M.bB.vulkan.so and
+#                                          timing/M.bB.cuda.so (--target=nvidia
+#                                          --backend=cuda) for M in resnet50, bert at batch
+#                                          B; timing/INPUTS (M B tcc-benchmark --input
+#                                          flags, a line each) and timing/FAILED beside it
+#   .device-vulkan/vulkan-device.sh        the measuring script (unpacks the archives)
 #
-# ResNet-50 comes from scripts/bench/gen-real-models.py --shared-weights
-# (random weights shared per shape, so the artifacts stay small); BERT-base
-# from the tx-models.tar.xz that `transformers-device.py export` writes on
-# the GPU machine (--tx-models=PATH; without it BERT is listed in FAILED).
+# The artifacts travel xz-compressed: ResNet-50 comes from
+# scripts/bench/gen-real-models.py --shared-weights (random weights shared
+# per shape, which compress), BERT-base from the tx-models.tar.xz that
+# `transformers-device.py export` writes on the GPU machine
+# (--tx-models=PATH; without it BERT is listed in FAILED).
 #
-# Usage: scripts/bench/build-vulkan-bundle.sh [--batches=1,32] [--models=resnet50,bert]
-#          [--tx-models=tx-models.tar.xz]
-# Then carry .device-vulkan/ and run .device-vulkan/vulkan-device.sh there.
+# Usage: scripts/bench/build-vulkan-bundle.sh [--part=all|e2e|timing] [--batches=1,32]
+#          [--models=resnet50,bert] [--tx-models=tx-models.tar.xz]
+# --part=e2e and --part=timing make one trip each where both together are
+# over the limit (and --part=timing --batches=B --models=M one per model and
+# batch where the timing artifacts alone are). Then carry .device-vulkan and run
+# .device-vulkan/vulkan-device.sh there (it runs what the bundle holds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 batches=1,32
 models=resnet50,bert
 tx_models=
+part=all
+limit_mib=${LIMIT_MIB:-60}
 for arg in "$@"; do
   case "$arg" in
     --tx-models=*) tx_models=${arg#--tx-models=} ;;
     --batches=*) batches=${arg#--batches=} ;;
     --models=*) models=${arg#--models=} ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --part=all|--part=e2e|--part=timing) part=${arg#--part=} ;;
+    --part=*) echo "build-vulkan-bundle.sh: --part is all, e2e or timing" >&2; exit 2 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "build-vulkan-bundle.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 export PATH="/usr/lib/llvm-22/bin:$HOME/.cargo/bin:$PATH"
 out=.device-vulkan
 rm -rf "$out"
-echo "== the e2e models for Vulkan"
-scripts/bench/build-device-bundle.sh --release --target=vulkan
-mkdir -p "$out"
-mv .device/models .device/bin .device/run-all.sh .device/SKIPPED "$out/"
-cp scripts/bench/vulkan-device.sh "$out/"
-tcc=target/release/tcc
-mkdir -p "$out/timing"
-: > "$out/timing/INPUTS"
-: > "$out/timing/FAILED"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$work/log
-for model in ${models//,/ }; do
-  echo "== $model"
-  if [[ $model == bert ]]; then
-    if [[ -z $tx_models ]] || ! tar -C "$work" -xf "$tx_models" bert.onnx > "$log" 2>&1; then
-      { echo "bert: no bert.onnx (give --tx-models=tx-models.tar.xz from transformers-device.py export)"; sed 's/^/    /' "$log"; } >> "$out/timing/FAILED"
+
+if [[ $part != timing ]]; then
+  echo "== the e2e models for Vulkan"
+  scripts/bench/build-device-bundle.sh --release --target=vulkan
+  mkdir -p "$out"
+  mv .device/bin .device/run-all.sh .device/SKIPPED "$out/"
+  tar -C .device -cf - models | xz -9 -T2 > "$out/models.tar.xz"
+  rm -rf .device/models
+else
+  echo "== building the runtime CLIs (release)"
+  cargo build --release -p tcc-compiler -p tcc-runtime -p tcc-e2e --bins
+  mkdir -p "$out/bin"
+  cp target/release/tcc-run target/release/tcc-benchmark target/release/tcc-compare "$out/bin/"
+fi
+strip "$out"/bin/* 2>/dev/null || llvm-strip "$out"/bin/*
+cp scripts/bench/vulkan-device.sh "$out/"
+
+echo "== the Vulkan loader (Debian's libvulkan1)"
+mkdir -p "$out/lib" "$work/deb"
+(cd "$work/deb" && apt-get download libvulkan1 > "$log" 2>&1) || { cat "$log"; exit 1; }
+dpkg -x "$work"/deb/libvulkan1_*.deb "$work/deb/root"
+loader=$(find "$work/deb/root" -name 'libvulkan.so.1' | head -1)
+[[ -n $loader ]] || { echo "libvulkan1's package holds no libvulkan.so.1" >&2; exit 1; }
+cp -L "$loader" "$out/lib/libvulkan.so.1"
+
+if [[ $part != e2e ]]; then
+  tcc=target/release/tcc
+  timing=$work/timing
+  mkdir -p "$timing/timing"
+  : > "$out/INPUTS"
+  : > "$out/FAILED"
+  for model in ${models//,/ }; do
+    echo "== $model"
+    if [[ $model == bert ]]; then
+      if [[ -z $tx_models ]] || ! tar -C "$work" -xf "$tx_models" bert.onnx > "$log" 2>&1; then
+        { echo "bert: no bert.onnx (give --tx-models=tx-models.tar.xz from transformers-device.py export)"; sed 's/^/    /' "$log"; } >> "$out/FAILED"
+        continue
+      fi
+    elif ! python3 scripts/bench/gen-real-models.py "$work" --shared-weights "$model" > "$log" 2>&1; then
+      { echo "$model: gen-real-models.py failed"; sed 's/^/    /' "$log" | head -20; } >> "$out/FAILED"
       continue
     fi
-  elif ! python3 scripts/bench/gen-real-models.py "$work" --shared-weights "$model" > "$log" 2>&1; then
-    { echo "$model: gen-real-models.py failed"; sed 's/^/    /' "$log" | head -20; } >> "$out/timing/FAILED"
-    continue
-  fi
-  onnx=$work/$model.onnx
-  # The graph inputs (name and batch-1 dims, NAME=1xAxB) and their dtypes.
-  mapfile -t inputs < <(python3 - "$onnx" <<'PY'
+    onnx=$work/$model.onnx
+    # The graph inputs (name and batch-1 dims, NAME=1xAxB) and their dtypes.
+    mapfile -t inputs < <(python3 - "$onnx" <<'PY'
 import sys, onnx
 m = onnx.load(sys.argv[1], load_external_data=False)
 inits = {i.name for i in m.graph.initializer}
@@ -75,27 +113,35 @@ for i in m.graph.input:
         print(i.name, "x".join(str(d.dim_value or 1) for d in t.shape.dim), types.get(t.elem_type, "f32"))
 PY
 )
-  for batch in ${batches//,/ }; do
-    shapes=()
-    flags=()
-    for line in "${inputs[@]}"; do
-      read -r name dims dtype <<< "$line"
-      rest=${dims#*x}
-      [[ $rest == "$dims" ]] && rest=
-      dims_b=$batch${rest:+x$rest}
-      shapes+=("--input-shape=$name=$dims_b")
-      if [[ $dtype == f32 ]]; then flags+=("--input=${dims_b}x$dtype=0.5"); else flags+=("--input=${dims_b}x$dtype=1"); fi
+    for batch in ${batches//,/ }; do
+      shapes=()
+      flags=()
+      for line in "${inputs[@]}"; do
+        read -r name dims dtype <<< "$line"
+        rest=${dims#*x}
+        [[ $rest == "$dims" ]] && rest=
+        dims_b=$batch${rest:+x$rest}
+        shapes+=("--input-shape=$name=$dims_b")
+        if [[ $dtype == f32 ]]; then flags+=("--input=${dims_b}x$dtype=0.5"); else flags+=("--input=${dims_b}x$dtype=1"); fi
+      done
+      for kind in vulkan cuda; do
+        case $kind in
+          vulkan) target=(--target=vulkan) ;;
+          cuda) target=(--target=nvidia --backend=cuda) ;;
+        esac
+        if ! "$tcc" compile "$onnx" "${target[@]}" "${shapes[@]}" -o "$timing/timing/$model.b$batch.$kind.so" > "$log" 2>&1; then
+          { echo "$model batch $batch ($kind): tcc compile failed"; sed 's/^/    /' "$log" | head -20; } >> "$out/FAILED"
+        fi
+      done
+      echo "$model $batch ${flags[*]}" >> "$out/INPUTS"
     done
-    for kind in vulkan cuda; do
-      case $kind in
-        vulkan) target=(--target=vulkan) ;;
-        cuda) target=(--target=nvidia --backend=cuda) ;;
-      esac
-      if ! "$tcc" compile "$onnx" "${target[@]}" "${shapes[@]}" -o "$out/timing/$model.b$batch.$kind.so" > "$log" 2>&1; then
-        { echo "$model batch $batch ($kind): tcc compile failed"; sed 's/^/    /' "$log" | head -20; } >> "$out/timing/FAILED"
-      fi
-    done
-    echo "$model $batch ${flags[*]}" >> "$out/timing/INPUTS"
   done
-done
-echo "== wrote $out ($(du -sh "$out" | cut -f1))"
+  tar -C "$timing" -cf - timing | xz -9 -T2 > "$out/timing.tar.xz"
+fi
+
+size_kib=$(du -sk "$out" | cut -f1)
+echo "== wrote $out ($((size_kib / 1024)) MiB)"
+if ((size_kib > limit_mib * 1024)); then
+  echo "build-vulkan-bundle.sh: $out is over $limit_mib MiB: build it in more trips (--part=e2e; then --part=timing with one --batches=B, and one --models=M, per trip)" >&2
+  exit 1
+fi

@@ -9,18 +9,46 @@
 #    latency through Vulkan and through the CUDA backend, and the ratio
 #    (the target: Vulkan within 1.5x of CUDA).
 #
+# It runs what the bundle holds: the e2e part (models.tar.xz) and the
+# timing part (timing.tar.xz), unpacked beside this script first. The
+# Vulkan loader is the machine's where ldconfig knows libvulkan.so.1, else
+# the bundle's lib/libvulkan.so.1 (TCC_VULKAN_LOADER); NVIDIA's ICD is
+# named through VK_DRIVER_FILES where the loader would not find it.
+#
 # Usage: vulkan-device.sh [BUNDLE_DIR] (default: this script's folder).
 # ITERATIONS (default 50) and WARMUP (default 10) set the timing runs.
 set -uo pipefail
 here=$(cd "${1:-$(dirname "$0")}" && pwd)
 b=$here/bin
 export TCC_CACHE_DIR=${TCC_CACHE_DIR:-/tmp/tcc-vulkan-cache}
+if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 '; then
+  export TCC_VULKAN_LOADER=${TCC_VULKAN_LOADER:-$here/lib/libvulkan.so.1}
+  echo "== no libvulkan.so.1 known to ldconfig: the bundle's loader $TCC_VULKAN_LOADER"
+fi
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [[ -z ${VK_DRIVER_FILES:-} && -e $icd ]] && ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* > /dev/null 2>&1; then
+  export VK_DRIVER_FILES=$icd
+fi
+for archive in models timing; do
+  if [[ -e $here/$archive.tar.xz && ! -d $here/$archive ]]; then
+    tar -C "$here" -xJf "$here/$archive.tar.xz" || exit 1
+  fi
+done
 echo "== devices"
 "$b/tcc-run" --list-devices --backend=vulkan || exit 1
 "$b/tcc-run" --list-devices --backend=cuda || true
-echo "== e2e models through Vulkan"
-"$here/run-all.sh" --backend=vulkan
-e2e=$?
+e2e=0
+if [[ -d $here/models ]]; then
+  echo "== e2e models through Vulkan"
+  "$here/run-all.sh" --backend=vulkan
+  e2e=$?
+else
+  echo "== e2e models: not in this bundle (build-vulkan-bundle.sh --part=e2e)"
+fi
+if [[ ! -d $here/timing ]]; then
+  echo "== timing: not in this bundle (build-vulkan-bundle.sh --part=timing)"
+  exit $e2e
+fi
 echo "== timing (median ms; Vulkan / CUDA)"
 median() {
   python3 -c "import json,sys; print('%.3f' % json.load(sys.stdin)['latency_ms']['median'])"
@@ -43,6 +71,6 @@ while read -r model batch flags; do
 try: print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))
 except ValueError: print('-')" "${times[0]}" "${times[1]}")
   printf '%-10s %5s %12s %12s %8s\n' "$model" "$batch" "${times[0]}" "${times[1]}" "$ratio"
-done < "$here/timing/INPUTS"
-[[ -s $here/timing/FAILED ]] && { echo "== not compiled"; cat "$here/timing/FAILED"; }
+done < "$here/INPUTS"
+[[ -s $here/FAILED ]] && { echo "== not compiled"; cat "$here/FAILED"; }
 exit $e2e

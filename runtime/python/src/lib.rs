@@ -29,8 +29,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
+use tcc_runtime::hal::Device as _;
 use tcc_runtime::{
-    Backend, CudaInput, CudaRuntime, CudaSession, CudaTensor, DType, DeviceSelector, HostTensor,
+    Backend, Calls as _, CudaInput, CudaRuntime, CudaSession, CudaTensor, DType, DeviceSelector, HostTensor,
     Model as RtModel, Runtime, Session, TensorDesc,
 };
 
@@ -129,6 +130,11 @@ enum Engine {
     Cuda {
         runtime: CudaRuntime,
         session: Mutex<CudaSession>,
+    },
+    /// Any other driver, through the runtime core (`hal`): Vulkan.
+    Core {
+        backend: Backend,
+        session: Mutex<tcc_runtime::hal::AnySession>,
     },
 }
 
@@ -235,11 +241,34 @@ impl Model {
                 )
             }
             Backend::Vulkan => {
-                return Err(error(tcc_runtime::Error::InvalidInput(
-                    "backend=\"vulkan\": the Python module runs models on OpenCL or CUDA; the \
-                     Vulkan backend is reached through tcc-run and the Rust API (VulkanRuntime)"
-                        .into(),
-                )));
+                let index = match device {
+                    None => 0,
+                    Some(text) => {
+                        let digits = text.strip_prefix("vulkan:").unwrap_or(text).trim();
+                        digits.parse().map_err(|_| {
+                            PyValueError::new_err(format!(
+                                "device `{text}`: the Vulkan backend takes a Vulkan device index (\"0\", \"vulkan:1\")"
+                            ))
+                        })?
+                    }
+                };
+                let devices =
+                    tcc_runtime::hal::open_devices(
+                        backend,
+                        &tcc_runtime::DeviceList::All,
+                        &[index],
+                        false,
+                    )
+                        .map_err(error)?;
+                let device = &devices[0];
+                let session = device.open(&model).map_err(error)?;
+                (
+                    device.summary(),
+                    Engine::Core {
+                        backend,
+                        session: Mutex::new(session),
+                    },
+                )
             }
             Backend::Cuda => {
                 let runtime = cuda_runtime_for(cuda_ordinal(device)?)?;
@@ -297,12 +326,13 @@ impl Model {
         self.device.clone()
     }
 
-    /// The backend that runs it: "opencl" or "cuda".
+    /// The backend that runs it: "opencl", "cuda" or "vulkan".
     #[getter]
     fn backend(&self) -> PyResult<&'static str> {
         Ok(match self.get()?.engine {
             Engine::OpenCl { .. } => "opencl",
             Engine::Cuda { .. } => "cuda",
+            Engine::Core { backend, .. } => backend.name(),
         })
     }
 
@@ -477,7 +507,7 @@ impl Model {
         let numpy = PyModule::import(py, "numpy")?;
         let cuda_ordinal = match &loaded.engine {
             Engine::Cuda { runtime, .. } => Some(runtime.device().ordinal),
-            Engine::OpenCl { .. } => None,
+            Engine::OpenCl { .. } | Engine::Core { .. } => None,
         };
         let mut inputs = Vec::with_capacity(arrays.len());
         let mut on_device = Vec::new();
@@ -583,6 +613,10 @@ impl Model {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .run(&name, &inputs),
+            Engine::Core { session, .. } => session
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .run_with_sources(&name, &inputs, &[]),
         });
         let results = results.map_err(error)?;
         let mut out = Vec::with_capacity(results.len());

@@ -262,8 +262,11 @@ def test_cuda_tensors_on_an_opencl_model_raise_value_error(fake):
         mlp.run(FakeCudaTensor(np.zeros((1, 4, 16), np.float32)))
     with pytest.raises(ValueError, match="backend `metal`: expected opencl, cuda or vulkan"):
         tcc.load(MODEL, backend="metal")
-    with pytest.raises(ValueError, match='backend="vulkan": the Python module runs models on OpenCL or CUDA'):
+    # Vulkan runs the Shader SPIR-V of --target=vulkan only.
+    with pytest.raises(RuntimeError, match="the Vulkan backend runs SPIR-V from `tcc compile --target=vulkan`"):
         tcc.load(MODEL, backend="vulkan")
+    with pytest.raises(ValueError, match="the Vulkan backend takes a Vulkan device index"):
+        tcc.load(MODEL, backend="vulkan", device="gpu")
     with pytest.raises(ValueError, match="the CUDA backend takes a CUDA device ordinal"):
         tcc.load(MODEL, backend="cuda", device="gpu")
 

@@ -55,6 +55,20 @@ def test_run_returns_numpy_arrays(mlp):
     np.testing.assert_array_equal(strided, again)
 
 
+def test_vulkan_artifacts_run_through_the_runtime_core(mlp):
+    # --target=vulkan: Shader SPIR-V, loaded on the Vulkan driver (lavapipe
+    # here) without being asked, and agreeing with the OpenCL build.
+    vk = tcc.compile(os.path.join(MODELS, "mlp.mlir"), target="vulkan")
+    assert vk.backend == "vulkan"
+    assert vk.device.startswith("Vulkan device 0: ")
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 4, 16)
+    (y,) = vk.run(x)
+    (want,) = mlp.run(x)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"input 0 of @mlp: expected shape \[1, 4, 16\]"):
+        vk.run(np.zeros((1, 4, 8), np.float32))
+
+
 def test_the_same_model_from_a_file_and_from_bytes_agree(tmp_path):
     so = tmp_path / "cnn.so"
     import subprocess

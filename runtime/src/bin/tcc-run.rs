@@ -220,6 +220,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         return run_on_several(&args, &model, &function, &outputs, &mut stdout);
     }
+    if backend != Backend::OpenCl
+        && args.device.is_some()
+        && cli::device_ordinals(backend, args.device.as_deref())?.len() > 1
+    {
+        return run_on_core_group(&args, backend, &model, &function, &outputs, &mut stdout);
+    }
     // Check the inputs' types against the signature before any is built
     // (and before the possibly slow kernel build).
     let (tensors, sources) = cli::parse_inputs_for(&args.call.inputs, signature)?;
@@ -320,16 +326,62 @@ fn run_on_several(
         );
     }
     let results = gs.run_split(function, &tensors)?;
+    print_results(args, function, outputs, &results, stdout)?;
+    drop(gs);
+    for rt in group.runtimes() {
+        cli::finish_cache_writes("tcc-run", rt);
+    }
+    Ok(())
+}
+
+/// Several CUDA or Vulkan devices (`--device=0,1` or `all`): the batch
+/// split across them through the runtime core (`hal::Group`), as OpenCL's
+/// device list does.
+fn run_on_core_group(
+    args: &Args,
+    backend: Backend,
+    model: &Model,
+    function: &str,
+    outputs: &[OutputArg],
+    stdout: &mut impl Write,
+) -> anyhow::Result<()> {
+    if args.check_numerics {
+        bail!("--check-numerics runs on one device: drop the device list");
+    }
+    let (tensors, plan) = cli::parse_inputs_split(&args.call.inputs, model.function(function)?)?;
+    let ordinals = cli::device_ordinals(backend, args.device.as_deref())?;
+    let devices =
+        tcc_runtime::hal::open_devices(backend, &tcc_runtime::DeviceList::All, &ordinals, false)?;
+    let mut group = tcc_runtime::hal::Group::new(&devices, model, 1)?;
+    if args.verbose {
+        for d in &devices {
+            eprintln!("tcc-run: device {}", tcc_runtime::hal::Device::summary(d));
+        }
+        eprintln!(
+            "tcc-run: the batch runs as {} part(s) over {} {} device(s)",
+            plan.parts,
+            devices.len(),
+            backend.title()
+        );
+    }
+    let results = group.run_split(function, &tensors)?;
+    print_results(args, function, outputs, &results, stdout)
+}
+
+/// A split call's outputs, as `--output` says (else printed).
+fn print_results(
+    args: &Args,
+    function: &str,
+    outputs: &[OutputArg],
+    results: &[tcc_runtime::HostTensor],
+    stdout: &mut impl Write,
+) -> anyhow::Result<()> {
     writeln!(stdout, "EXEC @{function}")?;
     for (i, r) in results.iter().enumerate() {
         let arg = outputs.get(i).unwrap_or(&OutputArg::Print);
         cli::emit_output(arg, i, r, &mut *stdout, args.print_max_elements)?;
     }
     stdout.flush()?;
-    drop(gs);
-    for rt in group.runtimes() {
-        cli::finish_cache_writes("tcc-run", rt);
-    }
     Ok(())
 }
 

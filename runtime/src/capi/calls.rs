@@ -18,7 +18,7 @@ use super::{
     CResult, Failure, TCC_ERROR_INTERNAL, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT,
     TccStatus, TccTensor, c_str, guard, handle_out, invalid, out_ptr,
 };
-use crate::hal::{AnyDevice, Lanes};
+use crate::hal::{AnyDevice, Device, Lanes};
 use crate::{CallHandle, DType, HostTensor};
 
 #[unsafe(no_mangle)]
@@ -33,7 +33,7 @@ pub extern "C" fn tcc_session_create(
         let model = model_of(model, false)?;
         let session = match &runtime.runtime {
             AnyDevice::OpenCl(rt) => CSession::OpenCl(Box::new(rt.session(&model.model)?)),
-            AnyDevice::Cuda(rt) => CSession::Cuda(Lanes::new(rt, &model.model, 1)?),
+            device => CSession::Core(Lanes::new(device, &model.model, 1)?),
         };
         *out = register(Object::Session(Arc::new(SessionObject {
             session: Mutex::new(session),
@@ -58,10 +58,11 @@ pub extern "C" fn tcc_session_set_max_in_flight(session: *mut c_void, depth: usi
         let mut session = session.lock();
         match &mut *session {
             CSession::OpenCl(s) => s.set_max_in_flight(depth),
-            CSession::Cuda(lanes) => {
+            CSession::Core(lanes) => {
                 if lanes.len() != depth {
                     // As many sessions as calls in flight, each on a stream
-                    // of its own (the module comes from the runtime's cache).
+                    // (CUDA) or command buffer (Vulkan) of its own; CUDA's
+                    // module comes from the runtime's cache.
                     *lanes = Lanes::new(&lanes.device().clone(), &lanes.model().clone(), depth)?;
                 }
             }
@@ -81,10 +82,11 @@ pub extern "C" fn tcc_session_set_compute_queues(
         let session = session_of(session, false)?;
         match &mut *session.lock() {
             CSession::OpenCl(s) => s.set_compute_queues(queues)?,
-            CSession::Cuda(_) => {
-                return Err(invalid(
-                    "compute queues are OpenCL's; a CUDA session's calls in flight each have a stream (tcc_session_set_max_in_flight)",
-                ));
+            CSession::Core(lanes) => {
+                return Err(invalid(format!(
+                    "compute queues are OpenCL's; a {} session's calls in flight each have a session of their own (tcc_session_set_max_in_flight)",
+                    lanes.device().driver().title()
+                )));
             }
         }
         Ok(())
@@ -255,7 +257,7 @@ impl PreparedCall {
     fn execute(self) -> CResult<()> {
         let results = match &mut *self.session() {
             CSession::OpenCl(s) => s.run(&self.function, &self.inputs)?,
-            CSession::Cuda(lanes) => lanes.run(&self.function, &self.inputs)?,
+            CSession::Core(lanes) => lanes.run(&self.function, &self.inputs)?,
         };
         write_outputs(&self.function, &self.outputs, &results)
     }
@@ -268,9 +270,9 @@ impl PreparedCall {
             CSession::OpenCl(s) => s
                 .submit(&self.function, inputs)
                 .map(|h| InFlight::OpenCl(Box::new(h))),
-            CSession::Cuda(lanes) => lanes
+            CSession::Core(lanes) => lanes
                 .submit(&self.function, inputs)
-                .map(|p| InFlight::Cuda(Box::new(p))),
+                .map(|p| InFlight::Core(Box::new(p))),
         };
         match submitted {
             Ok(handle) => PendingCall::InFlight {
@@ -309,21 +311,21 @@ fn write_outputs(function: &str, slots: &[OutputSlot], results: &[HostTensor]) -
 /// A call in flight on either driver.
 pub(super) enum InFlight {
     OpenCl(Box<CallHandle>),
-    Cuda(Box<crate::hal::Pending>),
+    Core(Box<crate::hal::Pending>),
 }
 
 impl InFlight {
     fn is_ready(&mut self) -> bool {
         match self {
             InFlight::OpenCl(h) => h.is_ready(),
-            InFlight::Cuda(p) => p.is_done(),
+            InFlight::Core(p) => p.is_done(),
         }
     }
 
     fn wait(self) -> crate::Result<Vec<HostTensor>> {
         match self {
             InFlight::OpenCl(mut h) => h.wait(),
-            InFlight::Cuda(p) => p.wait(),
+            InFlight::Core(p) => p.wait(),
         }
     }
 }

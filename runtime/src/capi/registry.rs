@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::{CResult, Failure, TCC_ERROR_INVALID_HANDLE, TCC_ERROR_NULL_ARGUMENT};
-use crate::cuda::CudaRuntime;
 use crate::hal::{AnyDevice, Lanes};
 use crate::{Model, Session};
 
@@ -37,11 +36,11 @@ pub(super) struct ModelObject {
     pub(super) functions: Vec<FunctionObject>,
 }
 
-/// A session of either driver: OpenCL's own (with its native
-/// asynchronous calls), or CUDA's through the core's lanes.
+/// A session of any driver: OpenCL's own (with its native asynchronous
+/// calls), or CUDA's and Vulkan's through the core's lanes.
 pub(super) enum CSession {
     OpenCl(Box<Session>),
-    Cuda(Lanes<CudaRuntime>),
+    Core(Lanes<AnyDevice>),
 }
 
 pub(super) struct SessionObject {

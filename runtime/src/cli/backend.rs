@@ -126,12 +126,47 @@ pub fn cuda_ordinals(flag: Option<&str>) -> Result<Vec<usize>> {
     Ok(out)
 }
 
+/// The device ordinals of a tool's `--device` on the CUDA or Vulkan
+/// backend (the core's drivers by ordinal): one, a comma-separated list,
+/// or `all`. Without the flag, CUDA reads `TCC_DEVICE` and Vulkan
+/// `TCC_VULKAN_DEVICE`, else device 0.
+pub fn device_ordinals(backend: Backend, flag: Option<&str>) -> Result<Vec<usize>> {
+    if backend != Backend::Vulkan {
+        return cuda_ordinals(flag);
+    }
+    let (text, origin) = match flag {
+        Some(text) => (text.to_string(), "--device"),
+        None => match std::env::var(VULKAN_DEVICE_ENV) {
+            Ok(v) if !v.trim().is_empty() => (v, VULKAN_DEVICE_ENV),
+            _ => return Ok(vec![0]),
+        },
+    };
+    if text.trim() == "all" {
+        return Ok((0..crate::drivers::vulkan::device_count()?).collect());
+    }
+    let mut out: Vec<usize> = Vec::new();
+    for part in text.split(',') {
+        let o = part.trim().parse::<usize>().map_err(|_| {
+            Error::InvalidInput(format!(
+                "{origin}={text}: the Vulkan backend takes Vulkan device indices (0, 1, ... or all), not an OpenCL device name"
+            ))
+        })?;
+        if out.contains(&o) {
+            return Err(Error::InvalidInput(format!(
+                "{origin}={text}: Vulkan device {o} is named twice"
+            )));
+        }
+        out.push(o);
+    }
+    Ok(out)
+}
+
 /// Refuses the first OpenCL-only option that was given (`(flag, given)`
 /// pairs) when the backend is CUDA, rather than ignoring it.
 pub fn refuse_opencl_options(options: &[(&str, bool)]) -> Result<()> {
     match options.iter().find(|(_, given)| *given) {
         Some((flag, _)) => Err(Error::InvalidInput(format!(
-            "{flag} is an OpenCL option; the CUDA backend (--backend=cuda or {BACKEND_ENV}=cuda) takes --in-flight, --split and several --device ordinals, and the Vulkan backend (--backend=vulkan) runs one session at a time on one device; neither takes this"
+            "{flag} is an OpenCL option; the CUDA and Vulkan backends (--backend=cuda|vulkan or {BACKEND_ENV}) take --in-flight, --split and several --device ordinals, not this"
         ))),
         None => Ok(()),
     }
@@ -250,12 +285,18 @@ impl Opened {
                         "--kernel-format={format}: the Vulkan backend runs the artifact's SPIR-V"
                     )));
                 }
-                if let Some(device) = device {
-                    return Err(Error::InvalidInput(format!(
-                        "--device={device} names an OpenCL or CUDA device; the Vulkan backend takes {VULKAN_DEVICE_ENV}=INDEX"
-                    )));
+                let rt = match device {
+                    None => VulkanRuntime::new()?,
+                    Some(_) => match device_ordinals(Backend::Vulkan, device)?[..] {
+                        [index] => VulkanRuntime::with_device(index)?,
+                        _ => {
+                            return Err(Error::InvalidInput(
+                                "several Vulkan devices run through --split or --in-flight (tcc-benchmark) and --split (tcc-run)".into(),
+                            ));
+                        }
+                    },
                 }
-                let rt = VulkanRuntime::new()?.with_profiling(profiling);
+                .with_profiling(profiling);
                 let session = rt.session(model)?;
                 Ok(Opened::Vulkan { rt, session })
             }

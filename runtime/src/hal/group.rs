@@ -3,7 +3,10 @@
 //! on the least busy device, round robin among equals, or splits a batch
 //! along axis 0 across the devices ([`Group::run_split`], the plan of
 //! [`SplitPlan`]): every part is in flight before the first is waited
-//! for, and the parts' outputs are concatenated in order.
+//! for, and the parts' outputs are concatenated in order. Each device's
+//! parts are copied from the caller's batch straight into that device's
+//! staging memory (CUDA: page-locked, kept for the next call), from a
+//! thread of its own, so the devices' copies and uploads run at once.
 //!
 //! An error of one device's call (its memory exhausted, say) is that
 //! call's error, naming the device; the other devices' sessions go on.
@@ -14,7 +17,7 @@ use crate::devices::SplitPlan;
 use crate::devices::split::{concat_parts, split_views};
 use crate::error::{Error, Result};
 use crate::tensor::HostTensor;
-use crate::{HostBytes, KernelProfile, Model};
+use crate::{KernelProfile, Model};
 
 /// One model on several devices of a driver (see the module
 /// documentation).
@@ -22,10 +25,6 @@ pub struct Group<D: Device> {
     devices: Vec<Lanes<D>>,
     /// Where the round robin starts looking next.
     next: usize,
-    /// The last split call's parts' inputs, by part: the next split call
-    /// of the same types copies its parts into them instead of into new
-    /// memory (whose first touch costs page faults).
-    spare_parts: Vec<Vec<HostTensor>>,
 }
 
 impl<D: Device> Group<D> {
@@ -46,11 +45,7 @@ impl<D: Device> Group<D> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Group {
-            devices,
-            next: 0,
-            spare_parts: Vec::new(),
-        })
+        Ok(Group { devices, next: 0 })
     }
 
     /// Each device's lanes.
@@ -82,9 +77,18 @@ impl<D: Device> Group<D> {
         Ok(self.devices[i].submit(function, inputs)?.with_device(i))
     }
 
+    /// Like `submit`, on a copy of `inputs` in the chosen device's
+    /// staging memory ([`Lanes::submit_staged`]).
+    pub fn submit_staged(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Pending> {
+        let i = self.pick();
+        Ok(self.devices[i]
+            .submit_staged(function, inputs)?
+            .with_device(i))
+    }
+
     /// A whole call on the least busy device, waited for.
     pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        self.submit(function, inputs.to_vec())?.wait()
+        self.submit_staged(function, inputs)?.wait()
     }
 
     /// Runs `function` on a batch split along axis 0 across the devices:
@@ -98,33 +102,22 @@ impl<D: Device> Group<D> {
             return self.run(function, inputs);
         }
         let n = self.devices.len();
-        // Each device's parts are cut from the batch (a copy: a lane's
-        // session owns its inputs) and submitted from a thread of its own,
-        // so that the devices' copies run at once and the devices start
-        // together.
         let (split, parts) = (&plan.split, plan.parts);
-        let mut spares = std::mem::take(&mut self.spare_parts);
-        spares.resize_with(parts, Vec::new);
-        // Device `i` takes parts i, i + n, ...: their spare inputs with them.
-        let mut spares_by_device: Vec<Vec<Vec<HostTensor>>> = (0..n).map(|_| Vec::new()).collect();
-        for (j, s) in spares.into_iter().enumerate() {
-            spares_by_device[j % n].push(s);
-        }
+        // Device `i` takes parts i, i + n, ..., each copied from the batch
+        // into its staging memory and submitted from a thread of its own.
         let submitted: Vec<Result<Vec<(usize, Pending)>>> = std::thread::scope(|scope| {
             let workers: Vec<_> = self
                 .devices
                 .iter_mut()
                 .enumerate()
-                .zip(spares_by_device)
                 .take(parts)
-                .map(|((i, lanes), spares)| {
+                .map(|(i, lanes)| {
                     scope.spawn(move || {
                         (i..parts)
                             .step_by(n)
-                            .zip(spares)
-                            .map(|(j, spare)| {
-                                let part = cut_part(split_views(inputs, split, parts, j), spare)?;
-                                Ok((j, lanes.submit(function, part)?.with_device(i)))
+                            .map(|j| {
+                                let part = split_views(inputs, split, parts, j);
+                                Ok((j, lanes.submit_views(function, &part)?.with_device(i)))
                             })
                             .collect()
                     })
@@ -140,16 +133,12 @@ impl<D: Device> Group<D> {
             .collect();
         pending.sort_by_key(|(j, _)| *j);
         let pending = pending.into_iter().map(|(_, p)| p);
-        // Waiting in order; an error drops the other handles, whose calls
-        // finish on their lanes.
-        // Every part is waited for before an error is returned: the lanes
-        // give each part's inputs back for the next split call.
+        // Every part is waited for before an error is returned, so that
+        // every part's staging memory is back with its lanes.
         let mut parts = Vec::with_capacity(plan.parts);
         let mut failed = None;
         for (j, p) in pending.enumerate() {
-            let (result, inputs) = p.wait_keeping_inputs();
-            self.spare_parts.push(inputs);
-            match result {
+            match p.wait() {
                 Ok(out) => parts.push(out),
                 Err(e) => {
                     failed.get_or_insert(match e {
@@ -180,29 +169,4 @@ impl<D: Device> Group<D> {
         }
         Ok(total)
     }
-}
-
-/// Part of a split call's inputs as tensors of their own: copied into
-/// `spare` (the inputs of an earlier part of the same types) where it
-/// fits, else into new memory.
-fn cut_part(
-    views: Vec<crate::async_call::InputView<'_>>,
-    spare: Vec<HostTensor>,
-) -> Result<Vec<HostTensor>> {
-    let fits = spare.len() == views.len()
-        && spare
-            .iter()
-            .zip(&views)
-            .all(|(t, v)| t.dtype == v.dtype && t.shape == v.shape);
-    if fits {
-        let mut spare = spare;
-        for (t, v) in spare.iter_mut().zip(&views) {
-            t.bytes.copy_from_slice(v.bytes);
-        }
-        return Ok(spare);
-    }
-    views
-        .into_iter()
-        .map(|v| HostTensor::from_bytes(v.dtype, v.shape, HostBytes::copy_aligned(v.bytes)))
-        .collect()
 }

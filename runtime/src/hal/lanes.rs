@@ -10,13 +10,21 @@
 //! A CUDA session opened on a device whose runtime already holds the
 //! model's module takes it from the runtime's module cache, so extra
 //! lanes cost their memory (arena, constants) and no second PTX compile.
+//!
+//! Staged calls ([`Lanes::submit_staged`], what [`Lanes::run`] and
+//! [`super::Group`] use): the inputs are copied into host memory of the
+//! driver's choosing ([`Device::staging`]; CUDA's is page-locked, so the
+//! upload is DMA queued on the lane's stream instead of a copy the driver
+//! stages and waits for), kept by the lanes after the call for the next
+//! staged call of the same types: the staging memory is allocated once.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use super::{Device, DriverSession};
+use crate::async_call::InputView;
 use crate::error::{Error, Result};
 use crate::tensor::HostTensor;
 use crate::{KernelProfile, Model};
@@ -27,7 +35,17 @@ struct Job {
     function: String,
     inputs: Vec<HostTensor>,
     reply: mpsc::SyncSender<Done>,
+    /// Where the inputs go once the call is done (staged calls), rather
+    /// than back with the outputs.
+    spares: Option<Spares>,
 }
+
+/// Staged inputs of finished calls, for the next staged calls to copy
+/// into (see the module documentation).
+type Spares = Arc<Mutex<Vec<Vec<HostTensor>>>>;
+
+/// The most sets of staged inputs kept.
+const MAX_SPARES: usize = 16;
 
 /// A finished call: its outputs (or error), and its inputs back, whose
 /// memory a split call reuses for its next parts.
@@ -57,6 +75,8 @@ pub struct Lanes<D: Device> {
     lanes: Vec<Lane>,
     /// Where the choice of lane starts looking next.
     next: usize,
+    /// Staging memory of finished staged calls.
+    spares: Spares,
 }
 
 /// A call submitted to [`Lanes`] (or a [`super::Group`]); [`Pending::wait`]
@@ -150,6 +170,7 @@ impl<D: Device> Lanes<D> {
             model: model.clone(),
             lanes: Vec::with_capacity(lanes),
             next: 0,
+            spares: Arc::default(),
         };
         for i in 0..lanes {
             let session = device.open(model)?;
@@ -186,6 +207,71 @@ impl<D: Device> Lanes<D> {
     /// Starts `function` on `inputs` on the least busy lane (checked
     /// against the signature here, so a bad input fails at once).
     pub fn submit(&mut self, function: &str, inputs: Vec<HostTensor>) -> Result<Pending> {
+        self.submit_job(function, inputs, None)
+    }
+
+    /// Starts `function` on a copy of `inputs` in this device's staging
+    /// memory (see the module documentation); the caller's tensors are
+    /// free again when this returns.
+    pub fn submit_staged(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Pending> {
+        let views: Vec<InputView<'_>> = inputs
+            .iter()
+            .map(|t| InputView {
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                bytes: &t.bytes,
+            })
+            .collect();
+        self.submit_views(function, &views)
+    }
+
+    /// Like `submit_staged`, on views (a split call's part of a batch,
+    /// copied straight from the caller's batch into staging memory).
+    pub(crate) fn submit_views(
+        &mut self,
+        function: &str,
+        inputs: &[InputView<'_>],
+    ) -> Result<Pending> {
+        // Checked before anything is staged.
+        self.model
+            .function(function)?
+            .check_input_types(inputs.iter().map(|v| (v.dtype, v.shape.as_slice())), &[])?;
+        let spare = {
+            let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+            let fits = |s: &Vec<HostTensor>| {
+                s.len() == inputs.len()
+                    && s.iter()
+                        .zip(inputs)
+                        .all(|(t, v)| t.dtype == v.dtype && t.shape == v.shape)
+            };
+            spares.iter().position(fits).map(|i| spares.swap_remove(i))
+        };
+        let staged = match spare {
+            Some(mut spare) => {
+                for (t, v) in spare.iter_mut().zip(inputs) {
+                    t.bytes.copy_from_slice(v.bytes);
+                }
+                spare
+            }
+            None => inputs
+                .iter()
+                .map(|v| {
+                    let mut bytes = self.device.staging(v.bytes.len());
+                    bytes.copy_from_slice(v.bytes);
+                    HostTensor::from_bytes(v.dtype, v.shape.clone(), bytes)
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
+        let spares = self.spares.clone();
+        self.submit_job(function, staged, Some(spares))
+    }
+
+    fn submit_job(
+        &mut self,
+        function: &str,
+        inputs: Vec<HostTensor>,
+        spares: Option<Spares>,
+    ) -> Result<Pending> {
         self.model.function(function)?.check_inputs(&inputs, &[])?;
         let lanes = &self.lanes;
         let best = super::shared::least_busy(&mut self.next, lanes.len(), |i| {
@@ -198,6 +284,7 @@ impl<D: Device> Lanes<D> {
             function: function.to_string(),
             inputs,
             reply,
+            spares,
         };
         let sent = lane
             .requests
@@ -223,9 +310,17 @@ impl<D: Device> Lanes<D> {
         })
     }
 
-    /// A call waited for.
+    /// A call waited for (its inputs staged).
     pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        self.submit(function, inputs.to_vec())?.wait()
+        self.submit_staged(function, inputs)?.wait()
+    }
+
+    /// Sets of staged inputs kept for later staged calls.
+    pub fn spare_inputs(&self) -> usize {
+        self.spares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Hands outputs back for later calls to write into (to one lane).
@@ -282,8 +377,21 @@ fn spawn<S: DriverSession>(mut session: S, index: usize) -> Result<Lane> {
                     Request::Call(job) => {
                         let result = session.run_with_sources(&job.function, &job.inputs, &[]);
                         counter.fetch_sub(1, Ordering::SeqCst);
+                        // Staged inputs are kept before the reply, so a
+                        // caller that waited finds them for its next call.
+                        let inputs = match job.spares {
+                            Some(spares) => {
+                                let mut spares =
+                                    spares.lock().unwrap_or_else(PoisonError::into_inner);
+                                if spares.len() < MAX_SPARES {
+                                    spares.push(job.inputs);
+                                }
+                                Vec::new()
+                            }
+                            None => job.inputs,
+                        };
                         // The caller may have dropped its handle.
-                        let _ = job.reply.send((result, job.inputs));
+                        let _ = job.reply.send((result, inputs));
                     }
                     Request::Recycle(outputs) => session.recycle(outputs),
                     Request::Profile(reset, reply) => {

@@ -1,11 +1,13 @@
 //! The driver-neutral runtime core (as IREE's HAL): what every driver
 //! offers, and what is built once on top of that for all of them.
 //!
-//! A driver is one API that runs an artifact's kernels: OpenCL
-//! ([`crate::Runtime`] and [`crate::Session`]; the artifact's OpenCL C,
-//! SPIR-V or PTX) and NVIDIA's CUDA driver ([`crate::CudaRuntime`] and
-//! [`crate::CudaSession`]; the artifact's PTX). Each implements two small
-//! traits:
+//! A driver is one API that runs an artifact's kernels, in a folder of
+//! its own under `drivers/`: OpenCL ([`crate::Runtime`] and
+//! [`crate::Session`]; the artifact's OpenCL C, SPIR-V or PTX), NVIDIA's
+//! CUDA driver ([`crate::CudaRuntime`] and [`crate::CudaSession`]; the
+//! artifact's PTX) and Vulkan ([`crate::VulkanRuntime`] and
+//! [`crate::VulkanSession`]; the Shader SPIR-V of `--target=vulkan`).
+//! Each implements two small traits:
 //!
 //! - [`Device`]: one device of the driver, on which models open
 //!   ([`Device::open`]); cheap to clone and shared between threads;
@@ -43,6 +45,7 @@ pub use lanes::{Lanes, Pending};
 
 use crate::backend::{Backend, Calls};
 use crate::cuda::{CudaRuntime, CudaSession};
+use crate::drivers::vulkan::{VulkanRuntime, VulkanSession};
 use crate::error::{Error, Result};
 use crate::{Model, Runtime, Session};
 
@@ -60,6 +63,15 @@ pub trait Device: Clone + Send + Sync + 'static {
     /// Loads `model` here: the driver builds or loads its kernels, and
     /// the session allocates its memory.
     fn open(&self, model: &Model) -> Result<Self::Session>;
+
+    /// `len` zeroed bytes of host memory that calls on this device copy
+    /// from fastest, for staged inputs ([`Lanes::submit_staged`]): by
+    /// default ordinary page-aligned memory; CUDA's page-locked memory,
+    /// which its copies move by DMA without waiting (ordinary memory
+    /// where the driver refuses to pin more).
+    fn staging(&self, len: usize) -> crate::HostBytes {
+        crate::HostBytes::zeroed(len)
+    }
 }
 
 /// One model on one device of a driver: calls one at a time.
@@ -104,6 +116,11 @@ impl Device for CudaRuntime {
     fn open(&self, model: &Model) -> Result<CudaSession> {
         self.session(model)
     }
+
+    fn staging(&self, len: usize) -> crate::HostBytes {
+        self.pinned(len)
+            .unwrap_or_else(|_| crate::HostBytes::zeroed(len))
+    }
 }
 
 impl DriverSession for CudaSession {
@@ -112,18 +129,42 @@ impl DriverSession for CudaSession {
     }
 }
 
-/// A device of either driver, for code that chooses the driver at run
-/// time (the tools' `--backend`).
+impl Device for VulkanRuntime {
+    type Session = VulkanSession;
+
+    fn driver(&self) -> Backend {
+        Backend::Vulkan
+    }
+
+    fn summary(&self) -> String {
+        self.info().summary()
+    }
+
+    fn open(&self, model: &Model) -> Result<VulkanSession> {
+        self.session(model)
+    }
+}
+
+impl DriverSession for VulkanSession {
+    fn model(&self) -> &Model {
+        VulkanSession::model(self)
+    }
+}
+
+/// A device of any driver, for code that chooses the driver at run time
+/// (the tools' `--backend`, the C API, Python).
 #[derive(Clone)]
 pub enum AnyDevice {
     OpenCl(Runtime),
     Cuda(CudaRuntime),
+    Vulkan(VulkanRuntime),
 }
 
-/// A session of either driver (see [`AnyDevice`]).
+/// A session of any driver (see [`AnyDevice`]).
 pub enum AnySession {
     OpenCl(Box<Session>),
     Cuda(Box<CudaSession>),
+    Vulkan(Box<VulkanSession>),
 }
 
 impl Device for AnyDevice {
@@ -133,6 +174,7 @@ impl Device for AnyDevice {
         match self {
             AnyDevice::OpenCl(_) => Backend::OpenCl,
             AnyDevice::Cuda(_) => Backend::Cuda,
+            AnyDevice::Vulkan(_) => Backend::Vulkan,
         }
     }
 
@@ -140,6 +182,7 @@ impl Device for AnyDevice {
         match self {
             AnyDevice::OpenCl(rt) => Device::summary(rt),
             AnyDevice::Cuda(rt) => Device::summary(rt),
+            AnyDevice::Vulkan(rt) => Device::summary(rt),
         }
     }
 
@@ -147,7 +190,16 @@ impl Device for AnyDevice {
         Ok(match self {
             AnyDevice::OpenCl(rt) => AnySession::OpenCl(Box::new(rt.open(model)?)),
             AnyDevice::Cuda(rt) => AnySession::Cuda(Box::new(rt.open(model)?)),
+            AnyDevice::Vulkan(rt) => AnySession::Vulkan(Box::new(rt.open(model)?)),
         })
+    }
+
+    fn staging(&self, len: usize) -> crate::HostBytes {
+        match self {
+            AnyDevice::OpenCl(rt) => rt.staging(len),
+            AnyDevice::Cuda(rt) => rt.staging(len),
+            AnyDevice::Vulkan(rt) => rt.staging(len),
+        }
     }
 }
 
@@ -156,6 +208,7 @@ impl AnySession {
         match self {
             AnySession::OpenCl(s) => s.as_mut(),
             AnySession::Cuda(s) => s.as_mut(),
+            AnySession::Vulkan(s) => s.as_mut(),
         }
     }
 }
@@ -196,19 +249,32 @@ impl DriverSession for AnySession {
         match self {
             AnySession::OpenCl(s) => s.model(),
             AnySession::Cuda(s) => s.model(),
+            AnySession::Vulkan(s) => s.model(),
         }
     }
 }
 
-/// The devices named by `ordinals` of the CUDA driver (each once), or
-/// every OpenCL device that `list` names, as [`AnyDevice`]s; `profiling`
-/// records each kernel's device time.
+/// The devices named by `ordinals` of the CUDA or Vulkan driver (each
+/// once), or every OpenCL device that `list` names, as [`AnyDevice`]s;
+/// `profiling` records each kernel's device time.
 pub fn open_devices(
     backend: Backend,
     list: &crate::DeviceList,
     ordinals: &[usize],
     profiling: bool,
 ) -> Result<Vec<AnyDevice>> {
+    if backend != Backend::OpenCl {
+        let mut seen = Vec::new();
+        for &o in ordinals {
+            if seen.contains(&o) {
+                return Err(Error::InvalidInput(format!(
+                    "{} device {o} is named twice",
+                    backend.title()
+                )));
+            }
+            seen.push(o);
+        }
+    }
     match backend {
         Backend::OpenCl => {
             let options = crate::RuntimeOptions {
@@ -223,23 +289,17 @@ pub fn open_devices(
                 .map(AnyDevice::OpenCl)
                 .collect())
         }
-        Backend::Cuda => {
-            let mut seen = Vec::new();
-            for &o in ordinals {
-                if seen.contains(&o) {
-                    return Err(Error::InvalidInput(format!(
-                        "CUDA device {o} is named twice"
-                    )));
-                }
-                seen.push(o);
-            }
-            seen.iter()
-                .map(|&o| CudaRuntime::new(o, profiling).map(AnyDevice::Cuda))
-                .collect()
-        }
-        Backend::Vulkan => Err(Error::InvalidInput(
-            "the Vulkan driver runs one call at a time on one device (tcc-run or tcc-benchmark --backend=vulkan); calls in flight and several devices run on the OpenCL or CUDA driver".into(),
-        )),
+        Backend::Cuda => ordinals
+            .iter()
+            .map(|&o| CudaRuntime::new(o, profiling).map(AnyDevice::Cuda))
+            .collect(),
+        Backend::Vulkan => ordinals
+            .iter()
+            .map(|&o| {
+                VulkanRuntime::with_device(o)
+                    .map(|rt| AnyDevice::Vulkan(rt.with_profiling(profiling)))
+            })
+            .collect(),
     }
 }
 

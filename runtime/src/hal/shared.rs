@@ -1,5 +1,5 @@
-//! What the drivers' sessions share below the traits: the launch
-//! callback's kernel-index check and the kernel profile table (per kernel:
+//! What the drivers' sessions share below the traits: the callbacks'
+//! kernel- and constant-index checks and the kernel profile table (per kernel:
 //! launches and device time since the start or the last reset), so that
 //! OpenCL's and CUDA's sessions check and report the same way.
 
@@ -13,6 +13,17 @@ pub(crate) fn kernel_at<T>(kernels: &[T], kernel: u32) -> Result<&T> {
         Error::InvalidInput(format!(
             "kernel index {kernel} out of range (the artifact has {} kernels)",
             kernels.len()
+        ))
+    })
+}
+
+/// Constant `index` of the artifact's `constants`, or the error every
+/// driver gives for an index the artifact has no constant at.
+pub(crate) fn constant_at<T>(constants: &[T], index: u32) -> Result<&T> {
+    constants.get(index as usize).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "constant index {index} out of range (the artifact has {})",
+            constants.len()
         ))
     })
 }

@@ -136,3 +136,41 @@ pub fn assert_fails_with(o: &Output, message: &str) {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The test model with its kernels as Shader SPIR-V for the Vulkan driver
+/// (`fixtures/test_kernels_vulkan.spvasm`, assembled with `spirv-as` from
+/// spirv-tools, which `make deps` installs) and the arena functions,
+/// built into `dir`.
+pub fn vulkan_model_build(dir: &Path) -> PathBuf {
+    let spv = dir.join("kernels.spv");
+    let res = Command::new("spirv-as")
+        .args(["--target-env", "vulkan1.1"])
+        .arg(fixture("test_kernels_vulkan.spvasm"))
+        .arg("-o")
+        .arg(&spv)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run spirv-as (apt-get install spirv-tools): {e}"));
+    assert!(
+        res.status.success(),
+        "spirv-as failed:\n{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let words = std::fs::read(&spv).unwrap();
+    let bytes: Vec<String> = words.iter().map(|b| format!("0x{b:02x}")).collect();
+    let header = dir.join("vulkan_kernels.h");
+    std::fs::write(
+        &header,
+        format!(
+            "static const unsigned char vulkan_spirv[] __attribute__((aligned(4))) = {{{}}};\n",
+            bytes.join(",")
+        ),
+    )
+    .unwrap();
+    let define = format!("TCC_TEST_VULKAN=\"{}\"", header.display());
+    compile_c(
+        "test_model.c",
+        dir,
+        "model-vulkan.so",
+        &["TCC_TEST_ARENA", &define],
+    )
+}

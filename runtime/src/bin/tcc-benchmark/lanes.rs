@@ -1,6 +1,7 @@
 //! Throughput through the driver-neutral core (`tcc_runtime::hal`): on
-//! the CUDA backend, `--in-flight=N` keeps N calls in flight on each
-//! device (N sessions, each on a stream of its own), several devices
+//! the CUDA and Vulkan backends, `--in-flight=N` keeps N calls in flight
+//! on each device (N sessions, each on a stream or command buffer of its
+//! own), several devices
 //! (`--device=0,1` or `all`) take whole calls round robin, and `--split`
 //! cuts each call's batch across them (data parallel). Reports calls per
 //! second next to the mean latency of a call.
@@ -10,14 +11,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tcc_runtime::cli;
-use tcc_runtime::cuda::CudaRuntime;
-use tcc_runtime::hal::{Device, Group};
-use tcc_runtime::{HostTensor, Model};
+use tcc_runtime::hal::{AnyDevice, Device, Group};
+use tcc_runtime::{Backend, HostTensor, Model};
 
 use crate::Args;
 
-/// The CUDA throughput measurement (see the module documentation).
-pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Result<()> {
+/// The throughput measurement through the core (see the module
+/// documentation).
+pub(crate) fn measure(
+    args: &Args,
+    model: &Model,
+    function: &str,
+    backend: Backend,
+) -> anyhow::Result<()> {
     let signature = model.function(function)?;
     let tensors: Vec<HostTensor> = if args.call.inputs.is_empty() {
         crate::inputs(args, signature)?.0
@@ -26,16 +32,14 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
     } else {
         cli::parse_inputs_for(&args.call.inputs, signature)?.0
     };
-    let ordinals = cli::cuda_ordinals(args.device.as_deref())?;
-    let devices = ordinals
-        .iter()
-        .map(|&o| CudaRuntime::new(o, false))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ordinals = cli::device_ordinals(backend, args.device.as_deref())?;
+    let devices =
+        tcc_runtime::hal::open_devices(backend, &tcc_runtime::DeviceList::All, &ordinals, false)?;
     let names: Vec<String> = devices.iter().map(|d| d.summary()).collect();
     let opened = Instant::now();
     let mut group = Group::new(&devices, model, args.in_flight)?;
     let open_seconds = opened.elapsed().as_secs_f64();
-    let call = |group: &mut Group<CudaRuntime>| -> anyhow::Result<()> {
+    let call = |group: &mut Group<AnyDevice>| -> anyhow::Result<()> {
         if args.split {
             group.run_split(function, &tensors)?;
         } else {
@@ -67,7 +71,7 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
                 p.wait()?;
                 latencies.push(t.elapsed());
             }
-            in_flight.push_back((Instant::now(), group.submit(function, tensors.clone())?));
+            in_flight.push_back((Instant::now(), group.submit_staged(function, &tensors)?));
         }
         for (t, p) in in_flight {
             p.wait()?;
@@ -85,7 +89,7 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
     if args.json {
         let report = json!({
             "function": function,
-            "backend": "cuda",
+            "backend": backend.name(),
             "devices": names,
             "in_flight": args.in_flight,
             "split": args.split,
@@ -96,13 +100,20 @@ pub(crate) fn measure(args: &Args, model: &Model, function: &str) -> anyhow::Res
             "items_per_second": calls_per_second * batch as f64,
             "latency_ms": { "mean": mean_ms },
             "open_seconds": open_seconds,
-            "module_cache": devices.iter().map(|d| d.module_cache_stats()).collect::<Vec<_>>(),
+            "module_cache": devices
+                .iter()
+                .filter_map(|d| match d {
+                    AnyDevice::Cuda(rt) => Some(rt.module_cache_stats()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "@{function} on {} (CUDA backend), {} in flight per device{}",
+            "@{function} on {} ({} backend), {} in flight per device{}",
             names.join(", "),
+            backend.title(),
             args.in_flight,
             if args.split { ", batch split" } else { "" }
         );

@@ -224,22 +224,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
         bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
     }
-    if backend == Backend::Vulkan
+    if backend != Backend::OpenCl
         && (args.in_flight > 1
             || args.split
-            || cli::wants_several_devices(args.device.as_deref(), 1)?)
-    {
-        bail!(
-            "the Vulkan backend runs one call at a time on one device: --in-flight, --split and several --device values run on the OpenCL or CUDA backend"
-        );
-    }
-    if backend == Backend::Cuda
-        && (args.in_flight > 1
-            || args.split
-            || cli::cuda_ordinals(args.device.as_deref())?.len() > 1)
+            || cli::device_ordinals(backend, args.device.as_deref())?.len() > 1)
     {
         duration_refused("the throughput measurement (--in-flight, several devices)")?;
-        return lanes::measure(&args, &model, &function);
+        return lanes::measure(&args, &model, &function, backend);
     }
     if args.concurrency > 1
         || args.in_flight > 1

@@ -62,6 +62,8 @@ pub(crate) struct Device {
     pub(crate) device: ash::Device,
     pub(crate) push_descriptor: ash::khr::push_descriptor::Device,
     pub(crate) queue: vk::Queue,
+    /// Held around `vkQueueSubmit`: the queue is externally synchronized.
+    pub(crate) queue_lock: std::sync::Mutex<()>,
     pub(crate) queue_family: u32,
     memory: vk::PhysicalDeviceMemoryProperties,
     pub(crate) info: VulkanDeviceInfo,
@@ -82,20 +84,7 @@ impl Device {
     /// Opens the loader and the device `index` (`TCC_VULKAN_DEVICE`, else
     /// the first with a compute queue and push descriptors).
     pub(crate) fn open(index: Option<usize>) -> Result<Self> {
-        // SAFETY: loading the Vulkan loader runs its initializers.
-        let (entry, loader) = match std::env::var_os(LOADER_ENV) {
-            Some(path) if !path.is_empty() => (
-                unsafe { ash::Entry::load_from(&path) },
-                path.to_string_lossy().into_owned(),
-            ),
-            _ => (unsafe { ash::Entry::load() }, "libvulkan.so.1".to_string()),
-        };
-        let entry = entry.map_err(|e| {
-            Error::VulkanUnavailable(format!(
-                "cannot open the Vulkan loader ({loader}): {e}; install it and a driver, \
-                 e.g. `apt-get install libvulkan1 mesa-vulkan-drivers` (lavapipe, a CPU device)"
-            ))
-        })?;
+        let (entry, _) = Self::loader()?;
         let app = vk::ApplicationInfo::default()
             .application_name(c"tcc")
             .api_version(vk::API_VERSION_1_1);
@@ -114,6 +103,52 @@ impl Device {
                 Err(e)
             }
         }
+    }
+
+    /// How many physical devices the loader reports (an error without a
+    /// loader or a driver).
+    pub(crate) fn count() -> Result<usize> {
+        let (entry, _) = Self::loader()?;
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"tcc")
+            .api_version(vk::API_VERSION_1_1);
+        // SAFETY: valid create info; the instance is destroyed below.
+        let instance = unsafe {
+            entry.create_instance(
+                &vk::InstanceCreateInfo::default().application_info(&app),
+                None,
+            )
+        }
+        .map_err(|e| {
+            Error::VulkanUnavailable(format!(
+                "vkCreateInstance failed: {e:?} (no Vulkan driver?)"
+            ))
+        })?;
+        // SAFETY: a live instance, destroyed once after the query.
+        let n = unsafe { instance.enumerate_physical_devices() }
+            .map(|p| p.len())
+            .map_err(|e| vk_error("vkEnumeratePhysicalDevices", e));
+        unsafe { instance.destroy_instance(None) };
+        n
+    }
+
+    /// The loader (`TCC_VULKAN_LOADER`, else `libvulkan.so.1`) and its name.
+    fn loader() -> Result<(ash::Entry, String)> {
+        // SAFETY: loading the Vulkan loader runs its initializers.
+        let (entry, loader) = match std::env::var_os(LOADER_ENV) {
+            Some(path) if !path.is_empty() => (
+                unsafe { ash::Entry::load_from(&path) },
+                path.to_string_lossy().into_owned(),
+            ),
+            _ => (unsafe { ash::Entry::load() }, "libvulkan.so.1".to_string()),
+        };
+        let entry = entry.map_err(|e| {
+            Error::VulkanUnavailable(format!(
+                "cannot open the Vulkan loader ({loader}): {e}; install it and a driver, \
+                 e.g. `apt-get install libvulkan1 mesa-vulkan-drivers` (lavapipe, a CPU device)"
+            ))
+        })?;
+        Ok((entry, loader))
     }
 
     fn open_on(entry: ash::Entry, instance: &ash::Instance, index: Option<usize>) -> Result<Self> {
@@ -220,6 +255,7 @@ impl Device {
                 device,
                 push_descriptor,
                 queue,
+                queue_lock: std::sync::Mutex::new(()),
                 queue_family: family as u32,
                 memory,
                 info: VulkanDeviceInfo {

@@ -23,6 +23,12 @@ mod session;
 pub use device::VulkanDeviceInfo;
 pub use session::{VULKAN_DEVICE_ENV, VulkanRuntime, VulkanSession};
 
+/// How many Vulkan devices the loader reports (`VulkanRuntime::with_device`
+/// takes 0 to this less one).
+pub fn device_count() -> crate::Result<usize> {
+    device::Device::count()
+}
+
 /// Whether `model`'s kernels are SPIR-V with the Shader capability (for
 /// Vulkan) rather than Kernel (for OpenCL).
 pub fn is_shader_spirv(model: &crate::Model) -> bool {

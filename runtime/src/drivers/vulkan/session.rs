@@ -8,7 +8,6 @@
 //! released temporary to a later command of the same call.
 
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use ash::vk;
@@ -16,11 +15,13 @@ use ash::vk;
 use super::device::{Buffer, Device, VulkanDeviceInfo, vk_error};
 use super::executable::Executable;
 use crate::Model;
-use crate::abi::{self, TccArg, TccBuffer, TccRuntimeApi};
+use crate::abi::{self, TccBuffer};
 use crate::artifact::FunctionInfo;
 use crate::error::{Error, Result};
+use crate::hal::callbacks::{BufferCopy, Callbacks, api_table, out_slot};
+use crate::hal::shared::constant_at;
 use crate::program_cache::SourceKind;
-use crate::session::{CallState, KernelProfile, check_copy, check_view, exec_error};
+use crate::session::{CallState, KernelProfile, check_view, exec_error};
 use crate::tensor::HostTensor;
 
 /// Environment variable choosing the Vulkan device by index.
@@ -38,6 +39,16 @@ pub struct VulkanRuntime {
 }
 
 impl VulkanRuntime {
+    /// Opens Vulkan device `index` (among the loader's physical devices),
+    /// for several devices at once (`hal::Group`); each runtime has an
+    /// instance of its own.
+    pub fn with_device(index: usize) -> Result<Self> {
+        Ok(VulkanRuntime {
+            device: Arc::new(Device::open(Some(index))?),
+            profiling: false,
+        })
+    }
+
     /// Opens the device `TCC_VULKAN_DEVICE` names (an index), else the
     /// first usable one. Without a loader or a device the error says so.
     pub fn new() -> Result<Self> {
@@ -368,12 +379,22 @@ impl VulkanSession {
         unsafe {
             d.end_command_buffer(self.command_buffer)
                 .map_err(|e| vk_error("vkEndCommandBuffer", e))?;
-            d.queue_submit(
-                self.device.queue,
-                &[vk::SubmitInfo::default().command_buffers(&cbs)],
-                self.fence,
-            )
-            .map_err(|e| vk_error("vkQueueSubmit", e))?;
+            {
+                // The queue is the device's, shared by its sessions (the
+                // lanes of `hal::Lanes` submit from threads of their own):
+                // Vulkan wants submits to one queue serialized.
+                let _queue = self
+                    .device
+                    .queue_lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                d.queue_submit(
+                    self.device.queue,
+                    &[vk::SubmitInfo::default().command_buffers(&cbs)],
+                    self.fence,
+                )
+                .map_err(|e| vk_error("vkQueueSubmit", e))?;
+            }
             let waited = d
                 .wait_for_fences(&[self.fence], true, u64::MAX)
                 .map_err(|e| vk_error("vkWaitForFences", e));
@@ -569,26 +590,9 @@ impl CallState for VulkanCall<'_, '_> {
     }
 }
 
-fn check_out(out: *mut *mut TccBuffer) -> Result<()> {
-    if out.is_null() {
-        return Err(Error::InvalidInput("output pointer is NULL".into()));
-    }
-    Ok(())
-}
-
 impl VulkanCall<'_, '_> {
     fn call(&mut self, inputs: &[*mut TccBuffer], outputs: &[*mut TccBuffer]) -> i32 {
-        let api = TccRuntimeApi {
-            abi_version: abi::TCC_ABI_VERSION,
-            reserved: 0,
-            ctx: self as *mut Self as *mut c_void,
-            alloc: Some(entry::alloc),
-            release: Some(entry::release),
-            constant: Some(entry::constant),
-            launch: Some(entry::launch),
-            copy: Some(entry::copy),
-            view: Some(entry::view),
-        };
+        let api = api_table(self);
         // SAFETY: the entry comes from the validated artifact; the handle
         // arrays have the lengths its descriptor declares; `self` outlives
         // the call.
@@ -626,14 +630,15 @@ impl VulkanCall<'_, '_> {
                 ))
             })
     }
+}
 
+impl Callbacks for VulkanCall<'_, '_> {
     fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
-        check_out(out)?;
+        let out = out_slot(out)?;
         let buffer = take(self.pool, self.recorder.device, bytes, false)?;
         let vk_buffer = buffer.buffer;
         let handle = self.issue(vk_buffer, 0, bytes, Owner::Temporary(buffer));
-        // SAFETY: checked non-null above.
-        unsafe { *out = handle };
+        *out = handle;
         Ok(())
     }
 
@@ -669,17 +674,11 @@ impl VulkanCall<'_, '_> {
     }
 
     fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
-        check_out(out)?;
+        let out = out_slot(out)?;
         let artifact = self.model.artifact();
-        let c = *artifact.constants.get(index as usize).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "constant index {index} out of range (the artifact has {})",
-                artifact.constants.len()
-            ))
-        })?;
+        let c = *constant_at(&artifact.constants, index)?;
         if let Some(&h) = self.shared.get(&(0, index as u64, 0)) {
-            // SAFETY: checked non-null above.
-            unsafe { *out = h as *mut TccBuffer };
+            *out = h as *mut TccBuffer;
             return Ok(());
         }
         if self.constants[index as usize].is_none() {
@@ -702,17 +701,15 @@ impl VulkanCall<'_, '_> {
             .expect("uploaded above");
         let h = self.issue(buffer, 0, c.bytes, Owner::Constant);
         self.shared.insert((0, index as u64, 0), h as usize);
-        // SAFETY: checked non-null above.
-        unsafe { *out = h };
+        *out = h;
         Ok(())
     }
 
     fn view(&mut self, offset: u64, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
-        check_out(out)?;
+        let out = out_slot(out)?;
         check_view(self.function, offset, bytes)?;
         if let Some(&h) = self.shared.get(&(1, offset, bytes)) {
-            // SAFETY: checked non-null above.
-            unsafe { *out = h as *mut TccBuffer };
+            *out = h as *mut TccBuffer;
             return Ok(());
         }
         let arena = self
@@ -720,22 +717,26 @@ impl VulkanCall<'_, '_> {
             .ok_or_else(|| Error::InvalidInput(format!("@{} has no arena", self.function.name)))?;
         let h = self.issue(arena, offset, bytes, Owner::Arena);
         self.shared.insert((1, offset, bytes), h as usize);
-        // SAFETY: checked non-null above.
-        unsafe { *out = h };
+        *out = h;
         Ok(())
     }
 
-    fn copy(
-        &mut self,
-        dst: *mut TccBuffer,
-        dst_offset: u64,
-        src: *mut TccBuffer,
-        src_offset: u64,
-        bytes: u64,
-    ) -> Result<()> {
-        let (dst_buffer, dst_base, dst_len) = self.lookup(dst, "copy destination")?;
-        let (src_buffer, src_base, src_len) = self.lookup(src, "copy source")?;
-        check_copy(dst_offset, dst_len, src_offset, src_len, bytes)?;
+    /// The buffer and the handle's offset in it.
+    type Buffer = (vk::Buffer, u64);
+
+    fn buffer(&self, handle: *mut TccBuffer, what: &str) -> Result<((vk::Buffer, u64), u64)> {
+        let (buffer, base, bytes) = self.lookup(handle, what)?;
+        Ok(((buffer, base), bytes))
+    }
+
+    fn enqueue_copy(&mut self, copy: BufferCopy<(vk::Buffer, u64)>) -> Result<()> {
+        let BufferCopy {
+            dst: (dst_buffer, dst_base),
+            dst_offset,
+            src: (src_buffer, src_base),
+            src_offset,
+            bytes,
+        } = copy;
         self.recorder.copy(
             src_buffer,
             src_base + src_offset,
@@ -746,15 +747,18 @@ impl VulkanCall<'_, '_> {
         Ok(())
     }
 
-    fn launch(
-        &mut self,
-        kernel: u32,
-        dims: u32,
-        global: *const u64,
-        local: *const u64,
-        num_args: u32,
-        args: *const TccArg,
-    ) -> Result<()> {
+    /// Any number of arguments: the pipeline is made for the first
+    /// launch's, and a later launch with others is refused.
+    fn kernel_signature(&self, kernel: u32) -> Result<(&str, Option<usize>)> {
+        let kernels = self
+            .executable
+            .as_deref()
+            .map_or(&[][..], |e| &e.kernels[..]);
+        let k = crate::hal::shared::kernel_at(kernels, kernel)?;
+        Ok((&k.name, None))
+    }
+
+    fn dispatch(&mut self, kernel: u32, launch: abi::LaunchArgs<'_>) -> Result<()> {
         let device = self.recorder.device;
         let (name, local_size) = {
             let kernels = self
@@ -764,22 +768,11 @@ impl VulkanCall<'_, '_> {
             let k = crate::hal::shared::kernel_at(kernels, kernel)?;
             (k.name.clone(), k.local_size)
         };
-        // SAFETY: the artifact passes pointers as the ABI says.
         let abi::LaunchArgs {
             global,
             local,
             args,
-        } = unsafe {
-            abi::launch_args(
-                &name,
-                dims,
-                global,
-                local,
-                num_args,
-                args,
-                num_args as usize,
-            )?
-        };
+        } = launch;
         // Buffers become descriptors, scalars the push-constant block.
         let mut buffers: Vec<vk::DescriptorBufferInfo> = Vec::new();
         let mut push: Vec<u8> = Vec::new();
@@ -906,24 +899,4 @@ impl VulkanCall<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// The C entry points of the callbacks, one per `tcc_runtime_api` field
-/// and of the same name: each runs the [`VulkanCall`] method of that name
-/// under `session::guarded`.
-mod entry {
-    use std::ffi::c_void;
-
-    use super::VulkanCall;
-    use crate::abi::{TccArg, TccBuffer, runtime_callbacks};
-    use crate::session::guarded;
-
-    macro_rules! entries {
-        ($($(#[$doc:meta])* $field:ident: $type:ident($($arg:ident: $ty:ty),*) $(-> $status:ty)?;)*) => {
-            $($(#[$doc])* pub(super) unsafe extern "C" fn $field(ctx: *mut c_void, $($arg: $ty),*) $(-> $status)? {
-                guarded(ctx, stringify!($field), |cx: &mut VulkanCall| cx.$field($($arg),*))
-            })*
-        };
-    }
-    runtime_callbacks!(entries);
 }

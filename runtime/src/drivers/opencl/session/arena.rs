@@ -70,12 +70,7 @@ impl Arena {
     pub(super) fn new(rt: &RuntimeInner, art: &Artifact) -> Result<Arena> {
         // Sub-buffers need every plan's offsets to be multiples of the
         // device's base address alignment.
-        let plan_bytes = art
-            .functions
-            .iter()
-            .map(|f| f.arena_bytes)
-            .max()
-            .unwrap_or(0);
+        let plan_bytes = art.arena_bytes();
         let aligned = art
             .functions
             .iter()

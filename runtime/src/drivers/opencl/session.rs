@@ -37,7 +37,7 @@ use opencl3::types::cl_mem;
 use serde::Serialize;
 
 pub use arena::ArenaStats;
-pub(crate) use callbacks::{CallState, check_copy, check_view, guarded};
+pub(crate) use callbacks::{CallState, check_view, guarded};
 pub(crate) use transfers::{
     enqueue_read, enqueue_write, input_in_place, map_for_reading, output_in_place, unmap_output,
 };
@@ -268,11 +268,7 @@ impl Session {
     pub fn warm_up(&mut self, function: &str) -> Result<f64> {
         let model = self.model.clone();
         let f = model.function(function)?;
-        let zeros = f
-            .inputs
-            .iter()
-            .map(|d| HostTensor::zeros(d.dtype, d.shape.clone()))
-            .collect::<Result<Vec<_>>>()?;
+        let zeros = f.zero_inputs()?;
         let started = std::time::Instant::now();
         self.run(&f.name, &zeros)?;
         Ok(started.elapsed().as_secs_f64())

@@ -148,12 +148,7 @@ impl CudaSession {
             let kernel = session.kernel(name, &params)?;
             session.kernels.push(kernel);
         }
-        let plan_bytes = art
-            .functions
-            .iter()
-            .map(|f| f.arena_bytes)
-            .max()
-            .unwrap_or(0);
+        let plan_bytes = art.arena_bytes();
         if plan_bytes > 0 {
             session.arena = Some(session.pool.acquire(driver, plan_bytes)?);
         }
@@ -375,9 +370,11 @@ impl CudaSession {
             if !t.bytes.is_empty() {
                 let started = Instant::now();
                 // SAFETY: the block holds at least the tensor's bytes. On
-                // the session's stream (ordered before its kernels; staged
-                // by the driver when the call returns), not the legacy
-                // default stream, which would serialize calls in flight.
+                // the session's stream (ordered before its kernels; from
+                // pageable memory staged by the driver when the call
+                // returns, from page-locked memory DMA that the wait at the
+                // end of the call covers), not the legacy default stream,
+                // which would serialize calls in flight.
                 let status = unsafe {
                     (driver.api.memcpy_htod_async)(
                         ptr,
@@ -439,11 +436,7 @@ impl CudaSession {
     pub fn warm_up(&mut self, function: &str) -> Result<f64> {
         let model = self.model.clone();
         let f = model.function(function)?;
-        let zeros = f
-            .inputs
-            .iter()
-            .map(|d| HostTensor::zeros(d.dtype, d.shape.clone()))
-            .collect::<Result<Vec<_>>>()?;
+        let zeros = f.zero_inputs()?;
         let started = Instant::now();
         self.run(&f.name, &zeros)?;
         Ok(started.elapsed().as_secs_f64())

@@ -220,7 +220,10 @@ impl CudaSession {
 
 /// Copies each input tensor into its device memory on `stream`
 /// (`cuMemcpyHtoDAsync`: ordered after the stream's earlier work; from
-/// pageable memory the driver has staged the bytes when it returns). Not
+/// pageable memory the driver has staged the bytes when it returns, from
+/// page-locked memory (staged calls, `hal::Device::staging`) it is DMA
+/// the stream runs, and the call waits for the stream before its inputs
+/// are given back). Not
 /// on the legacy default stream, which would wait for every other
 /// session's stream in the context and serialize calls in flight.
 fn upload(

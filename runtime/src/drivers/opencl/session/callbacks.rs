@@ -24,11 +24,12 @@ use super::lane_memory::{constant_slot, lane_parts};
 use super::program::KernelSlot;
 use super::transfers::{enqueue_write, to_usize};
 use super::{PendingCommand, Session, exec_error};
-use crate::abi::{self, TccArg, TccBuffer};
+use crate::abi::{self, TccBuffer};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::buffer_pool::PoolBuffer;
 use crate::error::{Error, Result};
-use crate::hal::callbacks::{Callbacks, api_table};
+use crate::hal::callbacks::{BufferCopy, Callbacks, api_table, out_slot};
+use crate::hal::shared::constant_at;
 use crate::timeline::CommandKind;
 use crate::{RuntimeInner, TransferCounters};
 
@@ -269,9 +270,7 @@ impl CallContext<'_> {
 
 impl Callbacks for CallContext<'_> {
     fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
-        if out.is_null() {
-            return Err(Error::InvalidInput("output pointer is NULL".into()));
-        }
+        let out = out_slot(out)?;
         if self.rt.faults.take(crate::Fault::Alloc) {
             return Err(Error::OutOfDeviceMemory(format!(
                 "{bytes} bytes requested: injected fault (Runtime::inject_fault)"
@@ -286,8 +285,7 @@ impl Callbacks for CallContext<'_> {
                 owner: Owner::Pool(b),
             },
         );
-        // SAFETY: checked non-null; the artifact passes a pointer to its slot.
-        unsafe { *out = mem as *mut TccBuffer };
+        *out = mem as *mut TccBuffer;
         Ok(())
     }
 
@@ -325,15 +323,8 @@ impl Callbacks for CallContext<'_> {
     }
 
     fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
-        if out.is_null() {
-            return Err(Error::InvalidInput("output pointer is NULL".into()));
-        }
-        let c = *self.artifact.constants.get(index as usize).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "constant index {index} out of range (the artifact has {})",
-                self.constants.len()
-            ))
-        })?;
+        let out = out_slot(out)?;
+        let c = *constant_at(&self.artifact.constants, index)?;
         let i = index as usize;
         // A lane past the first has its own copy of writable scratch.
         let (slot, shared) = constant_slot(
@@ -381,15 +372,12 @@ impl Callbacks for CallContext<'_> {
             bytes: c.bytes,
             owner: Owner::Constant(index),
         });
-        // SAFETY: checked non-null.
-        unsafe { *out = mem as *mut TccBuffer };
+        *out = mem as *mut TccBuffer;
         Ok(())
     }
 
     fn view(&mut self, offset: u64, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
-        if out.is_null() {
-            return Err(Error::InvalidInput("output pointer is NULL".into()));
-        }
+        let out = out_slot(out)?;
         check_view(self.function, offset, bytes)?;
         let (rt, queue, deferring) = (self.rt, self.queue, self.deferred.is_some());
         let mem = self
@@ -399,20 +387,16 @@ impl Callbacks for CallContext<'_> {
             bytes,
             owner: Owner::Arena,
         });
-        // SAFETY: checked non-null.
-        unsafe { *out = mem as *mut TccBuffer };
+        *out = mem as *mut TccBuffer;
         Ok(())
     }
 
-    fn launch(
-        &mut self,
-        kernel: u32,
-        dims: u32,
-        global: *const u64,
-        local: *const u64,
-        num_args: u32,
-        args: *const TccArg,
-    ) -> Result<()> {
+    fn kernel_signature(&self, kernel: u32) -> Result<(&str, Option<usize>)> {
+        let slot = crate::hal::shared::kernel_at(self.kernels, kernel)?;
+        Ok((&slot.name, Some(slot.num_args as usize)))
+    }
+
+    fn dispatch(&mut self, kernel: u32, launch: abi::LaunchArgs<'_>) -> Result<()> {
         let slot = crate::hal::shared::kernel_at(self.kernels, kernel)?;
         let name = &slot.name;
         if self.rt.faults.take(crate::Fault::Launch) {
@@ -421,18 +405,6 @@ impl Callbacks for CallContext<'_> {
                 opencl3::error_codes::ClError(opencl3::error_codes::CL_INVALID_COMMAND_QUEUE),
             ));
         }
-        // SAFETY: the artifact passes pointers as the ABI says.
-        let launch = unsafe {
-            abi::launch_args(
-                name,
-                dims,
-                global,
-                local,
-                num_args,
-                args,
-                slot.num_args as usize,
-            )?
-        };
         let args = launch.args;
         let global: Vec<usize> = launch
             .global
@@ -499,6 +471,7 @@ impl Callbacks for CallContext<'_> {
             }
             None => None,
         };
+        let dims = global.len() as u32;
         // SAFETY: all arguments are set; the size arrays have `dims` entries.
         let event = unsafe {
             self.queue.enqueue_nd_range_kernel(
@@ -542,20 +515,20 @@ impl Callbacks for CallContext<'_> {
         Ok(())
     }
 
-    fn copy(
-        &mut self,
-        dst: *mut TccBuffer,
-        dst_offset: u64,
-        src: *mut TccBuffer,
-        src_offset: u64,
-        bytes: u64,
-    ) -> Result<()> {
-        let (dst_mem, dst_len) = self.lookup(dst, "copy destination")?;
-        let (src_mem, src_len) = self.lookup(src, "copy source")?;
-        check_copy(dst_offset, dst_len, src_offset, src_len, bytes)?;
-        if bytes == 0 {
-            return Ok(());
-        }
+    type Buffer = cl_mem;
+
+    fn buffer(&self, handle: *mut TccBuffer, what: &str) -> Result<(cl_mem, u64)> {
+        self.lookup(handle, what)
+    }
+
+    fn enqueue_copy(&mut self, copy: BufferCopy<cl_mem>) -> Result<()> {
+        let BufferCopy {
+            dst: dst_mem,
+            dst_offset,
+            src: src_mem,
+            src_offset,
+            bytes,
+        } = copy;
         // SAFETY: both buffers are live and the ranges are checked.
         let ev = unsafe {
             opencl3::command_queue::enqueue_copy_buffer(
@@ -601,27 +574,6 @@ pub(crate) fn check_view(f: &FunctionInfo, offset: u64, bytes: u64) -> Result<()
             "view of {bytes} bytes at offset {offset} is outside @{}'s {}-byte arena",
             f.name, f.arena_bytes
         )));
-    }
-    Ok(())
-}
-
-/// Checks a `copy` of `bytes` bytes against both buffers' sizes.
-pub(crate) fn check_copy(
-    dst_offset: u64,
-    dst_len: u64,
-    src_offset: u64,
-    src_len: u64,
-    bytes: u64,
-) -> Result<()> {
-    for (what, off, len) in [
-        ("destination", dst_offset, dst_len),
-        ("source", src_offset, src_len),
-    ] {
-        if off.checked_add(bytes).is_none_or(|end| end > len) {
-            return Err(Error::InvalidInput(format!(
-                "copy of {bytes} bytes at {what} offset {off} overruns the {len}-byte {what} buffer"
-            )));
-        }
     }
     Ok(())
 }

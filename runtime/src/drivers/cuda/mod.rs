@@ -57,6 +57,7 @@ use serde::Serialize;
 
 use crate::Model;
 use crate::error::{Error, Result};
+use crate::host_bytes::HostBytes;
 use driver::{CuContext, CuDevice, Driver};
 pub use session::CudaSession;
 pub use tensor::{CudaInput, CudaTensor};
@@ -425,6 +426,51 @@ impl CudaRuntime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .stats
+    }
+
+    /// `len` bytes of page-locked host memory (`cuMemHostAlloc`,
+    /// portable to every context), zeroed: copies between it and any
+    /// device are DMA that `cuMemcpy*Async` queues without waiting, where
+    /// from pageable memory the driver stages the bytes itself and the
+    /// call returns only once they are copied. Freed (`cuMemFreeHost`)
+    /// when the bytes are dropped; the runtime's context lives as long.
+    pub fn pinned(&self, len: usize) -> Result<HostBytes> {
+        if len == 0 {
+            return Ok(HostBytes::zeroed(0));
+        }
+        self.inner.make_current()?;
+        let driver = self.inner.driver;
+        let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: the driver writes the block's address.
+        let status =
+            unsafe { (driver.api.mem_host_alloc)(&mut ptr, len, driver::MEMHOSTALLOC_PORTABLE) };
+        driver.check(status, || format!("cuMemHostAlloc({len} bytes)"))?;
+        let Some(block) = std::ptr::NonNull::new(ptr as *mut u8) else {
+            return Err(Error::Unsupported(format!(
+                "cuMemHostAlloc({len} bytes) returned no memory"
+            )));
+        };
+        if !(block.as_ptr() as usize).is_multiple_of(crate::host_bytes::HOST_ALIGN) {
+            // SAFETY: the block just allocated, not used.
+            unsafe { (driver.api.mem_free_host)(ptr) };
+            return Err(Error::Unsupported(format!(
+                "cuMemHostAlloc({len} bytes) returned memory not aligned to a page"
+            )));
+        }
+        // SAFETY: `len` writable bytes the driver owns until freed.
+        unsafe { std::ptr::write_bytes(block.as_ptr(), 0, len) };
+        let context = self.inner.clone();
+        let free = Box::new(move |p: *mut u8| {
+            // Portable memory is freed in any of the process's contexts;
+            // this runtime's is kept alive by the closure.
+            if context.make_current().is_ok() {
+                // SAFETY: the block of this `cuMemHostAlloc`, freed once.
+                unsafe { (context.driver.api.mem_free_host)(p as *mut std::ffi::c_void) };
+            }
+        });
+        // SAFETY: `len` zeroed bytes, page-aligned, owned by the result
+        // until `free`.
+        Ok(unsafe { HostBytes::from_driver(block, len, free) })
     }
 
     /// Waits until everything queued in the context has finished.

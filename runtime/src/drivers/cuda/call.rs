@@ -20,11 +20,12 @@ use super::handles::{HandleTable, Owner, Shared};
 use super::launch::geometry;
 use super::memory::{DeviceMemory, MemoryPool};
 use super::session::{CudaKernel, CudaSession, TracedCommand};
-use crate::abi::{self, TccArg, TccBuffer};
+use crate::abi::{self, TccBuffer};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::error::{Error, Result};
-use crate::hal::callbacks::{Callbacks, api_table};
-use crate::session::{CallState, check_copy, check_view, exec_error};
+use crate::hal::callbacks::{BufferCopy, Callbacks, api_table, out_slot};
+use crate::hal::shared::constant_at;
+use crate::session::{CallState, check_view, exec_error};
 use crate::timeline::{CommandKind, PendingTime};
 
 impl CudaSession {
@@ -124,27 +125,13 @@ impl CallState for CudaCall<'_> {
     }
 }
 
-/// Writes `handle` to the artifact's `out` slot, which must not be NULL.
-fn hand_out(out: *mut *mut TccBuffer, handle: *mut TccBuffer) {
-    // SAFETY: checked non-null by the callers; the artifact passes a
-    // pointer to its slot.
-    unsafe { *out = handle };
-}
-
-fn check_out(out: *mut *mut TccBuffer) -> Result<()> {
-    if out.is_null() {
-        return Err(Error::InvalidInput("output pointer is NULL".into()));
-    }
-    Ok(())
-}
-
 impl Callbacks for CudaCall<'_> {
     fn alloc(&mut self, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
-        check_out(out)?;
+        let out = out_slot(out)?;
         let memory = self.pool.acquire(self.driver, bytes)?;
         let ptr = memory.ptr();
         let handle = self.table.issue(ptr, bytes, Owner::Temporary(memory));
-        hand_out(out, handle);
+        *out = handle;
         Ok(())
     }
 
@@ -156,15 +143,10 @@ impl Callbacks for CudaCall<'_> {
     }
 
     fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
-        check_out(out)?;
-        let c = *self.artifact.constants.get(index as usize).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "constant index {index} out of range (the artifact has {})",
-                self.constants.len()
-            ))
-        })?;
+        let out = out_slot(out)?;
+        let c = *constant_at(&self.artifact.constants, index)?;
         if let Some(handle) = self.table.shared(Shared::Constant(index)) {
-            hand_out(out, handle);
+            *out = handle;
             return Ok(());
         }
         if self.constants[index as usize].is_none() {
@@ -220,16 +202,16 @@ impl Callbacks for CudaCall<'_> {
             c.bytes,
             Owner::Constant(index),
         );
-        hand_out(out, handle);
+        *out = handle;
         Ok(())
     }
 
     fn view(&mut self, offset: u64, bytes: u64, out: *mut *mut TccBuffer) -> Result<()> {
-        check_out(out)?;
+        let out = out_slot(out)?;
         check_view(self.function, offset, bytes)?;
         let key = Shared::View { offset, bytes };
         if let Some(handle) = self.table.shared(key) {
-            hand_out(out, handle);
+            *out = handle;
             return Ok(());
         }
         // A view inside a non-empty plan: the session has the arena.
@@ -239,27 +221,23 @@ impl Callbacks for CudaCall<'_> {
         let handle = self
             .table
             .issue_shared(key, base + offset, bytes, Owner::Arena);
-        hand_out(out, handle);
+        *out = handle;
         Ok(())
     }
 
-    fn launch(
-        &mut self,
-        kernel: u32,
-        dims: u32,
-        global: *const u64,
-        local: *const u64,
-        num_args: u32,
-        args: *const TccArg,
-    ) -> Result<()> {
+    fn kernel_signature(&self, kernel: u32) -> Result<(&str, Option<usize>)> {
+        let k = crate::hal::shared::kernel_at(self.kernels, kernel)?;
+        Ok((&k.name, Some(k.params.len())))
+    }
+
+    fn dispatch(&mut self, kernel: u32, launch: abi::LaunchArgs<'_>) -> Result<()> {
         let k = crate::hal::shared::kernel_at(self.kernels, kernel)?;
         let name = &k.name;
-        // SAFETY: the artifact passes pointers as the ABI says.
         let abi::LaunchArgs {
             global,
             local,
             args,
-        } = unsafe { abi::launch_args(name, dims, global, local, num_args, args, k.params.len())? };
+        } = launch;
         // One 8-byte slot per argument, its value in the first bytes.
         let mut slots: Vec<u64> = Vec::with_capacity(args.len());
         for (i, (a, &size)) in args.iter().zip(&k.params).enumerate() {
@@ -361,20 +339,20 @@ impl Callbacks for CudaCall<'_> {
         Ok(())
     }
 
-    fn copy(
-        &mut self,
-        dst: *mut TccBuffer,
-        dst_offset: u64,
-        src: *mut TccBuffer,
-        src_offset: u64,
-        bytes: u64,
-    ) -> Result<()> {
-        let (dst_ptr, dst_len) = self.table.lookup(dst, "copy destination")?;
-        let (src_ptr, src_len) = self.table.lookup(src, "copy source")?;
-        check_copy(dst_offset, dst_len, src_offset, src_len, bytes)?;
-        if bytes == 0 {
-            return Ok(());
-        }
+    type Buffer = CuDevicePtr;
+
+    fn buffer(&self, handle: *mut TccBuffer, what: &str) -> Result<(CuDevicePtr, u64)> {
+        self.table.lookup(handle, what)
+    }
+
+    fn enqueue_copy(&mut self, copy: BufferCopy<CuDevicePtr>) -> Result<()> {
+        let BufferCopy {
+            dst: dst_ptr,
+            dst_offset,
+            src: src_ptr,
+            src_offset,
+            bytes,
+        } = copy;
         let size = usize::try_from(bytes)
             .map_err(|_| Error::InvalidInput(format!("copy of {bytes} bytes is too large")))?;
         let driver = self.driver;

@@ -65,6 +65,9 @@ pub(crate) const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
 /// default stream, so the synchronous `cuMemcpyHtoD`/`DtoH` calls are
 /// ordered with the work on it.
 pub(crate) const STREAM_DEFAULT: c_uint = 0;
+/// `CU_MEMHOSTALLOC_PORTABLE`: page-locked host memory that every
+/// context treats as pinned (the devices of a group share staging).
+pub(crate) const MEMHOSTALLOC_PORTABLE: c_uint = 1;
 /// `CU_EVENT_DEFAULT`: an event that records timing.
 pub(crate) const EVENT_DEFAULT: c_uint = 0;
 /// `CU_STREAM_CAPTURE_MODE_RELAXED`: a capture that does not forbid
@@ -122,6 +125,8 @@ driver_api! {
     ctx_synchronize = "cuCtxSynchronize": ();
     mem_alloc = "cuMemAlloc_v2": (*mut CuDevicePtr, usize);
     mem_free = "cuMemFree_v2": (CuDevicePtr);
+    mem_host_alloc = "cuMemHostAlloc": (*mut *mut c_void, usize, c_uint);
+    mem_free_host = "cuMemFreeHost": (*mut c_void);
     memcpy_htod = "cuMemcpyHtoD_v2": (CuDevicePtr, *const c_void, usize);
     memcpy_dtoh = "cuMemcpyDtoH_v2": (*mut c_void, CuDevicePtr, usize);
     memcpy_htod_async = "cuMemcpyHtoDAsync_v2": (CuDevicePtr, *const c_void, usize, CuStream);
