@@ -395,13 +395,15 @@ fn quantize(imp: &mut Importer, x: &Val, p: &Params, target: DType, saturate: bo
     round_to_int(imp, &divided, zero.as_ref(), target)
 }
 
-/// Checks an attribute that names the float type a quantize/dequantize
-/// computes in (opset 23's `precision` and `output_dtype`): absent, 0
-/// (the scale's type), float, or the scale's half type (computed in f32
-/// and rounded once, as every half op).
-fn float_precision(node: &Node, attribute: &str) -> Result<()> {
+/// The float type an attribute names (opset 23's `precision` and
+/// `output_dtype`): `None` when absent or 0 (the scale's type), float, or
+/// for `output_dtype` the half types; other types are an error.
+fn float_attribute(node: &Node, attribute: &str, halves: bool) -> Result<Option<DType>> {
     match node.int_opt(attribute)? {
-        None | Some(0) | Some(1) | Some(10) | Some(16) => Ok(()),
+        None | Some(0) => Ok(None),
+        Some(1) => Ok(Some(DType::F32)),
+        Some(10) if halves => Ok(Some(DType::F16)),
+        Some(16) if halves => Ok(Some(DType::BF16)),
         Some(code) => bail!(
             "{} with {attribute} = {} is not supported (tcc computes it in float)",
             node.op(),
@@ -414,10 +416,18 @@ fn float_precision(node: &Node, attribute: &str) -> Result<()> {
 pub fn dequantize_linear(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?;
     // Opset 23: `output_dtype` picks the output type (default: the
-    // scale's); half results are rounded from f32 by the half wrapper.
-    float_precision(node, "output_dtype")?;
+    // scale's; a half scale's result is rounded from f32 by the half
+    // wrapper).
+    let output = float_attribute(node, "output_dtype", true)?;
     let p = Params::read(node, Some(1), 2, &x.shape(), node.int("axis", 1)?)?;
-    one(dequantize(imp, x, &p)?)
+    let y = dequantize(imp, x, &p)?;
+    match output {
+        Some(half @ (DType::F16 | DType::BF16)) => {
+            let y = imp.val(&y)?;
+            one(tensor_value(imp.e.cast(&y, half)))
+        }
+        _ => one(y),
+    }
 }
 
 /// `QuantizeLinear(x, scale, zero_point)`.
@@ -425,7 +435,7 @@ pub fn quantize_linear(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?;
     // Opset 23: `precision` is the type the division by the scale is
     // computed in (default: the scale's, float here).
-    float_precision(node, "precision")?;
+    float_attribute(node, "precision", false)?;
     let default = match node.int_opt("output_dtype")? {
         Some(code) if code != 0 => DType::from_onnx(code as i32).ok_or_else(|| {
             ImportError::new(format!(
