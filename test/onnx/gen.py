@@ -1541,7 +1541,52 @@ def element_type_cases():
     )
 
 
+def runtime_param_cases():
+    """Quantization parameters that tcc folds or broadcasts itself: blocked
+    DequantizeLinear of constant int8 weights (folded at import time, the
+    weight-only quantization of LLMs), a blocked QuantizeLinear /
+    DequantizeLinear round trip of a run-time input with constant
+    parameters (tiled to the input inside the kernel), and
+    NonMaxSuppression on constant boxes (evaluated at import time). Run
+    alone: `python3 test/onnx/gen.py runtime_params`."""
+    own = np.random.default_rng(20261129)
+    x = own.uniform(-2.0, 2.0, size=(2, 8)).astype(np.float32)
+    w_q = own.integers(-128, 128, size=(8, 4)).astype(np.int8)
+    w_scale = own.uniform(0.01, 0.05, size=(4, 4)).astype(np.float32)
+    w_zero = own.integers(-3, 4, size=(4, 4)).astype(np.int8)
+    x_scale = own.uniform(0.01, 0.03, size=(2, 3)).astype(np.float32)
+    x_zero = own.integers(120, 136, size=(2, 3)).astype(np.uint8)
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                       [1, 10.1, 0, 11.1], [0, 100, 1, 101]]], np.float32)
+    scores = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3], [0.05, 0.4, 0.3, 0.2, 0.6, 0.7]]], np.float32)
+    save_case(
+        "quant_blocked_nms",
+        [
+            helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["w"], axis=0, block_size=2),
+            helper.make_node("MatMul", ["x", "w"], ["y"]),
+            # Blocks of 3 along an axis of 8: the last block is cut short.
+            helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], axis=1, block_size=3),
+            helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], axis=1, block_size=3),
+            helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "score_min"],
+                             ["selected"]),
+        ],
+        [vi("x", F, [2, 8])],
+        [vi("y", F, [2, 4]), vi("xq", TensorProto.UINT8, [2, 8]), vi("xd", F, [2, 8]),
+         vi("selected", TensorProto.INT64, [None, 3])],
+        [x],
+        [init("w_q", w_q), init("w_scale", w_scale), init("w_zero", w_zero), init("x_scale", x_scale),
+         init("x_zero", x_zero), init("boxes", boxes), init("scores", scores),
+         init("max_out", np.array([2], np.int64)), init("iou", np.array([0.5], np.float32)),
+         init("score_min", np.array([0.1], np.float32))],
+        opset=21,
+    )
+
+
 if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["runtime_params"]:
+        runtime_param_cases()
+        sys.exit(0)
     cases()
     quantized_cases()
     bad_models()
@@ -1559,3 +1604,4 @@ if __name__ == "__main__":
         element_type_cases()
         sys.exit(0)
     element_type_cases()
+    runtime_param_cases()

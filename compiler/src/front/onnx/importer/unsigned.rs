@@ -10,9 +10,14 @@
 //! truncation are parts of the kernel's loads and stores.
 //!
 //! uint64 cannot be widened: its ops that agree bit for bit with the
-//! signed ones (add, sub, mul, bitwise logic, data movement) run as they
-//! are; the others are refused rather than computed wrong for values of
-//! 2^63 and above.
+//! signed ones (add, sub, mul, bitwise logic, equality, data movement) run
+//! as they are, and so do the ops that read uint64 themselves (Div and Mod
+//! divide unsigned, BitShift shifts logically, Pow's exponent converts
+//! unsigned); the ops that only order values (comparisons, Max, Min,
+//! TopK, ArgMax/ArgMin, ReduceMax/ReduceMin, Clip) get their uint64
+//! operands with the sign bit flipped, which maps unsigned order onto
+//! signed order, and their uint64 results flipped back. Other ops are
+//! refused rather than computed wrong for values of 2^63 and above.
 //!
 //! Quantized ops read uint8 themselves (uint8 carried as `i8` bits, see
 //! `ops/quant.rs`) and are not wrapped; neither are data movement and
@@ -22,6 +27,7 @@
 use super::super::dtype::DType;
 use super::super::error::{ImportError, Result, bail};
 use super::super::node::{Node, Value, tensor_value};
+use super::super::tensor::Const;
 use super::Importer;
 use super::half::MOVES_ELEMENTS;
 
@@ -36,7 +42,8 @@ const READS_UNSIGNED: &[&str] = &[
     "ConvInteger",
 ];
 
-/// uint64 ops whose signed form is the same bits.
+/// uint64 ops whose signed form is the same bits, or that read uint64
+/// themselves.
 const SAME_BITS_U64: &[&str] = &[
     "Add",
     "Sub",
@@ -45,6 +52,28 @@ const SAME_BITS_U64: &[&str] = &[
     "BitwiseOr",
     "BitwiseXor",
     "BitwiseNot",
+    "Equal",
+    "Div",
+    "Mod",
+    "BitShift",
+    "Pow",
+];
+
+/// uint64 ops that only compare values: they run on the operands with
+/// the sign bit flipped (unsigned order as signed order).
+const ORDERS_U64: &[&str] = &[
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "Max",
+    "Min",
+    "TopK",
+    "ArgMax",
+    "ArgMin",
+    "ReduceMax",
+    "ReduceMin",
+    "Clip",
 ];
 
 /// Ops whose integer results are int64 whatever their input type.
@@ -69,6 +98,9 @@ pub(super) fn unsigned_compute_type(node: &Node) -> Result<Option<DType>> {
         if SAME_BITS_U64.contains(&node.op()) {
             return Ok(None);
         }
+        if ORDERS_U64.contains(&node.op()) {
+            return Ok(Some(DType::U64));
+        }
         bail!(
             "{} on uint64 tensors is not supported (tcc computes unsigned integers in int64, \
              which holds uint64 values only below 2^63; add, sub, mul and bitwise logic are)",
@@ -78,9 +110,31 @@ pub(super) fn unsigned_compute_type(node: &Node) -> Result<Option<DType>> {
     Ok(Some(unsigned))
 }
 
-/// `value` zero-extended to int64 when it is uint8/16/32.
+/// `value` as int64 with its sign bit flipped: unsigned order becomes
+/// signed order (the flip is its own inverse).
+fn flip_sign(imp: &mut Importer, value: &Value, to: DType) -> Value {
+    match value {
+        Value::Const(c) => {
+            let flipped: Vec<i64> = c.i64s().into_iter().map(|v| v ^ i64::MIN).collect();
+            Value::constant(Const::from_i64(to, c.shape.clone(), &flipped))
+        }
+        Value::Tensor(v) => tensor_value(imp.e.map(&[v], v.ty.with_dtype(to), &|a| {
+            format!(
+                "%sign = arith.constant {} : i64\n%r = arith.xori {}, %sign : i64",
+                i64::MIN,
+                a[0]
+            )
+        })),
+    }
+}
+
+/// `value` zero-extended to int64 when it is uint8/16/32; uint64 with its
+/// sign bit flipped (for the ops that only compare).
 pub(super) fn widen(imp: &mut Importer, value: &Value) -> Result<Value> {
     let dtype = value.dtype();
+    if dtype == DType::U64 {
+        return Ok(flip_sign(imp, value, DType::I64));
+    }
     if !matches!(dtype, DType::U8 | DType::U16 | DType::U32) {
         return Ok(value.clone());
     }
@@ -108,6 +162,9 @@ pub(super) fn narrow(
     let int64_result = INT64_RESULTS.contains(&op) || (op == "TopK" && index == 1);
     if value.dtype() != DType::I64 || int64_result {
         return Ok(value);
+    }
+    if unsigned == DType::U64 {
+        return Ok(flip_sign(imp, &value, DType::U64));
     }
     Ok(match &value {
         Value::Const(c) => Value::constant(c.cast(unsigned)),

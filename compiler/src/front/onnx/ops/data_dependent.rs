@@ -211,3 +211,130 @@ pub fn unique(node: &Node) -> Result<Vec<Value>> {
         .map(Value::constant)
         .collect())
 }
+
+/// Whether boxes `a` and `b` (4 coordinates each: corners `[y1, x1, y2,
+/// x2]` in any order, or `[x_center, y_center, width, height]`) overlap
+/// with an intersection over union above `threshold`, as ONNX's reference
+/// and onnxruntime decide it.
+fn suppresses(a: [f64; 4], b: [f64; 4], center_point: bool, threshold: f64) -> bool {
+    // Per axis (y then x for corners, x then y for centers): min and max.
+    let span = |lo: f64, hi: f64| (lo.min(hi), lo.max(hi));
+    let extents = |box_: [f64; 4]| {
+        if center_point {
+            let (hw, hh) = (box_[2] / 2.0, box_[3] / 2.0);
+            [(box_[0] - hw, box_[0] + hw), (box_[1] - hh, box_[1] + hh)]
+        } else {
+            [span(box_[0], box_[2]), span(box_[1], box_[3])]
+        }
+    };
+    let (ea, eb) = (extents(a), extents(b));
+    let mut intersection = 1.0;
+    for axis in 0..2 {
+        let low = ea[axis].0.max(eb[axis].0);
+        let high = ea[axis].1.min(eb[axis].1);
+        if high <= low {
+            return false;
+        }
+        intersection *= high - low;
+    }
+    let area = |e: [(f64, f64); 2]| (e[0].1 - e[0].0) * (e[1].1 - e[1].0);
+    let (area_a, area_b) = (area(ea), area(eb));
+    let union = area_a + area_b - intersection;
+    if intersection <= 0.0 || area_a <= 0.0 || area_b <= 0.0 || union <= 0.0 {
+        return false;
+    }
+    intersection / union > threshold
+}
+
+/// `NonMaxSuppression(boxes, scores, max_output_boxes_per_class?,
+/// iou_threshold?, score_threshold?)`: the number of selected boxes (the
+/// output's first dimension) depends on the values, so it is evaluated
+/// here on constants (per batch and class: boxes above the score
+/// threshold by descending score, ties by lower index, each kept unless it
+/// overlaps a kept one above the IoU threshold, at most
+/// `max_output_boxes_per_class`), and an error on run-time boxes or scores.
+pub fn non_max_suppression(node: &Node) -> Result<Vec<Value>> {
+    let boxes = known(node, 0, "boxes")?;
+    let scores = known(node, 1, "scores")?;
+    let op = node.op();
+    let scalar = |index: usize, what: &str| -> Result<Option<&Const>> {
+        match node.opt(index) {
+            None => Ok(None),
+            Some(Value::Const(c)) if c.numel() == 0 => Ok(None),
+            Some(Value::Const(c)) => Ok(Some(c)),
+            Some(Value::Tensor(_)) => bail!(
+                "{op}'s {what} (input #{index}) is computed at run time; with constant boxes and \
+                 scores tcc evaluates the op at import time and needs it to be a constant too"
+            ),
+        }
+    };
+    let max_out = scalar(2, "max_output_boxes_per_class")?.map_or(0, |c| c.i64_at(0).max(0));
+    let iou = scalar(3, "iou_threshold")?.map_or(0.0, |c| c.f64_at(0));
+    let score_threshold = scalar(4, "score_threshold")?.map(|c| c.f64_at(0));
+    let center_point = node.int("center_point_box", 0)? != 0;
+    let (bs, ss) = (&boxes.shape, &scores.shape);
+    if bs.len() != 3 || bs[2] != 4 || ss.len() != 3 || ss[0] != bs[0] || ss[2] != bs[1] {
+        bail!(
+            "{op}: boxes of shape {bs:?} and scores of shape {ss:?} are not [batches, boxes, 4] \
+             and [batches, classes, boxes]"
+        );
+    }
+    let (batches, classes, count) = (bs[0] as usize, ss[1] as usize, bs[1] as usize);
+    let mut selected: Vec<i64> = Vec::new();
+    for batch in 0..batches {
+        let box_at = |i: usize| {
+            let at = (batch * count + i) * 4;
+            [0, 1, 2, 3].map(|k| boxes.f64_at(at + k))
+        };
+        for class in 0..classes {
+            let score = |i: usize| scores.f64_at((batch * classes + class) * count + i);
+            let mut candidates: Vec<usize> = (0..count)
+                .filter(|&i| score_threshold.is_none_or(|t| score(i) > t))
+                .collect();
+            // Descending score, ties by lower index (a stable sort).
+            candidates.sort_by(|&a, &b| score(b).partial_cmp(&score(a)).unwrap_or(Ordering::Equal));
+            let mut kept: Vec<usize> = Vec::new();
+            for i in candidates {
+                if kept.len() as i64 >= max_out {
+                    break;
+                }
+                if kept
+                    .iter()
+                    .all(|&k| !suppresses(box_at(i), box_at(k), center_point, iou))
+                {
+                    kept.push(i);
+                    selected.extend([batch as i64, class as i64, i as i64]);
+                }
+            }
+        }
+    }
+    let rows = selected.len() as i64 / 3;
+    Ok(vec![Value::constant(Const::from_i64(
+        DType::I64,
+        vec![rows, 3],
+        &selected,
+    ))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::suppresses;
+
+    #[test]
+    fn overlap_is_intersection_over_union_strictly_above_the_threshold() {
+        // Two unit squares overlapping by half: IoU = 0.5 / 1.5 = 1/3.
+        let a = [0.0, 0.0, 1.0, 1.0];
+        let b = [0.0, 0.5, 1.0, 1.5];
+        assert!(suppresses(a, b, false, 0.3));
+        assert!(!suppresses(a, b, false, 0.4));
+        // Corners in either order give the same box.
+        assert!(suppresses(a, [1.0, 1.5, 0.0, 0.5], false, 0.3));
+        // The same boxes as centers and sizes.
+        let (ca, cb) = ([0.5, 0.5, 1.0, 1.0], [1.0, 0.5, 1.0, 1.0]);
+        assert!(suppresses(ca, cb, true, 0.3));
+        assert!(!suppresses(ca, cb, true, 0.4));
+        // Touching edges do not overlap; identical boxes overlap fully.
+        assert!(!suppresses(a, [0.0, 1.0, 1.0, 2.0], false, 0.0));
+        assert!(suppresses(a, a, false, 0.99));
+    }
+}

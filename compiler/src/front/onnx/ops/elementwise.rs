@@ -358,9 +358,15 @@ pub fn arithmetic(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 );
             };
             let t = a.dtype().mlir();
+            // uint64 (not widened) divides unsigned.
+            let op = if a.dtype() == DType::U64 {
+                "divui"
+            } else {
+                "divsi"
+            };
             let ty = TType::new(a.dtype(), shape);
             imp.e.map(&[&a, &b], ty, &|x| {
-                format!("%r = arith.divsi {}, {} : {t}", x[0], x[1])
+                format!("%r = arith.{op} {}, {} : {t}", x[0], x[1])
             })
         }
         other => bail!("no arithmetic op {other}"),
@@ -370,6 +376,9 @@ pub fn arithmetic(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
 
 fn pow(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let base = node.input(0)?;
+    if base.dtype().is_int() {
+        return integer_pow(imp, node);
+    }
     require_float(base, "Pow's base")?;
     let x = imp.val(base)?;
     if let Some(Value::Const(c)) = node.opt(1)
@@ -386,8 +395,95 @@ fn pow(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let y = imp.val(node.input(1)?)?;
     let y = legacy_broadcast(imp, node, &x, y)?;
-    let y = imp.e.cast(&y, x.dtype());
+    let y = if y.dtype() == DType::U64 {
+        // uint64 (not widened) converts unsigned.
+        let to = x.dtype().mlir();
+        imp.e.map(&[&y], y.ty.with_dtype(x.dtype()), &|a| {
+            format!("%r = arith.uitofp {} : i64 to {to}", a[0])
+        })
+    } else {
+        imp.e.cast(&y, x.dtype())
+    };
     tensor(imp.e.binary("tosa.pow", &x, &y)?)
+}
+
+/// Pow of an integer base (the result has the base's type): by repeated
+/// squaring over the exponent's bits, exact with the wrap-around of the
+/// type's multiplication; a negative exponent gives the truncated
+/// `1 / base^-e` (1 for a base of 1, +-1 for -1, else 0). A float
+/// exponent with an integral value takes the same path, any other is
+/// `pow` in the exponent's float type truncated toward zero.
+fn integer_pow(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = imp.val(node.input(0)?)?;
+    let y = imp.val(node.input(1)?)?;
+    let y = legacy_broadcast(imp, node, &x, y)?;
+    let Some(shape) = broadcast_shapes(x.shape(), y.shape()) else {
+        bail!(
+            "Pow: shapes {:?} and {:?} do not broadcast",
+            x.shape(),
+            y.shape()
+        );
+    };
+    let (t, e_dtype) = (x.dtype().mlir(), y.dtype());
+    let et = e_dtype.mlir();
+    // The exponent as i64 (`%e`), and with a float exponent the float
+    // result (`%fr`) and whether the exponent is integral (`%integral`).
+    let (exponent, bits, signed) = if e_dtype.is_float() {
+        (
+            format!(
+                "%bf = arith.sitofp %in0 : {t} to {et}\n%pf = math.powf %bf, %in1 : {et}\n\
+                 %fr = arith.fptosi %pf : {et} to {t}\n%e = arith.fptosi %in1 : {et} to i64\n\
+                 %eb = arith.sitofp %e : i64 to {et}\n%integral = arith.cmpf oeq, %eb, %in1 : {et}\n"
+            ),
+            63,
+            true,
+        )
+    } else if e_dtype.is_int() {
+        let width = e_dtype.size() * 8;
+        let convert = if width == 64 {
+            "%e = arith.addi %in1, %z64 : i64\n".to_string()
+        } else {
+            format!("%e = arith.extsi %in1 : {et} to i64\n")
+        };
+        let signed = e_dtype != DType::U64;
+        (convert, if signed { width - 1 } else { width }, signed)
+    } else {
+        bail!("Pow's exponent must be a number, not {e_dtype}");
+    };
+    let mut body = format!(
+        "%z64 = arith.constant 0 : i64\n%c1 = arith.constant 1 : i64\n{exponent}\
+         %one = arith.constant 1 : {t}\n%zero = arith.constant 0 : {t}\n\
+         %acc0 = arith.addi %zero, %one : {t}\n%b0 = arith.addi %in0, %zero : {t}\n"
+    );
+    for i in 0..bits {
+        body.push_str(&format!(
+            "%s{i} = arith.constant {i} : i64\n%sh{i} = arith.shrui %e, %s{i} : i64\n\
+             %bit{i} = arith.andi %sh{i}, %c1 : i64\n%on{i} = arith.cmpi ne, %bit{i}, %z64 : i64\n\
+             %m{i} = arith.muli %acc{i}, %b{i} : {t}\n\
+             %acc{n} = arith.select %on{i}, %m{i}, %acc{i} : {t}\n\
+             %b{n} = arith.muli %b{i}, %b{i} : {t}\n",
+            n = i + 1
+        ));
+    }
+    let result = if signed {
+        body.push_str(&format!(
+            "%minus = arith.constant -1 : {t}\n%odd = arith.cmpi ne, %bit0, %z64 : i64\n\
+             %sign = arith.select %odd, %minus, %one : {t}\n\
+             %isminus = arith.cmpi eq, %in0, %minus : {t}\n%isone = arith.cmpi eq, %in0, %one : {t}\n\
+             %n1 = arith.select %isminus, %sign, %zero : {t}\n%nv = arith.select %isone, %one, %n1 : {t}\n\
+             %neg = arith.cmpi slt, %e, %z64 : i64\n%ir = arith.select %neg, %nv, %acc{bits} : {t}\n"
+        ));
+        "%ir".to_string()
+    } else {
+        format!("%acc{bits}")
+    };
+    if e_dtype.is_float() {
+        body.push_str(&format!("%r = arith.select %integral, {result}, %fr : {t}"));
+    } else {
+        body.push_str(&format!("%r = arith.addi {result}, %zero : {t}"));
+    }
+    let ty = TType::new(x.dtype(), shape);
+    tensor(imp.e.map(&[&x, &y], ty, &|_| body.clone()))
 }
 
 fn math_unary_of(imp: &mut Importer, x: &Val, op: &str) -> Result<Vec<Value>> {
@@ -608,6 +704,16 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     // Opset 19: out-of-range values to float8 saturate unless `saturate = 0`.
     let saturate = node.opset < 19 || node.int("saturate", 1)? != 0;
+    // CastLike of a constant to the type of a run-time tensor (exported
+    // functions write `CastLike(-inf, x)`) is a constant: only the target's
+    // element type matters.
+    if let Value::Const(c) = input
+        && node.op() == "CastLike"
+        && (saturate || !target.is_minifloat())
+        && c.numel() as i64 <= crate::front::onnx::fold::FOLD_LIMIT
+    {
+        return Ok(vec![Value::constant(c.cast(target))]);
+    }
     let x = imp.val(input)?;
     tensor(convert(imp, x, target, saturate)?)
 }

@@ -27,6 +27,7 @@ pub mod rotary;
 pub mod shape;
 pub mod signal;
 pub mod spatial;
+pub mod state;
 
 use std::path::Path;
 
@@ -62,6 +63,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "BlackmanWindow",
     "Cast",
     "CastLike",
+    "CausalConvWithState",
     "Ceil",
     "Celu",
     "CenterCropPad",
@@ -121,6 +123,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LeakyRelu",
     "Less",
     "LessOrEqual",
+    "LinearAttention",
     "Log",
     "LogSoftmax",
     "Loop",
@@ -142,6 +145,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mul",
     "Neg",
     "NegativeLogLikelihoodLoss",
+    "NonMaxSuppression",
     "NonZero",
     "Not",
     "OneHot",
@@ -303,6 +307,8 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "Einsum" => einsum::einsum(imp, node),
         "Attention" => attention::attention(imp, node),
         "RotaryEmbedding" => rotary::rotary_embedding(imp, node),
+        "LinearAttention" => state::linear_attention(imp, node),
+        "CausalConvWithState" => state::causal_conv_with_state(imp, node),
         "GridSample" => grid::grid_sample(imp, node),
         "AffineGrid" => grid::affine_grid(imp, node),
         "Softmax" | "LogSoftmax" => norm::softmax(imp, node),
@@ -359,6 +365,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "NonZero" => data_dependent::non_zero(node),
         "Compress" => data_dependent::compress(node),
         "Unique" => data_dependent::unique(node),
+        "NonMaxSuppression" => data_dependent::non_max_suppression(node),
         "Pad" => pad::pad(imp, node),
         "DepthToSpace" | "SpaceToDepth" => pad::depth_space(imp, node),
         "Resize" => resize::resize(imp, node),

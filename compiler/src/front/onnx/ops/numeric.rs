@@ -86,6 +86,15 @@ pub fn modulo(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             )
         }
         .replace(": T", &format!(": {t}"))
+    } else if d == DType::U64 {
+        // uint64 (not widened): an unsigned remainder, which has no sign
+        // to fix in either mode; by 0 it is 0.
+        "%zero = arith.constant 0 : T\n%one = arith.constant 1 : T\n\
+         %bzero = arith.cmpi eq, %in1, %zero : T\n\
+         %safe = arith.select %bzero, %one, %in1 : T\n\
+         %rem = arith.remui %in0, %safe : T\n\
+         %r = arith.select %bzero, %zero, %rem : T\n"
+            .replace(": T", &format!(": {t}"))
     } else {
         let mut text = String::from(
             "%zero = arith.constant 0 : T\n%one = arith.constant 1 : T\n\
