@@ -12,9 +12,9 @@
 #                   to the gpu phase + both writers      (fuzz/mlir/)
 #
 # Seeds: test/onnx/models/*/model.onnx, a few .npy files and literals,
-# test/models/*.mlir. Needs a nightly toolchain; installs cargo-fuzz when it
-# is missing. Exits non-zero when a target crashes, hangs (> the per-input
-# timeout) or leaks memory; the input that did is kept under
+# test/models/*.mlir. Installs a nightly toolchain (rustup) and cargo-fuzz
+# when they are missing. Exits non-zero when a target crashes, hangs (> the
+# per-input timeout) or leaks memory; the input that did is kept under
 # fuzz/artifacts/TARGET/ (fuzz/mlir/artifacts/ for mlir_compile), and then
 # belongs in a regression test. The summary line of each run (executions,
 # corpus size) is printed at the end.
@@ -24,9 +24,12 @@ seconds=${2:-60}
 cd "$(dirname "$0")/.."
 root=$PWD
 export PATH="$HOME/.cargo/bin:/usr/lib/llvm-22/bin:$PATH"
+# cargo-fuzz needs nightly (-Zsanitizer, sancov); rustup installs it once
+# (minimal profile: rustc, cargo, rust-std) beside the stable toolchain.
 if ! rustup toolchain list | grep -q '^nightly'; then
-    echo "fuzz: needs a nightly toolchain (rustup toolchain install nightly)" >&2
-    exit 2
+    command -v rustup >/dev/null || { echo "fuzz: needs rustup to install a nightly toolchain" >&2; exit 2; }
+    echo "fuzz: installing the nightly toolchain (rustup, minimal profile)"
+    rustup toolchain install nightly --profile minimal
 fi
 if ! command -v cargo-fuzz >/dev/null; then
     cargo +nightly install cargo-fuzz --locked

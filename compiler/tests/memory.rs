@@ -1,6 +1,6 @@
 //! Compile memory proportional to the model (issue 38): `tcc compile`
-//! runs as a child and its peak RSS (from `wait4`'s `ru_maxrss`, the child
-//! and the linker it runs) is compared between a model with a large
+//! runs as a child and its peak RSS (`ru_maxrss` of the child and the
+//! linker it runs, see `peak_rss`) is compared between a model with a large
 //! constant and the same model with a tiny one. The difference must stay
 //! within twice the large constant's bytes: the weights may be held once
 //! in memory and once in flight to the artifact, not hex-encoded, printed
@@ -17,30 +17,37 @@ use tcc_compiler::front::onnx::proto;
 
 /// The peak resident bytes of `tcc ARGS` (the process and the children it
 /// waited for), failing the test on a non-zero exit.
-// The child is reaped by `wait4` (which gives its rusage), not `wait`.
-#[allow(clippy::zombie_processes)]
+///
+/// Measured through a small python3 process that starts tcc and reports
+/// `RUSAGE_CHILDREN`'s `ru_maxrss`: a child spawned straight from this
+/// test process (vfork/posix_spawn) inherits the test process's high-water
+/// RSS at exec, and with the other tests' generated models in memory that
+/// was above every compile, so the comparison measured the test process.
 fn peak_rss(args: &[&str]) -> u64 {
-    let child = Command::new(env!("CARGO_BIN_EXE_tcc"))
+    const REPORT: &str = "import resource, subprocess, sys\n\
+        status = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)\n\
+        print('maxrss-kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n\
+        sys.exit(status)\n";
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(REPORT)
+        .arg(env!("CARGO_BIN_EXE_tcc"))
         .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run tcc");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `child` is this process's own child and not yet reaped.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr {
-        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-    }
+        .output()
+        .expect("run python3 (the RSS reporter) and tcc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "tcc {args:?} failed (status {status}): {stderr}"
+        out.status.success(),
+        "tcc {args:?} failed ({}): {stderr}",
+        out.status
     );
-    usage.ru_maxrss as u64 * 1024
+    let kib: u64 = stderr
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("maxrss-kib "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no maxrss report from the wrapper: {stderr}"));
+    kib * 1024
 }
 
 /// An ONNX model `y = x + w` with a float32 initializer `w` of `elements`

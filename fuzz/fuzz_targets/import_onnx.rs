@@ -9,6 +9,12 @@ use libfuzzer_sys::fuzz_target;
 #[path = "../../compiler/src/front/onnx/mod.rs"]
 mod onnx;
 
+/// The importer's own paths name it where it lives in tcc-compiler
+/// (`crate::front::onnx::...`).
+mod front {
+    pub(crate) use super::onnx;
+}
+
 fuzz_target!(|data: &[u8]| {
     let _ = onnx::import_bytes(data, None, &onnx::ImportOptions::default());
 });

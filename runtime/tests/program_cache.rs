@@ -314,10 +314,20 @@ fn an_entry_that_crashed_the_driver_is_evicted_by_the_next_process() {
         )
     };
     // The first run may die in the driver (it does on PoCL) or the driver
-    // may refuse the binary; either way the second run must work.
+    // may refuse the binary; either way the second run must work. Under
+    // AddressSanitizer (`make test-asan`) PoCL's read past the end of its
+    // copy of the binary is reported (exit 1) before it can crash: that
+    // counts as dying in the driver only when the report's summary points
+    // into PoCL, not into tcc.
     let first = run();
+    let died_in_driver_under_asan = stderr(&first)
+        .lines()
+        .any(|l| l.starts_with("SUMMARY: AddressSanitizer:") && l.contains("/libpocl.so"));
     assert!(
-        first.status.success() || first.status.code().is_none() || first.status.code() == Some(134),
+        first.status.success()
+            || first.status.code().is_none()
+            || first.status.code() == Some(134)
+            || died_in_driver_under_asan,
         "{first:?}"
     );
     let second = run();
