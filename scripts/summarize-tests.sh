@@ -7,8 +7,10 @@
 # - Every libtest test counts once ("test NAME ... ok|FAILED|ignored").
 # - A test that runs many cases (lit, the ONNX scoreboard, an expected
 #   failure) prints `TCC-TALLY NAME PASSED FAILED SKIPPED` (test/support):
-#   its cases are counted instead of the test; if the test itself failed
-#   with no failing case, that counts as one failure.
+#   its cases are counted instead of the test (NAME is the test function:
+#   it also matches libtest's `module::NAME` of a test file that is a module
+#   of one binary); if the test itself failed with no failing case, that
+#   counts as one failure.
 # - A test binary that started and printed no `test result:` line (a crash,
 #   a signal, a timeout) counts as one failure; so does a crate that did not
 #   build ("error: could not compile").
@@ -83,13 +85,25 @@ for line in lines:
     if line.startswith("test result:") and current is not None:
         current.finished = True
 
+def tally_of(section, test):
+    # A tally names the test function; libtest names it with its module
+    # path when test files are modules of one binary (`onnx_scoreboard::X`).
+    for name in (test, test.rsplit("::", 1)[-1]):
+        if name in section.tallies:
+            return name
+    return None
+
+
 for s in sections:
     if not s.finished:
         failed += 1
         failures.append(f"{s.name}: the test binary ended without a result (crashed or killed)")
+    claimed = set()
     for test, outcome in s.results.items():
-        if test in s.tallies:
-            p, f, k = s.tallies[test]
+        name = tally_of(s, test)
+        if name is not None and name not in claimed:
+            claimed.add(name)
+            p, f, k = s.tallies[name]
             passed, failed, skipped = passed + p, failed + f, skipped + k
             if outcome == "FAILED" and f == 0:
                 failed += 1  # the test's own assertion, beyond its cases
@@ -101,7 +115,7 @@ for s in sections:
         else:
             skipped += 1
     for test in s.tallies:
-        if test not in s.results:
+        if test not in claimed:
             failed += 1
             failures.append(f"{s.name}: {test} printed a tally but no result")
 

@@ -57,6 +57,28 @@ fn cases_are_counted_one_by_one_and_skips_listed() {
     assert!(rest.contains("c: ignored, needs a GPU"), "{rest}");
 }
 
+/// Test files that are modules of one binary: libtest names a test
+/// `module::name`, its tally names the function.
+#[test]
+fn tallies_match_module_qualified_test_names() {
+    let log = "     Running tests/main.rs (target/debug/deps/integration-1)
+
+running 3 tests
+TCC-TALLY lit_suite 43 0 0
+test lit::lit_suite ... ok
+TCC-TALLY b 10 1 2
+test onnx_scoreboard::b ... FAILED
+test layers::a ... ok
+
+test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.00s
+";
+    let (line, rest, code) = summarize(log, 101, None);
+    // lit's 43 cases, b's 10 + 1 failed + 2 skipped, and layers::a.
+    assert_eq!(line, "54 passed, 1 failed, 2 skipped", "{rest}");
+    assert!(!rest.contains("printed a tally but no result"), "{rest}");
+    assert_eq!(code, 1);
+}
+
 #[test]
 fn a_crashed_binary_and_a_failing_tally_are_failures() {
     let log = format!(
