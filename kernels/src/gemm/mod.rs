@@ -40,6 +40,7 @@ mod staging;
 mod tensor_cores;
 #[cfg(test)]
 pub(crate) mod tests;
+mod tma_stage;
 mod wgmma;
 mod wgmma_half;
 #[cfg(test)]

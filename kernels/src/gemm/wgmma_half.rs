@@ -32,6 +32,7 @@
 
 use std::fmt::Write as _;
 
+use super::tma_stage::{TmaStage, copy_stage};
 use super::wgmma::{
     TENSOR_MAP_BYTES, build_typed_tensor_map, descriptor, landed_wait, map_slot, tensor_map_fences,
 };
@@ -267,7 +268,7 @@ impl WgmmaHalf {
   if (tid == 0) {{"
         );
         for unit in 0..(STAGES as i64).min(k_tiles) {
-            copy_stage(out, &unit.to_string(), columns);
+            copy_stage(out, &unit.to_string(), &tma_stage(columns));
         }
         let _ = writeln!(out, "  }}");
         let _ = writeln!(
@@ -281,31 +282,6 @@ impl WgmmaHalf {
             "  }}\n  __asm__ volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");"
         );
     }
-}
-
-/// Work-item 0's copy of k tile `unit` into its stage (`unit % STAGES`):
-/// the stage's mbarrier expects both tiles' bytes, which one bulk tensor
-/// copy of A (box origin k `64 unit`, row `row0`) and two of B (column
-/// `col0 + 64 box`, k `64 unit`) complete.
-fn copy_stage(out: &mut String, unit: &str, columns: u32) {
-    let stage_bytes = stage_bytes(columns);
-    let _ = writeln!(
-        out,
-        "    {{
-      const uint slot = (uint)({unit}) % {STAGES}u;
-      const uint st = stages + slot * {stage_bytes}u;
-      const uint full = (uint)(ulong)&tile_full[slot];
-      __asm__ volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {stage_bytes};\" :: \"r\"(full) : \"memory\");
-      __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
-                       :: \"r\"(st), \"l\"(a_map), \"r\"((int)({unit}) * {STAGE_K}), \"r\"((int)row0), \"r\"(full) : \"memory\");
-      #pragma unroll
-      for (int box = 0; box < {boxes}; ++box)
-        __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
-                         :: \"r\"(st + {A_TILE_BYTES}u + (uint)box * {B_BOX_BYTES}u), \"l\"(b_map), \"r\"((int)col0 + {B_BOX_COLUMNS} * box),
-                            \"r\"((int)({unit}) * {STAGE_K}), \"r\"(full) : \"memory\");
-    }}",
-        boxes = columns / B_BOX_COLUMNS,
-    );
 }
 
 /// A matrix descriptor of an MN-major operand in the 128-byte swizzle:
@@ -339,7 +315,7 @@ fn step(out: &mut String, precision: TensorCores, k_tiles: i64, columns: u32) {
     if (tid == 0 && kt >= 2 && kt + {ahead} < {k_tiles}) {{",
         ahead = STAGES - 2
     );
-    copy_stage(out, &format!("kt + {}", STAGES - 2), columns);
+    copy_stage(out, &format!("kt + {}", STAGES - 2), &tma_stage(columns));
     let _ = writeln!(
         out,
         "    }}
@@ -397,4 +373,17 @@ fn wgmma_half_instruction(
         b = elements + 1,
         scale = elements + 2,
     );
+}
+
+/// This body's TMA stage for tiles `columns` wide.
+fn tma_stage(columns: u32) -> TmaStage {
+    TmaStage {
+        stages: STAGES,
+        stage_bytes: stage_bytes(columns),
+        stage_k: STAGE_K,
+        a_tile_bytes: A_TILE_BYTES,
+        b_box_bytes: B_BOX_BYTES,
+        b_box_columns: B_BOX_COLUMNS,
+        boxes: columns / B_BOX_COLUMNS,
+    }
 }

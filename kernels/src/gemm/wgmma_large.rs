@@ -30,6 +30,7 @@
 
 use std::fmt::Write as _;
 
+use super::tma_stage::{TmaStage, copy_stage};
 use super::wgmma::{
     TENSOR_MAP_BYTES, build_tensor_map, descriptor, landed_wait, map_slot, tensor_map_fences,
     wgmma_instruction,
@@ -219,7 +220,7 @@ impl WgmmaLarge {
   if (tid == 0) {{"
         );
         for unit in 0..(STAGES as i64).min(k_tiles) {
-            copy_stage(out, &unit.to_string());
+            copy_stage(out, &unit.to_string(), &TMA_STAGE);
         }
         let _ = writeln!(out, "  }}");
         let _ = writeln!(out, "  for (int kt = 0; kt + 1 < {k_tiles}; kt += 2) {{");
@@ -236,30 +237,6 @@ impl WgmmaLarge {
             "  __asm__ volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");"
         );
     }
-}
-
-/// Work-item 0's copy of k tile `unit` into its stage (`unit % STAGES`):
-/// the stage's mbarrier expects both tiles' bytes, which one bulk tensor
-/// copy of A (box origin k `32 unit`, row `row0`) and four of B (column
-/// `col0 + 32 box`, k `32 unit`) complete.
-fn copy_stage(out: &mut String, unit: &str) {
-    let _ = writeln!(
-        out,
-        "    {{
-      const uint slot = (uint)({unit}) % {STAGES}u;
-      const uint st = stages + slot * {STAGE_BYTES}u;
-      const uint full = (uint)(ulong)&tile_full[slot];
-      __asm__ volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {STAGE_BYTES};\" :: \"r\"(full) : \"memory\");
-      __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
-                       :: \"r\"(st), \"l\"(a_map), \"r\"((int)({unit}) * {STAGE_K}), \"r\"((int)row0), \"r\"(full) : \"memory\");
-      #pragma unroll
-      for (int box = 0; box < {boxes}; ++box)
-        __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
-                         :: \"r\"(st + {A_TILE_BYTES}u + (uint)box * {B_BOX_BYTES}u), \"l\"(b_map), \"r\"((int)col0 + {B_BOX_COLUMNS} * box),
-                            \"r\"((int)({unit}) * {STAGE_K}), \"r\"(full) : \"memory\");
-    }}",
-        boxes = COLUMNS / B_BOX_COLUMNS,
-    );
 }
 
 /// One k tile `kt` with fragments in `frag`: wait for its stage, refill
@@ -286,7 +263,7 @@ fn step(out: &mut String, kt: &str, frag: &str, k_tiles: i64) {
       if (tid == 0 && tile >= 2 && tile + {ahead} < {k_tiles}) {{",
         ahead = STAGES - 2
     );
-    copy_stage(out, &format!("tile + {}", STAGES - 2));
+    copy_stage(out, &format!("tile + {}", STAGES - 2), &TMA_STAGE);
     let _ = writeln!(
         out,
         "      }}
@@ -321,3 +298,14 @@ fn step(out: &mut String, kt: &str, frag: &str, k_tiles: i64) {
     }}"
     );
 }
+
+/// This body's TMA stage: A's 256 x 32 tile and B's four 32-column boxes.
+const TMA_STAGE: TmaStage = TmaStage {
+    stages: STAGES,
+    stage_bytes: STAGE_BYTES,
+    stage_k: STAGE_K,
+    a_tile_bytes: A_TILE_BYTES,
+    b_box_bytes: B_BOX_BYTES,
+    b_box_columns: B_BOX_COLUMNS,
+    boxes: COLUMNS / B_BOX_COLUMNS,
+};

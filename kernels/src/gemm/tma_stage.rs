@@ -1,0 +1,50 @@
+//! The TMA stage copy shared by the Hopper `wgmma` bodies (TF32
+//! `wgmma_large`, FP16/BF16 `wgmma_half`): work-item 0 arms a stage's
+//! mbarrier with the stage's bytes and issues one bulk tensor copy of A's
+//! tile and one per box of B's columns, all completing on that mbarrier.
+
+use std::fmt::Write as _;
+
+/// A body's stage geometry (bytes and elements as its tiles lay them out).
+#[derive(Clone, Copy)]
+pub(super) struct TmaStage {
+    pub stages: u32,
+    pub stage_bytes: u32,
+    pub stage_k: u32,
+    pub a_tile_bytes: u32,
+    pub b_box_bytes: u32,
+    pub b_box_columns: u32,
+    /// B boxes per stage (the tile's columns / `b_box_columns`).
+    pub boxes: u32,
+}
+
+/// Work-item 0's copy of k tile `unit` into its stage (`unit % stages`):
+/// one bulk tensor copy of A (box origin k `stage_k unit`, row `row0`)
+/// and `boxes` of B (column `col0 + b_box_columns box`, k `stage_k unit`).
+pub(super) fn copy_stage(out: &mut String, unit: &str, s: &TmaStage) {
+    let TmaStage {
+        stages,
+        stage_bytes,
+        stage_k,
+        a_tile_bytes,
+        b_box_bytes,
+        b_box_columns,
+        boxes,
+    } = *s;
+    let _ = writeln!(
+        out,
+        "    {{
+      const uint slot = (uint)({unit}) % {stages}u;
+      const uint st = stages + slot * {stage_bytes}u;
+      const uint full = (uint)(ulong)&tile_full[slot];
+      __asm__ volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {stage_bytes};\" :: \"r\"(full) : \"memory\");
+      __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
+                       :: \"r\"(st), \"l\"(a_map), \"r\"((int)({unit}) * {stage_k}), \"r\"((int)row0), \"r\"(full) : \"memory\");
+      #pragma unroll
+      for (int box = 0; box < {boxes}; ++box)
+        __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
+                         :: \"r\"(st + {a_tile_bytes}u + (uint)box * {b_box_bytes}u), \"l\"(b_map), \"r\"((int)col0 + {b_box_columns} * box),
+                            \"r\"((int)({unit}) * {stage_k}), \"r\"(full) : \"memory\");
+    }}",
+    );
+}
