@@ -275,8 +275,8 @@ fn onnx_weights_cost_at_most_twice_their_bytes() {
 }
 
 /// `--emit=obj` writes the weights through the same object writer as the
-/// artifact (merged with the host object by the linker), not through
-/// LLVM's constant arrays and object buffer.
+/// artifact (then added to the host object by an ELF rewrite that borrows
+/// their bytes), not through LLVM's constant arrays and object buffer.
 #[test]
 fn onnx_weights_in_an_object_cost_at_most_twice_their_bytes() {
     let directory = tempfile::tempdir().unwrap();
@@ -290,6 +290,25 @@ fn onnx_weights_in_an_object_cost_at_most_twice_their_bytes() {
         "an ONNX initializer, --emit=obj",
         "pocl-cpu",
         &["--emit=obj"],
+    );
+}
+
+/// `--emit=staticlib` archives the host and weights objects from their
+/// files (the weights object mapped, the archive built in a file): the
+/// weights are not read into memory to be archived.
+#[test]
+fn onnx_weights_in_a_static_library_cost_at_most_twice_their_bytes() {
+    let directory = tempfile::tempdir().unwrap();
+    let large = directory.path().join("large.onnx");
+    let small = directory.path().join("small.onnx");
+    add_model(&large, LARGE);
+    add_model(&small, SMALL);
+    check(
+        &large,
+        &small,
+        "an ONNX initializer, --emit=staticlib",
+        "pocl-cpu",
+        &["--emit=staticlib"],
     );
 }
 

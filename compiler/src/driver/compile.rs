@@ -552,6 +552,25 @@ fn write_binary(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomically(path, bytes)
 }
 
+/// Copies the file `from` (a binary output built in a temporary
+/// directory) to `path` as [`write_binary`] writes bytes, a buffer at a
+/// time: a model's weights are not read into memory to be written.
+fn copy_binary(path: &Path, from: &Path) -> Result<()> {
+    let mut source =
+        std::fs::File::open(from).with_context(|| format!("cannot read {}", from.display()))?;
+    if path == Path::new("-") {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        return std::io::copy(&mut source, &mut stdout)
+            .and_then(|_| stdout.flush())
+            .context("cannot write to standard output");
+    }
+    tcc_runtime::output_file::write_output(path, false, |out| {
+        std::io::copy(&mut source, out).map(|_| ())
+    })
+    .with_context(|| format!("cannot write {}", path.display()))
+}
+
 pub fn run(args: &CompileArgs) -> Result<()> {
     let mut session = Session::new();
     session.instrumentation.timing = args.mlir_timing;
@@ -869,10 +888,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             };
             // The host object and the weights object, merged by the
             // linker (`ld.lld -r`): the weights never enter LLVM.
-            let object = compiled
-                .host_objects(&module_name, &host_options_objects)?
-                .relocatable()?;
-            write_binary(path, &object)
+            let objects = compiled.host_objects(&module_name, &host_options_objects)?;
+            // Release the module and the mapped model before the merge.
+            drop(compiled);
+            drop(session);
+            copy_binary(path, &objects.relocatable()?)
         }
         (Emit::Staticlib, _) => {
             let Some(path) = output_path else {
@@ -880,10 +900,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "--emit=staticlib writes a binary file: give -o libNAME.a (or -o - for standard output)"
                 )
             };
-            let library = compiled
-                .host_objects(&module_name, &host_options_objects)?
-                .static_library(&module_name)?;
-            write_binary(path, &library)
+            let objects = compiled.host_objects(&module_name, &host_options_objects)?;
+            drop(compiled);
+            drop(session);
+            copy_binary(path, &objects.static_library(&module_name)?)
         }
         (Emit::Artifact, _) => {
             let Some(path) = output_path else {

@@ -110,10 +110,15 @@ pub fn parse_imported<'c>(
     name: &str,
     imported: onnx::Imported,
 ) -> Result<Module<'c>> {
-    let onnx::Imported { mlir, blobs, .. } = imported;
+    let onnx::Imported {
+        mlir,
+        blobs,
+        mapped,
+        ..
+    } = imported;
     let module = session.parse(name, &mlir)?;
     drop(mlir);
-    attach_blobs(&module, blobs)?;
+    attach_blobs(&module, blobs, mapped)?;
     Ok(module)
 }
 
@@ -142,7 +147,9 @@ fn importer_key(key: &str) -> &str {
 }
 
 /// Attaches `blobs` to the `tosa.const` ops of `module` that name them.
-fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>) -> Result<()> {
+/// `mapped`: the blobs lie in a read-only mapping of the model file
+/// ([`onnx::Imported::mapped`]).
+fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>, mapped: bool) -> Result<()> {
     use melior::ir::attribute::AttributeLike;
     use melior::ir::operation::OperationLike;
     if blobs.is_empty() {
@@ -167,6 +174,8 @@ fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>) -> Result<()> {
         // odd offset of the file is copied (the allocator aligns it).
         let bytes = if (blob.bytes.as_ptr() as usize).is_multiple_of(blob.alignment) {
             blob.bytes
+        } else if mapped {
+            bytes::Bytes::from(copy_releasing_mapped(&blob.bytes))
         } else {
             bytes::Bytes::from(blob.bytes.to_vec())
         };
@@ -190,6 +199,39 @@ fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Copies `mapped` (bytes of a read-only file mapping) a chunk at a time,
+/// telling the kernel after each chunk that the mapping's pages it has
+/// copied are not needed: they leave this process's resident set (and are
+/// read again from the file if anything touches them), so a misaligned
+/// tensor is resident once, not twice, while it is copied.
+fn copy_releasing_mapped(mapped: &[u8]) -> Vec<u8> {
+    const CHUNK: usize = 1 << 20;
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(4096);
+    let mut copy = Vec::with_capacity(mapped.len());
+    for chunk in mapped.chunks(CHUNK) {
+        copy.extend_from_slice(chunk);
+        // The whole pages inside the chunk (a page it shares with the next
+        // chunk, or with another tensor, stays).
+        let start = (chunk.as_ptr() as usize).next_multiple_of(page);
+        let end = (chunk.as_ptr() as usize + chunk.len()) / page * page;
+        if end > start {
+            // SAFETY: the range lies inside a read-only mapping of a file
+            // (the caller's contract), which this process never writes:
+            // MADV_DONTNEED only drops the pages, and a later read of them
+            // faults the same bytes in from the file again. A failure
+            // leaves the pages resident, which is harmless.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+            }
+        }
+    }
+    copy
 }
 
 /// Imports an ONNX file to MLIR text.

@@ -230,64 +230,68 @@ impl HostObjects {
         )
     }
 
-    /// The two objects as one relocatable object (`ld.lld -r`): what
-    /// `--emit=obj` writes. The linker reads the weights from the file and
-    /// writes them out; they never enter LLVM.
-    pub fn relocatable(&self) -> Result<Vec<u8>, CodegenError> {
-        let directory = self.directory.path();
-        let host = directory.join("host.o");
-        let merged = directory.join("merged.o");
-        std::fs::write(&host, &self.object)
-            .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", host.display())))?;
-        let linker = lld();
-        let result = Command::new(&linker)
-            .arg("-r")
-            .arg("-o")
-            .arg(&merged)
-            .arg(&host)
-            .arg(&self.weights)
-            .output()
-            .map_err(|e| {
-                CodegenError::new(format!(
-                    "cannot run the linker '{linker}': {e} (make deps installs lld-22)"
-                ))
-            })?;
-        if !result.status.success() {
-            return Err(CodegenError::new(format!(
-                "merging the host and weights objects failed:\n{}",
-                String::from_utf8_lossy(&result.stderr)
-            )));
-        }
-        std::fs::read(&merged)
-            .map_err(|e| CodegenError::new(format!("cannot read {}: {e}", merged.display())))
+    /// The two objects as one relocatable object: what `--emit=obj`
+    /// writes ([`weights::merge_into_host`]). The weights never enter LLVM,
+    /// and are mapped from the weights object rather than read; the result
+    /// is a file in this value's temporary directory, which the driver
+    /// copies to the output.
+    pub fn relocatable(&self) -> Result<std::path::PathBuf, CodegenError> {
+        let merged = self.directory.path().join("merged.o");
+        let file = std::fs::File::open(&self.weights).map_err(|e| {
+            CodegenError::new(format!("cannot read {}: {e}", self.weights.display()))
+        })?;
+        // SAFETY: a read-only mapping of a file in this value's own
+        // temporary directory, which nothing writes while it is mapped.
+        let constants = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| {
+            CodegenError::new(format!("cannot map {}: {e}", self.weights.display()))
+        })?;
+        weights::merge_into_host(&self.object, &constants, &merged)?;
+        Ok(merged)
     }
 
     /// A static library (GNU `ar` with a symbol index) of two members,
     /// `MEMBER.o` (the host code) and `MEMBER_weights.o`: a program linking
-    /// it pulls the weights in through the host object's references.
-    pub fn static_library(&self, member: &str) -> Result<Vec<u8>, CodegenError> {
-        let weights = std::fs::read(&self.weights).map_err(|e| {
-            CodegenError::new(format!("cannot read {}: {e}", self.weights.display()))
-        })?;
-        archive(&[
-            (&self.object, format!("{member}.o")),
-            (&weights, format!("{member}_weights.o")),
-        ])
+    /// it pulls the weights in through the host object's references. It is
+    /// written to a file in this value's temporary directory (returned),
+    /// the weights object mapped rather than read, so the weights are not
+    /// copied into this process's memory.
+    pub fn static_library(&self, member: &str) -> Result<std::path::PathBuf, CodegenError> {
+        let cannot = |what: &str, path: &Path, e: std::io::Error| {
+            CodegenError::new(format!("cannot {what} {}: {e}", path.display()))
+        };
+        let file =
+            std::fs::File::open(&self.weights).map_err(|e| cannot("read", &self.weights, e))?;
+        // SAFETY: a read-only private mapping of a file in this value's own
+        // temporary directory, which nothing else writes while it is mapped.
+        let weights =
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| cannot("map", &self.weights, e))?;
+        let library = self.directory.path().join("library.a");
+        let out = std::fs::File::create(&library).map_err(|e| cannot("create", &library, e))?;
+        archive(
+            std::io::BufWriter::with_capacity(1 << 20, out),
+            &[
+                (&self.object, format!("{member}.o")),
+                (&weights, format!("{member}_weights.o")),
+            ],
+        )
+        .map_err(|e| cannot("write the static library", &library, e))?;
+        Ok(library)
     }
 }
 
-/// A GNU `ar` archive with a symbol index of `members` (bytes, name),
-/// written by `ar_archive_writer`, so no `ar` tool is needed.
-fn archive(members: &[(&[u8], String)]) -> Result<Vec<u8>, CodegenError> {
+/// Writes a GNU `ar` archive with a symbol index of `members` (bytes,
+/// name) to `out`, by `ar_archive_writer`, so no `ar` tool is needed.
+fn archive<W: std::io::Write + std::io::Seek>(
+    mut out: W,
+    members: &[(&[u8], String)],
+) -> std::io::Result<()> {
     use ar_archive_writer::{ArchiveKind, DEFAULT_OBJECT_READER, NewArchiveMember};
     let members: Vec<_> = members
         .iter()
         .map(|(bytes, name)| NewArchiveMember::new(*bytes, &DEFAULT_OBJECT_READER, name.clone()))
         .collect();
-    let mut out = std::io::Cursor::new(Vec::new());
-    ar_archive_writer::write_archive_to_stream(&mut out, &members, ArchiveKind::Gnu, false, None)
-        .map_err(|e| CodegenError::new(format!("cannot write the static library: {e}")))?;
-    Ok(out.into_inner())
+    ar_archive_writer::write_archive_to_stream(&mut out, &members, ArchiveKind::Gnu, false, None)?;
+    out.flush()
 }
 
 /// A shared library linked into a temporary directory (removed when this

@@ -85,3 +85,86 @@ pub fn write_object(
         .write_stream(BufWriter::with_capacity(1 << 20, file))
         .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", path.display())))
 }
+
+/// LLVM's address-significance table (`.llvm_addrsig`).
+const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+
+/// Writes to `output` one relocatable object holding the host object
+/// `host` and the constants of the weights object `weights` (as
+/// [`write_object`] wrote it): the host object is read into an ELF builder,
+/// each constant's section is added to it borrowing its bytes, and the
+/// host's undefined references to the constants become definitions. What
+/// `--emit=obj` writes: a linker (`ld.lld -r`) would map the weights and
+/// hold a second copy in its output buffer, about three times their size.
+pub fn merge_into_host(host: &[u8], weights: &[u8], output: &Path) -> Result<(), CodegenError> {
+    use object::build::elf::{Builder, SectionData};
+    use object::elf;
+    use object::read::{Object as _, ObjectSection as _, ObjectSymbol as _};
+    let failed = |e: &dyn std::fmt::Display| {
+        CodegenError::new(format!("merging the host and weights objects failed: {e}"))
+    };
+    let mut builder = Builder::read(host).map_err(|e| failed(&e))?;
+    // The address-significance table lists symbol-table indices, which the
+    // rewrite renumbers; a linker without it treats every symbol as
+    // address-significant, which is always correct.
+    for section in builder.sections.iter_mut() {
+        if section.sh_type == SHT_LLVM_ADDRSIG {
+            section.delete = true;
+        }
+    }
+    // LLVM writes section and symbol names into one `.strtab`, which the
+    // builder reads as the symbol names only: section names get a table
+    // of their own.
+    if !builder
+        .sections
+        .iter()
+        .any(|s| matches!(s.data, SectionData::SectionString))
+    {
+        let names = builder.sections.add();
+        names.name = b".shstrtab"[..].into();
+        names.sh_type = elf::SHT_STRTAB;
+        names.sh_addralign = 1;
+        names.data = SectionData::SectionString;
+    }
+    let constants = object::read::File::parse(weights).map_err(|e| failed(&e))?;
+    for symbol in constants.symbols() {
+        let object::SymbolSection::Section(index) = symbol.section() else {
+            continue;
+        };
+        let section = constants.section_by_index(index).map_err(|e| failed(&e))?;
+        let name = symbol.name_bytes().map_err(|e| failed(&e))?;
+        let added = builder.sections.add();
+        added.name = section.name_bytes().map_err(|e| failed(&e))?.into();
+        added.sh_type = elf::SHT_PROGBITS;
+        added.sh_flags = u64::from(elf::SHF_ALLOC);
+        added.sh_addralign = section.align();
+        added.data = SectionData::Data(section.data().map_err(|e| failed(&e))?.into());
+        let id = added.id();
+        let defined = match builder
+            .symbols
+            .iter_mut()
+            .find(|s| s.name.as_slice() == name && s.section.is_none())
+        {
+            Some(declared) => declared,
+            None => {
+                let new = builder.symbols.add();
+                new.name = name.into();
+                new
+            }
+        };
+        defined.section = Some(id);
+        defined.st_shndx = 0;
+        defined.st_value = 0;
+        defined.st_size = symbol.size();
+        defined.st_info = (elf::STB_GLOBAL << 4) | elf::STT_OBJECT;
+        defined.st_other = elf::STV_HIDDEN;
+    }
+    let file = std::fs::File::create(output)
+        .map_err(|e| CodegenError::new(format!("cannot create {}: {e}", output.display())))?;
+    let mut buffer = object::write::StreamingBuffer::new(BufWriter::with_capacity(1 << 20, file));
+    builder.write(&mut buffer).map_err(|e| failed(&e))?;
+    buffer
+        .result()
+        .and_then(|()| std::io::Write::flush(&mut buffer.into_inner()))
+        .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", output.display())))
+}

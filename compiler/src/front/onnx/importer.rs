@@ -211,6 +211,7 @@ fn import_with(
         inputs,
         outputs,
         opset,
+        mapped: false,
     };
     Ok((imported, imp.probed))
 }

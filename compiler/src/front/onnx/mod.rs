@@ -88,6 +88,11 @@ pub struct Imported {
     pub outputs: Vec<IoInfo>,
     /// The model's default-domain opset.
     pub opset: i64,
+    /// Whether [`Imported::blobs`] lie in a read-only mapping of the model
+    /// file ([`import_file`]), whose pages the kernel can drop and read
+    /// again from the file: a blob that must be copied (to align it) then
+    /// releases what it has copied.
+    pub mapped: bool,
 }
 
 /// Parses serialized ONNX model bytes (copied: see [`parse_shared`]).
@@ -136,6 +141,11 @@ pub fn import_shared(
 /// blobs, instead of being copied. A file that cannot be mapped (a pipe,
 /// `/proc`) is read.
 pub fn map_file(path: &Path) -> std::io::Result<bytes::Bytes> {
+    map_or_read(path).map(|(bytes, _)| bytes)
+}
+
+/// [`map_file`], saying whether the bytes are mapped (`true`) or read.
+fn map_or_read(path: &Path) -> std::io::Result<(bytes::Bytes, bool)> {
     let file = std::fs::File::open(path)?;
     let metadata = file.metadata()?;
     if metadata.is_file() && metadata.len() > 0 {
@@ -143,17 +153,17 @@ pub fn map_file(path: &Path) -> std::io::Result<bytes::Bytes> {
         // input (onnxruntime maps models too), a file truncated by another
         // process while tcc runs is outside what tcc can guard against.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return Ok(bytes::Bytes::from_owner(map));
+            return Ok((bytes::Bytes::from_owner(map), true));
         }
     }
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut &file, &mut bytes)?;
-    Ok(bytes.into())
+    Ok((bytes.into(), false))
 }
 
 /// Imports the model file at `path`.
 pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported> {
-    let bytes = map_file(path)
+    let (bytes, mapped) = map_or_read(path)
         .map_err(|e| ImportError::new(format!("cannot read {}: {e}", path.display())))?;
     let base_dir = path.parent().map(|p| {
         if p.as_os_str().is_empty() {
@@ -162,5 +172,7 @@ pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported> {
             p
         }
     });
-    import_shared(bytes, base_dir, options).map_err(|e| e.context(path.display()))
+    let imported =
+        import_shared(bytes, base_dir, options).map_err(|e| e.context(path.display()))?;
+    Ok(Imported { mapped, ..imported })
 }
