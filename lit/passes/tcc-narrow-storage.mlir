@@ -3,7 +3,8 @@
 // memref.global or memref.alloc, and as an argument attribute on every
 // kernel argument they reach); model inputs and outputs, buffers a loop
 // kernel both loads and stores, buffers the host copies, split-K
-// workspaces and kernel arguments shared with an f32 buffer stay f32.
+// workspaces stay f32; a kernel whose launches pass an argument both f32
+// and narrowed buffers is specialized per storage.
 // With `type=bf16` (`tcc compile --precision=bf16`) the same buffers are
 // marked `tcc.storage = bf16`; another type is refused.
 // RUN: tcc-opt %s --split-input-file --tcc-narrow-storage | FileCheck %s
@@ -98,14 +99,22 @@ module attributes {gpu.container_module} {
 // -----
 
 // The host copies %a into the output (bytes: both sides need one
-// storage), so %a stays f32; a kernel launched with both an f32 buffer
-// (%x, an input) and a narrowable one (%b) at the same argument keeps
-// both f32, and so the argument carries no attribute.
+// storage), so %a stays f32. A kernel launched with an f32 buffer (%a; %x,
+// an input) in one place and a narrowed one (%b) in another at the same
+// argument is specialized: the first storage (in launch order) keeps the
+// kernel, the other gets a copy NAME_s1 whose argument is marked, and the
+// launch passing it is pointed at the copy; %b stays narrowed.
 // CHECK-LABEL: func.func @mixed(
-// CHECK: memref.alloc() : memref<4xf32>
-// CHECK: memref.alloc() : memref<4xf32>
+// CHECK: %[[A:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: %[[B:.*]] = memref.alloc() {tcc.storage = f16} : memref<4xf32>
+// CHECK: gpu.launch_func @tcc_kernels::@produce {{.*}} args(%[[A]] : memref<4xf32>)
+// CHECK: gpu.launch_func @tcc_kernels::@produce_s1 {{.*}} args(%[[B]] : memref<4xf32>)
+// CHECK: gpu.launch_func @tcc_kernels::@consume {{.*}} args(%{{.*}} : memref<4xf32>, %[[B]] : memref<4xf32>)
+// CHECK: gpu.launch_func @tcc_kernels::@consume_s1 {{.*}} args(%{{.*}} : memref<4xf32>, %arg0 : memref<4xf32>)
 // CHECK: gpu.func @produce(%{{.*}}: memref<4xf32>) kernel
-// CHECK: gpu.func @consume(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>) kernel
+// CHECK: gpu.func @produce_s1(%{{.*}}: memref<4xf32> {tcc.storage = f16}) kernel
+// CHECK: gpu.func @consume(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32> {tcc.storage = f16}) kernel
+// CHECK: gpu.func @consume_s1(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>) kernel
 // CHECK-NOT: tcc.storage
 // CHECK: // -----
 module attributes {gpu.container_module} {

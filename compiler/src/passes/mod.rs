@@ -42,6 +42,7 @@ mod record_interface;
 mod reduction_identities;
 mod simplify_math;
 mod unique_results;
+mod unshare_empty_tensors;
 
 pub use apply_tuning::{ApplyTuning, apply as apply_tuning};
 pub use attach_split_k_scratch::AttachSplitKScratch;
@@ -95,6 +96,7 @@ pub use record_interface::RecordInterface;
 pub use reduction_identities::ReductionIdentities;
 pub use simplify_math::SimplifyMath;
 pub use unique_results::UniqueResults;
+pub use unshare_empty_tensors::UnshareEmptyTensors;
 
 /// Every tcc pass: (argument, summary), in pipeline order. Kept in step
 /// with docs/passes.md by a test.
@@ -139,6 +141,7 @@ pub const ALL: &[(&str, &str)] = &[
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
     (PackWeightPanels::ARGUMENT, PackWeightPanels::SUMMARY),
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
+    (UnshareEmptyTensors::ARGUMENT, UnshareEmptyTensors::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
     (OrderGlobals::ARGUMENT, OrderGlobals::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
@@ -186,6 +189,7 @@ pub fn register_all() {
     pass::register(&ConfigureKernels);
     pass::register(&PackWeightPanels);
     pass::register(&UniqueResults);
+    pass::register(&UnshareEmptyTensors);
     pass::register(&ElideOutputCopies);
     pass::register(&OrderGlobals);
     pass::register(&OutlineKernels);

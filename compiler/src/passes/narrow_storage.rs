@@ -29,8 +29,12 @@
 //!   round every partial sum to half: the error would grow with the length
 //!   of the sum instead of staying one rounding);
 //! - it is a split-K GEMM's partial-tile workspace;
-//! - some launch passes it to a kernel argument that another, f32, buffer
-//!   also reaches.
+//!
+//! A kernel launched with half buffers in one place and f32 ones in another
+//! (one layer-norm kernel for every layer, the last of which writes the
+//! model's f32 output) is specialized: each distinct storage of its
+//! arguments gets a copy of the kernel (`NAME_sN`) and the launches that
+//! pass it, so one f32 buffer does not keep every buffer of the kernel f32.
 //!
 //! Run it after the kernels are in their final form and before
 //! `tcc-plan-memory`.
@@ -268,6 +272,16 @@ struct Plan<'c> {
     allocs: HashMap<usize, OperationRef<'c, 'c>>,
     /// Kernel arguments to mark: `(kernel, argument index)`.
     arguments: HashSet<(String, usize)>,
+    /// Launches to point at a specialized copy of their kernel:
+    /// `(launch, original kernel, copy's name)`.
+    specialized: Vec<(OperationRef<'c, 'c>, String, String)>,
+}
+
+/// One launch: its kernel and, for each f32 buffer argument, what reaches it.
+struct Launch<'c> {
+    op: OperationRef<'c, 'c>,
+    kernel: String,
+    reaching: Vec<(usize, Option<Root>)>,
 }
 
 impl<'c> Plan<'c> {
@@ -280,9 +294,9 @@ impl<'c> Plan<'c> {
         let mut candidates: HashSet<Root> = HashSet::new();
         let mut vetoed: HashSet<Root> = HashSet::new();
         let mut allocs = HashMap::new();
-        // What reaches each kernel argument: a root, or `None` for a buffer
-        // that must stay f32 (a function argument, an unknown value).
-        let mut reaching: HashMap<(String, usize), Vec<Option<Root>>> = HashMap::new();
+        // What reaches each launch's kernel arguments: a root, or `None` for
+        // a buffer that must stay f32 (a function argument, an unknown value).
+        let mut launches: Vec<Launch<'c>> = Vec::new();
         for function in body_ops_named(module, "func.func") {
             let mut roots: HashMap<usize, Root> = HashMap::new();
             for op in collect_ops(function) {
@@ -330,6 +344,7 @@ impl<'c> Plan<'c> {
                                 format!("launch of @{kernel} does not pass its {arity} arguments"),
                             )
                         })?;
+                        let mut reaching = Vec::new();
                         for index in 0..arity {
                             let Ok(operand) = op.operand(first + index) else {
                                 continue;
@@ -343,11 +358,13 @@ impl<'c> Plan<'c> {
                             {
                                 vetoed.insert(root.clone());
                             }
-                            reaching
-                                .entry((kernel.clone(), index))
-                                .or_default()
-                                .push(root);
+                            reaching.push((index, root));
                         }
+                        launches.push(Launch {
+                            op,
+                            kernel,
+                            reaching,
+                        });
                     }
                     _ => {}
                 }
@@ -367,41 +384,54 @@ impl<'c> Plan<'c> {
                 }
             }
         }
-        let mut narrowed: HashSet<Root> = candidates.difference(&vetoed).cloned().collect();
-        // A kernel argument has one storage: where narrowed and f32 buffers
-        // meet, all of them stay f32 (to a fixed point).
-        loop {
-            let mut changed = false;
-            for roots in reaching.values() {
-                let mixed = roots
-                    .iter()
-                    .any(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
-                    && roots
-                        .iter()
-                        .any(|r| r.as_ref().is_none_or(|r| !narrowed.contains(r)));
-                if mixed {
-                    for root in roots.iter().flatten() {
-                        changed |= narrowed.remove(root);
-                    }
+        let narrowed: HashSet<Root> = candidates.difference(&vetoed).cloned().collect();
+        // Each launch's storage signature: the arguments it passes narrowed
+        // buffers to. A kernel's first signature (in launch order) keeps
+        // the kernel; each further one gets a specialized copy.
+        let mut signatures: HashMap<String, Vec<Vec<usize>>> = HashMap::new();
+        let mut arguments = HashSet::new();
+        let mut specialized = Vec::new();
+        let mut taken: HashSet<String> = kernels.keys().cloned().collect();
+        let mut names: HashMap<(String, Vec<usize>), String> = HashMap::new();
+        for launch in &launches {
+            let signature: Vec<usize> = launch
+                .reaching
+                .iter()
+                .filter(|(_, root)| root.as_ref().is_some_and(|r| narrowed.contains(r)))
+                .map(|(index, _)| *index)
+                .collect();
+            let seen = signatures.entry(launch.kernel.clone()).or_default();
+            let name = if seen.is_empty() || seen[0] == signature {
+                if seen.is_empty() {
+                    seen.push(signature.clone());
                 }
-            }
-            if !changed {
-                break;
+                launch.kernel.clone()
+            } else {
+                let key = (launch.kernel.clone(), signature.clone());
+                if !names.contains_key(&key) {
+                    let mut n = seen.len();
+                    let mut candidate = format!("{}_s{n}", launch.kernel);
+                    while taken.contains(&candidate) {
+                        n += 1;
+                        candidate = format!("{}_s{n}", launch.kernel);
+                    }
+                    taken.insert(candidate.clone());
+                    seen.push(signature.clone());
+                    names.insert(key.clone(), candidate);
+                }
+                let name = names[&key].clone();
+                specialized.push((launch.op, launch.kernel.clone(), name.clone()));
+                name
+            };
+            for index in signature {
+                arguments.insert((name.clone(), index));
             }
         }
-        let arguments = reaching
-            .iter()
-            .filter(|(_, roots)| {
-                roots
-                    .iter()
-                    .all(|r| r.as_ref().is_some_and(|r| narrowed.contains(r)))
-            })
-            .map(|(argument, _)| argument.clone())
-            .collect();
         Ok(Self {
             narrowed,
             allocs,
             arguments,
+            specialized,
         })
     }
 
@@ -422,8 +452,41 @@ impl<'c> Plan<'c> {
                 crate::ir::util::set_discardable_attribute(*op, STORAGE_ATTR, f16);
             }
         }
+        // The specialized copies, each inserted after its kernel, and the
+        // launches pointed at them.
+        let mut copies: HashMap<String, OperationRef<'c, 'c>> = HashMap::new();
+        for (launch, kernel, name) in &self.specialized {
+            let Some(original) = kernels.get(kernel) else {
+                continue;
+            };
+            if !copies.contains_key(name) {
+                let Some(block) = original.block() else {
+                    continue;
+                };
+                let copy = unsafe {
+                    melior::ir::Operation::from_raw(mlir_sys::mlirOperationClone(original.to_raw()))
+                };
+                let copy = block.insert_operation_after(*original, copy);
+                unsafe { OperationRefMut::from_raw(copy.to_raw()) }.set_attribute(
+                    "sym_name",
+                    melior::ir::attribute::StringAttribute::new(context, name).into(),
+                );
+                copies.insert(name.clone(), copy);
+            }
+            let module_name = launch
+                .attribute("kernel")
+                .ok()
+                .and_then(crate::ir::util::symbol_names)
+                .map_or_else(|| KERNEL_MODULE.to_string(), |(root, _)| root);
+            let reference = Attribute::parse(context, &format!("@{module_name}::@{name}"))
+                .ok_or_else(|| {
+                    PassError::at(launch.location(), format!("cannot name kernel @{name}"))
+                })?;
+            unsafe { OperationRefMut::from_raw(launch.to_raw()) }
+                .set_attribute("kernel", reference);
+        }
         for (kernel, index) in &self.arguments {
-            if let Some(kernel) = kernels.get(kernel) {
+            if let Some(kernel) = kernels.get(kernel).or_else(|| copies.get(kernel)) {
                 set_argument_attribute(context, *kernel, *index, STORAGE_ATTR, f16);
             }
         }

@@ -218,27 +218,32 @@ impl Phase {
                     .pass("tcc-pack-weight-panels");
             }
             Phase::Buffer => {
-                p.pass("tcc-unique-results")
-                    .add(
-                        PassStep::new("one-shot-bufferize")
-                            .flag("bufferize-function-boundaries")
-                            .option("function-boundary-type-conversion", "identity-layout-map"),
-                    )
-                    .pass("canonicalize")
-                    .add(
-                        PassStep::new("buffer-results-to-out-params")
-                            .flag("hoist-static-allocs")
-                            .flag("modify-public-functions"),
-                    )
-                    .pass("canonicalize")
-                    .pass("cse")
-                    // CSE makes an in-place concat's copies self-copies
-                    // (`memref.copy %v, %v`), which canonicalize erases.
-                    .pass("canonicalize")
-                    .pass("tcc-elide-output-copies")
-                    // Bufferization creates the constants' globals in an
-                    // order that varies between runs.
-                    .pass("tcc-order-globals");
+                p.pass("tcc-unique-results");
+                // Intermediates chained through one shared empty tensor
+                // would be bufferized into the (f32) output argument.
+                if choice.storage != Storage::Fp32 {
+                    p.pass("tcc-unshare-empty-tensors");
+                }
+                p.add(
+                    PassStep::new("one-shot-bufferize")
+                        .flag("bufferize-function-boundaries")
+                        .option("function-boundary-type-conversion", "identity-layout-map"),
+                )
+                .pass("canonicalize")
+                .add(
+                    PassStep::new("buffer-results-to-out-params")
+                        .flag("hoist-static-allocs")
+                        .flag("modify-public-functions"),
+                )
+                .pass("canonicalize")
+                .pass("cse")
+                // CSE makes an in-place concat's copies self-copies
+                // (`memref.copy %v, %v`), which canonicalize erases.
+                .pass("canonicalize")
+                .pass("tcc-elide-output-copies")
+                // Bufferization creates the constants' globals in an
+                // order that varies between runs.
+                .pass("tcc-order-globals");
             }
             Phase::Gpu => {
                 // Strategies for the device ops bufferization made or
