@@ -125,6 +125,10 @@ fn kernel_flops(members: &[OperationRef]) -> i64 {
         let elements = |dims: &[i64]| dims.iter().product::<i64>();
         let reduction: i64 = match short {
             "matmul" | "batch_matmul" => shape(0).last().copied().unwrap_or(0),
+            // A matmul with B in panels (`tcc-pack-weight-panels`): K is A's.
+            "generic" if crate::ir::filter_panels::matmul_panel_width(*member).is_some() => {
+                shape(0).last().copied().unwrap_or(0)
+            }
             // HWCF filter: reduce over KH * KW * C.
             s if s.starts_with("conv_2d_nhwc_hwcf") => {
                 crate::ir::filter_panels::hwcf_filter_shape(*member, filter)
