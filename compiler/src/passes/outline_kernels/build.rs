@@ -33,6 +33,7 @@ pub(super) fn launch_shape(
     strategy: &KernelStrategy,
     root: OperationRef,
     points: i64,
+    target: Option<crate::config::Target>,
 ) -> ([i64; 3], [i64; 3]) {
     match *strategy {
         // Tiles along (n, m); the batch times the split-K slices along z.
@@ -73,7 +74,11 @@ pub(super) fn launch_shape(
                 kv_len: 1,
                 head_dim: query.get(3).copied().unwrap_or(1),
             };
-            tcc_kernels::attention_launch(&shape, u32::try_from(block_q).unwrap_or(1))
+            tcc_kernels::attention_launch(
+                &shape,
+                u32::try_from(block_q).unwrap_or(1),
+                target.is_some_and(|t| t.attention_single_item()),
+            )
         }
         // One work-item per block of outputs.
         KernelStrategy::Window { config, work_items } => {
