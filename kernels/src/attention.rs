@@ -998,4 +998,59 @@ mod tests {
             ([2, 8, 1], [64, 1, 1])
         );
     }
+
+    #[test]
+    fn single_item_form_takes_the_groups_rows_in_vectors() {
+        let mut cpu = spec(true, true);
+        cpu.block_q = 4;
+        cpu.single_item = true;
+        let text = attention_kernel(&cpu).unwrap();
+        assert!(text.contains("reqd_work_group_size(1, 1, 1)"), "{text}");
+        assert!(
+            !text.contains("barrier") && !text.contains("__local"),
+            "{text}"
+        );
+        // A head of 64: four float16 per row, for 4 rows.
+        assert!(
+            text.contains("float16 q[4][4], acc[4][4];") && text.contains("vload16(0, a1 + "),
+            "{text}"
+        );
+        assert!(
+            text.contains("const tcc_index kv_end = min((tcc_index)77, q0 + 4);"),
+            "{text}"
+        );
+        assert!(text.contains("j < 77 && j <= qi"), "{text}");
+        // Grouped heads and the mask read at the clamped key.
+        assert!(text.contains("const tcc_index hk = h / 2;"), "{text}");
+        assert!(text.contains("a3[b * 77 + jl]"), "{text}");
+        // One work-item per group in the launch, rows in groups of 4.
+        assert_eq!(
+            attention_launch(&cpu.shape, 4, true),
+            ([20, 8, 1], [1, 1, 1])
+        );
+        // Head dimensions that 16 does not divide take narrower lanes.
+        for (dim, lanes) in [
+            (40, "float8 q[4][5]"),
+            (20, "float4 q[4][5]"),
+            (6, "float q[4][6]"),
+        ] {
+            let mut narrow = cpu.clone();
+            narrow.shape.head_dim = dim;
+            for operand in [
+                &mut narrow.query,
+                &mut narrow.key,
+                &mut narrow.value,
+                &mut narrow.output,
+            ] {
+                operand.strides = [
+                    operand.strides[1] / 64 * dim * (operand.strides[0] / operand.strides[1]),
+                    operand.strides[1] / 64 * dim,
+                    dim,
+                    1,
+                ];
+            }
+            let text = attention_kernel(&narrow).unwrap();
+            assert!(text.contains(lanes), "{dim}: {text}");
+        }
+    }
 }
