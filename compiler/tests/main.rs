@@ -10,6 +10,7 @@
 #[path = "../../test/support/mod.rs"]
 mod support;
 
+mod cpu_transformer;
 mod deployment;
 mod doc_examples;
 mod docs;

@@ -86,11 +86,21 @@ pub struct AttentionSpec {
     /// OpenCL C form keeps the exact fp32 body. `None` (and any other
     /// arithmetic): the fp32 body only.
     pub tensor_cores: Option<TensorCores>,
+    /// The CPU form ([`vector_body`]): one work-item per work-group takes
+    /// the group's `block_q` query rows in explicit vectors (PoCL runs a
+    /// work-group as a loop over its work-items and vectorizes that loop
+    /// only when it holds no inner loop, which the key loop always is).
+    pub single_item: bool,
 }
 
 /// The launch of an attention kernel: (work-groups, work-items per group)
 /// along x (query blocks) and y (batch times heads).
-pub fn attention_launch(shape: &AttentionShape, block_q: u32) -> ([i64; 3], [i64; 3]) {
+/// With `single_item` (the CPU form) a group is one work-item.
+pub fn attention_launch(
+    shape: &AttentionShape,
+    block_q: u32,
+    single_item: bool,
+) -> ([i64; 3], [i64; 3]) {
     let block_q = i64::from(block_q.max(1));
     (
         [
@@ -98,7 +108,7 @@ pub fn attention_launch(shape: &AttentionShape, block_q: u32) -> ([i64; 3], [i64
             shape.batch * shape.heads,
             1,
         ],
-        [block_q, 1, 1],
+        [if single_item { 1 } else { block_q }, 1, 1],
     )
 }
 
@@ -159,6 +169,16 @@ pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
     spec.check()?;
     let mut out = String::new();
     let _ = writeln!(out, "{}", spec.comment);
+    if spec.single_item {
+        let _ = writeln!(
+            out,
+            "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid {}({}) {{\n{}}}",
+            spec.name,
+            spec.parameters,
+            vector_body(spec)
+        );
+        return Ok(out);
+    }
     let _ = writeln!(
         out,
         "__kernel __attribute__((reqd_work_group_size({}, 1, 1)))\nvoid {}({}) {{",
@@ -446,6 +466,197 @@ fn load_quad(buffer: &Buffer, index: &str) -> String {
     }
 }
 
+/// Elements per vector of the CPU form for a head dimension of `d`: 16,
+/// 8, 4 where they divide it, else 1 (scalars).
+fn vector_width(d: i64) -> i64 {
+    [16, 8, 4].into_iter().find(|w| d % w == 0).unwrap_or(1)
+}
+
+/// The OpenCL C type of `w` floats.
+fn float_type(w: i64) -> String {
+    if w == 1 {
+        "float".into()
+    } else {
+        format!("float{w}")
+    }
+}
+
+/// The sum of the `w` lanes of the vector expression `v` (halves added
+/// pairwise).
+fn lane_sum(v: &str, w: i64) -> String {
+    let mut expr = v.to_string();
+    let mut width = w;
+    while width > 1 {
+        width /= 2;
+        let half = float_type(width);
+        expr = format!("(({half})(({expr}).lo) + ({half})(({expr}).hi))");
+    }
+    expr
+}
+
+/// `w` consecutive head-dimension elements of `operand` from index
+/// `indices` (the last one the first element's): one vector load where
+/// the head dimension is contiguous, else element by element.
+fn load_lanes(operand: &AttentionOperand, indices: [&str; 4], w: i64) -> String {
+    if w == 1 {
+        return operand.buffer.load(&operand.address(indices));
+    }
+    if operand.strides[3] == 1 {
+        return operand
+            .buffer
+            .load_vector(w as u32, &operand.address(indices));
+    }
+    let lanes: Vec<String> = (0..w)
+        .map(|e| {
+            let dd = format!("({} + {e})", indices[3]);
+            operand
+                .buffer
+                .load(&operand.address([indices[0], indices[1], indices[2], &dd]))
+        })
+        .collect();
+    format!("({})({})", float_type(w), lanes.join(", "))
+}
+
+/// The CPU form (`single_item`): one work-item takes the group's
+/// `block_q` query rows. Their query vectors and output accumulators are
+/// `floatW` vectors over the head dimension; the keys are walked in
+/// chunks of [`CHUNK`], read straight from memory (each K and V row
+/// serves every row of the block). A score is the lane sum of a row's
+/// products with the key row; the chunk's scores take the online softmax
+/// update of the fp32 body, their exponentials as one `float16`, and the
+/// accumulators add `p * V` row by row. Keys past the sequence (the last
+/// chunk's tail, loaded from the last key) and, with `causal`, past the
+/// row are `-inf`; a row without any key is 0.
+fn vector_body(spec: &AttentionSpec) -> String {
+    let s = spec.shape;
+    let (rows, d) = (i64::from(spec.block_q), s.head_dim);
+    let group = s.heads / s.kv_heads;
+    let w = vector_width(d);
+    let vectors = d / w;
+    let vtype = float_type(w);
+    let chunk = i64::from(CHUNK);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  const tcc_index q0 = (tcc_index)get_group_id(0) * {rows};\n  \
+         const tcc_index bh = (tcc_index)get_group_id(1);\n  \
+         const tcc_index b = bh / {heads}, h = bh % {heads};\n  \
+         const tcc_index hk = h / {group};\n  \
+         {vtype} q[{rows}][{vectors}], acc[{rows}][{vectors}];\n  \
+         float m[{rows}], l[{rows}];\n  \
+         /* Rows past the sequence compute on the last row and store nothing. */\n  \
+         #pragma unroll\n  for (int r = 0; r < {rows}; ++r) {{\n    \
+         const tcc_index qi = min(q0 + r, (tcc_index){last});\n    \
+         m[r] = -INFINITY;\n    l[r] = 0.0f;\n    \
+         #pragma unroll\n    for (int t = 0; t < {vectors}; ++t) {{\n      \
+         q[r][t] = {};\n      acc[r][t] = ({vtype})(0.0f);\n    }}\n  }}",
+        load_lanes(&spec.query, ["b", "h", "qi", &format!("t * {w}")], w),
+        heads = s.heads,
+        last = s.q_len - 1,
+    );
+    if spec.causal {
+        let _ = writeln!(
+            out,
+            "  const tcc_index kv_end = min((tcc_index){kv}, q0 + {rows});",
+            kv = s.kv_len
+        );
+    } else {
+        let _ = writeln!(out, "  const tcc_index kv_end = {};", s.kv_len);
+    }
+    let mut score = format!("{} * {}", lane_sum("dot", w), float_literal(spec.scale));
+    if let Some(mask) = &spec.mask {
+        let at = mask.address(["b", "h", "qi", "jl"]);
+        score = format!("{score} + {}", mask.buffer.load(&at));
+    }
+    let live = if spec.causal {
+        format!("j < {} && j <= qi", s.kv_len)
+    } else {
+        format!("j < {}", s.kv_len)
+    };
+    let _ = writeln!(
+        out,
+        "  for (tcc_index j0 = 0; j0 < kv_end; j0 += {chunk}) {{\n    \
+         float sc[{rows}][{chunk}];\n    \
+         #pragma unroll\n    for (int c = 0; c < {chunk}; ++c) {{\n      \
+         const tcc_index j = j0 + c;\n      \
+         /* Keys past the sequence read the last one and score -inf. */\n      \
+         const tcc_index jl = min(j, (tcc_index){kv_last});\n      \
+         {vtype} k[{vectors}];\n      \
+         #pragma unroll\n      for (int t = 0; t < {vectors}; ++t)\n        \
+         k[t] = {};\n      \
+         #pragma unroll\n      for (int r = 0; r < {rows}; ++r) {{\n        \
+         const tcc_index qi = min(q0 + r, (tcc_index){last});\n        \
+         {vtype} dot = q[r][0] * k[0];\n        \
+         #pragma unroll\n        for (int t = 1; t < {vectors}; ++t)\n          \
+         dot = fma(q[r][t], k[t], dot);\n        \
+         const float x = {score};\n        \
+         sc[r][c] = ({live}) ? x : -INFINITY;\n      }}\n    }}",
+        load_lanes(&spec.key, ["b", "hk", "jl", &format!("t * {w}")], w),
+        kv_last = s.kv_len - 1,
+        last = s.q_len - 1,
+    );
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int r = 0; r < {rows}; ++r) {{\n      \
+         float chunk_max = -INFINITY;\n      \
+         #pragma unroll\n      for (int c = 0; c < {chunk}; ++c)\n        \
+         chunk_max = tcc_maximumf(chunk_max, sc[r][c]);\n      \
+         const float m_new = tcc_maximumf(m[r], chunk_max);\n      \
+         /* While every score so far is -inf, subtract 0: exp(-inf) = 0. */\n      \
+         const float base = m_new == -INFINITY ? 0.0f : m_new;\n      \
+         const float correction = exp(m[r] - base);\n      \
+         m[r] = m_new;\n      \
+         const float16 p = exp(vload16(0, &sc[r][0]) - (float16)(base));\n      \
+         vstore16(p, 0, &sc[r][0]);\n      \
+         l[r] = l[r] * correction + {};\n      \
+         #pragma unroll\n      for (int t = 0; t < {vectors}; ++t)\n        \
+         acc[r][t] *= correction;\n    }}",
+        lane_sum("p", 16),
+    );
+    let _ = writeln!(
+        out,
+        "    #pragma unroll\n    for (int c = 0; c < {chunk}; ++c) {{\n      \
+         const tcc_index jl = min(j0 + c, (tcc_index){kv_last});\n      \
+         #pragma unroll\n      for (int t = 0; t < {vectors}; ++t) {{\n        \
+         const {vtype} v = {};\n        \
+         #pragma unroll\n        for (int r = 0; r < {rows}; ++r)\n          \
+         acc[r][t] = fma(({vtype})(sc[r][c]), v, acc[r][t]);\n      }}\n    }}\n  }}",
+        load_lanes(&spec.value, ["b", "hk", "jl", &format!("t * {w}")], w),
+        kv_last = s.kv_len - 1,
+    );
+    let o_at = spec.output.address(["b", "h", "i", "dd"]);
+    let store = if w > 1 && spec.output.strides[3] == 1 {
+        spec.output.buffer.store_vector(
+            w as u32,
+            "acc[r][t] * inverse",
+            &spec.output.address(["b", "h", "i", &format!("t * {w}")]),
+        )
+    } else if w > 1 {
+        format!(
+            "{{\n          float lanes[{w}];\n          vstore{w}(acc[r][t] * inverse, 0, lanes);\n          \
+             for (int e = 0; e < {w}; ++e) {{\n            const int dd = t * {w} + e;\n            {}\n          }}\n        }}",
+            spec.output.buffer.store("lanes[e]", &o_at)
+        )
+    } else {
+        format!(
+            "{{\n          const int dd = t;\n          {}\n        }}",
+            spec.output.buffer.store("acc[r][t] * inverse", &o_at)
+        )
+    };
+    let _ = writeln!(
+        out,
+        "  #pragma unroll\n  for (int r = 0; r < {rows}; ++r) {{\n    \
+         const tcc_index i = q0 + r;\n    \
+         if (i < {q_len}) {{\n      \
+         /* A row without any key (l = 0) is 0, not NaN. */\n      \
+         const float inverse = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;\n      \
+         #pragma unroll\n      for (int t = 0; t < {vectors}; ++t)\n        \
+         {store}\n    }}\n  }}",
+        q_len = s.q_len,
+    );
+    out
+}
+
 /// The exact fp32 body: one work-item per query row.
 fn fp32_body(spec: &AttentionSpec) -> String {
     let s = spec.shape;
@@ -624,6 +835,7 @@ mod tests {
             }),
             output: operand("a4", [2, 4, 77, 64]),
             tensor_cores: None,
+            single_item: false,
         }
     }
 
@@ -782,8 +994,63 @@ mod tests {
         bad.scale = f32::NAN;
         assert!(attention_kernel(&bad).is_err());
         assert_eq!(
-            attention_launch(&spec(false, false).shape, 64),
+            attention_launch(&spec(false, false).shape, 64, false),
             ([2, 8, 1], [64, 1, 1])
         );
+    }
+
+    #[test]
+    fn single_item_form_takes_the_groups_rows_in_vectors() {
+        let mut cpu = spec(true, true);
+        cpu.block_q = 4;
+        cpu.single_item = true;
+        let text = attention_kernel(&cpu).unwrap();
+        assert!(text.contains("reqd_work_group_size(1, 1, 1)"), "{text}");
+        assert!(
+            !text.contains("barrier") && !text.contains("__local"),
+            "{text}"
+        );
+        // A head of 64: four float16 per row, for 4 rows.
+        assert!(
+            text.contains("float16 q[4][4], acc[4][4];") && text.contains("vload16(0, a1 + "),
+            "{text}"
+        );
+        assert!(
+            text.contains("const tcc_index kv_end = min((tcc_index)77, q0 + 4);"),
+            "{text}"
+        );
+        assert!(text.contains("j < 77 && j <= qi"), "{text}");
+        // Grouped heads and the mask read at the clamped key.
+        assert!(text.contains("const tcc_index hk = h / 2;"), "{text}");
+        assert!(text.contains("a3[b * 77 + jl]"), "{text}");
+        // One work-item per group in the launch, rows in groups of 4.
+        assert_eq!(
+            attention_launch(&cpu.shape, 4, true),
+            ([20, 8, 1], [1, 1, 1])
+        );
+        // Head dimensions that 16 does not divide take narrower lanes.
+        for (dim, lanes) in [
+            (40, "float8 q[4][5]"),
+            (20, "float4 q[4][5]"),
+            (6, "float q[4][6]"),
+        ] {
+            let mut narrow = cpu.clone();
+            narrow.shape.head_dim = dim;
+            for operand in [
+                &mut narrow.query,
+                &mut narrow.key,
+                &mut narrow.value,
+                &mut narrow.output,
+            ] {
+                operand.strides = [
+                    operand.strides[1] / 64 * dim * (operand.strides[0] / operand.strides[1]),
+                    operand.strides[1] / 64 * dim,
+                    dim,
+                    1,
+                ];
+            }
+            let text = attention_kernel(&narrow).unwrap();
+            assert!(text.contains(lanes), "{dim}: {text}");
+        }
     }
 }

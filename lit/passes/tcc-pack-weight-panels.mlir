@@ -1,5 +1,5 @@
 // tcc-pack-weight-panels: on pocl-cpu, the constant filter of a
-// convolution on the register-blocked GEMM is packed into panels of 16
+// convolution (and a matmul's constant B) on the register-blocked GEMM is packed into panels of 16
 // output channels (F/16 x KH x KW x C x 16, read through
 // (d3 floordiv 16, d4, d5, d6, d3 mod 16)), so that the kernel reads a
 // block's columns in order along k. A named convolution first takes the
@@ -14,6 +14,7 @@
 // The filter W[f][0][0][c] = 100 f + c (TOSA's OHWI): panel p holds
 // channels 16 p .. 16 p + 15, each input channel's 16 in a row.
 // CHECK-DAG: #[[PANELS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3 floordiv 16, d4, d5, d6, d3 mod 16)>
+// CHECK-DAG: #[[MM_PANELS:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2 floordiv 16, d3, d2 mod 16)>
 // CHECK-LABEL: func.func @named_1x1
 // CHECK: %[[W:.+]] = arith.constant dense<{{\[\[\[\[\[}}0.000000e+00, 1.000000e+02, {{.*}}, 1.500000e+03], [1.000000e+00, 1.010000e+02, {{.*}}, 1.501000e+03]]]], {{\[\[\[\[}}1.600000e+03, {{.*}}, 3.100000e+03], [1.601000e+03, {{.*}}, 3.101000e+03]]]]]> : tensor<2x1x1x2x16xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<2x1x1x2x16xf32>)
@@ -82,4 +83,31 @@ func.func @shared_filter(%x: tensor<1x4x4x2xf32>, %y: tensor<1x4x4x2xf32>) -> (t
   %c = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<32x1x1x2xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x32xf32>
   %d = tosa.conv2d %y, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<32x1x1x2xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x32xf32>
   return %c, %d : tensor<1x4x4x32xf32>, tensor<1x4x4x32xf32>
+}
+
+// A matmul's constant B (K x N = 2 x 24, B[k][j] = 100 k + j) is packed
+// the same way: 1 x 2 panels x K x 16, the second panel padded with 8
+// zero columns, and the batched matmul becomes a generic reading it
+// through (d0, d2 floordiv 16, d3, d2 mod 16), its kernel attributes kept.
+// CHECK-LABEL: func.func @matmul_weights
+// CHECK: %[[B:.+]] = arith.constant dense<{{\[\[\[\[}}0.000000e+00, 1.000000e+00, {{.*}}, 1.500000e+01], [1.000000e+02, {{.*}}, 1.150000e+02]], {{\[\[}}1.600000e+01, {{.*}}, 2.300000e+01, 0.000000e+00, {{.*}}], [1.160000e+02, {{.*}}, 1.230000e+02, 0.000000e+00, {{.*}}]]]]> : tensor<1x2x2x16xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[MM_PANELS]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}}, %[[B]] : tensor<1x4x2xf32>, tensor<1x2x2x16xf32>) outs(%{{.+}} : tensor<1x4x24xf32>)
+// CHECK-SAME: tcc.kind = "matmul", tcc.strategy = #tcc.gemm<{{.*}} n = 24, k = 2>
+// CHECK-NOT: linalg.batch_matmul
+// CHECK: return
+func.func @matmul_weights(%x: tensor<1x4x2xf32>) -> tensor<1x4x24xf32> {
+  %w = "tosa.const"() <{values = dense<[[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0], [100.0, 101.0, 102.0, 103.0, 104.0, 105.0, 106.0, 107.0, 108.0, 109.0, 110.0, 111.0, 112.0, 113.0, 114.0, 115.0, 116.0, 117.0, 118.0, 119.0, 120.0, 121.0, 122.0, 123.0]]]> : tensor<1x2x24xf32>}> : () -> tensor<1x2x24xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %mm = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4x2xf32>, tensor<1x2x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x24xf32>
+  return %mm : tensor<1x4x24xf32>
+}
+
+// A matmul of two run-time operands stays a named matmul.
+// CHECK-LABEL: func.func @matmul_of_arguments
+// CHECK-NOT: floordiv
+// CHECK: linalg.batch_matmul
+func.func @matmul_of_arguments(%x: tensor<1x4x2xf32>, %w: tensor<1x2x32xf32>) -> tensor<1x4x32xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %mm = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4x2xf32>, tensor<1x2x32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x32xf32>
+  return %mm : tensor<1x4x32xf32>
 }

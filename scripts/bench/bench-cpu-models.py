@@ -4,7 +4,7 @@ onnxruntime's CPU provider and IREE's llvm-cpu back end, the same ONNX
 graph and inputs on the same machine in one run (issue 37's table).
 
   python3 scripts/bench/bench-cpu-models.py [--out=DIR] [--rounds=N] [--threads=N]
-      [--no-iree] [--no-first-result] [--tuning=FILE] MODEL...
+      [--no-iree] [--no-first-result] [--tuning=FILE] [--target=TARGET] MODEL...
 
 MODEL is a path to an `.onnx` file (e.g. the exported transformers and
 torchvision models, /work/models/tx/*.onnx on the build machine) or one
@@ -26,6 +26,9 @@ of 20 calls after 3, end to end), onnxruntime's and IREE's the median of
 20 calls after 3 through their Python APIs, with `--threads` intra-op
 threads (default: every core) for both. One Markdown row per model and
 round; quote the ratios, not the milliseconds, on a shared machine.
+`--target` (default `pocl-cpu`, i.e. `pocl-cpu-avx2`) is tcc's target:
+`pocl-cpu-avx512` or `host` for the register blocks of an AVX-512
+machine, whose SIMD width onnxruntime picks at run time.
 
 onnxruntime and IREE 3.13 are installed with pip when missing (`--no-iree`
 skips IREE; `--no-first-result` the prepared build and its cold call).
@@ -44,6 +47,7 @@ import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("TCC_BIN_DIR") or os.path.join(ROOT, "target", "debug")
+TARGET = "pocl-cpu"
 IREE_VERSION = "3.13.0"
 LIGHT = ["resnet50", "densenet121", "squeezenet", "inception_v1", "shufflenet",
          "bvlc_alexnet", "vgg19", "zfnet512", "inception_v2"]
@@ -111,7 +115,7 @@ def tcc_first_result(onnx_path, stem, inputs, tuning):
     env = dict(os.environ, TCC_CACHE_DIR=f"{stem}.cache", POCL_CACHE_DIR=f"{stem}.pocl-cache")
     for d in (env["TCC_CACHE_DIR"], env["POCL_CACHE_DIR"]):
         shutil.rmtree(d, ignore_errors=True)
-    run([os.path.join(BIN, "tcc"), "compile", onnx_path, "--target=pocl-cpu", "--prepare",
+    run([os.path.join(BIN, "tcc"), "compile", onnx_path, f"--target={TARGET}", "--prepare",
          *tuning, "-o", prepared], env=env)
     for d in (env["TCC_CACHE_DIR"], env["POCL_CACHE_DIR"]):
         shutil.rmtree(d, ignore_errors=True)
@@ -152,7 +156,8 @@ def iree_session(onnx_path, stem, threads):
 
 def main():
     options = {a.split("=")[0]: (a.split("=", 1) + [""])[1] for a in sys.argv[1:] if a.startswith("--")}
-    known = {"--out", "--rounds", "--threads", "--no-iree", "--no-first-result", "--tuning", "--help", "-h"}
+    known = {"--out", "--rounds", "--threads", "--no-iree", "--no-first-result", "--tuning", "--target",
+             "--help", "-h"}
     unknown = set(options) - known
     models = [a for a in sys.argv[1:] if not a.startswith("-")]
     if unknown or "--help" in options or not models:
@@ -161,6 +166,8 @@ def main():
     rounds = int(options.get("--rounds") or 3)
     threads = int(options.get("--threads") or os.cpu_count())
     tuning = [f"--tuning={options['--tuning']}"] if options.get("--tuning") else []
+    global TARGET
+    TARGET = options.get("--target") or TARGET
     with_iree = "--no-iree" not in options
     os.makedirs(out, exist_ok=True)
     try:
@@ -176,7 +183,7 @@ def main():
             pip_install(f"iree-base-compiler[onnx]=={IREE_VERSION}", f"iree-base-runtime=={IREE_VERSION}")
     if "TCC_BIN_DIR" not in os.environ:
         run(["make", "-s", "build"], cwd=ROOT)
-    print(f"CPU: {os.cpu_count()} cores; onnxruntime {ort.__version__} and IREE with {threads} threads")
+    print(f"CPU: {os.cpu_count()} cores; tcc --target={TARGET}; onnxruntime {ort.__version__} and IREE with {threads} threads")
     print("| model | round | kernels | compile s | first result s | max error | tcc ms | onnxruntime ms "
           "| IREE ms | tcc / onnxruntime | tcc / IREE |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -192,7 +199,7 @@ def main():
         inputs, feed = make_inputs(onnx_path, stem)
         artifact = f"{stem}.so"
         start = time.perf_counter()
-        compiled = run([os.path.join(BIN, "tcc"), "compile", onnx_path, "--target=pocl-cpu", "--stats",
+        compiled = run([os.path.join(BIN, "tcc"), "compile", onnx_path, f"--target={TARGET}", "--stats",
                         *tuning, "-o", artifact])
         compile_s = time.perf_counter() - start
         kernels = next((line.split(":", 1)[1].strip() for line in (compiled.stdout + compiled.stderr).splitlines()

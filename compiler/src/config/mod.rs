@@ -185,6 +185,20 @@ pub trait TargetConfig: Sync {
     /// `head_dim` over `q_len` query rows.
     fn attention(&self, head_dim: i64, q_len: i64) -> AttentionConfig;
 
+    /// Whether the attention template takes its CPU form: one work-item
+    /// per work-group computing the group's `block_q` query rows in
+    /// explicit vectors (`AttentionSpec::single_item`).
+    fn attention_single_item(&self) -> bool {
+        false
+    }
+
+    /// Whether f32 `erf` and `tanh` are written as the prelude's rational
+    /// functions (`tcc_erf`, `tcc_tanh`: arithmetic only, within 5e-7 of
+    /// the exact value) instead of the OpenCL library's calls.
+    fn rational_erf_tanh(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -485,6 +499,16 @@ impl Target {
     /// See [`TargetConfig::attention`].
     pub fn attention(self, head_dim: i64, q_len: i64) -> AttentionConfig {
         self.config().attention(head_dim, q_len)
+    }
+
+    /// See [`TargetConfig::attention_single_item`].
+    pub fn attention_single_item(self) -> bool {
+        self.config().attention_single_item()
+    }
+
+    /// See [`TargetConfig::rational_erf_tanh`].
+    pub fn rational_erf_tanh(self) -> bool {
+        self.config().rational_erf_tanh()
     }
 
     /// Whether a long row reduction runs on the row template (one

@@ -176,14 +176,34 @@ impl TargetConfig for PoclCpu {
         ROW_WORKGROUP
     }
 
-    /// 16 query rows per group (PoCL runs a group's work-items in one
-    /// thread, vectorizing across them), K and V tiles of up to 64 keys
-    /// in at most 32 KiB (an L1 data cache).
+    /// 4 query rows per group, in the single-item form (below): each K
+    /// and V row loaded serves four rows' multiply-adds, and the rows'
+    /// accumulators (4 x 64 floats for a head of 64) stay near the
+    /// registers. `block_k` is the staged form's (unused here).
     fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
         AttentionConfig {
-            block_q: 16,
+            block_q: 4,
             block_k: super::attention_block_k(head_dim, 32 * 1024, 64),
         }
+    }
+
+    /// Yes: the staged form's 16 work-items per group, one query row
+    /// each, hold the key loop, so PoCL cannot vectorize across them
+    /// (its work-item loop is vectorized only where it holds no inner
+    /// loop) and they ran one scalar `fma` chain per score: ViT-B/16's
+    /// attention (12 heads, 197 x 197 x 64) took 53-64 ms a layer at
+    /// about 2 GFLOP/s.
+    fn attention_single_item(&self) -> bool {
+        true
+    }
+
+    /// Yes: a library `erf` or `tanh` is a call per element, which keeps
+    /// the GEMM epilogue's loop over a block's columns scalar (a GELU
+    /// after ViT-B/16's 197 x 3072 x 768 GEMM took as long as the GEMM);
+    /// the rational functions are arithmetic and selects, which LLVM
+    /// vectorizes with the loop.
+    fn rational_erf_tanh(&self) -> bool {
+        true
     }
 
     fn row_reduction_template(&self, contiguous: bool) -> bool {

@@ -22,6 +22,7 @@ fn operand_shape(op: OperationRef, index: usize) -> Option<Vec<i64>> {
 
 /// The GEMM a contraction computes, if the GEMM template can run it: a
 /// `linalg.matmul` or `linalg.batch_matmul` with the default indexing, or
+/// the same with B in panels (`tcc-pack-weight-panels`), or
 /// an NHWC/HWCF convolution (named, or the generic of
 /// `tcc-fold-conv-inputs`) as an implicit GEMM with `M = N*OH*OW`,
 /// `N = F` and `K = KH*KW*C`. Shapes must be static.
@@ -45,6 +46,18 @@ pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
     let default_maps = match name.as_str() {
         "linalg.matmul" => MATMUL_MAPS,
         "linalg.batch_matmul" => BATCH_MATMUL_MAPS,
+        // B packed in panels (`tcc-pack-weight-panels`): N is C's.
+        "linalg.generic" if super::filter_panels::matmul_panel_width(op).is_some() => {
+            let a = operand_shape(op, 0)?;
+            let c = operand_shape(op, 2)?;
+            let ra = a.len();
+            return Some(GemmShape {
+                batch: a[..ra - 2].iter().product(),
+                m: a[ra - 2],
+                n: *c.last()?,
+                k: a[ra - 1],
+            });
+        }
         _ => return None,
     };
     if let Ok(maps) = op.attribute("indexing_maps") {

@@ -63,6 +63,57 @@ pub fn hwcf_filter_shape(op: OperationRef, filter_index: usize) -> Option<[i64; 
     }
 }
 
+/// The loops of a matmul (`i, j, k`) or batched matmul (`b, i, j, k`).
+fn matmul_loops(batched: bool) -> &'static str {
+    if batched {
+        "(d0, d1, d2, d3)"
+    } else {
+        "(d0, d1, d2)"
+    }
+}
+
+/// The indexing maps of a matmul generic whose B (a constant `K x N`,
+/// batch 1 when batched) is stored in panels of `panel` columns: a
+/// `[1 x] N/P x K x P` tensor read through `(j floordiv P, k, j mod P)`,
+/// A and C as the named op reads them. `tcc-pack-weight-panels` gives a
+/// `linalg.matmul` or `linalg.batch_matmul` with a constant B this form.
+pub fn matmul_panel_maps_text(batched: bool, panel: i64) -> [String; 3] {
+    let loops = matmul_loops(batched);
+    if batched {
+        [
+            format!("affine_map<{loops} -> (d0, d1, d3)>"),
+            format!("affine_map<{loops} -> (d0, d2 floordiv {panel}, d3, d2 mod {panel})>"),
+            format!("affine_map<{loops} -> (d0, d1, d2)>"),
+        ]
+    } else {
+        [
+            format!("affine_map<{loops} -> (d0, d2)>"),
+            format!("affine_map<{loops} -> (d1 floordiv {panel}, d2, d1 mod {panel})>"),
+            format!("affine_map<{loops} -> (d0, d1)>"),
+        ]
+    }
+}
+
+/// The panel width of a matmul generic reading its B in panels (the maps
+/// of [`matmul_panel_maps_text`], operands A, B, C), or `None` for any
+/// other op.
+pub fn matmul_panel_width(op: OperationRef) -> Option<i64> {
+    if crate::ir::util::op_name(&op) != "linalg.generic" || op.operand_count() != 3 {
+        return None;
+    }
+    let b_shape = static_shape(op.operand(1).ok()?.r#type())?;
+    let batched = match b_shape.len() {
+        4 => true,
+        3 => false,
+        _ => return None,
+    };
+    let panel = *b_shape.last()?;
+    let maps = matmul_panel_maps_text(batched, panel);
+    (0..3)
+        .all(|index| operand_map_text(op, index).as_deref() == Some(maps[index].as_str()))
+        .then_some(panel)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

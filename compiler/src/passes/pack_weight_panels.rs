@@ -1,6 +1,7 @@
-//! `tcc-pack-weight-panels`: packs the constant filters of convolutions
-//! that run on the register-blocked GEMM into panels of output channels
-//! (`patterns::pack_weight_panels`), where the target asks for it
+//! `tcc-pack-weight-panels`: packs the constant filters of convolutions,
+//! and the constant B of matmuls, that run on the register-blocked GEMM
+//! into panels of output channels (`patterns::pack_weight_panels`), where
+//! the target asks for it
 //! (`TargetConfig::weight_panel`: pocl-cpu's register blocks of whole
 //! panels), so that the
 //! kernel reads its weights in order instead of one row of N per k.
@@ -23,7 +24,7 @@ pub struct PackWeightPanels;
 
 impl TccPass for PackWeightPanels {
     const ARGUMENT: &'static str = "tcc-pack-weight-panels";
-    const SUMMARY: &'static str = "Pack the constant filters of register-blocked GEMM convolutions into panels of output channels, where the target asks for it";
+    const SUMMARY: &'static str = "Pack the constant weights of register-blocked GEMMs (convolution filters, a matmul's B) into panels of output channels, where the target asks for it";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["arith", "linalg"];
     type Options = NoOptions;

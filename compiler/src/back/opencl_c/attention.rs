@@ -88,10 +88,17 @@ impl KernelTemplate for AttentionSpec {
         Ok(AttentionSpec {
             name: kernel.name.to_string(),
             parameters: KernelParameters::default(),
-            comment: format!(
-                "/* {}: flash attention kernel, one work-group of {block_q} per {block_q} query rows; from {} */",
-                kernel.name, kernel.location
-            ),
+            comment: if writer.single_item_attention {
+                format!(
+                    "/* {}: flash attention kernel, one work-item per {block_q} query rows; from {} */",
+                    kernel.name, kernel.location
+                )
+            } else {
+                format!(
+                    "/* {}: flash attention kernel, one work-group of {block_q} per {block_q} query rows; from {} */",
+                    kernel.name, kernel.location
+                )
+            },
             shape: AttentionShape {
                 batch: q[0],
                 heads: q[1],
@@ -117,6 +124,7 @@ impl KernelTemplate for AttentionSpec {
                 Precision::Bf16 => Some(TensorCores::Bf16),
                 Precision::Fp32 | Precision::Tf32 => None,
             },
+            single_item: writer.single_item_attention,
         })
     }
 

@@ -206,7 +206,13 @@ impl KernelWriter {
             "math.log2" => call("log2")?,
             "math.log10" => call("log10")?,
             "math.log1p" => call("log1p")?,
+            "math.tanh" if self.rational_erf_tanh && result()? == ElementType::F32 => {
+                call("tcc_tanh")?
+            }
             "math.tanh" => call("tanh")?,
+            "math.erf" if self.rational_erf_tanh && result()? == ElementType::F32 => {
+                call("tcc_erf")?
+            }
             "math.erf" => call("erf")?,
             "math.sqrt" => call("sqrt")?,
             "math.rsqrt" => call("rsqrt")?,

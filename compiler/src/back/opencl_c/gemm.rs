@@ -384,6 +384,34 @@ impl KernelWriter {
             });
         }
         let rank = c.strides.len();
+        // B packed in panels (`tcc-pack-weight-panels`): `[1 x] N/P x K x
+        // P`, contiguous, read as `[N/P][K][P]`.
+        let b_panel = crate::ir::filter_panels::matmul_panel_width(op);
+        let b_operand = match b_panel {
+            Some(panel) => {
+                let dims = memref_shape(op.operand(1).at(&op)?.r#type());
+                let k = dims[dims.len() - 2];
+                let contiguous = b.strides[b.strides.len() - 2..] == [panel, 1]
+                    && b.strides[b.strides.len() - 3] == k * panel;
+                if !contiguous {
+                    return Err(CodegenError::at(
+                        &op,
+                        format!(
+                            "a matmul's B in panels of {panel} must be contiguous, not strided {:?}",
+                            b.strides
+                        ),
+                    ));
+                }
+                GemmOperand {
+                    buffer: b.buffer.clone(),
+                    offset: b.offset,
+                    batch_stride: 0,
+                    row_stride: panel,
+                    col_stride: 1,
+                }
+            }
+            None => operand_of(&b, rank),
+        };
         let dims: Vec<String> = if rank == 3 {
             vec!["b".into(), "i".into(), "j".into()]
         } else {
@@ -396,9 +424,9 @@ impl KernelWriter {
             a_element_vector: false,
             k_window: None,
             a_inside: None,
-            b: operand_of(&b, rank),
+            b: b_operand,
             b_offset: None,
-            b_panel: None,
+            b_panel,
             c,
             c_value_key: key(c_value),
             dims,
@@ -467,7 +495,11 @@ impl KernelWriter {
                 "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => {
                     contraction_op = Some(op)
                 }
-                "linalg.generic" if contraction_op.is_none() && is_conv_generic(op) => {
+                "linalg.generic"
+                    if contraction_op.is_none()
+                        && (is_conv_generic(op)
+                            || crate::ir::filter_panels::matmul_panel_width(op).is_some()) =>
+                {
                     contraction_op = Some(op)
                 }
                 "linalg.generic" if contraction_op.is_none() && init_generic.is_none() => {

@@ -135,11 +135,19 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
                 Precision::Tf32 | Precision::Fp16 | Precision::Bf16
             )
     });
+    let single_item_attention = target.as_ref().is_some_and(|t| {
+        crate::config::targets::family(t).is_ok_and(|family| family.attention_single_item())
+    });
+    let rational_erf_tanh = target.as_ref().is_some_and(|t| {
+        crate::config::targets::family(t).is_ok_and(|family| family.rational_erf_tanh())
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
             precision,
             dynamic_local,
+            single_item_attention,
+            rational_erf_tanh,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -251,6 +259,10 @@ pub(super) struct KernelWriter {
     pub(super) precision: Precision,
     /// GEMM kernels may take CUDA dynamic local memory (`GemmSpec::dynamic_local`).
     pub(super) dynamic_local: bool,
+    /// Attention kernels take the CPU form (`AttentionSpec::single_item`).
+    pub(super) single_item_attention: bool,
+    /// f32 `erf` and `tanh` as the prelude's `tcc_erf` and `tcc_tanh`.
+    pub(super) rational_erf_tanh: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {

@@ -33,6 +33,7 @@ pub(super) fn launch_shape(
     strategy: &KernelStrategy,
     root: OperationRef,
     points: i64,
+    target: Option<crate::config::Target>,
 ) -> ([i64; 3], [i64; 3]) {
     match *strategy {
         // Tiles along (n, m); the batch times the split-K slices along z.
@@ -73,7 +74,11 @@ pub(super) fn launch_shape(
                 kv_len: 1,
                 head_dim: query.get(3).copied().unwrap_or(1),
             };
-            tcc_kernels::attention_launch(&shape, u32::try_from(block_q).unwrap_or(1))
+            tcc_kernels::attention_launch(
+                &shape,
+                u32::try_from(block_q).unwrap_or(1),
+                target.is_some_and(|t| t.attention_single_item()),
+            )
         }
         // One work-item per block of outputs.
         KernelStrategy::Window { config, work_items } => {
@@ -125,6 +130,10 @@ fn kernel_flops(members: &[OperationRef]) -> i64 {
         let elements = |dims: &[i64]| dims.iter().product::<i64>();
         let reduction: i64 = match short {
             "matmul" | "batch_matmul" => shape(0).last().copied().unwrap_or(0),
+            // A matmul with B in panels (`tcc-pack-weight-panels`): K is A's.
+            "generic" if crate::ir::filter_panels::matmul_panel_width(*member).is_some() => {
+                shape(0).last().copied().unwrap_or(0)
+            }
             // HWCF filter: reduce over KH * KW * C.
             s if s.starts_with("conv_2d_nhwc_hwcf") => {
                 crate::ir::filter_panels::hwcf_filter_shape(*member, filter)

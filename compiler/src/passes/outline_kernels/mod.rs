@@ -93,6 +93,7 @@ impl TccPass for OutlineKernels {
 
     fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let location = module.location();
+        let target = crate::config::Target::of_module(module);
         let functions: Vec<_> = body_ops_named(module, "func.func");
         check_bufferized(module, &functions)?;
         let mut next_index = collect_ops(module)
@@ -143,8 +144,12 @@ impl TccPass for OutlineKernels {
                             ),
                         )
                     })?;
-                let launch =
-                    build::launch_shape(&strategy, *root_op, build::work_items(&group.members));
+                let launch = build::launch_shape(
+                    &strategy,
+                    *root_op,
+                    build::work_items(&group.members),
+                    target,
+                );
                 let plan = build::KernelPlan {
                     name: &group.name,
                     members: &group.members,
