@@ -123,6 +123,19 @@ impl DeviceTensor {
         crate::tensor::byte_size(&self.shape, self.dtype).unwrap_or(0)
     }
 
+    /// Copies the tensor to the host through its own runtime's queue,
+    /// after everything queued there before (OpenCL has no copy between
+    /// two devices' contexts: a value bound for another device goes
+    /// through here and that device's upload).
+    pub fn to_host(&self) -> Result<HostTensor> {
+        let mut bytes = HostBytes::zeroed(self.byte_size());
+        // SAFETY: `bytes` outlives the wait.
+        unsafe { read_buffer(&self.rt.queue, self.mem(), &mut bytes) }?;
+        self.rt.queue.finish().cl("clFinish")?;
+        TransferCounters::add(&self.rt.transfers.bytes_to_host, bytes.len() as u64);
+        HostTensor::from_bytes(self.dtype, self.shape.clone(), bytes)
+    }
+
     fn mem(&self) -> cl_mem {
         self.buffer
             .as_ref()
@@ -306,6 +319,12 @@ impl Session {
             .collect();
         self.execute(f, &in_io, &out_io)?;
         Ok(outputs)
+    }
+
+    /// Whether `tensor` lives in this session's runtime (its context and
+    /// queue), so that [`Session::run_device`] takes it as it is.
+    pub fn holds(&self, tensor: &DeviceTensor) -> bool {
+        Arc::ptr_eq(&tensor.rt, &self.rt.inner)
     }
 
     /// An uninitialised device tensor from the pool.
