@@ -66,6 +66,8 @@ pub(crate) struct PendingCommand {
     pub(crate) enqueued: Option<Instant>,
 }
 
+crate::hal::shared::profile_calls!(Session);
+
 impl PendingCommand {
     /// A command of a recorded call, enqueued just now.
     pub(crate) fn traced(kind: CommandKind, bytes: Option<u64>, event: Event) -> Self {
@@ -370,20 +372,10 @@ impl Session {
         HostTensor::from_bytes(tensor.dtype, tensor.shape.clone(), bytes)
     }
 
-    /// Per-kernel device time since the session started or the last
-    /// `reset_profile` (waits for the queue). Empty unless the runtime was
-    /// created with profiling on.
-    pub fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+    /// Waits for the session's calls on its own queues and its queue.
+    fn finish_work(&mut self) -> Result<()> {
         self.calls.join(&self.rt.inner)?;
-        self.rt.inner.queue.finish().cl("clFinish")?;
-        self.collect_profile()?;
-        Ok(crate::hal::shared::launched(&self.profile))
-    }
-
-    pub fn reset_profile(&mut self) -> Result<()> {
-        self.kernel_profile()?;
-        crate::hal::shared::reset(&mut self.profile);
-        Ok(())
+        self.rt.inner.queue.finish().cl("clFinish")
     }
 
     /// Folds finished launch events into `profile`, and ends the recorded
