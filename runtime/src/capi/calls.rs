@@ -288,10 +288,7 @@ pub extern "C" fn tcc_session_create_placed(
         if num_runtimes == 0 {
             return Err(invalid("a placed session needs at least one runtime"));
         }
-        super::non_null(runtimes, "runtimes")?;
-        // SAFETY: non-null, `num_runtimes` entries per the API.
-        let handles = unsafe { std::slice::from_raw_parts(runtimes, num_runtimes) };
-        let devices = handles
+        let devices = runtime_handles(runtimes, num_runtimes)?
             .iter()
             .map(|&h| Ok(runtime_of(h, false)?.runtime.clone()))
             .collect::<CResult<Vec<AnyDevice>>>()?;
@@ -304,6 +301,13 @@ pub extern "C" fn tcc_session_create_placed(
         })));
         Ok(())
     })
+}
+
+/// The `n` runtime handles at `p` (non-null).
+fn runtime_handles<'a>(p: *const *mut c_void, n: usize) -> CResult<&'a [*mut c_void]> {
+    super::non_null(p, "runtimes")?;
+    // SAFETY: non-null, `n` entries per the API.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// Runs `functions` (comma-separated) in order on a placed session: the
