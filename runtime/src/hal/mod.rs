@@ -78,6 +78,13 @@ pub trait Device: Clone + Send + Sync + 'static {
     fn staging(&self, len: usize) -> crate::HostBytes {
         crate::HostBytes::zeroed(len)
     }
+
+    /// Called after a model was opened here, before another device opens
+    /// it: OpenCL writes its deferred program cache entries (on PoCL the
+    /// first build holds the entry's lock until then, which the next
+    /// device's build of the same program would wait for). Nothing by
+    /// default.
+    fn settle(&self) {}
 }
 
 /// One model on one device of a driver: calls one at a time.
@@ -118,6 +125,10 @@ impl Device for Runtime {
 
     fn open(&self, model: &Model) -> Result<Session> {
         self.session(model)
+    }
+
+    fn settle(&self) {
+        self.wait_for_cache_writes();
     }
 }
 
@@ -244,6 +255,12 @@ impl Device for AnyDevice {
             AnyDevice::OpenCl(rt) => rt.staging(len),
             AnyDevice::Cuda(rt) => rt.staging(len),
             AnyDevice::Vulkan(rt) => rt.staging(len),
+        }
+    }
+
+    fn settle(&self) {
+        if let AnyDevice::OpenCl(rt) = self {
+            rt.wait_for_cache_writes();
         }
     }
 }

@@ -325,6 +325,7 @@ impl<D: Device> Placement<D> {
                 }
                 e => e,
             })?;
+            device.settle();
             self.sessions[i] = Some(s);
         }
         Ok(self.sessions[i].as_mut().expect("opened above"))
