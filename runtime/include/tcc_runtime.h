@@ -182,6 +182,27 @@ tcc_status tcc_session_create(tcc_runtime *runtime, tcc_model *model,
                               tcc_session **out);
 tcc_status tcc_session_free(tcc_session *session);
 
+/* A session whose functions are placed on several devices: runtimes[i] is
+ * device i of `placement`, "FUNCTION=I[,FUNCTION=I...]" (e.g.
+ * "encoder=0,decoder=1"; functions not named run on runtimes[0]); the model
+ * is opened on each device named. tcc_session_run runs a function on its
+ * device; tcc_session_run_async runs it at once (tcc_call_wait returns
+ * it); tcc_session_set_max_in_flight and _set_compute_queues are refused.
+ * TCC_ERROR_INVALID_ARGUMENT for a malformed placement, a device past
+ * num_runtimes or a function placed twice; TCC_ERROR_NOT_FOUND for an
+ * unknown function. */
+tcc_status tcc_session_create_placed(tcc_runtime *const *runtimes,
+                                     size_t num_runtimes, tcc_model *model,
+                                     const char *placement, tcc_session **out);
+/* On a placed session: runs `functions` ("a,b,c") in order, each on its
+ * device, the outputs of one the inputs of the next; inputs are the first
+ * function's, outputs the last one's. The values between them stay in
+ * device memory, copied device to device where two functions run on
+ * different devices (CUDA: peer to peer; OpenCL: through the host). */
+tcc_status tcc_session_run_pipeline(tcc_session *session, const char *functions,
+                                    const tcc_tensor *inputs, size_t num_inputs,
+                                    const tcc_tensor *outputs, size_t num_outputs);
+
 /* Runs `function` (NULL when the model has only one). Inputs and outputs
  * must match its signature exactly: count, dtype, shape and bytes. Outputs
  * are written into the caller's buffers. Blocks until done. */

@@ -114,7 +114,7 @@ fn the_c_api_runs_on_the_cuda_driver() {
     let out = Command::new(&exe)
         .arg(&so)
         .env("TCC_LIBCUDA", &driver)
-        .env("FAKE_CUDA_DEVICES", "1")
+        .env("FAKE_CUDA_DEVICES", "2")
         .output()
         .expect("run capi_cuda");
     let text = format!(
@@ -137,6 +137,11 @@ fn the_c_api_runs_on_the_cuda_driver() {
         text.contains("compute queues: compute queues are OpenCL's"),
         "{text}"
     );
+    assert!(
+        text.contains("placement: placement axpb_arena=2: there are 2 devices"),
+        "{text}"
+    );
+    assert!(text.contains("pipeline: ok"), "{text}");
     assert!(text.ends_with("ok\n"), "{text}");
     // Without the driver: a clean TCC_ERROR_DEVICE naming it.
     let out = Command::new(&exe)
@@ -181,6 +186,7 @@ fn the_c_api_runs_on_the_vulkan_driver() {
         text.contains("compute queues: compute queues are OpenCL's; a Vulkan session's"),
         "{text}"
     );
+    assert!(text.contains("pipeline: ok"), "{text}");
     assert!(text.ends_with("ok\n"), "{text}");
     // Without a loader: a clean TCC_ERROR_DEVICE naming it.
     let out = Command::new(&exe)

@@ -32,7 +32,7 @@ use std::sync::OnceLock;
 
 use common::*;
 use tcc_runtime::cuda::{CudaOptions, CudaRuntime};
-use tcc_runtime::hal::{AnyDevice, Device, Group, Lanes};
+use tcc_runtime::hal::{AnyDevice, Device, Group, Lanes, Placement, PlacementCopies};
 use tcc_runtime::{
     Backend, Calls, DType, DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions,
     VulkanRuntime,
@@ -534,5 +534,110 @@ fn every_driver_stages_split_parts_once_and_reuses_them() {
             assert_eq!(uploads_after - uploads, 4, "{driver}");
             assert!(live_after <= most_live.max(4), "{driver}: {live_after}");
         }
+    });
+}
+
+#[test]
+fn every_driver_places_functions_on_two_devices() {
+    for_each_driver("placement", false, |driver, devices| {
+        let m = model(driver);
+        let fake = driver == "cuda (fake driver)";
+        let peer_copies = || fake.then(|| fake_counter("fake_cuda_peer_copies"));
+        let places = [("axpb".to_string(), 0), ("@axpb_arena".to_string(), 1)];
+        let mut p = Placement::new(devices, &m, &places).unwrap();
+        assert_eq!(p.device_of("axpb_arena").unwrap(), 1, "{driver}");
+        assert_eq!(p.device_of("addk").unwrap(), 0, "{driver}");
+        // A pipeline over both devices: device 0, 1, then 0 again; the
+        // values between the stages stay in device memory.
+        let before = peer_copies();
+        let x = axpb_input(0.75);
+        let y = p
+            .run_pipeline(&["axpb", "axpb_arena", "axpb"], std::slice::from_ref(&x))
+            .unwrap();
+        let want = axpb_expected(&axpb_expected(&axpb_expected(&x.to_f32().unwrap())));
+        assert_eq!(y[0].to_f32().unwrap(), want, "{driver}");
+        let copies = p.copies();
+        let hops = match driver.split(' ').next() {
+            // CUDA: device to device, over peer access (the fake driver's
+            // devices reach each other).
+            Some("cuda") => PlacementCopies {
+                device_to_device: 2,
+                peer: 2,
+                through_host: 0,
+                bytes: 8000,
+            },
+            // OpenCL: each device a context of its own: through the host.
+            Some("opencl") => PlacementCopies {
+                device_to_device: 0,
+                peer: 0,
+                through_host: 2,
+                bytes: 8000,
+            },
+            // Vulkan: the values between calls are host tensors already.
+            _ => PlacementCopies::default(),
+        };
+        assert_eq!(copies, hops, "{driver}");
+        if let (Some(b), Some(a)) = (before, peer_copies()) {
+            assert_eq!(a - b, 2, "{driver}: cuMemcpyPeerAsync calls");
+        }
+        // Two functions on one device: nothing copied between devices.
+        let y = p
+            .run_pipeline(&["axpb", "axpb"], std::slice::from_ref(&x))
+            .unwrap();
+        assert_eq!(
+            y[0].to_f32().unwrap(),
+            axpb_expected(&axpb_expected(&x.to_f32().unwrap())),
+            "{driver}"
+        );
+        assert_eq!(p.copies(), hops, "{driver}");
+        // A whole call on its device.
+        assert_axpb(
+            driver,
+            &x,
+            &p.run("axpb_arena", std::slice::from_ref(&x)).unwrap(),
+        );
+        // Bad placements and pipelines are refused before anything runs.
+        let e = Placement::new(devices, &m, &[("axpb".into(), 2)])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("axpb=2") && e.contains("2 devices"),
+            "{driver}: {e}"
+        );
+        let e = Placement::new(devices, &m, &[("nope".into(), 0)])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("nope"), "{driver}: {e}");
+        let e = Placement::new(devices, &m, &[("axpb".into(), 0), ("axpb".into(), 1)])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("placed twice"), "{driver}: {e}");
+        let e = p
+            .run_pipeline(&["axpb", "addk"], std::slice::from_ref(&x))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("@addk") && e.contains("4xi32") && e.contains("1000xf32"),
+            "{driver}: {e}"
+        );
+        // A stage that fails on device 1 names the device and the function;
+        // the placement goes on.
+        let mut p = Placement::new(devices, &m, &[("bad_kernel_index".into(), 1)]).unwrap();
+        let i4 = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
+        let e = p
+            .run_pipeline(&["addk", "bad_kernel_index"], std::slice::from_ref(&i4))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bad_kernel_index") && e.contains("on device") && e.contains("42"),
+            "{driver}: {e}"
+        );
+        let y = p
+            .run_pipeline(&["addk", "addk"], std::slice::from_ref(&i4))
+            .unwrap();
+        assert_eq!(y[0].to_i32().unwrap(), [21, 22, 23, 24], "{driver}");
     });
 }

@@ -674,3 +674,73 @@ fn cuda_run_splits_a_batch_across_devices() {
     );
     assert_fails_with(&o, "CUDA device 1 is named twice");
 }
+
+#[test]
+fn cuda_run_places_a_pipeline_on_two_devices() {
+    let (_dir, driver, so) = fake_cuda(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        so.as_str(),
+        "--backend=cuda",
+        "--function=axpb,axpb_arena",
+        "--input=1000xf32=1",
+        "--device=0,1",
+        "--placement=axpb=0,axpb_arena=1",
+        "--verbose",
+        "--print-max-elements=1000",
+    ];
+    // y1 = 2x + i/2 on device 0, copied to device 1; y = 2 y1 + i/2 there.
+    let want: Vec<f32> = (0..1000).map(|i| 4.0 + 1.5 * i as f32).collect();
+    for (env, peer) in [
+        (vec![("FAKE_CUDA_DEVICES", "2")], "1 over peer access"),
+        (
+            vec![("FAKE_CUDA_DEVICES", "2"), ("FAKE_CUDA_NO_PEER", "1")],
+            "0 over peer access",
+        ),
+    ] {
+        let o = run_with("tcc-run", cache.path(), &args, &driver, &env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("@axpb on device 0") && err.contains("@axpb_arena on device 1"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("1 value(s) copied device to device ({peer})")),
+            "{err}"
+        );
+        let out = stdout(&o);
+        assert!(out.starts_with("EXEC @axpb_arena"), "{out}");
+        let values: Vec<f32> = out
+            .split_once("1000xf32=[")
+            .unwrap_or_else(|| panic!("{out}"))
+            .1
+            .trim_end()
+            .trim_end_matches(']')
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(values, want);
+    }
+    // A device the list does not have, a pipeline whose types do not
+    // chain, a malformed placement: clean errors.
+    let two = [("FAKE_CUDA_DEVICES", "2")];
+    let mut bad = args;
+    bad[5] = "--placement=axpb=0,axpb_arena=2";
+    assert_fails_with(
+        &run_with("tcc-run", cache.path(), &bad, &driver, &two),
+        "axpb_arena=2: there are 2 devices",
+    );
+    bad[5] = "--placement=axpb=0,axpb_arena=1";
+    bad[2] = "--function=axpb,addk";
+    assert_fails_with(
+        &run_with("tcc-run", cache.path(), &bad, &driver, &two),
+        "input 0 of @addk is 4xi32",
+    );
+    bad[2] = "--function=axpb";
+    bad[5] = "--placement=axpb";
+    assert_fails_with(
+        &run_with("tcc-run", cache.path(), &bad, &driver, &two),
+        "expected FUNCTION=DEVICE",
+    );
+}

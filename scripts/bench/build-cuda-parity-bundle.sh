@@ -4,20 +4,22 @@
 # under the driver-neutral runtime core, runtime/src/hal):
 #
 #   .device-cuda-parity/bin/tcc-run, tcc-benchmark   runtime CLIs of this tree (release)
-#   .device-cuda-parity/models/resnet50.so           ResNet-50, batch 1, --target=nvidia
-#   .device-cuda-parity/models/resnet50.input.npy    the model's image
-#   .device-cuda-parity/models/resnet50_b32.so       (--split) the same at batch 32, instead
-#                                                    of batch 1 (one GPU's batch; a batch
-#                                                    of 64 split over two)
+#   .device-cuda-parity/models.tar.xz                unpacked by the device script into models/:
+#     models/resnet50.so           ResNet-50, batch 1, --target=nvidia
+#     models/resnet50.input.npy    the model's image
+#     models/resnet50_b32.so       the same at batch 32 (one GPU's batch; a batch
+#                                  of 64 split over two)
 #   .device-cuda-parity/cuda-parity-device.sh        the measuring script
 #
-# ResNet-50 comes from scripts/bench/gen-real-models.py --shared-weights
-# (random weights shared per shape; needs python3 with onnx). Each artifact
-# is about 46 MiB and the device tool carries 64 MiB, so the batch-1 cases
-# (sections 1-3 of the device script) and the two-GPU split (section 4,
-# --split) are two trips; the device script runs what the bundle holds.
+# ResNet-50 comes from --resnet=PATH (default /work/models/tx/resnet50.onnx
+# where it exists, else scripts/bench/gen-real-models.py --shared-weights;
+# needs python3 with onnx), its weights tiled (scripts/bench/tile-weights.py:
+# same shapes and kernels, each weight one random row repeated), so the two
+# artifacts compress to well under the 64 MiB a trip carries and every
+# section of the device script runs from one bundle. --split is kept for
+# the old two-trip command line (both artifacts are always built).
 #
-# Usage: scripts/bench/build-cuda-parity-bundle.sh [--split] [--tcc=PATH] [--debug]
+# Usage: scripts/bench/build-cuda-parity-bundle.sh [--split] [--tcc=PATH] [--resnet=PATH] [--debug]
 #   (PATH: a tcc binary; default target/release/tcc, else target/debug/tcc;
 #    --debug bundles target/debug's runtime CLIs instead of a release build,
 #    to check the bundle on a machine whose disk has no room for one)
@@ -26,14 +28,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 tcc=
+resnet=
 profile=release
-split=0
 for arg in "$@"; do
   case "$arg" in
-    --split) split=1 ;;
+    --split) ;;
+    --resnet=*) resnet=${arg#--resnet=} ;;
     --tcc=*) tcc=${arg#--tcc=} ;;
     --debug) profile=debug ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "build-cuda-parity-bundle.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -65,14 +68,27 @@ cp scripts/bench/cuda-parity-device.sh "$out/"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "== ResNet-50 (shared weights)"
-python3 scripts/bench/gen-real-models.py "$work" --shared-weights resnet50 > /dev/null
-input=$(python3 -c "import onnx,sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.input[0].name)" "$work/resnet50.onnx")
-if ((split)); then
-  "$tcc" compile "$work/resnet50.onnx" --target=nvidia --input-shape="$input=32x3x224x224" -o "$out/models/resnet50_b32.so"
+[[ -z $resnet && -e /work/models/tx/resnet50.onnx ]] && resnet=/work/models/tx/resnet50.onnx
+if [[ -n $resnet ]]; then
+  echo "== ResNet-50 ($resnet, weights tiled)"
+  source_onnx=$resnet
 else
-  "$tcc" compile "$work/resnet50.onnx" --target=nvidia -o "$out/models/resnet50.so"
-  cp "$work/resnet50.input.npy" "$out/models/resnet50.input.npy"
+  echo "== ResNet-50 (gen-real-models.py --shared-weights, weights tiled)"
+  python3 scripts/bench/gen-real-models.py "$work" --shared-weights resnet50 > /dev/null
+  source_onnx=$work/resnet50.onnx
 fi
-echo "== $(du -sh "$out" | cut -f1) in $out:"
-ls -la "$out/models"
+python3 scripts/bench/tile-weights.py "$source_onnx" "$work/resnet50.tiled.onnx"
+input=$(python3 -c "import onnx,sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.input[0].name)" "$work/resnet50.tiled.onnx")
+mkdir -p "$work/models"
+"$tcc" compile "$work/resnet50.tiled.onnx" --target=nvidia --input-shape="$input=1x3x224x224" -o "$work/models/resnet50.so"
+"$tcc" compile "$work/resnet50.tiled.onnx" --target=nvidia --input-shape="$input=32x3x224x224" -o "$work/models/resnet50_b32.so"
+python3 -c "import numpy as np,sys; np.save(sys.argv[1], np.random.default_rng(0).standard_normal((1,3,224,224)).astype(np.float32))" "$work/models/resnet50.input.npy"
+ls -la "$work/models"
+tar -C "$work" -cf - models | xz -6 -T2 > "$out/models.tar.xz"
+rmdir "$out/models"
+size_kib=$(du -sk "$out" | cut -f1)
+echo "== wrote $out ($((size_kib / 1024)) MiB)"
+if ((size_kib > ${LIMIT_MIB:-60} * 1024)); then
+  echo "build-cuda-parity-bundle.sh: $out is over ${LIMIT_MIB:-60} MiB" >&2
+  exit 1
+fi

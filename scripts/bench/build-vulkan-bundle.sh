@@ -22,14 +22,22 @@
 #                                          flags, a line each) and timing/FAILED beside it
 #   .device-vulkan/vulkan-device.sh        the measuring script (unpacks the archives)
 #
-# The artifacts travel xz-compressed: ResNet-50 comes from
-# scripts/bench/gen-real-models.py --shared-weights (random weights shared
-# per shape, which compress), BERT-base from the tx-models.tar.xz that
-# `transformers-device.py export` writes on the GPU machine
-# (--tx-models=PATH; without it BERT is listed in FAILED).
+# The artifacts travel xz-compressed, their weights tiled
+# (scripts/bench/tile-weights.py: each large weight one random row repeated,
+# same shapes and graph, so the same kernels and times; a compiled artifact
+# then compresses to a few MiB): ResNet-50 from --resnet=PATH (default
+# /work/models/tx/resnet50.onnx where it exists, else
+# scripts/bench/gen-real-models.py --shared-weights), BERT-base from
+# --bert=PATH (default /work/models/tx/bert.onnx where it exists) or the
+# bert.onnx of --tx-models=tx-models.tar.xz (`transformers-device.py
+# export` on the GPU machine); without either BERT is listed in FAILED.
 #
 # Usage: scripts/bench/build-vulkan-bundle.sh [--part=all|e2e|timing] [--batches=1,32]
-#          [--models=resnet50,bert] [--tx-models=tx-models.tar.xz]
+#          [--models=resnet50,bert] [--bert=bert.onnx] [--resnet=resnet50.onnx]
+#          [--tx-models=tx-models.tar.xz] [--tcc=PATH] [--debug]
+# --tcc: the compiler (default target/release/tcc, else target/debug/tcc);
+# --debug: target/debug's runtime CLIs instead of a release build (to check
+# the bundle on a machine with no room for one; time with release ones).
 # --part=e2e and --part=timing make one trip each where both together are
 # over the limit (and --part=timing --batches=B --models=M one per model and
 # batch where the timing artifacts alone are). Then carry .device-vulkan and run
@@ -39,20 +47,32 @@ cd "$(dirname "$0")/../.."
 batches=1,32
 models=resnet50,bert
 tx_models=
+bert=
+resnet=
+tcc=
+profile=release
 part=all
 limit_mib=${LIMIT_MIB:-60}
 for arg in "$@"; do
   case "$arg" in
     --tx-models=*) tx_models=${arg#--tx-models=} ;;
+    --bert=*) bert=${arg#--bert=} ;;
+    --resnet=*) resnet=${arg#--resnet=} ;;
+    --tcc=*) tcc=${arg#--tcc=} ;;
+    --debug) profile=debug ;;
     --batches=*) batches=${arg#--batches=} ;;
     --models=*) models=${arg#--models=} ;;
     --part=all|--part=e2e|--part=timing) part=${arg#--part=} ;;
     --part=*) echo "build-vulkan-bundle.sh: --part is all, e2e or timing" >&2; exit 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
     *) echo "build-vulkan-bundle.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 export PATH="/usr/lib/llvm-22/bin:$HOME/.cargo/bin:$PATH"
+[[ -z $bert && -z $tx_models && -e /work/models/tx/bert.onnx ]] && bert=/work/models/tx/bert.onnx
+[[ -z $resnet && -e /work/models/tx/resnet50.onnx ]] && resnet=/work/models/tx/resnet50.onnx
+release=()
+[[ $profile == release ]] && release=(--release)
 out=.device-vulkan
 rm -rf "$out"
 work=$(mktemp -d)
@@ -61,16 +81,16 @@ log=$work/log
 
 if [[ $part != timing ]]; then
   echo "== the e2e models for Vulkan"
-  scripts/bench/build-device-bundle.sh --release --target=vulkan
+  scripts/bench/build-device-bundle.sh "${release[@]}" --target=vulkan
   mkdir -p "$out"
   mv .device/bin .device/run-all.sh .device/SKIPPED "$out/"
   tar -C .device -cf - models | xz -9 -T2 > "$out/models.tar.xz"
   rm -rf .device/models
 else
-  echo "== building the runtime CLIs (release)"
-  cargo build --release -p tcc-compiler -p tcc-runtime -p tcc-e2e --bins
+  echo "== building the runtime CLIs ($profile)"
+  cargo build "${release[@]}" -p tcc-compiler -p tcc-runtime -p tcc-e2e --bins
   mkdir -p "$out/bin"
-  cp target/release/tcc-run target/release/tcc-benchmark target/release/tcc-compare "$out/bin/"
+  cp "target/$profile/tcc-run" "target/$profile/tcc-benchmark" "target/$profile/tcc-compare" "$out/bin/"
 fi
 strip "$out"/bin/* 2>/dev/null || llvm-strip "$out"/bin/*
 cp scripts/bench/vulkan-device.sh "$out/"
@@ -84,23 +104,39 @@ loader=$(find "$work/deb/root" -name 'libvulkan.so.1' | head -1)
 cp -L "$loader" "$out/lib/libvulkan.so.1"
 
 if [[ $part != e2e ]]; then
-  tcc=target/release/tcc
+  if [[ -z $tcc ]]; then
+    if [[ -x target/release/tcc ]]; then tcc=target/release/tcc; else tcc=target/debug/tcc; fi
+  fi
   timing=$work/timing
   mkdir -p "$timing/timing"
   : > "$out/INPUTS"
   : > "$out/FAILED"
   for model in ${models//,/ }; do
     echo "== $model"
+    : > "$log"
     if [[ $model == bert ]]; then
-      if [[ -z $tx_models ]] || ! tar -C "$work" -xf "$tx_models" bert.onnx > "$log" 2>&1; then
-        { echo "bert: no bert.onnx (give --tx-models=tx-models.tar.xz from transformers-device.py export)"; sed 's/^/    /' "$log"; } >> "$out/FAILED"
+      if [[ -n $bert ]]; then
+        source_onnx=$bert
+      elif [[ -n $tx_models ]] && tar -C "$work" -xf "$tx_models" bert.onnx > "$log" 2>&1; then
+        source_onnx=$work/bert.onnx
+      else
+        { echo "bert: no bert.onnx (give --bert=bert.onnx, or --tx-models=tx-models.tar.xz from transformers-device.py export)"; sed 's/^/    /' "$log"; } >> "$out/FAILED"
         continue
       fi
-    elif ! python3 scripts/bench/gen-real-models.py "$work" --shared-weights "$model" > "$log" 2>&1; then
+    elif [[ $model == resnet50 && -n $resnet ]]; then
+      source_onnx=$resnet
+    elif python3 scripts/bench/gen-real-models.py "$work" --shared-weights "$model" > "$log" 2>&1; then
+      source_onnx=$work/$model.onnx
+    else
       { echo "$model: gen-real-models.py failed"; sed 's/^/    /' "$log" | head -20; } >> "$out/FAILED"
       continue
     fi
-    onnx=$work/$model.onnx
+    onnx=$work/$model.tiled.onnx
+    if ! python3 scripts/bench/tile-weights.py "$source_onnx" "$onnx" > "$log" 2>&1; then
+      { echo "$model: tile-weights.py failed"; sed 's/^/    /' "$log" | head -20; } >> "$out/FAILED"
+      continue
+    fi
+    cat "$log"
     # The graph inputs (name and batch-1 dims, NAME=1xAxB) and their dtypes.
     mapfile -t inputs < <(python3 - "$onnx" <<'PY'
 import sys, onnx

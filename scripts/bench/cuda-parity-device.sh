@@ -24,9 +24,9 @@
 # /tmp/tcc-cuda-parity-results).
 #
 # Sections 1-3 run where the bundle holds models/resnet50.so, section 4
-# where it holds models/resnet50_b32.so (build-cuda-parity-bundle.sh
-# --split: a second trip, the two artifacts being over the 64 MiB a trip
-# carries).
+# where it holds models/resnet50_b32.so (both, from models.tar.xz, which
+# this script unpacks first). At the end, one `target:` line per target of
+# issue 34 this bundle measures: the figure, the bound and met / NOT met.
 #
 # Usage: cuda-parity-device.sh [BUNDLE_DIR]   (default: the directory of this script)
 # (ITERATIONS: timed calls per batch-1 case, default 300; SPLIT_ITERATIONS:
@@ -38,6 +38,9 @@ models=$here/models
 out=${OUT:-/tmp/tcc-cuda-parity-results}
 mkdir -p "$out"
 export TCC_CACHE_DIR=${TCC_CACHE_DIR:-/tmp/tcc-cuda-parity-cache}
+if [[ -e $here/models.tar.xz && ! -d $models ]]; then
+  tar -C "$here" -xJf "$here/models.tar.xz" || exit 1
+fi
 iterations=${ITERATIONS:-300}
 split_iterations=${SPLIT_ITERATIONS:-40}
 echo "== devices"
@@ -99,6 +102,23 @@ if ((ngpus >= 2)) && [[ -e $models/resnet50_b32.so ]]; then
   bench r50_b64_split_two_gpus "$base" 64 resnet50_b32.so --input=64x3x224x224xf32=0.5 --split --device=0,1 --warmup=5 --iterations="$split_iterations"
   bench r50_b32_round_robin_two_gpus "$base" 32 resnet50_b32.so --input=32x3x224x224xf32=0.5 --device=0,1 --in-flight=2 --warmup=5 --iterations="$split_iterations"
 else
-  echo "== 4. skipped: $ngpus CUDA device(s) (the split needs two) or no models/resnet50_b32.so (build-cuda-parity-bundle.sh --split)"
+  echo "== 4. skipped: $ngpus CUDA device(s) (the split needs two) or no models/resnet50_b32.so"
+fi
+# target NAME FIGURE BOUND: "target: NAME = FIGUREx (>= BOUNDx: met|NOT met)".
+target() {
+  python3 - "$@" <<'PY'
+import sys
+name, figure, bound = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+verdict = "met" if figure >= bound else "NOT met"
+print("target: %s = %.2fx (>= %.1fx: %s)" % (name, figure, bound, verdict))
+PY
+}
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(a / b if b > 0 else 0)" "$1" "$2"; }
+echo "== issue 34's targets"
+if [[ -e $out/r50_b1_sequential.ips && -e $out/r50_b1_in_flight_4.ips ]]; then
+  target "CUDA ResNet-50 batch 1, 4 calls in flight / sequential" "$(ratio "$(ips r50_b1_in_flight_4)" "$(ips r50_b1_sequential)")" 1.4
+fi
+if [[ -e $out/r50_b32_one_gpu.ips && -e $out/r50_b64_split_two_gpus.ips ]]; then
+  target "CUDA ResNet-50 two GPUs, batch 64 split / one GPU batch 32 (items/s)" "$(ratio "$(ips r50_b64_split_two_gpus)" "$(ips r50_b32_one_gpu)")" 1.9
 fi
 echo "== raw results in $out"

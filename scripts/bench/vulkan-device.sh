@@ -15,8 +15,13 @@
 # the bundle's lib/libvulkan.so.1 (TCC_VULKAN_LOADER); NVIDIA's ICD is
 # named through VK_DRIVER_FILES where the loader would not find it.
 #
+# At the end, one `target:` line per model and batch: Vulkan's time over
+# CUDA's, the bound (1.5x) and met / NOT met (or why it was not measured).
+#
 # Usage: vulkan-device.sh [BUNDLE_DIR] (default: this script's folder).
-# ITERATIONS (default 50) and WARMUP (default 10) set the timing runs.
+# ITERATIONS (default 50) and WARMUP (default 10) set the timing runs;
+# BATCHES (e.g. 1) and MODELS (e.g. resnet50) keep only those rows (to
+# check the script on lavapipe, where CUDA's column fails: no driver).
 set -uo pipefail
 here=$(cd "${1:-$(dirname "$0")}" && pwd)
 b=$here/bin
@@ -54,7 +59,10 @@ median() {
   python3 -c "import json,sys; print('%.3f' % json.load(sys.stdin)['latency_ms']['median'])"
 }
 printf '%-10s %5s %12s %12s %8s\n' model batch vulkan_ms cuda_ms ratio
+targets=()
 while read -r model batch flags; do
+  [[ -n ${BATCHES:-} && ,$BATCHES, != *,$batch,* ]] && continue
+  [[ -n ${MODELS:-} && ,$MODELS, != *,$model,* ]] && continue
   read -ra inputs <<< "$flags"
   times=()
   for kind in vulkan cuda; do
@@ -71,6 +79,14 @@ while read -r model batch flags; do
 try: print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))
 except ValueError: print('-')" "${times[0]}" "${times[1]}")
   printf '%-10s %5s %12s %12s %8s\n' "$model" "$batch" "${times[0]}" "${times[1]}" "$ratio"
+  if [[ $ratio == - ]]; then
+    targets+=("target: $model batch $batch, Vulkan / CUDA time: not measured (vulkan ${times[0]}, cuda ${times[1]}; logs in timing/$model.b$batch.*.log)")
+  else
+    verdict=$(python3 -c "import sys; print('met' if float(sys.argv[1]) <= 1.5 else 'NOT met')" "$ratio")
+    targets+=("target: $model batch $batch, Vulkan / CUDA time = ${ratio}x (<= 1.5x: $verdict)")
+  fi
 done < "$here/INPUTS"
+echo "== issue 34's Vulkan targets"
+printf '%s\n' "${targets[@]}"
 [[ -s $here/FAILED ]] && { echo "== not compiled"; cat "$here/FAILED"; }
 exit $e2e

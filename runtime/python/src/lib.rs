@@ -23,6 +23,7 @@
 //! outputs as [`dlpack::CudaArray`]s, DLPack producers on the GPU.
 
 mod dlpack;
+mod placed;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -50,7 +51,7 @@ pub(crate) fn error(e: tcc_runtime::Error) -> PyErr {
 
 /// The tcc dtype of a numpy `dtype.str` (native order spelled `=` on a
 /// little-endian host too); `ml_dtypes.bfloat16` arrays say `<V2`.
-fn from_numpy_dtype(text: &str) -> Option<DType> {
+pub(crate) fn from_numpy_dtype(text: &str) -> Option<DType> {
     let little = match text.strip_prefix('=') {
         Some(rest) => format!("<{rest}"),
         None => text.to_string(),
@@ -171,7 +172,7 @@ struct Model {
 /// device would each build the program, and on PoCL the first holds the
 /// program's cache lock until its deferred cache entry is written, which a
 /// second one would wait for.
-fn runtime_for(device: Option<&str>) -> PyResult<Runtime> {
+pub(crate) fn runtime_for(device: Option<&str>) -> PyResult<Runtime> {
     static RUNTIMES: std::sync::OnceLock<Mutex<std::collections::HashMap<usize, Runtime>>> =
         std::sync::OnceLock::new();
     let selected = DeviceSelector::from_flag_or_env(device)
@@ -831,5 +832,7 @@ fn _tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(load_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_class::<placed::PlacedModel>()?;
+    m.add_function(wrap_pyfunction!(placed::load_placed, m)?)?;
     Ok(())
 }

@@ -291,3 +291,30 @@ def test_pinned_host_tensors_go_through_numpy_and_other_devices_are_refused(fake
     np.testing.assert_array_equal(pinned, expected)
     with pytest.raises(ValueError, match="input 0 of @mlp is a tensor on a ROCm device"):
         mlp.run(OnDevice(x, 10))
+
+
+def test_functions_placed_on_two_devices_run_a_pipeline(fake):
+    # Two fake devices (the driver reads FAKE_CUDA_DEVICES on each call):
+    # @axpb on device 0, @axpb_arena on device 1, the value between them
+    # copied device to device (cuMemcpyPeerAsync, over peer access).
+    os.environ["FAKE_CUDA_DEVICES"] = "2"
+    fake.fake_cuda_peer_copies.restype = ctypes.c_uint
+    try:
+        m = tcc.load_placed(MODEL, "axpb=0,axpb_arena=1", ["0", "cuda:1"], backend="cuda")
+        assert m.device_of("axpb_arena") == 1
+        x = np.linspace(-3, 3, 1000, dtype=np.float32)
+        before = fake.fake_cuda_peer_copies()
+        (y,) = m.run_pipeline(["axpb", "axpb_arena"], x)
+        np.testing.assert_array_equal(y, axpb(axpb(x)))
+        assert fake.fake_cuda_peer_copies() - before == 1
+        assert m.copies() == {"device_to_device": 1, "peer": 1, "through_host": 0, "bytes": 4000}
+        (y,) = m.run("axpb_arena", x)
+        np.testing.assert_array_equal(y, axpb(x))
+        with pytest.raises(ValueError, match="axpb=2: there are 2 devices"):
+            tcc.load_placed(MODEL, {"axpb": 2}, ["0", "1"], backend="cuda")
+        with pytest.raises(ValueError, match="input 0 of @addk is 4xi32"):
+            m.run_pipeline(["axpb", "addk"], x)
+        with pytest.raises(ValueError, match="input 0 of @axpb: expected 1000xf32"):
+            m.run_pipeline(["axpb"], x[:10])
+    finally:
+        del os.environ["FAKE_CUDA_DEVICES"]

@@ -90,6 +90,15 @@ struct Args {
     /// devices or parts the call's batch is split across them.
     #[arg(long, default_value_t = 1, value_name = "N")]
     cpu_partition: usize,
+    /// Place functions on devices: FUNCTION=I[,FUNCTION=I...], I a device's
+    /// position in --device's list (e.g. --device=0,1
+    /// --placement=encoder=0,decoder=1); functions not named run on the
+    /// first. --function may then name several functions, comma-separated:
+    /// a pipeline, each one's outputs the next one's inputs, kept in device
+    /// memory and copied device to device where two functions run on
+    /// different devices (CUDA: peer to peer; OpenCL: through the host).
+    #[arg(long, value_name = "FUNCTION=I,...")]
+    placement: Option<String>,
     /// Print the device, the kernel form and where the program came from on stderr.
     #[arg(long)]
     verbose: bool,
@@ -182,6 +191,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.prepare {
         return prepare(&args, &model, &mut stdout);
+    }
+    if let Some(spec) = &args.placement {
+        if args.check_numerics || args.cpu_partition != 1 || !args.expected_outputs.is_empty() {
+            bail!(
+                "--placement runs without --check-numerics, --cpu-partition and --expected_output"
+            );
+        }
+        return run_placed(&args, backend, &model, spec, &mut stdout);
     }
     let function = cli::resolve_function(&model, args.call.function.as_deref())?;
     let signature = model.function(&function)?;
@@ -366,6 +383,77 @@ fn run_on_core_group(
     }
     let results = group.run_split(function, &tensors)?;
     print_results(args, function, outputs, &results, stdout)
+}
+
+/// `--placement`: functions on the devices of `--device`, a pipeline of
+/// them where `--function` names several, through the runtime core
+/// (`hal::Placement`).
+fn run_placed(
+    args: &Args,
+    backend: Backend,
+    model: &Model,
+    spec: &str,
+    stdout: &mut impl Write,
+) -> anyhow::Result<()> {
+    let places = tcc_runtime::hal::parse_placement(spec)?;
+    let functions: Vec<String> = match args.call.function.as_deref() {
+        Some(list) => list
+            .split(',')
+            .map(|f| Ok(model.function(f.trim())?.name.clone()))
+            .collect::<tcc_runtime::Result<_>>()?,
+        None => vec![cli::resolve_function(model, None)?],
+    };
+    let outputs = args
+        .outputs
+        .iter()
+        .map(|s| cli::parse_output(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let last = model.function(functions.last().expect("at least one function"))?;
+    if outputs.len() > last.outputs.len() {
+        bail!(
+            "@{} has {} output(s) but {} --output flags were given",
+            last.name,
+            last.outputs.len(),
+            outputs.len()
+        );
+    }
+    let (tensors, _) = cli::parse_inputs_for(&args.call.inputs, model.function(&functions[0])?)?;
+    let devices: Vec<tcc_runtime::hal::AnyDevice> = if backend == Backend::OpenCl {
+        cli::device_group(
+            args.device.as_deref(),
+            1,
+            args.kernel_format.as_deref(),
+            false,
+        )?
+        .runtimes()
+        .iter()
+        .cloned()
+        .map(tcc_runtime::hal::AnyDevice::OpenCl)
+        .collect()
+    } else {
+        let ordinals = cli::device_ordinals(backend, args.device.as_deref())?;
+        tcc_runtime::hal::open_devices(backend, &tcc_runtime::DeviceList::All, &ordinals, false)?
+    };
+    let mut placement = tcc_runtime::hal::Placement::new(&devices, model, &places)?;
+    if args.verbose {
+        for f in &functions {
+            let d = placement.device_of(f)?;
+            eprintln!(
+                "tcc-run: @{f} on device {d}: {}",
+                tcc_runtime::hal::Device::summary(&devices[d])
+            );
+        }
+    }
+    let names: Vec<&str> = functions.iter().map(String::as_str).collect();
+    let results = placement.run_pipeline(&names, &tensors)?;
+    if args.verbose {
+        let c = placement.copies();
+        eprintln!(
+            "tcc-run: between devices: {} value(s) copied device to device ({} over peer access), {} through the host, {} bytes",
+            c.device_to_device, c.peer, c.through_host, c.bytes
+        );
+    }
+    print_results(args, &last.name, &outputs, &results, stdout)
 }
 
 /// A split call's outputs, as `--output` says (else printed).

@@ -58,6 +58,11 @@ pub extern "C" fn tcc_session_set_max_in_flight(session: *mut c_void, depth: usi
         let mut session = session.lock();
         match &mut *session {
             CSession::OpenCl(s) => s.set_max_in_flight(depth),
+            CSession::Placed(_) => {
+                return Err(invalid(
+                    "a placed session runs one call at a time (its functions are on several devices)",
+                ));
+            }
             CSession::Core(lanes) => {
                 if lanes.len() != depth {
                     // As many sessions as calls in flight, each on a stream
@@ -82,6 +87,11 @@ pub extern "C" fn tcc_session_set_compute_queues(
         let session = session_of(session, false)?;
         match &mut *session.lock() {
             CSession::OpenCl(s) => s.set_compute_queues(queues)?,
+            CSession::Placed(_) => {
+                return Err(invalid(
+                    "compute queues are OpenCL's, for a session on one device",
+                ));
+            }
             CSession::Core(lanes) => {
                 return Err(invalid(format!(
                     "compute queues are OpenCL's; a {} session's calls in flight each have a session of their own (tcc_session_set_max_in_flight)",
@@ -197,34 +207,47 @@ fn prepare(
     if outs.len() != info.outputs.len() {
         return Err(count("output", info.outputs.len(), outs.len()));
     }
-    let check = |t: &TccTensor, desc: &crate::TensorDesc, what: String| -> CResult<()> {
-        let (dtype, shape) = describe_tensor(t, &what)?;
-        if dtype != desc.dtype || shape != desc.shape {
-            return Err(invalid(format!(
-                "{what} expects {}, got {}",
-                desc.type_string(),
-                crate::tensor::type_string(&shape, dtype)
-            )));
-        }
-        let expected = desc.byte_size() as u64;
-        if t.bytes != expected {
-            return Err(invalid(format!(
-                "{what} ({}) is {expected} bytes, but the buffer is {} bytes",
-                desc.type_string(),
-                t.bytes
-            )));
-        }
-        if t.data.is_null() && expected > 0 {
-            return Err(Failure(
-                TCC_ERROR_NULL_ARGUMENT,
-                format!("{what}: data is NULL"),
-            ));
-        }
-        Ok(())
-    };
+    Ok(PreparedCall {
+        inputs: host_inputs(info, ins)?,
+        outputs: output_slots(info, outs)?,
+        function: name.clone(),
+        session,
+    })
+}
+
+/// Checks a C tensor against the signature's `desc`.
+fn check_tensor(t: &TccTensor, desc: &crate::TensorDesc, what: String) -> CResult<()> {
+    let (dtype, shape) = describe_tensor(t, &what)?;
+    if dtype != desc.dtype || shape != desc.shape {
+        return Err(invalid(format!(
+            "{what} expects {}, got {}",
+            desc.type_string(),
+            crate::tensor::type_string(&shape, dtype)
+        )));
+    }
+    let expected = desc.byte_size() as u64;
+    if t.bytes != expected {
+        return Err(invalid(format!(
+            "{what} ({}) is {expected} bytes, but the buffer is {} bytes",
+            desc.type_string(),
+            t.bytes
+        )));
+    }
+    if t.data.is_null() && expected > 0 {
+        return Err(Failure(
+            TCC_ERROR_NULL_ARGUMENT,
+            format!("{what}: data is NULL"),
+        ));
+    }
+    Ok(())
+}
+
+/// The inputs of `info`'s function, checked and copied.
+fn host_inputs(info: &crate::FunctionInfo, ins: &[TccTensor]) -> CResult<Vec<HostTensor>> {
+    let name = &info.name;
     let mut host_inputs = Vec::with_capacity(ins.len());
     for (i, (t, desc)) in ins.iter().zip(&info.inputs).enumerate() {
-        check(t, desc, format!("input {i} of @{name}"))?;
+        check_tensor(t, desc, format!("input {i} of @{name}"))?;
         let bytes = if t.bytes == 0 {
             Vec::new()
         } else {
@@ -233,22 +256,112 @@ fn prepare(
         };
         host_inputs.push(HostTensor::new(desc.dtype, desc.shape.clone(), bytes)?);
     }
+    Ok(host_inputs)
+}
+
+/// The output buffers of `info`'s function, checked.
+fn output_slots(info: &crate::FunctionInfo, outs: &[TccTensor]) -> CResult<Vec<OutputSlot>> {
     let mut slots = Vec::with_capacity(outs.len());
     for (i, (t, desc)) in outs.iter().zip(&info.outputs).enumerate() {
-        check(t, desc, format!("output {i} of @{name}"))?;
+        check_tensor(t, desc, format!("output {i} of @{}", info.name))?;
         slots.push(OutputSlot {
             data: t.data as *mut u8,
             bytes: t.bytes as usize,
         });
     }
-    Ok(PreparedCall {
-        function: name.clone(),
-        session,
-        inputs: host_inputs,
-        outputs: slots,
+    Ok(slots)
+}
+
+/// A session whose functions are placed on several runtimes' devices
+/// (`hal::Placement`): `runtimes[i]` is device `i` of `placement`
+/// (`FUNCTION=I[,FUNCTION=I...]`; functions not named run on device 0).
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_create_placed(
+    runtimes: *const *mut c_void,
+    num_runtimes: usize,
+    model: *mut c_void,
+    placement: *const c_char,
+    out: *mut *mut c_void,
+) -> TccStatus {
+    guard(|| {
+        let out = handle_out(out, "out")?;
+        if num_runtimes == 0 {
+            return Err(invalid("a placed session needs at least one runtime"));
+        }
+        let devices = runtime_handles(runtimes, num_runtimes)?
+            .iter()
+            .map(|&h| Ok(runtime_of(h, false)?.runtime.clone()))
+            .collect::<CResult<Vec<AnyDevice>>>()?;
+        let model = model_of(model, false)?;
+        let places = crate::hal::parse_placement(&c_str(placement, "placement")?)?;
+        let placed = crate::hal::Placement::new(&devices, &model.model, &places)?;
+        *out = register(Object::Session(Arc::new(SessionObject {
+            session: Mutex::new(CSession::Placed(Box::new(placed))),
+            model,
+        })));
+        Ok(())
     })
 }
 
+/// The `n` runtime handles at `p` (non-null).
+fn runtime_handles<'a>(p: *const *mut c_void, n: usize) -> CResult<&'a [*mut c_void]> {
+    super::non_null(p, "runtimes")?;
+    // SAFETY: non-null, `n` entries per the API.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// Runs `functions` (comma-separated) in order on a placed session: the
+/// inputs are the first function's, the outputs the last one's; the
+/// values between them stay in device memory, copied between devices
+/// where two functions run on different ones.
+#[unsafe(no_mangle)]
+pub extern "C" fn tcc_session_run_pipeline(
+    session: *mut c_void,
+    functions: *const c_char,
+    inputs: *const TccTensor,
+    num_inputs: usize,
+    outputs: *const TccTensor,
+    num_outputs: usize,
+) -> TccStatus {
+    guard(|| {
+        let session = session_of(session, false)?;
+        let list = c_str(functions, "functions")?;
+        let model = &session.model.model;
+        let names = list
+            .split(',')
+            .map(|f| Ok(model.function(f.trim())?.name.clone()))
+            .collect::<CResult<Vec<String>>>()?;
+        let (first, last) = (
+            model.function(&names[0])?,
+            model.function(names.last().expect("split gives one"))?,
+        );
+        let ins = tensors(inputs, num_inputs, "input")?;
+        let outs = tensors(outputs, num_outputs, "output")?;
+        if ins.len() != first.inputs.len() || outs.len() != last.outputs.len() {
+            return Err(invalid(format!(
+                "the pipeline takes @{}'s {} input(s) and gives @{}'s {} output(s); got {} and {}",
+                first.name,
+                first.inputs.len(),
+                last.name,
+                last.outputs.len(),
+                ins.len(),
+                outs.len()
+            )));
+        }
+        let inputs = host_inputs(first, ins)?;
+        let slots = output_slots(last, outs)?;
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let results = match &mut *session.lock() {
+            CSession::Placed(p) => p.run_pipeline(&refs, &inputs)?,
+            _ => {
+                return Err(invalid(
+                    "tcc_session_run_pipeline needs a placed session (tcc_session_create_placed)",
+                ));
+            }
+        };
+        write_outputs(&last.name, &slots, &results)
+    })
+}
 impl PreparedCall {
     fn session(&self) -> std::sync::MutexGuard<'_, CSession> {
         self.session.lock()
@@ -258,6 +371,7 @@ impl PreparedCall {
         let results = match &mut *self.session() {
             CSession::OpenCl(s) => s.run(&self.function, &self.inputs)?,
             CSession::Core(lanes) => lanes.run(&self.function, &self.inputs)?,
+            CSession::Placed(p) => p.run(&self.function, &self.inputs)?,
         };
         write_outputs(&self.function, &self.outputs, &results)
     }
@@ -273,6 +387,8 @@ impl PreparedCall {
             CSession::Core(lanes) => lanes
                 .submit(&self.function, inputs)
                 .map(|p| InFlight::Core(Box::new(p))),
+            // Runs now, on the functions' devices; waiting returns it.
+            CSession::Placed(p) => Ok(InFlight::Done(p.run(&self.function, &inputs))),
         };
         match submitted {
             Ok(handle) => PendingCall::InFlight {
@@ -312,6 +428,8 @@ fn write_outputs(function: &str, slots: &[OutputSlot], results: &[HostTensor]) -
 pub(super) enum InFlight {
     OpenCl(Box<CallHandle>),
     Core(Box<crate::hal::Pending>),
+    /// A placed session's call, run at submission.
+    Done(crate::Result<Vec<HostTensor>>),
 }
 
 impl InFlight {
@@ -319,6 +437,7 @@ impl InFlight {
         match self {
             InFlight::OpenCl(h) => h.is_ready(),
             InFlight::Core(p) => p.is_done(),
+            InFlight::Done(_) => true,
         }
     }
 
@@ -326,6 +445,7 @@ impl InFlight {
         match self {
             InFlight::OpenCl(mut h) => h.wait(),
             InFlight::Core(p) => p.wait(),
+            InFlight::Done(r) => r,
         }
     }
 }

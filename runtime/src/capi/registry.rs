@@ -41,6 +41,8 @@ pub(super) struct ModelObject {
 pub(super) enum CSession {
     OpenCl(Box<Session>),
     Core(Lanes<AnyDevice>),
+    /// Functions placed on several devices (`tcc_session_create_placed`).
+    Placed(Box<crate::hal::Placement<AnyDevice>>),
 }
 
 pub(super) struct SessionObject {

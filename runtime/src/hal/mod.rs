@@ -25,6 +25,10 @@
 //!   least busy device, and the data-parallel split of a batch along axis
 //!   0 ([`crate::SplitPlan`]), its parts run on the devices at once and
 //!   their outputs concatenated;
+//! - [`Placement`]: functions placed on different devices (a model too
+//!   large for one device, a pipeline), the values between them kept in
+//!   device memory and copied device to device ([`Value`], [`Hop`];
+//!   through the host where the driver has no such copy);
 //! - [`AnyDevice`] / [`open_devices`]: a device of whichever driver a
 //!   tool chose ([`Backend`]), so that `tcc-run` and `tcc-benchmark` open
 //!   a driver's devices by one path.
@@ -38,10 +42,12 @@
 pub(crate) mod callbacks;
 mod group;
 mod lanes;
+mod placement;
 pub(crate) mod shared;
 
 pub use group::Group;
 pub use lanes::{Lanes, Pending};
+pub use placement::{Hop, Placement, PlacementCopies, Value, parse_placement};
 
 use crate::backend::{Backend, Calls};
 use crate::cuda::{CudaRuntime, CudaSession};
@@ -72,12 +78,38 @@ pub trait Device: Clone + Send + Sync + 'static {
     fn staging(&self, len: usize) -> crate::HostBytes {
         crate::HostBytes::zeroed(len)
     }
+
+    /// Called after a model was opened here, before another device opens
+    /// it: OpenCL writes its deferred program cache entries (on PoCL the
+    /// first build holds the entry's lock until then, which the next
+    /// device's build of the same program would wait for). Nothing by
+    /// default.
+    fn settle(&self) {}
 }
 
 /// One model on one device of a driver: calls one at a time.
 pub trait DriverSession: Calls + Send + 'static {
     /// The model this session runs.
     fn model(&self) -> &Model;
+
+    /// `value` brought into this session's device memory, for a call of
+    /// [`DriverSession::run_values`], and how it came ([`Hop`]): left
+    /// where it is when it is there already, copied device to device
+    /// where the driver can (CUDA), else through the host. By default
+    /// (drivers whose calls take host tensors) the value in host memory.
+    fn take_value(&mut self, value: Value) -> Result<(Value, Hop)> {
+        placement::host_value(value)
+    }
+
+    /// Runs `function` on values (each taken into this device's memory
+    /// first, as [`DriverSession::take_value`]) and leaves its outputs in
+    /// device memory. By default a call on host tensors.
+    fn run_values(&mut self, function: &str, inputs: Vec<Value>) -> Result<Vec<Value>>
+    where
+        Self: Sized,
+    {
+        placement::run_on_host(self, function, inputs)
+    }
 }
 
 impl Device for Runtime {
@@ -94,11 +126,23 @@ impl Device for Runtime {
     fn open(&self, model: &Model) -> Result<Session> {
         self.session(model)
     }
+
+    fn settle(&self) {
+        self.wait_for_cache_writes();
+    }
 }
 
 impl DriverSession for Session {
     fn model(&self) -> &Model {
         Session::model(self)
+    }
+
+    fn take_value(&mut self, value: Value) -> Result<(Value, Hop)> {
+        self.take(value)
+    }
+
+    fn run_values(&mut self, function: &str, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        self.run_taken(function, inputs)
     }
 }
 
@@ -127,6 +171,14 @@ impl DriverSession for CudaSession {
     fn model(&self) -> &Model {
         CudaSession::model(self)
     }
+
+    fn take_value(&mut self, value: Value) -> Result<(Value, Hop)> {
+        self.take(value)
+    }
+
+    fn run_values(&mut self, function: &str, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        self.run_taken(function, inputs)
+    }
 }
 
 impl Device for VulkanRuntime {
@@ -148,6 +200,10 @@ impl Device for VulkanRuntime {
 impl DriverSession for VulkanSession {
     fn model(&self) -> &Model {
         VulkanSession::model(self)
+    }
+
+    fn take_value(&mut self, value: Value) -> Result<(Value, Hop)> {
+        self.take(value)
     }
 }
 
@@ -201,6 +257,12 @@ impl Device for AnyDevice {
             AnyDevice::Vulkan(rt) => rt.staging(len),
         }
     }
+
+    fn settle(&self) {
+        if let AnyDevice::OpenCl(rt) = self {
+            rt.wait_for_cache_writes();
+        }
+    }
 }
 
 impl AnySession {
@@ -250,6 +312,22 @@ impl DriverSession for AnySession {
             AnySession::OpenCl(s) => s.model(),
             AnySession::Cuda(s) => s.model(),
             AnySession::Vulkan(s) => s.model(),
+        }
+    }
+
+    fn take_value(&mut self, value: Value) -> Result<(Value, Hop)> {
+        match self {
+            AnySession::OpenCl(s) => s.take_value(value),
+            AnySession::Cuda(s) => s.take_value(value),
+            AnySession::Vulkan(s) => s.take_value(value),
+        }
+    }
+
+    fn run_values(&mut self, function: &str, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        match self {
+            AnySession::OpenCl(s) => s.as_mut().run_values(function, inputs),
+            AnySession::Cuda(s) => s.as_mut().run_values(function, inputs),
+            AnySession::Vulkan(s) => s.as_mut().run_values(function, inputs),
         }
     }
 }

@@ -4,7 +4,71 @@
 //! OpenCL's and CUDA's sessions check and report the same way.
 
 use crate::KernelProfile;
+
+/// The public host-tensor calls of a driver's session, written once for
+/// every driver: `run` and `run_with_sources` find the function, check the
+/// inputs against its signature (naming where each came from) and hand the
+/// checked call to the session's own
+/// `fn run_checked(&mut self, f: &FunctionInfo, inputs: &[HostTensor]) -> Result<Vec<HostTensor>>`.
+macro_rules! host_calls {
+    ($session:ty) => {
+        impl $session {
+            /// Runs `function` on host tensors and returns its outputs.
+            /// Errors about inputs describe where they came from as "the
+            /// caller".
+            pub fn run(
+                &mut self,
+                function: &str,
+                inputs: &[$crate::HostTensor],
+            ) -> $crate::Result<Vec<$crate::HostTensor>> {
+                self.run_with_sources(function, inputs, &[])
+            }
+
+            /// Like `run`; `sources[i]` says where input `i` came from
+            /// (e.g. "x.npy" or "the command line") for error messages.
+            pub fn run_with_sources(
+                &mut self,
+                function: &str,
+                inputs: &[$crate::HostTensor],
+                sources: &[&str],
+            ) -> $crate::Result<Vec<$crate::HostTensor>> {
+                let model = self.model().clone();
+                let f = model.function(function)?;
+                f.check_inputs(inputs, sources)?;
+                self.run_checked(f, inputs)
+            }
+        }
+    };
+}
+pub(crate) use host_calls;
+
+/// A driver session's kernel profile calls, written once: each waits for
+/// the session's device work (the session's own
+/// `fn finish_work(&mut self) -> Result<()>`), folds what finished into the
+/// session's `profile` table (`fn collect_profile(&mut self) -> Result<()>`)
+/// and reports or clears it.
+macro_rules! profile_calls {
+    ($session:ty) => {
+        impl $session {
+            /// Per-kernel device time since the session started or the
+            /// last `reset_profile` (waits for the session's work). Empty
+            /// unless the runtime was created with profiling on.
+            pub fn kernel_profile(&mut self) -> $crate::Result<Vec<$crate::KernelProfile>> {
+                self.finish_work()?;
+                self.collect_profile()?;
+                Ok($crate::hal::shared::launched(&self.profile))
+            }
+
+            pub fn reset_profile(&mut self) -> $crate::Result<()> {
+                self.kernel_profile()?;
+                $crate::hal::shared::reset(&mut self.profile);
+                Ok(())
+            }
+        }
+    };
+}
 use crate::error::{Error, Result};
+pub(crate) use profile_calls;
 
 /// Kernel `kernel` of the artifact's `kernels`, or the error every driver
 /// gives for an index the artifact has no kernel at.

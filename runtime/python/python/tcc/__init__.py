@@ -13,22 +13,26 @@ from ._tcc import (  # noqa: F401
     CudaArray,
     Function,
     Model,
+    PlacedModel,
     Tensor,
     __version__,
     compile,
     devices,
     load,
     load_bytes,
+    load_placed,
 )
 
 __all__ = [
     "CudaArray",
     "Function",
     "Model",
+    "PlacedModel",
     "Tensor",
     "__version__",
     "compile",
     "devices",
     "load",
     "load_bytes",
+    "load_placed",
 ]

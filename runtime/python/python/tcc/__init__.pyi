@@ -136,3 +136,25 @@ def compile(
     target: generic, nvidia, pocl-cpu, host or auto."""
     ...
 def devices() -> List[Dict[str, Any]]: ...
+
+class PlacedModel:
+    """A model whose functions run on several devices (tcc.load_placed)."""
+
+    @property
+    def devices(self) -> List[str]: ...
+    def device_of(self, function: str) -> int: ...
+    def copies(self) -> Dict[str, int]:
+        """device_to_device, peer, through_host and bytes so far."""
+    def run(self, function: str, *arrays: np.ndarray) -> List[np.ndarray]: ...
+    def run_pipeline(self, functions: Sequence[str], *arrays: np.ndarray) -> List[np.ndarray]:
+        """The functions in order, each one's outputs the next one's inputs,
+        kept in device memory and copied device to device between devices."""
+
+def load_placed(
+    path: str,
+    placement: Union[str, Dict[str, int]],
+    devices: Sequence[str],
+    backend: Optional[Literal["opencl", "cuda", "vulkan"]] = None,
+) -> PlacedModel:
+    """Loads an artifact with its functions placed on devices:
+    "FUNCTION=I,..." or {function: I}, I a position in `devices`."""

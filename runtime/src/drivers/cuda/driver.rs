@@ -68,6 +68,9 @@ pub(crate) const STREAM_DEFAULT: c_uint = 0;
 /// `CU_MEMHOSTALLOC_PORTABLE`: page-locked host memory that every
 /// context treats as pinned (the devices of a group share staging).
 pub(crate) const MEMHOSTALLOC_PORTABLE: c_uint = 1;
+/// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`: `cuCtxEnablePeerAccess` of a
+/// pair enabled before (not a failure).
+pub(crate) const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CuResult = 704;
 /// `CU_EVENT_DEFAULT`: an event that records timing.
 pub(crate) const EVENT_DEFAULT: c_uint = 0;
 /// `CU_STREAM_CAPTURE_MODE_RELAXED`: a capture that does not forbid
@@ -133,6 +136,10 @@ driver_api! {
     memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": (*mut c_void, CuDevicePtr, usize, CuStream);
     memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": (CuDevicePtr, CuDevicePtr, usize, CuStream);
     memset_d8_async = "cuMemsetD8Async": (CuDevicePtr, u8, usize, CuStream);
+    device_can_access_peer = "cuDeviceCanAccessPeer": (*mut c_int, CuDevice, CuDevice);
+    ctx_enable_peer_access = "cuCtxEnablePeerAccess": (CuContext, c_uint);
+    memcpy_peer_async = "cuMemcpyPeerAsync":
+        (CuDevicePtr, CuContext, CuDevicePtr, CuContext, usize, CuStream);
     module_load_data_ex = "cuModuleLoadDataEx":
         (*mut CuModule, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
     module_unload = "cuModuleUnload": (CuModule);

@@ -96,6 +96,9 @@ pub struct CudaSession {
 // from one thread at a time (`&mut self`).
 unsafe impl Send for CudaSession {}
 
+crate::hal::shared::host_calls!(CudaSession);
+crate::hal::shared::profile_calls!(CudaSession);
+
 impl CudaSession {
     pub(super) fn new(rt: &CudaRuntime, model: &Model) -> Result<Self> {
         let art = model.artifact();
@@ -261,29 +264,16 @@ impl CudaSession {
         self.pool.stats()
     }
 
-    /// Runs `function` on host tensors and returns its outputs.
-    pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        self.run_with_sources(function, inputs, &[])
-    }
-
-    /// Like `run`; `sources[i]` says where input `i` came from (e.g.
-    /// "x.npy" or "the command line") for error messages.
-    pub fn run_with_sources(
-        &mut self,
-        function: &str,
-        inputs: &[HostTensor],
-        sources: &[&str],
-    ) -> Result<Vec<HostTensor>> {
-        let model = self.model.clone();
-        let f = model.function(function)?;
-        f.check_inputs(inputs, sources)?;
+    /// The call of `f` (its inputs checked by `run_with_sources`, see
+    /// [`crate::hal::shared::host_calls`]).
+    fn run_checked(&mut self, f: &FunctionInfo, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
         self.rt.inner.make_current()?;
         let graphs = self.rt.graphs();
         if graphs && let Some(outputs) = self.run_graph(f, inputs)? {
             return Ok(outputs);
         }
         let driver = self.rt.inner.driver;
-        self.begin_traced_call(function)?;
+        self.begin_traced_call(&f.name)?;
         let mut io: Vec<DeviceMemory> = Vec::with_capacity(inputs.len() + f.outputs.len());
         let result = self.call(driver, f, inputs, &mut io);
         // Always wait, even after an error: the stream may still use `io`.
@@ -442,20 +432,10 @@ impl CudaSession {
         Ok(started.elapsed().as_secs_f64())
     }
 
-    /// Per-kernel device time since the session started or the last
-    /// `reset_profile` (waits for the stream). Empty unless the runtime was
-    /// created with profiling on.
-    pub fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+    /// Waits for the session's stream (for the kernel profile).
+    fn finish_work(&mut self) -> Result<()> {
         self.rt.inner.make_current()?;
-        self.synchronize()?;
-        self.collect_profile()?;
-        Ok(crate::hal::shared::launched(&self.profile))
-    }
-
-    pub fn reset_profile(&mut self) -> Result<()> {
-        self.kernel_profile()?;
-        crate::hal::shared::reset(&mut self.profile);
-        Ok(())
+        self.synchronize()
     }
 
     /// Folds finished launches' event pairs into `profile`; the stream

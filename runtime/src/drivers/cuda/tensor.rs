@@ -14,10 +14,13 @@
 //! longer read, so the caller may use or free either at once, on any
 //! stream.
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use super::CudaRuntime;
-use super::driver::CuDevicePtr;
+use super::driver::{
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CuDevicePtr, CuStream, STREAM_DEFAULT,
+};
 use super::session::CudaSession;
 use crate::error::{Error, Result};
 use crate::session::exec_error;
@@ -116,6 +119,88 @@ impl CudaTensor {
             driver.check(status, || format!("cuMemcpyDtoH({} bytes)", self.bytes))?;
         }
         HostTensor::new(self.dtype, self.shape.clone(), bytes)
+    }
+
+    /// A copy of this tensor in `rt`'s device memory, device to device
+    /// (`cuMemcpyPeerAsync` between the two primary contexts, waited
+    /// for); the same device's copy is `cuMemcpyDtoDAsync`. Where the
+    /// devices can reach each other (`cuDeviceCanAccessPeer`) peer access
+    /// is enabled first (`cuCtxEnablePeerAccess`, once per pair), so the
+    /// copy goes over NVLink or PCIe peer to peer; else the driver stages
+    /// it through host memory itself. Returns the copy and whether peer
+    /// access carried it.
+    pub fn copy_to(&self, rt: &CudaRuntime) -> Result<(CudaTensor, bool)> {
+        let out = Self::alloc(rt, self.dtype, self.shape.clone())?;
+        let (src, dst) = (&self.rt.inner, &rt.inner);
+        let driver = dst.driver;
+        let same = Arc::ptr_eq(src, dst) || src.device == dst.device;
+        let mut peer = false;
+        if !same {
+            let mut can: c_int = 0;
+            // SAFETY: the driver writes a flag for two valid devices.
+            let status =
+                unsafe { (driver.api.device_can_access_peer)(&mut can, dst.device, src.device) };
+            driver.check(status, || "cuDeviceCanAccessPeer".into())?;
+            if can == 1 {
+                dst.make_current()?;
+                // SAFETY: the source's primary context is retained by
+                // `self.rt`; flags must be 0.
+                let status = unsafe { (driver.api.ctx_enable_peer_access)(src.context, 0) };
+                if status != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+                    driver.check(status, || {
+                        format!(
+                            "cuCtxEnablePeerAccess(device {} to device {})",
+                            rt.device().ordinal,
+                            self.device_ordinal()
+                        )
+                    })?;
+                }
+                peer = true;
+            }
+        }
+        if self.bytes == 0 {
+            return Ok((out, peer));
+        }
+        dst.make_current()?;
+        let mut stream: CuStream = std::ptr::null_mut();
+        // SAFETY: the driver writes a new stream of the current context.
+        let status = unsafe { (driver.api.stream_create)(&mut stream, STREAM_DEFAULT) };
+        driver.check(status, || "cuStreamCreate".into())?;
+        let what = || {
+            format!(
+                "copying {} from CUDA device {} to device {}",
+                self.type_string(),
+                self.device_ordinal(),
+                rt.device().ordinal
+            )
+        };
+        // SAFETY: both allocations hold `bytes`; the source's producing
+        // work is finished (`run_device` waits for it) and the stream is
+        // waited for before either can be freed.
+        let copied = unsafe {
+            if same {
+                (driver.api.memcpy_dtod_async)(out.ptr, self.ptr, self.bytes, stream)
+            } else {
+                (driver.api.memcpy_peer_async)(
+                    out.ptr,
+                    dst.context,
+                    self.ptr,
+                    src.context,
+                    self.bytes,
+                    stream,
+                )
+            }
+        };
+        // SAFETY: the stream was created above; it is destroyed after its
+        // work is waited for.
+        let waited = unsafe {
+            let waited = (driver.api.stream_synchronize)(stream);
+            (driver.api.stream_destroy)(stream);
+            waited
+        };
+        driver.check(copied, what)?;
+        driver.check(waited, what)?;
+        Ok((out, peer))
     }
 
     /// The device address (`CUdeviceptr`).

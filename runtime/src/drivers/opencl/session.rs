@@ -66,6 +66,8 @@ pub(crate) struct PendingCommand {
     pub(crate) enqueued: Option<Instant>,
 }
 
+crate::hal::shared::profile_calls!(Session);
+
 impl PendingCommand {
     /// A command of a recorded call, enqueued just now.
     pub(crate) fn traced(kind: CommandKind, bytes: Option<u64>, event: Event) -> Self {
@@ -121,6 +123,19 @@ impl DeviceTensor {
 
     pub fn byte_size(&self) -> usize {
         crate::tensor::byte_size(&self.shape, self.dtype).unwrap_or(0)
+    }
+
+    /// Copies the tensor to the host through its own runtime's queue,
+    /// after everything queued there before (OpenCL has no copy between
+    /// two devices' contexts: a value bound for another device goes
+    /// through here and that device's upload).
+    pub fn to_host(&self) -> Result<HostTensor> {
+        let mut bytes = HostBytes::zeroed(self.byte_size());
+        // SAFETY: `bytes` outlives the wait.
+        unsafe { read_buffer(&self.rt.queue, self.mem(), &mut bytes) }?;
+        self.rt.queue.finish().cl("clFinish")?;
+        TransferCounters::add(&self.rt.transfers.bytes_to_host, bytes.len() as u64);
+        HostTensor::from_bytes(self.dtype, self.shape.clone(), bytes)
     }
 
     fn mem(&self) -> cl_mem {
@@ -308,6 +323,12 @@ impl Session {
         Ok(outputs)
     }
 
+    /// Whether `tensor` lives in this session's runtime (its context and
+    /// queue), so that [`Session::run_device`] takes it as it is.
+    pub fn holds(&self, tensor: &DeviceTensor) -> bool {
+        Arc::ptr_eq(&tensor.rt, &self.rt.inner)
+    }
+
     /// An uninitialised device tensor from the pool.
     pub fn alloc(&self, dtype: DType, shape: Vec<usize>) -> Result<DeviceTensor> {
         let bytes = crate::tensor::byte_size(&shape, dtype).ok_or_else(|| {
@@ -351,20 +372,10 @@ impl Session {
         HostTensor::from_bytes(tensor.dtype, tensor.shape.clone(), bytes)
     }
 
-    /// Per-kernel device time since the session started or the last
-    /// `reset_profile` (waits for the queue). Empty unless the runtime was
-    /// created with profiling on.
-    pub fn kernel_profile(&mut self) -> Result<Vec<KernelProfile>> {
+    /// Waits for the session's calls on its own queues and its queue.
+    fn finish_work(&mut self) -> Result<()> {
         self.calls.join(&self.rt.inner)?;
-        self.rt.inner.queue.finish().cl("clFinish")?;
-        self.collect_profile()?;
-        Ok(crate::hal::shared::launched(&self.profile))
-    }
-
-    pub fn reset_profile(&mut self) -> Result<()> {
-        self.kernel_profile()?;
-        crate::hal::shared::reset(&mut self.profile);
-        Ok(())
+        self.rt.inner.queue.finish().cl("clFinish")
     }
 
     /// Folds finished launch events into `profile`, and ends the recorded

@@ -38,6 +38,8 @@ pub struct VulkanRuntime {
     profiling: bool,
 }
 
+crate::hal::shared::host_calls!(VulkanSession);
+
 impl VulkanRuntime {
     /// Opens Vulkan device `index` (among the loader's physical devices),
     /// for several devices at once (`hal::Group`); each runtime has an
@@ -222,23 +224,10 @@ impl VulkanSession {
         &self.device.info
     }
 
-    /// Runs `function` on host tensors.
-    pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        let sources: Vec<String> = (0..inputs.len()).map(|i| format!("input {i}")).collect();
-        let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
-        self.run_with_sources(function, inputs, &sources)
-    }
-
-    /// Runs `function`; `sources[i]` says where input `i` came from.
-    pub fn run_with_sources(
-        &mut self,
-        function: &str,
-        inputs: &[HostTensor],
-        sources: &[&str],
-    ) -> Result<Vec<HostTensor>> {
+    /// The call of `f` (its inputs checked by `run_with_sources`, see
+    /// [`crate::hal::shared::host_calls`]).
+    fn run_checked(&mut self, f: &FunctionInfo, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
         let model = self.model.clone();
-        let f = model.function(function)?;
-        f.check_inputs(inputs, sources)?;
         if f.arena_bytes > 0 && self.arena.as_ref().is_none_or(|a| a.bytes < f.arena_bytes) {
             if let Some(old) = self.arena.take() {
                 old.destroy(&self.device);

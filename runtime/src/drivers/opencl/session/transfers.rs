@@ -27,32 +27,21 @@ use crate::tensor::HostTensor;
 use crate::timeline::CommandKind;
 use crate::{RuntimeInner, TransferCounters};
 
-impl Session {
-    /// Runs `function` on host tensors and returns its outputs. Errors about
-    /// inputs describe where they came from as "the caller".
-    pub fn run(&mut self, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
-        self.run_with_sources(function, inputs, &[])
-    }
+crate::hal::shared::host_calls!(Session);
 
-    /// Like `run`; `sources[i]` says where input `i` came from (e.g.
-    /// "x.npy" or "the command line") for error messages.
-    pub fn run_with_sources(
+impl Session {
+    /// The call of `f` (its inputs checked by `run_with_sources`, see
+    /// [`crate::hal::shared::host_calls`]).
+    pub(crate) fn run_checked(
         &mut self,
-        function: &str,
+        f: &crate::FunctionInfo,
         inputs: &[HostTensor],
-        sources: &[&str],
     ) -> Result<Vec<HostTensor>> {
-        let model = self.model.clone();
-        let f = model.function(function)?;
-        f.check_input_types(
-            inputs.iter().map(|t| (t.dtype, t.shape.as_slice())),
-            sources,
-        )?;
         // After this session's asynchronous calls on its own queues.
         self.calls.join(&self.rt.inner)?;
         // A recorded call (`Session::record_timeline`) keeps every
         // command's event.
-        let tracing = self.begin_traced_call(function);
+        let tracing = self.begin_traced_call(&f.name);
 
         let rt = self.rt.inner.clone();
         let counters = &rt.transfers;
