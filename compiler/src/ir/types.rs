@@ -78,6 +78,30 @@ pub fn static_shape(ty: Type) -> Option<Vec<i64>> {
     )
 }
 
+/// The dimensions of any ranked shaped type (tensor or memref), a dynamic
+/// one (`?`) as `None`: what the passes that accept a symbolic leading
+/// dimension (issue 33) read where [`static_shape`] would refuse.
+pub fn ranked_shape(ty: Type) -> Option<Vec<Option<i64>>> {
+    let raw = ty.to_raw();
+    if !unsafe { mlir_sys::mlirTypeIsAShaped(raw) }
+        || !unsafe { mlir_sys::mlirShapedTypeHasRank(raw) }
+    {
+        return None;
+    }
+    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(raw) };
+    Some(
+        (0..rank)
+            .map(|i| {
+                if unsafe { mlir_sys::mlirShapedTypeIsDynamicDim(raw, i as isize) } {
+                    None
+                } else {
+                    Some(unsafe { mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize) })
+                }
+            })
+            .collect(),
+    )
+}
+
 /// Resolves a possibly negative axis against `rank`.
 pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     let rank = rank as i64;
