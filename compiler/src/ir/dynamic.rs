@@ -132,3 +132,59 @@ pub fn refuse_dynamic<'c>(root: OperationRef<'c, 'c>, pass: &str) -> Result<(), 
         ),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::testing::{first_op, parse, parse_type};
+
+    #[test]
+    fn a_leading_dynamic_dimension_is_found_after_unit_dimensions() {
+        let context = tcc_dialects::new_context();
+        let leading = |text: &str| leading_dynamic(parse_type(&context, text));
+        assert_eq!(leading("tensor<4x32xf32>"), Ok(None));
+        assert_eq!(leading("f32"), Ok(None));
+        assert_eq!(leading("tensor<?x32xf32>"), Ok(Some(0)));
+        assert_eq!(leading("tensor<1x?x64xf32>"), Ok(Some(1)));
+        assert_eq!(leading("memref<?x3x16x16xf32>"), Ok(Some(0)));
+        assert_eq!(leading("tensor<4x?xf32>"), Err(()));
+        assert_eq!(leading("tensor<?x?xf32>"), Err(()));
+        assert_eq!(leading("tensor<*xf32>"), Err(()));
+        assert!(is_dynamic(parse_type(&context, "tensor<*xf32>")));
+        assert!(!is_dynamic(parse_type(&context, "tensor<2x3xf32>")));
+    }
+
+    #[test]
+    fn the_refusal_names_the_computing_op_its_node_the_dimension_and_the_pass() {
+        let context = tcc_dialects::new_context();
+        let module = parse(
+            &context,
+            r#"
+            module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+              func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+                %c0 = arith.constant 0 : index
+                %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+                %e = tensor.empty(%n) : tensor<?x4xf32>
+                %y = linalg.copy ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32> loc("copy_node")
+                return %y : tensor<?x4xf32>
+              }
+            }
+            "#,
+        );
+        let root = unsafe { OperationRef::from_raw(module.as_operation().to_raw()) };
+        let error = refuse_dynamic(root, "tcc-example").unwrap_err();
+        assert_eq!(
+            error.message,
+            "'linalg.copy' (node 'copy_node') computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-example; compile one shape with --input-shape"
+        );
+        let copy = first_op(&module, "linalg.copy");
+        assert_eq!(describe_dims(&module_dims(copy)), "'batch' (1..64)");
+
+        let static_module = parse(
+            &context,
+            "func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> { return %x : tensor<2x4xf32> }",
+        );
+        let root = unsafe { OperationRef::from_raw(static_module.as_operation().to_raw()) };
+        assert!(refuse_dynamic(root, "tcc-example").is_ok());
+    }
+}

@@ -42,6 +42,24 @@ impl<'c> StaticTensor<'c> {
         })
     }
 
+    /// As [`StaticTensor::of`], but a dynamic dimension (a symbolic batch)
+    /// is kept as `ShapedType::kDynamic` (`i64::MIN`): for code that reads
+    /// only the rank, the element type and the static dimensions.
+    pub fn ranked(ty: Type<'c>) -> Option<Self> {
+        if !ty.is_ranked_tensor() {
+            return None;
+        }
+        let tensor = RankedTensorType::try_from(ty).ok()?;
+        let shape = ranked_shape(ty)?
+            .into_iter()
+            .map(|d| d.unwrap_or(i64::MIN))
+            .collect();
+        Some(Self {
+            shape,
+            element: tensor.element(),
+        })
+    }
+
     pub fn rank(&self) -> usize {
         self.shape.len()
     }
@@ -100,6 +118,23 @@ pub fn ranked_shape(ty: Type) -> Option<Vec<Option<i64>>> {
             })
             .collect(),
     )
+}
+
+/// The ranked tensor type `ty` with its dimensions permuted (result
+/// dimension `i` is dimension `perm[i]`), a dynamic one staying dynamic;
+/// `None` unless `ty` is a ranked tensor of `perm`'s rank.
+pub fn permuted_tensor_type<'c>(ty: Type<'c>, perm: &[usize]) -> Option<Type<'c>> {
+    let tensor = RankedTensorType::try_from(ty).ok()?;
+    let shape = ranked_shape(ty)?;
+    if perm.len() != shape.len() || perm.iter().any(|&p| p >= shape.len()) {
+        return None;
+    }
+    // `ShapedType::kDynamic` (i64::MIN) as melior's u64 extents.
+    let dims: Vec<u64> = perm
+        .iter()
+        .map(|&p| shape[p].unwrap_or(i64::MIN) as u64)
+        .collect();
+    Some(RankedTensorType::new(&dims, tensor.element(), None).into())
 }
 
 /// Resolves a possibly negative axis against `rank`.
