@@ -8,8 +8,6 @@
 //! pass and the dimension named. The models are written at test time by
 //! `test/onnx/dynamic/models.py` (the onnx package).
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
