@@ -259,8 +259,10 @@ LogicalResult LayerNormRowsOp::verify() {
       type.getElementType() || scaleType.getElementType() != type.getElementType()
       || biasType.getElementType() != type.getElementType())
     return emitOpError("expects f32 operands");
-  if (type.getRank() == 0 || !type.hasStaticShape())
-    return emitOpError("expects a statically shaped input of rank >= 1");
+  // The rows are static; the dimensions before them may be dynamic (a
+  // symbolic batch, issue 33).
+  if (type.getRank() == 0 || ShapedType::isDynamic(type.getShape().back()))
+    return emitOpError("expects an input of rank >= 1 with a static last dimension");
   if (initType.getShape() != type.getShape())
     return emitOpError("init must have the input's shape");
   ArrayRef<int64_t> row = type.getShape().take_back();

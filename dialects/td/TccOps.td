@@ -139,7 +139,8 @@ def Tcc_LayerNormRowsOp : Tcc_Op<"layer_norm_rows",
     `init` (destination-passing style, so that it bufferizes like a linalg
     op): each row `x` of `input` (all dimensions but the last) becomes
     `(x - mean(x)) * rsqrt(mean((x - mean(x))^2) + epsilon) * scale + bias`.
-    `scale` and `bias` have the shape of a row. On tensors it returns the
+    `scale` and `bias` have the shape of a row, which is static; the
+    dimensions before it may be dynamic (a symbolic batch). On tensors it returns the
     result; on memrefs (after bufferization) it writes `init` and returns
     nothing. `tcc-convert-layer-norm-to-rows` creates it; the OpenCL C back
     end compiles it as one kernel, one work-group per row.

@@ -190,3 +190,12 @@ func.func @flash_attention_half(%q: tensor<1x4x6x64xf16>) -> tensor<1x4x6x64xf16
   %0 = tcc.flash_attention ins(%q, %q, %q : tensor<1x4x6x64xf16>, tensor<1x4x6x64xf16>, tensor<1x4x6x64xf16>) outs(%q : tensor<1x4x6x64xf16>) scale = 1.0 -> tensor<1x4x6x64xf16>
   return %0 : tensor<1x4x6x64xf16>
 }
+
+// -----
+
+// A dynamic leading batch is valid (lit/dialect/tcc-ops.mlir); a dynamic row is not.
+func.func @layer_norm_rows_dynamic_row(%x: tensor<8x?xf32>, %g: tensor<64xf32>, %i: tensor<8x?xf32>) -> tensor<8x?xf32> {
+  // expected-error @+1 {{expects an input of rank >= 1 with a static last dimension}}
+  %0 = tcc.layer_norm_rows ins(%x, %g, %g : tensor<8x?xf32>, tensor<64xf32>, tensor<64xf32>) outs(%i : tensor<8x?xf32>) epsilon = 1.0e-05 -> tensor<8x?xf32>
+  return %0 : tensor<8x?xf32>
+}

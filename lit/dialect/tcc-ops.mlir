@@ -55,6 +55,14 @@ func.func @layer_norm_rows(%x: tensor<8x64xf32>, %g: tensor<64xf32>, %b: tensor<
   return %0 : tensor<8x64xf32>
 }
 
+// A symbolic leading batch (issue 33); the rows are static.
+// CHECK-LABEL: func.func @layer_norm_rows_dynamic_batch
+// CHECK: tcc.layer_norm_rows ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%{{.*}} : tensor<?x64xf32>)
+func.func @layer_norm_rows_dynamic_batch(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %i: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %0 = tcc.layer_norm_rows ins(%x, %g, %g : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%i : tensor<?x64xf32>) epsilon = 1.0e-05 -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
 // CHECK-LABEL: func.func @layer_norm_rows_buffers
 // CHECK: tcc.layer_norm_rows ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x3x16xf32>, memref<16xf32>, memref<16xf32>) outs(%{{.*}} : memref<2x3x16xf32>) epsilon = 1.000000e-03{{$}}
 func.func @layer_norm_rows_buffers(%x: memref<2x3x16xf32>, %g: memref<16xf32>, %o: memref<2x3x16xf32>) {

@@ -86,15 +86,44 @@ func.func @float8_result(%x: tensor<4xf32>) -> tensor<4xf8E5M2> {
 // -----
 
 // A symbolic batch (`tcc compile --dim batch=1..64`): declared on the
-// module, named on the argument. The argument is accepted; the first op
-// computing on it is refused, naming the dimension and its range, and the
-// ops after it are not reported again.
+// module, named on the argument. The argument is accepted, and so is every
+// op of the first dynamic slice computing on it with the batch leading:
+// elementwise ops, a MatMul with a dynamic M, reshapes keeping the batch
+// leading, transposes, a reduction over a static axis, the row softmax,
+// a convolution and pooling with a dynamic N.
 module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
-  func.func @symbolic(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}) -> tensor<?x4xf32> {
-    // expected-error @+1 {{'tosa.exp' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by 'tosa.exp'}}
+  func.func @slice(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}, %w: tensor<1x4x8xf32>, %img: tensor<?x8x8x3xf32> {tcc.dim_names = ["batch", "", "", ""]}, %f: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>, tensor<?x4x4x4xf32>) {
+    %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
     %0 = tosa.exp %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
-    %1 = tosa.exp %0 : (tensor<?x4xf32>) -> tensor<?x4xf32>
-    return %1 : tensor<?x4xf32>
+    %s3 = tosa.const_shape {values = dense<[1, -1, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %1 = tosa.reshape %0, %s3 : (tensor<?x4xf32>, !tosa.shape<3>) -> tensor<1x?x4xf32>
+    %2 = tosa.matmul %1, %w, %z, %z : (tensor<1x?x4xf32>, tensor<1x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x8xf32>
+    %s2 = tosa.const_shape {values = dense<[-1, 8]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %3 = tosa.reshape %2, %s2 : (tensor<1x?x8xf32>, !tosa.shape<2>) -> tensor<?x8xf32>
+    %4 = tcc.softmax %3 axis = -1 : tensor<?x8xf32>
+    %5 = tosa.reduce_sum %0 {axis = 1 : i32} : (tensor<?x4xf32>) -> tensor<?x1xf32>
+    %6 = tosa.conv2d %img, %f, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<?x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x8x8x4xf32>
+    %7 = tosa.max_pool2d %6 {kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<?x8x8x4xf32>) -> tensor<?x4x4x4xf32>
+    %8 = tosa.transpose %7 {perms = array<i32: 0, 3, 1, 2>} : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+    return %4, %5, %8 : tensor<?x8xf32>, tensor<?x1xf32>, tensor<?x4x4x4xf32>
+  }
+}
+
+// -----
+
+// What is outside the first slice is refused, each op once, naming the op,
+// the dimension and its range, and why.
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @outside(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}) -> (tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x8xf32>, tensor<?x4xf32>) {
+    // expected-error @+1 {{'tosa.reduce_sum' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.reduce_sum' reduces over the dynamic dimension}}
+    %0 = tosa.reduce_sum %x {axis = 0 : i32} : (tensor<?x4xf32>) -> tensor<1x4xf32>
+    // expected-error @+1 {{'tosa.transpose' computes on the dynamically shaped type 'tensor<4x?xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.transpose' gets a dynamic dimension that is not the leading one (in 'tensor<4x?xf32>')}}
+    %1 = tosa.transpose %x {perms = array<i32: 1, 0>} : (tensor<?x4xf32>) -> tensor<4x?xf32>
+    // expected-error @+1 {{'tosa.concat' computes on the dynamically shaped type 'tensor<?x8xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by 'tosa.concat' (outside the first dynamic slice)}}
+    %2 = tosa.concat %x, %x {axis = 1 : i32} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
+    // expected-error @+1 {{'tcc.softmax' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tcc.softmax' normalizes along an axis other than the last, static one}}
+    %3 = tcc.softmax %x axis = 0 : tensor<?x4xf32>
+    return %0, %1, %2, %3 : tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x8xf32>, tensor<?x4xf32>
   }
 }
 

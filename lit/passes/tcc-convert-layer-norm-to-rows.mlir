@@ -30,3 +30,16 @@ func.func @half(%x: tensor<4x16xf16>, %g: tensor<16xf16>) -> tensor<4x16xf16> {
   %0 = tcc.layer_norm %x, %g, %g axis = 1 epsilon = 1.0e-05 : tensor<4x16xf16>, tensor<16xf16>
   return %0 : tensor<4x16xf16>
 }
+
+// A symbolic leading batch (issue 33): the destination reads it back with
+// tensor.dim; the rows are static.
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK-SAME: (%[[X:.*]]: tensor<?x3x32xf32>, %[[G:.*]]: tensor<32xf32>, %[[B:.*]]: tensor<32xf32>)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[N:.*]] = tensor.dim %[[X]], %[[C0]] : tensor<?x3x32xf32>
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x3x32xf32>
+// CHECK: tcc.layer_norm_rows ins(%[[X]], %[[G]], %[[B]] : tensor<?x3x32xf32>, tensor<32xf32>, tensor<32xf32>) outs(%[[E]] : tensor<?x3x32xf32>) epsilon = 9.99999974E-6 -> tensor<?x3x32xf32>
+func.func @dynamic_batch(%x: tensor<?x3x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x3x32xf32> {
+  %0 = tcc.layer_norm %x, %g, %b axis = -1 epsilon = 1.0e-05 : tensor<?x3x32xf32>, tensor<32xf32>
+  return %0 : tensor<?x3x32xf32>
+}

@@ -28,3 +28,26 @@ func.func @half(%x: tensor<4x10xf16>) -> tensor<4x10xf16> {
   %0 = tcc.softmax %x axis = 1 : tensor<4x10xf16>
   return %0 : tensor<4x10xf16>
 }
+
+// A symbolic leading batch (issue 33): the destination reads it back with
+// tensor.dim; the rows are static.
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK-SAME: (%[[X:.*]]: tensor<?x10xf32>)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[N:.*]] = tensor.dim %[[X]], %[[C0]] : tensor<?x10xf32>
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x10xf32>
+// CHECK: linalg.softmax dimension(1) ins(%[[X]] : tensor<?x10xf32>) outs(%[[E]] : tensor<?x10xf32>) -> tensor<?x10xf32>
+func.func @dynamic_batch(%x: tensor<?x10xf32>) -> tensor<?x10xf32> {
+  %0 = tcc.softmax %x axis = -1 : tensor<?x10xf32>
+  return %0 : tensor<?x10xf32>
+}
+
+// A dynamic last axis stays a tcc.softmax (the row template needs static
+// rows).
+// CHECK-LABEL: func.func @dynamic_row
+// CHECK: tcc.softmax
+// CHECK-NOT: linalg.softmax
+func.func @dynamic_row(%x: tensor<4x?xf32>) -> tensor<4x?xf32> {
+  %0 = tcc.softmax %x axis = 1 : tensor<4x?xf32>
+  return %0 : tensor<4x?xf32>
+}

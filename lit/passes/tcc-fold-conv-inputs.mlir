@@ -203,6 +203,34 @@ func.func @nchw_input(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>) -> tenso
 
 // -----
 
+// A symbolic leading batch (issue 33): the NCHW transpose and the pad fold
+// as for a static one; the loads read the `?` batch at the output's own
+// coordinate and the bounds checks are on the static rows and columns.
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK-SAME: (%[[X:.*]]: tensor<?x3x6x5xf32>, %[[W:.*]]: tensor<3x3x3x2xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x3x2xf32>) outs(%{{.*}} : tensor<?x6x5x2xf32>) attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
+// CHECK: %[[N:.*]] = linalg.index 0 : index
+// CHECK: tensor.extract %[[X]][%[[N]], {{.*}}] : tensor<?x3x6x5xf32>
+func.func @dynamic_batch(%x: tensor<?x3x6x5xf32>, %w: tensor<3x3x3x2xf32>) -> tensor<?x6x5x2xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x3x6x5xf32>
+  %init = tensor.empty(%n) : tensor<?x6x5x3xf32>
+  %t = linalg.transpose ins(%x : tensor<?x3x6x5xf32>) outs(%init : tensor<?x6x5x3xf32>) permutation = [0, 2, 3, 1]
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %t low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<?x6x5x3xf32> to tensor<?x8x7x3xf32>
+  %out = tensor.empty(%n) : tensor<?x6x5x2xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%out : tensor<?x6x5x2xf32>) -> tensor<?x6x5x2xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p, %w : tensor<?x8x7x3xf32>, tensor<3x3x3x2xf32>) outs(%fill : tensor<?x6x5x2xf32>) -> tensor<?x6x5x2xf32>
+  return %c : tensor<?x6x5x2xf32>
+}
+
+// -----
+
 // A transpose with another user is left alone (it is computed anyway).
 // CHECK-LABEL: func.func @transpose_used_twice
 // CHECK: %[[T:.*]] = linalg.transpose

@@ -195,3 +195,39 @@ func.func @cluster_with_foreign_operand(%x: tensor<1x2x2x4xf32>, %z: tensor<1x4x
   %back = tosa.transpose %y {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x2x4xf32>
   return %back : tensor<1x2x2x4xf32>
 }
+
+// -----
+
+// A symbolic leading batch (issue 33) moves with the transposes like any
+// other dimension: the pair around the ReLU between two NHWC windows
+// cancels, and the batch stays `?` in every type.
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK-SAME: (%[[X:.*]]: tensor<?x16x16x8xf32>)
+// CHECK-NOT: tosa.transpose
+// CHECK: %[[R:.*]] = tosa.clamp %[[X]] {{.*}} : (tensor<?x16x16x8xf32>) -> tensor<?x16x16x8xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: tosa.max_pool2d %[[R]] {{.*}} : (tensor<?x16x16x8xf32>) -> tensor<?x8x8x8xf32>
+func.func @dynamic_batch(%x: tensor<?x16x16x8xf32>) -> tensor<?x8x8x8xf32> {
+  %0 = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<?x16x16x8xf32>) -> tensor<?x8x16x16xf32>
+  %1 = tosa.clamp %0 {max_val = 3.40282347E+38 : f32, min_val = 0.000000e+00 : f32} : (tensor<?x8x16x16xf32>) -> tensor<?x8x16x16xf32>
+  %2 = tosa.transpose %1 {perms = array<i32: 0, 2, 3, 1>} : (tensor<?x8x16x16xf32>) -> tensor<?x16x16x8xf32>
+  %3 = tosa.max_pool2d %2 {kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<?x16x16x8xf32>) -> tensor<?x8x8x8xf32>
+  return %3 : tensor<?x8x8x8xf32>
+}
+
+// -----
+
+// A transpose to NCHW before a global pool's reshape sinks through it with
+// a symbolic batch too: the `?` is a group of its own (the reshape's
+// inferred -1), the static dimensions merge as for a static batch.
+// CHECK-LABEL: func.func @dynamic_batch_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8x8x4xf32>)
+// CHECK: %[[S:.*]] = tosa.const_shape {values = dense<[-1, 64, 4]> : tensor<3xindex>}
+// CHECK: %[[R:.*]] = tosa.reshape %[[X]], %[[S]] : (tensor<?x8x8x4xf32>, !tosa.shape<3>) -> tensor<?x64x4xf32>
+// CHECK: tosa.transpose %[[R]] {perms = array<i32: 0, 2, 1>} : (tensor<?x64x4xf32>) -> tensor<?x4x64xf32>
+func.func @dynamic_batch_reshape(%x: tensor<?x8x8x4xf32>) -> tensor<?x4x64xf32> {
+  %0 = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<?x8x8x4xf32>) -> tensor<?x4x8x8xf32>
+  %s = tosa.const_shape {values = dense<[-1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %1 = tosa.reshape %0, %s : (tensor<?x4x8x8xf32>, !tosa.shape<3>) -> tensor<?x4x64xf32>
+  return %1 : tensor<?x4x64xf32>
+}

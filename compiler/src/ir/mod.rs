@@ -6,6 +6,7 @@ pub mod constant;
 pub mod contraction;
 pub mod conv;
 pub mod dense;
+pub mod dynamic;
 pub mod element_type;
 pub mod error;
 pub mod filter_panels;

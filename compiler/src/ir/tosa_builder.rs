@@ -192,13 +192,21 @@ impl<'c> TosaBuilder<'c> {
         )
     }
 
-    /// `tosa.reshape` to a static shape of the same element count.
+    /// `tosa.reshape` to a static shape of the same element count, or to
+    /// a shape with one dynamic dimension (`i64::MIN`, a symbolic batch:
+    /// the `-1` extent the reshape infers) where `x` has one.
     pub fn reshape(&self, x: Value<'c, 'c>, shape: &[i64]) -> Result<Value<'c, 'c>, PassError<'c>> {
-        let tensor = self.tensor(x)?;
-        let shape_value = self.const_shape(shape)?;
+        let element = RankedTensorType::try_from(x.r#type())
+            .map(|t| melior::ir::ShapedTypeLike::element(&t))
+            .map_err(|_| self.error("expected a ranked tensor"))?;
+        let extents: Vec<i64> = shape
+            .iter()
+            .map(|&d| if d == i64::MIN { -1 } else { d })
+            .collect();
+        let shape_value = self.const_shape(&extents)?;
         let result = StaticTensor {
             shape: shape.to_vec(),
-            element: tensor.element,
+            element,
         }
         .to_type();
         self.insert("tosa.reshape", &[x, shape_value], result, &[])
@@ -211,18 +219,13 @@ impl<'c> TosaBuilder<'c> {
         x: Value<'c, 'c>,
         perm: &[usize],
     ) -> Result<Value<'c, 'c>, PassError<'c>> {
-        let tensor = self.tensor(x)?;
-        if perm.len() != tensor.rank() || perm.iter().any(|&p| p >= tensor.rank()) {
-            return Err(self.error(format!(
-                "{perm:?} is not a permutation of rank {}",
-                tensor.rank()
-            )));
-        }
-        let result = StaticTensor {
-            shape: perm.iter().map(|&p| tensor.shape[p]).collect(),
-            element: tensor.element,
-        }
-        .to_type();
+        // A dynamic dimension (a symbolic batch) moves with its position.
+        let result = super::types::permuted_tensor_type(x.r#type(), perm).ok_or_else(|| {
+            self.error(format!(
+                "{perm:?} is not a permutation of the dimensions of '{}'",
+                x.r#type()
+            ))
+        })?;
         let perms: Vec<i32> = perm.iter().map(|&p| p as i32).collect();
         let perms = melior::ir::attribute::DenseI32ArrayAttribute::new(self.context, &perms);
         self.insert("tosa.transpose", &[x], result, &[("perms", perms.into())])

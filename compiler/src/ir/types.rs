@@ -42,6 +42,24 @@ impl<'c> StaticTensor<'c> {
         })
     }
 
+    /// As [`StaticTensor::of`], but a dynamic dimension (a symbolic batch)
+    /// is kept as `ShapedType::kDynamic` (`i64::MIN`): for code that reads
+    /// only the rank, the element type and the static dimensions.
+    pub fn ranked(ty: Type<'c>) -> Option<Self> {
+        if !ty.is_ranked_tensor() {
+            return None;
+        }
+        let tensor = RankedTensorType::try_from(ty).ok()?;
+        let shape = ranked_shape(ty)?
+            .into_iter()
+            .map(|d| d.unwrap_or(i64::MIN))
+            .collect();
+        Some(Self {
+            shape,
+            element: tensor.element(),
+        })
+    }
+
     pub fn rank(&self) -> usize {
         self.shape.len()
     }
@@ -76,6 +94,47 @@ pub fn static_shape(ty: Type) -> Option<Vec<i64>> {
             .map(|i| unsafe { mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize) })
             .collect(),
     )
+}
+
+/// The dimensions of any ranked shaped type (tensor or memref), a dynamic
+/// one (`?`) as `None`: what the passes that accept a symbolic leading
+/// dimension (issue 33) read where [`static_shape`] would refuse.
+pub fn ranked_shape(ty: Type) -> Option<Vec<Option<i64>>> {
+    let raw = ty.to_raw();
+    if !unsafe { mlir_sys::mlirTypeIsAShaped(raw) }
+        || !unsafe { mlir_sys::mlirShapedTypeHasRank(raw) }
+    {
+        return None;
+    }
+    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(raw) };
+    Some(
+        (0..rank)
+            .map(|i| {
+                if unsafe { mlir_sys::mlirShapedTypeIsDynamicDim(raw, i as isize) } {
+                    None
+                } else {
+                    Some(unsafe { mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize) })
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The ranked tensor type `ty` with its dimensions permuted (result
+/// dimension `i` is dimension `perm[i]`), a dynamic one staying dynamic;
+/// `None` unless `ty` is a ranked tensor of `perm`'s rank.
+pub fn permuted_tensor_type<'c>(ty: Type<'c>, perm: &[usize]) -> Option<Type<'c>> {
+    let tensor = RankedTensorType::try_from(ty).ok()?;
+    let shape = ranked_shape(ty)?;
+    if perm.len() != shape.len() || perm.iter().any(|&p| p >= shape.len()) {
+        return None;
+    }
+    // `ShapedType::kDynamic` (i64::MIN) as melior's u64 extents.
+    let dims: Vec<u64> = perm
+        .iter()
+        .map(|&p| shape[p].unwrap_or(i64::MIN) as u64)
+        .collect();
+    Some(RankedTensorType::new(&dims, tensor.element(), None).into())
 }
 
 /// Resolves a possibly negative axis against `rank`.

@@ -2,9 +2,11 @@
 //! location, every op outside tcc's coverage list, every dynamically
 //! shaped tensor (an argument's symbolic dimensions declared by the
 //! module's `tcc.dims` and named by its `tcc.dim_names` are checked and
-//! accepted; the first op computing on them is refused, naming the
-//! dimension, until the later phases compile them: docs/architecture.md,
-//! "Dynamic shapes"), and every tensor of more than
+//! accepted; an op computing on them must be in the first dynamic slice,
+//! a leading batch through elementwise ops, MatMul, row softmax and layer
+//! norm, reductions over static axes, convolution and pooling, reshapes
+//! and transposes, or it is refused with its name and the dimension:
+//! docs/architecture.md, "Dynamic shapes"), and every tensor of more than
 //! [`MAX_TENSOR_ELEMENTS`](crate::ir::types::MAX_TENSOR_ELEMENTS) elements
 //! (the ONNX importer's limit), so that later phases only meet what they
 //! can compile and every size they compute fits.
@@ -16,6 +18,7 @@ use melior::ir::{TypeLike, ValueLike};
 use tcc_dialects::dims::{DIM_NAMES, Dims, string_array};
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
+use crate::ir::dynamic::{leading_dynamic, node_name};
 use crate::ir::util::{collect_ops, dialect_of, op_name};
 
 pub struct CheckSupported;
@@ -101,7 +104,6 @@ impl TccPass for CheckSupported {
         // The declared dimensions some argument uses, and whether an op
         // computing on them was reported.
         let mut symbolic_in_use: Vec<String> = Vec::new();
-        let mut reported_symbolic = false;
         for op in collect_ops(root) {
             let name = op_name(&op);
             let dialect = dialect_of(&name);
@@ -172,31 +174,37 @@ impl TccPass for CheckSupported {
                 }
                 continue;
             }
+            // An op computing on a declared symbolic dimension: compiled
+            // when it is in the first dynamic slice (docs/architecture.md,
+            // "Dynamic shapes"), refused with its name otherwise.
+            if !symbolic_in_use.is_empty()
+                && let Some(ty) = op
+                    .results()
+                    .map(|r| r.r#type())
+                    .chain(op.operands().map(|v| v.r#type()))
+                    .find(|&ty| crate::ir::dynamic::is_dynamic(ty))
+            {
+                if let Some(why) = outside_dynamic_slice(&op, &name) {
+                    let ranges: Vec<String> = symbolic_in_use
+                        .iter()
+                        .filter_map(|n| dims.get(n))
+                        .map(|d| format!("'{}' ({}..{})", d.name, d.min, d.max))
+                        .collect();
+                    errors.push(PassError::at(
+                        op.location(),
+                        format!(
+                            "'{name}'{} computes on the dynamically shaped type '{}' (dynamic dimension {}): {why}; compile one shape with --input-shape",
+                            node_name(&op).map_or(String::new(), |n| format!(" (node '{n}')")),
+                            quote(ty),
+                            ranges.join(", ")
+                        ),
+                    ));
+                }
+                continue;
+            }
             for value in op.results() {
                 let ty = value.r#type();
                 let dynamic = (ty.is_ranked_tensor() || ty.is_tensor()) && !is_static_tensor(ty);
-                if dynamic && !symbolic_in_use.is_empty() {
-                    // One error for the first op: every later op would
-                    // repeat it.
-                    if !reported_symbolic {
-                        reported_symbolic = true;
-                        let ranges: Vec<String> = symbolic_in_use
-                            .iter()
-                            .filter_map(|n| dims.get(n))
-                            .map(|d| format!("'{}' ({}..{})", d.name, d.min, d.max))
-                            .collect();
-                        errors.push(PassError::at(
-                            op.location(),
-                            format!(
-                                "'{name}'{} computes on the dynamically shaped type '{}' (dynamic dimension {}): dynamic dimension not supported yet by '{name}' in tcc's graph, linalg, tile and gpu phases; compile one shape with --input-shape",
-                                node_name(&op).map_or(String::new(), |n| format!(" (node '{n}')")),
-                                quote(ty),
-                                ranges.join(", ")
-                            ),
-                        ));
-                    }
-                    break;
-                }
                 if dynamic {
                     errors.push(PassError::at(
                         op.location(),
@@ -375,12 +383,109 @@ fn symbolic_argument(
     Ok(used)
 }
 
-/// The name of an op's name location (`loc("fc1")`: an ONNX node), if it
-/// has one.
-fn node_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
-    let text = op.location().to_string();
-    // A name location prints as `loc("fc1")`; a file location as
-    // `loc("file.mlir":3:8)`, which names no node.
-    let name = text.strip_prefix("loc(\"")?.strip_suffix("\")")?;
-    (!name.contains('"')).then(|| name.to_string())
+/// The ops of the first dynamic slice (issue 33): elementwise ops,
+/// MatMul/Gemm with a dynamic M, Softmax/LayerNorm/reductions over static
+/// inner axes, Conv2D and pooling with a dynamic N, Reshape/Transpose that
+/// keep the batch leading.
+const DYNAMIC_SLICE_OPS: &[&str] = &[
+    "tosa.abs",
+    "tosa.add",
+    "tosa.avg_pool2d",
+    "tosa.cast",
+    "tosa.clamp",
+    "tosa.conv2d",
+    "tosa.erf",
+    "tosa.exp",
+    "tosa.identity",
+    "tosa.log",
+    "tosa.matmul",
+    "tosa.max_pool2d",
+    "tosa.maximum",
+    "tosa.minimum",
+    "tosa.mul",
+    "tosa.negate",
+    "tosa.pow",
+    "tosa.reciprocal",
+    "tosa.reduce_max",
+    "tosa.reduce_min",
+    "tosa.reduce_sum",
+    "tosa.reshape",
+    "tosa.rsqrt",
+    "tosa.sigmoid",
+    "tosa.sub",
+    "tosa.tanh",
+    "tosa.transpose",
+    "tcc.softmax",
+    "tcc.layer_norm",
+    "func.return",
+];
+
+/// Why `op` (named `name`), which computes on a declared symbolic
+/// dimension, is outside the first dynamic slice; `None` when the later
+/// phases compile it.
+fn outside_dynamic_slice<'c: 'a, 'a>(
+    op: &impl OperationLike<'c, 'a>,
+    name: &str,
+) -> Option<String> {
+    if name == "func.return" {
+        // What it returns was checked where it was computed.
+        return None;
+    }
+    if !DYNAMIC_SLICE_OPS.contains(&name) {
+        return Some(format!(
+            "dynamic dimension not supported yet by '{name}' (outside the first dynamic slice)"
+        ));
+    }
+    let types = op
+        .results()
+        .map(|r| r.r#type())
+        .chain(op.operands().map(|v| v.r#type()));
+    for ty in types {
+        if leading_dynamic(ty).is_err() {
+            return Some(format!(
+                "'{name}' gets a dynamic dimension that is not the leading one (in '{}'): only a leading batch (after unit dimensions) compiles yet",
+                quote(ty)
+            ));
+        }
+    }
+    let input_dynamic = op
+        .operand(0)
+        .ok()
+        .and_then(|v| leading_dynamic(v.r#type()).ok().flatten());
+    let rank = op
+        .operand(0)
+        .ok()
+        .and_then(|v| crate::ir::types::ranked_shape(v.r#type()))
+        .map_or(0, |s| s.len());
+    let axis = op
+        .attribute("axis")
+        .ok()
+        .and_then(crate::ir::util::integer_value)
+        .and_then(|a| crate::ir::types::normalize_axis(a, rank));
+    match name {
+        "tosa.reduce_max" | "tosa.reduce_min" | "tosa.reduce_sum"
+            if axis.is_some() && axis == input_dynamic =>
+        {
+            Some(format!(
+                "'{name}' reduces over the dynamic dimension: only reductions over static inner axes compile yet"
+            ))
+        }
+        "tcc.softmax" | "tcc.layer_norm"
+            if axis != Some(rank.saturating_sub(1)) || axis == input_dynamic =>
+        {
+            Some(format!(
+                "'{name}' normalizes along an axis other than the last, static one: only rows along the last axis compile with a dynamic dimension yet"
+            ))
+        }
+        "tosa.matmul" | "tosa.conv2d" | "tosa.avg_pool2d" | "tosa.max_pool2d"
+            if op
+                .operand(1)
+                .is_ok_and(|w| crate::ir::dynamic::is_dynamic(w.r#type())) =>
+        {
+            Some(format!(
+                "'{name}' has a dynamic dimension in its second operand: only the rows (MatMul's M, a convolution's N) may be dynamic yet"
+            ))
+        }
+        _ => None,
+    }
 }

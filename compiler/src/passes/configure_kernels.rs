@@ -599,6 +599,10 @@ impl TccPass for ConfigureKernels {
         module: Root<'c>,
         options: &ConfigureOptions,
     ) -> PassResult<'c> {
+        // Strategies for a symbolic dimension (chosen at its declared
+        // maximum) are the next step of issue 33; until then the first op
+        // computing on one is refused here, named.
+        crate::ir::dynamic::refuse_dynamic(module, "tcc-configure-kernels (the tile phase)")?;
         let desc = module_target(context, module, options.target.as_deref())?;
         let target = targets::family(&desc).map_err(|e| PassError::at(module.location(), e))?;
         let mut options = options.clone();

@@ -19,6 +19,7 @@ mod fold_batch_norm;
 mod fold_constants;
 mod fold_conv_inputs;
 mod fold_pad_slices;
+mod fold_tied_broadcasts;
 mod form_dispatches;
 mod fuse_elementwise;
 mod generalize_reductions;
@@ -87,6 +88,7 @@ pub use quantize_calibration::{Calibration, Ranges};
 pub mod profile {
     pub use super::quantize_calibration::{FORMAT, Profile, TensorRange, VERSION};
 }
+pub use fold_tied_broadcasts::FoldTiedBroadcasts;
 pub use quantize_int8::{
     F32_FALLBACKS_ATTR, QUANTIZATION_ATTR, QUANTIZED_OPS_ATTR, QuantizeInt8, QuantizeOptions,
 };
@@ -123,6 +125,7 @@ pub const ALL: &[(&str, &str)] = &[
         ConvertAttentionToKernel::SUMMARY,
     ),
     (DecomposeComposites::ARGUMENT, DecomposeComposites::SUMMARY),
+    (FoldTiedBroadcasts::ARGUMENT, FoldTiedBroadcasts::SUMMARY),
     (ReductionIdentities::ARGUMENT, ReductionIdentities::SUMMARY),
     (
         GeneralizeReductions::ARGUMENT,
@@ -176,6 +179,7 @@ pub fn register_all() {
     pass::register(&ConvertLayerNormToRows);
     pass::register(&ConvertAttentionToKernel);
     pass::register(&DecomposeComposites);
+    pass::register(&FoldTiedBroadcasts);
     pass::register(&ReductionIdentities);
     pass::register(&GeneralizeReductions);
     pass::register(&SimplifyMath);

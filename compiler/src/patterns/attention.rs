@@ -195,7 +195,7 @@ pub fn to_kernel<'c>(context: &'c Context, op: OperationRef<'c, 'c>) -> Result<'
     let location = op.location();
     let mut operands: Vec<Value<'c, 'c>> = op.operands().collect();
     let (scale, causal) = scale_and_causal(op)?;
-    let init = empty_like(op, operands[0])?;
+    let init = empty_like(context, op, operands[0])?;
     operands.push(init);
     insert_before(
         op,

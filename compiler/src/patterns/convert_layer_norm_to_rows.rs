@@ -27,7 +27,7 @@ pub fn rewrite<'c>(
         .ok()
         .and_then(|a| FloatAttribute::try_from(a).ok())
         .ok_or_else(|| PassError::at(location, "layer norm without a float epsilon"))?;
-    let init = empty_like(op, input)?;
+    let init = empty_like(context, op, input)?;
     insert_before(
         op,
         OperationBuilder::new("tcc.layer_norm_rows", location)

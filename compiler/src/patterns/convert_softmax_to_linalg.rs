@@ -10,7 +10,6 @@ use melior::ir::{Identifier, Value, ValueLike};
 
 use super::{empty_like, insert_before};
 use crate::ir::error::PassError;
-use crate::ir::types::StaticTensor;
 
 /// Builds `linalg.softmax` in front of `op` and returns its result.
 pub fn rewrite<'c>(
@@ -21,13 +20,13 @@ pub fn rewrite<'c>(
     let input = op
         .operand(0)
         .map_err(|e| PassError::at(location, e.to_string()))?;
-    let tensor = StaticTensor::of(input.r#type())
-        .ok_or_else(|| PassError::at(location, "softmax of a dynamically shaped tensor"))?;
-    let init = empty_like(op, input)?;
-    let dimension = IntegerAttribute::new(
-        IntegerType::new(context, 64).into(),
-        tensor.rank() as i64 - 1,
-    );
+    // A leading dynamic dimension (a symbolic batch) is read back by the
+    // destination's `tensor.dim`; the rows stay static.
+    let rank = crate::ir::types::ranked_shape(input.r#type())
+        .ok_or_else(|| PassError::at(location, "softmax of an unranked tensor"))?
+        .len();
+    let init = empty_like(context, op, input)?;
+    let dimension = IntegerAttribute::new(IntegerType::new(context, 64).into(), rank as i64 - 1);
     insert_before(
         op,
         OperationBuilder::new("linalg.softmax", location)

@@ -24,10 +24,17 @@ use crate::ir::error::PassError;
 /// Whether `op` (a `tcc.softmax` or `tcc.layer_norm`) works along the last
 /// axis of an f32 tensor: the case the one-kernel row templates take.
 pub fn is_last_axis_f32(op: OperationRef) -> bool {
-    let Some(input) = op
-        .operand(0)
+    // Dynamic dimensions (a symbolic batch) may lead; the rows the
+    // templates walk are static.
+    let Some(value) = op.operand(0).ok() else {
+        return false;
+    };
+    let Some(shape) = crate::ir::types::ranked_shape(value.r#type()) else {
+        return false;
+    };
+    let Some(element) = melior::ir::r#type::RankedTensorType::try_from(value.r#type())
         .ok()
-        .and_then(|v| crate::ir::types::StaticTensor::of(v.r#type()))
+        .map(|t| melior::ir::ShapedTypeLike::element(&t))
     else {
         return false;
     };
@@ -38,8 +45,10 @@ pub fn is_last_axis_f32(op: OperationRef) -> bool {
     else {
         return false;
     };
-    input.element.is_f32()
-        && crate::ir::types::normalize_axis(axis, input.rank()) == Some(input.rank() - 1)
+    let rank = shape.len();
+    element.is_f32()
+        && crate::ir::types::normalize_axis(axis, rank) == Some(rank - 1)
+        && shape.last().is_some_and(Option::is_some)
 }
 
 /// Builds `builder` (named `what` in errors) in front of `op` and returns
@@ -64,14 +73,44 @@ pub fn insert_before<'c>(
 }
 
 /// A `tensor.empty` of `like`'s type in front of `op`: the destination of
-/// a destination-style op replacing `op`.
+/// a destination-style op replacing `op`. Each dynamic dimension of `like`
+/// is read from it with `tensor.dim`.
 pub fn empty_like<'c>(
+    context: &'c melior::Context,
     op: OperationRef<'c, 'c>,
     like: Value<'c, 'c>,
 ) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = op.location();
+    let shape = crate::ir::types::ranked_shape(like.r#type()).unwrap_or_default();
+    let index = melior::ir::Type::index(context);
+    let mut sizes = Vec::new();
+    for (i, extent) in shape.iter().enumerate() {
+        if extent.is_some() {
+            continue;
+        }
+        let position = insert_before(
+            op,
+            OperationBuilder::new("arith.constant", location)
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(context, "value"),
+                    melior::ir::attribute::IntegerAttribute::new(index, i as i64).into(),
+                )])
+                .add_results(&[index]),
+            "arith.constant",
+        )?;
+        sizes.push(insert_before(
+            op,
+            OperationBuilder::new("tensor.dim", location)
+                .add_operands(&[like, position])
+                .add_results(&[index]),
+            "tensor.dim",
+        )?);
+    }
     insert_before(
         op,
-        OperationBuilder::new("tensor.empty", op.location()).add_results(&[like.r#type()]),
+        OperationBuilder::new("tensor.empty", location)
+            .add_operands(&sizes)
+            .add_results(&[like.r#type()]),
         "tensor.empty",
     )
 }

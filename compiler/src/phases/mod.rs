@@ -171,6 +171,8 @@ impl Phase {
                     .func_pass("tosa-to-linalg")
                     .func_pass("tosa-to-arith")
                     .func_pass("tosa-to-tensor")
+                    // Before anything reads the broadcast guards' generics.
+                    .pass("tcc-fold-tied-broadcasts")
                     .pass("tcc-reduction-identities")
                     .pass("tcc-fold-constants")
                     .pass("tcc-generalize-reductions")

@@ -11,6 +11,10 @@ graphs whose inputs declare `dim_param: "batch"` as exporters write them.
   (two inputs tied by the same dimension)
 - shape_of.onnx: x[batch, 4] -> Shape -> y (a value computed from the
   dimension, which the importer cannot keep symbolic yet)
+- layer_norm.onnx: x[batch, 16] -> LayerNormalization(axis=-1) -> y
+  (a row normalization over the static inner axis)
+- sum_over_batch.onnx: x[batch, 4] -> ReduceSum(axes=[0]) -> y[1, 4] (a
+  reduction over the symbolic dimension, outside the first dynamic slice)
 """
 
 import os
@@ -98,6 +102,26 @@ def shape_of(path):
     save(helper.make_graph(nodes, "shape_of", [x], [y]), path)
 
 
+def layer_norm(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])
+    nodes = [
+        helper.make_node(
+            "LayerNormalization", ["x", "gamma", "beta"], ["y"], name="ln", axis=-1, epsilon=1e-5
+        )
+    ]
+    inits = [weight("gamma", (16,), 9), weight("beta", (16,), 10)]
+    save(helper.make_graph(nodes, "layer_norm", [x], [y], inits), path)
+
+
+def sum_over_batch(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    axes = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes")
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum_batch", keepdims=1)]
+    save(helper.make_graph(nodes, "sum_over_batch", [x], [y], [axes]), path)
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -105,3 +129,5 @@ if __name__ == "__main__":
     cnn(os.path.join(out, "cnn.onnx"))
     two_inputs(os.path.join(out, "two_inputs.onnx"))
     shape_of(os.path.join(out, "shape_of.onnx"))
+    layer_norm(os.path.join(out, "layer_norm.onnx"))
+    sum_over_batch(os.path.join(out, "sum_over_batch.onnx"))

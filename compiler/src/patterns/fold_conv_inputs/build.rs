@@ -183,14 +183,14 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
     let filter = operand_at(op, 1)?;
     let init = operand_at(op, 2)?;
     let result_type = op.result(0).map_err(err)?.r#type();
-    let source = StaticTensor::of(plan.source.r#type())
+    let source = StaticTensor::ranked(plan.source.r#type())
         .ok_or_else(|| PassError::at(location, "dynamically shaped input"))?;
     let (height, width) = (source.shape[1], source.shape[2]);
 
     // f32 throughout, or an int8 convolution: i8 loads and filter, an i32
     // accumulator (the products sign-extended, as the named op does).
     let element_of = |value: Value<'c, 'c>| {
-        StaticTensor::of(value.r#type())
+        StaticTensor::ranked(value.r#type())
             .map(|t| t.element)
             .ok_or_else(|| PassError::at(location, "dynamically shaped operand"))
     };

@@ -218,6 +218,7 @@ fn collapsed_padding<'c>(
         return None;
     }
     let pad = defining_op(collapse.operand(0).ok()?)?;
+    // Static only: the channel merge (passes/fold_conv_inputs.rs) builds static types.
     let rank = StaticTensor::of(pad.result(0).ok()?.r#type())?.rank();
     let groups = reassociation(collapse)?;
     let channels: Vec<i64> = (3..rank as i64).collect();
@@ -304,7 +305,7 @@ fn padding<'c>(pad: OperationRef<'c, 'c>, rank: usize) -> Option<Padding<'c>> {
     let terminator = block.terminator()?;
     let value = terminator.operand(0).ok()?;
     let constant = defining_op(value)?;
-    let element = StaticTensor::of(pad.operand(0).ok()?.r#type())?.element;
+    let element = StaticTensor::ranked(pad.operand(0).ok()?.r#type())?.element;
     if op_name(&constant) != "arith.constant"
         || constant.block().is_some_and(|b| b == block)
         || value.r#type() != element
@@ -340,7 +341,7 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
     let Some(result) = op.result(0).ok() else {
         return false;
     };
-    let Some(tensor) = StaticTensor::of(result.r#type()) else {
+    let Some(tensor) = StaticTensor::ranked(result.r#type()) else {
         return false;
     };
     if !tensor.element.is_f32() || tensor.rank() != 4 || use_count(result.into()) != 1 {
@@ -367,7 +368,7 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
             }
         } else if !op
             .operand(index)
-            .is_ok_and(|v| StaticTensor::of(v.r#type()).is_some())
+            .is_ok_and(|v| StaticTensor::ranked(v.r#type()).is_some())
         {
             return false;
         }
@@ -419,7 +420,7 @@ fn fusible_transpose(op: OperationRef) -> bool {
     op.result_count() == 1
         && op.result(0).ok().is_some_and(|result| {
             use_count(result.into()) == 1
-                && StaticTensor::of(result.r#type())
+                && StaticTensor::ranked(result.r#type())
                     .is_some_and(|t| t.element.is_f32() && t.rank() == 4)
         })
         && transpose_permutation(op).is_some_and(|p| p.len() == 4)
@@ -493,7 +494,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, folding: &Folding) -> Option<Plan<'c>>
     if op_name(&op).as_str() != format!("linalg.{name}") || op.result_count() != 1 {
         return None;
     }
-    let output = StaticTensor::of(op.result(0).ok()?.r#type())?;
+    let output = StaticTensor::ranked(op.result(0).ok()?.r#type())?;
     // An int8 convolution (`tcc-quantize-int8`: i8 x i8 -> i32) folds
     // only its pad; its quantized input is its producer's epilogue.
     let int8 = is_int8_conv(op, window, &output);
@@ -510,7 +511,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, folding: &Folding) -> Option<Plan<'c>>
     // target asks.
     let keeps_pad = window.name == "conv_2d_nhwc_hwcf"
         && folding.conv_pad_channels.is_some_and(|fewest| {
-            StaticTensor::of(input.r#type())
+            StaticTensor::ranked(input.r#type())
                 .is_some_and(|t| t.shape.last().is_some_and(|&c| c >= fewest))
         });
     if !keeps_pad
@@ -549,7 +550,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, folding: &Folding) -> Option<Plan<'c>>
     if pad.is_none() && (int8 || producer.is_none() && !pool_feeding_pointwise_conv(op, pools)) {
         return None;
     }
-    let source_type = StaticTensor::of(source.r#type())?;
+    let source_type = StaticTensor::ranked(source.r#type())?;
     let element_ok = if int8 {
         is_int8(source_type.element)
     } else {
@@ -585,7 +586,7 @@ pub fn plain_conv_plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
     pair(op, "dilations")?;
     let source = op.operand(0).ok()?;
     let f32_rank4 = |value: Value| {
-        StaticTensor::of(value.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4)
+        StaticTensor::ranked(value.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4)
     };
     (f32_rank4(source) && f32_rank4(op.result(0).ok()?.into())).then_some(Plan {
         window,
@@ -608,7 +609,7 @@ fn is_int8_conv(op: OperationRef, window: &Window, output: &StaticTensor) -> boo
     let int8_operand = |i: usize| {
         op.operand(i)
             .ok()
-            .and_then(|v| StaticTensor::of(v.r#type()))
+            .and_then(|v| StaticTensor::ranked(v.r#type()))
             .is_some_and(|t| is_int8(t.element))
     };
     window.combine == Combine::MulAdd

@@ -35,12 +35,20 @@ pub(super) fn sink_through_reshape<'c>(
     let source: Value = producer
         .operand(0)
         .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    // A symbolic batch (`i64::MIN` in `ranked` shapes) is a group of its
+    // own: the one `?` of the source must land on the one `?` of the
+    // reshape, never merged with static dimensions.
+    const DYNAMIC: i64 = i64::MIN;
     let (Some(x), Some(r)) = (
-        StaticTensor::of(source.r#type()),
-        StaticTensor::of(result_of(op)?.r#type()),
+        StaticTensor::ranked(source.r#type()),
+        StaticTensor::ranked(result_of(op)?.r#type()),
     ) else {
         return Ok(false);
     };
+    let dynamic_count = |shape: &[i64]| shape.iter().filter(|&&d| d == DYNAMIC).count();
+    if dynamic_count(&x.shape) > 1 || dynamic_count(&x.shape) != dynamic_count(&r.shape) {
+        return Ok(false);
+    }
     // The transpose's non-unit dimensions, as source dimensions in output
     // order, grouped into the reshape's non-unit dimensions.
     let moved: Vec<usize> = perm.iter().copied().filter(|&p| x.shape[p] != 1).collect();
@@ -48,9 +56,20 @@ pub(super) fn sink_through_reshape<'c>(
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut index = 0;
     for &target in &targets {
+        if target == DYNAMIC {
+            if index >= moved.len() || x.shape[moved[index]] != DYNAMIC {
+                return Ok(false);
+            }
+            groups.push(vec![moved[index]]);
+            index += 1;
+            continue;
+        }
         let mut group = Vec::new();
         let mut product = 1i64;
         while product < target && index < moved.len() {
+            if x.shape[moved[index]] == DYNAMIC {
+                return Ok(false);
+            }
             product *= x.shape[moved[index]];
             group.push(moved[index]);
             index += 1;
@@ -77,7 +96,10 @@ pub(super) fn sink_through_reshape<'c>(
     let slots: Vec<usize> = (0..r.shape.len()).filter(|&i| r.shape[i] != 1).collect();
     let mut merged = r.shape.clone();
     for (k, &g) in in_source_order.iter().enumerate() {
-        merged[slots[k]] = groups[g].iter().map(|&d| x.shape[d]).product();
+        merged[slots[k]] = match groups[g].as_slice() {
+            [one] => x.shape[*one],
+            group => group.iter().map(|&d| x.shape[d]).product(),
+        };
     }
     let mut order: Vec<usize> = (0..r.shape.len()).collect();
     for (g, &slot) in slots.iter().enumerate() {

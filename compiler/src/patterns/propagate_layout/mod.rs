@@ -25,7 +25,7 @@ use melior::ir::{BlockLike, Type, TypeLike, Value, ValueLike};
 use crate::ir::constant::ConstTensor;
 use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
-use crate::ir::types::StaticTensor;
+
 use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
 
 mod cluster;
@@ -125,8 +125,13 @@ fn transposed_operand<'c>(
         .and_then(|producer| Some((operand, producer, transpose_perm(producer)?))))
 }
 
+/// The rank of a ranked tensor value, static or with dynamic dimensions
+/// (a symbolic batch moves with the transposes like any other).
 fn rank_of(value: Value) -> Option<usize> {
-    StaticTensor::of(value.r#type()).map(|t| t.rank())
+    if !value.r#type().is_ranked_tensor() {
+        return None;
+    }
+    crate::ir::types::ranked_shape(value.r#type()).map(|s| s.len())
 }
 
 fn result_of<'c>(op: OperationRef<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
@@ -286,12 +291,8 @@ fn sink<'c>(
     for (index, operand) in operands.into_iter().enumerate() {
         clone_mut.set_operand(index, operand);
     }
-    let tensor = StaticTensor::of(result.r#type()).expect("ranked result");
-    let untransposed = StaticTensor {
-        shape: back.iter().map(|&b| tensor.shape[b]).collect(),
-        element: tensor.element,
-    }
-    .to_type();
+    let untransposed = crate::ir::types::permuted_tensor_type(result.r#type(), &back)
+        .ok_or_else(|| PassError::at(op.location(), "unranked result"))?;
     let new_result = result_of(clone)?;
     unsafe { mlir_sys::mlirValueSetType(new_result.to_raw(), untransposed.to_raw()) };
     if axis_op {
@@ -375,14 +376,9 @@ fn sink_through_window<'c>(
             );
         }
     }
-    let tensor = StaticTensor::of(result.r#type())
-        .ok_or_else(|| PassError::at(location, "unranked window"))?;
     let back = inverse(&perm);
-    let untransposed = StaticTensor {
-        shape: back.iter().map(|&b| tensor.shape[b]).collect(),
-        element: tensor.element,
-    }
-    .to_type();
+    let untransposed = crate::ir::types::permuted_tensor_type(result.r#type(), &back)
+        .ok_or_else(|| PassError::at(location, "unranked window"))?;
     let window = builder.insert(&name, &operands, untransposed, &[])?;
     let transposed = builder.transpose(window, &perm)?;
     replace_and_erase(op, result, transposed);

@@ -1,0 +1,190 @@
+//! Symbolic (dynamic) dimensions after the input phase (issue 33, the first
+//! slice: a dynamic leading batch). What a pass that compiles a leading `?`
+//! reads ([`leading_dynamic`]), and the one refusal that a pass which
+//! cannot compile one yet returns ([`refuse_dynamic`]): the first op
+//! computing on a dynamically shaped value, its ONNX node, the declared
+//! dimensions with their ranges and the pass's name, so that a `?` never
+//! reaches code that would read it as a huge static extent.
+
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{Type, TypeLike, ValueLike};
+
+use tcc_dialects::dims::Dims;
+
+use super::error::PassError;
+use super::types::ranked_shape;
+use super::util::{collect_ops, op_name};
+
+/// Where a shaped type's one dynamic dimension is, when it has the slice's
+/// form: at most one `?`, preceded only by unit dimensions (`?x32`,
+/// `1x?x64`, `?x3x16x16`). `Ok(None)`: static (or not shaped); `Err(())`:
+/// a dynamic dimension elsewhere, several, or an unranked type.
+#[allow(clippy::result_unit_err)]
+pub fn leading_dynamic(ty: Type) -> Result<Option<usize>, ()> {
+    let raw = ty.to_raw();
+    if !unsafe { mlir_sys::mlirTypeIsAShaped(raw) } {
+        return Ok(None);
+    }
+    let shape = ranked_shape(ty).ok_or(())?;
+    let dynamic: Vec<usize> = (0..shape.len()).filter(|&i| shape[i].is_none()).collect();
+    match dynamic.as_slice() {
+        [] => Ok(None),
+        [i] if shape[..*i].iter().all(|d| *d == Some(1)) => Ok(Some(*i)),
+        _ => Err(()),
+    }
+}
+
+/// Whether a shaped type has a dynamic dimension.
+pub fn is_dynamic(ty: Type) -> bool {
+    ranked_shape(ty).is_some_and(|s| s.iter().any(Option::is_none))
+        || (unsafe { mlir_sys::mlirTypeIsAShaped(ty.to_raw()) }
+            && !unsafe { mlir_sys::mlirShapedTypeHasRank(ty.to_raw()) })
+}
+
+/// The module's declared dimensions (`tcc.dims`), looked up from `op`
+/// through its parents; empty when none are declared.
+pub fn module_dims(op: OperationRef) -> Dims {
+    let mut current = Some(op);
+    while let Some(op) = current {
+        if let Ok(attribute) = op.attribute(tcc_dialects::dims::DIMS)
+            && let Some(dims) = Dims::from_attribute(attribute)
+        {
+            return dims;
+        }
+        current = op.parent_operation();
+    }
+    Dims::default()
+}
+
+/// The declared dimensions as `'batch' (1..64)`, for messages.
+pub fn describe_dims(dims: &Dims) -> String {
+    if dims.0.is_empty() {
+        return "undeclared".to_string();
+    }
+    dims.0
+        .iter()
+        .map(|d| format!("'{}' ({}..{})", d.name, d.min, d.max))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The ONNX node an op came from, when its location is a name.
+pub fn node_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
+    let text = op.location().to_string();
+    // A name location prints as `loc("fc1")`; a file location as
+    // `loc("file.mlir":3:8)`, which names no node.
+    let name = text.strip_prefix("loc(\"")?.strip_suffix("\")")?;
+    (!name.contains('"')).then(|| name.to_string())
+}
+
+/// The first op under `root` (in pre-order) with a dynamically shaped
+/// operand or result, and that type: a computing op (linalg, TOSA, tcc)
+/// where there is one, else any (shape bookkeeping such as `tensor.dim`).
+pub fn first_dynamic<'c>(root: OperationRef<'c, 'c>) -> Option<(OperationRef<'c, 'c>, Type<'c>)> {
+    let ops = collect_ops(root);
+    let dynamic_type = |op: &OperationRef<'c, 'c>| {
+        op.results()
+            .map(|r| r.r#type())
+            .chain(op.operands().map(|v| v.r#type()))
+            .find(|&ty| is_dynamic(ty))
+    };
+    let skipped = |name: &str| {
+        matches!(
+            name,
+            "builtin.module" | "func.func" | "func.return" | "gpu.module" | "gpu.func"
+        )
+    };
+    let computing = |name: &str| {
+        ["linalg.", "tosa.", "tcc.", "gpu.launch_func"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+    };
+    let mut any = None;
+    for op in ops {
+        let name = op_name(&op);
+        if skipped(&name) {
+            continue;
+        }
+        if let Some(ty) = dynamic_type(&op) {
+            if computing(&name) {
+                return Some((op, ty));
+            }
+            any.get_or_insert((op, ty));
+        }
+    }
+    any
+}
+
+/// `Err` naming `pass` and the first op computing on a dynamic dimension,
+/// for a pass that cannot compile one yet; `Ok` when `root` is static.
+pub fn refuse_dynamic<'c>(root: OperationRef<'c, 'c>, pass: &str) -> Result<(), PassError<'c>> {
+    let Some((op, ty)) = first_dynamic(root) else {
+        return Ok(());
+    };
+    let name = op_name(&op);
+    Err(PassError::at(
+        op.location(),
+        format!(
+            "'{name}'{} computes on the dynamically shaped type '{}' (dynamic dimension {}): dynamic dimension not supported yet by {pass}; compile one shape with --input-shape",
+            node_name(&op).map_or(String::new(), |n| format!(" (node '{n}')")),
+            crate::diagnostics::truncate_for_message(&ty.to_string()),
+            describe_dims(&module_dims(op)),
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::testing::{first_op, parse, parse_type};
+
+    #[test]
+    fn a_leading_dynamic_dimension_is_found_after_unit_dimensions() {
+        let context = tcc_dialects::new_context();
+        let leading = |text: &str| leading_dynamic(parse_type(&context, text));
+        assert_eq!(leading("tensor<4x32xf32>"), Ok(None));
+        assert_eq!(leading("f32"), Ok(None));
+        assert_eq!(leading("tensor<?x32xf32>"), Ok(Some(0)));
+        assert_eq!(leading("tensor<1x?x64xf32>"), Ok(Some(1)));
+        assert_eq!(leading("memref<?x3x16x16xf32>"), Ok(Some(0)));
+        assert_eq!(leading("tensor<4x?xf32>"), Err(()));
+        assert_eq!(leading("tensor<?x?xf32>"), Err(()));
+        assert_eq!(leading("tensor<*xf32>"), Err(()));
+        assert!(is_dynamic(parse_type(&context, "tensor<*xf32>")));
+        assert!(!is_dynamic(parse_type(&context, "tensor<2x3xf32>")));
+    }
+
+    #[test]
+    fn the_refusal_names_the_computing_op_its_node_the_dimension_and_the_pass() {
+        let context = tcc_dialects::new_context();
+        let module = parse(
+            &context,
+            r#"
+            module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+              func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+                %c0 = arith.constant 0 : index
+                %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+                %e = tensor.empty(%n) : tensor<?x4xf32>
+                %y = linalg.copy ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32> loc("copy_node")
+                return %y : tensor<?x4xf32>
+              }
+            }
+            "#,
+        );
+        let root = unsafe { OperationRef::from_raw(module.as_operation().to_raw()) };
+        let error = refuse_dynamic(root, "tcc-example").unwrap_err();
+        assert_eq!(
+            error.message,
+            "'linalg.copy' (node 'copy_node') computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-example; compile one shape with --input-shape"
+        );
+        let copy = first_op(&module, "linalg.copy");
+        assert_eq!(describe_dims(&module_dims(copy)), "'batch' (1..64)");
+
+        let static_module = parse(
+            &context,
+            "func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> { return %x : tensor<2x4xf32> }",
+        );
+        let root = unsafe { OperationRef::from_raw(static_module.as_operation().to_raw()) };
+        assert!(refuse_dynamic(root, "tcc-example").is_ok());
+    }
+}
