@@ -24,6 +24,7 @@ use super::tensor::Const;
 use super::{ImportOptions, Imported};
 
 mod control;
+mod flex;
 mod graph;
 mod half;
 mod inputs;
