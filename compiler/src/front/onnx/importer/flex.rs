@@ -13,20 +13,16 @@
 
 use super::super::dtype::DType;
 use super::super::error::{ImportError, Result, bail};
-use super::super::node::{Node, Value};
-use super::super::ops;
+use super::super::node::Value;
 use super::super::ops::shape::reshape_value;
-use super::super::proto::{AttributeProto, NodeProto, attribute_proto::AttributeType};
+use super::super::ops::{int_attr as int, ints_attr as ints, synthetic as op};
+use super::super::proto::{AttributeProto, NodeProto};
 use super::super::tensor::Const;
 use super::Importer;
 use super::control::Body;
 use super::half;
 use super::nodes::Walk;
 use super::scope::{Item, Scope};
-
-/// The opset the synthetic nodes (MatMul, Softmax, ...) are imported
-/// under: one whose semantics for them are the current ones.
-const INNER_OPSET: i64 = 23;
 
 /// Imports a `FlexAttention` node (`items`: Q, K, V).
 pub(super) fn import(
@@ -173,50 +169,6 @@ fn repeat_heads(imp: &mut Importer, x: &Value, group: i64) -> Result<Value> {
     reshape_value(imp, &tiled, &[s[0], s[1] * group, s[2], s[3]])
 }
 
-/// Imports the default-domain op `op_type` on `inputs` with `attributes`
-/// (a node of the lowering, not of the model) and returns its one output.
-fn op(
-    imp: &mut Importer,
-    op_type: &str,
-    inputs: Vec<Value>,
-    attributes: Vec<AttributeProto>,
-) -> Result<Value> {
-    let proto = NodeProto {
-        op_type: op_type.to_string(),
-        input: (0..inputs.len()).map(|i| format!("{op_type}_{i}")).collect(),
-        output: vec![format!("{op_type}_out")],
-        attribute: attributes,
-        ..Default::default()
-    };
-    let node = Node {
-        proto: &proto,
-        opset: INNER_OPSET,
-        inputs: inputs.into_iter().map(Some).collect(),
-    };
-    ops::import_node(imp, &node, None)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| ImportError::new(format!("{op_type} gave no output")))
-}
-
 fn attr<'a>(proto: &'a NodeProto, name: &str) -> Option<&'a AttributeProto> {
     proto.attribute.iter().find(|a| a.name == name)
-}
-
-fn int(name: &str, i: i64) -> AttributeProto {
-    AttributeProto {
-        name: name.to_string(),
-        r#type: AttributeType::Int as i32,
-        i,
-        ..Default::default()
-    }
-}
-
-fn ints(name: &str, values: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: name.to_string(),
-        r#type: AttributeType::Ints as i32,
-        ints: values.to_vec(),
-        ..Default::default()
-    }
 }
