@@ -1582,10 +1582,37 @@ def runtime_param_cases():
     )
 
 
+def det_cases():
+    """Det on matrices that need row swaps (a zero first pivot, a pivot
+    smaller than the rows below), a singular one, a batch of 3x3 and 4x4
+    ones, and a 1x1: the importer's Gaussian elimination with partial
+    pivoting against numpy's LAPACK determinant (the reference
+    evaluator's)."""
+    x3 = np.stack([
+        np.array([[0, 2, 1], [3, 1, 4], [1, 5, 9]], np.float32),
+        np.array([[1, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32),
+        np.array([[1e-3, 1, 2], [4, 3, 1], [2, 7, 5]], np.float32),
+    ])
+    x4 = randf(2, 4, 4, low=-2.0, high=2.0)
+    x1 = randf(5, 1, 1)
+    save_case(
+        "det_pivoting",
+        [helper.make_node("Det", ["x3"], ["d3"]), helper.make_node("Det", ["x4"], ["d4"]),
+         helper.make_node("Det", ["x1"], ["d1"])],
+        [vi("x3", F, [3, 3, 3]), vi("x4", F, [2, 4, 4]), vi("x1", F, [5, 1, 1])],
+        [vi("d3", F, [3]), vi("d4", F, [2]), vi("d1", F, [5])],
+        [x3, x4, x1],
+        opset=22,
+    )
+
+
 if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["runtime_params"]:
         runtime_param_cases()
+        sys.exit(0)
+    if sys.argv[1:] == ["det"]:
+        det_cases()
         sys.exit(0)
     cases()
     quantized_cases()
@@ -1599,6 +1626,7 @@ if __name__ == "__main__":
     signal_cases()
     loss_cases()
     hostile_reductions()
+    det_cases()
     import sys
     if sys.argv[1:] == ["element_types"]:
         element_type_cases()

@@ -99,7 +99,16 @@ pub(super) fn import(
     let mut scores = op(imp, "Mul", vec![scores, factor], vec![])?;
     let want = vec![batch, q_heads, q_len, kv_len];
     if let Some(graph) = proto.attribute.iter().find(|a| a.name == "score_mod") {
-        scores = modifier(imp, graph, scores, &want, walk, scope, location, "score_mod")?;
+        scores = modifier(
+            imp,
+            graph,
+            scores,
+            &want,
+            walk,
+            scope,
+            location,
+            "score_mod",
+        )?;
     }
     let mut probs = op(imp, "Softmax", vec![scores], vec![int("axis", -1)])?;
     if let Some(graph) = proto.attribute.iter().find(|a| a.name == "prob_mod") {

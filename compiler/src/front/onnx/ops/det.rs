@@ -26,7 +26,11 @@ fn column(dtype: DType, rank: usize, n: i64, f: impl Fn(i64) -> f64) -> Value {
 }
 
 fn ints(values: &[i64]) -> Value {
-    Value::constant(Const::from_i64(DType::I64, vec![values.len() as i64], values))
+    Value::constant(Const::from_i64(
+        DType::I64,
+        vec![values.len() as i64],
+        values,
+    ))
 }
 
 fn scalar(dtype: DType, rank: usize, v: f64) -> Value {
@@ -102,9 +106,9 @@ pub fn det(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         let is_p = synthetic(imp, "Equal", vec![iota.clone(), p.clone()], vec![])?;
         let pick = synthetic(
             imp,
-            "Cast",
-            vec![is_p],
-            vec![int_attr("to", dtype.onnx_code() as i64)],
+            "Where",
+            vec![is_p, scalar(dtype, rank, 1.0), scalar(dtype, rank, 0.0)],
+            vec![],
         )?;
         let picked = synthetic(imp, "Mul", vec![pick.clone(), a.clone()], vec![])?;
         let row_p = synthetic(

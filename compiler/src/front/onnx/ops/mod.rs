@@ -246,7 +246,9 @@ pub fn synthetic(
 ) -> Result<Value> {
     let proto = NodeProto {
         op_type: op_type.to_string(),
-        input: (0..inputs.len()).map(|i| format!("{op_type}_{i}")).collect(),
+        input: (0..inputs.len())
+            .map(|i| format!("{op_type}_{i}"))
+            .collect(),
         output: vec![format!("{op_type}_out")],
         attribute: attributes,
         ..Default::default()
