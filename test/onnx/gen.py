@@ -1606,8 +1606,54 @@ def det_cases():
     )
 
 
+def ml_cases():
+    """The ai.onnx.ml ops tcc imports, every norm and a per-feature and a
+    shared scale: Scaler (int64 input, cast to float), Normalizer MAX/L1/L2
+    (a zero row left as it is), Binarizer, ArrayFeatureExtractor of a
+    1-D input; expected outputs from the reference evaluator."""
+    ML = "ai.onnx.ml"
+    x = randf(4, 3, low=-2.0, high=2.0)
+    x[2] = 0.0
+    xi = rng.integers(-5, 5, size=(4, 3)).astype(np.int64)
+    v = randf(6)
+    nodes = [
+        helper.make_node("Scaler", ["xi"], ["s1"], domain=ML, offset=[1.0, -2.0, 0.5], scale=[0.5, 2.0, -1.0]),
+        helper.make_node("Scaler", ["x"], ["s2"], domain=ML, offset=[0.25], scale=[3.0]),
+        helper.make_node("Normalizer", ["x"], ["n_max"], domain=ML, norm="MAX"),
+        helper.make_node("Normalizer", ["x"], ["n_l1"], domain=ML, norm="L1"),
+        helper.make_node("Normalizer", ["x"], ["n_l2"], domain=ML, norm="L2"),
+        helper.make_node("Binarizer", ["x"], ["b"], domain=ML, threshold=0.3),
+        helper.make_node("ArrayFeatureExtractor", ["v", "idx"], ["f"], domain=ML),
+    ]
+    inputs = [vi("x", F, [4, 3]), vi("xi", TensorProto.INT64, [4, 3]), vi("v", F, [6])]
+    outputs = [vi(n, F, [4, 3]) for n in ["s1", "s2", "n_max", "n_l1", "n_l2", "b"]] + [vi("f", F, [1, 3])]
+    graph = helper.make_graph(nodes, "ml_ops", inputs, outputs,
+                              initializer=[init("idx", np.array([4, 0, 4], np.int64))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 1)],
+                              producer_name="tcc test/onnx/gen.py")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    feeds = [x, xi, v]
+    results = ReferenceEvaluator(model).run(None, dict(zip(["x", "xi", "v"], feeds)))
+    # Scaler's output is float (the spec, onnxruntime); the reference
+    # evaluator keeps an integer input's type.
+    results[0] = ((xi - np.array([1.0, -2.0, 0.5])) * np.array([0.5, 2.0, -1.0])).astype(np.float32)
+    directory = os.path.join(MODELS, "ml_ops")
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(os.path.join(directory, "test_data_set_0"))
+    onnx.save_model(model, os.path.join(directory, "model.onnx"))
+    for kind, values, infos in [("input", feeds, inputs), ("output", results, outputs)]:
+        for i, value in enumerate(values):
+            tensor = numpy_helper.from_array(np.asarray(value), infos[i].name)
+            with open(os.path.join(directory, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
+                f.write(tensor.SerializeToString())
+
+
 if __name__ == "__main__":
     import sys
+    if sys.argv[1:] == ["ml"]:
+        ml_cases()
+        sys.exit(0)
     if sys.argv[1:] == ["runtime_params"]:
         runtime_param_cases()
         sys.exit(0)
@@ -1627,6 +1673,7 @@ if __name__ == "__main__":
     loss_cases()
     hostile_reductions()
     det_cases()
+    ml_cases()
     import sys
     if sys.argv[1:] == ["element_types"]:
         element_type_cases()

@@ -33,6 +33,12 @@ pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
                 .iter()
                 .map(|i| i.domain.as_str())
                 .collect();
+            // A model of `ai.onnx.ml` ops alone (a scikit-learn export):
+            // the default-domain ops the importer composes them from
+            // take the newest opset's semantics.
+            if domains.iter().all(|d| *d == "ai.onnx.ml") {
+                return Ok(MAX_OPSET);
+            }
             if domains.contains(&"ai.onnx.preview.training") {
                 bail!(
                     "the model imports the domain ai.onnx.preview.training and not the default ONNX domain: its ops (optimizers, gradients) are training ops, and tcc compiles inference graphs"

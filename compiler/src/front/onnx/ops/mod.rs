@@ -13,6 +13,7 @@ pub mod grid;
 pub mod index;
 pub mod loss;
 pub mod matmul;
+pub mod ml;
 pub mod movement;
 pub mod narrow;
 pub mod norm;
@@ -301,6 +302,9 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
             "'{}' (domain {domain}) is a training op: tcc compiles inference graphs (gradients and optimizer updates are not imported)",
             node.op()
         );
+    }
+    if domain == "ai.onnx.ml" {
+        return ml::import(imp, node);
     }
     if !domain.is_empty() && domain != "ai.onnx" {
         bail!(
