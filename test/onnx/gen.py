@@ -1652,8 +1652,32 @@ def ml_cases():
                 f.write(tensor.SerializeToString())
 
 
+def roi_cases():
+    """RoiAlign with run-time rois: two images, regions partly outside the
+    image (samples below -1 read 0, others clamp), one past the last
+    row, avg and max, both coordinate modes, a spatial scale, sampling
+    ratios 1 and 3; expected outputs from the reference evaluator
+    (onnxruntime's algorithm)."""
+    x = randf(2, 3, 6, 7, low=-1.0, high=2.0)
+    rois = np.array([[0.5, 1.0, 5.5, 4.0], [-3.0, -2.0, 4.0, 9.0], [2.0, 2.0, 2.5, 2.2],
+                     [6.0, 4.0, 13.0, 11.0]], np.float32)
+    idx = np.array([0, 1, 1, 0], np.int64)
+    nodes = [
+        helper.make_node("RoiAlign", ["x", "rois", "idx"], ["avg"], output_height=3, output_width=2,
+                         sampling_ratio=3, spatial_scale=0.75, coordinate_transformation_mode="half_pixel"),
+        helper.make_node("RoiAlign", ["x", "rois", "idx"], ["max"], output_height=2, output_width=4,
+                         sampling_ratio=1, mode="max", coordinate_transformation_mode="output_half_pixel"),
+    ]
+    save_case("roi_align", nodes,
+              [vi("x", F, [2, 3, 6, 7]), vi("rois", F, [4, 4]), vi("idx", TensorProto.INT64, [4])],
+              [vi("avg", F, [4, 3, 3, 2]), vi("max", F, [4, 3, 2, 4])], [x, rois, idx], opset=16)
+
+
 if __name__ == "__main__":
     import sys
+    if sys.argv[1:] == ["roi"]:
+        roi_cases()
+        sys.exit(0)
     if sys.argv[1:] == ["ml"]:
         ml_cases()
         sys.exit(0)
@@ -1677,6 +1701,7 @@ if __name__ == "__main__":
     hostile_reductions()
     det_cases()
     ml_cases()
+    roi_cases()
     import sys
     if sys.argv[1:] == ["element_types"]:
         element_type_cases()

@@ -25,6 +25,7 @@ pub mod quant;
 pub mod reduce;
 pub mod resize;
 pub mod rnn;
+pub mod roi;
 pub mod rotary;
 pub mod shape;
 pub mod signal;
@@ -178,6 +179,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "RoiAlign",
     "ReverseSequence",
     "RMSNormalization",
     "RNN",
@@ -442,6 +444,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "STFT" => signal::stft(imp, node),
         "EyeLike" => signal::eye_like(node),
         "Det" => det::det(imp, node),
+        "RoiAlign" => roi::roi_align(imp, node),
         op if signal::refused(op).is_some() => {
             Err(ImportError::new(signal::refused(op).unwrap_or_default()))
         }
