@@ -535,9 +535,10 @@ def bad_models():
         return model
 
     save("unsupported_op", [helper.make_node("Relu", ["x"], ["r"], name="first"),
-                            helper.make_node("RoiAlign", ["r", "rois", "idx"], ["y"], name="the_roi")],
-         [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 1, 1])],
-         initializers=[init("rois", np.array([[0, 0, 2, 2]], np.float32)), init("idx", np.array([0], np.int64))])
+                            helper.make_node("DeformConv", ["r", "w", "offset"], ["y"], name="the_deform")],
+         [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 4, 4])],
+         initializers=[init("w", np.ones((1, 1, 1, 1), np.float32)),
+                       init("offset", np.zeros((1, 2, 4, 4), np.float32))], opset=19)
     save("dynamic_shape", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, ["N", 3])], [vi("y", F, ["N", 3])])
     save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.STRING, [4])],
          [vi("y", TensorProto.STRING, [4])])

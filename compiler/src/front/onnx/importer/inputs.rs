@@ -103,11 +103,20 @@ pub(super) fn define_arguments(
         args.graph_inputs.push(info.name.clone());
         values.insert(info.name.clone(), value);
     }
-    let given = options.input_shapes.iter().map(|(n, _)| n);
-    for name in given.chain(options.structures.iter().map(|(n, _)| n)) {
+    let given = options
+        .input_shapes
+        .iter()
+        .map(|(n, _)| (n, "--input-shape"));
+    let structures = options.structures.iter().map(|(n, _)| (n, "a structure"));
+    for (name, what) in given.chain(structures) {
         if !args.graph_inputs.contains(name) {
+            let what = if what == "--input-shape" {
+                "--input-shape names".to_string()
+            } else {
+                format!("{what} is given for")
+            };
             bail!(
-                "--input-shape names '{name}', which is not a graph input (the graph inputs are: {})",
+                "{what} '{name}', which is not a graph input (the graph inputs are: {})",
                 args.graph_inputs.join(", ")
             );
         }
