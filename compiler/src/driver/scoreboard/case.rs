@@ -317,13 +317,17 @@ fn input_structures(
     Ok(structures)
 }
 
+/// A case's input and output kinds, the shapes and structures its data
+/// sets give its inputs, and its data sets.
+type Layout = (Vec<Kind>, Vec<Kind>, Vec<(String, Structure)>, Vec<PathBuf>);
+
 /// Imports `case`: `Err(outcome)` when the importer refuses it (an
 /// unsupported op or attribute) or the case is malformed.
 fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
     let model = case.join("model.onnx");
     // The model's graph inputs and outputs, and the case's data sets,
     // which give the structure of sequence and optional inputs.
-    let layout = (|| -> Result<(Vec<Kind>, Vec<Kind>, Vec<(String, Structure)>, Vec<PathBuf>)> {
+    let layout = (|| -> Result<Layout> {
         let proto = onnx::parse_model(&std::fs::read(&model)?).map_err(|e| anyhow!("{e}"))?;
         let Some(graph) = proto.graph.as_ref() else {
             bail!("not an ONNX model: it has no graph");

@@ -48,7 +48,7 @@ pub(super) fn results(
         }
     }
     // Each returned tensor: its name, value and declared type.
-    let mut tensors: Vec<(String, Value, Option<(i32, Vec<Option<i64>>)>)> = Vec::new();
+    let mut tensors: Vec<Returned> = Vec::new();
     for (name, declared) in returned {
         let Some(item) = scope.get(name) else {
             bail!("graph output '{name}' is not defined")
@@ -81,16 +81,14 @@ pub(super) fn results(
     Ok((results, outputs))
 }
 
+/// A returned tensor: its name, value, and the element type code and
+/// dimensions declared for it (when the model declares them).
+type Returned = (String, Value, Option<(i32, Vec<Option<i64>>)>);
+
 /// Appends the tensors that graph output `name` (`item`, declared as
 /// `ty`) returns to `out`, each with its declared element type and
 /// dimensions where the declaration gives them.
-#[allow(clippy::type_complexity)]
-fn flatten(
-    name: &str,
-    item: &Item,
-    ty: Option<&TypeProto>,
-    out: &mut Vec<(String, Value, Option<(i32, Vec<Option<i64>>)>)>,
-) -> Result<()> {
+fn flatten(name: &str, item: &Item, ty: Option<&TypeProto>, out: &mut Vec<Returned>) -> Result<()> {
     let inner = |ty: Option<&TypeProto>| -> Option<TypeProto> {
         match ty.and_then(|t| t.value.as_ref()) {
             Some(type_proto::Value::SequenceType(s)) => s.elem_type.as_deref().cloned(),
