@@ -1,11 +1,13 @@
 //! Generates the ONNX protobuf types (`onnx.rs` in OUT_DIR) from the
-//! official schema in `proto/onnx.proto` with prost, compiling the schema
+//! official schema in `proto/onnx.proto` (and `proto/onnx-data.proto`: the
+//! sequences and optionals of test data sets) with prost, compiling the schema
 //! with protox (a pure-Rust protobuf compiler: no system `protoc`).
 
 fn main() {
     println!("cargo:rerun-if-changed=proto/onnx.proto");
+    println!("cargo:rerun-if-changed=proto/onnx-data.proto");
     println!("cargo:rerun-if-changed=build.rs");
-    let descriptors = match protox::compile(["onnx.proto"], ["proto"]) {
+    let descriptors = match protox::compile(["onnx.proto", "onnx-data.proto"], ["proto"]) {
         Ok(descriptors) => descriptors,
         Err(error) => panic!("cannot compile proto/onnx.proto: {error}"),
     };

@@ -49,9 +49,9 @@ fn unsupported_op_names_op_node_opset_and_position() {
     assert_rejects(
         "unsupported_op",
         &[
-            "unsupported op 'Det'",
-            "node 'the_det'",
-            "opset 13",
+            "unsupported op 'DeformConv'",
+            "node 'the_deform'",
+            "opset 19",
             "node 2 of 2",
         ],
     );
@@ -168,7 +168,7 @@ fn compile_and_run_reject_bad_models_too() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
         assert!(
-            stderr.contains("unsupported op 'Det'") && !stderr.contains("panicked"),
+            stderr.contains("unsupported op 'DeformConv'") && !stderr.contains("panicked"),
             "{command:?}: {stderr}"
         );
     }
@@ -350,13 +350,82 @@ fn control_flow_that_depends_on_run_time_values_is_rejected() {
     );
 }
 
+/// A sequence graph output is returned as its elements; a sequence
+/// input needs its structure (its type does not give its length), and
+/// with it becomes one argument per element.
 #[test]
-fn sequences_at_the_graph_boundary_are_rejected() {
+fn sequences_at_the_graph_boundary_are_their_elements() {
+    let out = onnx::import_file(
+        &repo("test/onnx/bad/sequence_output.onnx"),
+        &ImportOptions::default(),
+    )
+    .expect("a sequence output imports");
+    let names: Vec<(&str, Vec<i64>)> = out
+        .outputs
+        .iter()
+        .map(|o| (o.name.as_str(), o.ty.shape.clone()))
+        .collect();
+    assert_eq!(names, [("s[0]", vec![1, 3]), ("s[1]", vec![1, 3])]);
+
     assert_rejects(
-        "sequence_output",
-        &["graph output 's' is a sequence", "tensors only"],
+        "sequence_input",
+        &[
+            "graph input 's' is a sequence",
+            "does not say how many tensors it holds",
+        ],
     );
-    assert_rejects("sequence_input", &["'s' is a sequence", "tensors only"]);
+    let options = ImportOptions {
+        structures: vec![(
+            "s".into(),
+            onnx::Structure::Sequence(vec![vec![2, 3], vec![4, 3]]),
+        )],
+        ..ImportOptions::default()
+    };
+    let seq = onnx::import_file(&repo("test/onnx/bad/sequence_input.onnx"), &options)
+        .expect("a sequence input with its structure imports");
+    let inputs: Vec<(&str, Vec<i64>)> = seq
+        .inputs
+        .iter()
+        .map(|i| (i.name.as_str(), i.ty.shape.clone()))
+        .collect();
+    assert_eq!(inputs, [("s[0]", vec![2, 3]), ("s[1]", vec![4, 3])]);
+    assert_eq!(seq.outputs[0].ty.shape, vec![6, 3]);
+
+    // A structure of the wrong kind, or for a name that is no input.
+    for (structure, needle) in [
+        (
+            onnx::Structure::Tensor(vec![2]),
+            "is a sequence, but the structure given for it is a tensor",
+        ),
+        (
+            onnx::Structure::Optional(None),
+            "is a sequence, but the structure given for it is an optional",
+        ),
+    ] {
+        let options = ImportOptions {
+            structures: vec![("s".into(), structure)],
+            ..ImportOptions::default()
+        };
+        let error = onnx::import_file(&repo("test/onnx/bad/sequence_input.onnx"), &options)
+            .expect_err("a wrong structure is refused");
+        assert!(error.message.contains(needle), "{}", error.message);
+    }
+    let options = ImportOptions {
+        structures: vec![
+            ("s".into(), onnx::Structure::Sequence(vec![vec![1, 3]])),
+            ("t".into(), onnx::Structure::Sequence(vec![])),
+        ],
+        ..ImportOptions::default()
+    };
+    let error = onnx::import_file(&repo("test/onnx/bad/sequence_input.onnx"), &options)
+        .expect_err("an unknown name is refused");
+    assert!(
+        error
+            .message
+            .contains("a structure is given for 't', which is not a graph input"),
+        "{}",
+        error.message
+    );
 }
 
 #[test]

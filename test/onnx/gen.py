@@ -535,8 +535,10 @@ def bad_models():
         return model
 
     save("unsupported_op", [helper.make_node("Relu", ["x"], ["r"], name="first"),
-                            helper.make_node("Det", ["r"], ["y"], name="the_det")],
-         [vi("x", F, [2, 3, 3])], [vi("y", F, [2])])
+                            helper.make_node("DeformConv", ["r", "w", "offset"], ["y"], name="the_deform")],
+         [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 4, 4])],
+         initializers=[init("w", np.ones((1, 1, 1, 1), np.float32)),
+                       init("offset", np.zeros((1, 2, 4, 4), np.float32))], opset=19)
     save("dynamic_shape", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, ["N", 3])], [vi("y", F, ["N", 3])])
     save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.STRING, [4])],
          [vi("y", TensorProto.STRING, [4])])
@@ -587,6 +589,8 @@ def bad_models():
                                                      body=cond_body)],
          [vi("x", F, [2])], [vi("y", F, [2])],
          initializers=[init("t", np.array(True)), init("ten", np.array(10.0, np.float32))])
+    # A sequence output is returned as its elements (s[0], s[1]): no
+    # longer bad, kept as the importer test's model of that.
     save("sequence_output", [helper.make_node("SplitToSequence", ["x"], ["s"], name="splitter")],
          [vi("x", F, [2, 3])], [helper.make_tensor_sequence_value_info("s", F, None)])
     save("sequence_input", [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
@@ -1582,10 +1586,107 @@ def runtime_param_cases():
     )
 
 
+def det_cases():
+    """Det on matrices that need row swaps (a zero first pivot, a pivot
+    smaller than the rows below), a singular one, a batch of 3x3 and 4x4
+    ones, and a 1x1: the importer's Gaussian elimination with partial
+    pivoting against numpy's LAPACK determinant (the reference
+    evaluator's)."""
+    x3 = np.stack([
+        np.array([[0, 2, 1], [3, 1, 4], [1, 5, 9]], np.float32),
+        np.array([[1, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32),
+        np.array([[1e-3, 1, 2], [4, 3, 1], [2, 7, 5]], np.float32),
+    ])
+    x4 = randf(2, 4, 4, low=-2.0, high=2.0)
+    x1 = randf(5, 1, 1)
+    save_case(
+        "det_pivoting",
+        [helper.make_node("Det", ["x3"], ["d3"]), helper.make_node("Det", ["x4"], ["d4"]),
+         helper.make_node("Det", ["x1"], ["d1"])],
+        [vi("x3", F, [3, 3, 3]), vi("x4", F, [2, 4, 4]), vi("x1", F, [5, 1, 1])],
+        [vi("d3", F, [3]), vi("d4", F, [2]), vi("d1", F, [5])],
+        [x3, x4, x1],
+        opset=22,
+    )
+
+
+def ml_cases():
+    """The ai.onnx.ml ops tcc imports, every norm and a per-feature and a
+    shared scale: Scaler (int64 input, cast to float), Normalizer MAX/L1/L2
+    (a zero row left as it is), Binarizer, ArrayFeatureExtractor of a
+    1-D input; expected outputs from the reference evaluator."""
+    ML = "ai.onnx.ml"
+    x = randf(4, 3, low=-2.0, high=2.0)
+    x[2] = 0.0
+    xi = rng.integers(-5, 5, size=(4, 3)).astype(np.int64)
+    v = randf(6)
+    nodes = [
+        helper.make_node("Scaler", ["xi"], ["s1"], domain=ML, offset=[1.0, -2.0, 0.5], scale=[0.5, 2.0, -1.0]),
+        helper.make_node("Scaler", ["x"], ["s2"], domain=ML, offset=[0.25], scale=[3.0]),
+        helper.make_node("Normalizer", ["x"], ["n_max"], domain=ML, norm="MAX"),
+        helper.make_node("Normalizer", ["x"], ["n_l1"], domain=ML, norm="L1"),
+        helper.make_node("Normalizer", ["x"], ["n_l2"], domain=ML, norm="L2"),
+        helper.make_node("Binarizer", ["x"], ["b"], domain=ML, threshold=0.3),
+        helper.make_node("ArrayFeatureExtractor", ["v", "idx"], ["f"], domain=ML),
+    ]
+    inputs = [vi("x", F, [4, 3]), vi("xi", TensorProto.INT64, [4, 3]), vi("v", F, [6])]
+    outputs = [vi(n, F, [4, 3]) for n in ["s1", "s2", "n_max", "n_l1", "n_l2", "b"]] + [vi("f", F, [1, 3])]
+    graph = helper.make_graph(nodes, "ml_ops", inputs, outputs,
+                              initializer=[init("idx", np.array([4, 0, 4], np.int64))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 1)],
+                              producer_name="tcc test/onnx/gen.py")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    feeds = [x, xi, v]
+    results = ReferenceEvaluator(model).run(None, dict(zip(["x", "xi", "v"], feeds)))
+    # Scaler's output is float (the spec, onnxruntime); the reference
+    # evaluator keeps an integer input's type.
+    results[0] = ((xi - np.array([1.0, -2.0, 0.5])) * np.array([0.5, 2.0, -1.0])).astype(np.float32)
+    directory = os.path.join(MODELS, "ml_ops")
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(os.path.join(directory, "test_data_set_0"))
+    onnx.save_model(model, os.path.join(directory, "model.onnx"))
+    for kind, values, infos in [("input", feeds, inputs), ("output", results, outputs)]:
+        for i, value in enumerate(values):
+            tensor = numpy_helper.from_array(np.asarray(value), infos[i].name)
+            with open(os.path.join(directory, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
+                f.write(tensor.SerializeToString())
+
+
+def roi_cases():
+    """RoiAlign with run-time rois: two images, regions partly outside the
+    image (samples below -1 read 0, others clamp), one past the last
+    row, avg and max, both coordinate modes, a spatial scale, sampling
+    ratios 1 and 3; expected outputs from the reference evaluator
+    (onnxruntime's algorithm)."""
+    x = randf(2, 3, 6, 7, low=-1.0, high=2.0)
+    rois = np.array([[0.5, 1.0, 5.5, 4.0], [-3.0, -2.0, 4.0, 9.0], [2.0, 2.0, 2.5, 2.2],
+                     [6.0, 4.0, 13.0, 11.0]], np.float32)
+    idx = np.array([0, 1, 1, 0], np.int64)
+    nodes = [
+        helper.make_node("RoiAlign", ["x", "rois", "idx"], ["avg"], output_height=3, output_width=2,
+                         sampling_ratio=3, spatial_scale=0.75, coordinate_transformation_mode="half_pixel"),
+        helper.make_node("RoiAlign", ["x", "rois", "idx"], ["max"], output_height=2, output_width=4,
+                         sampling_ratio=1, mode="max", coordinate_transformation_mode="output_half_pixel"),
+    ]
+    save_case("roi_align", nodes,
+              [vi("x", F, [2, 3, 6, 7]), vi("rois", F, [4, 4]), vi("idx", TensorProto.INT64, [4])],
+              [vi("avg", F, [4, 3, 3, 2]), vi("max", F, [4, 3, 2, 4])], [x, rois, idx], opset=16)
+
+
 if __name__ == "__main__":
     import sys
+    if sys.argv[1:] == ["roi"]:
+        roi_cases()
+        sys.exit(0)
+    if sys.argv[1:] == ["ml"]:
+        ml_cases()
+        sys.exit(0)
     if sys.argv[1:] == ["runtime_params"]:
         runtime_param_cases()
+        sys.exit(0)
+    if sys.argv[1:] == ["det"]:
+        det_cases()
         sys.exit(0)
     cases()
     quantized_cases()
@@ -1599,6 +1700,9 @@ if __name__ == "__main__":
     signal_cases()
     loss_cases()
     hostile_reductions()
+    det_cases()
+    ml_cases()
+    roi_cases()
     import sys
     if sys.argv[1:] == ["element_types"]:
         element_type_cases()

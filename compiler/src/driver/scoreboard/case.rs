@@ -4,12 +4,105 @@
 
 use super::*;
 
-fn load_tensor(path: &Path) -> Result<onnx::tensor::Const> {
+fn decode_tensor(proto: &TensorProto, path: &Path) -> Result<onnx::tensor::Const> {
+    tensor::decode(proto, path.parent(), &path.display().to_string()).map_err(|e| anyhow!("{e}"))
+}
+
+/// What a graph input or output is, from its declared type: the test
+/// data stores a tensor as a `TensorProto`, a sequence as a
+/// `SequenceProto`, an optional as an `OptionalProto`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Tensor,
+    Sequence,
+    Optional,
+}
+
+fn kind_of(info: &onnx::proto::ValueInfoProto) -> Kind {
+    use onnx::proto::type_proto::Value;
+    match info.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(Value::SequenceType(_)) => Kind::Sequence,
+        Some(Value::OptionalType(_)) => Kind::Optional,
+        _ => Kind::Tensor,
+    }
+}
+
+/// Whether a tensor graph input declares a dynamic (named or unknown)
+/// dimension.
+fn dynamic(info: &onnx::proto::ValueInfoProto) -> bool {
+    use onnx::proto::tensor_shape_proto::dimension::Value as D;
+    use onnx::proto::type_proto::Value;
+    match info.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(Value::TensorType(t)) => t.shape.as_ref().is_some_and(|s| {
+            s.dim
+                .iter()
+                .any(|d| !matches!(d.value, Some(D::DimValue(_))))
+        }),
+        _ => false,
+    }
+}
+
+fn decode_sequence(proto: &SequenceProto, path: &Path) -> Result<(Structure, Vec<Const>)> {
+    if !proto.sequence_values.is_empty()
+        || !proto.map_values.is_empty()
+        || !proto.optional_values.is_empty()
+        || !proto.sparse_tensor_values.is_empty()
+    {
+        bail!(
+            "{}: a sequence of sequences, maps, optionals or sparse tensors",
+            path.display()
+        );
+    }
+    let tensors = proto
+        .tensor_values
+        .iter()
+        .map(|t| decode_tensor(t, path))
+        .collect::<Result<Vec<_>>>()?;
+    let shapes = tensors.iter().map(|t| t.shape.clone()).collect();
+    Ok((Structure::Sequence(shapes), tensors))
+}
+
+/// A test data file holding a value of `kind`: its structure and the
+/// tensors it holds, in the order the imported function takes or returns
+/// them (see `onnx::Structure`).
+fn load_value(path: &Path, kind: Kind) -> Result<(Structure, Vec<Const>)> {
     use prost::Message as _;
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let proto = TensorProto::decode(bytes.as_slice())
-        .with_context(|| format!("{}: not a TensorProto", path.display()))?;
-    tensor::decode(&proto, path.parent(), &path.display().to_string()).map_err(|e| anyhow!("{e}"))
+    match kind {
+        Kind::Tensor => {
+            let proto = TensorProto::decode(bytes.as_slice())
+                .with_context(|| format!("{}: not a TensorProto", path.display()))?;
+            let c = decode_tensor(&proto, path)?;
+            Ok((Structure::Tensor(c.shape.clone()), vec![c]))
+        }
+        Kind::Sequence => {
+            let proto = SequenceProto::decode(bytes.as_slice())
+                .with_context(|| format!("{}: not a SequenceProto", path.display()))?;
+            decode_sequence(&proto, path)
+        }
+        Kind::Optional => {
+            let proto = OptionalProto::decode(bytes.as_slice())
+                .with_context(|| format!("{}: not an OptionalProto", path.display()))?;
+            let (inner, tensors) = if let Some(t) = &proto.tensor_value {
+                let c = decode_tensor(t, path)?;
+                (Some(Structure::Tensor(c.shape.clone())), vec![c])
+            } else if let Some(seq) = &proto.sequence_value {
+                let (s, tensors) = decode_sequence(seq, path)?;
+                (Some(s), tensors)
+            } else if proto.optional_value.is_some()
+                || proto.map_value.is_some()
+                || proto.sparse_tensor_value.is_some()
+            {
+                bail!(
+                    "{}: an optional of an optional, a map or a sparse tensor",
+                    path.display()
+                );
+            } else {
+                (None, Vec::new())
+            };
+            Ok((Structure::Optional(inner.map(Box::new)), tensors))
+        }
+    }
 }
 
 fn runtime_dtype(dtype: DType) -> Option<tcc_runtime::DType> {
@@ -186,35 +279,68 @@ fn output_files(set: &Path) -> Result<Vec<PathBuf>> {
 struct ImportedCase {
     imported: onnx::Imported,
     tolerance: CaseTolerance,
-    graph_outputs: usize,
+    /// The kinds of the graph inputs that are not initializers, and of the
+    /// graph outputs, in order (one test data file each).
+    input_kinds: Vec<Kind>,
+    output_kinds: Vec<Kind>,
     /// Its `test_data_set_*` directories, in order.
     sets: Vec<PathBuf>,
     own: Option<OwnTolerance>,
 }
 
+/// The structures of the graph inputs named (with their positions and
+/// kinds) in `aggregates` that the data sets give, which must be one for
+/// all sets: the compiled function has static shapes and takes one tensor
+/// per element of a sequence.
+fn input_structures(
+    sets: &[PathBuf],
+    aggregates: &[(usize, String, Kind)],
+) -> Result<Vec<(String, Structure)>> {
+    let mut structures: Vec<(String, Structure)> = Vec::new();
+    for (i, name, kind) in aggregates {
+        let mut first: Option<Structure> = None;
+        for set in sets {
+            let (structure, _) = load_value(&set.join(format!("input_{i}.pb")), *kind)?;
+            match &first {
+                None => first = Some(structure),
+                Some(s) if *s != structure => bail!(
+                    "{}: input '{name}' holds {structure:?}, another data set {s:?}: the compiled function takes one tensor per element, so the structure must be one",
+                    set_name(set)
+                ),
+                Some(_) => {}
+            }
+        }
+        if let Some(s) = first {
+            structures.push((name.clone(), s));
+        }
+    }
+    Ok(structures)
+}
+
+/// A case's input and output kinds, the shapes and structures its data
+/// sets give its inputs, and its data sets.
+type Layout = (Vec<Kind>, Vec<Kind>, Vec<(String, Structure)>, Vec<PathBuf>);
+
 /// Imports `case`: `Err(outcome)` when the importer refuses it (an
 /// unsupported op or attribute) or the case is malformed.
 fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
     let model = case.join("model.onnx");
-    let options = ImportOptions::default();
-    let imported = match onnx::import_file(&model, &options) {
-        Ok(imported) => imported,
-        Err(error) => {
-            return Err(Outcome::Unsupported(
-                error.message.replace(&format!("{}: ", model.display()), ""),
-            ));
-        }
-    };
-    let rest = (|| -> Result<(CaseTolerance, usize, Vec<PathBuf>)> {
+    // The model's graph inputs and outputs, and the case's data sets,
+    // which give the structure of sequence and optional inputs.
+    let layout = (|| -> Result<Layout> {
         let proto = onnx::parse_model(&std::fs::read(&model)?).map_err(|e| anyhow!("{e}"))?;
-        let graph_outputs = proto.graph.as_ref().map_or(0, |g| g.output.len());
-        if imported.outputs.len() != graph_outputs {
-            bail!(
-                "the graph has {graph_outputs} outputs, the imported function {}",
-                imported.outputs.len()
-            );
-        }
-        let tolerance = case_tolerance(&proto, &imported.mlir);
+        let Some(graph) = proto.graph.as_ref() else {
+            bail!("not an ONNX model: it has no graph");
+        };
+        let initializers: std::collections::HashSet<&str> =
+            graph.initializer.iter().map(|i| i.name.as_str()).collect();
+        let inputs: Vec<&onnx::proto::ValueInfoProto> = graph
+            .input
+            .iter()
+            .filter(|i| !initializers.contains(i.name.as_str()))
+            .collect();
+        let input_kinds: Vec<Kind> = inputs.iter().map(|i| kind_of(i)).collect();
+        let output_kinds = graph.output.iter().map(kind_of).collect();
         let mut sets: Vec<PathBuf> = std::fs::read_dir(case)?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
@@ -229,18 +355,47 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
         if sets.is_empty() {
             bail!("no test_data_set_* directories");
         }
-        Ok((tolerance, graph_outputs, sets))
+        // Sequences and optionals, and tensors declared with dynamic
+        // (`dim_param`) dimensions: the data sets give their shapes.
+        let given: Vec<(usize, String, Kind)> = inputs
+            .iter()
+            .zip(&input_kinds)
+            .enumerate()
+            .filter(|(_, (info, k))| **k != Kind::Tensor || dynamic(info))
+            .map(|(i, (info, k))| (i, info.name.clone(), *k))
+            .collect();
+        let structures = input_structures(&sets, &given)?;
+        Ok((input_kinds, output_kinds, structures, sets))
     })();
-    match rest {
-        Ok((tolerance, graph_outputs, sets)) => Ok(ImportedCase {
-            imported,
-            tolerance,
-            graph_outputs,
-            sets,
-            own: own_tolerance(case),
-        }),
-        Err(error) => Err(failure(error)),
+    let (input_kinds, output_kinds, given, sets) = layout.map_err(failure)?;
+    let mut options = ImportOptions::default();
+    for (name, structure) in given {
+        match structure {
+            Structure::Tensor(shape) => options.input_shapes.push((name, shape)),
+            other => options.structures.push((name, other)),
+        }
     }
+    let imported = match onnx::import_file(&model, &options) {
+        Ok(imported) => imported,
+        Err(error) => {
+            return Err(Outcome::Unsupported(
+                error.message.replace(&format!("{}: ", model.display()), ""),
+            ));
+        }
+    };
+    let tolerance = (|| -> Result<CaseTolerance> {
+        let proto = onnx::parse_model(&std::fs::read(&model)?).map_err(|e| anyhow!("{e}"))?;
+        Ok(case_tolerance(&proto, &imported.mlir))
+    })()
+    .map_err(failure)?;
+    Ok(ImportedCase {
+        imported,
+        tolerance,
+        input_kinds,
+        output_kinds,
+        sets,
+        own: own_tolerance(case),
+    })
 }
 
 /// A failed case's outcome: the first line of the error chain.
@@ -255,33 +410,54 @@ fn failure(error: anyhow::Error) -> Outcome {
 }
 
 impl ImportedCase {
-    /// One test data set's inputs, in the function's input types.
+    /// One test data set's inputs, in the function's input types (a
+    /// sequence or optional input as the tensors it holds).
     fn inputs(&self, set: &Path) -> Result<Vec<HostTensor>> {
+        let mut tensors = Vec::new();
+        for (i, kind) in self.input_kinds.iter().enumerate() {
+            tensors.extend(load_value(&set.join(format!("input_{i}.pb")), *kind)?.1);
+        }
+        if tensors.len() != self.imported.inputs.len() {
+            bail!(
+                "{}: the data set holds {} input tensors, the imported function takes {}",
+                set_name(set),
+                tensors.len(),
+                self.imported.inputs.len()
+            );
+        }
         self.imported
             .inputs
             .iter()
-            .enumerate()
-            .map(|(i, info)| {
-                to_host(
-                    &load_tensor(&set.join(format!("input_{i}.pb")))?,
-                    info.ty.dtype,
-                )
-            })
+            .zip(&tensors)
+            .map(|(info, c)| to_host(c, info.ty.dtype))
             .collect()
     }
 
-    /// One test data set's expected outputs.
+    /// One test data set's expected outputs (a sequence or optional
+    /// output as the tensors it holds, as the function returns them).
     fn expected(&self, set: &Path) -> Result<Vec<onnx::tensor::Const>> {
         let files = output_files(set)?;
-        if files.len() != self.graph_outputs {
+        if files.len() != self.output_kinds.len() {
             bail!(
                 "{}: the graph has {} outputs, the test data {}",
                 set_name(set),
-                self.graph_outputs,
+                self.output_kinds.len(),
                 files.len()
             );
         }
-        files.iter().map(|file| load_tensor(file)).collect()
+        let mut tensors = Vec::new();
+        for (file, kind) in files.iter().zip(&self.output_kinds) {
+            tensors.extend(load_value(file, *kind)?.1);
+        }
+        if tensors.len() != self.imported.outputs.len() {
+            bail!(
+                "{}: the test data holds {} output tensors, the imported function returns {}",
+                set_name(set),
+                tensors.len(),
+                self.imported.outputs.len()
+            );
+        }
+        Ok(tensors)
     }
 }
 
@@ -321,11 +497,11 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
             let inputs = case.inputs(set)?;
             let outputs = run_session.run(&case.imported.function, &inputs)?;
             let expected = case.expected(set)?;
-            if outputs.len() != case.graph_outputs {
+            if outputs.len() != expected.len() {
                 bail!(
-                    "{}: the graph has {} outputs, the run {}",
+                    "{}: the test data holds {} output tensors, the run gave {}",
                     set_name(set),
-                    case.graph_outputs,
+                    expected.len(),
                     outputs.len()
                 );
             }

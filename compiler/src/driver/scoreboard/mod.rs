@@ -30,7 +30,9 @@ use crate::config::Target;
 use crate::driver::compile::compile_to_kernels;
 use crate::driver::run::target_for;
 use crate::driver::session::Session;
-use crate::front::onnx::{self, DType, ImportOptions, proto::TensorProto, tensor};
+use crate::front::onnx::proto::{OptionalProto, SequenceProto, TensorProto};
+use crate::front::onnx::tensor::Const;
+use crate::front::onnx::{self, DType, ImportOptions, Structure, tensor};
 
 #[derive(Args, Debug)]
 pub struct ScoreboardArgs {

@@ -24,6 +24,7 @@ use super::tensor::Const;
 use super::{ImportOptions, Imported};
 
 mod control;
+mod flex;
 mod graph;
 mod half;
 mod inputs;
@@ -181,22 +182,27 @@ fn import_with(
     imp.probes = probes;
     let mut values: Values = HashMap::new();
     inputs::define_initializers(&mut imp, graph, base_dir, &mut values)?;
-    let (arguments, inputs) = inputs::define_arguments(&mut imp, graph, options, &mut values)?;
+    let args = inputs::define_arguments(&mut imp, graph, options, &mut values)?;
     let order = {
-        let known: HashSet<&str> = values.keys().map(String::as_str).collect();
+        let known: HashSet<&str> = values
+            .keys()
+            .chain(args.aggregates.iter().map(|(n, _)| n))
+            .map(String::as_str)
+            .collect();
         live_nodes(graph, &known)?
     };
+    let (arguments, inputs) = (args.text, args.inputs);
     let mut scope = scope::Scope::new(values);
+    for (name, item) in args.aggregates {
+        scope.insert(name, item);
+    }
     let walk = nodes::Walk {
         opset,
         name_by_outputs: options.name_by_outputs,
         base_dir,
     };
     nodes::import_nodes(&mut imp, graph, &order, walk, &mut scope)?;
-    for output in &graph.output {
-        scope.check_tensor_output(&output.name)?;
-    }
-    let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &scope.values)?;
+    let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &scope)?;
     let signature = text::Signature {
         name: &options.function_name,
         arguments: &arguments,

@@ -38,6 +38,11 @@ pub struct ImportOptions {
     pub demote_f64: bool,
     /// Static shapes for graph inputs with dynamic dimensions.
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// The structure of sequence and optional graph inputs, which their
+    /// ONNX types do not give (a sequence's length and its elements'
+    /// shapes, whether an optional holds a value): each becomes one
+    /// tensor argument per element it holds (see [`Structure`]).
+    pub structures: Vec<(String, Structure)>,
     /// The `dim_param`s to keep symbolic (`tcc compile --dim NAME=..`):
     /// they become `?` in the imported types, tied by name through each
     /// argument's `tcc.dim_names` (see `importer::symbolic`).
@@ -59,10 +64,44 @@ impl Default for ImportOptions {
             const_style: ConstStyle::Resource,
             demote_f64: false,
             input_shapes: Vec::new(),
+            structures: Vec::new(),
             symbolic_dims: Vec::new(),
             function_name: "main".into(),
             expose_intermediates: false,
             name_by_outputs: false,
+        }
+    }
+}
+
+/// What a sequence or optional graph input holds for one compilation:
+/// tcc's compiled functions take tensors, so a sequence input becomes one
+/// argument per element (named `NAME[i]`), an optional one argument for
+/// its value (named `NAME`, or `NAME[i]` for an optional sequence) or
+/// none when it is empty. Sequence and optional graph outputs are returned
+/// the same way.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Structure {
+    /// A tensor of this shape.
+    Tensor(Vec<i64>),
+    /// A sequence of tensors of these shapes.
+    Sequence(Vec<Vec<i64>>),
+    /// An optional: empty, or holding a tensor or a sequence.
+    Optional(Option<Box<Structure>>),
+}
+
+impl Structure {
+    /// The tensors it holds: their names (from `name`, the graph input's)
+    /// and shapes, in argument order.
+    pub fn tensors(&self, name: &str) -> Vec<(String, Vec<i64>)> {
+        match self {
+            Structure::Tensor(shape) => vec![(name.to_string(), shape.clone())],
+            Structure::Sequence(shapes) => shapes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (format!("{name}[{i}]"), s.clone()))
+                .collect(),
+            Structure::Optional(None) => Vec::new(),
+            Structure::Optional(Some(inner)) => inner.tensors(name),
         }
     }
 }

@@ -95,13 +95,13 @@ impl Cx<'_, '_> {
 
 /// A subgraph with its nodes in dependency order (computed once for every
 /// iteration: the names it sees do not change between them).
-struct Body<'g> {
+pub(super) struct Body<'g> {
     graph: &'g GraphProto,
     order: Vec<(usize, &'g super::super::proto::NodeProto)>,
 }
 
 impl<'g> Body<'g> {
-    fn new(graph: &'g GraphProto, parent: &Scope) -> Result<Self> {
+    pub(super) fn new(graph: &'g GraphProto, parent: &Scope) -> Result<Self> {
         let mut visible = parent.visible();
         visible.extend(graph.input.iter().map(|i| i.name.clone()));
         visible.extend(graph.initializer.iter().map(|i| i.name.clone()));
@@ -112,7 +112,7 @@ impl<'g> Body<'g> {
 
     /// Imports the body with its inputs bound to `bindings` (in order) and
     /// returns its outputs; node locations get `prefix`.
-    fn run(
+    pub(super) fn run(
         &self,
         imp: &mut Importer,
         walk: Walk,

@@ -33,6 +33,12 @@ pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
                 .iter()
                 .map(|i| i.domain.as_str())
                 .collect();
+            // A model of `ai.onnx.ml` ops alone (a scikit-learn export):
+            // the default-domain ops the importer composes them from
+            // take the newest opset's semantics.
+            if domains.iter().all(|d| *d == "ai.onnx.ml") {
+                return Ok(MAX_OPSET);
+            }
             if domains.contains(&"ai.onnx.preview.training") {
                 bail!(
                     "the model imports the domain ai.onnx.preview.training and not the default ONNX domain: its ops (optimizers, gradients) are training ops, and tcc compiles inference graphs"
@@ -66,8 +72,18 @@ pub(super) fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i6
             info.name
         ),
     };
+    tensor_dims(tensor, &info.name)
+}
+
+/// A tensor type's element type code, its dimensions (`None` for a
+/// dynamic one) and their names (`dim_param`, `?` when unnamed, empty for
+/// a static one); `name` is the value's, for messages.
+pub(super) fn tensor_dims(
+    tensor: &type_proto::Tensor,
+    name: &str,
+) -> Result<(i32, Vec<Option<i64>>, Vec<String>)> {
     let Some(shape) = &tensor.shape else {
-        bail!("'{}' has no shape: tcc needs static shapes", info.name)
+        bail!("'{}' has no shape: tcc needs static shapes", name)
     };
     let mut dims = Vec::new();
     let mut params = Vec::new();
@@ -82,7 +98,7 @@ pub(super) fn declared_type(info: &ValueInfoProto) -> Result<(i32, Vec<Option<i6
             // negative one is an invalid model, not a dynamic dimension.
             Some(D::DimValue(v)) => bail!(
                 "'{}' has the invalid dimension {v} at axis {axis}: ONNX dimensions are sizes (0 or more) or names (dynamic)",
-                info.name
+                name
             ),
             Some(D::DimParam(p)) => {
                 dims.push(None);

@@ -9,10 +9,11 @@ use super::super::dtype::{self, DType, TType, checked_numel};
 use super::super::emit::{Val, string_literal};
 use super::super::error::{ImportError, Result, bail};
 use super::super::node::Value;
-use super::super::proto::{GraphProto, ValueInfoProto};
+use super::super::proto::{GraphProto, TypeProto, ValueInfoProto, type_proto};
 use super::super::tensor;
-use super::super::{ImportOptions, IoInfo};
-use super::graph::declared_type;
+use super::super::{ImportOptions, IoInfo, Structure};
+use super::graph::{declared_type, tensor_dims};
+use super::scope::{Item, Seq};
 use super::{Importer, Values};
 
 /// Defines every initializer as a constant value, named by its ONNX name
@@ -40,23 +41,56 @@ pub(super) fn define_initializers(
 
 /// The function's arguments (their MLIR text, in order) and the inputs
 /// they describe: every graph input that is not an initializer, defined in
-/// `values` as `%argN`.
+/// `values` as `%argN`. A sequence or optional graph input becomes one
+/// argument per tensor it holds, as `options.structures` says (see
+/// [`Structure`]), and is returned as an aggregate to define in the scope.
 pub(super) fn define_arguments(
     imp: &mut Importer,
     graph: &GraphProto,
     options: &ImportOptions,
     values: &mut Values,
-) -> Result<(Vec<String>, Vec<IoInfo>)> {
-    let mut arguments = Vec::new();
-    let mut inputs = Vec::new();
+) -> Result<Arguments> {
+    let mut args = Arguments::default();
     let overrides: HashMap<&str, &Vec<i64>> = options
         .input_shapes
+        .iter()
+        .map(|(n, s)| (n.as_str(), s))
+        .collect();
+    let structures: HashMap<&str, &Structure> = options
+        .structures
         .iter()
         .map(|(n, s)| (n.as_str(), s))
         .collect();
     for info in &graph.input {
         if values.contains_key(&info.name) {
             continue;
+        }
+        let aggregate = matches!(
+            info.r#type.as_ref().and_then(|t| t.value.as_ref()),
+            Some(type_proto::Value::SequenceType(_) | type_proto::Value::OptionalType(_))
+        );
+        if aggregate {
+            let ty = info.r#type.as_ref().expect("matched above");
+            let structure = match (
+                structures.get(info.name.as_str()),
+                overrides.get(info.name.as_str()),
+            ) {
+                (Some(s), _) => (*s).clone(),
+                (None, Some(shape)) => {
+                    Structure::Optional(Some(Box::new(Structure::Tensor((*shape).clone()))))
+                }
+                (None, None) => default_structure(ty, &info.name)?,
+            };
+            let item = aggregate_argument(imp, ty, &structure, &info.name, &mut args)?;
+            args.aggregates.push((info.name.clone(), item));
+            args.graph_inputs.push(info.name.clone());
+            continue;
+        }
+        if structures.contains_key(info.name.as_str()) {
+            bail!(
+                "graph input '{}' is a tensor: a sequence or optional structure was given for it (give a tensor's shape with --input-shape)",
+                info.name
+            );
         }
         let overridden = overrides.get(info.name.as_str()).copied();
         let ty = input_type(imp, info, overridden)?;
@@ -65,23 +99,62 @@ pub(super) fn define_arguments(
         } else {
             String::new()
         };
-        let ssa = format!("%arg{}", arguments.len());
-        arguments.push(format!(
+        let value = args.push(ty, &info.name, &dim_names);
+        args.graph_inputs.push(info.name.clone());
+        values.insert(info.name.clone(), value);
+    }
+    let given = options
+        .input_shapes
+        .iter()
+        .map(|(n, _)| (n, "--input-shape"));
+    let structures = options.structures.iter().map(|(n, _)| (n, "a structure"));
+    for (name, what) in given.chain(structures) {
+        if !args.graph_inputs.contains(name) {
+            let what = if what == "--input-shape" {
+                "--input-shape names".to_string()
+            } else {
+                format!("{what} is given for")
+            };
+            bail!(
+                "{what} '{name}', which is not a graph input (the graph inputs are: {})",
+                args.graph_inputs.join(", ")
+            );
+        }
+    }
+    Ok(args)
+}
+
+/// The function's arguments: their MLIR text, the inputs they describe,
+/// and the sequence and optional graph inputs made of them.
+#[derive(Default)]
+pub(super) struct Arguments {
+    pub text: Vec<String>,
+    pub inputs: Vec<IoInfo>,
+    pub aggregates: Vec<(String, Item)>,
+    /// The graph inputs that became arguments or aggregates, in order.
+    graph_inputs: Vec<String>,
+}
+
+impl Arguments {
+    /// Adds the argument `name` of type `ty` and returns its value.
+    fn push(&mut self, ty: TType, name: &str, dim_names: &str) -> Value {
+        let ssa = format!("%arg{}", self.text.len());
+        self.text.push(format!(
             "{ssa}: {} {{tcc.name = {}{}{dim_names}}} loc({})",
             ty.mlir(),
-            string_literal(&info.name),
+            string_literal(name),
             unsigned_mark(ty.dtype),
-            string_literal(&info.name)
+            string_literal(name)
         ));
-        inputs.push(IoInfo {
-            name: info.name.clone(),
+        self.inputs.push(IoInfo {
+            name: name.to_string(),
             ty: ty.clone(),
         });
         // An input with no elements has no values to read: its nodes see
         // it as the (empty) constant it is, so that what depends only on
         // it — empty axes, a CastLike's type, shapes — is known at import
         // time; the argument stays in the interface.
-        let value = if ty.numel() == 0 {
+        if ty.numel() == 0 {
             Value::constant(tensor::Const {
                 dtype: ty.dtype,
                 shape: ty.shape.clone(),
@@ -90,19 +163,145 @@ pub(super) fn define_arguments(
             })
         } else {
             Value::Tensor(Val { ssa, ty })
-        };
-        values.insert(info.name.clone(), value);
-    }
-    for (name, _) in &options.input_shapes {
-        if !inputs.iter().any(|i| &i.name == name) {
-            let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
-            bail!(
-                "--input-shape names '{name}', which is not a graph input (the graph inputs are: {})",
-                names.join(", ")
-            );
         }
     }
-    Ok((arguments, inputs))
+}
+
+/// The structure of a sequence or optional input given none: an optional
+/// tensor of a static declared shape holds one; anything else must be
+/// given, since an ONNX type does not say a sequence's length.
+fn default_structure(ty: &TypeProto, name: &str) -> Result<Structure> {
+    if let Some(type_proto::Value::OptionalType(opt)) = &ty.value
+        && let Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(t)),
+            ..
+        }) = opt.elem_type.as_deref()
+        && let Ok((_, dims, _)) = tensor_dims(t, name)
+        && dims.iter().all(Option::is_some)
+    {
+        return Ok(Structure::Optional(Some(Box::new(Structure::Tensor(
+            dims.into_iter().flatten().collect(),
+        )))));
+    }
+    let kind = match &ty.value {
+        Some(type_proto::Value::SequenceType(_)) => "a sequence",
+        _ => "an optional",
+    };
+    bail!(
+        "graph input '{name}' is {kind}: its type does not say how many tensors it holds nor their shapes, which tcc's compiled functions need (one tensor argument per element); give its structure (tcc onnx-test takes it from the test data)"
+    )
+}
+
+/// The value of a sequence or optional graph input (type `ty`) holding
+/// `structure`, its tensors added as arguments named after `name`.
+fn aggregate_argument(
+    imp: &mut Importer,
+    ty: &TypeProto,
+    structure: &Structure,
+    name: &str,
+    args: &mut Arguments,
+) -> Result<Item> {
+    let element_type = |elem: Option<&TypeProto>| -> Result<(DType, Option<Vec<Option<i64>>>)> {
+        let Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(t)),
+            ..
+        }) = elem
+        else {
+            bail!(
+                "graph input '{name}': sequences of sequences, maps or optionals are not supported"
+            )
+        };
+        let Some(dtype) = DType::from_onnx(t.elem_type) else {
+            bail!(
+                "graph input '{name}' has element type {}, which tcc does not support",
+                DType::onnx_code_name(t.elem_type)
+            )
+        };
+        let dims = match &t.shape {
+            Some(_) => Some(tensor_dims(t, name)?.1),
+            None => None,
+        };
+        Ok((imp.graph_dtype(dtype), dims))
+    };
+    match (&ty.value, structure) {
+        (Some(type_proto::Value::SequenceType(seq)), Structure::Sequence(shapes)) => {
+            let (dtype, dims) = element_type(seq.elem_type.as_deref())?;
+            let mut items = Vec::new();
+            for (i, shape) in shapes.iter().enumerate() {
+                let element = format!("{name}[{i}]");
+                let ty = element_tensor(dtype, dims.as_deref(), shape, &element)?;
+                items.push(args.push(ty, &element, ""));
+            }
+            Ok(Item::Seq(Seq { elem: dtype, items }))
+        }
+        (Some(type_proto::Value::OptionalType(_)), Structure::Optional(None)) => {
+            Ok(Item::Opt(None))
+        }
+        (Some(type_proto::Value::OptionalType(opt)), Structure::Optional(Some(inner))) => {
+            let Some(elem) = opt.elem_type.as_deref() else {
+                bail!("graph input '{name}' is an optional of no type")
+            };
+            let inner = aggregate_argument(imp, elem, inner, name, args)?;
+            Ok(Item::Opt(Some(Box::new(inner))))
+        }
+        (Some(type_proto::Value::TensorType(_)), Structure::Tensor(shape)) => {
+            let (dtype, dims) = element_type(Some(ty))?;
+            let ty = element_tensor(dtype, dims.as_deref(), shape, name)?;
+            Ok(Item::Tensor(args.push(ty, name, "")))
+        }
+        (value, _) => {
+            let kind = match value {
+                Some(type_proto::Value::SequenceType(_)) => "a sequence",
+                Some(type_proto::Value::OptionalType(_)) => "an optional",
+                Some(type_proto::Value::TensorType(_)) => "a tensor",
+                _ => "of a kind tcc does not support",
+            };
+            let given = match structure {
+                Structure::Tensor(_) => "a tensor",
+                Structure::Sequence(_) => "a sequence",
+                Structure::Optional(_) => "an optional",
+            };
+            bail!("graph input '{name}' is {kind}, but the structure given for it is {given}")
+        }
+    }
+}
+
+/// The type of one tensor of a sequence or optional input: `shape`, which
+/// must agree with the declared `dims` (when declared).
+fn element_tensor(
+    dtype: DType,
+    dims: Option<&[Option<i64>]>,
+    shape: &[i64],
+    name: &str,
+) -> Result<TType> {
+    if !dtype.at_interface() {
+        bail!("graph input '{name}' has element type {dtype}, which tcc does not support");
+    }
+    if let Some(dims) = dims
+        && (dims.len() != shape.len()
+            || dims
+                .iter()
+                .zip(shape)
+                .any(|(d, s)| d.is_some_and(|d| d != *s)))
+    {
+        let declared: Vec<String> = dims
+            .iter()
+            .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
+            .collect();
+        bail!(
+            "graph input '{name}' is given the shape {} but the model declares [{}]",
+            dtype::shape_text(shape),
+            declared.join(", ")
+        );
+    }
+    if shape.iter().any(|&d| d < 0) || checked_numel(shape).is_none() {
+        bail!(
+            "graph input '{name}' is given the shape {}, which is negative or more than tcc's limit of {} elements",
+            dtype::shape_text(shape),
+            dtype::MAX_ELEMENTS
+        );
+    }
+    Ok(TType::new(dtype, shape.to_vec()))
 }
 
 /// A graph input's static type: its declared element type and shape, or

@@ -14,6 +14,7 @@ use super::super::ops;
 use super::super::proto::{GraphProto, NodeProto};
 use super::Importer;
 use super::control;
+use super::flex;
 use super::graph::node_uses;
 use super::scope::{Item, Scope};
 use super::sequence;
@@ -123,6 +124,9 @@ fn import_one(
     location: &str,
 ) -> Result<Vec<Item>> {
     let default_domain = proto.domain.is_empty() || proto.domain == "ai.onnx";
+    if proto.domain == "ai.onnx.preview" && proto.op_type == "FlexAttention" {
+        return flex::import(imp, proto, &items, walk, scope, location);
+    }
     if default_domain {
         if let Some(outputs) = control::import(imp, proto, &items, walk, scope, location)? {
             return Ok(outputs);

@@ -1,5 +1,8 @@
 //! The function's results: the graph outputs (and, when asked, the float
-//! tensors the nodes compute), each checked against its declared type.
+//! tensors the nodes compute), each checked against its declared type. A
+//! sequence or optional graph output is returned as the tensors it holds
+//! (`NAME[i]` for a sequence's elements, `NAME` for an optional's tensor,
+//! nothing for an empty optional), as `Structure` describes inputs.
 
 use std::collections::HashSet;
 
@@ -7,10 +10,11 @@ use super::super::dtype::{DType, TType};
 use super::super::emit::Val;
 use super::super::error::{ImportError, Result, bail};
 use super::super::node::Value;
-use super::super::proto::{GraphProto, NodeProto, ValueInfoProto};
+use super::super::proto::{GraphProto, NodeProto, TypeProto, ValueInfoProto, type_proto};
 use super::super::{ImportOptions, IoInfo};
-use super::graph::declared_type;
-use super::{Importer, Values};
+use super::Importer;
+use super::graph::tensor_dims;
+use super::scope::{Item, Scope};
 
 /// The returned values and the outputs they describe, in order.
 pub(super) fn results(
@@ -18,8 +22,9 @@ pub(super) fn results(
     graph: &GraphProto,
     order: &[(usize, &NodeProto)],
     options: &ImportOptions,
-    values: &Values,
+    scope: &Scope,
 ) -> Result<(Vec<Val>, Vec<IoInfo>)> {
+    let values = &scope.values;
     imp.e.set_location("graph outputs");
     let mut results = Vec::new();
     let mut outputs = Vec::new();
@@ -42,10 +47,17 @@ pub(super) fn results(
             }
         }
     }
+    // Each returned tensor: its name, value and declared type.
+    let mut tensors: Vec<Returned> = Vec::new();
     for (name, declared) in returned {
-        let Some(value) = values.get(name).cloned() else {
+        let Some(item) = scope.get(name) else {
             bail!("graph output '{name}' is not defined")
         };
+        let ty = declared.and_then(|d| d.r#type.as_ref());
+        flatten(name, &item, ty, &mut tensors)?;
+    }
+    for (name, value, declared) in tensors {
+        let name = name.as_str();
         let ty = value.ty();
         if !ty.dtype.at_interface() {
             bail!(
@@ -53,7 +65,7 @@ pub(super) fn results(
                 ty.dtype
             );
         }
-        if let Some(Ok((code, dims, _))) = declared.map(declared_type) {
+        if let Some((code, dims)) = declared {
             check_declared(imp, name, &ty, code, &dims)?;
         }
         let mut v = imp.val(&value)?;
@@ -67,6 +79,69 @@ pub(super) fn results(
         results.push(v);
     }
     Ok((results, outputs))
+}
+
+/// A returned tensor: its name, value, and the element type code and
+/// dimensions declared for it (when the model declares them).
+type Returned = (String, Value, Option<(i32, Vec<Option<i64>>)>);
+
+/// Appends the tensors that graph output `name` (`item`, declared as
+/// `ty`) returns to `out`, each with its declared element type and
+/// dimensions where the declaration gives them.
+fn flatten(name: &str, item: &Item, ty: Option<&TypeProto>, out: &mut Vec<Returned>) -> Result<()> {
+    let inner = |ty: Option<&TypeProto>| -> Option<TypeProto> {
+        match ty.and_then(|t| t.value.as_ref()) {
+            Some(type_proto::Value::SequenceType(s)) => s.elem_type.as_deref().cloned(),
+            Some(type_proto::Value::OptionalType(o)) => o.elem_type.as_deref().cloned(),
+            _ => None,
+        }
+    };
+    if !matches!(item, Item::Opt(_))
+        && let Some(type_proto::Value::OptionalType(_)) = ty.and_then(|t| t.value.as_ref())
+    {
+        // A value declared optional that the graph always gives.
+        let elem = inner(ty);
+        return flatten(name, item, elem.as_ref(), out);
+    }
+    match item {
+        Item::Tensor(v) => {
+            let declared = match ty.and_then(|t| t.value.as_ref()) {
+                Some(type_proto::Value::TensorType(t)) => match &t.shape {
+                    Some(_) => tensor_dims(t, name).ok().map(|(c, d, _)| (c, d)),
+                    // A sequence element of no declared shape: its type.
+                    None => Some((t.elem_type, vec![None; v.rank()])),
+                },
+                Some(_) => {
+                    bail!("graph output '{name}' is a tensor, but the model declares another kind")
+                }
+                None => None,
+            };
+            out.push((name.to_string(), v.clone(), declared));
+        }
+        Item::Seq(seq) => {
+            if matches!(
+                ty.and_then(|t| t.value.as_ref()),
+                Some(type_proto::Value::TensorType(_))
+            ) {
+                bail!("graph output '{name}' is a sequence, but the model declares a tensor");
+            }
+            let elem = inner(ty);
+            for (i, v) in seq.items.iter().enumerate() {
+                flatten(
+                    &format!("{name}[{i}]"),
+                    &Item::Tensor(v.clone()),
+                    elem.as_ref(),
+                    out,
+                )?;
+            }
+        }
+        Item::Opt(None) => {}
+        Item::Opt(Some(held)) => {
+            let elem = inner(ty);
+            flatten(name, held, elem.as_ref(), out)?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks the type the importer inferred for graph output `name` against

@@ -3,9 +3,10 @@
 //! graphs around it (ONNX's lexical scoping), so each scope has a parent.
 //!
 //! Besides tensors, a scope holds the sequences and optionals that the
-//! sequence and optional ops build: they exist only at import time (a
-//! sequence is a list of tensor values, each computed at run time or
-//! known), since tcc's compiled functions take and return tensors.
+//! sequence and optional ops build (and the graph's sequence and optional
+//! inputs): they exist only at import time (a sequence is a list of
+//! tensor values, each computed at run time or known), since tcc's
+//! compiled functions take and return tensors — one per element.
 
 use std::collections::{HashMap, HashSet};
 
@@ -124,17 +125,5 @@ impl<'p> Scope<'p> {
             scope = s.parent;
         }
         out
-    }
-
-    /// Fails when `name` (a graph output of the main graph) is a sequence
-    /// or an optional: the compiled function returns tensors only.
-    pub fn check_tensor_output(&self, name: &str) -> Result<()> {
-        if let Some(item) = self.aggregates.get(name) {
-            bail!(
-                "graph output '{name}' is {}: tcc's compiled functions return tensors only (sequences and optionals exist only inside the imported graph)",
-                item.kind()
-            );
-        }
-        Ok(())
     }
 }

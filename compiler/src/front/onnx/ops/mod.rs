@@ -6,12 +6,14 @@ pub mod attention;
 pub mod conv;
 pub mod conv_transpose;
 pub mod data_dependent;
+pub mod det;
 pub mod einsum;
 pub mod elementwise;
 pub mod grid;
 pub mod index;
 pub mod loss;
 pub mod matmul;
+pub mod ml;
 pub mod movement;
 pub mod narrow;
 pub mod norm;
@@ -23,6 +25,7 @@ pub mod quant;
 pub mod reduce;
 pub mod resize;
 pub mod rnn;
+pub mod roi;
 pub mod rotary;
 pub mod shape;
 pub mod signal;
@@ -36,6 +39,7 @@ use super::error::{ImportError, Result, bail};
 use super::fold;
 use super::importer::Importer;
 use super::node::{Node, Value};
+use super::proto::{AttributeProto, NodeProto, attribute_proto::AttributeType};
 
 /// Every op type the importer handles (for documentation and tests).
 pub const SUPPORTED_OPS: &[&str] = &[
@@ -83,6 +87,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CumSum",
     "DepthToSpace",
     "DequantizeLinear",
+    "Det",
     "DFT",
     "Div",
     "Dropout",
@@ -174,6 +179,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "RoiAlign",
     "ReverseSequence",
     "RMSNormalization",
     "RNN",
@@ -228,6 +234,59 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Xor",
 ];
 
+/// The opset the importer's own nodes ([`synthetic`]) are imported
+/// under: one whose semantics for them are the current ones.
+const SYNTHETIC_OPSET: i64 = 23;
+
+/// Imports the default-domain op `op_type` on `inputs` with `attributes`
+/// (a node of a lowering written in ONNX ops, not of the model: `Det`,
+/// `FlexAttention`) and returns its first output.
+pub fn synthetic(
+    imp: &mut Importer,
+    op_type: &str,
+    inputs: Vec<Value>,
+    attributes: Vec<AttributeProto>,
+) -> Result<Value> {
+    let proto = NodeProto {
+        op_type: op_type.to_string(),
+        input: (0..inputs.len())
+            .map(|i| format!("{op_type}_{i}"))
+            .collect(),
+        output: vec![format!("{op_type}_out")],
+        attribute: attributes,
+        ..Default::default()
+    };
+    let node = Node {
+        proto: &proto,
+        opset: SYNTHETIC_OPSET,
+        inputs: inputs.into_iter().map(Some).collect(),
+    };
+    import_node(imp, &node, None)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ImportError::new(format!("{op_type} gave no output")))
+}
+
+/// An integer attribute for [`synthetic`].
+pub fn int_attr(name: &str, i: i64) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::Int as i32,
+        i,
+        ..Default::default()
+    }
+}
+
+/// An integer-list attribute for [`synthetic`].
+pub fn ints_attr(name: &str, values: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::Ints as i32,
+        ints: values.to_vec(),
+        ..Default::default()
+    }
+}
+
 pub fn one(value: Value) -> Result<Vec<Value>> {
     Ok(vec![value])
 }
@@ -245,6 +304,9 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
             "'{}' (domain {domain}) is a training op: tcc compiles inference graphs (gradients and optimizer updates are not imported)",
             node.op()
         );
+    }
+    if domain == "ai.onnx.ml" {
+        return ml::import(imp, node);
     }
     if !domain.is_empty() && domain != "ai.onnx" {
         bail!(
@@ -381,6 +443,8 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "DFT" => signal::dft(imp, node),
         "STFT" => signal::stft(imp, node),
         "EyeLike" => signal::eye_like(node),
+        "Det" => det::det(imp, node),
+        "RoiAlign" => roi::roi_align(imp, node),
         op if signal::refused(op).is_some() => {
             Err(ImportError::new(signal::refused(op).unwrap_or_default()))
         }

@@ -257,7 +257,11 @@ fn times_constant(imp: &mut Importer, x: &Value, w: Vec<f64>, cols: i64) -> Resu
 
 /// DFT (opset 17: `axis` attribute, default 1; opset 20: `axis` input,
 /// default -2), forward or inverse, one-sided or full, on real (last
-/// dimension 1) or complex (2) signals, as a matmul.
+/// dimension 1) or complex (2) signals, as a matmul. Opset 20's axis may
+/// be a run-time scalar when the output's shape does not depend on it
+/// (every signal axis gives the same shape): the transforms along every
+/// signal axis, the one asked for selected at run time (an axis out of
+/// range selects the last signal axis's, as CumSum does).
 pub fn dft(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?;
     require_float(x, "DFT's input")?;
@@ -267,17 +271,68 @@ pub fn dft(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if rank < 2 || !(c == 1 || c == 2) {
         bail!("DFT's input must end in a dimension of 1 (real) or 2 (complex), not {shape:?}");
     }
-    let axis = if node.opset >= 20 {
-        const_scalar(node, 2, "DFT's axis")?.unwrap_or(-2)
-    } else {
-        node.int("axis", 1)?
-    };
     let r = rank as i64;
-    let axis = if axis < 0 { axis + r } else { axis };
-    if !(0..r - 1).contains(&axis) {
-        bail!("DFT's axis must be a signal axis (not the last), not {axis} for rank {rank}");
+    let runtime_axis = match node.inputs.get(2) {
+        Some(Some(Value::Tensor(a))) if node.opset >= 20 => Some(a.clone()),
+        _ => None,
+    };
+    let Some(a) = runtime_axis else {
+        let axis = if node.opset >= 20 {
+            const_scalar(node, 2, "DFT's axis")?.unwrap_or(-2)
+        } else {
+            node.int("axis", 1)?
+        };
+        let axis = if axis < 0 { axis + r } else { axis };
+        if !(0..r - 1).contains(&axis) {
+            bail!("DFT's axis must be a signal axis (not the last), not {axis} for rank {rank}");
+        }
+        return one(dft_along(imp, node, x, axis as usize)?);
+    };
+    if a.ty.numel() != 1 || !a.dtype().is_int() {
+        bail!("DFT's axis must be one integer, not {}", a.ty);
     }
-    let axis = axis as usize;
+    let input = node.proto.input.get(2).map_or("", String::as_str);
+    let mut results = Vec::new();
+    for axis in 0..rank - 1 {
+        match dft_along(imp, node, x, axis) {
+            Ok(y) => results.push(y),
+            Err(e) => bail!(
+                "DFT's axis (input #2 '{input}') is computed at run time, and not every signal axis can be transformed (axis {axis}: {}); tcc needs it to be a constant",
+                e.message
+            ),
+        }
+    }
+    let out_shape = results[0].shape();
+    if results.iter().any(|y| y.shape() != out_shape) {
+        bail!(
+            "DFT's axis (input #2 '{input}') is computed at run time, and the output's shape depends on it (a one-sided transform or a dft_length over axes of different lengths); tcc needs it to be a constant (static shapes)"
+        );
+    }
+    let out_rank = out_shape.len();
+    let a = imp.e.reshape(&a, &vec![1; out_rank]);
+    let a = imp.e.cast(&a, DType::I64);
+    let mut y = imp.val(&results[rank - 2])?;
+    for axis in (0..rank - 2).rev() {
+        let on_axis = imp.val(&results[axis])?;
+        let mut hit = None;
+        for value in [axis as i64, axis as i64 - r] {
+            let v = imp.e.scalar(DType::I64, out_rank, value as f64);
+            let eq = imp.e.binary_to("tosa.equal", &a, &v, DType::Bool)?;
+            hit = Some(match hit {
+                None => eq,
+                Some(h) => imp.e.binary("tosa.logical_or", &h, &eq)?,
+            });
+        }
+        y = imp.e.select(&hit.expect("two tests"), &on_axis, &y)?;
+    }
+    one(Value::Tensor(y))
+}
+
+/// The DFT of `x` along the signal axis `axis` (see [`dft`]).
+fn dft_along(imp: &mut Importer, node: &Node, x: &Value, axis: usize) -> Result<Value> {
+    let shape = x.shape();
+    let rank = shape.len();
+    let c = shape[rank - 1];
     let inverse = node.int("inverse", 0)? != 0;
     let onesided = node.int("onesided", 0)? != 0;
     let l = shape[axis];
@@ -318,7 +373,7 @@ pub fn dft(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     for (i, &p) in perm.iter().enumerate() {
         inverse_perm[p] = i;
     }
-    one(transpose_value(imp, &y, &inverse_perm)?)
+    transpose_value(imp, &y, &inverse_perm)
 }
 
 /// STFT (opset 17): frames of `frame_length` every `frame_step` samples,
