@@ -4,8 +4,6 @@
 //! compiler's introspection flags (`--mlir-timing`,
 //! `--mlir-print-ir-after-all`, `--dump-phases-to`).
 
-use crate::support;
-
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -2,8 +2,6 @@
 //! tcc-opt registers (passes in `--list-passes`, passes and pipelines in
 //! `--help`), with the same summaries.
 
-use crate::support;
-
 use std::collections::BTreeMap;
 use std::process::Command;
 

@@ -5,8 +5,6 @@
 //! does not (f16) compute in. Each test checks what the feature produces,
 //! not only that the command succeeds.
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

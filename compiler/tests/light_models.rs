@@ -8,8 +8,6 @@
 //! - a batch override (`--input-shape`) scales ResNet-50's plan and its
 //!   batch-preserving Reshape.
 
-use crate::support;
-
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -2,8 +2,6 @@
 //! a clear error (exit status 1, a message naming the problem), never a
 //! panic; and a bounded random-mutation fuzz of valid models.
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

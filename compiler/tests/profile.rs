@@ -4,8 +4,6 @@
 //! writes against values computed here; and its errors for an empty
 //! sample directory, a sample missing an input and an MLIR model.
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -3,8 +3,6 @@
 //! accepted silently or damage a file, and checks the clear error (exit 1)
 //! or the correct result that replaced it.
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -4,8 +4,6 @@
 //! message (exit 1) — never crash (a signal, an abort) or exit otherwise.
 //! Deterministic: a fixed seed, a fixed number of mutants.
 
-use crate::support;
-
 use std::path::Path;
 use std::process::Command;
 

@@ -2,8 +2,6 @@
 //! and the host LLVM IR. A change in code generation shows up as a snapshot
 //! diff to review (`cargo insta review`), never silently.
 
-use crate::support;
-
 use std::path::Path;
 use std::process::Command;
 

@@ -4,8 +4,6 @@
 //! the errors for a record of another target, a missing record and a
 //! model with nothing to tune. Every run uses its own program caches.
 
-use crate::support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 

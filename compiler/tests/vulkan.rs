@@ -6,8 +6,6 @@
 //! and `--target=opencl-spirv` artifacts are refused by OpenCL devices that
 //! report no IL, from their `CL_DEVICE_IL_VERSION`.
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -25,6 +25,7 @@ mod fuse_elementwise;
 mod generalize_reductions;
 mod hoist_parallel_dims;
 mod kernel_arguments;
+mod lower_bool_casts;
 mod lower_host_to_llvm;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
@@ -89,6 +90,7 @@ pub mod profile {
     pub use super::quantize_calibration::{FORMAT, Profile, TensorRange, VERSION};
 }
 pub use fold_tied_broadcasts::FoldTiedBroadcasts;
+pub use lower_bool_casts::LowerBoolCasts;
 pub use quantize_int8::{
     F32_FALLBACKS_ATTR, QUANTIZATION_ATTR, QUANTIZED_OPS_ATTR, QuantizeInt8, QuantizeOptions,
 };
@@ -143,6 +145,7 @@ pub const ALL: &[(&str, &str)] = &[
     (ApplyTuning::ARGUMENT, ApplyTuning::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
     (PackWeightPanels::ARGUMENT, PackWeightPanels::SUMMARY),
+    (LowerBoolCasts::ARGUMENT, LowerBoolCasts::SUMMARY),
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (UnshareEmptyTensors::ARGUMENT, UnshareEmptyTensors::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
@@ -192,6 +195,7 @@ pub fn register_all() {
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);
     pass::register(&PackWeightPanels);
+    pass::register(&LowerBoolCasts);
     pass::register(&UniqueResults);
     pass::register(&UnshareEmptyTensors);
     pass::register(&ElideOutputCopies);

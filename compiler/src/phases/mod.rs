@@ -125,7 +125,9 @@ impl Phase {
                     .pass("tcc-record-interface");
             }
             Phase::Graph => {
-                p.pass("inline")
+                // Before the inliner's canonicalization folds any cast.
+                p.pass("tcc-lower-bool-casts")
+                    .pass("inline")
                     .pass("canonicalize")
                     .pass("cse")
                     .add(
