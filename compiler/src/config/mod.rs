@@ -105,6 +105,21 @@ impl KernelKind {
             KernelKind::Attention => "attention",
         }
     }
+
+    /// The kind [`KernelKind::name`] names, if any.
+    pub fn from_name(name: &str) -> Option<KernelKind> {
+        [
+            KernelKind::Elementwise,
+            KernelKind::Reduction,
+            KernelKind::Matmul,
+            KernelKind::Softmax,
+            KernelKind::LayerNorm,
+            KernelKind::Convolution,
+            KernelKind::Attention,
+        ]
+        .into_iter()
+        .find(|kind| kind.name() == name)
+    }
 }
 
 /// A loop-nest kernel's launch configuration.

@@ -118,7 +118,7 @@ impl PassOptions for NarrowStorageOptions {
 
 impl TccPass for NarrowStorage {
     const ARGUMENT: &'static str = "tcc-narrow-storage";
-    const SUMMARY: &'static str = "Store weights and intermediate activations as fp16 or bf16 (kernels still compute in f32): mark buffers and kernel arguments tcc.storage = f16 or bf16";
+    const SUMMARY: &'static str = "Store weights and intermediate activations as fp16 or bf16 (kernels still compute in f32): mark buffers and kernel arguments tcc.storage = f16 or bf16; a kernel launched with both f32 and half buffers at one argument is specialized per storage (`NAME_sN`)";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NarrowStorageOptions;
 

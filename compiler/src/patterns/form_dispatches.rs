@@ -139,6 +139,17 @@ pub fn is_contraction_or_conv(name: &str) -> bool {
 
 /// The kind of kernel an op roots.
 pub fn kind_of(op: OperationRef) -> KernelKind {
+    // The kind the dispatch was formed with, which a later rewrite of the
+    // op keeps (a matmul whose weights are packed in panels is a generic
+    // by then, still a matmul).
+    if let Some(kind) = op
+        .attribute(crate::ir::attr_names::KIND)
+        .ok()
+        .and_then(crate::ir::util::string_value)
+        .and_then(|name| KernelKind::from_name(&name))
+    {
+        return kind;
+    }
     if is_window_generic(op) {
         return KernelKind::Convolution;
     }

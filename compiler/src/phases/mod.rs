@@ -509,7 +509,7 @@ mod tests {
         let text = pipeline_to(Phase::Graph, Target::default()).to_string();
         assert!(
             text.starts_with(
-                "builtin.module(tcc-attach-target{target=generic},tcc-check-supported,tcc-record-interface,inline,canonicalize"
+                "builtin.module(tcc-attach-target{target=generic},tcc-check-supported,tcc-record-interface,tcc-lower-bool-casts,inline,canonicalize"
             ),
             "{text}"
         );
