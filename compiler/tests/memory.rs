@@ -264,14 +264,19 @@ fn check(large: &Path, small: &Path, what: &str, target: &str, extra_args: &[&st
     );
 }
 
-#[test]
-fn onnx_weights_cost_at_most_twice_their_bytes() {
+/// [`check`] on the ONNX model `y = x + w` with a large and a tiny `w`.
+fn check_onnx_add(what: &str, target: &str, extra_args: &[&str]) {
     let directory = tempfile::tempdir().unwrap();
     let large = directory.path().join("large.onnx");
     let small = directory.path().join("small.onnx");
     add_model(&large, LARGE);
     add_model(&small, SMALL);
-    check(&large, &small, "an ONNX initializer", "nvidia", &[]);
+    check(&large, &small, what, target, extra_args);
+}
+
+#[test]
+fn onnx_weights_cost_at_most_twice_their_bytes() {
+    check_onnx_add("an ONNX initializer", "nvidia", &[]);
 }
 
 /// `--emit=obj` writes the weights through the same object writer as the
@@ -279,14 +284,7 @@ fn onnx_weights_cost_at_most_twice_their_bytes() {
 /// their bytes), not through LLVM's constant arrays and object buffer.
 #[test]
 fn onnx_weights_in_an_object_cost_at_most_twice_their_bytes() {
-    let directory = tempfile::tempdir().unwrap();
-    let large = directory.path().join("large.onnx");
-    let small = directory.path().join("small.onnx");
-    add_model(&large, LARGE);
-    add_model(&small, SMALL);
-    check(
-        &large,
-        &small,
+    check_onnx_add(
         "an ONNX initializer, --emit=obj",
         "pocl-cpu",
         &["--emit=obj"],
@@ -298,14 +296,7 @@ fn onnx_weights_in_an_object_cost_at_most_twice_their_bytes() {
 /// weights are not read into memory to be archived.
 #[test]
 fn onnx_weights_in_a_static_library_cost_at_most_twice_their_bytes() {
-    let directory = tempfile::tempdir().unwrap();
-    let large = directory.path().join("large.onnx");
-    let small = directory.path().join("small.onnx");
-    add_model(&large, LARGE);
-    add_model(&small, SMALL);
-    check(
-        &large,
-        &small,
+    check_onnx_add(
         "an ONNX initializer, --emit=staticlib",
         "pocl-cpu",
         &["--emit=staticlib"],
