@@ -57,6 +57,10 @@ impl RowOperand {
     }
 }
 
+/// Work-items of an NVIDIA warp: the PTX form of a row reduction combines
+/// a warp's partials with `tcc_warp_xor` shuffles.
+pub(crate) const WARP: u32 = 32;
+
 /// Independent partials (and elements per step) of a one-work-item pass:
 /// one AVX-512 register of floats.
 pub(crate) const LANES: u32 = 16;
@@ -159,6 +163,40 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
             "    partial_{result} = {};\n  }}",
             pass.combined(&format!("partial_{result}"), "value")
         );
+        // NVIDIA's PTX form: the partials of a warp meet through register
+        // shuffles and only the warps' totals through local memory (one
+        // barrier instead of one per halving: a layer norm over 768
+        // columns spent most of its time in the eight barriers of the
+        // tree). The OpenCL C form keeps the tree.
+        let warps = (w >= WARP && ty == "float").then_some(w / WARP);
+        if let Some(warps) = warps {
+            let partial = format!("partial_{result}");
+            let total = format!("total_{result}");
+            let _ = writeln!(out, "#ifdef TCC_PTX");
+            let _ = writeln!(
+                out,
+                "  for (int lanes = {}; lanes > 0; lanes >>= 1) {partial} = {};",
+                WARP / 2,
+                pass.combined(&partial, &format!("tcc_warp_xor({partial}, lanes)"))
+            );
+            let _ = writeln!(
+                out,
+                "  if ((lid & {}) == 0) scratch[lid / {WARP}] = {partial};\n  barrier(CLK_LOCAL_MEM_FENCE);",
+                WARP - 1
+            );
+            let _ = writeln!(out, "  {ty} {total} = scratch[0];");
+            if warps > 1 {
+                let _ = writeln!(
+                    out,
+                    "  for (int warp = 1; warp < {warps}; ++warp) {total} = {};",
+                    pass.combined(&total, "scratch[warp]")
+                );
+            }
+            let _ = writeln!(
+                out,
+                "  const {ty} {result} = {total};\n  barrier(CLK_LOCAL_MEM_FENCE);\n#else"
+            );
+        }
         let _ = writeln!(
             out,
             "  scratch[lid] = partial_{result};\n  barrier(CLK_LOCAL_MEM_FENCE);"
@@ -175,6 +213,9 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
             out,
             "  const {ty} {result} = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
         );
+        if warps.is_some() {
+            let _ = writeln!(out, "#endif");
+        }
         return;
     }
     let lanes = (0..LANES)

@@ -394,16 +394,29 @@ impl TargetConfig for Nvidia {
     /// shared memory (64 keys at D = 64, 32 at D = 128). At fp16/bf16 the
     /// PTX form's tensor-core body takes the same groups: each warp two
     /// m16 tiles of 32 rows. `scripts/bench/attention-device.py` times it
-    /// against PyTorch's flash attention (docs/benchmarks.md).
-    fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
+    /// against PyTorch's flash attention (docs/benchmarks.md). Where 64
+    /// rows a group would leave fewer than two groups per SM (a batch of
+    /// one: BERT-base's 12 heads of 128 tokens made 24 groups for 132
+    /// SMs), 32 rows (one warp) a group, twice the groups.
+    fn attention(&self, head_dim: i64, q_len: i64, groups: i64) -> AttentionConfig {
+        let blocks = |rows: i64| groups.saturating_mul((q_len + rows - 1) / rows);
         AttentionConfig {
-            block_q: 64,
+            block_q: if blocks(64) < 2 * SMS { 32 } else { 64 },
             block_k: super::attention_block_k(head_dim, 32 * 1024, 64),
         }
     }
 
     fn fold_pools_into_convs(&self) -> PoolFolding {
         FOLD_POOLS_INTO_CONVS
+    }
+
+    /// Yes: libclc's `erf` evaluates every branch of its piecewise fit
+    /// with selects, three IEEE divisions and two `exp` expansions (about
+    /// 300 instructions an element), so a GELU over BERT-base's 4096 x
+    /// 3072 FFN activations at batch 32 was compute-bound at 117 us on an
+    /// H200; the rational form is 15 fused multiply-adds and one division.
+    fn rational_erf_tanh(&self) -> bool {
+        true
     }
 
     fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {

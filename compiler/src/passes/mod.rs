@@ -15,6 +15,7 @@ mod convert_softmax_to_linalg;
 mod decompose_composites;
 mod dedupe_kernels;
 mod elide_output_copies;
+mod fold_attention_transposes;
 mod fold_batch_norm;
 mod fold_constants;
 mod fold_conv_inputs;
@@ -42,6 +43,7 @@ mod raise_attention;
 mod raise_composites;
 mod record_interface;
 mod reduction_identities;
+mod reshape_epilogues;
 mod simplify_math;
 mod unique_results;
 mod unshare_empty_tensors;
@@ -60,6 +62,7 @@ pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
 pub use dedupe_kernels::DedupeKernels;
 pub use elide_output_copies::ElideOutputCopies;
+pub use fold_attention_transposes::FoldAttentionTransposes;
 pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
 pub use fold_conv_inputs::FoldConvInputs;
@@ -84,6 +87,7 @@ pub use pass::{
 pub use plan_memory::PlanMemory;
 pub use propagate_layout::PropagateLayout;
 pub use quantize_calibration::{Calibration, Ranges};
+pub use reshape_epilogues::ReshapeEpilogues;
 /// The calibration profile's format (`tcc profile` writes it,
 /// `tcc-quantize-int8` reads it).
 pub mod profile {
@@ -140,6 +144,7 @@ pub const ALL: &[(&str, &str)] = &[
     (ConcatInPlace::ARGUMENT, ConcatInPlace::SUMMARY),
     (FoldConvInputs::ARGUMENT, FoldConvInputs::SUMMARY),
     (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
+    (ReshapeEpilogues::ARGUMENT, ReshapeEpilogues::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ApplyTuning::ARGUMENT, ApplyTuning::SUMMARY),
@@ -149,6 +154,10 @@ pub const ALL: &[(&str, &str)] = &[
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (UnshareEmptyTensors::ARGUMENT, UnshareEmptyTensors::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
+    (
+        FoldAttentionTransposes::ARGUMENT,
+        FoldAttentionTransposes::SUMMARY,
+    ),
     (OrderGlobals::ARGUMENT, OrderGlobals::SUMMARY),
     (OutlineKernels::ARGUMENT, OutlineKernels::SUMMARY),
     (AttachSplitKScratch::ARGUMENT, AttachSplitKScratch::SUMMARY),
@@ -199,6 +208,8 @@ pub fn register_all() {
     pass::register(&UniqueResults);
     pass::register(&UnshareEmptyTensors);
     pass::register(&ElideOutputCopies);
+    pass::register(&FoldAttentionTransposes);
+    pass::register(&ReshapeEpilogues);
     pass::register(&OrderGlobals);
     pass::register(&OutlineKernels);
     pass::register(&AttachSplitKScratch);

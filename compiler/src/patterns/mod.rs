@@ -7,6 +7,7 @@ pub mod convert_softmax_to_linalg;
 pub mod copy;
 pub mod decompose_composites;
 pub mod elide_output_copies;
+pub mod fold_attention_transposes;
 pub mod fold_batch_norm;
 pub mod fold_constants;
 pub mod fold_conv_inputs;
@@ -15,6 +16,7 @@ pub mod form_dispatches;
 pub mod pack_weight_panels;
 pub mod propagate_layout;
 pub mod raise_composites;
+pub mod reshape_epilogues;
 
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::{BlockLike, TypeLike, Value, ValueLike};

@@ -203,6 +203,7 @@ impl Phase {
                             .option("conv-pad-channels", target.conv_pad_channels().unwrap_or(0)),
                     )
                     .pass("tcc-fold-pad-slices")
+                    .pass("tcc-reshape-epilogues")
                     .pass("tcc-form-dispatches");
             }
             Phase::Tile => {
@@ -245,6 +246,9 @@ impl Phase {
                 // (`memref.copy %v, %v`), which canonicalize erases.
                 .pass("canonicalize")
                 .pass("tcc-elide-output-copies")
+                // The attention kernel reads Q, K and V and writes its
+                // output through strides: their transposes become views.
+                .pass("tcc-fold-attention-transposes")
                 // Bufferization creates the constants' globals in an
                 // order that varies between runs.
                 .pass("tcc-order-globals");

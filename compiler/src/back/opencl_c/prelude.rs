@@ -144,6 +144,9 @@ pub(super) fn program_prelude<'a>(
     if uses("bf16") {
         prelude.push_str(tcc_kernels::buffer::BF16_HELPERS);
     }
+    if uses("tcc_warp_xor(") {
+        prelude.push_str(WARP_SHUFFLE);
+    }
     if uses("tcc_erf(") {
         prelude.push_str(RATIONAL_ERF);
     }
@@ -162,6 +165,16 @@ pub(super) fn program_prelude<'a>(
 /// The line that makes `double` available to a program's kernels (the
 /// runtime refuses such a program on a device without `cl_khr_fp64`,
 /// naming `--demote-f64`).
+/// The warp shuffle of the row templates' PTX form (`tcc-kernels`'
+/// `row::reduce_row`): `x` from the lane whose id differs in the bits of
+/// `lanes`.
+const WARP_SHUFFLE: &str = "\
+#ifdef TCC_PTX
+/* x from the lane whose id differs in the bits of `lanes` (row reductions' warp butterfly). */
+inline float tcc_warp_xor(float x, int lanes) { uint r; __asm__ volatile(\"shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\" : \"=r\"(r) : \"r\"(as_uint(x)), \"r\"(lanes)); return as_float(r); }
+#endif
+";
+
 /// erf of a float as a rational function of x (odd numerator over even
 /// denominator in x^2, the single-precision fit Eigen and XLA use), with
 /// x clamped to [-4, 4], outside which the float erf is +-1. Within

@@ -104,7 +104,8 @@ impl KernelWriter {
                 | "memref.collapse_shape"
                 | "memref.subview"
                 | "memref.reinterpret_cast"
-                | "memref.cast" => self.op(op)?,
+                | "memref.cast"
+                | "memref.transpose" => self.op(op)?,
                 _ => ops.push(op),
             }
         }
