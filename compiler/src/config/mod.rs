@@ -197,9 +197,8 @@ pub trait TargetConfig: Sync {
     fn row_workgroup(&self, columns: i64) -> i64;
 
     /// The flash-attention template's blocking for a head dimension of
-    /// `head_dim` over `q_len` query rows, in `groups` (batch times heads)
-    /// independent attentions.
-    fn attention(&self, head_dim: i64, q_len: i64, groups: i64) -> AttentionConfig;
+    /// `head_dim` over `q_len` query rows.
+    fn attention(&self, head_dim: i64, q_len: i64) -> AttentionConfig;
 
     /// Whether the attention template takes its CPU form: one work-item
     /// per work-group computing the group's `block_q` query rows in
@@ -513,8 +512,8 @@ impl Target {
     }
 
     /// See [`TargetConfig::attention`].
-    pub fn attention(self, head_dim: i64, q_len: i64, groups: i64) -> AttentionConfig {
-        self.config().attention(head_dim, q_len, groups)
+    pub fn attention(self, head_dim: i64, q_len: i64) -> AttentionConfig {
+        self.config().attention(head_dim, q_len)
     }
 
     /// See [`TargetConfig::attention_single_item`].

@@ -394,14 +394,14 @@ impl TargetConfig for Nvidia {
     /// shared memory (64 keys at D = 64, 32 at D = 128). At fp16/bf16 the
     /// PTX form's tensor-core body takes the same groups: each warp two
     /// m16 tiles of 32 rows. `scripts/bench/attention-device.py` times it
-    /// against PyTorch's flash attention (docs/benchmarks.md). Where 64
-    /// rows a group would leave fewer than two groups per SM (a batch of
-    /// one: BERT-base's 12 heads of 128 tokens made 24 groups for 132
-    /// SMs), 32 rows (one warp) a group, twice the groups.
-    fn attention(&self, head_dim: i64, q_len: i64, groups: i64) -> AttentionConfig {
-        let blocks = |rows: i64| groups.saturating_mul((q_len + rows - 1) / rows);
+    /// against PyTorch's flash attention (docs/benchmarks.md). At a batch
+    /// of one this leaves few groups (BERT-base: 24 for 132 SMs), but 32
+    /// rows a group (one warp, twice the groups) measured slower: 46.5
+    /// against 34.6 us a layer, BERT-base fp16 on an H200, since each
+    /// group stages the head's whole K and V.
+    fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
         AttentionConfig {
-            block_q: if blocks(64) < 2 * SMS { 32 } else { 64 },
+            block_q: 64,
             block_k: super::attention_block_k(head_dim, 32 * 1024, 64),
         }
     }

@@ -368,8 +368,7 @@ fn attention_strategy(target: Target, op: OperationRef) -> Option<KernelStrategy
     }
     let query = op.operand(0).ok().and_then(|v| static_shape(v.r#type()))?;
     let (&head_dim, &q_len) = (query.last()?, query.get(2)?);
-    let groups = query.first()?.checked_mul(*query.get(1)?)?;
-    let config = target.attention(head_dim, q_len, groups);
+    let config = target.attention(head_dim, q_len);
     Some(KernelStrategy::Attention {
         block_q: config.block_q,
         block_k: config.block_k,
