@@ -272,6 +272,59 @@ fn artifacts_carry_metadata() {
     assert_eq!(json["functions"][0]["name"], "mlp");
 }
 
+/// A CPU artifact names its instruction-set level (issue 37, bad input):
+/// loading a `pocl-cpu-avx512` build on a CPU without AVX-512 is a clear
+/// error naming the missing features and the target to use, never an
+/// illegal instruction. This machine's real features decide the real
+/// load; a faked AVX2 CPU (every feature but AVX-512's) is checked
+/// against the same artifact's metadata.
+#[test]
+fn a_cpu_artifact_is_refused_where_its_instructions_are_missing() {
+    use tcc_runtime::cpu_features::{host_has, unsupported};
+    let dir = tempfile::tempdir().unwrap();
+    let avx2_cpu = |feature: &str| !feature.starts_with("avx512");
+    for (target, arch) in [
+        ("pocl-cpu-avx512", "x86-64-v4"),
+        ("pocl-cpu-avx2", "x86-64-v3"),
+    ] {
+        let so = dir.path().join(format!("{target}.so"));
+        compile(&model("mlp.mlir"), &so, &[&format!("--target={target}")]);
+        let loaded = tcc_runtime::Model::load(&so);
+        let fits = unsupported(&format!(r#"{{"cpu_arch":"{arch}"}}"#), host_has).is_none();
+        let metadata = match loaded {
+            Ok(m) => {
+                assert!(fits, "{target} loaded on a CPU without {arch}");
+                m.metadata().expect("metadata").to_string()
+            }
+            Err(e) => {
+                assert!(!fits, "{target}: {e}");
+                let message = e.to_string();
+                assert!(message.contains("but this CPU lacks"), "{message}");
+                continue;
+            }
+        };
+        let json: serde_json::Value = serde_json::from_str(&metadata).unwrap();
+        assert_eq!(json["target_name"], target);
+        assert_eq!(json["cpu_arch"], arch);
+        match unsupported(&metadata, avx2_cpu) {
+            Some(why) => {
+                assert_eq!(target, "pocl-cpu-avx512");
+                assert!(
+                    why.contains("compiled for pocl-cpu-avx512 (x86-64-v4), but this CPU lacks avx512f, avx512bw, avx512cd, avx512dq, avx512vl: compile it again with --target=pocl-cpu-avx2 (or --target=host)"),
+                    "{why}"
+                );
+            }
+            None => assert_eq!(target, "pocl-cpu-avx2"),
+        }
+    }
+    // A GPU artifact names no CPU level.
+    let so = dir.path().join("generic.so");
+    compile(&model("mlp.mlir"), &so, &[]);
+    let m = tcc_runtime::Model::load(&so).unwrap();
+    let json: serde_json::Value = serde_json::from_str(m.metadata().unwrap()).unwrap();
+    assert!(json.get("cpu_arch").is_none(), "{json}");
+}
+
 #[test]
 fn introspection_flags_time_print_and_dump_the_phases() {
     let dir = tempfile::tempdir().unwrap();

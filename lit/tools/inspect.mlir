@@ -14,7 +14,7 @@
 // TEXT: inspect.mlir.tmp.so
 // TEXT-NEXT:   ABI version: 3 (this runtime loads 3..=3)
 // TEXT-NEXT:   producer: tcc 0.1.0 (git {{[0-9a-f]+|unknown}})
-// TEXT-NEXT:   target: pocl-cpu
+// TEXT-NEXT:   target: pocl-cpu (pocl-cpu-avx2, x86-64-v3)
 // TEXT-NEXT:   host: x86_64-{{.*}}linux-gnu
 // TEXT-NEXT:   kernel format: OpenCL C
 // TEXT-NEXT: functions: 1
@@ -31,6 +31,7 @@
 // JSON:      "constants": {
 // JSON-NEXT:   "bytes": 16,
 // JSON-NEXT:   "count": 1
+// JSON:      "cpu_arch": "x86-64-v3",
 // JSON:      "functions": [
 // JSON:          "inputs": [
 // JSON:              "bytes": 512,
@@ -45,7 +46,8 @@
 // JSON:          "flops": 1024,
 // JSON-NEXT:     "kind": "matmul",
 // JSON:      "producer": "tcc 0.1.0 (git
-// JSON:      "target": "pocl-cpu"
+// JSON:      "target": "pocl-cpu",
+// JSON-NEXT: "target_name": "pocl-cpu-avx2",
 
 // NOT-ELF: error: malformed artifact {{.*}}inspect.mlir: not a valid ELF file
 // MISSING: error: cannot inspect {{.*}}missing.so: cannot open it: No such file

@@ -369,6 +369,17 @@ impl Artifact {
         // Optional: the compiler's JSON description (`tcc inspect`).
         let metadata = text(symbols.metadata, "metadata")?
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        // A CPU target's instruction set (AVX-512, AVX2) the running CPU
+        // lacks: refused here, before any kernel is built.
+        if let Some(why) = metadata
+            .as_deref()
+            .and_then(|m| crate::cpu_features::unsupported(m, crate::cpu_features::host_has))
+        {
+            return Err(Error::ArtifactLoad {
+                path: path.to_path_buf(),
+                reason: why,
+            });
+        }
         let description = match symbols.description {
             // SAFETY: checked against the segments before it is read.
             Some(blob) => Some(unsafe { Self::checked_description(&r, blob) }?),

@@ -29,6 +29,7 @@ pub mod backend;
 pub mod buffer_pool;
 pub mod capi;
 pub mod cli;
+pub mod cpu_features;
 pub mod device;
 pub mod devices;
 pub mod drivers;

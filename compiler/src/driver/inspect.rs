@@ -101,6 +101,8 @@ pub fn describe(path: &std::path::Path, description: &Description, verified: boo
         "abi_version": description.abi_version,
         "producer": metadata.get("producer").cloned().unwrap_or_else(|| json!(description.producer)),
         "target": metadata["target"],
+        "target_name": metadata["target_name"],
+        "cpu_arch": metadata["cpu_arch"],
         "host_triple": metadata["host_triple"],
         "tuning": metadata["tuning"],
         "storage": metadata.get("storage").cloned().unwrap_or_else(|| json!("fp32")),
@@ -143,7 +145,15 @@ pub fn render(d: &Value) -> String {
         "  producer: {}\n",
         text_or_unknown(&d["producer"])
     ));
-    out.push_str(&format!("  target: {}\n", text_or_unknown(&d["target"])));
+    let level = match (d["target_name"].as_str(), d["cpu_arch"].as_str()) {
+        // A CPU target and the instruction set the runtime checks at load.
+        (Some(name), Some(arch)) => format!(" ({name}, {arch})"),
+        _ => String::new(),
+    };
+    out.push_str(&format!(
+        "  target: {}{level}\n",
+        text_or_unknown(&d["target"])
+    ));
     out.push_str(&format!("  host: {}\n", text_or_unknown(&d["host_triple"])));
     if let Some(tuning) = d["tuning"].as_object() {
         let driver = tuning["driver"].as_str().unwrap_or_default();

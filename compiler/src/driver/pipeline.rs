@@ -92,6 +92,15 @@ pub fn metadata_json(
         "kernels": kernels,
         "functions": functions,
     });
+    // A CPU target's instruction-set level (`x86-64-v3` for AVX2,
+    // `x86-64-v4` for AVX-512): the runtime refuses the artifact on a CPU
+    // without those instructions (tcc_runtime::cpu_features).
+    if let Some(desc) = crate::config::targets::of_module(compiled.module.as_operation())
+        && desc.family == Target::PoclCpu.name()
+    {
+        metadata["target_name"] = serde_json::json!(desc.name);
+        metadata["cpu_arch"] = serde_json::json!(desc.arch);
+    }
     // Weights and intermediates held as half (`--storage=fp16`,
     // `--precision=fp16|bf16`; absent when everything is stored as the
     // model says).
