@@ -103,10 +103,26 @@ fn loop_bounds<'c>(op: OperationRef<'c, 'c>) -> Result<Vec<(i64, i64, i64)>, Pas
             let get = |i: usize| op.operand(i).ok().and_then(constant_index);
             match (get(d), get(dims + d), get(2 * dims + d)) {
                 (Some(lower), Some(upper), Some(step)) if step > 0 => Ok((lower, upper, step)),
-                _ => Err(PassError::at(
-                    op.location(),
-                    "parallel loop with non-constant bounds: tcc needs static shapes",
-                )),
+                _ => {
+                    // A kernel over a symbolic dimension (issue 33) reaches
+                    // here with the extent as its bound: mapping it onto
+                    // work-items is the next step.
+                    let dims = crate::ir::dynamic::module_dims(op);
+                    Err(PassError::at(
+                        op.location(),
+                        if dims.0.is_empty() {
+                            "parallel loop with non-constant bounds: tcc needs static shapes"
+                                .to_string()
+                        } else {
+                            format!(
+                                "parallel loop{} with a dynamic bound (dynamic dimension {}): dynamic dimension not supported yet by tcc-map-loops-to-work-items (the gpu phase); compile one shape with --input-shape",
+                                crate::ir::dynamic::node_name(&op)
+                                    .map_or(String::new(), |n| format!(" (node '{n}')")),
+                                crate::ir::dynamic::describe_dims(&dims),
+                            )
+                        },
+                    ))
+                }
             }
         })
         .collect()

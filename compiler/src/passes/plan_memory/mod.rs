@@ -383,6 +383,10 @@ impl TccPass for PlanMemory {
         module: Root<'c>,
         options: &PlanOptions,
     ) -> PassResult<'c> {
+        // An arena planned at the declared maximum of a symbolic dimension
+        // (issue 33) is the next step; until then a module computing on
+        // one is refused here, named, before any size is read from a `?`.
+        crate::ir::dynamic::refuse_dynamic(module, "tcc-plan-memory (the gpu phase)")?;
         for function in body_ops_named(module, "func.func") {
             plan_function(context, function, options.alignment)?;
         }
