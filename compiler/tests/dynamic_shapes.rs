@@ -4,10 +4,10 @@
 //! as `#tcc.dims`, each input's dimensions named by `tcc.dim_names`), and
 //! the graph, linalg, dispatch, tile and buffer phases compile a leading
 //! batch as `?` (the tile phase's strategies chosen at the declared
-//! maximum), and outlining launches each kernel for the call's batch;
-//! every step that cannot compile a symbolic dimension yet (the loop
-//! mapping and the memory plan on, and ops outside the first slice)
-//! refuses it with the op, the pass and the dimension named. The models are written at test time by
+//! maximum), outlining launches each kernel for the call's batch and the
+//! loop mapping runs loop kernels to it; every step that cannot compile a
+//! symbolic dimension yet (the memory plan on, and ops outside the first
+//! slice) refuses it with the op, the pass and the dimension named. The models are written at test time by
 //! `test/onnx/dynamic/models.py` (the onnx package).
 
 use std::path::{Path, PathBuf};
@@ -328,8 +328,8 @@ fn the_gpu_phase_launches_kernels_for_the_batch_of_the_call() {
     // Outlining: each launch's grid along the batch is computed on the
     // host from the buffers' extents (memref.dim), the strategies' sizes
     // (chosen at the maximum) stay; a view rebuilt in a kernel takes its
-    // host size as an index argument. Stopped before the loop mapping,
-    // which does not take a dynamic bound yet.
+    // host size as an index argument. The loop mapping then runs each loop
+    // kernel to its dynamic extent.
     let buffer = ok(tcc(&[
         "compile",
         &path(&dir, "mlp.onnx"),
@@ -346,6 +346,12 @@ fn the_gpu_phase_launches_kernels_for_the_batch_of_the_call() {
         .output()
         .unwrap();
     let gpu = ok(output);
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc-opt"))
+        .arg(&file)
+        .arg("--pass-pipeline=builtin.module(tcc-configure-kernels,tcc-outline-kernels,tcc-lower-kernel-loops,tcc-map-loops-to-work-items,canonicalize,cse)")
+        .output()
+        .unwrap();
+    let mapped = ok(output);
     for expected in [
         // The first product: the GEMM template's 32-row tiles of M along y.
         "%5 = arith.ceildivui %dim_0, %c32 : index",
@@ -361,25 +367,39 @@ fn the_gpu_phase_launches_kernels_for_the_batch_of_the_call() {
     ] {
         assert!(gpu.contains(expected), "{expected} in {gpu}");
     }
+    // The second product (a loop nest over 1 x batch x 10): a grid-stride
+    // loop to batch x 10 points, the batch's index the quotient, the unit
+    // dimension before it at 0.
+    let kernel = &mapped[mapped.find("gpu.func @batch_matmul_2").unwrap()..];
+    let kernel = &kernel[..kernel.find("gpu.return").unwrap()];
+    for expected in [
+        "%dim = memref.dim %arg0, %c1 : memref<1x?x10xf32>",
+        "%1 = arith.muli %dim, %c10 : index",
+        "scf.for %arg4 = %global_id_x to %1 step %0 {",
+        "%4 = arith.divui %arg4, %c10 : index",
+        "memref.store %cst, %arg0[%c0, %4, %3] : memref<1x?x10xf32>",
+    ] {
+        assert!(kernel.contains(expected), "{expected} in {kernel}");
+    }
+    assert!(!mapped.contains("scf.parallel"), "{mapped}");
 }
 
 #[test]
 fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
     let dir = models();
-    // Outlining launches a symbolic batch (see
-    // the_gpu_phase_launches_kernels_for_the_batch_of_the_call); the loop
-    // mapping that follows is the first step that cannot: loop kernels are
-    // refused there, and a model of row templates only (the layer norm) at
-    // the memory plan, each naming the pass, the node and the dimension's
-    // range; nothing is written.
+    // Outlining and the loop mapping compile a symbolic batch (see
+    // the_gpu_phase_launches_kernels_for_the_batch_of_the_call); the memory
+    // plan is the first step that cannot: it names the pass, the first
+    // launch on the batch, its node and the dimension's range; nothing is
+    // written.
     for (model, error_text) in [
         (
             "mlp.onnx",
-            "parallel loop (node 'relu') with a dynamic bound (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-map-loops-to-work-items (the gpu phase); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'fc1') computes on the dynamically shaped type 'memref<1x?x64xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-plan-memory (the gpu phase); compile one shape with --input-shape",
         ),
         (
             "cnn.onnx",
-            "parallel loop (node 'pool') with a dynamic bound (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-map-loops-to-work-items (the gpu phase); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<?x16x16x8xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-plan-memory (the gpu phase); compile one shape with --input-shape",
         ),
         (
             "layer_norm.onnx",
