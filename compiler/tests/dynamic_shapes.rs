@@ -4,10 +4,11 @@
 //! as `#tcc.dims`, each input's dimensions named by `tcc.dim_names`), and
 //! the graph, linalg, dispatch, tile and buffer phases compile a leading
 //! batch as `?` (the tile phase's strategies chosen at the declared
-//! maximum), outlining launches each kernel for the call's batch and the
-//! loop mapping runs loop kernels to it; every step that cannot compile a
-//! symbolic dimension yet (the memory plan on, and ops outside the first
-//! slice) refuses it with the op, the pass and the dimension named. The models are written at test time by
+//! maximum), outlining launches each kernel for the call's batch, the
+//! loop mapping runs loop kernels to it and the memory plan holds the
+//! maximum; every step that cannot compile a symbolic dimension yet (the
+//! back ends, and ops outside the first slice) refuses it with the op,
+//! the pass and the dimension named. The models are written at test time by
 //! `test/onnx/dynamic/models.py` (the onnx package).
 
 use std::path::{Path, PathBuf};
@@ -382,28 +383,45 @@ fn the_gpu_phase_launches_kernels_for_the_batch_of_the_call() {
         assert!(kernel.contains(expected), "{expected} in {kernel}");
     }
     assert!(!mapped.contains("scf.parallel"), "{mapped}");
+    // The memory plan: the intermediates it plans are views of the arena
+    // sized by the call's batch, in slots of the declared maximum.
+    let planned = ok(tcc(&[
+        "compile",
+        &path(&dir, "mlp.onnx"),
+        "--dim",
+        "batch=1..64",
+        "--compile-to",
+        "gpu",
+    ]));
+    assert!(
+        planned.contains("tcc.arena_bytes = 8192 : i64")
+            && planned
+                .contains("memref.alloc() {alignment = 4096 : i64, tcc.arena} : memref<8192xi8>")
+            && planned.contains("[%dim_11] : memref<8192xi8> to memref<?x10xf32>"),
+        "{planned}"
+    );
 }
 
 #[test]
 fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
     let dir = models();
-    // Outlining and the loop mapping compile a symbolic batch (see
-    // the_gpu_phase_launches_kernels_for_the_batch_of_the_call); the memory
-    // plan is the first step that cannot: it names the pass, the first
+    // The gpu phase compiles a symbolic batch (see
+    // the_gpu_phase_launches_kernels_for_the_batch_of_the_call); the OpenCL
+    // C writer is the first step that cannot: it names itself, the first
     // launch on the batch, its node and the dimension's range; nothing is
     // written.
     for (model, error_text) in [
         (
             "mlp.onnx",
-            "'gpu.launch_func' (node 'fc1') computes on the dynamically shaped type 'memref<1x?x64xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-plan-memory (the gpu phase); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'fc1') computes on the dynamically shaped type 'memref<1x?x64xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the OpenCL C writer (codegen); compile one shape with --input-shape",
         ),
         (
             "cnn.onnx",
-            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<?x16x16x8xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-plan-memory (the gpu phase); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<?x16x16x8xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the OpenCL C writer (codegen); compile one shape with --input-shape",
         ),
         (
             "layer_norm.onnx",
-            "'gpu.launch_func' (node 'ln') computes on the dynamically shaped type 'memref<?x16xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-plan-memory (the gpu phase); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'ln') computes on the dynamically shaped type 'memref<?x16xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the OpenCL C writer (codegen); compile one shape with --input-shape",
         ),
     ] {
         let out = dir.path().join("model.so");

@@ -31,7 +31,11 @@
 //! (`tcc.live_bytes_bound`: the most bytes alive at any op), which
 //! `tcc compile --stats` prints. Buffers that escape (returned, or used by
 //! an op that yields a memref and so could alias them) are left alone, and
-//! so are dynamically shaped or non-identity-layout allocations.
+//! so are non-identity-layout allocations. A buffer sized by a symbolic
+//! dimension (issue 33: `memref.alloc(%n)`) is planned at the largest
+//! declared maximum, and its view takes the call's sizes
+//! (`memref.view %arena[%offset][%n]`): every offset holds for every
+//! extent in range.
 
 use std::collections::HashMap;
 
@@ -116,26 +120,26 @@ fn element_bytes(ty: Type) -> Option<u64> {
     Some(u64::from(bits).div_ceil(8).max(1))
 }
 
-/// Byte size of a statically shaped, identity-layout memref in the default
-/// memory space; `None` for anything else.
-fn plannable_bytes(ty: Type) -> Option<u64> {
+/// Byte size of an identity-layout memref in the default memory space,
+/// each dynamic dimension (a symbolic one, issue 33) taken as `extent`
+/// (the declared maximum: the slot then holds the buffer at every extent
+/// in range); `None` for anything else, and for a dynamic shape without
+/// `extent`.
+fn plannable_bytes(ty: Type, extent: Option<i64>) -> Option<u64> {
     if !ty.is_mem_ref() {
         return None;
     }
     let raw = ty.to_raw();
     unsafe {
-        if !mlir_sys::mlirShapedTypeHasStaticShape(raw)
-            || !mlir_sys::mlirMemRefTypeGetMemorySpace(raw).ptr.is_null()
+        if !mlir_sys::mlirMemRefTypeGetMemorySpace(raw).ptr.is_null()
             || !mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(raw))
         {
             return None;
         }
-        let rank = mlir_sys::mlirShapedTypeGetRank(raw);
+        let shape = crate::ir::dynamic::shape_at(ty, extent)?;
         let mut bytes = element_bytes(Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(raw)))?;
-        for i in 0..rank {
-            bytes = bytes.checked_mul(
-                u64::try_from(mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize)).ok()?,
-            )?;
+        for extent in shape {
+            bytes = bytes.checked_mul(u64::try_from(extent).ok()?)?;
         }
         Some(bytes)
     }
@@ -174,6 +178,7 @@ fn plan_function<'c>(
     context: &'c melior::Context,
     function: OperationRef<'c, 'c>,
     alignment: u64,
+    extent: Option<i64>,
 ) -> Result<(), PassError<'c>> {
     let location = function.location();
     let Ok(region) = function.region(0) else {
@@ -206,7 +211,12 @@ fn plan_function<'c>(
     let mut deallocs: Vec<OperationRef<'c, 'c>> = Vec::new();
     let mut dead: Vec<OperationRef<'c, 'c>> = Vec::new();
     for (index, op) in ops.iter().enumerate() {
-        if op_name(op) != "memref.alloc" || op.operand_count() != 0 || op.result_count() != 1 {
+        // An allocation's operands are its dynamic sizes (a symbolic
+        // dimension's extent, planned at `extent`).
+        if op_name(op) != "memref.alloc"
+            || op.result_count() != 1
+            || (op.operand_count() != 0 && extent.is_none())
+        {
             continue;
         }
         if op.attribute(attr_names::ARENA).is_ok() {
@@ -219,7 +229,7 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(op.location(), e.to_string()))?
             .into();
-        let Some(mut bytes) = plannable_bytes(result.r#type()) else {
+        let Some(mut bytes) = plannable_bytes(result.r#type(), extent) else {
             continue;
         };
         // A buffer stored narrower (`tcc-narrow-storage`) takes fewer bytes.
@@ -349,8 +359,12 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(at, e.to_string()))?
             .into();
+        // A dynamically shaped buffer's view takes its sizes (the
+        // allocation's operands), within the slot planned at the maximum.
+        let sizes: Vec<Value> = alloc.operands().collect();
         let mut view = OperationBuilder::new("memref.view", at)
             .add_operands(&[arena, shift])
+            .add_operands(&sizes)
             .add_results(&[old.r#type()]);
         // The host sizes the view by the buffer's storage.
         if let Ok(storage) = alloc.attribute(super::STORAGE_ATTR) {
@@ -383,12 +397,11 @@ impl TccPass for PlanMemory {
         module: Root<'c>,
         options: &PlanOptions,
     ) -> PassResult<'c> {
-        // An arena planned at the declared maximum of a symbolic dimension
-        // (issue 33) is the next step; until then a module computing on
-        // one is refused here, named, before any size is read from a `?`.
-        crate::ir::dynamic::refuse_dynamic(module, "tcc-plan-memory (the gpu phase)")?;
+        // A symbolic dimension (issue 33): every buffer it sizes gets the
+        // slot of its declared maximum.
+        let extent = crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(module));
         for function in body_ops_named(module, "func.func") {
-            plan_function(context, function, options.alignment)?;
+            plan_function(context, function, options.alignment, extent)?;
         }
         Ok(())
     }
