@@ -384,15 +384,37 @@ fn the_gpu_phase_launches_kernels_for_the_batch_of_the_call() {
     }
     assert!(!mapped.contains("scf.parallel"), "{mapped}");
     // The memory plan: the intermediates it plans are views of the arena
-    // sized by the call's batch, in slots of the declared maximum.
-    let planned = ok(tcc(&[
+    // sized by the call's batch, in slots of the declared maximum;
+    // --stats prints the arena beside the one the minimum would take.
+    let out = tcc(&[
         "compile",
         &path(&dir, "mlp.onnx"),
         "--dim",
         "batch=1..64",
         "--compile-to",
         "gpu",
-    ]));
+        "--stats",
+    ]);
+    let stats = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        stats.contains("arena @main: 8192 bytes (liveness lower bound 5120 bytes, 1.600x), planned at the declared maximum; at the minimum 8192 bytes (liveness lower bound 80 bytes)"),
+        "{stats}"
+    );
+    let planned = ok(out);
+    let cnn = tcc(&[
+        "compile",
+        &path(&dir, "cnn.onnx"),
+        "--dim",
+        "batch=1..64",
+        "--compile-to",
+        "gpu",
+        "--stats=json",
+    ]);
+    let stats = String::from_utf8_lossy(&cnn.stderr).to_string();
+    assert!(
+        stats.contains("{\"name\": \"main\", \"arena_bytes\": 528384, \"live_bytes_bound\": 524304, \"arena_bytes_at_min\": 12288, \"live_bytes_bound_at_min\": 8208}"),
+        "{stats}"
+    );
     assert!(
         planned.contains("tcc.arena_bytes = 8192 : i64")
             && planned

@@ -3,12 +3,15 @@
 // (here 64 x 4 floats = 1 KiB, so two such buffers alive together take
 // two 4 KiB slots), and its view takes the call's size: every
 // offset holds at every batch in range. The liveness bound counts the
-// maximum too.
+// maximum too; the arena and bound at the declared minimum (batch 1: 16
+// bytes a buffer) are recorded for --stats.
 // RUN: tcc-opt %s --split-input-file --tcc-plan-memory | FileCheck %s
 
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: tcc.arena_bytes = 8192 : i64
+// CHECK-SAME: tcc.arena_bytes_at_min = 8192 : i64
 // CHECK-SAME: tcc.live_bytes_bound = 2048 : i64
+// CHECK-SAME: tcc.live_bytes_bound_at_min = 32 : i64
 // CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 4096 : i64, tcc.arena} : memref<8192xi8>
 // CHECK: %[[N:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?x4xf32>
 // CHECK: memref.view %[[ARENA]][%{{.*}}][%[[N]]] : memref<8192xi8> to memref<?x4xf32>
@@ -39,6 +42,7 @@ module attributes {gpu.container_module, tcc.dims = #tcc.dims<names = ["batch"],
 // Without declared dimensions a dynamic allocation is not planned (it is
 // allocated at run time, as before).
 // CHECK-LABEL: func.func @undeclared
+// CHECK-NOT: at_min
 // CHECK-SAME: tcc.arena_bytes = 0 : i64
 // CHECK: memref.alloc(%{{.*}}) : memref<?x4xf32>
 module attributes {gpu.container_module} {

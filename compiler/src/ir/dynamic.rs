@@ -76,6 +76,13 @@ pub fn strategy_extent(dims: &Dims) -> Option<i64> {
     dims.0.iter().map(|d| d.max).max()
 }
 
+/// The smallest declared minimum: the extent of every `?` in the smallest
+/// shape in range (exact with one declared dimension). `None` when
+/// nothing is declared.
+pub fn smallest_extent(dims: &Dims) -> Option<i64> {
+    dims.0.iter().map(|d| d.min).min()
+}
+
 /// `ty`'s shape with every `?` taken as `extent` (see
 /// [`strategy_extent`]); `None` for a type that is not a ranked shaped
 /// type, or that has a `?` and no `extent`. Never multiplies a `?`'s raw
@@ -189,6 +196,8 @@ mod tests {
             },
         ]);
         assert_eq!(strategy_extent(&dims), Some(512));
+        assert_eq!(smallest_extent(&dims), Some(1));
+        assert_eq!(smallest_extent(&Dims::default()), None);
         assert_eq!(strategy_extent(&Dims::default()), None);
         let ty = parse_type(&context, "memref<1x?x64xf32>");
         assert_eq!(shape_at(ty, Some(64)), Some(vec![1, 64, 64]));

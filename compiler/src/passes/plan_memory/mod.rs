@@ -35,7 +35,10 @@
 //! dimension (issue 33: `memref.alloc(%n)`) is planned at the largest
 //! declared maximum, and its view takes the call's sizes
 //! (`memref.view %arena[%offset][%n]`): every offset holds for every
-//! extent in range.
+//! extent in range. Such a function also records the arena and the
+//! liveness bound a plan at the declared minimum would take
+//! (`tcc.arena_bytes_at_min`, `tcc.live_bytes_bound_at_min`), which
+//! `--stats` prints beside the plan's.
 
 use std::collections::HashMap;
 
@@ -178,7 +181,7 @@ fn plan_function<'c>(
     context: &'c melior::Context,
     function: OperationRef<'c, 'c>,
     alignment: u64,
-    extent: Option<i64>,
+    (extent, smallest): (Option<i64>, Option<i64>),
 ) -> Result<(), PassError<'c>> {
     let location = function.location();
     let Ok(region) = function.region(0) else {
@@ -208,6 +211,8 @@ fn plan_function<'c>(
     };
 
     let mut planned: Vec<(OperationRef<'c, 'c>, Interval)> = Vec::new();
+    // The same buffers' bytes at the smallest extent (symbolic dimensions).
+    let mut at_min: Vec<Interval> = Vec::new();
     let mut deallocs: Vec<OperationRef<'c, 'c>> = Vec::new();
     let mut dead: Vec<OperationRef<'c, 'c>> = Vec::new();
     for (index, op) in ops.iter().enumerate() {
@@ -232,12 +237,14 @@ fn plan_function<'c>(
         let Some(mut bytes) = plannable_bytes(result.r#type(), extent) else {
             continue;
         };
+        let mut min_bytes = plannable_bytes(result.r#type(), smallest).unwrap_or(bytes);
         // A buffer stored narrower (`tcc-narrow-storage`) takes fewer bytes.
         if let (Some(storage), Some(element)) =
             (super::op_storage(op), memref_element_bytes(result.r#type()))
             && let Some(stored) = element_bytes(storage)
         {
             bytes = bytes / element * stored;
+            min_bytes = min_bytes / element * stored;
         }
         let uses = users(result);
         if uses.is_empty() {
@@ -276,6 +283,10 @@ fn plan_function<'c>(
             continue;
         }
         deallocs.extend(own_deallocs);
+        at_min.push(Interval {
+            bytes: min_bytes.max(1),
+            ..interval
+        });
         planned.push((*op, interval));
     }
 
@@ -298,6 +309,18 @@ fn plan_function<'c>(
     function_mut.set_discardable_attribute(attr_names::ARENA_ALIGNMENT, int_attr(alignment)?);
     function_mut
         .set_discardable_attribute(attr_names::LIVE_BYTES_BOUND, int_attr(result.lower_bound)?);
+    if smallest.is_some() {
+        let minimum = plan(&at_min, alignment)
+            .ok_or_else(|| PassError::at(location, "the memory plan's size overflows 64 bits"))?;
+        function_mut.set_discardable_attribute(
+            attr_names::ARENA_BYTES_AT_MIN,
+            int_attr(minimum.arena_bytes)?,
+        );
+        function_mut.set_discardable_attribute(
+            attr_names::LIVE_BYTES_BOUND_AT_MIN,
+            int_attr(minimum.lower_bound)?,
+        );
+    }
     if planned.is_empty() {
         return Ok(());
     }
@@ -399,9 +422,13 @@ impl TccPass for PlanMemory {
     ) -> PassResult<'c> {
         // A symbolic dimension (issue 33): every buffer it sizes gets the
         // slot of its declared maximum.
-        let extent = crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(module));
+        let dims = crate::ir::dynamic::module_dims(module);
+        let extents = (
+            crate::ir::dynamic::strategy_extent(&dims),
+            crate::ir::dynamic::smallest_extent(&dims),
+        );
         for function in body_ops_named(module, "func.func") {
-            plan_function(context, function, options.alignment, extent)?;
+            plan_function(context, function, options.alignment, extents)?;
         }
         Ok(())
     }
