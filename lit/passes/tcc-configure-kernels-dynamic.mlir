@@ -1,13 +1,19 @@
-// tcc-configure-kernels does not choose strategies for a symbolic
-// dimension yet (issue 33: the next step chooses them at the declared
-// maximum): the first op computing on one is refused, with its pass, its
-// ONNX node and the declared dimensions, before any strategy is written.
-// RUN: not tcc-opt %s --tcc-configure-kernels=target=generic 2>&1 | FileCheck %s
-// CHECK: error: {{.*}}'linalg.generic' (node 'relu') computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-configure-kernels (the tile phase); compile one shape with --input-shape
-// CHECK-NOT: tcc.strategy
+// tcc-configure-kernels chooses the strategy of a kernel on a symbolic
+// dimension (issue 33) as for the largest declared maximum (here batch
+// 1..64): the GEMM template's tiles for M = 64, loop nests' work-groups for
+// 64 rows, the row templates for the static row. The kernels keep their
+// bounds guards along the dynamic extent (the gpu phase's business).
+// RUN: tcc-opt %s --split-input-file --tcc-configure-kernels=target=generic | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-configure-kernels{target=pocl-cpu-avx2})' | FileCheck %s --check-prefix=AVX2
+
+// An elementwise kernel over ?x4: the same strategy as over 64x4.
+// CHECK-LABEL: func.func @relu
+// CHECK: tcc.strategy = #tcc.loops<workgroup_size = 128>
+// AVX2-LABEL: func.func @relu
+// AVX2: tcc.strategy = #tcc.loops<workgroup_size = 256, max_workgroups = 64>
 #map = affine_map<(d0, d1) -> (d0, d1)>
 module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
-  func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  func.func @relu(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
     %c0 = arith.constant 0 : index
     %zero = arith.constant 0.0 : f32
     %n = tensor.dim %x, %c0 : tensor<?x4xf32>
@@ -18,5 +24,44 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
       linalg.yield %r : f32
     } -> tensor<?x4xf32> loc("relu")
     return %y : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+// A product with a dynamic M: the GEMM template for M = 64 (the largest
+// of the declared maxima: both dimensions are taken at 64 here).
+// CHECK-LABEL: func.func @fc
+// CHECK-NOT: tcc.strategy = #tcc.loops
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 32>
+// AVX2-LABEL: func.func @fc
+// AVX2: tcc.strategy = #tcc.gemm<tile_m = 6, tile_n = 16, tile_k = 4, work_m = 6, work_n = 16, split_k = 1, batch = 1, m = 64, n = 64, k = 32>
+module attributes {tcc.dims = #tcc.dims<names = ["batch", "rows"], min = [1, 1], max = [64, 16]>} {
+  func.func @fc(%a: tensor<1x?x32xf32>, %b: tensor<1x32x64xf32>) -> tensor<1x?x64xf32> {
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %n = tensor.dim %a, %c1 : tensor<1x?x32xf32>
+    %e = tensor.empty(%n) : tensor<1x?x64xf32>
+    %f = linalg.fill {tcc.kernel = "fc_0"} ins(%zero : f32) outs(%e : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+    %y = linalg.batch_matmul {tcc.kernel = "fc_0", tcc.kind = "matmul"} ins(%a, %b : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%f : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+    return %y : tensor<1x?x64xf32>
+  }
+}
+
+// -----
+
+// A softmax over the static last axis of ?x10: one work-group per row,
+// sized for the row of 10.
+// CHECK-LABEL: func.func @softmax
+// CHECK: tcc.strategy = #tcc.softmax<workgroup_size = 64>
+// AVX2-LABEL: func.func @softmax
+// AVX2: tcc.strategy = #tcc.softmax<workgroup_size = 1>
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @softmax(%x: tensor<?x10xf32>) -> tensor<?x10xf32> {
+    %c0 = arith.constant 0 : index
+    %n = tensor.dim %x, %c0 : tensor<?x10xf32>
+    %e = tensor.empty(%n) : tensor<?x10xf32>
+    %y = linalg.softmax {tcc.kernel = "softmax_0", tcc.kind = "softmax"} dimension(1) ins(%x : tensor<?x10xf32>) outs(%e : tensor<?x10xf32>) -> tensor<?x10xf32>
+    return %y : tensor<?x10xf32>
   }
 }

@@ -31,6 +31,9 @@ pub struct MemoryPlan {
     pub function: String,
     pub arena_bytes: u64,
     pub live_bytes_bound: u64,
+    /// With symbolic dimensions (issue 33; the plan holds the declared
+    /// maximum): the arena and the bound at the declared minimum.
+    pub at_min: Option<(u64, u64)>,
 }
 
 impl MemoryPlan {
@@ -85,6 +88,8 @@ pub fn collect(module: &Module) -> Stats {
                     .unwrap_or_default(),
                 arena_bytes,
                 live_bytes_bound,
+                at_min: size(attr_names::ARENA_BYTES_AT_MIN)
+                    .zip(size(attr_names::LIVE_BYTES_BOUND_AT_MIN)),
             });
         }
     }
@@ -153,12 +158,18 @@ impl Stats {
         }
         for plan in &self.plans {
             text.push_str(&format!(
-                "arena @{}: {} bytes (liveness lower bound {} bytes, {:.3}x)\n",
+                "arena @{}: {} bytes (liveness lower bound {} bytes, {:.3}x)",
                 plan.function,
                 plan.arena_bytes,
                 plan.live_bytes_bound,
                 plan.ratio()
             ));
+            if let Some((arena, bound)) = plan.at_min {
+                text.push_str(&format!(
+                    ", planned at the declared maximum; at the minimum {arena} bytes (liveness lower bound {bound} bytes)"
+                ));
+            }
+            text.push('\n');
         }
         text
     }
@@ -194,8 +205,13 @@ impl Stats {
             .plans
             .iter()
             .map(|p| {
+                let at_min = p.at_min.map_or(String::new(), |(arena, bound)| {
+                    format!(
+                        ", \"arena_bytes_at_min\": {arena}, \"live_bytes_bound_at_min\": {bound}"
+                    )
+                });
                 format!(
-                    "{{\"name\": {}, \"arena_bytes\": {}, \"live_bytes_bound\": {}}}",
+                    "{{\"name\": {}, \"arena_bytes\": {}, \"live_bytes_bound\": {}{at_min}}}",
                     json_string(&p.function),
                     p.arena_bytes,
                     p.live_bytes_bound
@@ -260,6 +276,7 @@ mod tests {
                 function: "main".into(),
                 arena_bytes: 8192,
                 live_bytes_bound: 8000,
+                at_min: None,
             }],
         };
         assert_eq!(

@@ -69,6 +69,11 @@ pub const ARENA_ALIGNMENT: &str = "tcc.arena_alignment";
 /// On a planned host function: the most bytes of planned buffers alive at
 /// any op.
 pub const LIVE_BYTES_BOUND: &str = "tcc.live_bytes_bound";
+/// On a planned host function of a module with symbolic dimensions
+/// (issue 33): the arena and the liveness bound a plan at the declared
+/// minimum would take (the plan itself holds the maximum), for `--stats`.
+pub const ARENA_BYTES_AT_MIN: &str = "tcc.arena_bytes_at_min";
+pub const LIVE_BYTES_BOUND_AT_MIN: &str = "tcc.live_bytes_bound_at_min";
 /// On a constant `memref.global`, a `memref.alloc` or (in `arg_attrs`) a
 /// kernel argument: the type the buffer is stored as when narrower than
 /// its element type (`f16` or `bf16` under `--precision=fp16|bf16` or `--storage`; see `ir::storage`).

@@ -7,7 +7,6 @@ use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, OperationRef};
 pub use tcc_kernels::GemmShape;
 
-use super::types::static_shape;
 use super::util::op_name;
 
 /// The default (row-major, untransposed) indexing maps of the named
@@ -15,9 +14,10 @@ use super::util::op_name;
 const MATMUL_MAPS: &str = "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]";
 const BATCH_MATMUL_MAPS: &str = "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]";
 
-/// The static shape of `op`'s operand `index`.
-fn operand_shape(op: OperationRef, index: usize) -> Option<Vec<i64>> {
-    static_shape(op.operand(index).ok()?.r#type())
+/// The shape of `op`'s operand `index`, a `?` taken as `extent`
+/// (static shapes only without one).
+fn operand_shape(op: OperationRef, index: usize, extent: Option<i64>) -> Option<Vec<i64>> {
+    super::dynamic::shape_at(op.operand(index).ok()?.r#type(), extent)
 }
 
 /// The GEMM a contraction computes, if the GEMM template can run it: a
@@ -27,10 +27,18 @@ fn operand_shape(op: OperationRef, index: usize) -> Option<Vec<i64>> {
 /// `tcc-fold-conv-inputs`) as an implicit GEMM with `M = N*OH*OW`,
 /// `N = F` and `K = KH*KW*C`. Shapes must be static.
 pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
+    gemm_shape_at(op, None)
+}
+
+/// [`gemm_shape`] of a contraction whose operands may have a dynamic
+/// dimension, each `?` taken as `extent` (the tile phase's choice for a
+/// symbolic batch: `ir::dynamic::strategy_extent`); without `extent`,
+/// static shapes only.
+pub fn gemm_shape_at(op: OperationRef, extent: Option<i64>) -> Option<GemmShape> {
     let name = op_name(&op);
     let (window, filter_index, output_index) = window_layout(op);
     if window == "conv_2d_nhwc_hwcf" {
-        let output = operand_shape(op, output_index)?;
+        let output = operand_shape(op, output_index, extent)?;
         // Plain HWCF or in panels (`tcc-pack-weight-panels`).
         let [kh, kw, c, _] = super::filter_panels::hwcf_filter_shape(op, filter_index)?;
         if output.len() != 4 {
@@ -48,8 +56,8 @@ pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
         "linalg.batch_matmul" => BATCH_MATMUL_MAPS,
         // B packed in panels (`tcc-pack-weight-panels`): N is C's.
         "linalg.generic" if super::filter_panels::matmul_panel_width(op).is_some() => {
-            let a = operand_shape(op, 0)?;
-            let c = operand_shape(op, 2)?;
+            let a = operand_shape(op, 0, extent)?;
+            let c = operand_shape(op, 2, extent)?;
             let ra = a.len();
             return Some(GemmShape {
                 batch: a[..ra - 2].iter().product(),
@@ -72,8 +80,8 @@ pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
             return None;
         }
     }
-    let a = operand_shape(op, 0)?;
-    let b = operand_shape(op, 1)?;
+    let a = operand_shape(op, 0, extent)?;
+    let b = operand_shape(op, 1, extent)?;
     let (ra, rb) = (a.len(), b.len());
     if ra < 2 || rb < 2 {
         return None;

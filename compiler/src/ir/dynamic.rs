@@ -68,6 +68,32 @@ pub fn describe_dims(dims: &Dims) -> String {
         .join(", ")
 }
 
+/// The extent the tile phase chooses strategies for in place of a `?`:
+/// the largest declared maximum (issue 33: tiles, work-groups and loop
+/// sizes fit every extent in range; the kernels keep their bounds guards
+/// where the extent is dynamic). `None` when nothing is declared.
+pub fn strategy_extent(dims: &Dims) -> Option<i64> {
+    dims.0.iter().map(|d| d.max).max()
+}
+
+/// The smallest declared minimum: the extent of every `?` in the smallest
+/// shape in range (exact with one declared dimension). `None` when
+/// nothing is declared.
+pub fn smallest_extent(dims: &Dims) -> Option<i64> {
+    dims.0.iter().map(|d| d.min).min()
+}
+
+/// `ty`'s shape with every `?` taken as `extent` (see
+/// [`strategy_extent`]); `None` for a type that is not a ranked shaped
+/// type, or that has a `?` and no `extent`. Never multiplies a `?`'s raw
+/// size (`i64::MIN`).
+pub fn shape_at(ty: Type, extent: Option<i64>) -> Option<Vec<i64>> {
+    ranked_shape(ty)?
+        .into_iter()
+        .map(|d| d.or(extent))
+        .collect()
+}
+
 /// The ONNX node an op came from, when its location is a name.
 pub fn node_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
     let text = op.location().to_string();
@@ -152,6 +178,33 @@ mod tests {
         assert_eq!(leading("tensor<*xf32>"), Err(()));
         assert!(is_dynamic(parse_type(&context, "tensor<*xf32>")));
         assert!(!is_dynamic(parse_type(&context, "tensor<2x3xf32>")));
+    }
+
+    #[test]
+    fn strategies_take_a_dynamic_dimension_at_the_largest_declared_maximum() {
+        let context = tcc_dialects::new_context();
+        let dims = Dims(vec![
+            tcc_dialects::dims::DimRange {
+                name: "batch".into(),
+                min: 1,
+                max: 64,
+            },
+            tcc_dialects::dims::DimRange {
+                name: "seq".into(),
+                min: 2,
+                max: 512,
+            },
+        ]);
+        assert_eq!(strategy_extent(&dims), Some(512));
+        assert_eq!(smallest_extent(&dims), Some(1));
+        assert_eq!(smallest_extent(&Dims::default()), None);
+        assert_eq!(strategy_extent(&Dims::default()), None);
+        let ty = parse_type(&context, "memref<1x?x64xf32>");
+        assert_eq!(shape_at(ty, Some(64)), Some(vec![1, 64, 64]));
+        assert_eq!(shape_at(ty, None), None);
+        let fixed = parse_type(&context, "tensor<2x3xf32>");
+        assert_eq!(shape_at(fixed, None), Some(vec![2, 3]));
+        assert_eq!(shape_at(parse_type(&context, "f32"), Some(4)), None);
     }
 
     #[test]

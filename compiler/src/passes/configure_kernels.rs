@@ -43,7 +43,8 @@ use crate::config::targets::{self, Precision, TargetDesc};
 use crate::config::tuning::TuningRecord;
 use crate::config::{GemmConfig, KernelKind, Target};
 use crate::ir::attr_names::{KIND, TARGET};
-use crate::ir::contraction::{GemmShape, gemm_shape};
+use crate::ir::contraction::{GemmShape, gemm_shape_at};
+use crate::ir::dynamic::shape_at;
 use crate::ir::strategy::{self, KernelStrategy};
 use crate::ir::types::{StaticTensor, static_shape};
 use crate::ir::util::{collect_ops, op_name, string_value};
@@ -85,6 +86,9 @@ pub struct ConfigureOptions {
     vector_width: u32,
     /// The module's target's GEMM precision (set by `run`).
     precision: Precision,
+    /// The extent a `?` is taken as when choosing a strategy: the largest
+    /// declared maximum (`tcc.dims`; set by `run`, `None` without any).
+    extent: Option<i64>,
 }
 
 impl Default for ConfigureOptions {
@@ -100,6 +104,7 @@ impl Default for ConfigureOptions {
             int8_gemm: int8::Int8Gemm::On,
             vector_width: 4,
             precision: Precision::Fp32,
+            extent: None,
         }
     }
 }
@@ -287,9 +292,10 @@ impl ConfigureOptions {
         if let Some(strategy) = attention_strategy(target, op) {
             return strategy;
         }
-        let loops = target.loop_config(kernel_kind, work_items(op));
+        let extent = self.extent;
+        let loops = target.loop_config(kernel_kind, work_items(op, extent));
         if self.templates
-            && let Some(shape) = gemm_shape(op)
+            && let Some(shape) = gemm_shape_at(op, extent)
             && float_operands(op)
             && let Some(config) =
                 self.float_gemm_config(target, kind, &shape, producer_arithmetic(op), tuned(op))
@@ -301,7 +307,7 @@ impl ConfigureOptions {
             };
         }
         if self.templates
-            && let Some(shape) = gemm_shape(op)
+            && let Some(shape) = gemm_shape_at(op, extent)
             && int8::int8_operands(op)
             && let Some(config) = int8::int8_config(
                 target,
@@ -329,7 +335,8 @@ impl ConfigureOptions {
         {
             return strategy;
         }
-        if let Some(strategy) = row_template(target, kernel_kind, op, loops.workgroup_size) {
+        if let Some(strategy) = row_template(target, kernel_kind, op, loops.workgroup_size, extent)
+        {
             return strategy;
         }
         KernelStrategy::Loops {
@@ -346,11 +353,12 @@ fn row_template(
     kind: KernelKind,
     op: OperationRef,
     default_size: i64,
+    extent: Option<i64>,
 ) -> Option<KernelStrategy> {
     let columns = op
         .operand(op.operand_count().checked_sub(1)?)
         .ok()
-        .and_then(|v| static_shape(v.r#type()))
+        .and_then(|v| shape_at(v.r#type(), extent))
         .and_then(|shape| shape.last().copied());
     let workgroup_size = columns.map_or(default_size, |c| target.row_workgroup(c));
     match kind {
@@ -533,16 +541,18 @@ fn row_reduction(op: OperationRef, int8_off: bool) -> Option<RowReduction> {
         .then_some(RowReduction { length, contiguous })
 }
 
-/// Parallel points of a kernel: the elements of its largest result.
-fn work_items(op: OperationRef) -> i64 {
+/// Parallel points of a kernel: the elements of its largest result, a
+/// `?` taken as `extent`.
+fn work_items(op: OperationRef, extent: Option<i64>) -> i64 {
     op.results()
-        .filter_map(|r| StaticTensor::of(r.r#type()).map(|t| t.num_elements()))
+        .filter_map(|r| shape_at(r.r#type(), extent).map(|shape| shape.iter().product()))
         .max()
         .unwrap_or(1)
 }
 
-/// Elements of the largest buffer a device op on buffers writes.
-pub(super) fn written_elements(op: OperationRef) -> i64 {
+/// Elements of the largest buffer a device op on buffers writes, a `?`
+/// taken as `extent` (static buffers only without one).
+pub(super) fn written_elements_at(op: OperationRef, extent: Option<i64>) -> i64 {
     let written: Vec<Value> = if op_name(&op) == "memref.copy" {
         op.operand(1).into_iter().collect()
     } else {
@@ -550,7 +560,7 @@ pub(super) fn written_elements(op: OperationRef) -> i64 {
     };
     written
         .into_iter()
-        .filter_map(|v| static_shape(v.r#type()))
+        .filter_map(|v| shape_at(v.r#type(), extent))
         .map(|shape| shape.iter().product())
         .max()
         .unwrap_or(1)
@@ -573,12 +583,12 @@ fn unconfigured_device_op(op: OperationRef) -> bool {
 /// The strategy of a device op on buffers that no strategy reached: a
 /// row template for a softmax or layer norm, else loops with one
 /// work-item per point.
-fn buffer_strategy(target: Target, op: OperationRef) -> KernelStrategy {
+fn buffer_strategy(target: Target, op: OperationRef, extent: Option<i64>) -> KernelStrategy {
     let kind = super::form_dispatches::kind_of(op);
     let workgroup_size = target
-        .loop_config(kind, written_elements(op))
+        .loop_config(kind, written_elements_at(op, extent))
         .workgroup_size;
-    row_template(target, kind, op, workgroup_size).unwrap_or(KernelStrategy::Loops {
+    row_template(target, kind, op, workgroup_size, extent).unwrap_or(KernelStrategy::Loops {
         workgroup_size,
         max_workgroups: None,
     })
@@ -599,15 +609,17 @@ impl TccPass for ConfigureKernels {
         module: Root<'c>,
         options: &ConfigureOptions,
     ) -> PassResult<'c> {
-        // Strategies for a symbolic dimension (chosen at its declared
-        // maximum) are the next step of issue 33; until then the first op
-        // computing on one is refused here, named.
-        crate::ir::dynamic::refuse_dynamic(module, "tcc-configure-kernels (the tile phase)")?;
         let desc = module_target(context, module, options.target.as_deref())?;
         let target = targets::family(&desc).map_err(|e| PassError::at(module.location(), e))?;
         let mut options = options.clone();
         options.vector_width = u32::try_from(desc.vector_width).unwrap_or(4);
         options.precision = desc.precision;
+        // A symbolic dimension (issue 33) is taken at the largest declared
+        // maximum: tiles, work-groups and loop sizes then suit every extent
+        // in range, and the kernels keep their bounds guards where the
+        // extent is dynamic.
+        options.extent =
+            crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(module));
         options.large_tf32_tiles |= desc.api == targets::LaunchApi::Cuda
             && desc.precision == Precision::Tf32
             && target == Target::Nvidia;
@@ -621,7 +633,7 @@ impl TccPass for ConfigureKernels {
             }
             let strategy = match op.attribute(KIND).ok().and_then(string_value) {
                 Some(kind) if op.result_count() > 0 => options.strategy(target, op, &kind, windows),
-                _ if unconfigured_device_op(op) => buffer_strategy(target, op),
+                _ if unconfigured_device_op(op) => buffer_strategy(target, op, options.extent),
                 _ => continue,
             };
             let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };

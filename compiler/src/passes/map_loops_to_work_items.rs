@@ -95,21 +95,72 @@ fn constant_index(value: Value) -> Option<i64> {
         .flatten()
 }
 
-/// Static (lower, upper, step) of each dimension of an scf.parallel.
-fn loop_bounds<'c>(op: OperationRef<'c, 'c>) -> Result<Vec<(i64, i64, i64)>, PassError<'c>> {
+/// (lower, upper, step) of each dimension of an scf.parallel, all
+/// constants but for a symbolic leading dimension (issue 33): a dimension
+/// after unit ones only, from 0 by 1 to a value (the kernel's
+/// `memref.dim` of a dynamic buffer), is returned as `(0, 1, 1)` with its
+/// position and that value beside.
+#[allow(clippy::type_complexity)]
+fn nest_bounds<'c>(
+    op: OperationRef<'c, 'c>,
+) -> Result<(Vec<(i64, i64, i64)>, Option<Leading<'c>>), PassError<'c>> {
     let dims = op.operand_count() / 3;
-    (0..dims)
+    let mut leading = None;
+    let mut outer_units = true;
+    let bounds = (0..dims)
         .map(|d| {
             let get = |i: usize| op.operand(i).ok().and_then(constant_index);
-            match (get(d), get(dims + d), get(2 * dims + d)) {
+            let bound = match (get(d), get(dims + d), get(2 * dims + d)) {
                 (Some(lower), Some(upper), Some(step)) if step > 0 => Ok((lower, upper, step)),
-                _ => Err(PassError::at(
-                    op.location(),
-                    "parallel loop with non-constant bounds: tcc needs static shapes",
-                )),
-            }
+                (Some(0), None, Some(1)) if outer_units && leading.is_none() => {
+                    leading = op.operand(dims + d).ok().map(|extent| Leading { dim: d, extent });
+                    Ok((0, 1, 1))
+                }
+                _ => {
+                    let dims = crate::ir::dynamic::module_dims(op);
+                    Err(PassError::at(
+                        op.location(),
+                        if dims.0.is_empty() {
+                            "parallel loop with non-constant bounds: tcc needs static shapes"
+                                .to_string()
+                        } else {
+                            format!(
+                                "parallel loop{} with a dynamic bound other than its first dimension's upper bound (dynamic dimension {}): not supported by tcc-map-loops-to-work-items; compile one shape with --input-shape",
+                                crate::ir::dynamic::node_name(&op)
+                                    .map_or(String::new(), |n| format!(" (node '{n}')")),
+                                crate::ir::dynamic::describe_dims(&dims),
+                            )
+                        },
+                    ))
+                }
+            };
+            outer_units &= matches!(bound, Ok((l, u, s)) if (u - l + s - 1) / s == 1);
+            bound
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((bounds, leading))
+}
+
+/// A nest's symbolic leading dimension: its position (after unit
+/// dimensions only) and its extent (a value in the kernel).
+#[derive(Clone, Copy)]
+struct Leading<'c> {
+    dim: usize,
+    extent: Value<'c, 'c>,
+}
+
+/// What a dynamic bound reads: the buffer and dimension of a `memref.dim`
+/// (two nests bounded by the same extent of the same buffer share a
+/// mapping), else the value itself.
+fn bound_key(value: Value) -> (usize, i64) {
+    if let Some(op) = defining_op(unsafe { Value::from_raw(value.to_raw()) })
+        && op_name(&op) == "memref.dim"
+        && let (Ok(source), Ok(index)) = (op.operand(0), op.operand(1))
+        && let Some(index) = constant_index(index)
+    {
+        return (source.to_raw().ptr as usize, index);
+    }
+    (value.to_raw().ptr as usize, -1)
 }
 
 /// The fewest rows (and innermost elements) for which a kernel's rows are
@@ -155,15 +206,26 @@ impl PassOptions for MapLoopsOptions {
 /// elements (a copy into a concat slice in 28x4 blocks takes both), with
 /// at least [`MIN_SERIAL_ROWS`] rows left to map. `None` where the nests
 /// differ in them or no such split exists.
-fn serial_row_dims<'c>(nests: &[OperationRef<'c, 'c>]) -> Result<Option<Vec<i64>>, PassError<'c>> {
+/// A symbolic leading dimension counts as `extent` rows (the declared
+/// maximum the strategies were chosen for) and never joins a row.
+fn serial_row_dims<'c>(
+    nests: &[OperationRef<'c, 'c>],
+    extent: Option<i64>,
+) -> Result<Option<Vec<i64>>, PassError<'c>> {
     let mut shared: Option<Vec<i64>> = None;
     for nest in nests {
-        let trips = trip_counts(*nest)?;
+        let (mut trips, leading) = trip_counts(*nest)?;
         let mut length = 1;
         let mut split = trips.len();
         while split > 0 && length < MIN_SERIAL_ROW_LENGTH {
             split -= 1;
             length *= trips[split];
+        }
+        if let Some(leading) = leading {
+            if split <= leading.dim {
+                return Ok(None);
+            }
+            trips[leading.dim] = extent.unwrap_or(1);
         }
         let rows: i64 = trips[..split].iter().product();
         if length < MIN_SERIAL_ROW_LENGTH || rows < MIN_SERIAL_ROWS {
@@ -209,12 +271,19 @@ fn build_for<'c>(
     Ok((body_ref, induction, yield_op))
 }
 
-/// Iterations of each dimension of an scf.parallel.
-fn trip_counts<'c>(op: OperationRef<'c, 'c>) -> Result<Vec<i64>, PassError<'c>> {
-    Ok(loop_bounds(op)?
-        .iter()
-        .map(|(l, u, s)| ((u - l) + s - 1) / s)
-        .collect())
+/// Iterations of each dimension of an scf.parallel; a symbolic leading
+/// dimension counts 1, itself beside ([`nest_bounds`]).
+fn trip_counts<'c>(
+    op: OperationRef<'c, 'c>,
+) -> Result<(Vec<i64>, Option<Leading<'c>>), PassError<'c>> {
+    let (bounds, leading) = nest_bounds(op)?;
+    Ok((
+        bounds
+            .iter()
+            .map(|(l, u, s)| ((u - l) + s - 1) / s)
+            .collect(),
+        leading,
+    ))
 }
 
 /// Maps one nest: its elements (or, with `serial_dims` > 0, its rows: all
@@ -232,8 +301,8 @@ fn map_nest<'c>(
             "scf.parallel with reductions is not supported in kernels",
         ));
     }
-    let bounds = loop_bounds(nest)?;
-    let trips = trip_counts(nest)?;
+    let (bounds, _) = nest_bounds(nest)?;
+    let (trips, leading) = trip_counts(nest)?;
     let block = nest
         .block()
         .ok_or_else(|| PassError::at(location, "loop outside a block"))?;
@@ -253,7 +322,12 @@ fn map_nest<'c>(
     let groups = at.gpu_id("gpu.grid_dim");
     let global_size = at.binary("arith.muli", local_size, groups);
     let start = at.gpu_id("gpu.global_id");
-    let end = at.index(mapped_points);
+    // A symbolic leading dimension: its extent times the rest.
+    let end = match leading {
+        Some(Leading { extent, .. }) if mapped_points == 1 => extent,
+        Some(Leading { extent, .. }) => at.binary("arith.muli", extent, at.index(mapped_points)),
+        None => at.index(mapped_points),
+    };
     let (body_ref, linear, yield_op) = build_for(&at, (start, end, global_size))?;
 
     // Delinearize (row-major, last dimension fastest) into the nest's
@@ -283,11 +357,18 @@ fn map_nest<'c>(
     let mut stride = 1i64;
     let mut ivs = vec![None; trips.len()];
     for d in (0..mapped_dims).rev() {
+        // Unit dimensions before a symbolic one are at their only index.
+        if leading.is_some_and(|l| d < l.dim) {
+            ivs[d] = Some(scaled(&inner, inner.index(0), d));
+            continue;
+        }
         let mut value = linear;
         if stride != 1 {
             value = inner.binary("arith.divui", value, inner.index(stride));
         }
-        if d != 0 {
+        // The outermost dimension, and a symbolic one after unit
+        // dimensions only, need no remainder.
+        if d != 0 && leading.is_none_or(|l| l.dim != d) {
             value = inner.binary("arith.remui", value, inner.index(trips[d]));
         }
         ivs[d] = Some(scaled(&inner, value, d));
@@ -354,20 +435,39 @@ impl TccPass for MapLoopsToWorkItems {
         let serial_rows = options
             .serial_rows
             .unwrap_or_else(|| Target::of_module(module).unwrap_or_default().serial_rows());
+        let extent = crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(module));
         // Collect first: mapping destroys ops that a lazy walk would visit.
         let kernels: Vec<_> = ops_named(module, "gpu.func");
         for kernel in kernels {
             let nests: Vec<_> = body_ops_named(kernel, "scf.parallel");
             // Nests that exchange data through memory must share a mapping.
+            // A symbolic leading extent: the nests of one kernel (a fill,
+            // its root, its epilogue) cover one output's points by the
+            // dispatch phase's construction, and with one declared
+            // dimension every leading `?` of the first slice is it (the
+            // pool's nests read it from its input and its output); with
+            // several, the extents must be read from the same buffer.
+            let single = crate::ir::dynamic::module_dims(kernel).0.len() == 1;
+            let points = |nest: OperationRef<'c, 'c>| -> Result<_, PassError<'c>> {
+                let (trips, leading) = trip_counts(nest)?;
+                let key = leading.map(|l| if single { (0, 0) } else { bound_key(l.extent) });
+                Ok((trips.iter().product::<i64>(), key))
+            };
             if let Some(first) = nests.first() {
-                let reference: i64 = trip_counts(*first)?.iter().product();
+                let reference = points(*first)?;
                 for nest in &nests[1..] {
-                    let points: i64 = trip_counts(*nest)?.iter().product();
-                    if points != reference {
+                    let these = points(*nest)?;
+                    if these != reference {
+                        let show = |(n, key): (i64, Option<(usize, i64)>)| match key {
+                            Some(_) => format!("{n} x a dynamic extent"),
+                            None => n.to_string(),
+                        };
                         return Err(PassError::at(
                             nest.location(),
                             format!(
-                                "fused loop nests cover {reference} and {points} points: cannot share one mapping"
+                                "fused loop nests cover {} and {} points: cannot share one mapping",
+                                show(reference),
+                                show(these)
                             ),
                         ));
                     }
@@ -377,7 +477,7 @@ impl TccPass for MapLoopsToWorkItems {
             // that the work-item writing an element in one nest still reads
             // it in the next.
             let serial_dims = match serial_rows {
-                true => serial_row_dims(&nests)?.map_or(0, |dims| dims.len()),
+                true => serial_row_dims(&nests, extent)?.map_or(0, |dims| dims.len()),
                 false => 0,
             };
             for nest in nests {

@@ -122,6 +122,24 @@ pub use tcc_dialects::target::Precision;
 /// whether the kernels are launched through the CUDA driver (`api =
 /// "cuda"`), which gives TF32 GEMMs dynamic local memory past 48 KiB.
 pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
+    // Kernels reading their dynamic extents from arguments are the next
+    // step of issue 33; until then a module computing on a symbolic
+    // dimension is refused here, named.
+    if let Some((op, ty)) = crate::ir::dynamic::first_dynamic(unsafe {
+        melior::ir::operation::OperationRef::from_raw(module.as_operation().to_raw())
+    }) {
+        return Err(CodegenError::at(
+            &op,
+            format!(
+                "'{}'{} computes on the dynamically shaped type '{}' (dynamic dimension {}): dynamic dimension not supported yet by the OpenCL C writer (codegen); compile one shape with --input-shape",
+                crate::ir::util::op_name(&op),
+                crate::ir::dynamic::node_name(&op)
+                    .map_or(String::new(), |n| format!(" (node '{n}')")),
+                crate::diagnostics::truncate_for_message(&ty.to_string()),
+                crate::ir::dynamic::describe_dims(&crate::ir::dynamic::module_dims(op)),
+            ),
+        ));
+    }
     let target = module
         .as_operation()
         .attribute(crate::ir::attr_names::TARGET)

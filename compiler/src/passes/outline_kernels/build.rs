@@ -96,11 +96,12 @@ pub(super) fn launch_shape(
     }
 }
 
-/// Parallel points of a kernel: the elements of the largest buffer it writes.
-pub(super) fn work_items(members: &[OperationRef]) -> i64 {
+/// Parallel points of a kernel: the elements of the largest buffer it
+/// writes, a `?` taken as `extent` (the declared maximum).
+pub(super) fn work_items(members: &[OperationRef], extent: Option<i64>) -> i64 {
     members
         .iter()
-        .map(|member| crate::passes::configure_kernels::written_elements(*member))
+        .map(|member| crate::passes::configure_kernels::written_elements_at(*member, extent))
         .max()
         .unwrap_or(1)
         .max(1)
@@ -112,6 +113,15 @@ fn kernel_flops(members: &[OperationRef]) -> i64 {
     for member in members {
         let (short, filter, output) = crate::ir::contraction::window_layout(*member);
         let short = short.as_str();
+        // A kernel over a symbolic dimension (issue 33) counts no flops:
+        // they depend on the call's extent (a `?`'s raw size is never
+        // multiplied).
+        if member
+            .operands()
+            .any(|v| crate::ir::dynamic::is_dynamic(v.r#type()))
+        {
+            continue;
+        }
         let shape = |index: usize| -> Vec<i64> {
             member
                 .operand(index)
@@ -293,7 +303,7 @@ pub(super) fn replace_by_launch<'c>(
     roots: &[Value<'c, 'c>],
     (grid, workgroup): ([i64; 3], [i64; 3]),
     location: Location<'c>,
-) -> Result<(), PassError<'c>> {
+) -> Result<OperationRef<'c, 'c>, PassError<'c>> {
     let last = *members
         .last()
         .ok_or_else(|| PassError::at(location, "empty kernel group"))?;
@@ -301,7 +311,7 @@ pub(super) fn replace_by_launch<'c>(
         return Err(PassError::at(location, "kernel op outside a block"));
     }
     let operands: Vec<mlir_sys::MlirValue> = roots.iter().map(|r| r.to_raw()).collect();
-    unsafe {
+    let launch = unsafe {
         tcc_dialects::build_launch_func(
             last.to_raw(),
             kernel.to_raw(),
@@ -316,5 +326,5 @@ pub(super) fn replace_by_launch<'c>(
         member.remove_from_parent();
         unsafe { mlir_sys::mlirOperationDestroy(member.to_raw()) };
     }
-    Ok(())
+    Ok(unsafe { OperationRef::from_raw(launch) })
 }

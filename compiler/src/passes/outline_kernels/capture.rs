@@ -142,6 +142,37 @@ pub(super) fn captures<'c>(
             ));
         }
     }
+    // A view's dynamic sizes (a symbolic batch, issue 33: `output_shape`
+    // of an expand_shape) are host values: the kernel takes each as an
+    // `index` argument after the buffers; constants are cloned.
+    for view in &views {
+        for operand in view.operands() {
+            if operand.r#type().is_mem_ref() {
+                continue;
+            }
+            if let Some(definition) = crate::ir::util::defining_op(operand)
+                && op_name(&definition) == "arith.constant"
+            {
+                if !constants
+                    .iter()
+                    .any(|c| c.to_raw().ptr == definition.to_raw().ptr)
+                {
+                    constants.push(definition);
+                }
+            } else if operand.r#type().is_index() {
+                if !roots.iter().any(|r| raw_key(*r) == raw_key(operand)) {
+                    roots.push(operand);
+                }
+            } else {
+                return Err(PassError::at(
+                    location,
+                    format!(
+                        "kernel {name} rebuilds a view of a value that is neither an index nor a constant: {operand}"
+                    ),
+                ));
+            }
+        }
+    }
     // View ops must be rebuilt in program order.
     views.sort_by(|a, b| {
         if a.is_before_in_block(*b) {

@@ -19,6 +19,7 @@
 
 mod build;
 mod capture;
+mod dynamic;
 mod grouping;
 
 use melior::Context;
@@ -93,6 +94,10 @@ impl TccPass for OutlineKernels {
 
     fn run<'c>(&self, context: &'c Context, module: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         let location = module.location();
+        // A symbolic dimension (issue 33): strategies were chosen at the
+        // largest declared maximum; the launch grid follows the extents on
+        // the host (`dynamic::dynamic_grid`).
+        let extent = crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(module));
         let target = crate::config::Target::of_module(module);
         let functions: Vec<_> = body_ops_named(module, "func.func");
         check_bufferized(module, &functions)?;
@@ -144,10 +149,12 @@ impl TccPass for OutlineKernels {
                             ),
                         )
                     })?;
+                let counted = dynamic::is_dynamic_group(&group.members)
+                    .then(|| dynamic::counted_buffer(&group.members, extent));
                 let launch = build::launch_shape(
                     &strategy,
                     *root_op,
-                    build::work_items(&group.members),
+                    build::work_items(&group.members, extent),
                     target,
                 );
                 let plan = build::KernelPlan {
@@ -159,13 +166,16 @@ impl TccPass for OutlineKernels {
                     workgroup: launch.1,
                 };
                 let kernel = build::build_kernel(context, block, &plan, group_location)?;
-                build::replace_by_launch(
+                let launch_op = build::replace_by_launch(
                     kernel,
                     &group.members,
                     &captures.roots,
                     launch,
                     group_location,
                 )?;
+                if let Some(counted) = counted {
+                    dynamic::dynamic_grid(context, launch_op, counted, &strategy, &group.name)?;
+                }
             }
         }
         if kernel_block.is_some() {

@@ -31,7 +31,14 @@
 //! (`tcc.live_bytes_bound`: the most bytes alive at any op), which
 //! `tcc compile --stats` prints. Buffers that escape (returned, or used by
 //! an op that yields a memref and so could alias them) are left alone, and
-//! so are dynamically shaped or non-identity-layout allocations.
+//! so are non-identity-layout allocations. A buffer sized by a symbolic
+//! dimension (issue 33: `memref.alloc(%n)`) is planned at the largest
+//! declared maximum, and its view takes the call's sizes
+//! (`memref.view %arena[%offset][%n]`): every offset holds for every
+//! extent in range. Such a function also records the arena and the
+//! liveness bound a plan at the declared minimum would take
+//! (`tcc.arena_bytes_at_min`, `tcc.live_bytes_bound_at_min`), which
+//! `--stats` prints beside the plan's.
 
 use std::collections::HashMap;
 
@@ -116,26 +123,26 @@ fn element_bytes(ty: Type) -> Option<u64> {
     Some(u64::from(bits).div_ceil(8).max(1))
 }
 
-/// Byte size of a statically shaped, identity-layout memref in the default
-/// memory space; `None` for anything else.
-fn plannable_bytes(ty: Type) -> Option<u64> {
+/// Byte size of an identity-layout memref in the default memory space,
+/// each dynamic dimension (a symbolic one, issue 33) taken as `extent`
+/// (the declared maximum: the slot then holds the buffer at every extent
+/// in range); `None` for anything else, and for a dynamic shape without
+/// `extent`.
+fn plannable_bytes(ty: Type, extent: Option<i64>) -> Option<u64> {
     if !ty.is_mem_ref() {
         return None;
     }
     let raw = ty.to_raw();
     unsafe {
-        if !mlir_sys::mlirShapedTypeHasStaticShape(raw)
-            || !mlir_sys::mlirMemRefTypeGetMemorySpace(raw).ptr.is_null()
+        if !mlir_sys::mlirMemRefTypeGetMemorySpace(raw).ptr.is_null()
             || !mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(raw))
         {
             return None;
         }
-        let rank = mlir_sys::mlirShapedTypeGetRank(raw);
+        let shape = crate::ir::dynamic::shape_at(ty, extent)?;
         let mut bytes = element_bytes(Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(raw)))?;
-        for i in 0..rank {
-            bytes = bytes.checked_mul(
-                u64::try_from(mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize)).ok()?,
-            )?;
+        for extent in shape {
+            bytes = bytes.checked_mul(u64::try_from(extent).ok()?)?;
         }
         Some(bytes)
     }
@@ -174,6 +181,7 @@ fn plan_function<'c>(
     context: &'c melior::Context,
     function: OperationRef<'c, 'c>,
     alignment: u64,
+    (extent, smallest): (Option<i64>, Option<i64>),
 ) -> Result<(), PassError<'c>> {
     let location = function.location();
     let Ok(region) = function.region(0) else {
@@ -203,10 +211,17 @@ fn plan_function<'c>(
     };
 
     let mut planned: Vec<(OperationRef<'c, 'c>, Interval)> = Vec::new();
+    // The same buffers' bytes at the smallest extent (symbolic dimensions).
+    let mut at_min: Vec<Interval> = Vec::new();
     let mut deallocs: Vec<OperationRef<'c, 'c>> = Vec::new();
     let mut dead: Vec<OperationRef<'c, 'c>> = Vec::new();
     for (index, op) in ops.iter().enumerate() {
-        if op_name(op) != "memref.alloc" || op.operand_count() != 0 || op.result_count() != 1 {
+        // An allocation's operands are its dynamic sizes (a symbolic
+        // dimension's extent, planned at `extent`).
+        if op_name(op) != "memref.alloc"
+            || op.result_count() != 1
+            || (op.operand_count() != 0 && extent.is_none())
+        {
             continue;
         }
         if op.attribute(attr_names::ARENA).is_ok() {
@@ -219,15 +234,17 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(op.location(), e.to_string()))?
             .into();
-        let Some(mut bytes) = plannable_bytes(result.r#type()) else {
+        let Some(mut bytes) = plannable_bytes(result.r#type(), extent) else {
             continue;
         };
+        let mut min_bytes = plannable_bytes(result.r#type(), smallest).unwrap_or(bytes);
         // A buffer stored narrower (`tcc-narrow-storage`) takes fewer bytes.
         if let (Some(storage), Some(element)) =
             (super::op_storage(op), memref_element_bytes(result.r#type()))
             && let Some(stored) = element_bytes(storage)
         {
             bytes = bytes / element * stored;
+            min_bytes = min_bytes / element * stored;
         }
         let uses = users(result);
         if uses.is_empty() {
@@ -266,6 +283,10 @@ fn plan_function<'c>(
             continue;
         }
         deallocs.extend(own_deallocs);
+        at_min.push(Interval {
+            bytes: min_bytes.max(1),
+            ..interval
+        });
         planned.push((*op, interval));
     }
 
@@ -288,6 +309,18 @@ fn plan_function<'c>(
     function_mut.set_discardable_attribute(attr_names::ARENA_ALIGNMENT, int_attr(alignment)?);
     function_mut
         .set_discardable_attribute(attr_names::LIVE_BYTES_BOUND, int_attr(result.lower_bound)?);
+    if smallest.is_some() {
+        let minimum = plan(&at_min, alignment)
+            .ok_or_else(|| PassError::at(location, "the memory plan's size overflows 64 bits"))?;
+        function_mut.set_discardable_attribute(
+            attr_names::ARENA_BYTES_AT_MIN,
+            int_attr(minimum.arena_bytes)?,
+        );
+        function_mut.set_discardable_attribute(
+            attr_names::LIVE_BYTES_BOUND_AT_MIN,
+            int_attr(minimum.lower_bound)?,
+        );
+    }
     if planned.is_empty() {
         return Ok(());
     }
@@ -349,8 +382,12 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(at, e.to_string()))?
             .into();
+        // A dynamically shaped buffer's view takes its sizes (the
+        // allocation's operands), within the slot planned at the maximum.
+        let sizes: Vec<Value> = alloc.operands().collect();
         let mut view = OperationBuilder::new("memref.view", at)
             .add_operands(&[arena, shift])
+            .add_operands(&sizes)
             .add_results(&[old.r#type()]);
         // The host sizes the view by the buffer's storage.
         if let Ok(storage) = alloc.attribute(super::STORAGE_ATTR) {
@@ -383,8 +420,15 @@ impl TccPass for PlanMemory {
         module: Root<'c>,
         options: &PlanOptions,
     ) -> PassResult<'c> {
+        // A symbolic dimension (issue 33): every buffer it sizes gets the
+        // slot of its declared maximum.
+        let dims = crate::ir::dynamic::module_dims(module);
+        let extents = (
+            crate::ir::dynamic::strategy_extent(&dims),
+            crate::ir::dynamic::smallest_extent(&dims),
+        );
         for function in body_ops_named(module, "func.func") {
-            plan_function(context, function, options.alignment)?;
+            plan_function(context, function, options.alignment, extents)?;
         }
         Ok(())
     }
