@@ -1653,6 +1653,118 @@ def ml_cases():
                 f.write(tensor.SerializeToString())
 
 
+def ml_model_cases():
+    """The ai.onnx.ml model ops (as skl2onnx/onnxmltools export them) and
+    TfIdfVectorizer's weighted modes, compared with onnxruntime:
+    TreeEnsembleRegressor (two trees of different depths, every branch
+    mode, a NaN routed by nodes_missing_value_tracks_true, two targets,
+    base_values; a second one with AVERAGE and LOGISTIC, a third with MAX),
+    TreeEnsemble (opset 5: a set-membership split, double leaf weights
+    into float), LinearRegressor (two targets), LinearClassifier (three
+    classes with SOFTMAX; one row of coefficients for two classes with
+    LOGISTIC), TfIdfVectorizer IDF and TFIDF with weights over uni-, bi-
+    and trigrams with skips on an int32 input."""
+    ML = "ai.onnx.ml"
+    x = randf(6, 3, low=-2.0, high=2.0)
+    x[2, 0] = np.nan
+    x[4, 1] = 0.5  # on a threshold
+    # Feature 0 takes the set's members (onnxruntime's sets hold integers
+    # and it truncates the feature before the test) and values that are
+    # not members either way.
+    x[:, 0] = [1.0, 2.5, np.nan, -1.0, 0.75, 3.25]
+    # Tree 0: a depth-2 tree; tree 1: a stump.
+    reg = dict(
+        nodes_treeids=[0, 0, 0, 0, 0, 0, 0, 1, 1, 1],
+        nodes_nodeids=[0, 1, 2, 3, 4, 5, 6, 0, 1, 2],
+        nodes_featureids=[0, 1, 2, 0, 0, 0, 0, 2, 0, 0],
+        nodes_modes=["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "LEAF", "LEAF", "LEAF", "LEAF",
+                     "BRANCH_GT", "LEAF", "LEAF"],
+        nodes_values=[0.25, 0.5, -0.5, 0, 0, 0, 0, 0.75, 0, 0],
+        nodes_truenodeids=[1, 3, 5, 0, 0, 0, 0, 1, 0, 0],
+        nodes_falsenodeids=[2, 4, 6, 0, 0, 0, 0, 2, 0, 0],
+        nodes_missing_value_tracks_true=[1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        target_treeids=[0, 0, 0, 0, 0, 1, 1],
+        target_nodeids=[3, 4, 5, 6, 6, 1, 2],
+        target_ids=[0, 0, 1, 0, 1, 0, 1],
+        target_weights=[1.5, -2.0, 3.25, 0.5, 4.0, 10.0, -7.5],
+    )
+    neq = dict(reg, nodes_modes=["BRANCH_NEQ", "BRANCH_EQ", "BRANCH_GTE", "LEAF", "LEAF", "LEAF", "LEAF",
+                                 "BRANCH_GT", "LEAF", "LEAF"],
+               nodes_values=[0.25, 0.5, -0.5, 0, 0, 0, 0, 0.75, 0, 0])
+    nodes = [
+        helper.make_node("TreeEnsembleRegressor", ["x"], ["t_sum"], domain=ML, n_targets=2,
+                         aggregate_function="SUM", base_values=[0.125, -1.0], **reg),
+        helper.make_node("TreeEnsembleRegressor", ["x"], ["t_avg"], domain=ML, n_targets=2,
+                         aggregate_function="AVERAGE", post_transform="LOGISTIC", **reg),
+        helper.make_node("TreeEnsembleRegressor", ["x"], ["t_max"], domain=ML, n_targets=2,
+                         aggregate_function="MAX", **neq),
+        helper.make_node(
+            "TreeEnsemble", ["x"], ["t5"], domain=ML, n_targets=2, aggregate_function=1,
+            tree_roots=[0, 2],
+            nodes_featureids=[0, 1, 2], nodes_modes=numpy_helper.from_array(np.array([6, 0, 3], np.uint8), "nodes_modes"),
+            nodes_splits=numpy_helper.from_array(np.array([np.nan, 0.5, -0.25], np.float32), "nodes_splits"),
+            membership_values=numpy_helper.from_array(np.array([1.0, -1.0, 8.0, np.nan], np.float32),
+                                                      "membership_values"),
+            nodes_truenodeids=[0, 1, 3], nodes_trueleafs=[1, 1, 1],
+            nodes_falsenodeids=[1, 2, 4], nodes_falseleafs=[0, 1, 1],
+            nodes_missing_value_tracks_true=[0, 1, 0],
+            leaf_targetids=[0, 1, 1, 0, 1],
+            leaf_weights=numpy_helper.from_array(np.array([1.0, 2.5, -3.0, 0.75, 6.0], np.float32), "leaf_weights")),
+        helper.make_node("LinearRegressor", ["x"], ["lr"], domain=ML, targets=2,
+                         coefficients=[0.5, -1.0, 2.0, 1.5, 0.25, -0.75], intercepts=[0.1, -0.2]),
+        helper.make_node("LinearClassifier", ["x"], ["lc_label", "lc_scores"], domain=ML,
+                         classlabels_ints=[3, 7, 11], post_transform="SOFTMAX",
+                         coefficients=[0.5, -1.0, 2.0, 1.5, 0.25, -0.75, -0.5, 0.5, 0.125],
+                         intercepts=[0.1, -0.2, 0.3]),
+        helper.make_node("LinearClassifier", ["x"], ["bc_label", "bc_scores"], domain=ML,
+                         classlabels_ints=[0, 1], post_transform="LOGISTIC",
+                         coefficients=[0.75, -1.25, 0.5], intercepts=[0.05]),
+        helper.make_node("TfIdfVectorizer", ["tokens"], ["idf"], mode="IDF", min_gram_length=1,
+                         max_gram_length=3, max_skip_count=2, ngram_counts=[0, 3, 7],
+                         ngram_indexes=[4, 0, 2, 1, 3, 5],
+                         pool_int64s=[2, 3, 5, 2, 3, 5, 4, 2, 3, 5],
+                         weights=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
+        helper.make_node("TfIdfVectorizer", ["tokens"], ["tfidf"], mode="TFIDF", min_gram_length=2,
+                         max_gram_length=3, max_skip_count=1, ngram_counts=[0, 3, 7],
+                         ngram_indexes=[4, 0, 2, 1, 3, 5],
+                         pool_int64s=[2, 3, 5, 2, 3, 5, 4, 2, 3, 5],
+                         weights=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
+    ]
+    tokens = np.array([[2, 3, 5, 2, 3, 4, 5, 2], [5, 4, 2, 9, 3, 2, 3, 5], [1, 1, 1, 1, 1, 1, 1, 1]], np.int32)
+    v5 = [n for n in nodes if n.op_type == "TreeEnsemble"]
+    v3 = [n for n in nodes if n.op_type != "TreeEnsemble"]
+    outputs = [vi(n, F, [6, 2]) for n in ["t_sum", "t_avg", "t_max", "lr"]] + [
+        vi("lc_label", TensorProto.INT64, [6]), vi("lc_scores", F, [6, 3]),
+        vi("bc_label", TensorProto.INT64, [6]), vi("bc_scores", F, [6, 2]),
+        vi("idf", F, [3, 6]), vi("tfidf", F, [3, 6])]
+    save_ort_case("ml_models", v3, [vi("x", F, [6, 3]), vi("tokens", TensorProto.INT32, [3, 8])], outputs,
+                  [x, tokens], ml_opset=3)
+    save_ort_case("tree_ensemble5", v5, [vi("x", F, [6, 3])], [vi("t5", F, [6, 2])], [x], ml_opset=5)
+
+
+def save_ort_case(name, nodes, inputs, outputs, feeds, ml_opset):
+    """A model of default-domain opset 17 and ai.onnx.ml `ml_opset` with
+    onnxruntime's outputs."""
+    import onnxruntime as ort
+    graph = helper.make_graph(nodes, name, inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", ml_opset)],
+                              producer_name="tcc test/onnx/gen.py")
+    model.ir_version = 10
+    onnx.checker.check_model(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    results = session.run(None, dict(zip([i.name for i in inputs], feeds)))
+    directory = os.path.join(MODELS, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(os.path.join(directory, "test_data_set_0"))
+    onnx.save_model(model, os.path.join(directory, "model.onnx"))
+    for kind, values, infos in [("input", feeds, inputs), ("output", results, outputs)]:
+        for i, value in enumerate(values):
+            tensor = numpy_helper.from_array(np.asarray(value), infos[i].name)
+            with open(os.path.join(directory, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
+                f.write(tensor.SerializeToString())
+
+
 def roi_cases():
     """RoiAlign with run-time rois: two images, regions partly outside the
     image (samples below -1 read 0, others clamp), one past the last
@@ -1682,6 +1794,9 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["ml"]:
         ml_cases()
         sys.exit(0)
+    if sys.argv[1:] == ["ml_models"]:
+        ml_model_cases()
+        sys.exit(0)
     if sys.argv[1:] == ["runtime_params"]:
         runtime_param_cases()
         sys.exit(0)
@@ -1702,6 +1817,7 @@ if __name__ == "__main__":
     hostile_reductions()
     det_cases()
     ml_cases()
+    ml_model_cases()
     roi_cases()
     import sys
     if sys.argv[1:] == ["element_types"]:

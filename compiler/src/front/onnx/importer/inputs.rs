@@ -234,6 +234,15 @@ fn aggregate_argument(
             }
             Ok(Item::Seq(Seq { elem: dtype, items }))
         }
+        // A sequence given for an optional sequence (`tcc compile
+        // --sequence`): the optional holds it.
+        (Some(type_proto::Value::OptionalType(_)), Structure::Sequence(_)) => aggregate_argument(
+            imp,
+            ty,
+            &Structure::Optional(Some(Box::new(structure.clone()))),
+            name,
+            args,
+        ),
         (Some(type_proto::Value::OptionalType(_)), Structure::Optional(None)) => {
             Ok(Item::Opt(None))
         }

@@ -1,10 +1,11 @@
 //! The `ai.onnx.ml` ops of numeric inference graphs (scikit-learn
 //! exports through skl2onnx): `Binarizer`, `ArrayFeatureExtractor`,
-//! `Scaler` and `Normalizer`, written in the importer's own ops
-//! ([`super::synthetic`]). The ops on strings (`LabelEncoder` with string
-//! keys or values, `CategoryMapper`, ...) stop at the string tensor with
-//! the error for strings; the others (tree ensembles, linear and SVM
-//! models, `OneHotEncoder`, ...) are an error naming the op.
+//! `Scaler`, `Normalizer`, `LinearRegressor` and `LinearClassifier`,
+//! written in the importer's own ops ([`super::synthetic`]), and the tree
+//! ensembles (`super::trees`). The ops on strings (`LabelEncoder` with
+//! string keys or values, `CategoryMapper`, ...) stop at the string tensor
+//! with the error for strings; the others (SVMs, `OneHotEncoder`, ...) are
+//! an error naming the op.
 
 use super::super::dtype::DType;
 use super::super::error::{ImportError, Result, bail};
@@ -21,10 +22,204 @@ pub fn import(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         "ArrayFeatureExtractor" => array_feature_extractor(imp, node),
         "Scaler" => scaler(imp, node),
         "Normalizer" => normalizer(imp, node),
+        "LinearRegressor" => linear_regressor(imp, node),
+        "LinearClassifier" => linear_classifier(imp, node),
+        "TreeEnsembleRegressor" => super::trees::tree_ensemble_regressor(imp, node),
+        "TreeEnsemble" => {
+            let opset = imp.opset_of("ai.onnx.ml", 0);
+            if opset < 5 {
+                bail!(
+                    "TreeEnsemble is an op of ai.onnx.ml opset 5; the model imports opset {opset} of that domain"
+                );
+            }
+            super::trees::tree_ensemble(imp, node)
+        }
         op => Err(ImportError::new(format!(
-            "unsupported op '{op}' of domain 'ai.onnx.ml': tcc imports Binarizer, ArrayFeatureExtractor, Scaler and Normalizer of that domain"
+            "unsupported op '{op}' of domain 'ai.onnx.ml': tcc imports {} of that domain",
+            ML_OPS.join(", ")
         ))),
     }
+}
+
+/// The `ai.onnx.ml` ops tcc imports.
+pub const ML_OPS: &[&str] = &[
+    "ArrayFeatureExtractor",
+    "Binarizer",
+    "LinearClassifier",
+    "LinearRegressor",
+    "Normalizer",
+    "Scaler",
+    "TreeEnsemble",
+    "TreeEnsembleRegressor",
+];
+
+/// X as a float matrix `[N, C]` (double stays double, as the reference
+/// computes it; integers and halves become float32).
+fn as_matrix(imp: &mut Importer, node: &Node) -> Result<(Value, i64, i64)> {
+    let x = node.input(0)?.clone();
+    let (n, c) = match x.shape().as_slice() {
+        [c] => (1, *c),
+        [n, c] => (*n, *c),
+        shape => bail!("{}'s input must be [N, C] or [C], not {shape:?}", node.op()),
+    };
+    let to = if x.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    if !matches!(
+        x.dtype(),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 | DType::I32 | DType::I64
+    ) {
+        bail!(
+            "{}'s input must be float, double or integer, not {}",
+            node.op(),
+            x.dtype()
+        );
+    }
+    let x = if x.dtype() == to {
+        x
+    } else {
+        synthetic(
+            imp,
+            "Cast",
+            vec![x],
+            vec![int_attr("to", to.onnx_code() as i64)],
+        )?
+    };
+    Ok((reshape_value(imp, &x, &[n, c])?, n, c))
+}
+
+/// `X · coefficientsᵀ + intercepts` for `rows` rows of coefficients.
+fn linear_scores(imp: &mut Importer, node: &Node, x: Value, c: i64) -> Result<(Value, i64)> {
+    let dtype = x.dtype();
+    let coefficients = node.floats("coefficients")?.unwrap_or_default();
+    if coefficients.is_empty() || coefficients.len() as i64 % c != 0 {
+        bail!(
+            "{} has {} coefficients, not a whole number of rows of the input's {c} features",
+            node.op(),
+            coefficients.len()
+        );
+    }
+    let rows = coefficients.len() as i64 / c;
+    // Stored transposed: [C, rows].
+    let mut w = vec![0.0; coefficients.len()];
+    for r in 0..rows as usize {
+        for k in 0..c as usize {
+            w[k * rows as usize + r] = coefficients[r * c as usize + k] as f64;
+        }
+    }
+    let w = Value::constant(Const::from_f64(dtype, vec![c, rows], &w));
+    let mut scores = synthetic(imp, "MatMul", vec![x, w], vec![])?;
+    if let Some(b) = node.floats("intercepts")?.filter(|b| !b.is_empty()) {
+        if b.len() as i64 != rows && b.len() != 1 {
+            bail!(
+                "{} has {} intercepts for {rows} rows of coefficients",
+                node.op(),
+                b.len()
+            );
+        }
+        let b: Vec<f64> = b.iter().map(|&v| v as f64).collect();
+        let b = Value::constant(Const::from_f64(dtype, vec![1, b.len() as i64], &b));
+        scores = synthetic(imp, "Add", vec![scores, b], vec![])?;
+    }
+    Ok((scores, rows))
+}
+
+/// `post_transform` NONE, LOGISTIC or SOFTMAX (over the last axis).
+fn post_transform(imp: &mut Importer, node: &Node, scores: Value) -> Result<Value> {
+    match node.string("post_transform", "NONE")?.as_str() {
+        "NONE" => Ok(scores),
+        "LOGISTIC" => synthetic(imp, "Sigmoid", vec![scores], vec![]),
+        "SOFTMAX" => synthetic(imp, "Softmax", vec![scores], vec![int_attr("axis", -1)]),
+        other => bail!(
+            "{}'s post_transform {other} is not supported (tcc takes NONE, LOGISTIC and SOFTMAX)",
+            node.op()
+        ),
+    }
+}
+
+/// `LinearRegressor`: `X · coefficientsᵀ + intercepts`, `[N, targets]`.
+fn linear_regressor(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let (x, _, c) = as_matrix(imp, node)?;
+    let targets = node.int("targets", 1)?;
+    let (scores, rows) = linear_scores(imp, node, x, c)?;
+    if rows != targets {
+        bail!(
+            "LinearRegressor has coefficients for {rows} targets, its targets attribute says {targets}"
+        );
+    }
+    one(post_transform(imp, node, scores)?)
+}
+
+/// `LinearClassifier`: the scores `X · coefficientsᵀ + intercepts` (one
+/// row of coefficients for two classes: the columns `-s, s`), post
+/// transformed, and the label of the largest (onnxruntime's and ONNX's
+/// reference rules; one score column alone: the first label where the
+/// score reaches 0, or 0.5 after a transform, else 0).
+fn linear_classifier(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    if node.has("classlabels_strings") && !node.has("classlabels_ints") {
+        bail!(
+            "LinearClassifier with classlabels_strings: strings are not supported (tcc computes on numeric tensors only; give classlabels_ints)"
+        );
+    }
+    let labels = node.ints("classlabels_ints")?.unwrap_or_default();
+    let (x, n, c) = as_matrix(imp, node)?;
+    let dtype = x.dtype();
+    let (mut scores, rows) = linear_scores(imp, node, x, c)?;
+    if rows == 1 && labels.len() == 2 {
+        let negated = synthetic(imp, "Neg", vec![scores.clone()], vec![])?;
+        scores = super::movement::concat_values(imp, &[&negated, &scores], 1)?;
+    } else if rows > 1 && labels.len() as i64 != rows {
+        bail!(
+            "LinearClassifier has {} classlabels_ints for {rows} rows of coefficients",
+            labels.len()
+        );
+    }
+    let scores = post_transform(imp, node, scores)?;
+    let columns = scores.shape()[1];
+    let label = if columns > 1 {
+        let best = synthetic(
+            imp,
+            "ArgMax",
+            vec![scores.clone()],
+            vec![int_attr("axis", 1), int_attr("keepdims", 0)],
+        )?;
+        synthetic(
+            imp,
+            "Gather",
+            vec![
+                Value::constant(Const::from_i64(DType::I64, vec![columns], &labels)),
+                best,
+            ],
+            vec![int_attr("axis", 0)],
+        )?
+    } else {
+        let threshold = if node.string("post_transform", "NONE")? == "NONE" {
+            0.0
+        } else {
+            0.5
+        };
+        let reached = synthetic(
+            imp,
+            "GreaterOrEqual",
+            vec![scores.clone(), scalar(dtype, 2, threshold)],
+            vec![],
+        )?;
+        let first = labels.first().copied().unwrap_or(1);
+        let chosen = synthetic(
+            imp,
+            "Where",
+            vec![
+                reached,
+                Value::constant(Const::from_i64(DType::I64, vec![1, 1], &[first])),
+                Value::constant(Const::from_i64(DType::I64, vec![1, 1], &[0])),
+            ],
+            vec![],
+        )?;
+        reshape_value(imp, &chosen, &[n])?
+    };
+    Ok(vec![label, scores])
 }
 
 fn scalar(dtype: DType, rank: usize, v: f64) -> Value {

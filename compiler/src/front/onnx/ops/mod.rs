@@ -31,6 +31,8 @@ pub mod shape;
 pub mod signal;
 pub mod spatial;
 pub mod state;
+pub mod tfidf;
+pub mod trees;
 
 use std::path::Path;
 
@@ -222,6 +224,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Tan",
     "Tanh",
     "TensorScatter",
+    "TfIdfVectorizer",
     "ThresholdedRelu",
     "Tile",
     "TopK",
@@ -443,6 +446,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "DFT" => signal::dft(imp, node),
         "STFT" => signal::stft(imp, node),
         "EyeLike" => signal::eye_like(node),
+        "TfIdfVectorizer" => tfidf::tfidf_vectorizer(imp, node),
         "Det" => det::det(imp, node),
         "RoiAlign" => roi::roi_align(imp, node),
         op if signal::refused(op).is_some() => {
