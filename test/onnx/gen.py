@@ -523,6 +523,19 @@ def quantized_cases():
     )
 
 
+def ml_unsupported():
+    """An ai.onnx.ml op tcc does not import, in a model importing opset 3
+    of that domain (its errors name that opset, not the default one's)."""
+    os.makedirs(BAD, exist_ok=True)
+    node = helper.make_node("SVMRegressor", ["x"], ["y"], domain="ai.onnx.ml", name="svm",
+                            coefficients=[1.0, 2.0], support_vectors=[0.5, 0.25, 1.0, -1.0], n_supports=2)
+    graph = helper.make_graph([node], "ml_unsupported", [vi("x", F, [1, 2])], [vi("y", F, [1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 8
+    onnx.save_model(model, os.path.join(BAD, "ml_unsupported.onnx"))
+
+
 def bad_models():
     os.makedirs(BAD, exist_ok=True)
 
@@ -540,6 +553,7 @@ def bad_models():
          initializers=[init("w", np.ones((1, 1, 1, 1), np.float32)),
                        init("offset", np.zeros((1, 2, 4, 4), np.float32))], opset=19)
     save("dynamic_shape", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, ["N", 3])], [vi("y", F, ["N", 3])])
+    ml_unsupported()
     save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.STRING, [4])],
          [vi("y", TensorProto.STRING, [4])])
     save("runtime_shape", [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_by_input")],
@@ -1663,7 +1677,8 @@ def ml_model_cases():
     into float), LinearRegressor (two targets), LinearClassifier (three
     classes with SOFTMAX; one row of coefficients for two classes with
     LOGISTIC), TfIdfVectorizer IDF and TFIDF with weights over uni-, bi-
-    and trigrams with skips on an int32 input."""
+    and trigrams with skips on an int32 input, LabelEncoder int64 -> float
+    (a default) and float -> int64 (a NaN key), OneHotEncoder."""
     ML = "ai.onnx.ml"
     x = randf(6, 3, low=-2.0, high=2.0)
     x[2, 0] = np.nan
@@ -1731,14 +1746,24 @@ def ml_model_cases():
                          weights=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
     ]
     tokens = np.array([[2, 3, 5, 2, 3, 4, 5, 2], [5, 4, 2, 9, 3, 2, 3, 5], [1, 1, 1, 1, 1, 1, 1, 1]], np.int32)
+    ids = np.array([[3, 7, -2], [7, 100, 3]], np.int64)
+    nodes += [
+        helper.make_node("LabelEncoder", ["ids"], ["le_if"], domain=ML, keys_int64s=[3, 7, 11],
+                         values_floats=[0.5, -1.5, 2.0], default_float=9.0),
+        helper.make_node("LabelEncoder", ["x"], ["le_fi"], domain=ML, keys_floats=[0.5, np.nan, 1.0],
+                         values_int64s=[10, 20, 30]),
+        helper.make_node("OneHotEncoder", ["ids"], ["ohe"], domain=ML, cats_int64s=[7, 3, 100, 5], zeros=1),
+    ]
     v5 = [n for n in nodes if n.op_type == "TreeEnsemble"]
     v3 = [n for n in nodes if n.op_type != "TreeEnsemble"]
     outputs = [vi(n, F, [6, 2]) for n in ["t_sum", "t_avg", "t_max", "lr"]] + [
         vi("lc_label", TensorProto.INT64, [6]), vi("lc_scores", F, [6, 3]),
         vi("bc_label", TensorProto.INT64, [6]), vi("bc_scores", F, [6, 2]),
-        vi("idf", F, [3, 6]), vi("tfidf", F, [3, 6])]
-    save_ort_case("ml_models", v3, [vi("x", F, [6, 3]), vi("tokens", TensorProto.INT32, [3, 8])], outputs,
-                  [x, tokens], ml_opset=3)
+        vi("idf", F, [3, 6]), vi("tfidf", F, [3, 6]),
+        vi("le_if", F, [2, 3]), vi("le_fi", TensorProto.INT64, [6, 3]), vi("ohe", F, [2, 3, 4])]
+    save_ort_case("ml_models", v3, [vi("x", F, [6, 3]), vi("tokens", TensorProto.INT32, [3, 8]),
+                                    vi("ids", TensorProto.INT64, [2, 3])], outputs,
+                  [x, tokens, ids], ml_opset=3)
     save_ort_case("tree_ensemble5", v5, [vi("x", F, [6, 3])], [vi("t5", F, [6, 2])], [x], ml_opset=5)
 
 

@@ -126,6 +126,11 @@ pub fn parse_structures(
                     if shape == "scalar" {
                         return Ok(Vec::new());
                     }
+                    if shape.is_empty() {
+                        bail!(
+                            "--sequence {spec}: '' is not a shape (dimensions joined by x, e.g. 2x3, or scalar)"
+                        );
+                    }
                     parse_input_shape(&format!("{name}={shape}"))
                         .map(|(_, dims)| dims)
                         .map_err(|_| {

@@ -25,6 +25,8 @@ pub fn import(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         "LinearRegressor" => linear_regressor(imp, node),
         "LinearClassifier" => linear_classifier(imp, node),
         "TreeEnsembleRegressor" => super::trees::tree_ensemble_regressor(imp, node),
+        "LabelEncoder" => label_encoder(imp, node),
+        "OneHotEncoder" => one_hot_encoder(imp, node),
         "TreeEnsemble" => {
             let opset = imp.opset_of("ai.onnx.ml", 0);
             if opset < 5 {
@@ -45,9 +47,11 @@ pub fn import(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
 pub const ML_OPS: &[&str] = &[
     "ArrayFeatureExtractor",
     "Binarizer",
+    "LabelEncoder",
     "LinearClassifier",
     "LinearRegressor",
     "Normalizer",
+    "OneHotEncoder",
     "Scaler",
     "TreeEnsemble",
     "TreeEnsembleRegressor",
@@ -368,4 +372,190 @@ fn normalizer(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         vec![],
     )?;
     one(synthetic(imp, "Div", vec![x, safe], vec![])?)
+}
+
+/// A numeric key list: integers or floats (attribute lists, or opset 4's
+/// `keys_tensor`), as f64 with their type.
+fn numeric_list(node: &Node, kind: &str) -> Result<Option<(DType, Vec<f64>)>> {
+    if node.has(&format!("{kind}_strings")) {
+        bail!(
+            "{} with {kind}_strings: strings are not supported (tcc computes on numeric tensors only)",
+            node.op()
+        );
+    }
+    if let Some(v) = node
+        .ints(&format!("{kind}_int64s"))?
+        .filter(|v| !v.is_empty())
+    {
+        return Ok(Some((DType::I64, v.iter().map(|&i| i as f64).collect())));
+    }
+    if let Some(v) = node
+        .floats(&format!("{kind}_floats"))?
+        .filter(|v| !v.is_empty())
+    {
+        return Ok(Some((DType::F32, v.iter().map(|&f| f as f64).collect())));
+    }
+    if let Some(t) = node.tensor(&format!("{kind}_tensor"))? {
+        let c = super::super::tensor::decode(t, None, kind)?;
+        if !(c.dtype.is_float() || matches!(c.dtype, DType::I64 | DType::I32)) {
+            bail!(
+                "{}'s {kind}_tensor of type {} is not supported (numbers only)",
+                node.op(),
+                c.dtype
+            );
+        }
+        return Ok(Some((c.dtype, c.f64s())));
+    }
+    Ok(None)
+}
+
+/// `x == key` over a new last axis of `keys.len()`, as bool `[..., K]`
+/// (a NaN matches no key, NaN keys included, as in onnxruntime).
+fn matches_keys(imp: &mut Importer, x: &Value, keys: &[f64]) -> Result<Value> {
+    let rank = x.rank();
+    let mut shape = x.shape().to_vec();
+    shape.push(1);
+    let column = reshape_value(imp, x, &shape)?;
+    let mut key_shape = vec![1; rank];
+    key_shape.push(keys.len() as i64);
+    let key_values = Value::constant(Const::from_f64(x.dtype(), key_shape, keys));
+    synthetic(imp, "Equal", vec![column, key_values], vec![])
+}
+
+/// `LabelEncoder` (ai.onnx.ml 2 and 4) with numeric keys and values: each
+/// element's value at its key (the last of equal keys, as the reference's
+/// map), else the default (a NaN finds no key); string keys or values are
+/// the error for strings.
+fn label_encoder(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    let x = node.input(0)?.clone();
+    let Some((key_type, keys)) = numeric_list(node, "keys")? else {
+        bail!(
+            "LabelEncoder has no keys (keys_int64s, keys_floats or keys_tensor; opset 1's classes_strings are strings)"
+        )
+    };
+    let Some((value_type, values)) = numeric_list(node, "values")? else {
+        bail!("LabelEncoder has no values (values_int64s, values_floats or values_tensor)")
+    };
+    if keys.len() != values.len() {
+        bail!(
+            "LabelEncoder has {} keys and {} values",
+            keys.len(),
+            values.len()
+        );
+    }
+    if key_type.is_float() != x.dtype().is_float() {
+        bail!(
+            "LabelEncoder's keys are {key_type} and its input {}: the types must agree",
+            x.dtype()
+        );
+    }
+    let default = if let Some(t) = node.tensor("default_tensor")? {
+        super::super::tensor::decode(t, None, "default_tensor")?.f64_at(0)
+    } else if value_type.is_float() {
+        node.float("default_float", -0.0)? as f64
+    } else {
+        node.int("default_int64", -1)? as f64
+    };
+    // The last value of each key, in the order of first appearance.
+    let mut unique: Vec<(f64, f64)> = Vec::new();
+    for (&k, &v) in keys.iter().zip(&values) {
+        match unique.iter_mut().find(|(u, _)| *u == k) {
+            Some(entry) => entry.1 = v,
+            None => unique.push((k, v)),
+        }
+    }
+    let keys: Vec<f64> = unique.iter().map(|(k, _)| *k).collect();
+    let values: Vec<f64> = unique.iter().map(|(_, v)| *v).collect();
+    let out_type = if value_type.is_float() {
+        value_type
+    } else {
+        DType::I64
+    };
+    let rank = x.rank();
+    let hits = matches_keys(imp, &x, &keys)?;
+    let hits = synthetic(
+        imp,
+        "Cast",
+        vec![hits],
+        vec![int_attr("to", DType::I32.onnx_code() as i64)],
+    )?;
+    let index = synthetic(
+        imp,
+        "ArgMax",
+        vec![hits.clone()],
+        vec![int_attr("axis", rank as i64), int_attr("keepdims", 0)],
+    )?;
+    let found = synthetic(
+        imp,
+        "ReduceMax",
+        vec![
+            hits,
+            Value::constant(Const::from_i64(DType::I64, vec![1], &[rank as i64])),
+        ],
+        vec![int_attr("keepdims", 0)],
+    )?;
+    let found = synthetic(
+        imp,
+        "Cast",
+        vec![found],
+        vec![int_attr("to", DType::Bool.onnx_code() as i64)],
+    )?;
+    let mapped = synthetic(
+        imp,
+        "Gather",
+        vec![
+            Value::constant(Const::from_f64(
+                out_type,
+                vec![values.len() as i64],
+                &values,
+            )),
+            index,
+        ],
+        vec![int_attr("axis", 0)],
+    )?;
+    one(synthetic(
+        imp,
+        "Where",
+        vec![
+            found,
+            mapped,
+            Value::constant(Const::from_f64(out_type, vec![1; rank], &[default])),
+        ],
+        vec![],
+    )?)
+}
+
+/// `OneHotEncoder` (ai.onnx.ml 1) with integer categories: `[..., C]` of
+/// float 1 where the element is the category. `zeros = 0` asks for an
+/// error on a value of no category, which a compiled program cannot raise
+/// at run time: such a row is all zeros (as with `zeros = 1`).
+fn one_hot_encoder(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
+    if node.has("cats_strings") && !node.has("cats_int64s") {
+        bail!(
+            "OneHotEncoder with cats_strings: strings are not supported (tcc computes on numeric tensors only)"
+        );
+    }
+    let cats = node.ints("cats_int64s")?.unwrap_or_default();
+    if cats.is_empty() {
+        bail!("OneHotEncoder has no categories (cats_int64s)");
+    }
+    let x = node.input(0)?.clone();
+    let x = match x.dtype() {
+        DType::I64 => x,
+        DType::I32 | DType::F32 | DType::F64 => synthetic(
+            imp,
+            "Cast",
+            vec![x],
+            vec![int_attr("to", DType::I64.onnx_code() as i64)],
+        )?,
+        other => bail!("OneHotEncoder's input must be int64, int32, float or double, not {other}"),
+    };
+    let cats: Vec<f64> = cats.iter().map(|&c| c as f64).collect();
+    let hits = matches_keys(imp, &x, &cats)?;
+    one(synthetic(
+        imp,
+        "Cast",
+        vec![hits],
+        vec![int_attr("to", DType::F32.onnx_code() as i64)],
+    )?)
 }
