@@ -69,7 +69,10 @@ pub fn tfidf_vectorizer(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     for (k, &start) in counts.iter().enumerate() {
         let n = k + 1;
         let end = counts.get(k + 1).copied().unwrap_or(pool.len() as i64);
-        if start < 0 || end < start || end as usize > pool.len() || (end - start) as usize % n != 0
+        if start < 0
+            || end < start
+            || end as usize > pool.len()
+            || !((end - start) as usize).is_multiple_of(n)
         {
             bail!(
                 "TfIdfVectorizer's ngram_counts {counts:?} do not split the {} values of pool_int64s into whole n-grams",
