@@ -47,9 +47,9 @@ fn unsupported_op_names_op_node_opset_and_position() {
     assert_rejects(
         "unsupported_op",
         &[
-            "unsupported op 'DeformConv'",
-            "node 'the_deform'",
-            "opset 19",
+            "unsupported op 'ImageDecoder'",
+            "node 'the_decoder'",
+            "opset 20",
             "node 2 of 2",
         ],
     );
@@ -166,7 +166,7 @@ fn compile_and_run_reject_bad_models_too() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
         assert!(
-            stderr.contains("unsupported op 'DeformConv'") && !stderr.contains("panicked"),
+            stderr.contains("unsupported op 'ImageDecoder'") && !stderr.contains("panicked"),
             "{command:?}: {stderr}"
         );
     }

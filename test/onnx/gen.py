@@ -548,10 +548,8 @@ def bad_models():
         return model
 
     save("unsupported_op", [helper.make_node("Relu", ["x"], ["r"], name="first"),
-                            helper.make_node("DeformConv", ["r", "w", "offset"], ["y"], name="the_deform")],
-         [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 4, 4])],
-         initializers=[init("w", np.ones((1, 1, 1, 1), np.float32)),
-                       init("offset", np.zeros((1, 2, 4, 4), np.float32))], opset=19)
+                            helper.make_node("ImageDecoder", ["r"], ["y"], name="the_decoder")],
+         [vi("x", TensorProto.UINT8, [16])], [vi("y", TensorProto.UINT8, [4, 4, 3])], opset=20)
     save("dynamic_shape", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, ["N", 3])], [vi("y", F, ["N", 3])])
     ml_unsupported()
     save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.STRING, [4])],
@@ -1767,6 +1765,24 @@ def ml_model_cases():
     save_ort_case("tree_ensemble5", v5, [vi("x", F, [6, 3])], [vi("t5", F, [6, 2])], [x], ml_opset=5)
 
 
+def deform_conv_cases():
+    """DeformConv beyond the node suite's cases: two convolution groups,
+    two offset groups, strides, dilations, asymmetric pads, offsets that
+    move taps outside the image, a mask and a bias; expected outputs from
+    the reference evaluator."""
+    x = randf(2, 4, 6, 7)
+    w = randf(6, 2, 2, 3)
+    offset = randf(2, 2 * 2 * 6, 3, 3, low=-2.5, high=2.5)
+    mask = randf(2, 2 * 6, 3, 3, low=0.0, high=1.0)
+    b = randf(6)
+    node = helper.make_node("DeformConv", ["x", "w", "offset", "b", "mask"], ["y"], group=2, offset_group=2,
+                            strides=[2, 2], dilations=[2, 1], pads=[1, 0, 0, 1], kernel_shape=[2, 3])
+    save_case("deform_conv_groups", [node],
+              [vi("x", F, [2, 4, 6, 7]), vi("w", F, [6, 2, 2, 3]), vi("offset", F, [2, 24, 3, 3]),
+               vi("b", F, [6]), vi("mask", F, [2, 12, 3, 3])],
+              [vi("y", F, [2, 6, 3, 3])], [x, w, offset, b, mask], opset=19)
+
+
 def save_ort_case(name, nodes, inputs, outputs, feeds, ml_opset):
     """A model of default-domain opset 17 and ai.onnx.ml `ml_opset` with
     onnxruntime's outputs."""
@@ -1819,6 +1835,9 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["ml"]:
         ml_cases()
         sys.exit(0)
+    if sys.argv[1:] == ["deform_conv"]:
+        deform_conv_cases()
+        sys.exit(0)
     if sys.argv[1:] == ["ml_models"]:
         ml_model_cases()
         sys.exit(0)
@@ -1843,6 +1862,7 @@ if __name__ == "__main__":
     det_cases()
     ml_cases()
     ml_model_cases()
+    deform_conv_cases()
     roi_cases()
     import sys
     if sys.argv[1:] == ["element_types"]:

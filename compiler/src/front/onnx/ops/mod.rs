@@ -6,6 +6,7 @@ pub mod attention;
 pub mod conv;
 pub mod conv_transpose;
 pub mod data_dependent;
+pub mod deform_conv;
 pub mod det;
 pub mod einsum;
 pub mod elementwise;
@@ -87,6 +88,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Cosh",
     "CumProd",
     "CumSum",
+    "DeformConv",
     "DepthToSpace",
     "DequantizeLinear",
     "Det",
@@ -360,6 +362,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "MatMul" => matmul::matmul(imp, node),
         "Gemm" => matmul::gemm(imp, node),
         "Conv" => conv::conv(imp, node),
+        "DeformConv" => deform_conv::deform_conv(imp, node),
         "ConvTranspose" => conv_transpose::conv_transpose(imp, node),
         "BatchNormalization" => norm::batch_norm(imp, node),
         "InstanceNormalization" => norm::instance_norm(imp, node),
