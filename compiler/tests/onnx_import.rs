@@ -47,9 +47,9 @@ fn unsupported_op_names_op_node_opset_and_position() {
     assert_rejects(
         "unsupported_op",
         &[
-            "unsupported op 'DeformConv'",
-            "node 'the_deform'",
-            "opset 19",
+            "unsupported op 'ImageDecoder'",
+            "node 'the_decoder'",
+            "opset 20",
             "node 2 of 2",
         ],
     );
@@ -166,7 +166,7 @@ fn compile_and_run_reject_bad_models_too() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
         assert!(
-            stderr.contains("unsupported op 'DeformConv'") && !stderr.contains("panicked"),
+            stderr.contains("unsupported op 'ImageDecoder'") && !stderr.contains("panicked"),
             "{command:?}: {stderr}"
         );
     }
@@ -423,6 +423,115 @@ fn sequences_at_the_graph_boundary_are_their_elements() {
             .contains("a structure is given for 't', which is not a graph input"),
         "{}",
         error.message
+    );
+}
+
+/// `tcc import`/`compile --sequence NAME=SHAPES` give a sequence input's
+/// structure on the command line; bad specs and names are errors.
+#[test]
+fn sequence_structure_flag_gives_the_elements() {
+    let path = repo("test/onnx/bad/sequence_input.onnx");
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("import")
+        .arg(&path)
+        .args(["--sequence", "s=2x3,4x3,1x3"])
+        .output()
+        .expect("run tcc");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for needle in [
+        "tensor<2x3xf32> {tcc.name = \"s[0]\"}",
+        "tensor<4x3xf32> {tcc.name = \"s[1]\"}",
+        "tensor<1x3xf32> {tcc.name = \"s[2]\"}",
+        "-> (tensor<7x3xf32> {tcc.name = \"y\"})",
+    ] {
+        assert!(stdout.contains(needle), "expected '{needle}' in:\n{stdout}");
+    }
+    for (flags, needle) in [
+        (
+            vec!["--sequence", "s=2x3,4y3"],
+            "--sequence s=2x3,4y3: '4y3' is not a shape",
+        ),
+        (vec!["--sequence", "s"], "expected NAME=SHAPES"),
+        (
+            vec!["--sequence", "s=2x3", "--sequence", "s=1x3"],
+            "give the structure of 's' twice",
+        ),
+        (
+            vec!["--sequence", "s=2x3", "--sequence", "t=1x3"],
+            "a structure is given for 't', which is not a graph input (the graph inputs are: s)",
+        ),
+        (
+            vec!["--empty-optional", "s"],
+            "'s' is a sequence, but the structure given for it is an optional",
+        ),
+        (vec![], "--sequence s=SHAPE,SHAPE,..."),
+    ] {
+        let (code, stderr) = import(&path, &flags);
+        assert_eq!(code, Some(1), "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{flags:?}: expected '{needle}' in:\n{stderr}"
+        );
+    }
+    let (code, stderr) = import(
+        &repo("test/onnx/bad/dynamic_shape.onnx"),
+        &["--sequence", "x=2x3"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("graph input 'x' is a tensor"), "{stderr}");
+    // tcc compile takes it too (to the graph phase: no device needed).
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("compile")
+        .arg(&path)
+        .args(["--sequence", "s=2x3,", "--compile-to=graph"])
+        .output()
+        .expect("run tcc");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("'' is not a shape"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("compile")
+        .arg(&path)
+        .args(["--sequence", "s=5x2,scalar", "--compile-to=graph"])
+        .output()
+        .expect("run tcc");
+    // A 0-d element cannot be concatenated with a 2-D one: the node says so.
+    assert_eq!(output.status.code(), Some(1));
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("compile")
+        .arg(&path)
+        .args(["--sequence", "s=5x2,1x2", "--compile-to=graph"])
+        .output()
+        .expect("run tcc");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("tensor<6x2xf32>"), "{stdout}");
+}
+
+/// Errors of `ai.onnx.ml` nodes name that domain's opset (the model
+/// imports opset 3 of it and 17 of the default domain).
+#[test]
+fn ml_domain_errors_name_the_domains_opset() {
+    assert_rejects(
+        "ml_unsupported",
+        &[
+            "node 'svm' (SVMRegressor, domain ai.onnx.ml, opset 3;",
+            "unsupported op 'SVMRegressor' of domain 'ai.onnx.ml'",
+        ],
     );
 }
 

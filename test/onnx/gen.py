@@ -523,6 +523,19 @@ def quantized_cases():
     )
 
 
+def ml_unsupported():
+    """An ai.onnx.ml op tcc does not import, in a model importing opset 3
+    of that domain (its errors name that opset, not the default one's)."""
+    os.makedirs(BAD, exist_ok=True)
+    node = helper.make_node("SVMRegressor", ["x"], ["y"], domain="ai.onnx.ml", name="svm",
+                            coefficients=[1.0, 2.0], support_vectors=[0.5, 0.25, 1.0, -1.0], n_supports=2)
+    graph = helper.make_graph([node], "ml_unsupported", [vi("x", F, [1, 2])], [vi("y", F, [1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 8
+    onnx.save_model(model, os.path.join(BAD, "ml_unsupported.onnx"))
+
+
 def bad_models():
     os.makedirs(BAD, exist_ok=True)
 
@@ -535,11 +548,10 @@ def bad_models():
         return model
 
     save("unsupported_op", [helper.make_node("Relu", ["x"], ["r"], name="first"),
-                            helper.make_node("DeformConv", ["r", "w", "offset"], ["y"], name="the_deform")],
-         [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 4, 4])],
-         initializers=[init("w", np.ones((1, 1, 1, 1), np.float32)),
-                       init("offset", np.zeros((1, 2, 4, 4), np.float32))], opset=19)
+                            helper.make_node("ImageDecoder", ["r"], ["y"], name="the_decoder")],
+         [vi("x", TensorProto.UINT8, [16])], [vi("y", TensorProto.UINT8, [4, 4, 3])], opset=20)
     save("dynamic_shape", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, ["N", 3])], [vi("y", F, ["N", 3])])
+    ml_unsupported()
     save("unsupported_dtype", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.STRING, [4])],
          [vi("y", TensorProto.STRING, [4])])
     save("runtime_shape", [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_by_input")],
@@ -1653,6 +1665,147 @@ def ml_cases():
                 f.write(tensor.SerializeToString())
 
 
+def ml_model_cases():
+    """The ai.onnx.ml model ops (as skl2onnx/onnxmltools export them) and
+    TfIdfVectorizer's weighted modes, compared with onnxruntime:
+    TreeEnsembleRegressor (two trees of different depths, every branch
+    mode, a NaN routed by nodes_missing_value_tracks_true, two targets,
+    base_values; a second one with AVERAGE and LOGISTIC, a third with MAX),
+    TreeEnsemble (opset 5: a set-membership split, double leaf weights
+    into float), LinearRegressor (two targets), LinearClassifier (three
+    classes with SOFTMAX; one row of coefficients for two classes with
+    LOGISTIC), TfIdfVectorizer IDF and TFIDF with weights over uni-, bi-
+    and trigrams with skips on an int32 input, LabelEncoder int64 -> float
+    (a default) and float -> int64 (a NaN key), OneHotEncoder."""
+    ML = "ai.onnx.ml"
+    x = randf(6, 3, low=-2.0, high=2.0)
+    x[2, 0] = np.nan
+    x[4, 1] = 0.5  # on a threshold
+    # Feature 0 takes the set's members (onnxruntime's sets hold integers
+    # and it truncates the feature before the test) and values that are
+    # not members either way.
+    x[:, 0] = [1.0, 2.5, np.nan, -1.0, 0.75, 3.25]
+    # Tree 0: a depth-2 tree; tree 1: a stump.
+    reg = dict(
+        nodes_treeids=[0, 0, 0, 0, 0, 0, 0, 1, 1, 1],
+        nodes_nodeids=[0, 1, 2, 3, 4, 5, 6, 0, 1, 2],
+        nodes_featureids=[0, 1, 2, 0, 0, 0, 0, 2, 0, 0],
+        nodes_modes=["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "LEAF", "LEAF", "LEAF", "LEAF",
+                     "BRANCH_GT", "LEAF", "LEAF"],
+        nodes_values=[0.25, 0.5, -0.5, 0, 0, 0, 0, 0.75, 0, 0],
+        nodes_truenodeids=[1, 3, 5, 0, 0, 0, 0, 1, 0, 0],
+        nodes_falsenodeids=[2, 4, 6, 0, 0, 0, 0, 2, 0, 0],
+        nodes_missing_value_tracks_true=[1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        target_treeids=[0, 0, 0, 0, 0, 1, 1],
+        target_nodeids=[3, 4, 5, 6, 6, 1, 2],
+        target_ids=[0, 0, 1, 0, 1, 0, 1],
+        target_weights=[1.5, -2.0, 3.25, 0.5, 4.0, 10.0, -7.5],
+    )
+    neq = dict(reg, nodes_modes=["BRANCH_NEQ", "BRANCH_EQ", "BRANCH_GTE", "LEAF", "LEAF", "LEAF", "LEAF",
+                                 "BRANCH_GT", "LEAF", "LEAF"],
+               nodes_values=[0.25, 0.5, -0.5, 0, 0, 0, 0, 0.75, 0, 0])
+    nodes = [
+        helper.make_node("TreeEnsembleRegressor", ["x"], ["t_sum"], domain=ML, n_targets=2,
+                         aggregate_function="SUM", base_values=[0.125, -1.0], **reg),
+        helper.make_node("TreeEnsembleRegressor", ["x"], ["t_avg"], domain=ML, n_targets=2,
+                         aggregate_function="AVERAGE", post_transform="LOGISTIC", **reg),
+        helper.make_node("TreeEnsembleRegressor", ["x"], ["t_max"], domain=ML, n_targets=2,
+                         aggregate_function="MAX", **neq),
+        helper.make_node(
+            "TreeEnsemble", ["x"], ["t5"], domain=ML, n_targets=2, aggregate_function=1,
+            tree_roots=[0, 2],
+            nodes_featureids=[0, 1, 2], nodes_modes=numpy_helper.from_array(np.array([6, 0, 3], np.uint8), "nodes_modes"),
+            nodes_splits=numpy_helper.from_array(np.array([np.nan, 0.5, -0.25], np.float32), "nodes_splits"),
+            membership_values=numpy_helper.from_array(np.array([1.0, -1.0, 8.0, np.nan], np.float32),
+                                                      "membership_values"),
+            nodes_truenodeids=[0, 1, 3], nodes_trueleafs=[1, 1, 1],
+            nodes_falsenodeids=[1, 2, 4], nodes_falseleafs=[0, 1, 1],
+            nodes_missing_value_tracks_true=[0, 1, 0],
+            leaf_targetids=[0, 1, 1, 0, 1],
+            leaf_weights=numpy_helper.from_array(np.array([1.0, 2.5, -3.0, 0.75, 6.0], np.float32), "leaf_weights")),
+        helper.make_node("LinearRegressor", ["x"], ["lr"], domain=ML, targets=2,
+                         coefficients=[0.5, -1.0, 2.0, 1.5, 0.25, -0.75], intercepts=[0.1, -0.2]),
+        helper.make_node("LinearClassifier", ["x"], ["lc_label", "lc_scores"], domain=ML,
+                         classlabels_ints=[3, 7, 11], post_transform="SOFTMAX",
+                         coefficients=[0.5, -1.0, 2.0, 1.5, 0.25, -0.75, -0.5, 0.5, 0.125],
+                         intercepts=[0.1, -0.2, 0.3]),
+        helper.make_node("LinearClassifier", ["x"], ["bc_label", "bc_scores"], domain=ML,
+                         classlabels_ints=[0, 1], post_transform="LOGISTIC",
+                         coefficients=[0.75, -1.25, 0.5], intercepts=[0.05]),
+        helper.make_node("TfIdfVectorizer", ["tokens"], ["idf"], mode="IDF", min_gram_length=1,
+                         max_gram_length=3, max_skip_count=2, ngram_counts=[0, 3, 7],
+                         ngram_indexes=[4, 0, 2, 1, 3, 5],
+                         pool_int64s=[2, 3, 5, 2, 3, 5, 4, 2, 3, 5],
+                         weights=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
+        helper.make_node("TfIdfVectorizer", ["tokens"], ["tfidf"], mode="TFIDF", min_gram_length=2,
+                         max_gram_length=3, max_skip_count=1, ngram_counts=[0, 3, 7],
+                         ngram_indexes=[4, 0, 2, 1, 3, 5],
+                         pool_int64s=[2, 3, 5, 2, 3, 5, 4, 2, 3, 5],
+                         weights=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
+    ]
+    tokens = np.array([[2, 3, 5, 2, 3, 4, 5, 2], [5, 4, 2, 9, 3, 2, 3, 5], [1, 1, 1, 1, 1, 1, 1, 1]], np.int32)
+    ids = np.array([[3, 7, -2], [7, 100, 3]], np.int64)
+    nodes += [
+        helper.make_node("LabelEncoder", ["ids"], ["le_if"], domain=ML, keys_int64s=[3, 7, 11],
+                         values_floats=[0.5, -1.5, 2.0], default_float=9.0),
+        helper.make_node("LabelEncoder", ["x"], ["le_fi"], domain=ML, keys_floats=[0.5, np.nan, 1.0],
+                         values_int64s=[10, 20, 30]),
+        helper.make_node("OneHotEncoder", ["ids"], ["ohe"], domain=ML, cats_int64s=[7, 3, 100, 5], zeros=1),
+    ]
+    v5 = [n for n in nodes if n.op_type == "TreeEnsemble"]
+    v3 = [n for n in nodes if n.op_type != "TreeEnsemble"]
+    outputs = [vi(n, F, [6, 2]) for n in ["t_sum", "t_avg", "t_max", "lr"]] + [
+        vi("lc_label", TensorProto.INT64, [6]), vi("lc_scores", F, [6, 3]),
+        vi("bc_label", TensorProto.INT64, [6]), vi("bc_scores", F, [6, 2]),
+        vi("idf", F, [3, 6]), vi("tfidf", F, [3, 6]),
+        vi("le_if", F, [2, 3]), vi("le_fi", TensorProto.INT64, [6, 3]), vi("ohe", F, [2, 3, 4])]
+    save_ort_case("ml_models", v3, [vi("x", F, [6, 3]), vi("tokens", TensorProto.INT32, [3, 8]),
+                                    vi("ids", TensorProto.INT64, [2, 3])], outputs,
+                  [x, tokens, ids], ml_opset=3)
+    save_ort_case("tree_ensemble5", v5, [vi("x", F, [6, 3])], [vi("t5", F, [6, 2])], [x], ml_opset=5)
+
+
+def deform_conv_cases():
+    """DeformConv beyond the node suite's cases: two convolution groups,
+    two offset groups, strides, dilations, asymmetric pads, offsets that
+    move taps outside the image, a mask and a bias; expected outputs from
+    the reference evaluator."""
+    x = randf(2, 4, 6, 7)
+    w = randf(6, 2, 2, 3)
+    offset = randf(2, 2 * 2 * 6, 3, 3, low=-2.5, high=2.5)
+    mask = randf(2, 2 * 6, 3, 3, low=0.0, high=1.0)
+    b = randf(6)
+    node = helper.make_node("DeformConv", ["x", "w", "offset", "b", "mask"], ["y"], group=2, offset_group=2,
+                            strides=[2, 2], dilations=[2, 1], pads=[1, 0, 0, 1], kernel_shape=[2, 3])
+    save_case("deform_conv_groups", [node],
+              [vi("x", F, [2, 4, 6, 7]), vi("w", F, [6, 2, 2, 3]), vi("offset", F, [2, 24, 3, 3]),
+               vi("b", F, [6]), vi("mask", F, [2, 12, 3, 3])],
+              [vi("y", F, [2, 6, 3, 3])], [x, w, offset, b, mask], opset=19)
+
+
+def save_ort_case(name, nodes, inputs, outputs, feeds, ml_opset):
+    """A model of default-domain opset 17 and ai.onnx.ml `ml_opset` with
+    onnxruntime's outputs."""
+    import onnxruntime as ort
+    graph = helper.make_graph(nodes, name, inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", ml_opset)],
+                              producer_name="tcc test/onnx/gen.py")
+    model.ir_version = 10
+    onnx.checker.check_model(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    results = session.run(None, dict(zip([i.name for i in inputs], feeds)))
+    directory = os.path.join(MODELS, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(os.path.join(directory, "test_data_set_0"))
+    onnx.save_model(model, os.path.join(directory, "model.onnx"))
+    for kind, values, infos in [("input", feeds, inputs), ("output", results, outputs)]:
+        for i, value in enumerate(values):
+            tensor = numpy_helper.from_array(np.asarray(value), infos[i].name)
+            with open(os.path.join(directory, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
+                f.write(tensor.SerializeToString())
+
+
 def roi_cases():
     """RoiAlign with run-time rois: two images, regions partly outside the
     image (samples below -1 read 0, others clamp), one past the last
@@ -1682,6 +1835,12 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["ml"]:
         ml_cases()
         sys.exit(0)
+    if sys.argv[1:] == ["deform_conv"]:
+        deform_conv_cases()
+        sys.exit(0)
+    if sys.argv[1:] == ["ml_models"]:
+        ml_model_cases()
+        sys.exit(0)
     if sys.argv[1:] == ["runtime_params"]:
         runtime_param_cases()
         sys.exit(0)
@@ -1702,6 +1861,8 @@ if __name__ == "__main__":
     hostile_reductions()
     det_cases()
     ml_cases()
+    ml_model_cases()
+    deform_conv_cases()
     roi_cases()
     import sys
     if sys.argv[1:] == ["element_types"]:

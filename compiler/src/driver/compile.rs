@@ -203,6 +203,12 @@ pub struct CompileArgs {
     /// A shape for an ONNX graph input: fills its dynamic dimensions and may change its batch (first dimension), e.g. data=32x3x224x224 (repeat).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
+    /// The structure of an ONNX sequence graph input: its elements' shapes, NAME=2x3,2x3,4 (`scalar` for a 0-d element; NAME= an empty sequence); repeat per input. The elements become arguments NAME[0], NAME[1], ...
+    #[arg(long = "sequence", value_name = "NAME=SHAPES")]
+    pub sequences: Vec<String>,
+    /// An ONNX optional graph input that holds no value (it gets no argument); repeat per input.
+    #[arg(long = "empty-optional", value_name = "NAME")]
+    pub empty_optionals: Vec<String>,
     /// Keep a dynamic dimension symbolic, with its range: batch=1..64 (repeat). ONNX dim_params of that name stay `?`, tied by name; --input-shape still specializes an input.
     #[arg(long = "dim", value_name = "NAME=MIN..MAX", value_parser = super::import::parse_dim)]
     pub dims: Vec<DimRange>,
@@ -623,6 +629,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         .iter()
         .map(|s| super::import::parse_input_shape(s))
         .collect::<Result<_>>()?;
+    let structures = super::import::parse_structures(&args.sequences, &args.empty_optionals)?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
     let from = args.compile_from;
     if let Some(from) = from {
@@ -636,8 +643,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 "--compile-from={from} takes MLIR already at the {from} phase, not an ONNX model"
             );
         }
-        if !input_shapes.is_empty() {
-            bail!("--input-shape applies to ONNX models, not to --compile-from={from}");
+        if !input_shapes.is_empty() || !structures.is_empty() {
+            bail!(
+                "--input-shape, --sequence and --empty-optional apply to ONNX models, not to --compile-from={from}"
+            );
         }
         if !args.dims.is_empty() {
             bail!("--dim applies to the input phase, not to --compile-from={from}");
@@ -688,9 +697,20 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     // The model parsed (or imported) and run from `--compile-from` to `last`.
     let phases_to = |last: Phase, templates: bool, choice: &GemmChoice| {
         let mut module = if choice.quantize.is_some() {
+            if !structures.is_empty() {
+                bail!(
+                    "--quantize takes models of tensor inputs: --sequence and --empty-optional do not apply"
+                );
+            }
             super::quantize::parse_named(&session, &input, &input_shapes)?
         } else {
-            super::import::parse_model_dims(&session, &input, &input_shapes, &args.dims)?
+            super::import::parse_model_dims(
+                &session,
+                &input,
+                &input_shapes,
+                &args.dims,
+                &structures,
+            )?
         };
         super::limits::check_tensor_bytes(
             module.as_operation(),

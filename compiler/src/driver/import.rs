@@ -10,7 +10,7 @@ use melior::ir::Module;
 
 use super::session::Session;
 use super::write_atomically;
-use crate::front::onnx::{self, ConstStyle, ImportOptions};
+use crate::front::onnx::{self, ConstStyle, ImportOptions, Structure};
 
 /// How `tcc import` writes large constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -34,6 +34,12 @@ pub struct ImportArgs {
     /// Keep a dynamic dimension symbolic, with its range: batch=1..64 (repeat); its dim_params stay `?` and the module records the ranges (tcc.dims).
     #[arg(long = "dim", value_name = "NAME=MIN..MAX", value_parser = parse_dim)]
     pub dims: Vec<tcc_dialects::dims::DimRange>,
+    /// The structure of a sequence graph input: its elements' shapes, NAME=2x3,2x3,4 (three tensors; `scalar` for a 0-d one; NAME= an empty sequence); repeat per input. Its elements become arguments NAME[0], NAME[1], ...
+    #[arg(long = "sequence", value_name = "NAME=SHAPES")]
+    pub sequences: Vec<String>,
+    /// An optional graph input that holds no value (it gets no argument); repeat per input.
+    #[arg(long = "empty-optional", value_name = "NAME")]
+    pub empty_optionals: Vec<String>,
     /// Import float64 tensors as float32 (tcc has no float64).
     #[arg(long)]
     pub demote_f64: bool,
@@ -94,6 +100,56 @@ pub fn parse_input_shape(spec: &str) -> Result<(String, Vec<i64>)> {
             .collect::<Result<Vec<_>>>()?
     };
     Ok((name.to_string(), dims))
+}
+
+/// The structures of sequence and optional graph inputs from
+/// `--sequence NAME=SHAPE,SHAPE,...` (`NAME=`: an empty sequence) and
+/// `--empty-optional NAME`; each input once.
+pub fn parse_structures(
+    sequences: &[String],
+    empty_optionals: &[String],
+) -> Result<Vec<(String, Structure)>> {
+    let mut structures: Vec<(String, Structure)> = Vec::new();
+    for spec in sequences {
+        let (name, shapes) = spec.rsplit_once('=').ok_or_else(|| {
+            anyhow!("--sequence {spec}: expected NAME=SHAPES, e.g. seq=2x3,2x3,4 (NAME= for an empty sequence)")
+        })?;
+        if name.is_empty() {
+            bail!("--sequence {spec}: the graph input's name is missing");
+        }
+        let shapes = if shapes.is_empty() {
+            Vec::new()
+        } else {
+            shapes
+                .split(',')
+                .map(|shape| {
+                    if shape == "scalar" {
+                        return Ok(Vec::new());
+                    }
+                    if shape.is_empty() {
+                        bail!(
+                            "--sequence {spec}: '' is not a shape (dimensions joined by x, e.g. 2x3, or scalar)"
+                        );
+                    }
+                    parse_input_shape(&format!("{name}={shape}"))
+                        .map(|(_, dims)| dims)
+                        .map_err(|_| {
+                            anyhow!("--sequence {spec}: '{shape}' is not a shape (dimensions joined by x, e.g. 2x3, or scalar)")
+                        })
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        structures.push((name.to_string(), Structure::Sequence(shapes)));
+    }
+    for name in empty_optionals {
+        structures.push((name.clone(), Structure::Optional(None)));
+    }
+    for (i, (name, _)) in structures.iter().enumerate() {
+        if structures[..i].iter().any(|(n, _)| n == name) {
+            bail!("--sequence/--empty-optional give the structure of '{name}' twice");
+        }
+    }
+    Ok(structures)
 }
 
 pub fn is_onnx(path: &Path) -> bool {
@@ -252,7 +308,7 @@ pub fn parse_model_with<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Module<'c>> {
-    parse_model_dims(session, path, input_shapes, &[])
+    parse_model_dims(session, path, input_shapes, &[], &[])
 }
 
 /// As [`parse_model_with`], keeping the dimensions `dims` names symbolic
@@ -265,10 +321,12 @@ pub fn parse_model_dims<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
     dims: &[tcc_dialects::dims::DimRange],
+    structures: &[(String, Structure)],
 ) -> Result<Module<'c>> {
     let module = if is_onnx(path) {
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
+            structures: structures.to_vec(),
             symbolic_dims: dims.iter().map(|d| d.name.clone()).collect(),
             const_style: ConstStyle::Blob,
             ..ImportOptions::default()
@@ -287,9 +345,9 @@ pub fn parse_model_dims<'c>(
         let module = parse_imported(session, &path.display().to_string(), imported)?;
         drop(progress);
         module
-    } else if !input_shapes.is_empty() {
+    } else if !input_shapes.is_empty() || !structures.is_empty() {
         bail!(
-            "{}: --input-shape applies to ONNX models (.onnx); an MLIR model's shapes are its function types",
+            "{}: --input-shape, --sequence and --empty-optional apply to ONNX models (.onnx); an MLIR model's shapes are its function types",
             path.display()
         )
     } else {
@@ -402,6 +460,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
             .map(|s| parse_input_shape(s))
             .collect::<Result<_>>()?,
         symbolic_dims: args.dims.iter().map(|d| d.name.clone()).collect(),
+        structures: parse_structures(&args.sequences, &args.empty_optionals)?,
         ..ImportOptions::default()
     };
     if args.raw && !args.dims.is_empty() {

@@ -64,6 +64,9 @@ pub struct Importer {
     pub probes: HashMap<String, i64>,
     /// The symbolic dimensions the graph inputs used, in first use.
     pub probed: Vec<String>,
+    /// The opsets the model imports of domains other than the default
+    /// one (`ai.onnx.ml`, ...): their nodes' versions.
+    pub domain_opsets: HashMap<String, i64>,
 }
 
 impl Importer {
@@ -79,6 +82,18 @@ impl Importer {
             batch: None,
             probes: HashMap::new(),
             probed: Vec::new(),
+            domain_opsets: HashMap::new(),
+        }
+    }
+
+    /// The opset of a node's domain: the default domain's `default`, else
+    /// the version the model imports of the node's domain (0 when it
+    /// imports none).
+    pub fn opset_of(&self, domain: &str, default: i64) -> i64 {
+        if domain.is_empty() || domain == "ai.onnx" {
+            default
+        } else {
+            self.domain_opsets.get(domain).copied().unwrap_or(0)
         }
     }
 
@@ -180,6 +195,12 @@ fn import_with(
     let (graph, opset) = checked_graph(model)?;
     let mut imp = Importer::new(options.const_style, options.demote_f64);
     imp.probes = probes;
+    imp.domain_opsets = model
+        .opset_import
+        .iter()
+        .filter(|i| !i.domain.is_empty() && i.domain != "ai.onnx")
+        .map(|i| (i.domain.clone(), i.version))
+        .collect();
     let mut values: Values = HashMap::new();
     inputs::define_initializers(&mut imp, graph, base_dir, &mut values)?;
     let args = inputs::define_arguments(&mut imp, graph, options, &mut values)?;

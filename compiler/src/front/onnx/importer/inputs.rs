@@ -183,12 +183,19 @@ fn default_structure(ty: &TypeProto, name: &str) -> Result<Structure> {
             dims.into_iter().flatten().collect(),
         )))));
     }
-    let kind = match &ty.value {
-        Some(type_proto::Value::SequenceType(_)) => "a sequence",
-        _ => "an optional",
+    let (kind, flag) = match &ty.value {
+        Some(type_proto::Value::SequenceType(_)) => {
+            ("a sequence", format!("--sequence {name}=SHAPE,SHAPE,..."))
+        }
+        _ => (
+            "an optional",
+            format!(
+                "--input-shape {name}=DIMS, --sequence {name}=SHAPE,... or --empty-optional {name}"
+            ),
+        ),
     };
     bail!(
-        "graph input '{name}' is {kind}: its type does not say how many tensors it holds nor their shapes, which tcc's compiled functions need (one tensor argument per element); give its structure (tcc onnx-test takes it from the test data)"
+        "graph input '{name}' is {kind}: its type does not say how many tensors it holds nor their shapes, which tcc's compiled functions need (one tensor argument per element); give its structure (tcc import/compile {flag}; tcc onnx-test takes it from the test data)"
     )
 }
 
@@ -234,6 +241,15 @@ fn aggregate_argument(
             }
             Ok(Item::Seq(Seq { elem: dtype, items }))
         }
+        // A sequence given for an optional sequence (`tcc compile
+        // --sequence`): the optional holds it.
+        (Some(type_proto::Value::OptionalType(_)), Structure::Sequence(_)) => aggregate_argument(
+            imp,
+            ty,
+            &Structure::Optional(Some(Box::new(structure.clone()))),
+            name,
+            args,
+        ),
         (Some(type_proto::Value::OptionalType(_)), Structure::Optional(None)) => {
             Ok(Item::Opt(None))
         }

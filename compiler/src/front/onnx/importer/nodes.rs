@@ -49,7 +49,8 @@ pub(crate) fn import_nodes(
         .collect();
     let total = order.len();
     for (position, &(index, proto)) in order.iter().enumerate() {
-        let where_ = || describe(proto, index, opset, (position, total));
+        let node_opset = imp.opset_of(&proto.domain, opset);
+        let where_ = || describe(proto, index, node_opset, (position, total));
         let output_name = proto
             .output
             .first()

@@ -6,6 +6,7 @@ pub mod attention;
 pub mod conv;
 pub mod conv_transpose;
 pub mod data_dependent;
+pub mod deform_conv;
 pub mod det;
 pub mod einsum;
 pub mod elementwise;
@@ -31,6 +32,8 @@ pub mod shape;
 pub mod signal;
 pub mod spatial;
 pub mod state;
+pub mod tfidf;
+pub mod trees;
 
 use std::path::Path;
 
@@ -85,6 +88,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Cosh",
     "CumProd",
     "CumSum",
+    "DeformConv",
     "DepthToSpace",
     "DequantizeLinear",
     "Det",
@@ -222,6 +226,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Tan",
     "Tanh",
     "TensorScatter",
+    "TfIdfVectorizer",
     "ThresholdedRelu",
     "Tile",
     "TopK",
@@ -357,6 +362,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "MatMul" => matmul::matmul(imp, node),
         "Gemm" => matmul::gemm(imp, node),
         "Conv" => conv::conv(imp, node),
+        "DeformConv" => deform_conv::deform_conv(imp, node),
         "ConvTranspose" => conv_transpose::conv_transpose(imp, node),
         "BatchNormalization" => norm::batch_norm(imp, node),
         "InstanceNormalization" => norm::instance_norm(imp, node),
@@ -443,6 +449,7 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         "DFT" => signal::dft(imp, node),
         "STFT" => signal::stft(imp, node),
         "EyeLike" => signal::eye_like(node),
+        "TfIdfVectorizer" => tfidf::tfidf_vectorizer(imp, node),
         "Det" => det::det(imp, node),
         "RoiAlign" => roi::roi_align(imp, node),
         op if signal::refused(op).is_some() => {

@@ -31,9 +31,6 @@ pub fn refused(op: &str) -> Option<String> {
                 "{op} is a string op: strings are not supported (tcc computes on numeric tensors only)"
             )
         }
-        "TfIdfVectorizer" => format!(
-            "{op} (text n-gram featurization) is not supported: strings and text featurization are outside tcc's numeric tensor programs"
-        ),
         _ => return None,
     })
 }
