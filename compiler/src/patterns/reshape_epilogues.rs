@@ -25,6 +25,7 @@ use melior::ir::r#type::RankedTensorType;
 use melior::ir::{BlockLike, Identifier, Type, TypeLike, Value, ValueLike};
 
 use crate::ir::error::PassError;
+use crate::ir::memref::DYNAMIC;
 use crate::ir::operand::init_operands;
 use crate::ir::types::static_shape;
 use crate::ir::util::{defining_op, erase_op, op_name, use_count, users};
@@ -147,30 +148,75 @@ fn reshaped<'c>(
     Ok(current)
 }
 
-/// The reshapes (each used once) from a product to the one op using the
-/// last of them, and that value.
+/// The reshapes (each used once, but for `tensor.dim`s reading their
+/// size) from a product to the one op using the last of them, that value,
+/// and the `tensor.dim`s of the last (a symbolic size read for the
+/// epilogue's destination).
+#[allow(clippy::type_complexity)]
 fn reshape_chain<'c>(
     product: Value<'c, 'c>,
 ) -> Option<(
     Vec<OperationRef<'c, 'c>>,
     Value<'c, 'c>,
     OperationRef<'c, 'c>,
+    Vec<OperationRef<'c, 'c>>,
 )> {
     let mut chain = Vec::new();
     let mut current = product;
     loop {
-        if use_count(current) != 1 {
+        let all = users(current);
+        let (dims, others): (Vec<_>, Vec<_>) =
+            all.into_iter().partition(|u| op_name(u) == "tensor.dim");
+        if others.len() != 1 || (!dims.is_empty() && chain.is_empty()) {
             return None;
         }
-        let user = users(current).into_iter().next()?;
+        let user = others[0];
         match op_name(&user).as_str() {
-            "tensor.collapse_shape" | "tensor.expand_shape" => {
+            "tensor.collapse_shape" | "tensor.expand_shape" if dims.is_empty() => {
                 chain.push(user);
                 current = user.result(0).ok()?.into();
             }
-            _ => return (!chain.is_empty()).then_some((chain, current, user)),
+            "tensor.collapse_shape" | "tensor.expand_shape" => return None,
+            _ => return (!chain.is_empty()).then_some((chain, current, user, dims)),
         }
     }
+}
+
+/// The symbolic size a `tensor.dim` of the reshaped product reads, taken
+/// from the `tensor.empty` the product is computed into (through its
+/// fill): dimension `d` of the reshaped product is the product's `d +
+/// units`. Reading the product itself would give it a second user, which
+/// keeps form-dispatches from fusing the epilogue.
+fn size_from_destination<'c>(
+    dim: OperationRef<'c, 'c>,
+    contraction: OperationRef<'c, 'c>,
+    units: usize,
+) -> Option<Value<'c, 'c>> {
+    let index = dim
+        .operand(1)
+        .ok()
+        .and_then(defining_op)
+        .filter(|c| op_name(c) == "arith.constant")
+        .and_then(|c| c.attribute("value").ok())
+        .and_then(crate::ir::util::integer_value)?;
+    let position = usize::try_from(index).ok()? + units;
+    let mut init = contraction
+        .operand(contraction.operand_count().checked_sub(1)?)
+        .ok()?;
+    let mut producer = defining_op(init)?;
+    if op_name(&producer) == "linalg.fill" {
+        init = producer.operand(1).ok()?;
+        producer = defining_op(init)?;
+    }
+    if op_name(&producer) != "tensor.empty" {
+        return None;
+    }
+    let dims = ranked_dims(init.r#type())?;
+    if dims.get(position) != Some(&DYNAMIC) {
+        return None;
+    }
+    let operand = dims[..position].iter().filter(|&&d| d == DYNAMIC).count();
+    producer.operand(operand).ok()
 }
 
 /// Rewrites the elementwise op reading `contraction`'s product through
@@ -190,18 +236,48 @@ pub fn reshape_epilogue<'c>(
         return Ok(false);
     };
     let product: Value = product.into();
-    let Some(product_shape) = static_shape(product.r#type()) else {
+    let Some(product_shape) = ranked_dims(product.r#type()) else {
         return Ok(false);
     };
-    let Some((chain, reshaped_product, generic)) = reshape_chain(product) else {
+    let Some((chain, reshaped_product, generic, dims)) = reshape_chain(product) else {
         return Ok(false);
     };
     if op_name(&generic) != "linalg.generic" || generic.result_count() != 1 {
         return Ok(false);
     }
-    let Some(shape) = static_shape(reshaped_product.r#type()) else {
+    let Some(shape) = ranked_dims(reshaped_product.r#type()) else {
         return Ok(false);
     };
+    // Static shapes reshape through one flat dimension; with a symbolic
+    // dimension only the product's leading unit dimensions may differ.
+    let form = if !product_shape.contains(&DYNAMIC) && !shape.contains(&DYNAMIC) {
+        Form::Flat
+    } else {
+        let units = product_shape.len().saturating_sub(shape.len());
+        if units == 0
+            || product_shape[..units].iter().any(|&d| d != 1)
+            || product_shape[units..] != shape[..]
+        {
+            return Ok(false);
+        }
+        Form::UnitPrefix(units)
+    };
+    // Symbolic sizes read off the reshaped product: only with a unit
+    // prefix, where each is one of the product's own, and at constant
+    // positions.
+    match form {
+        Form::Flat if !dims.is_empty() => return Ok(false),
+        _ => {}
+    }
+    let mut sizes = Vec::new();
+    if let Form::UnitPrefix(units) = form {
+        for dim in &dims {
+            let Some(size) = size_from_destination(*dim, contraction, units) else {
+                return Ok(false);
+            };
+            sizes.push((*dim, size));
+        }
+    }
     let Ok(result) = generic.result(0) else {
         return Ok(false);
     };
@@ -308,6 +384,12 @@ pub fn reshape_epilogue<'c>(
     if reads_product != 1 {
         return Ok(false);
     }
+    for (dim, size) in sizes {
+        if let Ok(read) = dim.result(0) {
+            unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(read.to_raw(), size.to_raw()) };
+        }
+        erase_op(dim);
+    }
     // Operands first (built before the generic), then the maps, iterators
     // and result type, then the reshape back for the users.
     for (index, _, rewrite) in &plan {
@@ -320,10 +402,15 @@ pub fn reshape_epilogue<'c>(
             Rewrite::Reshape => {
                 if let Some(empty) = defining_op(operand)
                     && op_name(&empty) == "tensor.empty"
-                    && empty.operand_count() == 0
                 {
+                    // The same symbolic sizes, in the same order: the
+                    // product's shape only adds leading units.
+                    let sizes: Vec<Value> = (0..empty.operand_count())
+                        .filter_map(|i| empty.operand(i).ok())
+                        .collect();
                     let ty = product.r#type();
                     let op = OperationBuilder::new("tensor.empty", generic.location())
+                        .add_operands(&sizes)
                         .add_results(&[ty])
                         .build()
                         .map_err(|e| {
@@ -340,7 +427,7 @@ pub fn reshape_epilogue<'c>(
                         .map_err(|e| PassError::at(generic.location(), e.to_string()))?
                         .into()
                 } else {
-                    reshaped(context, generic, operand, &product_shape)?
+                    form.to_product(context, generic, operand, &product_shape)?
                 }
             }
         };
@@ -376,7 +463,7 @@ pub fn reshape_epilogue<'c>(
         .next_in_block()
         .ok_or_else(|| PassError::at(generic.location(), "epilogue without a successor"))?;
     let next = unsafe { OperationRef::from_raw(next.to_raw()) };
-    let back = reshaped(context, next, result, &shape)?;
+    let back = form.back(context, next, result, &shape)?;
     let first_back = defining_op(back)
         .and_then(|op| {
             if op.operand(0).ok() == Some(result) {
@@ -416,4 +503,161 @@ enum Rewrite {
     /// A broadcast operand indexed by shared trailing dimensions: its map
     /// moves, the value stays.
     Keep,
+}
+
+/// How the epilogue's operands reach the product's shape and its result
+/// comes back.
+#[derive(Clone, Copy)]
+enum Form {
+    /// Static shapes: through one flat dimension.
+    Flat,
+    /// The product is the epilogue's shape after this many leading unit
+    /// dimensions (a symbolic batch: `[1, ?, F]` against `[?, F]`).
+    UnitPrefix(usize),
+}
+
+impl Form {
+    /// `value` (in the epilogue's shape) in the product's shape `shape`.
+    fn to_product<'c>(
+        self,
+        context: &'c Context,
+        anchor: OperationRef<'c, 'c>,
+        value: Value<'c, 'c>,
+        shape: &[i64],
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        match self {
+            Form::Flat => reshaped(context, anchor, value, shape),
+            Form::UnitPrefix(units) => unit_reshape(context, anchor, value, shape, units, true),
+        }
+    }
+
+    /// The epilogue's result (in the product's shape) back in `shape`.
+    fn back<'c>(
+        self,
+        context: &'c Context,
+        anchor: OperationRef<'c, 'c>,
+        value: Value<'c, 'c>,
+        shape: &[i64],
+    ) -> Result<Value<'c, 'c>, PassError<'c>> {
+        match self {
+            Form::Flat => reshaped(context, anchor, value, shape),
+            Form::UnitPrefix(units) => unit_reshape(context, anchor, value, shape, units, false),
+        }
+    }
+}
+
+/// A ranked type's dimensions, [`DYNAMIC`] for `?`.
+fn ranked_dims(ty: Type) -> Option<Vec<i64>> {
+    crate::ir::types::ranked_shape(ty)
+        .map(|dims| dims.into_iter().map(|d| d.unwrap_or(DYNAMIC)).collect())
+}
+
+/// Adds (`expand`) or drops the `units` leading unit dimensions of
+/// `value`, giving `shape`: an `expand_shape` whose symbolic sizes are read
+/// with `tensor.dim`, or a `collapse_shape`. Built before `anchor`.
+fn unit_reshape<'c>(
+    context: &'c Context,
+    anchor: OperationRef<'c, 'c>,
+    value: Value<'c, 'c>,
+    shape: &[i64],
+    units: usize,
+    expand: bool,
+) -> Result<Value<'c, 'c>, PassError<'c>> {
+    let location = anchor.location();
+    let block = anchor
+        .block()
+        .ok_or_else(|| PassError::at(location, "op outside a block"))?;
+    let element: Type = unsafe {
+        Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(
+            value.r#type().to_raw(),
+        ))
+    };
+    let wide = if expand {
+        shape.len()
+    } else {
+        shape.len() + units
+    };
+    let mut groups = vec![
+        (0..=units)
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    ];
+    groups.extend((units + 1..wide).map(|d| d.to_string()));
+    let reassociation = Attribute::parse(
+        context,
+        &format!(
+            "[{}]",
+            groups
+                .iter()
+                .map(|g| format!("[{g}]"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .ok_or_else(|| PassError::at(location, "cannot build a reassociation"))?;
+    let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let ty: Type = RankedTensorType::new(&dims, element, None).into();
+    let op = if expand {
+        // The symbolic sizes of the result, read off the value.
+        let mut sizes = Vec::new();
+        for (position, &extent) in shape.iter().enumerate().skip(units) {
+            if extent != DYNAMIC {
+                continue;
+            }
+            let index_ty = Type::parse(context, "index").expect("index type");
+            let constant = OperationBuilder::new("arith.constant", location)
+                .add_results(&[index_ty])
+                .add_attributes(&[(
+                    Identifier::new(context, "value"),
+                    Attribute::parse(context, &format!("{} : index", position - units))
+                        .expect("index attribute"),
+                )])
+                .build()
+                .map_err(|e| {
+                    PassError::at(location, format!("cannot build arith.constant: {e}"))
+                })?;
+            let constant = block.insert_operation_before(anchor, constant);
+            let dim = OperationBuilder::new("tensor.dim", location)
+                .add_operands(&[
+                    value,
+                    constant
+                        .result(0)
+                        .map_err(|e| PassError::at(location, e.to_string()))?
+                        .into(),
+                ])
+                .add_results(&[index_ty])
+                .build()
+                .map_err(|e| PassError::at(location, format!("cannot build tensor.dim: {e}")))?;
+            let dim = block.insert_operation_before(anchor, dim);
+            sizes.push(Value::from(
+                dim.result(0)
+                    .map_err(|e| PassError::at(location, e.to_string()))?,
+            ));
+        }
+        OperationBuilder::new("tensor.expand_shape", location)
+            .add_operands(&[value])
+            .add_operands(&sizes)
+            .add_results(&[ty])
+            .add_attributes(&[
+                (Identifier::new(context, "reassociation"), reassociation),
+                (
+                    Identifier::new(context, "static_output_shape"),
+                    DenseI64ArrayAttribute::new(context, shape).into(),
+                ),
+            ])
+            .build()
+    } else {
+        OperationBuilder::new("tensor.collapse_shape", location)
+            .add_operands(&[value])
+            .add_results(&[ty])
+            .add_attributes(&[(Identifier::new(context, "reassociation"), reassociation)])
+            .build()
+    }
+    .map_err(|e| PassError::at(location, format!("cannot build a unit reshape: {e}")))?;
+    let op = block.insert_operation_before(anchor, op);
+    Ok(op
+        .result(0)
+        .map_err(|e| PassError::at(location, e.to_string()))?
+        .into())
 }

@@ -150,7 +150,9 @@ pub fn slice_op(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             )
         };
         let span = end as i128 - start as i128;
-        let size = if (span > 0) == (step > 0) && span != 0 {
+        // An empty axis stays empty (with a negative step the clamps
+        // above would otherwise give it one element).
+        let size = if d > 0 && (span > 0) == (step > 0) && span != 0 {
             ((span.abs() + step.unsigned_abs() as i128 - 1) / step.unsigned_abs() as i128) as i64
         } else {
             0
