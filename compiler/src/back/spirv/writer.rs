@@ -22,7 +22,8 @@ pub struct SpirvKernel {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Environment {
     /// OpenCL: Kernel capability, Physical64 addressing, OpenCL memory
-    /// model (for `clCreateProgramWithIL`).
+    /// model (for `clCreateProgramWithIL`); `Int8` (OpenCL C's `char`, in
+    /// every OpenCL) for boolean buffers, stored a byte each.
     #[default]
     OpenCl,
     /// Vulkan 1.1+: Shader capability, logical addressing, GLSL450 memory
@@ -36,7 +37,7 @@ impl Environment {
     fn target_env(self) -> &'static str {
         match self {
             Environment::OpenCl => {
-                "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Kernel], []>, #spirv.resource_limits<>>"
+                "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Int8, Kernel], []>, #spirv.resource_limits<>>"
             }
             // SPIR-V 1.3 (Vulkan 1.1) with storage buffers; the
             // work-group limits are Vulkan's guaranteed minimum for
@@ -55,7 +56,7 @@ impl Environment {
         match self {
             Environment::OpenCl => {
                 "builtin.module(\
-spirv-attach-target{caps=Addresses,Int64,Kernel ver=v1.0},\
+spirv-attach-target{caps=Addresses,Int64,Int8,Kernel ver=v1.0},\
 gpu.module(fold-memref-alias-ops,lower-affine,arith-expand,canonicalize,map-memref-spirv-storage-class{client-api=opencl},convert-math-to-spirv),\
 convert-gpu-to-spirv{use-64bit-index=true},\
 gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)),\
