@@ -77,6 +77,12 @@ int tccLinalgCollapseContraction(MlirOperation op);
  * constant exponents, ...) to everything under `root`. Returns false if
  * the rewrite did not converge. */
 bool tccSimplifyMath(MlirOperation root);
+/* Rewrites, under `root`, what Vulkan's Shader SPIR-V has no exact
+ * instruction for: f32 math.erf as a rational function, and
+ * arith.minimumf/maximumf as selects that keep signed zeros, f32 math.log
+ * of subnormals through a scaling. Returns false
+ * if the rewrite did not converge. */
+bool tccLowerMathForShader(MlirOperation root);
 /* Upstream's elementwise fusion patterns (linalg-fuse-elementwise-ops)
  * under `root`, except that two generics whose fused body would hold more
  * than `maxOps` operations are not fused (0: no cap). Returns false if

@@ -99,6 +99,7 @@ unsafe extern "C" {
     fn tccLinalgGeneralize(op: MlirOperation) -> bool;
     fn tccLinalgCollapseContraction(op: MlirOperation) -> c_int;
     fn tccSimplifyMath(root: MlirOperation) -> bool;
+    fn tccLowerMathForShader(root: MlirOperation) -> bool;
     fn tccFuseElementwise(root: MlirOperation, max_ops: i64) -> bool;
     fn tccBuildLaunchFunc(
         before: MlirOperation,
@@ -350,6 +351,20 @@ pub unsafe fn collapse_contraction(op: MlirOperation) -> Collapsed {
 /// `root` must be a live operation that no one else is mutating.
 pub unsafe fn simplify_math(root: MlirOperation) -> bool {
     unsafe { tccSimplifyMath(root) }
+}
+
+/// Rewrites under `root` what Vulkan's Shader SPIR-V has no exact
+/// instruction for: f32 `math.erf` as the rational function of the OpenCL
+/// C prelude's `tcc_erf` (GLSL.std.450 has no erf), and
+/// `arith.minimumf`/`maximumf` as compares and selects that keep signed
+/// zeros (GLSL's FMin/FMax leave them undefined), f32 `math.log` of a
+/// subnormal through a scaling by 2^24; false if the rewrite did not
+/// converge.
+///
+/// # Safety
+/// `root` must be a live operation that no one else is mutating.
+pub unsafe fn lower_math_for_shader(root: MlirOperation) -> bool {
+    unsafe { tccLowerMathForShader(root) }
 }
 
 /// Upstream's elementwise fusion (the patterns of

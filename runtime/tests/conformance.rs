@@ -331,6 +331,42 @@ fn every_driver_refuses_bad_calls_and_goes_on() {
     });
 }
 
+/// Device memory exhausted on one device (an `alloc` of 2^50 bytes on the
+/// last device): a clear error from that call, naming the function and
+/// the memory; every device's session goes on, that one's included.
+#[test]
+fn every_driver_reports_exhausted_memory_and_goes_on() {
+    for_each_driver("memory exhausted", false, |driver, devices| {
+        let model = model(driver);
+        let mut sessions: Vec<_> = devices
+            .iter()
+            .map(|d| {
+                let session = d.open(&model).unwrap();
+                d.settle();
+                session
+            })
+            .collect();
+        let i4 = HostTensor::from_i32(vec![4], &[1, 2, 3, 4]).unwrap();
+        let last = sessions.len() - 1;
+        let e = sessions[last]
+            .run_with_sources("huge_alloc", &[i4], &[])
+            .unwrap_err()
+            .to_string();
+        eprintln!("{driver}: {e}");
+        assert!(
+            e.contains("huge_alloc") && e.contains("memory"),
+            "{driver}: {e}"
+        );
+        for s in &mut sessions {
+            let x = axpb_input(3.0);
+            let y = s
+                .run_with_sources("axpb", std::slice::from_ref(&x), &[])
+                .unwrap();
+            assert_axpb(driver, &x, &y);
+        }
+    });
+}
+
 #[test]
 fn every_driver_runs_calls_in_flight() {
     for_each_driver("calls in flight", false, |driver, devices| {

@@ -34,14 +34,17 @@
 #
 # Usage: scripts/bench/build-vulkan-bundle.sh [--part=all|e2e|timing] [--batches=1,32]
 #          [--models=resnet50,bert] [--bert=bert.onnx] [--resnet=resnet50.onnx]
-#          [--tx-models=tx-models.tar.xz] [--tcc=PATH] [--debug]
+#          [--tx-models=tx-models.tar.xz] [--tcc=PATH] [--debug] [--out=DIR]
 # --tcc: the compiler (default target/release/tcc, else target/debug/tcc);
 # --debug: target/debug's runtime CLIs instead of a release build (to check
 # the bundle on a machine with no room for one; time with release ones).
 # --part=e2e and --part=timing make one trip each where both together are
 # over the limit (and --part=timing --batches=B --models=M one per model and
-# batch where the timing artifacts alone are). Then carry .device-vulkan and run
-# .device-vulkan/vulkan-device.sh there (it runs what the bundle holds).
+# batch where the timing artifacts alone are). --out: the bundle's folder
+# (.device-vulkan, the default, or another .device-vulkan* of the root;
+# it is emptied first), so that both parts can be
+# built side by side (e.g. --part=e2e --out=.device-vulkan-e2e). Then carry
+# the folder and run its vulkan-device.sh there (it runs what the bundle holds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 batches=1,32
@@ -52,6 +55,7 @@ resnet=
 tcc=
 profile=release
 part=all
+out=.device-vulkan
 limit_mib=${LIMIT_MIB:-60}
 for arg in "$@"; do
   case "$arg" in
@@ -63,17 +67,22 @@ for arg in "$@"; do
     --batches=*) batches=${arg#--batches=} ;;
     --models=*) models=${arg#--models=} ;;
     --part=all|--part=e2e|--part=timing) part=${arg#--part=} ;;
+    --out=?*) out=${arg#--out=} ;;
     --part=*) echo "build-vulkan-bundle.sh: --part is all, e2e or timing" >&2; exit 2 ;;
-    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
     *) echo "build-vulkan-bundle.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
+# The folder is emptied: only a .device-vulkan* folder of this checkout.
+if [[ ! $out =~ ^\.device-vulkan[A-Za-z0-9._-]*$ ]]; then
+  echo "build-vulkan-bundle.sh: --out names a folder .device-vulkan* of the checkout's root (it is emptied first)" >&2
+  exit 2
+fi
 export PATH="/usr/lib/llvm-22/bin:$HOME/.cargo/bin:$PATH"
 [[ -z $bert && -z $tx_models && -e /work/models/tx/bert.onnx ]] && bert=/work/models/tx/bert.onnx
 [[ -z $resnet && -e /work/models/tx/resnet50.onnx ]] && resnet=/work/models/tx/resnet50.onnx
 release=()
 [[ $profile == release ]] && release=(--release)
-out=.device-vulkan
 rm -rf "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -56,7 +56,7 @@ if [[ ! -d $here/timing ]]; then
 fi
 echo "== timing (median ms; Vulkan / CUDA)"
 median() {
-  python3 -c "import json,sys; print('%.3f' % json.load(sys.stdin)['latency_ms']['median'])"
+  python3 -c "import json,sys; print('%.3f' % json.load(sys.stdin)['latency_ms']['median'])" 2> /dev/null
 }
 printf '%-10s %5s %12s %12s %8s\n' model batch vulkan_ms cuda_ms ratio
 targets=()

@@ -273,12 +273,11 @@ impl Session {
                     .cl("clEnqueueBarrierWithWaitList")?;
                 drop(barrier);
             }
+            let io = crate::hal::shared::CallIo::new(&in_io, &out_io);
             let uploaded_constants = match lane {
-                Some(i) => {
-                    self.execute_on(f, &in_io, &out_io, compute, Some(&mut res.deferred), i)?
-                }
+                Some(i) => self.execute_on(f, io, compute, Some(&mut res.deferred), i)?,
                 None => {
-                    self.execute(f, &in_io, &out_io)?;
+                    self.execute(f, io)?;
                     false
                 }
             };

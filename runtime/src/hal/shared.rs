@@ -161,3 +161,88 @@ pub(crate) fn reset(table: &mut [KernelProfile]) {
         p.total_ns = 0;
     }
 }
+
+/// Who owns a buffer handle the artifact holds during one call, on every
+/// driver; `T` is the driver's memory of a temporary.
+pub(crate) enum Owner<T> {
+    /// A temporary from `alloc`.
+    Temporary(T),
+    /// Constant `index`, owned by the session.
+    Constant(u32),
+    /// An input or output of the call (`input 0`), owned by the caller.
+    Io(String),
+    /// A view of the session's arena.
+    Arena,
+}
+
+/// The artifact's `release(handle)` for every driver: takes the temporary
+/// `handle` names out of the call's `live` table and returns its memory
+/// (`None` for NULL, which releases nothing). Anything else is refused
+/// with what it is: a handle not handed out in this call, a constant, an
+/// input or output, a view of the arena.
+pub(crate) fn release_temporary<E, T>(
+    live: &mut std::collections::HashMap<usize, E>,
+    handle: *mut crate::abi::TccBuffer,
+    owner: impl Fn(E) -> Owner<T>,
+    owner_of: impl Fn(&E) -> &Owner<T>,
+) -> Result<Option<T>> {
+    if handle.is_null() {
+        return Ok(None);
+    }
+    let key = handle as usize;
+    let what = match live.get(&key).map(owner_of) {
+        None => {
+            return Err(Error::InvalidInput(format!(
+                "buffer {handle:p} was not handed out by alloc() in this call"
+            )));
+        }
+        Some(Owner::Temporary(_)) => {
+            return Ok(live.remove(&key).map(owner).and_then(|o| match o {
+                Owner::Temporary(memory) => Some(memory),
+                _ => None,
+            }));
+        }
+        Some(Owner::Constant(i)) => format!("constant {i}"),
+        Some(Owner::Io(what)) => what.clone(),
+        Some(Owner::Arena) => "a view of the arena".to_string(),
+    };
+    Err(Error::InvalidInput(format!(
+        "buffer {handle:p} is {what}; only buffers from alloc() may be released"
+    )))
+}
+
+/// The caller's buffers of one entry call, as a driver holds them: each
+/// input's and output's device buffer (a `cl_mem`, a CUDA device pointer)
+/// with its size in bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct CallIo<'a, B> {
+    pub(crate) inputs: &'a [(B, u64)],
+    pub(crate) outputs: &'a [(B, u64)],
+}
+
+impl<'a, B: Copy> CallIo<'a, B> {
+    pub(crate) fn new(inputs: &'a [(B, u64)], outputs: &'a [(B, u64)]) -> Self {
+        CallIo { inputs, outputs }
+    }
+
+    /// The artifact's handles of the inputs and of the outputs, each made
+    /// by `issue(buffer, bytes, owner)` with the owner every driver gives
+    /// them (`Owner::Io("input 0")`, ..., `Owner::Io("output 0")`, ...).
+    pub(crate) fn handles<T>(
+        &self,
+        mut issue: impl FnMut(B, u64, Owner<T>) -> *mut crate::abi::TccBuffer,
+    ) -> (
+        Vec<*mut crate::abi::TccBuffer>,
+        Vec<*mut crate::abi::TccBuffer>,
+    ) {
+        let mut side = |what: &str, list: &[(B, u64)]| {
+            list.iter()
+                .enumerate()
+                .map(|(i, &(buffer, bytes))| issue(buffer, bytes, Owner::Io(format!("{what} {i}"))))
+                .collect::<Vec<_>>()
+        };
+        let inputs = side("input", self.inputs);
+        let outputs = side("output", self.outputs);
+        (inputs, outputs)
+    }
+}

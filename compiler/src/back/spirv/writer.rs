@@ -22,7 +22,8 @@ pub struct SpirvKernel {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Environment {
     /// OpenCL: Kernel capability, Physical64 addressing, OpenCL memory
-    /// model (for `clCreateProgramWithIL`).
+    /// model (for `clCreateProgramWithIL`); `Int8` (OpenCL C's `char`, in
+    /// every OpenCL) for boolean buffers, stored a byte each.
     #[default]
     OpenCl,
     /// Vulkan 1.1+: Shader capability, logical addressing, GLSL450 memory
@@ -36,7 +37,7 @@ impl Environment {
     fn target_env(self) -> &'static str {
         match self {
             Environment::OpenCl => {
-                "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Kernel], []>, #spirv.resource_limits<>>"
+                "#spirv.target_env<#spirv.vce<v1.0, [Addresses, Int64, Int8, Kernel], []>, #spirv.resource_limits<>>"
             }
             // SPIR-V 1.3 (Vulkan 1.1) with storage buffers; the
             // work-group limits are Vulkan's guaranteed minimum for
@@ -55,7 +56,7 @@ impl Environment {
         match self {
             Environment::OpenCl => {
                 "builtin.module(\
-spirv-attach-target{caps=Addresses,Int64,Kernel ver=v1.0},\
+spirv-attach-target{caps=Addresses,Int64,Int8,Kernel ver=v1.0},\
 gpu.module(fold-memref-alias-ops,lower-affine,arith-expand,canonicalize,map-memref-spirv-storage-class{client-api=opencl},convert-math-to-spirv),\
 convert-gpu-to-spirv{use-64bit-index=true},\
 gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)),\
@@ -215,26 +216,9 @@ fn convert(
                 ),
             ));
         }
-        // Upstream's SPIR-V conversion cannot store booleans in buffers.
         let block = kernel.region(0).ok().and_then(|r| r.first_block());
         if let Some(block) = block {
             for index in 0..block.argument_count() {
-                if let Ok(argument) = block.argument(index)
-                    && crate::ir::memref::MemRefLayout::of(melior::ir::ValueLike::r#type(&argument))
-                        .is_some_and(|layout| {
-                            layout.element.is_integer()
-                                && unsafe {
-                                    mlir_sys::mlirIntegerTypeGetWidth(layout.element.to_raw()) == 1
-                                }
-                        })
-                {
-                    return Err(CodegenError::at(
-                        kernel,
-                        format!(
-                            "kernel {name}: boolean buffers (argument {index}) are not supported by the SPIR-V back end; use --emit=opencl-c"
-                        ),
-                    ));
-                }
                 // 16-bit floats need Float16 and 16-bit storage, which the
                 // Vulkan environment does not declare (upstream's narrow-type
                 // emulation gives wrong values for them).
@@ -251,7 +235,8 @@ fn convert(
                     ));
                 }
                 // The kernels target the OpenCL profile without the Float64
-                // capability.
+                // capability; Vulkan's GLSL.std.450 has no float64 exp, log
+                // or the other transcendentals.
                 if let Ok(argument) = block.argument(index)
                     && crate::ir::memref::MemRefLayout::of(melior::ir::ValueLike::r#type(&argument))
                         .is_some_and(|layout| layout.element.is_f64())
@@ -319,6 +304,16 @@ fn convert(
     spirv
         .as_operation_mut()
         .set_discardable_attribute("gpu.container_module", Attribute::unit(context));
+    // Vulkan's GLSL.std.450 has no erf and leaves min/max of signed zeros
+    // undefined: both become arithmetic and selects first.
+    // SAFETY: `spirv` is live and owned here.
+    if environment == Environment::Vulkan
+        && !unsafe { tcc_dialects::lower_math_for_shader(spirv.as_operation().to_raw()) }
+    {
+        return Err(CodegenError::new(
+            "the Vulkan math rewrite (erf, signed-zero min/max) did not converge",
+        ));
+    }
     run_pipeline(&mut spirv, environment.pipeline())
         .map_err(|e| CodegenError::new(format!("SPIR-V conversion failed:\n{e}")))?;
     if environment == Environment::Vulkan {

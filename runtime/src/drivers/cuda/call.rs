@@ -24,19 +24,14 @@ use crate::abi::{self, TccBuffer};
 use crate::artifact::{Artifact, FunctionInfo};
 use crate::error::{Error, Result};
 use crate::hal::callbacks::{BufferCopy, Callbacks, api_table, out_slot};
-use crate::hal::shared::constant_at;
+use crate::hal::shared::{CallIo, constant_at};
 use crate::session::{CallState, check_view, exec_error};
 use crate::timeline::{CommandKind, PendingTime};
 
 impl CudaSession {
     /// Calls the artifact's entry for `f` on the given (device pointer,
     /// bytes) pairs; the work is on the session's stream when it returns.
-    pub(super) fn execute(
-        &mut self,
-        f: &FunctionInfo,
-        inputs: &[(CuDevicePtr, u64)],
-        outputs: &[(CuDevicePtr, u64)],
-    ) -> Result<()> {
+    pub(super) fn execute(&mut self, f: &FunctionInfo, io: CallIo<'_, CuDevicePtr>) -> Result<()> {
         let model = self.model().clone();
         let inner = self.rt.inner.clone();
         let tracing = self.tracing();
@@ -60,16 +55,8 @@ impl CudaSession {
             table: HandleTable::new(&mut self.next_handle),
             error: None,
         };
-        let mut handles = |list: &[(CuDevicePtr, u64)], what: &str| -> Vec<*mut TccBuffer> {
-            list.iter()
-                .enumerate()
-                .map(|(i, &(ptr, bytes))| {
-                    cx.table.issue(ptr, bytes, Owner::Io(format!("{what} {i}")))
-                })
-                .collect()
-        };
-        let in_handles = handles(inputs, "input");
-        let out_handles = handles(outputs, "output");
+        let (in_handles, out_handles) =
+            io.handles(|ptr, bytes, owner| cx.table.issue(ptr, bytes, owner));
         let api = api_table(&mut cx);
         // SAFETY: the entry point comes from the validated artifact; the
         // handle arrays have the lengths its descriptor declares; `cx`

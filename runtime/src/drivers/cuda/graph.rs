@@ -168,7 +168,7 @@ impl CudaSession {
             (driver.api.stream_begin_capture)(self.stream, driver::STREAM_CAPTURE_MODE_RELAXED)
         };
         driver.check(status, || "cuStreamBeginCapture".into())?;
-        let executed = self.execute(f, inputs, outputs);
+        let executed = self.execute(f, crate::hal::shared::CallIo::new(inputs, outputs));
         let mut graph: CuGraph = std::ptr::null_mut();
         // SAFETY: ends the capture begun above; the driver writes the graph.
         let status = unsafe { (driver.api.stream_end_capture)(self.stream, &mut graph) };

@@ -18,16 +18,7 @@ use crate::abi::TccBuffer;
 use crate::error::{Error, Result};
 
 /// Who owns a buffer the artifact holds in this call.
-pub(crate) enum Owner {
-    /// A temporary from `alloc`.
-    Temporary(DeviceMemory),
-    /// Constant `index`, owned by the session.
-    Constant(u32),
-    /// An input or output of the call, owned by the caller.
-    Io(String),
-    /// A view of the session's arena.
-    Arena,
-}
+pub(crate) type Owner = crate::hal::shared::Owner<DeviceMemory>;
 
 /// The same buffer asked for again in one call gets the same handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -105,30 +96,7 @@ impl<'a> HandleTable<'a> {
     /// Takes back a temporary: its memory, for the pool. NULL is allowed
     /// (nothing); anything but a live temporary is refused.
     pub(crate) fn release(&mut self, handle: *mut TccBuffer) -> Result<Option<DeviceMemory>> {
-        if handle.is_null() {
-            return Ok(None);
-        }
-        let key = handle as usize;
-        let refuse = |what: String| {
-            Err(Error::InvalidInput(format!(
-                "buffer {handle:p} is {what}; only buffers from alloc() may be released"
-            )))
-        };
-        match self.live.get(&key).map(|e| &e.owner) {
-            None => Err(Error::InvalidInput(format!(
-                "buffer {handle:p} was not handed out by alloc() in this call"
-            ))),
-            Some(Owner::Constant(i)) => refuse(format!("constant {i}")),
-            Some(Owner::Io(what)) => refuse(what.clone()),
-            Some(Owner::Arena) => refuse("a view of the arena".into()),
-            Some(Owner::Temporary(_)) => match self.live.remove(&key) {
-                Some(Entry {
-                    owner: Owner::Temporary(memory),
-                    ..
-                }) => Ok(Some(memory)),
-                _ => Ok(None),
-            },
-        }
+        crate::hal::shared::release_temporary(&mut self.live, handle, |e| e.owner, |e| &e.owner)
     }
 
     /// The temporaries the artifact did not release (the call is over).

@@ -112,10 +112,17 @@ mod tests {
     #[test]
     fn size_classes_round_up_to_the_granule() {
         use super::size_class;
-        assert_eq!(size_class(0), Some(256));
-        assert_eq!(size_class(1), Some(256));
-        assert_eq!(size_class(256), Some(256));
-        assert_eq!(size_class(257), Some(512));
-        assert_eq!(size_class(u64::MAX), None);
+        // Whole granules, not powers of two (4097 bytes take 4352, not 8192).
+        let cases = [
+            (0, Some(256)),
+            (1, Some(256)),
+            (256, Some(256)),
+            (257, Some(512)),
+            (4097, Some(4352)),
+            (u64::MAX, None),
+        ];
+        for (bytes, class) in cases {
+            assert_eq!(size_class(bytes), class, "{bytes} bytes");
+        }
     }
 }

@@ -398,7 +398,7 @@ impl CudaSession {
             .zip(&f.outputs)
             .map(|(m, d)| (m.ptr(), d.byte_size() as u64))
             .collect();
-        self.execute(f, &inputs_io, &outputs_io)
+        self.execute(f, crate::hal::shared::CallIo::new(&inputs_io, &outputs_io))
     }
 
     /// Waits for the session's stream.

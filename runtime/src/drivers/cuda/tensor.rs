@@ -293,7 +293,7 @@ impl CudaSession {
             .collect::<Result<Vec<_>>>()?;
         let output_io: Vec<(u64, u64)> = outputs.iter().map(|t| (t.ptr, t.bytes as u64)).collect();
         rt.inner.make_current()?;
-        let result = self.execute(f, &input_io, &output_io);
+        let result = self.execute(f, crate::hal::shared::CallIo::new(&input_io, &output_io));
         // Always wait, even after an error: the stream may still use the
         // memory.
         let waited = self.synchronize().map_err(|e| exec_error(f, e));

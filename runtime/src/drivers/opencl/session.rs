@@ -319,7 +319,7 @@ impl Session {
             .iter()
             .map(|t| (t.mem(), t.byte_size() as u64))
             .collect();
-        self.execute(f, &in_io, &out_io)?;
+        self.execute(f, crate::hal::shared::CallIo::new(&in_io, &out_io))?;
         Ok(outputs)
     }
 

@@ -86,12 +86,7 @@ impl VulkanRuntime {
 }
 
 /// Who owns a buffer the artifact holds in this call.
-enum Owner {
-    Temporary(Buffer),
-    Constant,
-    Io,
-    Arena,
-}
+type Owner = crate::hal::shared::Owner<Buffer>;
 
 struct Handle {
     buffer: vk::Buffer,
@@ -301,7 +296,12 @@ impl VulkanSession {
                 } else {
                     f.outputs[i - inputs.len()].byte_size() as u64
                 };
-                handles.push(cx.issue(buffer.buffer, 0, bytes, Owner::Io));
+                let what = if i < inputs.len() {
+                    format!("input {i}")
+                } else {
+                    format!("output {}", i - inputs.len())
+                };
+                handles.push(cx.issue(buffer.buffer, 0, bytes, Owner::Io(what)));
             }
             let status = cx.call(&handles[..inputs.len()], &handles[inputs.len()..]);
             let error = cx.error.take();
@@ -632,34 +632,12 @@ impl Callbacks for VulkanCall<'_, '_> {
     }
 
     fn release(&mut self, b: *mut TccBuffer) -> Result<()> {
-        if b.is_null() {
-            return Ok(());
+        let released =
+            crate::hal::shared::release_temporary(&mut self.handles, b, |h| h.owner, |h| &h.owner)?;
+        if let Some(buffer) = released {
+            put(self.pool, buffer);
         }
-        let key = b as usize;
-        match self.handles.get(&key).map(|h| &h.owner) {
-            None => Err(Error::InvalidInput(format!(
-                "release of {b:p}, which is not a live buffer of this call"
-            ))),
-            Some(Owner::Temporary(_)) => {
-                if let Some(Handle {
-                    owner: Owner::Temporary(buffer),
-                    ..
-                }) = self.handles.remove(&key)
-                {
-                    put(self.pool, buffer);
-                }
-                Ok(())
-            }
-            Some(Owner::Constant) => Err(Error::InvalidInput(
-                "release of a constant (constants belong to the session)".into(),
-            )),
-            Some(Owner::Io) => Err(Error::InvalidInput(
-                "release of an input or output (they belong to the caller)".into(),
-            )),
-            Some(Owner::Arena) => Err(Error::InvalidInput(
-                "release of a view of the arena (views are not released)".into(),
-            )),
-        }
+        Ok(())
     }
 
     fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
@@ -688,7 +666,7 @@ impl Callbacks for VulkanCall<'_, '_> {
             .as_ref()
             .map(|b| b.buffer)
             .expect("uploaded above");
-        let h = self.issue(buffer, 0, c.bytes, Owner::Constant);
+        let h = self.issue(buffer, 0, c.bytes, Owner::Constant(index));
         self.shared.insert((0, index as u64, 0), h as usize);
         *out = h;
         Ok(())

@@ -29,21 +29,15 @@ use crate::artifact::{Artifact, FunctionInfo};
 use crate::buffer_pool::PoolBuffer;
 use crate::error::{Error, Result};
 use crate::hal::callbacks::{BufferCopy, Callbacks, api_table, out_slot};
-use crate::hal::shared::constant_at;
+use crate::hal::shared::{CallIo, constant_at};
 use crate::timeline::CommandKind;
 use crate::{RuntimeInner, TransferCounters};
 
 impl Session {
     /// Calls the artifact's entry for `f` on the given (buffer, bytes) pairs.
-    pub(crate) fn execute(
-        &mut self,
-        f: &FunctionInfo,
-        inputs: &[(cl_mem, u64)],
-        outputs: &[(cl_mem, u64)],
-    ) -> Result<()> {
+    pub(crate) fn execute(&mut self, f: &FunctionInfo, io: CallIo<'_, cl_mem>) -> Result<()> {
         let rt = self.rt.inner.clone();
-        self.execute_on(f, inputs, outputs, &rt.queue, None, 0)
-            .map(drop)
+        self.execute_on(f, io, &rt.queue, None, 0).map(drop)
     }
 
     /// [`Session::execute`] for a call whose timeline is recorded when
@@ -52,12 +46,11 @@ impl Session {
     pub(crate) fn execute_traced(
         &mut self,
         f: &FunctionInfo,
-        inputs: &[(cl_mem, u64)],
-        outputs: &[(cl_mem, u64)],
+        io: CallIo<'_, cl_mem>,
         tracing: bool,
     ) -> Result<()> {
         let rt = self.rt.inner.clone();
-        self.execute_with(f, inputs, outputs, &rt.queue, None, 0, tracing)
+        self.execute_with(f, io, &rt.queue, None, 0, tracing)
             .map(drop)
     }
 
@@ -73,13 +66,12 @@ impl Session {
     pub(crate) fn execute_on(
         &mut self,
         f: &FunctionInfo,
-        inputs: &[(cl_mem, u64)],
-        outputs: &[(cl_mem, u64)],
+        io: CallIo<'_, cl_mem>,
         queue: &CommandQueue,
         deferred: Option<&mut Vec<PoolBuffer>>,
         lane: usize,
     ) -> Result<bool> {
-        self.execute_with(f, inputs, outputs, queue, deferred, lane, false)
+        self.execute_with(f, io, queue, deferred, lane, false)
     }
 
     /// [`Session::execute_on`], keeping every command's event when
@@ -88,8 +80,7 @@ impl Session {
     fn execute_with(
         &mut self,
         f: &FunctionInfo,
-        inputs: &[(cl_mem, u64)],
-        outputs: &[(cl_mem, u64)],
+        io: CallIo<'_, cl_mem>,
         queue: &CommandQueue,
         mut deferred: Option<&mut Vec<PoolBuffer>>,
         lane: usize,
@@ -119,16 +110,11 @@ impl Session {
             live: HashMap::new(),
             error: None,
         };
-        for (what, list) in [("input", inputs), ("output", outputs)] {
-            for (i, &(mem, bytes)) in list.iter().enumerate() {
-                let owner = Owner::Io(format!("{what} {i}"));
-                cx.live.insert(mem as usize, Live { bytes, owner });
-            }
-        }
-        let in_ptrs: Vec<*mut TccBuffer> =
-            inputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
-        let out_ptrs: Vec<*mut TccBuffer> =
-            outputs.iter().map(|&(m, _)| m as *mut TccBuffer).collect();
+        // The artifact's handle of a caller's buffer is the cl_mem itself.
+        let (in_ptrs, out_ptrs) = io.handles(|mem, bytes, owner| {
+            cx.live.insert(mem as usize, Live { bytes, owner });
+            mem as *mut TccBuffer
+        });
         let api = api_table(&mut cx);
         // SAFETY: the entry point comes from the validated artifact; the
         // buffer arrays have the lengths its descriptor declares; `cx`
@@ -144,7 +130,7 @@ impl Session {
         // call is over, nothing can use them any more.
         let mut pool = rt.pool();
         for (_, l) in live {
-            if let Owner::Pool(b) = l.owner {
+            if let Owner::Temporary(b) = l.owner {
                 match deferred.as_deref_mut() {
                     Some(list) => list.push(b),
                     None => pool.release(b),
@@ -166,16 +152,7 @@ impl Session {
 }
 
 /// Who owns a buffer the artifact holds in this call.
-enum Owner {
-    /// A temporary from `alloc`.
-    Pool(PoolBuffer),
-    /// Constant `index`, owned by the session.
-    Constant(u32),
-    /// An input or output of the call, owned by the caller.
-    Io(String),
-    /// A view of the session's arena.
-    Arena,
-}
+type Owner = crate::hal::shared::Owner<PoolBuffer>;
 
 /// A buffer handed out in this call.
 struct Live {
@@ -282,7 +259,7 @@ impl Callbacks for CallContext<'_> {
             mem as usize,
             Live {
                 bytes,
-                owner: Owner::Pool(b),
+                owner: Owner::Temporary(b),
             },
         );
         *out = mem as *mut TccBuffer;
@@ -290,36 +267,15 @@ impl Callbacks for CallContext<'_> {
     }
 
     fn release(&mut self, b: *mut TccBuffer) -> Result<()> {
-        if b.is_null() {
-            return Ok(());
-        }
-        let key = b as usize;
-        let refuse = |what: String| {
-            Err(Error::InvalidInput(format!(
-                "buffer {b:p} is {what}; only buffers from alloc() may be released"
-            )))
-        };
-        match self.live.get(&key).map(|l| &l.owner) {
-            None => Err(Error::InvalidInput(format!(
-                "buffer {b:p} was not handed out by alloc() in this call"
-            ))),
-            Some(Owner::Constant(i)) => refuse(format!("constant {i}")),
-            Some(Owner::Io(what)) => refuse(what.clone()),
-            Some(Owner::Arena) => refuse("a view of the arena".into()),
-            Some(Owner::Pool(_)) => {
-                if let Some(Live {
-                    owner: Owner::Pool(buf),
-                    ..
-                }) = self.live.remove(&key)
-                {
-                    match self.deferred.as_deref_mut() {
-                        Some(list) => list.push(buf),
-                        None => self.rt.pool().release(buf),
-                    }
-                }
-                Ok(())
+        let released =
+            crate::hal::shared::release_temporary(&mut self.live, b, |l| l.owner, |l| &l.owner)?;
+        if let Some(buf) = released {
+            match self.deferred.as_deref_mut() {
+                Some(list) => list.push(buf),
+                None => self.rt.pool().release(buf),
             }
         }
+        Ok(())
     }
 
     fn constant(&mut self, index: u32, out: *mut *mut TccBuffer) -> Result<()> {
@@ -522,22 +478,15 @@ impl Callbacks for CallContext<'_> {
     }
 
     fn enqueue_copy(&mut self, copy: BufferCopy<cl_mem>) -> Result<()> {
-        let BufferCopy {
-            dst: dst_mem,
-            dst_offset,
-            src: src_mem,
-            src_offset,
-            bytes,
-        } = copy;
         // SAFETY: both buffers are live and the ranges are checked.
         let ev = unsafe {
             opencl3::command_queue::enqueue_copy_buffer(
                 self.queue.get(),
-                src_mem,
-                dst_mem,
-                to_usize(src_offset, "offset")?,
-                to_usize(dst_offset, "offset")?,
-                to_usize(bytes, "size")?,
+                copy.src,
+                copy.dst,
+                to_usize(copy.src_offset, "offset")?,
+                to_usize(copy.dst_offset, "offset")?,
+                to_usize(copy.bytes, "size")?,
                 0,
                 ptr::null(),
             )
@@ -546,7 +495,7 @@ impl Callbacks for CallContext<'_> {
         if self.tracing {
             self.pending.push(PendingCommand::traced(
                 CommandKind::Copy,
-                Some(bytes),
+                Some(copy.bytes),
                 Event::new(ev),
             ));
         } else {

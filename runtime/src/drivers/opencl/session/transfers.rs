@@ -22,6 +22,7 @@ use super::{PendingCommand, Session, exec_error};
 use crate::buffer_pool::PoolBuffer;
 use crate::device::HostIo;
 use crate::error::{Error, Result};
+use crate::hal::shared::CallIo;
 use crate::host_bytes::HostBytes;
 use crate::tensor::HostTensor;
 use crate::timeline::CommandKind;
@@ -114,7 +115,7 @@ impl Session {
                     TransferCounters::add(&counters.bytes_to_device, t.bytes.len() as u64);
                 }
             }
-            self.execute_traced(f, &in_io, &out_io, tracing)?;
+            self.execute_traced(f, CallIo::new(&in_io, &out_io), tracing)?;
             for (i, (r, &(mem, len))) in results.iter_mut().zip(&out_io).enumerate() {
                 if out_host[i] {
                     // Makes the kernels' writes visible to the host; on a
