@@ -98,3 +98,38 @@ func.func @near_misses(%a: tensor<1x8x16xf32>, %w: tensor<1x16x8xf32>, %s: tenso
   } -> tensor<2x4x8xf32>
   return %y, %z, %c2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#bias = affine_map<(d0, d1) -> (0, d1)>
+
+// A symbolic batch: the product is the epilogue's shape after one leading
+// unit dimension. The operands are expanded (their symbolic size read with
+// tensor.dim), the destination's size comes from the product's own empty
+// tensor (not a tensor.dim of the product, which would give it a second
+// user), and the result is collapsed back.
+// CHECK-LABEL: func.func @symbolic_batch
+// CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<1x?x32xf32>, %[[W:[a-z0-9_]+]]: tensor<1x32x64xf32>, %[[B:[a-z0-9_]+]]: tensor<1x64xf32>, %[[N:[a-z0-9_]+]]: index)
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<1x?x64xf32>
+// CHECK: %[[P:.*]] = linalg.batch_matmul
+// CHECK: %[[D:.*]] = tensor.empty(%[[N]]) : tensor<1x?x64xf32>
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[B]] : tensor<1x?x64xf32>, tensor<1x64xf32>) outs(%[[D]] : tensor<1x?x64xf32>)
+// CHECK: %[[R:.*]] = tensor.collapse_shape %[[G]] {{\[\[}}0, 1], [2]] : tensor<1x?x64xf32> into tensor<?x64xf32>
+// CHECK: return %[[R]]
+func.func @symbolic_batch(%x: tensor<1x?x32xf32>, %w: tensor<1x32x64xf32>, %b: tensor<1x64xf32>, %n: index) -> tensor<?x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty(%n) : tensor<1x?x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  %p = linalg.batch_matmul ins(%x, %w : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%f : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  %c = tensor.collapse_shape %p [[0, 1], [2]] : tensor<1x?x64xf32> into tensor<?x64xf32>
+  %d = tensor.dim %c, %c0 : tensor<?x64xf32>
+  %o = tensor.empty(%d) : tensor<?x64xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #bias, #id2], iterator_types = ["parallel", "parallel"]} ins(%c, %b : tensor<?x64xf32>, tensor<1x64xf32>) outs(%o : tensor<?x64xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %sum = arith.addf %in, %bias : f32
+    linalg.yield %sum : f32
+  } -> tensor<?x64xf32>
+  return %s : tensor<?x64xf32>
+}
