@@ -14,7 +14,7 @@ impl host_llvm::HostObjects {
     /// Links the host and weights objects into the shared library
     /// `output`.
     pub fn link(&self, output: &Path) -> Result<(), CodegenError> {
-        let linked = self.link_library(output)?;
+        let linked = self.link_library(output, &super::environment::c_compiler())?;
         // Streamed, not read: a library of a large model's weights is
         // copied from the page cache into the output through a small
         // buffer.

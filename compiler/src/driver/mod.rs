@@ -5,6 +5,7 @@
 //! are written atomically.
 
 pub mod compile;
+pub mod environment;
 pub mod import;
 pub mod inspect;
 pub mod limits;

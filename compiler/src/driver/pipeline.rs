@@ -188,7 +188,7 @@ impl Compiled<'_> {
                 .check_precision(target.precision)
                 .map_err(anyhow::Error::msg)?;
         }
-        let toolchain = ptx::Toolchain::find()?;
+        let toolchain = ptx::Toolchain::find(&super::environment::ptx_toolchain())?;
         self.ptx = Some(ptx::write_ptx(&self.program, options, &toolchain)?);
         Ok(())
     }

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Whether progress is drawn: stderr is a terminal and `TCC_PROGRESS` is
 /// not `0`.
 pub fn enabled() -> bool {
-    std::io::stderr().is_terminal() && std::env::var("TCC_PROGRESS").as_deref() != Ok("0")
+    std::io::stderr().is_terminal() && !super::environment::progress_disabled()
 }
 
 /// A bar or spinner, or nothing when progress is off.

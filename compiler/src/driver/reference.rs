@@ -33,10 +33,7 @@ convert-math-to-llvm,convert-math-to-libm,\
 finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,\
 reconcile-unrealized-casts)";
 
-/// Where LLVM/MLIR 22 is installed.
-fn llvm_prefix() -> String {
-    std::env::var("MLIR_SYS_220_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into())
-}
+use super::environment::llvm_prefix;
 
 fn dtype_of(element: Type) -> Result<DType> {
     Ok(match ElementType::of_type(element) {

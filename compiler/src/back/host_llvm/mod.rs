@@ -221,12 +221,18 @@ impl HostObjects {
     /// Links the two objects into a shared library in a temporary
     /// directory, for `output` (the driver writes it there:
     /// `driver::link`).
-    pub fn link_library(&self, output: &Path) -> Result<LinkedLibrary, CodegenError> {
+    /// `c_compiler` links a native library (the driver's `$CC`).
+    pub fn link_library(
+        &self,
+        output: &Path,
+        c_compiler: &str,
+    ) -> Result<LinkedLibrary, CodegenError> {
         link_library(
             &self.object,
             &[&self.weights],
             output,
             self.triple.as_deref(),
+            c_compiler,
         )
     }
 
@@ -317,6 +323,7 @@ pub fn link_library(
     extra: &[&Path],
     output: &Path,
     triple: Option<&str>,
+    c_compiler: &str,
 ) -> Result<LinkedLibrary, CodegenError> {
     let directory = tempfile::tempdir()
         .map_err(|e| CodegenError::new(format!("cannot create a temporary directory: {e}")))?;
@@ -326,7 +333,7 @@ pub fn link_library(
         .map_err(|e| CodegenError::new(format!("cannot write {}: {e}", object_path.display())))?;
     let native = triple.is_none();
     let compiler = if native {
-        std::env::var("CC").unwrap_or_else(|_| "cc".into())
+        c_compiler.to_string()
     } else {
         lld()
     };

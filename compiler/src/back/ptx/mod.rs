@@ -19,7 +19,7 @@
 mod toolchain;
 mod writer;
 
-pub use toolchain::Toolchain;
+pub use toolchain::{Toolchain, ToolchainPaths};
 pub use writer::{declares_dynamic_local, write_ptx};
 
 /// What to generate PTX for.

@@ -27,9 +27,14 @@ pub fn options_for(options: &PtxOptions, source: &str) -> PtxOptions {
     }
 }
 
-/// Environment variables that point at the tools explicitly.
-pub const CLANG_ENV: &str = "TCC_CLANG";
-pub const LIBCLC_ENV: &str = "TCC_LIBCLC";
+/// Tools named explicitly (the driver reads them from `TCC_CLANG` and
+/// `TCC_LIBCLC`: `driver::environment`); what is not given is searched
+/// for in the LLVM 22 install.
+#[derive(Clone, Debug, Default)]
+pub struct ToolchainPaths {
+    pub clang: Option<PathBuf>,
+    pub libclc: Option<PathBuf>,
+}
 
 /// libclc's generic NVPTX bitcode: OpenCL's math built-ins in portable
 /// code. (Its `nvidiacl` flavour calls `__nv_logf` and friends from CUDA's
@@ -48,11 +53,11 @@ pub struct Toolchain {
 const INSTALL_HINT: &str = "install clang-22 and libclc-22 (scripts/deps.sh does), point TCC_CLANG / TCC_LIBCLC at them, or compile with --ptx=off to ship OpenCL C only";
 
 impl Toolchain {
-    /// `$TCC_CLANG` / `$TCC_LIBCLC` when set, else the LLVM 22 install.
-    pub fn find() -> Result<Self, CodegenError> {
-        let clang = match std::env::var_os(CLANG_ENV) {
-            Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => first_existing(&[
+    /// The tools `paths` names, else the LLVM 22 install's.
+    pub fn find(paths: &ToolchainPaths) -> Result<Self, CodegenError> {
+        let clang = match &paths.clang {
+            Some(path) => path.clone(),
+            None => first_existing(&[
                 "/usr/lib/llvm-22/bin/clang",
                 "/usr/local/bin/clang-22",
                 "/usr/bin/clang-22",
@@ -63,9 +68,9 @@ impl Toolchain {
                 ))
             })?,
         };
-        let libclc = match std::env::var_os(LIBCLC_ENV) {
-            Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => first_existing(&[
+        let libclc = match &paths.libclc {
+            Some(path) => path.clone(),
+            None => first_existing(&[
                 &format!("/usr/lib/clc/{LIBCLC_FILE}"),
                 &format!("/usr/lib/llvm-22/lib/clc/{LIBCLC_FILE}"),
                 &format!("/usr/share/clc/{LIBCLC_FILE}"),
