@@ -222,15 +222,16 @@ pub fn tensor_cores_fit(spec: &AttentionSpec) -> bool {
 fn tensor_core_local_bytes(spec: &AttentionSpec) -> i64 {
     let d = spec.shape.head_dim;
     let (bq, bk) = (i64::from(spec.block_q), i64::from(spec.block_k));
-    2 * ((bq + bk) * (d + 8) + d * (bk + 8))
+    2 * ((bq + 2 * bk) * (d + 8))
 }
 
 /// The tensor-core body (PTX only; FA2's register layout). The work-group
 /// stages its `block_q` query rows once and each K tile as 16-bit halves
 /// (rounded to nearest even from the stored values; exact when storage is
-/// already that half type), V transposed so that the `·V` product's B
-/// fragments are word loads too; rows are padded by 8 halves so that a
-/// warp's fragment loads fall in distinct banks. Each warp owns 32 query
+/// already that half type) and each V tile the same way, row-major, whose
+/// `·V` B fragments `ldmatrix.trans` reads (two n8 tiles a load); rows are
+/// padded by 8 halves so that a warp's fragment loads fall in distinct
+/// banks. Each warp owns 32 query
 /// rows as two m16 tiles, taken one after the other per key tile: `S =
 /// Q·Kᵀ` by `mma.sync.m16n8k16` into fp32 accumulators (a thread holds
 /// rows `g` and `g + 8` of the tile, columns `2 t .. 2 t + 1` of each n8
@@ -248,7 +249,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         TensorCores::Bf16 => ("tcc_bf16_bits", "tcc_bf16x2", "TCC_MMA_BF16"),
         _ => ("tcc_f16_bits", "tcc_f16x2", "TCC_MMA_F16"),
     };
-    let (qk_row, vt_row) = (d + 8, i64::from(bk) + 8);
+    let qk_row = d + 8;
     let n_tiles = bk / 8;
     let d_tiles = d / 8;
     let mut out = String::new();
@@ -257,7 +258,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         "  /* Tensor cores ({name}): mma.sync.m16n8k16, fp32 accumulators. */\n  \
          __local ushort q_half[{q_tile}] __attribute__((aligned(16)));\n  \
          __local ushort k_half[{k_tile}] __attribute__((aligned(16)));\n  \
-         __local ushort vt_half[{v_tile}] __attribute__((aligned(16)));\n  \
+         __local ushort v_half[{v_tile}] __attribute__((aligned(16)));\n  \
          const int lid = (int)get_local_id(0);\n  \
          const int warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;\n  \
          const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
@@ -267,7 +268,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         name = arithmetic.name(),
         q_tile = i64::from(bq) * qk_row,
         k_tile = i64::from(bk) * qk_row,
-        v_tile = d * vt_row,
+        v_tile = i64::from(bk) * qk_row,
         heads = s.heads,
     );
     // Q once, rows past the sequence as zeros.
@@ -308,7 +309,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     );
     if quad_aligned(&spec.key, d) && quad_aligned(&spec.value, d) {
         // Four consecutive elements of a row per load (vload4 and its
-        // half forms), K stored as two half pairs, V transposed.
+        // half forms), K and V rows stored as two half pairs each.
         let _ = writeln!(
             out,
             "    for (int e = lid; e < {quads}; e += {bq}) {{\n      \
@@ -318,10 +319,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
              const float4 kq = inside ? {} : (float4)(0.0f);\n      \
              const float4 vq = inside ? {} : (float4)(0.0f);\n      \
              *(__local uint2*)&k_half[jj * {qk_row} + dd] = (uint2)({pack}(kq.s0, kq.s1), {pack}(kq.s2, kq.s3));\n      \
-             vt_half[dd * {vt_row} + jj] = {half_bits}(vq.s0);\n      \
-             vt_half[(dd + 1) * {vt_row} + jj] = {half_bits}(vq.s1);\n      \
-             vt_half[(dd + 2) * {vt_row} + jj] = {half_bits}(vq.s2);\n      \
-             vt_half[(dd + 3) * {vt_row} + jj] = {half_bits}(vq.s3);\n    }}",
+             *(__local uint2*)&v_half[jj * {qk_row} + dd] = (uint2)({pack}(vq.s0, vq.s1), {pack}(vq.s2, vq.s3));\n    }}",
             load_quad(&spec.key.buffer, &k_at),
             load_quad(&spec.value.buffer, &v_at),
             quads = i64::from(bk) * d / 4,
@@ -335,7 +333,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
              const tcc_index j = k0 + jj;\n      \
              const int inside = j < {kv};\n      \
              k_half[jj * {qk_row} + dd] = {half_bits}(inside ? {} : 0.0f);\n      \
-             vt_half[dd * {vt_row} + jj] = {half_bits}(inside ? {} : 0.0f);\n    }}",
+             v_half[jj * {qk_row} + dd] = {half_bits}(inside ? {} : 0.0f);\n    }}",
             spec.key.buffer.load(&k_at),
             spec.value.buffer.load(&v_at),
             kv_elems = i64::from(bk) * d,
@@ -416,10 +414,12 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          const uint a1 = {pack}(sc[2 * kt][2], sc[2 * kt][3]);\n        \
          const uint a2 = {pack}(sc[2 * kt + 1][0], sc[2 * kt + 1][1]);\n        \
          const uint a3 = {pack}(sc[2 * kt + 1][2], sc[2 * kt + 1][3]);\n        \
-         #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn) {{\n          \
-         const uint b0 = *(__local const uint*)&vt_half[(dn * 8 + g) * {vt_row} + kt * 16 + 2 * t];\n          \
-         const uint b1 = *(__local const uint*)&vt_half[(dn * 8 + g) * {vt_row} + kt * 16 + 8 + 2 * t];\n          \
-         {mma}(o[mt][dn][0], o[mt][dn][1], o[mt][dn][2], o[mt][dn][3], a0, a1, a2, a3, b0, b1);\n        }}\n      }}\n    }}\n  }}",
+         #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; dn += 2) {{\n          \
+         /* Lanes 0-15 name the tile's 16 key rows at column dn * 8, lanes 16-31 at (dn + 1) * 8: b0 b1 and b2 b3, transposed. */\n          \
+         uint b0, b1, b2, b3;\n          \
+         TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &v_half[(kt * 16 + (lane & 15)) * {qk_row} + (dn + (lane >> 4)) * 8]);\n          \
+         {mma}(o[mt][dn][0], o[mt][dn][1], o[mt][dn][2], o[mt][dn][3], a0, a1, a2, a3, b0, b1);\n          \
+         {mma}(o[mt][dn + 1][0], o[mt][dn + 1][1], o[mt][dn + 1][2], o[mt][dn + 1][3], a0, a1, a2, a3, b2, b3);\n        }}\n      }}\n    }}\n  }}",
         k_steps = bk / 16,
     );
     let o_at = spec.output.address(["b", "h", "i", "dd"]);
@@ -891,23 +891,26 @@ mod tests {
             .split_once("#ifdef TCC_PTX\n")
             .and_then(|(_, rest)| rest.split_once("#else\n"))
             .expect("a PTX body and an fp32 body");
-        // Q (64 rows) and K (32 keys) rows padded to 72 halves, V
-        // transposed with rows of 40.
+        // Q (64 rows), K and V (32 keys) rows padded to 72 halves.
         assert!(ptx.contains("__local ushort q_half[4608]"), "{ptx}");
         assert!(ptx.contains("__local ushort k_half[2304]"), "{ptx}");
-        assert!(ptx.contains("__local ushort vt_half[2560]"), "{ptx}");
+        assert!(ptx.contains("__local ushort v_half[2304]"), "{ptx}");
         // Rows of K and V read four elements at a time.
         assert!(
             ptx.contains("const float4 vq = inside ? *(__global const float4*)(a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
             "{ptx}"
         );
         assert!(
-            ptx.contains("vt_half[(dd + 3) * 40 + jj] = tcc_f16_bits(vq.s3);"),
+            ptx.contains("*(__local uint2*)&v_half[jj * 72 + dd] = (uint2)(tcc_f16x2(vq.s0, vq.s1), tcc_f16x2(vq.s2, vq.s3));"),
             "{ptx}"
         );
-        // Both products on FP16 tensor cores, P packed from the S
-        // accumulators.
-        assert_eq!(ptx.matches("TCC_MMA_F16(").count(), 2, "{ptx}");
+        // Both products on FP16 tensor cores (P·V two n8 tiles per
+        // transposed ldmatrix of V), P packed from the S accumulators.
+        assert_eq!(ptx.matches("TCC_MMA_F16(").count(), 3, "{ptx}");
+        assert!(
+            ptx.contains("TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &v_half[(kt * 16 + (lane & 15)) * 72 + (dn + (lane >> 4)) * 8]);"),
+            "{ptx}"
+        );
         assert!(
             ptx.contains("const uint a0 = tcc_f16x2(sc[2 * kt][0], sc[2 * kt][1]);"),
             "{ptx}"
@@ -939,9 +942,9 @@ mod tests {
         let mut bf16 = spec(false, false);
         bf16.tensor_cores = Some(TensorCores::Bf16);
         let text = attention_kernel(&bf16).unwrap();
-        assert_eq!(text.matches("TCC_MMA_BF16(").count(), 2, "{text}");
+        assert_eq!(text.matches("TCC_MMA_BF16(").count(), 3, "{text}");
         assert!(text.contains("tcc_bf16x2(") && text.contains("tcc_bf16_bits("));
-        // Head dimension 128 with 32-key tiles fits (35.5 KiB of halves).
+        // Head dimension 128 with 32-key tiles fits (34 KiB of halves).
         let mut wide = bf16.clone();
         wide.shape.head_dim = 128;
         for operand in [
@@ -958,7 +961,7 @@ mod tests {
         strided.value.strides = [9856, 4928, 1, 77];
         let text = attention_kernel(&strided).unwrap();
         assert!(
-            text.contains("vt_half[dd * 40 + jj] = tcc_bf16_bits(inside ?"),
+            text.contains("v_half[jj * 72 + dd] = tcc_bf16_bits(inside ?"),
             "{text}"
         );
         assert!(!text.contains("float4*)(a2"), "{text}");

@@ -84,6 +84,10 @@ inline void tcc_cp_async_commit(void) { __asm__ volatile(\"cp.async.commit_group
 #define TCC_LDMATRIX_X4(r0, r1, r2, r3, p) \\
   __asm__ volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" \\
                    : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"((uint)(ulong)(p)) : \"memory\")
+/* The same four 8x8 matrices transposed: the B fragments of a row-major K x N tile. */
+#define TCC_LDMATRIX_X4_TRANS(r0, r1, r2, r3, p) \\
+  __asm__ volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" \\
+                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"((uint)(ulong)(p)) : \"memory\")
 /* lo in the low half, as a fragment's element pairs are ordered. */
 inline uint tcc_f16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }
 inline uint tcc_bf16x2(float lo, float hi) { uint r; __asm__(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }
