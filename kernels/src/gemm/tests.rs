@@ -52,6 +52,8 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         split_k_scratch: None,
         tensor_map_slots: None,
         dynamic_local: false,
+        m_extent: None,
+        scalars: Vec::new(),
         tensor_cores: None,
     }
 }
