@@ -443,11 +443,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         .iter()
         .map(|name| format!(",\n    const tcc_index {name}"))
         .collect();
-    let _ = writeln!(
-        out,
-        "void {}({}{scalars}) {{",
-        spec.name, spec.parameters
-    );
+    let _ = writeln!(out, "void {}({}{scalars}) {{", spec.name, spec.parameters);
     let m = match &spec.m_extent {
         Some(extent) => format!("{extent} (at most {})", s.m),
         None => s.m.to_string(),

@@ -249,7 +249,10 @@ fn a_dynamic_m_keeps_every_m_guard() {
     split.config.split_k = 2;
     split.split_k_scratch = Some((Buffer::f32("a3"), Buffer::f32("a4")));
     let error = gemm_kernel(&split).unwrap_err();
-    assert!(error.contains("a dynamic M is taken by the FP32 tiled GEMM"), "{error}");
+    assert!(
+        error.contains("a dynamic M is taken by the FP32 tiled GEMM"),
+        "{error}"
+    );
     let mut tf32 = dynamic;
     tf32.tensor_cores = Some(TensorCores::Tf32);
     assert!(gemm_kernel(&tf32).is_err());

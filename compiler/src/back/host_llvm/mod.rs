@@ -108,7 +108,8 @@ fn target_machine(triple: Option<&str>) -> Result<TargetMachine, CodegenError> {
 /// first launch on one, its ONNX node, the declared dimensions), so that
 /// nothing is written.
 fn refuse_dynamic(mlir: &Module) -> Result<(), CodegenError> {
-    let root = unsafe { melior::ir::operation::OperationRef::from_raw(mlir.as_operation().to_raw()) };
+    let root =
+        unsafe { melior::ir::operation::OperationRef::from_raw(mlir.as_operation().to_raw()) };
     let Some((op, ty)) = crate::ir::dynamic::first_dynamic(root) else {
         return Ok(());
     };

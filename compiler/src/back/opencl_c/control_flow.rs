@@ -44,7 +44,10 @@ impl KernelWriter {
         let size = *shape.get(dim).ok_or_else(|| {
             CodegenError::at(
                 &op,
-                format!("'memref.dim' of dimension {dim} of a rank-{} buffer", shape.len()),
+                format!(
+                    "'memref.dim' of dimension {dim} of a rank-{} buffer",
+                    shape.len()
+                ),
             )
         })?;
         if size != crate::ir::memref::DYNAMIC {

@@ -32,13 +32,17 @@ impl RowIo {
         // A symbolic extent (issue 33) may only count rows: leading, after
         // unit dimensions, never the row itself.
         let ty = input_value.r#type();
-        if let Ok(Some(dim)) | Err(dim) = crate::ir::dynamic::leading_dynamic(ty)
-            .map_err(|()| usize::MAX)
-            && (dim == usize::MAX || dim + 1 == memref_shape(ty).len())
-        {
+        let rows_only = match crate::ir::dynamic::leading_dynamic(ty) {
+            Ok(None) => true,
+            Ok(Some(dim)) => dim + 1 < memref_shape(ty).len(),
+            Err(()) => false,
+        };
+        if !rows_only {
             return Err(CodegenError::at(
                 &op,
-                format!("the {what} {ty} is dynamic other than in its leading rows: dynamic dimension not supported by the row template"),
+                format!(
+                    "the {what} {ty} is dynamic other than in its leading rows: dynamic dimension not supported by the row template"
+                ),
             ));
         }
         Ok(Self {

@@ -77,7 +77,11 @@ impl KernelWriter {
                     kernel.kind,
                     kernel.name,
                     self.scalars.len(),
-                    self.scalars.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+                    self.scalars
+                        .iter()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }

@@ -116,7 +116,13 @@ impl IndexWidth {
         let fits = kernels.iter().flat_map(|k| &k.args).all(|arg| {
             arg.shape
                 .iter()
-                .map(|&d| if d == crate::ir::memref::DYNAMIC { dynamic } else { d })
+                .map(|&d| {
+                    if d == crate::ir::memref::DYNAMIC {
+                        dynamic
+                    } else {
+                        d
+                    }
+                })
                 .try_fold(1i64, |n, d| n.checked_mul(d.max(1)))
                 .is_some_and(|n| n < Self::MAX_32_BIT_ELEMENTS)
         });
@@ -156,10 +162,11 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     // A kernel on a symbolic dimension (issue 33) reads its dynamic
     // extents from scalar arguments (`ScalarArg`); its buffers are counted
     // at the declared maximum for the index width.
-    let dynamic_extent = crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(
-        unsafe { OperationRef::from_raw(module.as_operation().to_raw()) },
-    ))
-    .unwrap_or(1);
+    let dynamic_extent =
+        crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(unsafe {
+            OperationRef::from_raw(module.as_operation().to_raw())
+        }))
+        .unwrap_or(1);
     let target = module
         .as_operation()
         .attribute(crate::ir::attr_names::TARGET)
@@ -479,7 +486,9 @@ impl KernelWriter {
             if !self.scalars.is_empty() {
                 return Err(CodegenError::at(
                     &kernel,
-                    format!("kernel argument {index} is a buffer after an index argument: buffers come first"),
+                    format!(
+                        "kernel argument {index} is a buffer after an index argument: buffers come first"
+                    ),
                 ));
             }
             let element = memref_element(ty).ok_or_else(|| {
