@@ -567,6 +567,32 @@ fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
         assert!(!error.contains("panicked"), "{model}: {error}");
         assert!(!out.exists());
     }
+    // Vulkan's portable kernels: the softmax's decomposition into static
+    // TOSA refuses the batch, and past it the SPIR-V writer does, each
+    // named.
+    for (model, error_text) in [
+        (
+            "mlp.onnx",
+            "'tcc.softmax' (node 'softmax') computes on the dynamically shaped type 'tensor<?x10xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-decompose-composites",
+        ),
+        (
+            "two_inputs.onnx",
+            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<?x16xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the SPIR-V writer (codegen)",
+        ),
+    ] {
+        let out = dir.path().join("vulkan.so");
+        let error = fails(tcc(&[
+            "compile",
+            &path(&dir, model),
+            "--dim",
+            "batch=1..64",
+            "--target=vulkan",
+            "-o",
+            &out.display().to_string(),
+        ]));
+        assert!(error.contains(error_text), "{model}: {error}");
+        assert!(!out.exists());
+    }
     // An op outside the first slice is refused at the input, named: here
     // a reduction over the batch itself.
     let error = fails(tcc(&[

@@ -101,30 +101,6 @@ fn target_machine(triple: Option<&str>) -> Result<TargetMachine, CodegenError> {
         .ok_or_else(|| CodegenError::new(format!("cannot create a target machine for {triple}")))
 }
 
-/// The host writer does not compile a symbolic dimension yet (issue 33:
-/// reading each call's extents from its arguments, checking them against
-/// the declared ranges and passing the kernels' scalar arguments is the
-/// next step); a module still computing on one is refused, named (the
-/// first launch on one, its ONNX node, the declared dimensions), so that
-/// nothing is written.
-fn refuse_dynamic(mlir: &Module) -> Result<(), CodegenError> {
-    let root =
-        unsafe { melior::ir::operation::OperationRef::from_raw(mlir.as_operation().to_raw()) };
-    let Some((op, ty)) = crate::ir::dynamic::first_dynamic(root) else {
-        return Ok(());
-    };
-    Err(CodegenError::at(
-        &op,
-        format!(
-            "'{}'{} computes on the dynamically shaped type '{}' (dynamic dimension {}): dynamic dimension not supported yet by the host writer (codegen); compile one shape with --input-shape",
-            crate::ir::util::op_name(&op),
-            crate::ir::dynamic::node_name(&op).map_or(String::new(), |n| format!(" (node '{n}')")),
-            crate::diagnostics::truncate_for_message(&ty.to_string()),
-            crate::ir::dynamic::describe_dims(&crate::ir::dynamic::module_dims(op)),
-        ),
-    ))
-}
-
 /// Translates the host functions, optimizes (`default<O2>`) and emits an
 /// object for the machine tcc runs on.
 /// `ptx`, when given, is stored beside the OpenCL C (`tcc_kernel_ptx_v1`).
@@ -145,7 +121,10 @@ pub fn emit_with(
     name: &str,
     options: &HostOptions,
 ) -> Result<HostOutput, CodegenError> {
-    refuse_dynamic(mlir)?;
+    // Reading each call's extents from its arguments, checking them
+    // against the declared ranges and passing the kernels' scalar
+    // arguments is the next step of issue 33.
+    super::refuse_dynamic(mlir, "the host writer")?;
     let context = LlvmContext::create();
     let mut writer = writer::HostWriter::new(&context, name)
         .with_prefix(&options.symbol_prefix)
