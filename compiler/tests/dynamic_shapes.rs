@@ -5,9 +5,10 @@
 //! the graph, linalg, dispatch, tile and buffer phases compile a leading
 //! batch as `?` (the tile phase's strategies chosen at the declared
 //! maximum), outlining launches each kernel for the call's batch, the
-//! loop mapping runs loop kernels to it and the memory plan holds the
-//! maximum; every step that cannot compile a symbolic dimension yet (the
-//! back ends, and ops outside the first slice) refuses it with the op,
+//! loop mapping runs loop kernels to it, the memory plan holds the
+//! maximum and the OpenCL C kernels read the batch from scalar arguments;
+//! every step that cannot compile a symbolic dimension yet (the host
+//! writer, and ops outside the first slice) refuses it with the op,
 //! the pass and the dimension named. The models are written at test time by
 //! `test/onnx/dynamic/models.py` (the onnx package).
 
@@ -429,26 +430,128 @@ fn the_gpu_phase_launches_kernels_for_the_batch_of_the_call() {
     );
 }
 
+/// The kernel named `name` in an `--emit=opencl-c` program.
+fn kernel_text<'a>(program: &'a str, name: &str) -> &'a str {
+    let start = program
+        .find(&format!("void {name}("))
+        .unwrap_or_else(|| panic!("no kernel {name} in {program}"));
+    let end = program[start..]
+        .find("\n}\n")
+        .map_or(program.len(), |e| start + e + 3);
+    &program[start..end]
+}
+
+#[test]
+fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
+    let dir = models();
+    let program = ok(tcc(&[
+        "compile",
+        &path(&dir, "mlp.onnx"),
+        "--dim",
+        "batch=1..64",
+        "--emit=opencl-c",
+    ]));
+    // The GEMM: its tiles are the declared maximum's, M the call's batch
+    // (the output's dynamic extent, a scalar after the buffers and the
+    // rebuilt view's size a5), checked wherever a row is read or stored.
+    let gemm = kernel_text(&program, "batch_matmul_add_min_max_0");
+    for expected in [
+        "__global float* restrict a4,\n    const tcc_index a5,\n    const tcc_index a0_d1) {",
+        "M=a0_d1 (at most 64) N=64 K=32",
+        "fetch_a[r] = (i < a0_d1 && k < 32) ? vload4(0, a1 + i * 32 + k)",
+        "if (i < a0_d1 && j < 64) {",
+    ] {
+        assert!(gemm.contains(expected), "{expected} in {gemm}");
+    }
+    assert!(!gemm.contains("i < 64"), "{gemm}");
+    // The loop nest runs its grid-stride loop to the batch's points.
+    let loops = kernel_text(&program, "batch_matmul_add_1");
+    for expected in [
+        "    const tcc_index a0_d1,\n    const tcc_index a1_d1) {",
+        "const tcc_index v4 = (a0_d1 * 10);",
+        "v5 < v4;",
+    ] {
+        assert!(loops.contains(expected), "{expected} in {loops}");
+    }
+    // The softmax takes one work-group per row (the host's grid): no
+    // extent, its rows' offsets from the group id.
+    let softmax = kernel_text(&program, "softmax_2");
+    assert!(
+        softmax.contains("__global float* restrict a1) {")
+            && softmax.contains("const tcc_index in_row = 0 + row * 10;"),
+        "{softmax}"
+    );
+    assert!(!program.contains("9223372036854775808"), "{program}");
+    // The CNN's implicit-GEMM convolution: M is batch x 16 x 16 output
+    // pixels; a reduction reads the batch through a reshape's size.
+    let cnn = ok(tcc(&[
+        "compile",
+        &path(&dir, "cnn.onnx"),
+        "--dim",
+        "batch=1..64",
+        "--emit=opencl-c",
+    ]));
+    let conv = kernel_text(&cnn, "conv_min_max_0");
+    for expected in [
+        "    const tcc_index a1_d0) {",
+        "M=(a1_d0 * 256) (at most 16384) N=8 K=27",
+        "if (i < (a1_d0 * 256) && j < 8) {",
+    ] {
+        assert!(conv.contains(expected), "{expected} in {conv}");
+    }
+    assert!(
+        kernel_text(&cnn, "reduce_add_mul_2").contains("    const tcc_index a3) {"),
+        "{cnn}"
+    );
+    // The same model at one static batch: no scalar argument at all.
+    let fixed = ok(tcc(&[
+        "compile",
+        &path(&dir, "mlp.onnx"),
+        "--input-shape",
+        "x=64x32",
+        "--emit=opencl-c",
+    ]));
+    assert!(!fixed.contains("const tcc_index a"), "{fixed}");
+    assert!(
+        kernel_text(&fixed, "batch_matmul_add_min_max_0").contains("M=64 N=64 K=32"),
+        "{fixed}"
+    );
+    // A template that does not take a dynamic M yet refuses it, named:
+    // pocl-cpu's register-blocked GEMM.
+    let error = fails(tcc(&[
+        "compile",
+        &path(&dir, "mlp.onnx"),
+        "--dim",
+        "batch=1..64",
+        "--target=pocl-cpu",
+        "--emit=opencl-c",
+    ]));
+    assert!(
+        error.contains("batch_matmul_add_min_max_0: a dynamic M is taken by the FP32 tiled GEMM without split-K only"),
+        "{error}"
+    );
+}
+
 #[test]
 fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
     let dir = models();
-    // The gpu phase compiles a symbolic batch (see
-    // the_gpu_phase_launches_kernels_for_the_batch_of_the_call); the OpenCL
-    // C writer is the first step that cannot: it names itself, the first
+    // The gpu phase and the OpenCL C writer compile a symbolic batch (see
+    // the_opencl_c_kernels_read_the_batch_from_scalar_arguments); the host
+    // writer is the first step that cannot: it names itself, the first
     // launch on the batch, its node and the dimension's range; nothing is
     // written.
     for (model, error_text) in [
         (
             "mlp.onnx",
-            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<1x?x64xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the OpenCL C writer (codegen); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<1x?x64xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the host writer (codegen); compile one shape with --input-shape",
         ),
         (
             "cnn.onnx",
-            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<?x16x16x8xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the OpenCL C writer (codegen); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<?x16x16x8xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the host writer (codegen); compile one shape with --input-shape",
         ),
         (
             "layer_norm.onnx",
-            "'gpu.launch_func' (node 'ln') computes on the dynamically shaped type 'memref<?x16xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the OpenCL C writer (codegen); compile one shape with --input-shape",
+            "'gpu.launch_func' (node 'ln') computes on the dynamically shaped type 'memref<?x16xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the host writer (codegen); compile one shape with --input-shape",
         ),
     ] {
         let out = dir.path().join("model.so");
@@ -462,6 +565,32 @@ fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
         ]));
         assert!(error.contains(error_text), "{model}: {error}");
         assert!(!error.contains("panicked"), "{model}: {error}");
+        assert!(!out.exists());
+    }
+    // Vulkan's portable kernels: the softmax's decomposition into static
+    // TOSA refuses the batch, and past it the SPIR-V writer does, each
+    // named.
+    for (model, error_text) in [
+        (
+            "mlp.onnx",
+            "'tcc.softmax' (node 'softmax') computes on the dynamically shaped type 'tensor<?x10xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by tcc-decompose-composites",
+        ),
+        (
+            "two_inputs.onnx",
+            "'gpu.launch_func' (node 'relu') computes on the dynamically shaped type 'memref<?x16xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the SPIR-V writer (codegen)",
+        ),
+    ] {
+        let out = dir.path().join("vulkan.so");
+        let error = fails(tcc(&[
+            "compile",
+            &path(&dir, model),
+            "--dim",
+            "batch=1..64",
+            "--target=vulkan",
+            "-o",
+            &out.display().to_string(),
+        ]));
+        assert!(error.contains(error_text), "{model}: {error}");
         assert!(!out.exists());
     }
     // An op outside the first slice is refused at the input, named: here

@@ -52,6 +52,29 @@ impl fmt::Display for CodegenError {
 
 impl std::error::Error for CodegenError {}
 
+/// The refusal of a back end that does not compile a symbolic dimension
+/// yet (issue 33), `writer` naming it: the first launch (or op) still
+/// computing on a dynamically shaped type, its ONNX node and the declared
+/// dimensions, so that nothing compiles to a wrong result and nothing is
+/// written.
+pub fn refuse_dynamic(module: &melior::ir::Module, writer: &str) -> Result<(), CodegenError> {
+    let root =
+        unsafe { melior::ir::operation::OperationRef::from_raw(module.as_operation().to_raw()) };
+    let Some((op, ty)) = crate::ir::dynamic::first_dynamic(root) else {
+        return Ok(());
+    };
+    Err(CodegenError::at(
+        &op,
+        format!(
+            "'{}'{} computes on the dynamically shaped type '{}' (dynamic dimension {}): dynamic dimension not supported yet by {writer} (codegen); compile one shape with --input-shape",
+            crate::ir::util::op_name(&op),
+            crate::ir::dynamic::node_name(&op).map_or(String::new(), |n| format!(" (node '{n}')")),
+            crate::diagnostics::truncate_for_message(&ty.to_string()),
+            crate::ir::dynamic::describe_dims(&crate::ir::dynamic::module_dims(op)),
+        ),
+    ))
+}
+
 /// `result.at(&op)?`: a failure reading the IR (a missing operand, result,
 /// region or attribute) as a [`CodegenError`] at `op`.
 pub trait ErrorAt<T> {

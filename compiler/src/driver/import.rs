@@ -71,6 +71,9 @@ fn attach_dims(
             bail!("--dim declares '{}' twice", d.name);
         }
     }
+    // An MLIR model that uses no tcc op has not loaded the tcc dialect,
+    // whose attribute this is.
+    session.context.get_or_load_dialect("tcc");
     let attribute = tcc_dialects::dims::Dims(dims.to_vec())
         .to_attribute(&session.context)
         .ok_or_else(|| anyhow!("--dim: invalid ranges {dims:?}"))?;

@@ -187,3 +187,24 @@ pub fn replace_and_erase<'c>(op: OperationRef<'c, 'c>, old: Value<'c, 'c>, new: 
     unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
     erase_op(op);
 }
+
+/// A reshape's `reassociation` attribute as index groups.
+pub fn reassociation(op: OperationRef) -> Option<Vec<Vec<i64>>> {
+    let groups =
+        melior::ir::attribute::ArrayAttribute::try_from(op.attribute("reassociation").ok()?)
+            .ok()?;
+    (0..groups.len())
+        .map(|g| {
+            let group =
+                melior::ir::attribute::ArrayAttribute::try_from(groups.element(g).ok()?).ok()?;
+            (0..group.len())
+                .map(|i| {
+                    let index = group.element(i).ok()?;
+                    melior::ir::attribute::IntegerAttribute::try_from(index)
+                        .ok()
+                        .map(|a| a.value())
+                })
+                .collect()
+        })
+        .collect()
+}

@@ -93,6 +93,9 @@ impl TccPass for DecomposeComposites {
             melior::ir::operation::WalkResult::Advance
         });
         for (op, expansion) in targets {
+            // The expansions build static TOSA (issue 33): a composite on a
+            // symbolic dimension is refused, named.
+            crate::ir::dynamic::refuse_dynamic(op, "tcc-decompose-composites")?;
             let builder = TosaBuilder::before(context, op)?;
             let replacement = expansion(&builder, op)?;
             let old: Value = op

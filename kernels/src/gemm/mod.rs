@@ -326,6 +326,16 @@ pub struct GemmSpec {
     /// OpenCL's 48 KiB: a TF32 product on [`LARGE_TILE`] then takes the
     /// large-tile `wgmma` body (`wgmma_large`) in its sm_90a PTX form.
     pub dynamic_local: bool,
+    /// M at run time (issue 33: a symbolic batch): a C expression of the
+    /// kernel's scalar parameters standing for `shape.m`, which is then
+    /// the declared maximum that chose the tiles. Every bounds check on M
+    /// stays (a tile that divides the maximum need not divide the call's
+    /// M). Only the FP32 tiled form takes it.
+    pub m_extent: Option<String>,
+    /// The kernel's scalar parameters after the buffers, each a
+    /// `const tcc_index` (the extents `m_extent` reads, and any other
+    /// the host passes).
+    pub scalars: Vec<String>,
 }
 
 impl GemmSpec {
@@ -340,6 +350,14 @@ impl GemmSpec {
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
     c.validate()?;
+    if spec.m_extent.is_some()
+        && (c.is_register_blocked() || spec.tensor_cores.is_some() || c.split_k > 1)
+    {
+        return Err(format!(
+            "{}: a dynamic M is taken by the FP32 tiled GEMM without split-K only (not the register-blocked, tensor-core, int8 or split-K forms): dynamic dimension not supported yet",
+            spec.name
+        ));
+    }
     if c.is_register_blocked() {
         return crate::register_gemm::register_gemm_kernel(spec);
     }
@@ -372,6 +390,9 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         c.vector_widths()
     };
     let fma = gemm_kernel_with(&fma_spec, Layout::Fma { vector_m, vector_n })?;
+    if spec.m_extent.is_some() {
+        return Ok(fma);
+    }
     let mma = spec
         .tensor_cores
         .and_then(|precision| Layout::mma(&c, precision));
@@ -417,7 +438,16 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         out,
         "__kernel __attribute__((reqd_work_group_size({threads_n}, {threads_m}, 1)))"
     );
-    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
+    let scalars: String = spec
+        .scalars
+        .iter()
+        .map(|name| format!(",\n    const tcc_index {name}"))
+        .collect();
+    let _ = writeln!(out, "void {}({}{scalars}) {{", spec.name, spec.parameters);
+    let m = match &spec.m_extent {
+        Some(extent) => format!("{extent} (at most {})", s.m),
+        None => s.m.to_string(),
+    };
     let _ = writeln!(
         out,
         "  /* tile {}x{}x{}, {}x{} outputs per work-item{}; M={} N={} K={} batch={} */",
@@ -444,7 +474,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             Layout::WgmmaHalf =>
                 WgmmaHalf::description(spec.tensor_cores.unwrap_or(TensorCores::Fp16), &c),
         },
-        s.m,
+        m,
         s.n,
         s.k,
         s.batch
@@ -602,7 +632,12 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         "    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{"
     );
     let _ = writeln!(out, "      const tcc_index j = col0 + {col_offset};");
-    let _ = writeln!(out, "      if (i < {} && j < {}) {{", s.m, s.n);
+    let _ = writeln!(
+        out,
+        "      if (i < {} && j < {}) {{",
+        spec.m_extent.as_deref().unwrap_or(&s.m.to_string()),
+        s.n
+    );
     for line in spec.init_statements.lines() {
         let _ = writeln!(out, "        {line}");
     }

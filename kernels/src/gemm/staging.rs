@@ -9,13 +9,38 @@ use std::fmt::Write as _;
 use super::GemmSpec;
 use crate::{Buffer, Storage};
 
+/// A staged tile's global bound: a constant, or a C expression read at
+/// run time (a dynamic M, `GemmSpec::m_extent`), which no tile is known to
+/// divide, so its bounds check is always kept.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Bound<'a> {
+    Static(i64),
+    Dynamic(&'a str),
+}
+
+impl Bound<'_> {
+    /// Whether tiles of `extent` divide the bound (never a dynamic one).
+    fn divisible_by(self, extent: u32) -> bool {
+        matches!(self, Bound::Static(bound) if bound % extent as i64 == 0)
+    }
+}
+
+impl std::fmt::Display for Bound<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Static(bound) => write!(f, "{bound}"),
+            Bound::Dynamic(expression) => f.write_str(expression),
+        }
+    }
+}
+
 /// One operand's copy of a `outer x inner` block into local memory, each
 /// work-item taking every `threads`-th element (or float4 along `inner`).
 pub(super) struct TileStaging<'a> {
     pub(super) tile: &'a str,
     /// (tile index, global index, global base, tile extent, global bound).
-    pub(super) outer: (&'a str, &'a str, &'a str, u32, i64),
-    pub(super) inner: (&'a str, &'a str, &'a str, u32, i64),
+    pub(super) outer: (&'a str, &'a str, &'a str, u32, Bound<'a>),
+    pub(super) inner: (&'a str, &'a str, &'a str, u32, Bound<'a>),
     pub(super) buffer: &'a Buffer,
     /// Element offset of (global outer, global inner) in `buffer`.
     pub(super) address: &'a str,
@@ -84,9 +109,13 @@ impl<'a> Sources<'a> {
         'a: 't,
     {
         let (c, s) = (spec.config, spec.shape);
-        let m = ("mm", "i", "row0", c.tile_m, s.m);
-        let k = ("kk", "k", "k0", c.tile_k, s.k);
-        let n = ("nn", "j", "col0", c.tile_n, s.n);
+        let m_bound = match &spec.m_extent {
+            Some(expression) => Bound::Dynamic(expression),
+            None => Bound::Static(s.m),
+        };
+        let m = ("mm", "i", "row0", c.tile_m, m_bound);
+        let k = ("kk", "k", "k0", c.tile_k, Bound::Static(s.k));
+        let n = ("nn", "j", "col0", c.tile_n, Bound::Static(s.n));
         let (outer, inner, buffer, address, element, vector) = match operand {
             Operand::A => (
                 m,
@@ -230,8 +259,8 @@ fn fetch_tile_with(
     let guard = match aligned {
         None => format!("({og} < {on} && {ig} < {inn})"),
         Some(k_inside) => {
-            let checked = |global: &str, base: &str, extent: u32, bound: i64| {
-                let divides = bound % extent as i64 == 0;
+            let checked = |global: &str, base: &str, extent: u32, bound: Bound| {
+                let divides = bound.divisible_by(extent);
                 let inside = divides && (base != "k0" || k_inside);
                 (!inside).then(|| format!("{global} < {bound}"))
             };

@@ -52,6 +52,8 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         split_k_scratch: None,
         tensor_map_slots: None,
         dynamic_local: false,
+        m_extent: None,
+        scalars: Vec::new(),
         tensor_cores: None,
     }
 }
@@ -220,6 +222,40 @@ fn float4_tiles_are_double_buffered_with_one_barrier_per_k_step() {
         text[..k_loop].contains("barrier(CLK_LOCAL_MEM_FENCE);"),
         "{text}"
     );
+}
+
+#[test]
+fn a_dynamic_m_keeps_every_m_guard() {
+    // The tiles divide the declared maximum M = 64, so the static kernel
+    // drops its M checks; a call's M (the scalar `m`) may be any smaller
+    // extent, so the dynamic one keeps them, and declares the scalar.
+    let mut dynamic = aligned_64(tiles([64, 64, 16, 4, 4, 1]));
+    dynamic.m_extent = Some("(m * 4)".to_string());
+    dynamic.scalars = vec!["m".to_string()];
+    let text = gemm_kernel(&dynamic).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "    const tcc_index m) {",
+            "M=(m * 4) (at most 64) N=64 K=32",
+            "fetch_a[r] = (i < (m * 4)) ? *(__global const float4*)(a1 + i * 32 + k) : (float4)(0.0f);",
+            "fetch_b[r] = *(__global const float4*)(a2 + k * 64 + j);",
+            "if (i < (m * 4) && j < 64) {",
+        ],
+    );
+    assert!(!text.contains("i < 64"), "{text}");
+    // The forms that do not take a dynamic M refuse it, named.
+    let mut split = dynamic.clone();
+    split.config.split_k = 2;
+    split.split_k_scratch = Some((Buffer::f32("a3"), Buffer::f32("a4")));
+    let error = gemm_kernel(&split).unwrap_err();
+    assert!(
+        error.contains("a dynamic M is taken by the FP32 tiled GEMM"),
+        "{error}"
+    );
+    let mut tf32 = dynamic;
+    tf32.tensor_cores = Some(TensorCores::Tf32);
+    assert!(gemm_kernel(&tf32).is_err());
 }
 
 #[test]

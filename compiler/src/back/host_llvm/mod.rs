@@ -121,6 +121,10 @@ pub fn emit_with(
     name: &str,
     options: &HostOptions,
 ) -> Result<HostOutput, CodegenError> {
+    // Reading each call's extents from its arguments, checking them
+    // against the declared ranges and passing the kernels' scalar
+    // arguments is the next step of issue 33.
+    super::refuse_dynamic(mlir, "the host writer")?;
     let context = LlvmContext::create();
     let mut writer = writer::HostWriter::new(&context, name)
         .with_prefix(&options.symbol_prefix)

@@ -10,6 +10,100 @@ use crate::back::{CodegenError, ErrorAt};
 use crate::ir::util::op_name;
 
 impl KernelWriter {
+    /// `memref.dim` of a kernel buffer or a view of one: a static extent
+    /// is its literal, a dynamic one is read from the scalar argument
+    /// `a{buffer}_d{dim}` the host passes (issue 33), through the reshapes
+    /// between (see [`Self::extent`]).
+    fn dim(&mut self, op: OperationRef) -> Result<(), CodegenError> {
+        let source = op.operand(0).at(&op)?;
+        let dim = self
+            .operand(op, 1)?
+            .trim_end_matches('L')
+            .parse::<usize>()
+            .map_err(|_| {
+                CodegenError::at(&op, "'memref.dim' of a dimension that is not a constant")
+            })?;
+        let name = self.extent(op, unsafe { Value::from_raw(source.to_raw()) }, dim)?;
+        let result = op.result(0).at(&op)?;
+        self.names.insert(key(result.into()), name);
+        Ok(())
+    }
+
+    /// The C expression of `memref`'s extent along `dim` (for `op`'s
+    /// errors): a literal where static; for a kernel argument the scalar
+    /// argument `a{buffer}_d{dim}`; for an `expand_shape` its
+    /// `output_shape` operand; for a `collapse_shape` the product of its
+    /// group's extents; a `cast` its source's.
+    pub(super) fn extent(
+        &mut self,
+        op: OperationRef,
+        memref: Value<'static, 'static>,
+        dim: usize,
+    ) -> Result<String, CodegenError> {
+        let shape = super::writer::memref_shape(memref.r#type());
+        let size = *shape.get(dim).ok_or_else(|| {
+            CodegenError::at(
+                &op,
+                format!(
+                    "'memref.dim' of dimension {dim} of a rank-{} buffer",
+                    shape.len()
+                ),
+            )
+        })?;
+        if size != crate::ir::memref::DYNAMIC {
+            return Ok(super::writer::index_literal(size));
+        }
+        if let Some(&buffer) = self.arguments.get(&key(memref)) {
+            let scalar = super::writer::ScalarArg::Extent { buffer, dim };
+            if !self.scalars.contains(&scalar) {
+                self.scalars.push(scalar);
+            }
+            return Ok(scalar.name());
+        }
+        let unknown = || {
+            CodegenError::at(
+                &op,
+                format!(
+                    "'memref.dim' of dynamic dimension {dim} of {}, which is not a kernel argument nor a reshape of one",
+                    memref.r#type()
+                ),
+            )
+        };
+        let view = crate::ir::util::defining_op(memref).ok_or_else(unknown)?;
+        let source: Value<'static, 'static> =
+            unsafe { Value::from_raw(view.operand(0).at(&view)?.to_raw()) };
+        match op_name(&view).as_str() {
+            "memref.cast" => self.extent(op, source, dim),
+            "memref.expand_shape" => {
+                // The n-th dynamic result dimension is the n-th dynamic
+                // `output_shape` operand (after the source).
+                let nth = shape[..dim]
+                    .iter()
+                    .filter(|&&d| d == crate::ir::memref::DYNAMIC)
+                    .count();
+                let size = view.operand(1 + nth).at(&view)?;
+                self.name(view, size)
+            }
+            "memref.collapse_shape" => {
+                let groups = crate::ir::util::reassociation(view).ok_or_else(unknown)?;
+                let group = groups.get(dim).ok_or_else(unknown)?.clone();
+                let mut factors = Vec::new();
+                for source_dim in group {
+                    let factor = self.extent(op, source, source_dim as usize)?;
+                    if factor != "1" {
+                        factors.push(factor);
+                    }
+                }
+                Ok(match factors.len() {
+                    0 => "1".to_string(),
+                    1 => factors.remove(0),
+                    _ => format!("({})", factors.join(" * ")),
+                })
+            }
+            _ => Err(unknown()),
+        }
+    }
+
     pub(super) fn block(&mut self, block: BlockRef) -> Result<(), CodegenError> {
         let mut next = block.first_operation();
         while let Some(op) = next {
@@ -67,6 +161,7 @@ impl KernelWriter {
                 );
                 Ok(())
             }
+            "memref.dim" => self.dim(op),
             "gpu.global_id" | "gpu.thread_id" | "gpu.block_id" | "gpu.block_dim"
             | "gpu.grid_dim" => {
                 let dimension = op

@@ -560,6 +560,8 @@ impl KernelWriter {
                 statements
             }
         };
+        let m_extent = self.m_extent(contraction_op)?;
+        self.scalars.sort();
         Ok(GemmSpec {
             name: kernel.name.to_string(),
             parameters: KernelParameters::default(),
@@ -590,7 +592,48 @@ impl KernelWriter {
                 Precision::Bf16 => Some(TensorCores::Bf16),
             },
             dynamic_local: self.dynamic_local,
+            m_extent,
+            scalars: self.scalars.iter().map(|s| s.name()).collect(),
         })
+    }
+
+    /// M at run time when the contraction's output is dynamic (issue 33:
+    /// a symbolic batch in its rows): the product of its row dimensions'
+    /// extents (all but the last, and a batched matmul's batch), their
+    /// dynamic ones read from the kernel's scalar arguments. `None` when
+    /// M is static.
+    fn m_extent(&mut self, contraction: OperationRef) -> Result<Option<String>, CodegenError> {
+        let output = contraction
+            .operand(contraction.operand_count() - 1)
+            .at(&contraction)?;
+        let output: Value<'static, 'static> = unsafe { Value::from_raw(output.to_raw()) };
+        let shape = memref_shape(output.r#type());
+        if !shape.contains(&crate::ir::memref::DYNAMIC) {
+            return Ok(None);
+        }
+        let first = usize::from(op_name(&contraction) == "linalg.batch_matmul");
+        if first == 1 && shape.first() == Some(&crate::ir::memref::DYNAMIC) {
+            return Err(CodegenError::at(
+                &contraction,
+                "a GEMM kernel with a dynamic batch of products: dynamic dimension not supported by the GEMM template",
+            ));
+        }
+        let mut factors = Vec::new();
+        let mut constant = 1i64;
+        for dim in first..shape.len().saturating_sub(1) {
+            let extent = self.extent(contraction, output, dim)?;
+            match extent.parse::<i64>() {
+                Ok(size) => constant *= size,
+                Err(_) => factors.push(extent),
+            }
+        }
+        if constant != 1 {
+            factors.push(super::writer::index_literal(constant));
+        }
+        Ok(Some(match factors.len() {
+            1 => factors.remove(0),
+            _ => format!("({})", factors.join(" * ")),
+        }))
     }
 }
 

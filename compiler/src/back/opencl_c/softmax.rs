@@ -29,8 +29,24 @@ impl RowIo {
     ) -> Result<Self, CodegenError> {
         let (input_value, input) = writer.operand_view(op, input, what)?;
         let (_, output) = writer.operand_view(op, output, what)?;
+        // A symbolic extent (issue 33) may only count rows: leading, after
+        // unit dimensions, never the row itself.
+        let ty = input_value.r#type();
+        let rows_only = match crate::ir::dynamic::leading_dynamic(ty) {
+            Ok(None) => true,
+            Ok(Some(dim)) => dim + 1 < memref_shape(ty).len(),
+            Err(()) => false,
+        };
+        if !rows_only {
+            return Err(CodegenError::at(
+                &op,
+                format!(
+                    "the {what} {ty} is dynamic other than in its leading rows: dynamic dimension not supported by the row template"
+                ),
+            ));
+        }
         Ok(Self {
-            shape: memref_shape(input_value.r#type()),
+            shape: memref_shape(ty),
             input,
             output,
         })

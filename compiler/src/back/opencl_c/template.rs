@@ -63,6 +63,28 @@ impl KernelWriter {
         kernel: &TemplateKernel,
         args: &mut [KernelArg],
     ) -> Result<Option<String>, CodegenError> {
+        if !matches!(
+            kernel.strategy,
+            KernelStrategy::Loops { .. } | KernelStrategy::Gemm { .. }
+        ) && !self.scalars.is_empty()
+        {
+            // A template's text has no scalar parameters: a view rebuilt
+            // inside it with a dynamic size cannot reach it.
+            return Err(CodegenError::at(
+                &kernel.op,
+                format!(
+                    "the {} template of kernel {} takes no scalar arguments, and the kernel has {} ({}): dynamic dimension not supported yet in this template by the OpenCL C writer",
+                    kernel.kind,
+                    kernel.name,
+                    self.scalars.len(),
+                    self.scalars
+                        .iter()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
         let text = match kernel.strategy {
             KernelStrategy::Loops { .. } => return Ok(None),
             KernelStrategy::Gemm { .. } => self.instantiate::<GemmSpec>(kernel, args)?,
@@ -183,17 +205,28 @@ pub(super) fn gemm_comment(kernel: &TemplateKernel) -> String {
 }
 
 /// C expressions for the coordinates of row `row` (a flat index over the
-/// row-major dimensions `leading`, last fastest), one per dimension.
+/// row-major dimensions `leading`, last fastest), one per dimension. A
+/// dynamic extent (issue 33: leading, after unit dimensions only) takes
+/// the quotient, the unit dimensions before it 0, so that no coordinate
+/// reads the extent itself.
 pub(super) fn row_coordinates(leading: &[i64]) -> Vec<String> {
     let mut coordinates = vec![String::new(); leading.len()];
     let mut divisor = 1i64;
+    let first = leading
+        .iter()
+        .position(|&d| d == crate::ir::memref::DYNAMIC)
+        .unwrap_or(0);
     for dim in (0..leading.len()).rev() {
+        if dim < first {
+            coordinates[dim] = "0".to_string();
+            continue;
+        }
         let index = if divisor == 1 {
             "row".to_string()
         } else {
             format!("(row / {divisor})")
         };
-        coordinates[dim] = if dim == 0 {
+        coordinates[dim] = if dim == first {
             index
         } else {
             format!("({index} % {})", leading[dim])
@@ -209,7 +242,7 @@ pub(super) fn row_offset(name: &str, view: &MemrefView, shape: &[i64]) -> String
     let leading = &shape[..shape.len().saturating_sub(1)];
     let mut terms = vec![view.offset.to_string()];
     for (dim, index) in row_coordinates(leading).into_iter().enumerate() {
-        if view.strides[dim] != 0 {
+        if view.strides[dim] != 0 && index != "0" {
             terms.push(format!("{index} * {}", view.strides[dim]));
         }
     }

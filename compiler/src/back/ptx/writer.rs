@@ -275,6 +275,7 @@ mod tests {
             kind: "matmul".into(),
             workgroup_size: [256, 1, 1],
             args: Vec::new(),
+            scalars: Vec::new(),
             flops: 0,
             dynamic_local_bytes,
         }

@@ -193,6 +193,9 @@ fn convert(
     one_module: bool,
     run_pipeline: &PipelineRunner,
 ) -> Result<Vec<SpirvKernel>, CodegenError> {
+    // The SPIR-V kernels would need their extents as push constants or
+    // arguments (issue 33): not yet.
+    super::super::refuse_dynamic(module, "the SPIR-V writer")?;
     let location = Location::unknown(context);
     let mut spirv = Module::new(location);
     let kernels: Vec<OperationRef> = ops_named(module.as_operation(), "gpu.func");

@@ -53,7 +53,7 @@ use crate::ir::affine::{IteratorType, iterator_types};
 pub use crate::ir::contraction::window_layout;
 use crate::ir::dense::int_elements;
 use crate::ir::types::StaticTensor;
-use crate::ir::util::{defining_op, dialect_of, op_name, use_count};
+use crate::ir::util::{defining_op, dialect_of, op_name, reassociation, use_count};
 pub(crate) use pool::window_strides;
 use pool::{fusible_pool, pool_feeding_pointwise_conv};
 
@@ -226,24 +226,6 @@ fn collapsed_padding<'c>(
         return None;
     }
     Some((pad, padding(pad, rank)?))
-}
-
-/// A reshape's `reassociation` attribute as index groups.
-fn reassociation(op: OperationRef) -> Option<Vec<Vec<i64>>> {
-    let groups = ArrayAttribute::try_from(op.attribute("reassociation").ok()?).ok()?;
-    (0..groups.len())
-        .map(|g| {
-            let group = ArrayAttribute::try_from(groups.element(g).ok()?).ok()?;
-            (0..group.len())
-                .map(|i| {
-                    let index = group.element(i).ok()?;
-                    melior::ir::attribute::IntegerAttribute::try_from(index)
-                        .ok()
-                        .map(|a| a.value())
-                })
-                .collect()
-        })
-        .collect()
 }
 
 fn short_name(op: &OperationRef) -> String {

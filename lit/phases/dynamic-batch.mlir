@@ -1,0 +1,43 @@
+// OpenCL C kernels on a symbolic batch (issue 33): a kernel reads each
+// dynamic extent it needs from a scalar `tcc_index` argument after its
+// buffers (`a{buffer}_d{dim}`); the GEMM template takes M from it and
+// keeps every M bounds check (its tiles are the declared maximum's); the
+// index width counts the batch at its declared maximum.
+// RUN: split-file %s %t
+// RUN: tcc compile %t/abs.mlir --dim batch=1..64 --emit=opencl-c | FileCheck %s --check-prefix=ABS
+// RUN: tcc compile %t/abs.mlir --dim batch=1..4096 --emit=opencl-c | FileCheck %s --check-prefix=WIDE
+// RUN: tcc compile %t/matmul.mlir --dim batch=1..64 --emit=opencl-c | FileCheck %s --check-prefix=GEMM
+// RUN: not tcc compile %t/abs.mlir --dim batch=1..64 -o %t/abs.so 2>&1 | FileCheck %s --check-prefix=HOST
+
+// ABS: typedef int tcc_index;
+// ABS: void abs_0(__global const float* restrict a0,
+// ABS-NEXT: __global float* restrict a1,
+// ABS-NEXT: const tcc_index a0_d0) {
+// ABS: const tcc_index [[POINTS:v[0-9]+]] = (a0_d0 * 1048576);
+// ABS: for (tcc_index [[I:v[0-9]+]] = {{v[0-9]+}}; [[I]] < [[POINTS]];
+
+// 4096 x 2^20 elements at the maximum: 64-bit indices.
+// WIDE: typedef long tcc_index;
+
+// GEMM: void batch_matmul_0(
+// GEMM: const tcc_index a0_d1) {
+// GEMM-NEXT: /* tile 32x32x16, 2x2 outputs per work-item; M=a0_d1 (at most 64) N=64 K=32 batch=1 */
+// GEMM: fetch_a[r] = (i < a0_d1 && k < 32)
+// GEMM: if (i < a0_d1 && j < 64) {
+// GEMM-NOT: i < 64
+
+// HOST: error: 'gpu.launch_func' computes on the dynamically shaped type 'memref<?x1024x1024xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by the host writer (codegen); compile one shape with --input-shape
+
+//--- abs.mlir
+func.func @abs(%x: tensor<?x1024x1024xf32>) -> tensor<?x1024x1024xf32> {
+  %z = tosa.abs %x : (tensor<?x1024x1024xf32>) -> tensor<?x1024x1024xf32>
+  return %z : tensor<?x1024x1024xf32>
+}
+
+//--- matmul.mlir
+func.func @mm(%a: tensor<1x?x32xf32>, %b: tensor<1x32x64xf32>) -> tensor<1x?x64xf32> {
+  %za = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %zb = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.matmul %a, %b, %za, %zb : (tensor<1x?x32xf32>, tensor<1x32x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x64xf32>
+  return %c : tensor<1x?x64xf32>
+}
