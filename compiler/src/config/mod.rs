@@ -214,6 +214,14 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// Whether f32 `arith.maximumf`/`minimumf` are written as the
+    /// prelude's branch-free `tcc_maximumf_select`/`tcc_minimumf_select`
+    /// (the same IEEE maximum/minimum, as selects) instead of the
+    /// branching `tcc_maximumf`/`tcc_minimumf`.
+    fn select_min_max(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -526,6 +534,11 @@ impl Target {
         self.config().rational_erf_tanh()
     }
 
+    /// See [`TargetConfig::select_min_max`].
+    pub fn select_min_max(self) -> bool {
+        self.config().select_min_max()
+    }
+
     /// Whether a long row reduction runs on the row template (one
     /// work-group per output) rather than as one work-item per output
     /// with a loop over the row, given whether its inputs are contiguous
@@ -538,6 +551,19 @@ impl Target {
     /// or pooling, or `None` where the target runs it as a loop nest.
     pub fn window_config(self, geometry: &WindowGeometry) -> Option<WindowConfig> {
         self.config().window(geometry)
+    }
+
+    /// As [`Target::window_config`], on a device of `vector_width` floats
+    /// per SIMD register: a CPU runs a register of channels per work-item.
+    pub fn window_config_for(
+        self,
+        geometry: &WindowGeometry,
+        vector_width: u32,
+    ) -> Option<WindowConfig> {
+        match self {
+            Target::PoclCpu => pocl_cpu::window_for_vector_floats(geometry, vector_width),
+            _ => self.window_config(geometry),
+        }
     }
 
     /// The window template's configuration when it is forced
