@@ -414,6 +414,50 @@ mod tests {
     }
 
     #[test]
+    fn cpu_registers_of_channels() {
+        let config = WindowConfig {
+            vector: 8,
+            ..CONFIG
+        };
+        let mut eight = spec(config, GEOMETRY, WindowCombine::MulAdd);
+        eight.element.1 = "vload8(0, a0 + c)".into();
+        eight.tap = Some("vload8(0, a1 + c)".into());
+        let text = window_kernel(&eight).unwrap();
+        assert_eq!(text.matches("const float8 x = ").count(), 6, "{text}");
+        assert!(text.contains("float8 acc3 = (float8)(0.0f);"), "{text}");
+        assert!(text.contains("const int q = (gid % 2) * 8;"), "{text}");
+        assert!(text.contains("if (gid >= 6272) return;"), "{text}");
+        assert!(text.contains("vstore8(acc0, 0, lanes);"), "{text}");
+        // A float8 maximum as two float4 halves; float16 has its own.
+        let text = window_kernel(&spec(config, GEOMETRY, WindowCombine::Max)).unwrap();
+        assert!(
+            text.contains(
+                "acc0 = (float8)(tcc_maximumf4(acc0.lo, x.lo), tcc_maximumf4(acc0.hi, x.hi));"
+            ),
+            "{text}"
+        );
+        let sixteen = WindowConfig {
+            vector: 16,
+            ..CONFIG
+        };
+        let text = window_kernel(&spec(sixteen, GEOMETRY, WindowCombine::Max)).unwrap();
+        assert!(text.contains("acc1 = tcc_maximumf16(acc1, x);"), "{text}");
+        assert!(text.contains("if (gid >= 3136) return;"), "{text}");
+        // 24 channels do not divide into registers of 16.
+        let geometry = WindowGeometry {
+            channels: 24,
+            ..GEOMETRY
+        };
+        let error = window_kernel(&spec(sixteen, geometry, WindowCombine::Add)).unwrap_err();
+        assert!(error.contains("cannot run 16 channels"), "{error}");
+        let odd = WindowConfig {
+            vector: 2,
+            ..CONFIG
+        };
+        assert!(window_kernel(&spec(odd, GEOMETRY, WindowCombine::Add)).is_err());
+    }
+
+    #[test]
     fn channel_multipliers_take_scalar_channels() {
         let geometry = WindowGeometry {
             multiplier: 2,

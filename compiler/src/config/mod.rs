@@ -947,6 +947,41 @@ mod tests {
     }
 
     #[test]
+    fn cpu_windows_take_a_simd_register_of_channels() {
+        let vector = |channels: i64, width: u32| {
+            Target::PoclCpu
+                .window_config_for(&geometry(1, 56, channels, 3), width)
+                .map(|c| c.vector)
+        };
+        // AVX2 (8 floats), AVX-512 (16): the widest register that divides
+        // the channels; 4 channels where neither does, 1 where not even 4.
+        assert_eq!(vector(144, 8), Some(8));
+        assert_eq!(vector(144, 16), Some(16));
+        assert_eq!(vector(40, 16), Some(8));
+        assert_eq!(vector(20, 16), Some(4));
+        assert_eq!(vector(6, 16), Some(1));
+        assert_eq!(vector(144, 4), Some(4));
+        // A channel multiplier keeps scalar channels.
+        let multiplied = WindowGeometry {
+            multiplier: 2,
+            ..geometry(1, 56, 32, 3)
+        };
+        assert_eq!(
+            Target::PoclCpu
+                .window_config_for(&multiplied, 16)
+                .map(|c| c.vector),
+            Some(1)
+        );
+        // GPUs keep their float4 form whatever the width.
+        assert_eq!(
+            Target::Nvidia
+                .window_config_for(&geometry(32, 112, 32, 3), 16)
+                .map(|c| c.vector),
+            Some(4)
+        );
+    }
+
+    #[test]
     fn every_target_gives_at_least_64_work_items_on_large_spaces() {
         for target in Target::ALL {
             for kind in [
