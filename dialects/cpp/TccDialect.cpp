@@ -109,8 +109,8 @@ WindowStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            int64_t vector, int64_t workItems) {
   if (columns <= 0 || workItems <= 0)
     return emitError() << "columns and work_items must be positive";
-  if (vector != 1 && vector != 4)
-    return emitError() << "vector must be 1 or 4, got " << vector;
+  if (vector != 1 && vector != 4 && vector != 8 && vector != 16)
+    return emitError() << "vector must be 1, 4, 8 or 16, got " << vector;
   return verifyWorkgroupSize(emitError, workgroupSize);
 }
 

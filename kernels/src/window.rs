@@ -4,7 +4,8 @@
 //!
 //! One work-item computes a block of `columns` neighbouring output
 //! columns of one output row, for `vector` neighbouring channels (a
-//! `float4` where the channels allow). Neighbouring work-items take
+//! `float4` where the channels allow; on a CPU a `float8` or `float16`,
+//! one SIMD register of the target). Neighbouring work-items take
 //! neighbouring channel vectors of the same pixels, so their loads and
 //! stores are coalesced along NHWC's contiguous channels. Per window row
 //! the work-item keeps the row's filter taps of its channels in
@@ -31,7 +32,8 @@ pub struct WindowConfig {
     pub workgroup_size: u32,
     /// Neighbouring output columns per work-item.
     pub columns: u32,
-    /// Neighbouring channels per work-item: 1, or 4 (a `float4`).
+    /// Neighbouring channels per work-item: 1, or 4, 8 or 16 (a
+    /// `float4`..`float16`: a CPU's SIMD register of channels).
     pub vector: u32,
 }
 
@@ -43,14 +45,15 @@ impl WindowConfig {
         }
         match self.vector {
             1 => {}
-            4 if geometry.multiplier == 1 && geometry.channels % 4 == 0 => {}
-            4 => {
+            v @ (4 | 8 | 16)
+                if geometry.multiplier == 1 && geometry.channels % i64::from(v) == 0 => {}
+            v @ (4 | 8 | 16) => {
                 return Err(format!(
-                    "a window of {} channels (multiplier {}) cannot run 4 channels per work-item",
+                    "a window of {} channels (multiplier {}) cannot run {v} channels per work-item",
                     geometry.channels, geometry.multiplier
                 ));
             }
-            v => return Err(format!("window vector width {v} is not 1 or 4")),
+            v => return Err(format!("window vector width {v} is not 1, 4, 8 or 16")),
         }
         if self.work_items(geometry) > i64::from(i32::MAX) {
             return Err("a window kernel's work-items must fit 32-bit indices".into());
@@ -123,8 +126,8 @@ pub struct WindowSpec {
     pub geometry: WindowGeometry,
     pub combine: WindowCombine,
     /// The input element of channels `c ..` at the window position:
-    /// C statements, then the expression (`float`, or `float4` with
-    /// `vector` 4).
+    /// C statements, then the expression (`float`, or `floatN` with
+    /// `vector` N).
     pub element: (String, String),
     /// The filter tap of channels `c ..` (and `m`) at `ky`, `kx`, a C
     /// expression of the element's type; only for [`WindowCombine::MulAdd`].
@@ -178,6 +181,17 @@ fn input_columns(columns: i64, window_w: i64, steps: Option<[i64; 2]>) -> Vec<In
     inputs.into_iter().map(|(_, input)| input).collect()
 }
 
+/// The NaN-propagating maximum of two `float{lanes}` names (4, 8 or
+/// 16): the prelude's `tcc_maximumf4`/`tcc_maximumf16`, a `float8` as
+/// two halves.
+fn vector_maximum(lanes: i64, a: &str, b: &str) -> String {
+    match lanes {
+        8 => format!("(float8)(tcc_maximumf4({a}.lo, {b}.lo), tcc_maximumf4({a}.hi, {b}.hi))"),
+        16 => format!("tcc_maximumf16({a}, {b})"),
+        _ => format!("tcc_maximumf4({a}, {b})"),
+    }
+}
+
 fn indented(out: &mut String, indent: &str, text: &str) {
     for line in text.lines() {
         let _ = writeln!(out, "{indent}{line}");
@@ -196,7 +210,11 @@ pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
     let w = config.workgroup_size;
     let columns = i64::from(config.columns);
     let vector = i64::from(config.vector);
-    let ty = if vector == 1 { "float" } else { "float4" };
+    let ty = if vector == 1 {
+        "float".to_string()
+    } else {
+        format!("float{vector}")
+    };
     let [window_h, window_w] = geometry.window;
     let (out_h, out_w) = (geometry.out_h, geometry.out_w);
     let blocks = config.column_blocks(geometry);
@@ -265,7 +283,7 @@ pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
                 WindowCombine::MulAdd => format!("acc{j} + x * w{kx}"),
                 WindowCombine::Add => format!("acc{j} + x"),
                 WindowCombine::Max if vector == 1 => format!("tcc_maximumf(acc{j}, x)"),
-                WindowCombine::Max => format!("tcc_maximumf4(acc{j}, x)"),
+                WindowCombine::Max => vector_maximum(vector, &format!("acc{j}"), "x"),
             };
             let _ = writeln!(out, "      acc{j} = {update};");
         }
@@ -393,6 +411,50 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("const float acc_value = acc1;"), "{text}");
+    }
+
+    #[test]
+    fn cpu_registers_of_channels() {
+        let config = WindowConfig {
+            vector: 8,
+            ..CONFIG
+        };
+        let mut eight = spec(config, GEOMETRY, WindowCombine::MulAdd);
+        eight.element.1 = "vload8(0, a0 + c)".into();
+        eight.tap = Some("vload8(0, a1 + c)".into());
+        let text = window_kernel(&eight).unwrap();
+        assert_eq!(text.matches("const float8 x = ").count(), 6, "{text}");
+        assert!(text.contains("float8 acc3 = (float8)(0.0f);"), "{text}");
+        assert!(text.contains("const int q = (gid % 2) * 8;"), "{text}");
+        assert!(text.contains("if (gid >= 6272) return;"), "{text}");
+        assert!(text.contains("vstore8(acc0, 0, lanes);"), "{text}");
+        // A float8 maximum as two float4 halves; float16 has its own.
+        let text = window_kernel(&spec(config, GEOMETRY, WindowCombine::Max)).unwrap();
+        assert!(
+            text.contains(
+                "acc0 = (float8)(tcc_maximumf4(acc0.lo, x.lo), tcc_maximumf4(acc0.hi, x.hi));"
+            ),
+            "{text}"
+        );
+        let sixteen = WindowConfig {
+            vector: 16,
+            ..CONFIG
+        };
+        let text = window_kernel(&spec(sixteen, GEOMETRY, WindowCombine::Max)).unwrap();
+        assert!(text.contains("acc1 = tcc_maximumf16(acc1, x);"), "{text}");
+        assert!(text.contains("if (gid >= 3136) return;"), "{text}");
+        // 24 channels do not divide into registers of 16.
+        let geometry = WindowGeometry {
+            channels: 24,
+            ..GEOMETRY
+        };
+        let error = window_kernel(&spec(sixteen, geometry, WindowCombine::Add)).unwrap_err();
+        assert!(error.contains("cannot run 16 channels"), "{error}");
+        let odd = WindowConfig {
+            vector: 2,
+            ..CONFIG
+        };
+        assert!(window_kernel(&spec(odd, GEOMETRY, WindowCombine::Add)).is_err());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 // tcc-configure-kernels gives depthwise convolutions and poolings (named,
 // or tcc.conv generics with a folded pad) the window template:
 // `#tcc.window` with the work-group size, the output columns and channels
-// (4: a float4 where the channels allow) per work-item, and the work-item
+// (4: a float4 where the channels allow; on pocl-cpu the widest SIMD
+// register of the target's vector_width that divides the channels, 16 on
+// avx512, 8 on avx2) per work-item, and the work-item
 // count. pocl-cpu takes it everywhere, in blocks of 4 columns wherever the
 // rows have them; the GPU targets only where it measured faster on the
 // H100 (stride 1, at most 16 window columns, at least 2^20 outputs) and
@@ -11,6 +13,7 @@
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=nvidia | FileCheck %s --check-prefix=NVIDIA
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=generic | FileCheck %s --check-prefix=GENERIC
 // RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=pocl-cpu-avx512 | FileCheck %s --check-prefix=POCL
+// RUN: tcc-opt %s --split-input-file --tcc-phase-linalg --tcc-phase-dispatch --tcc-hoist-parallel-dims --tcc-configure-kernels=target=pocl-cpu-avx2 | FileCheck %s --check-prefix=AVX2
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=pocl-cpu-avx512 windows=2})' | FileCheck %s --check-prefix=FORCED
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=nvidia windows=on})' | FileCheck %s --check-prefix=FORCED-NV
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-phase-dispatch,tcc-hoist-parallel-dims,tcc-configure-kernels{target=nvidia windows=off})' | FileCheck %s --check-prefix=OFF
@@ -28,9 +31,11 @@
 // GENERIC: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 4, vector = 4, work_items = 200704>
 // POCL-LABEL: func.func @depthwise_relu6
 // POCL: tcc.conv = #tcc.conv<depthwise_conv_2d_nhwc_hwcm
-// POCL-SAME: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 200704>
+// POCL-SAME: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 16, work_items = 50176>
+// AVX2-LABEL: func.func @depthwise_relu6
+// AVX2: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 8, work_items = 100352>
 // FORCED-LABEL: func.func @depthwise_relu6
-// FORCED: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 2, vector = 4, work_items = 401408>
+// FORCED: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 2, vector = 16, work_items = 100352>
 // OFF-LABEL: func.func @depthwise_relu6
 // OFF: tcc.strategy = #tcc.loops<workgroup_size = 256>
 func.func @depthwise_relu6(%x: tensor<8x112x112x32xf32>, %w: tensor<3x3x32x1xf32>, %b: tensor<32xf32>) -> tensor<8x112x112x32xf32> {
@@ -53,9 +58,9 @@ func.func @depthwise_relu6(%x: tensor<8x112x112x32xf32>, %w: tensor<3x3x32x1xf32
 // FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 1, work_items = 1960>
 // FORCED-NV: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 1, work_items = 294>
 // POCL-LABEL: func.func @late_and_scalar
-// POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 3360>
+// POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 16, work_items = 840>
 // FORCED-LABEL: func.func @late_and_scalar
-// FORCED: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 2, vector = 4, work_items = 6720>
+// FORCED: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 2, vector = 16, work_items = 1680>
 // OFF-LABEL: func.func @late_and_scalar
 // OFF-NOT: #tcc.window
 func.func @late_and_scalar(%x: tensor<1x7x7x960xf32>, %w: tensor<3x3x960x1xf32>, %b: tensor<960xf32>, %s: tensor<1x7x7x20xf32>, %w2: tensor<3x3x20x2xf32>, %b2: tensor<40xf32>, %w3: tensor<3x3x6x1xf32>, %b3: tensor<6xf32>, %t: tensor<1x9x9x6xf32>) -> (tensor<1x7x7x960xf32>, tensor<1x7x7x40xf32>, tensor<1x7x7x6xf32>) {
@@ -82,7 +87,7 @@ func.func @late_and_scalar(%x: tensor<1x7x7x960xf32>, %w: tensor<3x3x960x1xf32>,
 // FORCED-NV: linalg.pooling_nhwc_sum
 // FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 512>
 // POCL-LABEL: func.func @pools
-// POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 4, work_items = 401408>
+// POCL: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 16, work_items = 100352>
 func.func @pools(%x: tensor<32x112x112x64xf32>, %a: tensor<1x14x14x256xf32>, %g: tensor<1x7x7x2048xf32>) -> (tensor<32x56x56x64xf32>, tensor<1x14x14x256xf32>, tensor<1x1x1x2048xf32>) {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %m = tosa.max_pool2d %x {kernel = array<i64: 3, 3>, pad = array<i64: 1, 0, 1, 0>, stride = array<i64: 2, 2>} : (tensor<32x112x112x64xf32>) -> tensor<32x56x56x64xf32>

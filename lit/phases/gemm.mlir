@@ -73,7 +73,7 @@
 // CPU: if (i >= 200) break;
 // CPU: if (j >= 96) break;
 // CPU: const float acc_value = acc_init + block[wm][wn];
-// CPU: tcc_maximumf(
+// CPU: tcc_maximumf_select(
 // CPU: a0[i * 96 + j] =
 
 func.func @dense_relu(%x: tensor<200x128xf32>, %w: tensor<128x96xf32>, %b: tensor<96xf32>) -> tensor<200x96xf32> {

@@ -214,6 +214,14 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// Whether f32 `arith.maximumf`/`minimumf` are written as the
+    /// prelude's branch-free `tcc_maximumf_select`/`tcc_minimumf_select`
+    /// (the same IEEE maximum/minimum, as selects) instead of the
+    /// branching `tcc_maximumf`/`tcc_minimumf`.
+    fn select_min_max(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -526,6 +534,11 @@ impl Target {
         self.config().rational_erf_tanh()
     }
 
+    /// See [`TargetConfig::select_min_max`].
+    pub fn select_min_max(self) -> bool {
+        self.config().select_min_max()
+    }
+
     /// Whether a long row reduction runs on the row template (one
     /// work-group per output) rather than as one work-item per output
     /// with a loop over the row, given whether its inputs are contiguous
@@ -538,6 +551,19 @@ impl Target {
     /// or pooling, or `None` where the target runs it as a loop nest.
     pub fn window_config(self, geometry: &WindowGeometry) -> Option<WindowConfig> {
         self.config().window(geometry)
+    }
+
+    /// As [`Target::window_config`], on a device of `vector_width` floats
+    /// per SIMD register: a CPU runs a register of channels per work-item.
+    pub fn window_config_for(
+        self,
+        geometry: &WindowGeometry,
+        vector_width: u32,
+    ) -> Option<WindowConfig> {
+        match self {
+            Target::PoclCpu => pocl_cpu::window_for_vector_floats(geometry, vector_width),
+            _ => self.window_config(geometry),
+        }
     }
 
     /// The window template's configuration when it is forced
@@ -918,6 +944,41 @@ mod tests {
             .window_config(&geometry(1, 7, 960, 3))
             .unwrap();
         assert_eq!((cpu.columns, cpu.vector, cpu.workgroup_size), (4, 4, 64));
+    }
+
+    #[test]
+    fn cpu_windows_take_a_simd_register_of_channels() {
+        let vector = |channels: i64, width: u32| {
+            Target::PoclCpu
+                .window_config_for(&geometry(1, 56, channels, 3), width)
+                .map(|c| c.vector)
+        };
+        // AVX2 (8 floats), AVX-512 (16): the widest register that divides
+        // the channels; 4 channels where neither does, 1 where not even 4.
+        assert_eq!(vector(144, 8), Some(8));
+        assert_eq!(vector(144, 16), Some(16));
+        assert_eq!(vector(40, 16), Some(8));
+        assert_eq!(vector(20, 16), Some(4));
+        assert_eq!(vector(6, 16), Some(1));
+        assert_eq!(vector(144, 4), Some(4));
+        // A channel multiplier keeps scalar channels.
+        let multiplied = WindowGeometry {
+            multiplier: 2,
+            ..geometry(1, 56, 32, 3)
+        };
+        assert_eq!(
+            Target::PoclCpu
+                .window_config_for(&multiplied, 16)
+                .map(|c| c.vector),
+            Some(1)
+        );
+        // GPUs keep their float4 form whatever the width.
+        assert_eq!(
+            Target::Nvidia
+                .window_config_for(&geometry(32, 112, 32, 3), 16)
+                .map(|c| c.vector),
+            Some(4)
+        );
     }
 
     #[test]

@@ -331,7 +331,7 @@ impl ConfigureOptions {
             };
         }
         if self.templates
-            && let Some(strategy) = window::strategy(target, op, windows)
+            && let Some(strategy) = window::strategy(target, op, windows, self.vector_width)
         {
             return strategy;
         }

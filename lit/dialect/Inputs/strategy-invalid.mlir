@@ -15,7 +15,7 @@ func.func private @indivisible() attributes {s = #tcc.gemm<tile_m = 32, tile_n =
 
 // -----
 
-// expected-error @+1 {{vector must be 1 or 4, got 2}}
+// expected-error @+1 {{vector must be 1, 4, 8 or 16, got 2}}
 func.func private @vector() attributes {s = #tcc.window<workgroup_size = 128, columns = 4, vector = 2, work_items = 64>}
 
 // -----

@@ -84,10 +84,33 @@ fn is_i8(ty: melior::ir::Type) -> bool {
     is_integer(ty, 8)
 }
 
-/// The C vector type of 4 channels of a value of type `ty` in the float4
-/// form of a convolution's A computation: `char4` for int8, else `float4`.
-fn vector_type(ty: melior::ir::Type) -> &'static str {
-    if is_i8(ty) { "char4" } else { "float4" }
+/// The C vector type of `lanes` channels of a value of type `ty` in the
+/// vector form of a convolution's A computation: `charN` for int8, else
+/// `floatN`.
+fn vector_type(ty: melior::ir::Type, lanes: u32) -> String {
+    if is_i8(ty) {
+        format!("char{lanes}")
+    } else {
+        format!("float{lanes}")
+    }
+}
+
+/// `function(a, b)` over `lanes` channels, for the prelude's `float4`
+/// functions (`tcc_maximumf4`, `tcc_minimumf4`): wider vectors call them
+/// on each group of 4 lanes; `fmax`/`fmin` take any width.
+fn vector_call(function: &str, lanes: u32, a: &str, b: &str) -> String {
+    if lanes <= 4 || !function.ends_with('4') {
+        return format!("{function}({a}, {b})");
+    }
+    let parts: Vec<String> = (0..lanes / 4)
+        .map(|part| {
+            let swizzle: String = (part * 4..part * 4 + 4)
+                .map(|lane| char::from_digit(lane, 16).unwrap_or('0'))
+                .collect();
+            format!("{function}({a}.s{swizzle}, {b}.s{swizzle})")
+        })
+        .collect();
+    format!("(float{lanes})({})", parts.join(", "))
 }
 
 /// Whether `value` is a float (or int8) result of one of `ops` (a vector
@@ -163,8 +186,8 @@ impl KernelWriter {
     /// Translates the input computation of a `tcc.conv` generic (its body
     /// before the combiner) into statements: `linalg.index` bound to the C
     /// expressions of `dims` (`None`: a dimension the input must not
-    /// depend on), and with `vector` every load and float op 4 channels
-    /// wide (see [`channel_vectorizable`]). `reserved` (the filter's and
+    /// depend on), and with `lanes` above 1 every load and float op that
+    /// many channels wide (see [`channel_vectorizable`]). `reserved` (the filter's and
     /// accumulator's block arguments) must not be read.
     ///
     /// With `tap_condition` (see [`tap_condition`]) every use of that
@@ -177,11 +200,12 @@ impl KernelWriter {
         op: OperationRef,
         input_ops: &[OperationRef],
         dims: &[Option<String>],
-        vector: bool,
+        lanes: u32,
         reserved: &[Value],
         tap_condition: Option<Value>,
     ) -> Result<Option<String>, CodegenError> {
         let mut condition_name = None;
+        let vector = lanes > 1;
         for inner in input_ops {
             if inner.operands().any(|v| reserved.contains(&v)) {
                 return Err(CodegenError::at(
@@ -204,15 +228,15 @@ impl KernelWriter {
                 let result: Value = inner.result(0).at(&op)?.into();
                 self.names.insert(key(result), dim);
             } else if vector && op_name(inner) == "memref.load" {
-                // The first of 4 channels: the same address, 4 wide.
+                // The first of the channels: the same address, `lanes` wide.
                 let memref = inner.operand(0).at(&op)?;
                 let (view, address) = self.element_address(*inner, memref, 1)?;
                 let name = self.fresh();
                 let result: Value = inner.result(0).at(&op)?.into();
                 self.line(&format!(
                     "const {} {name} = {};",
-                    vector_type(result.r#type()),
-                    view.buffer.load_vector(4, &address)
+                    vector_type(result.r#type(), lanes),
+                    view.buffer.load_vector(lanes, &address)
                 ));
                 let result: Value = inner.result(0).at(&op)?.into();
                 self.names.insert(key(result), name);
@@ -233,12 +257,12 @@ impl KernelWriter {
                     args.push(if condition || defining_in(input_ops, operand) {
                         name
                     } else {
-                        format!("({})({name})", vector_type(operand.r#type()))
+                        format!("({})({name})", vector_type(operand.r#type(), lanes))
                     });
                 }
                 let expr = match (op_name(inner).as_str(), function) {
                     ("arith.select", _) => format!("({} ? {} : {})", args[0], args[1], args[2]),
-                    (_, Some(function)) => format!("{function}({}, {})", args[0], args[1]),
+                    (_, Some(function)) => vector_call(function, lanes, &args[0], &args[1]),
                     ("arith.addf", None) => format!("({} + {})", args[0], args[1]),
                     ("arith.subf", None) => format!("({} - {})", args[0], args[1]),
                     (_, None) => format!("({} * {})", args[0], args[1]),
@@ -247,7 +271,7 @@ impl KernelWriter {
                 let result: Value = inner.result(0).at(&op)?.into();
                 self.line(&format!(
                     "const {} {name} = {expr};",
-                    vector_type(result.r#type())
+                    vector_type(result.r#type(), lanes)
                 ));
                 self.names.insert(key(result), name);
             } else {

@@ -116,6 +116,12 @@ impl KernelWriter {
                 )
             }
             "arith.negf" => format!("(-{})", self.operand(op, 0)?),
+            "arith.maximumf" if self.select_min_max && result()? == ElementType::F32 => {
+                call("tcc_maximumf_select")?
+            }
+            "arith.minimumf" if self.select_min_max && result()? == ElementType::F32 => {
+                call("tcc_minimumf_select")?
+            }
             "arith.maximumf" if result()? == ElementType::F32 => call("tcc_maximumf")?,
             "arith.minimumf" if result()? == ElementType::F32 => call("tcc_minimumf")?,
             "arith.maximumf" | "arith.maxnumf" => call("fmax")?,

@@ -316,8 +316,14 @@ impl KernelWriter {
         } else {
             None
         };
-        let inside =
-            self.conv_input_ops(op, input_ops, &dims, vector, &[weight, acc], condition)?;
+        let inside = self.conv_input_ops(
+            op,
+            input_ops,
+            &dims,
+            if vector { 4 } else { 1 },
+            &[weight, acc],
+            condition,
+        )?;
         let value = self.name(op, a_value)?;
         let statements = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;

@@ -157,6 +157,9 @@ pub(super) fn program_prelude<'a>(
     if uses("tcc_tanh(") {
         prelude.push_str(RATIONAL_TANH);
     }
+    if uses("tcc_maximumf_select(") || uses("tcc_minimumf_select(") {
+        prelude.push_str(SELECT_MIN_MAX);
+    }
     if uses("TCC_MMA_S8(") {
         prelude.push_str(TENSOR_CORES);
         prelude.push_str(INT8_MMA);
@@ -177,6 +180,15 @@ const WARP_SHUFFLE: &str = "\
 /* x from the lane whose id differs in the bits of `lanes` (row reductions' warp butterfly). */
 inline float tcc_warp_xor(float x, int lanes) { uint r; __asm__ volatile(\"shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\" : \"=r\"(r) : \"r\"(as_uint(x)), \"r\"(lanes)); return as_float(r); }
 #endif
+";
+
+/// The prelude's scalar `tcc_maximumf`/`tcc_minimumf` as selects, no
+/// branch, so that a loop over elements vectorizes (CPU targets:
+/// `select_min_max`): NaN propagates, -0 < +0.
+const SELECT_MIN_MAX: &str = "\
+/* arith.maximumf/minimumf as selects (no branch: a loop of them vectorizes). */
+inline float tcc_maximumf_select(float a, float b) { return select(select(fmax(a, b), as_float(as_uint(a) & as_uint(b)), (int)(a == b)), NAN, isnan(a) | isnan(b)); }
+inline float tcc_minimumf_select(float a, float b) { return select(select(fmin(a, b), as_float(as_uint(a) | as_uint(b)), (int)(a == b)), NAN, isnan(a) | isnan(b)); }
 ";
 
 /// erf of a float as a rational function of x (odd numerator over even

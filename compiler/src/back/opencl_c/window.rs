@@ -95,29 +95,29 @@ fn generic_column_steps(op: OperationRef, body: &[OperationRef], kw: i64) -> Opt
     undilated.then_some([stride, 1])
 }
 
-/// The 4 channels from `indices` (the channel at `channel_dim`) as a
-/// `float4`: one `vload4` where they are contiguous, else 4 loads.
-fn channel_vector(view: &MemrefView, indices: &[String], channel_dim: usize) -> String {
+/// The `lanes` channels from `indices` (the channel at `channel_dim`) as
+/// a `floatN`: one `vloadN` where they are contiguous, else one load each.
+fn channel_vector(view: &MemrefView, indices: &[String], channel_dim: usize, lanes: u32) -> String {
     if view.strides[channel_dim] == 1 {
-        return view.buffer.load_vector(4, &view.address(indices));
+        return view.buffer.load_vector(lanes, &view.address(indices));
     }
-    let lanes: Vec<String> = (0..4)
+    let loads: Vec<String> = (0..lanes)
         .map(|lane| {
             let mut at = indices.to_vec();
             at[channel_dim] = format!("({} + {lane})", at[channel_dim]);
             view.load(&at)
         })
         .collect();
-    format!("(float4)({})", lanes.join(", "))
+    format!("(float{lanes})({})", loads.join(", "))
 }
 
 impl KernelWriter {
     /// The input element of a named window op (unpadded: its windows lie
-    /// inside the input).
+    /// inside the input), `lanes` channels.
     fn named_element(
         &self,
         op: OperationRef,
-        vector: bool,
+        lanes: u32,
     ) -> Result<(String, String, Option<[i64; 2]>), CodegenError> {
         let (_, input) = self.operand_view(op, 0, "window input")?;
         let [sh, sw] = named_pair(op, "strides")?;
@@ -128,8 +128,8 @@ impl KernelWriter {
             format!("(ox * {sw} + kx * {dw})"),
             "c".to_string(),
         ];
-        let value = if vector {
-            channel_vector(&input, &indices, 3)
+        let value = if lanes > 1 {
+            channel_vector(&input, &indices, 3, lanes)
         } else {
             input.load(&indices)
         };
@@ -137,13 +137,14 @@ impl KernelWriter {
     }
 
     /// The input element of a `tcc.conv` generic: its body up to the
-    /// combiner, with `linalg.index` bound to the template's names; 4
-    /// channels at once where the body allows, else 4 scalar copies.
+    /// combiner, with `linalg.index` bound to the template's names;
+    /// `lanes` channels at once where the body allows, else one scalar
+    /// copy per lane.
     fn generic_element(
         &mut self,
         op: OperationRef,
         dims: &WindowDims,
-        vector: bool,
+        lanes: u32,
     ) -> Result<(String, String, Option<[i64; 2]>), CodegenError> {
         let body = op
             .region(0)
@@ -195,26 +196,26 @@ impl KernelWriter {
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         let reserved = [weight, acc];
-        let value = if !vector {
-            self.conv_input_ops(op, input_ops, &bound("c"), false, &reserved, None)?;
+        let value = if lanes == 1 {
+            self.conv_input_ops(op, input_ops, &bound("c"), 1, &reserved, None)?;
             self.name(op, a_value)?
         } else if channel_vectorizable(input_ops, dims.channel) {
-            self.conv_input_ops(op, input_ops, &bound("c"), true, &reserved, None)?;
+            self.conv_input_ops(op, input_ops, &bound("c"), lanes, &reserved, None)?;
             self.name(op, a_value)?
         } else {
-            let mut lanes = Vec::new();
-            for lane in 0..4 {
+            let mut values = Vec::new();
+            for lane in 0..lanes {
                 self.conv_input_ops(
                     op,
                     input_ops,
                     &bound(&format!("(c + {lane})")),
-                    false,
+                    1,
                     &reserved,
                     None,
                 )?;
-                lanes.push(self.name(op, a_value)?);
+                values.push(self.name(op, a_value)?);
             }
-            format!("(float4)({})", lanes.join(", "))
+            format!("(float{lanes})({})", values.join(", "))
         };
         let statements = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
@@ -254,11 +255,12 @@ impl KernelWriter {
         if shape.len() < 4 || window_shape.len() < 2 {
             return Err(CodegenError::at(&op, "window operands of unexpected rank"));
         }
-        let vector = config.vector == 4;
+        let lanes = config.vector;
+        let vector = lanes > 1;
         let (statements, value, column_steps) = if named {
-            self.named_element(op, vector)?
+            self.named_element(op, lanes)?
         } else {
-            self.generic_element(op, &dims, vector)?
+            self.generic_element(op, &dims, lanes)?
         };
         let tap = if dims.combine == WindowCombine::MulAdd {
             let (_, filter) = self.operand_view(op, filter_index, "window filter")?;
@@ -267,7 +269,7 @@ impl KernelWriter {
                 indices.push("m".to_string());
             }
             Some(if vector {
-                channel_vector(&filter, &indices, 2)
+                channel_vector(&filter, &indices, 2, lanes)
             } else {
                 filter.load(&indices)
             })
@@ -288,7 +290,7 @@ impl KernelWriter {
                     at.push("m".into());
                 }
                 WindowInit::Output(if vector {
-                    channel_vector(&output, &at, 3)
+                    channel_vector(&output, &at, 3, lanes)
                 } else {
                     output.load(&at)
                 })

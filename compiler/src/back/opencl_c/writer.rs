@@ -186,6 +186,9 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     let rational_erf_tanh = target.as_ref().is_some_and(|t| {
         crate::config::targets::family(t).is_ok_and(|family| family.rational_erf_tanh())
     });
+    let select_min_max = target.as_ref().is_some_and(|t| {
+        crate::config::targets::family(t).is_ok_and(|family| family.select_min_max())
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
@@ -193,6 +196,7 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
             dynamic_local,
             single_item_attention,
             rational_erf_tanh,
+            select_min_max,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -313,6 +317,9 @@ pub(super) struct KernelWriter {
     pub(super) single_item_attention: bool,
     /// f32 `erf` and `tanh` as the prelude's `tcc_erf` and `tcc_tanh`.
     pub(super) rational_erf_tanh: bool,
+    /// f32 maximum/minimum as the prelude's branch-free
+    /// `tcc_maximumf_select`/`tcc_minimumf_select`.
+    pub(super) select_min_max: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {

@@ -68,17 +68,19 @@ impl FromStr for WindowChoice {
 }
 
 /// The `#tcc.window` strategy of the kernel rooted at `op` (on tensors),
-/// if it is a window the template runs and the choice takes it.
+/// if it is a window the template runs and the choice takes it, on a
+/// device of `vector_width` floats per SIMD register.
 pub(super) fn strategy(
     target: Target,
     op: OperationRef,
     choice: WindowChoice,
+    vector_width: u32,
 ) -> Option<KernelStrategy> {
     if choice == WindowChoice::Off {
         return None;
     }
     let geometry = geometry(op)?;
-    let mut config = match (choice, target.window_config(&geometry)) {
+    let mut config = match (choice, target.window_config_for(&geometry, vector_width)) {
         (_, Some(config)) => config,
         (WindowChoice::Auto, None) => return None,
         _ => target.forced_window_config(&geometry)?,
