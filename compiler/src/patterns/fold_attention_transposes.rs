@@ -264,16 +264,22 @@ fn first_access_after<'c>(
 }
 
 /// `memref.transpose` of `source` by `perm` (result dimension `k` is
-/// source dimension `perm[k]`), inserted before `anchor`.
+/// source dimension `perm[k]`), inserted before `anchor`; `None` (nothing
+/// built) unless its shape is that of `replaced`, the buffer it stands for.
 fn transpose_view<'c>(
     context: &'c Context,
     anchor: OperationRef<'c, 'c>,
     source: Value<'c, 'c>,
     perm: &[usize],
+    replaced: Type<'c>,
 ) -> Option<Value<'c, 'c>> {
     let layout = MemRefLayout::of(source.r#type())?;
     let (strides, offset) = layout.static_strides()?;
     if !layout.is_static() || layout.rank() != perm.len() {
+        return None;
+    }
+    let permuted: Vec<i64> = perm.iter().map(|&p| layout.shape[p]).collect();
+    if MemRefLayout::of(replaced).map(|l| l.shape) != Some(permuted) {
         return None;
     }
     let shape: Vec<String> = perm.iter().map(|&p| layout.shape[p].to_string()).collect();
@@ -331,6 +337,13 @@ fn erase_allocation(value: Value) {
     }
 }
 
+/// How many of `op`'s operands are `value`.
+fn operand_uses(op: OperationRef, value: Value) -> usize {
+    (0..op.operand_count())
+        .filter(|&i| op.operand(i).ok() == Some(value))
+        .count()
+}
+
 fn set_operand(op: OperationRef, index: usize, value: Value) {
     unsafe { mlir_sys::mlirOperationSetOperand(op.to_raw(), index as isize, value.to_raw()) };
 }
@@ -353,10 +366,7 @@ fn fold_input<'c>(
     if !lone_transpose(transpose, kernel_sizes)
         || transpose.operand(1).ok() != Some(copy)
         || !droppable(copy, transpose, attention)
-        || (0..attention.operand_count())
-            .filter(|&i| attention.operand(i).ok() == Some(copy))
-            .count()
-            != 1
+        || operand_uses(attention, copy) != 1
     {
         return Ok(false);
     }
@@ -371,17 +381,9 @@ fn fold_input<'c>(
     if ops.iter().any(|op| touches(*op, root, true)) {
         return Ok(false);
     }
-    let Some(view) = transpose_view(context, attention, source, &perm) else {
+    let Some(view) = transpose_view(context, attention, source, &perm, copy.r#type()) else {
         return Ok(false);
     };
-    if MemRefLayout::of(view.r#type()).map(|l| l.shape)
-        != MemRefLayout::of(copy.r#type()).map(|l| l.shape)
-    {
-        if let Some(op) = defining_op(view) {
-            erase_op(op);
-        }
-        return Ok(false);
-    }
     set_operand(attention, index, view);
     erase_op(transpose);
     erase_allocation(copy);
@@ -407,10 +409,7 @@ fn fold_output<'c>(
     if !lone_transpose(transpose, kernel_sizes)
         || transpose.operand(0).ok() != Some(result)
         || !droppable(result, attention, transpose)
-        || (0..attention.operand_count())
-            .filter(|&i| attention.operand(i).ok() == Some(result))
-            .count()
-            != 1
+        || operand_uses(attention, result) != 1
     {
         return Ok(false);
     }
@@ -483,17 +482,10 @@ fn fold_output<'c>(
     for (k, &p) in perm.iter().enumerate() {
         inverse[p] = k;
     }
-    let Some(view) = transpose_view(context, attention, destination, &inverse) else {
+    let Some(view) = transpose_view(context, attention, destination, &inverse, result.r#type())
+    else {
         return Ok(false);
     };
-    if MemRefLayout::of(view.r#type()).map(|l| l.shape)
-        != MemRefLayout::of(result.r#type()).map(|l| l.shape)
-    {
-        if let Some(op) = defining_op(view) {
-            erase_op(op);
-        }
-        return Ok(false);
-    }
     set_operand(attention, last, view);
     erase_op(transpose);
     erase_allocation(result);

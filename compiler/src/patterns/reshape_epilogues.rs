@@ -427,7 +427,7 @@ pub fn reshape_epilogue<'c>(
                         .map_err(|e| PassError::at(generic.location(), e.to_string()))?
                         .into()
                 } else {
-                    form.to_product(context, generic, operand, &product_shape)?
+                    form.reshape(context, generic, operand, &product_shape, true)?
                 }
             }
         };
@@ -463,7 +463,7 @@ pub fn reshape_epilogue<'c>(
         .next_in_block()
         .ok_or_else(|| PassError::at(generic.location(), "epilogue without a successor"))?;
     let next = unsafe { OperationRef::from_raw(next.to_raw()) };
-    let back = form.back(context, next, result, &shape)?;
+    let back = form.reshape(context, next, result, &shape, false)?;
     let first_back = defining_op(back)
         .and_then(|op| {
             if op.operand(0).ok() == Some(result) {
@@ -517,31 +517,19 @@ enum Form {
 }
 
 impl Form {
-    /// `value` (in the epilogue's shape) in the product's shape `shape`.
-    fn to_product<'c>(
+    /// `value` reshaped to `shape`: into the product's shape (`expand`),
+    /// or the epilogue's result back into its own.
+    fn reshape<'c>(
         self,
         context: &'c Context,
         anchor: OperationRef<'c, 'c>,
         value: Value<'c, 'c>,
         shape: &[i64],
+        expand: bool,
     ) -> Result<Value<'c, 'c>, PassError<'c>> {
         match self {
             Form::Flat => reshaped(context, anchor, value, shape),
-            Form::UnitPrefix(units) => unit_reshape(context, anchor, value, shape, units, true),
-        }
-    }
-
-    /// The epilogue's result (in the product's shape) back in `shape`.
-    fn back<'c>(
-        self,
-        context: &'c Context,
-        anchor: OperationRef<'c, 'c>,
-        value: Value<'c, 'c>,
-        shape: &[i64],
-    ) -> Result<Value<'c, 'c>, PassError<'c>> {
-        match self {
-            Form::Flat => reshaped(context, anchor, value, shape),
-            Form::UnitPrefix(units) => unit_reshape(context, anchor, value, shape, units, false),
+            Form::UnitPrefix(units) => unit_reshape(context, anchor, value, shape, units, expand),
         }
     }
 }
