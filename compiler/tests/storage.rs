@@ -478,6 +478,13 @@ fn half_products_for_the_cuda_driver_take_the_wgmma_body() {
         ] {
             assert!(ptx.contains(&needle), "{flag}: {needle} not in the PTX");
         }
+        if ty == "f16" {
+            // A half is stored after one `cvt.rn.f16.f32` (TCC_STORE_F16),
+            // not through libclc's `vstore_half_rte`, which rounds in
+            // software first and tests every value for NaN on the way.
+            assert!(ptx.contains("cvt.rn.f16.f32"), "{flag}");
+            assert!(!ptx.contains("setp.nan.f32"), "{flag}: software rounding");
+        }
         let opencl = half_product_ptx(flag, &[]);
         assert!(
             !opencl.contains("wgmma.mma_async"),

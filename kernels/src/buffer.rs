@@ -79,13 +79,14 @@ impl Buffer {
 
     /// The C statement storing `value` at element offset `index`; a half
     /// buffer takes a `float` rounded to the nearest even half
-    /// (`vstore_half_rte`), a bf16 one the float rounded to nearest even
-    /// bf16 (`tcc_f32_to_bf16`, NaN kept a quiet NaN: see the program
+    /// (`TCC_STORE_F16`: `vstore_half_rte`, or one `cvt.rn` in the PTX
+    /// form, see [`F16_HELPERS`]), a bf16 one the float rounded to nearest
+    /// even bf16 (`tcc_f32_to_bf16`, NaN kept a quiet NaN: see the program
     /// prelude, [`BF16_HELPERS`]).
     pub fn store(&self, value: &str, index: &str) -> String {
         match self.storage {
             Storage::Bool => format!("{}[{index}] = (uchar)({value} ? 1 : 0);", self.name),
-            Storage::F16 => format!("vstore_half_rte({value}, {index}, {});", self.name),
+            Storage::F16 => format!("TCC_STORE_F16({value}, {index}, {});", self.name),
             Storage::BF16 => format!("{}[{index}] = tcc_f32_to_bf16({value});", self.name),
             _ => format!("{}[{index}] = {value};", self.name),
         }
@@ -109,7 +110,7 @@ impl Buffer {
     pub fn store_vector(&self, width: u32, value: &str, index: &str) -> String {
         match self.storage {
             Storage::F16 => format!(
-                "vstore_half{width}_rte({value}, 0, {} + {index});",
+                "TCC_STORE_F16_{width}({value}, 0, {} + {index});",
                 self.name
             ),
             Storage::BF16 => format!(
@@ -140,6 +141,35 @@ inline ushort2 tcc_f32_to_bf16_2(float2 x) { return (ushort2)(tcc_f32_to_bf16(x.
 inline ushort4 tcc_f32_to_bf16_4(float4 x) { return (ushort4)(tcc_f32_to_bf16_2(x.s01), tcc_f32_to_bf16_2(x.s23)); }
 inline ushort8 tcc_f32_to_bf16_8(float8 x) { return (ushort8)(tcc_f32_to_bf16_4(x.s0123), tcc_f32_to_bf16_4(x.s4567)); }
 inline ushort16 tcc_f32_to_bf16_16(float16 x) { return (ushort16)(tcc_f32_to_bf16_8(x.lo), tcc_f32_to_bf16_8(x.hi)); }
+";
+
+/// The half stores of the program prelude (added where a kernel stores
+/// through a half buffer). OpenCL C's `vstore_half_rte` is what they mean
+/// (round to nearest even, overflow to infinity, NaN kept); in the PTX form
+/// it is one `cvt.rn.f16.f32` and a 16-bit store, since libclc's
+/// `vstore_half_rte` rounds in software before its own conversion (about 60
+/// instructions an element: BERT-base's fp16 GELU-epilogue GEMM took 186
+/// against bf16's 88 us a layer on an H200 for that alone). Buffers are
+/// kernel parameters, so `__global`.
+pub const F16_HELPERS: &str = "\
+#ifdef TCC_PTX
+inline ushort tcc_f32_to_f16(float x) { ushort r; __asm__(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(x)); return r; }
+inline ushort2 tcc_f32_to_f16_2(float2 x) { return (ushort2)(tcc_f32_to_f16(x.s0), tcc_f32_to_f16(x.s1)); }
+inline ushort4 tcc_f32_to_f16_4(float4 x) { return (ushort4)(tcc_f32_to_f16_2(x.s01), tcc_f32_to_f16_2(x.s23)); }
+inline ushort8 tcc_f32_to_f16_8(float8 x) { return (ushort8)(tcc_f32_to_f16_4(x.s0123), tcc_f32_to_f16_4(x.s4567)); }
+inline ushort16 tcc_f32_to_f16_16(float16 x) { return (ushort16)(tcc_f32_to_f16_8(x.lo), tcc_f32_to_f16_8(x.hi)); }
+#define TCC_STORE_F16(v, i, p) (((__global ushort*)(p))[i] = tcc_f32_to_f16(v))
+#define TCC_STORE_F16_2(v, o, p) vstore2(tcc_f32_to_f16_2(v), o, (__global ushort*)(p))
+#define TCC_STORE_F16_4(v, o, p) vstore4(tcc_f32_to_f16_4(v), o, (__global ushort*)(p))
+#define TCC_STORE_F16_8(v, o, p) vstore8(tcc_f32_to_f16_8(v), o, (__global ushort*)(p))
+#define TCC_STORE_F16_16(v, o, p) vstore16(tcc_f32_to_f16_16(v), o, (__global ushort*)(p))
+#else
+#define TCC_STORE_F16(v, i, p) vstore_half_rte(v, i, p)
+#define TCC_STORE_F16_2(v, o, p) vstore_half2_rte(v, o, p)
+#define TCC_STORE_F16_4(v, o, p) vstore_half4_rte(v, o, p)
+#define TCC_STORE_F16_8(v, o, p) vstore_half8_rte(v, o, p)
+#define TCC_STORE_F16_16(v, o, p) vstore_half16_rte(v, o, p)
+#endif
 ";
 
 /// Whether a kernel writes through a parameter.
@@ -244,10 +274,10 @@ mod tests {
         assert_eq!(flags.store("v", "i"), "a1[i] = (uchar)(v ? 1 : 0);");
         let half = Buffer::new("a2", Storage::F16);
         assert_eq!(half.load("i"), "vload_half(i, a2)");
-        assert_eq!(half.store("v", "i"), "vstore_half_rte(v, i, a2);");
+        assert_eq!(half.store("v", "i"), "TCC_STORE_F16(v, i, a2);");
         assert_eq!(
             half.store_vector(4, "e", "c"),
-            "vstore_half4_rte(e, 0, a2 + c);"
+            "TCC_STORE_F16_4(e, 0, a2 + c);"
         );
         let brain = Buffer::new("a3", Storage::BF16);
         assert_eq!(brain.load("i"), "as_float((uint)a3[i] << 16)");

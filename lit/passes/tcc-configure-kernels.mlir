@@ -69,3 +69,19 @@ func.func @tunable(%a: tensor<1x64x128xf32>, %b: tensor<1x128x96xf32>) -> tensor
   %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x96xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x96xf32>
   return %0 : tensor<1x64x96xf32>
 }
+
+// A layer norm over short rows (768 columns): on NVIDIA many rows (4096,
+// BERT-base at batch 32) take two warps a row, few rows (128) keep 256.
+// NVIDIA-LABEL: func.func @layer_norm_many_rows
+// NVIDIA: tcc.strategy = #tcc.layer_norm<workgroup_size = 64>
+func.func @layer_norm_many_rows(%x: tensor<4096x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>) -> tensor<4096x768xf32> {
+  %0 = tcc.layer_norm %x, %g, %b axis = 1 epsilon = 9.99999974E-6 : tensor<4096x768xf32>, tensor<768xf32>
+  return %0 : tensor<4096x768xf32>
+}
+
+// NVIDIA-LABEL: func.func @layer_norm_few_rows
+// NVIDIA: tcc.strategy = #tcc.layer_norm<workgroup_size = 256>
+func.func @layer_norm_few_rows(%x: tensor<128x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>) -> tensor<128x768xf32> {
+  %0 = tcc.layer_norm %x, %g, %b axis = 1 epsilon = 9.99999974E-6 : tensor<128x768xf32>, tensor<768xf32>
+  return %0 : tensor<128x768xf32>
+}

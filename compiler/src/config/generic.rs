@@ -53,7 +53,7 @@ impl TargetConfig for Generic {
         gemm(m, n)
     }
 
-    fn row_workgroup(&self, columns: i64) -> i64 {
+    fn row_workgroup(&self, columns: i64, _rows: i64) -> i64 {
         super::gpu_row_workgroup(ROW_WORKGROUP, columns)
     }
 

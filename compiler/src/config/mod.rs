@@ -193,8 +193,8 @@ pub trait TargetConfig: Sync {
     }
 
     /// Work-items per row of a row template (softmax, layer norm, a long
-    /// row reduction) over `columns` elements.
-    fn row_workgroup(&self, columns: i64) -> i64;
+    /// row reduction) over `columns` elements, `rows` rows in the kernel.
+    fn row_workgroup(&self, columns: i64, rows: i64) -> i64;
 
     /// The flash-attention template's blocking for a head dimension of
     /// `head_dim` over `q_len` query rows.
@@ -512,11 +512,12 @@ impl Target {
     }
 
     /// Work-items per row of a row template (softmax, layer norm, a long
-    /// row reduction) over `columns` elements: on GPUs the target's
-    /// preferred power of two, no more than the row needs; on CPUs one,
-    /// which walks the row in SIMD lanes (`tcc_kernels`'s row passes).
-    pub fn row_workgroup(self, columns: i64) -> i64 {
-        self.config().row_workgroup(columns)
+    /// row reduction) over `columns` elements, `rows` rows: on GPUs the
+    /// target's preferred power of two, no more than the row needs; on
+    /// CPUs one, which walks the row in SIMD lanes (`tcc_kernels`'s row
+    /// passes).
+    pub fn row_workgroup(self, columns: i64, rows: i64) -> i64 {
+        self.config().row_workgroup(columns, rows)
     }
 
     /// See [`TargetConfig::attention`].

@@ -172,7 +172,7 @@ impl TargetConfig for PoclCpu {
         weight_panel(config, shape)
     }
 
-    fn row_workgroup(&self, _columns: i64) -> i64 {
+    fn row_workgroup(&self, _columns: i64, _rows: i64) -> i64 {
         ROW_WORKGROUP
     }
 

@@ -327,7 +327,7 @@ impl ConfigureOptions {
             && target.row_reduction_template(reduction.contiguous)
         {
             return KernelStrategy::RowReduce {
-                workgroup_size: target.row_workgroup(reduction.length),
+                workgroup_size: target.row_workgroup(reduction.length, reduction.rows),
             };
         }
         if self.templates
@@ -355,12 +355,16 @@ fn row_template(
     default_size: i64,
     extent: Option<i64>,
 ) -> Option<KernelStrategy> {
-    let columns = op
+    let shape = op
         .operand(op.operand_count().checked_sub(1)?)
         .ok()
-        .and_then(|v| shape_at(v.r#type(), extent))
-        .and_then(|shape| shape.last().copied());
-    let workgroup_size = columns.map_or(default_size, |c| target.row_workgroup(c));
+        .and_then(|v| shape_at(v.r#type(), extent));
+    let workgroup_size = shape
+        .as_deref()
+        .and_then(|shape| shape.split_last())
+        .map_or(default_size, |(&columns, rows)| {
+            target.row_workgroup(columns, rows.iter().product())
+        });
     match kind {
         KernelKind::Softmax => Some(KernelStrategy::Softmax { workgroup_size }),
         KernelKind::LayerNorm => Some(KernelStrategy::LayerNorm { workgroup_size }),
@@ -446,6 +450,8 @@ pub const ROW_COMBINERS: &[&str] = &[
 struct RowReduction {
     length: i64,
     contiguous: bool,
+    /// Output elements: one row each.
+    rows: i64,
 }
 
 /// The row reduction `op` is, if it may run one work-group per output
@@ -537,8 +543,11 @@ fn row_reduction(op: OperationRef, int8_off: bool) -> Option<RowReduction> {
     } else {
         ROW_COMBINERS.contains(&combiner.as_str())
     };
-    (combines && uses_acc && crate::ir::util::use_count(acc.into()) == 1)
-        .then_some(RowReduction { length, contiguous })
+    (combines && uses_acc && crate::ir::util::use_count(acc.into()) == 1).then_some(RowReduction {
+        length,
+        contiguous,
+        rows: result.shape.iter().product(),
+    })
 }
 
 /// Parallel points of a kernel: the elements of its largest result, a

@@ -143,7 +143,10 @@ pub(super) fn program_prelude<'a>(
         prelude.push_str(FP64_PRAGMA);
     }
     if uses("tcc_round_f16") {
-        prelude.push_str(F16_HELPERS);
+        prelude.push_str(F16_ROUNDING);
+    }
+    if uses("TCC_STORE_F16") {
+        prelude.push_str(tcc_kernels::buffer::F16_HELPERS);
     }
     if uses("bf16") {
         prelude.push_str(tcc_kernels::buffer::BF16_HELPERS);
@@ -242,7 +245,14 @@ pub const FP64_PRAGMA: &str = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
 
 /// Rounding a `float` register to the nearest even f16 (what `arith.truncf`
 /// to f16 means), through a private half: `vstore_half_rte` and
-/// `vload_half` are core OpenCL C 1.2, no `cl_khr_fp16` needed.
-const F16_HELPERS: &str = "\
+/// `vload_half` are core OpenCL C 1.2, no `cl_khr_fp16` needed. The PTX
+/// form converts there and back with two `cvt`s (libclc's
+/// `vstore_half_rte` rounds in software first: see `tcc_kernels`'
+/// `buffer::F16_HELPERS`).
+const F16_ROUNDING: &str = "\
+#ifdef TCC_PTX
+inline float tcc_round_f16(float x) { float r; __asm__(\"{ .reg .b16 h; cvt.rn.f16.f32 h, %1; cvt.f32.f16 %0, h; }\" : \"=f\"(r) : \"f\"(x)); return r; }
+#else
 inline float tcc_round_f16(float x) { ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h); }
+#endif
 ";
