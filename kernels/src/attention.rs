@@ -226,10 +226,18 @@ fn tensor_core_local_bytes(spec: &AttentionSpec) -> i64 {
 }
 
 /// The tensor-core body (PTX only; FA2's register layout). The work-group
-/// stages its `block_q` query rows once and each K tile as 16-bit halves
-/// (rounded to nearest even from the stored values; exact when storage is
-/// already that half type) and each V tile the same way, row-major, whose
-/// `·V` B fragments `ldmatrix.trans` reads (two n8 tiles a load); rows are
+/// stages its `block_q` query rows once and each K and V tile (one loop,
+/// both loads in flight) as 16-bit halves: copied as they are, 16 bytes a
+/// load, where the buffers already hold that half type (`--storage`
+/// intermediates: BERT-base's attention at batch 32 went from 68.6 to 50.8
+/// us a layer, bf16 on an H200), else rounded to nearest even from the
+/// stored floats. V stays row-major; its `·V` B fragments `ldmatrix.trans`
+/// reads (two n8 tiles a load). Q and K fragments are 32-bit local loads:
+/// `ldmatrix` for them measured slower in the causal cases (seq 128 fp16:
+/// 84-89 against 57-61 us, `scripts/bench/attention-device.py` shapes),
+/// holding Q's fragments in registers slower everywhere (register
+/// pressure beside the accumulators). A mask that is the same for every
+/// query row (`[batch, 1, 1, keys]`) is staged per key tile. Rows are
 /// padded by 8 halves so that a warp's fragment loads fall in distinct
 /// banks. Each warp owns 32 query
 /// rows as two m16 tiles, taken one after the other per key tile: `S =
@@ -272,17 +280,34 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         heads = s.heads,
     );
     // Q once, rows past the sequence as zeros.
+    let half_storage = arithmetic.half_storage();
+    let raw = |operand: &AttentionOperand| {
+        Some(operand.buffer.storage) == half_storage && octet_aligned(operand, d)
+    };
     let q_at = spec.query.address(["b", "h", "i", "dd"]);
-    let _ = writeln!(
-        out,
-        "  for (int e = lid; e < {q_elems}; e += {bq}) {{\n    \
-         const int r = e / {d}, dd = e % {d};\n    \
-         const tcc_index i = q0 + r;\n    \
-         q_half[r * {qk_row} + dd] = {half_bits}(i < {q_len} ? {} : 0.0f);\n  }}",
-        spec.query.buffer.load(&q_at),
-        q_elems = i64::from(bq) * d,
-        q_len = s.q_len,
-    );
+    if raw(&spec.query) {
+        let _ = writeln!(
+            out,
+            "  for (int e = lid; e < {octets}; e += {bq}) {{\n    \
+             const int r = (8 * e) / {d}, dd = (8 * e) % {d};\n    \
+             const tcc_index i = q0 + r;\n    \
+             *(__local uint4*)&q_half[r * {qk_row} + dd] = i < {q_len} ? {} : (uint4)(0u);\n  }}",
+            load_octet(&spec.query.buffer, &q_at),
+            octets = i64::from(bq) * d / 8,
+            q_len = s.q_len,
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  for (int e = lid; e < {q_elems}; e += {bq}) {{\n    \
+             const int r = e / {d}, dd = e % {d};\n    \
+             const tcc_index i = q0 + r;\n    \
+             q_half[r * {qk_row} + dd] = {half_bits}(i < {q_len} ? {} : 0.0f);\n  }}",
+            spec.query.buffer.load(&q_at),
+            q_elems = i64::from(bq) * d,
+            q_len = s.q_len,
+        );
+    }
     let _ = writeln!(
         out,
         "  float o[2][{d_tiles}][4];\n  float m[2][2], l[2][2];\n  \
@@ -300,48 +325,35 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     } else {
         let _ = writeln!(out, "  const tcc_index kv_end = {};", s.kv_len);
     }
-    let k_at = spec.key.address(["b", "hk", "j", "dd"]);
-    let v_at = spec.value.address(["b", "hk", "j", "dd"]);
+    // A mask that is the same for every query row (a padding mask,
+    // `[batch, 1, 1, keys]`) is staged per key tile beside K and V.
+    let row_mask = spec
+        .mask
+        .as_ref()
+        .filter(|mask| mask.strides[2] == 0)
+        .map(|mask| mask.address(["b", "h", "0", "j"]));
+    if row_mask.is_some() {
+        let _ = writeln!(out, "  __local float mask_tile[{bk}];");
+    }
     let _ = writeln!(
         out,
         "  for (tcc_index k0 = 0; k0 < kv_end; k0 += {bk}) {{\n    \
          barrier(CLK_LOCAL_MEM_FENCE);"
     );
-    if quad_aligned(&spec.key, d) && quad_aligned(&spec.value, d) {
-        // Four consecutive elements of a row per load (vload4 and its
-        // half forms), K and V rows stored as two half pairs each.
+    stage_key_tiles(&mut out, spec, half_storage, half_bits, pack);
+    if let (Some(at), Some(mask)) = (&row_mask, &spec.mask) {
         let _ = writeln!(
             out,
-            "    for (int e = lid; e < {quads}; e += {bq}) {{\n      \
-             const int jj = (4 * e) / {d}, dd = (4 * e) % {d};\n      \
-             const tcc_index j = k0 + jj;\n      \
-             const int inside = j < {kv};\n      \
-             const float4 kq = inside ? {} : (float4)(0.0f);\n      \
-             const float4 vq = inside ? {} : (float4)(0.0f);\n      \
-             *(__local uint2*)&k_half[jj * {qk_row} + dd] = (uint2)({pack}(kq.s0, kq.s1), {pack}(kq.s2, kq.s3));\n      \
-             *(__local uint2*)&v_half[jj * {qk_row} + dd] = (uint2)({pack}(vq.s0, vq.s1), {pack}(vq.s2, vq.s3));\n    }}",
-            load_quad(&spec.key.buffer, &k_at),
-            load_quad(&spec.value.buffer, &v_at),
-            quads = i64::from(bk) * d / 4,
-            kv = s.kv_len,
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "    for (int e = lid; e < {kv_elems}; e += {bq}) {{\n      \
-             const int jj = e / {d}, dd = e % {d};\n      \
-             const tcc_index j = k0 + jj;\n      \
-             const int inside = j < {kv};\n      \
-             k_half[jj * {qk_row} + dd] = {half_bits}(inside ? {} : 0.0f);\n      \
-             v_half[jj * {qk_row} + dd] = {half_bits}(inside ? {} : 0.0f);\n    }}",
-            spec.key.buffer.load(&k_at),
-            spec.value.buffer.load(&v_at),
-            kv_elems = i64::from(bk) * d,
+            "    for (int e = lid; e < {bk}; e += {bq}) {{\n      \
+             const tcc_index j = k0 + e;\n      \
+             mask_tile[e] = j < {kv} ? {} : 0.0f;\n    }}",
+            mask.buffer.load(at),
             kv = s.kv_len,
         );
     }
     let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
-    // S = Q·Kᵀ for one m16 tile of the warp.
+    // S = Q·Kᵀ for one m16 tile of the warp (fragments by 32-bit local
+    // loads: `ldmatrix` for Q or K measured slower, see the note above).
     let _ = writeln!(
         out,
         "    #pragma unroll\n    for (int mt = 0; mt < 2; ++mt) {{\n      \
@@ -361,7 +373,9 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     );
     // Scale, mask, bounds; the tile's row maxima.
     let mut score = format!("sc[nt][e] * {}", float_literal(spec.scale));
-    if let Some(mask) = &spec.mask {
+    if row_mask.is_some() {
+        score = format!("{score} + mask_tile[nt * 8 + 2 * t + (e % 2)]");
+    } else if let Some(mask) = &spec.mask {
         let at = mask.address(["b", "h", "qi", "j"]);
         score = format!(
             "{score} + (j < {kv} ? {} : 0.0f)",
@@ -444,6 +458,92 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         q_len = s.q_len,
     );
     out
+}
+
+/// Stages one key tile of K and V (`block_k` rows of the head dimension
+/// from key `k0`, keys past the sequence as zeros) into the local half
+/// tiles `k_half` and `v_half`, both in one loop (two loads in flight a
+/// step). A step takes the most elements both operands allow: eight (16
+/// bytes) where both buffers already hold the tensor cores' half type
+/// with rows at multiples of eight elements, four where rows start at
+/// multiples of four, else one; a buffer in the half type is copied as it
+/// is, any other is read as floats and rounded.
+fn stage_key_tiles(
+    out: &mut String,
+    spec: &AttentionSpec,
+    half_storage: Option<crate::Storage>,
+    half_bits: &str,
+    pack: &str,
+) {
+    let (bq, bk, d, kv) = (
+        spec.block_q,
+        spec.block_k,
+        spec.shape.head_dim,
+        spec.shape.kv_len,
+    );
+    let raw = |operand: &AttentionOperand| Some(operand.buffer.storage) == half_storage;
+    let step = |operand: &AttentionOperand| {
+        if raw(operand) && octet_aligned(operand, d) {
+            8
+        } else if quad_aligned(operand, d) {
+            4
+        } else {
+            1
+        }
+    };
+    let width = step(&spec.key).min(step(&spec.value));
+    let _ = writeln!(
+        out,
+        "    for (int e = lid; e < {steps}; e += {bq}) {{\n      \
+         const int jj = ({width} * e) / {d}, dd = ({width} * e) % {d};\n      \
+         const tcc_index j = k0 + jj;",
+        steps = i64::from(bk) * d / width,
+    );
+    for (operand, tile) in [(&spec.key, "k_half"), (&spec.value, "v_half")] {
+        let at = operand.address(["b", "hk", "j", "dd"]);
+        let target = format!("{tile}[jj * {} + dd]", d + 8);
+        let statement = match (raw(operand), width) {
+            (true, 8) => format!(
+                "*(__local uint4*)&{target} = j < {kv} ? {} : (uint4)(0u);",
+                load_octet(&operand.buffer, &at)
+            ),
+            (true, 4) => format!(
+                "*(__local uint2*)&{target} = j < {kv} ? *(__global const uint2*)({} + {at}) : (uint2)(0u);",
+                operand.buffer.name
+            ),
+            (true, _) => format!(
+                "{target} = j < {kv} ? ((__global const ushort*){})[{at}] : (ushort)0;",
+                operand.buffer.name
+            ),
+            (false, 4) => format!(
+                "{{\n        const float4 x = j < {kv} ? {} : (float4)(0.0f);\n        \
+                 *(__local uint2*)&{target} = (uint2)({pack}(x.s0, x.s1), {pack}(x.s2, x.s3));\n      }}",
+                load_quad(&operand.buffer, &at)
+            ),
+            (false, _) => format!(
+                "{target} = {half_bits}(j < {kv} ? {} : 0.0f);",
+                operand.buffer.load(&at)
+            ),
+        };
+        let _ = writeln!(out, "      {statement}");
+    }
+    let _ = writeln!(out, "    }}");
+}
+
+/// Whether rows of `operand` can be copied eight 16-bit elements (16
+/// bytes) at a time: the head dimension contiguous and every row start a
+/// multiple of eight elements.
+fn octet_aligned(operand: &AttentionOperand, head_dim: i64) -> bool {
+    operand.strides[3] == 1
+        && head_dim % 8 == 0
+        && operand.offset % 8 == 0
+        && operand.strides[..3].iter().all(|s| s % 8 == 0)
+}
+
+/// The eight 16-bit elements from `index` of a half buffer, as they are
+/// (one 16-byte load).
+fn load_octet(buffer: &Buffer, index: &str) -> String {
+    format!("*(__global const uint4*)({} + {index})", buffer.name)
 }
 
 /// Whether rows of `operand` can be read four elements at a time: the
@@ -895,18 +995,24 @@ mod tests {
         assert!(ptx.contains("__local ushort q_half[4608]"), "{ptx}");
         assert!(ptx.contains("__local ushort k_half[2304]"), "{ptx}");
         assert!(ptx.contains("__local ushort v_half[2304]"), "{ptx}");
-        // Rows of K and V read four elements at a time.
+        // Rows of fp32 K and V read four elements at a time, rounded.
         assert!(
-            ptx.contains("const float4 vq = inside ? *(__global const float4*)(a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
+            ptx.contains("const float4 x = j < 77 ? *(__global const float4*)(a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
             "{ptx}"
         );
         assert!(
-            ptx.contains("*(__local uint2*)&v_half[jj * 72 + dd] = (uint2)(tcc_f16x2(vq.s0, vq.s1), tcc_f16x2(vq.s2, vq.s3));"),
+            ptx.contains("*(__local uint2*)&v_half[jj * 72 + dd] = (uint2)(tcc_f16x2(x.s0, x.s1), tcc_f16x2(x.s2, x.s3));"),
             "{ptx}"
         );
         // Both products on FP16 tensor cores (P·V two n8 tiles per
         // transposed ldmatrix of V), P packed from the S accumulators.
         assert_eq!(ptx.matches("TCC_MMA_F16(").count(), 3, "{ptx}");
+        assert!(
+            ptx.contains(
+                "const uint b1 = *(__local const uint*)&k_half[(nt * 8 + g) * 72 + kk + 8 + 2 * t];"
+            ),
+            "{ptx}"
+        );
         assert!(
             ptx.contains("TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &v_half[(kt * 16 + (lane & 15)) * 72 + (dn + (lane >> 4)) * 8]);"),
             "{ptx}"
@@ -918,9 +1024,16 @@ mod tests {
         // The row statistics over the four threads of a row.
         assert!(ptx.contains("tcc_shfl_xor(x, 2)"), "{ptx}");
         assert!(ptx.contains("sum += tcc_shfl_xor(sum, 1);"), "{ptx}");
-        // The mask, scale and causal bounds as in the fp32 body.
+        // The mask, scale and causal bounds as in the fp32 body; the
+        // mask, the same for every query row, staged per key tile.
         assert!(
-            ptx.contains("const float x = sc[nt][e] * 0.125f + (j < 77 ? a3[b * 77 + j] : 0.0f);"),
+            ptx.contains("mask_tile[e] = j < 77 ? a3[b * 77 + j] : 0.0f;"),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains(
+                "const float x = sc[nt][e] * 0.125f + mask_tile[nt * 8 + 2 * t + (e % 2)];"
+            ),
             "{ptx}"
         );
         assert!(
@@ -961,10 +1074,27 @@ mod tests {
         strided.value.strides = [9856, 4928, 1, 77];
         let text = attention_kernel(&strided).unwrap();
         assert!(
-            text.contains("v_half[jj * 72 + dd] = tcc_bf16_bits(inside ?"),
+            text.contains("v_half[jj * 72 + dd] = tcc_bf16_bits(j < 77 ?"),
             "{text}"
         );
         assert!(!text.contains("float4*)(a2"), "{text}");
+        // Buffers already in bf16 whose rows start at multiples of eight
+        // elements: Q, K and V copied into the tiles as they are, 16
+        // bytes a load.
+        let mut stored = bf16.clone();
+        for operand in [&mut stored.query, &mut stored.key, &mut stored.value] {
+            operand.buffer.storage = crate::Storage::BF16;
+        }
+        let text = attention_kernel(&stored).unwrap();
+        assert!(
+            text.contains("*(__local uint4*)&k_half[jj * 72 + dd] = j < 77 ? *(__global const uint4*)(a1 + b * 9856 + hk * 4928 + j * 64 + dd) : (uint4)(0u);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("*(__local uint4*)&q_half[r * 72 + dd] = i < 77 ? *(__global const uint4*)(a0 + b * 19712 + h * 4928 + i * 64 + dd) : (uint4)(0u);"),
+            "{text}"
+        );
+        assert!(!text.contains("tcc_bf16_bits(j < 77"), "{text}");
         // Not whole warps of 32 rows, a head dimension off the k step of
         // 16, or TF32: the fp32 body alone.
         let changes: [fn(&mut AttentionSpec); 3] = [

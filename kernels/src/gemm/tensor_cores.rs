@@ -78,7 +78,7 @@ impl TensorCores {
     }
 
     /// The 16-bit storage the local tiles hold (FP16, BF16), if any.
-    pub(super) fn half_storage(self) -> Option<Storage> {
+    pub(crate) fn half_storage(self) -> Option<Storage> {
         match self {
             TensorCores::Fp16 => Some(Storage::F16),
             TensorCores::Bf16 => Some(Storage::BF16),
