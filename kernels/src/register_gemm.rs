@@ -14,6 +14,12 @@
 //! (AVX-512: one `float16` per register), where the tiled form's
 //! work-group loops and barriers would vectorize only across work-items.
 //!
+//! Where A and B are read through their strides (or B in panels), each
+//! row's start of A and each B vector's column are pointers set once
+//! before the k loop, so that every load in it is a pointer plus k: the
+//! multiply-adds take A's broadcast straight from memory and nothing else
+//! competes for their ports (see `register_gemm_kernel`).
+//!
 //! Rows past M are clamped to the last row (their results are never
 //! stored) so that the k loop needs no row guard; a tile reaching past N
 //! assembles its B vectors from guarded scalar loads, the others load
