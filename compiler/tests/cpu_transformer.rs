@@ -173,7 +173,7 @@ fn cpu_attention_panels_and_gelu_match_float64_references() {
         };
         let (cpu, gpu) = (kernels("pocl-cpu"), kernels("nvidia"));
         let forms: Vec<&str> = match name {
-            "gelu_erf" | "gelu_tanh" => vec!["+ (j / 16) * "],
+            "gelu_erf" | "gelu_tanh" => vec!["((col0 + 0) / 16) * "],
             _ => vec!["one work-item per 4 query rows"],
         };
         for form in forms {

@@ -14,6 +14,12 @@
 //! (AVX-512: one `float16` per register), where the tiled form's
 //! work-group loops and barriers would vectorize only across work-items.
 //!
+//! Where A and B are read through their strides (or B in panels), each
+//! row's start of A and each B vector's column are pointers set once
+//! before the k loop, so that every load in it is a pointer plus k: the
+//! multiply-adds take A's broadcast straight from memory and nothing else
+//! competes for their ports (see `register_gemm_kernel`).
+//!
 //! Rows past M are clamped to the last row (their results are never
 //! stored) so that the k loop needs no row guard; a tile reaching past N
 //! assembles its B vectors from guarded scalar loads, the others load
@@ -33,6 +39,7 @@
 use std::fmt::Write as _;
 
 use crate::gemm::GemmSpec;
+use crate::{Address, Buffer};
 
 /// The widest SIMD vector (in floats) that divides a work-item's columns.
 fn vector_width(columns: u32) -> u32 {
@@ -151,6 +158,76 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     };
     let b_contiguous =
         spec.b_panel.is_some() || (spec.b_offset.is_none() && spec.b.col_stride == 1);
+    // Pointers hoisted out of the k loop: each row's start of A (where A
+    // is read through its strides) and each B vector's column (in panels,
+    // or as stored with unit column stride), so that the loop's loads are
+    // a pointer plus k and nothing else. Written as whole addresses per k,
+    // the six rows' `i * K + k` were vectorized into SIMD integer
+    // arithmetic and extracted to scalars every k, on the ports the
+    // multiply-adds need (`vpextrq`, `vpmovsxdq`): a 6 x 16 block over
+    // K = 3072 took 8.1 ms of CPU time so and 5.4 ms with the pointers
+    // (pyopencl on PoCL, AVX-512, docs/benchmarks.md).
+    let a_rows = (spec.a_element.is_none() && spec.a_offset.is_none()).then(|| {
+        (0..rows)
+            .map(|r| {
+                let pointer = format!("tcc_a{r}");
+                let _ = writeln!(
+                    out,
+                    "  __global const {}* {pointer} = {} + {};",
+                    spec.a.buffer.storage.c_type(),
+                    spec.a.buffer.name,
+                    Address::new(spec.a.offset, vec![spec.a.batch_stride, spec.a.row_stride])
+                        .at(&["b".to_string(), format!("i{r}")])
+                );
+                Buffer::new(pointer, spec.a.buffer.storage)
+            })
+            .collect::<Vec<_>>()
+    });
+    let a_k_index = Address::new(0, vec![spec.a.col_stride]).at(&["k"]);
+    let b_columns = match (spec.b_panel, &spec.b_offset) {
+        (Some(panel), _) => Some((
+            format!("k * {panel}"),
+            (0..vectors)
+                .map(|v| {
+                    let j = format!("(col0 + {})", v * width);
+                    let offset = match spec.b.offset {
+                        0 => String::new(),
+                        offset => format!("{offset} + "),
+                    };
+                    format!(
+                        "{offset}({j} / {panel}) * {} + ({j} % {panel})",
+                        s.k * panel
+                    )
+                })
+                .collect::<Vec<_>>(),
+        )),
+        (None, None) if spec.b.col_stride == 1 => Some((
+            Address::new(0, vec![spec.b.row_stride]).at(&["k"]),
+            (0..vectors)
+                .map(|v| {
+                    Address::new(spec.b.offset, vec![spec.b.batch_stride, 1])
+                        .at(&["b".to_string(), format!("col0 + {}", v * width)])
+                })
+                .collect(),
+        )),
+        _ => None,
+    };
+    let b_vectors = b_columns.as_ref().map(|(k_index, starts)| {
+        starts
+            .iter()
+            .enumerate()
+            .map(|(v, start)| {
+                let pointer = format!("tcc_b{v}");
+                let _ = writeln!(
+                    out,
+                    "  __global const {}* {pointer} = {} + {start};",
+                    spec.b.buffer.storage.c_type(),
+                    spec.b.buffer.name
+                );
+                (Buffer::new(pointer, spec.b.buffer.storage), k_index.clone())
+            })
+            .collect::<Vec<_>>()
+    });
     // Only the last column tile can reach past N.
     let edge = s.n % columns as i64 != 0;
     // The first column of the last column tile (the only one that can
@@ -185,11 +262,11 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
                     let _ = writeln!(out, "      ra{r} = {};", spec.a.buffer.load(offset));
                 }
                 (None, None) => {
-                    let _ = writeln!(
-                        out,
-                        "      ra{r} = {};",
-                        spec.a.buffer.load(&spec.a.address("b", "i", "k"))
-                    );
+                    let load = match &a_rows {
+                        Some(pointers) => pointers[r as usize].load(&a_k_index),
+                        None => spec.a.buffer.load(&spec.a.address("b", "i", "k")),
+                    };
+                    let _ = writeln!(out, "      ra{r} = {load};");
                 }
             }
             let _ = writeln!(out, "    }}");
@@ -202,10 +279,14 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
                 let first = v * width;
                 let _ = writeln!(out, "      {ty} rb{v};");
                 if b_contiguous {
+                    let (buffer, address) = match &b_vectors {
+                        Some(pointers) => (&pointers[v as usize].0, &pointers[v as usize].1),
+                        None => (&spec.b.buffer, &b_address),
+                    };
                     let load = if width == 1 {
-                        spec.b.buffer.load(&b_address)
+                        buffer.load(address)
                     } else {
-                        spec.b.buffer.load_vector(width, &b_address)
+                        buffer.load_vector(width, address)
                     };
                     // Panels hold whole panels of columns, zero past N:
                     // the edge block loads them whole too, but only the
@@ -405,7 +486,13 @@ mod tests {
         // K = 30: each panel is 30 rows of 16; the block's two float16 per
         // k come from two panels, 16 floats on per k.
         assert!(
-            text.contains("rb1 = vload16(0, a2 + 8 + (j / 16) * 480 + k * 16 + (j % 16));"),
+            text.contains(
+                "__global const float* tcc_b1 = a2 + 8 + ((col0 + 16) / 16) * 480 + ((col0 + 16) % 16);"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("rb1 = vload16(0, tcc_b1 + k * 16);"),
             "{text}"
         );
         assert!(!text.contains("lanes["), "{text}");
@@ -441,7 +528,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "      if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, a2 + 0 + (j / 16) * 480 + k * 16 + (j % 16));\n      } else\n        rb1 = (float16)(0.0f);"
+                "      if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, tcc_b1 + k * 16);\n      } else\n        rb1 = (float16)(0.0f);"
             ),
             "{text}"
         );
@@ -484,7 +571,25 @@ mod tests {
             text.contains("const tcc_index i3 = min(row0 + 3, (tcc_index)99);"),
             "{text}"
         );
-        assert!(text.contains("ra3 = a1[i * 30 + k];"), "{text}");
+        // Each row's start of A and each B vector's column hoisted out of
+        // the k loop, which reads them at k.
+        assert!(
+            text.contains("__global const float* tcc_a3 = a1 + i3 * 30;"),
+            "{text}"
+        );
+        assert!(text.contains("ra3 = tcc_a3[k];"), "{text}");
+        assert!(
+            text.contains("__global const float* tcc_b1 = a2 + col0 + 16;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rb1 = vload16(0, tcc_b1 + k * 50);"),
+            "{text}"
+        );
+        let k_loop =
+            &text[text.find("for (tcc_index k_step").unwrap()..text.find("float block[").unwrap()];
+        assert!(!k_loop.contains(" a1["), "{k_loop}");
+        assert!(!k_loop.contains("a2 +"), "{k_loop}");
         // 25 row tiles of 4 (M = 100) walked fastest, then 2 column tiles.
         assert!(
             text.contains("const tcc_index group = (tcc_index)get_group_id(1) * 2 + (tcc_index)get_group_id(0);"),
@@ -506,12 +611,35 @@ mod tests {
     }
 
     #[test]
+    fn strided_operands_hoist_their_batch_and_row_but_keep_their_strides() {
+        // A read transposed (column stride 100) and batched; B with a
+        // column stride of 2 (not vector-loadable): A's rows are still
+        // hoisted, each k a stride on; B keeps its whole address.
+        let mut strided = spec(GemmConfig::register_blocked(2, 16));
+        strided.shape.n = 64;
+        strided.shape.batch = 3;
+        strided.a.row_stride = 1;
+        strided.a.col_stride = 100;
+        strided.a.batch_stride = 3000;
+        strided.a.offset = 4;
+        strided.b.col_stride = 2;
+        let text = gemm_kernel(&strided).unwrap();
+        assert!(
+            text.contains("__global const float* tcc_a1 = a1 + 4 + b * 3000 + i1;"),
+            "{text}"
+        );
+        assert!(text.contains("ra1 = tcc_a1[k * 100];"), "{text}");
+        assert!(!text.contains("tcc_b0"), "{text}");
+        assert!(text.contains("a2[k * 50 + j * 2]"), "{text}");
+    }
+
+    #[test]
     fn a_tile_reaching_past_n_loads_b_lane_by_lane() {
         // N = 50 is not a multiple of 32: the last column tile is guarded.
         let text = gemm_kernel(&spec(GemmConfig::register_blocked(4, 32))).unwrap();
         assert!(text.contains("const int full = col0 + 32 <= 50;"), "{text}");
         assert!(
-            text.contains("if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, a2 + k * 50 + j);"),
+            text.contains("if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, tcc_b1 + k * 50);"),
             "{text}"
         );
         assert!(
@@ -569,7 +697,7 @@ mod tests {
         );
         // B's row is the flat k.
         assert!(
-            text.contains("rb0 = vload16(0, a2 + k * 50 + j);"),
+            text.contains("rb0 = vload16(0, tcc_b0 + k * 50);"),
             "{text}"
         );
         // Without a per-tap check the channel loop comes once.

@@ -50,8 +50,10 @@
 // The register-blocked form: no local memory; per k, four float16 of B's
 // row and one broadcast A element per row into 16 accumulators; the row
 // tiles (50 of 4) are walked fastest; the second column tile reaches past
-// N = 96, so B is loaded lane by lane there; the epilogue runs per
-// element from a private copy of the block.
+// N = 96, so B is loaded lane by lane there; each row's start of A and
+// each B vector's column are pointers set before the k loop, which loads
+// at k from them; the epilogue runs per element from a private copy of
+// the block.
 // CPU: __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 // CPU-NEXT: void matmul_add_max_0(
 // CPU-NOT: __local
@@ -60,13 +62,15 @@
 // CPU: const tcc_index col0 = (group / 50) * 64;
 // CPU: const tcc_index i3 = min(row0 + 3, (tcc_index)199);
 // CPU: float16 acc3_3 = (float16)(0.0f);
+// CPU: __global const float* tcc_a3 = a1 + i3 * 128;
+// CPU: __global const float* tcc_b3 = a2 + col0 + 48;
 // CPU: const int full = col0 + 64 <= 96;
 // CPU: for (tcc_index k_step = 0; k_step < 128; k_step += 1) {
-// CPU: ra3 = a1[i * 128 + k];
+// CPU: ra3 = tcc_a3[k];
 // CPU: float16 rb3;
 // CPU-NEXT: if (full) {
 // CPU-NEXT: const tcc_index j = col0 + 48;
-// CPU-NEXT: rb3 = vload16(0, a2 + k * 96 + j);
+// CPU-NEXT: rb3 = vload16(0, tcc_b3 + k * 96);
 // CPU: lanes[lane] = j < 96 ? a2[k * 96 + j] : 0.0f;
 // CPU: { const float16 a = (float16)(ra3); acc3_0 = fma(a, rb0, acc3_0); acc3_1 = fma(a, rb1, acc3_1); acc3_2 = fma(a, rb2, acc3_2); acc3_3 = fma(a, rb3, acc3_3); }
 // CPU: vstore16(acc3_3, 0, &block[3][48]);

@@ -19,7 +19,9 @@ program caches (seconds to the exit: the first result), one `tcc-run`
 whose outputs must agree with onnxruntime's (max error within 1e-4 of
 the largest reference value, else the model's row says so), IREE's
 import and compile (`iree-import-onnx --opset-version 17`,
-`--iree-llvmcpu-target-cpu=host`). Then `--rounds` rounds of (tcc,
+`--iree-llvmcpu-target-cpu=host`; a model IREE cannot import or compile
+has no IREE figures and says why on stderr, and IREE's outputs are held
+to the same bound against onnxruntime's). Then `--rounds` rounds of (tcc,
 onnxruntime, IREE) in turns, so that the shared machine's noise falls on
 all three alike: tcc's figure is `tcc-benchmark --device=pthread` (median
 of 20 calls after 3, end to end), onnxruntime's and IREE's the median of
@@ -138,6 +140,13 @@ def tcc_ms(artifact, inputs):
     return json.loads(out)["latency_ms"]["median"]
 
 
+def iree_outputs(result):
+    """An IREE function's result (one device array or a sequence of them)
+    as host arrays."""
+    results = result if isinstance(result, (list, tuple)) else [result]
+    return [r.to_host() if hasattr(r, "to_host") else np.asarray(r) for r in results]
+
+
 def iree_session(onnx_path, stem, threads):
     import iree.runtime as rt
     mlir, vmfb = f"{stem}.iree.mlir", f"{stem}.vmfb"
@@ -214,20 +223,29 @@ def main():
                     for g, r in zip(got, reference))
         scale = max(1.0, max(float(np.abs(r).max()) for r in reference))
         error_cell = f"{error:.1e}" + ("" if error <= 1e-4 * scale else " (WRONG)")
-        iree = None
+        iree, iree_wrong = None, ""
         if with_iree:
             try:
                 iree_function = iree_session(onnx_path, stem, threads)
                 values = list(feed.values())
-                iree = lambda: [np.asarray(o) for o in np.atleast_1d(iree_function(*values))]  # noqa: E731
+                iree = lambda: iree_outputs(iree_function(*values))  # noqa: E731
+                iree_error = max(float(np.abs(g.reshape(r.shape).astype(np.float64) - r).max())
+                                 for g, r in zip(iree(), reference))
+                if iree_error > 1e-4 * scale:
+                    iree_wrong = " (WRONG)"
+                    print(f"{name}: IREE's outputs differ from onnxruntime's by {iree_error:.1e}", file=sys.stderr)
             except subprocess.CalledProcessError as e:
+                iree = None
                 print(f"{name}: IREE failed: {(e.stderr or '').strip().splitlines()[-1:]}", file=sys.stderr)
+            except Exception as e:  # the runtime's load or call  # noqa: BLE001
+                iree = None
+                print(f"{name}: IREE failed: {type(e).__name__}: {e}", file=sys.stderr)
         first_cell = "-" if first is None else f"{first:.1f}"
         for r in range(rounds):
             tcc = tcc_ms(artifact, inputs)
             onnxruntime = median_ms(lambda: session.run(None, feed))
             iree_ms = median_ms(iree) if iree else None
-            iree_cell, vs_iree = (f"{iree_ms:.1f}", f"{tcc / iree_ms:.2f}x") if iree_ms else ("-", "-")
+            iree_cell, vs_iree = (f"{iree_ms:.1f}{iree_wrong}", f"{tcc / iree_ms:.2f}x") if iree_ms else ("-", "-")
             print(f"| {name} | {r + 1} | {kernels} | {compile_s:.1f} | {first_cell} | {error_cell} | "
                   f"{tcc:.1f} | {onnxruntime:.1f} | {iree_cell} | {tcc / onnxruntime:.2f}x | {vs_iree} |",
                   flush=True)
