@@ -279,7 +279,7 @@ fn is_static_tensor(ty: melior::ir::Type) -> bool {
 
 /// The `tcc.dim_names` of argument `index` of the function `op`, if it has
 /// them (`None` also when they are not an array of strings).
-fn argument_dim_names<'c: 'a, 'a>(
+pub(crate) fn argument_dim_names<'c: 'a, 'a>(
     op: &impl OperationLike<'c, 'a>,
     index: usize,
 ) -> Option<Vec<String>> {
