@@ -236,13 +236,17 @@ impl FunctionInfo {
             }
         }
         if self.is_dynamic() {
+            // Where the inputs came from, each place once.
+            let mut from: Vec<&str> = Vec::new();
+            for source in sources.iter().filter(|s| **s != "the caller") {
+                if !from.contains(source) {
+                    from.push(source);
+                }
+            }
             self.call_shapes(&shapes).map_err(|e| match e {
-                Error::InvalidInput(why) => match sources.iter().find(|s| **s != "the caller") {
-                    Some(_) => {
-                        Error::InvalidInput(format!("{why} (inputs from {})", sources.join(", ")))
-                    }
-                    None => Error::InvalidInput(why),
-                },
+                Error::InvalidInput(why) if !from.is_empty() => {
+                    Error::InvalidInput(format!("{why} (inputs from {})", from.join(", ")))
+                }
                 other => other,
             })?;
         }
@@ -772,22 +776,81 @@ mod tests {
                     name: "x".into(),
                     dtype: DType::F32,
                     shape: vec![1, 8, 128],
+                    dims: vec![],
                 },
                 TensorDesc {
                     name: String::new(),
                     dtype: DType::Bool,
                     shape: vec![],
+                    dims: vec![],
                 },
             ],
             outputs: vec![TensorDesc {
                 name: "y".into(),
                 dtype: DType::F32,
                 shape: vec![1, 8, 64],
+                dims: vec![],
             }],
             arena_bytes: 0,
             arena_alignment: 1,
+            dims: vec![],
             entry: never,
         }
+    }
+
+    /// `mlp` on a symbolic batch (`--dim batch=1..16`): x is `batchx128`,
+    /// y `batchx64`, each extent at the maximum in its description.
+    fn dynamic_mlp() -> FunctionInfo {
+        let names = vec!["batch".to_string(), String::new()];
+        let tensor = |name: &str, inner: usize| TensorDesc {
+            name: name.into(),
+            dtype: DType::F32,
+            shape: vec![16, inner],
+            dims: names.clone(),
+        };
+        FunctionInfo {
+            inputs: vec![tensor("x", 128), tensor("h", 128)],
+            outputs: vec![tensor("y", 64)],
+            dims: vec![tcc_abi::symbolic::DimEntry {
+                name: "batch".into(),
+                min: 1,
+                max: 16,
+            }],
+            ..mlp()
+        }
+    }
+
+    #[test]
+    fn a_call_binds_the_symbolic_batch_and_sizes_the_outputs() {
+        let f = dynamic_mlp();
+        assert_eq!(
+            f.signature(),
+            "@mlp(x: batchx128xf32, h: batchx128xf32) -> (y: batchx64xf32)"
+        );
+        let at = |batch: usize| HostTensor::zeros(DType::F32, vec![batch, 128]).unwrap();
+        f.check_inputs(&[at(3), at(3)], &[]).unwrap();
+        let call = f.call_shapes(&[&[3, 128], &[3, 128]]).unwrap();
+        assert_eq!(call.outputs, [vec![3, 64]]);
+        assert_eq!(call.flat, [3, 128, 3, 128, 3, 64]);
+        let e = f
+            .check_inputs(&[at(17), at(17)], &["x.npy", "h.npy"])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "input 0 ('x') of @mlp: dimension 0 is 'batch' = 17, outside its declared range 1..16 (compiled with --dim batch=1..16) (inputs from x.npy, h.npy)"
+        );
+        let e = f.check_inputs(&[at(2), at(4)], &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("disagree on dimension 'batch' (1..16)"),
+            "{e}"
+        );
+        let wrong = HostTensor::zeros(DType::I32, vec![2, 128]).unwrap();
+        let e = f.check_inputs(&[at(2), wrong], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "input 1 of @mlp expects batchx128xf32, got 2x128xi32 from the caller"
+        );
     }
 
     #[test]
