@@ -757,18 +757,27 @@ fn mismatch(got: &[f32], want: &[f32]) -> Option<String> {
 /// artifact compiled for exactly that batch (`--input-shape`) computes on
 /// the same inputs. The MLP (two GEMMs with a dynamic M, a softmax), the
 /// CNN (an implicit-GEMM convolution on an NCHW input, pooling, a global
-/// average, a Gemm), a layer norm and two inputs tied by the dimension.
+/// average, a Gemm), a layer norm and two inputs tied by the dimension;
+/// each call also asynchronously (`submit`) and on device tensors
+/// (`run_device`), with the same result.
 #[test]
 fn one_artifact_runs_every_batch_in_range() {
     let _serial = crate::support::device_and_spawn_lock();
     let dir = models();
     let runtime = crate::support::uncached_runtime();
-    // (model, inputs' names, inner shape, output's inner shape)
-    let cases: [(&str, &[&str], &[usize], &[usize]); 4] = [
-        ("mlp", &["x"], &[32], &[10]),
-        ("cnn", &["x"], &[3, 16, 16], &[10]),
-        ("layer_norm", &["x"], &[16], &[16]),
-        ("two_inputs", &["a", "b"], &[16], &[16]),
+    // A model, its inputs' names and their shape after the batch, and
+    // its output's shape after the batch.
+    type Case = (
+        &'static str,
+        &'static [&'static str],
+        Vec<usize>,
+        Vec<usize>,
+    );
+    let cases: Vec<Case> = vec![
+        ("mlp", &["x"], vec![32], vec![10]),
+        ("cnn", &["x"], vec![3, 16, 16], vec![10]),
+        ("layer_norm", &["x"], vec![16], vec![16]),
+        ("two_inputs", &["a", "b"], vec![16], vec![16]),
     ];
     let mut runs = 0;
     for (name, inputs, inner, output_inner) in cases {
@@ -795,6 +804,21 @@ fn one_artifact_runs_every_batch_in_range() {
             let values = batch_inputs(&shapes);
             let got = session.run(&function.name, &values).unwrap();
             runs += 1;
+            // The same call asynchronously, and on device tensors.
+            let submitted = session
+                .submit(&function.name, values.clone())
+                .unwrap()
+                .wait()
+                .unwrap();
+            let uploaded: Vec<_> = values.iter().map(|v| session.upload(v).unwrap()).collect();
+            let on_device = session
+                .run_device(&function.name, &uploaded.iter().collect::<Vec<_>>())
+                .unwrap();
+            let downloaded = session.download(&on_device[0]).unwrap();
+            for other in [&submitted[0], &downloaded] {
+                assert_eq!(other.shape, got[0].shape, "{name} at batch {batch}");
+                assert_eq!(other.to_f32().unwrap(), got[0].to_f32().unwrap());
+            }
 
             let fixed = dir.path().join(format!("{name}-{batch}.so"));
             let dims = shape

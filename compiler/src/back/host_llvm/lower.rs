@@ -13,6 +13,13 @@
 //! session, reused by every call). Other intermediate buffers come from
 //! `alloc` and are released right after their last use (the runtime's
 //! in-order queue makes that safe).
+//!
+//! A function on a symbolic dimension (`tcc compile --dim`, issue 33)
+//! reads the call's extents from the table's `shapes` (ABI 4: every
+//! input's, then every output's): a `memref.dim` and every extent a view,
+//! an allocation, a copy or a kernel's scalar argument needs is computed
+//! from them (`extent`), and the host's `index` arithmetic (the launch
+//! grids outlining computed) becomes LLVM integer ops.
 
 use std::collections::HashMap;
 
