@@ -961,3 +961,107 @@ fn calls_outside_the_declared_range_are_refused_with_the_dimension_named() {
     let inspect = ok(tcc(&["inspect", &fixed.display().to_string()]));
     assert!(inspect.contains("ABI version: 3"), "{inspect}");
 }
+
+/// The C API (`tcc_runtime::capi`, what `tcc_runtime.h` declares) on one
+/// dynamic artifact: `tcc_model_input` gives `-1` for the symbolic
+/// extent; `tcc_session_run` takes any batch in range with outputs of the
+/// matching shape, and refuses an output of another batch or an input
+/// out of range with the dimension named (`tcc_last_error`).
+#[test]
+fn the_c_api_runs_a_symbolic_batch() {
+    use std::ffi::{CStr, CString, c_void};
+    use tcc_runtime::capi::*;
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = models();
+    let so = dir.path().join("mlp.so");
+    compile_to(&path(&dir, "mlp.onnx"), &["--dim", "batch=1..64"], &so);
+    let last_error = || {
+        // SAFETY: tcc_last_error returns a NUL-terminated string.
+        unsafe { CStr::from_ptr(tcc_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let file = CString::new(so.display().to_string()).unwrap();
+    let mut model: *mut c_void = std::ptr::null_mut();
+    assert_eq!(
+        tcc_model_load_file(file.as_ptr(), &mut model),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    let mut info = TccTensorInfo {
+        name: std::ptr::null(),
+        dtype: 0,
+        rank: 0,
+        shape: std::ptr::null(),
+        bytes: 0,
+    };
+    assert_eq!(tcc_model_input(model, 0, 0, &mut info), TCC_OK);
+    // SAFETY: `rank` entries, valid while the model is.
+    let shape = unsafe { std::slice::from_raw_parts(info.shape, info.rank as usize) };
+    assert_eq!(shape, [-1, 32]);
+    assert_eq!(info.bytes, 64 * 32 * 4);
+    let mut runtime: *mut c_void = std::ptr::null_mut();
+    assert_eq!(
+        tcc_runtime_create(std::ptr::null(), &mut runtime),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    let mut session: *mut c_void = std::ptr::null_mut();
+    assert_eq!(
+        tcc_session_create(runtime, model, &mut session),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    let run = |batch: usize, out_batch: usize| -> (TccStatus, Vec<f32>) {
+        let x: Vec<f32> = (0..batch * 32).map(|i| (i % 7) as f32 * 0.1).collect();
+        let mut y = vec![0f32; out_batch * 10];
+        let x_shape = [batch as i64, 32];
+        let y_shape = [out_batch as i64, 10];
+        let input = TccTensor {
+            data: x.as_ptr() as *mut c_void,
+            bytes: (x.len() * 4) as u64,
+            dtype: tcc_abi::DTYPE_F32,
+            rank: 2,
+            shape: x_shape.as_ptr(),
+        };
+        let output = TccTensor {
+            data: y.as_mut_ptr() as *mut c_void,
+            bytes: (y.len() * 4) as u64,
+            dtype: tcc_abi::DTYPE_F32,
+            rank: 2,
+            shape: y_shape.as_ptr(),
+        };
+        let status = tcc_session_run(session, std::ptr::null(), &input, 1, &output, 1);
+        (status, y)
+    };
+    for batch in [1, 3, 8] {
+        let (status, y) = run(batch, batch);
+        assert_eq!(status, TCC_OK, "batch {batch}: {}", last_error());
+        // Each row is a softmax: it sums to 1.
+        for row in y.chunks(10) {
+            let sum: f32 = row.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-5, "batch {batch}: {row:?}");
+        }
+    }
+    let (status, _) = run(3, 4);
+    assert_eq!(status, TCC_ERROR_INVALID_ARGUMENT);
+    assert!(
+        last_error()
+            .contains("output 0 of @main expects batchx10xf32 (here 3x10xf32), got 4x10xf32"),
+        "{}",
+        last_error()
+    );
+    let (status, _) = run(65, 65);
+    assert_eq!(status, TCC_ERROR_INVALID_ARGUMENT);
+    assert!(
+        last_error().contains("dimension 0 is 'batch' = 65, outside its declared range 1..64"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(tcc_session_free(session), TCC_OK);
+    assert_eq!(tcc_runtime_free(runtime), TCC_OK);
+    assert_eq!(tcc_model_free(model), TCC_OK);
+}
