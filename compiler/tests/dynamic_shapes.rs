@@ -1065,3 +1065,44 @@ fn the_c_api_runs_a_symbolic_batch() {
     assert_eq!(tcc_runtime_free(runtime), TCC_OK);
     assert_eq!(tcc_model_free(model), TCC_OK);
 }
+
+/// A batch whose declared maximum makes a buffer of 2^32 elements: the
+/// kernels index in 64 bits (`typedef long tcc_index`) and the host
+/// passes the batch as a `TCC_ARG_I64` scalar; one artifact runs at batch
+/// 2 and 3.
+#[test]
+fn a_wide_range_passes_the_batch_as_a_64_bit_scalar() {
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("abs.mlir");
+    std::fs::write(
+        &source,
+        "func.func @abs(%x: tensor<?x1024x1024xf32>) -> tensor<?x1024x1024xf32> {\n  \
+         %0 = tosa.abs %x : (tensor<?x1024x1024xf32>) -> tensor<?x1024x1024xf32>\n  \
+         return %0 : tensor<?x1024x1024xf32>\n}\n",
+    )
+    .unwrap();
+    let source = source.display().to_string();
+    let program = ok(tcc(&[
+        "compile",
+        &source,
+        "--dim",
+        "batch=1..4096",
+        "--emit=opencl-c",
+    ]));
+    assert!(program.contains("typedef long tcc_index;"), "{program}");
+    let so = dir.path().join("abs.so");
+    compile_to(&source, &["--dim", "batch=1..4096"], &so);
+    let model = tcc_runtime::Model::load(&so).unwrap();
+    let mut session = crate::support::uncached_runtime().session(&model).unwrap();
+    for batch in [2usize, 3] {
+        let n = batch << 20;
+        let values: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
+        let x = tcc_runtime::HostTensor::from_f32(vec![batch, 1024, 1024], &values).unwrap();
+        let y = session.run("abs", &[x]).unwrap();
+        assert_eq!(y[0].shape, [batch, 1024, 1024]);
+        let got = y[0].to_f32().unwrap();
+        let want: Vec<f32> = values.iter().map(|v| v.abs()).collect();
+        assert!(got == want, "batch {batch}: {:?}", mismatch(&got, &want));
+    }
+}
