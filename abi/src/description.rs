@@ -34,7 +34,12 @@ pub struct TensorEntry {
     pub name: String,
     /// The `enum tcc_dtype` code.
     pub dtype: u32,
-    pub shape: Vec<u64>,
+    /// The extents; [`crate::symbolic::SYMBOLIC`] for a symbolic one.
+    pub shape: Vec<i64>,
+    /// With a symbolic extent: each axis's dimension name (`""` for a
+    /// static axis); empty for a static tensor (and then not written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<String>,
 }
 
 /// One function.
@@ -46,6 +51,10 @@ pub struct FunctionEntry {
     pub arena_bytes: u64,
     /// As the loader reads it: 1 when `arena_bytes` is 0 and none is set.
     pub arena_alignment: u64,
+    /// The symbolic dimensions its tensors name, with their ranges (none
+    /// for a static function, and then not written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<crate::symbolic::DimEntry>,
 }
 
 /// One kernel: its launch record, as the table holds it.

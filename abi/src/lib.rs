@@ -23,12 +23,20 @@
 
 pub mod description;
 pub mod minifloat;
+pub mod symbolic;
 
-/// `TCC_ABI_VERSION`: the version the compiler writes and the runtime
-/// implements. Version 3 gave each kernel one launch record
-/// ([`KERNEL_DESC`]) in place of a list of names, a separate flops table
-/// and comments inside the PTX.
-pub const ABI_VERSION: u32 = 3;
+/// `TCC_ABI_VERSION`: the version the runtime implements and the compiler
+/// writes into an artifact with a symbolic dimension. Version 3 gave each
+/// kernel one launch record ([`KERNEL_DESC`]) in place of a list of names,
+/// a separate flops table and comments inside the PTX; version 4 gave the
+/// runtime table the call's shapes ([`RUNTIME_API`]'s `shapes`), which
+/// the entry of a function on a symbolic dimension reads its extents
+/// from ([`symbolic`]).
+pub const ABI_VERSION: u32 = 4;
+/// The version the compiler writes into an artifact whose functions are
+/// all static: they read nothing version 4 added, so runtimes of
+/// version 3 load them too.
+pub const ABI_VERSION_STATIC: u32 = 3;
 /// `TCC_ABI_VERSION_MIN`: the oldest artifact ABI the runtime still loads.
 /// Older artifacts (versions 1 and 2, without launch records) are refused
 /// with a message that says to rebuild them with this tcc.
@@ -251,6 +259,7 @@ pub const RUNTIME_API: Struct = Struct {
         ("launch", Ptr),
         ("copy", Ptr),
         ("view", Ptr),
+        ("shapes", Ptr),
     ],
 };
 
@@ -394,7 +403,7 @@ mod tests {
     fn layouts_have_the_documented_sizes() {
         let size = |s: &Struct| s.layout().1;
         assert_eq!(size(&ARG), 16);
-        assert_eq!(size(&RUNTIME_API), 64);
+        assert_eq!(size(&RUNTIME_API), 72);
         assert_eq!(size(&TENSOR_DESC), 24);
         assert_eq!(size(&FUNCTION_DESC), 56);
         assert_eq!(size(&FUNCTION_DESC_V1), 40);

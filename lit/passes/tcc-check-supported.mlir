@@ -172,3 +172,19 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
     return %x : tensor<?x4xf32>
   }
 }
+
+// -----
+
+// An output's dynamic extent must be the dimension itself (the runtime
+// sizes outputs from it): a reshape folding a static axis into the batch
+// makes it 2 x batch; one taking it out again gives the batch back.
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @folded(%x: tensor<?x2x10xf32>) -> (tensor<?x10xf32>, tensor<?x20xf32>) {
+    %s = tosa.const_shape {values = dense<[-1, 10]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %0 = tosa.reshape %x, %s : (tensor<?x2x10xf32>, !tosa.shape<2>) -> tensor<?x10xf32>
+    %t = tosa.const_shape {values = dense<[-1, 20]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %1 = tosa.reshape %0, %t : (tensor<?x10xf32>, !tosa.shape<2>) -> tensor<?x20xf32>
+    // expected-error @+1 {{'func.return' computes on the dynamically shaped type 'tensor<?x10xf32>' (dynamic dimension 'batch' (1..64)): result 0 has the dynamic extent 2 x 'batch': an output's dynamic extent must be the dimension itself yet}}
+    return %0, %1 : tensor<?x10xf32>, tensor<?x20xf32>
+  }
+}

@@ -49,3 +49,42 @@ func.func @near_misses(%x: memref<1x8xf32>, %out: memref<1x8x1x1xf32>, %out2: me
   memref.copy %e, %out2 : memref<1x8x1x1xf32> to memref<1x8x1x1xf32>
   return
 }
+
+// -----
+
+// An allocation sized by a symbolic dimension (issue 33), copied whole
+// into an output of its type: the producer writes the output argument
+// (the runtime sizes it from the same dimension); the copy and the
+// allocation are gone.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-SAME: (%[[X:.*]]: memref<?x8xf32>, %[[OUT:.*]]: memref<?x8xf32>)
+// CHECK: memref.copy %[[X]], %[[OUT]]
+// CHECK-NOT: memref.alloc
+// CHECK-NEXT: return
+func.func @dynamic(%x: memref<?x8xf32>, %out: memref<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x8xf32>
+  %alloc = memref.alloc(%n) : memref<?x8xf32>
+  memref.copy %x, %alloc : memref<?x8xf32> to memref<?x8xf32>
+  memref.copy %alloc, %out : memref<?x8xf32> to memref<?x8xf32>
+  return
+}
+
+// -----
+
+// Written again after the copy: the output must keep the copied values,
+// so the allocation stays.
+// CHECK-LABEL: func.func @written_after
+// CHECK: %[[ALLOC:.*]] = memref.alloc
+// CHECK: memref.copy %{{.*}}, %[[ALLOC]]
+// CHECK: memref.copy %[[ALLOC]], %{{.*}} : memref<?x8xf32> to memref<?x8xf32>
+// CHECK: memref.copy %{{.*}}, %[[ALLOC]]
+func.func @written_after(%x: memref<?x8xf32>, %y: memref<?x8xf32>, %out: memref<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x8xf32>
+  %alloc = memref.alloc(%n) : memref<?x8xf32>
+  memref.copy %x, %alloc : memref<?x8xf32> to memref<?x8xf32>
+  memref.copy %alloc, %out : memref<?x8xf32> to memref<?x8xf32>
+  memref.copy %y, %alloc : memref<?x8xf32> to memref<?x8xf32>
+  return
+}

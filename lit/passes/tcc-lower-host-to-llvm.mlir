@@ -1,7 +1,8 @@
 // tcc-lower-host-to-llvm replaces each host function by an LLVM-dialect
 // entry `tcc_entry_<name>(rt, inputs, outputs) -> i32` that calls the
 // runtime's function table (tcc_runtime_api: ctx at field 2, then alloc,
-// release, constant, launch, copy, view at 3..8) and checks every status.
+// release, constant, launch, copy, view at 3..8, the call's shapes at 9)
+// and checks every status.
 // Host code it cannot translate is an error at the op it cannot translate
 // (or at the function, for what the function lacks).
 // RUN: tcc-opt %s --split-input-file --tcc-lower-host-to-llvm --verify-diagnostics | FileCheck %s
@@ -13,7 +14,7 @@
 // CHECK-SAME: %[[RT:.*]]: !llvm.ptr, %[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr) -> i32
 // CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK: %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK: %[[CTXP:.*]] = llvm.getelementptr %[[RT]][0, 2] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr)>
+// CHECK: %[[CTXP:.*]] = llvm.getelementptr %[[RT]][0, 2] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)>
 // CHECK: %[[CTX:.*]] = llvm.load %[[CTXP]] : !llvm.ptr -> !llvm.ptr
 // CHECK: %[[XP:.*]] = llvm.getelementptr %[[IN]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK: %[[X:.*]] = llvm.load %[[XP]]
@@ -169,7 +170,7 @@ module {
   func.func @stray_view(%x: memref<4xf32>) attributes {tcc.num_outputs = 0 : i64} {
     %bytes = memref.alloc() : memref<64xi8>
     %c0 = arith.constant 0 : index
-    // expected-error @+1 {{host views must be static views of the function's arena}}
+    // expected-error @+1 {{host views must be views of the function's arena}}
     %v = memref.view %bytes[%c0][] : memref<64xi8> to memref<4xf32>
     return
   }
@@ -190,6 +191,42 @@ module {
 module {
   // expected-error @+1 {{@unnamed lacks tcc.num_outputs: run the input phase first}}
   func.func @unnamed(%x: memref<4xf32>) {
+    return
+  }
+}
+
+// -----
+
+// A function on a symbolic dimension (ABI 4) reads the call's shapes from
+// the table's `shapes` (field 9): every input's extents, then every
+// output's (x's batch at 0, y's at 2). A `memref.dim` of an argument is a
+// load from it; an arena view takes the call's bytes (16 per row); a copy
+// checks that its target has its source's extents (status 1 if not)
+// and copies the call's bytes.
+// CHECK-LABEL: llvm.func internal @tcc_entry_dynamic(
+// CHECK-SAME: %[[RT:[^:]*]]: !llvm.ptr
+// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[SHAPESP:.*]] = llvm.getelementptr %[[RT]][0, 9]
+// CHECK: %[[SHAPES:.*]] = llvm.load %[[SHAPESP]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[XN:.*]] = llvm.getelementptr %[[SHAPES]][0] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK: %[[N:.*]] = llvm.load %[[XN]] : !llvm.ptr -> i64
+// CHECK: %[[ROW:.*]] = llvm.mlir.constant(16 : i64) : i64
+// CHECK: %[[VIEWBYTES:.*]] = llvm.mul %[[ROW]], %[[N]] : i64
+// CHECK: llvm.intr.umax(%[[VIEWBYTES]], {{.*}}) : (i64, i64) -> i64
+// CHECK: %[[YN:.*]] = llvm.getelementptr %[[SHAPES]][2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK: %[[M:.*]] = llvm.load %[[YN]] : !llvm.ptr -> i64
+// CHECK: %[[DIFFER:.*]] = llvm.icmp "ne" %[[N]], %[[M]] : i64
+// CHECK: %[[STATUS:.*]] = llvm.zext %[[DIFFER]] : i1 to i32
+// CHECK: llvm.icmp "ne" %[[STATUS]], %[[ZERO]] : i32
+// CHECK: %[[BYTES:.*]] = llvm.mul {{.*}}, %[[N]] : i64
+// CHECK: llvm.call {{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BYTES]])
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [8]>} {
+  func.func @dynamic(%x: memref<?x4xf32> {tcc.dim_names = ["batch", ""]}, %y: memref<?x4xf32>) attributes {tcc.num_outputs = 1 : i64, tcc.arena_bytes = 128 : i64, tcc.arena_alignment = 64 : i64} {
+    %arena = memref.alloc() {alignment = 64 : i64, tcc.arena} : memref<128xi8>
+    %c0 = arith.constant 0 : index
+    %n = memref.dim %x, %c0 : memref<?x4xf32>
+    %v = memref.view %arena[%c0][%n] : memref<128xi8> to memref<?x4xf32>
+    memref.copy %v, %y : memref<?x4xf32> to memref<?x4xf32>
     return
   }
 }

@@ -12,7 +12,7 @@
 // RUN: tcc inspect %t.arm64.so 2>&1 | FileCheck %s --check-prefix=FOREIGN
 
 // TEXT: inspect.mlir.tmp.so
-// TEXT-NEXT:   ABI version: 3 (this runtime loads 3..=3)
+// TEXT-NEXT:   ABI version: 3 (this runtime loads 3..=4)
 // TEXT-NEXT:   producer: tcc 0.1.0 (git {{[0-9a-f]+|unknown}})
 // TEXT-NEXT:   target: pocl-cpu (pocl-cpu-avx2, x86-64-v3)
 // TEXT-NEXT:   host: x86_64-{{.*}}linux-gnu

@@ -6,7 +6,10 @@
  * Every struct is plain C with fixed-width fields; all pointers in the
  * artifact's tables point into the artifact's own read-only data.
  *
- * ABI version 2. Version 2 added the static memory plan: each function
+ * ABI version 4. Version 4 added the call's shapes (`tcc_runtime_api.
+ * shapes`) for functions with a symbolic dimension (`tcc compile --dim`);
+ * an artifact without one declares version 3 and reads nothing of them.
+ * Version 3 gave each kernel a launch record. Version 2 added the static memory plan: each function
  * declares the size of its arena (`tcc_function_desc.arena_bytes`) and its
  * host code takes planned buffers as views of that arena (`view`). The
  * runtime also loads version 1 artifacts (function descriptors without the
@@ -21,7 +24,7 @@
 
 #include <stdint.h>
 
-#define TCC_ABI_VERSION 3u
+#define TCC_ABI_VERSION 4u
 /* The oldest version the runtime still loads (older artifacts, without
  * launch records, must be rebuilt). */
 #define TCC_ABI_VERSION_MIN 3u
@@ -114,13 +117,20 @@ typedef struct {
    * `arena_alignment` and the range must lie inside `arena_bytes`. */
   int32_t (*view)(void *ctx, uint64_t offset, uint64_t bytes,
                   tcc_buffer **out);
+  /* (ABI 4) The call's shapes: every input's extents, then every
+   * output's, concatenated (each tensor's rank entries). The entry of a
+   * function with a symbolic dimension (a -1 extent in its tensor
+   * descriptors) reads its extents from here; the runtime has checked
+   * them against the declared ranges (the description's `dims`) and
+   * sized the outputs from them. NULL when the artifact declares ABI 3. */
+  const int64_t *shapes;
 } tcc_runtime_api;
 
 typedef struct {
   const char *name;     /* ONNX/argument name, or "" */
   uint32_t dtype;       /* enum tcc_dtype */
   uint32_t rank;
-  const int64_t *shape; /* rank entries, all static */
+  const int64_t *shape; /* rank entries; -1 for a symbolic extent (ABI 4) */
 } tcc_tensor_desc;
 
 /* int32_t entry(const tcc_runtime_api *rt, tcc_buffer *const *inputs,

@@ -82,8 +82,11 @@ typedef struct tcc_tensor_info {
   const char *name; /* "" when the model has none */
   uint32_t dtype;
   uint32_t rank;
+  /* -1 for a symbolic extent (a model compiled with `--dim NAME=MIN..MAX`):
+   * a call takes any extent in the range, the inputs naming a dimension
+   * agreeing, and its outputs have the shapes that follow from them. */
   const int64_t *shape;
-  uint64_t bytes;
+  uint64_t bytes; /* a symbolic extent counted at its declared maximum */
 } tcc_tensor_info;
 
 /* The calling thread's last error message ("" if none). */

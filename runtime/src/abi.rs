@@ -122,6 +122,9 @@ pub struct TccRuntimeApi {
     pub launch: Option<LaunchFn>,
     pub copy: Option<CopyFn>,
     pub view: Option<ViewFn>,
+    /// (ABI 4) The call's shapes: every input's extents, then every
+    /// output's; what a function on a symbolic dimension reads them from.
+    pub shapes: *const i64,
 }
 
 /// `tcc_tensor_desc`.
@@ -317,7 +320,7 @@ pub fn layout_table() -> Vec<(&'static str, &'static str, usize)> {
     }
     [
         fields!(TccArg, "tcc_arg"; kind, reserved, value),
-        fields!(TccRuntimeApi, "tcc_runtime_api"; abi_version, reserved, ctx, alloc, release, constant, launch, copy, view),
+        fields!(TccRuntimeApi, "tcc_runtime_api"; abi_version, reserved, ctx, alloc, release, constant, launch, copy, view, shapes),
         fields!(TccTensorDesc, "tcc_tensor_desc"; name, dtype, rank, shape),
         fields!(TccFunctionDesc, "tcc_function_desc"; v1.name, v1.entry, v1.num_inputs, v1.num_outputs, v1.inputs, v1.outputs, arena_bytes, arena_alignment),
         fields!(TccFunctionDescV1, "tcc_function_desc_v1"; name, entry, num_inputs, num_outputs, inputs, outputs),

@@ -32,13 +32,51 @@ pub struct TensorDesc {
     /// ONNX/argument name, possibly empty.
     pub name: String,
     pub dtype: DType,
+    /// The extents; a symbolic one (see `dims`) at its declared maximum.
     pub shape: Vec<usize>,
+    /// A tensor on a symbolic dimension (`tcc compile --dim`): each axis's
+    /// dimension name, `""` for a static axis; empty for a static tensor.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<String>,
 }
 
 impl TensorDesc {
-    /// `1x8x128xf32`.
+    /// `1x8x128xf32`; a symbolic extent by its name (`batchx32xf32`).
     pub fn type_string(&self) -> String {
-        type_string(&self.shape, self.dtype)
+        if self.dims.is_empty() {
+            return type_string(&self.shape, self.dtype);
+        }
+        let mut s = String::new();
+        for (axis, d) in self.shape.iter().enumerate() {
+            match self.dims.get(axis).filter(|n| !n.is_empty()) {
+                Some(name) => s.push_str(name),
+                None => s.push_str(&d.to_string()),
+            }
+            s.push('x');
+        }
+        s.push_str(self.dtype.name());
+        s
+    }
+
+    /// Whether axis `axis` is symbolic.
+    pub fn is_symbolic(&self, axis: usize) -> bool {
+        self.dims.get(axis).is_some_and(|n| !n.is_empty())
+    }
+
+    /// The shape as the ABI states it (`tcc_abi::symbolic::SYMBOLIC` for a
+    /// symbolic extent).
+    pub fn abi_shape(&self) -> Vec<i64> {
+        self.shape
+            .iter()
+            .enumerate()
+            .map(|(axis, &d)| {
+                if self.is_symbolic(axis) {
+                    tcc_abi::symbolic::SYMBOLIC
+                } else {
+                    d as i64
+                }
+            })
+            .collect()
     }
 
     /// Bytes of one tensor of this description (checked at load time not
@@ -59,11 +97,71 @@ pub struct FunctionInfo {
     pub arena_bytes: u64,
     /// Alignment of every view offset in the arena.
     pub arena_alignment: u64,
+    /// The symbolic dimensions its tensors name (`tcc compile --dim`),
+    /// with their ranges; empty for a static function.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<tcc_abi::symbolic::DimEntry>,
     #[serde(skip)]
     pub(crate) entry: TccEntryFn,
 }
 
+/// The shapes of one call of a function: every output's, and what the
+/// entry reads (`tcc_runtime_api.shapes`: every input's extents, then
+/// every output's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallShapes {
+    pub outputs: Vec<Vec<usize>>,
+    pub flat: Vec<i64>,
+}
+
 impl FunctionInfo {
+    /// Whether it has a symbolic dimension: its calls may take inputs of
+    /// any shape in the declared ranges ([`FunctionInfo::call_shapes`]).
+    pub fn is_dynamic(&self) -> bool {
+        !self.dims.is_empty()
+    }
+
+    /// The shapes of a call on inputs of `shapes`: each symbolic dimension
+    /// bound to the value the inputs give it (in its declared range, the
+    /// same in every input naming it; `tcc_abi::symbolic::bind`), the
+    /// outputs sized from them. The caller checked the input count.
+    pub fn call_shapes(&self, shapes: &[&[usize]]) -> Result<CallShapes> {
+        let input_shapes: Vec<Vec<i64>> = self.inputs.iter().map(TensorDesc::abi_shape).collect();
+        let output_shapes: Vec<Vec<i64>> = self.outputs.iter().map(TensorDesc::abi_shape).collect();
+        fn declared<'a>(t: &'a TensorDesc, shape: &'a [i64]) -> tcc_abi::symbolic::Declared<'a> {
+            tcc_abi::symbolic::Declared {
+                name: &t.name,
+                shape,
+                dims: &t.dims,
+            }
+        }
+        let given: Vec<Vec<u64>> = shapes
+            .iter()
+            .map(|s| s.iter().map(|&d| d as u64).collect())
+            .collect();
+        let given: Vec<&[u64]> = given.iter().map(Vec::as_slice).collect();
+        let declared_inputs: Vec<_> = self
+            .inputs
+            .iter()
+            .zip(&input_shapes)
+            .map(|(t, s)| declared(t, s))
+            .collect();
+        let values = tcc_abi::symbolic::bind(&self.name, &self.dims, &declared_inputs, &given)
+            .map_err(Error::InvalidInput)?;
+        let mut call = CallShapes::default();
+        for shape in shapes {
+            call.flat.extend(shape.iter().map(|&d| d as i64));
+        }
+        for (output, shape) in self.outputs.iter().zip(&output_shapes) {
+            let shape = tcc_abi::symbolic::shape_at(&declared(output, shape), &self.dims, &values)
+                .map_err(|e| Error::InvalidInput(format!("@{}: {e}", self.name)))?;
+            call.flat.extend(shape.iter().map(|&d| d as i64));
+            call.outputs
+                .push(shape.into_iter().map(|d| d as usize).collect());
+        }
+        Ok(call)
+    }
+
     /// Zero tensors of its inputs' types (a warm-up call's inputs).
     pub fn zero_inputs(&self) -> Result<Vec<HostTensor>> {
         self.inputs
@@ -121,7 +219,12 @@ impl FunctionInfo {
                 inputs.len()
             )));
         }
+        let mut shapes = Vec::with_capacity(self.inputs.len());
         for (i, ((dtype, shape), d)) in inputs.zip(&self.inputs).enumerate() {
+            shapes.push(shape);
+            if self.is_dynamic() && dtype == d.dtype {
+                continue;
+            }
             if dtype != d.dtype || shape != d.shape.as_slice() {
                 let source = sources.get(i).copied().unwrap_or("the caller");
                 return Err(Error::InvalidInput(format!(
@@ -131,6 +234,21 @@ impl FunctionInfo {
                     type_string(shape, dtype)
                 )));
             }
+        }
+        if self.is_dynamic() {
+            // Where the inputs came from, each place once.
+            let mut from: Vec<&str> = Vec::new();
+            for source in sources.iter().filter(|s| **s != "the caller") {
+                if !from.contains(source) {
+                    from.push(source);
+                }
+            }
+            self.call_shapes(&shapes).map_err(|e| match e {
+                Error::InvalidInput(why) if !from.is_empty() => {
+                    Error::InvalidInput(format!("{why} (inputs from {})", from.join(", ")))
+                }
+                other => other,
+            })?;
         }
         Ok(())
     }
@@ -404,6 +522,28 @@ impl Artifact {
             description: None,
             prepared: None,
         };
+        // Symbolic dimensions: named, with their ranges, only by the
+        // description; the table marks the extents.
+        let symbolic = |t: &TensorDesc| !t.dims.is_empty();
+        let dynamic = artifact
+            .functions
+            .iter()
+            .any(|f| f.inputs.iter().chain(&f.outputs).any(symbolic));
+        match &description {
+            Some(description) => artifact.name_symbolic_dims(description).map_err(|reason| {
+                Error::MalformedArtifact {
+                    path: path.to_path_buf(),
+                    reason,
+                }
+            })?,
+            None if dynamic => {
+                return Err(Error::MalformedArtifact {
+                    path: path.to_path_buf(),
+                    reason: "its table has a symbolic extent (-1) but it has no description (tcc_description_v1) to name it".into(),
+                });
+            }
+            None => {}
+        }
         if let Some(description) = description {
             let mut table = artifact.table_description();
             // The constants are hashed only on request (`verify`).
@@ -443,6 +583,76 @@ impl Artifact {
         description::Description::decode(bytes).map_err(bad)
     }
 
+    /// Gives every symbolic extent of the table (marked by the reader) the
+    /// dimension the description names, and each function the declared
+    /// ranges; the extent is then the dimension's maximum.
+    fn name_symbolic_dims(
+        &mut self,
+        description: &description::Description,
+    ) -> std::result::Result<(), String> {
+        for f in &mut self.functions {
+            let Some(entry) = description.functions.iter().find(|e| e.name == f.name) else {
+                continue;
+            };
+            for dim in &entry.dims {
+                if dim.min < 1 || dim.min > dim.max || dim.max > i32::MAX as u64 {
+                    return Err(format!(
+                        "@{}: dimension '{}' has the range {}..{}",
+                        f.name, dim.name, dim.min, dim.max
+                    ));
+                }
+            }
+            let pairs = f
+                .inputs
+                .iter_mut()
+                .zip(&entry.inputs)
+                .chain(f.outputs.iter_mut().zip(&entry.outputs));
+            for (tensor, described) in pairs {
+                if tensor.dims.is_empty() && described.dims.is_empty() {
+                    continue;
+                }
+                if described.dims.len() != tensor.shape.len() {
+                    return Err(format!(
+                        "@{}: '{}' has symbolic extents the description does not name",
+                        f.name, tensor.name
+                    ));
+                }
+                let marked = std::mem::take(&mut tensor.dims);
+                for (axis, name) in described.dims.iter().enumerate() {
+                    let symbolic = marked.get(axis).is_some_and(|m| !m.is_empty());
+                    if name.is_empty() {
+                        if symbolic {
+                            return Err(format!(
+                                "@{}: '{}' dimension {axis} is symbolic in the table but not in the description",
+                                f.name, tensor.name
+                            ));
+                        }
+                        continue;
+                    }
+                    if !symbolic {
+                        return Err(format!(
+                            "@{}: '{}' dimension {axis} is static in the table but the description names it '{name}'",
+                            f.name, tensor.name
+                        ));
+                    }
+                    let dim = entry.dims.iter().find(|d| &d.name == name).ok_or_else(|| {
+                        format!(
+                            "@{}: '{}' names the undeclared dimension '{name}'",
+                            f.name, tensor.name
+                        )
+                    })?;
+                    tensor.shape[axis] = dim.max as usize;
+                }
+                tensor.dims = described.dims.clone();
+                if byte_size(&tensor.shape, tensor.dtype).is_none() {
+                    return Err(format!("@{}: '{}' is too large", f.name, tensor.name));
+                }
+            }
+            f.dims = entry.dims.clone();
+        }
+        Ok(())
+    }
+
     /// What the table says, as a description (the constants' digest is
     /// the description's: only [`Artifact::verify`] hashes them).
     fn table_description(&self) -> description::Description {
@@ -452,7 +662,8 @@ impl Artifact {
                 .map(|t| TensorEntry {
                     name: t.name.clone(),
                     dtype: t.dtype.to_abi(),
-                    shape: t.shape.iter().map(|&d| d as u64).collect(),
+                    shape: t.abi_shape(),
+                    dims: t.dims.clone(),
                 })
                 .collect()
         };
@@ -476,6 +687,7 @@ impl Artifact {
                     outputs: tensors(&f.outputs),
                     arena_bytes: f.arena_bytes,
                     arena_alignment: f.arena_alignment,
+                    dims: f.dims.clone(),
                 })
                 .collect(),
             constant_bytes: self.constants.iter().map(|c| c.bytes).collect(),
@@ -564,22 +776,81 @@ mod tests {
                     name: "x".into(),
                     dtype: DType::F32,
                     shape: vec![1, 8, 128],
+                    dims: vec![],
                 },
                 TensorDesc {
                     name: String::new(),
                     dtype: DType::Bool,
                     shape: vec![],
+                    dims: vec![],
                 },
             ],
             outputs: vec![TensorDesc {
                 name: "y".into(),
                 dtype: DType::F32,
                 shape: vec![1, 8, 64],
+                dims: vec![],
             }],
             arena_bytes: 0,
             arena_alignment: 1,
+            dims: vec![],
             entry: never,
         }
+    }
+
+    /// `mlp` on a symbolic batch (`--dim batch=1..16`): x is `batchx128`,
+    /// y `batchx64`, each extent at the maximum in its description.
+    fn dynamic_mlp() -> FunctionInfo {
+        let names = vec!["batch".to_string(), String::new()];
+        let tensor = |name: &str, inner: usize| TensorDesc {
+            name: name.into(),
+            dtype: DType::F32,
+            shape: vec![16, inner],
+            dims: names.clone(),
+        };
+        FunctionInfo {
+            inputs: vec![tensor("x", 128), tensor("h", 128)],
+            outputs: vec![tensor("y", 64)],
+            dims: vec![tcc_abi::symbolic::DimEntry {
+                name: "batch".into(),
+                min: 1,
+                max: 16,
+            }],
+            ..mlp()
+        }
+    }
+
+    #[test]
+    fn a_call_binds_the_symbolic_batch_and_sizes_the_outputs() {
+        let f = dynamic_mlp();
+        assert_eq!(
+            f.signature(),
+            "@mlp(x: batchx128xf32, h: batchx128xf32) -> (y: batchx64xf32)"
+        );
+        let at = |batch: usize| HostTensor::zeros(DType::F32, vec![batch, 128]).unwrap();
+        f.check_inputs(&[at(3), at(3)], &[]).unwrap();
+        let call = f.call_shapes(&[&[3, 128], &[3, 128]]).unwrap();
+        assert_eq!(call.outputs, [vec![3, 64]]);
+        assert_eq!(call.flat, [3, 128, 3, 128, 3, 64]);
+        let e = f
+            .check_inputs(&[at(17), at(17)], &["x.npy", "h.npy"])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "input 0 ('x') of @mlp: dimension 0 is 'batch' = 17, outside its declared range 1..16 (compiled with --dim batch=1..16) (inputs from x.npy, h.npy)"
+        );
+        let e = f.check_inputs(&[at(2), at(4)], &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("disagree on dimension 'batch' (1..16)"),
+            "{e}"
+        );
+        let wrong = HostTensor::zeros(DType::I32, vec![2, 128]).unwrap();
+        let e = f.check_inputs(&[at(2), wrong], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "input 1 of @mlp expects batchx128xf32, got 2x128xi32 from the caller"
+        );
     }
 
     #[test]

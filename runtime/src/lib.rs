@@ -60,7 +60,7 @@ use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use serde::Serialize;
 
-pub use artifact::{FunctionInfo, LinkedSymbols, TensorDesc};
+pub use artifact::{CallShapes, FunctionInfo, LinkedSymbols, TensorDesc};
 pub use async_call::{CallHandle, ComputeQueues, StagingStats};
 pub use backend::{BACKEND_ENV, Backend, Calls};
 pub use buffer_pool::PoolStats;

@@ -212,7 +212,7 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
     let o = tool("tcc-run", cache.path(), &["/nonexistent/model.so"]);
     assert_fails_with(&o, "cannot load artifact /nonexistent/model.so");
 
-    let (_d2, v4) = test_model(&["TCC_TEST_ABI_VERSION=4"]);
+    let (_d2, v4) = test_model(&["TCC_TEST_ABI_VERSION=5"]);
     let o = tool(
         "tcc-run",
         cache.path(),
@@ -220,7 +220,7 @@ fn unreadable_inputs_and_bad_flags_fail_cleanly() {
     );
     assert_fails_with(
         &o,
-        "uses tcc ABI version 4, this runtime supports versions 3..=3: rebuild the model with this tcc",
+        "uses tcc ABI version 5, this runtime supports versions 3..=4: rebuild the model with this tcc",
     );
 
     let (_d3, broken) = test_model(&["TCC_TEST_BAD_KERNEL"]);

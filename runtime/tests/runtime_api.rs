@@ -414,18 +414,18 @@ fn artifacts_that_cannot_load_say_why() {
         "{e}"
     );
 
-    // 2: an artifact from before launch records; 4: from a newer tcc.
-    for version in [0, 2, 4] {
+    // 2: an artifact from before launch records; 5: from a newer tcc.
+    for version in [0, 2, 5] {
         let (_dir, so) = test_model(&[&format!("TCC_TEST_ABI_VERSION={version}")]);
         let e = Model::load(&so).unwrap_err();
         assert!(
-            matches!(e, Error::AbiVersion { found, expected: 3, .. } if found == version),
+            matches!(e, Error::AbiVersion { found, expected: 4, .. } if found == version),
             "{e:?}"
         );
         let msg = e.to_string();
         assert!(
             msg.contains(&format!(
-                "uses tcc ABI version {version}, this runtime supports versions 3..=3: \
+                "uses tcc ABI version {version}, this runtime supports versions 3..=4: \
                  rebuild the model with this tcc"
             )),
             "{msg}"

@@ -143,11 +143,13 @@ mod tests {
                 name: String::new(),
                 dtype: DType::F32,
                 shape: vec![4, 8],
+                dims: vec![],
             },
             TensorDesc {
                 name: String::new(),
                 dtype: DType::I32,
                 shape: vec![100],
+                dims: vec![],
             },
         ];
         let a = spec.inputs("f", &descs).unwrap();

@@ -40,11 +40,28 @@ pub struct InspectArgs {
 
 fn tensor_json(t: &TensorEntry) -> Value {
     let dtype = DType::from_abi(t.dtype);
-    let bytes = dtype.map(|d| t.shape.iter().product::<u64>() * d.size() as u64);
+    // A symbolic extent (`--dim`) by its dimension's name; such a
+    // tensor's size depends on the call.
+    let symbolic = t.shape.contains(&tcc_abi::symbolic::SYMBOLIC);
+    let shape: Vec<Value> = t
+        .shape
+        .iter()
+        .enumerate()
+        .map(|(axis, &d)| {
+            if d == tcc_abi::symbolic::SYMBOLIC {
+                json!(t.dims.get(axis).cloned().unwrap_or_else(|| "?".into()))
+            } else {
+                json!(d)
+            }
+        })
+        .collect();
+    let bytes = dtype
+        .filter(|_| !symbolic)
+        .map(|d| t.shape.iter().map(|&x| x.max(0) as u64).product::<u64>() * d.size() as u64);
     json!({
         "name": t.name,
         "dtype": dtype.map_or_else(|| format!("dtype {}", t.dtype), |d| d.name().to_string()),
-        "shape": t.shape,
+        "shape": shape,
         "bytes": bytes,
     })
 }
@@ -92,6 +109,7 @@ pub fn describe(path: &std::path::Path, description: &Description, verified: boo
                 "inputs": f.inputs.iter().map(tensor_json).collect::<Vec<_>>(),
                 "outputs": f.outputs.iter().map(tensor_json).collect::<Vec<_>>(),
                 "arena_bytes": f.arena_bytes,
+                "dims": f.dims.iter().map(|d| json!({"name": d.name, "min": d.min, "max": d.max})).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -194,7 +212,10 @@ pub fn render(d: &Value) -> String {
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|d| d.to_string())
+                    .map(|d| match d {
+                        Value::String(name) => name.clone(),
+                        other => other.to_string(),
+                    })
                     .collect();
                 let ty = shape
                     .iter()
@@ -210,12 +231,30 @@ pub fn render(d: &Value) -> String {
             .join(", ")
     };
     for f in &functions {
+        let dims: Vec<String> = f["dims"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| {
+                format!(
+                    "{}={}..{}",
+                    d["name"].as_str().unwrap_or("?"),
+                    d["min"],
+                    d["max"]
+                )
+            })
+            .collect();
         out.push_str(&format!(
-            "  @{}({}) -> ({})  arena {} bytes\n",
+            "  @{}({}) -> ({})  arena {} bytes{}\n",
             f["name"].as_str().unwrap_or_default(),
             list(&f["inputs"]),
             list(&f["outputs"]),
-            f["arena_bytes"]
+            f["arena_bytes"],
+            if dims.is_empty() {
+                String::new()
+            } else {
+                format!(" (at the maximum)  dims {}", dims.join(", "))
+            }
         ));
     }
     let kernels = d["kernels"].as_array().cloned().unwrap_or_default();

@@ -104,6 +104,14 @@ impl TccPass for CheckSupported {
         // The declared dimensions some argument uses, and whether an op
         // computing on them was reported.
         let mut symbolic_in_use: Vec<String> = Vec::new();
+        // With one declared dimension, each dynamic value's extent as a
+        // multiple of it (`numerator / denominator`): a function's
+        // arguments are the dimension itself; a reshape scales it by the
+        // ratio of its static parts; every other op of the first slice
+        // keeps its operand's. A result must be the dimension itself: the
+        // runtime sizes an output from it (`Factors`).
+        let mut factors = Factors::default();
+        let single = dims.0.len() == 1;
         for op in collect_ops(root) {
             let name = op_name(&op);
             let dialect = dialect_of(&name);
@@ -140,6 +148,7 @@ impl TccPass for CheckSupported {
                             && !is_static_tensor(ty)
                             && !dims.is_empty()
                         {
+                            factors.set(argument.into(), (1, 1));
                             let names = argument_dim_names(&op, index);
                             match symbolic_argument(ty, names.as_deref(), &dims) {
                                 Ok(used) => {
@@ -184,7 +193,16 @@ impl TccPass for CheckSupported {
                     .chain(op.operands().map(|v| v.r#type()))
                     .find(|&ty| crate::ir::dynamic::is_dynamic(ty))
             {
-                if let Some(why) = outside_dynamic_slice(&op, &name) {
+                let why = match outside_dynamic_slice(&op, &name) {
+                    Some(why) => {
+                        // Reported here; not again where it is returned.
+                        factors.refused(&op);
+                        Some(why)
+                    }
+                    None if single => factors.follow(&op, &name, &dims.0[0].name),
+                    None => None,
+                };
+                if let Some(why) = why {
                     let ranges: Vec<String> = symbolic_in_use
                         .iter()
                         .filter_map(|n| dims.get(n))
@@ -279,7 +297,7 @@ fn is_static_tensor(ty: melior::ir::Type) -> bool {
 
 /// The `tcc.dim_names` of argument `index` of the function `op`, if it has
 /// them (`None` also when they are not an array of strings).
-fn argument_dim_names<'c: 'a, 'a>(
+pub(crate) fn argument_dim_names<'c: 'a, 'a>(
     op: &impl OperationLike<'c, 'a>,
     index: usize,
 ) -> Option<Vec<String>> {
@@ -419,6 +437,99 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tcc.layer_norm",
     "func.return",
 ];
+
+/// Each dynamic value's leading extent as a multiple `numerator /
+/// denominator` of the one declared dimension (see `CheckSupported::run`).
+#[derive(Default)]
+struct Factors(std::collections::HashMap<usize, (i64, i64)>);
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs().max(1)
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The product of the static extents of a ranked type.
+fn static_part(ty: melior::ir::Type) -> Option<i64> {
+    crate::ir::types::ranked_shape(ty)?
+        .into_iter()
+        .flatten()
+        .try_fold(1i64, |n, d| n.checked_mul(d))
+}
+
+impl Factors {
+    fn set(&mut self, value: melior::ir::Value, factor: (i64, i64)) {
+        self.0.insert(value.to_raw().ptr as usize, factor);
+    }
+
+    fn get(&self, value: melior::ir::Value) -> Option<(i64, i64)> {
+        self.0.get(&(value.to_raw().ptr as usize)).copied()
+    }
+
+    /// Marks the results of an op refused for its own reason (`(0, 0)`).
+    fn refused<'c: 'a, 'a>(&mut self, op: &impl OperationLike<'c, 'a>) {
+        for result in op.results() {
+            self.set(result.into(), (0, 0));
+        }
+    }
+
+    /// Records the factor of `op`'s dynamic results; for `func.return`,
+    /// why a returned value is not the dimension `dim` itself (`None`
+    /// when every one is).
+    fn follow<'c: 'a, 'a>(
+        &mut self,
+        op: &impl OperationLike<'c, 'a>,
+        name: &str,
+        dim: &str,
+    ) -> Option<String> {
+        let dynamic = |v: &melior::ir::Value| crate::ir::dynamic::is_dynamic(v.r#type());
+        if name == "func.return" {
+            for (index, value) in op.operands().enumerate().filter(|(_, v)| dynamic(v)) {
+                match self.get(value) {
+                    Some((1, 1)) | Some((0, 0)) => {}
+                    Some((num, den)) => {
+                        let times = if den == 1 {
+                            num.to_string()
+                        } else {
+                            format!("{num}/{den}")
+                        };
+                        return Some(format!(
+                            "result {index} has the dynamic extent {times} x '{dim}': an output's dynamic extent must be the dimension itself yet (the runtime sizes outputs from it)"
+                        ));
+                    }
+                    None => {
+                        return Some(format!(
+                            "result {index}'s dynamic extent cannot be related to '{dim}': an output's dynamic extent must be the dimension itself yet (the runtime sizes outputs from it)"
+                        ));
+                    }
+                }
+            }
+            return None;
+        }
+        let source = op.operands().find(dynamic).and_then(|v| {
+            let (num, den) = self.get(v)?;
+            if name != "tosa.reshape" {
+                return Some((num, den));
+            }
+            // rows_in x static_in = rows_out x static_out.
+            let result = op.result(0).ok()?;
+            let (num, den) = (
+                num.checked_mul(static_part(v.r#type())?)?,
+                den.checked_mul(static_part(result.r#type())?)?,
+            );
+            let g = gcd(num, den);
+            Some((num / g, den / g))
+        });
+        if let Some(factor) = source {
+            for result in op.results().filter(|r| dynamic(&(*r).into())) {
+                self.set(result.into(), factor);
+            }
+        }
+        None
+    }
+}
 
 /// Why `op` (named `name`), which computes on a declared symbolic
 /// dimension, is outside the first dynamic slice; `None` when the later

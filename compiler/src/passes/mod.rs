@@ -5,7 +5,7 @@ mod apply_tuning;
 mod attach_split_k_scratch;
 mod attach_target;
 mod attach_tensor_map_slots;
-mod check_supported;
+pub(crate) mod check_supported;
 mod collapse_contractions;
 mod concat_in_place;
 mod configure_kernels;

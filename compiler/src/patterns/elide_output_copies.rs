@@ -6,7 +6,10 @@
 //! function allocated (a softmax output reshaped to `[N, C, 1, 1]`, say),
 //! that copy is a kernel of its own. Instead, the allocation becomes the
 //! inverse reshape of the output argument, so the producer writes the
-//! output in place and the copy disappears.
+//! output in place and the copy disappears. Upstream forwards a plain
+//! allocation only where its shape is static; one sized by a symbolic
+//! dimension (`memref.alloc(%batch)`, issue 33) is forwarded here: the
+//! runtime sizes the output from the same dimension.
 
 use melior::Context;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
@@ -36,6 +39,9 @@ pub fn elide_output_copy<'c>(
     let Some(reshape) = defining_op(source) else {
         return Ok(false);
     };
+    if op_name(&reshape) == "memref.alloc" {
+        return elide_dynamic_copy(copy, reshape, source, target);
+    }
     let inverse = match op_name(&reshape).as_str() {
         "memref.expand_shape" => "memref.collapse_shape",
         "memref.collapse_shape" => "memref.expand_shape",
@@ -85,5 +91,63 @@ pub fn elide_output_copy<'c>(
     erase_op(copy);
     erase_op(reshape);
     crate::ir::util::replace_and_erase(alloc, allocated, view_value);
+    Ok(true)
+}
+
+/// `memref.copy %alloc, %out` where `%alloc` is `memref.alloc(%sizes)` of
+/// the output argument's (dynamic) type and every other user of the
+/// allocation comes before the copy in its block: the allocation is the
+/// output argument (its extents are the call's, which the runtime sized
+/// the output with), the copy and the allocation go.
+fn elide_dynamic_copy<'c>(
+    copy: OperationRef<'c, 'c>,
+    alloc: OperationRef<'c, 'c>,
+    allocated: Value<'c, 'c>,
+    target: Value<'c, 'c>,
+) -> Result<bool, PassError<'c>> {
+    // Static allocations are upstream's (`buffer-results-to-out-params`).
+    if alloc.operand_count() == 0 || allocated.r#type() != target.r#type() {
+        return Ok(false);
+    }
+    let Some(block) = copy.block() else {
+        return Ok(false);
+    };
+    if alloc.block() != Some(block) {
+        return Ok(false);
+    }
+    // The ops of the block up to the copy, each user's ancestor in the
+    // block among them.
+    let mut before = Vec::new();
+    let mut next = block.first_operation();
+    while let Some(op) = next {
+        if op == copy {
+            break;
+        }
+        before.push(op);
+        next = op.next_in_block();
+    }
+    for user in users(allocated) {
+        if user == copy {
+            continue;
+        }
+        let mut ancestor = Some(user);
+        while let Some(op) = ancestor {
+            if op.block() == Some(block) {
+                break;
+            }
+            ancestor = op.parent_operation();
+        }
+        let Some(ancestor) = ancestor else {
+            return Ok(false);
+        };
+        if !before
+            .iter()
+            .any(|op| op.to_raw().ptr == ancestor.to_raw().ptr)
+        {
+            return Ok(false);
+        }
+    }
+    erase_op(copy);
+    crate::ir::util::replace_and_erase(alloc, allocated, target);
     Ok(true)
 }

@@ -460,6 +460,25 @@ fn bindings(spec: &ModelSpec, so: &Path, d: &Value) -> Result<String, Error> {
     );
     for f in d["functions"].as_array().into_iter().flatten() {
         let fname = f["name"].as_str().unwrap_or_default();
+        // The bindings' shapes are constants: a symbolic dimension
+        // (`--dim`, `tcc inspect` names it in the shape) has none.
+        if let Some(dims) = f["dims"].as_array().filter(|d| !d.is_empty()) {
+            let dims: Vec<String> = dims
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{}={}..{}",
+                        d["name"].as_str().unwrap_or("?"),
+                        d["min"],
+                        d["max"]
+                    )
+                })
+                .collect();
+            return Err(err(format!(
+                "{name}: @{fname} has symbolic dimensions ({}); typed bindings need static shapes: compile it with .input_shape(...) instead of --dim",
+                dims.join(", ")
+            )));
+        }
         let mut method = identifier(fname);
         if method == "new" || method == "session" {
             method = format!("call_{method}");
@@ -610,6 +629,24 @@ mod tests {
         );
         assert_eq!(identifier("gpu_0/data"), "gpu_0_data");
         assert_eq!(camel("my_model"), "MyModel");
+    }
+
+    /// A model compiled with `--dim` has no constant shapes: refused,
+    /// naming the dimension.
+    #[test]
+    fn a_symbolic_dimension_is_refused() {
+        let d: Value = serde_json::from_str(
+            r#"{"functions": [{"name": "main", "dims": [{"name": "batch", "min": 1, "max": 64}],
+                 "inputs": [{"name": "x", "dtype": "f32", "shape": ["batch", 32]}],
+                 "outputs": [{"name": "y", "dtype": "f32", "shape": ["batch", 10]}]}]}"#,
+        )
+        .unwrap();
+        let e = bindings_for("mlp", Path::new("/out/mlp.so"), &d, false).unwrap_err();
+        assert!(
+            e.0.contains("mlp: @main has symbolic dimensions (batch=1..64); typed bindings need static shapes"),
+            "{}",
+            e.0
+        );
     }
 
     /// Every option method becomes its `tcc compile` flag.

@@ -574,7 +574,14 @@ impl Model {
                     shape
                 )));
             };
-            if shape != desc.shape {
+            // A symbolic dimension (`--dim`): any extent in its range,
+            // which the session checks with the other inputs.
+            let fits = if desc.dims.is_empty() {
+                shape == desc.shape
+            } else {
+                shape.len() == desc.shape.len()
+            };
+            if !fits {
                 return Err(PyValueError::new_err(format!(
                     "{label}: expected shape {:?} ({}), got {:?}",
                     desc.shape,

@@ -55,6 +55,31 @@ def test_run_returns_numpy_arrays(mlp):
     np.testing.assert_array_equal(strided, again)
 
 
+def test_a_symbolic_batch_takes_any_batch_in_its_range(tmp_path):
+    # tcc compile --dim batch=1..8: one artifact for every batch in range,
+    # each call's output of its batch; a batch outside the range is an
+    # error naming the dimension, the value and the range.
+    source = tmp_path / "abs.mlir"
+    source.write_text(
+        "func.func @abs(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {\n"
+        "  %0 = tosa.abs %x : (tensor<?x4xf32>) -> tensor<?x4xf32>\n"
+        "  return %0 : tensor<?x4xf32>\n"
+        "}\n"
+    )
+    model = tcc.compile(str(source), target="generic", args=["--dim", "batch=1..8"])
+    (f,) = model.functions
+    assert f.signature == "@abs(batchx4xf32) -> (batchx4xf32)"
+    for batch in (1, 3, 8):
+        x = np.linspace(-1, 1, batch * 4, dtype=np.float32).reshape(batch, 4)
+        (y,) = model.run(x)
+        assert y.shape == (batch, 4)
+        np.testing.assert_array_equal(y, np.abs(x))
+    with pytest.raises(ValueError, match=r"'batch' = 9, outside its declared range 1\.\.8"):
+        model.run(np.zeros((9, 4), np.float32))
+    with pytest.raises(ValueError, match=r"expected shape"):
+        model.run(np.zeros((3,), np.float32))
+
+
 def test_vulkan_artifacts_run_through_the_runtime_core(mlp):
     # --target=vulkan: Shader SPIR-V, loaded on the Vulkan driver (lavapipe
     # here) without being asked, and agreeing with the OpenCL build.

@@ -113,9 +113,28 @@ impl Reader<'_> {
         }
         // SAFETY: as above.
         let dims = unsafe { self.slice(d.shape, d.rank, &format!("{what} shape")) }?;
+        // A symbolic extent (ABI 4) is marked here ("?", extent 0) and
+        // named from the description (`Artifact::name_symbolic_dims`).
+        let symbolic = dims.contains(&tcc_abi::symbolic::SYMBOLIC);
+        let marks: Vec<String> = if symbolic {
+            dims.iter()
+                .map(|&x| {
+                    if x == tcc_abi::symbolic::SYMBOLIC {
+                        "?".to_string()
+                    } else {
+                        String::new()
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let shape = dims
             .iter()
             .map(|&x| {
+                if x == tcc_abi::symbolic::SYMBOLIC {
+                    return Ok(0);
+                }
                 usize::try_from(x)
                     .map_err(|_| self.bad(format!("{what}: dimension {x} is not a static size")))
             })
@@ -126,7 +145,12 @@ impl Reader<'_> {
                 type_string(&shape, dtype)
             )));
         }
-        Ok(TensorDesc { name, dtype, shape })
+        Ok(TensorDesc {
+            name,
+            dtype,
+            shape,
+            dims: marks,
+        })
     }
 
     /// Launch record `index`: a name, a work-group of 1 to 1024 work-items
@@ -291,6 +315,7 @@ impl Reader<'_> {
                     outputs,
                     arena_bytes,
                     arena_alignment,
+                    dims: Vec::new(),
                     entry,
                 });
             }

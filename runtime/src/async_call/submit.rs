@@ -97,6 +97,21 @@ impl Session {
                 f.check_input_types(v.iter().map(|v| (v.dtype, v.shape.as_slice())), &[])?
             }
         }
+        // A function on a symbolic dimension: the outputs and the entry's
+        // shapes from the call's inputs (checked above).
+        let call = if f.is_dynamic() {
+            let shapes: Vec<&[usize]> = match &inputs {
+                Inputs::Owned(v) => v.iter().map(|t| t.shape.as_slice()).collect(),
+                Inputs::Borrowed(s) => s.iter().map(|t| t.shape.as_slice()).collect(),
+                Inputs::Views(v) => v.iter().map(|t| t.shape.as_slice()).collect(),
+            };
+            f.call_shapes(&shapes)?
+        } else {
+            crate::artifact::CallShapes {
+                outputs: f.outputs.iter().map(|d| d.shape.clone()).collect(),
+                flat: Vec::new(),
+            }
+        };
         self.calls.throttle();
         let rt = self.rt.inner.clone();
         let queues = rt.side_queues()?;
@@ -114,7 +129,8 @@ impl Session {
             out_types: f
                 .outputs
                 .iter()
-                .map(|d| (d.dtype, d.shape.clone()))
+                .zip(&call.outputs)
+                .map(|(d, shape)| (d.dtype, shape.clone()))
                 .collect(),
             ..Default::default()
         };
@@ -182,8 +198,8 @@ impl Session {
             }
             // The outputs.
             let mut out_io: Vec<(cl_mem, u64)> = Vec::with_capacity(res.out_types.len());
-            for d in &f.outputs {
-                let size = d.byte_size();
+            for (d, shape) in f.outputs.iter().zip(&call.outputs) {
+                let size = crate::tensor::byte_size(shape, d.dtype).unwrap_or(usize::MAX);
                 let mut bytes = self.output_block(size);
                 // SAFETY: the block is owned by the call and not read until
                 // it is done; it does not move.
@@ -273,7 +289,7 @@ impl Session {
                     .cl("clEnqueueBarrierWithWaitList")?;
                 drop(barrier);
             }
-            let io = crate::hal::shared::CallIo::new(&in_io, &out_io);
+            let io = crate::hal::shared::CallIo::new(&in_io, &out_io).with_shapes(&call.flat);
             let uploaded_constants = match lane {
                 Some(i) => self.execute_on(f, io, compute, Some(&mut res.deferred), i)?,
                 None => {

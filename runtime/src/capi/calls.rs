@@ -207,25 +207,53 @@ fn prepare(
     if outs.len() != info.outputs.len() {
         return Err(count("output", info.outputs.len(), outs.len()));
     }
+    let inputs = host_inputs(info, ins)?;
+    // A function on a symbolic dimension: the outputs' shapes follow
+    // from the inputs' (each dimension checked against its range).
+    let output_shapes = if info.is_dynamic() {
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+        info.call_shapes(&shapes)?.outputs
+    } else {
+        info.outputs.iter().map(|d| d.shape.clone()).collect()
+    };
     Ok(PreparedCall {
-        inputs: host_inputs(info, ins)?,
-        outputs: output_slots(info, outs)?,
+        inputs,
+        outputs: output_slots(info, outs, &output_shapes)?,
         function: name.clone(),
         session,
     })
 }
 
-/// Checks a C tensor against the signature's `desc`.
-fn check_tensor(t: &TccTensor, desc: &crate::TensorDesc, what: String) -> CResult<()> {
+/// Checks a C tensor against the signature's `desc`, whose shape is
+/// `expected` in this call (`None`: an input of a function on a symbolic
+/// dimension, whose shape the call binds: only its type is checked here).
+fn check_tensor(
+    t: &TccTensor,
+    desc: &crate::TensorDesc,
+    expected: Option<&[usize]>,
+    what: String,
+) -> CResult<Vec<usize>> {
     let (dtype, shape) = describe_tensor(t, &what)?;
-    if dtype != desc.dtype || shape != desc.shape {
+    let shape_differs = expected.is_some_and(|e| shape != e);
+    if dtype != desc.dtype
+        || shape_differs
+        || (expected.is_none() && shape.len() != desc.shape.len())
+    {
+        let wanted = match expected {
+            Some(e) if desc.dims.is_empty() => crate::tensor::type_string(e, desc.dtype),
+            Some(e) => format!(
+                "{} (here {})",
+                desc.type_string(),
+                crate::tensor::type_string(e, desc.dtype)
+            ),
+            None => desc.type_string(),
+        };
         return Err(invalid(format!(
-            "{what} expects {}, got {}",
-            desc.type_string(),
+            "{what} expects {wanted}, got {}",
             crate::tensor::type_string(&shape, dtype)
         )));
     }
-    let expected = desc.byte_size() as u64;
+    let expected = crate::tensor::byte_size(&shape, dtype).unwrap_or(usize::MAX) as u64;
     if t.bytes != expected {
         return Err(invalid(format!(
             "{what} ({}) is {expected} bytes, but the buffer is {} bytes",
@@ -239,7 +267,7 @@ fn check_tensor(t: &TccTensor, desc: &crate::TensorDesc, what: String) -> CResul
             format!("{what}: data is NULL"),
         ));
     }
-    Ok(())
+    Ok(shape)
 }
 
 /// The inputs of `info`'s function, checked and copied.
@@ -247,23 +275,37 @@ fn host_inputs(info: &crate::FunctionInfo, ins: &[TccTensor]) -> CResult<Vec<Hos
     let name = &info.name;
     let mut host_inputs = Vec::with_capacity(ins.len());
     for (i, (t, desc)) in ins.iter().zip(&info.inputs).enumerate() {
-        check_tensor(t, desc, format!("input {i} of @{name}"))?;
+        let expected = (!info.is_dynamic()).then_some(desc.shape.as_slice());
+        let shape = check_tensor(t, desc, expected, format!("input {i} of @{name}"))?;
         let bytes = if t.bytes == 0 {
             Vec::new()
         } else {
             // SAFETY: checked non-null; the caller promises `bytes` bytes.
             unsafe { std::slice::from_raw_parts(t.data as *const u8, t.bytes as usize) }.to_vec()
         };
-        host_inputs.push(HostTensor::new(desc.dtype, desc.shape.clone(), bytes)?);
+        host_inputs.push(HostTensor::new(desc.dtype, shape, bytes)?);
+    }
+    if info.is_dynamic() {
+        info.check_inputs(&host_inputs, &[])?;
     }
     Ok(host_inputs)
 }
 
-/// The output buffers of `info`'s function, checked.
-fn output_slots(info: &crate::FunctionInfo, outs: &[TccTensor]) -> CResult<Vec<OutputSlot>> {
+/// The output buffers of `info`'s function, checked against this call's
+/// output shapes.
+fn output_slots(
+    info: &crate::FunctionInfo,
+    outs: &[TccTensor],
+    shapes: &[Vec<usize>],
+) -> CResult<Vec<OutputSlot>> {
     let mut slots = Vec::with_capacity(outs.len());
-    for (i, (t, desc)) in outs.iter().zip(&info.outputs).enumerate() {
-        check_tensor(t, desc, format!("output {i} of @{}", info.name))?;
+    for (i, ((t, desc), shape)) in outs.iter().zip(&info.outputs).zip(shapes).enumerate() {
+        check_tensor(
+            t,
+            desc,
+            Some(shape),
+            format!("output {i} of @{}", info.name),
+        )?;
         slots.push(OutputSlot {
             data: t.data as *mut u8,
             bytes: t.bytes as usize,
@@ -349,7 +391,14 @@ pub extern "C" fn tcc_session_run_pipeline(
             )));
         }
         let inputs = host_inputs(first, ins)?;
-        let slots = output_slots(last, outs)?;
+        // A pipeline's stages are static (placement, issue 33 step 2).
+        let shapes: Vec<Vec<usize>> = last.outputs.iter().map(|d| d.shape.clone()).collect();
+        if first.is_dynamic() || last.is_dynamic() {
+            return Err(invalid(
+                "tcc_session_run_pipeline runs functions of static shapes only; run a function on a symbolic dimension with tcc_session_run",
+            ));
+        }
+        let slots = output_slots(last, outs, &shapes)?;
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let results = match &mut *session.lock() {
             CSession::Placed(p) => p.run_pipeline(&refs, &inputs)?,

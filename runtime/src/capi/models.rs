@@ -20,7 +20,9 @@ fn tensor_infos(descs: &[crate::TensorDesc]) -> Vec<TensorInfo> {
         .map(|d| TensorInfo {
             name: c_string(&d.name),
             dtype: d.dtype.to_abi(),
-            shape: d.shape.iter().map(|&x| x as i64).collect(),
+            // -1 for a symbolic extent (`tcc compile --dim`); `bytes`
+            // then counts its declared maximum.
+            shape: d.abi_shape(),
             bytes: d.byte_size() as u64,
         })
         .collect()

@@ -57,6 +57,14 @@ impl SplitPlan {
         types: impl IntoIterator<Item = (crate::DType, &'a [usize])>,
     ) -> Result<Self> {
         let types: Vec<(crate::DType, &[usize])> = types.into_iter().collect();
+        if f.is_dynamic() {
+            // Parts of one fixed batch; a symbolic batch splits as the
+            // caller chooses (issue 33): not yet.
+            return Err(Error::InvalidInput(format!(
+                "@{} has symbolic dimensions, which a call split across devices does not take yet: run it on one device, or compile one shape with --input-shape",
+                f.name
+            )));
+        }
         if types.len() != f.inputs.len() {
             return Err(Error::InvalidInput(format!(
                 "@{} takes {} inputs, got {}",

@@ -119,8 +119,10 @@ pub(crate) fn out_slot<'a>(out: *mut *mut TccBuffer) -> Result<&'a mut *mut TccB
         .ok_or_else(|| crate::Error::InvalidInput("output pointer is NULL".into()))
 }
 
-/// The callback table over `cx`, valid while `cx` is.
-pub(crate) fn api_table<C: Callbacks>(cx: &mut C) -> TccRuntimeApi {
+/// The callback table over `cx`, valid while `cx` is, giving the entry
+/// the call's `shapes` (every input's extents, then every output's;
+/// empty for a static function: NULL).
+pub(crate) fn api_table<C: Callbacks>(cx: &mut C, shapes: &[i64]) -> TccRuntimeApi {
     TccRuntimeApi {
         abi_version: abi::TCC_ABI_VERSION,
         reserved: 0,
@@ -131,6 +133,11 @@ pub(crate) fn api_table<C: Callbacks>(cx: &mut C) -> TccRuntimeApi {
         launch: Some(entry::launch::<C>),
         copy: Some(entry::copy::<C>),
         view: Some(entry::view::<C>),
+        shapes: if shapes.is_empty() {
+            std::ptr::null()
+        } else {
+            shapes.as_ptr()
+        },
     }
 }
 

@@ -214,15 +214,49 @@ pub(crate) fn release_temporary<E, T>(
 /// The caller's buffers of one entry call, as a driver holds them: each
 /// input's and output's device buffer (a `cl_mem`, a CUDA device pointer)
 /// with its size in bytes.
+/// A call of a function on a symbolic dimension also carries its shapes
+/// (`FunctionInfo::call_shapes`), which the entry reads.
 #[derive(Clone, Copy)]
 pub(crate) struct CallIo<'a, B> {
     pub(crate) inputs: &'a [(B, u64)],
     pub(crate) outputs: &'a [(B, u64)],
+    pub(crate) shapes: &'a [i64],
 }
 
 impl<'a, B: Copy> CallIo<'a, B> {
     pub(crate) fn new(inputs: &'a [(B, u64)], outputs: &'a [(B, u64)]) -> Self {
-        CallIo { inputs, outputs }
+        CallIo {
+            inputs,
+            outputs,
+            shapes: &[],
+        }
+    }
+
+    /// The call's shapes (every input's extents, then every output's).
+    pub(crate) fn with_shapes(self, shapes: &'a [i64]) -> Self {
+        CallIo { shapes, ..self }
+    }
+
+    /// The shapes the entry of `f` reads: the call's, which a function on
+    /// a symbolic dimension needs (an error naming `driver` where the
+    /// caller has none: a path that does not size calls yet).
+    pub(crate) fn shapes_for(
+        &self,
+        f: &crate::FunctionInfo,
+        driver: &str,
+    ) -> crate::Result<&'a [i64]> {
+        if f.is_dynamic() && self.shapes.is_empty() {
+            return Err(crate::Error::InvalidInput(format!(
+                "@{} has symbolic dimensions ({}), which {driver} does not run yet: run it through a session's run or run_device on the OpenCL driver, or compile one shape with --input-shape",
+                f.name,
+                f.dims
+                    .iter()
+                    .map(|d| format!("{}={}..{}", d.name, d.min, d.max))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok(self.shapes)
     }
 
     /// The artifact's handles of the inputs and of the outputs, each made

@@ -10,7 +10,8 @@ use melior::ir::attribute::{DenseI32ArrayAttribute, IntegerAttribute, TypeAttrib
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{
-    Block, BlockLike, BlockRef, Identifier, Location, Operation, RegionLike, RegionRef, Type, Value,
+    Block, BlockLike, BlockRef, Identifier, Location, Operation, RegionLike, RegionRef, Type,
+    Value, ValueLike,
 };
 
 use crate::back::{CodegenError, ErrorAt};
@@ -218,6 +219,72 @@ impl<'c> Builder<'c> {
         rhs: Value<'c, 'c>,
     ) -> Result<Value<'c, 'c>, CodegenError> {
         self.value(llvm::mul(lhs, rhs, self.location))
+    }
+
+    /// A two-operand integer op of the LLVM dialect whose result has the
+    /// operands' type (`llvm.add`, `llvm.sdiv`, `llvm.intr.smax`, ...).
+    pub fn binary(
+        &self,
+        name: &str,
+        lhs: Value<'c, 'c>,
+        rhs: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, CodegenError> {
+        let op = self.build(
+            OperationBuilder::new(name, self.location)
+                .add_operands(&[lhs, rhs])
+                .add_results(&[lhs.r#type()]),
+        )?;
+        self.value(op)
+    }
+
+    /// `llvm.icmp predicate lhs, rhs` (LLVM's `ICmpPredicate` number: 0
+    /// eq, 1 ne, 2 slt, 3 sle, 4 sgt, 5 sge, 6 ult, 7 ule, 8 ugt, 9 uge).
+    pub fn icmp(
+        &self,
+        predicate: i64,
+        lhs: Value<'c, 'c>,
+        rhs: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, CodegenError> {
+        let op = self.build(
+            OperationBuilder::new("llvm.icmp", self.location)
+                .add_attributes(&[self.attribute(
+                    "predicate",
+                    IntegerAttribute::new(self.types.i64, predicate),
+                )])
+                .add_operands(&[lhs, rhs])
+                .add_results(&[self.types.i1]),
+        )?;
+        self.value(op)
+    }
+
+    /// `llvm.select condition, on_true, on_false`.
+    pub fn select(
+        &self,
+        condition: Value<'c, 'c>,
+        on_true: Value<'c, 'c>,
+        on_false: Value<'c, 'c>,
+    ) -> Result<Value<'c, 'c>, CodegenError> {
+        let op = self.build(
+            OperationBuilder::new("llvm.select", self.location)
+                .add_operands(&[condition, on_true, on_false])
+                .add_results(&[on_true.r#type()]),
+        )?;
+        self.value(op)
+    }
+
+    /// A one-operand cast (`llvm.trunc`, `llvm.zext`, `llvm.sext`) to `ty`.
+    pub fn cast(
+        &self,
+        name: &str,
+        value: Value<'c, 'c>,
+        ty: Type<'c>,
+    ) -> Result<Value<'c, 'c>, CodegenError> {
+        let op = self.build(
+            OperationBuilder::new(name, self.location)
+                .add_operands(&[value])
+                .add_results(&[ty]),
+        )?;
+        self.value(op)
     }
 
     /// An indirect `llvm.call callee(args)`, returning `result` or nothing.

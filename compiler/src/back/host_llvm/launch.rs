@@ -10,7 +10,7 @@ use tcc_abi::{KernelArgRecord, LaunchRecord};
 use tcc_kernels::Storage;
 
 use crate::back::CodegenError;
-use crate::back::opencl_c::{KernelInfo, Program};
+use crate::back::opencl_c::{IndexWidth, KernelInfo, Program};
 
 /// The `enum tcc_dtype` of elements stored as `storage`.
 fn storage_dtype(storage: Storage) -> u32 {
@@ -29,7 +29,15 @@ fn storage_dtype(storage: Storage) -> u32 {
 
 /// One kernel's record. `dynamic_local` says whether the PTX compiled the
 /// bodies that use CUDA dynamic local memory (sm_90a PTX only).
-fn record(kernel: &KernelInfo, dynamic_local: bool) -> Result<LaunchRecord, CodegenError> {
+/// `dynamic_extent`: what a symbolic extent counts as in a buffer's
+/// elements (the largest declared maximum, an upper bound); `scalar`: the
+/// kind of the kernel's scalar arguments (the program's index width).
+fn record(
+    kernel: &KernelInfo,
+    dynamic_local: bool,
+    dynamic_extent: i64,
+    scalar: u32,
+) -> Result<LaunchRecord, CodegenError> {
     let mut workgroup_size = [1u32; 3];
     for (size, &w) in workgroup_size.iter_mut().zip(&kernel.workgroup_size) {
         *size = u32::try_from(w).ok().filter(|&w| w > 0).ok_or_else(|| {
@@ -39,14 +47,21 @@ fn record(kernel: &KernelInfo, dynamic_local: bool) -> Result<LaunchRecord, Code
             ))
         })?;
     }
-    let args = kernel
+    let mut args = kernel
         .args
         .iter()
         .map(|arg| {
             let elements = arg
                 .shape
                 .iter()
-                .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?))
+                .map(|&d| {
+                    if d == crate::ir::memref::DYNAMIC {
+                        dynamic_extent.max(1)
+                    } else {
+                        d
+                    }
+                })
+                .try_fold(1u64, |n, d| n.checked_mul(u64::try_from(d).ok()?))
                 .ok_or_else(|| {
                     CodegenError::new(format!(
                         "kernel `{}`: an argument of shape {:?} has no static element count",
@@ -61,6 +76,12 @@ fn record(kernel: &KernelInfo, dynamic_local: bool) -> Result<LaunchRecord, Code
             })
         })
         .collect::<Result<Vec<_>, CodegenError>>()?;
+    // The scalar arguments (a kernel on a symbolic dimension) follow the
+    // buffers, each a `tcc_index`.
+    args.extend(kernel.scalars.iter().map(|_| KernelArgRecord {
+        kind: scalar,
+        ..KernelArgRecord::default()
+    }));
     Ok(LaunchRecord {
         name: kernel.name.clone(),
         flops: kernel.flops,
@@ -82,9 +103,13 @@ pub fn launch_records(
     ptx: Option<&str>,
 ) -> Result<Vec<LaunchRecord>, CodegenError> {
     let dynamic_local = ptx.is_some_and(crate::back::ptx::declares_dynamic_local);
+    let scalar = match program.index_width {
+        IndexWidth::Bits32 => tcc_abi::ARG_I32,
+        IndexWidth::Bits64 => tcc_abi::ARG_I64,
+    };
     program
         .kernels
         .iter()
-        .map(|k| record(k, dynamic_local))
+        .map(|k| record(k, dynamic_local, program.dynamic_extent, scalar))
         .collect()
 }

@@ -13,6 +13,13 @@
 //! session, reused by every call). Other intermediate buffers come from
 //! `alloc` and are released right after their last use (the runtime's
 //! in-order queue makes that safe).
+//!
+//! A function on a symbolic dimension (`tcc compile --dim`, issue 33)
+//! reads the call's extents from the table's `shapes` (ABI 4: every
+//! input's, then every output's): a `memref.dim` and every extent a view,
+//! an allocation, a copy or a kernel's scalar argument needs is computed
+//! from them (`extent`), and the host's `index` arithmetic (the launch
+//! grids outlining computed) becomes LLVM integer ops.
 
 use std::collections::HashMap;
 
@@ -24,10 +31,10 @@ use melior::ir::{Attribute, BlockLike, Operation, Region, RegionLike, Type, Valu
 
 use super::builder::Builder;
 use super::writer::{FunctionDesc, TensorDesc, byte_size};
-use crate::back::opencl_c::{ElementType, Program};
+use crate::back::opencl_c::{ElementType, IndexWidth, Program, ScalarArg};
 use crate::back::{CodegenError, ErrorAt};
 use crate::ir::attr_names;
-use crate::ir::memref::MemRefLayout;
+use crate::ir::memref::{DYNAMIC, MemRefLayout};
 use crate::ir::operand::{operand_at, result_at};
 use crate::ir::util::{body_ops, integer_value, op_name, ops_named, string_value};
 
@@ -39,17 +46,23 @@ const CONSTANT: i32 = tcc_abi::RUNTIME_API.field("constant") as i32;
 const LAUNCH: i32 = tcc_abi::RUNTIME_API.field("launch") as i32;
 const COPY: i32 = tcc_abi::RUNTIME_API.field("copy") as i32;
 const VIEW: i32 = tcc_abi::RUNTIME_API.field("view") as i32;
+const SHAPES: i32 = tcc_abi::RUNTIME_API.field("shapes") as i32;
 /// Fields of `tcc_arg`.
 const ARG_KIND: i32 = tcc_abi::ARG.field("kind") as i32;
 const ARG_RESERVED: i32 = tcc_abi::ARG.field("reserved") as i32;
 const ARG_VALUE: i32 = tcc_abi::ARG.field("value") as i32;
 
 /// A kernel the host code may launch: its index in the program (the
-/// runtime's kernel number) and how many buffers it takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// runtime's kernel number), how many buffers it takes and, where the
+/// OpenCL C writer translated it, its scalar arguments after the buffers
+/// (a kernel on a symbolic dimension) and their `enum tcc_arg_kind` (the
+/// program's index width).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelSlot {
     pub index: u32,
     pub buffers: usize,
+    pub scalars: Option<Vec<ScalarArg>>,
+    pub scalar_kind: u32,
 }
 
 /// The kernels by name.
@@ -57,6 +70,10 @@ pub type Kernels = HashMap<String, KernelSlot>;
 
 /// The kernels of a translated program, in its order.
 pub fn kernels_of_program(program: &Program) -> Kernels {
+    let scalar_kind = match program.index_width {
+        IndexWidth::Bits32 => tcc_abi::ARG_I32,
+        IndexWidth::Bits64 => tcc_abi::ARG_I64,
+    };
     program
         .kernels
         .iter()
@@ -67,6 +84,8 @@ pub fn kernels_of_program(program: &Program) -> Kernels {
                 KernelSlot {
                     index: i as u32,
                     buffers: k.args.len(),
+                    scalars: Some(k.scalars.clone()),
+                    scalar_kind,
                 },
             )
         })
@@ -91,6 +110,8 @@ pub fn kernels_of_module(module: OperationRef) -> Kernels {
                 KernelSlot {
                     index: i as u32,
                     buffers,
+                    scalars: None,
+                    scalar_kind: tcc_abi::ARG_I64,
                 },
             ))
         })
@@ -130,7 +151,86 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
         shape: layout.shape,
         unsigned: false,
         minifloat: String::new(),
+        dims: Vec::new(),
     })
+}
+
+/// Names the symbolic extents of `tensor`, argument `index` of `function`
+/// (`tcc.dim_names`, or with one declared dimension and no names, that
+/// one), and returns the names it uses.
+fn name_dims(
+    function: &OperationRef,
+    index: usize,
+    tensor: &mut TensorDesc,
+    declared: &tcc_dialects::dims::Dims,
+    what: &str,
+) -> Result<Vec<String>, CodegenError> {
+    if !tensor.shape.contains(&DYNAMIC) {
+        return Ok(Vec::new());
+    }
+    let label = if tensor.name.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what} ('{}')", tensor.name)
+    };
+    let names = match crate::passes::check_supported::argument_dim_names(function, index) {
+        Some(names) => names,
+        None if declared.0.len() == 1 => tensor
+            .shape
+            .iter()
+            .map(|&d| {
+                if d == DYNAMIC {
+                    declared.0[0].name.clone()
+                } else {
+                    String::new()
+                }
+            })
+            .collect(),
+        None => {
+            return Err(CodegenError::at(
+                function,
+                format!(
+                    "{label} has a dynamic dimension but names none (tcc.dim_names) while {} dimensions are declared ({})",
+                    declared.0.len(),
+                    crate::ir::dynamic::describe_dims(declared)
+                ),
+            ));
+        }
+    };
+    if names.len() != tensor.shape.len() {
+        return Err(CodegenError::at(
+            function,
+            format!(
+                "{label}: {} dimension names for a tensor of rank {}",
+                names.len(),
+                tensor.shape.len()
+            ),
+        ));
+    }
+    let mut used = Vec::new();
+    for (axis, (&d, name)) in tensor.shape.iter().zip(&names).enumerate() {
+        match (d == DYNAMIC, name.is_empty()) {
+            (true, true) | (false, false) => {
+                return Err(CodegenError::at(
+                    function,
+                    format!(
+                        "{label}: dimension {axis} is {} but its name is '{name}'",
+                        if d == DYNAMIC { "dynamic" } else { "static" }
+                    ),
+                ));
+            }
+            (true, false) if declared.get(name).is_none() => {
+                return Err(CodegenError::at(
+                    function,
+                    format!("{label}: dimension {axis} names '{name}', which is not declared"),
+                ));
+            }
+            (true, false) => used.push(name.clone()),
+            (false, true) => {}
+        }
+    }
+    tensor.dims = names;
+    Ok(used)
 }
 
 /// The bytes a buffer of `tensor` takes on the device: half of its f32
@@ -226,7 +326,10 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         outputs: Vec::new(),
         arena_bytes: planned(attr_names::ARENA_BYTES)?,
         arena_alignment: planned(attr_names::ARENA_ALIGNMENT)?,
+        dims: Vec::new(),
     };
+    let declared = crate::ir::dynamic::module_dims(function);
+    let (mut given, mut needed) = (Vec::new(), Vec::new());
     for index in 0..argument_count {
         let argument = block.argument(index).at(&function)?;
         let mut tensor = memref_desc(
@@ -237,12 +340,187 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         tensor.unsigned = unsigned.get(index).copied().unwrap_or(false);
         tensor.minifloat = minifloats.get(index).cloned().unwrap_or_default();
         if index < argument_count - num_outputs {
+            let what = format!("@{name} input {index}");
+            given.extend(name_dims(&function, index, &mut tensor, &declared, &what)?);
             desc.inputs.push(tensor);
         } else {
+            let what = format!("@{name} output {}", index + num_outputs - argument_count);
+            for dim in name_dims(&function, index, &mut tensor, &declared, &what)? {
+                needed.push((dim, what.clone()));
+            }
             desc.outputs.push(tensor);
         }
     }
+    // An output's extent is known before the call only from the inputs.
+    if let Some((dim, what)) = needed.iter().find(|(d, _)| !given.contains(d)) {
+        return Err(CodegenError::at(
+            &function,
+            format!(
+                "{what} has the dynamic dimension '{dim}', which no input gives: its extent would be known only after the call"
+            ),
+        ));
+    }
+    desc.dims = declared
+        .0
+        .iter()
+        .filter(|d| given.contains(&d.name))
+        .map(|d| tcc_abi::symbolic::DimEntry {
+            name: d.name.clone(),
+            min: d.min as u64,
+            max: d.max as u64,
+        })
+        .collect();
     Ok(desc)
+}
+
+/// The ops whose result is its source buffer seen through another shape
+/// (contiguous reshapes and casts): on the host the same buffer.
+const ALIASES: &[&str] = &[
+    "memref.collapse_shape",
+    "memref.expand_shape",
+    "memref.cast",
+];
+
+/// Where the host code of a function on a symbolic dimension reads its
+/// extents: the call's shapes (`rt->shapes`, ABI 4) and each argument's
+/// first entry in them; extents already read or computed are kept.
+struct Extents<'c> {
+    shapes: Option<Value<'c, 'c>>,
+    offsets: HashMap<usize, usize>,
+    cache: HashMap<(usize, usize), Value<'c, 'c>>,
+}
+
+/// The static value of the `index` constant `value`, if it is one.
+fn constant_index(value: Value) -> Option<i64> {
+    let op = crate::ir::util::defining_op(value)?;
+    (op_name(&op) == "arith.constant")
+        .then(|| op.attribute("value").ok().and_then(integer_value))
+        .flatten()
+}
+
+/// The extent of host buffer `memref` along `axis` as an `i64` value:
+/// a constant where its type says it; for a function argument the call's
+/// shape entry; for a reshape, cast, arena view or allocation the
+/// extent it was made with. `op` locates errors.
+fn extent<'c>(
+    b: &Builder<'c>,
+    extents: &mut Extents<'c>,
+    values: &HashMap<usize, Value<'c, 'c>>,
+    op: OperationRef<'c, 'c>,
+    memref: Value<'c, 'c>,
+    axis: usize,
+) -> Result<Value<'c, 'c>, CodegenError> {
+    let t = b.types;
+    let shape = MemRefLayout::of(memref.r#type())
+        .map(|l| l.shape)
+        .ok_or_else(|| CodegenError::at(&op, format!("{} is not a buffer", memref.r#type())))?;
+    let size = *shape.get(axis).ok_or_else(|| {
+        CodegenError::at(
+            &op,
+            format!("dimension {axis} of a rank-{} buffer", shape.len()),
+        )
+    })?;
+    if size != DYNAMIC {
+        return b.constant(size, t.i64);
+    }
+    if let Some(&known) = extents.cache.get(&(key(memref), axis)) {
+        return Ok(known);
+    }
+    let unknown = || {
+        CodegenError::at(
+            &op,
+            format!(
+                "the host code cannot tell dynamic dimension {axis} of {}: not an argument, a reshape, an arena view or an allocation",
+                memref.r#type()
+            ),
+        )
+    };
+    let lowered = |operand: Value<'c, 'c>| {
+        values.get(&key(operand)).copied().ok_or_else(|| {
+            CodegenError::at(&op, "a dynamic size is not a known host value".to_string())
+        })
+    };
+    // The n-th dynamic dimension of `memref`'s type.
+    let nth = shape[..axis].iter().filter(|&&d| d == DYNAMIC).count();
+    let value = if let Some(&offset) = extents.offsets.get(&key(memref)) {
+        let shapes = extents.shapes.ok_or_else(unknown)?;
+        let address = b.gep(shapes, &[(offset + axis) as i32], t.i64)?;
+        b.load(address, t.i64)?
+    } else {
+        let source_op = crate::ir::util::defining_op(memref).ok_or_else(unknown)?;
+        match op_name(&source_op).as_str() {
+            "memref.cast" => {
+                let source = operand_at(source_op, 0)?;
+                extent(b, extents, values, op, source, axis)?
+            }
+            "memref.expand_shape" => lowered(operand_at(source_op, 1 + nth)?)?,
+            "memref.view" => lowered(operand_at(source_op, 2 + nth)?)?,
+            "memref.alloc" => lowered(operand_at(source_op, nth)?)?,
+            "memref.collapse_shape" => {
+                let source = operand_at(source_op, 0)?;
+                let groups = crate::ir::util::reassociation(source_op).ok_or_else(unknown)?;
+                let group = groups.get(axis).ok_or_else(unknown)?.clone();
+                let mut product = b.constant(1, t.i64)?;
+                for source_axis in group {
+                    let factor = extent(b, extents, values, op, source, source_axis as usize)?;
+                    product = b.mul(product, factor)?;
+                }
+                product
+            }
+            _ => return Err(unknown()),
+        }
+    };
+    extents.cache.insert((key(memref), axis), value);
+    Ok(value)
+}
+
+/// The bytes of a buffer of `tensor` whose symbolic extents are
+/// `dynamic` (in order), as an `i64` value: the static part (stored as
+/// `op` says, [`stored_byte_size`]) times each dynamic extent.
+fn dynamic_bytes<'c>(
+    b: &Builder<'c>,
+    op: OperationRef,
+    tensor: &TensorDesc,
+    dynamic: &[Value<'c, 'c>],
+    stored: bool,
+) -> Result<Value<'c, 'c>, CodegenError> {
+    let unit = TensorDesc {
+        shape: tensor
+            .shape
+            .iter()
+            .map(|&d| if d == DYNAMIC { 1 } else { d })
+            .collect(),
+        ..tensor.clone()
+    };
+    let static_bytes = if stored {
+        stored_byte_size(op, &unit)
+    } else {
+        byte_size(&unit)
+    };
+    let mut bytes = b.constant(static_bytes as i64, b.types.i64)?;
+    for &size in dynamic {
+        bytes = b.mul(bytes, size)?;
+    }
+    Ok(bytes)
+}
+
+/// The `llvm` op of an `arith` op on host `index` values (extents and the
+/// launch sizes computed from them), if it has one.
+fn index_op(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "arith.addi" => "llvm.add",
+        "arith.subi" => "llvm.sub",
+        "arith.muli" => "llvm.mul",
+        "arith.divsi" => "llvm.sdiv",
+        "arith.divui" => "llvm.udiv",
+        "arith.remsi" => "llvm.srem",
+        "arith.remui" => "llvm.urem",
+        "arith.minsi" => "llvm.intr.smin",
+        "arith.minui" => "llvm.intr.umin",
+        "arith.maxsi" => "llvm.intr.smax",
+        "arith.maxui" => "llvm.intr.umax",
+        _ => return None,
+    })
 }
 
 /// Lowers the host function `function` to `llvm.func internal
@@ -323,6 +601,18 @@ pub fn lower_function<'c>(
         .and_then(|r| r.first_block())
         .ok_or_else(|| CodegenError::at(&function, format!("@{name} has no body")))?;
     let num_inputs = desc.inputs.len();
+    // A function on a symbolic dimension reads the call's shapes: every
+    // input's extents, then every output's (ABI 4).
+    let mut extents = Extents {
+        shapes: None,
+        offsets: HashMap::new(),
+        cache: HashMap::new(),
+    };
+    if !desc.dims.is_empty() {
+        let address = b.gep(rt, &[0, SHAPES], t.api)?;
+        extents.shapes = Some(b.load(address, t.ptr)?);
+    }
+    let mut flat = 0;
     for index in 0..block.argument_count() {
         let argument: Value = block.argument(index).map_err(|e| at(&function, &e))?.into();
         let (table, slot) = if index < num_inputs {
@@ -332,14 +622,30 @@ pub fn lower_function<'c>(
         };
         let address = b.gep(table, &[slot as i32], t.ptr)?;
         values.insert(key(argument), b.load(address, t.ptr)?);
+        extents.offsets.insert(key(argument), flat);
+        flat += desc
+            .inputs
+            .iter()
+            .chain(&desc.outputs)
+            .nth(index)
+            .map_or(0, |t| t.shape.len());
     }
 
-    // Last use of each value, to release allocations right after it.
+    // Last use of each value, to release allocations right after it; a
+    // reshape or cast of a buffer is a use of the buffer.
     let ops = body_ops(function);
+    let mut root: HashMap<usize, usize> = HashMap::new();
     let mut last_use: HashMap<usize, usize> = HashMap::new();
     for (position, op) in ops.iter().enumerate() {
         for operand in op.operands() {
-            last_use.insert(key(operand), position);
+            let source = *root.get(&key(operand)).unwrap_or(&key(operand));
+            last_use.insert(source, position);
+        }
+        if ALIASES.contains(&op_name(op).as_str())
+            && let (Ok(source), Ok(result)) = (operand_at(*op, 0), result_at(*op, 0))
+        {
+            let source = *root.get(&key(source)).unwrap_or(&key(source));
+            root.insert(key(result), source);
         }
     }
     // The arena allocation's result; only memref.view may use it.
@@ -374,6 +680,65 @@ pub fn lower_function<'c>(
                     .ok_or_else(|| CodegenError::at(&op, "host constants must be integers"))?;
                 values.insert(key(result_of(op)?), b.constant(value, t.i64)?);
             }
+            name if index_op(name).is_some()
+                || name.starts_with("arith.ceildiv")
+                || name == "arith.floordivsi" =>
+            {
+                let lhs = operand(&values, op, 0, "an index operand")?;
+                let rhs = operand(&values, op, 1, "an index operand")?;
+                let value = match name {
+                    // (a + b - 1) / b: extents and sizes are not negative.
+                    "arith.ceildivui" => {
+                        let one = b.constant(1, t.i64)?;
+                        let bias = b.binary("llvm.sub", rhs, one)?;
+                        let sum = b.binary("llvm.add", lhs, bias)?;
+                        b.binary("llvm.udiv", sum, rhs)?
+                    }
+                    // The truncated quotient moved by one where the
+                    // remainder is not zero and the exact quotient is
+                    // positive (ceil) or negative (floor).
+                    "arith.ceildivsi" | "arith.floordivsi" => {
+                        let quotient = b.binary("llvm.sdiv", lhs, rhs)?;
+                        let remainder = b.binary("llvm.srem", lhs, rhs)?;
+                        let zero = b.constant(0, t.i64)?;
+                        let inexact = b.icmp(1, remainder, zero)?;
+                        let remainder_negative = b.icmp(2, remainder, zero)?;
+                        let divisor_negative = b.icmp(2, rhs, zero)?;
+                        // eq (ceil: same signs) or ne (floor: different).
+                        let predicate = if name == "arith.ceildivsi" { 0 } else { 1 };
+                        let signs = b.icmp(predicate, remainder_negative, divisor_negative)?;
+                        let step = b.select(inexact, signs, inexact)?;
+                        let step = b.cast("llvm.zext", step, t.i64)?;
+                        if name == "arith.ceildivsi" {
+                            b.binary("llvm.add", quotient, step)?
+                        } else {
+                            b.binary("llvm.sub", quotient, step)?
+                        }
+                    }
+                    _ => b.binary(index_op(name).unwrap_or_default(), lhs, rhs)?,
+                };
+                values.insert(key(result_of(op)?), value);
+            }
+            "arith.index_cast" | "arith.index_castui" => {
+                let value = operand(&values, op, 0, "an index operand")?;
+                values.insert(key(result_of(op)?), value);
+            }
+            "memref.dim" => {
+                let source = operand_at(op, 0)?;
+                let axis = constant_index(operand_at(op, 1)?)
+                    .and_then(|a| usize::try_from(a).ok())
+                    .ok_or_else(|| {
+                        CodegenError::at(&op, "a host 'memref.dim' of a non-constant dimension")
+                    })?;
+                let value = extent(&b, &mut extents, &values, op, source, axis)?;
+                values.insert(key(result_of(op)?), value);
+            }
+            name if ALIASES.contains(&name) => {
+                // The same buffer through another shape: its extents are
+                // read through the op (`extent`).
+                let buffer = operand(&values, op, 0, "the reshaped buffer")?;
+                values.insert(key(result_of(op)?), buffer);
+            }
             "memref.alloc" if op.attribute(attr_names::ARENA).is_ok() => {
                 let result = result_of(op)?;
                 let tensor = tensor_of(op, result)?;
@@ -391,23 +756,45 @@ pub fn lower_function<'c>(
             }
             "memref.view" => {
                 let source = operand_at(op, 0)?;
-                if Some(key(source)) != arena || op.operand_count() != 2 {
+                let result = result_of(op)?;
+                let tensor = tensor_of(op, result)?;
+                let dynamic = tensor.shape.iter().filter(|&&d| d == DYNAMIC).count();
+                if Some(key(source)) != arena || op.operand_count() != 2 + dynamic {
                     return Err(CodegenError::at(
                         &op,
-                        "host views must be static views of the function's arena (run tcc-plan-memory)",
+                        "host views must be views of the function's arena (run tcc-plan-memory)",
                     ));
                 }
                 let offset = operand(&values, op, 1, "the view's offset")?;
-                let result = result_of(op)?;
-                let tensor = tensor_of(op, result)?;
-                let bytes = b.constant(stored_byte_size(op, &tensor).max(1) as i64, t.i64)?;
+                let bytes = if dynamic == 0 {
+                    b.constant(stored_byte_size(op, &tensor).max(1) as i64, t.i64)?
+                } else {
+                    // The call's size (the plan holds the maximum); an
+                    // empty view takes one byte, as a static one.
+                    let sizes: Vec<_> = (0..dynamic)
+                        .map(|i| operand(&values, op, 2 + i, "a view's size"))
+                        .collect::<Result<_, _>>()?;
+                    let bytes = dynamic_bytes(&b, op, &tensor, &sizes, true)?;
+                    let one = b.constant(1, t.i64)?;
+                    b.binary("llvm.intr.umax", bytes, one)?
+                };
                 let buffer = call_for_buffer(&mut b, VIEW, vec![ctx, offset, bytes])?;
                 values.insert(key(result), buffer);
             }
             "memref.alloc" => {
                 let result = result_of(op)?;
                 let tensor = tensor_of(op, result)?;
-                let bytes = b.constant(stored_byte_size(op, &tensor).max(1) as i64, t.i64)?;
+                let dynamic = tensor.shape.iter().filter(|&&d| d == DYNAMIC).count();
+                let bytes = if dynamic == 0 {
+                    b.constant(stored_byte_size(op, &tensor).max(1) as i64, t.i64)?
+                } else {
+                    let sizes: Vec<_> = (0..dynamic)
+                        .map(|i| operand(&values, op, i, "an allocation's size"))
+                        .collect::<Result<_, _>>()?;
+                    let bytes = dynamic_bytes(&b, op, &tensor, &sizes, true)?;
+                    let one = b.constant(1, t.i64)?;
+                    b.binary("llvm.intr.umax", bytes, one)?
+                };
                 let buffer = call_for_buffer(&mut b, ALLOC, vec![ctx, bytes])?;
                 values.insert(key(result), buffer);
                 allocations.push((key(result), buffer));
@@ -431,25 +818,63 @@ pub fn lower_function<'c>(
                     .ok()
                     .and_then(symbol_leaf)
                     .unwrap_or_default();
-                let slot = *kernels.get(&kernel).ok_or_else(|| {
+                let slot = kernels.get(&kernel).cloned().ok_or_else(|| {
                     CodegenError::at(&op, format!("launch of unknown kernel {kernel}"))
                 })?;
-                // Operands: grid xyz, block xyz, then the kernel's buffers.
+                // Operands: grid xyz, block xyz, then the kernel's buffers,
+                // then (a kernel on a symbolic dimension) its `index`
+                // arguments.
                 let sizes: Vec<Value<'c, 'c>> = (0..6)
                     .map(|i| operand(&values, op, i, "a launch size"))
                     .collect::<Result<_, _>>()?;
-                let buffers: Vec<Value<'c, 'c>> = (6..op.operand_count())
-                    .map(|i| operand(&values, op, i, "a kernel argument"))
-                    .collect::<Result<_, _>>()?;
-                if buffers.len() != slot.buffers {
+                let passed = op.operand_count().saturating_sub(6);
+                let scalars = slot.scalars.clone().unwrap_or_default();
+                let index_args = scalars
+                    .iter()
+                    .filter(|s| matches!(s, ScalarArg::Index { .. }))
+                    .count();
+                if passed != slot.buffers + index_args {
                     return Err(CodegenError::at(
                         &op,
                         format!(
-                            "launch passes {} buffers, kernel {kernel} takes {}",
-                            buffers.len(),
+                            "launch passes {passed} arguments, kernel {kernel} takes {} buffers and {index_args} index arguments",
                             slot.buffers
                         ),
                     ));
+                }
+                if slot.scalars.is_none()
+                    && (6..op.operand_count()).any(|i| {
+                        operand_at(op, i).is_ok_and(|v| MemRefLayout::of(v.r#type()).is_none())
+                    })
+                {
+                    return Err(CodegenError::at(
+                        &op,
+                        format!(
+                            "kernel {kernel} takes scalar arguments, which only the host back end (after the OpenCL C writer) passes"
+                        ),
+                    ));
+                }
+                let buffers: Vec<Value<'c, 'c>> = (6..6 + slot.buffers)
+                    .map(|i| operand(&values, op, i, "a kernel argument"))
+                    .collect::<Result<_, _>>()?;
+                // Each scalar: a launch's `index` operand or the extent
+                // of one of its buffers, at the program's index width.
+                let mut scalar_values = Vec::with_capacity(scalars.len());
+                for scalar in &scalars {
+                    let value = match *scalar {
+                        ScalarArg::Index { argument } => {
+                            operand(&values, op, 6 + argument, "an index argument")?
+                        }
+                        ScalarArg::Extent { buffer, dim } => {
+                            let memref = operand_at(op, 6 + buffer)?;
+                            extent(&b, &mut extents, &values, op, memref, dim)?
+                        }
+                    };
+                    scalar_values.push(if slot.scalar_kind == tcc_abi::ARG_I32 {
+                        b.cast("llvm.trunc", value, t.i32)?
+                    } else {
+                        value
+                    });
                 }
                 let sizes_type = llvm::r#type::array(t.i64, 3);
                 let global = b.alloca(one, sizes_type)?;
@@ -461,20 +886,27 @@ pub fn lower_function<'c>(
                         b.store(value, address);
                     }
                 }
-                // tcc_arg[]: {kind = TCC_ARG_BUFFER, reserved, value}.
-                let args_type = llvm::r#type::array(t.arg, buffers.len().max(1) as u32);
+                // tcc_arg[]: {kind = TCC_ARG_BUFFER, reserved, value}, then
+                // {kind = TCC_ARG_I32 or I64, reserved, value} per scalar.
+                let count = buffers.len() + scalar_values.len();
+                let args_type = llvm::r#type::array(t.arg, count.max(1) as u32);
                 let args = b.alloca(one, args_type)?;
-                for (slot, buffer) in buffers.iter().enumerate() {
+                let scalar_kind = b.constant(slot.scalar_kind as i64, t.i32)?;
+                let entries = buffers
+                    .iter()
+                    .map(|buffer| (zero, *buffer))
+                    .chain(scalar_values.iter().map(|value| (scalar_kind, *value)));
+                for (position, (kind, value)) in entries.enumerate() {
                     for (field, value) in
-                        [(ARG_KIND, zero), (ARG_RESERVED, zero), (ARG_VALUE, *buffer)]
+                        [(ARG_KIND, kind), (ARG_RESERVED, zero), (ARG_VALUE, value)]
                     {
-                        let address = b.gep(args, &[0, slot as i32, field], args_type)?;
+                        let address = b.gep(args, &[0, position as i32, field], args_type)?;
                         b.store(value, address);
                     }
                 }
                 let kernel_id = b.constant(slot.index as i64, t.i32)?;
                 let dims = b.constant(3, t.i32)?;
-                let num_args = b.constant(buffers.len() as i64, t.i32)?;
+                let num_args = b.constant(count as i64, t.i32)?;
                 call_checked(
                     &mut b,
                     LAUNCH,
@@ -483,11 +915,30 @@ pub fn lower_function<'c>(
             }
             "memref.copy" => {
                 let source = operand_at(op, 0)?;
+                let target = operand_at(op, 1)?;
                 let tensor = tensor_of(op, source)?;
                 let src = operand(&values, op, 0, "the copy's source")?;
                 let dst = operand(&values, op, 1, "the copy's target")?;
                 let offset = b.constant(0, t.i64)?;
-                let bytes = b.constant(byte_size(&tensor) as i64, t.i64)?;
+                let bytes = if tensor.shape.contains(&DYNAMIC) {
+                    // The call's extents; the target's must be the same
+                    // (status 1, before anything is copied, if not).
+                    let mut dynamic = Vec::new();
+                    for (axis, &d) in tensor.shape.iter().enumerate() {
+                        if d != DYNAMIC {
+                            continue;
+                        }
+                        let from = extent(&b, &mut extents, &values, op, source, axis)?;
+                        let to = extent(&b, &mut extents, &values, op, target, axis)?;
+                        let differ = b.icmp(1, from, to)?;
+                        let status = b.cast("llvm.zext", differ, t.i32)?;
+                        b.check(status, zero)?;
+                        dynamic.push(from);
+                    }
+                    dynamic_bytes(&b, op, &tensor, &dynamic, false)?
+                } else {
+                    b.constant(byte_size(&tensor) as i64, t.i64)?
+                };
                 call_checked(&mut b, COPY, &[ctx, dst, offset, src, offset, bytes])?;
             }
             "memref.dealloc" => {}

@@ -1,7 +1,8 @@
 //! The host writer: the host functions, built in the LLVM dialect by
 //! `lower.rs` and translated to LLVM IR by MLIR, become the entries
 //! `int32_t tcc_entry_<name>(const tcc_runtime_api *rt, tcc_buffer *const
-//! *inputs, tcc_buffer *const *outputs)`; with inkwell the module then gains
+//! *inputs, tcc_buffer *const *outputs)` (a function on a symbolic
+//! dimension reads the call's extents from `rt->shapes`, ABI 4); with inkwell the module then gains
 //! the artifact's self-description `tcc_artifact_v1()` (kernel source,
 //! each kernel's launch record, function signatures, constants) laid out
 //! as the `tcc-abi` table declares it (which `runtime/include/tcc_abi.h` is
@@ -65,6 +66,17 @@ fn dtype_code(element: ElementType, unsigned: bool, minifloat: &str) -> Result<u
     })
 }
 
+/// The ABI version an artifact of `functions` declares: the current one
+/// where a function has a symbolic dimension (its entry reads the call's
+/// shapes), else the version without them, which older runtimes load.
+pub fn abi_version(functions: &[FunctionDesc]) -> u32 {
+    if functions.iter().any(|f| !f.dims.is_empty()) {
+        ABI_VERSION
+    } else {
+        tcc_abi::ABI_VERSION_STATIC
+    }
+}
+
 /// A tensor crossing the ABI.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorDesc {
@@ -76,6 +88,26 @@ pub struct TensorDesc {
     /// An `i8` tensor that holds a minifloat's bits (`tcc.minifloat`):
     /// its MLIR name, "" for none.
     pub minifloat: String,
+    /// With a symbolic extent (`ir::memref::DYNAMIC` in `shape`): each
+    /// axis's dimension name, "" for a static axis; empty otherwise.
+    pub dims: Vec<String>,
+}
+
+impl TensorDesc {
+    /// The shape as the ABI writes it: a symbolic extent as
+    /// `tcc_abi::symbolic::SYMBOLIC`.
+    pub fn abi_shape(&self) -> Vec<i64> {
+        self.shape
+            .iter()
+            .map(|&d| {
+                if d == crate::ir::memref::DYNAMIC {
+                    tcc_abi::symbolic::SYMBOLIC
+                } else {
+                    d
+                }
+            })
+            .collect()
+    }
 }
 
 /// A function of the artifact.
@@ -88,6 +120,9 @@ pub struct FunctionDesc {
     pub arena_bytes: u64,
     /// Alignment of every offset in the arena.
     pub arena_alignment: u64,
+    /// The symbolic dimensions its tensors name, with their ranges (none
+    /// for a static function).
+    pub dims: Vec<tcc_abi::symbolic::DimEntry>,
 }
 
 /// The bytes of a tensor (saturating: tensors past
@@ -494,13 +529,14 @@ impl<'l> HostWriter<'l> {
                         name: t.name.clone(),
                         dtype: dtype_code(t.element, t.unsigned, &t.minifloat)
                             .map_err(CodegenError::new)?,
-                        shape: t.shape.iter().map(|&x| x as u64).collect(),
+                        shape: t.abi_shape(),
+                        dims: t.dims.clone(),
                     })
                 })
                 .collect()
         };
         let description = Description {
-            abi_version: ABI_VERSION,
+            abi_version: abi_version(functions),
             producer: concat!("tcc ", env!("CARGO_PKG_VERSION")).to_string(),
             source_kind: self.kernel_source(program).0,
             source_sha256: d::source_digest(self.kernel_source(program).1),
@@ -515,6 +551,7 @@ impl<'l> HostWriter<'l> {
                         outputs: tensors(&f.outputs)?,
                         arena_bytes: f.arena_bytes,
                         arena_alignment: d::normalized_alignment(f.arena_bytes, f.arena_alignment),
+                        dims: f.dims.clone(),
                     })
                 })
                 .collect::<Result<_, CodegenError>>()?,
@@ -546,7 +583,7 @@ impl<'l> HostWriter<'l> {
         let mut entries = Vec::new();
         for (index, tensor) in tensors.iter().enumerate() {
             let shape_values: Vec<IntValue> = tensor
-                .shape
+                .abi_shape()
                 .iter()
                 .map(|d| t.i64.const_int(*d as u64, true))
                 .collect();
@@ -746,7 +783,7 @@ impl<'l> HostWriter<'l> {
             &tcc_abi::ARTIFACT,
             t.artifact,
             &[
-                ("abi_version", u32(ABI_VERSION as u64)),
+                ("abi_version", u32(abi_version(functions) as u64)),
                 ("source_kind", u32(source_kind as u64)),
                 ("source", source.into()),
                 (

@@ -16,4 +16,6 @@ mod template;
 mod window;
 mod writer;
 
-pub use writer::{ElementType, KernelArg, KernelInfo, Precision, Program, write_program};
+pub use writer::{
+    ElementType, IndexWidth, KernelArg, KernelInfo, Precision, Program, ScalarArg, write_program,
+};

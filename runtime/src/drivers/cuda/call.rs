@@ -32,6 +32,7 @@ impl CudaSession {
     /// Calls the artifact's entry for `f` on the given (device pointer,
     /// bytes) pairs; the work is on the session's stream when it returns.
     pub(super) fn execute(&mut self, f: &FunctionInfo, io: CallIo<'_, CuDevicePtr>) -> Result<()> {
+        let shapes = io.shapes_for(f, "the CUDA driver")?;
         let model = self.model().clone();
         let inner = self.rt.inner.clone();
         let tracing = self.tracing();
@@ -57,7 +58,7 @@ impl CudaSession {
         };
         let (in_handles, out_handles) =
             io.handles(|ptr, bytes, owner| cx.table.issue(ptr, bytes, owner));
-        let api = api_table(&mut cx);
+        let api = api_table(&mut cx, shapes);
         // SAFETY: the entry point comes from the validated artifact; the
         // handle arrays have the lengths its descriptor declares; `cx`
         // outlives the call.

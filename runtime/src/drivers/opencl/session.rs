@@ -306,10 +306,21 @@ impl Session {
         }
         f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
         self.calls.join(&self.rt.inner)?;
+        // A function on a symbolic dimension: outputs of the call's shapes.
+        let call = if f.is_dynamic() {
+            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+            f.call_shapes(&shapes)?
+        } else {
+            crate::artifact::CallShapes {
+                outputs: f.outputs.iter().map(|d| d.shape.clone()).collect(),
+                flat: Vec::new(),
+            }
+        };
         let outputs = f
             .outputs
             .iter()
-            .map(|d| self.alloc(d.dtype, d.shape.clone()))
+            .zip(&call.outputs)
+            .map(|(d, shape)| self.alloc(d.dtype, shape.clone()))
             .collect::<Result<Vec<_>>>()?;
         let in_io: Vec<(cl_mem, u64)> = inputs
             .iter()
@@ -319,7 +330,10 @@ impl Session {
             .iter()
             .map(|t| (t.mem(), t.byte_size() as u64))
             .collect();
-        self.execute(f, crate::hal::shared::CallIo::new(&in_io, &out_io))?;
+        self.execute(
+            f,
+            crate::hal::shared::CallIo::new(&in_io, &out_io).with_shapes(&call.flat),
+        )?;
         Ok(outputs)
     }
 

@@ -222,6 +222,8 @@ impl VulkanSession {
     /// The call of `f` (its inputs checked by `run_with_sources`, see
     /// [`crate::hal::shared::host_calls`]).
     fn run_checked(&mut self, f: &FunctionInfo, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        // SPIR-V is compiled for static shapes only (issue 33).
+        crate::hal::shared::CallIo::<()>::new(&[], &[]).shapes_for(f, "the Vulkan driver")?;
         let model = self.model.clone();
         if f.arena_bytes > 0 && self.arena.as_ref().is_none_or(|a| a.bytes < f.arena_bytes) {
             if let Some(old) = self.arena.take() {
@@ -581,7 +583,7 @@ impl CallState for VulkanCall<'_, '_> {
 
 impl VulkanCall<'_, '_> {
     fn call(&mut self, inputs: &[*mut TccBuffer], outputs: &[*mut TccBuffer]) -> i32 {
-        let api = api_table(self);
+        let api = api_table(self, &[]);
         // SAFETY: the entry comes from the validated artifact; the handle
         // arrays have the lengths its descriptor declares; `self` outlives
         // the call.

@@ -86,6 +86,7 @@ impl Session {
         lane: usize,
         tracing: bool,
     ) -> Result<bool> {
+        let shapes = io.shapes_for(f, "this call path")?;
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
         let (arena, lane_constants, lane_kernels) = match lane_parts(&mut self.lane_memory, lane) {
@@ -115,7 +116,7 @@ impl Session {
             cx.live.insert(mem as usize, Live { bytes, owner });
             mem as *mut TccBuffer
         });
-        let api = api_table(&mut cx);
+        let api = api_table(&mut cx, shapes);
         // SAFETY: the entry point comes from the validated artifact; the
         // buffer arrays have the lengths its descriptor declares; `cx`
         // outlives the call.

@@ -53,10 +53,25 @@ impl Session {
         // Buffers over host memory (inputs and outputs used in place); the
         // queue must be idle before they, and the memory, go away.
         let mut host_bufs: Vec<Buffer<u8>> = Vec::new();
+        // A function on a symbolic dimension: the outputs sized from the
+        // call's inputs (checked against the ranges by `check_inputs`).
+        let call = if f.is_dynamic() {
+            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+            f.call_shapes(&shapes)?
+        } else {
+            crate::artifact::CallShapes {
+                outputs: f.outputs.iter().map(|d| d.shape.clone()).collect(),
+                flat: Vec::new(),
+            }
+        };
         let mut results: Vec<HostBytes> = f
             .outputs
             .iter()
-            .map(|d| self.output_block(d.byte_size()))
+            .zip(&call.outputs)
+            .map(|(d, shape)| {
+                let bytes = crate::tensor::byte_size(shape, d.dtype).unwrap_or(usize::MAX);
+                self.output_block(bytes)
+            })
             .collect();
         // Per input: its buffer and whether it must be copied there.
         let mut in_io: Vec<(cl_mem, u64)> = Vec::with_capacity(inputs.len());
@@ -115,7 +130,11 @@ impl Session {
                     TransferCounters::add(&counters.bytes_to_device, t.bytes.len() as u64);
                 }
             }
-            self.execute_traced(f, CallIo::new(&in_io, &out_io), tracing)?;
+            self.execute_traced(
+                f,
+                CallIo::new(&in_io, &out_io).with_shapes(&call.flat),
+                tracing,
+            )?;
             for (i, (r, &(mem, len))) in results.iter_mut().zip(&out_io).enumerate() {
                 if out_host[i] {
                     // Makes the kernels' writes visible to the host; on a
@@ -177,8 +196,9 @@ impl Session {
         drop(leases);
         f.outputs
             .iter()
+            .zip(call.outputs)
             .zip(results)
-            .map(|(d, bytes)| HostTensor::from_bytes(d.dtype, d.shape.clone(), bytes))
+            .map(|((d, shape), bytes)| HostTensor::from_bytes(d.dtype, shape, bytes))
             .collect()
     }
 
