@@ -76,10 +76,12 @@ pub struct Emitter {
     empty_operand: Option<(String, String)>,
 }
 
+mod body;
 mod linalg;
 mod literal;
 mod tosa;
 
+pub use body::{Body, BodyAttr, BodyOp, FPred, IPred, Scalar, Sv};
 pub use linalg::Operand;
 use literal::{element_literal, hex, nested};
 pub use literal::{float_literal, sanitize, string_literal};

@@ -5,15 +5,44 @@
 use std::fmt::Write as _;
 
 use super::super::dtype::TType;
+use super::body::{Body, Scalar, Sv, op_line, value_name};
 use super::{Emitter, Val, float_literal};
+
+/// `%in0: f32, ..., %out: f32`.
+fn block_args_text(args: &[Sv]) -> String {
+    args.iter()
+        .map(|&a| format!("{}: {}", value_name(a, args.len()), a.ty.mlir()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A built body's ops and its `linalg.yield` of `yielded`, one line each.
+fn body_text(body: Body, yielded: Sv, args: usize) -> String {
+    let mut text = String::new();
+    for op in body.into_ops() {
+        let _ = writeln!(text, "      {}", op_line(&op, args));
+    }
+    let _ = writeln!(
+        text,
+        "      linalg.yield {} : {}",
+        value_name(yielded, args),
+        yielded.ty.mlir()
+    );
+    text
+}
 
 impl Emitter {
     // ---- linalg escape hatch ----------------------------------------------
 
     /// An elementwise `linalg.generic` over `inputs` (numpy-broadcast to the
-    /// result shape) with a body written by `body` from the block argument
-    /// names; the body's last line must define `%r`.
-    pub fn map(&mut self, inputs: &[&Val], out: TType, body: &dyn Fn(&[String]) -> String) -> Val {
+    /// result shape) whose body `body` builds from the inputs' block
+    /// arguments; the value it returns is yielded.
+    pub fn map(
+        &mut self,
+        inputs: &[&Val],
+        out: TType,
+        body: &dyn Fn(&mut Body, &[Sv]) -> Sv,
+    ) -> Val {
         let rank = out.rank();
         let dims: Vec<String> = (0..rank).map(|i| format!("d{i}")).collect();
         let domain = format!("({})", dims.join(", "));
@@ -35,31 +64,22 @@ impl Emitter {
         let empty = self.fresh();
         self.line(&format!("{empty} = tensor.empty() : {}", out.mlir()));
         let result = self.fresh();
-        let args: Vec<String> = (0..inputs.len()).map(|i| format!("%in{i}")).collect();
-        let mut block_args: Vec<String> = inputs
-            .iter()
-            .zip(&args)
-            .map(|(v, a)| format!("{a}: {}", v.dtype().mlir()))
-            .collect();
-        block_args.push(format!("%out: {}", out.dtype.mlir()));
+        let mut scalars: Vec<Scalar> = inputs.iter().map(|v| v.dtype().into()).collect();
+        scalars.push(out.dtype.into());
+        let mut built = Body::new(scalars);
+        let args = built.args();
+        let yielded = body(&mut built, &args[..inputs.len()]);
+        let body_text = body_text(built, yielded, args.len());
+        let block_args = block_args_text(&args);
         let iterators = vec!["\"parallel\""; rank].join(", ");
         let ins: Vec<String> = inputs.iter().map(|v| v.ssa.clone()).collect();
         let in_types: Vec<String> = inputs.iter().map(|v| v.ty.mlir()).collect();
-        let mut text = format!(
-            "    {result} = linalg.generic {{indexing_maps = [{}], iterator_types = [{iterators}]}} ins({} : {}) outs({empty} : {}) {{\n    ^bb0({}):\n",
+        let text = format!(
+            "    {result} = linalg.generic {{indexing_maps = [{}], iterator_types = [{iterators}]}} ins({} : {}) outs({empty} : {}) {{\n    ^bb0({block_args}):\n{body_text}    }} -> {} {}\n",
             maps.join(", "),
             ins.join(", "),
             in_types.join(", "),
             out.mlir(),
-            block_args.join(", ")
-        );
-        for line in body(&args).lines() {
-            let _ = writeln!(text, "      {line}");
-        }
-        let _ = writeln!(
-            text,
-            "      linalg.yield %r : {}\n    }} -> {} {}",
-            out.dtype.mlir(),
             out.mlir(),
             self.loc
         );
@@ -148,17 +168,17 @@ impl<'a> Operand<'a> {
 impl Emitter {
     /// A `linalg.generic` over `loops` dimensions (those in `reductions`
     /// reduced, the others parallel) with explicit indexing maps and one
-    /// output, initialised by `init`. `body` gets the block argument names
-    /// of the inputs and of the accumulator; it may read `linalg.index`
-    /// and `tensor.extract` values defined outside (data gathered at
-    /// computed coordinates) and must define `%r`.
+    /// output, initialised by `init`. `body` gets the block arguments of
+    /// the inputs and of the accumulator; it may read `linalg.index` and
+    /// `tensor.extract` tensors defined outside (data gathered at computed
+    /// coordinates); the value it returns is yielded.
     pub fn generic(
         &mut self,
         loops: usize,
         reductions: &[usize],
         ins: &[Operand],
         init: Operand,
-        body: &dyn Fn(&[String], &str) -> String,
+        body: &dyn Fn(&mut Body, &[Sv], Sv) -> Sv,
     ) -> Val {
         let dims: Vec<String> = (0..loops).map(|i| format!("d{i}")).collect();
         let domain = format!("({})", dims.join(", "));
@@ -174,14 +194,14 @@ impl Emitter {
                 }
             })
             .collect();
-        let args: Vec<String> = (0..ins.len()).map(|i| format!("%in{i}")).collect();
-        let mut block_args: Vec<String> = ins
-            .iter()
-            .zip(&args)
-            .map(|(o, a)| format!("{a}: {}", o.value.dtype().mlir()))
-            .collect();
         let out = &init.value.ty;
-        block_args.push(format!("%out: {}", out.dtype.mlir()));
+        let mut scalars: Vec<Scalar> = ins.iter().map(|o| o.value.dtype().into()).collect();
+        scalars.push(out.dtype.into());
+        let mut built = Body::new(scalars);
+        let args = built.args();
+        let yielded = body(&mut built, &args[..ins.len()], args[ins.len()]);
+        let body_text = body_text(built, yielded, args.len());
+        let block_args = block_args_text(&args);
         let result = self.fresh();
         let values: Vec<String> = ins.iter().map(|o| o.value.ssa.clone()).collect();
         let types: Vec<String> = ins.iter().map(|o| o.value.ty.mlir()).collect();
@@ -190,21 +210,12 @@ impl Emitter {
         } else {
             format!("ins({} : {}) ", values.join(", "), types.join(", "))
         };
-        let mut text = format!(
-            "    {result} = linalg.generic {{indexing_maps = [{}], iterator_types = [{}]}} {ins_text}outs({} : {}) {{\n    ^bb0({}):\n",
+        let text = format!(
+            "    {result} = linalg.generic {{indexing_maps = [{}], iterator_types = [{}]}} {ins_text}outs({} : {}) {{\n    ^bb0({block_args}):\n{body_text}    }} -> {} {}\n",
             maps.join(", "),
             iterators.join(", "),
             init.value.ssa,
             out.mlir(),
-            block_args.join(", ")
-        );
-        for line in body(&args, "%out").lines() {
-            let _ = writeln!(text, "      {line}");
-        }
-        let _ = writeln!(
-            text,
-            "      linalg.yield %r : {}\n    }} -> {} {}",
-            out.dtype.mlir(),
             out.mlir(),
             self.loc
         );

@@ -341,12 +341,9 @@ fn abs_pow(imp: &mut Importer, x: &Val, p: i64) -> Result<Val> {
 fn root(imp: &mut Importer, s: &Val, p: i64) -> Result<Val> {
     Ok(match p {
         1 => s.clone(),
-        2 => {
-            let t = s.dtype().mlir();
-            imp.e.map(&[s], s.ty.clone(), &|a| {
-                format!("%r = math.sqrt {} : {t}", a[0])
-            })
-        }
+        2 => imp
+            .e
+            .map(&[s], s.ty.clone(), &|b, a| b.op("math.sqrt", &[a[0]])),
         p => {
             let e = imp.e.scalar(s.dtype(), s.rank(), 1.0 / p as f64);
             imp.e.binary("tosa.pow", s, &e)?

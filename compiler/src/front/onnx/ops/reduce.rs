@@ -68,10 +68,8 @@ pub fn reduce(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             let sq = imp.e.mul(&x, &x)?;
             let s = reduce_sum(imp, &sq);
             if op == "ReduceL2" {
-                let t = s.dtype().mlir();
-                imp.e.map(&[&s], s.ty.clone(), &|a| {
-                    format!("%r = math.sqrt {} : {t}", a[0])
-                })
+                imp.e
+                    .map(&[&s], s.ty.clone(), &|b, a| b.op("math.sqrt", &[a[0]]))
             } else {
                 s
             }
