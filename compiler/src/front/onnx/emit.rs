@@ -76,11 +76,13 @@ pub struct Emitter {
     empty_operand: Option<(String, String)>,
 }
 
+mod attr;
 mod body;
 mod linalg;
 mod literal;
 mod tosa;
 
+pub use attr::Attr;
 pub use body::{Body, BodyAttr, BodyOp, FPred, IPred, Scalar, Sv};
 pub use linalg::Operand;
 use literal::{element_literal, hex, nested};
@@ -125,15 +127,6 @@ fn i64_list(values: &[i64]) -> String {
         .map(|v| v.to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// `array<i64: 1, 2>`.
-pub fn array_i64(values: &[i64]) -> String {
-    if values.is_empty() {
-        "array<i64>".into()
-    } else {
-        format!("array<i64: {}>", i64_list(values))
-    }
 }
 
 impl Emitter {
@@ -199,8 +192,9 @@ impl Emitter {
         let _ = writeln!(self.body, "    {text} {}", self.loc);
     }
 
-    /// A generic-syntax op with one result.
-    pub fn op_typed(
+    /// A generic-syntax op with one result (`props`: its attribute
+    /// dictionary's text).
+    fn op_typed(
         &mut self,
         name: &str,
         operands: &[(&str, String)],
@@ -231,13 +225,14 @@ impl Emitter {
         ssa
     }
 
-    /// A generic-syntax op on values with one result of type `ty`.
-    pub fn op(&mut self, name: &str, operands: &[&Val], props: &str, ty: TType) -> Val {
+    /// An op `name` on values with the attributes `attrs` and one result
+    /// of type `ty`.
+    pub fn op(&mut self, name: &str, operands: &[&Val], attrs: &[(&str, Attr)], ty: TType) -> Val {
         let operands: Vec<(&str, String)> = operands
             .iter()
             .map(|v| (v.ssa.as_str(), v.ty.mlir()))
             .collect();
-        let ssa = self.op_typed(name, &operands, props, &ty.mlir());
+        let ssa = self.op_typed(name, &operands, &attr::dictionary(attrs), &ty.mlir());
         Val { ssa, ty }
     }
 

@@ -8,7 +8,8 @@
 //! - [`ops`]: one importer per ONNX op (TOSA, tcc composites, a few linalg
 //!   ops where TOSA has no match), [`fold`] for values known at import
 //!   time (shape computations);
-//! - [`emit`]: the MLIR text writer.
+//! - [`emit`]: the MLIR text writer, with the typed builder of
+//!   `linalg.generic` bodies ([`emit::Body`]) the op importers use.
 //!
 //! This module depends on nothing else in tcc (only `prost` and `libc`), so that the
 //! fuzz target can compile it on its own.

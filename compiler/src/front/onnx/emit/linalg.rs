@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::super::dtype::TType;
 use super::body::{Body, Scalar, Sv, op_line, value_name};
-use super::{Emitter, Val, float_literal};
+use super::{Attr, Emitter, Val, float_literal};
 
 /// `%in0: f32, ..., %out: f32`.
 fn block_args_text(args: &[Sv]) -> String {
@@ -119,7 +119,14 @@ impl Emitter {
 
     /// A linalg named op `name` (convolution or pooling) with `attrs`,
     /// inputs and an init; returns the result of the init's type.
-    pub fn linalg_named(&mut self, name: &str, attrs: &str, inputs: &[&Val], init: &Val) -> Val {
+    pub fn linalg_named(
+        &mut self,
+        name: &str,
+        attrs: &[(&str, Attr)],
+        inputs: &[&Val],
+        init: &Val,
+    ) -> Val {
+        let attrs = super::attr::dictionary(attrs);
         let result = self.fresh();
         let ins: Vec<String> = inputs.iter().map(|v| v.ssa.clone()).collect();
         let in_types: Vec<String> = inputs.iter().map(|v| v.ty.mlir()).collect();
@@ -148,11 +155,11 @@ impl Emitter {
     }
 }
 
-/// An operand of [`Emitter::generic`]: a value and the results of its
-/// indexing map over the loop dimensions `d0, d1, ...` (`"d2"`, `"0"`).
+/// An operand of [`Emitter::generic`]: a value and its indexing map, the
+/// loop dimension each of its dimensions follows (a projection).
 pub struct Operand<'a> {
     pub value: &'a Val,
-    pub map: Vec<String>,
+    pub dims: Vec<usize>,
 }
 
 impl<'a> Operand<'a> {
@@ -160,7 +167,7 @@ impl<'a> Operand<'a> {
     pub fn dims(value: &'a Val, dims: &[usize]) -> Self {
         Operand {
             value,
-            map: dims.iter().map(|d| format!("d{d}")).collect(),
+            dims: dims.to_vec(),
         }
     }
 }
@@ -182,7 +189,10 @@ impl Emitter {
     ) -> Val {
         let dims: Vec<String> = (0..loops).map(|i| format!("d{i}")).collect();
         let domain = format!("({})", dims.join(", "));
-        let map = |o: &Operand| format!("affine_map<{domain} -> ({})>", o.map.join(", "));
+        let map = |o: &Operand| {
+            let results: Vec<String> = o.dims.iter().map(|d| format!("d{d}")).collect();
+            format!("affine_map<{domain} -> ({})>", results.join(", "))
+        };
         let mut maps: Vec<String> = ins.iter().map(map).collect();
         maps.push(map(&init));
         let iterators: Vec<&str> = (0..loops)

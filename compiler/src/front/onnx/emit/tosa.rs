@@ -4,7 +4,7 @@
 
 use super::super::dtype::{DType, TType};
 use super::super::error::{ImportError, Result, bail};
-use super::{Emitter, Val, broadcast_shapes, float_literal};
+use super::{Attr, Emitter, Val, broadcast_shapes};
 
 impl Emitter {
     // ---- data movement ---------------------------------------------------
@@ -39,11 +39,11 @@ impl Emitter {
             return x.clone();
         }
         let shape: Vec<i64> = perms.iter().map(|&p| x.shape()[p]).collect();
-        let perms: Vec<String> = perms.iter().map(|p| p.to_string()).collect();
+        let perms = perms.iter().map(|&p| p as i64).collect();
         self.op(
             "tosa.transpose",
             &[x],
-            &format!("perms = array<i32: {}>", perms.join(", ")),
+            &[("perms", Attr::I32s(perms))],
             x.ty.with_shape(shape),
         )
     }
@@ -109,7 +109,7 @@ impl Emitter {
         let mut shape = parts[0].shape().to_vec();
         shape[axis] = parts.iter().map(|p| p.shape()[axis]).sum();
         let ty = parts[0].ty.with_shape(shape);
-        self.op("tosa.concat", &parts, &format!("axis = {axis} : i32"), ty)
+        self.op("tosa.concat", &parts, &[("axis", Attr::i32(axis))], ty)
     }
 
     pub fn tile(&mut self, x: &Val, multiples: &[i64]) -> Val {
@@ -159,18 +159,18 @@ impl Emitter {
                 ty: x.ty.with_dtype(dtype),
             };
         }
-        self.op("tosa.cast", &[x], "", x.ty.with_dtype(dtype))
+        self.op("tosa.cast", &[x], &[], x.ty.with_dtype(dtype))
     }
 
     // ---- elementwise -----------------------------------------------------
 
     pub fn unary(&mut self, name: &str, x: &Val) -> Val {
-        self.op(name, &[x], "", x.ty.clone())
+        self.op(name, &[x], &[], x.ty.clone())
     }
 
     pub fn negate(&mut self, x: &Val) -> Val {
         let zp = self.zero_point(x.dtype());
-        self.op("tosa.negate", &[x, &zp, &zp], "", x.ty.clone())
+        self.op("tosa.negate", &[x, &zp, &zp], &[], x.ty.clone())
     }
 
     /// Reshapes two operands to one rank and returns the broadcast shape.
@@ -204,7 +204,7 @@ impl Emitter {
     pub fn binary_to(&mut self, name: &str, a: &Val, b: &Val, dtype: DType) -> Result<Val> {
         Self::same_element_type(name, a, b)?;
         let (a, b, shape) = self.broadcast_pair(a, b)?;
-        Ok(self.op(name, &[&a, &b], "", TType::new(dtype, shape)))
+        Ok(self.op(name, &[&a, &b], &[], TType::new(dtype, shape)))
     }
 
     pub fn binary(&mut self, name: &str, a: &Val, b: &Val) -> Result<Val> {
@@ -223,7 +223,7 @@ impl Emitter {
         Self::same_element_type("tosa.mul", a, b)?;
         let (a, b, shape) = self.broadcast_pair(a, b)?;
         let shift = self.splat(DType::I8, vec![1], 0.0);
-        Ok(self.op("tosa.mul", &[&a, &b, &shift], "", a.ty.with_shape(shape)))
+        Ok(self.op("tosa.mul", &[&a, &b, &shift], &[], a.ty.with_shape(shape)))
     }
 
     /// `x * value` for a float scalar.
@@ -270,7 +270,7 @@ impl Emitter {
             self.to_rank(a, rank),
             self.to_rank(b, rank),
         );
-        Ok(self.op("tosa.select", &[&c, &a, &b], "", a.ty.with_shape(shape)))
+        Ok(self.op("tosa.select", &[&c, &a, &b], &[], a.ty.with_shape(shape)))
     }
 
     /// `tosa.clamp` (float bounds for float tensors, integer bounds otherwise).
@@ -281,10 +281,7 @@ impl Emitter {
                 DType::F16 => (min.max(-65504.0), max.min(65504.0)),
                 _ => (min.max(f32::MIN as f64), max.min(f32::MAX as f64)),
             };
-            (
-                format!("{} : {}", float_literal(lo, d), d.mlir()),
-                format!("{} : {}", float_literal(hi, d), d.mlir()),
-            )
+            (Attr::Float(lo, d), Attr::Float(hi, d))
         } else {
             let (tmin, tmax) = match d {
                 DType::I8 => (i8::MIN as f64, i8::MAX as f64),
@@ -293,14 +290,14 @@ impl Emitter {
                 _ => (i64::MIN as f64, i64::MAX as f64),
             };
             (
-                format!("{} : {}", min.max(tmin) as i64, d.mlir()),
-                format!("{} : {}", max.min(tmax) as i64, d.mlir()),
+                Attr::Int(min.max(tmin) as i64, d),
+                Attr::Int(max.min(tmax) as i64, d),
             )
         };
         self.op(
             "tosa.clamp",
             &[x],
-            &format!("max_val = {hi}, min_val = {lo}"),
+            &[("max_val", hi), ("min_val", lo)],
             x.ty.clone(),
         )
     }
@@ -314,7 +311,7 @@ impl Emitter {
         self.op(
             name,
             &[x],
-            &format!("axis = {axis} : i32"),
+            &[("axis", Attr::i32(axis))],
             x.ty.with_shape(shape),
         )
     }
@@ -334,6 +331,11 @@ impl Emitter {
     pub fn matmul3(&mut self, a: &Val, b: &Val) -> Val {
         let zp = self.zero_point(a.dtype());
         let shape = vec![a.shape()[0], a.shape()[1], b.shape()[2]];
-        self.op("tosa.matmul", &[a, b, &zp, &zp], "", a.ty.with_shape(shape))
+        self.op(
+            "tosa.matmul",
+            &[a, b, &zp, &zp],
+            &[],
+            a.ty.with_shape(shape),
+        )
     }
 }

@@ -17,7 +17,7 @@
 //! count of the allowed keys.
 
 use super::super::dtype::DType;
-use super::super::emit::{Val, float_literal};
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -363,8 +363,8 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             operands.push(m);
         }
         let ty = q.ty.clone();
-        let props = format!("scale = {} : f32", float_literal(scale, DType::F32));
-        let y = imp.e.op("tcc.attention", &operands, &props, ty);
+        let attrs = [("scale", Attr::Float(scale, DType::F32))];
+        let y = imp.e.op("tcc.attention", &operands, &attrs, ty);
         return Ok(attention_outputs(imp, y, rank, present_k, present_v, None));
     }
     let scores = match &bias {
@@ -384,7 +384,9 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         bail!("Attention softmax_precision {p} is not a float type");
     }
     let ty = scores.ty.clone();
-    let mut probs = imp.e.op("tcc.softmax", &[&scores], "axis = 3 : i64", ty);
+    let mut probs = imp
+        .e
+        .op("tcc.softmax", &[&scores], &[("axis", Attr::i64(3))], ty);
     // Rows whose bias masks every key are 0: decided at import time for a
     // constant bias, else from a runtime count of the allowed keys.
     if let Some(b) = &bias {

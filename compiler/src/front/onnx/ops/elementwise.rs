@@ -2,7 +2,7 @@
 //! opset 7, legacy axis) broadcasting, comparisons, logic, casts.
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::{Body, FPred, IPred, Sv, Val, broadcast_shapes};
+use super::super::emit::{Attr, Body, FPred, IPred, Sv, Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -127,7 +127,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 imp.e.binary("tosa.maximum", &x, &ax)?
             } else {
                 let zero = imp.e.scalar(d, rank, 0.0);
-                let keep = imp.e.op("tosa.greater_equal", &[&x, &zero], "", bool_ty);
+                let keep = imp.e.op("tosa.greater_equal", &[&x, &zero], &[], bool_ty);
                 imp.e.select(&keep, &x, &ax)?
             }
         }
@@ -141,7 +141,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 )
             };
             let zero = imp.e.scalar(d, rank, 0.0);
-            let positive = imp.e.op("tosa.greater", &[&x, &zero], "", bool_ty);
+            let positive = imp.e.op("tosa.greater", &[&x, &zero], &[], bool_ty);
             let negative = exp_minus_one(imp, &x, alpha)?;
             let y = imp.e.select(&positive, &x, &negative)?;
             imp.e.scale(&y, gamma)?
@@ -158,7 +158,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             let alpha = node.float("alpha", 1.0)? as f64;
             let threshold = imp.e.scalar(d, rank, alpha);
             let zero = imp.e.scalar(d, rank, 0.0);
-            let keep = imp.e.op("tosa.greater", &[&x, &threshold], "", bool_ty);
+            let keep = imp.e.op("tosa.greater", &[&x, &threshold], &[], bool_ty);
             imp.e.select(&keep, &x, &zero)?
         }
         "HardSigmoid" => {
@@ -198,7 +198,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             imp.e.op(
                 "tcc.gelu",
                 &[&x],
-                &format!("approximate = \"{approximate}\""),
+                &[("approximate", Attr::Str(approximate))],
                 ty,
             )
         }
@@ -230,7 +230,7 @@ pub fn prelu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let keep = imp.e.op(
         "tosa.greater_equal",
         &[&x, &zero],
-        "",
+        &[],
         x.ty.with_dtype(DType::Bool),
     );
     let scaled = imp.e.mul(&x, &slope)?;

@@ -423,7 +423,7 @@ pub fn grid_sample(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let gathered = imp.e.op(
         "tosa.gather",
         &[&values, &index],
-        "",
+        &[],
         values.ty.with_shape(vec![n, p * tt, c]),
     );
     let weighted = imp.e.mul(&gathered, &weight)?;

@@ -20,7 +20,7 @@
 //!   scores).
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::{Body, FPred, IPred, Operand, Scalar, Sv, Val};
+use super::super::emit::{Attr, Body, FPred, IPred, Operand, Scalar, Sv, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
 use super::super::importer::Importer;
@@ -819,7 +819,7 @@ fn arg_first(imp: &mut Importer, x: &Val, axis: usize, min: bool) -> Val {
     let ty = x.ty.with_shape(shape.clone()).with_dtype(DType::I32);
     let i = imp
         .e
-        .op("tosa.argmax", &[&x], &format!("axis = {axis} : i32"), ty);
+        .op("tosa.argmax", &[&x], &[("axis", Attr::i32(axis))], ty);
     shape.insert(axis, 1);
     imp.e.reshape(&i, &shape)
 }

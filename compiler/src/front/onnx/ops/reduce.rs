@@ -2,7 +2,7 @@
 //! ArgMax/ArgMin.
 
 use super::super::dtype::DType;
-use super::super::emit::Val;
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value};
@@ -123,7 +123,7 @@ pub fn arg(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let ty = x.ty.with_shape(shape.clone()).with_dtype(DType::I32);
     let i = imp
         .e
-        .op("tosa.argmax", &[&x], &format!("axis = {axis} : i32"), ty);
+        .op("tosa.argmax", &[&x], &[("axis", Attr::i32(axis))], ty);
     let i = imp.e.cast(&i, DType::I64);
     if keepdims {
         shape.insert(axis, 1);
