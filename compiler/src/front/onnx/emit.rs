@@ -12,14 +12,51 @@ use super::dtype::{DType, TType};
 use super::error::{ImportError, Result, bail};
 use super::tensor::Const;
 
-/// An SSA value of the function being written.
+/// A value of the function being written, with its static type. The op
+/// importers see only the type: how the value is named in the module is
+/// the emitter's business.
 #[derive(Clone, Debug)]
 pub struct Val {
-    pub ssa: String,
+    ssa: String,
     pub ty: TType,
 }
 
 impl Val {
+    /// The function's argument `index`.
+    pub fn argument(index: usize, ty: TType) -> Self {
+        Val {
+            ssa: format!("%arg{index}"),
+            ty,
+        }
+    }
+
+    /// Whether the value is an argument of the function.
+    pub fn is_argument(&self) -> bool {
+        self.ssa.starts_with("%arg")
+    }
+
+    /// The same value read as another element type of the same MLIR
+    /// type (a signed integer as the unsigned one of its width).
+    pub fn relabeled(&self, dtype: DType) -> Self {
+        Val {
+            ssa: self.ssa.clone(),
+            ty: self.ty.with_dtype(dtype),
+        }
+    }
+
+    /// A value that is never emitted, for code that needs only a type.
+    pub fn placeholder(ty: TType) -> Self {
+        Val {
+            ssa: String::new(),
+            ty,
+        }
+    }
+
+    /// The value's name in the written module (for the module writer).
+    pub(in crate::front::onnx) fn ssa(&self) -> &str {
+        &self.ssa
+    }
+
     pub fn shape(&self) -> &[i64] {
         &self.ty.shape
     }

@@ -138,9 +138,9 @@ pub(super) struct Arguments {
 impl Arguments {
     /// Adds the argument `name` of type `ty` and returns its value.
     fn push(&mut self, ty: TType, name: &str, dim_names: &str) -> Value {
-        let ssa = format!("%arg{}", self.text.len());
+        let index = self.text.len();
         self.text.push(format!(
-            "{ssa}: {} {{tcc.name = {}{}{dim_names}}} loc({})",
+            "%arg{index}: {} {{tcc.name = {}{}{dim_names}}} loc({})",
             ty.mlir(),
             string_literal(name),
             unsigned_mark(ty.dtype),
@@ -162,7 +162,7 @@ impl Arguments {
                 splat: false,
             })
         } else {
-            Value::Tensor(Val { ssa, ty })
+            Value::Tensor(Val::argument(index, ty))
         }
     }
 }

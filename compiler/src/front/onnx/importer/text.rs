@@ -80,7 +80,7 @@ pub(super) fn module_text(
         result_types.join(", ")
     );
     text.push_str(emitter.body());
-    let names: Vec<&str> = results.iter().map(|v| v.ssa.as_str()).collect();
+    let names: Vec<&str> = results.iter().map(|v| v.ssa()).collect();
     let types: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
     let _ = writeln!(
         text,

@@ -133,10 +133,7 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let scores_shape = [batch, q_heads, q_len, kv_len];
     let mut qk = if direct {
         // Not emitted: only its type is needed below.
-        Val {
-            ssa: String::new(),
-            ty: q.ty.with_shape(scores_shape.to_vec()),
-        }
+        Val::placeholder(q.ty.with_shape(scores_shape.to_vec()))
     } else {
         let kt = imp.e.transpose(&k, &[0, 1, 3, 2]);
         let qk = matmul_vals(imp, &q, &kt)?;

@@ -603,7 +603,7 @@ pub fn bit_cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = imp.val(input)?;
     let ty = x.ty.with_dtype(to);
     if from.mlir() == to.mlir() {
-        return tensor(Val { ssa: x.ssa, ty });
+        return tensor(x.relabeled(to));
     }
     let y = match (from, to) {
         (DType::Bool, _) => imp
@@ -740,10 +740,7 @@ pub fn convert(imp: &mut Importer, x: Val, target: DType, saturate: bool) -> Res
             (false, _) => ("arith.extui", DType::I64),
         };
         if op.is_empty() {
-            x = Val {
-                ssa: x.ssa.clone(),
-                ty: x.ty.with_dtype(DType::I64),
-            };
+            x = x.relabeled(DType::I64);
         } else {
             x = imp
                 .e

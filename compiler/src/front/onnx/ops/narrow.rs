@@ -27,10 +27,7 @@ pub fn widen(imp: &mut Importer, x: &Val) -> Val {
         DType::U4 | DType::U2 => DType::U8,
         _ => return x.clone(),
     };
-    Val {
-        ssa: x.ssa.clone(),
-        ty: x.ty.with_dtype(wide),
-    }
+    x.relabeled(wide)
 }
 
 fn decode(imp: &mut Importer, x: &Val, f: Minifloat) -> Val {
