@@ -5,10 +5,9 @@
 //! emitter is yielded. The op importers write no MLIR text for bodies:
 //! the emitter alone turns the recorded ops into IR.
 
-use std::fmt::Write as _;
-
 use super::super::dtype::DType;
-use super::{Val, float_literal};
+use super::Val;
+use super::ir::Use;
 
 /// The type of a scalar inside a body: a tensor element type or `index`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +34,7 @@ impl From<DType> for Scalar {
 /// A value of a body: a block argument or an op's result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sv {
-    id: usize,
+    pub(super) id: usize,
     pub ty: Scalar,
 }
 
@@ -83,11 +82,11 @@ pub enum BodyAttr {
 }
 
 /// One recorded op: `name(operands) {attrs} -> result`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BodyOp {
     pub name: &'static str,
     /// A tensor defined outside the body, read first (`tensor.extract`).
-    pub tensor: Option<Val>,
+    pub tensor: Option<Use>,
     pub operands: Vec<Sv>,
     pub attrs: Vec<(&'static str, BodyAttr)>,
     pub result: Sv,
@@ -124,7 +123,7 @@ impl Body {
     fn push(
         &mut self,
         name: &'static str,
-        tensor: Option<Val>,
+        tensor: Option<Use>,
         operands: &[Sv],
         attrs: Vec<(&'static str, BodyAttr)>,
         ty: Scalar,
@@ -230,7 +229,7 @@ impl Body {
         let ty = tensor.dtype().into();
         self.push(
             "tensor.extract",
-            Some(tensor.clone()),
+            Some(tensor.operand()),
             indices,
             Vec::new(),
             ty,
@@ -243,65 +242,12 @@ impl Body {
     }
 }
 
-/// The name a body value prints as: `%in0...` for the inputs, `%out` for
-/// the output's block argument (the last one), `%bN` for op results.
-pub(super) fn value_name(v: Sv, args: usize) -> String {
-    if v.id + 1 == args {
-        "%out".to_string()
-    } else if v.id < args {
-        format!("%in{}", v.id)
-    } else {
-        format!("%b{}", v.id)
-    }
-}
-
-/// A body attribute's literal (`2 : i64`, `1.0e0 : f32`, `true`).
-fn attr_literal(attr: &BodyAttr) -> String {
-    match attr {
-        BodyAttr::Int(v, Scalar::Elem(DType::Bool)) => {
-            if *v != 0 { "true" } else { "false" }.to_string()
-        }
-        BodyAttr::Int(v, ty) => format!("{v} : {}", ty.mlir()),
-        BodyAttr::Float(v, d) => format!("{} : {}", float_literal(*v, *d), d.mlir()),
-    }
-}
-
-/// One recorded op as a line of generic-syntax IR.
-pub(super) fn op_line(op: &BodyOp, args: usize) -> String {
-    let mut names: Vec<String> = Vec::new();
-    let mut types: Vec<String> = Vec::new();
-    if let Some(tensor) = &op.tensor {
-        names.push(tensor.ssa.clone());
-        types.push(tensor.ty.mlir());
-    }
-    for v in &op.operands {
-        names.push(value_name(*v, args));
-        types.push(v.ty.mlir().to_string());
-    }
-    let mut line = format!(
-        "{} = \"{}\"({})",
-        value_name(op.result, args),
-        op.name,
-        names.join(", ")
-    );
-    if !op.attrs.is_empty() {
-        let attrs: Vec<String> = op
-            .attrs
-            .iter()
-            .map(|(k, a)| format!("{k} = {}", attr_literal(a)))
-            .collect();
-        let _ = write!(line, " <{{{}}}>", attrs.join(", "));
-    }
-    let _ = write!(line, " : ({}) -> {}", types.join(", "), op.result.ty.mlir());
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ops_print_in_generic_syntax_with_typed_attributes() {
+    fn ops_record_operands_typed_attributes_and_result_types() {
         let mut b = Body::new(vec![DType::F32.into(), DType::F32.into()]);
         let a = b.args();
         let zero = b.constant(0.0, DType::F32);
@@ -309,24 +255,19 @@ mod tests {
         let i = b.index(2);
         let r = b.select(below, zero, a[0]);
         let ops = b.into_ops();
-        let lines: Vec<String> = ops.iter().map(|op| op_line(op, 2)).collect();
+        assert_eq!(ops.len(), 4);
+        assert_eq!(ops[0].name, "arith.constant");
         assert_eq!(
-            lines[0],
-            "%b2 = \"arith.constant\"() <{value = 0.0e0 : f32}> : () -> f32"
+            ops[0].attrs,
+            vec![("value", BodyAttr::Float(0.0, DType::F32))]
         );
+        assert_eq!(ops[1].operands, vec![a[0], zero]);
         assert_eq!(
-            lines[1],
-            "%b3 = \"arith.cmpf\"(%in0, %b2) <{predicate = 4 : i64}> : (f32, f32) -> i1"
+            ops[1].attrs,
+            vec![("predicate", BodyAttr::Int(4, Scalar::Elem(DType::I64)))]
         );
-        assert_eq!(
-            lines[2],
-            "%b4 = \"linalg.index\"() <{dim = 2 : i64}> : () -> index"
-        );
-        assert_eq!(
-            lines[3],
-            "%b5 = \"arith.select\"(%b3, %b2, %in0) : (i1, f32, f32) -> f32"
-        );
+        assert_eq!(ops[1].result.ty, Scalar::Elem(DType::Bool));
+        assert_eq!(ops[2].name, "linalg.index");
         assert_eq!((r.ty, i.ty), (Scalar::Elem(DType::F32), Scalar::Index));
-        assert_eq!(value_name(a[1], 2), "%out");
     }
 }

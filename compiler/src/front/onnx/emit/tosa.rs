@@ -4,24 +4,41 @@
 
 use super::super::dtype::{DType, TType};
 use super::super::error::{ImportError, Result, bail};
+use super::ir::{ResultType, Use};
 use super::{Attr, Emitter, Val, broadcast_shapes};
 
 impl Emitter {
+    /// A data movement op on `x`, shape operands and an optional last
+    /// tensor operand (a pad value).
+    fn op_shaped(
+        &mut self,
+        name: &str,
+        x: &Val,
+        shapes: Vec<Use>,
+        last: Option<&Val>,
+        ty: TType,
+    ) -> Val {
+        let mut operands = vec![x.operand()];
+        operands.extend(shapes);
+        operands.extend(last.map(Val::operand));
+        let id = self.op_uses(name, operands, &[], ResultType::Tensor(ty.clone()));
+        Val { id, ty }
+    }
+
     // ---- data movement ---------------------------------------------------
 
     pub fn reshape(&mut self, x: &Val, shape: &[i64]) -> Val {
         if x.shape() == shape {
             return x.clone();
         }
-        let (s, st) = self.shape_operand(shape);
-        let ty = x.ty.with_shape(shape.to_vec());
-        let ssa = self.op_typed(
+        let s = self.shape_operand(shape);
+        self.op_shaped(
             "tosa.reshape",
-            &[(&x.ssa, x.ty.mlir()), (&s, st)],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+            x,
+            vec![s],
+            None,
+            x.ty.with_shape(shape.to_vec()),
+        )
     }
 
     /// Reshapes to `rank` dims by adding leading 1s.
@@ -52,16 +69,15 @@ impl Emitter {
         if start.iter().all(|&s| s == 0) && size == x.shape() {
             return x.clone();
         }
-        let (a, at) = self.shape_operand(start);
-        let (b, bt) = self.shape_operand(size);
-        let ty = x.ty.with_shape(size.to_vec());
-        let ssa = self.op_typed(
+        let a = self.shape_operand(start);
+        let b = self.shape_operand(size);
+        self.op_shaped(
             "tosa.slice",
-            &[(&x.ssa, x.ty.mlir()), (&a, at), (&b, bt)],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+            x,
+            vec![a, b],
+            None,
+            x.ty.with_shape(size.to_vec()),
+        )
     }
 
     /// Slice of `[begin, end)` along one axis.
@@ -79,7 +95,7 @@ impl Emitter {
             return x.clone();
         }
         let flat: Vec<i64> = pads.iter().flat_map(|&(a, b)| [a, b]).collect();
-        let (p, pt) = self.shape_operand(&flat);
+        let p = self.shape_operand(&flat);
         let pad_value = self.splat(x.dtype(), vec![1], value);
         let shape: Vec<i64> = x
             .shape()
@@ -87,18 +103,13 @@ impl Emitter {
             .zip(pads)
             .map(|(d, (a, b))| d + a + b)
             .collect();
-        let ty = x.ty.with_shape(shape);
-        let ssa = self.op_typed(
+        self.op_shaped(
             "tosa.pad",
-            &[
-                (&x.ssa, x.ty.mlir()),
-                (&p, pt),
-                (&pad_value.ssa, pad_value.ty.mlir()),
-            ],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+            x,
+            vec![p],
+            Some(&pad_value),
+            x.ty.with_shape(shape),
+        )
     }
 
     pub fn concat(&mut self, parts: &[Val], axis: usize) -> Val {
@@ -116,21 +127,14 @@ impl Emitter {
         if multiples.iter().all(|&m| m == 1) {
             return x.clone();
         }
-        let (m, mt) = self.shape_operand(multiples);
+        let m = self.shape_operand(multiples);
         let shape: Vec<i64> = x
             .shape()
             .iter()
             .zip(multiples)
             .map(|(d, m)| d * m)
             .collect();
-        let ty = x.ty.with_shape(shape);
-        let ssa = self.op_typed(
-            "tosa.tile",
-            &[(&x.ssa, x.ty.mlir()), (&m, mt)],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+        self.op_shaped("tosa.tile", x, vec![m], None, x.ty.with_shape(shape))
     }
 
     /// numpy-broadcasts `x` to `shape` (tile after a rank-matching reshape).
@@ -154,10 +158,7 @@ impl Emitter {
         }
         if x.dtype().mlir() == dtype.mlir() {
             // Signed to unsigned of one width: the same bits, relabeled.
-            return Val {
-                ssa: x.ssa.clone(),
-                ty: x.ty.with_dtype(dtype),
-            };
+            return x.relabeled(dtype);
         }
         self.op("tosa.cast", &[x], &[], x.ty.with_dtype(dtype))
     }
