@@ -309,11 +309,16 @@ impl TType {
         }
     }
 
-    /// `tensor<2x3xf32>` (`tensor<f32>` for rank 0).
+    /// `tensor<2x3xf32>` (`tensor<f32>` for rank 0; a negative extent,
+    /// a symbolic dimension, is `?`).
     pub fn mlir(&self) -> String {
         let mut text = String::from("tensor<");
         for d in &self.shape {
-            text.push_str(&d.to_string());
+            if *d < 0 {
+                text.push('?');
+            } else {
+                text.push_str(&d.to_string());
+            }
             text.push('x');
         }
         text.push_str(self.dtype.mlir());

@@ -1,25 +1,78 @@
-//! Writes the imported function as MLIR text: TOSA ops in the generic op
-//! syntax (`%v = "tosa.add"(%a, %b) : (...) -> ...`), a few linalg/tensor
-//! ops in their custom syntax where TOSA has no match, constants inline
-//! (`dense<[...]>`, `dense<"0x...">`) or as `dense_resource` blobs.
+//! Records the imported function as typed ops on numbered values
+//! ([`ir`]): TOSA ops and tcc's composites, a few linalg/tensor ops where
+//! TOSA has no match (elementwise and indexed `linalg.generic`s with
+//! bodies built through [`Body`], named convolutions and poolings,
+//! `linalg.fill`, `tensor.empty`), constants as their elements or as
+//! `dense_resource` blobs. [`print`] writes the recorded function as MLIR.
 //!
 //! Every helper returns the new value with its static type; broadcasting
 //! helpers reshape operands to a common rank first, as TOSA requires.
 
-use std::fmt::Write as _;
+use std::rc::Rc;
 
 use super::dtype::{DType, TType};
 use super::error::{ImportError, Result, bail};
 use super::tensor::Const;
 
-/// An SSA value of the function being written.
+/// A value of the function being built, with its static type. The op
+/// importers see only the type: which value it is, is the emitter's
+/// business.
 #[derive(Clone, Debug)]
 pub struct Val {
-    pub ssa: String,
+    id: ValueId,
     pub ty: TType,
 }
 
 impl Val {
+    /// The function's argument `index`.
+    pub fn argument(index: usize, ty: TType) -> Self {
+        Val {
+            id: ValueId::Arg(index),
+            ty,
+        }
+    }
+
+    /// Whether the value is an argument of the function.
+    pub fn is_argument(&self) -> bool {
+        matches!(self.id, ValueId::Arg(_))
+    }
+
+    /// The same value read as another element type of the same MLIR
+    /// type (a signed integer as the unsigned one of its width).
+    pub fn relabeled(&self, dtype: DType) -> Self {
+        Val {
+            id: self.id,
+            ty: self.ty.with_dtype(dtype),
+        }
+    }
+
+    /// The same value with another type of its shape's rank (the
+    /// symbolic-dimension merge's `?` extents).
+    pub(crate) fn retyped(&self, ty: TType) -> Self {
+        Val { id: self.id, ty }
+    }
+
+    /// A value that is never emitted, for code that needs only a type.
+    pub fn placeholder(ty: TType) -> Self {
+        Val {
+            id: ValueId::None,
+            ty,
+        }
+    }
+
+    /// Which value it is.
+    pub fn id(&self) -> ValueId {
+        self.id
+    }
+
+    /// The value as an operand.
+    pub(crate) fn operand(&self) -> Use {
+        Use {
+            id: self.id,
+            ty: ResultType::Tensor(self.ty.clone()),
+        }
+    }
+
     pub fn shape(&self) -> &[i64] {
         &self.ty.shape
     }
@@ -63,11 +116,12 @@ pub struct Blob {
 pub const INLINE_ELEMENTS: usize = 64;
 
 pub struct Emitter {
-    body: String,
-    next: usize,
-    loc: String,
+    ops: Vec<Op>,
+    loc: Rc<str>,
     style: ConstStyle,
-    resources: Vec<(String, String)>,
+    /// The `dense_resource` blobs of [`ConstStyle::Resource`]: key and
+    /// bytes (with the alignment prefix MLIR's resource section wants).
+    resources: Vec<(String, Vec<u8>)>,
     blobs: Vec<Blob>,
     /// The first operand type with a zero dimension given to a TOSA op
     /// since it was last taken ([`Emitter::take_empty_operand`]):
@@ -76,20 +130,19 @@ pub struct Emitter {
     empty_operand: Option<(String, String)>,
 }
 
+mod attr;
+mod body;
+pub mod ir;
 mod linalg;
 mod literal;
+pub mod print;
 mod tosa;
 
+pub use attr::Attr;
+pub use body::{Body, BodyAttr, BodyOp, FPred, IPred, Scalar, Sv};
+use ir::{Elements, Kind, Op, ResultType, Use, ValueId};
 pub use linalg::Operand;
-use literal::{element_literal, hex, nested};
 pub use literal::{float_literal, sanitize, string_literal};
-
-/// Whether an MLIR tensor type (`tensor<2x0xf32>`) has a zero dimension.
-fn has_zero_dim(ty: &str) -> bool {
-    ty.strip_prefix("tensor<")
-        .and_then(|rest| rest.strip_suffix('>'))
-        .is_some_and(|body| body.split('x').rev().skip(1).any(|dim| dim == "0"))
-}
 
 /// numpy broadcasting of two shapes.
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
@@ -117,29 +170,11 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     Some(out)
 }
 
-fn i64_list(values: &[i64]) -> String {
-    values
-        .iter()
-        .map(|v| v.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `array<i64: 1, 2>`.
-pub fn array_i64(values: &[i64]) -> String {
-    if values.is_empty() {
-        "array<i64>".into()
-    } else {
-        format!("array<i64: {}>", i64_list(values))
-    }
-}
-
 impl Emitter {
     pub fn new(style: ConstStyle) -> Self {
         Self {
-            body: String::new(),
-            next: 0,
-            loc: "loc(unknown)".into(),
+            ops: Vec::new(),
+            loc: Rc::from("unknown"),
             style,
             resources: Vec::new(),
             blobs: Vec::new(),
@@ -153,108 +188,89 @@ impl Emitter {
         self.empty_operand.take()
     }
 
-    /// The blobs of [`ConstStyle::Blob`] constants written so far (moved
+    /// The blobs of [`ConstStyle::Blob`] constants recorded so far (moved
     /// out).
     pub fn take_blobs(&mut self) -> Vec<Blob> {
         std::mem::take(&mut self.blobs)
     }
 
-    /// Ops emitted from now on carry the location `loc("name")`.
+    /// The recorded ops (moved out) and the resources they name.
+    pub fn take_function(&mut self) -> (Vec<Op>, Vec<(String, Vec<u8>)>) {
+        (
+            std::mem::take(&mut self.ops),
+            std::mem::take(&mut self.resources),
+        )
+    }
+
+    /// Ops recorded from now on carry the location `loc("name")`.
     pub fn set_location(&mut self, name: &str) {
-        self.loc = format!("loc({})", string_literal(name));
+        self.loc = Rc::from(name);
     }
 
-    pub fn fresh(&mut self) -> String {
-        self.next += 1;
-        format!("%v{}", self.next)
+    /// Records `kind` with a result of type `ty`; returns the result's id.
+    fn push(&mut self, kind: Kind, ty: ResultType) -> ValueId {
+        self.ops.push(Op {
+            kind,
+            ty,
+            loc: self.loc.clone(),
+        });
+        ValueId::Op(self.ops.len() - 1)
     }
 
-    /// The function body written so far.
-    pub fn body(&self) -> &str {
-        &self.body
+    /// Records `kind` with a tensor result of type `ty`.
+    fn push_tensor(&mut self, kind: Kind, ty: TType) -> Val {
+        let id = self.push(kind, ResultType::Tensor(ty.clone()));
+        Val { id, ty }
     }
 
-    /// The `{-# dialect_resources ... #-}` section (empty without blobs).
-    pub fn resource_section(&self) -> String {
-        if self.resources.is_empty() {
-            return String::new();
-        }
-        let mut text = String::from("\n{-#\n  dialect_resources: {\n    builtin: {\n");
-        for (index, (key, blob)) in self.resources.iter().enumerate() {
-            let comma = if index + 1 < self.resources.len() {
-                ","
-            } else {
-                ""
-            };
-            let _ = writeln!(text, "      {key}: \"0x{blob}\"{comma}");
-        }
-        text.push_str("    }\n  }\n#-}\n");
-        text
-    }
-
-    /// Writes a line of custom-syntax IR (with the current location).
-    pub fn line(&mut self, text: &str) {
-        let _ = writeln!(self.body, "    {text} {}", self.loc);
-    }
-
-    /// A generic-syntax op with one result.
-    pub fn op_typed(
+    /// An op `name` on `operands` (values or shapes) with attributes and
+    /// one result.
+    fn op_uses(
         &mut self,
         name: &str,
-        operands: &[(&str, String)],
-        props: &str,
-        result: &str,
-    ) -> String {
-        let ssa = self.fresh();
-        let names: Vec<&str> = operands.iter().map(|(n, _)| *n).collect();
-        let types: Vec<&str> = operands.iter().map(|(_, t)| t.as_str()).collect();
+        operands: Vec<Use>,
+        attrs: &[(&str, Attr)],
+        ty: ResultType,
+    ) -> ValueId {
         if self.empty_operand.is_none()
             && name.starts_with("tosa.")
-            && let Some(empty) = types.iter().find(|t| has_zero_dim(t))
+            && let Some(empty) = operands.iter().find_map(|u| match &u.ty {
+                ResultType::Tensor(t) if t.shape.contains(&0) => Some(t.mlir()),
+                _ => None,
+            })
         {
-            self.empty_operand = Some((name.to_string(), empty.to_string()));
+            self.empty_operand = Some((name.to_string(), empty));
         }
-        let props = if props.is_empty() {
-            String::new()
-        } else {
-            format!(" <{{{props}}}>")
-        };
-        let _ = writeln!(
-            self.body,
-            "    {ssa} = \"{name}\"({}){props} : ({}) -> {result} {}",
-            names.join(", "),
-            types.join(", "),
-            self.loc
-        );
-        ssa
+        let attrs = attrs
+            .iter()
+            .map(|(n, a)| (n.to_string(), a.clone()))
+            .collect();
+        self.push(
+            Kind::Plain {
+                name: name.to_string(),
+                operands,
+                attrs,
+            },
+            ty,
+        )
     }
 
-    /// A generic-syntax op on values with one result of type `ty`.
-    pub fn op(&mut self, name: &str, operands: &[&Val], props: &str, ty: TType) -> Val {
-        let operands: Vec<(&str, String)> = operands
-            .iter()
-            .map(|v| (v.ssa.as_str(), v.ty.mlir()))
-            .collect();
-        let ssa = self.op_typed(name, &operands, props, &ty.mlir());
-        Val { ssa, ty }
+    /// An op `name` on values with the attributes `attrs` and one result
+    /// of type `ty`.
+    pub fn op(&mut self, name: &str, operands: &[&Val], attrs: &[(&str, Attr)], ty: TType) -> Val {
+        let operands = operands.iter().map(|v| v.operand()).collect();
+        let id = self.op_uses(name, operands, attrs, ResultType::Tensor(ty.clone()));
+        Val { id, ty }
     }
 
     // ---- constants -------------------------------------------------------
 
-    /// The attribute literal of a constant: `dense<...> : tensor<...>`.
-    pub fn dense_literal(&mut self, c: &Const, hint: &str) -> String {
-        let ty = c.ty().mlir();
+    /// How `c` is recorded: its elements, or a `dense_resource` blob
+    /// (registered here, named after `hint`).
+    fn elements(&mut self, c: &Const, hint: &str) -> Elements {
         let count = c.numel();
-        if count == 0 {
-            return format!("dense<> : {ty}");
-        }
-        if c.uniform() {
-            return format!("dense<{}> : {ty}", element_literal(c, 0));
-        }
-        if count <= INLINE_ELEMENTS || c.dtype == DType::Bool {
-            let mut text = String::new();
-            nested(&c.shape, &mut 0, &|i| element_literal(c, i), &mut text);
-            return format!("dense<{text}> : {ty}");
+        if count == 0 || c.uniform() || count <= INLINE_ELEMENTS || c.dtype == DType::Bool {
+            return Elements::Dense(c.clone());
         }
         // Blobs of the element types tcc's host writer reads back.
         let resource_type = matches!(c.dtype, DType::F32 | DType::I64 | DType::I32 | DType::I8);
@@ -262,9 +278,10 @@ impl Emitter {
             ConstStyle::Resource if resource_type => {
                 let key = format!("{}_{}", sanitize(hint), self.resources.len());
                 let alignment = (c.dtype.size() as u32).max(1).to_le_bytes();
-                self.resources
-                    .push((key.clone(), format!("{}{}", hex(&alignment), hex(&c.bytes))));
-                format!("dense_resource<{key}> : {ty}")
+                let mut bytes = alignment.to_vec();
+                bytes.extend_from_slice(&c.bytes);
+                self.resources.push((key.clone(), bytes));
+                Elements::Resource(key)
             }
             ConstStyle::Blob if resource_type => {
                 // `_bN`: the driver finds the blob from this suffix also
@@ -275,9 +292,9 @@ impl Emitter {
                     bytes: c.bytes.clone(),
                     alignment: c.dtype.size().max(1),
                 });
-                format!("dense_resource<{key}> : {ty}")
+                Elements::Blob(key)
             }
-            _ => format!("dense<\"0x{}\"> : {ty}", hex(&c.bytes)),
+            _ => Elements::Dense(c.clone()),
         }
     }
 
@@ -294,14 +311,8 @@ impl Emitter {
             // No elements (TOSA has no empty constants): an empty tensor.
             return Ok(self.empty(&ty));
         }
-        let literal = self.dense_literal(c, hint);
-        let ssa = self.op_typed(
-            "tosa.const",
-            &[],
-            &format!("values = {literal}"),
-            &ty.mlir(),
-        );
-        Ok(Val { ssa, ty })
+        let elements = self.elements(c, hint);
+        Ok(self.push_tensor(Kind::Const(elements), ty))
     }
 
     /// A constant of `shape` with every element `value`.
@@ -325,34 +336,16 @@ impl Emitter {
     }
 
     /// `tosa.const_shape` for reshape/slice/pad/tile operands.
-    pub fn shape_operand(&mut self, values: &[i64]) -> (String, String) {
-        let ty = format!("!tosa.shape<{}>", values.len());
-        let literal = if values.is_empty() {
-            "dense<> : tensor<0xindex>".to_string()
-        } else {
-            format!(
-                "dense<[{}]> : tensor<{}xindex>",
-                i64_list(values),
-                values.len()
-            )
-        };
-        let ssa = self.op_typed("tosa.const_shape", &[], &format!("values = {literal}"), &ty);
-        (ssa, ty)
+    pub fn shape_operand(&mut self, values: &[i64]) -> Use {
+        let ty = ResultType::Shape(values.len());
+        let id = self.push(Kind::ConstShape(values.to_vec()), ty.clone());
+        Use { id, ty }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn zero_dimensions_are_found_in_tensor_types() {
-        assert!(has_zero_dim("tensor<2x0xf32>"));
-        assert!(has_zero_dim("tensor<0xi64>"));
-        assert!(!has_zero_dim("tensor<2x10xf32>"));
-        assert!(!has_zero_dim("tensor<f32>"));
-        assert!(!has_zero_dim("!tosa.shape<0>"));
-    }
 
     #[test]
     fn float_literals_parse_as_mlir_floats() {
@@ -365,29 +358,15 @@ mod tests {
     }
 
     #[test]
-    fn constants_inline_hex_or_resource() {
+    fn empty_operands_of_tosa_ops_are_reported_once() {
         let mut e = Emitter::new(ConstStyle::Hex);
-        let small = Const::from_f64(DType::F32, vec![2, 2], &[1.0, 2.0, 3.0, 4.5]);
+        let x = Val::argument(0, TType::new(DType::F32, vec![2, 0]));
+        let _ = e.unary("tosa.abs", &x);
         assert_eq!(
-            e.dense_literal(&small, "w"),
-            "dense<[[1.0e0, 2.0e0], [3.0e0, 4.5e0]]> : tensor<2x2xf32>"
+            e.take_empty_operand(),
+            Some(("tosa.abs".to_string(), "tensor<2x0xf32>".to_string()))
         );
-        let splat = Const::splat_f64(DType::F32, vec![3], 0.0);
-        assert_eq!(e.dense_literal(&splat, "z"), "dense<0.0e0> : tensor<3xf32>");
-        let big = Const::from_i64(DType::I32, vec![65], &(0..65).collect::<Vec<_>>());
-        assert!(
-            e.dense_literal(&big, "b")
-                .starts_with("dense<\"0x0000000001000000")
-        );
-        let mut r = Emitter::new(ConstStyle::Resource);
-        assert_eq!(
-            r.dense_literal(&big, "my.w"),
-            "dense_resource<my_w_0> : tensor<65xi32>"
-        );
-        assert!(
-            r.resource_section()
-                .contains("my_w_0: \"0x040000000000000001000000")
-        );
+        assert_eq!(e.take_empty_operand(), None);
     }
 
     #[test]

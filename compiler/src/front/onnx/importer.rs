@@ -8,8 +8,9 @@
 //! declared types, live nodes in order), `nodes` (the node walk, in a
 //! nested `scope`; `control` inlines and unrolls subgraphs through it and
 //! `sequence` evaluates the sequence/optional ops), `outputs` (results
-//! checked against their declarations) and `text` (the module around the
-//! emitted body).
+//! checked against their declarations) and `text` (the recorded module
+//! around the function, written as MLIR text once the walk, or
+//! `symbolic`'s merge of two walks, is done).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -33,7 +34,7 @@ mod outputs;
 mod scope;
 mod sequence;
 pub mod symbolic;
-mod text;
+pub mod text;
 mod unsigned;
 
 use graph::{default_opset, live_nodes};
@@ -176,12 +177,37 @@ pub fn import_model(
     base_dir: Option<&Path>,
     options: &ImportOptions,
 ) -> Result<Imported> {
-    if options.symbolic_dims.is_empty() {
-        return import_with(model, base_dir, options, HashMap::new()).map(|(i, _)| i);
+    let recorded = if options.symbolic_dims.is_empty() {
+        import_with(model, base_dir, options, HashMap::new())?.0
+    } else {
+        symbolic::import(model, options, |probes| {
+            import_with(model, base_dir, options, probes)
+        })?
+    };
+    Ok(recorded.finish())
+}
+
+/// One import's module, recorded, and what [`Imported`] tells besides.
+pub struct Recorded {
+    pub module: text::Module,
+    pub blobs: Vec<super::Blob>,
+    pub inputs: Vec<super::IoInfo>,
+    pub opset: i64,
+}
+
+impl Recorded {
+    /// The imported model: the module written as MLIR text.
+    fn finish(self) -> Imported {
+        Imported {
+            mlir: self.module.print(),
+            blobs: self.blobs,
+            function: self.module.function.clone(),
+            inputs: self.inputs,
+            outputs: self.module.outputs,
+            opset: self.opset,
+            mapped: false,
+        }
     }
-    symbolic::import(model, options, |probes| {
-        import_with(model, base_dir, options, probes)
-    })
 }
 
 /// One import of `model`, the symbolic dimensions taking the values of
@@ -191,7 +217,7 @@ fn import_with(
     base_dir: Option<&Path>,
     options: &ImportOptions,
     probes: HashMap<String, i64>,
-) -> Result<(Imported, Vec<String>)> {
+) -> Result<(Recorded, Vec<String>)> {
     let (graph, opset) = checked_graph(model)?;
     let mut imp = Importer::new(options.const_style, options.demote_f64);
     imp.probes = probes;
@@ -212,7 +238,7 @@ fn import_with(
             .collect();
         live_nodes(graph, &known)?
     };
-    let (arguments, inputs) = (args.text, args.inputs);
+    let (arguments, inputs) = (args.entries, args.inputs);
     let mut scope = scope::Scope::new(values);
     for (name, item) in args.aggregates {
         scope.insert(name, item);
@@ -224,23 +250,24 @@ fn import_with(
     };
     nodes::import_nodes(&mut imp, graph, &order, walk, &mut scope)?;
     let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &scope)?;
-    let signature = text::Signature {
-        name: &options.function_name,
-        arguments: &arguments,
-        results: &results,
-        outputs: &outputs,
-    };
-    let mlir = text::module_text(model, opset, &signature, &imp.e);
-    let imported = Imported {
-        mlir,
-        blobs: imp.e.take_blobs(),
+    let (ops, resources) = imp.e.take_function();
+    let module = text::Module {
+        header: text::header(model, opset),
+        graph: graph.name.clone(),
         function: options.function_name.clone(),
-        inputs,
+        arguments,
+        results,
         outputs,
-        opset,
-        mapped: false,
+        ops,
+        resources,
     };
-    Ok((imported, imp.probed))
+    let recorded = Recorded {
+        module,
+        blobs: imp.e.take_blobs(),
+        inputs,
+        opset,
+    };
+    Ok((recorded, imp.probed))
 }
 
 /// The model's graph and default-domain opset, refusing what is not an

@@ -8,7 +8,9 @@
 //! - [`ops`]: one importer per ONNX op (TOSA, tcc composites, a few linalg
 //!   ops where TOSA has no match), [`fold`] for values known at import
 //!   time (shape computations);
-//! - [`emit`]: the MLIR text writer.
+//! - [`emit`]: records the function as typed ops ([`emit::ir`]), with
+//!   the typed builder of `linalg.generic` bodies ([`emit::Body`]) the op
+//!   importers use, and writes it as MLIR text ([`emit::print`]).
 //!
 //! This module depends on nothing else in tcc (only `prost` and `libc`), so that the
 //! fuzz target can compile it on its own.

@@ -1,138 +1,116 @@
 //! The linalg/tensor escape hatch, for what TOSA cannot express: an
-//! elementwise `linalg.generic`, `linalg.fill`, named linalg ops and
-//! `tensor.empty`, in their custom syntax.
-
-use std::fmt::Write as _;
+//! elementwise `linalg.generic`, `linalg.generic`s with explicit indexing
+//! maps, `linalg.fill`, named linalg ops and `tensor.empty`.
 
 use super::super::dtype::TType;
-use super::{Emitter, Val, float_literal};
+use super::body::{Body, Scalar, Sv};
+use super::ir::{Expr, Generic, Kind, Use};
+use super::{Attr, Emitter, Val};
 
 impl Emitter {
-    // ---- linalg escape hatch ----------------------------------------------
+    /// A `linalg.generic` over `ins` into `init` (its loops `reductions`),
+    /// whose body `body` builds from the block arguments (the inputs', then
+    /// the output's); the value it returns is yielded.
+    fn record_generic(
+        &mut self,
+        reductions: Vec<bool>,
+        ins: Vec<(Use, Vec<Expr>)>,
+        init: (&Val, Vec<Expr>),
+        body: &dyn Fn(&mut Body, &[Sv], Sv) -> Sv,
+    ) -> Val {
+        let out = init.0.ty.clone();
+        let mut args: Vec<Scalar> = ins
+            .iter()
+            .map(|(u, _)| match &u.ty {
+                super::ir::ResultType::Tensor(t) => t.dtype.into(),
+                super::ir::ResultType::Shape(_) => Scalar::Index,
+            })
+            .collect();
+        args.push(out.dtype.into());
+        let mut built = Body::new(args.clone());
+        let values = built.args();
+        let yielded = body(&mut built, &values[..ins.len()], values[ins.len()]);
+        let generic = Generic {
+            reductions,
+            ins,
+            init: (init.0.operand(), init.1),
+            args,
+            body: built.into_ops(),
+            yielded,
+        };
+        self.push_tensor(Kind::Generic(Box::new(generic)), out)
+    }
 
     /// An elementwise `linalg.generic` over `inputs` (numpy-broadcast to the
-    /// result shape) with a body written by `body` from the block argument
-    /// names; the body's last line must define `%r`.
-    pub fn map(&mut self, inputs: &[&Val], out: TType, body: &dyn Fn(&[String]) -> String) -> Val {
+    /// result shape) whose body `body` builds from the inputs' block
+    /// arguments; the value it returns is yielded.
+    pub fn map(
+        &mut self,
+        inputs: &[&Val],
+        out: TType,
+        body: &dyn Fn(&mut Body, &[Sv]) -> Sv,
+    ) -> Val {
         let rank = out.rank();
-        let dims: Vec<String> = (0..rank).map(|i| format!("d{i}")).collect();
-        let domain = format!("({})", dims.join(", "));
-        let mut maps = Vec::new();
-        for input in inputs {
-            let offset = rank - input.rank();
-            let exprs: Vec<String> = (0..input.rank())
-                .map(|j| {
-                    if input.shape()[j] == 1 && out.shape[j + offset] != 1 {
-                        "0".to_string()
-                    } else {
-                        dims[j + offset].clone()
-                    }
-                })
-                .collect();
-            maps.push(format!("affine_map<{domain} -> ({})>", exprs.join(", ")));
-        }
-        maps.push(format!("affine_map<{domain} -> {domain}>"));
-        let empty = self.fresh();
-        self.line(&format!("{empty} = tensor.empty() : {}", out.mlir()));
-        let result = self.fresh();
-        let args: Vec<String> = (0..inputs.len()).map(|i| format!("%in{i}")).collect();
-        let mut block_args: Vec<String> = inputs
+        let ins = inputs
             .iter()
-            .zip(&args)
-            .map(|(v, a)| format!("{a}: {}", v.dtype().mlir()))
+            .map(|input| {
+                let offset = rank - input.rank();
+                let exprs = (0..input.rank())
+                    .map(|j| {
+                        if input.shape()[j] == 1 && out.shape[j + offset] != 1 {
+                            Expr::Zero
+                        } else {
+                            Expr::Dim(j + offset)
+                        }
+                    })
+                    .collect();
+                (input.operand(), exprs)
+            })
             .collect();
-        block_args.push(format!("%out: {}", out.dtype.mlir()));
-        let iterators = vec!["\"parallel\""; rank].join(", ");
-        let ins: Vec<String> = inputs.iter().map(|v| v.ssa.clone()).collect();
-        let in_types: Vec<String> = inputs.iter().map(|v| v.ty.mlir()).collect();
-        let mut text = format!(
-            "    {result} = linalg.generic {{indexing_maps = [{}], iterator_types = [{iterators}]}} ins({} : {}) outs({empty} : {}) {{\n    ^bb0({}):\n",
-            maps.join(", "),
-            ins.join(", "),
-            in_types.join(", "),
-            out.mlir(),
-            block_args.join(", ")
-        );
-        for line in body(&args).lines() {
-            let _ = writeln!(text, "      {line}");
-        }
-        let _ = writeln!(
-            text,
-            "      linalg.yield %r : {}\n    }} -> {} {}",
-            out.dtype.mlir(),
-            out.mlir(),
-            self.loc
-        );
-        self.body.push_str(&text);
-        Val {
-            ssa: result,
-            ty: out,
-        }
+        let empty = self.empty(&out);
+        let identity = (0..rank).map(Expr::Dim).collect();
+        self.record_generic(vec![false; rank], ins, (&empty, identity), &|b, a, _| {
+            body(b, a)
+        })
     }
 
     /// A filled `tensor.empty` (linalg inits).
     pub fn filled(&mut self, ty: &TType, value: f64) -> Val {
-        let scalar = self.fresh();
-        let literal = if ty.dtype.is_float() {
-            float_literal(value, ty.dtype)
-        } else {
-            (value as i64).to_string()
-        };
-        self.line(&format!(
-            "{scalar} = arith.constant {literal} : {}",
-            ty.dtype.mlir()
-        ));
-        let empty = self.fresh();
-        self.line(&format!("{empty} = tensor.empty() : {}", ty.mlir()));
-        let filled = self.fresh();
-        self.line(&format!(
-            "{filled} = linalg.fill ins({scalar} : {}) outs({empty} : {}) -> {}",
-            ty.dtype.mlir(),
-            ty.mlir(),
-            ty.mlir()
-        ));
-        Val {
-            ssa: filled,
-            ty: ty.clone(),
-        }
+        self.push_tensor(Kind::Fill(value), ty.clone())
     }
 
     /// A linalg named op `name` (convolution or pooling) with `attrs`,
     /// inputs and an init; returns the result of the init's type.
-    pub fn linalg_named(&mut self, name: &str, attrs: &str, inputs: &[&Val], init: &Val) -> Val {
-        let result = self.fresh();
-        let ins: Vec<String> = inputs.iter().map(|v| v.ssa.clone()).collect();
-        let in_types: Vec<String> = inputs.iter().map(|v| v.ty.mlir()).collect();
-        self.line(&format!(
-            "{result} = {name} {{{attrs}}} ins({} : {}) outs({} : {}) -> {}",
-            ins.join(", "),
-            in_types.join(", "),
-            init.ssa,
-            init.ty.mlir(),
-            init.ty.mlir()
-        ));
-        Val {
-            ssa: result,
-            ty: init.ty.clone(),
-        }
+    pub fn linalg_named(
+        &mut self,
+        name: &str,
+        attrs: &[(&str, Attr)],
+        inputs: &[&Val],
+        init: &Val,
+    ) -> Val {
+        let kind = Kind::Named {
+            name: name.to_string(),
+            attrs: attrs
+                .iter()
+                .map(|(n, a)| (n.to_string(), a.clone()))
+                .collect(),
+            ins: inputs.iter().map(|v| v.operand()).collect(),
+            init: init.operand(),
+        };
+        self.push_tensor(kind, init.ty.clone())
     }
 
     /// An empty tensor of a type (shape-only operands such as pooling windows).
     pub fn empty(&mut self, ty: &TType) -> Val {
-        let ssa = self.fresh();
-        self.line(&format!("{ssa} = tensor.empty() : {}", ty.mlir()));
-        Val {
-            ssa,
-            ty: ty.clone(),
-        }
+        self.push_tensor(Kind::Empty, ty.clone())
     }
 }
 
-/// An operand of [`Emitter::generic`]: a value and the results of its
-/// indexing map over the loop dimensions `d0, d1, ...` (`"d2"`, `"0"`).
+/// An operand of [`Emitter::generic`]: a value and its indexing map, the
+/// loop dimension each of its dimensions follows (a projection).
 pub struct Operand<'a> {
     pub value: &'a Val,
-    pub map: Vec<String>,
+    pub dims: Vec<usize>,
 }
 
 impl<'a> Operand<'a> {
@@ -140,78 +118,32 @@ impl<'a> Operand<'a> {
     pub fn dims(value: &'a Val, dims: &[usize]) -> Self {
         Operand {
             value,
-            map: dims.iter().map(|d| format!("d{d}")).collect(),
+            dims: dims.to_vec(),
         }
+    }
+
+    fn map(&self) -> Vec<Expr> {
+        self.dims.iter().map(|&d| Expr::Dim(d)).collect()
     }
 }
 
 impl Emitter {
     /// A `linalg.generic` over `loops` dimensions (those in `reductions`
     /// reduced, the others parallel) with explicit indexing maps and one
-    /// output, initialised by `init`. `body` gets the block argument names
-    /// of the inputs and of the accumulator; it may read `linalg.index`
-    /// and `tensor.extract` values defined outside (data gathered at
-    /// computed coordinates) and must define `%r`.
+    /// output, initialised by `init`. `body` gets the block arguments of
+    /// the inputs and of the accumulator; it may read `linalg.index` and
+    /// `tensor.extract` tensors defined outside (data gathered at computed
+    /// coordinates); the value it returns is yielded.
     pub fn generic(
         &mut self,
         loops: usize,
         reductions: &[usize],
         ins: &[Operand],
         init: Operand,
-        body: &dyn Fn(&[String], &str) -> String,
+        body: &dyn Fn(&mut Body, &[Sv], Sv) -> Sv,
     ) -> Val {
-        let dims: Vec<String> = (0..loops).map(|i| format!("d{i}")).collect();
-        let domain = format!("({})", dims.join(", "));
-        let map = |o: &Operand| format!("affine_map<{domain} -> ({})>", o.map.join(", "));
-        let mut maps: Vec<String> = ins.iter().map(map).collect();
-        maps.push(map(&init));
-        let iterators: Vec<&str> = (0..loops)
-            .map(|d| {
-                if reductions.contains(&d) {
-                    "\"reduction\""
-                } else {
-                    "\"parallel\""
-                }
-            })
-            .collect();
-        let args: Vec<String> = (0..ins.len()).map(|i| format!("%in{i}")).collect();
-        let mut block_args: Vec<String> = ins
-            .iter()
-            .zip(&args)
-            .map(|(o, a)| format!("{a}: {}", o.value.dtype().mlir()))
-            .collect();
-        let out = &init.value.ty;
-        block_args.push(format!("%out: {}", out.dtype.mlir()));
-        let result = self.fresh();
-        let values: Vec<String> = ins.iter().map(|o| o.value.ssa.clone()).collect();
-        let types: Vec<String> = ins.iter().map(|o| o.value.ty.mlir()).collect();
-        let ins_text = if ins.is_empty() {
-            String::new()
-        } else {
-            format!("ins({} : {}) ", values.join(", "), types.join(", "))
-        };
-        let mut text = format!(
-            "    {result} = linalg.generic {{indexing_maps = [{}], iterator_types = [{}]}} {ins_text}outs({} : {}) {{\n    ^bb0({}):\n",
-            maps.join(", "),
-            iterators.join(", "),
-            init.value.ssa,
-            out.mlir(),
-            block_args.join(", ")
-        );
-        for line in body(&args, "%out").lines() {
-            let _ = writeln!(text, "      {line}");
-        }
-        let _ = writeln!(
-            text,
-            "      linalg.yield %r : {}\n    }} -> {} {}",
-            out.dtype.mlir(),
-            out.mlir(),
-            self.loc
-        );
-        self.body.push_str(&text);
-        Val {
-            ssa: result,
-            ty: out.clone(),
-        }
+        let iterators = (0..loops).map(|d| reductions.contains(&d)).collect();
+        let uses = ins.iter().map(|o| (o.value.operand(), o.map())).collect();
+        self.record_generic(iterators, uses, (init.value, init.map()), body)
     }
 }

@@ -4,24 +4,41 @@
 
 use super::super::dtype::{DType, TType};
 use super::super::error::{ImportError, Result, bail};
-use super::{Emitter, Val, broadcast_shapes, float_literal};
+use super::ir::{ResultType, Use};
+use super::{Attr, Emitter, Val, broadcast_shapes};
 
 impl Emitter {
+    /// A data movement op on `x`, shape operands and an optional last
+    /// tensor operand (a pad value).
+    fn op_shaped(
+        &mut self,
+        name: &str,
+        x: &Val,
+        shapes: Vec<Use>,
+        last: Option<&Val>,
+        ty: TType,
+    ) -> Val {
+        let mut operands = vec![x.operand()];
+        operands.extend(shapes);
+        operands.extend(last.map(Val::operand));
+        let id = self.op_uses(name, operands, &[], ResultType::Tensor(ty.clone()));
+        Val { id, ty }
+    }
+
     // ---- data movement ---------------------------------------------------
 
     pub fn reshape(&mut self, x: &Val, shape: &[i64]) -> Val {
         if x.shape() == shape {
             return x.clone();
         }
-        let (s, st) = self.shape_operand(shape);
-        let ty = x.ty.with_shape(shape.to_vec());
-        let ssa = self.op_typed(
+        let s = self.shape_operand(shape);
+        self.op_shaped(
             "tosa.reshape",
-            &[(&x.ssa, x.ty.mlir()), (&s, st)],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+            x,
+            vec![s],
+            None,
+            x.ty.with_shape(shape.to_vec()),
+        )
     }
 
     /// Reshapes to `rank` dims by adding leading 1s.
@@ -39,11 +56,11 @@ impl Emitter {
             return x.clone();
         }
         let shape: Vec<i64> = perms.iter().map(|&p| x.shape()[p]).collect();
-        let perms: Vec<String> = perms.iter().map(|p| p.to_string()).collect();
+        let perms = perms.iter().map(|&p| p as i64).collect();
         self.op(
             "tosa.transpose",
             &[x],
-            &format!("perms = array<i32: {}>", perms.join(", ")),
+            &[("perms", Attr::I32s(perms))],
             x.ty.with_shape(shape),
         )
     }
@@ -52,16 +69,15 @@ impl Emitter {
         if start.iter().all(|&s| s == 0) && size == x.shape() {
             return x.clone();
         }
-        let (a, at) = self.shape_operand(start);
-        let (b, bt) = self.shape_operand(size);
-        let ty = x.ty.with_shape(size.to_vec());
-        let ssa = self.op_typed(
+        let a = self.shape_operand(start);
+        let b = self.shape_operand(size);
+        self.op_shaped(
             "tosa.slice",
-            &[(&x.ssa, x.ty.mlir()), (&a, at), (&b, bt)],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+            x,
+            vec![a, b],
+            None,
+            x.ty.with_shape(size.to_vec()),
+        )
     }
 
     /// Slice of `[begin, end)` along one axis.
@@ -79,7 +95,7 @@ impl Emitter {
             return x.clone();
         }
         let flat: Vec<i64> = pads.iter().flat_map(|&(a, b)| [a, b]).collect();
-        let (p, pt) = self.shape_operand(&flat);
+        let p = self.shape_operand(&flat);
         let pad_value = self.splat(x.dtype(), vec![1], value);
         let shape: Vec<i64> = x
             .shape()
@@ -87,18 +103,13 @@ impl Emitter {
             .zip(pads)
             .map(|(d, (a, b))| d + a + b)
             .collect();
-        let ty = x.ty.with_shape(shape);
-        let ssa = self.op_typed(
+        self.op_shaped(
             "tosa.pad",
-            &[
-                (&x.ssa, x.ty.mlir()),
-                (&p, pt),
-                (&pad_value.ssa, pad_value.ty.mlir()),
-            ],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+            x,
+            vec![p],
+            Some(&pad_value),
+            x.ty.with_shape(shape),
+        )
     }
 
     pub fn concat(&mut self, parts: &[Val], axis: usize) -> Val {
@@ -109,28 +120,21 @@ impl Emitter {
         let mut shape = parts[0].shape().to_vec();
         shape[axis] = parts.iter().map(|p| p.shape()[axis]).sum();
         let ty = parts[0].ty.with_shape(shape);
-        self.op("tosa.concat", &parts, &format!("axis = {axis} : i32"), ty)
+        self.op("tosa.concat", &parts, &[("axis", Attr::i32(axis))], ty)
     }
 
     pub fn tile(&mut self, x: &Val, multiples: &[i64]) -> Val {
         if multiples.iter().all(|&m| m == 1) {
             return x.clone();
         }
-        let (m, mt) = self.shape_operand(multiples);
+        let m = self.shape_operand(multiples);
         let shape: Vec<i64> = x
             .shape()
             .iter()
             .zip(multiples)
             .map(|(d, m)| d * m)
             .collect();
-        let ty = x.ty.with_shape(shape);
-        let ssa = self.op_typed(
-            "tosa.tile",
-            &[(&x.ssa, x.ty.mlir()), (&m, mt)],
-            "",
-            &ty.mlir(),
-        );
-        Val { ssa, ty }
+        self.op_shaped("tosa.tile", x, vec![m], None, x.ty.with_shape(shape))
     }
 
     /// numpy-broadcasts `x` to `shape` (tile after a rank-matching reshape).
@@ -154,23 +158,20 @@ impl Emitter {
         }
         if x.dtype().mlir() == dtype.mlir() {
             // Signed to unsigned of one width: the same bits, relabeled.
-            return Val {
-                ssa: x.ssa.clone(),
-                ty: x.ty.with_dtype(dtype),
-            };
+            return x.relabeled(dtype);
         }
-        self.op("tosa.cast", &[x], "", x.ty.with_dtype(dtype))
+        self.op("tosa.cast", &[x], &[], x.ty.with_dtype(dtype))
     }
 
     // ---- elementwise -----------------------------------------------------
 
     pub fn unary(&mut self, name: &str, x: &Val) -> Val {
-        self.op(name, &[x], "", x.ty.clone())
+        self.op(name, &[x], &[], x.ty.clone())
     }
 
     pub fn negate(&mut self, x: &Val) -> Val {
         let zp = self.zero_point(x.dtype());
-        self.op("tosa.negate", &[x, &zp, &zp], "", x.ty.clone())
+        self.op("tosa.negate", &[x, &zp, &zp], &[], x.ty.clone())
     }
 
     /// Reshapes two operands to one rank and returns the broadcast shape.
@@ -204,7 +205,7 @@ impl Emitter {
     pub fn binary_to(&mut self, name: &str, a: &Val, b: &Val, dtype: DType) -> Result<Val> {
         Self::same_element_type(name, a, b)?;
         let (a, b, shape) = self.broadcast_pair(a, b)?;
-        Ok(self.op(name, &[&a, &b], "", TType::new(dtype, shape)))
+        Ok(self.op(name, &[&a, &b], &[], TType::new(dtype, shape)))
     }
 
     pub fn binary(&mut self, name: &str, a: &Val, b: &Val) -> Result<Val> {
@@ -223,7 +224,7 @@ impl Emitter {
         Self::same_element_type("tosa.mul", a, b)?;
         let (a, b, shape) = self.broadcast_pair(a, b)?;
         let shift = self.splat(DType::I8, vec![1], 0.0);
-        Ok(self.op("tosa.mul", &[&a, &b, &shift], "", a.ty.with_shape(shape)))
+        Ok(self.op("tosa.mul", &[&a, &b, &shift], &[], a.ty.with_shape(shape)))
     }
 
     /// `x * value` for a float scalar.
@@ -270,7 +271,7 @@ impl Emitter {
             self.to_rank(a, rank),
             self.to_rank(b, rank),
         );
-        Ok(self.op("tosa.select", &[&c, &a, &b], "", a.ty.with_shape(shape)))
+        Ok(self.op("tosa.select", &[&c, &a, &b], &[], a.ty.with_shape(shape)))
     }
 
     /// `tosa.clamp` (float bounds for float tensors, integer bounds otherwise).
@@ -281,10 +282,7 @@ impl Emitter {
                 DType::F16 => (min.max(-65504.0), max.min(65504.0)),
                 _ => (min.max(f32::MIN as f64), max.min(f32::MAX as f64)),
             };
-            (
-                format!("{} : {}", float_literal(lo, d), d.mlir()),
-                format!("{} : {}", float_literal(hi, d), d.mlir()),
-            )
+            (Attr::Float(lo, d), Attr::Float(hi, d))
         } else {
             let (tmin, tmax) = match d {
                 DType::I8 => (i8::MIN as f64, i8::MAX as f64),
@@ -293,14 +291,14 @@ impl Emitter {
                 _ => (i64::MIN as f64, i64::MAX as f64),
             };
             (
-                format!("{} : {}", min.max(tmin) as i64, d.mlir()),
-                format!("{} : {}", max.min(tmax) as i64, d.mlir()),
+                Attr::Int(min.max(tmin) as i64, d),
+                Attr::Int(max.min(tmax) as i64, d),
             )
         };
         self.op(
             "tosa.clamp",
             &[x],
-            &format!("max_val = {hi}, min_val = {lo}"),
+            &[("max_val", hi), ("min_val", lo)],
             x.ty.clone(),
         )
     }
@@ -314,7 +312,7 @@ impl Emitter {
         self.op(
             name,
             &[x],
-            &format!("axis = {axis} : i32"),
+            &[("axis", Attr::i32(axis))],
             x.ty.with_shape(shape),
         )
     }
@@ -334,6 +332,11 @@ impl Emitter {
     pub fn matmul3(&mut self, a: &Val, b: &Val) -> Val {
         let zp = self.zero_point(a.dtype());
         let shape = vec![a.shape()[0], a.shape()[1], b.shape()[2]];
-        self.op("tosa.matmul", &[a, b, &zp, &zp], "", a.ty.with_shape(shape))
+        self.op(
+            "tosa.matmul",
+            &[a, b, &zp, &zp],
+            &[],
+            a.ty.with_shape(shape),
+        )
     }
 }

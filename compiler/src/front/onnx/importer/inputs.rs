@@ -124,11 +124,11 @@ pub(super) fn define_arguments(
     Ok(args)
 }
 
-/// The function's arguments: their MLIR text, the inputs they describe,
+/// The function's arguments: their types and attributes, the inputs they describe,
 /// and the sequence and optional graph inputs made of them.
 #[derive(Default)]
 pub(super) struct Arguments {
-    pub text: Vec<String>,
+    pub entries: Vec<super::text::Argument>,
     pub inputs: Vec<IoInfo>,
     pub aggregates: Vec<(String, Item)>,
     /// The graph inputs that became arguments or aggregates, in order.
@@ -138,14 +138,16 @@ pub(super) struct Arguments {
 impl Arguments {
     /// Adds the argument `name` of type `ty` and returns its value.
     fn push(&mut self, ty: TType, name: &str, dim_names: &str) -> Value {
-        let ssa = format!("%arg{}", self.text.len());
-        self.text.push(format!(
-            "{ssa}: {} {{tcc.name = {}{}{dim_names}}} loc({})",
-            ty.mlir(),
-            string_literal(name),
-            unsigned_mark(ty.dtype),
-            string_literal(name)
-        ));
+        let index = self.entries.len();
+        self.entries.push(super::text::Argument {
+            ty: ty.clone(),
+            attrs: format!(
+                "tcc.name = {}{}{dim_names}",
+                string_literal(name),
+                unsigned_mark(ty.dtype)
+            ),
+            name: name.to_string(),
+        });
         self.inputs.push(IoInfo {
             name: name.to_string(),
             ty: ty.clone(),
@@ -162,7 +164,7 @@ impl Arguments {
                 splat: false,
             })
         } else {
-            Value::Tensor(Val { ssa, ty })
+            Value::Tensor(Val::argument(index, ty))
         }
     }
 }

@@ -69,7 +69,7 @@ pub(super) fn results(
             check_declared(imp, name, &ty, code, &dims)?;
         }
         let mut v = imp.val(&value)?;
-        if v.ssa.starts_with("%arg") {
+        if v.is_argument() {
             v = imp.e.unary("tosa.identity", &v);
         }
         outputs.push(IoInfo {

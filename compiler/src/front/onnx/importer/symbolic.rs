@@ -4,8 +4,9 @@
 //! The op importers (`ops/`) compute static shapes. Rather than teach each
 //! of them symbolic arithmetic, the graph is imported twice, each symbolic
 //! dimension taking a different large prime (a *probe*) in each import,
-//! and the two texts are merged: they must be identical token by token
-//! except for numbers that depend on the probes. Such a number
+//! and the two recorded functions are merged op by op: they must be the
+//! same ops on the same values with the same attributes, except for
+//! numbers that depend on the probes. Such a number
 //!
 //! - in a tensor type's shape (`tensor<1009x32xf32>`) becomes `?`, when it
 //!   is a multiple `k * d1 * d2 ...` of symbolic dimensions in both
@@ -22,9 +23,14 @@
 
 use std::collections::HashMap;
 
+use super::super::dtype::TType;
+use super::super::emit::Val;
+use super::super::emit::ir::{Kind, Op, ResultType, Use, ValueId};
+use super::super::emit::string_literal;
 use super::super::error::{ImportError, Result, bail};
 use super::super::proto::ModelProto;
-use super::super::{ImportOptions, Imported};
+use super::super::{ImportOptions, IoInfo};
+use super::Recorded;
 use super::graph::declared_type;
 
 /// Two probe values per symbolic dimension (the n-th dimension takes
@@ -36,9 +42,9 @@ const PROBES: [(i64, i64); 4] = [(1009, 1013), (1019, 1021), (1031, 1033), (1039
 /// Imports `model` with its symbolic dimensions kept as `?`, `import`
 /// doing one import for the given probe values (and returning the
 /// symbolic dimensions the graph inputs used).
-pub fn import<F>(model: &ModelProto, options: &ImportOptions, import: F) -> Result<Imported>
+pub fn import<F>(model: &ModelProto, options: &ImportOptions, import: F) -> Result<Recorded>
 where
-    F: Fn(HashMap<String, i64>) -> Result<(Imported, Vec<String>)>,
+    F: Fn(HashMap<String, i64>) -> Result<(Recorded, Vec<String>)>,
 {
     let declared = declared_params(model);
     let mut names: Vec<&String> = Vec::new();
@@ -115,29 +121,11 @@ where
             probes: (a, b),
         })
         .collect();
-    let mlir = merge(&first.mlir, &second.mlir, &symbols)?;
-    let inputs = first
-        .inputs
-        .into_iter()
-        .map(|mut io| {
-            io.ty.shape = symbolic_shape(&io.ty.shape, &symbols);
-            io
-        })
-        .collect();
-    let outputs = first
-        .outputs
-        .into_iter()
-        .map(|mut io| {
-            io.ty.shape = symbolic_shape(&io.ty.shape, &symbols);
-            io
-        })
-        .collect();
-    Ok(Imported {
-        mlir,
-        inputs,
-        outputs,
-        ..first
-    })
+    let mut merged = merge(first, second, &symbols)?;
+    for io in &mut merged.inputs {
+        io.ty.shape = symbolic_shape(&io.ty.shape, &symbols);
+    }
+    Ok(merged)
 }
 
 /// The `dim_param`s the graph inputs declare, in order, each once.
@@ -202,191 +190,315 @@ fn symbolic_shape(shape: &[i64], symbols: &[Symbol]) -> Vec<i64> {
         .collect()
 }
 
-/// The text split into runs of ASCII digits and runs of anything else.
-fn tokens(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = text.as_bytes();
-    for i in 1..=bytes.len() {
-        if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[i - 1].is_ascii_digit() {
-            out.push(&text[start..i]);
-            start = i;
-        }
-    }
-    out
+/// Where an op comes from: its ONNX node.
+fn origin(loc: &str) -> String {
+    format!("node {}", string_literal(loc))
 }
 
-/// The line of `text` around byte `at`.
-fn line_at(text: &str, at: usize) -> &str {
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-    &text[start..end]
-}
-
-/// Where a line of the imported text comes from: its `loc(...)` (the ONNX
-/// node), or the line itself, shortened.
-fn origin(line: &str) -> String {
-    if let Some(i) = line.rfind("loc(") {
-        let rest = &line[i + 4..];
-        let end = rest.rfind(')').unwrap_or(rest.len());
-        return format!("node {}", &rest[..end]);
-    }
-    let trimmed = line.trim();
-    let short: String = trimmed.chars().take(120).collect();
-    format!("'{short}'")
-}
-
-fn not_supported(what: &str, line: &str, symbols: &[Symbol]) -> ImportError {
-    let names: Vec<&str> = symbols.iter().map(|s| s.name.as_str()).collect();
+fn not_supported(what: &str, origin: &str, symbols: &[Symbol]) -> ImportError {
+    let names: Vec<String> = symbols.iter().map(|s| format!("'{}'", s.name)).collect();
     ImportError::new(format!(
-        "{}: {what}: dynamic dimension {} not supported yet by the ONNX importer here (give a static shape with --input-shape)",
-        origin(line),
-        names
-            .iter()
-            .map(|n| format!("'{n}'"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "{origin}: {what}: dynamic dimension {} not supported yet by the ONNX importer here (give a static shape with --input-shape)",
+        names.join(", ")
     ))
 }
 
-/// Whether the digits token `i` of `toks` is an extent of a shaped type
-/// (`tensor<AxBxf32>`, `memref<...>`, `vector<...>`).
-fn is_type_extent(toks: &[&str], i: usize) -> bool {
-    let before = if i > 0 { toks[i - 1] } else { "" };
-    let after = toks.get(i + 1).copied().unwrap_or("");
-    if !after.starts_with('x') {
-        return false;
+const STRUCTURE: &str = "the imported graph's structure depends on the dimension's value";
+const COMPUTED: &str = "a value computed from the dimension's extent";
+
+/// One number of both imports: itself when they agree, `-1` when it is a
+/// multiple of symbolic dimensions.
+fn extent(a: i64, b: i64, origin: &str, symbols: &[Symbol]) -> Result<i64> {
+    if a == b {
+        return Ok(a);
     }
-    if before.ends_with("tensor<") || before.ends_with("memref<") {
-        return true;
+    if monomial(a, b, symbols).is_none() {
+        return Err(not_supported(
+            &format!(
+                "an extent ({a} and {b} at two probes) that is not a multiple of the symbolic dimensions"
+            ),
+            origin,
+            symbols,
+        ));
     }
-    // An extent after another extent: `NxM` (the token before is `x`).
-    before == "x" && i >= 2 && {
-        let mut j = i - 2;
-        loop {
-            let t = toks[j];
-            if t.ends_with("tensor<") || t.ends_with("memref<") {
-                break true;
-            }
-            if !(t == "x" || t == "?x" || t.chars().all(|c| c.is_ascii_digit())) {
-                break false;
-            }
-            if j == 0 {
-                break false;
-            }
-            j -= 1;
+    Ok(-1)
+}
+
+/// A tensor type of both imports, with the probe-dependent extents `?`.
+fn merge_type(a: &TType, b: &TType, origin: &str, symbols: &[Symbol]) -> Result<TType> {
+    if a.dtype != b.dtype || a.shape.len() != b.shape.len() {
+        return Err(not_supported(STRUCTURE, origin, symbols));
+    }
+    let shape = a
+        .shape
+        .iter()
+        .zip(&b.shape)
+        .map(|(&x, &y)| extent(x, y, origin, symbols))
+        .collect::<Result<_>>()?;
+    Ok(a.with_shape(shape))
+}
+
+fn merge_result(
+    a: &ResultType,
+    b: &ResultType,
+    origin: &str,
+    symbols: &[Symbol],
+) -> Result<ResultType> {
+    match (a, b) {
+        (ResultType::Tensor(x), ResultType::Tensor(y)) => {
+            Ok(ResultType::Tensor(merge_type(x, y, origin, symbols)?))
         }
+        (ResultType::Shape(x), ResultType::Shape(y)) if x == y => Ok(a.clone()),
+        _ => Err(not_supported(STRUCTURE, origin, symbols)),
     }
 }
 
-/// Merges the two imports' texts into one with symbolic dimensions.
-fn merge(a: &str, b: &str, symbols: &[Symbol]) -> Result<String> {
-    let (ta, tb) = (tokens(a), tokens(b));
-    let mut out = String::with_capacity(a.len());
-    let mut offset = 0;
-    // The const_shape lines (by their start offset in `out`'s line) whose
-    // values were made -1, checked once the whole text is known.
-    let mut inferred_shapes: Vec<String> = Vec::new();
-    let mut replaced_in_line: HashMap<usize, usize> = HashMap::new();
-    let mut i = 0;
-    let mut ia = 0usize;
-    while i < ta.len() || i < tb.len() {
-        let (x, y) = (ta.get(i).copied(), tb.get(i).copied());
-        let (Some(x), Some(y)) = (x, y) else {
-            let at = offset.min(a.len().saturating_sub(1));
-            return Err(not_supported(
-                "the imported graph's structure depends on the dimension's value",
-                line_at(a, at),
-                symbols,
-            ));
-        };
-        if x == y {
-            out.push_str(x);
-        } else {
-            let line = line_at(a, ia);
-            let digits = |t: &str| t.bytes().all(|c| c.is_ascii_digit());
-            if !digits(x) || !digits(y) {
-                return Err(not_supported(
-                    "the imported graph's structure depends on the dimension's value",
-                    line,
-                    symbols,
-                ));
+fn merge_uses(a: &[Use], b: &[Use], origin: &str, symbols: &[Symbol]) -> Result<Vec<Use>> {
+    if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.id != y.id) {
+        return Err(not_supported(STRUCTURE, origin, symbols));
+    }
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            Ok(Use {
+                id: x.id,
+                ty: merge_result(&x.ty, &y.ty, origin, symbols)?,
+            })
+        })
+        .collect()
+}
+
+fn merge_val(a: &Val, b: &Val, origin: &str, symbols: &[Symbol]) -> Result<Val> {
+    if a.id() != b.id() {
+        return Err(not_supported(STRUCTURE, origin, symbols));
+    }
+    let ty = merge_type(&a.ty, &b.ty, origin, symbols)?;
+    Ok(a.retyped(ty))
+}
+
+/// One op of both imports. A `tosa.const_shape` whose values depend on
+/// the probes gets `-1` there (at most one); `inferred` says so.
+fn merge_op(a: &Op, b: &Op, symbols: &[Symbol], inferred: &mut bool) -> Result<Op> {
+    let origin = origin(&a.loc);
+    if a.loc != b.loc {
+        return Err(not_supported(STRUCTURE, &origin, symbols));
+    }
+    let kind = match (&a.kind, &b.kind) {
+        (
+            Kind::Plain {
+                name,
+                operands,
+                attrs,
+            },
+            Kind::Plain {
+                name: name_b,
+                operands: operands_b,
+                attrs: attrs_b,
+            },
+        ) => {
+            if name != name_b {
+                return Err(not_supported(STRUCTURE, &origin, symbols));
             }
-            let (Ok(va), Ok(vb)) = (x.parse::<i64>(), y.parse::<i64>()) else {
-                return Err(not_supported("a number too large", line, symbols));
-            };
-            if monomial(va, vb, symbols).is_none() {
-                return Err(not_supported(
-                    &format!(
-                        "an extent ({va} and {vb} at two probes) that is not a multiple of the symbolic dimensions"
-                    ),
-                    line,
-                    symbols,
-                ));
+            let operands = merge_uses(operands, operands_b, &origin, symbols)?;
+            if attrs != attrs_b {
+                return Err(not_supported(COMPUTED, &origin, symbols));
             }
-            if is_type_extent(&ta, i) {
-                out.push('?');
-            } else if line.contains("tosa.const_shape")
-                && !ta[i - 1].ends_with('-')
-                && line.contains("dense<")
-            {
-                let line_start = a[..ia].rfind('\n').map_or(0, |p| p + 1);
-                let count = replaced_in_line.entry(line_start).or_insert(0);
-                *count += 1;
-                if *count > 1 {
-                    return Err(not_supported(
-                        "a shape with two extents that depend on symbolic dimensions",
-                        line,
-                        symbols,
-                    ));
-                }
-                if *count == 1 {
-                    inferred_shapes.push(line.to_string());
-                }
-                out.push_str("-1");
-            } else {
-                return Err(not_supported(
-                    "a value computed from the dimension's extent",
-                    line,
-                    symbols,
-                ));
+            Kind::Plain {
+                name: name.clone(),
+                operands,
+                attrs: attrs.clone(),
             }
         }
-        ia += x.len();
-        offset = ia;
-        i += 1;
+        (Kind::ConstShape(x), Kind::ConstShape(y)) => {
+            if x.len() != y.len() {
+                return Err(not_supported(STRUCTURE, &origin, symbols));
+            }
+            let values: Vec<i64> = x
+                .iter()
+                .zip(y)
+                .map(|(&p, &q)| extent(p, q, &origin, symbols))
+                .collect::<Result<_>>()?;
+            let changed = values.iter().zip(x).filter(|(v, p)| v != p).count();
+            if changed > 1 {
+                return Err(not_supported(
+                    "a shape with two extents that depend on symbolic dimensions",
+                    &origin,
+                    symbols,
+                ));
+            }
+            *inferred = changed == 1;
+            Kind::ConstShape(values)
+        }
+        (
+            Kind::Named {
+                name,
+                attrs,
+                ins,
+                init,
+            },
+            Kind::Named {
+                name: name_b,
+                attrs: attrs_b,
+                ins: ins_b,
+                init: init_b,
+            },
+        ) => {
+            if name != name_b || attrs != attrs_b {
+                return Err(not_supported(STRUCTURE, &origin, symbols));
+            }
+            let ins = merge_uses(ins, ins_b, &origin, symbols)?;
+            let init = merge_uses(
+                std::slice::from_ref(init),
+                std::slice::from_ref(init_b),
+                &origin,
+                symbols,
+            )?
+            .remove(0);
+            Kind::Named {
+                name: name.clone(),
+                attrs: attrs.clone(),
+                ins,
+                init,
+            }
+        }
+        (Kind::Generic(x), Kind::Generic(y)) => {
+            let same_loops = x.reductions == y.reductions
+                && x.args == y.args
+                && x.yielded == y.yielded
+                && x.init.1 == y.init.1
+                && x.ins.len() == y.ins.len()
+                && x.ins.iter().zip(&y.ins).all(|(p, q)| p.1 == q.1);
+            if !same_loops || x.body.len() != y.body.len() {
+                return Err(not_supported(STRUCTURE, &origin, symbols));
+            }
+            let mut merged = (**x).clone();
+            for ((p, q), m) in x.ins.iter().zip(&y.ins).zip(&mut merged.ins) {
+                m.0 = merge_uses(
+                    std::slice::from_ref(&p.0),
+                    std::slice::from_ref(&q.0),
+                    &origin,
+                    symbols,
+                )?
+                .remove(0);
+            }
+            merged.init.0 = merge_uses(
+                std::slice::from_ref(&x.init.0),
+                std::slice::from_ref(&y.init.0),
+                &origin,
+                symbols,
+            )?
+            .remove(0);
+            for ((p, q), m) in x.body.iter().zip(&y.body).zip(&mut merged.body) {
+                let same = p.name == q.name
+                    && p.operands == q.operands
+                    && p.result == q.result
+                    && p.tensor.as_ref().map(|u| u.id) == q.tensor.as_ref().map(|u| u.id);
+                if !same {
+                    return Err(not_supported(STRUCTURE, &origin, symbols));
+                }
+                if p.attrs != q.attrs {
+                    return Err(not_supported(COMPUTED, &origin, symbols));
+                }
+                if let (Some(t), Some(u)) = (&p.tensor, &q.tensor) {
+                    m.tensor = merge_uses(
+                        std::slice::from_ref(t),
+                        std::slice::from_ref(u),
+                        &origin,
+                        symbols,
+                    )?
+                    .pop();
+                }
+            }
+            Kind::Generic(Box::new(merged))
+        }
+        (x, y) if x == y => x.clone(),
+        (Kind::Const(_), Kind::Const(_)) | (Kind::Fill(_), Kind::Fill(_)) => {
+            return Err(not_supported(COMPUTED, &origin, symbols));
+        }
+        _ => return Err(not_supported(STRUCTURE, &origin, symbols)),
+    };
+    Ok(Op {
+        kind,
+        ty: merge_result(&a.ty, &b.ty, &origin, symbols)?,
+        loc: a.loc.clone(),
+    })
+}
+
+/// Merges the two imports' functions into one with symbolic dimensions.
+fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
+    let (ma, mb) = (&a.module, &b.module);
+    let last = || {
+        ma.ops
+            .last()
+            .map_or("'graph outputs'".to_string(), |op| origin(&op.loc))
+    };
+    if ma.arguments.len() != mb.arguments.len() || ma.ops.len() != mb.ops.len() {
+        return Err(not_supported(STRUCTURE, &last(), symbols));
     }
-    check_inferred_shapes(&out, &inferred_shapes, symbols)?;
-    Ok(out)
+    let mut arguments = Vec::with_capacity(ma.arguments.len());
+    for (x, y) in ma.arguments.iter().zip(&mb.arguments) {
+        let origin = format!("graph input {}", string_literal(&x.name));
+        if x.attrs != y.attrs || x.name != y.name {
+            return Err(not_supported(STRUCTURE, &origin, symbols));
+        }
+        let mut merged = x.clone();
+        merged.ty = merge_type(&x.ty, &y.ty, &origin, symbols)?;
+        arguments.push(merged);
+    }
+    let mut ops = Vec::with_capacity(ma.ops.len());
+    let mut inferred_shapes = Vec::new();
+    for (index, (x, y)) in ma.ops.iter().zip(&mb.ops).enumerate() {
+        let mut inferred = false;
+        ops.push(merge_op(x, y, symbols, &mut inferred)?);
+        if inferred {
+            inferred_shapes.push(ValueId::Op(index));
+        }
+    }
+    check_inferred_shapes(&ops, &inferred_shapes, symbols)?;
+    let origin = "'graph outputs'";
+    if ma.results.len() != mb.results.len() {
+        return Err(not_supported(STRUCTURE, origin, symbols));
+    }
+    let results = ma
+        .results
+        .iter()
+        .zip(&mb.results)
+        .map(|(x, y)| merge_val(x, y, origin, symbols))
+        .collect::<Result<Vec<_>>>()?;
+    let outputs: Vec<IoInfo> = ma
+        .outputs
+        .iter()
+        .map(|io| IoInfo {
+            name: io.name.clone(),
+            ty: io.ty.with_shape(symbolic_shape(&io.ty.shape, symbols)),
+        })
+        .collect();
+    let module = super::text::Module {
+        arguments,
+        ops,
+        results,
+        outputs,
+        ..a.module
+    };
+    Ok(Recorded { module, ..a })
 }
 
 /// Every `tosa.const_shape` given a `-1` must be read by `tosa.reshape`s
 /// only (where -1 is the inferred extent); any other reader (a slice, a
 /// tile, a pad) would take it literally.
-fn check_inferred_shapes(text: &str, lines: &[String], symbols: &[Symbol]) -> Result<()> {
-    for line in lines {
-        let Some(name) = line
-            .split_whitespace()
-            .next()
-            .filter(|n| n.starts_with('%'))
-        else {
-            return Err(not_supported("a shape without a name", line, symbols));
-        };
-        for user in text.lines() {
-            if user.trim_start().starts_with(name) {
-                continue;
-            }
-            let uses = user.match_indices(name).any(|(p, _)| {
-                let next = user[p + name.len()..].chars().next();
-                !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-            });
-            if uses && !user.contains("tosa.reshape") {
-                return Err(not_supported(
-                    "a shape computed from the dimension read by an op other than a reshape",
-                    user,
-                    symbols,
-                ));
-            }
+fn check_inferred_shapes(ops: &[Op], shapes: &[ValueId], symbols: &[Symbol]) -> Result<()> {
+    if shapes.is_empty() {
+        return Ok(());
+    }
+    for op in ops {
+        let reads = op.uses().iter().any(|u| shapes.contains(&u.id));
+        let reshape = matches!(&op.kind, Kind::Plain { name, .. } if name == "tosa.reshape");
+        if reads && !reshape {
+            return Err(not_supported(
+                "a shape computed from the dimension read by an op other than a reshape",
+                &origin(&op.loc),
+                symbols,
+            ));
         }
     }
     Ok(())
@@ -394,6 +506,10 @@ fn check_inferred_shapes(text: &str, lines: &[String], symbols: &[Symbol]) -> Re
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::dtype::DType;
+    use super::super::super::emit::{ConstStyle, Emitter};
+    use super::super::super::tensor::Const;
+    use super::super::text::{Argument, Module};
     use super::*;
 
     fn batch() -> Vec<Symbol> {
@@ -403,51 +519,103 @@ mod tests {
         }]
     }
 
+    /// A one-input function built by `body` for the batch `n`.
+    fn recorded(n: i64, body: &dyn Fn(&mut Emitter, &Val, i64) -> Val) -> Recorded {
+        let mut e = Emitter::new(ConstStyle::Hex);
+        let ty = TType::new(DType::F32, vec![n, 32]);
+        let x = Val::argument(0, ty.clone());
+        let y = body(&mut e, &x, n);
+        let (ops, resources) = e.take_function();
+        let outputs = vec![IoInfo {
+            name: "y".into(),
+            ty: y.ty.clone(),
+        }];
+        Recorded {
+            module: Module {
+                header: String::new(),
+                graph: "g".into(),
+                function: "main".into(),
+                arguments: vec![Argument {
+                    ty: ty.clone(),
+                    attrs: "tcc.name = \"x\"".into(),
+                    name: "x".into(),
+                }],
+                results: vec![y],
+                outputs,
+                ops,
+                resources,
+            },
+            blobs: Vec::new(),
+            inputs: vec![IoInfo {
+                name: "x".into(),
+                ty,
+            }],
+            opset: 17,
+        }
+    }
+
+    fn merged(body: &dyn Fn(&mut Emitter, &Val, i64) -> Val) -> Result<String> {
+        let (a, b) = PROBES[0];
+        merge(recorded(a, body), recorded(b, body), &batch()).map(|r| r.module.print())
+    }
+
     #[test]
     fn probe_dependent_extents_become_dynamic() {
-        let a = "%2 = tosa.const_shape {values = dense<[1, 1009, 32]> : tensor<3xindex>} : () -> !tosa.shape<3> loc(\"fc1\")\n\
-                 %3 = tosa.reshape %arg0, %2 : (tensor<1009x32xf32>, !tosa.shape<3>) -> tensor<1x1009x32xf32> loc(\"fc1\")\n\
-                 %4 = tosa.reshape %3, %5 : (tensor<1x1009x32xf32>, !tosa.shape<2>) -> tensor<16144x2xf32> loc(\"r\")\n";
-        let b = a
-            .replace("1009", "1013")
-            .replace("16144", &(16 * 1013).to_string());
-        let merged = merge(a, &b, &batch()).unwrap();
-        assert!(merged.contains("dense<[1, -1, 32]>"), "{merged}");
+        let text = merged(&|e, x, n| {
+            e.set_location("fc1");
+            let y = e.reshape(x, &[1, n, 32]);
+            e.set_location("r");
+            e.reshape(&y, &[16 * n, 2])
+        })
+        .unwrap();
+        assert!(text.contains("%arg0: tensor<?x32xf32>"), "{text}");
+        assert!(text.contains("dense<[1, -1, 32]>"), "{text}");
         assert!(
-            merged.contains("(tensor<?x32xf32>, !tosa.shape<3>) -> tensor<1x?x32xf32>"),
-            "{merged}"
+            text.contains("(tensor<?x32xf32>, !tosa.shape<3>) -> tensor<1x?x32xf32>"),
+            "{text}"
         );
-        assert!(merged.contains("-> tensor<?x2xf32>"), "{merged}");
+        assert!(text.contains("dense<[-1, 2]>"), "{text}");
+        assert!(text.contains("-> tensor<?x2xf32>"), "{text}");
     }
 
     #[test]
     fn values_computed_from_the_dimension_are_refused_with_the_node() {
-        let a = "%1 = \"tosa.const\"() <{values = dense<[1009, 4]> : tensor<2xi64>}> : () -> tensor<2xi64> loc(\"shape_of\")\n";
-        let b = a.replace("1009", "1013");
-        let error = merge(a, &b, &batch()).unwrap_err().to_string();
+        let error = merged(&|e, x, n| {
+            e.set_location("shape_of");
+            let c = Const::from_i64(DType::I64, vec![2], &[n, 4]);
+            let _ = e.constant(&c, "shape").unwrap();
+            x.clone()
+        })
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("node \"shape_of\""), "{error}");
         assert!(
             error.contains("dynamic dimension 'batch' not supported yet"),
             "{error}"
         );
         // Not a multiple of the dimension (batch + 1).
-        let a = "%1 = tosa.reshape %0, %s : (tensor<1010xf32>, !tosa.shape<1>) -> tensor<1010xf32> loc(\"pad\")\n";
-        let b = a.replace("1010", "1014");
-        let error = merge(a, &b, &batch()).unwrap_err().to_string();
+        let error = merged(&|e, x, _| {
+            e.set_location("pad");
+            e.pad(x, &[(0, 1), (0, 0)], 0.0)
+        })
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("not a multiple"), "{error}");
         // A computed shape read by a slice.
-        let a = "%2 = tosa.const_shape {values = dense<[1009, 4]> : tensor<2xindex>} : () -> !tosa.shape<2> loc(\"s\")\n\
-                 %3 = tosa.slice %x, %1, %2 : (tensor<2000x4xf32>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1009x4xf32> loc(\"slice\")\n";
-        let b = a.replace("1009", "1013");
-        let error = merge(a, &b, &batch()).unwrap_err().to_string();
+        let error = merged(&|e, x, n| {
+            e.set_location("slice");
+            e.slice(x, &[0, 0], &[n - 1, 4])
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("not a multiple"), "{error}");
+        let error = merged(&|e, x, n| {
+            e.set_location("slice");
+            e.slice(x, &[0, 0], &[n, 4])
+        })
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("other than a reshape"), "{error}");
-    }
-
-    #[test]
-    fn tokens_split_digits_from_the_rest() {
-        assert_eq!(
-            tokens("tensor<12x3xf32>"),
-            vec!["tensor<", "12", "x", "3", "xf", "32", ">"]
-        );
+        assert!(error.contains("node \"slice\""), "{error}");
     }
 }

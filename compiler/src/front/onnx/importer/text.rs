@@ -1,48 +1,43 @@
-//! The imported module's text around the emitted body: a comment naming
-//! the model, the function's signature with named arguments and results,
-//! its `func.return`, and the constants' resource section.
+//! The imported module around the recorded function: the function's
+//! signature with named arguments and results, its `func.return`, the
+//! model's name as the module's location, and the constants' resource
+//! section; [`Module::print`] writes it as MLIR text.
 
 use std::fmt::Write as _;
 
 use super::super::IoInfo;
-use super::super::emit::{Emitter, Val, string_literal};
+use super::super::dtype::TType;
+use super::super::emit::ir::Op;
+use super::super::emit::{Val, print, string_literal};
 use super::super::proto::ModelProto;
 
-/// The function's argument list and results (with `outputs` naming them).
-pub(super) struct Signature<'a> {
-    pub(super) name: &'a str,
-    pub(super) arguments: &'a [String],
-    pub(super) results: &'a [Val],
-    pub(super) outputs: &'a [IoInfo],
+/// A function argument: its type, its attributes' text (`tcc.name =
+/// "x", ...`) and its name (its location).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Argument {
+    pub ty: TType,
+    pub attrs: String,
+    pub name: String,
 }
 
-/// The whole module: `emitter`'s body inside function `signature`.
-pub(super) fn module_text(
-    model: &ModelProto,
-    opset: i64,
-    signature: &Signature,
-    emitter: &Emitter,
-) -> String {
-    let Signature {
-        name: function,
-        arguments,
-        results,
-        outputs,
-    } = signature;
-    let graph_name = model.graph.as_ref().map_or("", |g| g.name.as_str());
-    let result_types: Vec<String> = results
-        .iter()
-        .zip(outputs.iter())
-        .map(|(v, o)| {
-            format!(
-                "{} {{tcc.name = {}{}}}",
-                v.ty.mlir(),
-                string_literal(&o.name),
-                super::inputs::unsigned_mark(v.ty.dtype)
-            )
-        })
-        .collect();
-    let mut text = String::new();
+/// The imported module, recorded (not yet written).
+#[derive(Clone, Debug)]
+pub struct Module {
+    /// The comment naming the model and its producer.
+    pub header: String,
+    /// The model's graph name (the module's location).
+    pub graph: String,
+    pub function: String,
+    pub arguments: Vec<Argument>,
+    /// The returned values, and the outputs naming them.
+    pub results: Vec<Val>,
+    pub outputs: Vec<IoInfo>,
+    pub ops: Vec<Op>,
+    pub resources: Vec<(String, Vec<u8>)>,
+}
+
+/// The comment line naming the model (its IR version, opset, producer).
+pub(super) fn header(model: &ModelProto, opset: i64) -> String {
     let producer = if model.producer_name.is_empty() {
         String::new()
     } else {
@@ -59,36 +54,70 @@ pub(super) fn module_text(
             clean(&model.producer_version)
         )
     };
-    let _ = writeln!(
-        text,
+    format!(
         "// Imported by tcc from ONNX (IR version {}, opset {opset}){producer}.",
         model.ir_version
-    );
-    let graph_loc = format!(
-        "loc({})",
-        string_literal(if graph_name.is_empty() {
-            "graph"
-        } else {
-            graph_name
-        })
-    );
-    let _ = writeln!(text, "module {{");
-    let _ = writeln!(
-        text,
-        "  func.func @{function}({}) -> ({}) {{",
-        arguments.join(", "),
-        result_types.join(", ")
-    );
-    text.push_str(emitter.body());
-    let names: Vec<&str> = results.iter().map(|v| v.ssa.as_str()).collect();
-    let types: Vec<String> = results.iter().map(|v| v.ty.mlir()).collect();
-    let _ = writeln!(
-        text,
-        "    func.return {} : {} loc(\"graph outputs\")",
-        names.join(", "),
-        types.join(", ")
-    );
-    let _ = writeln!(text, "  }} {graph_loc}\n}} {graph_loc}");
-    text.push_str(&emitter.resource_section());
-    text
+    )
+}
+
+impl Module {
+    /// The module as MLIR text.
+    pub fn print(&self) -> String {
+        let result_types: Vec<String> = self
+            .results
+            .iter()
+            .zip(self.outputs.iter())
+            .map(|(v, o)| {
+                format!(
+                    "{} {{tcc.name = {}{}}}",
+                    v.ty.mlir(),
+                    string_literal(&o.name),
+                    super::inputs::unsigned_mark(v.ty.dtype)
+                )
+            })
+            .collect();
+        let arguments: Vec<String> = self
+            .arguments
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                format!(
+                    "%arg{i}: {} {{{}}} loc({})",
+                    a.ty.mlir(),
+                    a.attrs,
+                    string_literal(&a.name)
+                )
+            })
+            .collect();
+        let graph_loc = format!(
+            "loc({})",
+            string_literal(if self.graph.is_empty() {
+                "graph"
+            } else {
+                &self.graph
+            })
+        );
+        let mut text = String::new();
+        let _ = writeln!(text, "{}", self.header);
+        let _ = writeln!(text, "module {{");
+        let _ = writeln!(
+            text,
+            "  func.func @{}({}) -> ({}) {{",
+            self.function,
+            arguments.join(", "),
+            result_types.join(", ")
+        );
+        text.push_str(&print::body(&self.ops));
+        let names: Vec<String> = self.results.iter().map(|v| print::name(v.id())).collect();
+        let types: Vec<String> = self.results.iter().map(|v| v.ty.mlir()).collect();
+        let _ = writeln!(
+            text,
+            "    func.return {} : {} loc(\"graph outputs\")",
+            names.join(", "),
+            types.join(", ")
+        );
+        let _ = writeln!(text, "  }} {graph_loc}\n}} {graph_loc}");
+        text.push_str(&print::resource_section(&self.resources));
+        text
+    }
 }

@@ -118,12 +118,9 @@ fn flip_sign(imp: &mut Importer, value: &Value, to: DType) -> Value {
             let flipped: Vec<i64> = c.i64s().into_iter().map(|v| v ^ i64::MIN).collect();
             Value::constant(Const::from_i64(to, c.shape.clone(), &flipped))
         }
-        Value::Tensor(v) => tensor_value(imp.e.map(&[v], v.ty.with_dtype(to), &|a| {
-            format!(
-                "%sign = arith.constant {} : i64\n%r = arith.xori {}, %sign : i64",
-                i64::MIN,
-                a[0]
-            )
+        Value::Tensor(v) => tensor_value(imp.e.map(&[v], v.ty.with_dtype(to), &|b, a| {
+            let sign = b.int(i64::MIN, DType::I64);
+            b.op("arith.xori", &[a[0], sign])
         })),
     }
 }
@@ -141,11 +138,11 @@ pub(super) fn widen(imp: &mut Importer, value: &Value) -> Result<Value> {
     Ok(match value {
         Value::Const(c) => Value::constant(c.cast(DType::I64)),
         Value::Tensor(v) => {
-            let from = dtype.mlir();
             let ty = v.ty.with_dtype(DType::I64);
-            tensor_value(imp.e.map(&[v], ty, &|a| {
-                format!("%r = arith.extui {} : {from} to i64", a[0])
-            }))
+            tensor_value(
+                imp.e
+                    .map(&[v], ty, &|b, a| b.cast("arith.extui", a[0], DType::I64)),
+            )
         }
     })
 }

@@ -17,7 +17,7 @@
 //! count of the allowed keys.
 
 use super::super::dtype::DType;
-use super::super::emit::{Val, float_literal};
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -133,10 +133,7 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let scores_shape = [batch, q_heads, q_len, kv_len];
     let mut qk = if direct {
         // Not emitted: only its type is needed below.
-        Val {
-            ssa: String::new(),
-            ty: q.ty.with_shape(scores_shape.to_vec()),
-        }
+        Val::placeholder(q.ty.with_shape(scores_shape.to_vec()))
     } else {
         let kt = imp.e.transpose(&k, &[0, 1, 3, 2]);
         let qk = matmul_vals(imp, &q, &kt)?;
@@ -363,8 +360,8 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             operands.push(m);
         }
         let ty = q.ty.clone();
-        let props = format!("scale = {} : f32", float_literal(scale, DType::F32));
-        let y = imp.e.op("tcc.attention", &operands, &props, ty);
+        let attrs = [("scale", Attr::Float(scale, DType::F32))];
+        let y = imp.e.op("tcc.attention", &operands, &attrs, ty);
         return Ok(attention_outputs(imp, y, rank, present_k, present_v, None));
     }
     let scores = match &bias {
@@ -384,7 +381,9 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         bail!("Attention softmax_precision {p} is not a float type");
     }
     let ty = scores.ty.clone();
-    let mut probs = imp.e.op("tcc.softmax", &[&scores], "axis = 3 : i64", ty);
+    let mut probs = imp
+        .e
+        .op("tcc.softmax", &[&scores], &[("axis", Attr::i64(3))], ty);
     // Rows whose bias masks every key are 0: decided at import time for a
     // constant bias, else from a runtime count of the allowed keys.
     if let Some(b) = &bias {

@@ -2,7 +2,7 @@
 //! convolutions over TOSA and linalg, with ONNX's padding and dilation.
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::{Val, array_i64};
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -141,17 +141,23 @@ fn conv2d(
     let (c, f) = (x.shape()[1], ws[0]);
     let n = x.shape()[0];
     let props = |dilation: [i64; 2]| {
-        format!(
-            "acc_type = f32, dilation = {}, pad = {}, stride = {}",
-            array_i64(&dilation),
-            array_i64(&[
-                windows[0].pad_begin,
-                windows[0].pad_end,
-                windows[1].pad_begin,
-                windows[1].pad_end
-            ]),
-            array_i64(&[windows[0].stride, windows[1].stride])
-        )
+        [
+            ("acc_type", Attr::Type(DType::F32)),
+            ("dilation", Attr::I64s(dilation.to_vec())),
+            (
+                "pad",
+                Attr::I64s(vec![
+                    windows[0].pad_begin,
+                    windows[0].pad_end,
+                    windows[1].pad_begin,
+                    windows[1].pad_end,
+                ]),
+            ),
+            (
+                "stride",
+                Attr::I64s(vec![windows[0].stride, windows[1].stride]),
+            ),
+        ]
     };
     let dilation = [windows[0].dilation, windows[1].dilation];
     let out = |channels: i64| {
@@ -228,19 +234,10 @@ fn conv3d(
     let ws = w.shape();
     let (c, f) = (x.shape()[1], ws[0]);
     let (cg, fg) = (c / group, f / group);
-    let attrs = format!(
-        "dilations = dense<[{}]> : tensor<3xi64>, strides = dense<[{}]> : tensor<3xi64>",
-        g.dilations
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        g.strides
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let attrs = [
+        ("dilations", Attr::I64Elements(g.dilations.to_vec())),
+        ("strides", Attr::I64Elements(g.strides.to_vec())),
+    ];
     let mut parts = Vec::new();
     for k in 0..group {
         let xk = if group == 1 {

@@ -1,8 +1,8 @@
 //! ConvTranspose as TOSA transpose_conv2d: constant kernels are dilated at
 //! import time, groups become one convolution each.
 
-use super::super::dtype::TType;
-use super::super::emit::array_i64;
+use super::super::dtype::{DType, TType};
+use super::super::emit::Attr;
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
 use super::super::importer::Importer;
@@ -157,11 +157,11 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let nhwc = imp.e.transpose(&x4, &[0, 2, 3, 1]);
     let (cg, fg) = (c / group, f / group);
     let zp = imp.e.zero_point(nhwc.dtype());
-    let props = format!(
-        "acc_type = f32, out_pad = {}, stride = {}",
-        array_i64(&[0, opad2[0], 0, opad2[1]]),
-        array_i64(&strides2)
-    );
+    let props = [
+        ("acc_type", Attr::Type(DType::F32)),
+        ("out_pad", Attr::I64s(vec![0, opad2[0], 0, opad2[1]])),
+        ("stride", Attr::I64s(strides2.to_vec())),
+    ];
     let batch = xs[0];
     let mut parts = Vec::new();
     for g in 0..group {

@@ -132,7 +132,7 @@ fn diagonals(imp: &mut Importer, mut op: Operand) -> Result<Operand> {
         let g = imp.e.op(
             "tosa.gather",
             &[&values, &idx],
-            "",
+            &[],
             values.ty.with_shape(vec![1, n, outer]),
         );
         let g = imp.e.reshape(&g, &[n, outer]);

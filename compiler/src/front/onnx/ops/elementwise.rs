@@ -2,7 +2,7 @@
 //! opset 7, legacy axis) broadcasting, comparisons, logic, casts.
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::{Val, broadcast_shapes};
+use super::super::emit::{Attr, Body, FPred, IPred, Sv, Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -48,10 +48,7 @@ pub fn math_unary(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         "Cos" => "math.cos",
         other => bail!("no math op for {other}"),
     };
-    let t = x.dtype().mlir();
-    tensor(imp.e.map(&[&x], x.ty.clone(), &|a| {
-        format!("%r = {op} {} : {t}", a[0])
-    }))
+    tensor(imp.e.map(&[&x], x.ty.clone(), &|b, a| b.op(op, &[a[0]])))
 }
 
 pub fn sign(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -130,7 +127,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 imp.e.binary("tosa.maximum", &x, &ax)?
             } else {
                 let zero = imp.e.scalar(d, rank, 0.0);
-                let keep = imp.e.op("tosa.greater_equal", &[&x, &zero], "", bool_ty);
+                let keep = imp.e.op("tosa.greater_equal", &[&x, &zero], &[], bool_ty);
                 imp.e.select(&keep, &x, &ax)?
             }
         }
@@ -144,7 +141,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 )
             };
             let zero = imp.e.scalar(d, rank, 0.0);
-            let positive = imp.e.op("tosa.greater", &[&x, &zero], "", bool_ty);
+            let positive = imp.e.op("tosa.greater", &[&x, &zero], &[], bool_ty);
             let negative = exp_minus_one(imp, &x, alpha)?;
             let y = imp.e.select(&positive, &x, &negative)?;
             imp.e.scale(&y, gamma)?
@@ -161,7 +158,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             let alpha = node.float("alpha", 1.0)? as f64;
             let threshold = imp.e.scalar(d, rank, alpha);
             let zero = imp.e.scalar(d, rank, 0.0);
-            let keep = imp.e.op("tosa.greater", &[&x, &threshold], "", bool_ty);
+            let keep = imp.e.op("tosa.greater", &[&x, &threshold], &[], bool_ty);
             imp.e.select(&keep, &x, &zero)?
         }
         "HardSigmoid" => {
@@ -201,7 +198,7 @@ pub fn activation(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             imp.e.op(
                 "tcc.gelu",
                 &[&x],
-                &format!("approximate = \"{approximate}\""),
+                &[("approximate", Attr::Str(approximate))],
                 ty,
             )
         }
@@ -233,7 +230,7 @@ pub fn prelu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let keep = imp.e.op(
         "tosa.greater_equal",
         &[&x, &zero],
-        "",
+        &[],
         x.ty.with_dtype(DType::Bool),
     );
     let scaled = imp.e.mul(&x, &slope)?;
@@ -357,17 +354,15 @@ pub fn arithmetic(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                     b.shape()
                 );
             };
-            let t = a.dtype().mlir();
             // uint64 (not widened) divides unsigned.
             let op = if a.dtype() == DType::U64 {
-                "divui"
+                "arith.divui"
             } else {
-                "divsi"
+                "arith.divsi"
             };
             let ty = TType::new(a.dtype(), shape);
-            imp.e.map(&[&a, &b], ty, &|x| {
-                format!("%r = arith.{op} {}, {} : {t}", x[0], x[1])
-            })
+            imp.e
+                .map(&[&a, &b], ty, &|body, x| body.op(op, &[x[0], x[1]]))
         }
         other => bail!("no arithmetic op {other}"),
     };
@@ -397,9 +392,9 @@ fn pow(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let y = legacy_broadcast(imp, node, &x, y)?;
     let y = if y.dtype() == DType::U64 {
         // uint64 (not widened) converts unsigned.
-        let to = x.dtype().mlir();
-        imp.e.map(&[&y], y.ty.with_dtype(x.dtype()), &|a| {
-            format!("%r = arith.uitofp {} : i64 to {to}", a[0])
+        let to = x.dtype();
+        imp.e.map(&[&y], y.ty.with_dtype(to), &|b, a| {
+            b.cast("arith.uitofp", a[0], to)
         })
     } else {
         imp.e.cast(&y, x.dtype())
@@ -424,74 +419,75 @@ fn integer_pow(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             y.shape()
         );
     };
-    let (t, e_dtype) = (x.dtype().mlir(), y.dtype());
-    let et = e_dtype.mlir();
-    // The exponent as i64 (`%e`), and with a float exponent the float
-    // result (`%fr`) and whether the exponent is integral (`%integral`).
-    let (exponent, bits, signed) = if e_dtype.is_float() {
-        (
-            format!(
-                "%bf = arith.sitofp %in0 : {t} to {et}\n%pf = math.powf %bf, %in1 : {et}\n\
-                 %fr = arith.fptosi %pf : {et} to {t}\n%e = arith.fptosi %in1 : {et} to i64\n\
-                 %eb = arith.sitofp %e : i64 to {et}\n%integral = arith.cmpf oeq, %eb, %in1 : {et}\n"
-            ),
-            63,
-            true,
-        )
+    let (t, e_dtype) = (x.dtype(), y.dtype());
+    // The exponent's bits to multiply in, and whether it is signed.
+    let (bits, signed) = if e_dtype.is_float() {
+        (63, true)
     } else if e_dtype.is_int() {
         let width = e_dtype.size() * 8;
-        let convert = if width == 64 {
-            "%e = arith.addi %in1, %z64 : i64\n".to_string()
-        } else {
-            format!("%e = arith.extsi %in1 : {et} to i64\n")
-        };
         let signed = e_dtype != DType::U64;
-        (convert, if signed { width - 1 } else { width }, signed)
+        (if signed { width - 1 } else { width }, signed)
     } else {
         bail!("Pow's exponent must be a number, not {e_dtype}");
     };
-    let mut body = format!(
-        "%z64 = arith.constant 0 : i64\n%c1 = arith.constant 1 : i64\n{exponent}\
-         %one = arith.constant 1 : {t}\n%zero = arith.constant 0 : {t}\n\
-         %acc0 = arith.addi %zero, %one : {t}\n%b0 = arith.addi %in0, %zero : {t}\n"
-    );
-    for i in 0..bits {
-        body.push_str(&format!(
-            "%s{i} = arith.constant {i} : i64\n%sh{i} = arith.shrui %e, %s{i} : i64\n\
-             %bit{i} = arith.andi %sh{i}, %c1 : i64\n%on{i} = arith.cmpi ne, %bit{i}, %z64 : i64\n\
-             %m{i} = arith.muli %acc{i}, %b{i} : {t}\n\
-             %acc{n} = arith.select %on{i}, %m{i}, %acc{i} : {t}\n\
-             %b{n} = arith.muli %b{i}, %b{i} : {t}\n",
-            n = i + 1
-        ));
-    }
-    let result = if signed {
-        body.push_str(&format!(
-            "%minus = arith.constant -1 : {t}\n%odd = arith.cmpi ne, %bit0, %z64 : i64\n\
-             %sign = arith.select %odd, %minus, %one : {t}\n\
-             %isminus = arith.cmpi eq, %in0, %minus : {t}\n%isone = arith.cmpi eq, %in0, %one : {t}\n\
-             %n1 = arith.select %isminus, %sign, %zero : {t}\n%nv = arith.select %isone, %one, %n1 : {t}\n\
-             %neg = arith.cmpi slt, %e, %z64 : i64\n%ir = arith.select %neg, %nv, %acc{bits} : {t}\n"
-        ));
-        "%ir".to_string()
-    } else {
-        format!("%acc{bits}")
+    let body = |b: &mut Body, a: &[Sv]| -> Sv {
+        let (base, exponent) = (a[0], a[1]);
+        let z64 = b.int(0, DType::I64);
+        let c1 = b.int(1, DType::I64);
+        // The exponent as i64, and with a float exponent the float result
+        // and whether the exponent is integral.
+        let (e, float) = if e_dtype.is_float() {
+            let bf = b.cast("arith.sitofp", base, e_dtype);
+            let pf = b.op("math.powf", &[bf, exponent]);
+            let fr = b.cast("arith.fptosi", pf, t);
+            let e = b.cast("arith.fptosi", exponent, DType::I64);
+            let eb = b.cast("arith.sitofp", e, e_dtype);
+            let integral = b.cmpf(FPred::Oeq, eb, exponent);
+            (e, Some((fr, integral)))
+        } else if e_dtype.size() == 8 {
+            (exponent, None)
+        } else {
+            (b.cast("arith.extsi", exponent, DType::I64), None)
+        };
+        let one = b.int(1, t);
+        let zero = b.int(0, t);
+        let (mut acc, mut power) = (one, base);
+        let mut bit0 = None;
+        for i in 0..bits {
+            let shift = b.int(i as i64, DType::I64);
+            let shifted = b.op("arith.shrui", &[e, shift]);
+            let bit = b.op("arith.andi", &[shifted, c1]);
+            bit0.get_or_insert(bit);
+            let on = b.cmpi(IPred::Ne, bit, z64);
+            let m = b.op("arith.muli", &[acc, power]);
+            acc = b.select(on, m, acc);
+            power = b.op("arith.muli", &[power, power]);
+        }
+        let result = match bit0 {
+            Some(bit0) if signed => {
+                let minus = b.int(-1, t);
+                let odd = b.cmpi(IPred::Ne, bit0, z64);
+                let sign = b.select(odd, minus, one);
+                let is_minus = b.cmpi(IPred::Eq, base, minus);
+                let is_one = b.cmpi(IPred::Eq, base, one);
+                let n1 = b.select(is_minus, sign, zero);
+                let nv = b.select(is_one, one, n1);
+                let negative = b.cmpi(IPred::Slt, e, z64);
+                b.select(negative, nv, acc)
+            }
+            _ => acc,
+        };
+        match float {
+            Some((fr, integral)) => b.select(integral, result, fr),
+            None => result,
+        }
     };
-    if e_dtype.is_float() {
-        body.push_str(&format!("%r = arith.select %integral, {result}, %fr : {t}"));
-    } else {
-        body.push_str(&format!("%r = arith.addi {result}, %zero : {t}"));
-    }
     let ty = TType::new(x.dtype(), shape);
-    tensor(imp.e.map(&[&x, &y], ty, &|_| body.clone()))
+    tensor(imp.e.map(&[&x, &y], ty, &body))
 }
 
-fn math_unary_of(imp: &mut Importer, x: &Val, op: &str) -> Result<Vec<Value>> {
-    let t = x.dtype().mlir();
-    tensor(
-        imp.e
-            .map(&[x], x.ty.clone(), &|a| format!("%r = {op} {} : {t}", a[0])),
-    )
+fn math_unary_of(imp: &mut Importer, x: &Val, op: &'static str) -> Result<Vec<Value>> {
+    tensor(imp.e.map(&[x], x.ty.clone(), &|b, a| b.op(op, &[a[0]])))
 }
 
 pub fn compare(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -533,13 +529,11 @@ pub fn bitwise(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if !x.dtype().is_int() {
         bail!("{} needs integer tensors, not {}", node.op(), x.dtype());
     }
-    let t = x.dtype().mlir();
+    let t = x.dtype();
     if node.op() == "BitwiseNot" {
-        return tensor(imp.e.map(&[&x], x.ty.clone(), &|a| {
-            format!(
-                "%ones = arith.constant -1 : {t}\n%r = arith.xori {}, %ones : {t}",
-                a[0]
-            )
+        return tensor(imp.e.map(&[&x], x.ty.clone(), &|b, a| {
+            let ones = b.int(-1, t);
+            b.op("arith.xori", &[a[0], ones])
         }));
     }
     let y = imp.val(node.input(1)?)?;
@@ -566,9 +560,7 @@ pub fn bitwise(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         ))
     })?;
     let ty = x.ty.with_shape(shape);
-    tensor(imp.e.map(&[&x, &y], ty, &|a| {
-        format!("%r = {op} {}, {} : {t}", a[0], a[1])
-    }))
+    tensor(imp.e.map(&[&x, &y], ty, &|b, a| b.op(op, &[a[0], a[1]])))
 }
 
 /// BitCast (opset 26): the input's bits as another type of the same
@@ -610,20 +602,19 @@ pub fn bit_cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     }
     let x = imp.val(input)?;
     let ty = x.ty.with_dtype(to);
-    let (f, t) = (from.mlir(), to.mlir());
-    if f == t {
-        return tensor(Val { ssa: x.ssa, ty });
+    if from.mlir() == to.mlir() {
+        return tensor(x.relabeled(to));
     }
     let y = match (from, to) {
-        (DType::Bool, _) => imp.e.map(&[&x], ty, &|a| {
-            format!("%r = arith.extui {} : i1 to {t}", a[0])
-        }),
+        (DType::Bool, _) => imp
+            .e
+            .map(&[&x], ty, &|b, a| b.cast("arith.extui", a[0], to)),
         (_, DType::Bool) => bail!(
             "BitCast of {from} to bool at run time is not supported (a byte other than 0 and 1 is no bool)"
         ),
-        _ => imp.e.map(&[&x], ty, &|a| {
-            format!("%r = arith.bitcast {} : {f} to {t}", a[0])
-        }),
+        _ => imp
+            .e
+            .map(&[&x], ty, &|b, a| b.cast("arith.bitcast", a[0], to)),
     };
     tensor(y)
 }
@@ -743,22 +734,17 @@ pub fn convert(imp: &mut Importer, x: Val, target: DType, saturate: bool) -> Res
     let mut x = x;
     if x.dtype().is_unsigned() {
         // Unsigned: zero-extend (to int64, exact), or straight to a float.
-        let from = x.dtype().mlir();
         let (op, wide) = match (target.is_float(), x.dtype()) {
             (true, _) => ("arith.uitofp", target),
             (false, DType::U64) => ("", DType::I64),
             (false, _) => ("arith.extui", DType::I64),
         };
         if op.is_empty() {
-            x = Val {
-                ssa: x.ssa.clone(),
-                ty: x.ty.with_dtype(DType::I64),
-            };
+            x = x.relabeled(DType::I64);
         } else {
-            let to = wide.mlir();
-            x = imp.e.map(&[&x], x.ty.with_dtype(wide), &|a| {
-                format!("%r = {op} {} : {from} to {to}", a[0])
-            });
+            x = imp
+                .e
+                .map(&[&x], x.ty.with_dtype(wide), &|b, a| b.cast(op, a[0], wide));
         }
         if x.dtype() == target {
             return Ok(x);
@@ -767,26 +753,21 @@ pub fn convert(imp: &mut Importer, x: Val, target: DType, saturate: bool) -> Res
     if x.dtype().is_float() && target.is_unsigned() {
         // Through int64 (ONNX truncates toward zero; out-of-range values
         // are undefined), then wrapped to the width; uint64 directly.
-        let from = x.dtype().mlir();
         let (op, wide) = if target == DType::U64 {
             ("arith.fptoui", target)
         } else {
             ("arith.fptosi", DType::I64)
         };
-        let to = wide.mlir();
         let ty = x.ty.with_dtype(wide);
-        let y = imp.e.map(&[&x], ty, &|a| {
-            format!("%r = {op} {} : {from} to {to}", a[0])
-        });
+        let y = imp.e.map(&[&x], ty, &|b, a| b.cast(op, a[0], wide));
         return Ok(imp.e.cast(&y, target));
     }
     if x.dtype().is_float() && target.is_int() {
         // ONNX truncates toward zero (tosa.cast rounds to nearest).
-        let (from, to) = (x.dtype().mlir(), target.mlir());
         let ty = x.ty.with_dtype(target);
-        return Ok(imp.e.map(&[&x], ty, &|a| {
-            format!("%r = arith.fptosi {} : {from} to {to}", a[0])
-        }));
+        return Ok(imp
+            .e
+            .map(&[&x], ty, &|b, a| b.cast("arith.fptosi", a[0], target)));
     }
     Ok(imp.e.cast(&x, target))
 }

@@ -13,7 +13,7 @@
 //! constant base grid times theta (`tosa.matmul`).
 
 use super::super::dtype::{DType, TType, checked_numel};
-use super::super::emit::{Val, float_literal};
+use super::super::emit::{Body, FPred, Sv, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -35,98 +35,64 @@ enum Padding {
     Reflection,
 }
 
-/// Writes a scalar computation as `linalg.generic` body lines.
-struct Body {
-    text: String,
-    next: usize,
-    ty: &'static str,
+/// The float32 arithmetic of GridSample's bodies, on the emitter's
+/// body builder.
+trait F32Body {
+    fn c(&mut self, v: f64) -> Sv;
+    fn bin(&mut self, op: &'static str, a: Sv, b: Sv) -> Sv;
+    fn un(&mut self, op: &'static str, a: Sv) -> Sv;
+    fn cmp(&mut self, predicate: FPred, a: Sv, b: Sv) -> Sv;
+    fn sel(&mut self, c: Sv, a: Sv, b: Sv) -> Sv;
+    fn reflect(&mut self, x: Sv, lo: f64, hi: f64) -> Sv;
 }
 
-impl Body {
-    fn new(ty: &'static str) -> Self {
-        Body {
-            text: String::new(),
-            next: 0,
-            ty,
-        }
+impl F32Body for Body {
+    fn c(&mut self, v: f64) -> Sv {
+        self.constant(v, DType::F32)
     }
 
-    fn emit(&mut self, rhs: String) -> String {
-        self.next += 1;
-        let name = format!("%b{}", self.next);
-        self.text.push_str(&format!("{name} = {rhs}\n"));
-        name
+    fn bin(&mut self, op: &'static str, a: Sv, b: Sv) -> Sv {
+        self.op(op, &[a, b])
     }
 
-    fn c(&mut self, v: f64) -> String {
-        let ty = self.ty;
-        let lit = float_literal(v, DType::F32);
-        self.emit(format!("arith.constant {lit} : {ty}"))
+    fn un(&mut self, op: &'static str, a: Sv) -> Sv {
+        self.op(op, &[a])
     }
 
-    fn bin(&mut self, op: &str, a: &str, b: &str) -> String {
-        let ty = self.ty;
-        self.emit(format!("arith.{op} {a}, {b} : {ty}"))
+    fn cmp(&mut self, predicate: FPred, a: Sv, b: Sv) -> Sv {
+        self.cmpf(predicate, a, b)
     }
 
-    fn un(&mut self, op: &str, a: &str) -> String {
-        let ty = self.ty;
-        self.emit(format!("math.{op} {a} : {ty}"))
-    }
-
-    fn cmp(&mut self, pred: &str, a: &str, b: &str) -> String {
-        let ty = self.ty;
-        self.emit(format!("arith.cmpf {pred}, {a}, {b} : {ty}"))
-    }
-
-    fn sel(&mut self, c: &str, a: &str, b: &str) -> String {
-        let ty = self.ty;
-        self.emit(format!("arith.select {c}, {a}, {b} : {ty}"))
-    }
-
-    /// The body text with `v` as the result `%r` (which `linalg.yield`
-    /// returns): the last line renamed when it defines `v`.
-    fn finish(mut self, v: &str) -> String {
-        let prefix = format!("{v} = ");
-        let start = self.text[..self.text.len() - 1]
-            .rfind('\n')
-            .map_or(0, |i| i + 1);
-        if self.text[start..].starts_with(&prefix) {
-            self.text
-                .replace_range(start..start + prefix.len(), "%r = ");
-            return self.text;
-        }
-        let zero = self.c(0.0);
-        let ty = self.ty;
-        format!("{}%r = arith.addf {v}, {zero} : {ty}", self.text)
+    fn sel(&mut self, c: Sv, a: Sv, b: Sv) -> Sv {
+        self.select(c, a, b)
     }
 
     /// Reflects `x` into [lo, hi] as the ONNX reference does.
-    fn reflect(&mut self, x: &str, lo: f64, hi: f64) -> String {
+    fn reflect(&mut self, x: Sv, lo: f64, hi: f64) -> Sv {
         if hi <= lo {
             // A single aligned position: everything reflects onto it.
             return self.c(lo);
         }
         let (lo_c, hi_c, range) = (self.c(lo), self.c(hi), self.c(hi - lo));
-        let below = self.cmp("olt", x, &lo_c);
-        let above = self.cmp("ogt", x, &hi_c);
-        let d_lo = self.bin("subf", &lo_c, x);
-        let d_hi = self.bin("subf", x, &hi_c);
-        let dx = self.sel(&below, &d_lo, &d_hi);
-        let q = self.bin("divf", &dx, &range);
-        let n = self.un("floor", &q);
-        let nr = self.bin("mulf", &n, &range);
-        let r = self.bin("subf", &dx, &nr);
+        let below = self.cmp(FPred::Olt, x, lo_c);
+        let above = self.cmp(FPred::Ogt, x, hi_c);
+        let d_lo = self.bin("arith.subf", lo_c, x);
+        let d_hi = self.bin("arith.subf", x, hi_c);
+        let dx = self.sel(below, d_lo, d_hi);
+        let q = self.bin("arith.divf", dx, range);
+        let n = self.un("math.floor", q);
+        let nr = self.bin("arith.mulf", n, range);
+        let r = self.bin("arith.subf", dx, nr);
         let half_c = self.c(0.5);
-        let half = self.bin("mulf", &n, &half_c);
-        let half_floor = self.un("floor", &half);
-        let even = self.cmp("oeq", &half, &half_floor);
-        let lo_r = self.bin("addf", &lo_c, &r);
-        let hi_r = self.bin("subf", &hi_c, &r);
-        let from_below = self.sel(&even, &lo_r, &hi_r);
-        let from_above = self.sel(&even, &hi_r, &lo_r);
-        let inner = self.sel(&above, &from_above, x);
-        self.sel(&below, &from_below, &inner)
+        let half = self.bin("arith.mulf", n, half_c);
+        let half_floor = self.un("math.floor", half);
+        let even = self.cmp(FPred::Oeq, half, half_floor);
+        let lo_r = self.bin("arith.addf", lo_c, r);
+        let hi_r = self.bin("arith.subf", hi_c, r);
+        let from_below = self.sel(even, lo_r, hi_r);
+        let from_above = self.sel(even, hi_r, lo_r);
+        let inner = self.sel(above, from_above, x);
+        self.sel(below, from_below, inner)
     }
 }
 
@@ -157,57 +123,57 @@ impl Axis {
     }
 
     /// The padded source coordinate of grid value `g`.
-    fn coordinate(&self, b: &mut Body, g: &str) -> String {
+    fn coordinate(&self, b: &mut Body, g: Sv) -> Sv {
         let d = self.size as f64;
         let one = b.c(1.0);
-        let g1 = b.bin("addf", g, &one);
+        let g1 = b.bin("arith.addf", g, one);
         let mut x = if self.align {
             let k = b.c((d - 1.0) / 2.0);
-            b.bin("mulf", &g1, &k)
+            b.bin("arith.mulf", g1, k)
         } else {
             let dc = b.c(d);
             let half = b.c(0.5);
-            let t = b.bin("mulf", &g1, &dc);
-            let t = b.bin("subf", &t, &one);
-            b.bin("mulf", &t, &half)
+            let t = b.bin("arith.mulf", g1, dc);
+            let t = b.bin("arith.subf", t, one);
+            b.bin("arith.mulf", t, half)
         };
         if self.mode == Mode::Nearest {
-            x = b.un("roundeven", &x);
+            x = b.un("math.roundeven", x);
         }
         let (lo, hi) = self.bounds();
         match self.padding {
             Padding::Zeros => x,
             Padding::Border => {
                 let (lo_c, hi_c) = (b.c(lo), b.c(hi));
-                let below = b.cmp("olt", &x, &lo_c);
-                let above = b.cmp("ogt", &x, &hi_c);
+                let below = b.cmp(FPred::Olt, x, lo_c);
+                let above = b.cmp(FPred::Ogt, x, hi_c);
                 let zero = b.c(0.0);
                 let top = b.c(d - 1.0);
-                let m = b.bin("minimumf", &x, &top);
-                let clamped = b.bin("maximumf", &m, &zero);
-                let t = b.sel(&above, &clamped, &x);
-                b.sel(&below, &clamped, &t)
+                let m = b.bin("arith.minimumf", x, top);
+                let clamped = b.bin("arith.maximumf", m, zero);
+                let t = b.sel(above, clamped, x);
+                b.sel(below, clamped, t)
             }
-            Padding::Reflection => b.reflect(&x, lo, hi),
+            Padding::Reflection => b.reflect(x, lo, hi),
         }
     }
 
     /// The first tap's position (as a float holding an integer) and the
     /// fraction the weights use.
-    fn base(&self, b: &mut Body, x: &str) -> (String, String) {
+    fn base(&self, b: &mut Body, x: Sv) -> (Sv, Sv) {
         match self.mode {
             Mode::Nearest => {
                 // astype(int32): truncation.
-                let t = b.un("trunc", x);
+                let t = b.un("math.trunc", x);
                 let zero = b.c(0.0);
                 (t, zero)
             }
             _ => {
-                let f = b.un("floor", x);
-                let frac = b.bin("subf", x, &f);
+                let f = b.un("math.floor", x);
+                let frac = b.bin("arith.subf", x, f);
                 let start = if self.mode == Mode::Cubic {
                     let one = b.c(1.0);
-                    b.bin("subf", &f, &one)
+                    b.bin("arith.subf", f, one)
                 } else {
                     f
                 };
@@ -219,40 +185,40 @@ impl Axis {
     /// Tap `t`'s index for the coordinate `x`, mapped by the padding mode
     /// (a float holding an integer in [0, size)), and whether it lies
     /// inside the input.
-    fn index(&self, b: &mut Body, x: &str, t: usize) -> (String, String) {
+    fn index(&self, b: &mut Body, x: Sv, t: usize) -> (Sv, Sv) {
         let (start, _) = self.base(b, x);
         let tc = b.c(t as f64);
-        let i = b.bin("addf", &start, &tc);
+        let i = b.bin("arith.addf", start, tc);
         let zero = b.c(0.0);
         let top = b.c(self.size as f64 - 1.0);
-        let ge = b.cmp("oge", &i, &zero);
-        let le = b.cmp("ole", &i, &top);
-        let inside = b.emit(format!("arith.andi {ge}, {le} : i1"));
+        let ge = b.cmp(FPred::Oge, i, zero);
+        let le = b.cmp(FPred::Ole, i, top);
+        let inside = b.op("arith.andi", &[ge, le]);
         let mapped = match self.padding {
             Padding::Reflection => {
                 let (lo, hi) = self.bounds();
-                let r = b.reflect(&i, lo, hi);
-                b.un("trunc", &r)
+                let r = b.reflect(i, lo, hi);
+                b.un("math.trunc", r)
             }
             _ => i,
         };
         // minnumf/maxnumf: a NaN (from a NaN or infinite grid value) becomes
         // a bound, so the gather never reads outside the input.
-        let m = b.bin("minnumf", &mapped, &top);
-        let clamped = b.bin("maxnumf", &m, &zero);
+        let m = b.bin("arith.minnumf", mapped, top);
+        let clamped = b.bin("arith.maxnumf", m, zero);
         (clamped, inside)
     }
 
     /// Tap `t`'s weight for the coordinate `x` (0 outside the input with
     /// zeros padding).
-    fn weight(&self, b: &mut Body, x: &str, t: usize) -> String {
+    fn weight(&self, b: &mut Body, x: Sv, t: usize) -> Sv {
         let (_, f) = self.base(b, x);
         let w = match self.mode {
             Mode::Nearest => b.c(1.0),
             Mode::Linear => {
                 if t == 0 {
                     let one = b.c(1.0);
-                    b.bin("subf", &one, &f)
+                    b.bin("arith.subf", one, f)
                 } else {
                     f
                 }
@@ -261,31 +227,31 @@ impl Axis {
                 let a = -0.75;
                 // Keys' kernel at distance |t - 1 - f|.
                 let off = b.c(t as f64 - 1.0);
-                let d = b.bin("subf", &f, &off);
-                let d = b.un("absf", &d);
-                let d2 = b.bin("mulf", &d, &d);
-                let d3 = b.bin("mulf", &d2, &d);
+                let d = b.bin("arith.subf", f, off);
+                let d = b.un("math.absf", d);
+                let d2 = b.bin("arith.mulf", d, d);
+                let d3 = b.bin("arith.mulf", d2, d);
                 let (c1, c2) = (b.c(a + 2.0), b.c(a + 3.0));
-                let p = b.bin("mulf", &c1, &d3);
-                let q = b.bin("mulf", &c2, &d2);
-                let near = b.bin("subf", &p, &q);
+                let p = b.bin("arith.mulf", c1, d3);
+                let q = b.bin("arith.mulf", c2, d2);
+                let near = b.bin("arith.subf", p, q);
                 let one = b.c(1.0);
-                let near = b.bin("addf", &near, &one);
+                let near = b.bin("arith.addf", near, one);
                 let (ca, c5, c8, c4) = (b.c(a), b.c(5.0 * a), b.c(8.0 * a), b.c(4.0 * a));
-                let f3 = b.bin("mulf", &ca, &d3);
-                let f2 = b.bin("mulf", &c5, &d2);
-                let f1 = b.bin("mulf", &c8, &d);
-                let far = b.bin("subf", &f3, &f2);
-                let far = b.bin("addf", &far, &f1);
-                let far = b.bin("subf", &far, &c4);
-                let is_near = b.cmp("ole", &d, &one);
-                b.sel(&is_near, &near, &far)
+                let f3 = b.bin("arith.mulf", ca, d3);
+                let f2 = b.bin("arith.mulf", c5, d2);
+                let f1 = b.bin("arith.mulf", c8, d);
+                let far = b.bin("arith.subf", f3, f2);
+                let far = b.bin("arith.addf", far, f1);
+                let far = b.bin("arith.subf", far, c4);
+                let is_near = b.cmp(FPred::Ole, d, one);
+                b.sel(is_near, near, far)
             }
         };
         if self.padding == Padding::Zeros {
             let (_, inside) = self.index(b, x, t);
             let zero = b.c(0.0);
-            b.sel(&inside, &w, &zero)
+            b.sel(inside, w, zero)
         } else {
             w
         }
@@ -372,24 +338,19 @@ pub fn grid_sample(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             padding,
         };
         // The padded source coordinate, once per axis.
-        let coordinate = imp.e.map(&[&comp], f32_ty.clone(), &|a| {
-            let mut b = Body::new("f32");
-            let x = axis.coordinate(&mut b, &a[0]);
-            b.finish(&x)
-        });
+        let coordinate = imp
+            .e
+            .map(&[&comp], f32_ty.clone(), &|b, a| axis.coordinate(b, a[0]));
         let comp = coordinate;
         let mut taps = Vec::new();
         for t in 0..axis.taps() {
-            let index = imp.e.map(&[&comp], i32_ty.clone(), &|a| {
-                let mut b = Body::new("f32");
-                let (idx, _) = axis.index(&mut b, &a[0], t);
-                format!("{}%r = arith.fptosi {idx} : f32 to i32", b.text)
+            let index = imp.e.map(&[&comp], i32_ty.clone(), &|b, a| {
+                let (idx, _) = axis.index(b, a[0], t);
+                b.cast("arith.fptosi", idx, DType::I32)
             });
-            let weight = imp.e.map(&[&comp], f32_ty.clone(), &|a| {
-                let mut b = Body::new("f32");
-                let w = axis.weight(&mut b, &a[0], t);
-                b.finish(&w)
-            });
+            let weight = imp
+                .e
+                .map(&[&comp], f32_ty.clone(), &|b, a| axis.weight(b, a[0], t));
             taps.push((index, weight));
         }
         axis_taps.push(taps);
@@ -462,7 +423,7 @@ pub fn grid_sample(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let gathered = imp.e.op(
         "tosa.gather",
         &[&values, &index],
-        "",
+        &[],
         values.ty.with_shape(vec![n, p * tt, c]),
     );
     let weighted = imp.e.mul(&gathered, &weight)?;

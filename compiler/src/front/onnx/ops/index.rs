@@ -20,7 +20,7 @@
 //!   scores).
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::{Operand, Val, float_literal};
+use super::super::emit::{Attr, Body, FPred, IPred, Operand, Scalar, Sv, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
 use super::super::importer::Importer;
@@ -29,41 +29,23 @@ use super::super::tensor::Const;
 use super::shape::strided_slice_value;
 use super::tensor;
 
-/// The literal of `value` in an `arith.constant` of `dtype`.
-fn literal(dtype: DType, value: f64) -> String {
-    match dtype {
-        DType::Bool => (if value != 0.0 { "true" } else { "false" }).to_string(),
-        d if d.is_float() => float_literal(value, d),
-        _ => (value as i64).to_string(),
-    }
-}
-
-/// Body lines that turn the integer `input` (of `dtype`) into an i64
-/// index in `[0, size)` named `out`: negative values count from the end,
-/// the rest is clamped.
-fn normalize_lines(input: &str, dtype: DType, size: i64, out: &str) -> String {
-    let mut text = String::new();
+/// Turns the integer `input` (of `dtype`) into an i64 index in
+/// `[0, size)`: negative values count from the end, the rest is clamped.
+/// Also returns the i64 constant `size`.
+fn normalize(b: &mut Body, input: Sv, dtype: DType, size: i64) -> (Sv, Sv) {
     let wide = if dtype == DType::I64 {
-        input.to_string()
+        input
     } else {
-        text.push_str(&format!(
-            "{out}_w = arith.extsi {input} : {} to i64\n",
-            dtype.mlir()
-        ));
-        format!("{out}_w")
+        b.cast("arith.extsi", input, DType::I64)
     };
-    text.push_str(&format!(
-        "{out}_zero = arith.constant 0 : i64\n\
-         {out}_size = arith.constant {size} : i64\n\
-         {out}_last = arith.constant {} : i64\n\
-         {out}_neg = arith.cmpi slt, {wide}, {out}_zero : i64\n\
-         {out}_wrap = arith.addi {wide}, {out}_size : i64\n\
-         {out}_fix = arith.select {out}_neg, {out}_wrap, {wide} : i64\n\
-         {out}_low = arith.maxsi {out}_fix, {out}_zero : i64\n\
-         {out} = arith.minsi {out}_low, {out}_last : i64\n",
-        (size - 1).max(0)
-    ));
-    text
+    let zero = b.int(0, DType::I64);
+    let size_value = b.int(size, DType::I64);
+    let last = b.int((size - 1).max(0), DType::I64);
+    let negative = b.cmpi(IPred::Slt, wide, zero);
+    let wrapped = b.op("arith.addi", &[wide, size_value]);
+    let fixed = b.select(negative, wrapped, wide);
+    let low = b.op("arith.maxsi", &[fixed, zero]);
+    (b.op("arith.minsi", &[low, last]), size_value)
 }
 
 fn int_indices(v: &Value, op: &str) -> Result<()> {
@@ -88,21 +70,19 @@ fn linearize(imp: &mut Importer, indices: &Val, sizes: &[i64]) -> Result<Val> {
     let refs: Vec<&Val> = parts.iter().collect();
     let dtype = indices.dtype();
     let sizes = sizes.to_vec();
-    Ok(imp.e.map(&refs, TType::new(DType::I64, outer), &|a| {
-        let mut text = String::new();
-        for (c, name) in a.iter().enumerate() {
-            text.push_str(&normalize_lines(name, dtype, sizes[c], &format!("%n{c}")));
-            if c == 0 {
-                text.push_str("%acc0 = arith.addi %n0_zero, %n0 : i64\n");
-            } else {
-                text.push_str(&format!(
-                    "%mul{c} = arith.muli %acc{}, %n{c}_size : i64\n%acc{c} = arith.addi %mul{c}, %n{c} : i64\n",
-                    c - 1
-                ));
-            }
+    Ok(imp.e.map(&refs, TType::new(DType::I64, outer), &|b, a| {
+        let mut acc = None;
+        for (c, &component) in a.iter().enumerate().take(k) {
+            let (n, size) = normalize(b, component, dtype, sizes[c]);
+            acc = Some(match acc {
+                None => n,
+                Some(acc) => {
+                    let scaled = b.op("arith.muli", &[acc, size]);
+                    b.op("arith.addi", &[scaled, n])
+                }
+            });
         }
-        text.push_str(&format!("%r = arith.addi %acc{}, %n0_zero : i64", k - 1));
-        text
+        acc.expect("an index has at least one component")
     }))
 }
 
@@ -121,31 +101,21 @@ fn gather_at(
     let out = TType::new(data.dtype(), out_shape);
     let rank = out.rank();
     let init = imp.e.empty(&out);
-    let data_ssa = data.ssa.clone();
-    let data_ty = data.ty.mlir();
-    let coords = coords.to_vec();
     imp.e.generic(
         rank,
         &[],
         &[Operand::dims(index, index_dims)],
         Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
-        &|a, _| {
-            let mut text = format!("%ix = arith.index_cast {} : i64 to index\n", a[0]);
-            let mut names = Vec::new();
-            for (i, c) in coords.iter().enumerate() {
-                match c {
-                    Some(d) => {
-                        text.push_str(&format!("%c{i} = linalg.index {d} : index\n"));
-                        names.push(format!("%c{i}"));
-                    }
-                    None => names.push("%ix".to_string()),
-                }
-            }
-            text.push_str(&format!(
-                "%r = tensor.extract {data_ssa}[{}] : {data_ty}",
-                names.join(", ")
-            ));
-            text
+        &|b, a, _| {
+            let ix = b.cast("arith.index_cast", a[0], Scalar::Index);
+            let at: Vec<Sv> = coords
+                .iter()
+                .map(|c| match c {
+                    Some(d) => b.index(*d),
+                    None => ix,
+                })
+                .collect();
+            b.extract(data, &at)
         },
     )
 }
@@ -154,8 +124,8 @@ fn gather_at(
 fn normalized(imp: &mut Importer, indices: &Val, size: i64) -> Val {
     let dtype = indices.dtype();
     imp.e
-        .map(&[indices], indices.ty.with_dtype(DType::I64), &|a| {
-            normalize_lines(&a[0], dtype, size, "%r")
+        .map(&[indices], indices.ty.with_dtype(DType::I64), &|b, a| {
+            normalize(b, a[0], dtype, size).0
         })
 }
 
@@ -298,34 +268,31 @@ fn scatter_combiner(node: &Node, dtype: DType) -> Result<Option<&'static str>> {
 
 /// `data` with each element replaced by (or combined with) the updates
 /// whose position equals it: a reduction over the last loop dimension
-/// `loops - 1`. `position` writes the body lines defining `%pos` (i64) for
-/// the output element; `target` (i64 positions) and `updates` are indexed
-/// by their operands' maps.
+/// `loops - 1`. `position` builds the output element's position (i64);
+/// `target` (i64 positions) and `updates` are indexed by their operands'
+/// maps.
 fn scatter_into(
     imp: &mut Importer,
     data: &Val,
     target: Operand,
     updates: Operand,
-    combiner: Option<&str>,
-    position: &str,
+    combiner: Option<&'static str>,
+    position: &dyn Fn(&mut Body) -> Sv,
 ) -> Val {
     let rank = data.rank();
-    let t = data.dtype().mlir();
-    let combine = match combiner {
-        Some(op) => format!("%c = {op} %out, %in1 : {t}\n"),
-        None => String::new(),
-    };
-    let chosen = if combiner.is_some() { "%c" } else { "%in1" };
-    let position = position.to_string();
     imp.e.generic(
         rank + 1,
         &[rank],
         &[target, updates],
         Operand::dims(data, &(0..rank).collect::<Vec<_>>()),
-        &|_, _| {
-            format!(
-                "{position}%hit = arith.cmpi eq, %in0, %pos : i64\n{combine}%r = arith.select %hit, {chosen}, %out : {t}"
-            )
+        &|b, a, out| {
+            let pos = position(b);
+            let hit = b.cmpi(IPred::Eq, a[0], pos);
+            let chosen = match combiner {
+                Some(op) => b.op(op, &[out, a[1]]),
+                None => a[1],
+            };
+            b.select(hit, chosen, out)
         },
     )
 }
@@ -385,15 +352,16 @@ pub fn scatter_elements(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let map: Vec<usize> = (0..rank)
         .map(|a| if a == axis { rank } else { a })
         .collect();
-    let position =
-        format!("%p = linalg.index {axis} : index\n%pos = arith.index_cast %p : index to i64\n");
     tensor(scatter_into(
         imp,
         &d,
         Operand::dims(&lin, &map),
         Operand::dims(&u, &map),
         combiner,
-        &position,
+        &|b| {
+            let p = b.index(axis);
+            b.cast("arith.index_cast", p, DType::I64)
+        },
     ))
 }
 
@@ -441,15 +409,17 @@ pub fn scatter_nd(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     flat.extend_from_slice(&ds[k..]);
     let u = imp.e.reshape(&u, &flat);
     // The output element's position among the index tuples.
-    let mut position = String::from("%q = arith.constant 0 : index\n");
-    let mut acc = "%q".to_string();
-    for (c, &size) in ds[..k].iter().enumerate() {
-        position.push_str(&format!(
-            "%s{c} = arith.constant {size} : index\n%l{c} = linalg.index {c} : index\n%m{c} = arith.muli {acc}, %s{c} : index\n%a{c} = arith.addi %m{c}, %l{c} : index\n"
-        ));
-        acc = format!("%a{c}");
-    }
-    position.push_str(&format!("%pos = arith.index_cast {acc} : index to i64\n"));
+    let sizes = ds[..k].to_vec();
+    let position = |b: &mut Body| -> Sv {
+        let mut acc = b.index_constant(0);
+        for (c, &size) in sizes.iter().enumerate() {
+            let s = b.index_constant(size);
+            let l = b.index(c);
+            let m = b.op("arith.muli", &[acc, s]);
+            acc = b.op("arith.addi", &[m, l]);
+        }
+        b.cast("arith.index_cast", acc, DType::I64)
+    };
     let mut update_map = vec![r];
     update_map.extend(k..r);
     tensor(scatter_into(
@@ -494,23 +464,25 @@ pub fn one_hot(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let dtype = i.dtype();
     // Negative indices count from the end since opset 11 (before, like
     // any index outside [0, depth), they select no position).
-    let wrapped = if node.opset >= 11 { "%wrap" } else { "%v" };
+    let wraps = node.opset >= 11;
     let mask = imp
         .e
-        .map(&[&i], TType::new(DType::Bool, shape.clone()), &|a| {
-            let wide = if dtype.is_float() {
-                format!("%v = arith.fptosi {} : {} to i64\n", a[0], dtype.mlir())
+        .map(&[&i], TType::new(DType::Bool, shape.clone()), &|b, a| {
+            let zero = b.int(0, DType::I64);
+            let depth = b.int(depth, DType::I64);
+            let v = if dtype.is_float() {
+                b.cast("arith.fptosi", a[0], DType::I64)
             } else if dtype == DType::I64 {
-                format!("%v = arith.addi {0}, %zero : i64\n", a[0])
+                a[0]
             } else {
-                format!("%v = arith.extsi {} : {} to i64\n", a[0], dtype.mlir())
+                b.cast("arith.extsi", a[0], DType::I64)
             };
-            format!(
-                "%zero = arith.constant 0 : i64\n%depth = arith.constant {depth} : i64\n{wide}\
-             %neg = arith.cmpi slt, %v, %zero : i64\n%wrap = arith.addi %v, %depth : i64\n\
-             %n = arith.select %neg, {wrapped}, %v : i64\n%p = linalg.index {axis} : index\n\
-             %pi = arith.index_cast %p : index to i64\n%r = arith.cmpi eq, %n, %pi : i64"
-            )
+            let negative = b.cmpi(IPred::Slt, v, zero);
+            let wrap = b.op("arith.addi", &[v, depth]);
+            let n = b.select(negative, if wraps { wrap } else { v }, v);
+            let p = b.index(axis);
+            let pi = b.cast("arith.index_cast", p, DType::I64);
+            b.cmpi(IPred::Eq, n, pi)
         });
     let (off, on) = match values {
         Value::Const(c) => (
@@ -540,9 +512,7 @@ pub fn trilu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let upper = node.int("upper", 1)? != 0;
     let x = imp.val(input)?;
     let dtype = x.dtype();
-    let zero = literal(dtype, 0.0);
-    let t = dtype.mlir();
-    let predicate = if upper { "sge" } else { "sle" };
+    let predicate = if upper { IPred::Sge } else { IPred::Sle };
     let (k_const, k_tensor) = match node.opt(1) {
         None => (Some(0), None),
         Some(Value::Const(c)) if c.numel() == 1 => (Some(c.i64_at(0)), None),
@@ -556,23 +526,19 @@ pub fn trilu(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         Some(k) => vec![&x, k],
         None => vec![&x],
     };
-    tensor(imp.e.map(&inputs, x.ty.clone(), &|a| {
+    tensor(imp.e.map(&inputs, x.ty.clone(), &|b, a| {
         let k = match k_const {
-            Some(k) => format!("%k = arith.constant {k} : i64\n"),
-            None => format!(
-                "%kz = arith.constant 0 : i64\n%k = arith.addi {}, %kz : i64\n",
-                a[1]
-            ),
+            Some(k) => b.int(k, DType::I64),
+            None => a[1],
         };
-        format!(
-            "{k}%i = linalg.index {} : index\n%j = linalg.index {} : index\n\
-             %ii = arith.index_cast %i : index to i64\n%jj = arith.index_cast %j : index to i64\n\
-             %diff = arith.subi %jj, %ii : i64\n%keep = arith.cmpi {predicate}, %diff, %k : i64\n\
-             %zero = arith.constant {zero} : {t}\n%r = arith.select %keep, {}, %zero : {t}",
-            rank - 2,
-            rank - 1,
-            a[0]
-        )
+        let i = b.index(rank - 2);
+        let j = b.index(rank - 1);
+        let ii = b.cast("arith.index_cast", i, DType::I64);
+        let jj = b.cast("arith.index_cast", j, DType::I64);
+        let diff = b.op("arith.subi", &[jj, ii]);
+        let keep = b.cmpi(predicate, diff, k);
+        let zero = b.constant(0.0, dtype);
+        b.select(keep, a[0], zero)
     }))
 }
 
@@ -645,10 +611,10 @@ fn cumulative_along(
     // The element at m counts for position i when m <= i (forward),
     // m < i (exclusive), m >= i (reverse), m > i (both).
     let predicate = match (reverse, exclusive) {
-        (false, false) => "ule",
-        (false, true) => "ult",
-        (true, false) => "uge",
-        (true, true) => "ugt",
+        (false, false) => IPred::Ule,
+        (false, true) => IPred::Ult,
+        (true, false) => IPred::Uge,
+        (true, true) => IPred::Ugt,
     };
     let combine = match (dtype.is_float(), product) {
         (true, false) => "arith.addf",
@@ -657,8 +623,6 @@ fn cumulative_along(
         (false, true) => "arith.muli",
     };
     let identity = if product { 1.0 } else { 0.0 };
-    let t = dtype.mlir();
-    let neutral = literal(dtype, identity);
     let init = imp.e.filled(&x.ty, identity);
     let map: Vec<usize> = (0..rank)
         .map(|a| if a == axis { rank } else { a })
@@ -668,13 +632,13 @@ fn cumulative_along(
         &[rank],
         &[Operand::dims(x, &map)],
         Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
-        &|a, out| {
-            format!(
-                "%i = linalg.index {axis} : index\n%m = linalg.index {rank} : index\n\
-                 %in = arith.cmpi {predicate}, %m, %i : index\n%neutral = arith.constant {neutral} : {t}\n\
-                 %v = arith.select %in, {}, %neutral : {t}\n%r = {combine} {out}, %v : {t}",
-                a[0]
-            )
+        &|b, a, out| {
+            let i = b.index(axis);
+            let m = b.index(rank);
+            let counts = b.cmpi(predicate, m, i);
+            let neutral = b.constant(identity, dtype);
+            let v = b.select(counts, a[0], neutral);
+            b.op(combine, &[out, v])
         },
     )
 }
@@ -713,39 +677,28 @@ pub fn reverse_sequence(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let lens = imp.e.cast(&lens, DType::I64);
     let steps = x.shape()[time];
     let init = imp.e.empty(&x.ty);
-    let source = x.ssa.clone();
-    let source_ty = x.ty.mlir();
-    let indices: Vec<String> = (0..rank)
-        .map(|a| {
-            if a == time {
-                "%src".to_string()
-            } else {
-                format!("%d{a}")
-            }
-        })
-        .collect();
-    let dims: String = (0..rank)
-        .filter(|&a| a != time)
-        .map(|a| format!("%d{a} = linalg.index {a} : index\n"))
-        .collect();
     let y = imp.e.generic(
         rank,
         &[],
         &[Operand::dims(&lens, &[batch])],
         Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
-        &|a, _out| {
-            format!(
-                "{dims}%t = linalg.index {time} : index\n%ti = arith.index_cast %t : index to i64\n\
-                 %zero = arith.constant 0 : i64\n%steps = arith.constant {steps} : i64\n\
-                 %l0 = arith.maxsi {len}, %zero : i64\n%l = arith.minsi %l0, %steps : i64\n\
-                 %one = arith.constant 1 : i64\n%lm1 = arith.subi %l, %one : i64\n\
-                 %rev = arith.subi %lm1, %ti : i64\n%inside = arith.cmpi slt, %ti, %l : i64\n\
-                 %srci = arith.select %inside, %rev, %ti : i64\n\
-                 %src = arith.index_cast %srci : i64 to index\n\
-                 %r = tensor.extract {source}[{}] : {source_ty}",
-                indices.join(", "),
-                len = a[0],
-            )
+        &|b, a, _out| {
+            let dims: Vec<Option<Sv>> =
+                (0..rank).map(|d| (d != time).then(|| b.index(d))).collect();
+            let t = b.index(time);
+            let ti = b.cast("arith.index_cast", t, DType::I64);
+            let zero = b.int(0, DType::I64);
+            let steps = b.int(steps, DType::I64);
+            let l0 = b.op("arith.maxsi", &[a[0], zero]);
+            let l = b.op("arith.minsi", &[l0, steps]);
+            let one = b.int(1, DType::I64);
+            let lm1 = b.op("arith.subi", &[l, one]);
+            let rev = b.op("arith.subi", &[lm1, ti]);
+            let inside = b.cmpi(IPred::Slt, ti, l);
+            let srci = b.select(inside, rev, ti);
+            let src = b.cast("arith.index_cast", srci, Scalar::Index);
+            let at: Vec<Sv> = dims.iter().map(|d| d.unwrap_or(src)).collect();
+            b.extract(&x, &at)
         },
     );
     tensor(y)
@@ -790,26 +743,27 @@ pub fn top_k(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     // at a lower index; smaller for largest = 0). NaN counts as greater
     // than every number and equal to NaN (as onnxruntime and PyTorch
     // order it), so the places are a permutation.
-    let t = dtype.mlir();
-    let compare = if dtype.is_float() {
-        let (ordered, nan_first) = if largest {
-            ("ogt", "%n1, %num0")
-        } else {
-            ("olt", "%n0, %num1")
-        };
-        format!(
-            "%true = arith.constant true\n%n0 = arith.cmpf uno, %in0, %in0 : {t}\n\
-             %n1 = arith.cmpf uno, %in1, %in1 : {t}\n%num0 = arith.xori %n0, %true : i1\n\
-             %num1 = arith.xori %n1, %true : i1\n%gt_num = arith.cmpf {ordered}, %in1, %in0 : {t}\n\
-             %gt_nan = arith.andi {nan_first} : i1\n%gt = arith.ori %gt_num, %gt_nan : i1\n\
-             %eq_num = arith.cmpf oeq, %in1, %in0 : {t}\n%eq_nan = arith.andi %n0, %n1 : i1\n\
-             %eq = arith.ori %eq_num, %eq_nan : i1\n"
-        )
-    } else {
-        format!(
-            "%gt = arith.cmpi {}, %in1, %in0 : {t}\n%eq = arith.cmpi eq, %in1, %in0 : {t}\n",
-            if largest { "sgt" } else { "slt" }
-        )
+    // Whether the element at m (`in1`) comes before the one at i (`in0`)
+    // by value, and whether the two are equal.
+    let compare = |b: &mut Body, a: &[Sv]| -> (Sv, Sv) {
+        let (x_i, x_m) = (a[0], a[1]);
+        if !dtype.is_float() {
+            let predicate = if largest { IPred::Sgt } else { IPred::Slt };
+            return (b.cmpi(predicate, x_m, x_i), b.cmpi(IPred::Eq, x_m, x_i));
+        }
+        let truth = b.int(1, DType::Bool);
+        let n0 = b.cmpf(FPred::Uno, x_i, x_i);
+        let n1 = b.cmpf(FPred::Uno, x_m, x_m);
+        let num0 = b.op("arith.xori", &[n0, truth]);
+        let num1 = b.op("arith.xori", &[n1, truth]);
+        let ordered = if largest { FPred::Ogt } else { FPred::Olt };
+        let gt_num = b.cmpf(ordered, x_m, x_i);
+        let nan_first = if largest { [n1, num0] } else { [n0, num1] };
+        let gt_nan = b.op("arith.andi", &nan_first);
+        let gt = b.op("arith.ori", &[gt_num, gt_nan]);
+        let eq_num = b.cmpf(FPred::Oeq, x_m, x_i);
+        let eq_nan = b.op("arith.andi", &[n0, n1]);
+        (gt, b.op("arith.ori", &[eq_num, eq_nan]))
     };
     let all: Vec<usize> = (0..rank).collect();
     let along: Vec<usize> = (0..rank)
@@ -821,14 +775,17 @@ pub fn top_k(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         &[rank],
         &[Operand::dims(&x, &all), Operand::dims(&x, &along)],
         Operand::dims(&zeros, &all),
-        &|_, out| {
-            format!(
-                "%i = linalg.index {axis} : index\n%m = linalg.index {rank} : index\n\
-                 %lower = arith.cmpi ult, %m, %i : index\n{compare}\
-                 %tie = arith.andi %eq, %lower : i1\n%b = arith.ori %gt, %tie : i1\n\
-                 %one = arith.constant 1 : i64\n%zero = arith.constant 0 : i64\n\
-                 %inc = arith.select %b, %one, %zero : i64\n%r = arith.addi {out}, %inc : i64"
-            )
+        &|b, a, out| {
+            let i = b.index(axis);
+            let m = b.index(rank);
+            let lower = b.cmpi(IPred::Ult, m, i);
+            let (gt, eq) = compare(b, a);
+            let tie = b.op("arith.andi", &[eq, lower]);
+            let before = b.op("arith.ori", &[gt, tie]);
+            let one = b.int(1, DType::I64);
+            let zero = b.int(0, DType::I64);
+            let inc = b.select(before, one, zero);
+            b.op("arith.addi", &[out, inc])
         },
     );
     // Output j along the axis is the element whose place is j.
@@ -840,13 +797,13 @@ pub fn top_k(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         &[rank],
         &[Operand::dims(&place, &along)],
         Operand::dims(&init, &all),
-        &|a, out| {
-            format!(
-                "%j = linalg.index {axis} : index\n%jj = arith.index_cast %j : index to i64\n\
-                 %hit = arith.cmpi eq, {}, %jj : i64\n%m = linalg.index {rank} : index\n\
-                 %mm = arith.index_cast %m : index to i64\n%r = arith.select %hit, %mm, {out} : i64",
-                a[0]
-            )
+        &|b, a, out| {
+            let j = b.index(axis);
+            let jj = b.cast("arith.index_cast", j, DType::I64);
+            let hit = b.cmpi(IPred::Eq, a[0], jj);
+            let m = b.index(rank);
+            let mm = b.cast("arith.index_cast", m, DType::I64);
+            b.select(hit, mm, out)
         },
     );
     let coords: Vec<Option<usize>> = (0..rank).map(|a| (a != axis).then_some(a)).collect();
@@ -862,7 +819,7 @@ fn arg_first(imp: &mut Importer, x: &Val, axis: usize, min: bool) -> Val {
     let ty = x.ty.with_shape(shape.clone()).with_dtype(DType::I32);
     let i = imp
         .e
-        .op("tosa.argmax", &[&x], &format!("axis = {axis} : i32"), ty);
+        .op("tosa.argmax", &[&x], &[("axis", Attr::i32(axis))], ty);
     shape.insert(axis, 1);
     imp.e.reshape(&i, &shape)
 }
@@ -908,15 +865,14 @@ pub fn hardmax(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         )
     };
     let first = arg_first(imp, &x2, axis, false);
-    let t = x.dtype().mlir();
-    let (one_text, zero) = (literal(x.dtype(), 1.0), literal(x.dtype(), 0.0));
-    let y = imp.e.map(&[&first], x2.ty.clone(), &|a| {
-        format!(
-            "%p = linalg.index {axis} : index\n%pi = arith.index_cast %p : index to i32\n\
-             %hit = arith.cmpi eq, {}, %pi : i32\n%one = arith.constant {one_text} : {t}\n\
-             %zero = arith.constant {zero} : {t}\n%r = arith.select %hit, %one, %zero : {t}",
-            a[0]
-        )
+    let dtype = x.dtype();
+    let y = imp.e.map(&[&first], x2.ty.clone(), &|b, a| {
+        let p = b.index(axis);
+        let pi = b.cast("arith.index_cast", p, DType::I32);
+        let hit = b.cmpi(IPred::Eq, a[0], pi);
+        let one = b.constant(1.0, dtype);
+        let zero = b.constant(0.0, dtype);
+        b.select(hit, one, zero)
     });
     tensor(imp.e.reshape(&y, &shape))
 }
@@ -976,30 +932,6 @@ pub fn tensor_scatter(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             imp.e.constant(&c, "write_indices")?
         }
     };
-    let t = past.dtype().mlir();
-    let update_ssa = update.ssa.clone();
-    let update_ty = update.ty.mlir();
-    let indices: Vec<String> = (0..rank)
-        .map(|a| {
-            if a == axis {
-                "%s".to_string()
-            } else {
-                format!("%d{a}")
-            }
-        })
-        .collect();
-    let dims: String = (0..rank)
-        .map(|a| format!("%d{a} = linalg.index {a} : index\n"))
-        .collect();
-    let position = if circular {
-        format!(
-            "%max = arith.constant {max_len} : i64\n%m = arith.remsi %diff, %max : i64\n\
-             %neg = arith.cmpi slt, %m, %zero : i64\n%mp = arith.addi %m, %max : i64\n\
-             %rel = arith.select %neg, %mp, %m : i64\n"
-        )
-    } else {
-        "%rel = arith.addi %diff, %zero : i64\n".to_string()
-    };
     let init = imp.e.empty(&past.ty);
     let y = imp.e.generic(
         rank,
@@ -1009,21 +941,33 @@ pub fn tensor_scatter(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             Operand::dims(&write, &[0]),
         ],
         Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
-        &|a, _out| {
-            format!(
-                "{dims}%c = arith.index_cast %d{axis} : index to i64\n%zero = arith.constant 0 : i64\n\
-                 %diff = arith.subi %c, {w} : i64\n{position}\
-                 %len = arith.constant {len} : i64\n%last = arith.constant {last} : i64\n\
-                 %ge = arith.cmpi sge, %rel, %zero : i64\n%lt = arith.cmpi slt, %rel, %len : i64\n\
-                 %hit = arith.andi %ge, %lt : i1\n%lo = arith.maxsi %rel, %zero : i64\n\
-                 %clamped = arith.minsi %lo, %last : i64\n%s = arith.index_cast %clamped : i64 to index\n\
-                 %u = tensor.extract {update_ssa}[{}] : {update_ty}\n\
-                 %r = arith.select %hit, %u, {past} : {t}",
-                indices.join(", "),
-                w = a[1],
-                past = a[0],
-                last = len - 1,
-            )
+        &|b, a, _out| {
+            let dims: Vec<Sv> = (0..rank).map(|d| b.index(d)).collect();
+            let c = b.cast("arith.index_cast", dims[axis], DType::I64);
+            let zero = b.int(0, DType::I64);
+            let diff = b.op("arith.subi", &[c, a[1]]);
+            let rel = if circular {
+                let max = b.int(max_len, DType::I64);
+                let m = b.op("arith.remsi", &[diff, max]);
+                let negative = b.cmpi(IPred::Slt, m, zero);
+                let mp = b.op("arith.addi", &[m, max]);
+                b.select(negative, mp, m)
+            } else {
+                diff
+            };
+            let length = b.int(len, DType::I64);
+            let last = b.int(len - 1, DType::I64);
+            let ge = b.cmpi(IPred::Sge, rel, zero);
+            let lt = b.cmpi(IPred::Slt, rel, length);
+            let hit = b.op("arith.andi", &[ge, lt]);
+            let lo = b.op("arith.maxsi", &[rel, zero]);
+            let clamped = b.op("arith.minsi", &[lo, last]);
+            let s = b.cast("arith.index_cast", clamped, Scalar::Index);
+            let at: Vec<Sv> = (0..rank)
+                .map(|d| if d == axis { s } else { dims[d] })
+                .collect();
+            let u = b.extract(&update, &at);
+            b.select(hit, u, a[0])
         },
     );
     tensor(y)
@@ -1096,36 +1040,36 @@ pub fn max_unpool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         let i = imp.e.cast(&i, DType::I64);
         imp.e.reshape(&i, &[count])
     };
-    let t = x.dtype().mlir();
-    // The flat index, in the inferred shape, of the output position; -1
-    // outside it (the output_shape's margin, which stays 0).
-    let mut text =
-        String::from("%flat0 = arith.constant 0 : i64\n%outside0 = arith.constant false\n");
-    for a in 0..rank {
-        text.push_str(&format!(
-            "%p{a} = linalg.index {a} : index\n%q{a} = arith.index_cast %p{a} : index to i64\n\
-             %extent{a} = arith.constant {} : i64\n%scaled{a} = arith.muli %flat{a}, %extent{a} : i64\n\
-             %flat{} = arith.addi %scaled{a}, %q{a} : i64\n%beyond{a} = arith.cmpi sge, %q{a}, %extent{a} : i64\n\
-             %outside{} = arith.ori %outside{a}, %beyond{a} : i1\n",
-            inferred[a],
-            a + 1,
-            a + 1,
-        ));
-    }
     let out_ty = x.ty.with_shape(shape);
     let init = imp.e.filled(&out_ty, 0.0);
     let y = imp.e.generic(
         rank + 1,
         &[rank],
-        &[Operand::dims(&flat_x, &[rank]), Operand::dims(&flat_i, &[rank])],
+        &[
+            Operand::dims(&flat_x, &[rank]),
+            Operand::dims(&flat_i, &[rank]),
+        ],
         Operand::dims(&init, &(0..rank).collect::<Vec<_>>()),
-        &|a, out| {
-            format!(
-                "{text}%same = arith.cmpi eq, {}, %flat{rank} : i64\n%true = arith.constant true\n\
-                 %inside = arith.xori %outside{rank}, %true : i1\n%hit = arith.andi %same, %inside : i1\n\
-                 %r = arith.select %hit, {}, {out} : {t}",
-                a[1], a[0]
-            )
+        &|b, a, out| {
+            // The flat index, in the inferred shape, of the output
+            // position, and whether the position lies outside that shape
+            // (the output_shape's margin, which stays 0).
+            let mut flat = b.int(0, DType::I64);
+            let mut outside = b.int(0, DType::Bool);
+            for (d, &extent) in inferred.iter().enumerate() {
+                let p = b.index(d);
+                let q = b.cast("arith.index_cast", p, DType::I64);
+                let extent = b.int(extent, DType::I64);
+                let scaled = b.op("arith.muli", &[flat, extent]);
+                flat = b.op("arith.addi", &[scaled, q]);
+                let beyond = b.cmpi(IPred::Sge, q, extent);
+                outside = b.op("arith.ori", &[outside, beyond]);
+            }
+            let same = b.cmpi(IPred::Eq, a[1], flat);
+            let truth = b.int(1, DType::Bool);
+            let inside = b.op("arith.xori", &[outside, truth]);
+            let hit = b.op("arith.andi", &[same, inside]);
+            b.select(hit, a[0], out)
         },
     );
     tensor(y)

@@ -6,7 +6,7 @@
 //! are picked the same way, `ignore_index` zeroes an entry's weight.
 
 use super::super::dtype::DType;
-use super::super::emit::Val;
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -113,7 +113,9 @@ pub fn softmax_cross_entropy(imp: &mut Importer, node: &Node) -> Result<Vec<Valu
         );
     }
     let ty = x.ty.clone();
-    let log_prob = imp.e.op("tcc.log_softmax", &[&x], "axis = 1 : i64", ty);
+    let log_prob = imp
+        .e
+        .op("tcc.log_softmax", &[&x], &[("axis", Attr::i64(1))], ty);
     let loss = nll(imp, node, &log_prob)?;
     Ok(vec![Value::Tensor(loss), Value::Tensor(log_prob)])
 }

@@ -11,7 +11,7 @@
 //! f32 arithmetic and `arith.bitcast`, which every back end has.
 
 use super::super::dtype::{DType, Minifloat, Specials};
-use super::super::emit::{Val, float_literal};
+use super::super::emit::{Body, FPred, IPred, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 
@@ -27,10 +27,7 @@ pub fn widen(imp: &mut Importer, x: &Val) -> Val {
         DType::U4 | DType::U2 => DType::U8,
         _ => return x.clone(),
     };
-    Val {
-        ssa: x.ssa.clone(),
-        ty: x.ty.with_dtype(wide),
-    }
+    x.relabeled(wide)
 }
 
 fn decode(imp: &mut Importer, x: &Val, f: Minifloat) -> Val {
@@ -42,48 +39,66 @@ fn decode(imp: &mut Importer, x: &Val, f: Minifloat) -> Val {
     // The f32 biased exponent of the significand's unit, 2^(e - bias - m).
     let offset = 127 - f.bias - m as i32;
     let all_exponent = ((1u32 << f.exponent) - 1) << m;
-    let specials = match f.specials {
-        Specials::NanAllOnes => format!(
-            "%all = arith.constant {magnitude_mask} : i32\n%isnan = arith.cmpi eq, %mag, %all : i32\n"
-        ),
-        Specials::Ieee => format!(
-            "%top = arith.constant {all_exponent} : i32\n%isnan = arith.cmpi ugt, %mag, %top : i32\n\
-             %isinf = arith.cmpi eq, %mag, %top : i32\n"
-        ),
-        Specials::NanNegativeZero => {
-            "%nanbits = arith.constant 128 : i32\n%isnan = arith.cmpi eq, %b, %nanbits : i32\n"
-                .into()
-        }
-        Specials::None => String::new(),
-    };
-    let finish = match f.specials {
-        Specials::None => "%r = arith.select %s, %neg, %v : f32".to_string(),
-        Specials::Ieee => "%signed = arith.select %s, %neg, %v : f32\n\
-             %inf = arith.constant 0x7F800000 : f32\n%ninf = arith.constant 0xFF800000 : f32\n\
-             %infv = arith.select %s, %ninf, %inf : f32\n%fin = arith.select %isinf, %infv, %signed : f32\n\
-             %nan = arith.constant 0x7FC00000 : f32\n%r = arith.select %isnan, %nan, %fin : f32"
-            .to_string(),
-        _ => "%signed = arith.select %s, %neg, %v : f32\n%nan = arith.constant 0x7FC00000 : f32\n\
-             %r = arith.select %isnan, %nan, %signed : f32"
-            .to_string(),
-    };
-    imp.e.map(&[x], x.ty.with_dtype(DType::F32), &|a| {
-        format!(
-            "%b = arith.extui {} : i8 to i32\n%shift = arith.constant {shift} : i32\n\
-             %sb = arith.shrui %b, %shift : i32\n%one = arith.constant 1 : i32\n\
-             %sign = arith.andi %sb, %one : i32\n%zero = arith.constant 0 : i32\n\
-             %s = arith.cmpi ne, %sign, %zero : i32\n%mmask = arith.constant {magnitude_mask} : i32\n\
-             %mag = arith.andi %b, %mmask : i32\n%m = arith.constant {m} : i32\n\
-             %e = arith.shrui %mag, %m : i32\n%fmask = arith.constant {mantissa_mask} : i32\n\
-             %man = arith.andi %mag, %fmask : i32\n%normal = arith.cmpi ne, %e, %zero : i32\n\
-             %leadc = arith.constant {lead} : i32\n%lead = arith.select %normal, %leadc, %zero : i32\n\
-             %sig = arith.ori %man, %lead : i32\n%sigf = arith.sitofp %sig : i32 to f32\n\
-             %e1 = arith.maxsi %e, %one : i32\n%offset = arith.constant {offset} : i32\n\
-             %k = arith.addi %e1, %offset : i32\n%twentythree = arith.constant 23 : i32\n\
-             %pbits = arith.shli %k, %twentythree : i32\n%p = arith.bitcast %pbits : i32 to f32\n\
-             %v = arith.mulf %sigf, %p : f32\n%neg = arith.negf %v : f32\n{specials}{finish}",
-            a[0]
-        )
+    imp.e.map(&[x], x.ty.with_dtype(DType::F32), &|b, a| {
+        let i32c = |b: &mut Body, v: i64| b.int(v, DType::I32);
+        let bits = b.cast("arith.extui", a[0], DType::I32);
+        let shift = i32c(b, shift as i64);
+        let sb = b.op("arith.shrui", &[bits, shift]);
+        let one = i32c(b, 1);
+        let sign = b.op("arith.andi", &[sb, one]);
+        let zero = i32c(b, 0);
+        let s = b.cmpi(IPred::Ne, sign, zero);
+        let mmask = i32c(b, magnitude_mask as i64);
+        let mag = b.op("arith.andi", &[bits, mmask]);
+        let mc = i32c(b, m as i64);
+        let e = b.op("arith.shrui", &[mag, mc]);
+        let fmask = i32c(b, mantissa_mask as i64);
+        let man = b.op("arith.andi", &[mag, fmask]);
+        let normal = b.cmpi(IPred::Ne, e, zero);
+        let leadc = i32c(b, lead as i64);
+        let lead = b.select(normal, leadc, zero);
+        let sig = b.op("arith.ori", &[man, lead]);
+        let sigf = b.cast("arith.sitofp", sig, DType::F32);
+        let e1 = b.op("arith.maxsi", &[e, one]);
+        let offset = i32c(b, offset as i64);
+        let k = b.op("arith.addi", &[e1, offset]);
+        let twentythree = i32c(b, 23);
+        let pbits = b.op("arith.shli", &[k, twentythree]);
+        let p = b.cast("arith.bitcast", pbits, DType::F32);
+        let v = b.op("arith.mulf", &[sigf, p]);
+        let neg = b.op("arith.negf", &[v]);
+        // (NaN, infinity) tests of the format's special encodings.
+        let specials = match f.specials {
+            Specials::NanAllOnes => {
+                let all = i32c(b, magnitude_mask as i64);
+                Some((b.cmpi(IPred::Eq, mag, all), None))
+            }
+            Specials::Ieee => {
+                let top = i32c(b, all_exponent as i64);
+                let is_nan = b.cmpi(IPred::Ugt, mag, top);
+                Some((is_nan, Some(b.cmpi(IPred::Eq, mag, top))))
+            }
+            Specials::NanNegativeZero => {
+                let nan_bits = i32c(b, 128);
+                Some((b.cmpi(IPred::Eq, bits, nan_bits), None))
+            }
+            Specials::None => None,
+        };
+        let signed = b.select(s, neg, v);
+        let Some((is_nan, is_inf)) = specials else {
+            return signed;
+        };
+        let finite = match is_inf {
+            Some(is_inf) => {
+                let inf = b.constant(f64::INFINITY, DType::F32);
+                let ninf = b.constant(f64::NEG_INFINITY, DType::F32);
+                let infv = b.select(s, ninf, inf);
+                b.select(is_inf, infv, signed)
+            }
+            None => signed,
+        };
+        let nan = b.constant(f64::NAN, DType::F32);
+        b.select(is_nan, nan, finite)
     })
 }
 
@@ -99,76 +114,93 @@ pub fn encode(imp: &mut Importer, x: &Val, target: DType, saturate: bool) -> Res
         bail!("encoding {} as {target} (from float only)", x.dtype());
     }
     let m = f.mantissa as i32;
-    let emin = f.min_exponent();
+    let emin_value = f.min_exponent();
     let max = f.decode(f.max_bits() as u8);
     let max_bits = f.max_bits();
     let sign_bit = 1u32 << f.sign_shift();
     let mantissa_mask = (1u32 << f.mantissa) - 1;
     let all_exponent = ((1u32 << f.exponent) - 1) << f.mantissa;
-    let nan_bits = match f.specials {
-        Specials::NanAllOnes => format!(
-            "%nanm = arith.constant {} : i32\n%nanv = arith.ori %signv, %nanm : i32\n",
-            sign_bit - 1
-        ),
-        Specials::Ieee => format!(
-            "%nanm = arith.constant {} : i32\n%nanv = arith.ori %signv, %nanm : i32\n",
-            all_exponent | (1 << (f.mantissa - 1))
-        ),
-        Specials::NanNegativeZero => "%nanv = arith.constant 128 : i32\n".to_string(),
-        // float4 has no NaN: a zero of the other sign, as ONNX's reference.
-        Specials::None => format!(
-            "%nanm = arith.constant {sign_bit} : i32\n%nanv = arith.xori %signv, %nanm : i32\n"
-        ),
-    };
-    let overflow = if saturate || f.specials == Specials::None {
-        format!(
-            "%overv = arith.constant {max_bits} : i32\n%overs = arith.ori %signv, %overv : i32\n"
-        )
-    } else if f.specials == Specials::Ieee {
-        format!(
-            "%overv = arith.constant {all_exponent} : i32\n%overs = arith.ori %signv, %overv : i32\n"
-        )
-    } else {
-        "%overs = arith.addi %nanv, %zero : i32\n".to_string()
-    };
-    // fnuz: no negative zero.
-    let signed = if f.specials == Specials::NanNegativeZero {
-        "%withsign = arith.ori %field, %signv : i32\n%iszero = arith.cmpi eq, %field, %zero : i32\n\
-         %fin = arith.select %iszero, %zero, %withsign : i32\n"
-    } else {
-        "%fin = arith.ori %field, %signv : i32\n"
-    };
-    let max_lit = float_literal(max, DType::F32);
-    let unit = float_literal(2f64.powi(m - emin), DType::F32);
-    Ok(imp.e.map(&[x], x.ty.with_dtype(target), &|a| {
-        format!(
-            "%bits = arith.bitcast {x} : f32 to i32\n%zero = arith.constant 0 : i32\n\
-             %isneg = arith.cmpi slt, %bits, %zero : i32\n%sb = arith.constant {sign_bit} : i32\n\
-             %signv = arith.select %isneg, %sb, %zero : i32\n%a = math.absf {x} : f32\n\
-             %isnan = arith.cmpf uno, {x}, {x} : f32\n%ab = arith.bitcast %a : f32 to i32\n\
-             %twentythree = arith.constant 23 : i32\n%ef = arith.shrui %ab, %twentythree : i32\n\
-             %bias32 = arith.constant 127 : i32\n%eu = arith.subi %ef, %bias32 : i32\n\
-             %emin = arith.constant {emin} : i32\n%ec = arith.maxsi %eu, %emin : i32\n\
-             %qoff = arith.constant {qoff} : i32\n%qe = arith.addi %ec, %qoff : i32\n\
-             %qb = arith.shli %qe, %twentythree : i32\n%q = arith.bitcast %qb : i32 to f32\n\
-             %n = arith.divf %a, %q : f32\n%rn = math.roundeven %n : f32\n%rv = arith.mulf %rn, %q : f32\n\
-             %max = arith.constant {max_lit} : f32\n%over = arith.cmpf ogt, %rv, %max : f32\n\
-             %rs = arith.select %over, %max, %rv : f32\n%rb = arith.bitcast %rs : f32 to i32\n\
-             %re = arith.shrui %rb, %twentythree : i32\n%reu = arith.subi %re, %bias32 : i32\n\
-             %sub = arith.cmpi slt, %reu, %emin : i32\n%unit = arith.constant {unit} : f32\n\
-             %subf = arith.mulf %rs, %unit : f32\n%subi = arith.fptosi %subf : f32 to i32\n\
-             %biasm = arith.constant {bias} : i32\n%nexp = arith.addi %reu, %biasm : i32\n\
-             %mshift = arith.constant {m} : i32\n%nexps = arith.shli %nexp, %mshift : i32\n\
-             %manshift = arith.constant {manshift} : i32\n%nman = arith.shrui %rb, %manshift : i32\n\
-             %mmask = arith.constant {mantissa_mask} : i32\n%nmanm = arith.andi %nman, %mmask : i32\n\
-             %nf = arith.ori %nexps, %nmanm : i32\n%field = arith.select %sub, %subi, %nf : i32\n\
-             {signed}{nan_bits}{overflow}%o = arith.select %over, %overs, %fin : i32\n\
-             %w = arith.select %isnan, %nanv, %o : i32\n%r = arith.trunci %w : i32 to i8",
-            x = a[0],
-            qoff = 127 - m,
-            bias = f.bias,
-            manshift = 23 - m,
-        )
+    Ok(imp.e.map(&[x], x.ty.with_dtype(target), &|b, a| {
+        let x = a[0];
+        let i32c = |b: &mut Body, v: i64| b.int(v, DType::I32);
+        let bits = b.cast("arith.bitcast", x, DType::I32);
+        let zero = i32c(b, 0);
+        let is_negative = b.cmpi(IPred::Slt, bits, zero);
+        let sb = i32c(b, sign_bit as i64);
+        let signv = b.select(is_negative, sb, zero);
+        let abs = b.op("math.absf", &[x]);
+        let is_nan = b.cmpf(FPred::Uno, x, x);
+        let ab = b.cast("arith.bitcast", abs, DType::I32);
+        let twentythree = i32c(b, 23);
+        let ef = b.op("arith.shrui", &[ab, twentythree]);
+        let bias32 = i32c(b, 127);
+        let eu = b.op("arith.subi", &[ef, bias32]);
+        let emin = i32c(b, emin_value as i64);
+        let ec = b.op("arith.maxsi", &[eu, emin]);
+        let qoff = i32c(b, (127 - m) as i64);
+        let qe = b.op("arith.addi", &[ec, qoff]);
+        let qb = b.op("arith.shli", &[qe, twentythree]);
+        let q = b.cast("arith.bitcast", qb, DType::F32);
+        let n = b.op("arith.divf", &[abs, q]);
+        let rn = b.op("math.roundeven", &[n]);
+        let rv = b.op("arith.mulf", &[rn, q]);
+        let max = b.constant(max, DType::F32);
+        let over = b.cmpf(FPred::Ogt, rv, max);
+        let rs = b.select(over, max, rv);
+        let rb = b.cast("arith.bitcast", rs, DType::I32);
+        let re = b.op("arith.shrui", &[rb, twentythree]);
+        let reu = b.op("arith.subi", &[re, bias32]);
+        let subnormal = b.cmpi(IPred::Slt, reu, emin);
+        let unit = b.constant(2f64.powi(m - emin_value), DType::F32);
+        let subf = b.op("arith.mulf", &[rs, unit]);
+        let subi = b.cast("arith.fptosi", subf, DType::I32);
+        let biasm = i32c(b, f.bias as i64);
+        let nexp = b.op("arith.addi", &[reu, biasm]);
+        let mshift = i32c(b, m as i64);
+        let nexps = b.op("arith.shli", &[nexp, mshift]);
+        let manshift = i32c(b, (23 - m) as i64);
+        let nman = b.op("arith.shrui", &[rb, manshift]);
+        let mmask = i32c(b, mantissa_mask as i64);
+        let nmanm = b.op("arith.andi", &[nman, mmask]);
+        let nf = b.op("arith.ori", &[nexps, nmanm]);
+        let field = b.select(subnormal, subi, nf);
+        let fin = if f.specials == Specials::NanNegativeZero {
+            // fnuz: no negative zero.
+            let with_sign = b.op("arith.ori", &[field, signv]);
+            let is_zero = b.cmpi(IPred::Eq, field, zero);
+            b.select(is_zero, zero, with_sign)
+        } else {
+            b.op("arith.ori", &[field, signv])
+        };
+        let nanv = match f.specials {
+            Specials::NanAllOnes => {
+                let nanm = i32c(b, (sign_bit - 1) as i64);
+                b.op("arith.ori", &[signv, nanm])
+            }
+            Specials::Ieee => {
+                let nanm = i32c(b, (all_exponent | (1 << (f.mantissa - 1))) as i64);
+                b.op("arith.ori", &[signv, nanm])
+            }
+            Specials::NanNegativeZero => i32c(b, 128),
+            // float4 has no NaN: a zero of the other sign, as ONNX's
+            // reference.
+            Specials::None => {
+                let nanm = i32c(b, sign_bit as i64);
+                b.op("arith.xori", &[signv, nanm])
+            }
+        };
+        let overs = if saturate || f.specials == Specials::None {
+            let overv = i32c(b, max_bits as i64);
+            b.op("arith.ori", &[signv, overv])
+        } else if f.specials == Specials::Ieee {
+            let overv = i32c(b, all_exponent as i64);
+            b.op("arith.ori", &[signv, overv])
+        } else {
+            nanv
+        };
+        let o = b.select(over, overs, fin);
+        let w = b.select(is_nan, nanv, o);
+        b.cast("arith.trunci", w, DType::I8)
     }))
 }
 
@@ -184,18 +216,15 @@ pub fn wrap(imp: &mut Importer, x: &Val, target: DType) -> Result<Val> {
         other => bail!("{other} is not a narrow integer"),
     };
     let signed = matches!(target, DType::I4 | DType::I2);
-    Ok(imp.e.map(&[x], x.ty.with_dtype(target), &|a| {
-        let t = format!("%t = arith.trunci {} : i64 to i8\n", a[0]);
+    Ok(imp.e.map(&[x], x.ty.with_dtype(target), &|b, a| {
+        let t = b.cast("arith.trunci", a[0], DType::I8);
         if signed {
-            format!(
-                "{t}%k = arith.constant {} : i8\n%up = arith.shli %t, %k : i8\n%r = arith.shrsi %up, %k : i8",
-                8 - bits
-            )
+            let k = b.int(8 - bits, DType::I8);
+            let up = b.op("arith.shli", &[t, k]);
+            b.op("arith.shrsi", &[up, k])
         } else {
-            format!(
-                "{t}%mask = arith.constant {} : i8\n%r = arith.andi %t, %mask : i8",
-                (1 << bits) - 1
-            )
+            let mask = b.int((1 << bits) - 1, DType::I8);
+            b.op("arith.andi", &[t, mask])
         }
     }))
 }

@@ -2,7 +2,7 @@
 //! LayerNormalization, LRN) and Softmax/LogSoftmax.
 
 use super::super::dtype::DType;
-use super::super::emit::{Val, broadcast_shapes};
+use super::super::emit::{Attr, Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
 use super::super::importer::Importer;
@@ -153,13 +153,12 @@ pub fn layer_norm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         Some(b) => param(imp, b, "bias")?,
         None => imp.e.splat(x.dtype(), normalized.clone(), 0.0),
     };
-    let props = format!(
-        "axis = {} : i64, epsilon = {} : f32",
-        axis,
-        super::super::emit::float_literal(epsilon as f64, DType::F32)
-    );
+    let attrs = [
+        ("axis", Attr::i64(axis)),
+        ("epsilon", Attr::Float(epsilon as f64, DType::F32)),
+    ];
     let ty = x.ty.clone();
-    let y = imp.e.op("tcc.layer_norm", &[&x, &scale, &bias], &props, ty);
+    let y = imp.e.op("tcc.layer_norm", &[&x, &scale, &bias], &attrs, ty);
     // Mean and InvStdDev, when the graph uses them.
     let wanted = |i: usize| node.proto.output.get(i).is_some_and(|n| !n.is_empty());
     if !wanted(1) && !wanted(2) {
@@ -228,9 +227,9 @@ pub fn softmax(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         let inner: i64 = s[axis..].iter().product();
         let flat = imp.e.reshape(&x, &[outer, inner]);
         let ty = flat.ty.clone();
-        let y = imp.e.op(name, &[&flat], "axis = 1 : i64", ty);
+        let y = imp.e.op(name, &[&flat], &[("axis", Attr::i64(1))], ty);
         return tensor(imp.e.reshape(&y, &s));
     }
     let ty = x.ty.clone();
-    tensor(imp.e.op(name, &[&x], &format!("axis = {axis} : i64"), ty))
+    tensor(imp.e.op(name, &[&x], &[("axis", Attr::i64(axis))], ty))
 }

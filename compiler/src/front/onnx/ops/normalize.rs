@@ -179,10 +179,9 @@ pub fn mean_variance_norm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>>
     let mean_sq = mean_axes(imp, &sq, &axes)?;
     let m2 = imp.e.mul(&mean, &mean)?;
     let var = imp.e.sub(&mean_sq, &m2)?;
-    let t = var.dtype().mlir();
-    let std = imp.e.map(&[&var], var.ty.clone(), &|a| {
-        format!("%r = math.sqrt {} : {t}", a[0])
-    });
+    let std = imp
+        .e
+        .map(&[&var], var.ty.clone(), &|b, a| b.op("math.sqrt", &[a[0]]));
     let denominator = imp.e.offset(&std, 1e-9)?;
     let d = imp.e.sub(&x, &mean)?;
     super::tensor(imp.e.div(&d, &denominator)?)
@@ -202,10 +201,8 @@ pub fn lp_norm(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         2 => {
             let sq = imp.e.mul(&x, &x)?;
             let s = imp.e.reduce("tosa.reduce_sum", &sq, axis);
-            let t = s.dtype().mlir();
-            imp.e.map(&[&s], s.ty.clone(), &|a| {
-                format!("%r = math.sqrt {} : {t}", a[0])
-            })
+            imp.e
+                .map(&[&s], s.ty.clone(), &|b, a| b.op("math.sqrt", &[a[0]]))
         }
         other => bail!("LpNormalization p = {other} (1 or 2)"),
     };

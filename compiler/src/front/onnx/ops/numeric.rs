@@ -4,7 +4,7 @@
 //! IsInf and Shrink.
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::{Val, broadcast_shapes, float_literal};
+use super::super::emit::{Body, FPred, IPred, Sv, Val, broadcast_shapes};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value, require_float};
@@ -26,10 +26,7 @@ pub fn trigonometric(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         "Atanh" => "math.atanh",
         other => bail!("no math op for {other}"),
     };
-    let t = x.dtype().mlir();
-    tensor(imp.e.map(&[&x], x.ty.clone(), &|a| {
-        format!("%r = {op} {} : {t}", a[0])
-    }))
+    tensor(imp.e.map(&[&x], x.ty.clone(), &|b, a| b.op(op, &[a[0]])))
 }
 
 /// Both operands of a binary op, of one element type, and their
@@ -68,59 +65,51 @@ pub fn modulo(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if d == DType::Bool {
         bail!("Mod of bool tensors");
     }
-    let t = d.mlir();
-    let body = if d.is_float() {
-        if fmod {
-            "%r = arith.remf %in0, %in1 : T\n".to_string()
-        } else {
-            format!(
-                "%zero = arith.constant {} : T\n%m = arith.remf %in0, %in1 : T\n\
-                 %nonzero = arith.cmpf one, %m, %zero : T\n\
-                 %mneg = arith.cmpf olt, %m, %zero : T\n\
-                 %bneg = arith.cmpf olt, %in1, %zero : T\n\
-                 %signs = arith.xori %mneg, %bneg : i1\n\
-                 %fix = arith.andi %nonzero, %signs : i1\n\
-                 %adjusted = arith.addf %m, %in1 : T\n\
-                 %r = arith.select %fix, %adjusted, %m : T\n",
-                float_literal(0.0, d)
-            )
+    let body = |b: &mut Body, a: &[Sv]| -> Sv {
+        let (x, y) = (a[0], a[1]);
+        if d.is_float() {
+            let m = b.op("arith.remf", &[x, y]);
+            if fmod {
+                return m;
+            }
+            let zero = b.constant(0.0, d);
+            let nonzero = b.cmpf(FPred::One, m, zero);
+            let m_negative = b.cmpf(FPred::Olt, m, zero);
+            let y_negative = b.cmpf(FPred::Olt, y, zero);
+            let signs = b.op("arith.xori", &[m_negative, y_negative]);
+            let fix = b.op("arith.andi", &[nonzero, signs]);
+            let adjusted = b.op("arith.addf", &[m, y]);
+            return b.select(fix, adjusted, m);
         }
-        .replace(": T", &format!(": {t}"))
-    } else if d == DType::U64 {
-        // uint64 (not widened): an unsigned remainder, which has no sign
-        // to fix in either mode; by 0 it is 0.
-        "%zero = arith.constant 0 : T\n%one = arith.constant 1 : T\n\
-         %bzero = arith.cmpi eq, %in1, %zero : T\n\
-         %safe = arith.select %bzero, %one, %in1 : T\n\
-         %rem = arith.remui %in0, %safe : T\n\
-         %r = arith.select %bzero, %zero, %rem : T\n"
-            .replace(": T", &format!(": {t}"))
-    } else {
-        let mut text = String::from(
-            "%zero = arith.constant 0 : T\n%one = arith.constant 1 : T\n\
-             %minus = arith.constant -1 : T\n\
-             %bzero = arith.cmpi eq, %in1, %zero : T\n%bminus = arith.cmpi eq, %in1, %minus : T\n\
-             %trivial = arith.ori %bzero, %bminus : i1\n\
-             %safe = arith.select %trivial, %one, %in1 : T\n\
-             %rem = arith.remsi %in0, %safe : T\n\
-             %m = arith.select %trivial, %zero, %rem : T\n",
-        );
-        if fmod {
-            text.push_str("%r = arith.addi %m, %zero : T\n");
-        } else {
-            text.push_str(
-                "%nonzero = arith.cmpi ne, %m, %zero : T\n\
-                 %mneg = arith.cmpi slt, %m, %zero : T\n\
-                 %bneg = arith.cmpi slt, %in1, %zero : T\n\
-                 %signs = arith.xori %mneg, %bneg : i1\n\
-                 %fix = arith.andi %nonzero, %signs : i1\n\
-                 %adjusted = arith.addi %m, %in1 : T\n\
-                 %r = arith.select %fix, %adjusted, %m : T\n",
-            );
+        let zero = b.int(0, d);
+        let one = b.int(1, d);
+        if d == DType::U64 {
+            // uint64 (not widened): an unsigned remainder, which has no
+            // sign to fix in either mode; by 0 it is 0.
+            let y_zero = b.cmpi(IPred::Eq, y, zero);
+            let safe = b.select(y_zero, one, y);
+            let rem = b.op("arith.remui", &[x, safe]);
+            return b.select(y_zero, zero, rem);
         }
-        text.replace(": T", &format!(": {t}"))
+        let minus = b.int(-1, d);
+        let y_zero = b.cmpi(IPred::Eq, y, zero);
+        let y_minus = b.cmpi(IPred::Eq, y, minus);
+        let trivial = b.op("arith.ori", &[y_zero, y_minus]);
+        let safe = b.select(trivial, one, y);
+        let rem = b.op("arith.remsi", &[x, safe]);
+        let m = b.select(trivial, zero, rem);
+        if fmod {
+            return m;
+        }
+        let nonzero = b.cmpi(IPred::Ne, m, zero);
+        let m_negative = b.cmpi(IPred::Slt, m, zero);
+        let y_negative = b.cmpi(IPred::Slt, y, zero);
+        let signs = b.op("arith.xori", &[m_negative, y_negative]);
+        let fix = b.op("arith.andi", &[nonzero, signs]);
+        let adjusted = b.op("arith.addi", &[m, y]);
+        b.select(fix, adjusted, m)
     };
-    tensor(imp.e.map(&[&a, &b], ty, &|_| body.clone()))
+    tensor(imp.e.map(&[&a, &b], ty, &body))
 }
 
 /// BitShift. Unsigned types (every opset) shift logically; the signed
@@ -139,22 +128,23 @@ pub fn bit_shift(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if !d.is_int() {
         bail!("BitShift of {d} tensors (it takes integers)");
     }
-    let t = d.mlir();
-    let width = d.size() * 8;
+    let width = (d.size() * 8) as i64;
     let signed = !d.is_unsigned();
-    let (op, fill) = match (left, signed) {
-        (true, _) => ("arith.shli", "%zero".to_string()),
-        (false, false) => ("arith.shrui", "%zero".to_string()),
-        (false, true) => ("arith.shrsi", "%sign".to_string()),
+    let op = match (left, signed) {
+        (true, _) => "arith.shli",
+        (false, false) => "arith.shrui",
+        (false, true) => "arith.shrsi",
     };
-    tensor(imp.e.map(&[&a, &b], ty, &|_| {
-        format!(
-            "%width = arith.constant {width} : {t}\n%zero = arith.constant 0 : {t}\n\
-             %minus = arith.constant -1 : {t}\n%negative = arith.cmpi slt, %in0, %zero : {t}\n\
-             %sign = arith.select %negative, %minus, %zero : {t}\n\
-             %big = arith.cmpi uge, %in1, %width : {t}\n%shifted = {op} %in0, %in1 : {t}\n\
-             %r = arith.select %big, {fill}, %shifted : {t}"
-        )
+    tensor(imp.e.map(&[&a, &b], ty, &|b, a| {
+        let width = b.int(width, d);
+        let zero = b.int(0, d);
+        let minus = b.int(-1, d);
+        let negative = b.cmpi(IPred::Slt, a[0], zero);
+        let sign = b.select(negative, minus, zero);
+        let big = b.cmpi(IPred::Uge, a[1], width);
+        let shifted = b.op(op, &[a[0], a[1]]);
+        let fill = if !left && signed { sign } else { zero };
+        b.select(big, fill, shifted)
     }))
 }
 
@@ -162,9 +152,8 @@ pub fn is_nan(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let input = node.input(0)?;
     require_float(input, "IsNaN's input")?;
     let x = imp.val(input)?;
-    let t = x.dtype().mlir();
-    tensor(imp.e.map(&[&x], x.ty.with_dtype(DType::Bool), &|a| {
-        format!("%r = arith.cmpf uno, {0}, {0} : {t}", a[0])
+    tensor(imp.e.map(&[&x], x.ty.with_dtype(DType::Bool), &|b, a| {
+        b.cmpf(FPred::Uno, a[0], a[0])
     }))
 }
 
@@ -175,20 +164,16 @@ pub fn is_inf(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let negative = node.int("detect_negative", 1)? != 0;
     let x = imp.val(input)?;
     let d = x.dtype();
-    let t = d.mlir();
-    let (plus, minus) = (
-        float_literal(f64::INFINITY, d),
-        float_literal(f64::NEG_INFINITY, d),
-    );
-    tensor(imp.e.map(&[&x], x.ty.with_dtype(DType::Bool), &|a| {
-        format!(
-            "%plus = arith.constant {plus} : {t}\n%minus = arith.constant {minus} : {t}\n\
-             %p = arith.cmpf oeq, {0}, %plus : {t}\n%n = arith.cmpf oeq, {0}, %minus : {t}\n\
-             %want_p = arith.constant {positive}\n%want_n = arith.constant {negative}\n\
-             %pp = arith.andi %p, %want_p : i1\n%nn = arith.andi %n, %want_n : i1\n\
-             %r = arith.ori %pp, %nn : i1",
-            a[0]
-        )
+    tensor(imp.e.map(&[&x], x.ty.with_dtype(DType::Bool), &|b, a| {
+        let plus = b.constant(f64::INFINITY, d);
+        let minus = b.constant(f64::NEG_INFINITY, d);
+        let p = b.cmpf(FPred::Oeq, a[0], plus);
+        let n = b.cmpf(FPred::Oeq, a[0], minus);
+        let want_p = b.int(positive as i64, DType::Bool);
+        let want_n = b.int(negative as i64, DType::Bool);
+        let pp = b.op("arith.andi", &[p, want_p]);
+        let nn = b.op("arith.andi", &[n, want_n]);
+        b.op("arith.ori", &[pp, nn])
     }))
 }
 
@@ -198,40 +183,39 @@ pub fn shrink(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let bias = node.float("bias", 0.0)? as f64;
     let x = imp.val(node.input(0)?)?;
     let d = x.dtype();
-    let t = d.mlir();
-    let body = if d.is_float() {
-        let l = |v: f64| float_literal(v, d);
-        format!(
-            "%low = arith.constant {} : {t}\n%high = arith.constant {} : {t}\n\
-             %bias = arith.constant {} : {t}\n%zero = arith.constant {} : {t}\n\
-             %below = arith.cmpf olt, %in0, %low : {t}\n%above = arith.cmpf ogt, %in0, %high : {t}\n\
-             %plus = arith.addf %in0, %bias : {t}\n%minus = arith.subf %in0, %bias : {t}\n\
-             %upper = arith.select %above, %minus, %zero : {t}\n\
-             %r = arith.select %below, %plus, %upper : {t}",
-            l(-lambd),
-            l(lambd),
-            l(bias),
-            l(0.0)
-        )
+    // The thresholds and the bias; integers compare with the thresholds
+    // as numpy does (promoted): x < -lambd is x < ceil(-lambd), x > lambd
+    // is x > floor(lambd).
+    let (low, high, ops) = if d.is_float() {
+        (-lambd, lambd, ("arith.addf", "arith.subf"))
     } else if d.is_int() {
-        // Integers compare with the thresholds as numpy does (promoted):
-        // x < -lambd is x < ceil(-lambd), x > lambd is x > floor(lambd).
         if bias.fract() != 0.0 {
             bail!("Shrink of {d} tensors with the fractional bias {bias}");
         }
-        format!(
-            "%low = arith.constant {} : {t}\n%high = arith.constant {} : {t}\n\
-             %bias = arith.constant {} : {t}\n%zero = arith.constant 0 : {t}\n\
-             %below = arith.cmpi slt, %in0, %low : {t}\n%above = arith.cmpi sgt, %in0, %high : {t}\n\
-             %plus = arith.addi %in0, %bias : {t}\n%minus = arith.subi %in0, %bias : {t}\n\
-             %upper = arith.select %above, %minus, %zero : {t}\n\
-             %r = arith.select %below, %plus, %upper : {t}",
-            (-lambd).ceil() as i64,
-            lambd.floor() as i64,
-            bias as i64
-        )
+        ((-lambd).ceil(), lambd.floor(), ("arith.addi", "arith.subi"))
     } else {
         bail!("Shrink of bool tensors");
     };
-    tensor(imp.e.map(&[&x], x.ty.clone(), &|_| body.clone()))
+    let body = |b: &mut Body, a: &[Sv]| -> Sv {
+        let low = b.constant(low, d);
+        let high = b.constant(high, d);
+        let bias = b.constant(bias, d);
+        let zero = b.constant(0.0, d);
+        let (below, above) = if d.is_float() {
+            (
+                b.cmpf(FPred::Olt, a[0], low),
+                b.cmpf(FPred::Ogt, a[0], high),
+            )
+        } else {
+            (
+                b.cmpi(IPred::Slt, a[0], low),
+                b.cmpi(IPred::Sgt, a[0], high),
+            )
+        };
+        let plus = b.op(ops.0, &[a[0], bias]);
+        let minus = b.op(ops.1, &[a[0], bias]);
+        let upper = b.select(above, minus, zero);
+        b.select(below, plus, upper)
+    };
+    tensor(imp.e.map(&[&x], x.ty.clone(), &body))
 }

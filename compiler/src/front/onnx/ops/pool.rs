@@ -5,8 +5,8 @@
 //! 2-D pools of height 1. Dilated and 3-D pools, which TOSA lacks, are
 //! linalg pooling ops on an explicitly padded NDHWC input.
 
-use super::super::dtype::TType;
-use super::super::emit::{Val, array_i64};
+use super::super::dtype::{DType, TType};
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
 use super::super::importer::Importer;
@@ -341,12 +341,9 @@ fn abs_pow(imp: &mut Importer, x: &Val, p: i64) -> Result<Val> {
 fn root(imp: &mut Importer, s: &Val, p: i64) -> Result<Val> {
     Ok(match p {
         1 => s.clone(),
-        2 => {
-            let t = s.dtype().mlir();
-            imp.e.map(&[s], s.ty.clone(), &|a| {
-                format!("%r = math.sqrt {} : {t}", a[0])
-            })
-        }
+        2 => imp
+            .e
+            .map(&[s], s.ty.clone(), &|b, a| b.op("math.sqrt", &[a[0]])),
         p => {
             let e = imp.e.scalar(s.dtype(), s.rank(), 1.0 / p as f64);
             imp.e.binary("tosa.pow", s, &e)?
@@ -436,22 +433,25 @@ fn tosa_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
     let out_ty = nhwc
         .ty
         .with_shape(vec![s[0], w2[0].output, w2[1].output, s[3]]);
-    let attrs = format!(
-        "kernel = {}, pad = {}, stride = {}",
-        array_i64(&[w2[0].kernel, w2[1].kernel]),
-        array_i64(&[
-            w2[0].pad_begin,
-            w2[0].pad_end,
-            w2[1].pad_begin,
-            w2[1].pad_end
-        ]),
-        array_i64(&[w2[0].stride, w2[1].stride])
-    );
+    let window = [
+        ("kernel", Attr::I64s(vec![w2[0].kernel, w2[1].kernel])),
+        (
+            "pad",
+            Attr::I64s(vec![
+                w2[0].pad_begin,
+                w2[0].pad_end,
+                w2[1].pad_begin,
+                w2[1].pad_end,
+            ]),
+        ),
+        ("stride", Attr::I64s(vec![w2[0].stride, w2[1].stride])),
+    ];
     let mut y = match pooling.kind {
-        Kind::Max => imp.e.op("tosa.max_pool2d", &[&nhwc], &attrs, out_ty),
+        Kind::Max => imp.e.op("tosa.max_pool2d", &[&nhwc], &window, out_ty),
         Kind::Average | Kind::Sum => {
             let zp = imp.e.zero_point(nhwc.dtype());
-            let attrs = format!("acc_type = f32, {attrs}");
+            let mut attrs = vec![("acc_type", Attr::Type(DType::F32))];
+            attrs.extend(window.iter().cloned());
             imp.e
                 .op("tosa.avg_pool2d", &[&nhwc, &zp, &zp], &attrs, out_ty)
         }
@@ -508,22 +508,16 @@ fn linalg_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
         (_, 2) => "linalg.pooling_nhwc_sum",
         (_, _) => "linalg.pooling_ndhwc_sum",
     };
-    let n = pooling.windows.len();
-    let attrs = format!(
-        "dilations = dense<[{}]> : tensor<{n}xi64>, strides = dense<[{}]> : tensor<{n}xi64>",
-        pooling
-            .windows
-            .iter()
-            .map(|w| w.dilation.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        pooling
-            .windows
-            .iter()
-            .map(|w| w.stride.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let attrs = [
+        (
+            "dilations",
+            Attr::I64Elements(pooling.windows.iter().map(|w| w.dilation).collect()),
+        ),
+        (
+            "strides",
+            Attr::I64Elements(pooling.windows.iter().map(|w| w.stride).collect()),
+        ),
+    ];
     let mut y = imp.e.linalg_named(name, &attrs, &[&cl, &window], &init);
     if pooling.kind == Kind::Average {
         y = scale_per_axis(imp, &y, pooling.windows, &|w, o| {

@@ -35,7 +35,7 @@
 
 use super::{conv, matmul, narrow, one};
 use crate::front::onnx::dtype::{DType, TType};
-use crate::front::onnx::emit::{Val, broadcast_shapes, float_literal};
+use crate::front::onnx::emit::{Body, Sv, Val, broadcast_shapes};
 use crate::front::onnx::error::{ImportError, Result, bail};
 use crate::front::onnx::importer::Importer;
 use crate::front::onnx::node::{Node, Value, tensor_value};
@@ -235,15 +235,15 @@ fn int_range(dtype: DType) -> Option<(i64, i64)> {
     })
 }
 
-/// A body line that defines `%{name}` as the i64 value of the block
-/// argument `arg` of the (widened, at most 32-bit) integer type `dtype`.
-fn int64_of(arg: &str, dtype: DType, name: &str) -> String {
+/// The i64 value of `v`, of the (widened, at most 32-bit) integer type
+/// `dtype`.
+fn int64_of(b: &mut Body, v: Sv, dtype: DType) -> Sv {
     let ext = if dtype.is_unsigned() {
-        "extui"
+        "arith.extui"
     } else {
-        "extsi"
+        "arith.extsi"
     };
-    format!("%{name} = arith.{ext} {arg} : {} to i64\n", dtype.mlir())
+    b.cast(ext, v, DType::I64)
 }
 
 /// The zero-point-shifted value `x - zero` times `scale` (1 when absent)
@@ -284,44 +284,45 @@ fn dequantize(imp: &mut Importer, x: &Value, p: &Params) -> Result<Value> {
             .collect();
         return Ok(Value::constant(Const::from_f64(DType::F32, shape, &values)));
     }
-    // The block arguments of `Emitter::map` are `%in0`, `%in1`, ...
     let xv = imp.val(x)?;
     let xv = narrow::widen(imp, &xv);
     let mut inputs = vec![xv.clone()];
-    let mut lines = String::new();
-    let mut value = "%in0".to_string();
-    if xv.dtype() != DType::F32 {
-        lines.push_str(&int64_of("%in0", xv.dtype(), "x"));
-        let mut shifted = "%x";
-        if let Some(z) = zero {
-            let zv = p.layout.broadcast(imp, z, &shape)?;
-            let zv = narrow::widen(imp, &zv);
-            lines.push_str(&int64_of(&format!("%in{}", inputs.len()), zv.dtype(), "z"));
-            inputs.push(zv);
-            lines.push_str("%d = arith.subi %x, %z : i64\n");
-            shifted = "%d";
-        }
-        // Without a scale the shifted value is the result.
-        let name = if p.scale.is_some() { "%v" } else { "%r" };
-        lines.push_str(&format!("{name} = arith.sitofp {shifted} : i64 to f32\n"));
-        value = name.into();
+    let integer = xv.dtype() != DType::F32;
+    // The positions of the zero point and the scale among the inputs.
+    let mut zero_at = None;
+    if integer && let Some(z) = zero {
+        let zv = p.layout.broadcast(imp, z, &shape)?;
+        zero_at = Some(inputs.len());
+        inputs.push(narrow::widen(imp, &zv));
     }
+    let mut scale_at = None;
     match p.scale {
         Some(s) => {
-            let sv = p.layout.broadcast(imp, s, &shape)?;
-            lines.push_str(&format!(
-                "%r = arith.mulf {value}, %in{} : f32",
-                inputs.len()
-            ));
-            inputs.push(sv);
+            scale_at = Some(inputs.len());
+            inputs.push(p.layout.broadcast(imp, s, &shape)?);
         }
         // A float input without a scale is already the result.
-        None if value == "%in0" => return Ok(tensor_value(xv)),
+        None if !integer => return Ok(tensor_value(xv)),
         None => {}
     }
+    let dtypes: Vec<DType> = inputs.iter().map(Val::dtype).collect();
     let refs: Vec<&Val> = inputs.iter().collect();
     let ty = TType::new(DType::F32, shape);
-    Ok(tensor_value(imp.e.map(&refs, ty, &|_| lines.clone())))
+    Ok(tensor_value(imp.e.map(&refs, ty, &|b, a| {
+        let mut value = a[0];
+        if integer {
+            let mut shifted = int64_of(b, a[0], dtypes[0]);
+            if let Some(z) = zero_at {
+                let z64 = int64_of(b, a[z], dtypes[z]);
+                shifted = b.op("arith.subi", &[shifted, z64]);
+            }
+            value = b.cast("arith.sitofp", shifted, DType::F32);
+        }
+        match scale_at {
+            Some(s) => b.op("arith.mulf", &[value, a[s]]),
+            None => value,
+        }
+    })))
 }
 
 /// Rounds the f32 `y` (already divided by its scale) half to even, adds
@@ -337,27 +338,29 @@ fn round_to_int(imp: &mut Importer, y: &Val, zero: Option<&Val>, target: DType) 
             "quantizing to int32 is not supported (the 8-, 16-, 4- and 2-bit integer, float8 and float4 types are)"
         );
     }
-    let storage = target.mlir();
-    let (lo, hi) = (
-        float_literal(lo as f64, DType::F32),
-        float_literal(hi as f64, DType::F32),
-    );
+    let zero_dtype = zero.map(Val::dtype);
     let mut inputs = vec![y];
-    let mut lines = "%n = math.roundeven %in0 : f32\n".to_string();
-    let mut sum = "%n";
     if let Some(z) = zero {
-        lines.push_str(&int64_of("%in1", z.dtype(), "z"));
-        lines.push_str("%zf = arith.sitofp %z : i64 to f32\n%s = arith.addf %n, %zf : f32\n");
         inputs.push(z);
-        sum = "%s";
     }
-    lines.push_str(&format!(
-        "%lo = arith.constant {lo} : f32\n%hi = arith.constant {hi} : f32\n\
-         %c = arith.maximumf {sum}, %lo : f32\n%cl = arith.minimumf %c, %hi : f32\n\
-         %i = arith.fptosi %cl : f32 to i32\n%r = arith.trunci %i : i32 to {storage}"
-    ));
     let ty = y.ty.with_dtype(target);
-    Ok(imp.e.map(&inputs, ty, &|_| lines.clone()))
+    Ok(imp.e.map(&inputs, ty, &|b, a| {
+        let n = b.op("math.roundeven", &[a[0]]);
+        let sum = match zero_dtype {
+            Some(dtype) => {
+                let z = int64_of(b, a[1], dtype);
+                let zf = b.cast("arith.sitofp", z, DType::F32);
+                b.op("arith.addf", &[n, zf])
+            }
+            None => n,
+        };
+        let lo = b.constant(lo as f64, DType::F32);
+        let hi = b.constant(hi as f64, DType::F32);
+        let c = b.op("arith.maximumf", &[sum, lo]);
+        let cl = b.op("arith.minimumf", &[c, hi]);
+        let i = b.cast("arith.fptosi", cl, DType::I32);
+        b.cast("arith.trunci", i, target)
+    }))
 }
 
 /// `QuantizeLinear`'s computation on the f32 `x` with the parameters `p`
@@ -371,8 +374,8 @@ fn quantize(imp: &mut Importer, x: &Val, p: &Params, target: DType, saturate: bo
         Some(s) => p.layout.broadcast(imp, s, &shape)?,
         None => bail!("QuantizeLinear needs a scale"),
     };
-    let divided = imp.e.map(&[x, &scale], x.ty.clone(), &|a| {
-        format!("%r = arith.divf {}, {} : f32", a[0], a[1])
+    let divided = imp.e.map(&[x, &scale], x.ty.clone(), &|b, a| {
+        b.op("arith.divf", &[a[0], a[1]])
     });
     let zero = match p.zero {
         Some(z) => {
@@ -385,9 +388,11 @@ fn quantize(imp: &mut Importer, x: &Val, p: &Params, target: DType, saturate: bo
         // float8: the zero point is zero (the spec's rule) and not read;
         // float4e2m1: added before the encoding, as the reference does.
         let y = match zero {
-            Some(z) if target == DType::F4E2M1 => imp.e.map(&[&divided, &z], x.ty.clone(), &|a| {
-                format!("%r = arith.addf {}, {} : f32", a[0], a[1])
-            }),
+            Some(z) if target == DType::F4E2M1 => {
+                imp.e.map(&[&divided, &z], x.ty.clone(), &|b, a| {
+                    b.op("arith.addf", &[a[0], a[1]])
+                })
+            }
             _ => divided,
         };
         return narrow::encode(imp, &y, target, saturate);
@@ -557,17 +562,18 @@ fn requantize(
             let v2 = imp.e.reshape(&v2, &d2);
             let vy = imp.val(y_scale)?;
             let vy = imp.e.reshape(&vy, &vec![1; rank]);
-            imp.e
-                .map(&[&v1, &v2, &vy], TType::new(DType::F32, out_shape), &|a| {
-                    format!(
-                        "%p = arith.mulf {}, {} : f32\n%r = arith.divf %p, {} : f32",
-                        a[0], a[1], a[2]
-                    )
-                })
+            imp.e.map(
+                &[&v1, &v2, &vy],
+                TType::new(DType::F32, out_shape),
+                &|b, a| {
+                    let p = b.op("arith.mulf", &[a[0], a[1]]);
+                    b.op("arith.divf", &[p, a[2]])
+                },
+            )
         }
     };
-    let scaled = imp.e.map(&[c, &multiplier], c.ty.clone(), &|a| {
-        format!("%r = arith.mulf {}, {} : f32", a[0], a[1])
+    let scaled = imp.e.map(&[c, &multiplier], c.ty.clone(), &|b, a| {
+        b.op("arith.mulf", &[a[0], a[1]])
     });
     let zero = match y_zero {
         Some(z) => {
@@ -647,7 +653,7 @@ pub fn qlinear_conv(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             Some(tensor_value(imp.e.map(
                 &[&bv],
                 bv.ty.with_dtype(DType::F32),
-                &|a| format!("%r = arith.sitofp {} : i32 to f32", a[0]),
+                &|b, a| b.cast("arith.sitofp", a[0], DType::F32),
             )))
         }
     };
@@ -710,9 +716,10 @@ fn check_exact(node: &Node, terms: i64, a: f64, b: f64) -> Result<()> {
 /// The exact f32 integer result `y` as int32.
 fn to_int32(imp: &mut Importer, y: &Val) -> Value {
     let ty = y.ty.with_dtype(DType::I32);
-    tensor_value(imp.e.map(&[y], ty, &|a| {
-        format!("%r = arith.fptosi {} : f32 to i32", a[0])
-    }))
+    tensor_value(
+        imp.e
+            .map(&[y], ty, &|b, a| b.cast("arith.fptosi", a[0], DType::I32)),
+    )
 }
 
 /// `MatMulInteger(a, b, a_zero_point, b_zero_point)`: int32 products.
@@ -772,36 +779,42 @@ pub fn dynamic_quantize_linear(imp: &mut Importer, node: &Node) -> Result<Vec<Va
     let low = imp.e.reduce_axes("tosa.reduce_min", &flat, &[0]);
     let high = imp.e.reduce_axes("tosa.reduce_max", &flat, &[0]);
     let scalar = TType::new(DType::F32, vec![1]);
-    let scale = imp.e.map(&[&low, &high], scalar.clone(), &|a| {
-        format!(
-            "%zero = arith.constant 0.0 : f32\n%steps = arith.constant 255.0 : f32\n\
-             %lo = arith.minimumf {}, %zero : f32\n%hi = arith.maximumf {}, %zero : f32\n\
-             %range = arith.subf %hi, %lo : f32\n%r = arith.divf %range, %steps : f32",
-            a[0], a[1]
-        )
+    let scale = imp.e.map(&[&low, &high], scalar.clone(), &|b, a| {
+        let zero = b.constant(0.0, DType::F32);
+        let steps = b.constant(255.0, DType::F32);
+        let lo = b.op("arith.minimumf", &[a[0], zero]);
+        let hi = b.op("arith.maximumf", &[a[1], zero]);
+        let range = b.op("arith.subf", &[hi, lo]);
+        b.op("arith.divf", &[range, steps])
     });
     // The zero point as a float (an integer in [0, 255]).
-    let zero = imp.e.map(&[&low, &scale], scalar, &|a| {
-        format!(
-            "%zero = arith.constant 0.0 : f32\n%top = arith.constant 255.0 : f32\n\
-             %lo = arith.minimumf {}, %zero : f32\n%q = arith.divf %lo, {} : f32\n\
-             %n = arith.negf %q : f32\n%rn = math.roundeven %n : f32\n\
-             %c = arith.maximumf %rn, %zero : f32\n%r = arith.minimumf %c, %top : f32",
-            a[0], a[1]
-        )
+    let zero = imp.e.map(&[&low, &scale], scalar, &|b, a| {
+        let zero = b.constant(0.0, DType::F32);
+        let top = b.constant(255.0, DType::F32);
+        let lo = b.op("arith.minimumf", &[a[0], zero]);
+        let q = b.op("arith.divf", &[lo, a[1]]);
+        let n = b.op("arith.negf", &[q]);
+        let rn = b.op("math.roundeven", &[n]);
+        let c = b.op("arith.maximumf", &[rn, zero]);
+        b.op("arith.minimumf", &[c, top])
     });
-    let y = imp.e.map(&[&x, &scale, &zero], x.ty.with_dtype(DType::U8), &|a| {
-        format!(
-            "%q = arith.divf {}, {} : f32\n%n = math.roundeven %q : f32\n%z = arith.addf %n, {} : f32\n\
-             %lo = arith.constant 0.0 : f32\n%hi = arith.constant 255.0 : f32\n\
-             %c = arith.maximumf %z, %lo : f32\n%s = arith.minimumf %c, %hi : f32\n\
-             %r = arith.fptoui %s : f32 to i8",
-            a[0], a[1], a[2]
-        )
-    });
-    let zero_point = imp.e.map(&[&zero], TType::new(DType::U8, vec![1]), &|a| {
-        format!("%r = arith.fptoui {} : f32 to i8", a[0])
-    });
+    let y = imp
+        .e
+        .map(&[&x, &scale, &zero], x.ty.with_dtype(DType::U8), &|b, a| {
+            let q = b.op("arith.divf", &[a[0], a[1]]);
+            let n = b.op("math.roundeven", &[q]);
+            let z = b.op("arith.addf", &[n, a[2]]);
+            let lo = b.constant(0.0, DType::F32);
+            let hi = b.constant(255.0, DType::F32);
+            let c = b.op("arith.maximumf", &[z, lo]);
+            let s = b.op("arith.minimumf", &[c, hi]);
+            b.cast("arith.fptoui", s, DType::U8)
+        });
+    let zero_point = imp
+        .e
+        .map(&[&zero], TType::new(DType::U8, vec![1]), &|b, a| {
+            b.cast("arith.fptoui", a[0], DType::U8)
+        });
     let scale = imp.e.reshape(&scale, &[]);
     let zero_point = imp.e.reshape(&zero_point, &[]);
     Ok(vec![

@@ -2,7 +2,7 @@
 //! ArgMax/ArgMin.
 
 use super::super::dtype::DType;
-use super::super::emit::Val;
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value};
@@ -68,10 +68,8 @@ pub fn reduce(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             let sq = imp.e.mul(&x, &x)?;
             let s = reduce_sum(imp, &sq);
             if op == "ReduceL2" {
-                let t = s.dtype().mlir();
-                imp.e.map(&[&s], s.ty.clone(), &|a| {
-                    format!("%r = math.sqrt {} : {t}", a[0])
-                })
+                imp.e
+                    .map(&[&s], s.ty.clone(), &|b, a| b.op("math.sqrt", &[a[0]]))
             } else {
                 s
             }
@@ -125,7 +123,7 @@ pub fn arg(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let ty = x.ty.with_shape(shape.clone()).with_dtype(DType::I32);
     let i = imp
         .e
-        .op("tosa.argmax", &[&x], &format!("axis = {axis} : i32"), ty);
+        .op("tosa.argmax", &[&x], &[("axis", Attr::i32(axis))], ty);
     let i = imp.e.cast(&i, DType::I64);
     if keepdims {
         shape.insert(axis, 1);

@@ -319,7 +319,7 @@ fn apply_axis(
     let gathered = imp.e.op(
         "tosa.gather",
         &[&values, &idx],
-        "",
+        &[],
         values.ty.with_shape(vec![1, out * k, rest]),
     );
     let y = if single {

@@ -155,13 +155,13 @@ fn apply(imp: &mut Importer, act: &Act, x: &Val, clip: Option<f64>) -> Result<Va
         "leakyrelu" => {
             let ax = imp.e.scale(&x, act.alpha)?;
             let zero = imp.e.scalar(d, rank, 0.0);
-            let keep = imp.e.op("tosa.greater_equal", &[&x, &zero], "", bool_ty);
+            let keep = imp.e.op("tosa.greater_equal", &[&x, &zero], &[], bool_ty);
             imp.e.select(&keep, &x, &ax)?
         }
         "thresholdedrelu" => {
             let threshold = imp.e.scalar(d, rank, act.alpha);
             let zero = imp.e.scalar(d, rank, 0.0);
-            let keep = imp.e.op("tosa.greater", &[&x, &threshold], "", bool_ty);
+            let keep = imp.e.op("tosa.greater", &[&x, &threshold], &[], bool_ty);
             imp.e.select(&keep, &x, &zero)?
         }
         "hardsigmoid" => {
@@ -171,7 +171,7 @@ fn apply(imp: &mut Importer, act: &Act, x: &Val, clip: Option<f64>) -> Result<Va
         }
         "elu" => {
             let zero = imp.e.scalar(d, rank, 0.0);
-            let positive = imp.e.op("tosa.greater", &[&x, &zero], "", bool_ty);
+            let positive = imp.e.op("tosa.greater", &[&x, &zero], &[], bool_ty);
             let e = imp.e.unary("tosa.exp", &x);
             let em1 = imp.e.offset(&e, -1.0)?;
             let negative = imp.e.scale(&em1, act.alpha)?;

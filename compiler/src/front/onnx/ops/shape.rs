@@ -136,7 +136,7 @@ pub(super) fn gather_tensor(
     let gathered = imp.e.op(
         "tosa.gather",
         &[&values, &idx],
-        "",
+        &[],
         values.ty.with_shape(vec![1, count, rest]),
     );
     // [indices..., others...] then back to [pre..., indices..., post...].

@@ -2,7 +2,7 @@
 //! geometry: MaxPool's Indices output, CenterCropPad and Col2Im.
 
 use super::super::dtype::{DType, checked_numel};
-use super::super::emit::Val;
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::importer::Importer;
 use super::super::node::{Node, Value};
@@ -101,14 +101,14 @@ pub fn max_pool_indices(
     let taps = imp.e.op(
         "tosa.gather",
         &[&values, &idx],
-        "",
+        &[],
         values.ty.with_shape(vec![1, o * k, nc]),
     );
     let taps = imp.e.reshape(&taps, &[o, k, nc]);
     let best = imp.e.op(
         "tosa.argmax",
         &[&taps],
-        "axis = 1 : i32",
+        &[("axis", Attr::i32(1))],
         taps.ty.with_shape(vec![o, nc]).with_dtype(DType::I32),
     );
     // (o, tap) -> o * K + tap -> the reported input index.
@@ -125,7 +125,7 @@ pub fn max_pool_indices(
     let found = imp.e.op(
         "tosa.gather",
         &[&table, &pos],
-        "",
+        &[],
         table.ty.with_shape(vec![1, o * nc, 1]),
     );
     let found = imp.e.reshape(&found, &[o, nc]);

@@ -1,0 +1,134 @@
+//! The function the emitter records: typed ops on numbered values (no
+//! text). The symbolic-dimension import merges two recorded functions op
+//! by op (`importer/symbolic.rs`); [`super::print`] writes one as MLIR.
+
+use std::rc::Rc;
+
+use super::super::dtype::TType;
+use super::super::tensor::Const;
+use super::attr::Attr;
+use super::body::{BodyOp, Scalar, Sv};
+
+/// Which value: a function argument, the result of a recorded op, or
+/// none (a placeholder that is never emitted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueId {
+    Arg(usize),
+    Op(usize),
+    None,
+}
+
+/// The type of an op's result: a tensor, or TOSA's `!tosa.shape<N>`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResultType {
+    Tensor(TType),
+    Shape(usize),
+}
+
+/// An operand: a value and its type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Use {
+    pub id: ValueId,
+    pub ty: ResultType,
+}
+
+/// How a `tosa.const`'s elements are given.
+#[derive(Clone, Debug)]
+pub enum Elements {
+    /// The elements themselves (written inline, or as hex).
+    Dense(Const),
+    /// A `dense_resource` whose bytes are in the module's resources.
+    Resource(String),
+    /// A `dense_resource` whose bytes stay outside the module
+    /// ([`super::Blob`]).
+    Blob(String),
+}
+
+impl PartialEq for Elements {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Elements::Dense(a), Elements::Dense(b)) => {
+                a.dtype == b.dtype && a.shape == b.shape && a.splat == b.splat && a.bytes == b.bytes
+            }
+            (Elements::Resource(a), Elements::Resource(b))
+            | (Elements::Blob(a), Elements::Blob(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A result of a `linalg.generic` operand's indexing map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expr {
+    /// Loop dimension `d`.
+    Dim(usize),
+    /// The constant 0 (a broadcast dimension of size 1).
+    Zero,
+}
+
+/// A `linalg.generic`: its loops (`true` for a reduction), operands with
+/// their indexing maps, the block arguments' types and the body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generic {
+    pub reductions: Vec<bool>,
+    pub ins: Vec<(Use, Vec<Expr>)>,
+    pub init: (Use, Vec<Expr>),
+    pub args: Vec<Scalar>,
+    pub body: Vec<BodyOp>,
+    pub yielded: Sv,
+}
+
+/// What an op is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// An op with operands and attributes and nothing else (TOSA's, tcc's
+    /// composites).
+    Plain {
+        name: String,
+        operands: Vec<Use>,
+        attrs: Vec<(String, Attr)>,
+    },
+    /// `tosa.const`.
+    Const(Elements),
+    /// `tosa.const_shape`.
+    ConstShape(Vec<i64>),
+    /// `tensor.empty`.
+    Empty,
+    /// A `tensor.empty` filled with a value (`linalg.fill`).
+    Fill(f64),
+    /// A linalg named op (convolution, pooling) on `ins` into `init`.
+    Named {
+        name: String,
+        attrs: Vec<(String, Attr)>,
+        ins: Vec<Use>,
+        init: Use,
+    },
+    Generic(Box<Generic>),
+}
+
+/// One recorded op, with its one result's type and its location (the
+/// ONNX node's name).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Op {
+    pub kind: Kind,
+    pub ty: ResultType,
+    pub loc: Rc<str>,
+}
+
+impl Op {
+    /// The values the op reads (a body's `tensor.extract`s included).
+    pub fn uses(&self) -> Vec<&Use> {
+        match &self.kind {
+            Kind::Plain { operands, .. } => operands.iter().collect(),
+            Kind::Named { ins, init, .. } => ins.iter().chain([init]).collect(),
+            Kind::Generic(g) => g
+                .ins
+                .iter()
+                .map(|(u, _)| u)
+                .chain([&g.init.0])
+                .chain(g.body.iter().filter_map(|op| op.tensor.as_ref()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
