@@ -241,3 +241,34 @@ mod tests {
         assert!(refuse_dynamic(root, "tcc-example").is_ok());
     }
 }
+
+/// The `tcc.dim_names` of argument `index` of the function `op`, if it has
+/// them (`None` also when they are not an array of strings).
+pub fn argument_dim_names<'c: 'a, 'a>(
+    op: &impl OperationLike<'c, 'a>,
+    index: usize,
+) -> Option<Vec<String>> {
+    use melior::ir::attribute::AttributeLike;
+    let attrs = op.attribute("arg_attrs").ok()?;
+    let raw = attrs.to_raw();
+    unsafe {
+        if !mlir_sys::mlirAttributeIsAArray(raw)
+            || index as isize >= mlir_sys::mlirArrayAttrGetNumElements(raw)
+        {
+            return None;
+        }
+        let dictionary = mlir_sys::mlirArrayAttrGetElement(raw, index as isize);
+        if !mlir_sys::mlirAttributeIsADictionary(dictionary) {
+            return None;
+        }
+        let name = mlir_sys::MlirStringRef {
+            data: tcc_dialects::dims::DIM_NAMES.as_ptr() as *const _,
+            length: tcc_dialects::dims::DIM_NAMES.len(),
+        };
+        let names = mlir_sys::mlirDictionaryAttrGetElementByName(dictionary, name);
+        if names.ptr.is_null() {
+            return None;
+        }
+        tcc_dialects::dims::string_array(melior::ir::Attribute::from_raw(names))
+    }
+}

@@ -15,7 +15,7 @@ use melior::Context;
 use melior::ir::operation::OperationLike;
 use melior::ir::{TypeLike, ValueLike};
 
-use tcc_dialects::dims::{DIM_NAMES, Dims, string_array};
+use tcc_dialects::dims::{DIM_NAMES, Dims};
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::dynamic::{leading_dynamic, node_name};
@@ -149,7 +149,7 @@ impl TccPass for CheckSupported {
                             && !dims.is_empty()
                         {
                             factors.set(argument.into(), (1, 1));
-                            let names = argument_dim_names(&op, index);
+                            let names = crate::ir::dynamic::argument_dim_names(&op, index);
                             match symbolic_argument(ty, names.as_deref(), &dims) {
                                 Ok(used) => {
                                     for name in used {
@@ -293,37 +293,6 @@ fn unsupported_element(ty: melior::ir::Type) -> Option<String> {
 
 fn is_static_tensor(ty: melior::ir::Type) -> bool {
     crate::ir::types::StaticTensor::of(ty).is_some()
-}
-
-/// The `tcc.dim_names` of argument `index` of the function `op`, if it has
-/// them (`None` also when they are not an array of strings).
-pub(crate) fn argument_dim_names<'c: 'a, 'a>(
-    op: &impl OperationLike<'c, 'a>,
-    index: usize,
-) -> Option<Vec<String>> {
-    use melior::ir::attribute::AttributeLike;
-    let attrs = op.attribute("arg_attrs").ok()?;
-    let raw = attrs.to_raw();
-    unsafe {
-        if !mlir_sys::mlirAttributeIsAArray(raw)
-            || index as isize >= mlir_sys::mlirArrayAttrGetNumElements(raw)
-        {
-            return None;
-        }
-        let dictionary = mlir_sys::mlirArrayAttrGetElement(raw, index as isize);
-        if !mlir_sys::mlirAttributeIsADictionary(dictionary) {
-            return None;
-        }
-        let name = mlir_sys::MlirStringRef {
-            data: DIM_NAMES.as_ptr() as *const _,
-            length: DIM_NAMES.len(),
-        };
-        let names = mlir_sys::mlirDictionaryAttrGetElementByName(dictionary, name);
-        if names.ptr.is_null() {
-            return None;
-        }
-        string_array(melior::ir::Attribute::from_raw(names))
-    }
 }
 
 /// Checks a dynamically shaped argument against the declared dimensions:

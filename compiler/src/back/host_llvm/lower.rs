@@ -173,7 +173,7 @@ fn name_dims(
     } else {
         format!("{what} ('{}')", tensor.name)
     };
-    let names = match crate::passes::check_supported::argument_dim_names(function, index) {
+    let names = match crate::ir::dynamic::argument_dim_names(function, index) {
         Some(names) => names,
         None if declared.0.len() == 1 => tensor
             .shape
