@@ -121,6 +121,19 @@ impl FunctionInfo {
         !self.dims.is_empty()
     }
 
+    /// The shapes of a call on inputs of `shapes`: [`Self::call_shapes`]
+    /// for a function on a symbolic dimension; otherwise the declared
+    /// outputs, with no entry shapes to pass.
+    pub fn shapes_of_call(&self, shapes: &[&[usize]]) -> Result<CallShapes> {
+        if self.is_dynamic() {
+            return self.call_shapes(shapes);
+        }
+        Ok(CallShapes {
+            outputs: self.outputs.iter().map(|d| d.shape.clone()).collect(),
+            flat: Vec::new(),
+        })
+    }
+
     /// The shapes of a call on inputs of `shapes`: each symbolic dimension
     /// bound to the value the inputs give it (in its declared range, the
     /// same in every input naming it; `tcc_abi::symbolic::bind`), the

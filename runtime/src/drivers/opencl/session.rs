@@ -307,15 +307,8 @@ impl Session {
         f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
         self.calls.join(&self.rt.inner)?;
         // A function on a symbolic dimension: outputs of the call's shapes.
-        let call = if f.is_dynamic() {
-            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
-            f.call_shapes(&shapes)?
-        } else {
-            crate::artifact::CallShapes {
-                outputs: f.outputs.iter().map(|d| d.shape.clone()).collect(),
-                flat: Vec::new(),
-            }
-        };
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+        let call = f.shapes_of_call(&shapes)?;
         let outputs = f
             .outputs
             .iter()

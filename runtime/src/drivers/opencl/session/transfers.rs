@@ -55,15 +55,8 @@ impl Session {
         let mut host_bufs: Vec<Buffer<u8>> = Vec::new();
         // A function on a symbolic dimension: the outputs sized from the
         // call's inputs (checked against the ranges by `check_inputs`).
-        let call = if f.is_dynamic() {
-            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
-            f.call_shapes(&shapes)?
-        } else {
-            crate::artifact::CallShapes {
-                outputs: f.outputs.iter().map(|d| d.shape.clone()).collect(),
-                flat: Vec::new(),
-            }
-        };
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+        let call = f.shapes_of_call(&shapes)?;
         let mut results: Vec<HostBytes> = f
             .outputs
             .iter()
