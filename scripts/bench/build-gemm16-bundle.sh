@@ -22,10 +22,19 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/models"
 cp "$bin/tcc-run" "$bin/tcc-benchmark" "$out/bin/"
 cp scripts/bench/gemm16-device.py "$out/"
-# name M N K: the check product (random inputs, against float64 numpy), the
-# transformer shapes and the square one.
+# name M N K: the check products (random inputs, against float64 numpy; M
+# = 2000 leaves the last 128-row tile 80 rows), the transformer shapes at
+# batch 32 (M = 4096 tokens; ViT-B/16's 32 x 197 = 6304) and at batch 1
+# (M = 128, the table's split-K tiles), and the square one.
 shapes=(
   "check_2048x1152x512 2048 1152 512"
+  "check_2000x1152x512 2000 1152 512"
+  "gemm_6304x768x768 6304 768 768"
+  "gemm_6304x3072x768 6304 3072 768"
+  "gemm_128x768x768 128 768 768"
+  "gemm_128x2304x768 128 2304 768"
+  "gemm_128x3072x768 128 3072 768"
+  "gemm_128x768x3072 128 768 3072"
   "gemm_4096x4096x4096 4096 4096 4096"
   "gemm_4096x768x768 4096 768 768"
   "gemm_4096x2304x768 4096 2304 768"

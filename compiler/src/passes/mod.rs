@@ -30,6 +30,7 @@ mod lower_bool_casts;
 mod lower_host_to_llvm;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
+mod merge_sibling_matmuls;
 mod narrow_storage;
 mod order_globals;
 mod outline_kernels;
@@ -74,6 +75,7 @@ pub use hoist_parallel_dims::HoistParallelDims;
 pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
+pub use merge_sibling_matmuls::MergeSiblingMatmuls;
 pub use narrow_storage::{
     HalfType, NarrowStorage, STORAGE_ATTR, argument_storage, half_storage, op_storage,
     uses_half_storage,
@@ -167,6 +169,7 @@ pub const ALL: &[(&str, &str)] = &[
     ),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
+    (MergeSiblingMatmuls::ARGUMENT, MergeSiblingMatmuls::SUMMARY),
     (NarrowStorage::ARGUMENT, NarrowStorage::SUMMARY),
     (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
     (DedupeKernels::ARGUMENT, DedupeKernels::SUMMARY),
@@ -216,6 +219,7 @@ pub fn register_all() {
     pass::register(&AttachTensorMapSlots);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
+    pass::register(&MergeSiblingMatmuls);
     pass::register(&NarrowStorage);
     pass::register(&PlanMemory);
     pass::register(&DedupeKernels);

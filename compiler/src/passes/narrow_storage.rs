@@ -189,11 +189,19 @@ fn narrowable_arguments(kernel: OperationRef) -> Vec<bool> {
     };
     let count = block.argument_count();
     let kernel_strategy = strategy::of(&kernel);
+    // tcc-attach-split-k-scratch appends the workspace and the counters
+    // after the kernel's own arguments, and tcc-attach-tensor-map-slots
+    // the slots after those.
+    let slots = usize::from(
+        kernel
+            .attribute(crate::ir::attr_names::TENSOR_MAP_SLOTS)
+            .is_ok(),
+    );
     let scratch_from = match kernel_strategy {
-        // tcc-attach-split-k-scratch appends the workspace and the
-        // counters after the kernel's own arguments.
-        Some(KernelStrategy::Gemm { config, .. }) if config.split_k > 1 => count.saturating_sub(2),
-        _ => count,
+        Some(KernelStrategy::Gemm { config, .. }) if config.split_k > 1 => {
+            count.saturating_sub(2 + slots)
+        }
+        _ => count.saturating_sub(slots),
     };
     let loops = !kernel_strategy.is_some_and(|s| s.is_template());
     (0..count)

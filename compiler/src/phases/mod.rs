@@ -152,6 +152,10 @@ impl Phase {
                     p.add(step);
                 }
                 p.pass("tcc-fold-batch-norm")
+                    // After quantization (which keeps its own products):
+                    // the merged weights' concatenations fold right after.
+                    .pass("tcc-merge-sibling-matmuls")
+                    .pass("tcc-fold-constants")
                     .pass("canonicalize")
                     .pass("cse")
                     .pass("symbol-dce");

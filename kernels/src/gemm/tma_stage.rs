@@ -22,6 +22,13 @@ pub(super) struct TmaStage {
 /// one bulk tensor copy of A (box origin k `stage_k unit`, row `row0`)
 /// and `boxes` of B (column `col0 + b_box_columns box`, k `stage_k unit`).
 pub(super) fn copy_stage(out: &mut String, unit: &str, s: &TmaStage) {
+    copy_stage_from(out, unit, None, s);
+}
+
+/// [`copy_stage`] of a work-group whose k tiles start at element
+/// `k_origin` of K (a split-K slice): the stage is still `unit % stages`,
+/// the boxes' k origin `stage_k unit + k_origin`.
+pub(super) fn copy_stage_from(out: &mut String, unit: &str, k_origin: Option<&str>, s: &TmaStage) {
     let TmaStage {
         stages,
         stage_bytes,
@@ -31,6 +38,10 @@ pub(super) fn copy_stage(out: &mut String, unit: &str, s: &TmaStage) {
         b_box_columns,
         boxes,
     } = *s;
+    let k = match k_origin {
+        Some(origin) => format!("(int)({unit}) * {stage_k} + {origin}"),
+        None => format!("(int)({unit}) * {stage_k}"),
+    };
     let _ = writeln!(
         out,
         "    {{
@@ -39,12 +50,12 @@ pub(super) fn copy_stage(out: &mut String, unit: &str, s: &TmaStage) {
       const uint full = (uint)(ulong)&tile_full[slot];
       __asm__ volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {stage_bytes};\" :: \"r\"(full) : \"memory\");
       __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
-                       :: \"r\"(st), \"l\"(a_map), \"r\"((int)({unit}) * {stage_k}), \"r\"((int)row0), \"r\"(full) : \"memory\");
+                       :: \"r\"(st), \"l\"(a_map), \"r\"({k}), \"r\"((int)row0), \"r\"(full) : \"memory\");
       #pragma unroll
       for (int box = 0; box < {boxes}; ++box)
         __asm__ volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{%2, %3}}], [%4];\"
                          :: \"r\"(st + {a_tile_bytes}u + (uint)box * {b_box_bytes}u), \"l\"(b_map), \"r\"((int)col0 + {b_box_columns} * box),
-                            \"r\"((int)({unit}) * {stage_k}), \"r\"(full) : \"memory\");
+                            \"r\"({k}), \"r\"(full) : \"memory\");
     }}",
     );
 }

@@ -32,7 +32,7 @@
 
 use std::fmt::Write as _;
 
-use super::tma_stage::{TmaStage, copy_stage};
+use super::tma_stage::{TmaStage, copy_stage_from};
 use super::wgmma::{
     TENSOR_MAP_BYTES, build_typed_tensor_map, descriptor, landed_wait, map_slot, tensor_map_fences,
 };
@@ -61,6 +61,11 @@ const B_BOX_COLUMNS: u32 = 64;
 const B_BOX_BYTES: u32 = B_BOX_COLUMNS * STAGE_K * HALF;
 /// Streaming multiprocessors of the H100 and H200 the tile choice fills.
 const SMS: i64 = 132;
+/// The widths of a tile whose work-groups split K. The tile choice never
+/// takes one ([`half_tile_for`] says why); a tuning record may.
+const SPLIT_WIDTHS: [u32; 2] = [128, 64];
+/// The most slices of K a split tile takes.
+const MAX_SPLIT: u32 = 16;
 
 /// Bytes of one stage of a tile `columns` wide.
 fn stage_bytes(columns: u32) -> u32 {
@@ -88,18 +93,37 @@ const fn tile(columns: u32) -> GemmConfig {
 }
 
 /// Whether a product of `config` over `shape` may take this body whatever
-/// its operands: a `128 x width` tile of 256 work-items unsplit, and M,
-/// N, K multiples of the tile and the stage's k.
+/// its operands: a `128 x width` tile of 256 work-items, unsplit (of the
+/// [`WIDTHS`]) or split in K (of the [`SPLIT_WIDTHS`], every slice the
+/// same whole number of stages), and N and K multiples of the tile's width
+/// and of the stage's k (any M: [`row_tiles`]).
 fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
-    WIDTHS.contains(&config.tile_n)
-        && *config == tile(config.tile_n)
+    let split = config.split_k;
+    let widths: &[u32] = if split == 1 { &WIDTHS } else { &SPLIT_WIDTHS };
+    widths.contains(&config.tile_n)
+        && split >= 1
+        && split <= MAX_SPLIT
+        && *config == split_tile(config.tile_n, split)
         && config.workgroup_size() == THREADS
         && shape.m > 0
         && shape.n > 0
         && shape.k > 0
-        && shape.m % ROWS as i64 == 0
         && shape.n % config.tile_n as i64 == 0
-        && shape.k % STAGE_K as i64 == 0
+        && shape.k % (STAGE_K * split) as i64 == 0
+}
+
+/// The tiles along M: the last may hang past M (the TMA fills A's rows
+/// past M with zeros, and the epilogue stores rows below M only).
+fn row_tiles(shape: &GemmShape) -> i64 {
+    (shape.m + ROWS as i64 - 1) / ROWS as i64
+}
+
+/// [`tile`] with K split in `split` slices.
+pub(super) const fn split_tile(columns: u32, split: u32) -> GemmConfig {
+    GemmConfig {
+        split_k: split,
+        ..tile(columns)
+    }
 }
 
 /// The tile of this body a product of `shape` takes, if any (products of
@@ -112,7 +136,13 @@ fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
 /// split-K or smaller tiles.
 pub fn half_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
     let batch = shape.batch.max(1);
-    // Less work than one 128x128 tile per SM: the table's choice.
+    // Less work than one 128x128 tile per SM: the table's choice. Split
+    // tiles of this body (128x64 or 128x128, K in 2 to 16 slices) measured
+    // slower there than the `mma.sync` split-K tiles on the H200 (GPT-2 at
+    // batch 1, 128 tokens: 768 x 3072 17.5 -> 26.3 us, 768 x 768 11.9 ->
+    // 21.5; only 3072 x 768 gained, 22.1 -> 19.1): each work-group's fixed
+    // costs (two tensor maps, the pipeline's fill, its partial tile)
+    // outweigh reading B once.
     if batch * shape.m * shape.n < SMS * (ROWS * ROWS) as i64 {
         return None;
     }
@@ -121,7 +151,7 @@ pub fn half_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
         .map(|&width| tile(width))
         .filter(|config| fits(config, shape))
         .map(|config| {
-            let groups = batch * (shape.m / ROWS as i64) * (shape.n / config.tile_n as i64);
+            let groups = batch * row_tiles(shape) * (shape.n / config.tile_n as i64);
             ((groups + SMS - 1) / SMS * config.tile_n as i64, config)
         })
         .min_by_key(|(time, config)| (*time, std::cmp::Reverse(config.tile_n)))
@@ -130,13 +160,15 @@ pub fn half_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
 
 /// The tensor-map scratch an FP16/BF16 GEMM of `config` over `shape`
 /// needs if it may take this body: two maps (A's and B's) per
-/// work-group. `None` when its tile, work-group or shape rule it out.
+/// work-group (every slice of a split tile builds its own). `None` when
+/// its tile, work-group or shape rule it out.
 pub fn half_tensor_map_slot_bytes(config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
     fits(config, shape).then(|| {
         2 * TENSOR_MAP_BYTES
             * shape.batch.max(1)
-            * (shape.m / ROWS as i64)
+            * row_tiles(shape)
             * (shape.n / config.tile_n as i64)
+            * config.split_k as i64
     })
 }
 
@@ -162,7 +194,7 @@ impl WgmmaHalf {
         spec.dynamic_local
             && fits(&spec.config, &spec.shape)
             && spec.tensor_map_slots.is_some()
-            && spec.split_k_scratch.is_none()
+            && spec.split_k_scratch.is_some() == (spec.config.split_k > 1)
             && spec.a.buffer.storage == storage
             && spec.b.buffer.storage == storage
             && spec.a_offset.is_none()
@@ -212,7 +244,14 @@ impl WgmmaHalf {
     pub(super) fn main_loop(out: &mut String, spec: &GemmSpec) {
         let s = spec.shape;
         let columns = spec.config.tile_n;
-        let k_tiles = s.k / STAGE_K as i64;
+        // A split tile's work-group runs its slice's k tiles, from k_begin.
+        let split = spec.config.split_k > 1;
+        let k_tiles = if split {
+            spec.config.split_k_slice(s.k) / STAGE_K as i64
+        } else {
+            s.k / STAGE_K as i64
+        };
+        let k_origin = split.then_some("k_origin");
         let precision = spec.tensor_cores.expect("WgmmaHalf::applies checked it");
         let storage = precision.half_storage().unwrap_or(Storage::F16);
         let slots = spec
@@ -230,12 +269,17 @@ impl WgmmaHalf {
   stages = (stages + 1023u) & ~1023u;
   /* this work-group's tensor maps of A and B (tcc-attach-tensor-map-slots) */
   __global uint* a_map = {a_slot};
-  __global uint* b_map = a_map + {map_words};
+  __global uint* b_map = a_map + {map_words};{origin}
   if (tid == 0) {{",
             name = precision.name(),
             symbol = super::DYNAMIC_LOCAL_SYMBOL,
             a_slot = map_slot(slots, 2 * TENSOR_MAP_BYTES),
             map_words = TENSOR_MAP_BYTES / 4,
+            origin = if split {
+                "\n  /* this slice's first k */\n  const int k_origin = (int)k_begin;"
+            } else {
+                ""
+            },
         );
         let element = (storage.c_type(), 1);
         build_typed_tensor_map(
@@ -268,7 +312,7 @@ impl WgmmaHalf {
   if (tid == 0) {{"
         );
         for unit in 0..(STAGES as i64).min(k_tiles) {
-            copy_stage(out, &unit.to_string(), &tma_stage(columns));
+            copy_stage_from(out, &unit.to_string(), k_origin, &tma_stage(columns));
         }
         let _ = writeln!(out, "  }}");
         let _ = writeln!(
@@ -276,7 +320,7 @@ impl WgmmaHalf {
             "  const uint a_rows = (uint)(warp / 4) * {};\n  for (int kt = 0; kt < {k_tiles}; ++kt) {{",
             64 * STAGE_K * HALF
         );
-        step(out, precision, k_tiles, columns);
+        step(out, precision, (k_tiles, k_origin), columns);
         let _ = writeln!(
             out,
             "  }}\n  __asm__ volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");"
@@ -302,7 +346,12 @@ fn mn_major_descriptor(address: &str) -> String {
 /// stage's A tile, advanced 32 bytes per k step inside the swizzled rows;
 /// B: the stage's B boxes, advanced 16 k rows, two atoms, per k step),
 /// left in flight.
-fn step(out: &mut String, precision: TensorCores, k_tiles: i64, columns: u32) {
+fn step(
+    out: &mut String,
+    precision: TensorCores,
+    (k_tiles, k_origin): (i64, Option<&str>),
+    columns: u32,
+) {
     let _ = writeln!(out, "    const uint slot = (uint)kt % {STAGES}u;");
     landed_wait(
         out,
@@ -315,7 +364,12 @@ fn step(out: &mut String, precision: TensorCores, k_tiles: i64, columns: u32) {
     if (tid == 0 && kt >= 2 && kt + {ahead} < {k_tiles}) {{",
         ahead = STAGES - 2
     );
-    copy_stage(out, &format!("kt + {}", STAGES - 2), &tma_stage(columns));
+    copy_stage_from(
+        out,
+        &format!("kt + {}", STAGES - 2),
+        k_origin,
+        &tma_stage(columns),
+    );
     let _ = writeln!(
         out,
         "    }}

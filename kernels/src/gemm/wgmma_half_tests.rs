@@ -2,6 +2,7 @@
 //! emitted structure.
 
 use super::tests::{aligned_spec, assert_contains};
+use super::wgmma_half::split_tile;
 use super::*;
 use crate::Storage;
 
@@ -43,17 +44,73 @@ fn tiles_are_chosen_by_waves_of_work_groups() {
     // Batched heads: 12 x (512 / 128) x (512 / 256) = 96 work-groups of
     // the widest against 192 of 128 (two waves) or none of 192.
     assert_eq!(width(12, 512, 512, 64), Some(256));
-    // Too little work (batch 1 BERT), or sizes that do not divide: the
-    // table's tiles.
-    assert_eq!(width(1, 128, 768, 768), None);
+    // Sizes that do not divide: the table's tiles.
     assert_eq!(width(1, 4096, 768, 100), None);
-    assert_eq!(width(1, 4000, 768, 768), None);
+    // Any M: ViT-B/16's 197 tokens at batch 32 (50 row tiles, the last
+    // of 32 rows).
+    assert_eq!(width(1, 32 * 197, 768, 768), Some(192));
     let config = half_tile_for(&shape(1, 4096, 768, 768)).unwrap();
     assert_eq!(
         (config.tile_m, config.workgroup_size(), config.split_k),
         (128, 256, 1)
     );
     config.validate().unwrap();
+}
+
+#[test]
+fn products_with_too_few_tiles_keep_the_table() {
+    let width = |batch, m, n, k| half_tile_for(&shape(batch, m, n, k)).map(|c| c.tile_n);
+    // Batch-1 transformer products (128 or 197 tokens), batched heads.
+    assert_eq!(width(1, 128, 768, 768), None);
+    assert_eq!(width(1, 197, 3072, 768), None);
+    assert_eq!(width(12, 128, 128, 64), None);
+}
+
+/// The split 128x64 tile of a 128 x 768 x 768 product (a tuning record's
+/// choice): each work-group copies its slice's k tiles from `k_origin` and
+/// publishes its partial tile to the split-K workspace.
+#[test]
+fn a_split_product_copies_its_slice_and_fixes_up() {
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.config = split_tile(64, 6);
+    spec.shape = shape(1, 128, 768, 768);
+    spec.config.validate().unwrap();
+    // Every slice builds its own two tensor maps.
+    assert_eq!(
+        half_tensor_map_slot_bytes(&spec.config, &spec.shape),
+        Some(2 * 128 * 12 * 6)
+    );
+    // A split must leave every slice whole stages (768 = 12 x 64).
+    assert_eq!(
+        half_tensor_map_slot_bytes(&split_tile(64, 5), &spec.shape),
+        None
+    );
+    spec.a.row_stride = 768;
+    spec.b.row_stride = 768;
+    spec.store = "a0[i * 768 + j] = acc_value;".into();
+    spec.split_k_scratch = Some((
+        Buffer::new("a4", Storage::F32),
+        Buffer::new("a5", Storage::I32),
+    ));
+    assert!(WgmmaHalf::applies(&spec));
+    let text = gemm_kernel(&spec).unwrap();
+    let body = &text[..text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body")];
+    assert_contains(
+        body,
+        &[
+            "const int k_origin = (int)k_begin;",
+            "\"r\"((int)(0) * 64 + k_origin)",
+            "\"r\"((int)(kt + 2) * 64 + k_origin)",
+            "for (int kt = 0; kt < 2; ++kt)",
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+            "split-K: 6 work-groups per tile",
+        ],
+    );
+    // Without the scratch the split tile does not take this body.
+    spec.split_k_scratch = None;
+    assert!(!WgmmaHalf::applies(&spec));
 }
 
 #[test]

@@ -448,37 +448,15 @@ impl KernelWriter {
     ) -> Result<GemmSpec, CodegenError> {
         let block = kernel.block;
         let tile_k = i64::from(config.tile_k);
-        // Split-K kernels end with the workspace and counters arguments
-        // (`tcc-attach-split-k-scratch`); the template writes both.
-        let split_k_scratch = if config.split_k > 1 {
-            let count = block.argument_count();
-            let counters_are_i32 = count >= 2
-                && block.argument(count - 1).is_ok_and(|counters| {
-                    super::writer::memref_element(counters.r#type())
-                        == Some(super::writer::ElementType::I32)
-                });
-            if !counters_are_i32 {
-                return Err(CodegenError::at(
-                    &kernel.op,
-                    "a split-K GEMM kernel needs its workspace and counters arguments (run tcc-attach-split-k-scratch)",
-                ));
-            }
-            let workspace = argument_buffer(count - 2, ElementType::F32.storage());
-            let counters = argument_buffer(count - 1, ElementType::I32.storage());
-            self.mark_written(&workspace);
-            self.mark_written(&counters);
-            Some((workspace, counters))
-        } else {
-            None
-        };
-        // Kernels that may take the TF32 wgmma body end with its tensor-map
-        // slots (`tcc-attach-tensor-map-slots`); the body writes them.
+        // Kernels that may take a wgmma body end with its tensor-map slots
+        // (`tcc-attach-tensor-map-slots`, which runs after
+        // `tcc-attach-split-k-scratch`); the body writes them.
+        let count = block.argument_count();
         let tensor_map_slots = if kernel
             .op
             .attribute(crate::ir::attr_names::TENSOR_MAP_SLOTS)
             .is_ok()
         {
-            let count = block.argument_count();
             if count == 0 {
                 return Err(CodegenError::at(
                     &kernel.op,
@@ -488,6 +466,30 @@ impl KernelWriter {
             let slots = argument_buffer(count - 1, ElementType::I8.storage());
             self.mark_written(&slots);
             Some(slots)
+        } else {
+            None
+        };
+        // Split-K kernels' own arguments end with the workspace and
+        // counters (`tcc-attach-split-k-scratch`), before any slots; the
+        // template writes both.
+        let own = count - usize::from(tensor_map_slots.is_some());
+        let split_k_scratch = if config.split_k > 1 {
+            let counters_are_i32 = own >= 2
+                && block.argument(own - 1).is_ok_and(|counters| {
+                    super::writer::memref_element(counters.r#type())
+                        == Some(super::writer::ElementType::I32)
+                });
+            if !counters_are_i32 {
+                return Err(CodegenError::at(
+                    &kernel.op,
+                    "a split-K GEMM kernel needs its workspace and counters arguments (run tcc-attach-split-k-scratch)",
+                ));
+            }
+            let workspace = argument_buffer(own - 2, ElementType::F32.storage());
+            let counters = argument_buffer(own - 1, ElementType::I32.storage());
+            self.mark_written(&workspace);
+            self.mark_written(&counters);
+            Some((workspace, counters))
         } else {
             None
         };
