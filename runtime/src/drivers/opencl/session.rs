@@ -25,6 +25,7 @@ mod callbacks;
 mod lane_memory;
 mod numerics;
 mod program;
+mod specialize;
 mod transfers;
 
 use std::ptr;
@@ -38,6 +39,7 @@ use serde::Serialize;
 
 pub use arena::ArenaStats;
 pub(crate) use callbacks::{CallState, check_view, guarded};
+pub use specialize::{MAX_BUCKETS, SPECIALIZE_ENV, Specialization, SpecializationStats};
 pub(crate) use transfers::{
     enqueue_read, enqueue_write, input_in_place, map_for_reading, output_in_place, unmap_output,
 };
@@ -192,6 +194,8 @@ pub struct Session {
     /// Asynchronous calls in flight and their reusable device buffers
     /// (`Session::submit`, in `async_call`).
     pub(crate) calls: crate::async_call::SessionCalls,
+    /// Programs specialized per call shape (`specialize`).
+    specializer: specialize::Specializer,
     // Kept alive while kernels exist (kernels also retain it).
     _program: Option<Arc<Program>>,
 }
@@ -234,6 +238,7 @@ impl Session {
             numerics: None,
             spare_outputs: Default::default(),
             calls: crate::async_call::SessionCalls::default(),
+            specializer: specialize::Specializer::new(),
             _program: program,
         })
     }
@@ -272,6 +277,24 @@ impl Session {
     /// vendor's device, or a driver that refused it), if it was not.
     pub fn program_note(&self) -> Option<&str> {
         self.program_note.as_deref()
+    }
+
+    /// Whether calls of a function on a symbolic dimension launch kernels
+    /// specialized for their exact shape (see `specialize`: built at the
+    /// first call at each shape, through the program cache). Default:
+    /// `TCC_SPECIALIZE`, else [`Specialization::Exact`].
+    pub fn set_specialization(&mut self, policy: Specialization) {
+        self.specializer.policy = policy;
+    }
+
+    /// The session's [`Specialization`] policy.
+    pub fn specialization(&self) -> Specialization {
+        self.specializer.policy
+    }
+
+    /// What run-time specialization has done in this session.
+    pub fn specialization_stats(&self) -> SpecializationStats {
+        self.specializer.stats.clone()
     }
 
     /// Calls `function` once on zero inputs and returns how long the call
