@@ -18,7 +18,9 @@
 //! - `arena`: the static memory plan's arena and its views;
 //! - `lane_memory`: the arena and scratch constants of each extra compute
 //!   queue of asynchronous calls;
-//! - `program`: building the kernel program and its kernels.
+//! - `program`: building the kernel program and its kernels;
+//! - `specialize`: the programs specialized per call shape for a
+//!   function on a symbolic dimension.
 
 mod arena;
 mod callbacks;

@@ -235,11 +235,19 @@ fn build_bucket(rt: &RuntimeInner, art: &Artifact, defines: &str) -> Result<Buck
     })
 }
 
+/// What one kernel was launched with in a recorded call.
+#[derive(Clone, Debug, PartialEq)]
+enum Launched {
+    /// Its (argument position, value) scalars, the same at every launch.
+    Scalars(Vec<(usize, i64)>),
+    /// Two launches differed: it keeps its arguments.
+    Differing,
+}
+
 /// The scalar arguments each kernel was launched with in one call.
 pub(super) struct Recording {
-    /// Per kernel index: `None` (not launched), the (argument, value)
-    /// pairs of its launches, or `Err(())` where two launches differed.
-    kernels: Vec<Option<std::result::Result<Vec<(usize, i64)>, ()>>>,
+    /// Per kernel index; `None`: not launched.
+    kernels: Vec<Option<Launched>>,
 }
 
 impl Recording {
@@ -269,9 +277,9 @@ impl Recording {
             return;
         };
         *slot = match slot.take() {
-            None => Some(Ok(scalars)),
-            Some(Ok(seen)) if seen == scalars => Some(Ok(seen)),
-            Some(_) => Some(Err(())),
+            None => Some(Launched::Scalars(scalars)),
+            Some(Launched::Scalars(seen)) if seen == scalars => Some(Launched::Scalars(seen)),
+            Some(_) => Some(Launched::Differing),
         };
     }
 
@@ -280,7 +288,8 @@ impl Recording {
     fn defines(&self, names: &[String]) -> String {
         let mut defines = Vec::new();
         for (kernel, recorded) in self.kernels.iter().enumerate() {
-            let (Some(Ok(scalars)), Some(name)) = (recorded, names.get(kernel)) else {
+            let (Some(Launched::Scalars(scalars)), Some(name)) = (recorded, names.get(kernel))
+            else {
                 continue;
             };
             for &(argument, value) in scalars {
