@@ -783,11 +783,12 @@ fn mismatch(got: &[f32], want: &[f32]) -> Option<String> {
 /// GEMMs with a dynamic M, a softmax), the CNN (an implicit-GEMM
 /// convolution on an NCHW input, pooling, a global average, a Gemm), a
 /// layer norm and two inputs tied by the dimension. The first call at a
-/// batch runs the generic kernels and builds the program specialized for
-/// that shape (one source build, counted by the program cache); the
-/// second launches it, without building anything, and so do the same call
-/// asynchronously (`submit`) and on device tensors (`run_device`), with
-/// the same result.
+/// batch runs the generic kernels and records their scalars; the second
+/// runs them too and starts building the program specialized for that
+/// shape (one source build, counted by the program cache); once built,
+/// the third launches it, without building anything, and so do the same
+/// call asynchronously (`submit`) and on device tensors (`run_device`),
+/// with the same result.
 #[test]
 fn one_artifact_runs_every_batch_in_range() {
     let _serial = crate::support::device_and_spawn_lock();
@@ -836,12 +837,32 @@ fn one_artifact_runs_every_batch_in_range() {
                     .collect();
                 let shapes = vec![shape.clone(); inputs.len()];
                 let values = batch_inputs(&shapes);
-                // The first call at this batch: generic kernels, then the
-                // specialization is built from source, once.
+                // The first call at this batch: generic kernels, their
+                // scalars recorded; nothing built.
                 let builds = runtime.cache_stats().source_builds;
+                let (bucket, built) = (bucket as u64, u64::from(specializes(name)));
                 let generic = session.run(&function.name, &values).unwrap();
                 let stats = session.specialization_stats();
-                let (bucket, built) = (bucket as u64, u64::from(specializes(name)));
+                assert_eq!(
+                    (stats.programs, stats.generic_calls, stats.failures),
+                    (
+                        bucket * built,
+                        if built == 1 {
+                            2 * bucket + 1
+                        } else {
+                            5 * bucket + 1
+                        },
+                        0
+                    ),
+                    "{what} at batch {batch}: {stats:?}"
+                );
+                assert_eq!(runtime.cache_stats().source_builds, builds);
+                // The second: generic kernels too, while the shape's
+                // specialization is built from source, once.
+                let second = session.run(&function.name, &values).unwrap();
+                assert_eq!(second[0].to_f32().unwrap(), generic[0].to_f32().unwrap());
+                session.wait_for_specializations();
+                let stats = session.specialization_stats();
                 assert_eq!(
                     (stats.programs, stats.failures),
                     ((bucket + 1) * built, 0),
@@ -852,16 +873,12 @@ fn one_artifact_runs_every_batch_in_range() {
                     builds + built,
                     "{what} at batch {batch}"
                 );
-                // The second: the specialized kernels, nothing built.
+                // The third: the specialized kernels, nothing built.
                 let got = session.run(&function.name, &values).unwrap();
                 let stats = session.specialization_stats();
                 assert_eq!(
-                    (stats.specialized_calls, stats.generic_calls),
-                    if built == 1 {
-                        (3 * bucket + 1, bucket + 1)
-                    } else {
-                        (0, 4 * bucket + 2)
-                    },
+                    stats.specialized_calls,
+                    (3 * bucket + 1) * built,
                     "{what} at batch {batch}: {stats:?}"
                 );
                 runs += 1;
@@ -964,17 +981,18 @@ fn a_shapes_specialization_is_built_once_per_machine() {
         let rt = runtime();
         let mut session = rt.session(&model).unwrap();
         let mut got = Vec::new();
-        for batch in [2, 5, 2, 5] {
+        for batch in [2, 2, 5, 5, 2, 5] {
             got.push(
                 session.run("main", &inputs(batch)).unwrap()[0]
                     .to_f32()
                     .unwrap(),
             );
+            session.wait_for_specializations();
         }
         let stats = session.specialization_stats();
         assert_eq!(
             (stats.programs, stats.generic_calls, stats.specialized_calls),
-            (2, 2, 2),
+            (2, 4, 2),
             "round {round}: {stats:?}"
         );
         rt.wait_for_cache_writes();
@@ -985,8 +1003,10 @@ fn a_shapes_specialization_is_built_once_per_machine() {
             (source_builds, disk_hits),
             "round {round}: {cached:?}"
         );
-        assert_eq!(got[0], got[2]);
-        assert_eq!(got[1], got[3]);
+        assert_eq!(got[0], got[1]);
+        assert_eq!(got[0], got[4]);
+        assert_eq!(got[2], got[3]);
+        assert_eq!(got[2], got[5]);
         outputs.push(got);
     }
     assert_eq!(outputs[0], outputs[1]);

@@ -201,6 +201,10 @@ pub(crate) fn measure(
             Ok(())
         },
     )?;
+    // A function on a symbolic dimension: the warm-up's second call
+    // started the build of its shape's specialized program; the measured
+    // calls launch it.
+    session.wait_for_specializations();
     session.reset_profile()?;
     // Constant memory whatever the iteration count (no vector per call).
     let mut latencies_ms = cli::LatencyStats::default();

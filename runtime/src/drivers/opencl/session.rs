@@ -294,9 +294,17 @@ impl Session {
         self.specializer.policy
     }
 
-    /// What run-time specialization has done in this session.
+    /// What run-time specialization has done in this session (builds
+    /// still running on their threads are not counted yet).
     pub fn specialization_stats(&self) -> SpecializationStats {
         self.specializer.stats.clone()
+    }
+
+    /// Waits for the specialized programs being built (each on a thread
+    /// of its own, started by the second call at a shape), so that the
+    /// next call at their shapes launches them.
+    pub fn wait_for_specializations(&mut self) {
+        self.specializer.collect(true);
     }
 
     /// Calls `function` once on zero inputs and returns how long the call
@@ -500,6 +508,8 @@ impl Drop for Session {
         // (and for the session's own queues).
         self.calls.finish_own_queue();
         let _ = self.rt.inner.queue.finish();
+        // Builds of specialized programs still running end first.
+        self.specializer.collect(true);
         // Device buffers kept for asynchronous calls go back to the pool
         // (calls still in flight return theirs when their handles finish).
         self.calls.close(&self.rt.inner);

@@ -94,6 +94,8 @@ impl Session {
         // Run-time specialization (`specialize`): on the first lane, for
         // the OpenCL C.
         let applies = lane == 0 && self.format == Some(SourceKind::OpenClC);
+        self.specializer
+            .start_if_hot(&f.name, shapes, applies, &rt, &model);
         let (specialized, mut recording) = match self.specializer.plan(&f.name, shapes, applies) {
             Some(Plan::Specialized(kernels)) => (Some(kernels), None),
             Some(Plan::Record(key)) => (None, Some((key, Recording::new(self.kernels.len())))),
@@ -154,7 +156,7 @@ impl Session {
             (0, None) => {
                 if let Some((key, recording)) = recording {
                     self.specializer
-                        .build(&rt, model.artifact(), key, &recording);
+                        .recorded(&model.artifact().kernel_names, key, &recording);
                 }
                 Ok(uploaded_shared)
             }

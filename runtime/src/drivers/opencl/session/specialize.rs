@@ -11,21 +11,25 @@
 //!
 //! The bucket is the exact shape: the function and every input's and
 //! output's extents. The first call at a bucket runs the generic kernels
-//! and records the scalar arguments of each launch; then the program is
-//! built with those values (`-DTCC_ARG_<kernel>_<argument>=VALUE` after
-//! the artifact's own options) through the program cache, which keys on
-//! the options, so each bucket is built by the driver once per machine
-//! and loaded from the disk cache by later processes. Later calls at the
-//! bucket launch the specialized kernels. A kernel launched with
-//! different values within one call (a kernel shared by several
-//! launches) keeps its scalars. Each session specializes at most
+//! and records the scalar arguments of each launch. The second call at it
+//! (the shape is hot) starts building the program with those values
+//! (`-DTCC_ARG_<kernel>_<argument>=VALUE` after the artifact's own
+//! options) on a thread of its own and runs the generic kernels; the
+//! build goes through the program cache, which keys on the options, so
+//! each bucket is built by the driver once per machine and loaded from
+//! the disk cache by later processes. Calls at the bucket launch the
+//! specialized kernels once the build is done; no call waits for it
+//! (`Session::wait_for_specializations` does; a session's drop joins its
+//! builds). A one-shot call (`tcc-run`) never builds. A kernel launched
+//! with different values within one call (a kernel shared by several
+//! launches) keeps its scalars. Each session records at most
 //! [`MAX_BUCKETS`] buckets per function; calls at further shapes run the
 //! generic kernels, as do calls with specialization off
 //! ([`Specialization::Off`], `TCC_SPECIALIZE=off`), calls on a compute
 //! lane past the first, and PTX programs (whose kernels take no macros).
 //! A specialization that fails to build is recorded
 //! ([`SpecializationStats::last_failure`]) and its bucket runs the
-//! generic kernels: the call itself has already succeeded.
+//! generic kernels: the calls themselves have succeeded.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -114,14 +118,22 @@ pub(super) struct Bucket {
     _program: Arc<Program>,
 }
 
+/// A bucket's build on a thread of its own: the bucket, or why not, and
+/// the seconds it took.
+type Building = std::thread::JoinHandle<(Result<Bucket>, f64)>;
+
 /// A session's specialized programs.
 #[derive(Default)]
 pub(super) struct Specializer {
     pub(super) policy: Specialization,
     /// `None`: the bucket runs the generic kernels (nothing to specialize,
-    /// a failed build, or past [`MAX_BUCKETS`]).
+    /// a failed build).
     buckets: HashMap<BucketKey, Option<Bucket>>,
-    /// Buckets specialized per function.
+    /// Buckets called once: the build options their first call recorded.
+    seen: HashMap<BucketKey, String>,
+    /// Buckets being built.
+    building: HashMap<BucketKey, Building>,
+    /// Buckets recorded per function (the cap, [`MAX_BUCKETS`]).
     per_function: HashMap<String, usize>,
     pub(super) stats: SpecializationStats,
 }
@@ -130,7 +142,8 @@ pub(super) struct Specializer {
 pub(super) enum Plan<'a> {
     /// Launch these kernels.
     Specialized(&'a [KernelSlot]),
-    /// Launch the generic kernels and record their scalars, then build.
+    /// Launch the generic kernels and record their scalars
+    /// ([`Specializer::recorded`]).
     Record(BucketKey),
     /// Launch the generic kernels.
     Generic,
@@ -147,9 +160,31 @@ impl Specializer {
         }
     }
 
+    /// Starts the build of the bucket of a call of `function` with
+    /// `shapes` on a thread of its own, from `rt` and `model`, if this is
+    /// the bucket's second call (see [`Specializer::plan`]).
+    pub(super) fn start_if_hot(
+        &mut self,
+        function: &str,
+        shapes: &[i64],
+        applies: bool,
+        rt: &Arc<RuntimeInner>,
+        model: &crate::Model,
+    ) {
+        if !applies || shapes.is_empty() || self.policy == Specialization::Off {
+            return;
+        }
+        let key = (function.to_string(), shapes.to_vec());
+        if let Some(defines) = self.seen.remove(&key) {
+            self.start(key, defines, rt.clone(), model.clone());
+        }
+    }
+
     /// What a call of `function` with `shapes` (its inputs' then outputs'
     /// extents) does; `None` where specialization does not apply (a static
-    /// function, policy off, another lane, PTX).
+    /// function, policy off, another lane, PTX). The first call at a
+    /// bucket records its scalars; the second starts the build
+    /// ([`Specializer::start_if_hot`]); a call finds it once built.
     pub(super) fn plan(
         &mut self,
         function: &str,
@@ -159,57 +194,119 @@ impl Specializer {
         if !applies || shapes.is_empty() || self.policy == Specialization::Off {
             return None;
         }
+        self.collect(false);
         let key = (function.to_string(), shapes.to_vec());
-        match self.buckets.get(&key) {
+        let capped = self.per_function.get(function).copied().unwrap_or(0) >= MAX_BUCKETS;
+        let plan = match self.buckets.get(&key) {
             Some(Some(bucket)) => {
                 self.stats.specialized_calls += 1;
-                Some(Plan::Specialized(&bucket.kernels))
+                return Some(Plan::Specialized(&bucket.kernels));
             }
-            Some(None) => {
-                self.stats.generic_calls += 1;
-                Some(Plan::Generic)
+            Some(None) => Plan::Generic,
+            None if self.building.contains_key(&key) || capped => Plan::Generic,
+            None => Plan::Record(key),
+        };
+        self.stats.generic_calls += 1;
+        Some(plan)
+    }
+
+    /// Keeps the build options of bucket `key`'s first call, which
+    /// `recording` saw: its second call starts the build. A bucket whose
+    /// kernels take no scalar runs the generic kernels.
+    pub(super) fn recorded(
+        &mut self,
+        kernel_names: &[String],
+        key: BucketKey,
+        recording: &Recording,
+    ) {
+        let defines = recording.defines(kernel_names);
+        *self.per_function.entry(key.0.clone()).or_default() += 1;
+        if defines.is_empty() {
+            self.buckets.insert(key, None);
+        } else {
+            self.seen.insert(key, defines);
+        }
+    }
+
+    /// Builds bucket `key` with `defines` on a thread of its own (here
+    /// where no thread can be made).
+    fn start(
+        &mut self,
+        key: BucketKey,
+        defines: String,
+        rt: Arc<RuntimeInner>,
+        model: crate::Model,
+    ) {
+        let build = move || {
+            let started = std::time::Instant::now();
+            let bucket = build_bucket(&rt, model.artifact(), &defines);
+            (bucket, started.elapsed().as_secs_f64())
+        };
+        let shared = Arc::new(std::sync::Mutex::new(Some(build)));
+        let on_thread = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("tcc-specialize".into())
+            .spawn(move || {
+                let build = on_thread.lock().ok().and_then(|mut b| b.take());
+                match build {
+                    Some(build) => build(),
+                    None => (Err(Error::Unsupported("no build to run".into())), 0.0),
+                }
+            });
+        match spawned {
+            Ok(handle) => {
+                self.building.insert(key, handle);
             }
-            None if self.per_function.get(function).copied().unwrap_or(0) >= MAX_BUCKETS => {
-                self.stats.generic_calls += 1;
-                Some(Plan::Generic)
-            }
-            None => {
-                self.stats.generic_calls += 1;
-                Some(Plan::Record(key))
+            Err(_) => {
+                let build = shared.lock().ok().and_then(|mut b| b.take());
+                if let Some(build) = build {
+                    let outcome = build();
+                    self.finish(key, Ok(outcome));
+                }
             }
         }
     }
 
-    /// Builds the bucket `key` from the scalars `recording` saw in its
-    /// first call; a failure is recorded, and the bucket then runs the
-    /// generic kernels.
-    pub(super) fn build(
-        &mut self,
-        rt: &RuntimeInner,
-        art: &Artifact,
-        key: BucketKey,
-        recording: &Recording,
-    ) {
-        let defines = recording.defines(&art.kernel_names);
-        *self.per_function.entry(key.0.clone()).or_default() += 1;
-        if defines.is_empty() {
-            self.buckets.insert(key, None);
-            return;
-        }
-        let started = std::time::Instant::now();
-        let built = build_bucket(rt, art, &defines);
-        self.stats.build_seconds += started.elapsed().as_secs_f64();
-        match built {
-            Ok(bucket) => {
-                self.stats.programs += 1;
-                self.buckets.insert(key, Some(bucket));
-            }
-            Err(e) => {
-                self.stats.failures += 1;
-                self.stats.last_failure = Some(format!("@{} at extents {:?}: {e}", key.0, key.1));
-                self.buckets.insert(key, None);
+    /// Takes the builds that have finished (all of them, waiting, with
+    /// `wait`) into their buckets.
+    pub(super) fn collect(&mut self, wait: bool) {
+        let done: Vec<BucketKey> = self
+            .building
+            .iter()
+            .filter(|(_, handle)| wait || handle.is_finished())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in done {
+            if let Some(handle) = self.building.remove(&key) {
+                let outcome = handle.join();
+                self.finish(key, outcome);
             }
         }
+    }
+
+    /// Puts a finished build into its bucket; a failure (or a panic on
+    /// its thread) is recorded, and the bucket runs the generic kernels.
+    fn finish(&mut self, key: BucketKey, outcome: std::thread::Result<(Result<Bucket>, f64)>) {
+        let failure = match outcome {
+            Ok((built, seconds)) => {
+                self.stats.build_seconds += seconds;
+                match built {
+                    Ok(bucket) => {
+                        self.stats.programs += 1;
+                        self.buckets.insert(key, Some(bucket));
+                        return;
+                    }
+                    Err(e) => e.to_string(),
+                }
+            }
+            Err(panic) => format!(
+                "internal error (panic): {}",
+                crate::error::panic_message(panic.as_ref())
+            ),
+        };
+        self.stats.failures += 1;
+        self.stats.last_failure = Some(format!("@{} at extents {:?}: {failure}", key.0, key.1));
+        self.buckets.insert(key, None);
     }
 }
 
@@ -360,20 +457,28 @@ mod tests {
         let e = "pow2".parse::<Specialization>().unwrap_err().to_string();
         assert!(e.contains("expected off or exact"), "{e}");
         let mut s = Specializer::default();
+        let plan =
+            |s: &mut Specializer, shapes: &[i64], applies| match s.plan("main", shapes, applies) {
+                None => "none",
+                Some(Plan::Record(_)) => "record",
+                Some(Plan::Generic) => "generic",
+                Some(Plan::Specialized(_)) => "specialized",
+            };
         // Static functions, other lanes: not planned.
-        assert!(s.plan("main", &[], true).is_none());
-        assert!(s.plan("main", &[3, 32], false).is_none());
-        assert!(matches!(
-            s.plan("main", &[3, 32], true),
-            Some(Plan::Record(_))
-        ));
+        assert_eq!(plan(&mut s, &[], true), "none");
+        assert_eq!(plan(&mut s, &[3, 32], false), "none");
+        // Recorded until a call's recording is kept.
+        assert_eq!(plan(&mut s, &[3, 32], true), "record");
+        assert_eq!(plan(&mut s, &[3, 32], true), "record");
+        // A bucket whose kernels take no scalar stays generic.
+        s.recorded(&[], ("main".into(), vec![3, 32]), &Recording::new(1));
+        assert_eq!(plan(&mut s, &[3, 32], true), "generic");
+        // Past the cap, a new shape is not recorded.
         s.per_function.insert("main".into(), MAX_BUCKETS);
-        assert!(matches!(
-            s.plan("main", &[5, 32], true),
-            Some(Plan::Generic)
-        ));
+        assert_eq!(plan(&mut s, &[5, 32], true), "generic");
         s.policy = Specialization::Off;
-        assert!(s.plan("main", &[3, 32], true).is_none());
-        assert_eq!(s.stats.generic_calls, 2);
+        assert_eq!(plan(&mut s, &[3, 32], true), "none");
+        assert_eq!(s.stats.generic_calls, 4);
+        assert_eq!(s.stats.specialized_calls, 0);
     }
 }
