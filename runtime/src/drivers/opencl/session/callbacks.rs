@@ -91,9 +91,9 @@ impl Session {
         let shapes = io.shapes_for(f, "this call path")?;
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
-        // Run-time specialization (`specialize`): on the first lane, for
-        // the OpenCL C.
-        let applies = lane == 0 && self.format == Some(SourceKind::OpenClC);
+        // Run-time specialization (`specialize`): of a function on a
+        // symbolic dimension, on the first lane, for the OpenCL C.
+        let applies = f.is_dynamic() && lane == 0 && self.format == Some(SourceKind::OpenClC);
         self.specializer
             .start_if_hot(&f.name, shapes, applies, &rt, &model);
         let (specialized, mut recording) = match self.specializer.plan(&f.name, shapes, applies) {
