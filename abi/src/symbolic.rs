@@ -16,6 +16,18 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The OpenCL C macro that, defined at build time (`-DNAME=VALUE`), makes
+/// scalar argument `argument` (its position in the kernel's parameter
+/// list, after the buffers) of kernel `kernel` a constant: a kernel on a
+/// symbolic dimension reads each extent it takes as a scalar through a
+/// macro that is this one where defined and the argument otherwise, so
+/// that one source builds both as the generic kernel and as a kernel
+/// specialized for a call's shapes (the runtime's run-time
+/// specialization). `TCC_ARG_matmul_0_5`.
+pub fn specialization_macro(kernel: &str, argument: usize) -> String {
+    format!("TCC_ARG_{kernel}_{argument}")
+}
+
 /// A symbolic extent in a table's `shape` (`int64_t`).
 pub const SYMBOLIC: i64 = -1;
 

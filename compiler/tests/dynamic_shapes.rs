@@ -460,7 +460,7 @@ fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
     // rebuilt view's size a5), checked wherever a row is read or stored.
     let gemm = kernel_text(&program, "batch_matmul_add_min_max_0");
     for expected in [
-        "__global float* restrict a4,\n    const tcc_index a5,\n    const tcc_index a0_d1) {",
+        "__global float* restrict a4,\n    const tcc_index a5_arg,\n    const tcc_index a0_d1_arg) {",
         "M=a0_d1 (at most 64) N=64 K=32",
         "fetch_a[r] = (i < a0_d1 && k < 32) ? vload4(0, a1 + i * 32 + k)",
         "if (i < a0_d1 && j < 64) {",
@@ -468,10 +468,21 @@ fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
         assert!(gemm.contains(expected), "{expected} in {gemm}");
     }
     assert!(!gemm.contains("i < 64"), "{gemm}");
+    // Each scalar is read through a macro: the build-time constant the
+    // runtime defines when it specializes the program for a call's shape
+    // (argument 6 of the kernel), else the argument; undefined after the
+    // kernel, whose names the next kernel reuses.
+    for expected in [
+        "#ifdef TCC_ARG_batch_matmul_add_min_max_0_6\n#define a0_d1 ((tcc_index)(TCC_ARG_batch_matmul_add_min_max_0_6))\n#else\n#define a0_d1 a0_d1_arg\n#endif\n",
+        "#ifdef TCC_ARG_batch_matmul_add_min_max_0_5\n#define a5 ((tcc_index)(TCC_ARG_batch_matmul_add_min_max_0_5))\n#else\n#define a5 a5_arg\n#endif\n",
+        "}\n#undef a5\n#undef a0_d1\n",
+    ] {
+        assert!(program.contains(expected), "{expected} in {program}");
+    }
     // The loop nest runs its grid-stride loop to the batch's points.
     let loops = kernel_text(&program, "batch_matmul_add_1");
     for expected in [
-        "    const tcc_index a0_d1,\n    const tcc_index a1_d1) {",
+        "    const tcc_index a0_d1_arg,\n    const tcc_index a1_d1_arg) {",
         "const tcc_index v4 = (a0_d1 * 10);",
         "v5 < v4;",
     ] {
@@ -497,14 +508,14 @@ fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
     ]));
     let conv = kernel_text(&cnn, "conv_min_max_0");
     for expected in [
-        "    const tcc_index a1_d0) {",
+        "    const tcc_index a1_d0_arg) {",
         "M=(a1_d0 * 256) (at most 16384) N=8 K=27",
         "if (i < (a1_d0 * 256) && j < 8) {",
     ] {
         assert!(conv.contains(expected), "{expected} in {conv}");
     }
     assert!(
-        kernel_text(&cnn, "reduce_add_mul_2").contains("    const tcc_index a3) {"),
+        kernel_text(&cnn, "reduce_add_mul_2").contains("    const tcc_index a3_arg) {"),
         "{cnn}"
     );
     // The same model at one static batch: no scalar argument at all.
@@ -520,9 +531,10 @@ fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
         kernel_text(&fixed, "batch_matmul_add_min_max_0").contains("M=64 N=64 K=32"),
         "{fixed}"
     );
-    // A template that does not take a dynamic M yet refuses it, named:
-    // pocl-cpu's register-blocked GEMM.
-    let error = fails(tcc(&[
+    // pocl-cpu's register-blocked GEMM reads the call's M where the
+    // static form writes M: the row tiles of its linear group index, the
+    // rows' clamp and the store guard.
+    let cpu = ok(tcc(&[
         "compile",
         &path(&dir, "mlp.onnx"),
         "--dim",
@@ -530,10 +542,16 @@ fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
         "--target=pocl-cpu",
         "--emit=opencl-c",
     ]));
-    assert!(
-        error.contains("batch_matmul_add_min_max_0: a dynamic M is taken by the FP32 tiled GEMM without split-K only"),
-        "{error}"
-    );
+    let gemm = kernel_text(&cpu, "batch_matmul_add_min_max_0");
+    for expected in [
+        "register-blocked: ",
+        "M=a0_d1 (at most 64) N=64 K=32",
+        "const tcc_index row0 = (group % ((a0_d1 + ",
+        "- 1));",
+        "if (i >= a0_d1) break;",
+    ] {
+        assert!(gemm.contains(expected), "{expected} in {gemm}");
+    }
 }
 
 #[test]
@@ -713,10 +731,15 @@ fn the_dispatch_phase_computes_the_model_at_every_batch() {
 }
 
 /// Compiles `model` for `--target=opencl-generic` (the OpenCL C every
-/// device builds; pocl-cpu's register-blocked GEMM does not take a
-/// symbolic M yet) with `args`, to `out`.
+/// device builds) with `args`, to `out`.
 fn compile_to(model: &str, args: &[&str], out: &Path) {
-    let mut all = vec!["compile", model, "--target=opencl-generic", "-o"];
+    compile_for("opencl-generic", model, args, out);
+}
+
+/// `tcc compile MODEL --target=TARGET -o OUT ARGS...`, which must succeed.
+fn compile_for(target: &str, model: &str, args: &[&str], out: &Path) {
+    let target = format!("--target={target}");
+    let mut all = vec!["compile", model, target.as_str(), "-o"];
     let out_text = out.display().to_string();
     all.push(&out_text);
     all.extend_from_slice(args);
@@ -752,14 +775,20 @@ fn mismatch(got: &[f32], want: &[f32]) -> Option<String> {
 }
 
 /// One artifact compiled with `--dim batch=1..64` runs at batch 1, 3 and
-/// 8 on the default OpenCL device (PoCL's CPU device here): each output
-/// has the call's batch and equals, element by element, what the static
-/// artifact compiled for exactly that batch (`--input-shape`) computes on
-/// the same inputs. The MLP (two GEMMs with a dynamic M, a softmax), the
-/// CNN (an implicit-GEMM convolution on an NCHW input, pooling, a global
-/// average, a Gemm), a layer norm and two inputs tied by the dimension;
-/// each call also asynchronously (`submit`) and on device tensors
-/// (`run_device`), with the same result.
+/// 8 on the default OpenCL device (PoCL's CPU device here), compiled for
+/// `--target=opencl-generic` (tiled GEMMs) and `--target=pocl-cpu`
+/// (register-blocked GEMMs): each output has the call's batch and equals,
+/// element by element, what the static artifact compiled for exactly
+/// that batch (`--input-shape`) computes on the same inputs. The MLP (two
+/// GEMMs with a dynamic M, a softmax), the CNN (an implicit-GEMM
+/// convolution on an NCHW input, pooling, a global average, a Gemm), a
+/// layer norm and two inputs tied by the dimension. The first call at a
+/// batch runs the generic kernels and records their scalars; the second
+/// runs them too and starts building the program specialized for that
+/// shape (one source build, counted by the program cache); once built,
+/// the third launches it, without building anything, and so do the same
+/// call asynchronously (`submit`) and on device tensors (`run_device`),
+/// with the same result.
 #[test]
 fn one_artifact_runs_every_batch_in_range() {
     let _serial = crate::support::device_and_spawn_lock();
@@ -779,80 +808,221 @@ fn one_artifact_runs_every_batch_in_range() {
         ("layer_norm", &["x"], vec![16], vec![16]),
         ("two_inputs", &["a", "b"], vec![16], vec![16]),
     ];
+    // The layer norm's kernels take no scalar (one work-group per row, the
+    // grid the host's): nothing to specialize, every call is generic.
+    let specializes = |name: &str| name != "layer_norm";
     let mut runs = 0;
-    for (name, inputs, inner, output_inner) in cases {
-        let onnx = path(&dir, &format!("{name}.onnx"));
-        let dynamic = dir.path().join(format!("{name}-dynamic.so"));
-        compile_to(&onnx, &["--dim", "batch=1..64"], &dynamic);
-        let model = tcc_runtime::Model::load(&dynamic).unwrap();
-        let function = model.functions()[0].clone();
-        assert_eq!(function.dims.len(), 1, "{name}: {function:?}");
-        assert_eq!(
-            (
-                function.dims[0].name.as_str(),
-                function.dims[0].min,
-                function.dims[0].max
-            ),
-            ("batch", 1, 64)
-        );
-        let mut session = runtime.session(&model).unwrap();
-        for batch in [1usize, 3, 8] {
-            let shape: Vec<usize> = std::iter::once(batch)
-                .chain(inner.iter().copied())
-                .collect();
-            let shapes = vec![shape.clone(); inputs.len()];
-            let values = batch_inputs(&shapes);
-            let got = session.run(&function.name, &values).unwrap();
-            runs += 1;
-            // The same call asynchronously, and on device tensors.
-            let submitted = session
-                .submit(&function.name, values.clone())
-                .unwrap()
-                .wait()
-                .unwrap();
-            let uploaded: Vec<_> = values.iter().map(|v| session.upload(v).unwrap()).collect();
-            let on_device = session
-                .run_device(&function.name, &uploaded.iter().collect::<Vec<_>>())
-                .unwrap();
-            let downloaded = session.download(&on_device[0]).unwrap();
-            for other in [&submitted[0], &downloaded] {
-                assert_eq!(other.shape, got[0].shape, "{name} at batch {batch}");
-                assert_eq!(other.to_f32().unwrap(), got[0].to_f32().unwrap());
-            }
+    for target in ["opencl-generic", "pocl-cpu"] {
+        for (name, inputs, inner, output_inner) in &cases {
+            let what = format!("{name} (--target={target})");
+            let onnx = path(&dir, &format!("{name}.onnx"));
+            let dynamic = dir.path().join(format!("{name}-{target}-dynamic.so"));
+            compile_for(target, &onnx, &["--dim", "batch=1..64"], &dynamic);
+            let model = tcc_runtime::Model::load(&dynamic).unwrap();
+            let function = model.functions()[0].clone();
+            assert_eq!(function.dims.len(), 1, "{what}: {function:?}");
+            assert_eq!(
+                (
+                    function.dims[0].name.as_str(),
+                    function.dims[0].min,
+                    function.dims[0].max
+                ),
+                ("batch", 1, 64)
+            );
+            let mut session = runtime.session(&model).unwrap();
+            assert_eq!(session.specialization(), tcc_runtime::Specialization::Exact);
+            for (bucket, batch) in [1usize, 3, 8].into_iter().enumerate() {
+                let shape: Vec<usize> = std::iter::once(batch)
+                    .chain(inner.iter().copied())
+                    .collect();
+                let shapes = vec![shape.clone(); inputs.len()];
+                let values = batch_inputs(&shapes);
+                // The first call at this batch: generic kernels, their
+                // scalars recorded; nothing built.
+                let builds = runtime.cache_stats().source_builds;
+                let (bucket, built) = (bucket as u64, u64::from(specializes(name)));
+                let generic = session.run(&function.name, &values).unwrap();
+                let stats = session.specialization_stats();
+                assert_eq!(
+                    (stats.programs, stats.generic_calls, stats.failures),
+                    (
+                        bucket * built,
+                        if built == 1 {
+                            2 * bucket + 1
+                        } else {
+                            5 * bucket + 1
+                        },
+                        0
+                    ),
+                    "{what} at batch {batch}: {stats:?}"
+                );
+                assert_eq!(runtime.cache_stats().source_builds, builds);
+                // The second: generic kernels too, while the shape's
+                // specialization is built from source, once.
+                let second = session.run(&function.name, &values).unwrap();
+                assert_eq!(second[0].to_f32().unwrap(), generic[0].to_f32().unwrap());
+                session.wait_for_specializations();
+                let stats = session.specialization_stats();
+                assert_eq!(
+                    (stats.programs, stats.failures),
+                    ((bucket + 1) * built, 0),
+                    "{what} at batch {batch}: {stats:?}"
+                );
+                assert_eq!(
+                    runtime.cache_stats().source_builds,
+                    builds + built,
+                    "{what} at batch {batch}"
+                );
+                // The third: the specialized kernels, nothing built.
+                let got = session.run(&function.name, &values).unwrap();
+                let stats = session.specialization_stats();
+                assert_eq!(
+                    stats.specialized_calls,
+                    (3 * bucket + 1) * built,
+                    "{what} at batch {batch}: {stats:?}"
+                );
+                runs += 1;
+                // The same call asynchronously, and on device tensors.
+                let submitted = session
+                    .submit(&function.name, values.clone())
+                    .unwrap()
+                    .wait()
+                    .unwrap();
+                let uploaded: Vec<_> = values.iter().map(|v| session.upload(v).unwrap()).collect();
+                let on_device = session
+                    .run_device(&function.name, &uploaded.iter().collect::<Vec<_>>())
+                    .unwrap();
+                let downloaded = session.download(&on_device[0]).unwrap();
+                let stats = session.specialization_stats();
+                assert_eq!(
+                    stats.specialized_calls,
+                    (3 * bucket + 3) * built,
+                    "{what} at batch {batch}: {stats:?}"
+                );
+                assert_eq!(
+                    runtime.cache_stats().source_builds,
+                    builds + built,
+                    "{what} at batch {batch}"
+                );
+                for other in [&submitted[0], &downloaded] {
+                    assert_eq!(other.shape, got[0].shape, "{what} at batch {batch}");
+                    assert_eq!(other.to_f32().unwrap(), got[0].to_f32().unwrap());
+                }
 
-            let fixed = dir.path().join(format!("{name}-{batch}.so"));
-            let dims = shape
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join("x");
-            let specs: Vec<String> = inputs.iter().map(|i| format!("{i}={dims}")).collect();
-            let mut args = Vec::new();
-            for spec in &specs {
-                args.extend(["--input-shape", spec.as_str()]);
-            }
-            compile_to(&onnx, &args, &fixed);
-            let static_model = tcc_runtime::Model::load(&fixed).unwrap();
-            assert!(static_model.functions()[0].dims.is_empty());
-            let want = runtime
-                .session(&static_model)
-                .unwrap()
-                .run(&static_model.functions()[0].name, &values)
-                .unwrap();
+                let fixed = dir.path().join(format!("{name}-{target}-{batch}.so"));
+                let dims = shape
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x");
+                let specs: Vec<String> = inputs.iter().map(|i| format!("{i}={dims}")).collect();
+                let mut args = Vec::new();
+                for spec in &specs {
+                    args.extend(["--input-shape", spec.as_str()]);
+                }
+                compile_for(target, &onnx, &args, &fixed);
+                let static_model = tcc_runtime::Model::load(&fixed).unwrap();
+                assert!(static_model.functions()[0].dims.is_empty());
+                let want = runtime
+                    .session(&static_model)
+                    .unwrap()
+                    .run(&static_model.functions()[0].name, &values)
+                    .unwrap();
 
-            let expected: Vec<usize> = std::iter::once(batch)
-                .chain(output_inner.iter().copied())
-                .collect();
-            assert_eq!(got.len(), 1, "{name} at batch {batch}");
-            assert_eq!(got[0].shape, expected, "{name} at batch {batch}");
-            assert_eq!(want[0].shape, expected, "{name} at batch {batch}");
-            let (g, w) = (got[0].to_f32().unwrap(), want[0].to_f32().unwrap());
-            if let Some(why) = mismatch(&g, &w) {
-                panic!("{name} at batch {batch}: {why}");
+                let expected: Vec<usize> = std::iter::once(batch)
+                    .chain(output_inner.iter().copied())
+                    .collect();
+                assert_eq!(want[0].shape, expected, "{what} at batch {batch}");
+                let w = want[0].to_f32().unwrap();
+                for (form, out) in [("generic", &generic), ("specialized", &got)] {
+                    assert_eq!(out.len(), 1, "{what} at batch {batch}");
+                    assert_eq!(out[0].shape, expected, "{what} at batch {batch}");
+                    if let Some(why) = mismatch(&out[0].to_f32().unwrap(), &w) {
+                        panic!("{what} at batch {batch}, {form} kernels: {why}");
+                    }
+                }
             }
         }
     }
-    assert_eq!(runs, 12);
+    assert_eq!(runs, 24);
+}
+
+/// A specialized program is built once per machine: a second runtime on
+/// the same cache directory (another process, in effect) loads each
+/// shape's program from the disk cache instead of building it; with
+/// specialization off (`Session::set_specialization`, `TCC_SPECIALIZE=off`)
+/// every call launches the generic kernels and nothing is built.
+#[test]
+fn a_shapes_specialization_is_built_once_per_machine() {
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = models();
+    let so = dir.path().join("mlp-pocl-cpu.so");
+    compile_for(
+        "pocl-cpu",
+        &path(&dir, "mlp.onnx"),
+        &["--dim", "batch=1..64"],
+        &so,
+    );
+    let model = tcc_runtime::Model::load(&so).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = || {
+        tcc_runtime::Runtime::with_options(
+            tcc_runtime::DeviceSelector::from_flag_or_env(None),
+            tcc_runtime::RuntimeOptions {
+                cache_dir: Some(cache.path().to_path_buf()),
+                ..tcc_runtime::RuntimeOptions::default()
+            },
+        )
+        .expect("an OpenCL device")
+    };
+    let inputs = |batch: usize| batch_inputs(&[vec![batch, 32]]);
+    let mut outputs = Vec::new();
+    for (round, (source_builds, disk_hits)) in [(3, 0), (0, 3)].into_iter().enumerate() {
+        let rt = runtime();
+        let mut session = rt.session(&model).unwrap();
+        let mut got = Vec::new();
+        for batch in [2, 2, 5, 5, 2, 5] {
+            got.push(
+                session.run("main", &inputs(batch)).unwrap()[0]
+                    .to_f32()
+                    .unwrap(),
+            );
+            session.wait_for_specializations();
+        }
+        let stats = session.specialization_stats();
+        assert_eq!(
+            (stats.programs, stats.generic_calls, stats.specialized_calls),
+            (2, 4, 2),
+            "round {round}: {stats:?}"
+        );
+        rt.wait_for_cache_writes();
+        // The generic program, then one per batch.
+        let cached = rt.cache_stats();
+        assert_eq!(
+            (cached.source_builds, cached.disk_hits),
+            (source_builds, disk_hits),
+            "round {round}: {cached:?}"
+        );
+        assert_eq!(got[0], got[1]);
+        assert_eq!(got[0], got[4]);
+        assert_eq!(got[2], got[3]);
+        assert_eq!(got[2], got[5]);
+        outputs.push(got);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+
+    // Off: generic kernels only, nothing built past the generic program.
+    let rt = crate::support::uncached_runtime();
+    let mut session = rt.session(&model).unwrap();
+    session.set_specialization(tcc_runtime::Specialization::Off);
+    for batch in [2, 2, 5] {
+        session.run("main", &inputs(batch)).unwrap();
+    }
+    assert_eq!(
+        session.specialization_stats(),
+        tcc_runtime::SpecializationStats::default()
+    );
+    assert_eq!(rt.cache_stats().source_builds, 1);
 }
 
 /// A call whose batch is outside the declared range, or whose inputs

@@ -20,6 +20,12 @@
 //! multiply-adds take A's broadcast straight from memory and nothing else
 //! competes for their ports (see `register_gemm_kernel`).
 //!
+//! A dynamic M (issue 33: `GemmSpec::m_extent`, a symbolic batch in the
+//! rows) is read where the static form writes M: the row tiles of the
+//! group's linear index, the clamp and the store guard; the launch's y
+//! extent is the call's row tiles. Specialized at run time (its extents
+//! build-time constants), the text is the static form's.
+//!
 //! Rows past M are clamped to the last row (their results are never
 //! stored) so that the k loop needs no row guard; a tile reaching past N
 //! assembles its B vectors from guarded scalar loads, the others load
@@ -123,17 +129,35 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         out,
         "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))"
     );
-    let _ = writeln!(out, "void {}({}) {{", spec.name, spec.parameters);
+    let scalars: String = spec
+        .scalars
+        .iter()
+        .map(|name| format!(",\n    const tcc_index {name}"))
+        .collect();
+    let _ = writeln!(out, "void {}({}{scalars}) {{", spec.name, spec.parameters);
+    // M: the shape's, or a dynamic M's expression (issue 33), which the
+    // launch's row tiles, the clamp and the store guard read instead.
+    let m = spec.m_extent.clone().unwrap_or_else(|| s.m.to_string());
     let _ = writeln!(
         out,
         "  /* register-blocked: {rows}x{columns} outputs per work-item in {vectors} {ty} per row; M={} N={} K={} batch={} */",
-        s.m, s.n, s.k, s.batch
+        match &spec.m_extent {
+            Some(extent) => format!("{extent} (at most {})", s.m),
+            None => s.m.to_string(),
+        },
+        s.n,
+        s.k,
+        s.batch
     );
     // The launch is [tiles_n, tiles_m, batch] work-groups (as for the
     // tiled form), which PoCL runs in order along x; walking the row
     // tiles fastest instead lets consecutive groups reuse one column
     // panel of B from the cache.
     let (tiles_n, tiles_m) = c.tiles(&s);
+    let tiles_m = match &spec.m_extent {
+        Some(extent) => format!("(({extent} + {}) / {rows})", rows - 1),
+        None => tiles_m.to_string(),
+    };
     let _ = writeln!(
         out,
         "  const tcc_index group = (tcc_index)get_group_id(1) * {tiles_n} + (tcc_index)get_group_id(0);\n  const tcc_index row0 = (group % {tiles_m}) * {rows};\n  const tcc_index col0 = (group / {tiles_m}) * {columns};\n  const tcc_index b = (tcc_index)get_group_id(2);"
@@ -143,7 +167,10 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         let _ = writeln!(
             out,
             "  const tcc_index i{r} = min(row0 + {r}, (tcc_index){});",
-            s.m - 1
+            match &spec.m_extent {
+                Some(_) => format!("({m} - 1)"),
+                None => (s.m - 1).to_string(),
+            }
         );
     }
     for r in 0..rows {
@@ -430,8 +457,7 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     };
     let _ = writeln!(
         out,
-        "  for (int wm = 0; wm < {rows}; ++wm) {{\n    const tcc_index i = row0 + wm;\n    if (i >= {}) break;",
-        s.m
+        "  for (int wm = 0; wm < {rows}; ++wm) {{\n    const tcc_index i = row0 + wm;\n    if (i >= {m}) break;"
     );
     if edge {
         let _ = write!(
@@ -473,6 +499,40 @@ mod tests {
             epilogue.matches("a0[i * 50 + j] = acc_value;").count(),
             2,
             "{epilogue}"
+        );
+    }
+
+    #[test]
+    fn a_dynamic_m_is_read_where_the_static_form_writes_m() {
+        // A symbolic batch in the rows (issue 33): the row tiles, the
+        // clamp and the store guard read the call's M; the scalar is a
+        // parameter after the buffers; no static M is left.
+        let mut dynamic = spec(GemmConfig::register_blocked(4, 32));
+        dynamic.shape.m = 64;
+        dynamic.m_extent = Some("(m * 4)".to_string());
+        dynamic.scalars = vec!["m".to_string()];
+        let text = gemm_kernel(&dynamic).unwrap();
+        for expected in [
+            "    const tcc_index m) {",
+            "M=(m * 4) (at most 64) N=50",
+            "const tcc_index row0 = (group % (((m * 4) + 3) / 4)) * 4;",
+            "const tcc_index col0 = (group / (((m * 4) + 3) / 4)) * 32;",
+            "const tcc_index i3 = min(row0 + 3, (tcc_index)((m * 4) - 1));",
+            "if (i >= (m * 4)) break;",
+        ] {
+            assert!(text.contains(expected), "{expected} in {text}");
+        }
+        assert!(!text.contains("63"), "{text}");
+        assert!(!text.contains(">= 64"), "{text}");
+        // The static form is unchanged: M from the shape.
+        let mut fixed = dynamic;
+        fixed.m_extent = None;
+        fixed.scalars.clear();
+        let text = gemm_kernel(&fixed).unwrap();
+        assert!(text.contains("(tcc_index)63);"), "{text}");
+        assert!(
+            text.contains("const tcc_index row0 = (group % 16) * 4;"),
+            "{text}"
         );
     }
 

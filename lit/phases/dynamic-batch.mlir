@@ -3,7 +3,10 @@
 // buffers (`a{buffer}_d{dim}`); the GEMM template takes M from it and
 // keeps every M bounds check (its tiles are the declared maximum's); the
 // index width counts the batch at its declared maximum; the artifact
-// states the dimension and its range.
+// states the dimension and its range. Each scalar is read through a
+// macro: the constant TCC_ARG_<kernel>_<argument> where the runtime
+// defines it (a program specialized for a call's shape), else the
+// argument, declared `NAME_arg`.
 // RUN: split-file %s %t
 // RUN: tcc compile %t/abs.mlir --dim batch=1..64 --emit=opencl-c | FileCheck %s --check-prefix=ABS
 // RUN: tcc compile %t/abs.mlir --dim batch=1..4096 --emit=opencl-c | FileCheck %s --check-prefix=WIDE
@@ -12,17 +15,23 @@
 // RUN: tcc inspect %t/abs.so | FileCheck %s --check-prefix=HOST
 
 // ABS: typedef int tcc_index;
+// ABS: #ifdef TCC_ARG_abs_0_2
+// ABS-NEXT: #define a0_d0 ((tcc_index)(TCC_ARG_abs_0_2))
+// ABS-NEXT: #else
+// ABS-NEXT: #define a0_d0 a0_d0_arg
+// ABS-NEXT: #endif
 // ABS: void abs_0(__global const float* restrict a0,
 // ABS-NEXT: __global float* restrict a1,
-// ABS-NEXT: const tcc_index a0_d0) {
+// ABS-NEXT: const tcc_index a0_d0_arg) {
 // ABS: const tcc_index [[POINTS:v[0-9]+]] = (a0_d0 * 1048576);
 // ABS: for (tcc_index [[I:v[0-9]+]] = {{v[0-9]+}}; [[I]] < [[POINTS]];
+// ABS: #undef a0_d0
 
 // 4096 x 2^20 elements at the maximum: 64-bit indices.
 // WIDE: typedef long tcc_index;
 
 // GEMM: void batch_matmul_0(
-// GEMM: const tcc_index a0_d1) {
+// GEMM: const tcc_index a0_d1_arg) {
 // GEMM-NEXT: /* tile 32x32x16, 2x2 outputs per work-item; M=a0_d1 (at most 64) N=64 K=32 batch=1 */
 // GEMM: fetch_a[r] = (i < a0_d1 && k < 32)
 // GEMM: if (i < a0_d1 && j < 64) {

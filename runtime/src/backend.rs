@@ -118,6 +118,11 @@ pub trait Calls {
 
     /// The timeline recorded so far; stops recording.
     fn take_timeline(&mut self) -> Option<crate::timeline::Timeline>;
+
+    /// Waits for the programs specialized per call shape that earlier
+    /// calls started building (OpenCL: `Session::wait_for_specializations`;
+    /// nothing elsewhere).
+    fn wait_for_specializations(&mut self) {}
 }
 
 impl Calls for Session {
@@ -148,6 +153,10 @@ impl Calls for Session {
 
     fn take_timeline(&mut self) -> Option<crate::timeline::Timeline> {
         Session::take_timeline(self)
+    }
+
+    fn wait_for_specializations(&mut self) {
+        Session::wait_for_specializations(self)
     }
 }
 

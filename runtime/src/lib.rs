@@ -74,7 +74,10 @@ pub use error::{Error, Result};
 pub use half;
 pub use host_bytes::HostBytes;
 pub use program_cache::{CacheStats, ProgramOrigin, SourceKind};
-pub use session::{ArenaStats, DeviceTensor, KernelProfile, Session};
+pub use session::{
+    ArenaStats, DeviceTensor, KernelProfile, SPECIALIZE_ENV, Session, Specialization,
+    SpecializationStats,
+};
 pub use tensor::{DType, HostTensor};
 
 use artifact::Artifact;

@@ -330,7 +330,7 @@ pub struct GemmSpec {
     /// kernel's scalar parameters standing for `shape.m`, which is then
     /// the declared maximum that chose the tiles. Every bounds check on M
     /// stays (a tile that divides the maximum need not divide the call's
-    /// M). Only the FP32 tiled form takes it.
+    /// M). The FP32 tiled and register-blocked forms take it.
     pub m_extent: Option<String>,
     /// The kernel's scalar parameters after the buffers, each a
     /// `const tcc_index` (the extents `m_extent` reads, and any other
@@ -350,11 +350,9 @@ impl GemmSpec {
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
     c.validate()?;
-    if spec.m_extent.is_some()
-        && (c.is_register_blocked() || spec.tensor_cores.is_some() || c.split_k > 1)
-    {
+    if spec.m_extent.is_some() && (spec.tensor_cores.is_some() || c.split_k > 1) {
         return Err(format!(
-            "{}: a dynamic M is taken by the FP32 tiled GEMM without split-K only (not the register-blocked, tensor-core, int8 or split-K forms): dynamic dimension not supported yet",
+            "{}: a dynamic M is taken by the FP32 tiled and register-blocked GEMMs without split-K only (not the tensor-core, int8 or split-K forms): dynamic dimension not supported yet",
             spec.name
         ));
     }

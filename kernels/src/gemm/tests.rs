@@ -250,7 +250,7 @@ fn a_dynamic_m_keeps_every_m_guard() {
     split.split_k_scratch = Some((Buffer::f32("a3"), Buffer::f32("a4")));
     let error = gemm_kernel(&split).unwrap_err();
     assert!(
-        error.contains("a dynamic M is taken by the FP32 tiled GEMM"),
+        error.contains("a dynamic M is taken by the FP32 tiled and register-blocked GEMMs"),
         "{error}"
     );
     let mut tf32 = dynamic;

@@ -297,6 +297,10 @@ impl Calls for AnySession {
         self.calls().reset_profile()
     }
 
+    fn wait_for_specializations(&mut self) {
+        self.calls().wait_for_specializations()
+    }
+
     fn record_timeline(&mut self, max_calls: usize) -> Result<()> {
         self.calls().record_timeline(max_calls)
     }

@@ -12,6 +12,7 @@ mod layer_norm;
 mod prelude;
 mod reduce;
 mod softmax;
+mod specialize;
 mod template;
 mod window;
 mod writer;

@@ -559,6 +559,7 @@ impl KernelWriter {
             strategy,
         };
         if let Some(text) = self.write_template(&template, &mut args)? {
+            let text = super::specialize::specializable(&name, args.len(), &self.scalars, text);
             let info = KernelInfo {
                 name,
                 kind,
@@ -595,6 +596,7 @@ impl KernelWriter {
         text.push_str(") {\n");
         text.push_str(&body);
         text.push_str("}\n");
+        let text = super::specialize::specializable(&name, args.len(), &self.scalars, text);
         Ok((
             KernelInfo {
                 name,

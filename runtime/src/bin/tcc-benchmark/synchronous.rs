@@ -201,6 +201,10 @@ pub(crate) fn measure(
             Ok(())
         },
     )?;
+    // A function on a symbolic dimension: the warm-up's second call
+    // started the build of its shape's specialized program; the measured
+    // calls launch it.
+    session.wait_for_specializations();
     session.reset_profile()?;
     // Constant memory whatever the iteration count (no vector per call).
     let mut latencies_ms = cli::LatencyStats::default();
@@ -385,6 +389,8 @@ pub(crate) fn measure(
                 "program_seconds": session.program_seconds(),
                 "program_note": session.program_note(),
                 "program_cache": rt.cache_stats(),
+                "specialization": session.specialization(),
+                "specialization_stats": session.specialization_stats(),
                 "buffer_pool": rt.pool_stats(),
                 "host_io": rt.host_io(),
                 "transfers": rt.transfer_stats(),
@@ -605,6 +611,26 @@ pub(crate) fn measure(
     )?;
     if let Some(p) = &cache.last_disk_problem {
         writeln!(out, "program cache note: {p}")?;
+    }
+    // A function on a symbolic dimension: its kernels specialized per
+    // call shape (`TCC_SPECIALIZE`).
+    let spec = session.specialization_stats();
+    if spec.specialized_calls + spec.generic_calls > 0 {
+        writeln!(
+            out,
+            "shape specialization: {}; {} program(s) in {:.2} s, {} specialized call(s), {} generic",
+            match session.specialization() {
+                tcc_runtime::Specialization::Off => "off (TCC_SPECIALIZE=off)",
+                tcc_runtime::Specialization::Exact => "per exact shape",
+            },
+            spec.programs,
+            spec.build_seconds,
+            spec.specialized_calls,
+            spec.generic_calls
+        )?;
+        if let Some(failure) = &spec.last_failure {
+            writeln!(out, "shape specialization failed: {failure}")?;
+        }
     }
     writeln!(
         out,

@@ -18,13 +18,16 @@
 //! - `arena`: the static memory plan's arena and its views;
 //! - `lane_memory`: the arena and scratch constants of each extra compute
 //!   queue of asynchronous calls;
-//! - `program`: building the kernel program and its kernels.
+//! - `program`: building the kernel program and its kernels;
+//! - `specialize`: the programs specialized per call shape for a
+//!   function on a symbolic dimension.
 
 mod arena;
 mod callbacks;
 mod lane_memory;
 mod numerics;
 mod program;
+mod specialize;
 mod transfers;
 
 use std::ptr;
@@ -38,6 +41,7 @@ use serde::Serialize;
 
 pub use arena::ArenaStats;
 pub(crate) use callbacks::{CallState, check_view, guarded};
+pub use specialize::{MAX_BUCKETS, SPECIALIZE_ENV, Specialization, SpecializationStats};
 pub(crate) use transfers::{
     enqueue_read, enqueue_write, input_in_place, map_for_reading, output_in_place, unmap_output,
 };
@@ -192,6 +196,8 @@ pub struct Session {
     /// Asynchronous calls in flight and their reusable device buffers
     /// (`Session::submit`, in `async_call`).
     pub(crate) calls: crate::async_call::SessionCalls,
+    /// Programs specialized per call shape (`specialize`).
+    specializer: specialize::Specializer,
     // Kept alive while kernels exist (kernels also retain it).
     _program: Option<Arc<Program>>,
 }
@@ -234,6 +240,7 @@ impl Session {
             numerics: None,
             spare_outputs: Default::default(),
             calls: crate::async_call::SessionCalls::default(),
+            specializer: specialize::Specializer::new(),
             _program: program,
         })
     }
@@ -272,6 +279,32 @@ impl Session {
     /// vendor's device, or a driver that refused it), if it was not.
     pub fn program_note(&self) -> Option<&str> {
         self.program_note.as_deref()
+    }
+
+    /// Whether calls of a function on a symbolic dimension launch kernels
+    /// specialized for their exact shape (see `specialize`: built at the
+    /// first call at each shape, through the program cache). Default:
+    /// `TCC_SPECIALIZE`, else [`Specialization::Exact`].
+    pub fn set_specialization(&mut self, policy: Specialization) {
+        self.specializer.policy = policy;
+    }
+
+    /// The session's [`Specialization`] policy.
+    pub fn specialization(&self) -> Specialization {
+        self.specializer.policy
+    }
+
+    /// What run-time specialization has done in this session (builds
+    /// still running on their threads are not counted yet).
+    pub fn specialization_stats(&self) -> SpecializationStats {
+        self.specializer.stats.clone()
+    }
+
+    /// Waits for the specialized programs being built (each on a thread
+    /// of its own, started by the second call at a shape), so that the
+    /// next call at their shapes launches them.
+    pub fn wait_for_specializations(&mut self) {
+        self.specializer.collect(true);
     }
 
     /// Calls `function` once on zero inputs and returns how long the call
@@ -475,6 +508,8 @@ impl Drop for Session {
         // (and for the session's own queues).
         self.calls.finish_own_queue();
         let _ = self.rt.inner.queue.finish();
+        // Builds of specialized programs still running end first.
+        self.specializer.collect(true);
         // Device buffers kept for asynchronous calls go back to the pool
         // (calls still in flight return theirs when their handles finish).
         self.calls.close(&self.rt.inner);

@@ -22,6 +22,7 @@ use opencl3::types::cl_mem;
 use super::arena::Arena;
 use super::lane_memory::{constant_slot, lane_parts};
 use super::program::KernelSlot;
+use super::specialize::{Plan, Recording};
 use super::transfers::{enqueue_write, to_usize};
 use super::{PendingCommand, Session, exec_error};
 use crate::abi::{self, TccBuffer};
@@ -30,6 +31,7 @@ use crate::buffer_pool::PoolBuffer;
 use crate::error::{Error, Result};
 use crate::hal::callbacks::{BufferCopy, Callbacks, api_table, out_slot};
 use crate::hal::shared::{CallIo, constant_at};
+use crate::program_cache::SourceKind;
 use crate::timeline::CommandKind;
 use crate::{RuntimeInner, TransferCounters};
 
@@ -89,6 +91,16 @@ impl Session {
         let shapes = io.shapes_for(f, "this call path")?;
         let model = self.model.clone();
         let rt = self.rt.inner.clone();
+        // Run-time specialization (`specialize`): of a function on a
+        // symbolic dimension, on the first lane, for the OpenCL C.
+        let applies = f.is_dynamic() && lane == 0 && self.format == Some(SourceKind::OpenClC);
+        self.specializer
+            .start_if_hot(&f.name, shapes, applies, &rt, &model);
+        let (specialized, mut recording) = match self.specializer.plan(&f.name, shapes, applies) {
+            Some(Plan::Specialized(kernels)) => (Some(kernels), None),
+            Some(Plan::Record(key)) => (None, Some((key, Recording::new(self.kernels.len())))),
+            Some(Plan::Generic) | None => (None, None),
+        };
         let (arena, lane_constants, lane_kernels) = match lane_parts(&mut self.lane_memory, lane) {
             Some((arena, constants, kernels)) => (arena, Some(constants), kernels),
             None => (&mut self.arena, None, None),
@@ -98,7 +110,8 @@ impl Session {
             deferred: deferred.as_deref_mut(),
             rt: &rt,
             artifact: model.artifact(),
-            kernels: lane_kernels.unwrap_or(&self.kernels),
+            kernels: lane_kernels.or(specialized).unwrap_or(&self.kernels),
+            recording: recording.as_mut().map(|(_, r)| r),
             constants: &mut self.constants,
             lane_constants,
             zero_constants: &mut self.zero_constants,
@@ -140,7 +153,13 @@ impl Session {
         }
         drop(pool);
         match (status, error) {
-            (0, None) => Ok(uploaded_shared),
+            (0, None) => {
+                if let Some((key, recording)) = recording {
+                    self.specializer
+                        .recorded(&model.artifact().kernel_names, key, &recording);
+                }
+                Ok(uploaded_shared)
+            }
             (_, Some(e)) => Err(exec_error(f, e)),
             (s, None) => Err(exec_error(
                 f,
@@ -188,6 +207,9 @@ struct CallContext<'a> {
     rt: &'a RuntimeInner,
     artifact: &'a Artifact,
     kernels: &'a [KernelSlot],
+    /// The scalar arguments of each launch, in a call that a shape's
+    /// specialization is built from (`specialize`).
+    recording: Option<&'a mut Recording>,
     constants: &'a mut [Option<PoolBuffer>],
     /// On a compute lane past the first: its own copies of the all-zero
     /// (writable scratch) constants (`session::lane_memory`).
@@ -402,6 +424,9 @@ impl Callbacks for CallContext<'_> {
                     e,
                 )
             })?;
+        }
+        if let Some(recording) = self.recording.as_deref_mut() {
+            recording.note(kernel, args);
         }
         if global.contains(&0) {
             return Ok(()); // An empty NDRange does nothing.
