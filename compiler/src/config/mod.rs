@@ -740,6 +740,11 @@ mod tests {
         // ones two.
         assert_eq!(block(3136, 64, 16), (4, 64));
         assert_eq!(block(3136, 48, 16), (6, 32));
+        // ... unless 64-wide blocks pad N further than 32-wide ones.
+        assert_eq!(block(12544, 96, 16), (6, 32));
+        assert_eq!(block(196, 672, 16), (6, 32));
+        assert_eq!(block(3136, 240, 16), (4, 64));
+        assert_eq!(block(49, 1280, 16), (4, 64));
         // AVX2 (16 registers of 8 floats): twelve accumulators at most.
         assert_eq!(block(3136, 64, 8), (6, 16));
         assert_eq!(block(3136, 48, 8), (6, 16));

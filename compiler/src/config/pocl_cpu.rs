@@ -71,7 +71,11 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 ///   4 x 64 blocks (four vectors per row), 32 to 63 wide 6 x 32. `tcc
 ///   tune` on ResNet-50 (13 candidates measured in turns on an AVX-512
 ///   machine, docs/benchmarks.md) picked 4 x 64 for 13 of its 20
-///   convolution shapes, 6 x 32 for 2.
+///   convolution shapes, 6 x 32 for 2. Where 64-wide blocks would pad N
+///   to more columns than 32-wide ones (N = 96, 144, 160, 320, 480, 672:
+///   the depthwise CNNs' expansions and projections), 6 x 32: the edge
+///   block of a 4 x 64 grid computes padding and stores its columns one by
+///   one (its loop stops at N), which no longer pays for the wider block.
 /// - Narrower SIMD (AVX2: 16 registers of 8 floats): 6 x 16, twelve
 ///   accumulators. The AVX-512 table's 4 x 64 needs 32 and spilled: on
 ///   this machine's AVX2 cores ResNet-50 ran at 160 ms a call with it and
@@ -79,8 +83,10 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 ///
 /// Narrower outputs take fewer columns; never more rows than M has.
 pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
+    let padded = |columns: i64| (n + columns - 1) / columns * columns;
     let (rows, columns): (u32, u32) = match n {
-        n if vector_floats >= 16 && n >= 64 => (4, 64),
+        n if vector_floats >= 16 && n >= 64 && padded(64) <= padded(32) => (4, 64),
+        n if vector_floats >= 16 && n >= 64 => (6, 32),
         n if vector_floats >= 16 && n >= 32 => (6, 32),
         n if n >= 16 => (6, 16),
         n if n >= 8 => (6, 8),
