@@ -222,6 +222,13 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// Whether f32 `exp` is written as the prelude's `tcc_expf_poly`
+    /// (range reduction and a polynomial: arithmetic and selects, within
+    /// 1.01 ulp) instead of the prelude's `tcc_expf`.
+    fn polynomial_exp(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -538,6 +545,11 @@ impl Target {
     /// See [`TargetConfig::select_min_max`].
     pub fn select_min_max(self) -> bool {
         self.config().select_min_max()
+    }
+
+    /// See [`TargetConfig::polynomial_exp`].
+    pub fn polynomial_exp(self) -> bool {
+        self.config().polynomial_exp()
     }
 
     /// Whether a long row reduction runs on the row template (one

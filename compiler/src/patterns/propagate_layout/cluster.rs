@@ -84,9 +84,7 @@ pub fn sink_cluster<'c>(
         for operand in data_operands(candidate, rank) {
             // Constants and unit-dimension reshapes that move as `P` would
             // enter for free.
-            if ConstTensor::is_constant(operand)
-                || reshape_as_transpose(operand, &perm).is_some()
-            {
+            if ConstTensor::is_constant(operand) || reshape_as_transpose(operand, &perm).is_some() {
                 continue;
             }
             let Some(producer) = defining_op(operand) else {
