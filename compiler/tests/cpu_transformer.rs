@@ -4,7 +4,8 @@
 //! grouped K/V heads, a causal mask, an additive mask, sequences that are
 //! not whole chunks of 16 keys), matmuls whose constant B is packed in
 //! panels (N not a whole number of panels), and GELU epilogues through
-//! the rational `tcc_erf` / `tcc_tanh`. The emitted OpenCL C is checked to
+//! the rational `tcc_erf` / `tcc_tanh`, a SiLU epilogue through the
+//! polynomial `tcc_expf_poly` (overflow and subnormal ranges included). The emitted OpenCL C is checked to
 //! take those forms on pocl-cpu and not on nvidia.
 
 use std::path::Path;
@@ -87,6 +88,15 @@ save("gelu_tanh", head + [h.make_node("Pow", ["z", "three"], ["p3"]), h.make_nod
      h.make_node("Add", ["z", "p4"], ["p5"]), h.make_node("Mul", ["p5", "a"], ["p6"]),
      h.make_node("Tanh", ["p6"], ["e1"]), h.make_node("Add", ["e1", "one"], ["t1"])] + tail,
      [("x", x)], gelu_tanh @ w2, inits)
+# x @ W + b, SiLU (x * sigmoid(x): the polynomial exp), @ W2; z spans
+# about +-150, past where exp overflows and underflows to subnormals.
+ws = (rng.standard_normal((40, 72)) * 8).astype(np.float32)
+zs = x.astype(np.float64) @ ws + b
+silu = zs / (1 + np.exp(-zs))
+save("silu", [h.make_node("MatMul", ["x", "ws"], ["xw"]), h.make_node("Add", ["xw", "b"], ["z"]),
+     h.make_node("Sigmoid", ["z"], ["s"]), h.make_node("Mul", ["z", "s"], ["g"]),
+     h.make_node("MatMul", ["g", "w2"], ["y"])], [("x", x)], silu @ w2,
+     [nh.from_array(ws, "ws"), nh.from_array(b, "b"), nh.from_array(w2, "w2")])
 "#;
 
 /// The largest difference between `got` and `want` (`.npy` files) and
@@ -117,7 +127,7 @@ fn cpu_attention_panels_and_gelu_match_float64_references() {
         "writing the models",
     );
     let names: Vec<&str> = names.lines().collect();
-    assert_eq!(names.len(), 14, "{names:?}");
+    assert_eq!(names.len(), 15, "{names:?}");
     for name in names {
         let model = dir.path().join(format!("{name}.onnx"));
         let mut args = vec![
@@ -173,12 +183,27 @@ fn cpu_attention_panels_and_gelu_match_float64_references() {
         };
         let (cpu, gpu) = (kernels("pocl-cpu"), kernels("nvidia"));
         let forms: Vec<&str> = match name {
-            "gelu_erf" | "gelu_tanh" => vec!["((col0 + 0) / 16) * "],
+            "gelu_erf" | "gelu_tanh" | "silu" => vec!["((col0 + 0) / 16) * "],
             _ => vec!["one work-item per 4 query rows"],
         };
         for form in forms {
             assert!(cpu.contains(form), "{name}: no {form} in\n{cpu}");
             assert!(!gpu.contains(form), "{name}: {form} in the nvidia kernels");
+        }
+        // exp is the branch-free polynomial on pocl-cpu only.
+        if name == "silu" {
+            assert!(
+                cpu.contains("tcc_expf_poly("),
+                "{name}: no tcc_expf_poly in\n{cpu}"
+            );
+            assert!(
+                !gpu.contains("tcc_expf_poly("),
+                "{name}: tcc_expf_poly on nvidia"
+            );
+            assert!(
+                !kernels("generic").contains("tcc_expf_poly("),
+                "{name}: tcc_expf_poly on generic"
+            );
         }
         if name.starts_with("gelu") {
             let (rational, library) = if name == "gelu_erf" {

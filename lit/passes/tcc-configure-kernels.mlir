@@ -51,13 +51,13 @@ func.func @hundred(%x: tensor<100xf32>) -> tensor<100xf32> {
   return %0 : tensor<100xf32>
 }
 
-// A 64x128 @ 128x96 product: the pocl-cpu table takes 4x64 register
-// blocks on AVX-512 (pocl-cpu-avx512) and 6x16
+// A 64x128 @ 128x96 product: the pocl-cpu table takes 6x32 register
+// blocks on AVX-512 (pocl-cpu-avx512: 4x64 would pad N = 96 to 128) and 6x16
 // with AVX2's 8-float registers; the tuning record names this shape
 // (8x16), and `candidate=1` forces the target's second candidate (4x16).
 // Templates size their own grids: no max_workgroups.
 // POCL-LABEL: func.func @tunable
-// POCL: tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
+// POCL: tcc.strategy = #tcc.gemm<tile_m = 6, tile_n = 32, tile_k = 4, work_m = 6, work_n = 32, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
 // AVX2-LABEL: func.func @tunable
 // AVX2: tcc.strategy = #tcc.gemm<tile_m = 6, tile_n = 16, tile_k = 4, work_m = 6, work_n = 16, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
 // TUNED-LABEL: func.func @tunable

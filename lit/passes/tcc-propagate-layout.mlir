@@ -231,3 +231,50 @@ func.func @dynamic_batch_reshape(%x: tensor<?x8x8x4xf32>) -> tensor<?x4x64xf32> 
   %1 = tosa.reshape %0, %s : (tensor<?x4x8x8xf32>, !tosa.shape<3>) -> tensor<?x4x64xf32>
   return %1 : tensor<?x4x64xf32>
 }
+
+// -----
+
+// A squeeze-and-excitation block as the ONNX importer writes it between a
+// depthwise convolution and a 1x1 convolution (EfficientNet's): SiLU,
+// global pool and channel scale in NCHW, the scale computed in NHWC by 1x1
+// convolutions and brought to [1,C,1,1] by a reshape. That reshape only
+// moves unit dimensions as the transpose does, so the cluster takes it as
+// a transposed operand: everything runs channels-last, the pool reduces
+// over H*W (axis 1), the scale multiplies [1,1,1,C] into the NHWC data,
+// and no transpose is left.
+// CHECK-LABEL: func.func @squeeze_excitation
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x4x8xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: %[[SG:.*]] = tosa.sigmoid %[[X]] : (tensor<1x4x4x8xf32>)
+// CHECK: %[[SILU:.*]] = tosa.mul %[[X]], %[[SG]], %{{.*}} : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1xi8>) -> tensor<1x4x4x8xf32>
+// CHECK: %[[FLAT:.*]] = tosa.reshape %[[SILU]], %{{.*}} -> tensor<1x16x8xf32>
+// CHECK: tosa.reduce_sum %[[FLAT]] {axis = 1 : i32} : (tensor<1x16x8xf32>) -> tensor<1x1x8xf32>
+// CHECK: %[[FC:.*]] = tosa.conv2d
+// CHECK: %[[GATE:.*]] = tosa.sigmoid %[[FC]] : (tensor<1x1x1x8xf32>)
+// CHECK: %[[Y:.*]] = tosa.mul %[[GATE]], %[[SILU]], %{{.*}} : (tensor<1x1x1x8xf32>, tensor<1x4x4x8xf32>, tensor<1xi8>) -> tensor<1x4x4x8xf32>
+// CHECK: %[[OUT:.*]] = tosa.conv2d %[[Y]]
+// CHECK: return %[[OUT]]
+// CHECK-NOT: tosa.transpose
+func.func @squeeze_excitation(%x: tensor<1x4x4x8xf32>, %w1: tensor<8x1x1x8xf32>, %w2: tensor<8x1x1x8xf32>) -> tensor<1x4x4x8xf32> {
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<8xf32>}> : () -> tensor<8xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %scale = "tosa.const"() <{values = dense<0.0625> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %flat = tosa.const_shape {values = dense<[1, 8, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %nhwc = tosa.const_shape {values = dense<[1, 1, 1, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %nchw = tosa.const_shape {values = dense<[1, 8, 1, 1]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+  %sg = tosa.sigmoid %t : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %silu = tosa.mul %t, %sg, %shift : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1xi8>) -> tensor<1x8x4x4xf32>
+  %r = tosa.reshape %silu, %flat : (tensor<1x8x4x4xf32>, !tosa.shape<3>) -> tensor<1x8x16xf32>
+  %sum = tosa.reduce_sum %r {axis = 2 : i32} : (tensor<1x8x16xf32>) -> tensor<1x8x1xf32>
+  %mean = tosa.mul %sum, %scale, %shift : (tensor<1x8x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x8x1xf32>
+  %m4 = tosa.reshape %mean, %nhwc : (tensor<1x8x1xf32>, !tosa.shape<4>) -> tensor<1x1x1x8xf32>
+  %fc = tosa.conv2d %m4, %w1, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x1x1x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x1x8xf32>
+  %fcc = tosa.reshape %fc, %nchw : (tensor<1x1x1x8xf32>, !tosa.shape<4>) -> tensor<1x8x1x1xf32>
+  %gate = tosa.sigmoid %fcc : (tensor<1x8x1x1xf32>) -> tensor<1x8x1x1xf32>
+  %y = tosa.mul %gate, %silu, %shift : (tensor<1x8x1x1xf32>, tensor<1x8x4x4xf32>, tensor<1xi8>) -> tensor<1x8x4x4xf32>
+  %back = tosa.transpose %y {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x8x4x4xf32>) -> tensor<1x4x4x8xf32>
+  %out = tosa.conv2d %back, %w2, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x8xf32>
+  return %out : tensor<1x4x4x8xf32>
+}

@@ -47,39 +47,38 @@
 // CL: tcc_maximumf(
 // CL: a0[i * 96 + j] =
 
-// The register-blocked form: no local memory; per k, four float16 of B's
-// row and one broadcast A element per row into 16 accumulators; the row
-// tiles (50 of 4) are walked fastest; the second column tile reaches past
-// N = 96, so B is loaded lane by lane there; each row's start of A and
-// each B vector's column are pointers set before the k loop, which loads
-// at k from them; the epilogue runs per element from a private copy of
-// the block.
+// The register-blocked form: no local memory; N = 96 takes 6x32 blocks
+// on AVX-512 (4x64 would pad it to 128 columns): per k, two float16 of
+// B's row and one broadcast A element per row into 12 accumulators; the
+// row tiles (34 of 6) are walked fastest; every column tile lies inside N
+// (no edge loads, no exit in the epilogue's column loop, which is
+// vectorized at the block's width: the edge forms are the kernels crate's
+// unit tests); each row's start of A and each B vector's column are
+// pointers set before the k loop, which loads at k from them; the
+// epilogue runs per element from a private copy of the block.
 // CPU: __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 // CPU-NEXT: void matmul_add_max_0(
 // CPU-NOT: __local
-// CPU: /* register-blocked: 4x64 outputs per work-item in 4 float16 per row; M=200 N=96 K=128 batch=1 */
-// CPU: const tcc_index row0 = (group % 50) * 4;
-// CPU: const tcc_index col0 = (group / 50) * 64;
-// CPU: const tcc_index i3 = min(row0 + 3, (tcc_index)199);
-// CPU: float16 acc3_3 = (float16)(0.0f);
-// CPU: __global const float* tcc_a3 = a1 + i3 * 128;
-// CPU: __global const float* tcc_b3 = a2 + col0 + 48;
-// CPU: const int full = col0 + 64 <= 96;
+// CPU: /* register-blocked: 6x32 outputs per work-item in 2 float16 per row; M=200 N=96 K=128 batch=1 */
+// CPU: const tcc_index row0 = (group % 34) * 6;
+// CPU: const tcc_index col0 = (group / 34) * 32;
+// CPU: const tcc_index i5 = min(row0 + 5, (tcc_index)199);
+// CPU: float16 acc5_1 = (float16)(0.0f);
+// CPU: __global const float* tcc_a5 = a1 + i5 * 128;
+// CPU: __global const float* tcc_b1 = a2 + col0 + 16;
+// CPU-NOT: full
 // CPU: for (tcc_index k_step = 0; k_step < 128; k_step += 1) {
-// CPU: ra3 = tcc_a3[k];
-// CPU: float16 rb3;
-// CPU-NEXT: if (full) {
-// CPU-NEXT: const tcc_index j = col0 + 48;
-// CPU-NEXT: rb3 = vload16(0, tcc_b3 + k * 96);
-// CPU: lanes[lane] = j < 96 ? a2[k * 96 + j] : 0.0f;
-// CPU: { const float16 a = (float16)(ra3); acc3_0 = fma(a, rb0, acc3_0); acc3_1 = fma(a, rb1, acc3_1); acc3_2 = fma(a, rb2, acc3_2); acc3_3 = fma(a, rb3, acc3_3); }
-// CPU: vstore16(acc3_3, 0, &block[3][48]);
+// CPU: ra5 = tcc_a5[k];
+// CPU: rb1 = vload16(0, tcc_b1 + k * 96);
+// CPU: { const float16 a = (float16)(ra5); acc5_0 = fma(a, rb0, acc5_0); acc5_1 = fma(a, rb1, acc5_1); }
+// CPU: vstore16(acc5_1, 0, &block[5][16]);
 // CPU: if (i >= 200) break;
-// CPU: if (j >= 96) break;
+// CPU-NEXT: #pragma clang loop vectorize_width(16)
+// CPU-NEXT: for (int wn = 0; wn < 32; ++wn) {
+// CPU-NOT: break
 // CPU: const float acc_value = acc_init + block[wm][wn];
 // CPU: tcc_maximumf_select(
 // CPU: a0[i * 96 + j] =
-
 func.func @dense_relu(%x: tensor<200x128xf32>, %w: tensor<128x96xf32>, %b: tensor<96xf32>) -> tensor<200x96xf32> {
   %e = tensor.empty() : tensor<200x96xf32>
   %zero = arith.constant 0.0 : f32

@@ -27,12 +27,13 @@
 
 // On CPUs one work-item walks the row in chunks of 16 with a partial per
 // lane (SIMD after LLVM's SLP vectorizer), combined pairwise at the end.
+// exp is the branch-free polynomial there (tcc_expf_poly).
 // CPU: __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 // CPU-NOT: __local
 // CPU: float total_0 = 0.0f, total_1 = 0.0f,
 // CPU: for (tcc_index chunk = 0; chunk < 1024; chunk += 16) {
 // CPU: const tcc_index r = chunk + 15;
-// CPU: tcc_expf(
+// CPU: tcc_expf_poly(
 // CPU: total_15 = (total_15 + value);
 // CPU: total_7 = (total_7 + total_15);
 // CPU: total_0 = (total_0 + total_1);

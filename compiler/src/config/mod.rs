@@ -222,6 +222,13 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// Whether f32 `exp` is written as the prelude's `tcc_expf_poly`
+    /// (range reduction and a polynomial: arithmetic and selects, within
+    /// 1.01 ulp) instead of the prelude's `tcc_expf`.
+    fn polynomial_exp(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -540,6 +547,11 @@ impl Target {
         self.config().select_min_max()
     }
 
+    /// See [`TargetConfig::polynomial_exp`].
+    pub fn polynomial_exp(self) -> bool {
+        self.config().polynomial_exp()
+    }
+
     /// Whether a long row reduction runs on the row template (one
     /// work-group per output) rather than as one work-item per output
     /// with a loop over the row, given whether its inputs are contiguous
@@ -740,6 +752,11 @@ mod tests {
         // ones two.
         assert_eq!(block(3136, 64, 16), (4, 64));
         assert_eq!(block(3136, 48, 16), (6, 32));
+        // ... unless 64-wide blocks pad N further than 32-wide ones.
+        assert_eq!(block(12544, 96, 16), (6, 32));
+        assert_eq!(block(196, 672, 16), (6, 32));
+        assert_eq!(block(3136, 240, 16), (4, 64));
+        assert_eq!(block(49, 1280, 16), (4, 64));
         // AVX2 (16 registers of 8 floats): twelve accumulators at most.
         assert_eq!(block(3136, 64, 8), (6, 16));
         assert_eq!(block(3136, 48, 8), (6, 16));

@@ -71,7 +71,11 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 ///   4 x 64 blocks (four vectors per row), 32 to 63 wide 6 x 32. `tcc
 ///   tune` on ResNet-50 (13 candidates measured in turns on an AVX-512
 ///   machine, docs/benchmarks.md) picked 4 x 64 for 13 of its 20
-///   convolution shapes, 6 x 32 for 2.
+///   convolution shapes, 6 x 32 for 2. Where 64-wide blocks would pad N
+///   to more columns than 32-wide ones (N = 96, 144, 160, 320, 480, 672:
+///   the depthwise CNNs' expansions and projections), 6 x 32: the edge
+///   block of a 4 x 64 grid computes padding and stores its columns one by
+///   one (its loop stops at N), which no longer pays for the wider block.
 /// - Narrower SIMD (AVX2: 16 registers of 8 floats): 6 x 16, twelve
 ///   accumulators. The AVX-512 table's 4 x 64 needs 32 and spilled: on
 ///   this machine's AVX2 cores ResNet-50 ran at 160 ms a call with it and
@@ -79,8 +83,10 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 ///
 /// Narrower outputs take fewer columns; never more rows than M has.
 pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
+    let padded = |columns: i64| (n + columns - 1) / columns * columns;
     let (rows, columns): (u32, u32) = match n {
-        n if vector_floats >= 16 && n >= 64 => (4, 64),
+        n if vector_floats >= 16 && n >= 64 && padded(64) <= padded(32) => (4, 64),
+        n if vector_floats >= 16 && n >= 64 => (6, 32),
         n if vector_floats >= 16 && n >= 32 => (6, 32),
         n if n >= 16 => (6, 16),
         n if n >= 8 => (6, 8),
@@ -212,6 +218,18 @@ impl TargetConfig for PoclCpu {
     /// branches, 0.13-0.25 ms as selects, pyopencl on this machine's
     /// PoCL); selects vectorize with the loop.
     fn select_min_max(&self) -> bool {
+        true
+    }
+
+    /// Yes: PoCL's `exp` is the costliest part of a SiLU or sigmoid
+    /// epilogue (EfficientNet-B0's 112x112 expansion, M = 12544, N = 96,
+    /// K = 16, pyopencl on this machine's PoCL: 1.07 ms without the exp,
+    /// 1.89 ms with the library's, 1.64 ms with the polynomial; 1.52 and
+    /// 1.34 ms with the epilogue's loop vectorized at the block's width).
+    /// The polynomial's `rint` is written as the add and subtract of
+    /// 1.5 * 2^23: PoCL's `rint` is a call per element (the kernel took
+    /// 5x longer with it).
+    fn polynomial_exp(&self) -> bool {
         true
     }
 

@@ -204,6 +204,9 @@ impl KernelWriter {
                 format!("{function}({})", self.operand(op, 0)?)
             }
             // f32 through the prelude's tcc_expf (fast in the PTX form).
+            "math.exp" if self.polynomial_exp && result()? == ElementType::F32 => {
+                call("tcc_expf_poly")?
+            }
             "math.exp" if result()? == ElementType::F32 => call("tcc_expf")?,
             "math.exp" => call("exp")?,
             "math.exp2" => call("exp2")?,

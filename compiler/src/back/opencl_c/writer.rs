@@ -197,6 +197,9 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     let select_min_max = target.as_ref().is_some_and(|t| {
         crate::config::targets::family(t).is_ok_and(|family| family.select_min_max())
     });
+    let polynomial_exp = target.as_ref().is_some_and(|t| {
+        crate::config::targets::family(t).is_ok_and(|family| family.polynomial_exp())
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
@@ -205,6 +208,7 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
             single_item_attention,
             rational_erf_tanh,
             select_min_max,
+            polynomial_exp,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -331,6 +335,8 @@ pub(super) struct KernelWriter {
     /// f32 maximum/minimum as the prelude's branch-free
     /// `tcc_maximumf_select`/`tcc_minimumf_select`.
     pub(super) select_min_max: bool,
+    /// f32 `exp` as the prelude's branch-free `tcc_expf_poly`.
+    pub(super) polynomial_exp: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {

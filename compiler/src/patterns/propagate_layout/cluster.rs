@@ -7,7 +7,9 @@ use melior::ir::BlockLike;
 use melior::ir::Value;
 use melior::ir::operation::{OperationLike, OperationRef};
 
-use super::{AXIS_OPS, ELEMENTWISE, inverse, rank_of, result_of, sink, transpose_perm};
+use super::{
+    AXIS_OPS, ELEMENTWISE, inverse, rank_of, reshape_as_transpose, result_of, sink, transpose_perm,
+};
 use crate::ir::constant::ConstTensor;
 use crate::ir::error::PassError;
 use crate::ir::util::{defining_op, op_name, same_op, users};
@@ -48,8 +50,10 @@ fn data_operands<'c>(op: OperationRef<'c, 'c>, rank: usize) -> Vec<Value<'c, 'c>
 /// -b)` reads `x` (a transpose) both at its start and its end, so neither
 /// end can move first. Here the cluster is the closure of `op`'s users
 /// under "layout-agnostic producer or user"; every operand entering it
-/// must be a constant or a transpose by `P` (anything else would need a
-/// new transpose: the cluster is left alone). Sinking the cluster removes
+/// must be a constant, a transpose by `P` or a reshape that moves unit
+/// dimensions as `P` does (a squeeze-and-excitation block's channel
+/// scale; anything else would need a new transpose: the cluster is left
+/// alone). Sinking the cluster removes
 /// the transposes by `P` all of whose users are inside and cancels the
 /// transposes by `P^-1` of its results; it costs one transpose per result
 /// used outside otherwise. On a gain, every member is sunk in program
@@ -78,7 +82,9 @@ pub fn sink_cluster<'c>(
         }
         members.push(candidate);
         for operand in data_operands(candidate, rank) {
-            if ConstTensor::is_constant(operand) {
+            // Constants and unit-dimension reshapes that move as `P` would
+            // enter for free.
+            if ConstTensor::is_constant(operand) || reshape_as_transpose(operand, &perm).is_some() {
                 continue;
             }
             let Some(producer) = defining_op(operand) else {
@@ -141,7 +147,7 @@ pub fn sink_cluster<'c>(
         }
     }
     for member in order {
-        if !sink(context, member, true)? {
+        if !sink(context, member, true, Some(&perm))? {
             return Err(PassError::at(
                 member.location(),
                 "internal error: a layout cluster member could not be sunk",

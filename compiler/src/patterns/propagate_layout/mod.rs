@@ -9,6 +9,10 @@
 //!   `tcc-fold-constants` folds); axis attributes follow the permutation.
 //! - **Transposes that only move unit dimensions** keep the order of the
 //!   data, so they become `tosa.reshape`s (free views) instead of kernels.
+//!   The converse holds too: an operand that is such a reshape (a
+//!   squeeze-and-excitation block's `[1,1,1,C] -> [1,C,1,1]` scale) is a
+//!   transpose by whichever permutation moves those unit dimensions, so it
+//!   sinks like one ([`reshape_as_transpose`]).
 //!
 //! Transposes meeting after sinking (`T^-1(T(x))`) cancel by TOSA's own
 //! canonicalization.
@@ -141,13 +145,59 @@ fn result_of<'c>(op: OperationRef<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c
 }
 
 /// What sinking would do with each operand of an op.
-enum Operand {
+enum Operand<'c> {
     /// Not a tensor of the data (shift, zero point): kept.
     Keep,
     /// A transpose's input, used instead of the transpose.
     Untransposed,
     /// A constant, transposed back at compile time.
     Constant,
+    /// A reshape that only moves unit dimensions as the permutation does:
+    /// its input, used instead of the reshape.
+    Unreshaped(Value<'c, 'c>),
+}
+
+/// When `operand` is a `tosa.reshape` of a static tensor that only moves
+/// size-1 dimensions, exactly as a transpose by `perm` would (the input's
+/// shape permuted by `perm` is the result's, and the dimensions of other
+/// sizes keep their order), the reshape's input: the operand is then
+/// `transpose(input, perm)` and sinks like one. `None` otherwise.
+fn reshape_as_transpose<'c>(operand: Value<'c, 'c>, perm: &[usize]) -> Option<Value<'c, 'c>> {
+    let producer = defining_op(operand)?;
+    if op_name(&producer) != "tosa.reshape" {
+        return None;
+    }
+    let input: Value = producer.operand(0).ok()?;
+    let from = crate::ir::types::StaticTensor::of(input.r#type())?;
+    let to = crate::ir::types::StaticTensor::of(operand.r#type())?;
+    if from.shape.len() != perm.len() || to.shape.len() != perm.len() {
+        return None;
+    }
+    let permuted: Vec<i64> = perm.iter().map(|&p| from.shape[p]).collect();
+    let moved: Vec<usize> = perm
+        .iter()
+        .copied()
+        .filter(|&p| from.shape[p] != 1)
+        .collect();
+    (permuted == to.shape && moved.windows(2).all(|w| w[0] < w[1])).then_some(input)
+}
+
+/// The one permutation of the transposes among `op`'s data operands of
+/// rank `rank` (`Some(None)` when there is none, `None` when two differ).
+fn operand_perm(op: OperationRef, rank: usize) -> Option<Option<Vec<usize>>> {
+    let mut perm: Option<Vec<usize>> = None;
+    for operand in op.operands() {
+        if rank_of(operand) != Some(rank) {
+            continue;
+        }
+        if let Some(p) = defining_op(operand).and_then(transpose_perm) {
+            if perm.as_ref().is_some_and(|q| *q != p) {
+                return None;
+            }
+            perm = Some(p);
+        }
+    }
+    Some(perm)
 }
 
 /// The permutation `op` could be computed under: `Some(P)` when `op` is
@@ -166,22 +216,18 @@ fn sink_perm(op: OperationRef) -> Option<Vec<usize>> {
         return None;
     }
     let rank = rank_of(op.result(0).ok()?.into()).filter(|&r| r >= 2)?;
-    let mut perm: Option<Vec<usize>> = None;
-    for index in 0..op.operand_count() {
-        let operand = op.operand(index).ok()?;
-        if rank_of(operand) != Some(rank) {
+    let perm = operand_perm(op, rank)??;
+    for operand in op.operands() {
+        if rank_of(operand) != Some(rank)
+            || defining_op(operand).and_then(transpose_perm).is_some()
+            || ConstTensor::is_constant(operand)
+            || reshape_as_transpose(operand, &perm).is_some()
+        {
             continue;
         }
-        if let Some(p) = defining_op(operand).and_then(transpose_perm) {
-            if perm.as_ref().is_some_and(|q| *q != p) {
-                return None;
-            }
-            perm = Some(p);
-        } else if !ConstTensor::is_constant(operand) {
-            return None;
-        }
+        return None;
     }
-    perm
+    Some(perm)
 }
 
 /// Whether the transpose producing `operand` dies once its users are
@@ -202,15 +248,18 @@ pub fn sink_transposes<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
 ) -> Result<bool, PassError<'c>> {
-    sink(context, op, false)
+    sink(context, op, false, None)
 }
 
 /// [`sink_transposes`], or with `force` without its no-more-transposes
-/// rule (for the members of a cluster that pays off as a whole).
+/// rule (for the members of a cluster that pays off as a whole; `cluster`
+/// is the cluster's permutation, for a member whose only data operands
+/// are unit-dimension reshapes).
 fn sink<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
     force: bool,
+    cluster: Option<&[usize]>,
 ) -> Result<bool, PassError<'c>> {
     let name = op_name(&op);
     if matches!(name.as_str(), "tosa.slice" | "tosa.pad") {
@@ -227,7 +276,12 @@ fn sink<'c>(
     let Some(rank) = rank_of(result).filter(|&r| r >= 2) else {
         return Ok(false);
     };
-    let mut perm: Option<Vec<usize>> = None;
+    let Some(perm) = operand_perm(op, rank)
+        .flatten()
+        .or_else(|| cluster.map(<[usize]>::to_vec))
+    else {
+        return Ok(false);
+    };
     let mut plan = Vec::new();
     let mut frees_a_transpose = false;
     for index in 0..op.operand_count() {
@@ -238,22 +292,20 @@ fn sink<'c>(
             plan.push(Operand::Keep);
             continue;
         }
-        if let Some(producer) = defining_op(operand)
-            && let Some(p) = transpose_perm(producer)
-        {
-            if perm.as_ref().is_some_and(|q| *q != p) {
+        if let Some(p) = defining_op(operand).and_then(transpose_perm) {
+            if p != perm {
                 return Ok(false);
             }
             frees_a_transpose |= transpose_dies(operand, &p);
-            perm = Some(p);
             plan.push(Operand::Untransposed);
         } else if ConstTensor::is_constant(operand) {
             plan.push(Operand::Constant);
+        } else if let Some(input) = reshape_as_transpose(operand, &perm) {
+            plan.push(Operand::Unreshaped(input));
         } else {
             return Ok(false);
         }
     }
-    let Some(perm) = perm else { return Ok(false) };
     let result_users = users(result);
     let feeds_transposes =
         !result_users.is_empty() && result_users.iter().all(|u| transpose_perm(*u).is_some());
@@ -276,6 +328,7 @@ fn sink<'c>(
                     .map_err(|e| PassError::at(op.location(), e.to_string()))?
             }
             Operand::Constant => builder.transpose(operand, &back)?,
+            Operand::Unreshaped(input) => *input,
         });
     }
     // The same op on the untransposed values: a clone with new operands,
