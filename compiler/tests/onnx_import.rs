@@ -571,3 +571,81 @@ fn empty_constants_are_refused_with_their_node() {
         ],
     );
 }
+
+/// Prints a module without locations (the parsed text's body ops carry
+/// file:line:col locations of the text, the built ones their generic's).
+fn printed(module: &melior::ir::Module) -> String {
+    module.as_operation().to_string()
+}
+
+/// The operations built through melior are those the printed text parses
+/// to, for every model under test/onnx (and the directories named by
+/// TCC_BUILD_CHECK_DIRS, e.g. a generated node suite), in the three
+/// constant styles.
+#[test]
+fn built_modules_equal_the_parsed_text() {
+    let mut models = Vec::new();
+    let mut dirs = vec![repo("test/onnx")];
+    if let Ok(extra) = std::env::var("TCC_BUILD_CHECK_DIRS") {
+        dirs.extend(extra.split(':').map(PathBuf::from));
+    }
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "onnx") {
+                models.push(path);
+            }
+        }
+    }
+    models.sort();
+    let mut compared = 0;
+    for style in [
+        onnx::ConstStyle::Hex,
+        onnx::ConstStyle::Resource,
+        onnx::ConstStyle::Blob,
+    ] {
+        for model in &models {
+            let options = ImportOptions {
+                const_style: style,
+                ..ImportOptions::default()
+            };
+            let Ok(imported) = onnx::import_file(model, &options) else {
+                continue;
+            };
+            let session = tcc_compiler::driver::session::Session::new();
+            let text = imported.mlir.clone();
+            let Ok(parsed) = tcc_compiler::driver::import::parse_imported(
+                &session,
+                "model.onnx",
+                imported.clone(),
+            ) else {
+                continue;
+            };
+            let other = tcc_compiler::driver::session::Session::new();
+            let built = tcc_compiler::front::build::build_module(&other.context, imported)
+                .unwrap_or_else(|e| panic!("{}: {e}", model.display()));
+            use melior::ir::operation::OperationLike;
+            assert!(
+                built.as_operation().verify(),
+                "{}: {:?}\n{text}",
+                model.display(),
+                other.diagnostics.take()
+            );
+            let (a, b) = (printed(&parsed), printed(&built));
+            if a != b {
+                let line = a.lines().zip(b.lines()).position(|(x, y)| x != y);
+                panic!(
+                    "{} ({style:?}): first different line {line:?}:\n{}\n{}",
+                    model.display(),
+                    line.and_then(|l| a.lines().nth(l)).unwrap_or(""),
+                    line.and_then(|l| b.lines().nth(l)).unwrap_or("")
+                );
+            }
+            compared += 1;
+        }
+    }
+    eprintln!("{compared} imports compared");
+    assert!(compared > 30, "{compared}");
+}

@@ -203,7 +203,8 @@ impl Recorded {
             blobs: self.blobs,
             function: self.module.function.clone(),
             inputs: self.inputs,
-            outputs: self.module.outputs,
+            outputs: self.module.outputs.clone(),
+            module: self.module,
             opset: self.opset,
             mapped: false,
         }

@@ -120,6 +120,8 @@ pub struct IoInfo {
 pub struct Imported {
     /// The MLIR module as text.
     pub mlir: String,
+    /// The module, recorded (`front::build` makes its MLIR ops).
+    pub module: importer::text::Module,
     /// The bytes of the `dense_resource` constants the text names but does
     /// not hold ([`ConstStyle::Blob`]; empty for the other styles).
     pub blobs: Vec<Blob>,

@@ -38,6 +38,14 @@ pub struct Sv {
     pub ty: Scalar,
 }
 
+impl Sv {
+    /// Which value: block argument `i` for `i` below the argument count,
+    /// else the result of the body's op `i - count`.
+    pub fn index(self) -> usize {
+        self.id
+    }
+}
+
 /// `arith.cmpi` predicates (the attribute's integer values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IPred {

@@ -509,7 +509,7 @@ mod tests {
     use super::super::super::dtype::DType;
     use super::super::super::emit::{ConstStyle, Emitter};
     use super::super::super::tensor::Const;
-    use super::super::text::{Argument, Module};
+    use super::super::text::{ArgAttr, Argument, Module, NAME};
     use super::*;
 
     fn batch() -> Vec<Symbol> {
@@ -537,7 +537,7 @@ mod tests {
                 function: "main".into(),
                 arguments: vec![Argument {
                     ty: ty.clone(),
-                    attrs: "tcc.name = \"x\"".into(),
+                    attrs: vec![(NAME, ArgAttr::Str("x".into()))],
                     name: "x".into(),
                 }],
                 results: vec![y],

@@ -11,12 +11,28 @@ use super::super::emit::ir::Op;
 use super::super::emit::{Val, print, string_literal};
 use super::super::proto::ModelProto;
 
-/// A function argument: its type, its attributes' text (`tcc.name =
-/// "x", ...`) and its name (its location).
+/// The names of the attributes of the function's arguments and results.
+pub const NAME: &str = "tcc.name";
+pub const UNSIGNED: &str = "tcc.unsigned";
+pub const MINIFLOAT: &str = "tcc.minifloat";
+pub const DIM_NAMES: &str = "tcc.dim_names";
+
+/// The value of an argument's or result's attribute: a string (`tcc.name
+/// = "x"`), a unit attribute (`tcc.unsigned`) or an array of strings
+/// (`tcc.dim_names = ["batch", ""]`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgAttr {
+    Str(String),
+    Unit,
+    Strs(Vec<String>),
+}
+
+/// A function argument: its type, its attributes (`tcc.name`, ...) and
+/// its name (its location).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Argument {
     pub ty: TType,
-    pub attrs: String,
+    pub attrs: Vec<(&'static str, ArgAttr)>,
     pub name: String,
 }
 
@@ -61,20 +77,21 @@ pub(super) fn header(model: &ModelProto, opset: i64) -> String {
 }
 
 impl Module {
+    /// The attributes of result `index`: its output's name, and whether it
+    /// holds unsigned integers or minifloats.
+    pub fn result_attrs(&self, index: usize) -> Vec<(&'static str, ArgAttr)> {
+        let mut attrs = vec![(NAME, ArgAttr::Str(self.outputs[index].name.clone()))];
+        attrs.extend(super::inputs::unsigned_mark(self.results[index].ty.dtype));
+        attrs
+    }
+
     /// The module as MLIR text.
     pub fn print(&self) -> String {
         let result_types: Vec<String> = self
             .results
             .iter()
-            .zip(self.outputs.iter())
-            .map(|(v, o)| {
-                format!(
-                    "{} {{tcc.name = {}{}}}",
-                    v.ty.mlir(),
-                    string_literal(&o.name),
-                    super::inputs::unsigned_mark(v.ty.dtype)
-                )
-            })
+            .enumerate()
+            .map(|(i, v)| format!("{} {{{}}}", v.ty.mlir(), attrs_text(&self.result_attrs(i))))
             .collect();
         let arguments: Vec<String> = self
             .arguments
@@ -84,7 +101,7 @@ impl Module {
                 format!(
                     "%arg{i}: {} {{{}}} loc({})",
                     a.ty.mlir(),
-                    a.attrs,
+                    attrs_text(&a.attrs),
                     string_literal(&a.name)
                 )
             })
@@ -120,4 +137,19 @@ impl Module {
         text.push_str(&print::resource_section(&self.resources));
         text
     }
+}
+
+fn attrs_text(attrs: &[(&str, ArgAttr)]) -> String {
+    let entries: Vec<String> = attrs
+        .iter()
+        .map(|(name, a)| match a {
+            ArgAttr::Str(s) => format!("{name} = {}", string_literal(s)),
+            ArgAttr::Unit => name.to_string(),
+            ArgAttr::Strs(v) => {
+                let quoted: Vec<String> = v.iter().map(|s| string_literal(s)).collect();
+                format!("{name} = [{}]", quoted.join(", "))
+            }
+        })
+        .collect();
+    entries.join(", ")
 }
