@@ -33,7 +33,7 @@ use melior::ir::{
 use super::onnx::dtype::{DType, TType};
 use super::onnx::emit::ir::{Elements, Expr, Generic, Kind, Op, ResultType, Use, ValueId};
 use super::onnx::emit::{Attr, BodyAttr, BodyOp, Scalar};
-use super::onnx::importer::text::{ArgAttr, Module};
+use super::onnx::importer::module::{ArgAttr, Module};
 use super::onnx::tensor::Const;
 use super::onnx::{Blob, Imported};
 
@@ -90,11 +90,6 @@ pub fn build<'c>(
     let b = Builder {
         context,
         blobs: blobs.into_iter().map(|b| (b.key.clone(), b)).collect(),
-        resources: module
-            .resources
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_slice()))
-            .collect(),
         mapped,
     };
     let graph = if module.graph.is_empty() {
@@ -108,14 +103,13 @@ pub fn build<'c>(
     Ok(mlir)
 }
 
-struct Builder<'c, 'm> {
+struct Builder<'c> {
     context: &'c Context,
     blobs: HashMap<String, Blob>,
-    resources: HashMap<&'m str, &'m [u8]>,
     mapped: bool,
 }
 
-impl<'c> Builder<'c, '_> {
+impl<'c> Builder<'c> {
     fn name_loc(&self, name: &str) -> Location<'c> {
         Location::name(self.context, name, Location::unknown(self.context))
     }
@@ -354,18 +348,6 @@ impl<'c> Builder<'c, '_> {
                     .get(key)
                     .ok_or_else(|| error(format!("no blob {key}")))?;
                 self.resource(ty_mlir, key, blob.bytes.clone(), blob.alignment)
-            }
-            Elements::Resource(key) => {
-                // The resource section's form: the alignment (u32), then
-                // the bytes.
-                let stored = self
-                    .resources
-                    .get(key.as_str())
-                    .filter(|b| b.len() >= 4)
-                    .ok_or_else(|| error(format!("no resource {key}")))?;
-                let alignment = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
-                let bytes = bytes::Bytes::copy_from_slice(&stored[4..]);
-                self.resource(ty_mlir, key, bytes, (alignment as usize).max(1))
             }
         }
     }
@@ -794,4 +776,184 @@ fn copy_releasing_mapped(mapped: &[u8]) -> Vec<u8> {
         }
     }
     copy
+}
+
+#[cfg(test)]
+mod tests {
+    use melior::ir::BlockLike;
+    use melior::ir::operation::OperationLike;
+
+    use super::super::onnx::IoInfo;
+    use super::super::onnx::emit::{ConstStyle, Emitter, Val};
+    use super::super::onnx::importer::module::{Argument, DIM_NAMES, NAME, UNSIGNED};
+    use super::*;
+
+    /// A module of one function of argument `x` returning what `body`
+    /// records, built and verified.
+    fn built<'c>(
+        context: &'c Context,
+        style: ConstStyle,
+        x: TType,
+        attrs: Vec<(&'static str, ArgAttr)>,
+        body: &dyn Fn(&mut Emitter, &Val) -> Val,
+    ) -> MlirModule<'c> {
+        let mut e = Emitter::new(style);
+        let arg = Val::argument(0, x.clone());
+        let y = body(&mut e, &arg);
+        let module = Module {
+            graph: "g".into(),
+            function: "main".into(),
+            arguments: vec![Argument {
+                ty: x,
+                attrs,
+                name: "x".into(),
+            }],
+            outputs: vec![IoInfo {
+                name: "y".into(),
+                ty: y.ty.clone(),
+            }],
+            results: vec![y],
+            ops: e.take_function(),
+        };
+        let built = build(context, &module, e.take_blobs(), false).expect("builds");
+        assert!(built.as_operation().verify(), "{}", built.as_operation());
+        built
+    }
+
+    fn context() -> Context {
+        tcc_dialects::new_context()
+    }
+
+    #[test]
+    fn constants_are_dense_elements_or_shared_resources() {
+        let context = context();
+        let f32s = |shape: Vec<i64>| TType::new(DType::F32, shape);
+        let module = built(
+            &context,
+            ConstStyle::Resource,
+            f32s(vec![2, 2]),
+            vec![(NAME, ArgAttr::Str("x".into()))],
+            &|e, x| {
+                let small = Const::from_f64(DType::F32, vec![2, 2], &[1.0, 2.0, 3.0, 4.5]);
+                let small = e.constant(&small, "small").unwrap();
+                let splat = e.splat(DType::F32, vec![2, 2], 0.0);
+                let big = Const::from_i64(DType::I32, vec![65], &(0..65).collect::<Vec<_>>());
+                let _ = e.constant(&big, "my.w").unwrap();
+                let y = e.binary("tosa.add", x, &small).unwrap();
+                e.binary("tosa.add", &y, &splat).unwrap()
+            },
+        );
+        let text = module.as_operation().to_string();
+        for needle in [
+            "dense<[[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.500000e+00]]> : tensor<2x2xf32>",
+            "dense<0.000000e+00> : tensor<2x2xf32>",
+            "dense_resource<my_w_b0> : tensor<65xi32>",
+            // The resource section holds the blob: alignment 4, then 0, 1.
+            "my_w_b0: \"0x040000000000000001000000",
+        ] {
+            assert!(text.contains(needle), "{needle} in\n{text}");
+        }
+        // Without resources, the big constant's elements are inline.
+        let module = built(
+            &context,
+            ConstStyle::Hex,
+            f32s(vec![1]),
+            Vec::new(),
+            &|e, x| {
+                let big = Const::from_i64(DType::I32, vec![65], &(0..65).collect::<Vec<_>>());
+                let _ = e.constant(&big, "w").unwrap();
+                x.clone()
+            },
+        );
+        let text = module.as_operation().to_string();
+        assert!(
+            text.contains("dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"),
+            "{text}"
+        );
+        assert!(!text.contains("dense_resource"), "{text}");
+    }
+
+    #[test]
+    fn ops_carry_the_node_locations_and_bodies_their_ops() {
+        let context = context();
+        let module = built(
+            &context,
+            ConstStyle::Hex,
+            TType::new(DType::F32, vec![2, 3]),
+            vec![(NAME, ArgAttr::Str("x".into()))],
+            &|e, x| {
+                e.set_location("n\"1");
+                let y = e.reshape(x, &[3, 2]);
+                e.set_location("root");
+                e.map(&[&y], y.ty.clone(), &|b, a| b.op("math.sqrt", &[a[0]]))
+            },
+        );
+        let function = module.body().first_operation().expect("func.func");
+        let block = function.region(0).unwrap().first_block().unwrap();
+        let mut names = Vec::new();
+        let mut op = block.first_operation();
+        while let Some(o) = op {
+            names.push((o.name().as_string_ref().as_str().unwrap().to_string(), {
+                let loc = o.location();
+                if loc.is_name() {
+                    loc.name_value()
+                        .as_string_ref()
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                } else {
+                    String::new()
+                }
+            }));
+            op = o.next_in_block();
+        }
+        let expected = [
+            ("tosa.const_shape", "n\"1"),
+            ("tosa.reshape", "n\"1"),
+            ("tensor.empty", "root"),
+            ("linalg.generic", "root"),
+            ("func.return", "graph outputs"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(names, expected);
+        let text = module.as_operation().to_string();
+        assert!(
+            text.contains("%4 = math.sqrt %in : f32\n      linalg.yield %4 : f32"),
+            "{text}"
+        );
+        assert!(text.contains("!tosa.shape<2>"), "{text}");
+    }
+
+    #[test]
+    fn argument_and_result_attributes_are_typed() {
+        let context = context();
+        let module = built(
+            &context,
+            ConstStyle::Hex,
+            TType::new(DType::U8, vec![-1, 4]),
+            vec![
+                (NAME, ArgAttr::Str("x".into())),
+                (UNSIGNED, ArgAttr::Unit),
+                (
+                    DIM_NAMES,
+                    ArgAttr::Strs(vec!["batch".into(), String::new()]),
+                ),
+            ],
+            &|_, x| x.clone(),
+        );
+        let text = module.as_operation().to_string();
+        assert!(
+            text.contains(
+                "%arg0: tensor<?x4xi8> {tcc.dim_names = [\"batch\", \"\"], tcc.name = \"x\", tcc.unsigned}"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("-> (tensor<?x4xi8> {tcc.name = \"y\", tcc.unsigned})"),
+            "{text}"
+        );
+    }
 }

@@ -16,15 +16,6 @@ pub enum Scalar {
     Index,
 }
 
-impl Scalar {
-    pub fn mlir(self) -> &'static str {
-        match self {
-            Scalar::Elem(d) => d.mlir(),
-            Scalar::Index => "index",
-        }
-    }
-}
-
 impl From<DType> for Scalar {
     fn from(d: DType) -> Self {
         Scalar::Elem(d)

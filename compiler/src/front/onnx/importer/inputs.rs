@@ -13,8 +13,8 @@ use super::super::proto::{GraphProto, TypeProto, ValueInfoProto, type_proto};
 use super::super::tensor;
 use super::super::{ImportOptions, IoInfo, Structure};
 use super::graph::{declared_type, tensor_dims};
+use super::module::{ArgAttr, DIM_NAMES, MINIFLOAT, NAME, UNSIGNED};
 use super::scope::{Item, Seq};
-use super::text::{ArgAttr, DIM_NAMES, MINIFLOAT, NAME, UNSIGNED};
 use super::{Importer, Values};
 
 /// Defines every initializer as a constant value, named by its ONNX name
@@ -129,7 +129,7 @@ pub(super) fn define_arguments(
 /// and the sequence and optional graph inputs made of them.
 #[derive(Default)]
 pub(super) struct Arguments {
-    pub entries: Vec<super::text::Argument>,
+    pub entries: Vec<super::module::Argument>,
     pub inputs: Vec<IoInfo>,
     pub aggregates: Vec<(String, Item)>,
     /// The graph inputs that became arguments or aggregates, in order.
@@ -145,7 +145,7 @@ impl Arguments {
         if let Some(names) = dim_names {
             attrs.push((DIM_NAMES, ArgAttr::Strs(names)));
         }
-        self.entries.push(super::text::Argument {
+        self.entries.push(super::module::Argument {
             ty: ty.clone(),
             attrs,
             name: name.to_string(),
