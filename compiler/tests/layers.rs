@@ -241,7 +241,7 @@ fn the_scanner_sees_imports_of_every_form() {
     // A path inside an expression: `crate::ir::util::string_value`.
     assert!(imports("ir::contraction", "ir::util"));
     // `crate::` from a module two folders down.
-    assert!(imports("driver::scoreboard::case", "driver::compile"));
+    assert!(imports("driver::scoreboard::case", "driver::pipeline"));
     assert!(modules.len() > 150, "only {} modules found", modules.len());
 }
 

@@ -145,6 +145,12 @@ bool tccDenseResourceSetBlob(MlirAttribute attr, const void *data,
  * a dense_resource attribute or the types do not agree. */
 MlirAttribute tccDenseResourceReshape(MlirAttribute attr, MlirType type);
 
+/* Types and attributes the ONNX importer's builder needs and the C API
+ * lacks: TOSA's `!tosa.shape<rank>` and linalg's iterator type
+ * (`#linalg.iterator_type<parallel>` or `<reduction>`). */
+MlirType tccTosaShapeTypeGet(MlirContext context, intptr_t rank);
+MlirAttribute tccLinalgIteratorTypeGet(MlirContext context, bool reduction);
+
 /* The kernel strategies of TccAttrs.td (`#tcc.loops<...>`, ...). */
 typedef enum {
   TccStrategyNone = 0, /* not a strategy attribute */

@@ -15,6 +15,8 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
@@ -101,6 +103,25 @@ extern "C" MlirAttribute tccDenseResourceReshape(MlirAttribute attr,
       shaped.getNumElements() != resource.getType().getNumElements())
     return MlirAttribute{nullptr};
   return wrap(DenseResourceElementsAttr::get(shaped, resource.getRawHandle()));
+}
+
+//===----------------------------------------------------------------------===//
+// Builders of the ONNX import
+//===----------------------------------------------------------------------===//
+
+extern "C" MlirType tccTosaShapeTypeGet(MlirContext context, intptr_t rank) {
+  MLIRContext *ctx = unwrap(context);
+  ctx->getOrLoadDialect<tosa::TosaDialect>();
+  return wrap(tosa::shapeType::get(ctx, rank));
+}
+
+extern "C" MlirAttribute tccLinalgIteratorTypeGet(MlirContext context,
+                                                  bool reduction) {
+  MLIRContext *ctx = unwrap(context);
+  ctx->getOrLoadDialect<linalg::LinalgDialect>();
+  return wrap(linalg::IteratorTypeAttr::get(
+      ctx, reduction ? utils::IteratorType::reduction
+                     : utils::IteratorType::parallel));
 }
 
 //===----------------------------------------------------------------------===//

@@ -138,6 +138,31 @@ unsafe extern "C" {
         attr: mlir_sys::MlirAttribute,
         ty: mlir_sys::MlirType,
     ) -> mlir_sys::MlirAttribute;
+    fn tccTosaShapeTypeGet(context: mlir_sys::MlirContext, rank: isize) -> mlir_sys::MlirType;
+    fn tccLinalgIteratorTypeGet(
+        context: mlir_sys::MlirContext,
+        reduction: bool,
+    ) -> mlir_sys::MlirAttribute;
+}
+
+/// TOSA's `!tosa.shape<rank>` (the type of `tosa.const_shape`), which the
+/// C API cannot build.
+pub fn tosa_shape_type(context: &melior::Context, rank: usize) -> melior::ir::Type<'_> {
+    let rank = isize::try_from(rank).unwrap_or(isize::MAX);
+    // SAFETY: the context is live; the type belongs to it.
+    unsafe { melior::ir::Type::from_raw(tccTosaShapeTypeGet(context.to_raw(), rank)) }
+}
+
+/// `#linalg.iterator_type<reduction>` (or `<parallel>`), an entry of a
+/// `linalg.generic`'s `iterator_types`, which the C API cannot build.
+pub fn linalg_iterator_type(
+    context: &melior::Context,
+    reduction: bool,
+) -> melior::ir::Attribute<'_> {
+    // SAFETY: the context is live; the attribute belongs to it.
+    unsafe {
+        melior::ir::Attribute::from_raw(tccLinalgIteratorTypeGet(context.to_raw(), reduction))
+    }
 }
 
 /// The key of the resource a `dense_resource` attribute names, as the

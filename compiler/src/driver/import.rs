@@ -9,13 +9,12 @@ use clap::{Args, ValueEnum};
 use melior::ir::Module;
 
 use super::session::Session;
-use super::write_atomically;
 use crate::front::onnx::{self, ConstStyle, ImportOptions, Structure};
 
 /// How `tcc import` writes large constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Constants {
-    /// `dense<"0x...">` hex literals (what tcc's back ends read).
+    /// Dense elements attributes (`dense<"0x...">` hex literals).
     Hex,
     /// `dense_resource<...>` blobs in the file's resource section.
     Resource,
@@ -46,7 +45,7 @@ pub struct ImportArgs {
     /// How to write constants with more than 64 elements.
     #[arg(long, value_enum, default_value = "resource")]
     pub constants: Constants,
-    /// Write the importer's text as is (generic op syntax, not re-printed by MLIR).
+    /// Write every op in MLIR's generic op syntax (`"tosa.add"(%0, %1) : ...`).
     #[arg(long)]
     pub raw: bool,
 }
@@ -161,143 +160,22 @@ pub fn is_onnx(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
-/// Parses an imported model and gives its `dense_resource` constants the
-/// bytes the importer kept out of the text ([`ConstStyle::Blob`]), shared
-/// with the mapped model file rather than copied.
-pub fn parse_imported<'c>(
+/// Builds an imported model's MLIR ops in the session's context (no text
+/// is written or parsed) and verifies them; its `dense_resource`
+/// constants' blobs are the importer's bytes, shared with the mapped
+/// model file rather than copied.
+pub fn build_imported<'c>(
     session: &'c Session,
     name: &str,
     imported: onnx::Imported,
 ) -> Result<Module<'c>> {
-    let onnx::Imported {
-        mlir,
-        blobs,
-        mapped,
-        ..
-    } = imported;
-    let module = session.parse(name, &mlir)?;
-    drop(mlir);
-    attach_blobs(&module, blobs, mapped)?;
-    Ok(module)
-}
-
-/// The importer's key of a blob from the key the context gives its
-/// resource: the text's `NAME_bN`, or `NAME_bN_M` when the parser renamed
-/// it because the context already held a resource of that name.
-fn importer_key(key: &str) -> &str {
-    let ends_in_index = |k: &str| {
-        k.rsplit_once("_b").is_some_and(|(_, index)| {
-            !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit())
-        })
-    };
-    if ends_in_index(key) {
-        return key;
-    }
-    match key.rsplit_once('_') {
-        Some((stem, suffix))
-            if !suffix.is_empty()
-                && suffix.bytes().all(|b| b.is_ascii_digit())
-                && ends_in_index(stem) =>
-        {
-            stem
-        }
-        _ => key,
-    }
-}
-
-/// Attaches `blobs` to the `tosa.const` ops of `module` that name them.
-/// `mapped`: the blobs lie in a read-only mapping of the model file
-/// ([`onnx::Imported::mapped`]).
-fn attach_blobs(module: &Module, blobs: Vec<onnx::Blob>, mapped: bool) -> Result<()> {
-    use melior::ir::attribute::AttributeLike;
     use melior::ir::operation::OperationLike;
-    if blobs.is_empty() {
-        return Ok(());
+    let module = crate::front::build::build_module(&session.context, imported)
+        .map_err(|e| anyhow!("{name}: {e}"))?;
+    if !module.as_operation().verify() {
+        return Err(session.failure(&format!("{name}: verification failed")));
     }
-    let mut by_key: std::collections::HashMap<String, onnx::Blob> =
-        blobs.into_iter().map(|b| (b.key.clone(), b)).collect();
-    for op in crate::ir::util::collect_ops(module.as_operation()) {
-        if crate::ir::util::op_name(&op) != "tosa.const" {
-            continue;
-        }
-        let Ok(attribute) = op.attribute("values") else {
-            continue;
-        };
-        let Some(key) = (unsafe { tcc_dialects::dense_resource_key(attribute.to_raw()) }) else {
-            continue;
-        };
-        let Some(blob) = by_key.remove(importer_key(&key)) else {
-            continue;
-        };
-        // The blob's elements must be aligned as it says: a tensor at an
-        // odd offset of the file is copied (the allocator aligns it).
-        let bytes = if (blob.bytes.as_ptr() as usize).is_multiple_of(blob.alignment) {
-            blob.bytes
-        } else if mapped {
-            bytes::Bytes::from(copy_releasing_mapped(&blob.bytes))
-        } else {
-            bytes::Bytes::from(blob.bytes.to_vec())
-        };
-        let alignment = if (bytes.as_ptr() as usize).is_multiple_of(blob.alignment) {
-            blob.alignment
-        } else {
-            1
-        };
-        // SAFETY: `bytes` (a shared, immutable buffer) is moved in as the
-        // owner of the slice and dropped only when MLIR releases the blob.
-        let attached = unsafe {
-            tcc_dialects::set_dense_resource_blob(
-                attribute.to_raw(),
-                &bytes[..],
-                alignment,
-                bytes.clone(),
-            )
-        };
-        if !attached {
-            bail!("cannot attach the bytes of constant {key}");
-        }
-    }
-    Ok(())
-}
-
-/// Copies `mapped` (bytes of a read-only file mapping) a chunk at a time,
-/// telling the kernel after each chunk that the mapping's pages it has
-/// copied are not needed: they leave this process's resident set (and are
-/// read again from the file if anything touches them), so a misaligned
-/// tensor is resident once, not twice, while it is copied.
-fn copy_releasing_mapped(mapped: &[u8]) -> Vec<u8> {
-    const CHUNK: usize = 1 << 20;
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-        .ok()
-        .filter(|p| p.is_power_of_two())
-        .unwrap_or(4096);
-    let mut copy = Vec::with_capacity(mapped.len());
-    for chunk in mapped.chunks(CHUNK) {
-        copy.extend_from_slice(chunk);
-        // The whole pages inside the chunk (a page it shares with the next
-        // chunk, or with another tensor, stays).
-        let start = (chunk.as_ptr() as usize).next_multiple_of(page);
-        let end = (chunk.as_ptr() as usize + chunk.len()) / page * page;
-        if end > start {
-            // SAFETY: the range lies inside a read-only mapping of a file
-            // (the caller's contract), which this process never writes:
-            // MADV_DONTNEED only drops the pages, and a later read of them
-            // faults the same bytes in from the file again. A failure
-            // leaves the pages resident, which is harmless.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
-            }
-        }
-    }
-    copy
-}
-
-/// Imports an ONNX file to MLIR text.
-pub fn import_text(path: &Path, options: &ImportOptions) -> Result<String> {
-    Ok(onnx::import_file(path, options)
-        .map_err(|e| anyhow!("{e}"))?
-        .mlir)
+    Ok(module)
 }
 
 /// Loads a model: `.onnx` files through the importer, others as MLIR.
@@ -331,10 +209,10 @@ pub fn parse_model_dims<'c>(
             input_shapes: input_shapes.to_vec(),
             structures: structures.to_vec(),
             symbolic_dims: dims.iter().map(|d| d.name.clone()).collect(),
-            const_style: ConstStyle::Blob,
+            const_style: ConstStyle::Resource,
             ..ImportOptions::default()
         };
-        // Large models take seconds to import and parse: a spinner on a
+        // Large models take seconds to import and build: a spinner on a
         // terminal (see `progress`).
         let large = std::fs::metadata(path).is_ok_and(|m| m.len() > 16 << 20);
         let progress = if large {
@@ -344,8 +222,8 @@ pub fn parse_model_dims<'c>(
         };
         progress.message(format!("importing {}", path.display()));
         let imported = onnx::import_file(path, &options).map_err(|e| anyhow!("{e}"))?;
-        progress.message(format!("parsing the imported {}", path.display()));
-        let module = parse_imported(session, &path.display().to_string(), imported)?;
+        progress.message(format!("building the imported {}", path.display()));
+        let module = build_imported(session, &path.display().to_string(), imported)?;
         drop(progress);
         module
     } else if !input_shapes.is_empty() || !structures.is_empty() {
@@ -391,24 +269,15 @@ pub fn parse_model_dims<'c>(
     Ok(module)
 }
 
-/// A path the MLIR-only consumers (the reference runner) can read: an
-/// `.onnx` model is imported into a temporary `.mlir` file.
-pub fn mlir_path(path: &Path) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
-    if !is_onnx(path) {
-        return Ok((None, path.to_path_buf()));
-    }
-    let text = import_text(path, &ImportOptions::default())?;
-    let directory = tempfile::tempdir()?;
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
-    let mlir = directory.path().join(format!("{stem}.mlir"));
-    std::fs::write(&mlir, text)?;
-    Ok((Some(directory), mlir))
-}
-
 /// Prints a module with locations (the ONNX node names) into `out`, piece
 /// by piece as MLIR prints it (a large model's blobs print as hundreds of
-/// megabytes of hex: never held as one string).
-fn print_with_locations(module: &Module, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+/// megabytes of hex: never held as one string); in the generic op syntax
+/// with `generic`.
+fn print_with_locations(
+    module: &Module,
+    generic: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     struct Sink<'a> {
         out: &'a mut dyn std::io::Write,
         error: Option<std::io::Error>,
@@ -427,6 +296,9 @@ fn print_with_locations(module: &Module, out: &mut dyn std::io::Write) -> std::i
     unsafe {
         let flags = mlir_sys::mlirOpPrintingFlagsCreate();
         mlir_sys::mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
+        if generic {
+            mlir_sys::mlirOpPrintingFlagsPrintGenericOpForm(flags);
+        }
         mlir_sys::mlirOperationPrintWithFlags(
             module.as_operation().to_raw(),
             flags,
@@ -451,10 +323,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     let options = ImportOptions {
         const_style: match args.constants {
             Constants::Hex => ConstStyle::Hex,
-            // The importer's text as is must hold its blobs; otherwise
-            // MLIR prints them from the attached bytes.
-            Constants::Resource if args.raw => ConstStyle::Resource,
-            Constants::Resource => ConstStyle::Blob,
+            Constants::Resource => ConstStyle::Resource,
         },
         demote_f64: args.demote_f64,
         input_shapes: args
@@ -466,29 +335,21 @@ pub fn run(args: &ImportArgs) -> Result<()> {
         structures: parse_structures(&args.sequences, &args.empty_optionals)?,
         ..ImportOptions::default()
     };
-    if args.raw && !args.dims.is_empty() {
-        bail!(
-            "--raw writes the importer's text, which does not hold --dim's ranges; leave out --raw"
-        );
-    }
     let imported = onnx::import_file(&args.input, &options).map_err(|e| anyhow!("{e}"))?;
     // Verify before writing anything.
     let session = Session::new();
-    let raw = args.raw.then(|| imported.mlir.clone());
-    let module = parse_imported(&session, &args.input.display().to_string(), imported)?;
+    let module = build_imported(&session, &args.input.display().to_string(), imported)?;
     attach_dims(&session, &module, &args.dims)?;
-    match (raw, &args.output) {
-        (Some(text), Some(path)) => write_atomically(path, text.as_bytes()),
-        (Some(text), None) => super::write_stdout(&text),
-        (None, Some(path)) => tcc_runtime::output_file::write_output(path, false, |out| {
+    match &args.output {
+        Some(path) => tcc_runtime::output_file::write_output(path, false, |out| {
             let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
-            print_with_locations(&module, &mut out)?;
+            print_with_locations(&module, args.raw, &mut out)?;
             std::io::Write::flush(&mut out)
         })
         .with_context(|| format!("cannot write {}", path.display())),
-        (None, None) => {
+        None => {
             let mut text = Vec::new();
-            print_with_locations(&module, &mut text)?;
+            print_with_locations(&module, args.raw, &mut text)?;
             super::write_stdout(&String::from_utf8_lossy(&text))
         }
     }

@@ -222,10 +222,21 @@ pub fn compile_to_kernels_in<'c>(
     input_shapes: &[(String, Vec<i64>)],
     choice: &GemmChoice,
 ) -> Result<Compiled<'c>> {
+    let module = super::import::parse_model_with(session, input, input_shapes)?;
+    compile_module_to_kernels(session, module, target, choice)
+}
+
+/// Runs every phase up to the gpu phase over `module` (an imported or
+/// parsed model) and translates the kernels.
+pub fn compile_module_to_kernels<'c>(
+    session: &'c Session,
+    mut module: Module<'c>,
+    target: Target,
+    choice: &GemmChoice,
+) -> Result<Compiled<'c>> {
     let mut choice = choice.clone();
     super::compile::apply_deprecated_env(&mut choice)?;
     check_tuning_target(&choice, target)?;
-    let mut module = super::import::parse_model_with(session, input, input_shapes)?;
     run_phases(
         session,
         &mut module,
@@ -249,14 +260,27 @@ pub fn compile_to_kernels_in<'c>(
 /// For `--target=nvidia` the artifact carries PTX too, as with the command.
 pub fn compile_file(input: &Path, target: Target, output: &Path) -> Result<()> {
     let session = Session::new();
-    let mut compiled = compile_to_kernels(&session, input, target)?;
-    if target == Target::Nvidia {
-        compiled.add_ptx(&ptx::PtxOptions::default())?;
-    }
+    let module = super::import::parse_model(&session, input)?;
     let module_name = input
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("model");
+    compile_module(&session, module, module_name, target, output)
+}
+
+/// As [`compile_file`], for a module already in `session` (an imported
+/// ONNX model), its symbols named after `module_name`.
+pub fn compile_module(
+    session: &Session,
+    module: Module<'_>,
+    module_name: &str,
+    target: Target,
+    output: &Path,
+) -> Result<()> {
+    let mut compiled = compile_module_to_kernels(session, module, target, &GemmChoice::default())?;
+    if target == Target::Nvidia {
+        compiled.add_ptx(&ptx::PtxOptions::default())?;
+    }
     let options = host_llvm::HostOptions {
         metadata: Some(metadata_json(&compiled, target, None, None)),
         ..Default::default()

@@ -25,10 +25,11 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime};
 
-use super::compile::compile_to_kernels_with;
+use super::pipeline::compile_module_to_kernels;
 use super::progress::Progress;
 use super::session::Session;
 use crate::front::onnx::{self, ImportOptions};
+use crate::phases::GemmChoice;
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
@@ -171,10 +172,13 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let stages = Progress::spinner("tcc profile");
     stages.message("compiling the model with every tensor as an output");
     let directory = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let mlir = directory.path().join("profiled.mlir");
-    std::fs::write(&mlir, &imported.mlir).context("cannot write the imported model")?;
     let session = Session::new();
-    let compiled = compile_to_kernels_with(&session, &mlir, target, &[])?;
+    let module = super::import::build_imported(
+        &session,
+        &args.input.display().to_string(),
+        imported.clone(),
+    )?;
+    let compiled = compile_module_to_kernels(&session, module, target, &GemmChoice::default())?;
     let library = directory.path().join("profiled.so");
     compiled.link("profiled", &library)?;
     let model = Model::load(&library)?;

@@ -113,8 +113,9 @@ pub fn parse_named<'c>(
         name_by_outputs: true,
         ..ImportOptions::default()
     };
-    let text = super::import::import_text(path, &options)?;
-    session.parse(&path.display().to_string(), &text)
+    let imported =
+        crate::front::onnx::import_file(path, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    super::import::build_imported(session, &path.display().to_string(), imported)
 }
 
 /// What `tcc-quantize-int8` recorded on the module: the count of int8

@@ -74,7 +74,7 @@ fn descriptor(data: *mut u8, shape: &[usize]) -> Vec<i64> {
 /// pass through unchanged.
 pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
     let session = Session::new();
-    let mut module = session.parse_file(input)?;
+    let mut module = super::import::parse_model(&session, input)?;
     session.run_pipeline(
         &mut module,
         "builtin.module(tcc-check-supported,tcc-record-interface)",

@@ -64,8 +64,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             Some(f) => f.clone(),
             None => single_function(&args.input)?,
         };
-        let (_imported, input) = super::import::mlir_path(&args.input)?;
-        let results = super::reference::run(&input, &function, &tensors)?;
+        let results = super::reference::run(&args.input, &function, &tensors)?;
         (function, results)
     } else {
         run_opencl(args, &tensors, &sources)?

@@ -288,6 +288,13 @@ struct ImportedCase {
     own: Option<OwnTolerance>,
 }
 
+impl ImportedCase {
+    /// The imported model's ops, built in `session`.
+    fn build<'c>(&self, session: &'c Session) -> Result<melior::ir::Module<'c>> {
+        crate::driver::import::build_imported(session, "model.onnx", self.imported.clone())
+    }
+}
+
 /// The structures of the graph inputs named (with their positions and
 /// kinds) in `aggregates` that the data sets give, which must be one for
 /// all sets: the compiled function has static shapes and takes one tensor
@@ -385,7 +392,9 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
     };
     let tolerance = (|| -> Result<CaseTolerance> {
         let proto = onnx::parse_model(&std::fs::read(&model)?).map_err(|e| anyhow!("{e}"))?;
-        Ok(case_tolerance(&proto, &imported.mlir))
+        let context = tcc_dialects::new_context();
+        let module = crate::front::build::build_module(&context, imported.clone())?;
+        Ok(case_tolerance(&proto, &module))
     })()
     .map_err(failure)?;
     Ok(ImportedCase {
@@ -485,10 +494,9 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
     let result = (|| -> Result<Option<String>> {
         let session = Session::new();
         let directory = tempfile::tempdir()?;
-        let mlir = directory.path().join("model.mlir");
-        std::fs::write(&mlir, &case.imported.mlir)?;
+        let module = case.build(&session)?;
         let target = target_for(runtime.device());
-        let compiled = compile_to_kernels(&session, &mlir, target)?;
+        let compiled = compile_module_to_kernels(&session, module, target, &Default::default())?;
         let library = directory.path().join("model.so");
         compiled.link("model", &library)?;
         let loaded = Model::load(&library)?;
@@ -538,10 +546,15 @@ fn prepare_case(
     let directory = out.join(name);
     std::fs::create_dir_all(&directory)
         .with_context(|| format!("cannot create {}", directory.display()))?;
-    let mlir = directory.join("model.mlir");
-    std::fs::write(&mlir, &case.imported.mlir)?;
-    crate::driver::compile::compile_file(&mlir, target, &directory.join("model.so"))?;
-    std::fs::remove_file(&mlir)?;
+    let session = Session::new();
+    let module = case.build(&session)?;
+    crate::driver::pipeline::compile_module(
+        &session,
+        module,
+        "model",
+        target,
+        &directory.join("model.so"),
+    )?;
     let mut lines = Vec::new();
     for set in &case.sets {
         let set_tag = set_name(set);

@@ -27,7 +27,7 @@ use clap::Args;
 use tcc_runtime::{DeviceSelector, HostTensor, Model, Runtime, RuntimeOptions};
 
 use crate::config::Target;
-use crate::driver::compile::compile_to_kernels;
+use crate::driver::pipeline::compile_module_to_kernels;
 use crate::driver::run::target_for;
 use crate::driver::session::Session;
 use crate::front::onnx::proto::{OptionalProto, SequenceProto, TensorProto};

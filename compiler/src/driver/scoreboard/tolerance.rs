@@ -134,7 +134,10 @@ impl CaseTolerance {
 
 /// The case's tolerance: exact when every node of the ONNX graph is in
 /// [`EXACT_OPS`], else from the longest accumulation of the imported TOSA.
-pub fn case_tolerance(model: &crate::front::onnx::proto::ModelProto, mlir: &str) -> CaseTolerance {
+pub fn case_tolerance(
+    model: &crate::front::onnx::proto::ModelProto,
+    module: &melior::ir::Module,
+) -> CaseTolerance {
     let exact = model.graph.as_ref().is_some_and(|g| {
         g.node
             .iter()
@@ -142,19 +145,15 @@ pub fn case_tolerance(model: &crate::front::onnx::proto::ModelProto, mlir: &str)
     });
     CaseTolerance {
         exact,
-        length: accumulation_length(mlir),
+        length: accumulation_length(module),
     }
 }
 
 /// The longest accumulation of the imported module: K of matmuls, kernel
 /// volume times input channels of convolutions, the reduced dimension of
 /// reductions, softmax and layer norm, the window of average pools (1
-/// when there is none, or when the text does not parse).
-pub fn accumulation_length(mlir: &str) -> usize {
-    let context = tcc_dialects::new_context();
-    let Some(module) = tcc_dialects::parse_module(&context, mlir, "imported.mlir") else {
-        return 1;
-    };
+/// when there is none).
+pub fn accumulation_length(module: &melior::ir::Module) -> usize {
     let root = unsafe { OperationRef::from_raw(module.as_operation().to_raw()) };
     collect_ops(root)
         .into_iter()
@@ -202,6 +201,12 @@ fn accumulation(op: OperationRef) -> Option<usize> {
 mod tests {
     use super::*;
 
+    fn accumulation_of(text: &str) -> usize {
+        let context = tcc_dialects::new_context();
+        let module = tcc_dialects::parse_module(&context, text, "test.mlir").expect("parses");
+        accumulation_length(&module)
+    }
+
     #[test]
     fn accumulation_length_reads_the_reducing_ops() {
         let conv = r#"
@@ -211,8 +216,8 @@ func.func @f(%x: tensor<2x7x5x3xf32>, %w: tensor<4x3x2x3xf32>, %b: tensor<4xf32>
   %1 = tosa.transpose %0 {perms = array<i32: 0, 3, 1, 2>} : (tensor<2x5x4x4xf32>) -> tensor<2x4x5x4xf32>
   return %1 : tensor<2x4x5x4xf32>
 }"#;
-        assert_eq!(accumulation_length(conv), 18);
-        // The importer's own text is in generic syntax.
+        assert_eq!(accumulation_of(conv), 18);
+        // Generic syntax too.
         let reductions = r#"
 func.func @f(%a: tensor<1x4x40xf32>, %b: tensor<1x40x3xf32>, %x: tensor<3x70x2xf32>, %y: tensor<2x9xf32>) -> (tensor<1x4x3xf32>, tensor<3x1x2xf32>, tensor<2x9xf32>) {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
@@ -221,13 +226,13 @@ func.func @f(%a: tensor<1x4x40xf32>, %b: tensor<1x40x3xf32>, %x: tensor<3x70x2xf
   %3 = tcc.softmax %y axis = -1 : tensor<2x9xf32>
   return %1, %2, %3 : tensor<1x4x3xf32>, tensor<3x1x2xf32>, tensor<2x9xf32>
 }"#;
-        assert_eq!(accumulation_length(reductions), 70);
+        assert_eq!(accumulation_of(reductions), 70);
         let elementwise = r#"
 func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tosa.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }"#;
-        assert_eq!(accumulation_length(elementwise), 1);
+        assert_eq!(accumulation_of(elementwise), 1);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! TOSA has no match (elementwise and indexed `linalg.generic`s with
 //! bodies built through [`Body`], named convolutions and poolings,
 //! `linalg.fill`, `tensor.empty`), constants as their elements or as
-//! `dense_resource` blobs. [`print`] writes the recorded function as MLIR.
+//! `dense_resource` blobs (`front::build` makes the MLIR ops).
 //!
 //! Every helper returns the new value with its static type; broadcasting
 //! helpers reshape operands to a common rank first, as TOSA requires.
@@ -84,25 +84,21 @@ impl Val {
     }
 }
 
-/// How constants with many elements are written.
+/// How constants with many elements are recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConstStyle {
-    /// `dense<"0x...">`: a hex literal of the raw elements (a
-    /// DenseElementsAttr, which every tcc back end reads).
+    /// Their elements: a dense elements attribute (`dense<"0x...">`),
+    /// which every tcc back end reads.
     Hex,
-    /// `dense_resource<name>` with the bytes in the file's
-    /// `dialect_resources` section.
+    /// A `dense_resource` attribute whose blob is the constant's bytes,
+    /// shared with the mapped model file ([`Emitter::take_blobs`]), never
+    /// copied where they are aligned: what `tcc compile` uses, so that a
+    /// 500 MB model's weights are neither copied nor encoded.
     Resource,
-    /// `dense_resource<name>` with no resource section: the bytes stay in
-    /// [`Emitter::take_blobs`] (shared with the mapped model file, never
-    /// hex-encoded) and the compiler attaches them to the parsed module.
-    /// What `tcc compile` uses: a 500 MB model's weights are then neither
-    /// written as 1 GB of hex nor parsed back.
-    Blob,
 }
 
-/// A large constant's bytes kept out of the module text
-/// ([`ConstStyle::Blob`]), named by its `dense_resource` key.
+/// A large constant's bytes ([`ConstStyle::Resource`]), named by its
+/// `dense_resource` key.
 #[derive(Clone, Debug)]
 pub struct Blob {
     pub key: String,
@@ -119,9 +115,6 @@ pub struct Emitter {
     ops: Vec<Op>,
     loc: Rc<str>,
     style: ConstStyle,
-    /// The `dense_resource` blobs of [`ConstStyle::Resource`]: key and
-    /// bytes (with the alignment prefix MLIR's resource section wants).
-    resources: Vec<(String, Vec<u8>)>,
     blobs: Vec<Blob>,
     /// The first operand type with a zero dimension given to a TOSA op
     /// since it was last taken ([`Emitter::take_empty_operand`]):
@@ -135,14 +128,13 @@ mod body;
 pub mod ir;
 mod linalg;
 mod literal;
-pub mod print;
 mod tosa;
 
 pub use attr::Attr;
 pub use body::{Body, BodyAttr, BodyOp, FPred, IPred, Scalar, Sv};
 use ir::{Elements, Kind, Op, ResultType, Use, ValueId};
 pub use linalg::Operand;
-pub use literal::{float_literal, sanitize, string_literal};
+pub use literal::{sanitize, string_literal};
 
 /// numpy broadcasting of two shapes.
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
@@ -176,7 +168,6 @@ impl Emitter {
             ops: Vec::new(),
             loc: Rc::from("unknown"),
             style,
-            resources: Vec::new(),
             blobs: Vec::new(),
             empty_operand: None,
         }
@@ -188,18 +179,15 @@ impl Emitter {
         self.empty_operand.take()
     }
 
-    /// The blobs of [`ConstStyle::Blob`] constants recorded so far (moved
-    /// out).
+    /// The blobs of [`ConstStyle::Resource`] constants recorded so far
+    /// (moved out).
     pub fn take_blobs(&mut self) -> Vec<Blob> {
         std::mem::take(&mut self.blobs)
     }
 
-    /// The recorded ops (moved out) and the resources they name.
-    pub fn take_function(&mut self) -> (Vec<Op>, Vec<(String, Vec<u8>)>) {
-        (
-            std::mem::take(&mut self.ops),
-            std::mem::take(&mut self.resources),
-        )
+    /// The recorded ops (moved out).
+    pub fn take_function(&mut self) -> Vec<Op> {
+        std::mem::take(&mut self.ops)
     }
 
     /// Ops recorded from now on carry the location `loc("name")`.
@@ -276,16 +264,6 @@ impl Emitter {
         let resource_type = matches!(c.dtype, DType::F32 | DType::I64 | DType::I32 | DType::I8);
         match self.style {
             ConstStyle::Resource if resource_type => {
-                let key = format!("{}_{}", sanitize(hint), self.resources.len());
-                let alignment = (c.dtype.size() as u32).max(1).to_le_bytes();
-                let mut bytes = alignment.to_vec();
-                bytes.extend_from_slice(&c.bytes);
-                self.resources.push((key.clone(), bytes));
-                Elements::Resource(key)
-            }
-            ConstStyle::Blob if resource_type => {
-                // `_bN`: the driver finds the blob from this suffix also
-                // when the parser renames a key already in its context.
                 let key = format!("{}_b{}", sanitize(hint), self.blobs.len());
                 self.blobs.push(Blob {
                     key: key.clone(),
@@ -346,16 +324,6 @@ impl Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn float_literals_parse_as_mlir_floats() {
-        assert_eq!(float_literal(1.0, DType::F32), "1.0e0");
-        assert_eq!(float_literal(-0.5, DType::F32), "-5.0e-1");
-        assert_eq!(float_literal(1e-5, DType::F32), "1.0e-5");
-        assert_eq!(float_literal(0.1, DType::F32), "1.0e-1");
-        assert_eq!(float_literal(f64::INFINITY, DType::F32), "0x7F800000");
-        assert_eq!(float_literal(f64::NEG_INFINITY, DType::F16), "0xFC00");
-    }
 
     #[test]
     fn empty_operands_of_tosa_ops_are_reported_once() {

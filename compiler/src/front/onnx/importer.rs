@@ -8,9 +8,9 @@
 //! declared types, live nodes in order), `nodes` (the node walk, in a
 //! nested `scope`; `control` inlines and unrolls subgraphs through it and
 //! `sequence` evaluates the sequence/optional ops), `outputs` (results
-//! checked against their declarations) and `text` (the recorded module
-//! around the function, written as MLIR text once the walk, or
-//! `symbolic`'s merge of two walks, is done).
+//! checked against their declarations) and `module` (the recorded module
+//! around the function, which `front::build` makes MLIR ops of once the
+//! walk, or `symbolic`'s merge of two walks, is done).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -29,12 +29,12 @@ mod flex;
 mod graph;
 mod half;
 mod inputs;
+pub mod module;
 mod nodes;
 mod outputs;
 mod scope;
 mod sequence;
 pub mod symbolic;
-pub mod text;
 mod unsigned;
 
 use graph::{default_opset, live_nodes};
@@ -189,21 +189,21 @@ pub fn import_model(
 
 /// One import's module, recorded, and what [`Imported`] tells besides.
 pub struct Recorded {
-    pub module: text::Module,
+    pub module: module::Module,
     pub blobs: Vec<super::Blob>,
     pub inputs: Vec<super::IoInfo>,
     pub opset: i64,
 }
 
 impl Recorded {
-    /// The imported model: the module written as MLIR text.
+    /// The imported model.
     fn finish(self) -> Imported {
         Imported {
-            mlir: self.module.print(),
             blobs: self.blobs,
             function: self.module.function.clone(),
             inputs: self.inputs,
-            outputs: self.module.outputs,
+            outputs: self.module.outputs.clone(),
+            module: self.module,
             opset: self.opset,
             mapped: false,
         }
@@ -250,16 +250,14 @@ fn import_with(
     };
     nodes::import_nodes(&mut imp, graph, &order, walk, &mut scope)?;
     let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &scope)?;
-    let (ops, resources) = imp.e.take_function();
-    let module = text::Module {
-        header: text::header(model, opset),
+    let ops = imp.e.take_function();
+    let module = module::Module {
         graph: graph.name.clone(),
         function: options.function_name.clone(),
         arguments,
         results,
         outputs,
         ops,
-        resources,
     };
     let recorded = Recorded {
         module,

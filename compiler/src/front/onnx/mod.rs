@@ -1,7 +1,8 @@
 //! The ONNX importer: an ONNX model (protobuf, parsed with prost from the
-//! official schema) becomes TOSA-level MLIR text — one `func.func` with
-//! the graph's inputs and outputs as named arguments and results — that
-//! the input phase takes like any other model.
+//! official schema) becomes a recorded TOSA-level module — one function
+//! with the graph's inputs and outputs as named arguments and results —
+//! whose MLIR ops `front::build` makes (through melior, no text), and
+//! which the input phase takes like any other model.
 //!
 //! - [`tensor`]: initializers and constants (raw, typed and external data);
 //! - [`importer`]: the graph walk, value table, signature;
@@ -10,7 +11,7 @@
 //!   time (shape computations);
 //! - [`emit`]: records the function as typed ops ([`emit::ir`]), with
 //!   the typed builder of `linalg.generic` bodies ([`emit::Body`]) the op
-//!   importers use, and writes it as MLIR text ([`emit::print`]).
+//!   importers use.
 //!
 //! This module depends on nothing else in tcc (only `prost` and `libc`), so that the
 //! fuzz target can compile it on its own.
@@ -34,7 +35,7 @@ pub use error::{ImportError, Result};
 /// How to import.
 #[derive(Clone, Debug)]
 pub struct ImportOptions {
-    /// How constants with more than 64 elements are written.
+    /// How constants with more than 64 elements are recorded.
     pub const_style: ConstStyle,
     /// Import float64 tensors as float32 (tcc has no float64).
     pub demote_f64: bool,
@@ -118,10 +119,10 @@ pub struct IoInfo {
 /// An imported model.
 #[derive(Clone, Debug)]
 pub struct Imported {
-    /// The MLIR module as text.
-    pub mlir: String,
-    /// The bytes of the `dense_resource` constants the text names but does
-    /// not hold ([`ConstStyle::Blob`]; empty for the other styles).
+    /// The module, recorded (`front::build` makes its MLIR ops).
+    pub module: importer::module::Module,
+    /// The bytes of the module's `dense_resource` constants
+    /// ([`ConstStyle::Resource`]; empty with [`ConstStyle::Hex`]).
     pub blobs: Vec<Blob>,
     /// The function's name.
     pub function: String,
@@ -178,7 +179,7 @@ pub fn import_shared(
 
 /// The model file's bytes, mapped read-only rather than read: weights are
 /// then paged in from the page cache as they are used, and shared by the
-/// importer's constants and (with [`ConstStyle::Blob`]) the compiler's
+/// importer's constants and (with [`ConstStyle::Resource`]) the compiler's
 /// blobs, instead of being copied. A file that cannot be mapped (a pipe,
 /// `/proc`) is read.
 pub fn map_file(path: &Path) -> std::io::Result<bytes::Bytes> {

@@ -16,15 +16,6 @@ pub enum Scalar {
     Index,
 }
 
-impl Scalar {
-    pub fn mlir(self) -> &'static str {
-        match self {
-            Scalar::Elem(d) => d.mlir(),
-            Scalar::Index => "index",
-        }
-    }
-}
-
 impl From<DType> for Scalar {
     fn from(d: DType) -> Self {
         Scalar::Elem(d)
@@ -36,6 +27,14 @@ impl From<DType> for Scalar {
 pub struct Sv {
     pub(super) id: usize,
     pub ty: Scalar,
+}
+
+impl Sv {
+    /// Which value: block argument `i` for `i` below the argument count,
+    /// else the result of the body's op `i - count`.
+    pub fn index(self) -> usize {
+        self.id
+    }
 }
 
 /// `arith.cmpi` predicates (the attribute's integer values).

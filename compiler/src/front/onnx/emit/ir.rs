@@ -1,6 +1,6 @@
 //! The function the emitter records: typed ops on numbered values (no
 //! text). The symbolic-dimension import merges two recorded functions op
-//! by op (`importer/symbolic.rs`); [`super::print`] writes one as MLIR.
+//! by op (`importer/symbolic.rs`); `front::build` makes MLIR ops of one.
 
 use std::rc::Rc;
 
@@ -35,12 +35,10 @@ pub struct Use {
 /// How a `tosa.const`'s elements are given.
 #[derive(Clone, Debug)]
 pub enum Elements {
-    /// The elements themselves (written inline, or as hex).
+    /// The elements themselves (a dense elements attribute).
     Dense(Const),
-    /// A `dense_resource` whose bytes are in the module's resources.
-    Resource(String),
-    /// A `dense_resource` whose bytes stay outside the module
-    /// ([`super::Blob`]).
+    /// A `dense_resource` whose bytes are the import's [`super::Blob`] of
+    /// this key.
     Blob(String),
 }
 
@@ -50,8 +48,7 @@ impl PartialEq for Elements {
             (Elements::Dense(a), Elements::Dense(b)) => {
                 a.dtype == b.dtype && a.shape == b.shape && a.splat == b.splat && a.bytes == b.bytes
             }
-            (Elements::Resource(a), Elements::Resource(b))
-            | (Elements::Blob(a), Elements::Blob(b)) => a == b,
+            (Elements::Blob(a), Elements::Blob(b)) => a == b,
             _ => false,
         }
     }

@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::super::dtype::{self, DType, TType, checked_numel};
-use super::super::emit::{Val, string_literal};
+use super::super::emit::Val;
 use super::super::error::{ImportError, Result, bail};
 use super::super::node::Value;
 use super::super::proto::{GraphProto, TypeProto, ValueInfoProto, type_proto};
 use super::super::tensor;
 use super::super::{ImportOptions, IoInfo, Structure};
 use super::graph::{declared_type, tensor_dims};
+use super::module::{ArgAttr, DIM_NAMES, MINIFLOAT, NAME, UNSIGNED};
 use super::scope::{Item, Seq};
 use super::{Importer, Values};
 
@@ -97,9 +98,9 @@ pub(super) fn define_arguments(
         let dim_names = if overridden.is_none() {
             symbolic_names(imp, info)?
         } else {
-            String::new()
+            None
         };
-        let value = args.push(ty, &info.name, &dim_names);
+        let value = args.push(ty, &info.name, dim_names);
         args.graph_inputs.push(info.name.clone());
         values.insert(info.name.clone(), value);
     }
@@ -128,7 +129,7 @@ pub(super) fn define_arguments(
 /// and the sequence and optional graph inputs made of them.
 #[derive(Default)]
 pub(super) struct Arguments {
-    pub entries: Vec<super::text::Argument>,
+    pub entries: Vec<super::module::Argument>,
     pub inputs: Vec<IoInfo>,
     pub aggregates: Vec<(String, Item)>,
     /// The graph inputs that became arguments or aggregates, in order.
@@ -137,15 +138,16 @@ pub(super) struct Arguments {
 
 impl Arguments {
     /// Adds the argument `name` of type `ty` and returns its value.
-    fn push(&mut self, ty: TType, name: &str, dim_names: &str) -> Value {
+    fn push(&mut self, ty: TType, name: &str, dim_names: Option<Vec<String>>) -> Value {
         let index = self.entries.len();
-        self.entries.push(super::text::Argument {
+        let mut attrs = vec![(NAME, ArgAttr::Str(name.to_string()))];
+        attrs.extend(unsigned_mark(ty.dtype));
+        if let Some(names) = dim_names {
+            attrs.push((DIM_NAMES, ArgAttr::Strs(names)));
+        }
+        self.entries.push(super::module::Argument {
             ty: ty.clone(),
-            attrs: format!(
-                "tcc.name = {}{}{dim_names}",
-                string_literal(name),
-                unsigned_mark(ty.dtype)
-            ),
+            attrs,
             name: name.to_string(),
         });
         self.inputs.push(IoInfo {
@@ -239,7 +241,7 @@ fn aggregate_argument(
             for (i, shape) in shapes.iter().enumerate() {
                 let element = format!("{name}[{i}]");
                 let ty = element_tensor(dtype, dims.as_deref(), shape, &element)?;
-                items.push(args.push(ty, &element, ""));
+                items.push(args.push(ty, &element, None));
             }
             Ok(Item::Seq(Seq { elem: dtype, items }))
         }
@@ -265,7 +267,7 @@ fn aggregate_argument(
         (Some(type_proto::Value::TensorType(_)), Structure::Tensor(shape)) => {
             let (dtype, dims) = element_type(Some(ty))?;
             let ty = element_tensor(dtype, dims.as_deref(), shape, name)?;
-            Ok(Item::Tensor(args.push(ty, name, "")))
+            Ok(Item::Tensor(args.push(ty, name, None)))
         }
         (value, _) => {
             let kind = match value {
@@ -429,8 +431,8 @@ fn overridden_shape(
 
 /// The `tcc.dim_names` entry of a graph input's attributes: which of its
 /// dimensions are symbolic (`--dim`) and as which name, `""` for a static
-/// one; empty text when none is. Records the names the inputs use.
-fn symbolic_names(imp: &mut Importer, info: &ValueInfoProto) -> Result<String> {
+/// one; `None` when none is. Records the names the inputs use.
+fn symbolic_names(imp: &mut Importer, info: &ValueInfoProto) -> Result<Option<Vec<String>>> {
     let (_, dims, params) = declared_type(info).map_err(|e| e.context("graph input"))?;
     let names: Vec<&str> = dims
         .iter()
@@ -444,15 +446,14 @@ fn symbolic_names(imp: &mut Importer, info: &ValueInfoProto) -> Result<String> {
         })
         .collect();
     if names.iter().all(|n| n.is_empty()) {
-        return Ok(String::new());
+        return Ok(None);
     }
     for name in &names {
         if !name.is_empty() && !imp.probed.iter().any(|p| p == name) {
             imp.probed.push(name.to_string());
         }
     }
-    let quoted: Vec<String> = names.iter().map(|n| string_literal(n)).collect();
-    Ok(format!(", tcc.dim_names = [{}]", quoted.join(", ")))
+    Ok(Some(names.iter().map(|n| n.to_string()).collect()))
 }
 
 /// The declared shape of a graph input, which must be static but for the
@@ -483,15 +484,15 @@ fn static_shape(
 /// its (signless) tensor holds unsigned integers: the artifact's interface
 /// then says uint8/16/32/64 (`tcc-record-interface`); the `tcc.minifloat`
 /// entry when its `i8` tensor holds a float8 or float4's bits.
-pub(super) fn unsigned_mark(dtype: DType) -> String {
+pub(super) fn unsigned_mark(dtype: DType) -> Vec<(&'static str, ArgAttr)> {
     let minifloat = match dtype {
         DType::F8E4M3FN => "f8E4M3FN",
         DType::F8E4M3FNUZ => "f8E4M3FNUZ",
         DType::F8E5M2 => "f8E5M2",
         DType::F8E5M2FNUZ => "f8E5M2FNUZ",
         DType::F4E2M1 => "f4E2M1FN",
-        _ if dtype.is_unsigned() => return ", tcc.unsigned".into(),
-        _ => return String::new(),
+        _ if dtype.is_unsigned() => return vec![(UNSIGNED, ArgAttr::Unit)],
+        _ => return Vec::new(),
     };
-    format!(", tcc.minifloat = \"{minifloat}\"")
+    vec![(MINIFLOAT, ArgAttr::Str(minifloat.to_string()))]
 }

@@ -473,7 +473,7 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
             ty: io.ty.with_shape(symbolic_shape(&io.ty.shape, symbols)),
         })
         .collect();
-    let module = super::text::Module {
+    let module = super::module::Module {
         arguments,
         ops,
         results,
@@ -509,7 +509,7 @@ mod tests {
     use super::super::super::dtype::DType;
     use super::super::super::emit::{ConstStyle, Emitter};
     use super::super::super::tensor::Const;
-    use super::super::text::{Argument, Module};
+    use super::super::module::{ArgAttr, Argument, Module, NAME};
     use super::*;
 
     fn batch() -> Vec<Symbol> {
@@ -525,25 +525,23 @@ mod tests {
         let ty = TType::new(DType::F32, vec![n, 32]);
         let x = Val::argument(0, ty.clone());
         let y = body(&mut e, &x, n);
-        let (ops, resources) = e.take_function();
+        let ops = e.take_function();
         let outputs = vec![IoInfo {
             name: "y".into(),
             ty: y.ty.clone(),
         }];
         Recorded {
             module: Module {
-                header: String::new(),
                 graph: "g".into(),
                 function: "main".into(),
                 arguments: vec![Argument {
                     ty: ty.clone(),
-                    attrs: "tcc.name = \"x\"".into(),
+                    attrs: vec![(NAME, ArgAttr::Str("x".into()))],
                     name: "x".into(),
                 }],
                 results: vec![y],
                 outputs,
                 ops,
-                resources,
             },
             blobs: Vec::new(),
             inputs: vec![IoInfo {
@@ -554,28 +552,42 @@ mod tests {
         }
     }
 
-    fn merged(body: &dyn Fn(&mut Emitter, &Val, i64) -> Val) -> Result<String> {
+    fn merged(body: &dyn Fn(&mut Emitter, &Val, i64) -> Val) -> Result<Module> {
         let (a, b) = PROBES[0];
-        merge(recorded(a, body), recorded(b, body), &batch()).map(|r| r.module.print())
+        merge(recorded(a, body), recorded(b, body), &batch()).map(|r| r.module)
     }
 
     #[test]
     fn probe_dependent_extents_become_dynamic() {
-        let text = merged(&|e, x, n| {
+        let module = merged(&|e, x, n| {
             e.set_location("fc1");
             let y = e.reshape(x, &[1, n, 32]);
             e.set_location("r");
             e.reshape(&y, &[16 * n, 2])
         })
         .unwrap();
-        assert!(text.contains("%arg0: tensor<?x32xf32>"), "{text}");
-        assert!(text.contains("dense<[1, -1, 32]>"), "{text}");
-        assert!(
-            text.contains("(tensor<?x32xf32>, !tosa.shape<3>) -> tensor<1x?x32xf32>"),
-            "{text}"
+        let f32s = |shape: &[i64]| ResultType::Tensor(TType::new(DType::F32, shape.to_vec()));
+        assert_eq!(module.arguments[0].ty.shape, [-1, 32]);
+        let kinds: Vec<(&Kind, &ResultType)> =
+            module.ops.iter().map(|o| (&o.kind, &o.ty)).collect();
+        assert_eq!(kinds.len(), 4, "{kinds:?}");
+        assert_eq!(
+            kinds[0],
+            (&Kind::ConstShape(vec![1, -1, 32]), &ResultType::Shape(3))
         );
-        assert!(text.contains("dense<[-1, 2]>"), "{text}");
-        assert!(text.contains("-> tensor<?x2xf32>"), "{text}");
+        let Kind::Plain { name, operands, .. } = kinds[1].0 else {
+            panic!("{kinds:?}")
+        };
+        assert_eq!(name, "tosa.reshape");
+        let types: Vec<&ResultType> = operands.iter().map(|u| &u.ty).collect();
+        assert_eq!(types, [&f32s(&[-1, 32]), &ResultType::Shape(3)]);
+        assert_eq!(kinds[1].1, &f32s(&[1, -1, 32]));
+        assert_eq!(
+            kinds[2],
+            (&Kind::ConstShape(vec![-1, 2]), &ResultType::Shape(2))
+        );
+        assert_eq!(kinds[3].1, &f32s(&[-1, 2]));
+        assert_eq!(module.results[0].ty.shape, [-1, 2]);
     }
 
     #[test]
