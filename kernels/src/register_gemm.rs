@@ -129,12 +129,7 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         out,
         "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))"
     );
-    let scalars: String = spec
-        .scalars
-        .iter()
-        .map(|name| format!(",\n    const tcc_index {name}"))
-        .collect();
-    let _ = writeln!(out, "void {}({}{scalars}) {{", spec.name, spec.parameters);
+    let _ = writeln!(out, "{}", spec.signature());
     // M: the shape's, or a dynamic M's expression (issue 33), which the
     // launch's row tiles, the clamp and the store guard read instead.
     let m = spec.m_extent.clone().unwrap_or_else(|| s.m.to_string());

@@ -339,6 +339,17 @@ pub struct GemmSpec {
 }
 
 impl GemmSpec {
+    /// The kernel's signature line up to its opening brace: its buffer
+    /// parameters, then each dynamic extent as a `const tcc_index`.
+    pub(crate) fn signature(&self) -> String {
+        let scalars: String = self
+            .scalars
+            .iter()
+            .map(|name| format!(",\n    const tcc_index {name}"))
+            .collect();
+        format!("void {}({}{scalars}) {{", self.name, self.parameters)
+    }
+
     /// Whether A and B hold int8 values summed in int32 (`acc` is an
     /// `int`).
     pub fn int8(&self) -> bool {
@@ -436,12 +447,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         out,
         "__kernel __attribute__((reqd_work_group_size({threads_n}, {threads_m}, 1)))"
     );
-    let scalars: String = spec
-        .scalars
-        .iter()
-        .map(|name| format!(",\n    const tcc_index {name}"))
-        .collect();
-    let _ = writeln!(out, "void {}({}{scalars}) {{", spec.name, spec.parameters);
+    let _ = writeln!(out, "{}", spec.signature());
     let m = match &spec.m_extent {
         Some(extent) => format!("{extent} (at most {})", s.m),
         None => s.m.to_string(),
