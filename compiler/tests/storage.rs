@@ -493,3 +493,128 @@ fn half_products_for_the_cuda_driver_take_the_wgmma_body() {
         assert!(!opencl.contains("tcc_dynamic_local"), "{flag}");
     }
 }
+
+/// Attention in a half graph (`tcc.attention` on f16 or bf16 tensors, as
+/// an exporter's half model gives it) is one flash-attention kernel, not
+/// the decomposition's two GEMMs and softmax, at `--precision=fp32` (the
+/// portable body, one work-item a row) and at the graph's own precision
+/// (the launch of the tensor-core body, a warp per 16 rows, whose
+/// portable fallback runs here); its output, in the graph's type, is
+/// within that type's rounding of attention computed in f64 from the same
+/// inputs. 37 query rows and keys leave partial tiles; causal.
+#[test]
+fn half_graph_attention_is_one_kernel_within_half_precision() {
+    use tcc_runtime::{DType, HostTensor};
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = support::uncached_runtime();
+    let (heads, seq, dim) = (4usize, 37usize, 64usize);
+    let scale = 0.125f64;
+    for (element, dtype, precision, bound) in [
+        ("f16", DType::F16, "--precision=fp16", RELATIVE_ERROR_BOUND),
+        (
+            "bf16",
+            DType::BF16,
+            "--precision=bf16",
+            BF16_RELATIVE_ERROR_BOUND,
+        ),
+    ] {
+        let t = format!("tensor<1x{heads}x{seq}x{dim}x{element}>");
+        let model = dir.path().join(format!("attention-{element}.mlir"));
+        std::fs::write(
+            &model,
+            format!(
+                "func.func @attention(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n  \
+                 %o = tcc.attention %q, %k, %v scale = {scale:?} causal = true : {t}, {t}, {t} -> {t}\n  \
+                 return %o : {t}\n}}\n"
+            ),
+        )
+        .unwrap();
+        // Inputs rounded to the element type; the reference reads the
+        // rounded values.
+        let mut state = 0x0bad_cafe_u32;
+        let mut values = Vec::new();
+        let inputs: Vec<HostTensor> = (0..3)
+            .map(|_| {
+                let mut rounded = Vec::new();
+                let bytes: Vec<u8> = (0..heads * seq * dim)
+                    .flat_map(|_| {
+                        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        let v = (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0;
+                        let (bits, back) = match dtype {
+                            DType::F16 => {
+                                let h = half::f16::from_f32(v);
+                                (h.to_le_bytes(), h.to_f32())
+                            }
+                            _ => {
+                                let h = half::bf16::from_f32(v);
+                                (h.to_le_bytes(), h.to_f32())
+                            }
+                        };
+                        rounded.push(f64::from(back));
+                        bits
+                    })
+                    .collect();
+                values.push(rounded);
+                HostTensor::new(dtype, vec![1, heads, seq, dim], bytes).unwrap()
+            })
+            .collect();
+        let (q, k, v) = (&values[0], &values[1], &values[2]);
+        let mut want = vec![0f32; heads * seq * dim];
+        for h in 0..heads {
+            let at = |x: &Vec<f64>, row: usize, d: usize| x[(h * seq + row) * dim + d];
+            for i in 0..seq {
+                let scores: Vec<f64> = (0..=i)
+                    .map(|j| scale * (0..dim).map(|d| at(q, i, d) * at(k, j, d)).sum::<f64>())
+                    .collect();
+                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                let sum: f64 = weights.iter().sum();
+                for d in 0..dim {
+                    let o: f64 = weights
+                        .iter()
+                        .enumerate()
+                        .map(|(j, w)| w * at(v, j, d))
+                        .sum();
+                    want[(h * seq + i) * dim + d] = (o / sum) as f32;
+                }
+            }
+        }
+        for flag in ["--precision=fp32", precision] {
+            let path = dir.path().join(format!("attention-{element}{flag}.so"));
+            let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+                .arg("compile")
+                .arg(&model)
+                .args([flag, "--stats", "-o"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            let stats = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{element} {flag}: {stats}");
+            assert!(
+                stats.contains("kernels: 1\n") && stats.contains("kind=attention"),
+                "{element} {flag}: one flash-attention kernel expected:\n{stats}"
+            );
+            let loaded = Model::load(&path).unwrap();
+            let out = runtime
+                .session(&loaded)
+                .unwrap()
+                .run("attention", &inputs)
+                .unwrap();
+            assert_eq!(out[0].dtype, dtype, "{element} {flag}");
+            let got: Vec<f32> = out[0]
+                .bytes
+                .chunks_exact(2)
+                .map(|b| match dtype {
+                    DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f32(),
+                    _ => half::bf16::from_le_bytes([b[0], b[1]]).to_f32(),
+                })
+                .collect();
+            let error = relative_error(&got, &want);
+            assert!(
+                error <= bound,
+                "{element} {flag}: relative error {error:e} > {bound:e}"
+            );
+        }
+    }
+}

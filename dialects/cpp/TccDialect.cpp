@@ -406,8 +406,9 @@ LogicalResult FlashAttentionOp::verify() {
     if (isa<RankedTensorType>(operand.getType()) != tensors)
       return emitOpError("expects all tensors or all memrefs");
   auto init = cast<ShapedType>(getInit().getType());
-  if (!init.getElementType().isF32())
-    return emitOpError("expects f32 operands");
+  Type element = init.getElementType();
+  if (!element.isF32() && !element.isF16() && !element.isBF16())
+    return emitOpError("expects f32, f16 or bf16 operands");
   for (Value operand : getOperation()->getOperands())
     if (!cast<ShapedType>(operand.getType()).hasStaticShape())
       return emitOpError("expects statically shaped operands");

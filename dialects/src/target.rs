@@ -33,6 +33,17 @@ pub enum Precision {
 }
 
 impl Precision {
+    /// The tensor cores the flash-attention kernel's PTX form multiplies
+    /// on at this precision (fp16, bf16; its launch, a warp per 16 query
+    /// rows, follows from it): fp32 and TF32 keep its exact fp32 body.
+    pub fn attention_tensor_cores(self) -> Option<tcc_kernels::TensorCores> {
+        match self {
+            Precision::Fp16 => Some(tcc_kernels::TensorCores::Fp16),
+            Precision::Bf16 => Some(tcc_kernels::TensorCores::Bf16),
+            Precision::Fp32 | Precision::Tf32 => None,
+        }
+    }
+
     pub const ALL: [Precision; 4] = [
         Precision::Fp32,
         Precision::Tf32,

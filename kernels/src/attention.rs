@@ -94,13 +94,16 @@ pub struct AttentionSpec {
 }
 
 /// The launch of an attention kernel: (work-groups, work-items per group)
-/// along x (query blocks) and y (batch times heads).
-/// With `single_item` (the CPU form) a group is one work-item.
+/// along x (query blocks) and y (batch times heads); the work-items as
+/// [`attention_threads`] says.
 pub fn attention_launch(
     shape: &AttentionShape,
     block_q: u32,
+    block_k: u32,
+    tensor_cores: Option<TensorCores>,
     single_item: bool,
 ) -> ([i64; 3], [i64; 3]) {
+    let threads = attention_threads(block_q, block_k, shape.head_dim, tensor_cores, single_item);
     let block_q = i64::from(block_q.max(1));
     (
         [
@@ -108,7 +111,7 @@ pub fn attention_launch(
             shape.batch * shape.heads,
             1,
         ],
-        [if single_item { 1 } else { block_q }, 1, 1],
+        [i64::from(threads), 1, 1],
     )
 }
 
@@ -123,6 +126,17 @@ fn float_literal(value: f32) -> String {
 }
 
 impl AttentionSpec {
+    /// Work-items per work-group (see [`attention_threads`]).
+    pub fn threads(&self) -> u32 {
+        attention_threads(
+            self.block_q,
+            self.block_k,
+            self.shape.head_dim,
+            self.tensor_cores,
+            self.single_item,
+        )
+    }
+
     fn check(&self) -> Result<(), String> {
         let s = &self.shape;
         if [s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim]
@@ -182,7 +196,9 @@ pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
     let _ = writeln!(
         out,
         "__kernel __attribute__((reqd_work_group_size({}, 1, 1)))\nvoid {}({}) {{",
-        spec.block_q, spec.name, spec.parameters
+        spec.threads(),
+        spec.name,
+        spec.parameters
     );
     let fp32 = fp32_body(spec);
     match spec.tensor_cores.filter(|_| tensor_cores_fit(spec)) {
@@ -200,55 +216,115 @@ pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
     Ok(out)
 }
 
-/// Rows of queries one warp of the tensor-core body takes (two m16 tiles).
-const WARP_ROWS: u32 = 32;
+/// log2(e) as the tensor-core body's float literal: its softmax takes
+/// `exp(x - m)` as `2^(x log2(e) - m log2(e))`, one fused multiply-add and
+/// the hardware's `ex2.approx` (about 2 ulp; `P` is then rounded to 16
+/// bits), as FlashAttention does.
+const LOG2E: &str = "1.44269504f";
 
-/// Whether the tensor-core body applies: FP16 or BF16, whole warps of
-/// [`WARP_ROWS`] rows, key tiles and the head dimension in steps of 16
-/// (the `k` of `m16n8k16`), and its half tiles within 48 KiB.
+/// Rows of queries one warp of the tensor-core body takes (one m16 tile:
+/// its accumulators, 32 fp32 registers a work-item at a head dimension of
+/// 64, leave room for the scores; two tiles a warp needed every register
+/// and spilled).
+const WARP_ROWS: u32 = 16;
+
+/// Whether the tensor-core body applies to `block_q` query rows, key
+/// tiles of `block_k` and a head dimension of `head_dim` multiplied as
+/// `tensor_cores`: FP16 or BF16, whole warps of [`WARP_ROWS`] rows, key
+/// tiles and the head dimension in steps of 16 (the `k` of
+/// `m16n8k16`), and its half tiles within 48 KiB.
+pub fn tensor_cores_take(
+    block_q: u32,
+    block_k: u32,
+    head_dim: i64,
+    tensor_cores: Option<TensorCores>,
+) -> bool {
+    matches!(tensor_cores, Some(TensorCores::Fp16 | TensorCores::Bf16))
+        && block_q.is_multiple_of(WARP_ROWS)
+        && block_k.is_multiple_of(16)
+        && head_dim % 16 == 0
+        && local_bytes(block_q, block_k, head_dim, 1) <= 48 * 1024
+}
+
+/// Work-items per work-group: one (the CPU form), a warp per
+/// [`WARP_ROWS`] query rows where the tensor-core body applies (the
+/// portable body, its fallback, then leaves the work-items past
+/// `block_q` to the staging), else one per query row.
+pub fn attention_threads(
+    block_q: u32,
+    block_k: u32,
+    head_dim: i64,
+    tensor_cores: Option<TensorCores>,
+    single_item: bool,
+) -> u32 {
+    if single_item {
+        1
+    } else if tensor_cores_take(block_q, block_k, head_dim, tensor_cores) {
+        block_q / WARP_ROWS * 32
+    } else {
+        block_q
+    }
+}
+
+/// Whether the tensor-core body applies to `spec` (see [`tensor_cores_take`]).
 pub fn tensor_cores_fit(spec: &AttentionSpec) -> bool {
-    let d = spec.shape.head_dim;
-    matches!(
+    tensor_cores_take(
+        spec.block_q,
+        spec.block_k,
+        spec.shape.head_dim,
         spec.tensor_cores,
-        Some(TensorCores::Fp16 | TensorCores::Bf16)
-    ) && spec.block_q.is_multiple_of(WARP_ROWS)
-        && spec.block_k.is_multiple_of(16)
-        && d % 16 == 0
-        && tensor_core_local_bytes(spec) <= 48 * 1024
+    )
 }
 
-/// The tensor-core body's local memory: Q and K tiles of `d + 8` halves
-/// per row, V transposed with rows of `block_k + 8` halves.
-fn tensor_core_local_bytes(spec: &AttentionSpec) -> i64 {
+/// The tensor-core body's local memory with `stages` buffers of the key
+/// tiles: Q, K and V tiles of `d + 8` halves per row and the mask tile.
+fn local_bytes(block_q: u32, block_k: u32, d: i64, stages: i64) -> i64 {
+    let (bq, bk) = (i64::from(block_q), i64::from(block_k));
+    2 * ((bq + 2 * stages * bk) * (d + 8)) + 4 * stages * bk
+}
+
+/// Whether the tensor-core body double-buffers its key tiles: K and V
+/// already hold the tensor cores' half type in rows of whole 16-byte
+/// octets (so that `cp.async` copies them with no registers in between,
+/// zero-filling the keys past the sequence), and two buffers of each fit
+/// beside Q in 48 KiB (head dimension 64 with 64-key tiles: 45 KiB).
+fn double_buffered(spec: &AttentionSpec, half_storage: Option<crate::Storage>) -> bool {
     let d = spec.shape.head_dim;
-    let (bq, bk) = (i64::from(spec.block_q), i64::from(spec.block_k));
-    2 * ((bq + 2 * bk) * (d + 8))
+    [&spec.key, &spec.value]
+        .iter()
+        .all(|operand| Some(operand.buffer.storage) == half_storage && octet_aligned(operand, d))
+        && local_bytes(spec.block_q, spec.block_k, d, 2) <= 48 * 1024
 }
 
-/// The tensor-core body (PTX only; FA2's register layout). The work-group
-/// stages its `block_q` query rows once and each K and V tile (one loop,
-/// both loads in flight) as 16-bit halves: copied as they are, 16 bytes a
-/// load, where the buffers already hold that half type (`--storage`
-/// intermediates: BERT-base's attention at batch 32 went from 68.6 to 50.8
-/// us a layer, bf16 on an H200), else rounded to nearest even from the
-/// stored floats. V stays row-major; its `·V` B fragments `ldmatrix.trans`
-/// reads (two n8 tiles a load). Q and K fragments are 32-bit local loads:
-/// `ldmatrix` for them measured slower in the causal cases (seq 128 fp16:
-/// 84-89 against 57-61 us, `scripts/bench/attention-device.py` shapes),
-/// holding Q's fragments in registers slower everywhere (register
-/// pressure beside the accumulators). A mask that is the same for every
-/// query row (`[batch, 1, 1, keys]`) is staged per key tile. Rows are
-/// padded by 8 halves so that a warp's fragment loads fall in distinct
-/// banks. Each warp owns 32 query
-/// rows as two m16 tiles, taken one after the other per key tile: `S =
-/// Q·Kᵀ` by `mma.sync.m16n8k16` into fp32 accumulators (a thread holds
-/// rows `g` and `g + 8` of the tile, columns `2 t .. 2 t + 1` of each n8
-/// block), the scale, mask and causal/sequence bounds as in the fp32 body,
-/// the row maximum over the four threads of a row (`shfl.bfly`), the
-/// online-softmax rescale, then `P` rounded to halves straight from the
-/// accumulator registers (their layout is the A fragment's) and `O += P·V`
-/// on the tensor cores. The row sums are kept per thread in fp32 and
-/// summed over the quad at the end; a row without any key stores 0.
+/// The tensor-core body (PTX only; FA2's register layout), a warp per
+/// [`WARP_ROWS`] query rows. The work-group stages its `block_q` query
+/// rows once and each K and V tile as 16-bit halves: where K and V
+/// already hold that half type in 16-byte rows (`--storage`
+/// intermediates, half graphs: [`double_buffered`]) by `cp.async` into two
+/// buffers, the next tile's copies in flight while the warps compute on
+/// this one, one barrier a tile; else through registers (rounded to
+/// nearest even from the stored floats, or copied 16 bytes a load) into
+/// one buffer, both loads in flight a step (BERT-base's attention at
+/// batch 32 went from 68.6 to 50.8 us a layer, bf16 on an H200, when
+/// half buffers were first copied as they are). V stays row-major; its
+/// `·V` B fragments `ldmatrix.trans` reads (two n8 tiles a load). Q and K
+/// fragments are 32-bit local loads: `ldmatrix` for them measured slower
+/// in the causal cases (seq 128 fp16: 84-89 against 57-61 us,
+/// `scripts/bench/attention-device.py` shapes). A mask that is the same
+/// for every query row (`[batch, 1, 1, keys]`) is staged per key tile.
+/// Rows are padded by 8 halves so that a warp's fragment loads fall in
+/// distinct banks. Per key tile a warp computes `S = Q·Kᵀ` by
+/// `mma.sync.m16n8k16` into fp32 accumulators (a thread holds rows `g`
+/// and `g + 8` of its m16 tile, columns `2 t .. 2 t + 1` of each n8
+/// block), the scale, mask and causal/sequence bounds as in the fp32 body
+/// (a tile whose keys all exist and, with `causal`, all precede the
+/// warp's rows skips the bounds), the row maximum over the four threads of
+/// a row (`shfl.bfly`), the online-softmax rescale with `exp` as
+/// `2^(x log2 e - m log2 e)` on the hardware's `ex2.approx` ([`LOG2E`]),
+/// then `P` rounded to halves straight from the accumulator registers
+/// (their layout is the A fragment's) and `O += P·V` on the tensor cores.
+/// The row sums are kept per thread in fp32 and summed over the quad at
+/// the end; a row without any key stores 0.
 fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     let s = spec.shape;
     let (bq, bk, d) = (spec.block_q, spec.block_k, s.head_dim);
@@ -260,13 +336,19 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     let qk_row = d + 8;
     let n_tiles = bk / 8;
     let d_tiles = d / 8;
+    let half_storage = arithmetic.half_storage();
+    let threads = spec.threads();
+    let m_tiles = WARP_ROWS / 16;
+    let pipelined = double_buffered(spec, half_storage);
+    let stages: i64 = if pipelined { 2 } else { 1 };
+    let tile_halves = i64::from(bk) * qk_row;
     let mut out = String::new();
     let _ = writeln!(
         out,
         "  /* Tensor cores ({name}): mma.sync.m16n8k16, fp32 accumulators. */\n  \
          __local ushort q_half[{q_tile}] __attribute__((aligned(16)));\n  \
          __local ushort k_half[{k_tile}] __attribute__((aligned(16)));\n  \
-         __local ushort v_half[{v_tile}] __attribute__((aligned(16)));\n  \
+         __local ushort v_half[{k_tile}] __attribute__((aligned(16)));\n  \
          const int lid = (int)get_local_id(0);\n  \
          const int warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;\n  \
          const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
@@ -275,12 +357,10 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          const tcc_index hk = h / {group};",
         name = arithmetic.name(),
         q_tile = i64::from(bq) * qk_row,
-        k_tile = i64::from(bk) * qk_row,
-        v_tile = i64::from(bk) * qk_row,
+        k_tile = stages * tile_halves,
         heads = s.heads,
     );
     // Q once, rows past the sequence as zeros.
-    let half_storage = arithmetic.half_storage();
     let raw = |operand: &AttentionOperand| {
         Some(operand.buffer.storage) == half_storage && octet_aligned(operand, d)
     };
@@ -288,7 +368,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     if raw(&spec.query) {
         let _ = writeln!(
             out,
-            "  for (int e = lid; e < {octets}; e += {bq}) {{\n    \
+            "  for (int e = lid; e < {octets}; e += {threads}) {{\n    \
              const int r = (8 * e) / {d}, dd = (8 * e) % {d};\n    \
              const tcc_index i = q0 + r;\n    \
              *(__local uint4*)&q_half[r * {qk_row} + dd] = i < {q_len} ? {} : (uint4)(0u);\n  }}",
@@ -299,7 +379,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     } else {
         let _ = writeln!(
             out,
-            "  for (int e = lid; e < {q_elems}; e += {bq}) {{\n    \
+            "  for (int e = lid; e < {q_elems}; e += {threads}) {{\n    \
              const int r = e / {d}, dd = e % {d};\n    \
              const tcc_index i = q0 + r;\n    \
              q_half[r * {qk_row} + dd] = {half_bits}(i < {q_len} ? {} : 0.0f);\n  }}",
@@ -310,8 +390,8 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     }
     let _ = writeln!(
         out,
-        "  float o[2][{d_tiles}][4];\n  float m[2][2], l[2][2];\n  \
-         #pragma unroll\n  for (int mt = 0; mt < 2; ++mt) {{\n    \
+        "  float o[{m_tiles}][{d_tiles}][4];\n  float m[{m_tiles}][2], l[{m_tiles}][2];\n  \
+         #pragma unroll\n  for (int mt = 0; mt < {m_tiles}; ++mt) {{\n    \
          m[mt][0] = m[mt][1] = -INFINITY;\n    l[mt][0] = l[mt][1] = 0.0f;\n    \
          #pragma unroll\n    for (int dn = 0; dn < {d_tiles}; ++dn)\n      \
          o[mt][dn][0] = o[mt][dn][1] = o[mt][dn][2] = o[mt][dn][3] = 0.0f;\n  }}"
@@ -333,30 +413,69 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         .filter(|mask| mask.strides[2] == 0)
         .map(|mask| mask.address(["b", "h", "0", "j"]));
     if row_mask.is_some() {
-        let _ = writeln!(out, "  __local float mask_tile[{bk}];");
-    }
-    let _ = writeln!(
-        out,
-        "  for (tcc_index k0 = 0; k0 < kv_end; k0 += {bk}) {{\n    \
-         barrier(CLK_LOCAL_MEM_FENCE);"
-    );
-    stage_key_tiles(&mut out, spec, half_storage, half_bits, pack);
-    if let (Some(at), Some(mask)) = (&row_mask, &spec.mask) {
         let _ = writeln!(
             out,
-            "    for (int e = lid; e < {bk}; e += {bq}) {{\n      \
-             const tcc_index j = k0 + e;\n      \
-             mask_tile[e] = j < {kv} ? {} : 0.0f;\n    }}",
-            mask.buffer.load(at),
-            kv = s.kv_len,
+            "  __local float mask_tile[{}];",
+            stages * i64::from(bk)
         );
     }
-    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);");
+    // The mask of the key tile from `start` into buffer `stage`.
+    let stage_mask = |out: &mut String, start: &str, stage: &str| {
+        if let (Some(at), Some(mask)) = (&row_mask, &spec.mask) {
+            let _ = writeln!(
+                out,
+                "    for (int e = lid; e < {bk}; e += {threads}) {{\n      \
+                 const tcc_index j = {start} + e;\n      \
+                 mask_tile[{stage} * {bk} + e] = j < {kv} ? {} : 0.0f;\n    }}",
+                mask.buffer.load(at),
+                kv = s.kv_len,
+            );
+        }
+    };
+    if pipelined {
+        // Two buffers of K and V: the copies of the next key tile are in
+        // flight while the warps compute on this one, and one barrier a
+        // tile both publishes this tile and frees the other buffer.
+        let _ = writeln!(out, "  {{");
+        copy_key_tiles_async(&mut out, spec, "0", "0");
+        stage_mask(&mut out, "0", "0");
+        let _ = writeln!(
+            out,
+            "  }}\n  tcc_cp_async_commit();\n  int st = 0;\n  \
+             for (tcc_index k0 = 0; k0 < kv_end; k0 += {bk}, st ^= 1) {{\n    \
+             TCC_CP_ASYNC_WAIT(0);\n    \
+             barrier(CLK_LOCAL_MEM_FENCE);\n    \
+             if (k0 + {bk} < kv_end) {{"
+        );
+        copy_key_tiles_async(&mut out, spec, &format!("(k0 + {bk})"), "(st ^ 1)");
+        stage_mask(&mut out, &format!("(k0 + {bk})"), "(st ^ 1)");
+        let _ = writeln!(
+            out,
+            "    }}\n    tcc_cp_async_commit();\n    \
+             __local const ushort* ks = k_half + st * {tile_halves};\n    \
+             __local const ushort* vs = v_half + st * {tile_halves};"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  const int st = 0;\n  \
+             for (tcc_index k0 = 0; k0 < kv_end; k0 += {bk}) {{\n    \
+             barrier(CLK_LOCAL_MEM_FENCE);"
+        );
+        stage_key_tiles(&mut out, spec, half_storage, half_bits, pack);
+        stage_mask(&mut out, "k0", "0");
+        let _ = writeln!(
+            out,
+            "    barrier(CLK_LOCAL_MEM_FENCE);\n    \
+             __local const ushort* ks = k_half;\n    \
+             __local const ushort* vs = v_half;"
+        );
+    }
     // S = Q·Kᵀ for one m16 tile of the warp (fragments by 32-bit local
     // loads: `ldmatrix` for Q or K measured slower, see the note above).
     let _ = writeln!(
         out,
-        "    #pragma unroll\n    for (int mt = 0; mt < 2; ++mt) {{\n      \
+        "    #pragma unroll\n    for (int mt = 0; mt < {m_tiles}; ++mt) {{\n      \
          const int r0 = warp * {WARP_ROWS} + mt * 16;\n      \
          float sc[{n_tiles}][4];\n      \
          #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt)\n        \
@@ -367,14 +486,14 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          const uint a2 = *(__local const uint*)&q_half[(r0 + g) * {qk_row} + kk + 8 + 2 * t];\n        \
          const uint a3 = *(__local const uint*)&q_half[(r0 + g + 8) * {qk_row} + kk + 8 + 2 * t];\n        \
          #pragma unroll\n        for (int nt = 0; nt < {n_tiles}; ++nt) {{\n          \
-         const uint b0 = *(__local const uint*)&k_half[(nt * 8 + g) * {qk_row} + kk + 2 * t];\n          \
-         const uint b1 = *(__local const uint*)&k_half[(nt * 8 + g) * {qk_row} + kk + 8 + 2 * t];\n          \
+         const uint b0 = *(__local const uint*)&ks[(nt * 8 + g) * {qk_row} + kk + 2 * t];\n          \
+         const uint b1 = *(__local const uint*)&ks[(nt * 8 + g) * {qk_row} + kk + 8 + 2 * t];\n          \
          {mma}(sc[nt][0], sc[nt][1], sc[nt][2], sc[nt][3], a0, a1, a2, a3, b0, b1);\n        }}\n      }}"
     );
     // Scale, mask, bounds; the tile's row maxima.
     let mut score = format!("sc[nt][e] * {}", float_literal(spec.scale));
     if row_mask.is_some() {
-        score = format!("{score} + mask_tile[nt * 8 + 2 * t + (e % 2)]");
+        score = format!("{score} + mask_tile[st * {bk} + nt * 8 + 2 * t + (e % 2)]");
     } else if let Some(mask) = &spec.mask {
         let at = mask.address(["b", "h", "qi", "j"]);
         score = format!(
@@ -388,18 +507,35 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     } else {
         format!("j < {}", s.kv_len)
     };
+    // A tile whose keys all exist and, with `causal`, all precede the
+    // m16 tile's first row takes every score as it is (no bounds).
+    let full = if spec.causal {
+        format!(
+            "k0 + {bk} <= {kv} && k0 + {bk} - 1 <= q0 + r0",
+            kv = s.kv_len
+        )
+    } else {
+        format!("k0 + {bk} <= {kv}", kv = s.kv_len)
+    };
+    let scores = |live: &str| {
+        format!(
+            "#pragma unroll\n        for (int nt = 0; nt < {n_tiles}; ++nt) {{\n          \
+             #pragma unroll\n          for (int e = 0; e < 4; ++e) {{\n            \
+             const tcc_index i = q0 + r0 + g + (e / 2) * 8;\n            \
+             const tcc_index qi = i < {q_len} ? i : {last};\n            \
+             const tcc_index j = k0 + nt * 8 + 2 * t + (e % 2);\n            \
+             const float x = {score};\n            \
+             sc[nt][e] = {live};\n            \
+             tile_max[e / 2] = tcc_maximumf(tile_max[e / 2], sc[nt][e]);\n          }}\n        }}",
+            q_len = s.q_len,
+            last = s.q_len - 1,
+        )
+    };
     let _ = writeln!(
         out,
         "      float tile_max[2] = {{-INFINITY, -INFINITY}};\n      \
-         #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt) {{\n        \
-         #pragma unroll\n        for (int e = 0; e < 4; ++e) {{\n          \
-         const tcc_index i = q0 + r0 + g + (e / 2) * 8;\n          \
-         const tcc_index qi = i < {q_len} ? i : {last};\n          \
-         const tcc_index j = k0 + nt * 8 + 2 * t + (e % 2);\n          \
-         const float x = {score};\n          \
-         sc[nt][e] = ({live}) ? x : -INFINITY;\n          \
-         tile_max[e / 2] = tcc_maximumf(tile_max[e / 2], sc[nt][e]);\n        }}\n      }}\n      \
-         float base[2];\n      \
+         if ({full}) {{\n        {}\n      }} else {{\n        {}\n      }}\n      \
+         float base[2], base_log2[2];\n      \
          #pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n        \
          float x = tile_max[r];\n        \
          x = tcc_maximumf(x, tcc_shfl_xor(x, 1));\n        \
@@ -407,21 +543,22 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          const float m_new = tcc_maximumf(m[mt][r], x);\n        \
          /* While every score so far is -inf, subtract 0: exp(-inf) = 0. */\n        \
          base[r] = m_new == -INFINITY ? 0.0f : m_new;\n        \
-         const float correction = tcc_expf(m[mt][r] - base[r]);\n        \
+         base_log2[r] = base[r] * {LOG2E};\n        \
+         const float correction = tcc_ex2(fma(m[mt][r], {LOG2E}, -base_log2[r]));\n        \
          m[mt][r] = m_new;\n        \
          l[mt][r] *= correction;\n        \
          #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn) {{\n          \
          o[mt][dn][2 * r] *= correction;\n          \
          o[mt][dn][2 * r + 1] *= correction;\n        }}\n      }}",
-        q_len = s.q_len,
-        last = s.q_len - 1,
+        scores("x"),
+        scores(&format!("({live}) ? x : -INFINITY")),
     );
     // P = exp(S - m) into A fragments; O += P·V.
     let _ = writeln!(
         out,
         "      #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt)\n        \
          #pragma unroll\n        for (int e = 0; e < 4; ++e) {{\n          \
-         sc[nt][e] = tcc_expf(sc[nt][e] - base[e / 2]);\n          \
+         sc[nt][e] = tcc_ex2(fma(sc[nt][e], {LOG2E}, -base_log2[e / 2]));\n          \
          l[mt][e / 2] += sc[nt][e];\n        }}\n      \
          #pragma unroll\n      for (int kt = 0; kt < {k_steps}; ++kt) {{\n        \
          const uint a0 = {pack}(sc[2 * kt][0], sc[2 * kt][1]);\n        \
@@ -431,7 +568,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; dn += 2) {{\n          \
          /* Lanes 0-15 name the tile's 16 key rows at column dn * 8, lanes 16-31 at (dn + 1) * 8: b0 b1 and b2 b3, transposed. */\n          \
          uint b0, b1, b2, b3;\n          \
-         TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &v_half[(kt * 16 + (lane & 15)) * {qk_row} + (dn + (lane >> 4)) * 8]);\n          \
+         TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &vs[(kt * 16 + (lane & 15)) * {qk_row} + (dn + (lane >> 4)) * 8]);\n          \
          {mma}(o[mt][dn][0], o[mt][dn][1], o[mt][dn][2], o[mt][dn][3], a0, a1, a2, a3, b0, b1);\n          \
          {mma}(o[mt][dn + 1][0], o[mt][dn + 1][1], o[mt][dn + 1][2], o[mt][dn + 1][3], a0, a1, a2, a3, b2, b3);\n        }}\n      }}\n    }}\n  }}",
         k_steps = bk / 16,
@@ -439,7 +576,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     let o_at = spec.output.address(["b", "h", "i", "dd"]);
     let _ = writeln!(
         out,
-        "  #pragma unroll\n  for (int mt = 0; mt < 2; ++mt)\n    \
+        "  #pragma unroll\n  for (int mt = 0; mt < {m_tiles}; ++mt)\n    \
          #pragma unroll\n    for (int r = 0; r < 2; ++r) {{\n      \
          float sum = l[mt][r];\n      \
          sum += tcc_shfl_xor(sum, 1);\n      \
@@ -475,12 +612,8 @@ fn stage_key_tiles(
     half_bits: &str,
     pack: &str,
 ) {
-    let (bq, bk, d, kv) = (
-        spec.block_q,
-        spec.block_k,
-        spec.shape.head_dim,
-        spec.shape.kv_len,
-    );
+    let (bk, d, kv) = (spec.block_k, spec.shape.head_dim, spec.shape.kv_len);
+    let threads = spec.threads();
     let raw = |operand: &AttentionOperand| Some(operand.buffer.storage) == half_storage;
     let step = |operand: &AttentionOperand| {
         if raw(operand) && octet_aligned(operand, d) {
@@ -494,7 +627,7 @@ fn stage_key_tiles(
     let width = step(&spec.key).min(step(&spec.value));
     let _ = writeln!(
         out,
-        "    for (int e = lid; e < {steps}; e += {bq}) {{\n      \
+        "    for (int e = lid; e < {steps}; e += {threads}) {{\n      \
          const int jj = ({width} * e) / {d}, dd = ({width} * e) % {d};\n      \
          const tcc_index j = k0 + jj;",
         steps = i64::from(bk) * d / width,
@@ -526,6 +659,38 @@ fn stage_key_tiles(
             ),
         };
         let _ = writeln!(out, "      {statement}");
+    }
+    let _ = writeln!(out, "    }}");
+}
+
+/// Issues the `cp.async` copies of one key tile of K and V (`block_k` rows
+/// from key `start`) into buffer `stage` of `k_half` and `v_half`, 16
+/// bytes a copy; the keys past the sequence are zero-filled (a source
+/// size of 0, read from the last key's row so that the address stays
+/// inside the buffer). Only for [`double_buffered`] operands.
+fn copy_key_tiles_async(out: &mut String, spec: &AttentionSpec, start: &str, stage: &str) {
+    let (bk, d, kv) = (spec.block_k, spec.shape.head_dim, spec.shape.kv_len);
+    let tile_halves = i64::from(bk) * (d + 8);
+    let threads = spec.threads();
+    let _ = writeln!(
+        out,
+        "    for (int e = lid; e < {octets}; e += {threads}) {{\n      \
+         const int jj = (8 * e) / {d}, dd = (8 * e) % {d};\n      \
+         const tcc_index j = {start} + jj;\n      \
+         const tcc_index jc = j < {kv} ? j : {last};\n      \
+         const int bytes = j < {kv} ? 16 : 0;",
+        octets = i64::from(bk) * d / 8,
+        last = kv - 1,
+    );
+    for (operand, tile) in [(&spec.key, "k_half"), (&spec.value, "v_half")] {
+        let at = operand.address(["b", "hk", "jc", "dd"]);
+        let _ = writeln!(
+            out,
+            "      tcc_cp_async16((__local float*)&{tile}[{stage} * {tile_halves} + jj * {row} + dd], \
+             (__global const float*)({} + {at}), bytes);",
+            operand.buffer.name,
+            row = d + 8,
+        );
     }
     let _ = writeln!(out, "    }}");
 }
@@ -761,6 +926,7 @@ fn vector_body(spec: &AttentionSpec) -> String {
 fn fp32_body(spec: &AttentionSpec) -> String {
     let s = spec.shape;
     let (bq, bk, d) = (spec.block_q, spec.block_k, s.head_dim);
+    let threads = spec.threads();
     let group = s.heads / s.kv_heads;
     let chunk = bk.min(CHUNK);
     let mut out = String::new();
@@ -808,7 +974,7 @@ fn fp32_body(spec: &AttentionSpec) -> String {
     let _ = writeln!(
         out,
         "    barrier(CLK_LOCAL_MEM_FENCE);\n    \
-         for (int e = lid; e < {tile}; e += {bq}) {{\n      \
+         for (int e = lid; e < {tile}; e += {threads}) {{\n      \
          const int jj = e / {d}, dd = e % {d};\n      \
          const tcc_index j = k0 + jj;\n      \
          const int inside = j < {kv};\n      \
@@ -876,7 +1042,7 @@ fn fp32_body(spec: &AttentionSpec) -> String {
     let o_at = spec.output.address(["b", "h", "i", "dd"]);
     let _ = writeln!(
         out,
-        "  if (i < {q_len}) {{\n    \
+        "  if (i < {q_len}{own_row}) {{\n    \
          /* A row without any key (l = 0) is 0, not NaN. */\n    \
          const float inverse = l > 0.0f ? 1.0f / l : 0.0f;\n    \
          #pragma unroll\n    \
@@ -884,6 +1050,13 @@ fn fp32_body(spec: &AttentionSpec) -> String {
          {}\n  }}\n}}",
         spec.output.buffer.store("acc[dd] * inverse", &o_at),
         q_len = s.q_len,
+        // Work-items past the group's rows (the tensor-core body's
+        // launch) only stage.
+        own_row = if threads > bq {
+            format!(" && lid < {bq}")
+        } else {
+            String::new()
+        },
     );
     // The kernel's closing brace is the caller's.
     out.truncate(out.trim_end().len() - 1);
@@ -991,6 +1164,24 @@ mod tests {
             .split_once("#ifdef TCC_PTX\n")
             .and_then(|(_, rest)| rest.split_once("#else\n"))
             .expect("a PTX body and an fp32 body");
+        // A warp per 16 query rows: 128 work-items for 64 rows; the
+        // portable body (the OpenCL C form) stages with all of them and
+        // computes a row on each of the first 64.
+        assert!(
+            text.contains("__kernel __attribute__((reqd_work_group_size(128, 1, 1)))"),
+            "{text}"
+        );
+        assert_eq!(
+            attention_launch(&spec.shape, 64, 32, spec.tensor_cores, false).1,
+            [128, 1, 1]
+        );
+        assert!(
+            fp32.contains("for (int e = lid; e < 2048; e += 128) {"),
+            "{fp32}"
+        );
+        assert!(fp32.contains("if (i < 77 && lid < 64) {"), "{fp32}");
+        assert!(ptx.contains("float o[1][8][4];"), "{ptx}");
+        assert!(ptx.contains("const int r0 = warp * 16 + mt * 16;"), "{ptx}");
         // Q (64 rows), K and V (32 keys) rows padded to 72 halves.
         assert!(ptx.contains("__local ushort q_half[4608]"), "{ptx}");
         assert!(ptx.contains("__local ushort k_half[2304]"), "{ptx}");
@@ -1009,12 +1200,12 @@ mod tests {
         assert_eq!(ptx.matches("TCC_MMA_F16(").count(), 3, "{ptx}");
         assert!(
             ptx.contains(
-                "const uint b1 = *(__local const uint*)&k_half[(nt * 8 + g) * 72 + kk + 8 + 2 * t];"
+                "const uint b1 = *(__local const uint*)&ks[(nt * 8 + g) * 72 + kk + 8 + 2 * t];"
             ),
             "{ptx}"
         );
         assert!(
-            ptx.contains("TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &v_half[(kt * 16 + (lane & 15)) * 72 + (dn + (lane >> 4)) * 8]);"),
+            ptx.contains("TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &vs[(kt * 16 + (lane & 15)) * 72 + (dn + (lane >> 4)) * 8]);"),
             "{ptx}"
         );
         assert!(
@@ -1027,12 +1218,12 @@ mod tests {
         // The mask, scale and causal bounds as in the fp32 body; the
         // mask, the same for every query row, staged per key tile.
         assert!(
-            ptx.contains("mask_tile[e] = j < 77 ? a3[b * 77 + j] : 0.0f;"),
+            ptx.contains("mask_tile[0 * 32 + e] = j < 77 ? a3[b * 77 + j] : 0.0f;"),
             "{ptx}"
         );
         assert!(
             ptx.contains(
-                "const float x = sc[nt][e] * 0.125f + mask_tile[nt * 8 + 2 * t + (e % 2)];"
+                "const float x = sc[nt][e] * 0.125f + mask_tile[st * 32 + nt * 8 + 2 * t + (e % 2)];"
             ),
             "{ptx}"
         );
@@ -1040,6 +1231,20 @@ mod tests {
             ptx.contains("sc[nt][e] = (j < 77 && j <= qi) ? x : -INFINITY;"),
             "{ptx}"
         );
+        // A tile of keys that all exist and precede the m16 tile's rows
+        // takes its scores without the bounds.
+        assert!(
+            ptx.contains("if (k0 + 32 <= 77 && k0 + 32 - 1 <= q0 + r0) {"),
+            "{ptx}"
+        );
+        assert!(ptx.contains("sc[nt][e] = x;"), "{ptx}");
+        // exp(x - m) as 2^(x log2 e - m log2 e) on the hardware's ex2.
+        assert!(
+            ptx.contains("sc[nt][e] = tcc_ex2(fma(sc[nt][e], 1.44269504f, -base_log2[e / 2]));"),
+            "{ptx}"
+        );
+        // fp32 K and V are rounded through registers: one buffer each.
+        assert!(!ptx.contains("tcc_cp_async16"), "{ptx}");
         assert!(
             ptx.contains("const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;"),
             "{ptx}"
@@ -1086,8 +1291,21 @@ mod tests {
             operand.buffer.storage = crate::Storage::BF16;
         }
         let text = attention_kernel(&stored).unwrap();
+        // K and V double-buffered: the next key tile's cp.async copies in
+        // flight during this one's products, the keys past the sequence
+        // zero-filled from the last key's row.
+        assert!(text.contains("__local ushort k_half[4608]"), "{text}");
         assert!(
-            text.contains("*(__local uint4*)&k_half[jj * 72 + dd] = j < 77 ? *(__global const uint4*)(a1 + b * 9856 + hk * 4928 + j * 64 + dd) : (uint4)(0u);"),
+            text.contains("tcc_cp_async16((__local float*)&k_half[(st ^ 1) * 2304 + jj * 72 + dd], (__global const float*)(a1 + b * 9856 + hk * 4928 + jc * 64 + dd), bytes);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("const tcc_index jc = j < 77 ? j : 76;"),
+            "{text}"
+        );
+        assert!(text.contains("TCC_CP_ASYNC_WAIT(0);"), "{text}");
+        assert!(
+            text.contains("__local const ushort* ks = k_half + st * 2304;"),
             "{text}"
         );
         assert!(
@@ -1095,10 +1313,10 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("tcc_bf16_bits(j < 77"), "{text}");
-        // Not whole warps of 32 rows, a head dimension off the k step of
-        // 16, or TF32: the fp32 body alone.
+        // Not whole warps of 16 rows, a head dimension off the k step of
+        // 16, or TF32: the fp32 body alone, one work-item a row.
         let changes: [fn(&mut AttentionSpec); 3] = [
-            |s| s.block_q = 48,
+            |s| s.block_q = 40,
             |s| s.shape.head_dim = 72,
             |s| s.tensor_cores = Some(TensorCores::Tf32),
         ];
@@ -1107,6 +1325,7 @@ mod tests {
             change(&mut other);
             let text = attention_kernel(&other).unwrap();
             assert!(!text.contains("TCC_PTX"), "{text}");
+            assert_eq!(other.threads(), other.block_q, "{text}");
             assert!(text.trim_end().ends_with('}'), "{text}");
         }
         // fp32 (no tensor cores): one body, as before.
@@ -1127,7 +1346,7 @@ mod tests {
         bad.scale = f32::NAN;
         assert!(attention_kernel(&bad).is_err());
         assert_eq!(
-            attention_launch(&spec(false, false).shape, 64, false),
+            attention_launch(&spec(false, false).shape, 64, 32, None, false),
             ([2, 8, 1], [64, 1, 1])
         );
     }
@@ -1158,7 +1377,7 @@ mod tests {
         assert!(text.contains("a3[b * 77 + jl]"), "{text}");
         // One work-item per group in the launch, rows in groups of 4.
         assert_eq!(
-            attention_launch(&cpu.shape, 4, true),
+            attention_launch(&cpu.shape, 4, 32, None, true),
             ([20, 8, 1], [1, 1, 1])
         );
         // Head dimensions that 16 does not divide take narrower lanes.

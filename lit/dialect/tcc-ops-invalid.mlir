@@ -185,10 +185,10 @@ func.func @attention_output(%q: tensor<1x4x6x64xf32>) -> tensor<1x4x6x32xf32> {
 
 // -----
 
-func.func @flash_attention_half(%q: tensor<1x4x6x64xf16>) -> tensor<1x4x6x64xf16> {
-  // expected-error @+1 {{expects f32 operands}}
-  %0 = tcc.flash_attention ins(%q, %q, %q : tensor<1x4x6x64xf16>, tensor<1x4x6x64xf16>, tensor<1x4x6x64xf16>) outs(%q : tensor<1x4x6x64xf16>) scale = 1.0 -> tensor<1x4x6x64xf16>
-  return %0 : tensor<1x4x6x64xf16>
+func.func @flash_attention_f64(%q: tensor<1x4x6x64xf64>) -> tensor<1x4x6x64xf64> {
+  // expected-error @+1 {{expects f32, f16 or bf16 operands}}
+  %0 = tcc.flash_attention ins(%q, %q, %q : tensor<1x4x6x64xf64>, tensor<1x4x6x64xf64>, tensor<1x4x6x64xf64>) outs(%q : tensor<1x4x6x64xf64>) scale = 1.0 -> tensor<1x4x6x64xf64>
+  return %0 : tensor<1x4x6x64xf64>
 }
 
 // -----

@@ -9,7 +9,10 @@ lengths 128, 512 and 2048, causal and not. Each is a one-op model
 compiles with `tcc compile --target=nvidia` (one flash-attention kernel;
 the bundle's STATS.txt shows its `--stats`), and again with
 `--precision=fp16` and `bf16` (CASE.fp16.so, CASE.bf16.so: the tensor-core
-body). This script times it with
+body, rounding the f32 inputs itself), and the case on f16 tensors with
+`--precision=fp16` (CASE.fp16-graph.so: Q, K and V copied into the tiles
+as they are, as inside a model compiled with --precision=fp16; compared
+with SDPA in fp16). This script times it with
 tcc-benchmark (profiling events, the kernel's mean over --iterations calls
 after 10 warm-up calls) on inputs generated here (uniform in [-1, 1),
 seeded, written as .npy and passed with --input=@FILE) and times SDPA on
@@ -43,8 +46,8 @@ def cases():
     ]
 
 
-def mlir(case):
-    t = f"tensor<{case['batch']}x{case['heads']}x{case['seq']}x{case['dim']}xf32>"
+def mlir(case, element="f32"):
+    t = f"tensor<{case['batch']}x{case['heads']}x{case['seq']}x{case['dim']}x{element}>"
     scale = 1.0 / case["dim"] ** 0.5
     causal = " causal = true" if case["causal"] else ""
     return (f"func.func @attention(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
@@ -57,6 +60,8 @@ def write_models(directory):
     for case in cases():
         with open(os.path.join(directory, "models", case["name"] + ".mlir"), "w") as out:
             out.write(mlir(case))
+        with open(os.path.join(directory, "models", case["name"] + ".f16.mlir"), "w") as out:
+            out.write(mlir(case, "f16"))
     with open(os.path.join(directory, "CASES.json"), "w") as out:
         json.dump(cases(), out, indent=1)
     print(f"{len(cases())} cases in {directory}/models")
@@ -69,7 +74,10 @@ def tensors(case):
     return [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(3)]
 
 
-PRECISIONS = ["fp32", "fp16", "bf16"]
+# "fp16-graph": the model itself in f16 (f16 inputs and output), as Q, K
+# and V are inside a model compiled with --precision=fp16: the kernel
+# copies them into its tiles as they are.
+PRECISIONS = ["fp32", "fp16", "bf16", "fp16-graph"]
 
 
 def artifact_name(case, precision):
@@ -87,7 +95,7 @@ def tcc_run(bundle, case, arrays, device, iterations, scratch, precision="fp32")
     paths = []
     for name, array in zip("qkv", arrays):
         path = os.path.join(scratch, f"{name}.npy")
-        np.save(path, array)
+        np.save(path, array.astype(np.float16) if precision == "fp16-graph" else array)
         paths.append(path)
     artifact = os.path.join(bundle, "models", artifact_name(case, precision))
     binaries = os.path.join(bundle, "bin")
@@ -105,7 +113,7 @@ def tcc_run(bundle, case, arrays, device, iterations, scratch, precision="fp32")
         raise RuntimeError(f"{' '.join(command)}: {run.stderr.strip()}")
     attention = [k["mean_us"] for k in kernels if "attention" in k["name"]]
     us = sum(attention) if attention else sum(k["mean_us"] for k in kernels)
-    return us, [k["name"] for k in kernels], np.load(output)
+    return us, [k["name"] for k in kernels], np.load(output).astype(np.float32)
 
 
 def torch_runs(case, arrays):
@@ -181,7 +189,8 @@ def main(argv):
                        f" {len(names)} ({', '.join(names)}) |")
                 if use_torch:
                     diff = float(abs(output - reference).max())
-                    row += f" {diff:.2e} | {times[precision]:.1f} | {times[precision] / us:.2f} |"
+                    peer = times[precision.split("-")[0]]
+                    row += f" {diff:.2e} | {peer:.1f} | {peer / us:.2f} |"
                 print(row, flush=True)
     return 0
 

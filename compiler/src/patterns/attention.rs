@@ -175,13 +175,23 @@ pub fn decompose<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c
 /// and V tiles of at least one key must fit the targets' local memory).
 pub const KERNEL_MAX_HEAD_DIM: i64 = 2048;
 
-/// Whether a `tcc.attention` compiles as one kernel: f32, static shapes,
-/// a head dimension the template's tiles fit.
+/// Whether a `tcc.attention` compiles as one kernel: f32, f16 or bf16 (all
+/// operands one type), static shapes, a head dimension the template's
+/// tiles fit.
 pub fn fits_kernel(op: OperationRef) -> bool {
-    let all_f32 = op
+    let elements: Vec<_> = op
         .operands()
-        .all(|v| StaticTensor::of(v.r#type()).is_some_and(|t| t.element.is_f32() && t.rank() == 4));
-    all_f32
+        .map(|v| {
+            StaticTensor::of(v.r#type())
+                .filter(|t| t.rank() == 4)
+                .map(|t| t.element)
+        })
+        .collect();
+    let one_kernel_type = elements.first().copied().flatten().is_some_and(|first| {
+        (first.is_f32() || first.is_f16() || first.is_bf16())
+            && elements.iter().all(|e| *e == Some(first))
+    });
+    one_kernel_type
         && op
             .operand(0)
             .ok()

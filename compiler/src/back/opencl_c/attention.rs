@@ -8,12 +8,11 @@ use melior::ir::ValueLike;
 use melior::ir::attribute::{BoolAttribute, FloatAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use tcc_kernels::{
-    AttentionOperand, AttentionShape, AttentionSpec, KernelParameters, TensorCores,
-    attention_kernel,
+    AttentionOperand, AttentionShape, AttentionSpec, KernelParameters, attention_kernel,
 };
 
 use super::template::{KernelTemplate, TemplateKernel};
-use super::writer::{KernelWriter, Precision, memref_shape};
+use super::writer::{KernelWriter, memref_shape};
 use crate::back::CodegenError;
 use crate::ir::strategy::KernelStrategy;
 
@@ -95,7 +94,7 @@ impl KernelTemplate for AttentionSpec {
                 )
             } else {
                 format!(
-                    "/* {}: flash attention kernel, one work-group of {block_q} per {block_q} query rows; from {} */",
+                    "/* {}: flash attention kernel, one work-group per {block_q} query rows; from {} */",
                     kernel.name, kernel.location
                 )
             },
@@ -119,11 +118,7 @@ impl KernelTemplate for AttentionSpec {
             // fp16/bf16: the PTX form multiplies on tensor cores (when the
             // shape suits them, `tensor_cores_fit`); fp32 and TF32 keep
             // the exact fp32 body.
-            tensor_cores: match writer.precision {
-                Precision::Fp16 => Some(TensorCores::Fp16),
-                Precision::Bf16 => Some(TensorCores::Bf16),
-                Precision::Fp32 | Precision::Tf32 => None,
-            },
+            tensor_cores: writer.precision.attention_tensor_cores(),
             single_item: writer.single_item_attention,
         })
     }

@@ -166,6 +166,9 @@ pub(super) fn program_prelude<'a>(
     if uses("tcc_expf_poly(") {
         prelude.push_str(POLYNOMIAL_EXP);
     }
+    if uses("tcc_ex2(") {
+        prelude.push_str(FAST_EXP2);
+    }
     if uses("tcc_maximumf_select(") || uses("tcc_minimumf_select(") {
         prelude.push_str(SELECT_MIN_MAX);
     }
@@ -181,6 +184,16 @@ pub(super) fn program_prelude<'a>(
 /// The line that makes `double` available to a program's kernels (the
 /// runtime refuses such a program on a device without `cl_khr_fp64`,
 /// naming `--demote-f64`).
+/// `2^x` by the hardware's `ex2.approx.ftz.f32` (about 2 ulp, subnormal
+/// results flushed to 0): the PTX form of the flash-attention kernel's
+/// tensor-core softmax (`tcc-kernels`' `attention`), whose probabilities
+/// are rounded to 16 bits next.
+const FAST_EXP2: &str = "\
+#ifdef TCC_PTX
+inline float tcc_ex2(float x) { float r; __asm__(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }
+#endif
+";
+
 /// The warp shuffle of the row templates' PTX form (`tcc-kernels`'
 /// `row::reduce_row`): `x` from the lane whose id differs in the bits of
 /// `lanes`.

@@ -25,6 +25,7 @@ use crate::ir::strategy::KernelStrategy;
 use crate::ir::types::static_shape;
 use crate::ir::util::op_name;
 use crate::passes::pass::PassError;
+use tcc_dialects::target::Precision;
 
 /// The launch of a kernel with `strategy` rooted at `root`, over the
 /// `points` elements of the largest buffer its group writes: (grid,
@@ -34,6 +35,7 @@ pub(super) fn launch_shape(
     root: OperationRef,
     points: i64,
     target: Option<crate::config::Target>,
+    precision: Precision,
 ) -> ([i64; 3], [i64; 3]) {
     match *strategy {
         // Tiles along (n, m); the batch times the split-K slices along z.
@@ -60,7 +62,7 @@ pub(super) fn launch_shape(
             ([rows, 1, 1], [workgroup_size, 1, 1])
         }
         // Query blocks along x, batch times heads along y.
-        KernelStrategy::Attention { block_q, .. } => {
+        KernelStrategy::Attention { block_q, block_k } => {
             let query = root
                 .operand(0)
                 .ok()
@@ -77,6 +79,8 @@ pub(super) fn launch_shape(
             tcc_kernels::attention_launch(
                 &shape,
                 u32::try_from(block_q).unwrap_or(1),
+                u32::try_from(block_k).unwrap_or(1),
+                precision.attention_tensor_cores(),
                 target.is_some_and(|t| t.attention_single_item()),
             )
         }

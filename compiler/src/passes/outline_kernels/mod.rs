@@ -99,6 +99,8 @@ impl TccPass for OutlineKernels {
         // the host (`dynamic::dynamic_grid`).
         let extent = crate::ir::dynamic::strategy_extent(&crate::ir::dynamic::module_dims(module));
         let target = crate::config::Target::of_module(module);
+        let precision = crate::config::targets::of_module(module)
+            .map_or(tcc_dialects::target::Precision::Fp32, |desc| desc.precision);
         let functions: Vec<_> = body_ops_named(module, "func.func");
         check_bufferized(module, &functions)?;
         let mut next_index = collect_ops(module)
@@ -156,6 +158,7 @@ impl TccPass for OutlineKernels {
                     *root_op,
                     build::work_items(&group.members, extent),
                     target,
+                    precision,
                 );
                 let plan = build::KernelPlan {
                     name: &group.name,

@@ -77,7 +77,12 @@ pub fn strided_slice_value(
     Ok(Value::Tensor(y))
 }
 
-/// ONNX Gather of a tensor along `axis` as a `tosa.gather` on [1, K, rest].
+/// ONNX Gather of a tensor along `axis` as a `tosa.gather` on [1, K, rest];
+/// constant indices that are one ascending run `s, s + 1, ...` (a
+/// `qkv[0]`, `qkv[1]`, `qkv[2]` split, `x[:, -1]`) as a `tosa.slice` and a
+/// reshape instead, which later phases see through as views (a gather
+/// is a kernel of its own and hides the layout from the transposes
+/// around it).
 pub(super) fn gather_tensor(
     imp: &mut Importer,
     data: &Val,
@@ -89,6 +94,16 @@ pub(super) fn gather_tensor(
     let count: i64 = index_shape.iter().product();
     if count == 0 {
         bail!("Gather with no indices produces an empty tensor, which tcc does not support");
+    }
+    if let Value::Const(c) = indices
+        && c.numel() as i64 <= fold::FOLD_LIMIT
+        && let Some(start) = ascending_run(&c.i64s(), k)
+    {
+        let sliced = imp.e.slice_axis(data, axis, start, start + count);
+        let mut shape = data.shape()[..axis].to_vec();
+        shape.extend(&index_shape);
+        shape.extend(&data.shape()[axis + 1..]);
+        return Ok(imp.e.reshape(&sliced, &shape));
     }
     let idx = match indices {
         Value::Const(c) if c.numel() as i64 <= fold::FOLD_LIMIT => {
@@ -154,6 +169,22 @@ pub(super) fn gather_tensor(
     back.extend(0..q);
     back.extend(q + axis..shape.len());
     Ok(imp.e.transpose(&y, &back))
+}
+
+/// The first index of `indices` (negative ones counting from the end of
+/// a dimension of `k`) when they are one ascending run of consecutive
+/// indices inside the dimension, in order.
+fn ascending_run(indices: &[i64], k: i64) -> Option<i64> {
+    let first = *indices.first()?;
+    let start = if first < 0 { first + k } else { first };
+    let end = start.checked_add(indices.len() as i64)?;
+    (start >= 0
+        && end <= k
+        && indices
+            .iter()
+            .zip(start..)
+            .all(|(&i, expected)| i == expected || i + k == expected))
+    .then_some(start)
 }
 
 pub fn constant(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> Result<Vec<Value>> {
