@@ -456,6 +456,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn consecutive_constant_indices_are_a_slice() {
+        // qkv[0], qkv[1], qkv[2]; a run; negative indices from the end.
+        assert_eq!(ascending_run(&[0], 3), Some(0));
+        assert_eq!(ascending_run(&[2], 3), Some(2));
+        assert_eq!(ascending_run(&[1, 2, 3], 6), Some(1));
+        assert_eq!(ascending_run(&[-1], 4), Some(3));
+        assert_eq!(ascending_run(&[-2, -1], 4), Some(2));
+        assert_eq!(ascending_run(&[2, -1], 4), Some(2));
+        // Not a run, out of range or empty: the gather.
+        assert_eq!(ascending_run(&[0, 2], 4), None);
+        assert_eq!(ascending_run(&[1, 0], 4), None);
+        assert_eq!(ascending_run(&[3, 4], 4), None);
+        assert_eq!(ascending_run(&[-5], 4), None);
+        assert_eq!(ascending_run(&[4], 4), None);
+        assert_eq!(ascending_run(&[], 4), None);
+    }
+
+    #[test]
     fn reshape_targets_resolve() {
         assert_eq!(
             resolve_shape(&[2, 3, 4], &[0, -1], false).unwrap(),
