@@ -123,10 +123,10 @@ pub(crate) fn jobs() -> usize {
 /// Runs `cases` as `scoreboard::run_cases_parallel` does (no on-disk
 /// program cache: with PoCL, storing a program there asks for its binary,
 /// which compiles every kernel a second time, and nothing here loads those
-/// entries again), in [`jobs`] child processes instead of threads: PoCL builds the programs of one
-/// process one at a time (a process-wide compiler lock), so in one process
-/// every kernel build of every case waits for one core, whatever the number
-/// of threads. The cases are dealt out in turn (case `i` to child `i mod
+/// entries again), in [`jobs`] child processes instead of threads: PoCL
+/// builds the programs of one process one at a time (a process-wide
+/// compiler lock), so in one process every kernel build of every case
+/// waits for one core, whatever the number of threads. The cases are dealt out in turn (case `i` to child `i mod
 /// n`, so that the expensive families, whose names sort together, are
 /// shared out), each child runs its share with `tcc onnx-test -j1
 /// --write-expectations FILE CASE...` with caches of its own
