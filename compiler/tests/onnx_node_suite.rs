@@ -3,8 +3,10 @@
 //! 1,884 with onnx 1.23.2; the package no longer ships them as files) is
 //! written under target/ by `test/onnx/node_suite.py` at test time, then
 //! imported, compiled, run on the default OpenCL device and compared as
-//! the scoreboard compares (docs/onnx.md, "The scoreboard") on several
-//! worker threads. A case that does not end as
+//! the scoreboard compares (docs/onnx.md, "The scoreboard"), in one
+//! `tcc onnx-test` child process per core
+//! (`onnx_scoreboard::run_in_processes`: PoCL builds one process's kernels
+//! one at a time). A case that does not end as
 //! `test/onnx/node-expectations.txt` says (the same outcome and reason) is
 //! a failure, and each case counts in the summary line. The training-only
 //! cases (optimizers, gradients, training-mode Dropout and
@@ -16,7 +18,7 @@
 //! onnx_node_suite` writes the observed outcomes to the expectation list
 //! instead of checking them (then review the diff).
 
-use crate::support;
+use crate::{onnx_scoreboard, support};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -83,19 +85,6 @@ fn case_names(cases: &[PathBuf]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Worker threads: TCC_ONNX_JOBS, else one per core (at least 2: the
-/// cases wait on kernel builds and the linker as much as they compute).
-fn jobs() -> usize {
-    std::env::var("TCC_ONNX_JOBS")
-        .ok()
-        .and_then(|j| j.parse().ok())
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map_or(2, |n| n.get())
-                .max(2)
-        })
-}
-
 fn totals(what: &str, outcomes: &BTreeMap<String, Outcome>) -> String {
     format!(
         "{what}: {} cases, {}",
@@ -108,9 +97,8 @@ fn totals(what: &str, outcomes: &BTreeMap<String, Outcome>) -> String {
 fn onnx_node_suite_has_no_regressions() {
     let suite = suite();
     let start = Instant::now();
-    let jobs = jobs();
-    let outcomes =
-        scoreboard::run_cases_parallel(&suite.cases, None, false, jobs).expect("OpenCL runtime");
+    let jobs = onnx_scoreboard::jobs();
+    let outcomes = onnx_scoreboard::run_in_processes(&suite.cases, false);
     let seconds = start.elapsed().as_secs_f64();
     let (training, inference): (BTreeMap<_, _>, BTreeMap<_, _>) = outcomes
         .clone()
@@ -119,9 +107,9 @@ fn onnx_node_suite_has_no_regressions() {
     println!("{}", totals("all node cases", &outcomes));
     println!("{}", totals("not training-only", &inference));
     println!("{}", totals("training-only", &training));
-    println!("ran in {seconds:.0} s on {jobs} worker threads");
+    println!("ran in {seconds:.0} s in {jobs} child processes");
     eprintln!(
-        "node suite: {}; {}; {} ({seconds:.0} s, {jobs} workers)",
+        "node suite: {}; {}; {} ({seconds:.0} s, {jobs} child processes)",
         totals("all", &outcomes),
         totals("not training-only", &inference),
         totals("training-only", &training)

@@ -4,13 +4,16 @@
 //! device and compared with a per-case tolerance (bit for bit for exact
 //! ops); a case that does not end as `test/onnx/expectations.txt` says (the
 //! same outcome and reason) is a failure. Each case is reported to the
-//! summary line on its own.
+//! summary line on its own. The cases run in `tcc onnx-test` child
+//! processes, one per core ([`run_in_processes`], which the node suite
+//! uses too).
 
 use crate::support;
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use support::{CaseResult, Tally};
 use tcc_compiler::driver::scoreboard::{self, Outcome};
@@ -107,17 +110,94 @@ fn backend_cases() -> Vec<PathBuf> {
     .expect("cases")
 }
 
-/// Runs `cases` on worker threads without the on-disk program cache
-/// (`scoreboard::run_cases_parallel`). With PoCL, storing a program in the
-/// disk cache asks for its binary, which compiles every kernel a second
-/// time (a generic work-group function): nothing here loads those entries
-/// again, so the cache only doubled the kernel builds. The workers use
-/// every core (the cases mostly wait on the kernel compiler).
-fn run(cases: &[PathBuf], verbose: bool) -> BTreeMap<String, Outcome> {
-    let jobs = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .max(2);
-    scoreboard::run_cases_parallel(cases, None, verbose, jobs).expect("OpenCL runtime")
+/// Child processes for [`run_in_processes`]: `TCC_TEST_JOBS`, else one
+/// per core.
+pub(crate) fn jobs() -> usize {
+    std::env::var("TCC_TEST_JOBS")
+        .ok()
+        .and_then(|j| j.parse().ok())
+        .filter(|&j| j > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+/// Runs `cases` as `scoreboard::run_cases_parallel` does (no on-disk
+/// program cache: with PoCL, storing a program there asks for its binary,
+/// which compiles every kernel a second time, and nothing here loads those
+/// entries again), in [`jobs`] child processes instead of threads: PoCL
+/// builds the programs of one process one at a time (a process-wide
+/// compiler lock), so in one process every kernel build of every case
+/// waits for one core, whatever the number of threads. The cases are dealt out in turn (case `i` to child `i mod
+/// n`, so that the expensive families, whose names sort together, are
+/// shared out), each child runs its share with `tcc onnx-test -j1
+/// --write-expectations FILE CASE...` with caches of its own
+/// (`support::isolate_command`), and the outcomes are read back with
+/// `scoreboard::read_expectations`. A case that a child did not report (it
+/// crashed or could not start its runtime) ends as a failure that says so.
+/// The children are started under `support::device_and_spawn_lock`; what
+/// they print goes to this test's captured output.
+pub(crate) fn run_in_processes(cases: &[PathBuf], verbose: bool) -> BTreeMap<String, Outcome> {
+    let jobs = jobs().clamp(1, cases.len().max(1));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut children = Vec::new();
+    {
+        let _serial = support::device_and_spawn_lock();
+        for k in 0..jobs {
+            let shard: Vec<&PathBuf> = cases.iter().skip(k).step_by(jobs).collect();
+            let work = dir.path().join(format!("child{k}"));
+            std::fs::create_dir_all(&work).expect("a child's directory");
+            let outcomes = work.join("outcomes.txt");
+            let log = work.join("output.txt");
+            let output = File::create(&log).expect("a child's log");
+            let mut command = Command::new(env!("CARGO_BIN_EXE_tcc"));
+            command
+                .args(["onnx-test", "-j1", "--write-expectations"])
+                .arg(&outcomes);
+            if verbose {
+                command.arg("--verbose");
+            }
+            command
+                .arg("--")
+                .args(&shard)
+                .stdin(Stdio::null())
+                .stdout(output.try_clone().expect("a child's log"))
+                .stderr(output);
+            support::isolate_command(&mut command, &work);
+            let child = command
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", env!("CARGO_BIN_EXE_tcc")));
+            children.push((shard, outcomes, log, child));
+        }
+    }
+    let mut merged = BTreeMap::new();
+    for (shard, outcomes, log, mut child) in children {
+        let status = child.wait().expect("wait for a `tcc onnx-test` child");
+        let output = std::fs::read_to_string(&log).unwrap_or_default();
+        eprint!("{output}");
+        let reported = match status.success() {
+            true => scoreboard::read_expectations(&outcomes).map_err(|e| format!("{e:#}")),
+            false => Err(format!(
+                "it ended with {status}: {}",
+                output.lines().last().unwrap_or("(no output)")
+            )),
+        };
+        for case in shard {
+            let name = case
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("a case directory's name")
+                .to_string();
+            let outcome = match &reported {
+                Ok(reported) => reported.get(&name).cloned().unwrap_or_else(|| {
+                    Outcome::Fail("its `tcc onnx-test` child did not report it".into())
+                }),
+                Err(why) => Outcome::Fail(format!(
+                    "its `tcc onnx-test` child did not report it: {why}"
+                )),
+            };
+            merged.insert(name, outcome);
+        }
+    }
+    merged
 }
 
 fn hand_made_cases() -> Vec<PathBuf> {
@@ -136,7 +216,7 @@ fn exporter_cases() -> Vec<PathBuf> {
 fn hand_made_models_pass() {
     let cases = hand_made_cases();
     assert!(cases.len() >= 18, "{} cases", cases.len());
-    let outcomes = run(&cases, true);
+    let outcomes = run_in_processes(&cases, true);
     check("hand_made_models_pass", &outcomes);
 }
 
@@ -148,7 +228,7 @@ fn exporter_models_pass() {
         14,
         "7 architectures x 2 exporters in test/onnx/exporters"
     );
-    let outcomes = run(&cases, false);
+    let outcomes = run_in_processes(&cases, false);
     check("exporter_models_pass", &outcomes);
 }
 
@@ -160,7 +240,7 @@ fn onnx_backend_test_data_has_no_regressions() {
         117,
         "the onnx package's pytorch-converted + pytorch-operator cases"
     );
-    let outcomes = run(&cases, false);
+    let outcomes = run_in_processes(&cases, false);
     check("onnx_backend_test_data_has_no_regressions", &outcomes);
     let passed = outcomes.values().filter(|o| **o == Outcome::Pass).count();
     assert!(

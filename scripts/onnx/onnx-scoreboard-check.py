@@ -15,9 +15,16 @@ unsupported; N as expected, N not`; exits 1 on any mismatch or when a
 prepared case is missing from a RESULTS file.
 """
 import os
+import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def unescape(text):
+    """A reason as written on one line (`render_expectations_with` in
+    compiler/src/driver/scoreboard/mod.rs: \\n, \\r and \\\\)."""
+    return re.sub(r"\\(.?)", lambda m: {"n": "\n", "r": "\r", "": "\\"}.get(m.group(1), m.group(1)), text)
 
 
 def read_list(path):
@@ -28,6 +35,7 @@ def read_list(path):
             if not line or line.startswith("#"):
                 continue
             name, _, outcome = line.partition(" ")
+            outcome = unescape(outcome)
             kind, _, reason = outcome.partition(": ")
             if kind not in ("pass", "fail", "unsupported"):
                 sys.exit(f"{path}:{number}: unknown outcome '{outcome}'")

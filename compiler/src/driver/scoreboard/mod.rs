@@ -126,7 +126,8 @@ pub fn find_cases(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(cases)
 }
 
-/// Reads an expectation list: `name: outcome` lines, `#` comments.
+/// Reads an expectation list: `name outcome` lines (the outcome as
+/// [`render_expectations_with`] escapes it), `#` comments.
 pub fn read_expectations(path: &Path) -> Result<BTreeMap<String, Outcome>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -139,7 +140,7 @@ pub fn read_expectations(path: &Path) -> Result<BTreeMap<String, Outcome>> {
         let (name, outcome) = line
             .split_once(' ')
             .ok_or_else(|| anyhow!("{}:{}: expected 'case outcome'", path.display(), number + 1))?;
-        let outcome = Outcome::parse(outcome).ok_or_else(|| {
+        let outcome = Outcome::parse(&unescape(outcome)).ok_or_else(|| {
             anyhow!(
                 "{}:{}: unknown outcome '{outcome}'",
                 path.display(),
@@ -151,35 +152,21 @@ pub fn read_expectations(path: &Path) -> Result<BTreeMap<String, Outcome>> {
     Ok(out)
 }
 
-/// Runs every case and prints the summary; returns the outcomes by name.
-pub fn run_cases(
-    cases: &[PathBuf],
-    device: Option<&str>,
-    verbose: bool,
-) -> Result<BTreeMap<String, Outcome>> {
-    let runtime = Runtime::new(DeviceSelector::from_flag_or_env(device))?;
-    let mut outcomes = BTreeMap::new();
-    for case in cases {
-        let name = case_name(case);
-        let start = Instant::now();
-        let outcome = run_case(case, &runtime);
-        if verbose || outcome != Outcome::Pass {
-            eprintln!(
-                "{name}: {} ({:.1}s)",
-                outcome.render(),
-                start.elapsed().as_secs_f64()
-            );
-        }
-        outcomes.insert(name, outcome);
-    }
-    Ok(outcomes)
-}
-
-/// As [`run_cases`], on `jobs` worker threads (at least 1), each with its
-/// own OpenCL runtime (a runtime builds one program at a time; no disk
-/// program cache, see below) and MLIR contexts: most backend cases are tiny, so their time is the per-case
-/// compilation and kernel builds, which run in parallel. A case that
-/// panics ends as a failure naming the panic, not the whole run.
+/// Runs every case on `jobs` worker threads (at least 1; one runs on the
+/// calling thread), each with its own OpenCL runtime and MLIR contexts, and
+/// returns the outcomes by name. Most backend cases are tiny, so their
+/// time is the per-case compilation and kernel builds; note that PoCL
+/// builds the programs of one process one at a time (a process-wide
+/// compiler lock), so threads overlap tcc's own work and the runs, not the
+/// kernel builds: to use several cores for those, run shards of the cases
+/// in several processes (`tcc onnx-test -j1 --write-expectations FILE
+/// CASE...`, as `compiler/tests/onnx_node_suite.rs` does). The runtimes
+/// have no on-disk program cache: on PoCL, writing an entry asks for the
+/// program's binary, which builds every kernel a second time, and a
+/// runtime keeps each entry's key locked until it writes the entry when
+/// dropped, so workers building the same program would wait on each
+/// other; each runtime's in-memory cache still shares its builds. A case
+/// that panics ends as a failure naming the panic, not the whole run.
 pub fn run_cases_parallel(
     cases: &[PathBuf],
     device: Option<&str>,
@@ -189,68 +176,59 @@ pub fn run_cases_parallel(
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let jobs = jobs.clamp(1, cases.len().max(1));
-    if jobs == 1 {
-        return run_cases(cases, device, verbose);
-    }
     let next = AtomicUsize::new(0);
     let outcomes = Mutex::new(BTreeMap::new());
-    std::thread::scope(|scope| -> Result<()> {
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
-                scope.spawn(|| -> Result<()> {
-                    // Without the on-disk program cache: on PoCL a runtime
-                    // keeps each entry's key locked until it writes the
-                    // entry when dropped, so workers building the same
-                    // program would wait on each other's locks. Each
-                    // worker's in-memory cache still shares its builds.
-                    let runtime = Runtime::with_options(
-                        DeviceSelector::from_flag_or_env(device),
-                        RuntimeOptions {
-                            disk_cache: false,
-                            ..RuntimeOptions::default()
-                        },
-                    )?;
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(case) = cases.get(index) else {
-                            return Ok(());
-                        };
-                        let name = case_name(case);
-                        let start = Instant::now();
-                        let outcome =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                run_case(case, &runtime)
-                            }))
-                            .unwrap_or_else(|panic| {
-                                let message = panic
-                                    .downcast_ref::<String>()
-                                    .map(String::as_str)
-                                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                                    .unwrap_or("(no message)");
-                                Outcome::Fail(format!("panic: {message}"))
-                            });
-                        if verbose || outcome != Outcome::Pass {
-                            eprintln!(
-                                "{name}: {} ({:.1}s)",
-                                outcome.render(),
-                                start.elapsed().as_secs_f64()
-                            );
-                        }
-                        outcomes
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .insert(name, outcome);
-                    }
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker
-                .join()
-                .map_err(|_| anyhow!("a scoreboard worker thread panicked"))??;
+    let worker = || -> Result<()> {
+        let runtime = Runtime::with_options(
+            DeviceSelector::from_flag_or_env(device),
+            RuntimeOptions {
+                disk_cache: false,
+                ..RuntimeOptions::default()
+            },
+        )?;
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(case) = cases.get(index) else {
+                return Ok(());
+            };
+            let name = case_name(case);
+            let start = Instant::now();
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(case, &runtime)))
+                    .unwrap_or_else(|panic| {
+                        let message = panic
+                            .downcast_ref::<String>()
+                            .map(String::as_str)
+                            .or_else(|| panic.downcast_ref::<&str>().copied())
+                            .unwrap_or("(no message)");
+                        Outcome::Fail(format!("panic: {message}"))
+                    });
+            if verbose || outcome != Outcome::Pass {
+                eprintln!(
+                    "{name}: {} ({:.1}s)",
+                    outcome.render(),
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            outcomes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name, outcome);
         }
-        Ok(())
-    })?;
+    };
+    if jobs == 1 {
+        worker()?;
+    } else {
+        std::thread::scope(|scope| -> Result<()> {
+            let workers: Vec<_> = (0..jobs).map(|_| scope.spawn(&worker)).collect();
+            for worker in workers {
+                worker
+                    .join()
+                    .map_err(|_| anyhow!("a scoreboard worker thread panicked"))??;
+            }
+            Ok(())
+        })?;
+    }
     Ok(outcomes
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner))
@@ -315,13 +293,40 @@ pub fn render_expectations(outcomes: &BTreeMap<String, Outcome>) -> String {
     )
 }
 
-/// An expectation list of `outcomes` after the comment lines `header`.
+/// An expectation list of `outcomes` after the comment lines `header`,
+/// one line per case: a reason's line breaks and backslashes are written
+/// as `\n`, `\r` and `\\`, so that [`read_expectations`] reads back
+/// exactly the outcomes written (a panic's message, say, spans lines).
 pub fn render_expectations_with(header: &str, outcomes: &BTreeMap<String, Outcome>) -> String {
     let mut text = String::from(header);
     for (name, outcome) in outcomes {
-        text.push_str(&format!("{name} {}\n", outcome.render()));
+        text.push_str(&format!("{name} {}\n", escape(&outcome.render())));
     }
     text
+}
+
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
+}
+
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 pub fn run(args: &ScoreboardArgs) -> Result<()> {
@@ -371,4 +376,43 @@ pub fn run(args: &ScoreboardArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A written list reads back as exactly the outcomes written, whatever
+    /// the reasons hold (line breaks, backslashes, a trailing backslash):
+    /// `tcc onnx-test --write-expectations` is how the test suites collect
+    /// the outcomes of child processes.
+    #[test]
+    fn written_outcomes_read_back_unchanged() {
+        let outcomes: BTreeMap<String, Outcome> = [
+            ("a", Outcome::Pass),
+            (
+                "b",
+                Outcome::Fail(
+                    "panic: assertion `left == right` failed\n  left: 1\n right: 2".into(),
+                ),
+            ),
+            (
+                "c",
+                Outcome::Unsupported(r"op Foo at C:\path\n (not a break)".into()),
+            ),
+            (
+                "d",
+                Outcome::Fail("carriage\r\nreturn, backslash at the end \\".into()),
+            ),
+        ]
+        .into_iter()
+        .map(|(name, outcome)| (name.to_string(), outcome))
+        .collect();
+        let text = render_expectations_with("# header\n", &outcomes);
+        assert_eq!(text.lines().count(), 1 + outcomes.len(), "{text}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.txt");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(read_expectations(&path).unwrap(), outcomes);
+    }
 }
