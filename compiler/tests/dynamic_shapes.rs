@@ -696,8 +696,9 @@ fn bad_dimension_declarations_are_clear_errors() {
 
 /// The phases that compile a symbolic batch, held to the model's numbers:
 /// the MLP, the CNN and the two tied inputs through tcc's dispatch phase with `--dim
-/// batch=1..64`, lowered by upstream MLIR alone to the CPU
-/// (`test/onnx/dynamic/run_lowered.py`), run at batch 1, 5 and 64 and
+/// batch=1..64`, lowered by upstream MLIR's passes alone to the CPU (run by
+/// tcc-opt, which knows the tcc dialect's `tcc.conv`;
+/// `test/onnx/dynamic/run_lowered.py`), run at batch 1, 5 and 64 and
 /// compared with onnxruntime (rtol 1e-4, atol 1e-5), each output of the
 /// batch's shape.
 #[test]
