@@ -71,6 +71,7 @@ fn main() {
         .file("cpp/TccMath.cpp")
         .file("cpp/TccFusion.cpp")
         .file("cpp/TccStructure.cpp")
+        .file("cpp/TccConv.cpp")
         .compile("tcc_dialects_cpp");
 
     println!("cargo:rerun-if-changed=td");

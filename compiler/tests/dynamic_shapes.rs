@@ -196,13 +196,14 @@ fn the_graph_linalg_and_dispatch_phases_keep_a_leading_batch_symbolic() {
     }
     assert!(!mlp.contains("1009") && !mlp.contains("x64x32"), "{mlp}");
     // The CNN: the convolution with a dynamic N, its NCHW input's
-    // transpose and its pad folded into its loads (a `tcc.conv` generic,
-    // as for a static batch), the ReLU its epilogue, the pooling, the
+    // transpose and its pad folded into its loads (a `tcc.conv`, as for a
+    // static batch), the ReLU its epilogue, the pooling, the
     // global average pool as a row sum over the static spatial extent, the
     // Gemm with a dynamic M.
     let cnn = phase("cnn.onnx", "batch=1..64");
     for expected in [
-        "ins(%cst_2 : tensor<3x3x3x8xf32>) outs(%1 : tensor<?x16x16x8xf32>) attrs =  {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]>, tcc.kernel = \"conv_min_max_0\"",
+        "tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%cst_2 : tensor<3x3x3x8xf32>) outs(%1 : tensor<?x16x16x8xf32>)",
+        "reduction, reduction, reduction] attributes {tcc.kernel = \"conv_min_max_0\"",
         "linalg.pooling_nhwc_max",
         "tensor<?x8x8x8xf32>",
         "tensor<1x?x8xf32>, tensor<1x8x10xf32>",
@@ -695,8 +696,9 @@ fn bad_dimension_declarations_are_clear_errors() {
 
 /// The phases that compile a symbolic batch, held to the model's numbers:
 /// the MLP, the CNN and the two tied inputs through tcc's dispatch phase with `--dim
-/// batch=1..64`, lowered by upstream MLIR alone to the CPU
-/// (`test/onnx/dynamic/run_lowered.py`), run at batch 1, 5 and 64 and
+/// batch=1..64`, lowered by upstream MLIR's passes alone to the CPU (run by
+/// tcc-opt, which knows the tcc dialect's `tcc.conv`;
+/// `test/onnx/dynamic/run_lowered.py`), run at batch 1, 5 and 64 and
 /// compared with onnxruntime (rtol 1e-4, atol 1e-5), each output of the
 /// batch's shape.
 #[test]

@@ -231,6 +231,10 @@ MlirAttribute tccConvAttrGet(MlirContext context, int32_t kind,
 bool tccConvAttrRead(MlirAttribute attr, int32_t *kind, int64_t strides[2],
                      int64_t dilations[2]);
 
+/* The window (`#tcc.conv`) of a `tcc.conv` op; a null attribute for any
+ * other op. */
+MlirAttribute tccConvOpGetWindow(MlirOperation op);
+
 /* Inserts a gpu.launch_func of `kernel` (a gpu.func inside a gpu.module)
  * before `before`: `grid` work-groups of `block` work-items (as index
  * constants inserted there too), passing `operands`. Returns the launch. */

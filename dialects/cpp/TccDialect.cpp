@@ -501,6 +501,7 @@ void tcc::registerBufferizationModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, TccDialect *) {
     LayerNormRowsOp::attachInterface<LayerNormRowsBufferization>(*context);
     FlashAttentionOp::attachInterface<FlashAttentionBufferization>(*context);
+    attachConvBufferization(context);
   });
 }
 

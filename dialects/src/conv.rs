@@ -1,14 +1,20 @@
-//! The typed convolution window (`td/TccConv.td`): what a `linalg.generic`
-//! that `tcc-fold-conv-inputs` made from a convolution or pooling computes,
-//! with its strides and dilations. The rewrite writes it once as the
-//! generic's `tcc.conv` attribute; kernel grouping, kernel naming, the
-//! kernel configuration and the window and GEMM back ends read it here
-//! instead of matching the generic's body. The dialect verifies it against
-//! the generic it sits on (`cpp/TccStructure.cpp`).
+//! The convolution op (`tcc.conv`, `td/TccOps.td`) and its typed window
+//! (`#tcc.conv`, `td/TccConv.td`): what a convolution or pooling that
+//! `tcc-fold-conv-inputs` rewrote computes, with its strides and
+//! dilations. The rewrite writes the window once as the op's `window`;
+//! kernel grouping, kernel naming, the kernel configuration and the window
+//! and GEMM back ends read it here instead of matching the op's body. The
+//! dialect verifies the op against its window (`cpp/TccConv.cpp`).
 
 use melior::ir::Attribute;
 use melior::ir::attribute::AttributeLike;
-use mlir_sys::{MlirAttribute, MlirContext};
+use melior::ir::operation::OperationLike;
+use mlir_sys::{MlirAttribute, MlirContext, MlirOperation};
+
+/// The op's name.
+pub const OP: &str = "tcc.conv";
+/// The name of the op's window attribute (`#tcc.conv`).
+pub const WINDOW: &str = "window";
 
 unsafe extern "C" {
     fn tccConvAttrGet(
@@ -23,9 +29,10 @@ unsafe extern "C" {
         strides: *mut i64,
         dilations: *mut i64,
     ) -> bool;
+    fn tccConvOpGetWindow(op: MlirOperation) -> MlirAttribute;
 }
 
-/// The window op a `#tcc.conv` generic computes (`tcc::WindowKind`),
+/// The window op a `tcc.conv` computes (`tcc::WindowKind`),
 /// named after the linalg op it replaced, whose layouts it keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WindowKind {
@@ -87,6 +94,15 @@ pub struct ConvWindow {
 }
 
 impl ConvWindow {
+    /// The window of a `tcc.conv` op; `None` for any other op.
+    pub fn of_op<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<Self> {
+        let raw = unsafe { tccConvOpGetWindow(op.to_raw()) };
+        if raw.ptr.is_null() {
+            return None;
+        }
+        Self::from_attribute(unsafe { Attribute::from_raw(raw) })
+    }
+
     /// Decodes a `#tcc.conv` attribute; `None` for any other attribute.
     pub fn from_attribute(attribute: Attribute) -> Option<Self> {
         let (mut kind, mut strides, mut dilations) = (0, [0; 2], [0; 2]);
@@ -150,6 +166,43 @@ mod tests {
             assert_eq!(ConvWindow::from_attribute(attribute), Some(window));
             assert_eq!(WindowKind::from_name(kind.name()), Some(kind));
         }
+    }
+
+    #[test]
+    fn the_window_of_a_conv_op_and_of_no_other() {
+        let context = crate::new_context();
+        context.load_all_available_dialects();
+        let module = melior::ir::Module::parse(
+            &context,
+            r#"
+            func.func @f(%w: tensor<3x3xf32>, %init: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+              %r = tcc.conv<pooling_nhwc_sum, strides = [2, 2], dilations = [1, 1]>
+                  ins(%w : tensor<3x3xf32>) outs(%init : tensor<1x4x4x8xf32>)
+                  indexing_maps = [affine_map<(n, oh, ow, c, kh, kw) -> (kh, kw)>,
+                                   affine_map<(n, oh, ow, c, kh, kw) -> (n, oh, ow, c)>]
+                  iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>,
+                                    #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>,
+                                    #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>] {
+              ^bb0(%a: f32, %acc: f32):
+                linalg.yield %acc : f32
+              } -> tensor<1x4x4x8xf32>
+              return %r : tensor<1x4x4x8xf32>
+            }
+            "#,
+        )
+        .expect("a valid tcc.conv");
+        let function = module.body().first_operation().unwrap();
+        let block = function.region(0).unwrap().first_block().unwrap();
+        let conv = block.first_operation().unwrap();
+        assert_eq!(
+            ConvWindow::of_op(&conv),
+            Some(ConvWindow {
+                kind: WindowKind::PoolingNhwcSum,
+                strides: [2, 2],
+                dilations: [1, 1],
+            })
+        );
+        assert_eq!(ConvWindow::of_op(&conv.next_in_block().unwrap()), None);
     }
 
     #[test]

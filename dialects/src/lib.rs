@@ -7,7 +7,8 @@
 //! [`register_rust_pass`], [`register_pass_pipeline`] and [`opt_main`];
 //! [`strategy`] reads and writes the typed kernel strategy
 //! (`td/TccAttrs.td`), [`target`] the target attribute (`#tcc.target`)
-//! and [`conv`] the typed convolution window (`td/TccConv.td`); [`dims`]
+//! and [`conv`] the convolution op (`tcc.conv`) and its typed window
+//! (`td/TccConv.td`, `cpp/TccConv.cpp`); [`dims`]
 //! the symbolic dimensions of a module and their ranges (`#tcc.dims`).
 
 pub mod conv;

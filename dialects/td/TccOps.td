@@ -13,6 +13,9 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
 
 def Tcc_Dialect : Dialect {
   let name = "tcc";
@@ -26,8 +29,11 @@ def Tcc_Dialect : Dialect {
     them to TOSA for everything else.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // `tcc.conv` has linalg's iterator types and a body of linalg ops
+  // (`linalg.index`, `linalg.yield`).
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
   // Checks the structural attributes other dialects' ops carry
-  // (`tcc.conv`, `tcc.kernel`, `tcc.kind`): TccDialect.cpp.
+  // (`tcc.kernel`, `tcc.kind`): TccStructure.cpp.
   let hasOperationAttrVerify = 1;
 }
 
@@ -234,6 +240,102 @@ def Tcc_FlashAttentionOp : Tcc_Op<"flash_attention",
   }];
   let extraClassDeclaration = [{
     ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+  let hasVerifier = 1;
+}
+
+// linalg's `#linalg.iterator_type<...>` (LinalgBase.td is not included:
+// it would define the linalg dialect in this file's records too).
+def Tcc_IteratorTypeAttr : Attr<
+    CPred<"::llvm::isa<::mlir::linalg::IteratorTypeAttr>($_self)">,
+    "linalg iterator type">;
+def Tcc_IteratorTypeArrayAttr : TypedArrayAttrBase<Tcc_IteratorTypeAttr,
+    "array of linalg iterator types">;
+
+def Tcc_ConvOp : Tcc_Op<"conv", [
+    SingleBlock,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>,
+    RecursiveMemoryEffects,
+    DestinationStyleOpInterface,
+    LinalgStructuredInterface,
+    ReifyRankedShapedTypeOpInterface]> {
+  let summary = "a convolution or pooling with its input folded into its loads";
+  let description = [{
+    What `tcc-fold-conv-inputs` makes of a convolution or pooling whose
+    padding (or input producer) it folds into the loads: a structured op
+    in the form of a `linalg.generic` (`indexing_maps`, `iterator_types`
+    and a body that yields with `linalg.yield`) over one input, the
+    filter (or the pooling window), and one output, `init`. The input
+    image is read inside the body (`tensor.extract`, `memref.load` after
+    bufferization) at coordinates the body computes from `linalg.index`.
+
+    `window` (`#tcc.conv`) says which window op it computes: `kind`, named
+    after the linalg op it replaced, whose layouts it keeps (NHWC input,
+    HWCF/HWCM/HWC filter or a pooling window), and its `strides` and
+    `dilations` (height, width); kernel grouping, the window and GEMM
+    templates and kernel naming read it instead of matching the body. The
+    op has the loops of `kind` (parallel loops first: `n, oh, ow, f` then
+    `kh, kw, c` for `conv_2d_nhwc_hwcf`; `n, oh, ow, c, m` then `kh, kw`
+    for `depthwise_conv_2d_nhwc_hwcm`; `n, oh, ow, c` then `kh, kw`
+    otherwise), a filter of the kind's rank (a 2-D convolution's may be
+    packed into panels of output channels, rank 5) and an output with one
+    dimension per parallel loop.
+
+    It implements linalg's structured-op interface (`LinalgOp`) and
+    destination passing, so that upstream's loop lowering, shape
+    reification and canonicalizations apply to it as to a generic; its
+    bufferization model is in `cpp/TccConv.cpp`. On tensors it returns
+    the result (init's type); on memrefs it writes `init` and returns
+    nothing.
+
+    ```mlir
+    %r = tcc.conv<conv_2d_nhwc_hwcf, strides = [2, 2], dilations = [1, 1]>
+        ins(%w : tensor<3x3x4x8xf32>) outs(%init : tensor<1x8x8x8xf32>)
+        indexing_maps = [#filter, #out]
+        iterator_types = [parallel, parallel, parallel, parallel, reduction,
+                          reduction, reduction] {
+    ^bb0(%in: f32, %out: f32):
+      ...
+      linalg.yield %sum : f32
+    } -> tensor<1x8x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$filter, AnyShaped:$init,
+                       Tcc_ConvAttr:$window,
+                       AffineMapArrayAttr:$indexing_maps,
+                       Tcc_IteratorTypeArrayAttr:$iterator_types);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let regions = (region SizedRegion<1>:$region);
+  let assemblyFormat = [{
+    `` $window `ins` `(` $filter `:` type($filter) `)`
+    `outs` `(` $init `:` type($init) `)`
+    `indexing_maps` `=` $indexing_maps
+    `iterator_types` `=` custom<IteratorTypes>($iterator_types)
+    attr-dict-with-keyword $region (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    /// LinalgOp: no library call implements it.
+    std::string getLibraryCallName() { return "op_has_no_registered_library_name"; }
+    /// LinalgOp: the body is written by its creator, not built from a
+    /// named op's definition.
+    static std::function<void(::mlir::ImplicitLocOpBuilder &, ::mlir::Block &,
+                              ::mlir::ArrayRef<::mlir::NamedAttribute>,
+                              ::mlir::function_ref<::mlir::InFlightDiagnostic()>)>
+    getRegionBuilder() {
+      return nullptr;
+    }
+    /// Whether the body reads the iteration indices (`linalg.index`).
+    bool hasIndexSemantics() {
+      return !getBody()->getOps<::mlir::linalg::IndexOp>().empty();
+    }
+    ::mlir::LogicalResult reifyResultShapes(::mlir::OpBuilder &b,
+        ::mlir::ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+      return ::llvm::cast<::mlir::linalg::LinalgOp>(getOperation())
+          .reifyResultShapes(b, reifiedReturnShapes);
+    }
   }];
   let hasVerifier = 1;
 }

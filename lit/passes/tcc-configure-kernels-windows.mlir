@@ -1,5 +1,5 @@
 // tcc-configure-kernels gives depthwise convolutions and poolings (named,
-// or tcc.conv generics with a folded pad) the window template:
+// or tcc.conv ops with a folded pad) the window template:
 // `#tcc.window` with the work-group size, the output columns and channels
 // (4: a float4 where the channels allow; on pocl-cpu the widest SIMD
 // register of the target's vector_width that divides the channels, 16 on
@@ -25,12 +25,12 @@
 // ReLU6 fused): 4 columns of 4 channels per work-item on the GPUs,
 // 8 x 112 x 28 x 8 = 200704 work-items.
 // NVIDIA-LABEL: func.func @depthwise_relu6
-// NVIDIA: tcc.conv = #tcc.conv<depthwise_conv_2d_nhwc_hwcm
+// NVIDIA: tcc.conv<depthwise_conv_2d_nhwc_hwcm
 // NVIDIA-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 4, vector = 4, work_items = 200704>
 // GENERIC-LABEL: func.func @depthwise_relu6
 // GENERIC: tcc.strategy = #tcc.window<workgroup_size = 128, columns = 4, vector = 4, work_items = 200704>
 // POCL-LABEL: func.func @depthwise_relu6
-// POCL: tcc.conv = #tcc.conv<depthwise_conv_2d_nhwc_hwcm
+// POCL: tcc.conv<depthwise_conv_2d_nhwc_hwcm
 // POCL-SAME: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 16, work_items = 50176>
 // AVX2-LABEL: func.func @depthwise_relu6
 // AVX2: tcc.strategy = #tcc.window<workgroup_size = 64, columns = 4, vector = 8, work_items = 100352>
@@ -80,9 +80,9 @@ func.func @late_and_scalar(%x: tensor<1x7x7x960xf32>, %w: tensor<3x3x960x1xf32>,
 // NVIDIA-LABEL: func.func @pools
 // NVIDIA-NOT: #tcc.window
 // FORCED-NV-LABEL: func.func @pools
-// FORCED-NV: tcc.conv = #tcc.conv<pooling_nhwc_max
+// FORCED-NV: tcc.conv<pooling_nhwc_max
 // FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 4, vector = 4, work_items = 401408>
-// FORCED-NV: tcc.conv = #tcc.conv<pooling_nhwc_sum
+// FORCED-NV: tcc.conv<pooling_nhwc_sum
 // FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 12544>
 // FORCED-NV: linalg.pooling_nhwc_sum
 // FORCED-NV-SAME: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 1, vector = 4, work_items = 512>

@@ -1,6 +1,6 @@
 // tcc-fold-conv-inputs folds a constant tensor.pad and a cheap elementwise
 // producer or a transpose of a convolution's or pooling's input into its loads: the op
-// becomes a linalg.generic (tcc.conv, with its strides as tcc.strides) whose body reads the unpadded source
+// becomes a tcc.conv (with its kind, strides and dilations as its #tcc.conv window) whose body reads the unpadded source
 // at clamped coordinates and selects the pad value outside it (after the
 // producer). Non-constant pad values, pads of other dims and producers
 // with other users are left alone.
@@ -16,7 +16,7 @@
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 // CHECK: %[[FILL:.*]] = linalg.fill
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[W]] : tensor<3x3x4x4xf32>) outs(%[[FILL]] : tensor<1x8x8x4xf32>) attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>}
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]> ins(%[[W]] : tensor<3x3x4x4xf32>) outs(%[[FILL]] : tensor<1x8x8x4xf32>) indexing_maps = [{{.*}}] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction, reduction] {
 // CHECK: ^bb0(%[[WV:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK: %[[Y:.*]] = arith.subi
 // CHECK: %[[YLO:.*]] = arith.cmpi sge, %[[Y]]
@@ -41,7 +41,7 @@
 // NOPROD: arith.mulf
 // NOPROD: arith.maximumf
 // NOPROD-NOT: tensor.pad
-// NOPROD: linalg.generic {{.*}}attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
+// NOPROD: tcc.conv<conv_2d_nhwc_hwcf
 // NOPROD-NOT: arith.maximumf
 // NOPROD: tensor.extract %[[BN]][
 // NOPROD-NOT: arith.maximumf
@@ -83,7 +83,7 @@ func.func @pad_and_producer(%x: tensor<1x8x8x4xf32>, %s: tensor<1x1x1x4xf32>, %w
 // CHECK-SAME: (%[[X:.*]]: tensor<1x9x9x4xf32>)
 // CHECK: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32
 // CHECK-NOT: tensor.pad
-// CHECK: linalg.generic {{.*}}attrs = {tcc.conv = #tcc.conv<pooling_nhwc_max, strides = [2, 2], dilations = [1, 1]>}
+// CHECK: tcc.conv<pooling_nhwc_max, strides = [2, 2], dilations = [1, 1]>
 // CHECK: ^bb0(%{{.*}}: f32, %[[ACC:.*]]: f32):
 // CHECK: %[[IN:.*]] = tensor.extract %[[X]]
 // CHECK: %[[A:.*]] = arith.select %{{.*}}, %[[IN]], %[[LOW]] : f32
@@ -130,7 +130,7 @@ func.func @pad_value_not_constant(%x: tensor<1x8x8x4xf32>, %v: tensor<f32>, %w: 
 // CHECK-LABEL: func.func @producer_used_twice
 // CHECK: %[[BN:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]
 // CHECK-NOT: tensor.pad
-// CHECK: %[[C:.*]] = linalg.generic {{.*}}attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>}
+// CHECK: %[[C:.*]] = tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>
 // CHECK: tensor.extract %[[BN]]
 // CHECK-NOT: arith.maximumf
 // CHECK: linalg.yield
@@ -179,13 +179,13 @@ func.func @channel_pad(%x: tensor<1x8x8x3xf32>, %w: tensor<1x1x4x4xf32>) -> tens
 // An image's 3 channels are below conv-pad-channels: its transpose folds.
 // PADCOPY-LABEL: func.func @nchw_input
 // PADCOPY-NOT: linalg.transpose
-// PADCOPY: tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
+// PADCOPY: tcc.conv<conv_2d_nhwc_hwcf
 // NOPROD-LABEL: func.func @nchw_input
 // NOPROD-NOT: linalg.transpose
-// NOPROD: tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
+// NOPROD: tcc.conv<conv_2d_nhwc_hwcf
 // CHECK-SAME: (%[[X:.*]]: tensor<1x3x6x5xf32>, %[[W:.*]]: tensor<3x3x3x2xf32>)
 // CHECK-NOT: linalg.transpose
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x3x2xf32>) {{.*}}attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>}
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]> ins(%[[W]] : tensor<3x3x3x2xf32>)
 // CHECK: %[[N:.*]] = linalg.index 0 : index
 // CHECK: %[[C:.*]] = linalg.index 6 : index
 // CHECK: %[[ROW:.*]] = arith.addi
@@ -210,7 +210,7 @@ func.func @nchw_input(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>) -> tenso
 // CHECK-SAME: (%[[X:.*]]: tensor<?x3x6x5xf32>, %[[W:.*]]: tensor<3x3x3x2xf32>)
 // CHECK-NOT: linalg.transpose
 // CHECK-NOT: tensor.pad
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x3x2xf32>) outs(%{{.*}} : tensor<?x6x5x2xf32>) attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, {{.*}}> ins(%[[W]] : tensor<3x3x3x2xf32>) outs(%{{.*}} : tensor<?x6x5x2xf32>)
 // CHECK: %[[N:.*]] = linalg.index 0 : index
 // CHECK: tensor.extract %[[X]][%[[N]], {{.*}}] : tensor<?x3x6x5xf32>
 func.func @dynamic_batch(%x: tensor<?x3x6x5xf32>, %w: tensor<3x3x3x2xf32>) -> tensor<?x6x5x2xf32> {
@@ -256,14 +256,14 @@ func.func @transpose_used_twice(%x: tensor<1x3x6x5xf32>, %w: tensor<3x3x3x2xf32>
 // With pools=none, the pool keeps its
 // own generic (its padding folded) and the convolution reads its result.
 // NOPOOLS-LABEL: func.func @pool_projection
-// NOPOOLS: %[[POOL:.*]] = linalg.generic {{.*}}attrs = {tcc.conv = #tcc.conv<pooling_nhwc_max, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>}
+// NOPOOLS: %[[POOL:.*]] = tcc.conv<pooling_nhwc_max, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>
 // NOPOOLS: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[POOL]], %{{.*}} : tensor<1x5x5x4xf32>, tensor<1x1x4x3xf32>)
 // CHECK-LABEL: func.func @pool_projection
 // CHECK-SAME: (%[[X:.*]]: tensor<1x5x5x4xf32>, %[[W:.*]]: tensor<1x1x4x3xf32>)
 // CHECK-DAG: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32
 // CHECK-NOT: linalg.pooling_nhwc_max
-// CHECK-NOT: tcc.conv = #tcc.conv<pooling_nhwc_max
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x4x3xf32>) {{.*}}attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>}
+// CHECK-NOT: tcc.conv<pooling_nhwc_max
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]> ins(%[[W]] : tensor<1x1x4x3xf32>)
 // CHECK: ^bb0(%[[WV:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK: %[[E0:.*]] = tensor.extract %[[X]]
 // CHECK: %[[A0:.*]] = arith.select %{{.*}}, %[[E0]], %[[LOW]] : f32
@@ -297,14 +297,14 @@ func.func @pool_projection(%x: tensor<1x5x5x4xf32>, %w: tensor<1x1x4x3xf32>) -> 
 // With pools=strided (the GPU targets) this stride-2 pool is folded too,
 // while @pool_projection's stride-1 pool is not.
 // STRIDED-LABEL: func.func @pool_projection
-// STRIDED: linalg.generic {{.*}}attrs = {tcc.conv = #tcc.conv<pooling_nhwc_max, strides = [1, 1], dilations = [1, 1]>}
+// STRIDED: tcc.conv<pooling_nhwc_max, strides = [1, 1], dilations = [1, 1]>
 // STRIDED-LABEL: func.func @unpadded_pool
 // STRIDED-NOT: pooling_nhwc_max
-// STRIDED: tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
+// STRIDED: tcc.conv<conv_2d_nhwc_hwcf
 // STRIDED-COUNT-4: tensor.extract
 // CHECK-LABEL: func.func @unpadded_pool
 // CHECK-SAME: (%[[X:.*]]: tensor<1x6x6x2xf32>, %[[W:.*]]: tensor<1x1x2x2xf32>)
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<1x1x2x2xf32>) {{.*}}attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]>}
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [{{[0-9]+}}, {{[0-9]+}}], dilations = [1, 1]> ins(%[[W]] : tensor<1x1x2x2xf32>)
 // CHECK-COUNT-4: tensor.extract %[[X]]
 // CHECK-NOT: arith.select
 // CHECK: arith.mulf
@@ -362,7 +362,7 @@ func.func @pool_near_misses(%x: tensor<1x6x6x2xf32>, %w: tensor<1x1x2x2xf32>, %w
 // CHECK-NOT: tensor.pad
 // CHECK: %[[MERGED:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0], [1], [2], [3, 4]] : tensor<1x6x6x2x4xf32> into tensor<1x6x6x8xf32>
 // CHECK-NOT: tensor.pad
-// CHECK: linalg.generic {{.*}} attrs = {tcc.conv = #tcc.conv<depthwise_conv_2d_nhwc_hwcm
+// CHECK: tcc.conv<depthwise_conv_2d_nhwc_hwcm
 // CHECK: tensor.extract %[[MERGED]][
 // CHECK: arith.select
 // CHECK-NOT: tensor.collapse_shape

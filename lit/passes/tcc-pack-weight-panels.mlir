@@ -3,7 +3,7 @@
 // output channels (F/16 x KH x KW x C x 16, read through
 // (d3 floordiv 16, d4, d5, d6, d3 mod 16)), so that the kernel reads a
 // block's columns in order along k. A named convolution first takes the
-// generic form (its kernel attributes kept). Output channels that are
+// tcc.conv form (its kernel attributes kept). Output channels that are
 // not whole panels are padded with zero ones. Filters that are not
 // constants and other targets are left alone.
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=pocl-cpu-avx2},tcc-pack-weight-panels)' | FileCheck %s
@@ -17,8 +17,8 @@
 // CHECK-DAG: #[[MM_PANELS:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2 floordiv 16, d3, d2 mod 16)>
 // CHECK-LABEL: func.func @named_1x1
 // CHECK: %[[W:.+]] = arith.constant dense<{{\[\[\[\[\[}}0.000000e+00, 1.000000e+02, {{.*}}, 1.500000e+03], [1.000000e+00, 1.010000e+02, {{.*}}, 1.501000e+03]]]], {{\[\[\[\[}}1.600000e+03, {{.*}}, 3.100000e+03], [1.601000e+03, {{.*}}, 3.101000e+03]]]]]> : tensor<2x1x1x2x16xf32>
-// CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<2x1x1x2x16xf32>)
-// CHECK-SAME: tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, {{.*}}>, tcc.kernel = "conv_0", tcc.kind = "convolution", tcc.strategy = #tcc.gemm<{{.*}} n = 32, k = 2>
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, {{.*}}> ins(%[[W]] : tensor<2x1x1x2x16xf32>) {{.*}} indexing_maps = [#[[PANELS]], #{{.+}}]
+// CHECK-SAME: attributes {tcc.kernel = "conv_0", tcc.kind = "convolution", tcc.strategy = #tcc.gemm<{{.*}} n = 32, k = 2>
 // CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 // CHECK: return
 func.func @named_1x1(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x32xf32> {
@@ -29,11 +29,10 @@ func.func @named_1x1(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x32xf32> {
   return %c : tensor<1x4x4x32xf32>
 }
 
-// A padded 3x3 convolution, already a generic (tcc-fold-conv-inputs).
+// A padded 3x3 convolution, already a tcc.conv (tcc-fold-conv-inputs).
 // CHECK-LABEL: func.func @padded_3x3
 // CHECK: %[[W:.+]] = arith.constant dense<2.500000e-01> : tensor<1x3x3x4x16xf32>
-// CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<1x3x3x4x16xf32>)
-// CHECK-SAME: tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, {{.*}}> ins(%[[W]] : tensor<1x3x3x4x16xf32>) {{.*}} indexing_maps = [#[[PANELS]], #{{.+}}]
 func.func @padded_3x3(%x: tensor<1x6x6x4xf32>) -> tensor<1x6x6x16xf32> {
   %w = "tosa.const"() <{values = dense<0.25> : tensor<16x3x3x4xf32>}> : () -> tensor<16x3x3x4xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<16xf32>}> : () -> tensor<16xf32>
@@ -58,7 +57,7 @@ func.func @argument_filter(%x: tensor<1x4x4x8xf32>, %w: tensor<32x1x1x8xf32>) ->
 // (the GEMM computes them and never stores them).
 // CHECK-LABEL: func.func @ragged_channels
 // CHECK: %[[W:.+]] = arith.constant dense<{{\[\[\[\[\[}}1.000000e+00, 2.000000e+00, {{.*}}, 1.600000e+01]]]], {{\[\[\[\[}}1.700000e+01, {{.*}}, 2.400000e+01, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]]]]> : tensor<2x1x1x1x16xf32>
-// CHECK: linalg.generic {indexing_maps = [#[[PANELS]], #{{.+}}], {{.*}} ins(%[[W]] : tensor<2x1x1x1x16xf32>) outs(%{{.+}} : tensor<1x4x4x24xf32>)
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, {{.*}}> ins(%[[W]] : tensor<2x1x1x1x16xf32>) outs(%{{.+}} : tensor<1x4x4x24xf32>) indexing_maps = [#[[PANELS]], #{{.+}}]
 func.func @ragged_channels(%x: tensor<1x4x4x1xf32>) -> tensor<1x4x4x24xf32> {
   %w = "tosa.const"() <{values = dense<[[[[1.0]]], [[[2.0]]], [[[3.0]]], [[[4.0]]], [[[5.0]]], [[[6.0]]], [[[7.0]]], [[[8.0]]], [[[9.0]]], [[[10.0]]], [[[11.0]]], [[[12.0]]], [[[13.0]]], [[[14.0]]], [[[15.0]]], [[[16.0]]], [[[17.0]]], [[[18.0]]], [[[19.0]]], [[[20.0]]], [[[21.0]]], [[[22.0]]], [[[23.0]]], [[[24.0]]]]> : tensor<24x1x1x1xf32>}> : () -> tensor<24x1x1x1xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<24xf32>}> : () -> tensor<24xf32>

@@ -1,6 +1,6 @@
 // An int8 convolution (tcc-quantize-int8's i8 x i8 -> i32 with zero
 // points 0) folds its zero pad into its loads like an f32 convolution:
-// tcc-fold-conv-inputs makes it a linalg.generic (tcc.conv) that reads the
+// tcc-fold-conv-inputs makes it a tcc.conv that reads the
 // unpadded i8 input at clamped coordinates, selects the i8 zero outside it
 // (symmetric quantization: zero point 0, so the f32 pad 0.0 is the int8 0)
 // and accumulates the sign-extended products in i32, so the padded copy
@@ -14,7 +14,7 @@
 // CHECK-NOT: tensor.pad
 // CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 // CHECK: %[[FILL:.*]] = linalg.fill
-// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<3x3x4x4xi8>) outs(%[[FILL]] : tensor<1x8x8x4xi32>) attrs = {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]>}
+// CHECK: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%[[W]] : tensor<3x3x4x4xi8>) outs(%[[FILL]] : tensor<1x8x8x4xi32>)
 // CHECK: ^bb0(%[[WV:.*]]: i8, %[[ACC:.*]]: i32):
 // CHECK: %[[IN:.*]] = tensor.extract %[[X]][{{.*}}] : tensor<1x8x8x4xi8>
 // CHECK: %[[A:.*]] = arith.select %{{.*}}, %[[IN]], %[[ZERO]] : i8

@@ -27,13 +27,6 @@ pub const FLOPS: &str = "tcc.flops";
 /// tensor-map slots (`tcc-attach-tensor-map-slots`; the OpenCL C writer
 /// reads it).
 pub const TENSOR_MAP_SLOTS: &str = "tcc.tensor_map_slots";
-/// On a `linalg.generic` that replaced a window op (see
-/// `patterns::fold_conv_inputs`): a `#tcc.conv` attribute naming the op it
-/// computes (`conv_2d_nhwc_hwcf`, `depthwise_conv_2d_nhwc_hwc`, ...) with
-/// its strides and dilations (the generic has them only in its body's
-/// coordinates); read through [`crate::ir::conv`]. The dialect verifies
-/// the generic against it.
-pub const CONV: &str = "tcc.conv";
 /// On a host function (input phase on): the number of results it had
 /// before bufferization.
 pub const NUM_OUTPUTS: &str = "tcc.num_outputs";

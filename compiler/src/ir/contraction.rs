@@ -23,7 +23,7 @@ fn operand_shape(op: OperationRef, index: usize, extent: Option<i64>) -> Option<
 /// The GEMM a contraction computes, if the GEMM template can run it: a
 /// `linalg.matmul` or `linalg.batch_matmul` with the default indexing, or
 /// the same with B in panels (`tcc-pack-weight-panels`), or
-/// an NHWC/HWCF convolution (named, or the generic of
+/// an NHWC/HWCF convolution (named, or the `tcc.conv` of
 /// `tcc-fold-conv-inputs`) as an implicit GEMM with `M = N*OH*OW`,
 /// `N = F` and `K = KH*KW*C`. Shapes must be static.
 pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
@@ -96,12 +96,10 @@ pub fn gemm_shape_at(op: OperationRef, extent: Option<i64>) -> Option<GemmShape>
 
 /// For a window op, named or rewritten: the name of the op it computes
 /// (without `linalg.`) and the operand positions of its filter (or
-/// window) and output. Named ops take the input first; rewritten generics
-/// have no input operand.
+/// window) and output. Named ops take the input first; a `tcc.conv` has
+/// no input operand.
 pub fn window_layout(op: OperationRef) -> (String, usize, usize) {
-    if op_name(&op) == "linalg.generic"
-        && let Some(conv) = crate::ir::conv::of(&op)
-    {
+    if let Some(conv) = crate::ir::conv::of(&op) {
         return (conv.kind.name().to_string(), 0, 1);
     }
     let name = op_name(&op);

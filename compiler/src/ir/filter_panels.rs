@@ -2,7 +2,7 @@
 //! `tcc-pack-weight-panels` gives a constant HWCF filter so that the
 //! register-blocked GEMM reads it in order.
 //!
-//! A 2-D convolution generic (`tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, ...>`, loops
+//! A 2-D convolution `tcc.conv` (`tcc.conv<conv_2d_nhwc_hwcf, ...>`, loops
 //! `(n, oh, ow, f, kh, kw, c)`) reads its `KH x KW x C x F` filter through
 //! `(d4, d5, d6, d3)`: the GEMM's B is `K x N` row-major, rows of F. In
 //! panels of P channels the filter is a `F/P x KH x KW x C x P` tensor

@@ -6,7 +6,7 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Location, Value};
 
 use crate::ir::dense::operand_segment_sizes;
-use crate::ir::util::{dialect_of, op_name};
+use crate::ir::util::op_name;
 
 /// A malformed op met while reading IR: the op's location and what is
 /// wrong. Passes turn it into their `PassError` with `?`.
@@ -64,12 +64,13 @@ pub fn result_at<'c>(op: OperationRef<'c, 'c>, index: usize) -> Result<Value<'c,
     })
 }
 
-/// The DPS init operands of a linalg op (its `outs`).
+/// The DPS init operands of a linalg op or a `tcc.conv` (its `outs`).
 pub fn init_operands<'c>(op: OperationRef<'c, 'c>) -> Vec<Value<'c, 'c>> {
     let Some(sizes) = operand_segment_sizes(op) else {
         // Linalg ops with a single init and no operand segments
-        // (linalg.map, transpose, broadcast, softmax): the init is last.
-        if dialect_of(&op_name(&op)) == "linalg" && op.operand_count() > 0 {
+        // (linalg.map, transpose, broadcast, softmax, and `tcc.conv`):
+        // the init is last.
+        if super::conv::is_linalg_or_conv(&op_name(&op)) && op.operand_count() > 0 {
             return op.operand(op.operand_count() - 1).into_iter().collect();
         }
         return Vec::new();

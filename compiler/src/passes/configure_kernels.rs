@@ -399,7 +399,7 @@ fn float_operands(op: OperationRef) -> bool {
 }
 
 /// Whether `op` is a convolution whose A a folded producer computes with
-/// float arithmetic (`tcc-fold-conv-inputs`: a `tcc.conv` generic whose
+/// float arithmetic (`tcc-fold-conv-inputs`: a `tcc.conv` whose
 /// body holds more float operations than its own multiply-accumulate, the
 /// pad's select aside: a BatchNorm + ReLU, an unrolled pool).
 fn producer_arithmetic(op: OperationRef) -> bool {

@@ -16,9 +16,10 @@
 //!   arith ops with broadcast-only indexing, used by nothing else (nor is
 //!   the pad between them),
 //!
-//! becomes a `linalg.generic` over the same iteration space, marked
-//! `tcc.conv = #tcc.conv<op, strides = [..], dilations = [..]>` (verified
-//! against the generic by the tcc dialect), that reads the unpadded source with clamped
+//! becomes a `tcc.conv<op, strides = [..], dilations = [..]>` (the tcc
+//! dialect's convolution op, in the form of a `linalg.generic`, verified
+//! against its window by the dialect) over the same iteration space, that
+//! reads the unpadded source with clamped
 //! coordinates, recomputes the producer per load and selects the pad value
 //! outside the source (see `patterns/fold_conv_inputs.rs`). A max or sum
 //! pooling used only by a 1x1 convolution is that convolution's producer
@@ -120,7 +121,7 @@ impl TccPass for FoldConvInputs {
     ) -> PassResult<'c> {
         // One rewrite at a time: a rewrite erases ops another plan may
         // refer to (a pooling whose producer was a convolution's output).
-        // Rewritten ops are generics, which `plan` never takes again.
+        // Rewritten ops are `tcc.conv`s, which `plan` never takes again.
         while let Some(mut plan) = collect_ops(root)
             .into_iter()
             .find_map(|op| plan(op, &options.folding))

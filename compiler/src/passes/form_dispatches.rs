@@ -7,7 +7,7 @@
 //!   convolution, pooling, reduce) with that reduction, so the kernel starts
 //!   its accumulator from the fill value instead of a separate launch;
 //! - an elementwise `linalg.generic` that is the only user of a matmul,
-//!   convolution (named, or a `tcc.conv` generic from
+//!   convolution (named, or a `tcc.conv` from
 //!   `tcc-fold-conv-inputs`) or reduction result, with the same iteration
 //!   space, as that kernel's epilogue (bias-add, activation, a mean's
 //!   scaling). Every nest of a kernel maps its output elements onto
@@ -26,20 +26,21 @@ use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
 use crate::ir::attr_names;
+use crate::ir::conv::is_linalg_or_conv;
 pub use crate::ir::operand::init_operands;
 use crate::ir::util::{
-    body_ops, dialect_of, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
+    body_ops, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
 };
 use crate::patterns::form_dispatches::{is_contraction_or_conv, kernel_name, op_parts};
-pub use crate::patterns::form_dispatches::{is_window_generic, kind_of};
+pub use crate::patterns::form_dispatches::{is_conv_op, kind_of};
 
 pub struct FormDispatches;
 
 /// Ops that run on the device: linalg ops and tcc's destination-style
-/// ops (row layer norm, flash attention).
+/// ops (convolution, row layer norm, flash attention).
 fn is_dispatchable(op: &OperationRef) -> bool {
     let name = op_name(op);
-    dialect_of(&name) == "linalg" || name == "tcc.layer_norm_rows" || name == "tcc.flash_attention"
+    is_linalg_or_conv(&name) || name == "tcc.layer_norm_rows" || name == "tcc.flash_attention"
 }
 
 fn is_all_parallel_generic(op: OperationRef) -> bool {
@@ -88,7 +89,7 @@ impl TccPass for FormDispatches {
                     };
                     if use_count(result) == 1
                         && let Some(user) = users(result).into_iter().next()
-                        && dialect_of(&op_name(&user)) == "linalg"
+                        && is_linalg_or_conv(&op_name(&user))
                         && kind_of(user) != KernelKind::Elementwise
                         && init_operands(user).contains(&result)
                     {
@@ -111,7 +112,7 @@ impl TccPass for FormDispatches {
                 // An elementwise epilogue of a matmul, convolution or
                 // reduction (a mean's division, a norm's square root).
                 if (is_contraction_or_conv(&name)
-                    || is_window_generic(op)
+                    || is_conv_op(op)
                     || kind_of(op) == KernelKind::Reduction)
                     && op.result_count() == 1
                 {

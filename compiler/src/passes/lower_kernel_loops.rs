@@ -1,4 +1,5 @@
-//! `tcc-lower-kernel-loops`: lowers the linalg ops inside each kernel
+//! `tcc-lower-kernel-loops`: lowers the linalg ops (and `tcc.conv`s, which
+//! implement linalg's structured-op interface) inside each kernel
 //! (`gpu.func`) to `scf.parallel`/`scf.for` loop nests with upstream's
 //! `linalgOpToParallelLoops`, op by op. Only kernels whose strategy is
 //! `#tcc.loops` are lowered: the others are instantiated from a template
@@ -10,7 +11,7 @@ use melior::ir::operation::OperationLike;
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::strategy::{self, KernelStrategy};
-use crate::ir::util::{collect_ops, dialect_of, op_name};
+use crate::ir::util::{collect_ops, op_name};
 
 pub struct LowerKernelLoops;
 
@@ -35,7 +36,7 @@ impl TccPass for LowerKernelLoops {
                 .into_iter()
                 .skip(1)
                 .filter(|op| {
-                    dialect_of(&op_name(op)) == "linalg"
+                    crate::ir::conv::is_linalg_or_conv(&op_name(op))
                         && op
                             .parent_operation()
                             .is_some_and(|p| p.to_raw().ptr == kernel.to_raw().ptr)

@@ -198,7 +198,7 @@ fn shifted_read<'c>(
 
 /// What can be folded into `op`'s inputs, if anything.
 pub fn plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
-    if op_name(&op) != "linalg.generic" || crate::ir::conv::of(&op).is_some() {
+    if op_name(&op) != "linalg.generic" {
         return None;
     }
     if iterator_types(op)?.contains(&IteratorType::Reduction) {

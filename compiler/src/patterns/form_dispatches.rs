@@ -150,7 +150,7 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
     {
         return kind;
     }
-    if is_window_generic(op) {
+    if is_conv_op(op) {
         return KernelKind::Convolution;
     }
     let name = op_name(&op);
@@ -175,10 +175,10 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
     }
 }
 
-/// Whether `op` is a convolution or pooling rewritten into a
-/// `linalg.generic` by `tcc-fold-conv-inputs`.
-pub fn is_window_generic(op: OperationRef) -> bool {
-    op_name(&op) == "linalg.generic" && crate::ir::conv::of(&op).is_some()
+/// Whether `op` is a convolution or pooling rewritten into a `tcc.conv`
+/// by `tcc-fold-conv-inputs`.
+pub fn is_conv_op(op: OperationRef) -> bool {
+    op_name(&op) == crate::ir::conv::OP
 }
 
 #[cfg(test)]

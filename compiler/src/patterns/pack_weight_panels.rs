@@ -38,11 +38,11 @@ use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, erase_op, op_name, use_count};
 
 /// Gives a named `linalg.conv_2d_nhwc_hwcf` with a constant filter the
-/// generic form of `tcc-fold-conv-inputs` (loads reading its input as it
-/// is), keeping its kernel attributes, so that its filter can take the
-/// panel layout. Returns the generic, or `op` itself when it
+/// `tcc.conv` form of `tcc-fold-conv-inputs` (loads reading its input as
+/// it is), keeping its kernel attributes, so that its filter can take the
+/// panel layout. Returns the `tcc.conv`, or `op` itself when it
 /// is not such a convolution.
-fn as_generic<'c>(
+fn as_conv_op<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
 ) -> Result<OperationRef<'c, 'c>, PassError<'c>> {
@@ -58,25 +58,25 @@ fn as_generic<'c>(
     }
     let error = |message: String| PassError::at(op.location(), message);
     let replacement = crate::patterns::fold_conv_inputs::rewrite(context, &plan)?;
-    let generic = defining_op(replacement).ok_or_else(|| error("the rewrite made no op".into()))?;
-    let mut generic_mut = unsafe { OperationRefMut::from_raw(generic.to_raw()) };
+    let conv = defining_op(replacement).ok_or_else(|| error("the rewrite made no op".into()))?;
+    let mut conv_mut = unsafe { OperationRefMut::from_raw(conv.to_raw()) };
     // The kernel's name, kind and strategy (tcc-form-dispatches,
-    // tcc-configure-kernels); the rewrite set the generic's own.
+    // tcc-configure-kernels); the rewrite set the op's own.
     for (name, value) in crate::ir::util::discardable_attributes(op, "tcc.") {
-        if generic.attribute(&name).is_err() {
-            generic_mut.set_discardable_attribute(&name, value);
+        if conv.attribute(&name).is_err() {
+            conv_mut.set_discardable_attribute(&name, value);
         }
     }
     let old: Value = op.result(0).map_err(|e| error(e.to_string()))?.into();
     unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), replacement.to_raw()) };
     erase_op(op);
-    Ok(generic)
+    Ok(conv)
 }
 
-/// Whether `op` is a 2-D convolution generic (`tcc-fold-conv-inputs`)
+/// Whether `op` is a 2-D convolution `tcc.conv` (`tcc-fold-conv-inputs`)
 /// reading a constant f32 HWCF filter through the plain map.
 pub fn packable(op: OperationRef, panel: i64) -> bool {
-    if op_name(&op) != "linalg.generic"
+    if op_name(&op) != crate::ir::conv::OP
         || crate::ir::contraction::window_layout(op).0 != "conv_2d_nhwc_hwcf"
         || panel <= 0
     {
@@ -131,7 +131,7 @@ pub fn pack_filter<'c>(
     ) {
         return pack_matmul(context, op, panel, done);
     }
-    let op = as_generic(context, op)?;
+    let op = as_conv_op(context, op)?;
     if !packable(op, panel) {
         return Ok(false);
     }

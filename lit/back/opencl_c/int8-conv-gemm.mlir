@@ -1,5 +1,5 @@
-// An int8 convolution whose zero pad was folded into its loads (a tcc.conv
-// linalg.generic: i8 input read at clamped coordinates, the i8 zero outside
+// An int8 convolution whose zero pad was folded into its loads (a
+// tcc.conv: i8 input read at clamped coordinates, the i8 zero outside
 // it, addi(acc, muli(extsi a, extsi w)) in i32; what tcc-fold-conv-inputs
 // makes of tcc-quantize-int8's padded convolutions) takes the GEMM
 // template's int8 form: A staged a word (4 channels, a char4 computed by
@@ -28,7 +28,7 @@ module {
     %cst32 = arith.constant 0 : i32
     %0 = tensor.empty() : tensor<2x16x16x64xi32>
     %1 = linalg.fill ins(%cst32 : i32) outs(%0 : tensor<2x16x16x64xi32>) -> tensor<2x16x16x64xi32>
-    %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%arg1 : tensor<3x3x32x64xi8>) outs(%1 : tensor<2x16x16x64xi32>) attrs =  {tcc.conv = #tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]>} {
+    %2 = tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%arg1 : tensor<3x3x32x64xi8>) outs(%1 : tensor<2x16x16x64xi32>) indexing_maps = [#map, #map1] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction, reduction] {
     ^bb0(%in: i8, %out: i32):
       %3 = linalg.index 0 : index
       %4 = linalg.index 6 : index

@@ -1,7 +1,9 @@
 """Checks what tcc's phases make of a dynamic batch by running it: the model
 compiled by tcc with `--dim batch=1..64` up to a phase (`--compile-to`),
-then lowered by upstream MLIR alone (one-shot bufferization, loops, LLVM:
-the toolchain's mlir-opt, mlir-translate and clang) to a shared object,
+then lowered by upstream MLIR's passes alone (one-shot bufferization,
+loops, LLVM: run by tcc-opt, beside TCC, which is mlir-opt with the tcc
+dialect registered, as the dispatch phase's `tcc.conv` needs; then the
+toolchain's mlir-translate and clang) to a shared object,
 which runs at several batches and is compared with onnxruntime. Until the
 tile, gpu and host phases compile a symbolic dimension (issue 33), this is
 how the phases that do are held to the model's numbers at every batch.
@@ -77,12 +79,15 @@ def descriptor(rank):
 
 def main():
     tcc, model, phase, inner = sys.argv[1:5]
+    tcc_opt = os.path.join(os.path.dirname(os.path.abspath(tcc)), "tcc-opt")
+    if not os.access(tcc_opt, os.X_OK):
+        sys.exit(f"no tcc-opt beside {tcc}")
     batches = [int(b) for b in sys.argv[5:]] or [1, 5, 64]
     inners = [[int(d) for d in shape.split("x")] for shape in inner.split(",")]
     work = tempfile.mkdtemp(prefix="tcc-lowered-")
     ir = run([tcc, "compile", model, "--dim", "batch=1..64", "--compile-to", phase])
-    # tcc's own attributes mean nothing to upstream mlir-opt: the module's
-    # typed ones go, the function's interface becomes a C interface.
+    # The module's target and dimensions mean nothing to the upstream
+    # lowering: they go, and the function's interface becomes a C interface.
     ir = re.sub(r"tcc\.(dims|target) = #tcc\.\w+<[^>]*>,?\s*", "", ir)
     ir = ir.replace("module attributes {} {", "module {")
     ir = re.sub(r"attributes \{tcc\.io_names = [^}]*\}", "attributes {llvm.emit_c_interface}", ir)
@@ -97,8 +102,7 @@ def main():
     lowered = os.path.join(work, "lowered.mlir")
     run(
         [
-            os.path.join(LLVM, "mlir-opt"),
-            "--allow-unregistered-dialect",
+            tcc_opt,
             source,
             f"--transform-preload-library=transform-library-paths={library}",
             "--transform-interpreter",

@@ -1,6 +1,6 @@
 //! The A computation of convolutions whose input padding and producer
-//! were folded into their loads (`tcc.conv` generics, `tcc-fold-conv-inputs`):
-//! the generic's body before its combiner translated into C statements,
+//! were folded into their loads (`tcc.conv` ops, `tcc-fold-conv-inputs`):
+//! the op's body before its combiner translated into C statements,
 //! one channel at a time or 4 (`float4`, or `char4` for int8 convolutions)
 //! where every load reads neighbouring channels of one pixel. The implicit
 //! GEMM (`gemm.rs`) and the window template (`window.rs`) compute their
@@ -26,7 +26,7 @@ const VECTOR_FLOAT_OPS: &[(&str, Option<&str>)] = &[
     ("arith.select", None),
 ];
 
-/// Whether a convolution generic's A computation (the body before its
+/// Whether a `tcc.conv`'s A computation (the body before its
 /// `acc + a * w`) can run 4 channels at a time: every load's last index is
 /// the channel (`linalg.index channel_dim`, unclamped), so 4 neighbouring channels
 /// lie next to each other in one pixel; every float op is elementwise
@@ -183,7 +183,7 @@ pub(super) fn tap_condition<'c>(
 }
 
 impl KernelWriter {
-    /// Translates the input computation of a `tcc.conv` generic (its body
+    /// Translates the input computation of a `tcc.conv` (its body
     /// before the combiner) into statements: `linalg.index` bound to the C
     /// expressions of `dims` (`None`: a dimension the input must not
     /// depend on), and with `lanes` above 1 every load and float op that

@@ -184,20 +184,20 @@ struct Contraction {
     dims: Vec<String>,
 }
 
-/// Whether `op` is a 2-D NHWC/HWCF convolution rewritten into a generic by
-/// `tcc-fold-conv-inputs` (input padding and producer in its body).
-fn is_conv_generic(op: OperationRef) -> bool {
-    op_name(&op) == "linalg.generic"
+/// Whether `op` is a 2-D NHWC/HWCF convolution rewritten into a `tcc.conv`
+/// by `tcc-fold-conv-inputs` (input padding and producer in its body).
+fn is_conv_op(op: OperationRef) -> bool {
+    op_name(&op) == crate::ir::conv::OP
         && crate::ir::contraction::window_layout(op).0 == "conv_2d_nhwc_hwcf"
 }
 
 impl KernelWriter {
-    /// The implicit GEMM of a `tcc.conv` generic: B is its filter (HWCF),
+    /// The implicit GEMM of a `tcc.conv`: B is its filter (HWCF),
     /// and A's elements are computed by translating its body up to the
     /// final `acc + a * w`: the coordinates, bounds checks, loads, producer
     /// ops and pad-value select, with `linalg.index` bound to the window
     /// position of GEMM row `i` and column `k`.
-    fn conv_generic(
+    fn conv_op(
         &mut self,
         op: OperationRef,
         tile_k: i64,
@@ -503,10 +503,12 @@ impl KernelWriter {
                 "linalg.matmul" | "linalg.batch_matmul" | "linalg.conv_2d_nhwc_hwcf" => {
                     contraction_op = Some(op)
                 }
+                "tcc.conv" if contraction_op.is_none() && is_conv_op(op) => {
+                    contraction_op = Some(op)
+                }
                 "linalg.generic"
                     if contraction_op.is_none()
-                        && (is_conv_generic(op)
-                            || crate::ir::filter_panels::matmul_panel_width(op).is_some()) =>
+                        && crate::ir::filter_panels::matmul_panel_width(op).is_some() =>
                 {
                     contraction_op = Some(op)
                 }
@@ -533,8 +535,8 @@ impl KernelWriter {
         // The register-blocked form (CPUs) walks a convolution's K as its
         // window's loops; the tiled forms stage flat k tiles.
         let nested_k = config.is_register_blocked();
-        let contraction = if is_conv_generic(contraction_op) {
-            self.conv_generic(contraction_op, tile_k, nested_k)?
+        let contraction = if is_conv_op(contraction_op) {
+            self.conv_op(contraction_op, tile_k, nested_k)?
         } else {
             self.contraction(contraction_op, tile_k, nested_k)?
         };

@@ -1,5 +1,5 @@
 //! Kernels whose strategy is `#tcc.window`: a depthwise convolution or a
-//! max/sum pooling over NHWC (named, or a `tcc.conv` generic with a folded
+//! max/sum pooling over NHWC (named, or a `tcc.conv` with a folded
 //! pad, producer or transpose), the fill that starts it and its fused
 //! elementwise epilogue (bias, activation, an average's division),
 //! instantiated from the window template of `tcc-kernels`. This module
@@ -73,11 +73,11 @@ fn named_pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
     }
 }
 
-/// The (stride, dilation) of a `tcc.conv` generic's columns, where its
+/// The (stride, dilation) of a `tcc.conv`'s columns, where its
 /// body shows them: the stride is its `#tcc.conv`'s; the dilation is 1
 /// when the window column index is only ever added (a dilated window
 /// multiplies it first), else unknown.
-fn generic_column_steps(op: OperationRef, body: &[OperationRef], kw: i64) -> Option<[i64; 2]> {
+fn conv_column_steps(op: OperationRef, body: &[OperationRef], kw: i64) -> Option<[i64; 2]> {
     let stride = crate::ir::conv::of(&op)?.strides[1];
     let undilated = body.iter().all(|inner| {
         op_name(inner) != "linalg.index"
@@ -136,11 +136,11 @@ impl KernelWriter {
         Ok((String::new(), value, Some([sw, dw])))
     }
 
-    /// The input element of a `tcc.conv` generic: its body up to the
+    /// The input element of a `tcc.conv`: its body up to the
     /// combiner, with `linalg.index` bound to the template's names;
     /// `lanes` channels at once where the body allows, else one scalar
     /// copy per lane.
-    fn generic_element(
+    fn conv_element(
         &mut self,
         op: OperationRef,
         dims: &WindowDims,
@@ -184,7 +184,7 @@ impl KernelWriter {
             .find(|v| *v != acc && *v != weight)
             .ok_or_else(malformed)?;
         let a_value = unsafe { Value::from_raw(a_value.to_raw()) };
-        let steps = generic_column_steps(op, input_ops, dims.kw);
+        let steps = conv_column_steps(op, input_ops, dims.kw);
         let channel_dim = dims.channel as usize;
         let bound = |channel: &str| -> Vec<Option<String>> {
             dims.names
@@ -247,7 +247,7 @@ impl KernelWriter {
         let (op, name) = window
             .ok_or_else(|| CodegenError::at(&kernel.op, "window kernel without its window op"))?;
         let dims = WindowDims::of(op, &name)?;
-        let named = op_name(&op) != "linalg.generic";
+        let named = op_name(&op) != crate::ir::conv::OP;
         let (filter_index, output_index) = if named { (1, 2) } else { (0, 1) };
         let (output_value, output) = self.operand_view(op, output_index, "window output")?;
         let shape = memref_shape(output_value.r#type());
@@ -260,7 +260,7 @@ impl KernelWriter {
         let (statements, value, column_steps) = if named {
             self.named_element(op, lanes)?
         } else {
-            self.generic_element(op, &dims, lanes)?
+            self.conv_element(op, &dims, lanes)?
         };
         let tap = if dims.combine == WindowCombine::MulAdd {
             let (_, filter) = self.operand_view(op, filter_index, "window filter")?;

@@ -1,6 +1,6 @@
 //! The window template's strategy step: which kernels are a depthwise
 //! convolution or a max/sum pooling over NHWC that the window template
-//! runs (named, or a `tcc.conv` generic with its input folded in; started
+//! runs (named, or a `tcc.conv` with its input folded in; started
 //! by a fill of its output; at most one elementwise epilogue reading the
 //! window's result), and the `#tcc.window` the target gives them.
 

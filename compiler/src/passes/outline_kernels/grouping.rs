@@ -7,7 +7,7 @@ use melior::ir::{TypeLike, Value, ValueLike};
 
 use super::capture::{raw_key, view_chain};
 use crate::ir::attr_names::KERNEL;
-use crate::ir::util::{body_ops, dialect_of, op_name, string_value};
+use crate::ir::util::{body_ops, op_name, string_value};
 use crate::patterns::form_dispatches::{kernel_name, op_parts};
 
 pub(super) use crate::ir::memref::VIEW_OPS;
@@ -15,7 +15,7 @@ pub(super) use crate::ir::memref::VIEW_OPS;
 /// Whether the op runs on the device (as, or as part of, a kernel).
 pub(in crate::passes) fn is_kernel_op(op: OperationRef) -> bool {
     let name = op_name(&op);
-    dialect_of(&name) == "linalg"
+    crate::ir::conv::is_linalg_or_conv(&name)
         || name == "memref.copy"
         || name == "tcc.layer_norm_rows"
         || name == "tcc.flash_attention"

@@ -1,10 +1,10 @@
-//! Building the generic that replaces a window op ([`rewrite`]): the
+//! Building the `tcc.conv` that replaces a window op ([`rewrite`]): the
 //! input coordinates from `linalg.index`, bounds checks and clamping for a
 //! folded pad, the loads with a folded producer's body inlined, and the
 //! combiner.
 
 use melior::Context;
-use melior::ir::attribute::{ArrayAttribute, DenseI32ArrayAttribute, IntegerAttribute};
+use melior::ir::attribute::{ArrayAttribute, IntegerAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::{IntegerType, Type};
 use melior::ir::{
@@ -168,7 +168,7 @@ impl<'c> Builder<'c> {
     }
 }
 
-/// Builds the replacement generic in front of `plan.op` and returns its
+/// Builds the replacement `tcc.conv` in front of `plan.op` and returns its
 /// result.
 pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
     let op = plan.op;
@@ -294,7 +294,7 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
         .collect();
     let kind = WindowKind::from_name(window.name)
         .ok_or_else(|| PassError::at(location, format!("unknown window op {}", window.name)))?;
-    let conv = ConvWindow {
+    let window_attribute = ConvWindow {
         kind,
         strides: [sh, sw],
         dilations: [dh, dw],
@@ -308,6 +308,10 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
     })?;
     let mut attributes = vec![
         (
+            Identifier::new(context, crate::ir::conv::WINDOW),
+            window_attribute,
+        ),
+        (
             Identifier::new(context, "indexing_maps"),
             ArrayAttribute::new(context, &maps).into(),
         ),
@@ -315,11 +319,6 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
             Identifier::new(context, "iterator_types"),
             iterator_types_attribute(context, &iterators),
         ),
-        (
-            Identifier::new(context, "operandSegmentSizes"),
-            DenseI32ArrayAttribute::new(context, &[1, 1]).into(),
-        ),
-        (Identifier::new(context, attr_names::CONV), conv),
     ];
     // Keep the discardable attributes (kernel names, if already formed).
     for name in [attr_names::KERNEL, attr_names::KIND] {
@@ -327,15 +326,15 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
             attributes.push((Identifier::new(context, name), value));
         }
     }
-    let generic = OperationBuilder::new("linalg.generic", location)
+    let conv = OperationBuilder::new(crate::ir::conv::OP, location)
         .add_operands(&[filter, init])
         .add_results(&[result_type])
         .add_attributes(&attributes)
         .add_regions([region])
         .build()
-        .map_err(|e| PassError::at(location, format!("cannot build linalg.generic: {e}")))?;
-    let generic = parent.insert_operation_before(op, generic);
-    Ok(generic.result(0).map_err(err)?.into())
+        .map_err(|e| PassError::at(location, format!("cannot build tcc.conv: {e}")))?;
+    let conv = parent.insert_operation_before(op, conv);
+    Ok(conv.result(0).map_err(err)?.into())
 }
 
 /// Loads the producer's inputs at the input coordinates and clones its

@@ -5,18 +5,20 @@
 //! input (BatchNorm + ReLU before a convolution) is a kernel of its own, and
 //! so is a transpose (an ONNX model's NCHW input before its first
 //! convolution: the loads read it at permuted coordinates instead).
-//! [`rewrite`] replaces the window op by a `linalg.generic` over the same
+//! [`rewrite`] replaces the window op by a `tcc.conv` (an op of the tcc
+//! dialect in the form of a `linalg.generic`, with the window op's kind,
+//! strides and dilations as its `#tcc.conv` window) over the same
 //! iteration space whose input is not an operand: the body computes the
 //! input coordinates from `linalg.index`, reads the *unpadded* source with
 //! `tensor.extract` at coordinates clamped into bounds (so no back end ever
 //! reads out of bounds), applies the producer's body to the element, and
 //! selects the pad value where the coordinates fall in the padding (the pad
 //! is of the producer's output, so padded positions get the pad value, not
-//! the producer of it). The generic verifies and bufferizes like any other
-//! (upstream's gather lowering has the same shape), and every back end that
-//! translates loop nests runs it correctly; the OpenCL C writer also
-//! recognizes the 2-D convolution form (`tcc.conv` attribute) for the
-//! implicit-GEMM template.
+//! the producer of it). The op implements linalg's structured-op interface
+//! and bufferizes like a generic (upstream's gather lowering has the same
+//! shape), and every back end that translates loop nests runs it
+//! correctly; the OpenCL C writer also reads its window for the window
+//! and implicit-GEMM templates.
 //!
 //! A max or sum pooling whose only user is a 1x1 convolution (Inception's
 //! pool projections, SqueezeNet's squeeze convolutions after each max
@@ -36,7 +38,7 @@
 //! a[, w]) ; yield`, with the filter (or pooling window) as the only input.
 //!
 //! [`plan`] (here) finds what can be folded; [`build`] writes the
-//! replacement generic; [`pool`] reads and unrolls a folded pooling.
+//! replacement `tcc.conv`; [`pool`] reads and unrolls a folded pooling.
 
 mod build;
 mod pool;
@@ -247,7 +249,7 @@ fn pair(op: OperationRef, name: &str) -> Option<[i64; 2]> {
 }
 
 /// A window op's dilations: a named op's `dilations` (absent: 1); a
-/// rewritten generic has them in its maps and reads as 1.
+/// `tcc.conv` has them in its maps and reads as 1.
 pub(crate) fn window_dilations(op: OperationRef) -> Option<[i64; 2]> {
     pair(op, "dilations")
 }
@@ -371,7 +373,7 @@ pub(crate) fn fusible_producer(op: OperationRef) -> bool {
         if let Ok(operand) = op.operand(index)
             && use_count(operand) == 1
             && let Some(definer) = defining_op(operand)
-            && dialect_of(&op_name(&definer)) == "linalg"
+            && crate::ir::conv::is_linalg_or_conv(&op_name(&definer))
             && crate::patterns::form_dispatches::kind_of(definer)
                 != crate::config::KernelKind::Elementwise
         {
@@ -557,7 +559,7 @@ pub fn plan<'c>(op: OperationRef<'c, 'c>, folding: &Folding) -> Option<Plan<'c>>
 
 /// A plan that folds nothing: a named f32 `linalg.conv_2d_nhwc_hwcf`
 /// whose loads read its input as it is, so that [`rewrite`] gives it the
-/// generic form (`tcc-pack-weight-panels` then gives its filter another
+/// `tcc.conv` form (`tcc-pack-weight-panels` then gives its filter another
 /// layout, which the named op cannot take).
 pub fn plain_conv_plan<'c>(op: OperationRef<'c, 'c>) -> Option<Plan<'c>> {
     let window = WINDOWS.iter().find(|w| w.name == "conv_2d_nhwc_hwcf")?;

@@ -1,5 +1,5 @@
 //! Folding a max or sum pooling into the 1x1 convolution that is its only
-//! user: reading a pooling generic apart ([`PoolParts`]) and unrolling its
+//! user: reading a pooling `tcc.conv` apart ([`PoolParts`]) and unrolling its
 //! window into the convolution's loads ([`inline_pool`]).
 
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -12,11 +12,11 @@ use crate::ir::error::PassError;
 use crate::ir::types::StaticTensor;
 use crate::ir::util::{defining_op, dialect_of, op_name, use_count, users};
 
-/// A window op's strides: a named op's `strides`, a rewritten generic's
-/// from its `#tcc.conv` ([`crate::ir::attr_names::CONV`]).
+/// A window op's strides: a named op's `strides`, a `tcc.conv`'s from its
+/// window (`#tcc.conv`).
 pub(crate) fn window_strides(op: OperationRef) -> Option<[i64; 2]> {
-    if op_name(&op) == "linalg.generic" {
-        return crate::ir::conv::of(&op).map(|window| window.strides);
+    if let Some(window) = crate::ir::conv::of(&op) {
+        return Some(window.strides);
     }
     pair(op, "strides")
 }
@@ -31,7 +31,7 @@ fn is_pointwise_conv(consumer: OperationRef) -> bool {
             .is_some_and(|f| f.rank() == 4 && f.shape[0] == 1 && f.shape[1] == 1)
 }
 
-/// The pieces of a pooling generic (`tcc.conv = #tcc.conv<pooling_nhwc_max, ...>` or
+/// The pieces of a pooling `tcc.conv` (`tcc.conv<pooling_nhwc_max, ...>` or
 /// `pooling_nhwc_sum`, after its own padding was folded) that unrolling
 /// its window into a consumer's loads needs.
 pub(super) struct PoolParts<'c> {
@@ -46,13 +46,13 @@ pub(super) struct PoolParts<'c> {
     element: Value<'c, 'c>,
 }
 
-/// Reads a pooling generic apart; `None` unless its window has at most
+/// Reads a pooling `tcc.conv` apart; `None` unless its window has at most
 /// [`MAX_UNROLLED_WINDOW`] cells, its init is a fill of a scalar, its body
 /// holds only arith ops, `linalg.index` and `tensor.extract` before a
 /// final `max`/`add` of the accumulator, and it reads neither the window
 /// operand nor the accumulator elsewhere.
 pub(super) fn pool_parts<'c>(op: OperationRef<'c, 'c>) -> Option<PoolParts<'c>> {
-    if op_name(&op) != "linalg.generic" || op.operand_count() != 2 || op.result_count() != 1 {
+    if op.operand_count() != 2 || op.result_count() != 1 {
         return None;
     }
     let name = crate::ir::conv::of(&op)?.kind.name();
@@ -115,7 +115,7 @@ pub(super) fn pool_parts<'c>(op: OperationRef<'c, 'c>) -> Option<PoolParts<'c>> 
     })
 }
 
-/// Whether `op`, a pooling (named, or a generic after its padding was
+/// Whether `op`, a pooling (named, or a `tcc.conv` after its padding was
 /// folded), can be unrolled into `consumer`'s loads: it feeds only a 1x1
 /// convolution and its result is rank-4 f32.
 pub(super) fn fusible_pool(op: OperationRef, consumer: OperationRef, pools: PoolFolding) -> bool {
@@ -129,7 +129,7 @@ pub(super) fn fusible_pool(op: OperationRef, consumer: OperationRef, pools: Pool
 }
 
 /// Whether `op` is a named max or sum pooling whose only user is a 1x1
-/// convolution: rewriting it into a generic (with nothing to fold) lets
+/// convolution: rewriting it into a `tcc.conv` (with nothing to fold) lets
 /// the convolution's plan unroll it.
 pub(super) fn pool_feeding_pointwise_conv(op: OperationRef, pools: PoolFolding) -> bool {
     pair(op, "strides").is_some_and(|s| pools.takes(s))
