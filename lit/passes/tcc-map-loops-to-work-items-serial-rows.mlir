@@ -111,3 +111,92 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A reduction over outer dimensions (a global pool of a channels-last
+// image): its row of 32 channels walks inside the pixel loops, so that
+// each pixel's channels are read in order, and its one row is mapped (a
+// work-item per channel would read them a row apart). The fill maps its
+// row alike.
+// CHECK-LABEL: gpu.func @pool
+// CHECK: gpu.global_id x
+// CHECK: memref.store
+// CHECK: gpu.global_id x
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT: scf.for %[[L:.*]] = %{{.*}} to %[[ONE]] step %{{.*}} {
+// CHECK-NEXT: scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT: scf.for %[[W:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %[[C32]] step %{{.*}} {
+// CHECK-NEXT: %[[CI:.*]] = affine.apply #{{.*}}(%[[J]])
+// CHECK-NEXT: memref.load %{{.*}}[%[[L]], %[[H]], %[[W]], %[[CI]]]
+// CHECK-NEXT: memref.load %{{.*}}[%[[L]], %[[J]]]
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[L]], %[[J]]]
+// The nvidia target maps every element, its loops inside.
+// AUTO-LABEL: gpu.func @pool
+// AUTO: gpu.global_id x
+// AUTO: gpu.global_id x
+// AUTO-NEXT: %[[C32:.*]] = arith.constant 32 : index
+// AUTO-NEXT: scf.for %{{.*}} = %{{.*}} to %[[C32]] step %{{.*}} {
+module attributes {gpu.container_module, tcc.target = #tcc.target<name = "nvidia-sm90", family = "nvidia", arch = "sm_90", api = "opencl", precision = "fp32", vector_width = 4, max_local_bytes = 49152, max_workgroup_size = 1024>} {
+  gpu.module @tcc_kernels {
+    gpu.func @pool(%out: memref<1x32xf32>, %in: memref<1x4x4x32xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c32 = arith.constant 32 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%n, %c) = (%c0, %c0) to (%c1, %c32) step (%c1, %c1) {
+        memref.store %zero, %out[%n, %c] : memref<1x32xf32>
+        scf.reduce
+      }
+      scf.parallel (%n, %c) = (%c0, %c0) to (%c1, %c32) step (%c1, %c1) {
+        scf.for %h = %c0 to %c4 step %c1 {
+          scf.for %w = %c0 to %c4 step %c1 {
+            %ci = affine.apply affine_map<(d0) -> (d0)>(%c)
+            %x = memref.load %in[%n, %h, %w, %ci] : memref<1x4x4x32xf32>
+            %a = memref.load %out[%n, %c] : memref<1x32xf32>
+            %s = arith.addf %x, %a : f32
+            memref.store %s, %out[%n, %c] : memref<1x32xf32>
+          }
+        }
+        scf.reduce
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A reduction over the innermost dimension (row sums) reads along its
+// loop: its rows stay outside it, and 8 rows are too few to map rows.
+// CHECK-LABEL: gpu.func @row_sums
+// CHECK: gpu.global_id x
+// CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-NEXT: scf.for %[[L:.*]] = %{{.*}} to %[[C8]] step %{{.*}} {
+// CHECK-NEXT: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT: memref.load %{{.*}}[%[[L]], %[[K]]]
+// CHECK-NOT: scf.for
+// CHECK: gpu.return
+module attributes {gpu.container_module} {
+  gpu.module @tcc_kernels {
+    gpu.func @row_sums(%out: memref<8xf32>, %in: memref<8x64xf32>) kernel attributes {known_block_size = array<i32: 8, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c64 = arith.constant 64 : index
+      scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+        scf.for %k = %c0 to %c64 step %c1 {
+          %x = memref.load %in[%i, %k] : memref<8x64xf32>
+          %a = memref.load %out[%i] : memref<8xf32>
+          %s = arith.addf %x, %a : f32
+          memref.store %s, %out[%i] : memref<8xf32>
+        }
+        scf.reduce
+      }
+      gpu.return
+    }
+  }
+}

@@ -761,6 +761,19 @@ mod tests {
         assert_eq!(block(3136, 64, 8), (6, 16));
         assert_eq!(block(3136, 48, 8), (6, 16));
         assert_eq!(block(3136, 12, 8), (6, 8));
+        // ... in three vectors a row where that pads N less: 24, 72 and
+        // 120 exactly, 20 to 24 and 68 to 72; where both pad N alike
+        // (48, 96, 144), 6 x 16.
+        assert_eq!(block(12544, 24, 8), (4, 24));
+        assert_eq!(block(3136, 20, 8), (4, 24));
+        assert_eq!(block(196, 68, 8), (4, 24));
+        assert_eq!(block(784, 120, 8), (4, 24));
+        assert_eq!(block(3136, 96, 8), (6, 16));
+        assert_eq!(block(3136, 144, 8), (6, 16));
+        assert_eq!(block(3136, 28, 8), (6, 16));
+        assert_eq!(block(1, 24, 8), (1, 24));
+        // AVX-512 keeps its table for them.
+        assert_eq!(block(12544, 24, 16), (6, 16));
         // Never more rows than M has.
         assert_eq!(block(1, 1000, 8), (1, 16));
         assert_eq!(block(1, 1000, 16), (1, 64));
@@ -788,8 +801,12 @@ mod tests {
         assert_eq!(panel(64, 256), Some(16));
         // N of no whole panels too (the last one padded with zeros).
         assert_eq!(panel(16, 24), Some(16));
-        // Blocks of 8 columns read B as stored.
+        // Blocks of 8 or 24 columns read B as stored.
         assert_eq!(panel(8, 128), None);
+        assert_eq!(
+            pocl_cpu::weight_panel(&GemmConfig::register_blocked(4, 24), &shape(24)),
+            None
+        );
         // Batched products (a matmul's B per batch) too.
         assert_eq!(
             pocl_cpu::weight_panel(

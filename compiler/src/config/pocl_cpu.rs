@@ -79,7 +79,20 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// - Narrower SIMD (AVX2: 16 registers of 8 floats): 6 x 16, twelve
 ///   accumulators. The AVX-512 table's 4 x 64 needs 32 and spilled: on
 ///   this machine's AVX2 cores ResNet-50 ran at 160 ms a call with it and
-///   138 ms with 6 x 16 (`tcc-benchmark`, docs/benchmarks.md).
+///   138 ms with 6 x 16 (`tcc-benchmark`, docs/benchmarks.md). Where
+///   blocks 24 wide (4 x 24: three vectors a row, the same twelve
+///   accumulators) pad N less than 16-wide ones (N = 20-24, 68-72,
+///   116-120, ...: the 24-channel stems and projections of the small
+///   CNNs), 4 x 24: a 6 x 16 grid over N = 24 computes a third of its
+///   outputs as padding, and a convolution's computed A (an image's
+///   first layer: window, padding and its transposed input per load) is
+///   gathered once per row for 24 columns rather than twice for 32.
+///   Measured in turns on an AVX2 EPYC (docs/benchmarks.md):
+///   ShuffleNet's stem (M = 12544, N = 24, K = 27) 0.5-0.7x the 6 x 16
+///   kernel's time, MobileNetV2's projections to 24 channels (M = 3136,
+///   K = 96 and 144) 0.55-0.95x. Where both pad N alike (N = 96, 144),
+///   6 x 16 stays: MobileNetV2's 112 x 112 expansion (N = 96, K = 16)
+///   took 1.2-1.4x as long in 4 x 24 blocks.
 ///
 /// Narrower outputs take fewer columns; never more rows than M has.
 pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
@@ -88,6 +101,7 @@ pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<Gemm
         n if vector_floats >= 16 && n >= 64 && padded(64) <= padded(32) => (4, 64),
         n if vector_floats >= 16 && n >= 64 => (6, 32),
         n if vector_floats >= 16 && n >= 32 => (6, 32),
+        n if vector_floats < 16 && n >= 16 && padded(24) < padded(16) => (4, 24),
         n if n >= 16 => (6, 16),
         n if n >= 8 => (6, 8),
         _ => (6, 4),
