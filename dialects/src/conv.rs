@@ -170,6 +170,7 @@ mod tests {
 
     #[test]
     fn the_window_of_a_conv_op_and_of_no_other() {
+        use melior::ir::{BlockLike, RegionLike};
         let context = crate::new_context();
         context.load_all_available_dialects();
         let module = melior::ir::Module::parse(
@@ -180,9 +181,7 @@ mod tests {
                   ins(%w : tensor<3x3xf32>) outs(%init : tensor<1x4x4x8xf32>)
                   indexing_maps = [affine_map<(n, oh, ow, c, kh, kw) -> (kh, kw)>,
                                    affine_map<(n, oh, ow, c, kh, kw) -> (n, oh, ow, c)>]
-                  iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>,
-                                    #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>,
-                                    #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>] {
+                  iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction] {
               ^bb0(%a: f32, %acc: f32):
                 linalg.yield %acc : f32
               } -> tensor<1x4x4x8xf32>
