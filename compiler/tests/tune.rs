@@ -394,7 +394,9 @@ fn squeezenet_tunes_every_convolution_shape() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    // tcc's warnings start `warning:` (PoCL's compiler may print its own
+    // "N warnings generated." on a first build).
+    assert!(!stderr(&o).contains("warning:"), "{}", stderr(&o));
     let record = TuningRecord::load(&record).unwrap();
     assert_eq!(record.target, "pocl-cpu");
     let shapes: Vec<[i64; 4]> = record.gemms.iter().map(|g| g.shape).collect();
