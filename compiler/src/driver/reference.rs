@@ -102,6 +102,10 @@ pub fn run(input: &Path, function: &str, inputs: &[HostTensor]) -> Result<Vec<Ho
     let memref_copy = runner_utils_memref_copy()?;
     let engine = ExecutionEngine::new(&module, 2, &[], false, false);
     unsafe { engine.register_symbol("memrefCopy", memref_copy) };
+    // `fptrunc float to bfloat` on a CPU without AVX512-BF16 (an AMD EPYC)
+    // is a call to compiler-rt's `__truncsfbf2`, which Debian 12's libgcc
+    // lacks ("Symbols not found: [ __truncsfbf2 ]").
+    unsafe { engine.register_symbol("__truncsfbf2", truncate_to_bf16 as *mut ()) };
     let mut input_bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.to_vec()).collect();
     let mut outputs: Vec<HostTensor> = signature
         .outputs
@@ -218,4 +222,18 @@ fn runner_utils_memref_copy() -> Result<*mut ()> {
         unsafe { library.get(b"memrefCopy\0") }
             .map_err(|e| anyhow!("{path} has no memrefCopy: {e}"))?;
     Ok(*symbol as *mut ())
+}
+
+/// compiler-rt's `__truncsfbf2` for the reference engine: `x` rounded to
+/// the nearest bfloat16, ties to even (a NaN stays a quiet NaN), its 16
+/// bits returned in the low half of the float return register, where the
+/// x86-64 calling convention puts a `__bf16` result.
+extern "C" fn truncate_to_bf16(x: f32) -> f32 {
+    let bits = x.to_bits();
+    let rounded = if x.is_nan() {
+        (bits >> 16) | 0x40
+    } else {
+        bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16
+    };
+    f32::from_bits(rounded & 0xffff)
 }
