@@ -535,15 +535,14 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         out,
         "      float tile_max[2] = {{-INFINITY, -INFINITY}};\n      \
          if ({full}) {{\n        {}\n      }} else {{\n        {}\n      }}\n      \
-         float base[2], base_log2[2];\n      \
+         float base_log2[2];\n      \
          #pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n        \
          float x = tile_max[r];\n        \
          x = tcc_maximumf(x, tcc_shfl_xor(x, 1));\n        \
          x = tcc_maximumf(x, tcc_shfl_xor(x, 2));\n        \
          const float m_new = tcc_maximumf(m[mt][r], x);\n        \
          /* While every score so far is -inf, subtract 0: exp(-inf) = 0. */\n        \
-         base[r] = m_new == -INFINITY ? 0.0f : m_new;\n        \
-         base_log2[r] = base[r] * {LOG2E};\n        \
+         base_log2[r] = (m_new == -INFINITY ? 0.0f : m_new) * {LOG2E};\n        \
          const float correction = tcc_ex2(fma(m[mt][r], {LOG2E}, -base_log2[r]));\n        \
          m[mt][r] = m_new;\n        \
          l[mt][r] *= correction;\n        \
