@@ -5,10 +5,16 @@
 // columns wide, whichever divides N and runs the fewest waves of
 // work-groups (times their width); smaller products, sizes that do not
 // divide, other targets and every matmul without the option keep the
-// table's tile.
+// table's tile. A convolution that reads its NHWC image as it is (the
+// named form, or `tcc.conv` after tcc-fold-conv-inputs with nothing but
+// zero padding folded in) over a multiple of 64 channels takes the body's
+// implicit GEMM, 64 to 256 columns wide, where its tiles give at least
+// half the SMs a work-group; one whose input a folded producer computes
+// keeps the table's.
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia half-wgmma-tiles=true})' | FileCheck %s
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia})' | FileCheck %s --check-prefix=TABLE --implicit-check-not="tile_n = 192" --implicit-check-not="tile_n = 256"
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=generic half-wgmma-tiles=true})' | FileCheck %s --check-prefix=GENERIC --implicit-check-not="tile_n = 192" --implicit-check-not="tile_n = 256"
+// RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-fold-conv-inputs,tcc-form-dispatches,tcc-configure-kernels{target=nvidia half-wgmma-tiles=true})' | FileCheck %s --check-prefix=FOLD
 // RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{half-wgmma-tiles=maybe})' 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: half-wgmma-tiles
 
@@ -51,4 +57,44 @@ func.func @short_k(%x: tensor<1x4096x96xf32>, %w: tensor<1x96x2304xf32>) -> tens
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4096x96xf32>, tensor<1x96x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4096x2304xf32>
   return %h : tensor<1x4096x2304xf32>
+}
+
+// ResNet's 56x56 3x3 convolution at batch 32 (64 -> 64 channels, padding
+// 1): 784 work-groups of 128x64.
+// CHECK-LABEL: func.func @conv3x3
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}}tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 64, tile_k = 16, work_m = 8, work_n = 4, split_k = 1, batch = 1, m = 100352, n = 64, k = 576>
+// TABLE-LABEL: func.func @conv3x3
+// TABLE-NOT: tile_n = 64, tile_k = 16, work_m = 8, work_n = 4
+// FOLD-LABEL: func.func @conv3x3
+// FOLD: tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]>{{.*}}tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 64, tile_k = 16, work_m = 8, work_n = 4, split_k = 1, batch = 1, m = 100352, n = 64, k = 576>
+func.func @conv3x3(%x: tensor<32x56x56x64xf32>) -> tensor<32x56x56x64xf32> {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<64x3x3x64xf32>}> : () -> tensor<64x3x3x64xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<64xf32>}> : () -> tensor<64xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<32x56x56x64xf32>, tensor<64x3x3x64xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<32x56x56x64xf32>
+  return %y : tensor<32x56x56x64xf32>
+}
+
+// A ReLU folded into the convolution's loads computes its A: the table.
+// FOLD-LABEL: func.func @relu_conv
+// FOLD: tcc.conv<{{.*}}tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 128, tile_k = 16, work_m = 8, work_n = 8, split_k = 1, batch = 1, m = 100352, n = 64, k = 576>
+func.func @relu_conv(%x: tensor<32x56x56x64xf32>) -> tensor<32x56x56x64xf32> {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<64x3x3x64xf32>}> : () -> tensor<64x3x3x64xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<64xf32>}> : () -> tensor<64xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = tosa.clamp %x {min_val = 0.0 : f32, max_val = 3.4e38 : f32} : (tensor<32x56x56x64xf32>) -> tensor<32x56x56x64xf32>
+  %y = tosa.conv2d %r, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<32x56x56x64xf32>, tensor<64x3x3x64xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<32x56x56x64xf32>
+  return %y : tensor<32x56x56x64xf32>
+}
+
+// 32 channels: a k tile of 64 would span two taps; the table's tile.
+// FOLD-LABEL: func.func @conv32
+// FOLD-NOT: tile_n = 64, tile_k = 16, work_m = 8, work_n = 4
+// FOLD: tcc.strategy = #tcc.gemm<{{.*}}m = 100352, n = 64, k = 288>
+func.func @conv32(%x: tensor<32x56x56x32xf32>) -> tensor<32x56x56x64xf32> {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<64x3x3x32xf32>}> : () -> tensor<64x3x3x32xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<64xf32>}> : () -> tensor<64xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<32x56x56x32xf32>, tensor<64x3x3x32xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<32x56x56x64xf32>
+  return %y : tensor<32x56x56x64xf32>
 }

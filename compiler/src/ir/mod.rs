@@ -5,6 +5,7 @@ pub mod attr_names;
 pub mod constant;
 pub mod contraction;
 pub mod conv;
+pub mod conv_input;
 pub mod dense;
 pub mod dynamic;
 pub mod element_type;

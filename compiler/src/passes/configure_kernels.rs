@@ -241,13 +241,16 @@ impl ConfigureOptions {
     /// with `large-tf32-tiles`, a matmul the nvidia table gives 128x128
     /// takes the large wgmma body's 256x128 where its sizes divide; with
     /// `half-wgmma-tiles`, a matmul whose sizes fit a half wgmma body's
-    /// tile takes it (a tuning record or forced candidate still wins).
+    /// tile takes it, and so does a convolution that reads its image as
+    /// it is (`image_channels`: its channels, `ir::conv_input`), whose
+    /// body gathers A from the image (a tuning record or forced candidate
+    /// still wins).
     fn float_gemm_config(
         &self,
         target: Target,
         kind: &str,
         shape: &GemmShape,
-        computed_a: bool,
+        (computed_a, image_channels): (bool, Option<i64>),
         tuned: Option<GemmConfig>,
     ) -> Option<GemmConfig> {
         let table = self.gemm_config(target, kind, shape, computed_a, tuned);
@@ -276,6 +279,15 @@ impl ConfigureOptions {
         {
             return Some(config);
         }
+        if self.half_wgmma_tiles
+            && !chosen
+            && target == Target::Nvidia
+            && kind == KernelKind::Convolution.name()
+            && let Some(channels) = image_channels
+            && let Some(config) = tcc_kernels::gemm::half_conv_tile_for(shape, channels)
+        {
+            return Some(config);
+        }
         table
     }
 
@@ -297,8 +309,16 @@ impl ConfigureOptions {
         if self.templates
             && let Some(shape) = gemm_shape_at(op, extent)
             && float_operands(op)
-            && let Some(config) =
-                self.float_gemm_config(target, kind, &shape, producer_arithmetic(op), tuned(op))
+            && let Some(config) = self.float_gemm_config(
+                target,
+                kind,
+                &shape,
+                (
+                    producer_arithmetic(op),
+                    crate::ir::conv_input::plain_input(op).map(|image| image.image_shape[3]),
+                ),
+                tuned(op),
+            )
         {
             return KernelStrategy::Gemm {
                 config,

@@ -63,7 +63,9 @@ pub use tensor_cores::TensorCores;
 use wgmma::Wgmma;
 pub use wgmma::{TENSOR_MAP_BYTES, tensor_map_slot_bytes};
 use wgmma_half::WgmmaHalf;
-pub use wgmma_half::{half_dynamic_local_bytes, half_tensor_map_slot_bytes, half_tile_for};
+pub use wgmma_half::{
+    half_conv_tile_for, half_dynamic_local_bytes, half_tensor_map_slot_bytes, half_tile_for,
+};
 use wgmma_large::WgmmaLarge;
 pub use wgmma_large::{
     DYNAMIC_LOCAL_BYTES, DYNAMIC_LOCAL_SYMBOL, LARGE_TILE, dynamic_local_bytes,
@@ -244,6 +246,53 @@ impl GemmOperand {
     }
 }
 
+/// An implicit-GEMM convolution's A as its NHWC image, read as it is:
+/// row `i` of A is output pixel `i` (`n = i / (OH OW)`, then `oy`, `ox`),
+/// column `k = (ky KW + kx) C + c` reads `image[n][oy sy + ky dy - py][ox
+/// sx + kx dx - px][c]`, zero where that is outside the image. The
+/// bodies that gather A's tiles themselves take it (the FP16/BF16 `wgmma`
+/// body); the others read the same A through `GemmSpec::a_element`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvImage {
+    pub buffer: Buffer,
+    /// The element offset of the image in `buffer`.
+    pub offset: i64,
+    /// N, H, W, C.
+    pub shape: [i64; 4],
+    /// The element strides of N, H and W (C's is 1): a view of a larger
+    /// image (a strided pointwise convolution's slice) keeps its parent's.
+    pub pixel_strides: [i64; 3],
+    /// OH, OW.
+    pub output: [i64; 2],
+    /// KH, KW.
+    pub taps: [i64; 2],
+    pub strides: [i64; 2],
+    pub dilations: [i64; 2],
+    /// Zero rows and columns before the image.
+    pub pads: [i64; 2],
+}
+
+impl ConvImage {
+    /// Whether A is the image itself as an `N H W x C` matrix: one tap,
+    /// stride 1, no padding.
+    pub fn is_matrix(&self) -> bool {
+        let [_, h, w, c] = self.shape;
+        self.taps == [1, 1]
+            && self.strides == [1, 1]
+            && self.pads == [0, 0]
+            && self.output == [h, w]
+            && self.pixel_strides == [h * w * c, w * c, c]
+    }
+
+    /// A's rows (output pixels) and columns.
+    pub fn gemm_extents(&self) -> (i64, i64) {
+        (
+            self.shape[0] * self.output[0] * self.output[1],
+            self.taps[0] * self.taps[1] * self.shape[3],
+        )
+    }
+}
+
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct GemmSpec {
@@ -287,6 +336,10 @@ pub struct GemmSpec {
     /// `tcc_inside` true, so the checks and the pad select fold away
     /// there; elsewhere `tcc_inside` is false.
     pub a_inside: Option<String>,
+    /// A convolution's A as its image, for the bodies that gather it
+    /// themselves ([`ConvImage`]); `a_element` still computes it for the
+    /// others.
+    pub a_image: Option<ConvImage>,
     /// As `a_offset`, for `B[b, k, j]`.
     pub b_offset: Option<String>,
     /// B (a constant weight) is stored in panels of this many columns,
@@ -475,8 +528,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
             ),
             Layout::Wgmma => Wgmma::description(),
             Layout::WgmmaLarge => WgmmaLarge::description(),
-            Layout::WgmmaHalf =>
-                WgmmaHalf::description(spec.tensor_cores.unwrap_or(TensorCores::Fp16), &c),
+            Layout::WgmmaHalf => WgmmaHalf::description(spec),
         },
         m,
         s.n,

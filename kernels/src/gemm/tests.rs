@@ -43,6 +43,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         a_element_vector: false,
         k_window: None,
         a_inside: None,
+        a_image: None,
         b: operand("a2", 50),
         b_offset: None,
         b_panel: None,

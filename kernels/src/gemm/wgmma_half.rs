@@ -24,6 +24,19 @@
 //! its 64-column boxes (8 KiB) and the stride byte offset between 8-k-row
 //! atoms (1024), a k step of 16 advancing the start by 2 atoms.
 //!
+//! An implicit-GEMM convolution over an image of a multiple of 64
+//! channels (`GemmSpec::a_image`) takes the body too: A's k tile of 64 is
+//! then 64 channels of one filter tap, 128 contiguous bytes of one input
+//! pixel per output pixel, which the work-items copy themselves by
+//! `cp.async` (16 bytes each, zero-filled outside the image) into the same
+//! 128-byte swizzle, while the TMA copies B (the filter, a K x N matrix).
+//! Each work-item keeps its four rows' window origins; a stage's copies
+//! form one `cp.async` group, and before the stage's `wgmma`s each
+//! work-item waits for its group and fences it for the async proxy that
+//! `wgmma` reads through, and the barrier makes everyone's visible. A
+//! pointwise convolution with stride 1 and no padding is a plain matrix:
+//! the TMA copies it as A.
+//!
 //! Each of [`STAGES`] stages holds both k tiles (32 KiB) with one mbarrier
 //! counting their bytes; work-item 0 refills the stage read two k tiles
 //! back (every warpgroup has waited for its `wgmma`s by then: one group
@@ -37,7 +50,7 @@ use super::wgmma::{
     TENSOR_MAP_BYTES, build_typed_tensor_map, descriptor, landed_wait, map_slot, tensor_map_fences,
 };
 use super::wgmma_large::dynamic_local_marker;
-use super::{GemmConfig, GemmShape, GemmSpec, TensorCores};
+use super::{ConvImage, GemmConfig, GemmShape, GemmSpec, TensorCores};
 use crate::Storage;
 
 /// Rows of C per work-group: two warpgroups of 64 (wgmma's M).
@@ -45,6 +58,9 @@ const ROWS: u32 = 128;
 /// The widths of C a work-group's tile may have (wgmma's N), widest first:
 /// `tcc-configure-kernels` picks one per product ([`half_tile_for`]).
 const WIDTHS: [u32; 3] = [256, 192, 128];
+/// The widths a convolution's tile may have ([`half_conv_tile_for`]): 64
+/// too, the output channels of the first stages of CNNs (ResNet's 64).
+const CONV_WIDTHS: [u32; 4] = [256, 192, 128, 64];
 /// The k of one stage (one 128-byte swizzled row of halves) and the stages.
 const STAGE_K: u32 = 64;
 const STAGES: u32 = 4;
@@ -99,7 +115,11 @@ const fn tile(columns: u32) -> GemmConfig {
 /// and of the stage's k (any M: [`row_tiles`]).
 fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
     let split = config.split_k;
-    let widths: &[u32] = if split == 1 { &WIDTHS } else { &SPLIT_WIDTHS };
+    let widths: &[u32] = if split == 1 {
+        &CONV_WIDTHS
+    } else {
+        &SPLIT_WIDTHS
+    };
     widths.contains(&config.tile_n)
         && split >= 1
         && split <= MAX_SPLIT
@@ -146,7 +166,32 @@ pub fn half_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
     if batch * shape.m * shape.n < SMS * (ROWS * ROWS) as i64 {
         return None;
     }
-    WIDTHS
+    choose_width(shape, &WIDTHS)
+}
+
+/// The tile of this body an implicit-GEMM convolution whose image the
+/// body can gather (a multiple of [`STAGE_K`] channels) takes: as
+/// [`half_tile_for`] chooses, of widths that include 64, wherever the
+/// tiles give at least half the SMs a work-group. The alternative is not
+/// a split-K product as for matmuls but the `mma.sync` body's implicit
+/// GEMM, which gathers A through registers: ResNet-50's 7x7-stage 3x3
+/// convolution at batch 32 (M = 1568, N = 512, K = 4608) ran at 42 TF/s
+/// there on the H200 (docs/benchmarks.md).
+pub fn half_conv_tile_for(shape: &GemmShape, channels: i64) -> Option<GemmConfig> {
+    if channels % STAGE_K as i64 != 0 || shape.batch > 1 {
+        return None;
+    }
+    let config = choose_width(shape, &CONV_WIDTHS)?;
+    let groups = row_tiles(shape) * (shape.n / config.tile_n as i64);
+    (2 * groups >= SMS).then_some(config)
+}
+
+/// Of `widths` that fit `shape`, the one whose waves of work-groups take
+/// the least time, a work-group's time taken as its width (the widest on
+/// a tie).
+fn choose_width(shape: &GemmShape, widths: &[u32]) -> Option<GemmConfig> {
+    let batch = shape.batch.max(1);
+    widths
         .iter()
         .map(|&width| tile(width))
         .filter(|config| fits(config, shape))
@@ -191,16 +236,30 @@ impl WgmmaHalf {
                 && operand.batch_stride % 8 == 0
                 && operand.offset % 8 == 0
         };
+        let a = match &spec.a_image {
+            Some(image) => {
+                image.buffer.storage == storage
+                    && image.shape[3] % STAGE_K as i64 == 0
+                    && image.offset % 8 == 0
+                    && image.pixel_strides.iter().all(|stride| stride % 8 == 0)
+                    && image.gemm_extents() == (spec.shape.m, spec.shape.k)
+                    && spec.shape.batch <= 1
+                    && spec.config.split_k == 1
+            }
+            None => {
+                spec.a.buffer.storage == storage
+                    && spec.a_offset.is_none()
+                    && spec.a_element.is_none()
+                    && aligned(&spec.a)
+            }
+        };
         spec.dynamic_local
             && fits(&spec.config, &spec.shape)
             && spec.tensor_map_slots.is_some()
             && spec.split_k_scratch.is_some() == (spec.config.split_k > 1)
-            && spec.a.buffer.storage == storage
+            && a
             && spec.b.buffer.storage == storage
-            && spec.a_offset.is_none()
-            && spec.a_element.is_none()
             && spec.b_offset.is_none()
-            && aligned(&spec.a)
             && aligned(&spec.b)
     }
 
@@ -220,9 +279,16 @@ impl WgmmaHalf {
         )
     }
 
-    pub(super) fn description(precision: TensorCores, config: &GemmConfig) -> String {
+    pub(super) fn description(spec: &GemmSpec) -> String {
+        let precision = spec.tensor_cores.unwrap_or(TensorCores::Fp16);
+        let config = &spec.config;
+        let copies = if gathers(spec) {
+            "A gathered from the convolution's image by cp.async and B copied by the TMA"
+        } else {
+            "A and B copied by the TMA"
+        };
         format!(
-            " on {} wgmma (2 warpgroups of m64n{}k{WGMMA_K}, {STAGES} stages of k {STAGE_K} of A and B copied by the TMA into {} bytes of CUDA dynamic local memory)",
+            " on {} wgmma (2 warpgroups of m64n{}k{WGMMA_K}, {STAGES} stages of k {STAGE_K} of {copies} into {} bytes of CUDA dynamic local memory)",
             precision.name(),
             config.tile_n,
             half_dynamic_local_bytes(config.tile_n),
@@ -282,15 +348,30 @@ impl WgmmaHalf {
             },
         );
         let element = (storage.c_type(), 1);
-        build_typed_tensor_map(
-            out,
-            "a",
-            &format!("{} + {}", spec.a.buffer, spec.a.address("b", "0", "0")),
-            element,
-            [s.k, s.m],
-            spec.a.row_stride * HALF as i64,
-            [STAGE_K, ROWS],
-        );
+        let gather = gathers(spec);
+        match &spec.a_image {
+            // The work-items copy A themselves.
+            Some(_) if gather => {}
+            // A pointwise convolution's image is A as it is: N H W x C.
+            Some(image) => build_typed_tensor_map(
+                out,
+                "a",
+                &format!("{} + {}", image.buffer, image.offset),
+                element,
+                [s.k, s.m],
+                image.shape[3] * HALF as i64,
+                [STAGE_K, ROWS],
+            ),
+            None => build_typed_tensor_map(
+                out,
+                "a",
+                &format!("{} + {}", spec.a.buffer, spec.a.address("b", "0", "0")),
+                element,
+                [s.k, s.m],
+                spec.a.row_stride * HALF as i64,
+                [STAGE_K, ROWS],
+            ),
+        }
         build_typed_tensor_map(
             out,
             "b",
@@ -300,7 +381,14 @@ impl WgmmaHalf {
             spec.b.row_stride * HALF as i64,
             [B_BOX_COLUMNS, STAGE_K],
         );
-        tensor_map_fences(out, &["a_map", "b_map"]);
+        tensor_map_fences(
+            out,
+            if gather {
+                &["b_map"]
+            } else {
+                &["a_map", "b_map"]
+            },
+        );
         let _ = writeln!(
             out,
             "    #pragma unroll
@@ -312,15 +400,32 @@ impl WgmmaHalf {
   if (tid == 0) {{"
         );
         for unit in 0..(STAGES as i64).min(k_tiles) {
-            copy_stage_from(out, &unit.to_string(), k_origin, &tma_stage(columns));
+            copy_stage_from(
+                out,
+                &unit.to_string(),
+                k_origin,
+                &tma_stage(columns, !gather),
+            );
         }
         let _ = writeln!(out, "  }}");
+        let image = spec.a_image.as_ref().filter(|_| gather);
+        if let Some(image) = image {
+            gather_origins(out, image, s.m);
+            // One group per stage, empty past K, so that the wait before
+            // k tile kt counts the same groups after it at every K.
+            for unit in 0..STAGES as i64 {
+                if unit < k_tiles {
+                    gather_tile(out, image, &unit.to_string(), columns);
+                }
+                let _ = writeln!(out, "  {COMMIT}");
+            }
+        }
         let _ = writeln!(
             out,
             "  const uint a_rows = (uint)(warp / 4) * {};\n  for (int kt = 0; kt < {k_tiles}; ++kt) {{",
             64 * STAGE_K * HALF
         );
-        step(out, precision, (k_tiles, k_origin), columns);
+        step(out, precision, (k_tiles, k_origin), columns, image);
         let _ = writeln!(
             out,
             "  }}\n  __asm__ volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");"
@@ -351,6 +456,7 @@ fn step(
     precision: TensorCores,
     (k_tiles, k_origin): (i64, Option<&str>),
     columns: u32,
+    image: Option<&ConvImage>,
 ) {
     let _ = writeln!(out, "    const uint slot = (uint)kt % {STAGES}u;");
     landed_wait(
@@ -358,6 +464,21 @@ fn step(
         "tile_full[slot]",
         &format!("((uint)kt / {STAGES}u) & 1u"),
     );
+    if image.is_some() {
+        // Groups committed before tile kt's wait: the prologue's STAGES,
+        // and one per step from 2 on (tile kt + 2): those after kt are
+        // STAGES - 1 - kt at the first steps, then 1.
+        let _ = writeln!(
+            out,
+            "    if (kt == 0) __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
+    else if (kt == 1) __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
+    else __asm__ volatile(\"cp.async.wait_group 1;\" ::: \"memory\");
+    /* this work-item's copies of A, visible to wgmma's async proxy */
+    __asm__ volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");",
+            STAGES - 1,
+            STAGES - 2,
+        );
+    }
     let _ = writeln!(
         out,
         "    barrier(CLK_LOCAL_MEM_FENCE);
@@ -368,12 +489,21 @@ fn step(
         out,
         &format!("kt + {}", STAGES - 2),
         k_origin,
-        &tma_stage(columns),
+        &tma_stage(columns, image.is_none()),
     );
+    let _ = writeln!(out, "    }}");
+    if let Some(image) = image {
+        let _ = writeln!(
+            out,
+            "    if (kt >= 2) {{\n    if (kt + {ahead} < {k_tiles}) {{",
+            ahead = STAGES - 2
+        );
+        gather_tile(out, image, &format!("kt + {}", STAGES - 2), columns);
+        let _ = writeln!(out, "    }}\n    {COMMIT}\n    }}");
+    }
     let _ = writeln!(
         out,
-        "    }}
-    const uint st = stages + slot * {}u;
+        "    const uint st = stages + slot * {}u;
     __asm__ volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");",
         stage_bytes(columns)
     );
@@ -429,8 +559,96 @@ fn wgmma_half_instruction(
     );
 }
 
-/// This body's TMA stage for tiles `columns` wide.
-fn tma_stage(columns: u32) -> TmaStage {
+/// Whether the work-items gather A (a convolution's image that is not a
+/// plain matrix) rather than the TMA copying it.
+fn gathers(spec: &GemmSpec) -> bool {
+    spec.a_image
+        .as_ref()
+        .is_some_and(|image| !image.is_matrix())
+}
+
+/// Closes a stage's group of `cp.async` copies.
+const COMMIT: &str = "__asm__ volatile(\"cp.async.commit_group;\" ::: \"memory\");";
+
+/// Work-items per row of A's k tile (16-byte chunks of its 128 bytes) and
+/// rows each work-item copies.
+const CHUNKS: u32 = STAGE_K * HALF / 16;
+const GATHER_ROWS: u32 = ROWS * CHUNKS / THREADS;
+
+/// Each work-item's rows of A (`tid / 8 + 32 r`) as output pixels, and
+/// their windows' origins in the image: `g_y`, `g_x` (a row past M gets
+/// a `g_y` no tap brings into the image) and the element offset
+/// `g_base` of the origin (which may lie outside the image: only taps
+/// inside it are read).
+fn gather_origins(out: &mut String, image: &ConvImage, m: i64) {
+    let [sn, sy_, sx_] = image.pixel_strides;
+    let [oh, ow] = image.output;
+    let _ = writeln!(
+        out,
+        "  /* implicit GEMM: this work-item's rows of A (output pixels) and their windows' origins */
+  const int g_chunk = tid % {CHUNKS};
+  int g_y[{GATHER_ROWS}], g_x[{GATHER_ROWS}];
+  long g_base[{GATHER_ROWS}];
+  #pragma unroll
+  for (int r = 0; r < {GATHER_ROWS}; ++r) {{
+    const long m = (long)row0 + tid / {CHUNKS} + {pass} * r;
+    const long pixel = m % {pixels}, n = m / {pixels};
+    g_y[r] = m < {m} ? (int)(pixel / {ow}) * {sy} - {py} : -{far};
+    g_x[r] = (int)(pixel % {ow}) * {sx} - {px};
+    g_base[r] = n * {sn} + (long)g_y[r] * {sy_} + (long)g_x[r] * {sx_} + {offset};
+  }}",
+        pass = THREADS / CHUNKS,
+        pixels = oh * ow,
+        sy = image.strides[0],
+        sx = image.strides[1],
+        py = image.pads[0],
+        px = image.pads[1],
+        far = 1i64 << 28,
+        offset = image.offset,
+    );
+}
+
+/// The work-item's `cp.async` copies of A's k tile `unit` into its stage:
+/// channels `k0 % C + 8 g_chunk ..` of tap `k0 / C` (`k0 = 64 unit`; a
+/// multiple of 64 channels keeps a k tile in one tap) of each of its
+/// rows' input pixels, zero-filled where the pixel is outside the image,
+/// each 16 bytes at its chunk of the 128-byte swizzle (chunk `c` of row
+/// `r` at `c ^ (r % 8)`; the rows of one work-item share `r % 8`).
+fn gather_tile(out: &mut String, image: &ConvImage, unit: &str, columns: u32) {
+    let [_, h, w, c] = image.shape;
+    let [_, sy_, sx_] = image.pixel_strides;
+    let [_, kw] = image.taps;
+    let _ = writeln!(
+        out,
+        "    {{
+      const int k0 = (int)({unit}) * {STAGE_K};
+      const int tap = k0 / {c};
+      const int dy = (tap / {kw}) * {dy}, dx = (tap % {kw}) * {dx};
+      const long shift = (long)dy * {sy_} + (long)dx * {sx_} + k0 % {c} + 8 * g_chunk;
+      const uint row = (uint)tid / {CHUNKS}u;
+      const uint dst = stages + ((uint)({unit}) % {STAGES}u) * {stage}u + row * {row_bytes}u + (((uint)g_chunk ^ (row % 8u)) * 16u);
+      #pragma unroll
+      for (int r = 0; r < {GATHER_ROWS}; ++r) {{
+        const int y = g_y[r] + dy, x = g_x[r] + dx;
+        const int inside = (uint)y < {h}u && (uint)x < {w}u;
+        __global const {ctype}* src = {buffer} + (inside ? g_base[r] + shift : 0);
+        __asm__ volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\"
+                         :: \"r\"(dst + (uint)r * {pass_bytes}u), \"l\"(src), \"r\"(inside ? 16 : 0) : \"memory\");
+      }}
+    }}",
+        dy = image.dilations[0],
+        dx = image.dilations[1],
+        stage = stage_bytes(columns),
+        row_bytes = STAGE_K * HALF,
+        pass_bytes = (THREADS / CHUNKS) * STAGE_K * HALF,
+        ctype = image.buffer.storage.c_type(),
+        buffer = image.buffer,
+    );
+}
+
+/// This body's TMA stage for tiles `columns` wide (`a_by_tma`: the TMA
+/// copies A too).
+fn tma_stage(columns: u32, a_by_tma: bool) -> TmaStage {
     TmaStage {
         stages: STAGES,
         stage_bytes: stage_bytes(columns),
@@ -439,5 +657,6 @@ fn tma_stage(columns: u32) -> TmaStage {
         b_box_bytes: B_BOX_BYTES,
         b_box_columns: B_BOX_COLUMNS,
         boxes: columns / B_BOX_COLUMNS,
+        a_by_tma,
     }
 }

@@ -258,3 +258,172 @@ fn half_products_take_two_maps_per_work_group() {
     );
     assert_eq!(half_dynamic_local_bytes(192), 4 * (16384 + 24576) + 1024);
 }
+
+/// ResNet's 56x56 3x3 convolution at batch 32 (64 -> 64 channels, stride
+/// 1, padding 1) as an implicit GEMM over its NHWC image stored in fp16.
+fn conv_spec(channels: i64, features: i64) -> GemmSpec {
+    let image = ConvImage {
+        buffer: Buffer::new("a1", Storage::F16),
+        offset: 64,
+        shape: [32, 56, 56, channels],
+        pixel_strides: [56 * 56 * channels, 56 * channels, channels],
+        output: [56, 56],
+        taps: [3, 3],
+        strides: [1, 1],
+        dilations: [1, 1],
+        pads: [1, 1],
+    };
+    let (m, k) = image.gemm_extents();
+    let gemm = shape(1, m, features, k);
+    let config = half_conv_tile_for(&gemm, channels).expect("a conv tile");
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.config = config;
+    spec.shape = gemm;
+    // What the other bodies read: the element computed from the window.
+    spec.a = GemmOperand {
+        buffer: Buffer::new("a1", Storage::F16),
+        offset: 0,
+        batch_stride: 0,
+        row_stride: 0,
+        col_stride: 0,
+    };
+    spec.a_element = Some((String::new(), "0.0f".into()));
+    spec.a_image = Some(image);
+    spec.b.row_stride = features;
+    spec.store = format!("a0[i * {features} + j] = acc_value;");
+    spec
+}
+
+#[test]
+fn convolutions_take_64_wide_tiles_where_the_channels_allow() {
+    let conv = |m, n, k, c| half_conv_tile_for(&shape(1, m, n, k), c).map(|c| c.tile_n);
+    // 64 output channels: the 128x64 tile (784 work-groups).
+    assert_eq!(conv(32 * 56 * 56, 64, 576, 64), Some(64));
+    // 256 of them: the widest tile whose waves take least.
+    assert_eq!(conv(32 * 56 * 56, 256, 64, 64), Some(256));
+    // A channel count the gather cannot take in whole k tiles.
+    assert_eq!(conv(32 * 56 * 56, 64, 27, 3), None);
+    assert_eq!(conv(32 * 112 * 112, 64, 9 * 32, 32), None);
+    // Fewer tiles than SMs but more than half as many: 104 of 128x64
+    // (ResNet's 7x7 stage at batch 32), one wave of the narrowest.
+    assert_eq!(conv(32 * 7 * 7, 512, 4608, 512), Some(64));
+    // Too little work: the table's tiles (batch 1's 7x7 stage).
+    assert_eq!(conv(49, 512, 4608, 512), None);
+    assert_eq!(conv(784, 128, 1152, 128), None);
+    // Matmuls keep their widths: 64 is the convolutions'.
+    assert_eq!(
+        half_tile_for(&shape(1, 32 * 56 * 56, 64, 576)).map(|c| c.tile_n),
+        None
+    );
+}
+
+#[test]
+fn a_padded_convolution_gathers_a_and_the_tma_copies_b() {
+    let spec = conv_spec(64, 64);
+    assert!(WgmmaHalf::applies(&spec));
+    let text = gemm_kernel(&spec).unwrap();
+    let body = &text[..text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body")];
+    assert_contains(
+        body,
+        &[
+            "A gathered from the convolution's image by cp.async and B copied by the TMA",
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+            // Nine k tiles: one per tap of 64 channels.
+            "for (int kt = 0; kt < 9; ++kt) {",
+            // Rows past M never come inside the image; each row's origin.
+            "g_y[r] = m < 100352 ? (int)(pixel / 56) * 1 - 1 : -268435456;",
+            "g_base[r] = n * 200704 + (long)g_y[r] * 3584 + (long)g_x[r] * 64 + 64;",
+            // A k tile's tap and its channels; zero-filled outside.
+            "const int tap = k0 / 64;",
+            "const long shift = (long)dy * 3584 + (long)dx * 64 + k0 % 64 + 8 * g_chunk;",
+            "const int dy = (tap / 3) * 1, dx = (tap % 3) * 1;",
+            "const int inside = (uint)y < 56u && (uint)x < 56u;",
+            "__global const half* src = a1 + (inside ? g_base[r] + shift : 0);",
+            "cp.async.cg.shared.global [%0], [%1], 16, %2;",
+            // The 128-byte swizzle, rows 128 bytes apart, passes of 32 rows.
+            "row * 128u + (((uint)g_chunk ^ (row % 8u)) * 16u);",
+            "\"r\"(dst + (uint)r * 4096u)",
+            // The stage's mbarrier counts B's one box only.
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 8192;",
+            // Tile kt's group waited for and fenced before the barrier.
+            "if (kt == 0) __asm__ volatile(\"cp.async.wait_group 3;\" ::: \"memory\");",
+            "else if (kt == 1) __asm__ volatile(\"cp.async.wait_group 2;\" ::: \"memory\");",
+            "fence.proxy.async.shared::cta;",
+            "if (kt + 2 < 9) {",
+        ],
+    );
+    // No map of A: the TMA copies B only.
+    assert!(!body.contains("a_base"), "{body}");
+    assert!(!body.contains("[%1], \"l\"(a_map)"), "{body}");
+    // One group per prologue stage and one per step from the third.
+    assert_eq!(body.matches("cp.async.commit_group;").count(), 5, "{body}");
+}
+
+#[test]
+fn a_pointwise_convolution_is_copied_as_a_matrix() {
+    let mut spec = conv_spec(256, 64);
+    let image = spec.a_image.as_mut().unwrap();
+    image.taps = [1, 1];
+    image.pads = [0, 0];
+    image.shape[3] = 256;
+    image.pixel_strides = [56 * 56 * 256, 56 * 256, 256];
+    spec.shape.k = 256;
+    spec.config = half_conv_tile_for(&spec.shape, 256).unwrap();
+    assert!(WgmmaHalf::applies(&spec));
+    let text = gemm_kernel(&spec).unwrap();
+    let body = &text[..text.find("#elif defined(TCC_PTX)\n").unwrap()];
+    assert_contains(
+        body,
+        &[
+            "A and B copied by the TMA",
+            "__global const half* a_base = a1 + 64;",
+            // Rows of 256 halves.
+            "tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;\" :: \"l\"(a_map), \"l\"((ulong)512)",
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 24576;",
+        ],
+    );
+    assert!(!body.contains("cp.async.cg"), "{body}");
+    // Strided, over a 55x55 view of a 56x56 image (ResNet's downsampling
+    // 1x1): gathered, through the parent's strides.
+    let image = spec.a_image.as_mut().unwrap();
+    image.shape = [32, 55, 55, 256];
+    image.output = [28, 28];
+    image.strides = [2, 2];
+    spec.shape.m = 32 * 28 * 28;
+    spec.config = half_conv_tile_for(&spec.shape, 256).unwrap();
+    assert!(WgmmaHalf::applies(&spec));
+    let text = gemm_kernel(&spec).unwrap();
+    let body = &text[..text.find("#elif defined(TCC_PTX)\n").unwrap()];
+    assert_contains(
+        body,
+        &[
+            "A gathered from the convolution's image",
+            "g_y[r] = m < 25088 ? (int)(pixel / 28) * 2 - 0 : -268435456;",
+            "g_base[r] = n * 802816 + (long)g_y[r] * 14336 + (long)g_x[r] * 256 + 64;",
+            "const int inside = (uint)y < 55u && (uint)x < 55u;",
+        ],
+    );
+}
+
+#[test]
+fn convolutions_the_gather_cannot_take_keep_mma_sync() {
+    // 32 channels: a k tile would span two taps.
+    let mut spec = conv_spec(64, 64);
+    spec.a_image.as_mut().unwrap().shape[3] = 32;
+    spec.a_image.as_mut().unwrap().taps = [6, 3];
+    assert!(!WgmmaHalf::applies(&spec));
+    // An fp32 image (the model's input).
+    let mut spec = conv_spec(64, 64);
+    spec.a_image.as_mut().unwrap().buffer = Buffer::new("a1", Storage::F32);
+    assert!(!WgmmaHalf::applies(&spec));
+    // An image whose extents disagree with the product.
+    let mut spec = conv_spec(64, 64);
+    spec.a_image.as_mut().unwrap().output = [28, 28];
+    assert!(!WgmmaHalf::applies(&spec));
+    // Without an image the computed element rules the body out.
+    let mut spec = conv_spec(64, 64);
+    spec.a_image = None;
+    assert!(!WgmmaHalf::applies(&spec));
+}

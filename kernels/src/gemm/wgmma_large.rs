@@ -308,4 +308,5 @@ const TMA_STAGE: TmaStage = TmaStage {
     b_box_bytes: B_BOX_BYTES,
     b_box_columns: B_BOX_COLUMNS,
     boxes: COLUMNS / B_BOX_COLUMNS,
+    a_by_tma: true,
 };

@@ -8,7 +8,7 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{
     Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, Storage, TensorCores,
-    gemm_kernel,
+    gemm::ConvImage, gemm_kernel,
 };
 
 use super::conv_inputs::channel_vectorizable;
@@ -175,6 +175,8 @@ struct Contraction {
     k_window: Option<[i64; 3]>,
     /// The padding's bounds check in `a_element` (`GemmSpec::a_inside`).
     a_inside: Option<String>,
+    /// A convolution's image read as it is (`GemmSpec::a_image`).
+    a_image: Option<ConvImage>,
     b: GemmOperand,
     b_offset: Option<String>,
     /// B in panels of this many output channels (`GemmSpec::b_panel`).
@@ -192,6 +194,28 @@ fn is_conv_op(op: OperationRef) -> bool {
 }
 
 impl KernelWriter {
+    /// A convolution's image, when the op reads it as it is
+    /// (`ir::conv_input`) from an NHWC kernel buffer with contiguous
+    /// channels: the A that the FP16/BF16 `wgmma` body gathers itself.
+    fn conv_image(&self, op: OperationRef) -> Option<ConvImage> {
+        let plain = crate::ir::conv_input::plain_input(op)?;
+        let view = self.views.get(&key(plain.image))?;
+        let [sn, sy, sx, 1] = view.strides[..] else {
+            return None;
+        };
+        Some(ConvImage {
+            buffer: view.buffer.clone(),
+            offset: view.offset,
+            shape: plain.image_shape,
+            pixel_strides: [sn, sy, sx],
+            output: plain.output,
+            taps: plain.taps,
+            strides: plain.strides,
+            dilations: plain.dilations,
+            pads: plain.pads,
+        })
+    }
+
     /// The implicit GEMM of a `tcc.conv`: B is its filter (HWCF),
     /// and A's elements are computed by translating its body up to the
     /// final `acc + a * w`: the coordinates, bounds checks, loads, producer
@@ -338,6 +362,7 @@ impl KernelWriter {
             a_element_vector: vector,
             k_window: nested_k.then(|| k_window(&filter)),
             a_inside: inside,
+            a_image: self.conv_image(op),
             b: b_operand,
             b_offset,
             b_panel: panel,
@@ -381,6 +406,7 @@ impl KernelWriter {
                 a_element_vector: vector,
                 k_window: nested_k.then(|| k_window(&filter)),
                 a_inside: None,
+                a_image: self.conv_image(op),
                 b: b_operand,
                 b_offset,
                 b_panel: None,
@@ -430,6 +456,7 @@ impl KernelWriter {
             a_element_vector: false,
             k_window: None,
             a_inside: None,
+            a_image: None,
             b: b_operand,
             b_offset: None,
             b_panel,
@@ -584,6 +611,7 @@ impl KernelWriter {
             a_element_vector: contraction.a_element_vector,
             k_window: contraction.k_window,
             a_inside: contraction.a_inside,
+            a_image: contraction.a_image,
             b: contraction.b,
             b_offset: contraction.b_offset,
             b_panel: contraction.b_panel,
