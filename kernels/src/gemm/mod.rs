@@ -562,7 +562,7 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
         Layout::Mma { pipeline, .. } => tensor_cores::local_tiles(&mut out, spec, pipeline),
         Layout::Wgmma => Wgmma::local_tiles(&mut out),
         Layout::WgmmaLarge => WgmmaLarge::local_tiles(&mut out),
-        Layout::WgmmaHalf => WgmmaHalf::local_tiles(&mut out, &c),
+        Layout::WgmmaHalf => WgmmaHalf::local_tiles(&mut out, spec),
     }
     match layout {
         Layout::Fma { .. } if c.local_stages() == 2 => fma::warp_tiled_ids(&mut out, &c),
@@ -674,6 +674,10 @@ fn gemm_kernel_with(spec: &GemmSpec, layout: Layout) -> Result<String, String> {
     let (row_offset, col_offset) = layout.offsets(&c);
     if let Some((workspace, counters)) = &spec.split_k_scratch {
         split_k_fixup(&mut out, spec, workspace, counters, &layout);
+    }
+    if matches!(layout, Layout::WgmmaHalf) && !split {
+        WgmmaHalf::staged_epilogue(&mut out, spec);
+        return Ok(out);
     }
     // Every loop over a work-item's outputs is unrolled: `acc` indexed by
     // a loop counter would live in (slow, local) stack memory, not in

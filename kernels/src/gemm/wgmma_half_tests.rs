@@ -135,7 +135,9 @@ fn a_qualifying_fp16_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
         body,
         &[
             "on FP16 wgmma (2 warpgroups of m64n256k16, 4 stages of k 64",
-            "/* tcc-dynamic-local: 197632 */",
+            // Three k tiles fill three of the four stages (48 KiB each):
+            // more than the staged epilogue's 128 x 264 floats.
+            "/* tcc-dynamic-local: 148480 */",
             "__local ulong tile_full[4] __attribute__((aligned(8)));",
             "for (int kt = 0; kt < 3; ++kt) {",
             "p, 1, 1, 0, 1; }",
@@ -159,11 +161,19 @@ fn a_qualifying_fp16_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
             // B's descriptor: 8 KiB between 64-column boxes, 1024 bytes
             // between 8-row atoms, the 128-byte swizzle.
             "| 4611686293338849280ul",
-            // The D fragment: rows group and group + 8 of each warp's 16.
+            // The D fragment: rows group and group + 8 of each warp's 16,
+            // written to local memory as the tile's rows in float2 pairs.
             "const int wg_row = 64 * (warp / 4) + 16 * (warp % 4) + group;",
-            "const tcc_index i = row0 + (wg_row + 8 * wm);",
-            "const tcc_index j = col0 + (8 * (wn / 2) + 2 * tig + wn % 2);",
             "float acc[2][64];",
+            "*(__local float2*)(staged_tile + (wg_row + 8 * wm) * 264 + 8 * (wn / 2) + 2 * tig) = (float2)(acc[wm][wn], acc[wm][wn + 1]);",
+            // The epilogue: each warp 16 rows, 32 neighbouring columns of
+            // one row at a time.
+            "const int r = warp * 16 + rr;",
+            "const tcc_index i = row0 + r;",
+            "const int c = lane + 32 * q;",
+            "const float staged = staged_tile[r * 264 + c];",
+            "const tcc_index j = col0 + c;",
+            "const float acc_value = acc_init + staged;",
             "a0[i * 512 + j] = acc_value;",
         ],
     );
@@ -426,4 +436,37 @@ fn convolutions_the_gather_cannot_take_keep_mma_sync() {
     let mut spec = conv_spec(64, 64);
     spec.a_image = None;
     assert!(!WgmmaHalf::applies(&spec));
+}
+
+/// The dynamic local memory follows the k tiles a work-group runs: a
+/// short K fills fewer stages (more work-groups fit an SM), but an
+/// unsplit tile keeps room for its staged epilogue.
+#[test]
+fn dynamic_local_memory_follows_the_stages_used_and_the_epilogue() {
+    let marker = |spec: &GemmSpec| {
+        let text = gemm_kernel(spec).unwrap();
+        let at = text.find("/* tcc-dynamic-local: ").expect("marker") + 22;
+        text[at..text[at..].find(' ').unwrap() + at].to_string()
+    };
+    // 128x256, K = 64: one stage of 48 KiB, but the epilogue's 128 x 264
+    // floats (132 KiB).
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.shape = shape(1, 4096, 512, 64);
+    spec.a.row_stride = 64;
+    assert_eq!(marker(&spec), (128 * 264 * 4 + 1024).to_string());
+    // K = 4096: all four stages.
+    spec.shape = shape(1, 4096, 512, 4096);
+    spec.a.row_stride = 4096;
+    assert_eq!(marker(&spec), half_dynamic_local_bytes(256).to_string());
+    // A split tile (no staged epilogue): its slice's two k tiles.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.config = split_tile(64, 6);
+    spec.shape = shape(1, 128, 768, 768);
+    spec.a.row_stride = 768;
+    spec.b.row_stride = 768;
+    spec.split_k_scratch = Some((
+        Buffer::new("a4", Storage::F32),
+        Buffer::new("a5", Storage::I32),
+    ));
+    assert_eq!(marker(&spec), (2 * (16384 + 8192) + 1024).to_string());
 }
