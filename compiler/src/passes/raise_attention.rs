@@ -33,6 +33,19 @@
 //! condition is computed from the very mask added to the scores (or is a
 //! constant equal to that mask's all-`-inf` rows).
 //!
+//! The chain is f32, or half (f16 or bf16; one half type): Q, K, V, the
+//! mask and the output of that type (or, in f32, casts up from it and the
+//! cast down to it that stores the output), and between them the scores
+//! and probabilities in that type or in f32 with casts between the two:
+//! the ONNX importer's form of a half model (each op computed in f32
+//! between casts, its result rounded to half) and exporters' upcast
+//! softmax (`softmax(x.float()).half()`) alike. The raised op has the half
+//! type; its kernel computes in f32 from the half operands, so dropping
+//! the intermediate roundings is exact or better. In an f16 chain a causal
+//! fill of f16's lowest value (`-65504`, `finfo(float16).min`) or less
+//! masks a key out too. A value of another type (an f32 V in an f16
+//! chain, a cast to the other half type) leaves the chain alone.
+//!
 //! Every intermediate from the scores to `P` must have one use (a model
 //! that also returns the scores or the probabilities keeps its chain),
 //! the softmax must be over the last axis, the scale a scalar, the mask
