@@ -537,3 +537,23 @@ func.func @bf16_fill_is_not_masked_out(%q: tensor<2x3x8xbf16>, %kt: tensor<2x8x3
   %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x3x3xbf16>, tensor<2x3x8xbf16>, tensor<1xbf16>, tensor<1xbf16>) -> tensor<2x3x8xbf16>
   return %o : tensor<2x3x8xbf16>
 }
+
+// -----
+
+// A scale on V scales the output, not the scores: the attention reads the
+// scaled V.
+// CHECK-LABEL: func.func @value_scaled
+// CHECK-SAME: %[[V:[^:]*]]: tensor<2x4x8xf32>)
+// CHECK: %[[V2:.*]] = tosa.mul %[[V]], %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x8xf32>
+// CHECK: %[[V4:.*]] = tosa.reshape %[[V2]], %{{.*}} : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<1x2x4x8xf32>
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %[[V4]] scale = 1.000000e+00 : tensor<1x2x4x8xf32>
+func.func @value_scaled(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %two = "tosa.const"() <{values = dense<2.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %s axis = 2 : tensor<2x4x4xf32>
+  %v2 = tosa.mul %v, %two, %shift : (tensor<2x4x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x8xf32>
+  %o = tosa.matmul %p, %v2, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}

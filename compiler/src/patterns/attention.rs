@@ -370,13 +370,13 @@ fn float_matmul(matmul: OperationRef, storage: ElementType) -> bool {
         .is_some_and(|s| s.len() == 3)
 }
 
-/// `value` with reshapes (and, with `scales`, multiplications by a scalar
-/// constant, whose factors multiply into `scale`) stripped off, and in a
-/// half chain (`storage` f16 or bf16) casts between f32 and that type,
-/// while each stripped op's result has one use.
+/// `value` with reshapes (and, with `scale`, multiplications by a scalar
+/// constant, whose factors multiply into it) stripped off, and in a half
+/// chain (`storage` f16 or bf16) casts between f32 and that type, while
+/// each stripped op's result has one use.
 fn strip_operand<'c>(
     mut value: Value<'c, 'c>,
-    scale: &mut f64,
+    mut scale: Option<&mut f64>,
     storage: ElementType,
 ) -> Value<'c, 'c> {
     while use_count(value) == 1
@@ -392,7 +392,9 @@ fn strip_operand<'c>(
                 None => break,
             },
             "tosa.mul" if zero_shift(op) => {
-                let (Ok(a), Ok(b)) = (op.operand(0), op.operand(1)) else {
+                let (Some(scale), Ok(a), Ok(b)) =
+                    (scale.as_deref_mut(), op.operand(0), op.operand(1))
+                else {
                     break;
                 };
                 if let Some(c) = scalar_constant(b) {
@@ -921,9 +923,10 @@ fn match_stored<'c>(
         return None;
     }
     let mut scale = chain.scale;
-    let query = in_storage(strip_operand(query, &mut scale, storage), storage)?;
-    let key_transposed = in_storage(strip_operand(key, &mut scale, storage), storage)?;
-    let value = in_storage(strip_operand(value, &mut 1.0, storage), storage)?;
+    let query = in_storage(strip_operand(query, Some(&mut scale), storage), storage)?;
+    let key_transposed = in_storage(strip_operand(key, Some(&mut scale), storage), storage)?;
+    // A scale on V scales the output, not the scores: it stays.
+    let value = in_storage(strip_operand(value, None, storage), storage)?;
     let (batch, heads) = if rank == 4 && softmax_shape[0] * softmax_shape[1] == n {
         (softmax_shape[0], softmax_shape[1])
     } else {
