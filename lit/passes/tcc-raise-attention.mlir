@@ -557,3 +557,39 @@ func.func @value_scaled(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tenso
   %o = tosa.matmul %p, %v2, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
 }
+
+// -----
+
+// A half model's constant mask, widened to f32 when it was imported (or
+// folded), is narrowed back to f16 for the raised op when f16 holds each
+// value exactly. With one f16 would round (0.1) the chain is not raised in
+// f16: it is raised as the f32 chain it computes, on the casts up, its
+// output cast down after it.
+// CHECK-LABEL: func.func @f16_constant_masks
+// CHECK-DAG: %[[INEXACT:.*]] = "tosa.const"() <{values = dense<{{.*}}1.000000e-01{{.*}}> : tensor<1x1x1x4xf32>}>
+// CHECK-DAG: %[[M:.*]] = "tosa.const"() <{values = dense<{{.*}}[0.000000e+00, -1.000000e+00, 5.000000e-01, -6.550400e+04]{{.*}}> : tensor<1x1x1x4xf16>}>
+// CHECK: %[[A:.*]] = tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] : tensor<1x1x1x4xf16> scale = 1.000000e+00 : tensor<1x2x4x8xf16>
+// CHECK: %[[O:.*]] = tosa.reshape %[[A]]
+// CHECK: %[[A2:.*]] = tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[INEXACT]] : tensor<1x1x1x4xf32> scale = 1.000000e+00 : tensor<1x2x4x8xf32>
+// CHECK: %[[O2:.*]] = tosa.reshape %[[A2]]
+// CHECK: %[[O2H:.*]] = tosa.cast %[[O2]] : (tensor<2x4x8xf32>) -> tensor<2x4x8xf16>
+// CHECK: return %[[O]], %[[O2H]]
+func.func @f16_constant_masks(%q: tensor<2x4x8xf16>, %kt: tensor<2x8x4xf16>, %v: tensor<2x4x8xf16>) -> (tensor<2x4x8xf16>, tensor<2x4x8xf16>) {
+  %exact = "tosa.const"() <{values = dense<[[[0.0, -1.0, 0.5, -65504.0]]]> : tensor<1x1x4xf32>}> : () -> tensor<1x1x4xf32>
+  %inexact = "tosa.const"() <{values = dense<[[[0.0, 0.1, 0.0, 0.0]]]> : tensor<1x1x4xf32>}> : () -> tensor<1x1x4xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %q32 = tosa.cast %q : (tensor<2x4x8xf16>) -> tensor<2x4x8xf32>
+  %kt32 = tosa.cast %kt : (tensor<2x8x4xf16>) -> tensor<2x8x4xf32>
+  %v32 = tosa.cast %v : (tensor<2x4x8xf16>) -> tensor<2x4x8xf32>
+  %s = tosa.matmul %q32, %kt32, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %masked = tosa.add %s, %exact : (tensor<2x4x4xf32>, tensor<1x1x4xf32>) -> tensor<2x4x4xf32>
+  %p = tcc.softmax %masked axis = 2 : tensor<2x4x4xf32>
+  %o = tosa.matmul %p, %v32, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o16 = tosa.cast %o : (tensor<2x4x8xf32>) -> tensor<2x4x8xf16>
+  %s2 = tosa.matmul %q32, %kt32, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %masked2 = tosa.add %s2, %inexact : (tensor<2x4x4xf32>, tensor<1x1x4xf32>) -> tensor<2x4x4xf32>
+  %p2 = tcc.softmax %masked2 axis = 2 : tensor<2x4x4xf32>
+  %o2 = tosa.matmul %p2, %v32, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o2_16 = tosa.cast %o2 : (tensor<2x4x8xf32>) -> tensor<2x4x8xf16>
+  return %o16, %o2_16 : tensor<2x4x8xf16>, tensor<2x4x8xf16>
+}

@@ -34,8 +34,9 @@
 //! constant equal to that mask's all-`-inf` rows).
 //!
 //! The chain is f32, or half (f16 or bf16; one half type): Q, K, V, the
-//! mask and the output of that type (or, in f32, casts up from it and the
-//! cast down to it that stores the output), and between them the scores
+//! mask and the output of that type (or, in f32, casts up from it, a
+//! constant mask it holds exactly, and the cast down to it that stores the
+//! output), and between them the scores
 //! and probabilities in that type or in f32 with casts between the two:
 //! the ONNX importer's form of a half model (each op computed in f32
 //! between casts, its result rounded to half) and exporters' upcast
