@@ -593,3 +593,99 @@ func.func @f16_constant_masks(%q: tensor<2x4x8xf16>, %kt: tensor<2x8x4xf16>, %v:
   %o2_16 = tosa.cast %o2 : (tensor<2x4x8xf32>) -> tensor<2x4x8xf16>
   return %o16, %o2_16 : tensor<2x4x8xf16>, tensor<2x4x8xf16>
 }
+
+
+// -----
+
+// transformers' sdpa attention exported in f16: the NaN guard's IsNaN is
+// computed in f32 on the f16 probabilities cast up (the importer widens
+// every computing op), its where in f16. The guard goes with the chain.
+// CHECK-LABEL: func.func @f16_sdpa_nan_guard
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf16>, %[[K:.*]]: tensor<1x2x4x8xf16>, %[[V:.*]]: tensor<1x2x4x8xf16>, %[[M:.*]]: tensor<1x1x4x4xf16>)
+// CHECK: tcc.attention %[[Q]], %{{.*}}, %[[V]] mask %[[M]] : tensor<1x1x4x4xf16> scale = 0.353515625 : tensor<1x2x4x8xf16>
+// CHECK-NOT: tcc.softmax
+// CHECK-NOT: linalg.generic
+func.func @f16_sdpa_nan_guard(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x4x8xf16>, %v: tensor<1x2x4x8xf16>, %m: tensor<1x1x4x4xf16>) -> (tensor<1x2x4x8xf16>) {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1x1xf16>}> : () -> tensor<1x1x1x1xf16>
+  %scale = "tosa.const"() <{values = dense<0.353515625> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s3 = tosa.const_shape {values = dense<[2, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 2, 4, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %p3 = tosa.const_shape {values = dense<[2, 4, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %o4 = tosa.const_shape {values = dense<[1, 2, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %q32 = tosa.cast %q : (tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf32>
+  %k32 = tosa.cast %k : (tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf32>
+  %q_3 = tosa.reshape %q32, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %k_3 = tosa.reshape %k32, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %kt = tosa.transpose %k_3 {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = tosa.matmul %q_3, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %s_4 = tosa.reshape %s, %s4 : (tensor<2x4x4xf32>, !tosa.shape<4>) -> tensor<1x2x4x4xf32>
+  %scaled = tosa.mul %s_4, %scale, %shift : (tensor<1x2x4x4xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x2x4x4xf32>
+  %m32 = tosa.cast %m : (tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf32>
+  %masked = tosa.add %scaled, %m32 : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = tcc.softmax %masked axis = 3 : tensor<1x2x4x4xf32>
+  %p16 = tosa.cast %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf16>
+  %wide = tosa.cast %p16 : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %e = tensor.empty() : tensor<1x2x4x4xi1>
+  %nan = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wide : tensor<1x2x4x4xf32>) outs(%e : tensor<1x2x4x4xi1>) {
+  ^bb0(%in: f32, %out: i1):
+    %c = arith.cmpf uno, %in, %in : f32
+    linalg.yield %c : i1
+  } -> tensor<1x2x4x4xi1>
+  %guarded = tosa.select %nan, %zero, %p16 : (tensor<1x2x4x4xi1>, tensor<1x1x1x1xf16>, tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf16>
+  %g32 = tosa.cast %guarded : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %v32 = tosa.cast %v : (tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf32>
+  %g3 = tosa.reshape %g32, %p3 : (tensor<1x2x4x4xf32>, !tosa.shape<3>) -> tensor<2x4x4xf32>
+  %v3 = tosa.reshape %v32, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %o = tosa.matmul %g3, %v3, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o_4 = tosa.reshape %o, %o4 : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<1x2x4x8xf32>
+  %o16 = tosa.cast %o_4 : (tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf16>
+  return %o16 : tensor<1x2x4x8xf16>
+}
+
+// -----
+
+// The same guard whose cast up for the NaN test is also returned keeps
+// its chain.
+// CHECK-LABEL: func.func @f16_nan_test_input_escapes
+// CHECK-NOT: tcc.attention
+// CHECK: tcc.softmax
+func.func @f16_nan_test_input_escapes(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x4x8xf16>, %v: tensor<1x2x4x8xf16>, %m: tensor<1x1x4x4xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x4x4xf32>) {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1x1xf16>}> : () -> tensor<1x1x1x1xf16>
+  %scale = "tosa.const"() <{values = dense<0.353515625> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %s3 = tosa.const_shape {values = dense<[2, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 2, 4, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %p3 = tosa.const_shape {values = dense<[2, 4, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %o4 = tosa.const_shape {values = dense<[1, 2, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %q32 = tosa.cast %q : (tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf32>
+  %k32 = tosa.cast %k : (tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf32>
+  %q_3 = tosa.reshape %q32, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %k_3 = tosa.reshape %k32, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %kt = tosa.transpose %k_3 {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = tosa.matmul %q_3, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %s_4 = tosa.reshape %s, %s4 : (tensor<2x4x4xf32>, !tosa.shape<4>) -> tensor<1x2x4x4xf32>
+  %scaled = tosa.mul %s_4, %scale, %shift : (tensor<1x2x4x4xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x2x4x4xf32>
+  %m32 = tosa.cast %m : (tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf32>
+  %masked = tosa.add %scaled, %m32 : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = tcc.softmax %masked axis = 3 : tensor<1x2x4x4xf32>
+  %p16 = tosa.cast %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf16>
+  %wide = tosa.cast %p16 : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %e = tensor.empty() : tensor<1x2x4x4xi1>
+  %nan = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wide : tensor<1x2x4x4xf32>) outs(%e : tensor<1x2x4x4xi1>) {
+  ^bb0(%in: f32, %out: i1):
+    %c = arith.cmpf uno, %in, %in : f32
+    linalg.yield %c : i1
+  } -> tensor<1x2x4x4xi1>
+  %guarded = tosa.select %nan, %zero, %p16 : (tensor<1x2x4x4xi1>, tensor<1x1x1x1xf16>, tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf16>
+  %g32 = tosa.cast %guarded : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %v32 = tosa.cast %v : (tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf32>
+  %g3 = tosa.reshape %g32, %p3 : (tensor<1x2x4x4xf32>, !tosa.shape<3>) -> tensor<2x4x4xf32>
+  %v3 = tosa.reshape %v32, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %o = tosa.matmul %g3, %v3, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o_4 = tosa.reshape %o, %o4 : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<1x2x4x8xf32>
+  %o16 = tosa.cast %o_4 : (tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf16>
+  return %o16, %wide : tensor<1x2x4x8xf16>, tensor<1x2x4x4xf32>
+}

@@ -28,7 +28,8 @@
 //! `tcc.attention` defines as 0: the `where(isnan(P), 0, P)` torch
 //! writes after the softmax of `scaled_dot_product_attention`
 //! (transformers' `sdpa` attention: BERT, GPT-2), with IsNaN as the
-//! importer's `cmpf uno` generic or as `not(equal(P, P))`; or ONNX
+//! importer's `cmpf uno` generic (of `P`, or in a half chain of `P` cast
+//! up to f32) or as `not(equal(P, P))`; or ONNX
 //! `Attention`'s `where(no key allowed, 0, P)`, accepted only when its
 //! condition is computed from the very mask added to the scores (or is a
 //! constant equal to that mask's all-`-inf` rows).

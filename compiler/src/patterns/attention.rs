@@ -519,8 +519,24 @@ fn is_nan_of<'c>(condition: Value<'c, 'c>, x: Value<'c, 'c>) -> bool {
     };
     match op_name(&op).as_str() {
         "linalg.generic" => {
-            // One input, x; one output; the body `cmpf uno, %in, %in`.
-            if op.operand_count() != 2 || op.operand(0).ok() != Some(x) {
+            // One input, x (or, in a half graph, x cast up to f32 for the
+            // test alone: the importer computes IsNaN in f32); one output;
+            // the body `cmpf uno, %in, %in`.
+            let Ok(input) = op.operand(0) else {
+                return false;
+            };
+            let widened = || {
+                use_count(input) == 1
+                    && defining_op(input).is_some_and(|cast| {
+                        op_name(&cast) == "tosa.cast"
+                            && cast.operand(0).ok() == Some(x)
+                            && float_tensor(x).is_some_and(|(e, _)| {
+                                matches!(e, ElementType::F16 | ElementType::BF16)
+                            })
+                            && float_tensor(input).is_some_and(|(e, _)| e == ElementType::F32)
+                    })
+            };
+            if op.operand_count() != 2 || (input != x && !widened()) {
                 return false;
             }
             let body = crate::ir::util::body_ops(op);
@@ -576,7 +592,8 @@ fn nan_guard<'c>(select: OperationRef<'c, 'c>) -> Option<Value<'c, 'c>> {
         return None;
     }
     // x is read by the guard's select and its IsNaN (once as a generic's
-    // input, twice by `equal(x, x)`), and nothing else.
+    // input or by the cast up to it, twice by `equal(x, x)`), and nothing
+    // else.
     let expected = match defining_op(condition).map(|op| op_name(&op)) {
         Some(name) if name == "linalg.generic" => 2,
         _ => 3,
