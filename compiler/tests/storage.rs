@@ -559,27 +559,7 @@ fn half_graph_attention_is_one_kernel_within_half_precision() {
                 HostTensor::new(dtype, vec![1, heads, seq, dim], bytes).unwrap()
             })
             .collect();
-        let (q, k, v) = (&values[0], &values[1], &values[2]);
-        let mut want = vec![0f32; heads * seq * dim];
-        for h in 0..heads {
-            let at = |x: &Vec<f64>, row: usize, d: usize| x[(h * seq + row) * dim + d];
-            for i in 0..seq {
-                let scores: Vec<f64> = (0..=i)
-                    .map(|j| scale * (0..dim).map(|d| at(q, i, d) * at(k, j, d)).sum::<f64>())
-                    .collect();
-                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-                let sum: f64 = weights.iter().sum();
-                for d in 0..dim {
-                    let o: f64 = weights
-                        .iter()
-                        .enumerate()
-                        .map(|(j, w)| w * at(v, j, d))
-                        .sum();
-                    want[(h * seq + i) * dim + d] = (o / sum) as f32;
-                }
-            }
-        }
+        let want = causal_attention(&values, None, heads, seq, dim, scale);
         for flag in ["--precision=fp32", precision] {
             let path = dir.path().join(format!("attention-{element}{flag}.so"));
             let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
@@ -616,5 +596,177 @@ fn half_graph_attention_is_one_kernel_within_half_precision() {
                 "{element} {flag}: relative error {error:e} > {bound:e}"
             );
         }
+    }
+}
+
+/// Causal attention in f64 over `[1, heads, seq, dim]` tensors (`qkv`:
+/// Q, K and V, row-major), with an additive `mask` of one value per key
+/// when given: the reference the half attention tests compare with.
+fn causal_attention(
+    qkv: &[Vec<f64>],
+    mask: Option<&[f64]>,
+    heads: usize,
+    seq: usize,
+    dim: usize,
+    scale: f64,
+) -> Vec<f32> {
+    let (q, k, v) = (&qkv[0], &qkv[1], &qkv[2]);
+    let mut want = vec![0f32; heads * seq * dim];
+    for h in 0..heads {
+        let at = |x: &Vec<f64>, row: usize, d: usize| x[(h * seq + row) * dim + d];
+        for i in 0..seq {
+            let scores: Vec<f64> = (0..=i)
+                .map(|j| {
+                    scale * (0..dim).map(|d| at(q, i, d) * at(k, j, d)).sum::<f64>()
+                        + mask.map_or(0.0, |m| m[j])
+                })
+                .collect();
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+            let sum: f64 = weights.iter().sum();
+            for d in 0..dim {
+                let o: f64 = weights
+                    .iter()
+                    .enumerate()
+                    .map(|(j, w)| w * at(v, j, d))
+                    .sum();
+                want[(h * seq + i) * dim + d] = (o / sum) as f32;
+            }
+        }
+    }
+    want
+}
+
+/// The attention of GPT-2's eager implementation (`torch.where` of the
+/// causal triangle filling with the type's lowest value, an additive
+/// padding mask) with transformers' upcast softmax
+/// (`softmax(..., dtype=float32).to(query.dtype)`), as `torch.onnx.export`
+/// writes it for a model in `.half()` (f16) or bfloat16: every tensor of
+/// the graph in that type, the softmax between two Casts. Writes
+/// `f16.onnx` and `bf16.onnx` into the directory given.
+const HALF_ATTENTION_MODELS: &str = r#"
+import sys
+import onnx
+from onnx import TensorProto as T, helper as h
+H, S, D = 4, 37, 64
+for name, elem in (("f16", T.FLOAT16), ("bf16", T.BFLOAT16)):
+    lowest = -65504.0 if elem == T.FLOAT16 else -3.3895313892515355e38
+    tri = [j <= i for i in range(S) for j in range(S)]
+    nodes = [h.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             h.make_node("MatMul", ["q", "kt"], ["s"]),
+             h.make_node("Div", ["s", "root"], ["scaled"]),
+             h.make_node("Where", ["tri", "scaled", "lowest"], ["causal"]),
+             h.make_node("Add", ["causal", "mask"], ["masked"]),
+             h.make_node("Cast", ["masked"], ["wide"], to=T.FLOAT),
+             h.make_node("Softmax", ["wide"], ["p32"], axis=-1),
+             h.make_node("Cast", ["p32"], ["p"], to=elem),
+             h.make_node("MatMul", ["p", "v"], ["o"])]
+    shape = [1, H, S, D]
+    graph = h.make_graph(
+        nodes, "attention",
+        [h.make_tensor_value_info(n, elem, shape) for n in "qkv"]
+        + [h.make_tensor_value_info("mask", elem, [1, 1, 1, S])],
+        [h.make_tensor_value_info("o", elem, shape)],
+        initializer=[h.make_tensor("root", elem, [], [float(D) ** 0.5]),
+                     h.make_tensor("lowest", elem, [], [lowest]),
+                     h.make_tensor("tri", T.BOOL, [1, 1, S, S], tri)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, f"{sys.argv[1]}/{name}.onnx")
+"#;
+
+/// An ONNX model that is itself f16 or bf16 (see `HALF_ATTENTION_MODELS`)
+/// compiles for pocl-cpu to one flash-attention kernel in its own type:
+/// the importer's f32 arithmetic between half casts, the upcast softmax,
+/// the causal where and the mask are raised together. Its output is within
+/// the type's bound of attention computed in f64 from the same (rounded)
+/// inputs.
+#[test]
+fn half_onnx_attention_is_one_kernel_within_half_precision() {
+    use tcc_runtime::{DType, HostTensor};
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(HALF_ATTENTION_MODELS)
+        .arg(dir.path())
+        .status()
+        .expect("python3 (make deps installs the onnx package)");
+    assert!(status.success(), "writing the models failed");
+    let runtime = support::uncached_runtime();
+    let (heads, seq, dim) = (4usize, 37usize, 64usize);
+    for (name, dtype, bound) in [
+        ("f16", DType::F16, RELATIVE_ERROR_BOUND),
+        ("bf16", DType::BF16, BF16_RELATIVE_ERROR_BOUND),
+    ] {
+        let path = dir.path().join(format!("{name}.so"));
+        let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+            .arg("compile")
+            .arg(dir.path().join(format!("{name}.onnx")))
+            .args(["--target=pocl-cpu", "--stats", "-o"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stats = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {stats}");
+        assert!(
+            stats.contains("kernels: 1\n") && stats.contains("kind=attention"),
+            "{name}: one flash-attention kernel expected:\n{stats}"
+        );
+        // Inputs in [-1, 1) (the mask in [-1, 0)) rounded to the type;
+        // the reference reads the rounded values.
+        let mut state = 0x5eed_1e55_u32;
+        let mut rounded = Vec::new();
+        let mut tensor = |shape: Vec<usize>, factor: f32, offset: f32| {
+            let count: usize = shape.iter().product();
+            let mut values = Vec::new();
+            let bytes: Vec<u8> = (0..count)
+                .flat_map(|_| {
+                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    let v = ((state >> 8) as f32 / (1u32 << 23) as f32 - 1.0) * factor + offset;
+                    let (bits, back) = match dtype {
+                        DType::F16 => {
+                            let h = half::f16::from_f32(v);
+                            (h.to_le_bytes(), h.to_f32())
+                        }
+                        _ => {
+                            let h = half::bf16::from_f32(v);
+                            (h.to_le_bytes(), h.to_f32())
+                        }
+                    };
+                    values.push(f64::from(back));
+                    bits
+                })
+                .collect();
+            rounded.push(values);
+            HostTensor::new(dtype, shape, bytes).unwrap()
+        };
+        let mut inputs: Vec<HostTensor> = (0..3)
+            .map(|_| tensor(vec![1, heads, seq, dim], 1.0, 0.0))
+            .collect();
+        inputs.push(tensor(vec![1, 1, 1, seq], 0.5, -0.5));
+        let scale = 1.0 / (dim as f64).sqrt();
+        let want = causal_attention(&rounded[..3], Some(&rounded[3]), heads, seq, dim, scale);
+        let loaded = Model::load(&path).unwrap();
+        let out = runtime
+            .session(&loaded)
+            .unwrap()
+            .run(&loaded.functions()[0].name, &inputs)
+            .unwrap();
+        assert_eq!(out[0].dtype, dtype, "{name}");
+        let got: Vec<f32> = out[0]
+            .bytes
+            .chunks_exact(2)
+            .map(|b| match dtype {
+                DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f32(),
+                _ => half::bf16::from_le_bytes([b[0], b[1]]).to_f32(),
+            })
+            .collect();
+        let error = relative_error(&got, &want);
+        assert!(
+            error <= bound,
+            "{name}: relative error {error:e} > {bound:e}"
+        );
     }
 }

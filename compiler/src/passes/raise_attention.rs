@@ -28,10 +28,25 @@
 //! `tcc.attention` defines as 0: the `where(isnan(P), 0, P)` torch
 //! writes after the softmax of `scaled_dot_product_attention`
 //! (transformers' `sdpa` attention: BERT, GPT-2), with IsNaN as the
-//! importer's `cmpf uno` generic or as `not(equal(P, P))`; or ONNX
+//! importer's `cmpf uno` generic (of `P`, or in a half chain of `P` cast
+//! up to f32) or as `not(equal(P, P))`; or ONNX
 //! `Attention`'s `where(no key allowed, 0, P)`, accepted only when its
 //! condition is computed from the very mask added to the scores (or is a
 //! constant equal to that mask's all-`-inf` rows).
+//!
+//! The chain is f32, or half (f16 or bf16; one half type): Q, K, V, the
+//! mask and the output of that type (or, in f32, casts up from it, a
+//! constant mask it holds exactly, and the cast down to it that stores the
+//! output), and between them the scores
+//! and probabilities in that type or in f32 with casts between the two:
+//! the ONNX importer's form of a half model (each op computed in f32
+//! between casts, its result rounded to half) and exporters' upcast
+//! softmax (`softmax(x.float()).half()`) alike. The raised op has the half
+//! type; its kernel computes in f32 from the half operands, so dropping
+//! the intermediate roundings is exact or better. In an f16 chain a causal
+//! fill of f16's lowest value (`-65504`, `finfo(float16).min`) or less
+//! masks a key out too. A value of another type (an f32 V in an f16
+//! chain, a cast to the other half type) leaves the chain alone.
 //!
 //! Every intermediate from the scores to `P` must have one use (a model
 //! that also returns the scores or the probabilities keeps its chain),

@@ -17,7 +17,8 @@ use crate::ir::error::PassError;
 use crate::ir::operand::operand_at;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::{StaticTensor, normalize_axis};
-use crate::ir::util::{defining_op, integer_value, op_name, use_count};
+use crate::ir::util::{defining_op, integer_value, op_name, use_count, users};
+use crate::patterns::propagate_layout::transpose_perm;
 
 type Result<'c, T> = std::result::Result<T, PassError<'c>>;
 
@@ -230,15 +231,34 @@ pub fn to_kernel<'c>(context: &'c Context, op: OperationRef<'c, 'c>) -> Result<'
 // Recognition
 // ---------------------------------------------------------------------------
 
+/// A fill at or below this masks a key out in an f16 chain: f16's lowest
+/// finite value, the `torch.finfo(float16).min` a half model's causal
+/// `where` fills with (f16 has no `-1e30`). Its exponential next to any
+/// score a half tensor can hold underflows to 0 in the softmax's f32.
+const F16_MASKED_OUT: f32 = -65504.0;
+
+/// One operand of the raised `tcc.attention` (Q, Kᵀ, V or the mask) in the
+/// chain's storage type: `value`, then the data movements `moves`
+/// (`tosa.reshape`s and `tosa.transpose`s of the f32 chain, innermost
+/// first) replayed on it in that type, which is what the chain's f32
+/// operand is once widened: a half chain's operands are casts up from the
+/// half type, moved about in f32. A constant f32 mask of a half chain is
+/// `constant`, narrowed exactly.
+pub struct Operand<'c> {
+    pub value: Value<'c, 'c>,
+    pub moves: Vec<OperationRef<'c, 'c>>,
+    pub constant: Option<ConstTensor>,
+}
+
 /// An attention found in primitive ops: `tosa.matmul(P, V)` whose `P` is a
 /// last-axis `tcc.softmax` of the (scaled, masked) scores `Q·Kᵀ`.
 pub struct AttentionMatch<'c> {
     /// Q as `[N, Sq, D]` (N = batch x heads), K as `[N, D, Skv]` (the
     /// matmul's right operand), V as `[N, Skv, D]`; any value of that
-    /// many elements in that row-major order.
-    pub query: Value<'c, 'c>,
-    pub key_transposed: Value<'c, 'c>,
-    pub value: Value<'c, 'c>,
+    /// many elements in that row-major order, in the storage type.
+    pub query: Operand<'c>,
+    pub key_transposed: Operand<'c>,
+    pub value: Operand<'c>,
     /// `[N, Sq, D, Skv]`.
     pub sizes: [i64; 4],
     /// How N splits into batch and heads.
@@ -247,10 +267,17 @@ pub struct AttentionMatch<'c> {
     pub scale: f64,
     pub causal: bool,
     /// The additive mask, rank 4 and broadcastable to `[B, H, Sq, Skv]`
-    /// once reshaped as `mask_shape` says.
-    pub mask: Option<(Value<'c, 'c>, Vec<i64>, f64)>,
-    /// The `tosa.matmul(P, V)`; its result (`[N, Sq, D]`) is replaced.
+    /// once reshaped as the shape says, and the factor it is multiplied by.
+    pub mask: Option<(Operand<'c>, Vec<i64>, f64)>,
+    /// The `tosa.matmul(P, V)`.
     pub root: OperationRef<'c, 'c>,
+    /// The op whose result the attention replaces: the root (its result
+    /// `[N, Sq, D]`), or, in a half chain computed in f32, the cast to the
+    /// half type its result is stored through.
+    pub output: OperationRef<'c, 'c>,
+    /// The element type Q, K, V, the mask and the output are stored in:
+    /// f32, f16 or bf16.
+    pub storage: ElementType,
 }
 
 fn result<'c>(op: OperationRef<'c, 'c>) -> Option<Value<'c, 'c>> {
@@ -259,20 +286,66 @@ fn result<'c>(op: OperationRef<'c, 'c>) -> Option<Value<'c, 'c>> {
         .flatten()
 }
 
-fn f32_shape(value: Value) -> Option<Vec<i64>> {
-    StaticTensor::of(value.r#type())
-        .filter(|t| t.element.is_f32())
-        .map(|t| t.shape)
+/// The element type and static shape of a f32, f16 or bf16 tensor.
+fn float_tensor(value: Value) -> Option<(ElementType, Vec<i64>)> {
+    let t = StaticTensor::of(value.r#type())?;
+    let element = ElementType::of_type(t.element)?;
+    matches!(
+        element,
+        ElementType::F32 | ElementType::F16 | ElementType::BF16
+    )
+    .then_some((element, t.shape))
 }
 
-/// The value of a splat-like f32 constant of all-1 shape (a scalar that
+/// The shape of `value` if it is a static tensor a chain stored as
+/// `storage` computes in: f32 or `storage` itself.
+fn chain_shape(value: Value, storage: ElementType) -> Option<Vec<i64>> {
+    float_tensor(value)
+        .filter(|(e, _)| *e == ElementType::F32 || *e == storage)
+        .map(|(_, shape)| shape)
+}
+
+/// If `op` is a `tosa.cast` between f32 and the half type `storage`
+/// (either way, same shape), its input.
+fn half_cast<'c>(op: OperationRef<'c, 'c>, storage: ElementType) -> Option<Value<'c, 'c>> {
+    if op_name(&op) != "tosa.cast" || storage == ElementType::F32 {
+        return None;
+    }
+    let input = op.operand(0).ok()?;
+    let (from, from_shape) = float_tensor(input)?;
+    let (to, to_shape) = float_tensor(result(op)?)?;
+    let pair = [from, to];
+    (from_shape == to_shape && pair.contains(&ElementType::F32) && pair.contains(&storage))
+        .then_some(input)
+}
+
+/// A float constant's values as f32 (f16 and bf16 widen exactly).
+fn float_values(constant: &ConstTensor) -> Option<Vec<f32>> {
+    let halves = |f: fn([u8; 2]) -> f32| {
+        Some(
+            constant
+                .bytes
+                .chunks_exact(2)
+                .map(|c| f([c[0], c[1]]))
+                .collect(),
+        )
+    };
+    match constant.element {
+        ElementType::F32 => constant.f32s(),
+        ElementType::F16 => halves(|b| half::f16::from_le_bytes(b).to_f32()),
+        ElementType::BF16 => halves(|b| half::bf16::from_le_bytes(b).to_f32()),
+        _ => None,
+    }
+}
+
+/// The value of a splat-like float constant of all-1 shape (a scalar that
 /// broadcasts against anything).
 fn scalar_constant(value: Value) -> Option<f32> {
     let constant = ConstTensor::of_value(value)?;
     if constant.shape.iter().any(|&d| d != 1) {
         return None;
     }
-    constant.f32s()?.first().copied()
+    float_values(&constant)?.first().copied()
 }
 
 /// Whether a `tosa.mul`'s shift operand is absent or the constant 0.
@@ -283,8 +356,9 @@ fn zero_shift(mul: OperationRef) -> bool {
     }
 }
 
-/// Whether the matmul's zero points are constant zeros.
-fn float_matmul(matmul: OperationRef) -> bool {
+/// Whether the matmul's zero points are constant zeros and its result a
+/// rank-3 tensor of a type a chain stored as `storage` computes in.
+fn float_matmul(matmul: OperationRef, storage: ElementType) -> bool {
     (2..matmul.operand_count()).all(|i| {
         matmul
             .operand(i)
@@ -292,14 +366,19 @@ fn float_matmul(matmul: OperationRef) -> bool {
             .and_then(ConstTensor::of_value)
             .is_some_and(|c| c.bytes.iter().all(|b| *b == 0))
     }) && result(matmul)
-        .and_then(f32_shape)
+        .and_then(|r| chain_shape(r, storage))
         .is_some_and(|s| s.len() == 3)
 }
 
-/// `value` with reshapes (and, with `scales`, multiplications by a scalar
-/// constant, whose factors multiply into `scale`) stripped off, while each
-/// stripped op's result has one use.
-fn strip_operand<'c>(mut value: Value<'c, 'c>, scale: &mut f64) -> Value<'c, 'c> {
+/// `value` with reshapes (and, with `scale`, multiplications by a scalar
+/// constant, whose factors multiply into it) stripped off, and in a half
+/// chain (`storage` f16 or bf16) casts between f32 and that type, while
+/// each stripped op's result has one use.
+fn strip_operand<'c>(
+    mut value: Value<'c, 'c>,
+    mut scale: Option<&mut f64>,
+    storage: ElementType,
+) -> Value<'c, 'c> {
     while use_count(value) == 1
         && let Some(op) = defining_op(value)
     {
@@ -308,8 +387,14 @@ fn strip_operand<'c>(mut value: Value<'c, 'c>, scale: &mut f64) -> Value<'c, 'c>
                 Ok(input) => value = input,
                 Err(_) => break,
             },
+            "tosa.cast" => match half_cast(op, storage) {
+                Some(input) => value = input,
+                None => break,
+            },
             "tosa.mul" if zero_shift(op) => {
-                let (Ok(a), Ok(b)) = (op.operand(0), op.operand(1)) else {
+                let (Some(scale), Ok(a), Ok(b)) =
+                    (scale.as_deref_mut(), op.operand(0), op.operand(1))
+                else {
                     break;
                 };
                 if let Some(c) = scalar_constant(b) {
@@ -326,6 +411,76 @@ fn strip_operand<'c>(mut value: Value<'c, 'c>, scale: &mut f64) -> Value<'c, 'c>
         }
     }
     value
+}
+
+/// `value` (a stripped Q, Kᵀ, V or mask) as an operand in `storage`: as it
+/// is when it has that type; in a half chain, an f32 value that is a cast
+/// up from `storage` through reshapes and transposes (the moves replayed on
+/// the half value), or an f32 constant whose values `storage` holds
+/// exactly. Anything else (an f32 tensor in a half chain: mixed types) is
+/// `None`.
+fn in_storage<'c>(value: Value<'c, 'c>, storage: ElementType) -> Option<Operand<'c>> {
+    let (element, shape) = float_tensor(value)?;
+    if element == storage {
+        return Some(Operand {
+            value,
+            moves: Vec::new(),
+            constant: None,
+        });
+    }
+    if element != ElementType::F32 || storage == ElementType::F32 {
+        return None;
+    }
+    if let Some(constant) = ConstTensor::of_value(value) {
+        let values = float_values(&constant)?;
+        let bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|v| match storage {
+                ElementType::F16 => half::f16::from_f32(*v).to_le_bytes(),
+                _ => half::bf16::from_f32(*v).to_le_bytes(),
+            })
+            .collect();
+        let narrowed = ConstTensor {
+            shape,
+            element: storage,
+            bytes,
+        };
+        // Exactly: every value survives the round trip.
+        let back = float_values(&narrowed)?;
+        return values
+            .iter()
+            .zip(&back)
+            .all(|(v, b)| v == b)
+            .then_some(Operand {
+                value,
+                moves: Vec::new(),
+                constant: Some(narrowed),
+            });
+    }
+    let mut moves = Vec::new();
+    let mut at = value;
+    loop {
+        let op = defining_op(at)?;
+        match op_name(&op).as_str() {
+            "tosa.reshape" | "tosa.transpose" => {
+                moves.push(op);
+                at = op.operand(0).ok()?;
+            }
+            "tosa.cast" => {
+                let input = half_cast(op, storage)?;
+                if float_tensor(input)?.0 != storage {
+                    return None;
+                }
+                moves.reverse();
+                return Some(Operand {
+                    value: input,
+                    moves,
+                    constant: None,
+                });
+            }
+            _ => return None,
+        }
+    }
 }
 
 /// Whether a constant `[.., rows, columns]` (leading dimensions 1) is the
@@ -348,7 +503,6 @@ fn is_triangle(
     (0..rows as usize)
         .all(|i| (0..columns as usize).all(|j| keep(i * columns as usize + j) == Some(j <= i)))
 }
-
 /// `arith.cmpf`'s `uno` predicate (true where either operand is NaN).
 const CMPF_UNO: i64 = 14;
 
@@ -365,8 +519,24 @@ fn is_nan_of<'c>(condition: Value<'c, 'c>, x: Value<'c, 'c>) -> bool {
     };
     match op_name(&op).as_str() {
         "linalg.generic" => {
-            // One input, x; one output; the body `cmpf uno, %in, %in`.
-            if op.operand_count() != 2 || op.operand(0).ok() != Some(x) {
+            // One input, x (or, in a half graph, x cast up to f32 for the
+            // test alone: the importer computes IsNaN in f32); one output;
+            // the body `cmpf uno, %in, %in`.
+            let Ok(input) = op.operand(0) else {
+                return false;
+            };
+            let widened = || {
+                use_count(input) == 1
+                    && defining_op(input).is_some_and(|cast| {
+                        op_name(&cast) == "tosa.cast"
+                            && cast.operand(0).ok() == Some(x)
+                            && float_tensor(x).is_some_and(|(e, _)| {
+                                matches!(e, ElementType::F16 | ElementType::BF16)
+                            })
+                            && float_tensor(input).is_some_and(|(e, _)| e == ElementType::F32)
+                    })
+            };
+            if op.operand_count() != 2 || (input != x && !widened()) {
                 return false;
             }
             let body = crate::ir::util::body_ops(op);
@@ -422,7 +592,8 @@ fn nan_guard<'c>(select: OperationRef<'c, 'c>) -> Option<Value<'c, 'c>> {
         return None;
     }
     // x is read by the guard's select and its IsNaN (once as a generic's
-    // input, twice by `equal(x, x)`), and nothing else.
+    // input or by the cast up to it, twice by `equal(x, x)`), and nothing
+    // else.
     let expected = match defining_op(condition).map(|op| op_name(&op)) {
         Some(name) if name == "linalg.generic" => 2,
         _ => 3,
@@ -448,7 +619,7 @@ fn guards_empty_rows<'c>(condition: Value<'c, 'c>, mask: Option<Value<'c, 'c>>) 
         let Some(mask) = mask.and_then(ConstTensor::of_value) else {
             return false;
         };
-        let Some(values) = mask.f32s() else {
+        let Some(values) = float_values(&mask) else {
             return false;
         };
         let columns = mask.shape.last().copied().unwrap_or(1).max(1) as usize;
@@ -477,7 +648,7 @@ fn guards_empty_rows<'c>(condition: Value<'c, 'c>, mask: Option<Value<'c, 'c>>) 
             return None;
         };
         let sum = defining_op(count)?;
-        let rank = f32_shape(mask)?.len() as i64;
+        let rank = float_tensor(mask)?.1.len() as i64;
         let [allowed] = operands(&sum, "tosa.reduce_sum", 1)?[..] else {
             return None;
         };
@@ -503,19 +674,40 @@ fn guards_empty_rows<'c>(condition: Value<'c, 'c>, mask: Option<Value<'c, 'c>>) 
 }
 
 /// What the walk from the softmax back to the scores found.
-#[derive(Default)]
+#[derive(Clone)]
 struct Chain<'c> {
     scale: f64,
     causal: bool,
     /// The additive mask, the shape of the scores where it is added, and
     /// the factor the scales applied after it multiply it by.
     mask: Option<(Value<'c, 'c>, Vec<i64>, f64)>,
+    /// The storage type: every value of the chain is f32 or this type.
+    storage: ElementType,
+    /// A causal fill at or below this masks a key out.
+    masked_out: f32,
+}
+
+impl Chain<'_> {
+    fn new(storage: ElementType) -> Self {
+        Self {
+            scale: 1.0,
+            causal: false,
+            mask: None,
+            storage,
+            masked_out: if storage == ElementType::F16 {
+                F16_MASKED_OUT
+            } else {
+                MASKED_OUT
+            },
+        }
+    }
 }
 
 /// Walks from `value` (the softmax's input, or an intermediate of the
 /// scores) back to the `tosa.matmul` of the scores: scalar scales,
 /// reshapes that keep the last two dimensions, additive masks and causal
-/// selections, each intermediate used once. Returns the matmul.
+/// selections, in a half chain casts between f32 and the half type, each
+/// intermediate used once. Returns the matmul.
 fn walk_scores<'c>(
     value: Value<'c, 'c>,
     tail: [i64; 2],
@@ -525,13 +717,14 @@ fn walk_scores<'c>(
         return None;
     }
     let op = defining_op(value)?;
-    let shape = f32_shape(value)?;
+    let shape = chain_shape(value, chain.storage)?;
     if shape.len() < 2 || shape[shape.len() - 2..] != tail {
         return None;
     }
     match op_name(&op).as_str() {
-        "tosa.matmul" => float_matmul(op).then_some(op),
+        "tosa.matmul" => float_matmul(op, chain.storage).then_some(op),
         "tosa.reshape" => walk_scores(op.operand(0).ok()?, tail, chain),
+        "tosa.cast" => walk_scores(half_cast(op, chain.storage)?, tail, chain),
         "tosa.mul" if zero_shift(op) => {
             let (a, b) = (op.operand(0).ok()?, op.operand(1).ok()?);
             let (scores, factor) = match (scalar_constant(a), scalar_constant(b)) {
@@ -550,17 +743,13 @@ fn walk_scores<'c>(
             // The scores are the operand the walk gets through; the other
             // is the mask.
             for (scores, mask) in [(a, b), (b, a)] {
-                if f32_shape(scores).as_deref() != Some(&shape[..]) {
+                if scores.r#type() != value.r#type() {
                     continue;
                 }
-                let mut inner = Chain {
-                    scale: chain.scale,
-                    causal: chain.causal,
-                    mask: chain.mask.clone(),
-                };
-                let mask_shape = f32_shape(mask)?;
+                let mut inner = chain.clone();
+                let mask_shape = chain_shape(mask, chain.storage)?;
                 let constant = ConstTensor::of_value(mask);
-                let values = constant.as_ref().and_then(ConstTensor::f32s);
+                let values = constant.as_ref().and_then(float_values);
                 if let Some(values) = &values
                     && values.iter().all(|v| *v == 0.0)
                     && mask_shape
@@ -577,7 +766,7 @@ fn walk_scores<'c>(
                         let v = values[at];
                         if v == 0.0 {
                             Some(true)
-                        } else if v <= MASKED_OUT {
+                        } else if v <= inner.masked_out {
                             Some(false)
                         } else {
                             None
@@ -612,7 +801,7 @@ fn walk_scores<'c>(
                 return None;
             }
             let (on_true, on_false) = (op.operand(1).ok()?, op.operand(2).ok()?);
-            let masked_out = |v: Value| scalar_constant(v).is_some_and(|c| c <= MASKED_OUT);
+            let masked_out = |v: Value| scalar_constant(v).is_some_and(|c| c <= chain.masked_out);
             // where(triangle, scores, fill) or where(upper, fill, scores).
             let (scores, keep_when) = if masked_out(on_false) {
                 (on_true, true)
@@ -633,38 +822,90 @@ fn walk_scores<'c>(
     }
 }
 
+/// Where a half chain computed in f32 stores its output: the cast of the
+/// root's result (through single-use reshapes) to f16 or bf16, if that is
+/// the result's one use.
+fn output_cast<'c>(root: OperationRef<'c, 'c>) -> Option<(OperationRef<'c, 'c>, ElementType)> {
+    let mut value = result(root)?;
+    loop {
+        if use_count(value) != 1 {
+            return None;
+        }
+        let user = users(value).first().copied()?;
+        match op_name(&user).as_str() {
+            "tosa.reshape" if user.operand(0).ok() == Some(value) => value = result(user)?,
+            "tosa.cast" => {
+                let (element, _) = float_tensor(result(user)?)?;
+                return matches!(element, ElementType::F16 | ElementType::BF16)
+                    .then_some((user, element));
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// Matches an attention ending at `matmul` (a `tosa.matmul(P, V)`).
+///
+/// The chain is f32 throughout, or is stored in one half type (f16 or
+/// bf16): Q, K, V (and the mask) are that type or f32 casts up from it,
+/// the output is that type or stored through a cast to it, and the
+/// scores and probabilities between compute in that type or in f32, with
+/// casts between the two (a half model's import computes each op in f32
+/// and rounds to half between ops; exporters upcast the softmax). The
+/// kernel computes it all in f32 from the half operands: exact or better.
 pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatch<'c>> {
-    if op_name(&matmul) != "tosa.matmul" || !float_matmul(matmul) {
+    if op_name(&matmul) != "tosa.matmul" {
         return None;
     }
-    let out = f32_shape(result(matmul)?)?;
+    let (element, _) = float_tensor(result(matmul)?)?;
+    if element != ElementType::F32 {
+        return match_stored(matmul, element, matmul);
+    }
+    // An f32 result stored as half: the half chain, else the f32 one.
+    output_cast(matmul)
+        .and_then(|(cast, half)| match_stored(matmul, half, cast))
+        .or_else(|| match_stored(matmul, ElementType::F32, matmul))
+}
+
+/// [`match_attention`] for a chain stored as `storage`, whose output is
+/// `output`'s result.
+fn match_stored<'c>(
+    matmul: OperationRef<'c, 'c>,
+    storage: ElementType,
+    output: OperationRef<'c, 'c>,
+) -> Option<AttentionMatch<'c>> {
+    if !float_matmul(matmul, storage) {
+        return None;
+    }
+    let out = chain_shape(result(matmul)?, storage)?;
     let (p, value) = (matmul.operand(0).ok()?, matmul.operand(1).ok()?);
-    let p_shape = f32_shape(p)?;
+    let p_shape = chain_shape(p, storage)?;
     let (n, q_len, kv_len, dim) = (p_shape[0], p_shape[1], p_shape[2], out[2]);
-    // P back to its softmax through reshapes that keep [Sq, Skv] and at
-    // most one NaN guard.
+    // P back to its softmax through reshapes that keep [Sq, Skv], casts of
+    // a half chain and at most one NaN guard.
     let mut probabilities = p;
     let mut guarded = false;
     let mut empty_rows = None;
+    // The value a NaN guard reads (its uses are the guard's).
+    let mut guarded_value = None;
     let softmax = loop {
-        if use_count(probabilities) != 1 {
+        if Some(probabilities) != guarded_value && use_count(probabilities) != 1 {
             return None;
         }
         let op = defining_op(probabilities)?;
         match op_name(&op).as_str() {
             "tcc.softmax" => break op,
-            "tosa.reshape" => probabilities = op.operand(0).ok()?,
+            "tosa.reshape" if guarded_value.is_none() => probabilities = op.operand(0).ok()?,
+            // A NaN guard reads the softmax itself, or its cast.
+            "tosa.cast" => probabilities = half_cast(op, storage)?,
             "tosa.select" if !guarded => {
                 guarded = true;
-                if let Some(guarded_value) = nan_guard(op) {
-                    // The softmax is the guarded value itself: its uses
-                    // are the guard's (checked by `nan_guard`).
-                    let softmax = defining_op(guarded_value)?;
-                    if op_name(&softmax) != "tcc.softmax" {
-                        return None;
-                    }
-                    break softmax;
+                if let Some(x) = nan_guard(op) {
+                    // The guarded value's uses are the guard's (checked
+                    // by `nan_guard`).
+                    guarded_value = Some(x);
+                    probabilities = x;
+                    continue;
                 }
                 // Else an empty-row guard, checked against the mask once
                 // the walk has found it.
@@ -682,7 +923,7 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
             _ => return None,
         }
     };
-    let softmax_shape = f32_shape(result(softmax)?)?;
+    let softmax_shape = chain_shape(result(softmax)?, storage)?;
     let rank = softmax_shape.len();
     let axis = softmax.attribute("axis").ok().and_then(integer_value)?;
     if rank < 2
@@ -691,29 +932,29 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
     {
         return None;
     }
-    let mut chain = Chain {
-        scale: 1.0,
-        ..Chain::default()
-    };
+    let mut chain = Chain::new(storage);
     let scores = walk_scores(softmax.operand(0).ok()?, [q_len, kv_len], &mut chain)?;
     let (query, key) = (scores.operand(0).ok()?, scores.operand(1).ok()?);
-    let (q_shape, k_shape) = (f32_shape(query)?, f32_shape(key)?);
+    let (q_shape, k_shape) = (chain_shape(query, storage)?, chain_shape(key, storage)?);
     if q_shape != [n, q_len, dim] || k_shape != [n, dim, kv_len] {
         return None;
     }
     let mut scale = chain.scale;
-    let query = strip_operand(query, &mut scale);
-    let key_transposed = strip_operand(key, &mut scale);
+    let query = in_storage(strip_operand(query, Some(&mut scale), storage), storage)?;
+    let key_transposed = in_storage(strip_operand(key, Some(&mut scale), storage), storage)?;
+    // A scale on V scales the output, not the scores: it stays.
+    let value = in_storage(strip_operand(value, None, storage), storage)?;
     let (batch, heads) = if rank == 4 && softmax_shape[0] * softmax_shape[1] == n {
         (softmax_shape[0], softmax_shape[1])
     } else {
         (1, n)
     };
     // The mask as rank 4 over [B, H, Sq, Skv].
+    let mask_value = chain.mask.as_ref().map(|m| m.0);
     let mask = match chain.mask {
         None => None,
         Some((mask, at, factor)) => {
-            let mask_shape = f32_shape(mask)?;
+            let mask_shape = float_tensor(mask)?.1;
             let leading = &mask_shape[..mask_shape.len() - 2];
             let tail = &mask_shape[mask_shape.len() - 2..];
             let shape = if at.len() == 4 && at[0] * at[1] == n && at[..2] == [batch, heads] {
@@ -725,11 +966,11 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
             } else {
                 return None;
             };
-            Some((mask, shape, factor))
+            Some((in_storage(mask, storage)?, shape, factor))
         }
     };
     if let Some(condition) = empty_rows
-        && !guards_empty_rows(condition, mask.as_ref().map(|m| m.0))
+        && !guards_empty_rows(condition, mask_value)
     {
         return None;
     }
@@ -740,7 +981,7 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
     Some(AttentionMatch {
         query,
         key_transposed,
-        value: strip_operand(value, &mut 1.0),
+        value,
         sizes: [n, q_len, dim, kv_len],
         batch,
         heads,
@@ -748,30 +989,66 @@ pub fn match_attention<'c>(matmul: OperationRef<'c, 'c>) -> Option<AttentionMatc
         causal: chain.causal,
         mask,
         root: matmul,
+        output,
+        storage,
     })
 }
 
-/// Replaces a matched attention's `tosa.matmul(P, V)` by a `tcc.attention`
-/// over `[B, H, S, D]` reshapes of its operands (the ops it leaves unused
-/// are erased by the canonicalizer that follows).
+/// `operand` built in front of the attention: its value, or its constant
+/// narrowed, with its moves replayed.
+fn build_operand<'c>(b: &TosaBuilder<'c>, operand: &Operand<'c>) -> Result<'c, Value<'c, 'c>> {
+    let mut value = match &operand.constant {
+        None => operand.value,
+        Some(constant) => {
+            let ty = StaticTensor {
+                shape: constant.shape.clone(),
+                element: storage_type(b.context(), constant.element),
+            }
+            .to_type();
+            let attribute = constant.to_attribute(ty).map_err(|e| b.error(e))?;
+            b.constant(attribute, ty)?
+        }
+    };
+    for op in &operand.moves {
+        let moved = result(*op).ok_or_else(|| b.error("a move without a result"))?;
+        value = match transpose_perm(*op) {
+            Some(perm) => b.transpose(value, &perm)?,
+            None => b.reshape(value, &b.tensor(moved)?.shape)?,
+        };
+    }
+    Ok(value)
+}
+
+/// The MLIR type of a storage element type.
+fn storage_type(context: &Context, element: ElementType) -> Type<'_> {
+    match element {
+        ElementType::F16 => Type::float16(context),
+        ElementType::BF16 => Type::bfloat16(context),
+        _ => Type::float32(context),
+    }
+}
+
+/// Replaces a matched attention's output by a `tcc.attention` over
+/// `[B, H, S, D]` reshapes of its operands, in the chain's storage type
+/// (the ops it leaves unused are erased by the canonicalizer that
+/// follows).
 pub fn rewrite_attention<'c>(context: &'c Context, m: &AttentionMatch<'c>) -> Result<'c, ()> {
     let b = TosaBuilder::before(context, m.root)?;
     let [n, q_len, dim, kv_len] = m.sizes;
     let (batch, heads) = (m.batch, m.heads);
-    let query = b.reshape(m.query, &[batch, heads, q_len, dim])?;
-    let key = b.reshape(m.key_transposed, &[n, dim, kv_len])?;
+    let query = b.reshape(build_operand(&b, &m.query)?, &[batch, heads, q_len, dim])?;
+    let key = b.reshape(build_operand(&b, &m.key_transposed)?, &[n, dim, kv_len])?;
     let key = b.reshape(b.transpose(key, &[0, 2, 1])?, &[batch, heads, kv_len, dim])?;
-    let value = b.reshape(m.value, &[batch, heads, kv_len, dim])?;
+    let value = b.reshape(build_operand(&b, &m.value)?, &[batch, heads, kv_len, dim])?;
     let mut operands = vec![query, key, value];
     if let Some((mask, shape, factor)) = &m.mask {
-        let current = b.tensor(*mask)?.shape;
-        let mut mask = if current == *shape {
-            *mask
-        } else {
-            b.reshape(*mask, shape)?
-        };
+        let mut mask = build_operand(&b, mask)?;
+        if b.tensor(mask)?.shape != *shape {
+            mask = b.reshape(mask, shape)?;
+        }
         if *factor != 1.0 {
-            mask = b.mul(mask, b.scalar(*factor, 4, Type::float32(context))?)?;
+            let element = storage_type(context, m.storage);
+            mask = b.mul(mask, b.scalar(*factor, 4, element)?)?;
         }
         operands.push(mask);
     }
@@ -787,8 +1064,8 @@ pub fn rewrite_attention<'c>(context: &'c Context, m: &AttentionMatch<'c>) -> Re
             ("causal", BoolAttribute::new(context, m.causal).into()),
         ],
     )?;
-    let flat = b.reshape(attention, &[n, q_len, dim])?;
-    let old: Value = m.root.result(0).map_err(|e| b.error(e.to_string()))?.into();
-    crate::ir::util::replace_and_erase(m.root, old, flat);
+    let old = result(m.output).ok_or_else(|| b.error("attention output without a result"))?;
+    let flat = b.reshape(attention, &b.tensor(old)?.shape)?;
+    crate::ir::util::replace_and_erase(m.output, old, flat);
     Ok(())
 }
