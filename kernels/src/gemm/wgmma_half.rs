@@ -206,7 +206,16 @@ pub fn half_conv_tile_for(shape: &GemmShape, channels: i64) -> Option<GemmConfig
     if channels % STAGE_K as i64 != 0 || shape.batch > 1 {
         return None;
     }
-    let config = choose_width(shape, &CONV_WIDTHS)?;
+    // One or two k tiles: at most 128 columns. A 256-wide tile's staged
+    // epilogue (132 KiB of fp32) leaves one work-group an SM with nothing
+    // to overlap its fill and epilogue; ResNet-50's pointwise
+    // convolutions of K = 64 (100352 x 256 outputs) ran 110 us so.
+    let widths = if shape.k <= 2 * STAGE_K as i64 {
+        &CONV_WIDTHS[2..]
+    } else {
+        &CONV_WIDTHS[..]
+    };
+    let config = choose_width(shape, widths)?;
     let groups = row_tiles(shape) * (shape.n / config.tile_n as i64);
     (2 * groups >= SMS).then_some(config)
 }
@@ -324,29 +333,28 @@ impl WgmmaHalf {
     /// (free once the last `wgmma` has read its stage): the accumulators
     /// are written there as the tile's rows (`float2` pairs of
     /// neighbouring columns, rows padded by 8 floats: at most two-way
-    /// bank conflicts), and each warp then walks 16 of the tile's rows,
-    /// its 32 work-items on 32 neighbouring columns of one row at a time,
-    /// each running the kernel's per-element epilogue (`init`, `store`)
-    /// on its element. A warp's loads and stores of C and of what the
-    /// epilogue reads (a residual) then cover 32 neighbouring elements of
-    /// one row, where the D fragment's order spread each warp
-    /// instruction's 32 elements over 8 rows in pairs; and a row's
-    /// address arithmetic (a convolution's output pixel) is done once per
-    /// row, as the fragment's order did. Measured on the H200 against the
-    /// fragment's order, same outputs bit for bit: ResNet-50 at batch 32
-    /// in fp16 2.72 -> 2.44 ms of kernels, BERT-base 3.33 -> 3.05 (its
-    /// Q/K/V product 63 -> 38 us, the FFN's GELU product 84 -> 66; the
-    /// products with a residual to add 27-44 -> 36-55 us). Walking the
-    /// tile with the whole work-group on a row at a time was as good for
-    /// BERT (2.98 ms) but recomputed a convolution's pixel per element
-    /// (ResNet-50 4.06 ms).
+    /// bank conflicts), and the work-items then walk the tile by rows,
+    /// consecutive work-items on neighbouring columns, each running the
+    /// kernel's per-element epilogue (`init`, `store`) on its element: a
+    /// matmul's with the whole work-group on a row or two at a time, a
+    /// convolution's with each warp on 16 rows of its own (a row's
+    /// output pixel, divided out of the row index, then once per row). A
+    /// warp's loads and stores of C and of what the epilogue reads (a
+    /// residual) cover 32 neighbouring elements of one row, where the D
+    /// fragment's order spread each warp instruction's 32 elements over 8
+    /// rows in pairs. Measured on the H200 against the fragment's order,
+    /// same outputs bit for bit, with the warps' walk for both: ResNet-50
+    /// at batch 32 in fp16 2.72 -> 2.44 ms of kernels, BERT-base 3.33 ->
+    /// 3.05 (its Q/K/V product 63 -> 38 us, the FFN's GELU product 84 ->
+    /// 66), and with the work-group's walk BERT-base 2.98 (ResNet-50 4.06:
+    /// a pixel divided out per element).
     pub(super) fn staged_epilogue(out: &mut String, spec: &GemmSpec) {
         let s = spec.shape;
         let columns = spec.config.tile_n;
         let pitch = columns + 8;
         let _ = writeln!(
             out,
-            "  /* the epilogue through local memory: the tile's rows, then each warp its rows, a row's 32 neighbouring columns at a time */
+            "  /* the epilogue through local memory: the tile's rows, then walked by rows, neighbouring work-items on neighbouring columns */
   barrier(CLK_LOCAL_MEM_FENCE);
   __local float* staged_tile = (__local float*)(ulong)stages;
   #pragma unroll
@@ -357,8 +365,33 @@ impl WgmmaHalf {
   barrier(CLK_LOCAL_MEM_FENCE);",
             acc_n = columns / 4,
         );
-        // Two rows of a warp at a time: unrolled whole (sixteen rows),
-        // ResNet-50's residual epilogues ran 1.1-1.4x slower.
+        if spec.a_image.is_none() {
+            // A matmul's rows are plain strides: the whole work-group on a
+            // row (or two) at a time, eight passes in flight. BERT-base's
+            // products with a residual to add took 1.25-1.45x as long
+            // walked a warp's rows (2.98 against 3.05 ms a call).
+            let _ = writeln!(
+                out,
+                "  #pragma unroll 8
+  for (int pass = 0; pass < {passes}; ++pass) {{
+    const int e = pass * {THREADS} + tid;
+    const int r = e / {columns}, c = e % {columns};
+    const float staged = staged_tile[r * {pitch} + c];
+    const tcc_index i = row0 + r;
+    const tcc_index j = col0 + c;
+    if (i < {m} && j < {n}) {{",
+                passes = ROWS * columns / THREADS,
+                m = s.m,
+                n = s.n,
+            );
+            epilogue_body(out, spec);
+            let _ = writeln!(out, "    }}\n  }}\n}}");
+            return;
+        }
+        // A convolution's: a warp's rows, two at a time, so that a row's
+        // output pixel is divided out once (per element, ResNet-50 took
+        // 4.06 ms a call); unrolled whole (sixteen rows), its residual
+        // epilogues ran 1.1-1.4x slower.
         let _ = writeln!(
             out,
             "  #pragma unroll 2
@@ -376,14 +409,7 @@ impl WgmmaHalf {
             m = s.m,
             n = s.n,
         );
-        for line in spec.init_statements.lines() {
-            let _ = writeln!(out, "      {line}");
-        }
-        let _ = writeln!(out, "      const float acc_init = {};", spec.init);
-        let _ = writeln!(out, "      const float acc_value = acc_init + staged;");
-        for line in spec.store.lines() {
-            let _ = writeln!(out, "      {line}");
-        }
+        epilogue_body(out, spec);
         let _ = writeln!(out, "    }}\n    }}\n  }}\n}}");
     }
 
@@ -649,6 +675,19 @@ fn wgmma_half_instruction(
         b = elements + 1,
         scale = elements + 2,
     );
+}
+
+/// The kernel's per-element epilogue on the staged accumulator `staged`
+/// of element (`i`, `j`).
+fn epilogue_body(out: &mut String, spec: &GemmSpec) {
+    for line in spec.init_statements.lines() {
+        let _ = writeln!(out, "      {line}");
+    }
+    let _ = writeln!(out, "      const float acc_init = {};", spec.init);
+    let _ = writeln!(out, "      const float acc_value = acc_init + staged;");
+    for line in spec.store.lines() {
+        let _ = writeln!(out, "      {line}");
+    }
 }
 
 /// Whether the work-items gather A (a convolution's image that is not a

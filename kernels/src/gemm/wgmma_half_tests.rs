@@ -166,12 +166,12 @@ fn a_qualifying_fp16_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
             "const int wg_row = 64 * (warp / 4) + 16 * (warp % 4) + group;",
             "float acc[2][64];",
             "*(__local float2*)(staged_tile + (wg_row + 8 * wm) * 264 + 8 * (wn / 2) + 2 * tig) = (float2)(acc[wm][wn], acc[wm][wn + 1]);",
-            // The epilogue: each warp 16 rows, 32 neighbouring columns of
-            // one row at a time.
-            "const int r = warp * 16 + rr;",
-            "const tcc_index i = row0 + r;",
-            "const int c = lane + 32 * q;",
+            // A matmul's epilogue: the work-group on a row at a time.
+            "for (int pass = 0; pass < 128; ++pass) {",
+            "const int e = pass * 256 + tid;",
+            "const int r = e / 256, c = e % 256;",
             "const float staged = staged_tile[r * 264 + c];",
+            "const tcc_index i = row0 + r;",
             "const tcc_index j = col0 + c;",
             "const float acc_value = acc_init + staged;",
             "a0[i * 512 + j] = acc_value;",
@@ -309,8 +309,11 @@ fn convolutions_take_64_wide_tiles_where_the_channels_allow() {
     let conv = |m, n, k, c| half_conv_tile_for(&shape(1, m, n, k), c).map(|c| c.tile_n);
     // 64 output channels: the 128x64 tile (784 work-groups).
     assert_eq!(conv(32 * 56 * 56, 64, 576, 64), Some(64));
-    // 256 of them: the widest tile whose waves take least.
-    assert_eq!(conv(32 * 56 * 56, 256, 64, 64), Some(256));
+    // 256 of them over K = 576: the widest tile whose waves take least.
+    assert_eq!(conv(32 * 56 * 56, 256, 576, 64), Some(256));
+    // One k tile (a pointwise convolution of 64 channels): at most 128
+    // columns, so that more than one work-group fits an SM.
+    assert_eq!(conv(32 * 56 * 56, 256, 64, 64), Some(128));
     // A channel count the gather cannot take in whole k tiles.
     assert_eq!(conv(32 * 56 * 56, 64, 27, 3), None);
     assert_eq!(conv(32 * 112 * 112, 64, 9 * 32, 32), None);
@@ -362,6 +365,12 @@ fn a_padded_convolution_gathers_a_and_the_tma_copies_b() {
             "else if (kt == 1) __asm__ volatile(\"cp.async.wait_group 2;\" ::: \"memory\");",
             "fence.proxy.async.shared::cta;",
             "if (kt + 2 < 9) {",
+            // A convolution's epilogue: each warp 16 rows, 32 neighbouring
+            // columns of one row at a time.
+            "const int r = warp * 16 + rr;",
+            "const tcc_index i = row0 + r;",
+            "const int c = lane + 32 * q;",
+            "const float staged = staged_tile[r * 72 + c];",
         ],
     );
     // No map of A: the TMA copies B only.
