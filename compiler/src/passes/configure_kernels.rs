@@ -323,7 +323,7 @@ impl ConfigureOptions {
             return KernelStrategy::Gemm {
                 config,
                 shape,
-                precision: self.precision,
+                precision: gemm_precision(self.precision, target, op),
             };
         }
         if self.templates
@@ -363,6 +363,25 @@ impl ConfigureOptions {
             workgroup_size: loops.workgroup_size,
             max_workgroups: loops.max_workgroups,
         }
+    }
+}
+
+/// The arithmetic of a float GEMM kernel: the module's precision, but for
+/// a half-precision `tcc.conv` (a convolution with its input's padding
+/// folded into its loads) over fewer than 8 input channels on nvidia (an
+/// image's stem: RGB), which keeps the fp32 body: its K is a few dozen
+/// taps, and the tensor-core body, which stages such an A element by
+/// element through registers, took 1.4-1.6x as long (batch 32 on the
+/// H200: ResNet-50's 7x7 stem 517 against 325 us, MobileNetV2's and
+/// EfficientNet-B0's 3x3 145 / 103 and 185 / 132; ConvNeXt-T's unpadded
+/// 4x4 patches, a plain convolution, ran faster on tensor cores, 71
+/// against 98).
+fn gemm_precision(precision: Precision, target: Target, op: OperationRef) -> Precision {
+    let stem = op_name(&op) == crate::ir::conv::OP
+        && crate::ir::filter_panels::hwcf_filter_shape(op, 0).is_some_and(|filter| filter[2] < 8);
+    match precision {
+        Precision::Fp16 | Precision::Bf16 if stem && target == Target::Nvidia => Precision::Fp32,
+        _ => precision,
     }
 }
 
