@@ -536,27 +536,10 @@ fn half_graph_attention_is_one_kernel_within_half_precision() {
         let mut values = Vec::new();
         let inputs: Vec<HostTensor> = (0..3)
             .map(|_| {
-                let mut rounded = Vec::new();
-                let bytes: Vec<u8> = (0..heads * seq * dim)
-                    .flat_map(|_| {
-                        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                        let v = (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0;
-                        let (bits, back) = match dtype {
-                            DType::F16 => {
-                                let h = half::f16::from_f32(v);
-                                (h.to_le_bytes(), h.to_f32())
-                            }
-                            _ => {
-                                let h = half::bf16::from_f32(v);
-                                (h.to_le_bytes(), h.to_f32())
-                            }
-                        };
-                        rounded.push(f64::from(back));
-                        bits
-                    })
-                    .collect();
+                let (tensor, rounded) =
+                    random_half_tensor(dtype, vec![1, heads, seq, dim], &mut state, (1.0, 0.0));
                 values.push(rounded);
-                HostTensor::new(dtype, vec![1, heads, seq, dim], bytes).unwrap()
+                tensor
             })
             .collect();
         let want = causal_attention(&values, None, heads, seq, dim, scale);
@@ -719,28 +702,9 @@ fn half_onnx_attention_is_one_kernel_within_half_precision() {
         let mut state = 0x5eed_1e55_u32;
         let mut rounded = Vec::new();
         let mut tensor = |shape: Vec<usize>, factor: f32, offset: f32| {
-            let count: usize = shape.iter().product();
-            let mut values = Vec::new();
-            let bytes: Vec<u8> = (0..count)
-                .flat_map(|_| {
-                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                    let v = ((state >> 8) as f32 / (1u32 << 23) as f32 - 1.0) * factor + offset;
-                    let (bits, back) = match dtype {
-                        DType::F16 => {
-                            let h = half::f16::from_f32(v);
-                            (h.to_le_bytes(), h.to_f32())
-                        }
-                        _ => {
-                            let h = half::bf16::from_f32(v);
-                            (h.to_le_bytes(), h.to_f32())
-                        }
-                    };
-                    values.push(f64::from(back));
-                    bits
-                })
-                .collect();
+            let (tensor, values) = random_half_tensor(dtype, shape, &mut state, (factor, offset));
             rounded.push(values);
-            HostTensor::new(dtype, shape, bytes).unwrap()
+            tensor
         };
         let mut inputs: Vec<HostTensor> = (0..3)
             .map(|_| tensor(vec![1, heads, seq, dim], 1.0, 0.0))
@@ -769,4 +733,39 @@ fn half_onnx_attention_is_one_kernel_within_half_precision() {
             "{name}: relative error {error:e} > {bound:e}"
         );
     }
+}
+
+/// A tensor of `dtype` (f16 or bf16) and `shape` of values uniform in
+/// `[-1, 1) * scale.0 + scale.1` from the LCG `state`, rounded to the type,
+/// and the rounded values (what a reference computes on).
+fn random_half_tensor(
+    dtype: tcc_runtime::DType,
+    shape: Vec<usize>,
+    state: &mut u32,
+    (factor, offset): (f32, f32),
+) -> (tcc_runtime::HostTensor, Vec<f64>) {
+    let count: usize = shape.iter().product();
+    let mut values = Vec::with_capacity(count);
+    let bytes: Vec<u8> = (0..count)
+        .flat_map(|_| {
+            *state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let v = ((*state >> 8) as f32 / (1u32 << 23) as f32 - 1.0) * factor + offset;
+            let (bits, back) = match dtype {
+                tcc_runtime::DType::F16 => {
+                    let h = half::f16::from_f32(v);
+                    (h.to_le_bytes(), h.to_f32())
+                }
+                _ => {
+                    let h = half::bf16::from_f32(v);
+                    (h.to_le_bytes(), h.to_f32())
+                }
+            };
+            values.push(f64::from(back));
+            bits
+        })
+        .collect();
+    (
+        tcc_runtime::HostTensor::new(dtype, shape, bytes).unwrap(),
+        values,
+    )
 }

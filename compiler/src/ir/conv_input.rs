@@ -15,14 +15,12 @@
 //! convolution without padding, which keeps its named form) reads its
 //! image as it is by definition.
 
-use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::OperationLike;
-use melior::ir::r#type::TypeLike;
 use melior::ir::{BlockLike, OperationRef, RegionLike, Value, ValueLike};
 
 use super::conv::{ConvWindow, WindowKind};
 use super::types::static_shape;
-use super::util::{defining_op, integer_value, op_name};
+use super::util::{constant_float, constant_int, defining_op, integer_value, op_name};
 
 /// The geometry of a convolution that reads its NHWC input as it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,30 +58,13 @@ enum Term {
     Float(f64),
 }
 
-fn index_constant(value: Value) -> Option<i64> {
-    let op = defining_op(unsafe { Value::from_raw(value.to_raw()) })?;
-    (op_name(&op) == "arith.constant" && value.r#type().is_index())
-        .then(|| op.attribute("value").ok().and_then(integer_value))
-        .flatten()
-}
-
-fn float_constant(value: Value) -> Option<f64> {
-    let op = defining_op(unsafe { Value::from_raw(value.to_raw()) })?;
-    if op_name(&op) != "arith.constant" {
-        return None;
-    }
-    let raw = op.attribute("value").ok()?.to_raw();
-    unsafe { mlir_sys::mlirAttributeIsAFloat(raw) }
-        .then(|| unsafe { mlir_sys::mlirFloatAttrGetValueDouble(raw) })
-}
-
 /// The term of an index, bound or float value of the body; `None` for
 /// anything else (a load, a block argument, float arithmetic).
 fn term(value: Value, depth: usize) -> Option<Term> {
-    if let Some(constant) = index_constant(value) {
+    if let Some(constant) = constant_int(value) {
         return Some(Term::Linear([0; LOOPS], constant));
     }
-    if let Some(constant) = float_constant(value) {
+    if let Some(constant) = constant_float(value) {
         return Some(Term::Float(constant));
     }
     if depth > 32 {
@@ -303,16 +284,6 @@ pub fn plain_input<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
 /// convolution without padding or producer): its image is its first
 /// operand, read as it is by the op's definition.
 fn named_conv_input<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
-    let pair = |name: &str| -> Option<[i64; 2]> {
-        let Ok(attribute) = op.attribute(name) else {
-            return Some([1, 1]);
-        };
-        match super::dense::int_elements(attribute).as_deref() {
-            Some([v]) => Some([*v, *v]),
-            Some([a, b]) => Some([*a, *b]),
-            _ => None,
-        }
-    };
     let image = op.operand(0).ok()?;
     let image_shape: [i64; 4] = static_shape(image.r#type())?.try_into().ok()?;
     let filter: [i64; 4] = static_shape(op.operand(1).ok()?.r#type())?
@@ -327,8 +298,8 @@ fn named_conv_input<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
         image_shape,
         output: [oh, ow],
         taps: [filter[0], filter[1]],
-        strides: pair("strides")?,
-        dilations: pair("dilations")?,
+        strides: super::dense::conv_pair(op, "strides")?,
+        dilations: super::dense::conv_pair(op, "dilations")?,
         pads: [0, 0],
     })
 }

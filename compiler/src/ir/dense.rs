@@ -51,6 +51,20 @@ pub fn int_array_attribute(op: OperationRef, name: &str) -> Option<Vec<i64>> {
     int_array(op.attribute(name).ok()?)
 }
 
+/// A convolution's pair attribute (`strides`, `dilations`) as
+/// `dense<[2, 1]> : tensor<2xi64>` or the splat `dense<1> : ...`; absent:
+/// `[1, 1]`; `None` when present in another form.
+pub fn conv_pair(op: OperationRef, name: &str) -> Option<[i64; 2]> {
+    let Ok(attribute) = op.attribute(name) else {
+        return Some([1, 1]);
+    };
+    match int_elements(attribute).as_deref() {
+        Some([v]) => Some([*v, *v]),
+        Some([a, b]) => Some([*a, *b]),
+        _ => None,
+    }
+}
+
 /// The elements of an integer or index `dense<...>` attribute in row-major
 /// order (a splat expanded to its element count), widened to `i64`; `None`
 /// for any other attribute (float or unsigned elements, `dense_resource`,

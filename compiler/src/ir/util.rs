@@ -68,6 +68,25 @@ pub fn defining_op<'c>(value: Value<'c, 'c>) -> Option<OperationRef<'c, 'c>> {
     Some(unsafe { OperationRef::from_raw(raw) })
 }
 
+/// The value of an integer (or index) `arith.constant`, if `value` is one.
+pub fn constant_int(value: Value) -> Option<i64> {
+    let op = defining_op(unsafe { Value::from_raw(value.to_raw()) })?;
+    (op_name(&op) == "arith.constant")
+        .then(|| op.attribute("value").ok().and_then(integer_value))
+        .flatten()
+}
+
+/// The value of a scalar float `arith.constant`, if `value` is one.
+pub fn constant_float(value: Value) -> Option<f64> {
+    let op = defining_op(unsafe { Value::from_raw(value.to_raw()) })?;
+    if op_name(&op) != "arith.constant" {
+        return None;
+    }
+    let raw = op.attribute("value").ok()?.to_raw();
+    unsafe { mlir_sys::mlirAttributeIsAFloat(raw) }
+        .then(|| unsafe { mlir_sys::mlirFloatAttrGetValueDouble(raw) })
+}
+
 /// Number of uses of a value.
 pub fn use_count(value: Value) -> usize {
     let mut count = 0;

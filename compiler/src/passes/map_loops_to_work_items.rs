@@ -50,7 +50,7 @@ use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
 };
 use crate::config::Target;
-use crate::ir::util::{body_ops, body_ops_named, defining_op, integer_value, op_name, ops_named};
+use crate::ir::util::{body_ops, body_ops_named, defining_op, op_name, ops_named};
 
 pub struct MapLoopsToWorkItems;
 
@@ -100,14 +100,6 @@ impl<'c> Inserter<'c> {
     }
 }
 
-/// A constant index operand's value.
-fn constant_index(value: Value) -> Option<i64> {
-    let op = defining_op(unsafe { Value::from_raw(value.to_raw()) })?;
-    (op_name(&op) == "arith.constant")
-        .then(|| op.attribute("value").ok().and_then(integer_value))
-        .flatten()
-}
-
 /// (lower, upper, step) of each dimension of an scf.parallel, all
 /// constants but for a symbolic leading dimension (issue 33): a dimension
 /// after unit ones only, from 0 by 1 to a value (the kernel's
@@ -122,7 +114,7 @@ fn nest_bounds<'c>(
     let mut outer_units = true;
     let bounds = (0..dims)
         .map(|d| {
-            let get = |i: usize| op.operand(i).ok().and_then(constant_index);
+            let get = |i: usize| op.operand(i).ok().and_then(crate::ir::util::constant_int);
             let bound = match (get(d), get(dims + d), get(2 * dims + d)) {
                 (Some(lower), Some(upper), Some(step)) if step > 0 => Ok((lower, upper, step)),
                 (Some(0), None, Some(1)) if outer_units && leading.is_none() => {
@@ -169,7 +161,7 @@ fn bound_key(value: Value) -> (usize, i64) {
     if let Some(op) = defining_op(unsafe { Value::from_raw(value.to_raw()) })
         && op_name(&op) == "memref.dim"
         && let (Ok(source), Ok(index)) = (op.operand(0), op.operand(1))
-        && let Some(index) = constant_index(index)
+        && let Some(index) = crate::ir::util::constant_int(index)
     {
         return (source.to_raw().ptr as usize, index);
     }

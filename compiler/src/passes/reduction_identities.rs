@@ -25,13 +25,13 @@
 
 use melior::Context;
 use melior::dialect::arith;
-use melior::ir::attribute::{Attribute, AttributeLike, FloatAttribute};
+use melior::ir::attribute::{Attribute, FloatAttribute};
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::{BlockLike, Value, ValueLike};
 
 use super::form_dispatches::init_operands;
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
-use crate::ir::util::{body_ops, collect_ops, defining_op, op_name, users};
+use crate::ir::util::{body_ops, collect_ops, op_name, users};
 
 pub struct ReductionIdentities;
 
@@ -143,17 +143,6 @@ fn cmpf_predicate(op: OperationRef) -> Option<i64> {
     crate::ir::util::integer_value(attribute)
 }
 
-/// The value of a scalar float `arith.constant`.
-fn float_constant(value: Value) -> Option<f64> {
-    let op = defining_op(value)?;
-    if op_name(&op) != "arith.constant" {
-        return None;
-    }
-    let raw = op.attribute("value").ok()?.to_raw();
-    unsafe { mlir_sys::mlirAttributeIsAFloat(raw) }
-        .then(|| unsafe { mlir_sys::mlirFloatAttrGetValueDouble(raw) })
-}
-
 /// Whether `value` is one of `user`'s init operands.
 fn is_init_of(value: Value, user: OperationRef) -> bool {
     init_operands(user).contains(&value)
@@ -203,7 +192,7 @@ fn fix_fill<'c>(context: &'c Context, fill: OperationRef<'c, 'c>) -> PassResult<
     let (Ok(scalar), Ok(result)) = (fill.operand(0), fill.result(0)) else {
         return Ok(());
     };
-    let Some(value) = float_constant(scalar) else {
+    let Some(value) = crate::ir::util::constant_float(scalar) else {
         return Ok(());
     };
     let Some(direction) = users_direction(result.into(), true) else {
@@ -241,7 +230,7 @@ fn fix_pad<'c>(context: &'c Context, pad: OperationRef<'c, 'c>) -> PassResult<'c
     let Some((bound, infinity)) = float_width(padding).and_then(|w| direction.bounds(w)) else {
         return Ok(());
     };
-    if float_constant(padding) != Some(bound) {
+    if crate::ir::util::constant_float(padding) != Some(bound) {
         return Ok(());
     }
     let replacement = constant_before(context, pad, padding, infinity)?;

@@ -467,28 +467,30 @@ impl WgmmaHalf {
         );
         let element = (storage.c_type(), 1);
         let gather = gathers(spec);
-        match &spec.a_image {
-            // The work-items copy A themselves.
-            Some(_) if gather => {}
-            // A pointwise convolution's image is A as it is: N H W x C.
-            Some(image) => build_typed_tensor_map(
+        // A's base and row stride: a pointwise convolution's image is A as
+        // it is (N H W x C); a gathered image has no map (the work-items
+        // copy A themselves).
+        let a_matrix = match &spec.a_image {
+            Some(_) if gather => None,
+            Some(image) => Some((
+                format!("{} + {}", image.buffer, image.offset),
+                image.shape[3],
+            )),
+            None => Some((
+                format!("{} + {}", spec.a.buffer, spec.a.address("b", "0", "0")),
+                spec.a.row_stride,
+            )),
+        };
+        if let Some((base, row_stride)) = a_matrix {
+            build_typed_tensor_map(
                 out,
                 "a",
-                &format!("{} + {}", image.buffer, image.offset),
+                &base,
                 element,
                 [s.k, s.m],
-                image.shape[3] * HALF as i64,
+                row_stride * HALF as i64,
                 [STAGE_K, ROWS],
-            ),
-            None => build_typed_tensor_map(
-                out,
-                "a",
-                &format!("{} + {}", spec.a.buffer, spec.a.address("b", "0", "0")),
-                element,
-                [s.k, s.m],
-                spec.a.row_stride * HALF as i64,
-                [STAGE_K, ROWS],
-            ),
+            );
         }
         build_typed_tensor_map(
             out,

@@ -390,14 +390,6 @@ struct Extents<'c> {
     cache: HashMap<(usize, usize), Value<'c, 'c>>,
 }
 
-/// The static value of the `index` constant `value`, if it is one.
-fn constant_index(value: Value) -> Option<i64> {
-    let op = crate::ir::util::defining_op(value)?;
-    (op_name(&op) == "arith.constant")
-        .then(|| op.attribute("value").ok().and_then(integer_value))
-        .flatten()
-}
-
 /// The extent of host buffer `memref` along `axis` as an `i64` value:
 /// a constant where its type says it; for a function argument the call's
 /// shape entry; for a reshape, cast, arena view or allocation the
@@ -725,7 +717,7 @@ pub fn lower_function<'c>(
             }
             "memref.dim" => {
                 let source = operand_at(op, 0)?;
-                let axis = constant_index(operand_at(op, 1)?)
+                let axis = crate::ir::util::constant_int(operand_at(op, 1)?)
                     .and_then(|a| usize::try_from(a).ok())
                     .ok_or_else(|| {
                         CodegenError::at(&op, "a host 'memref.dim' of a non-constant dimension")

@@ -147,17 +147,13 @@ fn k_window(filter: &[i64]) -> [i64; 3] {
 /// Static values of a conv attribute like `dense<[2, 1]> : tensor<2xi64>`
 /// or the splat `dense<1> : tensor<2xi64>`; absent: 1.
 fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
-    let Ok(attribute) = op.attribute(name) else {
-        return Ok([1, 1]);
-    };
-    match crate::ir::dense::int_elements(attribute).as_deref() {
-        Some([v]) => Ok([*v, *v]),
-        Some([a, b]) => Ok([*a, *b]),
-        _ => Err(CodegenError::at(
-            &op,
-            format!("cannot read {name} = {attribute}"),
-        )),
-    }
+    crate::ir::dense::conv_pair(op, name).ok_or_else(|| {
+        let attribute = op
+            .attribute(name)
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        CodegenError::at(&op, format!("cannot read {name} = {attribute}"))
+    })
 }
 
 /// What a contraction operand is called in errors.
