@@ -137,6 +137,16 @@ pub struct WindowSpec {
     /// C statements storing the float `acc_value` at output `n`, `oy`,
     /// `ox`, channel `oc`, multiplier index `om` (the epilogue, if any).
     pub store: String,
+    /// Whether the loop over the window's rows stays a loop (`#pragma
+    /// unroll 1`) instead of being unrolled. Unrolled, a 7x7 window's
+    /// block is one straight run of 7 x (7 taps + 10 input columns) loads
+    /// that ptxas hoists and keeps live together: more than the 255
+    /// registers a work-item has, so it spills, and CUDA 13.0's ptxas (the
+    /// H200's driver JIT) gave ConvNeXt-T's fp16 14x14 kernel 32 registers
+    /// and 2.8 KiB of local memory (557 us; rolled: 62 registers, no
+    /// spill, 31 us; docs/benchmarks.md). The target decides
+    /// (`TargetConfig::window_rows_rolled` in tcc-compiler).
+    pub rolled_rows: bool,
 }
 
 /// Where a window kernel's accumulators start.
@@ -271,7 +281,8 @@ pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
             }
         }
     }
-    let _ = writeln!(out, "  #pragma unroll");
+    let unroll = if spec.rolled_rows { " 1" } else { "" };
+    let _ = writeln!(out, "  #pragma unroll{unroll}");
     let _ = writeln!(out, "  for (int ky = 0; ky < {window_h}; ky++) {{");
     if let Some(tap) = &spec.tap {
         for kx in 0..window_w {
@@ -347,6 +358,7 @@ mod tests {
                 .then(|| "vload4(0, a1 + ky * 48 + kx * 16 + c)".into()),
             init: WindowInit::Fill("0.0f".into()),
             store: "a2[((n * 112 + oy) * 112 + ox) * 16 + oc] = acc_value;".into(),
+            rolled_rows: false,
         }
     }
 
@@ -383,6 +395,29 @@ mod tests {
         assert!(text.contains("const int ox = min(ox0 + 2, 109);"), "{text}");
         assert!(text.contains("vstore4(acc3, 0, lanes);"), "{text}");
         assert!(text.contains("reqd_work_group_size(128, 1, 1)"), "{text}");
+    }
+
+    #[test]
+    fn rows_unroll_unless_the_target_keeps_them_rolled() {
+        let mut spec = spec(CONFIG, GEOMETRY, WindowCombine::MulAdd);
+        let unrolled = window_kernel(&spec).unwrap();
+        assert!(
+            unrolled.contains("  #pragma unroll\n  for (int ky = 0; ky < 3; ky++) {"),
+            "{unrolled}"
+        );
+        spec.rolled_rows = true;
+        let rolled = window_kernel(&spec).unwrap();
+        assert!(
+            rolled.contains("  #pragma unroll 1\n  for (int ky = 0; ky < 3; ky++) {"),
+            "{rolled}"
+        );
+        // Only the row loop: the block's columns and the lanes of its
+        // stores are written out either way.
+        assert_eq!(rolled.matches("#pragma unroll 1").count(), 1, "{rolled}");
+        assert_eq!(
+            rolled.replace("#pragma unroll 1", "#pragma unroll"),
+            unrolled
+        );
     }
 
     #[test]

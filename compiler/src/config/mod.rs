@@ -229,6 +229,12 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// Whether the window template keeps its loop over the window's rows
+    /// a loop (`WindowSpec::rolled_rows`) rather than unrolling it.
+    fn window_rows_rolled(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -550,6 +556,11 @@ impl Target {
     /// See [`TargetConfig::polynomial_exp`].
     pub fn polynomial_exp(self) -> bool {
         self.config().polynomial_exp()
+    }
+
+    /// See [`TargetConfig::window_rows_rolled`].
+    pub fn window_rows_rolled(self) -> bool {
+        self.config().window_rows_rolled()
     }
 
     /// Whether a long row reduction runs on the row template (one

@@ -442,6 +442,19 @@ impl TargetConfig for Nvidia {
     fn window(&self, geometry: &WindowGeometry) -> Option<WindowConfig> {
         super::gpu_window(geometry, WINDOW_WORKGROUP, WINDOW_MIN_WORK_ITEMS)
     }
+
+    /// Yes: unrolled, a large window's block is one straight run of loads
+    /// (7 x 17 for a 7x7 window and 4 columns) that ptxas hoists and keeps
+    /// live together, past the 255 registers a work-item has. ConvNeXt-T's
+    /// 7x7 depthwise kernels at batch 32 on an H200 (driver 580, its JIT
+    /// being CUDA 13.0's ptxas), unrolled / rolled: 14x14x384 fp16 557 /
+    /// 31 us (the JIT gave the unrolled one 32 registers and 2.8 KiB of
+    /// local memory; the bf16 twin 255 registers, 1 KiB, 96 / 33 us),
+    /// 7x7x768 49 / 18 us, 28x28x192 53 / 46, 56x56x96 114 / 100, with
+    /// the same outputs (docs/benchmarks.md).
+    fn window_rows_rolled(&self) -> bool {
+        true
+    }
 }
 
 /// This target's groups and blocking for any window op (a forced choice).

@@ -359,6 +359,7 @@ impl KernelWriter {
             tap,
             init,
             store,
+            rolled_rows: self.window_rows_rolled,
         })
     }
 }

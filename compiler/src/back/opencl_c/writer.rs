@@ -200,6 +200,9 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     let polynomial_exp = target.as_ref().is_some_and(|t| {
         crate::config::targets::family(t).is_ok_and(|family| family.polynomial_exp())
     });
+    let window_rows_rolled = target.as_ref().is_some_and(|t| {
+        crate::config::targets::family(t).is_ok_and(|family| family.window_rows_rolled())
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
@@ -209,6 +212,7 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
             rational_erf_tanh,
             select_min_max,
             polynomial_exp,
+            window_rows_rolled,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -337,6 +341,8 @@ pub(super) struct KernelWriter {
     pub(super) select_min_max: bool,
     /// f32 `exp` as the prelude's branch-free `tcc_expf_poly`.
     pub(super) polynomial_exp: bool,
+    /// Window kernels keep their row loop rolled (`WindowSpec::rolled_rows`).
+    pub(super) window_rows_rolled: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {
