@@ -72,6 +72,7 @@ fn main() {
         .file("cpp/TccFusion.cpp")
         .file("cpp/TccStructure.cpp")
         .file("cpp/TccConv.cpp")
+        .file("cpp/TccDispatch.cpp")
         .compile("tcc_dialects_cpp");
 
     println!("cargo:rerun-if-changed=td");

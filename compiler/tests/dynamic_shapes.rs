@@ -186,9 +186,11 @@ fn the_graph_linalg_and_dispatch_phases_keep_a_leading_batch_symbolic() {
     let mlp = phase("mlp.onnx", "batch=1..64");
     for expected in [
         "%arg0: tensor<?x32xf32> {tcc.dim_names = [\"batch\", \"\"], tcc.name = \"x\"}",
-        "linalg.batch_matmul {tcc.kernel = \"batch_matmul_add_min_max_0\"",
-        "ins(%expanded, %cst_2 : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%2 : tensor<1x?x64xf32>)",
-        "linalg.softmax {tcc.kernel = \"softmax_2\"",
+        "tcc.dispatch \"batch_matmul_add_min_max_0\" -> tensor<1x?x64xf32> {",
+        "linalg.batch_matmul {tcc.kind = \"matmul\"}",
+        "ins(%expanded, %cst_2 : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%",
+        "tcc.dispatch \"softmax_2\" -> tensor<?x10xf32> {",
+        "linalg.softmax {tcc.kind = \"softmax\"}",
         "dimension(1) ins(%collapsed_11 : tensor<?x10xf32>)",
         "-> (tensor<?x10xf32> {tcc.name = \"y\"})",
     ] {
@@ -202,8 +204,9 @@ fn the_graph_linalg_and_dispatch_phases_keep_a_leading_batch_symbolic() {
     // Gemm with a dynamic M.
     let cnn = phase("cnn.onnx", "batch=1..64");
     for expected in [
-        "tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%cst_2 : tensor<3x3x3x8xf32>) outs(%1 : tensor<?x16x16x8xf32>)",
-        "reduction, reduction, reduction] attributes {tcc.kernel = \"conv_min_max_0\"",
+        "tcc.conv<conv_2d_nhwc_hwcf, strides = [1, 1], dilations = [1, 1]> ins(%cst_2 : tensor<3x3x3x8xf32>) outs(%",
+        "tensor<?x16x16x8xf32>) indexing_maps",
+        "tcc.dispatch \"conv_min_max_0\" -> tensor<?x16x16x8xf32> {",
         "linalg.pooling_nhwc_max",
         "tensor<?x8x8x8xf32>",
         "tensor<1x?x8xf32>, tensor<1x8x10xf32>",
@@ -215,9 +218,9 @@ fn the_graph_linalg_and_dispatch_phases_keep_a_leading_batch_symbolic() {
     // static model folds or fuses is left apart for a symbolic one.
     let kernels = |ir: &str| {
         let mut names: Vec<String> = ir
-            .match_indices("tcc.kernel = \"")
+            .match_indices("tcc.dispatch \"")
             .map(|(at, _)| {
-                let rest = &ir[at + "tcc.kernel = \"".len()..];
+                let rest = &ir[at + "tcc.dispatch \"".len()..];
                 rest[..rest.find('"').unwrap()].to_string()
             })
             .collect();
@@ -247,7 +250,8 @@ fn the_graph_linalg_and_dispatch_phases_keep_a_leading_batch_symbolic() {
     let ln = phase("layer_norm.onnx", "batch=1..64");
     assert!(
         ln.contains("tcc.layer_norm_rows ins(%arg0, %cst, %cst_0 : tensor<?x16xf32>, tensor<16xf32>, tensor<16xf32>) outs(")
-            && ln.contains("{tcc.kernel = \"layer_norm_0\", tcc.kind = \"layer_norm\"} -> tensor<?x16xf32>"),
+            && ln.contains("tcc.dispatch \"layer_norm_0\" -> tensor<?x16xf32> {")
+            && ln.contains("{tcc.kind = \"layer_norm\"} -> tensor<?x16xf32>"),
         "{ln}"
     );
     // Two inputs tied by one name: one elementwise kernel on both.

@@ -502,6 +502,7 @@ void tcc::registerBufferizationModels(DialectRegistry &registry) {
     LayerNormRowsOp::attachInterface<LayerNormRowsBufferization>(*context);
     FlashAttentionOp::attachInterface<FlashAttentionBufferization>(*context);
     attachConvBufferization(context);
+    attachDispatchBufferization(context);
   });
 }
 

@@ -40,6 +40,11 @@ namespace tcc {
 void registerBufferizationModels(mlir::DialectRegistry &registry);
 /// Attaches tcc.conv's bufferization model (TccConv.cpp).
 void attachConvBufferization(mlir::MLIRContext *context);
+/// Attaches the bufferization models of tcc.dispatch and tcc.yield
+/// (TccDispatch.cpp).
+void attachDispatchBufferization(mlir::MLIRContext *context);
+/// Whether `name` can name a kernel in every back end: a C identifier.
+bool isKernelName(llvm::StringRef name);
 } // namespace tcc
 
 #endif

@@ -334,30 +334,18 @@ bool tccLaunchFuncAppendKernelOperands(MlirOperation launch,
 
 /// Whether two kernels are the same but for their names: equal attributes
 /// (the strategy, the work-group size, argument attributes), signature and
-/// body, locations aside. The ops of a kernel's body name their kernel
-/// (`tcc.kernel`, kept for statistics and tuning), so `rhs`'s name is
-/// swapped for `lhs`'s there too while they are compared.
+/// body, locations aside.
 static bool sameButForName(gpu::GPUFuncOp lhs, gpu::GPUFuncOp rhs) {
   if (lhs.getFunctionType() != rhs.getFunctionType() ||
       lhs.getBody().getBlocks().size() != rhs.getBody().getBlocks().size())
     return false;
   StringAttr lhsName = SymbolTable::getSymbolName(lhs);
   StringAttr rhsName = SymbolTable::getSymbolName(rhs);
-  constexpr llvm::StringLiteral kernelAttr = "tcc.kernel";
-  SmallVector<Operation *> named;
-  rhs.walk([&](Operation *op) {
-    if (op->getAttr(kernelAttr) == rhsName) {
-      named.push_back(op);
-      op->setAttr(kernelAttr, lhsName);
-    }
-  });
   SymbolTable::setSymbolName(rhs, lhsName);
   bool same = OperationEquivalence::isEquivalentTo(
       lhs.getOperation(), rhs.getOperation(),
       OperationEquivalence::IgnoreLocations);
   SymbolTable::setSymbolName(rhs, rhsName);
-  for (Operation *op : named)
-    op->setAttr(kernelAttr, rhsName);
   return same;
 }
 

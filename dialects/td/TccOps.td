@@ -340,4 +340,59 @@ def Tcc_ConvOp : Tcc_Op<"conv", [
   let hasVerifier = 1;
 }
 
+
+def Tcc_DispatchOp : Tcc_Op<"dispatch", [
+    SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "one kernel: the ops that run as one device launch";
+  let description = [{
+    The kernel boundary, as IREE's `flow.dispatch.region`: the ops of one
+    kernel (a reduction with the fill that starts its accumulator, a
+    matmul or convolution with its elementwise epilogue, an elementwise
+    op on its own, ...) inside the op's one block, in the order they run.
+    `tcc-form-dispatches` makes it; `tcc-outline-kernels` moves each
+    region into a `gpu.func` and launches it from where the op was.
+    `kernel` names the kernel (a C identifier: every back end's entry
+    point); the kernel's root op carries `tcc.kind` and, from the tile
+    phase on, its `tcc.strategy`.
+
+    The region is not isolated from above: it reads the values of the
+    function (constants, the inputs, other kernels' results) where they
+    are defined. On tensors the op returns what its `tcc.yield` yields
+    (the values other ops read). On memrefs it has no results: its
+    bufferization model moves the allocations made inside it out in
+    front of it, so that a kernel writes buffers that live outside it.
+
+    ```mlir
+    %r = tcc.dispatch "matmul_add_0" -> tensor<4x8xf32> {
+      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+      %p = linalg.matmul {tcc.kind = "matmul"} ins(%a, %b : ...) outs(%f : ...) -> ...
+      %s = linalg.generic ... ins(%p, %bias : ...) outs(%e : ...) -> ...
+      tcc.yield %s : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kernel (`->` type($results)^)? $body attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The region's terminator.
+    ::tcc::YieldOp getYield();
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_YieldOp : Tcc_Op<"yield", [Pure, Terminator,
+                                   HasParent<"DispatchOp">]> {
+  let summary = "what a kernel's region gives back to the function";
+  let description = [{
+    The terminator of `tcc.dispatch`: the values its results stand for,
+    in order (none on memrefs; the buffers while bufferization runs).
+  }];
+  let arguments = (ins Variadic<AnyShaped>:$values);
+  let assemblyFormat = [{ ($values^ `:` type($values))? attr-dict }];
+}
+
 #endif // TCC_OPS_TD

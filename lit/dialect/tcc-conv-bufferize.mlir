@@ -12,7 +12,7 @@
 // BUF-LABEL: func.func @max_pool
 // BUF-SAME: (%[[X:.*]]: memref<1x8x8x4xf32{{.*}}>, %[[W:.*]]: memref<2x2xf32{{.*}}>, %[[INIT:.*]]: memref<1x4x4x4xf32{{.*}}>)
 // BUF: tcc.conv<pooling_nhwc_max, strides = [2, 2], dilations = [1, 1]> ins(%[[W]] : memref<2x2xf32{{.*}}>) outs(%[[INIT]] : memref<1x4x4x4xf32{{.*}}>)
-// BUF-SAME: attributes {tcc.kernel = "max_pool_0"}
+// BUF-SAME: attributes {tcc.kind = "convolution"}
 // BUF: memref.load %[[X]]
 // BUF: arith.maximumf
 // BUF: linalg.yield
@@ -29,7 +29,7 @@
 // LOOPS: arith.maximumf
 // LOOPS: memref.store
 func.func @max_pool(%x: tensor<1x8x8x4xf32>, %w: tensor<2x2xf32>, %init: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
-  %r = tcc.conv<pooling_nhwc_max, strides = [2, 2], dilations = [1, 1]> ins(%w : tensor<2x2xf32>) outs(%init : tensor<1x4x4x4xf32>) indexing_maps = [#window, #out] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction] attributes {tcc.kernel = "max_pool_0"} {
+  %r = tcc.conv<pooling_nhwc_max, strides = [2, 2], dilations = [1, 1]> ins(%w : tensor<2x2xf32>) outs(%init : tensor<1x4x4x4xf32>) indexing_maps = [#window, #out] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction] attributes {tcc.kind = "convolution"} {
   ^bb0(%in: f32, %acc: f32):
     %n = linalg.index 0 : index
     %oh = linalg.index 1 : index

@@ -8,7 +8,7 @@
 #filter = affine_map<(n, oh, ow, f, kh, kw, c) -> (kh, kw, c, f)>
 #out = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh, ow, f)>
 // CHECK-LABEL: func.func @conv
-// CHECK: %[[R:.*]] = tcc.conv<conv_2d_nhwc_hwcf, strides = [2, 1], dilations = [1, 3]> ins(%{{.*}} : tensor<3x3x2x4xf32>) outs(%{{.*}} : tensor<1x4x3x4xf32>) indexing_maps = [#{{.*}}, #{{.*}}] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction, reduction] attributes {tcc.kernel = "conv_0", tcc.kind = "convolution"} {
+// CHECK: %[[R:.*]] = tcc.conv<conv_2d_nhwc_hwcf, strides = [2, 1], dilations = [1, 3]> ins(%{{.*}} : tensor<3x3x2x4xf32>) outs(%{{.*}} : tensor<1x4x3x4xf32>) indexing_maps = [#{{.*}}, #{{.*}}] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction, reduction] attributes {tcc.kind = "convolution"} {
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[OUT:.*]]: f32):
 // CHECK-NEXT: %[[I:.*]] = linalg.index 1 : index
 // CHECK: arith.addf %[[IN]], %[[OUT]] : f32
@@ -16,7 +16,7 @@
 // CHECK-NEXT: } -> tensor<1x4x3x4xf32>
 // CHECK: return %[[R]]
 func.func @conv(%x: tensor<1x9x9x2xf32>, %w: tensor<3x3x2x4xf32>, %init: tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32> {
-  %r = tcc.conv<conv_2d_nhwc_hwcf, strides = [2, 1], dilations = [1, 3]> ins(%w : tensor<3x3x2x4xf32>) outs(%init : tensor<1x4x3x4xf32>) indexing_maps = [#filter, #out] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction, reduction] attributes {tcc.kernel = "conv_0", tcc.kind = "convolution"} {
+  %r = tcc.conv<conv_2d_nhwc_hwcf, strides = [2, 1], dilations = [1, 3]> ins(%w : tensor<3x3x2x4xf32>) outs(%init : tensor<1x4x3x4xf32>) indexing_maps = [#filter, #out] iterator_types = [parallel, parallel, parallel, parallel, reduction, reduction, reduction] attributes {tcc.kind = "convolution"} {
   ^bb0(%a: f32, %acc: f32):
     %i = linalg.index 1 : index
     %s = arith.addf %a, %acc : f32

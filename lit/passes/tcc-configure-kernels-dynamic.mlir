@@ -18,11 +18,14 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
     %zero = arith.constant 0.0 : f32
     %n = tensor.dim %x, %c0 : tensor<?x4xf32>
     %e = tensor.empty(%n) : tensor<?x4xf32>
-    %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) attrs = {tcc.kernel = "relu_0", tcc.kind = "elementwise"} {
-    ^bb0(%in: f32, %out: f32):
-      %r = arith.maximumf %in, %zero : f32
-      linalg.yield %r : f32
-    } -> tensor<?x4xf32> loc("relu")
+    %y = tcc.dispatch "relu_0" -> tensor<?x4xf32> {
+      %g = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) attrs = {tcc.kind = "elementwise"} {
+      ^bb0(%in: f32, %out: f32):
+        %r = arith.maximumf %in, %zero : f32
+        linalg.yield %r : f32
+      } -> tensor<?x4xf32> loc("relu")
+      tcc.yield %g : tensor<?x4xf32>
+    }
     return %y : tensor<?x4xf32>
   }
 }
@@ -42,8 +45,11 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch", "rows"], min = [1, 1],
     %zero = arith.constant 0.0 : f32
     %n = tensor.dim %a, %c1 : tensor<1x?x32xf32>
     %e = tensor.empty(%n) : tensor<1x?x64xf32>
-    %f = linalg.fill {tcc.kernel = "fc_0"} ins(%zero : f32) outs(%e : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
-    %y = linalg.batch_matmul {tcc.kernel = "fc_0", tcc.kind = "matmul"} ins(%a, %b : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%f : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+    %y = tcc.dispatch "fc_0" -> tensor<1x?x64xf32> {
+      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+      %p = linalg.batch_matmul {tcc.kind = "matmul"} ins(%a, %b : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%f : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+      tcc.yield %p : tensor<1x?x64xf32>
+    }
     return %y : tensor<1x?x64xf32>
   }
 }
@@ -61,7 +67,10 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
     %c0 = arith.constant 0 : index
     %n = tensor.dim %x, %c0 : tensor<?x10xf32>
     %e = tensor.empty(%n) : tensor<?x10xf32>
-    %y = linalg.softmax {tcc.kernel = "softmax_0", tcc.kind = "softmax"} dimension(1) ins(%x : tensor<?x10xf32>) outs(%e : tensor<?x10xf32>) -> tensor<?x10xf32>
+    %y = tcc.dispatch "softmax_0" -> tensor<?x10xf32> {
+      %s = linalg.softmax {tcc.kind = "softmax"} dimension(1) ins(%x : tensor<?x10xf32>) outs(%e : tensor<?x10xf32>) -> tensor<?x10xf32>
+      tcc.yield %s : tensor<?x10xf32>
+    }
     return %y : tensor<?x10xf32>
   }
 }

@@ -1,5 +1,5 @@
-// tcc-dedupe-kernels: a kernel equal to an earlier one but for its name (and
-// the `tcc.kernel` name its ops carry) is erased, and its launches launch
+// tcc-dedupe-kernels: a kernel equal to an earlier one but for its name is
+// erased, and its launches launch
 // the earlier one with their own operands. Kernels that differ in their
 // body, their strategy, their argument attributes or their signature stay.
 // RUN: tcc-opt %s --split-input-file --tcc-dedupe-kernels | FileCheck %s
@@ -11,7 +11,6 @@
 // CHECK: gpu.launch_func @tcc_kernels::@relu6_2 {{.*}} args(%[[Z]] : memref<64xf32>, %[[X]] : memref<64xf32>)
 // CHECK: gpu.launch_func @tcc_kernels::@relu_0 {{.*}} args(%[[X]] : memref<64xf32>, %[[Z]] : memref<64xf32>)
 // CHECK: gpu.func @relu_0(
-// CHECK: tcc.kernel = "relu_0"
 // CHECK-NOT: gpu.func @relu_1(
 // CHECK: gpu.func @relu6_2(
 // CHECK-NOT: gpu.func @relu_3(
@@ -28,7 +27,7 @@ module attributes {gpu.container_module} {
   gpu.module @tcc_kernels {
     gpu.func @relu_0(%arg0: memref<64xf32>, %arg1: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %i = gpu.thread_id x
-      %v = memref.load %arg0[%i] {tcc.kernel = "relu_0"} : memref<64xf32>
+      %v = memref.load %arg0[%i] : memref<64xf32>
       %zero = arith.constant 0.0 : f32
       %r = arith.maximumf %v, %zero : f32
       memref.store %r, %arg1[%i] : memref<64xf32>
@@ -36,7 +35,7 @@ module attributes {gpu.container_module} {
     }
     gpu.func @relu_1(%arg0: memref<64xf32>, %arg1: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %i = gpu.thread_id x
-      %v = memref.load %arg0[%i] {tcc.kernel = "relu_1"} : memref<64xf32>
+      %v = memref.load %arg0[%i] : memref<64xf32>
       %zero = arith.constant 0.0 : f32
       %r = arith.maximumf %v, %zero : f32
       memref.store %r, %arg1[%i] : memref<64xf32>
@@ -44,7 +43,7 @@ module attributes {gpu.container_module} {
     }
     gpu.func @relu6_2(%arg0: memref<64xf32>, %arg1: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %i = gpu.thread_id x
-      %v = memref.load %arg0[%i] {tcc.kernel = "relu6_2"} : memref<64xf32>
+      %v = memref.load %arg0[%i] : memref<64xf32>
       %zero = arith.constant 0.0 : f32
       %six = arith.constant 6.0 : f32
       %r = arith.maximumf %v, %zero : f32
@@ -54,7 +53,7 @@ module attributes {gpu.container_module} {
     }
     gpu.func @relu_3(%arg0: memref<64xf32>, %arg1: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %i = gpu.thread_id x
-      %v = memref.load %arg0[%i] {tcc.kernel = "relu_3"} : memref<64xf32>
+      %v = memref.load %arg0[%i] : memref<64xf32>
       %zero = arith.constant 0.0 : f32
       %r = arith.maximumf %v, %zero : f32
       memref.store %r, %arg1[%i] : memref<64xf32>

@@ -18,14 +18,29 @@
 // CHECK: return
 func.func @all_four(%q: memref<2x8x4x16xf32>, %k: memref<2x8x4x16xf32>, %v: memref<2x8x4x16xf32>, %out: memref<2x8x4x16xf32>) {
   %qt = memref.alloc() : memref<2x4x8x16xf32>
-  linalg.transpose ins(%q : memref<2x8x4x16xf32>) outs(%qt : memref<2x4x8x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_0"}
+  tcc.dispatch "transpose_0" {
+    linalg.transpose ins(%q : memref<2x8x4x16xf32>) outs(%qt : memref<2x4x8x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
   %kt = memref.alloc() : memref<2x4x8x16xf32>
-  linalg.transpose ins(%k : memref<2x8x4x16xf32>) outs(%kt : memref<2x4x8x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_1"}
+  tcc.dispatch "transpose_1" {
+    linalg.transpose ins(%k : memref<2x8x4x16xf32>) outs(%kt : memref<2x4x8x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
   %vt = memref.alloc() : memref<2x4x8x16xf32>
-  linalg.transpose ins(%v : memref<2x8x4x16xf32>) outs(%vt : memref<2x4x8x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_2"}
+  tcc.dispatch "transpose_2" {
+    linalg.transpose ins(%v : memref<2x8x4x16xf32>) outs(%vt : memref<2x4x8x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
   %o = memref.alloc() : memref<2x4x8x16xf32>
-  tcc.flash_attention ins(%qt, %kt, %vt : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%o : memref<2x4x8x16xf32>) scale = 0.25 {tcc.kernel = "attention_3"}
-  linalg.transpose ins(%o : memref<2x4x8x16xf32>) outs(%out : memref<2x8x4x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_4"}
+  tcc.dispatch "attention_3" {
+    tcc.flash_attention ins(%qt, %kt, %vt : memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>) outs(%o : memref<2x4x8x16xf32>) scale = 0.25
+    tcc.yield
+  }
+  tcc.dispatch "transpose_4" {
+    linalg.transpose ins(%o : memref<2x4x8x16xf32>) outs(%out : memref<2x8x4x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
   return
 }
 
@@ -44,10 +59,22 @@ func.func @all_four(%q: memref<2x8x4x16xf32>, %k: memref<2x8x4x16xf32>, %v: memr
 // CHECK-NOT: linalg.transpose
 func.func @shared_by_two_layers(%k1: memref<1x8x2x16xf32>, %k2: memref<1x8x2x16xf32>, %q: memref<1x2x8x16xf32>, %o1: memref<1x2x8x16xf32>, %o2: memref<1x2x8x16xf32>) {
   %kt = memref.alloc() : memref<1x2x8x16xf32>
-  linalg.transpose ins(%k1 : memref<1x8x2x16xf32>) outs(%kt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_0"}
-  tcc.flash_attention ins(%q, %kt, %q : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>) outs(%o1 : memref<1x2x8x16xf32>) scale = 0.25 {tcc.kernel = "attention_1"}
-  linalg.transpose ins(%k2 : memref<1x8x2x16xf32>) outs(%kt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_2"}
-  tcc.flash_attention ins(%q, %kt, %q : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>) outs(%o2 : memref<1x2x8x16xf32>) scale = 0.25 {tcc.kernel = "attention_3"}
+  tcc.dispatch "transpose_0" {
+    linalg.transpose ins(%k1 : memref<1x8x2x16xf32>) outs(%kt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
+  tcc.dispatch "attention_1" {
+    tcc.flash_attention ins(%q, %kt, %q : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>) outs(%o1 : memref<1x2x8x16xf32>) scale = 0.25
+    tcc.yield
+  }
+  tcc.dispatch "transpose_2" {
+    linalg.transpose ins(%k2 : memref<1x8x2x16xf32>) outs(%kt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
+  tcc.dispatch "attention_3" {
+    tcc.flash_attention ins(%q, %kt, %q : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>) outs(%o2 : memref<1x2x8x16xf32>) scale = 0.25
+    tcc.yield
+  }
   return
 }
 
@@ -61,12 +88,21 @@ func.func @shared_by_two_layers(%k1: memref<1x8x2x16xf32>, %k2: memref<1x8x2x16x
 // CHECK-NOT: memref.transpose
 func.func @near_misses(%src: memref<1x8x2x16xf32>, %k: memref<1x8x2x16xf32>, %q: memref<1x2x8x16xf32>, %o: memref<1x2x8x16xf32>, %later: memref<1x2x8x16xf32>) {
   %qt = memref.alloc() : memref<1x2x8x16xf32>
-  linalg.transpose ins(%src : memref<1x8x2x16xf32>) outs(%qt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_0"}
+  tcc.dispatch "transpose_0" {
+    linalg.transpose ins(%src : memref<1x8x2x16xf32>) outs(%qt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%src : memref<1x8x2x16xf32>)
   %kt = memref.alloc() : memref<1x2x8x16xf32>
-  linalg.transpose ins(%k : memref<1x8x2x16xf32>) outs(%kt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3] {tcc.kernel = "transpose_1"}
-  tcc.flash_attention ins(%qt, %kt, %q : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>) outs(%o : memref<1x2x8x16xf32>) scale = 0.25 {tcc.kernel = "attention_2"}
+  tcc.dispatch "transpose_1" {
+    linalg.transpose ins(%k : memref<1x8x2x16xf32>) outs(%kt : memref<1x2x8x16xf32>) permutation = [0, 2, 1, 3]
+    tcc.yield
+  }
+  tcc.dispatch "attention_2" {
+    tcc.flash_attention ins(%qt, %kt, %q : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>) outs(%o : memref<1x2x8x16xf32>) scale = 0.25
+    tcc.yield
+  }
   memref.copy %kt, %later : memref<1x2x8x16xf32> to memref<1x2x8x16xf32>
   return
 }

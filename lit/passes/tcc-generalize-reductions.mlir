@@ -46,10 +46,10 @@ func.func @row_sum_of_exp(%x: tensor<8x128xf32>) -> tensor<8xf32> {
 // CHECK-LABEL: func.func @middle_max
 // FUSED-LABEL: func.func @middle_max
 // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = ["parallel", "reduction", "parallel"]}
-// CHECK-SAME: tcc.kernel = "max_0"
+// CHECK-SAME: tcc.kind = "reduction"
 // CHECK: arith.maximumf
 func.func @middle_max(%x: tensor<4x16x8xf32>, %init: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %m = linalg.reduce ins(%x : tensor<4x16x8xf32>) outs(%init : tensor<4x8xf32>) dimensions = [1] {tcc.kernel = "max_0"}
+  %m = linalg.reduce ins(%x : tensor<4x16x8xf32>) outs(%init : tensor<4x8xf32>) dimensions = [1] {tcc.kind = "reduction"}
     (%in: f32, %acc: f32) {
       %v = arith.maximumf %in, %acc : f32
       linalg.yield %v : f32

@@ -7,9 +7,9 @@
 // CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @middle
 // CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[OUT]]], iterator_types = ["parallel", "parallel", "reduction"]}
-// CHECK-SAME: tcc.kernel = "k"
+// CHECK-SAME: tcc.kind = "reduction"
 func.func @middle(%x: tensor<4x6x8xf32>, %init: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]} ins(%x : tensor<4x6x8xf32>) outs(%init : tensor<4x8xf32>) attrs = {tcc.kernel = "k"} {
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]} ins(%x : tensor<4x6x8xf32>) outs(%init : tensor<4x8xf32>) attrs = {tcc.kind = "reduction"} {
   ^bb0(%in: f32, %acc: f32):
     %s = arith.addf %in, %acc : f32
     linalg.yield %s : f32

@@ -23,11 +23,14 @@
 module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
   func.func @relu(%x: memref<?x4xf32>, %y: memref<?x4xf32>) {
     %zero = arith.constant 0.0 : f32
-    linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x4xf32>) outs(%y : memref<?x4xf32>) attrs = {tcc.kernel = "relu_0", tcc.kind = "elementwise"} {
-    ^bb0(%in: f32, %out: f32):
-      %r = arith.maximumf %in, %zero : f32
-      linalg.yield %r : f32
-    } loc("relu")
+    tcc.dispatch "relu_0" {
+      linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x4xf32>) outs(%y : memref<?x4xf32>) attrs = {tcc.kind = "elementwise"} {
+      ^bb0(%in: f32, %out: f32):
+        %r = arith.maximumf %in, %zero : f32
+        linalg.yield %r : f32
+      } loc("relu")
+      tcc.yield
+    }
     return
   }
 }
@@ -55,8 +58,11 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
     %zero = arith.constant 0.0 : f32
     %rows = memref.dim %a, %c0 : memref<?x32xf32>
     %a3 = memref.expand_shape %a [[0, 1], [2]] output_shape [1, %rows, 32] : memref<?x32xf32> into memref<1x?x32xf32>
-    linalg.fill {tcc.kernel = "fc_0"} ins(%zero : f32) outs(%c : memref<1x?x64xf32>)
-    linalg.batch_matmul {tcc.kernel = "fc_0", tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 32>} ins(%a3, %b : memref<1x?x32xf32>, memref<1x32x64xf32>) outs(%c : memref<1x?x64xf32>) loc("fc")
+    tcc.dispatch "fc_0" {
+      linalg.fill ins(%zero : f32) outs(%c : memref<1x?x64xf32>)
+      linalg.batch_matmul {tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 64, n = 64, k = 32>} ins(%a3, %b : memref<1x?x32xf32>, memref<1x32x64xf32>) outs(%c : memref<1x?x64xf32>) loc("fc")
+      tcc.yield
+    }
     return
   }
 }

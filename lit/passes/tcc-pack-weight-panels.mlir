@@ -21,7 +21,7 @@
 // CHECK-LABEL: func.func @named_1x1
 // CHECK: %[[W:.+]] = arith.constant dense<{{\[\[\[\[\[}}0.000000e+00, 1.000000e+02, {{.*}}, 1.500000e+03], [1.000000e+00, 1.010000e+02, {{.*}}, 1.501000e+03]]]], {{\[\[\[\[}}1.600000e+03, {{.*}}, 3.100000e+03], [1.601000e+03, {{.*}}, 3.101000e+03]]]]]> : tensor<2x1x1x2x16xf32>
 // CHECK: tcc.conv<conv_2d_nhwc_hwcf, {{.*}}> ins(%[[W]] : tensor<2x1x1x2x16xf32>) {{.*}} indexing_maps = [#[[PANELS]], #{{.+}}]
-// CHECK-SAME: attributes {tcc.kernel = "conv_0", tcc.kind = "convolution", tcc.strategy = #tcc.gemm<{{.*}} n = 32, k = 2>
+// CHECK-SAME: attributes {tcc.kind = "convolution", tcc.strategy = #tcc.gemm<{{.*}} n = 32, k = 2>
 // CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 // CHECK: return
 func.func @named_1x1(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x32xf32> {

@@ -9,10 +9,10 @@
 
 // A 200x96 output has 8 64x64 tiles, fewer than the H100's 132 SMs: the
 // nvidia configuration takes 16x16 tiles (13 x 6 work-groups of 8x8).
-// TILE: linalg.matmul {tcc.kernel = {{.*}}, tcc.strategy = #tcc.gemm<tile_m = 16, tile_n = 16, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 200, n = 96, k = 128>}
+// TILE: linalg.matmul {tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 16, tile_n = 16, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 200, n = 96, k = 128>}
 // On CPUs a work-group is one work-item with a 4x64 block of C
 // (register-blocked: tile == work per item).
-// POCL: linalg.matmul {tcc.kernel = {{.*}}, tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1,
+// POCL: linalg.matmul {tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1,
 
 // 200 / 16 -> 13 tiles along M, 96 / 16 -> 6 along N.
 // GPU-DAG: %[[C6:.*]] = arith.constant 6 : index
@@ -95,7 +95,7 @@ func.func @dense_relu(%x: tensor<200x128xf32>, %w: tensor<128x96xf32>, %b: tenso
 
 // 1024x1024 has 256 64x64 tiles, enough for every SM: 64x64 tiles.
 // TILE-LABEL: func.func @square_1024
-// TILE: linalg.matmul {tcc.kernel = {{.*}}, tcc.strategy = #tcc.gemm<tile_m = 64, tile_n = 64, tile_k = 16, work_m = 4, work_n = 4, split_k = 1,
+// TILE: linalg.matmul {tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 64, tile_n = 64, tile_k = 16, work_m = 4, work_n = 4, split_k = 1,
 func.func @square_1024(%x: tensor<1024x64xf32>, %w: tensor<64x1024xf32>) -> tensor<1024x1024xf32> {
   %e = tensor.empty() : tensor<1024x1024xf32>
   %zero = arith.constant 0.0 : f32

@@ -40,14 +40,18 @@
 // CPU: const float total = total_0;
 
 // A short reduction keeps one work-item per output.
-// TILE: tcc.kernel = "reduce_max{{.*}}tcc.strategy = #tcc.loops<workgroup_size = {{[0-9]+}}>
+// TILE: tcc.dispatch "reduce_max{{.*}}
+// TILE: tcc.strategy = #tcc.loops<workgroup_size = {{[0-9]+}}>
 
 // A column sum (the row strided by 8 in memory) takes the row template on
 // GPUs; on CPUs one work-item per output, which PoCL vectorizes across
 // neighbouring outputs, beats one work-item reading a strided row.
-// TILE: linalg.generic {{.*}}tcc.kernel = "reduce_add_2", tcc.kind = "reduction", tcc.strategy = #tcc.row_reduce<workgroup_size = 256>
-// CPUTILE: tcc.kernel = "reduce_exp_add_0", tcc.kind = "reduction", tcc.strategy = #tcc.row_reduce<workgroup_size = 1>
-// CPUTILE: tcc.kernel = "reduce_add_2", tcc.kind = "reduction", tcc.strategy = #tcc.loops<workgroup_size = {{[0-9]+}}, max_workgroups = 64>
+// TILE: tcc.dispatch "reduce_add_2"
+// TILE: linalg.generic {{.*}}tcc.kind = "reduction", tcc.strategy = #tcc.row_reduce<workgroup_size = 256>
+// CPUTILE: tcc.dispatch "reduce_exp_add_0"
+// CPUTILE: tcc.kind = "reduction", tcc.strategy = #tcc.row_reduce<workgroup_size = 1>
+// CPUTILE: tcc.dispatch "reduce_add_2"
+// CPUTILE: tcc.kind = "reduction", tcc.strategy = #tcc.loops<workgroup_size = {{[0-9]+}}, max_workgroups = 64>
 
 func.func @row_sum_exp(%x: tensor<8x1024xf32>, %y: tensor<64x16xf32>, %z: tensor<1024x8xf32>) -> (tensor<8x1xf32>, tensor<64x1xf32>, tensor<1x8xf32>) {
   %e = tosa.exp %x : (tensor<8x1024xf32>) -> tensor<8x1024xf32>

@@ -65,7 +65,8 @@ fn json_string(text: &str) -> String {
 }
 
 /// Reads kernel facts off the module: from the gpu phase on, the outlined
-/// `gpu.func`s; before it, the `tcc.kernel` groups.
+/// `gpu.func`s; before it, the kernels' roots, named by their
+/// `tcc.dispatch`.
 pub fn collect(module: &Module) -> Stats {
     let mut stats = Stats::default();
     for function in crate::ir::util::body_ops_named(module.as_operation(), "func.func") {
@@ -133,11 +134,7 @@ pub fn collect(module: &Module) -> Stats {
         let Some(kind) = op.attribute(attr_names::KIND).ok().and_then(string_value) else {
             continue;
         };
-        let name = op
-            .attribute(attr_names::KERNEL)
-            .ok()
-            .and_then(string_value)
-            .unwrap_or_default();
+        let name = crate::ir::dispatch::kernel_of(op).unwrap_or_default();
         let size = crate::ir::strategy::of(&op)
             .map(|s| s.workgroup_size())
             .map(|s| s.to_string());

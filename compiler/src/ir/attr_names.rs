@@ -2,9 +2,6 @@
 //! pass or back end reads, in one place, so that back ends need not import
 //! the passes that write them.
 
-/// On a kernel's ops (dispatch phase on): the kernel's name, shared by
-/// every op of one fused kernel.
-pub const KERNEL: &str = "tcc.kernel";
 /// On a kernel's root op and on its `gpu.func`: what the kernel computes
 /// (`matmul`, `softmax`, ...; see `config::KernelKind`).
 pub const KIND: &str = "tcc.kind";

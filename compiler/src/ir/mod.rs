@@ -7,6 +7,7 @@ pub mod contraction;
 pub mod conv;
 pub mod conv_input;
 pub mod dense;
+pub mod dispatch;
 pub mod dynamic;
 pub mod element_type;
 pub mod error;

@@ -619,11 +619,12 @@ pub(super) fn written_elements_at(op: OperationRef, extent: Option<i64>) -> i64 
 /// (`linalg.softmax`), or an op of a fused kernel that outlining may run
 /// alone; in a function body, where outlining looks for kernels.
 fn unconfigured_device_op(op: OperationRef) -> bool {
-    // Outlining groups the ops of function bodies.
+    // Outlining groups the ops of function bodies and of their kernels.
     op.result_count() == 0
-        && op
-            .parent_operation()
-            .is_some_and(|parent| op_name(&parent) == "func.func")
+        && op.parent_operation().is_some_and(|parent| {
+            let parent = op_name(&parent);
+            parent == "func.func" || parent == crate::ir::dispatch::OP
+        })
         && super::outline_kernels::is_kernel_op(op)
         && !super::outline_kernels::is_host_copy(op)
 }

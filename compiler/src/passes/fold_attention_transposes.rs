@@ -9,8 +9,8 @@
 use melior::Context;
 
 use super::pass::{NoOptions, PassResult, Root, TccPass};
-use crate::ir::util::{body_ops_named, ops_named};
-use crate::patterns::fold_attention_transposes::{fold_attention_transposes, kernel_sizes};
+use crate::ir::util::ops_named;
+use crate::patterns::fold_attention_transposes::fold_attention_transposes;
 
 pub struct FoldAttentionTransposes;
 
@@ -23,9 +23,8 @@ impl TccPass for FoldAttentionTransposes {
 
     fn run<'c>(&self, context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
         for function in ops_named(root, "func.func") {
-            let sizes = kernel_sizes(function);
-            for attention in body_ops_named(function, "tcc.flash_attention") {
-                fold_attention_transposes(context, attention, &sizes)?;
+            for attention in ops_named(function, "tcc.flash_attention") {
+                fold_attention_transposes(context, attention)?;
             }
         }
         Ok(())

@@ -14,19 +14,24 @@
 //!   work-items the same way, so the epilogue reads what its own
 //!   work-item wrote.
 //!
-//! Every member gets `tcc.kernel = "<name>"`; the group's root (the
-//! matmul/conv/reduction, or the op itself) also gets `tcc.kind`.
+//! Each group moves into a `tcc.dispatch "<name>"` (the kernel boundary,
+//! `ir::dispatch`) at the place of its last member, yielding the results
+//! that ops outside it read; the group's root (the matmul/conv/reduction,
+//! or the op itself) gets `tcc.kind`.
 
 use melior::Context;
 use melior::ir::attribute::StringAttribute;
-use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
-use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
+};
+use melior::ir::{Block, BlockLike, Identifier, Region, RegionLike, TypeLike, Value, ValueLike};
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::config::KernelKind;
 use crate::ir::affine::{has_reduction_iterator, indexing_maps};
 use crate::ir::attr_names;
 use crate::ir::conv::is_linalg_or_conv;
+use crate::ir::dispatch;
 pub use crate::ir::operand::init_operands;
 use crate::ir::util::{
     body_ops, op_name, ops_named, same_op, set_discardable_attribute, use_count, users,
@@ -47,18 +52,9 @@ fn is_all_parallel_generic(op: OperationRef) -> bool {
     op_name(&op) == "linalg.generic" && !has_reduction_iterator(op)
 }
 
-fn set_kernel(context: &melior::Context, op: OperationRef, name: &str) {
-    set_discardable_attribute(
-        op,
-        attr_names::KERNEL,
-        StringAttribute::new(context, name).into(),
-    );
-}
-
 impl TccPass for FormDispatches {
     const ARGUMENT: &'static str = "tcc-form-dispatches";
-    const SUMMARY: &'static str =
-        "Group linalg ops into kernels (fill+reduction, matmul/conv+epilogue) and name them";
+    const SUMMARY: &'static str = "Group linalg ops into kernels (fill+reduction, matmul/conv+epilogue), name them, and move each into a tcc.dispatch region op";
     const ANCHOR: Option<&'static str> = Some("builtin.module");
     type Options = NoOptions;
 
@@ -74,6 +70,7 @@ impl TccPass for FormDispatches {
                 .filter(|op| is_dispatchable(op))
                 .collect();
             let mut grouped: Vec<OperationRef> = Vec::new();
+            let mut kernels: Vec<(String, Vec<OperationRef>)> = Vec::new();
             for &op in &ops {
                 if grouped.iter().any(|g| same_op(g, &op)) {
                     continue;
@@ -135,18 +132,184 @@ impl TccPass for FormDispatches {
                 }
                 let kernel = kernel_name(&parts, index);
                 index += 1;
-                for member in &members {
-                    set_kernel(context, *member, &kernel);
-                    grouped.push(*member);
-                }
+                grouped.extend(members.iter().copied());
                 set_discardable_attribute(
                     op,
                     attr_names::KIND,
                     StringAttribute::new(context, kind_of(op).name()).into(),
                 );
+                kernels.push((kernel, members));
+            }
+            // After every group is known: wrapping changes the users the
+            // grouping reads. An op two groups claim (an epilogue that is
+            // also the next reduction's initial value) runs in the later.
+            let claimed_later = |index: usize, op: &OperationRef| {
+                kernels[index + 1..]
+                    .iter()
+                    .any(|(_, later)| later.iter().any(|other| same_op(other, op)))
+            };
+            let kernels: Vec<(String, Vec<OperationRef>)> = kernels
+                .iter()
+                .enumerate()
+                .map(|(index, (kernel, members))| {
+                    let own = members
+                        .iter()
+                        .copied()
+                        .filter(|member| !claimed_later(index, member))
+                        .collect();
+                    (kernel.clone(), own)
+                })
+                .collect();
+            for (kernel, members) in kernels {
+                wrap_kernel(context, function, &kernel, &members)?;
             }
         }
         Ok(())
+    }
+}
+
+/// Moves `members` (ops of `function`'s body, one kernel) into a new
+/// `tcc.dispatch "<kernel>"` placed where the last of them was; the
+/// results that ops outside the kernel read become the dispatch's.
+fn wrap_kernel<'c>(
+    context: &'c Context,
+    function: OperationRef<'c, 'c>,
+    kernel: &str,
+    members: &[OperationRef<'c, 'c>],
+) -> Result<(), PassError<'c>> {
+    let mut members = members.to_vec();
+    members.sort_by(|a, b| {
+        if same_op(a, b) {
+            std::cmp::Ordering::Equal
+        } else if unsafe { mlir_sys::mlirOperationIsBeforeInBlock(a.to_raw(), b.to_raw()) } {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Greater
+        }
+    });
+    let Some(&last) = members.last() else {
+        return Ok(());
+    };
+    let is_member = |op: OperationRef| {
+        let top = top_level_ancestor(function, op);
+        members.iter().any(|m| top.is_some_and(|t| same_op(m, &t)))
+    };
+    // The results read outside the kernel, which must all be read after
+    // its last op (where the kernel runs).
+    let mut yielded: Vec<Value<'c, 'c>> = Vec::new();
+    for member in &members {
+        for result in member.results() {
+            let value: Value = result.into();
+            let outside: Vec<_> = users(value)
+                .into_iter()
+                .filter(|u| !is_member(*u))
+                .collect();
+            if outside.is_empty() {
+                continue;
+            }
+            if let Some(early) = outside.iter().find(|u| {
+                top_level_ancestor(function, **u).is_some_and(|t| unsafe {
+                    mlir_sys::mlirOperationIsBeforeInBlock(t.to_raw(), last.to_raw())
+                })
+            }) {
+                return Err(PassError::at(
+                    early.location(),
+                    format!(
+                        "reads a result of kernel '{kernel}' before the kernel's last op: \
+                         the kernel cannot run as one launch here"
+                    ),
+                ));
+            }
+            yielded.push(value);
+        }
+    }
+    let location = members
+        .iter()
+        .find(|m| m.attribute(attr_names::KIND).is_ok())
+        .unwrap_or(&last)
+        .location();
+    let block = Block::new(&[]);
+    let region = Region::new();
+    let body = region.append_block(block);
+    let types: Vec<_> = yielded.iter().map(|v| v.r#type()).collect();
+    let dispatch = OperationBuilder::new(dispatch::OP, location)
+        .add_attributes(&[(
+            Identifier::new(context, dispatch::KERNEL_NAME),
+            StringAttribute::new(context, kernel).into(),
+        )])
+        .add_results(&types)
+        .add_regions([region])
+        .build()
+        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let parent = last
+        .block()
+        .ok_or_else(|| PassError::at(last.location(), "a kernel op outside a block"))?;
+    let dispatch = parent.insert_operation_before(last, dispatch);
+    for member in &members {
+        unsafe {
+            mlir_sys::mlirOperationRemoveFromParent(member.to_raw());
+            mlir_sys::mlirBlockAppendOwnedOperation(body.to_raw(), member.to_raw());
+        }
+    }
+    body.append_operation(
+        OperationBuilder::new(dispatch::YIELD, location)
+            .add_operands(&yielded)
+            .build()
+            .map_err(|e| PassError::at(location, e.to_string()))?,
+    );
+    for (index, value) in yielded.iter().enumerate() {
+        let result: Value = dispatch
+            .result(index)
+            .map_err(|e| PassError::at(location, e.to_string()))?
+            .into();
+        replace_uses_outside(*value, result, dispatch);
+    }
+    Ok(())
+}
+
+/// The ancestor of `op` (or `op`) that sits directly in `function`'s body.
+fn top_level_ancestor<'c>(
+    function: OperationRef<'c, 'c>,
+    op: OperationRef<'c, 'c>,
+) -> Option<OperationRef<'c, 'c>> {
+    let mut current = op;
+    loop {
+        let parent = current.parent_operation()?;
+        if same_op(&parent, &function) {
+            return Some(current);
+        }
+        current = unsafe { OperationRef::from_raw(parent.to_raw()) };
+    }
+}
+
+/// Replaces the uses of `value` by `with` wherever the user is not nested
+/// in `scope`.
+fn replace_uses_outside<'c>(
+    value: Value<'c, 'c>,
+    with: Value<'c, 'c>,
+    scope: OperationRef<'c, 'c>,
+) {
+    let mut uses = Vec::new();
+    let mut use_ = unsafe { mlir_sys::mlirValueGetFirstUse(value.to_raw()) };
+    while !use_.ptr.is_null() {
+        let owner = unsafe { mlir_sys::mlirOpOperandGetOwner(use_) };
+        let number = unsafe { mlir_sys::mlirOpOperandGetOperandNumber(use_) };
+        uses.push((owner, number));
+        use_ = unsafe { mlir_sys::mlirOpOperandGetNextUse(use_) };
+    }
+    for (owner, number) in uses {
+        let mut inside = false;
+        let mut current = owner;
+        while !current.ptr.is_null() {
+            if current.ptr == scope.to_raw().ptr {
+                inside = true;
+                break;
+            }
+            current = unsafe { mlir_sys::mlirOperationGetParentOperation(current) };
+        }
+        if !inside {
+            unsafe { mlir_sys::mlirOperationSetOperand(owner, number as isize, with.to_raw()) };
+        }
     }
 }
 

@@ -6,8 +6,9 @@
 //! dimensions into an `scf.parallel`; a parallel dimension after a reduction
 //! would become a sequential loop inside each work-item. With the parallel
 //! dimensions outermost, every output dimension is mapped onto work-items
-//! and each work-item reduces one output element. Kernel attributes
-//! (`tcc.kernel`, `tcc.kind`) survive the rewrite.
+//! and each work-item reduces one output element. The kernel's
+//! attributes (`tcc.kind`) survive the rewrite, and the op stays in its
+//! kernel's `tcc.dispatch`.
 
 use melior::Context;
 use melior::ir::operation::{OperationLike, OperationRef};

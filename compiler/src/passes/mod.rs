@@ -25,6 +25,7 @@ mod form_dispatches;
 mod fuse_elementwise;
 mod generalize_reductions;
 mod hoist_parallel_dims;
+mod inline_dispatches;
 mod kernel_arguments;
 mod lower_bool_casts;
 mod lower_host_to_llvm;
@@ -72,6 +73,7 @@ pub use form_dispatches::{FormDispatches, init_operands, kind_of};
 pub use fuse_elementwise::{FuseElementwise, FuseElementwiseOptions};
 pub use generalize_reductions::GeneralizeReductions;
 pub use hoist_parallel_dims::HoistParallelDims;
+pub use inline_dispatches::InlineDispatches;
 pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
@@ -148,6 +150,7 @@ pub const ALL: &[(&str, &str)] = &[
     (FoldPadSlices::ARGUMENT, FoldPadSlices::SUMMARY),
     (ReshapeEpilogues::ARGUMENT, ReshapeEpilogues::SUMMARY),
     (FormDispatches::ARGUMENT, FormDispatches::SUMMARY),
+    (InlineDispatches::ARGUMENT, InlineDispatches::SUMMARY),
     (HoistParallelDims::ARGUMENT, HoistParallelDims::SUMMARY),
     (ApplyTuning::ARGUMENT, ApplyTuning::SUMMARY),
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
@@ -204,6 +207,7 @@ pub fn register_all() {
     pass::register(&FoldPadSlices);
     pass::register(&ConcatInPlace);
     pass::register(&FormDispatches);
+    pass::register(&InlineDispatches);
     pass::register(&HoistParallelDims);
     pass::register(&ConfigureKernels);
     pass::register(&PackWeightPanels);

@@ -50,7 +50,10 @@ impl TccPass for UnshareEmptyTensors {
             writers.dedup_by_key(|user| user.to_raw().ptr);
             // The first writer keeps the original.
             for writer in writers.into_iter().skip(1) {
-                let block = writer
+                // In front of the writer's kernel: the empty tensor (the
+                // buffer) lives outside the kernel.
+                let anchor = crate::ir::dispatch::enclosing(writer).unwrap_or(writer);
+                let block = anchor
                     .block()
                     .ok_or_else(|| PassError::at(writer.location(), "op outside a block"))?;
                 // SAFETY: a clone of a live op, owned by the block it is
@@ -59,7 +62,7 @@ impl TccPass for UnshareEmptyTensors {
                 let copy = unsafe {
                     melior::ir::Operation::from_raw(mlir_sys::mlirOperationClone(empty.to_raw()))
                 };
-                let copy = block.insert_operation_before(writer, copy);
+                let copy = block.insert_operation_before(anchor, copy);
                 let fresh = copy
                     .result(0)
                     .map_err(|e| PassError::at(writer.location(), e.to_string()))?;

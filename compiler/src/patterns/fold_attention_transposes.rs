@@ -12,28 +12,20 @@
 //! and the output a view of the transpose's destination, and the copies
 //! and their buffers go away.
 
-use std::collections::HashMap;
-
 use melior::Context;
 use melior::ir::attribute::{Attribute, DenseI64ArrayAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::{BlockLike, Identifier, Type, Value, ValueLike};
 
-use crate::ir::attr_names::KERNEL;
+use crate::ir::dispatch;
 use crate::ir::error::PassError;
 use crate::ir::memref::{MemRefLayout, VIEW_OPS};
-use crate::ir::util::{defining_op, erase_op, op_name, same_op, string_value, users};
+use crate::ir::util::{defining_op, erase_op, op_name, same_op, users};
 
-/// How many ops of the function carry each kernel name: a transpose is
-/// folded only when it is a kernel by itself.
-pub fn kernel_sizes(function: OperationRef) -> HashMap<String, usize> {
-    let mut sizes = HashMap::new();
-    for op in crate::ir::util::body_ops(function) {
-        if let Some(name) = op.attribute(KERNEL).ok().and_then(string_value) {
-            *sizes.entry(name).or_insert(0) += 1;
-        }
-    }
-    sizes
+/// The op of the function body that runs `op`: its kernel's
+/// `tcc.dispatch`, or `op` itself where it is in none.
+fn unit<'c>(op: OperationRef<'c, 'c>) -> OperationRef<'c, 'c> {
+    dispatch::enclosing(op).unwrap_or(op)
 }
 
 /// Folds the transposes feeding `attention`'s query, key and value and the
@@ -41,18 +33,17 @@ pub fn kernel_sizes(function: OperationRef) -> HashMap<String, usize> {
 pub fn fold_attention_transposes<'c>(
     context: &'c Context,
     attention: OperationRef<'c, 'c>,
-    kernel_sizes: &HashMap<String, usize>,
 ) -> Result<usize, PassError<'c>> {
     if op_name(&attention) != "tcc.flash_attention" || attention.result_count() != 0 {
         return Ok(0);
     }
     let mut folded = 0;
     for index in 0..3 {
-        if fold_input(context, attention, index, kernel_sizes)? {
+        if fold_input(context, attention, index)? {
             folded += 1;
         }
     }
-    if fold_output(context, attention, kernel_sizes)? {
+    if fold_output(context, attention)? {
         folded += 1;
     }
     Ok(folded)
@@ -131,7 +122,17 @@ fn droppable<'c>(
         match place {
             Where::Before => {}
             Where::Inside => return false,
-            Where::After => return overwrites(op, root, elements),
+            Where::After => {
+                // A kernel's first op touching the buffer.
+                let first = if dispatch::is_dispatch(&op) {
+                    dispatch::members(op)
+                        .into_iter()
+                        .find(|member| touches(*member, root, false))
+                } else {
+                    Some(op)
+                };
+                return first.is_some_and(|first| overwrites(first, root, elements));
+            }
         }
     }
     place == Where::After
@@ -161,17 +162,22 @@ fn overwrites(op: OperationRef, root: Value, elements: i64) -> bool {
             .is_some_and(|l| l.shape.iter().product::<i64>() == elements)
 }
 
-/// Whether `transpose` is a plain `linalg.transpose` of rank 4 that is a
-/// kernel by itself.
-fn lone_transpose(transpose: OperationRef, kernel_sizes: &HashMap<String, usize>) -> bool {
-    op_name(&transpose) == "linalg.transpose"
+/// The plain `linalg.transpose` of rank 4 that `unit` (an op of the
+/// function body) runs as a kernel by itself, if it does.
+fn lone_transpose<'c>(unit: OperationRef<'c, 'c>) -> Option<OperationRef<'c, 'c>> {
+    let transpose = if dispatch::is_dispatch(&unit) {
+        let members = dispatch::members(unit);
+        if members.len() != 1 {
+            return None;
+        }
+        members[0]
+    } else {
+        unit
+    };
+    (op_name(&transpose) == "linalg.transpose"
         && transpose.operand_count() == 2
-        && permutation(transpose).is_some_and(|p| p.len() == 4)
-        && transpose
-            .attribute(KERNEL)
-            .ok()
-            .and_then(string_value)
-            .is_none_or(|name| kernel_sizes.get(&name).copied().unwrap_or(0) <= 1)
+        && permutation(transpose).is_some_and(|p| p.len() == 4))
+    .then_some(transpose)
 }
 
 /// The ops strictly between `first` and `last` (same block, `first`
@@ -354,18 +360,20 @@ fn fold_input<'c>(
     context: &'c Context,
     attention: OperationRef<'c, 'c>,
     index: usize,
-    kernel_sizes: &HashMap<String, usize>,
 ) -> Result<bool, PassError<'c>> {
     let Ok(copy) = attention.operand(index) else {
         return Ok(false);
     };
+    let attention_unit = unit(attention);
     // The last op before the attention touching the buffer: the copy.
-    let Some(transpose) = last_access_before(attention, root_of(copy)) else {
+    let Some(transpose_unit) = last_access_before(attention_unit, root_of(copy)) else {
         return Ok(false);
     };
-    if !lone_transpose(transpose, kernel_sizes)
-        || transpose.operand(1).ok() != Some(copy)
-        || !droppable(copy, transpose, attention)
+    let Some(transpose) = lone_transpose(transpose_unit) else {
+        return Ok(false);
+    };
+    if transpose.operand(1).ok() != Some(copy)
+        || !droppable(copy, transpose_unit, attention_unit)
         || operand_uses(attention, copy) != 1
     {
         return Ok(false);
@@ -375,17 +383,17 @@ fn fold_input<'c>(
     };
     // Nothing between the copy and the attention may write the source.
     let root = root_of(source);
-    let Some(ops) = between(transpose, attention) else {
+    let Some(ops) = between(transpose_unit, attention_unit) else {
         return Ok(false);
     };
     if ops.iter().any(|op| touches(*op, root, true)) {
         return Ok(false);
     }
-    let Some(view) = transpose_view(context, attention, source, &perm, copy.r#type()) else {
+    let Some(view) = transpose_view(context, attention_unit, source, &perm, copy.r#type()) else {
         return Ok(false);
     };
     set_operand(attention, index, view);
-    erase_op(transpose);
+    erase_op(transpose_unit);
     erase_allocation(copy);
     Ok(true)
 }
@@ -396,19 +404,21 @@ fn fold_input<'c>(
 fn fold_output<'c>(
     context: &'c Context,
     attention: OperationRef<'c, 'c>,
-    kernel_sizes: &HashMap<String, usize>,
 ) -> Result<bool, PassError<'c>> {
     let last = attention.operand_count().saturating_sub(1);
     let Ok(result) = attention.operand(last) else {
         return Ok(false);
     };
+    let attention_unit = unit(attention);
     // The first op after the attention touching its output: the copy.
-    let Some(transpose) = first_access_after(attention, root_of(result)) else {
+    let Some(transpose_unit) = first_access_after(attention_unit, root_of(result)) else {
         return Ok(false);
     };
-    if !lone_transpose(transpose, kernel_sizes)
-        || transpose.operand(0).ok() != Some(result)
-        || !droppable(result, attention, transpose)
+    let Some(transpose) = lone_transpose(transpose_unit) else {
+        return Ok(false);
+    };
+    if transpose.operand(0).ok() != Some(result)
+        || !droppable(result, attention_unit, transpose_unit)
         || operand_uses(attention, result) != 1
     {
         return Ok(false);
@@ -419,7 +429,7 @@ fn fold_output<'c>(
     // The destination must exist before the attention: a function
     // argument, or a buffer (through views) defined earlier in the block;
     // an allocation without operands after it moves up.
-    let Some(block) = attention.block() else {
+    let Some(block) = attention_unit.block() else {
         return Ok(false);
     };
     let root = root_of(destination);
@@ -436,7 +446,7 @@ fn fold_output<'c>(
     let before = |op: OperationRef<'c, 'c>| -> bool {
         let mut next = op.next_in_block();
         while let Some(candidate) = next {
-            if same_op(&candidate, &attention) {
+            if same_op(&candidate, &attention_unit) {
                 return true;
             }
             next = candidate.next_in_block();
@@ -460,7 +470,7 @@ fn fold_output<'c>(
         Some(_) => return Ok(false),
     };
     // Nothing between the attention and the copy may use the destination.
-    let Some(ops) = between(attention, transpose) else {
+    let Some(ops) = between(attention_unit, transpose_unit) else {
         return Ok(false);
     };
     if ops.iter().any(|op| touches(*op, root, false)) {
@@ -473,7 +483,7 @@ fn fold_output<'c>(
                 unsafe { melior::ir::operation::OperationRefMut::from_raw(alloc.to_raw()) };
             melior::ir::operation::OperationMutLike::remove_from_parent(&mut detached);
             let owned = unsafe { melior::ir::operation::Operation::from_raw(alloc.to_raw()) };
-            block.insert_operation_before(attention, owned);
+            block.insert_operation_before(attention_unit, owned);
         } else {
             return Ok(false);
         }
@@ -482,12 +492,17 @@ fn fold_output<'c>(
     for (k, &p) in perm.iter().enumerate() {
         inverse[p] = k;
     }
-    let Some(view) = transpose_view(context, attention, destination, &inverse, result.r#type())
-    else {
+    let Some(view) = transpose_view(
+        context,
+        attention_unit,
+        destination,
+        &inverse,
+        result.r#type(),
+    ) else {
         return Ok(false);
     };
     set_operand(attention, last, view);
-    erase_op(transpose);
+    erase_op(transpose_unit);
     erase_allocation(result);
     Ok(true)
 }

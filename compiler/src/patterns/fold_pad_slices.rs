@@ -312,7 +312,7 @@ pub fn rewrite<'c>(
             .into(),
         ),
     ];
-    for name in [attr_names::KERNEL, attr_names::KIND] {
+    for name in [attr_names::KIND] {
         if let Ok(value) = op.attribute(name) {
             attributes.push((Identifier::new(context, name), value));
         }

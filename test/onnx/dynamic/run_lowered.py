@@ -42,6 +42,9 @@ module attributes {transform.with_named_sequence} {
 """
 
 LOWERING = [
+    # The kernel boundary (`tcc.dispatch`) is tcc's: its ops go back into
+    # the function body first.
+    "--tcc-inline-dispatches",
     "--one-shot-bufferize=bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map",
     "--buffer-results-to-out-params",
     "--convert-linalg-to-loops",

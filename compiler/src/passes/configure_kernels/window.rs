@@ -8,13 +8,12 @@ use crate::patterns::fold_conv_inputs::{window_dilations, window_strides};
 use std::str::FromStr;
 
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
+use melior::ir::{TypeLike, Value, ValueLike};
 
 use crate::config::{Target, WindowGeometry};
-use crate::ir::attr_names::KERNEL;
 use crate::ir::strategy::KernelStrategy;
 use crate::ir::types::StaticTensor;
-use crate::ir::util::{defining_op, op_name, string_value};
+use crate::ir::util::{defining_op, op_name};
 
 /// The window ops the template runs, by the op they compute.
 const WINDOW_OPS: &[&str] = &[
@@ -136,10 +135,7 @@ fn geometry(op: OperationRef) -> Option<WindowGeometry> {
 /// Whether the kernel of window op `op` holds, besides its fill, at most
 /// one `linalg.generic` after it, which reads the window's result itself.
 fn only_an_epilogue_follows(op: OperationRef) -> bool {
-    let Some(kernel) = op.attribute(KERNEL).ok().and_then(string_value) else {
-        return false;
-    };
-    let Some(block) = op.block() else {
+    let Some(kernel) = crate::ir::dispatch::enclosing(op) else {
         return false;
     };
     let Ok(result) = op.result(0) else {
@@ -148,19 +144,9 @@ fn only_an_epilogue_follows(op: OperationRef) -> bool {
     let result: Value = result.into();
     let mut after = false;
     let mut epilogues = 0;
-    let mut next = block.first_operation();
-    while let Some(member) = next {
-        next = member.next_in_block();
+    for member in crate::ir::dispatch::members(kernel) {
         if member == op {
             after = true;
-            continue;
-        }
-        let same_kernel = member
-            .attribute(KERNEL)
-            .ok()
-            .and_then(string_value)
-            .is_some_and(|k| k == kernel);
-        if !same_kernel {
             continue;
         }
         let name = op_name(&member);

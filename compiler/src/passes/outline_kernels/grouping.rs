@@ -1,13 +1,15 @@
 //! Grouping for `tcc-outline-kernels`: which ops run on the device, and
-//! which of them form one kernel (the ops sharing a `tcc.kernel` name,
-//! split again where fusing them would race).
+//! which of them form one kernel (the ops of one `tcc.dispatch`, split
+//! again where fusing them would race).
+
+use std::collections::HashMap;
 
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{TypeLike, Value, ValueLike};
 
 use super::capture::{raw_key, view_chain};
-use crate::ir::attr_names::KERNEL;
-use crate::ir::util::{body_ops, op_name, string_value};
+use crate::ir::dispatch;
+use crate::ir::util::{body_ops, op_name};
 use crate::patterns::form_dispatches::{kernel_name, op_parts};
 
 pub(super) use crate::ir::memref::VIEW_OPS;
@@ -37,9 +39,11 @@ pub(super) struct Group<'c> {
 }
 
 /// The kernel groups of a function body, in the order their last member
-/// appears.
+/// appears; `kernels` names the kernel of each op that was in a
+/// `tcc.dispatch` (by the op's address: [`dissolve_dispatches`]).
 pub(super) fn kernel_groups<'c>(
     function: OperationRef<'c, 'c>,
+    kernels: &HashMap<usize, String>,
     next_index: &mut usize,
 ) -> Vec<Group<'c>> {
     let mut groups: Vec<Group<'c>> = Vec::new();
@@ -47,7 +51,7 @@ pub(super) fn kernel_groups<'c>(
         if !is_kernel_op(op) || is_host_copy(op) {
             continue;
         }
-        if let Some(name) = op.attribute(KERNEL).ok().and_then(string_value) {
+        if let Some(name) = kernels.get(&(op.to_raw().ptr as usize)).cloned() {
             if let Some(group) = groups.iter_mut().find(|g| g.name == name) {
                 group.members.push(op);
                 continue;
@@ -66,6 +70,22 @@ pub(super) fn kernel_groups<'c>(
         });
     }
     groups
+}
+
+/// Takes the ops of every `tcc.dispatch` of `function` out in front of it
+/// (in order) and erases the dispatch, and returns which kernel each of
+/// those ops belonged to, by the op's address. Ops that bufferization put
+/// in a kernel but do not run on the device (host copies, views) are then
+/// in the host function where the kernel ran, as the launch will be.
+pub(super) fn dissolve_dispatches(function: OperationRef) -> HashMap<usize, String> {
+    let mut kernels = HashMap::new();
+    for dispatch in body_ops(function).into_iter().filter(dispatch::is_dispatch) {
+        let name = dispatch::name_of(dispatch).unwrap_or_default();
+        for member in dispatch::inline(dispatch) {
+            kernels.insert(member.to_raw().ptr as usize, name.clone());
+        }
+    }
+    kernels
 }
 
 /// Buffers (roots) a kernel op writes and reads.

@@ -1,5 +1,5 @@
 //! `tcc-outline-kernels`: the gpu phase's first step. Moves each kernel
-//! group (the ops sharing a `tcc.kernel` name, or a lone linalg op the
+//! group (the ops of a `tcc.dispatch`, or a lone linalg op the
 //! dispatch phase did not see, such as copies made by bufferization) into a
 //! `gpu.func` of a `gpu.module @tcc_kernels`, and leaves a `gpu.launch_func`
 //! in the host function.
@@ -29,6 +29,7 @@ use melior::ir::{BlockLike, BlockRef, RegionLike, TypeLike};
 
 use super::pass::{NoOptions, PassError, PassResult, Root, TccPass};
 use crate::ir::attr_names::{KIND, STRATEGY};
+use crate::ir::dispatch;
 use crate::ir::strategy::KernelStrategy;
 use crate::ir::util::{body_ops_named, collect_ops, dialect_of, op_name, string_value};
 pub(super) use grouping::{is_host_copy, is_kernel_op};
@@ -103,10 +104,19 @@ impl TccPass for OutlineKernels {
             .map_or(tcc_dialects::target::Precision::Fp32, |desc| desc.precision);
         let functions: Vec<_> = body_ops_named(module, "func.func");
         check_bufferized(module, &functions)?;
-        let mut next_index = collect_ops(module)
+        // Kernels made here (for device ops bufferization made) are
+        // numbered after every kernel the dispatch phase named.
+        let ops = collect_ops(module);
+        let kinds = ops.iter().filter(|op| op.attribute(KIND).is_ok()).count();
+        let named = ops
             .iter()
-            .filter(|op| op.attribute(KIND).is_ok())
-            .count();
+            .filter(|op| dispatch::is_dispatch(op))
+            .filter_map(|op| dispatch::name_of(*op))
+            .filter_map(|name| name.rsplit('_').next()?.parse::<usize>().ok())
+            .map(|index| index + 1)
+            .max()
+            .unwrap_or(0);
+        let mut next_index = kinds.max(named);
         let module_body = module
             .region(0)
             .map_err(|e| PassError::at(location, e.to_string()))?
@@ -117,7 +127,8 @@ impl TccPass for OutlineKernels {
         let mut kernel_block: Option<BlockRef<'c, 'c>> = None;
 
         for function in functions {
-            let groups = grouping::kernel_groups(function, &mut next_index);
+            let kernels = grouping::dissolve_dispatches(function);
+            let groups = grouping::kernel_groups(function, &kernels, &mut next_index);
             for group in grouping::split_hazardous(groups, &mut next_index) {
                 let last = *group.members.last().expect("groups are non-empty");
                 let group_location = last.location();

@@ -320,8 +320,8 @@ pub fn rewrite<'c>(context: &'c Context, plan: &Plan<'c>) -> Result<Value<'c, 'c
             iterator_types_attribute(context, &iterators),
         ),
     ];
-    // Keep the discardable attributes (kernel names, if already formed).
-    for name in [attr_names::KERNEL, attr_names::KIND] {
+    // Keep the discardable attributes (the kernel kind, if already set).
+    for name in [attr_names::KIND] {
         if let Ok(value) = op.attribute(name) {
             attributes.push((Identifier::new(context, name), value));
         }
