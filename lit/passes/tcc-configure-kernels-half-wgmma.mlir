@@ -1,7 +1,7 @@
 // tcc-configure-kernels{half-wgmma-tiles=true} (what `tcc compile
 // --backend=cuda --precision=fp16|bf16` asks for): on nvidia, a matmul
-// with at least one 128x128 tile's work per SM whose M, K divide 128 and
-// 64 takes a 128-row tile of the FP16/BF16 wgmma body, 256, 192 or 128
+// with at least one 128x128 tile's work per SM whose K is a multiple of 8
+// takes a 128-row tile of the FP16/BF16 wgmma body, 256, 192 or 128
 // columns wide, whichever divides N and runs the fewest waves of
 // work-groups (times their width); smaller products, sizes that do not
 // divide, other targets and every matmul without the option keep the
@@ -50,12 +50,24 @@ func.func @skinny(%x: tensor<1x128x768xf32>, %w: tensor<1x768x768xf32>) -> tenso
   return %h : tensor<1x128x768xf32>
 }
 
-// K = 96 is not a multiple of the body's k stage (64): the table's tile.
+// K = 96 (ConvNeXt-T's first stage) is not a multiple of the body's k
+// stage (64): its last k tile hangs past K, the TMA filling it with zeros;
+// the body takes it as any other K that is a multiple of 8.
 // CHECK-LABEL: func.func @short_k
-// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 128, tile_k = 16, work_m = 8, work_n = 8
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 192, tile_k = 16, work_m = 8, work_n = 12, split_k = 1, batch = 1, m = 4096, n = 2304, k = 96>
 func.func @short_k(%x: tensor<1x4096x96xf32>, %w: tensor<1x96x2304xf32>) -> tensor<1x4096x2304xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4096x96xf32>, tensor<1x96x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4096x2304xf32>
+  return %h : tensor<1x4096x2304xf32>
+}
+
+// K = 100: A's rows are not whole 16-byte octets (the TMA's strides): the
+// table's tile.
+// CHECK-LABEL: func.func @unaligned_k
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 128, tile_k = 16, work_m = 8, work_n = 8
+func.func @unaligned_k(%x: tensor<1x4096x100xf32>, %w: tensor<1x100x2304xf32>) -> tensor<1x4096x2304xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4096x100xf32>, tensor<1x100x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4096x2304xf32>
   return %h : tensor<1x4096x2304xf32>
 }
 

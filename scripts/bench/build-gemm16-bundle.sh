@@ -23,12 +23,17 @@ mkdir -p "$out/bin" "$out/models"
 cp "$bin/tcc-run" "$bin/tcc-benchmark" "$out/bin/"
 cp scripts/bench/gemm16-device.py "$out/"
 # name M N K: the check products (random inputs, against float64 numpy; M
-# = 2000 leaves the last 128-row tile 80 rows), the transformer shapes at
+# = 2000 leaves the last 128-row tile 80 rows; K = 96 and 200 (M large enough
+# for the wgmma body), the last k
+# tile hanging past K), ConvNeXt-T's first-stage expansion (K = 96), the transformer shapes at
 # batch 32 (M = 4096 tokens; ViT-B/16's 32 x 197 = 6304) and at batch 1
 # (M = 128, the table's split-K tiles), and the square one.
 shapes=(
   "check_2048x1152x512 2048 1152 512"
   "check_2000x1152x512 2000 1152 512"
+  "check_8000x384x96 8000 384 96"
+  "check_4000x768x200 4000 768 200"
+  "gemm_100352x384x96 100352 384 96"
   "gemm_6304x768x768 6304 768 768"
   "gemm_6304x3072x768 6304 3072 768"
   "gemm_128x768x768 128 768 768"

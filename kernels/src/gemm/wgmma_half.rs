@@ -136,8 +136,11 @@ const fn tile(columns: u32) -> GemmConfig {
 /// Whether a product of `config` over `shape` may take this body whatever
 /// its operands: a `128 x width` tile of 256 work-items, unsplit (of the
 /// [`WIDTHS`]) or split in K (of the [`SPLIT_WIDTHS`], every slice the
-/// same whole number of stages), and N and K multiples of the tile's width
-/// and of the stage's k (any M: [`row_tiles`]).
+/// same whole number of stages), N a multiple of the tile's width, and K
+/// of the stage's k where split; unsplit, K any multiple of 8 (rows of
+/// whole 16-byte octets, as the TMA wants its strides): the last k tile
+/// hangs past K and the TMA fills A's and B's elements there with zeros,
+/// which add nothing (any M likewise: [`row_tiles`]).
 fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
     let split = config.split_k;
     let widths: &[u32] = if split == 1 {
@@ -154,8 +157,16 @@ fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
         && shape.n > 0
         && shape.k > 0
         && shape.n % config.tile_n as i64 == 0
-        && shape.k % (STAGE_K * split) as i64 == 0
+        && if split == 1 {
+            shape.k % K_ALIGNMENT == 0
+        } else {
+            shape.k % (STAGE_K * split) as i64 == 0
+        }
 }
+
+/// What an unsplit product's K must be a multiple of: the TMA's global
+/// strides are multiples of 16 bytes (8 halves).
+const K_ALIGNMENT: i64 = 8;
 
 /// The tiles along M: the last may hang past M (the TMA fills A's rows
 /// past M with zeros, and the epilogue stores rows below M only).
@@ -430,10 +441,11 @@ impl WgmmaHalf {
         let columns = spec.config.tile_n;
         // A split tile's work-group runs its slice's k tiles, from k_begin.
         let split = spec.config.split_k > 1;
+        // Unsplit, the last k tile may hang past K (zeros from the TMA).
         let k_tiles = if split {
             spec.config.split_k_slice(s.k) / STAGE_K as i64
         } else {
-            s.k / STAGE_K as i64
+            (s.k + STAGE_K as i64 - 1) / STAGE_K as i64
         };
         let k_origin = split.then_some("k_origin");
         let precision = spec.tensor_cores.expect("WgmmaHalf::applies checked it");

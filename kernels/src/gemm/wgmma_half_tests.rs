@@ -241,14 +241,32 @@ fn other_half_products_keep_mma_sync() {
     let mut spec = half_spec(TensorCores::Fp16);
     spec.b.col_stride = 2;
     assert!(!wgmma(&spec));
-    // K not a multiple of the stage's 64; no slots.
+    // K not a multiple of 8 (rows the TMA cannot stride by); no slots.
     let mut spec = half_spec(TensorCores::Fp16);
-    spec.shape.k = 160;
-    spec.a.row_stride = 160;
+    spec.shape.k = 100;
+    spec.a.row_stride = 104;
     assert!(!wgmma(&spec));
     let mut spec = half_spec(TensorCores::Fp16);
     spec.tensor_map_slots = None;
     assert!(!wgmma(&spec));
+}
+
+#[test]
+fn a_k_past_the_last_whole_stage_takes_one_more_k_tile_the_tma_fills() {
+    // K = 160: two whole stages of 64 and one of 32, whose other 32
+    // columns of A and rows of B the TMA fills with zeros.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.shape.k = 160;
+    spec.a.row_stride = 160;
+    let text = gemm_kernel(&spec).unwrap();
+    assert!(text.starts_with(WGMMA_GUARD), "{text}");
+    assert!(text.contains("for (int kt = 0; kt < 3; ++kt)"), "{text}");
+    // Split in K, every slice must still be whole stages: no tile of this
+    // body is offered for such a K.
+    assert_eq!(
+        half_tensor_map_slot_bytes(&split_tile(128, 2), &spec.shape),
+        None
+    );
 }
 
 #[test]
