@@ -143,21 +143,21 @@ impl TccPass for FormDispatches {
             // After every group is known: wrapping changes the users the
             // grouping reads. An op two groups claim (an epilogue that is
             // also the next reduction's initial value) runs in the later.
-            let claimed_later = |index: usize, op: &OperationRef| {
-                kernels[index + 1..]
-                    .iter()
-                    .any(|(_, later)| later.iter().any(|other| same_op(other, op)))
-            };
+            let mut owner: std::collections::HashMap<usize, usize> = Default::default();
+            for (index, (_, members)) in kernels.iter().enumerate() {
+                for member in members {
+                    owner.insert(member.to_raw().ptr as usize, index);
+                }
+            }
             let kernels: Vec<(String, Vec<OperationRef>)> = kernels
-                .iter()
+                .into_iter()
                 .enumerate()
                 .map(|(index, (kernel, members))| {
                     let own = members
-                        .iter()
-                        .copied()
-                        .filter(|member| !claimed_later(index, member))
+                        .into_iter()
+                        .filter(|member| owner.get(&(member.to_raw().ptr as usize)) == Some(&index))
                         .collect();
-                    (kernel.clone(), own)
+                    (kernel, own)
                 })
                 .collect();
             for (kernel, members) in kernels {
