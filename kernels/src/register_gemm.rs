@@ -261,8 +261,16 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let step = if spec.a_element_vector { 4 } else { 1 };
     // One step of the k loop (`k_step` in scope): A's value for each row,
     // `step` rows of B, the multiply-adds.
-    let mut k_body = String::new();
-    {
+    // Where the last column tile reaches past N and B is loaded as stored,
+    // the k loop is written twice, for the tiles inside N (whole vectors)
+    // and for the last one (its columns inside N), under one test of
+    // `full` outside the loop: a test per k and vector cost a grouped
+    // convolution of 34 columns a group a fifth of its time (pyopencl).
+    let unswitched = edge && b_contiguous && spec.b_panel.is_none();
+    // One step of the k loop for the tiles inside N (`Some(true)`), for
+    // the last tile (`Some(false)`), or for either (`None`: `full` tested).
+    let k_body_for = |full_tile: Option<bool>| -> String {
+        let mut k_body = String::new();
         let out = &mut k_body;
         // A: one value (or float4 of 4 k) per row.
         let a_type = if spec.a_element_vector {
@@ -328,16 +336,53 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
                         );
                         continue;
                     }
-                    let guarded = edge && spec.b_panel.is_none();
-                    let _ = writeln!(
-                        out,
-                        "      {}{{\n        const tcc_index j = col0 + {first};\n        rb{v} = {load};\n      }}",
-                        if guarded { "if (full) " } else { "" }
-                    );
+                    let guarded = edge && spec.b_panel.is_none() && full_tile != Some(true);
+                    if full_tile != Some(false) {
+                        let _ = writeln!(
+                            out,
+                            "      {}{{\n        const tcc_index j = col0 + {first};\n        rb{v} = {load};\n      }}",
+                            if guarded { "if (full) " } else { "" }
+                        );
+                    }
                     if !guarded {
                         continue;
                     }
-                    out.push_str("      else\n");
+                    // Not `full`: this is the last column tile, whose
+                    // columns past N are known here, so the vector is
+                    // the loads of its columns inside N (in pieces of
+                    // whole vectors) and zeros, without a guard per lane
+                    // (a grouped convolution's 28 columns of a group in
+                    // 16-wide blocks took 16 guarded loads a k so).
+                    let valid = (s.n - last_col0 - i64::from(first)).clamp(0, i64::from(width));
+                    let (buffer, address) = match &b_vectors {
+                        Some(pointers) => (&pointers[v as usize].0, &pointers[v as usize].1),
+                        None => (&spec.b.buffer, &b_address),
+                    };
+                    let mut parts = Vec::new();
+                    let mut offset = 0i64;
+                    for piece in [16i64, 8, 4, 2, 1] {
+                        while valid - offset >= piece {
+                            let at = format!("({address}) + {offset}");
+                            parts.push(if piece == 1 {
+                                buffer.load(&at)
+                            } else {
+                                buffer.load_vector(piece as u32, &at)
+                            });
+                            offset += piece;
+                        }
+                    }
+                    parts.extend((valid..i64::from(width)).map(|_| "0.0f".to_string()));
+                    let value = if width == 1 {
+                        parts.remove(0)
+                    } else {
+                        format!("({ty})({})", parts.join(", "))
+                    };
+                    let _ = writeln!(
+                        out,
+                        "      {}{{\n        const tcc_index j = col0 + {first};\n        rb{v} = {value};\n      }}",
+                        if full_tile.is_none() { "else " } else { "" }
+                    );
+                    continue;
                 }
                 let _ = writeln!(
                     out,
@@ -365,54 +410,71 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
             }
             let _ = writeln!(out, "    }}");
         }
-    }
-    match spec.k_window {
-        // A convolution's window as three loops: the row's coordinates for
-        // a tap are loop-invariant in the channel loop, which the compiler
-        // hoists out of it.
-        Some([taps_y, taps_x, channels]) => {
-            let _ = writeln!(
-                out,
-                "  for (tcc_index k_ky = 0; k_ky < {taps_y}; ++k_ky)\n  for (tcc_index k_kx = 0; k_kx < {taps_x}; ++k_kx) {{"
-            );
-            let channel_loop = format!(
-                "  for (tcc_index k_ch = 0; k_ch < {channels}; k_ch += {step}) {{\n    const tcc_index k_step = (k_ky * {taps_x} + k_kx) * {channels} + k_ch;\n{k_body}  }}\n"
-            );
-            match (&spec.a_inside, &spec.a_element) {
-                // The padding's check once per tap for every row (the
-                // statements at channel 0), then the channel loop without
-                // it where all rows are inside the image, with it elsewhere.
-                (Some(condition), Some((statements, _))) => {
-                    let _ = writeln!(out, "  bool tcc_all_inside = true;");
-                    for r in 0..rows {
-                        let _ = writeln!(
-                            out,
-                            "  {{\n    const bool tcc_inside = false;\n    const tcc_index i = i{r}, k_ch = 0, k = (k_ky * {taps_x} + k_kx) * {channels};"
-                        );
-                        for line in statements.lines() {
-                            let _ = writeln!(out, "    {line}");
+        k_body
+    };
+    // The k loops (a convolution's window, or flat) around `k_body`.
+    let k_loops = |k_body: &str| -> String {
+        let mut loops = String::new();
+        let out = &mut loops;
+        match spec.k_window {
+            // A convolution's window as three loops: the row's coordinates for
+            // a tap are loop-invariant in the channel loop, which the compiler
+            // hoists out of it.
+            Some([taps_y, taps_x, channels]) => {
+                let _ = writeln!(
+                    out,
+                    "  for (tcc_index k_ky = 0; k_ky < {taps_y}; ++k_ky)\n  for (tcc_index k_kx = 0; k_kx < {taps_x}; ++k_kx) {{"
+                );
+                let channel_loop = format!(
+                    "  for (tcc_index k_ch = 0; k_ch < {channels}; k_ch += {step}) {{\n    const tcc_index k_step = (k_ky * {taps_x} + k_kx) * {channels} + k_ch;\n{k_body}  }}\n"
+                );
+                match (&spec.a_inside, &spec.a_element) {
+                    // The padding's check once per tap for every row (the
+                    // statements at channel 0), then the channel loop without
+                    // it where all rows are inside the image, with it elsewhere.
+                    (Some(condition), Some((statements, _))) => {
+                        let _ = writeln!(out, "  bool tcc_all_inside = true;");
+                        for r in 0..rows {
+                            let _ = writeln!(
+                                out,
+                                "  {{\n    const bool tcc_inside = false;\n    const tcc_index i = i{r}, k_ch = 0, k = (k_ky * {taps_x} + k_kx) * {channels};"
+                            );
+                            for line in statements.lines() {
+                                let _ = writeln!(out, "    {line}");
+                            }
+                            let _ = writeln!(
+                                out,
+                                "    tcc_all_inside = tcc_all_inside && {condition};\n  }}"
+                            );
                         }
-                        let _ = writeln!(
+                        let _ = write!(
                             out,
-                            "    tcc_all_inside = tcc_all_inside && {condition};\n  }}"
+                            "  if (tcc_all_inside) {{\n  const bool tcc_inside = true;\n{channel_loop}  }} else {{\n  const bool tcc_inside = false;\n{channel_loop}  }}\n"
                         );
                     }
-                    let _ = write!(
-                        out,
-                        "  if (tcc_all_inside) {{\n  const bool tcc_inside = true;\n{channel_loop}  }} else {{\n  const bool tcc_inside = false;\n{channel_loop}  }}\n"
-                    );
+                    _ => out.push_str(&channel_loop),
                 }
-                _ => out.push_str(&channel_loop),
+                let _ = writeln!(out, "  }}");
             }
-            let _ = writeln!(out, "  }}");
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  for (tcc_index k_step = 0; k_step < {}; k_step += {step}) {{\n{k_body}  }}",
+                    s.k
+                );
+            }
         }
-        None => {
-            let _ = writeln!(
-                out,
-                "  for (tcc_index k_step = 0; k_step < {}; k_step += {step}) {{\n{k_body}  }}",
-                s.k
-            );
-        }
+        loops
+    };
+    if unswitched {
+        let _ = write!(
+            out,
+            "  if (full) {{\n{}  }} else {{\n{}  }}\n",
+            k_loops(&k_body_for(Some(true))),
+            k_loops(&k_body_for(Some(false)))
+        );
+    } else {
+        out.push_str(&k_loops(&k_body_for(None)));
     }
     // The epilogue, per output element, from a private copy of the block
     // (a loop rather than rows x columns copies of the epilogue's code).

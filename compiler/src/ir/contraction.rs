@@ -25,7 +25,9 @@ fn operand_shape(op: OperationRef, index: usize, extent: Option<i64>) -> Option<
 /// the same with B in panels (`tcc-pack-weight-panels`), or
 /// an NHWC/HWCF convolution (named, or the `tcc.conv` of
 /// `tcc-fold-conv-inputs`) as an implicit GEMM with `M = N*OH*OW`,
-/// `N = F` and `K = KH*KW*C`. Shapes must be static.
+/// `N = F` and `K = KH*KW*C`, or a grouped convolution
+/// (`ir::grouped_conv`) as G such GEMMs (`batch = G`, `N = Fg`,
+/// `K = KH*KW*Cg`). Shapes must be static.
 pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
     gemm_shape_at(op, None)
 }
@@ -35,6 +37,18 @@ pub fn gemm_shape(op: OperationRef) -> Option<GemmShape> {
 /// symbolic batch: `ir::dynamic::strategy_extent`); without `extent`,
 /// static shapes only.
 pub fn gemm_shape_at(op: OperationRef, extent: Option<i64>) -> Option<GemmShape> {
+    // A grouped convolution (static shapes): one implicit GEMM per group,
+    // the group its batch.
+    if let Some(conv) = super::grouped_conv::of(op) {
+        let [n, oh, ow, _] = conv.output;
+        let [groups, kh, kw, cg, fg] = conv.filter;
+        return Some(GemmShape {
+            batch: groups,
+            m: n * oh * ow,
+            n: fg,
+            k: kh * kw * cg,
+        });
+    }
     let name = op_name(&op);
     let (window, filter_index, output_index) = window_layout(op);
     if window == "conv_2d_nhwc_hwcf" {

@@ -12,6 +12,7 @@ pub mod dynamic;
 pub mod element_type;
 pub mod error;
 pub mod filter_panels;
+pub mod grouped_conv;
 pub mod memref;
 pub mod operand;
 pub mod storage;

@@ -106,11 +106,12 @@ impl TccPass for FormDispatches {
                 }
                 members.push(op);
                 let mut parts = op_parts(op);
-                // An elementwise epilogue of a matmul, convolution or
+                // An elementwise epilogue of a matmul, convolution (a
+                // grouped one too: a generic of kind convolution) or
                 // reduction (a mean's division, a norm's square root).
                 if (is_contraction_or_conv(&name)
                     || is_conv_op(op)
-                    || kind_of(op) == KernelKind::Reduction)
+                    || matches!(kind_of(op), KernelKind::Reduction | KernelKind::Convolution))
                     && op.result_count() == 1
                 {
                     let result: Value = op

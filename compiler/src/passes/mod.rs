@@ -31,6 +31,7 @@ mod lower_bool_casts;
 mod lower_host_to_llvm;
 mod lower_kernel_loops;
 mod map_loops_to_work_items;
+mod merge_grouped_convs;
 mod merge_sibling_matmuls;
 mod narrow_storage;
 mod order_globals;
@@ -77,6 +78,7 @@ pub use inline_dispatches::InlineDispatches;
 pub use lower_host_to_llvm::LowerHostToLlvm;
 pub use lower_kernel_loops::LowerKernelLoops;
 pub use map_loops_to_work_items::MapLoopsToWorkItems;
+pub use merge_grouped_convs::MergeGroupedConvs;
 pub use merge_sibling_matmuls::MergeSiblingMatmuls;
 pub use narrow_storage::{
     HalfType, NarrowStorage, STORAGE_ATTR, argument_storage, half_storage, op_storage,
@@ -172,6 +174,7 @@ pub const ALL: &[(&str, &str)] = &[
     ),
     (LowerKernelLoops::ARGUMENT, LowerKernelLoops::SUMMARY),
     (MapLoopsToWorkItems::ARGUMENT, MapLoopsToWorkItems::SUMMARY),
+    (MergeGroupedConvs::ARGUMENT, MergeGroupedConvs::SUMMARY),
     (MergeSiblingMatmuls::ARGUMENT, MergeSiblingMatmuls::SUMMARY),
     (NarrowStorage::ARGUMENT, NarrowStorage::SUMMARY),
     (PlanMemory::ARGUMENT, PlanMemory::SUMMARY),
@@ -223,6 +226,7 @@ pub fn register_all() {
     pass::register(&AttachTensorMapSlots);
     pass::register(&LowerKernelLoops);
     pass::register(&MapLoopsToWorkItems);
+    pass::register(&MergeGroupedConvs);
     pass::register(&MergeSiblingMatmuls);
     pass::register(&NarrowStorage);
     pass::register(&PlanMemory);

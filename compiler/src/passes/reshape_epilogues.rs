@@ -3,7 +3,10 @@
 //! through reshapes (what an ONNX `MatMul` of a 3-D activation leaves at
 //! any batch above 1) is rewritten into the product's shape, so that it
 //! becomes the GEMM's epilogue instead of a kernel of its own
-//! (`patterns::reshape_epilogues`).
+//! (`patterns::reshape_epilogues`). So is one reading a grouped
+//! convolution's output (`ir::grouped_conv`) through the reshape that
+//! elementwise fusion propagates into it from a channel shuffle
+//! (ShuffleNet's ReLU before its `[.., G, C/G]` transpose).
 
 use melior::Context;
 
@@ -26,7 +29,7 @@ impl TccPass for ReshapeEpilogues {
                 matches!(
                     crate::ir::util::op_name(op).as_str(),
                     "linalg.batch_matmul" | "linalg.matmul"
-                )
+                ) || crate::ir::grouped_conv::of(*op).is_some()
             })
             .collect();
         for contraction in contractions {

@@ -43,6 +43,9 @@ fn scalar_op_name(name: &str) -> Option<&'static str> {
 /// The name parts an op contributes: its kind for named ops, the scalar
 /// ops of its body for generic ones.
 pub fn op_parts(op: OperationRef) -> Vec<String> {
+    if crate::ir::grouped_conv::of(op).is_some() {
+        return vec!["grouped_conv".into()];
+    }
     let name = op_name(&op);
     // A window op rewritten by `tcc-fold-conv-inputs` is named after the
     // op it computes.
@@ -150,7 +153,7 @@ pub fn kind_of(op: OperationRef) -> KernelKind {
     {
         return kind;
     }
-    if is_conv_op(op) {
+    if is_conv_op(op) || crate::ir::grouped_conv::of(op).is_some() {
         return KernelKind::Convolution;
     }
     let name = op_name(&op);

@@ -219,16 +219,18 @@ fn size_from_destination<'c>(
     producer.operand(operand).ok()
 }
 
-/// Rewrites the elementwise op reading `contraction`'s product through
-/// reshapes into the product's shape. Returns whether it did.
+/// Rewrites the elementwise op reading `contraction`'s product (a matmul's
+/// or a grouped convolution's) through reshapes into the product's shape.
+/// Returns whether it did.
 pub fn reshape_epilogue<'c>(
     context: &'c Context,
     contraction: OperationRef<'c, 'c>,
 ) -> Result<bool, PassError<'c>> {
-    if !matches!(
+    if !(matches!(
         op_name(&contraction).as_str(),
         "linalg.batch_matmul" | "linalg.matmul"
-    ) || contraction.result_count() != 1
+    ) || crate::ir::grouped_conv::of(contraction).is_some())
+        || contraction.result_count() != 1
     {
         return Ok(false);
     }

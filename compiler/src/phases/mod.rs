@@ -155,6 +155,9 @@ impl Phase {
                     // After quantization (which keeps its own products):
                     // the merged weights' concatenations fold right after.
                     .pass("tcc-merge-sibling-matmuls")
+                    // After BatchNorm folding, which folds into each group:
+                    // a grouped convolution as one op (ir::grouped_conv).
+                    .pass("tcc-merge-grouped-convs")
                     .pass("tcc-fold-constants")
                     .pass("canonicalize")
                     .pass("cse")

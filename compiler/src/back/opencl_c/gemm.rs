@@ -156,6 +156,70 @@ fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
     })
 }
 
+/// The implicit GEMMs of a grouped convolution (`ir::grouped_conv`), the
+/// group `b` the template's batch: A reads the NHWC input at channel
+/// `b * Cg + ch`, B is group `b`'s `[KH, KW, Cg, Fg]` block of the
+/// `[G, KH, KW, Cg, Fg]` filter (row-major rows of Fg where the filter is
+/// contiguous, so loaded like any matrix), and C's column `j` is output
+/// channel `b * Fg + j`. As for a plain convolution, 4 neighbouring k are
+/// 4 contiguous channels (one float4) where Cg is a multiple of 4.
+fn grouped_conv(
+    (a, b, c, c_value_key): (MemrefView, MemrefView, MemrefView, usize),
+    conv: crate::ir::grouped_conv::GroupedConv,
+    tile_k: i64,
+    nested_k: bool,
+) -> Contraction {
+    let [_, kh, kw, cg, fg] = conv.filter;
+    let ([sh, sw], [dh, dw]) = (conv.strides, conv.dilations);
+    let [n, y, x, ky, kx, ch] = window(&conv.output, &[kh, kw, cg, fg], nested_k);
+    // One image: its index is 0 (the compiler cannot tell that `i / (OH *
+    // OW)` is, and its multiple of the image's size stayed in every load:
+    // ShuffleNet's grouped 1x1 convolutions ran a quarter slower so).
+    let n = if conv.output[0] == 1 {
+        "0".to_string()
+    } else {
+        n
+    };
+    let vector = !nested_k && cg % 4 == 0 && tile_k % 4 == 0;
+    let a_offset = a.address(&[
+        n.clone(),
+        format!("({y} * {sh} + {ky} * {dh})"),
+        format!("({x} * {sw} + {kx} * {dw})"),
+        format!("(b * {cg} + {ch})"),
+    ]);
+    let contiguous = b.strides == [kh * kw * cg * fg, kw * cg * fg, cg * fg, fg, 1];
+    let (b_operand, b_offset) = if contiguous {
+        let operand = GemmOperand {
+            buffer: b.buffer.clone(),
+            offset: b.offset,
+            batch_stride: kh * kw * cg * fg,
+            row_stride: fg,
+            col_stride: 1,
+        };
+        (operand, None)
+    } else {
+        (
+            placeholder_operand(&b.buffer),
+            Some(b.address(&["b".to_string(), ky, kx, ch, "j".to_string()])),
+        )
+    };
+    Contraction {
+        a: placeholder_operand(&a.buffer),
+        a_offset: (!vector).then(|| a_offset.clone()),
+        a_element: vector.then(|| (String::new(), a.buffer.load_vector(4, &a_offset))),
+        a_element_vector: vector,
+        k_window: nested_k.then_some([kh, kw, cg]),
+        a_inside: None,
+        a_image: None,
+        b: b_operand,
+        b_offset,
+        b_panel: None,
+        c,
+        c_value_key,
+        dims: vec![n, y, x, format!("(b * {fg} + j)")],
+    }
+}
+
 /// What a contraction operand is called in errors.
 const OPERAND: &str = "contraction operand";
 
@@ -379,6 +443,14 @@ impl KernelWriter {
             self.operand_view(op, 1, OPERAND)?,
             self.operand_view(op, 2, OPERAND)?,
         );
+        if let Some(conv) = crate::ir::grouped_conv::of(op) {
+            return Ok(grouped_conv(
+                (a, b, c, key(c_value)),
+                conv,
+                tile_k,
+                nested_k,
+            ));
+        }
         if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
             let filter = memref_shape(op.operand(1).at(&op)?.r#type());
             let [sh, sw] = pair(op, "strides")?;
@@ -532,6 +604,11 @@ impl KernelWriter {
                 "linalg.generic"
                     if contraction_op.is_none()
                         && crate::ir::filter_panels::matmul_panel_width(op).is_some() =>
+                {
+                    contraction_op = Some(op)
+                }
+                "linalg.generic"
+                    if contraction_op.is_none() && crate::ir::grouped_conv::of(op).is_some() =>
                 {
                     contraction_op = Some(op)
                 }

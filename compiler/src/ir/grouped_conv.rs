@@ -1,0 +1,212 @@
+//! The grouped convolution (`1 < groups < channels`) as one
+//! `linalg.generic`, the form `tcc-merge-grouped-convs` gives a channel
+//! concat of per-group convolutions: loops `(n, oh, ow, g, f | kh, kw,
+//! c)` over an NHWC input of `G * Cg` channels, a `[G, KH, KW, Cg, Fg]`
+//! filter and an NHWC output of `G * Fg` channels,
+//!
+//! ```text
+//! out[n, oh, ow, g * Fg + f] += in[n, oh * sh + kh * dh, ow * sw + kw * dw, g * Cg + c]
+//!                              * w[g, kh, kw, c, f]
+//! ```
+//!
+//! (linalg has no named op of this layout: `conv_2d_nhwgc_gfhwc` wants
+//! the group as its own dimension of input and output, and its filter
+//! puts F before the window, which the GEMM template would read
+//! transposed). For each group it is an implicit GEMM of `M = N*OH*OW`,
+//! `N = Fg`, `K = KH*KW*Cg`, so the template runs it with the group as its
+//! batch. The op carries `tcc.grouped_conv = array<i64: G, sh, sw, dh,
+//! dw>`; [`of`] recognizes it only where its maps, iterators and body are
+//! exactly that, so a generic that merely carries the attribute stays a
+//! loop nest (correct everywhere, only slower).
+
+use melior::Context;
+use melior::ir::attribute::DenseI64ArrayAttribute;
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{AffineMap, Attribute, BlockLike, RegionLike, TypeLike, ValueLike};
+
+use super::affine::{IteratorType, indexing_maps, iterator_types};
+use super::util::op_name;
+
+/// The discardable attribute that marks the op (see the module comment).
+pub const ATTRIBUTE: &str = "tcc.grouped_conv";
+
+/// A grouped convolution's geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupedConv {
+    pub groups: i64,
+    pub strides: [i64; 2],
+    pub dilations: [i64; 2],
+    /// `[G, KH, KW, Cg, Fg]`.
+    pub filter: [i64; 5],
+    /// `[N, OH, OW, G * Fg]`.
+    pub output: [i64; 4],
+}
+
+impl GroupedConv {
+    /// Input channels per group.
+    pub fn group_channels(&self) -> i64 {
+        self.filter[3]
+    }
+
+    /// Output channels per group.
+    pub fn group_features(&self) -> i64 {
+        self.filter[4]
+    }
+
+    /// The marking attribute's value.
+    pub fn attribute<'c>(&self, context: &'c Context) -> Attribute<'c> {
+        let [sh, sw] = self.strides;
+        let [dh, dw] = self.dilations;
+        DenseI64ArrayAttribute::new(context, &[self.groups, sh, sw, dh, dw]).into()
+    }
+
+    /// The op's three indexing maps (input, filter, output).
+    pub fn maps<'c>(&self, context: &'c Context) -> [AffineMap<'c>; 3] {
+        self.raw_maps(context.to_raw())
+            .map(|map| unsafe { AffineMap::from_raw(map) })
+    }
+
+    /// [`GroupedConv::maps`] in the context `context` (any op's).
+    fn raw_maps(&self, context: mlir_sys::MlirContext) -> [mlir_sys::MlirAffineMap; 3] {
+        use mlir_sys::{
+            MlirAffineExpr, mlirAffineAddExprGet, mlirAffineConstantExprGet, mlirAffineDimExprGet,
+            mlirAffineMapGet, mlirAffineMulExprGet,
+        };
+        let d = |i: isize| unsafe { mlirAffineDimExprGet(context, i) };
+        let c = |v: i64| unsafe { mlirAffineConstantExprGet(context, v) };
+        let add = |a: MlirAffineExpr, b: MlirAffineExpr| unsafe { mlirAffineAddExprGet(a, b) };
+        let mul = |a: MlirAffineExpr, b: MlirAffineExpr| unsafe { mlirAffineMulExprGet(a, b) };
+        let [sh, sw] = self.strides;
+        let [dh, dw] = self.dilations;
+        let mut input = [
+            d(0),
+            add(mul(d(1), c(sh)), mul(d(5), c(dh))),
+            add(mul(d(2), c(sw)), mul(d(6), c(dw))),
+            add(mul(d(3), c(self.group_channels())), d(7)),
+        ];
+        let mut filter = [d(3), d(5), d(6), d(7), d(4)];
+        let mut output = [
+            d(0),
+            d(1),
+            d(2),
+            add(mul(d(3), c(self.group_features())), d(4)),
+        ];
+        let map = |exprs: &mut [MlirAffineExpr]| unsafe {
+            mlirAffineMapGet(context, 8, 0, exprs.len() as isize, exprs.as_mut_ptr())
+        };
+        [map(&mut input), map(&mut filter), map(&mut output)]
+    }
+
+    /// The op's iterator types: five parallel loops, three reductions.
+    pub fn iterators() -> [IteratorType; 8] {
+        let (p, r) = (IteratorType::Parallel, IteratorType::Reduction);
+        [p, p, p, p, p, r, r, r]
+    }
+}
+
+/// Static shape of a shaped type (tensor or memref), `None` if dynamic.
+fn static_shape(ty: melior::ir::Type) -> Option<Vec<i64>> {
+    let raw = ty.to_raw();
+    if !unsafe { mlir_sys::mlirTypeIsAShaped(raw) }
+        || !unsafe { mlir_sys::mlirShapedTypeHasRank(raw) }
+    {
+        return None;
+    }
+    let rank = unsafe { mlir_sys::mlirShapedTypeGetRank(raw) };
+    (0..rank)
+        .map(|i| {
+            let d = unsafe { mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize) };
+            (d >= 0 && !unsafe { mlir_sys::mlirShapedTypeIsDynamicDim(raw, i as isize) })
+                .then_some(d)
+        })
+        .collect()
+}
+
+/// The grouped convolution `op` computes, if it is one (a `linalg.generic`
+/// on tensors or buffers of static shapes, marked, with exactly the maps,
+/// iterators and `acc + in * w` body of the module comment).
+pub fn of(op: OperationRef) -> Option<GroupedConv> {
+    if op_name(&op) != "linalg.generic" || op.operand_count() != 3 {
+        return None;
+    }
+    let marked = op.attribute(ATTRIBUTE).ok()?;
+    let values = DenseI64ArrayAttribute::try_from(marked).ok()?;
+    if values.len() != 5 {
+        return None;
+    }
+    let value = |i| values.element(i).ok();
+    let (groups, strides, dilations) = (value(0)?, [value(1)?, value(2)?], [value(3)?, value(4)?]);
+    let input = static_shape(op.operand(0).ok()?.r#type())?;
+    let filter = static_shape(op.operand(1).ok()?.r#type())?;
+    let output = static_shape(op.operand(2).ok()?.r#type())?;
+    let ([_, _, _, channels], [g, kh, kw, cg, fg], [n, oh, ow, features]) = (
+        <[i64; 4]>::try_from(input).ok()?,
+        <[i64; 5]>::try_from(filter).ok()?,
+        <[i64; 4]>::try_from(output).ok()?,
+    );
+    if g != groups || groups < 2 || channels != groups * cg || features != groups * fg {
+        return None;
+    }
+    let conv = GroupedConv {
+        groups,
+        strides,
+        dilations,
+        filter: [g, kh, kw, cg, fg],
+        output: [n, oh, ow, features],
+    };
+    let context = unsafe { mlir_sys::mlirOperationGetContext(op.to_raw()) };
+    let maps = indexing_maps(op)?;
+    let expected = conv.raw_maps(context);
+    if maps.len() != 3
+        || maps
+            .iter()
+            .zip(expected)
+            .any(|(map, expected)| !unsafe { mlir_sys::mlirAffineMapEqual(map.to_raw(), expected) })
+        || iterator_types(op)?[..] != GroupedConv::iterators()[..]
+        || !multiply_add_body(op)
+    {
+        return None;
+    }
+    Some(conv)
+}
+
+/// Whether `op`'s body is `yield(acc + in * w)` on f32 (either order of
+/// the operands of the add and of the multiply).
+fn multiply_add_body(op: OperationRef) -> bool {
+    let Some(block) = op.region(0).ok().and_then(|r| r.first_block()) else {
+        return false;
+    };
+    let arguments: Vec<melior::ir::Value> = (0..block.argument_count())
+        .filter_map(|i| block.argument(i).ok().map(Into::into))
+        .collect();
+    let [input, weight, acc] = arguments[..] else {
+        return false;
+    };
+    if !(input.r#type().is_f32() && weight.r#type().is_f32() && acc.r#type().is_f32()) {
+        return false;
+    }
+    let mut ops = Vec::new();
+    let mut next = block.first_operation();
+    while let Some(inner) = next {
+        next = inner.next_in_block();
+        ops.push(inner);
+    }
+    let [multiply, add, terminator] = ops.as_slice() else {
+        return false;
+    };
+    let operands = |o: &melior::ir::operation::OperationRef| -> Vec<usize> {
+        o.operands().map(|v| v.to_raw().ptr as usize).collect()
+    };
+    let ptr = |v: melior::ir::Value| v.to_raw().ptr as usize;
+    let (product, sum) = match (multiply.result(0), add.result(0)) {
+        (Ok(p), Ok(s)) => (p.to_raw().ptr as usize, s.to_raw().ptr as usize),
+        _ => return false,
+    };
+    let (input, weight, acc) = (ptr(input), ptr(weight), ptr(acc));
+    op_name(multiply) == "arith.mulf"
+        && op_name(add) == "arith.addf"
+        && op_name(terminator) == "linalg.yield"
+        && (operands(multiply) == [input, weight] || operands(multiply) == [weight, input])
+        && (operands(add) == [acc, product] || operands(add) == [product, acc])
+        && operands(terminator) == [sum]
+}
