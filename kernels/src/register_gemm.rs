@@ -372,7 +372,7 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
                         }
                     }
                     parts.extend((valid..i64::from(width)).map(|_| "0.0f".to_string()));
-                    let value = if width == 1 {
+                    let value = if width == 1 || parts.len() == 1 {
                         parts.remove(0)
                     } else {
                         format!("({ty})({})", parts.join(", "))
@@ -773,18 +773,41 @@ mod tests {
     }
 
     #[test]
-    fn a_tile_reaching_past_n_loads_b_lane_by_lane() {
-        // N = 50 is not a multiple of 32: the last column tile is guarded.
+    fn a_tile_reaching_past_n_loads_only_b_inside_n_in_a_k_loop_of_its_own() {
+        // N = 50 is not a multiple of 32: the k loop comes twice, for the
+        // tiles inside N and for the last one, under one test of `full`.
         let text = gemm_kernel(&spec(GemmConfig::register_blocked(4, 32))).unwrap();
         assert!(text.contains("const int full = col0 + 32 <= 50;"), "{text}");
         assert!(
-            text.contains("if (full) {\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, tcc_b1 + k * 50);"),
+            text.contains("  if (full) {\n  for (tcc_index k_step = 0;"),
             "{text}"
         );
         assert!(
-            text.contains("lanes[lane] = j < 50 ? a2[k * 50 + j] : 0.0f;"),
+            text.contains("  } else {\n  for (tcc_index k_step = 0;"),
             "{text}"
         );
+        assert_eq!(
+            text.matches("for (tcc_index k_step = 0;").count(),
+            2,
+            "{text}"
+        );
+        // Inside N whole vectors, unguarded.
+        assert!(
+            text.contains("{\n        const tcc_index j = col0 + 16;\n        rb1 = vload16(0, tcc_b1 + k * 50);"),
+            "{text}"
+        );
+        // The last tile (columns 32..49): its first vector whole, of its
+        // second the 2 columns inside N and zeros; no per-lane guard.
+        assert!(
+            text.contains("rb1 = (float16)(vload2(0, tcc_b1 + (k * 50) + 0), 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rb0 = vload16(0, tcc_b0 + (k * 50) + 0);"),
+            "{text}"
+        );
+        assert!(!text.contains("lanes["), "{text}");
+        assert!(!text.contains("      if (full)"), "{text}");
         // 10 columns divide into 5 float2 per row and no tile reaches past N.
         let mut narrow = spec(GemmConfig::register_blocked(2, 10));
         narrow.shape.n = 10;
@@ -839,8 +862,9 @@ mod tests {
             text.contains("rb0 = vload16(0, tcc_b0 + k * 50);"),
             "{text}"
         );
-        // Without a per-tap check the channel loop comes once.
-        assert_eq!(text.matches("k_ch < 8").count(), 1, "{text}");
+        // Without a per-tap check the channel loop comes once per kind of
+        // column tile (N = 50: the last tile reaches past N).
+        assert_eq!(text.matches("k_ch < 8").count(), 2, "{text}");
         assert!(!text.contains("tcc_all_inside"), "{text}");
 
         // With it: every row's check at channel 0, then the channel loop
@@ -865,7 +889,7 @@ mod tests {
             text.contains("} else {\n  const bool tcc_inside = false;\n  for (tcc_index k_ch = 0;"),
             "{text}"
         );
-        assert_eq!(text.matches("k_ch < 8").count(), 2, "{text}");
+        assert_eq!(text.matches("k_ch < 8").count(), 4, "{text}");
 
         // The window must cover K, one k per step.
         spec.shape.k = 70;

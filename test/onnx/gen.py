@@ -1827,6 +1827,53 @@ def roi_cases():
               [vi("avg", F, [4, 3, 3, 2]), vi("max", F, [4, 3, 2, 4])], [x, rois, idx], opset=16)
 
 
+def grouped_conv_cases():
+    """Grouped convolutions (1 < group < channels), which tcc runs as one
+    kernel each (`tcc-merge-grouped-convs`): 1x1 with bias and ReLU, 3x3
+    strided and padded, 3x3 dilated with asymmetric pads and no bias, 5x5
+    with a BatchNorm and ReLU (folded into each group first), a 1-D one,
+    one whose input is an inner value (after a plain convolution) and one
+    that shares its concat with a pool branch (ShuffleNet's downsampling
+    unit). Constant weights; its own random generator, so that it can be
+    regenerated alone (`python3 test/onnx/gen.py grouped_convs`)."""
+    g = np.random.default_rng(37)
+
+    def r(*shape):
+        return g.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+    inits = [init("w1", r(24, 4, 1, 1)), init("b1", r(24)),
+             init("w2", r(32, 4, 3, 3)), init("b2", r(32)),
+             init("w3", r(6, 4, 3, 3)),
+             init("w4", r(64, 4, 5, 5)), init("b4", r(64)),
+             init("bn_s", r(64) + 1.5), init("bn_b", r(64)), init("bn_m", r(64) * 0.1), init("bn_v", r(64) + 1.5),
+             init("w5", r(8, 3, 3)), init("b5", r(8)),
+             init("w6a", r(12, 6, 3, 3)), init("w6", r(24, 4, 1, 1)), init("b6", r(24)),
+             init("w7", r(12, 3, 1, 1))]
+    nodes = [
+        helper.make_node("Conv", ["x1", "w1", "b1"], ["c1"], group=3),
+        helper.make_node("Relu", ["c1"], ["y1"]),
+        helper.make_node("Conv", ["x2", "w2", "b2"], ["y2"], group=4, kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x3", "w3"], ["y3"], group=2, kernel_shape=[3, 3], dilations=[2, 2],
+                         pads=[0, 1, 2, 1]),
+        helper.make_node("Conv", ["x4", "w4", "b4"], ["c4"], group=8, kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+        helper.make_node("BatchNormalization", ["c4", "bn_s", "bn_b", "bn_m", "bn_v"], ["n4"]),
+        helper.make_node("Relu", ["n4"], ["y4"]),
+        helper.make_node("Conv", ["x5", "w5", "b5"], ["y5"], group=2, kernel_shape=[3], strides=[2], pads=[1, 1]),
+        helper.make_node("Conv", ["x6", "w6a"], ["c6"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["c6", "w6", "b6"], ["y6"], group=3),
+        helper.make_node("Conv", ["x7", "w7"], ["c7"], group=4, strides=[2, 2]),
+        helper.make_node("AveragePool", ["x7"], ["p7"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["c7", "p7"], ["y7"], axis=1),
+    ]
+    shapes = {"x1": [1, 12, 5, 6], "x2": [1, 16, 9, 9], "x3": [2, 8, 7, 6], "x4": [1, 32, 6, 6],
+              "x5": [1, 6, 11], "x6": [1, 6, 5, 5], "x7": [1, 12, 6, 6]}
+    outputs = {"y1": [1, 24, 5, 6], "y2": [1, 32, 5, 5], "y3": [2, 6, 5, 4], "y4": [1, 64, 6, 6],
+               "y5": [1, 8, 6], "y6": [1, 24, 5, 5], "y7": [1, 24, 3, 3]}
+    save_case("grouped_convs", nodes, [vi(n, F, s) for n, s in shapes.items()],
+              [vi(n, F, s) for n, s in outputs.items()], [r(*s) for s in shapes.values()], initializers=inits)
+
+
 if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["roi"]:
@@ -1846,6 +1893,9 @@ if __name__ == "__main__":
         sys.exit(0)
     if sys.argv[1:] == ["det"]:
         det_cases()
+        sys.exit(0)
+    if sys.argv[1:] == ["grouped_convs"]:
+        grouped_conv_cases()
         sys.exit(0)
     cases()
     quantized_cases()
@@ -1870,3 +1920,4 @@ if __name__ == "__main__":
         sys.exit(0)
     element_type_cases()
     runtime_param_cases()
+    grouped_conv_cases()

@@ -18,7 +18,7 @@ pub struct ReshapeEpilogues;
 
 impl TccPass for ReshapeEpilogues {
     const ARGUMENT: &'static str = "tcc-reshape-epilogues";
-    const SUMMARY: &'static str = "Give an elementwise op that reads a matmul's product through reshapes the product's shape, so that tcc-form-dispatches makes it the GEMM's epilogue";
+    const SUMMARY: &'static str = "Give an elementwise op that reads a matmul's (or a grouped convolution's) product through reshapes the product's shape, so that tcc-form-dispatches makes it the GEMM's epilogue";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor"];
     type Options = NoOptions;
 
