@@ -57,7 +57,9 @@ fn stats_of(model: &str, shapes: &[(String, Vec<i64>)]) -> stats::Stats {
 /// `config::nvidia::FOLD_POOLS_INTO_CONVS`.)
 /// Launches are what a call pays for; distinct kernels are what the first
 /// call's driver compiles (`tcc-dedupe-kernels` merges equal ones, so
-/// repeated blocks share theirs). Both have ceilings at today's counts.
+/// repeated blocks share theirs). Both have ceilings at today's counts
+/// (ShuffleNet's grouped convolutions one kernel each since
+/// `tcc-merge-grouped-convs`: 183 launches of 64 kernels before).
 #[test]
 fn light_model_kernel_counts_stay_at_their_ceilings() {
     let mut failures = Vec::new();
@@ -66,7 +68,7 @@ fn light_model_kernel_counts_stay_at_their_ceilings() {
         ("densenet121", 131, 131),
         ("squeezenet", 28, 20),
         ("inception_v1", 75, 69),
-        ("shufflenet", 234, 83),
+        ("shufflenet", 75, 35),
     ] {
         let stats = stats_of(model, &[]);
         let kernels = stats.kernels.len();

@@ -11,7 +11,10 @@ use super::shape::{reshape_value, strided_slice_value, transpose_value};
 use super::tensor;
 
 /// Grouped convolutions (other than depthwise) become one convolution per
-/// group; more groups than this are rejected.
+/// group and a channel concat, the form the graph phase's passes take
+/// (BatchNorm folding into each group) before `tcc-merge-grouped-convs`
+/// makes them one grouped convolution again; more groups than this are
+/// rejected.
 pub(super) const MAX_GROUPS: i64 = 1024;
 
 /// Conv attributes for `n` spatial axes of input `x` and kernel shape `k`.
