@@ -210,3 +210,77 @@ fn multiply_add_body(op: OperationRef) -> bool {
         && (operands(add) == [acc, product] || operands(add) == [product, acc])
         && operands(terminator) == [sum]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::testing::{first_op, parse};
+
+    /// A grouped convolution of 2 groups (Cg 4, Fg 6, 3x3, stride 2,
+    /// dilation 1) with its maps, marking, iterators and body replaced by
+    /// the `@`-placeholders.
+    fn module(input_map: &str, mark: &str, iterators: &str, body: &str) -> String {
+        format!(
+            r#"
+        func.func @f(%x: tensor<1x9x9x8xf32>, %w: tensor<2x3x3x4x6xf32>, %init: tensor<1x4x4x12xf32>) -> tensor<1x4x4x12xf32> {{
+          %0 = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> {input_map}>,
+                                                affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d5, d6, d7, d4)>,
+                                                affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3 * 6 + d4)>],
+                               iterator_types = [{iterators}]}}
+              ins(%x, %w : tensor<1x9x9x8xf32>, tensor<2x3x3x4x6xf32>) outs(%init : tensor<1x4x4x12xf32>) {mark} {{
+          ^bb0(%a: f32, %b: f32, %c: f32):
+            {body}
+          }} -> tensor<1x4x4x12xf32>
+          return %0 : tensor<1x4x4x12xf32>
+        }}"#
+        )
+    }
+
+    const INPUT: &str = "(d0, d1 * 2 + d5, d2 * 2 + d6, d3 * 4 + d7)";
+    const MARK: &str = "attrs = {tcc.grouped_conv = array<i64: 2, 2, 2, 1, 1>}";
+    const ITERATORS: &str = r#""parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction""#;
+    const BODY: &str = "%m = arith.mulf %a, %b : f32\n            %s = arith.addf %c, %m : f32\n            linalg.yield %s : f32";
+
+    fn recognized(text: &str) -> Option<GroupedConv> {
+        let context = tcc_dialects::new_context();
+        let module = parse(&context, text);
+        of(first_op(&module, "linalg.generic"))
+    }
+
+    #[test]
+    fn recognizes_the_marked_generic_and_reads_its_geometry() {
+        let conv =
+            recognized(&module(INPUT, MARK, ITERATORS, BODY)).expect("a grouped convolution");
+        assert_eq!(
+            conv,
+            GroupedConv {
+                groups: 2,
+                strides: [2, 2],
+                dilations: [1, 1],
+                filter: [2, 3, 3, 4, 6],
+                output: [1, 4, 4, 12],
+            }
+        );
+        assert_eq!((conv.group_channels(), conv.group_features()), (4, 6));
+    }
+
+    #[test]
+    fn near_misses_are_not_grouped_convolutions() {
+        // Unmarked; marked with other strides than its maps have; a map
+        // that reads another channel; a reduction less; a body that is
+        // not a multiply-add.
+        let other_strides = "attrs = {tcc.grouped_conv = array<i64: 2, 1, 1, 1, 1>}";
+        let wrong_channel = "(d0, d1 * 2 + d5, d2 * 2 + d6, d3 * 3 + d7)";
+        let parallel = ITERATORS.replacen("reduction", "parallel", 1);
+        let max_body = "%m = arith.mulf %a, %b : f32\n            %s = arith.maximumf %c, %m : f32\n            linalg.yield %s : f32";
+        for text in [
+            module(INPUT, "", ITERATORS, BODY),
+            module(INPUT, other_strides, ITERATORS, BODY),
+            module(wrong_channel, MARK, ITERATORS, BODY),
+            module(INPUT, MARK, &parallel, BODY),
+            module(INPUT, MARK, ITERATORS, max_body),
+        ] {
+            assert_eq!(recognized(&text), None, "{text}");
+        }
+    }
+}
