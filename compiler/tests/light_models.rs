@@ -59,7 +59,8 @@ fn stats_of(model: &str, shapes: &[(String, Vec<i64>)]) -> stats::Stats {
 /// call's driver compiles (`tcc-dedupe-kernels` merges equal ones, so
 /// repeated blocks share theirs). Both have ceilings at today's counts
 /// (ShuffleNet's grouped convolutions one kernel each since
-/// `tcc-merge-grouped-convs`: 183 launches of 64 kernels before).
+/// `tcc-merge-grouped-convs`, their channel shuffles their output order:
+/// 183 launches of 64 kernels before).
 #[test]
 fn light_model_kernel_counts_stay_at_their_ceilings() {
     let mut failures = Vec::new();
@@ -68,7 +69,7 @@ fn light_model_kernel_counts_stay_at_their_ceilings() {
         ("densenet121", 131, 131),
         ("squeezenet", 28, 20),
         ("inception_v1", 75, 69),
-        ("shufflenet", 75, 35),
+        ("shufflenet", 59, 28),
     ] {
         let stats = stats_of(model, &[]);
         let kernels = stats.kernels.len();

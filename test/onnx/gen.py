@@ -1832,9 +1832,10 @@ def grouped_conv_cases():
     kernel each (`tcc-merge-grouped-convs`): 1x1 with bias and ReLU, 3x3
     strided and padded, 3x3 dilated with asymmetric pads and no bias, 5x5
     with a BatchNorm and ReLU (folded into each group first), a 1-D one,
-    one whose input is an inner value (after a plain convolution) and one
+    one whose input is an inner value (after a plain convolution), one
     that shares its concat with a pool branch (ShuffleNet's downsampling
-    unit). Constant weights; its own random generator, so that it can be
+    unit) and one followed by ShuffleNet's channel shuffle (which becomes
+    its output order). Constant weights; its own random generator, so that it can be
     regenerated alone (`python3 test/onnx/gen.py grouped_convs`)."""
     g = np.random.default_rng(37)
 
@@ -1848,7 +1849,10 @@ def grouped_conv_cases():
              init("bn_s", r(64) + 1.5), init("bn_b", r(64)), init("bn_m", r(64) * 0.1), init("bn_v", r(64) + 1.5),
              init("w5", r(8, 3, 3)), init("b5", r(8)),
              init("w6a", r(12, 6, 3, 3)), init("w6", r(24, 4, 1, 1)), init("b6", r(24)),
-             init("w7", r(12, 3, 1, 1))]
+             init("w7", r(12, 3, 1, 1)),
+             init("w8", r(8, 2, 1, 1)), init("b8", r(8)),
+             init("split8", np.array([1, 4, 2, 4, 4], dtype=np.int64)),
+             init("merge8", np.array([1, 8, 4, 4], dtype=np.int64))]
     nodes = [
         helper.make_node("Conv", ["x1", "w1", "b1"], ["c1"], group=3),
         helper.make_node("Relu", ["c1"], ["y1"]),
@@ -1865,11 +1869,16 @@ def grouped_conv_cases():
         helper.make_node("Conv", ["x7", "w7"], ["c7"], group=4, strides=[2, 2]),
         helper.make_node("AveragePool", ["x7"], ["p7"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
         helper.make_node("Concat", ["c7", "p7"], ["y7"], axis=1),
+        helper.make_node("Conv", ["x8", "w8", "b8"], ["c8"], group=4),
+        helper.make_node("Relu", ["c8"], ["r8"]),
+        helper.make_node("Reshape", ["r8", "split8"], ["s8"]),
+        helper.make_node("Transpose", ["s8"], ["t8"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t8", "merge8"], ["y8"]),
     ]
     shapes = {"x1": [1, 12, 5, 6], "x2": [1, 16, 9, 9], "x3": [2, 8, 7, 6], "x4": [1, 32, 6, 6],
-              "x5": [1, 6, 11], "x6": [1, 6, 5, 5], "x7": [1, 12, 6, 6]}
+              "x5": [1, 6, 11], "x6": [1, 6, 5, 5], "x7": [1, 12, 6, 6], "x8": [1, 8, 4, 4]}
     outputs = {"y1": [1, 24, 5, 6], "y2": [1, 32, 5, 5], "y3": [2, 6, 5, 4], "y4": [1, 64, 6, 6],
-               "y5": [1, 8, 6], "y6": [1, 24, 5, 5], "y7": [1, 24, 3, 3]}
+               "y5": [1, 8, 6], "y6": [1, 24, 5, 5], "y7": [1, 24, 3, 3], "y8": [1, 8, 4, 4]}
     save_case("grouped_convs", nodes, [vi(n, F, s) for n, s in shapes.items()],
               [vi(n, F, s) for n, s in outputs.items()], [r(*s) for s in shapes.values()], initializers=inits)
 

@@ -9,13 +9,19 @@
 //!                              * w[g, kh, kw, c, f]
 //! ```
 //!
+//! or, where a channel shuffle of the same groups follows (ShuffleNet's:
+//! `[.., G, Fg] -> [.., Fg, G]`), with that shuffle as its output order,
+//! `out[n, oh, ow, f * G + g]` (the shuffle's copy kernel gone), over
+//! loops `(n, oh, ow, f, g | kh, kw, c)`
+//!
 //! (linalg has no named op of this layout: `conv_2d_nhwgc_gfhwc` wants
 //! the group as its own dimension of input and output, and its filter
 //! puts F before the window, which the GEMM template would read
 //! transposed). For each group it is an implicit GEMM of `M = N*OH*OW`,
 //! `N = Fg`, `K = KH*KW*Cg`, so the template runs it with the group as its
 //! batch. The op carries `tcc.grouped_conv = array<i64: G, sh, sw, dh,
-//! dw>`; [`of`] recognizes it only where its maps, iterators and body are
+//! dw, shuffled>` (`shuffled` 1 for the second output order, else 0);
+//! [`of`] recognizes it only where its maps, iterators and body are
 //! exactly that, so a generic that merely carries the attribute stays a
 //! loop nest (correct everywhere, only slower).
 
@@ -40,6 +46,9 @@ pub struct GroupedConv {
     pub filter: [i64; 5],
     /// `[N, OH, OW, G * Fg]`.
     pub output: [i64; 4],
+    /// Output channel `f * G + g` (a channel shuffle folded in) instead
+    /// of `g * Fg + f`.
+    pub shuffled: bool,
 }
 
 impl GroupedConv {
@@ -57,7 +66,11 @@ impl GroupedConv {
     pub fn attribute<'c>(&self, context: &'c Context) -> Attribute<'c> {
         let [sh, sw] = self.strides;
         let [dh, dw] = self.dilations;
-        DenseI64ArrayAttribute::new(context, &[self.groups, sh, sw, dh, dw]).into()
+        DenseI64ArrayAttribute::new(
+            context,
+            &[self.groups, sh, sw, dh, dw, i64::from(self.shuffled)],
+        )
+        .into()
     }
 
     /// The op's three indexing maps (input, filter, output).
@@ -78,19 +91,28 @@ impl GroupedConv {
         let mul = |a: MlirAffineExpr, b: MlirAffineExpr| unsafe { mlirAffineMulExprGet(a, b) };
         let [sh, sw] = self.strides;
         let [dh, dw] = self.dilations;
+        // The shuffled form loops over (n, oh, ow, f, g): its parallel
+        // loops then run in its output's order, as a loop nest mapped onto
+        // work-items needs (each work-item's fill, convolution and
+        // epilogue write the same element).
+        let (g, f) = if self.shuffled {
+            (d(4), d(3))
+        } else {
+            (d(3), d(4))
+        };
         let mut input = [
             d(0),
             add(mul(d(1), c(sh)), mul(d(5), c(dh))),
             add(mul(d(2), c(sw)), mul(d(6), c(dw))),
-            add(mul(d(3), c(self.group_channels())), d(7)),
+            add(mul(g, c(self.group_channels())), d(7)),
         ];
-        let mut filter = [d(3), d(5), d(6), d(7), d(4)];
-        let mut output = [
-            d(0),
-            d(1),
-            d(2),
-            add(mul(d(3), c(self.group_features())), d(4)),
-        ];
+        let mut filter = [g, d(5), d(6), d(7), f];
+        let channel = if self.shuffled {
+            add(mul(f, c(self.groups)), g)
+        } else {
+            add(mul(g, c(self.group_features())), f)
+        };
+        let mut output = [d(0), d(1), d(2), channel];
         let map = |exprs: &mut [MlirAffineExpr]| unsafe {
             mlirAffineMapGet(context, 8, 0, exprs.len() as isize, exprs.as_mut_ptr())
         };
@@ -131,11 +153,16 @@ pub fn of(op: OperationRef) -> Option<GroupedConv> {
     }
     let marked = op.attribute(ATTRIBUTE).ok()?;
     let values = DenseI64ArrayAttribute::try_from(marked).ok()?;
-    if values.len() != 5 {
+    if values.len() != 6 {
         return None;
     }
     let value = |i| values.element(i).ok();
     let (groups, strides, dilations) = (value(0)?, [value(1)?, value(2)?], [value(3)?, value(4)?]);
+    let shuffled = match value(5)? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
     let input = static_shape(op.operand(0).ok()?.r#type())?;
     let filter = static_shape(op.operand(1).ok()?.r#type())?;
     let output = static_shape(op.operand(2).ok()?.r#type())?;
@@ -153,6 +180,7 @@ pub fn of(op: OperationRef) -> Option<GroupedConv> {
         dilations,
         filter: [g, kh, kw, cg, fg],
         output: [n, oh, ow, features],
+        shuffled,
     };
     let context = unsafe { mlir_sys::mlirOperationGetContext(op.to_raw()) };
     let maps = indexing_maps(op)?;
@@ -237,7 +265,7 @@ mod tests {
     }
 
     const INPUT: &str = "(d0, d1 * 2 + d5, d2 * 2 + d6, d3 * 4 + d7)";
-    const MARK: &str = "attrs = {tcc.grouped_conv = array<i64: 2, 2, 2, 1, 1>}";
+    const MARK: &str = "attrs = {tcc.grouped_conv = array<i64: 2, 2, 2, 1, 1, 0>}";
     const ITERATORS: &str = r#""parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction""#;
     const BODY: &str = "%m = arith.mulf %a, %b : f32\n            %s = arith.addf %c, %m : f32\n            linalg.yield %s : f32";
 
@@ -259,6 +287,7 @@ mod tests {
                 dilations: [1, 1],
                 filter: [2, 3, 3, 4, 6],
                 output: [1, 4, 4, 12],
+                shuffled: false,
             }
         );
         assert_eq!((conv.group_channels(), conv.group_features()), (4, 6));
@@ -269,13 +298,16 @@ mod tests {
         // Unmarked; marked with other strides than its maps have; a map
         // that reads another channel; a reduction less; a body that is
         // not a multiply-add.
-        let other_strides = "attrs = {tcc.grouped_conv = array<i64: 2, 1, 1, 1, 1>}";
+        let other_strides = "attrs = {tcc.grouped_conv = array<i64: 2, 1, 1, 1, 1, 0>}";
+        // Marked shuffled, its output map the plain order's.
+        let shuffled = "attrs = {tcc.grouped_conv = array<i64: 2, 2, 2, 1, 1, 1>}";
         let wrong_channel = "(d0, d1 * 2 + d5, d2 * 2 + d6, d3 * 3 + d7)";
         let parallel = ITERATORS.replacen("reduction", "parallel", 1);
         let max_body = "%m = arith.mulf %a, %b : f32\n            %s = arith.maximumf %c, %m : f32\n            linalg.yield %s : f32";
         for text in [
             module(INPUT, "", ITERATORS, BODY),
             module(INPUT, other_strides, ITERATORS, BODY),
+            module(INPUT, shuffled, ITERATORS, BODY),
             module(wrong_channel, MARK, ITERATORS, BODY),
             module(INPUT, MARK, &parallel, BODY),
             module(INPUT, MARK, ITERATORS, max_body),

@@ -31,7 +31,9 @@
 
 use melior::Context;
 use melior::ir::attribute::{ArrayAttribute, DenseI32ArrayAttribute, IntegerAttribute};
-use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
+};
 use melior::ir::r#type::IntegerType;
 use melior::ir::{
     Attribute, Block, BlockLike, Identifier, Region, RegionLike, Type, TypeLike, Value, ValueLike,
@@ -260,15 +262,46 @@ fn merge_concat<'c>(
     if runs.is_empty() {
         return Ok(());
     }
+    // A channel shuffle of the same groups after a concat that is one
+    // grouped convolution becomes its output order.
+    let shuffle = match &runs[..] {
+        [(0, run)] if run.len() == operands.len() => {
+            shuffle_chain(concat, run.len() as i64, run[0].weights.shape[0])
+        }
+        _ => None,
+    };
     let mut merged_operands = Vec::new();
     let mut next = 0;
     for (start, run) in &runs {
         merged_operands.extend_from_slice(&operands[next..*start]);
-        merged_operands.push(merge_run(context, concat, run)?);
+        merged_operands.push(merge_run(context, concat, run, shuffle.is_some())?);
         next = start + run.len();
     }
     merged_operands.extend_from_slice(&operands[next..]);
     let b = TosaBuilder::before(context, concat)?;
+    if let Some((clamp, chain)) = &shuffle {
+        // The shuffled value's users take the merged convolution (through
+        // the clamp between the concat and the shuffle, if one was
+        // there); the shuffle's ops go, last first.
+        let mut merged = merged_operands[0];
+        if let Some(clamp) = clamp {
+            let mut clamp_mut = unsafe { OperationRefMut::from_raw(clamp.to_raw()) };
+            clamp_mut.set_operand(0, merged);
+            merged = clamp.result(0).map_err(|e| b.error(e.to_string()))?.into();
+        }
+        let last = *chain.last().expect("a shuffle has ops");
+        let old: Value = last.result(0).map_err(|e| b.error(e.to_string()))?.into();
+        // A shuffle that ends channels-first (its four ops through NCHW
+        // without the transpose back: an NCHW model output) takes the
+        // merged convolution's transpose to NCHW.
+        if chain.len() == 4 {
+            merged = TosaBuilder::before(context, last)?.transpose(merged, &[0, 3, 1, 2])?;
+        }
+        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), merged.to_raw()) };
+        for op in chain.iter().rev() {
+            erase_op(*op);
+        }
+    }
     let old: Value = concat.result(0).map_err(|e| b.error(e.to_string()))?.into();
     let new = if merged_operands.len() == 1 {
         merged_operands[0]
@@ -282,7 +315,9 @@ fn merge_concat<'c>(
             &[("axis", axis)],
         )?
     };
-    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+    if shuffle.is_none() {
+        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+    }
     erase_op(concat);
     for (_, run) in runs {
         for part in run {
@@ -307,12 +342,88 @@ fn merge_concat<'c>(
     Ok(())
 }
 
+/// The ops of a channel shuffle of `groups` groups of `features` channels
+/// that reads `concat`'s NHWC result (or a clamp of it, returned first:
+/// an activation commutes with the shuffle), each used once but the last,
+/// which gives the shuffled NHWC value: through NCHW, as an ONNX model's
+/// `Reshape [N, G, C/G, H, W]`, `Transpose (0, 2, 1, 3, 4)`, `Reshape
+/// [N, C, H, W]` reach the graph phase between the layout's transposes
+/// (ShuffleNet's; the last transpose back to NHWC may be missing, where
+/// the shuffled value is an NCHW model output), or channels-last (`[N, H, W, G, C/G]`, `(0, 1, 2, 4,
+/// 3)`, `[N, H, W, C]`).
+fn shuffle_chain<'c>(
+    concat: OperationRef<'c, 'c>,
+    groups: i64,
+    features: i64,
+) -> Option<(Option<OperationRef<'c, 'c>>, Vec<OperationRef<'c, 'c>>)> {
+    let mut y: Value = concat.result(0).ok()?.into();
+    let mut clamp = None;
+    if let [user] = crate::ir::util::users(y).as_slice()
+        && op_name(user) == "tosa.clamp"
+    {
+        clamp = Some(*user);
+        y = user.result(0).ok()?.into();
+    }
+    let [n, h, w, c] = <[i64; 4]>::try_from(StaticTensor::of(y.r#type())?.shape).ok()?;
+    type Step = (&'static str, Option<Vec<i64>>, Vec<i64>);
+    let through_nchw: [Step; 5] = [
+        ("tosa.transpose", Some(vec![0, 3, 1, 2]), vec![n, c, h, w]),
+        ("tosa.reshape", None, vec![n, groups, features, h, w]),
+        (
+            "tosa.transpose",
+            Some(vec![0, 2, 1, 3, 4]),
+            vec![n, features, groups, h, w],
+        ),
+        ("tosa.reshape", None, vec![n, c, h, w]),
+        ("tosa.transpose", Some(vec![0, 2, 3, 1]), vec![n, h, w, c]),
+    ];
+    let channels_last: [Step; 3] = [
+        ("tosa.reshape", None, vec![n, h, w, groups, features]),
+        (
+            "tosa.transpose",
+            Some(vec![0, 1, 2, 4, 3]),
+            vec![n, h, w, features, groups],
+        ),
+        ("tosa.reshape", None, vec![n, h, w, c]),
+    ];
+    let follow = |steps: &[Step]| {
+        let mut chain = Vec::new();
+        let mut value = y;
+        for (name, perms, shape) in steps {
+            let users = crate::ir::util::users(value);
+            let [op] = users.as_slice() else {
+                return None;
+            };
+            if op_name(op) != *name
+                || op.operand(0).ok()? != value
+                || perms
+                    .as_ref()
+                    .is_some_and(|p| i64s_i32(*op, "perms").as_ref() != Some(p))
+            {
+                return None;
+            }
+            let result: Value = op.result(0).ok()?.into();
+            if StaticTensor::of(result.r#type())?.shape != *shape {
+                return None;
+            }
+            chain.push(*op);
+            value = result;
+        }
+        Some(chain)
+    };
+    let chain = follow(&through_nchw)
+        .or_else(|| follow(&through_nchw[..4]))
+        .or_else(|| follow(&channels_last))?;
+    Some((clamp, chain))
+}
+
 /// Builds the grouped convolution of one run of groups before `concat`
 /// and returns its result (after the clamp where the groups have one).
 fn merge_run<'c>(
     context: &'c Context,
     concat: OperationRef<'c, 'c>,
     run: &[Part<'c>],
+    shuffled: bool,
 ) -> Result<Value<'c, 'c>, PassError<'c>> {
     let b = TosaBuilder::before(context, concat)?;
     let error = |e: String| b.error(e);
@@ -337,7 +448,15 @@ fn merge_run<'c>(
         filter_type,
     )?;
     let biases: Vec<ConstTensor> = run.iter().map(|p| p.bias.clone()).collect();
-    let bias = ConstTensor::concat(&biases, 0).map_err(error)?;
+    let mut bias = ConstTensor::concat(&biases, 0).map_err(error)?;
+    if shuffled {
+        // Output channel f * G + g holds group g's f.
+        bias = bias
+            .reshape(&[groups, fg])
+            .and_then(|t| t.transpose(&[1, 0]))
+            .and_then(|t| t.reshape(&[groups * fg]))
+            .map_err(error)?;
+    }
     let bias_type = StaticTensor {
         shape: bias.shape.clone(),
         element: f32,
@@ -392,6 +511,7 @@ fn merge_run<'c>(
             output.shape[2],
             output.shape[3],
         ],
+        shuffled,
     };
     // init: the bias broadcast over the output; then the convolution.
     let empty = b.insert("tensor.empty", &[], output.to_type(), &[])?;

@@ -161,7 +161,8 @@ fn pair(op: OperationRef, name: &str) -> Result<[i64; 2], CodegenError> {
 /// `b * Cg + ch`, B is group `b`'s `[KH, KW, Cg, Fg]` block of the
 /// `[G, KH, KW, Cg, Fg]` filter (row-major rows of Fg where the filter is
 /// contiguous, so loaded like any matrix), and C's column `j` is output
-/// channel `b * Fg + j`. As for a plain convolution, 4 neighbouring k are
+/// channel `b * Fg + j` (`j * G + b` with a channel shuffle folded in).
+/// As for a plain convolution, 4 neighbouring k are
 /// 4 contiguous channels (one float4) where Cg is a multiple of 4.
 fn grouped_conv(
     (a, b, c, c_value_key): (MemrefView, MemrefView, MemrefView, usize),
@@ -169,7 +170,7 @@ fn grouped_conv(
     tile_k: i64,
     nested_k: bool,
 ) -> Contraction {
-    let [_, kh, kw, cg, fg] = conv.filter;
+    let [groups, kh, kw, cg, fg] = conv.filter;
     let ([sh, sw], [dh, dw]) = (conv.strides, conv.dilations);
     let [n, y, x, ky, kx, ch] = window(&conv.output, &[kh, kw, cg, fg], nested_k);
     // One image: its index is 0 (the compiler cannot tell that `i / (OH *
@@ -216,7 +217,16 @@ fn grouped_conv(
         b_panel: None,
         c,
         c_value_key,
-        dims: vec![n, y, x, format!("(b * {fg} + j)")],
+        dims: vec![
+            n,
+            y,
+            x,
+            if conv.shuffled {
+                format!("(j * {groups} + b)")
+            } else {
+                format!("(b * {fg} + j)")
+            },
+        ],
     }
 }
 
