@@ -8,6 +8,13 @@
 //! (`tcc-fold-batch-norm` moves an activation after the concat into the
 //! groups) follows the merged convolution once.
 //!
+//! A channel shuffle of the same groups after the concat (ShuffleNet's
+//! `Reshape [N, G, C/G, H, W]`, `Transpose (0, 2, 1, 3, 4)`, `Reshape`,
+//! between the layout's transposes, or the same channels-last; a clamp
+//! between the concat and it allowed) becomes the merged convolution's
+//! output order (`ir::grouped_conv`'s shuffled form: channel `f * G + g`,
+//! the biases permuted alike), so that no copy kernel shuffles.
+//!
 //! Why: one kernel instead of one per group, and no concat. The tile
 //! phase runs it as the GEMM template with the group as the batch
 //! (`ir::contraction`), so the CPU's register-blocked form and the GPUs'
