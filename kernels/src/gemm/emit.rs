@@ -57,7 +57,9 @@ pub(super) fn operand_loads(
 /// (accumulator `(wm, wn)` of work-item `tid` at `(wm * acc_n + wn) *
 /// threads + tid`) rather than as the tile's rows: consecutive work-items
 /// store and load consecutive words, four accumulators at a time as
-/// `float4` where a row of them divides by four, and the last work-group
+/// `float4` where a row of them divides by four (aligned: a tile's
+/// partial starts at a multiple of its elements, themselves a multiple of
+/// four, and `vstore4` would promise only a float's alignment), and the last work-group
 /// reads its partials back with the same mapping. (The tile's row layout
 /// left each work-item storing single words two columns apart, which
 /// throttled the H200's load/store queue: 40% of a batch-1 product's stall
@@ -110,7 +112,7 @@ pub(super) fn split_k_fixup(
         let acc = |i: u32| bits(&format!("acc[wm][wn + {i}]"));
         let _ = writeln!(
             out,
-            "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; wn += 4)\n      vstore4((float4)({}, {}, {}, {}), (wm * {q} + wn / 4) * {threads} + tid, partial);",
+            "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; wn += 4)\n      ((__global float4*)partial)[(wm * {q} + wn / 4) * {threads} + tid] = (float4)({}, {}, {}, {});",
             acc(0),
             acc(1),
             acc(2),

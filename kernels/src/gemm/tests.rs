@@ -594,7 +594,7 @@ fn split_k_slices_run_the_tensor_core_pipeline_over_their_k_range() {
             "const int k_tiles = (int)((k_end - k_begin + 15) / 16);",
             "const tcc_index k_next = k_begin + (tcc_index)ahead * 16;",
             // Four accumulators a store and a load, in work-item order.
-            "vstore4((float4)(acc[wm][wn + 0], acc[wm][wn + 1], acc[wm][wn + 2], acc[wm][wn + 3]), (wm * 1 + wn / 4) * 256 + tid, partial);",
+            "((__global float4*)partial)[(wm * 1 + wn / 4) * 256 + tid] = (float4)(acc[wm][wn + 0], acc[wm][wn + 1], acc[wm][wn + 2], acc[wm][wn + 3]);",
             "last_to_arrive = tcc_split_arrive(&a4[tile]) == 1;",
             "const float4 v = tcc_load_l2_float4(partials + s * 4096 + ((wm * 1 + wn / 4) * 256 + tid) * 4);",
         ],

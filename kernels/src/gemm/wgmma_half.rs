@@ -182,27 +182,45 @@ pub(super) const fn split_tile(columns: u32, split: u32) -> GemmConfig {
     }
 }
 
-/// The tile of this body a product of `shape` takes, if any (products of
-/// at least one 128x128 tile's work per SM): of the widths that divide N,
-/// the one whose waves of work-groups take the least time, a work-group's time
-/// taken as its width (the widest on a tie: it reads the least per
+/// The tile of this body a product of `shape` takes, if any. Products of
+/// at least one 128x128 tile's work per SM: of the widths that divide N,
+/// the one whose waves of work-groups take the least time, a work-group's
+/// time taken as its width (the widest on a tie: it reads the least per
 /// product). 4096^3 takes 128x256 (512 work-groups); M = 4096 with N =
 /// 768 takes 128x192, one wave of 128, where 128x256 leaves 36 of 132 SMs
-/// idle and 128x128 runs two waves; fewer tiles than SMs keep the table's
-/// split-K or smaller tiles.
+/// idle and 128x128 runs two waves. Smaller products ([`small_tile_for`]):
+/// unsplit 128x64 tiles where they are many enough and K short, else the
+/// table's split-K or smaller tiles.
 pub fn half_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
     let batch = shape.batch.max(1);
-    // Less work than one 128x128 tile per SM: the table's choice. Split
-    // tiles of this body (128x64 or 128x128, K in 2 to 16 slices) measured
-    // slower there than the `mma.sync` split-K tiles on the H200 (GPT-2 at
-    // batch 1, 128 tokens: 768 x 3072 17.5 -> 26.3 us, 768 x 768 11.9 ->
-    // 21.5; only 3072 x 768 gained, 22.1 -> 19.1): each work-group's fixed
-    // costs (two tensor maps, the pipeline's fill, its partial tile)
-    // outweigh reading B once.
     if batch * shape.m * shape.n < SMS * (ROWS * ROWS) as i64 {
-        return None;
+        return small_tile_for(shape);
     }
     choose_width(shape, &WIDTHS)
+}
+
+/// The least work-groups of [`small_tile_for`]'s unsplit 128x64 tiles.
+const SMALL_MIN_WORK_GROUPS: i64 = 32;
+/// The longest K of [`small_tile_for`]'s tiles (16 k stages).
+const SMALL_MAX_K: i64 = 1024;
+
+/// The tile of a product with less than one 128x128 tile's work per SM (a
+/// transformer's at batch 1: 128 or 197 tokens): unsplit 128x64 tiles,
+/// where they give at least [`SMALL_MIN_WORK_GROUPS`] work-groups and K
+/// is at most [`SMALL_MAX_K`]. Each work-group then reads B's 64 columns
+/// once, in one pass of at most 16 k tiles, with no partial tiles to
+/// publish and sum. On the H200 (fp16, per-kernel CUDA-event means, which
+/// count about 7 us for any launch there): 128 x 2304 x 768 7.9 us
+/// against 12.3 for the table's `mma.sync` split-K tiles, 128 x 3072 x 768
+/// 7.9 against 14.9; split tiles of this body lost to both (10.3-27.9: the
+/// fixed costs of a work-group, its partial tile and the fix-up), and so
+/// did the unsplit tile on K = 3072 (128 x 768 x 3072: 12 work-groups of
+/// 48 k tiles, 15.8 against 12.7), which keeps the table's.
+fn small_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
+    let config = tile(64);
+    let groups = shape.batch.max(1) * row_tiles(shape) * (shape.n / 64);
+    (fits(&config, shape) && groups >= SMALL_MIN_WORK_GROUPS && shape.k <= SMALL_MAX_K)
+        .then_some(config)
 }
 
 /// The tile of this body an implicit-GEMM convolution whose image the

@@ -58,12 +58,25 @@ fn tiles_are_chosen_by_waves_of_work_groups() {
 }
 
 #[test]
-fn products_with_too_few_tiles_keep_the_table() {
-    let width = |batch, m, n, k| half_tile_for(&shape(batch, m, n, k)).map(|c| c.tile_n);
-    // Batch-1 transformer products (128 or 197 tokens), batched heads.
-    assert_eq!(width(1, 128, 768, 768), None);
-    assert_eq!(width(1, 197, 3072, 768), None);
-    assert_eq!(width(12, 128, 128, 64), None);
+fn small_products_take_unsplit_64_wide_tiles_where_they_are_many() {
+    let chosen = |batch, m, n, k| {
+        half_tile_for(&shape(batch, m, n, k)).map(|c| (c.tile_m, c.tile_n, c.split_k))
+    };
+    // Batch-1 transformer products (128 or 197 tokens): 36, 48 and 96
+    // work-groups of 128x64 over K = 768.
+    assert_eq!(chosen(1, 128, 2304, 768), Some((128, 64, 1)));
+    assert_eq!(chosen(1, 128, 3072, 768), Some((128, 64, 1)));
+    assert_eq!(chosen(1, 197, 3072, 768), Some((128, 64, 1)));
+    // Too few work-groups (12 of 128 x 768; 24 of 197 x 768) or too long
+    // a K (48 k tiles each): the table's.
+    assert_eq!(chosen(1, 128, 768, 768), None);
+    assert_eq!(chosen(1, 197, 768, 768), None);
+    assert_eq!(chosen(1, 128, 768, 3072), None);
+    // Batched heads of 128 x 128: 12 x 2 work-groups.
+    assert_eq!(chosen(12, 128, 128, 64), None);
+    // N not a multiple of 64, K not of 8.
+    assert_eq!(chosen(1, 128, 3000, 768), None);
+    assert_eq!(chosen(1, 128, 3072, 100), None);
 }
 
 /// The split 128x64 tile of a 128 x 768 x 768 product (a tuning record's
