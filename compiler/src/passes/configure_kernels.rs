@@ -242,15 +242,15 @@ impl ConfigureOptions {
     /// takes the large wgmma body's 256x128 where its sizes divide; with
     /// `half-wgmma-tiles`, a matmul whose sizes fit a half wgmma body's
     /// tile takes it, and so does a convolution that reads its image as
-    /// it is (`image_channels`: its channels, `ir::conv_input`), whose
-    /// body gathers A from the image (a tuning record or forced candidate
-    /// still wins).
+    /// it is (`image_input`: its channels and whether it is a plain
+    /// matrix, `ir::conv_input`), whose body gathers A from the image or
+    /// copies the matrix (a tuning record or forced candidate still wins).
     fn float_gemm_config(
         &self,
         target: Target,
         kind: &str,
         shape: &GemmShape,
-        (computed_a, image_channels): (bool, Option<i64>),
+        (computed_a, image_input): (bool, Option<(i64, bool)>),
         tuned: Option<GemmConfig>,
     ) -> Option<GemmConfig> {
         let table = self.gemm_config(target, kind, shape, computed_a, tuned);
@@ -283,8 +283,8 @@ impl ConfigureOptions {
             && !chosen
             && target == Target::Nvidia
             && kind == KernelKind::Convolution.name()
-            && let Some(channels) = image_channels
-            && let Some(config) = tcc_kernels::gemm::half_conv_tile_for(shape, channels)
+            && let Some((channels, matrix)) = image_input
+            && let Some(config) = tcc_kernels::gemm::half_conv_tile_for(shape, channels, matrix)
         {
             return Some(config);
         }
@@ -315,7 +315,8 @@ impl ConfigureOptions {
                 &shape,
                 (
                     producer_arithmetic(op),
-                    crate::ir::conv_input::plain_input(op).map(|image| image.image_shape[3]),
+                    crate::ir::conv_input::plain_input(op)
+                        .map(|image| (image.image_shape[3], image.is_matrix())),
                 ),
                 tuned(op),
             )
