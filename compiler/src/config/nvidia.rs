@@ -499,7 +499,7 @@ const WINDOW_MIN_WORK_ITEMS: i64 = 2 * SMS * WINDOW_WORKGROUP as i64;
 #[cfg(test)]
 mod tests {
     use super::super::Target;
-    use super::GemmConfig;
+    use super::{GemmConfig, few_rows_narrow};
 
     #[test]
     fn nvidia_candidates_include_the_mid_sized_tiles() {
