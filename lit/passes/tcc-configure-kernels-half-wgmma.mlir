@@ -3,14 +3,16 @@
 // with at least one 128x128 tile's work per SM whose K is a multiple of 8
 // takes a 128-row tile of the FP16/BF16 wgmma body, 256, 192 or 128
 // columns wide, whichever divides N and runs the fewest waves of
-// work-groups (times their width); smaller products, sizes that do not
-// divide, other targets and every matmul without the option keep the
-// table's tile. A convolution that reads its NHWC image as it is (the
+// work-groups (times their width); a smaller product takes unsplit 128x64
+// tiles where they are at least 32 work-groups over a K of at most 1024;
+// other small products, sizes that do not divide, other targets and every
+// matmul without the option keep the table's tile. A convolution that reads its NHWC image as it is (the
 // named form, or `tcc.conv` after tcc-fold-conv-inputs with nothing but
-// zero padding folded in) over a multiple of 64 channels takes the body's
-// implicit GEMM, 64 to 256 columns wide, where its tiles give at least
-// half the SMs a work-group; one whose input a folded producer computes
-// keeps the table's.
+// zero padding folded in) over a multiple of 64 channels (a pointwise one
+// over any multiple of 8) takes the body's implicit GEMM, 64 to 256
+// columns wide, where its tiles give at least half the SMs a work-group
+// and cover at most three times N; one whose input a folded producer
+// computes keeps the table's.
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia half-wgmma-tiles=true})' | FileCheck %s
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia})' | FileCheck %s --check-prefix=TABLE --implicit-check-not="tile_n = 192" --implicit-check-not="tile_n = 256"
 // RUN: tcc-opt %s --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=generic half-wgmma-tiles=true})' | FileCheck %s --check-prefix=GENERIC --implicit-check-not="tile_n = 192" --implicit-check-not="tile_n = 256"
@@ -47,6 +49,30 @@ func.func @square(%x: tensor<1x4096x4096xf32>, %w: tensor<1x4096x4096xf32>) -> t
 func.func @skinny(%x: tensor<1x128x768xf32>, %w: tensor<1x768x768xf32>) -> tensor<1x128x768xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
+  return %h : tensor<1x128x768xf32>
+}
+
+// Batch 1, GPT-2's FFN up-projection (M = 128, N = 3072, K = 768): 48
+// unsplit 128x64 tiles, each reading its 64 columns of the weights once.
+// CHECK-LABEL: func.func @skinny_wide
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 64, tile_k = 16, work_m = 8, work_n = 4, split_k = 1, batch = 1, m = 128, n = 3072, k = 768>
+// TABLE-LABEL: func.func @skinny_wide
+// TABLE-NOT: tile_m = 128, tile_n = 64, tile_k = 16, work_m = 8, work_n = 4, split_k = 1, batch = 1, m = 128
+// TABLE: tcc.strategy = #tcc.gemm<{{.*}} m = 128, n = 3072, k = 768>
+func.func @skinny_wide(%x: tensor<1x128x768xf32>, %w: tensor<1x768x3072xf32>) -> tensor<1x128x3072xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x128x768xf32>, tensor<1x768x3072xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x3072xf32>
+  return %h : tensor<1x128x3072xf32>
+}
+
+// The same M with K = 3072 (the down-projection): 12 tiles of 48 k tiles
+// each, the table's split-K.
+// CHECK-LABEL: func.func @skinny_deep
+// CHECK-NOT: split_k = 1, batch = 1, m = 128, n = 768, k = 3072
+// CHECK: tcc.strategy = #tcc.gemm<{{.*}} m = 128, n = 768, k = 3072>
+func.func @skinny_deep(%x: tensor<1x128x3072xf32>, %w: tensor<1x3072x768xf32>) -> tensor<1x128x768xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x128x3072xf32>, tensor<1x3072x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
   return %h : tensor<1x128x768xf32>
 }
 
@@ -109,4 +135,25 @@ func.func @conv32(%x: tensor<32x56x56x32xf32>) -> tensor<32x56x56x64xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<32x56x56x32xf32>, tensor<64x3x3x32xf32>, tensor<64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<32x56x56x64xf32>
   return %y : tensor<32x56x56x64xf32>
+}
+
+// A pointwise convolution reads its image as a plain matrix, which the TMA
+// copies whatever its multiple of 8 channels (here 96 -> 24, EfficientNet's
+// projection): one 64-wide column tile hanging past N = 24. Into 16
+// channels the tile would be four times N: the table's.
+// CHECK-LABEL: func.func @pointwise_narrow
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}}tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 64, tile_k = 16, work_m = 8, work_n = 4, split_k = 1, batch = 1, m = 100352, n = 24, k = 96>
+// CHECK-NOT: tile_m = 128, tile_n = 64, tile_k = 16, work_m = 8, work_n = 4, split_k = 1, batch = 1, m = 100352, n = 16
+// CHECK: return
+// TABLE-LABEL: func.func @pointwise_narrow
+// TABLE-NOT: tile_m = 128, tile_n = 64, tile_k = 16, work_m = 8, work_n = 4
+func.func @pointwise_narrow(%x: tensor<32x56x56x96xf32>) -> (tensor<32x56x56x24xf32>, tensor<32x56x56x16xf32>) {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<24x1x1x96xf32>}> : () -> tensor<24x1x1x96xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<24xf32>}> : () -> tensor<24xf32>
+  %w16 = "tosa.const"() <{values = dense<0.5> : tensor<16x1x1x96xf32>}> : () -> tensor<16x1x1x96xf32>
+  %b16 = "tosa.const"() <{values = dense<0.0> : tensor<16xf32>}> : () -> tensor<16xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.conv2d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<32x56x56x96xf32>, tensor<24x1x1x96xf32>, tensor<24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<32x56x56x24xf32>
+  %z = tosa.conv2d %x, %w16, %b16, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<32x56x56x96xf32>, tensor<16x1x1x96xf32>, tensor<16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<32x56x56x16xf32>
+  return %y, %z : tensor<32x56x56x24xf32>, tensor<32x56x56x16xf32>
 }

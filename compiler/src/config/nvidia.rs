@@ -73,6 +73,9 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     if m < 32 && n >= 32 {
         return Some(small_m(m, n, k));
     }
+    if let Some(config) = few_rows_narrow(m, n, k) {
+        return Some(config);
+    }
     if m < 32 || n < 32 {
         return None;
     }
@@ -315,6 +318,28 @@ fn small_m(m: i64, n: i64, k: i64) -> GemmConfig {
     }
 }
 
+/// Fewer than 32 columns over few rows and a long K (the squeeze of a
+/// squeeze-and-excitation block: a batch of pooled vectors times a 672 x
+/// 28 matrix): 16x16 tiles of 64 work-items, K split until every SM has
+/// two work-groups or a slice would drop below 128. A loop kernel's
+/// work-item per output walked all of K, accumulating through memory:
+/// EfficientNet-B0's squeezes at batch 32 (M = 32, N = 4..48, K =
+/// 96..1152) took 11-70 us each on the H200, 0.5 ms a call together.
+fn few_rows_narrow(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+    if !(32..FEW_ROWS).contains(&m) || n >= 32 || k < MIN_SMALL_M_SPLIT_K_SLICE {
+        return None;
+    }
+    let tiles = (m + 15) / 16 * ((n + 15) / 16);
+    Some(GemmConfig {
+        tile_m: 16,
+        tile_n: 16,
+        tile_k: 16,
+        work_m: 1,
+        work_n: 4,
+        split_k: split_k(tiles, k, MIN_SMALL_M_SPLIT_K_SLICE) as u32,
+    })
+}
+
 /// K slices for `tiles` work-groups: doubled until every SM has two
 /// work-groups or a slice would drop below `min_slice` of K.
 fn split_k(tiles: i64, k: i64, min_slice: i64) -> i64 {
@@ -474,7 +499,7 @@ const WINDOW_MIN_WORK_ITEMS: i64 = 2 * SMS * WINDOW_WORKGROUP as i64;
 #[cfg(test)]
 mod tests {
     use super::super::Target;
-    use super::GemmConfig;
+    use super::{GemmConfig, few_rows_narrow};
 
     #[test]
     fn nvidia_candidates_include_the_mid_sized_tiles() {
@@ -505,6 +530,20 @@ mod tests {
         // The generic target's list is unchanged.
         let generic = tiles(&Target::Generic.gemm_candidates(1, 784, 256, 512));
         assert!(!generic.contains(&(32, 64, 1)), "{generic:?}");
+    }
+
+    #[test]
+    fn few_rows_of_narrow_columns_take_split_16x16_tiles() {
+        // EfficientNet-B0's squeeze at batch 32: M = 32, N = 28, K = 672:
+        // 4 tiles in 4 slices of 168 (8 would leave slices of 84).
+        assert_eq!(chosen(32, 28, 672), (16, 16, 16, 4));
+        // A short K or many rows: not this rule.
+        assert!(few_rows_narrow(32, 28, 64).is_none());
+        assert!(few_rows_narrow(4096, 28, 672).is_none());
+        assert!(few_rows_narrow(32, 32, 672).is_none());
+        let config = few_rows_narrow(32, 8, 96 * 4).unwrap();
+        assert_eq!(config.workgroup_size(), 64);
+        config.validate().unwrap();
     }
 
     #[test]

@@ -40,6 +40,18 @@ pub struct PlainInput<'c> {
     pub pads: [i64; 2],
 }
 
+impl PlainInput<'_> {
+    /// Whether the convolution reads its image as a plain matrix of
+    /// pixels by channels: one tap, stride 1, no padding.
+    pub fn is_matrix(&self) -> bool {
+        let [_, h, w, _] = self.image_shape;
+        self.taps == [1, 1]
+            && self.strides == [1, 1]
+            && self.pads == [0, 0]
+            && self.output == [h, w]
+    }
+}
+
 /// Loops of a 2-D convolution: n, oh, ow, f, kh, kw, c.
 const LOOPS: usize = 7;
 

@@ -242,15 +242,15 @@ impl ConfigureOptions {
     /// takes the large wgmma body's 256x128 where its sizes divide; with
     /// `half-wgmma-tiles`, a matmul whose sizes fit a half wgmma body's
     /// tile takes it, and so does a convolution that reads its image as
-    /// it is (`image_channels`: its channels, `ir::conv_input`), whose
-    /// body gathers A from the image (a tuning record or forced candidate
-    /// still wins).
+    /// it is (`image_input`: its channels and whether it is a plain
+    /// matrix, `ir::conv_input`), whose body gathers A from the image or
+    /// copies the matrix (a tuning record or forced candidate still wins).
     fn float_gemm_config(
         &self,
         target: Target,
         kind: &str,
         shape: &GemmShape,
-        (computed_a, image_channels): (bool, Option<i64>),
+        (computed_a, image_input): (bool, Option<(i64, bool)>),
         tuned: Option<GemmConfig>,
     ) -> Option<GemmConfig> {
         let table = self.gemm_config(target, kind, shape, computed_a, tuned);
@@ -283,8 +283,8 @@ impl ConfigureOptions {
             && !chosen
             && target == Target::Nvidia
             && kind == KernelKind::Convolution.name()
-            && let Some(channels) = image_channels
-            && let Some(config) = tcc_kernels::gemm::half_conv_tile_for(shape, channels)
+            && let Some((channels, matrix)) = image_input
+            && let Some(config) = tcc_kernels::gemm::half_conv_tile_for(shape, channels, matrix)
         {
             return Some(config);
         }
@@ -315,7 +315,8 @@ impl ConfigureOptions {
                 &shape,
                 (
                     producer_arithmetic(op),
-                    crate::ir::conv_input::plain_input(op).map(|image| image.image_shape[3]),
+                    crate::ir::conv_input::plain_input(op)
+                        .map(|image| (image.image_shape[3], image.is_matrix())),
                 ),
                 tuned(op),
             )
@@ -493,12 +494,18 @@ struct RowReduction {
     rows: i64,
 }
 
+/// The shortest strided row of several reduced dimensions that
+/// [`row_reduction`] gives the row-reduction template.
+const MIN_STRIDED_POOL_ROW: i64 = 2048;
+
 /// The row reduction `op` is, if it may run one work-group per output
-/// element: a single-output f32 (or int32 sum) `linalg.generic` whose only reduction
-/// dimension is the innermost, at least 128 long, initialised by a fill,
-/// with a body ending in `combiner(x, acc)` where `acc` (the output) is
-/// used only there, and reading neither `linalg.index` nor `tensor.extract`.
-/// With `int8_off` (`int8-gemm=off`) int32 sums stay loop nests.
+/// element: a single-output f32 (or int32 sum) `linalg.generic` whose
+/// reduction dimensions are the innermost, together at least 128 long
+/// (strided ones [`MIN_STRIDED_POOL_ROW`] where there are several),
+/// initialised by a fill, with a body ending in `combiner(x, acc)` where
+/// `acc` (the output) is used only there, and reading neither
+/// `linalg.index` nor `tensor.extract`. With `int8_off` (`int8-gemm=off`)
+/// int32 sums stay loop nests.
 fn row_reduction(op: OperationRef, int8_off: bool) -> Option<RowReduction> {
     use melior::ir::{BlockLike, RegionLike};
     if op_name(&op) != "linalg.generic" || op.result_count() != 1 {
@@ -507,13 +514,18 @@ fn row_reduction(op: OperationRef, int8_off: bool) -> Option<RowReduction> {
     use crate::ir::affine::IteratorType;
     let iterators = crate::ir::affine::iterator_types(op)?;
     let dims = iterators.len();
-    let reductions = iterators
+    // The reduced dimensions trail the parallel ones (a global pool's rows
+    // and columns: one row of their product per output element).
+    let first_reduced = iterators
         .iter()
-        .filter(|t| **t == IteratorType::Reduction)
-        .count();
-    if reductions != 1 || iterators.last() != Some(&IteratorType::Reduction) {
+        .position(|t| *t == IteratorType::Reduction)?;
+    if iterators[first_reduced..]
+        .iter()
+        .any(|t| *t != IteratorType::Reduction)
+    {
         return None;
     }
+    let reduced = dims - first_reduced;
     // f32 results with a float combiner, or int32 sums (an int8
     // matrix-vector product of `tcc-quantize-int8`: ResNet-50's classifier
     // at batch 1), which are exact in any order.
@@ -532,28 +544,45 @@ fn row_reduction(op: OperationRef, int8_off: bool) -> Option<RowReduction> {
     {
         return None;
     }
-    // The reduced length: the dimension of an input indexed by the last dim.
+    // The reduced length: the product of the reduced dimensions' extents,
+    // read off the inputs that index them; the row is contiguous where
+    // every input holds the reduced dimensions last, in order.
     let maps = melior::ir::attribute::ArrayAttribute::try_from(op.attribute("indexing_maps").ok()?)
         .ok()?;
-    let mut length = None;
+    let mut extents: Vec<Option<i64>> = vec![None; reduced];
     let mut contiguous = true;
     for index in 0..op.operand_count() - 1 {
         let operand = StaticTensor::of(op.operand(index).ok()?.r#type())?;
         let map =
             unsafe { mlir_sys::mlirAffineMapAttrGetValue(maps.element(index).ok()?.to_raw()) };
-        let results = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) };
+        let results = unsafe { mlir_sys::mlirAffineMapGetNumResults(map) } as usize;
         for position in 0..results {
-            let expr = unsafe { mlir_sys::mlirAffineMapGetResult(map, position) };
-            if unsafe {
-                mlir_sys::mlirAffineExprIsADim(expr)
-                    && mlir_sys::mlirAffineDimExprGetPosition(expr) as usize == dims - 1
-            } {
-                length = Some(operand.shape[position as usize]);
-                contiguous &= position == results - 1;
+            let expr = unsafe { mlir_sys::mlirAffineMapGetResult(map, position as isize) };
+            if !unsafe { mlir_sys::mlirAffineExprIsADim(expr) } {
+                continue;
+            }
+            let dim = unsafe { mlir_sys::mlirAffineDimExprGetPosition(expr) } as usize;
+            if dim >= first_reduced {
+                extents[dim - first_reduced] = Some(operand.shape[position]);
+                contiguous &= position + dims == results + dim;
             }
         }
     }
-    let length = length.filter(|l| *l >= 128)?;
+    let length = extents
+        .into_iter()
+        .try_fold(1i64, |length, extent| Some(length * extent?))
+        .filter(|l| *l >= 128)?;
+    // Several reduced dimensions over strided rows (a global pool over a
+    // channels-last image: one row a channel) take the template only when
+    // the rows are long: the loop nest's work-item per output reads its
+    // row in order, coalesced across channels, and long rows are what it
+    // waits on. EfficientNet-B0 at batch 32 (fp16, H200): its
+    // squeeze-and-excitation pools over 112x112 and 56x56 pixels 658 ->
+    // 40 and 114 -> 56-80 us as the template; over 28x28 and 14x14 (784
+    // and 196 pixels, 7680-21504 channels of the batch) 8-20 -> 14-37 us.
+    if reduced > 1 && !contiguous && length < MIN_STRIDED_POOL_ROW {
+        return None;
+    }
     // The body: yield combiner(x, acc) with acc used once. The template
     // computes the body per element of a strided row and has no iteration
     // indices, so a body that reads them (`linalg.index`: CumSum's and

@@ -29,6 +29,12 @@
 //!   round every partial sum to half: the error would grow with the length
 //!   of the sum instead of staying one rounding);
 //! - it is a split-K GEMM's partial-tile workspace;
+//! - a row-reduction kernel (`#tcc.row_reduce`) writes it: its result is
+//!   a statistic that later kernels may still scale (a mean whose division
+//!   elementwise fusion moved into the consumer's loads leaves a sum, and
+//!   EfficientNet's squeeze-and-excitation pools sum 12,544 values: a sum
+//!   of such length can pass half's 65504 where the mean would not), and
+//!   there is one element per reduced row, so keeping it f32 costs little;
 //!
 //! A kernel launched with half buffers in one place and f32 ones in another
 //! (one layer-norm kernel for every layer, the last of which writes the
@@ -204,6 +210,7 @@ fn narrowable_arguments(kernel: OperationRef) -> Vec<bool> {
         _ => count.saturating_sub(slots),
     };
     let loops = !kernel_strategy.is_some_and(|s| s.is_template());
+    let row_reduce = matches!(kernel_strategy, Some(KernelStrategy::RowReduce { .. }));
     (0..count)
         .map(|index| {
             let Ok(argument) = block.argument(index) else {
@@ -214,7 +221,9 @@ fn narrowable_arguments(kernel: OperationRef) -> Vec<bool> {
                 return false;
             }
             let access = Access::of(value);
-            access.understood && !(loops && access.loaded && access.stored)
+            access.understood
+                && !(loops && access.loaded && access.stored)
+                && !(row_reduce && access.stored)
         })
         .collect()
 }

@@ -51,6 +51,25 @@ pub(super) fn operand_loads(
 /// Split-K: publish this work-group's partial tile; the last of the
 /// tile's work-groups to arrive sums the partials (in slice order) into
 /// `acc` and goes on to the epilogue, the others return.
+///
+/// Every work-item holds the same accumulators in every work-group of a
+/// tile, so the workspace keeps a partial in work-item order
+/// (accumulator `(wm, wn)` of work-item `tid` at `(wm * acc_n + wn) *
+/// threads + tid`) rather than as the tile's rows: consecutive work-items
+/// store and load consecutive words, four accumulators at a time as
+/// `float4` where a row of them divides by four (aligned: a tile's
+/// partial starts at a multiple of its elements, themselves a multiple of
+/// four, and `vstore4` would promise only a float's alignment), and the last work-group
+/// reads its partials back with the same mapping. (The tile's row layout
+/// left each work-item storing single words two columns apart, which
+/// throttled the H200's load/store queue: 40% of a batch-1 product's stall
+/// samples.) The arrival is published once per work-group: on PTX the
+/// work-group's barrier orders every work-item's stores before work-item
+/// 0's `atom.acq_rel.gpu` (a release is cumulative over what the barrier
+/// made it observe, as CUTLASS's split-K semaphore relies on), the last
+/// group's acquire before its barrier orders the loads, which read the L2
+/// (`ld.global.cg`); elsewhere every work-item fences its own stores
+/// (OpenCL 1.2's `mem_fence`) and the loads bypass the L1 as volatile.
 pub(super) fn split_k_fixup(
     out: &mut String,
     spec: &GemmSpec,
@@ -62,56 +81,132 @@ pub(super) fn split_k_fixup(
     let (acc_m, acc_n) = layout.acc(&c);
     let (tiles_n, tiles_m) = c.tiles(&spec.shape);
     let tile_elements = c.tile_m * c.tile_n;
+    let threads = c.workgroup_size();
     let _ = writeln!(
         out,
         "  /* split-K: {} work-groups per tile */\n  const tcc_index tile = (b * {tiles_m} + (tcc_index)get_group_id(1)) * {tiles_n} + (tcc_index)get_group_id(0);",
         c.split_k
     );
-    let (row_offset, col_offset) = layout.offsets(&c);
-    let position = format!("{row_offset} * {} + {col_offset}", c.tile_n);
     let _ = writeln!(
         out,
         "  __global float* partial = {workspace} + (tile * {} + split) * {tile_elements};",
         c.split_k
     );
-    // int8 sums travel through the float workspace as their bits (exact).
-    let partial_sum = format!("partials[s * {tile_elements} + {position}]");
-    let (sum_type, zero, published, read) = if spec.int8() {
-        let read = format!("as_int({partial_sum})");
-        ("int", "0", "as_float(acc[wm][wn])", read)
+    // The work-item order needs every accumulator of the tile held once;
+    // a layout that does not (none today) keeps the tile's row order.
+    let work_item_order = acc_m * acc_n * threads == tile_elements;
+    let quads = work_item_order && acc_n % 4 == 0;
+    let position = if work_item_order {
+        format!("(wm * {acc_n} + wn) * {threads} + tid")
     } else {
-        ("float", "0.0f", "acc[wm][wn]", partial_sum)
+        let (row_offset, col_offset) = layout.offsets(&c);
+        format!("{row_offset} * {} + {col_offset}", c.tile_n)
     };
-    let _ = writeln!(
-        out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      partial[{position}] = {published};"
-    );
-    // Every work-item's partial is visible device-wide before the
-    // group's arrival is counted; the last group fences again before it
-    // reads the others' partials (which bypass the L1 through volatile).
-    let _ = writeln!(out, "  tcc_global_fence();");
+    // int8 sums travel through the float workspace as their bits (exact).
+    let (sum_type, zero, bits): (&str, &str, fn(&str) -> String) = if spec.int8() {
+        ("int", "0", |v| format!("as_float({v})"))
+    } else {
+        ("float", "0.0f", |v| v.to_string())
+    };
+    if quads {
+        let acc = |i: u32| bits(&format!("acc[wm][wn + {i}]"));
+        let _ = writeln!(
+            out,
+            "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; wn += 4)\n      ((__global float4*)partial)[(wm * {q} + wn / 4) * {threads} + tid] = (float4)({}, {}, {}, {});",
+            acc(0),
+            acc(1),
+            acc(2),
+            acc(3),
+            q = acc_n / 4
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn)\n      partial[{position}] = {};",
+            bits("acc[wm][wn]")
+        );
+    }
     let _ = writeln!(out, "  __local int last_to_arrive;");
-    let _ = writeln!(
-        out,
-        "  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+    let last = c.split_k - 1;
+    let ptx_arrival = format!(
+        "  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (tid == 0) last_to_arrive = tcc_split_arrive(&{counters}[tile]) == {last};
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!last_to_arrive) return;"
     );
-    let _ = writeln!(
-        out,
-        "  if (tid == 0) last_to_arrive = atomic_inc((volatile __global uint*)&{counters}[tile]) == {};",
-        c.split_k - 1
+    let portable_arrival = format!(
+        "  tcc_global_fence();
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (tid == 0) last_to_arrive = atomic_inc((volatile __global uint*)&{counters}[tile]) == {last};
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!last_to_arrive) return;
+  tcc_global_fence();"
     );
-    let _ = writeln!(out, "  barrier(CLK_LOCAL_MEM_FENCE);");
-    let _ = writeln!(out, "  if (!last_to_arrive) return;");
-    let _ = writeln!(out, "  tcc_global_fence();");
-    let _ = writeln!(
-        out,
-        "  volatile __global const float* partials = {workspace} + tile * {};",
-        c.split_k * tile_elements
+    let from_int = |v: &str| {
+        if spec.int8() {
+            format!("as_int({v})")
+        } else {
+            v.to_string()
+        }
+    };
+    let partials = format!("{workspace} + tile * {}", c.split_k * tile_elements);
+    // The portable read: word by word through a volatile pointer (OpenCL
+    // 1.2 has no cache-bypassing vector load), in slice order.
+    let word = if quads {
+        format!(
+            "((wm * {q} + wn / 4) * {threads} + tid) * 4 + wn % 4",
+            q = acc_n / 4
+        )
+    } else {
+        position
+    };
+    let portable_sum = format!(
+        "  volatile __global const float* partials = {partials};
+  #pragma unroll
+  for (int wm = 0; wm < {acc_m}; ++wm)
+    #pragma unroll
+    for (int wn = 0; wn < {acc_n}; ++wn) {{
+      {sum_type} sum = {zero};
+      for (int s = 0; s < {split}; ++s) sum += {read};
+      acc[wm][wn] = sum;
+    }}",
+        split = c.split_k,
+        read = from_int(&format!("partials[s * {tile_elements} + {word}]"))
     );
-    let _ = writeln!(
-        out,
-        "  #pragma unroll\n  for (int wm = 0; wm < {acc_m}; ++wm)\n    #pragma unroll\n    for (int wn = 0; wn < {acc_n}; ++wn) {{\n      {sum_type} sum = {zero};\n      for (int s = 0; s < {}; ++s) sum += {read};\n      acc[wm][wn] = sum;\n    }}",
-        c.split_k
-    );
+    // On PTX, four words a load from the L2.
+    let ptx_sum = if quads {
+        let sums: Vec<String> = (0..4)
+            .map(|i| format!("        sum{i} += {};", from_int(&format!("v.s{i}"))))
+            .collect();
+        format!(
+            "  __global const float* partials = {partials};
+  #pragma unroll
+  for (int wm = 0; wm < {acc_m}; ++wm)
+    #pragma unroll
+    for (int wn = 0; wn < {acc_n}; wn += 4) {{
+      {sum_type} sum0 = {zero}, sum1 = {zero}, sum2 = {zero}, sum3 = {zero};
+      for (int s = 0; s < {split}; ++s) {{
+        const float4 v = tcc_load_l2_float4(partials + s * {tile_elements} + ((wm * {q} + wn / 4) * {threads} + tid) * 4);
+{sums}
+      }}
+      acc[wm][wn] = sum0; acc[wm][wn + 1] = sum1; acc[wm][wn + 2] = sum2; acc[wm][wn + 3] = sum3;
+    }}",
+            split = c.split_k,
+            q = acc_n / 4,
+            sums = sums.join("\n"),
+        )
+    } else {
+        portable_sum.clone()
+    };
+    // The tensor-core bodies are PTX only (the kernel's `#ifdef TCC_PTX`
+    // half); a work-item tile may be compiled either way.
+    if matches!(layout, Layout::Fma { .. }) {
+        let _ = writeln!(
+            out,
+            "#ifdef TCC_PTX\n{ptx_arrival}\n{ptx_sum}\n#else\n{portable_arrival}\n{portable_sum}\n#endif"
+        );
+    } else {
+        let _ = writeln!(out, "{ptx_arrival}\n{ptx_sum}");
+    }
     let _ = writeln!(out, "  if (tid == 0) {}", counters.store("0", "tile"));
 }

@@ -106,17 +106,26 @@ fn int8_split_k_carries_the_int_sums_as_their_bits() {
     let mut spec = int8_spec(config([64, 64, 32, 4, 4, 2]));
     spec.split_k_scratch = Some((Buffer::f32("a3"), Buffer::new("a4", Storage::I32)));
     let text = gemm_kernel(&spec).unwrap();
-    for body in [bodies(&text).0, bodies(&text).1] {
+    let (ptx, portable) = bodies(&text);
+    for body in [ptx, portable] {
         assert_contains(
             body,
-            &[
-                "partial[",
-                "] = as_float(acc[wm][wn]);",
-                "int sum = 0;",
-                "sum += as_int(partials[s * 4096 + ",
-            ],
+            &["as_float(acc[wm][wn + 0]), as_float(acc[wm][wn + 1])"],
         );
     }
+    // PTX reads four words a load; the portable body word by word.
+    assert_contains(
+        ptx,
+        &[
+            "int sum0 = 0, sum1 = 0, sum2 = 0, sum3 = 0;",
+            "sum0 += as_int(v.s0);",
+            "sum3 += as_int(v.s3);",
+        ],
+    );
+    assert_contains(
+        portable,
+        &["int sum = 0;", "sum += as_int(partials[s * 4096 + "],
+    );
 }
 
 #[test]

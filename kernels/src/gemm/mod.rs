@@ -18,6 +18,10 @@
 //! tile) adds the partials in slice order, so the result does not depend
 //! on arrival order, runs the epilogue and resets the counter to zero for
 //! the next launch. The counters must be zero before the first launch.
+//! The workspace holds a partial in work-item order, not as the tile's
+//! rows: every work-group of a tile keeps the same accumulators in the
+//! same work-items, so each work-item stores and reads back its own
+//! (coalesced, four words at a time) (`emit::split_k_fixup`).
 //!
 //! That is the fp32 body (`fma`). With tensor cores
 //! (`GemmSpec::tensor_cores`, PTX only) the kernel text also holds a second

@@ -593,7 +593,10 @@ fn split_k_slices_run_the_tensor_core_pipeline_over_their_k_range() {
         &[
             "const int k_tiles = (int)((k_end - k_begin + 15) / 16);",
             "const tcc_index k_next = k_begin + (tcc_index)ahead * 16;",
-            "partial[(warp_row + (wm / 2) * 16 + (wm % 2) * 8 + group) * 64 + (warp_col + (wn / 2) * 8 + tig * 2 + wn % 2)] = acc[wm][wn];",
+            // Four accumulators a store and a load, in work-item order.
+            "((__global float4*)partial)[(wm * 1 + wn / 4) * 256 + tid] = (float4)(acc[wm][wn + 0], acc[wm][wn + 1], acc[wm][wn + 2], acc[wm][wn + 3]);",
+            "last_to_arrive = tcc_split_arrive(&a4[tile]) == 1;",
+            "const float4 v = tcc_load_l2_float4(partials + s * 4096 + ((wm * 1 + wn / 4) * 256 + tid) * 4);",
         ],
     );
 }
@@ -622,9 +625,12 @@ fn split_k_publishes_partials_and_the_last_group_sums_them_in_order() {
         "for (tcc_index k0 = k_begin; k0 < k_end; k0 += 8) {",
         "const tcc_index tile = (b * 4 + (tcc_index)get_group_id(1)) * 2 + (tcc_index)get_group_id(0);",
         "__global float* partial = a3 + (tile * 4 + split) * 1024;",
+        // Partials in work-item order: 2 x 2 accumulators of 256 work-items.
+        "partial[(wm * 2 + wn) * 256 + tid] = acc[wm][wn];",
+        "last_to_arrive = tcc_split_arrive(&a4[tile]) == 3;",
         "last_to_arrive = atomic_inc((volatile __global uint*)&a4[tile]) == 3;",
         "if (!last_to_arrive) return;",
-        "for (int s = 0; s < 4; ++s) sum += partials[s * 1024 + (ty + wm * 16) * 32 + (tx + wn * 16)];",
+        "for (int s = 0; s < 4; ++s) sum += partials[s * 1024 + (wm * 2 + wn) * 256 + tid];",
         "if (tid == 0) a4[tile] = 0;",
         "a0[i * 50 + j] = acc_value;",
     ] {

@@ -140,8 +140,12 @@ const fn tile(columns: u32) -> GemmConfig {
 /// of the stage's k where split; unsplit, K any multiple of 8 (rows of
 /// whole 16-byte octets, as the TMA wants its strides): the last k tile
 /// hangs past K and the TMA fills A's and B's elements there with zeros,
-/// which add nothing (any M likewise: [`row_tiles`]).
-fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
+/// which add nothing (any M likewise: [`row_tiles`]). Where the choice
+/// allows it ([`tails_allowed`]), the last column tile may hang past N
+/// too, its B columns zeros and its stores guarded.
+/// With `tails`, an unsplit tile's last column tile may hang past N (N
+/// any multiple of 8).
+pub(super) fn fits_with(config: &GemmConfig, shape: &GemmShape, tails: bool) -> bool {
     let split = config.split_k;
     let widths: &[u32] = if split == 1 {
         &CONV_WIDTHS
@@ -156,12 +160,45 @@ fn fits(config: &GemmConfig, shape: &GemmShape) -> bool {
         && shape.m > 0
         && shape.n > 0
         && shape.k > 0
-        && shape.n % config.tile_n as i64 == 0
         && if split == 1 {
             shape.k % K_ALIGNMENT == 0
+                && if tails {
+                    shape.n % K_ALIGNMENT == 0
+                } else {
+                    shape.n % config.tile_n as i64 == 0
+                }
         } else {
-            shape.k % (STAGE_K * split) as i64 == 0
+            shape.n % config.tile_n as i64 == 0 && shape.k % (STAGE_K * split) as i64 == 0
         }
+}
+
+/// The tiles along N: unsplit, the last may hang past N (the TMA fills
+/// B's columns there with zeros, and the epilogue stores columns below N
+/// only).
+fn column_tiles(shape: &GemmShape, config: &GemmConfig) -> i64 {
+    (shape.n + config.tile_n as i64 - 1) / config.tile_n as i64
+}
+
+/// Whether the tile choice lets `config`'s last column tile hang past N:
+/// a convolution's where the tiles cover at most three times N
+/// ([`conv_tail_allowed`]), a matmul's only on [`small_tile_for`]'s
+/// 64-wide tiles of a small product (the table's tiles of a larger one,
+/// which the emitter sees too, keep the `mma.sync` body there).
+fn tails_allowed(config: &GemmConfig, shape: &GemmShape, convolution: bool) -> bool {
+    if convolution {
+        conv_tail_allowed(shape, config.tile_n)
+    } else {
+        config.tile_n == 64 && shape.batch.max(1) * shape.m * shape.n < SMS * (ROWS * ROWS) as i64
+    }
+}
+
+/// A convolution's column tiles of `width` may hang past N by up to two
+/// thirds of a tile: EfficientNet-B0's projections to 24 channels in 64
+/// ran 33 -> 24 us at batch 32 on the H200, those to 16 channels 25 -> 43
+/// (the `mma.sync` body's 64x16 tiles keep them).
+fn conv_tail_allowed(shape: &GemmShape, width: u32) -> bool {
+    let padded = (shape.n + width as i64 - 1) / width as i64 * width as i64;
+    padded <= 3 * shape.n
 }
 
 /// What an unsplit product's K must be a multiple of: the TMA's global
@@ -182,39 +219,64 @@ pub(super) const fn split_tile(columns: u32, split: u32) -> GemmConfig {
     }
 }
 
-/// The tile of this body a product of `shape` takes, if any (products of
-/// at least one 128x128 tile's work per SM): of the widths that divide N,
-/// the one whose waves of work-groups take the least time, a work-group's time
-/// taken as its width (the widest on a tie: it reads the least per
+/// The tile of this body a product of `shape` takes, if any. Products of
+/// at least one 128x128 tile's work per SM: of the widths that divide N,
+/// the one whose waves of work-groups take the least time, a work-group's
+/// time taken as its width (the widest on a tie: it reads the least per
 /// product). 4096^3 takes 128x256 (512 work-groups); M = 4096 with N =
 /// 768 takes 128x192, one wave of 128, where 128x256 leaves 36 of 132 SMs
-/// idle and 128x128 runs two waves; fewer tiles than SMs keep the table's
-/// split-K or smaller tiles.
+/// idle and 128x128 runs two waves. Smaller products ([`small_tile_for`]):
+/// unsplit 128x64 tiles where they are many enough and K short, else the
+/// table's split-K or smaller tiles.
 pub fn half_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
     let batch = shape.batch.max(1);
-    // Less work than one 128x128 tile per SM: the table's choice. Split
-    // tiles of this body (128x64 or 128x128, K in 2 to 16 slices) measured
-    // slower there than the `mma.sync` split-K tiles on the H200 (GPT-2 at
-    // batch 1, 128 tokens: 768 x 3072 17.5 -> 26.3 us, 768 x 768 11.9 ->
-    // 21.5; only 3072 x 768 gained, 22.1 -> 19.1): each work-group's fixed
-    // costs (two tensor maps, the pipeline's fill, its partial tile)
-    // outweigh reading B once.
     if batch * shape.m * shape.n < SMS * (ROWS * ROWS) as i64 {
-        return None;
+        return small_tile_for(shape);
     }
-    choose_width(shape, &WIDTHS)
+    // Whole column tiles: ConvNeXt-T's N = 96 down-projections (M =
+    // 100352, K = 384) took 103 us on one 128-wide tile hanging past N,
+    // 84 on the `mma.sync` body's tiles (H200, batch 32, fp16).
+    choose_width(shape, &WIDTHS, false)
+}
+
+/// The least work-groups of [`small_tile_for`]'s unsplit 128x64 tiles.
+const SMALL_MIN_WORK_GROUPS: i64 = 32;
+/// The longest K of [`small_tile_for`]'s tiles (16 k stages).
+const SMALL_MAX_K: i64 = 1024;
+
+/// The tile of a product with less than one 128x128 tile's work per SM (a
+/// transformer's at batch 1: 128 or 197 tokens): unsplit 128x64 tiles,
+/// where they give at least [`SMALL_MIN_WORK_GROUPS`] work-groups and K
+/// is at most [`SMALL_MAX_K`]. Each work-group then reads B's 64 columns
+/// once, in one pass of at most 16 k tiles, with no partial tiles to
+/// publish and sum. On the H200 (fp16, per-kernel CUDA-event means, which
+/// count about 7 us for any launch there): 128 x 2304 x 768 7.9 us
+/// against 12.3 for the table's `mma.sync` split-K tiles, 128 x 3072 x 768
+/// 7.9 against 14.9; split tiles of this body lost to both (10.3-27.9: the
+/// fixed costs of a work-group, its partial tile and the fix-up), and so
+/// did the unsplit tile on K = 3072 (128 x 768 x 3072: 12 work-groups of
+/// 48 k tiles, 15.8 against 12.7), which keeps the table's.
+fn small_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
+    let config = tile(64);
+    let groups = shape.batch.max(1) * row_tiles(shape) * column_tiles(shape, &config);
+    (fits_with(&config, shape, true) && groups >= SMALL_MIN_WORK_GROUPS && shape.k <= SMALL_MAX_K)
+        .then_some(config)
 }
 
 /// The tile of this body an implicit-GEMM convolution whose image the
-/// body can gather (a multiple of [`STAGE_K`] channels) takes: as
+/// body can gather (a multiple of [`STAGE_K`] channels), or a pointwise
+/// one that reads its image as a plain matrix (`matrix`: 1x1, stride 1,
+/// no padding; any multiple of 8 channels, copied by the TMA), takes: as
 /// [`half_tile_for`] chooses, of widths that include 64, wherever the
 /// tiles give at least half the SMs a work-group. The alternative is not
 /// a split-K product as for matmuls but the `mma.sync` body's implicit
 /// GEMM, which gathers A through registers: ResNet-50's 7x7-stage 3x3
 /// convolution at batch 32 (M = 1568, N = 512, K = 4608) ran at 42 TF/s
 /// there on the H200 (docs/benchmarks.md).
-pub fn half_conv_tile_for(shape: &GemmShape, channels: i64) -> Option<GemmConfig> {
-    if channels % STAGE_K as i64 != 0 || shape.batch > 1 {
+pub fn half_conv_tile_for(shape: &GemmShape, channels: i64, matrix: bool) -> Option<GemmConfig> {
+    let gathered = channels % STAGE_K as i64 == 0;
+    let plain = matrix && channels % K_ALIGNMENT == 0;
+    if !(gathered || plain) || shape.batch > 1 {
         return None;
     }
     // One or two k tiles: at most 128 columns. A 256-wide tile's staged
@@ -226,22 +288,27 @@ pub fn half_conv_tile_for(shape: &GemmShape, channels: i64) -> Option<GemmConfig
     } else {
         &CONV_WIDTHS[..]
     };
-    let config = choose_width(shape, widths)?;
-    let groups = row_tiles(shape) * (shape.n / config.tile_n as i64);
+    let widths: Vec<u32> = widths
+        .iter()
+        .copied()
+        .filter(|&width| conv_tail_allowed(shape, width))
+        .collect();
+    let config = choose_width(shape, &widths, true)?;
+    let groups = row_tiles(shape) * column_tiles(shape, &config);
     (2 * groups >= SMS).then_some(config)
 }
 
 /// Of `widths` that fit `shape`, the one whose waves of work-groups take
 /// the least time, a work-group's time taken as its width (the widest on
 /// a tie).
-fn choose_width(shape: &GemmShape, widths: &[u32]) -> Option<GemmConfig> {
+fn choose_width(shape: &GemmShape, widths: &[u32], tails: bool) -> Option<GemmConfig> {
     let batch = shape.batch.max(1);
     widths
         .iter()
         .map(|&width| tile(width))
-        .filter(|config| fits(config, shape))
+        .filter(|config| fits_with(config, shape, tails))
         .map(|config| {
-            let groups = batch * row_tiles(shape) * (shape.n / config.tile_n as i64);
+            let groups = batch * row_tiles(shape) * column_tiles(shape, &config);
             ((groups + SMS - 1) / SMS * config.tile_n as i64, config)
         })
         .min_by_key(|(time, config)| (*time, std::cmp::Reverse(config.tile_n)))
@@ -253,11 +320,11 @@ fn choose_width(shape: &GemmShape, widths: &[u32]) -> Option<GemmConfig> {
 /// work-group (every slice of a split tile builds its own). `None` when
 /// its tile, work-group or shape rule it out.
 pub fn half_tensor_map_slot_bytes(config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
-    fits(config, shape).then(|| {
+    fits_with(config, shape, true).then(|| {
         2 * TENSOR_MAP_BYTES
             * shape.batch.max(1)
             * row_tiles(shape)
-            * (shape.n / config.tile_n as i64)
+            * column_tiles(shape, config)
             * config.split_k as i64
     })
 }
@@ -284,7 +351,13 @@ impl WgmmaHalf {
         let a = match &spec.a_image {
             Some(image) => {
                 image.buffer.storage == storage
-                    && image.shape[3] % STAGE_K as i64 == 0
+                    && image.shape[3]
+                        % if image.is_matrix() {
+                            K_ALIGNMENT
+                        } else {
+                            STAGE_K as i64
+                        }
+                        == 0
                     && image.offset % 8 == 0
                     && image.pixel_strides.iter().all(|stride| stride % 8 == 0)
                     && image.gemm_extents() == (spec.shape.m, spec.shape.k)
@@ -299,7 +372,11 @@ impl WgmmaHalf {
             }
         };
         spec.dynamic_local
-            && fits(&spec.config, &spec.shape)
+            && fits_with(
+                &spec.config,
+                &spec.shape,
+                tails_allowed(&spec.config, &spec.shape, spec.a_image.is_some()),
+            )
             && spec.tensor_map_slots.is_some()
             && spec.split_k_scratch.is_some() == (spec.config.split_k > 1)
             && a

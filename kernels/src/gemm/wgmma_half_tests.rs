@@ -2,7 +2,7 @@
 //! emitted structure.
 
 use super::tests::{aligned_spec, assert_contains};
-use super::wgmma_half::split_tile;
+use super::wgmma_half::{fits_with, split_tile};
 use super::*;
 use crate::Storage;
 
@@ -58,12 +58,27 @@ fn tiles_are_chosen_by_waves_of_work_groups() {
 }
 
 #[test]
-fn products_with_too_few_tiles_keep_the_table() {
-    let width = |batch, m, n, k| half_tile_for(&shape(batch, m, n, k)).map(|c| c.tile_n);
-    // Batch-1 transformer products (128 or 197 tokens), batched heads.
-    assert_eq!(width(1, 128, 768, 768), None);
-    assert_eq!(width(1, 197, 3072, 768), None);
-    assert_eq!(width(12, 128, 128, 64), None);
+fn small_products_take_unsplit_64_wide_tiles_where_they_are_many() {
+    let chosen = |batch, m, n, k| {
+        half_tile_for(&shape(batch, m, n, k)).map(|c| (c.tile_m, c.tile_n, c.split_k))
+    };
+    // Batch-1 transformer products (128 or 197 tokens): 36, 48 and 96
+    // work-groups of 128x64 over K = 768.
+    assert_eq!(chosen(1, 128, 2304, 768), Some((128, 64, 1)));
+    assert_eq!(chosen(1, 128, 3072, 768), Some((128, 64, 1)));
+    assert_eq!(chosen(1, 197, 3072, 768), Some((128, 64, 1)));
+    // Too few work-groups (12 of 128 x 768; 24 of 197 x 768) or too long
+    // a K (48 k tiles each): the table's.
+    assert_eq!(chosen(1, 128, 768, 768), None);
+    assert_eq!(chosen(1, 197, 768, 768), None);
+    assert_eq!(chosen(1, 128, 768, 3072), None);
+    // Batched heads of 128 x 128: 12 x 2 work-groups.
+    assert_eq!(chosen(12, 128, 128, 64), None);
+    // N = 3000: 47 tiles, the last of 56 columns; N or K not a multiple
+    // of 8: the table's.
+    assert_eq!(chosen(1, 128, 3000, 768), Some((128, 64, 1)));
+    assert_eq!(chosen(1, 128, 3004, 768), None);
+    assert_eq!(chosen(1, 128, 3072, 100), None);
 }
 
 /// The split 128x64 tile of a 128 x 768 x 768 product (a tuning record's
@@ -276,8 +291,14 @@ fn half_products_take_two_maps_per_work_group() {
         half_tensor_map_slot_bytes(&config, &shape(2, 512, 768, 128)),
         Some(2 * 128 * 2 * 4 * 4)
     );
+    // N = 640 hangs 128 columns past it in a fourth column tile; 644 is
+    // not a whole number of 16-byte octets.
     assert_eq!(
         half_tensor_map_slot_bytes(&config, &shape(1, 512, 640, 128)),
+        Some(2 * 128 * 4 * 4)
+    );
+    assert_eq!(
+        half_tensor_map_slot_bytes(&config, &shape(1, 512, 644, 128)),
         None
     );
     assert_eq!(
@@ -303,7 +324,7 @@ fn conv_spec(channels: i64, features: i64) -> GemmSpec {
     };
     let (m, k) = image.gemm_extents();
     let gemm = shape(1, m, features, k);
-    let config = half_conv_tile_for(&gemm, channels).expect("a conv tile");
+    let config = half_conv_tile_for(&gemm, channels, false).expect("a conv tile");
     let mut spec = half_spec(TensorCores::Fp16);
     spec.config = config;
     spec.shape = gemm;
@@ -323,8 +344,48 @@ fn conv_spec(channels: i64, features: i64) -> GemmSpec {
 }
 
 #[test]
+fn pointwise_convolutions_of_any_eight_channels_and_column_tails() {
+    let conv = |n, c, matrix| {
+        half_conv_tile_for(&shape(1, 32 * 112 * 112, n, c), c, matrix).map(|c| c.tile_n)
+    };
+    // EfficientNet-B0's pointwise expansion of 16 channels into 96 at
+    // 112x112, batch 32: A a plain matrix of 16 columns (one k tile the
+    // TMA pads with zeros), N = 96 in 128-wide tiles or 64 + 32.
+    assert!(conv(96, 16, true).is_some());
+    // Its projection of 96 channels into 24: one column tile of 64; into
+    // 16, four times N: the table's.
+    assert_eq!(conv(24, 96, true), Some(64));
+    assert_eq!(conv(16, 96, true), None);
+    // Gathered windows still need whole k tiles of 64 channels.
+    assert_eq!(conv(96, 16, false), None);
+    // The TMA's rows: channels and N in whole 16-byte octets.
+    assert_eq!(conv(96, 12, true), None);
+    assert_eq!(conv(100, 16, true), None);
+    let config = half_conv_tile_for(&shape(1, 32 * 112 * 112, 24, 96), 96, true).unwrap();
+    assert_eq!(
+        half_tensor_map_slot_bytes(&config, &shape(1, 32 * 112 * 112, 24, 96)),
+        Some(2 * 128 * (32 * 112 * 112 / 128))
+    );
+}
+
+#[test]
+fn large_matmuls_take_whole_column_tiles() {
+    let width = |n| half_tile_for(&shape(1, 32 * 56 * 56, n, 384)).map(|c| c.tile_n);
+    // ConvNeXt-T's stage-1 down-projections (N = 96): the table's.
+    assert_eq!(width(96), None);
+    assert_eq!(width(64), None);
+    assert_eq!(width(384), Some(192));
+    // A split tile needs N in whole tiles too.
+    assert!(!fits_with(
+        &split_tile(64, 2),
+        &shape(1, 128, 96, 768),
+        true
+    ));
+}
+
+#[test]
 fn convolutions_take_64_wide_tiles_where_the_channels_allow() {
-    let conv = |m, n, k, c| half_conv_tile_for(&shape(1, m, n, k), c).map(|c| c.tile_n);
+    let conv = |m, n, k, c| half_conv_tile_for(&shape(1, m, n, k), c, false).map(|c| c.tile_n);
     // 64 output channels: the 128x64 tile (784 work-groups).
     assert_eq!(conv(32 * 56 * 56, 64, 576, 64), Some(64));
     // 256 of them over K = 576: the widest tile whose waves take least.
@@ -407,7 +468,7 @@ fn a_pointwise_convolution_is_copied_as_a_matrix() {
     image.shape[3] = 256;
     image.pixel_strides = [56 * 56 * 256, 56 * 256, 256];
     spec.shape.k = 256;
-    spec.config = half_conv_tile_for(&spec.shape, 256).unwrap();
+    spec.config = half_conv_tile_for(&spec.shape, 256, false).unwrap();
     assert!(WgmmaHalf::applies(&spec));
     let text = gemm_kernel(&spec).unwrap();
     let body = &text[..text.find("#elif defined(TCC_PTX)\n").unwrap()];
@@ -429,7 +490,7 @@ fn a_pointwise_convolution_is_copied_as_a_matrix() {
     image.output = [28, 28];
     image.strides = [2, 2];
     spec.shape.m = 32 * 28 * 28;
-    spec.config = half_conv_tile_for(&spec.shape, 256).unwrap();
+    spec.config = half_conv_tile_for(&spec.shape, 256, false).unwrap();
     assert!(WgmmaHalf::applies(&spec));
     let text = gemm_kernel(&spec).unwrap();
     let body = &text[..text.find("#elif defined(TCC_PTX)\n").unwrap()];
@@ -496,4 +557,24 @@ fn dynamic_local_memory_follows_the_stages_used_and_the_epilogue() {
         Buffer::new("a5", Storage::I32),
     ));
     assert_eq!(marker(&spec), (2 * (16384 + 8192) + 1024).to_string());
+}
+
+/// A matmul's last column tile hangs past N only on a small product's
+/// 64-wide tiles: the table's 128x128 tile of a large N = 96 product
+/// (ConvNeXt-T's down-projections) keeps the `mma.sync` body.
+#[test]
+fn only_small_matmuls_take_column_tails() {
+    let with = |m: i64, n: i64, k: i64, width: u32| {
+        let mut spec = half_spec(TensorCores::Fp16);
+        spec.config = split_tile(width, 1);
+        spec.shape = shape(1, m, n, k);
+        spec.a.row_stride = k;
+        spec.b.row_stride = n;
+        spec.store = format!("a0[i * {n} + j] = acc_value;");
+        gemm_kernel(&spec).unwrap().contains(WGMMA_GUARD)
+    };
+    assert!(!with(32 * 56 * 56, 96, 384, 128));
+    assert!(with(128, 96 * 20, 768, 64));
+    assert!(with(128, 3000, 768, 64));
+    assert!(!with(128, 3000, 768, 128));
 }

@@ -154,6 +154,9 @@ pub(super) fn program_prelude<'a>(
     if uses("tcc_warp_xor(") {
         prelude.push_str(WARP_SHUFFLE);
     }
+    if uses("tcc_split_arrive(") {
+        prelude.push_str(SPLIT_K_ARRIVAL);
+    }
     if uses("tcc_erf(") {
         prelude.push_str(RATIONAL_ERF);
     }
@@ -191,6 +194,22 @@ pub(super) fn program_prelude<'a>(
 const FAST_EXP2: &str = "\
 #ifdef TCC_PTX
 inline float tcc_ex2(float x) { float r; __asm__(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }
+#endif
+";
+
+/// The PTX form of split-K's hand-over between the work-groups of a tile
+/// (`tcc-kernels`' `gemm::emit::split_k_fixup`): one release/acquire
+/// atomic per work-group instead of a sequentially consistent fence per
+/// work-item, and the partials read back from the L2 four words a load.
+const SPLIT_K_ARRIVAL: &str = "\
+#ifdef TCC_PTX
+/* Split-K's arrival at a tile's counter, by one work-item after the
+ * work-group's barrier: a release of the group's partial (cumulative over
+ * the stores the barrier ordered before it) and, for the last to arrive,
+ * an acquire of everyone else's. */
+inline uint tcc_split_arrive(__global int* counter) { uint r; __asm__ volatile(\"atom.acq_rel.gpu.global.inc.u32 %0, [%1], -1;\" : \"=r\"(r) : \"l\"(counter) : \"memory\"); return r; }
+/* Four floats from the L2 (another work-group's split-K partial). */
+inline float4 tcc_load_l2_float4(__global const float* p) { float x, y, z, w; __asm__ volatile(\"ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\" : \"=f\"(x), \"=f\"(y), \"=f\"(z), \"=f\"(w) : \"l\"(p) : \"memory\"); return (float4)(x, y, z, w); }
 #endif
 ";
 

@@ -103,19 +103,33 @@ impl KernelWriter {
             ))
         } as usize;
         let ranges = loop_ranges(generic, &maps, dims)?;
+        // The reduced dimensions trail the parallel ones
+        // (`tcc-configure-kernels` chose the template only so).
+        let first_reduced = crate::ir::affine::iterator_types(generic)
+            .and_then(|types| {
+                types
+                    .iter()
+                    .position(|t| *t == crate::ir::affine::IteratorType::Reduction)
+            })
+            .ok_or_else(|| CodegenError::at(&generic, "a reduction without a reduced dimension"))?;
 
-        // Indices: the parallel dimensions from `row`, the reduced one is `r`.
+        // Indices: the parallel dimensions from `row`; the reduced one is
+        // `r`, or, where several are reduced, each taken from `r` (their
+        // product, the row, walked in order).
+        let single = first_reduced + 1 == dims;
         let names: Vec<String> = (0..dims)
             .map(|d| {
-                if d + 1 == dims {
+                if d < first_reduced {
+                    format!("d{d}")
+                } else if single {
                     "r".to_string()
                 } else {
-                    format!("d{d}")
+                    format!("r{d}")
                 }
             })
             .collect();
         let mut row_setup = String::new();
-        for (d, index) in row_coordinates(&ranges[..dims - 1]).iter().enumerate() {
+        for (d, index) in row_coordinates(&ranges[..first_reduced]).iter().enumerate() {
             row_setup.push_str(&format!("const tcc_index d{d} = {index};\n"));
         }
         let dim_names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -132,6 +146,23 @@ impl KernelWriter {
         let accumulator: Value = body.argument(count - 1).at(&generic)?.into();
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
+        if !single {
+            let mut stride = 1i64;
+            for d in (first_reduced..dims).rev() {
+                let quotient = if stride == 1 {
+                    "r".to_string()
+                } else {
+                    format!("(r / {stride})")
+                };
+                let index = if d == first_reduced {
+                    quotient
+                } else {
+                    format!("({quotient} % {})", ranges[d])
+                };
+                self.line(&format!("const tcc_index r{d} = {index};"));
+                stride *= ranges[d];
+            }
+        }
         for index in 0..count - 1 {
             let argument: Value = body.argument(index).at(&generic)?.into();
             let indices = affine_indices(generic, maps.element(index).at(&generic)?, &dim_names)?;
@@ -198,7 +229,7 @@ impl KernelWriter {
         };
         Ok(RowReduceSpec {
             kernel: row_kernel(kernel, "row reduction", "output element"),
-            length: ranges[dims - 1],
+            length: ranges[first_reduced..].iter().product(),
             row_setup,
             ty,
             element,
