@@ -558,26 +558,17 @@ fn merge_run<'c>(
                 block.argument(1).map_err(at)?.into(),
                 block.argument(2).map_err(at)?.into(),
             );
-            let product = block.append_operation(
-                OperationBuilder::new("arith.mulf", location)
-                    .add_operands(&[x, w])
+            // One f32 arithmetic op of the body on `lhs` and `rhs`.
+            let float_op = |name: &str, lhs, rhs| -> Result<Value, PassError> {
+                let op = OperationBuilder::new(name, location)
+                    .add_operands(&[lhs, rhs])
                     .add_results(&[f32])
                     .build()
-                    .map_err(|e| {
-                        PassError::at(location, format!("cannot build arith.mulf: {e}"))
-                    })?,
-            );
-            let product: Value = product.result(0).map_err(at)?.into();
-            let sum = block.append_operation(
-                OperationBuilder::new("arith.addf", location)
-                    .add_operands(&[acc, product])
-                    .add_results(&[f32])
-                    .build()
-                    .map_err(|e| {
-                        PassError::at(location, format!("cannot build arith.addf: {e}"))
-                    })?,
-            );
-            Ok(sum.result(0).map_err(at)?.into())
+                    .map_err(|e| PassError::at(location, format!("cannot build {name}: {e}")))?;
+                Ok(block.append_operation(op).result(0).map_err(at)?.into())
+            };
+            let product = float_op("arith.mulf", x, w)?;
+            float_op("arith.addf", acc, product)
         },
     )?;
     if let Some(clamp) = first.clamp {
