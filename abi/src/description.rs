@@ -55,6 +55,12 @@ pub struct FunctionEntry {
     /// for a static function, and then not written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dims: Vec<crate::symbolic::DimEntry>,
+    /// The buckets compiled ahead of time as static variants (`tcc
+    /// compile --specialize`): each the values it fixes, by dimension
+    /// name. The function's host entry runs the variant whose values a
+    /// call binds (none for a function without, and then not written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub specializations: Vec<Vec<(String, i64)>>,
 }
 
 /// One kernel: its launch record, as the table holds it.

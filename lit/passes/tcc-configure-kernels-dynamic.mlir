@@ -74,3 +74,54 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
     return %y : tensor<?x10xf32>
   }
 }
+
+// -----
+
+// Rows folded from the batch and 128 tokens (`?x128x32` collapsed into
+// `1x?x32`, as a matmul's input is): M's bound is 64 x 128 = 8192, read
+// through the collapse and the sizes of the empty tensor, not 64 (which
+// took split-K tiles for a product of thousands of rows).
+// CHECK-LABEL: func.func @tokens
+// CHECK: tcc.strategy = #tcc.gemm<{{.*}}split_k = 1, batch = 1, m = 8192, n = 64, k = 32>
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @tokens(%x: tensor<?x128x32xf32>, %b: tensor<1x32x64xf32>) -> tensor<1x?x64xf32> {
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %c0 = arith.constant 0 : index
+    %a = tensor.collapse_shape %x [[0, 1], [2]] : tensor<?x128x32xf32> into tensor<?x32xf32>
+    %rows = tensor.dim %a, %c0 : tensor<?x32xf32>
+    %a3 = tensor.expand_shape %a [[0, 1], [2]] output_shape [1, %rows, 32] : tensor<?x32xf32> into tensor<1x?x32xf32>
+    %n = tensor.dim %a3, %c1 : tensor<1x?x32xf32>
+    %e = tensor.empty(%n) : tensor<1x?x64xf32>
+    %y = tcc.dispatch "tokens_0" -> tensor<1x?x64xf32> {
+      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+      %p = linalg.batch_matmul {tcc.kind = "matmul"} ins(%a3, %b : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%f : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+      tcc.yield %p : tensor<1x?x64xf32>
+    }
+    return %y : tensor<1x?x64xf32>
+  }
+}
+
+// -----
+
+// Attention's scores: a batch of `heads x batch` products over static
+// 128x128 matrices (heads 12, `?x12x128x64` collapsed): the batch's
+// bound is 12 x 64.
+// CHECK-LABEL: func.func @scores
+// CHECK: tcc.strategy = #tcc.gemm<{{.*}}batch = 768, m = 128, n = 128, k = 64>
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @scores(%q: tensor<?x12x128x64xf32>, %k: tensor<?x12x64x128xf32>) -> tensor<?x128x128xf32> {
+    %c0 = arith.constant 0 : index
+    %zero = arith.constant 0.0 : f32
+    %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<?x12x128x64xf32> into tensor<?x128x64xf32>
+    %k3 = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<?x12x64x128xf32> into tensor<?x64x128xf32>
+    %n = tensor.dim %q3, %c0 : tensor<?x128x64xf32>
+    %e = tensor.empty(%n) : tensor<?x128x128xf32>
+    %y = tcc.dispatch "scores_0" -> tensor<?x128x128xf32> {
+      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x128x128xf32>) -> tensor<?x128x128xf32>
+      %p = linalg.batch_matmul {tcc.kind = "matmul"} ins(%q3, %k3 : tensor<?x128x64xf32>, tensor<?x64x128xf32>) outs(%f : tensor<?x128x128xf32>) -> tensor<?x128x128xf32>
+      tcc.yield %p : tensor<?x128x128xf32>
+    }
+    return %y : tensor<?x128x128xf32>
+  }
+}

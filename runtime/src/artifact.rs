@@ -101,6 +101,12 @@ pub struct FunctionInfo {
     /// with their ranges; empty for a static function.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dims: Vec<tcc_abi::symbolic::DimEntry>,
+    /// The buckets compiled as static variants (`tcc compile
+    /// --specialize`), each the values it fixes by dimension name: a call
+    /// whose shapes bind one runs that variant's kernels (the artifact's
+    /// host entry picks it); empty without.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub specializations: Vec<Vec<(String, i64)>>,
     #[serde(skip)]
     pub(crate) entry: TccEntryFn,
 }
@@ -119,6 +125,30 @@ impl FunctionInfo {
     /// any shape in the declared ranges ([`FunctionInfo::call_shapes`]).
     pub fn is_dynamic(&self) -> bool {
         !self.dims.is_empty()
+    }
+
+    /// The function as one call of it on inputs of `shapes` sees it: for a
+    /// function on a symbolic dimension, a copy whose inputs and outputs
+    /// have the call's shapes (their sizes the call's), with the shapes the
+    /// entry reads ([`CallShapes::flat`]); a static function as it is, with
+    /// none. What a driver that sizes its buffers from the descriptions
+    /// (the CUDA one) calls with.
+    pub fn sized_for(
+        &self,
+        shapes: &[&[usize]],
+    ) -> Result<(std::borrow::Cow<'_, FunctionInfo>, Vec<i64>)> {
+        if !self.is_dynamic() {
+            return Ok((std::borrow::Cow::Borrowed(self), Vec::new()));
+        }
+        let call = self.call_shapes(shapes)?;
+        let mut sized = self.clone();
+        for (input, shape) in sized.inputs.iter_mut().zip(shapes) {
+            input.shape = shape.to_vec();
+        }
+        for (output, shape) in sized.outputs.iter_mut().zip(call.outputs) {
+            output.shape = shape;
+        }
+        Ok((std::borrow::Cow::Owned(sized), call.flat))
     }
 
     /// The shapes of a call on inputs of `shapes`: [`Self::call_shapes`]
@@ -662,6 +692,7 @@ impl Artifact {
                 }
             }
             f.dims = entry.dims.clone();
+            f.specializations = entry.specializations.clone();
         }
         Ok(())
     }
@@ -701,6 +732,7 @@ impl Artifact {
                     arena_bytes: f.arena_bytes,
                     arena_alignment: f.arena_alignment,
                     dims: f.dims.clone(),
+                    specializations: f.specializations.clone(),
                 })
                 .collect(),
             constant_bytes: self.constants.iter().map(|c| c.bytes).collect(),
@@ -807,6 +839,7 @@ mod tests {
             arena_bytes: 0,
             arena_alignment: 1,
             dims: vec![],
+            specializations: vec![],
             entry: never,
         }
     }

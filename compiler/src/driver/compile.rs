@@ -212,6 +212,9 @@ pub struct CompileArgs {
     /// Keep a dynamic dimension symbolic, with its range: batch=1..64 (repeat). ONNX dim_params of that name stay `?`, tied by name; --input-shape still specializes an input.
     #[arg(long = "dim", value_name = "NAME=MIN..MAX", value_parser = super::import::parse_dim)]
     pub dims: Vec<DimRange>,
+    /// Compile static variants of a dynamic model for these values of a --dim dimension, e.g. batch=1,8,32 (repeat per dimension: every combination is one variant). A call whose shapes bind a variant's values runs it (its own kernels and strategies, as compiled for that exact shape); other calls run the generic function. ONNX models only; weights are stored once.
+    #[arg(long = "specialize", value_name = "NAME=V1,V2,...", value_parser = super::specialize::parse_specialize)]
+    pub specialize: Vec<(String, Vec<i64>)>,
     /// Ship the kernels as PTX for NVIDIA beside the OpenCL C (default: on for --target=nvidia, off otherwise); the runtime loads the PTX on NVIDIA drivers and falls back to the OpenCL C elsewhere.
     #[arg(long, value_enum)]
     pub ptx: Option<PtxSwitch>,
@@ -630,6 +633,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         .map(|s| super::import::parse_input_shape(s))
         .collect::<Result<_>>()?;
     let structures = super::import::parse_structures(&args.sequences, &args.empty_optionals)?;
+    let buckets = super::specialize::buckets(&args.specialize, &args.dims)?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
     let from = args.compile_from;
     if let Some(from) = from {
@@ -650,6 +654,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         }
         if !args.dims.is_empty() {
             bail!("--dim applies to the input phase, not to --compile-from={from}");
+        }
+        if !args.specialize.is_empty() {
+            bail!("--specialize applies to the input phase, not to --compile-from={from}");
         }
     }
     if args.max_fused_ops.is_some_and(|n| n < 0) {
@@ -712,6 +719,21 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 &structures,
             )?
         };
+        if !buckets.is_empty() {
+            if choice.quantize.is_some() {
+                bail!(
+                    "--specialize and --quantize do not combine yet: compile one shape to quantize"
+                );
+            }
+            super::specialize::add_variants(
+                &session,
+                &module,
+                &input,
+                &input_shapes,
+                &structures,
+                &buckets,
+            )?;
+        }
         super::limits::check_tensor_bytes(
             module.as_operation(),
             args.max_constant_bytes

@@ -110,6 +110,7 @@ pub fn describe(path: &std::path::Path, description: &Description, verified: boo
                 "outputs": f.outputs.iter().map(tensor_json).collect::<Vec<_>>(),
                 "arena_bytes": f.arena_bytes,
                 "dims": f.dims.iter().map(|d| json!({"name": d.name, "min": d.min, "max": d.max})).collect::<Vec<_>>(),
+                "specializations": f.specializations,
             })
         })
         .collect();
@@ -244,8 +245,28 @@ pub fn render(d: &Value) -> String {
                 )
             })
             .collect();
+        // `--specialize`'s buckets: [[["batch", 8]], ...].
+        let buckets: Vec<String> = f["specializations"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|bucket| {
+                        bucket
+                            .as_array()
+                            .map(|pairs| {
+                                pairs
+                                    .iter()
+                                    .map(|p| format!("{}={}", p[0].as_str().unwrap_or("?"), p[1]))
+                                    .collect::<Vec<_>>()
+                                    .join(",")
+                            })
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         out.push_str(&format!(
-            "  @{}({}) -> ({})  arena {} bytes{}\n",
+            "  @{}({}) -> ({})  arena {} bytes{}{}\n",
             f["name"].as_str().unwrap_or_default(),
             list(&f["inputs"]),
             list(&f["outputs"]),
@@ -254,6 +275,11 @@ pub fn render(d: &Value) -> String {
                 String::new()
             } else {
                 format!(" (at the maximum)  dims {}", dims.join(", "))
+            },
+            if buckets.is_empty() {
+                String::new()
+            } else {
+                format!("  specialized {}", buckets.join(" "))
             }
         ));
     }

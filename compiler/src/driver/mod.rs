@@ -20,6 +20,7 @@ pub mod reference;
 pub mod run;
 pub mod scoreboard;
 pub mod session;
+pub mod specialize;
 pub mod stats;
 pub mod tune;
 

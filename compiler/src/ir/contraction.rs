@@ -17,7 +17,18 @@ const BATCH_MATMUL_MAPS: &str = "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, 
 /// The shape of `op`'s operand `index`, a `?` taken as `extent`
 /// (static shapes only without one).
 fn operand_shape(op: OperationRef, index: usize, extent: Option<i64>) -> Option<Vec<i64>> {
-    super::dynamic::shape_at(op.operand(index).ok()?.r#type(), extent)
+    let value = op.operand(index).ok()?;
+    let shape = super::types::ranked_shape(value.r#type())?;
+    shape
+        .iter()
+        .enumerate()
+        .map(|(axis, d)| match d {
+            Some(d) => Some(*d),
+            // A `?` that is a multiple of the dimension (a matmul's
+            // `batch x tokens` rows) at its bound where the IR tells it.
+            None => extent.map(|max| super::dynamic::max_extent(value, axis, max).unwrap_or(max)),
+        })
+        .collect()
 }
 
 /// The GEMM a contraction computes, if the GEMM template can run it: a

@@ -15,6 +15,14 @@ use super::error::PassError;
 use super::types::ranked_shape;
 use super::util::{collect_ops, op_name};
 
+/// On a static variant of a dynamic function (`tcc compile --specialize`,
+/// `driver::specialize`): the generic function's name.
+pub const SPECIALIZATION_OF: &str = "tcc.specialization_of";
+/// On a variant: the symbolic dimensions it fixes, by name.
+pub const SPECIALIZED_DIMS: &str = "tcc.specialized_dims";
+/// On a variant: their values, in the same order.
+pub const SPECIALIZED_VALUES: &str = "tcc.specialized_values";
+
 /// Where a shaped type's one dynamic dimension is, when it has the slice's
 /// form: at most one `?`, preceded only by unit dimensions (`?x32`,
 /// `1x?x64`, `?x3x16x16`). `Ok(None)`: static (or not shaped); `Err(())`:
@@ -74,6 +82,159 @@ pub fn describe_dims(dims: &Dims) -> String {
 /// where the extent is dynamic). `None` when nothing is declared.
 pub fn strategy_extent(dims: &Dims) -> Option<i64> {
     dims.0.iter().map(|d| d.max).max()
+}
+
+/// An upper bound of `value`'s extent along `axis` at every call in the
+/// declared ranges, each function argument's `?` taken as `max` (the
+/// largest declared maximum): its static extent, or what the ops that
+/// size it give when every symbolic dimension is at its maximum. A `?`
+/// need not be the dimension itself: a reshape that folds static axes
+/// into it (a matmul's `1 x (batch*tokens) x K` rows) multiplies it, which
+/// this follows through `tensor.empty`/`memref.alloc` sizes,
+/// `expand_shape`'s output sizes, `collapse_shape` groups, views, casts,
+/// destination-style results (their init's extent) and the index
+/// arithmetic of those sizes (`arith` constants, `dim`s, products, sums,
+/// quotients by constants). `None` where the bound is not known: callers
+/// that size memory by it must not guess.
+pub fn max_extent(value: melior::ir::Value, axis: usize, max: i64) -> Option<i64> {
+    max_extent_at(value, axis, max, 0)
+}
+
+/// The deepest chain of ops [`max_extent`] follows (a deep model's last
+/// product sizes its rows through every layer before it).
+const BOUND_DEPTH: usize = 2048;
+
+fn max_extent_at(value: melior::ir::Value, axis: usize, max: i64, depth: usize) -> Option<i64> {
+    let shape = ranked_shape(value.r#type())?;
+    match shape.get(axis)? {
+        Some(extent) => return Some(*extent),
+        None if depth > BOUND_DEPTH => return None,
+        None => {}
+    }
+    let Some(op) = super::util::defining_op(value) else {
+        // A function's argument (a block argument of its entry block).
+        let block = unsafe { mlir_sys::mlirBlockArgumentGetOwner(value.to_raw()) };
+        let parent = unsafe { mlir_sys::mlirBlockGetParentOperation(block) };
+        let parent = unsafe { OperationRef::from_option_raw(parent) }?;
+        return (op_name(&parent) == "func.func").then_some(max);
+    };
+    // The position of `axis` among the result's dynamic axes.
+    let dynamic_position = shape[..axis].iter().filter(|d| d.is_none()).count();
+    let recurse = |v: melior::ir::Value, a: usize| max_extent_at(v, a, max, depth + 1);
+    let index = |v: melior::ir::Value| index_bound(v, max, depth + 1);
+    let name = op_name(&op);
+    match name.as_str() {
+        "tensor.empty" | "memref.alloc" | "memref.alloca" => {
+            index(op.operand(dynamic_position).ok()?)
+        }
+        "tensor.expand_shape" | "memref.expand_shape" => {
+            index(op.operand(1 + dynamic_position).ok()?)
+        }
+        "memref.view" => index(op.operand(2 + dynamic_position).ok()?),
+        "tensor.collapse_shape" | "memref.collapse_shape" => {
+            let groups = op.attribute("reassociation").ok()?;
+            let groups = melior::ir::attribute::ArrayAttribute::try_from(groups).ok()?;
+            let group =
+                melior::ir::attribute::ArrayAttribute::try_from(groups.element(axis).ok()?).ok()?;
+            let source = op.operand(0).ok()?;
+            let mut product: i64 = 1;
+            for i in 0..group.len() {
+                let source_axis = super::util::integer_value(group.element(i).ok()?)?;
+                product =
+                    product.checked_mul(recurse(source, usize::try_from(source_axis).ok()?)?)?;
+            }
+            Some(product)
+        }
+        "tensor.cast"
+        | "memref.cast"
+        | "bufferization.to_tensor"
+        | "bufferization.to_buffer"
+        | "bufferization.to_memref" => {
+            let source = op.operand(0).ok()?;
+            (ranked_shape(source.r#type())?.len() == shape.len()).then_some(())?;
+            recurse(source, axis)
+        }
+        // A kernel boundary: result `i` is what its body yields as `i`.
+        "tcc.dispatch" => {
+            let position = (0..op.result_count()).find(|&i| {
+                op.result(i)
+                    .is_ok_and(|r| melior::ir::Value::from(r) == value)
+            })?;
+            use melior::ir::{BlockLike, RegionLike};
+            let block = op.region(0).ok()?.first_block()?;
+            let yielded = block.terminator()?.operand(position).ok()?;
+            // SAFETY: the yield lives in `op`'s region, as long as `op`.
+            let yielded: melior::ir::Value =
+                unsafe { melior::ir::Value::from_raw(yielded.to_raw()) };
+            recurse(yielded, axis)
+        }
+        // Destination-style ops (linalg, tcc's kernels' ops): result `i`
+        // is its init, the operand `i` places before the end.
+        _ if name.starts_with("linalg.")
+            || name.starts_with("tcc.")
+            || name == "tensor.insert_slice" =>
+        {
+            let results = op.result_count();
+            let position = (0..results).find(|&i| {
+                op.result(i)
+                    .is_ok_and(|r| melior::ir::Value::from(r) == value)
+            })?;
+            let init = op
+                .operand(op.operand_count().checked_sub(results)? + position)
+                .ok()?;
+            (ranked_shape(init.r#type())?.len() == shape.len()).then_some(())?;
+            recurse(init, axis)
+        }
+        _ => None,
+    }
+}
+
+/// An upper bound of an `index` (or integer) value that sizes a tensor
+/// or buffer: see [`max_extent`].
+fn index_bound(value: melior::ir::Value, max: i64, depth: usize) -> Option<i64> {
+    if depth > BOUND_DEPTH {
+        return None;
+    }
+    let op = super::util::defining_op(value)?;
+    let operand = |i: usize| op.operand(i).ok();
+    let bound = |i: usize| index_bound(operand(i)?, max, depth + 1);
+    let constant = |i: usize| {
+        let op = super::util::defining_op(operand(i)?)?;
+        (op_name(&op) == "arith.constant")
+            .then(|| {
+                op.attribute("value")
+                    .ok()
+                    .and_then(super::util::integer_value)
+            })
+            .flatten()
+    };
+    match op_name(&op).as_str() {
+        "arith.constant" => op
+            .attribute("value")
+            .ok()
+            .and_then(super::util::integer_value),
+        "arith.index_cast" | "arith.index_castui" | "arith.extsi" | "arith.extui" => bound(0),
+        "arith.muli" => bound(0)?.checked_mul(bound(1)?),
+        "arith.addi" => bound(0)?.checked_add(bound(1)?),
+        "arith.divui" | "arith.divsi" | "arith.floordivsi" => {
+            let divisor = constant(1).filter(|d| *d > 0)?;
+            Some(bound(0)? / divisor)
+        }
+        "arith.ceildivui" | "arith.ceildivsi" => {
+            let divisor = constant(1).filter(|d| *d > 0)?;
+            Some((bound(0)? + divisor - 1) / divisor)
+        }
+        "arith.minui" | "arith.minsi" => match (bound(0), bound(1)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        },
+        "arith.maxui" | "arith.maxsi" => Some(bound(0)?.max(bound(1)?)),
+        "tensor.dim" | "memref.dim" => {
+            let axis = usize::try_from(constant(1)?).ok()?;
+            max_extent_at(operand(0)?, axis, max, depth + 1)
+        }
+        _ => None,
+    }
 }
 
 /// The smallest declared minimum: the extent of every `?` in the smallest

@@ -557,6 +557,9 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
                 "'{name}' normalizes along an axis other than the last, static one: only rows along the last axis compile with a dynamic dimension yet"
             ))
         }
+        // A batched product (attention's QK^T and P.V) whose operands are
+        // both dynamic only in their batch: the batch is the grid's.
+        "tosa.matmul" if batched_on_dynamic(op) => None,
         "tosa.matmul" | "tosa.conv2d" | "tosa.avg_pool2d" | "tosa.max_pool2d"
             if op
                 .operand(1)
@@ -568,4 +571,17 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         }
         _ => None,
     }
+}
+
+/// Whether a `tosa.matmul`'s operands are both dynamic in their leading
+/// (batch) dimension and static in their matrices.
+fn batched_on_dynamic<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> bool {
+    let batch_only = |i: usize| {
+        op.operand(i).is_ok_and(|v| {
+            crate::ir::types::ranked_shape(v.r#type()).is_some_and(|s| {
+                s.len() == 3 && s[0].is_none() && s[1..].iter().all(Option::is_some)
+            })
+        })
+    };
+    batch_only(0) && batch_only(1)
 }

@@ -316,6 +316,7 @@ impl Reader<'_> {
                     arena_bytes,
                     arena_alignment,
                     dims: Vec::new(),
+                    specializations: Vec::new(),
                     entry,
                 });
             }

@@ -15,6 +15,12 @@ graphs whose inputs declare `dim_param: "batch"` as exporters write them.
   (a row normalization over the static inner axis)
 - sum_over_batch.onnx: x[batch, 4] -> ReduceSum(axes=[0]) -> y[1, 4] (a
   reduction over the symbolic dimension, outside the first dynamic slice)
+- encoder.onnx: x[batch, 16, 32], mask[batch, 16] -> one BERT-style encoder
+  layer (two heads of 16): Q/K/V products, heads split by a Reshape whose
+  shape is computed from Shape(x) as torch's exporter writes it, scaled
+  QK^T plus the padding mask, Softmax, .V, heads merged, output product,
+  residual and LayerNormalization, a GELU feed-forward of 64, residual and
+  LayerNormalization -> y[batch, 16, 32]
 """
 
 import os
@@ -122,7 +128,112 @@ def sum_over_batch(path):
     save(helper.make_graph(nodes, "sum_over_batch", [x], [y], [axes]), path)
 
 
+def encoder(path, seq=16, hidden=32, heads=2, ffn=64, layers=1, tiled=False):
+    """`layers` encoder layers; `tiled` fills every weight from one small
+    random block (low-entropy weights, so that a BERT-base-sized model
+    compresses for the GPU machine: `bench` below)."""
+    head = hidden // heads
+    block = np.random.default_rng(99).uniform(-0.05, 0.05, size=4096).astype(np.float32)
+
+    def weight(name, shape, seed):
+        if not tiled:
+            return globals()["weight"](name, shape, seed)
+        n = int(np.prod(shape))
+        return numpy_helper.from_array(np.resize(block, n).reshape(shape), name)
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", seq, hidden])
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", seq])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", seq, hidden])
+
+    def const(name, values):
+        return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+    inits = [
+        const("zero", [0]),
+        const("split_tail", [seq, heads, head]),
+        const("merge_tail", [seq, hidden]),
+        const("mask_axes", [1, 2]),
+        numpy_helper.from_array(np.array(float(head) ** 0.5, dtype=np.float32), "scale"),
+        numpy_helper.from_array(np.array(-10000.0, dtype=np.float32), "big_negative"),
+        numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one"),
+        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
+        numpy_helper.from_array(np.array(2.0 ** -0.5, dtype=np.float32), "rsqrt2"),
+    ]
+    node = helper.make_node
+    nodes = [
+        # The batch read from x's shape, as torch's exporter computes reshape targets.
+        node("Shape", ["x"], ["x_shape"], name="shape"),
+        node("Gather", ["x_shape", "zero"], ["batch"], name="batch_of_x", axis=0),
+        node("Concat", ["batch", "split_tail"], ["split_shape"], name="split_shape", axis=0),
+        node("Concat", ["batch", "merge_tail"], ["merge_shape"], name="merge_shape", axis=0),
+        node("Sub", ["one", "mask"], ["masked_out"], name="invert_mask"),
+        node("Mul", ["masked_out", "big_negative"], ["mask_add"], name="mask_values"),
+        node("Unsqueeze", ["mask_add", "mask_axes"], ["mask_4d"], name="mask_4d"),
+    ]
+    seed = 20
+    previous = "x"
+    for layer in range(layers):
+        def n(name):
+            return name if layers == 1 else f"l{layer}_{name}"
+        for name, shape in [("wq", (hidden, hidden)), ("wk", (hidden, hidden)), ("wv", (hidden, hidden)),
+                            ("wo", (hidden, hidden)), ("w1", (hidden, ffn)), ("w2", (ffn, hidden))]:
+            inits.append(weight(n(name), shape, seed))
+            inits.append(weight(n("b" + name[1:]), (shape[1],), seed + 1))
+            seed += 2
+        for name in ["ln1", "ln2"]:
+            inits.append(numpy_helper.from_array(
+                np.random.default_rng(seed).uniform(0.5, 1.5, size=(hidden,)).astype(np.float32), n(name + "_g")))
+            inits.append(weight(n(name + "_b"), (hidden,), seed + 1))
+            seed += 2
+        output = "y" if layer == layers - 1 else n("out")
+        for p in "qkv":
+            nodes += [
+                node("MatMul", [previous, n("w" + p)], [n(p + "_mm")], name=n(p + "_proj")),
+                node("Add", [n(p + "_mm"), n("b" + p)], [n(p + "_b")], name=n(p + "_bias")),
+                node("Reshape", [n(p + "_b"), "split_shape"], [n(p + "_heads")], name=n(p + "_split")),
+            ]
+        nodes += [
+            node("Transpose", [n("q_heads")], [n("q_t")], name=n("q_t"), perm=[0, 2, 1, 3]),
+            node("Transpose", [n("k_heads")], [n("k_t")], name=n("k_t"), perm=[0, 2, 3, 1]),
+            node("Transpose", [n("v_heads")], [n("v_t")], name=n("v_t"), perm=[0, 2, 1, 3]),
+            node("MatMul", [n("q_t"), n("k_t")], [n("scores")], name=n("qk")),
+            node("Div", [n("scores"), "scale"], [n("scaled")], name=n("scale_scores")),
+            node("Add", [n("scaled"), "mask_4d"], [n("masked")], name=n("apply_mask")),
+            node("Softmax", [n("masked")], [n("probs")], name=n("softmax"), axis=-1),
+            node("MatMul", [n("probs"), n("v_t")], [n("context")], name=n("pv")),
+            node("Transpose", [n("context")], [n("context_t")], name=n("context_t"), perm=[0, 2, 1, 3]),
+            node("Reshape", [n("context_t"), "merge_shape"], [n("merged")], name=n("merge_heads")),
+            node("MatMul", [n("merged"), n("wo")], [n("o_mm")], name=n("o_proj")),
+            node("Add", [n("o_mm"), n("bo")], [n("o_b")], name=n("o_bias")),
+            node("Add", [n("o_b"), previous], [n("res1")], name=n("residual1")),
+            node("LayerNormalization", [n("res1"), n("ln1_g"), n("ln1_b")], [n("h1")], name=n("ln1"), axis=-1,
+                 epsilon=1e-12),
+            node("MatMul", [n("h1"), n("w1")], [n("f_mm")], name=n("ffn_up")),
+            node("Add", [n("f_mm"), n("b1")], [n("f_b")], name=n("ffn_bias")),
+            node("Mul", [n("f_b"), "rsqrt2"], [n("f_s")], name=n("gelu_scale")),
+            node("Erf", [n("f_s")], [n("f_erf")], name=n("gelu_erf")),
+            node("Add", [n("f_erf"), "one"], [n("f_1")], name=n("gelu_add")),
+            node("Mul", [n("f_b"), n("f_1")], [n("f_m")], name=n("gelu_mul")),
+            node("Mul", [n("f_m"), "half"], [n("f_g")], name=n("gelu_half")),
+            node("MatMul", [n("f_g"), n("w2")], [n("d_mm")], name=n("ffn_down")),
+            node("Add", [n("d_mm"), n("b2")], [n("d_b")], name=n("ffn_down_bias")),
+            node("Add", [n("d_b"), n("h1")], [n("res2")], name=n("residual2")),
+            node("LayerNormalization", [n("res2"), n("ln2_g"), n("ln2_b")], [output], name=n("ln2"), axis=-1,
+                 epsilon=1e-12),
+        ]
+        previous = output
+    save(helper.make_graph(nodes, "encoder", [x, mask], [y], inits), path)
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "bench":
+        # python3 models.py bench OUT: a BERT-base-sized encoder (4 layers,
+        # hidden 768, 12 heads, seq 128) with tiled weights, for timing the
+        # dynamic artifacts on a GPU (docs/architecture.md, "Dynamic shapes").
+        os.makedirs(sys.argv[2], exist_ok=True)
+        encoder(os.path.join(sys.argv[2], "encoder_base.onnx"), seq=128, hidden=768, heads=12, ffn=3072,
+                layers=4, tiled=True)
+        sys.exit(0)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     mlp(os.path.join(out, "mlp.onnx"))
@@ -131,3 +242,4 @@ if __name__ == "__main__":
     shape_of(os.path.join(out, "shape_of.onnx"))
     layer_norm(os.path.join(out, "layer_norm.onnx"))
     sum_over_batch(os.path.join(out, "sum_over_batch.onnx"))
+    encoder(os.path.join(out, "encoder.onnx"))

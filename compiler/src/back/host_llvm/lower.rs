@@ -327,6 +327,7 @@ pub fn describe(function: OperationRef) -> Result<FunctionDesc, CodegenError> {
         arena_bytes: planned(attr_names::ARENA_BYTES)?,
         arena_alignment: planned(attr_names::ARENA_ALIGNMENT)?,
         dims: Vec::new(),
+        specializations: Vec::new(),
     };
     let declared = crate::ir::dynamic::module_dims(function);
     let (mut given, mut needed) = (Vec::new(), Vec::new());

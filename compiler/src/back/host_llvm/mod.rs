@@ -121,12 +121,6 @@ pub fn emit_with(
     name: &str,
     options: &HostOptions,
 ) -> Result<HostOutput, CodegenError> {
-    // A function on a symbolic dimension reads the call's extents from
-    // the runtime table (`lower.rs`); the CUDA driver does not pass them
-    // to PTX launches yet.
-    if ptx.is_some() {
-        super::refuse_dynamic(mlir, "the PTX artifact (the CUDA driver)")?;
-    }
     let context = LlvmContext::create();
     let mut writer = writer::HostWriter::new(&context, name)
         .with_prefix(&options.symbol_prefix)

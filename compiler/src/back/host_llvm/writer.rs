@@ -110,6 +110,89 @@ impl TensorDesc {
     }
 }
 
+/// `constants` with repeats removed (the first of equal bytes kept), and
+/// for each original index the index of its bytes in the result.
+fn unique_constants<'b>(
+    constants: Vec<Cow<'b, [u8]>>,
+    read_only: &[bool],
+) -> (Vec<Cow<'b, [u8]>>, Vec<u32>) {
+    use std::hash::{Hash, Hasher};
+    // A cheap key (the length and the ends); equal keys compare in full.
+    let key = |bytes: &[u8]| {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        bytes.len().hash(&mut hasher);
+        bytes[..bytes.len().min(4096)].hash(&mut hasher);
+        bytes[bytes.len().saturating_sub(4096)..].hash(&mut hasher);
+        hasher.finish()
+    };
+    let mut unique: Vec<Cow<'_, [u8]>> = Vec::new();
+    let mut by_key: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+    let mut canonical = Vec::with_capacity(constants.len());
+    for (index, bytes) in constants.into_iter().enumerate() {
+        if !read_only[index] {
+            canonical.push(unique.len() as u32);
+            unique.push(bytes);
+            continue;
+        }
+        let candidates = by_key.entry(key(&bytes)).or_default();
+        match candidates
+            .iter()
+            .find(|&&i| unique[i as usize][..] == bytes[..])
+        {
+            Some(&i) => canonical.push(i),
+            None => {
+                let i = unique.len() as u32;
+                candidates.push(i);
+                canonical.push(i);
+                unique.push(bytes);
+            }
+        }
+    }
+    (unique, canonical)
+}
+
+/// The index in a call's shapes (`rt->shapes`: every input's extents in
+/// order, then every output's) of the first input axis named `dim`.
+fn shape_slot(function: &FunctionDesc, dim: &str) -> Option<usize> {
+    let mut offset = 0;
+    for input in &function.inputs {
+        if let Some(axis) = input.dims.iter().position(|d| d == dim) {
+            return Some(offset + axis);
+        }
+        offset += input.shape.len();
+    }
+    None
+}
+
+/// Checks that `variant` takes and returns what `generic` does, with the
+/// symbolic extents fixed: the variant's entry is called with the generic
+/// one's buffers.
+fn check_variant(generic: &FunctionDesc, variant: &FunctionDesc) -> Result<(), CodegenError> {
+    let same = |a: &[TensorDesc], b: &[TensorDesc]| {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(g, v)| {
+                g.element == v.element
+                    && g.unsigned == v.unsigned
+                    && g.minifloat == v.minifloat
+                    && g.shape.len() == v.shape.len()
+                    && g.shape
+                        .iter()
+                        .zip(&v.shape)
+                        .all(|(&gd, &vd)| gd == vd || gd == crate::ir::memref::DYNAMIC)
+            })
+    };
+    if !variant.dims.is_empty()
+        || !same(&generic.inputs, &variant.inputs)
+        || !same(&generic.outputs, &variant.outputs)
+    {
+        return Err(CodegenError::new(format!(
+            "@{}: the specialization's signature is not @{}'s with its dimensions fixed",
+            variant.name, generic.name
+        )));
+    }
+    Ok(())
+}
+
 /// A function of the artifact.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FunctionDesc {
@@ -123,6 +206,10 @@ pub struct FunctionDesc {
     /// The symbolic dimensions its tensors name, with their ranges (none
     /// for a static function).
     pub dims: Vec<tcc_abi::symbolic::DimEntry>,
+    /// The buckets compiled as static variants whose entries the
+    /// function's entry calls (`driver::specialize`), each the values it
+    /// fixes by dimension name.
+    pub specializations: Vec<Vec<(String, i64)>>,
 }
 
 /// The bytes of a tensor (saturating: tensors past
@@ -403,8 +490,9 @@ impl<'l> HostWriter<'l> {
     ) -> Result<Vec<FunctionDesc>, CodegenError> {
         let module_op = mlir.as_operation();
         // Constants: every memref.global, in module order.
-        let constant_index = super::lower::constant_indices(module_op);
+        let mut constant_index = super::lower::constant_indices(module_op);
         let mut constants: Vec<Cow<'c, [u8]>> = Vec::new();
+        let mut read_only: Vec<bool> = Vec::new();
         for op in body_ops(module_op)
             .iter()
             .filter(|op| op_name(*op) == "memref.global")
@@ -419,10 +507,18 @@ impl<'l> HostWriter<'l> {
                 ))
             };
             let bytes = constant_bytes(*op, value)?;
+            read_only.push(op.attribute("constant").is_ok());
             constants.push(match crate::ir::storage::op_storage(op) {
                 Some(storage) => Cow::Owned(stored_bytes(*op, &bytes, storage)?),
                 None => bytes,
             });
+        }
+        // Globals of equal bytes share one constant (the static variants of
+        // `--specialize` import the weights again; folds may repeat one).
+        // Writable globals (split-K counters) stay one per kernel.
+        let (constants, canonical) = unique_constants(constants, &read_only);
+        for index in constant_index.values_mut() {
+            *index = canonical[*index as usize];
         }
         // Host functions: built in the LLVM dialect into a module of their
         // own (lower.rs), translated to LLVM IR by MLIR straight into this
@@ -481,6 +577,7 @@ impl<'l> HostWriter<'l> {
                 })?;
             entries.push(entry);
         }
+        let (functions, entries) = self.dispatch_specializations(module_op, functions, entries)?;
         if let Some((path, triple)) = weights {
             super::weights::write_object(path, triple, &self.prefix, &constants)?;
         }
@@ -505,6 +602,205 @@ impl<'l> HostWriter<'l> {
             self.string_getter(tcc_abi::METADATA_SYMBOL, None)?;
         }
         Ok(functions)
+    }
+
+    /// Folds the static variants of `tcc compile --specialize`
+    /// (`driver::specialize`) into their generic functions: each generic
+    /// function with variants gets an entry that reads the call's shapes
+    /// (`rt->shapes`) and calls the variant whose fixed values they
+    /// bind, else the generic body; its arena is the largest of theirs
+    /// (the session's arena serves whichever runs). The variants leave the
+    /// function table: their entries are reached only through it.
+    fn dispatch_specializations(
+        &mut self,
+        module_op: OperationRef,
+        functions: Vec<FunctionDesc>,
+        entries: Vec<FunctionValue<'l>>,
+    ) -> Result<(Vec<FunctionDesc>, Vec<FunctionValue<'l>>), CodegenError> {
+        use crate::ir::dynamic::{SPECIALIZATION_OF, SPECIALIZED_DIMS, SPECIALIZED_VALUES};
+        use crate::ir::util::{integer_value, string_value};
+        // name -> (generic function, [(dimension, value)])
+        let mut marked: std::collections::HashMap<String, (String, Vec<(String, i64)>)> =
+            std::collections::HashMap::new();
+        for op in body_ops_named(module_op, "func.func") {
+            let Some(of) = op.attribute(SPECIALIZATION_OF).ok().and_then(string_value) else {
+                continue;
+            };
+            let name = op
+                .attribute("sym_name")
+                .ok()
+                .and_then(string_value)
+                .unwrap_or_default();
+            let list = |attribute: &str| -> Vec<melior::ir::Attribute> {
+                op.attribute(attribute)
+                    .ok()
+                    .and_then(|a| melior::ir::attribute::ArrayAttribute::try_from(a).ok())
+                    .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect())
+                    .unwrap_or_default()
+            };
+            let dims: Vec<String> = list(SPECIALIZED_DIMS)
+                .into_iter()
+                .filter_map(string_value)
+                .collect();
+            let values: Vec<i64> = list(SPECIALIZED_VALUES)
+                .into_iter()
+                .filter_map(integer_value)
+                .collect();
+            if dims.is_empty() || dims.len() != values.len() {
+                return Err(CodegenError::at(
+                    &op,
+                    format!(
+                        "@{name}: a specialization needs as many values as dimensions ({SPECIALIZED_DIMS}, {SPECIALIZED_VALUES})"
+                    ),
+                ));
+            }
+            marked.insert(name, (of, dims.into_iter().zip(values).collect()));
+        }
+        if marked.is_empty() {
+            return Ok((functions, entries));
+        }
+        let mut kept: Vec<(FunctionDesc, FunctionValue<'l>)> = Vec::new();
+        let mut variants: Vec<(FunctionDesc, FunctionValue<'l>, String, Vec<(String, i64)>)> =
+            Vec::new();
+        for (function, entry) in functions.into_iter().zip(entries) {
+            match marked.remove(&function.name) {
+                Some((of, bucket)) => variants.push((function, entry, of, bucket)),
+                None => kept.push((function, entry)),
+            }
+        }
+        for (generic, generic_entry) in kept.iter_mut() {
+            let mine: Vec<_> = variants.iter().filter(|v| v.2 == generic.name).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut cases = Vec::new();
+            for (variant, entry, _, bucket) in &mine {
+                check_variant(generic, variant)?;
+                let mut slots = Vec::new();
+                for (dim, value) in bucket {
+                    slots.push((shape_slot(generic, dim).ok_or_else(|| {
+                        CodegenError::new(format!(
+                            "@{}: its specialization @{} fixes '{dim}', which no input of @{} names",
+                            generic.name, variant.name, generic.name
+                        ))
+                    })?, *value));
+                }
+                generic.arena_bytes = generic.arena_bytes.max(variant.arena_bytes);
+                generic.arena_alignment = generic.arena_alignment.max(variant.arena_alignment);
+                generic.specializations.push(bucket.clone());
+                cases.push((slots, *entry));
+            }
+            *generic_entry = self.specialization_dispatch(&generic.name, *generic_entry, &cases)?;
+        }
+        if let Some((variant, _, of, _)) = variants
+            .iter()
+            .find(|v| !kept.iter().any(|k| k.0.name == v.2))
+        {
+            return Err(CodegenError::new(format!(
+                "@{}: a specialization of @{of}, which the module does not define",
+                variant.name
+            )));
+        }
+        Ok(kept.into_iter().unzip())
+    }
+
+    /// The entry of a function with static variants: `cases` are each
+    /// variant's (slot of `rt->shapes`, value) conditions and entry, tried
+    /// in order; `generic` runs when none holds (or without shapes).
+    fn specialization_dispatch(
+        &mut self,
+        name: &str,
+        generic: FunctionValue<'l>,
+        cases: &[(Vec<(usize, i64)>, FunctionValue<'l>)],
+    ) -> Result<FunctionValue<'l>, CodegenError> {
+        let t = self.types;
+        let function = self.module.add_function(
+            &format!("{}{name}.specialized", tcc_abi::ENTRY_PREFIX),
+            generic.get_type(),
+            Some(Linkage::Internal),
+        );
+        let params = function.get_params();
+        let args: Vec<inkwell::values::BasicMetadataValueEnum> =
+            params.iter().map(|p| (*p).into()).collect();
+        let rt = params[0].into_pointer_value();
+        let api = struct_type(self.context, &tcc_abi::RUNTIME_API);
+        let b = &self.builder;
+        let entry = self.context.append_basic_block(function, "entry");
+        let fallback = self.context.append_basic_block(function, "generic");
+        b.position_at_end(entry);
+        let shapes_field = tcc_abi::RUNTIME_API.field("shapes") as u32;
+        let address = b
+            .build_struct_gep(api, rt, shapes_field, "shapes.address")
+            .map_err(llvm_error)?;
+        let shapes = b
+            .build_load(t.ptr, address, "shapes")
+            .map_err(llvm_error)?
+            .into_pointer_value();
+        let missing = b.build_is_null(shapes, "no.shapes").map_err(llvm_error)?;
+        let first = self.context.append_basic_block(function, "bucket");
+        b.build_conditional_branch(missing, fallback, first)
+            .map_err(llvm_error)?;
+        let mut current = first;
+        for (index, (slots, variant)) in cases.iter().enumerate() {
+            b.position_at_end(current);
+            let next = if index + 1 == cases.len() {
+                fallback
+            } else {
+                self.context.append_basic_block(function, "bucket")
+            };
+            let mut all = t
+                .i32
+                .const_int(1, false)
+                .const_truncate(self.context.bool_type());
+            for &(slot, value) in slots {
+                // SAFETY: `slot` indexes the call's shapes, which hold
+                // every input's extents (the runtime passes them for a
+                // function on a symbolic dimension).
+                let at = unsafe {
+                    b.build_in_bounds_gep(
+                        t.i64,
+                        shapes,
+                        &[t.i64.const_int(slot as u64, false)],
+                        "extent.address",
+                    )
+                }
+                .map_err(llvm_error)?;
+                let extent = b
+                    .build_load(t.i64, at, "extent")
+                    .map_err(llvm_error)?
+                    .into_int_value();
+                let equal = b
+                    .build_int_compare(
+                        inkwell::IntPredicate::EQ,
+                        extent,
+                        t.i64.const_int(value as u64, false),
+                        "bound",
+                    )
+                    .map_err(llvm_error)?;
+                all = b.build_and(all, equal, "all").map_err(llvm_error)?;
+            }
+            let call = self.context.append_basic_block(function, "variant");
+            b.build_conditional_branch(all, call, next)
+                .map_err(llvm_error)?;
+            b.position_at_end(call);
+            let status = b
+                .build_call(*variant, &args, "status")
+                .map_err(llvm_error)?
+                .try_as_basic_value()
+                .basic()
+                .ok_or_else(|| CodegenError::new("internal error: an entry without a status"))?;
+            b.build_return(Some(&status)).map_err(llvm_error)?;
+            current = next;
+        }
+        b.position_at_end(fallback);
+        let status = b
+            .build_call(generic, &args, "status")
+            .map_err(llvm_error)?
+            .try_as_basic_value()
+            .basic()
+            .ok_or_else(|| CodegenError::new("internal error: an entry without a status"))?;
+        b.build_return(Some(&status)).map_err(llvm_error)?;
+        Ok(function)
     }
 
     /// The exported data symbol `tcc_description_v1`: what the table says,
@@ -552,6 +848,7 @@ impl<'l> HostWriter<'l> {
                         arena_bytes: f.arena_bytes,
                         arena_alignment: d::normalized_alignment(f.arena_bytes, f.arena_alignment),
                         dims: f.dims.clone(),
+                        specializations: f.specializations.clone(),
                     })
                 })
                 .collect::<Result<_, CodegenError>>()?,

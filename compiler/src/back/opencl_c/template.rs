@@ -226,11 +226,13 @@ pub(super) fn row_coordinates(leading: &[i64]) -> Vec<String> {
         } else {
             format!("(row / {divisor})")
         };
-        coordinates[dim] = if dim == first {
-            index
-        } else {
-            format!("({index} % {})", leading[dim])
-        };
+        if dim == first {
+            // The outermost dimension that counts: its extent (dynamic or
+            // not) never enters the index.
+            coordinates[dim] = index;
+            continue;
+        }
+        coordinates[dim] = format!("({index} % {})", leading[dim]);
         divisor *= leading[dim];
     }
     coordinates

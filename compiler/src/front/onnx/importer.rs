@@ -177,7 +177,11 @@ pub fn import_model(
     base_dir: Option<&Path>,
     options: &ImportOptions,
 ) -> Result<Imported> {
-    let recorded = if options.symbolic_dims.is_empty() {
+    let recorded = if !options.fixed_dims.is_empty() {
+        symbolic::check_fixed(model, options)?;
+        let values = options.fixed_dims.iter().cloned().collect();
+        import_with(model, base_dir, options, values)?.0
+    } else if options.symbolic_dims.is_empty() {
         import_with(model, base_dir, options, HashMap::new())?.0
     } else {
         symbolic::import(model, options, |probes| {

@@ -50,6 +50,10 @@ pub struct ImportOptions {
     /// they become `?` in the imported types, tied by name through each
     /// argument's `tcc.dim_names` (see `importer::symbolic`).
     pub symbolic_dims: Vec<String>,
+    /// `dim_param`s fixed to a value (`tcc compile --specialize`: one
+    /// variant of a dynamic model): every input naming one takes the
+    /// value, so the function is static. Exclusive with `symbolic_dims`.
+    pub fixed_dims: Vec<(String, i64)>,
     /// The name of the imported function.
     pub function_name: String,
     /// Also return every float32 tensor that a node computes at run time,
@@ -69,6 +73,7 @@ impl Default for ImportOptions {
             input_shapes: Vec::new(),
             structures: Vec::new(),
             symbolic_dims: Vec::new(),
+            fixed_dims: Vec::new(),
             function_name: "main".into(),
             expose_intermediates: false,
             name_by_outputs: false,

@@ -216,16 +216,38 @@ pub(super) fn dynamic_grid<'c>(
                 None => return Ok(()),
             }
         }
-        // Tiles along (n, m): only M (the output's rows, all but its last
-        // dimension, with a batch of one) may be dynamic; the tiles of M
-        // go along y.
+        // Tiles along (n, m): M (the output's rows, all but its last
+        // dimension, with a batch of one) may be dynamic, its tiles going
+        // along y; or, with static rows, the batch of products (attention's
+        // heads x batch), which goes along z (times the split-K slices).
         KernelStrategy::Gemm {
             config,
             shape: gemm,
             ..
         } => {
-            if gemm.batch != 1 || shape.last().is_some_and(Option::is_none) {
-                return Err(unsupported("a GEMM with a dynamic batch or N"));
+            if shape.last().is_some_and(Option::is_none) {
+                return Err(unsupported("a GEMM with a dynamic N"));
+            }
+            if gemm.batch != 1 {
+                if rank < 3 || shape[rank - 2].is_none() {
+                    return Err(unsupported(
+                        "a GEMM with a dynamic M and a batch of products",
+                    ));
+                }
+                let Some(batch) = host.product(buffer, &shape, 0..rank - 2)? else {
+                    return Ok(());
+                };
+                let slices = i64::from(config.split_k.max(1));
+                let grid_z = if slices == 1 {
+                    batch
+                } else {
+                    let slices = host.constant(slices)?;
+                    host.binary("arith.muli", batch, slices)?
+                };
+                let mut launch =
+                    unsafe { melior::ir::operation::OperationRefMut::from_raw(launch.to_raw()) };
+                launch.set_operand(2, grid_z);
+                return Ok(());
             }
             let Some(m) = host.product(buffer, &shape, 0..rank.saturating_sub(1))? else {
                 return Ok(());

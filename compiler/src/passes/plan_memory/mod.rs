@@ -129,6 +129,21 @@ fn element_bytes(ty: Type) -> Option<u64> {
 /// in range); `None` for anything else, and for a dynamic shape without
 /// `extent`.
 fn plannable_bytes(ty: Type, extent: Option<i64>) -> Option<u64> {
+    plannable_bytes_with(ty, |_| extent)
+}
+
+/// [`plannable_bytes`] of `value`'s buffer, each dynamic dimension at its
+/// bound (`ir::dynamic::max_extent`: a `?` folded from the batch and
+/// static axes is that multiple of the maximum); `None` where a bound is
+/// not known, so that such a buffer is allocated at its call's size
+/// instead of planned.
+fn bounded_bytes(value: Value, extent: Option<i64>) -> Option<u64> {
+    plannable_bytes_with(value.r#type(), |axis| {
+        crate::ir::dynamic::max_extent(value, axis, extent?)
+    })
+}
+
+fn plannable_bytes_with(ty: Type, extent_at: impl Fn(usize) -> Option<i64>) -> Option<u64> {
     if !ty.is_mem_ref() {
         return None;
     }
@@ -139,7 +154,11 @@ fn plannable_bytes(ty: Type, extent: Option<i64>) -> Option<u64> {
         {
             return None;
         }
-        let shape = crate::ir::dynamic::shape_at(ty, extent)?;
+        let shape: Vec<i64> = crate::ir::types::ranked_shape(ty)?
+            .into_iter()
+            .enumerate()
+            .map(|(axis, d)| d.or_else(|| extent_at(axis)))
+            .collect::<Option<_>>()?;
         let mut bytes = element_bytes(Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(raw)))?;
         for extent in shape {
             bytes = bytes.checked_mul(u64::try_from(extent).ok()?)?;
@@ -234,7 +253,7 @@ fn plan_function<'c>(
             .result(0)
             .map_err(|e| PassError::at(op.location(), e.to_string()))?
             .into();
-        let Some(mut bytes) = plannable_bytes(result.r#type(), extent) else {
+        let Some(mut bytes) = bounded_bytes(result, extent) else {
             continue;
         };
         let mut min_bytes = plannable_bytes(result.r#type(), smallest).unwrap_or(bytes);

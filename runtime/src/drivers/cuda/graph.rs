@@ -38,6 +38,29 @@ use crate::error::{Error, Result};
 use crate::session::exec_error;
 use crate::tensor::HostTensor;
 
+/// The most shapes of one function on a symbolic dimension that a session
+/// keeps graphs for (each holds its inputs' and outputs' memory); calls
+/// at further shapes run without one.
+pub(super) const MAX_GRAPHS_PER_FUNCTION: usize = 64;
+
+/// The key of a call's graph: the function's name, and for a function on
+/// a symbolic dimension the call's shapes (a graph replays one shape).
+pub(super) fn graph_key(function: &str, shapes: &[i64]) -> String {
+    if shapes.is_empty() {
+        function.to_string()
+    } else {
+        format!("{function} {shapes:?}")
+    }
+}
+
+/// Whether `key` is one of `function`'s graph keys.
+pub(super) fn graph_key_is_of(key: &str, function: &str) -> bool {
+    key == function
+        || key
+            .strip_prefix(function)
+            .is_some_and(|rest| rest.starts_with(" ["))
+}
+
 /// Where a function stands with graphs in one session.
 pub(super) enum GraphState {
     /// It ran once without a graph: the next call records one.
@@ -81,24 +104,26 @@ impl CudaSession {
     pub(super) fn run_graph(
         &mut self,
         f: &FunctionInfo,
+        shapes: &[i64],
         inputs: &[HostTensor],
     ) -> Result<Option<Vec<HostTensor>>> {
-        match self.graphs.get(&f.name) {
+        let key = graph_key(&f.name, shapes);
+        match self.graphs.get(&key) {
             None | Some(GraphState::Unavailable(_)) => return Ok(None),
             Some(GraphState::Ready(_)) => {}
             Some(GraphState::Recordable) => {
-                let state = match self.record(f) {
+                let state = match self.record(f, shapes) {
                     Ok(graph) => GraphState::Ready(graph),
                     Err(reason) => {
                         self.graphs
-                            .insert(f.name.clone(), GraphState::Unavailable(reason.to_string()));
+                            .insert(key, GraphState::Unavailable(reason.to_string()));
                         return Ok(None);
                     }
                 };
-                self.graphs.insert(f.name.clone(), state);
+                self.graphs.insert(key.clone(), state);
             }
         }
-        let Some(GraphState::Ready(graph)) = self.graphs.get(&f.name) else {
+        let Some(GraphState::Ready(graph)) = self.graphs.get(&key) else {
             return Ok(None);
         };
         let driver = self.rt.inner.driver;
@@ -119,7 +144,7 @@ impl CudaSession {
 
     /// Records `f`'s entry as a graph, on memory for its inputs and
     /// outputs that the graph keeps. Nothing runs while recording.
-    fn record(&mut self, f: &FunctionInfo) -> Result<CallGraph> {
+    fn record(&mut self, f: &FunctionInfo, shapes: &[i64]) -> Result<CallGraph> {
         let driver = self.rt.inner.driver;
         let mut take = |sizes: Vec<usize>| -> Result<Vec<DeviceMemory>> {
             sizes
@@ -138,7 +163,7 @@ impl CudaSession {
         };
         let inputs_io = pairs(&inputs, f.inputs.iter().map(|d| d.byte_size()).collect());
         let outputs_io = pairs(&outputs, f.outputs.iter().map(|d| d.byte_size()).collect());
-        let recorded = self.capture(f, &inputs_io, &outputs_io);
+        let recorded = self.capture(f, shapes, &inputs_io, &outputs_io);
         match recorded {
             Ok((graph, exec)) => Ok(CallGraph {
                 graph,
@@ -159,6 +184,7 @@ impl CudaSession {
     fn capture(
         &mut self,
         f: &FunctionInfo,
+        shapes: &[i64],
         inputs: &[(u64, u64)],
         outputs: &[(u64, u64)],
     ) -> Result<(CuGraph, CuGraphExec)> {
@@ -168,7 +194,10 @@ impl CudaSession {
             (driver.api.stream_begin_capture)(self.stream, driver::STREAM_CAPTURE_MODE_RELAXED)
         };
         driver.check(status, || "cuStreamBeginCapture".into())?;
-        let executed = self.execute(f, crate::hal::shared::CallIo::new(inputs, outputs));
+        let executed = self.execute(
+            f,
+            crate::hal::shared::CallIo::new(inputs, outputs).with_shapes(shapes),
+        );
         let mut graph: CuGraph = std::ptr::null_mut();
         // SAFETY: ends the capture begun above; the driver writes the graph.
         let status = unsafe { (driver.api.stream_end_capture)(self.stream, &mut graph) };

@@ -267,15 +267,19 @@ impl CudaSession {
     /// The call of `f` (its inputs checked by `run_with_sources`, see
     /// [`crate::hal::shared::host_calls`]).
     fn run_checked(&mut self, f: &FunctionInfo, inputs: &[HostTensor]) -> Result<Vec<HostTensor>> {
+        // A function on a symbolic dimension: this call's shapes.
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+        let (sized, flat) = f.sized_for(&shapes)?;
+        let f = sized.as_ref();
         self.rt.inner.make_current()?;
         let graphs = self.rt.graphs();
-        if graphs && let Some(outputs) = self.run_graph(f, inputs)? {
+        if graphs && let Some(outputs) = self.run_graph(f, &flat, inputs)? {
             return Ok(outputs);
         }
         let driver = self.rt.inner.driver;
         self.begin_traced_call(&f.name)?;
         let mut io: Vec<DeviceMemory> = Vec::with_capacity(inputs.len() + f.outputs.len());
-        let result = self.call(driver, f, inputs, &mut io);
+        let result = self.call(driver, f, &flat, inputs, &mut io);
         // Always wait, even after an error: the stream may still use `io`.
         let waited = self.synchronize().map_err(|e| exec_error(f, e));
         let output_ptrs: Vec<CuDevicePtr> = io[inputs.len().min(io.len())..]
@@ -292,10 +296,20 @@ impl CudaSession {
         self.collect_profile()?;
         self.end_traced_call()?;
         if graphs {
-            // The constants are uploaded now: the next call can be recorded.
-            self.graphs
-                .entry(f.name.clone())
-                .or_insert(GraphState::Recordable);
+            // The constants are uploaded now: the next call (at this
+            // shape, for a function on a symbolic dimension) can be
+            // recorded.
+            let key = super::graph::graph_key(&f.name, &flat);
+            let shapes_recorded = self
+                .graphs
+                .keys()
+                .filter(|k| super::graph::graph_key_is_of(k, &f.name))
+                .count();
+            if self.graphs.contains_key(&key)
+                || shapes_recorded < super::graph::MAX_GRAPHS_PER_FUNCTION
+            {
+                self.graphs.entry(key).or_insert(GraphState::Recordable);
+            }
         }
         Ok(outputs)
     }
@@ -350,6 +364,7 @@ impl CudaSession {
         &mut self,
         driver: &Driver,
         f: &FunctionInfo,
+        shapes: &[i64],
         inputs: &[HostTensor],
         io: &mut Vec<DeviceMemory>,
     ) -> Result<()> {
@@ -398,7 +413,10 @@ impl CudaSession {
             .zip(&f.outputs)
             .map(|(m, d)| (m.ptr(), d.byte_size() as u64))
             .collect();
-        self.execute(f, crate::hal::shared::CallIo::new(&inputs_io, &outputs_io))
+        self.execute(
+            f,
+            crate::hal::shared::CallIo::new(&inputs_io, &outputs_io).with_shapes(shapes),
+        )
     }
 
     /// Waits for the session's stream.

@@ -274,6 +274,9 @@ impl CudaSession {
         let model = self.model().clone();
         let f = model.function(function)?;
         f.check_input_types(inputs.iter().map(|t| (t.dtype, t.shape.as_slice())), &[])?;
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape.as_slice()).collect();
+        let (sized, flat) = f.sized_for(&shapes)?;
+        let f = sized.as_ref();
         let mut input_io = Vec::with_capacity(inputs.len());
         for (i, t) in inputs.iter().enumerate() {
             let bytes = byte_size(&t.shape, t.dtype).unwrap_or(0) as u64;
@@ -293,7 +296,10 @@ impl CudaSession {
             .collect::<Result<Vec<_>>>()?;
         let output_io: Vec<(u64, u64)> = outputs.iter().map(|t| (t.ptr, t.bytes as u64)).collect();
         rt.inner.make_current()?;
-        let result = self.execute(f, crate::hal::shared::CallIo::new(&input_io, &output_io));
+        let result = self.execute(
+            f,
+            crate::hal::shared::CallIo::new(&input_io, &output_io).with_shapes(&flat),
+        );
         // Always wait, even after an error: the stream may still use the
         // memory.
         let waited = self.synchronize().map_err(|e| exec_error(f, e));

@@ -128,6 +128,35 @@ where
     Ok(merged)
 }
 
+/// Checks `options.fixed_dims` (`--specialize`): each names a `dim_param`
+/// a graph input declares, once, with a positive value, and none is also
+/// kept symbolic.
+pub fn check_fixed(model: &ModelProto, options: &ImportOptions) -> Result<()> {
+    let declared = declared_params(model);
+    for (index, (name, value)) in options.fixed_dims.iter().enumerate() {
+        if !declared.contains(name) {
+            bail!(
+                "a specialization fixes '{name}', which no graph input of the model declares (its inputs' dynamic dimensions are: {})",
+                if declared.is_empty() {
+                    "none".to_string()
+                } else {
+                    declared.join(", ")
+                }
+            );
+        }
+        if *value < 1 {
+            bail!("a specialization fixes '{name}' to {value}: a dimension is at least 1");
+        }
+        if options.fixed_dims[..index].iter().any(|(n, _)| n == name) {
+            bail!("a specialization fixes '{name}' twice");
+        }
+        if options.symbolic_dims.contains(name) {
+            bail!("'{name}' cannot be both symbolic and fixed in one import");
+        }
+    }
+    Ok(())
+}
+
 /// The `dim_param`s the graph inputs declare, in order, each once.
 fn declared_params(model: &ModelProto) -> Vec<String> {
     let mut params: Vec<String> = Vec::new();
