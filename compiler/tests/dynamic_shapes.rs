@@ -562,36 +562,39 @@ fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
 #[test]
 fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
     let dir = models();
-    // PTX compiles a symbolic batch (the CUDA driver sizes each call), but
-    // the tensor-core GEMM bodies do not take a dynamic M yet: half
-    // precision on NVIDIA says so, naming the kernel; nothing is written.
-    let out = dir.path().join("nvidia.so");
-    ok(tcc(&[
-        "compile",
-        &path(&dir, "mlp.onnx"),
-        "--dim",
-        "batch=1..64",
-        "--target=nvidia",
-        "--ptx=on",
-        "-o",
-        &out.display().to_string(),
-    ]));
-    std::fs::remove_file(&out).unwrap();
-    let error = fails(tcc(&[
-        "compile",
-        &path(&dir, "mlp.onnx"),
-        "--dim",
-        "batch=1..64",
-        "--target=nvidia",
-        "--precision=fp16",
-        "-o",
-        &out.display().to_string(),
-    ]));
-    assert!(
-        error.contains("a dynamic M is taken by the FP32 tiled and register-blocked GEMMs without split-K only (not the tensor-core, int8 or split-K forms)"),
-        "{error}"
-    );
-    assert!(!out.exists());
+    // PTX compiles a symbolic batch (the CUDA driver sizes each call), in
+    // half precision too: a product whose rows follow the batch runs the
+    // FP32 tiled body (the one whose M bounds are run-time values), the
+    // attention's batch of products keeps its own.
+    for precision in ["fp32", "fp16"] {
+        let out = dir.path().join(format!("nvidia-{precision}.so"));
+        ok(tcc(&[
+            "compile",
+            &path(&dir, "encoder.onnx"),
+            "--dim",
+            "batch=1..64",
+            "--target=nvidia",
+            "--ptx=on",
+            &format!("--precision={precision}"),
+            "-o",
+            &out.display().to_string(),
+        ]));
+        let tile = ok(tcc(&[
+            "compile",
+            &path(&dir, "encoder.onnx"),
+            "--dim",
+            "batch=1..64",
+            "--target=nvidia",
+            &format!("--precision={precision}"),
+            "--compile-to=tile",
+        ]));
+        // The projections' rows are batch x 16 tokens: bounded at 64 x 16
+        // (not 64), without split-K.
+        assert!(
+            tile.contains("split_k = 1, batch = 1, m = 1024, n = 32, k = 32>"),
+            "{precision}: {tile}"
+        );
+    }
     // Vulkan's portable kernels: the softmax's decomposition into static
     // TOSA refuses the batch, and past it the SPIR-V writer does, each
     // named.

@@ -242,8 +242,9 @@ MlirOperation tccBuildLaunchFunc(MlirOperation before, MlirOperation kernel,
                                  const int64_t grid[3], const int64_t block[3],
                                  intptr_t numOperands, const MlirValue *operands,
                                  MlirLocation location);
-/* Appends `operands` to a gpu.launch_func's kernel operands through the
- * op's typed accessor (which keeps its operand segments right). Returns
+/* Adds `operands` to a gpu.launch_func's kernel operands through the
+ * op's typed accessor (which keeps its operand segments right), after its
+ * buffers and before its index (scalar) operands, if any. Returns
  * false (and leaves the op) when `launch` is not a gpu.launch_func. */
 bool tccLaunchFuncAppendKernelOperands(MlirOperation launch,
                                        intptr_t numOperands,

@@ -321,10 +321,17 @@ bool tccLaunchFuncAppendKernelOperands(MlirOperation launch,
   auto op = llvm::dyn_cast<gpu::LaunchFuncOp>(unwrap(launch));
   if (!op)
     return false;
-  SmallVector<Value> values;
+  // Buffers come before a kernel's scalar (index) operands: the new
+  // buffers go in front of the first index operand, if any.
+  SmallVector<Value> current(op.getKernelOperands().begin(),
+                             op.getKernelOperands().end());
+  auto firstIndex = llvm::find_if(
+      current, [](Value v) { return v.getType().isIndex(); });
+  SmallVector<Value> values(current.begin(), firstIndex);
   for (intptr_t i = 0; i < numOperands; ++i)
     values.push_back(unwrap(operands[i]));
-  op.getKernelOperandsMutable().append(values);
+  values.append(firstIndex, current.end());
+  op.getKernelOperandsMutable().assign(values);
   return true;
 }
 

@@ -284,8 +284,9 @@ pub unsafe fn build_launch_func(
     }
 }
 
-/// Appends `operands` to a `gpu.launch_func`'s kernel operands through the
-/// op's typed accessor, which keeps its operand segments right. Returns
+/// Adds `operands` to a `gpu.launch_func`'s kernel operands through the
+/// op's typed accessor, which keeps its operand segments right, after its
+/// buffers and before its `index` (scalar) operands, if any. Returns
 /// false (and leaves the op) when `launch` is not a `gpu.launch_func`.
 ///
 /// # Safety

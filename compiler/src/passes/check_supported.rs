@@ -399,6 +399,7 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.reshape",
     "tosa.rsqrt",
     "tosa.sigmoid",
+    "tosa.slice",
     "tosa.sub",
     "tosa.tanh",
     "tosa.transpose",

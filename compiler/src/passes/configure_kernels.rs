@@ -306,6 +306,25 @@ impl ConfigureOptions {
         }
         let extent = self.extent;
         let loops = target.loop_config(kernel_kind, work_items(op, extent));
+        // A product whose rows follow a symbolic dimension (issue 33) runs
+        // the FP32 tiled body without split-K, the one form whose M bounds
+        // are run-time values (`GemmSpec::m_extent`): the table's tiles for
+        // the rows' bound, fp32 arithmetic on whatever the operands are
+        // stored in. `--specialize` gives the buckets their own.
+        if self.templates
+            && dynamic_rows(op)
+            && let Some(shape) = gemm_shape_at(op, extent)
+            && float_operands(op)
+            && let Some(mut config) =
+                self.gemm_config(target, kind, &shape, producer_arithmetic(op), tuned(op))
+        {
+            config.split_k = 1;
+            return KernelStrategy::Gemm {
+                config,
+                shape,
+                precision: Precision::Fp32,
+            };
+        }
         if self.templates
             && let Some(shape) = gemm_shape_at(op, extent)
             && float_operands(op)
@@ -365,6 +384,25 @@ impl ConfigureOptions {
             max_workgroups: loops.max_workgroups,
         }
     }
+}
+
+/// Whether a contraction's output rows (M: all but its last dimension,
+/// past a batched matmul's batch) have a dynamic extent.
+fn dynamic_rows(op: OperationRef) -> bool {
+    let Some(output) = op
+        .operand_count()
+        .checked_sub(1)
+        .and_then(|i| op.operand(i).ok())
+    else {
+        return false;
+    };
+    let Some(shape) = crate::ir::types::ranked_shape(output.r#type()) else {
+        return false;
+    };
+    let first = usize::from(op_name(&op) == "linalg.batch_matmul");
+    shape
+        .get(first..shape.len().saturating_sub(1))
+        .is_some_and(|rows| rows.iter().any(Option::is_none))
 }
 
 /// The arithmetic of a float GEMM kernel: the module's precision, but for

@@ -8,7 +8,7 @@ use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
 };
 use melior::ir::r#type::{FunctionType, MemRefType};
-use melior::ir::{BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
+use melior::ir::{BlockLike, Identifier, RegionLike, Type, TypeLike, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
 use super::pass::PassError;
@@ -60,7 +60,9 @@ pub(super) fn kernel_launches<'c>(
     launches
 }
 
-/// Appends arguments of `types` to a `gpu.func` (block and signature).
+/// Adds arguments of `types` to a `gpu.func` (block and signature) after
+/// its buffers, before its `index` arguments (a kernel on a symbolic
+/// dimension's extents), as [`append_launch_operands`] adds the values.
 pub(super) fn append_kernel_arguments<'c>(
     context: &'c melior::Context,
     kernel: OperationRef<'c, 'c>,
@@ -76,9 +78,21 @@ pub(super) fn append_kernel_arguments<'c>(
         .filter_map(|i| block.argument(i).ok())
         .map(|a| Value::from(a).r#type())
         .collect();
+    let mut position = inputs
+        .iter()
+        .position(|t| t.is_index())
+        .unwrap_or(inputs.len());
     for ty in types {
-        block.add_argument(*ty, location);
-        inputs.push(*ty);
+        unsafe {
+            mlir_sys::mlirBlockInsertArgument(
+                block.to_raw(),
+                position as isize,
+                ty.to_raw(),
+                location.to_raw(),
+            );
+        }
+        inputs.insert(position, *ty);
+        position += 1;
     }
     let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
     kernel.set_attribute(

@@ -556,7 +556,15 @@ impl KernelWriter {
         // Kernels that may take a wgmma body end with its tensor-map slots
         // (`tcc-attach-tensor-map-slots`, which runs after
         // `tcc-attach-split-k-scratch`); the body writes them.
-        let count = block.argument_count();
+        // Its buffers: the scalar (index) arguments of a kernel on a
+        // symbolic dimension follow them.
+        let count = (0..block.argument_count())
+            .take_while(|&i| {
+                block
+                    .argument(i)
+                    .is_ok_and(|a| !melior::ir::Value::from(a).r#type().is_index())
+            })
+            .count();
         let tensor_map_slots = if kernel
             .op
             .attribute(crate::ir::attr_names::TENSOR_MAP_SLOTS)

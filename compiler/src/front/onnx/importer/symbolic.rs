@@ -513,16 +513,47 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
 }
 
 /// Every `tosa.const_shape` given a `-1` must be read by `tosa.reshape`s
-/// only (where -1 is the inferred extent); any other reader (a slice, a
-/// tile, a pad) would take it literally.
+/// (where -1 is the inferred extent), or be the size of a `tosa.slice`
+/// that keeps the whole dynamic axis (start 0 there: -1 is the rest of
+/// the axis, as a strided 1x1 convolution's crop of its image takes every
+/// image); any other reader (a slice's start, a tile, a pad) would take
+/// it literally.
 fn check_inferred_shapes(ops: &[Op], shapes: &[ValueId], symbols: &[Symbol]) -> Result<()> {
     if shapes.is_empty() {
         return Ok(());
     }
+    let const_shape = |id: &ValueId| match id {
+        ValueId::Op(index) => match &ops.get(*index)?.kind {
+            Kind::ConstShape(values) => Some(values.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    // A slice whose size is inferred only where its source is dynamic and
+    // its start is 0.
+    let whole_axis_slice = |op: &Op| {
+        let Kind::Plain { name, operands, .. } = &op.kind else {
+            return false;
+        };
+        if name != "tosa.slice" || operands.len() != 3 || shapes.contains(&operands[1].id) {
+            return false;
+        }
+        let (Some(start), Some(size)) =
+            (const_shape(&operands[1].id), const_shape(&operands[2].id))
+        else {
+            return false;
+        };
+        let ResultType::Tensor(source) = &operands[0].ty else {
+            return false;
+        };
+        size.iter().enumerate().all(|(axis, &s)| {
+            s != -1 || (start.get(axis) == Some(&0) && source.shape.get(axis) == Some(&-1))
+        })
+    };
     for op in ops {
         let reads = op.uses().iter().any(|u| shapes.contains(&u.id));
         let reshape = matches!(&op.kind, Kind::Plain { name, .. } if name == "tosa.reshape");
-        if reads && !reshape {
+        if reads && !reshape && !whole_axis_slice(op) {
             return Err(not_supported(
                 "a shape computed from the dimension read by an op other than a reshape",
                 &origin(&op.loc),
