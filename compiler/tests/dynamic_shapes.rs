@@ -1399,3 +1399,89 @@ fn static_variants_run_at_their_buckets_and_the_generic_function_elsewhere() {
         }
     }
 }
+
+/// `--fix-dim NAME=VALUE` gives one dynamic axis a value and leaves the
+/// others as they are: a model with dynamic `batch` and `sequence` axes
+/// compiles for a symbolic batch at one sequence length; a name no input
+/// declares, or one both fixed and symbolic, is refused by name.
+#[test]
+fn fix_dim_gives_one_dynamic_axis_a_value() {
+    let dir = models();
+    let onnx = path(&dir, "tokens.onnx");
+    let out = dir.path().join("tokens.so");
+    compile_to(
+        &onnx,
+        &["--dim", "batch=1..8", "--fix-dim", "sequence=4"],
+        &out,
+    );
+    let inspect = ok(tcc(&["inspect", &out.display().to_string()]));
+    assert!(
+        inspect.contains("@main(x: batchx4x8xf32) -> (y: batchx4x8xf32)"),
+        "{inspect}"
+    );
+    // Without it the sequence has no value.
+    let error = fails(tcc(&[
+        "compile",
+        &onnx,
+        "--dim",
+        "batch=1..8",
+        "-o",
+        "/dev/null",
+    ]));
+    assert!(error.contains("sequence"), "{error}");
+    let error = fails(tcc(&[
+        "compile",
+        &onnx,
+        "--dim",
+        "batch=1..8",
+        "--fix-dim",
+        "seq=4",
+        "-o",
+        "/dev/null",
+    ]));
+    assert!(
+        error.contains("fixes 'seq', which no graph input of the model declares (its inputs' dynamic dimensions are: batch, sequence)"),
+        "{error}"
+    );
+    let error = fails(tcc(&[
+        "compile",
+        &onnx,
+        "--dim",
+        "batch=1..8",
+        "--fix-dim",
+        "batch=4",
+        "-o",
+        "/dev/null",
+    ]));
+    assert!(
+        error.contains("'batch' cannot be both symbolic and fixed"),
+        "{error}"
+    );
+    // A malformed value is a usage error (exit 2), as --dim's are.
+    let o = tcc(&[
+        "compile",
+        &onnx,
+        "--fix-dim",
+        "sequence=0",
+        "-o",
+        "/dev/null",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("a dimension is at least 1"),
+        "{}",
+        text(&o)
+    );
+    // With every axis fixed the function is static.
+    let fixed = dir.path().join("tokens-fixed.so");
+    compile_to(
+        &onnx,
+        &["--fix-dim", "batch=2", "--fix-dim", "sequence=3"],
+        &fixed,
+    );
+    let inspect = ok(tcc(&["inspect", &fixed.display().to_string()]));
+    assert!(
+        inspect.contains("@main(x: 2x3x8xf32) -> (y: 2x3x8xf32)"),
+        "{inspect}"
+    );
+}

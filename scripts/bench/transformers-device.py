@@ -9,7 +9,10 @@ onnxruntime; no Rust or LLVM), one here between them:
      keeps its initialiser's mean and standard deviation, its values a
      4093-value random block tiled over it, so the files compress for the
      trip), exports it with `torch.onnx.export` (TorchScript exporter,
-     opset 17, batch 1, static shapes) and writes OUT/tx-models.tar.xz.
+     opset 17, batch 1, static shapes) and writes OUT/tx-models.tar.xz;
+     with `--dynamic`, the batch (and a text model's sequence) axes stay
+     dynamic (`dim_param`s `batch`, `sequence`: for `tcc compile --dim`,
+     issue 33) and the archive is OUT/tx-models-dynamic.tar.xz.
   2. here: `scripts/bench/build-transformers-bundle.sh` compiles each model with
      `tcc compile --target=nvidia` per batch and precision into
      .device-tx/ (with release tcc-run and tcc-benchmark).
@@ -121,12 +124,17 @@ def export(args):
                 return output_of(self.inner(*xs))
 
         path = os.path.join(work, f"{name}.onnx")
+        axes = None
+        if args.dynamic:
+            text = name in ("bert", "gpt2")
+            dims = {0: "batch", 1: "sequence"} if text else {0: "batch"}
+            axes = {n: dims for n in list(example) + ["output"]}
         torch.onnx.export(
             Wrapped(model), tensors, path, opset_version=17, dynamo=False,
-            input_names=list(example), output_names=["output"],
+            input_names=list(example), output_names=["output"], dynamic_axes=axes,
         )
         print(f"exported {name}: {os.path.getsize(path) / 1e6:.1f} MB", flush=True)
-    archive = os.path.join(args.out, "tx-models.tar.xz")
+    archive = os.path.join(args.out, "tx-models-dynamic.tar.xz" if args.dynamic else "tx-models.tar.xz")
     subprocess.run(["tar", "-C", work, "-cf", archive, "-I", "xz -T0 -6", "."], check=True)
     print(f"{archive}: {os.path.getsize(archive) / 1e6:.1f} MB")
 
@@ -265,6 +273,7 @@ def main():
     e = sub.add_parser("export")
     e.add_argument("out")
     e.add_argument("models", nargs="*")
+    e.add_argument("--dynamic", action="store_true", help="keep the batch (and sequence) axes dynamic")
     t = sub.add_parser("time")
     t.add_argument("bundle")
     t.add_argument("--batches", default="1,32")

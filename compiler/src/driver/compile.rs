@@ -212,6 +212,9 @@ pub struct CompileArgs {
     /// Keep a dynamic dimension symbolic, with its range: batch=1..64 (repeat). ONNX dim_params of that name stay `?`, tied by name; --input-shape still specializes an input.
     #[arg(long = "dim", value_name = "NAME=MIN..MAX", value_parser = super::import::parse_dim)]
     pub dims: Vec<DimRange>,
+    /// Fix an ONNX dim_param to a value on every input that names it, e.g. sequence=128 (repeat), as onnxruntime's free dimension overrides do; other dynamic dimensions stay as they are (symbolic with --dim).
+    #[arg(long = "fix-dim", value_name = "NAME=VALUE", value_parser = super::specialize::parse_fixed_dim)]
+    pub fixed_dims: Vec<(String, i64)>,
     /// Compile static variants of a dynamic model for these values of a --dim dimension, e.g. batch=1,8,32 (repeat per dimension: every combination is one variant). A call whose shapes bind a variant's values runs it (its own kernels and strategies, as compiled for that exact shape); other calls run the generic function. ONNX models only; weights are stored once.
     #[arg(long = "specialize", value_name = "NAME=V1,V2,...", value_parser = super::specialize::parse_specialize)]
     pub specialize: Vec<(String, Vec<i64>)>,
@@ -655,8 +658,10 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         if !args.dims.is_empty() {
             bail!("--dim applies to the input phase, not to --compile-from={from}");
         }
-        if !args.specialize.is_empty() {
-            bail!("--specialize applies to the input phase, not to --compile-from={from}");
+        if !args.specialize.is_empty() || !args.fixed_dims.is_empty() {
+            bail!(
+                "--specialize and --fix-dim apply to the input phase, not to --compile-from={from}"
+            );
         }
     }
     if args.max_fused_ops.is_some_and(|n| n < 0) {
@@ -717,6 +722,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 &input_shapes,
                 &args.dims,
                 &structures,
+                &args.fixed_dims,
             )?
         };
         if !buckets.is_empty() {
@@ -731,6 +737,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 &input,
                 &input_shapes,
                 &structures,
+                &args.fixed_dims,
                 &buckets,
             )?;
         }

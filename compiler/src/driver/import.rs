@@ -189,7 +189,7 @@ pub fn parse_model_with<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Module<'c>> {
-    parse_model_dims(session, path, input_shapes, &[], &[])
+    parse_model_dims(session, path, input_shapes, &[], &[], &[])
 }
 
 /// As [`parse_model_with`], keeping the dimensions `dims` names symbolic
@@ -203,12 +203,14 @@ pub fn parse_model_dims<'c>(
     input_shapes: &[(String, Vec<i64>)],
     dims: &[tcc_dialects::dims::DimRange],
     structures: &[(String, Structure)],
+    fixed: &[(String, i64)],
 ) -> Result<Module<'c>> {
     let module = if is_onnx(path) {
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
             structures: structures.to_vec(),
             symbolic_dims: dims.iter().map(|d| d.name.clone()).collect(),
+            fixed_dims: fixed.to_vec(),
             const_style: ConstStyle::Resource,
             ..ImportOptions::default()
         };
@@ -226,9 +228,9 @@ pub fn parse_model_dims<'c>(
         let module = build_imported(session, &path.display().to_string(), imported)?;
         drop(progress);
         module
-    } else if !input_shapes.is_empty() || !structures.is_empty() {
+    } else if !input_shapes.is_empty() || !structures.is_empty() || !fixed.is_empty() {
         bail!(
-            "{}: --input-shape, --sequence and --empty-optional apply to ONNX models (.onnx); an MLIR model's shapes are its function types",
+            "{}: --input-shape, --fix-dim, --sequence and --empty-optional apply to ONNX models (.onnx); an MLIR model's shapes are its function types",
             path.display()
         )
     } else {

@@ -57,6 +57,22 @@ pub fn parse_specialize(text: &str) -> std::result::Result<(String, Vec<i64>), S
     Ok((name.to_string(), values))
 }
 
+/// Parses `--fix-dim`'s `NAME=VALUE`.
+pub fn parse_fixed_dim(text: &str) -> std::result::Result<(String, i64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .filter(|(n, _)| !n.is_empty())
+        .ok_or_else(|| format!("'{text}' is not NAME=VALUE (e.g. sequence=128)"))?;
+    let value: i64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{value}' in '{text}' is not a whole number"))?;
+    if value < 1 {
+        return Err(format!("'{text}': a dimension is at least 1"));
+    }
+    Ok((name.to_string(), value))
+}
+
 /// The buckets `--specialize` asks for: every combination of the values
 /// given per dimension (each `(name, value)` list in `dims`' order),
 /// checked against the declared ranges.
@@ -136,6 +152,7 @@ pub fn add_variants<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
     structures: &[(String, Structure)],
+    fixed: &[(String, i64)],
     buckets: &[Vec<(String, i64)>],
 ) -> Result<()> {
     if buckets.is_empty() {
@@ -154,7 +171,7 @@ pub fn add_variants<'c>(
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
             structures: structures.to_vec(),
-            fixed_dims: bucket.clone(),
+            fixed_dims: bucket.iter().chain(fixed).cloned().collect(),
             const_style: ConstStyle::Resource,
             function_name: name.clone(),
             ..ImportOptions::default()

@@ -15,6 +15,8 @@ graphs whose inputs declare `dim_param: "batch"` as exporters write them.
   (a row normalization over the static inner axis)
 - sum_over_batch.onnx: x[batch, 4] -> ReduceSum(axes=[0]) -> y[1, 4] (a
   reduction over the symbolic dimension, outside the first dynamic slice)
+- tokens.onnx: x[batch, sequence, 8] -> Relu -> y[batch, sequence, 8] (two
+  dynamic axes: a symbolic batch with the sequence fixed by --fix-dim)
 - encoder.onnx: x[batch, 16, 32], mask[batch, 16] -> one BERT-style encoder
   layer (two heads of 16): Q/K/V products, heads split by a Reshape whose
   shape is computed from Shape(x) as torch's exporter writes it, scaled
@@ -126,6 +128,13 @@ def sum_over_batch(path):
     axes = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes")
     nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum_batch", keepdims=1)]
     save(helper.make_graph(nodes, "sum_over_batch", [x], [y], [axes]), path)
+
+
+def tokens(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", 8])
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    save(helper.make_graph(nodes, "tokens", [x], [y]), path)
 
 
 def encoder(path, seq=16, hidden=32, heads=2, ffn=64, layers=1, tiled=False):
@@ -243,3 +252,4 @@ if __name__ == "__main__":
     layer_norm(os.path.join(out, "layer_norm.onnx"))
     sum_over_batch(os.path.join(out, "sum_over_batch.onnx"))
     encoder(os.path.join(out, "encoder.onnx"))
+    tokens(os.path.join(out, "tokens.onnx"))

@@ -63,6 +63,9 @@ pub struct Importer {
     /// The value each symbolic `dim_param` takes in this import (a probe:
     /// see [`symbolic`]); empty when every shape is static.
     pub probes: HashMap<String, i64>,
+    /// The `dim_param`s among `probes` that are fixed (`--fix-dim`, a
+    /// `--specialize` bucket), not symbolic: static in the function.
+    pub fixed: Vec<String>,
     /// The symbolic dimensions the graph inputs used, in first use.
     pub probed: Vec<String>,
     /// The opsets the model imports of domains other than the default
@@ -82,6 +85,7 @@ impl Importer {
             bodies: 0,
             batch: None,
             probes: HashMap::new(),
+            fixed: Vec::new(),
             probed: Vec::new(),
             domain_opsets: HashMap::new(),
         }
@@ -177,12 +181,12 @@ pub fn import_model(
     base_dir: Option<&Path>,
     options: &ImportOptions,
 ) -> Result<Imported> {
-    let recorded = if !options.fixed_dims.is_empty() {
+    if !options.fixed_dims.is_empty() {
         symbolic::check_fixed(model, options)?;
+    }
+    let recorded = if options.symbolic_dims.is_empty() {
         let values = options.fixed_dims.iter().cloned().collect();
         import_with(model, base_dir, options, values)?.0
-    } else if options.symbolic_dims.is_empty() {
-        import_with(model, base_dir, options, HashMap::new())?.0
     } else {
         symbolic::import(model, options, |probes| {
             import_with(model, base_dir, options, probes)
@@ -225,6 +229,7 @@ fn import_with(
     let (graph, opset) = checked_graph(model)?;
     let mut imp = Importer::new(options.const_style, options.demote_f64);
     imp.probes = probes;
+    imp.fixed = options.fixed_dims.iter().map(|(n, _)| n.clone()).collect();
     imp.domain_opsets = model
         .opset_import
         .iter()

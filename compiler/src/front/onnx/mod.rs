@@ -50,9 +50,10 @@ pub struct ImportOptions {
     /// they become `?` in the imported types, tied by name through each
     /// argument's `tcc.dim_names` (see `importer::symbolic`).
     pub symbolic_dims: Vec<String>,
-    /// `dim_param`s fixed to a value (`tcc compile --specialize`: one
-    /// variant of a dynamic model): every input naming one takes the
-    /// value, so the function is static. Exclusive with `symbolic_dims`.
+    /// `dim_param`s fixed to a value (`tcc compile --fix-dim`, and each
+    /// variant of `--specialize`): every input naming one takes the value,
+    /// the others keeping theirs (symbolic ones too). A name is either
+    /// fixed or symbolic.
     pub fixed_dims: Vec<(String, i64)>,
     /// The name of the imported function.
     pub function_name: String,

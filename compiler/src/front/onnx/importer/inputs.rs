@@ -438,7 +438,7 @@ fn symbolic_names(imp: &mut Importer, info: &ValueInfoProto) -> Result<Option<Ve
         .iter()
         .zip(&params)
         .map(|(d, p)| {
-            if d.is_none() && imp.probes.contains_key(p) {
+            if d.is_none() && imp.probes.contains_key(p) && !imp.fixed.contains(p) {
                 p.as_str()
             } else {
                 ""

@@ -71,11 +71,13 @@ where
             PROBES.len()
         );
     }
+    // Each import: the probes, and the fixed dimensions' values.
     let probes = |pick: fn((i64, i64)) -> i64| -> HashMap<String, i64> {
         names
             .iter()
             .zip(PROBES)
             .map(|(n, p)| ((*n).clone(), pick(p)))
+            .chain(options.fixed_dims.iter().cloned())
             .collect()
     };
     // An input given a static shape fixes its dimensions; another input
