@@ -683,13 +683,26 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(error.contains("not a multiple"), "{error}");
-        let error = merged(&|e, x, n| {
+        // A slice keeping the whole dynamic axis (start 0) takes the rest
+        // of it: its size becomes -1 there.
+        let module = merged(&|e, x, n| {
             e.set_location("slice");
             e.slice(x, &[0, 0], &[n, 4])
+        })
+        .unwrap();
+        assert_eq!(module.results[0].ty.shape, [-1, 4]);
+        // A computed shape read by any other op (a tile's multiples) is
+        // refused with the node.
+        let error = merged(&|e, x, n| {
+            e.set_location("tile");
+            let c = Const::from_f64(DType::F32, vec![1, 32], &[0.5; 32]);
+            let row = e.constant(&c, "row").unwrap();
+            let tiled = e.tile(&row, &[n, 1]);
+            e.binary("tosa.add", x, &tiled).unwrap()
         })
         .unwrap_err()
         .to_string();
         assert!(error.contains("other than a reshape"), "{error}");
-        assert!(error.contains("node \"slice\""), "{error}");
+        assert!(error.contains("node \"tile\""), "{error}");
     }
 }
