@@ -1379,6 +1379,14 @@ fn static_variants_run_at_their_buckets_and_the_generic_function_elsewhere() {
         session.reset_profile().unwrap();
         let got = session.run(&function.name, &values).unwrap();
         assert_eq!(got[0].shape, vec![batch, 16, 32]);
+        // The runtime names the variant the host code runs.
+        let variant = function
+            .specialization_of_call(&[&[batch, 16, 32], &[batch, 16]])
+            .map(tcc_runtime::describe_bucket);
+        assert_eq!(
+            variant.as_deref(),
+            (batch != 5).then(|| format!("batch={batch}")).as_deref()
+        );
         if let Some(m) = mismatch(&got[0].to_f32().unwrap(), &want[0].to_f32().unwrap()) {
             panic!("batch {batch}: {m}");
         }

@@ -151,6 +151,31 @@ impl FunctionInfo {
         Ok((std::borrow::Cow::Owned(sized), call.flat))
     }
 
+    /// The static variant (`tcc compile --specialize`) a call on inputs of
+    /// `shapes` runs: the bucket whose values the inputs bind (the
+    /// artifact's host entry makes the same choice), or `None` for the
+    /// generic function (or shapes the call would refuse).
+    pub fn specialization_of_call(&self, shapes: &[&[usize]]) -> Option<&[(String, i64)]> {
+        if self.specializations.is_empty() {
+            return None;
+        }
+        let value_of = |dim: &str| {
+            self.inputs.iter().zip(shapes).find_map(|(input, shape)| {
+                let axis = input.dims.iter().position(|d| d == dim)?;
+                shape.get(axis).map(|&v| v as i64)
+            })
+        };
+        self.call_shapes(shapes).ok()?;
+        self.specializations
+            .iter()
+            .find(|bucket| {
+                bucket
+                    .iter()
+                    .all(|(dim, value)| value_of(dim) == Some(*value))
+            })
+            .map(Vec::as_slice)
+    }
+
     /// The shapes of a call on inputs of `shapes`: [`Self::call_shapes`]
     /// for a function on a symbolic dimension; otherwise the declared
     /// outputs, with no entry shapes to pass.
@@ -864,6 +889,27 @@ mod tests {
             }],
             ..mlp()
         }
+    }
+
+    #[test]
+    fn a_call_at_a_bucket_names_its_static_variant() {
+        let f = FunctionInfo {
+            specializations: vec![vec![("batch".into(), 1)], vec![("batch".into(), 8)]],
+            ..dynamic_mlp()
+        };
+        let at = |batch: usize| {
+            f.specialization_of_call(&[&[batch, 128], &[batch, 128]])
+                .map(crate::describe_bucket)
+        };
+        assert_eq!(at(8).as_deref(), Some("batch=8"));
+        assert_eq!(at(1).as_deref(), Some("batch=1"));
+        assert_eq!(at(3), None);
+        // A call the function refuses (out of range) names none.
+        assert_eq!(at(17), None);
+        assert_eq!(
+            dynamic_mlp().specialization_of_call(&[&[8, 128], &[8, 128]]),
+            None
+        );
     }
 
     #[test]

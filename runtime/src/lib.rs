@@ -91,6 +91,15 @@ pub const GIT_HASH: &str = env!("TCC_GIT_HASH");
 /// tcc's version and the git commit it was built from:
 /// `tcc 0.1.0 (git 0123456789ab)`, shown by every tool's `--version` and
 /// the C API's `tcc_version()`.
+/// A bucket of `tcc compile --specialize` as `batch=8` (`batch=8,seq=128`).
+pub fn describe_bucket(bucket: &[(String, i64)]) -> String {
+    bucket
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 pub fn version_string() -> String {
     format!(
         "tcc {} (git {})",

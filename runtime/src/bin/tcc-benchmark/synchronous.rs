@@ -436,6 +436,31 @@ pub(crate) fn measure(
         out,
         "@{function} on {device_name} [{device_kind}] ({platform})"
     )?;
+    // A function with static variants (`tcc compile --specialize`): which
+    // one the calls ran.
+    if let Ok(f) = model.function(function)
+        && !f.specializations.is_empty()
+    {
+        let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape.as_slice()).collect();
+        let buckets = |list: &[Vec<(String, i64)>]| {
+            list.iter()
+                .map(|b| tcc_runtime::describe_bucket(b))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match f.specialization_of_call(&shapes) {
+            Some(bucket) => writeln!(
+                out,
+                "specialization: the static variant {} (tcc compile --specialize)",
+                tcc_runtime::describe_bucket(bucket)
+            )?,
+            None => writeln!(
+                out,
+                "specialization: the generic function (static variants: {})",
+                buckets(&f.specializations)
+            )?,
+        }
+    }
     writeln!(
         out,
         "iterations: {}{} (after {} warm-up){}",
