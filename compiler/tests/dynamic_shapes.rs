@@ -1427,44 +1427,28 @@ fn fix_dim_gives_one_dynamic_axis_a_value() {
         inspect.contains("@main(x: batchx4x8xf32) -> (y: batchx4x8xf32)"),
         "{inspect}"
     );
-    // Without it the sequence has no value.
-    let error = fails(tcc(&[
-        "compile",
-        &onnx,
-        "--dim",
-        "batch=1..8",
-        "-o",
-        "/dev/null",
-    ]));
-    assert!(error.contains("sequence"), "{error}");
-    let error = fails(tcc(&[
-        "compile",
-        &onnx,
-        "--dim",
-        "batch=1..8",
-        "--fix-dim",
-        "seq=4",
-        "-o",
-        "/dev/null",
-    ]));
-    assert!(
-        error.contains("fixes 'seq', which no graph input of the model declares (its inputs' dynamic dimensions are: batch, sequence)"),
-        "{error}"
-    );
-    let error = fails(tcc(&[
-        "compile",
-        &onnx,
-        "--dim",
-        "batch=1..8",
-        "--fix-dim",
-        "batch=4",
-        "-o",
-        "/dev/null",
-    ]));
-    assert!(
-        error.contains("'batch' cannot be both symbolic and fixed"),
-        "{error}"
-    );
+    // `tcc compile tokens.onnx FLAGS -o /dev/null`, which must fail: its
+    // message.
+    let refused = |flags: &[&str]| {
+        let mut all = vec!["compile", onnx.as_str(), "-o", "/dev/null"];
+        all.extend_from_slice(flags);
+        fails(tcc(&all))
+    };
+    for (flags, expected) in [
+        // Without it the sequence has no value.
+        (&["--dim", "batch=1..8"][..], "sequence"),
+        (
+            &["--dim", "batch=1..8", "--fix-dim", "seq=4"][..],
+            "fixes 'seq', which no graph input of the model declares (its inputs' dynamic dimensions are: batch, sequence)",
+        ),
+        (
+            &["--dim", "batch=1..8", "--fix-dim", "batch=4"][..],
+            "'batch' cannot be both symbolic and fixed",
+        ),
+    ] {
+        let error = refused(flags);
+        assert!(error.contains(expected), "{flags:?}: {error}");
+    }
     // A malformed value is a usage error (exit 2), as --dim's are.
     let o = tcc(&[
         "compile",

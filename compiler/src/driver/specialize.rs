@@ -236,13 +236,9 @@ pub fn add_variants<'c>(
     Ok(())
 }
 
-/// `batch=8, seq=128`.
+/// `batch=8,seq=128`.
 pub fn describe(bucket: &[(String, i64)]) -> String {
-    bucket
-        .iter()
-        .map(|(n, v)| format!("{n}={v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    tcc_runtime::describe_bucket(bucket)
 }
 
 #[cfg(test)]

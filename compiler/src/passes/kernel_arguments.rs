@@ -78,11 +78,12 @@ pub(super) fn append_kernel_arguments<'c>(
         .filter_map(|i| block.argument(i).ok())
         .map(|a| Value::from(a).r#type())
         .collect();
-    let mut position = inputs
+    let first_index = inputs
         .iter()
         .position(|t| t.is_index())
         .unwrap_or(inputs.len());
-    for ty in types {
+    for (offset, ty) in types.iter().enumerate() {
+        let position = first_index + offset;
         unsafe {
             mlir_sys::mlirBlockInsertArgument(
                 block.to_raw(),
@@ -92,7 +93,6 @@ pub(super) fn append_kernel_arguments<'c>(
             );
         }
         inputs.insert(position, *ty);
-        position += 1;
     }
     let mut kernel = unsafe { OperationRefMut::from_raw(kernel.to_raw()) };
     kernel.set_attribute(

@@ -660,8 +660,9 @@ impl<'l> HostWriter<'l> {
             return Ok((functions, entries));
         }
         let mut kept: Vec<(FunctionDesc, FunctionValue<'l>)> = Vec::new();
-        let mut variants: Vec<(FunctionDesc, FunctionValue<'l>, String, Vec<(String, i64)>)> =
-            Vec::new();
+        // (variant, its entry, the generic function's name, its bucket)
+        type Variant<'l> = (FunctionDesc, FunctionValue<'l>, String, Vec<(String, i64)>);
+        let mut variants: Vec<Variant<'l>> = Vec::new();
         for (function, entry) in functions.into_iter().zip(entries) {
             match marked.remove(&function.name) {
                 Some((of, bucket)) => variants.push((function, entry, of, bucket)),
@@ -728,7 +729,7 @@ impl<'l> HostWriter<'l> {
         let entry = self.context.append_basic_block(function, "entry");
         let fallback = self.context.append_basic_block(function, "generic");
         b.position_at_end(entry);
-        let shapes_field = tcc_abi::RUNTIME_API.field("shapes") as u32;
+        let shapes_field = tcc_abi::RUNTIME_API.field("shapes");
         let address = b
             .build_struct_gep(api, rt, shapes_field, "shapes.address")
             .map_err(llvm_error)?;
