@@ -1477,3 +1477,41 @@ fn fix_dim_gives_one_dynamic_axis_a_value() {
         "{inspect}"
     );
 }
+
+/// A depthwise convolution (a grouped Conv with one channel per group)
+/// and a broadcast product of two global pools on a symbolic batch: one
+/// artifact for `--target=pocl-cpu` runs batch 1 and 3 as the static
+/// artifacts of those batches do (MobileNetV2 and EfficientNet-B0 are
+/// built of these).
+#[test]
+fn depthwise_convolutions_take_a_symbolic_batch() {
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = models();
+    let onnx = path(&dir, "depthwise.onnx");
+    let dynamic = dir.path().join("depthwise.so");
+    compile_for("pocl-cpu", &onnx, &["--dim", "batch=1..16"], &dynamic);
+    let runtime = crate::support::uncached_runtime();
+    let model = tcc_runtime::Model::load(&dynamic).unwrap();
+    let mut session = runtime.session(&model).unwrap();
+    for batch in [1usize, 3] {
+        let values = batch_inputs(&[vec![batch, 8, 10, 10]]);
+        let fixed = dir.path().join(format!("depthwise-{batch}.so"));
+        compile_for(
+            "pocl-cpu",
+            &onnx,
+            &["--input-shape", &format!("x={batch}x8x10x10")],
+            &fixed,
+        );
+        let fixed_model = tcc_runtime::Model::load(&fixed).unwrap();
+        let want = runtime
+            .session(&fixed_model)
+            .unwrap()
+            .run(&fixed_model.functions()[0].name, &values)
+            .unwrap();
+        let got = session.run(&model.functions()[0].name, &values).unwrap();
+        assert_eq!(got[0].shape, vec![batch, 8, 1, 1]);
+        if let Some(m) = mismatch(&got[0].to_f32().unwrap(), &want[0].to_f32().unwrap()) {
+            panic!("batch {batch}: {m}");
+        }
+    }
+}

@@ -6,6 +6,8 @@
 //! dimensions with their ranges and the pass's name, so that a `?` never
 //! reaches code that would read it as a huge static extent.
 
+use std::collections::HashMap;
+
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Type, TypeLike, ValueLike};
 
@@ -97,14 +99,41 @@ pub fn strategy_extent(dims: &Dims) -> Option<i64> {
 /// quotients by constants). `None` where the bound is not known: callers
 /// that size memory by it must not guess.
 pub fn max_extent(value: melior::ir::Value, axis: usize, max: i64) -> Option<i64> {
-    max_extent_at(value, axis, max, 0)
+    max_extent_at(value, axis, max, 0, &mut HashMap::new())
 }
+
+/// What [`max_extent`] found for each (value, axis; `usize::MAX` for an
+/// index value) it visited: broadcasting sizes are `max(dim a, dim b)`
+/// chains, whose shared parts would otherwise be walked again on every path.
+type Bounds = HashMap<(usize, usize), Option<i64>>;
 
 /// The deepest chain of ops [`max_extent`] follows (a deep model's last
 /// product sizes its rows through every layer before it).
 const BOUND_DEPTH: usize = 2048;
 
-fn max_extent_at(value: melior::ir::Value, axis: usize, max: i64, depth: usize) -> Option<i64> {
+fn max_extent_at(
+    value: melior::ir::Value,
+    axis: usize,
+    max: i64,
+    depth: usize,
+    memo: &mut Bounds,
+) -> Option<i64> {
+    let key = (value.to_raw().ptr as usize, axis);
+    if let Some(known) = memo.get(&key) {
+        return *known;
+    }
+    let bound = max_extent_uncached(value, axis, max, depth, memo);
+    memo.insert(key, bound);
+    bound
+}
+
+fn max_extent_uncached(
+    value: melior::ir::Value,
+    axis: usize,
+    max: i64,
+    depth: usize,
+    memo: &mut Bounds,
+) -> Option<i64> {
     let shape = ranked_shape(value.r#type())?;
     match shape.get(axis)? {
         Some(extent) => return Some(*extent),
@@ -120,17 +149,16 @@ fn max_extent_at(value: melior::ir::Value, axis: usize, max: i64, depth: usize) 
     };
     // The position of `axis` among the result's dynamic axes.
     let dynamic_position = shape[..axis].iter().filter(|d| d.is_none()).count();
-    let recurse = |v: melior::ir::Value, a: usize| max_extent_at(v, a, max, depth + 1);
-    let index = |v: melior::ir::Value| index_bound(v, max, depth + 1);
+    let mut recurse = |v: melior::ir::Value, a: usize| max_extent_at(v, a, max, depth + 1, memo);
     let name = op_name(&op);
     match name.as_str() {
         "tensor.empty" | "memref.alloc" | "memref.alloca" => {
-            index(op.operand(dynamic_position).ok()?)
+            index_bound(op.operand(dynamic_position).ok()?, max, depth + 1, memo)
         }
         "tensor.expand_shape" | "memref.expand_shape" => {
-            index(op.operand(1 + dynamic_position).ok()?)
+            index_bound(op.operand(1 + dynamic_position).ok()?, max, depth + 1, memo)
         }
-        "memref.view" => index(op.operand(2 + dynamic_position).ok()?),
+        "memref.view" => index_bound(op.operand(2 + dynamic_position).ok()?, max, depth + 1, memo),
         "tensor.collapse_shape" | "memref.collapse_shape" => {
             let groups = op.attribute("reassociation").ok()?;
             let groups = melior::ir::attribute::ArrayAttribute::try_from(groups).ok()?;
@@ -191,13 +219,28 @@ fn max_extent_at(value: melior::ir::Value, axis: usize, max: i64, depth: usize) 
 
 /// An upper bound of an `index` (or integer) value that sizes a tensor
 /// or buffer: see [`max_extent`].
-fn index_bound(value: melior::ir::Value, max: i64, depth: usize) -> Option<i64> {
+fn index_bound(value: melior::ir::Value, max: i64, depth: usize, memo: &mut Bounds) -> Option<i64> {
     if depth > BOUND_DEPTH {
         return None;
     }
+    let key = (value.to_raw().ptr as usize, usize::MAX);
+    if let Some(known) = memo.get(&key) {
+        return *known;
+    }
+    let bound = index_bound_uncached(value, max, depth, memo);
+    memo.insert(key, bound);
+    bound
+}
+
+fn index_bound_uncached(
+    value: melior::ir::Value,
+    max: i64,
+    depth: usize,
+    memo: &mut Bounds,
+) -> Option<i64> {
     let op = super::util::defining_op(value)?;
     let operand = |i: usize| op.operand(i).ok();
-    let bound = |i: usize| index_bound(operand(i)?, max, depth + 1);
+    let mut bound = |i: usize| index_bound(operand(i)?, max, depth + 1, memo);
     let constant = |i: usize| {
         let op = super::util::defining_op(operand(i)?)?;
         (op_name(&op) == "arith.constant")
@@ -231,7 +274,7 @@ fn index_bound(value: melior::ir::Value, max: i64, depth: usize) -> Option<i64> 
         "arith.maxui" | "arith.maxsi" => Some(bound(0)?.max(bound(1)?)),
         "tensor.dim" | "memref.dim" => {
             let axis = usize::try_from(constant(1)?).ok()?;
-            max_extent_at(operand(0)?, axis, max, depth + 1)
+            max_extent_at(operand(0)?, axis, max, depth + 1, memo)
         }
         _ => None,
     }

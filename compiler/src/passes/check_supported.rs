@@ -381,6 +381,7 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.cast",
     "tosa.clamp",
     "tosa.conv2d",
+    "tosa.depthwise_conv2d",
     "tosa.erf",
     "tosa.exp",
     "tosa.identity",
@@ -561,7 +562,11 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         // A batched product (attention's QK^T and P.V) whose operands are
         // both dynamic only in their batch: the batch is the grid's.
         "tosa.matmul" if batched_on_dynamic(op) => None,
-        "tosa.matmul" | "tosa.conv2d" | "tosa.avg_pool2d" | "tosa.max_pool2d"
+        "tosa.matmul"
+        | "tosa.conv2d"
+        | "tosa.depthwise_conv2d"
+        | "tosa.avg_pool2d"
+        | "tosa.max_pool2d"
             if op
                 .operand(1)
                 .is_ok_and(|w| crate::ir::dynamic::is_dynamic(w.r#type())) =>

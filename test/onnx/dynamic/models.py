@@ -15,6 +15,9 @@ graphs whose inputs declare `dim_param: "batch"` as exporters write them.
   (a row normalization over the static inner axis)
 - sum_over_batch.onnx: x[batch, 4] -> ReduceSum(axes=[0]) -> y[1, 4] (a
   reduction over the symbolic dimension, outside the first dynamic slice)
+- depthwise.onnx: x[batch, 8, 10, 10] -> Conv(group 8, 3x3, pad 1) -> Relu ->
+  GlobalAveragePool -> Mul(x's pool) -> y[batch, 8, 1, 1] (a depthwise
+  convolution and a broadcast product on a symbolic batch)
 - tokens.onnx: x[batch, sequence, 8] -> Relu -> y[batch, sequence, 8] (two
   dynamic axes: a symbolic batch with the sequence fixed by --fix-dim)
 - encoder.onnx: x[batch, 16, 32], mask[batch, 16] -> one BERT-style encoder
@@ -128,6 +131,21 @@ def sum_over_batch(path):
     axes = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes")
     nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum_batch", keepdims=1)]
     save(helper.make_graph(nodes, "sum_over_batch", [x], [y], [axes]), path)
+
+
+def depthwise(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 10, 10])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 1, 1])
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dw", group=8, pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+        helper.make_node("GlobalAveragePool", ["x"], ["q"], name="pool_x"),
+        helper.make_node("Mul", ["p", "q"], ["y"], name="gate"),
+    ]
+    inits = [weight("w", (8, 1, 3, 3), 30), weight("b", (8,), 31)]
+    save(helper.make_graph(nodes, "depthwise", [x], [y], inits), path)
 
 
 def tokens(path):
@@ -253,3 +271,4 @@ if __name__ == "__main__":
     sum_over_batch(os.path.join(out, "sum_over_batch.onnx"))
     encoder(os.path.join(out, "encoder.onnx"))
     tokens(os.path.join(out, "tokens.onnx"))
+    depthwise(os.path.join(out, "depthwise.onnx"))
