@@ -1416,13 +1416,16 @@ fn static_variants_run_at_their_buckets_and_the_generic_function_elsewhere() {
 fn fix_dim_gives_one_dynamic_axis_a_value() {
     let dir = models();
     let onnx = path(&dir, "tokens.onnx");
-    let out = dir.path().join("tokens.so");
-    compile_to(
-        &onnx,
+    // What `tcc inspect` prints of tokens.onnx compiled with `flags`.
+    let signature = |flags: &[&str], name: &str| {
+        let out = dir.path().join(name);
+        compile_to(&onnx, flags, &out);
+        ok(tcc(&["inspect", &out.display().to_string()]))
+    };
+    let inspect = signature(
         &["--dim", "batch=1..8", "--fix-dim", "sequence=4"],
-        &out,
+        "tokens.so",
     );
-    let inspect = ok(tcc(&["inspect", &out.display().to_string()]));
     assert!(
         inspect.contains("@main(x: batchx4x8xf32) -> (y: batchx4x8xf32)"),
         "{inspect}"
@@ -1465,13 +1468,10 @@ fn fix_dim_gives_one_dynamic_axis_a_value() {
         text(&o)
     );
     // With every axis fixed the function is static.
-    let fixed = dir.path().join("tokens-fixed.so");
-    compile_to(
-        &onnx,
+    let inspect = signature(
         &["--fix-dim", "batch=2", "--fix-dim", "sequence=3"],
-        &fixed,
+        "tokens-fixed.so",
     );
-    let inspect = ok(tcc(&["inspect", &fixed.display().to_string()]));
     assert!(
         inspect.contains("@main(x: 2x3x8xf32) -> (y: 2x3x8xf32)"),
         "{inspect}"

@@ -99,13 +99,38 @@ pub fn strategy_extent(dims: &Dims) -> Option<i64> {
 /// quotients by constants). `None` where the bound is not known: callers
 /// that size memory by it must not guess.
 pub fn max_extent(value: melior::ir::Value, axis: usize, max: i64) -> Option<i64> {
-    max_extent_at(value, axis, max, 0, &mut HashMap::new())
+    max_extent_with(value, axis, max, &mut Bounds::new())
+}
+
+/// [`max_extent`] sharing what earlier calls found (`memo`): for callers
+/// that bound many values of one function.
+pub fn max_extent_with(
+    value: melior::ir::Value,
+    axis: usize,
+    max: i64,
+    memo: &mut Bounds,
+) -> Option<i64> {
+    max_extent_at(value, axis, max, 0, memo)
 }
 
 /// What [`max_extent`] found for each (value, axis; `usize::MAX` for an
 /// index value) it visited: broadcasting sizes are `max(dim a, dim b)`
 /// chains, whose shared parts would otherwise be walked again on every path.
-type Bounds = HashMap<(usize, usize), Option<i64>>;
+pub type Bounds = HashMap<(usize, usize), Option<i64>>;
+
+/// `memo`'s entry for `key`, computed by `compute` the first time.
+fn remembered(
+    memo: &mut Bounds,
+    key: (usize, usize),
+    compute: impl FnOnce(&mut Bounds) -> Option<i64>,
+) -> Option<i64> {
+    if let Some(known) = memo.get(&key) {
+        return *known;
+    }
+    let bound = compute(memo);
+    memo.insert(key, bound);
+    bound
+}
 
 /// The deepest chain of ops [`max_extent`] follows (a deep model's last
 /// product sizes its rows through every layer before it).
@@ -118,13 +143,9 @@ fn max_extent_at(
     depth: usize,
     memo: &mut Bounds,
 ) -> Option<i64> {
-    let key = (value.to_raw().ptr as usize, axis);
-    if let Some(known) = memo.get(&key) {
-        return *known;
-    }
-    let bound = max_extent_uncached(value, axis, max, depth, memo);
-    memo.insert(key, bound);
-    bound
+    remembered(memo, (value.to_raw().ptr as usize, axis), |memo| {
+        max_extent_uncached(value, axis, max, depth, memo)
+    })
 }
 
 fn max_extent_uncached(
@@ -223,13 +244,9 @@ fn index_bound(value: melior::ir::Value, max: i64, depth: usize, memo: &mut Boun
     if depth > BOUND_DEPTH {
         return None;
     }
-    let key = (value.to_raw().ptr as usize, usize::MAX);
-    if let Some(known) = memo.get(&key) {
-        return *known;
-    }
-    let bound = index_bound_uncached(value, max, depth, memo);
-    memo.insert(key, bound);
-    bound
+    remembered(memo, (value.to_raw().ptr as usize, usize::MAX), |memo| {
+        index_bound_uncached(value, max, depth, memo)
+    })
 }
 
 fn index_bound_uncached(

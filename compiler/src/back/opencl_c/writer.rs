@@ -153,7 +153,8 @@ impl IndexWidth {
 /// bound is not known counts its `?`s at `max`, as the kernels' check does.
 fn host_buffers_fit_32_bits(module: &Module, max: i64) -> bool {
     let root = unsafe { OperationRef::from_raw(module.as_operation().to_raw()) };
-    let fits = |value: melior::ir::Value| {
+    let mut memo = crate::ir::dynamic::Bounds::new();
+    let mut fits = |value: melior::ir::Value| {
         let Some(shape) = crate::ir::types::ranked_shape(value.r#type()) else {
             return true;
         };
@@ -164,7 +165,9 @@ fn host_buffers_fit_32_bits(module: &Module, max: i64) -> bool {
             .iter()
             .enumerate()
             .map(|(axis, d)| {
-                d.unwrap_or_else(|| crate::ir::dynamic::max_extent(value, axis, max).unwrap_or(max))
+                d.unwrap_or_else(|| {
+                    crate::ir::dynamic::max_extent_with(value, axis, max, &mut memo).unwrap_or(max)
+                })
             })
             .try_fold(1i64, |n, d| n.checked_mul(d.max(1)))
             .is_some_and(|n| n < IndexWidth::MAX_32_BIT_ELEMENTS)
