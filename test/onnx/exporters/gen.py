@@ -20,7 +20,15 @@ cannot export is listed in OUT/SKIPPED with the reason, not written.
 Every model is two layers of hidden size 32 (two heads) with a vocabulary
 of 128, so the fixtures stay small (each a few hundred KB at most); the weights are the
 libraries' own random initialisation under a fixed seed. Shapes are
-static (batch 2), which is what tcc compiles today.
+static (batch 2).
+
+`python3 test/onnx/exporters/gen.py --dynamic OUT` writes
+OUT/exporters-dynamic.tar.xz instead (unpacked into
+test/onnx/exporters-dynamic): the same models exported with a symbolic
+`batch` axis on every input and output (and `sequence` on token inputs,
+`decoder_sequence` on T5's decoder ids), as `dynamic_axes` /
+`dynamic_shapes` declare them, with two data sets: test_data_set_0 at
+batch 2 and test_data_set_1 at batch 3 (the sequence lengths as above).
 """
 import os
 import shutil
@@ -42,14 +50,19 @@ BATCH = 2
 SEQ = 16
 
 
-def text_inputs(with_mask):
-    rng = np.random.default_rng(11)
-    ids = torch.from_numpy(rng.integers(0, VOCAB, size=(BATCH, SEQ), dtype=np.int64))
+def text_inputs(with_mask, batch=BATCH):
+    rng = np.random.default_rng(11 + batch - BATCH)
+    ids = torch.from_numpy(rng.integers(0, VOCAB, size=(batch, SEQ), dtype=np.int64))
     if not with_mask:
         return {"input_ids": ids}
-    mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
+    mask = torch.ones(batch, SEQ, dtype=torch.int64)
     mask[1, SEQ * 3 // 4 :] = 0  # the second row padded
     return {"input_ids": ids, "attention_mask": mask}
+
+
+def images(seed, shape, batch):
+    rng = np.random.default_rng(seed + batch - BATCH)
+    return torch.from_numpy(rng.standard_normal((batch, *shape)).astype(np.float32))
 
 
 def first_tensor(result):
@@ -72,57 +85,57 @@ class Wrapped(torch.nn.Module):
         return first_tensor(self.inner(**dict(zip(self.names, xs))))
 
 
-def bert():
+def bert(batch=BATCH):
     from transformers import BertConfig, BertModel
 
     config = BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=FFN, max_position_embeddings=64)
-    return BertModel(config), text_inputs(True)
+    return BertModel(config), text_inputs(True, batch)
 
 
-def gpt2():
+def gpt2(batch=BATCH):
     from transformers import GPT2Config, GPT2Model
 
     config = GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=2, n_head=2, n_positions=64)
-    return GPT2Model(config), text_inputs(False)
+    return GPT2Model(config), text_inputs(False, batch)
 
 
-def t5():
+def t5(batch=BATCH):
     from transformers import T5Config, T5Model
 
     config = T5Config(vocab_size=VOCAB, d_model=HIDDEN, d_kv=16, d_ff=FFN, num_layers=2, num_heads=2,
                       decoder_start_token_id=0)
-    inputs = text_inputs(True)
+    inputs = text_inputs(True, batch)
     inputs["decoder_input_ids"] = inputs["input_ids"][:, : SEQ // 2].clone()
     return T5Model(config), inputs
 
 
-def vit():
+def vit(batch=BATCH):
     from transformers import ViTConfig, ViTModel
 
     config = ViTConfig(hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=2, intermediate_size=FFN,
                        image_size=32, patch_size=8)
-    pixels = torch.from_numpy(np.random.default_rng(12).standard_normal((BATCH, 3, 32, 32)).astype(np.float32))
+    pixels = images(12, (3, 32, 32), batch)
     return ViTModel(config, add_pooling_layer=False), {"pixel_values": pixels}
 
 
-def whisper_encoder():
+def whisper_encoder(batch=BATCH):
     from transformers import WhisperConfig, WhisperModel
 
     config = WhisperConfig(vocab_size=VOCAB, d_model=HIDDEN, encoder_layers=2, decoder_layers=2,
                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=FFN,
                            decoder_ffn_dim=FFN, num_mel_bins=16, max_source_positions=16, max_target_positions=16,
                            pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
-    features = torch.from_numpy(np.random.default_rng(13).standard_normal((BATCH, 16, 32)).astype(np.float32))
+    features = images(13, (16, 32), batch)
     return WhisperModel(config).encoder, {"input_features": features}
 
 
-def llama():
+def llama(batch=BATCH):
     from transformers import LlamaConfig, LlamaModel
 
     config = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN, num_hidden_layers=2,
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64)
-    return LlamaModel(config), text_inputs(True)
+    return LlamaModel(config), text_inputs(True, batch)
 
 
 class UNet(torch.nn.Module):
@@ -147,8 +160,8 @@ class UNet(torch.nn.Module):
         return self.head(self.up1(torch.cat([u1, d1], 1)))
 
 
-def unet():
-    image = torch.from_numpy(np.random.default_rng(14).standard_normal((BATCH, 3, 32, 32)).astype(np.float32))
+def unet(batch=BATCH):
+    image = images(14, (3, 32, 32), batch)
     return UNet(), {"input": image}
 
 
@@ -158,21 +171,44 @@ ARCHITECTURES = {
 }
 
 
-def export(model, inputs, path, exporter):
+def symbolic_axes(name, rank):
+    """The symbolic axes of input `name` (batch first; the token axis of
+    text inputs)."""
+    axes = {0: "batch"}
+    if name in ("input_ids", "attention_mask"):
+        axes[1] = "sequence"
+    elif name == "decoder_input_ids":
+        axes[1] = "decoder_sequence"
+    return axes
+
+
+def export(model, inputs, path, exporter, dynamic=False):
     names = list(inputs)
     args = tuple(inputs.values())
     wrapped = Wrapped(model, names) if not isinstance(model, UNet) else model
+    axes = {n: symbolic_axes(n, v.dim()) for n, v in inputs.items()} if dynamic else None
     if exporter == "torchscript":
+        dynamic_axes = None
+        if dynamic:
+            dynamic_axes = dict(axes)
+            dynamic_axes["output"] = {0: "batch"}
         torch.onnx.export(wrapped, args, path, opset_version=17, dynamo=False, input_names=names,
-                          output_names=["output"])
+                          output_names=["output"], dynamic_axes=dynamic_axes)
     else:
-        program = torch.onnx.export(wrapped, args, dynamo=True, input_names=names, output_names=["output"])
+        dynamic_shapes = None
+        if dynamic:
+            dims = {}
+            dynamic_shapes = tuple(
+                {axis: dims.setdefault(label, torch.export.Dim(label, min=1, max=64)) for axis, label in a.items()}
+                for a in axes.values())
+        program = torch.onnx.export(wrapped, args, dynamo=True, input_names=names, output_names=["output"],
+                                    dynamic_shapes=dynamic_shapes)
         program.save(path)
     # One self-contained file (the dynamo exporter may write external data).
     onnx.save(onnx.load(path), path, save_as_external_data=False)
 
 
-def write_case(directory, path, inputs):
+def write_case(directory, path, inputs, data_set=0):
     model = onnx.load(path)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feeds = {}
@@ -180,9 +216,10 @@ def write_case(directory, path, inputs):
     for name, value in zip(graph_inputs, inputs.values()):
         feeds[name] = value.numpy()
     outputs = session.run(None, feeds)
-    data = os.path.join(directory, "test_data_set_0")
+    data = os.path.join(directory, f"test_data_set_{data_set}")
     os.makedirs(data)
-    shutil.copy(path, os.path.join(directory, "model.onnx"))
+    if data_set == 0:
+        shutil.copy(path, os.path.join(directory, "model.onnx"))
     for i, name in enumerate(graph_inputs):
         tensor = numpy_helper.from_array(feeds[name], name)
         open(os.path.join(data, f"input_{i}.pb"), "wb").write(tensor.SerializeToString())
@@ -192,7 +229,8 @@ def write_case(directory, path, inputs):
 
 
 def main():
-    out = sys.argv[1]
+    dynamic = sys.argv[1] == "--dynamic"
+    out = sys.argv[-1]
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp()
     skipped = []
@@ -205,8 +243,13 @@ def main():
                 model, inputs = make()
                 model.eval()
                 with torch.no_grad():
-                    export(model, inputs, path, exporter)
+                    export(model, inputs, path, exporter, dynamic)
                 write_case(os.path.join(work, "cases", case), path, inputs)
+                if dynamic:
+                    # The same weights at another batch.
+                    torch.manual_seed(5)
+                    _, more = make(BATCH + 1)
+                    write_case(os.path.join(work, "cases", case), path, more, data_set=1)
                 size = os.path.getsize(os.path.join(work, "cases", case, "model.onnx"))
                 print(f"{case}: {size / 1e3:.0f} KB", flush=True)
             except Exception as error:  # an exporter's failure is a finding, not a stop
@@ -216,7 +259,7 @@ def main():
                 traceback.print_exc(limit=2)
     with open(os.path.join(work, "cases", "SKIPPED"), "w") as f:
         f.write("\n".join(skipped) + "\n")
-    archive = os.path.join(out, "exporters.tar.xz")
+    archive = os.path.join(out, "exporters-dynamic.tar.xz" if dynamic else "exporters.tar.xz")
     with tarfile.open(archive, "w:xz") as tar:
         for name in sorted(os.listdir(os.path.join(work, "cases"))):
             tar.add(os.path.join(work, "cases", name), arcname=name)
