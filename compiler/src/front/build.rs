@@ -31,7 +31,9 @@ use melior::ir::{
 };
 
 use super::onnx::dtype::{DType, TType};
-use super::onnx::emit::ir::{Elements, Expr, Generic, Kind, Op, ResultType, Use, ValueId};
+use super::onnx::emit::ir::{
+    Broadcasted, Elements, Expr, Generic, Kind, Op, ResultType, RuntimeExtent, Use, ValueId,
+};
 use super::onnx::emit::{Attr, BodyAttr, BodyOp, Scalar};
 use super::onnx::importer::module::{ArgAttr, Module};
 use super::onnx::tensor::Const;
@@ -498,12 +500,19 @@ impl<'c> Builder<'c> {
                     .add_results(&[ty])
                     .build(),
             ),
-            Kind::Empty => built(
-                OperationBuilder::new("tensor.empty", loc)
-                    .add_results(&[ty])
-                    .build(),
-            ),
-            Kind::Fill(value) => {
+            Kind::Empty(extents) => {
+                let sizes = self.runtime_sizes(block, extents, loc)?;
+                built(
+                    OperationBuilder::new("tensor.empty", loc)
+                        .add_operands(&sizes)
+                        .add_results(&[ty])
+                        .build(),
+                )
+            }
+            Kind::Broadcast { source, extents } => {
+                self.broadcast(block, values, source, extents, &op.ty, loc)
+            }
+            Kind::Fill(value, extents) => {
                 let ResultType::Tensor(t) = &op.ty else {
                     return Err(error("linalg.fill of a shape"));
                 };
@@ -519,7 +528,9 @@ impl<'c> Builder<'c> {
                     .build()
                     .map_err(|e| error(format!("arith.constant: {e}")))?;
                 let constant = result(block.append_operation(constant))?;
+                let sizes = self.runtime_sizes(block, extents, loc)?;
                 let empty = OperationBuilder::new("tensor.empty", loc)
+                    .add_operands(&sizes)
                     .add_results(&[ty])
                     .build()
                     .map_err(|e| error(format!("tensor.empty: {e}")))?;
@@ -582,29 +593,7 @@ impl<'c> Builder<'c> {
     ) -> Result<melior::ir::Operation<'c>> {
         let c = self.context;
         let loops = g.reductions.len();
-        let map = |exprs: &[Expr]| -> Attribute<'c> {
-            let mut exprs: Vec<mlir_sys::MlirAffineExpr> = exprs
-                .iter()
-                .map(|e| unsafe {
-                    // SAFETY: the context is live.
-                    match e {
-                        Expr::Dim(d) => mlir_sys::mlirAffineDimExprGet(c.to_raw(), *d as isize),
-                        Expr::Zero => mlir_sys::mlirAffineConstantExprGet(c.to_raw(), 0),
-                    }
-                })
-                .collect();
-            // SAFETY: the expressions belong to the live context.
-            unsafe {
-                let map = mlir_sys::mlirAffineMapGet(
-                    c.to_raw(),
-                    loops as isize,
-                    0,
-                    exprs.len() as isize,
-                    exprs.as_mut_ptr(),
-                );
-                Attribute::from_raw(mlir_sys::mlirAffineMapAttrGet(map))
-            }
-        };
+        let map = |exprs: &[Expr]| self.affine_map(loops, exprs);
         let mut maps: Vec<Attribute> = g.ins.iter().map(|(_, m)| map(m)).collect();
         maps.push(map(&g.init.1));
         let iterators: Vec<Attribute> = g
@@ -637,6 +626,208 @@ impl<'c> Builder<'c> {
                 (
                     self.id("operandSegmentSizes"),
                     DenseI32ArrayAttribute::new(c, &[g.ins.len() as i32, 1]).into(),
+                ),
+            ])
+            .add_results(&[ty])
+            .add_regions([region])
+            .build()
+            .map_err(|e| error(e.to_string()))
+    }
+
+    /// An affine map attribute of `loops` dimensions with `exprs` results.
+    fn affine_map(&self, loops: usize, exprs: &[Expr]) -> Attribute<'c> {
+        let c = self.context;
+        let mut exprs: Vec<mlir_sys::MlirAffineExpr> = exprs
+            .iter()
+            .map(|e| unsafe {
+                // SAFETY: the context is live.
+                match e {
+                    Expr::Dim(d) => mlir_sys::mlirAffineDimExprGet(c.to_raw(), *d as isize),
+                    Expr::Zero => mlir_sys::mlirAffineConstantExprGet(c.to_raw(), 0),
+                }
+            })
+            .collect();
+        // SAFETY: the expressions belong to the live context.
+        unsafe {
+            let map = mlir_sys::mlirAffineMapGet(
+                c.to_raw(),
+                loops as isize,
+                0,
+                exprs.len() as isize,
+                exprs.as_mut_ptr(),
+            );
+            Attribute::from_raw(mlir_sys::mlirAffineMapAttrGet(map))
+        }
+    }
+
+    /// An `index` constant at the end of `block`.
+    fn index_constant<'b>(
+        &self,
+        block: &'b Block<'c>,
+        value: i64,
+        loc: Location<'c>,
+    ) -> Result<Value<'c, 'b>> {
+        let index = Type::index(self.context);
+        let op = OperationBuilder::new("arith.constant", loc)
+            .add_attributes(&[(self.id("value"), self.integer(value, index))])
+            .add_results(&[index])
+            .build()
+            .map_err(|e| error(format!("arith.constant: {e}")))?;
+        result(block.append_operation(op))
+    }
+
+    /// The `index` values of `extents`, computed at the end of `block`
+    /// from the function's arguments (`tensor.dim`, `arith.muli`).
+    fn runtime_sizes<'b>(
+        &self,
+        block: &'b Block<'c>,
+        extents: &[RuntimeExtent],
+        loc: Location<'c>,
+    ) -> Result<Vec<Value<'c, 'b>>> {
+        let index = Type::index(self.context);
+        let mut sizes = Vec::with_capacity(extents.len());
+        for extent in extents {
+            let mut size: Option<Value> = None;
+            for &(argument, axis) in &extent.dims {
+                let source = lookup(block, &[], ValueId::Arg(argument))?;
+                let axis = self.index_constant(block, axis as i64, loc)?;
+                let dim = OperationBuilder::new("tensor.dim", loc)
+                    .add_operands(&[source, axis])
+                    .add_results(&[index])
+                    .build()
+                    .map_err(|e| error(format!("tensor.dim: {e}")))?;
+                let dim = result(block.append_operation(dim))?;
+                size = Some(match size {
+                    None => dim,
+                    Some(product) => self.multiply(block, product, dim, loc)?,
+                });
+            }
+            let size = match size {
+                None => self.index_constant(block, extent.factor, loc)?,
+                Some(product) if extent.factor == 1 => product,
+                Some(product) => {
+                    let factor = self.index_constant(block, extent.factor, loc)?;
+                    self.multiply(block, product, factor, loc)?
+                }
+            };
+            sizes.push(size);
+        }
+        Ok(sizes)
+    }
+
+    fn multiply<'b>(
+        &self,
+        block: &'b Block<'c>,
+        a: Value<'c, 'b>,
+        b: Value<'c, 'b>,
+        loc: Location<'c>,
+    ) -> Result<Value<'c, 'b>> {
+        let op = OperationBuilder::new("arith.muli", loc)
+            .add_operands(&[a, b])
+            .add_results(&[Type::index(self.context)])
+            .build()
+            .map_err(|e| error(format!("arith.muli: {e}")))?;
+        result(block.append_operation(op))
+    }
+
+    /// A [`Kind::Broadcast`]: its source (a recorded value, or a
+    /// `tosa.const` of the elements) repeated along its extent-1 axes into
+    /// a `tensor.empty` sized at run time, by a `linalg.generic`.
+    fn broadcast<'b>(
+        &self,
+        block: &'b Block<'c>,
+        values: &[Value<'c, 'b>],
+        source: &Broadcasted,
+        extents: &[RuntimeExtent],
+        ty: &ResultType,
+        loc: Location<'c>,
+    ) -> Result<melior::ir::Operation<'c>> {
+        let ResultType::Tensor(out) = ty else {
+            return Err(error("a broadcast to a shape"));
+        };
+        let (input, shape): (Value, Vec<i64>) = match source {
+            Broadcasted::Value(u) => {
+                let ResultType::Tensor(t) = &u.ty else {
+                    return Err(error("a broadcast of a shape"));
+                };
+                (lookup(block, values, u.id)?, t.shape.clone())
+            }
+            Broadcasted::Elements(elements) => {
+                let Elements::Dense(c) = elements else {
+                    return Err(error("a broadcast of a resource constant"));
+                };
+                let seed = ResultType::Tensor(TType::new(c.dtype, c.shape.clone()));
+                let constant = OperationBuilder::new("tosa.const", loc)
+                    .add_attributes(&[(self.id("values"), self.elements(elements, &seed)?)])
+                    .add_results(&[self.result_type(&seed)])
+                    .build()
+                    .map_err(|e| error(format!("tosa.const: {e}")))?;
+                (result(block.append_operation(constant))?, c.shape.clone())
+            }
+        };
+        if shape.len() != out.shape.len() {
+            return Err(error(format!(
+                "a broadcast of rank {} to rank {}",
+                shape.len(),
+                out.shape.len()
+            )));
+        }
+        let sizes = self.runtime_sizes(block, extents, loc)?;
+        let ty = self.tensor(out);
+        let empty = OperationBuilder::new("tensor.empty", loc)
+            .add_operands(&sizes)
+            .add_results(&[ty])
+            .build()
+            .map_err(|e| error(format!("tensor.empty: {e}")))?;
+        let empty = result(block.append_operation(empty))?;
+        let rank = out.shape.len();
+        let source_map: Vec<Expr> = shape
+            .iter()
+            .zip(&out.shape)
+            .enumerate()
+            .map(|(axis, (&s, &o))| {
+                if s == 1 && o != 1 {
+                    Expr::Zero
+                } else {
+                    Expr::Dim(axis)
+                }
+            })
+            .collect();
+        let identity: Vec<Expr> = (0..rank).map(Expr::Dim).collect();
+        let maps = [
+            self.affine_map(rank, &source_map),
+            self.affine_map(rank, &identity),
+        ];
+        let iterators: Vec<Attribute> = (0..rank)
+            .map(|_| tcc_dialects::linalg_iterator_type(self.context, false))
+            .collect();
+        let element = self.element(out.dtype);
+        let body = Block::new(&[(element, loc), (element, loc)]);
+        let first = body
+            .argument(0)
+            .map(Value::from)
+            .map_err(|e| error(e.to_string()))?;
+        let y = OperationBuilder::new("linalg.yield", loc)
+            .add_operands(&[first])
+            .build()
+            .map_err(|e| error(format!("linalg.yield: {e}")))?;
+        body.append_operation(y);
+        let region = Region::new();
+        region.append_block(body);
+        OperationBuilder::new("linalg.generic", loc)
+            .add_operands(&[input, empty])
+            .add_attributes(&[
+                (
+                    self.id("indexing_maps"),
+                    ArrayAttribute::new(self.context, &maps).into(),
+                ),
+                (
+                    self.id("iterator_types"),
+                    ArrayAttribute::new(self.context, &iterators).into(),
+                ),
+                (
+                    self.id("operandSegmentSizes"),
+                    DenseI32ArrayAttribute::new(self.context, &[1, 1]).into(),
                 ),
             ])
             .add_results(&[ty])
@@ -710,8 +901,9 @@ fn op_name(op: &Op) -> &str {
         Kind::Plain { name, .. } | Kind::Named { name, .. } => name,
         Kind::Const(_) => "tosa.const",
         Kind::ConstShape(_) => "tosa.const_shape",
-        Kind::Empty => "tensor.empty",
-        Kind::Fill(_) => "linalg.fill",
+        Kind::Empty(_) => "tensor.empty",
+        Kind::Fill(..) => "linalg.fill",
+        Kind::Broadcast { .. } => "linalg.generic",
         Kind::Generic(_) => "linalg.generic",
     }
 }

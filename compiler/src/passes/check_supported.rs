@@ -370,10 +370,13 @@ fn symbolic_argument(
     Ok(used)
 }
 
-/// The ops of the first dynamic slice (issue 33): elementwise ops,
-/// MatMul/Gemm with a dynamic M, Softmax/LayerNorm/reductions over static
-/// inner axes, Conv2D and pooling with a dynamic N, Reshape/Transpose that
-/// keep the batch leading.
+/// The ops of the first dynamic slice (issue 33): elementwise ops
+/// (comparisons and selects included), MatMul/Gemm with a dynamic M,
+/// Softmax/LayerNorm/reductions over static inner axes, Conv2D and
+/// pooling with a dynamic N, Reshape/Transpose that keep the batch
+/// leading, gathers of dynamic indices from a static table, and the
+/// importer's broadcasts of a value to the batch (`tensor.empty` sized by
+/// `tensor.dim`, an all-parallel `linalg.generic`).
 const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.abs",
     "tosa.add",
@@ -382,10 +385,17 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.clamp",
     "tosa.conv2d",
     "tosa.depthwise_conv2d",
+    "tosa.equal",
     "tosa.erf",
     "tosa.exp",
+    "tosa.gather",
+    "tosa.greater",
+    "tosa.greater_equal",
     "tosa.identity",
     "tosa.log",
+    "tosa.logical_and",
+    "tosa.logical_not",
+    "tosa.logical_or",
     "tosa.matmul",
     "tosa.max_pool2d",
     "tosa.maximum",
@@ -399,6 +409,7 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.reduce_sum",
     "tosa.reshape",
     "tosa.rsqrt",
+    "tosa.select",
     "tosa.sigmoid",
     "tosa.slice",
     "tosa.sub",
@@ -406,6 +417,9 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.transpose",
     "tcc.softmax",
     "tcc.layer_norm",
+    "tensor.dim",
+    "tensor.empty",
+    "linalg.generic",
     "func.return",
 ];
 
@@ -446,6 +460,35 @@ impl Factors {
         }
     }
 
+    /// An `index` value as a multiple of the dimension: `tensor.dim` of a
+    /// dynamic value along its dynamic axis, times constants
+    /// (`arith.muli`).
+    fn index_factor(&self, value: melior::ir::Value) -> Option<(i64, i64)> {
+        use crate::ir::util::{constant_int, defining_op};
+        // SAFETY: the value belongs to the module being checked.
+        let op = defining_op(unsafe { melior::ir::Value::from_raw(value.to_raw()) })?;
+        match crate::ir::util::op_name(&op).as_str() {
+            "tensor.dim" => {
+                let source = op.operand(0).ok()?;
+                let axis = constant_int(op.operand(1).ok()?)?;
+                let dynamic_axis = leading_dynamic(source.r#type()).ok()??;
+                (axis == dynamic_axis as i64).then(|| self.get(source)).flatten()
+            }
+            "arith.muli" => {
+                let (a, b) = (op.operand(0).ok()?, op.operand(1).ok()?);
+                let (factor, times) = match (constant_int(a), constant_int(b)) {
+                    (None, Some(c)) => (self.index_factor(a)?, c),
+                    (Some(c), None) => (self.index_factor(b)?, c),
+                    _ => return None,
+                };
+                let num = factor.0.checked_mul(times)?;
+                let g = gcd(num, factor.1);
+                Some((num / g, factor.1 / g))
+            }
+            _ => None,
+        }
+    }
+
     /// Records the factor of `op`'s dynamic results; for `func.return`,
     /// why a returned value is not the dimension `dim` itself (`None`
     /// when every one is).
@@ -476,6 +519,14 @@ impl Factors {
                         ));
                     }
                 }
+            }
+            return None;
+        }
+        if name == "tensor.empty" {
+            // Its one dynamic extent, an index computed from an argument's.
+            let factor = op.operand(0).ok().and_then(|size| self.index_factor(size));
+            if let (Some(factor), Ok(result)) = (factor, op.result(0)) {
+                self.set(result.into(), factor);
             }
             return None;
         }
@@ -559,6 +610,19 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
                 "'{name}' normalizes along an axis other than the last, static one: only rows along the last axis compile with a dynamic dimension yet"
             ))
         }
+        "linalg.generic" if !all_parallel(op) => Some(
+            "a 'linalg.generic' with a reduction loop: only elementwise and broadcasting generics compile with a dynamic dimension yet".to_string(),
+        ),
+        "tosa.gather"
+            if op
+                .operand(0)
+                .is_ok_and(|v| crate::ir::dynamic::is_dynamic(v.r#type())) =>
+        {
+            Some(
+                "'tosa.gather' gathers from a dynamically shaped table: only the indices may be dynamic yet"
+                    .to_string(),
+            )
+        }
         // A batched product (attention's QK^T and P.V) whose operands are
         // both dynamic only in their batch: the batch is the grid's.
         "tosa.matmul" if batched_on_dynamic(op) => None,
@@ -577,6 +641,19 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         }
         _ => None,
     }
+}
+
+/// Whether a `linalg.generic`'s loops are all parallel.
+fn all_parallel<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> bool {
+    op.attribute("iterator_types").is_ok_and(|types| {
+        melior::ir::attribute::ArrayAttribute::try_from(types).is_ok_and(|array| {
+            (0..array.len()).all(|i| {
+                array
+                    .element(i)
+                    .is_ok_and(|t| t.to_string().contains("parallel"))
+            })
+        })
+    })
 }
 
 /// Whether a `tosa.matmul`'s operands are both dynamic in their leading

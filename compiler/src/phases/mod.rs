@@ -271,6 +271,10 @@ impl Phase {
                     .pass("tcc-lower-kernel-loops")
                     .pass("tcc-map-loops-to-work-items")
                     .pass("lower-affine")
+                    // Host extents of views on a symbolic dimension (a
+                    // split's subviews read only for their sizes) become
+                    // the values they were made from.
+                    .pass("resolve-ranked-shaped-type-result-dims")
                     .pass("canonicalize")
                     .pass("cse");
                 // Before the plan, which sizes half buffers by their storage.

@@ -201,6 +201,8 @@ def export(model, inputs, path, exporter, dynamic=False):
             dynamic_shapes = tuple(
                 {axis: dims.setdefault(label, torch.export.Dim(label, min=1, max=64)) for axis, label in a.items()}
                 for a in axes.values())
+            if wrapped is not model:
+                dynamic_shapes = (dynamic_shapes,)  # Wrapped.forward(*xs): one tuple
         program = torch.onnx.export(wrapped, args, dynamo=True, input_names=names, output_names=["output"],
                                     dynamic_shapes=dynamic_shapes)
         program.save(path)

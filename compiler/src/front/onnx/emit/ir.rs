@@ -75,6 +75,24 @@ pub struct Generic {
     pub yielded: Sv,
 }
 
+/// The extent of a result's `?` dimension at run time: `factor` times
+/// the product of the graph arguments' extents `(argument, axis)` (the
+/// monomial of symbolic dimensions `importer/symbolic.rs` found).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeExtent {
+    pub factor: i64,
+    pub dims: Vec<(usize, usize)>,
+}
+
+/// What a [`Kind::Broadcast`] repeats.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Broadcasted {
+    /// A recorded value.
+    Value(Use),
+    /// Constant elements (a `tosa.const` of their own shape).
+    Elements(Elements),
+}
+
 /// What an op is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
@@ -89,10 +107,20 @@ pub enum Kind {
     Const(Elements),
     /// `tosa.const_shape`.
     ConstShape(Vec<i64>),
-    /// `tensor.empty`.
-    Empty,
-    /// A `tensor.empty` filled with a value (`linalg.fill`).
-    Fill(f64),
+    /// `tensor.empty`, with the run-time extents of its type's `?`s.
+    Empty(Vec<RuntimeExtent>),
+    /// A `tensor.empty` filled with a value (`linalg.fill`), with the
+    /// run-time extents of its type's `?`s.
+    Fill(f64, Vec<RuntimeExtent>),
+    /// A value or constant broadcast along its extent-1 axes to the
+    /// result type, whose `?` extents are read at run time (a constant or
+    /// `tosa.tile` whose size follows a symbolic dimension: the class
+    /// token of a vision transformer expanded to the batch, a position
+    /// index tiled to it).
+    Broadcast {
+        source: Broadcasted,
+        extents: Vec<RuntimeExtent>,
+    },
     /// A linalg named op (convolution, pooling) on `ins` into `init`.
     Named {
         name: String,
@@ -118,6 +146,10 @@ impl Op {
         match &self.kind {
             Kind::Plain { operands, .. } => operands.iter().collect(),
             Kind::Named { ins, init, .. } => ins.iter().chain([init]).collect(),
+            Kind::Broadcast {
+                source: Broadcasted::Value(u),
+                ..
+            } => vec![u],
             Kind::Generic(g) => g
                 .ins
                 .iter()

@@ -76,7 +76,7 @@ impl Emitter {
 
     /// A filled `tensor.empty` (linalg inits).
     pub fn filled(&mut self, ty: &TType, value: f64) -> Val {
-        self.push_tensor(Kind::Fill(value), ty.clone())
+        self.push_tensor(Kind::Fill(value, Vec::new()), ty.clone())
     }
 
     /// A linalg named op `name` (convolution or pooling) with `attrs`,
@@ -102,7 +102,7 @@ impl Emitter {
 
     /// An empty tensor of a type (shape-only operands such as pooling windows).
     pub fn empty(&mut self, ty: &TType) -> Val {
-        self.push_tensor(Kind::Empty, ty.clone())
+        self.push_tensor(Kind::Empty(Vec::new()), ty.clone())
     }
 }
 

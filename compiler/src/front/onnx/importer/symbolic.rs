@@ -25,11 +25,15 @@ use std::collections::HashMap;
 
 use super::super::dtype::TType;
 use super::super::emit::Val;
-use super::super::emit::ir::{Kind, Op, ResultType, Use, ValueId};
+use super::super::emit::ir::{
+    Broadcasted, Elements, Kind, Op, ResultType, RuntimeExtent, Use, ValueId,
+};
 use super::super::emit::string_literal;
 use super::super::error::{ImportError, Result, bail};
+use super::super::fold::{broadcast, strided_slice};
+use super::super::tensor::Const;
 use super::super::proto::ModelProto;
-use super::super::{ImportOptions, IoInfo};
+use super::super::{Blob, ImportOptions, IoInfo};
 use super::Recorded;
 use super::graph::declared_type;
 
@@ -185,23 +189,130 @@ struct Symbol {
 
 /// Whether `(a, b)` (a number in the first and the second import) is
 /// `k * d1 * d2 ...` for a set of symbols, the same `k >= 1` in both; the
-/// names of that set.
-fn monomial(a: i64, b: i64, symbols: &[Symbol]) -> Option<Vec<&str>> {
+/// indices of that set and `k`.
+fn monomial(a: i64, b: i64, symbols: &[Symbol]) -> Option<(Vec<usize>, i64)> {
     for subset in 1u32..(1 << symbols.len()) {
-        let chosen: Vec<&Symbol> = symbols
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| subset & (1 << i) != 0)
-            .map(|(_, s)| s)
+        let chosen: Vec<usize> = (0..symbols.len())
+            .filter(|i| subset & (1 << i) != 0)
             .collect();
-        let (pa, pb) = chosen.iter().fold((1i64, 1i64), |(x, y), s| {
-            (x.saturating_mul(s.probes.0), y.saturating_mul(s.probes.1))
+        let (pa, pb) = chosen.iter().fold((1i64, 1i64), |(x, y), &i| {
+            (
+                x.saturating_mul(symbols[i].probes.0),
+                y.saturating_mul(symbols[i].probes.1),
+            )
         });
         if a % pa == 0 && b % pb == 0 && a / pa == b / pb && a / pa >= 1 {
-            return Some(chosen.iter().map(|s| s.name.as_str()).collect());
+            return Some((chosen, a / pa));
         }
     }
     None
+}
+
+/// Where each symbolic dimension's extent is read at run time: the first
+/// graph argument and axis whose extent in the first import is the
+/// symbol's probe (`None` where no argument has it).
+struct Sources(Vec<Option<(usize, usize)>>);
+
+impl Sources {
+    fn new(arguments: &[super::module::Argument], symbols: &[Symbol]) -> Sources {
+        Sources(
+            symbols
+                .iter()
+                .map(|s| {
+                    arguments.iter().enumerate().find_map(|(i, a)| {
+                        a.ty.shape
+                            .iter()
+                            .position(|&d| d == s.probes.0)
+                            .map(|axis| (i, axis))
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The run-time extents of the `?`s of `a` and `b` merged (one per
+    /// axis where the imports differ).
+    fn extents(
+        &self,
+        a: &TType,
+        b: &TType,
+        origin: &str,
+        symbols: &[Symbol],
+    ) -> Result<Vec<RuntimeExtent>> {
+        let mut extents = Vec::new();
+        for (&x, &y) in a.shape.iter().zip(&b.shape) {
+            if x == y {
+                continue;
+            }
+            let Some((chosen, factor)) = monomial(x, y, symbols) else {
+                return Err(not_supported(
+                    &format!(
+                        "an extent ({x} and {y} at two probes) that is not a multiple of the symbolic dimensions"
+                    ),
+                    origin,
+                    symbols,
+                ));
+            };
+            let dims = chosen
+                .iter()
+                .map(|&i| {
+                    self.0[i].ok_or_else(|| {
+                        not_supported(
+                            "an extent of a dimension no graph input carries",
+                            origin,
+                            symbols,
+                        )
+                    })
+                })
+                .collect::<Result<_>>()?;
+            extents.push(RuntimeExtent { factor, dims });
+        }
+        Ok(extents)
+    }
+}
+
+/// The elements of a `tosa.const` of type `ty`: its dense elements, or
+/// its blob's among `blobs`.
+fn const_elements(elements: &Elements, ty: &ResultType, blobs: &[Blob]) -> Option<Const> {
+    match elements {
+        Elements::Dense(c) => Some(c.clone()),
+        Elements::Blob(key) => {
+            let ResultType::Tensor(ty) = ty else {
+                return None;
+            };
+            let blob = blobs.iter().find(|b| &b.key == key)?;
+            Some(Const {
+                dtype: ty.dtype,
+                shape: ty.shape.clone(),
+                bytes: blob.bytes.clone(),
+                splat: false,
+            })
+        }
+    }
+}
+
+/// The constant both imports' `a` and `b` repeat along the axes where
+/// their shapes differ (a constant expanded to the batch: the class
+/// token, a splat of token-type ids), with extent 1 there; `None` when
+/// they are not such a repetition of one seed.
+fn broadcast_seed(a: &Const, b: &Const) -> Option<Const> {
+    if a.dtype != b.dtype || a.shape.len() != b.shape.len() {
+        return None;
+    }
+    let seed_shape: Vec<i64> = a
+        .shape
+        .iter()
+        .zip(&b.shape)
+        .map(|(&x, &y)| if x == y { x } else { 1 })
+        .collect();
+    if a.splat && b.splat {
+        return (a.bytes == b.bytes).then(|| a.reshaped(seed_shape));
+    }
+    let zeros = vec![0; a.shape.len()];
+    let ones = vec![1; a.shape.len()];
+    let seed = strided_slice(a, &zeros, &ones, &seed_shape);
+    let repeats = |c: &Const| broadcast(&seed, &c.shape).full_bytes() == c.full_bytes();
+    (repeats(a) && repeats(b)).then_some(seed)
 }
 
 /// An interface shape with the probe-dependent extents as -1 (dynamic).
@@ -308,12 +419,28 @@ fn merge_val(a: &Val, b: &Val, origin: &str, symbols: &[Symbol]) -> Result<Val> 
 }
 
 /// One op of both imports. A `tosa.const_shape` whose values depend on
-/// the probes gets `-1` there (at most one); `inferred` says so.
-fn merge_op(a: &Op, b: &Op, symbols: &[Symbol], inferred: &mut bool) -> Result<Op> {
+/// the probes gets `-1` there; `inferred` counts them. A constant that
+/// repeats one seed along the probe-dependent axes becomes that seed
+/// broadcast at run time, and an empty or filled tensor of such a shape
+/// reads its extents at run time (`sources`).
+fn merge_op(
+    a: &Op,
+    b: &Op,
+    symbols: &[Symbol],
+    sources: &Sources,
+    blobs: (&[Blob], &[Blob]),
+    inferred: &mut usize,
+) -> Result<Op> {
     let origin = origin(&a.loc);
     if a.loc != b.loc {
         return Err(not_supported(STRUCTURE, &origin, symbols));
     }
+    let runtime_extents = || match (&a.ty, &b.ty) {
+        (ResultType::Tensor(x), ResultType::Tensor(y)) => {
+            sources.extents(x, y, &origin, symbols)
+        }
+        _ => Err(not_supported(STRUCTURE, &origin, symbols)),
+    };
     let kind = match (&a.kind, &b.kind) {
         (
             Kind::Plain {
@@ -349,15 +476,7 @@ fn merge_op(a: &Op, b: &Op, symbols: &[Symbol], inferred: &mut bool) -> Result<O
                 .zip(y)
                 .map(|(&p, &q)| extent(p, q, &origin, symbols))
                 .collect::<Result<_>>()?;
-            let changed = values.iter().zip(x).filter(|(v, p)| v != p).count();
-            if changed > 1 {
-                return Err(not_supported(
-                    "a shape with two extents that depend on symbolic dimensions",
-                    &origin,
-                    symbols,
-                ));
-            }
-            *inferred = changed == 1;
+            *inferred = values.iter().zip(x).filter(|(v, p)| v != p).count();
             Kind::ConstShape(values)
         }
         (
@@ -442,8 +561,20 @@ fn merge_op(a: &Op, b: &Op, symbols: &[Symbol], inferred: &mut bool) -> Result<O
             }
             Kind::Generic(Box::new(merged))
         }
+        (Kind::Empty(_), Kind::Empty(_)) => Kind::Empty(runtime_extents()?),
+        (Kind::Fill(x, _), Kind::Fill(y, _)) if x == y => Kind::Fill(*x, runtime_extents()?),
         (x, y) if x == y => x.clone(),
-        (Kind::Const(_), Kind::Const(_)) | (Kind::Fill(_), Kind::Fill(_)) => {
+        (Kind::Const(x), Kind::Const(y)) => match const_elements(x, &a.ty, blobs.0)
+            .zip(const_elements(y, &b.ty, blobs.1))
+            .and_then(|(x, y)| broadcast_seed(&x, &y))
+        {
+            Some(seed) => Kind::Broadcast {
+                source: Broadcasted::Elements(Elements::Dense(seed)),
+                extents: runtime_extents()?,
+            },
+            None => return Err(not_supported(COMPUTED, &origin, symbols)),
+        },
+        (Kind::Fill(..), Kind::Fill(..)) => {
             return Err(not_supported(COMPUTED, &origin, symbols));
         }
         _ => return Err(not_supported(STRUCTURE, &origin, symbols)),
@@ -453,6 +584,54 @@ fn merge_op(a: &Op, b: &Op, symbols: &[Symbol], inferred: &mut bool) -> Result<O
         ty: merge_result(&a.ty, &b.ty, &origin, symbols)?,
         loc: a.loc.clone(),
     })
+}
+
+/// A `tosa.tile` whose multiples follow a symbolic dimension (`-1` in its
+/// merged `tosa.const_shape`), repeating extent-1 axes only (how Expand
+/// is imported): the same broadcast with its extents read at run time.
+/// Any other op is returned as it is.
+fn tile_as_broadcast(
+    ops: &[Op],
+    index: usize,
+    (a, b): (&Op, &Op),
+    symbols: &[Symbol],
+    sources: &Sources,
+) -> Result<Option<Kind>> {
+    let op = &ops[index];
+    let Kind::Plain { name, operands, .. } = &op.kind else {
+        return Ok(None);
+    };
+    if name != "tosa.tile" || operands.len() != 2 {
+        return Ok(None);
+    }
+    let multiples = match operands[1].id {
+        ValueId::Op(i) => match &ops[i].kind {
+            Kind::ConstShape(values) if values.contains(&-1) => values,
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let ResultType::Tensor(source) = &operands[0].ty else {
+        return Ok(None);
+    };
+    // Every repeated axis has extent 1 (a broadcast); an axis tiled by a
+    // static count > 1 with a larger extent is not.
+    let broadcast_only = source
+        .shape
+        .iter()
+        .zip(multiples)
+        .all(|(&extent, &m)| m == 1 || extent == 1);
+    if !broadcast_only {
+        return Ok(None);
+    }
+    let (ResultType::Tensor(x), ResultType::Tensor(y)) = (&a.ty, &b.ty) else {
+        return Ok(None);
+    };
+    let extents = sources.extents(x, y, &origin(&op.loc), symbols)?;
+    Ok(Some(Kind::Broadcast {
+        source: Broadcasted::Value(operands[0].clone()),
+        extents,
+    }))
 }
 
 /// Merges the two imports' functions into one with symbolic dimensions.
@@ -476,13 +655,24 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
         merged.ty = merge_type(&x.ty, &y.ty, &origin, symbols)?;
         arguments.push(merged);
     }
+    let sources = Sources::new(&ma.arguments, symbols);
     let mut ops = Vec::with_capacity(ma.ops.len());
     let mut inferred_shapes = Vec::new();
     for (index, (x, y)) in ma.ops.iter().zip(&mb.ops).enumerate() {
-        let mut inferred = false;
-        ops.push(merge_op(x, y, symbols, &mut inferred)?);
-        if inferred {
-            inferred_shapes.push(ValueId::Op(index));
+        let mut inferred = 0;
+        ops.push(merge_op(
+            x,
+            y,
+            symbols,
+            &sources,
+            (&a.blobs, &b.blobs),
+            &mut inferred,
+        )?);
+        if inferred > 0 {
+            inferred_shapes.push((ValueId::Op(index), inferred));
+        }
+        if let Some(kind) = tile_as_broadcast(&ops, index, (x, y), symbols, &sources)? {
+            ops[index].kind = kind;
         }
     }
     check_inferred_shapes(&ops, &inferred_shapes, symbols)?;
@@ -514,16 +704,22 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
     Ok(Recorded { module, ..a })
 }
 
-/// Every `tosa.const_shape` given a `-1` must be read by `tosa.reshape`s
-/// (where -1 is the inferred extent), or be the size of a `tosa.slice`
+/// Every `tosa.const_shape` given a `-1` (`shapes`: with how many) must
+/// be read by `tosa.reshape`s (where -1 is the one inferred extent), or
+/// be the size of a `tosa.slice`
 /// that keeps the whole dynamic axis (start 0 there: -1 is the rest of
 /// the axis, as a strided 1x1 convolution's crop of its image takes every
 /// image); any other reader (a slice's start, a tile, a pad) would take
 /// it literally.
-fn check_inferred_shapes(ops: &[Op], shapes: &[ValueId], symbols: &[Symbol]) -> Result<()> {
+fn check_inferred_shapes(
+    ops: &[Op],
+    shapes: &[(ValueId, usize)],
+    symbols: &[Symbol],
+) -> Result<()> {
     if shapes.is_empty() {
         return Ok(());
     }
+    let inferred = |id: &ValueId| shapes.iter().find(|(s, _)| s == id).map(|&(_, n)| n);
     let const_shape = |id: &ValueId| match id {
         ValueId::Op(index) => match &ops.get(*index)?.kind {
             Kind::ConstShape(values) => Some(values.clone()),
@@ -537,7 +733,7 @@ fn check_inferred_shapes(ops: &[Op], shapes: &[ValueId], symbols: &[Symbol]) -> 
         let Kind::Plain { name, operands, .. } = &op.kind else {
             return false;
         };
-        if name != "tosa.slice" || operands.len() != 3 || shapes.contains(&operands[1].id) {
+        if name != "tosa.slice" || operands.len() != 3 || inferred(&operands[1].id).is_some() {
             return false;
         }
         let (Some(start), Some(size)) =
@@ -553,9 +749,19 @@ fn check_inferred_shapes(ops: &[Op], shapes: &[ValueId], symbols: &[Symbol]) -> 
         })
     };
     for op in ops {
-        let reads = op.uses().iter().any(|u| shapes.contains(&u.id));
+        let read = op.uses().iter().filter_map(|u| inferred(&u.id)).max();
+        let Some(count) = read else {
+            continue;
+        };
         let reshape = matches!(&op.kind, Kind::Plain { name, .. } if name == "tosa.reshape");
-        if reads && !reshape && !whole_axis_slice(op) {
+        if reshape && count > 1 {
+            return Err(not_supported(
+                "a shape with two extents that depend on symbolic dimensions",
+                &origin(&op.loc),
+                symbols,
+            ));
+        }
+        if !reshape && !whole_axis_slice(op) {
             return Err(not_supported(
                 "a shape computed from the dimension read by an op other than a reshape",
                 &origin(&op.loc),
@@ -691,18 +897,100 @@ mod tests {
         })
         .unwrap();
         assert_eq!(module.results[0].ty.shape, [-1, 4]);
-        // A computed shape read by any other op (a tile's multiples) is
-        // refused with the node.
+        // A computed shape read by any other op (a tile of a block whose
+        // extent is not 1 along the batch) is refused with the node.
         let error = merged(&|e, x, n| {
             e.set_location("tile");
-            let c = Const::from_f64(DType::F32, vec![1, 32], &[0.5; 32]);
-            let row = e.constant(&c, "row").unwrap();
-            let tiled = e.tile(&row, &[n, 1]);
+            let c = Const::from_f64(DType::F32, vec![2, 32], &[0.5; 64]);
+            let block = e.constant(&c, "block").unwrap();
+            let tiled = e.tile(&block, &[n, 1]);
+            let tiled = e.reshape(&tiled, &[n, 64]);
             e.binary("tosa.add", x, &tiled).unwrap()
         })
         .unwrap_err()
         .to_string();
         assert!(error.contains("other than a reshape"), "{error}");
         assert!(error.contains("node \"tile\""), "{error}");
+    }
+
+    /// The argument's batch extent, read at run time.
+    fn batch_extent() -> Vec<RuntimeExtent> {
+        vec![RuntimeExtent {
+            factor: 1,
+            dims: vec![(0, 0)],
+        }]
+    }
+
+    #[test]
+    fn values_expanded_to_the_dimension_are_broadcast_at_run_time() {
+        // A tile of a row to the batch (an Expand of a computed value).
+        let module = merged(&|e, x, n| {
+            e.set_location("expand");
+            let row = e.reduce("tosa.reduce_sum", x, 0);
+            let tiled = e.tile(&row, &[n, 1]);
+            e.set_location("add");
+            e.binary("tosa.add", x, &tiled).unwrap()
+        })
+        .unwrap();
+        let tile = module
+            .ops
+            .iter()
+            .find(|o| &*o.loc == "expand" && matches!(o.kind, Kind::Broadcast { .. }))
+            .expect("the tile became a broadcast");
+        let Kind::Broadcast { source, extents } = &tile.kind else {
+            unreachable!()
+        };
+        assert!(matches!(source, Broadcasted::Value(u) if u.ty == ResultType::Tensor(TType::new(DType::F32, vec![1, 32]))));
+        assert_eq!(extents, &batch_extent());
+        assert_eq!(tile.ty, ResultType::Tensor(TType::new(DType::F32, vec![-1, 32])));
+
+        // A constant the import folded to the batch (a class token, a
+        // splat of ids): its seed, broadcast.
+        for splat in [false, true] {
+            let module = merged(&|e, x, n| {
+                e.set_location("token");
+                let row: Vec<f64> = (0..32).map(|i| if splat { 2.0 } else { i as f64 }).collect();
+                let values: Vec<f64> = (0..n).flat_map(|_| row.clone()).collect();
+                let c = Const::from_f64(DType::F32, vec![n, 32], &values);
+                let c = if splat { Const::splat_f64(DType::F32, vec![n, 32], 2.0) } else { c };
+                let token = e.constant(&c, "token").unwrap();
+                e.set_location("add");
+                e.binary("tosa.add", x, &token).unwrap()
+            })
+            .unwrap();
+            let Kind::Broadcast { source: Broadcasted::Elements(Elements::Dense(seed)), extents } =
+                &module.ops[0].kind
+            else {
+                panic!("{:?}", module.ops[0].kind)
+            };
+            assert_eq!(seed.shape, [1, 32]);
+            assert_eq!(seed.splat, splat);
+            assert_eq!(seed.f64_at(5), if splat { 2.0 } else { 5.0 });
+            assert_eq!(extents, &batch_extent());
+        }
+
+        // Constants that differ otherwise are still refused.
+        let error = merged(&|e, x, n| {
+            e.set_location("ramp");
+            let values: Vec<f64> = (0..n * 32).map(|i| i as f64).collect();
+            let c = Const::from_f64(DType::F32, vec![n, 32], &values);
+            let ramp = e.constant(&c, "ramp").unwrap();
+            e.binary("tosa.add", x, &ramp).unwrap()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("a value computed from the dimension"), "{error}");
+        assert!(error.contains("node \"ramp\""), "{error}");
+    }
+
+    #[test]
+    fn empty_and_filled_tensors_of_the_dimension_read_it_at_run_time() {
+        let module = merged(&|e, x, _| {
+            e.set_location("zeros");
+            let zeros = e.filled(&x.ty, 0.0);
+            e.binary("tosa.add", x, &zeros).unwrap()
+        })
+        .unwrap();
+        assert_eq!(module.ops[0].kind, Kind::Fill(0.0, batch_extent()));
     }
 }
