@@ -432,8 +432,10 @@ fn the_gpu_phase_launches_kernels_for_the_batch_of_the_call() {
         planned.contains("tcc.arena_bytes = 32768 : i64")
             && planned
                 .contains("memref.alloc() {alignment = 4096 : i64, tcc.arena} : memref<32768xi8>")
-            && planned.contains("[%dim_0] : memref<32768xi8> to memref<1x?x64xf32>")
-            && planned.contains("[%dim_0] : memref<32768xi8> to memref<1x?x10xf32>")
+            // Sized by the batch the argument gives (its elements / 32).
+            && planned.contains("%4 = arith.divsi %dim, %c32 : index")
+            && planned.contains("[%4] : memref<32768xi8> to memref<1x?x64xf32>")
+            && planned.contains("[%4] : memref<32768xi8> to memref<1x?x10xf32>")
             && !planned.contains("memref.copy"),
         "{planned}"
     );
@@ -1511,6 +1513,54 @@ fn depthwise_convolutions_take_a_symbolic_batch() {
         let got = session.run(&model.functions()[0].name, &values).unwrap();
         assert_eq!(got[0].shape, vec![batch, 8, 1, 1]);
         if let Some(m) = mismatch(&got[0].to_f32().unwrap(), &want[0].to_f32().unwrap()) {
+            panic!("batch {batch}: {m}");
+        }
+    }
+}
+
+/// Values the import computes from the batch's extent (models.py's
+/// `constants_of_the_batch.onnx`): a row expanded to the batch, positions
+/// counted along it (`Range` of `Shape`: integers compared with an input
+/// at run time, and cast to float and scaled), and a splat of its shape
+/// become broadcasts and ramps sized by the call's batch, so one artifact
+/// computes them at every batch: y = x + row + pos * w + x[pos] + 2 + 100
+/// * (ids == pos).
+#[test]
+fn values_computed_from_the_batch_follow_the_call() {
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = models();
+    let onnx = path(&dir, "constants_of_the_batch.onnx");
+    let dynamic = dir.path().join("constants_of_the_batch.so");
+    compile_for("pocl-cpu", &onnx, &["--dim", "batch=1..16"], &dynamic);
+    let runtime = crate::support::uncached_runtime();
+    let model = tcc_runtime::Model::load(&dynamic).unwrap();
+    let mut session = runtime.session(&model).unwrap();
+    let (row, w) = ([1.0f32, -2.0, 0.5, 3.0], [0.25f32, -1.0, 2.0, 0.0]);
+    for batch in [1usize, 5, 16] {
+        let x: Vec<f32> = (0..batch * 4).map(|i| (i % 7) as f32 - 3.0).collect();
+        // Every third row's id is its position.
+        let ids: Vec<i64> = (0..batch as i64)
+            .map(|b| if b % 3 == 0 { b } else { b + 1 })
+            .collect();
+        let inputs = [
+            tcc_runtime::HostTensor::from_f32(vec![batch, 4], &x).unwrap(),
+            tcc_runtime::HostTensor::new(
+                tcc_runtime::DType::I64,
+                vec![batch],
+                ids.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            )
+            .unwrap(),
+        ];
+        let got = session.run(&model.functions()[0].name, &inputs).unwrap();
+        assert_eq!(got[0].shape, vec![batch, 4]);
+        let want: Vec<f32> = (0..batch * 4)
+            .map(|e| {
+                let (b, j) = (e / 4, e % 4);
+                let same = if ids[b] == b as i64 { 100.0 } else { 0.0 };
+                2.0 * x[e] + row[j] + b as f32 * w[j] + 2.0 + same
+            })
+            .collect();
+        if let Some(m) = mismatch(&got[0].to_f32().unwrap(), &want) {
             panic!("batch {batch}: {m}");
         }
     }

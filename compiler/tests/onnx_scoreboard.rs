@@ -232,6 +232,33 @@ fn exporter_models_pass() {
     check("exporter_models_pass", &outcomes);
 }
 
+/// The same architectures exported with a symbolic `batch` (and
+/// `sequence`) axis (`gen.py --dynamic`), with data sets at batch 2 and 3:
+/// the scoreboard keeps the dimensions whose extent differs between the
+/// data sets symbolic, so one artifact runs both.
+fn dynamic_exporter_cases() -> Vec<PathBuf> {
+    scoreboard::find_cases(&[repo("test/onnx/exporters-dynamic")]).expect("cases")
+}
+
+#[test]
+fn exporter_models_with_a_symbolic_batch_pass() {
+    let cases = dynamic_exporter_cases();
+    assert_eq!(
+        cases.len(),
+        14,
+        "7 architectures x 2 exporters in test/onnx/exporters-dynamic"
+    );
+    for case in &cases {
+        assert!(
+            case.join("test_data_set_1").is_dir(),
+            "{}: a second data set at another batch",
+            case.display()
+        );
+    }
+    let outcomes = run_in_processes(&cases, false);
+    check("exporter_models_with_a_symbolic_batch_pass", &outcomes);
+}
+
 #[test]
 fn onnx_backend_test_data_has_no_regressions() {
     let cases = backend_cases();
@@ -260,6 +287,7 @@ fn expectations_name_existing_cases_and_reasons() {
         .iter()
         .chain(&hand_made_cases())
         .chain(&exporter_cases())
+        .chain(&dynamic_exporter_cases())
         .filter_map(|c| c.file_name()?.to_str().map(str::to_string))
         .collect();
     for (name, outcome) in &expected {

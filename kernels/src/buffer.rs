@@ -204,16 +204,26 @@ impl fmt::Display for KernelParameter {
 
 /// A kernel's parameters, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KernelParameters(pub Vec<KernelParameter>);
+pub struct KernelParameters {
+    pub buffers: Vec<KernelParameter>,
+    /// Dynamic extents the host passes after the buffers (`const
+    /// tcc_index`): a view rebuilt in the kernel with a symbolic size
+    /// names them; a row template, whose work-groups each take one row,
+    /// reads none.
+    pub extents: Vec<String>,
+}
 
 impl fmt::Display for KernelParameters {
     /// The C parameter list, one parameter per line after the first.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (index, parameter) in self.0.iter().enumerate() {
+        for (index, parameter) in self.buffers.iter().enumerate() {
             if index > 0 {
                 f.write_str(",\n    ")?;
             }
             write!(f, "{parameter}")?;
+        }
+        for extent in &self.extents {
+            write!(f, ",\n    const tcc_index {extent}")?;
         }
         Ok(())
     }
@@ -223,8 +233,8 @@ impl KernelParameters {
     /// Float buffers `a0, a1, ...`, written where `written` says so (for
     /// tests of the templates).
     pub fn floats(written: &[bool]) -> Self {
-        KernelParameters(
-            written
+        KernelParameters {
+            buffers: written
                 .iter()
                 .enumerate()
                 .map(|(index, written)| KernelParameter {
@@ -236,7 +246,8 @@ impl KernelParameters {
                     },
                 })
                 .collect(),
-        )
+            extents: Vec::new(),
+        }
     }
 }
 
@@ -246,19 +257,29 @@ mod tests {
 
     #[test]
     fn parameters_render_as_restrict_pointers() {
-        let parameters = KernelParameters(vec![
-            KernelParameter {
-                buffer: Buffer::f32("a0"),
-                access: Access::ReadOnly,
-            },
-            KernelParameter {
-                buffer: Buffer::new("a1", Storage::Bool),
-                access: Access::Written,
-            },
-        ]);
+        let mut parameters = KernelParameters {
+            buffers: vec![
+                KernelParameter {
+                    buffer: Buffer::f32("a0"),
+                    access: Access::ReadOnly,
+                },
+                KernelParameter {
+                    buffer: Buffer::new("a1", Storage::Bool),
+                    access: Access::Written,
+                },
+            ],
+            extents: Vec::new(),
+        };
         assert_eq!(
             parameters.to_string(),
             "__global const float* restrict a0,\n    __global uchar* restrict a1"
+        );
+        parameters.extents.push("a2".to_string());
+        assert!(
+            parameters
+                .to_string()
+                .ends_with("a1,\n    const tcc_index a2"),
+            "{parameters}"
         );
     }
 

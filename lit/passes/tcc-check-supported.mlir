@@ -114,16 +114,69 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
 // What is outside the first slice is refused, each op once, naming the op,
 // the dimension and its range, and why.
 module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
-  func.func @outside(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}) -> (tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x8xf32>, tensor<?x4xf32>) {
+  func.func @outside(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}) -> (tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
     // expected-error @+1 {{'tosa.reduce_sum' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.reduce_sum' reduces over the dynamic dimension}}
     %0 = tosa.reduce_sum %x {axis = 0 : i32} : (tensor<?x4xf32>) -> tensor<1x4xf32>
     // expected-error @+1 {{'tosa.transpose' computes on the dynamically shaped type 'tensor<4x?xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.transpose' gets a dynamic dimension that is not the leading one (in 'tensor<4x?xf32>')}}
     %1 = tosa.transpose %x {perms = array<i32: 1, 0>} : (tensor<?x4xf32>) -> tensor<4x?xf32>
-    // expected-error @+1 {{'tosa.concat' computes on the dynamically shaped type 'tensor<?x8xf32>' (dynamic dimension 'batch' (1..64)): dynamic dimension not supported yet by 'tosa.concat' (outside the first dynamic slice)}}
-    %2 = tosa.concat %x, %x {axis = 1 : i32} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
+    // expected-error @+1 {{'tosa.concat' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.concat' joins along the dynamic dimension}}
+    %2 = tosa.concat %x, %x {axis = 0 : i32} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
     // expected-error @+1 {{'tcc.softmax' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tcc.softmax' normalizes along an axis other than the last, static one}}
     %3 = tcc.softmax %x axis = 0 : tensor<?x4xf32>
-    return %0, %1, %2, %3 : tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x8xf32>, tensor<?x4xf32>
+    return %0, %1, %2, %3 : tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+  }
+}
+
+// -----
+
+// What transformer and segmentation exports add to the slice: comparisons
+// and selects (attention masks), GELU, a gather of token ids from a static
+// table and one per batch (a resize), concatenations and tiles along
+// static axes (rotary halves, grouped-query heads), and the importer's
+// broadcast of a constant to the batch (a `tensor.empty` sized by
+// `tensor.dim`, an all-parallel `linalg.generic`).
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @transformer_ops(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}, %ids: tensor<1x?xi32> {tcc.dim_names = ["", "batch"]}, %table: tensor<1x16x4xf32>, %img: tensor<?x8x6xf32> {tcc.dim_names = ["batch", "", ""]}, %rows: tensor<?x3xi32> {tcc.dim_names = ["batch", ""]}) -> (tensor<?x4xf32>, tensor<1x?x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x3x6xf32>) {
+    %z = "tosa.const"() <{values = dense<0.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+    %m = tosa.greater %x, %z : (tensor<?x4xf32>, tensor<1x1xf32>) -> tensor<?x4xi1>
+    %0 = tosa.select %m, %x, %z : (tensor<?x4xi1>, tensor<?x4xf32>, tensor<1x1xf32>) -> tensor<?x4xf32>
+    %1 = tosa.gather %table, %ids : (tensor<1x16x4xf32>, tensor<1x?xi32>) -> tensor<1x?x4xf32>
+    %2 = tosa.concat %x, %0 {axis = 1 : i32} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
+    %multiples = tosa.const_shape {values = dense<[1, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    %3 = tosa.tile %x, %multiples : (tensor<?x4xf32>, !tosa.shape<2>) -> tensor<?x8xf32>
+    %seed = "tosa.const"() <{values = dense<[[1.0, 2.0, 3.0, 4.0]]> : tensor<1x4xf32>}> : () -> tensor<1x4xf32>
+    %c0 = arith.constant 0 : index
+    %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+    %empty = tensor.empty(%n) : tensor<?x4xf32>
+    %4 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%seed : tensor<1x4xf32>) outs(%empty : tensor<?x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<?x4xf32>
+    %5 = tosa.gather %img, %rows : (tensor<?x8x6xf32>, tensor<?x3xi32>) -> tensor<?x3x6xf32>
+    %6 = tcc.gelu %4 approximate = "none" : tensor<?x4xf32>
+    return %6, %1, %2, %3, %4, %5 : tensor<?x4xf32>, tensor<1x?x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x3x6xf32>
+  }
+}
+
+// -----
+
+// Their forms outside the slice: a tile repeating the batch, a generic
+// reducing over it, a batch of rows gathered with static indices.
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @transformer_ops_outside(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}, %img: tensor<?x8x6xf32> {tcc.dim_names = ["batch", "", ""]}, %rows: tensor<1x3xi32>) -> (tensor<?x4xf32>, tensor<4xf32>, tensor<1x3x6xf32>) {
+    %multiples = tosa.const_shape {values = dense<[2, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+    // expected-error @+1 {{'tosa.tile' repeats along the dynamic dimension}}
+    %0 = tosa.tile %x, %multiples : (tensor<?x4xf32>, !tosa.shape<2>) -> tensor<?x4xf32>
+    %empty = tensor.empty() : tensor<4xf32>
+    // expected-error @+1 {{a 'linalg.generic' with a reduction loop}}
+    %1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%empty : tensor<4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %s = arith.addf %in, %out : f32
+      linalg.yield %s : f32
+    } -> tensor<4xf32>
+    // expected-error @+1 {{'tosa.gather' gathers from a dynamically shaped table with static indices}}
+    %2 = tosa.gather %img, %rows : (tensor<?x8x6xf32>, tensor<1x3xi32>) -> tensor<1x3x6xf32>
+    return %0, %1, %2 : tensor<?x4xf32>, tensor<4xf32>, tensor<1x3x6xf32>
   }
 }
 

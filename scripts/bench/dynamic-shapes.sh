@@ -11,6 +11,7 @@
 #
 #   bash scripts/bench/dynamic-shapes.sh build OUT MODEL.onnx [--max=64] [--buckets=1,8,32]
 #        [--between=5] [--target=nvidia] [--backend=cuda] [--precision=fp32] [--runtime-bin=DIR]
+#        [--fix=NAME=VALUE]...
 #   bash scripts/bench/dynamic-shapes.sh time OUT [--backend=cuda] [--iterations=50]
 #
 # `build` runs here (it needs tcc; the artifacts and the model are
@@ -18,6 +19,10 @@
 # a release build); `time` runs where the device is (python3 with numpy
 # and onnxruntime). For the GPU machine, OUT is a folder the device tool
 # carries (e.g. .device-dyn, listed in .git/info/exclude).
+# `--fix=sequence=128` gives another dynamic dimension one value (`tcc
+# compile --fix-dim`; the static artifacts' shapes take it too).
+# Token inputs (integer element types) get random ids below 1000, and an
+# input named like a mask is ones with the last row's last quarter zero.
 # Models: an export with a dynamic batch, e.g. test/onnx/dynamic/models.py's
 # `python3 models.py bench DIR` (a 4-layer hidden-768 encoder), or a
 # torchvision export whose first dimension is renamed to `batch`.
@@ -29,7 +34,7 @@ case $command in
 build)
   out=$1 model=$2
   shift 2
-  max=64 buckets=1,8,32 between=5 target=nvidia backend=cuda precision=fp32 runtime_bin=
+  max=64 buckets=1,8,32 between=5 target=nvidia backend=cuda precision=fp32 runtime_bin= fixes=()
   for arg in "$@"; do
     case $arg in
       --max=*) max=${arg#--max=} ;;
@@ -39,9 +44,12 @@ build)
       --backend=*) backend=${arg#--backend=} ;;
       --precision=*) precision=${arg#--precision=} ;;
       --runtime-bin=*) runtime_bin=${arg#--runtime-bin=} ;;
+      --fix=*) fixes+=("${arg#--fix=}") ;;
       *) echo "unknown option $arg" >&2; exit 2 ;;
     esac
   done
+  fix_flags=()
+  for f in "${fixes[@]}"; do fix_flags+=(--fix-dim "$f"); done
   if [[ -z $runtime_bin ]]; then
     cargo build --release -p tcc-runtime --bin tcc-run --bin tcc-benchmark
     runtime_bin=target/release
@@ -54,26 +62,28 @@ build)
   flags=(--target="$target" --precision="$precision")
   [[ $backend == cuda ]] && flags+=(--backend=cuda)
   # The inputs naming the batch, and their shapes after it.
-  inputs=$(python3 - "$model" <<'PY'
+  inputs=$(python3 - "$model" "${fixes[@]}" <<'PY'
 import onnx, sys
 g = onnx.load(sys.argv[1], load_external_data=False).graph
+fixed = dict(f.split("=") for f in sys.argv[2:])
 init = {i.name for i in g.initializer}
 for i in g.input:
     if i.name in init:
         continue
-    dims = [d.dim_param or str(d.dim_value) for d in i.type.tensor_type.shape.dim]
+    dims = [fixed.get(d.dim_param, d.dim_param) or str(d.dim_value) for d in i.type.tensor_type.shape.dim]
     if dims and dims[0] == "batch":
         print(i.name + "=" + "x".join(dims[1:]))
 PY
 )
-  "$tcc" compile "$model" --dim batch=1..$max "${flags[@]}" -o "$out/a/generic.so"
-  "$tcc" compile "$model" --dim batch=1..$max --specialize batch=$buckets "${flags[@]}" -o "$out/a/specialized.so"
+  "$tcc" compile "$model" --dim batch=1..$max "${fix_flags[@]}" "${flags[@]}" -o "$out/a/generic.so"
+  "$tcc" compile "$model" --dim batch=1..$max "${fix_flags[@]}" --specialize batch=$buckets "${flags[@]}" -o "$out/a/specialized.so"
   for b in ${buckets//,/ }; do
     shapes=()
     for spec in $inputs; do shapes+=(--input-shape "${spec%%=*}=${b}x${spec#*=}"); done
     "$tcc" compile "$model" "${shapes[@]}" "${flags[@]}" -o "$out/a/static$b.so"
   done
   echo "$buckets" > "$out/buckets" && echo "$between" > "$out/between"
+  printf '%s\n' "${fixes[@]}" > "$out/fixed"
   xz -T2 -6 -f "$out"/a/*.so
   xz -T2 -6 -k -c "$model" > "$out/model.onnx.xz"
   du -sh "$out"
@@ -96,13 +106,20 @@ time)
   python3 - "$buckets,$between" <<'PY'
 import sys, numpy as np, onnxruntime as ort
 s = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+fixed = dict(l.split("=") for l in open("fixed").read().split())
 for b in map(int, sys.argv[1].split(",")):
     feeds = {}
     for k, i in enumerate(s.get_inputs()):
-        shape = [b] + list(i.shape[1:])
-        v = np.random.default_rng(b * 10 + k).uniform(-1, 1, shape).astype(np.float32)
+        shape = [b] + [int(fixed.get(d, d)) for d in i.shape[1:]]
+        rng = np.random.default_rng(b * 10 + k)
+        integer = "int" in i.type
+        dtype = np.int64 if "int64" in i.type else np.int32 if integer else np.float32
         if "mask" in i.name:
-            v = np.ones(shape, np.float32); v[-1, 3 * shape[1] // 4:] = 0
+            v = np.ones(shape, dtype); v[-1, 3 * shape[1] // 4:] = 0
+        elif integer:
+            v = rng.integers(0, 1000, shape).astype(dtype)
+        else:
+            v = rng.uniform(-1, 1, shape).astype(dtype)
         feeds[i.name] = v
         np.save(f"in{b}_{k}.npy", v)
     np.save(f"want{b}.npy", s.run(None, feeds)[0])

@@ -57,7 +57,7 @@ pub fn parse_dim(text: &str) -> std::result::Result<tcc_dialects::dims::DimRange
 
 /// Records `--dim`'s ranges on the module (`tcc.dims`); nothing without
 /// them. Each name once.
-fn attach_dims(
+pub(crate) fn attach_dims(
     session: &Session,
     module: &Module,
     dims: &[tcc_dialects::dims::DimRange],

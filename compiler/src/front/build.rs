@@ -745,25 +745,32 @@ impl<'c> Builder<'c> {
         let ResultType::Tensor(out) = ty else {
             return Err(error("a broadcast to a shape"));
         };
-        let (input, shape): (Value, Vec<i64>) = match source {
+        let constant = |c: &Const| -> Result<Value<'c, 'b>> {
+            let ty = ResultType::Tensor(TType::new(c.dtype, c.shape.clone()));
+            let op = OperationBuilder::new("tosa.const", loc)
+                .add_attributes(&[(self.id("values"), self.dense(c)?)])
+                .add_results(&[self.result_type(&ty)])
+                .build()
+                .map_err(|e| error(format!("tosa.const: {e}")))?;
+            result(block.append_operation(op))
+        };
+        // The inputs (all of one shape), and the axis a ramp grows along.
+        let (inputs, shape, ramp): (Vec<Value>, Vec<i64>, Option<usize>) = match source {
             Broadcasted::Value(u) => {
                 let ResultType::Tensor(t) = &u.ty else {
                     return Err(error("a broadcast of a shape"));
                 };
-                (lookup(block, values, u.id)?, t.shape.clone())
+                (vec![lookup(block, values, u.id)?], t.shape.clone(), None)
             }
-            Broadcasted::Elements(elements) => {
-                let Elements::Dense(c) = elements else {
-                    return Err(error("a broadcast of a resource constant"));
-                };
-                let seed = ResultType::Tensor(TType::new(c.dtype, c.shape.clone()));
-                let constant = OperationBuilder::new("tosa.const", loc)
-                    .add_attributes(&[(self.id("values"), self.elements(elements, &seed)?)])
-                    .add_results(&[self.result_type(&seed)])
-                    .build()
-                    .map_err(|e| error(format!("tosa.const: {e}")))?;
-                (result(block.append_operation(constant))?, c.shape.clone())
+            Broadcasted::Elements(Elements::Dense(c)) => (vec![constant(c)?], c.shape.clone(), None),
+            Broadcasted::Elements(Elements::Blob(_)) => {
+                return Err(error("a broadcast of a resource constant"));
             }
+            Broadcasted::Ramp { seed, step, axis } => (
+                vec![constant(seed)?, constant(step)?],
+                seed.shape.clone(),
+                Some(*axis),
+            ),
         };
         if shape.len() != out.shape.len() {
             return Err(error(format!(
@@ -794,28 +801,62 @@ impl<'c> Builder<'c> {
             })
             .collect();
         let identity: Vec<Expr> = (0..rank).map(Expr::Dim).collect();
-        let maps = [
-            self.affine_map(rank, &source_map),
-            self.affine_map(rank, &identity),
-        ];
+        let mut maps: Vec<Attribute> = inputs
+            .iter()
+            .map(|_| self.affine_map(rank, &source_map))
+            .collect();
+        maps.push(self.affine_map(rank, &identity));
         let iterators: Vec<Attribute> = (0..rank)
             .map(|_| tcc_dialects::linalg_iterator_type(self.context, false))
             .collect();
         let element = self.element(out.dtype);
-        let body = Block::new(&[(element, loc), (element, loc)]);
-        let first = body
-            .argument(0)
-            .map(Value::from)
-            .map_err(|e| error(e.to_string()))?;
+        let body = Block::new(&vec![(element, loc); inputs.len() + 1]);
+        let argument = |i: usize| {
+            body.argument(i)
+                .map(Value::from)
+                .map_err(|e| error(e.to_string()))
+        };
+        let mut yielded = argument(0)?;
+        if let Some(axis) = ramp {
+            // seed + index * step, in the element type.
+            let scalar = |name: &str, operands: &[Value<'c, '_>], attrs: &[(Identifier<'c>, Attribute<'c>)], ty: Type<'c>| {
+                let op = OperationBuilder::new(name, loc)
+                    .add_operands(operands)
+                    .add_attributes(attrs)
+                    .add_results(&[ty])
+                    .build()
+                    .map_err(|e| error(format!("{name}: {e}")))?;
+                result(body.append_operation(op))
+            };
+            let index = scalar(
+                "linalg.index",
+                &[],
+                &[(self.id("dim"), self.integer(axis as i64, IntegerType::new(self.context, 64).into()))],
+                Type::index(self.context),
+            )?;
+            yielded = if out.dtype.is_float() {
+                let i64: Type = IntegerType::new(self.context, 64).into();
+                let index = scalar("arith.index_cast", &[index], &[], i64)?;
+                let index = scalar("arith.sitofp", &[index], &[], element)?;
+                let grown = scalar("arith.mulf", &[index, argument(1)?], &[], element)?;
+                scalar("arith.addf", &[argument(0)?, grown], &[], element)?
+            } else {
+                let index = scalar("arith.index_cast", &[index], &[], element)?;
+                let grown = scalar("arith.muli", &[index, argument(1)?], &[], element)?;
+                scalar("arith.addi", &[argument(0)?, grown], &[], element)?
+            };
+        }
         let y = OperationBuilder::new("linalg.yield", loc)
-            .add_operands(&[first])
+            .add_operands(&[yielded])
             .build()
             .map_err(|e| error(format!("linalg.yield: {e}")))?;
         body.append_operation(y);
         let region = Region::new();
         region.append_block(body);
+        let mut operands = inputs;
+        operands.push(empty);
         OperationBuilder::new("linalg.generic", loc)
-            .add_operands(&[input, empty])
+            .add_operands(&operands)
             .add_attributes(&[
                 (
                     self.id("indexing_maps"),
@@ -827,7 +868,8 @@ impl<'c> Builder<'c> {
                 ),
                 (
                     self.id("operandSegmentSizes"),
-                    DenseI32ArrayAttribute::new(self.context, &[1, 1]).into(),
+                    DenseI32ArrayAttribute::new(self.context, &[operands.len() as i32 - 1, 1])
+                        .into(),
                 ),
             ])
             .add_results(&[ty])

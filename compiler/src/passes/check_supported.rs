@@ -374,7 +374,8 @@ fn symbolic_argument(
 /// (comparisons and selects included), MatMul/Gemm with a dynamic M,
 /// Softmax/LayerNorm/reductions over static inner axes, Conv2D and
 /// pooling with a dynamic N, Reshape/Transpose that keep the batch
-/// leading, gathers of dynamic indices from a static table, and the
+/// leading, gathers of dynamic indices (from a static table or per
+/// batch), and the
 /// importer's broadcasts of a value to the batch (`tensor.empty` sized by
 /// `tensor.dim`, an all-parallel `linalg.generic`).
 const DYNAMIC_SLICE_OPS: &[&str] = &[
@@ -383,6 +384,7 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.avg_pool2d",
     "tosa.cast",
     "tosa.clamp",
+    "tosa.concat",
     "tosa.conv2d",
     "tosa.depthwise_conv2d",
     "tosa.equal",
@@ -414,9 +416,12 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.slice",
     "tosa.sub",
     "tosa.tanh",
+    "tosa.tile",
     "tosa.transpose",
     "tcc.softmax",
     "tcc.layer_norm",
+    "tcc.gelu",
+    "tcc.silu",
     "tensor.dim",
     "tensor.empty",
     "linalg.generic",
@@ -610,16 +615,27 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
                 "'{name}' normalizes along an axis other than the last, static one: only rows along the last axis compile with a dynamic dimension yet"
             ))
         }
+        "tosa.tile" if !tiles_static_axes_only(op, input_dynamic) => Some(
+            "'tosa.tile' repeats along the dynamic dimension: only tiles of static axes compile yet".to_string(),
+        ),
+        "tosa.concat" if axis.is_some() && axis == input_dynamic => Some(
+            "'tosa.concat' joins along the dynamic dimension: only concatenations along static axes compile yet".to_string(),
+        ),
         "linalg.generic" if !all_parallel(op) => Some(
             "a 'linalg.generic' with a reduction loop: only elementwise and broadcasting generics compile with a dynamic dimension yet".to_string(),
         ),
+        // A static table, or one gathered per batch (the batch is TOSA's
+        // N of both operands: a resize along an axis).
         "tosa.gather"
             if op
                 .operand(0)
-                .is_ok_and(|v| crate::ir::dynamic::is_dynamic(v.r#type())) =>
+                .is_ok_and(|v| crate::ir::dynamic::is_dynamic(v.r#type()))
+                && !op
+                    .operand(1)
+                    .is_ok_and(|v| crate::ir::dynamic::is_dynamic(v.r#type())) =>
         {
             Some(
-                "'tosa.gather' gathers from a dynamically shaped table: only the indices may be dynamic yet"
+                "'tosa.gather' gathers from a dynamically shaped table with static indices"
                     .to_string(),
             )
         }
@@ -641,6 +657,24 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         }
         _ => None,
     }
+}
+
+/// Whether a `tosa.tile`'s multiples (a `tosa.const_shape`) are 1 along
+/// the dynamic dimension `dynamic`.
+fn tiles_static_axes_only<'c: 'a, 'a>(
+    op: &impl OperationLike<'c, 'a>,
+    dynamic: Option<usize>,
+) -> bool {
+    let Some(axis) = dynamic else {
+        return true;
+    };
+    op.operand(1)
+        .ok()
+        .and_then(|m| crate::ir::util::defining_op(unsafe { melior::ir::Value::from_raw(m.to_raw()) }))
+        .filter(|d| crate::ir::util::op_name(d) == "tosa.const_shape")
+        .and_then(|d| d.attribute("values").ok())
+        .and_then(crate::ir::dense::int_elements)
+        .is_some_and(|multiples| multiples.get(axis) == Some(&1))
 }
 
 /// Whether a `linalg.generic`'s loops are all parallel.

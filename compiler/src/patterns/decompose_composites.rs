@@ -69,7 +69,8 @@ pub fn log_softmax<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<
 /// `tcc.gelu` → the erf form or the tanh approximation.
 pub fn gelu<'c>(b: &TosaBuilder<'c>, op: OperationRef<'c, 'c>) -> Result<'c, Value<'c, 'c>> {
     let x = operand_at(op, 0)?;
-    let t = b.tensor(x)?;
+    // Elementwise: a symbolic batch passes through.
+    let t = StaticTensor::ranked(x.r#type()).ok_or_else(|| b.error("expected a ranked tensor"))?;
     let (rank, element) = (t.rank(), t.element);
     let approximate = op
         .attribute("approximate")

@@ -155,6 +155,48 @@ def tokens(path):
     save(helper.make_graph(nodes, "tokens", [x], [y]), path)
 
 
+def constants_of_the_batch(path):
+    """Values the import computes from the batch's extent: a row expanded
+    to it (a class token), positions counted along it (Range of Shape, cast
+    to float), integer positions gathering x's rows again, and a splat of
+    its shape (ConstantOfShape), and the positions compared with a
+    run-time input: y = x + row + pos * w + x[pos] + 2 + 100 * (ids ==
+    pos)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    const = lambda name, values, dtype=np.float32: numpy_helper.from_array(np.array(values, dtype=dtype), name)
+    inits = [
+        const("row", [[1.0, -2.0, 0.5, 3.0]]),
+        const("w", [[0.25, -1.0, 2.0, 0.0]]),
+        const("zero", 0, np.int64), const("one", 1, np.int64),
+        const("last_axis", [1], np.int64),
+    ]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Expand", ["row", "shape"], ["rows"], name="class_token"),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], name="batch", axis=0),
+        helper.make_node("Range", ["zero", "batch", "one"], ["pos"], name="positions"),
+        helper.make_node("Unsqueeze", ["pos", "last_axis"], ["pos2"], name="pos_column"),
+        helper.make_node("Cast", ["pos2"], ["posf"], name="pos_float", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["posf", "w"], ["scaled"], name="scaled"),
+        helper.make_node("Gather", ["x", "pos"], ["looked_up"], name="lookup", axis=0),
+        helper.make_node("ConstantOfShape", ["shape"], ["twos"], name="twos",
+                         value=numpy_helper.from_array(np.array([2.0], dtype=np.float32))),
+        helper.make_node("Add", ["x", "rows"], ["a"], name="add_row"),
+        helper.make_node("Add", ["a", "scaled"], ["b"], name="add_pos"),
+        helper.make_node("Add", ["b", "looked_up"], ["c"], name="add_lookup"),
+        helper.make_node("Add", ["c", "twos"], ["d"], name="add_twos"),
+        helper.make_node("Equal", ["ids", "pos"], ["same"], name="same"),
+        helper.make_node("Cast", ["same"], ["samef"], name="same_float", to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["samef", "last_axis"], ["same2"], name="same_column"),
+        helper.make_node("Mul", ["same2", "hundred"], ["bonus"], name="bonus"),
+        helper.make_node("Add", ["d", "bonus"], ["y"], name="add_bonus"),
+    ]
+    inits.append(const("hundred", [[100.0]]))
+    save(helper.make_graph(nodes, "constants_of_the_batch", [x, ids], [y], inits), path)
+
+
 def encoder(path, seq=16, hidden=32, heads=2, ffn=64, layers=1, tiled=False):
     """`layers` encoder layers; `tiled` fills every weight from one small
     random block (low-entropy weights, so that a BERT-base-sized model
@@ -272,3 +314,4 @@ if __name__ == "__main__":
     encoder(os.path.join(out, "encoder.onnx"))
     tokens(os.path.join(out, "tokens.onnx"))
     depthwise(os.path.join(out, "depthwise.onnx"))
+    constants_of_the_batch(os.path.join(out, "constants_of_the_batch.onnx"))

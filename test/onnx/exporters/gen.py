@@ -24,7 +24,7 @@ static (batch 2).
 
 `python3 test/onnx/exporters/gen.py --dynamic OUT` writes
 OUT/exporters-dynamic.tar.xz instead (unpacked into
-test/onnx/exporters-dynamic): the same models exported with a symbolic
+test/onnx/exporters-dynamic, cases named <arch>-<exporter>-dynamic): the same models exported with a symbolic
 `batch` axis on every input and output (and `sequence` on token inputs,
 `decoder_sequence` on T5's decoder ids), as `dynamic_axes` /
 `dynamic_shapes` declare them, with two data sets: test_data_set_0 at
@@ -239,7 +239,7 @@ def main():
     for arch, make in ARCHITECTURES.items():
         for exporter in ("torchscript", "dynamo"):
             torch.manual_seed(5)
-            case = f"{arch}-{exporter}"
+            case = f"{arch}-{exporter}" + ("-dynamic" if dynamic else "")
             path = os.path.join(work, case + ".onnx")
             try:
                 model, inputs = make()

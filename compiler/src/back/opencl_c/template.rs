@@ -63,28 +63,6 @@ impl KernelWriter {
         kernel: &TemplateKernel,
         args: &mut [KernelArg],
     ) -> Result<Option<String>, CodegenError> {
-        if !matches!(
-            kernel.strategy,
-            KernelStrategy::Loops { .. } | KernelStrategy::Gemm { .. }
-        ) && !self.scalars.is_empty()
-        {
-            // A template's text has no scalar parameters: a view rebuilt
-            // inside it with a dynamic size cannot reach it.
-            return Err(CodegenError::at(
-                &kernel.op,
-                format!(
-                    "the {} template of kernel {} takes no scalar arguments, and the kernel has {} ({}): dynamic dimension not supported yet in this template by the OpenCL C writer",
-                    kernel.kind,
-                    kernel.name,
-                    self.scalars.len(),
-                    self.scalars
-                        .iter()
-                        .map(|s| s.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
         let text = match kernel.strategy {
             KernelStrategy::Loops { .. } => return Ok(None),
             KernelStrategy::Gemm { .. } => self.instantiate::<GemmSpec>(kernel, args)?,
@@ -104,7 +82,17 @@ impl KernelWriter {
     ) -> Result<String, CodegenError> {
         let spec = T::read(self, kernel)?;
         self.mark_arguments(args);
-        spec.instantiate(parameters(args)).at(&kernel.op)
+        let mut parameters = parameters(args);
+        // A view rebuilt with a symbolic size (a row template's operand
+        // reshaped in the kernel) passes the size, which the template's
+        // addressing does not need (its strides are static: `RowIo`): the
+        // host launches with it all the same. The GEMM template declares
+        // its own.
+        if !matches!(kernel.strategy, KernelStrategy::Gemm { .. }) {
+            self.scalars.sort();
+            parameters.extents = self.scalars.iter().map(|s| s.name()).collect();
+        }
+        spec.instantiate(parameters).at(&kernel.op)
     }
 
     /// The ops of a template kernel's body other than its constants, views

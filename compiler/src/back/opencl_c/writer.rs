@@ -282,8 +282,9 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
 /// The kernel's typed parameter list: one buffer per argument, `a0`,
 /// `a1`, ..., declared const where the kernel never stores through it.
 pub(super) fn parameters(args: &[KernelArg]) -> KernelParameters {
-    KernelParameters(
-        args.iter()
+    KernelParameters {
+        buffers: args
+            .iter()
             .enumerate()
             .map(|(index, arg)| KernelParameter {
                 buffer: argument_buffer(index, arg.storage),
@@ -294,7 +295,8 @@ pub(super) fn parameters(args: &[KernelArg]) -> KernelParameters {
                 },
             })
             .collect(),
-    )
+        extents: Vec::new(),
+    }
 }
 
 /// The buffer of kernel argument `index`.

@@ -286,12 +286,19 @@ struct ImportedCase {
     /// Its `test_data_set_*` directories, in order.
     sets: Vec<PathBuf>,
     own: Option<OwnTolerance>,
+    /// The `dim_param`s whose extent differs between the data sets, kept
+    /// symbolic (from 1 to the largest extent a set gives): one artifact
+    /// runs every set.
+    dims: Vec<tcc_dialects::dims::DimRange>,
 }
 
 impl ImportedCase {
     /// The imported model's ops, built in `session`.
     fn build<'c>(&self, session: &'c Session) -> Result<melior::ir::Module<'c>> {
-        crate::driver::import::build_imported(session, "model.onnx", self.imported.clone())
+        let module =
+            crate::driver::import::build_imported(session, "model.onnx", self.imported.clone())?;
+        crate::driver::import::attach_dims(session, &module, &self.dims)?;
+        Ok(module)
     }
 }
 
@@ -324,9 +331,122 @@ fn input_structures(
     Ok(structures)
 }
 
+/// The `dim_param` of each dimension of a tensor graph input (empty for
+/// a static or unnamed one).
+fn dim_params(info: &onnx::proto::ValueInfoProto) -> Vec<String> {
+    use onnx::proto::tensor_shape_proto::dimension::Value as D;
+    use onnx::proto::type_proto::Value;
+    match info.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(Value::TensorType(t)) => t.shape.as_ref().map_or(Vec::new(), |s| {
+            s.dim
+                .iter()
+                .map(|d| match &d.value {
+                    Some(D::DimParam(p)) => p.clone(),
+                    _ => String::new(),
+                })
+                .collect()
+        }),
+        _ => Vec::new(),
+    }
+}
+
+/// How a case's dynamic tensor inputs are compiled, from the shapes its
+/// data sets give them: a `dim_param` whose extent differs between sets
+/// stays symbolic (from 1 to the largest extent given) and every other
+/// one takes its one extent, so that one artifact runs every set; an
+/// input without a varying dimension gets its static shape.
+struct DynamicInputs {
+    shapes: Vec<(String, Vec<i64>)>,
+    dims: Vec<tcc_dialects::dims::DimRange>,
+    fixed: Vec<(String, i64)>,
+}
+
+fn dynamic_inputs(
+    sets: &[PathBuf],
+    tensors: &[(usize, String, Vec<String>)],
+) -> Result<DynamicInputs> {
+    // Each input's shape in each set.
+    let mut shapes: Vec<Vec<Vec<i64>>> = Vec::new();
+    for (i, _, _) in tensors {
+        let mut per_set = Vec::new();
+        for set in sets {
+            let (structure, _) = load_value(&set.join(format!("input_{i}.pb")), Kind::Tensor)?;
+            let Structure::Tensor(shape) = structure else {
+                bail!("{}: input {i} is not a tensor", set_name(set));
+            };
+            per_set.push(shape);
+        }
+        shapes.push(per_set);
+    }
+    // Each named dimension's extents over the sets.
+    let mut extents: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for ((_, name, params), per_set) in tensors.iter().zip(&shapes) {
+        for shape in per_set {
+            if shape.len() != params.len() {
+                bail!(
+                    "input '{name}' has rank {} in the model, {} in a data set",
+                    params.len(),
+                    shape.len()
+                );
+            }
+            for (param, &extent) in params.iter().zip(shape) {
+                if !param.is_empty() {
+                    extents.entry(param.clone()).or_default().push(extent);
+                }
+            }
+        }
+    }
+    let varies = |p: &String| {
+        extents
+            .get(p)
+            .is_some_and(|e| e.iter().any(|&x| x != e[0]))
+    };
+    let mut out = DynamicInputs {
+        shapes: Vec::new(),
+        dims: Vec::new(),
+        fixed: Vec::new(),
+    };
+    for ((_, name, params), per_set) in tensors.iter().zip(&shapes) {
+        if !params.iter().any(&varies) {
+            if per_set.iter().any(|s| *s != per_set[0]) {
+                bail!(
+                    "input '{name}' has an unnamed dynamic dimension whose extent differs between the data sets"
+                );
+            }
+            out.shapes.push((name.clone(), per_set[0].clone()));
+        }
+    }
+    for (param, values) in &extents {
+        if varies(param) {
+            let max = values.iter().copied().max().unwrap_or(1);
+            out.dims.push(tcc_dialects::dims::DimRange {
+                name: param.clone(),
+                min: 1,
+                max,
+            });
+        } else {
+            out.fixed.push((param.clone(), values[0]));
+        }
+    }
+    // A fixed dimension that only inputs given a static shape name is
+    // fixed by those shapes.
+    out.fixed.retain(|(param, _)| {
+        tensors
+            .iter()
+            .any(|(_, name, params)| params.contains(param) && !out.shapes.iter().any(|(n, _)| n == name))
+    });
+    Ok(out)
+}
+
 /// A case's input and output kinds, the shapes and structures its data
 /// sets give its inputs, and its data sets.
-type Layout = (Vec<Kind>, Vec<Kind>, Vec<(String, Structure)>, Vec<PathBuf>);
+type Layout = (
+    Vec<Kind>,
+    Vec<Kind>,
+    Vec<(String, Structure)>,
+    Vec<PathBuf>,
+    DynamicInputs,
+);
 
 /// Imports `case`: `Err(outcome)` when the importer refuses it (an
 /// unsupported op or attribute) or the case is malformed.
@@ -362,20 +482,34 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
         if sets.is_empty() {
             bail!("no test_data_set_* directories");
         }
-        // Sequences and optionals, and tensors declared with dynamic
-        // (`dim_param`) dimensions: the data sets give their shapes.
+        // Sequences and optionals: the data sets give their structure.
         let given: Vec<(usize, String, Kind)> = inputs
             .iter()
             .zip(&input_kinds)
             .enumerate()
-            .filter(|(_, (info, k))| **k != Kind::Tensor || dynamic(info))
+            .filter(|(_, (_, k))| **k != Kind::Tensor)
             .map(|(i, (info, k))| (i, info.name.clone(), *k))
             .collect();
         let structures = input_structures(&sets, &given)?;
-        Ok((input_kinds, output_kinds, structures, sets))
+        // Tensors declared with dynamic dimensions: the data sets give
+        // their shapes, or which dimensions vary.
+        let tensors: Vec<(usize, String, Vec<String>)> = inputs
+            .iter()
+            .zip(&input_kinds)
+            .enumerate()
+            .filter(|(_, (info, k))| **k == Kind::Tensor && dynamic(info))
+            .map(|(i, (info, _))| (i, info.name.clone(), dim_params(info)))
+            .collect();
+        let dynamic = dynamic_inputs(&sets, &tensors)?;
+        Ok((input_kinds, output_kinds, structures, sets, dynamic))
     })();
-    let (input_kinds, output_kinds, given, sets) = layout.map_err(failure)?;
-    let mut options = ImportOptions::default();
+    let (input_kinds, output_kinds, given, sets, dynamic) = layout.map_err(failure)?;
+    let mut options = ImportOptions {
+        input_shapes: dynamic.shapes,
+        symbolic_dims: dynamic.dims.iter().map(|d| d.name.clone()).collect(),
+        fixed_dims: dynamic.fixed,
+        ..ImportOptions::default()
+    };
     for (name, structure) in given {
         match structure {
             Structure::Tensor(shape) => options.input_shapes.push((name, shape)),
@@ -404,6 +538,7 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
         output_kinds,
         sets,
         own: own_tolerance(case),
+        dims: dynamic.dims,
     })
 }
 

@@ -91,6 +91,15 @@ pub enum Broadcasted {
     Value(Use),
     /// Constant elements (a `tosa.const` of their own shape).
     Elements(Elements),
+    /// Values that also grow along one dynamic axis: `seed + i * step`
+    /// at index `i` along `axis` (both constants with extent 1 there; an
+    /// `arange` over the batch, a gather's flat indices over batch x
+    /// tokens).
+    Ramp {
+        seed: Const,
+        step: Const,
+        axis: usize,
+    },
 }
 
 /// What an op is.

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use super::super::dtype::TType;
+use super::super::dtype::{DType, TType};
 use super::super::emit::Val;
 use super::super::emit::ir::{
     Broadcasted, Elements, Kind, Op, ResultType, RuntimeExtent, Use, ValueId,
@@ -315,6 +315,76 @@ fn broadcast_seed(a: &Const, b: &Const) -> Option<Const> {
     (repeats(a) && repeats(b)).then_some(seed)
 }
 
+/// The constant both imports' `a` and `b` hold when it grows by a fixed
+/// step along the one axis where their shapes differ (`seed + i * step`
+/// at index `i` there, seed and step with extent 1 on it; integers, or
+/// f32 equal to that sum rounded): the seed, the step and the axis;
+/// `None` otherwise.
+fn ramp_seed(a: &Const, b: &Const) -> Option<(Const, Const, usize)> {
+    let float = a.dtype == DType::F32;
+    if a.dtype != b.dtype
+        || !(float || matches!(a.dtype, DType::I64 | DType::I32))
+        || a.shape.len() != b.shape.len()
+    {
+        return None;
+    }
+    let differing: Vec<usize> = (0..a.shape.len())
+        .filter(|&i| a.shape[i] != b.shape[i])
+        .collect();
+    let [axis] = differing[..] else {
+        return None;
+    };
+    if a.shape[axis] < 2 || b.shape[axis] < 2 {
+        return None;
+    }
+    let mut seed_shape = a.shape.clone();
+    seed_shape[axis] = 1;
+    let zeros = vec![0; a.shape.len()];
+    let ones = vec![1; a.shape.len()];
+    let mut second = zeros.clone();
+    second[axis] = 1;
+    let first_row = strided_slice(a, &zeros, &ones, &seed_shape);
+    let second_row = strided_slice(a, &second, &ones, &seed_shape);
+    // Element `e` of a shape: index `(e / inner) % extent` along `axis`,
+    // seed element `(e / (inner * extent)) * inner + e % inner`.
+    let inner: usize = a.shape[axis + 1..].iter().product::<i64>() as usize;
+    let grows = |c: &Const, at: &dyn Fn(usize, usize, usize) -> bool| {
+        let extent = c.shape[axis] as usize;
+        (0..c.numel()).all(|e| at(e, (e / inner) % extent, (e / (inner * extent)) * inner + e % inner))
+    };
+    let (seed, step) = if float {
+        let seed = first_row.f64s();
+        let step: Vec<f64> = second_row.f64s().iter().zip(&seed).map(|(n, s)| n - s).collect();
+        let value = |s: usize, i: usize| (seed[s] + i as f64 * step[s]) as f32;
+        let follows = |c: &Const| grows(c, &|e, i, s| c.f64_at(e) as f32 == value(s, i));
+        if step.iter().all(|&s| s == 0.0) || !follows(a) || !follows(b) {
+            return None;
+        }
+        (
+            Const::from_f64(a.dtype, seed_shape.clone(), &seed),
+            Const::from_f64(a.dtype, seed_shape, &step),
+        )
+    } else {
+        let seed = first_row.i64s();
+        let step: Vec<i64> = second_row
+            .i64s()
+            .iter()
+            .zip(&seed)
+            .map(|(n, s)| n.wrapping_sub(*s))
+            .collect();
+        let value = |s: usize, i: usize| seed[s].wrapping_add((i as i64).wrapping_mul(step[s]));
+        let follows = |c: &Const| grows(c, &|e, i, s| c.i64_at(e) == value(s, i));
+        if step.iter().all(|&s| s == 0) || !follows(a) || !follows(b) {
+            return None;
+        }
+        (
+            Const::from_i64(a.dtype, seed_shape.clone(), &seed),
+            Const::from_i64(a.dtype, seed_shape, &step),
+        )
+    };
+    Some((seed, step, axis))
+}
+
 /// An interface shape with the probe-dependent extents as -1 (dynamic).
 fn symbolic_shape(shape: &[i64], symbols: &[Symbol]) -> Vec<i64> {
     shape
@@ -561,20 +631,31 @@ fn merge_op(
             }
             Kind::Generic(Box::new(merged))
         }
+        // A constant of a probe-dependent type (a blob of either import
+        // has the same key): the seed it repeats, broadcast.
+        (Kind::Const(x), Kind::Const(y)) if a.ty != b.ty => {
+            let source = const_elements(x, &a.ty, blobs.0)
+                .zip(const_elements(y, &b.ty, blobs.1))
+                .and_then(|(x, y)| {
+                    broadcast_seed(&x, &y)
+                        .map(|seed| Broadcasted::Elements(Elements::Dense(seed)))
+                        .or_else(|| {
+                            ramp_seed(&x, &y)
+                                .map(|(seed, step, axis)| Broadcasted::Ramp { seed, step, axis })
+                        })
+                });
+            match source {
+                Some(source) => Kind::Broadcast {
+                    source,
+                    extents: runtime_extents()?,
+                },
+                None => return Err(not_supported(COMPUTED, &origin, symbols)),
+            }
+        }
         (Kind::Empty(_), Kind::Empty(_)) => Kind::Empty(runtime_extents()?),
         (Kind::Fill(x, _), Kind::Fill(y, _)) if x == y => Kind::Fill(*x, runtime_extents()?),
         (x, y) if x == y => x.clone(),
-        (Kind::Const(x), Kind::Const(y)) => match const_elements(x, &a.ty, blobs.0)
-            .zip(const_elements(y, &b.ty, blobs.1))
-            .and_then(|(x, y)| broadcast_seed(&x, &y))
-        {
-            Some(seed) => Kind::Broadcast {
-                source: Broadcasted::Elements(Elements::Dense(seed)),
-                extents: runtime_extents()?,
-            },
-            None => return Err(not_supported(COMPUTED, &origin, symbols)),
-        },
-        (Kind::Fill(..), Kind::Fill(..)) => {
+        (Kind::Const(_), Kind::Const(_)) | (Kind::Fill(..), Kind::Fill(..)) => {
             return Err(not_supported(COMPUTED, &origin, symbols));
         }
         _ => return Err(not_supported(STRUCTURE, &origin, symbols)),
@@ -904,8 +985,8 @@ mod tests {
             let c = Const::from_f64(DType::F32, vec![2, 32], &[0.5; 64]);
             let block = e.constant(&c, "block").unwrap();
             let tiled = e.tile(&block, &[n, 1]);
-            let tiled = e.reshape(&tiled, &[n, 64]);
-            e.binary("tosa.add", x, &tiled).unwrap()
+            let _ = x;
+            e.reshape(&tiled, &[n, 64])
         })
         .unwrap_err()
         .to_string();
@@ -969,18 +1050,50 @@ mod tests {
             assert_eq!(extents, &batch_extent());
         }
 
-        // Constants that differ otherwise are still refused.
-        let error = merged(&|e, x, n| {
-            e.set_location("ramp");
-            let values: Vec<f64> = (0..n * 32).map(|i| i as f64).collect();
-            let c = Const::from_f64(DType::F32, vec![n, 32], &values);
-            let ramp = e.constant(&c, "ramp").unwrap();
-            e.binary("tosa.add", x, &ramp).unwrap()
+        // Integers growing along the batch (an `arange` over it, flat
+        // gather indices): the first row and the step, as a ramp.
+        let module = merged(&|e, x, n| {
+            e.set_location("arange");
+            let values: Vec<i64> = (0..n).flat_map(|b| [b, 7, 2 * b + 1]).collect();
+            let c = Const::from_i64(DType::I64, vec![n, 3], &values);
+            let _ = e.constant(&c, "arange").unwrap();
+            x.clone()
         })
-        .unwrap_err()
-        .to_string();
-        assert!(error.contains("a value computed from the dimension"), "{error}");
-        assert!(error.contains("node \"ramp\""), "{error}");
+        .unwrap();
+        let Kind::Broadcast {
+            source: Broadcasted::Ramp { seed, step, axis },
+            extents,
+        } = &module.ops[0].kind
+        else {
+            panic!("{:?}", module.ops[0].kind)
+        };
+        assert_eq!((seed.shape.as_slice(), seed.i64s()), (&[1, 3][..], vec![0, 7, 1]));
+        assert_eq!(step.i64s(), [1, 0, 2]);
+        assert_eq!((*axis, extents), (0, &batch_extent()));
+
+        // Constants that differ otherwise are still refused: values that
+        // do not grow evenly.
+        fn float_squares(n: i64) -> Const {
+            let values: Vec<f64> = (0..n * 32).map(|i| (i * i) as f64).collect();
+            Const::from_f64(DType::F32, vec![n, 32], &values)
+        }
+        fn squares(n: i64) -> Const {
+            let values: Vec<i64> = (0..n).map(|i| i * i).collect();
+            Const::from_i64(DType::I64, vec![n, 1], &values)
+        }
+        let refused: [(fn(i64) -> Const, &str); 2] =
+            [(float_squares, "float squares"), (squares, "squares")];
+        for (c, what) in refused {
+            let error = merged(&|e, x, n| {
+                e.set_location("ramp");
+                let _ = e.constant(&c(n), "ramp").unwrap();
+                x.clone()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(error.contains("a value computed from the dimension"), "{what}: {error}");
+            assert!(error.contains("node \"ramp\""), "{what}: {error}");
+        }
     }
 
     #[test]

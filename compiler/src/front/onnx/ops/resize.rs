@@ -299,40 +299,50 @@ fn apply_axis(
             weight.push(w);
         }
     }
-    let mut perm = vec![axis];
-    perm.extend((0..rank).filter(|&a| a != axis));
+    // The axis is gathered as TOSA's K, after the leading dimension (the
+    // batch, TOSA's N, which stays leading so that a symbolic batch keeps
+    // to the first dynamic slice); a resize of the leading axis itself
+    // gathers with N = 1.
+    let lead = if axis == 0 { 1 } else { shape[0] };
+    let mut perm: Vec<usize> = if axis == 0 { vec![0] } else { vec![0, axis] };
+    perm.extend((1..rank).filter(|&a| a != axis));
     let moved = imp.e.transpose(x, &perm);
     let rest: i64 = shape
         .iter()
         .enumerate()
         .filter(|&(a, _)| a != axis)
         .map(|(_, d)| d)
-        .product();
-    if rest == 0 || out == 0 {
+        .product::<i64>()
+        / lead.max(1);
+    if rest == 0 || out == 0 || lead == 0 {
         bail!("Resize to or of an empty tensor is not supported");
     }
-    let values = imp.e.reshape(&moved, &[1, input, rest]);
+    let values = imp.e.reshape(&moved, &[lead, input, rest]);
     let idx = imp.e.constant(
-        &Const::from_i64(DType::I32, vec![1, out * k], &index),
+        &Const::from_i64(
+            DType::I32,
+            vec![lead, out * k],
+            &index.repeat(lead as usize),
+        ),
         "resize_indices",
     )?;
     let gathered = imp.e.op(
         "tosa.gather",
         &[&values, &idx],
         &[],
-        values.ty.with_shape(vec![1, out * k, rest]),
+        values.ty.with_shape(vec![lead, out * k, rest]),
     );
     let y = if single {
-        imp.e.reshape(&gathered, &[out, rest])
+        imp.e.reshape(&gathered, &[lead, out, rest])
     } else {
-        let g = imp.e.reshape(&gathered, &[out, k, rest]);
+        let g = imp.e.reshape(&gathered, &[lead, out, k, rest]);
         let w = imp.e.constant(
-            &Const::from_f64(x.dtype(), vec![out, k, 1], &weight),
+            &Const::from_f64(x.dtype(), vec![1, out, k, 1], &weight),
             "resize_weights",
         )?;
         let weighted = imp.e.mul(&g, &w)?;
-        let summed = imp.e.reduce("tosa.reduce_sum", &weighted, 1);
-        imp.e.reshape(&summed, &[out, rest])
+        let summed = imp.e.reduce("tosa.reduce_sum", &weighted, 2);
+        imp.e.reshape(&summed, &[lead, out, rest])
     };
     let y = if any_outside {
         let bias: Vec<f64> = outside
@@ -340,21 +350,17 @@ fn apply_axis(
             .map(|&o| if o { extrapolation } else { 0.0 })
             .collect();
         let b = imp.e.constant(
-            &Const::from_f64(x.dtype(), vec![out, 1], &bias),
+            &Const::from_f64(x.dtype(), vec![1, out, 1], &bias),
             "resize_bias",
         )?;
         imp.e.add(&y, &b)?
     } else {
         y
     };
-    let mut moved_shape = vec![out];
-    moved_shape.extend(
-        shape
-            .iter()
-            .enumerate()
-            .filter(|&(a, _)| a != axis)
-            .map(|(_, &d)| d),
-    );
+    let moved_shape: Vec<i64> = perm
+        .iter()
+        .map(|&a| if a == axis { out } else { shape[a] })
+        .collect();
     let y = imp.e.reshape(&y, &moved_shape);
     let mut back = vec![0; rank];
     for (i, &p) in perm.iter().enumerate() {
