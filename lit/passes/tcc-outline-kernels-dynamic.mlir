@@ -66,3 +66,31 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
     return
   }
 }
+
+// -----
+
+// A kernel whose body reads a host extent itself (a gather that wraps
+// negative indices by the batch, as the importer reads it at run time):
+// the extent becomes an index argument after the buffers.
+// CHECK-LABEL: func.func @wrap
+// CHECK-SAME: (%[[I:.*]]: memref<?xi64>, %[[O:.*]]: memref<?xi64>)
+// CHECK: %[[N:.*]] = memref.dim %[[I]], %{{.*}} : memref<?xi64>
+// CHECK: gpu.launch_func @tcc_kernels::@wrap_0 blocks in ({{.*}}) threads in ({{.*}}) args(%[[I]] : memref<?xi64>, %[[O]] : memref<?xi64>, %[[N]] : index)
+// CHECK: gpu.func @wrap_0(%{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %[[KN:.*]]: index) kernel
+// CHECK: arith.index_cast %[[KN]] : index to i64
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @wrap(%i: memref<?xi64>, %o: memref<?xi64>) {
+    %c0 = arith.constant 0 : index
+    %n = memref.dim %i, %c0 : memref<?xi64>
+    tcc.dispatch "wrap_0" {
+      linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%i : memref<?xi64>) outs(%o : memref<?xi64>) attrs = {tcc.kind = "elementwise"} {
+      ^bb0(%in: i64, %out: i64):
+        %size = arith.index_cast %n : index to i64
+        %r = arith.addi %in, %size : i64
+        linalg.yield %r : i64
+      } loc("wrap")
+      tcc.yield
+    }
+    return
+  }
+}

@@ -230,6 +230,8 @@ impl<'c> Builder<'c> {
             }
             BodyAttr::Int(v, ty) => self.integer(*v, self.scalar(*ty)),
             BodyAttr::Float(v, d) => self.float(*v, *d),
+            // Built as a value, never as an attribute (`body`).
+            BodyAttr::Extent(_, ty) => self.integer(0, self.scalar(*ty)),
         }
     }
 
@@ -896,6 +898,18 @@ impl<'c> Builder<'c> {
             })
             .collect::<Result<_>>()?;
         for op in ops {
+            // A constant that is a run-time extent: computed before the
+            // generic from the arguments, cast to its type in the body.
+            if let [(_, BodyAttr::Extent(extent, ty))] = op.attrs.as_slice() {
+                let size = self.runtime_sizes(outer, std::slice::from_ref(extent), loc)?;
+                let cast = OperationBuilder::new("arith.index_cast", loc)
+                    .add_operands(&size)
+                    .add_results(&[self.scalar(*ty)])
+                    .build()
+                    .map_err(|e| error(format!("arith.index_cast: {e}")))?;
+                values.push(result(body.append_operation(cast))?);
+                continue;
+            }
             let mut operands = Vec::new();
             if let Some(tensor) = &op.tensor {
                 operands.push(lookup(outer, outer_values, tensor.id)?);

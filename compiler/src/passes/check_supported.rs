@@ -377,7 +377,8 @@ fn symbolic_argument(
 /// leading, gathers of dynamic indices (from a static table or per
 /// batch), and the
 /// importer's broadcasts of a value to the batch (`tensor.empty` sized by
-/// `tensor.dim`, an all-parallel `linalg.generic`).
+/// `tensor.dim`, an all-parallel `linalg.generic`, whose body may read a
+/// dynamically shaped tensor with `tensor.extract`: a gather).
 const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tosa.abs",
     "tosa.add",
@@ -424,6 +425,7 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tcc.silu",
     "tensor.dim",
     "tensor.empty",
+    "tensor.extract",
     "linalg.generic",
     "func.return",
 ];

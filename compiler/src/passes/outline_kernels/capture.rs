@@ -1,6 +1,8 @@
 //! Capture for `tcc-outline-kernels`: what a kernel group uses from
 //! outside it. Buffers become the kernel's arguments (through the views
-//! of them, which are rebuilt inside); scalar constants are cloned in.
+//! of them, which are rebuilt inside); host `index` values (a view's
+//! dynamic sizes, a symbolic extent the ops read) arguments after them;
+//! scalar constants are cloned in.
 
 use std::collections::HashMap;
 
@@ -109,7 +111,7 @@ pub(super) struct Captures<'c> {
 }
 
 /// The captures of a group named `name`; fails on a captured value that
-/// is neither a buffer nor a constant.
+/// is neither a buffer, an index nor a constant.
 pub(super) fn captures<'c>(
     members: &[OperationRef<'c, 'c>],
     name: &str,
@@ -118,6 +120,10 @@ pub(super) fn captures<'c>(
     let mut roots: Vec<Value> = Vec::new();
     let mut views: Vec<OperationRef> = Vec::new();
     let mut constants: Vec<OperationRef> = Vec::new();
+    // Host index values the kernel's ops read themselves (a symbolic
+    // extent a gather wraps its indices with): `index` arguments after
+    // the buffers, as a view's sizes are.
+    let mut extents: Vec<Value> = Vec::new();
     for value in captured_values(members) {
         if value.r#type().is_mem_ref() {
             let (root_value, chain) = view_chain(value);
@@ -133,11 +139,13 @@ pub(super) fn captures<'c>(
             && op_name(&definition) == "arith.constant"
         {
             constants.push(definition);
+        } else if value.r#type().is_index() {
+            extents.push(value);
         } else {
             return Err(PassError::at(
                 location,
                 format!(
-                    "kernel {name} uses a value that is neither a buffer nor a constant: {value}"
+                    "kernel {name} uses a value that is neither a buffer, an index nor a constant: {value}"
                 ),
             ));
         }
@@ -171,6 +179,11 @@ pub(super) fn captures<'c>(
                     ),
                 ));
             }
+        }
+    }
+    for extent in extents {
+        if !roots.iter().any(|r| raw_key(*r) == raw_key(extent)) {
+            roots.push(extent);
         }
     }
     // View ops must be rebuilt in program order.

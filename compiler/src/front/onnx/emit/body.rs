@@ -78,6 +78,11 @@ pub enum BodyAttr {
     Int(i64, Scalar),
     /// A float of the given type.
     Float(f64, DType),
+    /// An integer of the given type that is a symbolic dimension's extent
+    /// (`k` times arguments' extents), read at run time: the value of an
+    /// `arith.constant` the two probe imports gave different multiples
+    /// of the probes (`importer/symbolic.rs`).
+    Extent(super::ir::RuntimeExtent, Scalar),
 }
 
 /// One recorded op: `name(operands) {attrs} -> result`.

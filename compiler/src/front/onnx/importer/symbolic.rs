@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::Val;
+use super::super::emit::{BodyAttr, Scalar, Val};
 use super::super::emit::ir::{
     Broadcasted, Elements, Kind, Op, ResultType, RuntimeExtent, Use, ValueId,
 };
@@ -239,35 +239,39 @@ impl Sources {
         origin: &str,
         symbols: &[Symbol],
     ) -> Result<Vec<RuntimeExtent>> {
-        let mut extents = Vec::new();
-        for (&x, &y) in a.shape.iter().zip(&b.shape) {
-            if x == y {
-                continue;
-            }
-            let Some((chosen, factor)) = monomial(x, y, symbols) else {
-                return Err(not_supported(
-                    &format!(
-                        "an extent ({x} and {y} at two probes) that is not a multiple of the symbolic dimensions"
-                    ),
-                    origin,
-                    symbols,
-                ));
-            };
-            let dims = chosen
-                .iter()
-                .map(|&i| {
-                    self.0[i].ok_or_else(|| {
-                        not_supported(
-                            "an extent of a dimension no graph input carries",
-                            origin,
-                            symbols,
-                        )
-                    })
+        a.shape
+            .iter()
+            .zip(&b.shape)
+            .filter(|(x, y)| x != y)
+            .map(|(&x, &y)| self.extent(x, y, origin, symbols))
+            .collect()
+    }
+
+    /// The run-time value of a number that is `x` in the first import
+    /// and `y` in the second: a multiple of symbols some argument carries.
+    fn extent(&self, x: i64, y: i64, origin: &str, symbols: &[Symbol]) -> Result<RuntimeExtent> {
+        let Some((chosen, factor)) = monomial(x, y, symbols) else {
+            return Err(not_supported(
+                &format!(
+                    "an extent ({x} and {y} at two probes) that is not a multiple of the symbolic dimensions"
+                ),
+                origin,
+                symbols,
+            ));
+        };
+        let dims = chosen
+            .iter()
+            .map(|&i| {
+                self.0[i].ok_or_else(|| {
+                    not_supported(
+                        "an extent of a dimension no graph input carries",
+                        origin,
+                        symbols,
+                    )
                 })
-                .collect::<Result<_>>()?;
-            extents.push(RuntimeExtent { factor, dims });
-        }
-        Ok(extents)
+            })
+            .collect::<Result<_>>()?;
+        Ok(RuntimeExtent { factor, dims })
     }
 }
 
@@ -617,7 +621,21 @@ fn merge_op(
                     return Err(not_supported(STRUCTURE, &origin, symbols));
                 }
                 if p.attrs != q.attrs {
-                    return Err(not_supported(COMPUTED, &origin, symbols));
+                    // An integer constant that is a multiple of the
+                    // symbols (a gather's extent to wrap negative
+                    // indices with): read at run time.
+                    let (
+                        [("value", BodyAttr::Int(x, ty))],
+                        [("value", BodyAttr::Int(y, _))],
+                    ) = (p.attrs.as_slice(), q.attrs.as_slice())
+                    else {
+                        return Err(not_supported(COMPUTED, &origin, symbols));
+                    };
+                    if p.name != "arith.constant" || *ty == Scalar::Elem(DType::Bool) {
+                        return Err(not_supported(COMPUTED, &origin, symbols));
+                    }
+                    let extent = sources.extent(*x, *y, &origin, symbols)?;
+                    m.attrs = vec![("value", BodyAttr::Extent(extent, *ty))];
                 }
                 if let (Some(t), Some(u)) = (&p.tensor, &q.tensor) {
                     m.tensor = merge_uses(
@@ -1094,6 +1112,42 @@ mod tests {
             assert!(error.contains("a value computed from the dimension"), "{what}: {error}");
             assert!(error.contains("node \"ramp\""), "{what}: {error}");
         }
+    }
+
+    #[test]
+    fn body_constants_equal_to_the_dimension_read_it_at_run_time() {
+        // x + batch in a linalg.generic body (a gather's bound).
+        let module = merged(&|e, x, n| {
+            e.set_location("plus_batch");
+            e.map(&[x], x.ty.clone(), &|b, a| {
+                let size = b.int(n, DType::I64);
+                let size = b.cast("arith.sitofp", size, DType::F32);
+                b.op("arith.addf", &[a[0], size])
+            })
+        })
+        .unwrap();
+        let Kind::Generic(g) = &module.ops.last().unwrap().kind else {
+            panic!("{:?}", module.ops)
+        };
+        let extent = BodyAttr::Extent(batch_extent().remove(0), Scalar::Elem(DType::I64));
+        assert!(
+            g.body.iter().any(|op| op.attrs == [("value", extent.clone())]),
+            "{:?}",
+            g.body
+        );
+        // A constant that is no multiple of it (batch - 1) is refused.
+        let error = merged(&|e, x, n| {
+            e.set_location("minus_one");
+            e.map(&[x], x.ty.clone(), &|b, a| {
+                let size = b.int(n - 1, DType::I64);
+                let size = b.cast("arith.sitofp", size, DType::F32);
+                b.op("arith.addf", &[a[0], size])
+            })
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("not a multiple"), "{error}");
+        assert!(error.contains("node \"minus_one\""), "{error}");
     }
 
     #[test]

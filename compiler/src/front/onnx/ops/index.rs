@@ -40,7 +40,11 @@ fn normalize(b: &mut Body, input: Sv, dtype: DType, size: i64) -> (Sv, Sv) {
     };
     let zero = b.int(0, DType::I64);
     let size_value = b.int(size, DType::I64);
-    let last = b.int((size - 1).max(0), DType::I64);
+    // size - 1 from the size (a symbolic extent read at run time keeps it
+    // one constant: importer/symbolic.rs).
+    let one = b.int(1, DType::I64);
+    let last = b.op("arith.subi", &[size_value, one]);
+    let last = b.op("arith.maxsi", &[last, zero]);
     let negative = b.cmpi(IPred::Slt, wide, zero);
     let wrapped = b.op("arith.addi", &[wide, size_value]);
     let fixed = b.select(negative, wrapped, wide);
