@@ -125,3 +125,31 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
     return %y : tensor<?x128x128xf32>
   }
 }
+
+// -----
+
+// One part of a split (GPT-2's fused Q/K/V projection, cut in three by
+// `tensor.extract_slice`): the slice's rows are the source's, `batch x
+// 128`, bounded at 64 x 128 through the slice's size operand.
+// CHECK-LABEL: func.func @split_part
+// CHECK: tcc.strategy = #tcc.gemm<{{.*}}batch = 1, m = 8192, n = 64, k = 32>
+module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
+  func.func @split_part(%qkv: tensor<?x128x96xf32>, %w: tensor<1x32x64xf32>) -> tensor<1x?x64xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %n = tensor.dim %qkv, %c0 : tensor<?x128x96xf32>
+    %q = tensor.extract_slice %qkv[0, 0, 32] [%n, 128, 32] [1, 1, 1] : tensor<?x128x96xf32> to tensor<?x128x32xf32>
+    %rows = tensor.collapse_shape %q [[0, 1], [2]] : tensor<?x128x32xf32> into tensor<?x32xf32>
+    %r = tensor.dim %rows, %c0 : tensor<?x32xf32>
+    %a = tensor.expand_shape %rows [[0, 1], [2]] output_shape [1, %r, 32] : tensor<?x32xf32> into tensor<1x?x32xf32>
+    %m = tensor.dim %a, %c1 : tensor<1x?x32xf32>
+    %e = tensor.empty(%m) : tensor<1x?x64xf32>
+    %y = tcc.dispatch "split_part_0" -> tensor<1x?x64xf32> {
+      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+      %p = linalg.batch_matmul {tcc.kind = "matmul"} ins(%a, %w : tensor<1x?x32xf32>, tensor<1x32x64xf32>) outs(%f : tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+      tcc.yield %p : tensor<1x?x64xf32>
+    }
+    return %y : tensor<1x?x64xf32>
+  }
+}

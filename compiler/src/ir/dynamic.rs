@@ -93,7 +93,7 @@ pub fn strategy_extent(dims: &Dims) -> Option<i64> {
 /// need not be the dimension itself: a reshape that folds static axes
 /// into it (a matmul's `1 x (batch*tokens) x K` rows) multiplies it, which
 /// this follows through `tensor.empty`/`memref.alloc` sizes,
-/// `expand_shape`'s output sizes, `collapse_shape` groups, views, casts,
+/// `expand_shape`'s output sizes, `collapse_shape` groups, views, slices, casts,
 /// destination-style results (their init's extent) and the index
 /// arithmetic of those sizes (`arith` constants, `dim`s, products, sums,
 /// quotients by constants). `None` where the bound is not known: callers
@@ -180,6 +180,26 @@ fn max_extent_uncached(
             index_bound(op.operand(1 + dynamic_position).ok()?, max, depth + 1, memo)
         }
         "memref.view" => index_bound(op.operand(2 + dynamic_position).ok()?, max, depth + 1, memo),
+        // A slice (a split's parts): its size there, static or an operand
+        // after the dynamic offsets (rank-preserving slices only).
+        "tensor.extract_slice" | "memref.subview" => {
+            let source = op.operand(0).ok()?;
+            (ranked_shape(source.r#type())?.len() == shape.len()).then_some(())?;
+            let array = |name: &str| {
+                melior::ir::attribute::DenseI64ArrayAttribute::try_from(op.attribute(name).ok()?)
+                    .ok()
+                    .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect::<Vec<i64>>())
+            };
+            let (offsets, sizes) = (array("static_offsets")?, array("static_sizes")?);
+            let dynamic = |v: &i64| *v == i64::MIN;
+            if !dynamic(sizes.get(axis)?) {
+                return Some(sizes[axis]);
+            }
+            let position = 1
+                + offsets.iter().filter(|v| dynamic(v)).count()
+                + sizes[..axis].iter().filter(|v| dynamic(v)).count();
+            index_bound(op.operand(position).ok()?, max, depth + 1, memo)
+        }
         "tensor.collapse_shape" | "memref.collapse_shape" => {
             let groups = op.attribute("reassociation").ok()?;
             let groups = melior::ir::attribute::ArrayAttribute::try_from(groups).ok()?;
