@@ -565,9 +565,10 @@ fn the_opencl_c_kernels_read_the_batch_from_scalar_arguments() {
 fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
     let dir = models();
     // PTX compiles a symbolic batch (the CUDA driver sizes each call), in
-    // half precision too: a product whose rows follow the batch runs the
-    // FP32 tiled body (the one whose M bounds are run-time values), the
-    // attention's batch of products keeps its own.
+    // half precision too: a product whose rows follow the batch runs a
+    // tiled body whose M bounds are run-time values (under fp16 its
+    // mma.sync tensor-core form, never wgmma), the attention's batch of
+    // products keeps its own.
     for precision in ["fp32", "fp16"] {
         let out = dir.path().join(format!("nvidia-{precision}.so"));
         ok(tcc(&[
@@ -581,6 +582,17 @@ fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
             "-o",
             &out.display().to_string(),
         ]));
+        let ptx = ok(tcc(&[
+            "compile",
+            &path(&dir, "encoder.onnx"),
+            "--dim",
+            "batch=1..64",
+            "--target=nvidia",
+            &format!("--precision={precision}"),
+            "--emit=ptx",
+        ]));
+        assert_eq!(ptx.contains("mma.sync"), precision == "fp16", "{precision}");
+        assert!(!ptx.contains("wgmma"), "{precision}");
         let tile = ok(tcc(&[
             "compile",
             &path(&dir, "encoder.onnx"),
@@ -591,11 +603,12 @@ fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
             "--compile-to=tile",
         ]));
         // The projections' rows are batch x 16 tokens: bounded at 64 x 16
-        // (not 64), without split-K.
-        assert!(
-            tile.contains("split_k = 1, batch = 1, m = 1024, n = 32, k = 32>"),
-            "{precision}: {tile}"
-        );
+        // (not 64), without split-K, in the module's precision.
+        let strategy = match precision {
+            "fp32" => "split_k = 1, batch = 1, m = 1024, n = 32, k = 32>",
+            _ => "split_k = 1, batch = 1, m = 1024, n = 32, k = 32, precision = \"fp16\">",
+        };
+        assert!(tile.contains(strategy), "{precision}: {tile}");
     }
     // Vulkan's portable kernels: the softmax's decomposition into static
     // TOSA refuses the batch, and past it the SPIR-V writer does, each

@@ -307,10 +307,12 @@ impl ConfigureOptions {
         let extent = self.extent;
         let loops = target.loop_config(kernel_kind, work_items(op, extent));
         // A product whose rows follow a symbolic dimension (issue 33) runs
-        // the FP32 tiled body without split-K, the one form whose M bounds
-        // are run-time values (`GemmSpec::m_extent`): the table's tiles for
-        // the rows' bound, fp32 arithmetic on whatever the operands are
-        // stored in. `--specialize` gives the buckets their own.
+        // a tiled body without split-K, the forms whose M bounds are
+        // run-time values (`GemmSpec::m_extent`): the table's tiles for
+        // the rows' bound, in the module's precision (under fp16/bf16 on
+        // nvidia, mma.sync tensor cores where the tiles fit them; never
+        // wgmma, whose tensor maps need a static M). `--specialize` gives
+        // the buckets their own.
         if self.templates
             && dynamic_rows(op)
             && let Some(shape) = gemm_shape_at(op, extent)
@@ -322,7 +324,7 @@ impl ConfigureOptions {
             return KernelStrategy::Gemm {
                 config,
                 shape,
-                precision: Precision::Fp32,
+                precision: gemm_precision(self.precision, target, op),
             };
         }
         if self.templates

@@ -418,9 +418,9 @@ impl GemmSpec {
 pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     let c = spec.config;
     c.validate()?;
-    if spec.m_extent.is_some() && (spec.tensor_cores.is_some() || c.split_k > 1) {
+    if spec.m_extent.is_some() && (spec.int8() || c.split_k > 1) {
         return Err(format!(
-            "{}: a dynamic M is taken by the FP32 tiled and register-blocked GEMMs without split-K only (not the tensor-core, int8 or split-K forms): dynamic dimension not supported yet",
+            "{}: a dynamic M is taken by the tiled (FP32 and mma.sync tensor-core) and register-blocked GEMMs without split-K only (not the int8 or split-K forms): dynamic dimension not supported yet",
             spec.name
         ));
     }
@@ -456,15 +456,16 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         c.vector_widths()
     };
     let fma = gemm_kernel_with(&fma_spec, Layout::Fma { vector_m, vector_n })?;
-    if spec.m_extent.is_some() {
-        return Ok(fma);
-    }
     let mma = spec
         .tensor_cores
         .and_then(|precision| Layout::mma(&c, precision));
     // Hopper's wgmma (sm_90a, whose macro clang defines): the large tile
     // in CUDA's dynamic local memory, or the 48 KiB body beside mma.sync.
-    let wgmma = if WgmmaLarge::applies(spec) {
+    // Their tensor maps and tiles are sized by a static M; a dynamic M
+    // (its loads and stores guarded by the run-time bound) takes mma.sync.
+    let wgmma = if spec.m_extent.is_some() {
+        None
+    } else if WgmmaLarge::applies(spec) {
         Some(Layout::WgmmaLarge)
     } else if WgmmaHalf::applies(spec) {
         Some(Layout::WgmmaHalf)

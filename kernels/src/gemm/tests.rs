@@ -251,12 +251,26 @@ fn a_dynamic_m_keeps_every_m_guard() {
     split.split_k_scratch = Some((Buffer::f32("a3"), Buffer::f32("a4")));
     let error = gemm_kernel(&split).unwrap_err();
     assert!(
-        error.contains("a dynamic M is taken by the FP32 tiled and register-blocked GEMMs"),
+        error.contains("a dynamic M is taken by the tiled (FP32 and mma.sync tensor-core) and register-blocked GEMMs without split-K only"),
         "{error}"
     );
+    let mut int8 = dynamic.clone();
+    int8.tensor_cores = Some(TensorCores::S8);
+    assert!(gemm_kernel(&int8).is_err());
+    // Tensor cores take it through mma.sync (never wgmma, whose tensor
+    // maps are sized by a static M), every M guard kept in both bodies.
     let mut tf32 = dynamic;
     tf32.tensor_cores = Some(TensorCores::Tf32);
-    assert!(gemm_kernel(&tf32).is_err());
+    let text = gemm_kernel(&tf32).unwrap();
+    assert!(text.starts_with("#ifdef TCC_PTX\n"), "{text}");
+    assert!(text.contains("on TF32 tensor cores"), "{text}");
+    assert!(!text.contains("wgmma") && !text.contains("SM90"), "{text}");
+    assert!(!text.contains("i < 64"), "{text}");
+    assert_eq!(
+        text.matches("if (i < (m * 4) && j < 64) {").count(),
+        2,
+        "{text}"
+    );
 }
 
 #[test]
