@@ -673,9 +673,8 @@ impl<'c> Builder<'c> {
         let op = OperationBuilder::new("arith.constant", loc)
             .add_attributes(&[(self.id("value"), self.integer(value, index))])
             .add_results(&[index])
-            .build()
-            .map_err(|e| error(format!("arith.constant: {e}")))?;
-        result(block.append_operation(op))
+            .build();
+        appended(block, op, "arith.constant")
     }
 
     /// The `index` values of `extents`, computed at the end of `block`
@@ -696,9 +695,8 @@ impl<'c> Builder<'c> {
                 let dim = OperationBuilder::new("tensor.dim", loc)
                     .add_operands(&[source, axis])
                     .add_results(&[index])
-                    .build()
-                    .map_err(|e| error(format!("tensor.dim: {e}")))?;
-                let dim = result(block.append_operation(dim))?;
+                    .build();
+                let dim = appended(block, dim, "tensor.dim")?;
                 size = Some(match size {
                     None => dim,
                     Some(product) => self.multiply(block, product, dim, loc)?,
@@ -727,9 +725,8 @@ impl<'c> Builder<'c> {
         let op = OperationBuilder::new("arith.muli", loc)
             .add_operands(&[a, b])
             .add_results(&[Type::index(self.context)])
-            .build()
-            .map_err(|e| error(format!("arith.muli: {e}")))?;
-        result(block.append_operation(op))
+            .build();
+        appended(block, op, "arith.muli")
     }
 
     /// A [`Kind::Broadcast`]: its source (a recorded value, or a
@@ -752,9 +749,8 @@ impl<'c> Builder<'c> {
             let op = OperationBuilder::new("tosa.const", loc)
                 .add_attributes(&[(self.id("values"), self.dense(c)?)])
                 .add_results(&[self.result_type(&ty)])
-                .build()
-                .map_err(|e| error(format!("tosa.const: {e}")))?;
-            result(block.append_operation(op))
+                .build();
+            appended(block, op, "tosa.const")
         };
         // The inputs (all of one shape), and the axis a ramp grows along.
         let (inputs, shape, ramp): (Vec<Value>, Vec<i64>, Option<usize>) = match source {
@@ -764,7 +760,9 @@ impl<'c> Builder<'c> {
                 };
                 (vec![lookup(block, values, u.id)?], t.shape.clone(), None)
             }
-            Broadcasted::Elements(Elements::Dense(c)) => (vec![constant(c)?], c.shape.clone(), None),
+            Broadcasted::Elements(Elements::Dense(c)) => {
+                (vec![constant(c)?], c.shape.clone(), None)
+            }
             Broadcasted::Elements(Elements::Blob(_)) => {
                 return Err(error("a broadcast of a resource constant"));
             }
@@ -786,9 +784,8 @@ impl<'c> Builder<'c> {
         let empty = OperationBuilder::new("tensor.empty", loc)
             .add_operands(&sizes)
             .add_results(&[ty])
-            .build()
-            .map_err(|e| error(format!("tensor.empty: {e}")))?;
-        let empty = result(block.append_operation(empty))?;
+            .build();
+        let empty = appended(block, empty, "tensor.empty")?;
         let rank = out.shape.len();
         let source_map: Vec<Expr> = shape
             .iter()
@@ -821,19 +818,24 @@ impl<'c> Builder<'c> {
         let mut yielded = argument(0)?;
         if let Some(axis) = ramp {
             // seed + index * step, in the element type.
-            let scalar = |name: &str, operands: &[Value<'c, '_>], attrs: &[(Identifier<'c>, Attribute<'c>)], ty: Type<'c>| {
+            let scalar = |name: &str,
+                          operands: &[Value<'c, '_>],
+                          attrs: &[(Identifier<'c>, Attribute<'c>)],
+                          ty: Type<'c>| {
                 let op = OperationBuilder::new(name, loc)
                     .add_operands(operands)
                     .add_attributes(attrs)
                     .add_results(&[ty])
-                    .build()
-                    .map_err(|e| error(format!("{name}: {e}")))?;
-                result(body.append_operation(op))
+                    .build();
+                appended(&body, op, name)
             };
             let index = scalar(
                 "linalg.index",
                 &[],
-                &[(self.id("dim"), self.integer(axis as i64, IntegerType::new(self.context, 64).into()))],
+                &[(
+                    self.id("dim"),
+                    self.integer(axis as i64, IntegerType::new(self.context, 64).into()),
+                )],
                 Type::index(self.context),
             )?;
             yielded = if out.dtype.is_float() {
@@ -905,9 +907,8 @@ impl<'c> Builder<'c> {
                 let cast = OperationBuilder::new("arith.index_cast", loc)
                     .add_operands(&size)
                     .add_results(&[self.scalar(*ty)])
-                    .build()
-                    .map_err(|e| error(format!("arith.index_cast: {e}")))?;
-                values.push(result(body.append_operation(cast))?);
+                    .build();
+                values.push(appended(body, cast, "arith.index_cast")?);
                 continue;
             }
             let mut operands = Vec::new();
@@ -950,6 +951,16 @@ fn built<'c>(
     op: std::result::Result<melior::ir::Operation<'c>, melior::Error>,
 ) -> Result<melior::ir::Operation<'c>> {
     op.map_err(|e| error(e.to_string()))
+}
+
+/// Appends a built op named `name` to `block`; its one result.
+fn appended<'c, 'b>(
+    block: &'b Block<'c>,
+    op: std::result::Result<melior::ir::Operation<'c>, melior::Error>,
+    name: &str,
+) -> Result<Value<'c, 'b>> {
+    let op = op.map_err(|e| error(format!("{name}: {e}")))?;
+    result(block.append_operation(op))
 }
 
 fn op_name(op: &Op) -> &str {

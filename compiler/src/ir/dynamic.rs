@@ -188,7 +188,11 @@ fn max_extent_uncached(
             let array = |name: &str| {
                 melior::ir::attribute::DenseI64ArrayAttribute::try_from(op.attribute(name).ok()?)
                     .ok()
-                    .map(|a| (0..a.len()).filter_map(|i| a.element(i).ok()).collect::<Vec<i64>>())
+                    .map(|a| {
+                        (0..a.len())
+                            .filter_map(|i| a.element(i).ok())
+                            .collect::<Vec<i64>>()
+                    })
             };
             let (offsets, sizes) = (array("static_offsets")?, array("static_sizes")?);
             let dynamic = |v: &i64| *v == i64::MIN;

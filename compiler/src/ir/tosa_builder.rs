@@ -101,8 +101,7 @@ impl<'c> TosaBuilder<'c> {
         // A dynamic extent (`kDynamic`) broadcasts as any other: equal to
         // the other operand's, or against 1.
         let ranked = |v: Value<'c, 'c>| {
-            StaticTensor::ranked(v.r#type())
-                .ok_or_else(|| self.error("expected a ranked tensor"))
+            StaticTensor::ranked(v.r#type()).ok_or_else(|| self.error("expected a ranked tensor"))
         };
         let (ta, tb) = (ranked(a)?, ranked(b)?);
         let shape = broadcast_shapes(&ta.shape, &tb.shape).ok_or_else(|| {

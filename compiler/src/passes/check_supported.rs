@@ -479,7 +479,9 @@ impl Factors {
                 let source = op.operand(0).ok()?;
                 let axis = constant_int(op.operand(1).ok()?)?;
                 let dynamic_axis = leading_dynamic(source.r#type()).ok()??;
-                (axis == dynamic_axis as i64).then(|| self.get(source)).flatten()
+                (axis == dynamic_axis as i64)
+                    .then(|| self.get(source))
+                    .flatten()
             }
             "arith.muli" => {
                 let (a, b) = (op.operand(0).ok()?, op.operand(1).ok()?);
@@ -672,7 +674,9 @@ fn tiles_static_axes_only<'c: 'a, 'a>(
     };
     op.operand(1)
         .ok()
-        .and_then(|m| crate::ir::util::defining_op(unsafe { melior::ir::Value::from_raw(m.to_raw()) }))
+        .and_then(|m| {
+            crate::ir::util::defining_op(unsafe { melior::ir::Value::from_raw(m.to_raw()) })
+        })
         .filter(|d| crate::ir::util::op_name(d) == "tosa.const_shape")
         .and_then(|d| d.attribute("values").ok())
         .and_then(crate::ir::dense::int_elements)

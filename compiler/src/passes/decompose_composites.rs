@@ -100,7 +100,10 @@ impl TccPass for DecomposeComposites {
             // The expansions build static TOSA (issue 33), but for the
             // elementwise ones: another composite on a symbolic dimension
             // is refused, named.
-            if !ELEMENTWISE.iter().any(|n| crate::ir::util::op_name(&op) == *n) {
+            if !ELEMENTWISE
+                .iter()
+                .any(|n| crate::ir::util::op_name(&op) == *n)
+            {
                 crate::ir::dynamic::refuse_dynamic(op, "tcc-decompose-composites")?;
             }
             let builder = TosaBuilder::before(context, op)?;

@@ -396,11 +396,7 @@ fn dynamic_inputs(
             }
         }
     }
-    let varies = |p: &String| {
-        extents
-            .get(p)
-            .is_some_and(|e| e.iter().any(|&x| x != e[0]))
-    };
+    let varies = |p: &String| extents.get(p).is_some_and(|e| e.iter().any(|&x| x != e[0]));
     let mut out = DynamicInputs {
         shapes: Vec::new(),
         dims: Vec::new(),
@@ -431,9 +427,9 @@ fn dynamic_inputs(
     // A fixed dimension that only inputs given a static shape name is
     // fixed by those shapes.
     out.fixed.retain(|(param, _)| {
-        tensors
-            .iter()
-            .any(|(_, name, params)| params.contains(param) && !out.shapes.iter().any(|(n, _)| n == name))
+        tensors.iter().any(|(_, name, params)| {
+            params.contains(param) && !out.shapes.iter().any(|(n, _)| n == name)
+        })
     });
     Ok(out)
 }

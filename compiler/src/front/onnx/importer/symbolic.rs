@@ -24,15 +24,15 @@
 use std::collections::HashMap;
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::{BodyAttr, Scalar, Val};
 use super::super::emit::ir::{
     Broadcasted, Elements, Kind, Op, ResultType, RuntimeExtent, Use, ValueId,
 };
 use super::super::emit::string_literal;
+use super::super::emit::{BodyAttr, Scalar, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold::{broadcast, strided_slice};
-use super::super::tensor::Const;
 use super::super::proto::ModelProto;
+use super::super::tensor::Const;
 use super::super::{Blob, ImportOptions, IoInfo};
 use super::Recorded;
 use super::graph::declared_type;
@@ -354,11 +354,22 @@ fn ramp_seed(a: &Const, b: &Const) -> Option<(Const, Const, usize)> {
     let inner: usize = a.shape[axis + 1..].iter().product::<i64>() as usize;
     let grows = |c: &Const, at: &dyn Fn(usize, usize, usize) -> bool| {
         let extent = c.shape[axis] as usize;
-        (0..c.numel()).all(|e| at(e, (e / inner) % extent, (e / (inner * extent)) * inner + e % inner))
+        (0..c.numel()).all(|e| {
+            at(
+                e,
+                (e / inner) % extent,
+                (e / (inner * extent)) * inner + e % inner,
+            )
+        })
     };
     let (seed, step) = if float {
         let seed = first_row.f64s();
-        let step: Vec<f64> = second_row.f64s().iter().zip(&seed).map(|(n, s)| n - s).collect();
+        let step: Vec<f64> = second_row
+            .f64s()
+            .iter()
+            .zip(&seed)
+            .map(|(n, s)| n - s)
+            .collect();
         let value = |s: usize, i: usize| (seed[s] + i as f64 * step[s]) as f32;
         let follows = |c: &Const| grows(c, &|e, i, s| c.f64_at(e) as f32 == value(s, i));
         if step.iter().all(|&s| s == 0.0) || !follows(a) || !follows(b) {
@@ -510,9 +521,7 @@ fn merge_op(
         return Err(not_supported(STRUCTURE, &origin, symbols));
     }
     let runtime_extents = || match (&a.ty, &b.ty) {
-        (ResultType::Tensor(x), ResultType::Tensor(y)) => {
-            sources.extents(x, y, &origin, symbols)
-        }
+        (ResultType::Tensor(x), ResultType::Tensor(y)) => sources.extents(x, y, &origin, symbols),
         _ => Err(not_supported(STRUCTURE, &origin, symbols)),
     };
     let kind = match (&a.kind, &b.kind) {
@@ -624,10 +633,8 @@ fn merge_op(
                     // An integer constant that is a multiple of the
                     // symbols (a gather's extent to wrap negative
                     // indices with): read at run time.
-                    let (
-                        [("value", BodyAttr::Int(x, ty))],
-                        [("value", BodyAttr::Int(y, _))],
-                    ) = (p.attrs.as_slice(), q.attrs.as_slice())
+                    let ([("value", BodyAttr::Int(x, ty))], [("value", BodyAttr::Int(y, _))]) =
+                        (p.attrs.as_slice(), q.attrs.as_slice())
                     else {
                         return Err(not_supported(COMPUTED, &origin, symbols));
                     };
@@ -658,8 +665,11 @@ fn merge_op(
                     broadcast_seed(&x, &y)
                         .map(|seed| Broadcasted::Elements(Elements::Dense(seed)))
                         .or_else(|| {
-                            ramp_seed(&x, &y)
-                                .map(|(seed, step, axis)| Broadcasted::Ramp { seed, step, axis })
+                            ramp_seed(&x, &y).map(|(seed, step, axis)| Broadcasted::Ramp {
+                                seed,
+                                step,
+                                axis,
+                            })
                         })
                 });
             match source {
@@ -1039,26 +1049,39 @@ mod tests {
         let Kind::Broadcast { source, extents } = &tile.kind else {
             unreachable!()
         };
-        assert!(matches!(source, Broadcasted::Value(u) if u.ty == ResultType::Tensor(TType::new(DType::F32, vec![1, 32]))));
+        assert!(
+            matches!(source, Broadcasted::Value(u) if u.ty == ResultType::Tensor(TType::new(DType::F32, vec![1, 32])))
+        );
         assert_eq!(extents, &batch_extent());
-        assert_eq!(tile.ty, ResultType::Tensor(TType::new(DType::F32, vec![-1, 32])));
+        assert_eq!(
+            tile.ty,
+            ResultType::Tensor(TType::new(DType::F32, vec![-1, 32]))
+        );
 
         // A constant the import folded to the batch (a class token, a
         // splat of ids): its seed, broadcast.
         for splat in [false, true] {
             let module = merged(&|e, x, n| {
                 e.set_location("token");
-                let row: Vec<f64> = (0..32).map(|i| if splat { 2.0 } else { i as f64 }).collect();
+                let row: Vec<f64> = (0..32)
+                    .map(|i| if splat { 2.0 } else { i as f64 })
+                    .collect();
                 let values: Vec<f64> = (0..n).flat_map(|_| row.clone()).collect();
                 let c = Const::from_f64(DType::F32, vec![n, 32], &values);
-                let c = if splat { Const::splat_f64(DType::F32, vec![n, 32], 2.0) } else { c };
+                let c = if splat {
+                    Const::splat_f64(DType::F32, vec![n, 32], 2.0)
+                } else {
+                    c
+                };
                 let token = e.constant(&c, "token").unwrap();
                 e.set_location("add");
                 e.binary("tosa.add", x, &token).unwrap()
             })
             .unwrap();
-            let Kind::Broadcast { source: Broadcasted::Elements(Elements::Dense(seed)), extents } =
-                &module.ops[0].kind
+            let Kind::Broadcast {
+                source: Broadcasted::Elements(Elements::Dense(seed)),
+                extents,
+            } = &module.ops[0].kind
             else {
                 panic!("{:?}", module.ops[0].kind)
             };
@@ -1085,7 +1108,10 @@ mod tests {
         else {
             panic!("{:?}", module.ops[0].kind)
         };
-        assert_eq!((seed.shape.as_slice(), seed.i64s()), (&[1, 3][..], vec![0, 7, 1]));
+        assert_eq!(
+            (seed.shape.as_slice(), seed.i64s()),
+            (&[1, 3][..], vec![0, 7, 1])
+        );
         assert_eq!(step.i64s(), [1, 0, 2]);
         assert_eq!((*axis, extents), (0, &batch_extent()));
 
@@ -1099,8 +1125,8 @@ mod tests {
             let values: Vec<i64> = (0..n).map(|i| i * i).collect();
             Const::from_i64(DType::I64, vec![n, 1], &values)
         }
-        let refused: [(fn(i64) -> Const, &str); 2] =
-            [(float_squares, "float squares"), (squares, "squares")];
+        type Maker = fn(i64) -> Const;
+        let refused: [(Maker, &str); 2] = [(float_squares, "float squares"), (squares, "squares")];
         for (c, what) in refused {
             let error = merged(&|e, x, n| {
                 e.set_location("ramp");
@@ -1109,7 +1135,10 @@ mod tests {
             })
             .unwrap_err()
             .to_string();
-            assert!(error.contains("a value computed from the dimension"), "{what}: {error}");
+            assert!(
+                error.contains("a value computed from the dimension"),
+                "{what}: {error}"
+            );
             assert!(error.contains("node \"ramp\""), "{what}: {error}");
         }
     }
@@ -1131,7 +1160,9 @@ mod tests {
         };
         let extent = BodyAttr::Extent(batch_extent().remove(0), Scalar::Elem(DType::I64));
         assert!(
-            g.body.iter().any(|op| op.attrs == [("value", extent.clone())]),
+            g.body
+                .iter()
+                .any(|op| op.attrs == [("value", extent.clone())]),
             "{:?}",
             g.body
         );
