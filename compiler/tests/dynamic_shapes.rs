@@ -780,6 +780,21 @@ fn compile_for(target: &str, model: &str, args: &[&str], out: &Path) {
     ok(tcc(&all));
 }
 
+/// models.py's `name`.onnx compiled for pocl-cpu with `--dim
+/// batch=1..16` and loaded, with an uncached runtime to run it.
+fn pocl_dynamic_model(
+    dir: &tempfile::TempDir,
+    name: &str,
+) -> (tcc_runtime::Runtime, tcc_runtime::Model) {
+    let onnx = path(dir, &format!("{name}.onnx"));
+    let dynamic = dir.path().join(format!("{name}.so"));
+    compile_for("pocl-cpu", &onnx, &["--dim", "batch=1..16"], &dynamic);
+    (
+        crate::support::uncached_runtime(),
+        tcc_runtime::Model::load(&dynamic).unwrap(),
+    )
+}
+
 /// Deterministic inputs of `shapes`, different for each input and batch.
 fn batch_inputs(shapes: &[Vec<usize>]) -> Vec<tcc_runtime::HostTensor> {
     shapes
@@ -1503,10 +1518,7 @@ fn depthwise_convolutions_take_a_symbolic_batch() {
     let _serial = crate::support::device_and_spawn_lock();
     let dir = models();
     let onnx = path(&dir, "depthwise.onnx");
-    let dynamic = dir.path().join("depthwise.so");
-    compile_for("pocl-cpu", &onnx, &["--dim", "batch=1..16"], &dynamic);
-    let runtime = crate::support::uncached_runtime();
-    let model = tcc_runtime::Model::load(&dynamic).unwrap();
+    let (runtime, model) = pocl_dynamic_model(&dir, "depthwise");
     let mut session = runtime.session(&model).unwrap();
     for batch in [1usize, 3] {
         let values = batch_inputs(&[vec![batch, 8, 10, 10]]);
@@ -1542,11 +1554,7 @@ fn depthwise_convolutions_take_a_symbolic_batch() {
 fn values_computed_from_the_batch_follow_the_call() {
     let _serial = crate::support::device_and_spawn_lock();
     let dir = models();
-    let onnx = path(&dir, "constants_of_the_batch.onnx");
-    let dynamic = dir.path().join("constants_of_the_batch.so");
-    compile_for("pocl-cpu", &onnx, &["--dim", "batch=1..16"], &dynamic);
-    let runtime = crate::support::uncached_runtime();
-    let model = tcc_runtime::Model::load(&dynamic).unwrap();
+    let (runtime, model) = pocl_dynamic_model(&dir, "constants_of_the_batch");
     let mut session = runtime.session(&model).unwrap();
     let (row, w) = ([1.0f32, -2.0, 0.5, 3.0], [0.25f32, -1.0, 2.0, 0.0]);
     for batch in [1usize, 5, 16] {

@@ -223,16 +223,18 @@ impl<'c> Builder<'c> {
         })
     }
 
-    fn body_attr(&self, attr: &BodyAttr) -> Attribute<'c> {
-        match attr {
+    fn body_attr(&self, attr: &BodyAttr) -> Result<Attribute<'c>> {
+        Ok(match attr {
             BodyAttr::Int(v, Scalar::Elem(DType::Bool)) => {
                 self.integer(i64::from(*v != 0), self.element(DType::Bool))
             }
             BodyAttr::Int(v, ty) => self.integer(*v, self.scalar(*ty)),
             BodyAttr::Float(v, d) => self.float(*v, *d),
-            // Built as a value, never as an attribute (`body`).
-            BodyAttr::Extent(_, ty) => self.integer(0, self.scalar(*ty)),
-        }
+            // A value computed before the generic (`body`), not an attribute.
+            BodyAttr::Extent(..) => {
+                return Err(error("a run-time extent is not an attribute of a body op"));
+            }
+        })
     }
 
     /// Dense elements of `ty` from their raw little-endian bytes (one
@@ -925,8 +927,8 @@ impl<'c> Builder<'c> {
             let attrs: Vec<(Identifier, Attribute)> = op
                 .attrs
                 .iter()
-                .map(|(n, a)| (self.id(n), self.body_attr(a)))
-                .collect();
+                .map(|(n, a)| Ok((self.id(n), self.body_attr(a)?)))
+                .collect::<Result<_>>()?;
             let built = OperationBuilder::new(op.name, loc)
                 .add_operands(&operands)
                 .add_attributes(&attrs)

@@ -625,9 +625,16 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         "tosa.concat" if axis.is_some() && axis == input_dynamic => Some(
             "'tosa.concat' joins along the dynamic dimension: only concatenations along static axes compile yet".to_string(),
         ),
-        "linalg.generic" if !all_parallel(op) => Some(
-            "a 'linalg.generic' with a reduction loop: only elementwise and broadcasting generics compile with a dynamic dimension yet".to_string(),
-        ),
+        "linalg.generic"
+            if crate::ir::affine::has_reduction_iterator(unsafe {
+                // SAFETY: `op` is live while it is checked.
+                melior::ir::operation::OperationRef::from_raw(op.to_raw())
+            }) =>
+        {
+            Some(
+                "a 'linalg.generic' with a reduction loop: only elementwise and broadcasting generics compile with a dynamic dimension yet".to_string(),
+            )
+        }
         // A static table, or one gathered per batch (the batch is TOSA's
         // N of both operands: a resize along an axis).
         "tosa.gather"
@@ -681,19 +688,6 @@ fn tiles_static_axes_only<'c: 'a, 'a>(
         .and_then(|d| d.attribute("values").ok())
         .and_then(crate::ir::dense::int_elements)
         .is_some_and(|multiples| multiples.get(axis) == Some(&1))
-}
-
-/// Whether a `linalg.generic`'s loops are all parallel.
-fn all_parallel<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> bool {
-    op.attribute("iterator_types").is_ok_and(|types| {
-        melior::ir::attribute::ArrayAttribute::try_from(types).is_ok_and(|array| {
-            (0..array.len()).all(|i| {
-                array
-                    .element(i)
-                    .is_ok_and(|t| t.to_string().contains("parallel"))
-            })
-        })
-    })
 }
 
 /// Whether a `tosa.matmul`'s operands are both dynamic in their leading
