@@ -1547,9 +1547,10 @@ fn depthwise_convolutions_take_a_symbolic_batch() {
 /// `constants_of_the_batch.onnx`): a row expanded to the batch, positions
 /// counted along it (`Range` of `Shape`: integers compared with an input
 /// at run time, and cast to float and scaled), and a splat of its shape
-/// become broadcasts and ramps sized by the call's batch, so one artifact
-/// computes them at every batch: y = x + row + pos * w + x[pos] + 2 + 100
-/// * (ids == pos).
+/// become broadcasts and ramps sized by the call's batch, and a table
+/// gathered by the positions its leading rows cut at run time, so one
+/// artifact computes them at every batch: y = x + row + pos * w + x[pos]
+/// + 2 + 100 * (ids == pos) + table[pos].
 #[test]
 fn values_computed_from_the_batch_follow_the_call() {
     let _serial = crate::support::device_and_spawn_lock();
@@ -1578,7 +1579,8 @@ fn values_computed_from_the_batch_follow_the_call() {
             .map(|e| {
                 let (b, j) = (e / 4, e % 4);
                 let same = if ids[b] == b as i64 { 100.0 } else { 0.0 };
-                2.0 * x[e] + row[j] + b as f32 * w[j] + 2.0 + same
+                let table = ((b * b) as f32 - 3.0 * j as f32) / 8.0;
+                2.0 * x[e] + row[j] + b as f32 * w[j] + 2.0 + same + table
             })
             .collect();
         if let Some(m) = mismatch(&got[0].to_f32().unwrap(), &want) {

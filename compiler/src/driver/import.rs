@@ -192,6 +192,19 @@ pub fn parse_model_with<'c>(
     parse_model_dims(session, path, input_shapes, &[], &[], &[])
 }
 
+/// The import's symbolic dimensions for `--dim` ranges.
+pub(crate) fn symbolic_dims(
+    dims: &[tcc_dialects::dims::DimRange],
+) -> Vec<crate::front::onnx::SymbolicDim> {
+    dims.iter()
+        .map(|d| crate::front::onnx::SymbolicDim {
+            name: d.name.clone(),
+            min: d.min,
+            max: d.max,
+        })
+        .collect()
+}
+
 /// As [`parse_model_with`], keeping the dimensions `dims` names symbolic
 /// (`tcc compile --dim`): an ONNX model's `dim_param`s of those names
 /// become `?`, and the module records the ranges as `tcc.dims`
@@ -209,7 +222,7 @@ pub fn parse_model_dims<'c>(
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
             structures: structures.to_vec(),
-            symbolic_dims: dims.iter().map(|d| d.name.clone()).collect(),
+            symbolic_dims: symbolic_dims(dims),
             fixed_dims: fixed.to_vec(),
             const_style: ConstStyle::Resource,
             ..ImportOptions::default()
@@ -333,7 +346,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
             .iter()
             .map(|s| parse_input_shape(s))
             .collect::<Result<_>>()?,
-        symbolic_dims: args.dims.iter().map(|d| d.name.clone()).collect(),
+        symbolic_dims: symbolic_dims(&args.dims),
         structures: parse_structures(&args.sequences, &args.empty_optionals)?,
         ..ImportOptions::default()
     };

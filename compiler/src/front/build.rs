@@ -516,6 +516,11 @@ impl<'c> Builder<'c> {
             Kind::Broadcast { source, extents } => {
                 self.broadcast(block, values, source, extents, &op.ty, loc)
             }
+            Kind::ConstPrefix {
+                elements,
+                source,
+                extents,
+            } => self.const_prefix(block, elements, source, extents, &op.ty, loc),
             Kind::Fill(value, extents) => {
                 let ResultType::Tensor(t) = &op.ty else {
                     return Err(error("linalg.fill of a shape"));
@@ -729,6 +734,99 @@ impl<'c> Builder<'c> {
             .add_results(&[Type::index(self.context)])
             .build();
         appended(block, op, "arith.muli")
+    }
+
+    /// A [`Kind::ConstPrefix`]: the `tosa.const` of the whole `source`,
+    /// read by an all-parallel `linalg.generic` over a `tensor.empty` of
+    /// the result type sized at run time (`extents` at its `?`s), whose
+    /// body takes each element with `tensor.extract` at its own indices (a
+    /// gather from the constant, as the importer's gathers are; a
+    /// `tensor.extract_slice` would bufferize to a view of the constant
+    /// with a dynamic layout, which kernels cannot take).
+    fn const_prefix<'b>(
+        &self,
+        block: &'b Block<'c>,
+        elements: &Elements,
+        source: &TType,
+        extents: &[RuntimeExtent],
+        ty: &ResultType,
+        loc: Location<'c>,
+    ) -> Result<melior::ir::Operation<'c>> {
+        let ResultType::Tensor(out) = ty else {
+            return Err(error("the leading part of a constant as a shape"));
+        };
+        let dynamic = out.shape.iter().filter(|&&d| d < 0).count();
+        if out.shape.len() != source.shape.len() || dynamic != extents.len() {
+            return Err(error(format!(
+                "the leading part of a constant of rank {} as rank {} with {} run-time extents",
+                source.shape.len(),
+                out.shape.len(),
+                extents.len()
+            )));
+        }
+        let source_ty = ResultType::Tensor(source.clone());
+        let constant = OperationBuilder::new("tosa.const", loc)
+            .add_attributes(&[(self.id("values"), self.elements(elements, &source_ty)?)])
+            .add_results(&[self.result_type(&source_ty)])
+            .build();
+        let constant = appended(block, constant, "tosa.const")?;
+        let sizes = self.runtime_sizes(block, extents, loc)?;
+        let result_ty = self.tensor(out);
+        let empty = OperationBuilder::new("tensor.empty", loc)
+            .add_operands(&sizes)
+            .add_results(&[result_ty])
+            .build();
+        let empty = appended(block, empty, "tensor.empty")?;
+        let rank = out.shape.len();
+        let element = self.element(out.dtype);
+        let body = Block::new(&[(element, loc)]);
+        let i64: Type = IntegerType::new(self.context, 64).into();
+        let mut indices = Vec::with_capacity(rank);
+        for axis in 0..rank {
+            let index = OperationBuilder::new("linalg.index", loc)
+                .add_attributes(&[(self.id("dim"), self.integer(axis as i64, i64))])
+                .add_results(&[Type::index(self.context)])
+                .build();
+            indices.push(appended(&body, index, "linalg.index")?);
+        }
+        let mut operands = vec![constant];
+        operands.extend(indices);
+        let extract = OperationBuilder::new("tensor.extract", loc)
+            .add_operands(&operands)
+            .add_results(&[element])
+            .build();
+        let value = appended(&body, extract, "tensor.extract")?;
+        let y = OperationBuilder::new("linalg.yield", loc)
+            .add_operands(&[value])
+            .build()
+            .map_err(|e| error(format!("linalg.yield: {e}")))?;
+        body.append_operation(y);
+        let region = Region::new();
+        region.append_block(body);
+        let identity: Vec<Expr> = (0..rank).map(Expr::Dim).collect();
+        let iterators: Vec<Attribute> = (0..rank)
+            .map(|_| tcc_dialects::linalg_iterator_type(self.context, false))
+            .collect();
+        OperationBuilder::new("linalg.generic", loc)
+            .add_operands(&[empty])
+            .add_attributes(&[
+                (
+                    self.id("indexing_maps"),
+                    ArrayAttribute::new(self.context, &[self.affine_map(rank, &identity)]).into(),
+                ),
+                (
+                    self.id("iterator_types"),
+                    ArrayAttribute::new(self.context, &iterators).into(),
+                ),
+                (
+                    self.id("operandSegmentSizes"),
+                    DenseI32ArrayAttribute::new(self.context, &[0, 1]).into(),
+                ),
+            ])
+            .add_results(&[result_ty])
+            .add_regions([region])
+            .build()
+            .map_err(|e| error(e.to_string()))
     }
 
     /// A [`Kind::Broadcast`]: its source (a recorded value, or a
@@ -973,6 +1071,7 @@ fn op_name(op: &Op) -> &str {
         Kind::Empty(_) => "tensor.empty",
         Kind::Fill(..) => "linalg.fill",
         Kind::Broadcast { .. } => "linalg.generic",
+        Kind::ConstPrefix { .. } => "linalg.generic",
         Kind::Generic(_) => "linalg.generic",
     }
 }

@@ -159,9 +159,11 @@ def constants_of_the_batch(path):
     """Values the import computes from the batch's extent: a row expanded
     to it (a class token), positions counted along it (Range of Shape, cast
     to float), integer positions gathering x's rows again, and a splat of
-    its shape (ConstantOfShape), and the positions compared with a
-    run-time input: y = x + row + pos * w + x[pos] + 2 + 100 * (ids ==
-    pos)."""
+    its shape (ConstantOfShape), the positions compared with a run-time
+    input, and a table of 16 rows gathered by the positions (folded to
+    the table's first `batch` rows: cut at run time): y = x + row + pos *
+    w + x[pos] + 2 + 100 * (ids == pos) + table[pos], table[i][j] = (i *
+    i - 3 * j) / 8."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
     ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
@@ -191,9 +193,12 @@ def constants_of_the_batch(path):
         helper.make_node("Cast", ["same"], ["samef"], name="same_float", to=TensorProto.FLOAT),
         helper.make_node("Unsqueeze", ["samef", "last_axis"], ["same2"], name="same_column"),
         helper.make_node("Mul", ["same2", "hundred"], ["bonus"], name="bonus"),
-        helper.make_node("Add", ["d", "bonus"], ["y"], name="add_bonus"),
+        helper.make_node("Add", ["d", "bonus"], ["e"], name="add_bonus"),
+        helper.make_node("Gather", ["table", "pos"], ["table_rows"], name="table_rows", axis=0),
+        helper.make_node("Add", ["e", "table_rows"], ["y"], name="add_table"),
     ]
     inits.append(const("hundred", [[100.0]]))
+    inits.append(const("table", [[(i * i - 3 * j) / 8 for j in range(4)] for i in range(16)]))
     save(helper.make_graph(nodes, "constants_of_the_batch", [x, ids], [y], inits), path)
 
 

@@ -502,7 +502,7 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
     let (input_kinds, output_kinds, given, sets, dynamic) = layout.map_err(failure)?;
     let mut options = ImportOptions {
         input_shapes: dynamic.shapes,
-        symbolic_dims: dynamic.dims.iter().map(|d| d.name.clone()).collect(),
+        symbolic_dims: crate::driver::import::symbolic_dims(&dynamic.dims),
         fixed_dims: dynamic.fixed,
         ..ImportOptions::default()
     };

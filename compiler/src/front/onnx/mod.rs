@@ -49,7 +49,7 @@ pub struct ImportOptions {
     /// The `dim_param`s to keep symbolic (`tcc compile --dim NAME=..`):
     /// they become `?` in the imported types, tied by name through each
     /// argument's `tcc.dim_names` (see `importer::symbolic`).
-    pub symbolic_dims: Vec<String>,
+    pub symbolic_dims: Vec<SymbolicDim>,
     /// `dim_param`s fixed to a value (`tcc compile --fix-dim`, and each
     /// variant of `--specialize`): every input naming one takes the value,
     /// the others keeping theirs (symbolic ones too). A name is either
@@ -64,6 +64,16 @@ pub struct ImportOptions {
     /// instead of the node's name (`tcc compile --quantize`: the names a
     /// calibration profile gives tensors).
     pub name_by_outputs: bool,
+}
+
+/// A `dim_param` kept symbolic and the values it takes (`tcc compile
+/// --dim NAME=MIN..MAX`): the import probes the graph at values in the
+/// range (see `importer::symbolic`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolicDim {
+    pub name: String,
+    pub min: i64,
+    pub max: i64,
 }
 
 impl Default for ImportOptions {

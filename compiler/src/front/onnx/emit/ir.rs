@@ -130,6 +130,16 @@ pub enum Kind {
         source: Broadcasted,
         extents: Vec<RuntimeExtent>,
     },
+    /// The leading part of a constant of type `source` along the result
+    /// type's `?` axes, whose extents are read at run time (a
+    /// `linalg.generic` reading the constant at its own indices): a
+    /// position-embedding table or a causal mask cut to the call's
+    /// sequence length.
+    ConstPrefix {
+        elements: Elements,
+        source: TType,
+        extents: Vec<RuntimeExtent>,
+    },
     /// A linalg named op (convolution, pooling) on `ins` into `init`.
     Named {
         name: String,

@@ -3,18 +3,24 @@
 //!
 //! The op importers (`ops/`) compute static shapes. Rather than teach each
 //! of them symbolic arithmetic, the graph is imported twice, each symbolic
-//! dimension taking a different large prime (a *probe*) in each import,
-//! and the two recorded functions are merged op by op: they must be the
-//! same ops on the same values with the same attributes, except for
-//! numbers that depend on the probes. Such a number
+//! dimension taking a different value of its range (a *probe*: its maximum
+//! in the first import, a smaller value in the second; see
+//! [`choose_probes`]), and the two recorded functions are merged op by op:
+//! they must be the same ops on the same values with the same attributes,
+//! except for numbers that depend on the probes. Such a number
 //!
-//! - in a tensor type's shape (`tensor<1009x32xf32>`) becomes `?`, when it
-//!   is a multiple `k * d1 * d2 ...` of symbolic dimensions in both
-//!   imports (rows = batch x tokens is `k = tokens`);
+//! - in a tensor type's shape (`tensor<32x128xf32>` and `tensor<25x128xf32>`)
+//!   becomes `?`, when it is a multiple `k * d1 * d2 ...` of symbolic
+//!   dimensions in both imports (rows = batch x tokens is `k = tokens`);
 //! - in a `tosa.const_shape` read only by `tosa.reshape`s becomes `-1`
 //!   (the one dimension the reshape infers), at most one per shape;
-//! - anywhere else (a constant computed from the shape, a slice bound, a
-//!   structure that depends on the value) is an error naming the node.
+//! - in a constant folded at import time becomes an op that builds the
+//!   constant at run time: a seed broadcast, a ramp, or the leading part
+//!   of the first import's constant (a position-embedding table sliced to
+//!   the sequence: the first import, at the maxima, holds every row a
+//!   call can read);
+//! - anywhere else (a slice bound, a structure that depends on the value)
+//!   is an error naming the node.
 //!
 //! The relation between the `?`s (which symbol, which multiple) is not
 //! kept in the types; the arguments name theirs with `tcc.dim_names`, and
@@ -33,15 +39,73 @@ use super::super::error::{ImportError, Result, bail};
 use super::super::fold::{broadcast, strided_slice};
 use super::super::proto::ModelProto;
 use super::super::tensor::Const;
-use super::super::{Blob, ImportOptions, IoInfo};
+use super::super::{Blob, ImportOptions, IoInfo, SymbolicDim};
 use super::Recorded;
 use super::graph::declared_type;
 
-/// Two probe values per symbolic dimension (the n-th dimension takes
-/// `PROBES[n]`): distinct primes, larger than any dimension a model
-/// declares statically in practice, so that a product of probes can be
-/// told apart from a static extent and one symbol from another.
-const PROBES: [(i64, i64); 4] = [(1009, 1013), (1019, 1021), (1031, 1033), (1039, 1049)];
+/// Probes for a dimension whose range holds no two values of at least 2
+/// (`--dim batch=1..2`): distinct primes past any such range. A graph that
+/// slices a buffer by such a dimension cannot import at them; everything
+/// else can.
+const WIDE_PROBES: [(i64, i64); 4] = [(1009, 1013), (1019, 1021), (1031, 1033), (1039, 1049)];
+
+/// The largest first probe: a constant the import folds along a dimension
+/// (a class token expanded to the batch) has this many rows at most, so
+/// that `--dim batch=1..1000000` does not fold a million. A constant cut
+/// to a dimension whose maximum is larger is refused.
+const MAX_PROBE: i64 = 8192;
+
+/// At most this many symbolic dimensions.
+const MAX_SYMBOLS: usize = WIDE_PROBES.len();
+
+/// The two probes of each symbolic dimension: the first its maximum (so
+/// that a constant the import folds holds every element a call in range
+/// can read), at most [`MAX_PROBE`], the second a smaller value of its range, at least 2 (an
+/// extent of 1 broadcasts and would change the imported graph), near three
+/// quarters of the maximum and odd where it can be (so that a value that
+/// changes only every few steps of the dimension, or with its parity,
+/// still differs between the imports), and chosen so that every product
+/// of symbols is told apart from every other by its two probes
+/// ([`distinguishable`]).
+fn choose_probes(dims: &[SymbolicDim]) -> Vec<(i64, i64)> {
+    let mut chosen: Vec<(i64, i64)> = Vec::with_capacity(dims.len());
+    for (index, dim) in dims.iter().enumerate() {
+        let high = dim.max.min(MAX_PROBE);
+        let low = dim.min.max(2);
+        let start = ((high.saturating_mul(3) / 4) | 1).clamp(low, high);
+        let candidates = (low..=start).rev().chain(start + 1..high);
+        let pick = candidates
+            .take(64)
+            .map(|second| (high, second))
+            .find(|&pair| {
+                pair.1 < pair.0 && distinguishable(&[chosen.as_slice(), &[pair]].concat())
+            });
+        chosen.push(pick.unwrap_or(WIDE_PROBES[index]));
+    }
+    chosen
+}
+
+/// Whether no two distinct products of symbols (the empty product, a
+/// static extent, included) have proportional probe pairs: a number that
+/// is `k` times one product in both imports is then no other's multiple.
+fn distinguishable(probes: &[(i64, i64)]) -> bool {
+    let products: Vec<(i128, i128)> = (0u32..(1 << probes.len()))
+        .map(|subset| {
+            probes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| subset & (1 << i) != 0)
+                .fold((1i128, 1i128), |(x, y), (_, &(a, b))| {
+                    (x.saturating_mul(a as i128), y.saturating_mul(b as i128))
+                })
+        })
+        .collect();
+    products.iter().enumerate().all(|(i, &(a, b))| {
+        products[i + 1..]
+            .iter()
+            .all(|&(c, d)| a.saturating_mul(d) != b.saturating_mul(c))
+    })
+}
 
 /// Imports `model` with its symbolic dimensions kept as `?`, `import`
 /// doing one import for the given probe values (and returning the
@@ -51,8 +115,9 @@ where
     F: Fn(HashMap<String, i64>) -> Result<(Recorded, Vec<String>)>,
 {
     let declared = declared_params(model);
-    let mut names: Vec<&String> = Vec::new();
-    for name in &options.symbolic_dims {
+    let mut dims: Vec<&SymbolicDim> = Vec::new();
+    for dim in &options.symbolic_dims {
+        let name = &dim.name;
         if !declared.contains(name) {
             let known = if declared.is_empty() {
                 "its inputs declare no dynamic dimension".to_string()
@@ -64,23 +129,31 @@ where
             };
             bail!("--dim names '{name}', which no graph input of the model declares ({known})");
         }
-        if !names.contains(&name) {
-            names.push(name);
+        if dim.min < 1 || dim.max < dim.min {
+            bail!(
+                "--dim {name}={}..{}: a dimension's range is MIN..MAX with 1 <= MIN <= MAX",
+                dim.min,
+                dim.max
+            );
+        }
+        if !dims.iter().any(|d| d.name == *name) {
+            dims.push(dim);
         }
     }
-    if names.len() > PROBES.len() {
+    if dims.len() > MAX_SYMBOLS {
         bail!(
-            "--dim declares {} symbolic dimensions; at most {} are supported",
-            names.len(),
-            PROBES.len()
+            "--dim declares {} symbolic dimensions; at most {MAX_SYMBOLS} are supported",
+            dims.len(),
         );
     }
+    let names: Vec<&String> = dims.iter().map(|d| &d.name).collect();
+    let chosen = choose_probes(&dims.iter().map(|d| (*d).clone()).collect::<Vec<_>>());
     // Each import: the probes, and the fixed dimensions' values.
     let probes = |pick: fn((i64, i64)) -> i64| -> HashMap<String, i64> {
         names
             .iter()
-            .zip(PROBES)
-            .map(|(n, p)| ((*n).clone(), pick(p)))
+            .zip(&chosen)
+            .map(|(n, &p)| ((*n).clone(), pick(p)))
             .chain(options.fixed_dims.iter().cloned())
             .collect()
     };
@@ -121,15 +194,18 @@ where
     let (second, _) = import(probes(|p| p.1))?;
     let symbols: Vec<Symbol> = names
         .iter()
-        .zip(PROBES)
-        .map(|(n, (a, b))| Symbol {
+        .zip(&chosen)
+        .zip(&dims)
+        .map(|((n, &probes), dim)| Symbol {
             name: (*n).clone(),
-            probes: (a, b),
+            probes,
+            max: dim.max,
         })
         .collect();
+    let second_inputs = second.inputs.clone();
     let mut merged = merge(first, second, &symbols)?;
-    for io in &mut merged.inputs {
-        io.ty.shape = symbolic_shape(&io.ty.shape, &symbols);
+    for (io, other) in merged.inputs.iter_mut().zip(&second_inputs) {
+        io.ty.shape = symbolic_shape(&io.ty.shape, &other.ty.shape);
     }
     Ok(merged)
 }
@@ -156,7 +232,7 @@ pub fn check_fixed(model: &ModelProto, options: &ImportOptions) -> Result<()> {
         if options.fixed_dims[..index].iter().any(|(n, _)| n == name) {
             bail!("a specialization fixes '{name}' twice");
         }
-        if options.symbolic_dims.contains(name) {
+        if options.symbolic_dims.iter().any(|d| d.name == *name) {
             bail!("'{name}' cannot be both symbolic and fixed in one import");
         }
     }
@@ -185,6 +261,8 @@ fn declared_params(model: &ModelProto) -> Vec<String> {
 struct Symbol {
     name: String,
     probes: (i64, i64),
+    /// The declared maximum.
+    max: i64,
 }
 
 /// Whether `(a, b)` (a number in the first and the second import) is
@@ -209,22 +287,31 @@ fn monomial(a: i64, b: i64, symbols: &[Symbol]) -> Option<(Vec<usize>, i64)> {
 }
 
 /// Where each symbolic dimension's extent is read at run time: the first
-/// graph argument and axis whose extent in the first import is the
-/// symbol's probe (`None` where no argument has it).
+/// graph argument and axis whose extents in the two imports are the
+/// symbol's probes (`None` where no argument has it).
 struct Sources(Vec<Option<(usize, usize)>>);
 
 impl Sources {
-    fn new(arguments: &[super::module::Argument], symbols: &[Symbol]) -> Sources {
+    fn new(
+        arguments: (&[super::module::Argument], &[super::module::Argument]),
+        symbols: &[Symbol],
+    ) -> Sources {
         Sources(
             symbols
                 .iter()
                 .map(|s| {
-                    arguments.iter().enumerate().find_map(|(i, a)| {
-                        a.ty.shape
-                            .iter()
-                            .position(|&d| d == s.probes.0)
-                            .map(|axis| (i, axis))
-                    })
+                    arguments
+                        .0
+                        .iter()
+                        .zip(arguments.1)
+                        .enumerate()
+                        .find_map(|(i, (a, b))| {
+                            a.ty.shape
+                                .iter()
+                                .zip(&b.ty.shape)
+                                .position(|(&x, &y)| (x, y) == s.probes)
+                                .map(|axis| (i, axis))
+                        })
                 })
                 .collect(),
         )
@@ -319,6 +406,46 @@ fn broadcast_seed(a: &Const, b: &Const) -> Option<Const> {
     (repeats(a) && repeats(b)).then_some(seed)
 }
 
+/// Whether two constants hold the same elements of the same type.
+fn same_elements(p: &Const, q: &Const) -> bool {
+    if p.dtype != q.dtype || p.shape != q.shape {
+        return false;
+    }
+    match (p.splat, q.splat) {
+        (false, false) | (true, true) => p.bytes[..] == q.bytes[..],
+        _ => p.full_bytes() == q.full_bytes(),
+    }
+}
+
+/// Whether the second import's constant `y` is the leading part of the
+/// first's `x` along every axis (the first import's probes are the
+/// dimensions' maxima, so `x` holds every element a call can read: a
+/// position-embedding table gathered by the positions `0..sequence`, a
+/// causal mask's top-left corner).
+fn leads(
+    x: &Elements,
+    x_ty: &ResultType,
+    y: &Elements,
+    y_ty: &ResultType,
+    blobs: (&[Blob], &[Blob]),
+) -> bool {
+    let (Some(a), Some(b)) = (
+        const_elements(x, x_ty, blobs.0),
+        const_elements(y, y_ty, blobs.1),
+    ) else {
+        return false;
+    };
+    if a.dtype != b.dtype
+        || a.shape.len() != b.shape.len()
+        || a.shape.iter().zip(&b.shape).any(|(p, q)| q > p)
+    {
+        return false;
+    }
+    let zeros = vec![0; a.shape.len()];
+    let ones = vec![1; a.shape.len()];
+    strided_slice(&a, &zeros, &ones, &b.shape).full_bytes() == b.full_bytes()
+}
+
 /// The constant both imports' `a` and `b` hold when it grows by a fixed
 /// step along the one axis where their shapes differ (`seed + i * step`
 /// at index `i` there, seed and step with extent 1 on it; integers, or
@@ -400,20 +527,13 @@ fn ramp_seed(a: &Const, b: &Const) -> Option<(Const, Const, usize)> {
     Some((seed, step, axis))
 }
 
-/// An interface shape with the probe-dependent extents as -1 (dynamic).
-fn symbolic_shape(shape: &[i64], symbols: &[Symbol]) -> Vec<i64> {
+/// An interface shape of the first import with the extents that differ in
+/// the second (`other`) as -1 (dynamic).
+fn symbolic_shape(shape: &[i64], other: &[i64]) -> Vec<i64> {
     shape
         .iter()
-        .map(|&d| {
-            if symbols
-                .iter()
-                .any(|s| d >= s.probes.0 && d % s.probes.0 == 0)
-            {
-                -1
-            } else {
-                d
-            }
-        })
+        .zip(other)
+        .map(|(&d, &e)| if d == e { d } else { -1 })
         .collect()
 }
 
@@ -677,13 +797,57 @@ fn merge_op(
                     source,
                     extents: runtime_extents()?,
                 },
+                None if leads(x, &a.ty, y, &b.ty, blobs) => {
+                    let (ResultType::Tensor(source), ResultType::Tensor(other)) = (&a.ty, &b.ty)
+                    else {
+                        return Err(not_supported(STRUCTURE, &origin, symbols));
+                    };
+                    // The first import's constant holds what a call reads
+                    // only where its probes were the maxima.
+                    let short = source
+                        .shape
+                        .iter()
+                        .zip(&other.shape)
+                        .filter(|(p, q)| p != q)
+                        .filter_map(|(&p, &q)| monomial(p, q, symbols))
+                        .flat_map(|(chosen, _)| chosen)
+                        .find(|&i| symbols[i].probes.0 < symbols[i].max);
+                    if let Some(i) = short {
+                        return Err(not_supported(
+                            &format!(
+                                "a constant cut to '{}', which the import holds only up to {} (declare a maximum of at most {MAX_PROBE})",
+                                symbols[i].name, symbols[i].probes.0
+                            ),
+                            &origin,
+                            symbols,
+                        ));
+                    }
+                    Kind::ConstPrefix {
+                        elements: x.clone(),
+                        source: source.clone(),
+                        extents: runtime_extents()?,
+                    }
+                }
                 None => return Err(not_supported(COMPUTED, &origin, symbols)),
             }
         }
         (Kind::Empty(_), Kind::Empty(_)) => Kind::Empty(runtime_extents()?),
         (Kind::Fill(x, _), Kind::Fill(y, _)) if x == y => Kind::Fill(*x, runtime_extents()?),
+        // Constants of one type are compared by their elements, not by
+        // blob key: which constants an import keeps inline and how it
+        // numbers its blobs can follow the probes.
+        (Kind::Const(x), Kind::Const(y))
+            if const_elements(x, &a.ty, blobs.0)
+                .zip(const_elements(y, &b.ty, blobs.1))
+                .is_some_and(|(p, q)| same_elements(&p, &q)) =>
+        {
+            Kind::Const(x.clone())
+        }
+        (Kind::Const(_), Kind::Const(_)) => {
+            return Err(not_supported(COMPUTED, &origin, symbols));
+        }
         (x, y) if x == y => x.clone(),
-        (Kind::Const(_), Kind::Const(_)) | (Kind::Fill(..), Kind::Fill(..)) => {
+        (Kind::Fill(..), Kind::Fill(..)) => {
             return Err(not_supported(COMPUTED, &origin, symbols));
         }
         _ => return Err(not_supported(STRUCTURE, &origin, symbols)),
@@ -764,7 +928,7 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
         merged.ty = merge_type(&x.ty, &y.ty, &origin, symbols)?;
         arguments.push(merged);
     }
-    let sources = Sources::new(&ma.arguments, symbols);
+    let sources = Sources::new((&ma.arguments, &mb.arguments), symbols);
     let mut ops = Vec::with_capacity(ma.ops.len());
     let mut inferred_shapes = Vec::new();
     for (index, (x, y)) in ma.ops.iter().zip(&mb.ops).enumerate() {
@@ -795,12 +959,18 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
         .zip(&mb.results)
         .map(|(x, y)| merge_val(x, y, origin, symbols))
         .collect::<Result<Vec<_>>>()?;
+    if ma.outputs.len() != mb.outputs.len() {
+        return Err(not_supported(STRUCTURE, origin, symbols));
+    }
     let outputs: Vec<IoInfo> = ma
         .outputs
         .iter()
-        .map(|io| IoInfo {
+        .zip(&mb.outputs)
+        .map(|(io, other)| IoInfo {
             name: io.name.clone(),
-            ty: io.ty.with_shape(symbolic_shape(&io.ty.shape, symbols)),
+            ty: io
+                .ty
+                .with_shape(symbolic_shape(&io.ty.shape, &other.ty.shape)),
         })
         .collect();
     let module = super::module::Module {
@@ -889,10 +1059,17 @@ mod tests {
     use super::super::module::{ArgAttr, Argument, Module, NAME};
     use super::*;
 
+    /// The batch, `--dim batch=1..32`.
     fn batch() -> Vec<Symbol> {
+        let probes = choose_probes(&[SymbolicDim {
+            name: "batch".into(),
+            min: 1,
+            max: 32,
+        }]);
         vec![Symbol {
             name: "batch".into(),
-            probes: PROBES[0],
+            probes: probes[0],
+            max: 32,
         }]
     }
 
@@ -930,8 +1107,38 @@ mod tests {
     }
 
     fn merged(body: &dyn Fn(&mut Emitter, &Val, i64) -> Val) -> Result<Module> {
-        let (a, b) = PROBES[0];
-        merge(recorded(a, body), recorded(b, body), &batch()).map(|r| r.module)
+        let symbols = batch();
+        let (a, b) = symbols[0].probes;
+        merge(recorded(a, body), recorded(b, body), &symbols).map(|r| r.module)
+    }
+
+    #[test]
+    fn probes_lie_in_the_range_and_tell_products_apart() {
+        let dim = |name: &str, min, max| SymbolicDim {
+            name: name.into(),
+            min,
+            max,
+        };
+        let probes = choose_probes(&[dim("batch", 1, 32), dim("sequence", 1, 512)]);
+        assert_eq!(probes[0], (32, 25));
+        assert_eq!(probes[1], (512, 385));
+        assert!(distinguishable(&probes));
+        // Two dimensions of one range take different second probes.
+        let probes = choose_probes(&[dim("a", 1, 64), dim("b", 1, 64), dim("c", 1, 64)]);
+        assert!(probes.iter().all(|&(p, q)| p == 64 && (2..64).contains(&q)));
+        assert!(distinguishable(&probes), "{probes:?}");
+        assert!(!distinguishable(&[(64, 49), (64, 49)]));
+        // (64, 48) and (4, 3): 64 x 3 = 48 x 4, a multiple of the one is
+        // a multiple of the other.
+        assert!(!distinguishable(&[(64, 48), (4, 3)]));
+        // The minimum bounds the second probe; a range without two values
+        // of at least 2 takes the wide probes.
+        assert_eq!(choose_probes(&[dim("batch", 30, 32)])[0], (32, 30));
+        assert_eq!(choose_probes(&[dim("batch", 1, 3)])[0], (3, 2));
+        assert_eq!(choose_probes(&[dim("batch", 1, 2)])[0], WIDE_PROBES[0]);
+        assert_eq!(choose_probes(&[dim("batch", 8, 8)])[0], WIDE_PROBES[0]);
+        // A huge maximum is probed at MAX_PROBE.
+        assert_eq!(choose_probes(&[dim("batch", 1, 1 << 40)])[0].0, MAX_PROBE);
     }
 
     #[test]
@@ -1115,8 +1322,9 @@ mod tests {
         assert_eq!(step.i64s(), [1, 0, 2]);
         assert_eq!((*axis, extents), (0, &batch_extent()));
 
-        // Constants that differ otherwise are still refused: values that
-        // do not grow evenly.
+        // A constant whose elements do not depend on the extent (squares
+        // of the index, row by row): the first import's, at the maximum,
+        // cut to the call's extent.
         fn float_squares(n: i64) -> Const {
             let values: Vec<f64> = (0..n * 32).map(|i| (i * i) as f64).collect();
             Const::from_f64(DType::F32, vec![n, 32], &values)
@@ -1126,7 +1334,71 @@ mod tests {
             Const::from_i64(DType::I64, vec![n, 1], &values)
         }
         type Maker = fn(i64) -> Const;
-        let refused: [(Maker, &str); 2] = [(float_squares, "float squares"), (squares, "squares")];
+        let (max, _) = batch()[0].probes;
+        let cut: [Maker; 2] = [float_squares, squares];
+        for c in cut {
+            let module = merged(&|e, x, n| {
+                e.set_location("table");
+                let _ = e.constant(&c(n), "table").unwrap();
+                x.clone()
+            })
+            .unwrap();
+            let Kind::ConstPrefix {
+                elements: Elements::Dense(whole),
+                source,
+                extents,
+            } = &module.ops[0].kind
+            else {
+                panic!("{:?}", module.ops[0].kind)
+            };
+            assert_eq!(whole, &c(max));
+            assert_eq!(source, &whole.ty());
+            assert_eq!(extents, &batch_extent());
+            let ResultType::Tensor(ty) = &module.ops[0].ty else {
+                panic!("{:?}", module.ops[0].ty)
+            };
+            assert_eq!(ty.shape[0], -1);
+            assert_eq!(ty.shape[1..], whole.shape[1..]);
+        }
+
+        // Probed below the declared maximum (past MAX_PROBE), the first
+        // import's constant is too short for the largest calls: refused.
+        let short = [Symbol {
+            name: "batch".into(),
+            probes: (max, batch()[0].probes.1),
+            max: 2 * max,
+        }];
+        let body = |e: &mut Emitter, x: &Val, n: i64| {
+            e.set_location("table");
+            let _ = e.constant(&squares(n), "table").unwrap();
+            x.clone()
+        };
+        let error = merge(
+            recorded(short[0].probes.0, &body),
+            recorded(short[0].probes.1, &body),
+            &short,
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains(&format!(
+                "a constant cut to 'batch', which the import holds only up to {max}"
+            )),
+            "{error}"
+        );
+
+        // Constants whose elements depend on the extent are still refused:
+        // positions scaled by it, indices counted back from it.
+        fn scaled(n: i64) -> Const {
+            let values: Vec<f64> = (0..n).map(|i| i as f64 / n as f64).collect();
+            Const::from_f64(DType::F32, vec![n], &values)
+        }
+        fn reversed(n: i64) -> Const {
+            let values: Vec<i64> = (0..n).map(|i| n - 1 - i).collect();
+            Const::from_i64(DType::I64, vec![n], &values)
+        }
+        let refused: [(Maker, &str); 2] = [(scaled, "scaled"), (reversed, "reversed")];
         for (c, what) in refused {
             let error = merged(&|e, x, n| {
                 e.set_location("ramp");
