@@ -1827,6 +1827,94 @@ def roi_cases():
               [vi("avg", F, [4, 3, 3, 2]), vi("max", F, [4, 3, 2, 4])], [x, rois, idx], opset=16)
 
 
+def legacy_opset_cases():
+    """Models of opsets before 6, whose ops read attributes that later
+    became inputs or changed type, checked against numpy (onnxruntime runs
+    opset 7 and later only; onnx's reference evaluator lacks these
+    versions): Reshape-1's `shape` attribute, Concat-1's default axis,
+    Pad-1's `paddings`, Cast-1's type names, Split-1's sizes as an input,
+    Add-1's legacy `broadcast`/`axis`, Tile-1's `tiles` and `axis`,
+    GlobalLpPool-1's float `p`, `consumed_inputs` everywhere it was
+    declared; and a model of IR version 2, which has no opset imports (its
+    ops are opset 1's). Its own random generator, so that it can be
+    regenerated alone (`python3 test/onnx/gen.py legacy`)."""
+    g = np.random.default_rng(41)
+    x = (g.uniform(-3.0, 3.0, size=(2, 3, 4))).astype(np.float32)
+    b = g.uniform(-1.0, 1.0, size=(10,)).astype(np.float32)
+    img = g.uniform(-1.0, 1.0, size=(1, 2, 3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["relu"], consumed_inputs=[0]),
+        helper.make_node("Reshape", ["relu"], ["flat"], shape=[2, 12]),
+        helper.make_node("Concat", ["flat", "flat"], ["joined"]),
+        helper.make_node("Pad", ["joined"], ["padded"], paddings=[0, 1, 0, 1], value=0.5),
+        helper.make_node("Cast", ["padded"], ["ints"], to="INT32"),
+        helper.make_node("Cast", ["ints"], ["floats"], to="FLOAT"),
+        helper.make_node("Split", ["floats", "sizes"], ["left", "right"], axis=1),
+        helper.make_node("Add", ["left", "b"], ["shifted"], broadcast=1, axis=1),
+        helper.make_node("Tile", ["right", "tiles", "tile_axis"], ["tiled"]),
+        helper.make_node("GlobalLpPool", ["img"], ["lp"], p=2.0),
+    ]
+    inits = [init("b", b), init("sizes", np.array([10, 16], dtype=np.int64)),
+             init("tiles", np.array(2, dtype=np.int64)), init("tile_axis", np.array(0, dtype=np.int64))]
+
+    def expected(x, img):
+        flat = np.maximum(x, 0).reshape(2, 12)
+        joined = np.concatenate([flat, flat], axis=1)
+        padded = np.pad(joined, ((0, 0), (1, 1)), constant_values=0.5)
+        floats = padded.astype(np.int32).astype(np.float32)
+        left, right = floats[:, :10], floats[:, 10:]
+        lp = np.sqrt((img.astype(np.float64) ** 2).sum(axis=(2, 3), keepdims=True)).astype(np.float32)
+        return {0: left + b[None, :], 1: np.tile(right, (2, 1)), 2: lp}
+
+    save_case("legacy_opset1", nodes, [vi("x", F, [2, 3, 4]), vi("img", F, [1, 2, 3, 3])],
+              [vi("shifted", F, [2, 10]), vi("tiled", F, [4, 16]), vi("lp", F, [1, 2, 1, 1])],
+              [x, img], initializers=inits, opset=1, expected=expected, evaluate=False)
+
+    # Opset 5: Reshape's shape is an input from here on, Concat still
+    # defaults its axis (to 3), BatchNormalization with is_test and
+    # consumed_inputs (to 5), Mul with legacy broadcast along the channels.
+    scale = g.uniform(0.5, 1.5, size=(3,)).astype(np.float32)
+    bias = g.uniform(-0.5, 0.5, size=(3,)).astype(np.float32)
+    mean = g.uniform(-0.2, 0.2, size=(3,)).astype(np.float32)
+    var = g.uniform(0.5, 1.5, size=(3,)).astype(np.float32)
+    gain = g.uniform(-2.0, 2.0, size=(3,)).astype(np.float32)
+    images = g.uniform(-1.0, 1.0, size=(2, 3, 2, 2)).astype(np.float32)
+    nodes = [
+        helper.make_node("BatchNormalization", ["images", "scale", "bias", "mean", "var"], ["normed"],
+                         is_test=1, epsilon=1e-3, consumed_inputs=[0, 0, 0, 1, 1]),
+        helper.make_node("Mul", ["normed", "gain"], ["gained"], broadcast=1, axis=1),
+        helper.make_node("Reshape", ["gained", "shape"], ["rows"]),
+    ]
+    inits = [init("scale", scale), init("bias", bias), init("mean", mean), init("var", var), init("gain", gain),
+             init("shape", np.array([2, 12], dtype=np.int64))]
+
+    def expected5(images):
+        normed = (images - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-3)
+        normed = normed * scale[None, :, None, None] + bias[None, :, None, None]
+        return {0: (normed * gain[None, :, None, None]).reshape(2, 12).astype(np.float32)}
+
+    save_case("legacy_opset5", nodes, [vi("images", F, [2, 3, 2, 2])], [vi("rows", F, [2, 12])], [images],
+              initializers=inits, opset=5, expected=expected5, evaluate=False)
+
+    # IR version 2: no opset imports at all; Reshape-1 and Sum-1 with
+    # consumed_inputs.
+    nodes = [
+        helper.make_node("Sum", ["x", "x"], ["twice"], consumed_inputs=[0, 0]),
+        helper.make_node("Reshape", ["twice"], ["y"], shape=[6, 4]),
+    ]
+    graph = helper.make_graph(nodes, "ir2", [vi("x", F, [2, 3, 4])], [vi("y", F, [6, 4])])
+    model = helper.make_model(graph, producer_name="tcc test/onnx/gen.py")
+    del model.opset_import[:]
+    model.ir_version = 2
+    directory = os.path.join(MODELS, "legacy_ir2")
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(os.path.join(directory, "test_data_set_0"))
+    onnx.save_model(model, os.path.join(directory, "model.onnx"))
+    for name, value in [("input_0", x), ("output_0", (2 * x).reshape(6, 4))]:
+        with open(os.path.join(directory, "test_data_set_0", f"{name}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(value).SerializeToString())
+
+
 def grouped_conv_cases():
     """Grouped convolutions (1 < group < channels), which tcc runs as one
     kernel each (`tcc-merge-grouped-convs`): 1x1 with bias and ReLU, 3x3
@@ -1906,6 +1994,9 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["grouped_convs"]:
         grouped_conv_cases()
         sys.exit(0)
+    if sys.argv[1:] == ["legacy"]:
+        legacy_opset_cases()
+        sys.exit(0)
     cases()
     quantized_cases()
     bad_models()
@@ -1930,3 +2021,4 @@ if __name__ == "__main__":
     element_type_cases()
     runtime_param_cases()
     grouped_conv_cases()
+    legacy_opset_cases()

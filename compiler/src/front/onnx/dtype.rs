@@ -92,6 +92,30 @@ impl DType {
         }
     }
 
+    /// The `TensorProto.DataType` code of a type's name as Cast-1 gives it
+    /// (`"FLOAT"`, `"INT64"`, the enum's names).
+    pub fn onnx_code_of_name(name: &str) -> Option<i32> {
+        Some(match name {
+            "FLOAT" => 1,
+            "UINT8" => 2,
+            "INT8" => 3,
+            "UINT16" => 4,
+            "INT16" => 5,
+            "INT32" => 6,
+            "INT64" => 7,
+            "STRING" => 8,
+            "BOOL" => 9,
+            "FLOAT16" => 10,
+            "DOUBLE" => 11,
+            "UINT32" => 12,
+            "UINT64" => 13,
+            "COMPLEX64" => 14,
+            "COMPLEX128" => 15,
+            "BFLOAT16" => 16,
+            _ => return None,
+        })
+    }
+
     /// The ONNX `TensorProto.DataType` code.
     pub fn onnx_code(self) -> i32 {
         match self {

@@ -39,8 +39,14 @@ mod unsigned;
 
 use graph::{default_opset, live_nodes};
 
-/// The default-domain opsets the importer implements.
-pub const MIN_OPSET: i64 = 6;
+/// The default-domain opsets the importer implements: every one the onnx
+/// package defines, each op's versions by their own semantics (before
+/// opset 6 the differences are attributes that later became inputs or
+/// changed type: Reshape's `shape`, Pad's `paddings`, Cast's `to` as a
+/// name, Tile's `tiles` and `axis`, Split's sizes as an input, LpPool's
+/// float `p`, Concat's default axis; `consumed_inputs`, which described
+/// in-place buffers, is ignored).
+pub const MIN_OPSET: i64 = 1;
 pub const MAX_OPSET: i64 = 28;
 
 pub struct Importer {

@@ -21,9 +21,11 @@ pub(super) fn default_opset(model: &ModelProto) -> Result<i64> {
         Some(v) => bail!(
             "the model imports opset {v} of the default ONNX domain; the importer supports opsets {MIN_OPSET} to {MAX_OPSET}"
         ),
+        // IR versions 1 and 2 had no opset imports: their ops are opset 1's.
+        None if model.opset_import.is_empty() && model.ir_version < 3 => Ok(1),
         None if model.opset_import.is_empty() => {
             bail!(
-                "the model imports no opset (IR version {}): models before opset {MIN_OPSET} are not supported",
+                "the model (IR version {}) imports no opset of the default ONNX domain, which IR versions from 3 must",
                 model.ir_version
             )
         }

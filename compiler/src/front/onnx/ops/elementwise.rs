@@ -679,9 +679,19 @@ pub fn cast(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let target = if node.op() == "CastLike" {
         node.input(1)?.dtype()
     } else {
-        let to = node
-            .int_opt("to")?
-            .ok_or_else(|| ImportError::new("Cast needs the attribute 'to'"))?;
+        let to = if node.opset < 6 {
+            // Cast-1 names the type (`to = "FLOAT"`).
+            let name = node.string("to", "")?;
+            if name.is_empty() {
+                bail!("Cast needs the attribute 'to'");
+            }
+            DType::onnx_code_of_name(&name)
+                .ok_or_else(|| ImportError::new(format!("Cast to '{name}': no such type")))?
+                as i64
+        } else {
+            node.int_opt("to")?
+                .ok_or_else(|| ImportError::new("Cast needs the attribute 'to'"))?
+        };
         match DType::from_onnx(to as i32) {
             Some(d) => imp.graph_dtype(d),
             None => bail!(

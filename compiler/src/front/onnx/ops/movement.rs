@@ -41,9 +41,12 @@ pub fn concat_op(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if parts.is_empty() {
         bail!("Concat needs inputs");
     }
-    let axis = node
-        .int_opt("axis")?
-        .ok_or_else(|| ImportError::new("Concat needs an axis"))?;
+    // Concat-1 took the axis as optional (default 1); opset 4 requires it.
+    let axis = match node.int_opt("axis")? {
+        Some(axis) => axis,
+        None if node.opset < 4 => 1,
+        None => bail!("Concat needs an axis"),
+    };
     let axis = node.axis(axis, parts[0].rank(), "Concat axis")?;
     one(concat_values(imp, &parts, axis)?)
 }
@@ -54,7 +57,11 @@ pub fn split(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let axis = node.axis(node.int("axis", 0)?, shape.len(), "Split axis")?;
     let outputs = node.proto.output.len();
     let dim = shape[axis];
+    // Split-1 took the sizes as an attribute or a second input; Split-2
+    // to -11 as an attribute, Split-13 as an input.
     let sizes = match if node.opset >= 13 {
+        node.const_ints(1, "the split sizes")?
+    } else if node.opset < 2 && node.opt(1).is_some() {
         node.const_ints(1, "the split sizes")?
     } else {
         node.ints("split")?
@@ -233,9 +240,25 @@ pub fn expand(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
 
 pub fn tile_op(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let x = node.input(0)?;
-    let repeats = node
-        .const_ints(1, "the repeats")?
-        .ok_or_else(|| ImportError::new("Tile needs repeats"))?;
+    let repeats = if node.opset < 6 {
+        // Tile-1: `tiles` copies along the one axis `axis` (both scalar
+        // inputs).
+        let one_of = |index: usize, what: &str| -> Result<i64> {
+            match node.const_ints(index, what)?.as_deref() {
+                Some([value]) => Ok(*value),
+                Some(other) => bail!("Tile-1's {what} must be one integer, not {other:?}"),
+                None => bail!("Tile-1 needs {what}"),
+            }
+        };
+        let (tiles, axis) = (one_of(1, "tiles")?, one_of(2, "axis")?);
+        let axis = node.axis(axis, x.rank(), "Tile axis")?;
+        let mut repeats = vec![1; x.rank()];
+        repeats[axis] = tiles;
+        repeats
+    } else {
+        node.const_ints(1, "the repeats")?
+            .ok_or_else(|| ImportError::new("Tile needs repeats"))?
+    };
     if repeats.len() != x.rank() || repeats.iter().any(|&r| r < 0) {
         bail!("Tile repeats {repeats:?} for rank {}", x.rank());
     }

@@ -352,11 +352,27 @@ fn root(imp: &mut Importer, s: &Val, p: i64) -> Result<Val> {
 }
 
 /// LpPool: `(sum over the window of |x|^p)^(1/p)`, padding counting as 0.
+/// LpPool's and GlobalLpPool's `p`: an integer since opset 2, a float
+/// before (which must then be integral).
+fn lp_order(node: &Node) -> Result<i64> {
+    if node.opset >= 2 {
+        return node.int("p", 2);
+    }
+    let p = node.float("p", 2.0)?;
+    if p.fract() != 0.0 || !(1.0..=64.0).contains(&p) {
+        bail!(
+            "{} with p = {p}: only integral orders from 1 are supported",
+            node.op()
+        );
+    }
+    Ok(p as i64)
+}
+
 pub fn lp_pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let input = node.input(0)?;
     require_float(input, "LpPool's input")?;
     let x = imp.val(input)?;
-    let p = node.int("p", 2)?;
+    let p = lp_order(node)?;
     let a = abs_pow(imp, &x, p)?;
     let (s, _) = pool_windows(imp, node, &a, Kind::Sum, true)?;
     one(Value::Tensor(root(imp, &s, p)?))
@@ -370,7 +386,7 @@ pub fn global_lp_pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     if x.rank() < 3 {
         bail!("GlobalLpPool needs an N x C x spatial input");
     }
-    let p = node.int("p", 2)?;
+    let p = lp_order(node)?;
     let s = x.shape().to_vec();
     let spatial: i64 = s[2..].iter().product();
     let flat = imp.e.reshape(&x, &[s[0], s[1], spatial]);
