@@ -59,9 +59,8 @@ pub fn split(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let dim = shape[axis];
     // Split-1 took the sizes as an attribute or a second input; Split-2
     // to -11 as an attribute, Split-13 as an input.
-    let sizes = match if node.opset >= 13 {
-        node.const_ints(1, "the split sizes")?
-    } else if node.opset < 2 && node.opt(1).is_some() {
+    let sizes_input = node.opset >= 13 || (node.opset < 2 && node.opt(1).is_some());
+    let sizes = match if sizes_input {
         node.const_ints(1, "the split sizes")?
     } else {
         node.ints("split")?
