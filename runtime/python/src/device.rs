@@ -172,12 +172,26 @@ fn check_backend(loaded: &Loaded) -> PyResult<()> {
 fn host_tensor(py: Python<'_>, array: &Bound<'_, PyAny>, label: &str) -> PyResult<HostTensor> {
     let numpy = PyModule::import(py, "numpy")?;
     let is_numpy = array.is_instance(&numpy.getattr("ndarray")?)?;
-    if !is_numpy && !array.hasattr("__array__")? && !array.hasattr("__dlpack__")? {
+    let array = if is_numpy || array.hasattr("__array__")? {
+        array.clone()
+    } else if array.hasattr("__dlpack__")? {
+        // A host tensor numpy takes without a copy; not a GPU one.
+        if array.hasattr("__dlpack_device__")? {
+            let (kind, _): (i32, i64) = array.call_method0("__dlpack_device__")?.extract()?;
+            if !crate::dlpack::is_host(kind) {
+                return Err(PyValueError::new_err(format!(
+                    "{label} is a tensor on a {} device: device arrays are made from host arrays (or are this model's DeviceArrays)",
+                    crate::dlpack::device_name(kind)
+                )));
+            }
+        }
+        numpy.getattr("from_dlpack")?.call1((array,))?
+    } else {
         return Err(PyValueError::new_err(format!(
             "{label}: expected a numpy array or a tcc.DeviceArray, got {}",
             array.get_type().name()?
         )));
-    }
+    };
     let array = numpy.getattr("ascontiguousarray")?.call1((array,))?;
     let dtype_text: String = array.getattr("dtype")?.getattr("str")?.extract()?;
     let Some(dtype) = from_numpy_dtype(&dtype_text) else {

@@ -340,3 +340,6 @@ def test_device_arrays_chain_calls_without_host_copies(fake, model):
     other = tcc.load(MODEL, backend="cuda")
     with pytest.raises(ValueError, match=r"input 'x' of @axpb is a DeviceArray of another model"):
         other.run_device(dx, function="axpb")
+    # A CUDA tensor is not uploaded through the host.
+    with pytest.raises(ValueError, match=r"the array is a tensor on a CUDA device"):
+        model.upload(FakeCudaTensor(x))
