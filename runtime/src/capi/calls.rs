@@ -208,10 +208,10 @@ fn prepare(
 }
 
 /// The function a call names (`NULL`: the model's only one).
-pub(super) fn function_of<'m>(
-    model: &'m crate::Model,
+pub(super) fn function_of(
+    model: &crate::Model,
     function: *const c_char,
-) -> CResult<&'m crate::FunctionInfo> {
+) -> CResult<&crate::FunctionInfo> {
     let function = if function.is_null() {
         match model.functions() {
             [only] => only.name.clone(),

@@ -153,6 +153,26 @@ fn inputs_of(
         .collect()
 }
 
+/// The `n` input handles at `p` (non-null unless `n` is 0).
+fn input_handles<'a>(p: *const *mut c_void, n: usize) -> CResult<&'a [*mut c_void]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    non_null(p, "inputs")?;
+    // SAFETY: non-null, `n` entries per the API.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The `n` output slots at `p` (non-null unless `n` is 0).
+fn output_slots<'a>(p: *mut *mut c_void, n: usize) -> CResult<&'a mut [*mut c_void]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    non_null(p, "outputs")?;
+    // SAFETY: non-null, `n` writable entries per the API.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
 /// Runs `function` (NULL when the model has only one) on device tensors
 /// of `session`; each output is a new device tensor of the session, of
 /// the call's shape.
@@ -166,13 +186,7 @@ pub extern "C" fn tcc_session_run_device(
     num_outputs: usize,
 ) -> TccStatus {
     guard(|| {
-        let outs: &mut [*mut c_void] = if num_outputs == 0 {
-            &mut []
-        } else {
-            non_null(outputs, "outputs")?;
-            // SAFETY: non-null, `num_outputs` writable entries per the API.
-            unsafe { std::slice::from_raw_parts_mut(outputs, num_outputs) }
-        };
+        let outs = output_slots(outputs, num_outputs)?;
         // NULL in every slot until the call has succeeded.
         outs.fill(std::ptr::null_mut());
         let session = session_of(session, false)?;
@@ -181,13 +195,7 @@ pub extern "C" fn tcc_session_run_device(
         }
         let info = function_of(&session.model.model, function)?;
         let name = info.name.clone();
-        let ins: &[*mut c_void] = if num_inputs == 0 {
-            &[]
-        } else {
-            non_null(inputs, "inputs")?;
-            // SAFETY: non-null, `num_inputs` entries per the API.
-            unsafe { std::slice::from_raw_parts(inputs, num_inputs) }
-        };
+        let ins = input_handles(inputs, num_inputs)?;
         let count = |kind: &str, expected: usize, got: usize| {
             invalid(format!(
                 "@{name} has {expected} {kind}{}, got {got}",
