@@ -1185,7 +1185,9 @@ fn calls_outside_the_declared_range_are_refused_with_the_dimension_named() {
 /// dynamic artifact: `tcc_model_input` gives `-1` for the symbolic
 /// extent; `tcc_session_run` takes any batch in range with outputs of the
 /// matching shape, and refuses an output of another batch or an input
-/// out of range with the dimension named (`tcc_last_error`).
+/// out of range with the dimension named (`tcc_last_error`); so do calls
+/// on device tensors (`tcc_session_run_device`), their outputs of the
+/// call's batch.
 #[test]
 fn the_c_api_runs_a_symbolic_batch() {
     use std::ffi::{CStr, CString, c_void};
@@ -1280,6 +1282,69 @@ fn the_c_api_runs_a_symbolic_batch() {
         "{}",
         last_error()
     );
+    // Device tensors (tcc_session_run_device): each call's output has its
+    // batch and the host call's values; a batch out of range is refused.
+    let upload = |batch: usize| {
+        let x: Vec<f32> = (0..batch * 32).map(|i| (i % 7) as f32 * 0.1).collect();
+        let x_shape = [batch as i64, 32];
+        let input = TccTensor {
+            data: x.as_ptr() as *mut c_void,
+            bytes: (x.len() * 4) as u64,
+            dtype: tcc_abi::DTYPE_F32,
+            rank: 2,
+            shape: x_shape.as_ptr(),
+        };
+        let mut dx = std::ptr::null_mut();
+        assert_eq!(
+            tcc_device_tensor_upload(session, &input, &mut dx),
+            TCC_OK,
+            "{}",
+            last_error()
+        );
+        dx
+    };
+    for batch in [2, 5] {
+        let dx = upload(batch);
+        let mut dy = std::ptr::null_mut();
+        assert_eq!(
+            tcc_session_run_device(session, std::ptr::null(), &dx, 1, &mut dy, 1),
+            TCC_OK,
+            "batch {batch}: {}",
+            last_error()
+        );
+        assert_eq!(tcc_device_tensor_info(dy, &mut info), TCC_OK);
+        // SAFETY: `rank` entries, valid while the tensor is.
+        let shape = unsafe { std::slice::from_raw_parts(info.shape, info.rank as usize) };
+        assert_eq!(shape, [batch as i64, 10]);
+        assert_eq!(info.bytes, (batch * 10 * 4) as u64);
+        let mut y = vec![0f32; batch * 10];
+        assert_eq!(
+            tcc_device_tensor_download(dy, y.as_mut_ptr() as *mut c_void, info.bytes),
+            TCC_OK,
+            "{}",
+            last_error()
+        );
+        let (status, want) = run(batch, batch);
+        assert_eq!(status, TCC_OK);
+        for (a, b) in y.iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-6, "batch {batch}: {y:?} vs {want:?}");
+        }
+        assert_eq!(tcc_device_tensor_free(dx), TCC_OK);
+        assert_eq!(tcc_device_tensor_free(dy), TCC_OK);
+    }
+    let dx = upload(65);
+    let mut dy = std::ptr::null_mut();
+    assert_eq!(
+        tcc_session_run_device(session, std::ptr::null(), &dx, 1, &mut dy, 1),
+        TCC_ERROR_INVALID_ARGUMENT
+    );
+    assert!(dy.is_null());
+    assert!(
+        last_error().contains("'batch' = 65, outside its declared range 1..64"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(tcc_device_tensor_free(dx), TCC_OK);
     assert_eq!(tcc_session_free(session), TCC_OK);
     assert_eq!(tcc_runtime_free(runtime), TCC_OK);
     assert_eq!(tcc_model_free(model), TCC_OK);

@@ -28,7 +28,9 @@
  *   serialized (a second caller waits); use one session per thread to run
  *   in parallel. Runtimes and models may be shared.
  * - A session keeps its runtime and model alive: freeing them first is
- *   allowed; they go when the last session using them does.
+ *   allowed; they go when the last session using them does. A device
+ *   tensor keeps its device memory alive, not its session: freeing the
+ *   session first is allowed too (the tensor can still be read and freed).
  *===----------------------------------------------------------------------===*/
 #ifndef TCC_RUNTIME_H
 #define TCC_RUNTIME_H
@@ -66,6 +68,7 @@ typedef struct tcc_runtime tcc_runtime; /* a device, its queue and caches */
 typedef struct tcc_model tcc_model;     /* a loaded artifact */
 typedef struct tcc_session tcc_session; /* a model built for a runtime */
 typedef struct tcc_call tcc_call;       /* a call in flight */
+typedef struct tcc_device_tensor tcc_device_tensor; /* in device memory */
 
 /* A tensor in host memory, C order. For inputs `data` is only read. */
 typedef struct tcc_tensor {
@@ -241,6 +244,55 @@ tcc_status tcc_call_done(const tcc_call *call, int *done);
 /* Waits for the call, returns its status (and sets tcc_last_error on
  * failure), and frees the handle. */
 tcc_status tcc_call_wait(tcc_call *call);
+
+/* Device tensors (ONNX Runtime's IOBinding): tensors that stay in a
+ * session's device memory between calls. A tensor uploaded once, or the
+ * outputs of one call, are the inputs of the next call without a copy to
+ * or from the host; tcc_device_tensor_download reads one back.
+ *
+ *   tcc_device_tensor *x, *h, *y;
+ *   tcc_device_tensor_upload(session, &in, &x);
+ *   tcc_session_run_device(session, "encode", &x, 1, &h, 1);
+ *   tcc_session_run_device(session, "decode", &h, 1, &y, 1);
+ *   tcc_device_tensor_download(y, out_buffer, out_bytes);
+ *   tcc_device_tensor_free(y); tcc_device_tensor_free(h);
+ *   tcc_device_tensor_free(x);
+ *
+ * A device tensor belongs to the session that made it: only that
+ * session's calls take it (TCC_ERROR_INVALID_ARGUMENT for another
+ * session's, even on the same device). Each must be freed; it keeps its
+ * device memory and device alive (not its session: the session may be
+ * freed first). OpenCL and CUDA runtimes; a Vulkan session (whose calls
+ * copy through host-visible buffers) and a placed session refuse with
+ * TCC_ERROR_INVALID_ARGUMENT. */
+
+/* A copy of a host tensor (any dtype and shape; `bytes` must be its size)
+ * in `session`'s device memory. Waits for the copy. */
+tcc_status tcc_device_tensor_upload(tcc_session *session,
+                                    const tcc_tensor *tensor,
+                                    tcc_device_tensor **out);
+/* Runs `function` (NULL when the model has only one) on device tensors of
+ * `session`: `num_inputs` and `num_outputs` must be the function's counts,
+ * each input of its dtype and shape (a symbolic dimension of a `--dim`
+ * model: any extent in its range, the inputs agreeing). outputs[i] gets a
+ * new device tensor of the session, of the shape this call gives (NULL in
+ * every slot on failure). Returns when the outputs are complete; no input
+ * or output crosses to the host. */
+tcc_status tcc_session_run_device(tcc_session *session, const char *function,
+                                  tcc_device_tensor *const *inputs,
+                                  size_t num_inputs,
+                                  tcc_device_tensor **outputs,
+                                  size_t num_outputs);
+/* Copies the tensor into `data`, `bytes` bytes (its size exactly, else
+ * TCC_ERROR_INVALID_ARGUMENT), C order. */
+tcc_status tcc_device_tensor_download(const tcc_device_tensor *tensor,
+                                      void *data, uint64_t bytes);
+/* The tensor's dtype, rank, shape and size; `name` is the function
+ * output's it came from ("" for an upload or an unnamed output). The
+ * pointers stay valid until the tensor is freed. */
+tcc_status tcc_device_tensor_info(const tcc_device_tensor *tensor,
+                                  tcc_tensor_info *info);
+tcc_status tcc_device_tensor_free(tcc_device_tensor *tensor);
 
 #ifdef __cplusplus
 }

@@ -20,9 +20,11 @@
 //!
 //! This module holds the statuses, the C types, the argument helpers and
 //! the version, device and runtime entry points; `registry` the handles,
-//! `models` the model entry points, `calls` the session and call ones.
+//! `models` the model entry points, `calls` the session and call ones,
+//! `device` the device tensors (calls whose values stay on the device).
 
 mod calls;
+mod device;
 mod models;
 mod registry;
 
@@ -34,6 +36,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::hal::AnyDevice;
 pub use calls::*;
+pub use device::*;
 pub use models::*;
 use registry::{Object, RuntimeObject, register, runtime_of};
 

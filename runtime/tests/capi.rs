@@ -377,3 +377,189 @@ fn c_api_refuses_an_abi_version_1_artifact_with_a_rebuild_message() {
     assert!(!ok, "{text}");
     assert!(text.contains("rebuild the model with this tcc"), "{text}");
 }
+
+/// Runs fixtures/capi_device.c (device tensors) built against the shared
+/// library, with `args` after the model and `env`; its output, and whether
+/// every check held.
+fn run_device_program(
+    dir: &Path,
+    so: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    flags: &[&str],
+) -> String {
+    let exe = build_example(
+        "runtime/tests/fixtures/capi_device.c",
+        dir,
+        "capi_device",
+        false,
+        flags,
+    );
+    let cache = dir.join("cache");
+    let mut cmd = Command::new(&exe);
+    cmd.arg(so)
+        .args(args)
+        .env("TCC_CACHE_DIR", &cache)
+        .env("POCL_CACHE_DIR", cache.join("pocl"))
+        .env_remove("TCC_DEVICE")
+        .env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
+        .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run capi_device");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.ends_with("0 failures\n"), "{text}");
+    assert!(!text.contains("FAIL"), "{text}");
+    text
+}
+
+#[test]
+fn the_c_api_runs_device_tensors_on_opencl() {
+    // Two calls chained on device tensors equal the host round trip; the
+    // bad input and the freed-order cases (fixtures/capi_device.c); also
+    // built with -fsanitize=address,undefined.
+    let (dir, so) = test_model(&[]);
+    let text = run_device_program(dir.path(), &so, &[], &[], &[]);
+    assert!(
+        text.contains("ok   device chain equals the host round trip"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ok   another session's tensor: TCC_ERROR_INVALID_ARGUMENT"),
+        "{text}"
+    );
+    let flags = [
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=undefined",
+        "-fno-omit-frame-pointer",
+    ];
+    let text = run_device_program(dir.path(), &so, &[], &[], &flags);
+    assert!(
+        !text.contains("AddressSanitizer") && !text.contains("runtime error:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_c_api_runs_device_tensors_on_cuda_without_host_copies() {
+    // The fake driver counts cuMemcpyHtoD/DtoH: a host call copies, the
+    // chain of two device calls copies nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, so) = fake_cuda_build(dir.path(), &[]);
+    let text = run_device_program(dir.path(), &so, &["cuda"], &[("TCC_LIBCUDA", &driver)], &[]);
+    assert!(
+        text.contains("ok   device chain equals the host round trip"),
+        "{text}"
+    );
+    assert!(
+        text.contains("host copies during a host call: 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("host copies during the device calls: 0\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_c_api_refuses_device_tensors_on_vulkan() {
+    let dir = tempfile::tempdir().unwrap();
+    let so = vulkan_model_build(dir.path());
+    let text = run_device_program(dir.path(), &so, &["vulkan"], &[], &[]);
+    assert!(
+        text.contains(
+            "ok   vulkan upload: TCC_ERROR_INVALID_ARGUMENT: device tensors are OpenCL's and CUDA's"
+        ),
+        "{text}"
+    );
+}
+
+/// Device tensors through the C entry points in this process (so that the
+/// AddressSanitizer build, `make test-asan-ci`, covers them): a chain of
+/// two calls on device tensors, then the session freed before its
+/// tensors, which still read back and free.
+#[test]
+fn device_tensors_chain_calls_and_outlive_their_session() {
+    use std::ffi::{CStr, CString, c_void};
+    use tcc_runtime::capi::*;
+    let (_dir, so) = test_model(&[]);
+    let last_error = || {
+        // SAFETY: tcc_last_error returns a NUL-terminated string.
+        unsafe { CStr::from_ptr(tcc_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let null = std::ptr::null_mut::<c_void>;
+    let file = CString::new(so.display().to_string()).unwrap();
+    let (mut model, mut runtime, mut session) = (null(), null(), null());
+    assert_eq!(tcc_model_load_file(file.as_ptr(), &mut model), TCC_OK);
+    assert_eq!(
+        tcc_runtime_create(std::ptr::null(), &mut runtime),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    assert_eq!(
+        tcc_session_create(runtime, model, &mut session),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    let x = ramp(1000);
+    let shape = [1000i64];
+    let input = TccTensor {
+        data: x.as_ptr() as *mut c_void,
+        bytes: 4000,
+        dtype: tcc_abi::DTYPE_F32,
+        rank: 1,
+        shape: shape.as_ptr(),
+    };
+    let mut dx = null();
+    assert_eq!(tcc_device_tensor_upload(session, &input, &mut dx), TCC_OK);
+    let (mut dh, mut dy) = (null(), null());
+    let axpb = c"axpb".as_ptr();
+    assert_eq!(
+        tcc_session_run_device(session, axpb, &dx, 1, &mut dh, 1),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    assert_eq!(
+        tcc_session_run_device(session, axpb, &dh, 1, &mut dy, 1),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    assert_eq!(tcc_session_free(session), TCC_OK);
+    assert_eq!(tcc_model_free(model), TCC_OK);
+    assert_eq!(tcc_runtime_free(runtime), TCC_OK);
+    let mut y = vec![0f32; 1000];
+    assert_eq!(
+        tcc_device_tensor_download(dy, y.as_mut_ptr() as *mut c_void, 4000),
+        TCC_OK,
+        "{}",
+        last_error()
+    );
+    let twice = axpb_expected(&axpb_expected(&x));
+    assert_eq!(y, twice);
+    let mut small = [0f32; 10];
+    assert_eq!(
+        tcc_device_tensor_download(dh, small.as_mut_ptr() as *mut c_void, 40),
+        TCC_ERROR_INVALID_ARGUMENT
+    );
+    assert!(
+        last_error().contains("is 4000 bytes, but the buffer is 40 bytes"),
+        "{}",
+        last_error()
+    );
+    for t in [dx, dh, dy] {
+        assert_eq!(tcc_device_tensor_free(t), TCC_OK);
+    }
+    assert_eq!(tcc_device_tensor_free(dy), TCC_ERROR_INVALID_HANDLE);
+}

@@ -21,7 +21,12 @@
 //! runtime's CUDA-driver backend; such a model takes CUDA tensors (torch,
 //! CuPy: any DLPack producer on kDLCUDA) without a copy and returns its
 //! outputs as [`dlpack::CudaArray`]s, DLPack producers on the GPU.
+//!
+//! Arrays can stay on the device between calls (onnxruntime's IOBinding):
+//! `model.upload(x)` gives a [`device::DeviceArray`], and
+//! `model.run_device(...)` takes and returns them (see `device`).
 
+mod device;
 mod dlpack;
 mod placed;
 
@@ -347,7 +352,8 @@ impl Model {
     /// input in order (`m.run(x, y)`), or by name as a dict (`m.run({"x":
     /// x})`) or as keyword arguments (`m.run(x=x)`). Returns the outputs as
     /// a list of numpy arrays; on the CUDA backend, when an input is a CUDA
-    /// tensor (DLPack), as `CudaArray`s on the GPU. A missing, extra or unknown input, a wrong
+    /// tensor (DLPack), as `CudaArray`s on the GPU. Inputs may be
+    /// `DeviceArray`s of this model (`upload`, `run_device`). A missing, extra or unknown input, a wrong
     /// dtype or shape raise `ValueError` naming the input, what it expects
     /// and what it got.
     #[pyo3(signature = (*arrays, function=None, **named))]
@@ -360,6 +366,34 @@ impl Model {
     ) -> PyResult<Bound<'py, PyList>> {
         let (_, results) = self.call(py, arrays, function, named)?;
         PyList::new(py, results)
+    }
+
+    /// Copies a numpy array (any dtype and shape) into the model's device
+    /// memory, as a `DeviceArray` for `run_device` (and `run`).
+    fn upload(&self, py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<device::DeviceArray> {
+        device::upload(py, &self.get()?, &self.device, array)
+    }
+
+    /// As `run`, with the outputs left in device memory: a list of
+    /// `DeviceArray`s, of this call's shapes, to be the inputs of later
+    /// calls without a copy to or from the host. Inputs are this model's
+    /// `DeviceArray`s (another model's raise ValueError) or numpy arrays,
+    /// uploaded first. OpenCL and CUDA models (a Vulkan one raises
+    /// ValueError).
+    #[pyo3(signature = (*arrays, function=None, **named))]
+    fn run_device(
+        &self,
+        py: Python<'_>,
+        arrays: &Bound<'_, PyTuple>,
+        function: Option<String>,
+        named: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Vec<device::DeviceArray>> {
+        let loaded = self.get()?;
+        let name = tcc_runtime::cli::resolve_function(&loaded.model, function.as_deref())
+            .map_err(error)?;
+        let info = loaded.model.function(&name).map_err(error)?.clone();
+        let arrays = Self::ordered_inputs(&info, arrays, named)?;
+        device::run(py, &loaded, &self.device, &info, &arrays)
     }
 
     /// As `run`, returning a dict of the outputs by name (`output0`,
@@ -505,6 +539,11 @@ impl Model {
             .map_err(error)?;
         let info = loaded.model.function(&name).map_err(error)?.clone();
         let arrays = Self::ordered_inputs(&info, arrays, named)?;
+        // Device arrays: the call on the device, its outputs copied back.
+        if arrays.iter().any(device::is_device_array) {
+            let outputs = device::run(py, &loaded, &self.device, &info, &arrays)?;
+            return Ok((info, device::to_host(py, outputs)?));
+        }
         let numpy = PyModule::import(py, "numpy")?;
         let cuda_ordinal = match &loaded.engine {
             Engine::Cuda { runtime, .. } => Some(runtime.device().ordinal),
@@ -835,6 +874,7 @@ fn _tcc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Function>()?;
     m.add_class::<Tensor>()?;
     m.add_class::<dlpack::CudaArray>()?;
+    m.add_class::<device::DeviceArray>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(load_bytes, m)?)?;

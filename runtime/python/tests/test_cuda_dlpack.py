@@ -318,3 +318,28 @@ def test_functions_placed_on_two_devices_run_a_pipeline(fake):
             m.run_pipeline(["axpb"], x[:10])
     finally:
         del os.environ["FAKE_CUDA_DEVICES"]
+
+
+def test_device_arrays_chain_calls_without_host_copies(fake, model):
+    # model.upload / model.run_device on the CUDA backend: the chain of two
+    # calls copies nothing to or from the host (the fake driver counts
+    # cuMemcpyHtoD and cuMemcpyDtoH), and equals the host round trip.
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    (h,) = model.run(x, function="axpb")
+    (want,) = model.run(h, function="axpb")
+    dx = model.upload(x)
+    assert isinstance(dx, tcc.DeviceArray) and dx.shape == (1000,)
+    before = copies(fake)
+    (dh,) = model.run_device(dx, function="axpb")
+    (dy,) = model.run_device(dh, function="axpb")
+    assert copies(fake) == before
+    assert isinstance(dy, tcc.DeviceArray)
+    np.testing.assert_array_equal(dy.numpy(), want)
+    assert copies(fake) == (before[0], before[1] + 1)
+    np.testing.assert_array_equal(dh.numpy(), h)
+    other = tcc.load(MODEL, backend="cuda")
+    with pytest.raises(ValueError, match=r"input 'x' of @axpb is a DeviceArray of another model"):
+        other.run_device(dx, function="axpb")
+    # A CUDA tensor is not uploaded through the host.
+    with pytest.raises(ValueError, match=r"the array is a tensor on a CUDA device"):
+        model.upload(FakeCudaTensor(x))

@@ -92,6 +92,11 @@ def test_vulkan_artifacts_run_through_the_runtime_core(mlp):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match=r"input 0 of @mlp: expected shape \[1, 4, 16\]"):
         vk.run(np.zeros((1, 4, 8), np.float32))
+    # Its calls keep nothing in device memory: no device arrays.
+    with pytest.raises(ValueError, match=r"device arrays are OpenCL's and CUDA's: a Vulkan model's"):
+        vk.upload(x)
+    with pytest.raises(ValueError, match=r"device arrays are OpenCL's and CUDA's"):
+        vk.run_device(x)
 
 
 def test_the_same_model_from_a_file_and_from_bytes_agree(tmp_path):
@@ -284,3 +289,96 @@ def test_a_model_closed_without_a_call_writes_its_program_cache_entry(tmp_path):
         env=env, check=True, capture_output=True, text=True, timeout=300,
     )
     assert out.stdout.strip() == "1", out
+
+
+DOUBLE = (
+    "func.func @double(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {\n"
+    "  %0 = tosa.add %x, %x : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>\n"
+    "  return %0 : tensor<?x4xf32>\n"
+    "}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def doubling(tmp_path_factory):
+    # y = 2x on a symbolic batch (--dim batch=1..8).
+    source = tmp_path_factory.mktemp("double") / "double.mlir"
+    source.write_text(DOUBLE)
+    return tcc.compile(str(source), target="generic", args=["--dim", "batch=1..8"])
+
+
+def test_device_arrays_chain_calls_and_agree_with_the_host_round_trip(doubling):
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    # The host round trip: the first call's output back to numpy and in.
+    (h,) = doubling.run(x)
+    (want,) = doubling.run(h)
+    np.testing.assert_array_equal(want, 4 * x)
+    # On the device: the first call's output is the second call's input.
+    dx = doubling.upload(x)
+    assert isinstance(dx, tcc.DeviceArray)
+    assert dx.shape == (3, 4) and dx.dtype == "<f4" and dx.nbytes == 48
+    assert dx.device == doubling.device
+    assert repr(dx) == f"DeviceArray(3x4xf32 on {doubling.device})"
+    (dh,) = doubling.run_device(dx)
+    (dy,) = doubling.run_device(dh, function="double")
+    assert isinstance(dy, tcc.DeviceArray) and dy.shape == (3, 4)
+    np.testing.assert_array_equal(dy.numpy(), want)
+    np.testing.assert_array_equal(np.asarray(dh), h)
+    # run takes device arrays and returns numpy; run_device takes numpy
+    # (uploaded); each call's outputs have its batch.
+    (y,) = doubling.run(dh)
+    assert isinstance(y, np.ndarray)
+    np.testing.assert_array_equal(y, want)
+    (d5,) = doubling.run_device(np.ones((5, 4), np.float32))
+    assert d5.shape == (5, 4)
+    np.testing.assert_array_equal(d5.numpy(), np.full((5, 4), 2, np.float32))
+    # Other dtypes upload as they are.
+    di = doubling.upload(np.arange(6, dtype=np.int64).reshape(2, 3))
+    assert di.dtype == "<i8" and di.shape == (2, 3)
+    np.testing.assert_array_equal(di.numpy(), np.arange(6).reshape(2, 3))
+
+
+def test_device_arrays_of_another_model_or_of_the_wrong_type_raise(doubling, mlp, tmp_path):
+    dx = doubling.upload(np.zeros((3, 4), np.float32))
+    # Another model, even of the same artifact on the same device.
+    source = tmp_path / "double.mlir"
+    source.write_text(DOUBLE)
+    twin = tcc.compile(str(source), target="generic", args=["--dim", "batch=1..8"])
+    with pytest.raises(ValueError, match=r"input 0 of @double is a DeviceArray of another model"):
+        twin.run_device(dx)
+    with pytest.raises(ValueError, match=r"input 0 of @double is a DeviceArray of another model"):
+        twin.run(dx)
+    with pytest.raises(ValueError, match=r"input 0 of @mlp is a DeviceArray of another model"):
+        mlp.run_device(dx)
+    (mine,) = twin.run_device(twin.upload(np.ones((2, 4), np.float32)))
+    np.testing.assert_array_equal(mine.numpy(), np.full((2, 4), 2, np.float32))
+    with pytest.raises(ValueError, match=r"input 0 of @double expects batchx4xf32, got 3x4xi32"):
+        doubling.run_device(doubling.upload(np.zeros((3, 4), np.int32)))
+    with pytest.raises(ValueError, match=r"input 0 of @double expects shape batchx4, got 3x5 \(dimension 1 is 4, not 5\)"):
+        doubling.run_device(doubling.upload(np.zeros((3, 5), np.float32)))
+    with pytest.raises(ValueError, match=r"input 0 of @double expects 2 dimensions \(batchx4\), got 1"):
+        doubling.run_device(np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match=r"'batch' = 9, outside its declared range 1\.\.8"):
+        doubling.run_device(doubling.upload(np.zeros((9, 4), np.float32)))
+    with pytest.raises(ValueError, match=r"@double takes 1 input\(s\)"):
+        doubling.run_device(dx, dx)
+    with pytest.raises(ValueError, match="is a tcc.DeviceArray already"):
+        doubling.upload(dx)
+    with pytest.raises(ValueError, match="expected a numpy array or a tcc.DeviceArray, got int"):
+        doubling.upload(3)
+    with pytest.raises(ValueError, match="copy=False refused"):
+        dx.__array__(copy=False)
+
+
+def test_device_arrays_outlive_their_closed_model(tmp_path):
+    source = tmp_path / "double.mlir"
+    source.write_text(DOUBLE)
+    model = tcc.compile(str(source), target="generic", args=["--dim", "batch=1..8"])
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    (dy,) = model.run_device(model.upload(x))
+    model.close()
+    np.testing.assert_array_equal(dy.numpy(), 2 * x)
+    with pytest.raises(ValueError, match="the model is closed"):
+        model.upload(x)
+    with pytest.raises(ValueError, match="the model is closed"):
+        model.run_device(dy)

@@ -123,7 +123,7 @@ struct PreparedCall {
     outputs: Vec<OutputSlot>,
 }
 
-fn describe_tensor(t: &TccTensor, what: &str) -> CResult<(DType, Vec<usize>)> {
+pub(super) fn describe_tensor(t: &TccTensor, what: &str) -> CResult<(DType, Vec<usize>)> {
     let dtype = DType::from_abi(t.dtype)
         .ok_or_else(|| invalid(format!("{what}: unknown dtype code {}", t.dtype)))?;
     if t.rank > 64 {
@@ -174,24 +174,7 @@ fn prepare(
 ) -> CResult<PreparedCall> {
     let session = session_of(session, false)?;
     let model = &session.model.model;
-    let function = if function.is_null() {
-        match model.functions() {
-            [only] => only.name.clone(),
-            all => {
-                return Err(invalid(format!(
-                    "the model has {} functions: name one ({})",
-                    all.len(),
-                    all.iter()
-                        .map(|f| format!("@{}", f.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        }
-    } else {
-        c_str(function, "function")?
-    };
-    let info = model.function(&function)?;
+    let info = function_of(model, function)?;
     let name = &info.name;
     let ins = tensors(inputs, num_inputs, "input")?;
     let outs = tensors(outputs, num_outputs, "output")?;
@@ -222,6 +205,31 @@ fn prepare(
         function: name.clone(),
         session,
     })
+}
+
+/// The function a call names (`NULL`: the model's only one).
+pub(super) fn function_of(
+    model: &crate::Model,
+    function: *const c_char,
+) -> CResult<&crate::FunctionInfo> {
+    let function = if function.is_null() {
+        match model.functions() {
+            [only] => only.name.clone(),
+            all => {
+                return Err(invalid(format!(
+                    "the model has {} functions: name one ({})",
+                    all.len(),
+                    all.iter()
+                        .map(|f| format!("@{}", f.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    } else {
+        c_str(function, "function")?
+    };
+    Ok(model.function(&function)?)
 }
 
 /// Checks a C tensor against the signature's `desc`, whose shape is

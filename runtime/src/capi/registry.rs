@@ -1,5 +1,5 @@
 //! The C API's handle registry: every object C holds (runtime, model,
-//! session, call) lives here under a never-reused 64-bit id, which C sees
+//! session, call, device tensor) lives here under a never-reused 64-bit id, which C sees
 //! as an opaque pointer; a handle is looked up, never dereferenced.
 
 use std::collections::HashMap;
@@ -60,6 +60,23 @@ impl SessionObject {
     }
 }
 
+/// A tensor in a session's device memory (`tcc_device_tensor`): an
+/// OpenCL buffer or a CUDA allocation. It keeps its device memory (and
+/// the device's runtime) alive, not the session: freeing the session
+/// first is allowed, and the tensor can still be read and freed.
+pub(super) struct DeviceTensorObject {
+    /// Shared with a call that reads it (a CUDA call runs on a lane's
+    /// thread).
+    pub(super) value: Arc<crate::hal::Value>,
+    /// The session that made it; only its calls take it (the `Weak` keeps
+    /// the address from being reused by a later session).
+    pub(super) owner: std::sync::Weak<SessionObject>,
+    pub(super) name: CString,
+    pub(super) dtype: u32,
+    pub(super) shape: Vec<i64>,
+    pub(super) bytes: u64,
+}
+
 pub(super) struct CallObject {
     /// `None` once waited.
     pub(super) call: Mutex<Option<super::calls::PendingCall>>,
@@ -71,6 +88,7 @@ pub(super) enum Object {
     Model(Arc<ModelObject>),
     Session(Arc<SessionObject>),
     Call(Arc<CallObject>),
+    DeviceTensor(Arc<DeviceTensorObject>),
 }
 
 impl Object {
@@ -80,6 +98,7 @@ impl Object {
             Object::Model(_) => "model",
             Object::Session(_) => "session",
             Object::Call(_) => "call",
+            Object::DeviceTensor(_) => "device tensor",
         }
     }
 }
@@ -144,3 +163,9 @@ getter!(runtime_of, Runtime, RuntimeObject, "runtime");
 getter!(model_of, Model, ModelObject, "model");
 getter!(session_of, Session, SessionObject, "session");
 getter!(call_of, Call, CallObject, "call");
+getter!(
+    device_tensor_of,
+    DeviceTensor,
+    DeviceTensorObject,
+    "device tensor"
+);

@@ -51,17 +51,22 @@ const MAX_SPARES: usize = 16;
 /// memory a split call reuses for its next parts.
 type Done = (Result<Vec<HostTensor>>, Vec<HostTensor>);
 
+/// Work run on a lane's session itself ([`Lanes::with_session`]).
+type SessionJob<S> = Box<dyn FnOnce(&mut S) + Send>;
+
 /// What a worker is asked to do.
-enum Request {
+enum Request<S> {
     Call(Job),
+    /// Anything else on the session (a call on device tensors).
+    With(SessionJob<S>),
     /// Outputs of earlier calls to write later outputs into.
     Recycle(Vec<HostTensor>),
     /// The lane's kernel profile (and reset it, when `true`).
     Profile(bool, mpsc::SyncSender<Result<Vec<KernelProfile>>>),
 }
 
-struct Lane {
-    requests: Option<mpsc::Sender<Request>>,
+struct Lane<S> {
+    requests: Option<mpsc::Sender<Request<S>>>,
     /// Calls queued on this lane and not yet finished.
     queued: Arc<AtomicUsize>,
     worker: Option<JoinHandle<()>>,
@@ -72,7 +77,7 @@ struct Lane {
 pub struct Lanes<D: Device> {
     device: D,
     model: Model,
-    lanes: Vec<Lane>,
+    lanes: Vec<Lane<D::Session>>,
     /// Where the choice of lane starts looking next.
     next: usize,
     /// Staging memory of finished staged calls.
@@ -315,6 +320,39 @@ impl<D: Device> Lanes<D> {
         self.submit_staged(function, inputs)?.wait()
     }
 
+    /// Runs `job` on the session of the least busy lane, after the calls
+    /// queued there, and returns what it returns (for what the lanes'
+    /// calls on host tensors do not cover: a CUDA session's calls on
+    /// device tensors). Blocks until it has run.
+    pub fn with_session<R: Send + 'static>(
+        &mut self,
+        job: impl FnOnce(&mut D::Session) -> R + Send + 'static,
+    ) -> Result<R> {
+        let lanes = &self.lanes;
+        let best = super::shared::least_busy(&mut self.next, lanes.len(), |i| {
+            lanes[i].queued.load(Ordering::SeqCst)
+        });
+        let (reply, receive) = mpsc::sync_channel(1);
+        let request = Request::With(Box::new(move |session: &mut D::Session| {
+            // The caller may have stopped waiting.
+            let _ = reply.send(job(session));
+        }));
+        let sent = self.lanes[best]
+            .requests
+            .as_ref()
+            .is_some_and(|r| r.send(request).is_ok());
+        let stopped = || {
+            Error::Unsupported(format!(
+                "on device {}: lane {best} stopped (its thread panicked)",
+                self.device.summary()
+            ))
+        };
+        if !sent {
+            return Err(stopped());
+        }
+        receive.recv().map_err(|_| stopped())
+    }
+
     /// Sets of staged inputs kept for later staged calls.
     pub fn spare_inputs(&self) -> usize {
         self.spares
@@ -365,8 +403,8 @@ impl<D: Device> Drop for Lanes<D> {
 }
 
 /// Starts lane `index`'s worker, which owns `session`.
-fn spawn<S: DriverSession>(mut session: S, index: usize) -> Result<Lane> {
-    let (requests, receive) = mpsc::channel::<Request>();
+fn spawn<S: DriverSession>(mut session: S, index: usize) -> Result<Lane<S>> {
+    let (requests, receive) = mpsc::channel::<Request<S>>();
     let queued = Arc::new(AtomicUsize::new(0));
     let counter = queued.clone();
     let worker = std::thread::Builder::new()
@@ -393,6 +431,7 @@ fn spawn<S: DriverSession>(mut session: S, index: usize) -> Result<Lane> {
                         // The caller may have dropped its handle.
                         let _ = job.reply.send((result, inputs));
                     }
+                    Request::With(job) => job(&mut session),
                     Request::Recycle(outputs) => session.recycle(outputs),
                     Request::Profile(reset, reply) => {
                         let profile = session.kernel_profile();

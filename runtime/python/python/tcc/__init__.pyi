@@ -1,7 +1,8 @@
 """Type stubs of the tcc package (the native tcc._tcc,
 runtime/python/src/lib.rs): compile a model with the tcc compiler, load an
 artifact, run its functions on numpy arrays (or any DLPack producer), and
-on the CUDA backend on CUDA tensors without a copy."""
+on the CUDA backend on CUDA tensors without a copy; keep arrays in device
+memory between calls (DeviceArray)."""
 
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
@@ -67,6 +68,30 @@ class CudaArray:
         ...
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> npt.NDArray[Any]: ...
 
+class DeviceArray:
+    """An array in a model's device memory (onnxruntime's OrtValue with
+    IOBinding): `Model.upload` and `Model.run_device` make them, and that
+    model's `run_device` and `run` take them without a host copy. Another
+    model's calls refuse it (ValueError). It keeps its device memory alive
+    (after the model's `close()` too). OpenCL and CUDA models."""
+
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def dtype(self) -> str:
+        """The numpy dtype string ("<f4")."""
+        ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def device(self) -> str:
+        """The model's device."""
+        ...
+    def numpy(self) -> npt.NDArray[Any]:
+        """A copy on the host."""
+        ...
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> npt.NDArray[Any]: ...
+
 class Model:
     """A model loaded on a device."""
 
@@ -85,7 +110,8 @@ class Model:
         (`m.run(x, y)`), by name as a dict (`m.run({"x": x})`) or as keyword
         arguments (`m.run(x=x)`). numpy arrays or DLPack producers. On the
         CUDA backend, CUDA tensors (torch.cuda, CuPy, CudaArray) are read in
-        place and the outputs are CudaArrays; otherwise numpy arrays. Raises
+        place and the outputs are CudaArrays; otherwise numpy arrays. This
+        model's DeviceArrays are taken too (numpy outputs). Raises
         ValueError naming the input, expected and got, for a missing, extra
         or unknown name, a wrong dtype (with the `.astype` to use) or shape,
         a non-contiguous CUDA tensor, one on another device, or a CUDA
@@ -95,6 +121,19 @@ class Model:
         self, *arrays: Any, function: Optional[str] = None, **named: Any
     ) -> Dict[str, Union[npt.NDArray[Any], CudaArray]]:
         """As `run`, the outputs as a dict by name (`output0`, ... when unnamed)."""
+        ...
+    def upload(self, array: npt.NDArray[Any]) -> DeviceArray:
+        """A copy of a numpy array (any dtype and shape) in the model's device
+        memory. ValueError on a Vulkan model or a closed one."""
+        ...
+    def run_device(
+        self, *arrays: Any, function: Optional[str] = None, **named: Any
+    ) -> List[DeviceArray]:
+        """As `run` on this model's DeviceArrays (numpy arrays are uploaded
+        first), the outputs left in device memory as DeviceArrays of the
+        call's shapes: a chain of calls with no host copy between them.
+        ValueError for another model's DeviceArray, a wrong dtype or shape,
+        a Vulkan model, a closed model."""
         ...
     def close(self) -> None: ...
 
