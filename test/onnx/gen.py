@@ -1915,6 +1915,25 @@ def legacy_opset_cases():
             f.write(numpy_helper.from_array(value).SerializeToString())
 
 
+def integer_pool_cases():
+    """MaxPool on integer tensors (int8 and uint8 since opset 12): padded
+    windows over negative int8 values (the padding must never win), a
+    dilated uint8 pool with ceil_mode (the linalg form). Its own random
+    generator (`python3 test/onnx/gen.py integer_pools`)."""
+    g = np.random.default_rng(43)
+    x8 = g.integers(-128, 0, size=(1, 2, 5, 5)).astype(np.int8)
+    xu = g.integers(0, 256, size=(1, 3, 6, 6)).astype(np.uint8)
+    nodes = [
+        helper.make_node("MaxPool", ["x8"], ["y8"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("MaxPool", ["xu"], ["yu"], kernel_shape=[2, 2], dilations=[2, 2], ceil_mode=1,
+                         strides=[2, 2]),
+    ]
+    save_case("integer_max_pools", nodes,
+              [vi("x8", TensorProto.INT8, [1, 2, 5, 5]), vi("xu", TensorProto.UINT8, [1, 3, 6, 6])],
+              [vi("y8", TensorProto.INT8, [1, 2, 3, 3]), vi("yu", TensorProto.UINT8, [1, 3, 3, 3])],
+              [x8, xu], opset=12)
+
+
 def grouped_conv_cases():
     """Grouped convolutions (1 < group < channels), which tcc runs as one
     kernel each (`tcc-merge-grouped-convs`): 1x1 with bias and ReLU, 3x3
@@ -1997,6 +2016,9 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["legacy"]:
         legacy_opset_cases()
         sys.exit(0)
+    if sys.argv[1:] == ["integer_pools"]:
+        integer_pool_cases()
+        sys.exit(0)
     cases()
     quantized_cases()
     bad_models()
@@ -2022,3 +2044,4 @@ if __name__ == "__main__":
     runtime_param_cases()
     grouped_conv_cases()
     legacy_opset_cases()
+    integer_pool_cases()

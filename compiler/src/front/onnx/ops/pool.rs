@@ -260,7 +260,11 @@ pub fn pool(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         Kind::Average
     };
     let input = node.input(0)?;
-    require_float(input, &format!("{}'s input", node.op()))?;
+    // MaxPool takes integer tensors too (int8 and uint8 since opset 12:
+    // the window's largest element); AveragePool only floats.
+    if kind == Kind::Average || !input.dtype().is_int() {
+        require_float(input, &format!("{}'s input", node.op()))?;
+    }
     let x = imp.val(input)?;
     let count_include_pad = node.int("count_include_pad", 0)? != 0;
     let (y, windows) = pool_windows(imp, node, &x, kind, count_include_pad)?;
@@ -310,7 +314,10 @@ fn pool_windows(
         count_include_pad,
     };
     let cropped = crop(imp, x, &windows);
+    // TOSA's pools take float and narrow integer tensors; the importer's
+    // integers are wider (uint8 widens to int64), which linalg's pools take.
     let y = if n <= 2
+        && x.dtype().is_float()
         && dilations.iter().all(|&d| d == 1)
         && windows
             .iter()
@@ -499,10 +506,15 @@ fn linalg_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
     let rank = x.rank();
     let mut pads = vec![(0, 0), (0, 0)];
     pads.extend(pooling.windows.iter().map(|w| (w.pad_begin, w.pad_end)));
-    let fill = if pooling.kind == Kind::Max {
-        f64::NEG_INFINITY
-    } else {
-        0.0
+    // A maximum's padding and start: -inf, or an integer type's least
+    // value (the widened unsigned types' values are never negative).
+    let fill = match (pooling.kind, x.dtype()) {
+        (Kind::Max, DType::I8) => i8::MIN as f64,
+        (Kind::Max, DType::I16) => i16::MIN as f64,
+        (Kind::Max, DType::I32) => i32::MIN as f64,
+        (Kind::Max, dtype) if dtype.is_int() => i64::MIN as f64,
+        (Kind::Max, _) => f64::NEG_INFINITY,
+        _ => 0.0,
     };
     let padded = imp.e.pad(&x, &pads, fill);
     let cl = imp.e.transpose(&padded, &to_channels_last(rank));
