@@ -1917,8 +1917,10 @@ def legacy_opset_cases():
 
 def integer_pool_cases():
     """MaxPool on integer tensors (int8 and uint8 since opset 12): padded
-    windows over negative int8 values (the padding must never win), a
-    dilated uint8 pool with ceil_mode (the linalg form). Its own random
+    windows over negative int8 values (the padding must never win), with
+    and without the Indices output, a dilated uint8 pool with ceil_mode
+    (the linalg form); numpy references (onnx's reference evaluator pads
+    integers with NaN). Its own random
     generator (`python3 test/onnx/gen.py integer_pools`)."""
     g = np.random.default_rng(43)
     x8 = g.integers(-128, 0, size=(1, 2, 5, 5)).astype(np.int8)
@@ -1927,11 +1929,41 @@ def integer_pool_cases():
         helper.make_node("MaxPool", ["x8"], ["y8"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("MaxPool", ["xu"], ["yu"], kernel_shape=[2, 2], dilations=[2, 2], ceil_mode=1,
                          strides=[2, 2]),
+        helper.make_node("MaxPool", ["x8"], ["y8i", "where"], kernel_shape=[2, 2], pads=[1, 1, 0, 0]),
     ]
+    def pool(x, kernel, pads=(0, 0, 0, 0), strides=(1, 1), dilations=(1, 1), ceil=False):
+        """2-D MaxPool and its Indices (the first maximum in window order,
+        indices into the flattened NCHW input)."""
+        n, c, h, w = x.shape
+        extent = [(kernel[i] - 1) * dilations[i] + 1 for i in range(2)]
+        size = [h, w]
+        out = []
+        for i in range(2):
+            span = size[i] + pads[i] + pads[i + 2] - extent[i]
+            out.append((-(-span // strides[i]) if ceil else span // strides[i]) + 1)
+        y = np.zeros((n, c, out[0], out[1]), dtype=x.dtype)
+        where = np.zeros((n, c, out[0], out[1]), dtype=np.int64)
+        for b, ch, oy, ox in np.ndindex(n, c, out[0], out[1]):
+            best = None
+            for ky, kx in np.ndindex(kernel[0], kernel[1]):
+                iy = oy * strides[0] - pads[0] + ky * dilations[0]
+                ix = ox * strides[1] - pads[1] + kx * dilations[1]
+                if 0 <= iy < h and 0 <= ix < w and (best is None or x[b, ch, iy, ix] > best[0]):
+                    best = (x[b, ch, iy, ix], ((b * c + ch) * h + iy) * w + ix)
+            y[b, ch, oy, ox], where[b, ch, oy, ox] = best
+        return y, where
+
+    def expected(x8, xu):
+        y8, _ = pool(x8, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2))
+        yu, _ = pool(xu, (2, 2), strides=(2, 2), dilations=(2, 2), ceil=True)
+        y8i, where = pool(x8, (2, 2), pads=(1, 1, 0, 0))
+        return {0: y8, 1: yu, 2: y8i, 3: where}
+
     save_case("integer_max_pools", nodes,
               [vi("x8", TensorProto.INT8, [1, 2, 5, 5]), vi("xu", TensorProto.UINT8, [1, 3, 6, 6])],
-              [vi("y8", TensorProto.INT8, [1, 2, 3, 3]), vi("yu", TensorProto.UINT8, [1, 3, 3, 3])],
-              [x8, xu], opset=12)
+              [vi("y8", TensorProto.INT8, [1, 2, 3, 3]), vi("yu", TensorProto.UINT8, [1, 3, 3, 3]),
+               vi("y8i", TensorProto.INT8, [1, 2, 5, 5]), vi("where", TensorProto.INT64, [1, 2, 5, 5])],
+              [x8, xu], opset=12, expected=expected, evaluate=False)
 
 
 def grouped_conv_cases():

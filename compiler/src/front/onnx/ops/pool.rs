@@ -508,12 +508,8 @@ fn linalg_pool(imp: &mut Importer, x: Val, pooling: Pooling) -> Result<Val> {
     pads.extend(pooling.windows.iter().map(|w| (w.pad_begin, w.pad_end)));
     // A maximum's padding and start: -inf, or an integer type's least
     // value (the widened unsigned types' values are never negative).
-    let fill = match (pooling.kind, x.dtype()) {
-        (Kind::Max, DType::I8) => i8::MIN as f64,
-        (Kind::Max, DType::I16) => i16::MIN as f64,
-        (Kind::Max, DType::I32) => i32::MIN as f64,
-        (Kind::Max, dtype) if dtype.is_int() => i64::MIN as f64,
-        (Kind::Max, _) => f64::NEG_INFINITY,
+    let fill = match pooling.kind {
+        Kind::Max => super::spatial::lowest(x.dtype()),
         _ => 0.0,
     };
     let padded = imp.e.pad(&x, &pads, fill);

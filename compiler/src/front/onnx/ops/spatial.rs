@@ -31,6 +31,19 @@ fn for_each_index(shape: &[i64], f: &mut dyn FnMut(&[i64])) {
 /// maximum. Every window tap is gathered with constant indices (padding
 /// points at an appended -inf row), `tosa.argmax` picks the tap, and a
 /// second gather maps (output, tap) to the input index.
+/// What a maximum starts from and pads with: -inf, or an integer type's
+/// least value (MaxPool of int8/uint8; tcc widens unsigned types, whose
+/// values are then never negative).
+pub fn lowest(dtype: DType) -> f64 {
+    match dtype {
+        DType::I8 => i8::MIN as f64,
+        DType::I16 => i16::MIN as f64,
+        DType::I32 => i32::MIN as f64,
+        dtype if dtype.is_int() => i64::MIN as f64,
+        _ => f64::NEG_INFINITY,
+    }
+}
+
 pub fn max_pool_indices(
     imp: &mut Importer,
     node: &Node,
@@ -92,7 +105,7 @@ pub fn max_pool_indices(
     let flat = imp.e.reshape(x, &[nc, s]);
     let t = imp.e.transpose(&flat, &[1, 0]);
     let rows = imp.e.reshape(&t, &[1, s, nc]);
-    let ninf = imp.e.splat(x.dtype(), vec![1, 1, nc], f64::NEG_INFINITY);
+    let ninf = imp.e.splat(x.dtype(), vec![1, 1, nc], lowest(x.dtype()));
     let values = imp.e.concat(&[rows, ninf], 1);
     let idx = imp.e.constant(
         &Const::from_i64(DType::I32, vec![1, o * k], &gather_index),
