@@ -1236,25 +1236,25 @@ fn the_c_api_runs_a_symbolic_batch() {
         "{}",
         last_error()
     );
+    // A C view of f32 values of `shape` (both outlive it).
+    fn f32_tensor(values: &mut [f32], shape: &[i64]) -> TccTensor {
+        TccTensor {
+            data: values.as_mut_ptr() as *mut c_void,
+            bytes: (values.len() * 4) as u64,
+            dtype: tcc_abi::DTYPE_F32,
+            rank: shape.len() as u32,
+            shape: shape.as_ptr(),
+        }
+    }
+    let inputs_of =
+        |batch: usize| -> Vec<f32> { (0..batch * 32).map(|i| (i % 7) as f32 * 0.1).collect() };
     let run = |batch: usize, out_batch: usize| -> (TccStatus, Vec<f32>) {
-        let x: Vec<f32> = (0..batch * 32).map(|i| (i % 7) as f32 * 0.1).collect();
+        let mut x = inputs_of(batch);
         let mut y = vec![0f32; out_batch * 10];
         let x_shape = [batch as i64, 32];
         let y_shape = [out_batch as i64, 10];
-        let input = TccTensor {
-            data: x.as_ptr() as *mut c_void,
-            bytes: (x.len() * 4) as u64,
-            dtype: tcc_abi::DTYPE_F32,
-            rank: 2,
-            shape: x_shape.as_ptr(),
-        };
-        let output = TccTensor {
-            data: y.as_mut_ptr() as *mut c_void,
-            bytes: (y.len() * 4) as u64,
-            dtype: tcc_abi::DTYPE_F32,
-            rank: 2,
-            shape: y_shape.as_ptr(),
-        };
+        let input = f32_tensor(&mut x, &x_shape);
+        let output = f32_tensor(&mut y, &y_shape);
         let status = tcc_session_run(session, std::ptr::null(), &input, 1, &output, 1);
         (status, y)
     };
@@ -1285,15 +1285,9 @@ fn the_c_api_runs_a_symbolic_batch() {
     // Device tensors (tcc_session_run_device): each call's output has its
     // batch and the host call's values; a batch out of range is refused.
     let upload = |batch: usize| {
-        let x: Vec<f32> = (0..batch * 32).map(|i| (i % 7) as f32 * 0.1).collect();
+        let mut x = inputs_of(batch);
         let x_shape = [batch as i64, 32];
-        let input = TccTensor {
-            data: x.as_ptr() as *mut c_void,
-            bytes: (x.len() * 4) as u64,
-            dtype: tcc_abi::DTYPE_F32,
-            rank: 2,
-            shape: x_shape.as_ptr(),
-        };
+        let input = f32_tensor(&mut x, &x_shape);
         let mut dx = std::ptr::null_mut();
         assert_eq!(
             tcc_device_tensor_upload(session, &input, &mut dx),

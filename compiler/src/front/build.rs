@@ -537,13 +537,7 @@ impl<'c> Builder<'c> {
                     .build()
                     .map_err(|e| error(format!("arith.constant: {e}")))?;
                 let constant = result(block.append_operation(constant))?;
-                let sizes = self.runtime_sizes(block, extents, loc)?;
-                let empty = OperationBuilder::new("tensor.empty", loc)
-                    .add_operands(&sizes)
-                    .add_results(&[ty])
-                    .build()
-                    .map_err(|e| error(format!("tensor.empty: {e}")))?;
-                let empty = result(block.append_operation(empty))?;
+                let empty = self.sized_empty(block, extents, t, loc)?;
                 self.named_op("linalg.fill", loc, &[], &[constant], empty, ty)
             }
             Kind::Named {
@@ -770,13 +764,7 @@ impl<'c> Builder<'c> {
             .add_results(&[self.result_type(&source_ty)])
             .build();
         let constant = appended(block, constant, "tosa.const")?;
-        let sizes = self.runtime_sizes(block, extents, loc)?;
-        let result_ty = self.tensor(out);
-        let empty = OperationBuilder::new("tensor.empty", loc)
-            .add_operands(&sizes)
-            .add_results(&[result_ty])
-            .build();
-        let empty = appended(block, empty, "tensor.empty")?;
+        let empty = self.sized_empty(block, extents, out, loc)?;
         let rank = out.shape.len();
         let element = self.element(out.dtype);
         let body = Block::new(&[(element, loc)]);
@@ -801,18 +789,52 @@ impl<'c> Builder<'c> {
             .build()
             .map_err(|e| error(format!("linalg.yield: {e}")))?;
         body.append_operation(y);
+        let identity: Vec<Expr> = (0..rank).map(Expr::Dim).collect();
+        let maps = [self.affine_map(rank, &identity)];
+        self.parallel_generic(&[], empty, &maps, out, body, loc)
+    }
+
+    /// A `tensor.empty` of `out` whose `?` extents are `extents`, read at
+    /// run time, at the end of `block`.
+    fn sized_empty<'b>(
+        &self,
+        block: &'b Block<'c>,
+        extents: &[RuntimeExtent],
+        out: &TType,
+        loc: Location<'c>,
+    ) -> Result<Value<'c, 'b>> {
+        let sizes = self.runtime_sizes(block, extents, loc)?;
+        let empty = OperationBuilder::new("tensor.empty", loc)
+            .add_operands(&sizes)
+            .add_results(&[self.tensor(out)])
+            .build();
+        appended(block, empty, "tensor.empty")
+    }
+
+    /// An all-parallel `linalg.generic` of `body` over `init` (of type
+    /// `out`) reading `inputs`, `maps` one per input and the init's last.
+    fn parallel_generic<'b>(
+        &self,
+        inputs: &[Value<'c, 'b>],
+        init: Value<'c, 'b>,
+        maps: &[Attribute<'c>],
+        out: &TType,
+        body: Block<'c>,
+        loc: Location<'c>,
+    ) -> Result<melior::ir::Operation<'c>> {
         let region = Region::new();
         region.append_block(body);
-        let identity: Vec<Expr> = (0..rank).map(Expr::Dim).collect();
-        let iterators: Vec<Attribute> = (0..rank)
+        let iterators: Vec<Attribute> = (0..out.shape.len())
             .map(|_| tcc_dialects::linalg_iterator_type(self.context, false))
             .collect();
+        let mut operands = inputs.to_vec();
+        operands.push(init);
         OperationBuilder::new("linalg.generic", loc)
-            .add_operands(&[empty])
+            .add_operands(&operands)
             .add_attributes(&[
                 (
                     self.id("indexing_maps"),
-                    ArrayAttribute::new(self.context, &[self.affine_map(rank, &identity)]).into(),
+                    ArrayAttribute::new(self.context, maps).into(),
                 ),
                 (
                     self.id("iterator_types"),
@@ -820,10 +842,10 @@ impl<'c> Builder<'c> {
                 ),
                 (
                     self.id("operandSegmentSizes"),
-                    DenseI32ArrayAttribute::new(self.context, &[0, 1]).into(),
+                    DenseI32ArrayAttribute::new(self.context, &[inputs.len() as i32, 1]).into(),
                 ),
             ])
-            .add_results(&[result_ty])
+            .add_results(&[self.tensor(out)])
             .add_regions([region])
             .build()
             .map_err(|e| error(e.to_string()))
@@ -879,13 +901,7 @@ impl<'c> Builder<'c> {
                 out.shape.len()
             )));
         }
-        let sizes = self.runtime_sizes(block, extents, loc)?;
-        let ty = self.tensor(out);
-        let empty = OperationBuilder::new("tensor.empty", loc)
-            .add_operands(&sizes)
-            .add_results(&[ty])
-            .build();
-        let empty = appended(block, empty, "tensor.empty")?;
+        let empty = self.sized_empty(block, extents, out, loc)?;
         let rank = out.shape.len();
         let source_map: Vec<Expr> = shape
             .iter()
@@ -905,9 +921,6 @@ impl<'c> Builder<'c> {
             .map(|_| self.affine_map(rank, &source_map))
             .collect();
         maps.push(self.affine_map(rank, &identity));
-        let iterators: Vec<Attribute> = (0..rank)
-            .map(|_| tcc_dialects::linalg_iterator_type(self.context, false))
-            .collect();
         let element = self.element(out.dtype);
         let body = Block::new(&vec![(element, loc); inputs.len() + 1]);
         let argument = |i: usize| {
@@ -955,31 +968,7 @@ impl<'c> Builder<'c> {
             .build()
             .map_err(|e| error(format!("linalg.yield: {e}")))?;
         body.append_operation(y);
-        let region = Region::new();
-        region.append_block(body);
-        let mut operands = inputs;
-        operands.push(empty);
-        OperationBuilder::new("linalg.generic", loc)
-            .add_operands(&operands)
-            .add_attributes(&[
-                (
-                    self.id("indexing_maps"),
-                    ArrayAttribute::new(self.context, &maps).into(),
-                ),
-                (
-                    self.id("iterator_types"),
-                    ArrayAttribute::new(self.context, &iterators).into(),
-                ),
-                (
-                    self.id("operandSegmentSizes"),
-                    DenseI32ArrayAttribute::new(self.context, &[operands.len() as i32 - 1, 1])
-                        .into(),
-                ),
-            ])
-            .add_results(&[ty])
-            .add_regions([region])
-            .build()
-            .map_err(|e| error(e.to_string()))
+        self.parallel_generic(&inputs, empty, &maps, out, body, loc)
     }
 
     /// The ops of a `linalg.generic` body and its `linalg.yield`.

@@ -178,18 +178,7 @@ fn prepare(
     let name = &info.name;
     let ins = tensors(inputs, num_inputs, "input")?;
     let outs = tensors(outputs, num_outputs, "output")?;
-    let count = |kind: &str, expected: usize, got: usize| {
-        invalid(format!(
-            "@{name} has {expected} {kind}{}, got {got}",
-            if expected == 1 { "" } else { "s" }
-        ))
-    };
-    if ins.len() != info.inputs.len() {
-        return Err(count("input", info.inputs.len(), ins.len()));
-    }
-    if outs.len() != info.outputs.len() {
-        return Err(count("output", info.outputs.len(), outs.len()));
-    }
+    check_counts(info, ins.len(), outs.len())?;
     let inputs = host_inputs(info, ins)?;
     // A function on a symbolic dimension: the outputs' shapes follow
     // from the inputs' (each dimension checked against its range).
@@ -205,6 +194,29 @@ fn prepare(
         function: name.clone(),
         session,
     })
+}
+
+/// That a call gives `info`'s function as many inputs and outputs as it
+/// has.
+pub(super) fn check_counts(
+    info: &crate::FunctionInfo,
+    inputs: usize,
+    outputs: usize,
+) -> CResult<()> {
+    let count = |kind: &str, expected: usize, got: usize| {
+        invalid(format!(
+            "@{} has {expected} {kind}{}, got {got}",
+            info.name,
+            if expected == 1 { "" } else { "s" }
+        ))
+    };
+    if inputs != info.inputs.len() {
+        return Err(count("input", info.inputs.len(), inputs));
+    }
+    if outputs != info.outputs.len() {
+        return Err(count("output", info.outputs.len(), outputs));
+    }
+    Ok(())
 }
 
 /// The function a call names (`NULL`: the model's only one).

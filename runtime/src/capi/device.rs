@@ -20,9 +20,10 @@
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Weak};
 
-use super::calls::{describe_tensor, function_of};
+use super::calls::{check_counts, describe_tensor, function_of};
 use super::registry::{
-    CSession, DeviceTensorObject, Object, SessionObject, device_tensor_of, register, session_of,
+    CSession, DeviceTensorObject, Object, SessionObject, TensorInfo, device_tensor_of, register,
+    session_of,
 };
 use super::{
     CResult, Failure, TCC_ERROR_INTERNAL, TCC_ERROR_NULL_ARGUMENT, TccStatus, TccTensor,
@@ -65,10 +66,12 @@ fn register_tensor(
     register(Object::DeviceTensor(Arc::new(DeviceTensorObject {
         value: Arc::new(value),
         owner: Arc::downgrade(owner),
-        name: c_string(name),
-        dtype: dtype.to_abi(),
-        shape: shape.iter().map(|&d| d as i64).collect(),
-        bytes,
+        info: TensorInfo {
+            name: c_string(name),
+            dtype: dtype.to_abi(),
+            shape: shape.iter().map(|&d| d as i64).collect(),
+            bytes,
+        },
     })))
 }
 
@@ -196,18 +199,7 @@ pub extern "C" fn tcc_session_run_device(
         let info = function_of(&session.model.model, function)?;
         let name = info.name.clone();
         let ins = input_handles(inputs, num_inputs)?;
-        let count = |kind: &str, expected: usize, got: usize| {
-            invalid(format!(
-                "@{name} has {expected} {kind}{}, got {got}",
-                if expected == 1 { "" } else { "s" }
-            ))
-        };
-        if ins.len() != info.inputs.len() {
-            return Err(count("input", info.inputs.len(), ins.len()));
-        }
-        if outs.len() != info.outputs.len() {
-            return Err(count("output", info.outputs.len(), outs.len()));
-        }
+        check_counts(info, ins.len(), outs.len())?;
         let tensors = inputs_of(&session, &name, ins)?;
         let values: Vec<Arc<Value>> = tensors.iter().map(|t| t.value.clone()).collect();
         let results: Vec<Value> = {
@@ -286,11 +278,11 @@ pub extern "C" fn tcc_device_tensor_download(
 ) -> TccStatus {
     guard(|| {
         let t = device_tensor_of(tensor, false)?;
-        if bytes != t.bytes {
+        if bytes != t.info.bytes {
             return Err(invalid(format!(
                 "the device tensor ({}) is {} bytes, but the buffer is {bytes} bytes",
                 type_string(&t),
-                t.bytes
+                t.info.bytes
             )));
         }
         if bytes > 0 && data.is_null() {
@@ -321,10 +313,10 @@ pub extern "C" fn tcc_device_tensor_download(
 
 /// `2x3xf32`.
 fn type_string(t: &DeviceTensorObject) -> String {
-    let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
-    match DType::from_abi(t.dtype) {
+    let shape: Vec<usize> = t.info.shape.iter().map(|&d| d as usize).collect();
+    match DType::from_abi(t.info.dtype) {
         Some(dtype) => crate::tensor::type_string(&shape, dtype),
-        None => format!("dtype {}", t.dtype),
+        None => format!("dtype {}", t.info.dtype),
     }
 }
 
@@ -337,13 +329,7 @@ pub extern "C" fn tcc_device_tensor_info(
 ) -> TccStatus {
     guard(|| {
         let t = device_tensor_of(tensor, false)?;
-        *out_ptr(info, "info")? = TccTensorInfo {
-            name: t.name.as_ptr(),
-            dtype: t.dtype,
-            rank: t.shape.len() as u32,
-            shape: t.shape.as_ptr(),
-            bytes: t.bytes,
-        };
+        *out_ptr(info, "info")? = t.info.to_c();
         Ok(())
     })
 }

@@ -221,13 +221,7 @@ fn tensor_info(
             ),
         )
     })?;
-    *out_ptr(info, "info")? = TccTensorInfo {
-        name: t.name.as_ptr(),
-        dtype: t.dtype,
-        rank: t.shape.len() as u32,
-        shape: t.shape.as_ptr(),
-        bytes: t.bytes,
-    };
+    *out_ptr(info, "info")? = t.to_c();
     Ok(())
 }
 

@@ -24,6 +24,19 @@ pub(super) struct TensorInfo {
     pub(super) bytes: u64,
 }
 
+impl TensorInfo {
+    /// The C description, pointing into `self` (valid while it lives).
+    pub(super) fn to_c(&self) -> super::TccTensorInfo {
+        super::TccTensorInfo {
+            name: self.name.as_ptr(),
+            dtype: self.dtype,
+            rank: self.shape.len() as u32,
+            shape: self.shape.as_ptr(),
+            bytes: self.bytes,
+        }
+    }
+}
+
 pub(super) struct FunctionObject {
     pub(super) name: CString,
     pub(super) inputs: Vec<TensorInfo>,
@@ -71,10 +84,9 @@ pub(super) struct DeviceTensorObject {
     /// The session that made it; only its calls take it (the `Weak` keeps
     /// the address from being reused by a later session).
     pub(super) owner: std::sync::Weak<SessionObject>,
-    pub(super) name: CString,
-    pub(super) dtype: u32,
-    pub(super) shape: Vec<i64>,
-    pub(super) bytes: u64,
+    /// Its name (the function output's; "" for an upload), dtype, shape
+    /// and size.
+    pub(super) info: TensorInfo,
 }
 
 pub(super) struct CallObject {

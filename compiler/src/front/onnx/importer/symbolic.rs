@@ -115,7 +115,7 @@ where
     F: Fn(HashMap<String, i64>) -> Result<(Recorded, Vec<String>)>,
 {
     let declared = declared_params(model);
-    let mut dims: Vec<&SymbolicDim> = Vec::new();
+    let mut dims: Vec<SymbolicDim> = Vec::new();
     for dim in &options.symbolic_dims {
         let name = &dim.name;
         if !declared.contains(name) {
@@ -137,7 +137,7 @@ where
             );
         }
         if !dims.iter().any(|d| d.name == *name) {
-            dims.push(dim);
+            dims.push(dim.clone());
         }
     }
     if dims.len() > MAX_SYMBOLS {
@@ -147,7 +147,7 @@ where
         );
     }
     let names: Vec<&String> = dims.iter().map(|d| &d.name).collect();
-    let chosen = choose_probes(&dims.iter().map(|d| (*d).clone()).collect::<Vec<_>>());
+    let chosen = choose_probes(&dims);
     // Each import: the probes, and the fixed dimensions' values.
     let probes = |pick: fn((i64, i64)) -> i64| -> HashMap<String, i64> {
         names
