@@ -85,7 +85,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         &RowReduction {
             ty: "float",
             index: "c",
-            length: n,
+            length: n.into(),
             element: &element,
             identity: "0.0f",
             combine: "({a} + {b})",
@@ -100,7 +100,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         &RowReduction {
             ty: "float",
             index: "c",
-            length: n,
+            length: n.into(),
             element: &deviation,
             identity: "0.0f",
             combine: "({a} + {b})",
@@ -112,7 +112,7 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         "  const float inv_std = rsqrt(squares * inverse_n + {});",
         float_literal(spec.epsilon)
     );
-    map_row(&mut out, w, "c", n, &normalize(spec, &load));
+    map_row(&mut out, w, "c", &n.into(), &normalize(spec, &load));
     let _ = writeln!(out, "}}");
     Ok(out)
 }

@@ -44,7 +44,7 @@ pub fn row_reduce_kernel(spec: &RowReduceSpec) -> Result<String, String> {
         w,
         &RowReduction {
             index: "r",
-            length: spec.length,
+            length: spec.length.into(),
             ty: spec.ty,
             element: &spec.element,
             identity: &spec.identity,

@@ -17,6 +17,31 @@ use std::fmt::Write as _;
 
 use crate::{Buffer, KernelParameters};
 
+/// The length of a template's rows: a number, or (issue 33: a row along a
+/// symbolic dimension, such as attention's scores over the sequence) a C
+/// expression of the kernel's scalar arguments, which the one-work-item
+/// passes walk in a plain loop (their chunked lanes need the length).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RowLength {
+    Static(i64),
+    Dynamic(String),
+}
+
+impl From<i64> for RowLength {
+    fn from(length: i64) -> Self {
+        RowLength::Static(length)
+    }
+}
+
+impl std::fmt::Display for RowLength {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowLength::Static(n) => write!(f, "{n}"),
+            RowLength::Dynamic(expression) => write!(f, "({expression})"),
+        }
+    }
+}
+
 /// An operand of a row template: its buffer and the stride between
 /// consecutive elements of a row; column `c` of the row starting at
 /// element offset `start` is `start + c * stride`.
@@ -125,7 +150,7 @@ pub(crate) fn row_kernel_prologue(
 pub(crate) struct RowReduction<'a> {
     /// The loop index, a `tcc_index` in scope of `element`.
     pub index: &'a str,
-    pub length: i64,
+    pub length: RowLength,
     /// The C type of the values and partials (`float`, or `int` for
     /// integer sums), the type of the prologue's `scratch`.
     pub ty: &'a str,
@@ -230,13 +255,28 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
             .collect::<Vec<_>>()
             .join(", ")
     );
-    for_each_chunk(out, index, pass.length, &|out, lane| {
-        for line in pass.element.lines() {
-            let _ = writeln!(out, "      {line}");
+    match &pass.length {
+        RowLength::Static(length) => for_each_chunk(out, index, *length, &|out, lane| {
+            for line in pass.element.lines() {
+                let _ = writeln!(out, "      {line}");
+            }
+            let lane = &lanes[lane as usize];
+            let _ = writeln!(out, "      {lane} = {};", pass.combined(lane, "value"));
+        }),
+        RowLength::Dynamic(_) => {
+            // One lane over the row: the length is known at run time only.
+            let _ = writeln!(
+                out,
+                "  for (tcc_index {index} = 0; {index} < {}; ++{index}) {{",
+                pass.length
+            );
+            for line in pass.element.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+            let lane = &lanes[0];
+            let _ = writeln!(out, "    {lane} = {};\n  }}", pass.combined(lane, "value"));
         }
-        let lane = &lanes[lane as usize];
-        let _ = writeln!(out, "      {lane} = {};", pass.combined(lane, "value"));
-    });
+    }
     // Pairwise: lane l takes lane l + half, halving down to lane 0.
     let mut half = LANES / 2;
     while half > 0 {
@@ -254,7 +294,13 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
 /// plain loop, which LLVM's loop vectorizer handles better than lanes
 /// written out (measured: a softmax's normalizing pass took 1.5 ms as a
 /// loop and 5.4 ms as 16 lanes, 2048x1024 on PoCL, one thread).
-pub(crate) fn map_row(out: &mut String, w: u32, index: &str, length: i64, statements: &str) {
+pub(crate) fn map_row(
+    out: &mut String,
+    w: u32,
+    index: &str,
+    length: &RowLength,
+    statements: &str,
+) {
     let (start, step) = if w > 1 {
         ("lid".to_string(), w)
     } else {
@@ -372,7 +418,7 @@ mod tests {
     fn sum(length: i64) -> RowReduction<'static> {
         RowReduction {
             index: "r",
-            length,
+            length: length.into(),
             ty: "float",
             element: "const float value = a1[row * 40 + r];",
             identity: "0.0f",
@@ -425,13 +471,13 @@ mod tests {
     #[test]
     fn map_passes_cover_the_row_in_either_shape() {
         let mut group = String::new();
-        map_row(&mut group, 64, "c", 100, "a0[c] = 1.0f;");
+        map_row(&mut group, 64, "c", &100.into(), "a0[c] = 1.0f;");
         assert!(
             group.contains("for (tcc_index c = lid; c < 100; c += 64) {"),
             "{group}"
         );
         let mut single = String::new();
-        map_row(&mut single, 1, "c", 100, "a0[c] = 1.0f;");
+        map_row(&mut single, 1, "c", &100.into(), "a0[c] = 1.0f;");
         assert!(
             single.contains("for (tcc_index c = 0; c < 100; ++c) {"),
             "{single}"

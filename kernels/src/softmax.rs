@@ -8,16 +8,17 @@
 use std::fmt::Write as _;
 
 use crate::row::{
-    RowKernel, RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue,
-    vector_pass,
+    RowKernel, RowLength, RowOperand, RowReduction, fold_lanes, map_row, reduce_row,
+    row_kernel_prologue, vector_pass,
 };
 
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct SoftmaxSpec {
     pub kernel: RowKernel,
-    /// Length of a row.
-    pub columns: i64,
+    /// Length of a row (a C expression where the row follows a symbolic
+    /// dimension).
+    pub columns: RowLength,
     /// C statements that set `tcc_index in_row, out_row` (element offsets of the
     /// row's first element) from `tcc_index row`.
     pub row_offsets: String,
@@ -33,8 +34,10 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
     let load = spec.input.load("in_row");
     let mut out = String::new();
     row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets, "float");
-    if w == 1 && spec.input.stride == 1 && spec.output.stride == 1 {
-        vector_row(&mut out, spec, &load);
+    if let (1, 1, 1, RowLength::Static(n)) =
+        (w, spec.input.stride, spec.output.stride, &spec.columns)
+    {
+        vector_row(&mut out, spec, *n, &load);
         return Ok(out);
     }
     let maximum = format!("const float value = {load};");
@@ -44,7 +47,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         &RowReduction {
             ty: "float",
             index: "c",
-            length: spec.columns,
+            length: spec.columns.clone(),
             element: &maximum,
             identity: "-INFINITY",
             combine: "tcc_maximumf({a}, {b})",
@@ -58,7 +61,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         &RowReduction {
             ty: "float",
             index: "c",
-            length: spec.columns,
+            length: spec.columns.clone(),
             element: &exponential,
             identity: "0.0f",
             combine: "({a} + {b})",
@@ -70,7 +73,7 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
         &mut out,
         w,
         "c",
-        spec.columns,
+        &spec.columns,
         &spec
             .output
             .store(&format!("tcc_expf({load} - row_max) * inverse"), "out_row"),
@@ -83,8 +86,8 @@ pub fn softmax_kernel(spec: &SoftmaxSpec) -> Result<String, String> {
 /// maximum, the exponentials (written to the output row) and their sum,
 /// then the row scaled in place, each pass a vector loop and a scalar
 /// tail.
-fn vector_row(out: &mut String, spec: &SoftmaxSpec, load: &str) {
-    let (x, y, n) = (&spec.input, &spec.output, spec.columns);
+fn vector_row(out: &mut String, spec: &SoftmaxSpec, n: i64, load: &str) {
+    let (x, y) = (&spec.input, &spec.output);
     let (x16, y16) = (x.load_lanes("in_row"), y.load_lanes("out_row"));
     let _ = writeln!(
         out,
@@ -144,7 +147,7 @@ mod tests {
                 comment: "/* test */".into(),
                 workgroup_size: 64,
             },
-            columns: 1000,
+            columns: 1000.into(),
             row_offsets: "const tcc_index in_row = row * 1000, out_row = row * 1000;".into(),
             input: RowOperand {
                 buffer: Buffer::f32("a0"),

@@ -516,6 +516,9 @@ impl<'c> Builder<'c> {
             Kind::Broadcast { source, extents } => {
                 self.broadcast(block, values, source, extents, &op.ty, loc)
             }
+            Kind::Reshape { source, extents } => {
+                self.reshape(block, values, source, extents, &op.ty, loc)
+            }
             Kind::ConstPrefix {
                 elements,
                 source,
@@ -794,6 +797,81 @@ impl<'c> Builder<'c> {
         self.parallel_generic(&[], empty, &maps, out, body, loc)
     }
 
+    /// A [`Kind::Reshape`]: `source` collapsed to one axis
+    /// (`tensor.collapse_shape`, where its rank is above 1) and expanded to
+    /// the result type (`tensor.expand_shape`, where its rank is above 1),
+    /// whose `?` extents are `extents`, read at run time. Both are views of
+    /// one row-major buffer, as `tosa.reshape` lowers to.
+    fn reshape<'b>(
+        &self,
+        block: &'b Block<'c>,
+        values: &[Value<'c, 'b>],
+        source: &Use,
+        extents: &[RuntimeExtent],
+        ty: &ResultType,
+        loc: Location<'c>,
+    ) -> Result<melior::ir::Operation<'c>> {
+        let (ResultType::Tensor(out), ResultType::Tensor(input)) = (ty, &source.ty) else {
+            return Err(error("a reshape of a shape"));
+        };
+        let dynamic = out.shape.iter().filter(|&&d| d < 0).count();
+        if dynamic != extents.len() || out.shape.is_empty() || input.shape.is_empty() {
+            return Err(error(format!(
+                "a reshape of rank {} to rank {} with {} run-time extents",
+                input.shape.len(),
+                out.shape.len(),
+                extents.len()
+            )));
+        }
+        let c = self.context;
+        let one_group = |rank: usize| -> Attribute<'c> {
+            let group: Vec<Attribute> = (0..rank)
+                .map(|axis| self.integer(axis as i64, IntegerType::new(c, 64).into()))
+                .collect();
+            ArrayAttribute::new(c, &[ArrayAttribute::new(c, &group).into()]).into()
+        };
+        let flat_ty = self.result_type(&ResultType::Tensor(TType::new(out.dtype, vec![-1])));
+        let mut flat = lookup(block, values, source.id)?;
+        if input.shape.len() > 1 {
+            let collapse = OperationBuilder::new("tensor.collapse_shape", loc)
+                .add_operands(&[flat])
+                .add_attributes(&[(self.id("reassociation"), one_group(input.shape.len()))])
+                .add_results(&[flat_ty])
+                .build();
+            flat = appended(block, collapse, "tensor.collapse_shape")?;
+        }
+        let result = self.result_type(ty);
+        if out.shape.len() == 1 {
+            // One axis: the collapsed value is the result (a cast names its
+            // type where the source was already one axis).
+            return OperationBuilder::new("tensor.cast", loc)
+                .add_operands(&[flat])
+                .add_results(&[result])
+                .build()
+                .map_err(|e| error(format!("tensor.cast: {e}")));
+        }
+        let sizes = self.runtime_sizes(block, extents, loc)?;
+        let static_sizes: Vec<i64> = out
+            .shape
+            .iter()
+            .map(|&d| if d < 0 { i64::MIN } else { d })
+            .collect();
+        let mut operands = vec![flat];
+        operands.extend(sizes);
+        OperationBuilder::new("tensor.expand_shape", loc)
+            .add_operands(&operands)
+            .add_attributes(&[
+                (self.id("reassociation"), one_group(out.shape.len())),
+                (
+                    self.id("static_output_shape"),
+                    DenseI64ArrayAttribute::new(c, &static_sizes).into(),
+                ),
+            ])
+            .add_results(&[result])
+            .build()
+            .map_err(|e| error(format!("tensor.expand_shape: {e}")))
+    }
+
     /// A `tensor.empty` of `out` whose `?` extents are `extents`, read at
     /// run time, at the end of `block`.
     fn sized_empty<'b>(
@@ -1061,6 +1139,7 @@ fn op_name(op: &Op) -> &str {
         Kind::Fill(..) => "linalg.fill",
         Kind::Broadcast { .. } => "linalg.generic",
         Kind::ConstPrefix { .. } => "linalg.generic",
+        Kind::Reshape { .. } => "tensor.expand_shape",
         Kind::Generic(_) => "linalg.generic",
     }
 }
@@ -1162,6 +1241,7 @@ mod tests {
                 ty: y.ty.clone(),
             }],
             results: vec![y],
+            output_dims: Vec::new(),
             ops: e.take_function(),
         };
         let built = build(context, &module, e.take_blobs(), false).expect("builds");

@@ -227,3 +227,19 @@ pub fn reassociation(op: OperationRef) -> Option<Vec<Vec<i64>>> {
         })
         .collect()
 }
+
+/// The elements of `op`'s `DenseI64ArrayAttribute` named `name`
+/// (`static_strides`, `static_sizes`, ...), if it has one.
+pub fn dense_i64_array(op: OperationRef, name: &str) -> Option<Vec<i64>> {
+    let attribute = op.attribute(name).ok()?;
+    let raw = attribute.to_raw();
+    if !unsafe { mlir_sys::mlirAttributeIsADenseI64Array(raw) } {
+        return None;
+    }
+    let count = unsafe { mlir_sys::mlirDenseArrayGetNumElements(raw) };
+    Some(
+        (0..count)
+            .map(|i| unsafe { mlir_sys::mlirDenseI64ArrayGetElement(raw, i) })
+            .collect(),
+    )
+}

@@ -426,6 +426,67 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "tensor.dim",
     "tensor.empty",
     "tensor.extract",
+    "tensor.collapse_shape",
+    "tensor.expand_shape",
+    "tensor.cast",
+    "linalg.generic",
+    "func.return",
+];
+
+/// The ops of [`DYNAMIC_SLICE_OPS`] that compile with symbolic extents on
+/// any axes, several of them (issue 33, the sequence dimension: `batch x
+/// sequence x hidden` activations, attention's `batch x heads x sequence
+/// x sequence` scores): elementwise ops, reshapes and transposes, MatMul
+/// (a GEMM tiled over its rows or batch, a loop nest otherwise), the
+/// last-axis softmax and layer norm, reductions over static axes, slices
+/// (whole along a symbolic axis), concatenations along static axes,
+/// gathers, and the importer's run-time-sized tensors and broadcasts.
+/// The others (convolutions, pools, tiles) take a leading one only.
+const ANY_SYMBOLIC_EXTENTS: &[&str] = &[
+    "tosa.abs",
+    "tosa.add",
+    "tosa.cast",
+    "tosa.clamp",
+    "tosa.concat",
+    "tosa.equal",
+    "tosa.erf",
+    "tosa.exp",
+    "tosa.gather",
+    "tosa.greater",
+    "tosa.greater_equal",
+    "tosa.identity",
+    "tosa.log",
+    "tosa.logical_and",
+    "tosa.logical_not",
+    "tosa.logical_or",
+    "tosa.matmul",
+    "tosa.maximum",
+    "tosa.minimum",
+    "tosa.mul",
+    "tosa.negate",
+    "tosa.pow",
+    "tosa.reciprocal",
+    "tosa.reduce_max",
+    "tosa.reduce_min",
+    "tosa.reduce_sum",
+    "tosa.reshape",
+    "tosa.rsqrt",
+    "tosa.select",
+    "tosa.sigmoid",
+    "tosa.slice",
+    "tosa.sub",
+    "tosa.tanh",
+    "tosa.transpose",
+    "tcc.softmax",
+    "tcc.layer_norm",
+    "tcc.gelu",
+    "tcc.silu",
+    "tensor.dim",
+    "tensor.empty",
+    "tensor.extract",
+    "tensor.collapse_shape",
+    "tensor.expand_shape",
+    "tensor.cast",
     "linalg.generic",
     "func.return",
 ];
@@ -582,14 +643,25 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         .results()
         .map(|r| r.r#type())
         .chain(op.operands().map(|v| v.r#type()));
-    for ty in types {
-        if leading_dynamic(ty).is_err() {
-            return Some(format!(
-                "'{name}' gets a dynamic dimension that is not the leading one (in '{}'): only a leading batch (after unit dimensions) compiles yet",
-                quote(ty)
-            ));
+    if !ANY_SYMBOLIC_EXTENTS.contains(&name) {
+        for ty in types {
+            if leading_dynamic(ty).is_err() {
+                return Some(format!(
+                    "'{name}' gets a dynamic dimension that is not the leading one (in '{}'): only a leading batch (after unit dimensions) compiles for it yet",
+                    quote(ty)
+                ));
+            }
         }
     }
+    // The operand's symbolic axes.
+    let input_shape = op
+        .operand(0)
+        .ok()
+        .and_then(|v| crate::ir::types::ranked_shape(v.r#type()))
+        .unwrap_or_default();
+    let dynamic_axis = |axis: Option<usize>| {
+        axis.is_some_and(|a| input_shape.get(a).is_some_and(Option::is_none))
+    };
     let input_dynamic = op
         .operand(0)
         .ok()
@@ -605,24 +677,23 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         .and_then(crate::ir::util::integer_value)
         .and_then(|a| crate::ir::types::normalize_axis(a, rank));
     match name {
-        "tosa.reduce_max" | "tosa.reduce_min" | "tosa.reduce_sum"
-            if axis.is_some() && axis == input_dynamic =>
-        {
+        "tosa.reduce_max" | "tosa.reduce_min" | "tosa.reduce_sum" if dynamic_axis(axis) => {
             Some(format!(
                 "'{name}' reduces over the dynamic dimension: only reductions over static inner axes compile yet"
             ))
         }
-        "tcc.softmax" | "tcc.layer_norm"
-            if axis != Some(rank.saturating_sub(1)) || axis == input_dynamic =>
-        {
-            Some(format!(
-                "'{name}' normalizes along an axis other than the last, static one: only rows along the last axis compile with a dynamic dimension yet"
-            ))
+        "tcc.softmax" if axis != Some(rank.saturating_sub(1)) => Some(
+            "'tcc.softmax' normalizes along an axis other than the last: only rows along the last axis compile with a dynamic dimension yet".to_string(),
+        ),
+        "tcc.layer_norm" if axis != Some(rank.saturating_sub(1)) || dynamic_axis(axis) => {
+            Some(
+                "'tcc.layer_norm' normalizes along an axis other than the last, static one: only rows of a static length along the last axis compile with a dynamic dimension yet".to_string(),
+            )
         }
         "tosa.tile" if !tiles_static_axes_only(op, input_dynamic) => Some(
             "'tosa.tile' repeats along the dynamic dimension: only tiles of static axes compile yet".to_string(),
         ),
-        "tosa.concat" if axis.is_some() && axis == input_dynamic => Some(
+        "tosa.concat" if dynamic_axis(axis) => Some(
             "'tosa.concat' joins along the dynamic dimension: only concatenations along static axes compile yet".to_string(),
         ),
         "linalg.generic"
@@ -650,11 +721,12 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
                     .to_string(),
             )
         }
-        // A batched product (attention's QK^T and P.V) whose operands are
-        // both dynamic only in their batch: the batch is the grid's.
-        "tosa.matmul" if batched_on_dynamic(op) => None,
-        "tosa.matmul"
-        | "tosa.conv2d"
+        // A product with symbolic extents anywhere: a GEMM tiled over its
+        // rows or its batch (attention's heads x batch), a loop nest where
+        // the template's launch cannot follow them (attention's products
+        // over a sequence: `QK^T`'s columns, `P.V`'s reduction).
+        "tosa.matmul" => None,
+        "tosa.conv2d"
         | "tosa.depthwise_conv2d"
         | "tosa.avg_pool2d"
         | "tosa.max_pool2d"
@@ -663,7 +735,7 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
                 .is_ok_and(|w| crate::ir::dynamic::is_dynamic(w.r#type())) =>
         {
             Some(format!(
-                "'{name}' has a dynamic dimension in its second operand: only the rows (MatMul's M, a convolution's N) may be dynamic yet"
+                "'{name}' has a dynamic dimension in its second operand: only a convolution's or pool's batch (N) may be dynamic yet"
             ))
         }
         _ => None,
@@ -688,17 +760,4 @@ fn tiles_static_axes_only<'c: 'a, 'a>(
         .and_then(|d| d.attribute("values").ok())
         .and_then(crate::ir::dense::int_elements)
         .is_some_and(|multiples| multiples.get(axis) == Some(&1))
-}
-
-/// Whether a `tosa.matmul`'s operands are both dynamic in their leading
-/// (batch) dimension and static in their matrices.
-fn batched_on_dynamic<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> bool {
-    let batch_only = |i: usize| {
-        op.operand(i).is_ok_and(|v| {
-            crate::ir::types::ranked_shape(v.r#type()).is_some_and(|s| {
-                s.len() == 3 && s[0].is_none() && s[1..].iter().all(Option::is_some)
-            })
-        })
-    };
-    batch_only(0) && batch_only(1)
 }

@@ -315,6 +315,7 @@ impl ConfigureOptions {
         // the buckets their own.
         if self.templates
             && dynamic_rows(op)
+            && template_extents(op)
             && let Some(shape) = gemm_shape_at(op, extent)
             && float_operands(op)
             && let Some(mut config) =
@@ -328,6 +329,7 @@ impl ConfigureOptions {
             };
         }
         if self.templates
+            && template_extents(op)
             && let Some(shape) = gemm_shape_at(op, extent)
             && float_operands(op)
             && let Some(config) = self.float_gemm_config(
@@ -386,6 +388,31 @@ impl ConfigureOptions {
             max_workgroups: loops.max_workgroups,
         }
     }
+}
+
+/// Whether a contraction's symbolic extents (issue 33) are ones the GEMM
+/// template's launch follows: its rows (M) or its batch of products, not
+/// both, never its columns (N) nor its reduction (K): attention's
+/// products over a symbolic sequence (`QK^T`'s N, `P.V`'s K) run as loop
+/// nests. Static contractions qualify.
+fn template_extents(op: OperationRef) -> bool {
+    let shape = |index: usize| {
+        op.operand(index)
+            .ok()
+            .and_then(|v| crate::ir::types::ranked_shape(v.r#type()))
+    };
+    let count = op.operand_count();
+    let (Some(output), Some(lhs)) = (count.checked_sub(1).and_then(shape), shape(0)) else {
+        return true;
+    };
+    if output.iter().chain(&lhs).all(Option::is_some) {
+        return true;
+    }
+    let columns = output.last().is_some_and(Option::is_some);
+    let reduction = lhs.last().is_some_and(Option::is_some);
+    let batched = op_name(&op) == "linalg.batch_matmul";
+    let batch = !batched || output.first().is_some_and(Option::is_some);
+    columns && reduction && (batch || !dynamic_rows(op))
 }
 
 /// Whether a contraction's output rows (M: all but its last dimension,

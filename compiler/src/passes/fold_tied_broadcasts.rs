@@ -7,15 +7,17 @@
 //! guards each operand with `scf.if (tensor.dim %x, i) == 1` that
 //! broadcasts `%x` to the larger extent in a `linalg.generic`, yielding
 //! `%x` itself otherwise. Those generics sit in `scf.if` regions, outside
-//! any kernel. When the module declares exactly one symbolic dimension,
-//! every `?` after the input phase is the leading batch (the input's check
-//! refuses any other) times a factor the model fixes, and two such extents
-//! of one elementwise op are equal at every batch of a range (a valid
-//! model broadcasts them for every batch, and `k1 * b == k2 * b` for two
-//! batches forces `k1 == k2`). Where they are equal, the broadcast of an
-//! extent of 1 to 1 is the operand itself, so both branches are `%x`: the
-//! `scf.if` is replaced by `%x`. With several declared dimensions the
-//! guards stay (nothing compiles them yet: the tile phase refuses).
+//! any kernel. When the module declares symbolic dimensions, every `?`
+//! after the input phase is a product of them times a factor the model
+//! fixes, and two such extents meeting in one elementwise op are equal at
+//! every point of the declared ranges: a valid model combines them at
+//! every point, and two different products (`k1 * batch` and `k2 *
+//! batch`, or `batch` and `sequence`) differ at some point where neither
+//! is 1 (an imported model was shaped at two such points, the importer's
+//! probes, chosen so that different products of the symbols differ).
+//! Where they are equal, the broadcast of an extent of 1 to 1 is the
+//! operand itself, so both branches are `%x`: the `scf.if` is replaced by
+//! `%x`.
 
 use melior::Context;
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -28,12 +30,12 @@ pub struct FoldTiedBroadcasts;
 
 impl TccPass for FoldTiedBroadcasts {
     const ARGUMENT: &'static str = "tcc-fold-tied-broadcasts";
-    const SUMMARY: &'static str = "Drop tosa-to-linalg's run-time broadcast guards between extents of the one declared symbolic dimension";
+    const SUMMARY: &'static str = "Drop tosa-to-linalg's run-time broadcast guards between extents of the declared symbolic dimensions";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["scf", "tensor", "arith"];
     type Options = NoOptions;
 
     fn run<'c>(&self, _context: &'c Context, root: Root<'c>, _: &NoOptions) -> PassResult<'c> {
-        if crate::ir::dynamic::module_dims(root).0.len() != 1 {
+        if crate::ir::dynamic::module_dims(root).0.is_empty() {
             return Ok(());
         }
         for op in collect_ops(root) {

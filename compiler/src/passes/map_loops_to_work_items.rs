@@ -101,24 +101,25 @@ impl<'c> Inserter<'c> {
 }
 
 /// (lower, upper, step) of each dimension of an scf.parallel, all
-/// constants but for a symbolic leading dimension (issue 33): a dimension
-/// after unit ones only, from 0 by 1 to a value (the kernel's
-/// `memref.dim` of a dynamic buffer), is returned as `(0, 1, 1)` with its
-/// position and that value beside.
+/// constants but for symbolic dimensions (issue 33): a dimension from 0 by
+/// 1 to a value (the kernel's `memref.dim` of a dynamic buffer, or a
+/// product of such) is returned as `(0, 1, 1)`, its position and that
+/// value listed beside (outermost first).
 #[allow(clippy::type_complexity)]
 fn nest_bounds<'c>(
     op: OperationRef<'c, 'c>,
-) -> Result<(Vec<(i64, i64, i64)>, Option<Leading<'c>>), PassError<'c>> {
+) -> Result<(Vec<(i64, i64, i64)>, Vec<Symbolic<'c>>), PassError<'c>> {
     let dims = op.operand_count() / 3;
-    let mut leading = None;
-    let mut outer_units = true;
+    let mut symbolic = Vec::new();
     let bounds = (0..dims)
         .map(|d| {
             let get = |i: usize| op.operand(i).ok().and_then(crate::ir::util::constant_int);
-            let bound = match (get(d), get(dims + d), get(2 * dims + d)) {
+            match (get(d), get(dims + d), get(2 * dims + d)) {
                 (Some(lower), Some(upper), Some(step)) if step > 0 => Ok((lower, upper, step)),
-                (Some(0), None, Some(1)) if outer_units && leading.is_none() => {
-                    leading = op.operand(dims + d).ok().map(|extent| Leading { dim: d, extent });
+                (Some(0), None, Some(1)) if !crate::ir::dynamic::module_dims(op).0.is_empty() => {
+                    if let Ok(extent) = op.operand(dims + d) {
+                        symbolic.push(Symbolic { dim: d, extent });
+                    }
                     Ok((0, 1, 1))
                 }
                 _ => {
@@ -130,7 +131,7 @@ fn nest_bounds<'c>(
                                 .to_string()
                         } else {
                             format!(
-                                "parallel loop{} with a dynamic bound other than its first dimension's upper bound (dynamic dimension {}): not supported by tcc-map-loops-to-work-items; compile one shape with --input-shape",
+                                "parallel loop{} with a dynamic lower bound or step (dynamic dimension {}): not supported by tcc-map-loops-to-work-items; compile one shape with --input-shape",
                                 crate::ir::dynamic::node_name(&op)
                                     .map_or(String::new(), |n| format!(" (node '{n}')")),
                                 crate::ir::dynamic::describe_dims(&dims),
@@ -138,34 +139,23 @@ fn nest_bounds<'c>(
                         },
                     ))
                 }
-            };
-            outer_units &= matches!(bound, Ok((l, u, s)) if (u - l + s - 1) / s == 1);
-            bound
+            }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((bounds, leading))
+    Ok((bounds, symbolic))
 }
 
-/// A nest's symbolic leading dimension: its position (after unit
-/// dimensions only) and its extent (a value in the kernel).
+/// A nest's dimension on a symbolic extent: its position and its extent
+/// (a value in the kernel).
 #[derive(Clone, Copy)]
-struct Leading<'c> {
+struct Symbolic<'c> {
     dim: usize,
     extent: Value<'c, 'c>,
 }
 
-/// What a dynamic bound reads: the buffer and dimension of a `memref.dim`
-/// (two nests bounded by the same extent of the same buffer share a
-/// mapping), else the value itself.
-fn bound_key(value: Value) -> (usize, i64) {
-    if let Some(op) = defining_op(unsafe { Value::from_raw(value.to_raw()) })
-        && op_name(&op) == "memref.dim"
-        && let (Ok(source), Ok(index)) = (op.operand(0), op.operand(1))
-        && let Some(index) = crate::ir::util::constant_int(index)
-    {
-        return (source.to_raw().ptr as usize, index);
-    }
-    (value.to_raw().ptr as usize, -1)
+/// The symbolic extent of dimension `d` among `symbolic`, if it is one.
+fn symbolic_at<'c>(symbolic: &[Symbolic<'c>], d: usize) -> Option<Value<'c, 'c>> {
+    symbolic.iter().find(|s| s.dim == d).map(|s| s.extent)
 }
 
 /// The fewest rows (and innermost elements) for which a kernel's rows are
@@ -211,8 +201,8 @@ impl PassOptions for MapLoopsOptions {
 /// elements (a copy into a concat slice in 28x4 blocks takes both), with
 /// at least [`MIN_SERIAL_ROWS`] rows left to map. `None` where the nests
 /// differ in them or no such split exists.
-/// A symbolic leading dimension counts as `extent` rows (the declared
-/// maximum the strategies were chosen for) and never joins a row.
+/// A symbolic dimension counts as `extent` rows (the declared maximum the
+/// strategies were chosen for) and never joins a row.
 fn serial_row_dims<'c>(
     nests: &[OperationRef<'c, 'c>],
     extent: Option<i64>,
@@ -220,18 +210,18 @@ fn serial_row_dims<'c>(
 ) -> Result<Option<Vec<i64>>, PassError<'c>> {
     let mut shared: Option<Vec<i64>> = None;
     for nest in nests {
-        let (mut trips, leading) = trip_counts(*nest)?;
+        let (mut trips, symbolic) = trip_counts(*nest)?;
         let mut length = 1;
         let mut split = trips.len();
         while split > 0 && length < MIN_SERIAL_ROW_LENGTH {
             split -= 1;
             length *= trips[split];
         }
-        if let Some(leading) = leading {
-            if split <= leading.dim {
+        for s in &symbolic {
+            if split <= s.dim {
                 return Ok(None);
             }
-            trips[leading.dim] = extent.unwrap_or(1);
+            trips[s.dim] = extent.unwrap_or(1);
         }
         let rows: i64 = trips[..split].iter().product();
         if length < MIN_SERIAL_ROW_LENGTH || rows < min_rows {
@@ -292,8 +282,8 @@ fn row_inside_reduction<'c>(
     if serial_dims == 0 {
         return Ok(None);
     }
-    let (trips, leading) = trip_counts(nest)?;
-    if leading.is_some() {
+    let (trips, symbolic) = trip_counts(nest)?;
+    if !symbolic.is_empty() {
         return Ok(None);
     }
     let Some(inner_dim) = (trips.len() - serial_dims..trips.len())
@@ -407,18 +397,18 @@ fn build_for<'c>(
     Ok((body_ref, induction, yield_op))
 }
 
-/// Iterations of each dimension of an scf.parallel; a symbolic leading
-/// dimension counts 1, itself beside ([`nest_bounds`]).
+/// Iterations of each dimension of an scf.parallel; a symbolic dimension
+/// counts 1, listed beside ([`nest_bounds`]).
 fn trip_counts<'c>(
     op: OperationRef<'c, 'c>,
-) -> Result<(Vec<i64>, Option<Leading<'c>>), PassError<'c>> {
-    let (bounds, leading) = nest_bounds(op)?;
+) -> Result<(Vec<i64>, Vec<Symbolic<'c>>), PassError<'c>> {
+    let (bounds, symbolic) = nest_bounds(op)?;
     Ok((
         bounds
             .iter()
             .map(|(l, u, s)| ((u - l) + s - 1) / s)
             .collect(),
-        leading,
+        symbolic,
     ))
 }
 
@@ -439,7 +429,7 @@ fn map_nest<'c>(
         ));
     }
     let (bounds, _) = nest_bounds(nest)?;
-    let (trips, leading) = trip_counts(nest)?;
+    let (trips, symbolic) = trip_counts(nest)?;
     let block = nest
         .block()
         .ok_or_else(|| PassError::at(location, "loop outside a block"))?;
@@ -459,10 +449,17 @@ fn map_nest<'c>(
     let groups = at.gpu_id("gpu.grid_dim");
     let global_size = at.binary("arith.muli", local_size, groups);
     let start = at.gpu_id("gpu.global_id");
-    // A symbolic leading dimension: its extent times the rest.
-    let end = match leading {
-        Some(Leading { extent, .. }) if mapped_points == 1 => extent,
-        Some(Leading { extent, .. }) => at.binary("arith.muli", extent, at.index(mapped_points)),
+    // Symbolic dimensions: their extents times the rest.
+    let mut end: Option<Value<'c, 'c>> = None;
+    for s in &symbolic {
+        end = Some(match end {
+            None => s.extent,
+            Some(product) => at.binary("arith.muli", product, s.extent),
+        });
+    }
+    let end = match end {
+        Some(product) if mapped_points == 1 => product,
+        Some(product) => at.binary("arith.muli", product, at.index(mapped_points)),
         None => at.index(mapped_points),
     };
     let (body_ref, linear, yield_op) = build_for(&at, (start, end, global_size))?;
@@ -491,25 +488,52 @@ fn map_nest<'c>(
         }
         value
     };
+    // The product of the trips inside dimension d: a constant, times the
+    // symbolic extents among them (a value) where there are any.
     let mut stride = 1i64;
+    let mut dynamic_stride: Option<Value<'c, 'c>> = None;
     let mut ivs = vec![None; trips.len()];
+    // The outermost dimension needs no remainder (the grid-stride loop
+    // ends there); with symbolic dimensions, the unit dimensions before
+    // the first that is not one are at their only index, and that one is
+    // the outermost.
+    let outermost = if symbolic.is_empty() {
+        0
+    } else {
+        (0..mapped_dims)
+            .find(|&d| trips[d] != 1 || symbolic_at(&symbolic, d).is_some())
+            .unwrap_or(0)
+    };
     for d in (0..mapped_dims).rev() {
-        // Unit dimensions before a symbolic one are at their only index.
-        if leading.is_some_and(|l| d < l.dim) {
+        let extent = symbolic_at(&symbolic, d);
+        if d < outermost {
             ivs[d] = Some(scaled(&inner, inner.index(0), d));
             continue;
         }
         let mut value = linear;
-        if stride != 1 {
-            value = inner.binary("arith.divui", value, inner.index(stride));
+        let divisor = match (dynamic_stride, stride) {
+            (None, 1) => None,
+            (None, n) => Some(inner.index(n)),
+            (Some(product), 1) => Some(product),
+            (Some(product), n) => Some(inner.binary("arith.muli", product, inner.index(n))),
+        };
+        if let Some(divisor) = divisor {
+            value = inner.binary("arith.divui", value, divisor);
         }
-        // The outermost dimension, and a symbolic one after unit
-        // dimensions only, need no remainder.
-        if d != 0 && leading.is_none_or(|l| l.dim != d) {
-            value = inner.binary("arith.remui", value, inner.index(trips[d]));
+        if d != outermost {
+            let trip = extent.unwrap_or_else(|| inner.index(trips[d]));
+            value = inner.binary("arith.remui", value, trip);
         }
         ivs[d] = Some(scaled(&inner, value, d));
-        stride *= trips[d];
+        match extent {
+            Some(extent) => {
+                dynamic_stride = Some(match dynamic_stride {
+                    None => extent,
+                    Some(product) => inner.binary("arith.muli", product, extent),
+                });
+            }
+            None => stride *= trips[d],
+        }
     }
     // The row's dimensions in order: for (j = 0; j < trip_d; ++j), nested
     // (inside the innermost reduction loop, around its body, where
@@ -632,26 +656,26 @@ impl TccPass for MapLoopsToWorkItems {
         for kernel in kernels {
             let nests: Vec<_> = body_ops_named(kernel, "scf.parallel");
             // Nests that exchange data through memory must share a mapping.
-            // A symbolic leading extent: the nests of one kernel (a fill,
-            // its root, its epilogue) cover one output's points by the
-            // dispatch phase's construction, and with one declared
-            // dimension every leading `?` of the first slice is it (the
-            // pool's nests read it from its input and its output); with
-            // several, the extents must be read from the same buffer.
-            let single = crate::ir::dynamic::module_dims(kernel).0.len() == 1;
+            // Symbolic extents: the nests of one kernel (a fill, its root,
+            // its epilogue) cover one output's points by the dispatch
+            // phase's construction (a matmul's nest reads its extents
+            // from its operands, its fill from the output; a pool's from
+            // its input and its output), so they must be symbolic at the
+            // same positions of nests of the same static points.
             let points = |nest: OperationRef<'c, 'c>| -> Result<_, PassError<'c>> {
-                let (trips, leading) = trip_counts(nest)?;
-                let key = leading.map(|l| if single { (0, 0) } else { bound_key(l.extent) });
-                Ok((trips.iter().product::<i64>(), key))
+                let (trips, symbolic) = trip_counts(nest)?;
+                let keys: Vec<usize> = symbolic.iter().map(|s| s.dim).collect();
+                Ok((trips.iter().product::<i64>(), keys))
             };
             if let Some(first) = nests.first() {
                 let reference = points(*first)?;
                 for nest in &nests[1..] {
                     let these = points(*nest)?;
                     if these != reference {
-                        let show = |(n, key): (i64, Option<(usize, i64)>)| match key {
-                            Some(_) => format!("{n} x a dynamic extent"),
-                            None => n.to_string(),
+                        let show = |(n, keys): (i64, Vec<usize>)| match keys.len() {
+                            0 => n.to_string(),
+                            1 => format!("{n} x a dynamic extent"),
+                            k => format!("{n} x {k} dynamic extents"),
                         };
                         return Err(PassError::at(
                             nest.location(),

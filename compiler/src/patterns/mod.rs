@@ -23,34 +23,36 @@ use melior::ir::{BlockLike, TypeLike, Value, ValueLike};
 
 use crate::ir::error::PassError;
 
-/// Whether `op` (a `tcc.softmax` or `tcc.layer_norm`) works along the last
-/// axis of an f32 tensor: the case the one-kernel row templates take.
+/// Whether a composite (`tcc.layer_norm`) normalizes the last axis of an
+/// f32 tensor whose rows have a static length. Symbolic dimensions (a
+/// batch, a sequence) may count the rows; the layer-norm template walks
+/// rows of a static length.
 pub fn is_last_axis_f32(op: OperationRef) -> bool {
-    // Dynamic dimensions (a symbolic batch) may lead; the rows the
-    // templates walk are static.
-    let Some(value) = op.operand(0).ok() else {
-        return false;
-    };
-    let Some(shape) = crate::ir::types::ranked_shape(value.r#type()) else {
-        return false;
-    };
-    let Some(element) = melior::ir::r#type::RankedTensorType::try_from(value.r#type())
+    last_axis_f32(op).is_some_and(|static_row| static_row)
+}
+
+/// Whether a `tcc.softmax` normalizes the last axis of an f32 tensor,
+/// whose length may be symbolic (attention's scores over a sequence: the
+/// softmax template takes a row length known at run time).
+pub fn is_last_axis_f32_any_row(op: OperationRef) -> bool {
+    last_axis_f32(op).is_some()
+}
+
+/// `Some(whether the row is static)` where `op`'s operand 0 is a ranked
+/// f32 tensor and its `axis` is the last.
+fn last_axis_f32(op: OperationRef) -> Option<bool> {
+    let value = op.operand(0).ok()?;
+    let shape = crate::ir::types::ranked_shape(value.r#type())?;
+    let element = melior::ir::r#type::RankedTensorType::try_from(value.r#type())
         .ok()
-        .map(|t| melior::ir::ShapedTypeLike::element(&t))
-    else {
-        return false;
-    };
-    let Some(axis) = op
+        .map(|t| melior::ir::ShapedTypeLike::element(&t))?;
+    let axis = op
         .attribute("axis")
         .ok()
-        .and_then(crate::ir::util::integer_value)
-    else {
-        return false;
-    };
+        .and_then(crate::ir::util::integer_value)?;
     let rank = shape.len();
-    element.is_f32()
-        && crate::ir::types::normalize_axis(axis, rank) == Some(rank - 1)
-        && shape.last().is_some_and(Option::is_some)
+    (element.is_f32() && crate::ir::types::normalize_axis(axis, rank) == Some(rank - 1))
+        .then(|| shape.last().is_some_and(Option::is_some))
 }
 
 /// Builds `builder` (named `what` in errors) in front of `op` and returns

@@ -104,6 +104,132 @@ impl KernelWriter {
         }
     }
 
+    /// The strides of `result`, a view `op` makes of `base` whose layout
+    /// has symbolic strides and a static offset: a `memref.cast` keeps
+    /// its source's, a `memref.subview` (rank kept, static steps)
+    /// multiplies them by its steps, a `memref.collapse_shape` takes each
+    /// group's innermost, a `memref.expand_shape` gives each group's
+    /// innermost its source's and the others the product of the stride
+    /// and extent inside them. A static stride of the result's type is
+    /// taken as written. `None` for any other view.
+    #[allow(clippy::type_complexity)]
+    fn derived_strides(
+        &mut self,
+        op: OperationRef,
+        base: &MemrefView,
+        result: Value,
+    ) -> Result<
+        Option<(Vec<i64>, i64, Option<Vec<String>>, Option<String>)>,
+        CodegenError,
+    > {
+        use crate::ir::memref::{DYNAMIC, MemRefLayout};
+        let Some(layout) = MemRefLayout::of(result.r#type()) else {
+            return Ok(None);
+        };
+        let (Some(written), offset) = (layout.strides.clone(), layout.offset) else {
+            return Ok(None);
+        };
+        // A symbolic offset: a subview's static offsets along the source's
+        // strides, past the source's own offset.
+        let offset_expr = if offset == DYNAMIC {
+            let offsets = crate::ir::util::dense_i64_array(op, "static_offsets");
+            let (Some(offsets), Some(exprs)) = (offsets, &base.stride_exprs) else {
+                return Ok(None);
+            };
+            if op_name(&op) != "memref.subview"
+                || offsets.len() != exprs.len()
+                || offsets.contains(&DYNAMIC)
+            {
+                return Ok(None);
+            }
+            let mut terms: Vec<String> = match &base.offset_expr {
+                Some(e) => vec![e.clone()],
+                None if base.offset != 0 => vec![base.offset.to_string()],
+                None => Vec::new(),
+            };
+            for (o, stride) in offsets.iter().zip(exprs) {
+                match (*o, stride.as_str()) {
+                    (0, _) | (_, "0") => {}
+                    (o, "1") => terms.push(o.to_string()),
+                    (o, s) => terms.push(format!("{o} * {s}")),
+                }
+            }
+            Some(if terms.is_empty() {
+                "0".to_string()
+            } else {
+                format!("({})", terms.join(" + "))
+            })
+        } else {
+            None
+        };
+        let source: Vec<String> = match &base.stride_exprs {
+            Some(exprs) => exprs.clone(),
+            None => base.strides.iter().map(|s| s.to_string()).collect(),
+        };
+        let times = |a: &str, b: &str| match (a, b) {
+            ("0", _) | (_, "0") => "0".to_string(),
+            ("1", x) | (x, "1") => x.to_string(),
+            (x, y) => format!("({x} * {y})"),
+        };
+        let rank = written.len();
+        let derived: Vec<String> = match op_name(&op).as_str() {
+            "memref.cast" if source.len() == rank => source,
+            "memref.subview" => {
+                let steps = crate::ir::util::dense_i64_array(op, "static_strides");
+                match steps {
+                    Some(steps) if steps.len() == rank && source.len() == rank
+                        && !steps.contains(&DYNAMIC) =>
+                    {
+                        source
+                            .iter()
+                            .zip(&steps)
+                            .map(|(s, step)| times(s, &step.to_string()))
+                            .collect()
+                    }
+                    _ => return Ok(None),
+                }
+            }
+            "memref.collapse_shape" => {
+                let Some(groups) = crate::ir::util::reassociation(op) else {
+                    return Ok(None);
+                };
+                let mut strides = Vec::with_capacity(groups.len());
+                for group in &groups {
+                    let Some(&last) = group.last() else {
+                        return Ok(None);
+                    };
+                    strides.push(source[last as usize].clone());
+                }
+                strides
+            }
+            "memref.expand_shape" => {
+                let Some(groups) = crate::ir::util::reassociation(op) else {
+                    return Ok(None);
+                };
+                let mut strides = vec![String::new(); rank];
+                for (source_dim, group) in groups.iter().enumerate() {
+                    let mut stride = source[source_dim].clone();
+                    for &dim in group.iter().rev() {
+                        strides[dim as usize] = stride.clone();
+                        let extent = self.extent(op, unsafe { Value::from_raw(result.to_raw()) }, dim as usize)?;
+                        stride = times(&stride, &extent);
+                    }
+                }
+                strides
+            }
+            _ => return Ok(None),
+        };
+        if derived.len() != rank {
+            return Ok(None);
+        }
+        let exprs: Vec<String> = derived
+            .into_iter()
+            .zip(&written)
+            .map(|(expr, &w)| if w == DYNAMIC { expr } else { w.to_string() })
+            .collect();
+        Ok(Some((written, offset, Some(exprs), offset_expr)))
+    }
+
     pub(super) fn block(&mut self, block: BlockRef) -> Result<(), CodegenError> {
         let mut next = block.first_operation();
         while let Some(op) = next {
@@ -144,12 +270,26 @@ impl KernelWriter {
                     .cloned()
                     .ok_or_else(|| CodegenError::at(&op, "view of an unknown buffer"))?;
                 let result: Value = op.result(0).at(&op)?.into();
-                let (strides, offset) = strides_and_offset(result.r#type()).ok_or_else(|| {
-                    CodegenError::at(
-                        &op,
-                        format!("'{name}' gives a dynamic layout {}", result.r#type()),
-                    )
-                })?;
+                let (strides, offset, stride_exprs, offset_expr) = match strides_and_offset(
+                    result.r#type(),
+                ) {
+                    Some((strides, offset)) => (strides, offset, None, None),
+                    // A row-major view over symbolic extents (a reshape of
+                    // a `?x?x64` buffer): strides from its extents.
+                    None if crate::ir::memref::has_identity_layout(result.r#type()) => {
+                        let (strides, exprs) = self.row_major_strides(op, result)?;
+                        (strides, 0, Some(exprs), None)
+                    }
+                    // A strided view of such a buffer (a slice of its last
+                    // axis): strides from the source's.
+                    None if let Some(derived) = self.derived_strides(op, &base, result)? => derived,
+                    None => {
+                        return Err(CodegenError::at(
+                            &op,
+                            format!("'{name}' gives a dynamic layout {}", result.r#type()),
+                        ));
+                    }
+                };
                 self.views.insert(
                     key(result),
                     MemrefView {
@@ -157,6 +297,8 @@ impl KernelWriter {
                         element: base.element,
                         offset,
                         strides,
+                        stride_exprs,
+                        offset_expr,
                     },
                 );
                 Ok(())

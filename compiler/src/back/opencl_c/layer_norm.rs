@@ -31,10 +31,16 @@ impl KernelTemplate for LayerNormSpec {
             .and_then(|a| FloatAttribute::try_from(a).ok())
             .map(|a| a.value() as f32)
             .ok_or_else(|| CodegenError::at(&op, "layer norm without a float epsilon"))?;
+        let tcc_kernels::RowLength::Static(columns) = rows.columns() else {
+            return Err(CodegenError::at(
+                &op,
+                "the layer norm kernel normalizes rows of a static length only",
+            ));
+        };
         writer.mark_written(&rows.output.buffer);
         Ok(LayerNormSpec {
             kernel: row_kernel(kernel, "row layer norm", "row"),
-            columns: rows.columns(),
+            columns,
             row_offsets: format!(
                 "{}\nconst tcc_index scale_at = {}, bias_at = {};",
                 rows.row_offsets(),

@@ -165,6 +165,15 @@ impl KernelWriter {
             .get(&key(value))
             .cloned()
             .ok_or_else(|| CodegenError::at(&op, format!("{what} is not a kernel buffer")))?;
+        if view.has_dynamic_strides() {
+            return Err(CodegenError::at(
+                &op,
+                format!(
+                    "the {what} {} has strides that follow symbolic extents: the template addresses static strides only",
+                    value.r#type()
+                ),
+            ));
+        }
         Ok((unsafe { Value::from_raw(value.to_raw()) }, view))
     }
 }

@@ -331,13 +331,50 @@ pub(super) struct MemrefView {
     pub(super) buffer: Buffer,
     pub(super) element: ElementType,
     pub(super) offset: i64,
+    /// Each dimension's stride; [`crate::ir::memref::DYNAMIC`] where it
+    /// follows a symbolic extent (then `stride_exprs` holds them all).
     pub(super) strides: Vec<i64>,
+    /// Where a stride follows a symbolic extent inside the buffer (issue
+    /// 33: `memref<?x?x64xf32>`, whose first stride is `64 x` the second
+    /// extent), the C expression of every stride, from the extents' scalar
+    /// arguments. Templates whose addressing needs static strides refuse
+    /// such a view (`operand_view`); loop kernels address through it.
+    pub(super) stride_exprs: Option<Vec<String>>,
+    /// Where the offset follows symbolic strides (a slice past the first
+    /// rows of a `1x16x?` buffer), its C expression (`offset` is then
+    /// [`crate::ir::memref::DYNAMIC`]).
+    pub(super) offset_expr: Option<String>,
 }
 
 impl MemrefView {
     /// The element offset of the given C index expressions.
     pub(super) fn address(&self, indices: &[String]) -> String {
-        tcc_kernels::Address::new(self.offset, self.strides.clone()).at(indices)
+        let Some(exprs) = &self.stride_exprs else {
+            return tcc_kernels::Address::new(self.offset, self.strides.clone()).at(indices);
+        };
+        let mut terms: Vec<String> = Vec::new();
+        match &self.offset_expr {
+            Some(offset) => terms.push(offset.clone()),
+            None if self.offset != 0 => terms.push(self.offset.to_string()),
+            None => {}
+        }
+        for (index, stride) in indices.iter().zip(exprs) {
+            match stride.as_str() {
+                "0" => {}
+                "1" => terms.push(index.clone()),
+                s => terms.push(format!("{index} * {s}")),
+            }
+        }
+        if terms.is_empty() {
+            "0".to_string()
+        } else {
+            terms.join(" + ")
+        }
+    }
+
+    /// Whether a stride (or the offset) follows a symbolic extent.
+    pub(super) fn has_dynamic_strides(&self) -> bool {
+        self.stride_exprs.is_some() || self.offset_expr.is_some()
     }
 
     /// The C expression of the element at `indices`.
@@ -427,6 +464,48 @@ pub(super) fn memref_element(ty: Type) -> Option<ElementType> {
 }
 
 impl KernelWriter {
+    /// The row-major strides of `memref` (a kernel argument or a view of
+    /// one with an identity layout) whose extents include symbolic ones:
+    /// each stride as a number ([`crate::ir::memref::DYNAMIC`] where it
+    /// follows a symbolic extent) and as a C expression, the product of
+    /// the extents after it (a symbolic one its scalar argument, `op`
+    /// naming errors).
+    pub(super) fn row_major_strides(
+        &mut self,
+        op: OperationRef,
+        memref: Value,
+    ) -> Result<(Vec<i64>, Vec<String>), CodegenError> {
+        let memref: Value<'static, 'static> = unsafe { Value::from_raw(memref.to_raw()) };
+        let shape = memref_shape(memref.r#type());
+        let rank = shape.len();
+        let mut strides = vec![1i64; rank];
+        let mut exprs = vec!["1".to_string(); rank];
+        let mut constant = 1i64;
+        let mut factors: Vec<String> = Vec::new();
+        for dim in (0..rank).rev() {
+            strides[dim] = if factors.is_empty() {
+                constant
+            } else {
+                crate::ir::memref::DYNAMIC
+            };
+            let mut terms = factors.clone();
+            if constant != 1 || terms.is_empty() {
+                terms.push(index_literal(constant));
+            }
+            exprs[dim] = if terms.len() == 1 {
+                terms.remove(0)
+            } else {
+                format!("({})", terms.join(" * "))
+            };
+            if shape[dim] == crate::ir::memref::DYNAMIC {
+                factors.push(self.extent(op, memref, dim)?);
+            } else {
+                constant = constant.saturating_mul(shape[dim]);
+            }
+        }
+        Ok((strides, exprs))
+    }
+
     pub(super) fn fresh(&mut self) -> String {
         let name = format!("v{}", self.next);
         self.next += 1;
@@ -553,7 +632,11 @@ impl KernelWriter {
                     format!("kernel argument {index} is {ty}, not a buffer"),
                 ));
             }
-            if !self.scalars.is_empty() {
+            if self
+                .scalars
+                .iter()
+                .any(|s| matches!(s, ScalarArg::Index { .. }))
+            {
                 return Err(CodegenError::at(
                     &kernel,
                     format!(
@@ -564,14 +647,23 @@ impl KernelWriter {
             let element = memref_element(ty).ok_or_else(|| {
                 CodegenError::at(&kernel, format!("unsupported element type in {ty}"))
             })?;
-            let (strides, offset) = strides_and_offset(ty).ok_or_else(|| {
-                CodegenError::at(
-                    &kernel,
-                    format!("kernel argument {index} has a dynamic layout: {ty}"),
-                )
-            })?;
-            let storage = argument_storage(kernel, index, element)?;
             self.arguments.insert(key(argument), index);
+            let (strides, offset, stride_exprs) = match strides_and_offset(ty) {
+                Some((strides, offset)) => (strides, offset, None),
+                None if crate::ir::memref::has_identity_layout(ty) => {
+                    // Row-major over symbolic extents: strides are
+                    // products of the extents' scalar arguments.
+                    let (strides, exprs) = self.row_major_strides(kernel, argument)?;
+                    (strides, 0, Some(exprs))
+                }
+                None => {
+                    return Err(CodegenError::at(
+                        &kernel,
+                        format!("kernel argument {index} has a dynamic layout: {ty}"),
+                    ));
+                }
+            };
+            let storage = argument_storage(kernel, index, element)?;
             self.views.insert(
                 key(argument),
                 MemrefView {
@@ -579,6 +671,8 @@ impl KernelWriter {
                     element,
                     offset,
                     strides,
+                    stride_exprs,
+                    offset_expr: None,
                 },
             );
             args.push(KernelArg {

@@ -272,6 +272,7 @@ fn import_with(
         arguments,
         results,
         outputs,
+        output_dims: Vec::new(),
         ops,
     };
     let recorded = Recorded {

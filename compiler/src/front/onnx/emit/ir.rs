@@ -140,6 +140,15 @@ pub enum Kind {
         source: TType,
         extents: Vec<RuntimeExtent>,
     },
+    /// A reshape whose result has several extents that follow symbolic
+    /// dimensions (`batch x sequence x hidden` from `(batch*sequence) x
+    /// hidden`), which `tosa.reshape`'s one inferred `-1` cannot state:
+    /// the source collapsed to one axis and expanded to the result type,
+    /// its `?` extents read at run time.
+    Reshape {
+        source: Use,
+        extents: Vec<RuntimeExtent>,
+    },
     /// A linalg named op (convolution, pooling) on `ins` into `init`.
     Named {
         name: String,
@@ -168,7 +177,8 @@ impl Op {
             Kind::Broadcast {
                 source: Broadcasted::Value(u),
                 ..
-            } => vec![u],
+            }
+            | Kind::Reshape { source: u, .. } => vec![u],
             Kind::Generic(g) => g
                 .ins
                 .iter()

@@ -43,6 +43,10 @@ pub struct Module {
     /// The returned values, and the outputs naming them.
     pub results: Vec<Val>,
     pub outputs: Vec<IoInfo>,
+    /// For each output with symbolic extents (`--dim`), the dimension of
+    /// each axis (`""` for a static one): its `tcc.dim_names`, from which
+    /// the runtime sizes it (empty: none symbolic).
+    pub output_dims: Vec<Option<Vec<String>>>,
     pub ops: Vec<Op>,
 }
 
@@ -52,6 +56,9 @@ impl Module {
     pub fn result_attrs(&self, index: usize) -> Vec<(&'static str, ArgAttr)> {
         let mut attrs = vec![(NAME, ArgAttr::Str(self.outputs[index].name.clone()))];
         attrs.extend(super::inputs::unsigned_mark(self.results[index].ty.dtype));
+        if let Some(Some(names)) = self.output_dims.get(index) {
+            attrs.push((DIM_NAMES, ArgAttr::Strs(names.clone())));
+        }
         attrs
     }
 }

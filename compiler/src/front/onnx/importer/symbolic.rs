@@ -860,8 +860,9 @@ fn merge_op(
 }
 
 /// A `tosa.tile` whose multiples follow a symbolic dimension (`-1` in its
-/// merged `tosa.const_shape`), repeating extent-1 axes only (how Expand
-/// is imported): the same broadcast with its extents read at run time.
+/// merged `tosa.const_shape`), or whose source has several symbolic
+/// extents, repeating extent-1 axes only (how Expand is imported): the
+/// same broadcast with its extents read at run time.
 /// Any other op is returned as it is.
 fn tile_as_broadcast(
     ops: &[Op],
@@ -877,15 +878,19 @@ fn tile_as_broadcast(
     if name != "tosa.tile" || operands.len() != 2 {
         return Ok(None);
     }
+    let ResultType::Tensor(source) = &operands[0].ty else {
+        return Ok(None);
+    };
+    // Static multiples on a source with several `?`s (a grouped-query
+    // attention's keys repeated over the heads of a group): upstream's
+    // lowering of `tosa.tile` reshapes through one inferred extent only.
+    let several = source.shape.iter().filter(|&&d| d < 0).count() > 1;
     let multiples = match operands[1].id {
         ValueId::Op(i) => match &ops[i].kind {
-            Kind::ConstShape(values) if values.contains(&-1) => values,
+            Kind::ConstShape(values) if values.contains(&-1) || several => values,
             _ => return Ok(None),
         },
         _ => return Ok(None),
-    };
-    let ResultType::Tensor(source) = &operands[0].ty else {
-        return Ok(None);
     };
     // Every repeated axis has extent 1 (a broadcast); an axis tiled by a
     // static count > 1 with a larger extent is not.
@@ -903,6 +908,42 @@ fn tile_as_broadcast(
     let extents = sources.extents(x, y, &origin(&op.loc), symbols)?;
     Ok(Some(Kind::Broadcast {
         source: Broadcasted::Value(operands[0].clone()),
+        extents,
+    }))
+}
+
+/// A `tosa.reshape` whose merged shape has several `-1`s (`batch x
+/// sequence x hidden` from the rows of a product): a [`Kind::Reshape`]
+/// whose extents are read at run time (`tosa.reshape` infers one extent
+/// only). Any other op is returned as it is.
+fn reshape_with_runtime_extents(
+    ops: &[Op],
+    index: usize,
+    (a, b): (&Op, &Op),
+    inferred_shapes: &[(ValueId, usize)],
+    symbols: &[Symbol],
+    sources: &Sources,
+) -> Result<Option<Kind>> {
+    let op = &ops[index];
+    let Kind::Plain { name, operands, .. } = &op.kind else {
+        return Ok(None);
+    };
+    if name != "tosa.reshape" || operands.len() != 2 {
+        return Ok(None);
+    }
+    let inferred = inferred_shapes
+        .iter()
+        .find(|(id, _)| *id == operands[1].id)
+        .map_or(0, |&(_, n)| n);
+    if inferred < 2 {
+        return Ok(None);
+    }
+    let (ResultType::Tensor(x), ResultType::Tensor(y)) = (&a.ty, &b.ty) else {
+        return Ok(None);
+    };
+    let extents = sources.extents(x, y, &origin(&op.loc), symbols)?;
+    Ok(Some(Kind::Reshape {
+        source: operands[0].clone(),
         extents,
     }))
 }
@@ -947,6 +988,11 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
         if let Some(kind) = tile_as_broadcast(&ops, index, (x, y), symbols, &sources)? {
             ops[index].kind = kind;
         }
+        if let Some(kind) =
+            reshape_with_runtime_extents(&ops, index, (x, y), &inferred_shapes, symbols, &sources)?
+        {
+            ops[index].kind = kind;
+        }
     }
     check_inferred_shapes(&ops, &inferred_shapes, symbols)?;
     let origin = "'graph outputs'";
@@ -973,14 +1019,54 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
                 .with_shape(symbolic_shape(&io.ty.shape, &other.ty.shape)),
         })
         .collect();
+    // Each output's symbolic extents by name: the runtime sizes an output
+    // from the dimensions' values, so each must be one dimension itself.
+    let output_dims = ma
+        .outputs
+        .iter()
+        .zip(&mb.outputs)
+        .map(|(io, other)| output_dim_names(io, other, symbols))
+        .collect::<Result<Vec<_>>>()?;
     let module = super::module::Module {
         arguments,
         ops,
         results,
         outputs,
+        output_dims,
         ..a.module
     };
     Ok(Recorded { module, ..a })
+}
+
+/// The dimension of each axis of an output whose extents are `a` in the
+/// first import and `b` in the second (`""` for a static axis); `None`
+/// when none is symbolic. An extent that is not one dimension itself
+/// (`2 x batch`, `batch x sequence`) is refused with the output's name.
+fn output_dim_names(a: &IoInfo, b: &IoInfo, symbols: &[Symbol]) -> Result<Option<Vec<String>>> {
+    if a.ty.shape == b.ty.shape {
+        return Ok(None);
+    }
+    let origin = format!("graph output {}", string_literal(&a.name));
+    a.ty.shape
+        .iter()
+        .zip(&b.ty.shape)
+        .map(|(&x, &y)| {
+            if x == y {
+                return Ok(String::new());
+            }
+            match monomial(x, y, symbols) {
+                Some((chosen, 1)) if chosen.len() == 1 => Ok(symbols[chosen[0]].name.clone()),
+                _ => Err(not_supported(
+                    &format!(
+                        "an output extent ({x} and {y} at two probes) that is not one symbolic dimension (the runtime sizes outputs from the dimensions)"
+                    ),
+                    &origin,
+                    symbols,
+                )),
+            }
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }
 
 /// Every `tosa.const_shape` given a `-1` (`shapes`: with how many) must
@@ -1095,6 +1181,7 @@ mod tests {
                 }],
                 results: vec![y],
                 outputs,
+                output_dims: Vec::new(),
                 ops,
             },
             blobs: Vec::new(),
