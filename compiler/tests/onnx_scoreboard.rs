@@ -259,6 +259,33 @@ fn exporter_models_with_a_symbolic_batch_pass() {
     check("exporter_models_with_a_symbolic_batch_pass", &outcomes);
 }
 
+/// The language models of test/onnx/exporters-dynamic with data sets at
+/// three (batch, sequence) pairs (`sequence_sets.py`: 2 x 16, 3 x 11 with
+/// a padded row, 1 x 4; T5's decoder sequence too): `batch` and
+/// `sequence` both symbolic, one artifact runs all three.
+fn sequence_exporter_cases() -> Vec<PathBuf> {
+    scoreboard::find_cases(&[repo("test/onnx/exporters-sequence")]).expect("cases")
+}
+
+#[test]
+fn exporter_models_with_a_symbolic_sequence_pass() {
+    let cases = sequence_exporter_cases();
+    assert_eq!(
+        cases.len(),
+        8,
+        "BERT, GPT-2, Llama and T5 x 2 exporters in test/onnx/exporters-sequence"
+    );
+    for case in &cases {
+        assert!(
+            case.join("test_data_set_2").is_dir(),
+            "{}: three data sets at different sequence lengths",
+            case.display()
+        );
+    }
+    let outcomes = run_in_processes(&cases, false);
+    check("exporter_models_with_a_symbolic_sequence_pass", &outcomes);
+}
+
 #[test]
 fn onnx_backend_test_data_has_no_regressions() {
     let cases = backend_cases();
@@ -288,6 +315,7 @@ fn expectations_name_existing_cases_and_reasons() {
         .chain(&hand_made_cases())
         .chain(&exporter_cases())
         .chain(&dynamic_exporter_cases())
+        .chain(&sequence_exporter_cases())
         .filter_map(|c| c.file_name()?.to_str().map(str::to_string))
         .collect();
     for (name, outcome) in &expected {

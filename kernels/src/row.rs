@@ -294,13 +294,7 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
 /// plain loop, which LLVM's loop vectorizer handles better than lanes
 /// written out (measured: a softmax's normalizing pass took 1.5 ms as a
 /// loop and 5.4 ms as 16 lanes, 2048x1024 on PoCL, one thread).
-pub(crate) fn map_row(
-    out: &mut String,
-    w: u32,
-    index: &str,
-    length: &RowLength,
-    statements: &str,
-) {
+pub(crate) fn map_row(out: &mut String, w: u32, index: &str, length: &RowLength, statements: &str) {
     let (start, step) = if w > 1 {
         ("lid".to_string(), w)
     } else {

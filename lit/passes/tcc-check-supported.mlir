@@ -114,16 +114,60 @@ module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]
 // What is outside the first slice is refused, each op once, naming the op,
 // the dimension and its range, and why.
 module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
-  func.func @outside(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}) -> (tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
+  func.func @outside(%x: tensor<?x4xf32> {tcc.dim_names = ["batch", ""]}, %img: tensor<?x8x8x3xf32> {tcc.dim_names = ["batch", "", "", ""]}) -> (tensor<1x4xf32>, tensor<8x?x8x3xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
+    %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
     // expected-error @+1 {{'tosa.reduce_sum' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.reduce_sum' reduces over the dynamic dimension}}
     %0 = tosa.reduce_sum %x {axis = 0 : i32} : (tensor<?x4xf32>) -> tensor<1x4xf32>
-    // expected-error @+1 {{'tosa.transpose' computes on the dynamically shaped type 'tensor<4x?xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.transpose' gets a dynamic dimension that is not the leading one (in 'tensor<4x?xf32>')}}
-    %1 = tosa.transpose %x {perms = array<i32: 1, 0>} : (tensor<?x4xf32>) -> tensor<4x?xf32>
+    %1 = tosa.transpose %img {perms = array<i32: 1, 0, 2, 3>} : (tensor<?x8x8x3xf32>) -> tensor<8x?x8x3xf32>
+    // expected-error @+1 {{'tosa.avg_pool2d' computes on the dynamically shaped type 'tensor<8x?x4x3xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.avg_pool2d' gets a dynamic dimension that is not the leading one (in 'tensor<8x?x4x3xf32>'): only a leading batch (after unit dimensions) compiles for it yet}}
+    %p = tosa.avg_pool2d %1, %z, %z {acc_type = f32, kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<8x?x8x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x?x4x3xf32>
     // expected-error @+1 {{'tosa.concat' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tosa.concat' joins along the dynamic dimension}}
     %2 = tosa.concat %x, %x {axis = 0 : i32} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
-    // expected-error @+1 {{'tcc.softmax' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tcc.softmax' normalizes along an axis other than the last, static one}}
+    // expected-error @+1 {{'tcc.softmax' computes on the dynamically shaped type 'tensor<?x4xf32>' (dynamic dimension 'batch' (1..64)): 'tcc.softmax' normalizes along an axis other than the last: only rows along the last axis compile with a dynamic dimension yet}}
     %3 = tcc.softmax %x axis = 0 : tensor<?x4xf32>
-    return %0, %1, %2, %3 : tensor<1x4xf32>, tensor<4x?xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+    return %0, %1, %2, %3 : tensor<1x4xf32>, tensor<8x?x8x3xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+  }
+}
+
+// -----
+
+// A sequence beside the batch: symbolic extents on any axes of
+// elementwise ops, reshapes, transposes and products (attention's scores
+// over the sequence, `batch x heads x sequence x sequence`), a softmax
+// along a symbolic row, a layer norm over a static one.
+module attributes {tcc.dims = #tcc.dims<names = ["batch", "sequence"], min = [1, 1], max = [8, 128]>} {
+  func.func @sequence(%q: tensor<?x2x?x16xf32> {tcc.dim_names = ["batch", "", "sequence", ""]}, %k: tensor<?x2x?x16xf32> {tcc.dim_names = ["batch", "", "sequence", ""]}, %g: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<?x2x?x?xf32>, tensor<?x2x?x16xf32>) {
+    %kt = tosa.transpose %k {perms = array<i32: 0, 1, 3, 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x16x?xf32>
+    %s3 = tosa.const_shape {values = dense<[-1, 16, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %c0 = arith.constant 0 : index
+    %c2 = arith.constant 2 : index
+    %n = tensor.dim %q, %c0 : tensor<?x2x?x16xf32>
+    %t = tensor.dim %q, %c2 : tensor<?x2x?x16xf32>
+    %n2 = arith.muli %n, %c2 : index
+    %qf = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<?x2x?x16xf32> into tensor<?x?x16xf32>
+    %kf = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<?x2x16x?xf32> into tensor<?x16x?xf32>
+    %scores = tosa.matmul %qf, %kf, %z, %z : (tensor<?x?x16xf32>, tensor<?x16x?xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x?x?xf32>
+    %s4 = tensor.expand_shape %scores [[0, 1], [2], [3]] output_shape [%n, 2, %t, %t] : tensor<?x?x?xf32> into tensor<?x2x?x?xf32>
+    %p = tcc.softmax %s4 axis = -1 : tensor<?x2x?x?xf32>
+    %e = tosa.exp %q : (tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+    %ln = tcc.layer_norm %e, %g, %b axis = 3 epsilon = 1.0e-05 : tensor<?x2x?x16xf32>, tensor<16xf32>
+    return %p, %ln : tensor<?x2x?x?xf32>, tensor<?x2x?x16xf32>
+  }
+}
+
+// -----
+
+// Its forms outside: a reduction over the sequence, a convolution whose
+// image is symbolic past its batch.
+module attributes {tcc.dims = #tcc.dims<names = ["batch", "sequence"], min = [1, 1], max = [8, 128]>} {
+  func.func @sequence_outside(%x: tensor<?x?xf32> {tcc.dim_names = ["batch", "sequence"]}, %img: tensor<?x?x8x3xf32> {tcc.dim_names = ["batch", "sequence", "", ""]}, %f: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> (tensor<?x1xf32>, tensor<?x?x8x4xf32>) {
+    %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+    // expected-error @+1 {{'tosa.reduce_sum' reduces over the dynamic dimension}}
+    %0 = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+    // expected-error @+1 {{'tosa.conv2d' gets a dynamic dimension that is not the leading one (in 'tensor<?x?x8x4xf32>')}}
+    %1 = tosa.conv2d %img, %f, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<?x?x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x?x8x4xf32>
+    return %0, %1 : tensor<?x1xf32>, tensor<?x?x8x4xf32>
   }
 }
 

@@ -42,12 +42,17 @@ func.func @dynamic_batch(%x: tensor<?x10xf32>) -> tensor<?x10xf32> {
   return %0 : tensor<?x10xf32>
 }
 
-// A dynamic last axis stays a tcc.softmax (the row template needs static
-// rows).
+// A symbolic last axis (attention's scores over a sequence) is a row of
+// a length known at run time, which the row template takes; the
+// destination reads both extents back.
 // CHECK-LABEL: func.func @dynamic_row
-// CHECK: tcc.softmax
-// CHECK-NOT: linalg.softmax
-func.func @dynamic_row(%x: tensor<4x?xf32>) -> tensor<4x?xf32> {
-  %0 = tcc.softmax %x axis = 1 : tensor<4x?xf32>
-  return %0 : tensor<4x?xf32>
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
+// CHECK: %[[N:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x?xf32>
+// CHECK: %[[T:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x?xf32>
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]], %[[T]]) : tensor<?x?xf32>
+// CHECK: linalg.softmax dimension(1) ins(%[[X]] : tensor<?x?xf32>) outs(%[[E]] : tensor<?x?xf32>)
+// CHECK-NOT: tcc.softmax
+func.func @dynamic_row(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %0 = tcc.softmax %x axis = 1 : tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
 }

@@ -2,9 +2,10 @@
 // whose first non-unit dimension runs to a dynamic extent (the kernel's
 // memref.dim) becomes a grid-stride loop to that extent times the static
 // inner points; the dynamic dimension's index is the quotient (no
-// remainder), unit dimensions before it stay at 0. Any other dynamic
-// bound is refused with its node and the declared dimensions; without
-// declared dimensions the message is the static-shape one.
+// remainder), unit dimensions before it stay at 0. Symbolic extents
+// further in (several of them) are delinearized by their extents.
+// Without declared dimensions a dynamic bound is refused with the
+// static-shape message.
 // RUN: not tcc-opt %s --split-input-file --tcc-map-loops-to-work-items=serial-rows=false 2>/dev/null | FileCheck %s
 // RUN: not tcc-opt %s --split-input-file --tcc-map-loops-to-work-items=serial-rows=true 2>/dev/null | FileCheck %s --check-prefix=ROWS
 // RUN: not tcc-opt %s --split-input-file --tcc-map-loops-to-work-items 2>&1 >/dev/null | FileCheck %s --check-prefix=ERR
@@ -73,8 +74,16 @@ module attributes {gpu.container_module, tcc.dims = #tcc.dims<names = ["batch"],
 
 // -----
 
-// A dynamic inner bound is not the slice's leading batch: refused.
-// ERR: error: {{.*}}parallel loop (node 'inner') with a dynamic bound other than its first dimension's upper bound (dynamic dimension 'batch' (1..64)): not supported by tcc-map-loops-to-work-items; compile one shape with --input-shape
+// A symbolic inner bound (a row along a sequence): the points are the
+// static extents times the symbolic one; its index is the remainder by
+// its extent, the outer one the quotient.
+// CHECK-LABEL: gpu.func @inner_0
+// CHECK: %[[N:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<4x?xf32>
+// CHECK: %[[POINTS:.*]] = arith.muli %[[N]], %{{.*}} : index
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[POINTS]] step
+// CHECK: %[[J:.*]] = arith.remui %[[I]], %[[N]] : index
+// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %[[N]] : index
+// CHECK: memref.load %{{.*}}[%[[ROW]], %[[J]]]
 module attributes {gpu.container_module, tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [64]>} {
   gpu.module @tcc_kernels {
     gpu.func @inner_0(%x: memref<4x?xf32>, %y: memref<4x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, tcc.strategy = #tcc.loops<workgroup_size = 128>} {

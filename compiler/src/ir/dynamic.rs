@@ -166,7 +166,20 @@ fn max_extent_uncached(
         let block = unsafe { mlir_sys::mlirBlockArgumentGetOwner(value.to_raw()) };
         let parent = unsafe { mlir_sys::mlirBlockGetParentOperation(block) };
         let parent = unsafe { OperationRef::from_option_raw(parent) }?;
-        return (op_name(&parent) == "func.func").then_some(max);
+        if op_name(&parent) != "func.func" {
+            return None;
+        }
+        // The argument's own dimension's maximum where it names it (with
+        // several declared, a batch's and a sequence's differ).
+        let index = unsafe { mlir_sys::mlirBlockArgumentGetArgNumber(value.to_raw()) };
+        let named = usize::try_from(index)
+            .ok()
+            .and_then(|index| argument_dim_names(&parent, index))
+            .and_then(|names| {
+                let dims = module_dims(parent);
+                dims.get(names.get(axis)?).map(|d| d.max)
+            });
+        return Some(named.map_or(max, |m| m.min(max)));
     };
     // The position of `axis` among the result's dynamic axes.
     let dynamic_position = shape[..axis].iter().filter(|d| d.is_none()).count();

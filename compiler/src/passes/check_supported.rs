@@ -659,9 +659,8 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         .ok()
         .and_then(|v| crate::ir::types::ranked_shape(v.r#type()))
         .unwrap_or_default();
-    let dynamic_axis = |axis: Option<usize>| {
-        axis.is_some_and(|a| input_shape.get(a).is_some_and(Option::is_none))
-    };
+    let dynamic_axis =
+        |axis: Option<usize>| axis.is_some_and(|a| input_shape.get(a).is_some_and(Option::is_none));
     let input_dynamic = op
         .operand(0)
         .ok()

@@ -118,10 +118,7 @@ impl KernelWriter {
         op: OperationRef,
         base: &MemrefView,
         result: Value,
-    ) -> Result<
-        Option<(Vec<i64>, i64, Option<Vec<String>>, Option<String>)>,
-        CodegenError,
-    > {
+    ) -> Result<Option<(Vec<i64>, i64, Option<Vec<String>>, Option<String>)>, CodegenError> {
         use crate::ir::memref::{DYNAMIC, MemRefLayout};
         let Some(layout) = MemRefLayout::of(result.r#type()) else {
             return Ok(None);
@@ -177,8 +174,10 @@ impl KernelWriter {
             "memref.subview" => {
                 let steps = crate::ir::util::dense_i64_array(op, "static_strides");
                 match steps {
-                    Some(steps) if steps.len() == rank && source.len() == rank
-                        && !steps.contains(&DYNAMIC) =>
+                    Some(steps)
+                        if steps.len() == rank
+                            && source.len() == rank
+                            && !steps.contains(&DYNAMIC) =>
                     {
                         source
                             .iter()
@@ -211,7 +210,11 @@ impl KernelWriter {
                     let mut stride = source[source_dim].clone();
                     for &dim in group.iter().rev() {
                         strides[dim as usize] = stride.clone();
-                        let extent = self.extent(op, unsafe { Value::from_raw(result.to_raw()) }, dim as usize)?;
+                        let extent = self.extent(
+                            op,
+                            unsafe { Value::from_raw(result.to_raw()) },
+                            dim as usize,
+                        )?;
                         stride = times(&stride, &extent);
                     }
                 }
@@ -270,26 +273,27 @@ impl KernelWriter {
                     .cloned()
                     .ok_or_else(|| CodegenError::at(&op, "view of an unknown buffer"))?;
                 let result: Value = op.result(0).at(&op)?.into();
-                let (strides, offset, stride_exprs, offset_expr) = match strides_and_offset(
-                    result.r#type(),
-                ) {
-                    Some((strides, offset)) => (strides, offset, None, None),
-                    // A row-major view over symbolic extents (a reshape of
-                    // a `?x?x64` buffer): strides from its extents.
-                    None if crate::ir::memref::has_identity_layout(result.r#type()) => {
-                        let (strides, exprs) = self.row_major_strides(op, result)?;
-                        (strides, 0, Some(exprs), None)
-                    }
-                    // A strided view of such a buffer (a slice of its last
-                    // axis): strides from the source's.
-                    None if let Some(derived) = self.derived_strides(op, &base, result)? => derived,
-                    None => {
-                        return Err(CodegenError::at(
-                            &op,
-                            format!("'{name}' gives a dynamic layout {}", result.r#type()),
-                        ));
-                    }
-                };
+                let (strides, offset, stride_exprs, offset_expr) =
+                    match strides_and_offset(result.r#type()) {
+                        Some((strides, offset)) => (strides, offset, None, None),
+                        // A row-major view over symbolic extents (a reshape of
+                        // a `?x?x64` buffer): strides from its extents.
+                        None if crate::ir::memref::has_identity_layout(result.r#type()) => {
+                            let (strides, exprs) = self.row_major_strides(op, result)?;
+                            (strides, 0, Some(exprs), None)
+                        }
+                        // A strided view of such a buffer (a slice of its last
+                        // axis): strides from the source's.
+                        None if let Some(derived) = self.derived_strides(op, &base, result)? => {
+                            derived
+                        }
+                        None => {
+                            return Err(CodegenError::at(
+                                &op,
+                                format!("'{name}' gives a dynamic layout {}", result.r#type()),
+                            ));
+                        }
+                    };
                 self.views.insert(
                     key(result),
                     MemrefView {

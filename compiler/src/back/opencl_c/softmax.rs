@@ -34,9 +34,10 @@ impl RowIo {
     ) -> Result<Self, CodegenError> {
         let view = |writer: &KernelWriter, index: usize| {
             let value = op.operand(index).at(&op)?;
-            let view = writer.views.get(&key(value)).cloned().ok_or_else(|| {
-                CodegenError::at(&op, format!("{what} is not a kernel buffer"))
-            })?;
+            let view =
+                writer.views.get(&key(value)).cloned().ok_or_else(|| {
+                    CodegenError::at(&op, format!("{what} is not a kernel buffer"))
+                })?;
             Ok::<_, CodegenError>((unsafe { Value::from_raw(value.to_raw()) }, view))
         };
         let (input_value, input) = view(writer, input)?;
@@ -51,7 +52,9 @@ impl RowIo {
             Ok(Some(dim)) => dim + 1 < shape.len(),
             Err(()) => false,
         };
-        let extents = if leading_rows && !input.has_dynamic_strides() && !output.has_dynamic_strides()
+        let extents = if leading_rows
+            && !input.has_dynamic_strides()
+            && !output.has_dynamic_strides()
         {
             None
         } else {

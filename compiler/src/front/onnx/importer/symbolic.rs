@@ -1040,10 +1040,13 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
 
 /// The dimension of each axis of an output whose extents are `a` in the
 /// first import and `b` in the second (`""` for a static axis); `None`
-/// when none is symbolic. An extent that is not one dimension itself
-/// (`2 x batch`, `batch x sequence`) is refused with the output's name.
+/// when none is symbolic, or when one dimension is declared (each `?`
+/// is then it). An extent that is not one dimension itself (`2 x batch`,
+/// `batch x sequence`) is refused with the output's name.
 fn output_dim_names(a: &IoInfo, b: &IoInfo, symbols: &[Symbol]) -> Result<Option<Vec<String>>> {
-    if a.ty.shape == b.ty.shape {
+    // With one dimension every `?` names it (`tcc-check-supported`
+    // refuses an output that is a multiple of it, with the op).
+    if a.ty.shape == b.ty.shape || symbols.len() < 2 {
         return Ok(None);
     }
     let origin = format!("graph output {}", string_literal(&a.name));
@@ -1259,6 +1262,111 @@ mod tests {
         );
         assert_eq!(kinds[3].1, &f32s(&[-1, 2]));
         assert_eq!(module.results[0].ty.shape, [-1, 2]);
+    }
+
+    /// `--dim batch=1..32 --dim sequence=1..512`, and a one-input function
+    /// of `batch x sequence x 32` built by `body` at each import's probes.
+    fn merged_with_sequence(body: &dyn Fn(&mut Emitter, &Val, i64, i64) -> Val) -> Result<Module> {
+        let dims = [
+            SymbolicDim {
+                name: "batch".into(),
+                min: 1,
+                max: 32,
+            },
+            SymbolicDim {
+                name: "sequence".into(),
+                min: 1,
+                max: 512,
+            },
+        ];
+        let probes = choose_probes(&dims);
+        let symbols: Vec<Symbol> = dims
+            .iter()
+            .zip(&probes)
+            .map(|(d, &probes)| Symbol {
+                name: d.name.clone(),
+                probes,
+                max: d.max,
+            })
+            .collect();
+        let import = |n: i64, t: i64| {
+            let mut module = recorded(n, &|_, x, _| x.clone());
+            let mut e = Emitter::new(ConstStyle::Hex);
+            let ty = TType::new(DType::F32, vec![n, t, 32]);
+            let x = Val::argument(0, ty.clone());
+            let y = body(&mut e, &x, n, t);
+            module.module.arguments[0].ty = ty.clone();
+            module.module.outputs[0].ty = y.ty.clone();
+            module.module.results = vec![y];
+            module.module.ops = e.take_function();
+            module.inputs[0].ty = ty;
+            module
+        };
+        let (a, b) = (probes[0], probes[1]);
+        merge(import(a.0, b.0), import(a.1, b.1), &symbols).map(|r| r.module)
+    }
+
+    #[test]
+    fn reshapes_with_several_symbolic_extents_read_them_at_run_time() {
+        let module = merged_with_sequence(&|e, x, n, t| {
+            e.set_location("rows");
+            let rows = e.reshape(x, &[n * t, 32]);
+            e.set_location("back");
+            e.reshape(&rows, &[n, t, 32])
+        })
+        .unwrap();
+        assert_eq!(module.arguments[0].ty.shape, [-1, -1, 32]);
+        // The rows keep tosa.reshape (one inferred extent, batch x
+        // sequence); the way back has two, read from the argument.
+        let reshapes: Vec<&Op> = module
+            .ops
+            .iter()
+            .filter(|o| matches!(&o.kind, Kind::Plain { name, .. } if name == "tosa.reshape"))
+            .collect();
+        assert_eq!(reshapes.len(), 1);
+        assert_eq!(&*reshapes[0].loc, "rows");
+        let back = module
+            .ops
+            .iter()
+            .find(|o| &*o.loc == "back" && matches!(o.kind, Kind::Reshape { .. }));
+        let Some(Op {
+            kind: Kind::Reshape { source, extents },
+            ty: ResultType::Tensor(ty),
+            ..
+        }) = back
+        else {
+            panic!("{:?}", module.ops)
+        };
+        assert_eq!(ty.shape, [-1, -1, 32]);
+        assert_eq!(
+            source.ty,
+            ResultType::Tensor(TType::new(DType::F32, vec![-1, 32]))
+        );
+        let of = |axis| RuntimeExtent {
+            factor: 1,
+            dims: vec![(0, axis)],
+        };
+        assert_eq!(extents, &[of(0), of(1)]);
+        assert_eq!(
+            module.output_dims,
+            [Some(vec![
+                "batch".to_string(),
+                "sequence".to_string(),
+                String::new()
+            ])]
+        );
+    }
+
+    #[test]
+    fn outputs_whose_extent_is_a_product_of_dimensions_are_refused() {
+        let error = merged_with_sequence(&|e, x, n, t| {
+            e.set_location("rows");
+            e.reshape(x, &[n * t, 32])
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("graph output \"y\""), "{error}");
+        assert!(error.contains("not one symbolic dimension"), "{error}");
     }
 
     #[test]
