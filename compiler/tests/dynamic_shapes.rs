@@ -1647,3 +1647,72 @@ fn values_computed_from_the_batch_follow_the_call() {
         }
     }
 }
+
+/// `--specialize` buckets of one dimension keep the others symbolic: a
+/// GPT-2 export with a symbolic `batch` and `sequence` (two layers,
+/// test/onnx/exporters-sequence), compiled with `--specialize
+/// sequence=11,16`, runs its variants at sequence 11 and 16 for any
+/// batch (each variant's own batch symbolic) and the generic function at
+/// sequence 4, each equal to the artifact without variants.
+#[test]
+fn sequence_buckets_keep_the_batch_symbolic() {
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = models();
+    let onnx = repo()
+        .join("test/onnx/exporters-sequence/gpt2-torchscript-sequence/model.onnx")
+        .display()
+        .to_string();
+    let generic = dir.path().join("gpt2-generic.so");
+    let specialized = dir.path().join("gpt2-specialized.so");
+    let dims = ["--dim", "batch=1..3", "--dim", "sequence=1..16"];
+    compile_to(&onnx, &dims, &generic);
+    let mut flags = dims.to_vec();
+    flags.extend(["--specialize", "sequence=11,16"]);
+    compile_to(&onnx, &flags, &specialized);
+    let inspect = ok(tcc(&["inspect", &specialized.display().to_string()]));
+    assert!(
+        inspect.contains("dims batch=1..3, sequence=1..16  specialized sequence=11 sequence=16"),
+        "{inspect}"
+    );
+    let generic_model = tcc_runtime::Model::load(&generic).unwrap();
+    let model = tcc_runtime::Model::load(&specialized).unwrap();
+    let function = model.functions()[0].clone();
+    let runtime = tcc_runtime::Runtime::with_options(
+        tcc_runtime::DeviceSelector::from_flag_or_env(None),
+        tcc_runtime::RuntimeOptions {
+            disk_cache: false,
+            ..tcc_runtime::RuntimeOptions::default()
+        },
+    )
+    .unwrap();
+    let mut session = runtime.session(&model).unwrap();
+    let mut reference = runtime.session(&generic_model).unwrap();
+    for (batch, sequence) in [(2usize, 16usize), (3, 11), (1, 11), (2, 4)] {
+        let ids: Vec<u8> = (0..batch * sequence)
+            .flat_map(|i| (((i * 37 + batch) % 128) as i64).to_le_bytes())
+            .collect();
+        let input =
+            tcc_runtime::HostTensor::new(tcc_runtime::DType::I64, vec![batch, sequence], ids)
+                .unwrap();
+        let variant = function
+            .specialization_of_call(&[&[batch, sequence]])
+            .map(tcc_runtime::describe_bucket);
+        assert_eq!(
+            variant.as_deref(),
+            (sequence != 4)
+                .then(|| format!("sequence={sequence}"))
+                .as_deref(),
+            "{batch} x {sequence}"
+        );
+        let got = session
+            .run(&function.name, std::slice::from_ref(&input))
+            .unwrap();
+        let want = reference
+            .run(&generic_model.functions()[0].name, &[input])
+            .unwrap();
+        assert_eq!(got[0].shape, vec![batch, sequence, 32]);
+        if let Some(m) = mismatch(&got[0].to_f32().unwrap(), &want[0].to_f32().unwrap()) {
+            panic!("{batch} x {sequence}: {m}");
+        }
+    }
+}

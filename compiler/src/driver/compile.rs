@@ -738,6 +738,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 &input_shapes,
                 &structures,
                 &args.fixed_dims,
+                &args.dims,
                 &buckets,
             )?;
         }

@@ -144,7 +144,8 @@ pub fn variant_name(function: &str, bucket: &[(String, i64)]) -> String {
 }
 
 /// Imports the ONNX model at `path` once per bucket, with the bucket's
-/// dimensions fixed, and appends each variant's function to `module`
+/// dimensions fixed (the other declared `dims` symbolic), and appends
+/// each variant's function to `module`
 /// (the generic import), marked as a specialization of `function`.
 pub fn add_variants<'c>(
     session: &'c Session,
@@ -153,6 +154,7 @@ pub fn add_variants<'c>(
     input_shapes: &[(String, Vec<i64>)],
     structures: &[(String, Structure)],
     fixed: &[(String, i64)],
+    dims: &[tcc_dialects::dims::DimRange],
     buckets: &[Vec<(String, i64)>],
 ) -> Result<()> {
     if buckets.is_empty() {
@@ -168,9 +170,17 @@ pub fn add_variants<'c>(
     let context = &session.context;
     for bucket in buckets {
         let name = variant_name(&function, bucket);
+        // The declared dimensions the bucket leaves (a sequence beside a
+        // batch of one) stay symbolic in the variant.
+        let others: Vec<tcc_dialects::dims::DimRange> = dims
+            .iter()
+            .filter(|d| !bucket.iter().any(|(name, _)| *name == d.name))
+            .cloned()
+            .collect();
         let options = ImportOptions {
             input_shapes: input_shapes.to_vec(),
             structures: structures.to_vec(),
+            symbolic_dims: super::import::symbolic_dims(&others),
             fixed_dims: bucket.iter().chain(fixed).cloned().collect(),
             const_style: ConstStyle::Resource,
             function_name: name.clone(),

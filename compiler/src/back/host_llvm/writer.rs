@@ -165,8 +165,9 @@ fn shape_slot(function: &FunctionDesc, dim: &str) -> Option<usize> {
 }
 
 /// Checks that `variant` takes and returns what `generic` does, with the
-/// symbolic extents fixed: the variant's entry is called with the generic
-/// one's buffers.
+/// symbolic extents of its bucket fixed (the others kept, with the same
+/// ranges): the variant's entry is called with the generic one's buffers
+/// and shapes.
 fn check_variant(generic: &FunctionDesc, variant: &FunctionDesc) -> Result<(), CodegenError> {
     let same = |a: &[TensorDesc], b: &[TensorDesc]| {
         a.len() == b.len()
@@ -181,9 +182,14 @@ fn check_variant(generic: &FunctionDesc, variant: &FunctionDesc) -> Result<(), C
                         .all(|(&gd, &vd)| gd == vd || gd == crate::ir::memref::DYNAMIC)
             })
     };
-    if !variant.dims.is_empty()
-        || !same(&generic.inputs, &variant.inputs)
-        || !same(&generic.outputs, &variant.outputs)
+    // A variant may keep some of the generic function's dimensions
+    // symbolic (a bucket of the sequence at every batch): its entry reads
+    // their extents from the call's shapes as the generic one does.
+    let kept = variant
+        .dims
+        .iter()
+        .all(|d| generic.dims.iter().any(|g| g == d));
+    if !kept || !same(&generic.inputs, &variant.inputs) || !same(&generic.outputs, &variant.outputs)
     {
         return Err(CodegenError::new(format!(
             "@{}: the specialization's signature is not @{}'s with its dimensions fixed",

@@ -1040,13 +1040,12 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
 
 /// The dimension of each axis of an output whose extents are `a` in the
 /// first import and `b` in the second (`""` for a static axis); `None`
-/// when none is symbolic, or when one dimension is declared (each `?`
-/// is then it). An extent that is not one dimension itself (`2 x batch`,
-/// `batch x sequence`) is refused with the output's name.
+/// when none is symbolic. An extent that is not one dimension itself
+/// (`2 x batch`, `batch x sequence`) is refused with the output's name
+/// (with one dimension, `None`: `tcc-check-supported` refuses it with
+/// the op that returns it).
 fn output_dim_names(a: &IoInfo, b: &IoInfo, symbols: &[Symbol]) -> Result<Option<Vec<String>>> {
-    // With one dimension every `?` names it (`tcc-check-supported`
-    // refuses an output that is a multiple of it, with the op).
-    if a.ty.shape == b.ty.shape || symbols.len() < 2 {
+    if a.ty.shape == b.ty.shape {
         return Ok(None);
     }
     let origin = format!("graph output {}", string_literal(&a.name));
@@ -1055,10 +1054,15 @@ fn output_dim_names(a: &IoInfo, b: &IoInfo, symbols: &[Symbol]) -> Result<Option
         .zip(&b.ty.shape)
         .map(|(&x, &y)| {
             if x == y {
-                return Ok(String::new());
+                return Ok(Some(String::new()));
             }
             match monomial(x, y, symbols) {
-                Some((chosen, 1)) if chosen.len() == 1 => Ok(symbols[chosen[0]].name.clone()),
+                Some((chosen, 1)) if chosen.len() == 1 => {
+                    Ok(Some(symbols[chosen[0]].name.clone()))
+                }
+                // With one dimension `tcc-check-supported` refuses such an
+                // output, naming the op that returns it.
+                _ if symbols.len() < 2 => Ok(None),
                 _ => Err(not_supported(
                     &format!(
                         "an output extent ({x} and {y} at two probes) that is not one symbolic dimension (the runtime sizes outputs from the dimensions)"
@@ -1068,8 +1072,7 @@ fn output_dim_names(a: &IoInfo, b: &IoInfo, symbols: &[Symbol]) -> Result<Option
                 )),
             }
         })
-        .collect::<Result<Vec<_>>>()
-        .map(Some)
+        .collect::<Result<Option<Vec<_>>>>()
 }
 
 /// Every `tosa.const_shape` given a `-1` (`shapes`: with how many) must
