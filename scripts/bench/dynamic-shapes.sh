@@ -11,7 +11,7 @@
 #
 #   bash scripts/bench/dynamic-shapes.sh build OUT MODEL.onnx [--max=64] [--buckets=1,8,32]
 #        [--between=5] [--target=nvidia] [--backend=cuda] [--precision=fp32] [--runtime-bin=DIR]
-#        [--fix=NAME=VALUE]...
+#        [--fix=NAME=VALUE]... [--seq-max=512 --seq-buckets=128,384 --points=1x128,8x384]
 #   bash scripts/bench/dynamic-shapes.sh time OUT [--backend=cuda] [--iterations=50]
 #
 # `build` runs here (it needs tcc; the artifacts and the model are
@@ -20,7 +20,12 @@
 # and onnxruntime). For the GPU machine, OUT is a folder the device tool
 # carries (e.g. .device-dyn, listed in .git/info/exclude).
 # `--fix=sequence=128` gives another dynamic dimension one value (`tcc
-# compile --fix-dim`; the static artifacts' shapes take it too).
+# compile --fix-dim`; the static artifacts' shapes take it too). With
+# `--seq-max=S` the `sequence` dimension stays symbolic too (`--dim
+# sequence=1..S`), `--seq-buckets` are its `--specialize` values (every
+# combination with the batch buckets is a variant), the static artifacts
+# and the measured shapes are `--points` (BATCHxSEQUENCE), and `--between`
+# takes a BATCHxSEQUENCE between buckets.
 # Token inputs (integer element types) get random ids below 1000, and an
 # input named like a mask is ones with the last row's last quarter zero.
 # Models: an export with a dynamic batch, e.g. test/onnx/dynamic/models.py's
@@ -35,6 +40,7 @@ build)
   out=$1 model=$2
   shift 2
   max=64 buckets=1,8,32 between=5 target=nvidia backend=cuda precision=fp32 runtime_bin= fixes=()
+  seq_max= seq_buckets= points=
   for arg in "$@"; do
     case $arg in
       --max=*) max=${arg#--max=} ;;
@@ -45,9 +51,20 @@ build)
       --precision=*) precision=${arg#--precision=} ;;
       --runtime-bin=*) runtime_bin=${arg#--runtime-bin=} ;;
       --fix=*) fixes+=("${arg#--fix=}") ;;
+      --seq-max=*) seq_max=${arg#--seq-max=} ;;
+      --seq-buckets=*) seq_buckets=${arg#--seq-buckets=} ;;
+      --points=*) points=${arg#--points=} ;;
       *) echo "unknown option $arg" >&2; exit 2 ;;
     esac
   done
+  # The measured shapes: batches, or BATCHxSEQUENCE with a symbolic sequence.
+  dim_flags=(--dim batch=1..$max) specialize=(--specialize batch=$buckets)
+  if [[ -n $seq_max ]]; then
+    dim_flags+=(--dim sequence=1..$seq_max)
+    specialize+=(--specialize sequence=$seq_buckets)
+  else
+    points=$buckets
+  fi
   fix_flags=()
   for f in "${fixes[@]}"; do fix_flags+=(--fix-dim "$f"); done
   if [[ -z $runtime_bin ]]; then
@@ -75,14 +92,19 @@ for i in g.input:
         print(i.name + "=" + "x".join(dims[1:]))
 PY
 )
-  "$tcc" compile "$model" --dim batch=1..$max "${fix_flags[@]}" "${flags[@]}" -o "$out/a/generic.so"
-  "$tcc" compile "$model" --dim batch=1..$max "${fix_flags[@]}" --specialize batch=$buckets "${flags[@]}" -o "$out/a/specialized.so"
-  for b in ${buckets//,/ }; do
+  "$tcc" compile "$model" "${dim_flags[@]}" "${fix_flags[@]}" "${flags[@]}" -o "$out/a/generic.so"
+  "$tcc" compile "$model" "${dim_flags[@]}" "${fix_flags[@]}" "${specialize[@]}" "${flags[@]}" -o "$out/a/specialized.so"
+  for p in ${points//,/ }; do
+    b=${p%%x*} seq=${p#*x}
     shapes=()
-    for spec in $inputs; do shapes+=(--input-shape "${spec%%=*}=${b}x${spec#*=}"); done
-    "$tcc" compile "$model" "${shapes[@]}" "${flags[@]}" -o "$out/a/static$b.so"
+    for spec in $inputs; do
+      rest=${spec#*=}
+      [[ $p == *x* ]] && rest=${rest//sequence/$seq}
+      shapes+=(--input-shape "${spec%%=*}=${b}x${rest}")
+    done
+    "$tcc" compile "$model" "${shapes[@]}" "${flags[@]}" -o "$out/a/static$p.so"
   done
-  echo "$buckets" > "$out/buckets" && echo "$between" > "$out/between"
+  echo "$points" > "$out/buckets" && echo "$between" > "$out/between"
   printf '%s\n' "${fixes[@]}" > "$out/fixed"
   xz -T2 -6 -f "$out"/a/*.so
   xz -T2 -6 -k -c "$model" > "$out/model.onnx.xz"
@@ -107,10 +129,12 @@ time)
 import sys, numpy as np, onnxruntime as ort
 s = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
 fixed = dict(l.split("=") for l in open("fixed").read().split())
-for b in map(int, sys.argv[1].split(",")):
+for point in sys.argv[1].split(","):
+    b, _, seq = point.partition("x")
+    b = int(b)
     feeds = {}
     for k, i in enumerate(s.get_inputs()):
-        shape = [b] + [int(fixed.get(d, d)) for d in i.shape[1:]]
+        shape = [b] + [int(seq) if d == "sequence" and seq else int(fixed.get(d, d)) for d in i.shape[1:]]
         rng = np.random.default_rng(b * 10 + k)
         integer = "int" in i.type
         dtype = np.int64 if "int64" in i.type else np.int32 if integer else np.float32
@@ -121,8 +145,8 @@ for b in map(int, sys.argv[1].split(",")):
         else:
             v = rng.uniform(-1, 1, shape).astype(dtype)
         feeds[i.name] = v
-        np.save(f"in{b}_{k}.npy", v)
-    np.save(f"want{b}.npy", s.run(None, feeds)[0])
+        np.save(f"in{point}_{k}.npy", v)
+    np.save(f"want{point}.npy", s.run(None, feeds)[0])
 PY
   ninputs=$(ls in${between}_*.npy | wc -l)
   args() { for ((k = 0; k < ninputs; k++)); do echo "--input=@in$1_$k.npy"; done; }
@@ -131,7 +155,7 @@ PY
     for a in specialized generic static$b; do
       [[ -f a/$a.so ]] || continue
       ./bin/tcc-run "a/$a.so" --backend="$backend" $(args "$b") --output=@got.npy > /dev/null
-      python3 -c "import numpy as np; g=np.load('got.npy').astype(np.float32); w=np.load('want$b.npy'); print('batch $b $a', np.linalg.norm(g-w)/max(np.linalg.norm(w),1e-30))"
+      python3 -c "import numpy as np; g=np.load('got.npy').astype(np.float32); w=np.load('want$b.npy'); print('shape $b $a', np.linalg.norm(g-w)/max(np.linalg.norm(w),1e-30))"
     done
   done
   echo "== tcc-benchmark --backend=$backend (median end to end | device time per call), ms"
@@ -139,7 +163,7 @@ PY
     for a in static$b specialized generic; do
       [[ -f a/$a.so ]] || continue
       ./bin/tcc-benchmark "a/$a.so" --backend="$backend" $(args "$b") --warmup=10 --iterations="$iterations" 2>&1 \
-        | awk -v what="batch $b $a" '/latency end-to-end/ {e=$7} /device time per call/ {d=$6} END {print what, e, d}'
+        | awk -v what="shape $b $a" '/latency end-to-end/ {e=$7} /device time per call/ {d=$6} END {print what, e, d}'
     done
   done
   ;;

@@ -731,16 +731,14 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "--specialize and --quantize do not combine yet: compile one shape to quantize"
                 );
             }
-            super::specialize::add_variants(
-                &session,
-                &module,
-                &input,
-                &input_shapes,
-                &structures,
-                &args.fixed_dims,
-                &args.dims,
-                &buckets,
-            )?;
+            let generic = crate::front::onnx::ImportOptions {
+                input_shapes: input_shapes.clone(),
+                structures: structures.clone(),
+                symbolic_dims: super::import::symbolic_dims(&args.dims),
+                fixed_dims: args.fixed_dims.clone(),
+                ..crate::front::onnx::ImportOptions::default()
+            };
+            super::specialize::add_variants(&session, &module, &input, &generic, &buckets)?;
         }
         super::limits::check_tensor_bytes(
             module.as_operation(),

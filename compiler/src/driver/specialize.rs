@@ -29,7 +29,7 @@ use melior::ir::r#type::IntegerType;
 use melior::ir::{BlockLike, Module};
 
 use super::session::Session;
-use crate::front::onnx::{self, ConstStyle, ImportOptions, Structure};
+use crate::front::onnx::{self, ConstStyle, ImportOptions};
 
 /// The attribute naming the generic function a variant specializes.
 pub use crate::ir::dynamic::{SPECIALIZATION_OF, SPECIALIZED_DIMS, SPECIALIZED_VALUES};
@@ -143,18 +143,17 @@ pub fn variant_name(function: &str, bucket: &[(String, i64)]) -> String {
     name
 }
 
-/// Imports the ONNX model at `path` once per bucket, with the bucket's
-/// dimensions fixed (the other declared `dims` symbolic), and appends
-/// each variant's function to `module`
-/// (the generic import), marked as a specialization of `function`.
+/// Imports the ONNX model at `path` once per bucket, with `generic`'s
+/// options (the generic import's input shapes, structures, fixed and
+/// symbolic dimensions) and the bucket's dimensions fixed (the other
+/// declared ones stay symbolic), and appends each variant's function to
+/// `module` (the generic import), marked as a specialization of
+/// `function`.
 pub fn add_variants<'c>(
     session: &'c Session,
     module: &Module<'c>,
     path: &Path,
-    input_shapes: &[(String, Vec<i64>)],
-    structures: &[(String, Structure)],
-    fixed: &[(String, i64)],
-    dims: &[tcc_dialects::dims::DimRange],
+    generic: &ImportOptions,
     buckets: &[Vec<(String, i64)>],
 ) -> Result<()> {
     if buckets.is_empty() {
@@ -170,18 +169,19 @@ pub fn add_variants<'c>(
     let context = &session.context;
     for bucket in buckets {
         let name = variant_name(&function, bucket);
+        let fixed = |dim: &str| bucket.iter().any(|(name, _)| name == dim);
         // The declared dimensions the bucket leaves (a sequence beside a
         // batch of one) stay symbolic in the variant.
-        let others: Vec<tcc_dialects::dims::DimRange> = dims
-            .iter()
-            .filter(|d| !bucket.iter().any(|(name, _)| *name == d.name))
-            .cloned()
-            .collect();
         let options = ImportOptions {
-            input_shapes: input_shapes.to_vec(),
-            structures: structures.to_vec(),
-            symbolic_dims: super::import::symbolic_dims(&others),
-            fixed_dims: bucket.iter().chain(fixed).cloned().collect(),
+            input_shapes: generic.input_shapes.clone(),
+            structures: generic.structures.clone(),
+            symbolic_dims: generic
+                .symbolic_dims
+                .iter()
+                .filter(|d| !fixed(&d.name))
+                .cloned()
+                .collect(),
+            fixed_dims: bucket.iter().chain(&generic.fixed_dims).cloned().collect(),
             const_style: ConstStyle::Resource,
             function_name: name.clone(),
             ..ImportOptions::default()

@@ -433,62 +433,22 @@ const DYNAMIC_SLICE_OPS: &[&str] = &[
     "func.return",
 ];
 
-/// The ops of [`DYNAMIC_SLICE_OPS`] that compile with symbolic extents on
-/// any axes, several of them (issue 33, the sequence dimension: `batch x
-/// sequence x hidden` activations, attention's `batch x heads x sequence
-/// x sequence` scores): elementwise ops, reshapes and transposes, MatMul
-/// (a GEMM tiled over its rows or batch, a loop nest otherwise), the
-/// last-axis softmax and layer norm, reductions over static axes, slices
-/// (whole along a symbolic axis), concatenations along static axes,
-/// gathers, and the importer's run-time-sized tensors and broadcasts.
-/// The others (convolutions, pools, tiles) take a leading one only.
-const ANY_SYMBOLIC_EXTENTS: &[&str] = &[
-    "tosa.abs",
-    "tosa.add",
-    "tosa.cast",
-    "tosa.clamp",
-    "tosa.concat",
-    "tosa.equal",
-    "tosa.erf",
-    "tosa.exp",
-    "tosa.gather",
-    "tosa.greater",
-    "tosa.greater_equal",
-    "tosa.identity",
-    "tosa.log",
-    "tosa.logical_and",
-    "tosa.logical_not",
-    "tosa.logical_or",
-    "tosa.matmul",
-    "tosa.maximum",
-    "tosa.minimum",
-    "tosa.mul",
-    "tosa.negate",
-    "tosa.pow",
-    "tosa.reciprocal",
-    "tosa.reduce_max",
-    "tosa.reduce_min",
-    "tosa.reduce_sum",
-    "tosa.reshape",
-    "tosa.rsqrt",
-    "tosa.select",
-    "tosa.sigmoid",
-    "tosa.slice",
-    "tosa.sub",
-    "tosa.tanh",
-    "tosa.transpose",
-    "tcc.softmax",
-    "tcc.layer_norm",
-    "tcc.gelu",
-    "tcc.silu",
-    "tensor.dim",
-    "tensor.empty",
-    "tensor.extract",
-    "tensor.collapse_shape",
-    "tensor.expand_shape",
-    "tensor.cast",
-    "linalg.generic",
-    "func.return",
+/// The ops of [`DYNAMIC_SLICE_OPS`] that take one leading symbolic extent
+/// only (one `?` per type, after unit dimensions: a batch): convolutions,
+/// pools and tiles. The others take symbolic extents on any axes, several
+/// at once (issue 33, the sequence dimension: `batch x sequence x hidden`
+/// activations, attention's `batch x heads x sequence x sequence` scores):
+/// elementwise ops, reshapes and transposes, MatMul (a GEMM tiled over its
+/// rows or batch, a loop nest otherwise), the last-axis softmax and layer
+/// norm, reductions over static axes, slices (whole along a symbolic
+/// axis), concatenations along static axes, gathers, and the importer's
+/// run-time-sized tensors, reshapes and broadcasts.
+const LEADING_SYMBOLIC_EXTENT_ONLY: &[&str] = &[
+    "tosa.avg_pool2d",
+    "tosa.conv2d",
+    "tosa.depthwise_conv2d",
+    "tosa.max_pool2d",
+    "tosa.tile",
 ];
 
 /// Each dynamic value's leading extent as a multiple `numerator /
@@ -643,7 +603,7 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         .results()
         .map(|r| r.r#type())
         .chain(op.operands().map(|v| v.r#type()));
-    if !ANY_SYMBOLIC_EXTENTS.contains(&name) {
+    if LEADING_SYMBOLIC_EXTENT_ONLY.contains(&name) {
         for ty in types {
             if leading_dynamic(ty).is_err() {
                 return Some(format!(

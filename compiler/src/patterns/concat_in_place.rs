@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 
 use melior::Context;
-use melior::ir::attribute::{AttributeLike, DenseI32ArrayAttribute, DenseI64ArrayAttribute};
+use melior::ir::attribute::{DenseI32ArrayAttribute, DenseI64ArrayAttribute};
 use melior::ir::operation::{
     OperationBuilder, OperationLike, OperationMutLike, OperationRef, OperationRefMut,
 };
@@ -49,27 +49,13 @@ struct Concat<'c> {
     shape: Vec<i64>,
 }
 
-fn i64_array(op: OperationRef, name: &str) -> Option<Vec<i64>> {
-    let attribute = op.attribute(name).ok()?;
-    let raw = attribute.to_raw();
-    if !unsafe { mlir_sys::mlirAttributeIsADenseI64Array(raw) } {
-        return None;
-    }
-    let count = unsafe { mlir_sys::mlirDenseArrayGetNumElements(raw) };
-    Some(
-        (0..count)
-            .map(|i| unsafe { mlir_sys::mlirDenseI64ArrayGetElement(raw, i) })
-            .collect(),
-    )
-}
-
 fn part_of<'c>(op: OperationRef<'c, 'c>) -> Option<Part<'c>> {
     if op_name(&op) != "tensor.insert_slice" || op.operand_count() != 2 {
         return None; // dynamic offsets or sizes
     }
-    let offsets = i64_array(op, "static_offsets")?;
-    let sizes = i64_array(op, "static_sizes")?;
-    let strides = i64_array(op, "static_strides")?;
+    let offsets = crate::ir::util::dense_i64_array(op, "static_offsets")?;
+    let sizes = crate::ir::util::dense_i64_array(op, "static_sizes")?;
+    let strides = crate::ir::util::dense_i64_array(op, "static_strides")?;
     if strides.iter().any(|&s| s != 1) || offsets.iter().chain(&sizes).any(|&v| v < 0) {
         return None;
     }

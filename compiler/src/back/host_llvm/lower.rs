@@ -156,8 +156,8 @@ pub(super) fn memref_desc(ty: Type, name: String) -> Result<TensorDesc, String> 
 }
 
 /// Names the symbolic extents of `tensor`, argument `index` of `function`
-/// (`tcc.dim_names`, or with one declared dimension and no names, that
-/// one), and returns the names it uses.
+/// (`tcc.dim_names`, or with no names and one dimension the function
+/// keeps symbolic, that one), and returns the names it uses.
 fn name_dims(
     function: &OperationRef,
     index: usize,
@@ -173,14 +173,27 @@ fn name_dims(
     } else {
         format!("{what} ('{}')", tensor.name)
     };
+    // The dimensions the function keeps symbolic: the declared ones but
+    // those a static variant fixes (`--specialize sequence=128` leaves
+    // the batch).
+    let fixed = function
+        .attribute(crate::ir::dynamic::SPECIALIZED_DIMS)
+        .ok()
+        .and_then(tcc_dialects::dims::string_array)
+        .unwrap_or_default();
+    let kept: Vec<&tcc_dialects::dims::DimRange> = declared
+        .0
+        .iter()
+        .filter(|d| !fixed.contains(&d.name))
+        .collect();
     let names = match crate::ir::dynamic::argument_dim_names(function, index) {
         Some(names) => names,
-        None if declared.0.len() == 1 => tensor
+        None if kept.len() == 1 => tensor
             .shape
             .iter()
             .map(|&d| {
                 if d == DYNAMIC {
-                    declared.0[0].name.clone()
+                    kept[0].name.clone()
                 } else {
                     String::new()
                 }

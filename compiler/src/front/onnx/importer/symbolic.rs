@@ -1040,12 +1040,13 @@ fn merge(a: Recorded, b: Recorded, symbols: &[Symbol]) -> Result<Recorded> {
 
 /// The dimension of each axis of an output whose extents are `a` in the
 /// first import and `b` in the second (`""` for a static axis); `None`
-/// when none is symbolic. An extent that is not one dimension itself
-/// (`2 x batch`, `batch x sequence`) is refused with the output's name
-/// (with one dimension, `None`: `tcc-check-supported` refuses it with
-/// the op that returns it).
+/// when none is symbolic or the import has one symbolic dimension (every
+/// `?` is it). An extent that is not one dimension itself (`2 x batch`,
+/// `batch x sequence`) is refused with the output's name.
 fn output_dim_names(a: &IoInfo, b: &IoInfo, symbols: &[Symbol]) -> Result<Option<Vec<String>>> {
-    if a.ty.shape == b.ty.shape {
+    // With one symbolic dimension every `?` is it (the host code names
+    // it so; `tcc-check-supported` refuses a multiple of it).
+    if a.ty.shape == b.ty.shape || symbols.len() < 2 {
         return Ok(None);
     }
     let origin = format!("graph output {}", string_literal(&a.name));
@@ -1060,9 +1061,6 @@ fn output_dim_names(a: &IoInfo, b: &IoInfo, symbols: &[Symbol]) -> Result<Option
                 Some((chosen, 1)) if chosen.len() == 1 => {
                     Ok(Some(symbols[chosen[0]].name.clone()))
                 }
-                // With one dimension `tcc-check-supported` refuses such an
-                // output, naming the op that returns it.
-                _ if symbols.len() < 2 => Ok(None),
                 _ => Err(not_supported(
                     &format!(
                         "an output extent ({x} and {y} at two probes) that is not one symbolic dimension (the runtime sizes outputs from the dimensions)"
