@@ -409,7 +409,19 @@ fn template_extents(op: OperationRef) -> bool {
         return true;
     }
     let columns = output.last().is_some_and(Option::is_some);
-    let reduction = lhs.last().is_some_and(Option::is_some);
+    // K is the last axis of a named product's A; another contraction (a
+    // convolution) qualifies with a leading symbolic extent only (its
+    // batch), its reduction then static.
+    let named = matches!(
+        op_name(&op).as_str(),
+        "linalg.matmul" | "linalg.batch_matmul"
+    );
+    let reduction = if named {
+        lhs.last().is_some_and(Option::is_some)
+    } else {
+        op.operand(0)
+            .is_ok_and(|v| crate::ir::dynamic::leading_dynamic(v.r#type()).is_ok())
+    };
     let batched = op_name(&op) == "linalg.batch_matmul";
     let batch = !batched || output.first().is_some_and(Option::is_some);
     columns && reduction && (batch || !dynamic_rows(op))
