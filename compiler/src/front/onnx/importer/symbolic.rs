@@ -872,12 +872,9 @@ fn tile_as_broadcast(
     sources: &Sources,
 ) -> Result<Option<Kind>> {
     let op = &ops[index];
-    let Kind::Plain { name, operands, .. } = &op.kind else {
+    let Some(operands) = two_operands(op, "tosa.tile") else {
         return Ok(None);
     };
-    if name != "tosa.tile" || operands.len() != 2 {
-        return Ok(None);
-    }
     let ResultType::Tensor(source) = &operands[0].ty else {
         return Ok(None);
     };
@@ -902,14 +899,37 @@ fn tile_as_broadcast(
     if !broadcast_only {
         return Ok(None);
     }
-    let (ResultType::Tensor(x), ResultType::Tensor(y)) = (&a.ty, &b.ty) else {
+    let Some(extents) = result_extents((a, b), symbols, sources)? else {
         return Ok(None);
     };
-    let extents = sources.extents(x, y, &origin(&op.loc), symbols)?;
     Ok(Some(Kind::Broadcast {
         source: Broadcasted::Value(operands[0].clone()),
         extents,
     }))
+}
+
+/// The operands of `op` when it is the two-operand `name` (a value and
+/// its `tosa.const_shape`).
+fn two_operands<'o>(op: &'o Op, name: &str) -> Option<&'o [Use]> {
+    match &op.kind {
+        Kind::Plain {
+            name: n, operands, ..
+        } if n == name && operands.len() == 2 => Some(operands),
+        _ => None,
+    }
+}
+
+/// The run-time extents of the `?`s of an op's result, whose types are
+/// `a`'s and `b`'s in the two imports (`None` for a shape).
+fn result_extents(
+    (a, b): (&Op, &Op),
+    symbols: &[Symbol],
+    sources: &Sources,
+) -> Result<Option<Vec<RuntimeExtent>>> {
+    let (ResultType::Tensor(x), ResultType::Tensor(y)) = (&a.ty, &b.ty) else {
+        return Ok(None);
+    };
+    sources.extents(x, y, &origin(&a.loc), symbols).map(Some)
 }
 
 /// A `tosa.reshape` whose merged shape has several `-1`s (`batch x
@@ -924,13 +944,9 @@ fn reshape_with_runtime_extents(
     symbols: &[Symbol],
     sources: &Sources,
 ) -> Result<Option<Kind>> {
-    let op = &ops[index];
-    let Kind::Plain { name, operands, .. } = &op.kind else {
+    let Some(operands) = two_operands(&ops[index], "tosa.reshape") else {
         return Ok(None);
     };
-    if name != "tosa.reshape" || operands.len() != 2 {
-        return Ok(None);
-    }
     let inferred = inferred_shapes
         .iter()
         .find(|(id, _)| *id == operands[1].id)
@@ -938,10 +954,9 @@ fn reshape_with_runtime_extents(
     if inferred < 2 {
         return Ok(None);
     }
-    let (ResultType::Tensor(x), ResultType::Tensor(y)) = (&a.ty, &b.ty) else {
+    let Some(extents) = result_extents((a, b), symbols, sources)? else {
         return Ok(None);
     };
-    let extents = sources.extents(x, y, &origin(&op.loc), symbols)?;
     Ok(Some(Kind::Reshape {
         source: operands[0].clone(),
         extents,
