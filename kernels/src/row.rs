@@ -175,18 +175,11 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
     let ty = pass.ty;
     if w > 1 {
         let _ = writeln!(out, "  {ty} partial_{result} = {};", pass.identity);
-        let _ = writeln!(
+        accumulate(
             out,
-            "  for (tcc_index {index} = lid; {index} < {}; {index} += {w}) {{",
-            pass.length
-        );
-        for line in pass.element.lines() {
-            let _ = writeln!(out, "    {line}");
-        }
-        let _ = writeln!(
-            out,
-            "    partial_{result} = {};\n  }}",
-            pass.combined(&format!("partial_{result}"), "value")
+            pass,
+            ("lid", &format!("{index} += {w}")),
+            &format!("partial_{result}"),
         );
         // NVIDIA's PTX form: the partials of a warp meet through register
         // shuffles and only the warps' totals through local memory (one
@@ -243,6 +236,17 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
         }
         return;
     }
+    let length = match &pass.length {
+        RowLength::Static(length) => *length,
+        RowLength::Dynamic(_) => {
+            // One work-item, one partial: the lanes need the length.
+            let partial = format!("{result}_0");
+            let _ = writeln!(out, "  {ty} {partial} = {};", pass.identity);
+            accumulate(out, pass, ("0", &format!("++{index}")), &partial);
+            let _ = writeln!(out, "  const {ty} {result} = {partial};");
+            return;
+        }
+    };
     let lanes = (0..LANES)
         .map(|lane| format!("{result}_{lane}"))
         .collect::<Vec<_>>();
@@ -255,28 +259,13 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
             .collect::<Vec<_>>()
             .join(", ")
     );
-    match &pass.length {
-        RowLength::Static(length) => for_each_chunk(out, index, *length, &|out, lane| {
-            for line in pass.element.lines() {
-                let _ = writeln!(out, "      {line}");
-            }
-            let lane = &lanes[lane as usize];
-            let _ = writeln!(out, "      {lane} = {};", pass.combined(lane, "value"));
-        }),
-        RowLength::Dynamic(_) => {
-            // One lane over the row: the length is known at run time only.
-            let _ = writeln!(
-                out,
-                "  for (tcc_index {index} = 0; {index} < {}; ++{index}) {{",
-                pass.length
-            );
-            for line in pass.element.lines() {
-                let _ = writeln!(out, "    {line}");
-            }
-            let lane = &lanes[0];
-            let _ = writeln!(out, "    {lane} = {};\n  }}", pass.combined(lane, "value"));
+    for_each_chunk(out, index, length, &|out, lane| {
+        for line in pass.element.lines() {
+            let _ = writeln!(out, "      {line}");
         }
-    }
+        let lane = &lanes[lane as usize];
+        let _ = writeln!(out, "      {lane} = {};", pass.combined(lane, "value"));
+    });
     // Pairwise: lane l takes lane l + half, halving down to lane 0.
     let mut half = LANES / 2;
     while half > 0 {
@@ -287,6 +276,25 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
         half /= 2;
     }
     let _ = writeln!(out, "  const {ty} {result} = {};", lanes[0]);
+}
+
+/// Writes `pass`'s loop from `start` by `step` (a C increment of its
+/// index), combining each element into `partial`.
+fn accumulate(out: &mut String, pass: &RowReduction, (start, step): (&str, &str), partial: &str) {
+    let index = pass.index;
+    let _ = writeln!(
+        out,
+        "  for (tcc_index {index} = {start}; {index} < {}; {step}) {{",
+        pass.length
+    );
+    for line in pass.element.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    let _ = writeln!(
+        out,
+        "    {partial} = {};\n  }}",
+        pass.combined(partial, "value")
+    );
 }
 
 /// Writes a pass running `statements` for every element of a row (with
@@ -433,6 +441,33 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("const float total = scratch[0];"), "{out}");
+    }
+
+    #[test]
+    fn a_row_of_run_time_length_is_walked_to_its_expression() {
+        let pass = RowReduction {
+            length: RowLength::Dynamic("a0_d1".into()),
+            ..sum(0)
+        };
+        let mut group = String::new();
+        reduce_row(&mut group, 64, &pass, "total");
+        assert!(
+            group.contains("for (tcc_index r = lid; r < (a0_d1); r += 64) {"),
+            "{group}"
+        );
+        let mut single = String::new();
+        reduce_row(&mut single, 1, &pass, "total");
+        // One partial: the lanes' chunks need the length.
+        assert!(
+            single.contains("for (tcc_index r = 0; r < (a0_d1); ++r) {"),
+            "{single}"
+        );
+        assert!(single.contains("total_0 = (total_0 + value);"), "{single}");
+        assert!(single.contains("const float total = total_0;"), "{single}");
+        assert!(!single.contains("total_1"), "{single}");
+        let mut map = String::new();
+        map_row(&mut map, 1, "c", &pass.length, "a0[c] = 1.0f;");
+        assert!(map.contains("c < (a0_d1); ++c"), "{map}");
     }
 
     #[test]

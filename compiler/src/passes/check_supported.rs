@@ -625,11 +625,7 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         .operand(0)
         .ok()
         .and_then(|v| leading_dynamic(v.r#type()).ok().flatten());
-    let rank = op
-        .operand(0)
-        .ok()
-        .and_then(|v| crate::ir::types::ranked_shape(v.r#type()))
-        .map_or(0, |s| s.len());
+    let rank = input_shape.len();
     let axis = op
         .attribute("axis")
         .ok()

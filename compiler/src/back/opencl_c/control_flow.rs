@@ -139,23 +139,18 @@ impl KernelWriter {
             {
                 return Ok(None);
             }
-            let mut terms: Vec<String> = match &base.offset_expr {
-                Some(e) => vec![e.clone()],
-                None if base.offset != 0 => vec![base.offset.to_string()],
-                None => Vec::new(),
-            };
-            for (o, stride) in offsets.iter().zip(exprs) {
-                match (*o, stride.as_str()) {
-                    (0, _) | (_, "0") => {}
-                    (o, "1") => terms.push(o.to_string()),
-                    (o, s) => terms.push(format!("{o} * {s}")),
-                }
-            }
-            Some(if terms.is_empty() {
-                "0".to_string()
-            } else {
-                format!("({})", terms.join(" + "))
-            })
+            // The source's address of the slice's first element (axes
+            // not offset left out).
+            let (strides, indices): (Vec<&String>, Vec<String>) = exprs
+                .iter()
+                .zip(&offsets)
+                .filter(|(_, o)| **o != 0)
+                .map(|(s, o)| (s, o.to_string()))
+                .unzip();
+            Some(format!(
+                "({})",
+                tcc_kernels::address::linear(&base.offset_text(), &strides, &indices)
+            ))
         } else {
             None
         };

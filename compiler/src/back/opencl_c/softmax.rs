@@ -3,13 +3,13 @@
 //! operands' layouts read off the kernel IR. [`RowIo`], the input and
 //! output rows, is shared with the layer-norm kernel.
 
+use melior::ir::ValueLike;
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Value, ValueLike};
 use tcc_kernels::{KernelParameters, RowLength, RowOperand, SoftmaxSpec, softmax_kernel};
 
 use super::template::{KernelTemplate, TemplateKernel, row_kernel, row_offset};
-use super::writer::{KernelWriter, MemrefView, key, memref_shape};
-use crate::back::{CodegenError, ErrorAt};
+use super::writer::{KernelWriter, MemrefView, memref_shape};
+use crate::back::CodegenError;
 
 /// The input and output of a row kernel (softmax, layer norm): one row per
 /// work-group along the last dimension of the input's shape.
@@ -32,16 +32,8 @@ impl RowIo {
         (input, output): (usize, usize),
         what: &str,
     ) -> Result<Self, CodegenError> {
-        let view = |writer: &KernelWriter, index: usize| {
-            let value = op.operand(index).at(&op)?;
-            let view =
-                writer.views.get(&key(value)).cloned().ok_or_else(|| {
-                    CodegenError::at(&op, format!("{what} is not a kernel buffer"))
-                })?;
-            Ok::<_, CodegenError>((unsafe { Value::from_raw(value.to_raw()) }, view))
-        };
-        let (input_value, input) = view(writer, input)?;
-        let (_, output) = view(writer, output)?;
+        let (input_value, input) = writer.operand_view_strided(op, input, what)?;
+        let (_, output) = writer.operand_view_strided(op, output, what)?;
         let ty = input_value.r#type();
         let shape = memref_shape(ty);
         // One symbolic extent counting rows only (leading, after unit

@@ -152,8 +152,30 @@ impl KernelWriter {
     }
 
     /// Operand `index` of `op` and the view of the kernel buffer it is
-    /// (`what`: the operand's role, for the error).
+    /// (`what`: the operand's role, for the error), with static strides:
+    /// a view whose strides follow symbolic extents is refused.
     pub(super) fn operand_view(
+        &self,
+        op: OperationRef,
+        index: usize,
+        what: &str,
+    ) -> Result<(Value<'static, 'static>, MemrefView), CodegenError> {
+        let (value, view) = self.operand_view_strided(op, index, what)?;
+        if view.has_dynamic_strides() {
+            return Err(CodegenError::at(
+                &op,
+                format!(
+                    "the {what} {} has strides that follow symbolic extents: the template addresses static strides only",
+                    value.r#type()
+                ),
+            ));
+        }
+        Ok((value, view))
+    }
+
+    /// [`Self::operand_view`] whatever its strides (the row templates
+    /// address rows of symbolic extents themselves).
+    pub(super) fn operand_view_strided(
         &self,
         op: OperationRef,
         index: usize,
@@ -165,15 +187,6 @@ impl KernelWriter {
             .get(&key(value))
             .cloned()
             .ok_or_else(|| CodegenError::at(&op, format!("{what} is not a kernel buffer")))?;
-        if view.has_dynamic_strides() {
-            return Err(CodegenError::at(
-                &op,
-                format!(
-                    "the {what} {} has strides that follow symbolic extents: the template addresses static strides only",
-                    value.r#type()
-                ),
-            ));
-        }
         Ok((unsafe { Value::from_raw(value.to_raw()) }, view))
     }
 }

@@ -352,24 +352,14 @@ impl MemrefView {
         let Some(exprs) = &self.stride_exprs else {
             return tcc_kernels::Address::new(self.offset, self.strides.clone()).at(indices);
         };
-        let mut terms: Vec<String> = Vec::new();
-        match &self.offset_expr {
-            Some(offset) => terms.push(offset.clone()),
-            None if self.offset != 0 => terms.push(self.offset.to_string()),
-            None => {}
-        }
-        for (index, stride) in indices.iter().zip(exprs) {
-            match stride.as_str() {
-                "0" => {}
-                "1" => terms.push(index.clone()),
-                s => terms.push(format!("{index} * {s}")),
-            }
-        }
-        if terms.is_empty() {
-            "0".to_string()
-        } else {
-            terms.join(" + ")
-        }
+        tcc_kernels::address::linear(&self.offset_text(), exprs, indices)
+    }
+
+    /// The offset as C: its expression where it follows symbolic strides.
+    pub(super) fn offset_text(&self) -> String {
+        self.offset_expr
+            .clone()
+            .unwrap_or_else(|| self.offset.to_string())
     }
 
     /// Whether a stride (or the offset) follows a symbolic extent.
