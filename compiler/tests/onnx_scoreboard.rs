@@ -286,6 +286,39 @@ fn exporter_models_with_a_symbolic_sequence_pass() {
     check("exporter_models_with_a_symbolic_sequence_pass", &outcomes);
 }
 
+/// GPT-2 exported with its key/value cache (`kv_cache.py`), each with
+/// four data sets that are the steps of a decode loop (a 6-token prompt
+/// on an empty cache, one-token steps at 6 and 13 cached positions, a
+/// batch of 3 with a row whose mask hides two positions): the static
+/// cache (transformers' `StaticCache`, both exporters) runs all four in
+/// one artifact with `batch` and `sequence` symbolic; the growing cache
+/// (its mask `past_sequence + sequence` long) is refused, saying why.
+fn kv_cache_cases() -> Vec<PathBuf> {
+    scoreboard::find_cases(&[repo("test/onnx/exporters-kv")]).expect("cases")
+}
+
+#[test]
+fn exporter_models_with_a_kv_cache_run_their_decode_steps() {
+    let cases = kv_cache_cases();
+    assert_eq!(
+        cases.len(),
+        3,
+        "GPT-2 with a static cache (2 exporters) and with a growing one in test/onnx/exporters-kv"
+    );
+    for case in &cases {
+        assert!(
+            case.join("test_data_set_3").is_dir(),
+            "{}: four decode steps",
+            case.display()
+        );
+    }
+    let outcomes = run_in_processes(&cases, false);
+    check(
+        "exporter_models_with_a_kv_cache_run_their_decode_steps",
+        &outcomes,
+    );
+}
+
 #[test]
 fn onnx_backend_test_data_has_no_regressions() {
     let cases = backend_cases();
@@ -316,6 +349,7 @@ fn expectations_name_existing_cases_and_reasons() {
         .chain(&exporter_cases())
         .chain(&dynamic_exporter_cases())
         .chain(&sequence_exporter_cases())
+        .chain(&kv_cache_cases())
         .filter_map(|c| c.file_name()?.to_str().map(str::to_string))
         .collect();
     for (name, outcome) in &expected {

@@ -651,16 +651,6 @@ fn outside_dynamic_slice<'c: 'a, 'a>(
         "tosa.concat" if dynamic_axis(axis) => Some(
             "'tosa.concat' joins along the dynamic dimension: only concatenations along static axes compile yet".to_string(),
         ),
-        "linalg.generic"
-            if crate::ir::affine::has_reduction_iterator(unsafe {
-                // SAFETY: `op` is live while it is checked.
-                melior::ir::operation::OperationRef::from_raw(op.to_raw())
-            }) =>
-        {
-            Some(
-                "a 'linalg.generic' with a reduction loop: only elementwise and broadcasting generics compile with a dynamic dimension yet".to_string(),
-            )
-        }
         // A static table, or one gathered per batch (the batch is TOSA's
         // N of both operands: a resize along an axis).
         "tosa.gather"

@@ -185,13 +185,40 @@ where
             }
         }
     }
-    let (first, used) = import(probes(|p| p.0))?;
+    // An error at the probes that the import at the dimensions' minima
+    // does not repeat names them: a graph that relates its dimensions (a
+    // mask `past_sequence + sequence` long beside a cache `past_sequence`
+    // long) fails at values no call would have.
+    let at_probes = |error: ImportError, values: &HashMap<String, i64>| {
+        let minima: HashMap<String, i64> = names
+            .iter()
+            .zip(&dims)
+            .map(|(n, d)| ((*n).clone(), d.min))
+            .chain(options.fixed_dims.iter().cloned())
+            .collect();
+        if import(minima).err().is_some_and(|e| e == error) {
+            return error;
+        }
+        let mut named: Vec<String> = names
+            .iter()
+            .map(|n| format!("{n}={}", values[*n]))
+            .collect();
+        named.sort();
+        ImportError::new(format!(
+            "{}; this happened importing with the symbolic dimensions at {}, and not at their minima: tcc keeps declared dimensions independent, so a graph whose extents relate them (one the sum of two others) cannot keep them all symbolic",
+            error.message,
+            named.join(", ")
+        ))
+    };
+    let first_values = probes(|p| p.0);
+    let (first, used) = import(first_values.clone()).map_err(|e| at_probes(e, &first_values))?;
     if used.is_empty() {
         // Every input naming the dimension was given a static shape
         // (--input-shape): nothing is symbolic.
         return Ok(first);
     }
-    let (second, _) = import(probes(|p| p.1))?;
+    let second_values = probes(|p| p.1);
+    let (second, _) = import(second_values.clone()).map_err(|e| at_probes(e, &second_values))?;
     let symbols: Vec<Symbol> = names
         .iter()
         .zip(&chosen)

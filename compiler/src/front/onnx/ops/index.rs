@@ -333,6 +333,18 @@ pub fn scatter_elements(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         );
     }
     let combiner = scatter_combiner(node, data.dtype())?;
+    if let (Value::Const(c), Value::Const(i), Value::Const(u), None) =
+        (data, indices, updates, combiner)
+        && (c.numel() as i64) <= fold::FOLD_LIMIT
+    {
+        return Ok(vec![Value::constant(fold_scatter_elements(
+            c,
+            i,
+            u,
+            axis,
+            node.op(),
+        )?)]);
+    }
     let d = imp.val(data)?;
     if is.contains(&0) {
         return tensor(d);
@@ -367,6 +379,63 @@ pub fn scatter_elements(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             b.cast("arith.index_cast", p, DType::I64)
         },
     ))
+}
+
+/// ScatterElements of constants without a reduction, at import time: a
+/// shape vector with one extent replaced (`torch.index_copy`'s export
+/// builds the shape it expands to this way). An index out of range is an
+/// error here, where it can be named.
+fn fold_scatter_elements(
+    data: &Const,
+    indices: &Const,
+    updates: &Const,
+    axis: usize,
+    op: &str,
+) -> Result<Const> {
+    let ds = &data.shape;
+    let is = &indices.shape;
+    let k = ds[axis];
+    let data_strides = fold::strides(ds);
+    let index_strides = fold::strides(is);
+    let mut at: Vec<usize> = (0..data.numel()).collect();
+    // Each element's source: its own position in `data`, or `data.numel() + n`
+    // for the n-th update written over it.
+    for n in 0..indices.numel() {
+        let mut index = indices.i64_at(n);
+        if index < -k || index >= k {
+            bail!("{op} index {index} is out of range for a dimension of {k}");
+        }
+        if index < 0 {
+            index += k;
+        }
+        let mut target = 0;
+        for a in 0..is.len() {
+            let coordinate = if a == axis {
+                index as usize
+            } else {
+                (n / index_strides[a]) % is[a] as usize
+            };
+            target += coordinate * data_strides[a];
+        }
+        at[target] = data.numel() + n;
+    }
+    let size = data.dtype.size();
+    let (full, more) = (data.full_bytes(), updates.full_bytes());
+    let mut bytes = Vec::with_capacity(full.len());
+    for source in at {
+        let (from, i) = if source < data.numel() {
+            (&full, source)
+        } else {
+            (&more, source - data.numel())
+        };
+        bytes.extend_from_slice(&from[i * size..(i + 1) * size]);
+    }
+    Ok(Const {
+        dtype: data.dtype,
+        shape: ds.clone(),
+        bytes: bytes.into(),
+        splat: false,
+    })
 }
 
 pub fn scatter_nd(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
