@@ -1716,3 +1716,158 @@ fn sequence_buckets_keep_the_batch_symbolic() {
         }
     }
 }
+
+/// Greedy decoding with a static key/value cache (issue 33,
+/// autoregressive decoding): the GPT-2 of test/onnx/exporters-kv,
+/// compiled once with `batch` and `sequence` symbolic, generates the
+/// tokens onnxruntime generates (`greedy.json`, `kv_greedy.py`) through
+/// `tcc_runtime::decode::generate` (the prompt's step, then one-token
+/// steps), with the cache left in device memory: the only bytes read back
+/// are each step's logits. `tcc-benchmark --decode` and the Rust example
+/// `generate` make the same tokens; a prompt too long for the cache and a
+/// model that is no decoder step are refused, saying why.
+#[test]
+fn greedy_decoding_keeps_the_cache_on_the_device_and_matches_onnxruntime() {
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let kv = repo().join("test/onnx/exporters-kv");
+    let decoder = dir.path().join("decoder.so");
+    compile_to(
+        &kv.join("gpt2-static-kv-torchscript/model.onnx")
+            .display()
+            .to_string(),
+        &["--dim", "batch=1..4", "--dim", "sequence=1..32"],
+        &decoder,
+    );
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(kv.join("greedy.json")).unwrap()).unwrap();
+    let rows = |key: &str| -> Vec<Vec<i64>> {
+        serde_json::from_value(reference[key].clone()).expect("rows of token ids")
+    };
+    let (prompt_rows, want) = (rows("prompt"), rows("tokens"));
+    let (batch, length, new_tokens) = (prompt_rows.len(), prompt_rows[0].len(), want[0].len());
+    let prompt =
+        tcc_runtime::HostTensor::from_elements(vec![batch, length], &prompt_rows.concat()).unwrap();
+
+    // In a block: the runtime (and its hold on the program cache) is gone
+    // before the tools below open the model.
+    let (generation, read_back) = {
+        let model = tcc_runtime::Model::load(&decoder).unwrap();
+        let function = model.functions()[0].name.clone();
+        let runtime = tcc_runtime::Runtime::with_options(
+            tcc_runtime::DeviceSelector::from_flag_or_env(None),
+            tcc_runtime::RuntimeOptions {
+                disk_cache: false,
+                ..tcc_runtime::RuntimeOptions::default()
+            },
+        )
+        .unwrap();
+        let mut session = runtime.session(&model).unwrap();
+        let before = runtime.transfer_stats();
+        let generation =
+            tcc_runtime::decode::generate(&mut session, &function, &prompt, new_tokens).unwrap();
+        (
+            generation,
+            runtime.transfer_stats().bytes_to_host - before.bytes_to_host,
+        )
+    };
+    assert_eq!(generation.tokens, want, "the tokens onnxruntime generates");
+    assert_eq!(generation.step_s.len(), new_tokens - 1);
+    // Logits [batch, sequence, 128] f32: the prompt's, then one row per step.
+    let logits = |seq: usize| (batch * seq * 128 * 4) as u64;
+    assert_eq!(
+        read_back,
+        logits(length) + (new_tokens as u64 - 1) * logits(1),
+        "only the logits come back; the cache stays in device memory"
+    );
+
+    let prompt_file = dir.path().join("prompt.npy");
+    tcc_runtime::npy::write_npy(&prompt_file, &prompt).unwrap();
+    let bench = |extra: &[&str]| {
+        Command::new(Path::new(env!("CARGO_BIN_EXE_tcc")).with_file_name("tcc-benchmark"))
+            .arg(&decoder)
+            .args(["--warmup=0", "--iterations=1", "--json"])
+            .args(extra)
+            .output()
+            .expect("tcc-benchmark")
+    };
+    let o = bench(&[
+        &format!("--decode={new_tokens}"),
+        &format!("--prompt=@{}", prompt_file.display()),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tokens: Vec<Vec<i64>> = serde_json::from_value(report["decode"]["tokens"].clone()).unwrap();
+    assert_eq!(tokens, want);
+    assert!(report["decode"]["tokens_per_second"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["decode"]["max_cache"], 32);
+
+    // The Rust example (built with the workspace's examples; on its own if
+    // this test runs alone).
+    let example = Path::new(env!("CARGO_BIN_EXE_tcc"))
+        .parent()
+        .unwrap()
+        .join("examples/generate");
+    if !example.exists() {
+        let built = Command::new(env!("CARGO"))
+            .args(["build", "-p", "tcc-runtime", "--example", "generate"])
+            .current_dir(repo())
+            .status()
+            .expect("cargo");
+        assert!(built.success(), "building the generate example");
+    }
+    let prompt_flag: Vec<String> = prompt_rows
+        .iter()
+        .map(|r| r.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        .collect();
+    let o = Command::new(&example)
+        .arg(&decoder)
+        .args([
+            "--prompt",
+            &prompt_flag.join(";"),
+            "--tokens",
+            &new_tokens.to_string(),
+        ])
+        .output()
+        .expect("generate example");
+    assert!(o.status.success(), "{}", text(&o));
+    let lines: Vec<Vec<i64>> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split(' ').map(|t| t.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(lines, want);
+
+    // Bad input: more positions than the cache holds; not a decoder step.
+    let o = bench(&[
+        "--decode=30",
+        &format!("--prompt=@{}", prompt_file.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "a prompt of 6 tokens and 30 new ones need 35 cache positions; @main's cache holds 32"
+        ),
+        "{}",
+        text(&o)
+    );
+    let mlp = dir.path().join("mlp.so");
+    compile_to(
+        &repo().join("test/models/mlp.mlir").display().to_string(),
+        &[],
+        &mlp,
+    );
+    let o = Command::new(Path::new(env!("CARGO_BIN_EXE_tcc")).with_file_name("tcc-benchmark"))
+        .arg(&mlp)
+        .args(["--decode=4", "--prompt=1x3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "@mlp is not a decoder step with a static key/value cache: no input named input_ids"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("panicked"));
+}

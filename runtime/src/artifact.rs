@@ -826,6 +826,35 @@ impl ConstantRef {
 }
 
 #[cfg(test)]
+impl FunctionInfo {
+    /// A description for unit tests of code that reads signatures; its
+    /// entry fails if called.
+    pub(crate) fn for_test(
+        name: &str,
+        inputs: Vec<TensorDesc>,
+        outputs: Vec<TensorDesc>,
+    ) -> FunctionInfo {
+        unsafe extern "C" fn fails(
+            _: *const crate::abi::TccRuntimeApi,
+            _: *const *mut crate::abi::TccBuffer,
+            _: *const *mut crate::abi::TccBuffer,
+        ) -> i32 {
+            1
+        }
+        FunctionInfo {
+            name: name.into(),
+            inputs,
+            outputs,
+            arena_bytes: 0,
+            arena_alignment: 1,
+            dims: vec![],
+            specializations: vec![],
+            entry: fails,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::abi::{TccBuffer, TccRuntimeApi};

@@ -30,6 +30,7 @@ pub mod buffer_pool;
 pub mod capi;
 pub mod cli;
 pub mod cpu_features;
+pub mod decode;
 pub mod device;
 pub mod devices;
 pub mod drivers;

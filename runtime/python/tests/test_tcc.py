@@ -382,3 +382,26 @@ def test_device_arrays_outlive_their_closed_model(tmp_path):
         model.upload(x)
     with pytest.raises(ValueError, match="the model is closed"):
         model.run_device(dy)
+
+
+def test_the_generate_example_keeps_the_cache_on_the_device():
+    # examples/python/generate.py: greedy decoding with a static-cache
+    # GPT-2 (test/onnx/exporters-kv), the cache passed from step to step as
+    # DeviceArrays; the tokens are onnxruntime's (greedy.json).
+    import importlib.util
+    import json
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(MODELS)))
+    kv = os.path.join(repo, "test", "onnx", "exporters-kv")
+    spec = importlib.util.spec_from_file_location("generate", os.path.join(repo, "examples", "python", "generate.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    reference = json.load(open(os.path.join(kv, "greedy.json")))
+    model = tcc.compile(os.path.join(kv, "gpt2-static-kv-torchscript", "model.onnx"), target="generic",
+                        args=["--dim", "batch=1..4", "--dim", "sequence=1..32"])
+    prompt = np.array(reference["prompt"], dtype=np.int64)
+    tokens, steps = example.generate(model, prompt, len(reference["tokens"][0]))
+    assert tokens.tolist() == reference["tokens"]
+    assert len(steps) == len(reference["tokens"][0]) - 1
+    with pytest.raises(ValueError, match="do not fit a cache of 32 positions"):
+        example.generate(model, prompt, 40)

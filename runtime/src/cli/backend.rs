@@ -311,6 +311,27 @@ impl Opened {
         }
     }
 
+    /// Greedy generation with the cache in device memory
+    /// ([`crate::decode::generate`]) on this session.
+    pub fn generate(
+        &mut self,
+        function: &str,
+        prompt: &crate::HostTensor,
+        new_tokens: usize,
+    ) -> Result<crate::decode::Generation> {
+        match self {
+            Opened::OpenCl { session, .. } => {
+                crate::decode::generate(session, function, prompt, new_tokens)
+            }
+            Opened::Cuda { session, .. } => {
+                crate::decode::generate(session, function, prompt, new_tokens)
+            }
+            Opened::Vulkan { session, .. } => {
+                crate::decode::generate(session, function, prompt, new_tokens)
+            }
+        }
+    }
+
     /// The session, for calls one at a time.
     pub fn calls(&mut self) -> &mut dyn Calls {
         match self {

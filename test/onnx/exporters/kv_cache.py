@@ -139,8 +139,10 @@ def static_step_inputs(batch, past, seq, masked, rng, max_cache=None, heads=HEAD
     return (ids, mask, torch.arange(past, past + seq, dtype=torch.int64), *cache)
 
 
-def export_static(model, path, exporter, max_cache=None, example=None):
-    """Exports StaticDecoder(model): batch and sequence symbolic."""
+def export_static(model, path, exporter, max_cache=None, example=None, fold=True):
+    """Exports StaticDecoder(model): batch and sequence symbolic. `fold`:
+    the TorchScript exporter's constant folding (it folds a half model's
+    transposed weights into fp32 initializers; off keeps them half)."""
     max_cache = max_cache or MAX_CACHE
     config = model.config
     layers = config.n_layer
@@ -155,7 +157,7 @@ def export_static(model, path, exporter, max_cache=None, example=None):
         for name in inputs[3:] + outputs[1:]:
             axes[name] = {0: "batch"}
         torch.onnx.export(decoder, args, path, opset_version=17, dynamo=False, input_names=inputs,
-                          output_names=outputs, dynamic_axes=axes)
+                          output_names=outputs, dynamic_axes=axes, do_constant_folding=fold)
     else:
         batch = torch.export.Dim("batch", min=1, max=64)
         seq = torch.export.Dim("sequence", min=1, max=max_cache)

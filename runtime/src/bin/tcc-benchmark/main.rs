@@ -8,6 +8,7 @@
 //! one model in turns, `throughput` serves calls from threads, in flight
 //! or across devices.
 
+mod decode;
 mod in_turns;
 mod lanes;
 mod synchronous;
@@ -29,6 +30,7 @@ const EXAMPLES: &str = "Examples:
   tcc-benchmark model.so --input=@x.npy --concurrency=2 --cpu-partition=2   (2 sessions, 1 CPU part each)
   tcc-benchmark model.so --input=@x32.npy --device=0,1 --split    (a batch split across 2 devices)
   tcc-benchmark model.so --input=@x.npy --backend=cuda            (through NVIDIA's CUDA driver)
+  tcc-benchmark decoder.so --decode=128 --prompt=1x128            (greedy decoding, tokens per second)
 (GFLOP/s are also reported per kernel, and per call without --flops, for the
 matmul and convolution kernels whose flops the artifact counts.)
 
@@ -153,6 +155,25 @@ struct Args {
     /// but are not in the trace.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     trace_calls: usize,
+    /// Time greedy decoding of N new tokens instead of single calls: a
+    /// decoder step with a static key/value cache (inputs input_ids,
+    /// attention_mask, cache_position or position_ids and
+    /// past_key_values.*, outputs logits and present.*; see
+    /// docs/runtime.md) runs the prompt, then N - 1 one-token steps with
+    /// the cache left in device memory between them. --warmup and
+    /// --iterations count whole generations. Reports the prompt's step,
+    /// milliseconds per token and tokens per second, and the tokens.
+    #[arg(long, value_name = "N")]
+    decode: Option<usize>,
+    /// The prompt of --decode: @FILE.npy (token ids [batch, length],
+    /// int64) or BxL (seeded random ids below the logits' vocabulary).
+    #[arg(
+        long,
+        value_name = "@FILE.npy|BxL",
+        default_value = "1x16",
+        requires = "decode"
+    )]
+    prompt: String,
     /// Drop each call's outputs instead of handing them back to the
     /// session for the next call to write into (Session::recycle): every
     /// call then writes fresh host memory (page faults included).
@@ -217,6 +238,19 @@ fn run(args: Args) -> anyhow::Result<()> {
             ))
         })
     };
+    if let Some(tokens) = args.decode {
+        duration_refused("--decode")?;
+        if args.concurrency != 1
+            || args.in_flight != 1
+            || args.split
+            || !args.call.inputs.is_empty()
+        {
+            bail!(
+                "--decode runs one generation at a time from --prompt: no --input, --concurrency, --in-flight or --split"
+            );
+        }
+        return decode::measure(&args, &model, &function, backend, tokens);
+    }
     if !args.in_turns_with.is_empty() {
         duration_refused("--in-turns-with")?;
         return in_turns::measure(&args, &model, &function, backend);
