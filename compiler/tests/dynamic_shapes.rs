@@ -603,7 +603,8 @@ fn what_cannot_compile_a_symbolic_dimension_yet_says_so() {
             "--compile-to=tile",
         ]));
         // The projections' rows are batch x 16 tokens: bounded at 64 x 16
-        // (not 64), without split-K, in the module's precision.
+        // (not 64), in the module's precision (K = 32 is too short to
+        // split).
         let strategy = match precision {
             "fp32" => "split_k = 1, batch = 1, m = 1024, n = 32, k = 32>",
             _ => "split_k = 1, batch = 1, m = 1024, n = 32, k = 32, precision = \"fp16\">",
@@ -1870,4 +1871,62 @@ fn greedy_decoding_keeps_the_cache_on_the_device_and_matches_onnxruntime() {
         text(&o)
     );
     assert!(!text(&o).contains("panicked"));
+}
+
+/// A decode step's projection: few rows (M = the batch, symbolic) times a
+/// long K. On nvidia the GEMM splits K across work-groups whatever the
+/// rows (the workspace and counters laid out for the declared maximum's
+/// tiles, a call launching the rows it has), so that the weights stream
+/// through enough work-groups; the OpenCL C kernels (their portable
+/// split-K fix-up) run here at batches 1, 5 and 8, equal to a reference
+/// sum.
+#[test]
+fn few_symbolic_rows_split_k_across_work_groups() {
+    let _serial = crate::support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("projection.mlir");
+    std::fs::write(
+        &source,
+        r#"module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [8]>} {
+  func.func @projection(%x: tensor<1x?x2048xf32> {tcc.dim_names = ["", "batch", ""]}, %w: tensor<1x2048x768xf32>) -> tensor<1x?x768xf32> {
+    %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+    %y = tosa.matmul %x, %w, %zp, %zp : (tensor<1x?x2048xf32>, tensor<1x2048x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x768xf32>
+    return %y : tensor<1x?x768xf32>
+  }
+}
+"#,
+    )
+    .unwrap();
+    let source = source.display().to_string();
+    let tile = ok(tcc(&["compile", &source, "--target=nvidia", "--compile-to=tile"]));
+    let split = tile
+        .split("split_k = ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.trim().parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("no GEMM strategy in {tile}"));
+    assert!(split > 1, "K of 2048 over 8 rows splits: {tile}");
+    let out = dir.path().join("projection.so");
+    compile_for("nvidia", &source, &[], &out);
+    let model = tcc_runtime::Model::load(&out).unwrap();
+    let runtime = crate::support::uncached_runtime();
+    let mut session = runtime.session(&model).unwrap();
+    let w: Vec<f32> = (0..2048 * 768usize).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 1000.0).collect();
+    for batch in [1usize, 5, 8] {
+        let x: Vec<f32> = (0..batch * 2048).map(|i: usize| ((i * 104729 % 997) as f32 - 498.0) / 997.0).collect();
+        let inputs = [
+            tcc_runtime::HostTensor::from_f32(vec![1, batch, 2048], &x).unwrap(),
+            tcc_runtime::HostTensor::from_f32(vec![1, 2048, 768], &w).unwrap(),
+        ];
+        let got = session.run("projection", &inputs).unwrap();
+        assert_eq!(got[0].shape, vec![1, batch, 768]);
+        let got = got[0].to_f32().unwrap();
+        for r in 0..batch {
+            for c in 0..768 {
+                let want: f64 = (0..2048).map(|k| f64::from(x[r * 2048 + k]) * f64::from(w[k * 768 + c])).sum();
+                let g = f64::from(got[r * 768 + c]);
+                assert!((g - want).abs() <= 1e-4 * (1.0 + want.abs()), "batch {batch} [{r}, {c}]: {g} vs {want}");
+            }
+        }
+    }
 }

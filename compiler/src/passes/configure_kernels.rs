@@ -307,21 +307,22 @@ impl ConfigureOptions {
         let extent = self.extent;
         let loops = target.loop_config(kernel_kind, work_items(op, extent));
         // A product whose rows follow a symbolic dimension (issue 33) runs
-        // a tiled body without split-K, the forms whose M bounds are
-        // run-time values (`GemmSpec::m_extent`): the table's tiles for
-        // the rows' bound, in the module's precision (under fp16/bf16 on
+        // a tiled body, the forms whose M bounds are run-time values
+        // (`GemmSpec::m_extent`): the table's tiles and K slices for the
+        // rows' bound, in the module's precision (under fp16/bf16 on
         // nvidia, mma.sync tensor cores where the tiles fit them; never
-        // wgmma, whose tensor maps need a static M). `--specialize` gives
+        // wgmma, whose tensor maps need a static M). Split-K stays: a
+        // decode step's few rows (M = the batch) stream the weights with
+        // enough work-groups only when K is split. `--specialize` gives
         // the buckets their own.
         if self.templates
             && dynamic_rows(op)
             && template_extents(op)
             && let Some(shape) = gemm_shape_at(op, extent)
             && float_operands(op)
-            && let Some(mut config) =
+            && let Some(config) =
                 self.gemm_config(target, kind, &shape, producer_arithmetic(op), tuned(op))
         {
-            config.split_k = 1;
             return KernelStrategy::Gemm {
                 config,
                 shape,
