@@ -65,8 +65,10 @@ def build():
     return model.eval()
 
 
-def prompt_ids(batch, length, vocab):
-    return np.random.default_rng(7).integers(0, vocab, size=(batch, length), dtype=np.int64)
+def prompt_ids(batch, length, vocab, same_rows=False):
+    rows = 1 if same_rows else batch
+    ids = np.random.default_rng(7).integers(0, vocab, size=(rows, length), dtype=np.int64)
+    return np.repeat(ids, batch, axis=0) if same_rows else ids
 
 
 def export(args):
@@ -152,12 +154,14 @@ def time_decode(args):
         if not os.path.exists(artifact):
             subprocess.run(["unxz", "-k", "-T0", artifact + ".xz"], check=True)
     base = build()
-    ids = prompt_ids(args.batch, args.prompt, base.config.vocab_size)
+    ids = prompt_ids(args.batch, args.prompt, base.config.vocab_size, args.same_rows)
     os.makedirs(models, exist_ok=True)
     np.save(os.path.join(models, "prompt.npy"), ids)
     rows = []
     for case in manifest:
         precision = case["precision"]
+        if precision not in args.precisions.split(","):
+            continue
         dtype = {"fp32": torch.float32, "fp16": torch.float16}[precision]
         max_cache = case["max_cache"]
         row = {"precision": precision, "batch": args.batch, "prompt": args.prompt, "tokens": args.tokens}
@@ -184,6 +188,11 @@ def time_decode(args):
             row["tcc_prefill_ms"] = report["prefill_ms"]
             got = np.array(report["tokens"])
             row["tokens_equal_to_eager"] = int((got == want).all(axis=0).cumprod().sum())
+            # Per prompt row: how many leading tokens agree with eager.
+            row["equal_per_row"] = [int((g == w).cumprod().sum()) for g, w in zip(got, want)]
+            if args.same_rows:
+                row["tcc_rows_identical"] = bool((got == got[:1]).all())
+                row["eager_rows_identical"] = bool((want == want[:1]).all())
             row["tcc_tokens_per_s"] = 1000.0 * args.batch / row["tcc_ms_per_token"]
             row["torch_compile_tokens_per_s"] = 1000.0 * args.batch / row["torch_compile_ms_per_token"]
             row["tcc_over_compile_tokens_per_s"] = row["tcc_tokens_per_s"] / row["torch_compile_tokens_per_s"]
@@ -212,6 +221,8 @@ def main():
     t.add_argument("--batch", type=int, default=1)
     t.add_argument("--prompt", type=int, default=128)
     t.add_argument("--tokens", type=int, default=128)
+    t.add_argument("--precisions", default="fp32,fp16")
+    t.add_argument("--same-rows", action="store_true", help="every prompt row the same (they must decode alike)")
     args = parser.parse_args()
     export(args) if args.step == "export" else time_decode(args)
 

@@ -142,6 +142,69 @@ impl CudaSession {
             .map_err(|e| exec_error(f, e))
     }
 
+    /// [`CudaSession::run_graph`] for a call on device memory
+    /// (`run_device`): each input copied device to device into the
+    /// graph's input memory, the graph launched, its outputs copied into
+    /// `outputs` (the call's new device tensors), the stream waited for.
+    /// `false` when no graph is ready for the call (it then runs as
+    /// usual). A decode loop's one-token steps so cost one graph launch
+    /// and the copies, not a launch per kernel.
+    pub(super) fn run_graph_on_device(
+        &mut self,
+        f: &FunctionInfo,
+        shapes: &[i64],
+        inputs: &[(u64, u64)],
+        outputs: &[(u64, u64)],
+    ) -> Result<bool> {
+        let key = graph_key(&f.name, shapes);
+        match self.graphs.get(&key) {
+            None | Some(GraphState::Unavailable(_)) => return Ok(false),
+            Some(GraphState::Ready(_)) => {}
+            Some(GraphState::Recordable) => {
+                let state = match self.record(f, shapes) {
+                    Ok(graph) => GraphState::Ready(graph),
+                    Err(reason) => {
+                        self.graphs
+                            .insert(key, GraphState::Unavailable(reason.to_string()));
+                        return Ok(false);
+                    }
+                };
+                self.graphs.insert(key.clone(), state);
+            }
+        }
+        let Some(GraphState::Ready(graph)) = self.graphs.get(&key) else {
+            return Ok(false);
+        };
+        let driver = self.rt.inner.driver;
+        let stream = self.stream;
+        let copy = |to: u64, from: u64, bytes: u64| -> Result<()> {
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: both blocks hold `bytes` (the function's types,
+            // checked before the call) in this session's context.
+            let status =
+                unsafe { (driver.api.memcpy_dtod_async)(to, from, bytes as usize, stream) };
+            driver.check(status, || format!("cuMemcpyDtoDAsync({bytes} bytes)"))
+        };
+        let launched = (|| -> Result<()> {
+            for (memory, &(from, bytes)) in graph.inputs.iter().zip(inputs) {
+                copy(memory.ptr(), from, bytes)?;
+            }
+            // SAFETY: an instantiated graph of this session's context.
+            let status = unsafe { (driver.api.graph_launch)(graph.exec, stream) };
+            driver.check(status, || format!("cuGraphLaunch(@{})", f.name))?;
+            for (memory, &(to, bytes)) in graph.outputs.iter().zip(outputs) {
+                copy(to, memory.ptr(), bytes)?;
+            }
+            Ok(())
+        })();
+        // Always wait, even after an error.
+        let waited = self.synchronize();
+        launched.and(waited).map_err(|e| exec_error(f, e))?;
+        Ok(true)
+    }
+
     /// Records `f`'s entry as a graph, on memory for its inputs and
     /// outputs that the graph keeps. Nothing runs while recording.
     fn record(&mut self, f: &FunctionInfo, shapes: &[i64]) -> Result<CallGraph> {

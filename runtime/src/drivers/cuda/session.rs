@@ -296,22 +296,26 @@ impl CudaSession {
         self.collect_profile()?;
         self.end_traced_call()?;
         if graphs {
-            // The constants are uploaded now: the next call (at this
-            // shape, for a function on a symbolic dimension) can be
-            // recorded.
-            let key = super::graph::graph_key(&f.name, &flat);
-            let shapes_recorded = self
-                .graphs
-                .keys()
-                .filter(|k| super::graph::graph_key_is_of(k, &f.name))
-                .count();
-            if self.graphs.contains_key(&key)
-                || shapes_recorded < super::graph::MAX_GRAPHS_PER_FUNCTION
-            {
-                self.graphs.entry(key).or_insert(GraphState::Recordable);
-            }
+            self.graph_recordable(f, &flat);
         }
         Ok(outputs)
+    }
+
+    /// After a call of `f` without a graph: the constants are uploaded
+    /// now, so the next call (at this shape, for a function on a symbolic
+    /// dimension) can be recorded, within the shapes a function keeps
+    /// graphs for.
+    pub(super) fn graph_recordable(&mut self, f: &FunctionInfo, flat: &[i64]) {
+        let key = super::graph::graph_key(&f.name, flat);
+        let shapes_recorded = self
+            .graphs
+            .keys()
+            .filter(|k| super::graph::graph_key_is_of(k, &f.name))
+            .count();
+        if self.graphs.contains_key(&key) || shapes_recorded < super::graph::MAX_GRAPHS_PER_FUNCTION
+        {
+            self.graphs.entry(key).or_insert(GraphState::Recordable);
+        }
     }
 
     /// Copies `f`'s outputs from device memory (one pointer per output;

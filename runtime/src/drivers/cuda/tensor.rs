@@ -257,9 +257,13 @@ impl CudaSession {
     /// output. The inputs are checked against the function's types (count,
     /// dtype and shape: [`Error::InvalidInput`] otherwise); a null address
     /// of a non-empty input is refused. Waits for the session's stream
-    /// before returning (see the module's notes on stream ordering). Calls
-    /// on device memory do not use the session's CUDA graphs (a graph
-    /// replays the addresses it was recorded with).
+    /// before returning (see the module's notes on stream ordering). With
+    /// CUDA graphs on, from the second call at a shape the session's graph
+    /// of the function replays: the graph reads and writes the addresses
+    /// it was recorded with, so the inputs are copied device to device
+    /// into its input memory and its outputs into the new allocations
+    /// (a copy in device memory per tensor instead of a launch per
+    /// kernel).
     ///
     /// # Safety
     /// Each input's `ptr` must address at least its tensor's bytes of
@@ -296,6 +300,12 @@ impl CudaSession {
             .collect::<Result<Vec<_>>>()?;
         let output_io: Vec<(u64, u64)> = outputs.iter().map(|t| (t.ptr, t.bytes as u64)).collect();
         rt.inner.make_current()?;
+        // From the second call at a shape on: the recorded graph, its
+        // inputs and outputs copied device to device.
+        let graphs = rt.graphs();
+        if graphs && self.run_graph_on_device(f, &flat, &input_io, &output_io)? {
+            return Ok(outputs);
+        }
         let result = self.execute(
             f,
             crate::hal::shared::CallIo::new(&input_io, &output_io).with_shapes(&flat),
@@ -305,6 +315,9 @@ impl CudaSession {
         let waited = self.synchronize().map_err(|e| exec_error(f, e));
         result.and(waited)?;
         self.collect_profile()?;
+        if graphs {
+            self.graph_recordable(f, &flat);
+        }
         Ok(outputs)
     }
 }
