@@ -1898,7 +1898,12 @@ fn few_symbolic_rows_split_k_across_work_groups() {
     )
     .unwrap();
     let source = source.display().to_string();
-    let tile = ok(tcc(&["compile", &source, "--target=nvidia", "--compile-to=tile"]));
+    let tile = ok(tcc(&[
+        "compile",
+        &source,
+        "--target=nvidia",
+        "--compile-to=tile",
+    ]));
     let split = tile
         .split("split_k = ")
         .nth(1)
@@ -1911,9 +1916,13 @@ fn few_symbolic_rows_split_k_across_work_groups() {
     let model = tcc_runtime::Model::load(&out).unwrap();
     let runtime = crate::support::uncached_runtime();
     let mut session = runtime.session(&model).unwrap();
-    let w: Vec<f32> = (0..2048 * 768usize).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 1000.0).collect();
+    let w: Vec<f32> = (0..2048 * 768usize)
+        .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 1000.0)
+        .collect();
     for batch in [1usize, 5, 8] {
-        let x: Vec<f32> = (0..batch * 2048).map(|i: usize| ((i * 104729 % 997) as f32 - 498.0) / 997.0).collect();
+        let x: Vec<f32> = (0..batch * 2048)
+            .map(|i: usize| ((i * 104729 % 997) as f32 - 498.0) / 997.0)
+            .collect();
         let inputs = [
             tcc_runtime::HostTensor::from_f32(vec![1, batch, 2048], &x).unwrap(),
             tcc_runtime::HostTensor::from_f32(vec![1, 2048, 768], &w).unwrap(),
@@ -1923,9 +1932,14 @@ fn few_symbolic_rows_split_k_across_work_groups() {
         let got = got[0].to_f32().unwrap();
         for r in 0..batch {
             for c in 0..768 {
-                let want: f64 = (0..2048).map(|k| f64::from(x[r * 2048 + k]) * f64::from(w[k * 768 + c])).sum();
+                let want: f64 = (0..2048)
+                    .map(|k| f64::from(x[r * 2048 + k]) * f64::from(w[k * 768 + c]))
+                    .sum();
                 let g = f64::from(got[r * 768 + c]);
-                assert!((g - want).abs() <= 1e-4 * (1.0 + want.abs()), "batch {batch} [{r}, {c}]: {g} vs {want}");
+                assert!(
+                    (g - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                    "batch {batch} [{r}, {c}]: {g} vs {want}"
+                );
             }
         }
     }
