@@ -107,22 +107,9 @@ impl CudaSession {
         shapes: &[i64],
         inputs: &[HostTensor],
     ) -> Result<Option<Vec<HostTensor>>> {
-        let key = graph_key(&f.name, shapes);
-        match self.graphs.get(&key) {
-            None | Some(GraphState::Unavailable(_)) => return Ok(None),
-            Some(GraphState::Ready(_)) => {}
-            Some(GraphState::Recordable) => {
-                let state = match self.record(f, shapes) {
-                    Ok(graph) => GraphState::Ready(graph),
-                    Err(reason) => {
-                        self.graphs
-                            .insert(key, GraphState::Unavailable(reason.to_string()));
-                        return Ok(None);
-                    }
-                };
-                self.graphs.insert(key.clone(), state);
-            }
-        }
+        let Some(key) = self.ready_graph(f, shapes) else {
+            return Ok(None);
+        };
         let Some(GraphState::Ready(graph)) = self.graphs.get(&key) else {
             return Ok(None);
         };
@@ -156,22 +143,9 @@ impl CudaSession {
         inputs: &[(u64, u64)],
         outputs: &[(u64, u64)],
     ) -> Result<bool> {
-        let key = graph_key(&f.name, shapes);
-        match self.graphs.get(&key) {
-            None | Some(GraphState::Unavailable(_)) => return Ok(false),
-            Some(GraphState::Ready(_)) => {}
-            Some(GraphState::Recordable) => {
-                let state = match self.record(f, shapes) {
-                    Ok(graph) => GraphState::Ready(graph),
-                    Err(reason) => {
-                        self.graphs
-                            .insert(key, GraphState::Unavailable(reason.to_string()));
-                        return Ok(false);
-                    }
-                };
-                self.graphs.insert(key.clone(), state);
-            }
-        }
+        let Some(key) = self.ready_graph(f, shapes) else {
+            return Ok(false);
+        };
         let Some(GraphState::Ready(graph)) = self.graphs.get(&key) else {
             return Ok(false);
         };
@@ -203,6 +177,29 @@ impl CudaSession {
         let waited = self.synchronize();
         launched.and(waited).map_err(|e| exec_error(f, e))?;
         Ok(true)
+    }
+
+    /// The key of the call's graph once it is ready: recorded now if the
+    /// function is recordable at these shapes (a failed recording is kept
+    /// as the reason and the call runs without); `None` without a graph.
+    fn ready_graph(&mut self, f: &FunctionInfo, shapes: &[i64]) -> Option<String> {
+        let key = graph_key(&f.name, shapes);
+        match self.graphs.get(&key)? {
+            GraphState::Unavailable(_) => return None,
+            GraphState::Ready(_) => {}
+            GraphState::Recordable => {
+                let state = match self.record(f, shapes) {
+                    Ok(graph) => GraphState::Ready(graph),
+                    Err(reason) => GraphState::Unavailable(reason.to_string()),
+                };
+                let ready = matches!(state, GraphState::Ready(_));
+                self.graphs.insert(key.clone(), state);
+                if !ready {
+                    return None;
+                }
+            }
+        }
+        Some(key)
     }
 
     /// Records `f`'s entry as a graph, on memory for its inputs and
