@@ -405,6 +405,52 @@ mod tests {
     }
 
     #[test]
+    fn a_static_cache_steps_roles_are_found_by_name() {
+        let ids = desc("input_ids", DType::I64, &[4, 32], &["batch", "sequence"]);
+        let mask = desc("attention_mask", DType::I64, &[4, 32], &["batch", ""]);
+        let position = desc("cache_position", DType::I64, &[32], &["sequence"]);
+        let cache = |name: &str| desc(name, DType::F16, &[4, 2, 32, 16], &["batch", "", "", ""]);
+        let logits = desc(
+            "logits",
+            DType::F16,
+            &[4, 32, 10],
+            &["batch", "sequence", ""],
+        );
+        let f = FunctionInfo::for_test(
+            "step",
+            vec![
+                ids,
+                mask,
+                position,
+                cache("past_key_values.0.key"),
+                cache("past_key_values.0.value"),
+            ],
+            vec![logits, cache("present.0.value"), cache("present.0.key")],
+        );
+        let sig = DecodeSignature::of(&f).unwrap();
+        assert_eq!(
+            (
+                sig.input_ids,
+                sig.attention_mask,
+                sig.cache_position,
+                sig.position_ids
+            ),
+            (0, Some(1), Some(2), None)
+        );
+        // Each past buffer with its own present one, whatever the output order.
+        assert_eq!(sig.cache, vec![(3, 2), (4, 1)]);
+        assert_eq!((sig.logits, sig.max_cache, sig.max_batch), (0, 32, 4));
+        // Without positions a static cache cannot place the step.
+        let mut no_positions = f.clone();
+        no_positions.inputs.remove(2);
+        let e = DecodeSignature::of(&no_positions).unwrap_err().to_string();
+        assert!(
+            e.contains("no cache_position [sequence] or position_ids"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_growing_cache_is_refused_with_the_reason() {
         let ids = desc("input_ids", DType::I64, &[4, 8], &["batch", "sequence"]);
         let past = desc(
