@@ -1678,14 +1678,7 @@ fn sequence_buckets_keep_the_batch_symbolic() {
     let generic_model = tcc_runtime::Model::load(&generic).unwrap();
     let model = tcc_runtime::Model::load(&specialized).unwrap();
     let function = model.functions()[0].clone();
-    let runtime = tcc_runtime::Runtime::with_options(
-        tcc_runtime::DeviceSelector::from_flag_or_env(None),
-        tcc_runtime::RuntimeOptions {
-            disk_cache: false,
-            ..tcc_runtime::RuntimeOptions::default()
-        },
-    )
-    .unwrap();
+    let runtime = crate::support::uncached_runtime();
     let mut session = runtime.session(&model).unwrap();
     let mut reference = runtime.session(&generic_model).unwrap();
     for (batch, sequence) in [(2usize, 16usize), (3, 11), (1, 11), (2, 4)] {
@@ -1755,14 +1748,7 @@ fn greedy_decoding_keeps_the_cache_on_the_device_and_matches_onnxruntime() {
     let (generation, read_back) = {
         let model = tcc_runtime::Model::load(&decoder).unwrap();
         let function = model.functions()[0].name.clone();
-        let runtime = tcc_runtime::Runtime::with_options(
-            tcc_runtime::DeviceSelector::from_flag_or_env(None),
-            tcc_runtime::RuntimeOptions {
-                disk_cache: false,
-                ..tcc_runtime::RuntimeOptions::default()
-            },
-        )
-        .unwrap();
+        let runtime = crate::support::uncached_runtime();
         let mut session = runtime.session(&model).unwrap();
         let before = runtime.transfer_stats();
         let generation =

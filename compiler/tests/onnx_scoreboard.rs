@@ -232,6 +232,24 @@ fn exporter_models_pass() {
     check("exporter_models_pass", &outcomes);
 }
 
+/// Runs a directory of exporter cases whose data sets differ in their
+/// symbolic extents: `count` cases (with what they are), each with the
+/// data set `last_set` (and what the sets are), checked against the
+/// expectation list as `test`.
+fn run_fixture_dir(test: &str, cases: Vec<PathBuf>, count: (usize, &str), last_set: (&str, &str)) {
+    assert_eq!(cases.len(), count.0, "{}", count.1);
+    for case in &cases {
+        assert!(
+            case.join(last_set.0).is_dir(),
+            "{}: {}",
+            case.display(),
+            last_set.1
+        );
+    }
+    let outcomes = run_in_processes(&cases, false);
+    check(test, &outcomes);
+}
+
 /// The same architectures exported with a symbolic `batch` (and
 /// `sequence`) axis (`gen.py --dynamic`), with data sets at batch 2 and 3:
 /// the scoreboard keeps the dimensions whose extent differs between the
@@ -242,21 +260,15 @@ fn dynamic_exporter_cases() -> Vec<PathBuf> {
 
 #[test]
 fn exporter_models_with_a_symbolic_batch_pass() {
-    let cases = dynamic_exporter_cases();
-    assert_eq!(
-        cases.len(),
-        14,
-        "7 architectures x 2 exporters in test/onnx/exporters-dynamic"
+    run_fixture_dir(
+        "exporter_models_with_a_symbolic_batch_pass",
+        dynamic_exporter_cases(),
+        (
+            14,
+            "7 architectures x 2 exporters in test/onnx/exporters-dynamic",
+        ),
+        ("test_data_set_1", "a second data set at another batch"),
     );
-    for case in &cases {
-        assert!(
-            case.join("test_data_set_1").is_dir(),
-            "{}: a second data set at another batch",
-            case.display()
-        );
-    }
-    let outcomes = run_in_processes(&cases, false);
-    check("exporter_models_with_a_symbolic_batch_pass", &outcomes);
 }
 
 /// The language models of test/onnx/exporters-dynamic with data sets at
@@ -269,21 +281,18 @@ fn sequence_exporter_cases() -> Vec<PathBuf> {
 
 #[test]
 fn exporter_models_with_a_symbolic_sequence_pass() {
-    let cases = sequence_exporter_cases();
-    assert_eq!(
-        cases.len(),
-        8,
-        "BERT, GPT-2, Llama and T5 x 2 exporters in test/onnx/exporters-sequence"
+    run_fixture_dir(
+        "exporter_models_with_a_symbolic_sequence_pass",
+        sequence_exporter_cases(),
+        (
+            8,
+            "BERT, GPT-2, Llama and T5 x 2 exporters in test/onnx/exporters-sequence",
+        ),
+        (
+            "test_data_set_2",
+            "three data sets at different sequence lengths",
+        ),
     );
-    for case in &cases {
-        assert!(
-            case.join("test_data_set_2").is_dir(),
-            "{}: three data sets at different sequence lengths",
-            case.display()
-        );
-    }
-    let outcomes = run_in_processes(&cases, false);
-    check("exporter_models_with_a_symbolic_sequence_pass", &outcomes);
 }
 
 /// GPT-2 exported with its key/value cache (`kv_cache.py`), each with
@@ -299,23 +308,14 @@ fn kv_cache_cases() -> Vec<PathBuf> {
 
 #[test]
 fn exporter_models_with_a_kv_cache_run_their_decode_steps() {
-    let cases = kv_cache_cases();
-    assert_eq!(
-        cases.len(),
-        3,
-        "GPT-2 with a static cache (2 exporters) and with a growing one in test/onnx/exporters-kv"
-    );
-    for case in &cases {
-        assert!(
-            case.join("test_data_set_3").is_dir(),
-            "{}: four decode steps",
-            case.display()
-        );
-    }
-    let outcomes = run_in_processes(&cases, false);
-    check(
+    run_fixture_dir(
         "exporter_models_with_a_kv_cache_run_their_decode_steps",
-        &outcomes,
+        kv_cache_cases(),
+        (
+            3,
+            "GPT-2 with a static cache (2 exporters) and with a growing one in test/onnx/exporters-kv",
+        ),
+        ("test_data_set_3", "four decode steps"),
     );
 }
 

@@ -246,10 +246,18 @@ fn last_argmax(logits: &HostTensor) -> Vec<i64> {
     (0..batch)
         .map(|row| {
             let base = (row * seq + seq - 1) * vocab;
+            let last = &logits.bytes[base * size..(base + vocab) * size];
+            // f32 logits (the common case) read without a per-element
+            // dtype dispatch: a decode step does this once per row.
+            let values: Box<dyn Iterator<Item = f64>> = match logits.dtype {
+                DType::F32 => Box::new(
+                    last.chunks_exact(4)
+                        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+                ),
+                dtype => Box::new(last.chunks_exact(size).map(move |c| dtype.value_f64(c))),
+            };
             let mut best = (0usize, f64::NEG_INFINITY);
-            for v in 0..vocab {
-                let at = (base + v) * size;
-                let x = logits.dtype.value_f64(&logits.bytes[at..at + size]);
+            for (v, x) in values.enumerate() {
                 if x > best.1 {
                     best = (v, x);
                 }
@@ -394,6 +402,10 @@ mod tests {
         // [2, 2, 3]: row 0's last position peaks at 2, row 1's at 0.
         let values = [0., 9., 0., 0., 1., 5., 0., 0., 9., 7., 1., 2.];
         let logits = HostTensor::from_f32(vec![2, 2, 3], &values).unwrap();
+        assert_eq!(last_argmax(&logits), vec![2, 0]);
+        // Half logits (a graph exported in fp16) the same way.
+        let half: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
+        let logits = HostTensor::from_elements(vec![2, 2, 3], &half).unwrap();
         assert_eq!(last_argmax(&logits), vec![2, 0]);
     }
 

@@ -169,16 +169,29 @@ pub fn gather_elements(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
 /// GatherElements of constants, at import time (an index out of range is
 /// an error here, where it can be named).
 fn fold_gather_elements(data: &Const, indices: &Const, axis: usize) -> Result<Const> {
-    let ds = &data.shape;
+    let flat = element_positions(&data.shape, indices, axis, "GatherElements")?;
+    Ok(fold::pick(data, indices.shape.clone(), flat.into_iter()))
+}
+
+/// For each element of `indices` (GatherElements' and ScatterElements'
+/// along `axis`), the flat position in a tensor of `data_shape` it names:
+/// its own coordinates, with the index along `axis`. An index out of
+/// range is an error naming `op`.
+fn element_positions(
+    data_shape: &[i64],
+    indices: &Const,
+    axis: usize,
+    op: &str,
+) -> Result<Vec<usize>> {
     let is = &indices.shape;
-    let k = ds[axis];
-    let data_strides = fold::strides(ds);
+    let k = data_shape[axis];
+    let data_strides = fold::strides(data_shape);
     let index_strides = fold::strides(is);
     let mut flat = Vec::with_capacity(indices.numel());
     for n in 0..indices.numel() {
         let mut index = indices.i64_at(n);
         if index < -k || index >= k {
-            bail!("GatherElements index {index} is out of range for a dimension of {k}");
+            bail!("{op} index {index} is out of range for a dimension of {k}");
         }
         if index < 0 {
             index += k;
@@ -194,7 +207,7 @@ fn fold_gather_elements(data: &Const, indices: &Const, axis: usize) -> Result<Co
         }
         flat.push(at);
     }
-    Ok(fold::pick(data, is.clone(), flat.into_iter()))
+    Ok(flat)
 }
 
 pub fn gather_nd(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -392,31 +405,13 @@ fn fold_scatter_elements(
     axis: usize,
     op: &str,
 ) -> Result<Const> {
-    let ds = &data.shape;
-    let is = &indices.shape;
-    let k = ds[axis];
-    let data_strides = fold::strides(ds);
-    let index_strides = fold::strides(is);
-    let mut at: Vec<usize> = (0..data.numel()).collect();
     // Each element's source: its own position in `data`, or `data.numel() + n`
     // for the n-th update written over it.
-    for n in 0..indices.numel() {
-        let mut index = indices.i64_at(n);
-        if index < -k || index >= k {
-            bail!("{op} index {index} is out of range for a dimension of {k}");
-        }
-        if index < 0 {
-            index += k;
-        }
-        let mut target = 0;
-        for a in 0..is.len() {
-            let coordinate = if a == axis {
-                index as usize
-            } else {
-                (n / index_strides[a]) % is[a] as usize
-            };
-            target += coordinate * data_strides[a];
-        }
+    let mut at: Vec<usize> = (0..data.numel()).collect();
+    for (n, target) in element_positions(&data.shape, indices, axis, op)?
+        .into_iter()
+        .enumerate()
+    {
         at[target] = data.numel() + n;
     }
     let size = data.dtype.size();
@@ -432,7 +427,7 @@ fn fold_scatter_elements(
     }
     Ok(Const {
         dtype: data.dtype,
-        shape: ds.clone(),
+        shape: data.shape.clone(),
         bytes: bytes.into(),
         splat: false,
     })
