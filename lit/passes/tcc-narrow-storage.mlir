@@ -57,6 +57,44 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// With a symbolic M the GEMM's extent is a host index appended after the
+// scratch: the workspace and counters are still the last two buffers, and
+// stay f32 while the weight is narrowed. (%a, allocated at a run-time
+// size, stays f32 too: the pass narrows statically sized allocations only.)
+// CHECK-LABEL: func.func @split_rows(
+// CHECK: gpu.func @split_rows2(%{{.*}}: memref<1x?x64xf32>, %{{.*}}: memref<?x1024xf32>, %{{.*}}: memref<1x1024x64xf32> {tcc.storage = f16}, %{{.*}}: memref<4096xf32>, %{{.*}}: memref<6xi32>, %{{.*}}: index) kernel
+module attributes {gpu.container_module} {
+  memref.global "private" @tcc_split_k_counters : memref<6xi32> = dense<0>
+  memref.global "private" constant @b : memref<1x1024x64xf32> = dense<0.5>
+  func.func @split_rows(%c: memref<1x?x64xf32>, %m: index) {
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c16 = arith.constant 16 : index
+    %a = memref.alloc(%m) : memref<?x1024xf32>
+    gpu.launch_func @tcc_kernels::@fill_rows blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<?x1024xf32>)
+    %b = memref.get_global @b : memref<1x1024x64xf32>
+    %ws = memref.alloc() : memref<4096xf32>
+    %counters = memref.get_global @tcc_split_k_counters : memref<6xi32>
+    gpu.launch_func @tcc_kernels::@split_rows2 blocks in (%c2, %c1, %c2) threads in (%c16, %c16, %c1) args(%c : memref<1x?x64xf32>, %a : memref<?x1024xf32>, %b : memref<1x1024x64xf32>, %ws : memref<4096xf32>, %counters : memref<6xi32>, %m : index)
+    return
+  }
+  gpu.module @tcc_kernels {
+    gpu.func @fill_rows(%out: memref<?x1024xf32>) kernel attributes {tcc.strategy = #tcc.loops<workgroup_size = 1>} {
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%c0, %c0] : memref<?x1024xf32>
+      gpu.return
+    }
+    gpu.func @split_rows2(%arg0: memref<1x?x64xf32>, %arg1: memref<?x1024xf32>, %arg2: memref<1x1024x64xf32>, %ws: memref<4096xf32>, %counters: memref<6xi32>, %m: index) kernel attributes {tcc.strategy = #tcc.gemm<tile_m = 32, tile_n = 32, tile_k = 16, work_m = 2, work_n = 2, split_k = 2, batch = 1, m = 32, n = 64, k = 1024>} {
+      %a3 = memref.expand_shape %arg1 [[0, 1], [2]] output_shape [1, %m, 1024] : memref<?x1024xf32> into memref<1x?x1024xf32>
+      linalg.batch_matmul ins(%a3, %arg2 : memref<1x?x1024xf32>, memref<1x1024x64xf32>) outs(%arg0 : memref<1x?x64xf32>)
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // A loop kernel that accumulates through its output (load and store, here
 // through a view) keeps that buffer f32: every partial sum would be
 // rounded to half. The weight it reads is still narrowed.

@@ -877,10 +877,22 @@ mod tests {
         );
         assert_eq!((fc6.split_k, fc6.split_k_slice(25088)), (32, 784));
         assert_eq!(fc6.workgroup_size(), 256);
-        // Its classifier (N = 1000, K = 4096): 4 tiles, 64 slices of 64
-        // would be too short: 32 slices of 128.
+        // Its classifier (N = 1000, K = 4096): 4 tiles, in at most 32
+        // slices (of 128).
         let fc8 = Target::Nvidia.gemm_config(1, 1, 1000, 4096).unwrap();
         assert_eq!((fc8.split_k, fc8.split_k_slice(4096)), (32, 128));
+        // A decode step's projection (M = batch <= 8, N = 2304, K = 768):
+        // 18 tiles of 8x128 in 16 slices of 48.
+        let step = Target::Nvidia.gemm_config(1, 8, 2304, 768).unwrap();
+        assert_eq!(
+            (
+                step.tile_m,
+                step.tile_n,
+                step.split_k,
+                step.split_k_slice(768)
+            ),
+            (8, 128, 16, 48)
+        );
         // 17 to 31 rows: 32x32 tiles, still one row per work-item.
         let rows = Target::Nvidia.gemm_config(1, 20, 512, 512).unwrap();
         assert_eq!(

@@ -314,7 +314,7 @@ fn small_m(m: i64, n: i64, k: i64) -> GemmConfig {
         tile_k: 16,
         work_m: 1,
         work_n: 4,
-        split_k: split_k(tiles, k, MIN_SMALL_M_SPLIT_K_SLICE) as u32,
+        split_k: split_k(tiles, k, MIN_SMALL_M_SPLIT_K_SLICE).min(MAX_SMALL_M_SPLIT_K) as u32,
     }
 }
 
@@ -326,7 +326,7 @@ fn small_m(m: i64, n: i64, k: i64) -> GemmConfig {
 /// EfficientNet-B0's squeezes at batch 32 (M = 32, N = 4..48, K =
 /// 96..1152) took 11-70 us each on the H200, 0.5 ms a call together.
 fn few_rows_narrow(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
-    if !(32..FEW_ROWS).contains(&m) || n >= 32 || k < MIN_SMALL_M_SPLIT_K_SLICE {
+    if !(32..FEW_ROWS).contains(&m) || n >= 32 || k < MIN_FEW_ROWS_SPLIT_K_SLICE {
         return None;
     }
     let tiles = (m + 15) / 16 * ((n + 15) / 16);
@@ -336,7 +336,7 @@ fn few_rows_narrow(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         tile_k: 16,
         work_m: 1,
         work_n: 4,
-        split_k: split_k(tiles, k, MIN_SMALL_M_SPLIT_K_SLICE) as u32,
+        split_k: split_k(tiles, k, MIN_FEW_ROWS_SPLIT_K_SLICE) as u32,
     })
 }
 
@@ -385,9 +385,25 @@ const MAX_SHORT_SPLIT_K: i64 = 4;
 /// most two; longer K was not measured with it).
 const MAX_SHORT_SPLIT_K_LENGTH: i64 = 512;
 
-/// The shortest K slice of a small-M product's split (each work-group
+/// The shortest K slice of a split over fewer than 32 rows (`small_m`):
+/// such a product streams B once, each work-group `tile_n` columns of
+/// its slice, and a work-group's slice is a chain of k steps, each a load,
+/// a barrier and a few FMAs, so shorter slices in more work-groups keep
+/// more of B in flight. A decode step of GPT-2 small (M = batch <= 8 over
+/// 768 x 2304, 768 x 3072 and 3072 x 768 fp16 weights, H200) took 15.7 us
+/// a projection with slices of at least 128 (4 slices of 192 over K =
+/// 768), 8.3-13.1 with slices of at least 32 (16 of 48), and 9.4-15.4
+/// with k steps of 32 in slices of at least 64.
+const MIN_SMALL_M_SPLIT_K_SLICE: i64 = 32;
+
+/// The most slices of such a split: the last work-group of a tile reads
+/// every slice's partial tile back (VGG-19's classifier, N = 1000 over K
+/// = 4096 at batch 1, keeps 32 slices of 128).
+const MAX_SMALL_M_SPLIT_K: i64 = 32;
+
+/// The shortest K slice of `few_rows_narrow`'s split (each work-group
 /// still streams `tile_n` columns of it).
-const MIN_SMALL_M_SPLIT_K_SLICE: i64 = 128;
+const MIN_FEW_ROWS_SPLIT_K_SLICE: i64 = 128;
 
 /// The shortest K slice when 64x64 tiles already give every SM one
 /// work-group: splitting only pays when each slice stays long.

@@ -22,6 +22,7 @@ use crate::back::{host_llvm, opencl_c, ptx};
 use crate::config::Target;
 use crate::config::targets::{self, LaunchApi, Precision};
 use crate::config::tuning::TuningRecord;
+use crate::front::onnx::DType;
 use crate::phases::{GemmChoice, Phase, Storage};
 
 /// What `--emit` writes.
@@ -80,9 +81,10 @@ impl KernelRoute {
 }
 
 /// `--precision`: the arithmetic of GEMMs and convolutions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum PrecisionArg {
     /// IEEE fp32 (the default).
+    #[default]
     Fp32,
     /// TF32 tensor cores with fp32 accumulation (PyTorch's allow_tf32): PTX for NVIDIA only.
     Tf32,
@@ -155,7 +157,7 @@ pub enum PtxSwitch {
     Off,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct CompileArgs {
     /// The model: MLIR (TOSA/linalg level) text, or an ONNX model (.onnx), imported first.
     pub input: PathBuf,
@@ -225,7 +227,12 @@ pub struct CompileArgs {
     #[arg(long = "gpu-arch", value_name = "SM")]
     pub gpu_arch: Option<String>,
     /// Precision: fp32 (exact, default); tf32 (NVIDIA PTX tensor cores, GEMM inputs rounded to 10 mantissa bits, fp32 accumulation); fp16 or bf16 (weights and activations stored in 16 bits, converted at the model's inputs and outputs, elementwise math, softmax and norm statistics in fp32 registers; on --target=nvidia with PTX, sm_80 or newer, GEMMs and convolutions on fp16/bf16 tensor cores with fp32 accumulation, elsewhere in fp32 arithmetic). See docs/user-guide.md for the error bounds.
-    #[arg(long, value_enum, default_value = "fp32")]
+    /// Default: fp32, or, for an ONNX graph that is itself float16 or bfloat16 (exported with `model.half()`), that type (its weights and intermediates stay 16-bit, as with --precision=fp16|bf16); --precision=fp32 widens such a graph's weights to f32.
+    #[arg(long = "precision", value_enum)]
+    pub precision_flag: Option<PrecisionArg>,
+    /// The precision `--precision` (or the graph's own half type) resolves
+    /// to: set by [`run`] from [`CompileArgs::resolve_precision`].
+    #[arg(skip)]
     pub precision: PrecisionArg,
     /// The runtime backend that launches the NVIDIA kernels: opencl (default; 48 KiB of local memory per kernel) or cuda (the runtime's CUDA-driver backend, which gives --precision=tf32 matmuls a 256x128 tile in 193 KiB of dynamic local memory; the PTX then runs only there, and tcc-run picks that backend by itself). Needs --target=nvidia and PTX.
     #[arg(long, value_enum, default_value = "opencl")]
@@ -370,6 +377,46 @@ impl CompileArgs {
             }
         };
         Ok(())
+    }
+
+    /// The precision to compile `input` at: `--precision` when given;
+    /// else, for an ONNX graph that is itself float16 or bfloat16
+    /// ([`crate::front::onnx::half_graph_type`]), that type, where its
+    /// 16-bit storage applies (OpenCL C or PTX kernels, no `--storage`,
+    /// `--quantize` or `--compile-from`, and, on NVIDIA, a PTX
+    /// architecture with the type's tensor cores), with a note saying so;
+    /// else fp32.
+    pub fn resolve_precision(&self, input: &Path, graph_half: Option<DType>) -> PrecisionArg {
+        if let Some(precision) = self.precision_flag {
+            return precision;
+        }
+        let applies = self.storage.is_none()
+            && self.quantize.quantize.is_none()
+            && self.compile_from.is_none()
+            && self.launch != KernelRoute::Vulkan
+            && self.emit != Emit::Spirv;
+        let precision = match graph_half.filter(|_| applies) {
+            Some(DType::F16) => PrecisionArg::Fp16,
+            Some(DType::BF16) => PrecisionArg::Bf16,
+            _ => return PrecisionArg::Fp32,
+        };
+        let with = CompileArgs {
+            precision,
+            ..self.clone()
+        };
+        if with.ptx_options().is_err() {
+            return PrecisionArg::Fp32;
+        }
+        let graph_type = match precision {
+            PrecisionArg::Bf16 => "bfloat16",
+            _ => "float16",
+        };
+        eprintln!(
+            "tcc compile: note: {} is a {graph_type} graph: its weights and intermediates are stored in {graph_type} (--precision={}; --precision=fp32 widens them to f32)",
+            input.display(),
+            precision.name()
+        );
+        precision
     }
 
     /// The PTX to generate, if any: `--ptx`, else on for `--target=nvidia`.
@@ -594,6 +641,22 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     } else {
         args.input.clone()
     };
+    // An ONNX graph that is itself float16 or bfloat16: its type is the
+    // default precision, and with half storage of that type its ops keep
+    // f32 results for tcc-narrow-storage to round.
+    let graph_half = match super::import::is_onnx(&input) {
+        true => crate::front::onnx::half_graph_type_of_file(&input),
+        false => None,
+    };
+    let resolved = CompileArgs {
+        precision: args.resolve_precision(&input, graph_half),
+        ..args.clone()
+    };
+    let args = &resolved;
+    let round_half_at_storage = matches!(
+        (graph_half, args.storage()?),
+        (Some(DType::F16), StorageArg::Fp16) | (Some(DType::BF16), StorageArg::Bf16)
+    );
     // `-o -` is standard output, as no output at all is for text.
     let output_path = args.output.as_deref();
     let output = output_path.filter(|p| *p != Path::new("-"));
@@ -723,6 +786,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 &args.dims,
                 &structures,
                 &args.fixed_dims,
+                round_half_at_storage,
             )?
         };
         if !buckets.is_empty() {
@@ -736,6 +800,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 structures: structures.clone(),
                 symbolic_dims: super::import::symbolic_dims(&args.dims),
                 fixed_dims: args.fixed_dims.clone(),
+                round_half_at_storage,
                 ..crate::front::onnx::ImportOptions::default()
             };
             super::specialize::add_variants(&session, &module, &input, &generic, &buckets)?;

@@ -189,7 +189,7 @@ pub fn parse_model_with<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Module<'c>> {
-    parse_model_dims(session, path, input_shapes, &[], &[], &[])
+    parse_model_dims(session, path, input_shapes, &[], &[], &[], false)
 }
 
 /// The import's symbolic dimensions for `--dim` ranges.
@@ -209,7 +209,9 @@ pub(crate) fn symbolic_dims(
 /// (`tcc compile --dim`): an ONNX model's `dim_param`s of those names
 /// become `?`, and the module records the ranges as `tcc.dims`
 /// (`#tcc.dims`), which `tcc-check-supported` checks the arguments
-/// against.
+/// against. `round_half_at_storage`: a half graph compiled with half
+/// storage of its own type keeps its ops' f32 results
+/// ([`ImportOptions::round_half_at_storage`]).
 pub fn parse_model_dims<'c>(
     session: &'c Session,
     path: &Path,
@@ -217,6 +219,7 @@ pub fn parse_model_dims<'c>(
     dims: &[tcc_dialects::dims::DimRange],
     structures: &[(String, Structure)],
     fixed: &[(String, i64)],
+    round_half_at_storage: bool,
 ) -> Result<Module<'c>> {
     let module = if is_onnx(path) {
         let options = ImportOptions {
@@ -224,6 +227,7 @@ pub fn parse_model_dims<'c>(
             structures: structures.to_vec(),
             symbolic_dims: symbolic_dims(dims),
             fixed_dims: fixed.to_vec(),
+            round_half_at_storage,
             const_style: ConstStyle::Resource,
             ..ImportOptions::default()
         };

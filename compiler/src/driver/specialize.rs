@@ -184,6 +184,7 @@ pub fn add_variants<'c>(
             fixed_dims: bucket.iter().chain(&generic.fixed_dims).cloned().collect(),
             const_style: ConstStyle::Resource,
             function_name: name.clone(),
+            round_half_at_storage: generic.round_half_at_storage,
             ..ImportOptions::default()
         };
         let imported = onnx::import_file(path, &options)

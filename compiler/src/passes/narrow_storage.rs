@@ -196,19 +196,26 @@ fn narrowable_arguments(kernel: OperationRef) -> Vec<bool> {
     let count = block.argument_count();
     let kernel_strategy = strategy::of(&kernel);
     // tcc-attach-split-k-scratch appends the workspace and the counters
-    // after the kernel's own arguments, and tcc-attach-tensor-map-slots
-    // the slots after those.
+    // after the kernel's own buffers, and tcc-attach-tensor-map-slots the
+    // slots after those; host indices (a symbolic extent's) may follow
+    // them all, so the scratch is found among the buffers, from the last.
     let slots = usize::from(
         kernel
             .attribute(crate::ir::attr_names::TENSOR_MAP_SLOTS)
             .is_ok(),
     );
-    let scratch_from = match kernel_strategy {
-        Some(KernelStrategy::Gemm { config, .. }) if config.split_k > 1 => {
-            count.saturating_sub(2 + slots)
-        }
-        _ => count.saturating_sub(slots),
+    let scratch = match kernel_strategy {
+        Some(KernelStrategy::Gemm { config, .. }) if config.split_k > 1 => 2,
+        _ => 0,
     };
+    let buffers: Vec<usize> = (0..count)
+        .filter(|&index| {
+            block
+                .argument(index)
+                .is_ok_and(|argument| Value::from(argument).r#type().is_mem_ref())
+        })
+        .collect();
+    let appended = &buffers[buffers.len().saturating_sub(scratch + slots)..];
     let loops = !kernel_strategy.is_some_and(|s| s.is_template());
     let row_reduce = matches!(kernel_strategy, Some(KernelStrategy::RowReduce { .. }));
     (0..count)
@@ -217,7 +224,7 @@ fn narrowable_arguments(kernel: OperationRef) -> Vec<bool> {
                 return false;
             };
             let value: Value = argument.into();
-            if index >= scratch_from || !is_f32_memref(value.r#type()) {
+            if appended.contains(&index) || !is_f32_memref(value.r#type()) {
                 return false;
             }
             let access = Access::of(value);

@@ -156,7 +156,8 @@ impl Build {
         self.arg(&format!("--input-shape={name}={}", dims.join("x")))
     }
 
-    /// `--precision=`: `fp32` (exact, the default), `tf32` (GEMMs and
+    /// `--precision=`: `fp32` (exact, the default; for an ONNX graph that
+    /// is itself float16 or bfloat16 the graph's own type), `tf32` (GEMMs and
     /// convolutions on NVIDIA tensor cores; needs `.target("nvidia")`),
     /// `fp16` or `bf16` (weights and activations stored in 16 bits, math
     /// in fp32 registers; GEMMs on the FP16/BF16 tensor cores on nvidia).

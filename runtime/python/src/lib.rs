@@ -753,7 +753,8 @@ fn load_bytes(
 /// `tcc` on PATH) and loads the result. Every `tcc compile` option has a
 /// keyword: `target` (generic, nvidia, pocl-cpu, host, auto),
 /// `input_shapes` (`{"data": (8, 3, 224, 224)}`), `precision` (fp32,
-/// tf32, fp16), `storage` (fp32, fp16), `tuning` (a `tcc tune` record),
+/// tf32, fp16, bf16; unset: fp32, or a half ONNX graph's own type),
+/// `storage` (fp32, fp16, bf16), `tuning` (a `tcc tune` record),
 /// `ptx` (bool), `gpu_arch` ("sm_90"), `backend` (opencl, cuda: also the
 /// backend the model is loaded on),
 /// `max_fused_ops`, `quantize` ("int8") with `profile` (a `tcc profile`

@@ -77,6 +77,8 @@ pub struct Importer {
     /// The opsets the model imports of domains other than the default
     /// one (`ai.onnx.ml`, ...): their nodes' versions.
     pub domain_opsets: HashMap<String, i64>,
+    /// [`crate::front::onnx::ImportOptions::round_half_at_storage`].
+    pub round_half_at_storage: bool,
 }
 
 impl Importer {
@@ -90,6 +92,7 @@ impl Importer {
             prefix: String::new(),
             bodies: 0,
             batch: None,
+            round_half_at_storage: false,
             probes: HashMap::new(),
             fixed: Vec::new(),
             probed: Vec::new(),
@@ -234,6 +237,7 @@ fn import_with(
 ) -> Result<(Recorded, Vec<String>)> {
     let (graph, opset) = checked_graph(model)?;
     let mut imp = Importer::new(options.const_style, options.demote_f64);
+    imp.round_half_at_storage = options.round_half_at_storage;
     imp.probes = probes;
     imp.fixed = options.fixed_dims.iter().map(|(n, _)| n.clone()).collect();
     imp.domain_opsets = model

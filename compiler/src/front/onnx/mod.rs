@@ -64,6 +64,17 @@ pub struct ImportOptions {
     /// instead of the node's name (`tcc compile --quantize`: the names a
     /// calibration profile gives tensors).
     pub name_by_outputs: bool,
+    /// In a half graph (float16 or bfloat16), keep what computing ops
+    /// produce in f32 rather than rounding each result to the half type:
+    /// set when the graph is compiled with half storage of its own type
+    /// (`--precision=fp16|bf16`), where `tcc-narrow-storage` rounds every
+    /// tensor a kernel stores. The graph then compiles as its f32 twin
+    /// does at that precision: one rounding per stored tensor, and no
+    /// cast kernels between the ops (otherwise each op's f32 result is
+    /// rounded, and widened again by the next op). Data movement keeps
+    /// half tensors half unless it mixes them with f32 ones; outputs
+    /// declared half are rounded at the end.
+    pub round_half_at_storage: bool,
 }
 
 /// A `dim_param` kept symbolic and the values it takes (`tcc compile
@@ -88,6 +99,7 @@ impl Default for ImportOptions {
             function_name: "main".into(),
             expose_intermediates: false,
             name_by_outputs: false,
+            round_half_at_storage: false,
         }
     }
 }
@@ -217,6 +229,52 @@ fn map_or_read(path: &Path) -> std::io::Result<(bytes::Bytes, bool)> {
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut &file, &mut bytes)?;
     Ok((bytes.into(), false))
+}
+
+/// The 16-bit float type a *half graph* computes in: a model whose
+/// floating-point interface (graph inputs and outputs) is all float16, or
+/// all bfloat16, or, where the interface has no floating-point tensor,
+/// whose floating-point initializers are. Such a graph was exported to run
+/// in half precision (`model.half()`), so `tcc compile` stores its weights
+/// and intermediates in that type by default (`--precision` says otherwise).
+/// `None` for anything else: an f32 or f64 model, or one that mixes types
+/// at its edges.
+pub fn half_graph_type(model: &proto::ModelProto) -> Option<DType> {
+    use proto::type_proto;
+    let graph = model.graph.as_ref()?;
+    let floats = |codes: &mut dyn Iterator<Item = i32>| -> Vec<DType> {
+        codes
+            .filter_map(DType::from_onnx)
+            .filter(|t| matches!(t, DType::F32 | DType::F16 | DType::BF16 | DType::F64))
+            .collect()
+    };
+    let interface = floats(
+        &mut graph
+            .input
+            .iter()
+            .chain(&graph.output)
+            .filter(|value| !graph.initializer.iter().any(|init| init.name == value.name))
+            .filter_map(|value| match value.r#type.as_ref()?.value.as_ref()? {
+                type_proto::Value::TensorType(tensor) => Some(tensor.elem_type),
+                _ => None,
+            }),
+    );
+    let types = if interface.is_empty() {
+        floats(&mut graph.initializer.iter().map(|init| init.data_type))
+    } else {
+        interface
+    };
+    let first = *types.first()?;
+    (matches!(first, DType::F16 | DType::BF16) && types.iter().all(|t| *t == first))
+        .then_some(first)
+}
+
+/// [`half_graph_type`] of the model file at `path`, parsed without copying
+/// its weights; `None` when it cannot be read or parsed (the import then
+/// says why).
+pub fn half_graph_type_of_file(path: &Path) -> Option<DType> {
+    let bytes = map_file(path).ok()?;
+    half_graph_type(&parse_shared(bytes).ok()?)
 }
 
 /// Imports the model file at `path`.

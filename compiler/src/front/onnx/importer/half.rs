@@ -12,8 +12,11 @@
 //! Data movement, casts and selections are not wrapped: they move half
 //! values unchanged (exact either way) and keep their constants 16-bit.
 //!
-//! This is also the shape of a later `--precision=fp16|bf16` for f32
-//! models: the stored tensors' type changes, with these casts at the edges.
+//! With half storage of the graph's own type (`--precision=fp16|bf16`,
+//! [`crate::front::onnx::ImportOptions::round_half_at_storage`]) the
+//! results stay f32 instead: `tcc-narrow-storage` then rounds what the
+//! kernels store, as for an f32 graph compiled at that precision, and
+//! data movement that meets both takes one type ([`moved_inputs`]).
 
 use super::super::dtype::DType;
 use super::super::error::Result;
@@ -85,4 +88,54 @@ pub(super) fn narrow(imp: &mut Importer, value: Value, half: DType) -> Result<Va
         Value::Const(c) => Value::constant(c.cast(half)),
         Value::Tensor(v) => tensor_value(imp.e.cast(v, half)),
     })
+}
+
+/// Ops that move elements without computing on them when they do not
+/// reduce (`reduction = none`, the default): under
+/// `round_half_at_storage` they keep half tensors half like
+/// [`MOVES_ELEMENTS`] (a key/value cache scattered into).
+const SCATTERS_AND_GATHERS: &[&str] =
+    &["ScatterElements", "ScatterND", "GatherElements", "GatherND"];
+
+/// Under `round_half_at_storage`, the inputs of a node that moves
+/// elements (`None` for any other node, and for `Cast` and `CastLike`,
+/// which convert to what they name): computed tensors are f32 there while
+/// graph inputs and half constants are not, so a node that meets both
+/// takes one type. Where a half input is a tensor (a graph input: a
+/// key/value cache the step's keys are scattered or concatenated into),
+/// the f32 inputs are rounded to it and the result stays half, as the
+/// graph declares; where only constants are half, they are widened
+/// (exactly). A node without f32 inputs keeps its half ones as they are.
+pub(super) fn moved_inputs(imp: &mut Importer, node: &Node) -> Result<Option<Vec<Option<Value>>>> {
+    let moves = MOVES_ELEMENTS.contains(&node.op())
+        || (SCATTERS_AND_GATHERS.contains(&node.op())
+            && node
+                .proto
+                .attribute
+                .iter()
+                .all(|a| a.name != "reduction" || a.s.as_slice() == b"none"));
+    if !moves || matches!(node.op(), "Cast" | "CastLike") {
+        return Ok(None);
+    }
+    let half = |v: &Value| matches!(v.dtype(), DType::F16 | DType::BF16);
+    let inputs = || node.inputs.iter().flatten();
+    if !inputs().any(|v| v.dtype() == DType::F32) {
+        return Ok(Some(node.inputs.clone()));
+    }
+    let tensor_half = inputs()
+        .find(|v| half(v) && matches!(v, Value::Tensor(_)))
+        .map(Value::dtype);
+    node.inputs
+        .iter()
+        .map(|input| {
+            input
+                .as_ref()
+                .map(|v| match tensor_half {
+                    Some(half_type) => narrow(imp, v.clone(), half_type),
+                    None => widen(imp, v),
+                })
+                .transpose()
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }

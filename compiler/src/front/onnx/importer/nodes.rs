@@ -200,6 +200,16 @@ fn import_in_compute_type(
             .map(|(index, output)| unsigned::narrow(imp, node.op(), index, output, unsigned))
             .collect();
     }
+    if imp.round_half_at_storage
+        && let Some(inputs) = half::moved_inputs(imp, &node)?
+    {
+        let moved = Node {
+            proto,
+            opset,
+            inputs,
+        };
+        return ops::import_node(imp, &moved, base_dir);
+    }
     let Some(half) = half::half_compute_type(&node) else {
         return ops::import_node(imp, &node, base_dir);
     };
@@ -213,7 +223,11 @@ fn import_in_compute_type(
         opset,
         inputs,
     };
-    ops::import_node(imp, &wide, base_dir)?
+    let outputs = ops::import_node(imp, &wide, base_dir)?;
+    if imp.round_half_at_storage {
+        return Ok(outputs);
+    }
+    outputs
         .into_iter()
         .map(|output| half::narrow(imp, output, half))
         .collect()

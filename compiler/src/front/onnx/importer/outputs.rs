@@ -58,6 +58,19 @@ pub(super) fn results(
     }
     for (name, value, declared) in tensors {
         let name = name.as_str();
+        // Computed tensors of a half graph stay f32 under
+        // `round_half_at_storage`: those declared half are rounded here.
+        let value = match declared
+            .as_ref()
+            .and_then(|(code, _)| DType::from_onnx(*code))
+        {
+            Some(half @ (DType::F16 | DType::BF16))
+                if imp.round_half_at_storage && value.dtype() == DType::F32 =>
+            {
+                super::half::narrow(imp, value, half)?
+            }
+            _ => value,
+        };
         let ty = value.ty();
         if !ty.dtype.at_interface() {
             bail!(
