@@ -67,6 +67,21 @@ fn quantization_parameters_must_be_usable_constants() {
     );
 }
 
+/// An Attention cache whose heads differ from the new keys' and values'
+/// is refused with the shapes (it once imported to an invalid concat).
+#[test]
+fn attention_cache_of_other_heads_is_rejected() {
+    assert_rejects(
+        "attention_past_mismatch",
+        &[
+            "node 'cached_attention'",
+            "past_value float[2, 2, 2, 4]",
+            "V float[2, 16, 3, 4]",
+            "but along the sequence",
+        ],
+    );
+}
+
 #[test]
 fn integer_convolution_past_exact_f32_sums_is_rejected() {
     assert_rejects(

@@ -367,6 +367,12 @@ fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
             RELATIVE_ERROR_BOUND,
         ),
         (
+            "float16_cache_step",
+            "--precision=fp16",
+            DType::F16,
+            RELATIVE_ERROR_BOUND,
+        ),
+        (
             "bfloat16_net",
             "--precision=bf16",
             DType::BF16,
@@ -433,9 +439,16 @@ fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
                         }
                     })
                     .collect();
-                HostTensor::new(dtype, t.shape.clone(), bytes).unwrap()
+                // Aligned, so that a CPU device reads them in place.
+                let bytes: Vec<u8> = bytes;
+                HostTensor {
+                    dtype,
+                    shape: t.shape.clone(),
+                    bytes: tcc_runtime::HostBytes::copy_aligned(&bytes),
+                }
             })
             .collect();
+        let before: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.to_vec()).collect();
         let run = |model: &Model| {
             runtime
                 .session(model)
@@ -445,6 +458,15 @@ fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
         };
         let (want, got) = (run(per_op), run(half));
         assert_eq!(run(default), got, "{graph} without --precision");
+        // No call wrote into its inputs (float16_cache_step scatters into
+        // its cache input: that must update a copy).
+        assert!(
+            inputs
+                .iter()
+                .zip(&before)
+                .all(|(t, b)| t.bytes[..] == b[..]),
+            "{graph}: a call changed its inputs"
+        );
         for (index, (g, w)) in got.iter().zip(&want).enumerate() {
             let widened = |t: &HostTensor| -> Vec<f32> {
                 t.bytes
@@ -463,6 +485,69 @@ fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
             );
         }
     }
+}
+
+/// With half storage of its own type a half graph's ops keep f32 results:
+/// the imported function converts at its edges only (its one f16 input
+/// up, its two f16 outputs down), where the per-op rounding of
+/// `--precision=fp32` casts around every computing op.
+#[test]
+fn half_graphs_at_their_own_precision_convert_at_the_edges_only() {
+    let model = repo("test/onnx/models/float16_net/model.onnx");
+    let casts = |flags: &[&str]| -> Vec<String> {
+        input_phase(&model, flags)
+            .lines()
+            .filter(|line| line.contains("tosa.cast"))
+            .map(str::to_string)
+            .collect()
+    };
+    let edges = casts(&[]);
+    assert_eq!(edges.len(), 3, "{edges:#?}");
+    assert!(
+        edges[0].contains("%arg0 : (tensor<1x3x6x6xf16>) -> tensor<1x3x6x6xf32>"),
+        "{edges:#?}"
+    );
+    assert!(
+        edges[1..]
+            .iter()
+            .all(|line| line.contains("xf32>) -> tensor<") && line.ends_with("xf16>")),
+        "{edges:#?}"
+    );
+    assert_eq!(casts(&["--precision=fp16"]), edges);
+    let per_op = casts(&["--precision=fp32"]);
+    assert!(per_op.len() > 3 * edges.len(), "{per_op:#?}");
+}
+
+/// Data movement in a half graph at its own precision keeps half tensors
+/// half: the f16 cache input that a computed row is concatenated to and
+/// scattered into is never widened (the row is rounded to f16 instead),
+/// where the per-op rounding widens the whole cache for the scatter.
+#[test]
+fn half_graphs_at_their_own_precision_move_half_tensors_as_they_are() {
+    let model = repo("test/onnx/models/float16_cache_step/model.onnx");
+    let native = input_phase(&model, &[]);
+    assert!(
+        native.contains("tosa.concat %arg1, ") && !native.contains("tosa.cast %arg1 "),
+        "{native}"
+    );
+    let per_op = input_phase(&model, &["--precision=fp32"]);
+    assert!(
+        per_op.contains("tosa.cast %arg1 : (tensor<2x4x8xf16>) -> tensor<2x4x8xf32>"),
+        "{per_op}"
+    );
+}
+
+/// `tcc compile MODEL --compile-to=input FLAGS`: the imported module.
+fn input_phase(model: &Path, flags: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("compile")
+        .arg(model)
+        .args(["--compile-to=input", "-o", "-"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// A product of two 16-bit intermediates, `C = (X Y) (U V)` with M = 2048,

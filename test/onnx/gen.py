@@ -566,6 +566,14 @@ def bad_models():
          [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
          initializers=[init("a", np.zeros((2, 0), np.float32)), init("b", np.zeros((0, 3), np.float32))])
     save("opset_too_new", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=29)
+    # An Attention cache that does not match its new keys and values but
+    # along the sequence (heads 2 against 16): refused with the shapes.
+    save("attention_past_mismatch",
+         [helper.make_node("Attention", ["q", "k", "v", "", "past_k", "past_v"], ["y", "present_k", "present_v"],
+                           name="cached_attention")],
+         [vi("q", F, [2, 2, 3, 4]), vi("k", F, [2, 2, 3, 4]), vi("v", F, [2, 16, 3, 4]),
+          vi("past_k", F, [2, 2, 2, 4]), vi("past_v", F, [2, 2, 2, 4])],
+         [vi("y", F, [2, 2, 3, 4]), vi("present_k", F, [2, 2, 5, 4]), vi("present_v", F, [2, 2, 5, 4])], opset=23)
     save("nonzero_runtime", [helper.make_node("NonZero", ["x"], ["y"], name="nonzero_of_input")],
          [vi("x", F, [2, 3])], [vi("y", I64, [2, None])])
     save("topk_runtime_k", [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk_by_input")],
@@ -1554,6 +1562,29 @@ def element_type_cases():
         [a16, b16],
         [init("k", np.array(300, np.uint16))],
         opset=13,
+    )
+
+    # A half graph's data movement meeting computed tensors (a decode
+    # step's cache): the step's row, computed from x, is concatenated to
+    # and scattered into an f16 cache input, and both results are outputs.
+    h16 = TensorProto.FLOAT16
+    x = randf(2, 8).astype(np.float16)
+    cache = randf(2, 4, 8).astype(np.float16)
+    w = (randf(8, 8) * 0.5).astype(np.float16)
+    save_case(
+        "float16_cache_step",
+        [helper.make_node("MatMul", ["x", "w"], ["p"]),
+         helper.make_node("Relu", ["p"], ["h"]),
+         helper.make_node("Unsqueeze", ["h", "one"], ["row"]),
+         helper.make_node("Concat", ["cache", "row"], ["grown"], axis=1),
+         helper.make_node("ScatterElements", ["cache", "at", "row"], ["written"], axis=1),
+         helper.make_node("ReduceSum", ["grown", "one"], ["total"], keepdims=0)],
+        [vi("x", h16, [2, 8]), vi("cache", h16, [2, 4, 8])],
+        [vi("grown", h16, [2, 5, 8]), vi("written", h16, [2, 4, 8]), vi("total", h16, [2, 8])],
+        [x, cache],
+        [init("w", w), init("one", np.array([1], np.int64)),
+         init("at", np.full((2, 1, 8), 2, np.int64))],
+        opset=18,
     )
 
 

@@ -243,3 +243,70 @@ pub fn dense_i64_array(op: OperationRef, name: &str) -> Option<Vec<i64>> {
             .collect(),
     )
 }
+
+/// Adds `name = value` to argument `index`'s attribute dictionary of a
+/// function-like op (its `arg_attrs`), keeping the other entries.
+pub fn set_argument_attribute<'c>(
+    context: &'c melior::Context,
+    function: OperationRef<'c, 'c>,
+    index: usize,
+    name: &str,
+    value: melior::ir::Attribute<'c>,
+) {
+    use melior::ir::BlockLike as _;
+    use melior::ir::operation::OperationMutLike as _;
+    let count = function
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .map_or(0, |b| b.argument_count());
+    let existing = function.attribute("arg_attrs").ok();
+    let mut dictionaries = Vec::with_capacity(count);
+    for i in 0..count {
+        let old = existing.and_then(|array| unsafe {
+            let raw = array.to_raw();
+            (mlir_sys::mlirAttributeIsAArray(raw)
+                && (i as isize) < mlir_sys::mlirArrayAttrGetNumElements(raw))
+            .then(|| mlir_sys::mlirArrayAttrGetElement(raw, i as isize))
+        });
+        let mut entries: Vec<mlir_sys::MlirNamedAttribute> = Vec::new();
+        if let Some(old) = old
+            && unsafe { mlir_sys::mlirAttributeIsADictionary(old) }
+        {
+            for e in 0..unsafe { mlir_sys::mlirDictionaryAttrGetNumElements(old) } {
+                let entry = unsafe { mlir_sys::mlirDictionaryAttrGetElement(old, e) };
+                if i != index
+                    || unsafe { melior::ir::Identifier::from_raw(entry.name) }
+                        .as_string_ref()
+                        .as_str()
+                        != Ok(name)
+                {
+                    entries.push(entry);
+                }
+            }
+        }
+        if i == index {
+            entries.push(mlir_sys::MlirNamedAttribute {
+                name: melior::ir::Identifier::new(context, name).to_raw(),
+                attribute: value.to_raw(),
+            });
+        }
+        dictionaries.push(unsafe {
+            mlir_sys::mlirDictionaryAttrGet(
+                context.to_raw(),
+                entries.len() as isize,
+                entries.as_ptr(),
+            )
+        });
+    }
+    let array = unsafe {
+        melior::ir::Attribute::from_raw(mlir_sys::mlirArrayAttrGet(
+            context.to_raw(),
+            dictionaries.len() as isize,
+            dictionaries.as_ptr(),
+        ))
+    };
+    // `arg_attrs` is an inherent attribute of function-like ops.
+    unsafe { melior::ir::operation::OperationRefMut::from_raw(function.to_raw()) }
+        .set_attribute("arg_attrs", array);
+}

@@ -44,6 +44,7 @@ mod quantize_calibration;
 mod quantize_int8;
 mod raise_attention;
 mod raise_composites;
+mod read_only_inputs;
 mod record_interface;
 mod reduction_identities;
 mod reshape_epilogues;
@@ -106,6 +107,7 @@ pub use quantize_int8::{
 };
 pub use raise_attention::RaiseAttention;
 pub use raise_composites::RaiseComposites;
+pub use read_only_inputs::ReadOnlyInputs;
 pub use record_interface::RecordInterface;
 pub use reduction_identities::ReductionIdentities;
 pub use simplify_math::SimplifyMath;
@@ -158,6 +160,7 @@ pub const ALL: &[(&str, &str)] = &[
     (ConfigureKernels::ARGUMENT, ConfigureKernels::SUMMARY),
     (PackWeightPanels::ARGUMENT, PackWeightPanels::SUMMARY),
     (LowerBoolCasts::ARGUMENT, LowerBoolCasts::SUMMARY),
+    (ReadOnlyInputs::ARGUMENT, ReadOnlyInputs::SUMMARY),
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (UnshareEmptyTensors::ARGUMENT, UnshareEmptyTensors::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
@@ -215,6 +218,7 @@ pub fn register_all() {
     pass::register(&ConfigureKernels);
     pass::register(&PackWeightPanels);
     pass::register(&LowerBoolCasts);
+    pass::register(&ReadOnlyInputs);
     pass::register(&UniqueResults);
     pass::register(&UnshareEmptyTensors);
     pass::register(&ElideOutputCopies);

@@ -48,10 +48,10 @@
 use std::collections::{HashMap, HashSet};
 
 use melior::Context;
-use melior::ir::attribute::{AttributeLike, TypeAttribute};
+use melior::ir::attribute::TypeAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, OperationRefMut};
 use melior::ir::r#type::TypeLike;
-use melior::ir::{Attribute, BlockLike, Identifier, RegionLike, Type, Value, ValueLike};
+use melior::ir::{Attribute, BlockLike, RegionLike, Type, Value, ValueLike};
 
 use super::outline_kernels::KERNEL_MODULE;
 use super::pass::{
@@ -511,7 +511,13 @@ impl<'c> Plan<'c> {
         }
         for (kernel, index) in &self.arguments {
             if let Some(kernel) = kernels.get(kernel).or_else(|| copies.get(kernel)) {
-                set_argument_attribute(context, *kernel, *index, STORAGE_ATTR, f16);
+                crate::ir::util::set_argument_attribute(
+                    context,
+                    *kernel,
+                    *index,
+                    STORAGE_ATTR,
+                    f16,
+                );
             }
         }
         Ok(())
@@ -553,66 +559,6 @@ fn kernel_operands_start(launch: OperationRef, arity: usize) -> Option<usize> {
         .operand_count()
         .checked_sub(usize::try_from(async_object).ok()?)?
         .checked_sub(arity)
-}
-
-/// Adds `name = value` to argument `index`'s attribute dictionary of a
-/// function-like op (its `arg_attrs`), keeping the other entries.
-fn set_argument_attribute<'c>(
-    context: &'c melior::Context,
-    function: OperationRef<'c, 'c>,
-    index: usize,
-    name: &str,
-    value: Attribute<'c>,
-) {
-    let count = kernel_arity(function);
-    let existing = function.attribute("arg_attrs").ok();
-    let mut dictionaries = Vec::with_capacity(count);
-    for i in 0..count {
-        let old = existing.and_then(|array| unsafe {
-            let raw = array.to_raw();
-            (mlir_sys::mlirAttributeIsAArray(raw)
-                && (i as isize) < mlir_sys::mlirArrayAttrGetNumElements(raw))
-            .then(|| mlir_sys::mlirArrayAttrGetElement(raw, i as isize))
-        });
-        let mut entries: Vec<mlir_sys::MlirNamedAttribute> = Vec::new();
-        if let Some(old) = old
-            && unsafe { mlir_sys::mlirAttributeIsADictionary(old) }
-        {
-            for e in 0..unsafe { mlir_sys::mlirDictionaryAttrGetNumElements(old) } {
-                let entry = unsafe { mlir_sys::mlirDictionaryAttrGetElement(old, e) };
-                if i != index
-                    || unsafe { Identifier::from_raw(entry.name) }
-                        .as_string_ref()
-                        .as_str()
-                        != Ok(name)
-                {
-                    entries.push(entry);
-                }
-            }
-        }
-        if i == index {
-            entries.push(mlir_sys::MlirNamedAttribute {
-                name: Identifier::new(context, name).to_raw(),
-                attribute: value.to_raw(),
-            });
-        }
-        dictionaries.push(unsafe {
-            mlir_sys::mlirDictionaryAttrGet(
-                context.to_raw(),
-                entries.len() as isize,
-                entries.as_ptr(),
-            )
-        });
-    }
-    let array = unsafe {
-        Attribute::from_raw(mlir_sys::mlirArrayAttrGet(
-            context.to_raw(),
-            dictionaries.len() as isize,
-            dictionaries.as_ptr(),
-        ))
-    };
-    // `arg_attrs` is an inherent attribute of function-like ops.
-    unsafe { OperationRefMut::from_raw(function.to_raw()) }.set_attribute("arg_attrs", array);
 }
 
 /// The 16-bit type the module stores constants or kernels' buffers as,

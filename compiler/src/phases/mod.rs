@@ -230,7 +230,7 @@ impl Phase {
                     .pass("tcc-pack-weight-panels");
             }
             Phase::Buffer => {
-                p.pass("tcc-unique-results");
+                p.pass("tcc-unique-results").pass("tcc-read-only-inputs");
                 // Intermediates chained through one shared empty tensor
                 // would be bufferized into the (f32) output argument.
                 if choice.storage != Storage::Fp32 {

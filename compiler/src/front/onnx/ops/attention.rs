@@ -82,6 +82,22 @@ pub fn attention(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             if pk.rank() != 4 || pv.rank() != 4 {
                 bail!("Attention past_key/past_value must be 4-D");
             }
+            // Appended along the sequence (axis 2): every other extent,
+            // and the element type, must be the new keys' and values'.
+            let fits = |past: &Val, new: &Val| {
+                past.dtype() == new.dtype()
+                    && past.shape()[2] >= 0
+                    && [0, 1, 3].iter().all(|&a| past.shape()[a] == new.shape()[a])
+            };
+            if !fits(&pk, &k) || !fits(&pv, &v) {
+                bail!(
+                    "Attention past_key {} and past_value {} do not match K {} and V {} but along the sequence (axis 2)",
+                    pk.ty,
+                    pv.ty,
+                    k.ty,
+                    v.ty
+                );
+            }
             let len = pk.shape()[2];
             k = imp.e.concat(&[pk, k], 2);
             v = imp.e.concat(&[pv, v], 2);
