@@ -122,6 +122,16 @@ def export(args):
     for name in names:
         model, inputs = build(name)
         example = inputs(1)
+        if args.half:
+            # The graph itself in float16 (`model.half()`), as a half
+            # deployment exports it: float inputs and the output too.
+            model = model.half()
+            if hasattr(model, "set_attn_implementation"):
+                # The TorchScript exporter's SDPA in half multiplies f16 by
+                # f32 constants (a graph onnxruntime refuses too): the
+                # eager attention is the same math.
+                model.set_attn_implementation("eager")
+            example = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in example.items()}
         tensors = tuple(torch.from_numpy(v) for v in example.values())
 
         class Wrapped(torch.nn.Module):
@@ -143,7 +153,8 @@ def export(args):
             input_names=list(example), output_names=["output"], dynamic_axes=axes,
         )
         print(f"exported {name}: {os.path.getsize(path) / 1e6:.1f} MB", flush=True)
-    archive = os.path.join(args.out, "tx-models-dynamic.tar.xz" if args.dynamic else "tx-models.tar.xz")
+    kind = ("-dynamic" if args.dynamic else "") + ("-fp16" if args.half else "")
+    archive = os.path.join(args.out, f"tx-models{kind}.tar.xz")
     subprocess.run(["tar", "-C", work, "-cf", archive, "-I", "xz -T0 -6", "."], check=True)
     print(f"{archive}: {os.path.getsize(archive) / 1e6:.1f} MB")
 
@@ -283,6 +294,8 @@ def main():
     e.add_argument("out")
     e.add_argument("models", nargs="*")
     e.add_argument("--dynamic", action="store_true", help="keep the batch (and sequence) axes dynamic")
+    e.add_argument("--half", action="store_true",
+                   help="export the models themselves in float16 (model.half()): tx-models-fp16.tar.xz")
     t = sub.add_parser("time")
     t.add_argument("bundle")
     t.add_argument("--batches", default="1,32")
