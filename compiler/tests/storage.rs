@@ -373,6 +373,12 @@ fn half_onnx_graphs_keep_their_types_and_store_their_weights_exactly() {
             RELATIVE_ERROR_BOUND,
         ),
         (
+            "float16_upcast_softmax",
+            "--precision=fp16",
+            DType::F16,
+            RELATIVE_ERROR_BOUND,
+        ),
+        (
             "bfloat16_net",
             "--precision=bf16",
             DType::BF16,
@@ -535,6 +541,23 @@ fn half_graphs_at_their_own_precision_move_half_tensors_as_they_are() {
         per_op.contains("tosa.cast %arg1 : (tensor<2x4x8xf16>) -> tensor<2x4x8xf32>"),
         "{per_op}"
     );
+}
+
+/// A half model's cast back to its type after a step computed in f32
+/// (`softmax(x, dtype=float32).to(x.dtype)`) rounds where the tensor is
+/// stored, like any op's result at the graph's own precision: the softmax
+/// and the products around it stay one f32 chain, cast only at the edges.
+#[test]
+fn half_graphs_at_their_own_precision_round_explicit_casts_where_stored() {
+    let model = repo("test/onnx/models/float16_upcast_softmax/model.onnx");
+    let casts = |flags: &[&str]| {
+        input_phase(&model, flags)
+            .lines()
+            .filter(|line| line.contains("tosa.cast"))
+            .count()
+    };
+    assert_eq!(casts(&[]), 2);
+    assert!(casts(&["--precision=fp32"]) > 2);
 }
 
 /// `tcc compile MODEL --compile-to=input FLAGS`: the imported module.

@@ -1587,6 +1587,27 @@ def element_type_cases():
         opset=18,
     )
 
+    # A half model's step computed in f32 and cast back to its type
+    # (`softmax(x, dtype=float32).to(x.dtype)`) between two products (its
+    # own generator: the cases before keep their data).
+    own = np.random.default_rng(424242)
+    x = own.uniform(-1, 1, size=(2, 8)).astype(np.float32).astype(np.float16)
+    w1 = (own.uniform(-1, 1, size=(8, 8)).astype(np.float32) * 0.5).astype(np.float16)
+    w2 = (own.uniform(-1, 1, size=(8, 4)).astype(np.float32) * 0.5).astype(np.float16)
+    save_case(
+        "float16_upcast_softmax",
+        [helper.make_node("MatMul", ["x", "w1"], ["p"]),
+         helper.make_node("Cast", ["p"], ["p32"], to=TensorProto.FLOAT),
+         helper.make_node("Softmax", ["p32"], ["s32"], axis=-1),
+         helper.make_node("Cast", ["s32"], ["s"], to=TensorProto.FLOAT16),
+         helper.make_node("MatMul", ["s", "w2"], ["y"])],
+        [vi("x", h16, [2, 8])],
+        [vi("y", h16, [2, 4])],
+        [x],
+        [init("w1", w1), init("w2", w2)],
+        opset=18,
+    )
+
 
 def runtime_param_cases():
     """Quantization parameters that tcc folds or broadcasts itself: blocked

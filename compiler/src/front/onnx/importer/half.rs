@@ -139,3 +139,33 @@ pub(super) fn moved_inputs(imp: &mut Importer, node: &Node) -> Result<Option<Vec
         .collect::<Result<Vec<_>>>()
         .map(Some)
 }
+
+/// Whether `node` is a `Cast` (or `CastLike`) of a computed f32 tensor to
+/// the graph's own half type `half`, which `round_half_at_storage` imports
+/// as the f32 value itself: the rounding it asks for happens where a
+/// kernel stores the tensor, as for every other op's result. (A half
+/// model's exports cast back to its type after a step computed in f32,
+/// `softmax(x, dtype=float32).to(x.dtype)`: kept, the round trip would
+/// stand between the ops of an attention and a GEMM's operands.)
+pub(super) fn defers_rounding(node: &Node, half: DType) -> bool {
+    let Some(Some(input @ Value::Tensor(_))) = node.inputs.first() else {
+        return false;
+    };
+    if input.dtype() != DType::F32 {
+        return false;
+    }
+    let target = match node.op() {
+        "CastLike" => node
+            .inputs
+            .get(1)
+            .and_then(Option::as_ref)
+            .map(Value::dtype),
+        "Cast" if node.opset >= 6 => node
+            .int_opt("to")
+            .ok()
+            .flatten()
+            .and_then(|to| DType::from_onnx(to as i32)),
+        _ => None,
+    };
+    target == Some(half)
+}

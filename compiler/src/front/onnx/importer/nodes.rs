@@ -200,7 +200,12 @@ fn import_in_compute_type(
             .map(|(index, output)| unsigned::narrow(imp, node.op(), index, output, unsigned))
             .collect();
     }
-    if imp.round_half_at_storage
+    if let Some(half) = imp.round_half_at_storage
+        && half::defers_rounding(&node, half)
+    {
+        return Ok(vec![node.input(0)?.clone()]);
+    }
+    if imp.round_half_at_storage.is_some()
         && let Some(inputs) = half::moved_inputs(imp, &node)?
     {
         let moved = Node {
@@ -224,7 +229,7 @@ fn import_in_compute_type(
         inputs,
     };
     let outputs = ops::import_node(imp, &wide, base_dir)?;
-    if imp.round_half_at_storage {
+    if imp.round_half_at_storage.is_some() {
         return Ok(outputs);
     }
     outputs

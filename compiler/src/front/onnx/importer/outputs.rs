@@ -65,7 +65,7 @@ pub(super) fn results(
             .and_then(|(code, _)| DType::from_onnx(*code))
         {
             Some(half @ (DType::F16 | DType::BF16))
-                if imp.round_half_at_storage && value.dtype() == DType::F32 =>
+                if imp.round_half_at_storage.is_some() && value.dtype() == DType::F32 =>
             {
                 super::half::narrow(imp, value, half)?
             }
