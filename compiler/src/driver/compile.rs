@@ -226,9 +226,9 @@ pub struct CompileArgs {
     /// The NVIDIA architecture the PTX is for (sm_XY; it also runs on newer GPUs). Default: the target's (nvidia-sm80: sm_80), else sm_90.
     #[arg(long = "gpu-arch", value_name = "SM")]
     pub gpu_arch: Option<String>,
-    /// Precision: fp32 (exact, default); tf32 (NVIDIA PTX tensor cores, GEMM inputs rounded to 10 mantissa bits, fp32 accumulation); fp16 or bf16 (weights and activations stored in 16 bits, converted at the model's inputs and outputs, elementwise math, softmax and norm statistics in fp32 registers; on --target=nvidia with PTX, sm_80 or newer, GEMMs and convolutions on fp16/bf16 tensor cores with fp32 accumulation, elsewhere in fp32 arithmetic). See docs/user-guide.md for the error bounds.
+    /// Precision: fp32 (exact); tf32 (NVIDIA PTX tensor cores, GEMM inputs rounded to 10 mantissa bits, fp32 accumulation); fp16 or bf16 (weights and activations stored in 16 bits, converted at the model's inputs and outputs, elementwise math, softmax and norm statistics in fp32 registers; on --target=nvidia with PTX, sm_80 or newer, GEMMs and convolutions on fp16/bf16 tensor cores with fp32 accumulation, elsewhere in fp32 arithmetic). See docs/user-guide.md for the error bounds.
     /// Default: fp32, or, for an ONNX graph that is itself float16 or bfloat16 (exported with `model.half()`), that type (its weights and intermediates stay 16-bit, as with --precision=fp16|bf16); --precision=fp32 widens such a graph's weights to f32.
-    #[arg(long = "precision", value_enum)]
+    #[arg(long = "precision", value_name = "PRECISION", value_enum)]
     pub precision_flag: Option<PrecisionArg>,
     /// The precision `--precision` (or the graph's own half type) resolves
     /// to: set by [`run`] from [`CompileArgs::resolve_precision`].
