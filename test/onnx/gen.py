@@ -2103,6 +2103,9 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["integer_pools"]:
         integer_pool_cases()
         sys.exit(0)
+    if sys.argv[1:] == ["element_types"]:
+        element_type_cases()
+        sys.exit(0)
     cases()
     quantized_cases()
     bad_models()
@@ -2120,10 +2123,6 @@ if __name__ == "__main__":
     ml_model_cases()
     deform_conv_cases()
     roi_cases()
-    import sys
-    if sys.argv[1:] == ["element_types"]:
-        element_type_cases()
-        sys.exit(0)
     element_type_cases()
     runtime_param_cases()
     grouped_conv_cases()
