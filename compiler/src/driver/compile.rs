@@ -653,10 +653,13 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         ..args.clone()
     };
     let args = &resolved;
-    let round_half_at_storage = matches!(
-        (graph_half, args.storage()?),
-        (Some(DType::F16), StorageArg::Fp16) | (Some(DType::BF16), StorageArg::Bf16)
-    );
+    let storage = args.storage()?;
+    let round_half_at_storage = graph_half.filter(|half| {
+        matches!(
+            (half, storage),
+            (DType::F16, StorageArg::Fp16) | (DType::BF16, StorageArg::Bf16)
+        )
+    });
     // `-o -` is standard output, as no output at all is for text.
     let output_path = args.output.as_deref();
     let output = output_path.filter(|p| *p != Path::new("-"));

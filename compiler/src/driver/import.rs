@@ -189,7 +189,7 @@ pub fn parse_model_with<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Module<'c>> {
-    parse_model_dims(session, path, input_shapes, &[], &[], &[], false)
+    parse_model_dims(session, path, input_shapes, &[], &[], &[], None)
 }
 
 /// The import's symbolic dimensions for `--dim` ranges.
@@ -209,8 +209,8 @@ pub(crate) fn symbolic_dims(
 /// (`tcc compile --dim`): an ONNX model's `dim_param`s of those names
 /// become `?`, and the module records the ranges as `tcc.dims`
 /// (`#tcc.dims`), which `tcc-check-supported` checks the arguments
-/// against. `round_half_at_storage`: a half graph compiled with half
-/// storage of its own type keeps its ops' f32 results
+/// against. `round_half_at_storage`: the type of a half graph compiled
+/// with half storage of that type, whose ops keep their f32 results
 /// ([`ImportOptions::round_half_at_storage`]).
 pub fn parse_model_dims<'c>(
     session: &'c Session,
@@ -219,7 +219,7 @@ pub fn parse_model_dims<'c>(
     dims: &[tcc_dialects::dims::DimRange],
     structures: &[(String, Structure)],
     fixed: &[(String, i64)],
-    round_half_at_storage: bool,
+    round_half_at_storage: Option<crate::front::onnx::DType>,
 ) -> Result<Module<'c>> {
     let module = if is_onnx(path) {
         let options = ImportOptions {

@@ -37,13 +37,15 @@ impl TccPass for ReadOnlyInputs {
                 .ok()
                 .and_then(crate::ir::util::string_value)
                 .is_some_and(|v| v == "private");
-            let Some(body) = function.region(0).ok().and_then(|r| r.first_block()) else {
-                continue;
-            };
             if private {
                 continue;
             }
-            for index in 0..body.argument_count() {
+            let arguments = function
+                .region(0)
+                .ok()
+                .and_then(|r| r.first_block())
+                .map_or(0, |body| body.argument_count());
+            for index in 0..arguments {
                 set_argument_attribute(
                     context,
                     function,

@@ -77,8 +77,7 @@ pub struct Importer {
     /// The opsets the model imports of domains other than the default
     /// one (`ai.onnx.ml`, ...): their nodes' versions.
     pub domain_opsets: HashMap<String, i64>,
-    /// [`crate::front::onnx::ImportOptions::round_half_at_storage`]: the
-    /// half graph's type when set.
+    /// [`crate::front::onnx::ImportOptions::round_half_at_storage`].
     pub round_half_at_storage: Option<DType>,
 }
 
@@ -238,10 +237,7 @@ fn import_with(
 ) -> Result<(Recorded, Vec<String>)> {
     let (graph, opset) = checked_graph(model)?;
     let mut imp = Importer::new(options.const_style, options.demote_f64);
-    imp.round_half_at_storage = options
-        .round_half_at_storage
-        .then(|| crate::front::onnx::half_graph_type(model))
-        .flatten();
+    imp.round_half_at_storage = options.round_half_at_storage;
     imp.probes = probes;
     imp.fixed = options.fixed_dims.iter().map(|(n, _)| n.clone()).collect();
     imp.domain_opsets = model

@@ -64,8 +64,9 @@ pub struct ImportOptions {
     /// instead of the node's name (`tcc compile --quantize`: the names a
     /// calibration profile gives tensors).
     pub name_by_outputs: bool,
-    /// In a half graph (float16 or bfloat16), keep what computing ops
-    /// produce in f32 rather than rounding each result to the half type:
+    /// The graph's half type (float16 or bfloat16) when its computing ops
+    /// keep what they produce in f32 rather than rounding each result to
+    /// that type:
     /// set when the graph is compiled with half storage of its own type
     /// (`--precision=fp16|bf16`), where `tcc-narrow-storage` rounds every
     /// tensor a kernel stores. The graph then compiles as its f32 twin
@@ -74,7 +75,7 @@ pub struct ImportOptions {
     /// rounded, and widened again by the next op). Data movement keeps
     /// half tensors half unless it mixes them with f32 ones; outputs
     /// declared half are rounded at the end.
-    pub round_half_at_storage: bool,
+    pub round_half_at_storage: Option<DType>,
 }
 
 /// A `dim_param` kept symbolic and the values it takes (`tcc compile
@@ -99,7 +100,7 @@ impl Default for ImportOptions {
             function_name: "main".into(),
             expose_intermediates: false,
             name_by_outputs: false,
-            round_half_at_storage: false,
+            round_half_at_storage: None,
         }
     }
 }
