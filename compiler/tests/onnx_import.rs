@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support;
 use tcc_compiler::front::onnx::{self, ImportOptions};
 
 fn repo(path: &str) -> PathBuf {
@@ -125,6 +126,7 @@ fn shapes_computed_at_run_time_are_rejected() {
             "node 'reshape_by_input'",
             "computed at run time",
             "static shapes",
+            "'shape' is a graph input: give its value at compile time with --input-value shape=",
         ],
     );
 }
@@ -222,6 +224,123 @@ fn control_characters_in_names_print_and_parse_back() {
         .unwrap_or_else(|e| panic!("{e:#}\n{text}"));
     let reprinted = { module.as_operation().to_string() };
     assert!(reprinted.contains("tcc.name = \"neither\""), "{reprinted}");
+}
+
+/// `--input-value` gives a graph input that holds what the import needs
+/// (a Reshape's shape, TopK's k) its value at compile time: it becomes a
+/// constant and no argument, the model compiles and runs, and a value
+/// that does not fit the input is refused with the reason.
+#[test]
+fn input_values_given_at_compile_time_become_constants() {
+    use tcc_compiler::front::onnx::InputValue;
+    let literal = |name: &str, values: &[&str]| {
+        (
+            name.to_string(),
+            InputValue::Literal(values.iter().map(|v| v.to_string()).collect()),
+        )
+    };
+    let reshape = repo("test/onnx/bad/runtime_shape.onnx");
+    let options = ImportOptions {
+        input_values: vec![literal("shape", &["3", "-1"])],
+        ..ImportOptions::default()
+    };
+    let imported = onnx::import_file(&reshape, &options).expect("import with the shape given");
+    let inputs: Vec<&str> = imported.inputs.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(inputs, ["x"]);
+    assert_eq!(imported.outputs[0].ty.shape, [3, 2]);
+    let options = ImportOptions {
+        input_values: vec![literal("k", &["3"])],
+        ..ImportOptions::default()
+    };
+    let imported = onnx::import_file(&repo("test/onnx/bad/topk_runtime_k.onnx"), &options)
+        .expect("import with k given");
+    assert_eq!(imported.outputs[0].ty.shape, [2, 3]);
+    assert_eq!(imported.outputs[1].ty.shape, [2, 3]);
+
+    // Values that do not fit, through `tcc import`.
+    for (flag, needle) in [
+        (
+            "shape=3",
+            "1 value is given, the input's declared shape [2] holds 2",
+        ),
+        (
+            "shape=3,two",
+            "'two' is not a value of the input's element type int64",
+        ),
+        (
+            "shape=3,99999999999999999999",
+            "is not a value of the input's element type int64",
+        ),
+        (
+            "nothing=1",
+            "the graph has no input 'nothing' (its inputs are: x, shape)",
+        ),
+        ("shape", "expected NAME=VALUES"),
+        ("shape=@/nonexistent.npy", "/nonexistent.npy"),
+    ] {
+        let (code, stderr) = import(&reshape, &["--input-value", flag]);
+        // A flag that does not parse is a usage error (clap's status 2).
+        let usage = flag == "shape" || flag.contains('@');
+        assert_eq!(code, Some(if usage { 2 } else { 1 }), "{flag}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{flag}:\n{stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{flag}: expected '{needle}' in:\n{stderr}"
+        );
+    }
+    let (code, stderr) = import(
+        &reshape,
+        &["--input-value", "shape=3,2", "--input-value", "shape=6,1"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a value is given twice for the input 'shape'"),
+        "{stderr}"
+    );
+    let (code, stderr) = import(&reshape, &["--input-value", "x=1,2,3,4,5,6"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--input-value shape="),
+        "the shape is still needed: {stderr}"
+    );
+
+    // Compiled with the value from a .npy file and run: the reshape of x.
+    let _guard = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shape_file = dir.path().join("shape.npy");
+    let shape: Vec<u8> = [3i64, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    tcc_runtime::npy::write_npy(
+        &shape_file,
+        &tcc_runtime::HostTensor::new(tcc_runtime::DType::I64, vec![2], shape).expect("tensor"),
+    )
+    .expect("write shape.npy");
+    let library = dir.path().join("model.so");
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("compile")
+        .arg(&reshape)
+        .arg(format!("--input-value=shape=@{}", shape_file.display()))
+        .arg("-o")
+        .arg(&library)
+        .output()
+        .expect("run tcc");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let model = tcc_runtime::Model::load(&library).expect("load");
+    let runtime = support::uncached_runtime();
+    let mut session = runtime.session(&model).expect("session");
+    let x: Vec<u8> = (1..=6).flat_map(|v| (v as f32).to_le_bytes()).collect();
+    let x = tcc_runtime::HostTensor::new(tcc_runtime::DType::F32, vec![2, 3], x).expect("x");
+    let outputs = session.run("main", &[x]).expect("run with x alone");
+    assert_eq!(outputs[0].shape, [3, 2]);
+    let values: Vec<f32> = outputs[0]
+        .bytes
+        .chunks(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(values, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
 }
 
 /// The built module's text (without locations).

@@ -79,7 +79,7 @@ fn check(test: &str, outcomes: &BTreeMap<String, Outcome>) {
             ))
         } else {
             match outcome {
-                Outcome::Pass => CaseResult::Passed,
+                Outcome::Pass | Outcome::PassWithValues(_) => CaseResult::Passed,
                 other => CaseResult::Skipped(other.render()),
             }
         };

@@ -2,7 +2,8 @@
 """Groups the outcomes of the ONNX node suite by reason.
 
 Reads an expectation list as `tcc onnx-test --write-expectations` writes it
-(`case pass | unsupported: REASON | fail: REASON`) and prints a Markdown
+(`case pass | pass with --input-value NAMES | unsupported: REASON | fail:
+REASON`) and prints a Markdown
 table: how many cases pass, and how many end for each kind of reason
 (opset refused, element type, unsupported op by op type, a value the
 importer needs at import time computed at run time, attribute or mode,
@@ -59,10 +60,18 @@ def main() -> int:
         if not line or line.startswith("#"):
             continue
         name, outcome = line.split(" ", 1)
-        kind = outcome.split(":", 1)[0]
         part = "training" if name in training else "inference"
+        if outcome.startswith("pass"):
+            # `pass`, or `pass with --input-value NAMES` (inputs given at
+            # compile time), counted apart.
+            kind = "pass"
+            label = "pass" if outcome == "pass" else "pass with inputs given at compile time"
+            if outcome != "pass":
+                totals[(part, "given")] += 1
+        else:
+            kind = outcome.split(":", 1)[0]
+            label = f"{kind}: {group(outcome.split(':', 1)[1].strip())}"
         totals[(part, kind)] += 1
-        label = "pass" if kind == "pass" else f"{kind}: {group(outcome.split(':', 1)[1].strip())}"
         rows[(label, part)] += 1
     labels = sorted({label for label, _ in rows}, key=lambda l: (-(rows[(l, 'inference')] + rows[(l, 'training')]), l))
     print("| outcome | non-training | training |")
@@ -70,10 +79,11 @@ def main() -> int:
     for label in labels:
         print(f"| {label} | {rows[(label, 'inference')]} | {rows[(label, 'training')]} |")
     for part in ("inference", "training"):
-        n = sum(v for (p, _), v in totals.items() if p == part)
+        n = sum(v for (p, kind), v in totals.items() if p == part and kind != "given")
         if n:
             print(
-                f"{part}: {n} cases, {totals[(part, 'pass')]} passed ({100 * totals[(part, 'pass')] / n:.1f}%), "
+                f"{part}: {n} cases, {totals[(part, 'pass')]} passed ({100 * totals[(part, 'pass')] / n:.1f}%; "
+                f"{totals[(part, 'given')]} of them with inputs given at compile time), "
                 f"{totals[(part, 'fail')]} failed, {totals[(part, 'unsupported')]} unsupported"
             )
     return 0

@@ -217,6 +217,9 @@ pub struct CompileArgs {
     /// Fix an ONNX dim_param to a value on every input that names it, e.g. sequence=128 (repeat), as onnxruntime's free dimension overrides do; other dynamic dimensions stay as they are (symbolic with --dim).
     #[arg(long = "fix-dim", value_name = "NAME=VALUE", value_parser = super::specialize::parse_fixed_dim)]
     pub fixed_dims: Vec<(String, i64)>,
+    /// Give an ONNX graph input its value at compile time: NAME=0,2 (elements of its declared type), NAME=@file.npy or NAME=@file.pb (repeat). It becomes a constant and is no longer an argument of the compiled function: for inputs holding what tcc needs to know when it compiles (a shape, axes, pads, sizes, Range bounds, a trip count), which the import names when it stops at one.
+    #[arg(long = "input-value", value_name = "NAME=VALUES", value_parser = super::import::parse_input_value_arg)]
+    pub input_values: Vec<(String, crate::front::onnx::InputValue)>,
     /// Compile static variants of a dynamic model for these values of a --dim dimension, e.g. batch=1,8,32 (repeat per dimension: every combination is one variant). A call whose shapes bind a variant's values runs it (its own kernels and strategies, as compiled for that exact shape); other calls run the generic function. ONNX models only; weights are stored once.
     #[arg(long = "specialize", value_name = "NAME=V1,V2,...", value_parser = super::specialize::parse_specialize)]
     pub specialize: Vec<(String, Vec<i64>)>,
@@ -702,6 +705,14 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         .map(|s| super::import::parse_input_shape(s))
         .collect::<Result<_>>()?;
     let structures = super::import::parse_structures(&args.sequences, &args.empty_optionals)?;
+    let inputs = super::import::InputSpec {
+        shapes: input_shapes.clone(),
+        dims: args.dims.clone(),
+        structures: structures.clone(),
+        fixed: args.fixed_dims.clone(),
+        values: args.input_values.clone(),
+        round_half_at_storage,
+    };
     let buckets = super::specialize::buckets(&args.specialize, &args.dims)?;
     let stop = args.compile_to.unwrap_or(Phase::Codegen);
     let from = args.compile_from;
@@ -716,9 +727,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 "--compile-from={from} takes MLIR already at the {from} phase, not an ONNX model"
             );
         }
-        if !input_shapes.is_empty() || !structures.is_empty() {
+        if !input_shapes.is_empty() || !structures.is_empty() || !args.input_values.is_empty() {
             bail!(
-                "--input-shape, --sequence and --empty-optional apply to ONNX models, not to --compile-from={from}"
+                "--input-shape, --input-value, --sequence and --empty-optional apply to ONNX models, not to --compile-from={from}"
             );
         }
         if !args.dims.is_empty() {
@@ -780,17 +791,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "--quantize takes models of tensor inputs: --sequence and --empty-optional do not apply"
                 );
             }
+            if !args.input_values.is_empty() {
+                bail!("--quantize and --input-value do not combine yet");
+            }
             super::quantize::parse_named(&session, &input, &input_shapes)?
         } else {
-            super::import::parse_model_dims(
-                &session,
-                &input,
-                &input_shapes,
-                &args.dims,
-                &structures,
-                &args.fixed_dims,
-                round_half_at_storage,
-            )?
+            super::import::parse_model_dims(&session, &input, &inputs)?
         };
         if !buckets.is_empty() {
             if choice.quantize.is_some() {
@@ -798,14 +804,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                     "--specialize and --quantize do not combine yet: compile one shape to quantize"
                 );
             }
-            let generic = crate::front::onnx::ImportOptions {
-                input_shapes: input_shapes.clone(),
-                structures: structures.clone(),
-                symbolic_dims: super::import::symbolic_dims(&args.dims),
-                fixed_dims: args.fixed_dims.clone(),
-                round_half_at_storage,
-                ..crate::front::onnx::ImportOptions::default()
-            };
+            let generic = inputs.import_options();
             super::specialize::add_variants(&session, &module, &input, &generic, &buckets)?;
         }
         super::limits::check_tensor_bytes(

@@ -39,6 +39,9 @@ pub struct ImportArgs {
     /// An optional graph input that holds no value (it gets no argument); repeat per input.
     #[arg(long = "empty-optional", value_name = "NAME")]
     pub empty_optionals: Vec<String>,
+    /// Give a graph input its value at compile time: NAME=0,2 (elements of its declared type), NAME=@file.npy or NAME=@file.pb (repeat). It becomes a constant, not an argument: for inputs holding what tcc needs to know when it compiles (a shape, axes, pads, sizes, a trip count).
+    #[arg(long = "input-value", value_name = "NAME=VALUES", value_parser = parse_input_value_arg)]
+    pub input_values: Vec<(String, onnx::InputValue)>,
     /// Import float64 tensors as float32 (tcc has no float64).
     #[arg(long)]
     pub demote_f64: bool,
@@ -48,6 +51,13 @@ pub struct ImportArgs {
     /// Write every op in MLIR's generic op syntax (`"tosa.add"(%0, %1) : ...`).
     #[arg(long)]
     pub raw: bool,
+}
+
+/// `--input-value` as clap parses it (a message, not an error chain).
+pub fn parse_input_value_arg(
+    text: &str,
+) -> std::result::Result<(String, onnx::InputValue), String> {
+    parse_input_value(text).map_err(|e| format!("{e:#}"))
 }
 
 /// `--dim NAME=MIN..MAX`.
@@ -178,6 +188,128 @@ pub fn build_imported<'c>(
     Ok(module)
 }
 
+/// The runtime's element type for an imported one (the narrow integer
+/// types travel one value a byte).
+pub(crate) fn runtime_dtype(dtype: onnx::DType) -> Option<tcc_runtime::DType> {
+    Some(match dtype {
+        onnx::DType::F32 => tcc_runtime::DType::F32,
+        onnx::DType::F16 => tcc_runtime::DType::F16,
+        onnx::DType::I64 => tcc_runtime::DType::I64,
+        onnx::DType::I32 => tcc_runtime::DType::I32,
+        onnx::DType::I8 => tcc_runtime::DType::I8,
+        onnx::DType::Bool => tcc_runtime::DType::Bool,
+        onnx::DType::BF16 => tcc_runtime::DType::BF16,
+        onnx::DType::F64 => tcc_runtime::DType::F64,
+        onnx::DType::I16 => tcc_runtime::DType::I16,
+        onnx::DType::U8 => tcc_runtime::DType::U8,
+        onnx::DType::U16 => tcc_runtime::DType::U16,
+        onnx::DType::U32 => tcc_runtime::DType::U32,
+        onnx::DType::U64 => tcc_runtime::DType::U64,
+        // One value a byte at the interface (see the importer's narrow types).
+        onnx::DType::I4 | onnx::DType::I2 => tcc_runtime::DType::I8,
+        onnx::DType::U4 | onnx::DType::U2 => tcc_runtime::DType::U8,
+        onnx::DType::F8E4M3FN => tcc_runtime::DType::F8E4M3FN,
+        onnx::DType::F8E4M3FNUZ => tcc_runtime::DType::F8E4M3FNUZ,
+        onnx::DType::F8E5M2 => tcc_runtime::DType::F8E5M2,
+        onnx::DType::F8E5M2FNUZ => tcc_runtime::DType::F8E5M2FNUZ,
+        onnx::DType::F4E2M1 => tcc_runtime::DType::F4E2M1,
+    })
+}
+
+/// The ONNX element type of a host tensor's (the first whose runtime type
+/// it is: int8 rather than int4).
+fn onnx_dtype(dtype: tcc_runtime::DType) -> Option<onnx::DType> {
+    (0..64)
+        .filter_map(onnx::DType::from_onnx)
+        .find(|d| runtime_dtype(*d) == Some(dtype))
+}
+
+/// `--input-value NAME=@file.npy`, `NAME=@file.pb` (an ONNX TensorProto,
+/// as test data sets store them) or `NAME=1,-1,3` (the elements, of the
+/// input's declared element type).
+pub fn parse_input_value(spec: &str) -> Result<(String, onnx::InputValue)> {
+    let (name, value) = spec.split_once('=').ok_or_else(|| {
+        anyhow!("--input-value {spec}: expected NAME=VALUES, NAME=@file.npy or NAME=@file.pb, e.g. axes=0,2")
+    })?;
+    if name.is_empty() {
+        bail!("--input-value {spec}: the input's name is empty");
+    }
+    let value = if let Some(path) = value.strip_prefix('@') {
+        let path = Path::new(path);
+        if path.extension().is_some_and(|e| e == "pb") {
+            use prost::Message as _;
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("--input-value {name}: cannot read {}", path.display()))?;
+            let proto = onnx::proto::TensorProto::decode(bytes.as_slice()).map_err(|e| {
+                anyhow!(
+                    "--input-value {name}: {} is not an ONNX TensorProto: {e}",
+                    path.display()
+                )
+            })?;
+            onnx::InputValue::Tensor(Box::new(proto))
+        } else {
+            let tensor = tcc_runtime::npy::read_npy(path)
+                .map_err(|e| anyhow!("--input-value {name}: {e}"))?;
+            let dtype = onnx_dtype(tensor.dtype).ok_or_else(|| {
+                anyhow!(
+                    "--input-value {name}: {} holds {:?} elements, which no ONNX type matches",
+                    path.display(),
+                    tensor.dtype
+                )
+            })?;
+            onnx::InputValue::Tensor(Box::new(onnx::proto::TensorProto {
+                dims: tensor.shape.iter().map(|&d| d as i64).collect(),
+                data_type: dtype.onnx_code(),
+                raw_data: tensor.bytes.to_vec().into(),
+                ..Default::default()
+            }))
+        }
+    } else {
+        onnx::InputValue::Literal(value.split(',').map(str::to_string).collect())
+    };
+    Ok((name.to_string(), value))
+}
+
+/// How an ONNX model's graph inputs are imported, from the flags `tcc
+/// compile` and `tcc import` share (`--input-shape`, `--dim`,
+/// `--sequence`/`--empty-optional`, `--fix-dim`, `--input-value`).
+#[derive(Clone, Debug, Default)]
+pub struct InputSpec {
+    pub shapes: Vec<(String, Vec<i64>)>,
+    pub dims: Vec<tcc_dialects::dims::DimRange>,
+    pub structures: Vec<(String, Structure)>,
+    pub fixed: Vec<(String, i64)>,
+    pub values: Vec<(String, onnx::InputValue)>,
+    /// The type of a half graph compiled with half storage of that type,
+    /// whose ops keep their f32 results
+    /// ([`ImportOptions::round_half_at_storage`]).
+    pub round_half_at_storage: Option<onnx::DType>,
+}
+
+impl InputSpec {
+    /// The importer's options for it (constants as resources).
+    pub fn import_options(&self) -> ImportOptions {
+        ImportOptions {
+            input_shapes: self.shapes.clone(),
+            structures: self.structures.clone(),
+            symbolic_dims: symbolic_dims(&self.dims),
+            fixed_dims: self.fixed.clone(),
+            input_values: self.values.clone(),
+            round_half_at_storage: self.round_half_at_storage,
+            const_style: ConstStyle::Resource,
+            ..ImportOptions::default()
+        }
+    }
+
+    /// Whether it asks for what only an ONNX model's import does.
+    fn needs_onnx(&self) -> bool {
+        !self.shapes.is_empty()
+            || !self.structures.is_empty()
+            || !self.fixed.is_empty()
+            || !self.values.is_empty()
+    }
+}
+
 /// Loads a model: `.onnx` files through the importer, others as MLIR.
 pub fn parse_model<'c>(session: &'c Session, path: &Path) -> Result<Module<'c>> {
     parse_model_with(session, path, &[])
@@ -189,7 +321,11 @@ pub fn parse_model_with<'c>(
     path: &Path,
     input_shapes: &[(String, Vec<i64>)],
 ) -> Result<Module<'c>> {
-    parse_model_dims(session, path, input_shapes, &[], &[], &[], None)
+    let spec = InputSpec {
+        shapes: input_shapes.to_vec(),
+        ..InputSpec::default()
+    };
+    parse_model_dims(session, path, &spec)
 }
 
 /// The import's symbolic dimensions for `--dim` ranges.
@@ -205,32 +341,19 @@ pub(crate) fn symbolic_dims(
         .collect()
 }
 
-/// As [`parse_model_with`], keeping the dimensions `dims` names symbolic
-/// (`tcc compile --dim`): an ONNX model's `dim_param`s of those names
-/// become `?`, and the module records the ranges as `tcc.dims`
-/// (`#tcc.dims`), which `tcc-check-supported` checks the arguments
-/// against. `round_half_at_storage`: the type of a half graph compiled
-/// with half storage of that type, whose ops keep their f32 results
-/// ([`ImportOptions::round_half_at_storage`]).
+/// As [`parse_model_with`], importing an ONNX model's inputs as `spec`
+/// says; the dimensions `spec.dims` names stay symbolic (`tcc compile
+/// --dim`): an ONNX model's `dim_param`s of those names become `?`, and
+/// the module records the ranges as `tcc.dims` (`#tcc.dims`), which
+/// `tcc-check-supported` checks the arguments against.
 pub fn parse_model_dims<'c>(
     session: &'c Session,
     path: &Path,
-    input_shapes: &[(String, Vec<i64>)],
-    dims: &[tcc_dialects::dims::DimRange],
-    structures: &[(String, Structure)],
-    fixed: &[(String, i64)],
-    round_half_at_storage: Option<crate::front::onnx::DType>,
+    spec: &InputSpec,
 ) -> Result<Module<'c>> {
+    let dims = spec.dims.as_slice();
     let module = if is_onnx(path) {
-        let options = ImportOptions {
-            input_shapes: input_shapes.to_vec(),
-            structures: structures.to_vec(),
-            symbolic_dims: symbolic_dims(dims),
-            fixed_dims: fixed.to_vec(),
-            round_half_at_storage,
-            const_style: ConstStyle::Resource,
-            ..ImportOptions::default()
-        };
+        let options = spec.import_options();
         // Large models take seconds to import and build: a spinner on a
         // terminal (see `progress`).
         let large = std::fs::metadata(path).is_ok_and(|m| m.len() > 16 << 20);
@@ -245,9 +368,9 @@ pub fn parse_model_dims<'c>(
         let module = build_imported(session, &path.display().to_string(), imported)?;
         drop(progress);
         module
-    } else if !input_shapes.is_empty() || !structures.is_empty() || !fixed.is_empty() {
+    } else if spec.needs_onnx() {
         bail!(
-            "{}: --input-shape, --fix-dim, --sequence and --empty-optional apply to ONNX models (.onnx); an MLIR model's shapes are its function types",
+            "{}: --input-shape, --fix-dim, --input-value, --sequence and --empty-optional apply to ONNX models (.onnx); an MLIR model's shapes are its function types",
             path.display()
         )
     } else {
@@ -352,6 +475,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
             .collect::<Result<_>>()?,
         symbolic_dims: symbolic_dims(&args.dims),
         structures: parse_structures(&args.sequences, &args.empty_optionals)?,
+        input_values: args.input_values.clone(),
         ..ImportOptions::default()
     };
     let imported = onnx::import_file(&args.input, &options).map_err(|e| anyhow!("{e}"))?;

@@ -3,6 +3,7 @@
 //! for another machine (`prepare_cases`).
 
 use super::*;
+use crate::driver::import::runtime_dtype;
 
 fn decode_tensor(proto: &TensorProto, path: &Path) -> Result<onnx::tensor::Const> {
     tensor::decode(proto, path.parent(), &path.display().to_string()).map_err(|e| anyhow!("{e}"))
@@ -103,32 +104,6 @@ fn load_value(path: &Path, kind: Kind) -> Result<(Structure, Vec<Const>)> {
             Ok((Structure::Optional(inner.map(Box::new)), tensors))
         }
     }
-}
-
-fn runtime_dtype(dtype: DType) -> Option<tcc_runtime::DType> {
-    Some(match dtype {
-        DType::F32 => tcc_runtime::DType::F32,
-        DType::F16 => tcc_runtime::DType::F16,
-        DType::I64 => tcc_runtime::DType::I64,
-        DType::I32 => tcc_runtime::DType::I32,
-        DType::I8 => tcc_runtime::DType::I8,
-        DType::Bool => tcc_runtime::DType::Bool,
-        DType::BF16 => tcc_runtime::DType::BF16,
-        DType::F64 => tcc_runtime::DType::F64,
-        DType::I16 => tcc_runtime::DType::I16,
-        DType::U8 => tcc_runtime::DType::U8,
-        DType::U16 => tcc_runtime::DType::U16,
-        DType::U32 => tcc_runtime::DType::U32,
-        DType::U64 => tcc_runtime::DType::U64,
-        // One value a byte at the interface (see the importer's narrow types).
-        DType::I4 | DType::I2 => tcc_runtime::DType::I8,
-        DType::U4 | DType::U2 => tcc_runtime::DType::U8,
-        DType::F8E4M3FN => tcc_runtime::DType::F8E4M3FN,
-        DType::F8E4M3FNUZ => tcc_runtime::DType::F8E4M3FNUZ,
-        DType::F8E5M2 => tcc_runtime::DType::F8E5M2,
-        DType::F8E5M2FNUZ => tcc_runtime::DType::F8E5M2FNUZ,
-        DType::F4E2M1 => tcc_runtime::DType::F4E2M1,
-    })
 }
 
 fn to_host(c: &onnx::tensor::Const, want: DType) -> Result<HostTensor> {
@@ -290,6 +265,10 @@ struct ImportedCase {
     /// symbolic (from 1 to the largest extent a set gives): one artifact
     /// runs every set.
     dims: Vec<tcc_dialects::dims::DimRange>,
+    /// The inputs given their values at compile time (position among
+    /// `input_kinds`, name): constants of the compiled function, not
+    /// arguments.
+    given: Vec<(usize, String)>,
 }
 
 impl ImportedCase {
@@ -512,14 +491,53 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
             other => options.structures.push((name, other)),
         }
     }
-    let imported = match onnx::import_file(&model, &options) {
-        Ok(imported) => imported,
-        Err(error) => {
-            return Err(Outcome::Unsupported(
-                error.message.replace(&format!("{}: ", model.display()), ""),
-            ));
+    // An input holding what the import needs to know (a shape, axes,
+    // pads, Range bounds) is given the value every data set gives it, as
+    // `--input-value` would, and the case is imported again.
+    let mut given: Vec<(usize, String)> = Vec::new();
+    let shapes_as_given = options.input_shapes.clone();
+    let mut imported = loop {
+        let error = match onnx::import_file(&model, &options) {
+            Ok(imported) => break imported,
+            Err(error) => error,
+        };
+        let unsupported =
+            || Outcome::Unsupported(error.message.replace(&format!("{}: ", model.display()), ""));
+        let Some(needed) = error.needs_value.as_deref() else {
+            return Err(unsupported());
+        };
+        let values =
+            values_to_give(&model, needed, &sets, &input_kinds, &given).map_err(failure)?;
+        if values.is_empty() {
+            return Err(unsupported());
+        }
+        for (index, name, proto) in values {
+            options.input_shapes.retain(|(n, _)| *n != name);
+            options
+                .input_values
+                .push((name.clone(), onnx::InputValue::Tensor(Box::new(proto))));
+            given.push((index, name));
         }
     };
+    // The walk from a needed value to the inputs it is computed from may
+    // take more than it needs (everything a subgraph reads): an input
+    // without which the import still succeeds is passed at run time.
+    for position in (0..given.len()).rev() {
+        if given.len() == 1 {
+            break;
+        }
+        let name = given[position].1.clone();
+        let mut fewer = options.clone();
+        fewer.input_values.retain(|(n, _)| *n != name);
+        fewer
+            .input_shapes
+            .extend(shapes_as_given.iter().filter(|(n, _)| *n == name).cloned());
+        if let Ok(with_fewer) = onnx::import_file(&model, &fewer) {
+            imported = with_fewer;
+            options = fewer;
+            given.remove(position);
+        }
+    }
     let tolerance = (|| -> Result<CaseTolerance> {
         let proto = onnx::parse_model(&std::fs::read(&model)?).map_err(|e| anyhow!("{e}"))?;
         let context = tcc_dialects::new_context();
@@ -535,7 +553,101 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
         sets,
         own: own_tolerance(case),
         dims: dynamic.dims,
+        given,
     })
+}
+
+/// The most elements an input given its value at compile time may hold
+/// (shapes, axes, pads and bounds are short; a data tensor is not given).
+const MAX_GIVEN_ELEMENTS: usize = 64;
+
+/// The graph inputs (position among the inputs that are not initializers,
+/// name, the value every data set gives) from which the value `needed` is
+/// computed, found through the graph's nodes (a `Shape` or `Size` node
+/// reads only its input's shape, so the walk stops there): the inputs to
+/// give at compile time. None when they are not all short tensors that
+/// every data set gives the same value, or not yet given.
+fn values_to_give(
+    model: &Path,
+    needed: &str,
+    sets: &[PathBuf],
+    input_kinds: &[Kind],
+    given: &[(usize, String)],
+) -> Result<Vec<(usize, String, TensorProto)>> {
+    use prost::Message as _;
+    let proto = onnx::parse_model(&std::fs::read(model)?).map_err(|e| anyhow!("{e}"))?;
+    let Some(graph) = proto.graph.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let initializers: std::collections::HashSet<&str> =
+        graph.initializer.iter().map(|i| i.name.as_str()).collect();
+    let inputs: Vec<&str> = graph
+        .input
+        .iter()
+        .map(|i| i.name.as_str())
+        .filter(|n| !initializers.contains(n))
+        .collect();
+    let producers: BTreeMap<&str, &onnx::proto::NodeProto> = graph
+        .node
+        .iter()
+        .flat_map(|node| node.output.iter().map(move |o| (o.as_str(), node)))
+        .collect();
+    let mut sources = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![needed.to_string()];
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(index) = inputs.iter().position(|n| *n == name) {
+            sources.push(index);
+        } else if let Some(node) = producers.get(name.as_str()) {
+            // What the node reads the values of: not the input whose
+            // shape (`Shape`, `Size`) or type (`CastLike`'s second) it
+            // reads.
+            let mut uses = onnx::importer::node_uses(node);
+            match node.op_type.as_str() {
+                "Shape" | "Size" => uses.clear(),
+                "CastLike" => uses.retain(|u| node.input.first() == Some(u)),
+                _ => {}
+            }
+            stack.extend(uses);
+        }
+    }
+    sources.sort_unstable();
+    let mut out = Vec::new();
+    for index in sources {
+        if given.iter().any(|(i, _)| *i == index) || input_kinds.get(index) != Some(&Kind::Tensor) {
+            return Ok(Vec::new());
+        }
+        let mut value: Option<(TensorProto, Const)> = None;
+        for set in sets {
+            let path = set.join(format!("input_{index}.pb"));
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let proto = TensorProto::decode(bytes.as_slice())
+                .with_context(|| format!("{}: not a TensorProto", path.display()))?;
+            let decoded = decode_tensor(&proto, &path)?;
+            if decoded.numel() > MAX_GIVEN_ELEMENTS {
+                return Ok(Vec::new());
+            }
+            match &value {
+                None => value = Some((proto, decoded)),
+                Some((_, first))
+                    if first.shape != decoded.shape
+                        || first.full_bytes() != decoded.full_bytes() =>
+                {
+                    return Ok(Vec::new());
+                }
+                Some(_) => {}
+            }
+        }
+        let Some((proto, _)) = value else {
+            return Ok(Vec::new());
+        };
+        out.push((index, inputs[index].to_string(), proto));
+    }
+    Ok(out)
 }
 
 /// A failed case's outcome: the first line of the error chain.
@@ -555,6 +667,9 @@ impl ImportedCase {
     fn inputs(&self, set: &Path) -> Result<Vec<HostTensor>> {
         let mut tensors = Vec::new();
         for (i, kind) in self.input_kinds.iter().enumerate() {
+            if self.given.iter().any(|(g, _)| *g == i) {
+                continue;
+            }
             tensors.extend(load_value(&set.join(format!("input_{i}.pb")), *kind)?.1);
         }
         if tensors.len() != self.imported.inputs.len() {
@@ -654,7 +769,8 @@ pub fn run_case(case: &Path, runtime: &Runtime) -> Outcome {
         Ok(None)
     })();
     match result {
-        Ok(None) => Outcome::Pass,
+        Ok(None) if case.given.is_empty() => Outcome::Pass,
+        Ok(None) => Outcome::PassWithValues(case.given.iter().map(|(_, n)| n.clone()).collect()),
         Ok(Some(difference)) => Outcome::Fail(difference),
         Err(error) => failure(error),
     }

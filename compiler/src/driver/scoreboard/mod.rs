@@ -69,6 +69,11 @@ pub struct ScoreboardArgs {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Pass,
+    /// It passes with these graph inputs given their values at compile
+    /// time (`--input-value`, the one value every data set gives them):
+    /// inputs the import needs to know (a shape, axes, pads, sizes, Range
+    /// bounds, a trip count), which tcc does not compute at run time.
+    PassWithValues(Vec<String>),
     /// The importer (or the input phase) rejects the model: an op, type or
     /// feature tcc does not support.
     Unsupported(String),
@@ -76,10 +81,22 @@ pub enum Outcome {
     Fail(String),
 }
 
+/// How [`Outcome::PassWithValues`] is written, before the inputs' names.
+const PASS_WITH_VALUES: &str = "pass with --input-value ";
+
 impl Outcome {
+    /// Whether the case passed (with or without inputs given at compile
+    /// time).
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Outcome::Pass | Outcome::PassWithValues(_))
+    }
+
     pub fn render(&self) -> String {
         match self {
             Outcome::Pass => "pass".into(),
+            Outcome::PassWithValues(names) => {
+                format!("{PASS_WITH_VALUES}{}", names.join(","))
+            }
             Outcome::Unsupported(r) => format!("unsupported: {r}"),
             Outcome::Fail(r) => format!("fail: {r}"),
         }
@@ -89,6 +106,11 @@ impl Outcome {
         let text = text.trim();
         if text == "pass" {
             return Some(Outcome::Pass);
+        }
+        if let Some(names) = text.strip_prefix(PASS_WITH_VALUES) {
+            return Some(Outcome::PassWithValues(
+                names.split(',').map(|n| n.trim().to_string()).collect(),
+            ));
         }
         if let Some(r) = text.strip_prefix("unsupported:") {
             return Some(Outcome::Unsupported(r.trim().to_string()));
@@ -203,7 +225,7 @@ pub fn run_cases_parallel(
                             .unwrap_or("(no message)");
                         Outcome::Fail(format!("panic: {message}"))
                     });
-            if verbose || outcome != Outcome::Pass {
+            if verbose || !outcome.is_pass() {
                 eprintln!(
                     "{name}: {} ({:.1}s)",
                     outcome.render(),
@@ -241,6 +263,7 @@ pub fn run_cases_parallel(
 pub fn matches_expectation(outcome: &Outcome, expected: &Outcome) -> bool {
     match (outcome, expected) {
         (Outcome::Pass, Outcome::Pass) => true,
+        (Outcome::PassWithValues(got), Outcome::PassWithValues(want)) => got == want,
         (Outcome::Unsupported(got), Outcome::Unsupported(want))
         | (Outcome::Fail(got), Outcome::Fail(want)) => {
             !want.is_empty() && got.contains(want.as_str())
@@ -259,7 +282,7 @@ pub fn regressions(
     for (name, outcome) in outcomes {
         let want = expected.get(name).cloned().unwrap_or(Outcome::Pass);
         if !matches_expectation(outcome, &want) {
-            let hint = if *outcome == Outcome::Pass {
+            let hint = if outcome.is_pass() {
                 " (it now passes: update the expectation)"
             } else {
                 ""
@@ -275,13 +298,21 @@ pub fn regressions(
 }
 
 pub fn summary(outcomes: &BTreeMap<String, Outcome>) -> String {
-    let passed = outcomes.values().filter(|o| **o == Outcome::Pass).count();
+    let passed = outcomes.values().filter(|o| o.is_pass()).count();
+    let with_values = outcomes
+        .values()
+        .filter(|o| matches!(o, Outcome::PassWithValues(_)))
+        .count();
     let unsupported = outcomes
         .values()
         .filter(|o| matches!(o, Outcome::Unsupported(_)))
         .count();
     let failed = outcomes.len() - passed - unsupported;
-    format!("{passed} passed, {failed} failed, {unsupported} unsupported")
+    let with_values = match with_values {
+        0 => String::new(),
+        n => format!(" ({n} of them with inputs given at compile time)"),
+    };
+    format!("{passed} passed{with_values}, {failed} failed, {unsupported} unsupported")
 }
 
 pub fn render_expectations(outcomes: &BTreeMap<String, Outcome>) -> String {
@@ -391,6 +422,10 @@ mod tests {
         let outcomes: BTreeMap<String, Outcome> = [
             ("a", Outcome::Pass),
             (
+                "a2",
+                Outcome::PassWithValues(vec!["start".into(), "limit".into()]),
+            ),
+            (
                 "b",
                 Outcome::Fail(
                     "panic: assertion `left == right` failed\n  left: 1\n right: 2".into(),
@@ -414,5 +449,33 @@ mod tests {
         let path = dir.path().join("outcomes.txt");
         std::fs::write(&path, &text).unwrap();
         assert_eq!(read_expectations(&path).unwrap(), outcomes);
+    }
+
+    /// A pass with inputs given at compile time is a pass, counted apart,
+    /// and matches only an expectation that gives the same inputs.
+    #[test]
+    fn passes_with_given_inputs_count_apart() {
+        let given = Outcome::PassWithValues(vec!["axes".into()]);
+        assert!(given.is_pass());
+        assert_eq!(given.render(), "pass with --input-value axes");
+        assert_eq!(Outcome::parse(&given.render()), Some(given.clone()));
+        assert!(matches_expectation(&given, &given));
+        assert!(!matches_expectation(&given, &Outcome::Pass));
+        assert!(!matches_expectation(&Outcome::Pass, &given));
+        assert!(!matches_expectation(
+            &given,
+            &Outcome::PassWithValues(vec!["shape".into()])
+        ));
+        let outcomes: BTreeMap<String, Outcome> = [
+            ("a".to_string(), Outcome::Pass),
+            ("b".to_string(), given),
+            ("c".to_string(), Outcome::Fail("x".into())),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            summary(&outcomes),
+            "2 passed (1 of them with inputs given at compile time), 1 failed, 0 unsupported"
+        );
     }
 }

@@ -188,6 +188,23 @@ impl DType {
     }
 
     /// The narrow types: minifloats and the 4- and 2-bit integers.
+    /// The smallest and largest value of an integer type of a byte or
+    /// more (bool: 0 and 1); `None` for the others.
+    pub fn int_bounds(self) -> Option<(i128, i128)> {
+        if self == DType::Bool {
+            return Some((0, 1));
+        }
+        if !self.is_int() || self.is_narrow() {
+            return None;
+        }
+        let bits = 8 * self.size() as u32;
+        Some(if self.is_unsigned() {
+            (0, (1i128 << bits) - 1)
+        } else {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        })
+    }
+
     pub fn is_narrow(self) -> bool {
         self.is_minifloat() || matches!(self, DType::I4 | DType::U4 | DType::I2 | DType::U2)
     }

@@ -27,6 +27,7 @@ use super::{ImportOptions, Imported};
 mod control;
 mod flex;
 mod graph;
+pub use graph::node_uses;
 mod half;
 mod inputs;
 pub mod module;
@@ -248,6 +249,13 @@ fn import_with(
         .collect();
     let mut values: Values = HashMap::new();
     inputs::define_initializers(&mut imp, graph, base_dir, &mut values)?;
+    inputs::define_input_values(&mut imp, graph, options, &mut values)?;
+    let graph_inputs: HashSet<&str> = graph
+        .input
+        .iter()
+        .map(|i| i.name.as_str())
+        .filter(|name| !values.contains_key(*name))
+        .collect();
     let args = inputs::define_arguments(&mut imp, graph, options, &mut values)?;
     let order = {
         let known: HashSet<&str> = values
@@ -267,7 +275,18 @@ fn import_with(
         name_by_outputs: options.name_by_outputs,
         base_dir,
     };
-    nodes::import_nodes(&mut imp, graph, &order, walk, &mut scope)?;
+    nodes::import_nodes(&mut imp, graph, &order, walk, &mut scope).map_err(|mut e| {
+        // The value a node needed at import time is a graph input: say
+        // how to give it.
+        if let Some(name) = e.needs_value.as_deref()
+            && graph_inputs.contains(name)
+        {
+            e.message.push_str(&format!(
+                " ('{name}' is a graph input: give its value at compile time with --input-value {name}=...)"
+            ));
+        }
+        e
+    })?;
     let (results, outputs) = outputs::results(&mut imp, graph, &order, options, &scope)?;
     let ops = imp.e.take_function();
     let module = module::Module {

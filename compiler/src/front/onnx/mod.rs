@@ -76,6 +76,28 @@ pub struct ImportOptions {
     /// half tensors half unless it mixes them with f32 ones; outputs
     /// declared half are rounded at the end.
     pub round_half_at_storage: Option<DType>,
+    /// Graph inputs whose values are given at compile time (`tcc compile
+    /// --input-value NAME=...`): each is imported as a constant of its
+    /// declared type, as an initializer would be, and is not an argument
+    /// of the function. For inputs that hold what the import needs to know
+    /// (a shape, axes, pads, sizes, a trip count: what
+    /// [`ImportError::needs_value`] names), as TensorRT's build-time shape
+    /// tensor values and onnxruntime's free-dimension overrides fix what
+    /// the graph leaves open.
+    pub input_values: Vec<(String, InputValue)>,
+}
+
+/// A graph input's value given at compile time
+/// ([`ImportOptions::input_values`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputValue {
+    /// A tensor (from a `.npy` or `.pb` file); its element type and shape
+    /// must be the input's declared ones.
+    Tensor(Box<proto::TensorProto>),
+    /// The elements, as written (`1,-1,3`), of the input's declared
+    /// element type: as many as its declared shape holds, or one for a
+    /// scalar, or any number for a 1-D input of a dynamic extent.
+    Literal(Vec<String>),
 }
 
 /// A `dim_param` kept symbolic and the values it takes (`tcc compile
@@ -101,6 +123,7 @@ impl Default for ImportOptions {
             expose_intermediates: false,
             name_by_outputs: false,
             round_half_at_storage: None,
+            input_values: Vec::new(),
         }
     }
 }

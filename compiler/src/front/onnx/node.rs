@@ -97,14 +97,20 @@ impl<'a> Node<'a> {
         match self.opt(index) {
             None => Ok(None),
             Some(Value::Const(c)) => Ok(Some(c)),
-            Some(Value::Tensor(_)) => bail!(
-                "{what} (input #{index} '{}') is computed at run time; tcc needs it to be a constant (static shapes)",
-                self.proto
+            Some(Value::Tensor(_)) => {
+                let name = self
+                    .proto
                     .input
                     .get(index)
                     .map(String::as_str)
-                    .unwrap_or("")
-            ),
+                    .unwrap_or("");
+                Err(ImportError::needs_value(
+                    format!(
+                        "{what} (input #{index} '{name}') is computed at run time; tcc needs it to be a constant (static shapes)"
+                    ),
+                    name,
+                ))
+            }
         }
     }
 

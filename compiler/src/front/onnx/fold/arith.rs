@@ -184,11 +184,14 @@ pub(super) fn reduce(op: &str, c: &Const, axes: &[usize], keepdims: bool) -> Opt
     let out_count = out_shape.iter().product::<i64>() as usize;
     let out_strides = strides(&out_shape);
     let float = c.dtype.is_float();
+    // The identity of an empty reduction: an integer type's (or bool's)
+    // extreme value for max and min, as ONNX defines it.
+    let bounds = c.dtype.int_bounds().map(|(lo, hi)| (lo as f64, hi as f64));
     let (init, f): (f64, fn(f64, f64) -> f64) = match op {
         "ReduceSum" => (0.0, |a, b| a + b),
         "ReduceProd" => (1.0, |a, b| a * b),
-        "ReduceMax" => (f64::NEG_INFINITY, f64::max),
-        "ReduceMin" => (f64::INFINITY, f64::min),
+        "ReduceMax" => (bounds.map_or(f64::NEG_INFINITY, |b| b.0), f64::max),
+        "ReduceMin" => (bounds.map_or(f64::INFINITY, |b| b.1), f64::min),
         _ => return None,
     };
     let mut acc = vec![init; out_count];

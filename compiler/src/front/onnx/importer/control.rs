@@ -164,23 +164,37 @@ fn known_flag(item: &Item, what: &str) -> Result<Option<bool>> {
     }
 }
 
+/// An error from inside `cx`'s subgraph, said to be there (`what`): a
+/// value the body needed at import time is named as the node's first
+/// output, which is computed from everything the body reads.
+fn in_body(error: ImportError, cx: &Cx, what: String) -> ImportError {
+    let mut error = error.context(what);
+    if error.needs_value.is_some() {
+        error.needs_value = cx.proto.output.first().cloned();
+    }
+    error
+}
+
 /// `If`: the branch its (import-time) condition takes, inline.
 fn if_(imp: &mut Importer, cx: &Cx, items: &[Option<Item>]) -> Result<Vec<Item>> {
     let Some(Some(cond)) = items.first() else {
         bail!("If needs a condition")
     };
     let Some(taken) = known_flag(cond, "If's condition")? else {
-        bail!(
-            "If's condition ('{}') is computed at run time: tcc imports If only when its condition is known at import time (it imports the taken branch inline; its compiled programs have no branches)",
-            cx.proto.input[0]
-        )
+        return Err(ImportError::needs_value(
+            format!(
+                "If's condition ('{}') is computed at run time: tcc imports If only when its condition is known at import time (it imports the taken branch inline; its compiled programs have no branches)",
+                cx.proto.input[0]
+            ),
+            &cx.proto.input[0],
+        ));
     };
     let name = if taken { "then_branch" } else { "else_branch" };
     let body = Body::new(cx.graph(name)?, cx.scope)?;
     let prefix = format!("{}/{name}/", cx.location);
     let outs = body
         .run(imp, cx.walk, cx.scope, Vec::new(), prefix)
-        .map_err(|e| e.context(format!("in If's {name}")))?;
+        .map_err(|e| in_body(e, cx, format!("in If's {name}")))?;
     if outs.len() < cx.proto.output.len() {
         bail!(
             "If's {name} has {} outputs, the node {}",
@@ -250,20 +264,30 @@ fn loop_(imp: &mut Importer, cx: &Cx, items: &[Option<Item>]) -> Result<Vec<Item
         Some(Some(m)) => match m.tensor("Loop's trip count M")? {
             Value::Const(c) if c.numel() == 1 => Some(c.i64_at(0)),
             Value::Const(_) => bail!("Loop's trip count M must have one element"),
-            Value::Tensor(_) => bail!(
-                "Loop's trip count M ('{}') is computed at run time: tcc unrolls a Loop only when its trip count or its condition is known at import time",
-                cx.proto.input[0]
-            ),
+            Value::Tensor(_) => {
+                return Err(ImportError::needs_value(
+                    format!(
+                        "Loop's trip count M ('{}') is computed at run time: tcc unrolls a Loop only when its trip count or its condition is known at import time",
+                        cx.proto.input[0]
+                    ),
+                    &cx.proto.input[0],
+                ));
+            }
         },
         _ => None,
     };
     let mut cond = match items.get(1) {
         Some(Some(c)) => match known_flag(c, "Loop's condition")? {
             Some(flag) => flag,
-            None => bail!(
-                "Loop's initial condition ('{}') is computed at run time: tcc unrolls a Loop only when its condition is known at import time",
-                cx.proto.input[1]
-            ),
+            None => {
+                return Err(ImportError::needs_value(
+                    format!(
+                        "Loop's initial condition ('{}') is computed at run time: tcc unrolls a Loop only when its condition is known at import time",
+                        cx.proto.input[1]
+                    ),
+                    &cx.proto.input[1],
+                ));
+            }
         },
         _ => true,
     };
@@ -308,7 +332,7 @@ fn loop_(imp: &mut Importer, cx: &Cx, items: &[Option<Item>]) -> Result<Vec<Item
         let prefix = format!("{}/{i}/", cx.location);
         let outs = body
             .run(imp, cx.walk, cx.scope, bindings, prefix)
-            .map_err(|e| e.context(format!("in Loop's body, iteration {i}")))?;
+            .map_err(|e| in_body(e, cx, format!("in Loop's body, iteration {i}")))?;
         cond = match known_flag(&outs[0], "the condition Loop's body computes")? {
             Some(flag) => flag,
             None => bail!(
@@ -413,7 +437,7 @@ fn scan_core(
         }
         let outs = body
             .run(imp, cx.walk, cx.scope, bindings, format!("{prefix}{t}/"))
-            .map_err(|e| e.context(format!("in Scan's body, step {t}")))?;
+            .map_err(|e| in_body(e, cx, format!("in Scan's body, step {t}")))?;
         states = outs[..n].to_vec();
         for (j, out) in outs[n..].iter().enumerate() {
             scans[j].push(out.tensor("a Scan output")?.clone());
@@ -589,7 +613,7 @@ fn sequence_map(imp: &mut Importer, cx: &Cx, items: &[Option<Item>]) -> Result<V
                 bindings,
                 format!("{}/{i}/", cx.location),
             )
-            .map_err(|e| e.context(format!("in SequenceMap's body, element {i}")))?;
+            .map_err(|e| in_body(e, cx, format!("in SequenceMap's body, element {i}")))?;
         for (j, out) in outs.iter().enumerate() {
             collected[j].push(out.tensor("a SequenceMap body output")?.clone());
         }

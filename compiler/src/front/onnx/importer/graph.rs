@@ -118,7 +118,7 @@ pub(super) fn tensor_dims(
 /// The names a node reads: its inputs, and the outer-scope values its
 /// subgraphs (`If` branches, `Loop`/`Scan`/`SequenceMap` bodies) use, which
 /// it depends on like inputs.
-pub(super) fn node_uses(node: &NodeProto) -> Vec<String> {
+pub fn node_uses(node: &NodeProto) -> Vec<String> {
     let mut uses: Vec<String> = node
         .input
         .iter()

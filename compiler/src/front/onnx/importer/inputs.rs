@@ -10,8 +10,8 @@ use super::super::emit::Val;
 use super::super::error::{ImportError, Result, bail};
 use super::super::node::Value;
 use super::super::proto::{GraphProto, TypeProto, ValueInfoProto, type_proto};
-use super::super::tensor;
-use super::super::{ImportOptions, IoInfo, Structure};
+use super::super::tensor::{self, Const};
+use super::super::{ImportOptions, InputValue, IoInfo, Structure};
 use super::graph::{declared_type, tensor_dims};
 use super::module::{ArgAttr, DIM_NAMES, MINIFLOAT, NAME, UNSIGNED};
 use super::scope::{Item, Seq};
@@ -38,6 +38,162 @@ pub(super) fn define_initializers(
         values.insert(name, value);
     }
     Ok(())
+}
+
+/// Defines each graph input given a value at compile time
+/// ([`ImportOptions::input_values`]) as a constant, named by the input: it
+/// becomes no argument. Its element type must be the declared one, and
+/// its shape must fit the declared dimensions (a dynamic one takes any
+/// extent).
+pub(super) fn define_input_values(
+    imp: &mut Importer,
+    graph: &GraphProto,
+    options: &ImportOptions,
+    values: &mut Values,
+) -> Result<()> {
+    for (i, (name, given)) in options.input_values.iter().enumerate() {
+        let flag = format!("--input-value {name}");
+        if options.input_values[..i].iter().any(|(n, _)| n == name) {
+            bail!("{flag}: a value is given twice for the input '{name}'");
+        }
+        if values.contains_key(name) {
+            bail!("{flag}: '{name}' is an initializer, whose value the model itself gives");
+        }
+        let Some(info) = graph.input.iter().find(|info| info.name == *name) else {
+            let inputs: Vec<&str> = graph
+                .input
+                .iter()
+                .map(|info| info.name.as_str())
+                .filter(|n| !values.contains_key(*n))
+                .collect();
+            bail!(
+                "{flag}: the graph has no input '{name}' (its inputs are: {})",
+                inputs.join(", ")
+            );
+        };
+        if options.input_shapes.iter().any(|(n, _)| n == name)
+            || options.structures.iter().any(|(n, _)| n == name)
+        {
+            bail!("{flag}: the input's shape or structure is given too; its value fixes both");
+        }
+        let (code, dims, _) = declared_type(info).map_err(|e| e.context(&flag))?;
+        let Some(dtype) = DType::from_onnx(code) else {
+            bail!(
+                "{flag}: the input's element type {} is not supported",
+                DType::onnx_code_name(code)
+            );
+        };
+        let value = match given {
+            InputValue::Tensor(proto) => tensor::decode(proto, None, &flag)?,
+            InputValue::Literal(texts) => literal(dtype, &dims, texts, &flag)?,
+        };
+        if value.dtype != dtype {
+            bail!(
+                "{flag}: the value's element type is {}, the input's {}",
+                DType::onnx_code_name(value.dtype.onnx_code()),
+                DType::onnx_code_name(code)
+            );
+        }
+        let fits = value.shape.len() == dims.len()
+            && value
+                .shape
+                .iter()
+                .zip(&dims)
+                .all(|(&extent, dim)| dim.is_none_or(|d| d == extent));
+        if !fits {
+            let declared: Vec<String> = dims
+                .iter()
+                .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
+                .collect();
+            bail!(
+                "{flag}: the value has the shape [{}], the input is declared [{}]",
+                value
+                    .shape
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                declared.join(", ")
+            );
+        }
+        let value = Value::constant(imp.adopt(value));
+        imp.name(&value, name);
+        values.insert(name.clone(), value);
+    }
+    Ok(())
+}
+
+/// A literal value (`1,-1,3`) of an input of element type `dtype` and
+/// declared dimensions `dims`: the declared shape when static, else a
+/// scalar for one element of a 0-d input or a vector for a 1-D one.
+fn literal(dtype: DType, dims: &[Option<i64>], texts: &[String], flag: &str) -> Result<Const> {
+    let count = texts.len() as i64;
+    let shape: Vec<i64> = if dims.iter().all(Option::is_some) {
+        let shape: Vec<i64> = dims.iter().flatten().copied().collect();
+        if checked_numel(&shape) != Some(count) {
+            bail!(
+                "{flag}: {count} value{} given, the input's declared shape [{}] holds {}",
+                if count == 1 { " is" } else { "s are" },
+                shape
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                checked_numel(&shape).unwrap_or(0)
+            );
+        }
+        shape
+    } else if dims.len() == 1 {
+        vec![count]
+    } else {
+        bail!(
+            "{flag}: the input has dynamic dimensions and rank {}: give its value as a tensor (@file.npy)",
+            dims.len()
+        );
+    };
+    let bad = |text: &str| {
+        ImportError::new(format!(
+            "{flag}: '{text}' is not a value of the input's element type {}",
+            DType::onnx_code_name(dtype.onnx_code())
+        ))
+    };
+    if dtype.is_float() {
+        let values = texts
+            .iter()
+            .map(|t| t.trim().parse::<f64>().map_err(|_| bad(t)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Const::from_f64(dtype, shape, &values))
+    } else if dtype == DType::Bool {
+        let values = texts
+            .iter()
+            .map(|t| match t.trim() {
+                "true" | "1" => Ok(1),
+                "false" | "0" => Ok(0),
+                _ => Err(bad(t)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Const::from_i64(dtype, shape, &values))
+    } else if dtype.is_int() && !dtype.is_narrow() {
+        let values = texts
+            .iter()
+            .map(|t| {
+                let v = t.trim().parse::<i128>().map_err(|_| bad(t))?;
+                let (lo, hi) = dtype
+                    .int_bounds()
+                    .unwrap_or((i64::MIN.into(), i64::MAX.into()));
+                if v < lo || v > hi {
+                    return Err(bad(t));
+                }
+                Ok(v as i64)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Const::from_i64(dtype, shape, &values))
+    } else {
+        bail!(
+            "{flag}: a literal of element type {} is not supported: give the value as a tensor (@file.npy)",
+            DType::onnx_code_name(dtype.onnx_code())
+        )
+    }
 }
 
 /// The function's arguments (their MLIR text, in order) and the inputs

@@ -178,11 +178,15 @@ fn position(cx: &Cx, i: usize, len: usize, insert: bool) -> Result<Option<usize>
     let p = match item.tensor("a sequence position")? {
         Value::Const(c) if c.numel() == 1 => c.i64_at(0),
         Value::Const(_) => bail!("{}'s position must be a scalar", cx.proto.op_type),
-        Value::Tensor(_) => bail!(
-            "{}'s position ('{}') is computed at run time: tcc needs sequence positions to be known at import time",
-            cx.proto.op_type,
-            cx.proto.input[i]
-        ),
+        Value::Tensor(_) => {
+            return Err(ImportError::needs_value(
+                format!(
+                    "{}'s position ('{}') is computed at run time: tcc needs sequence positions to be known at import time",
+                    cx.proto.op_type, cx.proto.input[i]
+                ),
+                &cx.proto.input[i],
+            ));
+        }
     };
     let n = len as i64;
     let hi = if insert { n } else { n - 1 };
@@ -217,9 +221,15 @@ fn split_to_sequence(imp: &mut Importer, cx: &Cx) -> Result<Item> {
     let split = match cx.items.get(1) {
         Some(Some(item)) => match item.tensor("SplitToSequence's split")? {
             Value::Const(c) => Some(c.clone()),
-            Value::Tensor(_) => bail!(
-                "SplitToSequence's split is computed at run time: tcc needs it to be a constant"
-            ),
+            Value::Tensor(_) => {
+                let name = cx.proto.input.get(1).map_or("", String::as_str);
+                return Err(ImportError::needs_value(
+                    format!(
+                        "SplitToSequence's split ('{name}') is computed at run time: tcc needs it to be a constant"
+                    ),
+                    name,
+                ));
+            }
         },
         _ => None,
     };

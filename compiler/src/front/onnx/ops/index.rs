@@ -781,10 +781,11 @@ pub fn top_k(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let k = if node.opset >= 10 {
         let k = node
             .const_ints(1, "TopK's k")
-            .map_err(|e| {
-                ImportError::new(format!(
-                    "{e}; the output shape depends on it (dynamic shapes are not supported yet)"
-                ))
+            .map_err(|mut e| {
+                e.message.push_str(
+                    "; the output shape depends on it (dynamic shapes are not supported yet)",
+                );
+                e
             })?
             .filter(|k| k.len() == 1)
             .ok_or_else(|| ImportError::new("TopK needs one k"))?;

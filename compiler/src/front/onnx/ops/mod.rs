@@ -455,9 +455,22 @@ pub fn import_node(imp: &mut Importer, node: &Node, base_dir: Option<&Path>) -> 
         op if signal::refused(op).is_some() => {
             Err(ImportError::new(signal::refused(op).unwrap_or_default()))
         }
-        "Range" => bail!(
-            "Range with bounds computed at run time is not supported (tcc needs static shapes)"
-        ),
+        "Range" => {
+            // The first bound not known at import time.
+            let (index, name) = node
+                .inputs
+                .iter()
+                .enumerate()
+                .find(|(_, v)| !matches!(v, Some(Value::Const(_))))
+                .map(|(i, _)| (i, node.proto.input.get(i).map_or("", String::as_str)))
+                .unwrap_or((0, ""));
+            Err(ImportError::needs_value(
+                format!(
+                    "Range with bounds computed at run time is not supported (input #{index} '{name}'; tcc needs static shapes)"
+                ),
+                name,
+            ))
+        }
         op => Err(ImportError::new(format!(
             "unsupported op '{op}': the ONNX importer has no lowering for it"
         ))),

@@ -42,8 +42,30 @@ pub fn reduce(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         _ if node.int("noop_with_empty_axes", 0)? != 0 => return one(input.clone()),
         _ => (0..rank).collect(),
     };
+    let shape = input.shape();
+    if axes.iter().any(|&a| shape[a] == 0) {
+        return one(Value::constant(empty_reduction(
+            op,
+            input.dtype(),
+            &shape,
+            &axes,
+            keepdims,
+        )?));
+    }
     let x = imp.val(input)?;
     let d = x.dtype();
+    if d == DType::Bool && matches!(op, "ReduceMax" | "ReduceMin") {
+        // Any and all: the maximum and minimum of the values as integers.
+        let wide = imp.e.cast(&x, DType::I32);
+        let tosa = if op == "ReduceMax" {
+            "tosa.reduce_max"
+        } else {
+            "tosa.reduce_min"
+        };
+        let y = imp.e.reduce_axes(tosa, &wide, &axes);
+        let y = imp.e.cast(&y, DType::Bool);
+        return one(Value::Tensor(squeeze_axes(imp, &y, &axes, keepdims)));
+    }
     if d == DType::Bool
         || (!d.is_float() && !matches!(op, "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"))
     {
@@ -89,6 +111,43 @@ pub fn reduce(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         other => bail!("no reduction {other}"),
     };
     one(Value::Tensor(squeeze_axes(imp, &y, &axes, keepdims)))
+}
+
+/// A reduction over an empty set (an axis of extent 0): every element is
+/// the reduction's identity, as ONNX defines it (0 for the sums, 1 for the
+/// product, -inf and inf for max and min (an integer type's extremes),
+/// log 0 = -inf for the log-sums, 0/0 for the mean).
+fn empty_reduction(
+    op: &str,
+    dtype: DType,
+    shape: &[i64],
+    axes: &[usize],
+    keepdims: bool,
+) -> Result<super::super::tensor::Const> {
+    let out: Vec<i64> = shape
+        .iter()
+        .enumerate()
+        .filter_map(|(a, &d)| match axes.contains(&a) {
+            true if keepdims => Some(1),
+            true => None,
+            false => Some(d),
+        })
+        .collect();
+    let bounds = dtype.int_bounds();
+    let value = match (op, bounds) {
+        ("ReduceSum" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare", _) => 0.0,
+        ("ReduceProd", _) => 1.0,
+        ("ReduceMax", Some((lo, _))) => lo as f64,
+        ("ReduceMin", Some((_, hi))) => hi as f64,
+        ("ReduceMax" | "ReduceLogSum" | "ReduceLogSumExp", None) => f64::NEG_INFINITY,
+        ("ReduceMin", None) => f64::INFINITY,
+        ("ReduceMean", None) => f64::NAN,
+        _ => bail!("{op} of {dtype} tensors over an empty set is not supported"),
+    };
+    Ok(match bounds {
+        Some(_) => super::super::tensor::Const::splat_i64(dtype, out, value as i64),
+        None => super::super::tensor::Const::splat_f64(dtype, out, value),
+    })
 }
 
 pub fn arg(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {

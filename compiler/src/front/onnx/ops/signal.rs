@@ -293,17 +293,25 @@ pub fn dft(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     for axis in 0..rank - 1 {
         match dft_along(imp, node, x, axis) {
             Ok(y) => results.push(y),
-            Err(e) => bail!(
-                "DFT's axis (input #2 '{input}') is computed at run time, and not every signal axis can be transformed (axis {axis}: {}); tcc needs it to be a constant",
-                e.message
-            ),
+            Err(e) => {
+                return Err(ImportError::needs_value(
+                    format!(
+                        "DFT's axis (input #2 '{input}') is computed at run time, and not every signal axis can be transformed (axis {axis}: {}); tcc needs it to be a constant",
+                        e.message
+                    ),
+                    input,
+                ));
+            }
         }
     }
     let out_shape = results[0].shape();
     if results.iter().any(|y| y.shape() != out_shape) {
-        bail!(
-            "DFT's axis (input #2 '{input}') is computed at run time, and the output's shape depends on it (a one-sided transform or a dft_length over axes of different lengths); tcc needs it to be a constant (static shapes)"
-        );
+        return Err(ImportError::needs_value(
+            format!(
+                "DFT's axis (input #2 '{input}') is computed at run time, and the output's shape depends on it (a one-sided transform or a dft_length over axes of different lengths); tcc needs it to be a constant (static shapes)"
+            ),
+            input,
+        ));
     }
     let out_rank = out_shape.len();
     let a = imp.e.reshape(&a, &vec![1; out_rank]);
