@@ -16,7 +16,7 @@
 // ORDER: error: --compile-from=gpu starts after the gpu phase: it must name a phase before --compile-to (or before codegen)
 // LAST: error: --compile-from=codegen starts after the codegen phase
 // UNKNOWN: unknown phase 'tiles'
-// SHAPE: error: --input-shape, --sequence and --empty-optional apply to ONNX models, not to --compile-from=graph
+// SHAPE: error: --input-shape, --input-value, --sequence and --empty-optional apply to ONNX models, not to --compile-from=graph
 func.func @add(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tosa.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
