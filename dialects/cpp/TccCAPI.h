@@ -87,7 +87,8 @@ bool tccLowerMathForShader(MlirOperation root);
  * under `root`, except that two generics whose fused body would hold more
  * than `maxOps` operations are not fused (0: no cap). Returns false if
  * the rewrite did not converge. */
-bool tccFuseElementwise(MlirOperation root, int64_t maxOps);
+bool tccFuseElementwise(MlirOperation root, int64_t maxOps,
+                        bool recomputeBroadcastMath);
 /* Replaces a linalg op on buffers by its scf.parallel/scf.for loop nest.
  * Returns false (and leaves the op) if that is not possible. */
 bool tccLinalgLowerToParallelLoops(MlirOperation op);

@@ -15,18 +15,29 @@
 // on the H100 against a few microseconds). Likewise no producer fuses
 // into a contraction (a matmul generalized by reshape propagation), whose
 // body must stay a multiply-add for `tcc-collapse-contractions`.
+// Without `recomputeBroadcastMath` (CPUs), a producer whose body computes
+// transcendental math (exp, tanh, erf, a division...) is not fused into a
+// consumer that reads it broadcast over at least `kMinBroadcastFactor` times
+// its own iterations: fused, the consumer recomputes the math for every
+// element it broadcasts to (a squeeze-and-excitation gate's sigmoid, once
+// per pixel of the image it scales), which on a CPU costs more than the
+// small kernel and buffer it saves.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TccCAPI.h"
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <algorithm>
+#include <limits>
 
 using namespace mlir;
 
@@ -40,7 +51,58 @@ static int64_t bodySize(linalg::GenericOp op) {
   return count;
 }
 
-extern "C" bool tccFuseElementwise(MlirOperation cRoot, int64_t maxOps) {
+/// The fewest times a consumer's iterations must outnumber its producer's
+/// for the producer's math to count as recomputed by fusion.
+static constexpr int64_t kMinBroadcastFactor = 16;
+
+/// Whether a generic's body computes math that costs far more than a load:
+/// transcendental functions, square roots, powers, divisions.
+static bool hasCostlyMath(linalg::GenericOp op) {
+  bool costly = false;
+  op.getRegion().walk([&](Operation *inner) {
+    StringRef name = inner->getName().getStringRef();
+    if (name.starts_with("math.") && name != "math.absf" &&
+        name != "math.absi" && name != "math.fma" &&
+        name != "math.copysign" && name != "math.floor" &&
+        name != "math.ceil" && name != "math.round" &&
+        name != "math.roundeven" && name != "math.trunc")
+      costly = true;
+    if (isa<arith::DivFOp, arith::RemFOp>(inner))
+      costly = true;
+  });
+  return costly;
+}
+
+/// The product of a generic's static loop ranges (a dynamic range counts
+/// as large).
+static int64_t iterations(linalg::GenericOp op) {
+  int64_t count = 1;
+  for (int64_t range : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(range))
+      return std::numeric_limits<int64_t>::max() / 2;
+    count = count > std::numeric_limits<int64_t>::max() / std::max<int64_t>(range, 1)
+                ? std::numeric_limits<int64_t>::max() / 2
+                : count * std::max<int64_t>(range, 1);
+  }
+  return count;
+}
+
+/// Whether fusing `fused`'s producer into its consumer would recompute
+/// the producer's costly math for each element the consumer broadcasts it
+/// to.
+static bool recomputesBroadcastMath(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
+  if (!producer || !consumer)
+    return false;
+  AffineMap map = consumer.getMatchingIndexingMap(fused);
+  if (map.isPermutation() || !hasCostlyMath(producer))
+    return false;
+  return iterations(consumer) >= kMinBroadcastFactor * iterations(producer);
+}
+
+extern "C" bool tccFuseElementwise(MlirOperation cRoot, int64_t maxOps,
+                                   bool recomputeBroadcastMath) {
   Operation *root = unwrap(cRoot);
   MLIRContext *context = root->getContext();
   RewritePatternSet patterns(context);
@@ -72,10 +134,12 @@ extern "C" bool tccFuseElementwise(MlirOperation cRoot, int64_t maxOps) {
   // And tcc's: not past `maxOps` operations in one body (0: no cap), not
   // into an int8 operand of a reduction, nor into a contraction.
   linalg::ControlFusionFn bounded = [singleUse, int8ReductionOperand,
-                                     contractionOperand,
-                                     maxOps](OpOperand *fused) {
+                                     contractionOperand, maxOps,
+                                     recomputeBroadcastMath](OpOperand *fused) {
     if (!singleUse(fused) || int8ReductionOperand(fused) ||
         contractionOperand(fused))
+      return false;
+    if (!recomputeBroadcastMath && recomputesBroadcastMath(fused))
       return false;
     if (maxOps <= 0)
       return true;

@@ -101,7 +101,11 @@ unsafe extern "C" {
     fn tccLinalgCollapseContraction(op: MlirOperation) -> c_int;
     fn tccSimplifyMath(root: MlirOperation) -> bool;
     fn tccLowerMathForShader(root: MlirOperation) -> bool;
-    fn tccFuseElementwise(root: MlirOperation, max_ops: i64) -> bool;
+    fn tccFuseElementwise(
+        root: MlirOperation,
+        max_ops: i64,
+        recompute_broadcast_math: bool,
+    ) -> bool;
     fn tccBuildLaunchFunc(
         before: MlirOperation,
         kernel: MlirOperation,
@@ -397,12 +401,19 @@ pub unsafe fn lower_math_for_shader(root: MlirOperation) -> bool {
 /// Upstream's elementwise fusion (the patterns of
 /// `linalg-fuse-elementwise-ops`) under `root`, with two generics left
 /// unfused when their fused body would hold more than `max_ops`
-/// operations (0: no cap); false if the rewrite did not converge.
+/// operations (0: no cap), and, without `recompute_broadcast_math`, a
+/// producer of transcendental math left unfused where its consumer reads
+/// it broadcast over many more iterations; false if the rewrite did not
+/// converge.
 ///
 /// # Safety
 /// `root` must be a live operation that no one else is mutating.
-pub unsafe fn fuse_elementwise(root: MlirOperation, max_ops: i64) -> bool {
-    unsafe { tccFuseElementwise(root, max_ops) }
+pub unsafe fn fuse_elementwise(
+    root: MlirOperation,
+    max_ops: i64,
+    recompute_broadcast_math: bool,
+) -> bool {
+    unsafe { tccFuseElementwise(root, max_ops, recompute_broadcast_math) }
 }
 
 /// Replaces a linalg op on buffers by its loop nest (upstream

@@ -19,7 +19,7 @@
 // HELP-NEXT:   --alignment=<long>
 
 // RUN: tcc-opt %s --dump-pass-pipeline --pass-pipeline='builtin.module(tcc-fuse-elementwise{max-ops=7},tcc-configure-kernels{target=nvidia},tcc-decompose-composites{ops={softmax,gelu}})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DUMP
-// DUMP:      tcc-fuse-elementwise{max-ops=7},
+// DUMP:      tcc-fuse-elementwise{max-ops=7 recompute-broadcast-math=auto},
 // DUMP-NEXT: tcc-configure-kernels{candidate= half-wgmma-tiles=false int8-gemm=on large-tf32-tiles=false target=nvidia templates=true tuning= windows=auto},
 // DUMP-NEXT: tcc-decompose-composites{ops={softmax,gelu}}
 
@@ -39,7 +39,7 @@
 // BADFLAG: tcc-opt: error: in '--tcc-plan-memory=alignment=3': tcc-plan-memory: alignment must be a power of two up to 1048576, got '3'
 
 // RUN: not tcc-opt %s --tcc-fuse-elementwise=max-op=3 2>&1 | FileCheck %s --check-prefix=UNKNOWNKEY
-// UNKNOWNKEY: tcc-opt: error: in '--tcc-fuse-elementwise=max-op=3': tcc-fuse-elementwise: unknown option 'max-op'; known options: max-ops
+// UNKNOWNKEY: tcc-opt: error: in '--tcc-fuse-elementwise=max-op=3': tcc-fuse-elementwise: unknown option 'max-op'; known options: max-ops, recompute-broadcast-math
 
 func.func @f() {
   return

@@ -75,19 +75,48 @@ fn vulkan_models() {
     let only: Option<Vec<String>> = std::env::var("TCC_E2E_VULKAN_MODELS")
         .ok()
         .map(|v| v.split(',').map(str::to_string).collect());
-    let runtime = VulkanRuntime::new();
-    let mut tally = Tally::new("vulkan_models");
-    for name in &models {
-        if only.as_ref().is_some_and(|o| !o.contains(name)) {
-            continue;
+    let names: Vec<&String> = models
+        .iter()
+        .filter(|name| only.as_ref().is_none_or(|o| o.contains(*name)))
+        .collect();
+    // The models one after another took two minutes on one core of the
+    // two: each worker takes the next model, with a Vulkan instance of its
+    // own.
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes: std::sync::Mutex<BTreeMap<String, Result<()>>> = Default::default();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let runtime = VulkanRuntime::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(name) = names.get(i) else { break };
+                    let outcome = match &runtime {
+                        Err(e) => Err(anyhow!("no Vulkan device: {e}")),
+                        Ok(runtime) => {
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                run_model(name, runtime)
+                            }))
+                            .unwrap_or_else(|_| Err(anyhow!("panicked")))
+                        }
+                    };
+                    outcomes
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(name.to_string(), outcome);
+                }
+            });
         }
-        let outcome = match &runtime {
-            Err(e) => Err(anyhow!("no Vulkan device: {e}")),
-            Ok(runtime) => {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_model(name, runtime)))
-                    .unwrap_or_else(|_| Err(anyhow!("panicked")))
-            }
-        };
+    });
+    let outcomes = outcomes
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut tally = Tally::new("vulkan_models");
+    for (name, outcome) in outcomes {
+        let name = &name;
         let result = match (outcome, expected.get(name)) {
             (Ok(()), None) => CaseResult::Passed,
             (Ok(()), Some(reason)) => CaseResult::Failed(format!(

@@ -272,6 +272,14 @@ pub trait TargetConfig: Sync {
         MAX_FUSED_OPS
     }
 
+    /// Whether elementwise fusion may recompute a producer's costly math
+    /// (exp, tanh, divisions) for every element a consumer broadcasts it to
+    /// (`tcc-fuse-elementwise{recompute-broadcast-math}`): on GPUs that
+    /// math is cheap beside memory traffic and a launch more.
+    fn recompute_broadcast_math(&self) -> bool {
+        true
+    }
+
     /// The window template's configuration for a depthwise convolution
     /// or pooling over `geometry`, or `None` to run it as a loop nest.
     fn window(&self, _geometry: &WindowGeometry) -> Option<WindowConfig> {
@@ -522,6 +530,11 @@ impl Target {
     /// is cut into kernels of at most this many operations.
     pub fn max_fused_ops(self) -> i64 {
         self.config().max_fused_ops()
+    }
+
+    /// See [`TargetConfig::recompute_broadcast_math`].
+    pub fn recompute_broadcast_math(self) -> bool {
+        self.config().recompute_broadcast_math()
     }
 
     /// Work-items per row of a row template (softmax, layer norm, a long

@@ -15,6 +15,15 @@
 //! It also leaves an int8 operand of a reduction unfused (the quantize
 //! step in front of a `tcc-quantize-int8` matmul), so that the int8
 //! templates read plain bytes instead of computing them from floats.
+//! With `recompute-broadcast-math=false` (the CPU targets' choice, `auto`
+//! asks the module's target: `TargetConfig::recompute_broadcast_math`) a
+//! producer whose body computes transcendental math or divides stays a
+//! kernel of its own when its consumer reads it broadcast over 16 or more
+//! times its iterations: fused, the math runs once per element it is
+//! broadcast to (a squeeze-and-excitation gate's sigmoid once per pixel).
+//! On a GPU that math is cheap beside the memory traffic and the launch a
+//! kernel more would cost; on a CPU it is the other way round.
+//!
 //! And it fuses nothing into a contraction (a matmul that reshape
 //! propagation turned into a generic): its body must stay a multiply-add
 //! for `tcc-collapse-contractions` to give it back its named form
@@ -23,6 +32,8 @@
 
 use melior::Context;
 use melior::ir::operation::OperationLike;
+
+use crate::config::Target;
 
 use super::pass::{
     PassError, PassOptionInfo, PassOptionKind, PassOptions, PassResult, Root, TccPass,
@@ -34,15 +45,26 @@ pub struct FuseElementwise;
 pub struct FuseElementwiseOptions {
     /// The most operations one fused body may hold (0: no cap).
     pub max_ops: i64,
+    /// Whether a producer of costly math fuses into a consumer that
+    /// broadcasts it; `None`: the module's target decides.
+    pub recompute_broadcast_math: Option<bool>,
 }
 
 impl PassOptions for FuseElementwiseOptions {
-    const OPTIONS: &'static [PassOptionInfo] = &[PassOptionInfo {
-        name: "max-ops",
-        kind: PassOptionKind::Int,
-        default: "0",
-        description: "The most operations one fused body may hold (0: no cap)",
-    }];
+    const OPTIONS: &'static [PassOptionInfo] = &[
+        PassOptionInfo {
+            name: "max-ops",
+            kind: PassOptionKind::Int,
+            default: "0",
+            description: "The most operations one fused body may hold (0: no cap)",
+        },
+        PassOptionInfo {
+            name: "recompute-broadcast-math",
+            kind: PassOptionKind::String,
+            default: "auto",
+            description: "Fuse a producer of transcendental math or divisions into a consumer that reads it broadcast over 16 or more times its iterations (recomputing it per element): auto (the module's tcc.target decides: not on pocl-cpu), true or false",
+        },
+    ];
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -54,6 +76,19 @@ impl PassOptions for FuseElementwiseOptions {
                     .ok_or_else(|| {
                         format!("max-ops must be a count of operations (0: no cap), not '{value}'")
                     })?;
+                Ok(())
+            }
+            "recompute-broadcast-math" => {
+                self.recompute_broadcast_math = match value {
+                    "auto" => None,
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    other => {
+                        return Err(format!(
+                            "recompute-broadcast-math must be auto, true or false (got '{other}')"
+                        ));
+                    }
+                };
                 Ok(())
             }
             _ => Err(format!("unknown option '{key}'")),
@@ -73,7 +108,12 @@ impl TccPass for FuseElementwise {
         root: Root<'c>,
         options: &FuseElementwiseOptions,
     ) -> PassResult<'c> {
-        if !unsafe { tcc_dialects::fuse_elementwise(root.to_raw(), options.max_ops) } {
+        let recompute = options.recompute_broadcast_math.unwrap_or_else(|| {
+            Target::of_module(root)
+                .unwrap_or_default()
+                .recompute_broadcast_math()
+        });
+        if !unsafe { tcc_dialects::fuse_elementwise(root.to_raw(), options.max_ops, recompute) } {
             return Err(PassError::at(
                 root.location(),
                 "elementwise fusion did not converge",
