@@ -137,6 +137,18 @@ impl<'g> Body<'g> {
         let mut child = Scope::child(parent);
         define_initializers(imp, self.graph, walk.base_dir, &mut child.values)?;
         for (input, item) in self.graph.input.iter().zip(bindings) {
+            // A value bound to an input declared optional is that optional
+            // holding it (a Loop carries an optional whose body returns
+            // the bare sequence or tensor).
+            let declared_optional = matches!(
+                input.r#type.as_ref().and_then(|t| t.value.as_ref()),
+                Some(type_proto::Value::OptionalType(_))
+            );
+            let item = match item {
+                Item::Opt(_) => item,
+                other if declared_optional => Item::Opt(Some(Box::new(other))),
+                other => other,
+            };
             child.insert(input.name.clone(), item);
         }
         let saved = std::mem::replace(&mut imp.prefix, prefix);
