@@ -98,7 +98,7 @@ impl PassOptions for FuseElementwiseOptions {
 
 impl TccPass for FuseElementwise {
     const ARGUMENT: &'static str = "tcc-fuse-elementwise";
-    const SUMMARY: &'static str = "Fuse elementwise linalg generics (upstream's patterns) while a fused body stays within max-ops operations, and not into an int8 operand of a reduction nor into a contraction";
+    const SUMMARY: &'static str = "Fuse elementwise linalg generics (upstream's patterns) while a fused body stays within max-ops operations, and not into an int8 operand of a reduction nor into a contraction; on CPUs, a producer of transcendental math or divisions not into a consumer that reads it broadcast over 16 or more times its iterations (it would recompute the math per element)";
     const DEPENDENT_DIALECTS: &'static [&'static str] = &["linalg", "tensor", "affine", "arith"];
     type Options = FuseElementwiseOptions;
 
