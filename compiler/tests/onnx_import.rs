@@ -328,6 +328,23 @@ fn input_values_given_at_compile_time_become_constants() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // The artifact says what was given (its function no longer takes it).
+    let inspect = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("inspect")
+        .arg(&library)
+        .output()
+        .expect("run tcc inspect");
+    let inspect = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        inspect.contains(
+            "input given at compile time (--input-value): shape = [3, 2] : tensor<2xi64>"
+        ),
+        "{inspect}"
+    );
+    assert!(
+        inspect.contains("@main(x: 2x3xf32) -> (y: 3x2xf32)"),
+        "{inspect}"
+    );
     let model = tcc_runtime::Model::load(&library).expect("load");
     let runtime = support::uncached_runtime();
     let mut session = runtime.session(&model).expect("session");

@@ -270,6 +270,95 @@ pub fn parse_input_value(spec: &str) -> Result<(String, onnx::InputValue)> {
     Ok((name.to_string(), value))
 }
 
+/// The module attribute naming the graph inputs given their values at
+/// compile time (`--input-value`), each as `NAME = VALUES`: the artifact's
+/// metadata carries it and `tcc inspect` shows it, since the compiled
+/// function no longer takes those inputs.
+pub const GIVEN_INPUTS: &str = "tcc.given_inputs";
+
+/// The most values of a given input that [`GIVEN_INPUTS`] spells out.
+const GIVEN_VALUES_SHOWN: usize = 16;
+
+/// `NAME = VALUES` for an input given at compile time (the first
+/// [`GIVEN_VALUES_SHOWN`] values, then how many there are).
+fn describe_given(name: &str, value: &onnx::InputValue) -> String {
+    let (values, count, shape) = match value {
+        onnx::InputValue::Literal(texts) => (
+            texts
+                .iter()
+                .map(|t| t.trim().to_string())
+                .collect::<Vec<_>>(),
+            texts.len(),
+            None,
+        ),
+        onnx::InputValue::Tensor(proto) => match onnx::tensor::decode(proto, None, name) {
+            Ok(c) => {
+                let shown: Vec<String> = (0..c.numel().min(GIVEN_VALUES_SHOWN))
+                    .map(|i| {
+                        if c.dtype.is_float() {
+                            format!("{}", c.f64_at(i))
+                        } else {
+                            format!("{}", c.i64_at(i))
+                        }
+                    })
+                    .collect();
+                (shown, c.numel(), Some(c.ty().mlir()))
+            }
+            Err(_) => (Vec::new(), 0, None),
+        },
+    };
+    let more = if count > values.len() {
+        format!(", ... ({count} values)")
+    } else {
+        String::new()
+    };
+    let values = values
+        .iter()
+        .take(GIVEN_VALUES_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    match shape {
+        Some(ty) => format!("{name} = [{values}{more}] : {ty}"),
+        None => format!("{name} = [{values}{more}]"),
+    }
+}
+
+/// Records the inputs given at compile time on the module
+/// ([`GIVEN_INPUTS`]); nothing without them.
+fn record_given_inputs(session: &Session, module: &Module, values: &[(String, onnx::InputValue)]) {
+    if values.is_empty() {
+        return;
+    }
+    use melior::ir::attribute::{ArrayAttribute, StringAttribute};
+    let context = &session.context;
+    let entries: Vec<melior::ir::Attribute> = values
+        .iter()
+        .map(|(name, value)| StringAttribute::new(context, &describe_given(name, value)).into())
+        .collect();
+    crate::ir::util::set_discardable_attribute(
+        module.as_operation(),
+        GIVEN_INPUTS,
+        ArrayAttribute::new(context, &entries).into(),
+    );
+}
+
+/// The inputs given at compile time that `module` records
+/// ([`GIVEN_INPUTS`]), as `NAME = VALUES`.
+pub fn given_inputs(module: &Module) -> Vec<String> {
+    use melior::ir::operation::OperationLike;
+    let Ok(attribute) = module.as_operation().attribute(GIVEN_INPUTS) else {
+        return Vec::new();
+    };
+    let Ok(array) = melior::ir::attribute::ArrayAttribute::try_from(attribute) else {
+        return Vec::new();
+    };
+    (0..array.len())
+        .filter_map(|i| array.element(i).ok())
+        .filter_map(crate::ir::util::string_value)
+        .collect()
+}
+
 /// How an ONNX model's graph inputs are imported, from the flags `tcc
 /// compile` and `tcc import` share (`--input-shape`, `--dim`,
 /// `--sequence`/`--empty-optional`, `--fix-dim`, `--input-value`).
@@ -367,6 +456,7 @@ pub fn parse_model_dims<'c>(
         progress.message(format!("building the imported {}", path.display()));
         let module = build_imported(session, &path.display().to_string(), imported)?;
         drop(progress);
+        record_given_inputs(session, &module, &spec.values);
         module
     } else if spec.needs_onnx() {
         bail!(

@@ -126,6 +126,7 @@ pub fn describe(path: &std::path::Path, description: &Description, verified: boo
         "tuning": metadata["tuning"],
         "storage": metadata.get("storage").cloned().unwrap_or_else(|| json!("fp32")),
         "quantization": metadata.get("quantization").cloned().unwrap_or(serde_json::Value::Null),
+        "given_inputs": metadata.get("given_inputs").cloned().unwrap_or_else(|| json!([])),
         "kernel_format": match description.source_kind {
             tcc_abi::SOURCE_SPIRV => "SPIR-V",
             tcc_abi::SOURCE_PTX => "PTX",
@@ -195,6 +196,12 @@ pub fn render(d: &Value) -> String {
         out.push_str(&format!(
             "  quantization: int8 ({} convolutions/matmuls int8 x int8 -> int32, {} left f32)\n",
             d["quantization"]["int8_ops"], d["quantization"]["f32_ops"]
+        ));
+    }
+    for given in d["given_inputs"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  input given at compile time (--input-value): {}\n",
+            given.as_str().unwrap_or_default()
         ));
     }
     out.push_str(&format!(

@@ -107,6 +107,12 @@ pub fn metadata_json(
     if let Some(half) = crate::passes::half_storage(compiled.module.as_operation()) {
         metadata["storage"] = serde_json::json!(half.name());
     }
+    // Graph inputs given their values at compile time (`--input-value`;
+    // absent without): the functions no longer take them.
+    let given = super::import::given_inputs(&compiled.module);
+    if !given.is_empty() {
+        metadata["given_inputs"] = serde_json::json!(given);
+    }
     // Post-training int8 quantization (`--quantize=int8`; absent without).
     if let Some((int8, f32)) = super::quantize::summary(&compiled.module) {
         metadata["quantization"] =
