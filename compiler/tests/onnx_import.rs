@@ -358,6 +358,32 @@ fn input_values_given_at_compile_time_become_constants() {
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
     assert_eq!(values, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+
+    // `tcc run` takes the flag too (TopK's k here).
+    let output = Command::new(env!("CARGO_BIN_EXE_tcc"))
+        .arg("run")
+        .arg(repo("test/onnx/bad/topk_runtime_k.onnx"))
+        .args([
+            "--input-value",
+            "k=2",
+            "--input=2x5xf32=1,5,3,2,4,9,8,7,6,0",
+        ])
+        .output()
+        .expect("run tcc");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("result[0]: 2x2xf32=[[5 4][9 8]]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("result[1]: 2x2xi64=[[1 4][0 1]]"),
+        "{stdout}"
+    );
 }
 
 /// The built module's text (without locations).

@@ -36,6 +36,12 @@ pub struct RunArgs {
     /// Print at most this many elements per result.
     #[arg(long, default_value_t = 1024)]
     pub print_max_elements: usize,
+    /// A shape for an ONNX graph input, as `tcc compile --input-shape` takes it: NAME=DIMS (repeat).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+    pub input_shapes: Vec<String>,
+    /// Give an ONNX graph input its value at compile time, as `tcc compile --input-value` does: NAME=0,2, NAME=@file.npy or NAME=@file.pb (repeat). The compiled function no longer takes it: give --input for the others only.
+    #[arg(long = "input-value", value_name = "NAME=VALUES", value_parser = super::import::parse_input_value_arg)]
+    pub input_values: Vec<(String, crate::front::onnx::InputValue)>,
 }
 
 /// The tuning target that suits a device.
@@ -60,6 +66,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .collect::<Result<_, _>>()?;
 
     let (function, results) = if args.target == "reference" {
+        if !args.input_shapes.is_empty() || !args.input_values.is_empty() {
+            bail!(
+                "--input-shape and --input-value apply to the OpenCL targets, not to --target=reference"
+            );
+        }
         let function = match &args.function {
             Some(f) => f.clone(),
             None => single_function(&args.input)?,
@@ -140,8 +151,17 @@ fn run_opencl(
         target_name: Some(name),
         ..Default::default()
     };
-    let compiled =
-        super::pipeline::compile_to_kernels_in(&session, &args.input, target, &[], &choice)?;
+    let spec = super::import::InputSpec {
+        shapes: args
+            .input_shapes
+            .iter()
+            .map(|s| super::import::parse_input_shape(s))
+            .collect::<Result<_>>()?,
+        values: args.input_values.clone(),
+        ..Default::default()
+    };
+    let module = super::import::parse_model_dims(&session, &args.input, &spec)?;
+    let compiled = super::pipeline::compile_module_to_kernels(&session, module, target, &choice)?;
     let module_name = args
         .input
         .file_stem()
