@@ -267,5 +267,18 @@ mod tests {
             reduce("ReduceProd", &f, &[0, 1], true).unwrap().shape,
             vec![1, 1]
         );
+        // Over an empty set: an integer type's (or bool's) extreme values,
+        // as their bits.
+        let empty_bool = Const::from_i64(DType::Bool, vec![2, 0], &[]);
+        let max = reduce("ReduceMax", &empty_bool, &[1], false).unwrap();
+        assert_eq!(max.i64s(), vec![0, 0]);
+        let min = reduce("ReduceMin", &empty_bool, &[1], false).unwrap();
+        assert_eq!(min.i64s(), vec![1, 1]);
+        let empty_u64 = Const::from_i64(DType::U64, vec![0], &[]);
+        let min = reduce("ReduceMin", &empty_u64, &[0], false).unwrap();
+        assert_eq!(min.full_bytes(), vec![0xff; 8]);
+        let empty_i32 = Const::from_i64(DType::I32, vec![0], &[]);
+        let max = reduce("ReduceMax", &empty_i32, &[0], false).unwrap();
+        assert_eq!(max.i64s(), vec![i64::from(i32::MIN)]);
     }
 }

@@ -184,6 +184,7 @@ pub(super) fn reduce(op: &str, c: &Const, axes: &[usize], keepdims: bool) -> Opt
     let out_count = out_shape.iter().product::<i64>() as usize;
     let out_strides = strides(&out_shape);
     let float = c.dtype.is_float();
+    let unsigned = c.dtype.is_unsigned();
     // The identity of an empty reduction: an integer type's (or bool's)
     // extreme value for max and min, as ONNX defines it.
     let bounds = c.dtype.int_bounds().map(|(lo, hi)| (lo as f64, hi as f64));
@@ -232,7 +233,10 @@ pub(super) fn reduce(op: &str, c: &Const, axes: &[usize], keepdims: bool) -> Opt
         Const::from_i64(
             c.dtype,
             shape,
-            &acc.iter().map(|&v| v as i64).collect::<Vec<_>>(),
+            // An unsigned 64-bit value past i64::MAX keeps its bits.
+            &acc.iter()
+                .map(|&v| if unsigned { v as u64 as i64 } else { v as i64 })
+                .collect::<Vec<_>>(),
         )
     })
 }

@@ -133,20 +133,25 @@ fn empty_reduction(
             false => Some(d),
         })
         .collect();
-    let bounds = dtype.int_bounds();
-    let value = match (op, bounds) {
-        ("ReduceSum" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare", _) => 0.0,
-        ("ReduceProd", _) => 1.0,
-        ("ReduceMax", Some((lo, _))) => lo as f64,
-        ("ReduceMin", Some((_, hi))) => hi as f64,
-        ("ReduceMax" | "ReduceLogSum" | "ReduceLogSumExp", None) => f64::NEG_INFINITY,
-        ("ReduceMin", None) => f64::INFINITY,
-        ("ReduceMean", None) => f64::NAN,
+    use super::super::tensor::Const;
+    Ok(match (op, dtype.int_bounds()) {
+        ("ReduceSum" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare", Some(_)) => {
+            Const::splat_i64(dtype, out, 0)
+        }
+        ("ReduceProd", Some(_)) => Const::splat_i64(dtype, out, 1),
+        // The extremes as their bits (u64's largest is all ones, -1).
+        ("ReduceMax", Some((lo, _))) => Const::splat_i64(dtype, out, lo as i64),
+        ("ReduceMin", Some((_, hi))) => Const::splat_i64(dtype, out, hi as i64),
+        ("ReduceSum" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare", None) => {
+            Const::splat_f64(dtype, out, 0.0)
+        }
+        ("ReduceProd", None) => Const::splat_f64(dtype, out, 1.0),
+        ("ReduceMax" | "ReduceLogSum" | "ReduceLogSumExp", None) => {
+            Const::splat_f64(dtype, out, f64::NEG_INFINITY)
+        }
+        ("ReduceMin", None) => Const::splat_f64(dtype, out, f64::INFINITY),
+        ("ReduceMean", None) => Const::splat_f64(dtype, out, f64::NAN),
         _ => bail!("{op} of {dtype} tensors over an empty set is not supported"),
-    };
-    Ok(match bounds {
-        Some(_) => super::super::tensor::Const::splat_i64(dtype, out, value as i64),
-        None => super::super::tensor::Const::splat_f64(dtype, out, value),
     })
 }
 
