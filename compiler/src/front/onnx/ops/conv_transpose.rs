@@ -89,14 +89,15 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         };
         let mut pads = Vec::new();
         for i in 0..n {
+            // Negative when the output is larger than the full one (its
+            // extra rows and columns hold the bias alone); halved rounding
+            // down, as ONNX's reference does.
             let total = full[i] - target[i];
-            if total < 0 {
-                bail!("output_shape {target:?} is larger than the full output {full:?}");
-            }
+            let half = total.div_euclid(2);
             pads.push(if auto_pad == "SAME_UPPER" {
-                (total / 2, total - total / 2)
+                (half, total - half)
             } else {
-                (total - total / 2, total / 2)
+                (total - half, half)
             });
         }
         pads
@@ -107,7 +108,25 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         }
         (0..n).map(|i| (p[i], p[i + n])).collect()
     };
+    // A negative end pad (an `output_shape` past the full output by less
+    // than the stride, as `output_padding` may be) extends the output:
+    // TOSA's `out_pad` adds rows and columns that hold the bias alone.
+    // Past that, or before the first element, ONNX's reference and
+    // onnxruntime refuse the shape too.
+    let mut extend = vec![0i64; n];
+    let mut pads = pads;
     for i in 0..n {
+        if output_shape.is_some() && pads[i].1 < 0 {
+            if pads[i].0 < 0 || -pads[i].1 >= strides[i] {
+                bail!(
+                    "output_shape {:?} is larger than the full output {full:?} by as much as the stride or more (or before its first element)",
+                    output_shape.as_deref().unwrap_or_default()
+                );
+            }
+            extend[i] = -pads[i].1;
+            pads[i].1 = 0;
+            full[i] += extend[i];
+        }
         if pads[i].0 < 0 || pads[i].1 < 0 || pads[i].0 + pads[i].1 >= full[i] {
             bail!("ConvTranspose pads {pads:?} for a full output of {full:?}");
         }
@@ -121,7 +140,7 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             w4,
             [1, strides[0]],
             [1, dilations[0]],
-            [0, output_padding[0]],
+            [0, output_padding[0] + extend[0]],
             [(0, 0), pads[0]],
             [1, full[0]],
         )
@@ -131,7 +150,7 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
             w,
             [strides[0], strides[1]],
             [dilations[0], dilations[1]],
-            [output_padding[0], output_padding[1]],
+            [output_padding[0] + extend[0], output_padding[1] + extend[1]],
             [pads[0], pads[1]],
             [full[0], full[1]],
         )
