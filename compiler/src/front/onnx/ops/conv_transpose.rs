@@ -2,7 +2,7 @@
 //! import time, groups become one convolution each.
 
 use super::super::dtype::{DType, TType};
-use super::super::emit::Attr;
+use super::super::emit::{Attr, Val};
 use super::super::error::{ImportError, Result, bail};
 use super::super::fold;
 use super::super::importer::Importer;
@@ -29,6 +29,35 @@ fn dilate_kernel(w: &Const, dilations: &[i64; 2]) -> Const {
         }
     }
     Const::from_f64(w.dtype, vec![s[0], s[1], kh, kw], &out)
+}
+
+/// Weights computed at run time dilated by `dilations` (along their last
+/// two axes): zeros between the taps, by a reshape that gives each tap an
+/// axis of `d` slots, a pad of that axis to `d`, and a slice of the
+/// `(K - 1) * d + 1` leading elements.
+fn dilate_kernel_at_run_time(imp: &mut Importer, k: &Val, dilations: &[i64; 2]) -> Val {
+    let mut k = k.clone();
+    for (axis, &d) in [2usize, 3].into_iter().zip(dilations) {
+        if d == 1 {
+            continue;
+        }
+        let shape = k.shape().to_vec();
+        let taps = shape[axis];
+        // [.., K, ..] -> [.., K, 1, ..] -> [.., K, d, ..] -> [.., K * d, ..].
+        let mut split = shape.clone();
+        split.insert(axis + 1, 1);
+        let spread = imp.e.reshape(&k, &split);
+        let mut pads = vec![(0, 0); split.len()];
+        pads[axis + 1] = (0, d - 1);
+        let spread = imp.e.pad(&spread, &pads, 0.0);
+        let mut merged = shape.clone();
+        merged[axis] = taps * d;
+        let merged_val = imp.e.reshape(&spread, &merged);
+        let mut size = shape.clone();
+        size[axis] = (taps - 1) * d + 1;
+        k = imp.e.slice(&merged_val, &vec![0; shape.len()], &size);
+    }
+    k
 }
 
 pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
@@ -166,9 +195,7 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
                 "ConvTranspose dilations {dilations2:?} of {:?} weights are too large",
                 w4.shape()
             ),
-            Value::Tensor(_) => {
-                bail!("dilated ConvTranspose with weights computed at run time is not supported")
-            }
+            Value::Tensor(k) => Value::Tensor(dilate_kernel_at_run_time(imp, k, &dilations2)),
         }
     } else {
         w4
