@@ -60,6 +60,138 @@ fn dilate_kernel_at_run_time(imp: &mut Importer, k: &Val, dilations: &[i64; 2]) 
     k
 }
 
+/// A 3-D transposed convolution's geometry, per spatial axis (depth,
+/// height, width): `full` is the uncropped output, `output_padding` what
+/// extends it at the end, `pads` what is cropped.
+struct Geometry3d<'g> {
+    strides: &'g [i64],
+    dilations: &'g [i64],
+    output_padding: &'g [i64],
+    pads: &'g [(i64, i64)],
+    full: &'g [i64],
+}
+
+/// 3-D ConvTranspose as one 2-D ConvTranspose per depth tap of the
+/// weights (TOSA has no 3-D form): the input's depth folded into its
+/// batch, each tap's 2-D output spread along the output depth by the
+/// stride (zeros between) and shifted by the tap's dilated offset, the
+/// taps summed, then the bias added and the pads cropped.
+fn conv_transpose_3d(
+    imp: &mut Importer,
+    node: &Node,
+    x: &Val,
+    w: &Value,
+    g: &Geometry3d,
+) -> Result<Vec<Value>> {
+    let xs = x.shape().to_vec();
+    let ws = w.shape();
+    let (batch, c, depth) = (xs[0], xs[1], xs[2]);
+    let taps = ws[2];
+    let f = ws[1] * node.int("group", 1)?;
+    // [N, C, D, H, W] -> [N * D, C, H, W].
+    let folded = imp.e.transpose(x, &[0, 2, 1, 3, 4]);
+    let folded = imp.e.reshape(&folded, &[batch * depth, c, xs[3], xs[4]]);
+    // The 2-D node: the height and width attributes, no pads (cropped
+    // below with the depth's), no bias.
+    let mut proto = node.proto.clone();
+    proto.input.truncate(2);
+    proto.attribute.retain(|a| {
+        !matches!(
+            a.name.as_str(),
+            "strides"
+                | "dilations"
+                | "output_padding"
+                | "pads"
+                | "output_shape"
+                | "auto_pad"
+                | "kernel_shape"
+        )
+    });
+    proto
+        .attribute
+        .push(super::ints_attr("strides", &g.strides[1..]));
+    proto
+        .attribute
+        .push(super::ints_attr("dilations", &g.dilations[1..]));
+    proto
+        .attribute
+        .push(super::ints_attr("output_padding", &g.output_padding[1..]));
+    let weights = imp.val(w)?;
+    let depth_full = g.full[0];
+    let spread = (depth - 1) * g.strides[0] + 1;
+    let mut sum: Option<Val> = None;
+    for tap in 0..taps {
+        let wt = imp.e.slice_axis(&weights, 2, tap, tap + 1);
+        let wt = imp.e.reshape(&wt, &[ws[0], ws[1], ws[3], ws[4]]);
+        let plane = Node {
+            proto: &proto,
+            opset: node.opset,
+            inputs: vec![Some(Value::Tensor(folded.clone())), Some(Value::Tensor(wt))],
+        };
+        let y = conv_transpose(imp, &plane)?;
+        let y = imp.val(&y[0])?;
+        let (fh, fw) = (y.shape()[2], y.shape()[3]);
+        // [N * D, F, FH, FW] -> [N, D, 1, F, FH, FW], the stride's zeros
+        // after each depth, [N, (D - 1) * s + 1, F, FH, FW].
+        let y = imp.e.reshape(&y, &[batch, depth, 1, f, fh, fw]);
+        let y = imp.e.pad(
+            &y,
+            &[
+                (0, 0),
+                (0, 0),
+                (0, g.strides[0] - 1),
+                (0, 0),
+                (0, 0),
+                (0, 0),
+            ],
+            0.0,
+        );
+        let y = imp.e.reshape(&y, &[batch, depth * g.strides[0], f, fh, fw]);
+        let y = imp.e.slice_axis(&y, 1, 0, spread);
+        let offset = tap * g.dilations[0];
+        let y = imp.e.pad(
+            &y,
+            &[
+                (0, 0),
+                (offset, depth_full - spread - offset),
+                (0, 0),
+                (0, 0),
+                (0, 0),
+            ],
+            0.0,
+        );
+        sum = Some(match sum {
+            None => y,
+            Some(s) => imp.e.add(&s, &y)?,
+        });
+    }
+    let Some(mut y) = sum else {
+        bail!("ConvTranspose with weights of no depth");
+    };
+    if let Some(b) = node.opt(2) {
+        if b.shape() != [f] {
+            bail!("ConvTranspose bias {:?} for {f} output channels", b.shape());
+        }
+        let b = imp.val(b)?;
+        let b = imp.e.reshape(&b, &[1, 1, f, 1, 1]);
+        y = imp.e.add(&y, &b)?;
+    }
+    let shape = y.shape().to_vec();
+    let (pd, ph, pw) = (g.pads[0], g.pads[1], g.pads[2]);
+    let cropped = imp.e.slice(
+        &y,
+        &[0, pd.0, 0, ph.0, pw.0],
+        &[
+            batch,
+            shape[1] - pd.0 - pd.1,
+            f,
+            shape[3] - ph.0 - ph.1,
+            shape[4] - pw.0 - pw.1,
+        ],
+    );
+    tensor(imp.e.transpose(&cropped, &[0, 2, 1, 3, 4]))
+}
+
 pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let input = node.input(0)?;
     require_float(input, "ConvTranspose's input")?;
@@ -67,8 +199,10 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
     let w = node.input(1)?.clone();
     let (xs, ws) = (x.shape().to_vec(), w.shape());
     let rank = xs.len();
-    if !(3..=4).contains(&rank) || ws.len() != rank {
-        bail!("ConvTranspose of a {xs:?} input with {ws:?} weights (1-D and 2-D are supported)");
+    if !(3..=5).contains(&rank) || ws.len() != rank {
+        bail!(
+            "ConvTranspose of a {xs:?} input with {ws:?} weights (1-D, 2-D and 3-D are supported)"
+        );
     }
     let n = rank - 2;
     let group = node.int("group", 1)?;
@@ -159,6 +293,17 @@ pub fn conv_transpose(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         if pads[i].0 < 0 || pads[i].1 < 0 || pads[i].0 + pads[i].1 >= full[i] {
             bail!("ConvTranspose pads {pads:?} for a full output of {full:?}");
         }
+    }
+    if rank == 5 {
+        let output_padding: Vec<i64> = (0..n).map(|i| output_padding[i] + extend[i]).collect();
+        let geometry = Geometry3d {
+            strides: &strides,
+            dilations: &dilations,
+            output_padding: &output_padding,
+            pads: &pads,
+            full: &full,
+        };
+        return conv_transpose_3d(imp, node, &x, &w, &geometry);
     }
     // 1-D as 2-D with height 1.
     let (x4, w4, strides2, dilations2, opad2, pads2, full2) = if rank == 3 {
