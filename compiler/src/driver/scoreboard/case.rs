@@ -496,6 +496,9 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
     // `--input-value` would, and the case is imported again.
     let mut given: Vec<(usize, String)> = Vec::new();
     let shapes_as_given = options.input_shapes.clone();
+    // The model's graph, read once for the walks below (only a case that
+    // needs a value reads it).
+    let mut proto: Option<onnx::proto::ModelProto> = None;
     let mut imported = loop {
         let error = match onnx::import_file(&model, &options) {
             Ok(imported) => break imported,
@@ -506,8 +509,14 @@ fn import_case(case: &Path) -> std::result::Result<ImportedCase, Outcome> {
         let Some(needed) = error.needs_value.as_deref() else {
             return Err(unsupported());
         };
-        let values =
-            values_to_give(&model, needed, &sets, &input_kinds, &given).map_err(failure)?;
+        if proto.is_none() {
+            let bytes = std::fs::read(&model).map_err(|e| failure(e.into()))?;
+            proto = Some(onnx::parse_model(&bytes).map_err(|e| failure(anyhow!("{e}")))?);
+        }
+        let Some(graph) = proto.as_ref().and_then(|p| p.graph.as_ref()) else {
+            return Err(unsupported());
+        };
+        let values = values_to_give(graph, needed, &sets, &input_kinds, &given).map_err(failure)?;
         if values.is_empty() {
             return Err(unsupported());
         }
@@ -568,17 +577,13 @@ const MAX_GIVEN_ELEMENTS: usize = 64;
 /// give at compile time. None when they are not all short tensors that
 /// every data set gives the same value, or not yet given.
 fn values_to_give(
-    model: &Path,
+    graph: &onnx::proto::GraphProto,
     needed: &str,
     sets: &[PathBuf],
     input_kinds: &[Kind],
     given: &[(usize, String)],
 ) -> Result<Vec<(usize, String, TensorProto)>> {
     use prost::Message as _;
-    let proto = onnx::parse_model(&std::fs::read(model)?).map_err(|e| anyhow!("{e}"))?;
-    let Some(graph) = proto.graph.as_ref() else {
-        return Ok(Vec::new());
-    };
     let initializers: std::collections::HashSet<&str> =
         graph.initializer.iter().map(|i| i.name.as_str()).collect();
     let inputs: Vec<&str> = graph
