@@ -37,6 +37,15 @@ impl Fake {
         (htod, dtoh)
     }
 
+    fn live_allocations(&self) -> i32 {
+        // SAFETY: the fixture exports `int fake_cuda_live_allocations(void)`.
+        unsafe {
+            let f: libloading::Symbol<unsafe extern "C" fn() -> i32> =
+                self.lib.get(b"fake_cuda_live_allocations").unwrap();
+            f()
+        }
+    }
+
     fn launched_pointers(&self) -> Vec<u64> {
         let mut out = vec![0u64; 256];
         // SAFETY: the fixture exports `int fake_cuda_launched_pointers(
@@ -152,6 +161,39 @@ fn device_inputs_and_outputs_stay_on_the_device() {
         y2[0].to_host().unwrap().to_f32().unwrap(),
         axpb_expected(&once)
     );
+
+    // A loop of calls on device memory, each taking the one before's
+    // output and dropping it (a decoder's cache), allocates nothing after
+    // its first step: a dropped tensor's memory serves the next tensor of
+    // its size, and the runtime frees what it keeps on request.
+    let rt = CudaRuntime::new(0, false).unwrap();
+    let mut session = rt.session(&model).unwrap();
+    let mut y = CudaTensor::upload(&rt, &HostTensor::from_f32(vec![1000], &x).unwrap()).unwrap();
+    let mut expected = x.clone();
+    let mut live = Vec::new();
+    for _ in 0..6 {
+        // SAFETY: `y` is live device memory of this context.
+        let mut outputs = unsafe { session.run_device("axpb", &[y.as_input()]) }.unwrap();
+        y = outputs.remove(0);
+        expected = axpb_expected(&expected);
+        live.push(fake.live_allocations());
+    }
+    assert_eq!(y.to_host().unwrap().to_f32().unwrap(), expected);
+    assert!(
+        live[1..].iter().all(|&n| n == live[1]),
+        "live allocations per step: {live:?}"
+    );
+    let stats = rt.tensor_memory_stats();
+    assert_eq!((stats.allocations, stats.reuse_hits), (2, 5), "{stats:?}");
+    assert_eq!(stats.in_use_bytes, 4096, "{stats:?}");
+    rt.release_cached_memory().unwrap();
+    assert_eq!(
+        fake.live_allocations(),
+        live[5] - 1,
+        "the one free block freed"
+    );
+    assert_eq!(rt.tensor_memory_stats().current_bytes, 4096);
+    drop((y, session));
 
     // Bad inputs name the input, what it expects and what it got.
     let rt = CudaRuntime::new(0, false).unwrap();

@@ -378,6 +378,10 @@ impl CudaArray {
         let t = &self.tensor;
         let (code, bits) =
             dl_dtype(t.dtype()).ok_or_else(|| PyBufferError::new_err(no_dl_dtype(t.dtype())))?;
+        // The consumer's kernels may still read the memory when it deletes
+        // the tensor: free it then (`cuMemFree` waits for the device)
+        // rather than keep it for tcc's next tensor of its size.
+        t.free_on_drop();
         let mut export = Box::new(Export {
             managed: DlManagedTensor {
                 dl_tensor: DlTensor {

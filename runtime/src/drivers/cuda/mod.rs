@@ -238,6 +238,8 @@ pub(crate) struct CudaContext {
     /// The modules loaded in this context, by the SHA-256 of their PTX
     /// (see [`CudaContext::module`]).
     modules: std::sync::Mutex<ModuleCache>,
+    /// The memory of the [`CudaTensor`]s made here.
+    pub(crate) tensor_memory: std::sync::Mutex<memory::TensorPool>,
 }
 
 /// The context's compiled modules, and how often one was loaded or found.
@@ -329,6 +331,16 @@ impl CudaContext {
 
 impl Drop for CudaContext {
     fn drop(&mut self) {
+        if self.make_current().is_ok() {
+            // Every tensor is gone (each holds the context alive); an
+            // error here leaves the blocks to the context's release.
+            let driver = self.driver;
+            let _ = self
+                .tensor_memory
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .free_all(driver);
+        }
         let modules = std::mem::take(
             &mut self
                 .modules
@@ -390,6 +402,7 @@ impl CudaRuntime {
             profiling: options.profiling,
             graphs: options.graphs,
             modules: Default::default(),
+            tensor_memory: Default::default(),
         };
         inner.make_current()?;
         Ok(CudaRuntime {
@@ -426,6 +439,30 @@ impl CudaRuntime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .stats
+    }
+
+    /// The device memory of this runtime's [`CudaTensor`]s: blocks
+    /// allocated, requests served by blocks of dropped tensors, bytes held
+    /// and in use (see [`CudaRuntime::release_cached_memory`]).
+    pub fn tensor_memory_stats(&self) -> crate::buffer_pool::PoolStats {
+        self.inner
+            .tensor_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stats()
+    }
+
+    /// Frees the device memory that dropped [`CudaTensor`]s left for
+    /// later tensors of their sizes (as `torch.cuda.empty_cache()`; the
+    /// runtime frees it when it is dropped, and when an allocation would
+    /// otherwise run out of memory).
+    pub fn release_cached_memory(&self) -> Result<()> {
+        self.inner.make_current()?;
+        self.inner
+            .tensor_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .free_all(self.inner.driver)
     }
 
     /// `len` bytes of page-locked host memory (`cuMemHostAlloc`,

@@ -16,6 +16,7 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::CudaRuntime;
 use super::driver::{
@@ -36,13 +37,21 @@ pub struct CudaInput {
     pub shape: Vec<usize>,
 }
 
-/// A tensor in device memory owned by tcc (`cuMemAlloc`, freed by `Drop`),
-/// dense and row-major. It keeps its runtime's context alive, so it may
-/// outlive the session that made it.
+/// A tensor in device memory owned by tcc, dense and row-major. Its
+/// memory comes from the runtime's pool of tensor memory and goes back
+/// there when it is dropped, for the next tensor of its size (see
+/// `memory::TensorPool`), unless [`CudaTensor::free_on_drop`] was called.
+/// It keeps its runtime's context alive, so it may outlive the session
+/// that made it.
 pub struct CudaTensor {
     rt: CudaRuntime,
     ptr: CuDevicePtr,
     bytes: usize,
+    /// The pool's size class of the block.
+    capacity: u64,
+    /// Whether `Drop` frees the block (`cuMemFree`) instead of giving it
+    /// back to the pool.
+    free_on_drop: AtomicBool,
     dtype: DType,
     shape: Vec<usize>,
 }
@@ -75,17 +84,19 @@ impl CudaTensor {
         })?;
         let inner = &rt.inner;
         inner.make_current()?;
-        let mut ptr: CuDevicePtr = 0;
-        // A zero-byte tensor still gets a distinct, valid address.
-        // SAFETY: the driver writes the new allocation's address.
-        let status = unsafe { (inner.driver.api.mem_alloc)(&mut ptr, bytes.max(1)) };
-        inner
-            .driver
-            .check(status, || format!("cuMemAlloc({bytes} bytes)"))?;
+        // A zero-byte tensor still gets a distinct, valid address (the
+        // pool's smallest class).
+        let (ptr, capacity) = inner
+            .tensor_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .acquire(inner.driver, bytes as u64)?;
         Ok(CudaTensor {
             rt: rt.clone(),
             ptr,
             bytes,
+            capacity,
+            free_on_drop: AtomicBool::new(false),
             dtype,
             shape,
         })
@@ -230,6 +241,14 @@ impl CudaTensor {
         type_string(&self.shape, self.dtype)
     }
 
+    /// Makes `Drop` free the memory (`cuMemFree`, which waits for the
+    /// device) instead of keeping it for a later tensor: for a tensor whose
+    /// address was handed to code that tcc does not order its work with
+    /// (an exported DLPack tensor, deleted by its consumer).
+    pub fn free_on_drop(&self) {
+        self.free_on_drop.store(true, Ordering::Relaxed);
+    }
+
     /// The tensor as an input of a later call (borrowed: keep `self`
     /// alive until that call returns).
     pub fn as_input(&self) -> CudaInput {
@@ -243,10 +262,18 @@ impl CudaTensor {
 
 impl Drop for CudaTensor {
     fn drop(&mut self) {
-        if self.rt.inner.make_current().is_ok() {
-            // SAFETY: the allocation came from cuMemAlloc and no call of a
-            // session uses it any more (`run_device` waits for its work).
-            unsafe { (self.rt.inner.driver.api.mem_free)(self.ptr) };
+        let inner = &self.rt.inner;
+        let mut pool = inner
+            .tensor_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !self.free_on_drop.load(Ordering::Relaxed) {
+            // No call of a session uses it any more (`run_device` waits
+            // for its work); the pool reuses it only after synchronizing
+            // the context, for work of others on it.
+            pool.release(self.ptr, self.capacity);
+        } else if inner.make_current().is_ok() {
+            pool.free(inner.driver, self.ptr, self.capacity);
         }
     }
 }
