@@ -2074,6 +2074,37 @@ def grouped_conv_cases():
               [vi(n, F, s) for n, s in outputs.items()], [r(*s) for s in shapes.values()], initializers=inits)
 
 
+def one_position_scatter_cases():
+    """ScatterElements with one update per position along its axis (a
+    key/value cache written one token a step), which tcc imports as an
+    elementwise op reading the data as an input rather than a reduction
+    into a copy of it: without a reduction, with negative indices, with
+    `add` and `max` reductions, with indices shorter than the data on
+    another axis (padded), and on an integer tensor. Its own random
+    generator (`python3 test/onnx/gen.py scatters`)."""
+    g = np.random.default_rng(51)
+    x = g.uniform(-1, 1, size=(3, 5, 4)).astype(np.float32)
+    at = g.integers(-5, 5, size=(3, 1, 4)).astype(np.int64)
+    rows = g.uniform(-1, 1, size=(3, 1, 4)).astype(np.float32)
+    at2 = g.integers(0, 5, size=(2, 1, 3)).astype(np.int64)
+    rows2 = g.uniform(-1, 1, size=(2, 1, 3)).astype(np.float32)
+    counts = g.integers(-9, 9, size=(3, 5, 4)).astype(np.int64)
+    nodes = [
+        helper.make_node("ScatterElements", ["x", "at", "rows"], ["written"], axis=1),
+        helper.make_node("ScatterElements", ["x", "at", "rows"], ["added"], axis=-2, reduction="add"),
+        helper.make_node("ScatterElements", ["x", "at2", "rows2"], ["maxed"], axis=1, reduction="max"),
+        helper.make_node("ScatterElements", ["counts", "at", "steps"], ["counted"], axis=1, reduction="add"),
+    ]
+    save_case("scatter_one_position", nodes,
+              [vi("x", F, [3, 5, 4]), vi("at", I64, [3, 1, 4]), vi("rows", F, [3, 1, 4]),
+               vi("at2", I64, [2, 1, 3]), vi("rows2", F, [2, 1, 3]), vi("counts", I64, [3, 5, 4])],
+              [vi("written", F, [3, 5, 4]), vi("added", F, [3, 5, 4]), vi("maxed", F, [3, 5, 4]),
+               vi("counted", I64, [3, 5, 4])],
+              [x, at, rows, at2, rows2, counts],
+              [init("steps", np.arange(12, dtype=np.int64).reshape(3, 1, 4))],
+              opset=18)
+
+
 if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["roi"]:
@@ -2103,11 +2134,15 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["integer_pools"]:
         integer_pool_cases()
         sys.exit(0)
+    if sys.argv[1:] == ["scatters"]:
+        one_position_scatter_cases()
+        sys.exit(0)
     if sys.argv[1:] == ["element_types"]:
         element_type_cases()
         sys.exit(0)
     cases()
     quantized_cases()
+    one_position_scatter_cases()
     bad_models()
     feature_models()
     index_cases()
