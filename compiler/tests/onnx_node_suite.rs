@@ -98,7 +98,7 @@ fn onnx_node_suite_has_no_regressions() {
     let suite = suite();
     let start = Instant::now();
     let jobs = onnx_scoreboard::jobs();
-    let outcomes = onnx_scoreboard::run_in_processes(&suite.cases, false);
+    let outcomes = onnx_scoreboard::run_in_processes(&suite.cases, false, true);
     let seconds = start.elapsed().as_secs_f64();
     let (training, inference): (BTreeMap<_, _>, BTreeMap<_, _>) = outcomes
         .clone()

@@ -134,8 +134,17 @@ pub(crate) fn jobs() -> usize {
 /// `scoreboard::read_expectations`. A case that a child did not report (it
 /// crashed or could not start its runtime) ends as a failure that says so.
 /// The children are started under `support::device_and_spawn_lock`; what
-/// they print goes to this test's captured output.
-pub(crate) fn run_in_processes(cases: &[PathBuf], verbose: bool) -> BTreeMap<String, Outcome> {
+/// they print goes to this test's captured output. With
+/// `unoptimized_kernels` the children build their kernel programs with
+/// `-cl-opt-disable` (`TCC_OPENCL_BUILD_OPTIONS`): for suites of many
+/// small graphs whose kernels run once, where the driver's optimizer is
+/// most of a case's time (PoCL, the ONNX node suite: about a third of its
+/// time) and the outcome is what the graph computes, not how fast.
+pub(crate) fn run_in_processes(
+    cases: &[PathBuf],
+    verbose: bool,
+    unoptimized_kernels: bool,
+) -> BTreeMap<String, Outcome> {
     let jobs = jobs().clamp(1, cases.len().max(1));
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut children = Vec::new();
@@ -162,6 +171,9 @@ pub(crate) fn run_in_processes(cases: &[PathBuf], verbose: bool) -> BTreeMap<Str
                 .stdout(output.try_clone().expect("a child's log"))
                 .stderr(output);
             support::isolate_command(&mut command, &work);
+            if unoptimized_kernels {
+                command.env(tcc_runtime::OPENCL_BUILD_OPTIONS_ENV, "-cl-opt-disable");
+            }
             let child = command
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {}: {e}", env!("CARGO_BIN_EXE_tcc")));
@@ -216,7 +228,7 @@ fn exporter_cases() -> Vec<PathBuf> {
 fn hand_made_models_pass() {
     let cases = hand_made_cases();
     assert!(cases.len() >= 18, "{} cases", cases.len());
-    let outcomes = run_in_processes(&cases, true);
+    let outcomes = run_in_processes(&cases, true, true);
     check("hand_made_models_pass", &outcomes);
 }
 
@@ -228,7 +240,7 @@ fn exporter_models_pass() {
         14,
         "7 architectures x 2 exporters in test/onnx/exporters"
     );
-    let outcomes = run_in_processes(&cases, false);
+    let outcomes = run_in_processes(&cases, false, true);
     check("exporter_models_pass", &outcomes);
 }
 
@@ -246,7 +258,7 @@ fn run_fixture_dir(test: &str, cases: Vec<PathBuf>, count: (usize, &str), last_s
             last_set.1
         );
     }
-    let outcomes = run_in_processes(&cases, false);
+    let outcomes = run_in_processes(&cases, false, true);
     check(test, &outcomes);
 }
 
@@ -327,7 +339,7 @@ fn onnx_backend_test_data_has_no_regressions() {
         117,
         "the onnx package's pytorch-converted + pytorch-operator cases"
     );
-    let outcomes = run_in_processes(&cases, false);
+    let outcomes = run_in_processes(&cases, false, true);
     check("onnx_backend_test_data_has_no_regressions", &outcomes);
     let passed = outcomes.values().filter(|o| **o == Outcome::Pass).count();
     assert!(

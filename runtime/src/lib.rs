@@ -142,6 +142,9 @@ pub struct RuntimeOptions {
     /// own bounce buffers). `None` (default): `TCC_STAGING_LIMIT` in
     /// bytes, else [`DEFAULT_STAGING_LIMIT`].
     pub staging_limit: Option<usize>,
+    /// OpenCL build options appended to every artifact's own (part of the
+    /// program cache key). `None` (default): `TCC_OPENCL_BUILD_OPTIONS`.
+    pub extra_build_options: Option<String>,
 }
 
 /// Environment variable: the largest tensor in bytes an asynchronous call
@@ -154,6 +157,14 @@ pub const STAGING_LIMIT_ENV: &str = "TCC_STAGING_LIMIT";
 /// memory, once the benchmark's output blocks were recycled
 /// (docs/benchmarks.md, "Issue 14 on the H100: large transfers").
 pub const DEFAULT_STAGING_LIMIT: usize = 1 << 30;
+
+/// Environment variable: OpenCL build options appended to every
+/// artifact's own when this runtime builds its kernel program (part of
+/// the program cache's key, so builds with and without them are kept
+/// apart). `-cl-opt-disable` skips the driver's optimizer: PoCL then
+/// builds a program of small kernels 1.4-2.4x faster (this 2-core CPU), at
+/// the kernels' speed; the ONNX node suite sets it (docs/testing.md).
+pub const OPENCL_BUILD_OPTIONS_ENV: &str = "TCC_OPENCL_BUILD_OPTIONS";
 
 /// Environment variable: `0` turns pinned staging off (see
 /// [`RuntimeOptions::pinned_staging`]).
@@ -176,6 +187,7 @@ impl Default for RuntimeOptions {
             },
             pinned_staging: None,
             staging_limit: None,
+            extra_build_options: None,
         }
     }
 }
@@ -333,12 +345,26 @@ pub(crate) struct RuntimeInner {
     pub(crate) staging_limit: usize,
     /// Call handles not yet dropped.
     pub(crate) live_handles: std::sync::atomic::AtomicU64,
+    /// See [`RuntimeOptions::extra_build_options`], trimmed.
+    extra_build_options: String,
     /// The sub-device this runtime was created on ([`partition_device`],
     /// which also keeps it for the life of the process).
     pub(crate) _sub_device: Option<Arc<opencl3::device::SubDevice>>,
 }
 
 impl RuntimeInner {
+    /// The build options of `art`'s OpenCL program on this runtime: its
+    /// own, then [`OPENCL_BUILD_OPTIONS_ENV`]'s.
+    pub(crate) fn build_options<'a>(&self, own: &'a str) -> std::borrow::Cow<'a, str> {
+        match (own.is_empty(), self.extra_build_options.is_empty()) {
+            (_, true) => std::borrow::Cow::Borrowed(own),
+            (true, false) => std::borrow::Cow::Owned(self.extra_build_options.clone()),
+            (false, false) => {
+                std::borrow::Cow::Owned(format!("{own} {}", self.extra_build_options))
+            }
+        }
+    }
+
     pub(crate) fn pool(&self) -> MutexGuard<'_, BufferPool> {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -407,6 +433,11 @@ impl Runtime {
                         .unwrap_or(DEFAULT_STAGING_LIMIT)
                 }),
                 live_handles: std::sync::atomic::AtomicU64::new(0),
+                extra_build_options: options
+                    .extra_build_options
+                    .or_else(|| std::env::var(OPENCL_BUILD_OPTIONS_ENV).ok())
+                    .map(|v| v.trim().to_string())
+                    .unwrap_or_default(),
                 _sub_device: sub_device,
             }),
         })
@@ -502,10 +533,11 @@ impl Runtime {
         lock_path: &Path,
     ) -> Result<()> {
         let art = &model.inner;
+        let options = self.inner.build_options(&art.build_options);
         let source = program_cache::ProgramSource {
             kind: art.source_kind,
             bytes: &art.source,
-            options: &art.build_options,
+            options: &options,
         };
         program_cache::write_handed_over(
             &self.inner.context,

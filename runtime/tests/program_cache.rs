@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 
 use common::*;
 use tcc_runtime::program_cache::{HEADER_LEN, encode_entry};
-use tcc_runtime::{HostTensor, Model, ProgramOrigin};
+use tcc_runtime::{HostTensor, Model, ProgramOrigin, RuntimeOptions};
 
 #[test]
 fn program_cache_hits_in_memory_then_on_disk() {
@@ -59,6 +59,27 @@ fn program_cache_hits_in_memory_then_on_disk() {
     );
     let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
     assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)));
+
+    // Extra build options (TCC_OPENCL_BUILD_OPTIONS) make a program of
+    // their own: built from source next to the entry without them, then
+    // found on disk by the next runtime with the same options; same
+    // results.
+    let unoptimized = || RuntimeOptions {
+        extra_build_options: Some(" -cl-opt-disable ".into()),
+        ..Default::default()
+    };
+    let rt3 = runtime_with(cache.path(), unoptimized());
+    let mut s = rt3.session(&model).unwrap();
+    assert_eq!(s.program_origin(), Some(ProgramOrigin::SourceBuild));
+    let y = s.run("axpb", std::slice::from_ref(&x)).unwrap();
+    assert_eq!(y[0].to_f32().unwrap(), axpb_expected(&ramp(1000)));
+    drop(s);
+    drop(rt3);
+    let rt4 = runtime_with(cache.path(), unoptimized());
+    let s = rt4.session(&model).unwrap();
+    assert_eq!(s.program_origin(), Some(ProgramOrigin::DiskHit));
+    let entries = fs::read_dir(rt4.cache_entries_dir().unwrap()).unwrap().count();
+    assert_eq!(entries, 2, "one entry per build options");
 }
 
 #[test]

@@ -67,10 +67,11 @@ pub(super) fn build_program(rt: &Runtime, art: &Artifact) -> Result<BuiltProgram
             log: "injected fault (Runtime::inject_fault)".into(),
         });
     }
+    let options = inner.build_options(&art.build_options);
     let portable = ProgramSource {
         kind: art.source_kind,
         bytes: &art.source,
-        options: &art.build_options,
+        options: &options,
     };
     let build = |source: &ProgramSource| {
         inner

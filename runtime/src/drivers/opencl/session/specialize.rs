@@ -313,10 +313,11 @@ impl Specializer {
 /// The program of the artifact's OpenCL C with `defines` after its own
 /// build options, and its kernels.
 fn build_bucket(rt: &RuntimeInner, art: &Artifact, defines: &str) -> Result<Bucket> {
-    let options = if art.build_options.is_empty() {
+    let own = rt.build_options(&art.build_options);
+    let options = if own.is_empty() {
         defines.to_string()
     } else {
-        format!("{} {defines}", art.build_options)
+        format!("{own} {defines}")
     };
     let source = ProgramSource {
         kind: SourceKind::OpenClC,
