@@ -195,6 +195,16 @@ fn device_inputs_and_outputs_stay_on_the_device() {
     assert_eq!(rt.tensor_memory_stats().current_bytes, 4096);
     drop((y, session));
 
+    // Downloads of 64 KiB and more go through the runtime's page-locked
+    // block (kept, grown for a larger one): the same bytes, one copy each.
+    for n in [20_000usize, 20_000, 300_000] {
+        let values: Vec<f32> = ramp(n);
+        let t = CudaTensor::upload(&rt, &HostTensor::from_f32(vec![n], &values).unwrap()).unwrap();
+        let copies = fake.copies();
+        assert_eq!(t.to_host().unwrap().to_f32().unwrap(), values, "{n} floats");
+        assert_eq!(fake.copies(), (copies.0, copies.1 + 1), "one download");
+    }
+
     // Bad inputs name the input, what it expects and what it got.
     let rt = CudaRuntime::new(0, false).unwrap();
     let mut session = rt.session(&model).unwrap();

@@ -78,7 +78,9 @@ fn program_cache_hits_in_memory_then_on_disk() {
     let rt4 = runtime_with(cache.path(), unoptimized());
     let s = rt4.session(&model).unwrap();
     assert_eq!(s.program_origin(), Some(ProgramOrigin::DiskHit));
-    let entries = fs::read_dir(rt4.cache_entries_dir().unwrap()).unwrap().count();
+    let entries = fs::read_dir(rt4.cache_entries_dir().unwrap())
+        .unwrap()
+        .count();
     assert_eq!(entries, 2, "one entry per build options");
 }
 

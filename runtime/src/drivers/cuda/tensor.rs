@@ -117,18 +117,10 @@ impl CudaTensor {
     }
 
     /// Copies the tensor to the host (`cuMemcpyDtoH`, which waits for the
-    /// work queued before it on the legacy default stream).
+    /// work queued before it on the legacy default stream; through the
+    /// runtime's page-locked block, see `CudaRuntime::download`).
     pub fn to_host(&self) -> Result<HostTensor> {
-        let mut bytes = vec![0u8; self.bytes];
-        if self.bytes > 0 {
-            self.rt.inner.make_current()?;
-            let driver = self.rt.inner.driver;
-            // SAFETY: `bytes` has the allocation's size.
-            let status = unsafe {
-                (driver.api.memcpy_dtoh)(bytes.as_mut_ptr() as *mut c_void, self.ptr, self.bytes)
-            };
-            driver.check(status, || format!("cuMemcpyDtoH({} bytes)", self.bytes))?;
-        }
+        let bytes = self.rt.download(self.ptr, self.bytes)?;
         HostTensor::new(self.dtype, self.shape.clone(), bytes)
     }
 
