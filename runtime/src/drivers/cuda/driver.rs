@@ -38,7 +38,7 @@ pub(crate) type CuGraph = *mut c_void;
 pub(crate) type CuGraphExec = *mut c_void;
 
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
-pub(crate) const CUDA_ERROR_OUT_OF_MEMORY: CuResult = 2;
+const CUDA_ERROR_OUT_OF_MEMORY: CuResult = 2;
 
 /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
 pub(crate) const ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use super::driver::{CUDA_ERROR_OUT_OF_MEMORY, CuDevicePtr, Driver};
+use super::driver::{CuDevicePtr, Driver};
 use crate::buffer_pool::PoolStats;
 use crate::error::Result;
 
@@ -77,6 +77,19 @@ impl MemoryPool {
         Ok(DeviceMemory { ptr, capacity })
     }
 
+    /// Whether a request of `bytes` would be served from a free list.
+    pub(crate) fn has_free(&self, bytes: u64) -> bool {
+        size_class(bytes).is_some_and(|c| self.free.get(&c).is_some_and(|l| !l.is_empty()))
+    }
+
+    /// Frees a block in use at once (`cuMemFree`) instead of keeping it.
+    pub(crate) fn free_now(&mut self, driver: &Driver, memory: DeviceMemory) {
+        // SAFETY: the block came from cuMemAlloc and its user is done.
+        unsafe { (driver.api.mem_free)(memory.ptr) };
+        self.stats.in_use_bytes = self.stats.in_use_bytes.saturating_sub(memory.capacity);
+        self.stats.current_bytes = self.stats.current_bytes.saturating_sub(memory.capacity);
+    }
+
     /// Gives a block back for later requests of its size class.
     pub(crate) fn release(&mut self, memory: DeviceMemory) {
         self.stats.in_use_bytes = self.stats.in_use_bytes.saturating_sub(memory.capacity);
@@ -124,70 +137,42 @@ impl MemoryPool {
 /// [`crate::CudaRuntime::release_cached_memory`].
 #[derive(Default)]
 pub(crate) struct TensorPool {
-    free: HashMap<u64, Vec<CuDevicePtr>>,
-    free_bytes: u64,
+    blocks: MemoryPool,
     /// A block was given back since the context was last synchronized.
     unsynchronized: bool,
-    stats: PoolStats,
 }
 
 impl TensorPool {
-    /// A block of at least `bytes` bytes and its size class (the
-    /// context must be current).
-    pub(crate) fn acquire(&mut self, driver: &Driver, bytes: u64) -> Result<(CuDevicePtr, u64)> {
-        let capacity = size_class(bytes).ok_or_else(|| {
-            crate::Error::OutOfDeviceMemory(format!("{bytes} bytes requested: too large"))
-        })?;
-        if self.free.get(&capacity).is_some_and(|l| !l.is_empty()) {
+    /// A block of at least `bytes` bytes (the context must be current).
+    pub(crate) fn acquire(&mut self, driver: &Driver, bytes: u64) -> Result<DeviceMemory> {
+        if self.blocks.has_free(bytes) {
             self.synchronize(driver)?;
-            let ptr = self
-                .free
-                .get_mut(&capacity)
-                .and_then(Vec::pop)
-                .expect("a free block of this class");
-            self.free_bytes -= capacity;
-            self.stats.reuse_hits += 1;
-            self.stats.in_use_bytes += capacity;
-            self.stats.peak_in_use_bytes =
-                self.stats.peak_in_use_bytes.max(self.stats.in_use_bytes);
-            return Ok((ptr, capacity));
         }
-        let size = usize::try_from(capacity).map_err(|_| {
-            crate::Error::OutOfDeviceMemory(format!("{bytes} bytes requested: too large"))
-        })?;
-        let mut ptr: CuDevicePtr = 0;
-        // SAFETY: the driver writes the new allocation's address.
-        let mut status = unsafe { (driver.api.mem_alloc)(&mut ptr, size) };
-        if status == CUDA_ERROR_OUT_OF_MEMORY && self.free_bytes > 0 {
-            self.free_all(driver)?;
-            // SAFETY: as above.
-            status = unsafe { (driver.api.mem_alloc)(&mut ptr, size) };
+        match self.blocks.acquire(driver, bytes) {
+            Err(crate::Error::OutOfDeviceMemory(_)) if self.holds_free_blocks() => {
+                self.free_all(driver)?;
+                self.blocks.acquire(driver, bytes)
+            }
+            other => other,
         }
-        driver.check(status, || format!("cuMemAlloc({capacity} bytes)"))?;
-        self.stats.allocations += 1;
-        self.stats.current_bytes += capacity;
-        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.current_bytes);
-        self.stats.in_use_bytes += capacity;
-        self.stats.peak_in_use_bytes = self.stats.peak_in_use_bytes.max(self.stats.in_use_bytes);
-        Ok((ptr, capacity))
     }
 
     /// Gives a tensor's block back, for a later tensor of its size class.
-    pub(crate) fn release(&mut self, ptr: CuDevicePtr, capacity: u64) {
-        self.stats.in_use_bytes = self.stats.in_use_bytes.saturating_sub(capacity);
-        self.free.entry(capacity).or_default().push(ptr);
-        self.free_bytes += capacity;
+    pub(crate) fn release(&mut self, memory: DeviceMemory) {
+        self.blocks.release(memory);
         self.unsynchronized = true;
     }
 
     /// Frees a tensor's block at once (`cuMemFree`, which waits for the
     /// device): one whose address left tcc's hands (an exported DLPack
     /// tensor, which its consumer deletes).
-    pub(crate) fn free(&mut self, driver: &Driver, ptr: CuDevicePtr, capacity: u64) {
-        // SAFETY: `ptr` came from cuMemAlloc and no tcc call uses it.
-        unsafe { (driver.api.mem_free)(ptr) };
-        self.stats.in_use_bytes = self.stats.in_use_bytes.saturating_sub(capacity);
-        self.stats.current_bytes = self.stats.current_bytes.saturating_sub(capacity);
+    pub(crate) fn free(&mut self, driver: &Driver, memory: DeviceMemory) {
+        self.blocks.free_now(driver, memory);
+    }
+
+    fn holds_free_blocks(&self) -> bool {
+        let stats = self.blocks.stats();
+        stats.current_bytes > stats.in_use_bytes
     }
 
     fn synchronize(&mut self, driver: &Driver) -> Result<()> {
@@ -200,26 +185,18 @@ impl TensorPool {
         Ok(())
     }
 
-    /// Frees every free block (the context must be current).
+    /// Frees every free block (the context must be current), after
+    /// synchronizing it if a block came back since it last was.
     pub(crate) fn free_all(&mut self, driver: &Driver) -> Result<()> {
-        if self.free_bytes == 0 {
-            return Ok(());
+        if self.holds_free_blocks() {
+            self.synchronize(driver)?;
+            self.blocks.free_all(driver);
         }
-        self.synchronize(driver)?;
-        for (capacity, list) in self.free.drain() {
-            for ptr in list {
-                // SAFETY: `ptr` came from cuMemAlloc, and the context was
-                // synchronized after it was given back.
-                unsafe { (driver.api.mem_free)(ptr) };
-                self.stats.current_bytes = self.stats.current_bytes.saturating_sub(capacity);
-            }
-        }
-        self.free_bytes = 0;
         Ok(())
     }
 
     pub(crate) fn stats(&self) -> PoolStats {
-        self.stats.clone()
+        self.blocks.stats()
     }
 }
 

@@ -22,6 +22,7 @@ use super::CudaRuntime;
 use super::driver::{
     CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CuDevicePtr, CuStream, STREAM_DEFAULT,
 };
+use super::memory::DeviceMemory;
 use super::session::CudaSession;
 use crate::error::{Error, Result};
 use crate::session::exec_error;
@@ -47,8 +48,9 @@ pub struct CudaTensor {
     rt: CudaRuntime,
     ptr: CuDevicePtr,
     bytes: usize,
-    /// The pool's size class of the block.
-    capacity: u64,
+    /// The pool's block (`ptr` is its address); `None` only while `Drop`
+    /// gives it back.
+    memory: Option<DeviceMemory>,
     /// Whether `Drop` frees the block (`cuMemFree`) instead of giving it
     /// back to the pool.
     free_on_drop: AtomicBool,
@@ -86,16 +88,16 @@ impl CudaTensor {
         inner.make_current()?;
         // A zero-byte tensor still gets a distinct, valid address (the
         // pool's smallest class).
-        let (ptr, capacity) = inner
+        let memory = inner
             .tensor_memory
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .acquire(inner.driver, bytes as u64)?;
         Ok(CudaTensor {
             rt: rt.clone(),
-            ptr,
+            ptr: memory.ptr(),
             bytes,
-            capacity,
+            memory: Some(memory),
             free_on_drop: AtomicBool::new(false),
             dtype,
             shape,
@@ -255,6 +257,9 @@ impl CudaTensor {
 impl Drop for CudaTensor {
     fn drop(&mut self) {
         let inner = &self.rt.inner;
+        let Some(memory) = self.memory.take() else {
+            return;
+        };
         let mut pool = inner
             .tensor_memory
             .lock()
@@ -263,9 +268,9 @@ impl Drop for CudaTensor {
             // No call of a session uses it any more (`run_device` waits
             // for its work); the pool reuses it only after synchronizing
             // the context, for work of others on it.
-            pool.release(self.ptr, self.capacity);
+            pool.release(memory);
         } else if inner.make_current().is_ok() {
-            pool.free(inner.driver, self.ptr, self.capacity);
+            pool.free(inner.driver, memory);
         }
     }
 }

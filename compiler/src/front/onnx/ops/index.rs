@@ -385,30 +385,14 @@ pub fn scatter_elements(imp: &mut Importer, node: &Node) -> Result<Vec<Value>> {
         // input. Its result is a new tensor, so where the data is a graph
         // input (the caller's cache, never written in place) no copy of
         // it comes first, as the reduction's accumulator needed.
-        // Under `round_half_at_storage` a half cache meets f32 updates:
-        // they are rounded to the data's type, as the reduction's
-        // accumulator stored them.
-        let (data_type, update_type) = (d.dtype(), u.dtype());
-        let convert = (update_type != data_type).then(|| {
-            if update_type.size() > data_type.size() {
-                "arith.truncf"
-            } else {
-                "arith.extf"
-            }
-        });
-        let combine = combiner;
         let ty = d.ty.clone();
         return tensor(imp.e.map(&[&d, &lin, &u], ty, &|b, a| {
             let p = b.index(axis);
             let pos = b.cast("arith.index_cast", p, DType::I64);
             let hit = b.cmpi(IPred::Eq, a[1], pos);
-            let update = match convert {
-                Some(name) => b.cast(name, a[2], data_type),
+            let chosen = match combiner {
+                Some(op) => b.op(op, &[a[0], a[2]]),
                 None => a[2],
-            };
-            let chosen = match combine {
-                Some(op) => b.op(op, &[a[0], update]),
-                None => update,
             };
             b.select(hit, chosen, a[0])
         }));
