@@ -60,10 +60,15 @@ fn repo(path: &str) -> PathBuf {
 }
 
 fn compile(model: &str, flag: &str, output: &Path) {
+    compile_with(model, &[flag], output)
+}
+
+fn compile_with(model: &str, flags: &[&str], output: &Path) {
+    let flag = flags.join(" ");
     let o = Command::new(env!("CARGO_BIN_EXE_tcc"))
         .arg("compile")
         .arg(repo(&format!("test/models/{model}.mlir")))
-        .arg(flag)
+        .args(flags)
         .arg("-o")
         .arg(output)
         .output()
@@ -125,6 +130,59 @@ fn half_storage_halves_the_weights_and_stays_within_half_precision() {
         differing * 2 >= report.len(),
         "half storage left most outputs bit-identical to f32 ({differing} of {} differ): was anything narrowed?\n{}",
         report.len(),
+        report.join("\n")
+    );
+}
+
+/// The nvidia target's few-row GEMM form (a decode step's projections)
+/// reads half and bf16 weights 16 bytes a load and widens them in
+/// registers: its products in every 16-bit way of compiling, run here on
+/// the test device, within the same bounds of the f32 artifact.
+#[test]
+fn few_row_products_on_the_nvidia_target_read_16_bit_weights() {
+    let _serial = support::device_and_spawn_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = support::uncached_runtime();
+    let name = "few_row_products";
+    let full = dir.path().join("fp32.so");
+    compile_with(name, &["--target=nvidia", "--storage=fp32"], &full);
+    let full = Model::load(&full).unwrap();
+    let (mut report, mut differing) = (Vec::new(), 0);
+    for (index, &(flag, bound)) in HALF_FLAGS.iter().enumerate() {
+        let half = dir.path().join(format!("half{index}.so"));
+        compile_with(name, &["--target=nvidia", flag], &half);
+        let kernels = Command::new(env!("CARGO_BIN_EXE_tcc"))
+            .args(["compile", "--target=nvidia", flag, "--emit=opencl-c", "-o"])
+            .arg(dir.path().join(format!("half{index}-cl")))
+            .arg(repo(&format!("test/models/{name}.mlir")))
+            .output()
+            .unwrap();
+        assert!(
+            kernels.status.success(),
+            "{}",
+            String::from_utf8_lossy(&kernels.stderr)
+        );
+        let text: String = std::fs::read_dir(dir.path().join(format!("half{index}-cl")))
+            .unwrap()
+            .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+            .collect();
+        assert!(
+            text.contains("(aligned loads); M=1 N=2304 K=768")
+                && text.contains("__global const uint4*"),
+            "{flag}: the one-row product should read its 16-bit weights as aligned 16-byte loads"
+        );
+        let half = Model::load(&half).unwrap();
+        compare(
+            (name, flag, bound),
+            &runtime,
+            (&full, &half),
+            (&mut report, &mut differing),
+        );
+    }
+    println!("{}", report.join("\n"));
+    assert!(
+        differing > 0,
+        "no output changed in 16 bits:\n{}",
         report.join("\n")
     );
 }

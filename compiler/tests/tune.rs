@@ -136,6 +136,7 @@ fn tuning_records_the_fastest_candidate_and_compile_takes_it() {
             kind: "convolution".into(),
             shape: [1, 49, 512, 4608],
             config: [4, 64, 4, 4, 64, 1],
+            k_lanes: 1,
             best_ms: 1.0,
             default_ms: 2.0,
         });
@@ -430,6 +431,7 @@ fn records_at_paths_with_quotes_and_braces_are_applied() {
         kind: "matmul".into(),
         shape: [1, 64, 96, 128],
         config: [8, 16, 4, 8, 16, 1],
+        k_lanes: 1,
         best_ms: 0.5,
         default_ms: 0.75,
     });

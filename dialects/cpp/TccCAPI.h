@@ -170,7 +170,7 @@ typedef struct {
   int32_t kind;          /* a TccStrategyKind */
   int64_t workgroupSize; /* loops and the row templates */
   int64_t maxWorkgroups; /* loops; 0: no limit */
-  int64_t tileM, tileN, tileK, workM, workN, splitK; /* gemm */
+  int64_t tileM, tileN, tileK, workM, workN, splitK, kLanes; /* gemm */
   int64_t batch, m, n, k;                            /* gemm */
   int64_t columns, vector, workItems;                /* window */
   int64_t blockQ, blockK;                            /* attention */

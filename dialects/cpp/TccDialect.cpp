@@ -71,10 +71,10 @@ LoopsStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult GemmStrategyAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t tileM, int64_t tileN,
-    int64_t tileK, int64_t workM, int64_t workN, int64_t splitK, int64_t batch,
-    int64_t m, int64_t n, int64_t k, StringRef precision) {
-  for (int64_t size : {tileM, tileN, tileK, workM, workN, splitK, batch, m, n,
-                       k})
+    int64_t tileK, int64_t workM, int64_t workN, int64_t splitK, int64_t kLanes,
+    int64_t batch, int64_t m, int64_t n, int64_t k, StringRef precision) {
+  for (int64_t size : {tileM, tileN, tileK, workM, workN, splitK, kLanes,
+                       batch, m, n, k})
     if (size <= 0)
       return emitError() << "GEMM tiles and shape must be positive";
   if (!isPrecision(precision))
@@ -82,6 +82,9 @@ LogicalResult GemmStrategyAttr::verify(
                        << precision << "'";
   if (tileM % workM != 0 || tileN % workN != 0)
     return emitError() << "work_m and work_n must divide tile_m and tile_n";
+  if (kLanes > 1 && (workM != tileM || tileK != 1 || splitK != 1))
+    return emitError() << "k_lanes above 1 (the few-row form) needs work_m = "
+                          "tile_m, tile_k = 1 and split_k = 1";
   return success();
 }
 

@@ -155,7 +155,8 @@ MlirAttribute tccKernelStrategyGet(MlirContext context,
   case TccStrategyGemm:
     attr = tcc::GemmStrategyAttr::getChecked(
         emitError, ctx, s->tileM, s->tileN, s->tileK, s->workM, s->workN,
-        s->splitK, s->batch, s->m, s->n, s->k, precisionName(s->precision));
+        s->splitK, s->kLanes, s->batch, s->m, s->n, s->k,
+        precisionName(s->precision));
     break;
   case TccStrategyRowReduce:
     attr = tcc::RowReduceStrategyAttr::getChecked(emitError, ctx,
@@ -201,6 +202,7 @@ bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
     s->workM = gemm.getWorkM();
     s->workN = gemm.getWorkN();
     s->splitK = gemm.getSplitK();
+    s->kLanes = gemm.getKLanes();
     s->batch = gemm.getBatch();
     s->m = gemm.getM();
     s->n = gemm.getN();

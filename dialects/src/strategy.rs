@@ -25,6 +25,7 @@ struct RawStrategy {
     work_m: i64,
     work_n: i64,
     split_k: i64,
+    k_lanes: i64,
     batch: i64,
     m: i64,
     n: i64,
@@ -109,6 +110,7 @@ impl KernelStrategy {
                     work_m: u32_of(raw.work_m)?,
                     work_n: u32_of(raw.work_n)?,
                     split_k: u32_of(raw.split_k)?,
+                    k_lanes: u32_of(raw.k_lanes)?,
                 },
                 shape: GemmShape {
                     batch: raw.batch,
@@ -170,6 +172,7 @@ impl KernelStrategy {
                 raw.work_m = config.work_m.into();
                 raw.work_n = config.work_n.into();
                 raw.split_k = config.split_k.into();
+                raw.k_lanes = config.k_lanes.into();
                 (raw.batch, raw.m, raw.n, raw.k) = (shape.batch, shape.m, shape.n, shape.k);
             }
             KernelStrategy::RowReduce { workgroup_size } => {
@@ -259,6 +262,7 @@ mod tests {
                     work_m: 2,
                     work_n: 2,
                     split_k: 4,
+                    k_lanes: 1,
                 },
                 shape: GemmShape {
                     batch: 1,
@@ -276,6 +280,7 @@ mod tests {
                     work_m: 8,
                     work_n: 8,
                     split_k: 1,
+                    k_lanes: 1,
                 },
                 shape: GemmShape {
                     batch: 1,

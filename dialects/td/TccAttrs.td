@@ -44,6 +44,10 @@ def Tcc_GemmStrategyAttr : Tcc_StrategyAttr<"GemmStrategy", "gemm"> {
     `tile_m x tile_n`, K in steps of `tile_k`, `work_m x work_n` outputs
     per work-item, K split over `split_k` work-groups. A tile of exactly
     one work-item's outputs is the register-blocked form for CPUs.
+    `k_lanes` above 1 (default 1, not printed) is the few-row form: each
+    work-item owns all `tile_m` rows (`work_m = tile_m`, `tile_k = 1`)
+    and `k_lanes` work-items share each column block, each over every
+    `k_lanes`-th row of K, their partial sums added in the work-group.
     `precision` is the arithmetic of the products: `fp32` (the default,
     not printed), or the tensor cores' `tf32`, `fp16` or `bf16` (fp32
     accumulators), which the OpenCL C and PTX writers read.
@@ -56,6 +60,7 @@ def Tcc_GemmStrategyAttr : Tcc_StrategyAttr<"GemmStrategy", "gemm"> {
   let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n,
                         "int64_t":$tile_k, "int64_t":$work_m,
                         "int64_t":$work_n, "int64_t":$split_k,
+                        DefaultValuedParameter<"int64_t", "1">:$k_lanes,
                         "int64_t":$batch, "int64_t":$m, "int64_t":$n,
                         "int64_t":$k,
                         StringRefParameter<"arithmetic", "\"fp32\"">:$precision);

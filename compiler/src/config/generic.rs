@@ -38,6 +38,7 @@ fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
         work_m: 2,
         work_n: 2,
         split_k: 1,
+        k_lanes: 1,
     })
 }
 

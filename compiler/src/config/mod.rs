@@ -366,6 +366,7 @@ pub(crate) fn tall_narrow_gemm(m: i64, n: i64) -> Option<GemmConfig> {
         work_m: 4,
         work_n: 1,
         split_k: 1,
+        k_lanes: 1,
     })
 }
 
@@ -636,6 +637,7 @@ fn gpu_gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
         work_m: work,
         work_n: work,
         split_k,
+        k_lanes: 1,
     };
     let mut alternatives = vec![tile(16, 2, 1), tile(32, 2, 1), tile(64, 4, 1)];
     if m >= 1024 && n >= 1024 {
@@ -916,6 +918,36 @@ mod tests {
         assert_eq!(split_k(Target::Nvidia, 8, 1, 4096, 4096), 1);
         // Few rows and few columns: no tiled kernel.
         assert!(Target::Nvidia.gemm_config(1, 1, 16, 4096).is_none());
+    }
+
+    #[test]
+    fn nvidia_takes_the_few_row_form_for_at_most_8_rows_of_long_k() {
+        // GPT-2 small's decode-step projections at batch 1 and 8: 8
+        // columns per work-item, the widest block that still gives every
+        // SM a work-group (N = 2304: 2 across, 144 work-groups).
+        for m in [1, 8] {
+            let qkv = nvidia::few_rows(1, m, 2304, 768).unwrap();
+            assert_eq!(qkv, GemmConfig::few_rows(m as u32, 8, 2, 128));
+            assert!(qkv.is_few_rows() && qkv.validate().is_ok());
+            assert_eq!(qkv.workgroup_size(), 256);
+            assert_eq!(qkv.threads(), (2, 128));
+        }
+        // Its language-model head (N = 50257): 8 across, 786 groups.
+        let head = nvidia::few_rows(1, 1, 50257, 768).unwrap();
+        assert_eq!((head.tile_n, head.k_lanes), (64, 32));
+        // A batch of products counts its groups too.
+        assert_eq!(nvidia::few_rows(4, 1, 2304, 768).unwrap().tile_n, 64);
+        // More than 8 rows, a short K or a narrow N keep the table's.
+        assert!(nvidia::few_rows(1, 9, 2304, 768).is_none());
+        assert!(nvidia::few_rows(1, 1, 2304, 128).is_none());
+        assert!(nvidia::few_rows(1, 1, 8, 4096).is_none());
+        // The form's invariants are checked.
+        let mut bad = GemmConfig::few_rows(4, 8, 2, 128);
+        bad.split_k = 2;
+        assert!(bad.validate().is_err());
+        bad = GemmConfig::few_rows(4, 8, 2, 128);
+        bad.work_m = 1;
+        assert!(bad.validate().is_err());
     }
 
     #[test]

@@ -87,6 +87,7 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
             work_m: 8,
             work_n: 8,
             split_k: 1,
+            k_lanes: 1,
         });
     }
     let tiles = |tile: i64| ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
@@ -118,6 +119,7 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
             work_m: 4,
             work_n: 4,
             split_k: narrow_split as u32,
+            k_lanes: 1,
         });
     }
     if tiles(64) < SMS && tiles(32) < 2 * SMS {
@@ -130,6 +132,7 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
                 work_m: 2,
                 work_n: 2,
                 split_k: split_k as u32,
+                k_lanes: 1,
             });
         }
     }
@@ -155,6 +158,7 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         work_m: work,
         work_n: work,
         split_k: split_k as u32,
+        k_lanes: 1,
     })
 }
 
@@ -182,6 +186,7 @@ fn few_rows_short_split(m: i64, n: i64) -> Option<GemmConfig> {
         work_m: 4,
         work_n: 4,
         split_k: 2,
+        k_lanes: 1,
     };
     let tiles = |size: i64, tile: u32| (size + tile as i64 - 1) / tile as i64;
     let work_groups = tiles(m, config.tile_m) * tiles(n, config.tile_n) * config.split_k as i64;
@@ -213,6 +218,7 @@ fn mid_k_four_slices(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         work_m: 4,
         work_n: 4,
         split_k: 4,
+        k_lanes: 1,
     };
     let work_groups = ((m + 15) / 16) * ((n + 63) / 64) * config.split_k as i64;
     ((MID_K_MIN..=MID_K_MAX).contains(&k) && n % 64 == 0 && work_groups >= SMS).then_some(config)
@@ -248,6 +254,7 @@ fn short_k_deep_steps(
         work_m: 4,
         work_n: 4,
         split_k: 1,
+        k_lanes: 1,
     };
     if short_split {
         return (m > FEW_ROWS && 2 * narrow_tiles >= SMS).then_some(config(32));
@@ -262,7 +269,8 @@ fn short_k_deep_steps(
 /// in 2 or 4 slices, plus 64x64 tiles in 2 or 4 slices and 16x64 tiles
 /// in 2 or 4 (`few_rows_short_split`, `mid_k_four_slices`); a split keeps
 /// at least 128 of K per slice. Up to 256 of K, also 16x64 and 32x64 tiles
-/// unsplit with k steps of 32 (`short_k_deep_steps`).
+/// unsplit with k steps of 32 (`short_k_deep_steps`). At most 8 rows, the
+/// few-row form with 8, 4 and 2 work-items across (`few_rows`).
 fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
     let mut alternatives = super::gpu_gemm_alternatives(m, n, k);
     let tile = |tile_m: u32, tile_n: u32, split_k: u32| GemmConfig {
@@ -272,6 +280,7 @@ fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
         work_m: 4,
         work_n: 4,
         split_k,
+        k_lanes: 1,
     };
     for slices in [1, 2, 4] {
         if slices == 1 || k / slices as i64 >= 128 {
@@ -292,6 +301,12 @@ fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
                 tile_k: 32,
                 ..tile(tile_m, 64, 1)
             });
+        }
+    }
+    // A few rows: the few-row form at each width of column block.
+    if (1..=FEW_ROWS_MAX_M).contains(&m) && k >= FEW_ROWS_MIN_K {
+        for across in [8, 4, 2] {
+            alternatives.push(GemmConfig::few_rows(m as u32, 8, across, 256 / across));
         }
     }
     alternatives
@@ -315,7 +330,44 @@ fn small_m(m: i64, n: i64, k: i64) -> GemmConfig {
         work_m: 1,
         work_n: 4,
         split_k: split_k(tiles, k, MIN_SMALL_M_SPLIT_K_SLICE).min(MAX_SMALL_M_SPLIT_K) as u32,
+        k_lanes: 1,
     }
+}
+
+/// The most rows of a product the few-row form takes ([`few_rows`]).
+pub const FEW_ROWS_MAX_M: i64 = 8;
+
+/// The shortest K the few-row form takes: its work-groups share K among
+/// up to 128 lanes, each of which should get a few rows.
+const FEW_ROWS_MIN_K: i64 = 256;
+
+/// A product of at most [`FEW_ROWS_MAX_M`] rows over at least
+/// [`FEW_ROWS_MIN_K`] of K (a decode step's projections at batch <= 8, a
+/// classifier at batch 1): the few-row form (`tcc_kernels::gemm`'s
+/// `few_rows`), 8 columns per work-item, 256 work-items as the widest
+/// column block (8, 4 or 2 work-items across, 32, 64 or 128 lanes along
+/// K) that still gives every SM a work-group, else the narrowest. B is
+/// read once, 16 bytes a load, with no local tiles or split-K pass: on
+/// the H200 the split-K tiles of [`small_m`] took 8-13 us for GPT-2
+/// small's 768 x 2304 .. 3072 x 768 projections at M = 1.
+pub fn few_rows(batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
+    if !(1..=FEW_ROWS_MAX_M).contains(&m) || k < FEW_ROWS_MIN_K || n < 16 {
+        return None;
+    }
+    const COLUMNS: u32 = 8;
+    let groups = |across: u32| {
+        batch.max(1) * ((n + (COLUMNS * across) as i64 - 1) / (COLUMNS * across) as i64)
+    };
+    let across = [8u32, 4, 2]
+        .into_iter()
+        .find(|&across| groups(across) >= SMS)
+        .unwrap_or(2);
+    Some(GemmConfig::few_rows(
+        m as u32,
+        COLUMNS,
+        across,
+        256 / across,
+    ))
 }
 
 /// Fewer than 32 columns over few rows and a long K (the squeeze of a
@@ -337,6 +389,7 @@ fn few_rows_narrow(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         work_m: 1,
         work_n: 4,
         split_k: split_k(tiles, k, MIN_FEW_ROWS_SPLIT_K_SLICE) as u32,
+        k_lanes: 1,
     })
 }
 
@@ -584,7 +637,8 @@ mod tests {
                 tile_k: 16,
                 work_m: 4,
                 work_n: 4,
-                split_k: 2
+                split_k: 2,
+                k_lanes: 1,
             }
         );
         assert_eq!(few_rows.split_k_slice(256), 128);

@@ -30,6 +30,9 @@ pub struct TunedGemm {
     pub shape: [i64; 4],
     /// `[tile_m, tile_n, tile_k, work_m, work_n, split_k]`.
     pub config: [u32; 6],
+    /// [`GemmConfig::k_lanes`] (absent in records of the tiled forms: 1).
+    #[serde(default = "one_lane", skip_serializing_if = "is_one_lane")]
+    pub k_lanes: u32,
     /// Mean device time of the winning configuration, milliseconds.
     pub best_ms: f64,
     /// Mean device time of the target's table choice, milliseconds.
@@ -46,8 +49,17 @@ impl TunedGemm {
             work_m,
             work_n,
             split_k,
+            k_lanes: self.k_lanes,
         }
     }
+}
+
+fn one_lane() -> u32 {
+    1
+}
+
+fn is_one_lane(lanes: &u32) -> bool {
+    *lanes == 1
 }
 
 /// The configurations measured best on one device.
@@ -130,6 +142,7 @@ mod tests {
             kind: "convolution".into(),
             shape: [1, 49, 512, 4608],
             config: [8, 16, 4, 8, 16, 1],
+            k_lanes: 1,
             best_ms: 1.5,
             default_ms: 2.0,
         });

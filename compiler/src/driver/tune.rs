@@ -443,14 +443,19 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             );
         let config = candidates[best_round];
         println!(
-            "| {kind} | {batch}x{m}x{n}x{k} | {} | {default_ms:.3} | {best_ms:.3} | {}x{}x{} tiles, {}x{} per work-item, split-K {} |",
+            "| {kind} | {batch}x{m}x{n}x{k} | {} | {default_ms:.3} | {best_ms:.3} | {}x{}x{} tiles, {}x{} per work-item, split-K {}{} |",
             members.len(),
             config.tile_m,
             config.tile_n,
             config.tile_k,
             config.work_m,
             config.work_n,
-            config.split_k
+            config.split_k,
+            if config.is_few_rows() {
+                format!(", {} lanes along K", config.k_lanes)
+            } else {
+                String::new()
+            }
         );
         record
             .gemms
@@ -466,6 +471,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 config.work_n,
                 config.split_k,
             ],
+            k_lanes: config.k_lanes,
             best_ms,
             default_ms,
         });

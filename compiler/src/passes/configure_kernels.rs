@@ -237,6 +237,29 @@ impl ConfigureOptions {
         })
     }
 
+    /// The configuration of a float product whose rows follow a symbolic
+    /// dimension (sized for its bound): the few-row form where that bound
+    /// is a few rows and nothing chose otherwise, else the table's.
+    fn dynamic_rows_gemm_config(
+        &self,
+        target: Target,
+        kind: &str,
+        op: OperationRef,
+        shape: &GemmShape,
+    ) -> Option<GemmConfig> {
+        let tuned = tuned(op);
+        let recorded = self.tuning.as_ref().is_some_and(|record| {
+            record
+                .lookup(target, kind, [shape.batch, shape.m, shape.n, shape.k])
+                .is_some()
+        });
+        let chosen = self.candidate.is_some() || tuned.is_some() || recorded;
+        if !chosen && let Some(config) = few_rows_config(target, kind, shape) {
+            return Some(config);
+        }
+        self.gemm_config(target, kind, shape, producer_arithmetic(op), tuned)
+    }
+
     /// [`ConfigureOptions::gemm_config`] for a product of float operands:
     /// with `large-tf32-tiles`, a matmul the nvidia table gives 128x128
     /// takes the large wgmma body's 256x128 where its sizes divide; with
@@ -269,6 +292,9 @@ impl ConfigureOptions {
             && tcc_kernels::gemm::large_tile_fits(shape)
         {
             return Some(tcc_kernels::gemm::LARGE_TILE);
+        }
+        if !chosen && let Some(config) = few_rows_config(target, kind, shape) {
+            return Some(config);
         }
         if self.half_wgmma_tiles
             && !chosen
@@ -320,8 +346,7 @@ impl ConfigureOptions {
             && template_extents(op)
             && let Some(shape) = gemm_shape_at(op, extent)
             && float_operands(op)
-            && let Some(config) =
-                self.gemm_config(target, kind, &shape, producer_arithmetic(op), tuned(op))
+            && let Some(config) = self.dynamic_rows_gemm_config(target, kind, op, &shape)
         {
             return KernelStrategy::Gemm {
                 config,
@@ -510,6 +535,15 @@ fn attention_strategy(target: Target, op: OperationRef) -> Option<KernelStrategy
 /// Whether every shaped operand (tensor or buffer) of a contraction holds
 /// f32 (the GEMM template's fp32 arithmetic; int8 products with int32
 /// sums take its int8 form, see `int8`).
+/// The few-row form for a matmul or convolution of float operands on
+/// nvidia with at most a few rows (`config::nvidia::few_rows`).
+fn few_rows_config(target: Target, kind: &str, shape: &GemmShape) -> Option<GemmConfig> {
+    let kind = kind_from_name(kind);
+    (target == Target::Nvidia && matches!(kind, KernelKind::Matmul | KernelKind::Convolution))
+        .then(|| crate::config::nvidia::few_rows(shape.batch, shape.m, shape.n, shape.k))
+        .flatten()
+}
+
 fn float_operands(op: OperationRef) -> bool {
     op.operands().all(|v| {
         let ty = v.r#type().to_raw();

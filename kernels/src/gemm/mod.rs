@@ -33,8 +33,15 @@
 //! an FP16/BF16 GEMM of 16-bit operands launched by CUDA (`wgmma_half`).
 //! An int8 GEMM (`TensorCores::S8`) sums int8
 //! products exactly in int32 in both bodies (`int8`).
+//!
+//! A product of a few rows (`k_lanes > 1`) takes neither: its work-items
+//! read B straight from global memory and share K inside the work-group
+//! (`few_rows`), one body for every device.
 
 mod emit;
+mod few_rows;
+#[cfg(test)]
+mod few_rows_tests;
 mod fma;
 mod int8;
 #[cfg(test)]
@@ -90,6 +97,13 @@ pub struct GemmConfig {
     /// Work-groups sharing one output tile, each over a slice of K (1: no
     /// split).
     pub split_k: u32,
+    /// Work-items of one work-group sharing each of its outputs, each over
+    /// every `k_lanes`-th row of K (1: none). Above 1 this is the few-row
+    /// form (`few_rows`): every work-item owns all `tile_m` rows of the
+    /// tile (`work_m == tile_m`), the work-group is `tile_n / work_n`
+    /// work-items across by `k_lanes` along K, and it adds its lanes'
+    /// partial sums before the epilogue.
+    pub k_lanes: u32,
 }
 
 impl GemmConfig {
@@ -103,12 +117,37 @@ impl GemmConfig {
             work_m: rows,
             work_n: columns,
             split_k: 1,
+            k_lanes: 1,
         }
     }
 
-    /// Work-items along (n, m): the work-group is `[threads_n, threads_m, 1]`.
+    /// The few-row form over a tile of `rows` rows and `columns_per_item
+    /// x items` columns, `k_lanes` work-items along K per column block
+    /// (see [`GemmConfig::k_lanes`]).
+    pub fn few_rows(rows: u32, columns_per_item: u32, items: u32, k_lanes: u32) -> Self {
+        GemmConfig {
+            tile_m: rows,
+            tile_n: columns_per_item * items,
+            tile_k: 1,
+            work_m: rows,
+            work_n: columns_per_item,
+            split_k: 1,
+            k_lanes,
+        }
+    }
+
+    /// Whether this is the few-row form (`k_lanes` above 1).
+    pub fn is_few_rows(&self) -> bool {
+        self.k_lanes > 1
+    }
+
+    /// Work-items along (n, m): the work-group is `[threads_n, threads_m, 1]`
+    /// (the few-row form's second axis is its K lanes).
     pub fn threads(&self) -> (u32, u32) {
-        (self.tile_n / self.work_n, self.tile_m / self.work_m)
+        (
+            self.tile_n / self.work_n,
+            self.tile_m / self.work_m * self.k_lanes.max(1),
+        )
     }
 
     pub fn workgroup_size(&self) -> u32 {
@@ -205,6 +244,16 @@ impl GemmConfig {
         if self.is_register_blocked() && self.split_k > 1 {
             return Err(format!(
                 "{self:?}: the register-blocked form does not split K"
+            ));
+        }
+        if self.k_lanes == 0 {
+            return Err(format!("{self:?}: k_lanes must be at least 1"));
+        }
+        if self.is_few_rows()
+            && (self.work_m != self.tile_m || self.split_k > 1 || self.tile_k != 1)
+        {
+            return Err(format!(
+                "{self:?}: K lanes (the few-row form) need work_m = tile_m, tile_k = 1 and no split-K"
             ));
         }
         Ok(())
@@ -430,6 +479,9 @@ pub fn gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
     }
     if c.is_register_blocked() {
         return crate::register_gemm::register_gemm_kernel(spec);
+    }
+    if c.is_few_rows() {
+        return few_rows::few_rows_kernel(spec);
     }
     if spec.b_panel.is_some() {
         return Err(format!(

@@ -130,6 +130,7 @@ const fn tile(columns: u32) -> GemmConfig {
         work_m: 8,
         work_n: columns / 16,
         split_k: 1,
+        k_lanes: 1,
     }
 }
 

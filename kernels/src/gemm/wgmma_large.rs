@@ -96,6 +96,7 @@ pub const LARGE_TILE: GemmConfig = GemmConfig {
     work_m: 16,
     work_n: 8,
     split_k: 1,
+    k_lanes: 1,
 };
 
 /// Whether a product of `shape` can take the large tile: its sizes are

@@ -15,6 +15,11 @@ func.func private @indivisible() attributes {s = #tcc.gemm<tile_m = 32, tile_n =
 
 // -----
 
+// expected-error @+1 {{k_lanes above 1 (the few-row form) needs work_m = tile_m, tile_k = 1 and split_k = 1}}
+func.func private @lanes_of_a_split() attributes {s = #tcc.gemm<tile_m = 4, tile_n = 16, tile_k = 1, work_m = 4, work_n = 8, split_k = 2, k_lanes = 128, batch = 1, m = 4, n = 64, k = 512>}
+
+// -----
+
 // expected-error @+1 {{vector must be 1, 4, 8 or 16, got 2}}
 func.func private @vector() attributes {s = #tcc.window<workgroup_size = 128, columns = 4, vector = 2, work_items = 64>}
 
