@@ -27,10 +27,10 @@ func.func @decode_qkv(%x: tensor<1x1x768xf32>, %w: tensor<1x768x2304xf32>) -> te
 
 // -----
 
-// A classifier at batch 1 (N = 1000): 8, 4 and 2 work-items across all
-// leave SMs without a work-group (16, 32, 63 groups): the narrowest.
+// A classifier at batch 1 (N = 1000): 8, 4, 2 and 1 work-items across all
+// leave SMs without a work-group (16, 32, 63, 125 groups): the narrowest.
 // CHECK-LABEL: func.func @classifier
-// CHECK: tcc.strategy = #tcc.gemm<tile_m = 1, tile_n = 16, tile_k = 1, work_m = 1, work_n = 8, split_k = 1, k_lanes = 128, batch = 1, m = 1, n = 1000, k = 2048>
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 1, tile_n = 8, tile_k = 1, work_m = 1, work_n = 8, split_k = 1, k_lanes = 256, batch = 1, m = 1, n = 1000, k = 2048>
 func.func @classifier(%x: tensor<1x1x2048xf32>, %w: tensor<1x2048x1000xf32>) -> tensor<1x1x1000xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %h = tosa.matmul %x, %w, %zp, %zp : (tensor<1x1x2048xf32>, tensor<1x2048x1000xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x1000xf32>
@@ -57,7 +57,7 @@ func.func @nine_rows(%x: tensor<1x9x768xf32>, %w: tensor<1x768x2304xf32>, %y: te
 // A symbolic M bounded by 8 (a decode step of batch 1..8): the few-row
 // form for M = 8, whose kernel guards the rows past the call's M.
 // CHECK-LABEL: func.func @step
-// CHECK: tcc.strategy = #tcc.gemm<tile_m = 8, tile_n = 16, tile_k = 1, work_m = 8, work_n = 8, split_k = 1, k_lanes = 128, batch = 1, m = 8, n = 64, k = 256>
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 8, tile_n = 8, tile_k = 1, work_m = 8, work_n = 8, split_k = 1, k_lanes = 256, batch = 1, m = 8, n = 64, k = 256>
 module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [8]>} {
   func.func @step(%a: tensor<1x?x256xf32>, %b: tensor<1x256x64xf32>) -> tensor<1x?x64xf32> {
     %c1 = arith.constant 1 : index

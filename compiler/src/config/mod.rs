@@ -935,6 +935,10 @@ mod tests {
         // Its language-model head (N = 50257): 8 across, 786 groups.
         let head = nvidia::few_rows(1, 1, 50257, 768).unwrap();
         assert_eq!((head.tile_n, head.k_lanes), (64, 32));
+        // Its FFN's down projection (N = 768): no block gives every SM a
+        // work-group, so the narrowest, 8 columns by 256 lanes (96).
+        let down = nvidia::few_rows(1, 1, 768, 3072).unwrap();
+        assert_eq!((down.tile_n, down.k_lanes, down.threads()), (8, 256, (1, 256)));
         // A batch of products counts its groups too.
         assert_eq!(nvidia::few_rows(4, 1, 2304, 768).unwrap().tile_n, 64);
         // More than 8 rows, a short K or a narrow N keep the table's.

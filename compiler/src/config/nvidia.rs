@@ -270,7 +270,7 @@ fn short_k_deep_steps(
 /// in 2 or 4 (`few_rows_short_split`, `mid_k_four_slices`); a split keeps
 /// at least 128 of K per slice. Up to 256 of K, also 16x64 and 32x64 tiles
 /// unsplit with k steps of 32 (`short_k_deep_steps`). At most 8 rows, the
-/// few-row form with 8, 4 and 2 work-items across (`few_rows`).
+/// few-row form with 8, 4, 2 and 1 work-items across (`few_rows`).
 fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
     let mut alternatives = super::gpu_gemm_alternatives(m, n, k);
     let tile = |tile_m: u32, tile_n: u32, split_k: u32| GemmConfig {
@@ -305,7 +305,7 @@ fn gemm_alternatives(m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
     }
     // A few rows: the few-row form at each width of column block.
     if (1..=FEW_ROWS_MAX_M).contains(&m) && k >= FEW_ROWS_MIN_K {
-        for across in [8, 4, 2] {
+        for across in [8, 4, 2, 1] {
             alternatives.push(GemmConfig::few_rows(m as u32, 8, across, 256 / across));
         }
     }
@@ -345,11 +345,14 @@ const FEW_ROWS_MIN_K: i64 = 256;
 /// [`FEW_ROWS_MIN_K`] of K (a decode step's projections at batch <= 8, a
 /// classifier at batch 1): the few-row form (`tcc_kernels::gemm`'s
 /// `few_rows`), 8 columns per work-item, 256 work-items as the widest
-/// column block (8, 4 or 2 work-items across, 32, 64 or 128 lanes along
-/// K) that still gives every SM a work-group, else the narrowest. B is
-/// read once, 16 bytes a load, with no local tiles or split-K pass: on
-/// the H200 the split-K tiles of [`small_m`] took 8-13 us for GPT-2
-/// small's 768 x 2304 .. 3072 x 768 projections at M = 1.
+/// column block (8, 4, 2 or 1 work-items across, 32 to 256 lanes along
+/// K) that still gives every SM a work-group, else the narrowest (a
+/// block of 8 columns reads half of each 32-byte sector of B's rows, its
+/// neighbour the other half, from the L2 cache that a decode step's
+/// weight matrices fit in). B is read once, 16 bytes a load, with no
+/// local tiles or split-K pass: on the H200 the split-K tiles of
+/// [`small_m`] took 8-13 us for GPT-2 small's 768 x 2304 .. 3072 x 768
+/// projections at M = 1.
 pub fn few_rows(batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     if !(1..=FEW_ROWS_MAX_M).contains(&m) || k < FEW_ROWS_MIN_K || n < 16 {
         return None;
@@ -358,10 +361,10 @@ pub fn few_rows(batch: i64, m: i64, n: i64, k: i64) -> Option<GemmConfig> {
     let groups = |across: u32| {
         batch.max(1) * ((n + (COLUMNS * across) as i64 - 1) / (COLUMNS * across) as i64)
     };
-    let across = [8u32, 4, 2]
+    let across = [8u32, 4, 2, 1]
         .into_iter()
         .find(|&across| groups(across) >= SMS)
-        .unwrap_or(2);
+        .unwrap_or(1);
     Some(GemmConfig::few_rows(
         m as u32,
         COLUMNS,

@@ -15,7 +15,7 @@
 //! blocks of a few rows of K, straight from global memory, as aligned
 //! 16-byte loads where B's rows allow (K x N weights, as MatMul's are and
 //! as constant folding leaves a transposed weight; else one element at a
-//! time), [`UNROLL`] rows in flight before their multiply-adds, and A's
+//! time), up to 8 rows in flight before their multiply-adds, and A's
 //! few values beside them (A is small and stays in the caches). The
 //! lanes' partial sums then meet in local memory, added in a fixed order
 //! (the result does not depend on timing), and the epilogue runs once per
@@ -27,8 +27,6 @@ use std::fmt::Write as _;
 use super::GemmSpec;
 use crate::Storage;
 
-/// Steps of K each work-item loads before it multiplies.
-const UNROLL: u32 = 4;
 /// Floats of local memory the lanes' partial sums take at most per pass
 /// (32 KiB): the rows of a tile are summed in passes of this many.
 const PARTIAL_FLOATS: u32 = 8192;
@@ -255,7 +253,8 @@ fn indent(text: &str, spaces: usize) -> String {
 }
 
 /// The K loop: each lane takes rows `lane`, `lane + k_lanes`, ... of K,
-/// [`UNROLL`] of them loaded before they are multiplied.
+/// up to 8 of them ([`rows_in_flight`]) loaded before they are
+/// multiplied.
 fn k_loop(
     out: &mut String,
     spec: &GemmSpec,
@@ -311,28 +310,40 @@ fn k_loop(
             "#pragma unroll\nfor (int r = 0; r < {rows}; ++r)\n  #pragma unroll\n  for (int c = 0; c < {width}; ++c)\n    acc[r][c] = fma(av{u}[r], bv{u}[c], acc[r][c]);\n"
         )
     };
-    let _ = writeln!(out, "  tcc_index k = lane;");
-    // Whole groups of UNROLL rows per lane, then the rest one at a time.
+    // Rows of K per lane loaded before any is multiplied: as many as the
+    // lane has (one trip to memory) up to what the registers hold beside
+    // the accumulators.
+    let per_lane = (k + lanes as i64 - 1) / lanes as i64;
+    let unroll = (rows_in_flight(rows) as i64).min(per_lane).max(1) as u32;
+    let whole = k % (unroll * lanes) as i64 == 0;
     let _ = writeln!(
         out,
-        "  for (; k + {} < {k}; k += {}) {{",
-        (UNROLL - 1) * lanes,
-        UNROLL * lanes
+        "  for (tcc_index k_first = lane; k_first < {k}; k_first += {}) {{",
+        unroll * lanes
     );
-    let _ = writeln!(out, "    const tcc_index k_first = k;");
-    for u in 0..UNROLL {
+    for u in 0..unroll {
         let _ = writeln!(
             out,
             "    float bv{u}_keep[{width}], av{u}_keep[{rows}];\n    {{\n      const tcc_index k = k_first + {};",
             u * lanes
         );
-        out.push_str(&indent(&step(u), 6));
-        let _ = writeln!(
-            out,
-            "      #pragma unroll\n      for (int c = 0; c < {width}; ++c) bv{u}_keep[c] = bv{u}[c];\n      #pragma unroll\n      for (int r = 0; r < {rows}; ++r) av{u}_keep[r] = av{u}[r];\n    }}"
+        let keep = format!(
+            "{}#pragma unroll\nfor (int c = 0; c < {width}; ++c) bv{u}_keep[c] = bv{u}[c];\n#pragma unroll\nfor (int r = 0; r < {rows}; ++r) av{u}_keep[r] = av{u}[r];\n",
+            step(u)
         );
+        if u == 0 || whole {
+            out.push_str(&indent(&keep, 6));
+        } else {
+            let _ = writeln!(out, "      if (k < {k}) {{");
+            out.push_str(&indent(&keep, 8));
+            let _ = writeln!(
+                out,
+                "      }} else {{\n        #pragma unroll\n        for (int c = 0; c < {width}; ++c) bv{u}_keep[c] = 0.0f;\n        #pragma unroll\n        for (int r = 0; r < {rows}; ++r) av{u}_keep[r] = 0.0f;\n      }}"
+            );
+        }
+        let _ = writeln!(out, "    }}");
     }
-    for u in 0..UNROLL {
+    for u in 0..unroll {
         out.push_str(&indent(
             &fmas(u)
                 .replace(&format!("av{u}[r]"), &format!("av{u}_keep[r]"))
@@ -341,10 +352,17 @@ fn k_loop(
         ));
     }
     let _ = writeln!(out, "  }}");
-    let _ = writeln!(out, "  for (; k < {k}; k += {lanes}) {{");
-    out.push_str(&indent(&step(0), 4));
-    out.push_str(&indent(&fmas(0), 4));
-    let _ = writeln!(out, "  }}");
+}
+
+/// Rows of K a work-item of `rows` rows loads before multiplying: their B
+/// vectors and A values take registers beside its `rows x 8`
+/// accumulators.
+fn rows_in_flight(rows: u32) -> u32 {
+    match rows {
+        0..=2 => 8,
+        3..=4 => 4,
+        _ => 2,
+    }
 }
 
 /// The lanes' partial sums added per output, in passes of `pass` rows:

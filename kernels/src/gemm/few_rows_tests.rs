@@ -37,15 +37,34 @@ fn half_weights_are_read_16_bytes_a_load_and_widened_in_registers() {
     // The widening helpers, once per program, a cvt each in PTX.
     assert!(text.contains("#ifndef TCC_HALF_BITS_HELPERS"), "{text}");
     assert!(text.contains("cvt.f32.f16 %0, l;"), "{text}");
-    // Four rows of K in flight per lane before their multiply-adds.
-    let loads = text.find("const tcc_index k = k_first + 384;").unwrap();
+    // 768 = 6 rows a lane, all six loaded before any is multiplied (one
+    // trip to memory), none past K.
+    assert!(
+        text.contains("for (tcc_index k_first = lane; k_first < 768; k_first += 768) {"),
+        "{text}"
+    );
+    let loads = text.find("const tcc_index k = k_first + 640;").unwrap();
     let fma = text
         .find("acc[r][c] = fma(av0_keep[r], bv0_keep[c], acc[r][c]);")
         .unwrap();
     assert!(loads < fma, "{text}");
-    // 768 = 6 rows a lane: one group of four, then two one at a time.
-    assert!(text.contains("for (; k + 384 < 768; k += 512) {"), "{text}");
-    assert!(text.contains("for (; k < 768; k += 128) {"), "{text}");
+    assert!(!text.contains("if (k < 768)"), "{text}");
+}
+
+#[test]
+fn rows_in_flight_past_k_are_zeros_and_many_rows_load_fewer_at_once() {
+    // K = 1000 over 128 lanes: 8 rows a lane at most, the last ones past K
+    // for some lanes.
+    let mut spec = projection(1, Storage::F16);
+    spec.shape.k = 1000;
+    let text = gemm_kernel(&spec).unwrap();
+    assert!(text.contains("k_first += 1024) {"), "{text}");
+    assert!(text.contains("if (k < 1000) {"), "{text}");
+    assert!(text.contains("bv7_keep[c] = 0.0f;"), "{text}");
+    // Eight rows: two rows of K in flight beside 64 accumulators.
+    let text = gemm_kernel(&projection(8, Storage::F16)).unwrap();
+    assert!(text.contains("k_first += 256) {"), "{text}");
+    assert!(!text.contains("bv2_keep"), "{text}");
 }
 
 #[test]
