@@ -326,10 +326,14 @@ static bool sameSize(int64_t a, int64_t b) {
 /// [B, H, Sq, D], key and value [B, Hkv, Skv, D] with Hkv dividing H, one
 /// float element type, a mask broadcastable to [B, H, Sq, Skv], a finite
 /// scale, and an output of the query's shape.
+/// With `widenedKeys` (the kernel op, whose loads widen every element to
+/// fp32), the key and the value may each hold f16, bf16 or f32 whatever
+/// the query's type: `tcc-fold-attention-casts` lets it read a half cache
+/// as it is stored instead of through a widening copy.
 static LogicalResult verifyAttention(Operation *op, ShapedType query,
                                      ShapedType key, ShapedType value,
                                      ShapedType mask, ShapedType output,
-                                     float scale) {
+                                     float scale, bool widenedKeys = false) {
   for (auto [name, type] : {std::pair<StringRef, ShapedType>{"query", query},
                             {"key", key},
                             {"value", value},
@@ -341,11 +345,15 @@ static LogicalResult verifyAttention(Operation *op, ShapedType query,
   Type element = query.getElementType();
   if (!isa<FloatType>(element))
     return op->emitOpError() << "expects float operands, got " << element;
-  for (ShapedType type : {key, value, output})
-    if (type.getElementType() != element)
+  for (ShapedType type : {key, value, output}) {
+    Type other = type.getElementType();
+    bool widened = widenedKeys && type != output &&
+                   (other.isF16() || other.isBF16() || other.isF32());
+    if (other != element && !widened)
       return op->emitOpError()
              << "expects one element type, got " << element << " and "
-             << type.getElementType();
+             << other;
+  }
   ArrayRef<int64_t> q = query.getShape(), k = key.getShape(),
                     v = value.getShape();
   if (!sameSize(k[0], q[0]) || !sameSize(v[0], q[0]))
@@ -424,7 +432,7 @@ LogicalResult FlashAttentionOp::verify() {
   return verifyAttention(*this, cast<ShapedType>(getQuery().getType()),
                          cast<ShapedType>(getKey().getType()),
                          cast<ShapedType>(getValue().getType()), mask, init,
-                         getScale().convertToFloat());
+                         getScale().convertToFloat(), /*widenedKeys=*/true);
 }
 
 void FlashAttentionOp::getEffects(

@@ -216,7 +216,9 @@ def Tcc_FlashAttentionOp : Tcc_Op<"flash_attention",
   let description = [{
     `tcc.attention` of f32 operands written into `init` (destination
     passing, so that it bufferizes like a linalg op); the same operands,
-    shapes, `scale` and `causal`. On tensors it returns the result; on
+    shapes, `scale` and `causal`, but for the key and the value, which may
+    each hold f16, bf16 or f32 whatever the query's type (the kernel
+    widens every element it loads to fp32). On tensors it returns the result; on
     memrefs it writes `init` and returns nothing.
     `tcc-convert-attention-to-kernel` creates it; the OpenCL C back end
     compiles it as one flash-attention kernel (`#tcc.attention`).

@@ -938,7 +938,10 @@ mod tests {
         // Its FFN's down projection (N = 768): no block gives every SM a
         // work-group, so the narrowest, 8 columns by 256 lanes (96).
         let down = nvidia::few_rows(1, 1, 768, 3072).unwrap();
-        assert_eq!((down.tile_n, down.k_lanes, down.threads()), (8, 256, (1, 256)));
+        assert_eq!(
+            (down.tile_n, down.k_lanes, down.threads()),
+            (8, 256, (1, 256))
+        );
         // A batch of products counts its groups too.
         assert_eq!(nvidia::few_rows(4, 1, 2304, 768).unwrap().tile_n, 64);
         // More than 8 rows, a short K or a narrow N keep the table's.

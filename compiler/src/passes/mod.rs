@@ -15,6 +15,7 @@ mod convert_softmax_to_linalg;
 mod decompose_composites;
 mod dedupe_kernels;
 mod elide_output_copies;
+mod fold_attention_casts;
 mod fold_attention_transposes;
 mod fold_batch_norm;
 mod fold_constants;
@@ -66,6 +67,7 @@ pub use convert_softmax_to_linalg::ConvertSoftmaxToLinalg;
 pub use decompose_composites::DecomposeComposites;
 pub use dedupe_kernels::DedupeKernels;
 pub use elide_output_copies::ElideOutputCopies;
+pub use fold_attention_casts::FoldAttentionCasts;
 pub use fold_attention_transposes::FoldAttentionTransposes;
 pub use fold_batch_norm::FoldBatchNorm;
 pub use fold_constants::FoldConstants;
@@ -164,6 +166,7 @@ pub const ALL: &[(&str, &str)] = &[
     (UniqueResults::ARGUMENT, UniqueResults::SUMMARY),
     (UnshareEmptyTensors::ARGUMENT, UnshareEmptyTensors::SUMMARY),
     (ElideOutputCopies::ARGUMENT, ElideOutputCopies::SUMMARY),
+    (FoldAttentionCasts::ARGUMENT, FoldAttentionCasts::SUMMARY),
     (
         FoldAttentionTransposes::ARGUMENT,
         FoldAttentionTransposes::SUMMARY,
@@ -222,6 +225,7 @@ pub fn register_all() {
     pass::register(&UniqueResults);
     pass::register(&UnshareEmptyTensors);
     pass::register(&ElideOutputCopies);
+    pass::register(&FoldAttentionCasts);
     pass::register(&FoldAttentionTransposes);
     pass::register(&ReshapeEpilogues);
     pass::register(&OrderGlobals);

@@ -24,7 +24,7 @@ use crate::ir::util::{defining_op, erase_op, op_name, same_op, users};
 
 /// The op of the function body that runs `op`: its kernel's
 /// `tcc.dispatch`, or `op` itself where it is in none.
-fn unit<'c>(op: OperationRef<'c, 'c>) -> OperationRef<'c, 'c> {
+pub(super) fn unit<'c>(op: OperationRef<'c, 'c>) -> OperationRef<'c, 'c> {
     dispatch::enclosing(op).unwrap_or(op)
 }
 
@@ -50,7 +50,7 @@ pub fn fold_attention_transposes<'c>(
 }
 
 /// The buffer a value views (through view ops).
-fn root_of<'c>(value: Value<'c, 'c>) -> Value<'c, 'c> {
+pub(super) fn root_of<'c>(value: Value<'c, 'c>) -> Value<'c, 'c> {
     let mut current = value;
     while let Some(op) = defining_op(current)
         && VIEW_OPS.contains(&op_name(&op).as_str())
@@ -76,7 +76,7 @@ fn permutation(op: OperationRef) -> Option<Vec<usize>> {
 /// other op touching it comes before both or after both, the first one
 /// after being an op that overwrites all of it (CSE lets one buffer serve
 /// the same transpose of every layer in turn).
-fn droppable<'c>(
+pub(super) fn droppable<'c>(
     value: Value<'c, 'c>,
     first: OperationRef<'c, 'c>,
     last: OperationRef<'c, 'c>,
@@ -139,17 +139,18 @@ fn droppable<'c>(
 }
 
 /// Whether `op` writes every element of `root` without reading it: a
-/// copy, fill or transpose whose destination (its last operand, the only
-/// one viewing `root`) has as many elements as `root`.
+/// copy, fill or transpose, or an elementwise `linalg.generic` that never
+/// reads its output (a widening cast of the next layer), whose
+/// destination (its last operand, the only one viewing `root`) has as
+/// many elements as `root`.
 fn overwrites(op: OperationRef, root: Value, elements: i64) -> bool {
     let name = op_name(&op);
     let count = op.operand_count();
-    if !matches!(
+    let copying = matches!(
         name.as_str(),
         "linalg.transpose" | "linalg.fill" | "linalg.copy" | "memref.copy"
-    ) || count == 0
-        || op.region_count() > 1
-    {
+    ) && op.region_count() <= 1;
+    if !(copying || writes_without_reading(op)) || count == 0 {
         return false;
     }
     let Ok(destination) = op.operand(count - 1) else {
@@ -160,6 +161,29 @@ fn overwrites(op: OperationRef, root: Value, elements: i64) -> bool {
         && MemRefLayout::of(destination.r#type())
             .filter(MemRefLayout::is_static)
             .is_some_and(|l| l.shape.iter().product::<i64>() == elements)
+}
+
+/// Whether `op` is an elementwise `linalg.generic` (parallel iterators,
+/// identity output map) whose body never reads its output's block
+/// argument: it writes every element of its output from its inputs alone.
+fn writes_without_reading(op: OperationRef) -> bool {
+    use crate::ir::affine::{IteratorType, indexing_maps, iterator_types};
+    use melior::ir::RegionLike;
+    if op_name(&op) != "linalg.generic" || op.operand_count() == 0 {
+        return false;
+    }
+    let (Some(maps), Some(iterators)) = (indexing_maps(op), iterator_types(op)) else {
+        return false;
+    };
+    let Some(block) = op.region(0).ok().and_then(|r| r.first_block()) else {
+        return false;
+    };
+    let outputs = op.operand_count() - 1;
+    iterators.iter().all(|t| *t == IteratorType::Parallel)
+        && maps.last().is_some_and(|m| m.is_identity())
+        && block
+            .argument(outputs)
+            .is_ok_and(|arg| crate::ir::util::use_count(arg.into()) == 0)
 }
 
 /// The plain `linalg.transpose` of rank 4 that `unit` (an op of the
@@ -182,7 +206,7 @@ fn lone_transpose<'c>(unit: OperationRef<'c, 'c>) -> Option<OperationRef<'c, 'c>
 
 /// The ops strictly between `first` and `last` (same block, `first`
 /// before `last`); `None` if they are not so placed.
-fn between<'c>(
+pub(super) fn between<'c>(
     first: OperationRef<'c, 'c>,
     last: OperationRef<'c, 'c>,
 ) -> Option<Vec<OperationRef<'c, 'c>>> {
@@ -204,7 +228,7 @@ fn between<'c>(
 
 /// Whether an op (or one nested in it) uses a view of `root`, other than
 /// view ops and transposes that only read it (`reads_allowed`).
-fn touches(op: OperationRef, root: Value, reads_allowed: bool) -> bool {
+pub(super) fn touches(op: OperationRef, root: Value, reads_allowed: bool) -> bool {
     let mut found = false;
     op.walk(melior::ir::operation::WalkOrder::PreOrder, |nested| {
         let nested = unsafe { OperationRef::from_raw(nested.to_raw()) };
@@ -233,7 +257,7 @@ fn touches(op: OperationRef, root: Value, reads_allowed: bool) -> bool {
 }
 
 /// The last op of `anchor`'s block before it that touches `root`.
-fn last_access_before<'c>(
+pub(super) fn last_access_before<'c>(
     anchor: OperationRef<'c, 'c>,
     root: Value<'c, 'c>,
 ) -> Option<OperationRef<'c, 'c>> {
@@ -321,7 +345,7 @@ fn transpose_view<'c>(
 
 /// Erases the view chain and the allocation behind `value` as far as
 /// nothing but deallocations uses them any more.
-fn erase_allocation(value: Value) {
+pub(super) fn erase_allocation(value: Value) {
     let Some(op) = defining_op(value) else {
         return;
     };
@@ -344,13 +368,13 @@ fn erase_allocation(value: Value) {
 }
 
 /// How many of `op`'s operands are `value`.
-fn operand_uses(op: OperationRef, value: Value) -> usize {
+pub(super) fn operand_uses(op: OperationRef, value: Value) -> usize {
     (0..op.operand_count())
         .filter(|&i| op.operand(i).ok() == Some(value))
         .count()
 }
 
-fn set_operand(op: OperationRef, index: usize, value: Value) {
+pub(super) fn set_operand(op: OperationRef, index: usize, value: Value) {
     unsafe { mlir_sys::mlirOperationSetOperand(op.to_raw(), index as isize, value.to_raw()) };
 }
 

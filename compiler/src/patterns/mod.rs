@@ -7,6 +7,7 @@ pub mod convert_softmax_to_linalg;
 pub mod copy;
 pub mod decompose_composites;
 pub mod elide_output_copies;
+pub mod fold_attention_casts;
 pub mod fold_attention_transposes;
 pub mod fold_batch_norm;
 pub mod fold_constants;

@@ -253,6 +253,9 @@ impl Phase {
                 // (`memref.copy %v, %v`), which canonicalize erases.
                 .pass("canonicalize")
                 .pass("tcc-elide-output-copies")
+                // The attention kernel widens what it loads: a key or
+                // value cast up from 16 bits is read as it is stored.
+                .pass("tcc-fold-attention-casts")
                 // The attention kernel reads Q, K and V and writes its
                 // output through strides: their transposes become views.
                 .pass("tcc-fold-attention-transposes")
