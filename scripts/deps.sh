@@ -44,6 +44,15 @@ if ! python3 -c "import onnx, sys; sys.exit(onnx.__version__ != '$ONNX_VERSION')
   python3 -m pip install --quiet --disable-pip-version-check "onnx==$ONNX_VERSION"
 fi
 
+# onnxruntime runs the lowered graphs of the dynamic-shape tests
+# (test/onnx/dynamic/run_lowered.py, compiler/tests/dynamic_shapes.rs): the
+# dispatch phase's graph at every batch against the original's output.
+ORT_VERSION=1.32.0
+if ! python3 -c "import onnxruntime, sys; sys.exit(onnxruntime.__version__ != '$ORT_VERSION')" 2>/dev/null; then
+  echo "deps: installing onnxruntime==$ORT_VERSION from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check "onnxruntime==$ORT_VERSION"
+fi
+
 # pytest runs the Python module's tests (runtime/python/tests, driven by
 # compiler/tests/python.rs); numpy comes with onnx.
 if ! python3 -c "import pytest, numpy" 2>/dev/null; then

@@ -1860,27 +1860,40 @@ fn greedy_decoding_keeps_the_cache_on_the_device_and_matches_onnxruntime() {
 }
 
 /// A decode step's projection: few rows (M = the batch, symbolic) times a
-/// long K. On nvidia the GEMM splits K across work-groups whatever the
-/// rows (the workspace and counters laid out for the declared maximum's
-/// tiles, a call launching the rows it has), so that the weights stream
-/// through enough work-groups; the OpenCL C kernels (their portable
-/// split-K fix-up) run here at batches 1, 5 and 8, equal to a reference
+/// long K. On nvidia a bound of at most 8 rows takes the few-row form (the
+/// lanes of a work-group share K, rows past the call's M guarded), a
+/// bound of 16 splits K across work-groups (the workspace and counters
+/// laid out for the declared maximum's tiles, a call launching the rows
+/// it has), so that the weights stream through enough work-groups either
+/// way; the OpenCL C kernels (their portable lane sums and split-K
+/// fix-up) run here at batches from 1 to the bound, equal to a reference
 /// sum.
 #[test]
-fn few_symbolic_rows_split_k_across_work_groups() {
+fn few_symbolic_rows_stream_the_weights_through_many_work_groups() {
     let _serial = crate::support::device_and_spawn_lock();
+    for (max, form, batches) in [
+        (8, "k_lanes = ", [1usize, 5, 8]),
+        (16, "split_k = ", [1, 9, 16]),
+    ] {
+        few_symbolic_rows(max, form, &batches);
+    }
+}
+
+fn few_symbolic_rows(max: usize, form: &str, batches: &[usize]) {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("projection.mlir");
     std::fs::write(
         &source,
-        r#"module attributes {tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [8]>} {
-  func.func @projection(%x: tensor<1x?x2048xf32> {tcc.dim_names = ["", "batch", ""]}, %w: tensor<1x2048x768xf32>) -> tensor<1x?x768xf32> {
-    %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+        format!(
+            r#"module attributes {{tcc.dims = #tcc.dims<names = ["batch"], min = [1], max = [{max}]>}} {{
+  func.func @projection(%x: tensor<1x?x2048xf32> {{tcc.dim_names = ["", "batch", ""]}}, %w: tensor<1x2048x768xf32>) -> tensor<1x?x768xf32> {{
+    %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
     %y = tosa.matmul %x, %w, %zp, %zp : (tensor<1x?x2048xf32>, tensor<1x2048x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x768xf32>
     return %y : tensor<1x?x768xf32>
-  }
-}
-"#,
+  }}
+}}
+"#
+        ),
     )
     .unwrap();
     let source = source.display().to_string();
@@ -1890,13 +1903,16 @@ fn few_symbolic_rows_split_k_across_work_groups() {
         "--target=nvidia",
         "--compile-to=tile",
     ]));
-    let split = tile
-        .split("split_k = ")
+    let parts = tile
+        .split(form)
         .nth(1)
         .and_then(|rest| rest.split(',').next())
         .and_then(|n| n.trim().parse::<u32>().ok())
-        .unwrap_or_else(|| panic!("no GEMM strategy in {tile}"));
-    assert!(split > 1, "K of 2048 over 8 rows splits: {tile}");
+        .unwrap_or_else(|| panic!("no {form}in the GEMM strategy of {tile}"));
+    assert!(
+        parts > 1,
+        "K of 2048 over {max} rows: {form}{parts}: {tile}"
+    );
     let out = dir.path().join("projection.so");
     compile_for("nvidia", &source, &[], &out);
     let model = tcc_runtime::Model::load(&out).unwrap();
@@ -1905,7 +1921,7 @@ fn few_symbolic_rows_split_k_across_work_groups() {
     let w: Vec<f32> = (0..2048 * 768usize)
         .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 1000.0)
         .collect();
-    for batch in [1usize, 5, 8] {
+    for &batch in batches {
         let x: Vec<f32> = (0..batch * 2048)
             .map(|i: usize| ((i * 104729 % 997) as f32 - 498.0) / 997.0)
             .collect();

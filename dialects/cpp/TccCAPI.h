@@ -173,7 +173,7 @@ typedef struct {
   int64_t tileM, tileN, tileK, workM, workN, splitK, kLanes; /* gemm */
   int64_t batch, m, n, k;                            /* gemm */
   int64_t columns, vector, workItems;                /* window */
-  int64_t blockQ, blockK;                            /* attention */
+  int64_t blockQ, blockK, keyLanes;                  /* attention */
   int32_t precision; /* gemm: a TccPrecision */
 } TccKernelStrategy;
 

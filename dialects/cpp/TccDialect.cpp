@@ -119,10 +119,15 @@ WindowStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 AttentionStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                              int64_t blockQ, int64_t blockK) {
+                              int64_t blockQ, int64_t blockK,
+                              int64_t keyLanes) {
   if (blockQ <= 0 || blockK <= 0)
     return emitError() << "block_q and block_k must be positive, got "
                        << blockQ << " and " << blockK;
+  if (keyLanes <= 0 || blockQ * keyLanes > 1024)
+    return emitError() << "key_lanes must be positive and block_q x "
+                          "key_lanes at most 1024 work-items, got "
+                       << keyLanes;
   return success();
 }
 

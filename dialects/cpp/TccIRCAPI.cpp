@@ -177,7 +177,7 @@ MlirAttribute tccKernelStrategyGet(MlirContext context,
     break;
   case TccStrategyAttention:
     attr = tcc::AttentionStrategyAttr::getChecked(emitError, ctx, s->blockQ,
-                                                  s->blockK);
+                                                  s->blockK, s->keyLanes);
     break;
   default:
     break;
@@ -227,6 +227,7 @@ bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
     s->kind = TccStrategyAttention;
     s->blockQ = attention.getBlockQ();
     s->blockK = attention.getBlockK();
+    s->keyLanes = attention.getKeyLanes();
   } else {
     return false;
   }

@@ -35,6 +35,7 @@ struct RawStrategy {
     work_items: i64,
     block_q: i64,
     block_k: i64,
+    key_lanes: i64,
     precision: i32,
 }
 
@@ -84,8 +85,14 @@ pub enum KernelStrategy {
     },
     /// `#tcc.attention`: the flash-attention template, one work-group of
     /// `block_q` work-items per `block_q` query rows of one batch and
-    /// head, keys in tiles of `block_k`.
-    Attention { block_q: i64, block_k: i64 },
+    /// head, keys in tiles of `block_k`; with `key_lanes` above 1, the
+    /// key-parallel form (`key_lanes` work-items per row, each over every
+    /// `key_lanes`-th key, merged in the work-group).
+    Attention {
+        block_q: i64,
+        block_k: i64,
+        key_lanes: i64,
+    },
 }
 
 impl KernelStrategy {
@@ -140,6 +147,7 @@ impl KernelStrategy {
             ATTENTION => KernelStrategy::Attention {
                 block_q: raw.block_q,
                 block_k: raw.block_k,
+                key_lanes: raw.key_lanes,
             },
             _ => return None,
         })
@@ -194,9 +202,13 @@ impl KernelStrategy {
                 raw.vector = config.vector.into();
                 raw.work_items = work_items;
             }
-            KernelStrategy::Attention { block_q, block_k } => {
+            KernelStrategy::Attention {
+                block_q,
+                block_k,
+                key_lanes,
+            } => {
                 raw.kind = ATTENTION;
-                (raw.block_q, raw.block_k) = (block_q, block_k);
+                (raw.block_q, raw.block_k, raw.key_lanes) = (block_q, block_k, key_lanes);
             }
         }
         let attribute = unsafe { tccKernelStrategyGet(context.to_raw(), &raw) };

@@ -138,13 +138,20 @@ def Tcc_AttentionStrategyAttr
     query rows of one batch and head (one row per work-item, its query
     and output accumulator in registers), walking the keys in tiles of
     `block_k` rows of K and V staged in local memory, with an online
-    softmax (running maximum and sum).
+    softmax (running maximum and sum). `key_lanes` above 1 (default 1,
+    not printed) is the key-parallel form for a few query rows (a decode
+    step): `key_lanes` work-items share each row, each walking every
+    `key_lanes`-th key with an online softmax of its own, and the
+    work-group merges their maxima, sums and accumulators; `block_k` is
+    then unused.
 
     ```mlir
     tcc.strategy = #tcc.attention<block_q = 64, block_k = 32>
+    tcc.strategy = #tcc.attention<block_q = 1, block_k = 64, key_lanes = 64>
     ```
   }];
-  let parameters = (ins "int64_t":$block_q, "int64_t":$block_k);
+  let parameters = (ins "int64_t":$block_q, "int64_t":$block_k,
+                        DefaultValuedParameter<"int64_t", "1">:$key_lanes);
   let genVerifyDecl = 1;
 }
 

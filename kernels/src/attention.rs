@@ -91,6 +91,10 @@ pub struct AttentionSpec {
     /// work-group as a loop over its work-items and vectorizes that loop
     /// only when it holds no inner loop, which the key loop always is).
     pub single_item: bool,
+    /// Work-items per query row above 1: the key-parallel form
+    /// ([`key_lanes_body`]) for a few query rows (a decode step), each
+    /// work-item walking every `key_lanes`-th key.
+    pub key_lanes: u32,
 }
 
 /// The launch of an attention kernel: (work-groups, work-items per group)
@@ -98,12 +102,16 @@ pub struct AttentionSpec {
 /// [`attention_threads`] says.
 pub fn attention_launch(
     shape: &AttentionShape,
-    block_q: u32,
-    block_k: u32,
+    (block_q, block_k, key_lanes): (u32, u32, u32),
     tensor_cores: Option<TensorCores>,
     single_item: bool,
 ) -> ([i64; 3], [i64; 3]) {
-    let threads = attention_threads(block_q, block_k, shape.head_dim, tensor_cores, single_item);
+    let threads = attention_threads(
+        (block_q, block_k, key_lanes),
+        shape.head_dim,
+        tensor_cores,
+        single_item,
+    );
     let block_q = i64::from(block_q.max(1));
     (
         [
@@ -129,8 +137,7 @@ impl AttentionSpec {
     /// Work-items per work-group (see [`attention_threads`]).
     pub fn threads(&self) -> u32 {
         attention_threads(
-            self.block_q,
-            self.block_k,
+            (self.block_q, self.block_k, self.key_lanes),
             self.shape.head_dim,
             self.tensor_cores,
             self.single_item,
@@ -162,6 +169,18 @@ impl AttentionSpec {
         }
         if !self.scale.is_finite() {
             return Err(format!("attention scale {} is not finite", self.scale));
+        }
+        if self.key_lanes > 1 {
+            let bytes = key_lanes_local_bytes(self.block_q, self.key_lanes, s.head_dim);
+            if self.single_item || bytes > 32 * 1024 || self.block_q * self.key_lanes > 1024 {
+                return Err(format!(
+                    "attention key lanes: {} rows of {} lanes take {bytes} bytes of local memory and {} work-items (at most 32768 and 1024, on a GPU)",
+                    self.block_q,
+                    self.key_lanes,
+                    self.block_q * self.key_lanes
+                ));
+            }
+            return Ok(());
         }
         // Two tiles of block_k x head_dim floats in local memory: stay
         // within the 32 KiB every OpenCL GPU offers.
@@ -200,6 +219,10 @@ pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
         spec.name,
         spec.parameters
     );
+    if spec.key_lanes > 1 {
+        let _ = writeln!(out, "{}}}", key_lanes_body(spec));
+        return Ok(out);
+    }
     let fp32 = fp32_body(spec);
     match spec.tensor_cores.filter(|_| tensor_cores_fit(spec)) {
         Some(arithmetic) => {
@@ -246,19 +269,21 @@ pub fn tensor_cores_take(
         && local_bytes(block_q, block_k, head_dim, 1) <= 48 * 1024
 }
 
-/// Work-items per work-group: one (the CPU form), a warp per
-/// [`WARP_ROWS`] query rows where the tensor-core body applies (the
-/// portable body, its fallback, then leaves the work-items past
-/// `block_q` to the staging), else one per query row.
+/// Work-items per work-group: one (the CPU form), `key_lanes` per query
+/// row in the key-parallel form, a warp per [`WARP_ROWS`] query rows
+/// where the tensor-core body applies (the portable body, its fallback,
+/// then leaves the work-items past `block_q` to the staging), else one
+/// per query row.
 pub fn attention_threads(
-    block_q: u32,
-    block_k: u32,
+    (block_q, block_k, key_lanes): (u32, u32, u32),
     head_dim: i64,
     tensor_cores: Option<TensorCores>,
     single_item: bool,
 ) -> u32 {
     if single_item {
         1
+    } else if key_lanes > 1 {
+        block_q * key_lanes
     } else if tensor_cores_take(block_q, block_k, head_dim, tensor_cores) {
         block_q / WARP_ROWS * 32
     } else {
@@ -921,6 +946,137 @@ fn vector_body(spec: &AttentionSpec) -> String {
     out
 }
 
+/// Local memory of the key-parallel form: each work-item's running
+/// maximum, sum and accumulator (rows padded by one float, so that the
+/// work-items storing theirs side by side hit different banks) and its
+/// merge weight.
+fn key_lanes_local_bytes(block_q: u32, key_lanes: u32, head_dim: i64) -> i64 {
+    let items = i64::from(block_q) * i64::from(key_lanes);
+    4 * (items * (head_dim + 1) + 3 * items)
+}
+
+/// The key-parallel form (`key_lanes > 1`): a few query rows (a decode
+/// step's one per sequence) leave the one-row-per-work-item bodies a
+/// work-group or two per head walking every key alone (GPT-2's fp32
+/// one-token step spent 80 us a layer so, one work-item doing all 256
+/// keys' products). Here `key_lanes` work-items share each row: work-item
+/// `t` takes keys `t`, `t + key_lanes`, ... reading K and V rows straight
+/// from memory, with exact fp32 dot products and an online softmax of its
+/// own (the fp32 body's update, key by key). Then the work-group merges
+/// them: the row's maximum over its work-items, each work-item's weight
+/// `exp(m_t - max)`, and every output element the weighted sum of the
+/// accumulators over the weighted sum of the sums, added in work-item
+/// order. Masks, causal rows (keys past the row are not visited), grouped
+/// heads and rows without any key (0) as the other bodies.
+fn key_lanes_body(spec: &AttentionSpec) -> String {
+    let s = spec.shape;
+    let (bq, lanes, d) = (spec.block_q, spec.key_lanes, s.head_dim);
+    let items = bq * lanes;
+    let group = s.heads / s.kv_heads;
+    let stride = d + 1;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  __local float lane_max[{items}];\n  __local float lane_sum[{items}];\n  __local float lane_weight[{items}];\n  __local float lane_acc[{}];",
+        i64::from(items) * stride
+    );
+    let _ = writeln!(
+        out,
+        "  const int lid = (int)get_local_id(0);\n  \
+         const int r = lid / {lanes}, t = lid % {lanes};\n  \
+         const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
+         const tcc_index bh = (tcc_index)get_group_id(1);\n  \
+         const tcc_index b = bh / {heads}, h = bh % {heads};\n  \
+         const tcc_index hk = h / {group};\n  \
+         const tcc_index i = q0 + r;\n  \
+         /* Rows past the sequence compute on the last row and store nothing. */\n  \
+         const tcc_index qi = i < {q_len} ? i : {last};",
+        heads = s.heads,
+        q_len = s.q_len,
+        last = s.q_len - 1,
+    );
+    let q_at = spec.query.address(["b", "h", "qi", "dd"]);
+    let _ = writeln!(
+        out,
+        "  float q[{d}];\n  float acc[{d}];\n  #pragma unroll\n  for (int dd = 0; dd < {d}; ++dd) {{\n    \
+         q[dd] = {};\n    acc[dd] = 0.0f;\n  }}\n  float m = -INFINITY;\n  float l = 0.0f;",
+        spec.query.buffer.load(&q_at)
+    );
+    let kv_end = if spec.causal {
+        format!("min((tcc_index){}, qi + 1)", s.kv_len)
+    } else {
+        s.kv_len.to_string()
+    };
+    let _ = writeln!(
+        out,
+        "  for (tcc_index j = t; j < {kv_end}; j += {lanes}) {{\n    float k_row[{d}], v_row[{d}];"
+    );
+    for (operand, name) in [(&spec.key, "k_row"), (&spec.value, "v_row")] {
+        let at = operand.address(["b", "hk", "j", "dd"]);
+        if quad_aligned(operand, d) {
+            let _ = writeln!(
+                out,
+                "    #pragma unroll\n    for (int dd = 0; dd < {d}; dd += 4) {{\n      \
+                 const float4 v4 = {};\n      \
+                 {name}[dd] = v4.s0; {name}[dd + 1] = v4.s1; {name}[dd + 2] = v4.s2; {name}[dd + 3] = v4.s3;\n    }}",
+                load_quad(&operand.buffer, &at)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "    #pragma unroll\n    for (int dd = 0; dd < {d}; ++dd)\n      {name}[dd] = {};",
+                operand.buffer.load(&at)
+            );
+        }
+    }
+    let mut score = format!("dot * {}", float_literal(spec.scale));
+    if let Some(mask) = &spec.mask {
+        let at = mask.address(["b", "h", "qi", "j"]);
+        score = format!("{score} + {}", mask.buffer.load(&at));
+    }
+    let _ = writeln!(
+        out,
+        "    float dot = 0.0f;\n    #pragma unroll\n    for (int dd = 0; dd < {d}; ++dd)\n      dot = fma(q[dd], k_row[dd], dot);\n    \
+         const float x = {score};\n    \
+         const float m_new = tcc_maximumf(m, x);\n    \
+         /* While every score so far is -inf, subtract 0: exp(-inf) = 0. */\n    \
+         const float base = m_new == -INFINITY ? 0.0f : m_new;\n    \
+         const float correction = tcc_expf(m - base);\n    \
+         const float p = tcc_expf(x - base);\n    \
+         l = fma(l, correction, p);\n    \
+         #pragma unroll\n    \
+         for (int dd = 0; dd < {d}; ++dd)\n      \
+         acc[dd] = fma(p, v_row[dd], acc[dd] * correction);\n    \
+         m = m_new;\n  }}"
+    );
+    // The merge.
+    let o_at = spec.output.address(["b", "h", "i", "dd"]);
+    let _ = writeln!(
+        out,
+        "  lane_max[lid] = m;\n  lane_sum[lid] = l;\n  \
+         #pragma unroll\n  for (int dd = 0; dd < {d}; ++dd)\n    lane_acc[lid * {stride} + dd] = acc[dd];\n  \
+         barrier(CLK_LOCAL_MEM_FENCE);\n  \
+         float row_max = -INFINITY;\n  \
+         for (int u = 0; u < {lanes}; ++u)\n    row_max = tcc_maximumf(row_max, lane_max[r * {lanes} + u]);\n  \
+         const float row_base = row_max == -INFINITY ? 0.0f : row_max;\n  \
+         lane_weight[lid] = tcc_expf(m - row_base);\n  \
+         barrier(CLK_LOCAL_MEM_FENCE);\n  \
+         float total = 0.0f;\n  \
+         for (int u = 0; u < {lanes}; ++u)\n    total = fma(lane_sum[r * {lanes} + u], lane_weight[r * {lanes} + u], total);\n  \
+         /* A row without any key (total = 0) is 0, not NaN. */\n  \
+         const float inverse = total > 0.0f ? 1.0f / total : 0.0f;\n  \
+         if (i < {q_len}) {{\n    \
+         for (int dd = t; dd < {d}; dd += {lanes}) {{\n      \
+         float o = 0.0f;\n      \
+         for (int u = 0; u < {lanes}; ++u)\n        \
+         o = fma(lane_acc[(r * {lanes} + u) * {stride} + dd], lane_weight[r * {lanes} + u], o);\n      \
+         {}\n    }}\n  }}",
+        spec.output.buffer.store("o * inverse", &o_at),
+        q_len = s.q_len,
+    );
+    out
+}
+
 /// The exact fp32 body: one work-item per query row.
 fn fp32_body(spec: &AttentionSpec) -> String {
     let s = spec.shape;
@@ -1108,7 +1264,82 @@ mod tests {
             output: operand("a4", [2, 4, 77, 64]),
             tensor_cores: None,
             single_item: false,
+            key_lanes: 1,
         }
+    }
+
+    /// One decode row per (batch, head) over 77 keys, masked, with
+    /// `key_lanes` work-items.
+    fn decode_row(key_lanes: u32) -> AttentionSpec {
+        let mut spec = spec(false, true);
+        spec.shape.q_len = 1;
+        spec.block_q = 1;
+        spec.key_lanes = key_lanes;
+        spec.query = operand("a0", [2, 4, 1, 64]);
+        spec.output = operand("a4", [2, 4, 1, 64]);
+        spec
+    }
+
+    #[test]
+    fn a_few_rows_share_the_keys_among_lanes_and_merge_in_order() {
+        let mut spec = decode_row(64);
+        // Whatever the precision: exact fp32, no tensor-core body.
+        spec.tensor_cores = Some(TensorCores::Fp16);
+        let text = attention_kernel(&spec).unwrap();
+        assert!(text.contains("reqd_work_group_size(64, 1, 1)"), "{text}");
+        assert!(!text.contains("TCC_PTX"), "{text}");
+        assert!(
+            text.contains("const int r = lid / 64, t = lid % 64;"),
+            "{text}"
+        );
+        // Each lane walks every 64th key, its rows read four at a time.
+        assert!(
+            text.contains("for (tcc_index j = t; j < 77; j += 64) {"),
+            "{text}"
+        );
+        assert!(
+            text.contains("const float4 v4 = *(__global const float4*)(a1 + "),
+            "{text}"
+        );
+        assert!(
+            text.contains("const float x = dot * 0.125f + a3[b * 77 + j];"),
+            "{text}"
+        );
+        // The merge: weights exp(m_t - max), sums in lane order, rows of
+        // accumulators padded to 65 floats.
+        assert!(
+            text.contains("lane_acc[lid * 65 + dd] = acc[dd];"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lane_weight[lid] = tcc_expf(m - row_base);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("o = fma(lane_acc[(r * 64 + u) * 65 + dd], lane_weight[r * 64 + u], o);"),
+            "{text}"
+        );
+        assert!(text.contains("= o * inverse;"), "{text}");
+        assert_eq!(
+            attention_launch(&spec.shape, (1, 32, 64), Some(TensorCores::Fp16), false),
+            ([1, 8, 1], [64, 1, 1])
+        );
+    }
+
+    #[test]
+    fn causal_key_lanes_stop_at_the_row() {
+        let mut spec = spec(true, false);
+        spec.block_q = 2;
+        spec.key_lanes = 32;
+        let text = attention_kernel(&spec).unwrap();
+        assert!(text.contains("reqd_work_group_size(64, 1, 1)"), "{text}");
+        assert!(
+            text.contains("for (tcc_index j = t; j < min((tcc_index)77, qi + 1); j += 32) {"),
+            "{text}"
+        );
+        // Too many lanes for local memory are refused.
+        let wide = decode_row(1024);
+        assert!(attention_kernel(&wide).unwrap_err().contains("key lanes"));
     }
 
     #[test]
@@ -1171,7 +1402,7 @@ mod tests {
             "{text}"
         );
         assert_eq!(
-            attention_launch(&spec.shape, 64, 32, spec.tensor_cores, false).1,
+            attention_launch(&spec.shape, (64, 32, 1), spec.tensor_cores, false).1,
             [128, 1, 1]
         );
         assert!(
@@ -1345,7 +1576,7 @@ mod tests {
         bad.scale = f32::NAN;
         assert!(attention_kernel(&bad).is_err());
         assert_eq!(
-            attention_launch(&spec(false, false).shape, 64, 32, None, false),
+            attention_launch(&spec(false, false).shape, (64, 32, 1), None, false),
             ([2, 8, 1], [64, 1, 1])
         );
     }
@@ -1376,7 +1607,7 @@ mod tests {
         assert!(text.contains("a3[b * 77 + jl]"), "{text}");
         // One work-item per group in the launch, rows in groups of 4.
         assert_eq!(
-            attention_launch(&cpu.shape, 4, 32, None, true),
+            attention_launch(&cpu.shape, (4, 32, 1), None, true),
             ([20, 8, 1], [1, 1, 1])
         );
         // Head dimensions that 16 does not divide take narrower lanes.

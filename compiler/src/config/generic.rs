@@ -65,6 +65,7 @@ impl TargetConfig for Generic {
         AttentionConfig {
             block_q: 64,
             block_k: super::attention_block_k(head_dim, 16 * 1024, 32),
+            key_lanes: 1,
         }
     }
 

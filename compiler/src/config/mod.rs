@@ -136,11 +136,34 @@ pub struct LoopConfig {
 pub use tcc_kernels::{GemmConfig, GemmShape};
 
 /// The flash-attention template's blocking: query rows per work-group
-/// (one per work-item) and keys per local-memory tile of K and V.
+/// (one per work-item) and keys per local-memory tile of K and V; or,
+/// with `key_lanes` above 1, that many work-items per query row, each
+/// over every `key_lanes`-th key (the key-parallel form).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionConfig {
     pub block_q: i64,
     pub block_k: i64,
+    pub key_lanes: i64,
+}
+
+/// The most query rows that take the key-parallel attention form
+/// ([`attention_key_lanes`]).
+pub const KEY_PARALLEL_MAX_ROWS: i64 = 4;
+
+/// Work-items per query row of the key-parallel attention form for
+/// `q_len` query rows (a decode step: one per sequence, at most
+/// [`KEY_PARALLEL_MAX_ROWS`]) of `head_dim`: 64, 32 or 16, the most whose
+/// partial accumulators fit 32 KiB of local memory; `None` for more rows
+/// (the one-row-per-work-item bodies, whose tiles of K and V serve every
+/// row of a work-group). At one row a work-group of 64 walks 256 cached
+/// keys 4 each instead of one work-item walking all 256.
+pub fn attention_key_lanes(head_dim: i64, q_len: i64) -> Option<i64> {
+    if !(1..=KEY_PARALLEL_MAX_ROWS).contains(&q_len) {
+        return None;
+    }
+    [64, 32, 16]
+        .into_iter()
+        .find(|lanes| 4 * q_len * lanes * (head_dim + 4) <= 32 * 1024)
 }
 
 /// Keys per tile such that the K and V tiles of `head_dim` floats take at

@@ -516,10 +516,24 @@ impl TargetConfig for Nvidia {
     /// rows a group (one warp, twice the groups) measured slower: 46.5
     /// against 34.6 us a layer, BERT-base fp16 on an H200, since each
     /// group stages the head's whole K and V.
-    fn attention(&self, head_dim: i64, _q_len: i64) -> AttentionConfig {
-        AttentionConfig {
-            block_q: 64,
-            block_k: super::attention_block_k(head_dim, 32 * 1024, 64),
+    ///
+    /// A few query rows (a decode step) take the key-parallel form
+    /// (`super::attention_key_lanes`): GPT-2 small's one-token step ran 80
+    /// us a layer in fp32 and 12 in fp16 with a work-group of 64 rows per
+    /// head, all but one of them idle; more rows take 64-row work-groups.
+    fn attention(&self, head_dim: i64, q_len: i64) -> AttentionConfig {
+        let block_k = super::attention_block_k(head_dim, 32 * 1024, 64);
+        match super::attention_key_lanes(head_dim, q_len) {
+            Some(key_lanes) => AttentionConfig {
+                block_q: q_len,
+                block_k,
+                key_lanes,
+            },
+            None => AttentionConfig {
+                block_q: 64,
+                block_k,
+                key_lanes: 1,
+            },
         }
     }
 

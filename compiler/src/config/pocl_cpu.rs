@@ -204,6 +204,7 @@ impl TargetConfig for PoclCpu {
         AttentionConfig {
             block_q: 4,
             block_k: super::attention_block_k(head_dim, 32 * 1024, 64),
+            key_lanes: 1,
         }
     }
 

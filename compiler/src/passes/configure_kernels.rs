@@ -529,6 +529,7 @@ fn attention_strategy(target: Target, op: OperationRef) -> Option<KernelStrategy
     Some(KernelStrategy::Attention {
         block_q: config.block_q,
         block_k: config.block_k,
+        key_lanes: config.key_lanes,
     })
 }
 

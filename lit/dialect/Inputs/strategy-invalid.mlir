@@ -32,3 +32,8 @@ func.func private @columns() attributes {s = #tcc.window<workgroup_size = 128, c
 
 // expected-error @+1 {{block_q and block_k must be positive, got 64 and 0}}
 func.func private @attention_blocks() attributes {s = #tcc.attention<block_q = 64, block_k = 0>}
+
+// -----
+
+// expected-error @+1 {{key_lanes must be positive and block_q x key_lanes at most 1024 work-items, got 512}}
+func.func private @too_many_lanes() attributes {s = #tcc.attention<block_q = 4, block_k = 64, key_lanes = 512>}

@@ -53,7 +53,12 @@ fn operand(
 impl KernelTemplate for AttentionSpec {
     fn read(writer: &mut KernelWriter, kernel: &TemplateKernel) -> Result<Self, CodegenError> {
         let op = writer.only_template_op(kernel, "tcc.flash_attention", "attention")?;
-        let KernelStrategy::Attention { block_q, block_k } = kernel.strategy else {
+        let KernelStrategy::Attention {
+            block_q,
+            block_k,
+            key_lanes,
+        } = kernel.strategy
+        else {
             return Err(CodegenError::at(
                 &op,
                 "attention kernel without #tcc.attention",
@@ -87,7 +92,12 @@ impl KernelTemplate for AttentionSpec {
         Ok(AttentionSpec {
             name: kernel.name.to_string(),
             parameters: KernelParameters::default(),
-            comment: if writer.single_item_attention {
+            comment: if key_lanes > 1 {
+                format!(
+                    "/* {}: flash attention kernel, one work-group per {block_q} query rows of {key_lanes} work-items each; from {} */",
+                    kernel.name, kernel.location
+                )
+            } else if writer.single_item_attention {
                 format!(
                     "/* {}: flash attention kernel, one work-item per {block_q} query rows; from {} */",
                     kernel.name, kernel.location
@@ -120,6 +130,7 @@ impl KernelTemplate for AttentionSpec {
             // the exact fp32 body.
             tensor_cores: writer.precision.attention_tensor_cores(),
             single_item: writer.single_item_attention,
+            key_lanes: block(key_lanes.max(1))?,
         })
     }
 

@@ -39,7 +39,9 @@ impl TemplateKernel<'_, '_, '_> {
             | KernelStrategy::LayerNorm { workgroup_size } => workgroup_size,
             KernelStrategy::Gemm { config, .. } => i64::from(config.workgroup_size()),
             KernelStrategy::Window { config, .. } => i64::from(config.workgroup_size),
-            KernelStrategy::Attention { block_q, .. } => block_q,
+            KernelStrategy::Attention {
+                block_q, key_lanes, ..
+            } => block_q * key_lanes.max(1),
         }
     }
 }

@@ -62,7 +62,11 @@ pub(super) fn launch_shape(
             ([rows, 1, 1], [workgroup_size, 1, 1])
         }
         // Query blocks along x, batch times heads along y.
-        KernelStrategy::Attention { block_q, block_k } => {
+        KernelStrategy::Attention {
+            block_q,
+            block_k,
+            key_lanes,
+        } => {
             let query = root
                 .operand(0)
                 .ok()
@@ -78,8 +82,11 @@ pub(super) fn launch_shape(
             };
             tcc_kernels::attention_launch(
                 &shape,
-                u32::try_from(block_q).unwrap_or(1),
-                u32::try_from(block_k).unwrap_or(1),
+                (
+                    u32::try_from(block_q).unwrap_or(1),
+                    u32::try_from(block_k).unwrap_or(1),
+                    u32::try_from(key_lanes).unwrap_or(1).max(1),
+                ),
                 precision.attention_tensor_cores(),
                 target.is_some_and(|t| t.attention_single_item()),
             )
