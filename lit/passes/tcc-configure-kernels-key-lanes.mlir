@@ -1,16 +1,19 @@
 // tcc-configure-kernels gives a flash attention of at most 4 query rows (a
 // decode step) on nvidia the key-parallel form: key_lanes work-items per
 // row (64, 32 or 16: the most whose partial accumulators fit 32 KiB), the
-// work-group's block_q its rows. More rows, and other targets, keep
-// 64-row work-groups.
+// work-group's block_q its rows. More rows, other targets, and fp16/bf16
+// (whose tensor-core body is faster there) keep 64-row work-groups.
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=nvidia})' | FileCheck %s
 // RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels{target=generic})' | FileCheck %s --check-prefix=GENERIC --implicit-check-not=key_lanes
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(tcc-attach-target{target=nvidia-sm90 precision=fp16},tcc-phase-linalg,tcc-form-dispatches,tcc-configure-kernels)' | FileCheck %s --check-prefix=HALF --implicit-check-not=key_lanes
 
 // One row over a cache of 256 (GPT-2 small's one-token step).
 // CHECK-LABEL: func.func @step
 // CHECK: tcc.strategy = #tcc.attention<block_q = 1, block_k = 64, key_lanes = 64>
 // GENERIC-LABEL: func.func @step
 // GENERIC: tcc.strategy = #tcc.attention<block_q = 64,
+// HALF-LABEL: func.func @step
+// HALF: tcc.strategy = #tcc.attention<block_q = 64,
 func.func @step(%q: tensor<1x12x1x64xf32>, %k: tensor<1x12x256x64xf32>, %v: tensor<1x12x256x64xf32>) -> tensor<1x12x1x64xf32> {
   %o = tcc.attention %q, %k, %v scale = 0.125 : tensor<1x12x1x64xf32>, tensor<1x12x256x64xf32>, tensor<1x12x256x64xf32> -> tensor<1x12x1x64xf32>
   return %o : tensor<1x12x1x64xf32>

@@ -517,13 +517,19 @@ impl TargetConfig for Nvidia {
     /// against 34.6 us a layer, BERT-base fp16 on an H200, since each
     /// group stages the head's whole K and V.
     ///
-    /// A few query rows (a decode step) take the key-parallel form
-    /// (`super::attention_key_lanes`): GPT-2 small's one-token step ran 80
-    /// us a layer in fp32 and 12 in fp16 with a work-group of 64 rows per
-    /// head, all but one of them idle; more rows take 64-row work-groups.
-    fn attention(&self, head_dim: i64, q_len: i64) -> AttentionConfig {
+    /// A few query rows (a decode step) in fp32 take the key-parallel
+    /// form (`super::attention_key_lanes`): GPT-2 small's one-token step
+    /// ran 80 us a layer with a work-group of 64 rows per head, all but
+    /// one of them idle, 12.4 us with 64 key lanes (H200). The tensor-core
+    /// body (fp16/bf16) keeps its 64-row groups there: 12.1 us against
+    /// 26.4 for the key lanes, whose half loads convert element by
+    /// element.
+    fn attention(&self, head_dim: i64, q_len: i64, tensor_cores: bool) -> AttentionConfig {
         let block_k = super::attention_block_k(head_dim, 32 * 1024, 64);
-        match super::attention_key_lanes(head_dim, q_len) {
+        let lanes = (!tensor_cores)
+            .then(|| super::attention_key_lanes(head_dim, q_len))
+            .flatten();
+        match lanes {
             Some(key_lanes) => AttentionConfig {
                 block_q: q_len,
                 block_k,

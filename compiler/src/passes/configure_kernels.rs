@@ -327,7 +327,7 @@ impl ConfigureOptions {
         windows: window::WindowChoice,
     ) -> KernelStrategy {
         let kernel_kind = kind_from_name(kind);
-        if let Some(strategy) = attention_strategy(target, op) {
+        if let Some(strategy) = attention_strategy(target, op, self.precision) {
             return strategy;
         }
         let extent = self.extent;
@@ -518,14 +518,24 @@ fn row_template(
 }
 
 /// The flash-attention template for a `tcc.flash_attention` (the only way
-/// it compiles): the target's blocking for its head dimension.
-fn attention_strategy(target: Target, op: OperationRef) -> Option<KernelStrategy> {
+/// it compiles): the target's blocking for its head dimension and query
+/// rows, in the module's precision (whose fp16/bf16 PTX form multiplies on
+/// tensor cores).
+fn attention_strategy(
+    target: Target,
+    op: OperationRef,
+    precision: Precision,
+) -> Option<KernelStrategy> {
     if crate::ir::util::op_name(&op) != "tcc.flash_attention" {
         return None;
     }
     let query = op.operand(0).ok().and_then(|v| static_shape(v.r#type()))?;
     let (&head_dim, &q_len) = (query.last()?, query.get(2)?);
-    let config = target.attention(head_dim, q_len);
+    let config = target.attention(
+        head_dim,
+        q_len,
+        precision.attention_tensor_cores().is_some(),
+    );
     Some(KernelStrategy::Attention {
         block_q: config.block_q,
         block_k: config.block_k,
