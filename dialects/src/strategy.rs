@@ -302,6 +302,16 @@ mod tests {
                 },
                 precision: Precision::Bf16,
             },
+            KernelStrategy::Gemm {
+                config: GemmConfig::few_rows(1, 8, 2, 128),
+                shape: GemmShape {
+                    batch: 1,
+                    m: 1,
+                    n: 2304,
+                    k: 768,
+                },
+                precision: Precision::Fp16,
+            },
             KernelStrategy::RowReduce {
                 workgroup_size: 128,
             },
@@ -320,6 +330,12 @@ mod tests {
             KernelStrategy::Attention {
                 block_q: 64,
                 block_k: 32,
+                key_lanes: 1,
+            },
+            KernelStrategy::Attention {
+                block_q: 1,
+                block_k: 64,
+                key_lanes: 64,
             },
         ];
         for strategy in strategies {
