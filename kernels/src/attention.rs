@@ -946,6 +946,38 @@ fn vector_body(spec: &AttentionSpec) -> String {
     out
 }
 
+/// The work-group's (batch, head) and query row `q0 + row` (C names
+/// `b`, `h`, `hk` for grouped heads, `i`, and `qi` clamped into the
+/// sequence), the row's query vector `q` and a zero accumulator `acc` in
+/// registers, and the online softmax's `m` and `l`: the start of the
+/// fp32 and key-parallel bodies.
+fn query_row(out: &mut String, spec: &AttentionSpec, row: &str) {
+    let s = spec.shape;
+    let d = s.head_dim;
+    let _ = writeln!(
+        out,
+        "  const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
+         const tcc_index bh = (tcc_index)get_group_id(1);\n  \
+         const tcc_index b = bh / {heads}, h = bh % {heads};\n  \
+         const tcc_index hk = h / {group};\n  \
+         const tcc_index i = q0 + {row};\n  \
+         /* Rows past the sequence compute on the last row and store nothing. */\n  \
+         const tcc_index qi = i < {q_len} ? i : {last};",
+        bq = spec.block_q,
+        heads = s.heads,
+        group = s.heads / s.kv_heads,
+        q_len = s.q_len,
+        last = s.q_len - 1,
+    );
+    let q_at = spec.query.address(["b", "h", "qi", "dd"]);
+    let _ = writeln!(
+        out,
+        "  float q[{d}];\n  float acc[{d}];\n  #pragma unroll\n  for (int dd = 0; dd < {d}; ++dd) {{\n    \
+         q[dd] = {};\n    acc[dd] = 0.0f;\n  }}\n  float m = -INFINITY;\n  float l = 0.0f;",
+        spec.query.buffer.load(&q_at)
+    );
+}
+
 /// Local memory of the key-parallel form: each work-item's running
 /// maximum, sum and accumulator (rows padded by one float, so that the
 /// work-items storing theirs side by side hit different banks) and its
@@ -972,7 +1004,6 @@ fn key_lanes_body(spec: &AttentionSpec) -> String {
     let s = spec.shape;
     let (bq, lanes, d) = (spec.block_q, spec.key_lanes, s.head_dim);
     let items = bq * lanes;
-    let group = s.heads / s.kv_heads;
     let stride = d + 1;
     let mut out = String::new();
     let _ = writeln!(
@@ -982,26 +1013,9 @@ fn key_lanes_body(spec: &AttentionSpec) -> String {
     );
     let _ = writeln!(
         out,
-        "  const int lid = (int)get_local_id(0);\n  \
-         const int r = lid / {lanes}, t = lid % {lanes};\n  \
-         const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
-         const tcc_index bh = (tcc_index)get_group_id(1);\n  \
-         const tcc_index b = bh / {heads}, h = bh % {heads};\n  \
-         const tcc_index hk = h / {group};\n  \
-         const tcc_index i = q0 + r;\n  \
-         /* Rows past the sequence compute on the last row and store nothing. */\n  \
-         const tcc_index qi = i < {q_len} ? i : {last};",
-        heads = s.heads,
-        q_len = s.q_len,
-        last = s.q_len - 1,
+        "  const int lid = (int)get_local_id(0);\n  const int r = lid / {lanes}, t = lid % {lanes};"
     );
-    let q_at = spec.query.address(["b", "h", "qi", "dd"]);
-    let _ = writeln!(
-        out,
-        "  float q[{d}];\n  float acc[{d}];\n  #pragma unroll\n  for (int dd = 0; dd < {d}; ++dd) {{\n    \
-         q[dd] = {};\n    acc[dd] = 0.0f;\n  }}\n  float m = -INFINITY;\n  float l = 0.0f;",
-        spec.query.buffer.load(&q_at)
-    );
+    query_row(&mut out, spec, "r");
     let kv_end = if spec.causal {
         format!("min((tcc_index){}, qi + 1)", s.kv_len)
     } else {
@@ -1082,7 +1096,6 @@ fn fp32_body(spec: &AttentionSpec) -> String {
     let s = spec.shape;
     let (bq, bk, d) = (spec.block_q, spec.block_k, s.head_dim);
     let threads = spec.threads();
-    let group = s.heads / s.kv_heads;
     let chunk = bk.min(CHUNK);
     let mut out = String::new();
     let _ = writeln!(
@@ -1090,27 +1103,8 @@ fn fp32_body(spec: &AttentionSpec) -> String {
         "  __local float k_tile[{tile}];\n  __local float v_tile[{tile}];",
         tile = i64::from(bk) * d
     );
-    let _ = writeln!(
-        out,
-        "  const int lid = (int)get_local_id(0);\n  \
-         const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
-         const tcc_index bh = (tcc_index)get_group_id(1);\n  \
-         const tcc_index b = bh / {heads}, h = bh % {heads};\n  \
-         const tcc_index hk = h / {group};\n  \
-         const tcc_index i = q0 + lid;\n  \
-         /* Rows past the sequence compute on the last row and store nothing. */\n  \
-         const tcc_index qi = i < {q_len} ? i : {last};",
-        heads = s.heads,
-        q_len = s.q_len,
-        last = s.q_len - 1,
-    );
-    let q_at = spec.query.address(["b", "h", "qi", "dd"]);
-    let _ = writeln!(
-        out,
-        "  float q[{d}];\n  float acc[{d}];\n  #pragma unroll\n  for (int dd = 0; dd < {d}; ++dd) {{\n    \
-         q[dd] = {};\n    acc[dd] = 0.0f;\n  }}\n  float m = -INFINITY;\n  float l = 0.0f;",
-        spec.query.buffer.load(&q_at)
-    );
+    let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
+    query_row(&mut out, spec, "lid");
     // The keys this work-group visits: with causal, none past its last row.
     if spec.causal {
         let _ = writeln!(

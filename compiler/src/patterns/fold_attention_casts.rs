@@ -17,11 +17,10 @@ use melior::ir::r#type::{MemRefType, ShapedTypeLike, TypeLike};
 use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 
 use super::fold_attention_transposes::{
-    between, droppable, erase_allocation, last_access_before, operand_uses, root_of, set_operand,
-    touches, unit,
+    between, droppable, erase_allocation, last_access_before, lone_op, operand_uses, root_of,
+    set_operand, touches, unit,
 };
 use crate::ir::affine::{IteratorType, indexing_maps, iterator_types};
-use crate::ir::dispatch;
 use crate::ir::error::PassError;
 use crate::ir::util::{erase_op, op_name};
 
@@ -35,15 +34,7 @@ fn half_type(element: melior::ir::Type) -> bool {
 /// reading one 16-bit buffer and writing an f32 one through a lone
 /// `arith.extf`. Returns the generic.
 fn lone_widening_cast<'c>(unit: OperationRef<'c, 'c>) -> Option<OperationRef<'c, 'c>> {
-    let cast = if dispatch::is_dispatch(&unit) {
-        let members = dispatch::members(unit);
-        if members.len() != 1 {
-            return None;
-        }
-        members[0]
-    } else {
-        unit
-    };
+    let cast = lone_op(unit)?;
     if op_name(&cast) != "linalg.generic" || cast.operand_count() != 2 {
         return None;
     }

@@ -186,18 +186,20 @@ fn writes_without_reading(op: OperationRef) -> bool {
             .is_ok_and(|arg| crate::ir::util::use_count(arg.into()) == 0)
 }
 
+/// The op `unit` (an op of the function body) runs as a kernel by itself:
+/// its dispatch's only member, or `unit` where it is in no dispatch.
+pub(super) fn lone_op<'c>(unit: OperationRef<'c, 'c>) -> Option<OperationRef<'c, 'c>> {
+    if !dispatch::is_dispatch(&unit) {
+        return Some(unit);
+    }
+    let members = dispatch::members(unit);
+    (members.len() == 1).then(|| members[0])
+}
+
 /// The plain `linalg.transpose` of rank 4 that `unit` (an op of the
 /// function body) runs as a kernel by itself, if it does.
 fn lone_transpose<'c>(unit: OperationRef<'c, 'c>) -> Option<OperationRef<'c, 'c>> {
-    let transpose = if dispatch::is_dispatch(&unit) {
-        let members = dispatch::members(unit);
-        if members.len() != 1 {
-            return None;
-        }
-        members[0]
-    } else {
-        unit
-    };
+    let transpose = lone_op(unit)?;
     (op_name(&transpose) == "linalg.transpose"
         && transpose.operand_count() == 2
         && permutation(transpose).is_some_and(|p| p.len() == 4))
