@@ -220,9 +220,9 @@ pub struct CompileArgs {
     /// Give an ONNX graph input its value at compile time: NAME=0,2 (elements of its declared type), NAME=@file.npy or NAME=@file.pb (repeat). It becomes a constant and is no longer an argument of the compiled function: for inputs holding what tcc needs to know when it compiles (a shape, axes, pads, sizes, Range bounds, a trip count), which the import names when it stops at one.
     #[arg(long = "input-value", value_name = "NAME=VALUES", value_parser = super::import::parse_input_value_arg)]
     pub input_values: Vec<(String, crate::front::onnx::InputValue)>,
-    /// Compile static variants of a dynamic model for these values of a --dim dimension, e.g. batch=1,8,32 (repeat per dimension: every combination is one variant). A call whose shapes bind a variant's values runs it (its own kernels and strategies, as compiled for that exact shape); other calls run the generic function. ONNX models only; weights are stored once.
+    /// Compile static variants of a dynamic model for these values of a --dim dimension, e.g. batch=1,8,32 (repeat per dimension: every combination is one variant; a value * keeps the dimension symbolic in its combinations, e.g. batch=1,8,* with sequence=1 also compiles sequence 1 for every other batch). A call whose shapes bind a variant's values runs it (its own kernels and strategies, as compiled for that shape; variants fixing more dimensions are tried first); other calls run the generic function. ONNX models only; weights are stored once.
     #[arg(long = "specialize", value_name = "NAME=V1,V2,...", value_parser = super::specialize::parse_specialize)]
-    pub specialize: Vec<(String, Vec<i64>)>,
+    pub specialize: Vec<(String, super::specialize::SpecializeValues)>,
     /// Ship the kernels as PTX for NVIDIA beside the OpenCL C (default: on for --target=nvidia, off otherwise); the runtime loads the PTX on NVIDIA drivers and falls back to the OpenCL C elsewhere.
     #[arg(long, value_enum)]
     pub ptx: Option<PtxSwitch>,

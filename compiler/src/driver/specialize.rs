@@ -38,8 +38,17 @@ pub use crate::ir::dynamic::{SPECIALIZATION_OF, SPECIALIZED_DIMS, SPECIALIZED_VA
 /// model).
 pub const MAX_VARIANTS: usize = 16;
 
-/// Parses `NAME=V1,V2,...`.
-pub fn parse_specialize(text: &str) -> std::result::Result<(String, Vec<i64>), String> {
+/// One dimension's `--specialize` values: a fixed value each, or `None`
+/// for `*` (the dimension kept symbolic in the combinations with the
+/// other dimensions' values).
+pub type SpecializeValues = Vec<Option<i64>>;
+
+/// Parses `NAME=V1,V2,...`, where a value may be `*`: with another
+/// dimension's buckets, `--specialize batch=1,8,* --specialize
+/// sequence=1` also compiles the one-token step for every other batch
+/// (batch symbolic, sequence 1), which the generic function would run
+/// with every kernel sized for the largest sequence.
+pub fn parse_specialize(text: &str) -> std::result::Result<(String, SpecializeValues), String> {
     let (name, values) = text
         .split_once('=')
         .ok_or_else(|| format!("'{text}' is not NAME=V1,V2,... (e.g. batch=1,8,32)"))?;
@@ -48,12 +57,14 @@ pub fn parse_specialize(text: &str) -> std::result::Result<(String, Vec<i64>), S
     }
     let values = values
         .split(',')
-        .map(|v| {
-            v.trim()
+        .map(|v| match v.trim() {
+            "*" => Ok(None),
+            v => v
                 .parse::<i64>()
-                .map_err(|_| format!("'{v}' in '{text}' is not a whole number"))
+                .map(Some)
+                .map_err(|_| format!("'{v}' in '{text}' is not a whole number or *")),
         })
-        .collect::<std::result::Result<Vec<i64>, String>>()?;
+        .collect::<std::result::Result<SpecializeValues, String>>()?;
     Ok((name.to_string(), values))
 }
 
@@ -74,13 +85,15 @@ pub fn parse_fixed_dim(text: &str) -> std::result::Result<(String, i64), String>
 }
 
 /// The buckets `--specialize` asks for: every combination of the values
-/// given per dimension (each `(name, value)` list in `dims`' order),
-/// checked against the declared ranges.
+/// given per dimension (each `(name, value)` list in `dims`' order, a `*`
+/// leaving its dimension out of the combination), checked against the
+/// declared ranges. Buckets fixing more dimensions come first: the
+/// generic entry calls the first whose values a call's shapes bind.
 pub fn buckets(
-    specs: &[(String, Vec<i64>)],
+    specs: &[(String, SpecializeValues)],
     dims: &[tcc_dialects::dims::DimRange],
 ) -> Result<Vec<Vec<(String, i64)>>> {
-    let mut per_dim: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut per_dim: Vec<(String, SpecializeValues)> = Vec::new();
     for (name, values) in specs {
         let Some(range) = dims.iter().find(|d| &d.name == name) else {
             bail!(
@@ -90,8 +103,18 @@ pub fn buckets(
         if per_dim.iter().any(|(n, _)| n == name) {
             bail!("--specialize gives '{name}' twice: list its values once ({name}=1,8,32)");
         }
-        let mut sorted: Vec<i64> = Vec::new();
+        let mut sorted: SpecializeValues = Vec::new();
         for &value in values {
+            if sorted.contains(&value) {
+                match value {
+                    Some(value) => bail!("--specialize {name}: {value} is listed twice"),
+                    None => bail!("--specialize {name}: * is listed twice"),
+                }
+            }
+            sorted.push(value);
+            let Some(value) = value else {
+                continue;
+            };
             if value < range.min || value > range.max {
                 bail!(
                     "--specialize {name}={value}: outside '{name}''s declared range {}..{}",
@@ -99,10 +122,6 @@ pub fn buckets(
                     range.max
                 );
             }
-            if sorted.contains(&value) {
-                bail!("--specialize {name}: {value} is listed twice");
-            }
-            sorted.push(value);
         }
         per_dim.push((name.clone(), sorted));
     }
@@ -115,7 +134,9 @@ pub fn buckets(
             .flat_map(|prefix| {
                 values.iter().map(move |&v| {
                     let mut next = prefix.clone();
-                    next.push((name.clone(), v));
+                    if let Some(v) = v {
+                        next.push((name.clone(), v));
+                    }
                     next
                 })
             })
@@ -126,7 +147,10 @@ pub fn buckets(
             );
         }
     }
-    Ok(combinations.into_iter().filter(|c| !c.is_empty()).collect())
+    // Every dimension at `*` is the generic function itself.
+    combinations.retain(|c| !c.is_empty());
+    combinations.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    Ok(combinations)
 }
 
 /// The name of the variant of `function` for `bucket`
@@ -286,6 +310,28 @@ mod tests {
     }
 
     #[test]
+    fn a_star_keeps_its_dimension_symbolic_after_the_full_buckets() {
+        let dims = [range("batch", 1, 8), range("sequence", 1, 256)];
+        let specs = [
+            parse_specialize("batch=1,*,8").unwrap(),
+            parse_specialize("sequence=1").unwrap(),
+        ];
+        let b = buckets(&specs, &dims).unwrap();
+        let names: Vec<String> = b.iter().map(|b| variant_name("main", b)).collect();
+        assert_eq!(
+            names,
+            [
+                "main__batch_1__sequence_1",
+                "main__batch_8__sequence_1",
+                "main__sequence_1"
+            ]
+        );
+        // Only stars: nothing but the generic function.
+        let star = [parse_specialize("batch=*").unwrap()];
+        assert!(buckets(&star, &dims).unwrap().is_empty());
+    }
+
+    #[test]
     fn bad_buckets_are_refused_with_the_reason() {
         let dims = [range("batch", 1, 32)];
         let err = |text: &str| {
@@ -302,6 +348,7 @@ mod tests {
                 .contains("NAME=V1,V2")
         );
         assert!(parse_specialize("batch=1,x").unwrap_err().contains("'x'"));
+        assert!(err("batch=1,*,*").contains("* is listed twice"));
         let many = parse_specialize(&format!(
             "batch={}",
             (1..=17)
