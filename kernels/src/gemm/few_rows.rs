@@ -272,7 +272,6 @@ fn k_loop(
         let mut body = String::new();
         if vector {
             let index = spec.b.address("b", "k", "j0");
-            let load = aligned_load(&spec.b.buffer, width, &index, &format!("bv{u}"));
             if columns_guarded {
                 let _ = writeln!(body, "float bv{u}[{width}];");
                 let _ = writeln!(
@@ -281,7 +280,12 @@ fn k_loop(
                     indent(&aligned_load(&spec.b.buffer, width, &index, "loaded"), 2)
                 );
             } else {
-                body.push_str(&load);
+                body.push_str(&aligned_load(
+                    &spec.b.buffer,
+                    width,
+                    &index,
+                    &format!("bv{u}"),
+                ));
             }
         } else {
             let _ = writeln!(
