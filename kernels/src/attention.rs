@@ -245,15 +245,37 @@ pub fn attention_kernel(spec: &AttentionSpec) -> Result<String, String> {
 /// bits), as FlashAttention does.
 const LOG2E: &str = "1.44269504f";
 
-/// Rows of queries one warp of the tensor-core body takes (one m16 tile:
-/// its accumulators, 32 fp32 registers a work-item at a head dimension of
-/// 64, leave room for the scores; two tiles a warp needed every register
-/// and spilled).
+/// Rows of queries one warp of the tensor-core body takes by default (one
+/// m16 tile: its accumulators, 32 fp32 registers a work-item at a head
+/// dimension of 64, leave room for the scores).
 const WARP_ROWS: u32 = 16;
+
+/// Rows of queries one warp takes in work-groups of a multiple of
+/// [`WIDE_WARP_BLOCK`] rows at a head dimension of at most
+/// [`WIDE_WARP_MAX_HEAD_DIM`]: two m16 tiles, which share every K and V
+/// fragment a warp loads from local memory (half the local-memory reads
+/// per multiply-add of 16-row warps; FlashAttention-2's 128-row tiles of
+/// four warps for a head dimension of 64 do the same).
+const WIDE_WARP_ROWS: u32 = 32;
+const WIDE_WARP_BLOCK: u32 = 128;
+/// Past this head dimension two m16 tiles' accumulators and query
+/// fragments (2 x (D/2 + D/4) registers a work-item) leave too few
+/// registers for the scores.
+const WIDE_WARP_MAX_HEAD_DIM: i64 = 64;
+
+/// Query rows per warp of the tensor-core body for work-groups of
+/// `block_q` rows at a head dimension of `head_dim`.
+pub fn warp_rows(block_q: u32, head_dim: i64) -> u32 {
+    if block_q.is_multiple_of(WIDE_WARP_BLOCK) && head_dim <= WIDE_WARP_MAX_HEAD_DIM {
+        WIDE_WARP_ROWS
+    } else {
+        WARP_ROWS
+    }
+}
 
 /// Whether the tensor-core body applies to `block_q` query rows, key
 /// tiles of `block_k` and a head dimension of `head_dim` multiplied as
-/// `tensor_cores`: FP16 or BF16, whole warps of [`WARP_ROWS`] rows, key
+/// `tensor_cores`: FP16 or BF16, whole warps of [`warp_rows`] rows, key
 /// tiles and the head dimension in steps of 16 (the `k` of
 /// `m16n8k16`), and its half tiles within 48 KiB.
 pub fn tensor_cores_take(
@@ -270,7 +292,7 @@ pub fn tensor_cores_take(
 }
 
 /// Work-items per work-group: one (the CPU form), `key_lanes` per query
-/// row in the key-parallel form, a warp per [`WARP_ROWS`] query rows
+/// row in the key-parallel form, a warp per [`warp_rows`] query rows
 /// where the tensor-core body applies (the portable body, its fallback,
 /// then leaves the work-items past `block_q` to the staging), else one
 /// per query row.
@@ -285,7 +307,7 @@ pub fn attention_threads(
     } else if key_lanes > 1 {
         block_q * key_lanes
     } else if tensor_cores_take(block_q, block_k, head_dim, tensor_cores) {
-        block_q / WARP_ROWS * 32
+        block_q / warp_rows(block_q, head_dim) * 32
     } else {
         block_q
     }
@@ -301,18 +323,26 @@ pub fn tensor_cores_fit(spec: &AttentionSpec) -> bool {
     )
 }
 
-/// The tensor-core body's local memory with `stages` buffers of the key
-/// tiles: Q, K and V tiles of `d + 8` halves per row and the mask tile.
-fn local_bytes(block_q: u32, block_k: u32, d: i64, stages: i64) -> i64 {
+/// Halves of the tensor-core body's one local tile: `stages` buffers of
+/// the K and V tiles (`d + 8` halves per row), which hold the Q tile
+/// before the key loop (its fragments then live in registers), so at
+/// least `block_q` rows.
+fn tile_halves(block_q: u32, block_k: u32, d: i64, stages: i64) -> i64 {
     let (bq, bk) = (i64::from(block_q), i64::from(block_k));
-    2 * ((bq + 2 * stages * bk) * (d + 8)) + 4 * stages * bk
+    (2 * stages * bk).max(bq) * (d + 8)
+}
+
+/// The tensor-core body's local memory with `stages` buffers of the key
+/// tiles: the one tile of [`tile_halves`] and the mask tile.
+fn local_bytes(block_q: u32, block_k: u32, d: i64, stages: i64) -> i64 {
+    2 * tile_halves(block_q, block_k, d, stages) + 4 * stages * i64::from(block_k)
 }
 
 /// Whether the tensor-core body double-buffers its key tiles: K and V
 /// already hold the tensor cores' half type in rows of whole 16-byte
 /// octets (so that `cp.async` copies them with no registers in between,
 /// zero-filling the keys past the sequence), and two buffers of each fit
-/// beside Q in 48 KiB (head dimension 64 with 64-key tiles: 45 KiB).
+/// in 48 KiB (head dimension 64 with 64-key tiles: 37 KiB).
 fn double_buffered(spec: &AttentionSpec, half_storage: Option<crate::Storage>) -> bool {
     let d = spec.shape.head_dim;
     [&spec.key, &spec.value]
@@ -322,29 +352,32 @@ fn double_buffered(spec: &AttentionSpec, half_storage: Option<crate::Storage>) -
 }
 
 /// The tensor-core body (PTX only; FA2's register layout), a warp per
-/// [`WARP_ROWS`] query rows. The work-group stages its `block_q` query
-/// rows once and each K and V tile as 16-bit halves: where K and V
-/// already hold that half type in 16-byte rows (`--storage`
-/// intermediates, half graphs: [`double_buffered`]) by `cp.async` into two
-/// buffers, the next tile's copies in flight while the warps compute on
-/// this one, one barrier a tile; else through registers (rounded to
-/// nearest even from the stored floats, or copied 16 bytes a load) into
-/// one buffer, both loads in flight a step (BERT-base's attention at
-/// batch 32 went from 68.6 to 50.8 us a layer, bf16 on an H200, when
-/// half buffers were first copied as they are). V stays row-major; its
-/// `·V` B fragments `ldmatrix.trans` reads (two n8 tiles a load). Q and K
-/// fragments are 32-bit local loads: `ldmatrix` for them measured slower
-/// in the causal cases (seq 128 fp16: 84-89 against 57-61 us,
-/// `scripts/bench/attention-device.py` shapes). A mask that is the same
-/// for every query row (`[batch, 1, 1, keys]`) is staged per key tile.
-/// Rows are padded by 8 halves so that a warp's fragment loads fall in
-/// distinct banks. Per key tile a warp computes `S = Q·Kᵀ` by
+/// [`warp_rows`] query rows (one or two m16 tiles). The work-group stages
+/// its `block_q` query rows once as 16-bit halves in the local tile that
+/// later holds K and V, and each warp keeps its rows' Q fragments in
+/// registers for the whole key loop. Each K and V tile is staged as
+/// halves: where K and V already hold that half type in 16-byte rows
+/// (`--storage` intermediates, half graphs: [`double_buffered`]) by
+/// `cp.async` into two buffers, the next tile's copies in flight while
+/// the warps compute on this one, one barrier a tile; else through
+/// registers (rounded to nearest even from the stored floats, or copied
+/// 16 bytes a load) into one buffer, both loads in flight a step
+/// (BERT-base's attention at batch 32 went from 68.6 to 50.8 us a layer,
+/// bf16 on an H200, when half buffers were first copied as they are). V
+/// stays row-major; its `·V` B fragments `ldmatrix.trans` reads (two n8
+/// tiles a load). K fragments are 32-bit local loads (`ldmatrix` for
+/// them measured slower in the causal cases: seq 128 fp16 84-89 against
+/// 57-61 us, `scripts/bench/attention-device.py` shapes); with two m16
+/// tiles a warp, each K and V fragment serves both. A mask that is the
+/// same for every query row (`[batch, 1, 1, keys]`) is staged per key
+/// tile. Rows are padded by 8 halves so that a warp's fragment loads fall
+/// in distinct banks. Per key tile a warp computes `S = Q·Kᵀ` by
 /// `mma.sync.m16n8k16` into fp32 accumulators (a thread holds rows `g`
-/// and `g + 8` of its m16 tile, columns `2 t .. 2 t + 1` of each n8
+/// and `g + 8` of each m16 tile, columns `2 t .. 2 t + 1` of each n8
 /// block), the scale, mask and causal/sequence bounds as in the fp32 body
-/// (a tile whose keys all exist and, with `causal`, all precede the
-/// warp's rows skips the bounds), the row maximum over the four threads of
-/// a row (`shfl.bfly`), the online-softmax rescale with `exp` as
+/// (a tile whose keys all exist and, with `causal`, all precede the m16
+/// tile's rows skips the bounds), the row maximum over the four threads
+/// of a row (`shfl.bfly`), the online-softmax rescale with `exp` as
 /// `2^(x log2 e - m log2 e)` on the hardware's `ex2.approx` ([`LOG2E`]),
 /// then `P` rounded to halves straight from the accumulator registers
 /// (their layout is the A fragment's) and `O += P·V` on the tensor cores.
@@ -361,19 +394,22 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     let qk_row = d + 8;
     let n_tiles = bk / 8;
     let d_tiles = d / 8;
+    let k_steps_d = d / 16;
     let half_storage = arithmetic.half_storage();
     let threads = spec.threads();
-    let m_tiles = WARP_ROWS / 16;
+    let rows = warp_rows(bq, d);
+    let m_tiles = rows / 16;
     let pipelined = double_buffered(spec, half_storage);
     let stages: i64 = if pipelined { 2 } else { 1 };
-    let tile_halves = i64::from(bk) * qk_row;
+    let tile_halves_per_stage = i64::from(bk) * qk_row;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "  /* Tensor cores ({name}): mma.sync.m16n8k16, fp32 accumulators. */\n  \
-         __local ushort q_half[{q_tile}] __attribute__((aligned(16)));\n  \
-         __local ushort k_half[{k_tile}] __attribute__((aligned(16)));\n  \
-         __local ushort v_half[{k_tile}] __attribute__((aligned(16)));\n  \
+        "  /* Tensor cores ({name}): mma.sync.m16n8k16, fp32 accumulators, {m_tiles} m16 tile(s) a warp. */\n  \
+         __local ushort kv_tile[{kv_tile}] __attribute__((aligned(16)));\n  \
+         __local ushort* const q_half = kv_tile;\n  \
+         __local ushort* const k_half = kv_tile;\n  \
+         __local ushort* const v_half = kv_tile + {v_offset};\n  \
          const int lid = (int)get_local_id(0);\n  \
          const int warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;\n  \
          const tcc_index q0 = (tcc_index)get_group_id(0) * {bq};\n  \
@@ -381,8 +417,8 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          const tcc_index b = bh / {heads}, h = bh % {heads};\n  \
          const tcc_index hk = h / {group};",
         name = arithmetic.name(),
-        q_tile = i64::from(bq) * qk_row,
-        k_tile = stages * tile_halves,
+        kv_tile = tile_halves(bq, bk, d, stages),
+        v_offset = stages * tile_halves_per_stage,
         heads = s.heads,
     );
     // Q once, rows past the sequence as zeros.
@@ -413,6 +449,21 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
             q_len = s.q_len,
         );
     }
+    // The warp's Q fragments into registers; the tile is then free for K
+    // and V.
+    let _ = writeln!(
+        out,
+        "  barrier(CLK_LOCAL_MEM_FENCE);\n  \
+         uint qf[{m_tiles}][{k_steps_d}][4];\n  \
+         #pragma unroll\n  for (int mt = 0; mt < {m_tiles}; ++mt) {{\n    \
+         const int r0 = warp * {rows} + mt * 16;\n    \
+         #pragma unroll\n    for (int ks = 0; ks < {k_steps_d}; ++ks) {{\n      \
+         qf[mt][ks][0] = *(__local const uint*)&q_half[(r0 + g) * {qk_row} + 16 * ks + 2 * t];\n      \
+         qf[mt][ks][1] = *(__local const uint*)&q_half[(r0 + g + 8) * {qk_row} + 16 * ks + 2 * t];\n      \
+         qf[mt][ks][2] = *(__local const uint*)&q_half[(r0 + g) * {qk_row} + 16 * ks + 8 + 2 * t];\n      \
+         qf[mt][ks][3] = *(__local const uint*)&q_half[(r0 + g + 8) * {qk_row} + 16 * ks + 8 + 2 * t];\n    }}\n  }}\n  \
+         barrier(CLK_LOCAL_MEM_FENCE);"
+    );
     let _ = writeln!(
         out,
         "  float o[{m_tiles}][{d_tiles}][4];\n  float m[{m_tiles}][2], l[{m_tiles}][2];\n  \
@@ -477,8 +528,8 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         let _ = writeln!(
             out,
             "    }}\n    tcc_cp_async_commit();\n    \
-             __local const ushort* ks = k_half + st * {tile_halves};\n    \
-             __local const ushort* vs = v_half + st * {tile_halves};"
+             __local const ushort* ks = k_half + st * {tile_halves_per_stage};\n    \
+             __local const ushort* vs = v_half + st * {tile_halves_per_stage};"
         );
     } else {
         let _ = writeln!(
@@ -496,27 +547,37 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
              __local const ushort* vs = v_half;"
         );
     }
-    // S = Q·Kᵀ for one m16 tile of the warp (fragments by 32-bit local
-    // loads: `ldmatrix` for Q or K measured slower, see the note above).
+    // S = Q·Kᵀ for the warp's m16 tiles, each K fragment loaded once for
+    // all of them.
     let _ = writeln!(
         out,
-        "    #pragma unroll\n    for (int mt = 0; mt < {m_tiles}; ++mt) {{\n      \
-         const int r0 = warp * {WARP_ROWS} + mt * 16;\n      \
-         float sc[{n_tiles}][4];\n      \
+        "    float sc[{m_tiles}][{n_tiles}][4];\n    \
+         #pragma unroll\n    for (int mt = 0; mt < {m_tiles}; ++mt)\n      \
          #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt)\n        \
-         sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;\n      \
-         #pragma unroll\n      for (int kk = 0; kk < {d}; kk += 16) {{\n        \
-         const uint a0 = *(__local const uint*)&q_half[(r0 + g) * {qk_row} + kk + 2 * t];\n        \
-         const uint a1 = *(__local const uint*)&q_half[(r0 + g + 8) * {qk_row} + kk + 2 * t];\n        \
-         const uint a2 = *(__local const uint*)&q_half[(r0 + g) * {qk_row} + kk + 8 + 2 * t];\n        \
-         const uint a3 = *(__local const uint*)&q_half[(r0 + g + 8) * {qk_row} + kk + 8 + 2 * t];\n        \
-         #pragma unroll\n        for (int nt = 0; nt < {n_tiles}; ++nt) {{\n          \
-         const uint b0 = *(__local const uint*)&ks[(nt * 8 + g) * {qk_row} + kk + 2 * t];\n          \
-         const uint b1 = *(__local const uint*)&ks[(nt * 8 + g) * {qk_row} + kk + 8 + 2 * t];\n          \
-         {mma}(sc[nt][0], sc[nt][1], sc[nt][2], sc[nt][3], a0, a1, a2, a3, b0, b1);\n        }}\n      }}"
+         sc[mt][nt][0] = sc[mt][nt][1] = sc[mt][nt][2] = sc[mt][nt][3] = 0.0f;\n    \
+         #pragma unroll\n    for (int ks_ = 0; ks_ < {k_steps_d}; ++ks_) {{\n      \
+         #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt) {{\n        \
+         const uint b0 = *(__local const uint*)&ks[(nt * 8 + g) * {qk_row} + 16 * ks_ + 2 * t];\n        \
+         const uint b1 = *(__local const uint*)&ks[(nt * 8 + g) * {qk_row} + 16 * ks_ + 8 + 2 * t];\n        \
+         #pragma unroll\n        for (int mt = 0; mt < {m_tiles}; ++mt)\n          \
+         {mma}(sc[mt][nt][0], sc[mt][nt][1], sc[mt][nt][2], sc[mt][nt][3], \
+         qf[mt][ks_][0], qf[mt][ks_][1], qf[mt][ks_][2], qf[mt][ks_][3], b0, b1);\n      }}\n    }}"
     );
-    // Scale, mask, bounds; the tile's row maxima.
-    let mut score = format!("sc[nt][e] * {}", float_literal(spec.scale));
+    // Scale, mask, bounds; the tile's row maxima. Without a mask and
+    // with a positive scale, the maxima are taken over the unscaled
+    // scores and the scale joins log2(e) in the exponent's one `fma`
+    // (`exp(scale (x - m))` as `2^(x c - m c)`, `c = scale log2(e)`).
+    let fold_scale = spec.mask.is_none() && spec.scale > 0.0;
+    let exp_factor = if fold_scale {
+        float_literal(spec.scale * std::f32::consts::LOG2_E)
+    } else {
+        LOG2E.to_string()
+    };
+    let mut score = if fold_scale {
+        "sc[mt][nt][e]".to_string()
+    } else {
+        format!("sc[mt][nt][e] * {}", float_literal(spec.scale))
+    };
     if row_mask.is_some() {
         score = format!("{score} + mask_tile[st * {bk} + nt * 8 + 2 * t + (e % 2)]");
     } else if let Some(mask) = &spec.mask {
@@ -550,51 +611,58 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
              const tcc_index qi = i < {q_len} ? i : {last};\n            \
              const tcc_index j = k0 + nt * 8 + 2 * t + (e % 2);\n            \
              const float x = {score};\n            \
-             sc[nt][e] = {live};\n            \
-             tile_max[e / 2] = tcc_maximumf(tile_max[e / 2], sc[nt][e]);\n          }}\n        }}",
+             sc[mt][nt][e] = {live};\n            \
+             tile_max[e / 2] = fmax(tile_max[e / 2], sc[mt][nt][e]);\n          }}\n        }}",
             q_len = s.q_len,
             last = s.q_len - 1,
         )
     };
+    // Per m16 tile: the online-softmax update and P = exp(S - m), in place.
     let _ = writeln!(
         out,
-        "      float tile_max[2] = {{-INFINITY, -INFINITY}};\n      \
+        "    #pragma unroll\n    for (int mt = 0; mt < {m_tiles}; ++mt) {{\n      \
+         const int r0 = warp * {rows} + mt * 16;\n      \
+         float tile_max[2] = {{-INFINITY, -INFINITY}};\n      \
          if ({full}) {{\n        {}\n      }} else {{\n        {}\n      }}\n      \
          float base_log2[2];\n      \
          #pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n        \
          float x = tile_max[r];\n        \
-         x = tcc_maximumf(x, tcc_shfl_xor(x, 1));\n        \
-         x = tcc_maximumf(x, tcc_shfl_xor(x, 2));\n        \
-         const float m_new = tcc_maximumf(m[mt][r], x);\n        \
+         x = fmax(x, tcc_shfl_xor(x, 1));\n        \
+         x = fmax(x, tcc_shfl_xor(x, 2));\n        \
+         const float m_new = fmax(m[mt][r], x);\n        \
          /* While every score so far is -inf, subtract 0: exp(-inf) = 0. */\n        \
-         base_log2[r] = (m_new == -INFINITY ? 0.0f : m_new) * {LOG2E};\n        \
-         const float correction = tcc_ex2(fma(m[mt][r], {LOG2E}, -base_log2[r]));\n        \
+         base_log2[r] = (m_new == -INFINITY ? 0.0f : m_new) * {exp_factor};\n        \
+         const float correction = tcc_ex2(fma(m[mt][r], {exp_factor}, -base_log2[r]));\n        \
          m[mt][r] = m_new;\n        \
          l[mt][r] *= correction;\n        \
          #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn) {{\n          \
          o[mt][dn][2 * r] *= correction;\n          \
-         o[mt][dn][2 * r + 1] *= correction;\n        }}\n      }}",
+         o[mt][dn][2 * r + 1] *= correction;\n        }}\n      }}\n      \
+         #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt)\n        \
+         #pragma unroll\n        for (int e = 0; e < 4; ++e) {{\n          \
+         sc[mt][nt][e] = tcc_ex2(fma(sc[mt][nt][e], {exp_factor}, -base_log2[e / 2]));\n          \
+         l[mt][e / 2] += sc[mt][nt][e];\n        }}\n    }}",
         scores("x"),
         scores(&format!("({live}) ? x : -INFINITY")),
     );
-    // P = exp(S - m) into A fragments; O += P·V.
+    // O += P·V: P's A fragments straight from the score registers, each V
+    // fragment loaded once for all of the warp's m16 tiles.
     let _ = writeln!(
         out,
-        "      #pragma unroll\n      for (int nt = 0; nt < {n_tiles}; ++nt)\n        \
-         #pragma unroll\n        for (int e = 0; e < 4; ++e) {{\n          \
-         sc[nt][e] = tcc_ex2(fma(sc[nt][e], {LOG2E}, -base_log2[e / 2]));\n          \
-         l[mt][e / 2] += sc[nt][e];\n        }}\n      \
-         #pragma unroll\n      for (int kt = 0; kt < {k_steps}; ++kt) {{\n        \
-         const uint a0 = {pack}(sc[2 * kt][0], sc[2 * kt][1]);\n        \
-         const uint a1 = {pack}(sc[2 * kt][2], sc[2 * kt][3]);\n        \
-         const uint a2 = {pack}(sc[2 * kt + 1][0], sc[2 * kt + 1][1]);\n        \
-         const uint a3 = {pack}(sc[2 * kt + 1][2], sc[2 * kt + 1][3]);\n        \
-         #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; dn += 2) {{\n          \
-         /* Lanes 0-15 name the tile's 16 key rows at column dn * 8, lanes 16-31 at (dn + 1) * 8: b0 b1 and b2 b3, transposed. */\n          \
-         uint b0, b1, b2, b3;\n          \
-         TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &vs[(kt * 16 + (lane & 15)) * {qk_row} + (dn + (lane >> 4)) * 8]);\n          \
-         {mma}(o[mt][dn][0], o[mt][dn][1], o[mt][dn][2], o[mt][dn][3], a0, a1, a2, a3, b0, b1);\n          \
-         {mma}(o[mt][dn + 1][0], o[mt][dn + 1][1], o[mt][dn + 1][2], o[mt][dn + 1][3], a0, a1, a2, a3, b2, b3);\n        }}\n      }}\n    }}\n  }}",
+        "    #pragma unroll\n    for (int kt = 0; kt < {k_steps}; ++kt) {{\n      \
+         uint pa[{m_tiles}][4];\n      \
+         #pragma unroll\n      for (int mt = 0; mt < {m_tiles}; ++mt) {{\n        \
+         pa[mt][0] = {pack}(sc[mt][2 * kt][0], sc[mt][2 * kt][1]);\n        \
+         pa[mt][1] = {pack}(sc[mt][2 * kt][2], sc[mt][2 * kt][3]);\n        \
+         pa[mt][2] = {pack}(sc[mt][2 * kt + 1][0], sc[mt][2 * kt + 1][1]);\n        \
+         pa[mt][3] = {pack}(sc[mt][2 * kt + 1][2], sc[mt][2 * kt + 1][3]);\n      }}\n      \
+         #pragma unroll\n      for (int dn = 0; dn < {d_tiles}; dn += 2) {{\n        \
+         /* Lanes 0-15 name the tile's 16 key rows at column dn * 8, lanes 16-31 at (dn + 1) * 8: b0 b1 and b2 b3, transposed. */\n        \
+         uint b0, b1, b2, b3;\n        \
+         TCC_LDMATRIX_X4_TRANS(b0, b1, b2, b3, &vs[(kt * 16 + (lane & 15)) * {qk_row} + (dn + (lane >> 4)) * 8]);\n        \
+         #pragma unroll\n        for (int mt = 0; mt < {m_tiles}; ++mt) {{\n          \
+         {mma}(o[mt][dn][0], o[mt][dn][1], o[mt][dn][2], o[mt][dn][3], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b0, b1);\n          \
+         {mma}(o[mt][dn + 1][0], o[mt][dn + 1][1], o[mt][dn + 1][2], o[mt][dn + 1][3], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b2, b3);\n        }}\n      }}\n    }}\n  }}",
         k_steps = bk / 16,
     );
     let o_at = spec.output.address(["b", "h", "i", "dd"]);
@@ -607,7 +675,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          sum += tcc_shfl_xor(sum, 2);\n      \
          /* A row without any key (sum 0) is 0, not NaN. */\n      \
          const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;\n      \
-         const tcc_index i = q0 + warp * {WARP_ROWS} + mt * 16 + g + r * 8;\n      \
+         const tcc_index i = q0 + warp * {rows} + mt * 16 + g + r * 8;\n      \
          if (i < {q_len}) {{\n        \
          #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn)\n          \
          #pragma unroll\n          for (int c = 0; c < 2; ++c) {{\n            \
@@ -1406,10 +1474,33 @@ mod tests {
         assert!(fp32.contains("if (i < 77 && lid < 64) {"), "{fp32}");
         assert!(ptx.contains("float o[1][8][4];"), "{ptx}");
         assert!(ptx.contains("const int r0 = warp * 16 + mt * 16;"), "{ptx}");
-        // Q (64 rows), K and V (32 keys) rows padded to 72 halves.
-        assert!(ptx.contains("__local ushort q_half[4608]"), "{ptx}");
-        assert!(ptx.contains("__local ushort k_half[2304]"), "{ptx}");
-        assert!(ptx.contains("__local ushort v_half[2304]"), "{ptx}");
+        // One tile: Q's 64 rows before the key loop, then K and V (32
+        // keys each), rows padded to 72 halves.
+        assert!(
+            ptx.contains("__local ushort kv_tile[4608] __attribute__((aligned(16)));"),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains("__local ushort* const q_half = kv_tile;"),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains("__local ushort* const v_half = kv_tile + 2304;"),
+            "{ptx}"
+        );
+        // The warp's Q fragments live in registers through the key loop.
+        assert!(
+            ptx.contains(
+                "qf[mt][ks][0] = *(__local const uint*)&q_half[(r0 + g) * 72 + 16 * ks + 2 * t];"
+            ),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains(
+                "qf[mt][ks_][0], qf[mt][ks_][1], qf[mt][ks_][2], qf[mt][ks_][3], b0, b1);"
+            ),
+            "{ptx}"
+        );
         // Rows of fp32 K and V read four elements at a time, rounded.
         assert!(
             ptx.contains("const float4 x = j < 77 ? *(__global const float4*)(a2 + b * 9856 + hk * 4928 + j * 64 + dd) : (float4)(0.0f);"),
@@ -1424,7 +1515,7 @@ mod tests {
         assert_eq!(ptx.matches("TCC_MMA_F16(").count(), 3, "{ptx}");
         assert!(
             ptx.contains(
-                "const uint b1 = *(__local const uint*)&ks[(nt * 8 + g) * 72 + kk + 8 + 2 * t];"
+                "const uint b1 = *(__local const uint*)&ks[(nt * 8 + g) * 72 + 16 * ks_ + 8 + 2 * t];"
             ),
             "{ptx}"
         );
@@ -1433,7 +1524,7 @@ mod tests {
             "{ptx}"
         );
         assert!(
-            ptx.contains("const uint a0 = tcc_f16x2(sc[2 * kt][0], sc[2 * kt][1]);"),
+            ptx.contains("pa[mt][0] = tcc_f16x2(sc[mt][2 * kt][0], sc[mt][2 * kt][1]);"),
             "{ptx}"
         );
         // The row statistics over the four threads of a row.
@@ -1447,12 +1538,12 @@ mod tests {
         );
         assert!(
             ptx.contains(
-                "const float x = sc[nt][e] * 0.125f + mask_tile[st * 32 + nt * 8 + 2 * t + (e % 2)];"
+                "const float x = sc[mt][nt][e] * 0.125f + mask_tile[st * 32 + nt * 8 + 2 * t + (e % 2)];"
             ),
             "{ptx}"
         );
         assert!(
-            ptx.contains("sc[nt][e] = (j < 77 && j <= qi) ? x : -INFINITY;"),
+            ptx.contains("sc[mt][nt][e] = (j < 77 && j <= qi) ? x : -INFINITY;"),
             "{ptx}"
         );
         // A tile of keys that all exist and precede the m16 tile's rows
@@ -1461,10 +1552,12 @@ mod tests {
             ptx.contains("if (k0 + 32 <= 77 && k0 + 32 - 1 <= q0 + r0) {"),
             "{ptx}"
         );
-        assert!(ptx.contains("sc[nt][e] = x;"), "{ptx}");
+        assert!(ptx.contains("sc[mt][nt][e] = x;"), "{ptx}");
         // exp(x - m) as 2^(x log2 e - m log2 e) on the hardware's ex2.
         assert!(
-            ptx.contains("sc[nt][e] = tcc_ex2(fma(sc[nt][e], 1.44269504f, -base_log2[e / 2]));"),
+            ptx.contains(
+                "sc[mt][nt][e] = tcc_ex2(fma(sc[mt][nt][e], 1.44269504f, -base_log2[e / 2]));"
+            ),
             "{ptx}"
         );
         // fp32 K and V are rounded through registers: one buffer each.
@@ -1477,6 +1570,78 @@ mod tests {
         assert!(fp32.contains("acc[dd] = fma(p, v_tile[jj * 64 + dd], acc[dd]);"));
         assert!(!fp32.contains("TCC_MMA"));
         assert!(text.trim_end().ends_with("#endif\n}"), "{text}");
+    }
+
+    #[test]
+    fn groups_of_128_rows_give_each_warp_two_m16_tiles() {
+        let mut spec = spec(true, false);
+        spec.tensor_cores = Some(TensorCores::Bf16);
+        spec.block_q = 128;
+        spec.block_k = 64;
+        spec.query.buffer = Buffer::f32("a0");
+        // K and V in bf16 rows of 64: copied by cp.async, two buffers.
+        spec.key.buffer.storage = crate::Storage::BF16;
+        spec.value.buffer.storage = crate::Storage::BF16;
+        let text = attention_kernel(&spec).unwrap();
+        let ptx = text
+            .split_once("#ifdef TCC_PTX\n")
+            .and_then(|(_, rest)| rest.split_once("#else\n"))
+            .expect("a PTX body")
+            .0;
+        // Four warps of 32 rows: 128 work-items, as many as rows, so the
+        // portable body takes one row each.
+        assert_eq!(warp_rows(128, 64), 32);
+        assert!(text.contains("reqd_work_group_size(128, 1, 1)"), "{text}");
+        assert_eq!(
+            attention_launch(&spec.shape, (128, 64, 1), spec.tensor_cores, false),
+            ([1, 8, 1], [128, 1, 1])
+        );
+        assert!(ptx.contains("float o[2][8][4];"), "{ptx}");
+        assert!(ptx.contains("uint qf[2][4][4];"), "{ptx}");
+        assert!(ptx.contains("float sc[2][8][4];"), "{ptx}");
+        assert!(ptx.contains("const int r0 = warp * 32 + mt * 16;"), "{ptx}");
+        // No mask: the row maxima over the unscaled scores (one `max` a
+        // score), the scale folded into the exponent's factor.
+        assert!(ptx.contains("const float x = sc[mt][nt][e];"), "{ptx}");
+        assert!(
+            ptx.contains("tile_max[e / 2] = fmax(tile_max[e / 2], sc[mt][nt][e]);"),
+            "{ptx}"
+        );
+        let factor = float_literal(0.125 * std::f32::consts::LOG2_E);
+        assert!(
+            ptx.contains(&format!(
+                "sc[mt][nt][e] = tcc_ex2(fma(sc[mt][nt][e], {factor}, -base_log2[e / 2]));"
+            )),
+            "{ptx}"
+        );
+        assert!(!ptx.contains("tcc_maximumf"), "{ptx}");
+        // Each K fragment, loaded once, feeds both m16 tiles; each V
+        // fragment likewise.
+        let k_load = ptx
+            .find("const uint b0 = *(__local const uint*)&ks[")
+            .unwrap();
+        let qk = &ptx[k_load..];
+        assert!(
+            qk.find("for (int mt = 0; mt < 2; ++mt)").unwrap() < qk.find("TCC_MMA_BF16(").unwrap(),
+            "{ptx}"
+        );
+        let v_load = ptx.find("TCC_LDMATRIX_X4_TRANS(").unwrap();
+        let pv = &ptx[v_load..];
+        assert!(
+            pv.find("for (int mt = 0; mt < 2; ++mt)").unwrap() < pv.find("TCC_MMA_BF16(").unwrap(),
+            "{ptx}"
+        );
+        // The tile holds two stages of K and V (4 x 64 keys), which the
+        // 128 rows of Q use first: 256 rows of 72 halves, 36 KiB.
+        assert!(ptx.contains("__local ushort kv_tile[18432]"), "{ptx}");
+        assert!(ptx.contains("tcc_cp_async16"), "{ptx}");
+        assert!(local_bytes(128, 64, 64, 2) <= 48 * 1024);
+        // A head dimension of 128 keeps warps of 16 rows.
+        assert_eq!(warp_rows(128, 128), 16);
+        assert_eq!(
+            attention_threads((128, 32, 1), 128, Some(TensorCores::Fp16), false),
+            256
+        );
     }
 
     #[test]
@@ -1518,7 +1683,11 @@ mod tests {
         // K and V double-buffered: the next key tile's cp.async copies in
         // flight during this one's products, the keys past the sequence
         // zero-filled from the last key's row.
-        assert!(text.contains("__local ushort k_half[4608]"), "{text}");
+        assert!(text.contains("__local ushort kv_tile[9216]"), "{text}");
+        assert!(
+            text.contains("__local ushort* const v_half = kv_tile + 4608;"),
+            "{text}"
+        );
         assert!(
             text.contains("tcc_cp_async16((__local float*)&k_half[(st ^ 1) * 2304 + jj * 72 + dd], (__global const float*)(a1 + b * 9856 + hk * 4928 + jc * 64 + dd), bytes);"),
             "{text}"

@@ -9,10 +9,10 @@ lengths 128, 512 and 2048, causal and not. Each is a one-op model
 compiles with `tcc compile --target=nvidia` (one flash-attention kernel;
 the bundle's STATS.txt shows its `--stats`), and again with
 `--precision=fp16` and `bf16` (CASE.fp16.so, CASE.bf16.so: the tensor-core
-body, rounding the f32 inputs itself), and the case on f16 tensors with
-`--precision=fp16` (CASE.fp16-graph.so: Q, K and V copied into the tiles
-as they are, as inside a model compiled with --precision=fp16; compared
-with SDPA in fp16). This script times it with
+body, rounding the f32 inputs itself), and the case on f16 (bf16) tensors
+with `--precision=fp16` (`bf16`) (CASE.fp16-graph.so, CASE.bf16-graph.so:
+Q, K and V copied into the tiles as they are, as inside a model compiled
+with --precision=fp16 or bf16; compared with SDPA in fp16 or bf16). This script times it with
 tcc-benchmark (profiling events, the kernel's mean over --iterations calls
 after 10 warm-up calls) on inputs generated here (uniform in [-1, 1),
 seeded, written as .npy and passed with --input=@FILE) and times SDPA on
@@ -27,7 +27,13 @@ precision (torch us / tcc us: above 1 means tcc is faster).
 Usage:
   attention-device.py --write-models DIR     (here: the models and DIR/CASES.json)
   attention-device.py BUNDLE [--device=N] [--no-torch] [--filter=TEXT] [--iterations=N]
-                                             (on the device: BUNDLE is .device-attention)"""
+                             [--precisions=fp16-graph,...] [--variant=BUNDLE2]...
+                                             (on the device: BUNDLE is .device-attention)
+
+--variant names another bundle of the same cases (built by another tcc, or
+with other options: build-attention-bundle.sh --out=DIR); its artifacts
+are timed beside the first bundle's, on the same inputs in the same run,
+in rows of their own (the variant column names the bundle)."""
 import json
 import os
 import subprocess
@@ -60,8 +66,10 @@ def write_models(directory):
     for case in cases():
         with open(os.path.join(directory, "models", case["name"] + ".mlir"), "w") as out:
             out.write(mlir(case))
-        with open(os.path.join(directory, "models", case["name"] + ".f16.mlir"), "w") as out:
-            out.write(mlir(case, "f16"))
+        for element in ("f16", "bf16"):
+            with open(os.path.join(directory, "models", f"{case['name']}.{element}.mlir"),
+                      "w") as out:
+                out.write(mlir(case, element))
     with open(os.path.join(directory, "CASES.json"), "w") as out:
         json.dump(cases(), out, indent=1)
     print(f"{len(cases())} cases in {directory}/models")
@@ -74,15 +82,36 @@ def tensors(case):
     return [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(3)]
 
 
-# "fp16-graph": the model itself in f16 (f16 inputs and output), as Q, K
-# and V are inside a model compiled with --precision=fp16: the kernel
-# copies them into its tiles as they are.
-PRECISIONS = ["fp32", "fp16", "bf16", "fp16-graph"]
+# "fp16-graph" / "bf16-graph": the model itself in f16 / bf16 (inputs and
+# output), as Q, K and V are inside a model compiled with --precision=fp16
+# or bf16: the kernel copies them into its tiles as they are.
+PRECISIONS = ["fp32", "fp16", "bf16", "fp16-graph", "bf16-graph"]
+
+
+def to_bf16(array):
+    """`array` rounded to bfloat16 (nearest even), as the raw two-byte
+    elements (`<V2`) that tcc-run reads as bf16."""
+    import numpy as np
+    bits = array.astype(np.float32).view(np.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16).view("V2")
+
+
+def from_half(array):
+    """An output as float32: bf16 (`<V2`) widened from its bits."""
+    import numpy as np
+    if array.dtype.kind == "V":
+        return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return array.astype(np.float32)
 
 
 def artifact_name(case, precision):
     """CASE.so for fp32, CASE.PRECISION.so for `--precision=fp16|bf16`."""
     return case["name"] + ("" if precision == "fp32" else f".{precision}") + ".so"
+
+
+# The runtime tools of the first bundle (`main` sets it).
+TOOLS = None
 
 
 def tcc_run(bundle, case, arrays, device, iterations, scratch, precision="fp32"):
@@ -95,10 +124,18 @@ def tcc_run(bundle, case, arrays, device, iterations, scratch, precision="fp32")
     paths = []
     for name, array in zip("qkv", arrays):
         path = os.path.join(scratch, f"{name}.npy")
-        np.save(path, array.astype(np.float16) if precision == "fp16-graph" else array)
+        if precision == "fp16-graph":
+            array = array.astype(np.float16)
+        elif precision == "bf16-graph":
+            array = to_bf16(array)
+        np.save(path, array)
         paths.append(path)
     artifact = os.path.join(bundle, "models", artifact_name(case, precision))
     binaries = os.path.join(bundle, "bin")
+    if not os.path.isdir(binaries):
+        # A --variant bundle without runtime tools of its own: the first
+        # bundle's (the artifacts differ, not the runtime).
+        binaries = TOOLS
     common = [f"--input=@{p}" for p in paths] + ([f"--device={device}"] if device else [])
     command = [os.path.join(binaries, "tcc-benchmark"), artifact, "--json", "--warmup=10",
                f"--iterations={iterations}"] + common
@@ -113,7 +150,7 @@ def tcc_run(bundle, case, arrays, device, iterations, scratch, precision="fp32")
         raise RuntimeError(f"{' '.join(command)}: {run.stderr.strip()}")
     attention = [k["mean_us"] for k in kernels if "attention" in k["name"]]
     us = sum(attention) if attention else sum(k["mean_us"] for k in kernels)
-    return us, [k["name"] for k in kernels], np.load(output).astype(np.float32)
+    return us, [k["name"] for k in kernels], from_half(np.load(output))
 
 
 def torch_runs(case, arrays):
@@ -152,7 +189,10 @@ def main(argv):
         print(__doc__)
         return 2
     bundle = argv[0]
+    global TOOLS
+    TOOLS = os.path.join(bundle, "bin")
     device, use_torch, text, iterations = None, True, "", 20
+    wanted, variants = None, [bundle]
     for arg in argv[1:]:
         if arg.startswith("--device="):
             device = arg.split("=", 1)[1]
@@ -162,6 +202,10 @@ def main(argv):
             text = arg.split("=", 1)[1]
         elif arg.startswith("--iterations="):
             iterations = int(arg.split("=", 1)[1])
+        elif arg.startswith("--precisions="):
+            wanted = arg.split("=", 1)[1].split(",")
+        elif arg.startswith("--variant="):
+            variants.append(arg.split("=", 1)[1])
         else:
             print(f"unknown argument {arg}", file=sys.stderr)
             return 2
@@ -170,9 +214,10 @@ def main(argv):
         selected = [case for case in json.load(f) if text in case["name"]]
     precisions = [p for p in PRECISIONS
                   if os.path.exists(os.path.join(bundle, "models",
-                                                 artifact_name(selected[0], p)))] if selected else []
-    header = "| case | precision | tcc attention us | kernels |"
-    rule = "|---|---|---|---|"
+                                                 artifact_name(selected[0], p)))
+                  and (wanted is None or p in wanted)] if selected else []
+    header = "| case | precision | variant | tcc attention us | kernels |"
+    rule = "|---|---|---|---|---|"
     if use_torch:
         header += " max abs diff vs SDPA fp32 | torch SDPA us | torch/tcc |"
         rule += "---|---|---|"
@@ -183,15 +228,19 @@ def main(argv):
             arrays = tensors(case)
             reference, times = torch_runs(case, arrays) if use_torch else (None, {})
             for precision in precisions:
-                us, names, output = tcc_run(bundle, case, arrays, device, iterations, scratch,
-                                            precision)
-                row = (f"| {case['name']} | {precision} | {us:.1f} |"
-                       f" {len(names)} ({', '.join(names)}) |")
-                if use_torch:
-                    diff = float(abs(output - reference).max())
-                    peer = times[precision.split("-")[0]]
-                    row += f" {diff:.2e} | {peer:.1f} | {peer / us:.2f} |"
-                print(row, flush=True)
+                for variant in variants:
+                    if not os.path.exists(os.path.join(variant, "models",
+                                                       artifact_name(case, precision))):
+                        continue  # a variant built without this precision
+                    us, names, output = tcc_run(variant, case, arrays, device, iterations,
+                                                scratch, precision)
+                    row = (f"| {case['name']} | {precision} | {os.path.basename(variant)} |"
+                           f" {us:.1f} | {len(names)} ({', '.join(names)}) |")
+                    if use_torch:
+                        diff = float(abs(output - reference).max())
+                        peer = times[precision.split("-")[0]]
+                        row += f" {diff:.2e} | {peer:.1f} | {peer / us:.2f} |"
+                    print(row, flush=True)
     return 0
 
 

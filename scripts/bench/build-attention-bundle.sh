@@ -9,6 +9,7 @@
 #   .device-attention/models/CASE.so               compiled with `tcc compile --target=nvidia`
 #   .device-attention/models/CASE.P.so             the same with --precision=P (fp16, bf16: tensor cores)
 #   .device-attention/models/CASE.fp16-graph.so    CASE.f16.mlir (the case on f16 tensors) with --precision=fp16
+#   .device-attention/models/CASE.bf16-graph.so    CASE.bf16.mlir (the case on bf16 tensors) with --precision=bf16
 #   .device-attention/STATS.txt                    `tcc compile --stats` of each case (one attention kernel)
 #   .device-attention/attention-kernel.cl          the emitted OpenCL C of the seq-512 causal case
 #
@@ -47,11 +48,13 @@ echo "== compiling the cases (--target=nvidia)"
 : > "$out/STATS.txt"
 for model in "$out"/models/*.mlir; do
   name=$(basename "$model" .mlir)
-  if [[ $name == *.f16 ]]; then
-    name=${name%.f16}
-    echo "# tcc compile $name.f16.mlir --target=nvidia --precision=fp16 --stats" >> "$out/STATS.txt"
-    "$bin/tcc" compile "$model" --target=nvidia --precision=fp16 --stats \
-      -o "$out/models/$name.fp16-graph.so" 2>> "$out/STATS.txt"
+  if [[ $name == *.f16 || $name == *.bf16 ]]; then
+    element=${name##*.}
+    name=${name%.*}
+    precision=$([[ $element == f16 ]] && echo fp16 || echo bf16)
+    echo "# tcc compile $name.$element.mlir --target=nvidia --precision=$precision --stats" >> "$out/STATS.txt"
+    "$bin/tcc" compile "$model" --target=nvidia --precision=$precision --stats \
+      -o "$out/models/$name.$precision-graph.so" 2>> "$out/STATS.txt"
     continue
   fi
   echo "# tcc compile $name.mlir --target=nvidia --stats" >> "$out/STATS.txt"

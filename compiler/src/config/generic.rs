@@ -61,7 +61,13 @@ impl TargetConfig for Generic {
     /// 64 query rows per group (two warps, or one wavefront), K and V
     /// tiles of at most 32 keys in 16 KiB of local memory (what any
     /// OpenCL GPU has to spare).
-    fn attention(&self, head_dim: i64, _q_len: i64, _tensor_cores: bool) -> AttentionConfig {
+    fn attention(
+        &self,
+        head_dim: i64,
+        _q_len: i64,
+        _heads: i64,
+        _tensor_cores: bool,
+    ) -> AttentionConfig {
         AttentionConfig {
             block_q: 64,
             block_k: super::attention_block_k(head_dim, 16 * 1024, 32),

@@ -220,9 +220,16 @@ pub trait TargetConfig: Sync {
     fn row_workgroup(&self, columns: i64, rows: i64) -> i64;
 
     /// The flash-attention template's blocking for a head dimension of
-    /// `head_dim` over `q_len` query rows, with `tensor_cores` where the
-    /// module's precision gives the PTX form its tensor-core body.
-    fn attention(&self, head_dim: i64, q_len: i64, tensor_cores: bool) -> AttentionConfig;
+    /// `head_dim` over `q_len` query rows in each of `heads` (batch times
+    /// query heads: the launch's second axis), with `tensor_cores` where
+    /// the module's precision gives the PTX form its tensor-core body.
+    fn attention(
+        &self,
+        head_dim: i64,
+        q_len: i64,
+        heads: i64,
+        tensor_cores: bool,
+    ) -> AttentionConfig;
 
     /// Whether the attention template takes its CPU form: one work-item
     /// per work-group computing the group's `block_q` query rows in
@@ -572,8 +579,15 @@ impl Target {
     }
 
     /// See [`TargetConfig::attention`].
-    pub fn attention(self, head_dim: i64, q_len: i64, tensor_cores: bool) -> AttentionConfig {
-        self.config().attention(head_dim, q_len, tensor_cores)
+    pub fn attention(
+        self,
+        head_dim: i64,
+        q_len: i64,
+        heads: i64,
+        tensor_cores: bool,
+    ) -> AttentionConfig {
+        self.config()
+            .attention(head_dim, q_len, heads, tensor_cores)
     }
 
     /// See [`TargetConfig::attention_single_item`].

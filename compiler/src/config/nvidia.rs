@@ -483,6 +483,21 @@ const MANY_ROWS: i64 = 8 * 132;
 /// batch of one, a reduction to a handful of outputs) keep 256.
 const SHORT_ROW_WORKGROUP: i64 = 64;
 
+/// Query rows per work-group of the tensor-core attention body's wide
+/// form (four warps of 32 rows: `tcc_kernels::attention::warp_rows`).
+const WIDE_ATTENTION_ROWS: i64 = 128;
+/// The fewest work-groups of [`WIDE_ATTENTION_ROWS`] rows for which an
+/// attention takes them: one per SM of an H100/H200.
+const WIDE_ATTENTION_MIN_GROUPS: i64 = 132;
+/// The fewest query rows for which an attention takes the wide form.
+/// Its warps hold 255 registers (two m16 tiles' accumulators, scores and
+/// query fragments), half the resident warps of 16-row warps (128):
+/// on an H200, batch 32 x 12 heads x head dimension 64 in fp16, 128-row
+/// groups took 1358 against 1559 us at 2048 rows, the same at 512 rows
+/// (146.6 / 146.5) and longer at 128 (30.4 / 27.8) and causal 512 (112.7
+/// / 102.3; `scripts/bench/attention-device.py --variant`).
+const WIDE_ATTENTION_MIN_ROWS: i64 = 1024;
+
 impl TargetConfig for Nvidia {
     fn workgroup_size(&self, kind: KernelKind) -> i64 {
         workgroup_size(kind)
@@ -509,13 +524,17 @@ impl TargetConfig for Nvidia {
     /// dimension of 64 or 128 keeps its query and accumulator in
     /// registers), K and V tiles of up to 64 keys in at most 32 KiB of
     /// shared memory (64 keys at D = 64, 32 at D = 128). At fp16/bf16 the
-    /// PTX form's tensor-core body takes the same groups: each warp two
-    /// m16 tiles of 32 rows. `scripts/bench/attention-device.py` times it
-    /// against PyTorch's flash attention (docs/benchmarks.md). At a batch
-    /// of one this leaves few groups (BERT-base: 24 for 132 SMs), but 32
-    /// rows a group (one warp, twice the groups) measured slower: 46.5
-    /// against 34.6 us a layer, BERT-base fp16 on an H200, since each
-    /// group stages the head's whole K and V.
+    /// PTX form's tensor-core body takes four warps of 16 rows, or for
+    /// long sequences ([`WIDE_ATTENTION_MIN_ROWS`]) at a head dimension
+    /// of at most 64, where 128-row groups still give every SM one
+    /// ([`WIDE_ATTENTION_MIN_GROUPS`]), 128 rows as four warps of 32 (two
+    /// m16 tiles sharing each K and V fragment a warp reads from local
+    /// memory). `scripts/bench/attention-device.py` times it against
+    /// PyTorch's flash attention (docs/benchmarks.md).
+    /// At a batch of one this leaves few groups (BERT-base: 24 for 132
+    /// SMs), but 32 rows a group (one warp, twice the groups) measured
+    /// slower: 46.5 against 34.6 us a layer, BERT-base fp16 on an H200,
+    /// since each group stages the head's whole K and V.
     ///
     /// A few query rows (a decode step) in fp32 take the key-parallel
     /// form (`super::attention_key_lanes`): GPT-2 small's one-token step
@@ -524,11 +543,27 @@ impl TargetConfig for Nvidia {
     /// body (fp16/bf16) keeps its 64-row groups there: 12.1 us against
     /// 26.4 for the key lanes, whose half loads convert element by
     /// element.
-    fn attention(&self, head_dim: i64, q_len: i64, tensor_cores: bool) -> AttentionConfig {
+    fn attention(
+        &self,
+        head_dim: i64,
+        q_len: i64,
+        heads: i64,
+        tensor_cores: bool,
+    ) -> AttentionConfig {
         let block_k = super::attention_block_k(head_dim, 32 * 1024, 64);
         let lanes = (!tensor_cores)
             .then(|| super::attention_key_lanes(head_dim, q_len))
             .flatten();
+        let wide_groups = (q_len + WIDE_ATTENTION_ROWS - 1) / WIDE_ATTENTION_ROWS * heads;
+        let block_q = if tensor_cores
+            && head_dim <= 64
+            && q_len >= WIDE_ATTENTION_MIN_ROWS
+            && wide_groups >= WIDE_ATTENTION_MIN_GROUPS
+        {
+            WIDE_ATTENTION_ROWS
+        } else {
+            64
+        };
         match lanes {
             Some(key_lanes) => AttentionConfig {
                 block_q: q_len,
@@ -536,7 +571,7 @@ impl TargetConfig for Nvidia {
                 key_lanes,
             },
             None => AttentionConfig {
-                block_q: 64,
+                block_q,
                 block_k,
                 key_lanes: 1,
             },
@@ -592,6 +627,27 @@ const WINDOW_MIN_WORK_ITEMS: i64 = 2 * SMS * WINDOW_WORKGROUP as i64;
 mod tests {
     use super::super::Target;
     use super::{GemmConfig, few_rows_narrow};
+
+    #[test]
+    fn long_half_attentions_take_128_row_groups() {
+        let block_q = |head_dim, q_len, heads, tensor_cores| {
+            Target::Nvidia
+                .attention(head_dim, q_len, heads, tensor_cores)
+                .block_q
+        };
+        // Batch 32 x 12 heads, head dimension 64, fp16/bf16.
+        assert_eq!(block_q(64, 2048, 384, true), 128);
+        assert_eq!(block_q(64, 1024, 384, true), 128);
+        assert_eq!(block_q(64, 512, 384, true), 64);
+        assert_eq!(block_q(64, 128, 384, true), 64);
+        // One sequence of 12 heads at 2048 rows: 192 groups, still wide;
+        // at 1024 rows 96 groups leave SMs idle.
+        assert_eq!(block_q(64, 2048, 12, true), 128);
+        assert_eq!(block_q(64, 1024, 12, true), 64);
+        // A head dimension of 128, fp32 arithmetic: 64 rows.
+        assert_eq!(block_q(128, 2048, 384, true), 64);
+        assert_eq!(block_q(64, 2048, 384, false), 64);
+    }
 
     #[test]
     fn nvidia_candidates_include_the_mid_sized_tiles() {

@@ -200,7 +200,13 @@ impl TargetConfig for PoclCpu {
     /// and V row loaded serves four rows' multiply-adds, and the rows'
     /// accumulators (4 x 64 floats for a head of 64) stay near the
     /// registers. `block_k` is the staged form's (unused here).
-    fn attention(&self, head_dim: i64, _q_len: i64, _tensor_cores: bool) -> AttentionConfig {
+    fn attention(
+        &self,
+        head_dim: i64,
+        _q_len: i64,
+        _heads: i64,
+        _tensor_cores: bool,
+    ) -> AttentionConfig {
         AttentionConfig {
             block_q: 4,
             block_k: super::attention_block_k(head_dim, 32 * 1024, 64),

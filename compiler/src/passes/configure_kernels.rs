@@ -531,9 +531,11 @@ fn attention_strategy(
     }
     let query = op.operand(0).ok().and_then(|v| static_shape(v.r#type()))?;
     let (&head_dim, &q_len) = (query.last()?, query.get(2)?);
+    let heads = query.first()? * query.get(1)?;
     let config = target.attention(
         head_dim,
         q_len,
+        heads,
         precision.attention_tensor_cores().is_some(),
     );
     Some(KernelStrategy::Attention {
