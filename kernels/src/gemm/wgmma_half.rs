@@ -37,11 +37,13 @@
 //! pointwise convolution with stride 1 and no padding is a plain matrix:
 //! the TMA copies it as A.
 //!
-//! Each of [`STAGES`] stages holds both k tiles (32 KiB) with one mbarrier
-//! counting their bytes; work-item 0 refills the stage read two k tiles
-//! back (every warpgroup has waited for its `wgmma`s by then: one group
-//! stays in flight, `wgmma.wait_group 1`), so two k tiles are in flight
-//! ahead of the one computed.
+//! Each stage holds both k tiles with one mbarrier counting their bytes;
+//! work-item 0 refills the stage read two k tiles back (every warpgroup
+//! has waited for its `wgmma`s by then: one group stays in flight,
+//! `wgmma.wait_group 1`), so `stages - 2` k tiles are in flight ahead of
+//! the one computed: two in four stages, one in a 128-wide tile's
+//! three, whose smaller footprint lets two work-groups share an SM
+//! instead ([`stages_for`]).
 
 use std::fmt::Write as _;
 
@@ -61,9 +63,16 @@ const WIDTHS: [u32; 3] = [256, 192, 128];
 /// The widths a convolution's tile may have ([`half_conv_tile_for`]): 64
 /// too, the output channels of the first stages of CNNs (ResNet's 64).
 const CONV_WIDTHS: [u32; 4] = [256, 192, 128, 64];
-/// The k of one stage (one 128-byte swizzled row of halves) and the stages.
+/// The k of one stage (one 128-byte swizzled row of halves).
 const STAGE_K: u32 = 64;
+/// The stages of a tile other than 128 columns wide (two k tiles in
+/// flight ahead of the one computed): one work-group an SM at 192 and 256
+/// columns, two at 64 (24 KiB a stage).
 const STAGES: u32 = 4;
+/// The stages of a 128-column tile: 3 x 32 KiB (plus the alignment) lets
+/// two work-groups share an SM, one's pipeline fill and epilogue
+/// overlapping the other's products ([`stages_for`]).
+const NARROW_STAGES: u32 = 3;
 /// k per `wgmma` (16-bit inputs).
 const WGMMA_K: u32 = 16;
 /// Work-items per work-group: two warpgroups.
@@ -83,20 +92,50 @@ const SPLIT_WIDTHS: [u32; 2] = [128, 64];
 /// The most slices of K a split tile takes.
 const MAX_SPLIT: u32 = 16;
 
+/// The stages of a product of `config` over `shape`: [`NARROW_STAGES`]
+/// for a 128-wide tile launched as more work-groups than SMs
+/// ([`shares_sms`]), else [`STAGES`]. A 128x128 tile of 4 stages takes
+/// 129 KiB, one work-group an SM with nothing to overlap its pipeline
+/// fill, tensor maps and epilogue. On the H200 (fp16, kernel alone, 3
+/// stages against 4): 4096 x 3072 x 768 44.2 against 48.4 us, 6304 x 3072
+/// x 768 70.8 / 78.2, 4096 x 768 x 768 15.7 / 16.9, a 3x3 convolution of
+/// 128 channels at 32 x 28 x 28 24.2 / 29.9; but with fewer work-groups
+/// than SMs, where none shares its SM, the fourth stage's depth counts
+/// (3x3, 256 channels at 32 x 14 x 14, 98 work-groups: 28.2 / 24.6).
+pub(super) fn stages_for(config: &GemmConfig, shape: &GemmShape) -> u32 {
+    if shares_sms(config, shape) {
+        NARROW_STAGES
+    } else {
+        STAGES
+    }
+}
+
+/// Whether a product of `config` over `shape` runs two work-groups an SM:
+/// a 128-wide tile (three stages fit twice in an SM's local memory)
+/// launched as more work-groups than SMs.
+fn shares_sms(config: &GemmConfig, shape: &GemmShape) -> bool {
+    config.tile_n == 128 && work_groups(config, shape) > SMS
+}
+
+/// The work-groups of a product of `config` over `shape`.
+fn work_groups(config: &GemmConfig, shape: &GemmShape) -> i64 {
+    shape.batch.max(1) * row_tiles(shape) * column_tiles(shape, config) * config.split_k as i64
+}
+
 /// Bytes of one stage of a tile `columns` wide.
 fn stage_bytes(columns: u32) -> u32 {
     A_TILE_BYTES + columns * STAGE_K * HALF
 }
 
-/// The dynamic local memory the body takes for a tile `columns` wide: the
-/// stages, and 1024 bytes to align them to the 1024-byte atoms of the
-/// 128-byte swizzle (193 KiB at the widest).
+/// The most dynamic local memory the body takes for a tile `columns`
+/// wide: [`STAGES`] stages, and 1024 bytes to align them to the
+/// 1024-byte atoms of the 128-byte swizzle (193 KiB at the widest).
 pub fn half_dynamic_local_bytes(columns: u32) -> u32 {
     STAGES * stage_bytes(columns) + 1024
 }
 
 /// The dynamic local memory a product of `config` over `shape` takes:
-/// the stages its k tiles use (at most [`STAGES`]; a short K fills fewer,
+/// the stages its k tiles use (at most [`stages_for`]; a short K fills fewer,
 /// so that more work-groups fit an SM), and at least the staged
 /// epilogue's tile ([`WgmmaHalf::staged_epilogue`]) when K is not split.
 fn dynamic_local_bytes_for(config: &GemmConfig, shape: &GemmShape) -> u32 {
@@ -105,7 +144,8 @@ fn dynamic_local_bytes_for(config: &GemmConfig, shape: &GemmShape) -> u32 {
     } else {
         shape.k
     };
-    let k_tiles = ((k + STAGE_K as i64 - 1) / STAGE_K as i64).clamp(1, STAGES as i64) as u32;
+    let k_tiles = ((k + STAGE_K as i64 - 1) / STAGE_K as i64)
+        .clamp(1, stages_for(config, shape) as i64) as u32;
     let stages = k_tiles * stage_bytes(config.tile_n);
     let epilogue = if config.split_k > 1 {
         0
@@ -405,13 +445,14 @@ impl WgmmaHalf {
     pub(super) fn description(spec: &GemmSpec) -> String {
         let precision = spec.tensor_cores.unwrap_or(TensorCores::Fp16);
         let config = &spec.config;
+        let stages = stages_for(config, &spec.shape);
         let copies = if gathers(spec) {
             "A gathered from the convolution's image by cp.async and B copied by the TMA"
         } else {
             "A and B copied by the TMA"
         };
         format!(
-            " on {} wgmma (2 warpgroups of m64n{}k{WGMMA_K}, {STAGES} stages of k {STAGE_K} of {copies} into {} bytes of CUDA dynamic local memory)",
+            " on {} wgmma (2 warpgroups of m64n{}k{WGMMA_K}, {stages} stages of k {STAGE_K} of {copies} into {} bytes of CUDA dynamic local memory)",
             precision.name(),
             config.tile_n,
             dynamic_local_bytes_for(config, &spec.shape),
@@ -507,8 +548,9 @@ impl WgmmaHalf {
     pub(super) fn local_tiles(out: &mut String, spec: &GemmSpec) {
         let _ = writeln!(
             out,
-            "  {}\n  __local ulong tile_full[{STAGES}] __attribute__((aligned(8)));",
+            "  {}\n  __local ulong tile_full[{}] __attribute__((aligned(8)));",
             dynamic_local_marker(dynamic_local_bytes_for(&spec.config, &spec.shape)),
+            stages_for(&spec.config, &spec.shape),
         );
     }
 
@@ -599,22 +641,23 @@ impl WgmmaHalf {
                 &["a_map", "b_map"]
             },
         );
+        let stages = stages_for(&spec.config, &s);
         let _ = writeln!(
             out,
             "    #pragma unroll
-    for (int st = 0; st < {STAGES}; ++st)
+    for (int st = 0; st < {stages}; ++st)
       __asm__ volatile(\"mbarrier.init.shared::cta.b64 [%0], 1;\" :: \"r\"((uint)(ulong)&tile_full[st]) : \"memory\");
     __asm__ volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");
   }}
   barrier(CLK_LOCAL_MEM_FENCE);
   if (tid == 0) {{"
         );
-        for unit in 0..(STAGES as i64).min(k_tiles) {
+        for unit in 0..(stages as i64).min(k_tiles) {
             copy_stage_from(
                 out,
                 &unit.to_string(),
                 k_origin,
-                &tma_stage(columns, !gather),
+                &tma_stage(columns, stages, !gather),
             );
         }
         let _ = writeln!(out, "  }}");
@@ -623,9 +666,9 @@ impl WgmmaHalf {
             gather_origins(out, image, s.m);
             // One group per stage, empty past K, so that the wait before
             // k tile kt counts the same groups after it at every K.
-            for unit in 0..STAGES as i64 {
+            for unit in 0..stages as i64 {
                 if unit < k_tiles {
-                    gather_tile(out, image, &unit.to_string(), columns);
+                    gather_tile(out, image, &unit.to_string(), (columns, stages));
                 }
                 let _ = writeln!(out, "  {COMMIT}");
             }
@@ -635,7 +678,13 @@ impl WgmmaHalf {
             "  const uint a_rows = (uint)(warp / 4) * {};\n  for (int kt = 0; kt < {k_tiles}; ++kt) {{",
             64 * STAGE_K * HALF
         );
-        step(out, precision, (k_tiles, k_origin), columns, image);
+        step(
+            out,
+            precision,
+            (k_tiles, k_origin),
+            (columns, stages),
+            image,
+        );
         let _ = writeln!(
             out,
             "  }}\n  __asm__ volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");"
@@ -665,50 +714,50 @@ fn step(
     out: &mut String,
     precision: TensorCores,
     (k_tiles, k_origin): (i64, Option<&str>),
-    columns: u32,
+    (columns, stages): (u32, u32),
     image: Option<&ConvImage>,
 ) {
-    let _ = writeln!(out, "    const uint slot = (uint)kt % {STAGES}u;");
+    let ahead = stages - 2;
+    let _ = writeln!(out, "    const uint slot = (uint)kt % {stages}u;");
     landed_wait(
         out,
         "tile_full[slot]",
-        &format!("((uint)kt / {STAGES}u) & 1u"),
+        &format!("((uint)kt / {stages}u) & 1u"),
     );
     if image.is_some() {
-        // Groups committed before tile kt's wait: the prologue's STAGES,
-        // and one per step from 2 on (tile kt + 2): those after kt are
-        // STAGES - 1 - kt at the first steps, then 1.
+        // Groups committed before tile kt's wait: the prologue's one per
+        // stage, and one per step from 2 on (tile kt + ahead): those after
+        // kt are stages - 1 - kt at the first steps, then ahead - 1.
         let _ = writeln!(
             out,
             "    if (kt == 0) __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
     else if (kt == 1) __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
-    else __asm__ volatile(\"cp.async.wait_group 1;\" ::: \"memory\");
+    else __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
     /* this work-item's copies of A, visible to wgmma's async proxy */
     __asm__ volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");",
-            STAGES - 1,
-            STAGES - 2,
+            stages - 1,
+            stages - 2,
+            ahead - 1,
         );
     }
     let _ = writeln!(
         out,
         "    barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid == 0 && kt >= 2 && kt + {ahead} < {k_tiles}) {{",
-        ahead = STAGES - 2
+    if (tid == 0 && kt >= 2 && kt + {ahead} < {k_tiles}) {{"
     );
     copy_stage_from(
         out,
-        &format!("kt + {}", STAGES - 2),
+        &format!("kt + {ahead}"),
         k_origin,
-        &tma_stage(columns, image.is_none()),
+        &tma_stage(columns, stages, image.is_none()),
     );
     let _ = writeln!(out, "    }}");
     if let Some(image) = image {
         let _ = writeln!(
             out,
-            "    if (kt >= 2) {{\n    if (kt + {ahead} < {k_tiles}) {{",
-            ahead = STAGES - 2
+            "    if (kt >= 2) {{\n    if (kt + {ahead} < {k_tiles}) {{"
         );
-        gather_tile(out, image, &format!("kt + {}", STAGES - 2), columns);
+        gather_tile(out, image, &format!("kt + {ahead}"), (columns, stages));
         let _ = writeln!(out, "    }}\n    {COMMIT}\n    }}");
     }
     let _ = writeln!(
@@ -837,7 +886,7 @@ fn gather_origins(out: &mut String, image: &ConvImage, m: i64) {
 /// rows' input pixels, zero-filled where the pixel is outside the image,
 /// each 16 bytes at its chunk of the 128-byte swizzle (chunk `c` of row
 /// `r` at `c ^ (r % 8)`; the rows of one work-item share `r % 8`).
-fn gather_tile(out: &mut String, image: &ConvImage, unit: &str, columns: u32) {
+fn gather_tile(out: &mut String, image: &ConvImage, unit: &str, (columns, stages): (u32, u32)) {
     let [_, h, w, c] = image.shape;
     let [_, sy_, sx_] = image.pixel_strides;
     let [_, kw] = image.taps;
@@ -849,7 +898,7 @@ fn gather_tile(out: &mut String, image: &ConvImage, unit: &str, columns: u32) {
       const int dy = (tap / {kw}) * {dy}, dx = (tap % {kw}) * {dx};
       const long shift = (long)dy * {sy_} + (long)dx * {sx_} + k0 % {c} + 8 * g_chunk;
       const uint row = (uint)tid / {CHUNKS}u;
-      const uint dst = stages + ((uint)({unit}) % {STAGES}u) * {stage}u + row * {row_bytes}u + (((uint)g_chunk ^ (row % 8u)) * 16u);
+      const uint dst = stages + ((uint)({unit}) % {count}u) * {stage}u + row * {row_bytes}u + (((uint)g_chunk ^ (row % 8u)) * 16u);
       #pragma unroll
       for (int r = 0; r < {GATHER_ROWS}; ++r) {{
         const int y = g_y[r] + dy, x = g_x[r] + dx;
@@ -861,6 +910,7 @@ fn gather_tile(out: &mut String, image: &ConvImage, unit: &str, columns: u32) {
     }}",
         dy = image.dilations[0],
         dx = image.dilations[1],
+        count = stages,
         stage = stage_bytes(columns),
         row_bytes = STAGE_K * HALF,
         pass_bytes = (THREADS / CHUNKS) * STAGE_K * HALF,
@@ -869,11 +919,11 @@ fn gather_tile(out: &mut String, image: &ConvImage, unit: &str, columns: u32) {
     );
 }
 
-/// This body's TMA stage for tiles `columns` wide (`a_by_tma`: the TMA
-/// copies A too).
-fn tma_stage(columns: u32, a_by_tma: bool) -> TmaStage {
+/// This body's TMA stage for tiles `columns` wide in `stages` stages
+/// ([`stages_for`]; `a_by_tma`: the TMA copies A too).
+fn tma_stage(columns: u32, stages: u32, a_by_tma: bool) -> TmaStage {
     TmaStage {
-        stages: STAGES,
+        stages,
         stage_bytes: stage_bytes(columns),
         stage_k: STAGE_K,
         a_tile_bytes: A_TILE_BYTES,

@@ -459,6 +459,69 @@ fn a_padded_convolution_gathers_a_and_the_tma_copies_b() {
     assert_eq!(body.matches("cp.async.commit_group;").count(), 5, "{body}");
 }
 
+/// A 128-wide tile launched as more work-groups than SMs runs three
+/// stages, so that two work-groups share an SM (one k tile in flight
+/// ahead; the gathered groups waited for accordingly); launched as fewer,
+/// it keeps four.
+#[test]
+fn a_128_wide_tile_takes_three_stages_where_work_groups_share_sms() {
+    // 784 row tiles of 128 x 128 over 18 k tiles (3x3 taps of 128
+    // channels).
+    let mut spec = conv_spec(128, 128);
+    spec.config = split_tile(128, 1);
+    assert!(WgmmaHalf::applies(&spec));
+    let text = gemm_kernel(&spec).unwrap();
+    let body = &text[..text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body")];
+    assert_contains(
+        body,
+        &[
+            "3 stages of k 64 of A gathered",
+            // Three 32 KiB stages (the staged epilogue's 68 KiB fits in
+            // them) and the alignment: two fit an SM's 227 KiB.
+            "into 99328 bytes of CUDA dynamic local memory",
+            "__local ulong tile_full[3]",
+            "const uint slot = (uint)kt % 3u;",
+            "if (kt == 0) __asm__ volatile(\"cp.async.wait_group 2;\" ::: \"memory\");",
+            "else if (kt == 1) __asm__ volatile(\"cp.async.wait_group 1;\" ::: \"memory\");",
+            "else __asm__ volatile(\"cp.async.wait_group 0;\" ::: \"memory\");",
+            "if (tid == 0 && kt >= 2 && kt + 1 < 18) {",
+            "((uint)(kt + 1) % 3u)",
+        ],
+    );
+    // One group per prologue stage and one per step from the third.
+    assert_eq!(body.matches("cp.async.commit_group;").count(), 4, "{body}");
+
+    // 8 x 8 work-groups of a matmul: one an SM, four stages.
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.config = split_tile(128, 1);
+    spec.shape = shape(1, 1024, 1024, 768);
+    spec.a.row_stride = 768;
+    spec.b.row_stride = 1024;
+    spec.store = "a0[i * 1024 + j] = acc_value;".into();
+    assert!(WgmmaHalf::applies(&spec));
+    let text = gemm_kernel(&spec).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "4 stages of k 64 of A and B copied by the TMA into 132096 bytes",
+            "const uint slot = (uint)kt % 4u;",
+        ],
+    );
+    // 32 x 8 of them: three stages.
+    spec.shape.m = 4096;
+    let text = gemm_kernel(&spec).unwrap();
+    assert_contains(
+        &text,
+        &[
+            "3 stages of k 64 of A and B copied by the TMA into 99328 bytes",
+            "const uint slot = (uint)kt % 3u;",
+            "if (tid == 0 && kt >= 2 && kt + 1 < 12) {",
+        ],
+    );
+}
+
 #[test]
 fn a_pointwise_convolution_is_copied_as_a_matrix() {
     let mut spec = conv_spec(256, 64);
