@@ -3,7 +3,9 @@
 // with at least one 128x128 tile's work per SM whose K is a multiple of 8
 // takes a 128-row tile of the FP16/BF16 wgmma body, 256, 192 or 128
 // columns wide, whichever divides N and runs the fewest waves of
-// work-groups (times their width); a smaller product takes unsplit 128x64
+// work-groups (times their width; 128-wide tiles of more work-groups
+// than SMs over 3 to 18 k tiles run two an SM and count as their work
+// spread over the SMs); a smaller product takes unsplit 128x64
 // tiles where they are at least 32 work-groups over a K of at most 1024;
 // other small products, sizes that do not divide, other targets and every
 // matmul without the option keep the table's tile. A convolution that reads its NHWC image as it is (the
@@ -20,10 +22,11 @@
 // RUN: not tcc-opt %s --pass-pipeline='builtin.module(tcc-configure-kernels{half-wgmma-tiles=maybe})' 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: half-wgmma-tiles
 
-// BERT's QKV projection at batch 32 (M = 4096, N = 2304): 128x192 tiles,
-// three waves of 132 (128x256: three waves too, each a third longer).
+// BERT's QKV projection at batch 32 (M = 4096, N = 2304): 128x128 tiles,
+// two an SM (576 work-groups, 558 as their work spread over the SMs),
+// against three waves of 128x192 (576) or of 128x256 (768).
 // CHECK-LABEL: func.func @qkv
-// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 192, tile_k = 16, work_m = 8, work_n = 12, split_k = 1, batch = 1, m = 4096, n = 2304, k = 768>
+// CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 128, tile_k = 16, work_m = 8, work_n = 8, split_k = 1, batch = 1, m = 4096, n = 2304, k = 768>
 // TABLE-LABEL: func.func @qkv
 // TABLE: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 128, tile_k = 16, work_m = 8, work_n = 8, split_k = 1, batch = 1, m = 4096, n = 2304, k = 768>
 // GENERIC-LABEL: func.func @qkv
@@ -33,7 +36,8 @@ func.func @qkv(%x: tensor<1x4096x768xf32>, %w: tensor<1x768x2304xf32>) -> tensor
   return %h : tensor<1x4096x2304xf32>
 }
 
-// The square 4096 product: 128x256, four waves.
+// The square 4096 product: 128x256, four waves (K = 4096: too long for
+// three-stage tiles sharing SMs).
 // CHECK-LABEL: func.func @square
 // CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 256, tile_k = 16, work_m = 8, work_n = 16, split_k = 1, batch = 1, m = 4096, n = 4096, k = 4096>
 func.func @square(%x: tensor<1x4096x4096xf32>, %w: tensor<1x4096x4096xf32>) -> tensor<1x4096x4096xf32> {
@@ -78,7 +82,8 @@ func.func @skinny_deep(%x: tensor<1x128x3072xf32>, %w: tensor<1x3072x768xf32>) -
 
 // K = 96 (ConvNeXt-T's first stage) is not a multiple of the body's k
 // stage (64): its last k tile hangs past K, the TMA filling it with zeros;
-// the body takes it as any other K that is a multiple of 8.
+// the body takes it as any other K that is a multiple of 8. Two k tiles:
+// every width's work-groups share SMs, so waves decide (128x192).
 // CHECK-LABEL: func.func @short_k
 // CHECK: tcc.strategy = #tcc.gemm<tile_m = 128, tile_n = 192, tile_k = 16, work_m = 8, work_n = 12, split_k = 1, batch = 1, m = 4096, n = 2304, k = 96>
 func.func @short_k(%x: tensor<1x4096x96xf32>, %w: tensor<1x96x2304xf32>) -> tensor<1x4096x2304xf32> {

@@ -339,9 +339,29 @@ pub fn half_conv_tile_for(shape: &GemmShape, channels: i64, matrix: bool) -> Opt
     (2 * groups >= SMS).then_some(config)
 }
 
-/// Of `widths` that fit `shape`, the one whose waves of work-groups take
-/// the least time, a work-group's time taken as its width (the widest on
-/// a tie).
+/// The K of the products whose 128-wide tiles the choice counts as two
+/// work-groups an SM ([`choose_width`]): more than two k tiles (with one
+/// or two, every width's work-groups share SMs, and the stages do not
+/// count: EfficientNet-B0's pointwise expansions of K = 80 and 112 took
+/// 18.3 and 25.2 us on such tiles against 15.9 and 20.3 on 64-wide ones,
+/// H200, batch 32, fp16), up to 18 (4096 x 768 x 3072, 48 k tiles, took
+/// 41.8 us on three-stage 128x128 tiles against 32.7 on four-stage
+/// 128x192 ones).
+const SHARED_K: std::ops::RangeInclusive<i64> = (2 * STAGE_K as i64 + 1)..=1152;
+
+/// Of `widths` that fit `shape`, the one whose work-groups take the least
+/// time, a work-group's time taken as its width (the widest on a tie):
+/// in waves of one work-group an SM, or, for 128-wide tiles that share
+/// SMs ([`shares_sms`]) over a K in [`SHARED_K`], spread over the SMs two
+/// at a time (the work divided by the SMs, since a work-group that runs
+/// alone in a last partial wave runs faster). Such tiles took, against
+/// the waves' choice, on the H200 at batch 32 in fp16: BERT-base's Q/K/V
+/// product (4096 x 2304 x 768) 38.0 against 44.1 us on 128x192 tiles, its
+/// GELU product 63.0 / 74.6 on 128x256, ConvNeXt-T's GELU expansions 65.6
+/// / 101.6 (K = 192) and 37.0 / 44.5 (K = 768), ResNet-50's 3x3
+/// convolutions of 128 channels 26.0 / 31.4 on 64-wide tiles; one of
+/// ResNet-50's products lost (1568 x 2048 x 512, 208 work-groups: 15.3
+/// against 13.8 us on 128x256).
 fn choose_width(shape: &GemmShape, widths: &[u32], tails: bool) -> Option<GemmConfig> {
     let batch = shape.batch.max(1);
     widths
@@ -350,7 +370,13 @@ fn choose_width(shape: &GemmShape, widths: &[u32], tails: bool) -> Option<GemmCo
         .filter(|config| fits_with(config, shape, tails))
         .map(|config| {
             let groups = batch * row_tiles(shape) * column_tiles(shape, &config);
-            ((groups + SMS - 1) / SMS * config.tile_n as i64, config)
+            let width = config.tile_n as i64;
+            let time = if shares_sms(&config, shape) && SHARED_K.contains(&shape.k) {
+                (groups * width + SMS - 1) / SMS
+            } else {
+                (groups + SMS - 1) / SMS * width
+            };
+            (time, config)
         })
         .min_by_key(|(time, config)| (*time, std::cmp::Reverse(config.tile_n)))
         .map(|(_, config)| config)

@@ -35,12 +35,18 @@ fn tiles_are_chosen_by_waves_of_work_groups() {
     // 512 work-groups of 128x256 (four waves of 132) against 1024 of
     // 128x128: the same waves of wider tiles.
     assert_eq!(width(1, 4096, 4096, 4096), Some(256));
-    // N = 768: 128x192 is one wave of 128 work-groups; 128x256 one wave of
-    // 96 (36 SMs idle, each work-group a third longer), 128x128 two.
-    assert_eq!(width(1, 4096, 768, 768), Some(192));
+    // N = 768 over K = 3072: 128x192 is one wave of 128 work-groups;
+    // 128x256 one wave of 96 (36 SMs idle, each work-group a third
+    // longer), 128x128 two (too long a K for three stages to share SMs).
     assert_eq!(width(1, 4096, 768, 3072), Some(192));
-    assert_eq!(width(1, 4096, 2304, 768), Some(192));
-    assert_eq!(width(1, 4096, 3072, 768), Some(256));
+    // Over K = 768, 128x128 tiles share SMs: their 192 work-groups'
+    // work spread over the SMs (186) against one wave of 128x192 (192).
+    assert_eq!(width(1, 4096, 768, 768), Some(128));
+    assert_eq!(width(1, 4096, 2304, 768), Some(128));
+    assert_eq!(width(1, 4096, 3072, 768), Some(128));
+    // Two k tiles: every width shares SMs; waves again (64 x 6 = 384
+    // against 128 x 3).
+    assert_eq!(width(1, 4096, 768, 128), Some(192));
     // Batched heads: 12 x (512 / 128) x (512 / 256) = 96 work-groups of
     // the widest against 192 of 128 (two waves) or none of 192.
     assert_eq!(width(12, 512, 512, 64), Some(256));
@@ -48,7 +54,7 @@ fn tiles_are_chosen_by_waves_of_work_groups() {
     assert_eq!(width(1, 4096, 768, 100), None);
     // Any M: ViT-B/16's 197 tokens at batch 32 (50 row tiles, the last
     // of 32 rows).
-    assert_eq!(width(1, 32 * 197, 768, 768), Some(192));
+    assert_eq!(width(1, 32 * 197, 768, 768), Some(128));
     let config = half_tile_for(&shape(1, 4096, 768, 768)).unwrap();
     assert_eq!(
         (config.tile_m, config.workgroup_size(), config.split_k),
@@ -286,7 +292,7 @@ fn a_k_past_the_last_whole_stage_takes_one_more_k_tile_the_tma_fills() {
 
 #[test]
 fn half_products_take_two_maps_per_work_group() {
-    let config = half_tile_for(&shape(1, 4096, 768, 768)).unwrap();
+    let config = half_tile_for(&shape(1, 4096, 768, 3072)).unwrap();
     assert_eq!(
         half_tensor_map_slot_bytes(&config, &shape(2, 512, 768, 128)),
         Some(2 * 128 * 2 * 4 * 4)
@@ -374,7 +380,8 @@ fn large_matmuls_take_whole_column_tiles() {
     // ConvNeXt-T's stage-1 down-projections (N = 96): the table's.
     assert_eq!(width(96), None);
     assert_eq!(width(64), None);
-    assert_eq!(width(384), Some(192));
+    // Six k tiles: 128x128 tiles sharing SMs.
+    assert_eq!(width(384), Some(128));
     // A split tile needs N in whole tiles too.
     assert!(!fits_with(
         &split_tile(64, 2),
@@ -388,8 +395,13 @@ fn convolutions_take_64_wide_tiles_where_the_channels_allow() {
     let conv = |m, n, k, c| half_conv_tile_for(&shape(1, m, n, k), c, false).map(|c| c.tile_n);
     // 64 output channels: the 128x64 tile (784 work-groups).
     assert_eq!(conv(32 * 56 * 56, 64, 576, 64), Some(64));
-    // 256 of them over K = 576: the widest tile whose waves take least.
-    assert_eq!(conv(32 * 56 * 56, 256, 576, 64), Some(256));
+    // 256 of them over K = 576: 128x128 tiles sharing SMs (1568
+    // work-groups, their work spread over the SMs: 1521) against six
+    // waves of 128x256 (1536).
+    assert_eq!(conv(32 * 56 * 56, 256, 576, 64), Some(128));
+    // Over K = 2304, past the shared tiles' K: the widest whose waves
+    // take least.
+    assert_eq!(conv(32 * 56 * 56, 256, 2304, 256), Some(256));
     // One k tile (a pointwise convolution of 64 channels): at most 128
     // columns, so that more than one work-group fits an SM.
     assert_eq!(conv(32 * 56 * 56, 256, 64, 64), Some(128));
