@@ -44,6 +44,18 @@ if ! python3 -c "import onnx, sys; sys.exit(onnx.__version__ != '$ONNX_VERSION')
   python3 -m pip install --quiet --disable-pip-version-check "onnx==$ONNX_VERSION"
 fi
 
+# ml_dtypes (onnx's dependency) computes the node suite's expected outputs
+# of casts to the 4- and 2-bit integers (test_castlike_FLOAT_to_UINT4 and
+# its kin: out-of-range values, which ONNX leaves to the implementation).
+# 0.5 and 0.6 wrap them modulo the type's range, as tcc does; 0.7 turns
+# them into 0, so the pinned version keeps the suite's expectations
+# stable on a fresh machine.
+ML_DTYPES_VERSION=0.6.0
+if ! python3 -c "import ml_dtypes, sys; sys.exit(ml_dtypes.__version__ != '$ML_DTYPES_VERSION')" 2>/dev/null; then
+  echo "deps: installing ml_dtypes==$ML_DTYPES_VERSION from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check "ml_dtypes==$ML_DTYPES_VERSION"
+fi
+
 # onnxruntime runs the lowered graphs of the dynamic-shape tests
 # (test/onnx/dynamic/run_lowered.py, compiler/tests/dynamic_shapes.rs): the
 # dispatch phase's graph at every batch against the original's output.

@@ -666,8 +666,9 @@ fn half_product_ptx(flag: &str, backend: &[&str]) -> String {
 }
 
 /// With `--backend=cuda`, the product of two 16-bit intermediates takes
-/// the Hopper `wgmma` body (sm_90a, its 128x192 tile in dynamic local
-/// memory, both operands by the TMA); clang turns its inline PTX into
+/// the Hopper `wgmma` body (sm_90a, its 128x128 tile in dynamic local
+/// memory, two work-groups an SM over 2048 x 1152 x 512, both operands by
+/// the TMA); clang turns its inline PTX into
 /// the module (the device run is the check that ptxas and the GPU agree,
 /// docs/benchmarks.md). Through OpenCL it keeps `mma.sync`.
 #[test]
@@ -677,7 +678,7 @@ fn half_products_for_the_cuda_driver_take_the_wgmma_body() {
         for needle in [
             ".target sm_90a".to_string(),
             ".extern .shared .align 16 .b8 tcc_dynamic_local[];".to_string(),
-            format!("wgmma.mma_async.sync.aligned.m64n192k16.f32.{ty}.{ty}"),
+            format!("wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty}"),
             "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                 .to_string(),
             "tensormap.replace.tile.elemtype.global.b1024.b32".to_string(),
