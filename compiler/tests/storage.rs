@@ -692,6 +692,14 @@ fn half_products_for_the_cuda_driver_take_the_wgmma_body() {
             // software first and tests every value for NaN on the way.
             assert!(ptx.contains("cvt.rn.f16.f32"), "{flag}");
             assert!(!ptx.contains("setp.nan.f32"), "{flag}: software rounding");
+        } else {
+            // A bf16 is stored after one `cvt.rn.bf16.f32`, not the
+            // integer rounding whose NaN test branched around every store.
+            assert!(ptx.contains("cvt.rn.bf16.f32"), "{flag}");
+            assert!(
+                !ptx.contains("setp.num.f32") && !ptx.contains("setp.nan.f32"),
+                "{flag}: software rounding"
+            );
         }
         let opencl = half_product_ptx(flag, &[]);
         assert!(
