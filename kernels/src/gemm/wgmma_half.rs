@@ -299,7 +299,7 @@ const SMALL_MAX_K: i64 = 1024;
 /// 48 k tiles, 15.8 against 12.7), which keeps the table's.
 fn small_tile_for(shape: &GemmShape) -> Option<GemmConfig> {
     let config = tile(64);
-    let groups = shape.batch.max(1) * row_tiles(shape) * column_tiles(shape, &config);
+    let groups = work_groups(&config, shape);
     (fits_with(&config, shape, true) && groups >= SMALL_MIN_WORK_GROUPS && shape.k <= SMALL_MAX_K)
         .then_some(config)
 }
@@ -363,13 +363,12 @@ const SHARED_K: std::ops::RangeInclusive<i64> = (2 * STAGE_K as i64 + 1)..=1152;
 /// ResNet-50's products lost (1568 x 2048 x 512, 208 work-groups: 15.3
 /// against 13.8 us on 128x256).
 fn choose_width(shape: &GemmShape, widths: &[u32], tails: bool) -> Option<GemmConfig> {
-    let batch = shape.batch.max(1);
     widths
         .iter()
         .map(|&width| tile(width))
         .filter(|config| fits_with(config, shape, tails))
         .map(|config| {
-            let groups = batch * row_tiles(shape) * column_tiles(shape, &config);
+            let groups = work_groups(&config, shape);
             let width = config.tile_n as i64;
             let time = if shares_sms(&config, shape) && SHARED_K.contains(&shape.k) {
                 (groups * width + SMS - 1) / SMS
@@ -387,13 +386,7 @@ fn choose_width(shape: &GemmShape, widths: &[u32], tails: bool) -> Option<GemmCo
 /// work-group (every slice of a split tile builds its own). `None` when
 /// its tile, work-group or shape rule it out.
 pub fn half_tensor_map_slot_bytes(config: &GemmConfig, shape: &GemmShape) -> Option<i64> {
-    fits_with(config, shape, true).then(|| {
-        2 * TENSOR_MAP_BYTES
-            * shape.batch.max(1)
-            * row_tiles(shape)
-            * column_tiles(shape, config)
-            * config.split_k as i64
-    })
+    fits_with(config, shape, true).then(|| 2 * TENSOR_MAP_BYTES * work_groups(config, shape))
 }
 
 /// The 16-bit `wgmma` body of one GEMM.
