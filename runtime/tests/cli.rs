@@ -348,6 +348,98 @@ fn benchmark_reports_and_shows_the_cache_hit_on_a_second_run() {
     assert_fails_with(&o, "--iterations must be at least 1");
 }
 
+/// `--resident`: the inputs go to the device once and no call copies an
+/// output back, where the default loop moves both every call.
+#[test]
+fn benchmark_resident_calls_keep_their_tensors_on_the_device() {
+    let (_dir, so) = test_model(&["TCC_TEST_SALT=22"]);
+    let cache = tempfile::tempdir().unwrap();
+    let so = so.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--warmup=2",
+            "--iterations=5",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = tool("tcc-benchmark", cache.path(), &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<serde_json::Value>(&stdout(&o)).expect("one JSON object")
+    };
+    let copied = run(&[]);
+    let resident = run(&["--resident"]);
+    assert_eq!(copied["resident"], false);
+    assert_eq!(resident["resident"], true);
+    let moved = |j: &serde_json::Value, what: &str| j["transfers"][what].as_u64().unwrap();
+    // By default each of the 7 calls takes its host input (in place on a
+    // host-memory device such as PoCL's, else copied) and gives back a
+    // host output.
+    let inputs_taken = moved(&copied, "inputs_in_place") + moved(&copied, "bytes_to_device") / 4000;
+    let outputs_given = moved(&copied, "outputs_in_place") + moved(&copied, "bytes_to_host") / 4000;
+    assert!(inputs_taken >= 7 && outputs_given >= 7, "{copied}");
+    // Resident calls touch no host tensor: the input was uploaded once
+    // (beside the model's 1000-float constant, once per session).
+    assert_eq!(moved(&resident, "bytes_to_host"), 0, "{resident}");
+    assert_eq!(moved(&resident, "inputs_in_place"), 0, "{resident}");
+    assert_eq!(moved(&resident, "outputs_in_place"), 0, "{resident}");
+    assert!(
+        moved(&resident, "bytes_to_device") <= 2 * 4000,
+        "{resident}"
+    );
+    // Every resident call ran the kernels.
+    let kernels = resident["kernels"].as_array().unwrap();
+    assert!(
+        !kernels.is_empty() && kernels.iter().all(|k| k["calls"] == 5),
+        "{resident}"
+    );
+
+    let text = tool(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--iterations=2",
+            "--resident",
+        ],
+    );
+    assert!(text.status.success(), "{}", stderr(&text));
+    assert!(
+        stdout(&text).contains("latency, inputs and outputs resident on the device: min "),
+        "{}",
+        stdout(&text)
+    );
+    let o = tool(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--resident",
+            "--in-flight=2",
+        ],
+    );
+    assert_fails_with(&o, "--resident times the synchronous measurement");
+    let o = tool(
+        "tcc-benchmark",
+        cache.path(),
+        &[
+            so,
+            "--function=axpb",
+            "--input=1000xf32=1",
+            "--resident",
+            "--fresh-outputs",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
 #[test]
 fn ptx_artifacts_fall_back_to_opencl_c_off_nvidia_and_say_so() {
     let (dir, so) = test_model(&["TCC_TEST_PTX"]);

@@ -20,9 +20,12 @@ onnxruntime; no Rust or LLVM), one here between them:
      [--precisions=fp32,fp16]` rebuilds the same torch models (the weights
      are a function of the model's name), and for each model, batch and
      precision times in one process run:
-       - tcc: `tcc-benchmark --backend=cuda --json` (device ms per call:
-         the kernels, the fair figure against torch with resident inputs;
-         and the end-to-end median, uploads and downloads included);
+       - tcc: `tcc-benchmark --backend=cuda --json --resident` (the median
+         call with its inputs and outputs left on the GPU, the CUDA graph
+         replayed: the like-for-like figure against torch's timings on
+         GPU tensors), and without `--resident` the kernels' device time
+         per call (profiling events around each kernel) and the
+         end-to-end median, uploads and downloads included;
        - torch eager and `torch.compile(mode="reduce-overhead")` with the
          inputs resident on the GPU, TF32 off in fp32, `.half()` /
          `.to(torch.bfloat16)` for half precision; median of CUDA-event
@@ -232,17 +235,20 @@ def time_cases(args):
                     row.update(run_tcc(bundle, case, models, name, batch, reference))
                 if "tcc_device_ms" in row:
                     row["tcc_over_compile"] = row["tcc_device_ms"] / row["torch_compile_ms"]
+                if isinstance(row.get("tcc_resident_ms"), float):
+                    row["tcc_resident_over_compile"] = row["tcc_resident_ms"] / row["torch_compile_ms"]
                 print(json.dumps(row), flush=True)
                 rows.append(row)
         del model
     print()
-    print("| model | batch | precision | launches | tcc device ms | tcc e2e ms (CUDA graph) | tcc e2e ms (no graph) | torch eager ms | torch.compile ms | tcc device / torch.compile | rel. error vs onnxruntime fp32 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | batch | precision | launches | tcc device ms | tcc resident ms | tcc e2e ms (CUDA graph) | tcc e2e ms (no graph) | torch eager ms | torch.compile ms | tcc resident / torch.compile | tcc device / torch.compile | rel. error vs onnxruntime fp32 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         def f(key, fmt="{:.3f}"):
             return fmt.format(r[key]) if isinstance(r.get(key), float) else str(r.get(key, "—"))
-        print(f"| {r['model']} | {r['batch']} | {r['precision']} | {r.get('tcc_launches', '—')} | {f('tcc_device_ms')} | {f('tcc_e2e_ms')} | "
-              f"{f('tcc_e2e_no_graph_ms')} | {f('torch_eager_ms')} | {f('torch_compile_ms')} | {f('tcc_over_compile', '{:.2f}')} | {f('tcc_rel_error', '{:.1e}')} |")
+        print(f"| {r['model']} | {r['batch']} | {r['precision']} | {r.get('tcc_launches', '—')} | {f('tcc_device_ms')} | {f('tcc_resident_ms')} | "
+              f"{f('tcc_e2e_ms')} | {f('tcc_e2e_no_graph_ms')} | {f('torch_eager_ms')} | {f('torch_compile_ms')} | "
+              f"{f('tcc_resident_over_compile', '{:.2f}')} | {f('tcc_over_compile', '{:.2f}')} | {f('tcc_rel_error', '{:.1e}')} |")
 
 
 def run_tcc(bundle, case, models, name, batch, reference):
@@ -272,6 +278,17 @@ def run_tcc(bundle, case, models, name, batch, reference):
     )
     if direct.returncode == 0:
         result["tcc_e2e_no_graph_ms"] = json.loads(direct.stdout)["latency_ms"]["median"]
+    # Inputs and outputs resident on the device (the CUDA graph replayed,
+    # nothing copied to or from the host): what torch's timing measures.
+    resident = subprocess.run(
+        [os.path.join(binary, "tcc-benchmark"), artifact, "--backend=cuda", "--warmup=5", "--iterations=50", "--json",
+         "--resident", *inputs],
+        capture_output=True, text=True, env=env,
+    )
+    if resident.returncode == 0:
+        result["tcc_resident_ms"] = json.loads(resident.stdout)["latency_ms"]["median"]
+    else:
+        result["tcc_resident_ms"] = "failed: " + resident.stderr.strip()[-300:]
     if reference is not None:
         out = os.path.join(tempfile.mkdtemp(), "out.npy")
         run = subprocess.run(

@@ -251,6 +251,13 @@ pub enum Opened {
     },
 }
 
+/// A call's inputs kept in one session's device memory
+/// ([`Opened::resident_inputs`]).
+pub enum ResidentInputs {
+    OpenCl(Vec<crate::DeviceTensor>),
+    Cuda(Vec<crate::CudaTensor>),
+}
+
 impl Opened {
     /// Opens `model` on `backend`: the runtime of `device` (an OpenCL
     /// selector, or a CUDA ordinal) with `kernel_format` (OpenCL only)
@@ -329,6 +336,55 @@ impl Opened {
             Opened::Vulkan { session, .. } => {
                 crate::decode::generate(session, function, prompt, new_tokens)
             }
+        }
+    }
+
+    /// `inputs` uploaded once into this session's device memory, for
+    /// [`Opened::run_resident`]: calls on tensors that stay on the device,
+    /// as a serving loop that keeps its data there (ONNX Runtime's
+    /// IOBinding) and as PyTorch's timings of a model on GPU tensors run.
+    /// The Vulkan driver's calls take host tensors: an error there.
+    pub fn resident_inputs(&mut self, inputs: &[crate::HostTensor]) -> Result<ResidentInputs> {
+        match self {
+            Opened::OpenCl { session, .. } => Ok(ResidentInputs::OpenCl(
+                inputs
+                    .iter()
+                    .map(|t| session.upload(t))
+                    .collect::<Result<_>>()?,
+            )),
+            Opened::Cuda { rt, .. } => Ok(ResidentInputs::Cuda(
+                inputs
+                    .iter()
+                    .map(|t| crate::CudaTensor::upload(rt, t))
+                    .collect::<Result<_>>()?,
+            )),
+            Opened::Vulkan { .. } => Err(Error::InvalidInput(
+                "the Vulkan backend's calls take host tensors: device-resident inputs need --backend=opencl or cuda".into(),
+            )),
+        }
+    }
+
+    /// One call of `function` on `inputs` (from [`Opened::resident_inputs`]
+    /// of this session), returned once it has finished; its outputs stay
+    /// in device memory and go back to the session's memory when dropped
+    /// (CUDA: replaying the function's graph from the second call on, the
+    /// inputs and outputs copied device to device as for any device call).
+    pub fn run_resident(&mut self, function: &str, inputs: &ResidentInputs) -> Result<()> {
+        match (self, inputs) {
+            (Opened::OpenCl { session, .. }, ResidentInputs::OpenCl(tensors)) => {
+                let refs: Vec<&crate::DeviceTensor> = tensors.iter().collect();
+                session.run_device(function, &refs).map(drop)
+            }
+            (Opened::Cuda { session, .. }, ResidentInputs::Cuda(tensors)) => {
+                let io: Vec<_> = tensors.iter().map(crate::CudaTensor::as_input).collect();
+                // SAFETY: every input is a live allocation of this
+                // session's device (uploaded by `resident_inputs`, which
+                // waited for the copy), borrowed for the whole call.
+                unsafe { session.run_device(function, &io) }.map(drop)
+            }
+            _ => Err(Error::InvalidInput(
+                "resident inputs of another backend's session".into(),
+            )),
         }
     }
 

@@ -179,6 +179,15 @@ struct Args {
     /// call then writes fresh host memory (page faults included).
     #[arg(long)]
     fresh_outputs: bool,
+    /// Keep the inputs and outputs in device memory: the inputs are
+    /// uploaded once before the warm-up, each call runs on them and leaves
+    /// its outputs on the device (ONNX Runtime's IOBinding; what PyTorch's
+    /// timings of a model on GPU tensors measure). The latencies are then
+    /// the device's, launches and (CUDA) the graph replay included, and no
+    /// transfer to or from the host. The synchronous measurement only
+    /// (OpenCL or CUDA).
+    #[arg(long, conflicts_with_all = ["fresh_outputs", "decode", "in_turns_with"])]
+    resident: bool,
 }
 
 fn main() -> ExitCode {
@@ -257,6 +266,23 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.concurrency == 0 || args.in_flight == 0 || args.cpu_partition == 0 {
         bail!("--concurrency, --in-flight and --cpu-partition must be at least 1");
+    }
+    if args.resident
+        && (args.concurrency > 1
+            || args.in_flight > 1
+            || args.split
+            || args.own_queues
+            || args.compute_queues.is_some()
+            || !args.with_model.is_empty()
+            || if backend == Backend::OpenCl {
+                cli::wants_several_devices(args.device.as_deref(), args.cpu_partition)?
+            } else {
+                cli::device_ordinals(backend, args.device.as_deref())?.len() > 1
+            })
+    {
+        bail!(
+            "--resident times the synchronous measurement (one call at a time on one device): no --concurrency, --in-flight, --split or several devices"
+        );
     }
     if backend != Backend::OpenCl
         && (args.in_flight > 1

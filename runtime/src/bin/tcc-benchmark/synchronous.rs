@@ -175,15 +175,33 @@ pub(crate) fn measure(
         )
     };
     let mut opened = open(!graphs)?;
-    let session = opened.calls();
     // --trace: a timeline of the calls, from the profiled session (this
     // one, unless CUDA graphs time the calls without events).
     if args.trace.is_some() && !graphs {
-        session.record_timeline(args.trace_calls)?;
+        opened.calls().record_timeline(args.trace_calls)?;
     }
+    // --resident: the inputs uploaded once, the outputs left on the device.
+    let resident = if args.resident {
+        Some(opened.resident_inputs(&tensors)?)
+    } else {
+        None
+    };
     // Each call's outputs go back to the session for the next call, as a
     // serving loop done with its results would hand them back (unless
     // --fresh-outputs).
+    let call = |opened: &mut Opened| -> anyhow::Result<()> {
+        match &resident {
+            Some(inputs) => opened.run_resident(function, inputs)?,
+            None => {
+                let session = opened.calls();
+                let outputs = session.run_with_sources(function, &tensors, &sources)?;
+                if !args.fresh_outputs {
+                    session.recycle(outputs);
+                }
+            }
+        }
+        Ok(())
+    };
     // The first call compiles each kernel for its launch size (PoCL):
     // seconds on a large model, with a progress line.
     cli::with_progress(
@@ -193,10 +211,7 @@ pub(crate) fn measure(
         "warmed up",
         || -> anyhow::Result<()> {
             for _ in 0..args.warmup {
-                let outputs = session.run_with_sources(function, &tensors, &sources)?;
-                if !args.fresh_outputs {
-                    session.recycle(outputs);
-                }
+                call(&mut opened)?;
             }
             Ok(())
         },
@@ -204,8 +219,8 @@ pub(crate) fn measure(
     // A function on a symbolic dimension: the warm-up's second call
     // started the build of its shape's specialized program; the measured
     // calls launch it.
-    session.wait_for_specializations();
-    session.reset_profile()?;
+    opened.calls().wait_for_specializations();
+    opened.calls().reset_profile()?;
     // Constant memory whatever the iteration count (no vector per call).
     let mut latencies_ms = cli::LatencyStats::default();
     let mut repetitions = Vec::with_capacity(args.repetitions);
@@ -234,14 +249,11 @@ pub(crate) fn measure(
                     None => count < args.iterations,
                 } {
                     let start = Instant::now();
-                    let outputs = session.run_with_sources(function, &tensors, &sources)?;
+                    call(&mut opened)?;
                     let ms = start.elapsed().as_secs_f64() * 1e3;
                     latencies_ms.push(ms);
                     this.push(ms);
                     count += 1;
-                    if !args.fresh_outputs {
-                        session.recycle(outputs);
-                    }
                 }
                 repetitions.push(Repetition {
                     calls: count,
@@ -283,6 +295,7 @@ pub(crate) fn measure(
             },
         )?
     } else {
+        let session = opened.calls();
         (
             session.kernel_profile()?,
             session.take_timeline().map(|t| (t, args.warmup)),
@@ -372,6 +385,7 @@ pub(crate) fn measure(
             "throughput_calls_per_s": calls_per_second,
             "concurrency": 1,
             "in_flight": 1,
+            "resident": args.resident,
             "device_ms_per_call": device_ms_per_call,
             "flops": flops_per_call,
             "gflops": gflops.map(|(e2e, d)| json!({ "end_to_end": e2e, "device": d })),
@@ -496,9 +510,15 @@ pub(crate) fn measure(
             cv.1 * 100.0
         )?;
     }
+    // --resident: no host transfers in the latencies.
+    let latency = if args.resident {
+        "latency, inputs and outputs resident on the device"
+    } else {
+        "latency end-to-end"
+    };
     writeln!(
         out,
-        "latency end-to-end: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
+        "{latency}: min {min:.3} ms  median {median:.3} ms  p90 {p90:.3} ms  mean {mean:.3} ms"
     )?;
     writeln!(
         out,
