@@ -689,3 +689,78 @@ func.func @f16_nan_test_input_escapes(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x4x
   %o16 = tosa.cast %o_4 : (tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf16>
   return %o16, %wide : tensor<1x2x4x8xf16>, tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// transformers' encoder mask (BERT's sdpa path): and(all-true [1,1,Sq,1],
+// padding [B,1,1,Skv]) selected into 0 / -inf reaches the add at the full
+// [B,1,Sq,Skv]. It varies along the keys only, so the attention takes it
+// computed once per key: [B,1,1,Skv].
+// CHECK-LABEL: func.func @encoder_padding_mask_narrowed
+// CHECK-SAME: %[[PAD:[a-z0-9]+]]: tensor<2x1x1x4xi1>
+// CHECK: %[[NARROW:.*]] = tosa.select %[[PAD]], %{{.*}}, %{{.*}} : (tensor<2x1x1x4xi1>, tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>) -> tensor<2x1x1x4xf32>
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[NARROW]] : tensor<2x1x1x4xf32> scale = 0.353553385
+// CHECK-NOT: tosa.logical_and
+// CHECK-NOT: tensor<2x1x4x4xf32>
+func.func @encoder_padding_mask_narrowed(%q: tensor<2x1x4x8xf32>, %k: tensor<2x1x4x8xf32>, %v: tensor<2x1x4x8xf32>, %pad: tensor<2x1x1x4xi1>) -> tensor<2x1x4x8xf32> {
+  %true = "tosa.const"() <{values = dense<true> : tensor<1x1x4x1xi1>}> : () -> tensor<1x1x4x1xi1>
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<2x1x4x4xf32>}> : () -> tensor<2x1x4x4xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %scale = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %keep = tosa.logical_and %true, %pad : (tensor<1x1x4x1xi1>, tensor<2x1x1x4xi1>) -> tensor<2x1x4x4xi1>
+  %mask = tosa.select %keep, %zero, %ninf : (tensor<2x1x4x4xi1>, tensor<2x1x4x4xf32>, tensor<1x1x1x1xf32>) -> tensor<2x1x4x4xf32>
+  %s3 = tosa.const_shape {values = dense<[2, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[2, 1, 4, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %p3 = tosa.const_shape {values = dense<[2, 4, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %o4 = tosa.const_shape {values = dense<[2, 1, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %q3 = tosa.reshape %q, %s3 : (tensor<2x1x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %k3 = tosa.reshape %k, %s3 : (tensor<2x1x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %kt = tosa.transpose %k3 {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = tosa.matmul %q3, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %s_4 = tosa.reshape %s, %s4 : (tensor<2x4x4xf32>, !tosa.shape<4>) -> tensor<2x1x4x4xf32>
+  %scaled = tosa.mul %s_4, %scale, %shift : (tensor<2x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<2x1x4x4xf32>
+  %masked = tosa.add %scaled, %mask : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %p = tcc.softmax %masked axis = 3 : tensor<2x1x4x4xf32>
+  %p_3 = tosa.reshape %p, %p3 : (tensor<2x1x4x4xf32>, !tosa.shape<3>) -> tensor<2x4x4xf32>
+  %v3 = tosa.reshape %v, %s3 : (tensor<2x1x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %o = tosa.matmul %p_3, %v3, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o_4 = tosa.reshape %o, %o4 : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<2x1x4x8xf32>
+  return %o_4 : tensor<2x1x4x8xf32>
+}
+
+// -----
+
+// Near miss for the narrowing: the condition varies along the queries too
+// (a per-query mask computed from an input), so the mask keeps its
+// [B,1,Sq,Skv] shape.
+// CHECK-LABEL: func.func @per_query_mask_kept
+// CHECK: %[[MASK:.*]] = tosa.select %{{.*}} -> tensor<2x1x4x4xf32>
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[MASK]] : tensor<2x1x4x4xf32>
+func.func @per_query_mask_kept(%q: tensor<2x1x4x8xf32>, %k: tensor<2x1x4x8xf32>, %v: tensor<2x1x4x8xf32>, %pad: tensor<2x1x1x4xi1>, %rows: tensor<1x1x4x1xi1>) -> tensor<2x1x4x8xf32> {
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %scale = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %keep = tosa.logical_and %rows, %pad : (tensor<1x1x4x1xi1>, tensor<2x1x1x4xi1>) -> tensor<2x1x4x4xi1>
+  %mask = tosa.select %keep, %zero, %ninf : (tensor<2x1x4x4xi1>, tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>) -> tensor<2x1x4x4xf32>
+  %s3 = tosa.const_shape {values = dense<[2, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[2, 1, 4, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %p3 = tosa.const_shape {values = dense<[2, 4, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %o4 = tosa.const_shape {values = dense<[2, 1, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %q3 = tosa.reshape %q, %s3 : (tensor<2x1x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %k3 = tosa.reshape %k, %s3 : (tensor<2x1x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %kt = tosa.transpose %k3 {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = tosa.matmul %q3, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %s_4 = tosa.reshape %s, %s4 : (tensor<2x4x4xf32>, !tosa.shape<4>) -> tensor<2x1x4x4xf32>
+  %scaled = tosa.mul %s_4, %scale, %shift : (tensor<2x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<2x1x4x4xf32>
+  %masked = tosa.add %scaled, %mask : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %p = tcc.softmax %masked axis = 3 : tensor<2x1x4x4xf32>
+  %p_3 = tosa.reshape %p, %p3 : (tensor<2x1x4x4xf32>, !tosa.shape<3>) -> tensor<2x4x4xf32>
+  %v3 = tosa.reshape %v, %s3 : (tensor<2x1x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
+  %o = tosa.matmul %p_3, %v3, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %o_4 = tosa.reshape %o, %o4 : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<2x1x4x8xf32>
+  return %o_4 : tensor<2x1x4x8xf32>
+}

@@ -16,7 +16,7 @@ use crate::ir::element_type::ElementType;
 use crate::ir::error::PassError;
 use crate::ir::operand::operand_at;
 use crate::ir::tosa_builder::TosaBuilder;
-use crate::ir::types::{StaticTensor, normalize_axis};
+use crate::ir::types::{StaticTensor, broadcast_shapes, normalize_axis};
 use crate::ir::util::{defining_op, integer_value, op_name, use_count, users};
 use crate::patterns::propagate_layout::transpose_perm;
 
@@ -994,6 +994,165 @@ fn match_stored<'c>(
     })
 }
 
+/// How many ops deep [`narrowed`] looks through a mask's computation.
+const NARROWING_DEPTH: usize = 12;
+
+/// Pointwise TOSA ops of broadcasting operands (no operand of another
+/// shape, such as `tosa.mul`'s shift), which [`narrowed`] rebuilds at
+/// their operands' smaller broadcast shape.
+const BROADCASTING_POINTWISE: &[&str] = &[
+    "tosa.select",
+    "tosa.logical_and",
+    "tosa.logical_or",
+    "tosa.logical_xor",
+    "tosa.logical_not",
+    "tosa.add",
+    "tosa.sub",
+    "tosa.maximum",
+    "tosa.minimum",
+    "tosa.equal",
+    "tosa.greater",
+    "tosa.greater_equal",
+    "tosa.cast",
+];
+
+/// The element of a constant whose elements are all the same, as bytes.
+fn splat_bytes(constant: &ConstTensor) -> Option<&[u8]> {
+    let size = constant.element.size_bytes();
+    (constant.bytes.len() >= size
+        && constant
+            .bytes
+            .chunks_exact(size)
+            .all(|c| c == &constant.bytes[..size]))
+    .then(|| &constant.bytes[..size])
+}
+
+/// A value of a smaller shape equal to `value` broadcast to its shape,
+/// built before the attention, or `None` when there is none: an
+/// attention's mask computed by pointwise ops from operands that do not
+/// vary along some of its axes, which the importer wrote at the full
+/// shape of the scores. transformers' masks for BERT-style encoders
+/// (`And(all-true [1, 1, Sq, 1], padding [B, 1, 1, Skv])`, selected into
+/// 0 / -inf) vary along the keys only, but reach the attention as
+/// `[B, 1, Sq, Skv]`: the kernel then reads one mask element per score
+/// from memory, where a mask of one row per batch is staged once per key
+/// tile. A splat constant narrows to all-ones extents; a pointwise op to
+/// the broadcast of its operands' narrowed shapes (`tosa.logical_and`
+/// with an all-true operand and `tosa.logical_or` with an all-false one
+/// to their other operand); a `tosa.tile` that repeats only unit
+/// dimensions to its input.
+fn narrowed<'c>(
+    b: &TosaBuilder<'c>,
+    value: Value<'c, 'c>,
+    depth: usize,
+) -> Result<'c, Option<Value<'c, 'c>>> {
+    let Some(tensor) = StaticTensor::of(value.r#type()) else {
+        return Ok(None);
+    };
+    if depth == 0 || tensor.shape.iter().all(|&d| d == 1) {
+        return Ok(None);
+    }
+    let Some(op) = defining_op(value) else {
+        return Ok(None);
+    };
+    let name = op_name(&op);
+    let rank = tensor.shape.len();
+    if let Some(constant) = ConstTensor::of_value(value) {
+        let Some(element) = splat_bytes(&constant) else {
+            return Ok(None);
+        };
+        let ty = StaticTensor {
+            shape: vec![1; rank],
+            element: tensor.element,
+        }
+        .to_type();
+        let attribute: Attribute = if constant.element == ElementType::I1 {
+            let i1 = melior::ir::r#type::IntegerType::new(b.context(), 1).into();
+            melior::ir::attribute::DenseElementsAttribute::splat(
+                ty,
+                melior::ir::attribute::IntegerAttribute::new(i1, i64::from(element[0] != 0)).into(),
+            )
+            .into()
+        } else {
+            ConstTensor {
+                shape: vec![1; rank],
+                element: constant.element,
+                bytes: element.to_vec(),
+            }
+            .to_attribute(ty)
+            .map_err(|e| b.error(e))?
+        };
+        return b.constant(attribute, ty).map(Some);
+    }
+    if name == "tosa.tile" {
+        let input = op.operand(0).map_err(|e| b.error(e.to_string()))?;
+        let Some(source) = StaticTensor::of(input.r#type()) else {
+            return Ok(None);
+        };
+        // A repeat of unit dimensions only is a broadcast.
+        if source.shape.len() != rank
+            || !source
+                .shape
+                .iter()
+                .zip(&tensor.shape)
+                .all(|(s, t)| s == t || *s == 1)
+        {
+            return Ok(None);
+        }
+        return Ok(Some(narrowed(b, input, depth - 1)?.unwrap_or(input)));
+    }
+    if !BROADCASTING_POINTWISE.contains(&name.as_str()) || op.result_count() != 1 {
+        return Ok(None);
+    }
+    let mut operands = Vec::with_capacity(op.operand_count());
+    for index in 0..op.operand_count() {
+        let operand = op.operand(index).map_err(|e| b.error(e.to_string()))?;
+        if StaticTensor::of(operand.r#type()).is_none_or(|t| t.shape.len() != rank) {
+            return Ok(None);
+        }
+        operands.push(narrowed(b, operand, depth - 1)?.unwrap_or(operand));
+    }
+    // An identity operand drops out: and(true, x) = x, or(false, x) = x.
+    let identity = match name.as_str() {
+        "tosa.logical_and" => Some(1u8),
+        "tosa.logical_or" => Some(0u8),
+        _ => None,
+    };
+    if let (Some(identity), [x, y]) = (identity, operands.as_slice()) {
+        let is_identity = |v: &Value<'c, 'c>| {
+            ConstTensor::of_value(*v)
+                .as_ref()
+                .and_then(splat_bytes)
+                .is_some_and(|e| (e[0] != 0) == (identity != 0))
+        };
+        if is_identity(x) {
+            return Ok(Some(*y));
+        }
+        if is_identity(y) {
+            return Ok(Some(*x));
+        }
+    }
+    let mut shape = vec![1i64; rank];
+    for operand in &operands {
+        let Some(t) = StaticTensor::of(operand.r#type()) else {
+            return Ok(None);
+        };
+        let Some(joined) = broadcast_shapes(&shape, &t.shape) else {
+            return Ok(None);
+        };
+        shape = joined;
+    }
+    if shape == tensor.shape {
+        return Ok(None);
+    }
+    let ty = StaticTensor {
+        shape,
+        element: tensor.element,
+    }
+    .to_type();
+    b.insert(&name, &operands, ty, &[]).map(Some)
+}
+
 /// `operand` built in front of the attention: its value, or its constant
 /// narrowed, with its moves replayed.
 fn build_operand<'c>(b: &TosaBuilder<'c>, operand: &Operand<'c>) -> Result<'c, Value<'c, 'c>> {
@@ -1045,6 +1204,9 @@ pub fn rewrite_attention<'c>(context: &'c Context, m: &AttentionMatch<'c>) -> Re
         let mut mask = build_operand(&b, mask)?;
         if b.tensor(mask)?.shape != *shape {
             mask = b.reshape(mask, shape)?;
+        } else if let Some(narrow) = narrowed(&b, mask, NARROWING_DEPTH)? {
+            // The kernel broadcasts a mask's unit dimensions itself.
+            mask = narrow;
         }
         if *factor != 1.0 {
             let element = storage_type(context, m.storage);
