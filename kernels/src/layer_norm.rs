@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use crate::row::{
-    RowKernel, RowOperand, RowReduction, fold_lanes, map_row, reduce_row, row_kernel_prologue,
-    vector_pass,
+    RowKernel, RowOperand, RowReduction, combine_partials, fold_lanes, map_row, reduce_row,
+    row_kernel_prologue, vector_pass,
 };
 
 /// Everything one instantiation needs.
@@ -78,6 +78,11 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
         vector_row(&mut out, spec, &load);
         return Ok(out);
     }
+    let per_item = (n + i64::from(w) - 1) / i64::from(w);
+    if w > 1 && per_item <= MAX_HELD_COLUMNS {
+        held_row(&mut out, spec, w, per_item, &load);
+        return Ok(out);
+    }
     let element = format!("const float value = {load};");
     reduce_row(
         &mut out,
@@ -115,6 +120,69 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     map_row(&mut out, w, "c", &n.into(), &normalize(spec, &load));
     let _ = writeln!(out, "}}");
     Ok(out)
+}
+
+/// The most columns a work-item keeps in registers ([`held_row`]): a
+/// row of 2048 among 64 work-items (BERT's and GPT-2's 768 take 12).
+const MAX_HELD_COLUMNS: i64 = 32;
+
+/// `w > 1` work-items over a row of at most `w x`[`MAX_HELD_COLUMNS`]
+/// columns, each keeping its `per_item` columns (`lid`, `lid + w`, ...) in
+/// registers: the row is read from memory once, where the three passes of
+/// the strided form read it three times (the second and third from cache),
+/// each read a dependent round trip in a kernel that is latency-bound
+/// (one short row a work-group). Columns past the row hold 0 and are left
+/// out of the squares and the stores.
+fn held_row(out: &mut String, spec: &LayerNormSpec, w: u32, per_item: i64, load: &str) {
+    let n = spec.columns;
+    let each = |out: &mut String, body: &str| {
+        let _ = writeln!(
+            out,
+            "  #pragma unroll\n  for (int i = 0; i < {per_item}; ++i) {{\n    const tcc_index c = lid + i * {w};"
+        );
+        for line in body.lines() {
+            let _ = writeln!(out, "    {line}");
+        }
+        let _ = writeln!(out, "  }}");
+    };
+    let _ = writeln!(
+        out,
+        "  float held[{per_item}];\n  float partial_sum = 0.0f;"
+    );
+    each(
+        out,
+        &format!("held[i] = c < {n} ? {load} : 0.0f;\npartial_sum += held[i];"),
+    );
+    let sum = RowReduction {
+        ty: "float",
+        index: "c",
+        length: n.into(),
+        element: "",
+        identity: "0.0f",
+        combine: "({a} + {b})",
+    };
+    combine_partials(out, w, &sum, "sum");
+    let _ = writeln!(
+        out,
+        "  const float mean = sum * inverse_n;\n  float partial_squares = 0.0f;"
+    );
+    each(
+        out,
+        &format!(
+            "if (c < {n}) {{\n  const float d = held[i] - mean;\n  partial_squares += d * d;\n}}"
+        ),
+    );
+    combine_partials(out, w, &sum, "squares");
+    let _ = writeln!(
+        out,
+        "  const float inv_std = rsqrt(squares * inverse_n + {});",
+        float_literal(spec.epsilon)
+    );
+    each(
+        out,
+        &format!("if (c < {n}) {{\n  {}\n}}", normalize(spec, "held[i]")),
+    );
+    let _ = writeln!(out, "}}");
 }
 
 /// One work-item over contiguous rows, in `float16` vectors: the sum, the
@@ -203,11 +271,53 @@ mod tests {
     }
 
     #[test]
-    fn mean_then_centred_variance_then_normalize() {
+    fn a_short_row_is_read_once_into_registers() {
         let text = layer_norm_kernel(&spec()).unwrap();
         assert!(text.contains("reqd_work_group_size(128, 1, 1)"), "{text}");
         assert!(
             text.contains("const float inverse_n = 1.0f / 768.0f;"),
+            "{text}"
+        );
+        // 768 columns over 128 work-items: six each, loaded once.
+        assert!(text.contains("float held[6];"), "{text}");
+        assert!(
+            text.contains("const tcc_index c = lid + i * 128;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("held[i] = c < 768 ? a0[in_row + c] : 0.0f;"),
+            "{text}"
+        );
+        assert_eq!(text.matches("a0[").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("for (int step = 64; step > 0; step >>= 1)")
+                .count(),
+            2,
+            "{text}"
+        );
+        assert!(text.contains("const float d = held[i] - mean;"), "{text}");
+        assert!(
+            text.contains("const float inv_std = rsqrt(squares * inverse_n + 1e-5f);"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "a3[out_row + c] = (held[i] - mean) * inv_std * a1[scale_at + c] + a2[bias_at + c * 2];"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_long_row_takes_mean_then_centred_variance_then_normalize_passes() {
+        let text = layer_norm_kernel(&LayerNormSpec {
+            columns: 8192,
+            ..spec()
+        })
+        .unwrap();
+        assert!(!text.contains("held"), "{text}");
+        assert!(
+            text.contains("const float inverse_n = 1.0f / 8192.0f;"),
             "{text}"
         );
         assert_eq!(
@@ -218,10 +328,6 @@ mod tests {
         );
         assert!(
             text.contains("const float d = a0[in_row + c] - mean;\n    const float value = d * d;"),
-            "{text}"
-        );
-        assert!(
-            text.contains("const float inv_std = rsqrt(squares * inverse_n + 1e-5f);"),
             "{text}"
         );
         assert!(

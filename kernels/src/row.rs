@@ -181,59 +181,7 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
             ("lid", &format!("{index} += {w}")),
             &format!("partial_{result}"),
         );
-        // NVIDIA's PTX form: the partials of a warp meet through register
-        // shuffles and only the warps' totals through local memory (one
-        // barrier instead of one per halving: a layer norm over 768
-        // columns spent most of its time in the eight barriers of the
-        // tree). The OpenCL C form keeps the tree.
-        let warps = (w >= WARP && ty == "float").then_some(w / WARP);
-        if let Some(warps) = warps {
-            let partial = format!("partial_{result}");
-            let total = format!("total_{result}");
-            let _ = writeln!(out, "#ifdef TCC_PTX");
-            let _ = writeln!(
-                out,
-                "  for (int lanes = {}; lanes > 0; lanes >>= 1) {partial} = {};",
-                WARP / 2,
-                pass.combined(&partial, &format!("tcc_warp_xor({partial}, lanes)"))
-            );
-            let _ = writeln!(
-                out,
-                "  if ((lid & {}) == 0) scratch[lid / {WARP}] = {partial};\n  barrier(CLK_LOCAL_MEM_FENCE);",
-                WARP - 1
-            );
-            let _ = writeln!(out, "  {ty} {total} = scratch[0];");
-            if warps > 1 {
-                let _ = writeln!(
-                    out,
-                    "  for (int warp = 1; warp < {warps}; ++warp) {total} = {};",
-                    pass.combined(&total, "scratch[warp]")
-                );
-            }
-            let _ = writeln!(
-                out,
-                "  const {ty} {result} = {total};\n  barrier(CLK_LOCAL_MEM_FENCE);\n#else"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  scratch[lid] = partial_{result};\n  barrier(CLK_LOCAL_MEM_FENCE);"
-        );
-        let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
-        let _ = writeln!(
-            out,
-            "    if (lid < step) scratch[lid] = {};",
-            pass.combined("scratch[lid]", "scratch[lid + step]")
-        );
-        let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
-        // Every work-item reads the total before anyone reuses scratch.
-        let _ = writeln!(
-            out,
-            "  const {ty} {result} = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
-        );
-        if warps.is_some() {
-            let _ = writeln!(out, "#endif");
-        }
+        combine_partials(out, w, pass, result);
         return;
     }
     let length = match &pass.length {
@@ -276,6 +224,66 @@ pub(crate) fn reduce_row(out: &mut String, w: u32, pass: &RowReduction, result: 
         half /= 2;
     }
     let _ = writeln!(out, "  const {ty} {result} = {};", lanes[0]);
+}
+
+/// With `w > 1` work-items per row, each holding `partial_{result}` of
+/// `pass`'s type, combines the partials into `const TY {result}`, the
+/// row's total, in scope of every work-item.
+pub(crate) fn combine_partials(out: &mut String, w: u32, pass: &RowReduction, result: &str) {
+    let ty = pass.ty;
+    // NVIDIA's PTX form: the partials of a warp meet through register
+    // shuffles and only the warps' totals through local memory (one
+    // barrier instead of one per halving: a layer norm over 768
+    // columns spent most of its time in the eight barriers of the
+    // tree). The OpenCL C form keeps the tree.
+    let warps = (w >= WARP && ty == "float").then_some(w / WARP);
+    if let Some(warps) = warps {
+        let partial = format!("partial_{result}");
+        let total = format!("total_{result}");
+        let _ = writeln!(out, "#ifdef TCC_PTX");
+        let _ = writeln!(
+            out,
+            "  for (int lanes = {}; lanes > 0; lanes >>= 1) {partial} = {};",
+            WARP / 2,
+            pass.combined(&partial, &format!("tcc_warp_xor({partial}, lanes)"))
+        );
+        let _ = writeln!(
+            out,
+            "  if ((lid & {}) == 0) scratch[lid / {WARP}] = {partial};\n  barrier(CLK_LOCAL_MEM_FENCE);",
+            WARP - 1
+        );
+        let _ = writeln!(out, "  {ty} {total} = scratch[0];");
+        if warps > 1 {
+            let _ = writeln!(
+                out,
+                "  for (int warp = 1; warp < {warps}; ++warp) {total} = {};",
+                pass.combined(&total, "scratch[warp]")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  const {ty} {result} = {total};\n  barrier(CLK_LOCAL_MEM_FENCE);\n#else"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  scratch[lid] = partial_{result};\n  barrier(CLK_LOCAL_MEM_FENCE);"
+    );
+    let _ = writeln!(out, "  for (int step = {}; step > 0; step >>= 1) {{", w / 2);
+    let _ = writeln!(
+        out,
+        "    if (lid < step) scratch[lid] = {};",
+        pass.combined("scratch[lid]", "scratch[lid + step]")
+    );
+    let _ = writeln!(out, "    barrier(CLK_LOCAL_MEM_FENCE);\n  }}");
+    // Every work-item reads the total before anyone reuses scratch.
+    let _ = writeln!(
+        out,
+        "  const {ty} {result} = scratch[0];\n  barrier(CLK_LOCAL_MEM_FENCE);"
+    );
+    if warps.is_some() {
+        let _ = writeln!(out, "#endif");
+    }
 }
 
 /// Writes `pass`'s loop from `start` by `step` (a C increment of its
