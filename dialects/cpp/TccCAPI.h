@@ -175,6 +175,7 @@ typedef struct {
   int64_t columns, vector, workItems;                /* window */
   int64_t blockQ, blockK, keyLanes;                  /* attention */
   int32_t precision; /* gemm: a TccPrecision */
+  int64_t rows;      /* layer_norm: rows a work-group */
 } TccKernelStrategy;
 
 /* The GEMMs' arithmetic (`precision` of `#tcc.gemm` and `#tcc.target`). */

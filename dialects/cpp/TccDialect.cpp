@@ -102,7 +102,15 @@ SoftmaxStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 LayerNormStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                              int64_t workgroupSize) {
+                              int64_t workgroupSize, int64_t rows) {
+  if (rows <= 0)
+    return emitError() << "rows must be positive, got " << rows;
+  if (rows > 1 && (workgroupSize > 32 || workgroupSize * rows > 1024 ||
+                   (workgroupSize & (workgroupSize - 1)) != 0))
+    return emitError() << "several rows a work-group take a power of two of "
+                          "at most 32 work-items a row and at most 1024 in "
+                          "all, got "
+                       << workgroupSize << " x " << rows;
   return verifyWorkgroupSize(emitError, workgroupSize);
 }
 

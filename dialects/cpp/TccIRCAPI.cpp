@@ -168,7 +168,7 @@ MlirAttribute tccKernelStrategyGet(MlirContext context,
     break;
   case TccStrategyLayerNorm:
     attr = tcc::LayerNormStrategyAttr::getChecked(emitError, ctx,
-                                                  s->workgroupSize);
+                                                  s->workgroupSize, s->rows);
     break;
   case TccStrategyWindow:
     attr = tcc::WindowStrategyAttr::getChecked(emitError, ctx,
@@ -217,6 +217,7 @@ bool tccKernelStrategyRead(MlirAttribute attr, TccKernelStrategy *s) {
   } else if (auto norm = dyn_cast<tcc::LayerNormStrategyAttr>(a)) {
     s->kind = TccStrategyLayerNorm;
     s->workgroupSize = norm.getWorkgroupSize();
+    s->rows = norm.getRows();
   } else if (auto window = dyn_cast<tcc::WindowStrategyAttr>(a)) {
     s->kind = TccStrategyWindow;
     s->workgroupSize = window.getWorkgroupSize();

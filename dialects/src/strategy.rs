@@ -37,6 +37,7 @@ struct RawStrategy {
     block_k: i64,
     key_lanes: i64,
     precision: i32,
+    rows: i64,
 }
 
 unsafe extern "C" {
@@ -74,8 +75,9 @@ pub enum KernelStrategy {
     RowReduce { workgroup_size: i64 },
     /// `#tcc.softmax`: one work-group per row.
     Softmax { workgroup_size: i64 },
-    /// `#tcc.layer_norm`: one work-group per row.
-    LayerNorm { workgroup_size: i64 },
+    /// `#tcc.layer_norm`: `workgroup_size` work-items per row, `rows`
+    /// rows per work-group.
+    LayerNorm { workgroup_size: i64, rows: i64 },
     /// `#tcc.window`: a depthwise convolution or pooling on the window
     /// template, `work_items` work-items each computing a block of
     /// outputs.
@@ -135,6 +137,7 @@ impl KernelStrategy {
             },
             LAYER_NORM => KernelStrategy::LayerNorm {
                 workgroup_size: size,
+                rows: raw.rows,
             },
             WINDOW => KernelStrategy::Window {
                 config: WindowConfig {
@@ -191,9 +194,13 @@ impl KernelStrategy {
                 raw.kind = SOFTMAX;
                 raw.workgroup_size = workgroup_size;
             }
-            KernelStrategy::LayerNorm { workgroup_size } => {
+            KernelStrategy::LayerNorm {
+                workgroup_size,
+                rows,
+            } => {
                 raw.kind = LAYER_NORM;
                 raw.workgroup_size = workgroup_size;
+                raw.rows = rows;
             }
             KernelStrategy::Window { config, work_items } => {
                 raw.kind = WINDOW;
@@ -230,8 +237,11 @@ impl KernelStrategy {
             KernelStrategy::Attention { block_q, .. } => block_q,
             KernelStrategy::Loops { workgroup_size, .. }
             | KernelStrategy::RowReduce { workgroup_size }
-            | KernelStrategy::Softmax { workgroup_size }
-            | KernelStrategy::LayerNorm { workgroup_size } => workgroup_size,
+            | KernelStrategy::Softmax { workgroup_size } => workgroup_size,
+            KernelStrategy::LayerNorm {
+                workgroup_size,
+                rows,
+            } => workgroup_size * rows,
         }
     }
 
@@ -318,7 +328,14 @@ mod tests {
             KernelStrategy::Softmax {
                 workgroup_size: 256,
             },
-            KernelStrategy::LayerNorm { workgroup_size: 1 },
+            KernelStrategy::LayerNorm {
+                workgroup_size: 1,
+                rows: 1,
+            },
+            KernelStrategy::LayerNorm {
+                workgroup_size: 8,
+                rows: 32,
+            },
             KernelStrategy::Window {
                 config: WindowConfig {
                     workgroup_size: 128,

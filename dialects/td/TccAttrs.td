@@ -99,13 +99,19 @@ def Tcc_LayerNormStrategyAttr
     : Tcc_StrategyAttr<"LayerNormStrategy", "layer_norm"> {
   let summary = "the row layer norm template";
   let description = [{
-    One work-group of `workgroup_size` work-items per row.
+    `workgroup_size` work-items per row. With `rows` above 1 (default 1,
+    not printed), a work-group normalizes that many rows, `workgroup_size`
+    work-items each (at most 32: a row's work-items are one warp's
+    lanes), for rows too short to keep a work-group's memory accesses in
+    flight.
 
     ```mlir
     tcc.strategy = #tcc.layer_norm<workgroup_size = 256>
+    tcc.strategy = #tcc.layer_norm<workgroup_size = 8, rows = 32>
     ```
   }];
-  let parameters = (ins "int64_t":$workgroup_size);
+  let parameters = (ins "int64_t":$workgroup_size,
+                        DefaultValuedParameter<"int64_t", "1">:$rows);
   let genVerifyDecl = 1;
 }
 

@@ -30,6 +30,12 @@ pub struct LayerNormSpec {
     /// Read at `bias_at + c * stride`.
     pub bias: RowOperand,
     pub epsilon: f32,
+    /// Rows per work-group (`kernel.workgroup_size` work-items each, then
+    /// a power of two of at most 32: one warp's lanes or fewer), and the
+    /// rows of the kernel, which the last work-group's rows past the end
+    /// compute on the last row of without storing. 1: one row a group.
+    pub group_rows: u32,
+    pub rows: i64,
 }
 
 /// The scalar normalizing statement: `y = (x - mean) * inv_std * scale + bias`.
@@ -69,6 +75,9 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     let n = spec.columns;
     let load = spec.input.load("in_row");
     let mut out = String::new();
+    if spec.group_rows > 1 {
+        return packed_rows(spec, w, &load);
+    }
     row_kernel_prologue(&mut out, &spec.kernel, &spec.row_offsets, "float");
     let _ = writeln!(out, "  const float inverse_n = 1.0f / {n}.0f;");
     let contiguous = [&spec.input, &spec.output, &spec.scale, &spec.bias]
@@ -80,7 +89,14 @@ pub fn layer_norm_kernel(spec: &LayerNormSpec) -> Result<String, String> {
     }
     let per_item = (n + i64::from(w) - 1) / i64::from(w);
     if w > 1 && per_item <= MAX_HELD_COLUMNS {
-        held_row(&mut out, spec, w, per_item, &load);
+        held_row(
+            &mut out,
+            spec,
+            (w, "lid"),
+            per_item,
+            &load,
+            &|out, sum, result| combine_partials(out, w, sum, result),
+        );
         return Ok(out);
     }
     let element = format!("const float value = {load};");
@@ -133,12 +149,25 @@ const MAX_HELD_COLUMNS: i64 = 32;
 /// each read a dependent round trip in a kernel that is latency-bound
 /// (one short row a work-group). Columns past the row hold 0 and are left
 /// out of the squares and the stores.
-fn held_row(out: &mut String, spec: &LayerNormSpec, w: u32, per_item: i64, load: &str) {
+fn held_row(
+    out: &mut String,
+    spec: &LayerNormSpec,
+    (w, lane): (u32, &str),
+    per_item: i64,
+    load: &str,
+    combine: &dyn Fn(&mut String, &RowReduction, &str),
+) {
     let n = spec.columns;
+    // Rows past the kernel's (a packed group's last) store nothing.
+    let inside = if spec.group_rows > 1 {
+        "row_inside && "
+    } else {
+        ""
+    };
     let each = |out: &mut String, body: &str| {
         let _ = writeln!(
             out,
-            "  #pragma unroll\n  for (int i = 0; i < {per_item}; ++i) {{\n    const tcc_index c = lid + i * {w};"
+            "  #pragma unroll\n  for (int i = 0; i < {per_item}; ++i) {{\n    const tcc_index c = {lane} + i * {w};"
         );
         for line in body.lines() {
             let _ = writeln!(out, "    {line}");
@@ -161,7 +190,7 @@ fn held_row(out: &mut String, spec: &LayerNormSpec, w: u32, per_item: i64, load:
         identity: "0.0f",
         combine: "({a} + {b})",
     };
-    combine_partials(out, w, &sum, "sum");
+    combine(out, &sum, "sum");
     let _ = writeln!(
         out,
         "  const float mean = sum * inverse_n;\n  float partial_squares = 0.0f;"
@@ -172,7 +201,7 @@ fn held_row(out: &mut String, spec: &LayerNormSpec, w: u32, per_item: i64, load:
             "if (c < {n}) {{\n  const float d = held[i] - mean;\n  partial_squares += d * d;\n}}"
         ),
     );
-    combine_partials(out, w, &sum, "squares");
+    combine(out, &sum, "squares");
     let _ = writeln!(
         out,
         "  const float inv_std = rsqrt(squares * inverse_n + {});",
@@ -180,10 +209,100 @@ fn held_row(out: &mut String, spec: &LayerNormSpec, w: u32, per_item: i64, load:
     );
     each(
         out,
-        &format!("if (c < {n}) {{\n  {}\n}}", normalize(spec, "held[i]")),
+        &format!(
+            "if ({inside}c < {n}) {{\n  {}\n}}",
+            normalize(spec, "held[i]")
+        ),
     );
     let _ = writeln!(out, "}}");
 }
+
+/// [`LayerNormSpec::group_rows`] rows a work-group, `w` work-items (at
+/// most a warp) each keeping its columns in registers ([`held_row`]). A
+/// row's partial sums meet by warp shuffles in the PTX form (no local
+/// memory, no barrier), and through a local-memory tree per row in the
+/// OpenCL C form, whose barriers every work-item of the group reaches
+/// (the rows past the kernel's compute on its last row). For many short
+/// rows (a layer norm over the channels of a channels-last image), where
+/// one row a group leaves too few loads in flight per SM.
+fn packed_rows(spec: &LayerNormSpec, w: u32, load: &str) -> Result<String, String> {
+    let (r, n) = (spec.group_rows, spec.columns);
+    if w > WARP_LANES || !w.is_power_of_two() || spec.rows < 1 {
+        return Err(format!(
+            "a layer norm of {r} rows a work-group takes at most {WARP_LANES} work-items a row (a power of two), not {w}"
+        ));
+    }
+    let per_item = (n + i64::from(w) - 1) / i64::from(w);
+    if per_item > MAX_HELD_COLUMNS {
+        return Err(format!(
+            "a layer norm of {r} rows a work-group keeps at most {MAX_HELD_COLUMNS} columns a work-item, not {per_item}"
+        ));
+    }
+    let RowKernel {
+        name,
+        parameters,
+        comment,
+        ..
+    } = &spec.kernel;
+    let last = spec.rows - 1;
+    let mut out = String::new();
+    let _ = writeln!(out, "{comment}");
+    let _ = writeln!(
+        out,
+        "__kernel __attribute__((reqd_work_group_size({}, 1, 1)))",
+        w * r
+    );
+    let _ = writeln!(out, "void {name}({parameters}) {{");
+    let _ = writeln!(
+        out,
+        "#ifndef TCC_PTX\n  __local float scratch[{}];\n#endif",
+        w * r
+    );
+    let _ = writeln!(
+        out,
+        "  const int lid = (int)get_local_id(0);\n  const int lane = lid % {w};"
+    );
+    let _ = writeln!(
+        out,
+        "  const tcc_index row_at = (tcc_index)get_group_id(0) * {r} + lid / {w};"
+    );
+    let _ = writeln!(
+        out,
+        "  const bool row_inside = row_at <= {last};\n  const tcc_index row = row_inside ? row_at : {last};"
+    );
+    for line in spec.row_offsets.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(out, "  const float inverse_n = 1.0f / {n}.0f;");
+    let combine = |out: &mut String, _: &RowReduction, result: &str| {
+        let partial = format!("partial_{result}");
+        let _ = writeln!(out, "#ifdef TCC_PTX");
+        let _ = writeln!(
+            out,
+            "  for (int lanes = {}; lanes > 0; lanes >>= 1) {partial} += tcc_warp_xor({partial}, lanes);",
+            w / 2
+        );
+        let _ = writeln!(out, "  const float {result} = {partial};\n#else");
+        let _ = writeln!(
+            out,
+            "  scratch[lid] = {partial};\n  barrier(CLK_LOCAL_MEM_FENCE);"
+        );
+        let _ = writeln!(
+            out,
+            "  for (int step = {}; step > 0; step >>= 1) {{\n    if (lane < step) scratch[lid] += scratch[lid + step];\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }}",
+            w / 2
+        );
+        let _ = writeln!(
+            out,
+            "  const float {result} = scratch[lid - lane];\n  barrier(CLK_LOCAL_MEM_FENCE);\n#endif"
+        );
+    };
+    held_row(&mut out, spec, (w, "lane"), per_item, load, &combine);
+    Ok(out)
+}
+
+/// Work-items of an NVIDIA warp, the most a row of a packed group takes.
+const WARP_LANES: u32 = 32;
 
 /// One work-item over contiguous rows, in `float16` vectors: the sum, the
 /// sum of squared deviations, then the normalized row, each pass a vector
@@ -267,7 +386,63 @@ mod tests {
                 stride: 2,
             },
             epsilon: 1e-5,
+            group_rows: 1,
+            rows: 4,
         }
+    }
+
+    #[test]
+    fn short_rows_pack_several_to_a_work_group() {
+        let packed = LayerNormSpec {
+            kernel: RowKernel {
+                workgroup_size: 8,
+                ..spec().kernel
+            },
+            columns: 96,
+            row_offsets:
+                "const tcc_index in_row = row * 96, out_row = row * 96, scale_at = 0, bias_at = 0;"
+                    .into(),
+            group_rows: 32,
+            rows: 1000,
+            ..spec()
+        };
+        let text = layer_norm_kernel(&packed).unwrap();
+        assert!(text.contains("reqd_work_group_size(256, 1, 1)"), "{text}");
+        assert!(
+            text.contains("const tcc_index row_at = (tcc_index)get_group_id(0) * 32 + lid / 8;"),
+            "{text}"
+        );
+        // The last group's rows past 1000 compute on row 999, storing nothing.
+        assert!(
+            text.contains("const bool row_inside = row_at <= 999;\n  const tcc_index row = row_inside ? row_at : 999;"),
+            "{text}"
+        );
+        assert!(text.contains("float held[12];"), "{text}");
+        assert!(text.contains("const tcc_index c = lane + i * 8;"), "{text}");
+        // PTX: shuffles within the row's 8 lanes; OpenCL C: a tree per row.
+        assert!(
+            text.contains("for (int lanes = 4; lanes > 0; lanes >>= 1) partial_sum += tcc_warp_xor(partial_sum, lanes);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("if (lane < step) scratch[lid] += scratch[lid + step];"),
+            "{text}"
+        );
+        assert!(
+            text.contains("const float squares = scratch[lid - lane];"),
+            "{text}"
+        );
+        assert!(text.contains("if (row_inside && c < 96) {"), "{text}");
+        // A row wider than a warp's lanes is refused.
+        let wide = LayerNormSpec {
+            kernel: RowKernel {
+                workgroup_size: 64,
+                ..spec().kernel
+            },
+            group_rows: 4,
+            ..spec()
+        };
+        assert!(layer_norm_kernel(&wide).is_err());
     }
 
     #[test]

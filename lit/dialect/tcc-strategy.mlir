@@ -10,6 +10,7 @@
 // CHECK: tcc.strategy = #tcc.row_reduce<workgroup_size = 128>
 // CHECK: tcc.strategy = #tcc.softmax<workgroup_size = 1>
 // CHECK: tcc.strategy = #tcc.layer_norm<workgroup_size = 64>
+// CHECK: tcc.strategy = #tcc.layer_norm<workgroup_size = 8, rows = 32>
 // CHECK: tcc.strategy = #tcc.window<workgroup_size = 256, columns = 4, vector = 4, work_items = 3136>
 // CHECK: tcc.strategy = #tcc.attention<block_q = 64, block_k = 32>
 // CHECK: tcc.strategy = #tcc.attention<block_q = 1, block_k = 64, key_lanes = 64>
@@ -21,6 +22,7 @@ func.func @strategies() attributes {
     d = {tcc.strategy = #tcc.row_reduce<workgroup_size = 128>},
     e = {tcc.strategy = #tcc.softmax<workgroup_size = 1>},
     f = {tcc.strategy = #tcc.layer_norm<workgroup_size = 64>},
+    f2 = {tcc.strategy = #tcc.layer_norm<workgroup_size = 8, rows = 32>},
     g = {tcc.strategy = #tcc.window<workgroup_size = 256, columns = 4, vector = 4, work_items = 3136>},
     h = {tcc.strategy = #tcc.attention<block_q = 64, block_k = 32>},
     i = {tcc.strategy = #tcc.attention<block_q = 1, block_k = 64, key_lanes = 64>}} {

@@ -85,3 +85,23 @@ func.func @layer_norm_few_rows(%x: tensor<128x768xf32>, %g: tensor<768xf32>, %b:
   %0 = tcc.layer_norm %x, %g, %b axis = 1 epsilon = 9.99999974E-6 : tensor<128x768xf32>, tensor<768xf32>
   return %0 : tensor<128x768xf32>
 }
+
+// Many rows of at most 512 columns (ConvNeXt-T's norms over 96 channels of
+// a 56x56 image at batch 32) pack several rows into a work-group of 256:
+// 8 work-items of 12 columns a row, 32 rows; 1000 rows are too few, and
+// the other targets keep one row a group.
+// NVIDIA-LABEL: func.func @layer_norm_packed_rows
+// NVIDIA: tcc.strategy = #tcc.layer_norm<workgroup_size = 8, rows = 32>
+// GENERIC-LABEL: func.func @layer_norm_packed_rows
+// GENERIC: tcc.strategy = #tcc.layer_norm<workgroup_size = {{[0-9]+}}>
+func.func @layer_norm_packed_rows(%x: tensor<100352x96xf32>, %g: tensor<96xf32>, %b: tensor<96xf32>) -> tensor<100352x96xf32> {
+  %0 = tcc.layer_norm %x, %g, %b axis = 1 epsilon = 9.99999974E-6 : tensor<100352x96xf32>, tensor<96xf32>
+  return %0 : tensor<100352x96xf32>
+}
+
+// NVIDIA-LABEL: func.func @layer_norm_short_rows_few
+// NVIDIA: tcc.strategy = #tcc.layer_norm<workgroup_size = 128>
+func.func @layer_norm_short_rows_few(%x: tensor<1000x96xf32>, %g: tensor<96xf32>, %b: tensor<96xf32>) -> tensor<1000x96xf32> {
+  %0 = tcc.layer_norm %x, %g, %b axis = 1 epsilon = 9.99999974E-6 : tensor<1000x96xf32>, tensor<96xf32>
+  return %0 : tensor<1000x96xf32>
+}

@@ -219,6 +219,13 @@ pub trait TargetConfig: Sync {
     /// row reduction) over `columns` elements, `rows` rows in the kernel.
     fn row_workgroup(&self, columns: i64, rows: i64) -> i64;
 
+    /// The layer norm template's work-items per row and rows per
+    /// work-group over `rows` rows of `columns` elements: by default one
+    /// row a group, [`TargetConfig::row_workgroup`] work-items.
+    fn layer_norm_rows(&self, columns: i64, rows: i64) -> (i64, i64) {
+        (self.row_workgroup(columns, rows), 1)
+    }
+
     /// The flash-attention template's blocking for a head dimension of
     /// `head_dim` over `q_len` query rows in each of `heads` (batch times
     /// query heads: the launch's second axis), with `tensor_cores` where
@@ -576,6 +583,11 @@ impl Target {
     /// passes).
     pub fn row_workgroup(self, columns: i64, rows: i64) -> i64 {
         self.config().row_workgroup(columns, rows)
+    }
+
+    /// See [`TargetConfig::layer_norm_rows`].
+    pub fn layer_norm_rows(self, columns: i64, rows: i64) -> (i64, i64) {
+        self.config().layer_norm_rows(columns, rows)
     }
 
     /// See [`TargetConfig::attention`].

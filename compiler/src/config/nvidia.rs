@@ -483,6 +483,16 @@ const MANY_ROWS: i64 = 8 * 132;
 /// batch of one, a reduction to a handful of outputs) keep 256.
 const SHORT_ROW_WORKGROUP: i64 = 64;
 
+/// The longest rows a layer norm packs several of into a work-group
+/// ([`TargetConfig::layer_norm_rows`]).
+const PACKED_ROW_MAX_COLUMNS: i64 = 512;
+
+/// The most columns a work-item of a packed layer norm keeps.
+const PACKED_ROW_COLUMNS: i64 = 16;
+
+/// Work-items of a packed layer norm's work-group.
+const PACKED_ROW_GROUP: i64 = 256;
+
 /// Query rows per work-group of the tensor-core attention body's wide
 /// form (four warps of 32 rows: `tcc_kernels::attention::warp_rows`).
 const WIDE_ATTENTION_ROWS: i64 = 128;
@@ -518,6 +528,20 @@ impl TargetConfig for Nvidia {
             ROW_WORKGROUP
         };
         super::gpu_row_workgroup(preferred, columns)
+    }
+
+    /// Many rows of at most [`PACKED_ROW_MAX_COLUMNS`]: the fewest
+    /// work-items (a power of two, at most a warp) that keep
+    /// [`PACKED_ROW_COLUMNS`] columns or fewer each, as many rows as fill
+    /// [`PACKED_ROW_GROUP`] work-items; else one row a group.
+    fn layer_norm_rows(&self, columns: i64, rows: i64) -> (i64, i64) {
+        if rows < MANY_ROWS || columns > PACKED_ROW_MAX_COLUMNS {
+            return (self.row_workgroup(columns, rows), 1);
+        }
+        let lanes = (((columns + PACKED_ROW_COLUMNS - 1) / PACKED_ROW_COLUMNS).max(1) as u64)
+            .next_power_of_two()
+            .min(32) as i64;
+        (lanes, PACKED_ROW_GROUP / lanes)
     }
 
     /// 64 query rows per group (two warps: every query row of a head

@@ -504,15 +504,27 @@ fn row_template(
         .operand(op.operand_count().checked_sub(1)?)
         .ok()
         .and_then(|v| shape_at(v.r#type(), extent));
-    let workgroup_size = shape
-        .as_deref()
-        .and_then(|shape| shape.split_last())
-        .map_or(default_size, |(&columns, rows)| {
-            target.row_workgroup(columns, rows.iter().product())
-        });
+    let split = shape.as_deref().and_then(|shape| shape.split_last());
+    let workgroup_size = split.map_or(default_size, |(&columns, rows)| {
+        target.row_workgroup(columns, rows.iter().product())
+    });
     match kind {
         KernelKind::Softmax => Some(KernelStrategy::Softmax { workgroup_size }),
-        KernelKind::LayerNorm => Some(KernelStrategy::LayerNorm { workgroup_size }),
+        // Several rows a work-group for a static shape only: a symbolic
+        // row count launches one group a row.
+        KernelKind::LayerNorm => Some(match split {
+            Some((&columns, rows)) if extent.is_none() => {
+                let (workgroup_size, rows) = target.layer_norm_rows(columns, rows.iter().product());
+                KernelStrategy::LayerNorm {
+                    workgroup_size,
+                    rows,
+                }
+            }
+            _ => KernelStrategy::LayerNorm {
+                workgroup_size,
+                rows: 1,
+            },
+        }),
         _ => None,
     }
 }

@@ -37,3 +37,13 @@ func.func private @attention_blocks() attributes {s = #tcc.attention<block_q = 6
 
 // expected-error @+1 {{key_lanes must be positive and block_q x key_lanes at most 1024 work-items, got 512}}
 func.func private @too_many_lanes() attributes {s = #tcc.attention<block_q = 4, block_k = 64, key_lanes = 512>}
+
+// -----
+
+// expected-error @+1 {{several rows a work-group take a power of two of at most 32 work-items a row and at most 1024 in all, got 64 x 4}}
+func.func private @packed_rows_too_wide() attributes {s = #tcc.layer_norm<workgroup_size = 64, rows = 4>}
+
+// -----
+
+// expected-error @+1 {{rows must be positive, got 0}}
+func.func private @no_rows() attributes {s = #tcc.layer_norm<workgroup_size = 64, rows = 0>}

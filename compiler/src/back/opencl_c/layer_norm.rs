@@ -38,6 +38,24 @@ impl KernelTemplate for LayerNormSpec {
             ));
         };
         writer.mark_written(&rows.output.buffer);
+        let group_rows = match kernel.strategy {
+            crate::ir::strategy::KernelStrategy::LayerNorm { rows, .. } => rows,
+            _ => 1,
+        };
+        let row_count = rows.shape[..rank - 1]
+            .iter()
+            .map(|&d| (d >= 0).then_some(d))
+            .product::<Option<i64>>();
+        let row_count = match (group_rows, row_count) {
+            (1, count) => count.unwrap_or(1),
+            (_, Some(count)) => count,
+            (_, None) => {
+                return Err(CodegenError::at(
+                    &op,
+                    "a layer norm of several rows a work-group over a dynamic row count",
+                ));
+            }
+        };
         Ok(LayerNormSpec {
             kernel: row_kernel(kernel, "row layer norm", "row"),
             columns,
@@ -52,6 +70,8 @@ impl KernelTemplate for LayerNormSpec {
             scale: row_operand(&scale, 0),
             bias: row_operand(&bias, 0),
             epsilon,
+            group_rows: u32::try_from(group_rows).unwrap_or(1),
+            rows: row_count,
         })
     }
 

@@ -36,7 +36,7 @@ impl TemplateKernel<'_, '_, '_> {
             KernelStrategy::Loops { workgroup_size, .. }
             | KernelStrategy::RowReduce { workgroup_size }
             | KernelStrategy::Softmax { workgroup_size }
-            | KernelStrategy::LayerNorm { workgroup_size } => workgroup_size,
+            | KernelStrategy::LayerNorm { workgroup_size, .. } => workgroup_size,
             KernelStrategy::Gemm { config, .. } => i64::from(config.workgroup_size()),
             KernelStrategy::Window { config, .. } => i64::from(config.workgroup_size),
             KernelStrategy::Attention {

@@ -208,6 +208,11 @@ pub(super) fn dynamic_grid<'c>(
         },
         // One work-group per row of the last operand (a softmax's row may
         // be symbolic: the template reads its length).
+        KernelStrategy::LayerNorm { rows, .. } if rows > 1 => {
+            return Err(unsupported(
+                "a layer norm of several rows a work-group over a dynamic row count",
+            ));
+        }
         KernelStrategy::Softmax { .. } | KernelStrategy::LayerNorm { .. } => {
             match host.product(buffer, &shape, 0..rank.saturating_sub(1))? {
                 Some(rows) => rows,
