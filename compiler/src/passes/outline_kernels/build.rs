@@ -52,10 +52,7 @@ pub(super) fn launch_shape(
         // One work-group per row (a layer norm's: per `rows` rows); the
         // output is the last operand.
         KernelStrategy::Softmax { workgroup_size }
-        | KernelStrategy::LayerNorm {
-            workgroup_size,
-            rows: 1,
-        } => {
+        | KernelStrategy::LayerNorm { workgroup_size, .. } => {
             let output = root
                 .operand(root.operand_count().saturating_sub(1))
                 .ok()
@@ -63,20 +60,10 @@ pub(super) fn launch_shape(
                 .unwrap_or_default();
             let columns = output.last().copied().unwrap_or(1).max(1);
             let rows = output.iter().product::<i64>() / columns;
-            ([rows, 1, 1], [workgroup_size, 1, 1])
-        }
-        KernelStrategy::LayerNorm {
-            workgroup_size,
-            rows: group_rows,
-        } => {
-            let output = root
-                .operand(root.operand_count().saturating_sub(1))
-                .ok()
-                .and_then(|v| static_shape(v.r#type()))
-                .unwrap_or_default();
-            let columns = output.last().copied().unwrap_or(1).max(1);
-            let rows = output.iter().product::<i64>() / columns;
-            let group_rows = group_rows.max(1);
+            let group_rows = match *strategy {
+                KernelStrategy::LayerNorm { rows, .. } => rows.max(1),
+                _ => 1,
+            };
             (
                 [(rows + group_rows - 1) / group_rows, 1, 1],
                 [workgroup_size * group_rows, 1, 1],
