@@ -4,7 +4,9 @@
 #
 #   scripts/summarize-tests.sh LOG STATUS [SENTINEL_CACHE_DIR]
 #
-# - Every libtest test counts once ("test NAME ... ok|FAILED|ignored").
+# - Every libtest test counts once ("test NAME ... ok|FAILED|ignored"),
+#   also where the line arrives glued behind another test's stderr
+#   written at the same moment ("error: ... positivetest NAME ... ok").
 # - A test that runs many cases (lit, the ONNX scoreboard, an expected
 #   failure) prints `TCC-TALLY NAME PASSED FAILED SKIPPED` (test/support):
 #   its cases are counted instead of the test (NAME is the test function:
@@ -53,6 +55,9 @@ class Section:
 
 sections, current = [], None
 result_re = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)\b(.*)$")
+# The same result behind text another test wrote without a line break:
+# names are Rust paths, so the glued name starts after the last "test ".
+glued_re = re.compile(r"test ([A-Za-z_][\w:]*) \.\.\. (ok|FAILED|ignored)\b(.*)$")
 for line in lines:
     m = re.match(r"^\s+(Running|Doc-tests) (.*)$", line)
     if m:
@@ -74,7 +79,7 @@ for line in lines:
     if t and current is not None:
         (skips if t.group(1) == "SKIP" else failures).append(f"{current.short}: {t.group(3)}")
         continue
-    m = result_re.match(line)
+    m = result_re.match(line) or glued_re.search(line)
     if m and current is not None:
         current.results[m.group(1)] = m.group(2)
         if m.group(2) == "ignored":

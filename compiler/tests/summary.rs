@@ -109,6 +109,27 @@ test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
     assert!(rest.contains("lit/x.mlir: lit: FAIL"), "{rest}");
 }
 
+/// A result line written while another test's stderr had no line break
+/// yet still counts (seen in `make test`: a verifier message glued in
+/// front of a unit test's `ok`).
+#[test]
+fn a_result_glued_behind_other_output_counts() {
+    let log = "
+     Running unittests src/lib.rs (target/debug/deps/tcc_dialects-1)
+
+running 3 tests
+test a ... ok
+error: vector_width, max_local_bytes and max_workgroup_size must be positivetest strategy::tests::round_trip ... ok
+loc(\"x\"): error: bad thingtest b ... FAILED
+
+test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.10s
+";
+    let (line, rest, code) = summarize(log, 101, None);
+    assert_eq!(line, "2 passed, 1 failed, 0 skipped");
+    assert_eq!(code, 1);
+    assert!(rest.contains("unittests src/lib.rs: b"), "{rest}");
+}
+
 #[test]
 fn a_failing_status_is_never_zero_failures() {
     let (line, rest, code) = summarize(LIT_AND_SCOREBOARD, 101, None);
