@@ -227,7 +227,10 @@ fn held_row(
 /// one row a group leaves too few loads in flight per SM.
 fn packed_rows(spec: &LayerNormSpec, w: u32, load: &str) -> Result<String, String> {
     let (r, n) = (spec.group_rows, spec.columns);
-    if w > WARP_LANES || !w.is_power_of_two() || spec.rows < 1 {
+    if spec.rows < 1 {
+        return Err(format!("a layer norm over {} rows", spec.rows));
+    }
+    if w > WARP_LANES || !w.is_power_of_two() {
         return Err(format!(
             "a layer norm of {r} rows a work-group takes at most {WARP_LANES} work-items a row (a power of two), not {w}"
         ));
