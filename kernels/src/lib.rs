@@ -33,5 +33,6 @@ pub use reduce::{RowReduceSpec, row_reduce_kernel};
 pub use row::{RowKernel, RowLength, RowOperand};
 pub use softmax::{SoftmaxSpec, softmax_kernel};
 pub use window::{
-    WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec, window_kernel,
+    WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec, WindowVectorStore,
+    window_kernel,
 };

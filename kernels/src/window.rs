@@ -137,6 +137,11 @@ pub struct WindowSpec {
     /// C statements storing the float `acc_value` at output `n`, `oy`,
     /// `ox`, channel `oc`, multiplier index `om` (the epilogue, if any).
     pub store: String,
+    /// With `vector` channels per work-item, where the output's channels
+    /// `c ..` are one aligned vector: the output stored as that vector
+    /// (one store instruction per column instead of one per channel)
+    /// instead of by `store`.
+    pub vector_store: Option<WindowVectorStore>,
     /// Whether the loop over the window's rows stays a loop (`#pragma
     /// unroll 1`) instead of being unrolled. Unrolled, a 7x7 window's
     /// block is one straight run of 7 x (7 taps + 10 input columns) loads
@@ -147,6 +152,20 @@ pub struct WindowSpec {
     /// spill, 31 us; docs/benchmarks.md). The target decides
     /// (`TargetConfig::window_rows_rolled` in tcc-compiler).
     pub rolled_rows: bool,
+}
+
+/// How a window kernel stores its `vector` channels of a column as one
+/// vector: each channel's value computed on its own (the epilogue's
+/// scalar arithmetic), then one store.
+#[derive(Clone, Debug)]
+pub struct WindowVectorStore {
+    /// C statements computing, from the float `acc_value` at output `n`,
+    /// `oy`, `ox`, channel `oc`, the float value to store: they end by
+    /// assigning it to `stored[l]`.
+    pub value: String,
+    /// The C statement storing the `floatN` `stored_vector` at output
+    /// `n`, `oy`, `ox`, channels `c ..`.
+    pub store: String,
 }
 
 /// Where a window kernel's accumulators start.
@@ -325,12 +344,27 @@ pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
         } else {
             let _ = writeln!(out, "    float lanes[{vector}];");
             let _ = writeln!(out, "    vstore{vector}(acc{j}, 0, lanes);");
+            if spec.vector_store.is_some() {
+                let _ = writeln!(out, "    float stored[{vector}];");
+            }
             let _ = writeln!(out, "    #pragma unroll");
             let _ = writeln!(out, "    for (int l = 0; l < {vector}; l++) {{");
             let _ = writeln!(out, "      const int oc = c + l;");
             let _ = writeln!(out, "      const float acc_value = lanes[l];");
-            indented(&mut out, "      ", &spec.store);
+            match &spec.vector_store {
+                Some(vector_store) => indented(&mut out, "      ", &vector_store.value),
+                None => indented(&mut out, "      ", &spec.store),
+            }
             let _ = writeln!(out, "    }}");
+            if let Some(vector_store) = &spec.vector_store {
+                let lanes: Vec<String> = (0..vector).map(|l| format!("stored[{l}]")).collect();
+                let _ = writeln!(
+                    out,
+                    "    const {ty} stored_vector = ({ty})({});",
+                    lanes.join(", ")
+                );
+                indented(&mut out, "    ", &vector_store.store);
+            }
         }
         let _ = writeln!(out, "  }}");
     }
@@ -358,6 +392,7 @@ mod tests {
                 .then(|| "vload4(0, a1 + ky * 48 + kx * 16 + c)".into()),
             init: WindowInit::Fill("0.0f".into()),
             store: "a2[((n * 112 + oy) * 112 + ox) * 16 + oc] = acc_value;".into(),
+            vector_store: None,
             rolled_rows: false,
         }
     }
@@ -395,6 +430,40 @@ mod tests {
         assert!(text.contains("const int ox = min(ox0 + 2, 109);"), "{text}");
         assert!(text.contains("vstore4(acc3, 0, lanes);"), "{text}");
         assert!(text.contains("reqd_work_group_size(128, 1, 1)"), "{text}");
+    }
+
+    #[test]
+    fn a_vector_store_stores_each_column_once() {
+        let mut spec = spec(CONFIG, GEOMETRY, WindowCombine::MulAdd);
+        spec.vector_store = Some(WindowVectorStore {
+            value: "const float v = acc_value + 1.0f;\nstored[l] = v;\n".into(),
+            store:
+                "*(__global float4*)(a2 + ((n * 112 + oy) * 112 + ox) * 16 + c) = stored_vector;"
+                    .into(),
+        });
+        let text = window_kernel(&spec).unwrap();
+        // Each lane's epilogue runs on its own, the column is stored once.
+        assert_eq!(text.matches("stored[l] = v;").count(), 4, "{text}");
+        assert_eq!(
+            text.matches(
+                "const float4 stored_vector = (float4)(stored[0], stored[1], stored[2], stored[3]);"
+            )
+            .count(),
+            4,
+            "{text}"
+        );
+        assert_eq!(text.matches("= stored_vector;").count(), 4, "{text}");
+        // The scalar store is not used.
+        assert!(!text.contains("* 16 + oc] = acc_value;"), "{text}");
+        // Without it, one store per channel.
+        spec.vector_store = None;
+        let scalar = window_kernel(&spec).unwrap();
+        assert_eq!(
+            scalar.matches("* 16 + oc] = acc_value;").count(),
+            4,
+            "{scalar}"
+        );
+        assert!(!scalar.contains("stored"), "{scalar}");
     }
 
     #[test]

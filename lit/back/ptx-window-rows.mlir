@@ -34,7 +34,7 @@
 // NV-LABEL: void depthwise_conv_add_1(
 // NV: #pragma unroll 1
 // NV-NEXT: for (int ky = 0; ky < 7; ky++) {
-// NV: vload_half4(
+// NV: tcc_load_f16_aligned4(
 
 // GENERIC-LABEL: void depthwise_conv_add_0(
 // GENERIC: #pragma unroll{{$}}

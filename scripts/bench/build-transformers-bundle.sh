@@ -2,7 +2,8 @@
 # Builds .device-tx/, the bundle `scripts/bench/transformers-device.py time` runs
 # on the GPU machine: the models that `transformers-device.py export`
 # wrote there (its tx-models.tar.xz, brought back here), compiled with
-# `tcc compile --target=nvidia` per batch and precision, xz-compressed so
+# `tcc compile --target=nvidia` per batch and precision (a dynamic export's
+# axes fixed with --input-shape), xz-compressed so
 # the bundle travels (the weights are tiled blocks), with release tcc-run
 # and tcc-benchmark.
 #
@@ -62,15 +63,26 @@ tar -C "$out/onnx" -xf "$archive"
 : > "$out/MANIFEST.jsonl"
 : > "$out/FAILED"
 
-# The graph inputs of a model, in order, with their batch-1 shapes (NAME=AxB...).
+# The graph inputs of a model, in order, with their batch-1 shapes (NAME=AxB...);
+# an export with dynamic axes (`transformers-device.py export --dynamic`) has
+# its `batch` at 1 here and its `sequence` at 128.
 inputs_of() {
   python3 - "$1" <<'EOF'
 import sys, onnx
 m = onnx.load(sys.argv[1], load_external_data=False)
 inits = {i.name for i in m.graph.initializer}
+values = {"batch": 1, "sequence": 128}
 for i in m.graph.input:
     if i.name not in inits:
-        print(i.name + "=" + "x".join(str(d.dim_value) for d in i.type.tensor_type.shape.dim))
+        dims = []
+        for d in i.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(d.dim_value)
+            elif d.dim_param in values:
+                dims.append(values[d.dim_param])
+            else:
+                sys.exit(f"{sys.argv[1]}: input {i.name} has the dynamic dimension '{d.dim_param}'")
+        print(i.name + "=" + "x".join(map(str, dims)))
 EOF
 }
 

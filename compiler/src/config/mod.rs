@@ -273,6 +273,13 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// Whether the window template stores a column's channel vector as
+    /// one aligned vector (`WindowSpec::vector_store`) where the output
+    /// allows, rather than one channel at a time.
+    fn window_vector_stores(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -625,6 +632,11 @@ impl Target {
     /// See [`TargetConfig::window_rows_rolled`].
     pub fn window_rows_rolled(self) -> bool {
         self.config().window_rows_rolled()
+    }
+
+    /// See [`TargetConfig::window_vector_stores`].
+    pub fn window_vector_stores(self) -> bool {
+        self.config().window_vector_stores()
     }
 
     /// Whether a long row reduction runs on the row template (one

@@ -49,21 +49,6 @@ fn rows_load_whole(spec: &GemmSpec) -> bool {
         && b.offset % width == 0
 }
 
-/// The helpers that widen half bits held in a `uint` (two halves) to
-/// floats: one `cvt` each in the PTX form, `vload_half2` of the word
-/// elsewhere. Guarded, so that every few-row kernel of a program may
-/// carry them.
-const HALF_BITS_HELPERS: &str = "\
-#ifndef TCC_HALF_BITS_HELPERS
-#define TCC_HALF_BITS_HELPERS
-#ifdef TCC_PTX
-inline float2 tcc_half2_bits_to_float2(uint w) { float lo, hi; __asm__(\"{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }\" : \"=f\"(lo), \"=f\"(hi) : \"r\"(w)); return (float2)(lo, hi); }
-#else
-inline float2 tcc_half2_bits_to_float2(uint w) { __private uint bits = w; return vload_half2(0, (__private const half*)&bits); }
-#endif
-#endif
-";
-
 /// The C statements loading `width` (4 or 8) elements of `buffer` from
 /// element offset `index`, aligned to the load, into `float
 /// name[width]`: float4 loads of floats, one 8- or 16-byte load of
@@ -156,7 +141,7 @@ pub(super) fn few_rows_kernel(spec: &GemmSpec) -> Result<String, String> {
     }
     let mut out = String::new();
     if spec.a.buffer.storage == Storage::F16 || spec.b.buffer.storage == Storage::F16 {
-        out.push_str(HALF_BITS_HELPERS);
+        out.push_str(crate::buffer::HALF_BITS_HELPERS);
     }
     let _ = writeln!(out, "{}", spec.comment);
     let _ = writeln!(

@@ -9,7 +9,7 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{TypeLike, Value, ValueLike};
 
-use super::writer::{KernelWriter, key};
+use super::writer::{KernelWriter, key, memref_shape};
 use crate::back::{CodegenError, ErrorAt};
 use crate::ir::util::op_name;
 
@@ -187,7 +187,9 @@ impl KernelWriter {
     /// before the combiner) into statements: `linalg.index` bound to the C
     /// expressions of `dims` (`None`: a dimension the input must not
     /// depend on), and with `lanes` above 1 every load and float op that
-    /// many channels wide (see [`channel_vectorizable`]). `reserved` (the filter's and
+    /// many channels wide (see [`channel_vectorizable`]); `aligned_index`
+    /// names the index the caller keeps a multiple of `lanes` (its vector
+    /// loads along it are aligned where the view allows). `reserved` (the filter's and
     /// accumulator's block arguments) must not be read.
     ///
     /// With `tap_condition` (see [`tap_condition`]) every use of that
@@ -201,6 +203,7 @@ impl KernelWriter {
         input_ops: &[OperationRef],
         dims: &[Option<String>],
         lanes: u32,
+        aligned_index: Option<&str>,
         reserved: &[Value],
         tap_condition: Option<Value>,
     ) -> Result<Option<String>, CodegenError> {
@@ -231,12 +234,29 @@ impl KernelWriter {
                 // The first of the channels: the same address, `lanes` wide.
                 let memref = inner.operand(0).at(&op)?;
                 let (view, address) = self.element_address(*inner, memref, 1)?;
+                // Aligned where the contiguous dimension's index is the
+                // one the caller keeps a multiple of `lanes`.
+                let aligned = aligned_index.is_some_and(|name| {
+                    view.strides
+                        .iter()
+                        .position(|s| *s == 1)
+                        .is_some_and(|dim| {
+                            view.vector_aligned(lanes, dim, &memref_shape(memref.r#type()))
+                                && self
+                                    .operand(*inner, 1 + dim)
+                                    .is_ok_and(|index| index == name)
+                        })
+                });
                 let name = self.fresh();
                 let result: Value = inner.result(0).at(&op)?.into();
                 self.line(&format!(
                     "const {} {name} = {};",
                     vector_type(result.r#type(), lanes),
-                    view.buffer.load_vector(lanes, &address)
+                    if aligned {
+                        view.buffer.load_vector_aligned(lanes, &address)
+                    } else {
+                        view.buffer.load_vector(lanes, &address)
+                    }
                 ));
                 let result: Value = inner.result(0).at(&op)?.into();
                 self.names.insert(key(result), name);

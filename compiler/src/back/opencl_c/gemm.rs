@@ -169,6 +169,7 @@ fn grouped_conv(
     conv: crate::ir::grouped_conv::GroupedConv,
     tile_k: i64,
     nested_k: bool,
+    load_channels: &dyn Fn(&MemrefView, &str) -> String,
 ) -> Contraction {
     let [groups, kh, kw, cg, fg] = conv.filter;
     let ([sh, sw], [dh, dw]) = (conv.strides, conv.dilations);
@@ -207,7 +208,7 @@ fn grouped_conv(
     Contraction {
         a: placeholder_operand(&a.buffer),
         a_offset: (!vector).then(|| a_offset.clone()),
-        a_element: vector.then(|| (String::new(), a.buffer.load_vector(4, &a_offset))),
+        a_element: vector.then(|| (String::new(), load_channels(&a, &a_offset))),
         a_element_vector: vector,
         k_window: nested_k.then_some([kh, kw, cg]),
         a_inside: None,
@@ -415,6 +416,9 @@ impl KernelWriter {
             input_ops,
             &dims,
             if vector { 4 } else { 1 },
+            // 4 neighbouring k from a multiple of 4 (the staging's): `ch`
+            // a multiple of 4 when the channels are.
+            vector.then_some(ch.as_str()),
             &[weight, acc],
             condition,
         )?;
@@ -448,17 +452,28 @@ impl KernelWriter {
         tile_k: i64,
         nested_k: bool,
     ) -> Result<Contraction, CodegenError> {
-        let ((_, a), (_, b), (c_value, c)) = (
+        let ((a_value, a), (_, b), (c_value, c)) = (
             self.operand_view(op, 0, OPERAND)?,
             self.operand_view(op, 1, OPERAND)?,
             self.operand_view(op, 2, OPERAND)?,
         );
+        // A convolution's A reads 4 channels at once from a multiple of 4
+        // (below): one aligned load where the input's view keeps them so.
+        let a_channels_aligned = a.vector_aligned(4, 3, &memref_shape(a_value.r#type()));
+        let load_channels = |a: &MemrefView, offset: &str| {
+            if a_channels_aligned {
+                a.buffer.load_vector_aligned(4, offset)
+            } else {
+                a.buffer.load_vector(4, offset)
+            }
+        };
         if let Some(conv) = crate::ir::grouped_conv::of(op) {
             return Ok(grouped_conv(
                 (a, b, c, key(c_value)),
                 conv,
                 tile_k,
                 nested_k,
+                &load_channels,
             ));
         }
         if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
@@ -480,7 +495,7 @@ impl KernelWriter {
             return Ok(Contraction {
                 a: placeholder_operand(&a.buffer),
                 a_offset: (!vector).then(|| a_offset.clone()),
-                a_element: vector.then(|| (String::new(), a.buffer.load_vector(4, &a_offset))),
+                a_element: vector.then(|| (String::new(), load_channels(&a, &a_offset))),
                 a_element_vector: vector,
                 k_window: nested_k.then(|| k_window(&filter)),
                 a_inside: None,

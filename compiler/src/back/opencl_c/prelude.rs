@@ -145,8 +145,12 @@ pub(super) fn program_prelude<'a>(
     if uses("tcc_round_f16") {
         prelude.push_str(F16_ROUNDING);
     }
-    if uses("TCC_STORE_F16") {
+    if uses("TCC_STORE_F16") || uses("tcc_store_f16_aligned") {
         prelude.push_str(tcc_kernels::buffer::F16_HELPERS);
+    }
+    if uses("tcc_load_f16_aligned") {
+        prelude.push_str(tcc_kernels::buffer::HALF_BITS_HELPERS);
+        prelude.push_str(tcc_kernels::buffer::F16_ALIGNED_LOADS);
     }
     if uses("bf16") {
         prelude.push_str(tcc_kernels::buffer::BF16_HELPERS);

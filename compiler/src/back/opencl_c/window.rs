@@ -11,7 +11,7 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 use tcc_kernels::{
     KernelParameters, WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec,
-    window_kernel,
+    WindowVectorStore, window_kernel,
 };
 
 use super::conv_inputs::channel_vectorizable;
@@ -95,9 +95,22 @@ fn conv_column_steps(op: OperationRef, body: &[OperationRef], kw: i64) -> Option
     undilated.then_some([stride, 1])
 }
 
-/// The `lanes` channels from `indices` (the channel at `channel_dim`) as
-/// a `floatN`: one `vloadN` where they are contiguous, else one load each.
-fn channel_vector(view: &MemrefView, indices: &[String], channel_dim: usize, lanes: u32) -> String {
+/// The `lanes` channels from `indices` (the channel at `channel_dim`, a
+/// multiple of `lanes`: the template's `c`) as a `floatN`: one aligned
+/// vector load where the view keeps such vectors aligned, one `vloadN`
+/// where they are contiguous, else one load each.
+fn channel_vector(
+    view: &MemrefView,
+    extents: &[i64],
+    indices: &[String],
+    channel_dim: usize,
+    lanes: u32,
+) -> String {
+    if view.vector_aligned(lanes, channel_dim, extents) {
+        return view
+            .buffer
+            .load_vector_aligned(lanes, &view.address(indices));
+    }
     if view.strides[channel_dim] == 1 {
         return view.buffer.load_vector(lanes, &view.address(indices));
     }
@@ -119,7 +132,7 @@ impl KernelWriter {
         op: OperationRef,
         lanes: u32,
     ) -> Result<(String, String, Option<[i64; 2]>), CodegenError> {
-        let (_, input) = self.operand_view(op, 0, "window input")?;
+        let (input_value, input) = self.operand_view(op, 0, "window input")?;
         let [sh, sw] = named_pair(op, "strides")?;
         let [dh, dw] = named_pair(op, "dilations")?;
         let indices = [
@@ -129,7 +142,13 @@ impl KernelWriter {
             "c".to_string(),
         ];
         let value = if lanes > 1 {
-            channel_vector(&input, &indices, 3, lanes)
+            channel_vector(
+                &input,
+                &memref_shape(input_value.r#type()),
+                &indices,
+                3,
+                lanes,
+            )
         } else {
             input.load(&indices)
         };
@@ -197,10 +216,18 @@ impl KernelWriter {
         self.indent = 0;
         let reserved = [weight, acc];
         let value = if lanes == 1 {
-            self.conv_input_ops(op, input_ops, &bound("c"), 1, &reserved, None)?;
+            self.conv_input_ops(op, input_ops, &bound("c"), 1, None, &reserved, None)?;
             self.name(op, a_value)?
         } else if channel_vectorizable(input_ops, dims.channel) {
-            self.conv_input_ops(op, input_ops, &bound("c"), lanes, &reserved, None)?;
+            self.conv_input_ops(
+                op,
+                input_ops,
+                &bound("c"),
+                lanes,
+                Some("c"),
+                &reserved,
+                None,
+            )?;
             self.name(op, a_value)?
         } else {
             let mut values = Vec::new();
@@ -210,6 +237,7 @@ impl KernelWriter {
                     input_ops,
                     &bound(&format!("(c + {lane})")),
                     1,
+                    None,
                     &reserved,
                     None,
                 )?;
@@ -269,7 +297,7 @@ impl KernelWriter {
                 indices.push("m".to_string());
             }
             Some(if vector {
-                channel_vector(&filter, &indices, 2, lanes)
+                channel_vector(&filter, &window_shape, &indices, 2, lanes)
             } else {
                 filter.load(&indices)
             })
@@ -290,17 +318,43 @@ impl KernelWriter {
                     at.push("m".into());
                 }
                 WindowInit::Output(if vector {
-                    channel_vector(&output, &at, 3, lanes)
+                    channel_vector(&output, &shape, &at, 3, lanes)
                 } else {
                     output.load(&at)
                 })
             }
         };
         let out_names: Vec<String> = out_dims.iter().map(|d| d.to_string()).collect();
-        let store = match epilogue {
+        let vector_stores = self.window_vector_stores;
+        // The channels `c ..` of a column as one aligned vector store,
+        // where the stored view's channel dimension (the one indexed by
+        // `oc`) keeps them so.
+        let vector_store = |view: &MemrefView,
+                            extents: &[i64],
+                            indices: &[String],
+                            statements: &str,
+                            value: &str|
+         -> Option<WindowVectorStore> {
+            let channel_dim = indices.iter().position(|index| index == "oc")?;
+            if !vector || !vector_stores || !view.vector_aligned(lanes, channel_dim, extents) {
+                return None;
+            }
+            let mut at = indices.to_vec();
+            at[channel_dim] = "c".to_string();
+            Some(WindowVectorStore {
+                value: format!("{statements}stored[l] = {value};\n"),
+                store: view
+                    .buffer
+                    .store_vector_aligned(lanes, "stored_vector", &view.address(&at)),
+            })
+        };
+        let (store, vector_stored) = match epilogue {
             None => {
                 self.mark_written(&output.buffer);
-                output.store("acc_value", &out_names)
+                (
+                    output.store("acc_value", &out_names),
+                    vector_store(&output, &shape, &out_names, "", "acc_value"),
+                )
             }
             Some(generic) => {
                 // The epilogue takes the accumulator as the window's output
@@ -316,9 +370,15 @@ impl KernelWriter {
                 }
                 let (mut statements, value, (view, indices)) =
                     self.translate_generic(generic, Some(output_value), &out_dims)?;
+                let stored_extents = generic
+                    .operand(count - 1)
+                    .map(|v| memref_shape(v.r#type()))
+                    .unwrap_or_default();
+                let vector_stored =
+                    vector_store(&view, &stored_extents, &indices, &statements, &value);
                 statements.push_str(&view.store(&value, &indices));
                 self.mark_written(&view.buffer);
-                statements
+                (statements, vector_stored)
             }
         };
         let geometry = WindowGeometry {
@@ -359,6 +419,7 @@ impl KernelWriter {
             tap,
             init,
             store,
+            vector_store: vector_stored,
             rolled_rows: self.window_rows_rolled,
         })
     }

@@ -234,6 +234,9 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     let window_rows_rolled = target.as_ref().is_some_and(|t| {
         crate::config::targets::family(t).is_ok_and(|family| family.window_rows_rolled())
     });
+    let window_vector_stores = target.as_ref().is_some_and(|t| {
+        crate::config::targets::family(t).is_ok_and(|family| family.window_vector_stores())
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
@@ -244,6 +247,7 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
             select_min_max,
             polynomial_exp,
             window_rows_rolled,
+            window_vector_stores,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -376,6 +380,26 @@ impl MemrefView {
     pub(super) fn store(&self, value: &str, indices: &[String]) -> String {
         self.buffer.store(value, &self.address(indices))
     }
+
+    /// Whether `lanes` elements along `lane_dim` (contiguous) start at a
+    /// multiple of `lanes` elements from the buffer's start wherever the
+    /// index of `lane_dim` is a multiple of `lanes`, whatever the other
+    /// indices: the offset and every other stride are multiples of
+    /// `lanes` (static ones; a symbolic stride proves nothing). Such a
+    /// vector may be read with [`tcc_kernels::Buffer::load_vector_aligned`].
+    /// A dimension of extent 1 in `extents` (the view's shape, where
+    /// known) is only ever indexed by 0, whatever its stride.
+    pub(super) fn vector_aligned(&self, lanes: u32, lane_dim: usize, extents: &[i64]) -> bool {
+        let lanes = i64::from(lanes);
+        !self.has_dynamic_strides()
+            && self.strides.get(lane_dim) == Some(&1)
+            && self.offset % lanes == 0
+            && self.strides.iter().enumerate().all(|(dim, stride)| {
+                dim == lane_dim
+                    || extents.get(dim) == Some(&1)
+                    || (*stride >= 0 && stride % lanes == 0)
+            })
+    }
 }
 
 #[derive(Default)]
@@ -410,6 +434,9 @@ pub(super) struct KernelWriter {
     pub(super) polynomial_exp: bool,
     /// Window kernels keep their row loop rolled (`WindowSpec::rolled_rows`).
     pub(super) window_rows_rolled: bool,
+    /// Window kernels store a column's channels as one vector where they
+    /// can (`WindowSpec::vector_store`).
+    pub(super) window_vector_stores: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {
