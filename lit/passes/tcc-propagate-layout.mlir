@@ -278,3 +278,101 @@ func.func @squeeze_excitation(%x: tensor<1x4x4x8xf32>, %w1: tensor<8x1x1x8xf32>,
   %out = tosa.conv2d %back, %w2, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x8xf32>
   return %out : tensor<1x4x4x8xf32>
 }
+
+// -----
+
+// A row permutation of a matmul's left operand (sequence-major tokens:
+// [B, S, E] -> [S, B, E]) whose product is transposed back: the matmul
+// multiplies the rows in their source order and both transposes vanish.
+// CHECK-LABEL: func.func @rows_permuted_around_matmul
+// CHECK-SAME: (%[[X:.*]]: tensor<2x5x16xf32>, %[[W:.*]]: tensor<1x16x8xf32>)
+// CHECK-NOT: tosa.transpose
+// CHECK: %[[R:.*]] = tosa.reshape %[[X]], %{{.*}} : (tensor<2x5x16xf32>, !tosa.shape<3>) -> tensor<1x10x16xf32>
+// CHECK: %[[M:.*]] = tosa.matmul %[[R]], %[[W]]
+// CHECK: %[[Y:.*]] = tosa.reshape %[[M]], %{{.*}} : (tensor<1x10x8xf32>, !tosa.shape<3>) -> tensor<2x5x8xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: return %[[Y]]
+func.func @rows_permuted_around_matmul(%x: tensor<2x5x16xf32>, %w: tensor<1x16x8xf32>) -> tensor<2x5x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %rows = tosa.const_shape {values = dense<[1, 10, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %seq = tosa.const_shape {values = dense<[5, 2, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %t = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<2x5x16xf32>) -> tensor<5x2x16xf32>
+  %r = tosa.reshape %t, %rows : (tensor<5x2x16xf32>, !tosa.shape<3>) -> tensor<1x10x16xf32>
+  %m = tosa.matmul %r, %w, %zp, %zp : (tensor<1x10x16xf32>, tensor<1x16x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x10x8xf32>
+  %p = tosa.reshape %m, %seq : (tensor<1x10x8xf32>, !tosa.shape<3>) -> tensor<5x2x8xf32>
+  %y = tosa.transpose %p {perms = array<i32: 1, 0, 2>} : (tensor<5x2x8xf32>) -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// -----
+
+// A fused projection split in thirds along a dimension of its own
+// ([S, B, 3, E]), each third's heads split and transposed to [B*H, S, D]
+// and viewed as [B, H, S, D]: each third is a slice of the projection's
+// columns, and its chain of reshapes and transposes one transpose.
+// CHECK-LABEL: func.func @split_heads
+// CHECK-SAME: (%[[QKV:.*]]: tensor<1x10x48xf32>)
+// CHECK-DAG: %[[START:.*]] = tosa.const_shape {values = dense<[0, 0, 16]> : tensor<3xindex>}
+// CHECK-DAG: %[[SIZE:.*]] = tosa.const_shape {values = dense<[1, 10, 16]> : tensor<3xindex>}
+// CHECK: %[[K:.*]] = tosa.slice %[[QKV]], %[[START]], %[[SIZE]] : (tensor<1x10x48xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x10x16xf32>
+// CHECK: %[[SBHD:.*]] = tosa.reshape %[[K]], %{{.*}} -> tensor<5x2x2x8xf32>
+// CHECK: %[[BHSD:.*]] = tosa.transpose %[[SBHD]] {perms = array<i32: 1, 2, 0, 3>}
+// CHECK: return %[[BHSD]]
+func.func @split_heads(%qkv: tensor<1x10x48xf32>) -> tensor<2x2x5x8xf32> {
+  %thirds = tosa.const_shape {values = dense<[5, 2, 3, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %start = tosa.const_shape {values = dense<[0, 0, 1, 0]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %size = tosa.const_shape {values = dense<[5, 2, 1, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %heads = tosa.const_shape {values = dense<[5, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %bhsd = tosa.const_shape {values = dense<[2, 2, 5, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %r = tosa.reshape %qkv, %thirds : (tensor<1x10x48xf32>, !tosa.shape<4>) -> tensor<5x2x3x16xf32>
+  %k = tosa.slice %r, %start, %size : (tensor<5x2x3x16xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<5x2x1x16xf32>
+  %h = tosa.reshape %k, %heads : (tensor<5x2x1x16xf32>, !tosa.shape<3>) -> tensor<5x4x8xf32>
+  %t = tosa.transpose %h {perms = array<i32: 1, 0, 2>} : (tensor<5x4x8xf32>) -> tensor<4x5x8xf32>
+  %y = tosa.reshape %t, %bhsd : (tensor<4x5x8xf32>, !tosa.shape<4>) -> tensor<2x2x5x8xf32>
+  return %y : tensor<2x2x5x8xf32>
+}
+
+// -----
+
+// The attention's output permuted (2, 0, 1, 3) to [S, B, H, D] for the
+// output projection: the heads move next to the head dimension first (a
+// transpose the attention kernel writes through strides), the rest is a
+// row permutation that moves past the matmul and cancels there.
+// CHECK-LABEL: func.func @attention_output_rows
+// CHECK: %[[A:.*]] = tcc.attention
+// CHECK: %[[BSHD:.*]] = tosa.transpose %[[A]] {perms = array<i32: 0, 2, 1, 3>} : (tensor<2x2x5x8xf32>) -> tensor<2x5x2x8xf32>
+// CHECK: %[[ROWS:.*]] = tosa.reshape %[[BSHD]], %{{.*}} -> tensor<1x10x16xf32>
+// CHECK: %[[M:.*]] = tosa.matmul %[[ROWS]]
+// CHECK: %[[Y:.*]] = tosa.reshape %[[M]], %{{.*}} -> tensor<2x5x16xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: return %[[Y]]
+func.func @attention_output_rows(%q: tensor<2x2x5x8xf32>, %k: tensor<2x2x5x8xf32>, %v: tensor<2x2x5x8xf32>, %w: tensor<1x16x16xf32>) -> tensor<2x5x16xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %rows = tosa.const_shape {values = dense<[1, 10, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %seq = tosa.const_shape {values = dense<[5, 2, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %a = tcc.attention %q, %k, %v scale = 0.353553385 : tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32> -> tensor<2x2x5x8xf32>
+  %t = tosa.transpose %a {perms = array<i32: 2, 0, 1, 3>} : (tensor<2x2x5x8xf32>) -> tensor<5x2x2x8xf32>
+  %r = tosa.reshape %t, %rows : (tensor<5x2x2x8xf32>, !tosa.shape<3>) -> tensor<1x10x16xf32>
+  %m = tosa.matmul %r, %w, %zp, %zp : (tensor<1x10x16xf32>, tensor<1x16x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x10x16xf32>
+  %p = tosa.reshape %m, %seq : (tensor<1x10x16xf32>, !tosa.shape<3>) -> tensor<5x2x16xf32>
+  %y = tosa.transpose %p {perms = array<i32: 1, 0, 2>} : (tensor<5x2x16xf32>) -> tensor<2x5x16xf32>
+  return %y : tensor<2x5x16xf32>
+}
+
+// -----
+
+// Near miss: the contracted dimension is not the source's last, and the
+// source is no attention: the transpose stays before the matmul.
+// CHECK-LABEL: func.func @contracted_dimension_moves
+// CHECK-SAME: (%[[X:.*]]: tensor<2x16x5xf32>
+// CHECK: %[[T:.*]] = tosa.transpose %[[X]] {perms = array<i32: 2, 0, 1>}
+// CHECK: %[[R:.*]] = tosa.reshape %[[T]]
+// CHECK: tosa.matmul %[[R]]
+func.func @contracted_dimension_moves(%x: tensor<2x16x5xf32>, %w: tensor<1x16x8xf32>) -> tensor<1x10x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %rows = tosa.const_shape {values = dense<[1, 10, 16]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %t = tosa.transpose %x {perms = array<i32: 2, 0, 1>} : (tensor<2x16x5xf32>) -> tensor<5x2x16xf32>
+  %r = tosa.reshape %t, %rows : (tensor<5x2x16xf32>, !tosa.shape<3>) -> tensor<1x10x16xf32>
+  %m = tosa.matmul %r, %w, %zp, %zp : (tensor<1x10x16xf32>, tensor<1x16x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x10x8xf32>
+  return %m : tensor<1x10x8xf32>
+}

@@ -16,10 +16,19 @@
 //! layout-sensitive op without a channels-last form (a reshape that splits
 //! channels, say) needs one.
 //!
-//! Runs on each function until nothing changes: each sweep sinks, then
-//! composes transposes of transposes and folds transposes of constants
-//! (so that operands meeting at an op agree again), then turns unit-dim
-//! transposes into reshapes.
+//! Sequence-major attention blocks (`nn.MultiheadAttention`: tokens as
+//! `[S, B, E]`) add two more kinds: a chain of reshapes and transposes is
+//! collapsed into one reshape, one transpose and one reshape (the head
+//! split of Q, K and V becomes the transpose the attention kernel reads
+//! through strides), and a matmul whose rows arrive permuted multiplies
+//! them in their source order and permutes its product instead (where the
+//! permutation then cancels against the one after the projection).
+//!
+//! Runs on each function until nothing changes: each sweep moves row
+//! permutations past matmuls, sinks, then composes transposes of
+//! transposes and folds transposes of constants (so that operands meeting
+//! at an op agree again), collapses chains of reshapes and transposes,
+//! then turns unit-dim transposes into reshapes.
 
 use melior::Context;
 use melior::ir::operation::OperationRef;
@@ -28,7 +37,8 @@ use super::pass::{NoOptions, PassResult, Root, TccPass};
 use crate::ir::util::{body_ops, ops_named};
 use crate::patterns::fold_constants::fold;
 use crate::patterns::propagate_layout::{
-    compose_transposes, sink_cluster, sink_transposes, transpose_to_reshape,
+    collapse_view_chains, compose_transposes, sink_cluster, sink_row_permutations, sink_transposes,
+    slice_before_split, transpose_to_reshape,
 };
 
 pub struct PropagateLayout;
@@ -55,6 +65,9 @@ impl TccPass for PropagateLayout {
                     changed |= fold(context, op)?;
                 }
                 for op in body_ops(function) {
+                    changed |= sink_row_permutations(context, op)?;
+                }
+                for op in body_ops(function) {
                     changed |= sink_transposes(context, op)?;
                 }
                 if !changed {
@@ -70,6 +83,13 @@ impl TccPass for PropagateLayout {
                 }
                 for op in body_ops(function) {
                     changed |= compose_transposes(context, op)?;
+                }
+                erase_dead_views(function);
+                for op in body_ops(function) {
+                    changed |= slice_before_split(context, op)?;
+                }
+                for op in body_ops(function) {
+                    changed |= collapse_view_chains(context, op)?;
                 }
                 for op in body_ops(function) {
                     changed |= transpose_to_reshape(context, op)?;

@@ -19,7 +19,9 @@
 //!
 //! Here: the op-by-op sinking; [`cluster`] sinks a whole cluster of
 //! layout-agnostic ops at once; [`compose`] composes transposes, turns
-//! unit-dimension transposes into reshapes and sinks through reshapes.
+//! unit-dimension transposes into reshapes and sinks through reshapes;
+//! [`chain`] collapses chains of reshapes and transposes and moves a
+//! permutation of a matmul's rows after it.
 
 use melior::Context;
 use melior::ir::attribute::{AttributeLike, IntegerAttribute};
@@ -32,9 +34,11 @@ use crate::ir::tosa_builder::TosaBuilder;
 
 use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
 
+mod chain;
 mod cluster;
 mod compose;
 
+pub use chain::{collapse_view_chains, sink_row_permutations, slice_before_split};
 pub use cluster::sink_cluster;
 use compose::sink_through_reshape;
 pub use compose::{compose_transposes, transpose_to_reshape};
