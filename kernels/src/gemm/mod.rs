@@ -346,6 +346,19 @@ impl ConvImage {
     }
 }
 
+/// A GEMM epilogue that stores four neighbouring columns at once
+/// ([`GemmSpec::vector_store`]).
+#[derive(Clone, Debug)]
+pub struct GemmVectorStore {
+    /// C statements computing, with `acc_value`, `b`, `i`, `j` in scope,
+    /// the float to store at (`i`, `j`); they end by assigning it to
+    /// `stored[l]`.
+    pub value: String,
+    /// The C statement storing the `float4` `stored_vector` at (`i`, `j`),
+    /// `j` its first column.
+    pub store: String,
+}
+
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct GemmSpec {
@@ -412,6 +425,11 @@ pub struct GemmSpec {
     /// C statements run per output element with `acc` (float), `b`, `i`,
     /// `j` (tcc_index) in scope; they must store the result themselves.
     pub store: String,
+    /// Where C's columns `j .. j + 4` (from a multiple of 4) are one
+    /// aligned vector in every row: the epilogue as a value per element
+    /// and one store of the four (the FP16/BF16 `wgmma` body's staged
+    /// epilogue takes it; the other bodies run `store`).
+    pub vector_store: Option<GemmVectorStore>,
     /// With `split_k > 1`: the buffers of the workspace (`float*`, at least
     /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
     /// counters (`uint*`, zero before the first launch).

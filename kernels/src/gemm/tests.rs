@@ -50,6 +50,7 @@ pub(crate) fn spec(config: GemmConfig) -> GemmSpec {
         init_statements: String::new(),
         init: "0.0f".into(),
         store: "a0[i * 50 + j] = acc_value;".into(),
+        vector_store: None,
         split_k_scratch: None,
         tensor_map_slots: None,
         dynamic_local: false,

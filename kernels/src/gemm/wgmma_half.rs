@@ -514,6 +514,53 @@ impl WgmmaHalf {
   barrier(CLK_LOCAL_MEM_FENCE);",
             acc_n = columns / 4,
         );
+        if spec.a_image.is_none()
+            && let Some(vector_store) = &spec.vector_store
+            && columns % 4 == 0
+        {
+            // Four neighbouring columns a work-item: one 16-byte read of
+            // the staged tile and one store of the four outputs (8 bytes
+            // in half) where the scalar walk issued four of each.
+            let _ = writeln!(
+                out,
+                "  #pragma unroll 4
+  for (int pass = 0; pass < {passes}; ++pass) {{
+    const int e = (pass * {THREADS} + tid) * 4;
+    const int r = e / {columns}, c = e % {columns};
+    const float4 staged4 = *(__local const float4*)(staged_tile + r * {pitch} + c);
+    const tcc_index i = row0 + r;
+    const tcc_index j0 = col0 + c;
+    if (i < {m} && j0 < {n}) {{
+      const float staged_lanes[4] = {{staged4.x, staged4.y, staged4.z, staged4.w}};
+      float stored[4];
+      #pragma unroll
+      for (int l = 0; l < 4; ++l) {{
+      const float staged = staged_lanes[l];
+      const tcc_index j = j0 + l;",
+                passes = ROWS * columns / THREADS / 4,
+                m = s.m,
+                n = s.n,
+            );
+            for line in spec.init_statements.lines() {
+                let _ = writeln!(out, "      {line}");
+            }
+            let _ = writeln!(out, "      const float acc_init = {};", spec.init);
+            let _ = writeln!(out, "      const float acc_value = acc_init + staged;");
+            for line in vector_store.value.lines() {
+                let _ = writeln!(out, "      {line}");
+            }
+            let _ = writeln!(
+                out,
+                "      }}
+      const tcc_index j = j0;
+      const float4 stored_vector = (float4)(stored[0], stored[1], stored[2], stored[3]);"
+            );
+            for line in vector_store.store.lines() {
+                let _ = writeln!(out, "      {line}");
+            }
+            let _ = writeln!(out, "    }}\n  }}\n}}");
+            return;
+        }
         if spec.a_image.is_none() {
             // A matmul's rows are plain strides: the whole work-group on a
             // row (or two) at a time, eight passes in flight. BERT-base's

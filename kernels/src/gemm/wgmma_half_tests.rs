@@ -653,3 +653,35 @@ fn only_small_matmuls_take_column_tails() {
     assert!(with(128, 3000, 768, 64));
     assert!(!with(128, 3000, 768, 128));
 }
+
+#[test]
+fn a_vector_store_epilogue_takes_four_columns_a_work_item() {
+    let mut spec = half_spec(TensorCores::Fp16);
+    spec.vector_store = Some(crate::GemmVectorStore {
+        value: "const float v = acc_value + 1.0f;\nstored[l] = v;\n".into(),
+        store: "*(__global float4*)(a0 + i * 512 + j) = stored_vector;".into(),
+    });
+    let text = gemm_kernel(&spec).unwrap();
+    let mma = text
+        .find("#elif defined(TCC_PTX)\n")
+        .expect("mma.sync body");
+    let body = &text[..mma];
+    // 128 x 256 tile: 32 passes of 256 work-items x 4 columns, one 16-byte
+    // read of the staged tile each, the epilogue per column, one store.
+    assert_contains(
+        body,
+        &[
+            "for (int pass = 0; pass < 32; ++pass) {",
+            "const int e = (pass * 256 + tid) * 4;",
+            "const float4 staged4 = *(__local const float4*)(staged_tile + r * 264 + c);",
+            "if (i < 512 && j0 < 512) {",
+            "const tcc_index j = j0 + l;",
+            "stored[l] = v;",
+            "const float4 stored_vector = (float4)(stored[0], stored[1], stored[2], stored[3]);",
+            "*(__global float4*)(a0 + i * 512 + j) = stored_vector;",
+        ],
+    );
+    assert!(!body.contains("a0[i * 512 + j] = acc_value;"), "{body}");
+    // The other bodies keep the per-element store.
+    assert!(text[mma..].contains("a0[i * 512 + j] = acc_value;"));
+}

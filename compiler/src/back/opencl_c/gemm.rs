@@ -7,8 +7,8 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{
-    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, Storage, TensorCores,
-    gemm::ConvImage, gemm_kernel,
+    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, GemmVectorStore, KernelParameters,
+    Storage, TensorCores, gemm::ConvImage, gemm_kernel,
 };
 
 use super::conv_inputs::channel_vectorizable;
@@ -685,22 +685,57 @@ impl KernelWriter {
             }
             _ => (String::new(), contraction.c.load(&contraction.dims)),
         };
-        let store = match epilogue {
+        // Four neighbouring columns stored at once where the stored
+        // view keeps them one aligned vector (the column index `j` runs
+        // from a multiple of 4 there).
+        let vector_store = |view: &MemrefView,
+                            extents: &[i64],
+                            indices: &[String],
+                            statements: &str,
+                            value: &str|
+         -> Option<GemmVectorStore> {
+            let lane = indices.iter().position(|index| index == "j")?;
+            view.vector_aligned(4, lane, extents)
+                .then(|| GemmVectorStore {
+                    value: format!("{statements}stored[l] = {value};\n"),
+                    store: view.buffer.store_vector_aligned(
+                        4,
+                        "stored_vector",
+                        &view.address(indices),
+                    ),
+                })
+        };
+        let c_value = contraction_op
+            .operand(contraction_op.operand_count() - 1)
+            .at(&contraction_op)?;
+        let (store, vector_store) = match epilogue {
             None => {
                 self.mark_written(&contraction.c.buffer);
-                contraction.c.store("acc_value", &contraction.dims)
+                (
+                    contraction.c.store("acc_value", &contraction.dims),
+                    vector_store(
+                        &contraction.c,
+                        &memref_shape(c_value.r#type()),
+                        &contraction.dims,
+                        "",
+                        "acc_value",
+                    ),
+                )
             }
             Some(generic) => {
-                let c_value = contraction_op
-                    .operand(contraction_op.operand_count() - 1)
-                    .at(&contraction_op)?;
                 let (mut statements, value, output) =
                     self.translate_generic(generic, Some(c_value), &dims)?;
                 let (view, indices) = output;
+                let stored_extents = generic
+                    .operand(generic.operand_count() - 1)
+                    .map(|v| memref_shape(v.r#type()))
+                    .unwrap_or_default();
+                let vector_stored =
+                    vector_store(&view, &stored_extents, &indices, &statements, &value);
                 statements.push_str(&view.store(&value, &indices));
                 statements.push('\n');
                 self.mark_written(&view.buffer);
-                statements
+                (statements, vector_stored)
             }
         };
         let m_extent = self.m_extent(contraction_op)?;
@@ -724,6 +759,7 @@ impl KernelWriter {
             init_statements,
             init,
             store,
+            vector_store,
             split_k_scratch,
             tensor_map_slots,
             // int8 weights: an int8 GEMM (`tcc-quantize-int8`), whatever
