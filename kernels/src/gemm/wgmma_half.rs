@@ -541,14 +541,7 @@ impl WgmmaHalf {
                 m = s.m,
                 n = s.n,
             );
-            for line in spec.init_statements.lines() {
-                let _ = writeln!(out, "      {line}");
-            }
-            let _ = writeln!(out, "      const float acc_init = {};", spec.init);
-            let _ = writeln!(out, "      const float acc_value = acc_init + staged;");
-            for line in vector_store.value.lines() {
-                let _ = writeln!(out, "      {line}");
-            }
+            epilogue_body(out, spec, &vector_store.value);
             let _ = writeln!(
                 out,
                 "      }}
@@ -580,7 +573,7 @@ impl WgmmaHalf {
                 m = s.m,
                 n = s.n,
             );
-            epilogue_body(out, spec);
+            epilogue_body(out, spec, &spec.store);
             let _ = writeln!(out, "    }}\n  }}\n}}");
             return;
         }
@@ -605,7 +598,7 @@ impl WgmmaHalf {
             m = s.m,
             n = s.n,
         );
-        epilogue_body(out, spec);
+        epilogue_body(out, spec, &spec.store);
         let _ = writeln!(out, "    }}\n    }}\n  }}\n}}");
     }
 
@@ -885,14 +878,15 @@ fn wgmma_half_instruction(
 }
 
 /// The kernel's per-element epilogue on the staged accumulator `staged`
-/// of element (`i`, `j`).
-fn epilogue_body(out: &mut String, spec: &GemmSpec) {
+/// of element (`i`, `j`): the accumulator's start, then `tail` (the
+/// store, or a vector store's value).
+fn epilogue_body(out: &mut String, spec: &GemmSpec, tail: &str) {
     for line in spec.init_statements.lines() {
         let _ = writeln!(out, "      {line}");
     }
     let _ = writeln!(out, "      const float acc_init = {};", spec.init);
     let _ = writeln!(out, "      const float acc_value = acc_init + staged;");
-    for line in spec.store.lines() {
+    for line in tail.lines() {
         let _ = writeln!(out, "      {line}");
     }
 }

@@ -166,7 +166,7 @@ struct Canonical {
 }
 
 impl Canonical {
-    fn of(chain: &ViewChain) -> Self {
+    fn of(chain: &ViewChain, source: &[i64]) -> Self {
         let mut dim_of = vec![0; chain.sizes.len()];
         for (d, atoms) in chain.result.iter().enumerate() {
             for &a in atoms {
@@ -191,10 +191,20 @@ impl Canonical {
         let size = |block: &Vec<usize>| block.iter().map(|&a| chain.sizes[a]).product::<i64>();
         let mut by_result: Vec<usize> = (0..blocks.len()).collect();
         by_result.sort_by_key(|&b| position(blocks[b][0]));
+        // Leading unit dimensions that the source and the result share stay
+        // in front (a batch of 1): the form a channel shuffle's recognizer
+        // (`tcc-merge-grouped-convs`) and the attention's operands expect.
+        let leading = |shape: &[i64]| shape.iter().take_while(|&&d| d == 1).count();
+        let units = leading(source).min(leading(&chain.result_shape));
+        let ones = std::iter::repeat_n(1i64, units);
         Canonical {
-            blocks: blocks.iter().map(size).collect(),
-            transposed: by_result.iter().map(|&b| size(&blocks[b])).collect(),
-            perm: by_result,
+            blocks: ones.clone().chain(blocks.iter().map(size)).collect(),
+            transposed: ones
+                .chain(by_result.iter().map(|&b| size(&blocks[b])))
+                .collect(),
+            perm: (0..units)
+                .chain(by_result.iter().map(|&b| b + units))
+                .collect(),
         }
     }
 
@@ -241,9 +251,7 @@ impl Canonical {
 
 /// Replaces the chain of reshapes and transposes ending at `op` by its
 /// canonical form where that has fewer transposes, or as many and fewer
-/// ops, or as many of each but ends in its transpose (so that the
-/// transpose meets the ops after it: a slice, an elementwise op, another
-/// transpose). Returns whether it rewrote.
+/// ops. Returns whether it rewrote.
 pub fn collapse_view_chains<'c>(
     context: &'c Context,
     op: OperationRef<'c, 'c>,
@@ -266,19 +274,14 @@ pub fn collapse_view_chains<'c>(
     if chain.ops < 2 {
         return Ok(false);
     }
-    let form = Canonical::of(&chain);
     let Some(source) = StaticTensor::of(chain.source.r#type()) else {
         return Ok(false);
     };
+    let form = Canonical::of(&chain, &source.shape);
     let ops = form.ops(&source.shape, &chain.result_shape);
     let transposes = usize::from(form.transposes());
-    let ends_in_transpose = form.transposes() && form.transposed == chain.result_shape;
-    let better = transposes < chain.transposes
-        || (transposes == chain.transposes && ops < chain.ops)
-        || (transposes == chain.transposes
-            && ops == chain.ops
-            && ends_in_transpose
-            && transpose_perm(op).is_none());
+    let better =
+        transposes < chain.transposes || (transposes == chain.transposes && ops < chain.ops);
     if !better {
         return Ok(false);
     }
