@@ -314,7 +314,9 @@ pub fn sink_row_permutations<'c>(
         return Ok(false);
     };
     let (m, k) = (*m, *k);
-    let n = product_type.shape[2];
+    let Some(&n) = product_type.shape.get(2) else {
+        return Ok(false);
+    };
     let Some(k_atoms) = chain.result.last().filter(|atoms| !atoms.is_empty()) else {
         return Ok(false);
     };
