@@ -210,6 +210,21 @@ inline float8 tcc_load_f16_aligned8(__global const half* p) { return vload_half8
 inline float16 tcc_load_f16_aligned16(__global const half* p) { return (float16)(tcc_load_f16_aligned8(p), tcc_load_f16_aligned8(p + 8)); }
 ";
 
+/// An epilogue that stores a vector of neighbouring outputs at once (a
+/// window column's channels, four columns of a GEMM tile): each lane's
+/// value computed on its own (the epilogue's scalar arithmetic), then one
+/// store ([`Buffer::store_vector_aligned`]).
+#[derive(Clone, Debug)]
+pub struct VectorStore {
+    /// C statements computing one lane's float to store, from
+    /// `acc_value` and the lane's indices; they end by assigning it to
+    /// `stored[l]`.
+    pub value: String,
+    /// The C statement storing the `floatN` `stored_vector` at the first
+    /// lane's indices.
+    pub store: String,
+}
+
 impl fmt::Display for Buffer {
     /// The buffer's C name (its pointer).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

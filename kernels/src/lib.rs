@@ -26,15 +26,12 @@ pub use address::Address;
 pub use attention::{
     AttentionOperand, AttentionShape, AttentionSpec, attention_kernel, attention_launch,
 };
-pub use buffer::{Access, Buffer, KernelParameter, KernelParameters, Storage};
-pub use gemm::{
-    GemmConfig, GemmOperand, GemmShape, GemmSpec, GemmVectorStore, TensorCores, gemm_kernel,
-};
+pub use buffer::{Access, Buffer, KernelParameter, KernelParameters, Storage, VectorStore};
+pub use gemm::{GemmConfig, GemmOperand, GemmShape, GemmSpec, TensorCores, gemm_kernel};
 pub use layer_norm::{LayerNormSpec, layer_norm_kernel};
 pub use reduce::{RowReduceSpec, row_reduce_kernel};
 pub use row::{RowKernel, RowLength, RowOperand};
 pub use softmax::{SoftmaxSpec, softmax_kernel};
 pub use window::{
-    WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec, WindowVectorStore,
-    window_kernel,
+    WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec, window_kernel,
 };

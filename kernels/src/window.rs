@@ -141,7 +141,7 @@ pub struct WindowSpec {
     /// `c ..` are one aligned vector: the output stored as that vector
     /// (one store instruction per column instead of one per channel)
     /// instead of by `store`.
-    pub vector_store: Option<WindowVectorStore>,
+    pub vector_store: Option<crate::VectorStore>,
     /// Whether the loop over the window's rows stays a loop (`#pragma
     /// unroll 1`) instead of being unrolled. Unrolled, a 7x7 window's
     /// block is one straight run of 7 x (7 taps + 10 input columns) loads
@@ -152,20 +152,6 @@ pub struct WindowSpec {
     /// spill, 31 us; docs/benchmarks.md). The target decides
     /// (`TargetConfig::window_rows_rolled` in tcc-compiler).
     pub rolled_rows: bool,
-}
-
-/// How a window kernel stores its `vector` channels of a column as one
-/// vector: each channel's value computed on its own (the epilogue's
-/// scalar arithmetic), then one store.
-#[derive(Clone, Debug)]
-pub struct WindowVectorStore {
-    /// C statements computing, from the float `acc_value` at output `n`,
-    /// `oy`, `ox`, channel `oc`, the float value to store: they end by
-    /// assigning it to `stored[l]`.
-    pub value: String,
-    /// The C statement storing the `floatN` `stored_vector` at output
-    /// `n`, `oy`, `ox`, channels `c ..`.
-    pub store: String,
 }
 
 /// Where a window kernel's accumulators start.
@@ -435,7 +421,7 @@ mod tests {
     #[test]
     fn a_vector_store_stores_each_column_once() {
         let mut spec = spec(CONFIG, GEOMETRY, WindowCombine::MulAdd);
-        spec.vector_store = Some(WindowVectorStore {
+        spec.vector_store = Some(crate::VectorStore {
             value: "const float v = acc_value + 1.0f;\nstored[l] = v;\n".into(),
             store:
                 "*(__global float4*)(a2 + ((n * 112 + oy) * 112 + ox) * 16 + c) = stored_vector;"

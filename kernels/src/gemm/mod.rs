@@ -346,19 +346,6 @@ impl ConvImage {
     }
 }
 
-/// A GEMM epilogue that stores four neighbouring columns at once
-/// ([`GemmSpec::vector_store`]).
-#[derive(Clone, Debug)]
-pub struct GemmVectorStore {
-    /// C statements computing, with `acc_value`, `b`, `i`, `j` in scope,
-    /// the float to store at (`i`, `j`); they end by assigning it to
-    /// `stored[l]`.
-    pub value: String,
-    /// The C statement storing the `float4` `stored_vector` at (`i`, `j`),
-    /// `j` its first column.
-    pub store: String,
-}
-
 /// Everything one instantiation needs.
 #[derive(Clone, Debug)]
 pub struct GemmSpec {
@@ -429,7 +416,7 @@ pub struct GemmSpec {
     /// aligned vector in every row: the epilogue as a value per element
     /// and one store of the four (the FP16/BF16 `wgmma` body's staged
     /// epilogue takes it; the other bodies run `store`).
-    pub vector_store: Option<GemmVectorStore>,
+    pub vector_store: Option<crate::VectorStore>,
     /// With `split_k > 1`: the buffers of the workspace (`float*`, at least
     /// [`GemmConfig::split_k_scratch`]'s floats) and of the per-tile
     /// counters (`uint*`, zero before the first launch).

@@ -657,7 +657,7 @@ fn only_small_matmuls_take_column_tails() {
 #[test]
 fn a_vector_store_epilogue_takes_four_columns_a_work_item() {
     let mut spec = half_spec(TensorCores::Fp16);
-    spec.vector_store = Some(crate::GemmVectorStore {
+    spec.vector_store = Some(crate::VectorStore {
         value: "const float v = acc_value + 1.0f;\nstored[l] = v;\n".into(),
         store: "*(__global float4*)(a0 + i * 512 + j) = stored_vector;".into(),
     });

@@ -7,8 +7,8 @@
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, TypeLike, Value, ValueLike};
 use tcc_kernels::{
-    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, GemmVectorStore, KernelParameters,
-    Storage, TensorCores, gemm::ConvImage, gemm_kernel,
+    Buffer, GemmConfig, GemmOperand, GemmShape, GemmSpec, KernelParameters, Storage, TensorCores,
+    gemm::ConvImage, gemm_kernel,
 };
 
 use super::conv_inputs::channel_vectorizable;
@@ -685,26 +685,13 @@ impl KernelWriter {
             }
             _ => (String::new(), contraction.c.load(&contraction.dims)),
         };
-        // Four neighbouring columns stored at once where the stored
-        // view keeps them one aligned vector (the column index `j` runs
-        // from a multiple of 4 there).
-        let vector_store = |view: &MemrefView,
-                            extents: &[i64],
-                            indices: &[String],
-                            statements: &str,
-                            value: &str|
-         -> Option<GemmVectorStore> {
-            let lane = indices.iter().position(|index| index == "j")?;
-            view.vector_aligned(4, lane, extents)
-                .then(|| GemmVectorStore {
-                    value: format!("{statements}stored[l] = {value};\n"),
-                    store: view.buffer.store_vector_aligned(
-                        4,
-                        "stored_vector",
-                        &view.address(indices),
-                    ),
-                })
-        };
+        // Four neighbouring columns stored at once where the stored view
+        // keeps them one aligned vector (the template's `j` runs from a
+        // multiple of 4 there).
+        let vector_store =
+            |view: &MemrefView, extents: &[i64], indices: &[String], epilogue: (&str, &str)| {
+                view.vector_store(4, extents, indices, ("j", "j"), epilogue)
+            };
         let c_value = contraction_op
             .operand(contraction_op.operand_count() - 1)
             .at(&contraction_op)?;
@@ -717,8 +704,7 @@ impl KernelWriter {
                         &contraction.c,
                         &memref_shape(c_value.r#type()),
                         &contraction.dims,
-                        "",
-                        "acc_value",
+                        ("", "acc_value"),
                     ),
                 )
             }
@@ -731,7 +717,7 @@ impl KernelWriter {
                     .map(|v| memref_shape(v.r#type()))
                     .unwrap_or_default();
                 let vector_stored =
-                    vector_store(&view, &stored_extents, &indices, &statements, &value);
+                    vector_store(&view, &stored_extents, &indices, (&statements, &value));
                 statements.push_str(&view.store(&value, &indices));
                 statements.push('\n');
                 self.mark_written(&view.buffer);

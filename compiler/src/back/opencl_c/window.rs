@@ -11,7 +11,7 @@ use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 use tcc_kernels::{
     KernelParameters, WindowCombine, WindowConfig, WindowGeometry, WindowInit, WindowSpec,
-    WindowVectorStore, window_kernel,
+    window_kernel,
 };
 
 use super::conv_inputs::channel_vectorizable;
@@ -325,35 +325,21 @@ impl KernelWriter {
             }
         };
         let out_names: Vec<String> = out_dims.iter().map(|d| d.to_string()).collect();
-        let vector_stores = self.window_vector_stores;
-        // The channels `c ..` of a column as one aligned vector store,
-        // where the stored view's channel dimension (the one indexed by
-        // `oc`) keeps them so.
-        let vector_store = |view: &MemrefView,
-                            extents: &[i64],
-                            indices: &[String],
-                            statements: &str,
-                            value: &str|
-         -> Option<WindowVectorStore> {
-            let channel_dim = indices.iter().position(|index| index == "oc")?;
-            if !vector || !vector_stores || !view.vector_aligned(lanes, channel_dim, extents) {
-                return None;
-            }
-            let mut at = indices.to_vec();
-            at[channel_dim] = "c".to_string();
-            Some(WindowVectorStore {
-                value: format!("{statements}stored[l] = {value};\n"),
-                store: view
-                    .buffer
-                    .store_vector_aligned(lanes, "stored_vector", &view.address(&at)),
-            })
-        };
+        // The channels `c ..` of a column as one aligned vector store, where
+        // the target wants it and the stored view keeps them so.
+        let vector_stores = vector && self.window_vector_stores;
+        let vector_store =
+            |view: &MemrefView, extents: &[i64], indices: &[String], epilogue: (&str, &str)| {
+                vector_stores
+                    .then(|| view.vector_store(lanes, extents, indices, ("oc", "c"), epilogue))
+                    .flatten()
+            };
         let (store, vector_stored) = match epilogue {
             None => {
                 self.mark_written(&output.buffer);
                 (
                     output.store("acc_value", &out_names),
-                    vector_store(&output, &shape, &out_names, "", "acc_value"),
+                    vector_store(&output, &shape, &out_names, ("", "acc_value")),
                 )
             }
             Some(generic) => {
@@ -375,7 +361,7 @@ impl KernelWriter {
                     .map(|v| memref_shape(v.r#type()))
                     .unwrap_or_default();
                 let vector_stored =
-                    vector_store(&view, &stored_extents, &indices, &statements, &value);
+                    vector_store(&view, &stored_extents, &indices, (&statements, &value));
                 statements.push_str(&view.store(&value, &indices));
                 self.mark_written(&view.buffer);
                 (statements, vector_stored)

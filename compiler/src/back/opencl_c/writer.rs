@@ -400,6 +400,34 @@ impl MemrefView {
                     || (*stride >= 0 && stride % lanes == 0)
             })
     }
+
+    /// An epilogue storing `lanes` outputs at once through this view,
+    /// where the dimension indexed by `lane_index` in `indices` (one lane
+    /// per value of it, from a multiple of `lanes`) keeps them one aligned
+    /// vector: `statements` and `value` (one lane's epilogue) assign
+    /// `stored[l]`, and the vector is stored at `indices` with
+    /// `first` (the first lane's index) for `lane_index`.
+    pub(super) fn vector_store(
+        &self,
+        lanes: u32,
+        extents: &[i64],
+        indices: &[String],
+        (lane_index, first): (&str, &str),
+        (statements, value): (&str, &str),
+    ) -> Option<tcc_kernels::VectorStore> {
+        let lane_dim = indices.iter().position(|index| index == lane_index)?;
+        if !self.vector_aligned(lanes, lane_dim, extents) {
+            return None;
+        }
+        let mut at = indices.to_vec();
+        at[lane_dim] = first.to_string();
+        Some(tcc_kernels::VectorStore {
+            value: format!("{statements}stored[l] = {value};\n"),
+            store: self
+                .buffer
+                .store_vector_aligned(lanes, "stored_vector", &self.address(&at)),
+        })
+    }
 }
 
 #[derive(Default)]

@@ -28,7 +28,7 @@ use melior::Context;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{Value, ValueLike};
 
-use super::{result_of, transpose_perm};
+use super::{operand_of, result_of, transpose_perm};
 use crate::ir::error::PassError;
 use crate::ir::tosa_builder::TosaBuilder;
 use crate::ir::types::StaticTensor;
@@ -38,6 +38,7 @@ use crate::ir::util::{defining_op, op_name, replace_and_erase, users};
 /// permutation of atoms.
 struct ViewChain<'c> {
     source: Value<'c, 'c>,
+    source_shape: Vec<i64>,
     /// Atom sizes, indexed by atom id.
     sizes: Vec<i64>,
     /// The atoms in the source's order (its row-major order).
@@ -140,6 +141,7 @@ impl<'c> ViewChain<'c> {
         }
         Some(ViewChain {
             source,
+            source_shape: shape,
             sizes,
             source_order,
             result: dims,
@@ -166,7 +168,7 @@ struct Canonical {
 }
 
 impl Canonical {
-    fn of(chain: &ViewChain, source: &[i64]) -> Self {
+    fn of(chain: &ViewChain) -> Self {
         let mut dim_of = vec![0; chain.sizes.len()];
         for (d, atoms) in chain.result.iter().enumerate() {
             for &a in atoms {
@@ -195,7 +197,7 @@ impl Canonical {
         // in front (a batch of 1): the form a channel shuffle's recognizer
         // (`tcc-merge-grouped-convs`) and the attention's operands expect.
         let leading = |shape: &[i64]| shape.iter().take_while(|&&d| d == 1).count();
-        let units = leading(source).min(leading(&chain.result_shape));
+        let units = leading(&chain.source_shape).min(leading(&chain.result_shape));
         let ones = std::iter::repeat_n(1i64, units);
         Canonical {
             blocks: ones.clone().chain(blocks.iter().map(size)).collect(),
@@ -274,11 +276,8 @@ pub fn collapse_view_chains<'c>(
     if chain.ops < 2 {
         return Ok(false);
     }
-    let Some(source) = StaticTensor::of(chain.source.r#type()) else {
-        return Ok(false);
-    };
-    let form = Canonical::of(&chain, &source.shape);
-    let ops = form.ops(&source.shape, &chain.result_shape);
+    let form = Canonical::of(&chain);
+    let ops = form.ops(&chain.source_shape, &chain.result_shape);
     let transposes = usize::from(form.transposes());
     let better =
         transposes < chain.transposes || (transposes == chain.transposes && ops < chain.ops);
@@ -300,9 +299,7 @@ pub fn sink_row_permutations<'c>(
     if op_name(&op) != "tosa.matmul" {
         return Ok(false);
     }
-    let rows: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(op.location(), e.to_string()))?;
+    let rows = operand_of(op, 0)?;
     let Some(chain) = ViewChain::ending_at(rows) else {
         return Ok(false);
     };
@@ -322,51 +319,43 @@ pub fn sink_row_permutations<'c>(
     };
     let count = chain.source_order.len();
     let row_atoms_in_result: Vec<usize> = chain.result[..chain.result.len() - 1].concat();
-    // The source's atoms with the contracted ones last, in the result's
-    // order: the source itself where they already are.
-    let contracted_last = chain.source_order[count - k_atoms.len()..] == k_atoms[..];
-    let (base, base_rows) = if contracted_last {
-        (
-            chain.source,
-            chain.source_order[..count - k_atoms.len()].to_vec(),
-        )
-    } else {
-        // Only where the transpose comes for free: the attention kernel
-        // writes its output through strides (`tcc-fold-attention-transposes`),
-        // and only a whole-dimension permutation of it.
-        let from_attention =
-            defining_op(chain.source).is_some_and(|p| op_name(&p) == "tcc.attention");
-        let Some(source) = StaticTensor::of(chain.source.r#type()) else {
-            return Ok(false);
-        };
-        let whole_dimensions = source.shape.iter().all(|&d| d != 1)
-            && chain.sizes.len() == source.shape.len()
-            && chain.source_order.iter().enumerate().all(|(i, &a)| i == a);
-        if !from_attention || !whole_dimensions {
-            return Ok(false);
-        }
-        let row_order: Vec<usize> = chain
-            .source_order
-            .iter()
-            .copied()
-            .filter(|a| !k_atoms.contains(a))
-            .collect();
-        let perm: Vec<usize> = row_order.iter().chain(k_atoms.iter()).copied().collect();
-        let builder = TosaBuilder::before(context, op)?;
-        (builder.transpose(chain.source, &perm)?, row_order)
-    };
+    let base_rows: Vec<usize> = chain
+        .source_order
+        .iter()
+        .copied()
+        .filter(|a| !k_atoms.contains(a))
+        .collect();
     // A row permutation at all?
     if base_rows == row_atoms_in_result {
         return Ok(false);
     }
+    // The source's atoms with the contracted ones last, in the result's
+    // order: the source itself where they already are, else (only where
+    // the transpose comes for free: the attention kernel writes its output
+    // through strides, `tcc-fold-attention-transposes`) a whole-dimension
+    // permutation of it.
+    let contracted_last = chain.source_order[count - k_atoms.len()..] == k_atoms[..];
+    if !contracted_last {
+        let from_attention =
+            defining_op(chain.source).is_some_and(|p| op_name(&p) == "tcc.attention");
+        let whole_dimensions = chain.source_shape.iter().all(|&d| d != 1)
+            && chain.sizes.len() == chain.source_shape.len()
+            && chain.source_order.iter().enumerate().all(|(i, &a)| i == a);
+        if !from_attention || !whole_dimensions {
+            return Ok(false);
+        }
+    }
     let builder = TosaBuilder::before(context, op)?;
+    let base = if contracted_last {
+        chain.source
+    } else {
+        let perm: Vec<usize> = base_rows.iter().chain(k_atoms.iter()).copied().collect();
+        builder.transpose(chain.source, &perm)?
+    };
     let flat = builder.reshape(base, &[1, m, k])?;
     let mut operands = vec![flat];
     for index in 1..op.operand_count() {
-        operands.push(
-            op.operand(index)
-                .map_err(|e| PassError::at(op.location(), e.to_string()))?,
-        );
+        operands.push(operand_of(op, index)?);
     }
     let unpermuted = builder.insert("tosa.matmul", &operands, product.r#type(), &[])?;
     let mut row_shape: Vec<i64> = base_rows.iter().map(|&a| chain.sizes[a]).collect();
@@ -399,16 +388,11 @@ pub fn slice_before_split<'c>(
     if op_name(&op) != "tosa.slice" {
         return Ok(false);
     }
-    let location = op.location();
-    let input: Value = op
-        .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let input = operand_of(op, 0)?;
     let Some(reshape) = defining_op(input).filter(|p| op_name(p) == "tosa.reshape") else {
         return Ok(false);
     };
-    let source: Value = reshape
-        .operand(0)
-        .map_err(|e| PassError::at(location, e.to_string()))?;
+    let source = operand_of(reshape, 0)?;
     let (Some(x), Some(split)) = (
         StaticTensor::of(source.r#type()),
         StaticTensor::of(input.r#type()),

@@ -142,6 +142,12 @@ fn rank_of(value: Value) -> Option<usize> {
     crate::ir::types::ranked_shape(value.r#type()).map(|s| s.len())
 }
 
+/// `op`'s operand `index`, or an error at `op`.
+fn operand_of<'c>(op: OperationRef<'c, 'c>, index: usize) -> Result<Value<'c, 'c>, PassError<'c>> {
+    op.operand(index)
+        .map_err(|e| PassError::at(op.location(), e.to_string()))
+}
+
 fn result_of<'c>(op: OperationRef<'c, 'c>) -> Result<Value<'c, 'c>, PassError<'c>> {
     op.result(0)
         .map(Into::into)
