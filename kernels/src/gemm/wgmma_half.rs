@@ -37,13 +37,15 @@
 //! pointwise convolution with stride 1 and no padding is a plain matrix:
 //! the TMA copies it as A.
 //!
-//! Each stage holds both k tiles with one mbarrier counting their bytes;
-//! work-item 0 refills the stage read two k tiles back (every warpgroup
-//! has waited for its `wgmma`s by then: one group stays in flight,
-//! `wgmma.wait_group 1`), so `stages - 2` k tiles are in flight ahead of
-//! the one computed: two in four stages, one in a 128-wide tile's
-//! three, whose smaller footprint lets two work-groups share an SM
-//! instead ([`stages_for`]).
+//! Each stage holds both k tiles with one mbarrier counting their bytes.
+//! Once a step's `wgmma`s are issued, each warpgroup waits for the
+//! previous step's (one group stays in flight, `wgmma.wait_group 1`), a
+//! barrier frees that stage and work-item 0 refills it, so `stages - 1`
+//! k tiles are copied ahead of the one computed: as many stages as fit
+//! where a work-group has its SM to itself, three in a 128-wide tile
+//! whose smaller footprint lets two work-groups share an SM instead
+//! ([`stages_for`]). The implicit-GEMM gather refills the stage read two
+//! k tiles back before the step's products instead.
 
 use std::fmt::Write as _;
 
@@ -65,14 +67,21 @@ const WIDTHS: [u32; 3] = [256, 192, 128];
 const CONV_WIDTHS: [u32; 4] = [256, 192, 128, 64];
 /// The k of one stage (one 128-byte swizzled row of halves).
 const STAGE_K: u32 = 64;
-/// The stages of a tile other than 128 columns wide (two k tiles in
-/// flight ahead of the one computed): one work-group an SM at 192 and 256
-/// columns, two at 64 (24 KiB a stage).
-const STAGES: u32 = 4;
-/// The stages of a 128-column tile: 3 x 32 KiB (plus the alignment) lets
-/// two work-groups share an SM, one's pipeline fill and epilogue
-/// overlapping the other's products ([`stages_for`]).
+/// The most stages of a tile that has an SM to itself: as many of its
+/// stages as fit [`LOCAL_MEMORY_PER_WORK_GROUP`] with the alignment, at
+/// most this many (`stages - 1` k tiles in flight ahead of the one
+/// computed): 4 at 256 columns (48 KiB a stage), 5 at 192, 6 at 128.
+const MAX_STAGES: u32 = 6;
+/// The stages of a 64-wide tile: two work-groups an SM (24 KiB a stage).
+const SHARED_STAGES: u32 = 4;
+/// The stages of a 128-column tile launched as more work-groups than SMs:
+/// 3 x 32 KiB (plus the alignment) lets two work-groups share an SM, one's
+/// pipeline fill and epilogue overlapping the other's products
+/// ([`stages_for`]).
 const NARROW_STAGES: u32 = 3;
+/// The dynamic local memory one work-group may take on the H100 and H200
+/// (227 KiB), less 1 KiB for the static local memory (the mbarriers).
+const LOCAL_MEMORY_PER_WORK_GROUP: u32 = 226 * 1024;
 /// k per `wgmma` (16-bit inputs).
 const WGMMA_K: u32 = 16;
 /// Work-items per work-group: two warpgroups.
@@ -94,20 +103,28 @@ const MAX_SPLIT: u32 = 16;
 
 /// The stages of a product of `config` over `shape`: [`NARROW_STAGES`]
 /// for a 128-wide tile launched as more work-groups than SMs
-/// ([`shares_sms`]), else [`STAGES`]. A 128x128 tile of 4 stages takes
-/// 129 KiB, one work-group an SM with nothing to overlap its pipeline
-/// fill, tensor maps and epilogue. On the H200 (fp16, kernel alone, 3
-/// stages against 4): 4096 x 3072 x 768 44.2 against 48.4 us, 6304 x 3072
-/// x 768 70.8 / 78.2, 4096 x 768 x 768 15.7 / 16.9, a 3x3 convolution of
-/// 128 channels at 32 x 28 x 28 24.2 / 29.9; but with fewer work-groups
-/// than SMs, where none shares its SM, the fourth stage's depth counts
-/// (3x3, 256 channels at 32 x 14 x 14, 98 work-groups: 28.2 / 24.6).
+/// ([`shares_sms`]), [`SHARED_STAGES`] for a 64-wide one, else as many
+/// as fit ([`alone_stages`]). On the H200 (fp16, kernel alone, 3 stages
+/// against 4, when two k tiles were in flight with four): 4096 x 3072 x
+/// 768 44.2 against 48.4 us, 6304 x 3072 x 768 70.8 / 78.2, 4096 x 768
+/// x 768 15.7 / 16.9, a 3x3 convolution of 128 channels at 32 x 28 x 28
+/// 24.2 / 29.9; but with fewer work-groups than SMs, where none shares
+/// its SM, the fourth stage's depth counts (3x3, 256 channels at 32 x 14
+/// x 14, 98 work-groups: 28.2 / 24.6).
 pub(super) fn stages_for(config: &GemmConfig, shape: &GemmShape) -> u32 {
     if shares_sms(config, shape) {
         NARROW_STAGES
+    } else if config.tile_n == 64 {
+        SHARED_STAGES
     } else {
-        STAGES
+        alone_stages(config.tile_n)
     }
+}
+
+/// The stages of a tile `columns` wide with an SM to itself.
+const fn alone_stages(columns: u32) -> u32 {
+    let fit = (LOCAL_MEMORY_PER_WORK_GROUP - 1024) / stage_bytes(columns);
+    if fit < MAX_STAGES { fit } else { MAX_STAGES }
 }
 
 /// Whether a product of `config` over `shape` runs two work-groups an SM:
@@ -123,15 +140,20 @@ fn work_groups(config: &GemmConfig, shape: &GemmShape) -> i64 {
 }
 
 /// Bytes of one stage of a tile `columns` wide.
-fn stage_bytes(columns: u32) -> u32 {
+const fn stage_bytes(columns: u32) -> u32 {
     A_TILE_BYTES + columns * STAGE_K * HALF
 }
 
 /// The most dynamic local memory the body takes for a tile `columns`
-/// wide: [`STAGES`] stages, and 1024 bytes to align them to the
-/// 1024-byte atoms of the 128-byte swizzle (193 KiB at the widest).
+/// wide: its stages when it has an SM to itself, and 1024 bytes to align
+/// them to the 1024-byte atoms of the 128-byte swizzle.
 pub fn half_dynamic_local_bytes(columns: u32) -> u32 {
-    STAGES * stage_bytes(columns) + 1024
+    let stages = if columns == 64 {
+        SHARED_STAGES
+    } else {
+        alone_stages(columns)
+    };
+    stages * stage_bytes(columns) + 1024
 }
 
 /// The dynamic local memory a product of `config` over `shape` takes:
@@ -764,11 +786,20 @@ fn mn_major_descriptor(address: &str) -> String {
     )
 }
 
-/// One k tile `kt`: wait for its stage, refill the stage read two tiles
-/// back, then four `m64n128k16` per warpgroup (A: its 64 rows of the
-/// stage's A tile, advanced 32 bytes per k step inside the swizzled rows;
-/// B: the stage's B boxes, advanced 16 k rows, two atoms, per k step),
-/// left in flight.
+/// One k tile `kt`: wait for its stage, then four `m64nNk16` per
+/// warpgroup (A: its 64 rows of the stage's A tile, advanced 32 bytes per
+/// k step inside the swizzled rows; B: the stage's B boxes, advanced 16 k
+/// rows, two atoms, per k step), left in flight, and a refill.
+///
+/// Where the TMA copies both operands, the refill comes after the
+/// products are issued: once every warpgroup has waited for tile `kt -
+/// 1`'s `wgmma`s (one group left in flight, tile `kt`'s), the barrier
+/// frees that stage and work-item 0 refills it with tile `kt - 1 +
+/// stages`, so `stages - 1` k tiles are copied ahead of the one the
+/// tensor cores run, while the barrier waits behind the products already
+/// issued. Where the work-items gather A themselves (`image`), the
+/// stage read two tiles back is refilled before the products (its
+/// `cp.async` groups are counted per step).
 fn step(
     out: &mut String,
     precision: TensorCores,
@@ -776,14 +807,30 @@ fn step(
     (columns, stages): (u32, u32),
     image: Option<&ConvImage>,
 ) {
-    let ahead = stages - 2;
     let _ = writeln!(out, "    const uint slot = (uint)kt % {stages}u;");
     landed_wait(
         out,
         "tile_full[slot]",
         &format!("((uint)kt / {stages}u) & 1u"),
     );
-    if image.is_some() {
+    let Some(image) = image else {
+        products(out, precision, columns);
+        let _ = writeln!(
+            out,
+            "    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0 && kt >= 1 && kt - 1 + {stages} < {k_tiles}) {{"
+        );
+        copy_stage_from(
+            out,
+            &format!("kt - 1 + {stages}"),
+            k_origin,
+            &tma_stage(columns, stages, true),
+        );
+        let _ = writeln!(out, "    }}");
+        return;
+    };
+    let ahead = stages - 2;
+    {
         // Groups committed before tile kt's wait: the prologue's one per
         // stage, and one per step from 2 on (tile kt + ahead): those after
         // kt are stages - 1 - kt at the first steps, then ahead - 1.
@@ -808,17 +855,20 @@ fn step(
         out,
         &format!("kt + {ahead}"),
         k_origin,
-        &tma_stage(columns, stages, image.is_none()),
+        &tma_stage(columns, stages, false),
     );
-    let _ = writeln!(out, "    }}");
-    if let Some(image) = image {
-        let _ = writeln!(
-            out,
-            "    if (kt >= 2) {{\n    if (kt + {ahead} < {k_tiles}) {{"
-        );
-        gather_tile(out, image, &format!("kt + {ahead}"), (columns, stages));
-        let _ = writeln!(out, "    }}\n    {COMMIT}\n    }}");
-    }
+    let _ = writeln!(
+        out,
+        "    }}\n    if (kt >= 2) {{\n    if (kt + {ahead} < {k_tiles}) {{"
+    );
+    gather_tile(out, image, &format!("kt + {ahead}"), (columns, stages));
+    let _ = writeln!(out, "    }}\n    {COMMIT}\n    }}");
+    products(out, precision, columns);
+}
+
+/// Stage `slot`'s four `wgmma`s per warpgroup, committed as one group,
+/// then a wait that leaves that group alone in flight.
+fn products(out: &mut String, precision: TensorCores, columns: u32) {
     let _ = writeln!(
         out,
         "    const uint st = stages + slot * {}u;

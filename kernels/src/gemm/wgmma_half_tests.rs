@@ -123,7 +123,9 @@ fn a_split_product_copies_its_slice_and_fixes_up() {
         &[
             "const int k_origin = (int)k_begin;",
             "\"r\"((int)(0) * 64 + k_origin)",
-            "\"r\"((int)(kt + 2) * 64 + k_origin)",
+            // The stage freed by the previous step's products, refilled
+            // once this step's are issued (four stages: three ahead).
+            "\"r\"((int)(kt - 1 + 4) * 64 + k_origin)",
             "for (int kt = 0; kt < 2; ++kt)",
             "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
             "split-K: 6 work-groups per tile",
@@ -176,7 +178,7 @@ fn a_qualifying_fp16_product_has_a_wgmma_body_before_mma_sync_and_fp32() {
             // A stage: A's 16 KiB and four B boxes of 8 KiB.
             "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 49152;",
             "for (int box = 0; box < 4; ++box)",
-            "if (tid == 0 && kt >= 2 && kt + 2 < 3) {",
+            "if (tid == 0 && kt >= 1 && kt - 1 + 4 < 3) {",
             "wgmma.wait_group.sync.aligned 1;",
             "wgmma.wait_group.sync.aligned 0;",
             // B's descriptor: 8 KiB between 64-column boxes, 1024 bytes
@@ -311,7 +313,11 @@ fn half_products_take_two_maps_per_work_group() {
         half_tensor_map_slot_bytes(&LARGE_TILE, &shape(1, 512, 768, 128)),
         None
     );
-    assert_eq!(half_dynamic_local_bytes(192), 4 * (16384 + 24576) + 1024);
+    // As many stages as fit an SM's 227 KiB, at most six.
+    assert_eq!(half_dynamic_local_bytes(192), 5 * (16384 + 24576) + 1024);
+    assert_eq!(half_dynamic_local_bytes(256), 4 * (16384 + 32768) + 1024);
+    assert_eq!(half_dynamic_local_bytes(128), 6 * (16384 + 16384) + 1024);
+    assert_eq!(half_dynamic_local_bytes(64), 4 * (16384 + 8192) + 1024);
 }
 
 /// ResNet's 56x56 3x3 convolution at batch 32 (64 -> 64 channels, stride
@@ -505,7 +511,8 @@ fn a_128_wide_tile_takes_three_stages_where_work_groups_share_sms() {
     // One group per prologue stage and one per step from the third.
     assert_eq!(body.matches("cp.async.commit_group;").count(), 4, "{body}");
 
-    // 8 x 8 work-groups of a matmul: one an SM, four stages.
+    // 8 x 8 work-groups of a matmul: one an SM, six stages (five k tiles
+    // in flight ahead of the one computed).
     let mut spec = half_spec(TensorCores::Fp16);
     spec.config = split_tile(128, 1);
     spec.shape = shape(1, 1024, 1024, 768);
@@ -517,8 +524,9 @@ fn a_128_wide_tile_takes_three_stages_where_work_groups_share_sms() {
     assert_contains(
         &text,
         &[
-            "4 stages of k 64 of A and B copied by the TMA into 132096 bytes",
-            "const uint slot = (uint)kt % 4u;",
+            "6 stages of k 64 of A and B copied by the TMA into 197632 bytes",
+            "const uint slot = (uint)kt % 6u;",
+            "if (tid == 0 && kt >= 1 && kt - 1 + 6 < 12) {",
         ],
     );
     // 32 x 8 of them: three stages.
@@ -529,7 +537,7 @@ fn a_128_wide_tile_takes_three_stages_where_work_groups_share_sms() {
         &[
             "3 stages of k 64 of A and B copied by the TMA into 99328 bytes",
             "const uint slot = (uint)kt % 3u;",
-            "if (tid == 0 && kt >= 2 && kt + 1 < 12) {",
+            "if (tid == 0 && kt >= 1 && kt - 1 + 3 < 12) {",
         ],
     );
 }
