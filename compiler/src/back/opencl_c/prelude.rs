@@ -161,6 +161,9 @@ pub(super) fn program_prelude<'a>(
     if uses("tcc_split_arrive(") {
         prelude.push_str(SPLIT_K_ARRIVAL);
     }
+    if uses("tcc_erf(") || uses("tcc_tanh(") {
+        prelude.push_str(RATIONAL_QUOTIENT);
+    }
     if uses("tcc_erf(") {
         prelude.push_str(RATIONAL_ERF);
     }
@@ -275,11 +278,26 @@ inline float tcc_expf_poly(float x) {
 }
 ";
 
+/// The quotient of [`RATIONAL_ERF`]'s and [`RATIONAL_TANH`]'s numerator
+/// and denominator. The PTX back end divides with `div.full.f32` (at most
+/// 2 ulp, as OpenCL allows a float division: 2.5) where clang's `/` is
+/// the correctly rounded `div.rn.f32`, a dozen instructions and a branch
+/// to a slow path: a GELU epilogue evaluates one per element of the
+/// product.
+const RATIONAL_QUOTIENT: &str = "\
+#ifdef TCC_PTX
+inline float tcc_rational_quotient(float p, float q) { float r; __asm__(\"div.full.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(p), \"f\"(q)); return r; }
+#else
+inline float tcc_rational_quotient(float p, float q) { return p / q; }
+#endif
+";
+
 /// erf of a float as a rational function of x (odd numerator over even
 /// denominator in x^2, the single-precision fit Eigen and XLA use), with
 /// x clamped to [-4, 4], outside which the float erf is +-1. Within
 /// 4.2e-7 of the exact value (every float in [-6, 6] checked against
-/// double-precision erf); NaN stays NaN. Arithmetic and selects only, so
+/// double-precision erf; 2.4e-7 more for the PTX back end's 2-ulp
+/// quotient, [`RATIONAL_QUOTIENT`]); NaN stays NaN. Arithmetic and selects only, so
 /// that a loop over elements vectorizes (CPU targets: `rational_erf_tanh`).
 const RATIONAL_ERF: &str = "\
 /* erf as a rational function (clamped to [-4, 4]; within 4.2e-7). */
@@ -296,14 +314,15 @@ inline float tcc_erf(float a) {
   q = fma(x2, q, -1.68282697438203e-03f);
   q = fma(x2, q, -7.37332916720468e-03f);
   q = fma(x2, q, -1.42647390514189e-02f);
-  return isnan(a) ? a : x * p / q;
+  return isnan(a) ? a : tcc_rational_quotient(x * p, q);
 }
 ";
 
 /// tanh of a float as a rational function (the same family's fit), x
 /// clamped to +-7.9053111 where the float tanh is +-1, and x itself below
 /// 4e-4. Within 3.3e-7 of the exact value (every float in [-10, 10]
-/// checked); NaN stays NaN.
+/// checked; 2.4e-7 more for the PTX back end's 2-ulp quotient); NaN stays
+/// NaN.
 const RATIONAL_TANH: &str = "\
 /* tanh as a rational function (clamped to +-7.905; within 3.3e-7). */
 inline float tcc_tanh(float a) {
@@ -318,7 +337,7 @@ inline float tcc_tanh(float a) {
   float q = fma(x2, 1.19825839466702e-06f, 1.18534705686654e-04f);
   q = fma(x2, q, 2.26843463243900e-03f);
   q = fma(x2, q, 4.89352518554385e-03f);
-  return isnan(a) ? a : fabs(a) < 4e-4f ? a : x * p / q;
+  return isnan(a) ? a : fabs(a) < 4e-4f ? a : tcc_rational_quotient(x * p, q);
 }
 ";
 
@@ -337,3 +356,27 @@ inline float tcc_round_f16(float x) { float r; __asm__(\"{ .reg .b16 h; cvt.rn.f
 inline float tcc_round_f16(float x) { ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h); }
 #endif
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GELU's erf (or tanh) brings the rational functions and their
+    /// quotient, which the PTX back end takes as `div.full.f32` and every
+    /// other OpenCL compiler as a plain division.
+    #[test]
+    fn rational_erf_divides_with_the_ptx_quotient() {
+        let kernel = "out[i] = 0.5f * x * (1.0f + tcc_erf(x * 0.70710678f));";
+        let prelude = program_prelude(Precision::Fp32, std::iter::once(kernel));
+        let quotient = prelude.find("inline float tcc_rational_quotient").expect("quotient");
+        let erf = prelude.find("inline float tcc_erf(").expect("erf");
+        assert!(quotient < erf, "{prelude}");
+        assert!(prelude.contains("#ifdef TCC_PTX\ninline float tcc_rational_quotient(float p, float q) { float r; __asm__(\"div.full.f32 %0, %1, %2;\""));
+        assert!(prelude.contains("#else\ninline float tcc_rational_quotient(float p, float q) { return p / q; }\n#endif"));
+        assert!(prelude.contains("return isnan(a) ? a : tcc_rational_quotient(x * p, q);"));
+        assert!(!prelude.contains("inline float tcc_tanh("));
+        // Without erf or tanh, no quotient.
+        let plain = program_prelude(Precision::Fp32, std::iter::once("out[i] = x;"));
+        assert!(!plain.contains("tcc_rational_quotient"), "{plain}");
+    }
+}
