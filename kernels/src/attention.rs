@@ -666,6 +666,34 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
         k_steps = bk / 16,
     );
     let o_at = spec.output.address(["b", "h", "i", "dd"]);
+    // A fragment's two neighbouring columns (2 t, 2 t + 1) are one
+    // aligned pair where the head dimension is contiguous and every other
+    // stride and the offset are even: one 4-byte store of two halves
+    // (8 of two floats) instead of two.
+    let paired = spec.output.strides[3] == 1
+        && spec.output.offset % 2 == 0
+        && spec.output.strides[..3].iter().all(|stride| stride % 2 == 0);
+    let store = if paired {
+        let pair_at = spec.output.address(["b", "h", "i", "dn * 8 + 2 * t"]);
+        format!(
+            "#pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn)\n          {}",
+            spec.output.buffer.store_vector_aligned(
+                2,
+                "(float2)(o[mt][dn][2 * r] * inverse, o[mt][dn][2 * r + 1] * inverse)",
+                &pair_at,
+            )
+        )
+    } else {
+        format!(
+            "#pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn)\n          \
+             #pragma unroll\n          for (int c = 0; c < 2; ++c) {{\n            \
+             const int dd = dn * 8 + 2 * t + c;\n            \
+             {}\n          }}",
+            spec.output
+                .buffer
+                .store("o[mt][dn][2 * r + c] * inverse", &o_at)
+        )
+    };
     let _ = writeln!(
         out,
         "  #pragma unroll\n  for (int mt = 0; mt < {m_tiles}; ++mt)\n    \
@@ -677,13 +705,7 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
          const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;\n      \
          const tcc_index i = q0 + warp * {rows} + mt * 16 + g + r * 8;\n      \
          if (i < {q_len}) {{\n        \
-         #pragma unroll\n        for (int dn = 0; dn < {d_tiles}; ++dn)\n          \
-         #pragma unroll\n          for (int c = 0; c < 2; ++c) {{\n            \
-         const int dd = dn * 8 + 2 * t + c;\n            \
-         {}\n          }}\n      }}\n    }}",
-        spec.output
-            .buffer
-            .store("o[mt][dn][2 * r + c] * inverse", &o_at),
+         {store}\n      }}\n    }}",
         q_len = s.q_len,
     );
     out
@@ -1566,10 +1588,26 @@ mod tests {
             ptx.contains("const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;"),
             "{ptx}"
         );
+        // A fragment's two neighbouring output columns, one aligned pair
+        // store; an odd offset stores them one by one.
+        assert!(
+            ptx.contains(
+                "*(__global float2*)(a4 + "
+            ) && ptx.contains(
+                ") = (float2)(o[mt][dn][2 * r] * inverse, o[mt][dn][2 * r + 1] * inverse);"
+            ),
+            "{ptx}"
+        );
+        assert!(!ptx.contains("const int dd = dn * 8 + 2 * t + c;"), "{ptx}");
         // The portable body is the exact fp32 one, unchanged.
         assert!(fp32.contains("acc[dd] = fma(p, v_tile[jj * 64 + dd], acc[dd]);"));
         assert!(!fp32.contains("TCC_MMA"));
         assert!(text.trim_end().ends_with("#endif\n}"), "{text}");
+        let mut odd = spec.clone();
+        odd.output.offset = 1;
+        let text = attention_kernel(&odd).unwrap();
+        assert!(text.contains("const int dd = dn * 8 + 2 * t + c;"), "{text}");
+        assert!(!text.contains("(float2)(o[mt][dn][2 * r]"), "{text}");
     }
 
     #[test]
