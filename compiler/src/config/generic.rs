@@ -31,15 +31,7 @@ fn gemm(m: i64, n: i64) -> Option<GemmConfig> {
     if let Some(config) = super::tall_narrow_gemm(m, n) {
         return Some(config);
     }
-    (m >= 32 && n >= 32).then_some(GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 16,
-        work_m: 2,
-        work_n: 2,
-        split_k: 1,
-        k_lanes: 1,
-    })
+    (m >= 32 && n >= 32).then_some(super::TILES_32X32)
 }
 
 /// Work-items per row of a row template: at most 128.

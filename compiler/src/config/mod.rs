@@ -401,6 +401,19 @@ pub const GPU_WINDOW_MIN_OUTPUTS: i64 = 1 << 20;
 /// target today (see `Target::max_fused_ops`).
 pub const MAX_FUSED_OPS: i64 = 128;
 
+/// 32x32 tiles of 2x2 outputs per work-item (256 work-items, 4 KiB of
+/// local memory): the generic target's GEMM tile, and a half-precision
+/// stem's on nvidia (`tcc-configure-kernels`).
+pub(crate) const TILES_32X32: GemmConfig = GemmConfig {
+    tile_m: 32,
+    tile_n: 32,
+    tile_k: 16,
+    work_m: 2,
+    work_n: 2,
+    split_k: 1,
+    k_lanes: 1,
+};
+
 /// Narrow outputs (8 to 31 columns: the channels of small convolutions)
 /// with many rows take tall, narrow tiles on the GPU targets.
 pub(crate) fn tall_narrow_gemm(m: i64, n: i64) -> Option<GemmConfig> {

@@ -502,15 +502,7 @@ fn narrow_stem_tiles(table: GemmConfig, shape: &GemmShape) -> GemmConfig {
     if (table.tile_m, table.tile_n, table.split_k) != (128, 128, 1) || shape.n > 32 {
         return table;
     }
-    GemmConfig {
-        tile_m: 32,
-        tile_n: 32,
-        tile_k: 16,
-        work_m: 2,
-        work_n: 2,
-        split_k: 1,
-        k_lanes: 1,
-    }
+    crate::config::TILES_32X32
 }
 
 /// The arithmetic of a float GEMM kernel: the module's precision, but for
