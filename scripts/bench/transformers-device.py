@@ -31,7 +31,9 @@ onnxruntime; no Rust or LLVM), one here between them:
          `.to(torch.bfloat16)` for half precision; median of CUDA-event
          timings after warm-up;
      and checks tcc's output against onnxruntime's fp32 output on the CPU
-     (relative Frobenius error). Prints one JSON line per case and a table.
+     (relative Frobenius error; at batch 1 only unless `--reference-all`,
+     where a static batch-1 export runs its rows one at a time). Prints
+     one JSON line per case and a table.
 
 Models: bert (transformers BertModel, base, seq 128), gpt2 (GPT2Model,
 small, seq 128), vit_b_16, resnet50, mobilenet_v2 (torchvision), and the
@@ -209,7 +211,7 @@ def time_cases(args):
             for key, value in feeds.items():
                 np.save(os.path.join(models, f"{name}.b{batch}.{key}.npy"), value)
             session = ort.InferenceSession(os.path.join(models, f"{name}.onnx"))
-            reference = session.run(None, feeds)[0] if batch == 1 or args.reference_all else None
+            reference = reference_output(session, feeds) if batch == 1 or args.reference_all else None
             for precision in precisions:
                 row = {"model": name, "batch": batch, "precision": precision}
                 dtype = dtypes[precision]
@@ -249,6 +251,19 @@ def time_cases(args):
         print(f"| {r['model']} | {r['batch']} | {r['precision']} | {r.get('tcc_launches', '—')} | {f('tcc_device_ms')} | {f('tcc_resident_ms')} | "
               f"{f('tcc_e2e_ms')} | {f('tcc_e2e_no_graph_ms')} | {f('torch_eager_ms')} | {f('torch_compile_ms')} | "
               f"{f('tcc_resident_over_compile', '{:.2f}')} | {f('tcc_over_compile', '{:.2f}')} | {f('tcc_rel_error', '{:.1e}')} |")
+
+
+def reference_output(session, feeds):
+    """onnxruntime's first output for `feeds`. A static export of batch 1
+    (the default `export`) refuses a larger batch: its rows then run one
+    at a time, each a batch of 1, and the outputs are stacked (the models
+    here treat every row of a batch on its own)."""
+    declared = [i.shape[0] if i.shape else None for i in session.get_inputs()]
+    batch = next(iter(feeds.values())).shape[0]
+    if batch == 1 or any(d != 1 for d in declared):
+        return session.run(None, feeds)[0]
+    rows = [session.run(None, {k: v[r : r + 1] for k, v in feeds.items()})[0] for r in range(batch)]
+    return np.concatenate(rows, axis=0)
 
 
 def run_tcc(bundle, case, models, name, batch, reference):
