@@ -89,8 +89,41 @@ fn panel_address(spec: &GemmSpec, panel: i64, width: u32) -> Result<String, Stri
     ))
 }
 
+/// A pointwise convolution (one tap, stride 1, no padding) whose A is its
+/// NHWC image as it is (`GemmSpec::a_image`) reads that image as the
+/// `N H W x C` matrix it is, through strides: each row's start a pointer
+/// set before the k loop, as a matmul's A. Its computed element
+/// (`a_element`) decomposed each row's pixel (`(i / W) % H`, `i % W`)
+/// into an address per k, which LLVM kept as SIMD integer arithmetic
+/// extracted to scalars every k (`vpextrq`, `vmovq`), on the ports the
+/// multiply-adds need (MobileNetV2's last pointwise convolution, 7 x 7 x
+/// 320 -> 1280 on PoCL with AVX-512).
+fn pointwise_image_as_matrix(spec: &GemmSpec) -> Option<GemmSpec> {
+    let image = spec.a_image.as_ref().filter(|image| image.is_matrix())?;
+    (spec.a_element.is_some()
+        && spec.a_offset.is_none()
+        && spec.a_inside.is_none()
+        && spec.shape.batch <= 1
+        && image.gemm_extents() == (spec.shape.m, spec.shape.k))
+        .then(|| GemmSpec {
+            a: crate::gemm::GemmOperand {
+                buffer: image.buffer.clone(),
+                offset: image.offset,
+                batch_stride: 0,
+                row_stride: image.shape[3],
+                col_stride: 1,
+            },
+            a_element: None,
+            a_element_vector: false,
+            k_window: None,
+            ..spec.clone()
+        })
+}
+
 /// Instantiates the register-blocked form (see the module comment).
 pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
+    let plain = pointwise_image_as_matrix(spec);
+    let spec = plain.as_ref().unwrap_or(spec);
     let c = spec.config;
     let s = spec.shape;
     if c.split_k > 1 || spec.split_k_scratch.is_some() {
@@ -835,6 +868,47 @@ mod tests {
         // K must come in fours.
         spec.shape.k = 30;
         assert!(gemm_kernel(&spec).is_err());
+    }
+
+    #[test]
+    fn a_pointwise_convolutions_image_is_read_as_its_matrix() {
+        // 1x1, stride 1, no padding over a 1 x 10 x 9 x 8 image: A is the
+        // image as a 90 x 8 matrix, read through row pointers.
+        let mut spec = spec(GemmConfig::register_blocked(2, 16));
+        spec.shape.m = 90;
+        spec.shape.k = 8;
+        spec.a_element = Some((
+            String::new(),
+            "a1[0 * 720 + ((i / 9) % 10) * 72 + (i % 9) * 8 + k_ch]".into(),
+        ));
+        spec.k_window = Some([1, 1, 8]);
+        let image = crate::gemm::ConvImage {
+            buffer: crate::Buffer::f32("a1"),
+            offset: 0,
+            shape: [1, 10, 9, 8],
+            pixel_strides: [720, 72, 8],
+            output: [10, 9],
+            taps: [1, 1],
+            strides: [1, 1],
+            dilations: [1, 1],
+            pads: [0, 0],
+        };
+        spec.a_image = Some(image.clone());
+        let text = gemm_kernel(&spec).unwrap();
+        assert!(text.contains("__global const float* tcc_a0 = a1 + i0 * 8;"), "{text}");
+        assert!(text.contains("ra0 = tcc_a0[k];"), "{text}");
+        assert!(!text.contains("(i / 9) % 10"), "{text}");
+        // Near misses keep the computed element: a 3x3 window, a stride.
+        for near in [
+            crate::gemm::ConvImage { taps: [3, 3], pads: [1, 1], ..image.clone() },
+            crate::gemm::ConvImage { strides: [2, 2], output: [5, 5], ..image.clone() },
+        ] {
+            let mut other = spec.clone();
+            other.a_image = Some(near);
+            let text = gemm_kernel(&other).unwrap();
+            assert!(text.contains("(i / 9) % 10"), "{text}");
+            assert!(!text.contains("tcc_a0"), "{text}");
+        }
     }
 
     #[test]

@@ -162,20 +162,44 @@ fn term(value: Value, depth: usize) -> Option<Term> {
 }
 
 /// One axis of the image read at `term`: the loops it takes from
-/// (`output`, `tap`), and whether and how it is clamped.
-fn axis(term: &Term, output: usize, tap: usize) -> Option<(i64, i64, i64, Option<(i64, i64)>)> {
+/// (`output`, `tap`), and whether and how it is clamped. `absent_tap`:
+/// the dilation to take where the tap's loop has one iteration and its
+/// index is not in the term (unclamped only).
+fn axis(
+    term: &Term,
+    (output, tap): (usize, usize),
+    absent_tap: Option<i64>,
+) -> Option<(i64, i64, i64, Option<(i64, i64)>)> {
     let (c, k, clamp) = match term {
         Term::Linear(c, k) => (c, *k, None),
         Term::Clamped(c, k, Some(low), Some(high)) => (c, *k, Some((*low, *high))),
         _ => return None,
     };
     let others = (0..LOOPS).all(|d| d == output || d == tap || c[d] == 0);
-    (others && c[output] > 0 && c[tap] > 0).then_some((c[output], c[tap], -k, clamp))
+    let dilation = match (c[tap], absent_tap) {
+        (0, Some(dilation)) if clamp.is_none() => dilation,
+        (tap, _) => tap,
+    };
+    (others && c[output] > 0 && dilation > 0).then_some((c[output], dilation, -k, clamp))
 }
 
 /// The geometry of `op` if it is a 2-D NHWC/HWCF `tcc.conv` whose A is
 /// its input as it is (see the module's doc); `None` otherwise.
 pub fn plain_input<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
+    input_of(op, false)
+}
+
+/// [`plain_input`], also where folding left out an index whose loop has
+/// one iteration: the image's batch index of a batch of 1 (the constant
+/// 0), and the tap index of a filter one tap wide or tall (a pointwise
+/// convolution's). The CPU's register-blocked GEMM reads such an image
+/// as a matrix (`tcc_kernels` `register_gemm`); the GPU bodies, whose
+/// tiles `tcc-configure-kernels` chose with [`plain_input`], keep that.
+pub fn plain_input_folded<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
+    input_of(op, true)
+}
+
+fn input_of<'c>(op: OperationRef<'c, 'c>, folded: bool) -> Option<PlainInput<'c>> {
     if op_name(&op) == "linalg.conv_2d_nhwc_hwcf" {
         return named_conv_input(op);
     }
@@ -235,11 +259,16 @@ pub fn plain_input<'c>(op: OperationRef<'c, 'c>) -> Option<PlainInput<'c>> {
         c[d] = 1;
         Term::Linear(c, 0)
     };
-    if index(1)? != unit(0) || index(4)? != unit(6) {
+    let batch = index(1)?;
+    let single_image = folded && image_shape[0] == 1 && batch == Term::Linear([0; LOOPS], 0);
+    if (batch != unit(0) && !single_image) || index(4)? != unit(6) {
         return None;
     }
-    let (sh, dh, ph, clamp_y) = axis(&index(2)?, 1, 4)?;
-    let (sw, dw, pw, clamp_x) = axis(&index(3)?, 2, 5)?;
+    // A tap loop of one iteration may be absent from its axis's index:
+    // its dilation is then the window's own.
+    let one_tap = |taps: i64, dilation: i64| (folded && taps == 1).then_some(dilation);
+    let (sh, dh, ph, clamp_y) = axis(&index(2)?, (1, 4), one_tap(filter[0], window.dilations[0]))?;
+    let (sw, dw, pw, clamp_x) = axis(&index(3)?, (2, 5), one_tap(filter[1], window.dilations[1]))?;
     if [sh, sw] != window.strides || [dh, dw] != window.dilations {
         return None;
     }

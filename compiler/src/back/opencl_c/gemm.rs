@@ -269,7 +269,18 @@ impl KernelWriter {
     /// (`ir::conv_input`) from an NHWC kernel buffer with contiguous
     /// channels: the A that the FP16/BF16 `wgmma` body gathers itself.
     fn conv_image(&self, op: OperationRef) -> Option<ConvImage> {
-        let plain = crate::ir::conv_input::plain_input(op)?;
+        self.conv_image_of(crate::ir::conv_input::plain_input(op)?)
+    }
+
+    /// [`Self::conv_image`] also where folding dropped a one-iteration
+    /// loop's index (a batch of 1, a pointwise filter:
+    /// `conv_input::plain_input_folded`), for the register-blocked form,
+    /// which reads a pointwise convolution's image as a matrix.
+    fn folded_conv_image(&self, op: OperationRef) -> Option<ConvImage> {
+        self.conv_image_of(crate::ir::conv_input::plain_input_folded(op)?)
+    }
+
+    fn conv_image_of(&self, plain: crate::ir::conv_input::PlainInput) -> Option<ConvImage> {
         let view = self.views.get(&key(plain.image))?;
         let [sn, sy, sx, 1] = view.strides[..] else {
             return None;
@@ -668,11 +679,14 @@ impl KernelWriter {
         // The register-blocked form (CPUs) walks a convolution's K as its
         // window's loops; the tiled forms stage flat k tiles.
         let nested_k = config.is_register_blocked();
-        let contraction = if is_conv_op(contraction_op) {
+        let mut contraction = if is_conv_op(contraction_op) {
             self.conv_op(contraction_op, tile_k, nested_k)?
         } else {
             self.contraction(contraction_op, tile_k, nested_k)?
         };
+        if nested_k && contraction.a_image.is_none() && is_conv_op(contraction_op) {
+            contraction.a_image = self.folded_conv_image(contraction_op);
+        }
         let int8 = contraction.b.buffer.storage == Storage::I8;
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let (init_statements, init) = match (&fill, init_generic) {
