@@ -672,7 +672,9 @@ fn tensor_core_body(spec: &AttentionSpec, arithmetic: TensorCores) -> String {
     // (8 of two floats) instead of two.
     let paired = spec.output.strides[3] == 1
         && spec.output.offset % 2 == 0
-        && spec.output.strides[..3].iter().all(|stride| stride % 2 == 0);
+        && spec.output.strides[..3]
+            .iter()
+            .all(|stride| stride % 2 == 0);
     let store = if paired {
         let pair_at = spec.output.address(["b", "h", "i", "dn * 8 + 2 * t"]);
         format!(
@@ -1591,11 +1593,10 @@ mod tests {
         // A fragment's two neighbouring output columns, one aligned pair
         // store; an odd offset stores them one by one.
         assert!(
-            ptx.contains(
-                "*(__global float2*)(a4 + "
-            ) && ptx.contains(
-                ") = (float2)(o[mt][dn][2 * r] * inverse, o[mt][dn][2 * r + 1] * inverse);"
-            ),
+            ptx.contains("*(__global float2*)(a4 + ")
+                && ptx.contains(
+                    ") = (float2)(o[mt][dn][2 * r] * inverse, o[mt][dn][2 * r + 1] * inverse);"
+                ),
             "{ptx}"
         );
         assert!(!ptx.contains("const int dd = dn * 8 + 2 * t + c;"), "{ptx}");
@@ -1606,7 +1607,10 @@ mod tests {
         let mut odd = spec.clone();
         odd.output.offset = 1;
         let text = attention_kernel(&odd).unwrap();
-        assert!(text.contains("const int dd = dn * 8 + 2 * t + c;"), "{text}");
+        assert!(
+            text.contains("const int dd = dn * 8 + 2 * t + c;"),
+            "{text}"
+        );
         assert!(!text.contains("(float2)(o[mt][dn][2 * r]"), "{text}");
     }
 

@@ -895,13 +895,24 @@ mod tests {
         };
         spec.a_image = Some(image.clone());
         let text = gemm_kernel(&spec).unwrap();
-        assert!(text.contains("__global const float* tcc_a0 = a1 + i0 * 8;"), "{text}");
+        assert!(
+            text.contains("__global const float* tcc_a0 = a1 + i0 * 8;"),
+            "{text}"
+        );
         assert!(text.contains("ra0 = tcc_a0[k];"), "{text}");
         assert!(!text.contains("(i / 9) % 10"), "{text}");
         // Near misses keep the computed element: a 3x3 window, a stride.
         for near in [
-            crate::gemm::ConvImage { taps: [3, 3], pads: [1, 1], ..image.clone() },
-            crate::gemm::ConvImage { strides: [2, 2], output: [5, 5], ..image.clone() },
+            crate::gemm::ConvImage {
+                taps: [3, 3],
+                pads: [1, 1],
+                ..image.clone()
+            },
+            crate::gemm::ConvImage {
+                strides: [2, 2],
+                output: [5, 5],
+                ..image.clone()
+            },
         ] {
             let mut other = spec.clone();
             other.a_image = Some(near);

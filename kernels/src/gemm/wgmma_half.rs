@@ -567,7 +567,9 @@ impl WgmmaHalf {
         } else {
             ("{", "}")
         };
-        let open = open.replace("{m}", &s.m.to_string()).replace("{n}", &s.n.to_string());
+        let open = open
+            .replace("{m}", &s.m.to_string())
+            .replace("{n}", &s.n.to_string());
         // Unchecked passes unroll whole: every pass's loads are issued
         // before the first store waits on them.
         let unroll = |checked_unroll: u32| {
@@ -632,7 +634,11 @@ impl WgmmaHalf {
     const tcc_index i = row0 + r;
     const tcc_index j = col0 + c;
     {open}",
-                unroll = if checked { "#pragma unroll 8".to_string() } else { "#pragma unroll 16".to_string() },
+                unroll = if checked {
+                    "#pragma unroll 8".to_string()
+                } else {
+                    "#pragma unroll 16".to_string()
+                },
                 passes = ROWS * columns / THREADS,
             );
             epilogue_body(out, spec, &spec.store);

@@ -697,10 +697,17 @@ fn a_vector_store_epilogue_takes_four_columns_a_work_item() {
         .expect("whole-tile branch");
     let partial = body[whole..].find("} else {").expect("checked walk") + whole;
     let unchecked = &body[whole..partial];
-    assert!(unchecked.contains("#pragma unroll\n  for (int pass = 0; pass < 32; ++pass) {"), "{unchecked}");
+    assert!(
+        unchecked.contains("#pragma unroll\n  for (int pass = 0; pass < 32; ++pass) {"),
+        "{unchecked}"
+    );
     assert!(!unchecked.contains("if (i < 512"), "{unchecked}");
     assert!(body[partial..].contains("if (i < 512 && j0 < 512) {"));
-    assert_eq!(body.matches("*(__global float4*)(a0 + i * 512 + j) = stored_vector;").count(), 2);
+    assert_eq!(
+        body.matches("*(__global float4*)(a0 + i * 512 + j) = stored_vector;")
+            .count(),
+        2
+    );
     assert!(!body.contains("a0[i * 512 + j] = acc_value;"), "{body}");
     // The other bodies keep the per-element store.
     assert!(text[mma..].contains("a0[i * 512 + j] = acc_value;"));

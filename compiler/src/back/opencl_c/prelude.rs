@@ -368,11 +368,15 @@ mod tests {
     fn rational_erf_divides_with_the_ptx_quotient() {
         let kernel = "out[i] = 0.5f * x * (1.0f + tcc_erf(x * 0.70710678f));";
         let prelude = program_prelude(Precision::Fp32, std::iter::once(kernel));
-        let quotient = prelude.find("inline float tcc_rational_quotient").expect("quotient");
+        let quotient = prelude
+            .find("inline float tcc_rational_quotient")
+            .expect("quotient");
         let erf = prelude.find("inline float tcc_erf(").expect("erf");
         assert!(quotient < erf, "{prelude}");
         assert!(prelude.contains("#ifdef TCC_PTX\ninline float tcc_rational_quotient(float p, float q) { float r; __asm__(\"div.full.f32 %0, %1, %2;\""));
-        assert!(prelude.contains("#else\ninline float tcc_rational_quotient(float p, float q) { return p / q; }\n#endif"));
+        assert!(prelude.contains(
+            "#else\ninline float tcc_rational_quotient(float p, float q) { return p / q; }\n#endif"
+        ));
         assert!(prelude.contains("return isnan(a) ? a : tcc_rational_quotient(x * p, q);"));
         assert!(!prelude.contains("inline float tcc_tanh("));
         // Without erf or tanh, no quotient.
