@@ -267,13 +267,15 @@ impl ConfigureOptions {
     /// tile takes it, and so does a convolution that reads its image as
     /// it is (`image_input`: its channels and whether it is a plain
     /// matrix, `ir::conv_input`), whose body gathers A from the image or
-    /// copies the matrix (a tuning record or forced candidate still wins).
+    /// copies the matrix; an image's stem kept in fp32 arithmetic
+    /// (`fp32_stem`) takes [`narrow_stem_tiles`] (a tuning record or
+    /// forced candidate still wins).
     fn float_gemm_config(
         &self,
         target: Target,
         kind: &str,
         shape: &GemmShape,
-        (computed_a, image_input): (bool, Option<(i64, bool)>),
+        (computed_a, image_input, fp32_stem): (bool, Option<(i64, bool)>, bool),
         tuned: Option<GemmConfig>,
     ) -> Option<GemmConfig> {
         let table = self.gemm_config(target, kind, shape, computed_a, tuned);
@@ -314,6 +316,9 @@ impl ConfigureOptions {
         {
             return Some(config);
         }
+        if fp32_stem && !chosen {
+            return table.map(|table| narrow_stem_tiles(table, shape));
+        }
         table
     }
 
@@ -341,6 +346,9 @@ impl ConfigureOptions {
         // decode step's few rows (M = the batch) stream the weights with
         // enough work-groups only when K is split. `--specialize` gives
         // the buckets their own.
+        // A float GEMM's arithmetic (an image's stem keeps fp32 under
+        // fp16/bf16 on nvidia).
+        let precision = gemm_precision(self.precision, target, op);
         if self.templates
             && dynamic_rows(op)
             && template_extents(op)
@@ -351,7 +359,7 @@ impl ConfigureOptions {
             return KernelStrategy::Gemm {
                 config,
                 shape,
-                precision: gemm_precision(self.precision, target, op),
+                precision,
             };
         }
         if self.templates
@@ -366,27 +374,13 @@ impl ConfigureOptions {
                     producer_arithmetic(op),
                     crate::ir::conv_input::plain_input(op)
                         .map(|image| (image.image_shape[3], image.is_matrix())),
+                    precision != self.precision,
                 ),
                 tuned(op),
             )
         {
-            let precision = gemm_precision(self.precision, target, op);
-            // A stem that keeps the fp32 body under fp16/bf16 (not
-            // `--precision=fp32`'s, whose table stays as tuned).
-            let stem = precision != self.precision
-                && tuned(op).is_none()
-                && self.candidate.is_none()
-                && !self.tuning.as_ref().is_some_and(|record| {
-                    record
-                        .lookup(target, kind, [shape.batch, shape.m, shape.n, shape.k])
-                        .is_some()
-                });
             return KernelStrategy::Gemm {
-                config: if stem {
-                    narrow_stem_tiles(config, &shape)
-                } else {
-                    config
-                },
+                config,
                 shape,
                 precision,
             };

@@ -114,10 +114,19 @@ const MAX_SPLIT: u32 = 16;
 pub(super) fn stages_for(config: &GemmConfig, shape: &GemmShape) -> u32 {
     if shares_sms(config, shape) {
         NARROW_STAGES
-    } else if config.tile_n == 64 {
+    } else {
+        width_stages(config.tile_n)
+    }
+}
+
+/// The stages of a tile `columns` wide unless it shares its SM as a
+/// 128-wide tile: [`SHARED_STAGES`] at 64 columns, else as many as fit
+/// ([`alone_stages`]).
+const fn width_stages(columns: u32) -> u32 {
+    if columns == 64 {
         SHARED_STAGES
     } else {
-        alone_stages(config.tile_n)
+        alone_stages(columns)
     }
 }
 
@@ -148,12 +157,7 @@ const fn stage_bytes(columns: u32) -> u32 {
 /// wide: its stages when it has an SM to itself, and 1024 bytes to align
 /// them to the 1024-byte atoms of the 128-byte swizzle.
 pub fn half_dynamic_local_bytes(columns: u32) -> u32 {
-    let stages = if columns == 64 {
-        SHARED_STAGES
-    } else {
-        alone_stages(columns)
-    };
-    stages * stage_bytes(columns) + 1024
+    width_stages(columns) * stage_bytes(columns) + 1024
 }
 
 /// The dynamic local memory a product of `config` over `shape` takes:
@@ -562,21 +566,12 @@ impl WgmmaHalf {
         let s = spec.shape;
         let columns = spec.config.tile_n;
         let pitch = columns + 8;
-        let (open, close) = if checked {
-            ("if (i < {m} && j < {n}) {", "}")
-        } else {
-            ("{", "}")
-        };
-        let open = open
-            .replace("{m}", &s.m.to_string())
-            .replace("{n}", &s.n.to_string());
-        // Unchecked passes unroll whole: every pass's loads are issued
-        // before the first store waits on them.
-        let unroll = |checked_unroll: u32| {
+        // The element's bounds check (on the first of a vector's columns).
+        let open = |j: &str| {
             if checked {
-                format!("#pragma unroll {checked_unroll}")
+                format!("if (i < {} && {j} < {}) {{", s.m, s.n)
             } else {
-                "#pragma unroll".to_string()
+                "{".to_string()
             }
         };
         if spec.a_image.is_none()
@@ -586,7 +581,6 @@ impl WgmmaHalf {
             // Four neighbouring columns a work-item: one 16-byte read of
             // the staged tile and one store of the four outputs (8 bytes
             // in half) where the scalar walk issued four of each.
-            let open = open.replace("j <", "j0 <");
             let _ = writeln!(
                 out,
                 "  {unroll}
@@ -603,7 +597,14 @@ impl WgmmaHalf {
       for (int l = 0; l < 4; ++l) {{
       const float staged = staged_lanes[l];
       const tcc_index j = j0 + l;",
-                unroll = unroll(4),
+                // Unchecked, every pass unrolled: all their loads are
+                // issued before the first store waits on them.
+                unroll = if checked {
+                    "#pragma unroll 4"
+                } else {
+                    "#pragma unroll"
+                },
+                open = open("j0"),
                 passes = ROWS * columns / THREADS / 4,
             );
             epilogue_body(out, spec, &vector_store.value);
@@ -616,7 +617,7 @@ impl WgmmaHalf {
             for line in vector_store.store.lines() {
                 let _ = writeln!(out, "      {line}");
             }
-            let _ = writeln!(out, "    {close}\n  }}");
+            let _ = writeln!(out, "    }}\n  }}");
             return;
         }
         if spec.a_image.is_none() {
@@ -635,14 +636,15 @@ impl WgmmaHalf {
     const tcc_index j = col0 + c;
     {open}",
                 unroll = if checked {
-                    "#pragma unroll 8".to_string()
+                    "#pragma unroll 8"
                 } else {
-                    "#pragma unroll 16".to_string()
+                    "#pragma unroll 16"
                 },
+                open = open("j"),
                 passes = ROWS * columns / THREADS,
             );
             epilogue_body(out, spec, &spec.store);
-            let _ = writeln!(out, "    {close}\n  }}");
+            let _ = writeln!(out, "    }}\n  }}");
             return;
         }
         // A convolution's: a warp's rows, two at a time, so that a row's
@@ -663,9 +665,10 @@ impl WgmmaHalf {
     {open}",
             rows_per_warp = ROWS / (THREADS / 32),
             chunks = columns / 32,
+            open = open("j"),
         );
         epilogue_body(out, spec, &spec.store);
-        let _ = writeln!(out, "    {close}\n    }}\n  }}");
+        let _ = writeln!(out, "    }}\n    }}\n  }}");
     }
 
     /// Declares the stages' mbarriers (the stages are dynamic local
@@ -874,22 +877,20 @@ fn step(
         return;
     };
     let ahead = stages - 2;
-    {
-        // Groups committed before tile kt's wait: the prologue's one per
-        // stage, and one per step from 2 on (tile kt + ahead): those after
-        // kt are stages - 1 - kt at the first steps, then ahead - 1.
-        let _ = writeln!(
-            out,
-            "    if (kt == 0) __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
+    // Groups committed before tile kt's wait: the prologue's one per
+    // stage, and one per step from 2 on (tile kt + ahead): those after
+    // kt are stages - 1 - kt at the first steps, then ahead - 1.
+    let _ = writeln!(
+        out,
+        "    if (kt == 0) __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
     else if (kt == 1) __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
     else __asm__ volatile(\"cp.async.wait_group {};\" ::: \"memory\");
     /* this work-item's copies of A, visible to wgmma's async proxy */
     __asm__ volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");",
-            stages - 1,
-            stages - 2,
-            ahead - 1,
-        );
-    }
+        stages - 1,
+        stages - 2,
+        ahead - 1,
+    );
     let _ = writeln!(
         out,
         "    barrier(CLK_LOCAL_MEM_FENCE);

@@ -268,19 +268,15 @@ impl KernelWriter {
     /// A convolution's image, when the op reads it as it is
     /// (`ir::conv_input`) from an NHWC kernel buffer with contiguous
     /// channels: the A that the FP16/BF16 `wgmma` body gathers itself.
-    fn conv_image(&self, op: OperationRef) -> Option<ConvImage> {
-        self.conv_image_of(crate::ir::conv_input::plain_input(op)?)
-    }
-
-    /// [`Self::conv_image`] also where folding dropped a one-iteration
-    /// loop's index (a batch of 1, a pointwise filter:
-    /// `conv_input::plain_input_folded`), for the register-blocked form,
-    /// which reads a pointwise convolution's image as a matrix.
-    fn folded_conv_image(&self, op: OperationRef) -> Option<ConvImage> {
-        self.conv_image_of(crate::ir::conv_input::plain_input_folded(op)?)
-    }
-
-    fn conv_image_of(&self, plain: crate::ir::conv_input::PlainInput) -> Option<ConvImage> {
+    /// With `folded` (the register-blocked form, which reads a pointwise
+    /// convolution's image as a matrix), also where folding dropped a
+    /// one-iteration loop's index (`conv_input::plain_input_folded`).
+    fn conv_image(&self, op: OperationRef, folded: bool) -> Option<ConvImage> {
+        let plain = if folded {
+            crate::ir::conv_input::plain_input_folded(op)?
+        } else {
+            crate::ir::conv_input::plain_input(op)?
+        };
         let view = self.views.get(&key(plain.image))?;
         let [sn, sy, sx, 1] = view.strides[..] else {
             return None;
@@ -447,7 +443,7 @@ impl KernelWriter {
             a_element_vector: vector,
             k_window: nested_k.then(|| k_window(&filter)),
             a_inside: inside,
-            a_image: self.conv_image(op),
+            a_image: self.conv_image(op, nested_k),
             b: b_operand,
             b_offset,
             b_panel: panel,
@@ -510,7 +506,7 @@ impl KernelWriter {
                 a_element_vector: vector,
                 k_window: nested_k.then(|| k_window(&filter)),
                 a_inside: None,
-                a_image: self.conv_image(op),
+                a_image: self.conv_image(op, nested_k),
                 b: b_operand,
                 b_offset,
                 b_panel: None,
@@ -679,14 +675,11 @@ impl KernelWriter {
         // The register-blocked form (CPUs) walks a convolution's K as its
         // window's loops; the tiled forms stage flat k tiles.
         let nested_k = config.is_register_blocked();
-        let mut contraction = if is_conv_op(contraction_op) {
+        let contraction = if is_conv_op(contraction_op) {
             self.conv_op(contraction_op, tile_k, nested_k)?
         } else {
             self.contraction(contraction_op, tile_k, nested_k)?
         };
-        if nested_k && contraction.a_image.is_none() && is_conv_op(contraction_op) {
-            contraction.a_image = self.folded_conv_image(contraction_op);
-        }
         let int8 = contraction.b.buffer.storage == Storage::I8;
         let dims: Vec<&str> = contraction.dims.iter().map(String::as_str).collect();
         let (init_statements, init) = match (&fill, init_generic) {
