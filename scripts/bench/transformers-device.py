@@ -34,6 +34,10 @@ onnxruntime; no Rust or LLVM), one here between them:
      (relative Frobenius error; at batch 1 only unless `--reference-all`,
      where a static batch-1 export runs its rows one at a time). Prints
      one JSON line per case and a table.
+  there: `transformers-device.py profile vit_b_16:32:fp16 ...` prints
+     torch.compile's kernels for a model, batch and precision (the
+     profiler's times per call), to set beside tcc's own kernel table
+     (`tcc-benchmark M.so --backend=cuda`).
 
 Models: bert (transformers BertModel, base, seq 128), gpt2 (GPT2Model,
 small, seq 128), vit_b_16, resnet50, mobilenet_v2 (torchvision), and the
@@ -319,6 +323,45 @@ def run_tcc(bundle, case, models, name, batch, reference):
     return result
 
 
+def profile(args):
+    """torch.compile's kernels, per model, batch and precision: the
+    median call (CUDA events on resident inputs, as `time` measures it),
+    then the profiler's kernel times over 10 calls, per call, most first."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    for case in args.cases:
+        name, batch, precision = case.split(":")
+        model, inputs = build(name)
+        dtype = dtypes[precision]
+        net = model.to("cuda", dtype=dtype)
+        xs = [
+            torch.from_numpy(v).cuda().to(dtype) if v.dtype == np.float32 else torch.from_numpy(v).cuda()
+            for v in inputs(int(batch)).values()
+        ]
+        compiled = torch.compile(net, mode="reduce-overhead")
+        with torch.no_grad():
+            ms = cuda_median_ms(lambda: compiled(*xs), warmup=5)
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                for _ in range(10):
+                    compiled(*xs)
+                torch.cuda.synchronize()
+        rows = []
+        for event in prof.key_averages():
+            total = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+            if event.count and total:
+                rows.append((total / 10, event.count / 10, event.key))
+        rows.sort(reverse=True)
+        print(f"== {case}: {ms:.3f} ms a call, {sum(r[0] for r in rows) / 1000:.3f} ms of kernels")
+        for us, count, key in rows[: args.top]:
+            print(f"{us:9.1f} us  x{count:<5g} {key[:110]}")
+        torch._dynamo.reset()
+        del net, compiled
+        torch.cuda.empty_cache()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="step", required=True)
@@ -333,8 +376,11 @@ def main():
     t.add_argument("--batches", default="1,32")
     t.add_argument("--precisions", default="fp32")
     t.add_argument("--reference-all", action="store_true", help="check accuracy at every batch, not only 1")
+    p = sub.add_parser("profile", help="torch.compile's kernel times, per MODEL:BATCH:PRECISION")
+    p.add_argument("cases", nargs="+", help="e.g. vit_b_16:32:fp16")
+    p.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    export(args) if args.step == "export" else time_cases(args)
+    {"export": export, "time": time_cases, "profile": profile}[args.step](args)
 
 
 if __name__ == "__main__":
