@@ -152,6 +152,13 @@ pub struct WindowSpec {
     /// spill, 31 us; docs/benchmarks.md). The target decides
     /// (`TargetConfig::window_rows_rolled` in tcc-compiler).
     pub rolled_rows: bool,
+    /// Whether the epilogue's loop over a column's channel lanes (where
+    /// they are stored one by one) is vectorized at the vector's width
+    /// instead of unrolled. On a CPU the unrolled lanes ran in scalar
+    /// registers; the loop is one SIMD pass. A GPU unrolls it, so that
+    /// the private array of lanes stays in registers. The target decides
+    /// (`TargetConfig::window_lanes_vectorized` in tcc-compiler).
+    pub vectorized_lanes: bool,
 }
 
 /// Where a window kernel's accumulators start.
@@ -328,12 +335,23 @@ pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
             let _ = writeln!(out, "    const float acc_value = acc{j};");
             indented(&mut out, "    ", &spec.store);
         } else {
-            let _ = writeln!(out, "    float lanes[{vector}];");
-            let _ = writeln!(out, "    vstore{vector}(acc{j}, 0, lanes);");
+            // Stored whole into an aligned array: `vstoreN` is a library
+            // call that LLVM splits into 128-bit stores, and a vectorized
+            // epilogue's wide load of them misses store-to-load forwarding.
+            let _ = writeln!(
+                out,
+                "    float lanes[{vector}] __attribute__((aligned({})));",
+                vector * 4
+            );
+            let _ = writeln!(out, "    *({ty}*)lanes = acc{j};");
             if spec.vector_store.is_some() {
                 let _ = writeln!(out, "    float stored[{vector}];");
             }
-            let _ = writeln!(out, "    #pragma unroll");
+            if spec.vectorized_lanes && spec.vector_store.is_none() {
+                let _ = writeln!(out, "    #pragma clang loop vectorize_width({vector})");
+            } else {
+                let _ = writeln!(out, "    #pragma unroll");
+            }
             let _ = writeln!(out, "    for (int l = 0; l < {vector}; l++) {{");
             let _ = writeln!(out, "      const int oc = c + l;");
             let _ = writeln!(out, "      const float acc_value = lanes[l];");
@@ -380,6 +398,7 @@ mod tests {
             store: "a2[((n * 112 + oy) * 112 + ox) * 16 + oc] = acc_value;".into(),
             vector_store: None,
             rolled_rows: false,
+            vectorized_lanes: false,
         }
     }
 
@@ -414,7 +433,12 @@ mod tests {
         // 110 columns in blocks of 4: the tail is guarded, reads clamped.
         assert!(text.contains("if (ox0 + 3 < 110) {"), "{text}");
         assert!(text.contains("const int ox = min(ox0 + 2, 109);"), "{text}");
-        assert!(text.contains("vstore4(acc3, 0, lanes);"), "{text}");
+        assert!(text.contains("*(float4*)lanes = acc3;"), "{text}");
+        // Unrolled lane by lane unless the target vectorizes the lanes.
+        assert!(
+            text.contains("    #pragma unroll\n    for (int l = 0; l < 4; l++) {"),
+            "{text}"
+        );
         assert!(text.contains("reqd_work_group_size(128, 1, 1)"), "{text}");
     }
 
@@ -525,7 +549,23 @@ mod tests {
         assert!(text.contains("float8 acc3 = (float8)(0.0f);"), "{text}");
         assert!(text.contains("const int q = (gid % 2) * 8;"), "{text}");
         assert!(text.contains("if (gid >= 6272) return;"), "{text}");
-        assert!(text.contains("vstore8(acc0, 0, lanes);"), "{text}");
+        assert!(text.contains("*(float8*)lanes = acc0;"), "{text}");
+        // The lanes stored whole into an aligned array (no `vstore8`: its
+        // 128-bit pieces stall the vectorized epilogue's wide load), and
+        // walked in a loop vectorized at their width.
+        assert!(
+            text.contains("float lanes[8] __attribute__((aligned(32)));"),
+            "{text}"
+        );
+        assert!(!text.contains("vstore8"), "{text}");
+        eight.vectorized_lanes = true;
+        let text = window_kernel(&eight).unwrap();
+        assert!(
+            text.contains(
+                "    #pragma clang loop vectorize_width(8)\n    for (int l = 0; l < 8; l++) {"
+            ),
+            "{text}"
+        );
         // A float8 maximum whole, not as two float4 halves; float16 has
         // the prelude's.
         let text = window_kernel(&spec(config, GEOMETRY, WindowCombine::Max)).unwrap();

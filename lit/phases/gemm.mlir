@@ -71,7 +71,7 @@
 // CPU: ra5 = tcc_a5[k];
 // CPU: rb1 = vload16(0, tcc_b1 + k * 96);
 // CPU: { const float16 a = (float16)(ra5); acc5_0 = fma(a, rb0, acc5_0); acc5_1 = fma(a, rb1, acc5_1); }
-// CPU: vstore16(acc5_1, 0, &block[5][16]);
+// CPU: *(float16*)&block[5][16] = acc5_1;
 // CPU: if (i >= 200) break;
 // CPU-NEXT: #pragma clang loop vectorize_width(16)
 // CPU-NEXT: for (int wn = 0; wn < 32; ++wn) {

@@ -280,6 +280,13 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// Whether the window template's epilogue walks a column's channels in
+    /// a loop vectorized at the channel vector's width
+    /// (`WindowSpec::vectorized_lanes`) rather than unrolled lane by lane.
+    fn window_lanes_vectorized(&self) -> bool {
+        false
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -652,6 +659,11 @@ impl Target {
         self.config().window_vector_stores()
     }
 
+    /// See [`TargetConfig::window_lanes_vectorized`].
+    pub fn window_lanes_vectorized(self) -> bool {
+        self.config().window_lanes_vectorized()
+    }
+
     /// Whether a long row reduction runs on the row template (one
     /// work-group per output) rather than as one work-item per output
     /// with a loop over the row, given whether its inputs are contiguous
@@ -873,8 +885,13 @@ mod tests {
         assert_eq!(block(3136, 144, 8), (6, 16));
         assert_eq!(block(3136, 28, 8), (6, 16));
         assert_eq!(block(1, 24, 8), (1, 24));
-        // AVX-512 keeps its table for them.
-        assert_eq!(block(12544, 24, 16), (6, 16));
+        // AVX-512: 16 to 31 wide in twelve rows of one vector, or eight
+        // rows of three 8-float vectors where that pads N less.
+        assert_eq!(block(12544, 24, 16), (8, 24));
+        assert_eq!(block(3136, 20, 16), (8, 24));
+        assert_eq!(block(12544, 16, 16), (12, 16));
+        assert_eq!(block(3136, 28, 16), (12, 16));
+        assert_eq!(block(4, 16, 16), (4, 16));
         // Never more rows than M has.
         assert_eq!(block(1, 1000, 8), (1, 16));
         assert_eq!(block(1, 1000, 16), (1, 64));

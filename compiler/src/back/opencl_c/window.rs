@@ -407,6 +407,7 @@ impl KernelWriter {
             store,
             vector_store: vector_stored,
             rolled_rows: self.window_rows_rolled,
+            vectorized_lanes: self.window_lanes_vectorized,
         })
     }
 }

@@ -237,6 +237,9 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     let window_vector_stores = target.as_ref().is_some_and(|t| {
         crate::config::targets::family(t).is_ok_and(|family| family.window_vector_stores())
     });
+    let window_lanes_vectorized = target.as_ref().is_some_and(|t| {
+        crate::config::targets::family(t).is_ok_and(|family| family.window_lanes_vectorized())
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
@@ -248,6 +251,7 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
             polynomial_exp,
             window_rows_rolled,
             window_vector_stores,
+            window_lanes_vectorized,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -465,6 +469,9 @@ pub(super) struct KernelWriter {
     /// Window kernels store a column's channels as one vector where they
     /// can (`WindowSpec::vector_store`).
     pub(super) window_vector_stores: bool,
+    /// Window kernels walk a column's channels in a vectorized loop
+    /// (`WindowSpec::vectorized_lanes`).
+    pub(super) window_lanes_vectorized: bool,
 }
 
 pub(super) fn key(value: Value) -> usize {
