@@ -1190,9 +1190,21 @@ fn fp32_body(spec: &AttentionSpec) -> String {
     let threads = spec.threads();
     let chunk = bk.min(CHUNK);
     let mut out = String::new();
+    // With a head dimension of whole float4s, the tiles are read four
+    // elements at a time (one 16-byte local load serving four `fma`s of
+    // the same chain, in the same order: a load per `fma` bounded the
+    // body by local-memory issue), and staged so where K's and V's rows
+    // are aligned.
+    let quads = d % 4 == 0;
+    let staged_quads = quads && quad_aligned(&spec.key, d) && quad_aligned(&spec.value, d);
+    let align = if quads {
+        " __attribute__((aligned(16)))"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "  __local float k_tile[{tile}];\n  __local float v_tile[{tile}];",
+        "  __local float k_tile[{tile}]{align};\n  __local float v_tile[{tile}]{align};",
         tile = i64::from(bk) * d
     );
     let _ = writeln!(out, "  const int lid = (int)get_local_id(0);");
@@ -1212,35 +1224,103 @@ fn fp32_body(spec: &AttentionSpec) -> String {
     // a key row.
     let k_at = spec.key.address(["b", "hk", "j", "dd"]);
     let v_at = spec.value.address(["b", "hk", "j", "dd"]);
-    let _ = writeln!(
-        out,
-        "    barrier(CLK_LOCAL_MEM_FENCE);\n    \
-         for (int e = lid; e < {tile}; e += {threads}) {{\n      \
-         const int jj = e / {d}, dd = e % {d};\n      \
-         const tcc_index j = k0 + jj;\n      \
-         const int inside = j < {kv};\n      \
-         k_tile[e] = inside ? {} : 0.0f;\n      \
-         v_tile[e] = inside ? {} : 0.0f;\n    }}\n    \
-         barrier(CLK_LOCAL_MEM_FENCE);",
-        spec.key.buffer.load(&k_at),
-        spec.value.buffer.load(&v_at),
-        tile = i64::from(bk) * d,
-        kv = s.kv_len,
-    );
+    if staged_quads {
+        let _ = writeln!(
+            out,
+            "    barrier(CLK_LOCAL_MEM_FENCE);\n    \
+             for (int e = lid; e < {quads_in_tile}; e += {threads}) {{\n      \
+             const int jj = e / {row_quads}, dd = (e % {row_quads}) * 4;\n      \
+             const tcc_index j = k0 + jj;\n      \
+             const int inside = j < {kv};\n      \
+             ((__local float4*)k_tile)[e] = inside ? {} : (float4)(0.0f);\n      \
+             ((__local float4*)v_tile)[e] = inside ? {} : (float4)(0.0f);\n    }}\n    \
+             barrier(CLK_LOCAL_MEM_FENCE);",
+            load_quad(&spec.key.buffer, &k_at),
+            load_quad(&spec.value.buffer, &v_at),
+            quads_in_tile = i64::from(bk) * d / 4,
+            row_quads = d / 4,
+            kv = s.kv_len,
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "    barrier(CLK_LOCAL_MEM_FENCE);\n    \
+             for (int e = lid; e < {tile}; e += {threads}) {{\n      \
+             const int jj = e / {d}, dd = e % {d};\n      \
+             const tcc_index j = k0 + jj;\n      \
+             const int inside = j < {kv};\n      \
+             k_tile[e] = inside ? {} : 0.0f;\n      \
+             v_tile[e] = inside ? {} : 0.0f;\n    }}\n    \
+             barrier(CLK_LOCAL_MEM_FENCE);",
+            spec.key.buffer.load(&k_at),
+            spec.value.buffer.load(&v_at),
+            tile = i64::from(bk) * d,
+            kv = s.kv_len,
+        );
+    }
+    // The chunk's dot products: with whole float4s, all of them at once,
+    // four head elements at a time (each its own chain, summed in the
+    // same order as one after another would be): the GPU issues in
+    // order, so a key's 64-deep chain alone waited an `fma`'s latency per
+    // step.
+    let dot = if quads {
+        format!(
+            "#pragma unroll\n      \
+             for (int c = 0; c < {chunk}; ++c)\n        \
+             dots[c] = 0.0f;\n      \
+             #pragma unroll\n      \
+             for (int dd = 0; dd < {d}; dd += 4) {{\n        \
+             #pragma unroll\n        \
+             for (int c = 0; c < {chunk}; ++c) {{\n          \
+             const float4 kq = *(__local const float4*)(k_tile + (c0 + c) * {d} + dd);\n          \
+             dots[c] = fma(q[dd], kq.x, dots[c]);\n          \
+             dots[c] = fma(q[dd + 1], kq.y, dots[c]);\n          \
+             dots[c] = fma(q[dd + 2], kq.z, dots[c]);\n          \
+             dots[c] = fma(q[dd + 3], kq.w, dots[c]);\n        }}\n      }}\n      \
+             #pragma unroll\n      \
+             for (int c = 0; c < {chunk}; ++c) {{\n        \
+             const int jj = c0 + c;\n        \
+             const tcc_index j = k0 + jj;\n        \
+             const float dot = dots[c];"
+        )
+    } else {
+        format!(
+            "#pragma unroll\n      \
+             for (int c = 0; c < {chunk}; ++c) {{\n        \
+             const int jj = c0 + c;\n        \
+             const tcc_index j = k0 + jj;\n        \
+             float dot = 0.0f;\n        \
+             #pragma unroll\n        \
+             for (int dd = 0; dd < {d}; ++dd)\n          \
+             dot = fma(q[dd], k_tile[jj * {d} + dd], dot);"
+        )
+    };
+    let accumulate = if quads {
+        format!(
+            "for (int dd = 0; dd < {d}; dd += 4) {{\n          \
+             const float4 vq = *(__local const float4*)(v_tile + jj * {d} + dd);\n          \
+             acc[dd] = fma(p, vq.x, acc[dd]);\n          \
+             acc[dd + 1] = fma(p, vq.y, acc[dd + 1]);\n          \
+             acc[dd + 2] = fma(p, vq.z, acc[dd + 2]);\n          \
+             acc[dd + 3] = fma(p, vq.w, acc[dd + 3]);\n        }}"
+        )
+    } else {
+        format!(
+            "for (int dd = 0; dd < {d}; ++dd)\n          acc[dd] = fma(p, v_tile[jj * {d} + dd], acc[dd]);"
+        )
+    };
     let _ = writeln!(
         out,
         "    /* Chunks past the last key visited are skipped (uniform per group). */\n    \
          for (int c0 = 0; c0 < {bk} && k0 + c0 < kv_end; c0 += {chunk}) {{\n      \
          float sc[{chunk}];\n      \
          float chunk_max = -INFINITY;\n      \
-         #pragma unroll\n      \
-         for (int c = 0; c < {chunk}; ++c) {{\n        \
-         const int jj = c0 + c;\n        \
-         const tcc_index j = k0 + jj;\n        \
-         float dot = 0.0f;\n        \
-         #pragma unroll\n        \
-         for (int dd = 0; dd < {d}; ++dd)\n          \
-         dot = fma(q[dd], k_tile[jj * {d} + dd], dot);",
+         {dots}{dot}",
+        dots = if quads {
+            format!("float dots[{chunk}];\n      ")
+        } else {
+            String::new()
+        },
     );
     let mut score = format!("dot * {}", float_literal(spec.scale));
     if let Some(mask) = &spec.mask {
@@ -1276,8 +1356,7 @@ fn fp32_body(spec: &AttentionSpec) -> String {
          l += p;\n        \
          const int jj = c0 + c;\n        \
          #pragma unroll\n        \
-         for (int dd = 0; dd < {d}; ++dd)\n          \
-         acc[dd] = fma(p, v_tile[jj * {d} + dd], acc[dd]);\n      }}\n      \
+         {accumulate}\n      }}\n      \
          m = m_new;\n    }}\n  }}",
     );
     let o_at = spec.output.address(["b", "h", "i", "dd"]);
@@ -1429,10 +1508,65 @@ mod tests {
     }
 
     #[test]
+    fn a_head_dimension_of_odd_elements_stays_scalar() {
+        let mut odd = spec(false, false);
+        odd.shape.head_dim = 6;
+        for operand in [
+            &mut odd.query,
+            &mut odd.key,
+            &mut odd.value,
+            &mut odd.output,
+        ] {
+            operand.strides = [
+                operand.strides[0] / 64 * 6,
+                operand.strides[1] / 64 * 6,
+                6,
+                1,
+            ];
+        }
+        let text = attention_kernel(&odd).unwrap();
+        assert!(text.contains("__local float k_tile[192];"), "{text}");
+        assert!(
+            text.contains("dot = fma(q[dd], k_tile[jj * 6 + dd], dot);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("acc[dd] = fma(p, v_tile[jj * 6 + dd], acc[dd]);"),
+            "{text}"
+        );
+        assert!(!text.contains("float4"), "{text}");
+    }
+
+    #[test]
     fn online_softmax_over_staged_tiles() {
         let text = attention_kernel(&spec(false, true)).unwrap();
         assert!(text.contains("reqd_work_group_size(64, 1, 1)"), "{text}");
-        assert!(text.contains("__local float k_tile[2048];"), "{text}");
+        assert!(
+            text.contains("__local float k_tile[2048] __attribute__((aligned(16)));"),
+            "{text}"
+        );
+        // Staged and read four floats at a time, each chain's order kept.
+        assert!(
+            text.contains(
+                "((__local float4*)k_tile)[e] = inside ? *(__global const float4*)(a1 + "
+            ),
+            "{text}"
+        );
+        // The chunk's 16 dot products interleaved, four elements a step.
+        assert!(
+            text.contains(
+                "for (int dd = 0; dd < 64; dd += 4) {\n        #pragma unroll\n        for (int c = 0; c < 16; ++c) {\n          const float4 kq = *(__local const float4*)(k_tile + (c0 + c) * 64 + dd);"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("dots[c] = fma(q[dd + 3], kq.w, dots[c]);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("acc[dd + 1] = fma(p, vq.y, acc[dd + 1]);"),
+            "{text}"
+        );
         // Grouped heads: two query heads per key/value head.
         assert!(text.contains("const tcc_index hk = h / 2;"), "{text}");
         assert!(text.contains("const tcc_index kv_end = 77;"), "{text}");
@@ -1446,10 +1580,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("sc[c] = (j < 77) ? x : -INFINITY;"), "{text}");
-        assert!(
-            text.contains("acc[dd] = fma(p, v_tile[jj * 64 + dd], acc[dd]);"),
-            "{text}"
-        );
+        assert!(text.contains("acc[dd] = fma(p, vq.x, acc[dd]);"), "{text}");
         assert!(
             text.contains("a4[b * 19712 + h * 4928 + i * 64 + dd] = acc[dd] * inverse;"),
             "{text}"
@@ -1492,7 +1623,7 @@ mod tests {
             [128, 1, 1]
         );
         assert!(
-            fp32.contains("for (int e = lid; e < 2048; e += 128) {"),
+            fp32.contains("for (int e = lid; e < 512; e += 128) {"),
             "{fp32}"
         );
         assert!(fp32.contains("if (i < 77 && lid < 64) {"), "{fp32}");
@@ -1601,7 +1732,7 @@ mod tests {
         );
         assert!(!ptx.contains("const int dd = dn * 8 + 2 * t + c;"), "{ptx}");
         // The portable body is the exact fp32 one, unchanged.
-        assert!(fp32.contains("acc[dd] = fma(p, v_tile[jj * 64 + dd], acc[dd]);"));
+        assert!(fp32.contains("acc[dd] = fma(p, vq.x, acc[dd]);"));
         assert!(!fp32.contains("TCC_MMA"));
         assert!(text.trim_end().ends_with("#endif\n}"), "{text}");
         let mut odd = spec.clone();

@@ -166,6 +166,12 @@ pub fn attention_key_lanes(head_dim: i64, q_len: i64) -> Option<i64> {
         .find(|lanes| 4 * q_len * lanes * (head_dim + 4) <= 32 * 1024)
 }
 
+/// Whether the key-parallel form's partial accumulators for `block_q`
+/// rows of `lanes` work-items each fit 32 KiB of local memory.
+pub fn key_lanes_fit(block_q: i64, lanes: i64, head_dim: i64) -> bool {
+    4 * block_q * lanes * (head_dim + 4) <= 32 * 1024
+}
+
 /// Keys per tile such that the K and V tiles of `head_dim` floats take at
 /// most `bytes` of local memory: the largest power of two up to `most`
 /// (at least 1; the template splits tiles above its chunk of 16 keys

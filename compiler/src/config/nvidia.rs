@@ -3,7 +3,7 @@
 //! bandwidth-bound kernels.
 
 use super::{
-    AttentionConfig, GemmConfig, KernelKind, PoolFolding, TargetConfig, WindowConfig,
+    AttentionConfig, GemmConfig, GemmShape, KernelKind, PoolFolding, TargetConfig, WindowConfig,
     WindowGeometry,
 };
 
@@ -160,6 +160,65 @@ fn gemm(m: i64, n: i64, k: i64) -> Option<GemmConfig> {
         split_k: split_k as u32,
         k_lanes: 1,
     })
+}
+
+/// The tile of an exact-fp32 matmul (no tensor cores: `--precision=fp32`)
+/// that the table gives unsplit 128x128 tiles of 8x8 outputs per
+/// work-item, or unsplit 64x64 tiles of 4x4: 64x128 tiles of 8x8 outputs
+/// (128 work-items) where those still give every SM a work-group. Twice
+/// the 128x128 grid's work-groups at the same 8x8 register block (64
+/// multiply-adds per k step against 16 loads), and four times the
+/// arithmetic of a 64x64 tile's 4x4 block per load. The products of a
+/// transformer at batch 32 (H200, each kernel's fastest of 10 calls in
+/// turns, `tcc-benchmark --in-turns-with`): M = 4096, N = 768, K = 768
+/// 0.166 -> 0.121 ms (from 64x64), K = 3072 0.599 -> 0.412; M = 6304
+/// (ViT-B/16), N = 768, K = 768 0.211 -> 0.186 (from 128x128), K = 3072
+/// 0.814 -> 0.726; M = 4096, N = 2304, K = 768 0.341 -> 0.309; N = 3072
+/// 0.408 -> 0.405. 128x64 tiles of 8x8 came second (0.131, 0.447, 0.205,
+/// 0.805, 0.335, 0.434), 128x96, 64x64 and 128x128 with k steps of 32
+/// later.
+///
+/// Where 64x128 tiles would not give every SM a work-group (a few hundred
+/// rows: a vision transformer's 197 tokens at batch 1) but 32x128 tiles
+/// of 4x8 outputs in two K slices do, on a K of at least 512, those:
+/// ViT-B/16's 197 x 2304 x 768 product 60.6 -> 37.1 us, 197 x 3072 x 768
+/// 53.8 -> 38.8 (32x64 tiles unsplit: 43.9 and 43.3; 64x128 in two slices
+/// 50.6 and 44.8). Convolutions keep the table (their A gathers differ),
+/// and so do batched products.
+pub fn fp32_matmul_tile(table: GemmConfig, shape: &GemmShape) -> GemmConfig {
+    let unsplit_square = table.split_k == 1
+        && table.tile_k == 16
+        && matches!(
+            (table.tile_m, table.tile_n, table.work_m, table.work_n),
+            (128, 128, 8, 8) | (64, 64, 4, 4)
+        );
+    let wide = GemmConfig {
+        tile_m: 64,
+        tile_n: 128,
+        tile_k: 16,
+        work_m: 8,
+        work_n: 8,
+        split_k: 1,
+        k_lanes: 1,
+    };
+    let columns = (shape.n + 127) / 128;
+    if !(unsplit_square && shape.batch == 1 && shape.n >= 128) {
+        return table;
+    }
+    if (shape.m + 63) / 64 * columns >= SMS {
+        return wide;
+    }
+    let sliced = GemmConfig {
+        tile_m: 32,
+        work_m: 4,
+        split_k: 2,
+        ..wide
+    };
+    if (shape.m + 31) / 32 * columns * 2 >= SMS && shape.k >= 512 {
+        sliced
+    } else {
+        table
+    }
 }
 
 /// Few rows (at most `FEW_ROWS`) where 32x64 tiles fill the SMs only in
@@ -496,6 +555,18 @@ const PACKED_ROW_GROUP: i64 = 256;
 /// Query rows per work-group of the tensor-core attention body's wide
 /// form (four warps of 32 rows: `tcc_kernels::attention::warp_rows`).
 const WIDE_ATTENTION_ROWS: i64 = 128;
+/// Query rows per work-group and work-items per row of an exact-fp32
+/// attention of at least that many rows whose 64-row work-groups would not
+/// give every SM one (a transformer at batch 1: ViT-B/16's 12 heads of
+/// 197 rows made 48): the key-parallel form, each of a row's work-items
+/// walking every `FEW_GROUP_LANES`-th key, so that the heads' rows are
+/// spread over many more work-items. On the H200 (each kernel's fastest
+/// of 20 calls in turns): ViT-B/16's attention at batch 1 74.5 -> 60.0
+/// us, BERT-base's (128 rows) 46.6 -> 31.4, GPT-2's (causal) 45.8 ->
+/// 28.4; 8 rows of 8 lanes took 84.2, 40.2 and 37.5, 4 rows of 16 86.3,
+/// 31.9 and 29.2, 32 rows of 2 (ViT-B/16) 65.1 and of 4 74.8.
+const FEW_GROUP_ROWS: i64 = 16;
+const FEW_GROUP_LANES: i64 = 4;
 /// The fewest work-groups of [`WIDE_ATTENTION_ROWS`] rows for which an
 /// attention takes them: one per SM of an H100/H200.
 const WIDE_ATTENTION_MIN_GROUPS: i64 = 132;
@@ -578,6 +649,18 @@ impl TargetConfig for Nvidia {
         let lanes = (!tensor_cores)
             .then(|| super::attention_key_lanes(head_dim, q_len))
             .flatten();
+        if !tensor_cores
+            && lanes.is_none()
+            && q_len >= FEW_GROUP_ROWS
+            && (q_len + 63) / 64 * heads < SMS
+            && super::key_lanes_fit(FEW_GROUP_ROWS, FEW_GROUP_LANES, head_dim)
+        {
+            return AttentionConfig {
+                block_q: FEW_GROUP_ROWS,
+                block_k,
+                key_lanes: FEW_GROUP_LANES,
+            };
+        }
         let wide_groups = (q_len + WIDE_ATTENTION_ROWS - 1) / WIDE_ATTENTION_ROWS * heads;
         let block_q = if tensor_cores
             && head_dim <= 64

@@ -268,8 +268,10 @@ impl ConfigureOptions {
     /// it is (`image_input`: its channels and whether it is a plain
     /// matrix, `ir::conv_input`), whose body gathers A from the image or
     /// copies the matrix; an image's stem kept in fp32 arithmetic
-    /// (`fp32_stem`) takes [`narrow_stem_tiles`] (a tuning record or
-    /// forced candidate still wins).
+    /// (`fp32_stem`) takes [`narrow_stem_tiles`]; without either option,
+    /// an exact-fp32 matmul on nvidia takes
+    /// `config::nvidia::fp32_matmul_tile` (a tuning record or forced
+    /// candidate still wins).
     fn float_gemm_config(
         &self,
         target: Target,
@@ -318,6 +320,18 @@ impl ConfigureOptions {
         }
         if fp32_stem && !chosen {
             return table.map(|table| narrow_stem_tiles(table, shape));
+        }
+        // Exact fp32 (no tensor-core tiles asked for): the nvidia matmul
+        // tiles of `config::nvidia::fp32_matmul_tile`.
+        if !chosen
+            && target == Target::Nvidia
+            && kind == KernelKind::Matmul.name()
+            && self.precision == Precision::Fp32
+            && !self.large_tf32_tiles
+            && !self.half_wgmma_tiles
+            && !computed_a
+        {
+            return table.map(|table| crate::config::nvidia::fp32_matmul_tile(table, shape));
         }
         table
     }
