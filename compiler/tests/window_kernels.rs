@@ -139,7 +139,7 @@ fn the_blocks_take_the_forced_shape_and_off_keeps_loop_nests() {
         three
             .matches("3 columns x 4 channels per work-item")
             .count(),
-        6,
+        8,
         "{three}"
     );
     assert!(

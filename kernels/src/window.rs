@@ -159,6 +159,14 @@ pub struct WindowSpec {
     /// the private array of lanes stays in registers. The target decides
     /// (`TargetConfig::window_lanes_vectorized` in tcc-compiler).
     pub vectorized_lanes: bool,
+    /// Where the input element checks a folded padding's bounds: that
+    /// check's C name (true inside the input) after `element`'s
+    /// statements, which read it as `(tcc_inside | CHECK)`. The template
+    /// then evaluates it for every window position of the block first and,
+    /// where all lie inside, runs the window with `tcc_inside` true, so
+    /// that the checks and the padding's selects fold away there (a
+    /// block at the border keeps them).
+    pub inside: Option<String>,
 }
 
 /// Where a window kernel's accumulators start.
@@ -294,33 +302,63 @@ pub fn window_kernel(spec: &WindowSpec) -> Result<String, String> {
         }
     }
     let unroll = if spec.rolled_rows { " 1" } else { "" };
-    let _ = writeln!(out, "  #pragma unroll{unroll}");
-    let _ = writeln!(out, "  for (int ky = 0; ky < {window_h}; ky++) {{");
-    if let Some(tap) = &spec.tap {
-        for kx in 0..window_w {
-            let _ = writeln!(out, "    {ty} w{kx};");
-            let _ = writeln!(out, "    {{ const int kx = {kx}; w{kx} = {tap}; }}");
+    let inputs = input_columns(columns, window_w, geometry.column_steps);
+    // The loop over the window's rows: the taps and input columns
+    // combined into the accumulators, or (`check`) only the padding's
+    // check of every input column, accumulated into `tcc_all_inside`.
+    let window_rows = |check: Option<&str>| -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "  #pragma unroll{unroll}");
+        let _ = writeln!(out, "  for (int ky = 0; ky < {window_h}; ky++) {{");
+        if check.is_none()
+            && let Some(tap) = &spec.tap
+        {
+            for kx in 0..window_w {
+                let _ = writeln!(out, "    {ty} w{kx};");
+                let _ = writeln!(out, "    {{ const int kx = {kx}; w{kx} = {tap}; }}");
+            }
         }
-    }
-    for input in input_columns(columns, window_w, geometry.column_steps) {
-        let (j, kx) = input.readers[0];
-        let _ = writeln!(out, "    {{");
-        let _ = writeln!(out, "      const int ox = min(ox0 + {j}, {});", out_w - 1);
-        let _ = writeln!(out, "      const int kx = {kx};");
-        indented(&mut out, "      ", &spec.element.0);
-        let _ = writeln!(out, "      const {ty} x = {};", spec.element.1);
-        for (j, kx) in &input.readers {
-            let update = match spec.combine {
-                WindowCombine::MulAdd => format!("acc{j} + x * w{kx}"),
-                WindowCombine::Add => format!("acc{j} + x"),
-                WindowCombine::Max if vector == 1 => format!("tcc_maximumf(acc{j}, x)"),
-                WindowCombine::Max => vector_maximum(vector, &format!("acc{j}"), "x"),
-            };
-            let _ = writeln!(out, "      acc{j} = {update};");
+        for input in &inputs {
+            let (j, kx) = input.readers[0];
+            let _ = writeln!(out, "    {{");
+            let _ = writeln!(out, "      const int ox = min(ox0 + {j}, {});", out_w - 1);
+            let _ = writeln!(out, "      const int kx = {kx};");
+            indented(&mut out, "      ", &spec.element.0);
+            if let Some(condition) = check {
+                let _ = writeln!(out, "      tcc_all_inside = tcc_all_inside && {condition};");
+                let _ = writeln!(out, "    }}");
+                continue;
+            }
+            let _ = writeln!(out, "      const {ty} x = {};", spec.element.1);
+            for (j, kx) in &input.readers {
+                let update = match spec.combine {
+                    WindowCombine::MulAdd => format!("acc{j} + x * w{kx}"),
+                    WindowCombine::Add => format!("acc{j} + x"),
+                    WindowCombine::Max if vector == 1 => format!("tcc_maximumf(acc{j}, x)"),
+                    WindowCombine::Max => vector_maximum(vector, &format!("acc{j}"), "x"),
+                };
+                let _ = writeln!(out, "      acc{j} = {update};");
+            }
+            let _ = writeln!(out, "    }}");
         }
-        let _ = writeln!(out, "    }}");
+        let _ = writeln!(out, "  }}");
+        out
+    };
+    match &spec.inside {
+        Some(condition) => {
+            let _ = writeln!(
+                out,
+                "  bool tcc_all_inside = true;\n  {{\n  const bool tcc_inside = false;"
+            );
+            out.push_str(&window_rows(Some(condition)));
+            let rows = window_rows(None);
+            let _ = write!(
+                out,
+                "  }}\n  if (tcc_all_inside) {{\n  const bool tcc_inside = true;\n{rows}  }} else {{\n  const bool tcc_inside = false;\n{rows}  }}\n"
+            );
+        }
+        None => out.push_str(&window_rows(None)),
     }
-    let _ = writeln!(out, "  }}");
     for j in 0..columns {
         let guard = if out_w % columns != 0 && j > 0 {
             format!("if (ox0 + {j} < {out_w}) ")
@@ -399,6 +437,7 @@ mod tests {
             vector_store: None,
             rolled_rows: false,
             vectorized_lanes: false,
+            inside: None,
         }
     }
 
@@ -417,6 +456,43 @@ mod tests {
         columns: 4,
         vector: 4,
     };
+
+    #[test]
+    fn a_folded_padding_is_checked_once_per_block() {
+        let mut padded = spec(CONFIG, GEOMETRY, WindowCombine::MulAdd);
+        padded.element = (
+            "const bool inside = (uint)(oy + ky - 1) < 112u && (uint)(ox + kx - 1) < 110u;".into(),
+            "((tcc_inside | inside) ? vload4(0, a0 + c) : (float4)(0.0f))".into(),
+        );
+        padded.inside = Some("inside".into());
+        let text = window_kernel(&padded).unwrap();
+        // Every input column of every window row checked first...
+        assert!(
+            text.contains("  bool tcc_all_inside = true;\n  {\n  const bool tcc_inside = false;"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("tcc_all_inside = tcc_all_inside && inside;")
+                .count(),
+            6,
+            "{text}"
+        );
+        // ... then the window twice: unchecked where the block lies inside.
+        assert!(
+            text.contains("  if (tcc_all_inside) {\n  const bool tcc_inside = true;\n  #pragma unroll\n  for (int ky = 0;"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  } else {\n  const bool tcc_inside = false;\n  #pragma unroll\n  for (int ky = 0;"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches(" + x * w").count(), 24, "{text}");
+        // Without a check, one window and no flag.
+        let text = window_kernel(&spec(CONFIG, GEOMETRY, WindowCombine::MulAdd)).unwrap();
+        assert!(!text.contains("tcc_inside"), "{text}");
+    }
 
     #[test]
     fn a_block_reads_each_input_column_once() {

@@ -293,6 +293,15 @@ pub trait TargetConfig: Sync {
         false
     }
 
+    /// The fewest window taps (rows x columns) for which the window
+    /// template checks a folded padding's bounds once per block of outputs
+    /// and runs the window without them where the whole block reads
+    /// inside the input (`WindowSpec::inside`), rather than checking every
+    /// load; `None`: never.
+    fn window_unswitched_taps(&self) -> Option<i64> {
+        None
+    }
+
     /// Whether a long row reduction runs on the row template, given
     /// whether its inputs are contiguous along the row.
     fn row_reduction_template(&self, _contiguous: bool) -> bool {
@@ -668,6 +677,11 @@ impl Target {
     /// See [`TargetConfig::window_lanes_vectorized`].
     pub fn window_lanes_vectorized(self) -> bool {
         self.config().window_lanes_vectorized()
+    }
+
+    /// See [`TargetConfig::window_unswitched_taps`].
+    pub fn window_unswitched_taps(self) -> Option<i64> {
+        self.config().window_unswitched_taps()
     }
 
     /// Whether a long row reduction runs on the row template (one

@@ -134,6 +134,14 @@ def window_kernels():
     d5 = depthwise_op(m, "d5", "%x", w5, b5, X, [3, 3, 8, 1], X, [2, 2, 2, 2], (1, 1), (2, 2))
     mp = pool_op(m, "max_pool2d", "mp", "%x", X, [1, 7, 6, 8], (3, 3), [1, 1, 1, 1], (2, 2))
     ap = pool_op(m, "avg_pool2d", "ap", "%x", X, X, (3, 3), [1, 1, 1, 1], (1, 1))
+    # Large windows (pocl-cpu checks their padding once per block, where
+    # the block lies inside): 5x5 pad 2 and 7x7 stride 2 pad 3.
+    w6 = m.const("w6", [5, 5, 8, 1], 0.2)
+    b6 = m.const("b6", [8], 0.2)
+    d6 = depthwise_op(m, "d6", "%x", w6, b6, X, [5, 5, 8, 1], X, [2, 2, 2, 2])
+    w7 = m.const("w7", [7, 7, 8, 1], 0.15)
+    b7 = m.const("b7", [8], 0.2)
+    d7 = depthwise_op(m, "d7", "%x", w7, b7, X, [7, 7, 8, 1], [1, 7, 6, 8], [3, 3, 3, 3], (2, 2))
     gp = pool_op(m, "avg_pool2d", "gp", "%x", X, [1, 1, 1, 8], (13, 11), [0, 0, 0, 0], (1, 1))
     my = pool_op(m, "max_pool2d", "my", "%y", Y, [1, 9, 8, 6], (2, 2), [0, 0, 0, 0], (1, 1))
     s1 = m.reduce("reduce_sum", "s1", "%x", X, 1)
@@ -144,7 +152,8 @@ def window_kernels():
 // columns blocked, channels as float4 where they allow): on 1x13x11x8
 // (width 11: column blocks with a tail) a depthwise 3x3 pad 1 with bias,
 // ReLU6 and a residual add; 3x3 stride 2 pad 1; channel multiplier 2;
-// dilation 2 pad 2; max pool 3x3 stride 2 pad 1; average pool 3x3 pad 1
+// dilation 2 pad 2; 5x5 pad 2; 7x7 stride 2 pad 3; max pool 3x3 stride
+// 2 pad 1; average pool 3x3 pad 1
 // (padding not counted); a global 13x11 average pool; and a global
 // average as sums over H and W times 1/143. On 1x10x9x6 (channels not a
 // multiple of 4) an unpadded depthwise 3x3 (the named op) and a max pool
@@ -155,4 +164,4 @@ def window_kernels():
         (res, X, "f32"), (d2, [1, 7, 6, 8], "f32"), (d3, [1, 8, 7, 6], "f32"),
         (d4, [1, 13, 11, 16], "f32"), (d5, X, "f32"), (mp, [1, 7, 6, 8], "f32"),
         (ap, X, "f32"), (gp, [1, 1, 1, 8], "f32"), (my, [1, 9, 8, 6], "f32"),
-        (ga, [1, 1, 1, 8], "f32")])
+        (ga, [1, 1, 1, 8], "f32"), (d6, X, "f32"), (d7, [1, 7, 6, 8], "f32")])

@@ -158,13 +158,16 @@ impl KernelWriter {
     /// The input element of a `tcc.conv`: its body up to the
     /// combiner, with `linalg.index` bound to the template's names;
     /// `lanes` channels at once where the body allows, else one scalar
-    /// copy per lane.
+    /// copy per lane; and, for a window of at least the target's
+    /// `window_unswitched_taps` of `taps`, the C name of its folded
+    /// padding's check (`WindowSpec::inside`).
     fn conv_element(
         &mut self,
         op: OperationRef,
         dims: &WindowDims,
         lanes: u32,
-    ) -> Result<(String, String, Option<[i64; 2]>), CodegenError> {
+        taps: i64,
+    ) -> Result<(String, String, Option<[i64; 2]>, Option<String>), CodegenError> {
         let body = op
             .region(0)
             .at(&op)?
@@ -215,18 +218,25 @@ impl KernelWriter {
         let saved = (std::mem::take(&mut self.out), self.indent);
         self.indent = 0;
         let reserved = [weight, acc];
+        // A folded padding's check, for the template to unswitch on where
+        // the target asks (`WindowSpec::inside`).
+        let check = self
+            .window_unswitched_taps
+            .filter(|least| taps >= *least)
+            .and_then(|_| super::conv_inputs::tap_condition(input_ops, dims.channel));
+        let mut inside = None;
         let value = if lanes == 1 {
-            self.conv_input_ops(op, input_ops, &bound("c"), 1, None, &reserved, None)?;
+            inside = self.conv_input_ops(op, input_ops, &bound("c"), 1, None, &reserved, check)?;
             self.name(op, a_value)?
         } else if channel_vectorizable(input_ops, dims.channel) {
-            self.conv_input_ops(
+            inside = self.conv_input_ops(
                 op,
                 input_ops,
                 &bound("c"),
                 lanes,
                 Some("c"),
                 &reserved,
-                None,
+                check,
             )?;
             self.name(op, a_value)?
         } else {
@@ -247,7 +257,7 @@ impl KernelWriter {
         };
         let statements = std::mem::replace(&mut self.out, saved.0);
         self.indent = saved.1;
-        Ok((statements, value, steps))
+        Ok((statements, value, steps, inside))
     }
 
     fn window_spec(
@@ -285,10 +295,11 @@ impl KernelWriter {
         }
         let lanes = config.vector;
         let vector = lanes > 1;
-        let (statements, value, column_steps) = if named {
-            self.named_element(op, lanes)?
+        let (statements, value, column_steps, inside) = if named {
+            let (statements, value, steps) = self.named_element(op, lanes)?;
+            (statements, value, steps, None)
         } else {
-            self.conv_element(op, &dims, lanes)?
+            self.conv_element(op, &dims, lanes, window_shape[0] * window_shape[1])?
         };
         let tap = if dims.combine == WindowCombine::MulAdd {
             let (_, filter) = self.operand_view(op, filter_index, "window filter")?;
@@ -408,6 +419,7 @@ impl KernelWriter {
             vector_store: vector_stored,
             rolled_rows: self.window_rows_rolled,
             vectorized_lanes: self.window_lanes_vectorized,
+            inside,
         })
     }
 }

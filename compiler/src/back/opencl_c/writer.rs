@@ -240,6 +240,11 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
     let window_lanes_vectorized = target.as_ref().is_some_and(|t| {
         crate::config::targets::family(t).is_ok_and(|family| family.window_lanes_vectorized())
     });
+    let window_unswitched_taps = target.as_ref().and_then(|t| {
+        crate::config::targets::family(t)
+            .ok()
+            .and_then(|family| family.window_unswitched_taps())
+    });
     let mut kernels = Vec::new();
     for kernel in ops_named(module.as_operation(), "gpu.func") {
         let writer = KernelWriter {
@@ -252,6 +257,7 @@ pub fn write_program(module: &Module) -> Result<Program, CodegenError> {
             window_rows_rolled,
             window_vector_stores,
             window_lanes_vectorized,
+            window_unswitched_taps,
             ..KernelWriter::default()
         };
         kernels.push(writer.write(kernel)?);
@@ -472,6 +478,10 @@ pub(super) struct KernelWriter {
     /// Window kernels walk a column's channels in a vectorized loop
     /// (`WindowSpec::vectorized_lanes`).
     pub(super) window_lanes_vectorized: bool,
+    /// Window kernels of at least this many taps check a folded padding
+    /// once per block and run the window unchecked where it lies inside
+    /// (`WindowSpec::inside`).
+    pub(super) window_unswitched_taps: Option<i64>,
 }
 
 pub(super) fn key(value: Value) -> usize {
