@@ -15,7 +15,7 @@
 // CONFIGURED-LABEL: func.func @tuned
 // CONFIGURED: tcc.strategy = #tcc.gemm<tile_m = 8, tile_n = 16, tile_k = 4, work_m = 8, work_n = 16, split_k = 1, batch = 1, m = 64, n = 96, k = 128>
 // CONFIGURED-LABEL: func.func @untuned
-// CONFIGURED: tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1, batch = 1, m = 64, n = 64, k = 128>
+// CONFIGURED: tcc.strategy = #tcc.gemm<tile_m = 6, tile_n = 64, tile_k = 4, work_m = 6, work_n = 64, split_k = 1, batch = 1, m = 64, n = 64, k = 128>
 // FAMILY: the tuning record is for --target=pocl-cpu (measured on pthread-lit-test), the module for nvidia
 // MISSING: cannot read tuning record {{.*}}missing.json
 

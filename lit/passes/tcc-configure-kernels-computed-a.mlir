@@ -12,7 +12,7 @@
 // AVX2: tcc.conv<conv_2d_nhwc_hwcf
 // AVX2-SAME: tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1, batch = 1, m = 400, n = 64, k = 128>
 // AVX512-LABEL: func.func @bn_relu_then_conv
-// AVX512: tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1, batch = 1, m = 400, n = 64, k = 128>
+// AVX512: tcc.strategy = #tcc.gemm<tile_m = 6, tile_n = 64, tile_k = 4, work_m = 6, work_n = 64, split_k = 1, batch = 1, m = 400, n = 64, k = 128>
 func.func @bn_relu_then_conv(%x: tensor<1x20x20x128xf32>, %s: tensor<1x1x1x128xf32>, %w: tensor<64x1x1x128xf32>, %b: tensor<64xf32>) -> tensor<1x20x20x64xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>

@@ -10,9 +10,9 @@
 // A 200x96 output has 8 64x64 tiles, fewer than the H100's 132 SMs: the
 // nvidia configuration takes 16x16 tiles (13 x 6 work-groups of 8x8).
 // TILE: linalg.matmul {tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 16, tile_n = 16, tile_k = 16, work_m = 2, work_n = 2, split_k = 1, batch = 1, m = 200, n = 96, k = 128>}
-// On CPUs a work-group is one work-item with a 4x64 block of C
+// On CPUs a work-group is one work-item with a 6x64 block of C
 // (register-blocked: tile == work per item).
-// POCL: linalg.matmul {tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 4, tile_n = 64, tile_k = 4, work_m = 4, work_n = 64, split_k = 1,
+// POCL: linalg.matmul {tcc.kind = "matmul", tcc.strategy = #tcc.gemm<tile_m = 6, tile_n = 64, tile_k = 4, work_m = 6, work_n = 64, split_k = 1,
 
 // 200 / 16 -> 13 tiles along M, 96 / 16 -> 6 along N.
 // GPU-DAG: %[[C6:.*]] = arith.constant 6 : index
@@ -48,7 +48,7 @@
 // CL: a0[i * 96 + j] =
 
 // The register-blocked form: no local memory; N = 96 takes 6x32 blocks
-// on AVX-512 (4x64 would pad it to 128 columns): per k, two float16 of
+// on AVX-512 (a 64-wide block would pad it to 128 columns): per k, two float16 of
 // B's row and one broadcast A element per row into 12 accumulators; the
 // row tiles (34 of 6) are walked fastest; every column tile lies inside N
 // (no edge loads, no exit in the epilogue's column loop, which is

@@ -68,13 +68,18 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 /// accumulators, one row of B and the broadcast A element.
 ///
 /// - AVX-512 (32 registers of 16 floats): outputs at least 64 wide take
-///   4 x 64 blocks (four vectors per row), 32 to 63 wide 6 x 32. `tcc
-///   tune` on ResNet-50 (13 candidates measured in turns on an AVX-512
-///   machine, docs/benchmarks.md) picked 4 x 64 for 13 of its 20
-///   convolution shapes, 6 x 32 for 2. Where 64-wide blocks would pad N
+///   6 x 64 blocks (four vectors per row: 24 accumulators, the four B
+///   vectors and the broadcast A element in 29 registers), 32 to 63 wide
+///   6 x 32. `tcc tune` on ResNet-50 (13 candidates measured in turns on
+///   an AMD AVX-512 machine, docs/benchmarks.md) had picked 4 x 64 for 13
+///   of its 20 convolution shapes, 6 x 32 for 2; on a 2-core Intel
+///   AVX-512 Xeon, each kernel's fastest in turns, 6 x 64 took 5-6% less
+///   of ResNet-50's kernel time than 4 x 64 (21.7-21.9 -> 20.3-20.7 ms),
+///   5% of Inception v1's, 2-2.5% of SqueezeNet's and DenseNet-121's (six
+///   rows per B vector loaded instead of four). Where 64-wide blocks would pad N
 ///   to more columns than 32-wide ones (N = 96, 144, 160, 320, 480, 672:
 ///   the depthwise CNNs' expansions and projections), 6 x 32: the edge
-///   block of a 4 x 64 grid computes padding and stores its columns one by
+///   block of a 6 x 64 grid computes padding and stores its columns one by
 ///   one (its loop stops at N), which no longer pays for the wider block.
 ///   Outputs 16 to 31 wide take 12 x 16 (twelve accumulators where 6 x 16
 ///   had six, too few to hide the multiply-add's latency), or 8 x 24
@@ -106,7 +111,7 @@ fn workgroup_size(kind: KernelKind) -> i64 {
 pub fn gemm_for_vector_floats(m: i64, n: i64, vector_floats: u32) -> Option<GemmConfig> {
     let padded = |columns: i64| (n + columns - 1) / columns * columns;
     let (rows, columns): (u32, u32) = match n {
-        n if vector_floats >= 16 && n >= 64 && padded(64) <= padded(32) => (4, 64),
+        n if vector_floats >= 16 && n >= 64 && padded(64) <= padded(32) => (6, 64),
         n if vector_floats >= 16 && n >= 64 => (6, 32),
         n if vector_floats >= 16 && n >= 32 => (6, 32),
         n if vector_floats >= 16 && n >= 16 && padded(24) < padded(16) => (8, 24),
