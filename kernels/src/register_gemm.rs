@@ -99,13 +99,9 @@ fn panel_address(spec: &GemmSpec, panel: i64, width: u32) -> Result<String, Stri
 /// multiply-adds need (MobileNetV2's last pointwise convolution, 7 x 7 x
 /// 320 -> 1280 on PoCL with AVX-512).
 fn pointwise_image_as_matrix(spec: &GemmSpec) -> Option<GemmSpec> {
-    let image = spec.a_image.as_ref().filter(|image| image.is_matrix())?;
-    (spec.a_element.is_some()
-        && spec.a_offset.is_none()
-        && spec.a_inside.is_none()
-        && spec.shape.batch <= 1
-        && image.gemm_extents() == (spec.shape.m, spec.shape.k))
-        .then(|| GemmSpec {
+    plain_image(spec)
+        .filter(|image| image.is_matrix())
+        .map(|image| GemmSpec {
             a: crate::gemm::GemmOperand {
                 buffer: image.buffer.clone(),
                 offset: image.offset,
@@ -132,15 +128,22 @@ fn pointwise_image_as_matrix(spec: &GemmSpec) -> Option<GemmSpec> {
 /// convolution over 16 channels (SqueezeNet's expansions, 55 x 55 x 64)
 /// ran at 210 GFLOP/s on two AVX-512 cores. Returns the image.
 fn image_window_rows(spec: &GemmSpec) -> Option<&crate::gemm::ConvImage> {
+    plain_image(spec).filter(|image| {
+        image.pads == [0, 0]
+            && !image.is_matrix()
+            && spec.k_window == Some([image.taps[0], image.taps[1], image.shape[3]])
+    })
+}
+
+/// The convolution image A is computed from, where its element reads
+/// nothing else: no offset table, no padding check, one product, and the
+/// image's rows and window covering the product's M and K.
+fn plain_image(spec: &GemmSpec) -> Option<&crate::gemm::ConvImage> {
     let image = spec.a_image.as_ref()?;
-    let [_, _, _, channels] = image.shape;
     (spec.a_element.is_some()
         && spec.a_offset.is_none()
         && spec.a_inside.is_none()
         && spec.shape.batch <= 1
-        && image.pads == [0, 0]
-        && !image.is_matrix()
-        && spec.k_window == Some([image.taps[0], image.taps[1], channels])
         && image.gemm_extents() == (spec.shape.m, spec.shape.k))
         .then_some(image)
 }
@@ -357,8 +360,8 @@ pub(crate) fn register_gemm_kernel(spec: &GemmSpec) -> Result<String, String> {
         };
         for r in 0..rows {
             let _ = writeln!(out, "    {a_type} ra{r};");
-            if window_rows.is_some() {
-                let pointer = Buffer::new(format!("tcc_a{r}"), spec.a.buffer.storage);
+            if let Some(image) = window_rows {
+                let pointer = Buffer::new(format!("tcc_a{r}"), image.buffer.storage);
                 let load = if spec.a_element_vector {
                     pointer.load_vector(4, "k_ch")
                 } else {

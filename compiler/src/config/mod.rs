@@ -163,7 +163,7 @@ pub fn attention_key_lanes(head_dim: i64, q_len: i64) -> Option<i64> {
     }
     [64, 32, 16]
         .into_iter()
-        .find(|lanes| 4 * q_len * lanes * (head_dim + 4) <= 32 * 1024)
+        .find(|lanes| key_lanes_fit(q_len, *lanes, head_dim))
 }
 
 /// Whether the key-parallel form's partial accumulators for `block_q`

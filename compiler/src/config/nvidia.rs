@@ -192,6 +192,10 @@ pub fn fp32_matmul_tile(table: GemmConfig, shape: &GemmShape) -> GemmConfig {
             (table.tile_m, table.tile_n, table.work_m, table.work_n),
             (128, 128, 8, 8) | (64, 64, 4, 4)
         );
+    if !(unsplit_square && shape.batch == 1 && shape.n >= 128) {
+        return table;
+    }
+    let columns = (shape.n + 127) / 128;
     let wide = GemmConfig {
         tile_m: 64,
         tile_n: 128,
@@ -201,10 +205,6 @@ pub fn fp32_matmul_tile(table: GemmConfig, shape: &GemmShape) -> GemmConfig {
         split_k: 1,
         k_lanes: 1,
     };
-    let columns = (shape.n + 127) / 128;
-    if !(unsplit_square && shape.batch == 1 && shape.n >= 128) {
-        return table;
-    }
     if (shape.m + 63) / 64 * columns >= SMS {
         return wide;
     }
